@@ -1,0 +1,124 @@
+/* The backend op table: every numerical op of the engine goes through one of these function
+ * pointers, so a CUDA backend (cuBLAS + kernels, later) drops in without touching the layers.
+ * No CUDA type appears here. All matrices are row-major float32. Pointers passed to ops are
+ * "backend memory": host memory for the CPU backends, device memory for a GPU backend.
+ *
+ * Conventions:
+ *  - "+=" in a comment means the op accumulates into its output (gradients of forks and of
+ *    parameters accumulate; callers zero them once per step).
+ *  - Sizes are int for matrix dims (BLAS), size_t for flat element counts.
+ *  - Two CPU backends exist: "cpu" (OpenBLAS GEMM + tuned loops) and "ref" (naive loops with
+ *    double accumulation, used by tests as the truth). tests/test_backend.c compares them op by op.
+ */
+#ifndef SURGE_BACKEND_H
+#define SURGE_BACKEND_H
+
+#include <stddef.h>
+
+typedef struct backend {
+  const char *name;
+
+  /* Threads for this rank's math (OpenBLAS threads on the CPU backend). */
+  void (*set_threads)(int nthreads);
+
+  /* ---- memory (host <-> backend); alloc returns zeroed memory, 64-byte aligned */
+  float *(*alloc)(size_t n);
+  void (*free)(float *p);
+  void (*upload)(float *dst, const float *host_src, size_t n);
+  void (*download)(float *host_dst, const float *src, size_t n);
+  void (*copy)(float *dst, const float *src, size_t n);
+
+  /* ---- dense linear algebra
+   * C(M,N) = alpha * op(A) * op(B) + beta * C, op(A) is (M,K), op(B) is (K,N).
+   * ta: A is stored (K,M) and transposed; tb: B is stored (N,K) and transposed. */
+  void (*gemm)(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
+               const float *B, int ldb, float beta, float *C, int ldc);
+  /* batch independent GEMMs: matrix i uses A + i*sA, B + i*sB, C + i*sC. */
+  void (*gemm_strided)(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
+                       size_t sA, const float *B, int ldb, size_t sB, float beta, float *C, int ldc,
+                       size_t sC, int batch);
+
+  /* ---- elementwise and reductions */
+  void (*fill)(float *x, size_t n, float v);
+  void (*scale)(float *x, size_t n, float a);                     /* x *= a */
+  void (*axpy)(size_t n, float a, const float *x, float *y);      /* y += a * x */
+  void (*add)(size_t n, const float *a, const float *b, float *y); /* y = a + b */
+  double (*sumsq)(const float *x, size_t n);                      /* sum of x^2 (double) */
+  int (*all_finite)(const float *x, size_t n);                    /* 1 if no NaN/Inf */
+
+  /* ---- bias: rows-major (rows, cols) with bias per column, or planes (N, C, HW) bias per channel */
+  void (*bias_add_rows)(int rows, int cols, const float *b, float *y);  /* y[r,c] += b[c] */
+  void (*bias_grad_rows)(int rows, int cols, const float *dy, float *db); /* db[c] += sum_r dy[r,c] */
+  void (*bias_add_planes)(int N, int C, int HW, const float *b, float *y);  /* y[n,c,:] += b[c] */
+  void (*bias_grad_planes)(int N, int C, int HW, const float *dy, float *db); /* db[c] += sum dy[n,c,:] */
+
+  /* ---- activations (n elements) */
+  void (*relu_fwd)(size_t n, const float *x, float *y);
+  void (*relu_bwd)(size_t n, const float *x, const float *dy, float *dx); /* dx += dy * (x > 0) */
+  /* GELU, tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
+  void (*gelu_fwd)(size_t n, const float *x, float *y);
+  void (*gelu_bwd)(size_t n, const float *x, const float *dy, float *dx); /* dx += dy * gelu'(x) */
+
+  /* ---- convolution lowering, one image: x is (C,H,W), col is (C*KH*KW, OH*OW) with
+   * OH = (H + 2*pad - KH)/stride + 1; rows ordered (c, kh, kw) as PyTorch's weight (O, C, KH, KW). */
+  void (*im2col)(const float *x, int C, int H, int W, int KH, int KW, int stride, int pad, float *col);
+  void (*col2im)(const float *col, int C, int H, int W, int KH, int KW, int stride, int pad,
+                 float *dx); /* dx += scatter of col */
+
+  /* ---- pooling over P = N*C planes of (H,W)
+   * max pool k x k with stride s, no padding (floor): y (P, OH, OW); argmax (P, OH, OW) holds the
+   * flat index h*W+w of the max inside its plane, stored as float (exact below 2^24). */
+  void (*maxpool_fwd)(int P, int H, int W, int k, int s, const float *x, float *y, float *argmax);
+  void (*maxpool_bwd)(int P, int H, int W, int k, int s, const float *dy, const float *argmax,
+                      float *dx); /* dx += routed dy */
+  void (*avgpool_fwd)(int P, int HW, const float *x, float *y);                /* y[p] = mean x[p,:] */
+  void (*avgpool_bwd)(int P, int HW, const float *dy, float *dx);              /* dx[p,:] += dy[p]/HW */
+
+  /* ---- layer norm over the last dim: x (rows, C); mean, rstd (rows) saved for backward */
+  void (*layernorm_fwd)(int rows, int C, const float *x, const float *w, const float *b, float eps,
+                        float *y, float *mean, float *rstd);
+  void (*layernorm_bwd)(int rows, int C, const float *x, const float *w, const float *mean,
+                        const float *rstd, const float *dy, float *dx, float *dw,
+                        float *db); /* dx, dw, db += */
+
+  /* ---- token + position embedding: idx (B,T) token ids stored as float; wte (V,C); wpe (Tmax,C);
+   * y (B,T,C) = wte[idx] + wpe[t]. Ids outside [0,V) are a caller bug (checked by the data layer). */
+  void (*embed_fwd)(int B, int T, int C, const float *idx, const float *wte, const float *wpe, float *y);
+  void (*embed_bwd)(int B, int T, int C, const float *idx, const float *dy, float *dwte,
+                    float *dwpe); /* dwte, dwpe += */
+
+  /* ---- causal softmax for attention: rows of length T in BH blocks of (T,T);
+   * p[i,j] = softmax_j(scale * s[i,j]) over j <= i, p[i,j] = 0 for j > i. */
+  void (*causal_softmax_fwd)(int BH, int T, float scale, const float *s, float *p);
+  /* ds[i,j] = scale * p[i,j] * (dp[i,j] - sum_k p[i,k] dp[i,k]) (written, not accumulated) */
+  void (*causal_softmax_bwd)(int BH, int T, float scale, const float *p, const float *dp, float *ds);
+
+  /* ---- softmax cross-entropy: logits (rows, V), targets (rows) class ids stored as float.
+   * Returns the SUM over rows of -log softmax(logits)[target] (double). If dlogits is not NULL it
+   * is written (not accumulated) with grad_scale * (softmax - onehot(target)). */
+  double (*xent_fwd_bwd)(int rows, int V, const float *logits, const float *targets, float grad_scale,
+                         float *dlogits);
+  /* Number of rows whose argmax (first maximum) equals the target. */
+  long (*count_correct)(int rows, int V, const float *logits, const float *targets);
+
+  /* ---- optimizers over a flat slab of n floats (one call per step)
+   * SGD (PyTorch semantics): g' = g + wd*p; buf = mom*buf + g' (buf = g' when first);
+   *   step = nesterov ? g' + mom*buf : buf; p -= lr*step.  With mom == 0, buf is unused. */
+  void (*sgd_step)(size_t n, float *p, const float *g, float *buf, float lr, float mom, int nesterov,
+                   float wd, int first);
+  /* AdamW (PyTorch): p *= 1 - lr*wd; m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
+   *   p -= lr * (m / bc1) / (sqrt(v / bc2) + eps), with bc1 = 1 - b1^t, bc2 = 1 - b2^t. */
+  void (*adamw_step)(size_t n, float *p, const float *g, float *m, float *v, float lr, float b1,
+                     float b2, float eps, float wd, float bc1, float bc2);
+} backend_t;
+
+/* The backends compiled in. */
+extern const backend_t backend_cpu; /* OpenBLAS */
+extern const backend_t backend_ref; /* naive reference, for tests */
+
+/* Look a backend up by name ("cpu", "ref"); NULL if unknown. */
+const backend_t *backend_find(const char *name);
+/* Comma-separated list of known backend names, for error messages. */
+const char *backend_names(void);
+
+#endif

@@ -1,0 +1,88 @@
+#include "core/error.h"
+
+#include <mpi.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int mpi_size(void) {
+  int init = 0, fin = 0, n = 1;
+  MPI_Initialized(&init);
+  MPI_Finalized(&fin);
+  if (init && !fin) MPI_Comm_size(MPI_COMM_WORLD, &n);
+  return n;
+}
+
+int surge_rank(void) {
+  int init = 0, fin = 0, r = 0;
+  MPI_Initialized(&init);
+  MPI_Finalized(&fin);
+  if (init && !fin) MPI_Comm_rank(MPI_COMM_WORLD, &r);
+  return r;
+}
+
+_Noreturn void surge_fail(int exit_code, const char *fmt, ...) {
+  char msg[2048];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  fflush(stdout);
+  int n = mpi_size();
+  if (n > 1)
+    fprintf(stderr, "surge: error: rank %d: %s\n", surge_rank(), msg);
+  else
+    fprintf(stderr, "surge: error: %s\n", msg);
+  fflush(stderr);
+  if (n > 1) MPI_Abort(MPI_COMM_WORLD, exit_code);
+  int init = 0, fin = 0;
+  MPI_Initialized(&init);
+  MPI_Finalized(&fin);
+  if (init && !fin) MPI_Finalize();
+  exit(exit_code);
+}
+
+void surge_info(const char *fmt, ...) {
+  if (surge_rank() != 0) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vprintf(fmt, ap);
+  va_end(ap);
+  fflush(stdout);
+}
+
+void *surge_malloc_at(size_t bytes, const char *file, int line) {
+  void *p = malloc(bytes ? bytes : 1);
+  if (!p)
+    surge_runtime_error("out of memory allocating %zu bytes at %s:%d (hint: a smaller batch or model)",
+                        bytes, file, line);
+  return p;
+}
+
+void *surge_calloc_at(size_t n, size_t size, const char *file, int line) {
+  void *p = calloc(n ? n : 1, size ? size : 1);
+  if (!p)
+    surge_runtime_error("out of memory allocating %zu x %zu bytes at %s:%d (hint: a smaller batch or model)",
+                        n, size, file, line);
+  return p;
+}
+
+void *surge_realloc_at(void *p, size_t bytes, const char *file, int line) {
+  void *q = realloc(p, bytes ? bytes : 1);
+  if (!q) surge_runtime_error("out of memory reallocating %zu bytes at %s:%d", bytes, file, line);
+  return q;
+}
+
+char *surge_strdup_at(const char *s, const char *file, int line) {
+  size_t n = strlen(s) + 1;
+  char *d = surge_malloc_at(n, file, line);
+  memcpy(d, s, n);
+  return d;
+}
+
+size_t surge_mul_size(size_t a, size_t b, const char *what) {
+  if (a != 0 && b > SIZE_MAX / a)
+    surge_input_error("size of %s overflows (%zu x %zu)", what, a, b);
+  return a * b;
+}

@@ -1,0 +1,36 @@
+/* Errors that speak to people: one line naming what was wrong and where, then the whole job exits.
+ * Exit code 2 (SURGE_EXIT_INPUT) for bad input (decks, data files, shapes), 1 for runtime failures.
+ * Under MPI with more than one rank the job is brought down with MPI_Abort so nothing hangs. */
+#ifndef SURGE_ERROR_H
+#define SURGE_ERROR_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+enum { SURGE_EXIT_RUNTIME = 1, SURGE_EXIT_INPUT = 2 };
+
+/* Print "surge: error: <msg>" (plus "rank N: " when MPI runs with more than one rank) and exit. */
+_Noreturn void surge_fail(int exit_code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Bad input: exit code 2. */
+#define surge_input_error(...) surge_fail(SURGE_EXIT_INPUT, __VA_ARGS__)
+/* A failure of the run itself (out of memory, I/O): exit code 1. */
+#define surge_runtime_error(...) surge_fail(SURGE_EXIT_RUNTIME, __VA_ARGS__)
+
+/* Allocation that never returns NULL: failures name the caller's file:line and the size asked. */
+void *surge_malloc_at(size_t bytes, const char *file, int line);
+void *surge_calloc_at(size_t n, size_t size, const char *file, int line);
+void *surge_realloc_at(void *p, size_t bytes, const char *file, int line);
+char *surge_strdup_at(const char *s, const char *file, int line);
+#define xmalloc(bytes) surge_malloc_at((bytes), __FILE__, __LINE__)
+#define xcalloc(n, size) surge_calloc_at((n), (size), __FILE__, __LINE__)
+#define xrealloc(p, bytes) surge_realloc_at((p), (bytes), __FILE__, __LINE__)
+#define xstrdup(s) surge_strdup_at((s), __FILE__, __LINE__)
+
+/* Multiply sizes with an overflow check (bounds before allocation). */
+size_t surge_mul_size(size_t a, size_t b, const char *what);
+
+/* Verbosity of informational output: messages print on rank 0 only. */
+void surge_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+int surge_rank(void); /* this process's rank in MPI_COMM_WORLD, 0 when MPI is not initialised */
+
+#endif

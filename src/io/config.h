@@ -1,0 +1,56 @@
+/* The run's configuration: every deck key lands in one field here. The deck parser (io/deck.h)
+ * fills it from a schema table (io/config_schema.c) that also drives validation, the resolved-deck
+ * echo and doc/deck.md, so a key is declared in exactly one place. */
+#ifndef SURGE_CONFIG_H
+#define SURGE_CONFIG_H
+
+#include <stdint.h>
+
+#define CFG_STR 256
+#define CFG_MAX_LIST 16
+
+typedef struct config {
+  /* [run] */
+  char run_name[CFG_STR];
+  long steps;          /* optimizer steps to run */
+  uint64_t seed;
+  long eval_every;     /* evaluate every N steps (0: only at the end) */
+  long print_every;    /* progress line every N steps */
+  char out_dir[CFG_STR]; /* where the run writes its files */
+
+  /* [model] */
+  char zoo[32];        /* mlp | vgg-mini | resnet-mini | gpt */
+  int mlp_hidden[CFG_MAX_LIST]; /* mlp hidden widths, e.g. 512,512 */
+  int mlp_nhidden;
+  int vgg_channels[CFG_MAX_LIST]; /* vgg-mini conv widths per stage (two convs each), e.g. 32,64 */
+  int vgg_nstages;
+  int vgg_fc;          /* vgg-mini hidden fully-connected width */
+  int resnet_width;    /* resnet-mini stem channels */
+  int resnet_blocks;   /* residual blocks per stage */
+  int resnet_stages;   /* stages (each after the first halves H,W and doubles channels) */
+  int gpt_layers, gpt_width, gpt_heads, gpt_context;
+
+  /* [data] */
+  char data_source[32]; /* fashion-mnist | text | synthetic */
+  char data_path[CFG_STR]; /* directory (fashion-mnist) or file/directory (text); "" = default */
+  long train_samples;  /* use the first N training samples (0: all) */
+  long test_samples;   /* evaluate on the first N test/validation samples (0: all) */
+  double val_fraction; /* text: held-out tail for validation */
+  long synthetic_samples;
+
+  /* [train] */
+  long global_batch;
+  char optimizer[16];  /* sgd | adamw */
+  double lr, momentum, weight_decay, beta1, beta2, eps;
+  int nesterov;
+  char schedule[16];   /* constant | cosine */
+  long warmup_steps;
+  double min_lr;       /* cosine floor */
+  double clip_norm;    /* 0: no clipping */
+
+  /* [backend] */
+  char backend[16];    /* cpu | ref */
+  int threads;         /* BLAS threads per rank */
+} config_t;
+
+#endif

@@ -1,0 +1,52 @@
+/* A model is a DAG of layers in topological order (node 0 is the input). Adding a node runs its
+ * shape inference at once, so a model that does not fit together fails at build time with a message
+ * naming the layer. Parameters of all nodes are laid out in one slab (core/slab.h). */
+#ifndef SURGE_GRAPH_H
+#define SURGE_GRAPH_H
+
+#include <stdio.h>
+
+#include "core/slab.h"
+#include "nn/layer.h"
+
+typedef struct graph {
+  int n, cap;
+  layer_t *l;             /* l[0] is LAYER_INPUT */
+  slab_layout_t params;   /* parameter tensors of all nodes, in node order */
+  init_scheme_t init;
+  int targets_per_sample; /* 1 for classification, T for next-token prediction */
+  char err[256];          /* reason of the last failed add */
+} graph_t;
+
+/* Start a graph whose input is one sample of shape `in` (tokens: shape1(T)). */
+void graph_init(graph_t *g, shape_t in, init_scheme_t init);
+void graph_free(graph_t *g);
+
+/* Append a node from a prototype (kind, name, inputs, hyperparameters); infers its shape and adds
+ * its parameters to the slab. Returns the node index, or -1 with g->err set. Once an add failed,
+ * later adds return -1 too, so a builder can check once at the end. */
+int graph_add(graph_t *g, layer_t proto);
+
+/* Builders (return the new node index, or -1 on error). x, a, b are node indices. */
+int nn_linear(graph_t *g, int x, int out_features, int bias, const char *name);
+int nn_conv2d(graph_t *g, int x, int out_channels, int kernel, int stride, int pad, const char *name);
+int nn_maxpool2d(graph_t *g, int x, int kernel, int stride, const char *name);
+int nn_avgpool(graph_t *g, int x, const char *name);
+int nn_flatten(graph_t *g, int x, const char *name);
+int nn_relu(graph_t *g, int x, const char *name);
+int nn_gelu(graph_t *g, int x, const char *name);
+int nn_add(graph_t *g, int a, int b, const char *name);
+int nn_layernorm(graph_t *g, int x, float eps, const char *name);
+int nn_embed(graph_t *g, int x, int vocab, int context, int channels, const char *name);
+int nn_attention(graph_t *g, int qkv, int heads, const char *name);
+/* logits = x W^T where W is the "wte" tensor of embedding node `embed`. */
+int nn_tied_linear(graph_t *g, int x, int embed, const char *name);
+
+/* Output node (the last one) and its per-sample shape. */
+static inline int graph_output(const graph_t *g) { return g->n - 1; }
+/* Forward FLOPs per sample of the whole model (backward is counted as 2x by callers). */
+double graph_flops_per_sample(const graph_t *g);
+/* Print a table of nodes: index, name, kind, inputs, output shape, parameters, MFLOP/sample. */
+void graph_print(const graph_t *g, FILE *f);
+
+#endif

@@ -1,0 +1,118 @@
+/* A layer is one node of the model graph. Each kind provides shape inference, initialisation,
+ * forward and backward through a layer_ops_t table; all numerical work goes through the backend.
+ *
+ * Activations are (B, per-sample shape) row-major, so any sample range is one contiguous slice and
+ * the burst executor can run a layer on a subset of a batch. Backward ACCUMULATES (+=) into input
+ * gradients (forks in the graph sum their consumers' gradients) and into parameter gradients (ranks
+ * and micro-batches sum). The engine zeroes both once per step. */
+#ifndef SURGE_LAYER_H
+#define SURGE_LAYER_H
+
+#include <stddef.h>
+
+#include "backend/backend.h"
+#include "core/rng.h"
+#include "core/shape.h"
+
+typedef enum layer_kind {
+  LAYER_INPUT = 0,   /* the batch input: images (C,H,W) or token ids (T) */
+  LAYER_LINEAR,      /* y = x W^T + b over the last dim: (..., in) -> (..., out); W (out, in) */
+  LAYER_CONV2D,      /* (C,H,W) -> (O,OH,OW); W (O, C, k, k), b (O); stride, pad */
+  LAYER_MAXPOOL2D,   /* (C,H,W) -> (C,OH,OW); kernel k, stride s, no padding */
+  LAYER_AVGPOOL,     /* global average pool: (C,H,W) -> (C) */
+  LAYER_FLATTEN,     /* (C,H,W) -> (C*H*W), PyTorch's (C,H,W) order */
+  LAYER_RELU,
+  LAYER_GELU,        /* tanh approximation */
+  LAYER_ADD,         /* residual join: y = a + b, two inputs of one shape */
+  LAYER_LAYERNORM,   /* over the last dim; weight, bias (C); eps */
+  LAYER_EMBED,       /* token ids (T) -> (T,C): wte (V,C) + wpe (context,C) */
+  LAYER_ATTENTION,   /* causal multi-head self-attention core: qkv (T,3C) -> (T,C); heads */
+  LAYER_TIED_LINEAR, /* logits = x wte^T: (T,C) -> (T,V), weight shared with an LAYER_EMBED node */
+  LAYER_KIND_COUNT
+} layer_kind_t;
+
+#define LAYER_NAME_MAX 40
+#define LAYER_MAX_IN 2
+#define LAYER_MAX_PARAMS 2
+
+/* Initialisation schemes, chosen per model (as mature frameworks do). */
+typedef enum init_scheme {
+  INIT_KAIMING_UNIFORM = 0, /* PyTorch default for Linear/Conv2d: U(+-1/sqrt(fan_in)) for W and b */
+  INIT_NORMAL_002,          /* GPT-2: N(0, 0.02) weights and embeddings, zero biases */
+} init_scheme_t;
+
+typedef struct layer_param_desc {
+  char suffix[16]; /* "weight", "bias" */
+  int ndim;
+  int d[4];
+} layer_param_desc_t;
+
+typedef struct layer {
+  layer_kind_t kind;
+  char name[LAYER_NAME_MAX]; /* e.g. "blocks.0.qkv"; parameter tensors are "<name>.<suffix>" */
+  int nin;
+  int in[LAYER_MAX_IN];      /* indices of input nodes (earlier in topological order) */
+  shape_t in_shape[LAYER_MAX_IN];
+  shape_t out;               /* per-sample output shape (set by infer) */
+
+  /* hyperparameters (those the kind uses) */
+  int out_features;                     /* linear */
+  int out_channels, kernel, stride, pad; /* conv2d; maxpool uses kernel, stride */
+  int heads;                            /* attention */
+  int vocab, context;                   /* embed */
+  int bias;                             /* linear, conv2d: 1 = has a bias */
+  float eps;                            /* layernorm */
+  int tied_param;                       /* tied linear: slab tensor index of the shared weight */
+
+  /* parameters: described by infer, placed in the slab by the graph */
+  int np;
+  layer_param_desc_t pdesc[LAYER_MAX_PARAMS];
+  int param[LAYER_MAX_PARAMS]; /* slab tensor indices (set by the graph) */
+
+  size_t aux_per_sample; /* floats forward saves for backward, per sample */
+  size_t scratch;        /* temporary floats needed by one forward or backward call (any B) */
+  double flops_per_sample; /* forward FLOPs per sample (multiply-add = 2); backward is about 2x */
+} layer_t;
+
+/* Everything a forward or backward call sees. Pointers are backend memory. */
+typedef struct layer_ctx {
+  const backend_t *be;
+  int B;                          /* samples in this call */
+  const float *x[LAYER_MAX_IN];   /* inputs, (B, in_shape) */
+  float *y;                       /* output, (B, out) */
+  float *aux;                     /* (B, aux_per_sample): written by forward, read by backward */
+  float *scratch;                 /* layer->scratch floats */
+  const float *w[LAYER_MAX_PARAMS]; /* parameter tensors */
+  /* backward only */
+  const float *dy;                /* (B, out) */
+  float *dx[LAYER_MAX_IN];        /* += ; NULL when that input needs no gradient */
+  float *dw[LAYER_MAX_PARAMS];    /* += */
+} layer_ctx_t;
+
+typedef struct layer_ops {
+  const char *kind_name;
+  /* Check the input shapes (l->in_shape[0..nin)) and hyperparameters; set l->out, l->np and
+   * l->pdesc, aux_per_sample, scratch and flops_per_sample. Return 0, or -1 with a one-line reason
+   * in err (e.g. "conv2d: kernel 5 larger than input 3x3 with padding 0"). */
+  int (*infer)(layer_t *l, char *err, size_t errlen);
+  /* Initialise this layer's parameters (host memory, w[k] has pdesc[k] shape). */
+  void (*init)(const layer_t *l, float *const *w, rng_t *rng, init_scheme_t scheme);
+  void (*forward)(const layer_t *l, const layer_ctx_t *c);
+  void (*backward)(const layer_t *l, const layer_ctx_t *c);
+} layer_ops_t;
+
+/* The ops of a kind (never NULL for a valid kind). */
+const layer_ops_t *layer_ops_of(layer_kind_t kind);
+const char *layer_kind_name(layer_kind_t kind);
+
+/* One ops table per kind, each in its own source file. */
+extern const layer_ops_t layer_input_ops, layer_linear_ops, layer_conv2d_ops, layer_maxpool2d_ops,
+    layer_avgpool_ops, layer_flatten_ops, layer_relu_ops, layer_gelu_ops, layer_add_ops,
+    layer_layernorm_ops, layer_embed_ops, layer_attention_ops, layer_tied_linear_ops;
+
+/* Shared initialiser: Kaiming-uniform (PyTorch default, bound 1/sqrt(fan_in) for weight and bias)
+ * or N(0, 0.02) weights with zero bias, for a weight of n_w floats and a bias of n_b floats. */
+void layer_init_weight_bias(float *w, size_t n_w, float *b, size_t n_b, int fan_in, rng_t *rng,
+                            init_scheme_t scheme);
+
+#endif

@@ -1,0 +1,155 @@
+#include "nn/model.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+
+void model_init(model_t *m, const graph_t *g, const backend_t *be, int B_cap) {
+  memset(m, 0, sizeof *m);
+  m->g = g;
+  m->be = be;
+  m->B_cap = B_cap;
+  m->params = be->alloc(g->params.total);
+  m->grads = be->alloc(g->params.total);
+  m->act = xcalloc((size_t)g->n, sizeof *m->act);
+  m->dact = xcalloc((size_t)g->n, sizeof *m->dact);
+  m->aux = xcalloc((size_t)g->n, sizeof *m->aux);
+  size_t scratch = 0;
+  for (int i = 0; i < g->n; i++) {
+    const layer_t *l = &g->l[i];
+    size_t n = surge_mul_size((size_t)B_cap, shape_size(l->out), "activations");
+    m->act[i] = be->alloc(n);
+    m->act_floats += n;
+    if (i > 0) {
+      m->dact[i] = be->alloc(n);
+      m->act_floats += n;
+    }
+    if (l->aux_per_sample) {
+      size_t na = surge_mul_size((size_t)B_cap, l->aux_per_sample, "layer state");
+      m->aux[i] = be->alloc(na);
+      m->act_floats += na;
+    }
+    if (l->scratch > scratch) scratch = l->scratch;
+  }
+  m->scratch = be->alloc(scratch);
+  m->act_floats += scratch;
+  m->targets = be->alloc(surge_mul_size((size_t)B_cap, (size_t)g->targets_per_sample, "targets"));
+}
+
+void model_free(model_t *m) {
+  const backend_t *be = m->be;
+  for (int i = 0; i < m->g->n; i++) {
+    be->free(m->act[i]);
+    if (m->dact[i]) be->free(m->dact[i]);
+    if (m->aux[i]) be->free(m->aux[i]);
+  }
+  free(m->act);
+  free(m->dact);
+  free(m->aux);
+  be->free(m->scratch);
+  be->free(m->targets);
+  be->free(m->params);
+  be->free(m->grads);
+  memset(m, 0, sizeof *m);
+}
+
+void model_init_params(model_t *m, uint64_t seed) {
+  const graph_t *g = m->g;
+  float *host = xcalloc(g->params.total ? g->params.total : 1, sizeof(float));
+  for (int i = 0; i < g->n; i++) {
+    const layer_t *l = &g->l[i];
+    if (l->np == 0) continue;
+    rng_t r;
+    rng_seed_stream(&r, seed, (uint64_t)i, 0x1417);
+    float *w[LAYER_MAX_PARAMS] = {0};
+    for (int k = 0; k < l->np; k++) w[k] = model_tensor(host, g, l->param[k]);
+    layer_ops_of(l->kind)->init(l, w, &r, g->init);
+  }
+  m->be->upload(m->params, host, g->params.total);
+  free(host);
+}
+
+void model_set_batch(model_t *m, const float *x_host, const float *y_host, int B) {
+  if (B > m->B_cap) surge_runtime_error("batch of %d samples exceeds the model's buffers (%d)", B, m->B_cap);
+  const graph_t *g = m->g;
+  m->be->upload(m->act[0], x_host, (size_t)B * shape_size(g->l[0].out));
+  m->be->upload(m->targets, y_host, (size_t)B * (size_t)g->targets_per_sample);
+}
+
+void model_zero_grads(model_t *m) {
+  const backend_t *be = m->be;
+  be->fill(m->grads, m->g->params.total, 0.0f);
+  for (int i = 1; i < m->g->n; i++)
+    be->fill(m->dact[i], (size_t)m->B_cap * shape_size(m->g->l[i].out), 0.0f);
+}
+
+/* Build the call context of node i on samples [off, off+B). */
+static layer_ctx_t node_ctx(model_t *m, int i, int off, int B, int backward) {
+  const graph_t *g = m->g;
+  const layer_t *l = &g->l[i];
+  layer_ctx_t c;
+  memset(&c, 0, sizeof c);
+  c.be = m->be;
+  c.B = B;
+  for (int k = 0; k < l->nin; k++) {
+    int src = l->in[k];
+    size_t sz = shape_size(g->l[src].out);
+    c.x[k] = m->act[src] + (size_t)off * sz;
+    if (backward && m->dact[src]) c.dx[k] = m->dact[src] + (size_t)off * sz;
+  }
+  size_t osz = shape_size(l->out);
+  c.y = m->act[i] + (size_t)off * osz;
+  if (backward) c.dy = m->dact[i] + (size_t)off * osz;
+  if (m->aux[i]) c.aux = m->aux[i] + (size_t)off * l->aux_per_sample;
+  c.scratch = m->scratch;
+  for (int k = 0; k < l->np; k++) {
+    c.w[k] = model_tensor(m->params, g, l->param[k]);
+    if (backward) c.dw[k] = model_tensor(m->grads, g, l->param[k]);
+  }
+  if (l->kind == LAYER_TIED_LINEAR) {
+    c.w[0] = model_tensor(m->params, g, l->tied_param);
+    if (backward) c.dw[0] = model_tensor(m->grads, g, l->tied_param);
+  }
+  return c;
+}
+
+void model_forward_node(model_t *m, int i, int off, int B) {
+  layer_ctx_t c = node_ctx(m, i, off, B, 0);
+  layer_ops_of(m->g->l[i].kind)->forward(&m->g->l[i], &c);
+}
+
+void model_backward_node(model_t *m, int i, int off, int B) {
+  layer_ctx_t c = node_ctx(m, i, off, B, 1);
+  layer_ops_of(m->g->l[i].kind)->backward(&m->g->l[i], &c);
+}
+
+int model_classes(const model_t *m) {
+  const graph_t *g = m->g;
+  return (int)(shape_size(g->l[graph_output(g)].out) / (size_t)g->targets_per_sample);
+}
+
+double model_loss(model_t *m, int off, int B, float grad_scale) {
+  const graph_t *g = m->g;
+  int out = graph_output(g), tps = g->targets_per_sample, V = model_classes(m);
+  size_t osz = shape_size(g->l[out].out);
+  float *dlogits = grad_scale != 0.0f ? m->dact[out] + (size_t)off * osz : NULL;
+  return m->be->xent_fwd_bwd(B * tps, V, m->act[out] + (size_t)off * osz, m->targets + (size_t)off * tps,
+                             grad_scale, dlogits);
+}
+
+long model_correct(const model_t *m, int off, int B) {
+  const graph_t *g = m->g;
+  int out = graph_output(g), tps = g->targets_per_sample;
+  size_t osz = shape_size(g->l[out].out);
+  return m->be->count_correct(B * tps, model_classes(m), m->act[out] + (size_t)off * osz,
+                              m->targets + (size_t)off * tps);
+}
+
+void model_forward(model_t *m, int B) {
+  for (int i = 1; i < m->g->n; i++) model_forward_node(m, i, 0, B);
+}
+
+void model_backward(model_t *m, int B) {
+  for (int i = m->g->n - 1; i >= 1; i--) model_backward_node(m, i, 0, B);
+}

@@ -1,0 +1,60 @@
+/* The engine: a graph bound to a backend with its parameter, gradient and activation memory.
+ * Nodes run one at a time on a sample range [off, off+B) of the batch buffers, which is what the
+ * burst executor needs (a layer may run on a subset of the samples); model_forward/backward run all
+ * nodes on the whole local batch. */
+#ifndef SURGE_MODEL_H
+#define SURGE_MODEL_H
+
+#include <stdint.h>
+
+#include "nn/graph.h"
+
+typedef struct model {
+  const graph_t *g;
+  const backend_t *be;
+  int B_cap;      /* samples the buffers hold */
+  float *params;  /* slab (g->params layout), backend memory */
+  float *grads;   /* same layout */
+  float **act;    /* per node: (B_cap, out); act[0] is the input batch */
+  float **dact;   /* per node: gradient of act; dact[0] is NULL */
+  float **aux;    /* per node: (B_cap, aux_per_sample) or NULL */
+  float *scratch; /* max over nodes of layer scratch */
+  float *targets; /* (B_cap, targets_per_sample) class ids as float */
+  size_t act_floats; /* floats held by act + dact + aux + scratch (memory report) */
+} model_t;
+
+void model_init(model_t *m, const graph_t *g, const backend_t *be, int B_cap);
+void model_free(model_t *m);
+
+/* Initialise all parameters from the seed; node i draws from its own stream (seed, i), so adding
+ * a node never changes another node's initial weights. */
+void model_init_params(model_t *m, uint64_t seed);
+
+/* Copy a batch of B samples from host memory: x (B, input shape), y (B, targets_per_sample). */
+void model_set_batch(model_t *m, const float *x_host, const float *y_host, int B);
+
+/* Zero parameter gradients and activation gradients (once per step). */
+void model_zero_grads(model_t *m);
+
+/* Run node i forward / backward on samples [off, off+B). */
+void model_forward_node(model_t *m, int i, int off, int B);
+void model_backward_node(model_t *m, int i, int off, int B);
+
+/* Vocabulary (classes) of the output and rows of logits per sample. */
+int model_classes(const model_t *m);
+
+/* Softmax cross-entropy of the output on samples [off, off+B): returns the SUM of per-target
+ * losses; writes d(loss)/d(logits) * grad_scale into the output's gradient when grad_scale != 0.
+ * For a mean over a global batch of N targets, pass grad_scale = 1/N. */
+double model_loss(model_t *m, int off, int B, float grad_scale);
+/* Targets predicted correctly (argmax) on samples [off, off+B). */
+long model_correct(const model_t *m, int off, int B);
+
+/* Whole-batch helpers: all nodes on samples [0, B). */
+void model_forward(model_t *m, int B);
+void model_backward(model_t *m, int B);
+
+/* Pointer to tensor t of a slab (params or grads). */
+static inline float *model_tensor(float *slab, const graph_t *g, int t) { return slab + g->params.t[t].off; }
+
+#endif

@@ -1,0 +1,1 @@
+dist_doc_DATA += doc/deck.md

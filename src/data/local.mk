@@ -1,0 +1,9 @@
+libsurge_a_SOURCES += \
+  src/data/dataset.c src/data/dataset.h src/data/dataset_impl.h \
+  src/data/idx.c src/data/idx.h src/data/fmnist.c \
+  src/data/text.c src/data/synthetic.c src/data/sampler.c
+
+check_PROGRAMS += tests/test_data
+tests_test_data_SOURCES = tests/test_data.c
+tests_test_data_LDADD = $(SURGE_LIBS)
+TESTS += tests/test_data

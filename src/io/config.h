@@ -17,6 +17,7 @@ typedef struct config {
   long eval_every;     /* evaluate every N steps (0: only at the end) */
   long print_every;    /* progress line every N steps */
   char out_dir[CFG_STR]; /* where the run writes its files */
+  int overwrite;       /* allow replacing the files of a finished run in out_dir */
 
   /* [model] */
   char zoo[32];        /* mlp | vgg-mini | resnet-mini | gpt */

@@ -41,7 +41,7 @@ int graph_add(graph_t *g, layer_t proto) {
   }
   char why[200] = "";
   if (layer_ops_of(proto.kind)->infer(&proto, why, sizeof why) != 0) {
-    snprintf(g->err, sizeof g->err, "layer %s (%s): %s", proto.name, layer_kind_name(proto.kind), why);
+    snprintf(g->err, sizeof g->err, "layer %s: %s", proto.name, why);
     return -1;
   }
   if (g->n == g->cap) {

@@ -1,4 +1,24 @@
 libsurge_a_SOURCES += \
   src/nn/layer.c src/nn/layer.h src/nn/layer_input.c src/nn/layer_init.c \
   src/nn/graph.c src/nn/graph.h \
-  src/nn/model.c src/nn/model.h
+  src/nn/model.c src/nn/model.h \
+  src/nn/zoo.c src/nn/zoo.h
+
+# transformer-family layers
+libsurge_a_SOURCES += \
+  src/nn/layer_layernorm.c src/nn/layer_embed.c src/nn/layer_attention.c src/nn/layer_tied_linear.c
+
+check_PROGRAMS += tests/test_layers_gpt
+tests_test_layers_gpt_SOURCES = tests/test_layers_gpt.c tests/gradcheck.c
+tests_test_layers_gpt_LDADD = $(SURGE_LIBS)
+TESTS += tests/test_layers_gpt
+
+# CNN-family layers
+libsurge_a_SOURCES += \
+  src/nn/layer_common.h src/nn/layer_linear.c src/nn/layer_conv2d.c src/nn/layer_pool.c \
+  src/nn/layer_flatten.c src/nn/layer_act.c src/nn/layer_add.c
+
+check_PROGRAMS += tests/test_layers_cnn
+tests_test_layers_cnn_SOURCES = tests/test_layers_cnn.c tests/gradcheck.c
+tests_test_layers_cnn_LDADD = $(SURGE_LIBS)
+TESTS += tests/test_layers_cnn

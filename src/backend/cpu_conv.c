@@ -1,0 +1,129 @@
+/* "cpu" backend convolution lowering and pooling. im2col/col2im work on whole output rows: for a
+ * kernel offset (kh, kw) and an output row oh, the valid output columns form one contiguous run
+ * [ow_lo, ow_hi) whose input columns step by the stride; everything outside it is padding. */
+#include <string.h>
+
+#include "backend/cpu_ops.h"
+
+/* Geometry of one convolution lowering. */
+typedef struct conv_geom {
+  int C, H, W, KH, KW, stride, pad, OH, OW;
+} conv_geom_t;
+
+static conv_geom_t conv_geom(int C, int H, int W, int KH, int KW, int stride, int pad) {
+  conv_geom_t g = {C, H, W, KH, KW, stride, pad, 0, 0};
+  g.OH = (H + 2 * pad - KH) / stride + 1;
+  g.OW = (W + 2 * pad - KW) / stride + 1;
+  return g;
+}
+
+/* First output column whose input column ow*stride - pad + kw is >= 0, and one past the last whose
+ * input column is < W (both clamped to [0, OW]). */
+static void conv_valid_cols(const conv_geom_t *g, int kw, int *ow_lo, int *ow_hi) {
+  int shift = g->pad - kw; // input column = ow*stride - shift
+  int lo = shift > 0 ? (shift + g->stride - 1) / g->stride : 0;
+  int last = g->W - 1 + shift; // ow*stride <= last
+  int hi = last < 0 ? 0 : last / g->stride + 1;
+  if (hi > g->OW) hi = g->OW;
+  if (lo > hi) lo = hi;
+  *ow_lo = lo;
+  *ow_hi = hi;
+}
+
+void cpu_im2col(const float *restrict x, int C, int H, int W, int KH, int KW, int stride, int pad,
+                float *restrict col) {
+  conv_geom_t g = conv_geom(C, H, W, KH, KW, stride, pad);
+  float *restrict out = col;
+  for (int c = 0; c < C; c++)
+    for (int kh = 0; kh < KH; kh++)
+      for (int kw = 0; kw < KW; kw++) {
+        int lo, hi;
+        conv_valid_cols(&g, kw, &lo, &hi);
+        for (int oh = 0; oh < g.OH; oh++, out += g.OW) {
+          int h = oh * stride - pad + kh;
+          if (h < 0 || h >= H || lo == hi) {
+            memset(out, 0, (size_t)g.OW * sizeof *out);
+            continue;
+          }
+          const float *restrict in = x + ((size_t)c * H + h) * W + (lo * stride - pad + kw);
+          memset(out, 0, (size_t)lo * sizeof *out);
+          if (stride == 1)
+            memcpy(out + lo, in, (size_t)(hi - lo) * sizeof *out);
+          else
+            for (int ow = lo; ow < hi; ow++) out[ow] = in[(size_t)(ow - lo) * stride];
+          memset(out + hi, 0, (size_t)(g.OW - hi) * sizeof *out);
+        }
+      }
+}
+
+void cpu_col2im(const float *restrict col, int C, int H, int W, int KH, int KW, int stride, int pad,
+                float *restrict dx) {
+  conv_geom_t g = conv_geom(C, H, W, KH, KW, stride, pad);
+  const float *restrict src = col;
+  for (int c = 0; c < C; c++)
+    for (int kh = 0; kh < KH; kh++)
+      for (int kw = 0; kw < KW; kw++) {
+        int lo, hi;
+        conv_valid_cols(&g, kw, &lo, &hi);
+        for (int oh = 0; oh < g.OH; oh++, src += g.OW) {
+          int h = oh * stride - pad + kh;
+          if (h < 0 || h >= H || lo == hi) continue;
+          float *restrict dst = dx + ((size_t)c * H + h) * W + (lo * stride - pad + kw);
+          if (stride == 1)
+            for (int ow = lo; ow < hi; ow++) dst[ow - lo] += src[ow];
+          else
+            for (int ow = lo; ow < hi; ow++) dst[(size_t)(ow - lo) * stride] += src[ow];
+        }
+      }
+}
+
+/* ---- pooling */
+
+void cpu_maxpool_fwd(int P, int H, int W, int k, int s, const float *restrict x, float *restrict y,
+                     float *restrict argmax) {
+  int OH = (H - k) / s + 1, OW = (W - k) / s + 1;
+  for (int p = 0; p < P; p++) {
+    const float *restrict plane = x + (size_t)p * H * W;
+    for (int oh = 0; oh < OH; oh++)
+      for (int ow = 0; ow < OW; ow++) {
+        // scan the window row by row; a later element wins only when strictly larger
+        int top_left = oh * s * W + ow * s, best_at = top_left;
+        float best = plane[top_left];
+        for (int i = 0; i < k; i++) {
+          const float *restrict row = plane + top_left + i * W;
+          for (int j = 0; j < k; j++)
+            if (row[j] > best) {
+              best = row[j];
+              best_at = top_left + i * W + j;
+            }
+        }
+        *y++ = best;
+        *argmax++ = (float)best_at;
+      }
+  }
+}
+
+void cpu_maxpool_bwd(int P, int H, int W, int k, int s, const float *restrict dy,
+                     const float *restrict argmax, float *restrict dx) {
+  size_t per_plane = (size_t)((H - k) / s + 1) * (size_t)((W - k) / s + 1);
+  for (int p = 0; p < P; p++) {
+    float *restrict plane = dx + (size_t)p * H * W;
+    for (size_t o = 0; o < per_plane; o++) plane[(size_t)argmax[o]] += dy[o];
+    dy += per_plane;
+    argmax += per_plane;
+  }
+}
+
+void cpu_avgpool_fwd(int P, int HW, const float *restrict x, float *restrict y) {
+  const float inv = 1.0f / (float)HW;
+  for (int p = 0; p < P; p++) y[p] = cpu_sum_f(x + (size_t)p * HW, HW) * inv;
+}
+
+void cpu_avgpool_bwd(int P, int HW, const float *restrict dy, float *restrict dx) {
+  const float inv = 1.0f / (float)HW;
+  for (int p = 0; p < P; p++) {
+    const float g = dy[p] * inv;
+    float *restrict plane = dx + (size_t)p * HW;
+    for (int i = 0; i < HW; i++) plane[i] += g;
+  }
+}

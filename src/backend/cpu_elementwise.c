@@ -1,0 +1,122 @@
+/* "cpu" backend elementwise ops, reductions, bias and activations: flat loops over restrict
+ * pointers that the compiler vectorises. */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "backend/cpu_ops.h"
+
+void cpu_fill(float *restrict x, size_t n, float v) {
+  for (size_t i = 0; i < n; i++) x[i] = v;
+}
+
+void cpu_scale(float *restrict x, size_t n, float a) {
+  for (size_t i = 0; i < n; i++) x[i] *= a;
+}
+
+void cpu_axpy(size_t n, float a, const float *restrict x, float *restrict y) {
+  for (size_t i = 0; i < n; i++) y[i] += a * x[i];
+}
+
+// y may alias a or b (y = y + b), so no restrict here.
+void cpu_add(size_t n, const float *a, const float *b, float *y) {
+  for (size_t i = 0; i < n; i++) y[i] = a[i] + b[i];
+}
+
+double cpu_sumsq(const float *restrict x, size_t n) {
+  double lane[4] = {0};
+  size_t i = 0;
+  for (; i + 4 <= n; i += 4)
+    for (int l = 0; l < 4; l++) lane[l] += (double)x[i + l] * (double)x[i + l];
+  double s = (lane[0] + lane[2]) + (lane[1] + lane[3]);
+  for (; i < n; i++) s += (double)x[i] * (double)x[i];
+  return s;
+}
+
+int cpu_all_finite(const float *restrict x, size_t n) {
+  // A float is NaN or Inf exactly when its exponent bits are all ones.
+  const uint32_t exponent = 0x7f800000u;
+  uint32_t bad = 0;
+  for (size_t i = 0; i < n; i++) {
+    uint32_t bits;
+    memcpy(&bits, &x[i], sizeof bits);
+    bad |= (bits & exponent) == exponent;
+  }
+  return !bad;
+}
+
+/* ---- bias */
+
+void cpu_bias_add_rows(int rows, int cols, const float *restrict b, float *restrict y) {
+  for (int r = 0; r < rows; r++) {
+    float *restrict yr = y + (size_t)r * cols;
+    for (int c = 0; c < cols; c++) yr[c] += b[c];
+  }
+}
+
+enum { CPU_BIAS_CHUNK = 256 };
+
+// db[c] += sum over rows of dy[r,c], summed in double per chunk of columns (batches can be long).
+void cpu_bias_grad_rows(int rows, int cols, const float *restrict dy, float *restrict db) {
+  double acc[CPU_BIAS_CHUNK];
+  for (int c0 = 0; c0 < cols; c0 += CPU_BIAS_CHUNK) {
+    int width = cols - c0 < CPU_BIAS_CHUNK ? cols - c0 : CPU_BIAS_CHUNK;
+    for (int c = 0; c < width; c++) acc[c] = 0.0;
+    for (int r = 0; r < rows; r++) {
+      const float *restrict row = dy + (size_t)r * cols + c0;
+      for (int c = 0; c < width; c++) acc[c] += row[c];
+    }
+    for (int c = 0; c < width; c++) db[c0 + c] = (float)(db[c0 + c] + acc[c]);
+  }
+}
+
+void cpu_bias_add_planes(int N, int C, int HW, const float *restrict b, float *restrict y) {
+  for (size_t plane = 0; plane < (size_t)N * C; plane++) {
+    const float v = b[plane % (size_t)C];
+    float *restrict yp = y + plane * HW;
+    for (int i = 0; i < HW; i++) yp[i] += v;
+  }
+}
+
+void cpu_bias_grad_planes(int N, int C, int HW, const float *restrict dy, float *restrict db) {
+  for (int c = 0; c < C; c++) {
+    double s = 0.0;
+    for (int n = 0; n < N; n++) s += cpu_sum_f(dy + ((size_t)n * C + c) * HW, HW);
+    db[c] = (float)(db[c] + s);
+  }
+}
+
+/* ---- activations */
+
+void cpu_relu_fwd(size_t n, const float *restrict x, float *restrict y) {
+  for (size_t i = 0; i < n; i++) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+}
+
+void cpu_relu_bwd(size_t n, const float *restrict x, const float *restrict dy, float *restrict dx) {
+  for (size_t i = 0; i < n; i++) {
+    const float g = dy[i];
+    dx[i] += x[i] > 0.0f ? g : 0.0f;
+  }
+}
+
+/* GELU (tanh form) through the identity 0.5 (1 + tanh(u)) = sigmoid(2u), with
+ * u = sqrt(2/pi) (x + 0.044715 x^3): y = x sigmoid(2u), and with s = sigmoid(2u),
+ * gelu'(x) = s + 2 x s (1 - s) du/dx. */
+#define CPU_GELU_K 0.7978845608f /* sqrt(2/pi) */
+#define CPU_GELU_C 0.044715f
+
+static inline float cpu_gelu_gate(float v) {
+  return 1.0f / (1.0f + cpu_expf(-2.0f * CPU_GELU_K * v * (1.0f + CPU_GELU_C * v * v)));
+}
+
+void cpu_gelu_fwd(size_t n, const float *restrict x, float *restrict y) {
+  for (size_t i = 0; i < n; i++) y[i] = x[i] * cpu_gelu_gate(x[i]);
+}
+
+void cpu_gelu_bwd(size_t n, const float *restrict x, const float *restrict dy, float *restrict dx) {
+  for (size_t i = 0; i < n; i++) {
+    float v = x[i], s = cpu_gelu_gate(v);
+    float du = CPU_GELU_K * (1.0f + 3.0f * CPU_GELU_C * v * v);
+    dx[i] += dy[i] * (s + 2.0f * v * s * (1.0f - s) * du);
+  }
+}

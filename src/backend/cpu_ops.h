@@ -1,0 +1,132 @@
+/* Internal to the "cpu" backend: the op implementations spread over cpu_*.c, gathered into the
+ * table in cpu.c, plus small reduction helpers written so the compiler vectorises them. */
+#ifndef SURGE_BACKEND_CPU_OPS_H
+#define SURGE_BACKEND_CPU_OPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+/* Sum of x[0..n) in float with 8 independent lanes (vectorises without -ffast-math). */
+static inline float cpu_sum_f(const float *restrict x, int n) {
+  float lane[8] = {0};
+  int i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int l = 0; l < 8; l++) lane[l] += x[i + l];
+  float s = ((lane[0] + lane[4]) + (lane[1] + lane[5])) + ((lane[2] + lane[6]) + (lane[3] + lane[7]));
+  for (; i < n; i++) s += x[i];
+  return s;
+}
+
+/* Dot product of a[0..n) and b[0..n) in float with 8 lanes. */
+static inline float cpu_dot_f(const float *restrict a, const float *restrict b, int n) {
+  float lane[8] = {0};
+  int i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int l = 0; l < 8; l++) lane[l] += a[i + l] * b[i + l];
+  float s = ((lane[0] + lane[4]) + (lane[1] + lane[5])) + ((lane[2] + lane[6]) + (lane[3] + lane[7]));
+  for (; i < n; i++) s += a[i] * b[i];
+  return s;
+}
+
+/* Largest of x[0..n) (n >= 1) in 8 lanes; NaNs are skipped unless x[0] is one. */
+static inline float cpu_max_f(const float *restrict x, int n) {
+  float lane[8];
+  for (int l = 0; l < 8; l++) lane[l] = x[0];
+  int i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int l = 0; l < 8; l++) lane[l] = x[i + l] > lane[l] ? x[i + l] : lane[l];
+  float m = lane[0];
+  for (int l = 1; l < 8; l++) m = lane[l] > m ? lane[l] : m;
+  for (; i < n; i++) m = x[i] > m ? x[i] : m;
+  return m;
+}
+
+static inline uint32_t cpu_float_bits(float x) {
+  uint32_t u;
+  memcpy(&u, &x, sizeof u);
+  return u;
+}
+
+static inline float cpu_bits_float(uint32_t u) {
+  float x;
+  memcpy(&x, &u, sizeof x);
+  return x;
+}
+
+/* e^x in float without a libm call, so loops over it vectorise: x = n ln2 + r with |r| <= ln2/2,
+ * e^r by its degree-7 Taylor polynomial (relative error below 1e-7), 2^n through the exponent bits.
+ * Outside |x| <= 87 the result is 0 (x < -87), Inf (x > 87) or NaN (x NaN): the polynomial result
+ * is computed for every x and replaced through bit masks, since a branch (or a select the compiler
+ * can fold into one) would keep loops over it from vectorising. */
+static inline float cpu_expf(float x) {
+  const uint32_t bits = cpu_float_bits(x), abs_bits = bits & 0x7fffffffu;
+  const float round_magic = 12582912.0f; /* 1.5 * 2^23: adding it rounds to an integer */
+  const float t = x * 1.44269504f + round_magic;
+  const float n = t - round_magic;
+  const float r = x - n * 0.693145752f - n * 1.42860677e-6f; /* ln 2 split: n ln2 is exact */
+  const float p = 1.0f + r * (1.0f + r * (0.5f + r * (1.0f / 6 + r * (1.0f / 24 + r * (1.0f / 120 +
+                                           r * (1.0f / 720 + r * (1.0f / 5040)))))));
+  /* n sits in the low mantissa bits of t */
+  const uint32_t scale_bits = (cpu_float_bits(t) - cpu_float_bits(round_magic) + 127u) << 23;
+  const uint32_t inside = cpu_float_bits(p * cpu_bits_float(scale_bits));
+  const uint32_t keep = 0u - (uint32_t)(abs_bits <= 0x42ae0000u);          /* |x| <= 87 */
+  const uint32_t nan_mask = 0u - (uint32_t)(abs_bits > 0x7f800000u);      /* x is NaN */
+  const uint32_t inf_or_zero = 0x7f800000u & ((bits >> 31) - 1u);          /* +Inf for x > 0 */
+  const uint32_t outside = inf_or_zero | (nan_mask & 0x7fc00000u);
+  return cpu_bits_float((inside & keep) | (outside & ~keep));
+}
+
+/* cpu_gemm.c */
+void cpu_set_threads(int nthreads);
+void cpu_gemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
+              const float *B, int ldb, float beta, float *C, int ldc);
+void cpu_gemm_strided(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
+                      size_t sA, const float *B, int ldb, size_t sB, float beta, float *C, int ldc,
+                      size_t sC, int batch);
+
+/* cpu_elementwise.c */
+void cpu_fill(float *x, size_t n, float v);
+void cpu_scale(float *x, size_t n, float a);
+void cpu_axpy(size_t n, float a, const float *x, float *y);
+void cpu_add(size_t n, const float *a, const float *b, float *y);
+double cpu_sumsq(const float *x, size_t n);
+int cpu_all_finite(const float *x, size_t n);
+void cpu_bias_add_rows(int rows, int cols, const float *b, float *y);
+void cpu_bias_grad_rows(int rows, int cols, const float *dy, float *db);
+void cpu_bias_add_planes(int N, int C, int HW, const float *b, float *y);
+void cpu_bias_grad_planes(int N, int C, int HW, const float *dy, float *db);
+void cpu_relu_fwd(size_t n, const float *x, float *y);
+void cpu_relu_bwd(size_t n, const float *x, const float *dy, float *dx);
+void cpu_gelu_fwd(size_t n, const float *x, float *y);
+void cpu_gelu_bwd(size_t n, const float *x, const float *dy, float *dx);
+
+/* cpu_conv.c */
+void cpu_im2col(const float *x, int C, int H, int W, int KH, int KW, int stride, int pad, float *col);
+void cpu_col2im(const float *col, int C, int H, int W, int KH, int KW, int stride, int pad, float *dx);
+void cpu_maxpool_fwd(int P, int H, int W, int k, int s, const float *x, float *y, float *argmax);
+void cpu_maxpool_bwd(int P, int H, int W, int k, int s, const float *dy, const float *argmax,
+                     float *dx);
+void cpu_avgpool_fwd(int P, int HW, const float *x, float *y);
+void cpu_avgpool_bwd(int P, int HW, const float *dy, float *dx);
+
+/* cpu_seq.c */
+void cpu_layernorm_fwd(int rows, int C, const float *x, const float *w, const float *b, float eps,
+                       float *y, float *mean, float *rstd);
+void cpu_layernorm_bwd(int rows, int C, const float *x, const float *w, const float *mean,
+                       const float *rstd, const float *dy, float *dx, float *dw, float *db);
+void cpu_embed_fwd(int B, int T, int C, const float *idx, const float *wte, const float *wpe, float *y);
+void cpu_embed_bwd(int B, int T, int C, const float *idx, const float *dy, float *dwte, float *dwpe);
+void cpu_causal_softmax_fwd(int BH, int T, float scale, const float *s, float *p);
+void cpu_causal_softmax_bwd(int BH, int T, float scale, const float *p, const float *dp, float *ds);
+double cpu_xent_fwd_bwd(int rows, int V, const float *logits, const float *targets, float grad_scale,
+                        float *dlogits);
+long cpu_count_correct(int rows, int V, const float *logits, const float *targets);
+
+/* cpu_optim.c */
+void cpu_sgd_step(size_t n, float *p, const float *g, float *buf, float lr, float mom, int nesterov,
+                  float wd, int first);
+void cpu_adamw_step(size_t n, float *p, const float *g, float *m, float *v, float lr, float b1,
+                    float b2, float eps, float wd, float bc1, float bc2);
+
+#endif

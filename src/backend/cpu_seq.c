@@ -1,0 +1,156 @@
+/* "cpu" backend ops over rows of features: layer norm, embeddings, causal softmax and softmax
+ * cross-entropy. Row reductions (length C, T or V) are float with 8 lanes; sums over many rows
+ * (the loss) are double. */
+#include <math.h>
+#include <string.h>
+
+#include "backend/cpu_ops.h"
+
+/* ---- layer norm */
+
+void cpu_layernorm_fwd(int rows, int C, const float *restrict x, const float *restrict w,
+                       const float *restrict b, float eps, float *restrict y, float *restrict mean,
+                       float *restrict rstd) {
+  const float inv_c = 1.0f / (float)C;
+  for (int r = 0; r < rows; r++) {
+    const float *restrict xr = x + (size_t)r * C;
+    float *restrict yr = y + (size_t)r * C;
+    float m = cpu_sum_f(xr, C) * inv_c;
+    // two passes: centre into y, then the variance of y
+    for (int c = 0; c < C; c++) yr[c] = xr[c] - m;
+    float rs = 1.0f / sqrtf(cpu_dot_f(yr, yr, C) * inv_c + eps);
+    for (int c = 0; c < C; c++) yr[c] = yr[c] * rs * w[c] + b[c];
+    mean[r] = m;
+    rstd[r] = rs;
+  }
+}
+
+void cpu_layernorm_bwd(int rows, int C, const float *restrict x, const float *restrict w,
+                       const float *restrict mean, const float *restrict rstd,
+                       const float *restrict dy, float *restrict dx, float *restrict dw,
+                       float *restrict db) {
+  const float inv_c = 1.0f / (float)C;
+  for (int r = 0; r < rows; r++) {
+    const float *restrict xr = x + (size_t)r * C, *restrict dyr = dy + (size_t)r * C;
+    float *restrict dxr = dx + (size_t)r * C;
+    const float m = mean[r], rs = rstd[r];
+    // with xhat = (x - m) rs and g = dy w: dx = rs (g - mean(g) - xhat mean(g xhat))
+    float sum_g = 0.0f, sum_g_xhat = 0.0f;
+    for (int c = 0; c < C; c++) {
+      float xhat = (xr[c] - m) * rs, g = dyr[c] * w[c];
+      sum_g += g;
+      sum_g_xhat += g * xhat;
+      dw[c] += dyr[c] * xhat;
+      db[c] += dyr[c];
+    }
+    const float mean_g = sum_g * inv_c, mean_g_xhat = sum_g_xhat * inv_c;
+    for (int c = 0; c < C; c++) {
+      float xhat = (xr[c] - m) * rs;
+      dxr[c] += rs * (dyr[c] * w[c] - mean_g - xhat * mean_g_xhat);
+    }
+  }
+}
+
+/* ---- token + position embedding */
+
+void cpu_embed_fwd(int B, int T, int C, const float *restrict idx, const float *restrict wte,
+                   const float *restrict wpe, float *restrict y) {
+  for (int b = 0; b < B; b++)
+    for (int t = 0; t < T; t++) {
+      const float *restrict tok = wte + (size_t)idx[(size_t)b * T + t] * C;
+      const float *restrict pos = wpe + (size_t)t * C;
+      float *restrict out = y + ((size_t)b * T + t) * C;
+      for (int c = 0; c < C; c++) out[c] = tok[c] + pos[c];
+    }
+}
+
+void cpu_embed_bwd(int B, int T, int C, const float *restrict idx, const float *restrict dy,
+                   float *restrict dwte, float *restrict dwpe) {
+  for (int b = 0; b < B; b++)
+    for (int t = 0; t < T; t++) {
+      const float *restrict g = dy + ((size_t)b * T + t) * C;
+      float *restrict tok = dwte + (size_t)idx[(size_t)b * T + t] * C;
+      float *restrict pos = dwpe + (size_t)t * C;
+      for (int c = 0; c < C; c++) tok[c] += g[c];
+      for (int c = 0; c < C; c++) pos[c] += g[c];
+    }
+}
+
+/* ---- causal softmax */
+
+/* out[j] = exp(in[j] - mx) for j < n (out may be in); returns the sum of out[0..n). */
+static float cpu_exp_shifted(int n, float mx, const float *in, float *out) {
+  for (int j = 0; j < n; j++) out[j] = cpu_expf(in[j] - mx);
+  return cpu_sum_f(out, n);
+}
+
+/* Sum over j < n of exp(in[j] - mx), in 8 float lanes. */
+static float cpu_sum_exp_shifted(int n, float mx, const float *restrict in) {
+  float lane[8] = {0};
+  int j = 0;
+  for (; j + 8 <= n; j += 8)
+    for (int l = 0; l < 8; l++) lane[l] += cpu_expf(in[j + l] - mx);
+  float s = ((lane[0] + lane[4]) + (lane[1] + lane[5])) + ((lane[2] + lane[6]) + (lane[3] + lane[7]));
+  for (; j < n; j++) s += cpu_expf(in[j] - mx);
+  return s;
+}
+
+void cpu_causal_softmax_fwd(int BH, int T, float scale, const float *restrict s, float *restrict p) {
+  for (size_t row = 0; row < (size_t)BH * T; row++) {
+    const int i = (int)(row % (size_t)T), valid = i + 1;
+    const float *restrict sr = s + row * T;
+    float *restrict pr = p + row * T;
+    for (int j = 0; j < valid; j++) pr[j] = scale * sr[j];
+    const float inv = 1.0f / cpu_exp_shifted(valid, cpu_max_f(pr, valid), pr, pr);
+    for (int j = 0; j < valid; j++) pr[j] *= inv;
+    memset(pr + valid, 0, (size_t)(T - valid) * sizeof *pr);
+  }
+}
+
+void cpu_causal_softmax_bwd(int BH, int T, float scale, const float *restrict p,
+                            const float *restrict dp, float *restrict ds) {
+  for (size_t row = 0; row < (size_t)BH * T; row++) {
+    const float *restrict pr = p + row * T, *restrict dpr = dp + row * T;
+    float *restrict dsr = ds + row * T;
+    const float dot = cpu_dot_f(pr, dpr, T);
+    for (int j = 0; j < T; j++) dsr[j] = scale * pr[j] * (dpr[j] - dot);
+  }
+}
+
+/* ---- softmax cross-entropy */
+
+static int cpu_argmax_first(int n, const float *restrict x) {
+  int best = 0;
+  for (int j = 1; j < n; j++)
+    if (x[j] > x[best]) best = j;
+  return best;
+}
+
+double cpu_xent_fwd_bwd(int rows, int V, const float *restrict logits, const float *restrict targets,
+                        float grad_scale, float *restrict dlogits) {
+  double loss = 0.0;
+  for (int r = 0; r < rows; r++) {
+    const float *restrict lr = logits + (size_t)r * V;
+    const int target = (int)targets[r];
+    const float mx = cpu_max_f(lr, V);
+    // log-sum-exp around the max; exps go straight into dlogits when it is wanted
+    float sum;
+    if (dlogits) {
+      float *restrict dr = dlogits + (size_t)r * V;
+      sum = cpu_exp_shifted(V, mx, lr, dr);
+      const float k = grad_scale / sum;
+      for (int v = 0; v < V; v++) dr[v] *= k;
+      dr[target] -= grad_scale;
+    } else {
+      sum = cpu_sum_exp_shifted(V, mx, lr);
+    }
+    loss += (double)mx + log((double)sum) - (double)lr[target];
+  }
+  return loss;
+}
+
+long cpu_count_correct(int rows, int V, const float *restrict logits, const float *restrict targets) {
+  long correct = 0;
+  for (int r = 0; r < rows; r++) correct += cpu_argmax_first(V, logits + (size_t)r * V) == (int)targets[r];
+  return correct;
+}

@@ -1,0 +1,27 @@
+/* Host memory for the CPU backends. */
+#include "backend/host_mem.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+
+enum { HOST_MEM_ALIGN = 64 };
+
+float *host_mem_alloc(size_t n) {
+  size_t bytes = surge_mul_size(n, sizeof(float), "backend allocation");
+  // aligned_alloc needs a size that is a positive multiple of the alignment
+  size_t rounded = (bytes + HOST_MEM_ALIGN - 1) / HOST_MEM_ALIGN * HOST_MEM_ALIGN;
+  if (rounded == 0) rounded = HOST_MEM_ALIGN;
+  if (rounded < bytes) surge_runtime_error("backend allocation of %zu floats overflows", n);
+  float *p = aligned_alloc(HOST_MEM_ALIGN, rounded);
+  if (!p) surge_runtime_error("out of memory allocating %zu bytes of backend memory", rounded);
+  memset(p, 0, rounded);
+  return p;
+}
+
+void host_mem_free(float *p) { free(p); }
+
+void host_mem_copy(float *dst, const float *src, size_t n) {
+  if (n && dst != src) memcpy(dst, src, n * sizeof(float));
+}

@@ -1,0 +1,418 @@
+/* The naive reference backend "ref": the most obvious loops, double accumulation for every sum
+ * and dot product. It is slow on purpose and exists as the truth that tests compare "cpu" against. */
+#include <math.h>
+#include <stddef.h>
+
+#include "backend/backend.h"
+#include "backend/host_mem.h"
+
+static void ref_set_threads(int nthreads) { (void)nthreads; }
+
+/* ---- dense linear algebra */
+
+// Element (i,k) of op(A) where op(A) is (M,K); A is stored (K,M) when transposed.
+static double ref_op_a(int ta, const float *A, int lda, int i, int k) {
+  return ta ? A[(size_t)k * lda + i] : A[(size_t)i * lda + k];
+}
+
+// Element (k,j) of op(B) where op(B) is (K,N); B is stored (N,K) when transposed.
+static double ref_op_b(int tb, const float *B, int ldb, int k, int j) {
+  return tb ? B[(size_t)j * ldb + k] : B[(size_t)k * ldb + j];
+}
+
+static void ref_gemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
+                     const float *B, int ldb, float beta, float *C, int ldc) {
+  for (int i = 0; i < M; i++) {
+    for (int j = 0; j < N; j++) {
+      double acc = 0.0;
+      for (int k = 0; k < K; k++) acc += ref_op_a(ta, A, lda, i, k) * ref_op_b(tb, B, ldb, k, j);
+      float *c = &C[(size_t)i * ldc + j];
+      // BLAS semantics: with beta == 0 the old C is not read (it may hold NaN)
+      double old = beta == 0.0f ? 0.0 : (double)beta * *c;
+      *c = (float)(alpha * acc + old);
+    }
+  }
+}
+
+static void ref_gemm_strided(int ta, int tb, int M, int N, int K, float alpha, const float *A,
+                             int lda, size_t sA, const float *B, int ldb, size_t sB, float beta,
+                             float *C, int ldc, size_t sC, int batch) {
+  for (int b = 0; b < batch; b++)
+    ref_gemm(ta, tb, M, N, K, alpha, A + b * sA, lda, B + b * sB, ldb, beta, C + b * sC, ldc);
+}
+
+/* ---- elementwise and reductions */
+
+static void ref_fill(float *x, size_t n, float v) {
+  for (size_t i = 0; i < n; i++) x[i] = v;
+}
+
+static void ref_scale(float *x, size_t n, float a) {
+  for (size_t i = 0; i < n; i++) x[i] = x[i] * a;
+}
+
+static void ref_axpy(size_t n, float a, const float *x, float *y) {
+  for (size_t i = 0; i < n; i++) y[i] = y[i] + a * x[i];
+}
+
+static void ref_add(size_t n, const float *a, const float *b, float *y) {
+  for (size_t i = 0; i < n; i++) y[i] = a[i] + b[i];
+}
+
+static double ref_sumsq(const float *x, size_t n) {
+  double s = 0.0;
+  for (size_t i = 0; i < n; i++) s += (double)x[i] * x[i];
+  return s;
+}
+
+static int ref_all_finite(const float *x, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (!isfinite(x[i])) return 0;
+  return 1;
+}
+
+/* ---- bias */
+
+static void ref_bias_add_rows(int rows, int cols, const float *b, float *y) {
+  for (int r = 0; r < rows; r++)
+    for (int c = 0; c < cols; c++) y[(size_t)r * cols + c] += b[c];
+}
+
+static void ref_bias_grad_rows(int rows, int cols, const float *dy, float *db) {
+  for (int c = 0; c < cols; c++) {
+    double s = 0.0;
+    for (int r = 0; r < rows; r++) s += dy[(size_t)r * cols + c];
+    db[c] = (float)(db[c] + s);
+  }
+}
+
+static void ref_bias_add_planes(int N, int C, int HW, const float *b, float *y) {
+  for (int n = 0; n < N; n++)
+    for (int c = 0; c < C; c++)
+      for (int i = 0; i < HW; i++) y[((size_t)n * C + c) * HW + i] += b[c];
+}
+
+static void ref_bias_grad_planes(int N, int C, int HW, const float *dy, float *db) {
+  for (int c = 0; c < C; c++) {
+    double s = 0.0;
+    for (int n = 0; n < N; n++)
+      for (int i = 0; i < HW; i++) s += dy[((size_t)n * C + c) * HW + i];
+    db[c] = (float)(db[c] + s);
+  }
+}
+
+/* ---- activations */
+
+static void ref_relu_fwd(size_t n, const float *x, float *y) {
+  for (size_t i = 0; i < n; i++) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+}
+
+static void ref_relu_bwd(size_t n, const float *x, const float *dy, float *dx) {
+  for (size_t i = 0; i < n; i++)
+    if (x[i] > 0.0f) dx[i] += dy[i];
+}
+
+static const double ref_gelu_k = 0.7978845608028654; /* sqrt(2/pi) */
+static const double ref_gelu_c = 0.044715;
+
+static void ref_gelu_fwd(size_t n, const float *x, float *y) {
+  for (size_t i = 0; i < n; i++) {
+    double v = x[i];
+    y[i] = (float)(0.5 * v * (1.0 + tanh(ref_gelu_k * (v + ref_gelu_c * v * v * v))));
+  }
+}
+
+static void ref_gelu_bwd(size_t n, const float *x, const float *dy, float *dx) {
+  for (size_t i = 0; i < n; i++) {
+    double v = x[i];
+    double t = tanh(ref_gelu_k * (v + ref_gelu_c * v * v * v));
+    double du = ref_gelu_k * (1.0 + 3.0 * ref_gelu_c * v * v);
+    double grad = 0.5 * (1.0 + t) + 0.5 * v * (1.0 - t * t) * du;
+    dx[i] = (float)(dx[i] + dy[i] * grad);
+  }
+}
+
+/* ---- convolution lowering */
+
+/* Walks every element of col (C*KH*KW, OH*OW) with the element of the image (C,H,W) it reads:
+ * gather (im2col) writes col from x, 0 in the padding; scatter (col2im) adds col into the image. */
+static void ref_conv_walk(float *img, float *col, int C, int H, int W, int KH, int KW, int stride,
+                          int pad, int scatter) {
+  int OH = (H + 2 * pad - KH) / stride + 1, OW = (W + 2 * pad - KW) / stride + 1;
+  for (int c = 0; c < C; c++)
+    for (int kh = 0; kh < KH; kh++)
+      for (int kw = 0; kw < KW; kw++) {
+        size_t row = ((size_t)c * KH + kh) * KW + kw;
+        for (int oh = 0; oh < OH; oh++)
+          for (int ow = 0; ow < OW; ow++) {
+            int h = oh * stride - pad + kh, w = ow * stride - pad + kw;
+            int inside = h >= 0 && h < H && w >= 0 && w < W;
+            float *cell = &col[row * OH * OW + (size_t)oh * OW + ow];
+            float *pixel = inside ? &img[((size_t)c * H + h) * W + w] : NULL;
+            if (scatter && pixel) *pixel += *cell;
+            if (!scatter) *cell = pixel ? *pixel : 0.0f;
+          }
+      }
+}
+
+static void ref_im2col(const float *x, int C, int H, int W, int KH, int KW, int stride, int pad,
+                       float *col) {
+  ref_conv_walk((float *)x, col, C, H, W, KH, KW, stride, pad, 0); /* x is only read */
+}
+
+static void ref_col2im(const float *col, int C, int H, int W, int KH, int KW, int stride, int pad,
+                       float *dx) {
+  ref_conv_walk(dx, (float *)col, C, H, W, KH, KW, stride, pad, 1); /* col is only read */
+}
+
+/* ---- pooling */
+
+static void ref_maxpool_fwd(int P, int H, int W, int k, int s, const float *x, float *y,
+                            float *argmax) {
+  int OH = (H - k) / s + 1, OW = (W - k) / s + 1;
+  for (int p = 0; p < P; p++)
+    for (int oh = 0; oh < OH; oh++)
+      for (int ow = 0; ow < OW; ow++) {
+        int best = (oh * s) * W + ow * s;
+        for (int i = 0; i < k; i++)
+          for (int j = 0; j < k; j++) {
+            int at = (oh * s + i) * W + ow * s + j;
+            if (x[(size_t)p * H * W + at] > x[(size_t)p * H * W + best]) best = at;
+          }
+        size_t o = ((size_t)p * OH + oh) * OW + ow;
+        y[o] = x[(size_t)p * H * W + best];
+        argmax[o] = (float)best;
+      }
+}
+
+static void ref_maxpool_bwd(int P, int H, int W, int k, int s, const float *dy, const float *argmax,
+                            float *dx) {
+  int OH = (H - k) / s + 1, OW = (W - k) / s + 1;
+  for (int p = 0; p < P; p++)
+    for (int o = 0; o < OH * OW; o++) {
+      size_t at = (size_t)p * OH * OW + o;
+      dx[(size_t)p * H * W + (size_t)argmax[at]] += dy[at];
+    }
+}
+
+static void ref_avgpool_fwd(int P, int HW, const float *x, float *y) {
+  for (int p = 0; p < P; p++) {
+    double s = 0.0;
+    for (int i = 0; i < HW; i++) s += x[(size_t)p * HW + i];
+    y[p] = (float)(s / HW);
+  }
+}
+
+static void ref_avgpool_bwd(int P, int HW, const float *dy, float *dx) {
+  for (int p = 0; p < P; p++)
+    for (int i = 0; i < HW; i++) dx[(size_t)p * HW + i] = (float)(dx[(size_t)p * HW + i] + (double)dy[p] / HW);
+}
+
+/* ---- layer norm */
+
+static void ref_layernorm_fwd(int rows, int C, const float *x, const float *w, const float *b,
+                              float eps, float *y, float *mean, float *rstd) {
+  for (int r = 0; r < rows; r++) {
+    const float *xr = x + (size_t)r * C;
+    double m = 0.0;
+    for (int c = 0; c < C; c++) m += xr[c];
+    m /= C;
+    double var = 0.0;
+    for (int c = 0; c < C; c++) var += (xr[c] - m) * (xr[c] - m);
+    var /= C;
+    double rs = 1.0 / sqrt(var + eps);
+    for (int c = 0; c < C; c++) y[(size_t)r * C + c] = (float)((xr[c] - m) * rs * w[c] + b[c]);
+    mean[r] = (float)m;
+    rstd[r] = (float)rs;
+  }
+}
+
+static void ref_layernorm_bwd(int rows, int C, const float *x, const float *w, const float *mean,
+                              const float *rstd, const float *dy, float *dx, float *dw, float *db) {
+  for (int r = 0; r < rows; r++) {
+    const float *xr = x + (size_t)r * C, *dyr = dy + (size_t)r * C;
+    // dxhat = dy * w; dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat))
+    double mean_dxhat = 0.0, mean_dxhat_xhat = 0.0;
+    for (int c = 0; c < C; c++) {
+      double xhat = (xr[c] - (double)mean[r]) * rstd[r];
+      double dxhat = (double)dyr[c] * w[c];
+      mean_dxhat += dxhat;
+      mean_dxhat_xhat += dxhat * xhat;
+    }
+    mean_dxhat /= C;
+    mean_dxhat_xhat /= C;
+    for (int c = 0; c < C; c++) {
+      double xhat = (xr[c] - (double)mean[r]) * rstd[r];
+      double dxhat = (double)dyr[c] * w[c];
+      size_t i = (size_t)r * C + c;
+      dx[i] = (float)(dx[i] + rstd[r] * (dxhat - mean_dxhat - xhat * mean_dxhat_xhat));
+    }
+  }
+  for (int c = 0; c < C; c++) {
+    double sw = 0.0, sb = 0.0;
+    for (int r = 0; r < rows; r++) {
+      size_t i = (size_t)r * C + c;
+      sw += (double)dy[i] * (x[i] - (double)mean[r]) * rstd[r];
+      sb += dy[i];
+    }
+    dw[c] = (float)(dw[c] + sw);
+    db[c] = (float)(db[c] + sb);
+  }
+}
+
+/* ---- embedding */
+
+static void ref_embed_fwd(int B, int T, int C, const float *idx, const float *wte, const float *wpe,
+                          float *y) {
+  for (int b = 0; b < B; b++)
+    for (int t = 0; t < T; t++) {
+      size_t tok = (size_t)idx[(size_t)b * T + t];
+      for (int c = 0; c < C; c++)
+        y[((size_t)b * T + t) * C + c] = wte[tok * C + c] + wpe[(size_t)t * C + c];
+    }
+}
+
+static void ref_embed_bwd(int B, int T, int C, const float *idx, const float *dy, float *dwte,
+                          float *dwpe) {
+  for (int b = 0; b < B; b++)
+    for (int t = 0; t < T; t++) {
+      size_t tok = (size_t)idx[(size_t)b * T + t];
+      for (int c = 0; c < C; c++) {
+        float g = dy[((size_t)b * T + t) * C + c];
+        dwte[tok * C + c] += g;
+        dwpe[(size_t)t * C + c] += g;
+      }
+    }
+}
+
+/* ---- causal softmax */
+
+static void ref_causal_softmax_fwd(int BH, int T, float scale, const float *s, float *p) {
+  for (int bh = 0; bh < BH; bh++)
+    for (int i = 0; i < T; i++) {
+      const float *si = s + ((size_t)bh * T + i) * T;
+      float *pi = p + ((size_t)bh * T + i) * T;
+      double mx = (double)scale * si[0];
+      for (int j = 1; j <= i; j++)
+        if ((double)scale * si[j] > mx) mx = (double)scale * si[j];
+      double sum = 0.0;
+      for (int j = 0; j <= i; j++) sum += exp((double)scale * si[j] - mx);
+      for (int j = 0; j < T; j++) pi[j] = j <= i ? (float)(exp((double)scale * si[j] - mx) / sum) : 0.0f;
+    }
+}
+
+static void ref_causal_softmax_bwd(int BH, int T, float scale, const float *p, const float *dp,
+                                   float *ds) {
+  for (size_t row = 0; row < (size_t)BH * T; row++) {
+    const float *pr = p + row * T, *dpr = dp + row * T;
+    double dot = 0.0;
+    for (int k = 0; k < T; k++) dot += (double)pr[k] * dpr[k];
+    for (int j = 0; j < T; j++) ds[row * T + j] = (float)(scale * pr[j] * (dpr[j] - dot));
+  }
+}
+
+/* ---- softmax cross-entropy */
+
+static double ref_xent_fwd_bwd(int rows, int V, const float *logits, const float *targets,
+                               float grad_scale, float *dlogits) {
+  double loss = 0.0;
+  for (int r = 0; r < rows; r++) {
+    const float *l = logits + (size_t)r * V;
+    int target = (int)targets[r];
+    double mx = l[0];
+    for (int v = 1; v < V; v++)
+      if (l[v] > mx) mx = l[v];
+    double sum = 0.0;
+    for (int v = 0; v < V; v++) sum += exp(l[v] - mx);
+    double logz = mx + log(sum);
+    loss += logz - l[target];
+    if (dlogits)
+      for (int v = 0; v < V; v++) {
+        double prob = exp(l[v] - logz);
+        dlogits[(size_t)r * V + v] = (float)(grad_scale * (prob - (v == target ? 1.0 : 0.0)));
+      }
+  }
+  return loss;
+}
+
+static long ref_count_correct(int rows, int V, const float *logits, const float *targets) {
+  long correct = 0;
+  for (int r = 0; r < rows; r++) {
+    int best = 0;
+    for (int v = 1; v < V; v++)
+      if (logits[(size_t)r * V + v] > logits[(size_t)r * V + best]) best = v;
+    if (best == (int)targets[r]) correct++;
+  }
+  return correct;
+}
+
+/* ---- optimizers */
+
+static void ref_sgd_step(size_t n, float *p, const float *g, float *buf, float lr, float mom,
+                         int nesterov, float wd, int first) {
+  for (size_t i = 0; i < n; i++) {
+    double gi = (double)g[i] + (double)wd * p[i];
+    double step = gi;
+    if (mom != 0.0f) {
+      double b = first ? gi : (double)mom * buf[i] + gi;
+      buf[i] = (float)b;
+      step = nesterov ? gi + (double)mom * b : b;
+    }
+    p[i] = (float)(p[i] - (double)lr * step);
+  }
+}
+
+static void ref_adamw_step(size_t n, float *p, const float *g, float *m, float *v, float lr,
+                           float b1, float b2, float eps, float wd, float bc1, float bc2) {
+  for (size_t i = 0; i < n; i++) {
+    double pi = (double)p[i] * (1.0 - (double)lr * wd);
+    double mi = (double)b1 * m[i] + (1.0 - (double)b1) * g[i];
+    double vi = (double)b2 * v[i] + (1.0 - (double)b2) * g[i] * g[i];
+    pi -= (double)lr * (mi / bc1) / (sqrt(vi / bc2) + eps);
+    m[i] = (float)mi;
+    v[i] = (float)vi;
+    p[i] = (float)pi;
+  }
+}
+
+const backend_t backend_ref = {
+    .name = "ref",
+    .set_threads = ref_set_threads,
+    .alloc = host_mem_alloc,
+    .free = host_mem_free,
+    .upload = host_mem_copy,
+    .download = host_mem_copy,
+    .copy = host_mem_copy,
+    .gemm = ref_gemm,
+    .gemm_strided = ref_gemm_strided,
+    .fill = ref_fill,
+    .scale = ref_scale,
+    .axpy = ref_axpy,
+    .add = ref_add,
+    .sumsq = ref_sumsq,
+    .all_finite = ref_all_finite,
+    .bias_add_rows = ref_bias_add_rows,
+    .bias_grad_rows = ref_bias_grad_rows,
+    .bias_add_planes = ref_bias_add_planes,
+    .bias_grad_planes = ref_bias_grad_planes,
+    .relu_fwd = ref_relu_fwd,
+    .relu_bwd = ref_relu_bwd,
+    .gelu_fwd = ref_gelu_fwd,
+    .gelu_bwd = ref_gelu_bwd,
+    .im2col = ref_im2col,
+    .col2im = ref_col2im,
+    .maxpool_fwd = ref_maxpool_fwd,
+    .maxpool_bwd = ref_maxpool_bwd,
+    .avgpool_fwd = ref_avgpool_fwd,
+    .avgpool_bwd = ref_avgpool_bwd,
+    .layernorm_fwd = ref_layernorm_fwd,
+    .layernorm_bwd = ref_layernorm_bwd,
+    .embed_fwd = ref_embed_fwd,
+    .embed_bwd = ref_embed_bwd,
+    .causal_softmax_fwd = ref_causal_softmax_fwd,
+    .causal_softmax_bwd = ref_causal_softmax_bwd,
+    .xent_fwd_bwd = ref_xent_fwd_bwd,
+    .count_correct = ref_count_correct,
+    .sgd_step = ref_sgd_step,
+    .adamw_step = ref_adamw_step,
+};

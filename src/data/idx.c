@@ -1,0 +1,116 @@
+#include "data/idx.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <zlib.h>
+
+#include "core/error.h"
+
+/* Deflate never expands data more than about 1032:1, so a file of N bytes holds at most this
+ * many bytes of payload: the bound that keeps a lying header from a huge allocation. */
+#define DEFLATE_MAX_RATIO 1032u
+#define IDX_READ_CHUNK (1u << 30)
+
+/* Fail if zlib saw bad or cut-short compressed data (gzread reports a cut-short stream as an end
+ * of file and only gzerror tells). */
+static void check_gzip(gzFile f, const char *path) {
+  int zerr = Z_OK;
+  const char *msg = gzerror(f, &zerr);
+  if (zerr == Z_OK) return;
+  size_t plen = strlen(path);
+  if (strncmp(msg, path, plen) == 0 && msg[plen] == ':') /* zlib's message repeats the path */
+    msg += plen + 1 + (msg[plen + 1] == ' ');
+  surge_input_error("%s: corrupt gzip data (%s); is the download complete?", path, msg);
+}
+
+/* Read up to n bytes; returns the bytes read (fewer only at the end of the data). */
+static size_t gz_read_all(gzFile f, const char *path, void *buf, size_t n) {
+  size_t got = 0;
+  while (got < n) {
+    size_t want = n - got < IDX_READ_CHUNK ? n - got : IDX_READ_CHUNK;
+    int r = gzread(f, (char *)buf + got, (unsigned)want);
+    if (r <= 0) {
+      check_gzip(f, path);
+      break;
+    }
+    got += (size_t)r;
+  }
+  return got;
+}
+
+static uint32_t be32(const uint8_t *p) {
+  return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | (uint32_t)p[3];
+}
+
+/* "60000x28x28" for messages. */
+static const char *dims_str(const uint32_t *dims, int ndim, char *buf, size_t n) {
+  int k = 0;
+  for (int i = 0; i < ndim && k >= 0 && (size_t)k < n; i++)
+    k += snprintf(buf + k, n - (size_t)k, i ? "x%" PRIu32 : "%" PRIu32, dims[i]);
+  return buf;
+}
+
+static uint64_t file_size_or_fail(const char *path, const char *missing_hint) {
+  struct stat st;
+  if (stat(path, &st) != 0) {
+    if (errno == ENOENT) surge_input_error("%s: no such file (hint: %s)", path, missing_hint);
+    surge_input_error("%s: cannot open: %s", path, strerror(errno));
+  }
+  if (!S_ISREG(st.st_mode)) surge_input_error("%s: not a regular file (hint: %s)", path, missing_hint);
+  return (uint64_t)st.st_size;
+}
+
+void idx_read(const char *path, int ndim, const char *what, const char *missing_hint, idx_array_t *out) {
+  uint64_t file_bytes = file_size_or_fail(path, missing_hint);
+  gzFile f = gzopen(path, "rb");
+  if (!f) surge_input_error("%s: cannot open: %s", path, errno ? strerror(errno) : "zlib could not open it");
+
+  uint8_t header[4 + 4 * IDX_MAX_DIMS];
+  size_t header_bytes = 4 + 4 * (size_t)ndim;
+  if (gz_read_all(f, path, header, header_bytes) < header_bytes)
+    surge_input_error("%s: only %" PRIu64 " bytes, too short for an IDX header of %s (%zu bytes); truncated?",
+                      path, file_bytes, what, header_bytes);
+  uint32_t magic = be32(header), expected_magic = 0x00000800u | (uint32_t)ndim;
+  if (magic != expected_magic)
+    surge_input_error("%s: bad IDX magic 0x%08" PRIx32 " (expected 0x%08" PRIx32 " for %s); is this an IDX file?",
+                      path, magic, expected_magic, what);
+
+  memset(out, 0, sizeof *out);
+  out->ndim = ndim;
+  uint64_t payload = 1;
+  uint64_t most = file_bytes > UINT64_MAX / DEFLATE_MAX_RATIO ? UINT64_MAX : file_bytes * DEFLATE_MAX_RATIO;
+  if (most > SIZE_MAX) most = SIZE_MAX;
+  for (int i = 0; i < ndim; i++) {
+    out->dims[i] = be32(header + 4 + 4 * i);
+    if (out->dims[i] == 0) surge_input_error("%s: IDX header has size 0 in dimension %d; empty %s?", path, i, what);
+    if (out->dims[i] > most / payload) {
+      char d[64];
+      surge_input_error("%s: IDX header claims %s %s, more than a %" PRIu64 "-byte file can hold; "
+                        "truncated or corrupt header?", path, dims_str(out->dims, i + 1, d, sizeof d), what, file_bytes);
+    }
+    payload *= out->dims[i];
+  }
+
+  out->bytes = (size_t)payload;
+  out->data = xmalloc(out->bytes);
+  size_t got = gz_read_all(f, path, out->data, out->bytes);
+  char d[64];
+  if (got < out->bytes)
+    surge_input_error("%s: data ends after %zu of the %zu bytes the header describes (%s %s); truncated?",
+                      path, got, out->bytes, dims_str(out->dims, ndim, d, sizeof d), what);
+  uint8_t extra;
+  if (gz_read_all(f, path, &extra, 1) != 0)
+    surge_input_error("%s: more data than the header describes (%s %s); wrong header or a different file?",
+                      path, dims_str(out->dims, ndim, d, sizeof d), what);
+  gzclose(f);
+}
+
+void idx_free(idx_array_t *a) {
+  free(a->data);
+  a->data = NULL;
+  a->bytes = 0;
+}

@@ -1,0 +1,26 @@
+/* IDX files (the MNIST family's format): a big-endian header of magic 0x000008NN (unsigned bytes,
+ * NN dimensions) and NN 32-bit sizes, then the bytes in row-major order. Read through zlib, so a
+ * file may be gzip-compressed or plain. */
+#ifndef SURGE_IDX_H
+#define SURGE_IDX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define IDX_MAX_DIMS 3
+
+typedef struct idx_array {
+  int ndim;
+  uint32_t dims[IDX_MAX_DIMS];
+  uint8_t *data; /* (dims[0], ..., dims[ndim-1]) */
+  size_t bytes;
+} idx_array_t;
+
+/* Read an IDX file of unsigned bytes with ndim dimensions ("images" or "labels" in messages).
+ * Any fault (missing file, bad magic, a header the file cannot hold, truncated or extra data,
+ * corrupt gzip) fails with surge_input_error naming the path; missing_hint ends the missing-file
+ * message. */
+void idx_read(const char *path, int ndim, const char *what, const char *missing_hint, idx_array_t *out);
+void idx_free(idx_array_t *a);
+
+#endif

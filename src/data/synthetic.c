@@ -1,0 +1,133 @@
+/* A generated data set for benchmarks and tests: no files, any size, and sample id k of a split is
+ * always the same sample, drawn from its own random stream (seed, k), so nothing is stored.
+ * For image models: (1,28,28) images of 10 classes, each a class prototype (a blocky 7x7 pattern
+ * blown up to 28x28), shifted by up to 2 pixels, plus Gaussian noise: learnable, not trivial.
+ * For gpt: byte sequences where each token is followed by its fixed successor (a seeded
+ * permutation of the vocabulary) 80% of the time and by a uniform token otherwise, so the best
+ * possible loss is about 1.6 nats against ln 256 = 5.5 for guessing.
+ * The training split has synthetic_samples samples, the test split a sixth of that (rounded up),
+ * Fashion-MNIST's proportion. */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "core/rng.h"
+#include "data/dataset_impl.h"
+
+#define SYN_CLASSES 10
+#define SYN_SIDE 28
+#define SYN_PIXELS (SYN_SIDE * SYN_SIDE)
+#define SYN_GRID 7          /* prototype cells per side */
+#define SYN_CELL (SYN_SIDE / SYN_GRID)
+#define SYN_MAX_SHIFT 2     /* pixels, each direction */
+#define SYN_NOISE 0.3f      /* std of the per-pixel noise */
+#define SYN_VOCAB 256
+#define SYN_FOLLOW 0.8f     /* chance that the next token is the successor */
+#define SYN_TEST_DIVISOR 6
+
+/* Stream tags (the b of rng_seed_stream) of the generator's parts. */
+enum { STREAM_PROTOTYPE = 0x5e7a, STREAM_SUCCESSOR = 0x5e7b, STREAM_SAMPLE = 0x5e80 /* + split */ };
+
+typedef struct synthetic {
+  uint64_t seed;
+  int T;                          /* tokens: sequence length; 0 for images */
+  float *prototypes;              /* images: (10, 28, 28) in [0,1] */
+  uint8_t successor[SYN_VOCAB];   /* tokens: the likely next token after each token */
+} synthetic_t;
+
+/* Each cell is background (0) or a brightness in [0.5, 1), half the time each. */
+static float *make_prototypes(uint64_t seed) {
+  float *protos = xmalloc(sizeof(float) * SYN_CLASSES * SYN_PIXELS); // protos is (10,28,28)
+  for (int c = 0; c < SYN_CLASSES; c++) {
+    rng_t r;
+    rng_seed_stream(&r, seed, (uint64_t)c, STREAM_PROTOTYPE);
+    float cell[SYN_GRID][SYN_GRID];
+    for (int i = 0; i < SYN_GRID; i++)
+      for (int j = 0; j < SYN_GRID; j++) {
+        float on = rng_uniform(&r), level = rng_uniform(&r);
+        cell[i][j] = on < 0.5f ? 0.0f : 0.5f + 0.5f * level;
+      }
+    float *p = protos + (size_t)c * SYN_PIXELS;
+    for (int h = 0; h < SYN_SIDE; h++)
+      for (int w = 0; w < SYN_SIDE; w++) p[h * SYN_SIDE + w] = cell[h / SYN_CELL][w / SYN_CELL];
+  }
+  return protos;
+}
+
+static void synthetic_image(const synthetic_t *s, rng_t *r, float *x, float *y) {
+  int label = (int)rng_below(r, SYN_CLASSES);
+  int dh = (int)rng_below(r, 2 * SYN_MAX_SHIFT + 1) - SYN_MAX_SHIFT;
+  int dw = (int)rng_below(r, 2 * SYN_MAX_SHIFT + 1) - SYN_MAX_SHIFT;
+  const float *p = s->prototypes + (size_t)label * SYN_PIXELS; // p is (28,28)
+  for (int h = 0; h < SYN_SIDE; h++)
+    for (int w = 0; w < SYN_SIDE; w++) {
+      int sh = h - dh, sw = w - dw;
+      float v = (sh >= 0 && sh < SYN_SIDE && sw >= 0 && sw < SYN_SIDE) ? p[sh * SYN_SIDE + sw] : 0.0f;
+      v += SYN_NOISE * rng_normal(r);
+      x[h * SYN_SIDE + w] = v < 0.0f ? 0.0f : v > 1.0f ? 1.0f : v;
+    }
+  y[0] = (float)label;
+}
+
+static void synthetic_tokens(const synthetic_t *s, rng_t *r, float *x, float *y) {
+  unsigned prev = (unsigned)rng_below(r, SYN_VOCAB);
+  for (int t = 0; t < s->T; t++) {
+    unsigned next = rng_uniform(r) < SYN_FOLLOW ? s->successor[prev] : (unsigned)rng_below(r, SYN_VOCAB);
+    x[t] = (float)prev;
+    y[t] = (float)next;
+    prev = next;
+  }
+}
+
+static void synthetic_get(const dataset_t *ds, data_split_t split, uint64_t id, float *x, float *y) {
+  const synthetic_t *s = ds->source;
+  rng_t r;
+  rng_seed_stream(&r, s->seed, id, STREAM_SAMPLE + (uint64_t)split);
+  if (s->T)
+    synthetic_tokens(s, &r, x, y);
+  else
+    synthetic_image(s, &r, x, y);
+}
+
+static void synthetic_free(void *source) {
+  synthetic_t *s = source;
+  free(s->prototypes);
+  free(s);
+}
+
+void synthetic_open(dataset_t *ds, const config_t *cfg) {
+  if (cfg->synthetic_samples < 1)
+    surge_input_error("[data] synthetic_samples = %ld must be at least 1 for the synthetic source",
+                      cfg->synthetic_samples);
+  synthetic_t *s = xcalloc(1, sizeof *s);
+  s->seed = cfg->seed;
+  if (strcmp(cfg->zoo, "gpt") == 0) {
+    if (cfg->gpt_context < 1)
+      surge_input_error("[model] gpt_context = %d must be at least 1", cfg->gpt_context);
+    s->T = cfg->gpt_context;
+    rng_t r;
+    rng_seed_stream(&r, cfg->seed, 0, STREAM_SUCCESSOR);
+    uint32_t perm[SYN_VOCAB];
+    rng_permutation(&r, perm, SYN_VOCAB);
+    for (int v = 0; v < SYN_VOCAB; v++) s->successor[v] = (uint8_t)perm[v];
+    ds->sample_shape = shape1(s->T);
+    ds->classes = SYN_VOCAB;
+    ds->targets_per_sample = s->T;
+    ds->is_tokens = 1;
+  } else {
+    s->prototypes = make_prototypes(cfg->seed);
+    ds->sample_shape = shape3(1, SYN_SIDE, SYN_SIDE);
+    ds->classes = SYN_CLASSES;
+    ds->targets_per_sample = 1;
+    ds->is_tokens = 0;
+  }
+  uint64_t n = (uint64_t)cfg->synthetic_samples;
+  ds->size[SPLIT_TRAIN] = n;
+  ds->size[SPLIT_TEST] = (n + SYN_TEST_DIVISOR - 1) / SYN_TEST_DIVISOR;
+  snprintf(ds->name, sizeof ds->name, "synthetic");
+  ds->test_split = "test";
+  ds->get_sample = synthetic_get;
+  ds->free_source = synthetic_free;
+  ds->source = s;
+}

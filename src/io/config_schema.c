@@ -1,0 +1,157 @@
+#include "io/config_schema.h"
+
+#include <stdint.h>
+#include <string.h>
+
+#define FIELD(f) .offset = offsetof(config_t, f), .size = sizeof(((config_t *)0)->f)
+#define VALUES(...) ((const char *const[]){__VA_ARGS__, NULL})
+enum { CLOSED = 0, OPEN = 1 };
+
+/* One row per key type; every row names its config_t field, so offset and size cannot drift. */
+#define KEY(s, k, t, d, f, text) .section = s, .key = k, .type = t, .def = d, FIELD(f), .doc = text
+#define INT_KEY(s, k, f, d, lo, hi, text)                                                                    \
+  { KEY(s, k, CFG_INT, d, f, text), .imin = lo, .imax = hi }
+#define FLOAT_KEY(s, k, f, d, lo, lo_open, hi, hi_open, text)                                                \
+  { KEY(s, k, CFG_FLOAT, d, f, text), .fmin = lo, .fmin_open = lo_open, .fmax = hi, .fmax_open = hi_open }
+#define BOOL_KEY(s, k, f, d, text)                                                                           \
+  { KEY(s, k, CFG_BOOL, d, f, text) }
+#define STRING_KEY(s, k, f, d, minlen, text)                                                                 \
+  { KEY(s, k, CFG_STRING, d, f, text), .imin = minlen }
+#define NAME_KEY(s, k, f, d, text)                                                                           \
+  { KEY(s, k, CFG_NAME, d, f, text), .imin = 1 }
+#define ENUM_KEY(s, k, f, d, vals, text)                                                                     \
+  { KEY(s, k, CFG_ENUM, d, f, text), .values = vals }
+#define LIST_KEY(s, k, f, count_f, d, lo, hi, text)                                                          \
+  { KEY(s, k, CFG_INT_LIST, d, f, text), .imin = lo, .imax = hi, .count_offset = offsetof(config_t, count_f) }
+
+// clang-format off: the table reads best one key per row
+#define MAX_COUNT 1000000000LL /* steps, samples, intervals */
+#define MAX_WIDTH 65536LL      /* any layer width */
+
+const cfg_section_t cfg_sections[] = {
+    {"run", "What the run is called, how long it runs, where it writes"},
+    {"model", "The network: a model from the zoo and its shape"},
+    {"data", "The training and evaluation data"},
+    {"train", "Batch, optimizer, learning-rate schedule, clipping"},
+    {"backend", "Where the arithmetic runs"},
+};
+const int cfg_nsections = (int)(sizeof cfg_sections / sizeof cfg_sections[0]);
+
+const cfg_key_t cfg_keys[] = {
+    NAME_KEY("run", "name", run_name, "run", "name of the run (used in file names)"),
+    INT_KEY("run", "steps", steps, "100", 1, MAX_COUNT, "optimizer steps to run"),
+    INT_KEY("run", "seed", seed, "1", 0, INT64_MAX, "seed of every random stream (weights, data order)"),
+    INT_KEY("run", "eval_every", eval_every, "0", 0, MAX_COUNT,
+            "evaluate every N steps (0: only at the end)"),
+    INT_KEY("run", "print_every", print_every, "10", 1, MAX_COUNT, "print a progress line every N steps"),
+    STRING_KEY("run", "out_dir", out_dir, "runs/${run.name}", 1, "directory the run writes its files to"),
+    BOOL_KEY("run", "overwrite", overwrite, "false", "replace the files of a finished run in out_dir"),
+
+    ENUM_KEY("model", "zoo", zoo, NULL, VALUES("mlp", "vgg-mini", "resnet-mini", "gpt"),
+             "model architecture from the zoo"),
+    LIST_KEY("model", "mlp_hidden", mlp_hidden, mlp_nhidden, "512,512", 1, MAX_WIDTH,
+             "mlp: hidden layer widths, input to output"),
+    LIST_KEY("model", "vgg_channels", vgg_channels, vgg_nstages, "32,64", 1, 4096,
+             "vgg-mini: conv channels per stage (two 3x3 convs and a 2x2 max-pool each)"),
+    INT_KEY("model", "vgg_fc", vgg_fc, "256", 1, MAX_WIDTH,
+            "vgg-mini: width of the hidden fully-connected layer"),
+    INT_KEY("model", "resnet_width", resnet_width, "16", 1, 4096, "resnet-mini: stem channels"),
+    INT_KEY("model", "resnet_blocks", resnet_blocks, "2", 1, 64, "resnet-mini: residual blocks per stage"),
+    INT_KEY("model", "resnet_stages", resnet_stages, "2", 1, 8,
+            "resnet-mini: stages (each after the first halves H,W and doubles channels)"),
+    INT_KEY("model", "gpt_layers", gpt_layers, "4", 1, 256, "gpt: transformer blocks"),
+    INT_KEY("model", "gpt_width", gpt_width, "256", 1, MAX_WIDTH,
+            "gpt: embedding width (a multiple of gpt_heads)"),
+    INT_KEY("model", "gpt_heads", gpt_heads, "4", 1, 256, "gpt: attention heads per block"),
+    INT_KEY("model", "gpt_context", gpt_context, "128", 1, MAX_WIDTH, "gpt: context length in tokens"),
+
+    ENUM_KEY("data", "source", data_source, "fashion-mnist", VALUES("fashion-mnist", "text", "synthetic"),
+             "where samples come from"),
+    STRING_KEY("data", "path", data_path, "", 0,
+               "fashion-mnist: directory; text: file or directory (empty: the default location)"),
+    INT_KEY("data", "train_samples", train_samples, "0", 0, MAX_COUNT,
+            "use the first N training samples (0: all)"),
+    INT_KEY("data", "test_samples", test_samples, "0", 0, MAX_COUNT,
+            "evaluate on the first N test/validation samples (0: all)"),
+    FLOAT_KEY("data", "val_fraction", val_fraction, "0.05", 0, CLOSED, 1, OPEN,
+              "text: fraction held out at the end for validation"),
+    INT_KEY("data", "synthetic_samples", synthetic_samples, "4096", 1, MAX_COUNT,
+            "synthetic: samples generated"),
+
+    INT_KEY("train", "global_batch", global_batch, "128", 1, 10000000,
+            "samples per optimizer step, over all ranks"),
+    ENUM_KEY("train", "optimizer", optimizer, "sgd", VALUES("sgd", "adamw"), "update rule"),
+    FLOAT_KEY("train", "lr", lr, "0.05", 0, CLOSED, 10, CLOSED, "peak learning rate"),
+    FLOAT_KEY("train", "momentum", momentum, "0.9", 0, CLOSED, 1, OPEN, "sgd: momentum (0: plain sgd)"),
+    BOOL_KEY("train", "nesterov", nesterov, "false", "sgd: Nesterov momentum"),
+    FLOAT_KEY("train", "weight_decay", weight_decay, "0", 0, CLOSED, 10, CLOSED,
+              "decoupled weight decay (adamw) or L2 coefficient (sgd)"),
+    FLOAT_KEY("train", "beta1", beta1, "0.9", 0, CLOSED, 1, OPEN, "adamw: first-moment decay"),
+    FLOAT_KEY("train", "beta2", beta2, "0.95", 0, CLOSED, 1, OPEN, "adamw: second-moment decay"),
+    FLOAT_KEY("train", "eps", eps, "1e-8", 0, OPEN, 1, CLOSED, "adamw: denominator epsilon"),
+    ENUM_KEY("train", "schedule", schedule, "constant", VALUES("constant", "cosine"),
+             "constant: lr at every step; cosine: warmup, then cosine decay to min_lr at the last step"),
+    INT_KEY("train", "warmup_steps", warmup_steps, "0", 0, MAX_COUNT,
+            "cosine: linear warmup to lr over the first N steps"),
+    FLOAT_KEY("train", "min_lr", min_lr, "0", 0, CLOSED, 10, CLOSED,
+              "cosine: final learning rate (at most lr)"),
+    FLOAT_KEY("train", "clip_norm", clip_norm, "0", 0, CLOSED, 1e6, CLOSED,
+              "clip the global gradient norm to this (0: no clipping)"),
+
+    ENUM_KEY("backend", "name", backend, "cpu", VALUES("cpu", "ref"),
+             "cpu: OpenBLAS; ref: naive reference (tests only)"),
+    INT_KEY("backend", "threads", threads, "1", 1, 1024, "BLAS threads per rank"),
+};
+// clang-format on
+const int cfg_nkeys = (int)(sizeof cfg_keys / sizeof cfg_keys[0]);
+
+int cfg_find_section(const char *section) {
+  for (int i = 0; i < cfg_nsections; i++)
+    if (strcmp(cfg_sections[i].name, section) == 0) return i;
+  return -1;
+}
+
+int cfg_find_key(const char *section, const char *key) {
+  for (int i = 0; i < cfg_nkeys; i++)
+    if (strcmp(cfg_keys[i].section, section) == 0 && strcmp(cfg_keys[i].key, key) == 0) return i;
+  return -1;
+}
+
+#define SUGGEST_MAX_LEN 64
+
+/* Edit distance between two short strings: insertions, deletions, substitutions and swaps of
+ * neighbours ("gtp" is one edit from "gpt"), each costing 1 (optimal string alignment). */
+static int edit_distance(const char *a, const char *b) {
+  size_t na = strlen(a), nb = strlen(b);
+  int d[SUGGEST_MAX_LEN + 1][SUGGEST_MAX_LEN + 1]; // d[i][j]: a[0,i) vs b[0,j)
+  for (size_t i = 0; i <= na; i++) d[i][0] = (int)i;
+  for (size_t j = 0; j <= nb; j++) d[0][j] = (int)j;
+  for (size_t i = 1; i <= na; i++)
+    for (size_t j = 1; j <= nb; j++) {
+      int best = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+      if (d[i - 1][j] + 1 < best) best = d[i - 1][j] + 1;
+      if (d[i][j - 1] + 1 < best) best = d[i][j - 1] + 1;
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < best)
+        best = d[i - 2][j - 2] + 1;
+      d[i][j] = best;
+    }
+  return d[na][nb];
+}
+
+static int is_prefix(const char *p, const char *s) { return *p && strncmp(p, s, strlen(p)) == 0; }
+
+const char *cfg_closest(const char *word, const char *const *cands, int n) {
+  size_t len = strlen(word);
+  if (len == 0 || len > SUGGEST_MAX_LEN) return NULL;
+  const char *best = NULL;
+  int best_d = 3;
+  for (int i = 0; n < 0 ? cands[i] != NULL : i < n; i++) {
+    if (strlen(cands[i]) > SUGGEST_MAX_LEN) continue;
+    int d = edit_distance(word, cands[i]);
+    if (d < best_d && d < (int)len) best = cands[i], best_d = d;
+  }
+  if (best) return best;
+  for (int i = 0; n < 0 ? cands[i] != NULL : i < n; i++)
+    if (is_prefix(word, cands[i]) || is_prefix(cands[i], word)) return cands[i];
+  return NULL;
+}

@@ -1,0 +1,486 @@
+/* Deck parsing: lines -> raw values per schema key, then -D overrides, then ${...} expansion, then
+ * conversion and validation into config_t, then the checks that involve several keys. */
+#include "io/deck.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "core/error.h"
+#include "io/config_schema.h"
+#include "io/deck_value.h"
+#include "io/strbuf.h"
+
+#define MAX_EXPANDED 4096 /* longest value after ${...} expansion */
+#define MAX_SHOWN_ARG 200 /* longest -D argument quoted in messages */
+
+typedef enum { FROM_DEFAULT, FROM_DECK, FROM_OVERRIDE } origin_t;
+typedef enum { UNRESOLVED, RESOLVING, RESOLVED } state_t;
+
+typedef struct deck_entry {
+  origin_t origin;
+  int line;    /* FROM_DECK: line number */
+  char *raw;   /* value as written: quotes and comment removed, escapes (\# \$ \\ \") kept */
+  char *value; /* raw after ${...} expansion, escapes applied */
+  char *where; /* "DECK:LINE", "-D section.key=value" or "default" */
+  state_t state;
+} deck_entry_t;
+
+struct deck {
+  char *path;
+  deck_entry_t *e; /* one per schema key: e[i] belongs to cfg_keys[i] */
+  int *stack;      /* keys being expanded, outermost first (cycle reports) */
+  int depth;
+};
+
+/* ---- errors: "WHERE: [section] key: message (hint: ...)" ---- */
+
+static _Noreturn void fail(const char *where, const cfg_key_t *k, const char *hint, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static _Noreturn void fail(const char *where, const cfg_key_t *k, const char *hint, const char *fmt, ...) {
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  if (k && hint && *hint)
+    surge_input_error("%s: [%s] %s: %s (hint: %s)", where, k->section, k->key, msg, hint);
+  if (k) surge_input_error("%s: [%s] %s: %s", where, k->section, k->key, msg);
+  if (hint && *hint) surge_input_error("%s: %s (hint: %s)", where, msg, hint);
+  surge_input_error("%s: %s", where, msg);
+}
+
+static void list_sections(strbuf_t *out) {
+  for (int i = 0; i < cfg_nsections; i++) sb_printf(out, "%s[%s]", i ? ", " : "", cfg_sections[i].name);
+}
+
+static _Noreturn void fail_unknown_section(const char *where, const char *section) {
+  const char *names[64] = {NULL};
+  int n = cfg_nsections < 64 ? cfg_nsections : 64;
+  for (int i = 0; i < n; i++) names[i] = cfg_sections[i].name;
+  const char *close = cfg_closest(section, names, n);
+  strbuf_t hint = STRBUF_INIT;
+  if (close) {
+    sb_printf(&hint, "did you mean [%s]?", close);
+  } else {
+    sb_puts(&hint, "sections: ");
+    list_sections(&hint);
+  }
+  fail(where, NULL, sb_str(&hint), "unknown section [%s]", section);
+}
+
+static _Noreturn void fail_unknown_key(const char *where, const char *section, const char *key) {
+  const char *names[256] = {NULL};
+  int n = 0, elsewhere = -1;
+  for (int i = 0; i < cfg_nkeys && n < 256; i++) {
+    if (strcmp(cfg_keys[i].section, section) == 0) names[n++] = cfg_keys[i].key;
+    else if (strcmp(cfg_keys[i].key, key) == 0 && elsewhere < 0) elsewhere = i;
+  }
+  const char *close = cfg_closest(key, names, n);
+  strbuf_t hint = STRBUF_INIT;
+  if (close) {
+    sb_printf(&hint, "did you mean %s?", close);
+  } else if (elsewhere >= 0) {
+    sb_printf(&hint, "did you mean [%s] %s? it belongs to section [%s]", cfg_keys[elsewhere].section, key,
+              cfg_keys[elsewhere].section);
+  } else {
+    sb_printf(&hint, "keys of [%s]: ", section);
+    for (int i = 0; i < n; i++) sb_printf(&hint, "%s%s", i ? ", " : "", names[i]);
+  }
+  fail(where, NULL, sb_str(&hint), "[%s] %s: unknown key", section, key);
+}
+
+/* ---- values as written ---- */
+
+static int is_blank(char c) { return c == ' ' || c == '\t'; }
+
+/* One escape at p ('\' then # $ \ or "): appended as written (expansion applies it). */
+static const char *lex_escape(const char *p, const char *end, strbuf_t *out, const char *where,
+                              const cfg_key_t *k) {
+  const char *hint = "the escapes are \\# \\$ \\\\ \\\"";
+  if (p + 1 >= end) fail(where, k, hint, "a lone '\\' ends the value");
+  if (!strchr("#$\\\"", p[1])) fail(where, k, hint, "unknown escape '\\%c'", p[1]);
+  sb_putn(out, p, 2);
+  return p + 2;
+}
+
+/* The value in [p, end) as written: blanks around it and (with comments) a trailing '#' comment
+ * dropped; "..." removed around a quoted value. Malloc'd. */
+static char *lex_value(const char *p, const char *end, int comments, const char *where, const cfg_key_t *k) {
+  strbuf_t out = STRBUF_INIT;
+  while (p < end && is_blank(*p)) p++;
+  if (p < end && *p == '"') {
+    for (p++;;) {
+      if (p >= end) fail(where, k, "end the value with '\"'", "unterminated quote");
+      if (*p == '"') break;
+      if (*p == '\\') p = lex_escape(p, end, &out, where, k);
+      else sb_putc(&out, *p++);
+    }
+    for (p++; p < end && is_blank(*p); p++) {}
+    if (p < end && !(comments && *p == '#'))
+      fail(where, k, "quote the whole value; a literal quote is \\\"", "text after the closing quote");
+  } else {
+    while (p < end && !(comments && *p == '#')) {
+      if (*p == '"')
+        fail(where, k, "quote the whole value; a literal quote is \\\"", "a quote inside an unquoted value");
+      if (*p == '\\') p = lex_escape(p, end, &out, where, k);
+      else sb_putc(&out, *p++);
+    }
+    while (out.len > 0 && is_blank(out.s[out.len - 1])) out.s[--out.len] = '\0'; /* blanks have no escape */
+  }
+  return sb_take(&out);
+}
+
+static void set_entry(deck_entry_t *e, origin_t origin, int line, char *raw, const char *where) {
+  free(e->raw);
+  free(e->where);
+  e->origin = origin;
+  e->line = line;
+  e->raw = raw;
+  e->where = xstrdup(where);
+}
+
+/* ---- the deck's lines ---- */
+
+typedef struct line_ctx {
+  deck_t *d;
+  int line;
+  const char *where; /* "DECK:LINE" of this line */
+  int section;       /* index into cfg_sections, -1 before the first header */
+} line_ctx_t;
+
+static const char *skip_blanks(const char *p, const char *end) {
+  while (p < end && is_blank(*p)) p++;
+  return p;
+}
+
+static void parse_section_header(line_ctx_t *c, const char *p, const char *end) {
+  const char *close = memchr(p, ']', (size_t)(end - p));
+  if (!close) fail(c->where, NULL, "write [section]", "section header without ']'");
+  const char *b = skip_blanks(p + 1, close), *e = close;
+  while (e > b && is_blank(e[-1])) e--;
+  char name[64];
+  if (e == b) fail(c->where, NULL, "write [section]", "empty section name");
+  snprintf(name, sizeof name, "%.*s", (int)(e - b), b);
+  const char *rest = skip_blanks(close + 1, end);
+  if (rest < end && *rest != '#')
+    fail(c->where, NULL, "a comment starts with '#'", "text after the section header");
+  c->section = cfg_find_section(name);
+  if (c->section < 0) fail_unknown_section(c->where, name);
+}
+
+static void parse_assignment(line_ctx_t *c, const char *p, const char *end) {
+  const char *b = p;
+  while (p < end && !is_blank(*p) && *p != '=' && *p != '#') p++;
+  char key[64];
+  snprintf(key, sizeof key, "%.*s", (int)(p - b), b);
+  p = skip_blanks(p, end);
+  if (p >= end || *p != '=') fail(c->where, NULL, "write key = value", "expected '=' after \"%s\"", key);
+  if (!*key) fail(c->where, NULL, "write key = value", "no key before '='");
+  if (c->section < 0) {
+    strbuf_t hint = STRBUF_INIT;
+    sb_puts(&hint, "put it under a section header: ");
+    list_sections(&hint);
+    fail(c->where, NULL, sb_str(&hint), "key \"%s\" before any [section]", key);
+  }
+  const char *section = cfg_sections[c->section].name;
+  int i = cfg_find_key(section, key);
+  if (i < 0) fail_unknown_key(c->where, section, key);
+  deck_entry_t *e = &c->d->e[i];
+  if (e->origin == FROM_DECK)
+    fail(c->where, &cfg_keys[i], "keep one of them", "set twice: first at %s, again at line %d", e->where,
+         c->line);
+  set_entry(e, FROM_DECK, c->line, lex_value(p + 1, end, 1, c->where, &cfg_keys[i]), c->where);
+}
+
+static void parse_line(line_ctx_t *c, const char *p, const char *end) {
+  if (end > p && end[-1] == '\r') end--;
+  for (const char *q = p; q < end; q++)
+    if (iscntrl((unsigned char)*q) && *q != '\t')
+      fail(c->where, NULL, "decks are plain text", "control character 0x%02x in the line", (unsigned char)*q);
+  p = skip_blanks(p, end);
+  if (p == end || *p == '#') return;
+  if (*p == '[') parse_section_header(c, p, end);
+  else parse_assignment(c, p, end);
+}
+
+static void parse_lines(deck_t *d, const char *text) {
+  line_ctx_t c = {.d = d, .line = 0, .section = -1};
+  strbuf_t where = STRBUF_INIT;
+  for (const char *p = text; *p;) {
+    const char *eol = strchr(p, '\n');
+    if (!eol) eol = p + strlen(p);
+    c.line++;
+    sb_clear(&where);
+    sb_printf(&where, "%s:%d", d->path, c.line);
+    c.where = where.s;
+    parse_line(&c, p, eol);
+    p = *eol ? eol + 1 : eol;
+  }
+  sb_free(&where);
+}
+
+/* ---- -D section.key=value ---- */
+
+static void apply_override(deck_t *d, const char *arg) {
+  strbuf_t where = STRBUF_INIT;
+  sb_puts(&where, "-D ");
+  cfg_value_printable(arg, MAX_SHOWN_ARG, &where);
+  const char *eq = strchr(arg, '=');
+  const char *dot = eq ? memchr(arg, '.', (size_t)(eq - arg)) : NULL;
+  if (!dot)
+    fail(sb_str(&where), NULL, "write -D section.key=value, e.g. -D train.lr=0.1",
+         "expected section.key=value");
+  char section[64], key[64];
+  snprintf(section, sizeof section, "%.*s", (int)(dot - arg), arg);
+  snprintf(key, sizeof key, "%.*s", (int)(eq - dot - 1), dot + 1);
+  if (cfg_find_section(section) < 0) fail_unknown_section(sb_str(&where), section);
+  int i = cfg_find_key(section, key);
+  if (i < 0) fail_unknown_key(sb_str(&where), section, key);
+  set_entry(&d->e[i], FROM_OVERRIDE, 0, lex_value(eq + 1, eq + strlen(eq), 0, sb_str(&where), &cfg_keys[i]),
+            sb_str(&where));
+  sb_free(&where);
+}
+
+/* ---- ${section.key} and ${ENV} ---- */
+
+static void resolve(deck_t *d, int i);
+
+static _Noreturn void fail_cycle(deck_t *d, int i, int j) {
+  strbuf_t chain = STRBUF_INIT;
+  int from = 0;
+  while (d->stack[from] != j) from++;
+  for (int s = from; s < d->depth; s++)
+    sb_printf(&chain, "%s.%s -> ", cfg_keys[d->stack[s]].section, cfg_keys[d->stack[s]].key);
+  sb_printf(&chain, "%s.%s", cfg_keys[j].section, cfg_keys[j].key);
+  fail(d->e[i].where, &cfg_keys[i], "break the loop with a literal value", "expansion cycle %s",
+       sb_str(&chain));
+}
+
+static int is_env_name(const char *s) {
+  if (!isalpha((unsigned char)*s) && *s != '_') return 0;
+  for (; *s; s++)
+    if (!isalnum((unsigned char)*s) && *s != '_') return 0;
+  return 1;
+}
+
+/* Append the value of variable `name` (a deck key "section.key" or an environment variable). */
+static void expand_variable(deck_t *d, int i, const char *name, strbuf_t *out) {
+  const char *where = d->e[i].where;
+  const cfg_key_t *k = &cfg_keys[i];
+  const char *dot = strchr(name, '.');
+  if (!dot) {
+    if (!is_env_name(name))
+      fail(where, k, "write ${section.key} or ${ENV_VAR}; a literal '$' is \\$", "bad variable name ${%s}",
+           name);
+    const char *v = getenv(name);
+    if (!v)
+      fail(where, k, "set it in the environment, or write a literal '$' as \\$", "undefined variable ${%s}",
+           name);
+    sb_puts(out, v);
+    return;
+  }
+  char section[64];
+  snprintf(section, sizeof section, "%.*s", (int)(dot - name), name);
+  int j = cfg_find_key(section, dot + 1);
+  if (j < 0) {
+    enum { FULL = 80 };
+    char(*full)[FULL] = xmalloc(FULL * (size_t)cfg_nkeys); /* "section.key" per schema key */
+    const char **names = xmalloc(sizeof(char *) * (size_t)cfg_nkeys);
+    for (int s = 0; s < cfg_nkeys; s++) {
+      snprintf(full[s], FULL, "%s.%s", cfg_keys[s].section, cfg_keys[s].key);
+      names[s] = full[s];
+    }
+    strbuf_t hint = STRBUF_INIT;
+    const char *close = cfg_closest(name, names, cfg_nkeys);
+    if (close) sb_printf(&hint, "did you mean ${%s}?", close);
+    else sb_puts(&hint, "${section.key} names a key of the deck (doc/deck.md)");
+    fail(where, k, sb_str(&hint), "undefined variable ${%s}", name);
+  }
+  if (d->e[j].state == RESOLVING) fail_cycle(d, i, j);
+  resolve(d, j);
+  sb_puts(out, d->e[j].value);
+}
+
+static void resolve(deck_t *d, int i) {
+  deck_entry_t *e = &d->e[i];
+  if (e->state == RESOLVED) return;
+  e->state = RESOLVING;
+  d->stack[d->depth++] = i;
+  strbuf_t out = STRBUF_INIT;
+  for (const char *p = e->raw; *p;) {
+    if (*p == '\\') {
+      sb_putc(&out, p[1]);
+      p += 2;
+    } else if (p[0] == '$' && p[1] == '{') {
+      const char *close = strchr(p + 2, '}');
+      if (!close) fail(e->where, &cfg_keys[i], "write ${name}; a literal '$' is \\$", "unterminated ${");
+      char name[128];
+      if (close - p - 2 >= (long)sizeof name) fail(e->where, &cfg_keys[i], NULL, "variable name too long");
+      snprintf(name, sizeof name, "%.*s", (int)(close - p - 2), p + 2);
+      expand_variable(d, i, name, &out);
+      p = close + 1;
+    } else {
+      sb_putc(&out, *p++);
+    }
+    if (out.len > MAX_EXPANDED)
+      fail(e->where, &cfg_keys[i], NULL, "value longer than %d characters after expansion", MAX_EXPANDED);
+  }
+  e->value = sb_take(&out);
+  d->depth--;
+  e->state = RESOLVED;
+}
+
+/* ---- validation ---- */
+
+static int origin_rank(const deck_entry_t *e) {
+  return e->origin == FROM_DECK ? 0 : e->origin == FROM_OVERRIDE ? 1 : 2;
+}
+
+/* Deck lines first (in line order), then overrides, then defaults: the first error reported is
+ * the first one in the file. */
+static void validation_order(const deck_t *d, int *order) {
+  for (int i = 0; i < cfg_nkeys; i++) order[i] = i;
+  for (int i = 1; i < cfg_nkeys; i++) { /* insertion sort: a few dozen keys */
+    int x = order[i], j = i;
+    for (; j > 0; j--) {
+      const deck_entry_t *a = &d->e[order[j - 1]], *b = &d->e[x];
+      if (origin_rank(a) < origin_rank(b) || (origin_rank(a) == origin_rank(b) && a->line <= b->line)) break;
+      order[j] = order[j - 1];
+    }
+    order[j] = x;
+  }
+}
+
+static void check_required(const deck_t *d) {
+  for (int i = 0; i < cfg_nkeys; i++) {
+    const cfg_key_t *k = &cfg_keys[i];
+    if (d->e[i].raw) continue;
+    strbuf_t hint = STRBUF_INIT;
+    sb_printf(&hint, "add \"%s = ...\" under [%s], %s: ", k->key, k->section,
+              k->type == CFG_ENUM ? "one of" : "accepted");
+    cfg_value_range(k, &hint);
+    fail(d->path, k, sb_str(&hint), "required key is missing");
+  }
+}
+
+static const char *explicit_key(const deck_t *d, const char *prefer, const char *other) {
+  const char *w = deck_where(d, prefer);
+  return w && strcmp(w, "default") == 0 ? other : prefer;
+}
+
+/* Checks that involve several keys (each key alone is already in range). */
+static void check_across_keys(const deck_t *d, const config_t *c) {
+  if (c->gpt_width % c->gpt_heads != 0)
+    deck_key_error(d, explicit_key(d, "model.gpt_heads", "model.gpt_width"),
+                   "gpt_heads (%d) must divide gpt_width (%d) (hint: e.g. gpt_width = %d)", c->gpt_heads,
+                   c->gpt_width, (c->gpt_width / c->gpt_heads + 1) * c->gpt_heads);
+  if (c->min_lr > c->lr)
+    deck_key_error(d, explicit_key(d, "train.min_lr", "train.lr"),
+                   "min_lr (%g) is above lr (%g) (hint: the cosine schedule decays from lr down to min_lr)",
+                   c->min_lr, c->lr);
+}
+
+static void validate(deck_t *d, config_t *cfg) {
+  int *order = xmalloc(sizeof(int) * (size_t)cfg_nkeys);
+  validation_order(d, order);
+  for (int n = 0; n < cfg_nkeys; n++) {
+    int i = order[n];
+    resolve(d, i);
+    strbuf_t msg = STRBUF_INIT, hint = STRBUF_INIT;
+    if (cfg_value_store(&cfg_keys[i], d->e[i].value, cfg, &msg, &hint) != 0)
+      fail(d->e[i].where, &cfg_keys[i], sb_str(&hint), "%s", sb_str(&msg));
+  }
+  free(order);
+  check_across_keys(d, cfg);
+}
+
+/* ---- public ---- */
+
+static deck_t *deck_new(const char *path) {
+  deck_t *d = xcalloc(1, sizeof *d);
+  d->path = xstrdup(path);
+  d->e = xcalloc((size_t)cfg_nkeys, sizeof *d->e);
+  d->stack = xcalloc((size_t)cfg_nkeys, sizeof *d->stack);
+  for (int i = 0; i < cfg_nkeys; i++)
+    if (cfg_keys[i].def) set_entry(&d->e[i], FROM_DEFAULT, 0, xstrdup(cfg_keys[i].def), "default");
+  return d;
+}
+
+void deck_parse(const char *text, const char *path, int noverrides, char *const *overrides, config_t *cfg,
+                deck_t **out) {
+  deck_t *d = deck_new(path);
+  parse_lines(d, text);
+  for (int i = 0; i < noverrides; i++) apply_override(d, overrides[i]);
+  check_required(d);
+  memset(cfg, 0, sizeof *cfg);
+  validate(d, cfg);
+  if (out) *out = d;
+  else deck_free(d);
+}
+
+char *deck_read_file(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) surge_input_error("%s: cannot open the deck: %s (hint: check the path)", path, strerror(errno));
+  struct stat st;
+  if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode))
+    surge_input_error("%s: not a regular file (hint: pass the deck file itself)", path);
+  if (st.st_size > DECK_MAX_BYTES)
+    surge_input_error("%s: the deck is %lld bytes, more than the %d allowed (hint: is this the right file?)",
+                      path, (long long)st.st_size, DECK_MAX_BYTES);
+  char *text = xmalloc(DECK_MAX_BYTES + 2);
+  size_t n = fread(text, 1, DECK_MAX_BYTES + 1, f);
+  int failed = ferror(f);
+  fclose(f);
+  if (failed) surge_input_error("%s: cannot read the deck: %s", path, strerror(errno));
+  if (n > DECK_MAX_BYTES)
+    surge_input_error("%s: the deck is over %d bytes (hint: is this the right file?)", path, DECK_MAX_BYTES);
+  if (memchr(text, '\0', n))
+    surge_input_error("%s: the deck has NUL bytes (hint: decks are plain text)", path);
+  text[n] = '\0';
+  return xrealloc(text, n + 1);
+}
+
+void deck_load(const char *path, int noverrides, char *const *overrides, config_t *cfg, deck_t **out) {
+  char *text = deck_read_file(path);
+  deck_parse(text, path, noverrides, overrides, cfg, out);
+  free(text);
+}
+
+const char *deck_where(const deck_t *d, const char *section_key) {
+  const char *dot = strchr(section_key, '.');
+  if (!dot || dot - section_key >= 64) return NULL;
+  char section[64];
+  snprintf(section, sizeof section, "%.*s", (int)(dot - section_key), section_key);
+  int i = cfg_find_key(section, dot + 1);
+  return i < 0 ? NULL : d->e[i].where;
+}
+
+_Noreturn void deck_key_error(const deck_t *d, const char *section_key, const char *fmt, ...) {
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  const char *where = d ? deck_where(d, section_key) : NULL;
+  const char *dot = strchr(section_key, '.');
+  int slen = dot ? (int)(dot - section_key) : 0;
+  surge_input_error("%s: [%.*s] %s: %s", where ? where : "deck", slen, section_key,
+                    dot ? dot + 1 : section_key, msg);
+}
+
+void deck_free(deck_t *d) {
+  if (!d) return;
+  for (int i = 0; i < cfg_nkeys; i++) {
+    free(d->e[i].raw);
+    free(d->e[i].value);
+    free(d->e[i].where);
+  }
+  free(d->e);
+  free(d->stack);
+  free(d->path);
+  free(d);
+}

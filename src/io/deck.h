@@ -1,0 +1,59 @@
+/* Input decks: INI-like text that configures a run (syntax and every key: doc/deck.md).
+ *
+ *   [section]            # a section header; keys below belong to it
+ *   key = value          # trailing comment; '\#' is a literal '#', "..." keeps blanks
+ *   out_dir = runs/${run.name}-${USER}    # another key's resolved value / an environment variable
+ *
+ * Command-line overrides "section.key=value" (surge-train -D) replace deck values before expansion
+ * and validation. Every error is one line "DECK:LINE: [section] key: what is wrong (hint: ...)"
+ * (an override names "-D section.key=value" instead of DECK:LINE) and exits with code 2: nothing
+ * else happens before the deck is valid. The schema (io/config_schema.c) defines the keys. */
+#ifndef SURGE_DECK_H
+#define SURGE_DECK_H
+
+#include <stdio.h>
+
+#include "io/config.h"
+
+/* Where each key's value came from, kept to blame a key for errors found later (model shapes...). */
+typedef struct deck deck_t;
+
+/* Largest deck file deck_read_file accepts. */
+#define DECK_MAX_BYTES (1 << 20)
+
+/* Parse deck text (already read; `path` names it in messages), apply overrides "section.key=value",
+ * expand, validate, and fill cfg (zeroed first, so the struct, padding included, depends only on
+ * the resolved values). *out (when out is not NULL) receives the deck for deck_where/deck_key_error;
+ * free it with deck_free. Exits with code 2 on any error. */
+void deck_parse(const char *text, const char *path, int noverrides, char *const *overrides, config_t *cfg,
+                deck_t **out);
+
+/* Read a deck file into a malloc'd string: errors (missing, unreadable, not a regular file, over
+ * DECK_MAX_BYTES, NUL bytes) name the path and exit with code 2. With MPI, rank 0 reads and
+ * broadcasts the text; every rank then runs deck_parse on it. */
+char *deck_read_file(const char *path);
+
+/* deck_read_file then deck_parse. */
+void deck_load(const char *path, int noverrides, char *const *overrides, config_t *cfg, deck_t **out);
+
+/* Every key, sections in deck order, defaults included, values resolved: a valid deck that
+ * reproduces cfg exactly (deck_parse of it gives a byte-identical config_t). malloc'd. */
+char *deck_resolved_text(const config_t *cfg);
+
+/* Where "section.key" got its value: "DECK:LINE", "-D section.key=value" or "default"; NULL for a
+ * key the schema does not have. The string lives as long as d. */
+const char *deck_where(const deck_t *d, const char *section_key);
+
+/* Blame a key for an error found after parsing, in the deck error format: prints
+ * "WHERE: [section] key: <fmt...>" (WHERE from deck_where) and exits with code 2. Put a hint in the
+ * message as " (hint: ...)". d may be NULL (WHERE is then "deck"). */
+_Noreturn void deck_key_error(const deck_t *d, const char *section_key, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+void deck_free(deck_t *d);
+
+/* doc/deck.md: the syntax (comments, quoting, escapes, expansion, -D) and every key with its type,
+ * default, accepted range or values and meaning, grouped by section. */
+void deck_write_reference_md(FILE *f);
+
+#endif

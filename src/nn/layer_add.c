@@ -1,0 +1,39 @@
+/* Residual join: y = a + b for two inputs of one shape; the gradient flows to both unchanged. */
+#include "nn/layer.h"
+#include "nn/layer_common.h"
+
+static int shapes_equal(shape_t a, shape_t b) {
+  if (a.ndim != b.ndim)
+    return 0;
+  for (int i = 0; i < a.ndim; i++)
+    if (a.d[i] != b.d[i])
+      return 0;
+  return 1;
+}
+
+static int add_infer(layer_t *l, char *err, size_t n) {
+  if (layer_check_nin(l, "add", 2, err, n))
+    return -1;
+  if (!shapes_equal(l->in_shape[0], l->in_shape[1])) {
+    char a[64], b[64];
+    snprintf(err, n, "add: input shapes %s and %s differ", shape_str(l->in_shape[0], a, sizeof a),
+             shape_str(l->in_shape[1], b, sizeof b));
+    return -1;
+  }
+  l->out = l->in_shape[0];
+  layer_set_no_params(l, 0, (double)shape_size(l->out));
+  return 0;
+}
+
+static void add_forward(const layer_t *l, const layer_ctx_t *c) {
+  c->be->add((size_t)c->B * shape_size(l->out), c->x[0], c->x[1], c->y);
+}
+
+static void add_backward(const layer_t *l, const layer_ctx_t *c) {
+  size_t count = (size_t)c->B * shape_size(l->out);
+  for (int k = 0; k < 2; k++)
+    if (c->dx[k])
+      c->be->axpy(count, 1.0f, c->dy, c->dx[k]);
+}
+
+const layer_ops_t layer_add_ops = {"add", add_infer, layer_init_none, add_forward, add_backward};

@@ -1,0 +1,56 @@
+/* Helpers shared by the layer kinds. The checks used by infer write a one-line reason prefixed with
+ * the layer kind and return -1 on failure, 0 otherwise. */
+#ifndef SURGE_LAYER_COMMON_H
+#define SURGE_LAYER_COMMON_H
+
+#include <stdio.h>
+
+#include "nn/layer.h"
+
+/* The layer has exactly `want` inputs. */
+static inline int layer_check_nin(const layer_t *l, const char *kind, int want, char *err,
+                                  size_t n) {
+  if (l->nin == want)
+    return 0;
+  snprintf(err, n, "%s: needs %d input%s, got %d", kind, want, want == 1 ? "" : "s", l->nin);
+  return -1;
+}
+
+/* Input 0 is an image (C,H,W) with positive dims. */
+static inline int layer_check_image(const layer_t *l, const char *kind, char *err, size_t n) {
+  shape_t s = l->in_shape[0];
+  if (s.ndim == 3 && s.d[0] > 0 && s.d[1] > 0 && s.d[2] > 0)
+    return 0;
+  char buf[64];
+  snprintf(err, n, "%s: input must be an image (C,H,W), got %s", kind,
+           shape_str(s, buf, sizeof buf));
+  return -1;
+}
+
+/* A hyperparameter is at least `min` (1 for sizes, 0 for padding). */
+static inline int layer_check_at_least(const char *kind, const char *what, int v, int min,
+                                       char *err, size_t n) {
+  if (v >= min)
+    return 0;
+  if (min == 1)
+    snprintf(err, n, "%s: %s must be positive, got %d", kind, what, v);
+  else
+    snprintf(err, n, "%s: %s must be at least %d, got %d", kind, what, min, v);
+  return -1;
+}
+
+/* init of a kind without parameters. */
+static inline void layer_init_none(const layer_t *l, float *const *w, rng_t *rng,
+                                   init_scheme_t scheme) {
+  (void)l, (void)w, (void)rng, (void)scheme;
+}
+
+/* infer's bookkeeping for a kind without parameters. */
+static inline void layer_set_no_params(layer_t *l, size_t aux_per_sample, double flops_per_sample) {
+  l->np = 0;
+  l->aux_per_sample = aux_per_sample;
+  l->scratch = 0;
+  l->flops_per_sample = flops_per_sample;
+}
+
+#endif

@@ -1,0 +1,73 @@
+/* Linear layer over the last dim: x (..., in) -> y (..., out) = x W^T + b, W (out, in), b (out).
+ * All leading dims of all samples are folded into rows, so one GEMM serves flat features (N) and
+ * sequences (T,C) alike. */
+#include <string.h>
+
+#include "nn/layer.h"
+#include "nn/layer_common.h"
+
+static int linear_infer(layer_t *l, char *err, size_t n) {
+  if (layer_check_nin(l, "linear", 1, err, n))
+    return -1;
+  if (layer_check_at_least("linear", "out_features", l->out_features, 1, err, n))
+    return -1;
+  shape_t in = l->in_shape[0];
+  if (in.ndim < 1 || in.d[in.ndim - 1] < 1) {
+    char buf[64];
+    snprintf(err, n, "linear: input needs a positive last dim, got %s",
+             shape_str(in, buf, sizeof buf));
+    return -1;
+  }
+  int in_f = in.d[in.ndim - 1], out_f = l->out_features;
+  l->out = in;
+  l->out.d[in.ndim - 1] = out_f;
+  l->np = l->bias ? 2 : 1;
+  memset(l->pdesc, 0, sizeof l->pdesc);
+  l->pdesc[0] = (layer_param_desc_t){"weight", 2, {out_f, in_f, 0, 0}};
+  if (l->bias)
+    l->pdesc[1] = (layer_param_desc_t){"bias", 1, {out_f, 0, 0, 0}};
+  l->aux_per_sample = 0;
+  l->scratch = 0;
+  /* per row: 2*in*out for the product, plus one add per output for the bias */
+  double rows = (double)(shape_size(in) / (size_t)in_f);
+  l->flops_per_sample = rows * (2.0 * in_f * out_f + (l->bias ? out_f : 0));
+  return 0;
+}
+
+static void linear_init(const layer_t *l, float *const *w, rng_t *rng, init_scheme_t scheme) {
+  int out_f = l->pdesc[0].d[0], in_f = l->pdesc[0].d[1];
+  layer_init_weight_bias(w[0], (size_t)out_f * in_f, l->bias ? w[1] : NULL,
+                         l->bias ? (size_t)out_f : 0, in_f, rng, scheme);
+}
+
+/* Rows of the folded (rows, in) input matrix for a call on B samples. */
+static int linear_rows(const layer_t *l, int B) {
+  shape_t in = l->in_shape[0];
+  return (int)((size_t)B * (shape_size(in) / (size_t)in.d[in.ndim - 1]));
+}
+
+static void linear_forward(const layer_t *l, const layer_ctx_t *c) {
+  const backend_t *be = c->be;
+  int rows = linear_rows(l, c->B), out_f = l->pdesc[0].d[0], in_f = l->pdesc[0].d[1];
+  // y (rows,out) = x (rows,in) W^T, W (out,in)
+  be->gemm(0, 1, rows, out_f, in_f, 1.0f, c->x[0], in_f, c->w[0], in_f, 0.0f, c->y, out_f);
+  if (l->bias)
+    be->bias_add_rows(rows, out_f, c->w[1], c->y);
+}
+
+static void linear_backward(const layer_t *l, const layer_ctx_t *c) {
+  const backend_t *be = c->be;
+  int rows = linear_rows(l, c->B), out_f = l->pdesc[0].d[0], in_f = l->pdesc[0].d[1];
+  // dW (out,in) += dy^T (out,rows) x (rows,in)
+  if (c->dw[0])
+    be->gemm(1, 0, out_f, in_f, rows, 1.0f, c->dy, out_f, c->x[0], in_f, 1.0f, c->dw[0], in_f);
+  // db (out) += column sums of dy (rows,out)
+  if (l->bias && c->dw[1])
+    be->bias_grad_rows(rows, out_f, c->dy, c->dw[1]);
+  // dx (rows,in) += dy (rows,out) W (out,in)
+  if (c->dx[0])
+    be->gemm(0, 0, rows, in_f, out_f, 1.0f, c->dy, out_f, c->w[0], in_f, 1.0f, c->dx[0], in_f);
+}
+
+const layer_ops_t layer_linear_ops = {"linear", linear_infer, linear_init, linear_forward,
+                                      linear_backward};

@@ -1,0 +1,18 @@
+/* Gradient norm and clipping by the global norm over the whole gradient slab. */
+#include "optim/optim.h"
+
+#include <math.h>
+
+// PyTorch's clip_grad_norm_ divides by norm + 1e-6 so a tiny norm never blows up the scale.
+#define CLIP_NORM_EPS 1e-6
+
+double grad_global_norm(const backend_t *be, const float *grads, size_t n) {
+  return sqrt(be->sumsq(grads, n));
+}
+
+double clip_by_global_norm(const backend_t *be, float *grads, size_t n, double max_norm) {
+  double norm = grad_global_norm(be, grads, n);
+  if (max_norm > 0.0 && isfinite(norm) && norm > max_norm)
+    be->scale(grads, n, (float)(max_norm / (norm + CLIP_NORM_EPS)));
+  return norm;
+}

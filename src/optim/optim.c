@@ -1,0 +1,52 @@
+/* SGD and AdamW over the whole parameter slab: state here, arithmetic in the backend. */
+#include "optim/optim.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "core/error.h"
+
+void optim_init(optim_t *o, const config_t *cfg, const backend_t *be, size_t n) {
+  memset(o, 0, sizeof *o);
+  if (strcmp(cfg->optimizer, "sgd") == 0)
+    o->kind = OPTIM_SGD;
+  else if (strcmp(cfg->optimizer, "adamw") == 0)
+    o->kind = OPTIM_ADAMW;
+  else
+    surge_input_error("unknown optimizer '%s' in [train] optimizer (expected sgd or adamw)",
+                      cfg->optimizer);
+  o->momentum = (float)cfg->momentum;
+  o->weight_decay = (float)cfg->weight_decay;
+  o->beta1 = (float)cfg->beta1;
+  o->beta2 = (float)cfg->beta2;
+  o->eps = (float)cfg->eps;
+  o->nesterov = cfg->nesterov;
+  o->be = be;
+  o->n = n;
+  o->t = 0;
+  // sgd without momentum keeps no state; the backend ignores its buffer then
+  if (o->kind == OPTIM_ADAMW || o->momentum != 0.0f) o->m = be->alloc(n);
+  if (o->kind == OPTIM_ADAMW) o->v = be->alloc(n);
+}
+
+void optim_free(optim_t *o) {
+  if (o->m) o->be->free(o->m);
+  if (o->v) o->be->free(o->v);
+  o->m = o->v = NULL;
+}
+
+void optim_step(optim_t *o, float *params, const float *grads, float lr) {
+  const backend_t *be = o->be;
+  if (o->kind == OPTIM_SGD) {
+    be->sgd_step(o->n, params, grads, o->m, lr, o->momentum, o->nesterov, o->weight_decay,
+                 o->t == 0);
+  } else {
+    // bias corrections for step number t+1, in double as PyTorch computes them
+    double step = (double)(o->t + 1);
+    float bc1 = (float)(1.0 - pow(o->beta1, step));
+    float bc2 = (float)(1.0 - pow(o->beta2, step));
+    be->adamw_step(o->n, params, grads, o->m, o->v, lr, o->beta1, o->beta2, o->eps, o->weight_decay,
+                   bc1, bc2);
+  }
+  o->t++;
+}

@@ -1,0 +1,53 @@
+/* Optimizers, learning-rate schedules and gradient clipping over flat slabs.
+ *
+ * An optimizer updates the whole parameter slab in one backend call per step (be->sgd_step or
+ * be->adamw_step), with PyTorch's semantics (see backend.h): SGD with momentum, Nesterov and L2
+ * weight decay added to the gradient; AdamW with bias-corrected moments and decoupled weight decay
+ * p *= 1 - lr*wd. Its state (moment slabs, step count) lives here so a checkpoint can save it. */
+#ifndef SURGE_OPTIM_H
+#define SURGE_OPTIM_H
+
+#include <stddef.h>
+
+#include "backend/backend.h"
+#include "io/config.h"
+
+typedef enum { OPTIM_SGD, OPTIM_ADAMW } optim_kind_t;
+
+typedef struct optim {
+  optim_kind_t kind;
+  /* hyperparameters from config_t [train]; the learning rate comes per step (lr_at) */
+  float momentum, weight_decay, beta1, beta2, eps;
+  int nesterov;
+  /* state: backend memory of n floats each, the same slab layout as the parameters.
+   * sgd: m is the momentum buffer (NULL when momentum == 0), v is NULL; adamw: m and v moments. */
+  float *m, *v;
+  long t; /* steps taken */
+  const backend_t *be;
+  size_t n; /* floats in the parameter slab */
+} optim_t;
+
+/* Set up an optimizer for a slab of n floats from cfg->optimizer ("sgd" or "adamw"; anything else
+ * is an input error) with zeroed state. */
+void optim_init(optim_t *o, const config_t *cfg, const backend_t *be, size_t n);
+void optim_free(optim_t *o);
+
+/* One step over the whole slab: params (n) -= update from grads (n) at learning rate lr; t += 1.
+ * SGD's first step (t == 0) initialises the momentum buffer with the gradient; AdamW's bias
+ * corrections use the step number t+1. */
+void optim_step(optim_t *o, float *params, const float *grads, float lr);
+
+/* Learning rate at step (0-based). "constant": cfg->lr. "cosine": linear warm-up
+ * lr*(step+1)/warmup for step < warmup, then min_lr + 0.5*(lr - min_lr)*(1 + cos(pi*progress))
+ * with progress = (step - warmup)/(steps - warmup), clamped to [0, 1]. */
+double lr_at(const config_t *cfg, long step);
+
+/* sqrt(sum of grads^2) over n floats of backend memory. */
+double grad_global_norm(const backend_t *be, const float *grads, size_t n);
+
+/* Clip grads (n) to a global norm of max_norm as PyTorch's clip_grad_norm_: when the norm exceeds
+ * max_norm, scale by max_norm/(norm + 1e-6). max_norm <= 0 disables clipping. Returns the norm
+ * before clipping (NaN or Inf when the gradients are not finite; they are then left alone). */
+double clip_by_global_norm(const backend_t *be, float *grads, size_t n, double max_norm);
+
+#endif

@@ -1,0 +1,801 @@
+/* The "cpu" backend against the naive "ref" backend, op by op, on the same random inputs; plus a
+ * few ops against hand-computed values on both backends, and the memory ops and the registry.
+ *
+ * Agreement per output array: ||cpu - ref|| / max(||ref||, tiny) <= 1e-5 (exact for argmax,
+ * count_correct and all_finite). Outputs the header marks "written" are pre-filled with NaN on cpu
+ * and with random values on ref, so reading them shows up; outputs marked "+=" are pre-filled with
+ * the same random values on both, and each backend is checked to really accumulate: the op run
+ * onto a constant c equals the op run onto zeros, plus c. */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "backend/backend.h"
+#include "core/error.h"
+#include "core/rng.h"
+#include "tap.h"
+
+#define AGREE_TOL 1e-5
+#define ACCUM_CONST 0.25f
+
+static const backend_t *const backends[2] = {&backend_cpu, &backend_ref}; /* [0] fast, [1] truth */
+static rng_t rng;
+static double worst_agreement; /* largest cpu-vs-ref relative difference seen */
+
+/* ---- buffers */
+
+static float *buf_uniform(size_t n, float lo, float hi) {
+  float *x = xmalloc((n ? n : 1) * sizeof *x);
+  rng_fill_uniform(&rng, x, n, lo, hi);
+  return x;
+}
+
+static float *buf_const(size_t n, float v) {
+  float *x = xmalloc((n ? n : 1) * sizeof *x);
+  for (size_t i = 0; i < n; i++) x[i] = v;
+  return x;
+}
+
+/* Class ids in [0, V) stored as float. */
+static float *buf_ids(size_t n, int V) {
+  float *x = xmalloc((n ? n : 1) * sizeof *x);
+  for (size_t i = 0; i < n; i++) x[i] = (float)rng_below(&rng, (uint64_t)V);
+  return x;
+}
+
+/* ||a - b|| / max(||b||, tiny), in double. */
+static double rel_diff(const float *a, const float *b, size_t n) {
+  double d2 = 0.0, b2 = 0.0;
+  for (size_t i = 0; i < n; i++) {
+    double d = (double)a[i] - b[i];
+    d2 += d * d;
+    b2 += (double)b[i] * b[i];
+  }
+  return sqrt(d2) / fmax(sqrt(b2), 1e-30);
+}
+
+/* ---- one op case: how to run it, and what its outputs are */
+
+enum out_mode {
+  OUT_WRITE, /* written by the op */
+  OUT_ACCUM, /* accumulated into ("+=") */
+  OUT_INOUT  /* read and updated (optimizer state, C with beta != 0): starts from `init` */
+};
+enum scalar_mode { SCALAR_NONE, SCALAR_CLOSE, SCALAR_EXACT };
+enum { MAX_OUTS = 3 };
+
+typedef struct out_spec {
+  const char *name;
+  size_t len;
+  enum out_mode mode;
+  int exact;         /* compare bit for bit (argmax indices) */
+  const float *init; /* OUT_INOUT only */
+} out_spec_t;
+
+/* Runs the op on `be` into out[0..nout); returns its scalar result (0 when it has none). */
+typedef double (*op_run_fn)(const backend_t *be, const void *ctx, float **out);
+
+typedef struct op_case {
+  const char *label;
+  op_run_fn run;
+  const void *ctx;
+  int nout;
+  out_spec_t out[MAX_OUTS];
+  enum scalar_mode scalar;
+} op_case_t;
+
+/* Fills the outputs of backend `k` (0 cpu, 1 ref) before a run; `accum` is the ACCUM pre-fill. */
+static void prefill(const op_case_t *c, int k, float **out, const float *const *accum) {
+  for (int i = 0; i < c->nout; i++) {
+    const out_spec_t *o = &c->out[i];
+    for (size_t j = 0; j < o->len; j++)
+      switch (o->mode) {
+      case OUT_WRITE: out[i][j] = k == 0 ? NAN : rng_uniform(&rng) * 100.0f - 50.0f; break;
+      case OUT_ACCUM: out[i][j] = accum[i][j]; break;
+      case OUT_INOUT: out[i][j] = o->init[j]; break;
+      }
+  }
+}
+
+/* Each backend really accumulates its ACCUM outputs: run onto c equals run onto 0, plus c. */
+static void check_accumulates(const op_case_t *c, const backend_t *be) {
+  float *on_zero[MAX_OUTS], *on_const[MAX_OUTS];
+  const float *zero[MAX_OUTS], *konst[MAX_OUTS];
+  for (int i = 0; i < c->nout; i++) {
+    zero[i] = on_zero[i] = buf_const(c->out[i].len, 0.0f);
+    konst[i] = on_const[i] = buf_const(c->out[i].len, ACCUM_CONST);
+  }
+  prefill(c, 1, on_zero, zero);
+  c->run(be, c->ctx, on_zero);
+  prefill(c, 1, on_const, konst);
+  c->run(be, c->ctx, on_const);
+  for (int i = 0; i < c->nout; i++) {
+    if (c->out[i].mode != OUT_ACCUM) continue;
+    for (size_t j = 0; j < c->out[i].len; j++) on_zero[i][j] += ACCUM_CONST;
+    double e = rel_diff(on_const[i], on_zero[i], c->out[i].len);
+    tap_ok(e <= AGREE_TOL, "%s: %s %s accumulates (rel %.1e)", c->label, be->name, c->out[i].name, e);
+  }
+  for (int i = 0; i < c->nout; i++) {
+    free(on_zero[i]);
+    free(on_const[i]);
+  }
+}
+
+/* Run the case on cpu and ref from the same inputs and compare every output and the scalar. */
+static void compare_backends(const op_case_t *c) {
+  float *out[2][MAX_OUTS], *accum[MAX_OUTS];
+  int has_accum = 0;
+  for (int i = 0; i < c->nout; i++) {
+    accum[i] = buf_uniform(c->out[i].len, -1.0f, 1.0f);
+    has_accum |= c->out[i].mode == OUT_ACCUM;
+    for (int k = 0; k < 2; k++) out[k][i] = xmalloc((c->out[i].len ? c->out[i].len : 1) * sizeof(float));
+  }
+  double scalar[2];
+  for (int k = 0; k < 2; k++) {
+    prefill(c, k, out[k], (const float *const *)accum);
+    scalar[k] = c->run(backends[k], c->ctx, out[k]);
+  }
+  for (int i = 0; i < c->nout; i++) {
+    const out_spec_t *o = &c->out[i];
+    if (o->exact) {
+      tap_ok(memcmp(out[0][i], out[1][i], o->len * sizeof(float)) == 0, "%s: %s identical",
+             c->label, o->name);
+      continue;
+    }
+    double e = rel_diff(out[0][i], out[1][i], o->len);
+    if (!(e <= worst_agreement)) worst_agreement = e;
+    tap_ok(e <= AGREE_TOL, "%s: %s rel %.1e", c->label, o->name, e);
+  }
+  if (c->scalar == SCALAR_EXACT)
+    tap_ok(scalar[0] == scalar[1], "%s: result %.17g == %.17g", c->label, scalar[0], scalar[1]);
+  if (c->scalar == SCALAR_CLOSE) {
+    double e = fabs(scalar[0] - scalar[1]) / fmax(fabs(scalar[1]), 1e-30);
+    if (!(e <= worst_agreement)) worst_agreement = e;
+    tap_ok(e <= AGREE_TOL, "%s: result %.9g vs %.9g rel %.1e", c->label, scalar[0], scalar[1], e);
+  }
+  if (has_accum)
+    for (int k = 0; k < 2; k++) check_accumulates(c, backends[k]);
+  for (int i = 0; i < c->nout; i++) {
+    free(accum[i]);
+    for (int k = 0; k < 2; k++) free(out[k][i]);
+  }
+}
+
+/* ---- dense linear algebra */
+
+typedef struct gemm_ctx {
+  int ta, tb, M, N, K, lda, ldb, ldc, batch;
+  size_t sA, sB, sC;
+  float alpha, beta;
+  const float *A, *B;
+} gemm_ctx_t;
+
+static double run_gemm(const backend_t *be, const void *ctx, float **out) {
+  const gemm_ctx_t *g = ctx;
+  be->gemm(g->ta, g->tb, g->M, g->N, g->K, g->alpha, g->A, g->lda, g->B, g->ldb, g->beta, out[0], g->ldc);
+  return 0.0;
+}
+
+static double run_gemm_strided(const backend_t *be, const void *ctx, float **out) {
+  const gemm_ctx_t *g = ctx;
+  be->gemm_strided(g->ta, g->tb, g->M, g->N, g->K, g->alpha, g->A, g->lda, g->sA, g->B, g->ldb, g->sB,
+                   g->beta, out[0], g->ldc, g->sC, g->batch);
+  return 0.0;
+}
+
+/* op(A) (M,K) times op(B) (K,N) with leading dimensions `extra` wider than needed; `batch` > 1 uses
+ * gemm_strided with matrices `extra` floats apart. */
+static void test_gemm(int ta, int tb, int M, int N, int K, float beta, int extra, int batch) {
+  gemm_ctx_t g = {ta, tb, M, N, K, (ta ? M : K) + extra, (tb ? K : N) + extra, N + extra, batch,
+                  0, 0, 0, 1.3f, beta, NULL, NULL};
+  g.sA = (size_t)(ta ? K : M) * g.lda + extra;
+  g.sB = (size_t)(tb ? N : K) * g.ldb + extra;
+  g.sC = (size_t)M * g.ldc + extra;
+  float *A = buf_uniform(g.sA * batch, -1, 1), *B = buf_uniform(g.sB * batch, -1, 1);
+  // C's padding is random; with beta == 0 its M x N blocks start as NaN, which must not be read
+  float *C0 = buf_uniform(g.sC * batch, -1, 1);
+  if (beta == 0.0f)
+    for (int b = 0; b < batch; b++)
+      for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) C0[b * g.sC + (size_t)i * g.ldc + j] = NAN;
+  g.A = A;
+  g.B = B;
+  char label[96];
+  snprintf(label, sizeof label, "%s ta=%d tb=%d M=%d N=%d K=%d beta=%g ld+%d", batch > 1 ? "gemm_strided" : "gemm",
+           ta, tb, M, N, K, beta, extra);
+  op_case_t c = {label, batch > 1 ? run_gemm_strided : run_gemm, &g, 1,
+                 {{"C", g.sC * batch, OUT_INOUT, 0, C0}}, SCALAR_NONE};
+  compare_backends(&c);
+  free(A);
+  free(B);
+  free(C0);
+}
+
+/* ---- elementwise, reductions, bias, activations */
+
+typedef struct vec_ctx {
+  size_t n;
+  int rows, cols, N, C, HW;
+  float a;
+  const float *x, *y;
+} vec_ctx_t;
+
+static double run_fill(const backend_t *be, const void *ctx, float **out) {
+  const vec_ctx_t *v = ctx;
+  be->fill(out[0], v->n, v->a);
+  return 0.0;
+}
+static double run_scale(const backend_t *be, const void *ctx, float **out) {
+  const vec_ctx_t *v = ctx;
+  be->scale(out[0], v->n, v->a);
+  return 0.0;
+}
+static double run_axpy(const backend_t *be, const void *ctx, float **out) {
+  const vec_ctx_t *v = ctx;
+  be->axpy(v->n, v->a, v->x, out[0]);
+  return 0.0;
+}
+static double run_add(const backend_t *be, const void *ctx, float **out) {
+  const vec_ctx_t *v = ctx;
+  be->add(v->n, v->x, v->y, out[0]);
+  return 0.0;
+}
+static double run_add_in_place(const backend_t *be, const void *ctx, float **out) {
+  const vec_ctx_t *v = ctx;
+  be->add(v->n, v->x, out[0], out[0]); /* y = x + y */
+  return 0.0;
+}
+static double run_sumsq(const backend_t *be, const void *ctx, float **out) {
+  (void)out;
+  const vec_ctx_t *v = ctx;
+  return be->sumsq(v->x, v->n);
+}
+static double run_all_finite(const backend_t *be, const void *ctx, float **out) {
+  (void)out;
+  const vec_ctx_t *v = ctx;
+  return be->all_finite(v->x, v->n);
+}
+static double run_bias_add_rows(const backend_t *be, const void *ctx, float **out) {
+  const vec_ctx_t *v = ctx;
+  be->bias_add_rows(v->rows, v->cols, v->x, out[0]);
+  return 0.0;
+}
+static double run_bias_grad_rows(const backend_t *be, const void *ctx, float **out) {
+  const vec_ctx_t *v = ctx;
+  be->bias_grad_rows(v->rows, v->cols, v->x, out[0]);
+  return 0.0;
+}
+static double run_bias_add_planes(const backend_t *be, const void *ctx, float **out) {
+  const vec_ctx_t *v = ctx;
+  be->bias_add_planes(v->N, v->C, v->HW, v->x, out[0]);
+  return 0.0;
+}
+static double run_bias_grad_planes(const backend_t *be, const void *ctx, float **out) {
+  const vec_ctx_t *v = ctx;
+  be->bias_grad_planes(v->N, v->C, v->HW, v->x, out[0]);
+  return 0.0;
+}
+static double run_relu_fwd(const backend_t *be, const void *ctx, float **out) {
+  const vec_ctx_t *v = ctx;
+  be->relu_fwd(v->n, v->x, out[0]);
+  return 0.0;
+}
+static double run_relu_bwd(const backend_t *be, const void *ctx, float **out) {
+  const vec_ctx_t *v = ctx;
+  be->relu_bwd(v->n, v->x, v->y, out[0]);
+  return 0.0;
+}
+static double run_gelu_fwd(const backend_t *be, const void *ctx, float **out) {
+  const vec_ctx_t *v = ctx;
+  be->gelu_fwd(v->n, v->x, out[0]);
+  return 0.0;
+}
+static double run_gelu_bwd(const backend_t *be, const void *ctx, float **out) {
+  const vec_ctx_t *v = ctx;
+  be->gelu_bwd(v->n, v->x, v->y, out[0]);
+  return 0.0;
+}
+static double run_avgpool_fwd(const backend_t *be, const void *ctx, float **out) {
+  const vec_ctx_t *v = ctx;
+  be->avgpool_fwd(v->rows, v->HW, v->x, out[0]);
+  return 0.0;
+}
+static double run_avgpool_bwd(const backend_t *be, const void *ctx, float **out) {
+  const vec_ctx_t *v = ctx;
+  be->avgpool_bwd(v->rows, v->HW, v->x, out[0]);
+  return 0.0;
+}
+
+static void test_flat_ops(size_t n) {
+  float *x = buf_uniform(n, -4, 4), *y = buf_uniform(n, -2, 2), *y0 = buf_uniform(n, -1, 1);
+  vec_ctx_t v = {.n = n, .a = -0.75f, .x = x, .y = y};
+  char label[64];
+#define FLAT_CASE(fn, mode, scalar)                                                     \
+  do {                                                                                  \
+    snprintf(label, sizeof label, "%s n=%zu", #fn + 4, n);                              \
+    op_case_t c = {label, fn, &v, 1, {{"y", n, mode, 0, y0}}, scalar};                  \
+    if (scalar != SCALAR_NONE) c.nout = 0;                                              \
+    compare_backends(&c);                                                               \
+  } while (0)
+  FLAT_CASE(run_fill, OUT_WRITE, SCALAR_NONE);
+  FLAT_CASE(run_scale, OUT_INOUT, SCALAR_NONE);
+  FLAT_CASE(run_axpy, OUT_ACCUM, SCALAR_NONE);
+  FLAT_CASE(run_add, OUT_WRITE, SCALAR_NONE);
+  FLAT_CASE(run_add_in_place, OUT_INOUT, SCALAR_NONE);
+  FLAT_CASE(run_sumsq, OUT_WRITE, SCALAR_CLOSE);
+  FLAT_CASE(run_all_finite, OUT_WRITE, SCALAR_EXACT);
+  FLAT_CASE(run_relu_fwd, OUT_WRITE, SCALAR_NONE);
+  FLAT_CASE(run_relu_bwd, OUT_ACCUM, SCALAR_NONE);
+  FLAT_CASE(run_gelu_fwd, OUT_WRITE, SCALAR_NONE);
+  FLAT_CASE(run_gelu_bwd, OUT_ACCUM, SCALAR_NONE);
+  // a NaN or an Inf anywhere (here: last element, then the first) is seen by both
+  x[n - 1] = INFINITY;
+  FLAT_CASE(run_all_finite, OUT_WRITE, SCALAR_EXACT);
+  x[0] = NAN;
+  FLAT_CASE(run_all_finite, OUT_WRITE, SCALAR_EXACT);
+#undef FLAT_CASE
+  free(x);
+  free(y);
+  free(y0);
+}
+
+/* GELU far out in its tails, where the gate saturates to exactly 0 or 1. */
+static void test_gelu_tails(void) {
+  float x[] = {-1e4f, -200, -30, -10, -5, 5, 10, 30, 200, 1e4f}, dy[10], y0[10] = {0};
+  const size_t n = sizeof x / sizeof x[0];
+  for (size_t i = 0; i < n; i++) dy[i] = 1.0f;
+  vec_ctx_t v = {.n = n, .x = x, .y = dy};
+  compare_backends(&(op_case_t){"gelu_fwd tails", run_gelu_fwd, &v, 1, {{"y", n, OUT_WRITE, 0, y0}}, 0});
+  compare_backends(&(op_case_t){"gelu_bwd tails", run_gelu_bwd, &v, 1, {{"dx", n, OUT_ACCUM, 0, y0}}, 0});
+}
+
+static void test_bias(int rows, int cols, int N, int C, int HW) {
+  size_t nrow = (size_t)rows * cols, nplane = (size_t)N * C * HW;
+  float *brow = buf_uniform((size_t)cols, -1, 1), *yrow = buf_uniform(nrow, -1, 1);
+  float *bplane = buf_uniform((size_t)C, -1, 1), *yplane = buf_uniform(nplane, -1, 1);
+  char label[96];
+  vec_ctx_t v = {.rows = rows, .cols = cols, .N = N, .C = C, .HW = HW};
+  snprintf(label, sizeof label, "bias rows=%d cols=%d / planes N=%d C=%d HW=%d", rows, cols, N, C, HW);
+  v.x = brow;
+  compare_backends(&(op_case_t){label, run_bias_add_rows, &v, 1, {{"y", nrow, OUT_ACCUM, 0, NULL}}, 0});
+  v.x = yrow;
+  compare_backends(&(op_case_t){label, run_bias_grad_rows, &v, 1, {{"db", (size_t)cols, OUT_ACCUM, 0, NULL}}, 0});
+  v.x = bplane;
+  compare_backends(&(op_case_t){label, run_bias_add_planes, &v, 1, {{"y", nplane, OUT_ACCUM, 0, NULL}}, 0});
+  v.x = yplane;
+  compare_backends(&(op_case_t){label, run_bias_grad_planes, &v, 1, {{"db", (size_t)C, OUT_ACCUM, 0, NULL}}, 0});
+  free(brow);
+  free(yrow);
+  free(bplane);
+  free(yplane);
+}
+
+static void test_avgpool(int P, int HW) {
+  float *x = buf_uniform((size_t)P * HW, -2, 3), *dy = buf_uniform((size_t)P, -1, 1);
+  char label[64];
+  snprintf(label, sizeof label, "avgpool P=%d HW=%d", P, HW);
+  vec_ctx_t v = {.rows = P, .HW = HW, .x = x};
+  compare_backends(&(op_case_t){label, run_avgpool_fwd, &v, 1, {{"y", (size_t)P, OUT_WRITE, 0, NULL}}, 0});
+  v.x = dy;
+  compare_backends(&(op_case_t){label, run_avgpool_bwd, &v, 1, {{"dx", (size_t)P * HW, OUT_ACCUM, 0, NULL}}, 0});
+  free(x);
+  free(dy);
+}
+
+/* ---- convolution lowering and max pooling */
+
+typedef struct conv_ctx {
+  int C, H, W, KH, KW, stride, pad;
+  const float *in; /* x for im2col and maxpool_fwd, col for col2im, dy for maxpool_bwd */
+  const float *argmax;
+} conv_ctx_t;
+
+static double run_im2col(const backend_t *be, const void *ctx, float **out) {
+  const conv_ctx_t *g = ctx;
+  be->im2col(g->in, g->C, g->H, g->W, g->KH, g->KW, g->stride, g->pad, out[0]);
+  return 0.0;
+}
+static double run_col2im(const backend_t *be, const void *ctx, float **out) {
+  const conv_ctx_t *g = ctx;
+  be->col2im(g->in, g->C, g->H, g->W, g->KH, g->KW, g->stride, g->pad, out[0]);
+  return 0.0;
+}
+/* Max pooling: C planes, window KH (== KW) with stride `stride`. */
+static double run_maxpool_fwd(const backend_t *be, const void *ctx, float **out) {
+  const conv_ctx_t *g = ctx;
+  be->maxpool_fwd(g->C, g->H, g->W, g->KH, g->stride, g->in, out[0], out[1]);
+  return 0.0;
+}
+static double run_maxpool_bwd(const backend_t *be, const void *ctx, float **out) {
+  const conv_ctx_t *g = ctx;
+  be->maxpool_bwd(g->C, g->H, g->W, g->KH, g->stride, g->in, g->argmax, out[0]);
+  return 0.0;
+}
+
+static void test_conv_lowering(int C, int H, int W, int KH, int KW, int stride, int pad) {
+  int OH = (H + 2 * pad - KH) / stride + 1, OW = (W + 2 * pad - KW) / stride + 1;
+  size_t nx = (size_t)C * H * W, ncol = (size_t)C * KH * KW * OH * OW;
+  float *x = buf_uniform(nx, -1, 1), *col = buf_uniform(ncol, -1, 1);
+  char label[96];
+  snprintf(label, sizeof label, "im2col/col2im C=%d H=%d W=%d K=%dx%d s=%d p=%d", C, H, W, KH, KW, stride, pad);
+  conv_ctx_t g = {C, H, W, KH, KW, stride, pad, x, NULL};
+  compare_backends(&(op_case_t){label, run_im2col, &g, 1, {{"col", ncol, OUT_WRITE, 0, NULL}}, 0});
+  g.in = col;
+  compare_backends(&(op_case_t){label, run_col2im, &g, 1, {{"dx", nx, OUT_ACCUM, 0, NULL}}, 0});
+  free(x);
+  free(col);
+}
+
+/* `relu_input`: half the inputs are 0, so windows hold ties that must go to the first maximum. */
+static void test_maxpool(int P, int H, int W, int k, int s, int relu_input) {
+  int OH = (H - k) / s + 1, OW = (W - k) / s + 1;
+  size_t nx = (size_t)P * H * W, ny = (size_t)P * OH * OW;
+  float *x = buf_uniform(nx, -1, 1), *dy = buf_uniform(ny, -1, 1), *argmax = xmalloc(ny * sizeof *argmax);
+  float *y = xmalloc(ny * sizeof *y);
+  if (relu_input)
+    for (size_t i = 0; i < nx; i++) x[i] = fmaxf(x[i], 0.0f);
+  char label[96];
+  snprintf(label, sizeof label, "maxpool P=%d H=%d W=%d k=%d s=%d%s", P, H, W, k, s, relu_input ? " ties" : "");
+  conv_ctx_t g = {P, H, W, k, k, s, 0, x, NULL};
+  compare_backends(&(op_case_t){label, run_maxpool_fwd, &g, 2,
+                                {{"y", ny, OUT_WRITE, 0, NULL}, {"argmax", ny, OUT_WRITE, 1, NULL}}, 0});
+  backend_ref.maxpool_fwd(P, H, W, k, s, x, y, argmax);
+  g.in = dy;
+  g.argmax = argmax;
+  compare_backends(&(op_case_t){label, run_maxpool_bwd, &g, 1, {{"dx", nx, OUT_ACCUM, 0, NULL}}, 0});
+  free(x);
+  free(y);
+  free(dy);
+  free(argmax);
+}
+
+/* ---- layer norm, embedding, causal softmax, cross-entropy */
+
+typedef struct seq_ctx {
+  int rows, C, B, T, V;
+  float eps, scale;
+  const float *x, *w, *b, *mean, *rstd, *dy, *ids;
+} seq_ctx_t;
+
+static double run_layernorm_fwd(const backend_t *be, const void *ctx, float **out) {
+  const seq_ctx_t *q = ctx;
+  be->layernorm_fwd(q->rows, q->C, q->x, q->w, q->b, q->eps, out[0], out[1], out[2]);
+  return 0.0;
+}
+static double run_layernorm_bwd(const backend_t *be, const void *ctx, float **out) {
+  const seq_ctx_t *q = ctx;
+  be->layernorm_bwd(q->rows, q->C, q->x, q->w, q->mean, q->rstd, q->dy, out[0], out[1], out[2]);
+  return 0.0;
+}
+/* Embedding: x is wte (V,C), w is wpe (T,C). */
+static double run_embed_fwd(const backend_t *be, const void *ctx, float **out) {
+  const seq_ctx_t *q = ctx;
+  be->embed_fwd(q->B, q->T, q->C, q->ids, q->x, q->w, out[0]);
+  return 0.0;
+}
+static double run_embed_bwd(const backend_t *be, const void *ctx, float **out) {
+  const seq_ctx_t *q = ctx;
+  be->embed_bwd(q->B, q->T, q->C, q->ids, q->dy, out[0], out[1]);
+  return 0.0;
+}
+/* Causal softmax: rows = BH blocks of (T,T); x is s (fwd) or p (bwd). */
+static double run_causal_softmax_fwd(const backend_t *be, const void *ctx, float **out) {
+  const seq_ctx_t *q = ctx;
+  be->causal_softmax_fwd(q->rows, q->T, q->scale, q->x, out[0]);
+  return 0.0;
+}
+static double run_causal_softmax_bwd(const backend_t *be, const void *ctx, float **out) {
+  const seq_ctx_t *q = ctx;
+  be->causal_softmax_bwd(q->rows, q->T, q->scale, q->x, q->dy, out[0]);
+  return 0.0;
+}
+/* Cross-entropy: x is logits (rows,V), ids the targets, scale the grad_scale. */
+static double run_xent(const backend_t *be, const void *ctx, float **out) {
+  const seq_ctx_t *q = ctx;
+  return be->xent_fwd_bwd(q->rows, q->V, q->x, q->ids, q->scale, out[0]);
+}
+static double run_xent_loss_only(const backend_t *be, const void *ctx, float **out) {
+  (void)out;
+  const seq_ctx_t *q = ctx;
+  return be->xent_fwd_bwd(q->rows, q->V, q->x, q->ids, q->scale, NULL);
+}
+static double run_count_correct(const backend_t *be, const void *ctx, float **out) {
+  (void)out;
+  const seq_ctx_t *q = ctx;
+  return (double)be->count_correct(q->rows, q->V, q->x, q->ids);
+}
+
+static void test_layernorm(int rows, int C) {
+  size_t n = (size_t)rows * C;
+  float *x = buf_uniform(n, 2, 5), *w = buf_uniform((size_t)C, 0.5f, 1.5f), *b = buf_uniform((size_t)C, -1, 1);
+  float *dy = buf_uniform(n, -1, 1), *y = xmalloc(n * sizeof *y);
+  float *mean = xmalloc((size_t)rows * sizeof *mean), *rstd = xmalloc((size_t)rows * sizeof *rstd);
+  char label[64];
+  snprintf(label, sizeof label, "layernorm rows=%d C=%d", rows, C);
+  seq_ctx_t q = {.rows = rows, .C = C, .eps = 1e-5f, .x = x, .w = w, .b = b, .dy = dy};
+  compare_backends(&(op_case_t){label, run_layernorm_fwd, &q, 3,
+                                {{"y", n, OUT_WRITE, 0, NULL},
+                                 {"mean", (size_t)rows, OUT_WRITE, 0, NULL},
+                                 {"rstd", (size_t)rows, OUT_WRITE, 0, NULL}}, 0});
+  backend_ref.layernorm_fwd(rows, C, x, w, b, q.eps, y, mean, rstd);
+  q.mean = mean;
+  q.rstd = rstd;
+  compare_backends(&(op_case_t){label, run_layernorm_bwd, &q, 3,
+                                {{"dx", n, OUT_ACCUM, 0, NULL},
+                                 {"dw", (size_t)C, OUT_ACCUM, 0, NULL},
+                                 {"db", (size_t)C, OUT_ACCUM, 0, NULL}}, 0});
+  free(x), free(w), free(b), free(dy), free(y), free(mean), free(rstd);
+}
+
+static void test_embed(int B, int T, int C, int V) {
+  size_t ny = (size_t)B * T * C;
+  float *ids = buf_ids((size_t)B * T, V), *wte = buf_uniform((size_t)V * C, -1, 1);
+  float *wpe = buf_uniform((size_t)T * C, -1, 1), *dy = buf_uniform(ny, -1, 1);
+  char label[64];
+  snprintf(label, sizeof label, "embed B=%d T=%d C=%d V=%d", B, T, C, V);
+  seq_ctx_t q = {.B = B, .T = T, .C = C, .V = V, .x = wte, .w = wpe, .dy = dy, .ids = ids};
+  compare_backends(&(op_case_t){label, run_embed_fwd, &q, 1, {{"y", ny, OUT_WRITE, 0, NULL}}, 0});
+  compare_backends(&(op_case_t){label, run_embed_bwd, &q, 2,
+                                {{"dwte", (size_t)V * C, OUT_ACCUM, 0, NULL},
+                                 {"dwpe", (size_t)T * C, OUT_ACCUM, 0, NULL}}, 0});
+  free(ids), free(wte), free(wpe), free(dy);
+}
+
+static void test_causal_softmax(int BH, int T) {
+  size_t n = (size_t)BH * T * T;
+  float *s = buf_uniform(n, -6, 6), *dp = buf_uniform(n, -1, 1), *p = xmalloc(n * sizeof *p);
+  char label[64];
+  snprintf(label, sizeof label, "causal_softmax BH=%d T=%d", BH, T);
+  seq_ctx_t q = {.rows = BH, .T = T, .scale = 0.35f, .x = s, .dy = dp};
+  compare_backends(&(op_case_t){label, run_causal_softmax_fwd, &q, 1, {{"p", n, OUT_WRITE, 0, NULL}}, 0});
+  backend_ref.causal_softmax_fwd(BH, T, q.scale, s, p);
+  q.x = p;
+  compare_backends(&(op_case_t){label, run_causal_softmax_bwd, &q, 1, {{"ds", n, OUT_WRITE, 0, NULL}}, 0});
+  free(s), free(dp), free(p);
+}
+
+/* `offset` shifts every logit (large offsets test the stable log-sum-exp). */
+static void test_xent(int rows, int V, float offset, float spread) {
+  size_t n = (size_t)rows * V;
+  float *logits = buf_uniform(n, offset - spread, offset + spread), *targets = buf_ids((size_t)rows, V);
+  char label[64];
+  snprintf(label, sizeof label, "xent rows=%d V=%d logits %g+-%g", rows, V, offset, spread);
+  seq_ctx_t q = {.rows = rows, .V = V, .scale = 1.0f / rows, .x = logits, .ids = targets};
+  compare_backends(&(op_case_t){label, run_xent, &q, 1, {{"dlogits", n, OUT_WRITE, 0, NULL}}, SCALAR_CLOSE});
+  compare_backends(&(op_case_t){label, run_xent_loss_only, &q, 0, {{0}}, SCALAR_CLOSE});
+  double loss = backend_cpu.xent_fwd_bwd(rows, V, logits, targets, 1.0f, NULL);
+  tap_ok(isfinite(loss) && loss > 0.0, "%s: cpu loss %.6g finite and positive", label, loss);
+  // coarse logits (integers in [0,3]) give ties, which go to the first maximum
+  for (size_t i = 0; i < n; i++) logits[i] = floorf((logits[i] - offset + spread) / (2.0f * spread) * 4.0f);
+  compare_backends(&(op_case_t){label, run_count_correct, &q, 0, {{0}}, SCALAR_EXACT});
+  free(logits), free(targets);
+}
+
+/* ---- optimizers */
+
+typedef struct optim_ctx {
+  size_t n;
+  float lr, mom, wd, b1, b2, eps, bc1, bc2;
+  int nesterov, first;
+  const float *g;
+} optim_ctx_t;
+
+static double run_sgd(const backend_t *be, const void *ctx, float **out) {
+  const optim_ctx_t *o = ctx;
+  be->sgd_step(o->n, out[0], o->g, o->mom == 0.0f ? NULL : out[1], o->lr, o->mom, o->nesterov, o->wd, o->first);
+  return 0.0;
+}
+static double run_adamw(const backend_t *be, const void *ctx, float **out) {
+  const optim_ctx_t *o = ctx;
+  be->adamw_step(o->n, out[0], o->g, out[1], out[2], o->lr, o->b1, o->b2, o->eps, o->wd, o->bc1, o->bc2);
+  return 0.0;
+}
+
+static void test_sgd(size_t n, float mom, int nesterov, float wd, int first) {
+  float *p = buf_uniform(n, -1, 1), *g = buf_uniform(n, -1, 1), *buf = buf_uniform(n, -1, 1);
+  char label[80];
+  snprintf(label, sizeof label, "sgd n=%zu mom=%g nesterov=%d wd=%g first=%d", n, mom, nesterov, wd, first);
+  optim_ctx_t o = {.n = n, .lr = 0.05f, .mom = mom, .wd = wd, .nesterov = nesterov, .first = first, .g = g};
+  // the momentum buffer is written on the first step and read after; with mom == 0 it is unused,
+  // so it is passed as NULL
+  enum out_mode buf_mode = first ? OUT_WRITE : OUT_INOUT;
+  compare_backends(&(op_case_t){label, run_sgd, &o, mom == 0.0f ? 1 : 2,
+                                {{"p", n, OUT_INOUT, 0, p}, {"buf", n, buf_mode, 0, buf}}, 0});
+  free(p), free(g), free(buf);
+}
+
+static void test_adamw(size_t n, int t, float wd) {
+  float *p = buf_uniform(n, -1, 1), *g = buf_uniform(n, -1, 1), *m = buf_uniform(n, -0.1f, 0.1f);
+  float *v = buf_uniform(n, 0.0f, 0.02f);
+  char label[64];
+  snprintf(label, sizeof label, "adamw n=%zu t=%d wd=%g", n, t, wd);
+  optim_ctx_t o = {.n = n, .lr = 1e-3f, .wd = wd, .b1 = 0.9f, .b2 = 0.999f, .eps = 1e-8f, .g = g};
+  o.bc1 = 1.0f - powf(o.b1, (float)t);
+  o.bc2 = 1.0f - powf(o.b2, (float)t);
+  compare_backends(&(op_case_t){label, run_adamw, &o, 3,
+                                {{"p", n, OUT_INOUT, 0, p}, {"m", n, OUT_INOUT, 0, m}, {"v", n, OUT_INOUT, 0, v}}, 0});
+  free(p), free(g), free(m), free(v);
+}
+
+/* ---- hand-computed values, on both backends */
+
+static int near(double got, double want, double tol) { return fabs(got - want) <= tol * fmax(1.0, fabs(want)); }
+
+static int all_near(const float *got, const float *want, int n, double tol) {
+  for (int i = 0; i < n; i++)
+    if (!near(got[i], want[i], tol)) return 0;
+  return 1;
+}
+
+static void test_by_hand(const backend_t *be) {
+  const char *nm = be->name;
+  float A[4] = {1, 2, 3, 4}, B[4] = {5, 6, 7, 8}, C[4] = {0};
+  be->gemm(0, 0, 2, 2, 2, 1.0f, A, 2, B, 2, 0.0f, C, 2);
+  tap_ok(all_near(C, (float[]){19, 22, 43, 50}, 4, 1e-6), "%s: gemm 2x2 A*B", nm);
+  be->gemm(1, 0, 2, 2, 2, 1.0f, A, 2, B, 2, 0.0f, C, 2);
+  tap_ok(all_near(C, (float[]){26, 30, 38, 44}, 4, 1e-6), "%s: gemm 2x2 A^T*B", nm);
+  be->gemm(0, 1, 2, 2, 2, 0.5f, A, 2, B, 2, 1.0f, C, 2); /* C = 0.5 A B^T + C */
+  tap_ok(all_near(C, (float[]){26 + 8.5f, 30 + 11.5f, 38 + 19.5f, 44 + 26.5f}, 4, 1e-6),
+         "%s: gemm 2x2 0.5*A*B^T + C", nm);
+
+  float x[3] = {-1, 0, 2}, y[3], dx[3] = {1, 1, 1};
+  be->relu_fwd(3, x, y);
+  tap_ok(all_near(y, (float[]){0, 0, 2}, 3, 0), "%s: relu [-1,0,2] = [0,0,2]", nm);
+  be->relu_bwd(3, x, (float[]){5, 5, 5}, dx);
+  tap_ok(all_near(dx, (float[]){1, 1, 6}, 3, 0), "%s: relu_bwd adds dy where x > 0", nm);
+  be->gelu_fwd(2, (float[]){0, 1}, y);
+  tap_ok(y[0] == 0.0f && near(y[1], 0.841192, 1e-6), "%s: gelu(0) = %g, gelu(1) = %.6f", nm, y[0], y[1]);
+  dx[0] = 0;
+  be->gelu_bwd(1, (float[]){0}, (float[]){1}, dx);
+  tap_ok(near(dx[0], 0.5, 1e-6), "%s: gelu'(0) = %g", nm, dx[0]);
+
+  enum { R = 3, V = 10 };
+  float logits[R * V], targets[R] = {0, 4, 9}, dl[R * V];
+  for (int i = 0; i < R * V; i++) logits[i] = 0.7f;
+  double loss = be->xent_fwd_bwd(R, V, logits, targets, 0.5f, dl);
+  tap_ok(near(loss, R * log((double)V), 1e-6), "%s: xent of uniform logits = %d log(%d) (%.7f)", nm, R, V, loss);
+  tap_ok(near(dl[0], 0.5 * (0.1 - 1.0), 1e-6) && near(dl[1], 0.05, 1e-6) && near(dl[V + 4], -0.45, 1e-6),
+         "%s: xent dlogits = grad_scale * (softmax - onehot)", nm);
+  logits[V + 3] = NAN;
+  loss = be->xent_fwd_bwd(R, V, logits, targets, 0.5f, dl);
+  tap_ok(isnan(loss) && isnan(dl[V]), "%s: xent with a NaN logit gives a NaN loss and gradient", nm);
+  logits[V + 3] = -INFINITY;
+  loss = be->xent_fwd_bwd(R, V, logits, targets, 0.5f, dl);
+  tap_ok(near(loss, 2 * log(10.0) + log(9.0), 1e-6) && dl[V + 3] == 0.0f,
+         "%s: xent with a -Inf logit: row 1 has 9 classes left (%.7f)", nm, loss);
+  float tied[6] = {1, 3, 3, 2, 2, 0}, tt[2] = {1, 0};
+  tap_ok(be->count_correct(2, 3, tied, tt) == 2, "%s: count_correct takes the first maximum", nm);
+  tt[0] = 2;
+  tap_ok(be->count_correct(2, 3, tied, tt) == 1, "%s: count_correct misses a later tie", nm);
+
+  float s[9] = {5, 9, 9, 1, 1, 9, 0, 0, 0}, p[9];
+  be->causal_softmax_fwd(1, 3, 1.0f, s, p);
+  tap_ok(all_near(p, (float[]){1, 0, 0, 0.5f, 0.5f, 0, 1 / 3.f, 1 / 3.f, 1 / 3.f}, 9, 1e-6),
+         "%s: causal softmax rows [1,0,0], [.5,.5,0], [1/3,1/3,1/3]", nm);
+
+  float plane[16], pooled[4], am[4];
+  for (int i = 0; i < 16; i++) plane[i] = (float)i;
+  be->maxpool_fwd(1, 4, 4, 2, 2, plane, pooled, am);
+  tap_ok(all_near(pooled, (float[]){5, 7, 13, 15}, 4, 0) && all_near(am, (float[]){5, 7, 13, 15}, 4, 0),
+         "%s: maxpool 4x4 k2s2 of 0..15", nm);
+  for (int i = 0; i < 16; i++) plane[i] = 1.0f;
+  be->maxpool_fwd(1, 4, 4, 2, 2, plane, pooled, am);
+  tap_ok(all_near(am, (float[]){0, 2, 8, 10}, 4, 0), "%s: maxpool ties go to the window's first element", nm);
+
+  float img[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9}, col[16];
+  be->im2col(img, 1, 3, 3, 2, 2, 1, 0, col);
+  tap_ok(all_near(col, (float[]){1, 2, 4, 5, 2, 3, 5, 6, 4, 5, 7, 8, 5, 6, 8, 9}, 16, 0),
+         "%s: im2col 3x3 image, 2x2 kernel", nm);
+  float padcol[9 * 9];
+  be->im2col(img, 1, 3, 3, 3, 3, 1, 1, padcol); /* row (kh=0,kw=0) sees the top-left padding */
+  tap_ok(all_near(padcol, (float[]){0, 0, 0, 0, 1, 2, 0, 4, 5}, 9, 0) &&
+             all_near(padcol + 4 * 9, img, 9, 0), "%s: im2col pad 1: corner row and centre row", nm);
+
+  float ln[4] = {1, 2, 3, 4}, w1[4] = {1, 1, 1, 1}, b0[4] = {0}, lny[4], mean, rstd;
+  be->layernorm_fwd(1, 4, ln, w1, b0, 1e-5f, lny, &mean, &rstd);
+  double rs = 1.0 / sqrt(1.25 + 1e-5);
+  tap_ok(near(mean, 2.5, 1e-6) && near(rstd, rs, 1e-6) && near(lny[0], -1.5 * rs, 1e-6),
+         "%s: layernorm [1,2,3,4]: mean 2.5, rstd %.6f, y0 %.6f", nm, rstd, lny[0]);
+
+  float sp[1] = {1}, sg[1] = {0.5f}, sb[1] = {0};
+  be->sgd_step(1, sp, sg, sb, 0.1f, 0.9f, 0, 0.0f, 1);
+  be->sgd_step(1, sp, sg, sb, 0.1f, 0.9f, 0, 0.0f, 0);
+  tap_ok(near(sp[0], 0.855, 1e-6) && near(sb[0], 0.95, 1e-6), "%s: sgd momentum two steps p=%.6f", nm, sp[0]);
+  sp[0] = 1;
+  be->sgd_step(1, sp, sg, sb, 0.1f, 0.9f, 1, 0.0f, 1);
+  tap_ok(near(sp[0], 0.905, 1e-6), "%s: sgd nesterov first step p=%.6f", nm, sp[0]);
+  float ap[1] = {1}, ag[1] = {0.5f}, amv[2] = {0, 0};
+  be->adamw_step(1, ap, ag, &amv[0], &amv[1], 0.1f, 0.9f, 0.999f, 1e-8f, 0.01f, 0.1f, 0.001f);
+  tap_ok(near(ap[0], 0.899, 1e-6) && near(amv[0], 0.05, 1e-6) && near(amv[1], 0.00025, 1e-6),
+         "%s: adamw first step p=%.7f", nm, ap[0]);
+}
+
+/* ---- memory ops and registry */
+
+static void test_memory(const backend_t *be) {
+  size_t sizes[] = {1, 17, 1000};
+  for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+    size_t n = sizes[s];
+    float *d = be->alloc(n), *e = be->alloc(n);
+    int zero = 1;
+    for (size_t i = 0; i < n; i++) zero &= d[i] == 0.0f;
+    float *host = buf_uniform(n, -1, 1), *back = buf_const(n, 0.0f);
+    be->upload(d, host, n);
+    be->copy(e, d, n);
+    be->download(back, e, n);
+    tap_ok(zero && (uintptr_t)d % 64 == 0 && memcmp(host, back, n * sizeof *host) == 0,
+           "%s: alloc(%zu) zeroed and 64-byte aligned; upload/copy/download round-trip", be->name, n);
+    be->free(d);
+    be->free(e);
+    free(host);
+    free(back);
+  }
+  be->set_threads(1);
+}
+
+static void test_registry(void) {
+  tap_ok(backend_find("cpu") == &backend_cpu && backend_find("ref") == &backend_ref, "backend_find cpu, ref");
+  tap_ok(backend_find("cuda-nope") == NULL && backend_find(NULL) == NULL, "backend_find of unknown is NULL");
+  tap_ok(strstr(backend_names(), "cpu") && strstr(backend_names(), "ref"), "backend_names: %s", backend_names());
+}
+
+int main(void) {
+  rng_seed(&rng, 20240611);
+  test_registry();
+  for (int k = 0; k < 2; k++) {
+    test_memory(backends[k]);
+    test_by_hand(backends[k]);
+  }
+
+  const int gemm_shapes[][3] = {{1, 1, 1}, {7, 5, 3}, {33, 17, 29}, {64, 48, 80}};
+  for (size_t s = 0; s < sizeof gemm_shapes / sizeof gemm_shapes[0]; s++)
+    for (int t = 0; t < 4; t++) {
+      const int *d = gemm_shapes[s];
+      test_gemm(t >> 1, t & 1, d[0], d[1], d[2], 0.0f, 0, 1);
+      test_gemm(t >> 1, t & 1, d[0], d[1], d[2], 0.7f, 3, 1);
+      test_gemm(t >> 1, t & 1, d[0], d[1], d[2], 0.0f, 2, 3);
+    }
+
+  test_flat_ops(1);
+  test_flat_ops(17);
+  test_flat_ops(1001);
+  test_gelu_tails();
+  test_bias(5, 7, 2, 3, 1);
+  test_bias(33, 300, 3, 4, 49);
+  test_avgpool(6, 49);
+  test_avgpool(3, 1);
+
+  const int convs[][7] = {{3, 7, 7, 3, 3, 1, 1}, {2, 8, 9, 3, 3, 2, 1}, {3, 6, 5, 2, 3, 1, 0},
+                          {1, 9, 9, 3, 2, 2, 0}, {2, 5, 5, 5, 5, 1, 2}, {4, 8, 8, 1, 1, 1, 0},
+                          {2, 7, 6, 3, 1, 2, 1}, {2, 4, 4, 3, 3, 2, 0}};
+  for (size_t i = 0; i < sizeof convs / sizeof convs[0]; i++)
+    test_conv_lowering(convs[i][0], convs[i][1], convs[i][2], convs[i][3], convs[i][4], convs[i][5], convs[i][6]);
+  test_maxpool(3, 8, 8, 2, 2, 0);
+  test_maxpool(2, 9, 7, 3, 2, 0);
+  test_maxpool(2, 6, 6, 2, 1, 0);
+  test_maxpool(4, 8, 8, 2, 2, 1);
+  test_maxpool(2, 9, 9, 3, 2, 1);
+
+  test_layernorm(5, 7);
+  test_layernorm(8, 64);
+  test_embed(2, 5, 8, 11);
+  test_embed(3, 4, 13, 3);
+  test_causal_softmax(3, 1);
+  test_causal_softmax(3, 5);
+  test_causal_softmax(2, 17);
+  test_xent(6, 10, 0.0f, 3.0f);
+  test_xent(5, 1000, 0.0f, 5.0f);
+  test_xent(4, 37, 1000.0f, 30.0f);
+  test_xent(4, 37, -5000.0f, 80.0f);
+
+  for (int first = 1; first >= 0; first--) {
+    test_sgd(1001, 0.9f, 0, 0.0f, first);
+    test_sgd(1001, 0.9f, 1, 1e-2f, first);
+  }
+  test_sgd(1001, 0.0f, 0, 1e-2f, 0);
+  test_adamw(1001, 1, 0.0f);
+  test_adamw(1001, 10, 1e-2f);
+
+  tap_diag("worst cpu-vs-ref relative difference: %.2e (tolerance %.0e)", worst_agreement, AGREE_TOL);
+  return tap_done();
+}

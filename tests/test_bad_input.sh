@@ -1,0 +1,69 @@
+#!/bin/sh
+# Bad input to surge-train: each case is a one-line error naming file:line (or the path) and exit
+# code 2, before any training starts.
+. "${SURGE_TOP_SRCDIR:-.}/tests/tap.sh"
+
+good="$tap_tmp/good.deck"
+cat > "$good" <<DECK
+[run]
+name = bad-input
+steps = 1
+out_dir = $tap_tmp/out
+overwrite = true
+[model]
+zoo = mlp
+mlp_hidden = 8
+[data]
+source = fashion-mnist
+train_samples = 64
+test_samples = 64
+[train]
+global_batch = 8
+DECK
+
+# expect_error NAME EXPECTED_REGEX [surge-train args...]: exit 2, one line on stderr matching.
+expect_error() {
+  name=$1; pattern=$2; shift 2
+  "$SURGE_TRAIN" "$@" >"$tap_tmp/out.txt" 2>"$tap_tmp/err.txt"
+  rc=$?
+  lines=$(wc -l <"$tap_tmp/err.txt")
+  grep -q -E -e "$pattern" "$tap_tmp/err.txt"
+  found=$?
+  [ $rc = 2 ] && [ "$lines" = 1 ] && [ $found = 0 ]
+  tap_ok $? "$name: exit $rc, $lines line(s): $(head -c 300 "$tap_tmp/err.txt")"
+  [ $rc = 2 ] && [ "$lines" = 1 ] && [ $found = 0 ] || tap_diag "expected /$pattern/" "$(cat "$tap_tmp/err.txt")"
+}
+
+# the good deck really is good (so the failures below are caused by the one change each makes)
+"$SURGE_TRAIN" "$good" >"$tap_tmp/good.txt" 2>&1
+tap_ok $? "the unmodified deck trains"
+
+sed 's/^mlp_hidden = 8/mlp_hiden = 8/' "$good" >"$tap_tmp/typo.deck"
+expect_error "unknown key" "typo.deck:8: .*mlp_hiden.*did you mean.*mlp_hidden" "$tap_tmp/typo.deck"
+
+sed 's/^steps = 1/steps = many/' "$good" >"$tap_tmp/type.deck"
+expect_error "wrong type" "type.deck:3: .*steps.*integer" "$tap_tmp/type.deck"
+
+sed 's/^global_batch = 8/global_batch = -4/' "$good" >"$tap_tmp/range.deck"
+expect_error "out of range" "range.deck:14: .*global_batch.*" "$tap_tmp/range.deck"
+
+expect_error "out of range via -D" "-D.*train.lr" "$good" -D train.lr=-1
+
+mkdir -p "$tap_tmp/nodata"
+expect_error "missing data file" "$tap_tmp/nodata/train-images-idx3-ubyte.gz.*(no such|missing|cannot open)" \
+  "$good" -D "data.path=$tap_tmp/nodata"
+expect_error "data path that does not exist" "$tap_tmp/nowhere.*not a directory" "$good" -D "data.path=$tap_tmp/nowhere"
+
+mkdir -p "$tap_tmp/badidx"
+for f in train-images-idx3-ubyte train-labels-idx1-ubyte t10k-images-idx3-ubyte t10k-labels-idx1-ubyte; do
+  printf 'this is not an IDX file at all, just text' | gzip >"$tap_tmp/badidx/$f.gz"
+done
+expect_error "bad IDX magic" "badidx/.*magic" "$good" -D "data.path=$tap_tmp/badidx"
+
+sed 's/^zoo = mlp/zoo = vgg-mini\nvgg_channels = 4,4,4,4,4,4/' "$good" >"$tap_tmp/shapes.deck"
+expect_error "layer shapes that do not fit" "shapes.deck:7: \\[model\\] zoo = vgg-mini: .*pool5: maxpool2d: kernel 2 larger than input 1x1" \
+  "$tap_tmp/shapes.deck"
+
+expect_error "missing deck" "$tap_tmp/nothere.deck" "$tap_tmp/nothere.deck"
+
+tap_done

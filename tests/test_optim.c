@@ -1,0 +1,376 @@
+/* Optimizers, schedules and clipping: one step against the PyTorch reference vectors (float64
+ * truth) for SGD+momentum (mlp), SGD+Nesterov+weight decay (cnn) and AdamW (gpt), then small
+ * examples worked out by hand, on the "ref" and "cpu" backends. */
+#include <ctype.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/backend.h"
+#include "core/slab.h"
+#include "optim/optim.h"
+#include "refdata.h"
+#include "tap.h"
+
+#define REF_STEP_TOL 1e-5 /* README: parameters after one step, per tensor ||a-b||/||b|| */
+#define HAND_TOL 1e-6 /* float32 results of O(1) hand-worked examples */
+
+static float *to_backend(const backend_t *be, const float *host, size_t n) {
+  float *x = be->alloc(n);
+  be->upload(x, host, n);
+  return x;
+}
+
+static void from_backend(const backend_t *be, float *host, const float *x, size_t n) {
+  be->download(host, x, n);
+}
+
+static int near(double a, double b, double tol) { return fabs(a - b) <= tol; }
+
+/* ---- reference vectors */
+
+// The optimizer part of config_t from the file's /config attributes (optimizer "SGD" -> "sgd").
+static void config_from_reference(const refdata_t *f, config_t *cfg) {
+  memset(cfg, 0, sizeof *cfg);
+  char *opt = refdata_config_string(f, "optimizer");
+  for (size_t i = 0; opt[i] && i + 1 < sizeof cfg->optimizer; i++)
+    cfg->optimizer[i] = (char)tolower((unsigned char)opt[i]);
+  free(opt);
+  strcpy(cfg->schedule, "constant");
+  cfg->steps = 2;
+  cfg->lr = refdata_config_number(f, "lr");
+  if (refdata_config_has(f, "momentum")) cfg->momentum = refdata_config_number(f, "momentum");
+  if (refdata_config_has(f, "nesterov")) cfg->nesterov = (int)refdata_config_number(f, "nesterov");
+  if (refdata_config_has(f, "weight_decay"))
+    cfg->weight_decay = refdata_config_number(f, "weight_decay");
+  if (refdata_config_has(f, "beta1")) cfg->beta1 = refdata_config_number(f, "beta1");
+  if (refdata_config_has(f, "beta2")) cfg->beta2 = refdata_config_number(f, "beta2");
+  if (refdata_config_has(f, "eps")) cfg->eps = refdata_config_number(f, "eps");
+}
+
+// Read /<group>/<each tensor of L> into the host slab (L's layout); the dims must match L's.
+static void read_group_into_slab(const refdata_t *f, const char *group, const slab_layout_t *L,
+                                 float *slab) {
+  for (int i = 0; i < L->n; i++) {
+    const slab_tensor_t *t = &L->t[i];
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", group, t->name);
+    size_t n, dims[REFDATA_MAX_DIMS];
+    int ndim;
+    float *x = refdata_read_float(f, path, &n, dims, &ndim);
+    int same = ndim == t->ndim && n == t->n;
+    for (int d = 0; same && d < ndim; d++)
+      same = dims[d] == (size_t)t->d[d];
+    if (!same) {
+      tap_ok(0, "%s: %s has the shape of /params/%s", refdata_path(f), path, t->name);
+      exit(tap_done());
+    }
+    memcpy(slab + t->off, x, n * sizeof *x);
+    free(x);
+  }
+}
+
+// The layout of /params: one slab tensor per dataset, in name order.
+static void layout_from_params(const refdata_t *f, slab_layout_t *L) {
+  char **names;
+  int count = refdata_list(f, "/params", &names);
+  slab_layout_init(L);
+  for (int i = 0; i < count; i++) {
+    char path[256];
+    snprintf(path, sizeof path, "/params/%s", names[i]);
+    size_t dims[REFDATA_MAX_DIMS];
+    int ndim, idims[SLAB_MAX_DIMS];
+    free(refdata_read(f, path, NULL, dims, &ndim));
+    for (int d = 0; d < ndim && d < SLAB_MAX_DIMS; d++)
+      idims[d] = (int)dims[d];
+    slab_layout_add(L, names[i], ndim, idims, -1);
+  }
+  refdata_free_names(names, count);
+}
+
+// One optimizer step from /params with /grads, compared with /step1 tensor by tensor.
+static void check_reference_step(const backend_t *be, const char *file) {
+  refdata_t *f = refdata_open_reference(file);
+  config_t cfg;
+  config_from_reference(f, &cfg);
+  slab_layout_t L;
+  layout_from_params(f, &L);
+  tap_ok(L.n > 0, "%s: %s has %d parameter tensors (%zu floats)", be->name, file, L.n, L.total);
+
+  float *host = slab_alloc(&L);
+  read_group_into_slab(f, "/params", &L, host);
+  float *params = to_backend(be, host, L.total);
+  read_group_into_slab(f, "/grads", &L, host);
+  float *grads = to_backend(be, host, L.total);
+
+  optim_t o;
+  optim_init(&o, &cfg, be, L.total);
+  optim_step(&o, params, grads, (float)lr_at(&cfg, 0));
+  tap_ok(o.t == 1, "%s: %s: one step taken (t = %ld)", be->name, file, o.t);
+  from_backend(be, host, params, L.total);
+
+  double worst = 0.0;
+  for (int i = 0; i < L.n; i++) {
+    const slab_tensor_t *t = &L.t[i];
+    char path[256];
+    snprintf(path, sizeof path, "/step1/%s", t->name);
+    size_t n;
+    double *want = refdata_read(f, path, &n, NULL, NULL);
+    double err = refdata_rel_error(host + t->off, want, n);
+    if (err > worst) worst = err;
+    tap_ok(err <= REF_STEP_TOL, "%s: %s %s (%s) step 1: rel err %.3g", be->name, file, t->name,
+           cfg.optimizer, err);
+    free(want);
+  }
+  tap_diag("%s: %s: worst step-1 relative error %.3g over %d tensors", be->name, file, worst, L.n);
+
+  optim_free(&o);
+  be->free(params);
+  be->free(grads);
+  slab_free(host);
+  slab_layout_free(&L);
+  refdata_close(f);
+}
+
+// The reader itself: strings, numbers and absent attributes of /config, scalars, existence.
+static void check_refdata_reader(void) {
+  refdata_t *f = refdata_open_reference("mlp_tiny.h5");
+  char *model = refdata_config_string(f, "model");
+  tap_ok(strcmp(model, "mlp") == 0, "refdata: mlp_tiny.h5 /config model = '%s'", model);
+  free(model);
+  tap_ok(refdata_config_number(f, "batch") == 8.0 && refdata_config_number(f, "lr") == 0.1,
+         "refdata: /config batch (int64) = 8, lr (float64) = 0.1");
+  tap_ok(!refdata_config_has(f, "beta1") && refdata_config_has(f, "momentum"),
+         "refdata: /config has momentum, not beta1");
+  double loss = refdata_scalar(f, "/forward/loss");
+  tap_ok(loss > 2.0 && loss < 2.6, "refdata: /forward/loss %.6f near ln(10) for an untrained net",
+         loss);
+  tap_ok(refdata_exists(f, "/params/fc1.weight") && !refdata_exists(f, "/params/nope") &&
+             !refdata_exists(f, "/nope/fc1.weight"),
+         "refdata: exists for a dataset, a missing name and a missing group");
+  size_t n, dims[REFDATA_MAX_DIMS];
+  int ndim;
+  double *x = refdata_read(f, "/inputs/x", &n, dims, &ndim);
+  tap_ok(ndim == 4 && dims[0] == 8 && dims[1] == 1 && dims[2] == 28 && dims[3] == 28 && n == 6272,
+         "refdata: /inputs/x is (8,1,28,28)");
+  free(x);
+  refdata_close(f);
+}
+
+/* ---- hand-worked examples */
+
+static void check_schedule(void) {
+  config_t cfg;
+  memset(&cfg, 0, sizeof cfg);
+  strcpy(cfg.schedule, "constant");
+  cfg.lr = 0.1;
+  cfg.steps = 110;
+  cfg.warmup_steps = 10;
+  tap_ok(lr_at(&cfg, 0) == 0.1 && lr_at(&cfg, 109) == 0.1,
+         "constant schedule: lr 0.1 at steps 0, 109");
+
+  strcpy(cfg.schedule, "cosine");
+  cfg.min_lr = 0.01;
+  // warm-up: lr*(step+1)/10
+  tap_ok(near(lr_at(&cfg, 0), 0.01, 1e-15), "cosine: warm-up start lr(0) = 0.01 (got %.17g)",
+         lr_at(&cfg, 0));
+  tap_ok(near(lr_at(&cfg, 4), 0.05, 1e-15), "cosine: warm-up lr(4) = 0.05 (got %.17g)",
+         lr_at(&cfg, 4));
+  tap_ok(near(lr_at(&cfg, 9), 0.1, 1e-15), "cosine: end of warm-up lr(9) = 0.1 (got %.17g)",
+         lr_at(&cfg, 9));
+  // cosine over steps 10..110: progress = (step-10)/100
+  tap_ok(near(lr_at(&cfg, 10), 0.1, 1e-15), "cosine: start of decay lr(10) = 0.1 (got %.17g)",
+         lr_at(&cfg, 10));
+  // progress 1/4: 0.01 + 0.045*(1 + sqrt(2)/2)
+  tap_ok(near(lr_at(&cfg, 35), 0.08681980515339463, 1e-15),
+         "cosine: lr(35) = 0.0868198... (got %.17g)", lr_at(&cfg, 35));
+  tap_ok(near(lr_at(&cfg, 60), 0.055, 1e-15), "cosine: middle lr(60) = 0.055 (got %.17g)",
+         lr_at(&cfg, 60));
+  // progress 0.99: 0.01 + 0.045*(1 - cos(0.01 pi))
+  tap_ok(near(lr_at(&cfg, 109), 0.010022204783542078, 1e-15),
+         "cosine: last step lr(109) = 0.0100222... (got %.17g)", lr_at(&cfg, 109));
+  tap_ok(near(lr_at(&cfg, 110), 0.01, 1e-15) && near(lr_at(&cfg, 500), 0.01, 1e-15),
+         "cosine: end of decay and beyond lr(110) = lr(500) = min_lr 0.01");
+  cfg.warmup_steps = 0;
+  tap_ok(near(lr_at(&cfg, 0), 0.1, 1e-15), "cosine without warm-up starts at lr (got %.17g)",
+         lr_at(&cfg, 0));
+}
+
+static void check_clipping(const backend_t *be) {
+  enum { N = 100 };
+  float host[N], got[N];
+  for (int i = 0; i < N; i++)
+    host[i] = (i % 2) ? 1.0f : -1.0f; // norm sqrt(100) = 10
+  float *g = to_backend(be, host, N);
+  tap_ok(near(grad_global_norm(be, g, N), 10.0, 1e-12), "%s: global norm of 100 x (+-1) = 10",
+         be->name);
+
+  double before = clip_by_global_norm(be, g, N, 20.0);
+  from_backend(be, got, g, N);
+  tap_ok(near(before, 10.0, 1e-12) && memcmp(got, host, sizeof host) == 0,
+         "%s: norm 10 below max_norm 20: untouched, returns 10", be->name);
+  before = clip_by_global_norm(be, g, N, 0.0);
+  from_backend(be, got, g, N);
+  tap_ok(near(before, 10.0, 1e-12) && memcmp(got, host, sizeof host) == 0,
+         "%s: max_norm 0 disables clipping", be->name);
+
+  before = clip_by_global_norm(be, g, N, 1.0);
+  double after = grad_global_norm(be, g, N);
+  from_backend(be, got, g, N);
+  tap_ok(near(before, 10.0, 1e-12), "%s: clip returns the norm before clipping (%.9g)", be->name,
+         before);
+  tap_ok(near(after, 1.0, 1e-6), "%s: norm 10 clipped to 1: %.9g", be->name, after);
+  tap_ok(near(got[1], 0.1, 1e-7) && near(got[0], -0.1, 1e-7),
+         "%s: clipping keeps the direction (%.9g, %.9g)", be->name, got[0], got[1]);
+
+  // a tiny norm shows PyTorch's 1e-6 in the denominator: 1e-6 clipped to 1e-7 gives 1e-7 / 2
+  for (int i = 0; i < N; i++) host[i] = 1e-7f;
+  be->upload(g, host, N);
+  clip_by_global_norm(be, g, N, 1e-7);
+  after = grad_global_norm(be, g, N);
+  tap_ok(near(after, 5e-8, 1e-12), "%s: norm 1e-6 clipped to 1e-7 with the 1e-6 guard: %.6g = 5e-8",
+         be->name, after);
+
+  host[3] = NAN;
+  be->upload(g, host, N);
+  before = clip_by_global_norm(be, g, N, 1.0);
+  from_backend(be, got, g, N);
+  tap_ok(isnan(before) && got[0] == host[0],
+         "%s: non-finite gradients: NaN norm returned, left as they are", be->name);
+  be->free(g);
+}
+
+// Run `steps` optimizer steps of cfg on a small vector, the gradients of step s at grads[s*n].
+static void run_steps(const backend_t *be, const config_t *cfg, int n, float *p, const float *grads,
+                      int steps, optim_t *o) {
+  float *dp = to_backend(be, p, (size_t)n);
+  float *dg = be->alloc((size_t)n);
+  optim_init(o, cfg, be, (size_t)n);
+  for (int s = 0; s < steps; s++) {
+    be->upload(dg, grads + (size_t)s * n, (size_t)n);
+    optim_step(o, dp, dg, (float)cfg->lr);
+  }
+  from_backend(be, p, dp, (size_t)n);
+  be->free(dp);
+  be->free(dg);
+}
+
+static void sgd_config(config_t *cfg, double lr, double momentum, int nesterov, double wd) {
+  memset(cfg, 0, sizeof *cfg);
+  strcpy(cfg->optimizer, "sgd");
+  strcpy(cfg->schedule, "constant");
+  cfg->lr = lr;
+  cfg->momentum = momentum;
+  cfg->nesterov = nesterov;
+  cfg->weight_decay = wd;
+}
+
+static void check_sgd_plain(const backend_t *be) {
+  config_t cfg;
+  sgd_config(&cfg, 0.1, 0.0, 0, 0.0);
+  float p[2] = {1.0f, -2.0f};
+  const float g[4] = {0.5f, 0.25f, 0.5f, 0.25f};
+  optim_t o;
+  run_steps(be, &cfg, 2, p, g, 2, &o);
+  // p -= 0.1 g twice: 1 - 0.1 = 0.9, -2 - 0.05 = -2.05
+  tap_ok(o.m == NULL && near(p[0], 0.9, HAND_TOL) && near(p[1], -2.05, HAND_TOL),
+         "%s: SGD without momentum, 2 steps: (%.7g, %.7g) = (0.9, -2.05), no buffer", be->name,
+         p[0], p[1]);
+  optim_free(&o);
+
+  // L2 weight decay 0.5 added to the gradient: g' = (0.5 + 0.5, 0.25 - 1) = (1, -0.75)
+  sgd_config(&cfg, 0.1, 0.0, 0, 0.5);
+  p[0] = 1.0f, p[1] = -2.0f;
+  run_steps(be, &cfg, 2, p, g, 1, &o);
+  tap_ok(near(p[0], 0.9, HAND_TOL) && near(p[1], -1.925, HAND_TOL),
+         "%s: SGD weight decay 0.5, 1 step: (%.7g, %.7g) = (0.9, -1.925)", be->name, p[0], p[1]);
+  optim_free(&o);
+}
+
+static void check_sgd_nesterov(const backend_t *be) {
+  // p0 = (1, -1); g1 = (1, 2); g2 = (0.5, -1); lr 0.1, momentum 0.9
+  const float g[4] = {1.0f, 2.0f, 0.5f, -1.0f};
+  config_t cfg;
+  optim_t o;
+  float plain[2] = {1.0f, -1.0f}, nest[2] = {1.0f, -1.0f};
+  // plain: buf1 = g1 = (1, 2), p1 = (0.9, -1.2); buf2 = 0.9 buf1 + g2 = (1.4, 0.8), p2 = (0.76,
+  // -1.28)
+  sgd_config(&cfg, 0.1, 0.9, 0, 0.0);
+  run_steps(be, &cfg, 2, plain, g, 2, &o);
+  float buf[2];
+  from_backend(be, buf, o.m, 2);
+  tap_ok(near(plain[0], 0.76, HAND_TOL) && near(plain[1], -1.28, HAND_TOL),
+         "%s: SGD momentum, 2 steps: (%.7g, %.7g) = (0.76, -1.28)", be->name, plain[0], plain[1]);
+  tap_ok(near(buf[0], 1.4, HAND_TOL) && near(buf[1], 0.8, HAND_TOL),
+         "%s: SGD momentum buffer after 2 steps (%.7g, %.7g) = (1.4, 0.8)", be->name, buf[0],
+         buf[1]);
+  optim_free(&o);
+  // Nesterov steps g + 0.9 buf: (1.9, 3.8) -> p1 = (0.81, -1.38); (1.76, -0.28) -> p2 = (0.634,
+  // -1.352)
+  sgd_config(&cfg, 0.1, 0.9, 1, 0.0);
+  run_steps(be, &cfg, 2, nest, g, 2, &o);
+  tap_ok(near(nest[0], 0.634, HAND_TOL) && near(nest[1], -1.352, HAND_TOL),
+         "%s: SGD Nesterov, 2 steps: (%.7g, %.7g) = (0.634, -1.352)", be->name, nest[0], nest[1]);
+  optim_free(&o);
+  tap_ok(near(plain[0] - nest[0], 0.126, HAND_TOL) && near(plain[1] - nest[1], 0.072, HAND_TOL),
+         "%s: plain - Nesterov after 2 steps = (0.126, 0.072)", be->name);
+}
+
+static void check_adamw(const backend_t *be) {
+  const double lr = 0.01, b1 = 0.9, b2 = 0.95, eps = 1e-8, wd = 0.1;
+  const double g1 = 0.5, g2 = -0.25;
+  // by hand, in double: decay first, then the bias-corrected moments of step t
+  double p = 1.0;
+  p *= 1.0 - lr * wd; // 0.999
+  double m = (1.0 - b1) * g1; // 0.05
+  double v = (1.0 - b2) * g1 * g1; // 0.0125
+  p -= lr * (m / (1.0 - b1)) / (sqrt(v / (1.0 - b2)) + eps); // mhat 0.5, sqrt(vhat) 0.5
+  const double p1 = p; // 0.98900000002
+  p *= 1.0 - lr * wd;
+  m = b1 * m + (1.0 - b1) * g2; // 0.02
+  v = b2 * v + (1.0 - b2) * g2 * g2; // 0.015
+  p -= lr * (m / (1.0 - b1 * b1)) / (sqrt(v / (1.0 - b2 * b2)) + eps); // bc1 0.19, bc2 0.0975
+  const double p2 = p;
+
+  config_t cfg;
+  memset(&cfg, 0, sizeof cfg);
+  strcpy(cfg.optimizer, "adamw");
+  strcpy(cfg.schedule, "constant");
+  cfg.lr = lr, cfg.beta1 = b1, cfg.beta2 = b2, cfg.eps = eps, cfg.weight_decay = wd;
+  const float grads[2] = {(float)g1, (float)g2};
+  optim_t o;
+  float x = 1.0f;
+  run_steps(be, &cfg, 1, &x, grads, 1, &o);
+  tap_ok(near(x, p1, HAND_TOL), "%s: AdamW step 1: %.9g, by hand %.9g", be->name, x, p1);
+  optim_free(&o);
+
+  x = 1.0f;
+  run_steps(be, &cfg, 1, &x, grads, 2, &o);
+  float mv[2];
+  from_backend(be, &mv[0], o.m, 1);
+  from_backend(be, &mv[1], o.v, 1);
+  tap_ok(near(x, p2, HAND_TOL),
+         "%s: AdamW step 2 (bias corrections 0.19, 0.0975): %.9g, by hand %.9g", be->name, x, p2);
+  tap_ok(near(mv[0], m, HAND_TOL) && near(mv[1], v, HAND_TOL) && o.t == 2,
+         "%s: AdamW moments after 2 steps m %.9g v %.9g (by hand %.9g %.9g), t = %ld", be->name,
+         mv[0], mv[1], m, v, o.t);
+  optim_free(&o);
+}
+
+int main(void) {
+  check_refdata_reader();
+  check_schedule();
+  const char *backends[] = {"ref", "cpu"};
+  const char *files[] = {"mlp_tiny.h5", "cnn_tiny.h5", "gpt_tiny.h5"};
+  for (size_t b = 0; b < sizeof backends / sizeof backends[0]; b++) {
+    const backend_t *be = backend_find(backends[b]);
+    if (!tap_ok(be != NULL, "backend %s is compiled in", backends[b])) continue;
+    check_clipping(be);
+    check_sgd_plain(be);
+    check_sgd_nesterov(be);
+    check_adamw(be);
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
+      check_reference_step(be, files[i]);
+  }
+  return tap_done();
+}

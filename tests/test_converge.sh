@@ -12,10 +12,11 @@ acc=$(sed -n 's/^final test accuracy \([0-9.]*\)%.*/\1/p' "$out")
 awk -v a="${acc:-0}" 'BEGIN{exit !(a > 75)}'
 tap_ok $? "mlp test accuracy ${acc:-?}% > 75% after 160 steps of 128"
 
-# gpt (small: 2 layers, width 128, context 64) on the fortunes text: training loss < 3.0 within 100 steps.
+# gpt (small: 2 layers, width 128, context 64, AdamW lr 2e-3 cosine) on the fortunes text: training loss < 3.0 within 100 steps.
 out="$tap_tmp/gpt.txt"
 "$SURGE_TRAIN" "$top_src/inputs/gpt-fortunes.deck" -D run.steps=100 -D run.print_every=10 -D run.eval_every=0 \
   -D model.gpt_layers=2 -D model.gpt_width=128 -D model.gpt_context=64 -D data.test_samples=64 \
+  -D train.lr=2e-3 -D train.min_lr=2e-4 -D train.warmup_steps=10 \
   -D "run.out_dir=$tap_tmp/gpt" >"$out" 2>&1
 tap_ok $? "gpt trains on fortunes"
 best=$(sed -n 's/^step *[0-9]*\/[0-9]* | loss \([0-9.]*\) .*/\1/p' "$out" | sort -g | head -n 1)

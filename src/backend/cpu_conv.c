@@ -41,17 +41,18 @@ void cpu_im2col(const float *restrict x, int C, int H, int W, int KH, int KW, in
         conv_valid_cols(&g, kw, &lo, &hi);
         for (int oh = 0; oh < g.OH; oh++, out += g.OW) {
           int h = oh * stride - pad + kh;
+          /* rows are short (tens of floats): plain loops beat memcpy/memset calls here */
           if (h < 0 || h >= H || lo == hi) {
-            memset(out, 0, (size_t)g.OW * sizeof *out);
+            for (int ow = 0; ow < g.OW; ow++) out[ow] = 0.0f;
             continue;
           }
           const float *restrict in = x + ((size_t)c * H + h) * W + (lo * stride - pad + kw);
-          memset(out, 0, (size_t)lo * sizeof *out);
+          for (int ow = 0; ow < lo; ow++) out[ow] = 0.0f;
           if (stride == 1)
-            memcpy(out + lo, in, (size_t)(hi - lo) * sizeof *out);
+            for (int ow = lo; ow < hi; ow++) out[ow] = in[ow - lo];
           else
             for (int ow = lo; ow < hi; ow++) out[ow] = in[(size_t)(ow - lo) * stride];
-          memset(out + hi, 0, (size_t)(g.OW - hi) * sizeof *out);
+          for (int ow = hi; ow < g.OW; ow++) out[ow] = 0.0f;
         }
       }
 }

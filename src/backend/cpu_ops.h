@@ -1,5 +1,6 @@
 /* Internal to the "cpu" backend: the op implementations spread over cpu_*.c, gathered into the
- * table in cpu.c, plus small reduction helpers written so the compiler vectorises them. */
+ * table in cpu.c, plus small helpers (lane reductions, a branch-free expf) written so that loops
+ * using them vectorise without -ffast-math. */
 #ifndef SURGE_BACKEND_CPU_OPS_H
 #define SURGE_BACKEND_CPU_OPS_H
 

@@ -54,6 +54,8 @@ int graph_add(graph_t *g, layer_t proto) {
     snprintf(full, sizeof full, "%s.%s", proto.name, proto.pdesc[k].suffix);
     proto.param[k] = slab_layout_add(&g->params, full, proto.pdesc[k].ndim, proto.pdesc[k].d, idx);
   }
+  proto.needs_grad = proto.np > 0 || proto.kind == LAYER_TIED_LINEAR;
+  for (int k = 0; k < proto.nin; k++) proto.needs_grad |= g->l[proto.in[k]].needs_grad;
   g->l[idx] = proto;
   g->n++;
   return idx;
@@ -141,6 +143,18 @@ int nn_tied_linear(graph_t *g, int x, int embed, const char *name) {
 double graph_flops_per_sample(const graph_t *g) {
   double f = 0;
   for (int i = 0; i < g->n; i++) f += g->l[i].flops_per_sample;
+  return f;
+}
+
+double graph_train_flops_per_sample(const graph_t *g) {
+  double f = 0;
+  for (int i = 1; i < g->n; i++) {
+    const layer_t *l = &g->l[i];
+    int input_grad = 0;
+    for (int k = 0; k < l->nin; k++) input_grad |= g->l[l->in[k]].needs_grad;
+    int weight_grad = l->np > 0 || l->kind == LAYER_TIED_LINEAR;
+    f += l->flops_per_sample * (1 + input_grad + weight_grad);
+  }
   return f;
 }
 

@@ -44,8 +44,11 @@ int nn_tied_linear(graph_t *g, int x, int embed, const char *name);
 
 /* Output node (the last one) and its per-sample shape. */
 static inline int graph_output(const graph_t *g) { return g->n - 1; }
-/* Forward FLOPs per sample of the whole model (backward is counted as 2x by callers). */
+/* Forward FLOPs per sample of the whole model. */
 double graph_flops_per_sample(const graph_t *g);
+/* FLOPs per sample of a training step as the engine runs it: forward, plus one forward's worth for
+ * the input gradient (only where it is needed) and one for the weight gradient (layers with weights). */
+double graph_train_flops_per_sample(const graph_t *g);
 /* Print a table of nodes: index, name, kind, inputs, output shape, parameters, MFLOP/sample. */
 void graph_print(const graph_t *g, FILE *f);
 

@@ -69,6 +69,8 @@ typedef struct layer {
   layer_param_desc_t pdesc[LAYER_MAX_PARAMS];
   int param[LAYER_MAX_PARAMS]; /* slab tensor indices (set by the graph) */
 
+  int needs_grad;        /* set by the graph: this node or one before it has parameters, so the
+                            gradient of this node's output is needed (else backward skips it) */
   size_t aux_per_sample; /* floats forward saves for backward, per sample */
   size_t scratch;        /* temporary floats needed by one forward or backward call (any B) */
   double flops_per_sample; /* forward FLOPs per sample (multiply-add = 2); backward is about 2x */

@@ -21,7 +21,7 @@ void model_init(model_t *m, const graph_t *g, const backend_t *be, int B_cap) {
     size_t n = surge_mul_size((size_t)B_cap, shape_size(l->out), "activations");
     m->act[i] = be->alloc(n);
     m->act_floats += n;
-    if (i > 0) {
+    if (l->needs_grad) {
       m->dact[i] = be->alloc(n);
       m->act_floats += n;
     }
@@ -81,7 +81,7 @@ void model_zero_grads(model_t *m) {
   const backend_t *be = m->be;
   be->fill(m->grads, m->g->params.total, 0.0f);
   for (int i = 1; i < m->g->n; i++)
-    be->fill(m->dact[i], (size_t)m->B_cap * shape_size(m->g->l[i].out), 0.0f);
+    if (m->dact[i]) be->fill(m->dact[i], (size_t)m->B_cap * shape_size(m->g->l[i].out), 0.0f);
 }
 
 /* Build the call context of node i on samples [off, off+B). */
@@ -120,6 +120,7 @@ void model_forward_node(model_t *m, int i, int off, int B) {
 }
 
 void model_backward_node(model_t *m, int i, int off, int B) {
+  if (!m->dact[i]) return; /* nothing before this node has parameters */
   layer_ctx_t c = node_ctx(m, i, off, B, 1);
   layer_ops_of(m->g->l[i].kind)->backward(&m->g->l[i], &c);
 }

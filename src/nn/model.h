@@ -16,7 +16,7 @@ typedef struct model {
   float *params;  /* slab (g->params layout), backend memory */
   float *grads;   /* same layout */
   float **act;    /* per node: (B_cap, out); act[0] is the input batch */
-  float **dact;   /* per node: gradient of act; dact[0] is NULL */
+  float **dact;   /* per node: gradient of act; NULL where not needed (!needs_grad, e.g. the input) */
   float **aux;    /* per node: (B_cap, aux_per_sample) or NULL */
   float *scratch; /* max over nodes of layer scratch */
   float *targets; /* (B_cap, targets_per_sample) class ids as float */

@@ -58,23 +58,32 @@ train_stats_t trainer_step(trainer_t *t) {
   sampler_batch(&t->sampler, t->step, t->cfg.global_batch, t->ids);
   dataset_get(t->ds, SPLIT_TRAIN, t->ids, B, t->x, t->y);
   model_set_batch(&t->m, t->x, t->y, B);
+  double t1 = surge_now();
 
   model_zero_grads(&t->m);
   model_forward(&t->m, B);
   double loss_sum = model_loss(&t->m, 0, B, (float)(1.0 / targets));
+  double t2 = surge_now();
   model_backward(&t->m, B);
+  double t3 = surge_now();
 
   s.loss = loss_sum / targets;
   size_t n = t->g.params.total;
-  if (!isfinite(s.loss) || !t->be->all_finite(t->m.grads, n))
-    surge_runtime_error("step %ld: the %s is not finite (loss %g) (hint: lower [train] lr, or set [train] clip_norm)",
-                        t->step + 1, isfinite(s.loss) ? "gradient" : "loss", s.loss);
-  s.grad_norm = clip_by_global_norm(t->be, t->m.grads, n, t->cfg.clip_norm);
+  s.grad_norm = clip_by_global_norm(t->be, t->m.grads, n, t->cfg.clip_norm); /* NaN/Inf if any is */
+  if (!isfinite(s.loss) || !isfinite(s.grad_norm))
+    surge_runtime_error("step %ld: the %s is not finite (loss %g, gradient norm %g) (hint: lower [train] lr, "
+                        "or set [train] clip_norm)",
+                        t->step + 1, isfinite(s.loss) ? "gradient" : "loss", s.loss, s.grad_norm);
   s.lr = lr_at(&t->cfg, t->step);
   optim_step(&t->opt, t->m.params, t->m.grads, (float)s.lr);
   t->step++;
   s.step = t->step;
-  s.seconds = surge_now() - t0;
+  double t4 = surge_now();
+  s.seconds = t4 - t0;
+  s.data_sec = t1 - t0;
+  s.forward_sec = t2 - t1;
+  s.backward_sec = t3 - t2;
+  s.optim_sec = t4 - t3;
   return s;
 }
 

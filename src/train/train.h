@@ -19,6 +19,9 @@ typedef struct train_stats {
   double lr;
   double grad_norm; /* global gradient norm before clipping */
   double seconds;   /* wall time of the step */
+  /* its phases (seconds): fetching the batch, forward + loss, backward, gradient checks + clipping
+   * + optimizer */
+  double data_sec, forward_sec, backward_sec, optim_sec;
 } train_stats_t;
 
 typedef struct eval_stats {

@@ -1,1 +1,2 @@
 dist_doc_DATA += doc/deck.md
+dist_doc_DATA += README.md doc/design.md doc/testing.md doc/results.md

@@ -62,6 +62,25 @@ static void fill_grid(float *x, size_t n, rng_t *rng) {
   free(perm);
 }
 
+layer_t gradcheck_proto(layer_kind_t kind, shape_t in) {
+  layer_t l;
+  memset(&l, 0, sizeof l);
+  l.kind = kind;
+  l.nin = 1;
+  l.in_shape[0] = in;
+  snprintf(l.name, sizeof l.name, "%s", layer_kind_name(kind));
+  return l;
+}
+
+/* Keep the worst tensor's error and name ("x0", "w1"). */
+static void note_error(gradcheck_result_t *res, double e, char what, int k) {
+  res->tensors_checked++;
+  if (e >= res->max_rel_err) {
+    res->max_rel_err = e;
+    snprintf(res->worst, sizeof res->worst, "%c%d", what, k);
+  }
+}
+
 gradcheck_result_t gradcheck_layer(const layer_ops_t *ops, layer_t l, int B, const backend_t *be,
                                    uint64_t seed) {
   gradcheck_result_t res;
@@ -134,23 +153,10 @@ gradcheck_result_t gradcheck_layer(const layer_ops_t *ops, layer_t l, int B, con
   ops->forward(&l, &c);
   ops->backward(&l, &c);
 
-  for (int k = 0; k < l.nin; k++) {
-    if (!dx[k]) continue;
-    double e = check_tensor(&s, s.x[k], s.nx[k], dx[k], prefill, &rng);
-    res.tensors_checked++;
-    if (e >= res.max_rel_err) {
-      res.max_rel_err = e;
-      snprintf(res.worst, sizeof res.worst, "x%d", k);
-    }
-  }
-  for (int k = 0; k < s.nparams; k++) {
-    double e = check_tensor(&s, s.w[k], s.nw[k], dw[k], prefill, &rng);
-    res.tensors_checked++;
-    if (e >= res.max_rel_err) {
-      res.max_rel_err = e;
-      snprintf(res.worst, sizeof res.worst, "w%d", k);
-    }
-  }
+  for (int k = 0; k < l.nin; k++)
+    if (dx[k]) note_error(&res, check_tensor(&s, s.x[k], s.nx[k], dx[k], prefill, &rng), 'x', k);
+  for (int k = 0; k < s.nparams; k++)
+    note_error(&res, check_tensor(&s, s.w[k], s.nw[k], dw[k], prefill, &rng), 'w', k);
   for (int k = 0; k < l.nin; k++) {
     be->free(s.x[k]);
     if (dx[k]) be->free(dx[k]);

@@ -24,6 +24,10 @@ typedef struct gradcheck_result {
 gradcheck_result_t gradcheck_layer(const layer_ops_t *ops, layer_t l, int B, const backend_t *be,
                                    uint64_t seed);
 
+/* A one-input prototype of `kind` on per-sample input shape `in`, named after the kind; set the
+ * hyperparameters (and nin/in_shape[1] for two inputs) before checking. */
+layer_t gradcheck_proto(layer_kind_t kind, shape_t in);
+
 /* The tolerance the layer tests use: catches a wrong sign, a transpose or a missing term. */
 #define GRADCHECK_TOL 1e-2
 

@@ -16,25 +16,16 @@
 
 /* ---------------------------------------------------------------- layer prototypes */
 
-static layer_t proto(layer_kind_t kind, shape_t in) {
-  layer_t l;
-  memset(&l, 0, sizeof l);
-  l.kind = kind;
-  l.nin = 1;
-  l.in_shape[0] = in;
-  snprintf(l.name, sizeof l.name, "%s", layer_kind_name(kind));
-  return l;
-}
 
 static layer_t linear_proto(shape_t in, int out_features, int bias) {
-  layer_t l = proto(LAYER_LINEAR, in);
+  layer_t l = gradcheck_proto(LAYER_LINEAR, in);
   l.out_features = out_features;
   l.bias = bias;
   return l;
 }
 
 static layer_t conv_proto(int C, int H, int W, int O, int k, int s, int p, int bias) {
-  layer_t l = proto(LAYER_CONV2D, shape3(C, H, W));
+  layer_t l = gradcheck_proto(LAYER_CONV2D, shape3(C, H, W));
   l.out_channels = O;
   l.kernel = k;
   l.stride = s;
@@ -44,14 +35,14 @@ static layer_t conv_proto(int C, int H, int W, int O, int k, int s, int p, int b
 }
 
 static layer_t maxpool_proto(shape_t in, int k, int s) {
-  layer_t l = proto(LAYER_MAXPOOL2D, in);
+  layer_t l = gradcheck_proto(LAYER_MAXPOOL2D, in);
   l.kernel = k;
   l.stride = s;
   return l;
 }
 
 static layer_t add_proto(shape_t a, shape_t b) {
-  layer_t l = proto(LAYER_ADD, a);
+  layer_t l = gradcheck_proto(LAYER_ADD, a);
   l.nin = 2;
   l.in_shape[1] = b;
   return l;
@@ -102,13 +93,13 @@ static int make_configs(config_t *cf) {
   cf[n++] = (config_t){maxpool_proto(shape3(3, 7, 7), 3, 2), 2};
   cf[n++] = (config_t){maxpool_proto(shape3(2, 6, 5), 3, 2), 2};
   cf[n++] = (config_t){maxpool_proto(shape3(1, 5, 5), 2, 1), 2};
-  cf[n++] = (config_t){proto(LAYER_AVGPOOL, shape3(3, 4, 5)), 2};
-  cf[n++] = (config_t){proto(LAYER_AVGPOOL, shape3(2, 1, 1)), 3};
-  cf[n++] = (config_t){proto(LAYER_FLATTEN, shape3(2, 3, 4)), 2};
-  cf[n++] = (config_t){proto(LAYER_RELU, shape3(2, 3, 4)), 2};
-  cf[n++] = (config_t){proto(LAYER_RELU, shape1(10)), 3};
-  cf[n++] = (config_t){proto(LAYER_GELU, shape3(2, 3, 4)), 2};
-  cf[n++] = (config_t){proto(LAYER_GELU, shape2(4, 6)), 2};
+  cf[n++] = (config_t){gradcheck_proto(LAYER_AVGPOOL, shape3(3, 4, 5)), 2};
+  cf[n++] = (config_t){gradcheck_proto(LAYER_AVGPOOL, shape3(2, 1, 1)), 3};
+  cf[n++] = (config_t){gradcheck_proto(LAYER_FLATTEN, shape3(2, 3, 4)), 2};
+  cf[n++] = (config_t){gradcheck_proto(LAYER_RELU, shape3(2, 3, 4)), 2};
+  cf[n++] = (config_t){gradcheck_proto(LAYER_RELU, shape1(10)), 3};
+  cf[n++] = (config_t){gradcheck_proto(LAYER_GELU, shape3(2, 3, 4)), 2};
+  cf[n++] = (config_t){gradcheck_proto(LAYER_GELU, shape2(4, 6)), 2};
   cf[n++] = (config_t){add_proto(shape3(2, 3, 3), shape3(2, 3, 3)), 2};
   cf[n++] = (config_t){add_proto(shape2(4, 5), shape2(4, 5)), 2};
   return n;
@@ -253,9 +244,9 @@ static void check_mutants(const backend_t *ref) {
     for (size_t m = 0; m < sizeof weighted / sizeof weighted[0]; m++)
       check_mutant(with_weights[i], 3, weighted[m], ref);
   const layer_t without_weights[] = {
-      maxpool_proto(shape3(2, 5, 5), 2, 2),  proto(LAYER_AVGPOOL, shape3(2, 3, 3)),
-      proto(LAYER_FLATTEN, shape3(2, 2, 3)), proto(LAYER_RELU, shape1(12)),
-      proto(LAYER_GELU, shape2(3, 4)),       add_proto(shape2(3, 4), shape2(3, 4)),
+      maxpool_proto(shape3(2, 5, 5), 2, 2),  gradcheck_proto(LAYER_AVGPOOL, shape3(2, 3, 3)),
+      gradcheck_proto(LAYER_FLATTEN, shape3(2, 2, 3)), gradcheck_proto(LAYER_RELU, shape1(12)),
+      gradcheck_proto(LAYER_GELU, shape2(3, 4)),       add_proto(shape2(3, 4), shape2(3, 4)),
   };
   for (size_t i = 0; i < sizeof without_weights / sizeof without_weights[0]; i++) {
     check_mutant(without_weights[i], 3, MUT_DX_SIGN, ref);
@@ -423,7 +414,7 @@ static void check_rejections(void) {
   expect_reject(maxpool_proto(shape3(2, 4, 2), 3, 1), "kernel 3 larger than input 4x2");
   expect_reject(maxpool_proto(shape2(4, 4), 2, 2), "maxpool2d: input must be an image");
   expect_reject(maxpool_proto(shape3(2, 4, 4), 2, 0), "maxpool2d: stride must be positive");
-  expect_reject(proto(LAYER_AVGPOOL, shape1(8)), "avgpool: input must be an image");
+  expect_reject(gradcheck_proto(LAYER_AVGPOOL, shape1(8)), "avgpool: input must be an image");
   expect_reject(linear_proto(shape1(8), 0, 1), "linear: out_features must be positive");
   expect_reject(linear_proto(shape1(0), 4, 1), "linear: input needs a positive last dim");
 }
@@ -465,10 +456,10 @@ static void check_infer_values(void) {
                "8*28*28 * (2*25 + 1)");
   expect_infer(maxpool_proto(shape3(3, 7, 7), 3, 2), shape3(3, 3, 3), 243, "27 outputs * 9");
   expect_infer(maxpool_proto(shape3(2, 5, 5), 2, 2), shape3(2, 2, 2), 32, "8 outputs * 4");
-  expect_infer(proto(LAYER_AVGPOOL, shape3(3, 4, 5)), shape1(3), 60, "one add per input");
-  expect_infer(proto(LAYER_FLATTEN, shape3(2, 3, 4)), shape1(24), 0, "a copy");
-  expect_infer(proto(LAYER_RELU, shape3(2, 3, 4)), shape3(2, 3, 4), 24, "1 per element");
-  expect_infer(proto(LAYER_GELU, shape2(4, 6)), shape2(4, 6), 240, "10 per element");
+  expect_infer(gradcheck_proto(LAYER_AVGPOOL, shape3(3, 4, 5)), shape1(3), 60, "one add per input");
+  expect_infer(gradcheck_proto(LAYER_FLATTEN, shape3(2, 3, 4)), shape1(24), 0, "a copy");
+  expect_infer(gradcheck_proto(LAYER_RELU, shape3(2, 3, 4)), shape3(2, 3, 4), 24, "1 per element");
+  expect_infer(gradcheck_proto(LAYER_GELU, shape2(4, 6)), shape2(4, 6), 240, "10 per element");
   expect_infer(add_proto(shape2(4, 5), shape2(4, 5)), shape2(4, 5), 20, "1 per element");
 
   char err[200];

@@ -13,20 +13,11 @@
 
 /* ---- layer prototypes (in_shape and hyperparameters set, as graph_add would) */
 
-static layer_t proto(layer_kind_t kind, shape_t in) {
-  layer_t l;
-  memset(&l, 0, sizeof l);
-  l.kind = kind;
-  l.nin = 1;
-  l.in_shape[0] = in;
-  snprintf(l.name, sizeof l.name, "%s", layer_kind_name(kind));
-  return l;
-}
 
-static layer_t layernorm_proto(shape_t in) { return proto(LAYER_LAYERNORM, in); }
+static layer_t layernorm_proto(shape_t in) { return gradcheck_proto(LAYER_LAYERNORM, in); }
 
 static layer_t embed_proto(int T, int vocab, int context, int C) {
-  layer_t l = proto(LAYER_EMBED, shape1(T));
+  layer_t l = gradcheck_proto(LAYER_EMBED, shape1(T));
   l.vocab = vocab;
   l.context = context;
   l.out_features = C;
@@ -34,13 +25,13 @@ static layer_t embed_proto(int T, int vocab, int context, int C) {
 }
 
 static layer_t attention_proto(int T, int C, int heads) {
-  layer_t l = proto(LAYER_ATTENTION, shape2(T, 3 * C));
+  layer_t l = gradcheck_proto(LAYER_ATTENTION, shape2(T, 3 * C));
   l.heads = heads;
   return l;
 }
 
 static layer_t tied_proto(shape_t in, int vocab, int C) {
-  layer_t l = proto(LAYER_TIED_LINEAR, in);
+  layer_t l = gradcheck_proto(LAYER_TIED_LINEAR, in);
   l.vocab = vocab;
   l.out_features = C;
   return l;
@@ -436,10 +427,10 @@ static void expect_rejected(layer_t l, const char *what) {
 
 static void check_shape_errors(void) {
   expect_rejected(attention_proto(4, 10, 4), "attention width 10 with 4 heads");
-  layer_t l = proto(LAYER_ATTENTION, shape2(4, 20));
+  layer_t l = gradcheck_proto(LAYER_ATTENTION, shape2(4, 20));
   l.heads = 2;
   expect_rejected(l, "attention input (4,20), not (T,3C)");
-  l = proto(LAYER_ATTENTION, shape1(24));
+  l = gradcheck_proto(LAYER_ATTENTION, shape1(24));
   l.heads = 2;
   expect_rejected(l, "attention flat input (24)");
   expect_rejected(attention_proto(4, 8, 0), "attention with 0 heads");

@@ -1,0 +1,73 @@
+/* The comm layer: every collective and point-to-point transfer of Surge goes through here, so a
+ * NCCL implementation can fill the same interface for GPUs, and every call is metered: bytes and
+ * seconds per traffic category, per group, for the HDF5 log.
+ *
+ * Byte counting: the payload this rank hands to the call (an allreduce of n floats counts 4n
+ * bytes; a send counts its bytes, a receive counts nothing; a broadcast counts the bytes on every
+ * rank). Seconds are wall time inside the call (including waiting for slower ranks). */
+#ifndef SURGE_COMM_H
+#define SURGE_COMM_H
+
+#include <mpi.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum traffic {
+  TRAFFIC_DP = 0,     /* data-parallel gradient sync */
+  TRAFFIC_ACT,        /* activations between layers or stages */
+  TRAFFIC_ACT_GRAD,   /* activation gradients, backward */
+  TRAFFIC_EMBED,      /* embedding synchronisation */
+  TRAFFIC_OTHER,      /* metrics, control, checkpoints */
+  TRAFFIC_COUNT
+} traffic_t;
+
+/* Names for logs: "dp", "activation", "activation_grad", "embedding", "other". */
+const char *traffic_name(traffic_t t);
+
+typedef struct comm_meter {
+  uint64_t bytes[TRAFFIC_COUNT];
+  double seconds[TRAFFIC_COUNT];
+  uint64_t calls[TRAFFIC_COUNT];
+} comm_meter_t;
+
+typedef struct comm {
+  MPI_Comm mpi;        /* a private communicator (dup or split); never MPI_COMM_WORLD itself */
+  int rank, size;
+  size_t bucket_bytes; /* allreduce of big buffers goes in buckets of this size (default 4 MiB) */
+  comm_meter_t meter;  /* totals since creation or the last comm_meter_reset */
+} comm_t;
+
+/* A duplicate of MPI_COMM_WORLD. */
+void comm_world(comm_t *c);
+/* Collective over parent: ranks with the same color form one child group, ordered by key
+ * (MPI_Comm_split). color < 0 gives an empty child (c->mpi == MPI_COMM_NULL, size 0). Every rank
+ * of the parent must call it, in the same order as the other splits. */
+void comm_split(const comm_t *parent, int color, int key, comm_t *child);
+void comm_free(comm_t *c);
+void comm_meter_reset(comm_t *c);
+
+/* In-place sum over the group of n floats, in buckets of bucket_bytes (each bucket one
+ * MPI_Allreduce); results are identical on every rank. */
+void comm_allreduce_sum(comm_t *c, float *buf, size_t n, traffic_t t);
+/* In-place sum / max of a few doubles (losses, counters, flags). */
+void comm_allreduce_sum_double(comm_t *c, double *buf, int n, traffic_t t);
+void comm_allreduce_max_double(comm_t *c, double *buf, int n, traffic_t t);
+/* Broadcast bytes from root. */
+void comm_bcast(comm_t *c, void *buf, size_t bytes, int root, traffic_t t);
+/* Gather `count` doubles from every rank to root's out (size*count), in rank order. */
+void comm_gather_double(comm_t *c, const double *in, int count, double *out, int root, traffic_t t);
+
+/* Point to point (floats). Tags must be unique per pair and message in flight. */
+typedef struct comm_request {
+  MPI_Request req;
+} comm_request_t;
+void comm_isend(comm_t *c, const float *buf, size_t n, int dest, int tag, traffic_t t, comm_request_t *r);
+void comm_irecv(comm_t *c, float *buf, size_t n, int src, int tag, traffic_t t, comm_request_t *r);
+/* Wait for all requests; the wait time is counted in category t. */
+void comm_waitall(comm_t *c, comm_request_t *r, int n, traffic_t t);
+void comm_barrier(comm_t *c);
+
+/* Sum of a meter over the ranks of c (to every rank). */
+void comm_meter_total(comm_t *c, const comm_meter_t *local, comm_meter_t *total);
+
+#endif

@@ -121,23 +121,26 @@ static void bench_one(const char *model) {
   float warm[64] = {0}; /* one GEMM first, so OpenBLAS's workspace is part of the baseline */
   backend_cpu.gemm(0, 0, 4, 4, 4, 1.0f, warm, 4, warm + 16, 4, 0.0f, warm + 32, 4);
   double baseline = rss_now_mib(); /* MPI, HDF5, OpenBLAS and the program itself */
+  comm_t world;
+  comm_world(&world);
   trainer_t t;
-  trainer_init(&t, &cfg, NULL);
+  trainer_init(&t, &cfg, NULL, &world);
   backend_t rec = *t.be;
   rec.gemm = rec_gemm;
   rec.gemm_strided = rec_gemm_strided;
   t.m.be = &rec;
   t.be = &rec;
 
-  trainer_step(&t); /* warm-up */
+  trainer_step(&t, 0); /* warm-up */
   recording = 1;
-  trainer_step(&t);
+  trainer_step(&t, 0);
   recording = 0;
   int steps = 0;
   double t0 = surge_now(), sec = 0, phase[4] = {0, 0, 0, 0};
   while (steps < 3 || (sec = surge_now() - t0) < 3.0) {
-    train_stats_t s = trainer_step(&t);
-    phase[0] += s.data_sec, phase[1] += s.forward_sec, phase[2] += s.backward_sec, phase[3] += s.optim_sec;
+    train_stats_t s = trainer_step(&t, 0);
+    phase[0] += s.phase[PHASE_DATA], phase[1] += s.phase[PHASE_FORWARD], phase[2] += s.phase[PHASE_BACKWARD];
+    phase[3] += s.phase[PHASE_OPTIMIZER];
     steps++;
   }
   sec /= steps;
@@ -161,6 +164,7 @@ static void bench_one(const char *model) {
          100 * phase[3] / steps / sec);
   fflush(stdout);
   trainer_free(&t);
+  comm_free(&world);
 }
 
 int main(int argc, char **argv) {

@@ -1,4 +1,8 @@
 # Benchmarks (make bench): ratios against baselines measured in the same run.
+EXTRA_DIST += bench/bench_dp.sh
 bench_programs += bench/bench_models
 bench_bench_models_SOURCES = bench/bench_models.c
 bench_bench_models_LDADD = $(SURGE_LIBS)
+bench_programs += bench/bench_allreduce
+bench_bench_allreduce_SOURCES = bench/bench_allreduce.c
+bench_bench_allreduce_LDADD = $(SURGE_LIBS)

@@ -13,11 +13,26 @@ static _Noreturn void cli_exit(int code) {
   exit(code);
 }
 
-void cli_parse(int argc, char **argv, const char *usage, cli_t *cli) {
+static int flag_index(const cli_t *cli, const char *a) {
+  for (int i = 0; cli->flags && cli->flags[i] && i < CLI_MAX_FLAGS; i++)
+    if (strcmp(cli->flags[i], a) == 0) return i;
+  return -1;
+}
+
+int cli_has(const cli_t *cli, const char *flag) {
+  int i = flag_index(cli, flag);
+  return i >= 0 && cli->seen[i];
+}
+
+void cli_parse(int argc, char **argv, const char *usage, const char *const *flags, cli_t *cli) {
   memset(cli, 0, sizeof *cli);
+  cli->flags = flags;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
-    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+    int f = flag_index(cli, a);
+    if (f >= 0) {
+      cli->seen[f] = 1;
+    } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
       if (surge_rank() == 0) printf("%s", usage);
       cli_exit(0);
     } else if (strcmp(a, "--version") == 0) {

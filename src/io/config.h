@@ -49,6 +49,21 @@ typedef struct config {
   double min_lr;       /* cosine floor */
   double clip_norm;    /* 0: no clipping */
 
+  /* [parallel] */
+  char parallel_mode[16]; /* dp */
+  double bucket_mb;    /* gradient allreduce bucket size, MiB */
+
+  /* [log] */
+  char log_file[CFG_STR];
+  long log_flush_every; /* flush the HDF5 log every N steps */
+
+  /* [checkpoint] */
+  long ckpt_every;     /* steps between checkpoints (0: only at the end and on a signal) */
+  char ckpt_dir[CFG_STR];
+  int ckpt_keep;       /* newest checkpoints kept */
+  char ckpt_compression[24]; /* shuffle-deflate | bitshuffle-lz4 | none */
+  int resume;          /* start from the newest checkpoint in ckpt_dir */
+
   /* [backend] */
   char backend[16];    /* cpu | ref */
   int threads;         /* BLAS threads per rank */

@@ -33,6 +33,9 @@ const cfg_section_t cfg_sections[] = {
     {"model", "The network: a model from the zoo and its shape"},
     {"data", "The training and evaluation data"},
     {"train", "Batch, optimizer, learning-rate schedule, clipping"},
+    {"parallel", "How the ranks share the work"},
+    {"log", "The HDF5 metrics log"},
+    {"checkpoint", "Checkpoints (parallel HDF5) and restarts"},
     {"backend", "Where the arithmetic runs"},
 };
 const int cfg_nsections = (int)(sizeof cfg_sections / sizeof cfg_sections[0]);
@@ -97,6 +100,25 @@ const cfg_key_t cfg_keys[] = {
               "cosine: final learning rate (at most lr)"),
     FLOAT_KEY("train", "clip_norm", clip_norm, "0", 0, CLOSED, 1e6, CLOSED,
               "clip the global gradient norm to this (0: no clipping)"),
+
+    ENUM_KEY("parallel", "mode", parallel_mode, "dp", VALUES("dp"),
+             "dp: data parallelism, every layer on all ranks, gradients summed by allreduce"),
+    FLOAT_KEY("parallel", "bucket_mb", bucket_mb, "4", 0, OPEN, 1024, CLOSED,
+              "gradient allreduce bucket size in MiB"),
+
+    STRING_KEY("log", "file", log_file, "${run.out_dir}/log.h5", 1, "HDF5 metrics log of the run"),
+    INT_KEY("log", "flush_every", log_flush_every, "10", 1, MAX_COUNT,
+            "flush the log every N steps (what a kill can lose)"),
+
+    INT_KEY("checkpoint", "every", ckpt_every, "0", 0, MAX_COUNT,
+            "write a checkpoint every N steps (0: only at the end and on SIGTERM/SIGUSR1)"),
+    STRING_KEY("checkpoint", "dir", ckpt_dir, "${run.out_dir}/checkpoints", 1, "directory of the checkpoints"),
+    INT_KEY("checkpoint", "keep", ckpt_keep, "3", 1, 1000000, "newest checkpoints kept (older ones are removed)"),
+    ENUM_KEY("checkpoint", "compression", ckpt_compression, "shuffle-deflate",
+             VALUES("shuffle-deflate", "bitshuffle-lz4", "none"),
+             "HDF5 filter of checkpoint datasets (bitshuffle-lz4 needs hdf5-filter-plugin)"),
+    BOOL_KEY("checkpoint", "resume", resume, "false",
+             "start from the newest checkpoint in dir (also: surge-train --resume)"),
 
     ENUM_KEY("backend", "name", backend, "cpu", VALUES("cpu", "ref"),
              "cpu: OpenBLAS; ref: naive reference (tests only)"),

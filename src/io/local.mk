@@ -10,3 +10,22 @@ tests_test_deck_SOURCES = tests/test_deck.c
 tests_test_deck_LDADD = $(SURGE_LIBS)
 TESTS += tests/test_deck
 EXTRA_DIST += tests/data/decks/full.deck
+
+# Checkpoints (src/io/checkpoint.h; layout and guarantees in doc/checkpoints.md).
+libsurge_a_SOURCES += src/io/checkpoint.c src/io/checkpoint.h src/io/checkpoint_impl.h \
+  src/io/checkpoint_read.c src/io/checkpoint_layout.c src/io/checkpoint_h5.c \
+  src/io/checkpoint_files.c src/io/checkpoint_config.c src/io/checkpoint_agree.c
+check_PROGRAMS += tests/test_checkpoint
+tests_test_checkpoint_SOURCES = tests/test_checkpoint.c
+tests_test_checkpoint_LDADD = $(SURGE_LIBS)
+dist_check_SCRIPTS += tests/test_checkpoint.sh
+TESTS += tests/test_checkpoint.sh
+
+# The HDF5 metrics log (doc/formats.md). Its dimension scales (H5DS*) need the HDF5 high-level
+# library (-lhdf5_hl in SURGE_LIBS, Makefile.am).
+libsurge_a_SOURCES += src/io/log.c src/io/log.h src/io/log_h5.c src/io/log_h5.h
+check_PROGRAMS += tests/test_log
+tests_test_log_SOURCES = tests/test_log.c
+tests_test_log_LDADD = $(SURGE_LIBS)
+TESTS += tests/test_log.sh
+dist_check_SCRIPTS += tests/test_log.sh

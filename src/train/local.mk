@@ -2,3 +2,4 @@ libsurge_a_SOURCES += \
   src/train/train.c src/train/train.h \
   src/train/progress.c src/train/progress.h
 libsurge_a_SOURCES += src/train/run.c src/train/run.h
+libsurge_a_SOURCES += src/train/state.c src/train/state.h

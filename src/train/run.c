@@ -1,15 +1,33 @@
 #include "train/run.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "core/error.h"
+#include "io/log.h"
 #include "io/model_file.h"
 #include "train/progress.h"
+#include "train/state.h"
 #include "train/train.h"
+
+/* ---- stop signals: SIGTERM and SIGUSR1 (what Slurm sends before a time limit with --signal)
+ * finish the current step, write a checkpoint and exit 0. */
+static volatile sig_atomic_t stop_signal = 0;
+
+static void on_stop_signal(int sig) { stop_signal = sig; }
+
+static void install_stop_handlers(void) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGTERM, &sa, NULL);
+  sigaction(SIGUSR1, &sa, NULL);
+}
 
 /* mkdir -p without a shell: deck values never reach one. */
 static void make_dirs(const char *path) {
@@ -32,64 +50,134 @@ static void report_setup(const trainer_t *t) {
   printf("model %s: %zu parameters, %.2f MFLOP forward per sample, %d nodes\n", t->cfg.zoo,
          t->g.params.total, graph_flops_per_sample(&t->g) / 1e6, t->g.n);
   graph_print(&t->g, stdout);
-  printf("data %s: %llu training samples, %llu %s samples; global batch %ld; backend %s (%d thread%s)\n",
+  printf("data %s: %llu training samples, %llu %s samples; global batch %ld on %d rank%s (%s); backend %s "
+         "(%d thread%s per rank)\n",
          dataset_name(t->ds), (unsigned long long)dataset_size(t->ds, SPLIT_TRAIN),
          (unsigned long long)dataset_size(t->ds, SPLIT_TEST), dataset_is_tokens(t->ds) ? "validation" : "test",
-         t->cfg.global_batch, t->be->name, t->cfg.threads, t->cfg.threads == 1 ? "" : "s");
+         t->cfg.global_batch, t->world->size, t->world->size == 1 ? "" : "s", t->cfg.parallel_mode, t->be->name,
+         t->cfg.threads, t->cfg.threads == 1 ? "" : "s");
   fflush(stdout);
 }
 
-int train_run(const config_t *cfg, const deck_t *deck) {
+/* The log row of a step: the step's bytes summed over ranks, the slowest rank's step time. */
+static log_row_t step_row(trainer_t *t, const train_stats_t *s, const comm_meter_t *before) {
+  log_row_t row;
+  memset(&row, 0, sizeof row);
+  row.step = s->step;
+  row.loss = s->loss;
+  row.lr = s->lr;
+  row.grad_norm = s->grad_norm;
+  memcpy(row.phase, s->phase, sizeof row.phase);
+  comm_meter_t delta = t->world->meter, total;
+  for (int c = 0; c < TRAFFIC_COUNT; c++) delta.bytes[c] -= before->bytes[c];
+  comm_meter_total(t->world, &delta, &total);
+  for (int c = 0; c < TRAFFIC_COUNT; c++) row.bytes[c] = total.bytes[c];
+  double slowest = s->seconds;
+  comm_allreduce_max_double(t->world, &slowest, 1, TRAFFIC_OTHER);
+  row.step_sec = slowest;
+  row.samples_per_sec = slowest > 0 ? (double)t->cfg.global_batch / slowest : 0;
+  return row;
+}
+
+static void checkpoint_now(trainer_t *t, run_log_t *log, progress_t *p, const char *deck_text) {
+  char path[CFG_STR + 64], line[CFG_STR + 128];
+  trainer_checkpoint(t, deck_text, path, sizeof path);
+  snprintf(line, sizeof line, "checkpoint %s (step %ld)", path, t->step);
+  run_log_event(log, t->step, line);
+  progress_note(p, line);
+}
+
+int train_run(const config_t *cfg, const deck_t *deck, const char *deck_path, comm_t *world) {
   char model_path[CFG_STR + 32];
   snprintf(model_path, sizeof model_path, "%s/model.h5", cfg->out_dir);
   struct stat st;
-  if (stat(model_path, &st) == 0 && !cfg->overwrite)
+  if (stat(model_path, &st) == 0 && !cfg->overwrite && !cfg->resume)
     surge_input_error("%s exists: a finished run is never overwritten (hint: another [run] name or out_dir, "
-                      "or -D run.overwrite=true)", model_path);
+                      "--resume to continue it, or -D run.overwrite=true)", model_path);
 
   trainer_t t;
-  trainer_init(&t, cfg, deck);
+  trainer_init(&t, cfg, deck, world);
   report_setup(&t);
-  make_dirs(cfg->out_dir);
+  if (world->rank == 0) make_dirs(cfg->out_dir);
+  comm_barrier(world);
 
+  char *deck_text = deck_resolved_text(cfg);
   progress_t p;
   progress_init(&p, cfg->steps, cfg->global_batch, cfg->print_every);
+  long resumed_at = -1;
+  if (cfg->resume) {
+    char from[CFG_STR + 64], line[CFG_STR + 160];
+    if (trainer_resume(&t, from, sizeof from)) {
+      resumed_at = t.step;
+      snprintf(line, sizeof line, "resumed from %s at step %ld on %d rank%s", from, t.step, world->size,
+               world->size == 1 ? "" : "s");
+    } else {
+      snprintf(line, sizeof line, "no checkpoint in %s: starting at step 0", cfg->ckpt_dir);
+    }
+    progress_note(&p, line);
+  }
+  run_log_t *log = run_log_open(cfg->log_file, cfg, deck_text, &t.g, world, resumed_at);
+  install_stop_handlers();
+
   int tokens = dataset_is_tokens(t.ds);
   eval_stats_t e = {0};
-  int evaluated_last = 0;
+  int evaluated_last = 0, checkpointed_last = 0;
   while (t.step < cfg->steps) {
-    train_stats_t s = trainer_step(&t);
+    comm_meter_t before = world->meter;
+    train_stats_t s = trainer_step(&t, stop_signal != 0);
+    log_row_t row = step_row(&t, &s, &before);
+    run_log_step(log, &row);
     progress_step(&p, &s);
-    evaluated_last = 0;
+    evaluated_last = checkpointed_last = 0;
     if (cfg->eval_every > 0 && t.step % cfg->eval_every == 0) {
       e = trainer_eval(&t);
+      run_log_eval(log, t.step, e.loss, e.accuracy);
       progress_eval(&p, t.step, &e, tokens);
       evaluated_last = 1;
+    }
+    if ((cfg->ckpt_every > 0 && t.step % cfg->ckpt_every == 0) || s.stop) {
+      checkpoint_now(&t, log, &p, deck_text);
+      checkpointed_last = 1;
+    }
+    if (s.stop) {
+      char line[2 * CFG_STR + 200];
+      snprintf(line, sizeof line, "stopped by a signal after step %ld of %ld; resume with: surge-train %s --resume",
+               t.step, cfg->steps, deck_path);
+      run_log_event(log, t.step, "stopped by a signal");
+      progress_note(&p, line);
+      run_log_close(log);
+      trainer_free(&t);
+      free(deck_text);
+      return 0;
     }
   }
   if (!evaluated_last) {
     e = trainer_eval(&t);
+    run_log_eval(log, t.step, e.loss, e.accuracy);
     progress_eval(&p, t.step, &e, tokens);
   }
+  if (!checkpointed_last) checkpoint_now(&t, log, &p, deck_text);
 
-  char *deck_text = deck_resolved_text(cfg);
   float *params = trainer_params_host(&t);
-  if (surge_rank() == 0) model_file_write(model_path, &t.g, params, t.step, cfg->zoo, deck_text);
+  if (world->rank == 0) model_file_write(model_path, &t.g, params, t.step, cfg->zoo, deck_text);
   free(params);
-  free(deck_text);
+  run_log_close(log);
 
   char dur[32];
   progress_format_duration(p.run_sec, dur, sizeof dur);
-  if (surge_rank() == 0) {
-    printf("done: %ld steps in %s (%.1f ms/step, %.0f samples/s)\n", t.step, dur,
-           t.step ? 1e3 * p.run_sec / (double)t.step : 0.0,
-           p.run_sec > 0 ? (double)(t.step * cfg->global_batch) / p.run_sec : 0.0);
+  if (world->rank == 0) {
+    long done = t.step - (resumed_at > 0 ? resumed_at : 0);
+    printf("done: %ld steps in %s (%.1f ms/step, %.0f samples/s)\n", done, dur,
+           done ? 1e3 * p.run_sec / (double)done : 0.0,
+           p.run_sec > 0 ? (double)(done * cfg->global_batch) / p.run_sec : 0.0);
     if (tokens)
       printf("final validation loss %.4f nats/byte\n", e.loss);
     else
       printf("final test accuracy %.2f%%\n", 100.0 * e.accuracy);
-    printf("output: %s (final parameters and resolved deck; inspect with h5ls -r %s)\n", model_path, model_path);
+    printf("output: %s (final parameters), %s (metrics log), %s (checkpoints)\n", model_path, cfg->log_file,
+           cfg->ckpt_dir);
   }
   trainer_free(&t);
+  free(deck_text);
   return 0;
 }

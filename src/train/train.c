@@ -8,22 +8,35 @@
 #include "core/timer.h"
 #include "nn/zoo.h"
 
-void trainer_init(trainer_t *t, const config_t *cfg, const deck_t *deck) {
+/* Positions [lo, hi) of n items that rank r of R takes: contiguous, sizes differ by at most one. */
+static void share(long n, int r, int R, long *lo, long *hi) {
+  *lo = (long)((__int128)n * r / R);
+  *hi = (long)((__int128)n * (r + 1) / R);
+}
+
+void trainer_init(trainer_t *t, const config_t *cfg, const deck_t *deck, comm_t *world) {
   memset(t, 0, sizeof *t);
   t->cfg = *cfg;
+  t->world = world;
   t->be = backend_find(cfg->backend);
   if (!t->be) surge_input_error("%s: [backend] name: unknown backend '%s' (accepted: %s)",
                                 deck_where(deck, "backend.name"), cfg->backend, backend_names());
   t->be->set_threads(cfg->threads);
-  t->ds = dataset_open(cfg);
+  if (cfg->global_batch < world->size)
+    surge_input_error("%s: [train] global_batch = %ld is smaller than the %d ranks (hint: every rank needs "
+                      "at least one sample: raise global_batch or use fewer ranks)",
+                      deck_where(deck, "train.global_batch"), cfg->global_batch, world->size);
+  if (cfg->global_batch > INT32_MAX) surge_input_error("[train] global_batch %ld is too large", cfg->global_batch);
+  share(cfg->global_batch, world->rank, world->size, &t->lo, &t->hi);
+  t->batch = (int)(t->hi - t->lo);
+  world->bucket_bytes = (size_t)(cfg->bucket_mb * 1048576.0);
+  if (world->bucket_bytes < sizeof(float)) world->bucket_bytes = sizeof(float);
 
+  t->ds = dataset_open(cfg);
   char err[320];
   if (zoo_build(cfg, dataset_sample_shape(t->ds), dataset_classes(t->ds), &t->g, err, sizeof err) != 0)
     surge_input_error("%s: [model] zoo = %s: %s (hint: check the [model] sizes)",
                       deck_where(deck, "model.zoo"), cfg->zoo, err);
-
-  if (cfg->global_batch > INT32_MAX) surge_input_error("[train] global_batch %ld is too large", cfg->global_batch);
-  t->batch = (int)cfg->global_batch;
   model_init(&t->m, &t->g, t->be, t->batch);
   model_init_params(&t->m, cfg->seed);
   optim_init(&t->opt, cfg, t->be, t->g.params.total);
@@ -31,7 +44,7 @@ void trainer_init(trainer_t *t, const config_t *cfg, const deck_t *deck) {
 
   size_t xs = shape_size(dataset_sample_shape(t->ds));
   size_t ys = (size_t)dataset_targets_per_sample(t->ds);
-  t->ids = xcalloc((size_t)t->batch, sizeof *t->ids);
+  t->ids = xcalloc((size_t)cfg->global_batch, sizeof *t->ids);
   t->x = xcalloc(surge_mul_size((size_t)t->batch, xs, "input batch"), sizeof(float));
   t->y = xcalloc(surge_mul_size((size_t)t->batch, ys, "target batch"), sizeof(float));
 }
@@ -48,42 +61,56 @@ void trainer_free(trainer_t *t) {
   memset(t, 0, sizeof *t);
 }
 
-train_stats_t trainer_step(trainer_t *t) {
+train_stats_t trainer_step(trainer_t *t, int stop_request) {
   train_stats_t s;
   memset(&s, 0, sizeof s);
   double t0 = surge_now();
   int B = t->batch;
   double targets = (double)t->cfg.global_batch * (double)t->g.targets_per_sample;
 
+  /* this rank's samples of the step's global batch */
   sampler_batch(&t->sampler, t->step, t->cfg.global_batch, t->ids);
-  dataset_get(t->ds, SPLIT_TRAIN, t->ids, B, t->x, t->y);
+  dataset_get(t->ds, SPLIT_TRAIN, t->ids + t->lo, B, t->x, t->y);
   model_set_batch(&t->m, t->x, t->y, B);
   double t1 = surge_now();
 
   model_zero_grads(&t->m);
   model_forward(&t->m, B);
-  double loss_sum = model_loss(&t->m, 0, B, (float)(1.0 / targets));
+  double loss_stop[2] = {model_loss(&t->m, 0, B, (float)(1.0 / targets)), stop_request ? 1.0 : 0.0};
   double t2 = surge_now();
   model_backward(&t->m, B);
   double t3 = surge_now();
 
-  s.loss = loss_sum / targets;
+  /* the gradient of the global loss: sum over ranks (waiting for the slowest rank apart) */
   size_t n = t->g.params.total;
+  double t4 = t3, t5 = t3;
+  if (t->world->size > 1) {
+    comm_barrier(t->world);
+    t4 = surge_now();
+    comm_allreduce_sum(t->world, t->m.grads, n, TRAFFIC_DP);
+    comm_allreduce_sum_double(t->world, loss_stop, 2, TRAFFIC_OTHER);
+    t5 = surge_now();
+  }
+
+  s.loss = loss_stop[0] / targets;
+  s.stop = loss_stop[1] > 0;
   s.grad_norm = clip_by_global_norm(t->be, t->m.grads, n, t->cfg.clip_norm); /* NaN/Inf if any is */
   if (!isfinite(s.loss) || !isfinite(s.grad_norm))
     surge_runtime_error("step %ld: the %s is not finite (loss %g, gradient norm %g) (hint: lower [train] lr, "
-                        "or set [train] clip_norm)",
+                        "or set [train] clip_norm; the last checkpoint is untouched)",
                         t->step + 1, isfinite(s.loss) ? "gradient" : "loss", s.loss, s.grad_norm);
   s.lr = lr_at(&t->cfg, t->step);
   optim_step(&t->opt, t->m.params, t->m.grads, (float)s.lr);
   t->step++;
   s.step = t->step;
-  double t4 = surge_now();
-  s.seconds = t4 - t0;
-  s.data_sec = t1 - t0;
-  s.forward_sec = t2 - t1;
-  s.backward_sec = t3 - t2;
-  s.optim_sec = t4 - t3;
+  double t6 = surge_now();
+  s.seconds = t6 - t0;
+  s.phase[PHASE_DATA] = t1 - t0;
+  s.phase[PHASE_FORWARD] = t2 - t1;
+  s.phase[PHASE_BACKWARD] = t3 - t2;
+  s.phase[PHASE_WAIT] = t4 - t3;
+  s.phase[PHASE_COMM] = t5 - t4;
+  s.phase[PHASE_OPTIMIZER] = t6 - t5;
   return s;
 }
 
@@ -91,20 +118,23 @@ eval_stats_t trainer_eval(trainer_t *t) {
   eval_stats_t e;
   memset(&e, 0, sizeof e);
   uint64_t n = dataset_size(t->ds, SPLIT_TEST);
-  double loss = 0, correct = 0;
-  for (uint64_t lo = 0; lo < n; lo += (uint64_t)t->batch) {
-    int B = (int)(n - lo < (uint64_t)t->batch ? n - lo : (uint64_t)t->batch);
-    for (int i = 0; i < B; i++) t->ids[i] = lo + (uint64_t)i;
+  long lo, hi;
+  share((long)n, t->world->rank, t->world->size, &lo, &hi);
+  double sums[2] = {0, 0}; /* loss, correct */
+  for (long at = lo; at < hi; at += t->batch) {
+    int B = (int)(hi - at < t->batch ? hi - at : t->batch);
+    for (int i = 0; i < B; i++) t->ids[i] = (uint64_t)(at + i);
     dataset_get(t->ds, SPLIT_TEST, t->ids, B, t->x, t->y);
     model_set_batch(&t->m, t->x, t->y, B);
     model_forward(&t->m, B);
-    loss += model_loss(&t->m, 0, B, 0.0f);
-    correct += (double)model_correct(&t->m, 0, B);
+    sums[0] += model_loss(&t->m, 0, B, 0.0f);
+    sums[1] += (double)model_correct(&t->m, 0, B);
   }
+  if (t->world->size > 1) comm_allreduce_sum_double(t->world, sums, 2, TRAFFIC_OTHER);
   double targets = (double)n * (double)t->g.targets_per_sample;
   e.samples = (long)n;
-  e.loss = n ? loss / targets : 0;
-  e.accuracy = n ? correct / targets : 0;
+  e.loss = n ? sums[0] / targets : 0;
+  e.accuracy = n ? sums[1] / targets : 0;
   return e;
 }
 

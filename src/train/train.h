@@ -1,15 +1,19 @@
-/* One training run on this rank: data, model, optimizer and the step loop. The batch of a step is
- * the global batch's sample ids (data/dataset.h); the loss is the sum over the batch's targets
- * divided by the global number of targets, never a per-rank mean, so any layout computes the same
- * gradient. */
+/* One training run's state on this rank: data, model, optimizer and the step. Data parallelism is
+ * the trivial layout of the per-layer engine: every node runs on all ranks, each rank on its
+ * contiguous share [lo, hi) of the global batch's sample ids (shares differ by at most one sample
+ * when the batch does not divide evenly), and the gradient slab is summed over ranks. The loss is
+ * the sum over the batch's targets divided by the global number of targets, never a per-rank mean,
+ * so any rank count computes the same gradient. */
 #ifndef SURGE_TRAIN_H
 #define SURGE_TRAIN_H
 
 #include <stdint.h>
 
+#include "comm/comm.h"
 #include "data/dataset.h"
 #include "io/config.h"
 #include "io/deck.h"
+#include "io/log.h"
 #include "nn/model.h"
 #include "optim/optim.h"
 
@@ -18,10 +22,9 @@ typedef struct train_stats {
   double loss;      /* mean loss over the global batch's targets */
   double lr;
   double grad_norm; /* global gradient norm before clipping */
-  double seconds;   /* wall time of the step */
-  /* its phases (seconds): fetching the batch, forward + loss, backward, gradient checks + clipping
-   * + optimizer */
-  double data_sec, forward_sec, backward_sec, optim_sec;
+  double seconds;   /* wall time of the step on this rank */
+  double phase[PHASE_COUNT]; /* this rank's time per phase (io/log.h) */
+  int stop;         /* a rank saw SIGTERM/SIGUSR1 before this step's reduction (see trainer_step) */
 } train_stats_t;
 
 typedef struct eval_stats {
@@ -32,6 +35,7 @@ typedef struct eval_stats {
 
 typedef struct trainer {
   config_t cfg;
+  comm_t *world;
   const backend_t *be;
   dataset_t *ds;
   graph_t g;
@@ -39,20 +43,24 @@ typedef struct trainer {
   optim_t opt;
   sampler_t sampler;
   long step;     /* optimizer steps done */
-  int batch;     /* samples per step on this rank */
+  long lo, hi;   /* this rank's share of each global batch: positions [lo, hi) */
+  int batch;     /* hi - lo: samples per step on this rank */
   uint64_t *ids; /* (batch) */
   float *x, *y;  /* host batch: (batch, sample), (batch, targets_per_sample) */
 } trainer_t;
 
 /* Open the data, build the model (shape errors blame the deck's [model] keys), initialise
- * parameters from the seed and the optimizer. */
-void trainer_init(trainer_t *t, const config_t *cfg, const deck_t *deck);
+ * parameters from the seed and the optimizer. Collective over world (which must outlive t). */
+void trainer_init(trainer_t *t, const config_t *cfg, const deck_t *deck, comm_t *world);
 void trainer_free(trainer_t *t);
 
-/* One optimizer step on the next global batch. A non-finite loss or gradient stops the run. */
-train_stats_t trainer_step(trainer_t *t);
+/* One optimizer step on the next global batch (collective). A non-finite loss or gradient stops
+ * the run. stop_request is this rank's "a stop signal arrived"; the result's stop is 1 when any rank
+ * had one, so all ranks agree to stop after this step. */
+train_stats_t trainer_step(trainer_t *t, int stop_request);
 
-/* Loss and accuracy on the test (images) or validation (text) split, limited by test_samples. */
+/* Loss and accuracy on the test (images) or validation (text) split, limited by test_samples;
+ * collective: each rank evaluates a contiguous share. */
 eval_stats_t trainer_eval(trainer_t *t);
 
 /* Parameters copied to host memory (g.params.total floats, caller frees). */

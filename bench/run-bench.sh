@@ -1,0 +1,28 @@
+#!/bin/sh
+# make bench: every benchmark, each measured as ratios against a baseline run in the same
+# invocation. Run from the build directory (make bench does). Output: tables on stdout.
+set -eu
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+src=${SURGE_TOP_SRCDIR:-$(cd "$(dirname "$0")/.." && pwd)}
+mpiexec=${MPIEXEC:-mpiexec}
+only=${1:-all}
+want() { [ "$only" = all ] || [ "$only" = "$1" ]; }
+
+if want models; then
+  echo "== engine: zoo models on one rank against OpenBLAS SGEMM (bench/bench_models)"
+  ./bench/bench_models
+fi
+if want allreduce && [ -x bench/bench_allreduce ]; then
+  for np in 2 4; do
+    echo "== comm layer allreduce against raw MPI_Allreduce, $np ranks (bench/bench_allreduce)"
+    "$mpiexec" -n "$np" ./bench/bench_allreduce
+  done
+fi
+if want dp && [ -f "$src/bench/bench_dp.sh" ]; then
+  echo "== data-parallel throughput on 1 and 2 ranks (bench/bench_dp.sh)"
+  SURGE_TRAIN=./surge-train MPIEXEC="$mpiexec" sh "$src/bench/bench_dp.sh"
+fi
+if want checkpoint && [ -x bench/bench_checkpoint ]; then
+  echo "== checkpoint write/read against plain sequential I/O, 2 ranks (bench/bench_checkpoint)"
+  "$mpiexec" -n 2 ./bench/bench_checkpoint
+fi

@@ -1,0 +1,209 @@
+/* The comm layer over MPI: private communicators with MPI_ERRORS_RETURN, every MPI failure turned
+ * into a one-line runtime error naming the call, and every call metered in its traffic category.
+ *
+ * Meter conventions (see comm.h for bytes): each call of this API counts one call in its category,
+ * however many MPI operations it issues (a bucketed allreduce is one call). comm_barrier counts in
+ * TRAFFIC_OTHER with no bytes; comm_waitall counts its wait with no bytes. comm_split, comm_free
+ * and comm_meter_total are not metered (comm_meter_total reads the meters it would change). */
+#include "comm/comm.h"
+
+#include <limits.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "core/timer.h"
+
+enum { COMM_DEFAULT_BUCKET_BYTES = 4 << 20 };
+
+const char *traffic_name(traffic_t t) {
+  static const char *const names[TRAFFIC_COUNT] = {
+      [TRAFFIC_DP] = "dp",
+      [TRAFFIC_ACT] = "activation",
+      [TRAFFIC_ACT_GRAD] = "activation_grad",
+      [TRAFFIC_EMBED] = "embedding",
+      [TRAFFIC_OTHER] = "other",
+  };
+  if ((int)t < 0 || t >= TRAFFIC_COUNT) return "unknown";
+  return names[t];
+}
+
+/* An MPI return code other than MPI_SUCCESS ends the job with the call and MPI's own words. */
+static void check_mpi(int rc, const char *mpi_call, const char *api_call) {
+  if (rc == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  if (MPI_Error_string(rc, text, &len) != MPI_SUCCESS) snprintf(text, sizeof text, "MPI error code %d", rc);
+  surge_runtime_error("%s failed in %s: %s", mpi_call, api_call, text);
+}
+
+/* Calls on a group this rank is not part of are programming errors, named rather than crashed. */
+static void require_member(const comm_t *c, traffic_t t, const char *api_call) {
+  if (c->mpi == MPI_COMM_NULL)
+    surge_runtime_error("%s on an empty group (this rank was split out of it, or it was freed)", api_call);
+  if ((int)t < 0 || t >= TRAFFIC_COUNT)
+    surge_runtime_error("%s: traffic category %d is not one of the %d known", api_call, (int)t, TRAFFIC_COUNT);
+}
+
+static void meter_add(comm_t *c, traffic_t t, uint64_t bytes, double start) {
+  c->meter.bytes[t] += bytes;
+  c->meter.seconds[t] += surge_now() - start;
+  c->meter.calls[t] += 1;
+}
+
+/* Fill the fields of c that follow from its MPI communicator (which may be MPI_COMM_NULL). */
+static void comm_init_from(comm_t *c, MPI_Comm mpi, const char *api_call) {
+  memset(c, 0, sizeof *c);
+  c->mpi = mpi;
+  c->bucket_bytes = COMM_DEFAULT_BUCKET_BYTES;
+  if (mpi == MPI_COMM_NULL) {
+    c->rank = -1;
+    c->size = 0;
+    return;
+  }
+  check_mpi(MPI_Comm_set_errhandler(mpi, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler", api_call);
+  check_mpi(MPI_Comm_rank(mpi, &c->rank), "MPI_Comm_rank", api_call);
+  check_mpi(MPI_Comm_size(mpi, &c->size), "MPI_Comm_size", api_call);
+}
+
+void comm_world(comm_t *c) {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized) surge_runtime_error("comm_world called before MPI_Init");
+  MPI_Comm dup;
+  /* The dup inherits MPI_COMM_WORLD's abort-on-error handler until comm_init_from replaces it. */
+  check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &dup), "MPI_Comm_dup", "comm_world");
+  comm_init_from(c, dup, "comm_world");
+}
+
+void comm_split(const comm_t *parent, int color, int key, comm_t *child) {
+  if (parent->mpi == MPI_COMM_NULL) {
+    comm_init_from(child, MPI_COMM_NULL, "comm_split");
+    return;
+  }
+  MPI_Comm split;
+  check_mpi(MPI_Comm_split(parent->mpi, color < 0 ? MPI_UNDEFINED : color, key, &split), "MPI_Comm_split",
+            "comm_split");
+  comm_init_from(child, split, "comm_split");
+}
+
+void comm_free(comm_t *c) {
+  if (c->mpi != MPI_COMM_NULL) check_mpi(MPI_Comm_free(&c->mpi), "MPI_Comm_free", "comm_free");
+  c->mpi = MPI_COMM_NULL;
+  c->rank = -1;
+  c->size = 0;
+}
+
+void comm_meter_reset(comm_t *c) { memset(&c->meter, 0, sizeof c->meter); }
+
+void comm_allreduce_sum(comm_t *c, float *buf, size_t n, traffic_t t) {
+  require_member(c, t, "comm_allreduce_sum");
+  size_t per_bucket = c->bucket_bytes / sizeof(float);
+  if (per_bucket == 0)
+    surge_runtime_error("comm_allreduce_sum: bucket_bytes is %zu, less than one float", c->bucket_bytes);
+  if (per_bucket > INT_MAX) per_bucket = INT_MAX;
+  double start = surge_now();
+  // buf is (n,), reduced as consecutive buckets of per_bucket floats (the last may be shorter)
+  for (size_t off = 0; off < n; off += per_bucket) {
+    size_t len = n - off < per_bucket ? n - off : per_bucket;
+    check_mpi(MPI_Allreduce(MPI_IN_PLACE, buf + off, (int)len, MPI_FLOAT, MPI_SUM, c->mpi), "MPI_Allreduce",
+              "comm_allreduce_sum");
+  }
+  meter_add(c, t, (uint64_t)n * sizeof(float), start);
+}
+
+static void allreduce_double(comm_t *c, double *buf, int n, MPI_Op op, traffic_t t, const char *api_call) {
+  require_member(c, t, api_call);
+  if (n < 0) surge_runtime_error("%s: negative count %d", api_call, n);
+  double start = surge_now();
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, buf, n, MPI_DOUBLE, op, c->mpi), "MPI_Allreduce", api_call);
+  meter_add(c, t, (uint64_t)n * sizeof(double), start);
+}
+
+void comm_allreduce_sum_double(comm_t *c, double *buf, int n, traffic_t t) {
+  allreduce_double(c, buf, n, MPI_SUM, t, "comm_allreduce_sum_double");
+}
+
+void comm_allreduce_max_double(comm_t *c, double *buf, int n, traffic_t t) {
+  allreduce_double(c, buf, n, MPI_MAX, t, "comm_allreduce_max_double");
+}
+
+void comm_bcast(comm_t *c, void *buf, size_t bytes, int root, traffic_t t) {
+  require_member(c, t, "comm_bcast");
+  double start = surge_now();
+  char *p = buf;
+  size_t off = 0;
+  // MPI counts are ints: more than INT_MAX bytes go as several broadcasts; 0 bytes is still one
+  // (empty) broadcast, so a bad root is reported the same way
+  do {
+    size_t len = bytes - off < (size_t)INT_MAX ? bytes - off : (size_t)INT_MAX;
+    check_mpi(MPI_Bcast(p + off, (int)len, MPI_BYTE, root, c->mpi), "MPI_Bcast", "comm_bcast");
+    off += len;
+  } while (off < bytes);
+  meter_add(c, t, (uint64_t)bytes, start);
+}
+
+void comm_gather_double(comm_t *c, const double *in, int count, double *out, int root, traffic_t t) {
+  require_member(c, t, "comm_gather_double");
+  if (count < 0) surge_runtime_error("comm_gather_double: negative count %d", count);
+  double start = surge_now();
+  // out is (size, count) on root, unused elsewhere
+  check_mpi(MPI_Gather(in, count, MPI_DOUBLE, out, count, MPI_DOUBLE, root, c->mpi), "MPI_Gather",
+            "comm_gather_double");
+  meter_add(c, t, (uint64_t)count * sizeof(double), start);
+}
+
+static int point_to_point_count(size_t n, const char *api_call) {
+  if (n > INT_MAX)
+    surge_runtime_error("%s: %zu floats is more than one MPI message holds (%d); split the transfer", api_call,
+                        n, INT_MAX);
+  return (int)n;
+}
+
+void comm_isend(comm_t *c, const float *buf, size_t n, int dest, int tag, traffic_t t, comm_request_t *r) {
+  require_member(c, t, "comm_isend");
+  int count = point_to_point_count(n, "comm_isend");
+  double start = surge_now();
+  check_mpi(MPI_Isend(buf, count, MPI_FLOAT, dest, tag, c->mpi, &r->req), "MPI_Isend", "comm_isend");
+  meter_add(c, t, (uint64_t)n * sizeof(float), start);
+}
+
+void comm_irecv(comm_t *c, float *buf, size_t n, int src, int tag, traffic_t t, comm_request_t *r) {
+  require_member(c, t, "comm_irecv");
+  int count = point_to_point_count(n, "comm_irecv");
+  double start = surge_now();
+  check_mpi(MPI_Irecv(buf, count, MPI_FLOAT, src, tag, c->mpi, &r->req), "MPI_Irecv", "comm_irecv");
+  meter_add(c, t, 0, start);
+}
+
+void comm_waitall(comm_t *c, comm_request_t *r, int n, traffic_t t) {
+  require_member(c, t, "comm_waitall");
+  double start = surge_now();
+  for (int i = 0; i < n; i++) {
+    check_mpi(MPI_Wait(&r[i].req, MPI_STATUS_IGNORE), "MPI_Wait", "comm_waitall");
+  }
+  meter_add(c, t, 0, start);
+}
+
+void comm_barrier(comm_t *c) {
+  require_member(c, TRAFFIC_OTHER, "comm_barrier");
+  double start = surge_now();
+  check_mpi(MPI_Barrier(c->mpi), "MPI_Barrier", "comm_barrier");
+  meter_add(c, TRAFFIC_OTHER, 0, start);
+}
+
+void comm_meter_total(comm_t *c, const comm_meter_t *local, comm_meter_t *total) {
+  require_member(c, TRAFFIC_OTHER, "comm_meter_total");
+  // counts is (2, TRAFFIC_COUNT): bytes then calls; local may be total itself
+  uint64_t counts[2 * TRAFFIC_COUNT];
+  double seconds[TRAFFIC_COUNT];
+  memcpy(counts, local->bytes, sizeof local->bytes);
+  memcpy(counts + TRAFFIC_COUNT, local->calls, sizeof local->calls);
+  memcpy(seconds, local->seconds, sizeof seconds);
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, counts, 2 * TRAFFIC_COUNT, MPI_UINT64_T, MPI_SUM, c->mpi),
+            "MPI_Allreduce", "comm_meter_total");
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, seconds, TRAFFIC_COUNT, MPI_DOUBLE, MPI_SUM, c->mpi), "MPI_Allreduce",
+            "comm_meter_total");
+  memcpy(total->bytes, counts, sizeof total->bytes);
+  memcpy(total->calls, counts + TRAFFIC_COUNT, sizeof total->calls);
+  memcpy(total->seconds, seconds, sizeof total->seconds);
+}

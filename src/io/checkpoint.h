@@ -1,0 +1,55 @@
+/* Checkpoints: the full training state in one HDF5 file per checkpoint, written collectively with
+ * parallel HDF5 (MPI-IO), chunked, compressed and checksummed, under a temporary name that is
+ * renamed when complete; the newest [checkpoint] keep are kept. Layout in doc/checkpoints.md.
+ *
+ * A checkpoint holds everything a restart needs to continue bit for bit: parameters, optimizer
+ * state, the step (the data cursor and the sampler's epoch follow from it and the seed), the seed,
+ * the format version and a fingerprint of the configuration that must not change across a restart
+ * ([model], [data] except test_samples, [train]). The rank count may change. */
+#ifndef SURGE_CHECKPOINT_H
+#define SURGE_CHECKPOINT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "comm/comm.h"
+#include "io/config.h"
+#include "nn/graph.h"
+
+#define CHECKPOINT_FORMAT_VERSION 1
+
+/* The state saved and restored, in HOST memory, every slab in g->params layout. */
+typedef struct ckpt_state {
+  const graph_t *g;
+  float *params;  /* g->params.total */
+  float *m, *v;   /* optimizer moment slabs, or NULL when the optimizer has none */
+  long opt_t;     /* optimizer steps taken */
+  long step;      /* training steps done */
+} ckpt_state_t;
+
+/* Fingerprint of the configuration a checkpoint belongs to (see above). */
+uint64_t checkpoint_fingerprint(const config_t *cfg);
+
+/* Collective over world: write dir/ckpt-<step 8 digits>.h5 (creating dir), then remove all but
+ * the newest cfg->ckpt_keep. Every rank passes the same state (data parallelism replicates it).
+ * Errors (disk full, unwritable dir) are runtime errors naming the file; the previous
+ * checkpoints stay intact. Returns nothing; the path written is put in `written` (may be NULL). */
+void checkpoint_write(const char *dir, const ckpt_state_t *s, const config_t *cfg, const char *deck_text,
+                      comm_t *world, char *written, size_t written_len);
+
+/* Whether this installation can write checkpoints with `compression` (a [checkpoint] compression
+ * value): 1, or 0 with the reason and the fix in why (e.g. the missing bitshuffle plugin). Lets a
+ * run refuse at start rather than at its first checkpoint. */
+int checkpoint_compression_available(const char *compression, char *why, size_t why_len);
+
+/* The newest complete checkpoint in dir (by step in the file name; temporary files never count):
+ * its path in `path` and 1, or 0 when there is none. Same answer on every rank. */
+int checkpoint_latest(const char *dir, char *path, size_t path_len, comm_t *world);
+
+/* Collective: read a checkpoint into s (whose g and buffers describe the current model). Refuses,
+ * with an input error naming the file and, where it applies, the dataset: a file that is not a
+ * Surge checkpoint, another format version, another model or configuration (fingerprint), a
+ * tensor missing or of another shape, a checksum mismatch, a truncated file. */
+void checkpoint_read(const char *path, ckpt_state_t *s, const config_t *cfg, comm_t *world);
+
+#endif

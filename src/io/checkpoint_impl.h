@@ -1,0 +1,147 @@
+/* Internals shared by the checkpoint files (io/checkpoint.h is the interface):
+ *   checkpoint_config.c  the canonical configuration text, its fingerprint and the first difference
+ *   checkpoint_files.c   file names, the directory scan, pruning, checkpoint_latest
+ *   checkpoint_h5.c      HDF5 pieces: error text, file access, dataset creation, attributes, CRC32
+ *   checkpoint_agree.c   one decision for all ranks after each step that can fail
+ *   checkpoint_layout.c  what the file holds: the attributes of / and the tensor groups
+ *   checkpoint.c         checkpoint_write
+ *   checkpoint_read.c    checkpoint_read */
+#ifndef SURGE_CHECKPOINT_IMPL_H
+#define SURGE_CHECKPOINT_IMPL_H
+
+#include <hdf5.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "comm/comm.h"
+#include "core/slab.h"
+#include "io/checkpoint.h"
+#include "io/config.h"
+
+#define CKPT_FORMAT_NAME "surge-checkpoint"
+#define CKPT_MSG 1024
+#define CKPT_PATH 4096
+
+/* ---- configuration (checkpoint_config.c) */
+
+/* "[section] key = value\n" for every key of [model], [data] (but test_samples) and [train], in
+ * schema order, values as deck text. malloc'd. */
+char *ckpt_config_text(const config_t *cfg);
+/* 64-bit FNV-1a of a NUL-terminated string. */
+uint64_t ckpt_fnv1a64(const char *s);
+/* Describe the first line where two configuration texts differ, e.g.
+ * "[train] lr = 0.1 in the checkpoint, 0.05 in this run". Returns 0 when they are identical. */
+int ckpt_config_first_diff(const char *stored, const char *now, char *out, size_t out_len);
+
+/* ---- files and directories (checkpoint_files.c) */
+
+/* dir/ckpt-<step, 8 digits>.h5, or the hidden temporary dir/.ckpt-<step>.h5.tmp. Errors when the
+ * path does not fit (runtime error naming it). */
+void ckpt_path(char *out, size_t out_len, const char *dir, long step, int temporary);
+/* The step of a file name that is exactly what ckpt_path writes (temporary or not), else -1. */
+long ckpt_name_step(const char *name, int temporary);
+/* mkdir -p. Returns 0, or -1 with errno set and the failing prefix in failed. */
+int ckpt_mkdirs(const char *dir, char *failed, size_t failed_len);
+/* On one rank: remove the checkpoints older than the newest `keep` (the one just written counts
+ * and is never removed; files with a higher step, left by another run, are not touched) and every
+ * temporary file but `written_step`'s. Only exact checkpoint names are ever removed. */
+void ckpt_prune(const char *dir, long written_step, int keep);
+
+/* ---- HDF5 (checkpoint_h5.c) */
+
+/* HDF5's automatic error printing is switched off between begin and end (restored after). */
+typedef struct ckpt_h5_quiet {
+  H5E_auto2_t func;
+  void *data;
+} ckpt_h5_quiet_t;
+void ckpt_h5_quiet_begin(ckpt_h5_quiet_t *q);
+void ckpt_h5_quiet_end(const ckpt_h5_quiet_t *q);
+/* The most specific message on HDF5's error stack (the innermost one, plus an MPI or system
+ * error text when one was recorded above it), e.g. "data error detected by Fletcher32 checksum";
+ * the stack is cleared. "unknown HDF5 error" when the stack is empty. */
+void ckpt_h5_error_text(char *out, size_t out_len);
+
+/* File access over the communicator with MPI-IO; transfer list for collective transfers. */
+hid_t ckpt_h5_fapl(const comm_t *world);
+hid_t ckpt_h5_dxpl_collective(void);
+
+/* Whether the filter of `compression` can encode here: 0, or -1 with why. */
+int ckpt_h5_compression_check(const char *compression, char *why, size_t why_len);
+/* Creation list of a tensor's dataset: chunks of about 1 MiB along the first dimension, the
+ * compression's filter, Fletcher32. Negative on failure. */
+hid_t ckpt_h5_dcpl(const slab_tensor_t *t, const char *compression);
+
+/* Attributes of an object. Writers return 0 or -1; readers return 0, or -1 when the attribute is
+ * missing or of another type (string readers: NUL-terminated, malloc'd, *out NULL on failure). */
+int ckpt_attr_write_string(hid_t obj, const char *name, const char *value);
+int ckpt_attr_write_i64(hid_t obj, const char *name, int64_t value);
+int ckpt_attr_write_u64(hid_t obj, const char *name, uint64_t value);
+int ckpt_attr_write_u32(hid_t obj, const char *name, uint32_t value);
+int ckpt_attr_read_string(hid_t obj, const char *name, char **out);
+int ckpt_attr_read_i64(hid_t obj, const char *name, int64_t *out);
+int ckpt_attr_read_u64(hid_t obj, const char *name, uint64_t *out);
+int ckpt_attr_read_u32(hid_t obj, const char *name, uint32_t *out);
+
+/* zlib CRC32 of n floats' bytes. */
+uint32_t ckpt_crc32_floats(const float *x, size_t n);
+/* zlib CRC32 of a string's bytes. */
+uint32_t ckpt_crc32_text(const char *s);
+
+/* ---- agreement (checkpoint_agree.c) */
+
+/* The first failure of a collective operation on this rank (message kept, later ones ignored). */
+typedef struct ckpt_status {
+  comm_t *world;
+  int failed;
+  int reporter; /* after ckpt_any_failed: the lowest failing rank, or -1 */
+  int alone;    /* after ckpt_any_failed: this rank failed and the others did not come to agree
+                   (stuck in a collective HDF5 call): clean up without collective calls */
+  char msg[CKPT_MSG];
+} ckpt_status_t;
+
+void ckpt_status_init(ckpt_status_t *st, comm_t *world);
+void ckpt_fail(ckpt_status_t *st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Collective: 1 when any rank has failed (the same answer everywhere), else 0. A rank that failed
+ * waits a few seconds at most; then it answers 1 with st->alone set. */
+int ckpt_any_failed(ckpt_status_t *st);
+/* Collective, after ckpt_any_failed said 1 and any cleanup was done: the lowest failing rank
+ * reports its message (surge_fail with exit_code); the other ranks wait until the job ends. */
+_Noreturn void ckpt_report(ckpt_status_t *st, int exit_code);
+
+/* ---- layout (checkpoint_layout.c) */
+
+/* The attributes of / (strings are borrowed when writing, malloc'd when read). */
+typedef struct ckpt_root {
+  char *format;           /* CKPT_FORMAT_NAME */
+  int64_t format_version; /* CHECKPOINT_FORMAT_VERSION */
+  char *model;            /* [model] zoo */
+  uint64_t fingerprint;   /* checkpoint_fingerprint */
+  char *config;           /* ckpt_config_text: what the fingerprint covers */
+  int64_t step, opt_t;
+  uint64_t seed;
+  int64_t global_batch, samples_seen; /* samples_seen = step * global_batch */
+  int64_t ranks;                      /* ranks that wrote the file */
+  char *created;                      /* ISO 8601 UTC */
+  char *compression;                  /* [checkpoint] compression */
+  char *deck;                         /* the resolved deck, for people */
+} ckpt_root_t;
+
+/* Write every attribute of r and "state_crc32" (CRC32 of all of them) on obj. 0 or -1 with the
+ * name of the attribute that failed in *failed. */
+int ckpt_root_write(hid_t obj, const ckpt_root_t *r, const char **failed);
+/* Read them back: 0, or -1 with the attribute that is missing or of another type in *failed, or
+ * -2 when they do not match their state_crc32. Free with ckpt_root_free (also after a failure). */
+int ckpt_root_read(hid_t obj, ckpt_root_t *r, const char **failed);
+void ckpt_root_free(ckpt_root_t *r);
+
+/* The groups of tensors a state has: "/params", then "/optim/m" and "/optim/v" where present. */
+typedef struct ckpt_region {
+  const char *group;
+  float *slab;
+} ckpt_region_t;
+int ckpt_regions(const ckpt_state_t *s, ckpt_region_t out[3]);
+
+/* Rows [lo, hi) of a tensor's first dimension that this rank writes. */
+void ckpt_share(const slab_tensor_t *t, const comm_t *world, size_t *lo, size_t *hi);
+
+#endif

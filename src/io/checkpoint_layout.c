@@ -1,0 +1,107 @@
+/* What a checkpoint file holds besides the tensors: the attributes of /, described once in a
+ * table that drives writing, reading and their CRC32, and the tensor groups of a state. */
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "io/checkpoint_impl.h"
+#include "io/strbuf.h"
+
+typedef enum { ATTR_STRING, ATTR_I64, ATTR_U64 } attr_kind_t;
+
+typedef struct root_attr {
+  const char *name;
+  attr_kind_t kind;
+  size_t offset; /* of the field in ckpt_root_t */
+} root_attr_t;
+
+#define ROOT_ATTR(field, kind) {#field, kind, offsetof(ckpt_root_t, field)}
+static const root_attr_t root_attrs[] = {
+    ROOT_ATTR(format, ATTR_STRING),  ROOT_ATTR(format_version, ATTR_I64), ROOT_ATTR(model, ATTR_STRING),
+    ROOT_ATTR(fingerprint, ATTR_U64), ROOT_ATTR(config, ATTR_STRING),      ROOT_ATTR(step, ATTR_I64),
+    ROOT_ATTR(opt_t, ATTR_I64),       ROOT_ATTR(seed, ATTR_U64),           ROOT_ATTR(global_batch, ATTR_I64),
+    ROOT_ATTR(samples_seen, ATTR_I64), ROOT_ATTR(ranks, ATTR_I64),         ROOT_ATTR(created, ATTR_STRING),
+    ROOT_ATTR(compression, ATTR_STRING), ROOT_ATTR(deck, ATTR_STRING),
+};
+enum { NROOT_ATTRS = sizeof root_attrs / sizeof root_attrs[0] };
+#define STATE_CRC_ATTR "state_crc32"
+
+static void *field(const ckpt_root_t *r, const root_attr_t *a) { return (char *)r + a->offset; }
+
+/* CRC32 of "name=value\n" for every attribute, in table order. */
+static uint32_t root_crc(const ckpt_root_t *r) {
+  strbuf_t text = STRBUF_INIT;
+  for (int i = 0; i < NROOT_ATTRS; i++) {
+    const root_attr_t *a = &root_attrs[i];
+    const void *f = field(r, a);
+    sb_printf(&text, "%s=", a->name);
+    if (a->kind == ATTR_STRING)
+      sb_puts(&text, *(char *const *)f);
+    else if (a->kind == ATTR_I64)
+      sb_printf(&text, "%lld", (long long)*(const int64_t *)f);
+    else
+      sb_printf(&text, "%llu", (unsigned long long)*(const uint64_t *)f);
+    sb_putc(&text, '\n');
+  }
+  uint32_t crc = ckpt_crc32_text(sb_str(&text));
+  sb_free(&text);
+  return crc;
+}
+
+int ckpt_root_write(hid_t obj, const ckpt_root_t *r, const char **failed) {
+  for (int i = 0; i < NROOT_ATTRS; i++) {
+    const root_attr_t *a = &root_attrs[i];
+    const void *f = field(r, a);
+    int rc = a->kind == ATTR_STRING ? ckpt_attr_write_string(obj, a->name, *(char *const *)f)
+             : a->kind == ATTR_I64  ? ckpt_attr_write_i64(obj, a->name, *(const int64_t *)f)
+                                    : ckpt_attr_write_u64(obj, a->name, *(const uint64_t *)f);
+    if (rc != 0) {
+      *failed = a->name;
+      return -1;
+    }
+  }
+  *failed = STATE_CRC_ATTR;
+  return ckpt_attr_write_u32(obj, STATE_CRC_ATTR, root_crc(r));
+}
+
+int ckpt_root_read(hid_t obj, ckpt_root_t *r, const char **failed) {
+  memset(r, 0, sizeof *r);
+  for (int i = 0; i < NROOT_ATTRS; i++) {
+    const root_attr_t *a = &root_attrs[i];
+    void *f = field(r, a);
+    int rc = a->kind == ATTR_STRING ? ckpt_attr_read_string(obj, a->name, (char **)f)
+             : a->kind == ATTR_I64  ? ckpt_attr_read_i64(obj, a->name, (int64_t *)f)
+                                    : ckpt_attr_read_u64(obj, a->name, (uint64_t *)f);
+    if (rc != 0) {
+      *failed = a->name;
+      return -1;
+    }
+  }
+  uint32_t stored;
+  *failed = STATE_CRC_ATTR;
+  if (ckpt_attr_read_u32(obj, STATE_CRC_ATTR, &stored) != 0) return -1;
+  return stored == root_crc(r) ? 0 : -2;
+}
+
+void ckpt_root_free(ckpt_root_t *r) {
+  for (int i = 0; i < NROOT_ATTRS; i++)
+    if (root_attrs[i].kind == ATTR_STRING) {
+      char **s = field(r, &root_attrs[i]);
+      free(*s);
+      *s = NULL;
+    }
+}
+
+int ckpt_regions(const ckpt_state_t *s, ckpt_region_t out[3]) {
+  int n = 0;
+  out[n++] = (ckpt_region_t){"/params", s->params};
+  if (s->m) out[n++] = (ckpt_region_t){"/optim/m", s->m};
+  if (s->v) out[n++] = (ckpt_region_t){"/optim/v", s->v};
+  return n;
+}
+
+void ckpt_share(const slab_tensor_t *t, const comm_t *world, size_t *lo, size_t *hi) {
+  size_t rows = (size_t)t->d[0];
+  *lo = rows * (size_t)world->rank / (size_t)world->size;
+  *hi = rows * (size_t)(world->rank + 1) / (size_t)world->size;
+}

@@ -1,0 +1,229 @@
+/* checkpoint_read: open the file collectively, trust nothing in it until checked (what it is, its
+ * format version, the checksum of its attributes, the model and configuration it belongs to, every
+ * tensor's presence, type and shape), then read every tensor on every rank (the state is
+ * replicated) and verify its CRC32. Any failure is one input error naming the file and, where it
+ * applies, the dataset; the job then exits, so a partly read state is never used. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "core/error.h"
+#include "io/checkpoint.h"
+#include "io/checkpoint_impl.h"
+
+#define DAMAGED "the file is damaged; remove it to resume from an earlier checkpoint"
+#define REFUSED                                                                                                  \
+  "refusing to resume (hint: resume with the deck it was written with, or start the run in another "            \
+  "[checkpoint] dir)"
+
+typedef struct reader {
+  const char *path;
+  comm_t *world;
+  ckpt_status_t st;
+  hid_t file, dxpl, group, dset; /* what is open (-1: nothing) */
+} reader_t;
+
+/* Collective: when any rank failed, close what is open and report. Every rank reaches the same
+ * agreement points, so none is left alone in a collective call. */
+static void agree_or_refuse(reader_t *r) {
+  if (!ckpt_any_failed(&r->st)) return;
+  if (r->st.alone) ckpt_report(&r->st, SURGE_EXIT_INPUT); // the others are stuck in HDF5: no closing
+  if (r->dset >= 0) H5Dclose(r->dset);
+  if (r->group >= 0) H5Gclose(r->group);
+  if (r->dxpl >= 0) H5Pclose(r->dxpl);
+  if (r->file >= 0) H5Fclose(r->file);
+  H5Eclear2(H5E_DEFAULT);
+  ckpt_report(&r->st, SURGE_EXIT_INPUT);
+}
+
+/* Why H5Fopen failed, said for people. */
+static void fail_open(reader_t *r) {
+  char why[512];
+  ckpt_h5_error_text(why, sizeof why);
+  struct stat sb;
+  if (stat(r->path, &sb) != 0)
+    ckpt_fail(&r->st, "%s: cannot open checkpoint: %s", r->path, strerror(errno));
+  else if (!S_ISREG(sb.st_mode))
+    ckpt_fail(&r->st, "%s: cannot open checkpoint: not a regular file", r->path);
+  else if (strstr(why, "truncated"))
+    ckpt_fail(&r->st, "%s: the file is truncated (HDF5: %s): it was not written completely; remove it to resume "
+                      "from an earlier checkpoint",
+              r->path, why);
+  else if (strstr(why, "signature"))
+    ckpt_fail(&r->st, "%s: not an HDF5 file, so not a Surge checkpoint (HDF5: %s)", r->path, why);
+  else
+    ckpt_fail(&r->st, "%s: cannot open as HDF5 (%s): %s", r->path, why, DAMAGED);
+}
+
+/* What the file is and which run it belongs to; fills step and opt_t. */
+static void check_root(reader_t *r, const config_t *cfg, long *step, long *opt_t) {
+  char *format = NULL;
+  int64_t version = 0;
+  if (ckpt_attr_read_string(r->file, "format", &format) != 0 || strcmp(format, CKPT_FORMAT_NAME) != 0)
+    ckpt_fail(&r->st, "%s: not a Surge checkpoint (no attribute format = \"%s\" on /)", r->path, CKPT_FORMAT_NAME);
+  else if (ckpt_attr_read_i64(r->file, "format_version", &version) != 0)
+    ckpt_fail(&r->st, "%s: attribute format_version of / is missing or not an integer (%s)", r->path, DAMAGED);
+  else if (version != CHECKPOINT_FORMAT_VERSION)
+    ckpt_fail(&r->st, "%s: checkpoint format version %lld; this Surge reads version %d", r->path,
+              (long long)version, CHECKPOINT_FORMAT_VERSION);
+  free(format);
+  if (r->st.failed) return;
+
+  ckpt_root_t root;
+  const char *attr;
+  int rc = ckpt_root_read(r->file, &root, &attr);
+  char *config = ckpt_config_text(cfg), diff[512];
+  if (rc == -1)
+    ckpt_fail(&r->st, "%s: attribute %s of / is missing or of another type (%s)", r->path, attr, DAMAGED);
+  else if (rc == -2)
+    ckpt_fail(&r->st, "%s: attributes of /: checksum mismatch (%s)", r->path, DAMAGED);
+  else if (strcmp(root.model, cfg->zoo) != 0)
+    ckpt_fail(&r->st, "%s was written by model %s, this run's [model] zoo is %s: %s", r->path, root.model, cfg->zoo,
+              REFUSED);
+  else if (root.fingerprint != ckpt_fnv1a64(config)) {
+    if (!ckpt_config_first_diff(root.config, config, diff, sizeof diff))
+      snprintf(diff, sizeof diff, "fingerprint %016llx, this run %016llx", (unsigned long long)root.fingerprint,
+               (unsigned long long)ckpt_fnv1a64(config));
+    ckpt_fail(&r->st, "%s was written by another configuration (%s): %s", r->path, diff, REFUSED);
+  } else if (root.seed != cfg->seed)
+    ckpt_fail(&r->st, "%s was written by another configuration ([run] seed is %llu in the checkpoint, %llu in this "
+                      "run: the data order would differ): %s",
+              r->path, (unsigned long long)root.seed, (unsigned long long)cfg->seed, REFUSED);
+  else if (root.step < 0 || root.opt_t < 0)
+    ckpt_fail(&r->st, "%s: negative step %lld or opt_t %lld (%s)", r->path, (long long)root.step,
+              (long long)root.opt_t, DAMAGED);
+  *step = (long)root.step;
+  *opt_t = (long)root.opt_t;
+  free(config);
+  ckpt_root_free(&root);
+}
+
+static void shape_text(char *out, size_t len, int ndim, const hsize_t *d) {
+  int n = snprintf(out, len, "(");
+  for (int i = 0; i < ndim && n > 0 && (size_t)n < len; i++)
+    n += snprintf(out + n, len - (size_t)n, "%s%llu", i ? "," : "", (unsigned long long)d[i]);
+  if (n > 0 && (size_t)n < len) snprintf(out + n, len - (size_t)n, ")");
+}
+
+/* Type float32 and the model's shape, or a failure naming what the file has. */
+static void check_dataset(reader_t *r, hid_t dset, const char *what, const slab_tensor_t *t) {
+  hid_t type = H5Dget_type(dset), space = H5Dget_space(dset);
+  hsize_t dims[H5S_MAX_RANK], want[SLAB_MAX_DIMS];
+  int ndim = space < 0 ? -1 : H5Sget_simple_extent_ndims(space);
+  if (ndim > 0 && ndim <= H5S_MAX_RANK) H5Sget_simple_extent_dims(space, dims, NULL);
+  int same = ndim == t->ndim;
+  for (int i = 0; i < t->ndim; i++) {
+    want[i] = (hsize_t)t->d[i];
+    same = same && dims[i] == want[i];
+  }
+  if (type < 0 || H5Tget_class(type) != H5T_FLOAT || H5Tget_size(type) != sizeof(float))
+    ckpt_fail(&r->st, "%s: %s: not float32 data (%s)", r->path, what, DAMAGED);
+  else if (ndim < 0 || ndim > H5S_MAX_RANK)
+    ckpt_fail(&r->st, "%s: %s: unreadable shape (%s)", r->path, what, DAMAGED);
+  else if (!same) {
+    char have[128], need[128];
+    shape_text(have, sizeof have, ndim, dims);
+    shape_text(need, sizeof need, t->ndim, want);
+    ckpt_fail(&r->st, "%s: %s: shape %s in the checkpoint, %s in this model: %s", r->path, what, have, need,
+              REFUSED);
+  }
+  if (type >= 0) H5Tclose(type);
+  if (space >= 0) H5Sclose(space);
+}
+
+/* Collective: tensor t of the open group into the slab, checked and verified. */
+static void read_tensor(reader_t *r, const char *group_name, const slab_tensor_t *t, float *slab) {
+  char what[256], why[512];
+  snprintf(what, sizeof what, "%s/%s", group_name, t->name);
+  if (H5Lexists(r->group, t->name, H5P_DEFAULT) <= 0)
+    ckpt_fail(&r->st, "%s: %s: missing (the checkpoint is of another model): %s", r->path, what, REFUSED);
+  else if ((r->dset = H5Dopen2(r->group, t->name, H5P_DEFAULT)) < 0) {
+    ckpt_h5_error_text(why, sizeof why);
+    ckpt_fail(&r->st, "%s: %s: cannot open (%s): %s", r->path, what, why, DAMAGED);
+  } else
+    check_dataset(r, r->dset, what, t);
+  agree_or_refuse(r);
+
+  uint32_t stored;
+  if (H5Dread(r->dset, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, r->dxpl, slab + t->off) < 0) {
+    ckpt_h5_error_text(why, sizeof why);
+    ckpt_fail(&r->st, "%s: %s: cannot read (%s): %s", r->path, what, why, DAMAGED);
+  } else if (ckpt_attr_read_u32(r->dset, "crc32", &stored) != 0)
+    ckpt_fail(&r->st, "%s: %s: attribute crc32 is missing (%s)", r->path, what, DAMAGED);
+  else if (stored != ckpt_crc32_floats(slab + t->off, t->n))
+    ckpt_fail(&r->st, "%s: %s: checksum mismatch (%s)", r->path, what, DAMAGED);
+  agree_or_refuse(r);
+  H5Dclose(r->dset);
+  r->dset = -1;
+}
+
+/* Whether every group along an absolute path exists ("/optim/m": "/optim", then "/optim/m"). */
+static int path_exists(hid_t file, const char *path) {
+  char prefix[64];
+  for (const char *p = path + 1;; p++)
+    if (*p == '/' || *p == '\0') {
+      snprintf(prefix, sizeof prefix, "%.*s", (int)(p - path), path);
+      if (H5Lexists(file, prefix, H5P_DEFAULT) <= 0) return 0;
+      if (*p == '\0') return 1;
+    }
+}
+
+/* Collective: every tensor of a region, and nothing more in its group. */
+static void read_region(reader_t *r, const graph_t *g, const ckpt_region_t *reg) {
+  H5G_info_t info;
+  if (!path_exists(r->file, reg->group))
+    ckpt_fail(&r->st, "%s: %s: missing (the checkpoint has no such optimizer state): %s", r->path, reg->group,
+              REFUSED);
+  else if ((r->group = H5Gopen2(r->file, reg->group, H5P_DEFAULT)) < 0 || H5Gget_info(r->group, &info) < 0)
+    ckpt_fail(&r->st, "%s: %s: cannot open the group (%s)", r->path, reg->group, DAMAGED);
+  else if (info.nlinks != (hsize_t)g->params.n)
+    ckpt_fail(&r->st, "%s: %s holds %llu tensors, this model %d: %s", r->path, reg->group,
+              (unsigned long long)info.nlinks, g->params.n, REFUSED);
+  agree_or_refuse(r);
+  for (int i = 0; i < g->params.n; i++) read_tensor(r, reg->group, &g->params.t[i], reg->slab);
+  H5Gclose(r->group);
+  r->group = -1;
+}
+
+/* A state without optimizer moments cannot take a checkpoint that has them, and the reverse. */
+static void check_optimizer_groups(reader_t *r, const ckpt_state_t *s) {
+  const char *groups[2] = {"/optim/m", "/optim/v"};
+  const float *slabs[2] = {s->m, s->v};
+  for (int i = 0; i < 2; i++)
+    if (!slabs[i] && path_exists(r->file, groups[i]))
+      ckpt_fail(&r->st, "%s: %s: optimizer state this run's optimizer does not have: %s", r->path, groups[i],
+                REFUSED);
+}
+
+void checkpoint_read(const char *path, ckpt_state_t *s, const config_t *cfg, comm_t *world) {
+  ckpt_h5_quiet_t quiet;
+  ckpt_h5_quiet_begin(&quiet);
+  reader_t r = {.path = path, .world = world, .file = -1, .dxpl = -1, .group = -1, .dset = -1};
+  ckpt_status_init(&r.st, world);
+
+  hid_t fapl = ckpt_h5_fapl(world);
+  r.dxpl = ckpt_h5_dxpl_collective();
+  r.file = fapl < 0 || r.dxpl < 0 ? -1 : H5Fopen(path, H5F_ACC_RDONLY, fapl);
+  if (r.file < 0) fail_open(&r); // before any other call clears HDF5's error stack
+  if (fapl >= 0) H5Pclose(fapl);
+  agree_or_refuse(&r);
+
+  long step = 0, opt_t = 0;
+  check_root(&r, cfg, &step, &opt_t);
+  if (!r.st.failed) check_optimizer_groups(&r, s);
+  agree_or_refuse(&r);
+
+  ckpt_region_t regions[3];
+  int nregions = ckpt_regions(s, regions);
+  for (int i = 0; i < nregions; i++) read_region(&r, s->g, &regions[i]);
+
+  if (H5Fclose(r.file) < 0) ckpt_fail(&r.st, "%s: cannot close (%s)", path, DAMAGED);
+  r.file = -1;
+  agree_or_refuse(&r);
+  H5Pclose(r.dxpl);
+  ckpt_h5_quiet_end(&quiet);
+  s->step = step;
+  s->opt_t = opt_t;
+}

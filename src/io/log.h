@@ -1,0 +1,55 @@
+/* The HDF5 metrics log of a run (layout in doc/formats.md). Rank 0 writes the file; the per-step
+ * call is collective because it gathers every rank's phase times. The file is readable while the
+ * run goes (flushed every [log] flush_every steps) and after a kill (up to the last flush). */
+#ifndef SURGE_LOG_H
+#define SURGE_LOG_H
+
+#include <stdint.h>
+
+#include "comm/comm.h"
+#include "io/config.h"
+#include "nn/graph.h"
+
+/* Per-rank phases of a step, in seconds. */
+typedef enum log_phase {
+  PHASE_DATA = 0,  /* fetching the batch */
+  PHASE_FORWARD,   /* forward + loss */
+  PHASE_BACKWARD,
+  PHASE_COMM,      /* inside collectives (gradient allreduce, metric reductions) */
+  PHASE_WAIT,      /* waiting for the slowest rank before the gradient allreduce */
+  PHASE_OPTIMIZER, /* clipping + optimizer update */
+  PHASE_COUNT
+} log_phase_t;
+
+/* "data", "forward", "backward", "comm", "wait", "optimizer". */
+const char *log_phase_name(log_phase_t p);
+
+typedef struct log_row {
+  long step;              /* steps completed after this one (1-based) */
+  double loss;            /* mean over the global batch */
+  double lr;
+  double grad_norm;       /* before clipping */
+  double step_sec;        /* wall time of the step (slowest rank) */
+  double samples_per_sec; /* global batch / step_sec */
+  uint64_t bytes[TRAFFIC_COUNT]; /* bytes moved in this step, summed over ranks */
+  double phase[PHASE_COUNT];     /* THIS rank's phase times (the log gathers them) */
+} log_row_t;
+
+typedef struct run_log run_log_t;
+
+/* Collective over world. Create the log (or, when resume_step >= 0, reopen it and drop rows after
+ * resume_step so a resumed run continues the series). Stores the /run attributes (program,
+ * version, ranks, layout, start time, model, parameter count) and the resolved deck text. Errors
+ * (unwritable path, an existing file that is not a Surge log) name the path. */
+run_log_t *run_log_open(const char *path, const config_t *cfg, const char *deck_text, const graph_t *g,
+                        comm_t *world, long resume_step);
+/* Collective: append one step. */
+void run_log_step(run_log_t *log, const log_row_t *row);
+/* Collective (rank 0 writes): an evaluation result. accuracy is a fraction. */
+void run_log_eval(run_log_t *log, long step, double loss, double accuracy);
+/* Collective: a free-form event ("checkpoint written", "stopped by SIGTERM") at a step. */
+void run_log_event(run_log_t *log, long step, const char *text);
+/* Collective: flush and close. */
+void run_log_close(run_log_t *log);
+
+#endif

@@ -1,0 +1,81 @@
+/* HDF5 building blocks of the metrics log (io/log.h): growing datasets ("series", one row per
+ * logged step or event), attributes, and failures that name the file and the HDF5 path. Used by
+ * rank 0 alone. Every HDF5 call is checked; a failure is a runtime error
+ * "FILE: cannot WHAT HDF5PATH (HDF5: innermost reason)". */
+#ifndef SURGE_LOG_H5_H
+#define SURGE_LOG_H5_H
+
+#include <hdf5.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* HDF5 prints its whole error stack on every failed call unless told not to. Between begin and
+ * end it stays quiet, and failures are reported by h5_fail with HDF5's innermost reason. */
+typedef struct h5_quiet {
+  H5E_auto2_t func;
+  void *data;
+} h5_quiet_t;
+h5_quiet_t h5_quiet_begin(void);
+void h5_quiet_end(h5_quiet_t q);
+
+/* Runtime error "file: cannot what h5path (HDF5: reason)". */
+_Noreturn void h5_fail(const char *file, const char *what, const char *h5path);
+/* An hid_t or herr_t result: negative fails with h5_fail, otherwise it is returned. */
+hid_t h5_check(hid_t result, const char *file, const char *what, const char *h5path);
+
+/* Attributes of obj (whose HDF5 path is obj_path, for messages); put replaces an existing one. */
+void h5_attr_put_string(hid_t obj, const char *obj_path, const char *name, const char *value, const char *file);
+void h5_attr_put_int64(hid_t obj, const char *obj_path, const char *name, int64_t value, const char *file);
+/* A string attribute into buf (truncated to n-1 characters); 0 when obj has no such attribute. */
+int h5_attr_get_string(hid_t obj, const char *obj_path, const char *name, char *buf, size_t n, const char *file);
+/* Replace (or create) a scalar string dataset loc/name holding text. */
+void h5_text_put(hid_t loc, const char *loc_path, const char *name, const char *text, const char *file);
+
+/* An extendible, chunked dataset that grows by one row per append: 1-D (rows) or 2-D (rows, cols)
+ * with both dimensions extendible. Appended rows wait in memory until h5_series_write_pending
+ * stores them all with one extent change and one write. Values travel in memory as mem_type (not
+ * owned); a string series (variable-length mem_type) copies the strings it is given. */
+typedef struct h5_series {
+  hid_t d;
+  hid_t mem_type;
+  size_t value_size;      /* bytes of one value in memory */
+  int is_string;          /* values are char *, owned while pending */
+  int ndims;              /* 1 or 2 */
+  hsize_t rows, cols;     /* extent in the file; cols is 1 for a 1-D series */
+  unsigned char *pending; /* (npending, cols) values not yet in the file */
+  hsize_t npending, cap;  /* rows pending, rows the buffer holds */
+  char path[128];         /* HDF5 path, for messages */
+  const char *file;       /* file name, for messages (not owned) */
+} h5_series_t;
+
+typedef struct h5_series_kind {
+  hid_t file_type, mem_type; /* stored type, in-memory type */
+  const void *fill;          /* fill value in mem_type (rows or columns never written), or NULL */
+} h5_series_kind_t;
+
+/* Create loc/name (loc's path is loc_path) with `units` and `description` attributes: 1-D when
+ * cols == 0, otherwise 2-D (0, cols). */
+void h5_series_create(h5_series_t *s, const char *file, hid_t loc, const char *loc_path, const char *name,
+                      h5_series_kind_t kind, hsize_t cols, const char *units, const char *description);
+/* Open an existing series; a missing or malformed dataset is an input error naming it. */
+void h5_series_open(h5_series_t *s, const char *file, hid_t loc, const char *loc_path, const char *name,
+                    hid_t mem_type);
+/* Rows so far: in the file and pending. */
+static inline hsize_t h5_series_length(const h5_series_t *s) { return s->rows + s->npending; }
+/* Append one row of cols values (one value for a 1-D series; a const char * for a string series). */
+void h5_series_append(h5_series_t *s, const void *row);
+/* Store the pending rows in the file. */
+void h5_series_write_pending(h5_series_t *s);
+/* Keep the first `rows` rows (rows <= the length; pending rows are stored first). */
+void h5_series_truncate(h5_series_t *s, hsize_t rows);
+/* Grow a 2-D series to `cols` columns (new cells hold the fill value; no rows may be pending). */
+void h5_series_widen(h5_series_t *s, hsize_t cols);
+/* All values of a 1-D int64 series (h5_series_length of them; free the result). */
+int64_t *h5_series_read_int64(h5_series_t *s);
+/* Make s a dimension scale called `name`, and attach it to dimension `dim` of t. */
+void h5_series_make_scale(h5_series_t *s, const char *name);
+void h5_series_attach_scale(h5_series_t *t, h5_series_t *scale, unsigned dim);
+/* Store the pending rows and close. */
+void h5_series_close(h5_series_t *s);
+
+#endif

@@ -1,0 +1,553 @@
+/* Checkpoints (io/checkpoint.h). An MPI program with several modes; tests/test_checkpoint.sh runs
+ * them on 1, 2 and 4 ranks and checks the failing ones (exit code and the one-line message) from
+ * the outside, since a process that must exit cannot be forked inside an MPI job.
+ *
+ *   test_checkpoint roundtrip DIR              TAP: write/read bit for bit with every compression,
+ *                                              the file's layout, reads of checkpoints that runs
+ *                                              on other rank counts left in DIR/xrank, pruning,
+ *                                              checkpoint_latest
+ *   test_checkpoint write DIR STEP [OPTS]      write the test state of STEP (prints the path)
+ *   test_checkpoint read PATH [OPTS]           read it and compare with the test state of its step
+ *   test_checkpoint latest DIR                 print checkpoint_latest's answer ("none")
+ *   test_checkpoint damage IN OUT KIND         damaged copy (one rank): flip | tamper | attr |
+ *                                              truncate | scramble
+ * OPTS: -D section.key=value (the run's deck), -G section.key=value (the model's graph only, to
+ * make a shape differ), --pidfile FILE (write this process's id first). */
+#include <float.h>
+#include <hdf5.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "comm/comm.h"
+#include "core/error.h"
+#include "core/rng.h"
+#include "core/slab.h"
+#include "io/checkpoint.h"
+#include "io/deck.h"
+#include "nn/zoo.h"
+#include "tap.h"
+
+enum { INPUT = 500, CLASSES = 3, MAX_OPTS = 16 };
+
+/* The model: fc1 (600,500) spans two ~1 MiB chunks; fc2 (1,600) and its bias (1) leave ranks with
+ * no rows to write (empty selections). */
+static const char *const base_deck = "[run]\n"
+                                     "seed = 5\n"
+                                     "[model]\n"
+                                     "zoo = mlp\n"
+                                     "mlp_hidden = 600,1\n"
+                                     "[data]\n"
+                                     "source = synthetic\n"
+                                     "[train]\n"
+                                     "optimizer = adamw\n"
+                                     "lr = 0.001\n"
+                                     "global_batch = 16\n"
+                                     "[checkpoint]\n"
+                                     "compression = none\n"
+                                     "keep = 3\n";
+static const char *const compressions[] = {"shuffle-deflate", "bitshuffle-lz4", "none"};
+
+static comm_t world;
+
+/* ---- the test state */
+
+typedef struct test_run {
+  config_t cfg;
+  graph_t g;
+  ckpt_state_t s;
+} test_run_t;
+
+/* cfg from the base deck with overrides; the graph from cfg with graph_ov applied on top. */
+static void run_init(test_run_t *t, int nov, char **ov, int ngraph, char **graph_ov) {
+  char *all[2 * MAX_OPTS];
+  for (int i = 0; i < nov; i++) all[i] = ov[i];
+  for (int i = 0; i < ngraph; i++) all[nov + i] = graph_ov[i];
+  config_t graph_cfg;
+  deck_parse(base_deck, "test.deck", nov, ov, &t->cfg, NULL);
+  deck_parse(base_deck, "test.deck", nov + ngraph, all, &graph_cfg, NULL);
+  char err[256];
+  memset(&t->g, 0, sizeof t->g);
+  if (zoo_build(&graph_cfg, shape3(1, 20, INPUT / 20), CLASSES, &t->g, err, sizeof err) != 0) {
+    fprintf(stderr, "test_checkpoint: %s\n", err);
+    exit(99);
+  }
+  t->s = (ckpt_state_t){.g = &t->g, .params = slab_alloc(&t->g.params)};
+  if (strcmp(t->cfg.optimizer, "adamw") == 0) {
+    t->s.m = slab_alloc(&t->g.params);
+    t->s.v = slab_alloc(&t->g.params);
+  }
+}
+
+static void run_free(test_run_t *t) {
+  slab_free(t->s.params);
+  slab_free(t->s.m);
+  slab_free(t->s.v);
+  graph_free(&t->g);
+}
+
+/* The state of a step: N(0, 0.02) values from a stream of (step, slab), v positive, and in the
+ * parameters the values a lossy or converting path would change: -0, a denormal, the extremes,
+ * infinity and a NaN with a payload. */
+static void state_fill(ckpt_state_t *s, long step) {
+  float *slabs[3] = {s->params, s->m, s->v};
+  size_t n = s->g->params.total;
+  for (int k = 0; k < 3; k++) {
+    if (!slabs[k]) continue;
+    rng_t r;
+    rng_seed_stream(&r, 1234, (uint64_t)step, (uint64_t)k);
+    rng_fill_normal(&r, slabs[k], n, 0.0f, 0.02f);
+    if (k == 2)
+      for (size_t i = 0; i < n; i++) slabs[k][i] *= slabs[k][i];
+  }
+  uint32_t nan_bits = 0x7fc12345u;
+  float specials[6] = {-0.0f, 1e-40f, FLT_MAX, -FLT_MIN, INFINITY, 0};
+  memcpy(&specials[5], &nan_bits, sizeof nan_bits);
+  for (int i = 0; i < 6 && (size_t)i < n; i++) s->params[i * 7] = specials[i];
+  s->step = step;
+  s->opt_t = 3 * step + 1;
+}
+
+static void state_zero(ckpt_state_t *s) {
+  size_t bytes = s->g->params.total * sizeof(float);
+  memset(s->params, 0, bytes);
+  if (s->m) memset(s->m, 0, bytes);
+  if (s->v) memset(s->v, 0, bytes);
+  s->step = s->opt_t = -1;
+}
+
+/* Bit for bit, every slab, step and opt_t. */
+static int state_equal(const ckpt_state_t *a, const ckpt_state_t *b) {
+  size_t bytes = a->g->params.total * sizeof(float);
+  return memcmp(a->params, b->params, bytes) == 0 && (!a->m || memcmp(a->m, b->m, bytes) == 0) &&
+         (!a->v || memcmp(a->v, b->v, bytes) == 0) && a->step == b->step && a->opt_t == b->opt_t;
+}
+
+/* The largest parameter tensor (the one damaged). */
+static const slab_tensor_t *largest_tensor(const graph_t *g) {
+  const slab_tensor_t *best = &g->params.t[0];
+  for (int i = 1; i < g->params.n; i++)
+    if (g->params.t[i].n > best->n) best = &g->params.t[i];
+  return best;
+}
+
+/* ---- checks that hold on every rank, reported once by rank 0 */
+
+static int check(int cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int check(int cond, const char *fmt, ...) {
+  double failed = cond ? 0 : 1;
+  comm_allreduce_max_double(&world, &failed, 1, TRAFFIC_OTHER);
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  if (world.rank == 0) tap_ok(failed == 0, "%s", msg);
+  return failed == 0;
+}
+
+static int exists(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0;
+}
+
+static void touch(const char *dir, const char *name) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  FILE *f = fopen(path, "w");
+  if (!f) {
+    perror(path);
+    exit(99);
+  }
+  fputs("not a checkpoint\n", f);
+  fclose(f);
+}
+
+static void make_dir(const char *path) {
+  if (mkdir(path, 0777) != 0 && !exists(path)) {
+    perror(path);
+    exit(99);
+  }
+}
+
+/* The names in dir (not . and ..), sorted, joined by blanks. */
+static void listing(const char *dir, char *out, size_t len) {
+  char cmd[4200];
+  snprintf(cmd, sizeof cmd, "ls -A '%s' | tr '\\n' ' '", dir);
+  FILE *p = popen(cmd, "r");
+  out[0] = '\0';
+  if (p) {
+    if (!fgets(out, (int)len, p)) out[0] = '\0';
+    pclose(p);
+  }
+}
+
+/* ---- the file's layout, read directly (rank 0, serial access) */
+
+/* Filter ids of /params/<name>, in pipeline order; returns the count. */
+static int dataset_filters(const char *path, const char *name, int *ids, int max) {
+  char dset_path[256];
+  snprintf(dset_path, sizeof dset_path, "/params/%s", name);
+  hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+  hid_t d = f < 0 ? -1 : H5Dopen2(f, dset_path, H5P_DEFAULT);
+  hid_t dcpl = d < 0 ? -1 : H5Dget_create_plist(d);
+  int n = dcpl < 0 ? -1 : H5Pget_nfilters(dcpl);
+  for (int i = 0; i < n && i < max; i++) {
+    unsigned flags, cd[8];
+    size_t ncd = 8;
+    char fname[64];
+    ids[i] = (int)H5Pget_filter2(dcpl, (unsigned)i, &flags, &ncd, cd, sizeof fname, fname, NULL);
+  }
+  if (dcpl >= 0) H5Pclose(dcpl);
+  if (d >= 0) H5Dclose(d);
+  if (f >= 0) H5Fclose(f);
+  return n;
+}
+
+static int64_t root_attr_i64(const char *path, const char *name) {
+  int64_t v = -1;
+  hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+  hid_t a = f < 0 ? -1 : H5Aopen(f, name, H5P_DEFAULT);
+  if (a >= 0) H5Aread(a, H5T_NATIVE_INT64, &v);
+  if (a >= 0) H5Aclose(a);
+  if (f >= 0) H5Fclose(f);
+  return v;
+}
+
+static long file_size(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0 ? (long)st.st_size : -1;
+}
+
+/* ---- roundtrip mode */
+
+static void test_compression(const char *top, const char *compression) {
+  char why[512], dir[4096], written[4096], latest[4096], tmp[4200];
+  if (!checkpoint_compression_available(compression, why, sizeof why)) {
+    if (world.rank == 0) tap_ok(1, "%s round trip # SKIP %s", compression, why);
+    return;
+  }
+  char ov[64];
+  snprintf(ov, sizeof ov, "checkpoint.compression=%s", compression);
+  char *ovs[1] = {ov};
+  test_run_t a, b;
+  run_init(&a, 1, ovs, 0, NULL);
+  run_init(&b, 1, ovs, 0, NULL);
+  long step = 100 + world.size;
+  state_fill(&a.s, step);
+  snprintf(dir, sizeof dir, "%s/np%d/%s", top, world.size, compression);
+  checkpoint_write(dir, &a.s, &a.cfg, "[model]\nzoo = mlp\n", &world, written, sizeof written);
+  snprintf(tmp, sizeof tmp, "%s/ckpt-%08ld.h5", dir, step);
+  check(strcmp(written, tmp) == 0 && exists(written), "%s: %d ranks wrote %s", compression, world.size, written);
+  snprintf(tmp, sizeof tmp, "%s/.ckpt-%08ld.h5.tmp", dir, step);
+  check(!exists(tmp), "%s: no temporary file left", compression);
+  check(checkpoint_latest(dir, latest, sizeof latest, &world) && strcmp(latest, written) == 0,
+        "%s: checkpoint_latest finds it", compression);
+
+  state_zero(&b.s);
+  checkpoint_read(written, &b.s, &b.cfg, &world);
+  check(state_equal(&a.s, &b.s), "%s: read back bit for bit (params, m, v with -0, denormal, inf, NaN payload; "
+                                 "step %ld, opt_t %ld)",
+        compression, b.s.step, b.s.opt_t);
+
+  int ids[8], n = -1, want[3], nwant = 0;
+  long size = -1, raw = (long)(3 * a.g.params.total * sizeof(float));
+  int64_t ranks = -1, seen = -1;
+  if (world.rank == 0) {
+    n = dataset_filters(written, largest_tensor(&a.g)->name, ids, 8);
+    ranks = root_attr_i64(written, "ranks");
+    seen = root_attr_i64(written, "samples_seen");
+    size = file_size(written);
+  }
+  if (strcmp(compression, "shuffle-deflate") == 0) want[nwant++] = H5Z_FILTER_SHUFFLE, want[nwant++] = H5Z_FILTER_DEFLATE;
+  if (strcmp(compression, "bitshuffle-lz4") == 0) want[nwant++] = 32008;
+  want[nwant++] = H5Z_FILTER_FLETCHER32;
+  int same = world.rank != 0 || n == nwant;
+  for (int i = 0; world.rank == 0 && same && i < n; i++) same = ids[i] == want[i];
+  check(same, "%s: dataset filters are the compression's, then Fletcher32 (%d filters)", compression, n);
+  check(world.rank != 0 || (ranks == world.size && seen == step * 16),
+        "%s: attributes ranks = %lld, samples_seen = %lld", compression, (long long)ranks, (long long)seen);
+  if (world.rank == 0)
+    tap_diag("%s: file %ld bytes for %ld raw bytes (%.3f)", compression, size, raw, (double)size / (double)raw);
+  if (strcmp(compression, "none") == 0)
+    check(world.rank != 0 || (size > raw && size < raw + raw / 10), "none: file holds the raw bytes (%ld of %ld)",
+          size, raw);
+  else
+    check(world.rank != 0 || (size > 0 && size < raw), "%s: file smaller than the raw bytes (%ld of %ld)",
+          compression, size, raw);
+  run_free(&a);
+  run_free(&b);
+}
+
+/* Checkpoints of runs on other rank counts, left in top/xrank/np<N> by earlier invocations. */
+static void test_other_rank_counts(const char *top) {
+  char dir[4096], path[4096];
+  snprintf(dir, sizeof dir, "%s/xrank", top);
+  if (world.rank == 0) make_dir(dir);
+  comm_barrier(&world);
+  char *ov[1] = {"checkpoint.compression=shuffle-deflate"};
+  test_run_t a, b;
+  run_init(&a, 1, ov, 0, NULL);
+  run_init(&b, 1, ov, 0, NULL);
+  snprintf(dir, sizeof dir, "%s/xrank/np%d", top, world.size);
+  state_fill(&a.s, 1000 + world.size);
+  checkpoint_write(dir, &a.s, &a.cfg, "", &world, NULL, 0);
+  int others = 0;
+  for (int np = 1; np <= 8; np *= 2) {
+    if (np == world.size) continue;
+    snprintf(dir, sizeof dir, "%s/xrank/np%d", top, np);
+    if (!checkpoint_latest(dir, path, sizeof path, &world)) continue;
+    others++;
+    state_fill(&a.s, 1000 + np);
+    state_zero(&b.s);
+    checkpoint_read(path, &b.s, &b.cfg, &world);
+    check(state_equal(&a.s, &b.s), "a checkpoint written by %d ranks reads bit for bit on %d", np, world.size);
+  }
+  if (world.rank == 0) tap_diag("%d checkpoints of other rank counts were there to read", others);
+  run_free(&a);
+  run_free(&b);
+}
+
+/* keep = 2 over steps 1..5 leaves exactly the newest two and every file that is not exactly a
+ * checkpoint name; stale temporary files go. */
+static void test_prune(const char *top) {
+  char dir[4096], got[4096];
+  snprintf(dir, sizeof dir, "%s/prune-np%d", top, world.size);
+  const char *foreign[] = {"notes.txt", "ckpt-1.h5", "ckpt-00000003.h5.bak", "ckpt-000000007.h5",
+                           "xckpt-00000001.h5", ".ckpt-00000002.h5.tmp.keep", "ckpt-00000002.H5"};
+  int nforeign = (int)(sizeof foreign / sizeof foreign[0]);
+  if (world.rank == 0) {
+    make_dir(dir);
+    for (int i = 0; i < nforeign; i++) touch(dir, foreign[i]);
+    touch(dir, ".ckpt-00000002.h5.tmp"); // a crashed writer's
+    char sub[4200];
+    snprintf(sub, sizeof sub, "%s/ckpt-00000099.h5", dir); // a directory named like a checkpoint
+    make_dir(sub);
+  }
+  comm_barrier(&world);
+  char *ov[2] = {"checkpoint.keep=2", "checkpoint.compression=shuffle-deflate"};
+  test_run_t a;
+  run_init(&a, 2, ov, 0, NULL);
+  for (long step = 1; step <= 5; step++) {
+    state_fill(&a.s, step);
+    checkpoint_write(dir, &a.s, &a.cfg, "", &world, NULL, 0);
+  }
+  const char *want = ".ckpt-00000002.h5.tmp.keep ckpt-000000007.h5 ckpt-00000002.H5 ckpt-00000003.h5.bak "
+                     "ckpt-00000004.h5 ckpt-00000005.h5 ckpt-00000099.h5 ckpt-1.h5 notes.txt xckpt-00000001.h5 ";
+  if (world.rank == 0) listing(dir, got, sizeof got);
+  check(world.rank != 0 || strcmp(got, want) == 0, "keep=2: newest two kept, stale temp removed, other names "
+                                                   "untouched [%s]",
+        world.rank == 0 ? got : "");
+  run_free(&a);
+
+  // a checkpoint with a higher step (another run's) is neither counted nor removed
+  snprintf(dir, sizeof dir, "%s/prune-high-np%d", top, world.size);
+  if (world.rank == 0) {
+    make_dir(dir);
+    touch(dir, "ckpt-00000009.h5");
+  }
+  comm_barrier(&world);
+  char *ov1[1] = {"checkpoint.keep=1"};
+  run_init(&a, 1, ov1, 0, NULL);
+  for (long step = 1; step <= 3; step++) {
+    state_fill(&a.s, step);
+    checkpoint_write(dir, &a.s, &a.cfg, "", &world, NULL, 0);
+  }
+  if (world.rank == 0) listing(dir, got, sizeof got);
+  check(world.rank != 0 || strcmp(got, "ckpt-00000003.h5 ckpt-00000009.h5 ") == 0,
+        "keep=1: the written one stays, a higher step is left alone [%s]", world.rank == 0 ? got : "");
+  run_free(&a);
+}
+
+static void test_latest(const char *top) {
+  char dir[4096], path[4096] = "unset";
+  snprintf(dir, sizeof dir, "%s/latest-np%d", top, world.size);
+  check(!checkpoint_latest(dir, path, sizeof path, &world), "latest: a missing directory has none");
+  if (world.rank == 0) {
+    make_dir(dir);
+    const char *junk[] = {".ckpt-00000009.h5.tmp", "ckpt-00000008.h5x", "ckpt-00000007.h5.tmp", "ckpt-0000006.h5",
+                          "ckpt-00000005.h5~"};
+    for (int i = 0; i < 5; i++) touch(dir, junk[i]);
+    char sub[4200];
+    snprintf(sub, sizeof sub, "%s/ckpt-00000099.h5", dir);
+    make_dir(sub);
+  }
+  comm_barrier(&world);
+  check(!checkpoint_latest(dir, path, sizeof path, &world),
+        "latest: temporary files, other names and a directory do not count");
+  test_run_t a;
+  run_init(&a, 0, NULL, 0, NULL);
+  state_fill(&a.s, 3);
+  checkpoint_write(dir, &a.s, &a.cfg, "", &world, NULL, 0);
+  state_fill(&a.s, 2);
+  checkpoint_write(dir, &a.s, &a.cfg, "", &world, NULL, 0);
+  char want[4200];
+  snprintf(want, sizeof want, "%s/ckpt-00000003.h5", dir);
+  int found = checkpoint_latest(dir, path, sizeof path, &world);
+  check(found && strcmp(path, want) == 0, "latest: the highest step, not the newest file (%s)", path);
+  run_free(&a);
+}
+
+static int mode_roundtrip(const char *top) {
+  if (world.rank == 0) make_dir(top);
+  comm_barrier(&world);
+  for (int i = 0; i < 3; i++) test_compression(top, compressions[i]);
+  test_other_rank_counts(top);
+  test_prune(top);
+  test_latest(top);
+  return world.rank == 0 ? tap_done() : 0;
+}
+
+/* ---- single-purpose modes for the script */
+
+typedef struct opts {
+  int nov, ngraph;
+  char *ov[MAX_OPTS], *graph[MAX_OPTS];
+} opts_t;
+
+static void parse_opts(int argc, char **argv, int first, opts_t *o) {
+  memset(o, 0, sizeof *o);
+  for (int i = first; i < argc; i++) {
+    if (strcmp(argv[i], "-D") == 0 && i + 1 < argc && o->nov < MAX_OPTS)
+      o->ov[o->nov++] = argv[++i];
+    else if (strcmp(argv[i], "-G") == 0 && i + 1 < argc && o->ngraph < MAX_OPTS)
+      o->graph[o->ngraph++] = argv[++i];
+    else if (strcmp(argv[i], "--pidfile") == 0 && i + 1 < argc) {
+      FILE *f = fopen(argv[++i], "w");
+      if (f) fprintf(f, "%ld\n", (long)getpid()), fclose(f);
+    } else {
+      fprintf(stderr, "test_checkpoint: unknown option %s\n", argv[i]);
+      exit(99);
+    }
+  }
+}
+
+static int mode_write(const char *dir, long step, opts_t *o) {
+  test_run_t a;
+  run_init(&a, o->nov, o->ov, o->ngraph, o->graph);
+  state_fill(&a.s, step);
+  char written[4096];
+  checkpoint_write(dir, &a.s, &a.cfg, "", &world, written, sizeof written);
+  if (world.rank == 0) printf("%s\n", written);
+  run_free(&a);
+  return 0;
+}
+
+static int mode_read(const char *path, opts_t *o) {
+  test_run_t a, b;
+  run_init(&a, o->nov, o->ov, o->ngraph, o->graph);
+  run_init(&b, o->nov, o->ov, o->ngraph, o->graph);
+  state_zero(&b.s);
+  checkpoint_read(path, &b.s, &b.cfg, &world);
+  state_fill(&a.s, b.s.step);
+  int same = state_equal(&a.s, &b.s);
+  if (world.rank == 0) printf("loaded step %ld: %s\n", b.s.step, same ? "contents as written" : "CONTENTS DIFFER");
+  run_free(&a);
+  run_free(&b);
+  return same ? 0 : 3;
+}
+
+static int mode_latest(const char *dir) {
+  char path[4096];
+  int found = checkpoint_latest(dir, path, sizeof path, &world);
+  if (world.rank == 0) printf("%s\n", found ? path : "none");
+  return 0;
+}
+
+static int copy_file(const char *in, const char *out, long bytes) {
+  FILE *a = fopen(in, "rb"), *b = fopen(out, "wb");
+  char buf[65536];
+  size_t n;
+  long left = bytes < 0 ? -1 : bytes;
+  while (a && b && left != 0 &&
+         (n = fread(buf, 1, left < 0 || left > (long)sizeof buf ? sizeof buf : (size_t)left, a)) > 0) {
+    fwrite(buf, 1, n, b);
+    if (left > 0) left -= (long)n;
+  }
+  int ok = a && b;
+  if (a) fclose(a);
+  if (b && fclose(b) != 0) ok = 0;
+  return ok ? 0 : -1;
+}
+
+/* XOR bytes at file offsets [off, off + n) with step `stride`. */
+static int flip_bytes(const char *path, long off, long n, long stride) {
+  FILE *f = fopen(path, "r+b");
+  if (!f) return -1;
+  for (long i = 0; i < n; i += stride) {
+    fseek(f, off + i, SEEK_SET);
+    int c = fgetc(f);
+    if (c == EOF) break;
+    fseek(f, off + i, SEEK_SET);
+    fputc(c ^ 0xA5, f);
+  }
+  return fclose(f);
+}
+
+static int mode_damage(const char *in, const char *out, const char *kind) {
+  test_run_t a;
+  run_init(&a, 0, NULL, 0, NULL);
+  char name[128];
+  snprintf(name, sizeof name, "/params/%s", largest_tensor(&a.g)->name);
+  long size = file_size(in);
+  int rc = copy_file(in, out, strcmp(kind, "truncate") == 0 ? size / 2 : -1);
+  if (rc == 0 && strcmp(kind, "flip") == 0) { // one byte in the middle of the first chunk's stored bytes
+    hid_t f = H5Fopen(out, H5F_ACC_RDONLY, H5P_DEFAULT), d = H5Dopen2(f, name, H5P_DEFAULT);
+    hid_t space = H5Dget_space(d);
+    haddr_t addr = 0;
+    hsize_t chunk_bytes = 0, offset[4];
+    unsigned mask;
+    rc = H5Dget_chunk_info(d, space, 0, offset, &mask, &addr, &chunk_bytes) < 0 ? -1 : 0;
+    H5Sclose(space), H5Dclose(d), H5Fclose(f);
+    if (rc == 0) rc = flip_bytes(out, (long)(addr + chunk_bytes / 2), 1, 1);
+  } else if (rc == 0 && strcmp(kind, "scramble") == 0) // every 997th byte past the superblock
+    rc = flip_bytes(out, 2048, size, 997);
+  else if (rc == 0 && strcmp(kind, "tamper") == 0) { // rewritten through HDF5: Fletcher32 stays valid
+    hid_t f = H5Fopen(out, H5F_ACC_RDWR, H5P_DEFAULT), d = H5Dopen2(f, name, H5P_DEFAULT);
+    const slab_tensor_t *t = largest_tensor(&a.g);
+    float *x = xmalloc(t->n * sizeof *x);
+    rc = H5Dread(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, x) < 0 ? -1 : 0;
+    x[t->n / 2] += 1.0f;
+    if (rc == 0) rc = H5Dwrite(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, x) < 0 ? -1 : 0;
+    free(x);
+    H5Dclose(d), H5Fclose(f);
+  } else if (rc == 0 && strcmp(kind, "attr") == 0) { // a step that the attributes' CRC32 does not cover
+    hid_t f = H5Fopen(out, H5F_ACC_RDWR, H5P_DEFAULT), at = H5Aopen(f, "step", H5P_DEFAULT);
+    int64_t step = 4242;
+    rc = H5Awrite(at, H5T_NATIVE_INT64, &step) < 0 ? -1 : 0;
+    H5Aclose(at), H5Fclose(f);
+  } else if (rc == 0 && strcmp(kind, "truncate") != 0)
+    rc = -1;
+  run_free(&a);
+  if (rc != 0) fprintf(stderr, "test_checkpoint: damage %s %s %s failed\n", in, out, kind);
+  return rc == 0 ? 0 : 99;
+}
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  H5Eset_auto2(H5E_DEFAULT, NULL, NULL); // as surge-train: errors are one line from Surge
+  comm_world(&world);
+  opts_t o;
+  int rc = 99;
+  if (argc == 3 && strcmp(argv[1], "roundtrip") == 0)
+    rc = mode_roundtrip(argv[2]);
+  else if (argc >= 4 && strcmp(argv[1], "write") == 0) {
+    parse_opts(argc, argv, 4, &o);
+    rc = mode_write(argv[2], atol(argv[3]), &o);
+  } else if (argc >= 3 && strcmp(argv[1], "read") == 0) {
+    parse_opts(argc, argv, 3, &o);
+    rc = mode_read(argv[2], &o);
+  } else if (argc == 3 && strcmp(argv[1], "latest") == 0)
+    rc = mode_latest(argv[2]);
+  else if (argc == 5 && strcmp(argv[1], "damage") == 0)
+    rc = mode_damage(argv[2], argv[3], argv[4]);
+  else
+    fprintf(stderr, "usage: see the comment at the top of tests/test_checkpoint.c\n");
+  comm_free(&world);
+  MPI_Finalize();
+  return rc;
+}

@@ -1,0 +1,186 @@
+#!/bin/sh
+# Checkpoints (src/io/checkpoint.h) through tests/test_checkpoint:
+#  - round trips on 4, 2 and 1 ranks (its TAP lines, renumbered into this stream), each run also
+#    reading what the runs on the other rank counts wrote before it;
+#  - damaged files (a flipped byte in a chunk, data rewritten behind the CRC32's back, an edited
+#    attribute, a truncated copy, bytes scrambled all over, not HDF5 at all) and checkpoints of
+#    another model, configuration, seed or shape: exit 2 and one "surge: error:" line naming the
+#    file and, where it applies, the dataset; changes that do not matter (test_samples) load;
+#  - a write that runs out of disk (a small tmpfs when mount works here, else a file-size limit):
+#    exit 1 naming the file, no temporary file left, the previous checkpoint still the latest and
+#    loading; an unwritable directory;
+#  - a writer killed with SIGKILL in the middle of its write: the previous checkpoint is still the
+#    latest and loads, and the next write removes the dead writer's temporary file.
+. "${SURGE_TOP_SRCDIR:-.}/tests/tap.sh"
+
+mpiexec=${MPIEXEC:-mpiexec}
+prog="$top_build/tests/test_checkpoint"
+
+# pass_through NP ARGS...: run on NP ranks; its TAP lines become ours, labelled, and the run must
+# exit 0 with as many results as its plan.
+pass_through() {
+  np=$1; shift
+  timeout 60 "$mpiexec" -n "$np" "$prog" "$@" >"$tap_tmp/run.txt" 2>"$tap_tmp/run.err"
+  rc=$?
+  results=0
+  while IFS= read -r line; do
+    case $line in
+      "ok "*) tap_ok 0 "np=$np: ${line#ok * - }"; results=$((results + 1)) ;;
+      "not ok "*) tap_ok 1 "np=$np: ${line#not ok * - }"; results=$((results + 1)) ;;
+      "#"*) echo "# np=$np: ${line#\# }" ;;
+    esac
+  done <"$tap_tmp/run.txt"
+  plan=$(sed -n 's/^1\.\.\([0-9][0-9]*\)$/\1/p' "$tap_tmp/run.txt")
+  [ "$rc" = 0 ] && [ -n "$plan" ] && [ "$plan" = "$results" ]
+  tap_ok $? "np=$np: exit $rc, plan ${plan:-missing}, $results results"
+  [ "$rc" = 0 ] || tap_diag "$(head -c 2000 "$tap_tmp/run.err")"
+}
+
+# quiet NP ARGS...: run a helper mode that must succeed; its stdout is in $tap_tmp/out.txt.
+quiet() {
+  np=$1; shift
+  timeout 60 "$mpiexec" -n "$np" "$prog" "$@" >"$tap_tmp/out.txt" 2>"$tap_tmp/err.txt"
+  rc=$?
+  [ "$rc" = 0 ] || tap_diag "test_checkpoint $* failed with $rc:" "$(head -c 2000 "$tap_tmp/err.txt")"
+  return $rc
+}
+
+# expect_error CODE NP PATTERN DESCRIPTION ARGS...: exit CODE and exactly one "surge: error:" line,
+# which matches the extended regular expression PATTERN.
+expect_error() {
+  code=$1; np=$2; pattern=$3; what=$4; shift 4
+  timeout 60 "$mpiexec" -n "$np" "$prog" "$@" >"$tap_tmp/out.txt" 2>"$tap_tmp/err.txt"
+  rc=$?
+  lines=$(grep -c '^surge: error:' "$tap_tmp/err.txt")
+  msg=$(grep '^surge: error:' "$tap_tmp/err.txt" | head -n 1)
+  printf '%s\n' "$msg" | grep -q -E -e "$pattern"
+  found=$?
+  [ "$rc" = "$code" ] && [ "$lines" = 1 ] && [ "$found" = 0 ]
+  tap_ok $? "np=$np: $what: exit $rc, $msg"
+  [ "$rc" = "$code" ] && [ "$lines" = 1 ] && [ "$found" = 0 ] ||
+    tap_diag "expected exit $code and one line matching /$pattern/, got $lines lines:" \
+      "$(head -c 2000 "$tap_tmp/err.txt")"
+}
+
+# expect_load NP PATH STEP DESCRIPTION ARGS...: the checkpoint loads and holds the state of STEP.
+expect_load() {
+  np=$1; path=$2; step=$3; what=$4; shift 4
+  quiet "$np" read "$path" "$@"
+  ok=$?
+  [ "$ok" = 0 ] && grep -q "^loaded step $step: contents as written" "$tap_tmp/out.txt"
+  tap_ok $? "np=$np: $what: $(cat "$tap_tmp/out.txt")"
+}
+
+# ---- round trips, other rank counts, pruning, latest
+for np in 4 2 1; do
+  pass_through "$np" roundtrip "$tap_tmp/rt"
+done
+
+# ---- damaged files and refusals
+good="$tap_tmp/good/ckpt-00000007.h5"
+for c in none shuffle-deflate; do
+  quiet 1 write "$tap_tmp/good" 7 -D checkpoint.compression=$c || true
+  for kind in flip tamper attr truncate scramble; do
+    quiet 1 damage "$good" "$tap_tmp/$kind-$c.h5" "$kind" || true
+  done
+  d="$tap_tmp/flip-$c.h5"
+  expect_error 2 1 "$d: /params/fc1\.weight: cannot read \(.*[Ff]letcher32.*\): the file is damaged; remove it" \
+    "$c: a flipped byte in a chunk fails its Fletcher32" read "$d"
+  d="$tap_tmp/tamper-$c.h5"
+  expect_error 2 1 "$d: /params/fc1\.weight: checksum mismatch \(the file is damaged" \
+    "$c: data rewritten with a valid Fletcher32 fails the CRC32" read "$d"
+  d="$tap_tmp/scramble-$c.h5"
+  expect_error 2 1 "$d: .*(damaged|truncated|not)" "$c: bytes scrambled all over the file" read "$d"
+done
+d="$tap_tmp/flip-shuffle-deflate.h5"
+expect_error 2 2 "rank [01]: $d: /params/fc1\.weight: cannot read" "a flipped byte, read on two ranks" read "$d"
+d="$tap_tmp/attr-shuffle-deflate.h5"
+expect_error 2 1 "$d: attributes of /: checksum mismatch \(the file is damaged" "an edited attribute" read "$d"
+d="$tap_tmp/truncate-shuffle-deflate.h5"
+expect_error 2 1 "$d: the file is truncated" "a truncated copy" read "$d"
+expect_error 2 2 "$d: the file is truncated" "a truncated copy, two ranks" read "$d"
+printf 'step,loss\n1,2.3\n' >"$tap_tmp/text.h5"
+expect_error 2 1 "$tap_tmp/text.h5: not an HDF5 file" "a text file" read "$tap_tmp/text.h5"
+expect_error 2 1 "$tap_tmp/missing.h5: cannot open checkpoint: No such file" "a missing file" \
+  read "$tap_tmp/missing.h5"
+
+expect_error 2 1 "$good was written by model mlp, this run's \[model\] zoo is vgg-mini: refusing to resume" \
+  "another model" read "$good" -D model.zoo=vgg-mini -G model.zoo=mlp
+expect_error 2 1 "$good was written by another configuration \(\[train\] lr is 0\.001 in the checkpoint, 0\.002 in this run\): refusing" \
+  "another lr" read "$good" -D train.lr=0.002
+expect_error 2 1 "\(\[train\] global_batch is 16 in the checkpoint, 32 in this run\)" \
+  "another global_batch" read "$good" -D train.global_batch=32
+expect_error 2 1 "\(\[model\] mlp_hidden is 600,1 in the checkpoint, 600,2 in this run\)" \
+  "another hidden width" read "$good" -D model.mlp_hidden=600,2
+expect_error 2 1 "\[run\] seed is 5 in the checkpoint, 6 in this run" "another seed" read "$good" -D run.seed=6
+expect_error 2 1 "$good: /params/fc2\.weight: shape \(1,600\) in the checkpoint, \(2,600\) in this model" \
+  "a tensor of another shape" read "$good" -G model.mlp_hidden=600,2
+expect_error 2 2 "rank 0: $good was written by another configuration \(\[train\] optimizer is adamw" \
+  "another optimizer, two ranks" read "$good" -D train.optimizer=sgd
+expect_load 1 "$good" 7 "another test_samples, keep, compression and steps still load" \
+  -D data.test_samples=7 -D checkpoint.keep=9 -D checkpoint.compression=bitshuffle-lz4 -D run.steps=3
+expect_load 2 "$good" 7 "the 1-rank checkpoint loads on two ranks"
+
+# ---- a full disk
+full="$tap_tmp/full"
+mkdir -p "$full"
+if mount -t tmpfs -o size=6m surge-ckpt-test "$full" 2>/dev/null; then
+  trap 'umount "$full" 2>/dev/null; rm -rf "$tap_tmp"' EXIT
+  mechanism="a 6 MiB tmpfs"
+  quiet 1 write "$full/ck" 1
+  tap_ok $? "full disk: the first checkpoint fits"
+  avail=$(df -k "$full" | awk 'NR == 2 { print $4 }')
+  dd if=/dev/zero of="$full/filler" bs=1k count=$((avail - 1024)) 2>/dev/null
+  expect_error 1 2 "cannot write checkpoint $full/ck/ckpt-00000002\.h5: .*([Nn]o space|NO_SPACE).* earlier checkpoints are intact" \
+    "full disk ($mechanism): the write fails naming the file" write "$full/ck" 2
+else
+  mechanism="a file-size limit (ulimit -f)"
+  quiet 1 write "$full/ck" 1
+  tap_ok $? "full disk: the first checkpoint fits"
+  (
+    ulimit -f 1024
+    trap '' XFSZ
+    expect_error 1 1 "cannot write checkpoint $full/ck/ckpt-00000002\.h5: .*earlier checkpoints are intact" \
+      "file too large ($mechanism): the write fails naming the file" write "$full/ck" 2
+    echo "$tap_n $tap_failed" >"$tap_tmp/counts"
+  )
+  read -r tap_n tap_failed <"$tap_tmp/counts"
+fi
+tap_diag "disk-full mechanism: $mechanism"
+[ ! -e "$full/ck/.ckpt-00000002.h5.tmp" ] && [ ! -e "$full/ck/ckpt-00000002.h5" ]
+tap_ok $? "full disk: no temporary or partial file left [$(ls -A "$full/ck" | tr '\n' ' ')]"
+quiet 1 latest "$full/ck"
+[ "$(cat "$tap_tmp/out.txt")" = "$full/ck/ckpt-00000001.h5" ]
+tap_ok $? "full disk: the previous checkpoint is still the latest ($(cat "$tap_tmp/out.txt"))"
+rm -f "$full/filler"
+expect_load 1 "$full/ck/ckpt-00000001.h5" 1 "full disk: the previous checkpoint loads"
+
+touch "$tap_tmp/plainfile"
+expect_error 1 1 "cannot write checkpoint $tap_tmp/plainfile/ck/ckpt-00000001\.h5: cannot create directory $tap_tmp/plainfile: Not a directory" \
+  "a directory that cannot be created" write "$tap_tmp/plainfile/ck" 1
+
+# ---- kill -9 in the middle of a write (a state of 3 x 12.5 MB, so the write takes a while)
+k="$tap_tmp/kill"
+big="model.mlp_hidden=2048,1024"
+quiet 1 write "$k" 1 -D "$big" -D checkpoint.compression=shuffle-deflate
+"$mpiexec" -n 1 "$prog" write "$k" 2 -D "$big" -D checkpoint.compression=shuffle-deflate \
+  --pidfile "$tap_tmp/writer.pid" >/dev/null 2>&1 &
+launcher=$!
+tries=0
+while [ ! -e "$k/.ckpt-00000002.h5.tmp" ] && [ $tries -lt 3000 ]; do
+  sleep 0.01
+  tries=$((tries + 1))
+done
+[ -s "$tap_tmp/writer.pid" ] && kill -9 "$(cat "$tap_tmp/writer.pid")"
+wait $launcher 2>/dev/null
+[ -e "$k/.ckpt-00000002.h5.tmp" ] && [ ! -e "$k/ckpt-00000002.h5" ]
+tap_ok $? "kill -9: the writer died with its temporary file there and no ckpt-00000002.h5"
+quiet 1 latest "$k"
+[ "$(cat "$tap_tmp/out.txt")" = "$k/ckpt-00000001.h5" ]
+tap_ok $? "kill -9: the latest is still the previous checkpoint ($(cat "$tap_tmp/out.txt"))"
+expect_load 2 "$k/ckpt-00000001.h5" 1 "kill -9: the previous checkpoint loads" -D "$big"
+quiet 2 write "$k" 3 -D "$big" -D checkpoint.compression=shuffle-deflate
+[ ! -e "$k/.ckpt-00000002.h5.tmp" ] && [ -e "$k/ckpt-00000003.h5" ] && [ -e "$k/ckpt-00000001.h5" ]
+tap_ok $? "kill -9: the next write removes the dead writer's temporary file [$(ls -A "$k" | tr '\n' ' ')]"
+
+tap_done

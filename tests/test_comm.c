@@ -1,0 +1,418 @@
+/* The comm layer (src/comm/comm.h) on however many ranks mpiexec starts; tests/test_comm.sh runs it
+ * on 1, 2, 3, 4 and 8. Every rank takes part; results travel to rank 0 over plain MPI on
+ * MPI_COMM_WORLD (not through the layer under test) and rank 0 alone prints TAP.
+ *
+ *   test_comm                       all checks; prints "# digest <hex>" of an order-sensitive sum
+ *   test_comm --fail MODE           provoke one error (bad-root, zero-bucket, empty-group); the
+ *                                   shell test expects exit 1 and a one-line message */
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "comm/comm.h"
+#include "core/error.h"
+#include "tap.h"
+
+static int world_rank, world_size;
+
+/* MPI profiling interface: count the MPI_Allreduce calls the comm layer makes, and their sizes, so
+ * the bucketing itself is observable. */
+static int allreduce_calls, allreduce_max_count;
+int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
+  allreduce_calls++;
+  if (count > allreduce_max_count) allreduce_max_count = count;
+  return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
+}
+
+/* Collective: one TAP line from rank 0, ok when `ok` holds on every rank (failing ranks named). */
+static void check(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void check(int ok, const char *fmt, ...) {
+  int oks[256] = {0};
+  int *all = world_size <= 256 ? oks : xcalloc((size_t)world_size, sizeof(int));
+  MPI_Gather(&ok, 1, MPI_INT, all, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  if (world_rank == 0) {
+    char desc[512], bad[256] = "";
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(desc, sizeof desc, fmt, ap);
+    va_end(ap);
+    int every = 1;
+    size_t used = 0;
+    for (int r = 0; r < world_size; r++) {
+      if (all[r]) continue;
+      every = 0;
+      if (used < sizeof bad) used += (size_t)snprintf(bad + used, sizeof bad - used, "%s%d", used ? "," : " (failed on rank ", r);
+    }
+    if (!every && used < sizeof bad) snprintf(bad + used, sizeof bad - used, ")");
+    tap_ok(every, "%s%s", desc, bad);
+  }
+  if (all != oks) free(all);
+}
+
+/* Collective: every rank's `bytes` bytes, concatenated in rank order on rank 0 (NULL elsewhere). */
+static void *gather_to_root(const void *x, size_t bytes) {
+  char *all = world_rank == 0 ? xmalloc(surge_mul_size(bytes, (size_t)world_size, "gather")) : NULL;
+  MPI_Gather(x, (int)bytes, MPI_BYTE, all, (int)bytes, MPI_BYTE, 0, MPI_COMM_WORLD);
+  return all;
+}
+
+/* Small integers: every float sum of them is exact, in any order. */
+static float exact_input(int rank, size_t i) { return (float)((int)((i * 7 + (size_t)rank * 13) % 23) - 11); }
+
+/* Values of mixed magnitude whose float sum depends on the order of the additions. */
+static float rounding_input(int rank, size_t i) {
+  uint64_t h = (uint64_t)i * 0x9E3779B97F4A7C15ull + (uint64_t)rank * 0xBF58476D1CE4E5B9ull + 1;
+  h ^= h >> 31;
+  h *= 0x94D049BB133111EBull;
+  h ^= h >> 29;
+  double unit = (double)(h >> 11) / 9007199254740992.0;  // [0, 1)
+  return (float)((unit - 0.5) * ldexp(1.0, (int)(h % 13)));
+}
+
+static int bucket_count(size_t n, size_t bucket_bytes) {
+  size_t per = bucket_bytes / sizeof(float);
+  return (int)((n + per - 1) / per);
+}
+
+/* Allreduce of n exact inputs in buckets of bucket_bytes: the sum of the gathered inputs in double,
+ * identical bits on every rank, and the number and size of the MPI_Allreduce calls. */
+static void check_allreduce_exact(comm_t *c, size_t n, size_t bucket_bytes, const char *what) {
+  c->bucket_bytes = bucket_bytes;
+  float *x = xmalloc(n * sizeof(float));  // x is (n,)
+  for (size_t i = 0; i < n; i++) x[i] = exact_input(c->rank, i);
+  float *inputs = gather_to_root(x, n * sizeof(float));  // inputs is (size, n) on rank 0
+  allreduce_calls = allreduce_max_count = 0;
+  comm_allreduce_sum(c, x, n, TRAFFIC_DP);
+  int calls = allreduce_calls, max_count = allreduce_max_count;
+  float *results = gather_to_root(x, n * sizeof(float));  // results is (size, n) on rank 0
+  int exact = 1, identical = 1;
+  size_t wrong = 0;
+  if (world_rank == 0) {
+    for (size_t i = 0; i < n; i++) {
+      double sum = 0;
+      for (int r = 0; r < world_size; r++) sum += inputs[(size_t)r * n + i];
+      if ((double)results[i] != sum) wrong++;
+    }
+    exact = wrong == 0;
+    for (int r = 1; r < world_size; r++) identical &= memcmp(results + (size_t)r * n, results, n * sizeof(float)) == 0;
+  }
+  check(exact, "allreduce sum of %zu floats, %s: equals the double sum of the gathered inputs (%zu wrong)", n, what,
+        wrong);
+  check(identical, "allreduce sum of %zu floats, %s: bitwise identical on every rank", n, what);
+  int want_calls = bucket_count(n, bucket_bytes);
+  int want_max = n == 0 ? 0 : (int)(n < bucket_bytes / sizeof(float) ? n : bucket_bytes / sizeof(float));
+  check(calls == want_calls && max_count == want_max,
+        "allreduce sum of %zu floats, %s: %d MPI_Allreduce calls of at most %d floats (want %d of at most %d)", n,
+        what, calls, max_count, want_calls, want_max);
+  c->bucket_bytes = 4 << 20;
+  free(x);
+  free(inputs);
+  free(results);
+}
+
+/* Order-sensitive sums: identical on every rank, repeatable within the run, close to the double
+ * sum; the digest printed lets the shell test compare two runs. */
+static void check_allreduce_rounding(comm_t *c) {
+  const size_t n = 10007;
+  c->bucket_bytes = 4096;
+  float *x = xmalloc(n * sizeof(float)), *again = xmalloc(n * sizeof(float));
+  for (size_t i = 0; i < n; i++) x[i] = again[i] = rounding_input(c->rank, i);
+  float *inputs = gather_to_root(x, n * sizeof(float));
+  comm_allreduce_sum(c, x, n, TRAFFIC_DP);
+  comm_allreduce_sum(c, again, n, TRAFFIC_DP);
+  int repeatable = memcmp(x, again, n * sizeof(float)) == 0;
+  float *results = gather_to_root(x, n * sizeof(float));
+  int identical = 1, close = 1;
+  uint64_t digest = 1469598103934665603ull;  // FNV-1a over the result bytes
+  if (world_rank == 0) {
+    for (int r = 1; r < world_size; r++) identical &= memcmp(results + (size_t)r * n, results, n * sizeof(float)) == 0;
+    for (size_t i = 0; i < n; i++) {
+      double sum = 0, magnitude = 0;
+      for (int r = 0; r < world_size; r++) {
+        sum += inputs[(size_t)r * n + i];
+        magnitude += fabs(inputs[(size_t)r * n + i]);
+      }
+      if (fabs(results[i] - sum) > world_size * 0x1p-23 * magnitude) close = 0;
+    }
+    const unsigned char *bytes = (const unsigned char *)results;
+    for (size_t i = 0; i < n * sizeof(float); i++) digest = (digest ^ bytes[i]) * 1099511628211ull;
+    tap_diag("digest %016llx", (unsigned long long)digest);
+  }
+  check(identical, "order-sensitive allreduce of %zu floats in 4 KiB buckets: bitwise identical on every rank", n);
+  check(repeatable, "order-sensitive allreduce repeated: the same bits both times");
+  check(close, "order-sensitive allreduce: within size*eps*sum|x| of the double sum");
+  c->bucket_bytes = 4 << 20;
+  free(x);
+  free(again);
+  free(inputs);
+  free(results);
+}
+
+static void check_doubles(comm_t *c) {
+  double s = world_size, r = c->rank;
+  double sum[3] = {r + 0.5, -r, c->rank == 0 ? 1e300 : 0};
+  double max[3] = {r, -r, c->rank == c->size - 1 ? 7.25 : -1};
+  comm_allreduce_sum_double(c, sum, 3, TRAFFIC_OTHER);
+  comm_allreduce_max_double(c, max, 3, TRAFFIC_OTHER);
+  double *sums = gather_to_root(sum, sizeof sum), *maxes = gather_to_root(max, sizeof max);
+  int sum_ok = 1, max_ok = 1;
+  if (world_rank == 0)
+    for (int q = 0; q < world_size; q++) {
+      const double *a = sums + 3 * q, *b = maxes + 3 * q;
+      sum_ok &= a[0] == s * (s - 1) / 2 + 0.5 * s && a[1] == -s * (s - 1) / 2 && a[2] == 1e300;
+      max_ok &= b[0] == s - 1 && b[1] == 0 && b[2] == 7.25;
+    }
+  check(sum_ok, "allreduce sum of 3 doubles: sum of ranks + size/2, minus that, 1e300 from rank 0, on every rank");
+  check(max_ok, "allreduce max of 3 doubles: size-1, 0, 7.25 from the last rank, on every rank");
+  free(sums);
+  free(maxes);
+}
+
+static void check_bcast(comm_t *c) {
+  enum { N = 1001 };
+  unsigned char buf[N];
+  int root = c->size - 1;
+  for (int i = 0; i < N; i++) buf[i] = c->rank == root ? (unsigned char)(i * 31 + 7) : 0xEE;
+  comm_bcast(c, buf, N, root, TRAFFIC_OTHER);
+  int wrong = 0;
+  for (int i = 0; i < N; i++) wrong += buf[i] != (unsigned char)(i * 31 + 7);
+  int *wrongs = gather_to_root(&wrong, sizeof wrong), total = 0;
+  for (int q = 0; world_rank == 0 && q < world_size; q++) total += wrongs[q];
+  check(total == 0, "bcast of %d bytes from root %d (the last rank): %d wrong bytes over all ranks", N, root, total);
+  comm_bcast(c, buf, 0, 0, TRAFFIC_OTHER);
+  check(1, "bcast of 0 bytes returns on every rank");
+  free(wrongs);
+}
+
+static void check_gather(comm_t *c) {
+  for (int pass = 0; pass < 2; pass++) {
+    int root = pass == 0 ? 0 : c->size - 1;
+    double in[3], *out = c->rank == root ? xmalloc(sizeof in * (size_t)c->size) : NULL;
+    for (int j = 0; j < 3; j++) in[j] = c->rank * 10 + j + 0.25;
+    comm_gather_double(c, in, 3, out, root, TRAFFIC_OTHER);
+    int ok = 1;
+    for (int q = 0; out && q < c->size; q++)
+      for (int j = 0; j < 3; j++) ok &= out[3 * q + j] == q * 10 + j + 0.25;
+    check(ok, "gather of 3 doubles to root %d: every rank's values in rank order", root);
+    free(out);
+  }
+}
+
+/* Each rank sends n floats to its right neighbour and n to its left at once, tags unique per
+ * sender and direction, then checks both messages it received. */
+static void check_ring(comm_t *c) {
+  enum { N = 6 };
+  int right = (c->rank + 1) % c->size, left = (c->rank + c->size - 1) % c->size;
+  float to_right[N], to_left[N], from_left[N], from_right[N];
+  for (int i = 0; i < N; i++) {
+    to_right[i] = c->rank * 100 + i + 0.5f;
+    to_left[i] = -(float)(c->rank * 100 + i);
+  }
+  comm_request_t req[4];
+  comm_irecv(c, from_left, N, left, 1000 + left, TRAFFIC_ACT, &req[0]);
+  comm_irecv(c, from_right, N, right, 2000 + right, TRAFFIC_ACT_GRAD, &req[1]);
+  comm_isend(c, to_right, N, right, 1000 + c->rank, TRAFFIC_ACT, &req[2]);
+  comm_isend(c, to_left, N, left, 2000 + c->rank, TRAFFIC_ACT_GRAD, &req[3]);
+  comm_waitall(c, req, 4, TRAFFIC_ACT);
+  int ok = 1;
+  for (int i = 0; i < N; i++)
+    ok &= from_left[i] == left * 100 + i + 0.5f && from_right[i] == -(float)(right * 100 + i);
+  check(ok, "isend/irecv ring: %d floats from each neighbour, both directions in flight at once", N);
+}
+
+static void check_split_parity(comm_t *world) {
+  comm_t half, reversed;
+  comm_meter_t world_before = world->meter;
+  comm_split(world, world->rank % 2, world->rank, &half);
+  comm_split(world, 0, -world->rank, &reversed);
+  double ranks_sum = world->rank;
+  comm_allreduce_sum_double(&half, &ranks_sum, 1, TRAFFIC_OTHER);
+  int mine[4] = {half.rank, half.size, (int)ranks_sum, reversed.rank};
+  int *all = gather_to_root(mine, sizeof mine);
+  int layout_ok = 1, sum_ok = 1, order_ok = 1;
+  for (int r = 0; world_rank == 0 && r < world_size; r++) {
+    const int *m = all + 4 * r;
+    int parity_size = r % 2 ? world_size / 2 : (world_size + 1) / 2, parity_sum = 0;
+    for (int q = r % 2; q < world_size; q += 2) parity_sum += q;
+    layout_ok &= m[0] == r / 2 && m[1] == parity_size;
+    sum_ok &= m[2] == parity_sum;
+    order_ok &= m[3] == world_size - 1 - r;
+  }
+  check(layout_ok, "split even/odd: child rank = rank/2, child size = ranks of that parity");
+  check(sum_ok, "split even/odd: allreduce in the child sums only the ranks of its parity");
+  check(order_ok, "split with key = -rank: child ranks in reverse order");
+  check(half.mpi != world->mpi && half.bucket_bytes == 4 << 20 && half.meter.calls[TRAFFIC_OTHER] == 1 &&
+            half.meter.bytes[TRAFFIC_OTHER] == 8 && memcmp(&world->meter, &world_before, sizeof world_before) == 0,
+        "split child: its own communicator, default 4 MiB buckets, its own meter (the parent's unchanged)");
+  comm_free(&half);
+  comm_free(&reversed);
+  check(half.mpi == MPI_COMM_NULL && half.size == 0, "comm_free: the communicator is null, size 0");
+  free(all);
+}
+
+/* Ranks 1, 4, 7, ... are left out (color -1); the others split by parity. */
+static void check_split_excluded(comm_t *world) {
+  int excluded = world->rank % 3 == 1, color = excluded ? -1 : world->rank % 2;
+  comm_t child, grandchild;
+  comm_split(world, color, world->rank, &child);
+  comm_split(&child, 0, 0, &grandchild);  // collective over child only; empty stays empty
+  double members = 1;
+  if (!excluded) comm_allreduce_sum_double(&child, &members, 1, TRAFFIC_OTHER);
+  int mine[5] = {child.mpi == MPI_COMM_NULL, child.size, child.rank, (int)members, grandchild.size};
+  int *all = gather_to_root(mine, sizeof mine);
+  int empty_ok = 1, member_ok = 1;
+  for (int r = 0; world_rank == 0 && r < world_size; r++) {
+    const int *m = all + 5 * r;
+    if (r % 3 == 1) {
+      empty_ok &= m[0] == 1 && m[1] == 0 && m[2] == -1 && m[4] == 0;
+      continue;
+    }
+    int size = 0, rank = 0;  // of r in its child: members of its color, and those before it
+    for (int q = 0; q < world_size; q++) {
+      if (q % 3 == 1 || q % 2 != r % 2) continue;
+      size++;
+      if (q < r) rank++;
+    }
+    member_ok &= m[0] == 0 && m[1] == size && m[2] == rank && m[3] == size && m[4] == size;
+  }
+  check(empty_ok, "split with color -1: excluded ranks get a null communicator, size 0 (and so does a split of it)");
+  check(member_ok, "split with some ranks excluded: members' sizes, ranks and allreduce count only members");
+  comm_free(&child);
+  comm_free(&grandchild);
+}
+
+/* A known sequence of calls on a fresh communicator: bytes and calls per category exactly. */
+static void check_meters(void) {
+  comm_t m;
+  comm_world(&m);
+  comm_meter_t zero;
+  memset(&zero, 0, sizeof zero);
+  check(memcmp(&m.meter, &zero, sizeof zero) == 0, "a new communicator's meter is zero");
+  float f[7] = {0};
+  double d[3] = {0}, g[3] = {0};
+  unsigned char b[100] = {0};
+  comm_allreduce_sum(&m, f, 7, TRAFFIC_DP);  // dp: 28 bytes
+  comm_allreduce_sum(&m, f, 0, TRAFFIC_DP);  // dp: 0 bytes, still a call
+  m.bucket_bytes = 4;
+  comm_allreduce_sum(&m, f, 3, TRAFFIC_DP);  // dp: 12 bytes in 3 buckets, one call
+  comm_allreduce_sum_double(&m, d, 3, TRAFFIC_ACT);       // activation: 24
+  comm_allreduce_max_double(&m, d, 2, TRAFFIC_ACT);       // activation: 16
+  comm_bcast(&m, b, sizeof b, m.size - 1, TRAFFIC_EMBED);  // embedding: 100 on every rank
+  double *gathered = m.rank == 0 ? xmalloc(sizeof g * (size_t)m.size) : NULL;
+  comm_gather_double(&m, g, 3, gathered, 0, TRAFFIC_OTHER);  // other: 24 on every rank
+  comm_barrier(&m);                                          // other: 0 bytes
+  size_t n_self = (size_t)m.rank + 1;                        // activation_grad: 4*(rank+1) sent
+  float *self_out = xcalloc(n_self, sizeof(float)), *self_in = xmalloc(n_self * sizeof(float));
+  comm_request_t req[2];
+  comm_isend(&m, self_out, n_self, m.rank, 7, TRAFFIC_ACT_GRAD, &req[0]);
+  comm_irecv(&m, self_in, n_self, m.rank, 7, TRAFFIC_ACT_GRAD, &req[1]);
+  comm_waitall(&m, req, 2, TRAFFIC_ACT_GRAD);
+  free(gathered);
+  free(self_out);
+  free(self_in);
+
+  const uint64_t want_bytes[TRAFFIC_COUNT] = {40, 40, 4 * n_self, 100, 24};
+  const uint64_t want_calls[TRAFFIC_COUNT] = {3, 2, 3, 1, 2};
+  int bytes_ok = 1, calls_ok = 1, seconds_ok = 1;
+  for (int t = 0; t < TRAFFIC_COUNT; t++) {
+    bytes_ok &= m.meter.bytes[t] == want_bytes[t];
+    calls_ok &= m.meter.calls[t] == want_calls[t];
+    seconds_ok &= m.meter.seconds[t] >= 0 && m.meter.seconds[t] < 60;
+  }
+  check(bytes_ok, "meter bytes: dp 40, activation 40, activation_grad 4*(rank+1), embedding 100, other 24");
+  check(calls_ok, "meter calls: dp 3, activation 2, activation_grad 3, embedding 1, other 2");
+  check(seconds_ok, "meter seconds: each category in [0, 60)");
+
+  comm_meter_t before = m.meter, total, aliased = m.meter;
+  comm_meter_total(&m, &m.meter, &total);
+  comm_meter_total(&m, &aliased, &aliased);
+  check(memcmp(&before, &m.meter, sizeof before) == 0, "comm_meter_total does not meter itself");
+  check(memcmp(&total, &aliased, sizeof total) == 0, "comm_meter_total with the output aliasing the input");
+  double *seconds = gather_to_root(m.meter.seconds, sizeof m.meter.seconds);
+  comm_meter_t *totals = gather_to_root(&total, sizeof total);
+  uint64_t s = (uint64_t)world_size;
+  int total_ok = 1, seconds_total_ok = 1, same_everywhere = 1;
+  for (int t = 0; world_rank == 0 && t < TRAFFIC_COUNT; t++) {
+    uint64_t bytes = t == TRAFFIC_ACT_GRAD ? 4 * s * (s + 1) / 2 : s * want_bytes[t];
+    total_ok &= total.bytes[t] == bytes && total.calls[t] == s * want_calls[t];
+    double sum = 0;
+    for (int r = 0; r < world_size; r++) sum += seconds[r * TRAFFIC_COUNT + t];
+    seconds_total_ok &= fabs(total.seconds[t] - sum) <= 1e-12 * (1 + sum);
+    for (int r = 1; r < world_size; r++) same_everywhere &= memcmp(&totals[r], &totals[0], sizeof total) == 0;
+  }
+  check(total_ok, "comm_meter_total: bytes (activation_grad 2*size*(size+1)) and calls summed over ranks");
+  check(seconds_total_ok, "comm_meter_total: seconds equal the sum of every rank's seconds");
+  check(same_everywhere, "comm_meter_total: the same totals on every rank");
+  free(seconds);
+  free(totals);
+
+  comm_meter_reset(&m);
+  check(memcmp(&m.meter, &zero, sizeof zero) == 0, "comm_meter_reset zeroes bytes, seconds and calls");
+  comm_free(&m);
+}
+
+/* One error the comm layer must report as "surge: error: ..." with exit 1. */
+static void provoke_failure(const char *mode) {
+  comm_t c;
+  comm_world(&c);
+  float f[4] = {0};
+  if (strcmp(mode, "bad-root") == 0) {
+    comm_bcast(&c, f, sizeof f, c.size, TRAFFIC_OTHER);
+  } else if (strcmp(mode, "zero-bucket") == 0) {
+    c.bucket_bytes = 2;
+    comm_allreduce_sum(&c, f, 4, TRAFFIC_DP);
+  } else if (strcmp(mode, "empty-group") == 0) {
+    comm_t empty;
+    comm_split(&c, -1, 0, &empty);
+    comm_allreduce_sum(&empty, f, 4, TRAFFIC_DP);
+  } else {
+    surge_input_error("test_comm: unknown failure mode '%s' (bad-root, zero-bucket, empty-group)", mode);
+  }
+  comm_free(&c);
+}
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &world_size);
+  if (argc == 3 && strcmp(argv[1], "--fail") == 0) {
+    provoke_failure(argv[2]);
+    MPI_Finalize();
+    return 0;  // the shell test expects exit 1: returning means the error went unreported
+  }
+
+  comm_t w;
+  comm_world(&w);
+  int compare = MPI_UNEQUAL;
+  MPI_Comm_compare(w.mpi, MPI_COMM_WORLD, &compare);
+  check(compare == MPI_CONGRUENT && w.rank == world_rank && w.size == world_size && w.bucket_bytes == 4 << 20,
+        "comm_world: a duplicate of MPI_COMM_WORLD (same ranks), 4 MiB buckets");
+  const char *want_names[TRAFFIC_COUNT] = {"dp", "activation", "activation_grad", "embedding", "other"};
+  int names_ok = 1;
+  for (int t = 0; t < TRAFFIC_COUNT; t++) names_ok &= strcmp(traffic_name((traffic_t)t), want_names[t]) == 0;
+  check(names_ok, "traffic_name: dp, activation, activation_grad, embedding, other");
+
+  const size_t one_bucket = (4 << 20) / sizeof(float);
+  check_allreduce_exact(&w, 0, 4 << 20, "default buckets");
+  check_allreduce_exact(&w, 1, 4 << 20, "default buckets");
+  check_allreduce_exact(&w, 7, 4 << 20, "default buckets");
+  check_allreduce_exact(&w, one_bucket, 4 << 20, "exactly one 4 MiB bucket");
+  check_allreduce_exact(&w, one_bucket + 1, 4 << 20, "one 4 MiB bucket and one float");
+  check_allreduce_exact(&w, 37, 16, "16-byte buckets, the last short");
+  check_allreduce_exact(&w, 8, 16, "16-byte buckets, two exactly");
+  check_allreduce_exact(&w, 5, 6, "6-byte buckets (one float each)");
+  check_allreduce_rounding(&w);
+  check_doubles(&w);
+  check_bcast(&w);
+  check_gather(&w);
+  check_ring(&w);
+  check_split_parity(&w);
+  check_split_excluded(&w);
+  check_meters();
+  comm_free(&w);
+
+  int rc = world_rank == 0 ? tap_done() : 0;
+  MPI_Finalize();
+  return rc;
+}

@@ -1,0 +1,108 @@
+#!/bin/sh
+# Checkpoints and restarts through surge-train: a run killed (SIGKILL) or stopped (SIGUSR1) and
+# resumed ends bit for bit where an uninterrupted run ends, on 1 and 4 ranks; 4-rank state resumes
+# on 2 ranks; a damaged newest checkpoint is refused; a NaN stops the run and keeps the last
+# checkpoint; a rank killed mid-run brings the whole job down quickly.
+. "${SURGE_TOP_SRCDIR:-.}/tests/tap.sh"
+[ -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ] || tap_skip_all "dataset-fashion-mnist is not installed"
+mpiexec=${MPIEXEC:-mpiexec}
+compare="$top_build/tests/h5_compare"
+deck="$top_src/inputs/vgg-mini-fmnist.deck"
+# a vgg-mini small enough to be quick, slow enough (tens of ms a step) to be killed mid-run
+base="-D run.steps=20 -D run.print_every=1 -D model.vgg_channels=8,16 -D model.vgg_fc=32 -D train.global_batch=32
+      -D data.train_samples=2000 -D data.test_samples=100 -D checkpoint.every=5"
+
+train() { # train NP OUT ARGS...
+  np=$1; out=$2; shift 2
+  # shellcheck disable=SC2086
+  timeout 300 "$mpiexec" -n "$np" "$SURGE_TRAIN" "$deck" $base -D "run.out_dir=$out" "$@" >>"$out.txt" 2>&1
+}
+
+# wait_for FILE: up to 60 s
+wait_for() { i=0; while [ ! -e "$1" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done; [ -e "$1" ]; }
+
+for np in 1 4; do
+  train $np "$tap_tmp/straight$np"
+  tap_ok $? "20 steps straight on $np rank(s)"
+
+  # crash: SIGKILL once the step-10 checkpoint exists, then resume
+  out="$tap_tmp/killed$np"
+  # shellcheck disable=SC2086
+  timeout 300 "$mpiexec" -n $np "$SURGE_TRAIN" "$deck" $base -D "run.out_dir=$out" >"$out.txt" 2>&1 &
+  pid=$!
+  wait_for "$out/checkpoints/ckpt-00000010.h5"
+  kill -9 $pid 2>/dev/null
+  wait $pid 2>/dev/null
+  [ ! -e "$out/model.h5" ]
+  tap_ok $? "$np rank(s): killed with SIGKILL after the step-10 checkpoint, before the end"
+  train $np "$out" --resume
+  tap_ok $? "$np rank(s): resumed after the kill"
+  grep -q "resumed from .*ckpt-000000[1-2][0-9].h5" "$out.txt"
+  tap_ok $? "$np rank(s): the resume says which checkpoint it took"
+  h5diff "$out/model.h5" "$tap_tmp/straight$np/model.h5" /params /params >/dev/null 2>&1
+  tap_ok $? "$np rank(s): kill + resume ends with bitwise the parameters of the straight run"
+
+  # clean stop: SIGUSR1 (Slurm's --signal) to the ranks: finish the step, checkpoint, exit 0
+  out="$tap_tmp/signalled$np"
+  # shellcheck disable=SC2086
+  timeout 300 "$mpiexec" -n $np "$SURGE_TRAIN" "$deck" $base -D "run.out_dir=$out" >"$out.txt" 2>&1 &
+  pid=$!
+  wait_for "$out/checkpoints/ckpt-00000005.h5"
+  pkill -USR1 -f "^$SURGE_TRAIN $deck" 2>/dev/null
+  wait $pid
+  rc=$?
+  grep -q "stopped by a signal after step .*resume with: surge-train .* --resume" "$out.txt"
+  tap_ok $(( rc + $? )) "$np rank(s): SIGUSR1 stops with exit $rc and says how to resume"
+  train $np "$out" --resume
+  h5diff "$out/model.h5" "$tap_tmp/straight$np/model.h5" /params /params >/dev/null 2>&1
+  tap_ok $? "$np rank(s): signal + resume ends with bitwise the parameters of the straight run"
+done
+
+# 4-rank state continued on 2 ranks: equal to the straight 4-rank run within float tolerance
+out="$tap_tmp/four-to-two"
+train 4 "$out" -D run.steps=10
+train 2 "$out" --resume
+tap_ok $? "4-rank checkpoint of step 10 resumes on 2 ranks"
+res=$("$compare" "$out/model.h5" "$tap_tmp/straight4/model.h5" 1e-5 2>&1)
+tap_ok $? "4 ranks to step 10, then 2 ranks to 20 = 4 ranks straight: $res"
+
+# a damaged newest checkpoint is refused, naming the file (never loaded silently)
+out="$tap_tmp/damaged"
+train 1 "$out" -D run.steps=10
+ck="$out/checkpoints/ckpt-00000010.h5"
+size=$(stat -c %s "$ck")
+head -c $((size / 2)) "$ck" >"$ck.cut" && mv "$ck.cut" "$ck"
+train 1 "$out" --resume
+rc=$?
+grep -q "ckpt-00000010.h5" "$out.txt"
+tap_ok $(( (rc != 2) + $? )) "a truncated newest checkpoint is refused with exit $rc, naming it: $(grep 'error' "$out.txt" | head -n 1)"
+
+# NaN: a huge learning rate makes the loss blow up (an mlp reaches Inf within 10 steps): exit 1, a
+# clear message, checkpoints intact
+out="$tap_tmp/nan"
+timeout 300 "$mpiexec" -n 1 "$SURGE_TRAIN" "$top_src/inputs/mlp-fmnist.deck" -D train.lr=10 -D train.momentum=0.99 \
+  -D run.steps=200 -D data.train_samples=2000 -D checkpoint.every=1 -D checkpoint.keep=2 -D "run.out_dir=$out" \
+  >"$out.txt" 2>&1
+rc=$?
+grep -q "not finite" "$out.txt"
+tap_ok $(( (rc != 1) + $? )) "a non-finite loss stops the run (exit $rc): $(grep 'not finite' "$out.txt" | head -n 1 | cut -c1-160)"
+last=$(ls "$out/checkpoints" | grep -E '^ckpt-[0-9]{8}\.h5$' | tail -n 1)
+[ -n "$last" ] && h5dump -H "$out/checkpoints/$last" >/dev/null 2>&1
+tap_ok $? "the last checkpoint before the NaN ($last) is intact"
+
+# one rank killed mid-run: the whole job exits non-zero within 30 s, nothing hangs
+out="$tap_tmp/rankdeath"
+# shellcheck disable=SC2086
+timeout 120 "$mpiexec" -n 4 "$SURGE_TRAIN" "$deck" $base -D run.steps=100000 -D "run.out_dir=$out" >"$out.txt" 2>&1 &
+pid=$!
+wait_for "$out/checkpoints/ckpt-00000005.h5"
+victim=$(pgrep -f "^$SURGE_TRAIN $deck" | tail -n 1)
+kill -9 "$victim"
+start=$(date +%s)
+wait $pid
+rc=$?
+took=$(( $(date +%s) - start ))
+[ $rc != 0 ] && [ $rc != 124 ] && [ $took -le 30 ]
+tap_ok $? "a rank killed mid-run ends the 4-rank job with exit $rc after ${took}s"
+
+tap_done

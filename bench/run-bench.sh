@@ -26,3 +26,7 @@ if want checkpoint && [ -x bench/bench_checkpoint ]; then
   echo "== checkpoint write/read against plain sequential I/O, 2 ranks (bench/bench_checkpoint)"
   "$mpiexec" -n 2 ./bench/bench_checkpoint
 fi
+if want planner && [ -x bench/bench_planner ]; then
+  echo "== burst planner run time (bench/bench_planner)"
+  ./bench/bench_planner
+fi

@@ -12,7 +12,7 @@
  *   test_checkpoint damage IN OUT KIND         damaged copy (one rank): flip | tamper | attr |
  *                                              truncate | scramble
  * OPTS: -D section.key=value (the run's deck), -G section.key=value (the model's graph only, to
- * make a shape differ), --pidfile FILE (write this process's id first). */
+ * make a shape differ), --file-size-limit BYTES (RLIMIT_FSIZE: writes past it fail). */
 #include <float.h>
 #include <hdf5.h>
 #include <math.h>
@@ -20,6 +20,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -263,7 +265,10 @@ static void test_compression(const char *top, const char *compression) {
     seen = root_attr_i64(written, "samples_seen");
     size = file_size(written);
   }
-  if (strcmp(compression, "shuffle-deflate") == 0) want[nwant++] = H5Z_FILTER_SHUFFLE, want[nwant++] = H5Z_FILTER_DEFLATE;
+  if (strcmp(compression, "shuffle-deflate") == 0) {
+    want[nwant++] = H5Z_FILTER_SHUFFLE;
+    want[nwant++] = H5Z_FILTER_DEFLATE;
+  }
   if (strcmp(compression, "bitshuffle-lz4") == 0) want[nwant++] = 32008;
   want[nwant++] = H5Z_FILTER_FLETCHER32;
   int same = world.rank != 0 || n == nwant;
@@ -416,9 +421,15 @@ static void parse_opts(int argc, char **argv, int first, opts_t *o) {
       o->ov[o->nov++] = argv[++i];
     else if (strcmp(argv[i], "-G") == 0 && i + 1 < argc && o->ngraph < MAX_OPTS)
       o->graph[o->ngraph++] = argv[++i];
-    else if (strcmp(argv[i], "--pidfile") == 0 && i + 1 < argc) {
-      FILE *f = fopen(argv[++i], "w");
-      if (f) fprintf(f, "%ld\n", (long)getpid()), fclose(f);
+    else if (strcmp(argv[i], "--file-size-limit") == 0 && i + 1 < argc) {
+      // a file may grow to this many bytes, then writes fail with EFBIG (set after MPI_Init,
+      // whose shared-memory files are larger): a full disk for one process, without root
+      struct rlimit lim = {.rlim_cur = (rlim_t)atol(argv[++i]), .rlim_max = RLIM_INFINITY};
+      signal(SIGXFSZ, SIG_IGN);
+      if (setrlimit(RLIMIT_FSIZE, &lim) != 0) {
+        perror("setrlimit");
+        exit(99);
+      }
     } else {
       fprintf(stderr, "test_checkpoint: unknown option %s\n", argv[i]);
       exit(99);

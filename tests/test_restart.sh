@@ -31,7 +31,7 @@ for np in 1 4; do
   timeout 300 "$mpiexec" -n $np "$SURGE_TRAIN" "$deck" $base -D "run.out_dir=$out" >"$out.txt" 2>&1 &
   pid=$!
   wait_for "$out/checkpoints/ckpt-00000010.h5"
-  kill -9 $pid 2>/dev/null
+  pkill -9 -f "^$SURGE_TRAIN .*run.out_dir=$out( |$)" 2>/dev/null # a crash: every rank dies at once
   wait $pid 2>/dev/null
   [ ! -e "$out/model.h5" ]
   tap_ok $? "$np rank(s): killed with SIGKILL after the step-10 checkpoint, before the end"
@@ -42,13 +42,14 @@ for np in 1 4; do
   h5diff "$out/model.h5" "$tap_tmp/straight$np/model.h5" /params /params >/dev/null 2>&1
   tap_ok $? "$np rank(s): kill + resume ends with bitwise the parameters of the straight run"
 
-  # clean stop: SIGUSR1 (Slurm's --signal) to the ranks: finish the step, checkpoint, exit 0
+  # clean stop: SIGUSR1 (Slurm's --signal) to the ranks: finish the step, checkpoint, exit 0 (the
+  # status --stopped-exit gives; the job scripts use 75 to requeue)
   out="$tap_tmp/signalled$np"
   # shellcheck disable=SC2086
   timeout 300 "$mpiexec" -n $np "$SURGE_TRAIN" "$deck" $base -D "run.out_dir=$out" >"$out.txt" 2>&1 &
   pid=$!
   wait_for "$out/checkpoints/ckpt-00000005.h5"
-  pkill -USR1 -f "^$SURGE_TRAIN $deck" 2>/dev/null
+  pkill -USR1 -f "^$SURGE_TRAIN .*run.out_dir=$out( |$)" 2>/dev/null
   wait $pid
   rc=$?
   grep -q "stopped by a signal after step .*resume with: surge-train .* --resume" "$out.txt"
@@ -96,7 +97,7 @@ out="$tap_tmp/rankdeath"
 timeout 120 "$mpiexec" -n 4 "$SURGE_TRAIN" "$deck" $base -D run.steps=100000 -D "run.out_dir=$out" >"$out.txt" 2>&1 &
 pid=$!
 wait_for "$out/checkpoints/ckpt-00000005.h5"
-victim=$(pgrep -f "^$SURGE_TRAIN $deck" | tail -n 1)
+victim=$(pgrep -f "^$SURGE_TRAIN .*run.out_dir=$out( |$)" | tail -n 1)
 kill -9 "$victim"
 start=$(date +%s)
 wait $pid

@@ -5,8 +5,9 @@
 set -eu
 
 packages="build-essential autoconf automake libtool pkg-config
-  libopenmpi-dev openmpi-bin libhdf5-openmpi-dev hdf5-tools libopenblas-dev zlib1g-dev
-  dataset-fashion-mnist fortunes-min fortunes"
+  libopenmpi-dev openmpi-bin libhdf5-openmpi-dev hdf5-tools libopenblas-dev zlib1g-dev libcjson-dev
+  dataset-fashion-mnist fortunes-min fortunes bitshuffle
+  slurmctld slurmd slurm-client munge libpmix-dev"
 
 missing=""
 for p in $packages; do

@@ -1,4 +1,5 @@
-/* surge-train DECK [-D section.key=value ...] [--resume]: train a model as the deck says. */
+/* surge-train DECK [-D section.key=value ...] [--variant I] [--resume]: train a model as the deck
+ * says (one variant of it when the deck has a [sweep] section). */
 #include <hdf5.h>
 #include <mpi.h>
 #include <stdio.h>
@@ -9,23 +10,39 @@
 #include "core/cli.h"
 #include "core/error.h"
 #include "io/deck.h"
+#include "io/sweep.h"
 #include "train/run.h"
 
 static const char usage[] =
-    "usage: [mpiexec -n N] surge-train DECK [-D section.key=value ...] [--resume]\n"
+    "usage: [mpiexec -n N] surge-train DECK [-D section.key=value ...] [--variant I] [--resume]\n"
+    "                      [--stopped-exit N]\n"
     "  Train the model the deck describes on all ranks (data parallel); print progress; write the\n"
     "  HDF5 log, checkpoints and OUT_DIR/model.h5.\n"
     "  -D section.key=value   override a deck key (repeatable)\n"
+    "  --variant I            run variant I of the deck's [sweep] (required there; surge-sweep lists them)\n"
     "  --resume               continue from the newest checkpoint ([checkpoint] resume = true)\n"
+    "  --stopped-exit N       exit status after a stop by a signal (default 0; the job scripts use 75\n"
+    "                         to tell \"stopped, requeue me\" from \"finished\")\n"
     "  --help, --version\n"
-    "SIGTERM or SIGUSR1 finish the step, write a checkpoint and exit 0. Deck keys: doc/deck.md.\n";
+    "SIGTERM or SIGUSR1 finish the step, write a checkpoint and exit (0, or --stopped-exit N) saying how\n"
+    "to resume. Exit codes: 0 finished, 2 bad input, 1 runtime failure. Deck keys: doc/deck.md.\n";
 
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   H5Eset_auto2(H5E_DEFAULT, NULL, NULL); /* errors are reported by Surge, one line each */
-  static const char *const flags[] = {"--resume", NULL};
+  static const char *const flags[] = {"--resume", "--variant I", "--stopped-exit N", NULL};
   cli_t cli;
   cli_parse(argc, argv, usage, flags, &cli);
+  const char *variant = cli_value(&cli, "--variant", 0);
+  const char *stopped_text = cli_value(&cli, "--stopped-exit", 0);
+  int stopped_exit = 0;
+  if (stopped_text) {
+    char *end;
+    long v = strtol(stopped_text, &end, 10);
+    if (*stopped_text == 0 || *end || v < 0 || v > 255)
+      surge_input_error("--stopped-exit %s: expected an exit status 0..255", stopped_text);
+    stopped_exit = (int)v;
+  }
   if (cli_has(&cli, "--resume")) {
     if (cli.noverrides == CLI_MAX_OVERRIDES) surge_input_error("too many -D overrides");
     cli.overrides[cli.noverrides++] = (char *)"checkpoint.resume=true";
@@ -33,28 +50,32 @@ int main(int argc, char **argv) {
   comm_t world;
   comm_world(&world);
 
-  /* rank 0 reads and validates the deck first (its errors are the only ones printed), then every
-   * rank parses the same text */
+  /* rank 0 reads and validates the deck (every variant of a sweep) first: its errors are the only
+   * ones printed; then every rank parses the same text */
   char *text = NULL;
   unsigned long long len = 0;
   if (world.rank == 0) {
     text = deck_read_file(cli.deck);
     len = strlen(text) + 1;
     config_t probe;
-    deck_parse(text, cli.deck, cli.noverrides, cli.overrides, &probe, NULL);
+    sweep_parse_run(text, cli.deck, variant, 1, cli.noverrides, cli.overrides, &probe, NULL);
   }
   comm_bcast(&world, &len, sizeof len, 0, TRAFFIC_OTHER);
   if (world.rank != 0) text = xmalloc((size_t)len);
   comm_bcast(&world, text, (size_t)len, 0, TRAFFIC_OTHER);
   config_t cfg;
   deck_t *deck;
-  deck_parse(text, cli.deck, cli.noverrides, cli.overrides, &cfg, &deck);
+  sweep_parse_run(text, cli.deck, variant, 0, cli.noverrides, cli.overrides, &cfg, &deck);
   free(text);
   char *resolved = deck_resolved_text(&cfg);
-  surge_info("# resolved deck (%s)\n%s\n", cli.deck, resolved);
+  surge_info("# resolved deck (%s%s%s)\n%s\n", cli.deck, variant ? ", variant " : "", variant ? variant : "",
+             resolved);
   free(resolved);
 
-  int rc = train_run(&cfg, deck, cli.deck, &world);
+  char resume_cmd[2 * CFG_STR];
+  snprintf(resume_cmd, sizeof resume_cmd, "surge-train %s%s%s --resume", cli.deck, variant ? " --variant " : "",
+           variant ? variant : "");
+  int rc = train_run(&cfg, deck, resume_cmd, &world) == TRAIN_STOPPED ? stopped_exit : 0;
   deck_free(deck);
   comm_free(&world);
   MPI_Finalize();

@@ -9,19 +9,58 @@
 #include "core/error.h"
 
 static _Noreturn void cli_exit(int code) {
-  MPI_Finalize();
+  int init = 0, fin = 0;
+  MPI_Initialized(&init);
+  MPI_Finalized(&fin);
+  if (init && !fin) MPI_Finalize();
   exit(code);
 }
 
-static int flag_index(const cli_t *cli, const char *a) {
+/* Length of the option's name in its spec ("--write-deck I OUT" -> 12) and the values it takes. */
+static size_t spec_name_len(const char *spec) { return strcspn(spec, " "); }
+
+static int spec_nvalues(const char *spec) {
+  int n = 0;
+  for (const char *p = spec; *p; p++) n += *p == ' ' && p[1] && p[1] != ' ';
+  return n;
+}
+
+/* Index of the option named by the first len characters of a, -1 if none. */
+static int flag_index_n(const cli_t *cli, const char *a, size_t len) {
   for (int i = 0; cli->flags && cli->flags[i] && i < CLI_MAX_FLAGS; i++)
-    if (strcmp(cli->flags[i], a) == 0) return i;
+    if (spec_name_len(cli->flags[i]) == len && strncmp(cli->flags[i], a, len) == 0) return i;
   return -1;
 }
+
+static int flag_index(const cli_t *cli, const char *a) { return flag_index_n(cli, a, strlen(a)); }
 
 int cli_has(const cli_t *cli, const char *flag) {
   int i = flag_index(cli, flag);
   return i >= 0 && cli->seen[i];
+}
+
+const char *cli_value(const cli_t *cli, const char *flag, int k) {
+  int i = flag_index(cli, flag);
+  return i >= 0 && cli->seen[i] && k >= 0 && k < CLI_MAX_VALUES ? cli->values[i][k] : NULL;
+}
+
+/* Option f at argv[*i], written "--name" (values follow) or "--name=value": record its values. */
+static void take_option(cli_t *cli, int f, int argc, char **argv, int *i, const char *inline_value) {
+  const char *spec = cli->flags[f];
+  int n = spec_nvalues(spec);
+  if (n > CLI_MAX_VALUES)
+    surge_runtime_error("option spec '%s' takes more than %d values", spec, CLI_MAX_VALUES);
+  if (inline_value && n != 1)
+    surge_input_error("option '%.*s' is written '%s' (try --help)", (int)spec_name_len(spec), spec, spec);
+  cli->seen[f] = 1;
+  if (inline_value) {
+    cli->values[f][0] = inline_value;
+    return;
+  }
+  if (*i + n >= argc)
+    surge_input_error("option '%s' needs %s: '%s' (try --help)", argv[*i], n > 1 ? "its values" : "a value",
+                      spec);
+  for (int k = 0; k < n; k++) cli->values[f][k] = argv[++*i];
 }
 
 void cli_parse(int argc, char **argv, const char *usage, const char *const *flags, cli_t *cli) {
@@ -29,9 +68,10 @@ void cli_parse(int argc, char **argv, const char *usage, const char *const *flag
   cli->flags = flags;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
-    int f = flag_index(cli, a);
+    const char *eq = strncmp(a, "--", 2) == 0 ? strchr(a, '=') : NULL;
+    int f = eq ? flag_index_n(cli, a, (size_t)(eq - a)) : flag_index(cli, a);
     if (f >= 0) {
-      cli->seen[f] = 1;
+      take_option(cli, f, argc, argv, &i, eq ? eq + 1 : NULL);
     } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
       if (surge_rank() == 0) printf("%s", usage);
       cli_exit(0);

@@ -4,20 +4,26 @@
 
 #define CLI_MAX_OVERRIDES 256
 #define CLI_MAX_FLAGS 8
+#define CLI_MAX_VALUES 2
 
 typedef struct cli {
   const char *deck;                       /* the deck path */
   int noverrides;
   char *overrides[CLI_MAX_OVERRIDES];     /* "section.key=value" (point into argv) */
-  const char *const *flags;               /* the program's own flags, e.g. {"--resume", NULL} */
+  const char *const *flags;               /* the program's own options: {"--resume", "--variant I", NULL} */
   int seen[CLI_MAX_FLAGS];                /* seen[i]: flags[i] was given */
+  const char *values[CLI_MAX_FLAGS][CLI_MAX_VALUES]; /* values[i][k]: k-th value of flags[i] (into argv) */
 } cli_t;
 
 /* Parse argv. --help prints `usage` and exits 0; --version prints the version and exits 0; flags
- * (NULL-terminated list, may be NULL) are the program's own boolean options; anything unexpected is
- * an input error (exit 2). */
+ * (NULL-terminated list, may be NULL) are the program's own options: a bare name ("--resume") is a
+ * switch, and each word after the name is a value the option takes ("--write-deck I OUT" takes two,
+ * given as the next arguments; one value may also be given as "--variant=3"). Given twice, the
+ * last one wins. Anything unexpected is an input error (exit 2). MPI need not be initialised. */
 void cli_parse(int argc, char **argv, const char *usage, const char *const *flags, cli_t *cli);
-/* 1 if the flag (one of those passed to cli_parse) was given. */
+/* 1 if the option (its name, e.g. "--variant") was given. */
 int cli_has(const cli_t *cli, const char *flag);
+/* The k-th value of an option that was given (k from 0), NULL if it was not given. */
+const char *cli_value(const cli_t *cli, const char *flag, int k);
 
 #endif

@@ -109,15 +109,15 @@ static void write_tensor(writer_t *w, const char *group_name, const slab_tensor_
   errno = 0;
   hsize_t dims[SLAB_MAX_DIMS], start[SLAB_MAX_DIMS] = {0}, count[SLAB_MAX_DIMS];
   for (int i = 0; i < t->ndim; i++) dims[i] = count[i] = (hsize_t)t->d[i];
-  size_t lo, hi, row = t->n / (size_t)t->d[0];
-  ckpt_share(t, w->world, &lo, &hi);
+  ckpt_chunking_t c = ckpt_chunking(t, w->world->rank, w->world->size);
+  size_t lo = c.lo, hi = c.hi, row = t->n / (size_t)t->d[0];
   start[0] = lo;
-  count[0] = hi - lo;
-  hsize_t mem_n = hi > lo ? (hi - lo) * row : 1;
+  count[0] = hi > lo ? hi - lo : 1; // (1, ...) with nothing selected when this rank has no rows
 
+  // the memory space has the selection's shape: HDF5 then maps it to chunks block by block
   hid_t fspace = H5Screate_simple(t->ndim, dims, NULL);
-  hid_t mspace = H5Screate_simple(1, &mem_n, NULL);
-  hid_t dcpl = ckpt_h5_dcpl(t, w->cfg->ckpt_compression);
+  hid_t mspace = H5Screate_simple(t->ndim, count, NULL);
+  hid_t dcpl = ckpt_h5_dcpl(t, c.chunk_rows, w->cfg->ckpt_compression);
   hid_t dset = fspace < 0 || dcpl < 0 ? -1
                                       : H5Dcreate2(w->group, t->name, H5T_IEEE_F32LE, fspace, H5P_DEFAULT, dcpl,
                                                    H5P_DEFAULT);
@@ -172,7 +172,8 @@ void checkpoint_write(const char *dir, const ckpt_state_t *s, const config_t *cf
   ckpt_path(temp, sizeof temp, dir, s->step, 1);
   ckpt_h5_quiet_t quiet;
   ckpt_h5_quiet_begin(&quiet);
-  writer_t w = {.dir = dir, .final = final, .temp = temp, .cfg = cfg, .world = world, .file = -1, .dxpl = -1, .group = -1};
+  writer_t w = {.dir = dir, .final = final, .temp = temp, .cfg = cfg, .world = world};
+  w.file = w.dxpl = w.group = -1;
   ckpt_status_init(&w.st, world);
 
   if (ckpt_h5_compression_check(cfg->ckpt_compression, why, sizeof why) != 0)

@@ -35,13 +35,18 @@ void ckpt_fail(ckpt_status_t *st, const char *fmt, ...) {
 
 /* Wait for a request; a rank that failed gives up after the timeout. Returns 1 when completed. */
 static int wait_agreement(ckpt_status_t *st, MPI_Request *req) {
+  if (!st->failed) { // a healthy rank waits as long as it takes (or until an abort ends it)
+    if (MPI_Wait(req, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+      surge_runtime_error("MPI_Wait failed while the ranks agreed on a checkpoint");
+    return 1;
+  }
   double give_up = surge_now() + CKPT_AGREE_TIMEOUT_S;
   for (;;) {
     int done = 0;
     if (MPI_Test(req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
       surge_runtime_error("MPI_Test failed while the ranks agreed on a checkpoint: %s", st->msg);
     if (done) return 1;
-    if (st->failed && surge_now() > give_up) return 0;
+    if (surge_now() > give_up) return 0;
     nanosleep(&(struct timespec){0, 200000}, NULL); // 0.2 ms
   }
 }

@@ -12,7 +12,6 @@
 #ifndef CKPT_DEFLATE_LEVEL
 #define CKPT_DEFLATE_LEVEL 1
 #endif
-#define CKPT_CHUNK_BYTES (1u << 20)
 #define CKPT_MAX_ATTR_STRING (16u << 20)
 #define H5Z_FILTER_BITSHUFFLE 32008
 #define BSHUF_H5_COMPRESS_LZ4 2
@@ -96,17 +95,32 @@ int ckpt_h5_compression_check(const char *compression, char *why, size_t why_len
   return -1;
 }
 
-hid_t ckpt_h5_dcpl(const slab_tensor_t *t, const char *compression) {
-  // chunks: whole rows of the first dimension, at most CKPT_CHUNK_BYTES (or one row), split
-  // evenly, since HDF5 stores a partial edge chunk at full size
+int ckpt_h5_missing_filter(hid_t dset, char *why, size_t why_len) {
+  hid_t dcpl = H5Dget_create_plist(dset);
+  int n = dcpl < 0 ? 0 : H5Pget_nfilters(dcpl), missing = 0;
+  for (int i = 0; i < n && !missing; i++) {
+    unsigned flags, cd[16], info = 0;
+    size_t ncd = 16;
+    char name[128] = "";
+    H5Z_filter_t id = H5Pget_filter2(dcpl, (unsigned)i, &flags, &ncd, cd, sizeof name, name, NULL);
+    if (id < 0 || (H5Zfilter_avail(id) > 0 && H5Zget_filter_info(id, &info) >= 0 &&
+                   (info & H5Z_FILTER_CONFIG_DECODE_ENABLED)))
+      continue;
+    missing = 1;
+    snprintf(why, why_len, "HDF5 filter %d (%.60s) is not available here%s", (int)id, name,
+             id == H5Z_FILTER_BITSHUFFLE ? " (Debian: apt-get install bitshuffle)" : "");
+  }
+  if (dcpl >= 0) H5Pclose(dcpl);
+  H5Eclear2(H5E_DEFAULT);
+  return missing;
+}
+
+hid_t ckpt_h5_dcpl(const slab_tensor_t *t, size_t chunk_rows, const char *compression) {
   hsize_t chunk[SLAB_MAX_DIMS];
-  size_t row_bytes = sizeof(float), rows = (size_t)t->d[0];
-  for (int i = 0; i < t->ndim; i++) chunk[i] = (hsize_t)t->d[i];
-  for (int i = 1; i < t->ndim; i++) row_bytes *= (size_t)t->d[i];
-  size_t max_rows = row_bytes >= CKPT_CHUNK_BYTES ? 1 : CKPT_CHUNK_BYTES / row_bytes;
-  size_t nchunks = (rows + max_rows - 1) / max_rows;
-  chunk[0] = (rows + nchunks - 1) / nchunks;
-  if (row_bytes * chunk[0] > 0xffffffffu) return -1; // HDF5 chunks stay under 4 GiB
+  size_t chunk_bytes = sizeof(float) * chunk_rows;
+  chunk[0] = chunk_rows;
+  for (int i = 1; i < t->ndim; i++) chunk_bytes *= (size_t)(chunk[i] = (hsize_t)t->d[i]);
+  if (chunk_bytes > 0xffffffffu) return -1; // HDF5 chunks stay under 4 GiB
 
   hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
   if (dcpl < 0) return -1;

@@ -67,9 +67,12 @@ hid_t ckpt_h5_dxpl_collective(void);
 
 /* Whether the filter of `compression` can encode here: 0, or -1 with why. */
 int ckpt_h5_compression_check(const char *compression, char *why, size_t why_len);
-/* Creation list of a tensor's dataset: chunks of about 1 MiB along the first dimension, the
+/* Whether a filter of dataset dset cannot decode here: 1 with what is missing and the fix in why,
+ * else 0. */
+int ckpt_h5_missing_filter(hid_t dset, char *why, size_t why_len);
+/* Creation list of a tensor's dataset: chunks of chunk_rows rows (ckpt_chunking), the
  * compression's filter, Fletcher32. Negative on failure. */
-hid_t ckpt_h5_dcpl(const slab_tensor_t *t, const char *compression);
+hid_t ckpt_h5_dcpl(const slab_tensor_t *t, size_t chunk_rows, const char *compression);
 
 /* Attributes of an object. Writers return 0 or -1; readers return 0, or -1 when the attribute is
  * missing or of another type (string readers: NUL-terminated, malloc'd, *out NULL on failure). */
@@ -141,7 +144,14 @@ typedef struct ckpt_region {
 } ckpt_region_t;
 int ckpt_regions(const ckpt_state_t *s, ckpt_region_t out[3]);
 
-/* Rows [lo, hi) of a tensor's first dimension that this rank writes. */
-void ckpt_share(const slab_tensor_t *t, const comm_t *world, size_t *lo, size_t *hi);
+/* How `ranks` ranks write a tensor: chunks of whole rows of the first dimension, at most 1 MiB
+ * (or one row), at least 64 KiB where the tensor allows, enough to give every rank one where it
+ * can, split evenly (HDF5 stores a partial edge chunk at full size); each rank writes whole
+ * chunks, so parallel HDF5 compresses them where they are, without moving data between ranks.
+ * chunk_rows: rows per chunk; this rank writes rows [lo, hi) (lo == hi: nothing). */
+typedef struct ckpt_chunking {
+  size_t chunk_rows, lo, hi;
+} ckpt_chunking_t;
+ckpt_chunking_t ckpt_chunking(const slab_tensor_t *t, int rank, int ranks);
 
 #endif

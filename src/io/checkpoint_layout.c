@@ -100,8 +100,21 @@ int ckpt_regions(const ckpt_state_t *s, ckpt_region_t out[3]) {
   return n;
 }
 
-void ckpt_share(const slab_tensor_t *t, const comm_t *world, size_t *lo, size_t *hi) {
-  size_t rows = (size_t)t->d[0];
-  *lo = rows * (size_t)world->rank / (size_t)world->size;
-  *hi = rows * (size_t)(world->rank + 1) / (size_t)world->size;
+#define CKPT_CHUNK_MAX_BYTES (1u << 20)
+#define CKPT_CHUNK_MIN_BYTES (64u << 10)
+
+ckpt_chunking_t ckpt_chunking(const slab_tensor_t *t, int rank, int ranks) {
+  size_t rows = (size_t)t->d[0], row_bytes = sizeof(float) * (t->n / rows);
+  size_t max_rows = row_bytes >= CKPT_CHUNK_MAX_BYTES ? 1 : CKPT_CHUNK_MAX_BYTES / row_bytes;
+  size_t min_rows = row_bytes >= CKPT_CHUNK_MIN_BYTES ? 1 : CKPT_CHUNK_MIN_BYTES / row_bytes;
+  size_t nchunks = (rows + max_rows - 1) / max_rows, spread = (rows + min_rows - 1) / min_rows;
+  if (spread > (size_t)ranks) spread = (size_t)ranks;
+  if (nchunks < spread) nchunks = spread;
+  ckpt_chunking_t c = {.chunk_rows = (rows + nchunks - 1) / nchunks};
+  nchunks = (rows + c.chunk_rows - 1) / c.chunk_rows;
+  // rank r writes chunks [nchunks * r / ranks, nchunks * (r + 1) / ranks)
+  size_t first = nchunks * (size_t)rank / (size_t)ranks, end = nchunks * (size_t)(rank + 1) / (size_t)ranks;
+  c.lo = first * c.chunk_rows < rows ? first * c.chunk_rows : rows;
+  c.hi = end * c.chunk_rows < rows ? end * c.chunk_rows : rows;
+  return c;
 }

@@ -59,9 +59,14 @@ static void fail_open(reader_t *r) {
 
 /* What the file is and which run it belongs to; fills step and opt_t. */
 static void check_root(reader_t *r, const config_t *cfg, long *step, long *opt_t) {
-  char *format = NULL;
+  char *format = NULL, why[512];
   int64_t version = 0;
-  if (ckpt_attr_read_string(r->file, "format", &format) != 0 || strcmp(format, CKPT_FORMAT_NAME) != 0)
+  htri_t has_format = H5Aexists(r->file, "format");
+  if (has_format < 0) { // the object header of / does not read back
+    ckpt_h5_error_text(why, sizeof why);
+    ckpt_fail(&r->st, "%s: cannot read the attributes of / (%s): %s", r->path, why, DAMAGED);
+  } else if (!has_format || ckpt_attr_read_string(r->file, "format", &format) != 0 ||
+             strcmp(format, CKPT_FORMAT_NAME) != 0)
     ckpt_fail(&r->st, "%s: not a Surge checkpoint (no attribute format = \"%s\" on /)", r->path, CKPT_FORMAT_NAME);
   else if (ckpt_attr_read_i64(r->file, "format_version", &version) != 0)
     ckpt_fail(&r->st, "%s: attribute format_version of / is missing or not an integer (%s)", r->path, DAMAGED);
@@ -107,8 +112,10 @@ static void shape_text(char *out, size_t len, int ndim, const hsize_t *d) {
   if (n > 0 && (size_t)n < len) snprintf(out + n, len - (size_t)n, ")");
 }
 
-/* Type float32 and the model's shape, or a failure naming what the file has. */
+/* Type float32, the model's shape and filters that decode here, or a failure naming what the file
+ * has. */
 static void check_dataset(reader_t *r, hid_t dset, const char *what, const slab_tensor_t *t) {
+  char why[256];
   hid_t type = H5Dget_type(dset), space = H5Dget_space(dset);
   hsize_t dims[H5S_MAX_RANK], want[SLAB_MAX_DIMS];
   int ndim = space < 0 ? -1 : H5Sget_simple_extent_ndims(space);
@@ -128,7 +135,8 @@ static void check_dataset(reader_t *r, hid_t dset, const char *what, const slab_
     shape_text(need, sizeof need, t->ndim, want);
     ckpt_fail(&r->st, "%s: %s: shape %s in the checkpoint, %s in this model: %s", r->path, what, have, need,
               REFUSED);
-  }
+  } else if (ckpt_h5_missing_filter(dset, why, sizeof why))
+    ckpt_fail(&r->st, "%s: %s: cannot be read: %s", r->path, what, why);
   if (type >= 0) H5Tclose(type);
   if (space >= 0) H5Sclose(space);
 }
@@ -174,8 +182,7 @@ static int path_exists(hid_t file, const char *path) {
 static void read_region(reader_t *r, const graph_t *g, const ckpt_region_t *reg) {
   H5G_info_t info;
   if (!path_exists(r->file, reg->group))
-    ckpt_fail(&r->st, "%s: %s: missing (the checkpoint has no such optimizer state): %s", r->path, reg->group,
-              REFUSED);
+    ckpt_fail(&r->st, "%s: %s: missing (the checkpoint holds no such state): %s", r->path, reg->group, REFUSED);
   else if ((r->group = H5Gopen2(r->file, reg->group, H5P_DEFAULT)) < 0 || H5Gget_info(r->group, &info) < 0)
     ckpt_fail(&r->st, "%s: %s: cannot open the group (%s)", r->path, reg->group, DAMAGED);
   else if (info.nlinks != (hsize_t)g->params.n)

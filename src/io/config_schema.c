@@ -1,7 +1,11 @@
 #include "io/config_schema.h"
 
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "core/error.h"
 
 #define FIELD(f) .offset = offsetof(config_t, f), .size = sizeof(((config_t *)0)->f)
 #define VALUES(...) ((const char *const[]){__VA_ARGS__, NULL})
@@ -114,9 +118,9 @@ const cfg_key_t cfg_keys[] = {
             "write a checkpoint every N steps (0: only at the end and on SIGTERM/SIGUSR1)"),
     STRING_KEY("checkpoint", "dir", ckpt_dir, "${run.out_dir}/checkpoints", 1, "directory of the checkpoints"),
     INT_KEY("checkpoint", "keep", ckpt_keep, "3", 1, 1000000, "newest checkpoints kept (older ones are removed)"),
-    ENUM_KEY("checkpoint", "compression", ckpt_compression, "shuffle-deflate",
-             VALUES("shuffle-deflate", "bitshuffle-lz4", "none"),
-             "HDF5 filter of checkpoint datasets (bitshuffle-lz4 needs hdf5-filter-plugin)"),
+    ENUM_KEY("checkpoint", "compression", ckpt_compression, "bitshuffle-lz4",
+             VALUES("bitshuffle-lz4", "shuffle-deflate", "none"),
+             "HDF5 filter of checkpoint datasets (bitshuffle-lz4 needs the Debian package bitshuffle)"),
     BOOL_KEY("checkpoint", "resume", resume, "false",
              "start from the newest checkpoint in dir (also: surge-train --resume)"),
 
@@ -176,4 +180,19 @@ const char *cfg_closest(const char *word, const char *const *cands, int n) {
   for (int i = 0; n < 0 ? cands[i] != NULL : i < n; i++)
     if (is_prefix(word, cands[i]) || is_prefix(cands[i], word)) return cands[i];
   return NULL;
+}
+
+const char *cfg_closest_key(const char *name, char *buf, size_t size) {
+  enum { FULL = 80 };
+  char(*full)[FULL] = xmalloc(FULL * (size_t)cfg_nkeys); /* "section.key" per schema key */
+  const char **names = xmalloc(sizeof(char *) * (size_t)cfg_nkeys);
+  for (int i = 0; i < cfg_nkeys; i++) {
+    snprintf(full[i], FULL, "%s.%s", cfg_keys[i].section, cfg_keys[i].key);
+    names[i] = full[i];
+  }
+  const char *close = cfg_closest(name, names, cfg_nkeys);
+  if (close) snprintf(buf, size, "%s", close);
+  free(names);
+  free(full);
+  return close ? buf : NULL;
 }

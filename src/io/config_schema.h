@@ -53,5 +53,8 @@ int cfg_find_key(const char *section, const char *key);
  * the word's length, or else one a prefix of the other; NULL if none is close. Candidates: n
  * strings (n < 0: NULL-terminated). */
 const char *cfg_closest(const char *word, const char *const *cands, int n);
+/* The "section.key" name of the schema closest to `name` (by cfg_closest), written into buf; NULL
+ * if none is close. */
+const char *cfg_closest_key(const char *name, char *buf, size_t size);
 
 #endif

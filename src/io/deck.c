@@ -34,6 +34,7 @@ struct deck {
   deck_entry_t *e; /* one per schema key: e[i] belongs to cfg_keys[i] */
   int *stack;      /* keys being expanded, outermost first (cycle reports) */
   int depth;
+  int sweep_line; /* line of the first [sweep] header, 0 if none */
 };
 
 /* ---- errors: "WHERE: [section] key: message (hint: ...)" ---- */
@@ -61,6 +62,7 @@ static _Noreturn void fail_unknown_section(const char *where, const char *sectio
   const char *names[64] = {NULL};
   int n = cfg_nsections < 64 ? cfg_nsections : 64;
   for (int i = 0; i < n; i++) names[i] = cfg_sections[i].name;
+  if (n < 64) names[n++] = "sweep"; /* io/sweep.c reads it */
   const char *close = cfg_closest(section, names, n);
   strbuf_t hint = STRBUF_INIT;
   if (close) {
@@ -149,8 +151,10 @@ typedef struct line_ctx {
   deck_t *d;
   int line;
   const char *where; /* "DECK:LINE" of this line */
-  int section;       /* index into cfg_sections, -1 before the first header */
+  int section;       /* index into cfg_sections, -1 before the first header, IN_SWEEP in [sweep] */
 } line_ctx_t;
+
+#define IN_SWEEP (-2) /* the lines of a [sweep] section are read by io/sweep.c */
 
 static const char *skip_blanks(const char *p, const char *end) {
   while (p < end && is_blank(*p)) p++;
@@ -168,6 +172,11 @@ static void parse_section_header(line_ctx_t *c, const char *p, const char *end) 
   const char *rest = skip_blanks(close + 1, end);
   if (rest < end && *rest != '#')
     fail(c->where, NULL, "a comment starts with '#'", "text after the section header");
+  if (strcmp(name, "sweep") == 0) {
+    c->section = IN_SWEEP;
+    if (!c->d->sweep_line) c->d->sweep_line = c->line;
+    return;
+  }
   c->section = cfg_find_section(name);
   if (c->section < 0) fail_unknown_section(c->where, name);
 }
@@ -204,7 +213,7 @@ static void parse_line(line_ctx_t *c, const char *p, const char *end) {
   p = skip_blanks(p, end);
   if (p == end || *p == '#') return;
   if (*p == '[') parse_section_header(c, p, end);
-  else parse_assignment(c, p, end);
+  else if (c->section != IN_SWEEP) parse_assignment(c, p, end);
 }
 
 static void parse_lines(deck_t *d, const char *text) {
@@ -287,15 +296,9 @@ static void expand_variable(deck_t *d, int i, const char *name, strbuf_t *out) {
   snprintf(section, sizeof section, "%.*s", (int)(dot - name), name);
   int j = cfg_find_key(section, dot + 1);
   if (j < 0) {
-    enum { FULL = 80 };
-    char(*full)[FULL] = xmalloc(FULL * (size_t)cfg_nkeys); /* "section.key" per schema key */
-    const char **names = xmalloc(sizeof(char *) * (size_t)cfg_nkeys);
-    for (int s = 0; s < cfg_nkeys; s++) {
-      snprintf(full[s], FULL, "%s.%s", cfg_keys[s].section, cfg_keys[s].key);
-      names[s] = full[s];
-    }
+    char buf[128];
     strbuf_t hint = STRBUF_INIT;
-    const char *close = cfg_closest(name, names, cfg_nkeys);
+    const char *close = cfg_closest_key(name, buf, sizeof buf);
     if (close) sb_printf(&hint, "did you mean ${%s}?", close);
     else sb_puts(&hint, "${section.key} names a key of the deck (doc/deck.md)");
     fail(where, k, sb_str(&hint), "undefined variable ${%s}", name);
@@ -410,16 +413,41 @@ static deck_t *deck_new(const char *path) {
   return d;
 }
 
-void deck_parse(const char *text, const char *path, int noverrides, char *const *overrides, config_t *cfg,
-                deck_t **out) {
+/* variant: settings of a [sweep] variant follow (possibly none); else a [sweep] section is refused. */
+static void parse_deck(const char *text, const char *path, int variant, int nsettings,
+                       const deck_setting_t *settings, int noverrides, char *const *overrides, config_t *cfg,
+                       deck_t **out) {
   deck_t *d = deck_new(path);
   parse_lines(d, text);
+  if (d->sweep_line && !variant) {
+    strbuf_t where = STRBUF_INIT;
+    sb_printf(&where, "%s:%d", path, d->sweep_line);
+    fail(sb_str(&where), NULL,
+         "run one of them: surge-train --variant I; surge-sweep DECK --count counts them",
+         "the deck's [sweep] section describes several runs");
+  }
+  for (int i = 0; i < nsettings; i++) {
+    if (settings[i].key < 0 || settings[i].key >= cfg_nkeys)
+      surge_runtime_error("deck setting for key index %d: no such key", settings[i].key);
+    /* ranked with the overrides for the validation order */
+    set_entry(&d->e[settings[i].key], FROM_OVERRIDE, 0, xstrdup(settings[i].raw), settings[i].where);
+  }
   for (int i = 0; i < noverrides; i++) apply_override(d, overrides[i]);
   check_required(d);
   memset(cfg, 0, sizeof *cfg);
   validate(d, cfg);
   if (out) *out = d;
   else deck_free(d);
+}
+
+void deck_parse(const char *text, const char *path, int noverrides, char *const *overrides, config_t *cfg,
+                deck_t **out) {
+  parse_deck(text, path, 0, 0, NULL, noverrides, overrides, cfg, out);
+}
+
+void deck_parse_variant(const char *text, const char *path, int nsettings, const deck_setting_t *settings,
+                        int noverrides, char *const *overrides, config_t *cfg, deck_t **out) {
+  parse_deck(text, path, 1, nsettings, settings, noverrides, overrides, cfg, out);
 }
 
 char *deck_read_file(const char *path) {

@@ -28,6 +28,19 @@ typedef struct deck deck_t;
 void deck_parse(const char *text, const char *path, int noverrides, char *const *overrides, config_t *cfg,
                 deck_t **out);
 
+/* A key that one variant of the deck's [sweep] section sets (io/sweep.h). */
+typedef struct deck_setting {
+  int key;           /* index into cfg_keys */
+  const char *raw;   /* the value as a deck line writes it: quotes removed, escapes kept */
+  const char *where; /* blamed by errors and deck_where: "DECK:LINE (variant I)" */
+} deck_setting_t;
+
+/* deck_parse for one variant of a deck with a [sweep] section: the settings replace the deck's own
+ * values, then the overrides replace theirs. deck_parse refuses a deck with a [sweep] section (its
+ * lines are read by io/sweep.c), so no program runs a sweep as if it were one run. */
+void deck_parse_variant(const char *text, const char *path, int nsettings, const deck_setting_t *settings,
+                        int noverrides, char *const *overrides, config_t *cfg, deck_t **out);
+
 /* Read a deck file into a malloc'd string: errors (missing, unreadable, not a regular file, over
  * DECK_MAX_BYTES, NUL bytes) name the path and exit with code 2. With MPI, rank 0 reads and
  * broadcasts the text; every rank then runs deck_parse on it. */

@@ -29,3 +29,13 @@ tests_test_log_SOURCES = tests/test_log.c
 tests_test_log_LDADD = $(SURGE_LIBS)
 TESTS += tests/test_log.sh
 dist_check_SCRIPTS += tests/test_log.sh
+
+# Parameter sweeps: the deck's [sweep] section (src/io/sweep.h; syntax in doc/sweeps.md).
+libsurge_a_SOURCES += src/io/sweep.c src/io/sweep.h src/io/sweep_impl.h src/io/sweep_variant.c \
+  src/io/sweep_text.c
+check_PROGRAMS += tests/test_sweep
+tests_test_sweep_SOURCES = tests/test_sweep.c
+tests_test_sweep_LDADD = $(SURGE_LIBS)
+TESTS += tests/test_sweep
+dist_check_SCRIPTS += tests/test_sweep_programs.sh
+TESTS += tests/test_sweep_programs.sh

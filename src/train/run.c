@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "core/error.h"
+#include "io/checkpoint.h"
 #include "io/log.h"
 #include "io/model_file.h"
 #include "train/progress.h"
@@ -15,7 +16,7 @@
 #include "train/train.h"
 
 /* ---- stop signals: SIGTERM and SIGUSR1 (what Slurm sends before a time limit with --signal)
- * finish the current step, write a checkpoint and exit 0. */
+ * finish the current step, write a checkpoint and return TRAIN_STOPPED. */
 static volatile sig_atomic_t stop_signal = 0;
 
 static void on_stop_signal(int sig) { stop_signal = sig; }
@@ -87,13 +88,20 @@ static void checkpoint_now(trainer_t *t, run_log_t *log, progress_t *p, const ch
   progress_note(p, line);
 }
 
-int train_run(const config_t *cfg, const deck_t *deck, const char *deck_path, comm_t *world) {
+train_outcome_t train_run(const config_t *cfg, const deck_t *deck, const char *resume_cmd, comm_t *world) {
   char model_path[CFG_STR + 32];
   snprintf(model_path, sizeof model_path, "%s/model.h5", cfg->out_dir);
   struct stat st;
-  if (stat(model_path, &st) == 0 && !cfg->overwrite && !cfg->resume)
-    surge_input_error("%s exists: a finished run is never overwritten (hint: another [run] name or out_dir, "
-                      "--resume to continue it, or -D run.overwrite=true)", model_path);
+  const char *existing = stat(model_path, &st) == 0 ? model_path : stat(cfg->log_file, &st) == 0 ? cfg->log_file : NULL;
+  if (existing && !cfg->overwrite && !cfg->resume)
+    surge_input_error("%s exists: the files of another run are never overwritten (hint: another [run] name or "
+                      "out_dir (and log.file, checkpoint.dir if the deck sets them), --resume to continue that run, "
+                      "or -D run.overwrite=true)", existing);
+
+  char why[256];
+  if (!checkpoint_compression_available(cfg->ckpt_compression, why, sizeof why))
+    surge_input_error("%s: [checkpoint] compression = %s: %s", deck_where(deck, "checkpoint.compression"),
+                      cfg->ckpt_compression, why);
 
   trainer_t t;
   trainer_init(&t, cfg, deck, world);
@@ -141,14 +149,14 @@ int train_run(const config_t *cfg, const deck_t *deck, const char *deck_path, co
     }
     if (s.stop) {
       char line[2 * CFG_STR + 200];
-      snprintf(line, sizeof line, "stopped by a signal after step %ld of %ld; resume with: surge-train %s --resume",
-               t.step, cfg->steps, deck_path);
+      snprintf(line, sizeof line, "stopped by a signal after step %ld of %ld; resume with: %s", t.step, cfg->steps,
+               resume_cmd);
       run_log_event(log, t.step, "stopped by a signal");
       progress_note(&p, line);
       run_log_close(log);
       trainer_free(&t);
       free(deck_text);
-      return 0;
+      return TRAIN_STOPPED;
     }
   }
   if (!evaluated_last) {
@@ -179,5 +187,5 @@ int train_run(const config_t *cfg, const deck_t *deck, const char *deck_path, co
   }
   trainer_free(&t);
   free(deck_text);
-  return 0;
+  return TRAIN_FINISHED;
 }

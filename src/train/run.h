@@ -8,8 +8,14 @@
 #include "io/config.h"
 #include "io/deck.h"
 
-/* Collective over world. Returns the process exit code (0, also when stopped by a signal after
- * writing a checkpoint). Errors exit through core/error.h. deck_path is named in messages. */
-int train_run(const config_t *cfg, const deck_t *deck, const char *deck_path, comm_t *world);
+/* How a run ended (errors exit through core/error.h instead). */
+typedef enum train_outcome {
+  TRAIN_FINISHED = 0, /* all steps done, OUT_DIR/model.h5 written */
+  TRAIN_STOPPED,      /* SIGTERM/SIGUSR1 stopped it after writing a checkpoint: resume it */
+} train_outcome_t;
+
+/* Collective over world. resume_cmd is the command printed for resuming after a stop (e.g.
+ * "surge-train DECK --resume"). */
+train_outcome_t train_run(const config_t *cfg, const deck_t *deck, const char *resume_cmd, comm_t *world);
 
 #endif

@@ -1,0 +1,13 @@
+# Burst parallelism (DeepPool): profile, planner, plan files.
+libsurge_a_SOURCES += \
+  src/burst/profile.c src/burst/profile.h \
+  src/burst/plan.h src/burst/plan_impl.h \
+  src/burst/plan_graph.c src/burst/plan_cost.c src/burst/planner.c src/burst/plan_pareto.c \
+  src/burst/plan_print.c src/burst/plan_file.c
+
+check_PROGRAMS += tests/test_planner
+tests_test_planner_SOURCES = tests/test_planner.c
+tests_test_planner_LDADD = $(SURGE_LIBS)
+TESTS += tests/test_planner
+
+dist_doc_DATA += doc/burst.md

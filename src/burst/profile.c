@@ -1,0 +1,103 @@
+#include "burst/profile.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "burst/plan.h"
+#include "core/error.h"
+
+void burst_profile_init(burst_profile_t *p, int nodes, const char *source) {
+  memset(p, 0, sizeof *p);
+  if (nodes < 1) surge_input_error("profile %s: %d nodes (need at least 1)", source, nodes);
+  snprintf(p->source, sizeof p->source, "%s", source);
+  p->nodes = nodes;
+  p->row = xcalloc((size_t)nodes, sizeof *p->row);
+}
+
+void burst_profile_free(burst_profile_t *p) {
+  for (int i = 0; i < p->nodes; i++) {
+    free(p->row[i].batch);
+    free(p->row[i].us);
+  }
+  free(p->row);
+  memset(p, 0, sizeof *p);
+}
+
+/* Index of the first entry with batch >= b (binary search). */
+static int row_lower_bound(const burst_profile_row_t *r, int b) {
+  int lo = 0, hi = r->n;
+  while (lo < hi) {
+    int mid = (lo + hi) / 2;
+    if (r->batch[mid] < b)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+void burst_profile_set(burst_profile_t *p, int node, int batch, double us) {
+  if (node < 0 || node >= p->nodes)
+    surge_input_error("profile %s: node %d out of range 0..%d", p->source, node, p->nodes - 1);
+  if (batch < 1) surge_input_error("profile %s: node %d: per-rank batch %d (need >= 1)", p->source, node, batch);
+  if (!isfinite(us) || us < 0)
+    surge_input_error("profile %s: node %d batch %d: time %g us is not a finite non-negative number",
+                      p->source, node, batch, us);
+  burst_profile_row_t *r = &p->row[node];
+  int k = row_lower_bound(r, batch);
+  if (k < r->n && r->batch[k] == batch) {
+    r->us[k] = us;
+    return;
+  }
+  if (r->n == r->cap) {
+    r->cap = r->cap ? 2 * r->cap : 8;
+    r->batch = xrealloc(r->batch, (size_t)r->cap * sizeof *r->batch);
+    r->us = xrealloc(r->us, (size_t)r->cap * sizeof *r->us);
+  }
+  memmove(r->batch + k + 1, r->batch + k, (size_t)(r->n - k) * sizeof *r->batch);
+  memmove(r->us + k + 1, r->us + k, (size_t)(r->n - k) * sizeof *r->us);
+  r->batch[k] = batch;
+  r->us[k] = us;
+  r->n++;
+}
+
+int burst_profile_find(const burst_profile_t *p, int node, int batch, double *us) {
+  if (node < 0 || node >= p->nodes) return -1;
+  const burst_profile_row_t *r = &p->row[node];
+  int k = row_lower_bound(r, batch);
+  if (k == r->n || r->batch[k] != batch) return -1;
+  *us = r->us[k];
+  return 0;
+}
+
+double burst_profile_time(const burst_profile_t *p, const graph_t *g, int node, int batch) {
+  if (g->l[node].kind == LAYER_INPUT) return 0;
+  double us;
+  if (burst_profile_find(p, node, batch, &us) != 0)
+    surge_input_error("profile %s: node %d '%s' has no time for per-rank batch %d (hint: profile every "
+                      "per-rank batch the planner may choose: ceil(global_batch/n) for its rank counts n)",
+                      p->source, node, g->l[node].name, batch);
+  return us;
+}
+
+static void check_positive(const burst_profile_t *p, const char *what, double v) {
+  if (!isfinite(v) || v <= 0) surge_input_error("profile %s: %s = %g must be positive and finite", p->source, what, v);
+}
+
+void burst_profile_check(const burst_profile_t *p, const graph_t *g) {
+  if (p->nodes != g->n)
+    surge_input_error("profile %s covers %d nodes but the model graph has %d (a profile of another model?)",
+                      p->source, p->nodes, g->n);
+  if (p->fingerprint && p->fingerprint != burst_graph_fingerprint(g))
+    surge_input_error("profile %s was measured on another model graph (fingerprint %016llx, this graph "
+                      "%016llx): profile this model",
+                      p->source, (unsigned long long)p->fingerprint,
+                      (unsigned long long)burst_graph_fingerprint(g));
+  if (!isfinite(p->net.p2p_alpha_us) || p->net.p2p_alpha_us < 0)
+    surge_input_error("profile %s: p2p latency %g us must be finite and >= 0", p->source, p->net.p2p_alpha_us);
+  if (!isfinite(p->net.ar_alpha_us) || p->net.ar_alpha_us < 0)
+    surge_input_error("profile %s: allreduce latency %g us must be finite and >= 0", p->source, p->net.ar_alpha_us);
+  check_positive(p, "p2p bandwidth (bytes/us)", p->net.p2p_bytes_per_us);
+  check_positive(p, "allreduce bandwidth (bytes/us)", p->net.ar_bytes_per_us);
+}

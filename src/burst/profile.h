@@ -1,0 +1,47 @@
+/* The cost profile the burst planner plans from: for every graph node, the forward+backward time
+ * (microseconds, on the busiest rank) at each per-rank batch the planner may choose, and the
+ * network's latency and bandwidth for point-to-point re-sharding and gradient allreduce.
+ * The profiler measures it (one entry per node and per-rank batch of burst_profile_batches);
+ * tests and benchmarks fill it by hand. The input node costs nothing and needs no entries. */
+#ifndef SURGE_BURST_PROFILE_H
+#define SURGE_BURST_PROFILE_H
+
+#include <stdint.h>
+
+#include "nn/graph.h"
+
+typedef struct burst_net {
+  double p2p_alpha_us;     /* latency of one point-to-point message */
+  double p2p_bytes_per_us; /* point-to-point bandwidth of one rank's link */
+  double ar_alpha_us;      /* latency of one step of an allreduce */
+  double ar_bytes_per_us;  /* allreduce bandwidth per rank */
+} burst_net_t;
+
+/* Measured times of one node, sorted by batch. */
+typedef struct burst_profile_row {
+  int n, cap;
+  int *batch;
+  double *us;
+} burst_profile_row_t;
+
+typedef struct burst_profile {
+  char source[256];     /* where it came from (a file name, "synthetic"), for messages */
+  int nodes;            /* graph nodes it covers */
+  uint64_t fingerprint; /* burst_graph_fingerprint of the graph it was measured on; 0: unknown */
+  burst_profile_row_t *row;
+  burst_net_t net;
+} burst_profile_t;
+
+void burst_profile_init(burst_profile_t *p, int nodes, const char *source);
+void burst_profile_free(burst_profile_t *p);
+/* Record (or replace) node's time at a per-rank batch. Bad arguments are input errors. */
+void burst_profile_set(burst_profile_t *p, int node, int batch, double us);
+/* The time of node at batch: 0 and *us set, or -1 when the profile holds no such entry. */
+int burst_profile_find(const burst_profile_t *p, int node, int batch, double *us);
+/* The time of node at batch; a missing entry is an input error naming the node and the batch. */
+double burst_profile_time(const burst_profile_t *p, const graph_t *g, int node, int batch);
+/* Check that p fits g (node count, fingerprint when recorded) and that the network numbers are
+ * positive and finite: an input error otherwise. */
+void burst_profile_check(const burst_profile_t *p, const graph_t *g);
+
+#endif

@@ -1,0 +1,131 @@
+/* Values derived from one run's log: final and best metrics, throughput, step-time statistics.
+ * Non-finite values (NaN cells of a killed or resumed run, a diverged loss) are skipped. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "core/error.h"
+#include "report/report.h"
+
+static const report_at_t none = {NAN, NAN};
+
+/* The last finite value of g's column `name`, with its step. */
+static report_at_t last_of(const report_group_t *g, const char *name) {
+  const report_column_t *c = report_column(g, name), *step = report_column(g, "step");
+  if (!c || !step) return none;
+  for (size_t i = g->rows; i-- > 0;)
+    if (isfinite(c->v[i])) return (report_at_t){c->v[i], step->v[i]};
+  return none;
+}
+
+/* The lowest (or highest) finite value of g's column `name`, with the first step reaching it. */
+static report_at_t extreme_of(const report_group_t *g, const char *name, int highest) {
+  const report_column_t *c = report_column(g, name), *step = report_column(g, "step");
+  report_at_t best = none;
+  if (!c || !step) return none;
+  for (size_t i = 0; i < g->rows; i++) {
+    double v = c->v[i];
+    if (isfinite(v) && (isnan(best.value) || (highest ? v > best.value : v < best.value)))
+      best = (report_at_t){v, step->v[i]};
+  }
+  return best;
+}
+
+static int compare_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* Mean, median, min and max of the finite step times. */
+static void step_time_stats(const report_log_t *L, report_values_t *v) {
+  v->step_mean = v->step_median = v->step_min = v->step_max = NAN;
+  const report_column_t *t = report_column(&L->metrics, "step_time");
+  if (!t) return;
+  double *sorted = xmalloc(surge_mul_size(L->metrics.rows, sizeof(double), "step times"));
+  size_t n = 0;
+  double sum = 0;
+  for (size_t i = 0; i < L->metrics.rows; i++)
+    if (isfinite(t->v[i])) {
+      sorted[n++] = t->v[i];
+      sum += t->v[i];
+    }
+  if (n) {
+    qsort(sorted, n, sizeof(double), compare_double);
+    v->step_mean = sum / (double)n;
+    v->step_median = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
+    v->step_min = sorted[0];
+    v->step_max = sorted[n - 1];
+  }
+  free(sorted);
+}
+
+/* Samples of every step over the time of every step: sum(samples_per_sec * step_time) / sum(step_time). */
+static double throughput(const report_log_t *L) {
+  const report_column_t *t = report_column(&L->metrics, "step_time"),
+                        *sps = report_column(&L->metrics, "samples_per_sec");
+  if (!t || !sps) return NAN;
+  double samples = 0, seconds = 0;
+  for (size_t i = 0; i < L->metrics.rows; i++)
+    if (isfinite(t->v[i]) && isfinite(sps->v[i]) && t->v[i] > 0) {
+      samples += sps->v[i] * t->v[i];
+      seconds += t->v[i];
+    }
+  return seconds > 0 ? samples / seconds : NAN;
+}
+
+report_values_t report_values(const report_log_t *L) {
+  report_values_t v = {.steps = L->metrics.rows, .first_step = NAN, .last_step = NAN};
+  const report_column_t *step = report_column(&L->metrics, "step");
+  if (L->metrics.rows) {
+    v.first_step = step->v[0];
+    v.last_step = step->v[L->metrics.rows - 1];
+  }
+  v.final_loss = last_of(&L->metrics, "loss");
+  v.best_loss = extreme_of(&L->metrics, "loss", 0);
+  v.final_eval_loss = last_of(&L->eval, "loss");
+  v.best_eval_loss = extreme_of(&L->eval, "loss", 0);
+  v.final_accuracy = last_of(&L->eval, "accuracy");
+  v.best_accuracy = extreme_of(&L->eval, "accuracy", 1);
+  v.samples_per_sec = throughput(L);
+  step_time_stats(L, &v);
+  return v;
+}
+
+long report_median_row(const report_log_t *L) {
+  const report_column_t *t = report_column(&L->metrics, "step_time");
+  report_values_t v = {0};
+  step_time_stats(L, &v);
+  if (!t || isnan(v.step_median)) return L->metrics.rows ? (long)L->metrics.rows - 1 : -1;
+  /* the row closest to the median (an even count's median is a mean of two rows) */
+  long best = -1;
+  for (size_t i = 0; i < L->metrics.rows; i++)
+    if (isfinite(t->v[i]) && (best < 0 || fabs(t->v[i] - v.step_median) < fabs(t->v[best] - v.step_median)))
+      best = (long)i;
+  return best;
+}
+
+long report_row_of_step(const report_log_t *L, double step) {
+  const report_column_t *s = report_column(&L->metrics, "step");
+  for (size_t i = 0; i < L->metrics.rows; i++)
+    if (s->v[i] == step) return (long)i;
+  return -1;
+}
+
+double report_column_mean(const report_column_t *c, size_t rows, size_t j) {
+  double sum = 0;
+  size_t n = 0;
+  for (size_t i = 0; i < rows; i++) {
+    double x = c->v[i * c->cols + j];
+    if (isfinite(x)) {
+      sum += x;
+      n++;
+    }
+  }
+  return n ? sum / (double)n : NAN;
+}
+
+double report_column_sum(const report_column_t *c, size_t rows) {
+  double sum = 0;
+  for (size_t i = 0; i < rows; i++)
+    if (isfinite(c->v[i * c->cols])) sum += c->v[i * c->cols];
+  return sum;
+}

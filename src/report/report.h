@@ -1,0 +1,195 @@
+/* surge-report: post-run analysis of Surge HDF5 metrics logs (user guide doc/report.md, log layout
+ * doc/formats.md). A log is read whole into memory and checked (report_log_read); everything else
+ * works on that picture: the text summary of one run, the table of many runs (a sweep), CSV and
+ * JSON export, and SVG figures.
+ *
+ * Logs of killed runs are normal input: their datasets may have unequal lengths (a kill during a
+ * flush), /eval or /events may be empty or missing, and cells of ranks that did not run read NaN.
+ * The reader keeps the rows every column of a group has and remembers how many it dropped.
+ *
+ * What newer logs add slots in without touching the reader, which takes every numeric dataset of
+ * /metrics, /ranks/phase_* and /eval: a new phase (a background phase) gets its category and
+ * colour in phases.c (until then it shows as "other"), a new group (/plan, /background) a section
+ * in summary.c's table that prints only when the log has it, a new derived value a column in
+ * table.c. */
+#ifndef SURGE_REPORT_H
+#define SURGE_REPORT_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+/* Most values one dataset may hold (2 GiB of doubles): a bound checked before allocating. */
+#define REPORT_MAX_CELLS ((size_t)1 << 28)
+
+/* ---- a log in memory (log_read.c) ---- */
+
+/* One numeric dataset of a group, converted to double. */
+typedef struct report_column {
+  char name[64];  /* dataset name inside its group: "loss", "bytes_dp", "phase_wait" */
+  char units[32]; /* its "units" attribute; "" when it has none */
+  size_t cols;    /* 1 for a 1-D dataset; ranks for a /ranks dataset */
+  double *v;      /* (rows, cols) row-major; NaN where the log holds no value */
+} report_column_t;
+
+/* The datasets of one group, which share their rows. */
+typedef struct report_group {
+  int present;          /* the group exists in the file */
+  size_t rows;          /* rows every column has: the rows used */
+  size_t rows_dropped;  /* rows some columns had beyond `rows` (a killed writer's partial flush) */
+  int ncol;
+  report_column_t *col; /* in the order of report_column_rank(): known names first */
+} report_group_t;
+
+/* One deck key with its resolved value as deck text ("train.lr", "0.05"). */
+typedef struct report_setting {
+  char *key, *value;
+} report_setting_t;
+
+typedef struct report_log {
+  char *path;
+  /* /run attributes ("" or -1 when absent) */
+  char program[32], version[32], start_time[40], layout[32], model[32];
+  long long ranks, parameters, global_batch, flush_every;
+  char *deck;                 /* /run/deck: the resolved deck text */
+  int nsettings;
+  report_setting_t *setting;  /* every deck key in schema order, parsed from deck (io/deck.h) */
+  report_group_t metrics;     /* /metrics: "step" first, then loss, lr, ..., bytes_* */
+  report_group_t phases;      /* /ranks/phase_* (rows, ranks); row i is /metrics/step[i] */
+  size_t phase_ranks;         /* ranks (columns) every /ranks/phase_* dataset has */
+  report_group_t eval;        /* /eval: step, loss, accuracy */
+  size_t nevents;
+  double *event_step;         /* (nevents) */
+  char **event_text;          /* (nevents) */
+} report_log_t;
+
+/* Read and check a log: a file that is not a Surge log, or that is damaged, is an input error
+ * (exit 2) naming the path. */
+report_log_t *report_log_read(const char *path);
+void report_log_free(report_log_t *log);
+
+/* A group's column by name; NULL when the group lacks it. */
+const report_column_t *report_column(const report_group_t *g, const char *name);
+/* A deck key's resolved value ("section.key"); NULL when the log's deck lacks it. */
+const char *report_setting(const report_log_t *log, const char *key);
+/* The run's name ([run] name), or the path when the deck lacks one. */
+const char *report_run_name(const report_log_t *log);
+
+/* ---- phases of a step (phases.c) ---- */
+
+/* What the summary and the timeline know about a phase (/ranks/phase_<name>). A phase this table
+ * does not know is shown after the known ones, in category "other". */
+typedef struct report_phase_kind {
+  const char *name;     /* "forward" */
+  const char *category; /* "compute", "data", "communication", "waiting", "other" */
+  const char *color;    /* fill colour of the timeline, "#rrggbb" */
+  int order;            /* execution order within a step; unknown phases come last */
+} report_phase_kind_t;
+
+/* The kind of phase `name` (without the "phase_" prefix). */
+report_phase_kind_t report_phase_kind(const char *name);
+/* Categories in the order the summary prints them; NULL-terminated. */
+extern const char *const report_phase_categories[];
+/* Where a column goes in its group: known names in their documented order, then the rest. */
+int report_column_rank(const char *group, const char *name);
+
+/* ---- values derived from one run (metrics.c) ---- */
+
+/* A value and the step it was reached at; NaN for both when there is none. */
+typedef struct report_at {
+  double value, step;
+} report_at_t;
+
+typedef struct report_values {
+  size_t steps;             /* rows of /metrics */
+  double first_step, last_step;
+  report_at_t final_loss, best_loss;         /* training loss: last finite, lowest */
+  report_at_t final_eval_loss, best_eval_loss;
+  report_at_t final_accuracy, best_accuracy; /* /eval/accuracy: last, highest */
+  double samples_per_sec;   /* samples of all steps / their summed step time */
+  double step_mean, step_median, step_min, step_max; /* /metrics/step_time, s */
+} report_values_t;
+
+report_values_t report_values(const report_log_t *log);
+/* Row of /metrics whose step has the median step time (a typical step); -1 without rows. */
+long report_median_row(const report_log_t *log);
+/* Row of /metrics holding `step`; -1 when the log has no such row. */
+long report_row_of_step(const report_log_t *log, double step);
+/* Mean of the finite values of column c over its rows, at column j; NaN when there is none. */
+double report_column_mean(const report_column_t *c, size_t rows, size_t j);
+/* Sum of the finite values of column c (1-D) over rows; 0 when there is none. */
+double report_column_sum(const report_column_t *c, size_t rows);
+
+/* ---- text grids (grid.c) ---- */
+
+/* Cells added row by row (ncol per row; row 0 is the header), printed with every column padded to
+ * its widest cell: align[j] 'l' or 'r' (columns past the end of align take its last letter). */
+typedef struct report_grid {
+  int ncol, ncell, cap;
+  char **cell;
+  const char *align;
+} report_grid_t;
+
+void report_grid_init(report_grid_t *g, int ncol, const char *align);
+void report_grid_add(report_grid_t *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void report_grid_print(FILE *f, const report_grid_t *g, const char *indent);
+void report_grid_free(report_grid_t *g);
+/* "1.50 MiB", "812 B": bytes in binary units, 3 significant digits. */
+void report_format_bytes(double bytes, char *buf, size_t n);
+
+/* ---- one run as text (summary.c) ---- */
+
+void report_summary_print(FILE *f, const report_log_t *log);
+
+/* ---- many runs as a table (table.c) ---- */
+
+/* A cell: its text, and its number when it is one (sorting and export use the number). */
+typedef struct report_cell {
+  char *text;  /* "-" when the run has no value */
+  double num;
+  int is_num;  /* num holds the value */
+  int missing; /* the run has no value */
+} report_cell_t;
+
+typedef struct report_table {
+  int ncol, nrow;
+  char **col;                /* column names: log, steps, ranks?, swept keys, final_loss, ... */
+  int nswept;                /* columns 2 .. 2+nswept-1 are the settings that differ */
+  report_cell_t *cell;       /* (nrow, ncol) */
+  const report_log_t **log;  /* (nrow) the run of each row */
+  char **label;              /* (nrow) a short name of each run for legends: its swept values */
+} report_table_t;
+
+/* One row per log, in the given order. Swept columns: the deck keys whose values differ between
+ * the logs (output locations excluded) and `ranks` when that differs. */
+report_table_t *report_table_build(const report_log_t *const *logs, int n);
+/* Column index of `name`; -1 when the table has none. */
+int report_table_column(const report_table_t *t, const char *name);
+/* Stable sort by column c: numerically when every value of it is a number, else as text; runs
+ * without a value go last either way. */
+void report_table_sort(report_table_t *t, int c, int descending);
+void report_table_print(FILE *f, const report_table_t *t);
+void report_table_free(report_table_t *t);
+
+/* ---- export (export.c); path "-" is standard output ---- */
+
+/* One row per logged step: /metrics, /eval at its step, every rank's phase times. */
+void report_export_run_csv(const char *path, const report_log_t *log);
+/* The whole log: /run, the settings, the derived values, /metrics, /ranks, /eval, /events. */
+void report_export_run_json(const char *path, const report_log_t *log);
+/* The table, one row (object) per run, in the printed order. */
+void report_export_table_csv(const char *path, const report_table_t *t);
+void report_export_table_json(const char *path, const report_table_t *t);
+
+/* ---- figures (figures.c) ---- */
+
+/* Write DIR/loss.svg, DIR/accuracy.svg (when a run evaluated) and a phase timeline of one step per
+ * run (DIR/timeline.svg for one run, DIR/timeline-K.svg for row K of the table). step < 0: each
+ * run's median-time step; a run without that step gets no timeline. The names written are printed
+ * to f. */
+void report_figures_write(const char *dir, const report_table_t *t, double step, FILE *f);
+
+/* ---- the program (report_main.c) ---- */
+
+int report_main(int argc, char **argv);
+
+#endif

@@ -1,0 +1,267 @@
+#!/bin/sh
+# surge-report on real logs of short trainings (1 and 2 ranks): the summary of one run against the
+# values h5dump reads from its log; a 3-run sweep table (the differing keys as columns, sorting);
+# CSV and JSON export that parse; SVG figures that are valid XML with one series per run; the log of
+# a run killed with SIGKILL; logs with unequal dataset lengths or without /eval; and files that are
+# not Surge logs or are damaged, refused with exit 2 and one line naming the path.
+. "${SURGE_TOP_SRCDIR:-.}/tests/tap.sh"
+
+mpiexec=${MPIEXEC:-mpiexec}
+report="$top_build/surge-report"
+unit="$top_build/tests/test_report_lib"
+command -v h5dump >/dev/null 2>&1 || tap_skip_all "h5dump not installed (Debian: hdf5-tools)"
+python=$(command -v python3 || true)
+
+deck="$top_src/inputs/mlp-fmnist.deck"
+common="-D data.source=synthetic -D data.synthetic_samples=512 -D model.mlp_hidden=32 -D run.eval_every=10
+  -D run.print_every=1000"
+
+# train NAME NP ARGS...: a short training into $tap_tmp/NAME
+train() {
+  name=$1; np=$2; shift 2
+  # shellcheck disable=SC2086
+  timeout 120 "$mpiexec" -n "$np" "$SURGE_TRAIN" "$deck" $common -D "run.out_dir=$tap_tmp/$name" "$@" \
+    >"$tap_tmp/$name.txt" 2>&1
+}
+
+# h5vals FILE DATASET: its values, one a line, in full precision (row-major for 2-D datasets)
+h5vals() {
+  h5dump -m '%.17g' -y -d "$2" "$1" | sed -n '/^   DATA {/,/^   }/p' | sed '1d;$d' | tr ',' '\n' |
+    sed 's/^ *//; s/ *$//; /^$/d'
+}
+
+# py TEXT SCRIPT ARGS...: a check in Python (json, csv, xml.dom.minidom); skipped without python3
+py() {
+  text=$1; shift
+  if [ -z "$python" ]; then echo "ok $((tap_n += 1)) - $text # SKIP python3 not installed"; return; fi
+  out=$("$python" -c "$@" 2>&1)
+  tap_ok $? "$text${out:+: $out}"
+}
+
+# refused FILE DESCRIPTION [ARGS...]: surge-report ARGS FILE exits 2 with one line naming FILE
+refused() {
+  f=$1; what=$2; shift 2
+  "$report" "$@" "$f" >"$tap_tmp/out.txt" 2>"$tap_tmp/err.txt"
+  rc=$?
+  msg=$(cat "$tap_tmp/err.txt")
+  [ "$rc" = 2 ] && [ "$(wc -l <"$tap_tmp/err.txt")" = 1 ] && [ ! -s "$tap_tmp/out.txt" ] &&
+    case $msg in "surge: error: $f: "*) true ;; *) false ;; esac
+  tap_ok $? "$what is refused: exit $rc, $msg"
+}
+
+# ---- one run on 2 ranks: the summary against h5dump
+train two 2 -D run.steps=30 -D train.global_batch=32
+tap_ok $? "a 30-step training on 2 ranks"
+log="$tap_tmp/two/log.h5"
+"$report" "$log" >"$tap_tmp/sum.txt" 2>"$tap_tmp/sum.err"
+tap_ok $? "summary of one run: exit 0"
+n=$(h5vals "$log" /metrics/step | wc -l)
+grep -q "^  steps       $n logged (steps 1 to $n) of 30;" "$tap_tmp/sum.txt"
+tap_ok $? "$n steps logged, as h5dump counts"
+want=$(h5vals "$log" /metrics/loss | tail -n 1 | awk '{printf "%.5g", $1}')
+grep -q "^  training loss (nats) *$want (step 30)" "$tap_tmp/sum.txt"
+tap_ok $? "final training loss $want = the last /metrics/loss"
+best=$(h5vals "$log" /eval/accuracy | paste - /dev/null | awk -v steps="$(h5vals "$log" /eval/step | tr '\n' ' ')" '
+  BEGIN { split(steps, s, " ") } NR == 1 || $1 > b { b = $1; at = s[NR] } END { printf "%.4f (step %d)", b, at }')
+grep -q "^  eval accuracy (fraction) .* (step [0-9]*) *$best\$" "$tap_tmp/sum.txt"
+tap_ok $? "best eval accuracy $best = the highest /eval/accuracy"
+h5vals "$log" /metrics/step_time >"$tap_tmp/t.txt"
+want=$(h5vals "$log" /metrics/samples_per_sec | paste - "$tap_tmp/t.txt" |
+  awk '{ s += $1 * $2; t += $2 } END { printf "%.1f", s / t }')
+grep -q "^  samples/s   $want " "$tap_tmp/sum.txt"
+tap_ok $? "samples/s $want = sum(samples_per_sec * step_time) / sum(step_time) of the log"
+want=$(h5vals "$log" /ranks/phase_comm | awk 'NR % 2 == 0 { s += $1; k++ } END { printf "%.3f", 1e3 * s / k }')
+got=$(awk '$1 == "rank" && !col { for (i = 1; i <= NF; i++) if ($i == "comm") col = i }
+  col && $1 == "1" { print $col; exit }' "$tap_tmp/sum.txt")
+[ -n "$got" ] && [ "$got" = "$want" ]
+tap_ok $? "rank 1's comm time per step $got ms = the mean of column 1 of /ranks/phase_comm ($want)"
+grep -q '^  share of each rank' "$tap_tmp/sum.txt" && grep -q '^ *rank *compute *data *communication *waiting$' "$tap_tmp/sum.txt"
+tap_ok $? "each rank's share by category: compute, data, communication, waiting"
+want=$(h5vals "$log" /metrics/bytes_dp | awk '{ s += $1 } END { printf "%.0f", s }')
+got=$(awk '$1 == "dp" { print $(NF - 1) }' "$tap_tmp/sum.txt")
+[ "$got" = "$want" ] && [ "$want" -gt 0 ]
+tap_ok $? "dp traffic $got bytes = the sum of /metrics/bytes_dp"
+grep -q '^  \[train\] .*lr=0.05' "$tap_tmp/sum.txt" && grep -q '^  \[run\] .*steps=30' "$tap_tmp/sum.txt"
+tap_ok $? "the resolved settings are listed"
+grep -q '^Events' "$tap_tmp/sum.txt" && grep -q 'checkpoint' "$tap_tmp/sum.txt"
+tap_ok $? "the events are listed"
+# (the resolved deck names the run's own log and checkpoint paths: a rerun elsewhere overrides them)
+"$report" --deck "$log" >"$tap_tmp/again.deck" &&
+  timeout 120 "$mpiexec" -n 1 "$SURGE_TRAIN" "$tap_tmp/again.deck" -D run.steps=2 -D "run.out_dir=$tap_tmp/again" \
+    -D "log.file=$tap_tmp/again/log.h5" -D "checkpoint.dir=$tap_tmp/again/checkpoints" >"$tap_tmp/again.txt" 2>&1 &&
+  [ "$(h5vals "$log" /metrics/step | wc -l)" = 30 ]
+tap_ok $? "--deck prints a deck surge-train runs"
+
+# ---- one run: CSV and JSON
+"$report" "$log" --csv "$tap_tmp/one.csv" --json "$tap_tmp/one.json" >/dev/null
+tap_ok $? "--csv and --json of one run: exit 0"
+want=$(h5vals "$log" /metrics/loss | tail -n 1 | awk '{printf "%.15g", $1}')
+got=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "loss") col = i } END { print $col }' "$tap_tmp/one.csv")
+[ "$(wc -l <"$tap_tmp/one.csv")" = $((n + 1)) ] && [ "$got" = "$want" ]
+tap_ok $? "CSV: a header and $n rows; the last loss $got = h5dump's"
+py "CSV parses: one row per step, every rank's phases, eval at its steps" "
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert len(rows) == $n, len(rows)
+assert 'phase_comm_r0' in rows[0] and 'phase_comm_r1' in rows[0], list(rows[0])
+evals = [r['step'] for r in rows if r['eval_accuracy']]
+assert evals == ['10', '20', '30'], evals
+" "$tap_tmp/one.csv"
+py "JSON parses: summary, /metrics, /ranks (steps x 2 ranks), /eval equal to the log" "
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d['summary']['steps'] == $n and d['run']['ranks'] == 2
+assert len(d['metrics']['loss']) == $n and len(d['ranks']['phase_comm']) == $n
+assert all(len(row) == 2 for row in d['ranks']['phase_comm'])
+assert d['eval']['accuracy'] == [float(x) for x in sys.argv[2].split()], d['eval']['accuracy']
+assert d['settings']['train.lr'] == '0.05' and d['units']['/metrics/loss'] == 'nats'
+" "$tap_tmp/one.json" "$(h5vals "$log" /eval/accuracy | tr '\n' ' ')"
+"$report" "$log" --csv - >"$tap_tmp/stdout.csv"
+[ "$(head -c 9 "$tap_tmp/stdout.csv")" = "step,loss" ] && cmp -s "$tap_tmp/stdout.csv" "$tap_tmp/one.csv"
+tap_ok $? "--csv - writes the same CSV to standard output, without the summary"
+
+# ---- a sweep of 3 runs on 1 rank: different train.lr and train.global_batch
+for spec in "a 0.1 16" "b 0.02 8" "c 0.05 32"; do
+  set -- $spec
+  train "lr-$1" 1 -D run.steps=20 -D "train.lr=$2" -D "train.global_batch=$3"
+  tap_ok $? "training $1: lr $2, batch $3"
+done
+logs="$tap_tmp/lr-a/log.h5 $tap_tmp/lr-b/log.h5 $tap_tmp/lr-c/log.h5"
+# column NAME FILE: the values of table column NAME, space-separated
+column() {
+  awk -v name="$1" 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == name) col = i; next } { printf "%s ", $col }' "$2"
+}
+# shellcheck disable=SC2086
+"$report" $logs >"$tap_tmp/table.txt"
+tap_ok $? "table of 3 runs: exit 0"
+head -n 1 "$tap_tmp/table.txt" | grep -q ' train\.global_batch  *train\.lr ' &&
+  ! head -n 1 "$tap_tmp/table.txt" | grep -q -e 'out_dir' -e 'log\.file' -e 'run\.seed' &&
+  [ "$(wc -l <"$tap_tmp/table.txt")" = 4 ]
+tap_ok $? "the swept keys are columns (not the output locations nor equal keys): $(head -n 1 "$tap_tmp/table.txt")"
+[ "$(column train.lr "$tap_tmp/table.txt")" = "0.1 0.02 0.05 " ]
+tap_ok $? "rows in the order of the command line"
+# shellcheck disable=SC2086
+"$report" $logs --sort train.global_batch >"$tap_tmp/sorted.txt"
+[ "$(column train.lr "$tap_tmp/sorted.txt")" = "0.02 0.1 0.05 " ]
+tap_ok $? "--sort train.global_batch is numeric (8, 16, 32): lr $(column train.lr "$tap_tmp/sorted.txt")"
+# shellcheck disable=SC2086
+"$report" $logs --sort train.lr --desc >"$tap_tmp/sorted.txt"
+[ "$(column train.lr "$tap_tmp/sorted.txt")" = "0.1 0.05 0.02 " ]
+tap_ok $? "--sort train.lr --desc: $(column train.lr "$tap_tmp/sorted.txt")"
+# shellcheck disable=SC2086
+"$report" $logs --sort final_loss >"$tap_tmp/sorted.txt"
+column final_loss "$tap_tmp/sorted.txt" | tr ' ' '\n' | sed '/^$/d' | sort -g -c
+tap_ok $? "--sort final_loss: $(column final_loss "$tap_tmp/sorted.txt")"
+# shellcheck disable=SC2086
+"$report" $logs --sort nosuch >/dev/null 2>"$tap_tmp/err.txt"
+rc=$?
+[ $rc = 2 ] && grep -q "no such column.*train.lr" "$tap_tmp/err.txt"
+tap_ok $? "--sort of an unknown column: exit $rc, $(cat "$tap_tmp/err.txt")"
+# shellcheck disable=SC2086
+"$report" $logs --sort train.lr --csv "$tap_tmp/table.csv" --json "$tap_tmp/table.json" >/dev/null
+tap_ok $? "--csv and --json of the table: exit 0"
+py "table CSV and JSON parse, sorted, with the swept values as numbers" "
+import csv, json, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert [r['train.lr'] for r in rows] == ['0.02', '0.05', '0.1'], rows
+d = json.load(open(sys.argv[2]))
+assert [r['train.lr'] for r in d] == [0.02, 0.05, 0.1] and [r['train.global_batch'] for r in d] == [8, 32, 16], d
+assert all(r['steps'] == 20 and 0 < r['best_accuracy'] <= 1 for r in d), d
+" "$tap_tmp/table.csv" "$tap_tmp/table.json"
+
+# ---- figures
+# shellcheck disable=SC2086
+"$report" $logs --plot "$tap_tmp/fig/sweep" >"$tap_tmp/plot.txt"
+rc=$?
+ls "$tap_tmp/fig/sweep" | tr '\n' ' ' >"$tap_tmp/ls.txt"
+[ $rc = 0 ] && [ "$(cat "$tap_tmp/ls.txt")" = "accuracy.svg loss.svg timeline-1.svg timeline-2.svg timeline-3.svg " ]
+tap_ok $? "--plot of 3 runs writes $(cat "$tap_tmp/ls.txt")"
+py "the figures are valid XML: one training and one evaluation loss series, one accuracy series per run, labelled axes" "
+import sys, xml.dom.minidom as m
+d = sys.argv[1]
+def groups(doc, cls):
+    return [g for g in doc.getElementsByTagName('g') if g.getAttribute('class') == cls]
+def title(g):
+    return g.getElementsByTagName('title')[0].firstChild.data
+def texts(doc):
+    return [t.firstChild.data for t in doc.getElementsByTagName('text')]
+loss = m.parse(d + '/loss.svg')
+train, ev = groups(loss, 'series train'), groups(loss, 'series eval')
+assert sorted(title(g) for g in train) == ['global_batch=16, lr=0.1', 'global_batch=32, lr=0.05', 'global_batch=8, lr=0.02'], [title(g) for g in train]
+assert len(ev) == 3 and all(len(g.getElementsByTagName('path')) == 1 for g in train + ev)
+assert 'Step' in texts(loss) and 'Loss (nats)' in texts(loss), texts(loss)
+acc = m.parse(d + '/accuracy.svg')
+assert len(groups(acc, 'series accuracy')) == 3 and 'Accuracy (%)' in texts(acc)
+for k in (1, 2, 3):
+    t = m.parse(d + '/timeline-%d.svg' % k)
+    assert len(groups(t, 'phase')) == 6, k
+" "$tap_tmp/fig/sweep"
+"$report" "$log" --plot "$tap_tmp/fig/two" --step 10 >/dev/null
+tap_ok $? "--plot of the 2-rank run with --step 10: exit 0"
+py "its timeline shows step 10 with a bar of each phase for ranks 0 and 1 as long as the logged time" "
+import sys, xml.dom.minidom as m
+doc = m.parse(sys.argv[1])
+assert any('phases of step 10 per rank' in t.firstChild.data for t in doc.getElementsByTagName('text'))
+comm = [g for g in doc.getElementsByTagName('g') if g.getAttribute('id') == 'phase-comm'][0]
+tips = [r.getElementsByTagName('title')[0].firstChild.data for r in comm.getElementsByTagName('rect')]
+want = ['rank %d, comm: %.3f ms' % (r, 1e3 * float(v)) for r, v in enumerate(sys.argv[2].split())]
+assert tips == want, (tips, want)
+" "$tap_tmp/fig/two/timeline.svg" "$(h5vals "$log" /ranks/phase_comm | sed -n '19p;20p' | tr '\n' ' ')"
+refused "$log" "--step 999 (not in the log)" --plot "$tap_tmp/fig/none" --step 999
+
+# ---- a run killed with SIGKILL: the report reads its log up to the last flush
+"$SURGE_TRAIN" "$deck" $common -D run.steps=1000000 -D log.flush_every=5 -D "run.out_dir=$tap_tmp/killed" \
+  >"$tap_tmp/killed.txt" 2>&1 &
+pid=$!
+i=0
+while [ $i -lt 300 ]; do
+  rows=$(h5ls "$tap_tmp/killed/log.h5/metrics/step" 2>/dev/null | sed -n 's/.*{\([0-9]*\)\/Inf}.*/\1/p')
+  [ "${rows:-0}" -ge 40 ] && break
+  sleep 0.1
+  i=$((i + 1))
+done
+kill -9 $pid
+wait $pid 2>/dev/null
+killed="$tap_tmp/killed/log.h5"
+n=$(h5vals "$killed" /metrics/step | wc -l)
+"$report" "$killed" --csv "$tap_tmp/killed.csv" >"$tap_tmp/killed-sum.txt" 2>&1
+rc=$?
+[ $rc = 0 ] && [ "$n" -ge 40 ] && [ $((n % 5)) = 0 ] &&
+  grep -q "^  steps       $n logged (steps 1 to $n) of 1000000;" "$tap_tmp/killed-sum.txt" &&
+  grep -q "^  note        short of step 1000000" "$tap_tmp/killed-sum.txt" &&
+  [ "$(wc -l <"$tap_tmp/killed.csv")" = $((n + 1)) ]
+tap_ok $? "the log of a run killed with SIGKILL reports its $n flushed steps (exit $rc)"
+
+# ---- partial logs: unequal lengths (a kill during a flush), no /eval and /events
+n=$(h5vals "$log" /metrics/step | wc -l)
+cp "$log" "$tap_tmp/cut.h5" && "$unit" cut "$tap_tmp/cut.h5" 2
+"$report" "$tap_tmp/cut.h5" >"$tap_tmp/cut.txt" 2>&1
+rc=$?
+[ $rc = 0 ] && grep -q "^  steps       $((n - 2)) logged" "$tap_tmp/cut.txt" &&
+  grep -q "^  note        /metrics: 2 incomplete rows left out" "$tap_tmp/cut.txt" &&
+  grep -q "^  note        /ranks: 2 incomplete rows left out" "$tap_tmp/cut.txt"
+tap_ok $? "datasets of unequal length: the rows all hold are reported, the others counted (exit $rc)"
+cp "$log" "$tap_tmp/noeval.h5" && "$unit" drop "$tap_tmp/noeval.h5" /eval && "$unit" drop "$tap_tmp/noeval.h5" /events
+"$report" "$tap_tmp/noeval.h5" --plot "$tap_tmp/fig/noeval" >"$tap_tmp/noeval.txt" 2>&1
+rc=$?
+[ $rc = 0 ] && grep -q "^  no evaluation logged" "$tap_tmp/noeval.txt" && ! grep -q "^Events" "$tap_tmp/noeval.txt" &&
+  [ -f "$tap_tmp/fig/noeval/loss.svg" ] && [ ! -f "$tap_tmp/fig/noeval/accuracy.svg" ]
+tap_ok $? "a log without /eval and /events: summary and figures without them (exit $rc)"
+"$report" "$tap_tmp/noeval.h5" "$log" >"$tap_tmp/mixed.txt" 2>&1
+[ "$(column best_accuracy "$tap_tmp/mixed.txt" | cut -d' ' -f1)" = "-" ]
+tap_ok $? "in a table, a run without evaluations has no best_accuracy"
+
+# ---- files that are not Surge logs, or are damaged
+printf 'step,loss\n1,2.3\n' >"$tap_tmp/text.h5"
+refused "$tap_tmp/text.h5" "a text file"
+"$top_build/tests/test_log" make-foreign "$tap_tmp" # norun.h5 (no /run) and other.h5 (another program)
+refused "$tap_tmp/norun.h5" "an HDF5 file without /run"
+refused "$tap_tmp/other.h5" "an HDF5 file of another program"
+size=$(wc -c <"$log")
+head -c $((size / 2)) "$log" >"$tap_tmp/half.h5"
+refused "$tap_tmp/half.h5" "a log cut in half"
+refused "$tap_tmp/missing.h5" "a missing file"
+refused "$tap_tmp" "a directory"
+refused "$tap_tmp/text.h5" "a bad log after a good one (the bad one is named)" "$log"
+
+tap_done

@@ -1,0 +1,226 @@
+/* surge-report's library (src/report/): unit checks on logs built in memory, and two ways to damage
+ * a real log for tests/test_report.sh.
+ *
+ *   test_report_lib                the unit checks (TAP): nice axes, byte units, phase kinds, the
+ *                                  swept columns and sorting of the table, CSV quoting, SVG escaping
+ *   test_report_lib cut FILE N     shorten /metrics/loss and /ranks/phase_comm of log FILE by N rows,
+ *                                  as a writer killed in the middle of a flush leaves them
+ *   test_report_lib drop FILE GROUP delete GROUP (e.g. /eval) from log FILE */
+#include <hdf5.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/error.h"
+#include "report/report.h"
+#include "report/svg.h"
+#include "tap.h"
+
+/* ---- damaging real logs ---- */
+
+static int cut(const char *path, hsize_t n) {
+  hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+  if (f < 0) return 1;
+  const char *const names[] = {"/metrics/loss", "/ranks/phase_comm"};
+  for (int i = 0; i < 2; i++) {
+    hid_t d = H5Dopen2(f, names[i], H5P_DEFAULT), s = H5Dget_space(d);
+    hsize_t dims[2];
+    int nd = H5Sget_simple_extent_dims(s, dims, NULL);
+    if (d < 0 || nd < 1 || dims[0] < n) return 1;
+    dims[0] -= n;
+    if (H5Dset_extent(d, dims) < 0) return 1;
+    H5Sclose(s);
+    H5Dclose(d);
+  }
+  return H5Fclose(f) < 0;
+}
+
+static int drop(const char *path, const char *group) {
+  hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+  if (f < 0 || H5Ldelete(f, group, H5P_DEFAULT) < 0) return 1;
+  return H5Fclose(f) < 0;
+}
+
+/* ---- logs built in memory ---- */
+
+static void add_column(report_group_t *g, const char *name, const double *v, size_t rows) {
+  report_column_t *c = &g->col[g->ncol++];
+  snprintf(c->name, sizeof c->name, "%s", name);
+  c->cols = 1;
+  c->v = xmalloc(rows * sizeof(double));
+  memcpy(c->v, v, rows * sizeof(double));
+}
+
+/* A two-step log whose settings are the given "key=value" pairs; accuracy NaN: no /eval. */
+static report_log_t *fake_log(const char *path, double final_loss, double accuracy, int nsettings,
+                              const char *const *settings) {
+  report_log_t *L = xcalloc(1, sizeof *L);
+  L->path = xstrdup(path);
+  L->deck = xstrdup("");
+  L->ranks = 1;
+  snprintf(L->program, sizeof L->program, "surge-train");
+  L->setting = xcalloc((size_t)nsettings, sizeof *L->setting);
+  for (int i = 0; i < nsettings; i++) {
+    const char *eq = strchr(settings[i], '=');
+    L->setting[i].key = strndup(settings[i], (size_t)(eq - settings[i]));
+    L->setting[i].value = xstrdup(eq + 1);
+  }
+  L->nsettings = nsettings;
+  const double step[] = {1, 2}, loss[] = {2.5, final_loss}, time[] = {0.5, 0.25}, sps[] = {64, 128};
+  L->metrics = (report_group_t){.present = 1, .rows = 2, .col = xcalloc(4, sizeof(report_column_t))};
+  add_column(&L->metrics, "step", step, 2);
+  add_column(&L->metrics, "loss", loss, 2);
+  add_column(&L->metrics, "step_time", time, 2);
+  add_column(&L->metrics, "samples_per_sec", sps, 2);
+  L->eval = (report_group_t){.present = !isnan(accuracy), .col = xcalloc(2, sizeof(report_column_t))};
+  if (!isnan(accuracy)) {
+    const double estep[] = {2}, acc[] = {accuracy};
+    L->eval.rows = 1;
+    add_column(&L->eval, "step", estep, 1);
+    add_column(&L->eval, "accuracy", acc, 1);
+  }
+  L->phases.col = xcalloc(1, sizeof(report_column_t));
+  return L;
+}
+
+/* The logs of column c of the table, in row order, as "a,b,c" of their paths. */
+static const char *row_order(const report_table_t *t) {
+  static char buf[256];
+  buf[0] = '\0';
+  for (int r = 0; r < t->nrow; r++)
+    snprintf(buf + strlen(buf), sizeof buf - strlen(buf), "%s%s", r ? "," : "", t->log[r]->path);
+  return buf;
+}
+
+static char *slurp(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return xstrdup("");
+  char *text = xcalloc(1 << 16, 1);
+  size_t n = fread(text, 1, (1 << 16) - 1, f);
+  text[n] = '\0';
+  fclose(f);
+  return text;
+}
+
+/* ---- the checks ---- */
+
+static void check_axes(void) {
+  plot_axis_t a = plot_axis(0.53, 2.31, 6);
+  tap_ok(a.lo == 0.5 && a.hi == 2.5 && a.step == 0.5 && a.decimals == 1,
+         "axis of [0.53, 2.31]: %g..%g step %g, %d decimals (want 0.5..2.5 step 0.5, 1)", a.lo, a.hi, a.step,
+         a.decimals);
+  a = plot_axis(0, 40, 6);
+  tap_ok(a.lo == 0 && a.hi == 40 && a.step == 10 && a.decimals == 0, "axis of [0, 40]: %g..%g step %g", a.lo, a.hi,
+         a.step);
+  a = plot_axis(0.3, 0.7, 4);
+  tap_ok(fabs(a.lo - 0.3) < 1e-12 && fabs(a.hi - 0.7) < 1e-12 && fabs(a.step - 0.1) < 1e-12,
+         "axis of [0.3, 0.7] keeps its ends despite rounding: %.17g..%.17g", a.lo, a.hi);
+  a = plot_axis(5, 5, 6);
+  tap_ok(a.lo < 5 && a.hi > 5, "an empty range is widened: %g..%g", a.lo, a.hi);
+  a = plot_axis(NAN, 1, 6);
+  tap_ok(a.lo == 0 && a.hi == 1, "a range without finite ends is 0..1: %g..%g", a.lo, a.hi);
+}
+
+static void check_units_and_phases(void) {
+  char buf[32];
+  report_format_bytes(1536, buf, sizeof buf);
+  tap_ok(strcmp(buf, "1.50 KiB") == 0, "1536 bytes: \"%s\"", buf);
+  report_format_bytes(160729440, buf, sizeof buf);
+  tap_ok(strcmp(buf, "153 MiB") == 0, "160729440 bytes: \"%s\"", buf);
+  report_format_bytes(0, buf, sizeof buf);
+  tap_ok(strcmp(buf, "0 B") == 0, "0 bytes: \"%s\"", buf);
+  tap_ok(strcmp(report_phase_kind("wait").category, "waiting") == 0 &&
+             strcmp(report_phase_kind("comm").category, "communication") == 0 &&
+             strcmp(report_phase_kind("forward").category, "compute") == 0,
+         "phase categories: wait waiting, comm communication, forward compute");
+  report_phase_kind_t unknown = report_phase_kind("lend");
+  tap_ok(strcmp(unknown.category, "other") == 0 && unknown.order > report_phase_kind("optimizer").order,
+         "an unknown phase is \"other\" and comes after the known ones");
+  tap_ok(report_column_rank("/ranks", "phase_data") < report_column_rank("/ranks", "phase_forward") &&
+             report_column_rank("/ranks", "phase_wait") < report_column_rank("/ranks", "phase_comm") &&
+             report_column_rank("/metrics", "step") < report_column_rank("/metrics", "loss") &&
+             report_column_rank("/metrics", "bytes_other") < report_column_rank("/metrics", "new_metric"),
+         "columns in execution / documented order, unknown ones last");
+}
+
+static void check_table(void) {
+  const char *a[] = {"run.name=b", "run.seed=1", "run.out_dir=/x/a", "train.global_batch=16", "train.lr=0.1",
+                     "model.mlp_hidden=512,512"};
+  const char *b[] = {"run.name=a", "run.seed=1", "run.out_dir=/x/b", "train.global_batch=8", "train.lr=0.02",
+                     "model.mlp_hidden=64"};
+  const char *c[] = {"run.name=c", "run.seed=1", "run.out_dir=/x/c", "train.global_batch=32", "train.lr=0.1",
+                     "model.mlp_hidden=64"};
+  report_log_t *logs[3] = {fake_log("A", 0.5, 0.9, 6, a), fake_log("B", 0.25, NAN, 6, b),
+                           fake_log("C", 0.75, 0.8, 6, c)};
+  report_table_t *t = report_table_build((const report_log_t *const *)logs, 3);
+  char cols[512] = "";
+  for (int i = 0; i < t->ncol; i++) snprintf(cols + strlen(cols), sizeof cols - strlen(cols), "%s ", t->col[i]);
+  tap_ok(strcmp(cols, "log steps run.name train.global_batch train.lr model.mlp_hidden final_loss best_eval_loss "
+                      "best_accuracy samples_per_sec ") == 0,
+         "columns: the differing keys (not the output directory, not the equal seed): %s", cols);
+  tap_ok(strcmp(t->label[0], "global_batch=16, lr=0.1, mlp_hidden=512,512") == 0,
+         "legend label: the swept values but the run name: %s", t->label[0]);
+  const report_cell_t *sps = &t->cell[report_table_column(t, "samples_per_sec")];
+  double want = (64 * 0.5 + 128 * 0.25) / (0.5 + 0.25);
+  tap_ok(sps->is_num && fabs(sps->num - want) < 1e-12, "samples/s is the samples of all steps over their time: %g (want %g)",
+         sps->num, want);
+
+  report_table_sort(t, report_table_column(t, "train.global_batch"), 0);
+  tap_ok(strcmp(row_order(t), "B,A,C") == 0, "sort by global_batch is numeric (8, 16, 32): %s", row_order(t));
+  report_table_sort(t, report_table_column(t, "run.name"), 1);
+  tap_ok(strcmp(row_order(t), "C,A,B") == 0, "sort by run.name --desc is by text (c, b, a): %s", row_order(t));
+  report_table_sort(t, report_table_column(t, "train.lr"), 0);
+  tap_ok(strcmp(row_order(t), "B,C,A") == 0, "equal values keep their order (0.02, then 0.1 of C and A): %s",
+         row_order(t));
+  report_table_sort(t, report_table_column(t, "best_accuracy"), 0);
+  tap_ok(strcmp(row_order(t), "C,A,B") == 0, "a run without a value sorts last ascending: %s", row_order(t));
+  report_table_sort(t, report_table_column(t, "best_accuracy"), 1);
+  tap_ok(strcmp(row_order(t), "A,C,B") == 0, "... and descending: %s", row_order(t));
+  report_table_sort(t, report_table_column(t, "final_loss"), 0);
+  tap_ok(strcmp(row_order(t), "B,A,C") == 0, "sort by final_loss (0.25, 0.5, 0.75): %s", row_order(t));
+  tap_ok(report_table_column(t, "run.out_dir") < 0 && report_table_column(t, "nope") < 0,
+         "no column for an output location or an unknown name");
+
+  char path[] = "/tmp/surge-test-report-XXXXXX";
+  int fd = mkstemp(path);
+  close(fd);
+  report_export_table_csv(path, t);
+  char *csv = slurp(path);
+  if (!tap_ok(strstr(csv, "\nA,2,b,16,0.1,\"512,512\",0.5,,0.9,85.3333333333333\n") != NULL,
+              "CSV quotes a value with a comma and leaves a missing value empty"))
+    for (char *line = strtok(csv, "\n"); line; line = strtok(NULL, "\n")) tap_diag("%s", line);
+  free(csv);
+
+  svg_t *s = svg_open(path, 100, 100, "t<i>tle & \"more\"");
+  plot_t p = {s, 10, 10, 80, 80, plot_axis(0, 1, 2), plot_axis(0, 1, 2)};
+  const double x[] = {0, 0.5, 1}, y[] = {0, NAN, 1};
+  plot_series(&p, "series", "s-1", "a<b&'c'", x, y, 3, "#000000", "", 0);
+  svg_close(s);
+  char *svg = slurp(path);
+  tap_ok(strstr(svg, "<title>t&lt;i&gt;tle &amp; &quot;more&quot;</title>") && strstr(svg, "a&lt;b&amp;&apos;c&apos;") &&
+             !strstr(svg, "a<b"),
+         "SVG text is escaped");
+  char *d = strstr(svg, " d=\"");
+  if (d) *strchr(d + 4, '"') = '\0';
+  tap_ok(d && strcmp(d, " d=\" M10.00 90.00 M90.00 10.00") == 0, "a NaN point breaks the line:%s", d ? d : " no path");
+  free(svg);
+  unlink(path);
+  report_table_free(t);
+  for (int i = 0; i < 3; i++) report_log_free(logs[i]);
+}
+
+int main(int argc, char **argv) {
+  H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+  if (argc == 4 && strcmp(argv[1], "cut") == 0) return cut(argv[2], (hsize_t)atol(argv[3]));
+  if (argc == 4 && strcmp(argv[1], "drop") == 0) return drop(argv[2], argv[3]);
+  if (argc != 1) {
+    fprintf(stderr, "usage: test_report_lib [cut FILE N | drop FILE GROUP]\n");
+    return 2;
+  }
+  check_axes();
+  check_units_and_phases();
+  check_table();
+  return tap_done();
+}

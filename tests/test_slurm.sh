@@ -1,0 +1,185 @@
+#!/bin/sh
+# The job scripts in jobscripts/ on a private one-node Slurm (tools/slurm-local-up.sh): a training
+# job leaves its log, model and checkpoints; a 3-variant sweep runs as a job array and a report job
+# that depends on it runs after it and tables all variants; a job stopped by SIGUSR1 mid-run
+# requeues itself, resumes from its checkpoint and ends bitwise where an uninterrupted run ends.
+# Skipped where Slurm is not installed or not root (slurmd starts jobs as their users).
+. "${SURGE_TOP_SRCDIR:-.}/tests/tap.sh"
+for p in sbatch squeue scontrol scancel slurmctld slurmd; do
+  command -v $p >/dev/null 2>&1 || tap_skip_all "Slurm is not installed ($p missing; tools/install-deps.sh installs it)"
+done
+[ "$(id -u)" = 0 ] || tap_skip_all "the local Slurm (slurmd) needs root"
+started=$(date +%s)
+jobs="$top_src/jobscripts"
+surge_sweep="$top_build/surge-sweep"
+surge_report="$top_build/surge-report"
+
+# A private cluster: its own state directory and ports (free ones, so that a developer's local Slurm
+# or another test run is left alone), no munged (auth/none: nothing shared with another cluster),
+# requeued jobs eligible after 5 s instead of 120 s.
+export SLURM_LOCAL_DIR="$tap_tmp/slurm"
+port=$((10000 + ($$ % 5000) * 2))
+while ss -Hltn 2>/dev/null | grep -qE ":($port|$((port + 1))) "; do port=$((port + 2)); done
+export SLURM_LOCAL_PORT=$port
+export SLURM_CONF="$SLURM_LOCAL_DIR/etc/slurm.conf"
+trap '"$top_src/tools/slurm-local-down.sh" >/dev/null 2>&1; rm -rf "$tap_tmp"' EXIT
+trap 'exit 1' INT TERM
+NCPUS=8 CRED_EXPIRE=5 AUTH=none "$top_src/tools/slurm-local-up.sh" >"$tap_tmp/up.txt" 2>&1
+up=$?
+tap_ok $up "a local Slurm comes up on port $port: $(tail -n 2 "$tap_tmp/up.txt" | head -n 1)"
+[ $up = 0 ] || { tap_diag "$(cat "$tap_tmp/up.txt")"; tap_done; }
+cd "$tap_tmp" || exit 1
+
+# wait_job ID SECONDS: until the job (every task of an array) has left the queue; 1 on timeout.
+# Every wait is bounded: a job Slurm can never start pends forever.
+wait_job() {
+  i=0
+  while squeue -h -j "$1" 2>/dev/null | grep -q .; do
+    [ $i -ge $(($2 * 10)) ] && { tap_diag "job $1 still queued after $2 s: $(squeue -h -j "$1" -o '%i %T %r')"; return 1; }
+    sleep 0.1
+    i=$((i + 1))
+  done
+}
+# wait_for FILE SECONDS
+wait_for() { i=0; while [ ! -e "$1" ] && [ $i -lt $(($2 * 10)) ]; do sleep 0.1; i=$((i + 1)); done; [ -e "$1" ]; }
+# job_field ID KEY: the values of KEY in `scontrol show job ID` (one line per job; an array: per task)
+job_field() { scontrol -o show job "$1" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$2=//p"; }
+# all_equal VALUE LINES: every line of LINES is VALUE (and there is one at least)
+all_equal() { [ -n "$2" ] && ! printf '%s\n' "$2" | grep -qvx "$1"; }
+# lap WHAT: the seconds since the last lap, as a TAP comment
+lap_at=$started
+lap() { now=$(date +%s); tap_diag "$1: $((now - lap_at)) s"; lap_at=$now; }
+# ok_or_show STATUS FILE DESCRIPTION: tap_ok, and the end of the job's output when it failed
+ok_or_show() { tap_ok "$1" "$3"; [ "$1" = 0 ] || tap_diag "$(tail -n 15 "$2" 2>/dev/null)"; }
+submit() { sbatch --parsable --export="ALL,SURGE_BIN=$top_build" "$@"; }
+tap_skip() { tap_n=$((tap_n + 1)); echo "ok $tap_n # SKIP $1"; }
+
+# a small mlp on synthetic data: ~2000 steps of about a millisecond, a checkpoint every 100
+cat >train.deck <<'EOF'
+[run]
+name = slurm-train
+steps = 2000
+print_every = 500
+[model]
+zoo = mlp
+mlp_hidden = 128,128
+[data]
+source = synthetic
+synthetic_samples = 1024
+[train]
+global_batch = 64
+[checkpoint]
+every = 100
+EOF
+
+# (1) train.sbatch, 2 ranks through srun --mpi=pmix
+job=$(submit "$jobs/train.sbatch" train.deck -D run.out_dir=straight)
+wait_job "$job" 60
+state=$(job_field "$job" JobState) code=$(job_field "$job" ExitCode)
+[ "$state" = COMPLETED ] && [ "$code" = 0:0 ]
+ok_or_show $? surge-train-"$job".out "train.sbatch job $job ends $state with exit code $code"
+grep -q "on 2 ranks" surge-train-"$job".out
+tap_ok $? "it trained on 2 ranks: $(grep -o 'global batch .* on 2 ranks' surge-train-"$job".out)"
+[ -s straight/log.h5 ] && [ -s straight/model.h5 ] && ls straight/checkpoints/ckpt-00002000.h5 >/dev/null 2>&1
+tap_ok $? "it leaves log.h5, model.h5 and checkpoints/ckpt-00002000.h5: $(cd straight/checkpoints && echo *)"
+rows=$(h5ls straight/log.h5/metrics/step 2>/dev/null | grep -o '{[0-9]*' | tr -d '{')
+[ "$rows" = 2000 ] && h5ls straight/model.h5/params 2>/dev/null | grep -q weight
+tap_ok $? "log.h5 holds 2000 steps ($rows), model.h5 the /params"
+lap "Slurm up and one training job"
+
+# (2) a 3-variant sweep as a job array, and a report job that waits for it
+cat >sweep.deck <<'EOF'
+[run]
+name = slurm-sweep
+steps = 60
+print_every = 20
+[model]
+zoo = mlp
+mlp_hidden = 32
+[data]
+source = synthetic
+synthetic_samples = 512
+[train]
+global_batch = 32
+[checkpoint]
+every = 20
+[sweep]
+train.lr = 0.01, 0.02, 0.04
+EOF
+if [ -x "$surge_sweep" ]; then
+  range=$("$surge_sweep" sweep.deck --array)
+  [ "$range" = 0-2 ]
+  tap_ok $? "surge-sweep --array gives the array range '$range'"
+  array=$(submit --array="$range" "$jobs/sweep.sbatch" sweep.deck)
+  if [ -x "$surge_report" ]; then
+    report=$(submit --dependency=afterok:"$array" "$jobs/report.sbatch" 'runs/slurm-sweep-v*/log.h5')
+    [ "$(job_field "$report" JobState)" = PENDING ]
+    tap_ok $? "report job $report waits for array $array: $(job_field "$report" Reason)"
+  fi
+  wait_job "$array" 60
+  states=$(job_field "$array" JobState)
+  all_equal COMPLETED "$states" && [ "$(printf '%s\n' "$states" | wc -l)" = 3 ]
+  tap_ok $? "sweep.sbatch array $array: 3 tasks, states $(printf '%s\n' "$states" | tr '\n' ' ')"
+  ok=0
+  for v in 0 1 2; do
+    [ -s runs/slurm-sweep-v$v/model.h5 ] || ok=1
+    grep -q "variant $v" surge-sweep-"$array"_$v.out || ok=1
+  done
+  tap_ok $ok "each task trained its own variant into runs/slurm-sweep-vI: $(echo runs/*)"
+  if [ -x "$surge_report" ]; then
+    wait_job "$report" 60
+    [ "$(job_field "$report" JobState)" = COMPLETED ]
+    tap_ok $? "report job $report ends $(job_field "$report" JobState)"
+    last_end=$(job_field "$array" EndTime | sort | tail -n 1)
+    report_start=$(job_field "$report" StartTime)
+    [ -n "$last_end" ] && ! expr "$report_start" \< "$last_end" >/dev/null
+    tap_ok $? "it started ($report_start) after the last variant ended ($last_end)"
+    out=surge-report-$report.out
+    ok=0
+    for v in 0:0.01 1:0.02 2:0.04; do
+      grep -E "slurm-sweep-v${v%:*}\b" "$out" | grep -qE "\b${v#*:}\b" || ok=1
+    done
+    tap_ok $ok "its table lists the 3 variants with their learning rates"
+    dir=report-$report
+    [ "$(grep -c '^runs/slurm-sweep-v[0-2]/log.h5,' "$dir/runs.csv" 2>/dev/null)" = 3 ] && [ -s "$dir/runs.json" ] &&
+      [ -s "$dir/loss.svg" ]
+    tap_ok $? "it wrote $dir/runs.csv (3 rows), runs.json and loss.svg: $(cd "$dir" 2>/dev/null && echo *)"
+    tap_diag "$(cat "$out")"
+  else
+    tap_skip "surge-report is not built yet: no report job"
+  fi
+else
+  tap_skip "surge-sweep is not built yet: no sweep job"
+fi
+lap "sweep and report"
+
+# (3) the deck of (1) stopped by SIGUSR1 once its first checkpoint exists (what --signal=USR1@120
+# does before a time limit): the job requeues itself, the next attempt resumes; a report job that
+# depends on it waits for the last attempt
+job=$(submit "$jobs/train.sbatch" train.deck -D run.out_dir=stopped)
+[ -x "$surge_report" ] && report=$(submit --dependency=afterok:"$job" "$jobs/report.sbatch" stopped/log.h5)
+wait_for stopped/checkpoints/ckpt-00000100.h5 30
+scancel --signal=USR1 "$job"
+wait_job "$job" 60
+out=surge-train-$job.out
+grep -q "stopped by a signal after step" "$out" && grep -q "requeueing job $job" "$out"
+ok_or_show $? "$out" "job $job: $(grep -o 'stopped by a signal after step [0-9]* of [0-9]*' "$out"), exit 75, requeued itself"
+restarts=$(job_field "$job" Restarts) state=$(job_field "$job" JobState)
+[ "$restarts" = 1 ] && [ "$state" = COMPLETED ]
+tap_ok $? "the requeued job ran again and ended $state (restarts: $restarts)"
+grep -q "resumed from .*stopped/checkpoints/ckpt-" "$out"
+tap_ok $? "the second attempt $(grep -o 'resumed from .* at step [0-9]*' "$out")"
+h5diff stopped/model.h5 straight/model.h5 /params /params >/dev/null 2>&1
+tap_ok $? "stopped + requeued + resumed ends with bitwise the parameters of the uninterrupted run"
+if [ -x "$surge_report" ]; then
+  wait_job "$report" 30
+  end=$(job_field "$job" EndTime) report_start=$(job_field "$report" StartTime)
+  [ "$(job_field "$report" JobState)" = COMPLETED ] && ! expr "$report_start" \< "$end" >/dev/null
+  tap_ok $? "its dependent report job survived the requeue and ran ($report_start) after the last attempt ($end)"
+else
+  tap_skip "surge-report is not built yet: no report job"
+fi
+
+lap "stopped, requeued and resumed job"
+tap_diag "Slurm test took $(($(date +%s) - started)) s"
+tap_done

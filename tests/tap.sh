@@ -1,5 +1,7 @@
 # TAP helpers for shell tests (sourced). Each check prints one "ok"/"not ok" line.
 #   tap_ok COND_EXIT_STATUS "description"     tap_done (prints the plan, exits 1 if any failed)
+#   tap_pass_through LABEL NP PROGRAM ARGS...  (a TAP program under mpiexec; its results become ours)
+#   tap_wait_until SECONDS COMMAND ARGS...     (poll until COMMAND succeeds; 1 on timeout)
 tap_n=0
 tap_failed=0
 tap_ok() {
@@ -13,10 +15,41 @@ tap_done() {
   [ "$tap_failed" = 0 ]
   exit $?
 }
-# Paths: the build tree holds the programs, the source tree the decks and data.
+# Paths: the build tree holds the programs, the source tree the decks and data; the MPI launcher.
 top_src=${SURGE_TOP_SRCDIR:-$(cd "$(dirname "$0")/.." && pwd)}
 top_build=${SURGE_TOP_BUILDDIR:-$top_src}
 SURGE_TRAIN="$top_build/surge-train"
+mpiexec=${MPIEXEC:-mpiexec}
 # A private scratch directory, removed at exit.
 tap_tmp=$(mktemp -d "${TMPDIR:-/tmp}/surge-test.XXXXXX")
 trap 'rm -rf "$tap_tmp"' EXIT
+# tap_pass_through LABEL NP PROGRAM ARGS...: run PROGRAM on NP ranks under $mpiexec; its TAP lines
+# become ours, labelled "LABEL: ", and one more result checks that it exited 0 with as many results
+# as its plan. Its stdout stays in $tap_tmp/pass_through.txt until the next call.
+tap_pass_through() {
+  pt_label=$1; pt_np=$2; shift 2
+  timeout 60 "$mpiexec" -n "$pt_np" "$@" >"$tap_tmp/pass_through.txt" 2>"$tap_tmp/pass_through.err"
+  pt_rc=$?
+  pt_results=0
+  while IFS= read -r pt_line; do
+    case $pt_line in
+      "ok "*) tap_ok 0 "$pt_label: ${pt_line#ok * - }"; pt_results=$((pt_results + 1)) ;;
+      "not ok "*) tap_ok 1 "$pt_label: ${pt_line#not ok * - }"; pt_results=$((pt_results + 1)) ;;
+      "#"*) echo "# $pt_label: ${pt_line#\# }" ;;
+    esac
+  done <"$tap_tmp/pass_through.txt"
+  pt_plan=$(sed -n 's/^1\.\.\([0-9][0-9]*\)$/\1/p' "$tap_tmp/pass_through.txt")
+  [ "$pt_rc" = 0 ] && [ -n "$pt_plan" ] && [ "$pt_plan" = "$pt_results" ]
+  tap_ok $? "$pt_label: exit $pt_rc, plan ${pt_plan:-missing}, $pt_results results"
+  [ "$pt_rc" = 0 ] || tap_diag "$(head -c 2000 "$tap_tmp/pass_through.err")"
+}
+# tap_wait_until SECONDS COMMAND ARGS...: run COMMAND every 0.1 s until it succeeds; status 1 when
+# it still fails after SECONDS. Every wait in a test is bounded this way.
+tap_wait_until() {
+  wu_left=$(($1 * 10)); shift
+  until "$@"; do
+    [ "$wu_left" -gt 0 ] || return 1
+    sleep 0.1
+    wu_left=$((wu_left - 1))
+  done
+}

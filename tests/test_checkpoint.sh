@@ -14,7 +14,6 @@
 #    latest and loads, and the next write removes the dead writer's temporary file.
 . "${SURGE_TOP_SRCDIR:-.}/tests/tap.sh"
 
-mpiexec=${MPIEXEC:-mpiexec}
 prog="$top_build/tests/test_checkpoint"
 
 # launch NP ARGS...: test_checkpoint on NP ranks. One rank runs as an MPI singleton, without the
@@ -26,26 +25,6 @@ launch() {
   else
     timeout 60 "$mpiexec" -n "$np" "$prog" "$@"
   fi
-}
-
-# pass_through NP ARGS...: run on NP ranks; its TAP lines become ours, labelled, and the run must
-# exit 0 with as many results as its plan.
-pass_through() {
-  np=$1; shift
-  timeout 60 "$mpiexec" -n "$np" "$prog" "$@" >"$tap_tmp/run.txt" 2>"$tap_tmp/run.err"
-  rc=$?
-  results=0
-  while IFS= read -r line; do
-    case $line in
-      "ok "*) tap_ok 0 "np=$np: ${line#ok * - }"; results=$((results + 1)) ;;
-      "not ok "*) tap_ok 1 "np=$np: ${line#not ok * - }"; results=$((results + 1)) ;;
-      "#"*) echo "# np=$np: ${line#\# }" ;;
-    esac
-  done <"$tap_tmp/run.txt"
-  plan=$(sed -n 's/^1\.\.\([0-9][0-9]*\)$/\1/p' "$tap_tmp/run.txt")
-  [ "$rc" = 0 ] && [ -n "$plan" ] && [ "$plan" = "$results" ]
-  tap_ok $? "np=$np: exit $rc, plan ${plan:-missing}, $results results"
-  [ "$rc" = 0 ] || tap_diag "$(head -c 2000 "$tap_tmp/run.err")"
 }
 
 # quiet NP ARGS...: run a helper mode that must succeed; its stdout is in $tap_tmp/out.txt.
@@ -85,7 +64,7 @@ expect_load() {
 
 # ---- round trips, other rank counts, pruning, latest
 for np in 4 2 1; do
-  pass_through "$np" roundtrip "$tap_tmp/rt"
+  tap_pass_through "np=$np" "$np" "$prog" roundtrip "$tap_tmp/rt"
 done
 
 # ---- damaged files and refusals

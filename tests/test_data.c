@@ -9,13 +9,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 #include <zlib.h>
 
 #include "core/error.h"
 #include "core/rng.h"
 #include "data/dataset.h"
+#include "child.h"
 #include "tap.h"
 
 #define FMNIST_DIR "/usr/share/datasets/fashion-mnist"
@@ -41,48 +41,16 @@ static config_t make_cfg(const char *source, const char *path) {
 
 /* ---- children that must fail ---------------------------------------------------------------- */
 
-typedef struct child_result {
-  int status;     /* exit code, or -1 when killed by a signal */
-  char err[4096]; /* stderr, without its last newline */
-} child_result_t;
-
-static void run_child(void (*fn)(const void *), const void *arg, child_result_t *res) {
-  int fd[2];
-  if (pipe(fd) != 0) abort();
-  fflush(stdout);
-  pid_t pid = fork();
-  if (pid < 0) abort();
-  if (pid == 0) {
-    close(fd[0]);
-    dup2(fd[1], 2);
-    if (!freopen("/dev/null", "w", stdout)) _exit(99);
-    fn(arg);
-    _exit(0);
-  }
-  close(fd[1]);
-  size_t n = 0;
-  ssize_t r;
-  while (n + 1 < sizeof res->err && (r = read(fd[0], res->err + n, sizeof res->err - 1 - n)) > 0) n += (size_t)r;
-  if (n && res->err[n - 1] == '\n') n--;
-  res->err[n] = '\0';
-  close(fd[0]);
-  int st = 0;
-  waitpid(pid, &st, 0);
-  res->status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 static void open_in_child(const void *cfg) { dataset_close(dataset_open(cfg)); }
 
 /* dataset_open(cfg) must exit with `code` and print one line holding needle (and needle2 unless NULL). */
 static void expect_open_fails(const config_t *cfg, int code, const char *what, const char *needle, const char *needle2) {
-  child_result_t res;
-  run_child(open_in_child, cfg, &res);
+  child_result_t res = run_in_child(open_in_child, cfg);
+  const char *needles[] = {needle, needle2};
   tap_diag("%s: %s", what, res.err);
   tap_ok(res.status == code, "%s: exit status %d (expected %d)", what, res.status, code);
-  int lines = 0;
-  for (const char *p = res.err; *p; p++) lines += *p == '\n';
-  tap_ok(strstr(res.err, needle) && (!needle2 || strstr(res.err, needle2)) && lines == 0,
-         "%s: one-line message names '%s'%s%s", what, needle, needle2 ? " and " : "", needle2 ? needle2 : "");
+  tap_ok(child_wrote_one_line_with(&res, needles, 2), "%s: one-line message names '%s'%s%s", what, needle,
+         needle2 ? " and " : "", needle2 ? needle2 : "");
 }
 
 /* ---- Fashion-MNIST -------------------------------------------------------------------------- */
@@ -373,8 +341,7 @@ static void test_text(void) {
          "text: splits are disjoint (last training target byte %g, first validation byte %g)", last_train_byte, x[0]);
 
   get_args_t ga = {ds, SPLIT_TEST, (50 - 1) / T};
-  child_result_t res;
-  run_child(get_in_child, &ga, &res);
+  child_result_t res = run_in_child(get_in_child, &ga);
   tap_ok(res.status == 1 && strstr(res.err, "sample id 6 is outside the validation split"),
          "dataset_get of an id past the split is a runtime error (status %d: %s)", res.status, res.err);
   dataset_close(ds);

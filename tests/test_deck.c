@@ -10,11 +10,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "io/config_schema.h"
 #include "io/deck.h"
+#include "child.h"
 #include "tap.h"
 
 static const char *srcdir(void) {
@@ -526,33 +526,6 @@ static const err_case_t err_cases[] = {
     {"directory instead of a file", NULL, "/", 0, {0}, {"/: not a regular file"}},
 };
 
-/* Run fn(arg) in a child with stderr captured; returns the exit status (-1 if not a normal exit)
- * and the captured text in buf. */
-static int run_captured(void (*fn)(const void *), const void *arg, char *buf, size_t cap) {
-  int fd[2];
-  if (pipe(fd) != 0) return -1;
-  fflush(stdout);
-  fflush(stderr);
-  pid_t pid = fork();
-  if (pid < 0) return -1;
-  if (pid == 0) {
-    close(fd[0]);
-    dup2(fd[1], STDERR_FILENO);
-    fn(arg);
-    _exit(0);
-  }
-  close(fd[1]);
-  size_t n = 0;
-  ssize_t r;
-  while ((r = read(fd[0], buf + n, cap - 1 - n)) > 0 && n + (size_t)r < cap - 1) n += (size_t)r;
-  if (r > 0) n += (size_t)r;
-  buf[n] = '\0';
-  close(fd[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
 static void run_err_case(const void *arg) {
   const err_case_t *c = arg;
   config_t cfg;
@@ -560,26 +533,12 @@ static void run_err_case(const void *arg) {
   else deck_load(c->path, c->nov, (char *const *)c->ov, &cfg, NULL);
 }
 
-/* Exit 2, exactly one line, every phrase present. */
-static void check_error_output(const char *what, int rc, const char *msg, const char *const *expect,
-                               int nexpect) {
-  const char *nl = strchr(msg, '\n');
-  int one_line = nl && nl[1] == '\0';
-  int found = 1;
-  for (int i = 0; i < nexpect && expect[i]; i++)
-    if (!strstr(msg, expect[i])) found = 0, tap_diag("missing: %s", expect[i]);
-  if (!(rc == 2 && one_line && found)) tap_diag("exit %d, stderr: %s", rc, msg);
-  tap_ok(rc == 2 && one_line && found, "error: %s", what);
-}
-
 static void test_error_cases(void) {
   setenv("SURGE_TEST_NEWLINE", "a\nb", 1);
   unsetenv("SURGE_TEST_UNDEFINED_VARIABLE");
-  char msg[4096];
   for (size_t i = 0; i < sizeof err_cases / sizeof err_cases[0]; i++) {
     const err_case_t *c = &err_cases[i];
-    int rc = run_captured(run_err_case, c, msg, sizeof msg);
-    check_error_output(c->what, rc, msg, c->expect, 5);
+    expect_input_error_all(run_err_case, c, c->what, c->expect, 5);
   }
 }
 
@@ -599,19 +558,16 @@ static void test_file_limits(void) {
   for (int i = 0; i < DECK_MAX_BYTES; i++) fputc('#', f);
   fputs("\n", f);
   fclose(f);
-  char msg[4096], expect[128];
-  int rc = run_captured(write_big_file_and_load, path, msg, sizeof msg);
+  char expect[128];
   snprintf(expect, sizeof expect, "the deck is %d bytes, more than the %d allowed", DECK_MAX_BYTES + 1,
            DECK_MAX_BYTES);
   const char *e[] = {path, expect};
-  check_error_output("deck over 1 MiB", rc, msg, e, 2);
+  expect_input_error_all(write_big_file_and_load, path, "deck over 1 MiB", e, 2);
   f = fopen(path, "wb");
   fputs("[model]\nzoo = mlp\0[run]\n", f); /* fputs stops at the NUL: write it explicitly */
   fwrite("\0", 1, 1, f);
   fclose(f);
-  rc = run_captured(write_big_file_and_load, path, msg, sizeof msg);
-  const char *e2[] = {"the deck has NUL bytes"};
-  check_error_output("NUL byte in a deck", rc, msg, e2, 1);
+  expect_input_error(write_big_file_and_load, path, "NUL byte in a deck", "the deck has NUL bytes");
   unlink(path);
 }
 
@@ -624,11 +580,8 @@ static void key_error_after_parse(const void *arg) {
 }
 
 static void test_key_error(void) {
-  char msg[4096];
-  int rc = run_captured(key_error_after_parse, NULL, msg, sizeof msg);
-  const char *e[] = {
-      "surge: error: shape.deck:3: [model] gpt_width: too narrow for 128 heads (hint: at least 128)"};
-  check_error_output("deck_key_error blames the key's line", rc, msg, e, 1);
+  expect_input_error(key_error_after_parse, NULL, "deck_key_error blames the key's line",
+                     "surge: error: shape.deck:3: [model] gpt_width: too narrow for 128 heads (hint: at least 128)");
 }
 
 int main(int argc, char **argv) {

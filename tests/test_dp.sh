@@ -4,7 +4,6 @@
 # does not divide evenly over 3 and 8 ranks, so uneven shares are exercised too.
 . "${SURGE_TOP_SRCDIR:-.}/tests/tap.sh"
 [ -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ] || tap_skip_all "dataset-fashion-mnist is not installed"
-mpiexec=${MPIEXEC:-mpiexec}
 compare="$top_build/tests/h5_compare"
 
 common="-D run.steps=10 -D run.print_every=10 -D train.global_batch=20 -D data.test_samples=40 -D run.overwrite=true"

@@ -104,6 +104,18 @@ static run_log_t *open_log(fixture_t *fx, const char *path, long resume_step) {
   return run_log_open(path, &fx->cfg, deck_text, &fx->g, &fx->world, resume_step);
 }
 
+/* A new log at path with steps 1..last, an evaluation (loss 1.5, accuracy 0.625) at step eval_at
+ * and the event "checkpoint written" at step event_at (eval_at < event_at <= last); still open. */
+static run_log_t *new_log_with_history(fixture_t *fx, const char *path, long eval_at, long event_at, long last) {
+  run_log_t *log = open_log(fx, path, -1);
+  write_steps(log, fx->world.rank, 1, eval_at, 0);
+  run_log_eval(log, eval_at, 1.5, 0.625);
+  write_steps(log, fx->world.rank, eval_at + 1, event_at, 0);
+  run_log_event(log, event_at, "checkpoint written");
+  write_steps(log, fx->world.rank, event_at + 1, last, 0);
+  return log;
+}
+
 /* ---- reading back with the HDF5 API (rank 0) ---- */
 
 static hid_t open_ro(const char *path) {
@@ -395,12 +407,7 @@ static void mode_write(fixture_t *fx, const char *dir) {
   snprintf(path, sizeof path, "%s/log-%d.h5", dir, n);
   snprintf(label, sizeof label, "%d rank%s", n, n == 1 ? "" : "s");
 
-  run_log_t *log = open_log(fx, path, -1);
-  write_steps(log, fx->world.rank, 1, 6, 0);
-  run_log_eval(log, 6, 1.5, 0.625);
-  write_steps(log, fx->world.rank, 7, 7, 0);
-  run_log_event(log, 7, "checkpoint written");
-  write_steps(log, fx->world.rank, 8, 12, 0);
+  run_log_t *log = new_log_with_history(fx, path, 6, 7, 12);
   run_log_eval(log, 12, 1.25, 0.75);
   run_log_close(log);
   expect_t e = {.steps = 12, .nseg = 1, .seg = {{1, n}}, .cols = n, .ranks = n,
@@ -488,12 +495,7 @@ static void mode_until_killed(fixture_t *fx, const char *path, const char *dir) 
   snprintf(stop, sizeof stop, "%s/stop", dir);
   snprintf(idle, sizeof idle, "%s/idle", dir);
   snprintf(writing, sizeof writing, "%s/writing", dir);
-  run_log_t *log = open_log(fx, path, -1);
-  write_steps(log, fx->world.rank, 1, 10, 0);
-  run_log_eval(log, 10, 1.5, 0.625);
-  write_steps(log, fx->world.rank, 11, 15, 0);
-  run_log_event(log, 15, "checkpoint written");
-  write_steps(log, fx->world.rank, 16, 20, 0);
+  run_log_t *log = new_log_with_history(fx, path, 10, 15, 20);
   write_file_atomically(writing, "%ld\n", (long)getpid());
   long s = 20;
   const struct timespec pause_20ms = {0, 20 * 1000 * 1000};

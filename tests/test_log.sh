@@ -6,34 +6,13 @@
 # resumes from there.
 . "${SURGE_TOP_SRCDIR:-.}/tests/tap.sh"
 
-mpiexec=${MPIEXEC:-mpiexec}
 prog="$top_build/tests/test_log"
 command -v h5dump >/dev/null 2>&1 || tap_skip_all "h5dump not installed (Debian: hdf5-tools)"
 
-# pass_through LABEL NP ARGS...: run test_log on NP ranks; its TAP lines become ours (labelled), and
-# the run must exit 0 with as many results as its plan.
-pass_through() {
-  label=$1; np=$2; shift 2
-  timeout 60 "$mpiexec" -n "$np" "$prog" "$@" >"$tap_tmp/run.txt" 2>"$tap_tmp/run.err"
-  rc=$?
-  results=0
-  while IFS= read -r line; do
-    case $line in
-      "ok "*) tap_ok 0 "$label: ${line#ok * - }"; results=$((results + 1)) ;;
-      "not ok "*) tap_ok 1 "$label: ${line#not ok * - }"; results=$((results + 1)) ;;
-      "#"*) echo "# $label: ${line#\# }" ;;
-    esac
-  done <"$tap_tmp/run.txt"
-  plan=$(sed -n 's/^1\.\.\([0-9][0-9]*\)$/\1/p' "$tap_tmp/run.txt")
-  [ "$rc" = 0 ] && [ -n "$plan" ] && [ "$plan" = "$results" ]
-  tap_ok $? "$label: exit $rc, plan ${plan:-missing}, $results results"
-  [ "$rc" = 0 ] || tap_diag "$(head -c 2000 "$tap_tmp/run.err")"
-}
-
-pass_through "write np=1" 1 write "$tap_tmp"
-pass_through "write np=2" 2 write "$tap_tmp"
-pass_through "1 rank resumed on 2" 2 rerank "$tap_tmp/log-1.h5" 1
-pass_through "2 ranks resumed on 1" 1 rerank "$tap_tmp/log-2.h5" 2
+tap_pass_through "write np=1" 1 "$prog" write "$tap_tmp"
+tap_pass_through "write np=2" 2 "$prog" write "$tap_tmp"
+tap_pass_through "1 rank resumed on 2" 2 "$prog" rerank "$tap_tmp/log-1.h5" 1
+tap_pass_through "2 ranks resumed on 1" 1 "$prog" rerank "$tap_tmp/log-2.h5" 2
 
 # ---- files that are not Surge logs: exit 2, one message naming the file, the file untouched.
 # One-rank failures run without mpiexec, as surge-train on one rank does (mpiexec spends 2 s on
@@ -64,12 +43,8 @@ step_rows() {
   h5dump -d /metrics/step -w 0 -y "$1" >"$tap_tmp/dump.txt" 2>&1 || return 1
   sed -n '/^   DATA {/{n;p;q;}' "$tap_tmp/dump.txt" | sed 's/^ *//; s/ *$//'
 }
-# wait_for FILE: up to 30 s.
-wait_for() {
-  i=0
-  while [ ! -s "$1" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
-  [ -s "$1" ]
-}
+# wait_for FILE: until it is not empty, up to 30 s.
+wait_for() { tap_wait_until 30 test -s "$1"; }
 
 live="$tap_tmp/live.h5"
 mkdir "$tap_tmp/marks"
@@ -97,6 +72,6 @@ rows=$(step_rows "$live")
 tap_ok $? "after SIGKILL (last step $last) h5dump reads exactly the flushed steps 1..$flushed (got 1..${rows##*, })"
 h5dump -d /events/text "$live" 2>/dev/null | grep -q '"checkpoint written"'
 tap_ok $? "after SIGKILL h5dump reads /events/text"
-pass_through "resume after kill" 1 resume "$live" 20
+tap_pass_through "resume after kill" 1 "$prog" resume "$live" 20
 
 tap_done

@@ -5,13 +5,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "burst/plan_impl.h"
 #include "core/error.h"
 #include "core/rng.h"
 #include "nn/zoo.h"
+#include "child.h"
 #include "tap.h"
 
 #define NEAR(a, b) (fabs((double)(a) - (double)(b)) <= 1e-9 * (1 + fabs((double)(b))))
@@ -72,46 +72,6 @@ static void fork2(graph_t *g) {
   int x = nn_relu(g, s, "x");
   int y = nn_gelu(g, s, "y");
   nn_add(g, x, y, "join");
-}
-
-/* ---- children that must fail ---------------------------------------------------------------- */
-
-typedef struct child_result {
-  int status;
-  char err[2048];
-} child_result_t;
-
-static void run_child(void (*fn)(const void *), const void *arg, child_result_t *res) {
-  int fd[2];
-  if (pipe(fd) != 0) abort();
-  fflush(stdout);
-  pid_t pid = fork();
-  if (pid < 0) abort();
-  if (pid == 0) {
-    close(fd[0]);
-    dup2(fd[1], 2);
-    if (!freopen("/dev/null", "w", stdout)) _exit(99);
-    fn(arg);
-    _exit(0);
-  }
-  close(fd[1]);
-  size_t n = 0;
-  ssize_t r;
-  while (n + 1 < sizeof res->err && (r = read(fd[0], res->err + n, sizeof res->err - 1 - n)) > 0) n += (size_t)r;
-  if (n && res->err[n - 1] == '\n') n--;
-  res->err[n] = '\0';
-  close(fd[0]);
-  int st = 0;
-  waitpid(pid, &st, 0);
-  res->status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-static void expect_input_error(void (*fn)(const void *), const void *arg, const char *what, const char *needle) {
-  child_result_t res;
-  run_child(fn, arg, &res);
-  tap_diag("%s: %s", what, res.err);
-  tap_ok(res.status == 2 && strstr(res.err, needle) && !strchr(res.err, '\n'),
-         "%s: exit 2 (got %d) with one line naming '%s'", what, res.status, needle);
 }
 
 /* ---- tests ---------------------------------------------------------------------------------- */

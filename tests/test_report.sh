@@ -6,7 +6,6 @@
 # not Surge logs or are damaged, refused with exit 2 and one line naming the path.
 . "${SURGE_TOP_SRCDIR:-.}/tests/tap.sh"
 
-mpiexec=${MPIEXEC:-mpiexec}
 report="$top_build/surge-report"
 unit="$top_build/tests/test_report_lib"
 command -v h5dump >/dev/null 2>&1 || tap_skip_all "h5dump not installed (Debian: hdf5-tools)"
@@ -213,13 +212,12 @@ refused "$log" "--step 999 (not in the log)" --plot "$tap_tmp/fig/none" --step 9
 "$SURGE_TRAIN" "$deck" $common -D run.steps=1000000 -D log.flush_every=5 -D "run.out_dir=$tap_tmp/killed" \
   >"$tap_tmp/killed.txt" 2>&1 &
 pid=$!
-i=0
-while [ $i -lt 300 ]; do
+# killed_log_has_40: the log of that run has flushed 40 steps at least
+killed_log_has_40() {
   rows=$(h5ls "$tap_tmp/killed/log.h5/metrics/step" 2>/dev/null | sed -n 's/.*{\([0-9]*\)\/Inf}.*/\1/p')
-  [ "${rows:-0}" -ge 40 ] && break
-  sleep 0.1
-  i=$((i + 1))
-done
+  [ "${rows:-0}" -ge 40 ]
+}
+tap_wait_until 30 killed_log_has_40
 kill -9 $pid
 wait $pid 2>/dev/null
 killed="$tap_tmp/killed/log.h5"

@@ -5,7 +5,6 @@
 # checkpoint; a rank killed mid-run brings the whole job down quickly.
 . "${SURGE_TOP_SRCDIR:-.}/tests/tap.sh"
 [ -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ] || tap_skip_all "dataset-fashion-mnist is not installed"
-mpiexec=${MPIEXEC:-mpiexec}
 compare="$top_build/tests/h5_compare"
 deck="$top_src/inputs/vgg-mini-fmnist.deck"
 # a vgg-mini small enough to be quick, slow enough (tens of ms a step) to be killed mid-run
@@ -19,7 +18,7 @@ train() { # train NP OUT ARGS...
 }
 
 # wait_for FILE: up to 60 s
-wait_for() { i=0; while [ ! -e "$1" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done; [ -e "$1" ]; }
+wait_for() { tap_wait_until 60 test -e "$1"; }
 
 for np in 1 4; do
   train $np "$tap_tmp/straight$np"

@@ -32,16 +32,11 @@ cd "$tap_tmp" || exit 1
 
 # wait_job ID SECONDS: until the job (every task of an array) has left the queue; 1 on timeout.
 # Every wait is bounded: a job Slurm can never start pends forever.
+job_gone() { ! squeue -h -j "$1" 2>/dev/null | grep -q .; }
 wait_job() {
-  i=0
-  while squeue -h -j "$1" 2>/dev/null | grep -q .; do
-    [ $i -ge $(($2 * 10)) ] && { tap_diag "job $1 still queued after $2 s: $(squeue -h -j "$1" -o '%i %T %r')"; return 1; }
-    sleep 0.1
-    i=$((i + 1))
-  done
+  tap_wait_until "$2" job_gone "$1" ||
+    { tap_diag "job $1 still queued after $2 s: $(squeue -h -j "$1" -o '%i %T %r')"; return 1; }
 }
-# wait_for FILE SECONDS
-wait_for() { i=0; while [ ! -e "$1" ] && [ $i -lt $(($2 * 10)) ]; do sleep 0.1; i=$((i + 1)); done; [ -e "$1" ]; }
 # job_field ID KEY: the values of KEY in `scontrol show job ID` (one line per job; an array: per task)
 job_field() { scontrol -o show job "$1" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$2=//p"; }
 # all_equal VALUE LINES: every line of LINES is VALUE (and there is one at least)
@@ -158,7 +153,7 @@ lap "sweep and report"
 # depends on it waits for the last attempt
 job=$(submit "$jobs/train.sbatch" train.deck -D run.out_dir=stopped)
 [ -x "$surge_report" ] && report=$(submit --dependency=afterok:"$job" "$jobs/report.sbatch" stopped/log.h5)
-wait_for stopped/checkpoints/ckpt-00000100.h5 30
+tap_wait_until 30 test -e stopped/checkpoints/ckpt-00000100.h5
 scancel --signal=USR1 "$job"
 wait_job "$job" 60
 out=surge-train-$job.out

@@ -6,7 +6,7 @@ libsurge_a_SOURCES += \
   src/burst/plan_print.c src/burst/plan_file.c
 
 check_PROGRAMS += tests/test_planner
-tests_test_planner_SOURCES = tests/test_planner.c
+tests_test_planner_SOURCES = tests/test_planner.c tests/child.c tests/child.h
 tests_test_planner_LDADD = $(SURGE_LIBS)
 TESTS += tests/test_planner
 

@@ -4,6 +4,6 @@ libsurge_a_SOURCES += \
   src/data/text.c src/data/synthetic.c src/data/sampler.c
 
 check_PROGRAMS += tests/test_data
-tests_test_data_SOURCES = tests/test_data.c
+tests_test_data_SOURCES = tests/test_data.c tests/child.c tests/child.h
 tests_test_data_LDADD = $(SURGE_LIBS)
 TESTS += tests/test_data

@@ -6,7 +6,7 @@ libsurge_a_SOURCES += \
   src/io/deck.c src/io/deck.h src/io/deck_text.c
 
 check_PROGRAMS += tests/test_deck
-tests_test_deck_SOURCES = tests/test_deck.c
+tests_test_deck_SOURCES = tests/test_deck.c tests/child.c tests/child.h
 tests_test_deck_LDADD = $(SURGE_LIBS)
 TESTS += tests/test_deck
 EXTRA_DIST += tests/data/decks/full.deck

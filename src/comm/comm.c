@@ -8,6 +8,7 @@
 #include "comm/comm.h"
 
 #include <limits.h>
+#include <time.h>
 #include <string.h>
 
 #include "core/error.h"
@@ -125,6 +126,26 @@ void comm_allreduce_sum_double(comm_t *c, double *buf, int n, traffic_t t) {
 
 void comm_allreduce_max_double(comm_t *c, double *buf, int n, traffic_t t) {
   allreduce_double(c, buf, n, MPI_MAX, t, "comm_allreduce_max_double");
+}
+
+int comm_allreduce_max_double_within(comm_t *c, double *buf, int n, double timeout_s, traffic_t t) {
+  require_member(c, t, "comm_allreduce_max_double_within");
+  double start = surge_now();
+  MPI_Request req;
+  check_mpi(MPI_Iallreduce(MPI_IN_PLACE, buf, n, MPI_DOUBLE, MPI_MAX, c->mpi, &req), "MPI_Iallreduce",
+            "comm_allreduce_max_double_within");
+  int done = 0;
+  if (timeout_s < 0) {
+    check_mpi(MPI_Wait(&req, MPI_STATUS_IGNORE), "MPI_Wait", "comm_allreduce_max_double_within");
+    done = 1;
+  }
+  while (!done) {
+    check_mpi(MPI_Test(&req, &done, MPI_STATUS_IGNORE), "MPI_Test", "comm_allreduce_max_double_within");
+    if (!done && surge_now() - start > timeout_s) break;
+    if (!done) nanosleep(&(struct timespec){0, 200000}, NULL); /* 0.2 ms */
+  }
+  meter_add(c, t, (uint64_t)n * sizeof(double), start);
+  return done;
 }
 
 void comm_bcast(comm_t *c, void *buf, size_t bytes, int root, traffic_t t) {

@@ -52,6 +52,11 @@ void comm_allreduce_sum(comm_t *c, float *buf, size_t n, traffic_t t);
 /* In-place sum / max of a few doubles (losses, counters, flags). */
 void comm_allreduce_sum_double(comm_t *c, double *buf, int n, traffic_t t);
 void comm_allreduce_max_double(comm_t *c, double *buf, int n, traffic_t t);
+/* Max of a few doubles like comm_allreduce_max_double, but give up after timeout_s seconds
+ * (timeout_s < 0: wait as long as it takes). Returns 1 when done, 0 on timeout; after a timeout
+ * the buffer is undefined and the group is not usable for collectives any more (abort the job).
+ * For agreeing on a failure when other ranks may be stuck inside a library's collective. */
+int comm_allreduce_max_double_within(comm_t *c, double *buf, int n, double timeout_s, traffic_t t);
 /* Broadcast bytes from root. */
 void comm_bcast(comm_t *c, void *buf, size_t bytes, int root, traffic_t t);
 /* Gather `count` doubles from every rank to root's out (size*count), in rank order. */

@@ -19,10 +19,9 @@
 #define CKPT_LOW_SPACE_BYTES (4.0 * 1024 * 1024)
 
 int checkpoint_compression_available(const char *compression, char *why, size_t why_len) {
-  ckpt_h5_quiet_t quiet;
-  ckpt_h5_quiet_begin(&quiet);
+  h5util_quiet_t quiet = h5util_quiet_begin();
   int rc = ckpt_h5_compression_check(compression, why, why_len);
-  ckpt_h5_quiet_end(&quiet);
+  h5util_quiet_end(quiet);
   return rc == 0;
 }
 
@@ -42,7 +41,7 @@ typedef struct writer {
 static void fail_h5(writer_t *w, const char *what) {
   int err = errno;
   char why[512], sys[192] = "";
-  ckpt_h5_error_text(why, sizeof why);
+  h5util_error_text(why, sizeof why, CKPT_H5_NO_ERROR);
   struct statvfs fs;
   if (err)
     snprintf(sys, sizeof sys, " (%s)", strerror(err));
@@ -129,7 +128,7 @@ static void write_tensor(writer_t *w, const char *group_name, const slab_tensor_
       bad = H5Sselect_none(fspace) < 0 || H5Sselect_none(mspace) < 0;
   }
   bad = bad || H5Dwrite(dset, H5T_NATIVE_FLOAT, mspace, fspace, w->dxpl, slab + t->off + lo * row) < 0;
-  bad = bad || ckpt_attr_write_u32(dset, "crc32", crc) < 0;
+  bad = bad || h5util_attr_write_u32(dset, "crc32", crc) < 0;
   if (bad) fail_h5(w, what);
   if (dset >= 0) H5Dclose(dset);
   if (dcpl >= 0) H5Pclose(dcpl);
@@ -170,8 +169,7 @@ void checkpoint_write(const char *dir, const ckpt_state_t *s, const config_t *cf
   char final[CKPT_PATH], temp[CKPT_PATH], why[CKPT_MSG];
   ckpt_path(final, sizeof final, dir, s->step, 0);
   ckpt_path(temp, sizeof temp, dir, s->step, 1);
-  ckpt_h5_quiet_t quiet;
-  ckpt_h5_quiet_begin(&quiet);
+  h5util_quiet_t quiet = h5util_quiet_begin();
   writer_t w = {.dir = dir, .final = final, .temp = temp, .cfg = cfg, .world = world};
   w.file = w.dxpl = w.group = -1;
   ckpt_status_init(&w.st, world);
@@ -234,6 +232,6 @@ void checkpoint_write(const char *dir, const ckpt_state_t *s, const config_t *cf
     }
   }
   agree_or_abandon(&w);
-  ckpt_h5_quiet_end(&quiet);
+  h5util_quiet_end(quiet);
   if (written) snprintf(written, written_len, "%s", final);
 }

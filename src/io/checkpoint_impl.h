@@ -1,7 +1,7 @@
 /* Internals shared by the checkpoint files (io/checkpoint.h is the interface):
  *   checkpoint_config.c  the canonical configuration text, its fingerprint and the first difference
  *   checkpoint_files.c   file names, the directory scan, pruning, checkpoint_latest
- *   checkpoint_h5.c      HDF5 pieces: error text, file access, dataset creation, attributes, CRC32
+ *   checkpoint_h5.c      HDF5 pieces: file access, dataset creation, CRC32
  *   checkpoint_agree.c   one decision for all ranks after each step that can fail
  *   checkpoint_layout.c  what the file holds: the attributes of / and the tensor groups
  *   checkpoint.c         checkpoint_write
@@ -17,6 +17,7 @@
 #include "core/slab.h"
 #include "io/checkpoint.h"
 #include "io/config.h"
+#include "io/h5util.h"
 
 #define CKPT_FORMAT_NAME "surge-checkpoint"
 #define CKPT_MSG 1024
@@ -49,17 +50,9 @@ void ckpt_prune(const char *dir, long written_step, int keep);
 
 /* ---- HDF5 (checkpoint_h5.c) */
 
-/* HDF5's automatic error printing is switched off between begin and end (restored after). */
-typedef struct ckpt_h5_quiet {
-  H5E_auto2_t func;
-  void *data;
-} ckpt_h5_quiet_t;
-void ckpt_h5_quiet_begin(ckpt_h5_quiet_t *q);
-void ckpt_h5_quiet_end(const ckpt_h5_quiet_t *q);
-/* The most specific message on HDF5's error stack (the innermost one, plus an MPI or system
- * error text when one was recorded above it), e.g. "data error detected by Fletcher32 checksum";
- * the stack is cleared. "unknown HDF5 error" when the stack is empty. */
-void ckpt_h5_error_text(char *out, size_t out_len);
+/* The quiet scope, HDF5's error text and the typed attributes are io/h5util.h's; a missing
+ * error text reads CKPT_H5_NO_ERROR. */
+#define CKPT_H5_NO_ERROR "unknown HDF5 error"
 
 /* File access over the communicator with MPI-IO; transfer list for collective transfers. */
 hid_t ckpt_h5_fapl(const comm_t *world);
@@ -73,17 +66,6 @@ int ckpt_h5_missing_filter(hid_t dset, char *why, size_t why_len);
 /* Creation list of a tensor's dataset: chunks of chunk_rows rows (ckpt_chunking), the
  * compression's filter, Fletcher32. Negative on failure. */
 hid_t ckpt_h5_dcpl(const slab_tensor_t *t, size_t chunk_rows, const char *compression);
-
-/* Attributes of an object. Writers return 0 or -1; readers return 0, or -1 when the attribute is
- * missing or of another type (string readers: NUL-terminated, malloc'd, *out NULL on failure). */
-int ckpt_attr_write_string(hid_t obj, const char *name, const char *value);
-int ckpt_attr_write_i64(hid_t obj, const char *name, int64_t value);
-int ckpt_attr_write_u64(hid_t obj, const char *name, uint64_t value);
-int ckpt_attr_write_u32(hid_t obj, const char *name, uint32_t value);
-int ckpt_attr_read_string(hid_t obj, const char *name, char **out);
-int ckpt_attr_read_i64(hid_t obj, const char *name, int64_t *out);
-int ckpt_attr_read_u64(hid_t obj, const char *name, uint64_t *out);
-int ckpt_attr_read_u32(hid_t obj, const char *name, uint32_t *out);
 
 /* zlib CRC32 of n floats' bytes. */
 uint32_t ckpt_crc32_floats(const float *x, size_t n);

@@ -52,16 +52,16 @@ int ckpt_root_write(hid_t obj, const ckpt_root_t *r, const char **failed) {
   for (int i = 0; i < NROOT_ATTRS; i++) {
     const root_attr_t *a = &root_attrs[i];
     const void *f = field(r, a);
-    int rc = a->kind == ATTR_STRING ? ckpt_attr_write_string(obj, a->name, *(char *const *)f)
-             : a->kind == ATTR_I64  ? ckpt_attr_write_i64(obj, a->name, *(const int64_t *)f)
-                                    : ckpt_attr_write_u64(obj, a->name, *(const uint64_t *)f);
+    int rc = a->kind == ATTR_STRING ? h5util_attr_write_string(obj, a->name, *(char *const *)f, H5T_CSET_ASCII)
+             : a->kind == ATTR_I64  ? h5util_attr_write_i64(obj, a->name, *(const int64_t *)f)
+                                    : h5util_attr_write_u64(obj, a->name, *(const uint64_t *)f);
     if (rc != 0) {
       *failed = a->name;
       return -1;
     }
   }
   *failed = STATE_CRC_ATTR;
-  return ckpt_attr_write_u32(obj, STATE_CRC_ATTR, root_crc(r));
+  return h5util_attr_write_u32(obj, STATE_CRC_ATTR, root_crc(r));
 }
 
 int ckpt_root_read(hid_t obj, ckpt_root_t *r, const char **failed) {
@@ -69,9 +69,9 @@ int ckpt_root_read(hid_t obj, ckpt_root_t *r, const char **failed) {
   for (int i = 0; i < NROOT_ATTRS; i++) {
     const root_attr_t *a = &root_attrs[i];
     void *f = field(r, a);
-    int rc = a->kind == ATTR_STRING ? ckpt_attr_read_string(obj, a->name, (char **)f)
-             : a->kind == ATTR_I64  ? ckpt_attr_read_i64(obj, a->name, (int64_t *)f)
-                                    : ckpt_attr_read_u64(obj, a->name, (uint64_t *)f);
+    int rc = a->kind == ATTR_STRING ? h5util_attr_read_string(obj, a->name, (char **)f)
+             : a->kind == ATTR_I64  ? h5util_attr_read_i64(obj, a->name, (int64_t *)f)
+                                    : h5util_attr_read_u64(obj, a->name, (uint64_t *)f);
     if (rc != 0) {
       *failed = a->name;
       return -1;
@@ -79,7 +79,7 @@ int ckpt_root_read(hid_t obj, ckpt_root_t *r, const char **failed) {
   }
   uint32_t stored;
   *failed = STATE_CRC_ATTR;
-  if (ckpt_attr_read_u32(obj, STATE_CRC_ATTR, &stored) != 0) return -1;
+  if (h5util_attr_read_u32(obj, STATE_CRC_ATTR, &stored) != 0) return -1;
   return stored == root_crc(r) ? 0 : -2;
 }
 

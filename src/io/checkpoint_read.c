@@ -41,7 +41,7 @@ static void agree_or_refuse(reader_t *r) {
 /* Why H5Fopen failed, said for people. */
 static void fail_open(reader_t *r) {
   char why[512];
-  ckpt_h5_error_text(why, sizeof why);
+  h5util_error_text(why, sizeof why, CKPT_H5_NO_ERROR);
   struct stat sb;
   if (stat(r->path, &sb) != 0)
     ckpt_fail(&r->st, "%s: cannot open checkpoint: %s", r->path, strerror(errno));
@@ -63,12 +63,12 @@ static void check_root(reader_t *r, const config_t *cfg, long *step, long *opt_t
   int64_t version = 0;
   htri_t has_format = H5Aexists(r->file, "format");
   if (has_format < 0) { // the object header of / does not read back
-    ckpt_h5_error_text(why, sizeof why);
+    h5util_error_text(why, sizeof why, CKPT_H5_NO_ERROR);
     ckpt_fail(&r->st, "%s: cannot read the attributes of / (%s): %s", r->path, why, DAMAGED);
-  } else if (!has_format || ckpt_attr_read_string(r->file, "format", &format) != 0 ||
+  } else if (!has_format || h5util_attr_read_string(r->file, "format", &format) != 0 ||
              strcmp(format, CKPT_FORMAT_NAME) != 0)
     ckpt_fail(&r->st, "%s: not a Surge checkpoint (no attribute format = \"%s\" on /)", r->path, CKPT_FORMAT_NAME);
-  else if (ckpt_attr_read_i64(r->file, "format_version", &version) != 0)
+  else if (h5util_attr_read_i64(r->file, "format_version", &version) != 0)
     ckpt_fail(&r->st, "%s: attribute format_version of / is missing or not an integer (%s)", r->path, DAMAGED);
   else if (version != CHECKPOINT_FORMAT_VERSION)
     ckpt_fail(&r->st, "%s: checkpoint format version %lld; this Surge reads version %d", r->path,
@@ -148,7 +148,7 @@ static void read_tensor(reader_t *r, const char *group_name, const slab_tensor_t
   if (H5Lexists(r->group, t->name, H5P_DEFAULT) <= 0)
     ckpt_fail(&r->st, "%s: %s: missing (the checkpoint is of another model): %s", r->path, what, REFUSED);
   else if ((r->dset = H5Dopen2(r->group, t->name, H5P_DEFAULT)) < 0) {
-    ckpt_h5_error_text(why, sizeof why);
+    h5util_error_text(why, sizeof why, CKPT_H5_NO_ERROR);
     ckpt_fail(&r->st, "%s: %s: cannot open (%s): %s", r->path, what, why, DAMAGED);
   } else
     check_dataset(r, r->dset, what, t);
@@ -156,9 +156,9 @@ static void read_tensor(reader_t *r, const char *group_name, const slab_tensor_t
 
   uint32_t stored;
   if (H5Dread(r->dset, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, r->dxpl, slab + t->off) < 0) {
-    ckpt_h5_error_text(why, sizeof why);
+    h5util_error_text(why, sizeof why, CKPT_H5_NO_ERROR);
     ckpt_fail(&r->st, "%s: %s: cannot read (%s): %s", r->path, what, why, DAMAGED);
-  } else if (ckpt_attr_read_u32(r->dset, "crc32", &stored) != 0)
+  } else if (h5util_attr_read_u32(r->dset, "crc32", &stored) != 0)
     ckpt_fail(&r->st, "%s: %s: attribute crc32 is missing (%s)", r->path, what, DAMAGED);
   else if (stored != ckpt_crc32_floats(slab + t->off, t->n))
     ckpt_fail(&r->st, "%s: %s: checksum mismatch (%s)", r->path, what, DAMAGED);
@@ -205,8 +205,7 @@ static void check_optimizer_groups(reader_t *r, const ckpt_state_t *s) {
 }
 
 void checkpoint_read(const char *path, ckpt_state_t *s, const config_t *cfg, comm_t *world) {
-  ckpt_h5_quiet_t quiet;
-  ckpt_h5_quiet_begin(&quiet);
+  h5util_quiet_t quiet = h5util_quiet_begin();
   reader_t r = {.path = path, .world = world, .file = -1, .dxpl = -1, .group = -1, .dset = -1};
   ckpt_status_init(&r.st, world);
 
@@ -230,7 +229,7 @@ void checkpoint_read(const char *path, ckpt_state_t *s, const config_t *cfg, com
   r.file = -1;
   agree_or_refuse(&r);
   H5Pclose(r.dxpl);
-  ckpt_h5_quiet_end(&quiet);
+  h5util_quiet_end(quiet);
   s->step = step;
   s->opt_t = opt_t;
 }

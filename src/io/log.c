@@ -333,9 +333,9 @@ run_log_t *run_log_open(const char *path, const config_t *cfg, const char *deck_
   L->flush_every = cfg->log_flush_every > 0 ? cfg->log_flush_every : 1;
   if (world->rank != 0) return L;
   L->path = xstrdup(path);
-  h5_quiet_t q = h5_quiet_begin();
+  h5util_quiet_t q = h5util_quiet_begin();
   open_file(L, cfg, deck_text, g, resume_step);
-  h5_quiet_end(q);
+  h5util_quiet_end(q);
   L->gathered = xcalloc(surge_mul_size((size_t)world->size, PHASE_COUNT, "log phase gather"), sizeof(double));
   L->phase_row = xcalloc(h5_series_length(&L->rank_scale), sizeof(double));
   return L;
@@ -344,7 +344,7 @@ run_log_t *run_log_open(const char *path, const config_t *cfg, const char *deck_
 void run_log_step(run_log_t *L, const log_row_t *row) {
   comm_gather_double(L->world, row->phase, PHASE_COUNT, L->gathered, 0, TRAFFIC_OTHER);
   if (L->world->rank != 0) return;
-  h5_quiet_t q = h5_quiet_begin();
+  h5util_quiet_t q = h5util_quiet_begin();
   int64_t step = row->step;
   const double metric[METRIC_COUNT] = {
       [METRIC_LOSS] = row->loss,
@@ -364,38 +364,38 @@ void run_log_step(run_log_t *L, const log_row_t *row) {
     h5_series_append(&L->phase[p], L->phase_row);
   }
   if (row->step % L->flush_every == 0) log_flush(L);
-  h5_quiet_end(q);
+  h5util_quiet_end(q);
 }
 
 void run_log_eval(run_log_t *L, long step, double loss, double accuracy) {
   if (L->world->rank != 0) return;
-  h5_quiet_t q = h5_quiet_begin();
+  h5util_quiet_t q = h5util_quiet_begin();
   int64_t s = step;
   h5_series_append(&L->eval_step, &s);
   h5_series_append(&L->eval_loss, &loss);
   h5_series_append(&L->eval_accuracy, &accuracy);
   log_flush(L);
-  h5_quiet_end(q);
+  h5util_quiet_end(q);
 }
 
 void run_log_event(run_log_t *L, long step, const char *text) {
   if (L->world->rank != 0) return;
-  h5_quiet_t q = h5_quiet_begin();
+  h5util_quiet_t q = h5util_quiet_begin();
   append_event(L, step, text);
   log_flush(L);
-  h5_quiet_end(q);
+  h5util_quiet_end(q);
 }
 
 void run_log_close(run_log_t *L) {
   if (!L) return;
   if (L->world->rank == 0) {
-    h5_quiet_t q = h5_quiet_begin();
+    h5util_quiet_t q = h5util_quiet_begin();
     log_flush(L);
     for (int i = 0; i < L->nspec; i++) h5_series_close(L->spec[i].s);
     h5_series_close(&L->rank_scale);
     h5_check(H5Tclose(L->text_type), L->path, "close the string type of", "/events/text");
     h5_check(H5Fclose(L->file), L->path, "close the log (hint: is the disk full?)", "");
-    h5_quiet_end(q);
+    h5util_quiet_end(q);
   }
   free(L->gathered);
   free(L->phase_row);

@@ -12,25 +12,9 @@ enum {
   REASON_MAX = 256          /* characters of HDF5's reason kept for a message */
 };
 
-h5_quiet_t h5_quiet_begin(void) {
-  h5_quiet_t q = {NULL, NULL};
-  H5Eget_auto2(H5E_DEFAULT, &q.func, &q.data);
-  H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-  return q;
-}
-
-void h5_quiet_end(h5_quiet_t q) { H5Eset_auto2(H5E_DEFAULT, q.func, q.data); }
-
-/* Walking the stack from the API call down, the last entry is the innermost cause. */
-static herr_t keep_innermost(unsigned n, const H5E_error2_t *e, void *out) {
-  (void)n;
-  snprintf((char *)out, REASON_MAX, "%s", e->desc ? e->desc : "unknown");
-  return 0;
-}
-
 _Noreturn void h5_fail(const char *file, const char *what, const char *h5path) {
-  char reason[REASON_MAX] = "no detail";
-  H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, keep_innermost, reason);
+  char reason[REASON_MAX];
+  h5util_error_text(reason, sizeof reason, "no detail");
   surge_runtime_error("%s: cannot %s%s%s (HDF5: %s)", file, what, h5path[0] ? " " : "", h5path, reason);
 }
 
@@ -46,51 +30,38 @@ static const char *attr_where(char *buf, size_t n, const char *obj_path, const c
 }
 
 static hid_t string_type(size_t len, const char *file, const char *where) {
-  hid_t t = h5_check(H5Tcopy(H5T_C_S1), file, "make a string type for", where);
-  h5_check(H5Tset_size(t, len ? len : 1), file, "size the string type of", where);
-  h5_check(H5Tset_cset(t, H5T_CSET_UTF8), file, "set the character set of", where);
-  return t;
+  return h5_check(h5util_string_type(len, H5T_CSET_UTF8), file, "make a string type for", where);
 }
 
-static void attr_put(hid_t obj, const char *obj_path, const char *name, hid_t file_type, hid_t mem_type,
-                     const void *value, const char *file) {
-  char where[256];
-  attr_where(where, sizeof where, obj_path, name);
+/* The log rewrites attributes when it resumes: an existing one is deleted first. */
+static void attr_clear(hid_t obj, const char *name, const char *where, const char *file) {
   if (h5_check(H5Aexists(obj, name), file, "look up", where) > 0)
     h5_check(H5Adelete(obj, name), file, "replace", where);
-  hid_t space = h5_check(H5Screate(H5S_SCALAR), file, "make a dataspace for", where);
-  hid_t a = h5_check(H5Acreate2(obj, name, file_type, space, H5P_DEFAULT, H5P_DEFAULT), file, "create", where);
-  h5_check(H5Awrite(a, mem_type, value), file, "write", where);
-  h5_check(H5Aclose(a), file, "close", where);
-  h5_check(H5Sclose(space), file, "close the dataspace of", where);
 }
 
 void h5_attr_put_string(hid_t obj, const char *obj_path, const char *name, const char *value, const char *file) {
-  hid_t type = string_type(strlen(value) + 1, file, obj_path);
-  attr_put(obj, obj_path, name, type, type, value, file);
-  h5_check(H5Tclose(type), file, "close the string type of", obj_path);
+  char where[256];
+  attr_where(where, sizeof where, obj_path, name);
+  attr_clear(obj, name, where, file);
+  if (h5util_attr_write_string(obj, name, value, H5T_CSET_UTF8) < 0) h5_fail(file, "write", where);
 }
 
 void h5_attr_put_int64(hid_t obj, const char *obj_path, const char *name, int64_t value, const char *file) {
-  attr_put(obj, obj_path, name, H5T_STD_I64LE, H5T_NATIVE_INT64, &value, file);
+  char where[256];
+  attr_where(where, sizeof where, obj_path, name);
+  attr_clear(obj, name, where, file);
+  if (h5util_attr_write_i64(obj, name, value) < 0) h5_fail(file, "write", where);
 }
 
 int h5_attr_get_string(hid_t obj, const char *obj_path, const char *name, char *buf, size_t n, const char *file) {
-  char where[256];
+  char where[256], *value;
   attr_where(where, sizeof where, obj_path, name);
   if (h5_check(H5Aexists(obj, name), file, "look up", where) == 0) return 0;
-  hid_t a = h5_check(H5Aopen(obj, name, H5P_DEFAULT), file, "open", where);
-  hid_t stored = h5_check(H5Aget_type(a), file, "get the type of", where);
-  if (H5Tget_class(stored) != H5T_STRING || H5Tis_variable_str(stored) != 0)
-    surge_input_error("%s: %s is not a fixed-length string attribute", file, where);
-  size_t len = H5Tget_size(stored);
-  char *tmp = xmalloc(len + 1);
-  h5_check(H5Aread(a, stored, tmp), file, "read", where);
-  tmp[len] = '\0';
-  snprintf(buf, n, "%s", tmp);
-  free(tmp);
-  h5_check(H5Tclose(stored), file, "close the type of", where);
-  h5_check(H5Aclose(a), file, "close", where);
+  int rc = h5util_attr_read_string(obj, name, &value);
+  if (rc == H5UTIL_ABSENT) surge_input_error("%s: %s is not a fixed-length string attribute", file, where);
+  if (rc != 0) h5_fail(file, "read", where);
+  snprintf(buf, n, "%s", value);
+  free(value);
   return 1;
 }
 

@@ -1,7 +1,8 @@
 /* HDF5 building blocks of the metrics log (io/log.h): growing datasets ("series", one row per
  * logged step or event), attributes, and failures that name the file and the HDF5 path. Used by
  * rank 0 alone. Every HDF5 call is checked; a failure is a runtime error
- * "FILE: cannot WHAT HDF5PATH (HDF5: innermost reason)". */
+ * "FILE: cannot WHAT HDF5PATH (HDF5: innermost reason)", with HDF5 kept quiet by the caller
+ * (h5util_quiet_begin, io/h5util.h). */
 #ifndef SURGE_LOG_H5_H
 #define SURGE_LOG_H5_H
 
@@ -9,14 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* HDF5 prints its whole error stack on every failed call unless told not to. Between begin and
- * end it stays quiet, and failures are reported by h5_fail with HDF5's innermost reason. */
-typedef struct h5_quiet {
-  H5E_auto2_t func;
-  void *data;
-} h5_quiet_t;
-h5_quiet_t h5_quiet_begin(void);
-void h5_quiet_end(h5_quiet_t q);
+#include "io/h5util.h"
 
 /* Runtime error "file: cannot what h5path (HDF5: reason)". */
 _Noreturn void h5_fail(const char *file, const char *what, const char *h5path);

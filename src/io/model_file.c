@@ -6,26 +6,15 @@
 
 #include "surge_build_config.h"
 #include "core/error.h"
+#include "io/h5util.h"
 
 static void put_attr_string(hid_t obj, const char *name, const char *value) {
-  hid_t type = H5Tcopy(H5T_C_S1);
-  H5Tset_size(type, strlen(value) + 1);
-  hid_t space = H5Screate(H5S_SCALAR);
-  hid_t a = H5Acreate2(obj, name, type, space, H5P_DEFAULT, H5P_DEFAULT);
-  herr_t rc = a < 0 ? -1 : H5Awrite(a, type, value);
-  if (a >= 0) H5Aclose(a);
-  H5Sclose(space);
-  H5Tclose(type);
-  if (rc < 0) surge_runtime_error("cannot write HDF5 attribute %s", name);
+  if (h5util_attr_write_string(obj, name, value, H5T_CSET_ASCII) < 0)
+    surge_runtime_error("cannot write HDF5 attribute %s", name);
 }
 
-static void put_attr_long(hid_t obj, const char *name, long value) {
-  hid_t space = H5Screate(H5S_SCALAR);
-  hid_t a = H5Acreate2(obj, name, H5T_NATIVE_LONG, space, H5P_DEFAULT, H5P_DEFAULT);
-  herr_t rc = a < 0 ? -1 : H5Awrite(a, H5T_NATIVE_LONG, &value);
-  if (a >= 0) H5Aclose(a);
-  H5Sclose(space);
-  if (rc < 0) surge_runtime_error("cannot write HDF5 attribute %s", name);
+static void put_attr_int64(hid_t obj, const char *name, int64_t value) {
+  if (h5util_attr_write_i64(obj, name, value) < 0) surge_runtime_error("cannot write HDF5 attribute %s", name);
 }
 
 void model_file_write(const char *path, const graph_t *g, const float *params, long step,
@@ -38,7 +27,7 @@ void model_file_write(const char *path, const graph_t *g, const float *params, l
   put_attr_string(f, "version", PACKAGE_VERSION);
   put_attr_string(f, "model", model_name);
   put_attr_string(f, "deck", deck_text);
-  put_attr_long(f, "step", step);
+  put_attr_int64(f, "step", step);
   hid_t grp = H5Gcreate2(f, "params", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
   if (grp < 0) surge_runtime_error("%s: cannot create /params", tmp);
   for (int i = 0; i < g->params.n; i++) {

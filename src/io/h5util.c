@@ -1,0 +1,170 @@
+#include "io/h5util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+
+#define MAX_ATTR_STRING (16u << 20)
+
+h5util_quiet_t h5util_quiet_begin(void) {
+  h5util_quiet_t q = {NULL, NULL};
+  H5Eget_auto2(H5E_DEFAULT, &q.func, &q.data);
+  H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+  return q;
+}
+
+void h5util_quiet_end(h5util_quiet_t q) { H5Eset_auto2(H5E_DEFAULT, q.func, q.data); }
+
+typedef struct error_walk {
+  char inner[512]; /* the innermost description */
+  char mpi[256];   /* an MPI error string, when one was recorded */
+} error_walk_t;
+
+static herr_t walk_error(unsigned n, const H5E_error2_t *e, void *data) {
+  error_walk_t *w = data;
+  if (n == 0 && e->desc) snprintf(w->inner, sizeof w->inner, "%s", e->desc);
+  if (!w->mpi[0] && e->min_num == H5E_MPIERRSTR && e->desc) snprintf(w->mpi, sizeof w->mpi, "%s", e->desc);
+  return 0;
+}
+
+void h5util_error_text(char *out, size_t out_len, const char *none) {
+  error_walk_t w = {{0}, {0}};
+  H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, walk_error, &w);
+  H5Eclear2(H5E_DEFAULT);
+  if (!w.inner[0])
+    snprintf(out, out_len, "%s", none);
+  else if (w.mpi[0] && strcmp(w.mpi, w.inner) != 0)
+    snprintf(out, out_len, "%s: %s", w.inner, w.mpi);
+  else
+    snprintf(out, out_len, "%s", w.inner);
+}
+
+/* Every HDF5 API call clears the error stack first: a failing helper takes the stack aside
+ * before it closes what it opened, and puts it back after. */
+static hid_t keep_errors(void) { return H5Eget_current_stack(); }
+
+static void restore_errors(hid_t kept) {
+  if (kept >= 0) H5Eset_current_stack(kept);
+}
+
+hid_t h5util_string_type(size_t len, H5T_cset_t cset) {
+  hid_t type = H5Tcopy(H5T_C_S1);
+  if (type < 0) return -1;
+  if (H5Tset_size(type, len ? len : 1) < 0 || H5Tset_strpad(type, H5T_STR_NULLTERM) < 0 ||
+      H5Tset_cset(type, cset) < 0) {
+    hid_t kept = keep_errors();
+    H5Tclose(type);
+    restore_errors(kept);
+    return -1;
+  }
+  return type;
+}
+
+static int attr_write(hid_t obj, const char *name, hid_t file_type, hid_t mem_type, const void *value) {
+  hid_t space = H5Screate(H5S_SCALAR);
+  hid_t a = space < 0 ? -1 : H5Acreate2(obj, name, file_type, space, H5P_DEFAULT, H5P_DEFAULT);
+  int rc = a >= 0 && H5Awrite(a, mem_type, value) >= 0 ? 0 : -1;
+  hid_t kept = rc < 0 ? keep_errors() : -1;
+  if (a >= 0 && H5Aclose(a) < 0 && rc == 0) {
+    rc = -1;
+    kept = keep_errors();
+  }
+  if (space >= 0) H5Sclose(space);
+  restore_errors(kept);
+  return rc;
+}
+
+int h5util_attr_write_string(hid_t obj, const char *name, const char *value, H5T_cset_t cset) {
+  hid_t type = h5util_string_type(strlen(value) + 1, cset);
+  if (type < 0) return -1;
+  int rc = attr_write(obj, name, type, type, value);
+  hid_t kept = rc < 0 ? keep_errors() : -1;
+  H5Tclose(type);
+  restore_errors(kept);
+  return rc;
+}
+
+int h5util_attr_write_i64(hid_t obj, const char *name, int64_t value) {
+  return attr_write(obj, name, H5T_STD_I64LE, H5T_NATIVE_INT64, &value);
+}
+
+int h5util_attr_write_u64(hid_t obj, const char *name, uint64_t value) {
+  return attr_write(obj, name, H5T_STD_U64LE, H5T_NATIVE_UINT64, &value);
+}
+
+int h5util_attr_write_u32(hid_t obj, const char *name, uint32_t value) {
+  return attr_write(obj, name, H5T_STD_U32LE, H5T_NATIVE_UINT32, &value);
+}
+
+/* Open a scalar attribute of the type class `want` (its type in *type): the attribute, or -1 when
+ * an HDF5 call fails, or H5UTIL_ABSENT when it is missing or of another kind. */
+static hid_t attr_open(hid_t obj, const char *name, H5T_class_t want, hid_t *type) {
+  *type = -1;
+  htri_t exists = H5Aexists(obj, name);
+  if (exists <= 0) return exists < 0 ? -1 : H5UTIL_ABSENT;
+  hid_t a = H5Aopen(obj, name, H5P_DEFAULT);
+  if (a < 0) return -1;
+  hid_t space = H5Aget_space(a);
+  *type = H5Aget_type(a);
+  int failed = space < 0 || *type < 0;
+  int ok = !failed && H5Sget_simple_extent_type(space) == H5S_SCALAR && H5Tget_class(*type) == want;
+  if (ok) {
+    H5Sclose(space);
+    return a;
+  }
+  hid_t kept = failed ? keep_errors() : -1;
+  if (space >= 0) H5Sclose(space);
+  if (*type >= 0) H5Tclose(*type);
+  *type = -1;
+  H5Aclose(a);
+  restore_errors(kept);
+  return failed ? -1 : H5UTIL_ABSENT;
+}
+
+/* Close what a reader opened; the reader's status rc stays, with its error stack. */
+static int attr_read_done(hid_t a, hid_t type, int rc) {
+  hid_t kept = rc == -1 ? keep_errors() : -1;
+  H5Tclose(type);
+  H5Aclose(a);
+  restore_errors(kept);
+  return rc;
+}
+
+int h5util_attr_read_string(hid_t obj, const char *name, char **out) {
+  *out = NULL;
+  hid_t type;
+  hid_t a = attr_open(obj, name, H5T_STRING, &type);
+  if (a < 0) return (int)a;
+  size_t size = H5Tget_size(type);
+  if (H5Tis_variable_str(type) != 0 || size == 0 || size > MAX_ATTR_STRING)
+    return attr_read_done(a, type, H5UTIL_ABSENT);
+  char *buf = xcalloc(size + 1, 1);
+  if (H5Aread(a, type, buf) < 0) {
+    free(buf);
+    return attr_read_done(a, type, -1);
+  }
+  *out = buf;
+  return attr_read_done(a, type, 0);
+}
+
+static int attr_read_integer(hid_t obj, const char *name, hid_t mem_type, void *out) {
+  hid_t type;
+  hid_t a = attr_open(obj, name, H5T_INTEGER, &type);
+  if (a < 0) return (int)a;
+  if (H5Tget_size(type) > 8) return attr_read_done(a, type, H5UTIL_ABSENT);
+  return attr_read_done(a, type, H5Aread(a, mem_type, out) < 0 ? -1 : 0);
+}
+
+int h5util_attr_read_i64(hid_t obj, const char *name, int64_t *out) {
+  return attr_read_integer(obj, name, H5T_NATIVE_INT64, out);
+}
+
+int h5util_attr_read_u64(hid_t obj, const char *name, uint64_t *out) {
+  return attr_read_integer(obj, name, H5T_NATIVE_UINT64, out);
+}
+
+int h5util_attr_read_u32(hid_t obj, const char *name, uint32_t *out) {
+  return attr_read_integer(obj, name, H5T_NATIVE_UINT32, out);
+}

@@ -16,7 +16,8 @@
 static const char usage[] =
     "usage: [mpiexec -n N] surge-train DECK [-D section.key=value ...] [--variant I] [--resume]\n"
     "                      [--stopped-exit N]\n"
-    "  Train the model the deck describes on all ranks (data parallel); print progress; write the\n"
+    "  Train the model the deck describes on all ranks (data parallel, or a burst plan with\n"
+    "  [parallel] mode = burst); print progress; write the\n"
     "  HDF5 log, checkpoints and OUT_DIR/model.h5.\n"
     "  -D section.key=value   override a deck key (repeatable)\n"
     "  --variant I            run variant I of the deck's [sweep] (required there; surge-sweep lists them)\n"

@@ -3,7 +3,8 @@ libsurge_a_SOURCES += \
   src/burst/profile.c src/burst/profile.h \
   src/burst/plan.h src/burst/plan_impl.h \
   src/burst/plan_graph.c src/burst/plan_cost.c src/burst/planner.c src/burst/plan_pareto.c \
-  src/burst/plan_print.c src/burst/plan_file.c
+  src/burst/plan_print.c src/burst/plan_file.c \
+  src/burst/executor.c src/burst/executor.h
 
 check_PROGRAMS += tests/test_planner
 tests_test_planner_SOURCES = tests/test_planner.c tests/child.c tests/child.h
@@ -11,3 +12,10 @@ tests_test_planner_LDADD = $(SURGE_LIBS)
 TESTS += tests/test_planner
 
 dist_doc_DATA += doc/burst.md
+
+# The burst executor's equivalence test: make_plan writes the planner's plan for a synthetic profile.
+check_PROGRAMS += tests/make_plan
+tests_make_plan_SOURCES = tests/make_plan.c
+tests_make_plan_LDADD = $(SURGE_LIBS)
+dist_check_SCRIPTS += tests/test_burst.sh
+TESTS += tests/test_burst.sh

@@ -50,7 +50,8 @@ typedef struct config {
   double clip_norm;    /* 0: no clipping */
 
   /* [parallel] */
-  char parallel_mode[16]; /* dp */
+  char parallel_mode[16]; /* dp | burst */
+  char plan_file[CFG_STR]; /* burst: the plan (burst/plan.h file format) */
   double bucket_mb;    /* gradient allreduce bucket size, MiB */
 
   /* [log] */

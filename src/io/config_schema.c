@@ -105,8 +105,11 @@ const cfg_key_t cfg_keys[] = {
     FLOAT_KEY("train", "clip_norm", clip_norm, "0", 0, CLOSED, 1e6, CLOSED,
               "clip the global gradient norm to this (0: no clipping)"),
 
-    ENUM_KEY("parallel", "mode", parallel_mode, "dp", VALUES("dp"),
-             "dp: data parallelism, every layer on all ranks, gradients summed by allreduce"),
+    ENUM_KEY("parallel", "mode", parallel_mode, "dp", VALUES("dp", "burst"),
+             "dp: data parallelism, every layer on all ranks, gradients summed by allreduce; burst: every "
+             "layer on the ranks of the plan file (doc/burst.md)"),
+    STRING_KEY("parallel", "plan", plan_file, "", 0,
+               "burst: the plan file (surge-burst-plan text) giving each layer its ranks; required for burst"),
     FLOAT_KEY("parallel", "bucket_mb", bucket_mb, "4", 0, OPEN, 1024, CLOSED,
               "gradient allreduce bucket size in MiB"),
 

@@ -10,9 +10,13 @@ double grad_global_norm(const backend_t *be, const float *grads, size_t n) {
   return sqrt(be->sumsq(grads, n));
 }
 
-double clip_by_global_norm(const backend_t *be, float *grads, size_t n, double max_norm) {
-  double norm = grad_global_norm(be, grads, n);
+void clip_to_norm(const backend_t *be, float *grads, size_t n, double norm, double max_norm) {
   if (max_norm > 0.0 && isfinite(norm) && norm > max_norm)
     be->scale(grads, n, (float)(max_norm / (norm + CLIP_NORM_EPS)));
+}
+
+double clip_by_global_norm(const backend_t *be, float *grads, size_t n, double max_norm) {
+  double norm = grad_global_norm(be, grads, n);
+  clip_to_norm(be, grads, n, norm, max_norm);
   return norm;
 }

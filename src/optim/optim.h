@@ -49,5 +49,7 @@ double grad_global_norm(const backend_t *be, const float *grads, size_t n);
  * max_norm, scale by max_norm/(norm + 1e-6). max_norm <= 0 disables clipping. Returns the norm
  * before clipping (NaN or Inf when the gradients are not finite; they are then left alone). */
 double clip_by_global_norm(const backend_t *be, float *grads, size_t n, double max_norm);
+/* The same scaling for a norm computed elsewhere (e.g. over gradients spread across ranks). */
+void clip_to_norm(const backend_t *be, float *grads, size_t n, double norm, double max_norm);
 
 #endif

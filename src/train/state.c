@@ -24,6 +24,7 @@ static void free_state(ckpt_state_t *s) {
 void trainer_checkpoint(trainer_t *t, const char *deck_text, char *written, size_t written_len) {
   const backend_t *be = t->be;
   size_t n = t->g.params.total;
+  trainer_sync_replicas(t);
   ckpt_state_t s = host_state(t);
   be->download(s.params, t->m.params, n);
   if (s.m) be->download(s.m, t->opt.m, n);

@@ -14,6 +14,18 @@ static void share(long n, int r, int R, long *lo, long *hi) {
   *hi = (long)((__int128)n * (r + 1) / R);
 }
 
+/* Burst mode: read the plan against this graph, rank count and batch (its errors name file:line). */
+static void burst_init(trainer_t *t) {
+  burst_opts_t o = {.ranks = t->world->size, .batch = (int)t->cfg.global_batch, .amp = BURST_NO_LIMIT,
+                    .policy = BURST_RANKS_DIVISORS};
+  burst_plan_t plan;
+  burst_plan_read(t->cfg.plan_file, &t->g, t->cfg.zoo, &o, &plan);
+  t->burst = xcalloc(1, sizeof *t->burst);
+  burst_exec_init(t->burst, &plan, &t->g, &t->m, t->world, o.batch, shape_size(dataset_sample_shape(t->ds)),
+                  (size_t)dataset_targets_per_sample(t->ds));
+  burst_plan_free(&plan);
+}
+
 void trainer_init(trainer_t *t, const config_t *cfg, const deck_t *deck, comm_t *world) {
   memset(t, 0, sizeof *t);
   t->cfg = *cfg;
@@ -37,7 +49,8 @@ void trainer_init(trainer_t *t, const config_t *cfg, const deck_t *deck, comm_t 
   if (zoo_build(cfg, dataset_sample_shape(t->ds), dataset_classes(t->ds), &t->g, err, sizeof err) != 0)
     surge_input_error("%s: [model] zoo = %s: %s (hint: check the [model] sizes)",
                       deck_where(deck, "model.zoo"), cfg->zoo, err);
-  model_init(&t->m, &t->g, t->be, t->batch);
+  int burst = strcmp(cfg->parallel_mode, "burst") == 0;
+  model_init(&t->m, &t->g, t->be, burst ? (int)cfg->global_batch : t->batch);
   model_init_params(&t->m, cfg->seed);
   optim_init(&t->opt, cfg, t->be, t->g.params.total);
   sampler_init(&t->sampler, cfg->seed, dataset_size(t->ds, SPLIT_TRAIN));
@@ -47,9 +60,12 @@ void trainer_init(trainer_t *t, const config_t *cfg, const deck_t *deck, comm_t 
   t->ids = xcalloc((size_t)cfg->global_batch, sizeof *t->ids);
   t->x = xcalloc(surge_mul_size((size_t)t->batch, xs, "input batch"), sizeof(float));
   t->y = xcalloc(surge_mul_size((size_t)t->batch, ys, "target batch"), sizeof(float));
+  if (burst) burst_init(t);
 }
 
 void trainer_free(trainer_t *t) {
+  if (t->burst) burst_exec_free(t->burst);
+  free(t->burst);
   free(t->ids);
   free(t->x);
   free(t->y);
@@ -61,7 +77,50 @@ void trainer_free(trainer_t *t) {
   memset(t, 0, sizeof *t);
 }
 
+/* The end of a step on every rank: the mean loss, the finiteness check, the optimizer update. */
+static void finish_step(trainer_t *t, train_stats_t *s, double loss_sum, double targets) {
+  s->loss = loss_sum / targets;
+  if (!isfinite(s->loss) || !isfinite(s->grad_norm))
+    surge_runtime_error("step %ld: the %s is not finite (loss %g, gradient norm %g) (hint: lower [train] lr, "
+                        "or set [train] clip_norm; the last checkpoint is untouched)",
+                        t->step + 1, isfinite(s->loss) ? "gradient" : "loss", s->loss, s->grad_norm);
+  s->lr = lr_at(&t->cfg, t->step);
+  optim_step(&t->opt, t->m.params, t->m.grads, (float)s->lr);
+  t->step++;
+  s->step = t->step;
+}
+
+/* A burst step: the executor runs the plan; the loss and the stop flag are summed over the world and
+ * the gradient norm counts every node once. */
+static train_stats_t burst_step(trainer_t *t, int stop_request) {
+  train_stats_t s;
+  memset(&s, 0, sizeof s);
+  double t0 = surge_now();
+  double targets = (double)t->cfg.global_batch * (double)t->g.targets_per_sample;
+  sampler_batch(&t->sampler, t->step, t->cfg.global_batch, t->ids);
+  burst_times_t bt;
+  double loss_stop[2] = {burst_exec_step(t->burst, t->ds, t->ids, (float)(1.0 / targets), &bt),
+                         stop_request ? 1.0 : 0.0};
+  double t1 = surge_now();
+  comm_allreduce_sum_double(t->world, loss_stop, 2, TRAFFIC_OTHER);
+  s.stop = loss_stop[1] > 0;
+  s.grad_norm = burst_exec_grad_norm(t->burst);
+  double t2 = surge_now();
+  clip_to_norm(t->be, t->m.grads, t->g.params.total, s.grad_norm, t->cfg.clip_norm);
+  finish_step(t, &s, loss_stop[0], targets);
+  double t3 = surge_now();
+  s.seconds = t3 - t0;
+  s.phase[PHASE_DATA] = bt.data;
+  s.phase[PHASE_FORWARD] = bt.forward;
+  s.phase[PHASE_BACKWARD] = bt.backward;
+  s.phase[PHASE_WAIT] = bt.wait;
+  s.phase[PHASE_COMM] = bt.comm + (t2 - t1);
+  s.phase[PHASE_OPTIMIZER] = t3 - t2;
+  return s;
+}
+
 train_stats_t trainer_step(trainer_t *t, int stop_request) {
+  if (t->burst) return burst_step(t, stop_request);
   train_stats_t s;
   memset(&s, 0, sizeof s);
   double t0 = surge_now();
@@ -92,17 +151,9 @@ train_stats_t trainer_step(trainer_t *t, int stop_request) {
     t5 = surge_now();
   }
 
-  s.loss = loss_stop[0] / targets;
   s.stop = loss_stop[1] > 0;
   s.grad_norm = clip_by_global_norm(t->be, t->m.grads, n, t->cfg.clip_norm); /* NaN/Inf if any is */
-  if (!isfinite(s.loss) || !isfinite(s.grad_norm))
-    surge_runtime_error("step %ld: the %s is not finite (loss %g, gradient norm %g) (hint: lower [train] lr, "
-                        "or set [train] clip_norm; the last checkpoint is untouched)",
-                        t->step + 1, isfinite(s.loss) ? "gradient" : "loss", s.loss, s.grad_norm);
-  s.lr = lr_at(&t->cfg, t->step);
-  optim_step(&t->opt, t->m.params, t->m.grads, (float)s.lr);
-  t->step++;
-  s.step = t->step;
+  finish_step(t, &s, loss_stop[0], targets);
   double t6 = surge_now();
   s.seconds = t6 - t0;
   s.phase[PHASE_DATA] = t1 - t0;
@@ -114,9 +165,12 @@ train_stats_t trainer_step(trainer_t *t, int stop_request) {
   return s;
 }
 
+/* Burst mode evaluates with the data-parallel path on the true parameters: one parameter broadcast
+ * per evaluation. */
 eval_stats_t trainer_eval(trainer_t *t) {
   eval_stats_t e;
   memset(&e, 0, sizeof e);
+  trainer_sync_replicas(t);
   uint64_t n = dataset_size(t->ds, SPLIT_TEST);
   long lo, hi;
   share((long)n, t->world->rank, t->world->size, &lo, &hi);
@@ -138,7 +192,14 @@ eval_stats_t trainer_eval(trainer_t *t) {
   return e;
 }
 
-float *trainer_params_host(const trainer_t *t) {
+void trainer_sync_replicas(trainer_t *t) {
+  if (!t->burst) return;
+  float *slabs[3] = {t->m.params, t->opt.m, t->opt.v};
+  burst_exec_gather(t->burst, slabs, 3);
+}
+
+float *trainer_params_host(trainer_t *t) {
+  trainer_sync_replicas(t);
   size_t n = t->g.params.total;
   float *p = xmalloc(surge_mul_size(n ? n : 1, sizeof(float), "parameters"));
   t->be->download(p, t->m.params, n);

@@ -9,6 +9,7 @@
 
 #include <stdint.h>
 
+#include "burst/executor.h"
 #include "comm/comm.h"
 #include "data/dataset.h"
 #include "io/config.h"
@@ -45,7 +46,9 @@ typedef struct trainer {
   long step;     /* optimizer steps done */
   long lo, hi;   /* this rank's share of each global batch: positions [lo, hi) */
   int batch;     /* hi - lo: samples per step on this rank */
-  uint64_t *ids; /* (batch) */
+  uint64_t *ids; /* (global batch) */
+  burst_exec_t *burst; /* [parallel] mode = burst: the plan's executor (model buffers hold the global
+                        * batch); NULL for data parallelism */
   float *x, *y;  /* host batch: (batch, sample), (batch, targets_per_sample) */
 } trainer_t;
 
@@ -63,7 +66,13 @@ train_stats_t trainer_step(trainer_t *t, int stop_request);
  * collective: each rank evaluates a contiguous share. */
 eval_stats_t trainer_eval(trainer_t *t);
 
-/* Parameters copied to host memory (g.params.total floats, caller frees). */
-float *trainer_params_host(const trainer_t *t);
+/* Collective: make every rank's parameters and optimizer moments the true ones (burst mode leaves
+ * stale copies of the nodes outside a rank's sets; data parallelism has nothing to do). Evaluation
+ * and trainer_params_host call it; checkpoints must. */
+void trainer_sync_replicas(trainer_t *t);
+
+/* Parameters copied to host memory (g.params.total floats, caller frees); collective (see
+ * trainer_sync_replicas). */
+float *trainer_params_host(trainer_t *t);
 
 #endif

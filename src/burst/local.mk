@@ -19,3 +19,15 @@ tests_make_plan_SOURCES = tests/make_plan.c
 tests_make_plan_LDADD = $(SURGE_LIBS)
 dist_check_SCRIPTS += tests/test_burst.sh
 TESTS += tests/test_burst.sh
+
+# The profiler (library part) and its file format; surge-profile measures, surge-plan plans.
+libsurge_a_SOURCES += src/burst/profiler.c src/burst/profiler.h src/burst/profile_h5.c
+bin_PROGRAMS += surge-profile surge-plan
+surge_profile_SOURCES = src/apps/surge_profile.c
+surge_profile_LDADD = $(SURGE_LIBS)
+surge_plan_SOURCES = src/apps/surge_plan.c
+surge_plan_LDADD = $(SURGE_LIBS)
+
+# Profile, plan, run: surge-profile on 1 and 2 ranks, surge-plan, surge-train on the plan.
+dist_check_SCRIPTS += tests/test_profile_plan.sh
+TESTS += tests/test_profile_plan.sh

@@ -112,6 +112,12 @@ const cfg_key_t cfg_keys[] = {
                "burst: the plan file (surge-burst-plan text) giving each layer its ranks; required for burst"),
     FLOAT_KEY("parallel", "bucket_mb", bucket_mb, "4", 0, OPEN, 1024, CLOSED,
               "gradient allreduce bucket size in MiB"),
+    FLOAT_KEY("parallel", "amplification", amplification, "2", 1, CLOSED, 1e6, CLOSED,
+              "surge-plan: per-layer amplification limit A (a layer may use n ranks only if n times its "
+              "time there is at most A times its one-rank time; doc/burst.md); --amp overrides it"),
+    STRING_KEY("parallel", "profile", profile_file, "", 0,
+               "the burst cost profile (HDF5): surge-profile writes it (default profile.h5 when empty), "
+               "surge-plan reads it; --profile / -o override it"),
 
     STRING_KEY("log", "file", log_file, "${run.out_dir}/log.h5", 1, "HDF5 metrics log of the run"),
     INT_KEY("log", "flush_every", log_flush_every, "10", 1, MAX_COUNT,

@@ -386,6 +386,60 @@ void run_log_event(run_log_t *L, long step, const char *text) {
   h5util_quiet_end(q);
 }
 
+/* A plan's per-node numbers: the plan's ranges always, its predicted times when it has them. */
+static void put_plan_nodes(run_log_t *L, hid_t grp, const burst_plan_t *plan, const graph_t *g) {
+  log_kinds_t k = log_kinds(L->text_type);
+  size_t n = (size_t)plan->nodes;
+  int *index = xcalloc(n + 1, sizeof *index);
+  const char **name = xcalloc(n + 1, sizeof *name), **kind = xcalloc(n + 1, sizeof *kind);
+  int costed = 0;
+  for (int v = 0; v < plan->nodes; v++) {
+    index[v] = v;
+    name[v] = g->l[v].name;
+    kind[v] = layer_kind_name(g->l[v].kind);
+    costed |= plan->comp_us[v] > 0;
+  }
+  h5_array_put(grp, "/plan", "node", k.rank, n, index, "1", "index of the node in the model graph", L->path);
+  h5_array_put(grp, "/plan", "name", k.text, n, name, "text", "name of the node", L->path);
+  h5_array_put(grp, "/plan", "kind", k.text, n, kind, "text", "layer kind of the node", L->path);
+  h5_array_put(grp, "/plan", "ranks", k.rank, n, plan->n, "ranks", "ranks the node runs on (n)", L->path);
+  h5_array_put(grp, "/plan", "first_rank", k.rank, n, plan->first, "1",
+               "first rank of the node's contiguous range [first, first + n)", L->path);
+  h5_array_put(grp, "/plan", "per_rank_batch", k.rank, n, plan->per_rank, "samples",
+               "samples of the busiest rank of the node: ceil(global batch / n)", L->path);
+  if (costed) {
+    h5_array_put(grp, "/plan", "compute_us", k.real, n, plan->comp_us, "us",
+                 "predicted forward+backward time of the node on its busiest rank", L->path);
+    h5_array_put(grp, "/plan", "transfer_in_us", k.real, n, plan->xfer_us, "us",
+                 "predicted time of the re-shards into the node (activations and their gradients)", L->path);
+    h5_array_put(grp, "/plan", "sync_us", k.real, n, plan->sync_us, "us",
+                 "predicted time of the gradient allreduce over the node's ranks", L->path);
+  }
+  free(index);
+  free(name);
+  free(kind);
+}
+
+void run_log_plan(run_log_t *L, const burst_plan_t *plan, const graph_t *g, const char *plan_text) {
+  if (L->world->rank != 0) return;
+  h5util_quiet_t q = h5util_quiet_begin();
+  if (h5_check(H5Lexists(L->file, "/plan", H5P_DEFAULT), L->path, "look up", "/plan") > 0)
+    h5_check(H5Ldelete(L->file, "/plan", H5P_DEFAULT), L->path, "replace", "/plan");
+  hid_t grp = group_open(L, "/plan", 1);
+  put_plan_nodes(L, grp, plan, g);
+  int predicted = plan->one_rank_us > 0;
+  h5_attr_put_double(grp, "/plan", "predicted_iteration_us", predicted ? plan->iter_us : NAN, L->path);
+  h5_attr_put_double(grp, "/plan", "predicted_rank_us", predicted ? plan->rank_us : NAN, L->path);
+  h5_attr_put_double(grp, "/plan", "one_rank_us", predicted ? plan->one_rank_us : NAN, L->path);
+  h5_attr_put_int64(grp, "/plan", "job_ranks", plan->ranks, L->path);
+  h5_attr_put_int64(grp, "/plan", "global_batch", plan->batch, L->path);
+  h5_attr_put_double(grp, "/plan", "amplification_limit", plan->amp_limit, L->path);
+  h5_text_put(grp, "/plan", "text", plan_text ? plan_text : "", L->path);
+  group_close(L, grp, "/plan");
+  log_flush(L);
+  h5util_quiet_end(q);
+}
+
 void run_log_close(run_log_t *L) {
   if (!L) return;
   if (L->world->rank == 0) {

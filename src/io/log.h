@@ -6,6 +6,7 @@
 
 #include <stdint.h>
 
+#include "burst/plan.h"
 #include "comm/comm.h"
 #include "io/config.h"
 #include "nn/graph.h"
@@ -49,6 +50,12 @@ void run_log_step(run_log_t *log, const log_row_t *row);
 void run_log_eval(run_log_t *log, long step, double loss, double accuracy);
 /* Collective: a free-form event ("checkpoint written", "stopped by SIGTERM") at a step. */
 void run_log_event(run_log_t *log, long step, const char *text);
+/* Collective (rank 0 writes): the burst plan the run executes, as /plan: per node its index, name,
+ * kind, rank count, first rank and per-rank batch, the predicted compute / transfer-in / sync times
+ * when the plan has them (some node's compute time is positive), the plan-wide predictions as
+ * attributes (NaN when plan->one_rank_us is 0: a plan file read without a profile), and the plan
+ * file's text. g is the graph the plan is for. A resumed run replaces the /plan it finds. */
+void run_log_plan(run_log_t *log, const burst_plan_t *plan, const graph_t *g, const char *plan_text);
 /* Collective: flush and close. */
 void run_log_close(run_log_t *log);
 

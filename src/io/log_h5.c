@@ -53,6 +53,17 @@ void h5_attr_put_int64(hid_t obj, const char *obj_path, const char *name, int64_
   if (h5util_attr_write_i64(obj, name, value) < 0) h5_fail(file, "write", where);
 }
 
+void h5_attr_put_double(hid_t obj, const char *obj_path, const char *name, double value, const char *file) {
+  char where[256];
+  attr_where(where, sizeof where, obj_path, name);
+  attr_clear(obj, name, where, file);
+  hid_t space = h5_check(H5Screate(H5S_SCALAR), file, "make a dataspace for", where);
+  hid_t a = h5_check(H5Acreate2(obj, name, H5T_IEEE_F64LE, space, H5P_DEFAULT, H5P_DEFAULT), file, "create", where);
+  h5_check(H5Awrite(a, H5T_NATIVE_DOUBLE, &value), file, "write", where);
+  h5_check(H5Aclose(a), file, "close", where);
+  h5_check(H5Sclose(space), file, "close the dataspace of", where);
+}
+
 int h5_attr_get_string(hid_t obj, const char *obj_path, const char *name, char *buf, size_t n, const char *file) {
   char where[256], *value;
   attr_where(where, sizeof where, obj_path, name);
@@ -78,6 +89,21 @@ void h5_text_put(hid_t loc, const char *loc_path, const char *name, const char *
   h5_check(H5Dclose(d), file, "close", where);
   h5_check(H5Sclose(space), file, "close the dataspace of", where);
   h5_check(H5Tclose(type), file, "close the string type of", where);
+}
+
+void h5_array_put(hid_t loc, const char *loc_path, const char *name, h5_series_kind_t kind, size_t n,
+                  const void *values, const char *units, const char *description, const char *file) {
+  char where[256];
+  snprintf(where, sizeof where, "%s/%s", loc_path, name);
+  hsize_t dims[1] = {n};
+  hid_t space = h5_check(H5Screate_simple(1, dims, NULL), file, "make the dataspace of", where);
+  hid_t d = h5_check(H5Dcreate2(loc, name, kind.file_type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), file,
+                     "create", where);
+  if (n) h5_check(H5Dwrite(d, kind.mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, values), file, "write", where);
+  h5_attr_put_string(d, where, "units", units, file);
+  h5_attr_put_string(d, where, "description", description, file);
+  h5_check(H5Dclose(d), file, "close", where);
+  h5_check(H5Sclose(space), file, "close the dataspace of", where);
 }
 
 static void series_init(h5_series_t *s, const char *file, const char *loc_path, const char *name, hid_t mem_type) {

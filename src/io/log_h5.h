@@ -20,6 +20,7 @@ hid_t h5_check(hid_t result, const char *file, const char *what, const char *h5p
 /* Attributes of obj (whose HDF5 path is obj_path, for messages); put replaces an existing one. */
 void h5_attr_put_string(hid_t obj, const char *obj_path, const char *name, const char *value, const char *file);
 void h5_attr_put_int64(hid_t obj, const char *obj_path, const char *name, int64_t value, const char *file);
+void h5_attr_put_double(hid_t obj, const char *obj_path, const char *name, double value, const char *file);
 /* A string attribute into buf (truncated to n-1 characters); 0 when obj has no such attribute. */
 int h5_attr_get_string(hid_t obj, const char *obj_path, const char *name, char *buf, size_t n, const char *file);
 /* Replace (or create) a scalar string dataset loc/name holding text. */
@@ -46,6 +47,11 @@ typedef struct h5_series_kind {
   hid_t file_type, mem_type; /* stored type, in-memory type */
   const void *fill;          /* fill value in mem_type (rows or columns never written), or NULL */
 } h5_series_kind_t;
+
+/* A fixed 1-D dataset loc/name of n values (a const char * each for a string kind), with `units`
+ * and `description` attributes; it must not exist yet. */
+void h5_array_put(hid_t loc, const char *loc_path, const char *name, h5_series_kind_t kind, size_t n,
+                  const void *values, const char *units, const char *description, const char *file);
 
 /* Create loc/name (loc's path is loc_path) with `units` and `description` attributes: 1-D when
  * cols == 0, otherwise 2-D (0, cols). */

@@ -2,6 +2,7 @@
  * log, what a damaged one looks like, and the bounds checked before allocating. */
 #include <errno.h>
 #include <hdf5.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -81,24 +82,24 @@ static int has_object(hid_t loc, const char *name, H5I_type_t type, const char *
 
 /* ---- /run ---- */
 
-/* The resolved deck stored in /run/deck; "" when there is none. */
-static char *read_deck(hid_t run, const char *path) {
-  if (!has_object(run, "deck", H5I_DATASET, path)) return xstrdup("");
-  hid_t d = ok(H5Dopen2(run, "deck", H5P_DEFAULT), path, "open", "/run/deck");
-  hid_t t = ok(H5Dget_type(d), path, "get the type of", "/run/deck");
-  hid_t s = ok(H5Dget_space(d), path, "get the shape of", "/run/deck");
+/* A scalar fixed-length string dataset loc/name (h5path in messages) of at most max bytes; "" when
+ * there is none. */
+static char *read_text(hid_t loc, const char *name, const char *h5path, size_t max, const char *path) {
+  if (!has_object(loc, name, H5I_DATASET, path)) return xstrdup("");
+  hid_t d = ok(H5Dopen2(loc, name, H5P_DEFAULT), path, "open", h5path);
+  hid_t t = ok(H5Dget_type(d), path, "get the type of", h5path);
+  hid_t s = ok(H5Dget_space(d), path, "get the shape of", h5path);
   size_t len = H5Tget_size(t);
   if (H5Tget_class(t) != H5T_STRING || H5Tis_variable_str(t) != 0 || H5Sget_simple_extent_npoints(s) != 1)
-    surge_input_error("%s: damaged Surge log: /run/deck is not one fixed-length string", path);
-  if (len == 0 || len > DECK_MAX_BYTES)
-    surge_input_error("%s: damaged Surge log: /run/deck holds %zu bytes, more than a deck's %d", path, len,
-                      DECK_MAX_BYTES);
+    surge_input_error("%s: damaged Surge log: %s is not one fixed-length string", path, h5path);
+  if (len == 0 || len > max)
+    surge_input_error("%s: damaged Surge log: %s holds %zu bytes, more than the %zu allowed", path, h5path, len, max);
   char *text = xmalloc(len + 1);
-  ok(H5Dread(d, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, text), path, "read", "/run/deck");
+  ok(H5Dread(d, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, text), path, "read", h5path);
   text[len] = '\0';
-  ok(H5Sclose(s), path, "close the dataspace of", "/run/deck");
-  ok(H5Tclose(t), path, "close the type of", "/run/deck");
-  ok(H5Dclose(d), path, "close", "/run/deck");
+  ok(H5Sclose(s), path, "close the dataspace of", h5path);
+  ok(H5Tclose(t), path, "close the type of", h5path);
+  ok(H5Dclose(d), path, "close", h5path);
   return text;
 }
 
@@ -139,7 +140,7 @@ static void read_run(report_log_t *L, hid_t f) {
   L->parameters = attr_int(run, "/run", "parameters", L->path);
   L->global_batch = attr_int(run, "/run", "global_batch", L->path);
   L->flush_every = attr_int(run, "/run", "flush_every", L->path);
-  L->deck = read_deck(run, L->path);
+  L->deck = read_text(run, "deck", "/run/deck", DECK_MAX_BYTES, L->path);
   ok(H5Gclose(run), L->path, "close", "/run");
   parse_settings(L);
 }
@@ -248,52 +249,105 @@ static void limit_rows(report_group_t *g, size_t rows) {
   g->rows = rows;
 }
 
-/* ---- /events ---- */
+/* ---- /events and /plan ---- */
+
+/* A 1-D dataset of variable-length strings (h5path), malloc'd strings; *n receives their count. */
+static char **read_strings(hid_t f, const char *h5path, size_t *n, const char *path) {
+  hid_t d = ok(H5Dopen2(f, h5path, H5P_DEFAULT), path, "open", h5path);
+  hid_t t = ok(H5Dget_type(d), path, "get the type of", h5path);
+  hid_t s = ok(H5Dget_space(d), path, "get the shape of", h5path);
+  if (H5Tget_class(t) != H5T_STRING || H5Tis_variable_str(t) <= 0 || H5Sget_simple_extent_ndims(s) != 1)
+    surge_input_error("%s: damaged Surge log: %s is not a 1-D dataset of variable-length strings", path, h5path);
+  hsize_t len = 0;
+  ok(H5Sget_simple_extent_dims(s, &len, NULL), path, "get the shape of", h5path);
+  if (len > REPORT_MAX_CELLS)
+    surge_input_error("%s: %s holds %llu strings, more than the %zu surge-report reads", path, h5path,
+                      (unsigned long long)len, REPORT_MAX_CELLS);
+  hid_t mt = ok(H5Tcopy(H5T_C_S1), path, "make a string type for", h5path);
+  ok(H5Tset_size(mt, H5T_VARIABLE), path, "make a string type for", h5path);
+  ok(H5Tset_cset(mt, H5Tget_cset(t)), path, "make a string type for", h5path); /* HDF5 converts no charsets */
+  char **raw = xcalloc((size_t)len + 1, sizeof(char *)), **text = xcalloc((size_t)len + 1, sizeof(char *));
+  if (len) ok(H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, raw), path, "read", h5path);
+  for (hsize_t i = 0; i < len; i++) text[i] = xstrdup(raw[i] ? raw[i] : "");
+#if H5_VERSION_GE(1, 12, 0)
+  if (len) ok(H5Treclaim(mt, s, H5P_DEFAULT, raw), path, "free the strings of", h5path);
+#else
+  if (len) ok(H5Dvlen_reclaim(mt, s, H5P_DEFAULT, raw), path, "free the strings of", h5path);
+#endif
+  free(raw);
+  ok(H5Tclose(mt), path, "close a string type of", h5path);
+  ok(H5Sclose(s), path, "close the dataspace of", h5path);
+  ok(H5Tclose(t), path, "close the type of", h5path);
+  ok(H5Dclose(d), path, "close", h5path);
+  *n = (size_t)len;
+  return text;
+}
+
+static void free_strings(char **text, size_t n) {
+  for (size_t i = 0; i < n; i++) free(text[i]);
+  free(text);
+}
 
 static void read_events(report_log_t *L, hid_t f) {
   report_group_t steps;
   read_group(f, "/events", "step", 1, &steps, L->path);
-  if (!steps.present || !report_column(&steps, "step") || !has_object(f, "/events/text", H5I_DATASET, L->path)) {
-    for (int i = 0; i < steps.ncol; i++) free(steps.col[i].v);
-    free(steps.col);
-    return;
-  }
-  const char *h5path = "/events/text";
-  hid_t d = ok(H5Dopen2(f, h5path, H5P_DEFAULT), L->path, "open", h5path);
-  hid_t t = ok(H5Dget_type(d), L->path, "get the type of", h5path);
-  hid_t s = ok(H5Dget_space(d), L->path, "get the shape of", h5path);
-  if (H5Tget_class(t) != H5T_STRING || H5Tis_variable_str(t) <= 0 || H5Sget_simple_extent_ndims(s) != 1)
-    surge_input_error("%s: damaged Surge log: %s is not a 1-D dataset of variable-length strings", L->path, h5path);
-  hsize_t n = 0;
-  ok(H5Sget_simple_extent_dims(s, &n, NULL), L->path, "get the shape of", h5path);
-  if (n > REPORT_MAX_CELLS)
-    surge_input_error("%s: %s holds %llu events, more than the %zu surge-report reads", L->path, h5path,
-                      (unsigned long long)n, REPORT_MAX_CELLS);
-  hid_t mt = ok(H5Tcopy(H5T_C_S1), L->path, "make a string type for", h5path);
-  ok(H5Tset_size(mt, H5T_VARIABLE), L->path, "make a string type for", h5path);
-  ok(H5Tset_cset(mt, H5Tget_cset(t)), L->path, "make a string type for", h5path); /* HDF5 converts no charsets */
-  char **text = xcalloc((size_t)n + 1, sizeof(char *));
-  if (n) ok(H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, text), L->path, "read", h5path);
   const report_column_t *step = report_column(&steps, "step");
-  L->nevents = steps.rows < (size_t)n ? steps.rows : (size_t)n;
-  L->event_step = xcalloc(L->nevents + 1, sizeof(double));
-  L->event_text = xcalloc(L->nevents + 1, sizeof(char *));
-  for (size_t i = 0; i < L->nevents; i++) {
-    L->event_step[i] = step->v[i];
-    L->event_text[i] = xstrdup(text[i] ? text[i] : "");
+  if (steps.present && step && has_object(f, "/events/text", H5I_DATASET, L->path)) {
+    size_t n;
+    char **text = read_strings(f, "/events/text", &n, L->path);
+    L->nevents = steps.rows < n ? steps.rows : n;
+    L->event_step = xcalloc(L->nevents + 1, sizeof(double));
+    L->event_text = xcalloc(L->nevents + 1, sizeof(char *));
+    for (size_t i = 0; i < L->nevents; i++) {
+      L->event_step[i] = step->v[i];
+      L->event_text[i] = text[i];
+      text[i] = NULL;
+    }
+    free_strings(text, n);
   }
-#if H5_VERSION_GE(1, 12, 0)
-  if (n) ok(H5Treclaim(mt, s, H5P_DEFAULT, text), L->path, "free the strings of", h5path);
-#else
-  if (n) ok(H5Dvlen_reclaim(mt, s, H5P_DEFAULT, text), L->path, "free the strings of", h5path);
-#endif
-  free(text);
-  ok(H5Tclose(mt), L->path, "close a string type of", h5path);
-  ok(H5Sclose(s), L->path, "close the dataspace of", h5path);
-  ok(H5Tclose(t), L->path, "close the type of", h5path);
-  ok(H5Dclose(d), L->path, "close", h5path);
   for (int i = 0; i < steps.ncol; i++) free(steps.col[i].v);
   free(steps.col);
+}
+
+/* A scalar floating-point (or integer) attribute; NaN when there is none. */
+static double attr_double(hid_t obj, const char *obj_path, const char *name, const char *path) {
+  if (ok(H5Aexists(obj, name), path, "look up an attribute of", obj_path) == 0) return NAN;
+  hid_t a = ok(H5Aopen(obj, name, H5P_DEFAULT), path, "open an attribute of", obj_path);
+  hid_t t = ok(H5Aget_type(a), path, "get the type of an attribute of", obj_path);
+  hid_t s = ok(H5Aget_space(a), path, "get the shape of an attribute of", obj_path);
+  double v = NAN;
+  H5T_class_t k = H5Tget_class(t);
+  if ((k == H5T_FLOAT || k == H5T_INTEGER) && H5Sget_simple_extent_npoints(s) == 1)
+    ok(H5Aread(a, H5T_NATIVE_DOUBLE, &v), path, "read an attribute of", obj_path);
+  ok(H5Sclose(s), path, "close a dataspace of", obj_path);
+  ok(H5Tclose(t), path, "close a type of", obj_path);
+  ok(H5Aclose(a), path, "close an attribute of", obj_path);
+  return v;
+}
+
+static void read_plan(report_log_t *L, hid_t f) {
+  report_plan_t *p = &L->plan;
+  read_group(f, "/plan", "", 1, &p->nodes, L->path);
+  p->present = p->nodes.present;
+  p->text = xstrdup("");
+  if (!p->present) return;
+  if (!report_column(&p->nodes, "ranks") || !report_column(&p->nodes, "first_rank"))
+    surge_input_error("%s: damaged Surge log: /plan has no ranks or first_rank dataset", L->path);
+  p->name = xcalloc(p->nodes.rows + 1, sizeof(char *));
+  size_t n = 0;
+  char **names = has_object(f, "/plan/name", H5I_DATASET, L->path) ? read_strings(f, "/plan/name", &n, L->path) : NULL;
+  for (size_t i = 0; i < p->nodes.rows; i++) p->name[i] = xstrdup(i < n ? names[i] : "");
+  free_strings(names, n);
+  hid_t g = ok(H5Gopen2(f, "/plan", H5P_DEFAULT), L->path, "open", "/plan");
+  p->iteration_us = attr_double(g, "/plan", "predicted_iteration_us", L->path);
+  p->rank_us = attr_double(g, "/plan", "predicted_rank_us", L->path);
+  p->one_rank_us = attr_double(g, "/plan", "one_rank_us", L->path);
+  p->amplification_limit = attr_double(g, "/plan", "amplification_limit", L->path);
+  p->job_ranks = attr_int(g, "/plan", "job_ranks", L->path);
+  p->global_batch = attr_int(g, "/plan", "global_batch", L->path);
+  free(p->text);
+  p->text = read_text(g, "text", "/plan/text", REPORT_MAX_CELLS, L->path);
+  ok(H5Gclose(g), L->path, "close", "/plan");
 }
 
 /* ---- the whole log ---- */
@@ -327,6 +381,7 @@ report_log_t *report_log_read(const char *path) {
   if (L->eval.present && !report_column(&L->eval, "step"))
     surge_input_error("%s: damaged Surge log: /eval has no step dataset", path);
   read_events(L, f);
+  read_plan(L, f);
   ok(H5Fclose(f), path, "close", "/");
   return L;
 }
@@ -349,6 +404,10 @@ void report_log_free(report_log_t *L) {
   for (size_t i = 0; i < L->nevents; i++) free(L->event_text[i]);
   free(L->event_text);
   free(L->event_step);
+  group_free(&L->plan.nodes);
+  for (size_t i = 0; L->plan.name && i < L->plan.nodes.rows; i++) free(L->plan.name[i]);
+  free(L->plan.name);
+  free(L->plan.text);
   free(L->deck);
   free(L->path);
   free(L);

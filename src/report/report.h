@@ -45,6 +45,17 @@ typedef struct report_setting {
   char *key, *value;
 } report_setting_t;
 
+/* The burst plan a burst run executed (/plan, doc/formats.md); present 0 for other runs. */
+typedef struct report_plan {
+  int present;
+  report_group_t nodes; /* numeric per-node datasets: node, ranks, first_rank, per_rank_batch, and
+                         * compute_us, transfer_in_us, sync_us when the plan had predictions */
+  char **name;          /* (nodes.rows) node names; "" where the log has none */
+  double iteration_us, rank_us, one_rank_us, amplification_limit; /* NaN when absent */
+  long long job_ranks, global_batch;                              /* -1 when absent */
+  char *text;           /* the plan file; "" when absent */
+} report_plan_t;
+
 typedef struct report_log {
   char *path;
   /* /run attributes ("" or -1 when absent) */
@@ -60,6 +71,7 @@ typedef struct report_log {
   size_t nevents;
   double *event_step;         /* (nevents) */
   char **event_text;          /* (nevents) */
+  report_plan_t plan;         /* /plan of a burst run */
 } report_log_t;
 
 /* Read and check a log: a file that is not a Surge log, or that is damaged, is an input error
@@ -139,6 +151,8 @@ void report_format_bytes(double bytes, char *buf, size_t n);
 /* ---- one run as text (summary.c) ---- */
 
 void report_summary_print(FILE *f, const report_log_t *log);
+/* The burst plan section (plan.c): the logged plan's table and predicted vs measured iteration time. */
+void report_plan_print(FILE *f, const report_log_t *log, const report_values_t *v);
 
 /* ---- many runs as a table (table.c) ---- */
 

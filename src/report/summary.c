@@ -293,6 +293,10 @@ static void print_events(FILE *f, const report_log_t *L, const report_values_t *
   for (size_t i = first; i < L->nevents; i++) fprintf(f, "  step %-8.0f %s\n", L->event_step[i], L->event_text[i]);
 }
 
+/* ---- burst plan (plan.c) ---- */
+
+static int has_plan(const report_log_t *L) { return L->plan.present; }
+
 static const struct {
   const char *title;
   int (*present)(const report_log_t *L);
@@ -303,6 +307,7 @@ static const struct {
     {"Throughput", has_steps, print_throughput},
     {"Time per phase of a step, per rank", has_phases, print_phases},
     {"Traffic per category", has_traffic, print_traffic},
+    {"Burst plan (predicted by the planner, measured by this run)", has_plan, report_plan_print},
     {"Events", has_events, print_events},
 };
 

@@ -125,6 +125,7 @@ train_outcome_t train_run(const config_t *cfg, const deck_t *deck, const char *r
     progress_note(&p, line);
   }
   run_log_t *log = run_log_open(cfg->log_file, cfg, deck_text, &t.g, world, resumed_at);
+  if (t.burst) run_log_plan(log, &t.plan, &t.g, t.plan_text);
   install_stop_handlers();
 
   int tokens = dataset_is_tokens(t.ds);

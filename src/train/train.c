@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "core/timer.h"
 #include "nn/zoo.h"
+#include "train/plan_text.h"
 
 /* Positions [lo, hi) of n items that rank r of R takes: contiguous, sizes differ by at most one. */
 static void share(long n, int r, int R, long *lo, long *hi) {
@@ -14,16 +15,17 @@ static void share(long n, int r, int R, long *lo, long *hi) {
   *hi = (long)((__int128)n * (r + 1) / R);
 }
 
-/* Burst mode: read the plan against this graph, rank count and batch (its errors name file:line). */
+/* Burst mode: read the plan against this graph, rank count and batch (its errors name file:line);
+ * the trainer keeps it and the file's text for the log. */
 static void burst_init(trainer_t *t) {
   burst_opts_t o = {.ranks = t->world->size, .batch = (int)t->cfg.global_batch, .amp = BURST_NO_LIMIT,
                     .policy = BURST_RANKS_DIVISORS};
-  burst_plan_t plan;
-  burst_plan_read(t->cfg.plan_file, &t->g, t->cfg.zoo, &o, &plan);
+  burst_plan_read(t->cfg.plan_file, &t->g, t->cfg.zoo, &o, &t->plan);
+  t->plan_text = plan_text_read(t->cfg.plan_file);
+  plan_text_predictions(t->plan_text, &t->plan);
   t->burst = xcalloc(1, sizeof *t->burst);
-  burst_exec_init(t->burst, &plan, &t->g, &t->m, t->world, o.batch, shape_size(dataset_sample_shape(t->ds)),
+  burst_exec_init(t->burst, &t->plan, &t->g, &t->m, t->world, o.batch, shape_size(dataset_sample_shape(t->ds)),
                   (size_t)dataset_targets_per_sample(t->ds));
-  burst_plan_free(&plan);
 }
 
 void trainer_init(trainer_t *t, const config_t *cfg, const deck_t *deck, comm_t *world) {
@@ -64,8 +66,12 @@ void trainer_init(trainer_t *t, const config_t *cfg, const deck_t *deck, comm_t 
 }
 
 void trainer_free(trainer_t *t) {
-  if (t->burst) burst_exec_free(t->burst);
+  if (t->burst) {
+    burst_exec_free(t->burst);
+    burst_plan_free(&t->plan);
+  }
   free(t->burst);
+  free(t->plan_text);
   free(t->ids);
   free(t->x);
   free(t->y);

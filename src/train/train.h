@@ -49,6 +49,8 @@ typedef struct trainer {
   uint64_t *ids; /* (global batch) */
   burst_exec_t *burst; /* [parallel] mode = burst: the plan's executor (model buffers hold the global
                         * batch); NULL for data parallelism */
+  burst_plan_t plan;   /* burst mode: the plan run, with the predictions its file records */
+  char *plan_text;     /* burst mode: the plan file's text (for the log); NULL otherwise */
   float *x, *y;  /* host batch: (batch, sample), (batch, targets_per_sample) */
 } trainer_t;
 

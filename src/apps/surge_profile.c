@@ -1,0 +1,94 @@
+/* surge-profile DECK [-D section.key=value ...] [-o PROFILE.h5] [--ranks G] [--warmup N] [--repeats N]:
+ * measure the burst planner's cost profile of the deck's model on its backend and this job's network. */
+#include <hdf5.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "burst/profiler.h"
+#include "core/cli.h"
+#include "core/error.h"
+#include "io/deck.h"
+
+static const char usage[] =
+    "usage: [mpiexec -n N] surge-profile DECK [-D section.key=value ...] [-o PROFILE.h5] [--ranks G]\n"
+    "                                         [--warmup N] [--repeats N]\n"
+    "  Measure the forward+backward time of every node of the deck's model at every per-rank batch the\n"
+    "  burst planner may choose for the deck's global batch on G ranks, and (on N >= 2 ranks) the\n"
+    "  network: point-to-point latency and bandwidth (ranks 0 and 1) and allreduce (all ranks).\n"
+    "  Writes the profile (HDF5 /profile) for surge-plan and prints a table.\n"
+    "  -o PROFILE.h5   output file (default: [parallel] profile, else profile.h5)\n"
+    "  --ranks G       plan for G ranks (default: N, the ranks of this run)\n"
+    "  --warmup N      untimed runs before the timing (default 3)\n"
+    "  --repeats N     timed runs: the median and the spread (max - min) are stored (default 10)\n"
+    "  --help, --version\n"
+    "On 1 rank the network is not measured: defaults are written, marked measured = 0.\n"
+    "Exit codes: 0 done, 2 bad input, 1 runtime failure. doc/burst.md: \"Profile, plan, run\".\n";
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+  static const char *const flags[] = {"-o FILE", "--ranks G", "--warmup N", "--repeats N", NULL};
+  cli_t cli;
+  cli_parse(argc, argv, usage, flags, &cli);
+  comm_t world;
+  comm_world(&world);
+
+  /* rank 0 reads and validates the deck first (its errors are the only ones printed) */
+  char *text = NULL;
+  unsigned long long len = 0;
+  if (world.rank == 0) {
+    text = deck_read_file(cli.deck);
+    len = strlen(text) + 1;
+    config_t probe;
+    deck_parse(text, cli.deck, cli.noverrides, cli.overrides, &probe, NULL);
+  }
+  comm_bcast(&world, &len, sizeof len, 0, TRAFFIC_OTHER);
+  if (world.rank != 0) text = xmalloc((size_t)len);
+  comm_bcast(&world, text, (size_t)len, 0, TRAFFIC_OTHER);
+  config_t cfg;
+  deck_t *deck;
+  deck_parse(text, cli.deck, cli.noverrides, cli.overrides, &cfg, &deck);
+  free(text);
+
+  const char *opt = cli_value(&cli, "--ranks", 0);
+  int ranks = opt ? burst_option_int("--ranks", opt, 1) : world.size;
+  opt = cli_value(&cli, "--warmup", 0);
+  int warmup = opt ? burst_option_int("--warmup", opt, 0) : 3;
+  opt = cli_value(&cli, "--repeats", 0);
+  int repeats = opt ? burst_option_int("--repeats", opt, 1) : 10;
+  const char *out = cli_value(&cli, "-o", 0);
+  if (!out) out = cfg.profile_file[0] ? cfg.profile_file : "profile.h5";
+  if (cfg.global_batch > INT32_MAX) surge_input_error("[train] global_batch %ld is too large", cfg.global_batch);
+  const backend_t *be = backend_find(cfg.backend);
+  if (!be) surge_input_error("%s: [backend] name: unknown backend '%s' (accepted: %s)", deck_where(deck, "backend.name"),
+                             cfg.backend, backend_names());
+  be->set_threads(cfg.threads);
+  world.bucket_bytes = (size_t)(cfg.bucket_mb * 1048576.0);
+  if (world.bucket_bytes < sizeof(float)) world.bucket_bytes = sizeof(float);
+
+  graph_t g;
+  dataset_t *ds = burst_deck_graph(&cfg, deck, &g);
+  burst_measured_t ms;
+  burst_measured_init(&ms, &g, cfg.zoo, cfg.backend, (int)cfg.global_batch, ranks, world.size, warmup, repeats);
+  model_t m;
+  model_init(&m, &g, be, ms.batch[0]); /* the largest per-rank batch: the whole batch on one rank */
+  model_init_params(&m, cfg.seed);
+  burst_measure_prepare(&m, ds, ms.batch[0]);
+  burst_measure_compute(&m, &world, &ms);
+  burst_measure_network(&world, repeats, &ms);
+  if (world.rank == 0) {
+    burst_profile_write(out, &g, &ms);
+    burst_measured_print(stdout, &g, &ms);
+    printf("wrote %s\n", out);
+  }
+  burst_measured_free(&ms);
+  model_free(&m);
+  graph_free(&g);
+  dataset_close(ds);
+  deck_free(deck);
+  comm_free(&world);
+  MPI_Finalize();
+  return 0;
+}

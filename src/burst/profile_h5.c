@@ -1,0 +1,241 @@
+/* Profile files: HDF5 group /profile (layout in doc/burst.md). */
+#include <hdf5.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "burst/profiler.h"
+#include "core/error.h"
+#include "io/h5util.h"
+
+#define PROFILE_FORMAT "surge-burst-profile"
+#define PROFILE_VERSION 1
+
+/* ---- writing: any failure is a runtime error naming the file ---- */
+
+static void check_w(int ok, const char *path, const char *what) {
+  if (!ok) {
+    char msg[256];
+    h5util_error_text(msg, sizeof msg, "unknown HDF5 error");
+    surge_runtime_error("surge-profile: writing %s: %s: %s", path, what, msg);
+  }
+}
+
+/* A dataset of `type` and rank 0 (scalar), 1 or 2 with its units attribute (NULL: none). */
+static void write_dataset(const char *path, hid_t loc, const char *name, hid_t type, int rank, const hsize_t *dims,
+                          const void *data, const char *units) {
+  hid_t space = rank ? H5Screate_simple(rank, dims, NULL) : H5Screate(H5S_SCALAR);
+  hid_t ds = space >= 0 ? H5Dcreate2(loc, name, type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT) : -1;
+  check_w(ds >= 0 && H5Dwrite(ds, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) >= 0, path, name);
+  if (units) check_w(h5util_attr_write_string(ds, "units", units, H5T_CSET_ASCII) == 0, path, name);
+  H5Dclose(ds);
+  H5Sclose(space);
+}
+
+static void write_strings(const char *path, hid_t loc, const char *name, const graph_t *g, int kinds) {
+  size_t len = LAYER_NAME_MAX;
+  char *buf = xcalloc((size_t)g->n, len);
+  for (int i = 0; i < g->n; i++)
+    snprintf(buf + (size_t)i * len, len, "%s", kinds ? layer_kind_name(g->l[i].kind) : g->l[i].name);
+  hid_t t = h5util_string_type(len, H5T_CSET_UTF8);
+  hsize_t dims[1] = {(hsize_t)g->n};
+  write_dataset(path, loc, name, t, 1, dims, buf, NULL);
+  H5Tclose(t);
+  free(buf);
+}
+
+static void write_samples(const char *path, hid_t net, const char *prefix, const burst_net_samples_t *s) {
+  char name[64];
+  hsize_t dims[1] = {(hsize_t)s->n};
+  snprintf(name, sizeof name, "%s_bytes", prefix);
+  write_dataset(path, net, name, H5T_NATIVE_DOUBLE, 1, dims, s->bytes, "bytes");
+  snprintf(name, sizeof name, "%s_us", prefix);
+  write_dataset(path, net, name, H5T_NATIVE_DOUBLE, 1, dims, s->us, "us");
+}
+
+static void write_network(const char *path, hid_t top, const burst_measured_t *ms) {
+  hid_t net = H5Gcreate2(top, "network", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+  check_w(net >= 0, path, "/profile/network");
+  check_w(h5util_attr_write_u32(net, "measured", (uint32_t)ms->net_measured) == 0 &&
+              h5util_attr_write_string(net, "note",
+                                       ms->net_measured
+                                           ? "fitted by least squares: time = alpha + bytes / beta"
+                                           : "NOT MEASURED: the profiling run had 1 rank; these are defaults",
+                                       H5T_CSET_ASCII) == 0,
+          path, "/profile/network attributes");
+  write_dataset(path, net, "p2p_alpha", H5T_NATIVE_DOUBLE, 0, NULL, &ms->net.p2p_alpha_us, "us");
+  write_dataset(path, net, "p2p_beta", H5T_NATIVE_DOUBLE, 0, NULL, &ms->net.p2p_bytes_per_us, "bytes/us");
+  write_dataset(path, net, "allreduce_alpha", H5T_NATIVE_DOUBLE, 0, NULL, &ms->net.ar_alpha_us, "us");
+  write_dataset(path, net, "allreduce_beta", H5T_NATIVE_DOUBLE, 0, NULL, &ms->net.ar_bytes_per_us, "bytes/us");
+  if (ms->net_measured) {
+    write_samples(path, net, "p2p", &ms->p2p);
+    write_samples(path, net, "allreduce", &ms->ar);
+  }
+  H5Gclose(net);
+}
+
+void burst_profile_write(const char *path, const graph_t *g, const burst_measured_t *ms) {
+  h5util_quiet_t q = h5util_quiet_begin();
+  hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  if (f < 0) {
+    char msg[256];
+    h5util_error_text(msg, sizeof msg, "cannot create the file");
+    surge_input_error("surge-profile: cannot create %s: %s (hint: check the directory exists)", path, msg);
+  }
+  hid_t top = H5Gcreate2(f, "profile", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+  check_w(top >= 0, path, "/profile");
+  check_w(h5util_attr_write_string(top, "format", PROFILE_FORMAT, H5T_CSET_ASCII) == 0 &&
+              h5util_attr_write_u32(top, "version", PROFILE_VERSION) == 0 &&
+              h5util_attr_write_string(top, "model", ms->model, H5T_CSET_ASCII) == 0 &&
+              h5util_attr_write_string(top, "backend", ms->backend, H5T_CSET_ASCII) == 0 &&
+              h5util_attr_write_u64(top, "fingerprint", ms->fingerprint) == 0 &&
+              h5util_attr_write_i64(top, "global_batch", ms->global_batch) == 0 &&
+              h5util_attr_write_i64(top, "ranks", ms->ranks) == 0 &&
+              h5util_attr_write_i64(top, "profiled_ranks", ms->profiled_ranks) == 0 &&
+              h5util_attr_write_i64(top, "warmup", ms->warmup) == 0 &&
+              h5util_attr_write_i64(top, "repeats", ms->repeats) == 0,
+          path, "/profile attributes");
+  hsize_t nb[1] = {(hsize_t)ms->nbatch}, table[2] = {(hsize_t)g->n, (hsize_t)ms->nbatch};
+  write_dataset(path, top, "batch", H5T_NATIVE_INT, 1, nb, ms->batch, "samples per rank");
+  write_strings(path, top, "node_name", g, 0);
+  write_strings(path, top, "node_kind", g, 1);
+  write_dataset(path, top, "median_us", H5T_NATIVE_DOUBLE, 2, table, ms->median_us, "us");
+  write_dataset(path, top, "spread_us", H5T_NATIVE_DOUBLE, 2, table, ms->spread_us, "us");
+  write_network(path, top, ms);
+  H5Gclose(top);
+  check_w(H5Fclose(f) >= 0, path, "closing");
+  h5util_quiet_end(q);
+}
+
+/* ---- reading: every problem is an input error naming the file and the dataset ---- */
+
+static hid_t open_profile(const char *path, hid_t *top) {
+  hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+  if (f < 0) surge_input_error("profile %s: cannot open it as an HDF5 file (hint: surge-profile writes one)", path);
+  *top = H5Gopen2(f, "profile", H5P_DEFAULT);
+  if (*top < 0) surge_input_error("profile %s: no group /profile (not a surge-profile file)", path);
+  return f;
+}
+
+static int64_t read_i64(const char *path, hid_t top, const char *name) {
+  int64_t v;
+  if (h5util_attr_read_i64(top, name, &v) != 0)
+    surge_input_error("profile %s: /profile has no integer attribute '%s'", path, name);
+  return v;
+}
+
+void burst_profile_read_meta(const char *path, burst_profile_meta_t *meta) {
+  memset(meta, 0, sizeof *meta);
+  h5util_quiet_t q = h5util_quiet_begin();
+  hid_t top, f = open_profile(path, &top);
+  char *format = NULL, *model = NULL;
+  uint32_t version = 0;
+  if (h5util_attr_read_string(top, "format", &format) != 0 || strcmp(format, PROFILE_FORMAT) != 0)
+    surge_input_error("profile %s: /profile attribute 'format' is not '%s'", path, PROFILE_FORMAT);
+  if (h5util_attr_read_u32(top, "version", &version) != 0 || version > PROFILE_VERSION)
+    surge_input_error("profile %s: /profile format version %u is newer than this program's %d", path, version,
+                      PROFILE_VERSION);
+  if (h5util_attr_read_string(top, "model", &model) != 0)
+    surge_input_error("profile %s: /profile has no attribute 'model'", path);
+  snprintf(meta->model, sizeof meta->model, "%s", model);
+  if (h5util_attr_read_u64(top, "fingerprint", &meta->fingerprint) != 0)
+    surge_input_error("profile %s: /profile has no attribute 'fingerprint'", path);
+  meta->global_batch = (int)read_i64(path, top, "global_batch");
+  meta->ranks = (int)read_i64(path, top, "ranks");
+  meta->profiled_ranks = (int)read_i64(path, top, "profiled_ranks");
+  hid_t net = H5Gopen2(top, "network", H5P_DEFAULT);
+  uint32_t measured = 0;
+  if (net < 0 || h5util_attr_read_u32(net, "measured", &measured) != 0)
+    surge_input_error("profile %s: no /profile/network or its attribute 'measured'", path);
+  meta->net_measured = (int)measured;
+  H5Gclose(net);
+  free(format);
+  free(model);
+  H5Gclose(top);
+  H5Fclose(f);
+  h5util_quiet_end(q);
+}
+
+/* Read dataset `name` of loc as doubles or ints (mem_type) into a malloc'd buffer; its extent must be
+ * `rank`-dimensional, the dims go to dims. */
+static void *read_dataset(const char *path, hid_t loc, const char *name, hid_t mem_type, size_t elem, int rank,
+                          hsize_t *dims) {
+  hid_t ds = H5Dopen2(loc, name, H5P_DEFAULT);
+  if (ds < 0) surge_input_error("profile %s: dataset /profile/%s is missing", path, name);
+  hid_t space = H5Dget_space(ds);
+  hsize_t d[2] = {1, 1};
+  if (H5Sget_simple_extent_ndims(space) != rank || H5Sget_simple_extent_dims(space, d, NULL) < 0)
+    surge_input_error("profile %s: dataset /profile/%s is not %d-dimensional", path, name, rank);
+  size_t count = 1;
+  for (int i = 0; i < rank; i++) {
+    dims[i] = d[i];
+    count *= (size_t)d[i];
+  }
+  void *buf = xcalloc(count ? count : 1, elem);
+  if (H5Dread(ds, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0)
+    surge_input_error("profile %s: cannot read dataset /profile/%s", path, name);
+  H5Sclose(space);
+  H5Dclose(ds);
+  return buf;
+}
+
+static double read_scalar(const char *path, hid_t net, const char *name) {
+  hsize_t none[1];
+  double *v = read_dataset(path, net, name, H5T_NATIVE_DOUBLE, sizeof(double), 0, none);
+  double x = *v;
+  free(v);
+  return x;
+}
+
+void burst_profile_read(const char *path, const graph_t *g, const char *model, const burst_opts_t *o,
+                        burst_profile_t *p) {
+  burst_profile_meta_t meta;
+  burst_profile_read_meta(path, &meta);
+  if (strcmp(meta.model, model) != 0)
+    surge_input_error("profile %s: /profile attribute model = '%s' but the deck's model is '%s' (a profile of "
+                      "another model: run surge-profile on this deck)",
+                      path, meta.model, model);
+  uint64_t fp = burst_graph_fingerprint(g);
+  if (meta.fingerprint != fp)
+    surge_input_error("profile %s: /profile attribute fingerprint %016llx is not this graph's %016llx (the "
+                      "model's sizes changed: run surge-profile on this deck)",
+                      path, (unsigned long long)meta.fingerprint, (unsigned long long)fp);
+  h5util_quiet_t q = h5util_quiet_begin();
+  hid_t top, f = open_profile(path, &top);
+  hsize_t bd[1], td[2];
+  int *batch = read_dataset(path, top, "batch", H5T_NATIVE_INT, sizeof(int), 1, bd);
+  double *med = read_dataset(path, top, "median_us", H5T_NATIVE_DOUBLE, sizeof(double), 2, td);
+  if (td[0] != (hsize_t)g->n || td[1] != bd[0])
+    surge_input_error("profile %s: dataset /profile/median_us is %llux%llu, expected %d nodes x %llu batches",
+                      path, (unsigned long long)td[0], (unsigned long long)td[1], g->n,
+                      (unsigned long long)bd[0]);
+  int nb = (int)bd[0];
+  int *need = xcalloc((size_t)(o->ranks < o->batch ? o->ranks : o->batch) + 1, sizeof *need);
+  int nneed = burst_profile_batches(o, need);
+  for (int k = 0; k < nneed; k++) {
+    int found = 0;
+    for (int j = 0; j < nb; j++) found |= batch[j] == need[k];
+    if (!found)
+      surge_input_error("profile %s: dataset /profile/batch has no per-rank batch %d, which %d ranks need for "
+                        "global batch %d (the profile was made for %d ranks, global batch %d: run surge-profile "
+                        "--ranks %d on this deck)",
+                        path, need[k], o->ranks, o->batch, meta.ranks, meta.global_batch, o->ranks);
+  }
+  burst_profile_init(p, g->n, path);
+  p->fingerprint = meta.fingerprint;
+  for (int i = 0; i < g->n; i++)
+    for (int j = 0; j < nb; j++) burst_profile_set(p, i, batch[j], med[(size_t)i * (size_t)nb + (size_t)j]);
+  hid_t net = H5Gopen2(top, "network", H5P_DEFAULT);
+  if (net < 0) surge_input_error("profile %s: group /profile/network is missing", path);
+  p->net.p2p_alpha_us = read_scalar(path, net, "p2p_alpha");
+  p->net.p2p_bytes_per_us = read_scalar(path, net, "p2p_beta");
+  p->net.ar_alpha_us = read_scalar(path, net, "allreduce_alpha");
+  p->net.ar_bytes_per_us = read_scalar(path, net, "allreduce_beta");
+  H5Gclose(net);
+  burst_profile_check(p, g);
+  free(need);
+  free(batch);
+  free(med);
+  H5Gclose(top);
+  H5Fclose(f);
+  h5util_quiet_end(q);
+}

@@ -1,0 +1,223 @@
+#include "burst/profiler.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "core/timer.h"
+#include "nn/zoo.h"
+
+int burst_option_int(const char *option, const char *text, int min) {
+  char *end;
+  long v = strtol(text, &end, 10);
+  if (*text == 0 || *end || v < min || v > INT32_MAX)
+    surge_input_error("%s %s: expected an integer >= %d", option, text, min);
+  return (int)v;
+}
+
+dataset_t *burst_deck_graph(const config_t *cfg, const deck_t *deck, graph_t *g) {
+  dataset_t *ds = dataset_open(cfg);
+  char err[320];
+  if (zoo_build(cfg, dataset_sample_shape(ds), dataset_classes(ds), g, err, sizeof err) != 0)
+    surge_input_error("%s: [model] zoo = %s: %s (hint: check the [model] sizes)", deck_where(deck, "model.zoo"),
+                      cfg->zoo, err);
+  return ds;
+}
+
+void burst_measured_init(burst_measured_t *out, const graph_t *g, const char *model, const char *backend,
+                         int global_batch, int ranks, int profiled_ranks, int warmup, int repeats) {
+  memset(out, 0, sizeof *out);
+  snprintf(out->model, sizeof out->model, "%s", model);
+  snprintf(out->backend, sizeof out->backend, "%s", backend);
+  out->fingerprint = burst_graph_fingerprint(g);
+  out->global_batch = global_batch;
+  out->ranks = ranks;
+  out->profiled_ranks = profiled_ranks;
+  out->warmup = warmup;
+  out->repeats = repeats;
+  burst_opts_t o = {.ranks = ranks, .batch = global_batch, .amp = BURST_NO_LIMIT, .policy = BURST_RANKS_DIVISORS};
+  out->batch = xcalloc((size_t)(ranks < global_batch ? ranks : global_batch) + 1, sizeof *out->batch);
+  out->nbatch = burst_profile_batches(&o, out->batch);
+  size_t cells = surge_mul_size((size_t)g->n, (size_t)out->nbatch, "profile table");
+  out->median_us = xcalloc(cells, sizeof *out->median_us);
+  out->spread_us = xcalloc(cells, sizeof *out->spread_us);
+}
+
+void burst_measured_free(burst_measured_t *out) {
+  free(out->batch);
+  free(out->median_us);
+  free(out->spread_us);
+  memset(out, 0, sizeof *out);
+}
+
+void burst_measure_prepare(model_t *m, const dataset_t *ds, int batch) {
+  size_t xs = shape_size(dataset_sample_shape(ds)), ys = (size_t)dataset_targets_per_sample(ds);
+  uint64_t n = dataset_size(ds, SPLIT_TRAIN);
+  uint64_t *ids = xcalloc((size_t)batch, sizeof *ids);
+  for (int i = 0; i < batch; i++) ids[i] = (uint64_t)i % n;
+  float *x = xcalloc(surge_mul_size((size_t)batch, xs, "profile input"), sizeof *x);
+  float *y = xcalloc(surge_mul_size((size_t)batch, ys, "profile targets"), sizeof *y);
+  dataset_get(ds, SPLIT_TRAIN, ids, batch, x, y);
+  model_set_batch(m, x, y, batch);
+  model_zero_grads(m);
+  model_forward(m, batch);
+  double targets = (double)batch * (double)m->g->targets_per_sample;
+  model_loss(m, 0, batch, (float)(1.0 / targets));
+  model_backward(m, batch); /* every activation gradient holds a real value before the timing */
+  free(ids);
+  free(x);
+  free(y);
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static double median_sorted(const double *v, int n) { return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]); }
+
+void burst_measure_compute(model_t *m, comm_t *world, burst_measured_t *out) {
+  const graph_t *g = m->g;
+  double *t = xcalloc((size_t)out->repeats, sizeof *t);
+  for (int i = 0; i < g->n; i++) {
+    if (g->l[i].kind == LAYER_INPUT) continue; /* costs nothing: 0 */
+    for (int k = 0; k < out->nbatch; k++) {
+      int b = out->batch[k];
+      for (int r = -out->warmup; r < out->repeats; r++) {
+        double t0 = surge_now();
+        model_forward_node(m, i, 0, b);
+        model_backward_node(m, i, 0, b);
+        double dt = (surge_now() - t0) * 1e6;
+        if (r >= 0) t[r] = dt;
+      }
+      qsort(t, (size_t)out->repeats, sizeof *t, cmp_double);
+      out->median_us[i * out->nbatch + k] = median_sorted(t, out->repeats);
+      out->spread_us[i * out->nbatch + k] = t[out->repeats - 1] - t[0];
+    }
+  }
+  free(t);
+  int cells = g->n * out->nbatch;
+  comm_allreduce_max_double(world, out->median_us, cells, TRAFFIC_OTHER);
+  comm_allreduce_max_double(world, out->spread_us, cells, TRAFFIC_OTHER);
+}
+
+int burst_fit_alpha_beta(const burst_net_samples_t *s, double *alpha_us, double *slope_us_per_byte) {
+  /* weighted by 1 / us^2: the relative error of every size counts alike, so the small messages
+   * (which set the latency) are not drowned by the large ones (which set the bandwidth) */
+  double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (int i = 0; i < s->n; i++) {
+    double w = s->us[i] > 0 ? 1.0 / (s->us[i] * s->us[i]) : 0;
+    sw += w;
+    sx += w * s->bytes[i];
+    sy += w * s->us[i];
+    sxx += w * s->bytes[i] * s->bytes[i];
+    sxy += w * s->bytes[i] * s->us[i];
+  }
+  double den = sw * sxx - sx * sx;
+  if (s->n < 2 || !(den > 0)) return -1;
+  double slope = (sw * sxy - sx * sy) / den;
+  double alpha = (sy - slope * sx) / sw;
+  *alpha_us = alpha > 0 ? alpha : 0;
+  *slope_us_per_byte = slope;
+  return slope > 0 && isfinite(slope) ? 0 : -1;
+}
+
+/* Message sizes of the network measurements, in floats: 4 bytes .. 4 MiB. */
+static const size_t net_floats[] = {1, 64, 1024, 16384, 65536, 262144, 1048576};
+#define NET_NSIZES ((int)(sizeof net_floats / sizeof net_floats[0]))
+#define NET_WARMUP 2
+
+/* One ping-pong between ranks 0 and 1 (the others do nothing): seconds of the round trip on rank 0. */
+static double ping_pong(comm_t *w, float *buf, size_t n) {
+  comm_request_t r;
+  double t0 = surge_now();
+  if (w->rank == 0) {
+    comm_isend(w, buf, n, 1, 1, TRAFFIC_OTHER, &r);
+    comm_waitall(w, &r, 1, TRAFFIC_OTHER);
+    comm_irecv(w, buf, n, 1, 2, TRAFFIC_OTHER, &r);
+    comm_waitall(w, &r, 1, TRAFFIC_OTHER);
+  } else if (w->rank == 1) {
+    comm_irecv(w, buf, n, 0, 1, TRAFFIC_OTHER, &r);
+    comm_waitall(w, &r, 1, TRAFFIC_OTHER);
+    comm_isend(w, buf, n, 0, 2, TRAFFIC_OTHER, &r);
+    comm_waitall(w, &r, 1, TRAFFIC_OTHER);
+  }
+  return surge_now() - t0;
+}
+
+static double allreduce_once(comm_t *w, float *buf, size_t n) {
+  comm_barrier(w);
+  double t0 = surge_now();
+  comm_allreduce_sum(w, buf, n, TRAFFIC_OTHER);
+  return surge_now() - t0;
+}
+
+/* Median time in us of `repeats` runs of op per size (after warm-up), as rank 0 sees it (broadcast);
+ * one_way halves it (a ping-pong's round trip). */
+static void measure_sizes(comm_t *w, int repeats, double (*op)(comm_t *, float *, size_t), int one_way,
+                          burst_net_samples_t *s) {
+  float *buf = xcalloc(net_floats[NET_NSIZES - 1], sizeof *buf);
+  double *t = xcalloc((size_t)repeats, sizeof *t);
+  s->n = NET_NSIZES;
+  for (int i = 0; i < NET_NSIZES; i++) {
+    comm_barrier(w);
+    for (int r = -NET_WARMUP; r < repeats; r++) {
+      double dt = op(w, buf, net_floats[i]);
+      if (r >= 0) t[r] = dt * 1e6 / (one_way ? 2 : 1);
+    }
+    qsort(t, (size_t)repeats, sizeof *t, cmp_double);
+    s->bytes[i] = (double)(net_floats[i] * sizeof(float));
+    s->us[i] = median_sorted(t, repeats);
+  }
+  comm_bcast(w, s->us, sizeof s->us, 0, TRAFFIC_OTHER);
+  free(t);
+  free(buf);
+}
+
+void burst_measure_network(comm_t *world, int repeats, burst_measured_t *out) {
+  if (world->size < 2) {
+    out->net_measured = 0;
+    out->net = (burst_net_t){.p2p_alpha_us = BURST_DEFAULT_ALPHA_US, .p2p_bytes_per_us = BURST_DEFAULT_BYTES_PER_US,
+                             .ar_alpha_us = BURST_DEFAULT_ALPHA_US, .ar_bytes_per_us = BURST_DEFAULT_BYTES_PER_US};
+    return;
+  }
+  measure_sizes(world, repeats, ping_pong, 1, &out->p2p);
+  measure_sizes(world, repeats, allreduce_once, 0, &out->ar);
+  double alpha, slope;
+  if (burst_fit_alpha_beta(&out->p2p, &alpha, &slope) != 0)
+    surge_runtime_error("surge-profile: point-to-point times do not grow with the message size: no bandwidth "
+                        "can be fitted (hint: profile on a quieter machine)");
+  out->net.p2p_alpha_us = alpha;
+  out->net.p2p_bytes_per_us = 1.0 / slope;
+  if (burst_fit_alpha_beta(&out->ar, &alpha, &slope) != 0)
+    surge_runtime_error("surge-profile: allreduce times do not grow with the message size: no bandwidth can be "
+                        "fitted (hint: profile on a quieter machine)");
+  /* the planner's model of one allreduce over n ranks: 2 ceil(log2 n) alpha + 2 (n-1)/n bytes / beta */
+  int n = world->size;
+  double steps = 2 * ceil(log2((double)n));
+  out->net.ar_alpha_us = alpha / steps;
+  out->net.ar_bytes_per_us = 2.0 * (n - 1) / n / slope;
+  out->net_measured = 1;
+}
+
+void burst_measured_print(FILE *f, const graph_t *g, const burst_measured_t *ms) {
+  fprintf(f, "burst profile: model %s (fingerprint %016llx), global batch %d, planned for %d ranks, measured "
+             "on %d, backend %s, %d warm-up + %d repeats\n",
+          ms->model, (unsigned long long)ms->fingerprint, ms->global_batch, ms->ranks, ms->profiled_ranks,
+          ms->backend, ms->warmup, ms->repeats);
+  fprintf(f, "forward+backward per node, median us (spread = max - min) at per-rank batch b:\n");
+  fprintf(f, "node  %-24s %-12s", "name", "kind");
+  for (int k = 0; k < ms->nbatch; k++) fprintf(f, " %12s%-6d %9s", "b=", ms->batch[k], "spread");
+  fprintf(f, "\n");
+  for (int i = 0; i < g->n; i++) {
+    fprintf(f, "%4d  %-24s %-12s", i, g->l[i].name, layer_kind_name(g->l[i].kind));
+    for (int k = 0; k < ms->nbatch; k++)
+      fprintf(f, " %18.3f %9.3f", ms->median_us[i * ms->nbatch + k], ms->spread_us[i * ms->nbatch + k]);
+    fprintf(f, "\n");
+  }
+  fprintf(f, "network (%s): point-to-point %.3f us + bytes / %.1f bytes/us; allreduce step %.3f us, %.1f "
+             "bytes/us\n",
+          ms->net_measured ? "measured" : "NOT MEASURED on 1 rank: defaults", ms->net.p2p_alpha_us,
+          ms->net.p2p_bytes_per_us, ms->net.ar_alpha_us, ms->net.ar_bytes_per_us);
+}

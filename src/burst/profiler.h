@@ -1,0 +1,90 @@
+/* The burst profiler: measures what the planner plans from (burst/profile.h) on the job's own
+ * backend and network, and the profile file that carries it to surge-plan (HDF5, doc/burst.md):
+ *   - compute: forward+backward time of every node at every per-rank batch the planner may choose
+ *     (burst_profile_batches for the deck's global batch and the job's G ranks), after warm-up
+ *     runs, over repeats: the median (what the planner uses) and the spread (max - min);
+ *   - network, on >= 2 ranks: ping-pong between ranks 0 and 1 and allreduce over the world, each
+ *     fitted as alpha + bytes / beta by least squares (relative errors); on 1 rank, defaults marked as not measured. */
+#ifndef SURGE_BURST_PROFILER_H
+#define SURGE_BURST_PROFILER_H
+
+#include <stdint.h>
+
+#include "burst/plan.h"
+#include "comm/comm.h"
+#include "data/dataset.h"
+#include "io/deck.h"
+#include "nn/model.h"
+
+/* Network numbers used when the profiling run has one rank (nothing to measure). */
+#define BURST_DEFAULT_ALPHA_US 5.0
+#define BURST_DEFAULT_BYTES_PER_US 1e4
+
+/* One network measurement: message sizes and their median times. */
+#define BURST_NET_SIZES 8
+typedef struct burst_net_samples {
+  int n;
+  double bytes[BURST_NET_SIZES];
+  double us[BURST_NET_SIZES];
+} burst_net_samples_t;
+
+/* Everything a profiling run measures, and what the profile file holds. */
+typedef struct burst_measured {
+  char model[32];          /* [model] zoo */
+  char backend[16];
+  uint64_t fingerprint;    /* burst_graph_fingerprint */
+  int global_batch;        /* B */
+  int ranks;               /* G the batches were chosen for */
+  int profiled_ranks;      /* world size of the profiling run */
+  int warmup, repeats;
+  int nbatch;
+  int *batch;              /* [nbatch] per-rank batches, descending */
+  double *median_us;       /* [node * nbatch + k]; the input node: 0 */
+  double *spread_us;       /* [node * nbatch + k]: max - min over the repeats */
+  int net_measured;        /* 0: net holds the defaults */
+  burst_net_t net;
+  burst_net_samples_t p2p, ar; /* the fitted points (empty when not measured) */
+} burst_measured_t;
+
+/* A command-line integer option (e.g. "--ranks", "8") of at least min: an input error otherwise. */
+int burst_option_int(const char *option, const char *text, int min);
+
+/* Open the deck's data and build its model graph (shape errors blame [model] keys). */
+dataset_t *burst_deck_graph(const config_t *cfg, const deck_t *deck, graph_t *g);
+
+/* Measure compute on this rank into out (its batch list and sizes set by the caller through
+ * burst_measured_init): m holds the graph with buffers for at least batch[0] samples, filled with
+ * a real batch and its loss gradient (burst_measure_prepare). Collective over world: each entry is
+ * the busiest rank's (max over ranks). */
+void burst_measured_init(burst_measured_t *out, const graph_t *g, const char *model, const char *backend,
+                         int global_batch, int ranks, int profiled_ranks, int warmup, int repeats);
+void burst_measured_free(burst_measured_t *out);
+void burst_measure_prepare(model_t *m, const dataset_t *ds, int batch);
+void burst_measure_compute(model_t *m, comm_t *world, burst_measured_t *out);
+/* The network (collective): measured on >= 2 ranks, the defaults on 1. */
+void burst_measure_network(comm_t *world, int repeats, burst_measured_t *out);
+/* Least-squares fit of us = alpha + bytes * slope over the samples, weighted by 1/us^2 (relative
+ * errors); 0, or -1 when the slope is not positive (no bandwidth can be derived). alpha is clamped
+ * at 0. */
+int burst_fit_alpha_beta(const burst_net_samples_t *s, double *alpha_us, double *slope_us_per_byte);
+
+/* The table of a measurement (one row per node: median and spread per batch; the network). */
+void burst_measured_print(FILE *f, const graph_t *g, const burst_measured_t *ms);
+
+/* Profile files (HDF5, group /profile; doc/burst.md). Errors name the file (and the dataset). */
+void burst_profile_write(const char *path, const graph_t *g, const burst_measured_t *ms);
+/* The file's header: model, fingerprint, global batch, G, profiled ranks, whether the network was
+ * measured. An unreadable file or missing attribute is an input error. */
+typedef struct burst_profile_meta {
+  char model[32];
+  uint64_t fingerprint;
+  int global_batch, ranks, profiled_ranks, net_measured;
+} burst_profile_meta_t;
+void burst_profile_read_meta(const char *path, burst_profile_meta_t *meta);
+/* Fill p (burst_profile_init'd here) with the medians and the network. Input errors (exit 2, one
+ * line naming the file and dataset): another model name or graph, a per-rank batch the options o
+ * need that the file lacks. */
+void burst_profile_read(const char *path, const graph_t *g, const char *model, const burst_opts_t *o,
+                        burst_profile_t *p);
+
+#endif

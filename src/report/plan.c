@@ -1,0 +1,73 @@
+/* The burst plan section of the one-run summary: the plan's per-node table as the run logged it
+ * (/plan), and the planner's predicted iteration time against the run's median measured step. */
+#include <math.h>
+
+#include "report/report.h"
+
+/* One node's cell of a per-node column; "-" where the log has no value. */
+static void add_cell(report_grid_t *g, const report_column_t *c, size_t row, const char *fmt) {
+  if (c && isfinite(c->v[row]))
+    report_grid_add(g, fmt, c->v[row]);
+  else
+    report_grid_add(g, "-");
+}
+
+static void print_nodes(FILE *f, const report_plan_t *p) {
+  static const char *const times[] = {"compute_us", "transfer_in_us", "sync_us"};
+  static const char *const heads[] = {"compute us", "transfer-in us", "sync us"};
+  const report_column_t *node = report_column(&p->nodes, "node"), *ranks = report_column(&p->nodes, "ranks"),
+                        *first = report_column(&p->nodes, "first_rank"),
+                        *batch = report_column(&p->nodes, "per_rank_batch"), *time[3];
+  const char *head[3];
+  int ntimes = 0;
+  for (int i = 0; i < 3; i++) {
+    const report_column_t *c = report_column(&p->nodes, times[i]);
+    if (c) {
+      time[ntimes] = c;
+      head[ntimes++] = heads[i];
+    }
+  }
+  report_grid_t g;
+  report_grid_init(&g, 5 + ntimes, "rlrrrr");
+  report_grid_add(&g, "node");
+  report_grid_add(&g, "name");
+  report_grid_add(&g, "ranks");
+  report_grid_add(&g, "first");
+  report_grid_add(&g, "batch/rank");
+  for (int k = 0; k < ntimes; k++) report_grid_add(&g, "%s", head[k]);
+  for (size_t r = 0; r < p->nodes.rows; r++) {
+    if (node)
+      add_cell(&g, node, r, "%.0f");
+    else
+      report_grid_add(&g, "%zu", r);
+    report_grid_add(&g, "%s", p->name[r]);
+    add_cell(&g, ranks, r, "%.0f");
+    add_cell(&g, first, r, "%.0f");
+    add_cell(&g, batch, r, "%.0f");
+    for (int k = 0; k < ntimes; k++) add_cell(&g, time[k], r, "%.1f");
+  }
+  report_grid_print(f, &g, "  ");
+  report_grid_free(&g);
+}
+
+void report_plan_print(FILE *f, const report_log_t *L, const report_values_t *v) {
+  const report_plan_t *p = &L->plan;
+  fprintf(f, "  %zu nodes on %lld ranks, global batch %lld, amplification limit ", p->nodes.rows, p->job_ranks,
+          p->global_batch);
+  if (isfinite(p->amplification_limit))
+    fprintf(f, "%g\n", p->amplification_limit);
+  else
+    fprintf(f, "none\n");
+  print_nodes(f, p);
+  if (isfinite(p->rank_us) && isfinite(p->one_rank_us) && p->one_rank_us > 0)
+    fprintf(f, "  predicted rank-time %.1f rank-us, amplification %.3f (one rank: %.1f us)\n", p->rank_us,
+            p->rank_us / p->one_rank_us, p->one_rank_us);
+  double measured_us = 1e6 * v->step_median;
+  if (!isfinite(p->iteration_us)) {
+    fprintf(f, "  iteration   predicted: none (the plan file records no prediction); measured %.1f us (median step)\n",
+            measured_us);
+    return;
+  }
+  fprintf(f, "  iteration   predicted %.1f us, measured %.1f us (median step), measured/predicted %.3f\n",
+          p->iteration_us, measured_us, measured_us / p->iteration_us);
+}

@@ -1,0 +1,47 @@
+#include "train/plan_text.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+
+enum { PLAN_TEXT_MAX = 64 << 20 }; /* bytes: far beyond any graph's plan */
+
+char *plan_text_read(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) surge_input_error("cannot open plan file %s: %s", path, strerror(errno));
+  size_t len = 0, cap = 4096;
+  char *text = xmalloc(cap);
+  size_t got;
+  while ((got = fread(text + len, 1, cap - 1 - len, f)) > 0) {
+    len += got;
+    if (len > PLAN_TEXT_MAX) surge_input_error("plan file %s is over %d bytes", path, PLAN_TEXT_MAX);
+    if (len == cap - 1) text = xrealloc(text, cap *= 2);
+  }
+  int failed = ferror(f);
+  fclose(f);
+  if (failed) surge_input_error("cannot read plan file %s: %s", path, strerror(errno));
+  text[len] = '\0';
+  return text;
+}
+
+void plan_text_predictions(const char *text, burst_plan_t *plan) {
+  if (plan->one_rank_us > 0) return;
+  static const char key[] = "# predicted: iteration ";
+  const char *line = text;
+  while (line) {
+    double iter, rank, amp;
+    if (strncmp(line, key, sizeof key - 1) == 0 &&
+        sscanf(line + sizeof key - 1, "%lf us, rank-time %lf rank-us, amplification %lf", &iter, &rank, &amp) == 3 &&
+        iter > 0 && rank > 0 && amp > 0) {
+      plan->iter_us = iter;
+      plan->rank_us = rank;
+      plan->one_rank_us = rank / amp;
+      return;
+    }
+    const char *nl = strchr(line, '\n');
+    line = nl ? nl + 1 : NULL;
+  }
+}

@@ -1,0 +1,134 @@
+#!/bin/sh
+# Profile, plan, run: surge-profile measures a small mlp (synthetic data, global batch 8) on 1 and 2
+# ranks; the HDF5 file holds every node at every per-rank batch the planner may choose (8 on 1 rank;
+# 8 and 4 for G = 2; 8, 4 and 2 for G = 4 via --ranks) with positive times (the input node: 0), and
+# on 2 ranks the measured network (positive bandwidths, the fitted points); on 1 rank the network is
+# marked not measured. surge-plan plans from it for G = 2 and 4; surge-train runs the G = 2 plan on 2
+# ranks. Bad input exits 2 with one line: a profile of another model (name or sizes), a profile
+# lacking a per-rank batch, a G = 4 plan run on 2 ranks.
+. "${SURGE_TOP_SRCDIR:-.}/tests/tap.sh"
+command -v h5dump >/dev/null 2>&1 || tap_skip_all "h5dump is not installed"
+profile="$top_build/surge-profile"
+plan="$top_build/surge-plan"
+deck="$tap_tmp/mlp.deck"
+cat >"$deck" <<DECK
+[run]
+name = mlp-profile
+out_dir = $tap_tmp/run
+[model]
+zoo = mlp
+mlp_hidden = 32,16
+[data]
+source = synthetic
+synthetic_samples = 64
+test_samples = 8
+[train]
+global_batch = 8
+DECK
+NODES=7 # input, flatten, fc1, relu1, fc2, relu2, fc3
+
+h5vals() { # h5vals FILE DATASET: the values, one per line
+  h5dump -d "$2" -y -w 0 -o "$tap_tmp/vals.txt" "$1" >/dev/null 2>&1 || return 1
+  tr ', \t' '\n\n\n' <"$tap_tmp/vals.txt" | awk NF
+}
+h5attr() { # h5attr FILE OBJECT/ATTR: the scalar attribute's value
+  h5dump -a "$2" "$1" 2>/dev/null | sed -n 's/^ *(0): *//p'
+}
+# check_layout FILE BATCHES...: node names, the batch list, median and spread tables of NODES rows
+check_layout() {
+  f=$1; shift
+  want=$(printf '%s\n' "$@")
+  [ "$(h5vals "$f" /profile/batch)" = "$want" ] || { echo "batches $(h5vals "$f" /profile/batch | tr '\n' ' ')"; return 1; }
+  [ "$(h5vals "$f" /profile/node_name | tr -d '"' | tr '\n' ' ')" = "input flatten fc1 relu1 fc2 relu2 fc3 " ] ||
+    { echo "node names"; return 1; }
+  for t in median_us spread_us; do
+    [ "$(h5vals "$f" /profile/$t | wc -l)" = $((NODES * $#)) ] || { echo "$t size"; return 1; }
+  done
+  # medians: the input row 0, every other node positive
+  h5vals "$f" /profile/median_us | awk -v nb=$# 'NR <= nb { if ($1 != 0) bad = 1; next } { if (!($1 > 0)) bad = 1 }
+    END { exit bad }' || { echo "median_us values"; return 1; }
+  [ "$(h5attr "$f" /profile/median_us/units)" = '"us"' ] || { echo "units"; return 1; }
+}
+
+# --- 1 rank
+"$profile" "$deck" -o "$tap_tmp/p1.h5" --warmup 1 --repeats 3 >"$tap_tmp/p1.txt" 2>&1
+tap_ok $? "surge-profile on 1 rank"
+res=$(check_layout "$tap_tmp/p1.h5" 8)
+tap_ok $? "1 rank: every node at per-rank batch 8, positive times $res"
+[ "$(h5attr "$tap_tmp/p1.h5" /profile/network/measured)" = 0 ] &&
+  h5attr "$tap_tmp/p1.h5" /profile/network/note | grep -q "NOT MEASURED" &&
+  grep -q "NOT MEASURED" "$tap_tmp/p1.txt" &&
+  [ "$(h5vals "$tap_tmp/p1.h5" /profile/network/p2p_beta)" = 10000 ] &&
+  ! h5vals "$tap_tmp/p1.h5" /profile/network/p2p_us >/dev/null
+tap_ok $? "1 rank: network defaults marked not measured (file and table)"
+[ "$(h5attr "$tap_tmp/p1.h5" /profile/model)" = '"mlp"' ] && [ "$(h5attr "$tap_tmp/p1.h5" /profile/ranks)" = 1 ] &&
+  [ "$(h5attr "$tap_tmp/p1.h5" /profile/global_batch)" = 8 ]
+tap_ok $? "1 rank: model, G and global batch recorded"
+
+# --- 2 ranks, G = 2 and (--ranks) G = 4
+timeout 120 "$mpiexec" -n 2 "$profile" "$deck" -o "$tap_tmp/p2.h5" --warmup 1 --repeats 3 >"$tap_tmp/p2.txt" 2>&1
+tap_ok $? "surge-profile on 2 ranks"
+res=$(check_layout "$tap_tmp/p2.h5" 8 4)
+tap_ok $? "2 ranks: every node at per-rank batches 8 and 4 $res"
+net_ok=0
+[ "$(h5attr "$tap_tmp/p2.h5" /profile/network/measured)" = 1 ] || net_ok=1
+for d in p2p_beta allreduce_beta; do
+  v=$(h5vals "$tap_tmp/p2.h5" /profile/network/$d)
+  awk -v v="$v" 'BEGIN { exit !(v > 0) }' || net_ok=1
+  [ "$(h5attr "$tap_tmp/p2.h5" /profile/network/$d/units)" = '"bytes/us"' ] || net_ok=1
+done
+for d in p2p_alpha allreduce_alpha; do
+  v=$(h5vals "$tap_tmp/p2.h5" /profile/network/$d)
+  awk -v v="$v" 'BEGIN { exit !(v >= 0) }' || net_ok=1
+  [ "$(h5attr "$tap_tmp/p2.h5" /profile/network/$d/units)" = '"us"' ] || net_ok=1
+done
+for d in p2p_us allreduce_us; do
+  h5vals "$tap_tmp/p2.h5" /profile/network/$d | awk '{ n++; if (!($1 > 0)) bad = 1 } END { exit bad || n != 7 }' || net_ok=1
+done
+tap_ok $net_ok "2 ranks: network measured: alpha >= 0 us, beta > 0 bytes/us, 7 positive sizes each"
+timeout 120 "$mpiexec" -n 2 "$profile" "$deck" -o "$tap_tmp/p4.h5" --ranks 4 --warmup 1 --repeats 3 >"$tap_tmp/p4.txt" 2>&1
+tap_ok $? "surge-profile on 2 ranks for G = 4 (--ranks 4)"
+res=$(check_layout "$tap_tmp/p4.h5" 8 4 2)
+tap_ok $? "G = 4: every node at per-rank batches 8, 4 and 2 $res"
+
+# --- plans
+"$plan" "$deck" --profile "$tap_tmp/p2.h5" -o "$tap_tmp/plan2.txt" --pareto >"$tap_tmp/plan2.out" 2>&1 &&
+  grep -q '^ranks 2$' "$tap_tmp/plan2.txt" && grep -q '^amplification 2$' "$tap_tmp/plan2.txt" &&
+  grep -q "^data parallel:" "$tap_tmp/plan2.out" && grep -q "predicted iteration time" "$tap_tmp/plan2.out"
+tap_ok $? "surge-plan G = 2 (the profile's G, A from the deck): table, frontier, plan file"
+"$plan" "$deck" --profile "$tap_tmp/p4.h5" --ranks 4 --amp none -o "$tap_tmp/plan4.txt" >"$tap_tmp/plan4.out" 2>&1 &&
+  grep -q '^ranks 4$' "$tap_tmp/plan4.txt" && grep -q '^amplification none$' "$tap_tmp/plan4.txt" &&
+  [ "$(grep -c '^[0-9]' "$tap_tmp/plan4.txt")" = $NODES ]
+tap_ok $? "surge-plan G = 4 (--ranks 4 --amp none): a line per node"
+"$plan" "$deck" --profile "$tap_tmp/p4.h5" --ranks 2 -o "$tap_tmp/plan2b.txt" >/dev/null 2>&1
+tap_ok $? "surge-plan G = 2 from the G = 4 profile (its batches cover G = 2)"
+for p in plan2 plan2b; do
+  timeout 120 "$mpiexec" -n 2 "$SURGE_TRAIN" "$deck" -D parallel.mode=burst -D "parallel.plan=$tap_tmp/$p.txt" \
+    -D run.steps=3 -D run.overwrite=true >"$tap_tmp/train-$p.txt" 2>&1
+  rc=$?
+  tap_ok $rc "surge-train runs the $p plan on 2 ranks (exit $rc)"
+  [ $rc = 0 ] || tap_diag "$(tail -n 3 "$tap_tmp/train-$p.txt")"
+done
+
+# --- bad input: exit 2, one line naming the file
+bad() { # bad DESCRIPTION PATTERN COMMAND...: exit 2 and one line matching PATTERN
+  d=$1; pat=$2; shift 2
+  "$@" >"$tap_tmp/bad.out" 2>"$tap_tmp/bad.err"
+  rc=$?
+  [ $rc = 2 ] && [ "$(wc -l <"$tap_tmp/bad.err")" = 1 ] && grep -q -e "$pat" "$tap_tmp/bad.err"
+  tap_ok $? "$d: exit $rc: $(cat "$tap_tmp/bad.err")"
+}
+bad "profile of another model (name)" "p2.h5.*model = 'mlp'" \
+  "$plan" "$deck" -D model.zoo=vgg-mini -D model.vgg_channels=4 -D model.vgg_fc=8 --profile "$tap_tmp/p2.h5"
+bad "profile of another model (sizes)" "p2.h5.*fingerprint" "$plan" "$deck" -D model.mlp_hidden=32 --profile "$tap_tmp/p2.h5"
+bad "profile lacking a per-rank batch (made for 1 rank, planned for 2)" "p1.h5: dataset /profile/batch has no per-rank batch 4" \
+  "$plan" "$deck" --profile "$tap_tmp/p1.h5" --ranks 2
+bad "a profile that is not one" "cannot open" "$plan" "$deck" --profile "$deck"
+bad "--amp below 1" "--amp 0.5" "$plan" "$deck" --profile "$tap_tmp/p2.h5" --amp 0.5
+timeout 120 "$mpiexec" -n 2 "$SURGE_TRAIN" "$deck" -D parallel.mode=burst -D "parallel.plan=$tap_tmp/plan4.txt" \
+  -D run.steps=3 -D run.overwrite=true >"$tap_tmp/bad4.txt" 2>&1
+rc=$?
+[ $rc = 2 ] && grep -q "plan4.txt" "$tap_tmp/bad4.txt"
+tap_ok $? "a G = 4 plan run on 2 ranks: exit $rc"
+tap_diag "the G = 4 plan:" "$(cat "$tap_tmp/plan4.out")"
+tap_done

@@ -113,7 +113,7 @@ sed 's/^3 relu1 .*/3 relu1 2 3 10/' "$tap_tmp/mlp-4-planner.plan" >"$tap_tmp/out
 bad "a plan naming ranks beyond the job" "outside.plan:.*but the job has 4 ranks" 4 $mlp -D parallel.mode=burst \
   -D "parallel.plan=$tap_tmp/outside.plan"
 # shellcheck disable=SC2086
-bad "burst mode without a plan" "parallel.plan is required" 2 $mlp -D parallel.mode=burst
+bad "burst mode without a plan or profile" "needs parallel.plan or parallel.profile" 2 $mlp -D parallel.mode=burst
 # shellcheck disable=SC2086
 bad "a missing plan file" "nowhere.plan" 2 $mlp -D parallel.mode=burst -D "parallel.plan=$tap_tmp/nowhere.plan"
 # GPT's output layer shares the embedding's weight: on another rank set it is refused

@@ -110,6 +110,20 @@ for p in plan2 plan2b; do
   [ $rc = 0 ] || tap_diag "$(tail -n 3 "$tap_tmp/train-$p.txt")"
 done
 
+# --- surge-train plans at start-up from parallel.profile alone, and evaluates a plan file with it
+timeout 120 "$mpiexec" -n 2 "$SURGE_TRAIN" "$deck" -D parallel.mode=burst -D "parallel.profile=$tap_tmp/p2.h5" \
+  -D run.steps=3 -D run.overwrite=true >"$tap_tmp/train-prof.txt" 2>&1
+rc=$?
+[ $rc = 0 ] && grep -q "predicted iteration time" "$tap_tmp/train-prof.txt" &&
+  [ "$(h5vals "$tap_tmp/run/log.h5" /plan/ranks | wc -l)" = $NODES ] &&
+  h5attr "$tap_tmp/run/log.h5" /plan/predicted_iteration_us | awk '{ exit !($1 > 0) }' &&
+  h5dump -d /plan/text "$tap_tmp/run/log.h5" 2>/dev/null | grep -q "surge-burst-plan"
+tap_ok $? "surge-train with only parallel.profile on 2 ranks: exit $rc, plan table printed, /plan in the log"
+timeout 120 "$mpiexec" -n 2 "$SURGE_TRAIN" "$deck" -D parallel.mode=burst -D "parallel.plan=$tap_tmp/plan2.txt" \
+  -D "parallel.profile=$tap_tmp/p2.h5" -D run.steps=3 -D run.overwrite=true >"$tap_tmp/train-both.txt" 2>&1 &&
+  h5vals "$tap_tmp/run/log.h5" /plan/compute_us | awk 'NR > 1 { n++; if (!($1 > 0)) bad = 1 } END { exit bad || n != 6 }'
+tap_ok $? "surge-train with a plan file and a profile: per-node predicted compute times in /plan"
+
 # --- bad input: exit 2, one line naming the file
 bad() { # bad DESCRIPTION PATTERN COMMAND...: exit 2 and one line matching PATTERN
   d=$1; pat=$2; shift 2

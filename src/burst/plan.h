@@ -115,6 +115,8 @@ void burst_pareto_print(FILE *f, const burst_pareto_point_t *pts, int n, const b
  * malformed line is an input error naming file:line. It sets plan->n, first, per_rank, amp_limit;
  * burst_plan_evaluate then predicts its costs. */
 void burst_plan_write(const char *path, const graph_t *g, const char *model, const burst_plan_t *plan);
+/* The same text onto an open stream (path names it in errors), e.g. a memory stream. */
+void burst_plan_fwrite(FILE *f, const char *path, const graph_t *g, const char *model, const burst_plan_t *plan);
 void burst_plan_read(const char *path, const graph_t *g, const char *model, const burst_opts_t *o,
                      burst_plan_t *plan);
 

@@ -28,15 +28,13 @@
 #define PLAN_FORMAT_VERSION 1
 #define PLAN_LINE_MAX 512
 
-void burst_plan_write(const char *path, const graph_t *g, const char *model, const burst_plan_t *plan) {
+void burst_plan_fwrite(FILE *f, const char *path, const graph_t *g, const char *model, const burst_plan_t *plan) {
   if (plan->nodes != g->n) surge_input_error("burst plan has %d nodes, the model graph %d", plan->nodes, g->n);
   if (!model[0] || strpbrk(model, " \t\r\n#"))
     surge_input_error("plan file %s: model name '%s' must be one word", path, model);
   for (int v = 0; v < g->n; v++)
     if (!g->l[v].name[0] || strpbrk(g->l[v].name, " \t\r\n#"))
       surge_input_error("plan file %s: node %d name '%s' must be one word without '#'", path, v, g->l[v].name);
-  FILE *f = fopen(path, "w");
-  if (!f) surge_runtime_error("cannot write plan file %s: %s", path, strerror(errno));
   fprintf(f, "surge-burst-plan %d\nmodel %s\nfingerprint %016" PRIx64 "\nnodes %d\nranks %d\nglobal_batch %d\n",
           PLAN_FORMAT_VERSION, model, burst_graph_fingerprint(g), g->n, plan->ranks, plan->batch);
   if (isinf(plan->amp_limit))
@@ -50,6 +48,12 @@ void burst_plan_write(const char *path, const graph_t *g, const char *model, con
   for (int v = 0; v < g->n; v++)
     fprintf(f, "%d %s %d %d %d\n", v, g->l[v].name, plan->n[v], plan->first[v], burst_per_rank(plan->batch, plan->n[v]));
   fprintf(f, "end\n");
+}
+
+void burst_plan_write(const char *path, const graph_t *g, const char *model, const burst_plan_t *plan) {
+  FILE *f = fopen(path, "w");
+  if (!f) surge_runtime_error("cannot write plan file %s: %s", path, strerror(errno));
+  burst_plan_fwrite(f, path, g, model, plan);
   int failed = ferror(f);
   if (fclose(f) != 0 || failed) surge_runtime_error("cannot write plan file %s: %s", path, strerror(errno));
 }

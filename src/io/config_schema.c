@@ -109,7 +109,8 @@ const cfg_key_t cfg_keys[] = {
              "dp: data parallelism, every layer on all ranks, gradients summed by allreduce; burst: every "
              "layer on the ranks of the plan file (doc/burst.md)"),
     STRING_KEY("parallel", "plan", plan_file, "", 0,
-               "burst: the plan file (surge-burst-plan text) giving each layer its ranks; required for burst"),
+               "burst: the plan file (surge-burst-plan text) giving each layer its ranks; without one, burst "
+               "plans at start-up from [parallel] profile"),
     FLOAT_KEY("parallel", "bucket_mb", bucket_mb, "4", 0, OPEN, 1024, CLOSED,
               "gradient allreduce bucket size in MiB"),
     FLOAT_KEY("parallel", "amplification", amplification, "2", 1, CLOSED, 1e6, CLOSED,
@@ -117,7 +118,8 @@ const cfg_key_t cfg_keys[] = {
               "time there is at most A times its one-rank time; doc/burst.md); --amp overrides it"),
     STRING_KEY("parallel", "profile", profile_file, "", 0,
                "the burst cost profile (HDF5): surge-profile writes it (default profile.h5 when empty), "
-               "surge-plan reads it; --profile / -o override it"),
+               "surge-plan reads it; --profile / -o override it; surge-train in burst mode plans from it (or "
+               "predicts the plan file's costs with it)"),
 
     STRING_KEY("log", "file", log_file, "${run.out_dir}/log.h5", 1, "HDF5 metrics log of the run"),
     INT_KEY("log", "flush_every", log_flush_every, "10", 1, MAX_COUNT,

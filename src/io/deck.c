@@ -385,10 +385,10 @@ static void check_across_keys(const deck_t *d, const config_t *c) {
     deck_key_error(d, explicit_key(d, "train.min_lr", "train.lr"),
                    "min_lr (%g) is above lr (%g) (hint: the cosine schedule decays from lr down to min_lr)",
                    c->min_lr, c->lr);
-  if (strcmp(c->parallel_mode, "burst") == 0 && c->plan_file[0] == 0)
+  if (strcmp(c->parallel_mode, "burst") == 0 && c->plan_file[0] == 0 && c->profile_file[0] == 0)
     deck_key_error(d, explicit_key(d, "parallel.plan", "parallel.mode"),
-                   "parallel.plan is required with mode = burst (hint: write a plan file with the burst planner, "
-                   "doc/burst.md, and set plan = its path)");
+                   "mode = burst needs parallel.plan or parallel.profile (hint: set plan = a plan file written "
+                   "by surge-plan, or profile = a surge-profile file to plan from at start-up; doc/burst.md)");
 }
 
 static void validate(deck_t *d, config_t *cfg) {

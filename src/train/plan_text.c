@@ -27,6 +27,16 @@ char *plan_text_read(const char *path) {
   return text;
 }
 
+char *plan_text_of(const graph_t *g, const char *model, const burst_plan_t *plan) {
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  if (!f) surge_runtime_error("cannot open a memory stream for the plan text: %s", strerror(errno));
+  burst_plan_fwrite(f, "(planned at start-up)", g, model, plan);
+  if (fclose(f) != 0) surge_runtime_error("cannot write the plan text: %s", strerror(errno));
+  return text;
+}
+
 void plan_text_predictions(const char *text, burst_plan_t *plan) {
   if (plan->one_rank_us > 0) return;
   static const char key[] = "# predicted: iteration ";

@@ -9,6 +9,9 @@
 /* The whole plan file, malloc'd; a file that cannot be read is an input error naming it. */
 char *plan_text_read(const char *path);
 
+/* The plan file text of plan (burst_plan_write's format, with its predictions), malloc'd. */
+char *plan_text_of(const graph_t *g, const char *model, const burst_plan_t *plan);
+
 /* When plan has no predictions (one_rank_us is 0), take them from text's line
  * "# predicted: iteration I us, rank-time R rank-us, amplification A, ...": iter_us = I,
  * rank_us = R, one_rank_us = R / A. A text without such a line leaves plan as it is. */

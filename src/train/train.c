@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "burst/profiler.h"
 #include "core/error.h"
 #include "core/timer.h"
 #include "nn/zoo.h"
@@ -15,14 +16,39 @@ static void share(long n, int r, int R, long *lo, long *hi) {
   *hi = (long)((__int128)n * (r + 1) / R);
 }
 
-/* Burst mode: read the plan against this graph, rank count and batch (its errors name file:line);
- * the trainer keeps it and the file's text for the log. */
+/* Burst mode: the plan is [parallel] plan (its errors name file:line) or, without one, searched at
+ * start-up from [parallel] profile under [parallel] amplification (rank 0 prints its table). With
+ * both, the profile predicts the plan file's costs. The trainer keeps the plan and its text for the log. */
 static void burst_init(trainer_t *t) {
-  burst_opts_t o = {.ranks = t->world->size, .batch = (int)t->cfg.global_batch, .amp = BURST_NO_LIMIT,
+  const config_t *cfg = &t->cfg;
+  burst_opts_t o = {.ranks = t->world->size, .batch = (int)cfg->global_batch, .amp = BURST_NO_LIMIT,
                     .policy = BURST_RANKS_DIVISORS};
-  burst_plan_read(t->cfg.plan_file, &t->g, t->cfg.zoo, &o, &t->plan);
-  t->plan_text = plan_text_read(t->cfg.plan_file);
-  plan_text_predictions(t->plan_text, &t->plan);
+  burst_profile_t prof;
+  int profiled = cfg->profile_file[0] != 0;
+  if (cfg->plan_file[0]) {
+    burst_plan_read(cfg->plan_file, &t->g, cfg->zoo, &o, &t->plan);
+    if (profiled) {
+      burst_profile_read(cfg->profile_file, &t->g, cfg->zoo, &o, &prof);
+      burst_plan_evaluate(&t->g, &prof, &o, &t->plan);
+    }
+    t->plan_text = plan_text_read(cfg->plan_file);
+    plan_text_predictions(t->plan_text, &t->plan);
+  } else {
+    o.amp = cfg->amplification;
+    burst_profile_read(cfg->profile_file, &t->g, cfg->zoo, &o, &prof);
+    burst_plan_search(&t->g, &prof, &o, &t->plan);
+    t->plan_text = plan_text_of(&t->g, cfg->zoo, &t->plan);
+  }
+  if (profiled) {
+    if (t->world->rank == 0) {
+      burst_plan_t dp;
+      burst_plan_data_parallel(&t->g, &prof, &o, &dp);
+      printf("burst plan from profile %s%s\n", cfg->profile_file, cfg->plan_file[0] ? " (evaluating the plan file)" : "");
+      burst_plan_print(stdout, &t->g, &t->plan, &dp);
+      burst_plan_free(&dp);
+    }
+    burst_profile_free(&prof);
+  }
   t->burst = xcalloc(1, sizeof *t->burst);
   burst_exec_init(t->burst, &t->plan, &t->g, &t->m, t->world, o.batch, shape_size(dataset_sample_shape(t->ds)),
                   (size_t)dataset_targets_per_sample(t->ds));

@@ -24,28 +24,32 @@ for np in 1 4; do
   train $np "$tap_tmp/straight$np"
   tap_ok $? "20 steps straight on $np rank(s)"
 
-  # crash: SIGKILL once the step-10 checkpoint exists, then resume
+  # crash: SIGKILL once the step-10 checkpoint exists, then resume. 200 steps, so the kill lands
+  # long before the end however fast the steps are (compared with a straight 200-step run)
+  long="-D run.steps=200"
+  train $np "$tap_tmp/straight-long$np" $long
   out="$tap_tmp/killed$np"
   # shellcheck disable=SC2086
-  timeout 300 "$mpiexec" -n $np "$SURGE_TRAIN" "$deck" $base -D "run.out_dir=$out" >"$out.txt" 2>&1 &
+  timeout 300 "$mpiexec" -n $np "$SURGE_TRAIN" "$deck" $base $long -D "run.out_dir=$out" >"$out.txt" 2>&1 &
   pid=$!
   wait_for "$out/checkpoints/ckpt-00000010.h5"
   pkill -9 -f "^$SURGE_TRAIN .*run.out_dir=$out( |$)" 2>/dev/null # a crash: every rank dies at once
   wait $pid 2>/dev/null
   [ ! -e "$out/model.h5" ]
   tap_ok $? "$np rank(s): killed with SIGKILL after the step-10 checkpoint, before the end"
-  train $np "$out" --resume
+  # shellcheck disable=SC2086
+  train $np "$out" $long --resume
   tap_ok $? "$np rank(s): resumed after the kill"
-  grep -q "resumed from .*ckpt-000000[1-2][0-9].h5" "$out.txt"
+  grep -q "resumed from .*ckpt-[0-9]\{8\}.h5" "$out.txt"
   tap_ok $? "$np rank(s): the resume says which checkpoint it took"
-  h5diff "$out/model.h5" "$tap_tmp/straight$np/model.h5" /params /params >/dev/null 2>&1
+  h5diff "$out/model.h5" "$tap_tmp/straight-long$np/model.h5" /params /params >/dev/null 2>&1
   tap_ok $? "$np rank(s): kill + resume ends with bitwise the parameters of the straight run"
 
   # clean stop: SIGUSR1 (Slurm's --signal) to the ranks: finish the step, checkpoint, exit 0 (the
   # status --stopped-exit gives; the job scripts use 75 to requeue)
   out="$tap_tmp/signalled$np"
   # shellcheck disable=SC2086
-  timeout 300 "$mpiexec" -n $np "$SURGE_TRAIN" "$deck" $base -D "run.out_dir=$out" >"$out.txt" 2>&1 &
+  timeout 300 "$mpiexec" -n $np "$SURGE_TRAIN" "$deck" $base $long -D "run.out_dir=$out" >"$out.txt" 2>&1 &
   pid=$!
   wait_for "$out/checkpoints/ckpt-00000005.h5"
   pkill -USR1 -f "^$SURGE_TRAIN .*run.out_dir=$out( |$)" 2>/dev/null
@@ -53,8 +57,9 @@ for np in 1 4; do
   rc=$?
   grep -q "stopped by a signal after step .*resume with: surge-train .* --resume" "$out.txt"
   tap_ok $(( rc + $? )) "$np rank(s): SIGUSR1 stops with exit $rc and says how to resume"
-  train $np "$out" --resume
-  h5diff "$out/model.h5" "$tap_tmp/straight$np/model.h5" /params /params >/dev/null 2>&1
+  # shellcheck disable=SC2086
+  train $np "$out" $long --resume
+  h5diff "$out/model.h5" "$tap_tmp/straight-long$np/model.h5" /params /params >/dev/null 2>&1
   tap_ok $? "$np rank(s): signal + resume ends with bitwise the parameters of the straight run"
 done
 

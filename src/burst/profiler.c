@@ -114,13 +114,17 @@ int burst_fit_alpha_beta(const burst_net_samples_t *s, double *alpha_us, double 
     sxx += w * s->bytes[i] * s->bytes[i];
     sxy += w * s->bytes[i] * s->us[i];
   }
+  if (s->n < 2 || !(s->us[s->n - 1] > 0) || !(s->bytes[s->n - 1] > s->bytes[0])) return -1;
   double den = sw * sxx - sx * sx;
-  if (s->n < 2 || !(den > 0)) return -1;
-  double slope = (sw * sxy - sx * sy) / den;
-  double alpha = (sy - slope * sx) / sw;
+  double slope = den > 0 ? (sw * sxy - sx * sy) / den : 0;
+  double alpha = den > 0 ? (sy - slope * sx) / sw : 0;
+  if (!(slope > 0) || !isfinite(slope) || !isfinite(alpha)) { /* noise: fall back to the extremes */
+    slope = s->us[s->n - 1] / s->bytes[s->n - 1];
+    alpha = s->us[0] - slope * s->bytes[0];
+  }
   *alpha_us = alpha > 0 ? alpha : 0;
   *slope_us_per_byte = slope;
-  return slope > 0 && isfinite(slope) ? 0 : -1;
+  return 0;
 }
 
 /* Message sizes of the network measurements, in floats: 4 bytes .. 4 MiB. */
@@ -186,13 +190,13 @@ void burst_measure_network(comm_t *world, int repeats, burst_measured_t *out) {
   measure_sizes(world, repeats, allreduce_once, 0, &out->ar);
   double alpha, slope;
   if (burst_fit_alpha_beta(&out->p2p, &alpha, &slope) != 0)
-    surge_runtime_error("surge-profile: point-to-point times do not grow with the message size: no bandwidth "
-                        "can be fitted (hint: profile on a quieter machine)");
+    surge_runtime_error("surge-profile: the point-to-point measurements are unusable (a zero time for the "
+                        "largest message)");
   out->net.p2p_alpha_us = alpha;
   out->net.p2p_bytes_per_us = 1.0 / slope;
   if (burst_fit_alpha_beta(&out->ar, &alpha, &slope) != 0)
-    surge_runtime_error("surge-profile: allreduce times do not grow with the message size: no bandwidth can be "
-                        "fitted (hint: profile on a quieter machine)");
+    surge_runtime_error("surge-profile: the allreduce measurements are unusable (a zero time for the largest "
+                        "message)");
   /* the planner's model of one allreduce over n ranks: 2 ceil(log2 n) alpha + 2 (n-1)/n bytes / beta */
   int n = world->size;
   double steps = 2 * ceil(log2((double)n));

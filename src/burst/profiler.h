@@ -64,8 +64,9 @@ void burst_measure_compute(model_t *m, comm_t *world, burst_measured_t *out);
 /* The network (collective): measured on >= 2 ranks, the defaults on 1. */
 void burst_measure_network(comm_t *world, int repeats, burst_measured_t *out);
 /* Least-squares fit of us = alpha + bytes * slope over the samples, weighted by 1/us^2 (relative
- * errors); 0, or -1 when the slope is not positive (no bandwidth can be derived). alpha is clamped
- * at 0. */
+ * errors); alpha is clamped at 0. When noise (a loaded machine) makes that slope non-positive, the
+ * bandwidth comes from the largest message alone (slope = its us / its bytes, an upper bound on the
+ * cost per byte) and alpha from the smallest. Returns 0, or -1 without usable samples. */
 int burst_fit_alpha_beta(const burst_net_samples_t *s, double *alpha_us, double *slope_us_per_byte);
 
 /* The table of a measurement (one row per node: median and spread per batch; the network). */

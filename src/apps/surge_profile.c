@@ -10,6 +10,7 @@
 #include "core/cli.h"
 #include "core/error.h"
 #include "io/deck.h"
+#include "io/deck_shared.h"
 
 static const char usage[] =
     "usage: [mpiexec -n N] surge-profile DECK [-D section.key=value ...] [-o PROFILE.h5] [--ranks G]\n"
@@ -26,6 +27,13 @@ static const char usage[] =
     "On 1 rank the network is not measured: defaults are written, marked measured = 0.\n"
     "Exit codes: 0 done, 2 bad input, 1 runtime failure. doc/burst.md: \"Profile, plan, run\".\n";
 
+/* rank 0's check of the deck before it is shared */
+static void check_deck(const char *text, void *arg) {
+  const cli_t *cli = arg;
+  config_t probe;
+  deck_parse(text, cli->deck, cli->noverrides, cli->overrides, &probe, NULL);
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
@@ -35,18 +43,7 @@ int main(int argc, char **argv) {
   comm_t world;
   comm_world(&world);
 
-  /* rank 0 reads and validates the deck first (its errors are the only ones printed) */
-  char *text = NULL;
-  unsigned long long len = 0;
-  if (world.rank == 0) {
-    text = deck_read_file(cli.deck);
-    len = strlen(text) + 1;
-    config_t probe;
-    deck_parse(text, cli.deck, cli.noverrides, cli.overrides, &probe, NULL);
-  }
-  comm_bcast(&world, &len, sizeof len, 0, TRAFFIC_OTHER);
-  if (world.rank != 0) text = xmalloc((size_t)len);
-  comm_bcast(&world, text, (size_t)len, 0, TRAFFIC_OTHER);
+  char *text = deck_read_checked(cli.deck, &world, check_deck, &cli);
   config_t cfg;
   deck_t *deck;
   deck_parse(text, cli.deck, cli.noverrides, cli.overrides, &cfg, &deck);

@@ -10,6 +10,7 @@
 #include "core/cli.h"
 #include "core/error.h"
 #include "io/deck.h"
+#include "io/deck_shared.h"
 #include "io/sweep.h"
 #include "train/run.h"
 
@@ -27,6 +28,18 @@ static const char usage[] =
     "  --help, --version\n"
     "SIGTERM or SIGUSR1 finish the step, write a checkpoint and exit (0, or --stopped-exit N) saying how\n"
     "to resume. Exit codes: 0 finished, 2 bad input, 1 runtime failure. Deck keys: doc/deck.md.\n";
+
+struct deck_args {
+  const cli_t *cli;
+  const char *variant;
+};
+
+/* rank 0's check of the deck, every variant of a sweep, before it is shared */
+static void check_deck(const char *text, void *arg) {
+  const struct deck_args *a = arg;
+  config_t probe;
+  sweep_parse_run(text, a->cli->deck, a->variant, 1, a->cli->noverrides, a->cli->overrides, &probe, NULL);
+}
 
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
@@ -51,19 +64,9 @@ int main(int argc, char **argv) {
   comm_t world;
   comm_world(&world);
 
-  /* rank 0 reads and validates the deck (every variant of a sweep) first: its errors are the only
-   * ones printed; then every rank parses the same text */
-  char *text = NULL;
-  unsigned long long len = 0;
-  if (world.rank == 0) {
-    text = deck_read_file(cli.deck);
-    len = strlen(text) + 1;
-    config_t probe;
-    sweep_parse_run(text, cli.deck, variant, 1, cli.noverrides, cli.overrides, &probe, NULL);
-  }
-  comm_bcast(&world, &len, sizeof len, 0, TRAFFIC_OTHER);
-  if (world.rank != 0) text = xmalloc((size_t)len);
-  comm_bcast(&world, text, (size_t)len, 0, TRAFFIC_OTHER);
+  /* rank 0 validates the deck (every variant of a sweep) before it is shared */
+  struct deck_args da = {&cli, variant};
+  char *text = deck_read_checked(cli.deck, &world, check_deck, &da);
   config_t cfg;
   deck_t *deck;
   sweep_parse_run(text, cli.deck, variant, 0, cli.noverrides, cli.overrides, &cfg, &deck);

@@ -1,0 +1,13 @@
+/* Reading a deck in an MPI program: rank 0 reads the file and checks it first, so its errors are
+ * the only ones printed (the other ranks wait in the broadcast, and the abort ends them), then the
+ * text goes to every rank, which parses the same text. */
+#ifndef SURGE_DECK_SHARED_H
+#define SURGE_DECK_SHARED_H
+
+#include "comm/comm.h"
+
+/* Collective over world. check(text, arg) runs on rank 0 only and exits on a bad deck. Returns the
+ * deck text (malloc'd) on every rank. */
+char *deck_read_checked(const char *path, comm_t *world, void (*check)(const char *text, void *arg), void *arg);
+
+#endif

@@ -12,11 +12,12 @@
 #include "io/deck.h"
 #include "io/deck_shared.h"
 #include "io/sweep.h"
+#include "mux/launch.h"
 #include "train/run.h"
 
 static const char usage[] =
     "usage: [mpiexec -n N] surge-train DECK [-D section.key=value ...] [--variant I] [--resume]\n"
-    "                      [--stopped-exit N]\n"
+    "                      [--stopped-exit N] [--foreground | --background]\n"
     "  Train the model the deck describes on all ranks (data parallel, or a burst plan with\n"
     "  [parallel] mode = burst); print progress; write the\n"
     "  HDF5 log, checkpoints and OUT_DIR/model.h5.\n"
@@ -25,6 +26,10 @@ static const char usage[] =
     "  --resume               continue from the newest checkpoint ([checkpoint] resume = true)\n"
     "  --stopped-exit N       exit status after a stop by a signal (default 0; the job scripts use 75\n"
     "                         to tell \"stopped, requeue me\" from \"finished\")\n"
+    "  --foreground           publish this job's idle time to a background partner ([multiplex] channel)\n"
+    "  --background           run as a low-priority background job in its foreground partner's idle\n"
+    "                         time; in one MPMD mpiexec (A : B --background) the other half is the\n"
+    "                         foreground (doc/multiplexing.md)\n"
     "  --help, --version\n"
     "SIGTERM or SIGUSR1 finish the step, write a checkpoint and exit (0, or --stopped-exit N) saying how\n"
     "to resume. Exit codes: 0 finished, 2 bad input, 1 runtime failure. Deck keys: doc/deck.md.\n";
@@ -44,7 +49,8 @@ static void check_deck(const char *text, void *arg) {
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   H5Eset_auto2(H5E_DEFAULT, NULL, NULL); /* errors are reported by Surge, one line each */
-  static const char *const flags[] = {"--resume", "--variant I", "--stopped-exit N", NULL};
+  static const char *const flags[] = {"--resume", "--variant I", "--stopped-exit N", "--foreground",
+                                      "--background", NULL};
   cli_t cli;
   cli_parse(argc, argv, usage, flags, &cli);
   const char *variant = cli_value(&cli, "--variant", 0);
@@ -61,8 +67,15 @@ int main(int argc, char **argv) {
     if (cli.noverrides == CLI_MAX_OVERRIDES) surge_input_error("too many -D overrides");
     cli.overrides[cli.noverrides++] = (char *)"checkpoint.resume=true";
   }
-  comm_t world;
-  comm_world(&world);
+  if (cli_has(&cli, "--foreground") && cli_has(&cli, "--background"))
+    surge_input_error("--foreground and --background: a job has one role");
+  mux_role_t asked = cli_has(&cli, "--background")   ? MUX_ROLE_BACKGROUND
+                     : cli_has(&cli, "--foreground") ? MUX_ROLE_FOREGROUND
+                                                     : MUX_ROLE_NONE;
+  comm_t world; /* this job's ranks: MPI_COMM_WORLD, or its half of an MPMD launch */
+  mux_launch_t launch;
+  mux_launch_split(asked, &world, &launch);
+  if (launch.mpmd) surge_set_job(world.mpi, mux_role_name(launch.role));
 
   /* rank 0 validates the deck (every variant of a sweep) before it is shared */
   struct deck_args da = {&cli, variant};
@@ -71,14 +84,17 @@ int main(int argc, char **argv) {
   deck_t *deck;
   sweep_parse_run(text, cli.deck, variant, 0, cli.noverrides, cli.overrides, &cfg, &deck);
   free(text);
+  cfg.mux_role = (int)launch.role;
+  snprintf(cfg.mux_auto_channel, sizeof cfg.mux_auto_channel, "%s", launch.channel);
   char *resolved = deck_resolved_text(&cfg);
   surge_info("# resolved deck (%s%s%s)\n%s\n", cli.deck, variant ? ", variant " : "", variant ? variant : "",
              resolved);
   free(resolved);
 
   char resume_cmd[2 * CFG_STR];
-  snprintf(resume_cmd, sizeof resume_cmd, "surge-train %s%s%s --resume", cli.deck, variant ? " --variant " : "",
-           variant ? variant : "");
+  snprintf(resume_cmd, sizeof resume_cmd, "surge-train %s%s%s%s --resume", cli.deck, variant ? " --variant " : "",
+           variant ? variant : "", asked == MUX_ROLE_BACKGROUND ? " --background"
+                                   : asked == MUX_ROLE_FOREGROUND ? " --foreground" : "");
   int rc = train_run(&cfg, deck, resume_cmd, &world) == TRAIN_STOPPED ? stopped_exit : 0;
   deck_free(deck);
   comm_free(&world);

@@ -21,6 +21,13 @@ typedef struct backend {
   /* Threads for this rank's math (OpenBLAS threads on the CPU backend). */
   void (*set_threads)(int nthreads);
 
+  /* Priority of this process's device work against other processes on the same device: low != 0
+   * for a background job (mux/mux.h). A GPU backend puts its work on low-priority streams
+   * (cudaStreamCreateWithPriority) or MPS client priority; host backends have nothing to do here,
+   * since the OS priority the multiplexer sets already covers their threads. Returns what it did,
+   * for the log. */
+  const char *(*set_priority)(int low);
+
   /* ---- memory (host <-> backend); alloc returns zeroed memory, 64-byte aligned */
   float *(*alloc)(size_t n);
   void (*free)(float *p);

@@ -6,6 +6,7 @@
 const backend_t backend_cpu = {
     .name = "cpu",
     .set_threads = cpu_set_threads,
+    .set_priority = host_set_priority,
     .alloc = host_mem_alloc,
     .free = host_mem_free,
     .upload = host_mem_copy,

@@ -25,3 +25,8 @@ void host_mem_free(float *p) { free(p); }
 void host_mem_copy(float *dst, const float *src, size_t n) {
   if (n && dst != src) memcpy(dst, src, n * sizeof(float));
 }
+
+const char *host_set_priority(int low) {
+  (void)low;
+  return "host threads: the OS priority applies";
+}

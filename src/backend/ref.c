@@ -378,6 +378,7 @@ static void ref_adamw_step(size_t n, float *p, const float *g, float *m, float *
 const backend_t backend_ref = {
     .name = "ref",
     .set_threads = ref_set_threads,
+    .set_priority = host_set_priority,
     .alloc = host_mem_alloc,
     .free = host_mem_free,
     .upload = host_mem_copy,

@@ -6,6 +6,12 @@
 
 #include "core/error.h"
 #include "core/timer.h"
+#include "mux/mux.h"
+
+/* Foreground states of a step (mux/mux.h), each at its own site so that its expected duration is
+ * learnt per place: the route before node i's forward (4i), its compute (4i+1, 4i+2 backward), the
+ * route after its backward (4i+3), the barrier (1) and the gradient sync (2). */
+enum { SITE_BARRIER = 1, SITE_SYNC = 2, SITE_LOSS = 3 };
 
 /* Positions [lo, hi) of the global batch that `rank` computes in node's set (empty when the rank is
  * not in it); the share rule of train.c. Returns whether the share is non-empty. */
@@ -232,21 +238,32 @@ double burst_exec_step(burst_exec_t *ex, const dataset_t *ds, const uint64_t *id
   model_zero_grads(m);
   for (int i = 1; i < g->n; i++) {
     double a = surge_now();
+    int member = share_of(ex, i, me, &lo, &hi);
+    mux_fg_set(member ? MUX_WAITING : MUX_INACTIVE, 4 * i);
     for (int k = 0; k < g->l[i].nin; k++)
       if (g->l[i].in[k] != 0) route(ex, i, k, 0);
     double b = surge_now();
-    if (share_of(ex, i, me, &lo, &hi)) model_forward_node(m, i, lo, hi - lo);
+    if (member) {
+      mux_fg_set(MUX_COMPUTING, 4 * i + 1);
+      model_forward_node(m, i, lo, hi - lo);
+    }
     times->comm += b - a;
     times->forward += surge_now() - b;
   }
   double loss = 0, l0 = surge_now();
+  mux_fg_set(MUX_COMPUTING, SITE_LOSS);
   if (share_of(ex, out, me, &lo, &hi)) loss = model_loss(m, lo, hi - lo, grad_scale);
   times->forward += surge_now() - l0;
 
   for (int i = out; i >= 1; i--) {
     double a = surge_now();
-    if (share_of(ex, i, me, &lo, &hi)) model_backward_node(m, i, lo, hi - lo);
+    int member = share_of(ex, i, me, &lo, &hi);
+    if (member) {
+      mux_fg_set(MUX_COMPUTING, 4 * i + 2);
+      model_backward_node(m, i, lo, hi - lo);
+    }
     double b = surge_now();
+    mux_fg_set(member ? MUX_WAITING : MUX_INACTIVE, 4 * i + 3);
     for (int k = 0; k < g->l[i].nin; k++) {
       int src = g->l[i].in[k];
       if (src != 0 && m->dact[src]) route(ex, i, k, 1);
@@ -256,8 +273,10 @@ double burst_exec_step(burst_exec_t *ex, const dataset_t *ds, const uint64_t *id
   }
 
   double a = surge_now();
+  mux_fg_set(MUX_WAITING, SITE_BARRIER);
   comm_barrier(ex->world);
   double b = surge_now();
+  mux_fg_set(MUX_ALLREDUCE, SITE_SYNC);
   sync_grads(ex);
   times->wait = b - a;
   times->comm += surge_now() - b;

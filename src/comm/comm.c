@@ -87,6 +87,17 @@ void comm_split(const comm_t *parent, int color, int key, comm_t *child) {
   comm_init_from(child, split, "comm_split");
 }
 
+void comm_split_node(const comm_t *parent, comm_t *child) {
+  if (parent->mpi == MPI_COMM_NULL) {
+    comm_init_from(child, MPI_COMM_NULL, "comm_split_node");
+    return;
+  }
+  MPI_Comm node;
+  check_mpi(MPI_Comm_split_type(parent->mpi, MPI_COMM_TYPE_SHARED, parent->rank, MPI_INFO_NULL, &node),
+            "MPI_Comm_split_type", "comm_split_node");
+  comm_init_from(child, node, "comm_split_node");
+}
+
 void comm_free(comm_t *c) {
   if (c->mpi != MPI_COMM_NULL) check_mpi(MPI_Comm_free(&c->mpi), "MPI_Comm_free", "comm_free");
   c->mpi = MPI_COMM_NULL;
@@ -196,19 +207,43 @@ void comm_irecv(comm_t *c, float *buf, size_t n, int src, int tag, traffic_t t, 
   meter_add(c, t, 0, start);
 }
 
+/* Complete *req (n requests): MPI's own blocking wait when poll_us is 0; otherwise poll, first for
+ * up to 20 us, then sleeping up to poll_us between polls so that the core is free meanwhile. */
+static void wait_requests(const comm_t *c, MPI_Request *req, int n, const char *api_call) {
+  if (c->poll_us <= 0) {
+    check_mpi(MPI_Waitall(n, req, MPI_STATUSES_IGNORE), "MPI_Waitall", api_call);
+    return;
+  }
+  double start = surge_now();
+  long sleep_ns = 1000;
+  for (;;) {
+    int done = 0;
+    check_mpi(MPI_Testall(n, req, &done, MPI_STATUSES_IGNORE), "MPI_Testall", api_call);
+    if (done) return;
+    if (surge_now() - start < 20e-6) continue;
+    nanosleep(&(struct timespec){0, sleep_ns}, NULL);
+    sleep_ns = sleep_ns * 2 < (long)(c->poll_us * 1e3) ? sleep_ns * 2 : (long)(c->poll_us * 1e3);
+  }
+}
+
 void comm_waitall(comm_t *c, comm_request_t *r, int n, traffic_t t) {
   require_member(c, t, "comm_waitall");
   double start = surge_now();
-  for (int i = 0; i < n; i++) {
-    check_mpi(MPI_Wait(&r[i].req, MPI_STATUS_IGNORE), "MPI_Wait", "comm_waitall");
-  }
+  // comm_request_t is one MPI_Request, so r is an array of n MPI_Requests
+  if (n > 0) wait_requests(c, &r[0].req, n, "comm_waitall");
   meter_add(c, t, 0, start);
 }
 
 void comm_barrier(comm_t *c) {
   require_member(c, TRAFFIC_OTHER, "comm_barrier");
   double start = surge_now();
-  check_mpi(MPI_Barrier(c->mpi), "MPI_Barrier", "comm_barrier");
+  if (c->poll_us > 0) {
+    MPI_Request req;
+    check_mpi(MPI_Ibarrier(c->mpi, &req), "MPI_Ibarrier", "comm_barrier");
+    wait_requests(c, &req, 1, "comm_barrier");
+  } else {
+    check_mpi(MPI_Barrier(c->mpi), "MPI_Barrier", "comm_barrier");
+  }
   meter_add(c, TRAFFIC_OTHER, 0, start);
 }
 

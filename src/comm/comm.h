@@ -35,6 +35,9 @@ typedef struct comm {
   int rank, size;
   size_t bucket_bytes; /* allreduce of big buffers goes in buckets of this size (default 4 MiB) */
   comm_meter_t meter;  /* totals since creation or the last comm_meter_reset */
+  double poll_us;      /* 0: waits and barriers block inside MPI (spinning); > 0: they poll and sleep up
+                        * to poll_us between polls, leaving the core to other processes (a foreground
+                        * with a background partner, mux/mux.h). Not inherited by splits. */
 } comm_t;
 
 /* A duplicate of MPI_COMM_WORLD. */
@@ -43,6 +46,9 @@ void comm_world(comm_t *c);
  * (MPI_Comm_split). color < 0 gives an empty child (c->mpi == MPI_COMM_NULL, size 0). Every rank
  * of the parent must call it, in the same order as the other splits. */
 void comm_split(const comm_t *parent, int color, int key, comm_t *child);
+/* Collective over parent: the ranks of parent that share this rank's node (shared memory), in
+ * parent's order. */
+void comm_split_node(const comm_t *parent, comm_t *child);
 void comm_free(comm_t *c);
 void comm_meter_reset(comm_t *c);
 
@@ -68,7 +74,7 @@ typedef struct comm_request {
 } comm_request_t;
 void comm_isend(comm_t *c, const float *buf, size_t n, int dest, int tag, traffic_t t, comm_request_t *r);
 void comm_irecv(comm_t *c, float *buf, size_t n, int src, int tag, traffic_t t, comm_request_t *r);
-/* Wait for all requests; the wait time is counted in category t. */
+/* Wait for all requests; the wait time is counted in category t (see poll_us). */
 void comm_waitall(comm_t *c, comm_request_t *r, int n, traffic_t t);
 void comm_barrier(comm_t *c);
 

@@ -6,6 +6,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The job this process belongs to: MPI_COMM_WORLD, or its half of an MPMD world. */
+static MPI_Comm job_comm = MPI_COMM_NULL;
+static char job_label[32] = "";
+
+void surge_set_job(MPI_Comm job, const char *label) {
+  job_comm = job;
+  snprintf(job_label, sizeof job_label, "%s", label ? label : "");
+}
+
+static MPI_Comm job(void) { return job_comm == MPI_COMM_NULL ? MPI_COMM_WORLD : job_comm; }
+
 static int mpi_size(void) {
   int init = 0, fin = 0, n = 1;
   MPI_Initialized(&init);
@@ -18,7 +29,7 @@ int surge_rank(void) {
   int init = 0, fin = 0, r = 0;
   MPI_Initialized(&init);
   MPI_Finalized(&fin);
-  if (init && !fin) MPI_Comm_rank(MPI_COMM_WORLD, &r);
+  if (init && !fin) MPI_Comm_rank(job(), &r);
   return r;
 }
 
@@ -31,7 +42,7 @@ _Noreturn void surge_fail(int exit_code, const char *fmt, ...) {
   fflush(stdout);
   int n = mpi_size();
   if (n > 1)
-    fprintf(stderr, "surge: error: rank %d: %s\n", surge_rank(), msg);
+    fprintf(stderr, "surge: error: %s%srank %d: %s\n", job_label, job_label[0] ? " " : "", surge_rank(), msg);
   else
     fprintf(stderr, "surge: error: %s\n", msg);
   fflush(stderr);

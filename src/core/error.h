@@ -4,6 +4,7 @@
 #ifndef SURGE_ERROR_H
 #define SURGE_ERROR_H
 
+#include <mpi.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -31,6 +32,9 @@ size_t surge_mul_size(size_t a, size_t b, const char *what);
 
 /* Verbosity of informational output: messages print on rank 0 only. */
 void surge_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-int surge_rank(void); /* this process's rank in MPI_COMM_WORLD, 0 when MPI is not initialised */
+int surge_rank(void); /* this process's rank in its job, 0 when MPI is not initialised */
+/* The job's communicator when MPI_COMM_WORLD holds two jobs (mux/launch.h); label ("background")
+ * prefixes the rank in error messages. Errors still abort the whole MPI world. */
+void surge_set_job(MPI_Comm job, const char *label);
 
 #endif

@@ -56,6 +56,19 @@ typedef struct config {
   double amplification; /* surge-plan: per-layer amplification limit A >= 1 (burst/plan.h) */
   char profile_file[CFG_STR]; /* surge-profile output / surge-plan input (burst/profiler.h) */
 
+  /* [multiplex] (mux/mux.h) */
+  char mux_channel[CFG_STR];  /* partner channel name; "" = automatic (MPMD, or Slurm's job id) */
+  char mux_on_fg_end[16];     /* background: stop | continue when the foreground ends */
+  double mux_min_wait_us;     /* background: a waiting foreground counts as idle from this expected wait */
+  double mux_poll_us;         /* foreground: longest sleep between polls while waiting (0: spin in MPI) */
+  double mux_partner_wait_s;  /* background: how long to wait for a foreground to attach */
+  char mux_priority[16];      /* background: idle | nice | none (OS priority) */
+  int mux_follow_affinity;    /* background: run on its partner's CPU set */
+  long mux_partner_offset;    /* partner slot = this rank's index on its node + offset */
+  /* set by surge-train's command line and launch, not by deck keys */
+  int mux_role;               /* mux_role_t: --foreground, --background, or MPMD partner */
+  char mux_auto_channel[72];  /* MPMD: the channel both halves of the world agreed on */
+
   /* [log] */
   char log_file[CFG_STR];
   long log_flush_every; /* flush the HDF5 log every N steps */

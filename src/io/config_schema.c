@@ -38,6 +38,7 @@ const cfg_section_t cfg_sections[] = {
     {"data", "The training and evaluation data"},
     {"train", "Batch, optimizer, learning-rate schedule, clipping"},
     {"parallel", "How the ranks share the work"},
+    {"multiplex", "Foreground/background co-scheduling (surge-train --foreground / --background)"},
     {"log", "The HDF5 metrics log"},
     {"checkpoint", "Checkpoints (parallel HDF5) and restarts"},
     {"backend", "Where the arithmetic runs"},
@@ -120,6 +121,28 @@ const cfg_key_t cfg_keys[] = {
                "the burst cost profile (HDF5): surge-profile writes it (default profile.h5 when empty), "
                "surge-plan reads it; --profile / -o override it; surge-train in burst mode plans from it (or "
                "predicts the plan file's costs with it)"),
+
+    STRING_KEY("multiplex", "channel", mux_channel, "", 0,
+               "name both partners use (1..64 of A-Z a-z 0-9 . _ -); empty: chosen automatically in one MPMD "
+               "mpiexec, slurm-JOBID inside a Slurm job; separate jobs elsewhere must set it"),
+    ENUM_KEY("multiplex", "on_foreground_end", mux_on_fg_end, "stop", VALUES("stop", "continue"),
+             "background: when its foreground ends, stop after the step with a checkpoint, or continue at "
+             "full speed"),
+    FLOAT_KEY("multiplex", "min_wait_us", mux_min_wait_us, "500", 0, CLOSED, 1e9, CLOSED,
+              "background: run while the foreground waits on a receive expected to last at least this many "
+              "microseconds (always while it is inactive, never during its allreduce)"),
+    FLOAT_KEY("multiplex", "poll_us", mux_poll_us, "100", 0, CLOSED, 1e6, CLOSED,
+              "foreground: longest sleep between polls while it waits, leaving the core to the background "
+              "(0: wait spinning inside MPI)"),
+    FLOAT_KEY("multiplex", "partner_wait_s", mux_partner_wait_s, "120", 0, OPEN, 1e6, CLOSED,
+              "background: give up (exit 1) when no foreground attached within this many seconds"),
+    ENUM_KEY("multiplex", "priority", mux_priority, "idle", VALUES("idle", "nice", "none"),
+             "background: CPU priority; idle: SCHED_IDLE (nice 19 where refused), nice: nice 19, none: as started"),
+    INT_KEY("multiplex", "partner_offset", mux_partner_offset, "0", 0, 4095,
+            "pair local rank i of this job on a node with rank i + offset of the partner job there (e.g. one "
+            "1-rank background job per foreground rank: offsets 0, 1, ...)"),
+    BOOL_KEY("multiplex", "follow_affinity", mux_follow_affinity, "true",
+             "background: run on the CPU set of its foreground partner"),
 
     STRING_KEY("log", "file", log_file, "${run.out_dir}/log.h5", 1, "HDF5 metrics log of the run"),
     INT_KEY("log", "flush_every", log_flush_every, "10", 1, MAX_COUNT,

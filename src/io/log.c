@@ -43,6 +43,23 @@ static const struct {
     [PHASE_COMM] = {"comm", "seconds each rank spent inside collectives"},
     [PHASE_WAIT] = {"wait", "seconds each rank waited for the slowest rank before the gradient allreduce"},
     [PHASE_OPTIMIZER] = {"optimizer", "seconds each rank spent clipping and updating parameters"},
+    [PHASE_BACKGROUND] = {"background", "foreground ranks: seconds of the step their background partner ran "
+                                        "(0 without multiplexing)"},
+    [PHASE_PAUSED] = {"paused", "background ranks: seconds of the step paused until their foreground partner "
+                                "was idle (0 without multiplexing)"},
+};
+
+typedef enum mux_metric { MUX_FG_SPS = 0, MUX_BG_SPS, MUX_TOTAL_SPS, MUX_ACTIVE, MUX_METRIC_COUNT } mux_metric_t;
+
+static const struct {
+  const char *name, *units, *description;
+} mux_info[MUX_METRIC_COUNT] = {
+    [MUX_FG_SPS] = {"foreground_samples_per_sec", "samples/s",
+                    "the foreground job's global batch over its slowest rank's step time"},
+    [MUX_BG_SPS] = {"background_samples_per_sec", "samples/s",
+                    "samples the background ranks finished per second during the foreground's step, summed"},
+    [MUX_TOTAL_SPS] = {"total_samples_per_sec", "samples/s", "foreground plus background samples per second"},
+    [MUX_ACTIVE] = {"background_ranks_active", "ranks", "foreground ranks whose background partner ran in the step"},
 };
 
 const char *log_phase_name(log_phase_t p) {
@@ -51,10 +68,17 @@ const char *log_phase_name(log_phase_t p) {
 }
 
 /* Groups holding series; the rows of every series in a group follow that group's step scale. */
-typedef enum log_group { GROUP_METRICS = 0, GROUP_RANKS, GROUP_EVAL, GROUP_EVENTS, GROUP_COUNT } log_group_t;
-static const char *const group_path[GROUP_COUNT] = {"/metrics", "/ranks", "/eval", "/events"};
+typedef enum log_group {
+  GROUP_METRICS = 0,
+  GROUP_RANKS,
+  GROUP_EVAL,
+  GROUP_EVENTS,
+  GROUP_MULTIPLEX, /* multiplexed runs only */
+  GROUP_COUNT
+} log_group_t;
+static const char *const group_path[GROUP_COUNT] = {"/metrics", "/ranks", "/eval", "/events", "/multiplex"};
 
-enum { SPEC_MAX = 1 + METRIC_COUNT + TRAFFIC_COUNT + PHASE_COUNT + 3 + 3 };
+enum { SPEC_MAX = 1 + METRIC_COUNT + TRAFFIC_COUNT + PHASE_COUNT + 3 + 3 + 1 + MUX_METRIC_COUNT };
 
 typedef struct series_spec {
   h5_series_t *s;
@@ -79,6 +103,8 @@ struct run_log {
   h5_series_t rank_scale, phase[PHASE_COUNT];
   h5_series_t eval_step, eval_loss, eval_accuracy;
   h5_series_t event_step, event_time, event_text;
+  h5_series_t mux_step, mux[MUX_METRIC_COUNT];
+  int multiplexed;   /* the run has a /multiplex group */
   series_spec_t spec[SPEC_MAX];
   int nspec;
   double *gathered;  /* (ranks, PHASE_COUNT) from comm_gather_double, rank 0 */
@@ -106,6 +132,11 @@ static void add_spec(run_log_t *L, h5_series_t *s, log_group_t group, const char
   snprintf(sp->description, sizeof sp->description, "%s", description);
 }
 
+/* The background and paused phases exist in multiplexed runs only. */
+static int has_phase(const run_log_t *L, int p) {
+  return L->multiplexed || (p != PHASE_BACKGROUND && p != PHASE_PAUSED);
+}
+
 /* The table of every step-indexed series, scales first in each group. */
 static void build_specs(run_log_t *L) {
   log_kinds_t k = log_kinds(L->text_type);
@@ -122,6 +153,7 @@ static void build_specs(run_log_t *L) {
     add_spec(L, &L->bytes[t], GROUP_METRICS, name, k.count, 0, "bytes", doc);
   }
   for (int p = 0; p < PHASE_COUNT; p++) {
+    if (!has_phase(L, p)) continue;
     char name[48];
     snprintf(name, sizeof name, "phase_%s", phase_info[p].name);
     add_spec(L, &L->phase[p], GROUP_RANKS, name, k.real, 1, "s", phase_info[p].description);
@@ -134,13 +166,21 @@ static void build_specs(run_log_t *L) {
   add_spec(L, &L->event_time, GROUP_EVENTS, "time", k.real, 0, "s",
            "wall-clock time of the event, seconds since 1970-01-01T00:00:00Z");
   add_spec(L, &L->event_text, GROUP_EVENTS, "text", k.text, 0, "text", "what happened, one line of text");
+  if (!L->multiplexed) return;
+  add_spec(L, &L->mux_step, GROUP_MULTIPLEX, "step", k.step, 0, "steps", step_doc);
+  for (int m = 0; m < MUX_METRIC_COUNT; m++)
+    add_spec(L, &L->mux[m], GROUP_MULTIPLEX, mux_info[m].name, k.real, 0, mux_info[m].units, mux_info[m].description);
 }
+
+/* The groups this log has (/multiplex only for multiplexed runs). */
+static int has_group(const run_log_t *L, int g) { return g != GROUP_MULTIPLEX || L->multiplexed; }
 
 /* The step scale of a group's rows. */
 static h5_series_t *group_scale(run_log_t *L, log_group_t g) {
   switch (g) {
   case GROUP_EVAL: return &L->eval_step;
   case GROUP_EVENTS: return &L->event_step;
+  case GROUP_MULTIPLEX: return &L->mux_step;
   default: return &L->step;
   }
 }
@@ -177,7 +217,7 @@ static void group_close(run_log_t *L, hid_t g, const char *gpath) {
 /* Create (or open) every series; a new file also gets its dimension scales attached. */
 static void layout_open(run_log_t *L, int create, int ranks) {
   hid_t grp[GROUP_COUNT];
-  for (int g = 0; g < GROUP_COUNT; g++) grp[g] = group_open(L, group_path[g], create);
+  for (int g = 0; g < GROUP_COUNT; g++) grp[g] = has_group(L, g) ? group_open(L, group_path[g], create) : -1;
   for (int i = 0; i < L->nspec; i++) {
     series_spec_t *sp = &L->spec[i];
     if (create)
@@ -196,7 +236,7 @@ static void layout_open(run_log_t *L, int create, int ranks) {
     for (int r = 0; r < ranks; r++) h5_series_append(&L->rank_scale, &r);
     h5_series_make_scale(&L->rank_scale, "rank");
     for (int g = 0; g < GROUP_COUNT; g++)
-      if (g != GROUP_RANKS) h5_series_make_scale(group_scale(L, (log_group_t)g), "step");
+      if (g != GROUP_RANKS && has_group(L, g)) h5_series_make_scale(group_scale(L, (log_group_t)g), "step");
     for (int i = 0; i < L->nspec; i++) {
       series_spec_t *sp = &L->spec[i];
       h5_series_t *scale = group_scale(L, sp->group);
@@ -206,7 +246,8 @@ static void layout_open(run_log_t *L, int create, int ranks) {
   } else {
     h5_series_open(&L->rank_scale, L->path, grp[GROUP_RANKS], "/ranks", "rank", H5T_NATIVE_INT);
   }
-  for (int g = 0; g < GROUP_COUNT; g++) group_close(L, grp[g], group_path[g]);
+  for (int g = 0; g < GROUP_COUNT; g++)
+    if (has_group(L, g)) group_close(L, grp[g], group_path[g]);
 }
 
 /* Rows of a step series up to and including resume_step (the rows after it are dropped). */
@@ -220,14 +261,16 @@ static hsize_t rows_through(h5_series_t *steps, long resume_step) {
 
 static void drop_rows_after(run_log_t *L, long resume_step) {
   hsize_t keep[GROUP_COUNT];
-  for (int g = 0; g < GROUP_COUNT; g++) keep[g] = rows_through(group_scale(L, (log_group_t)g), resume_step);
+  for (int g = 0; g < GROUP_COUNT; g++)
+    keep[g] = has_group(L, g) ? rows_through(group_scale(L, (log_group_t)g), resume_step) : 0;
   for (int i = 0; i < L->nspec; i++) h5_series_truncate(L->spec[i].s, keep[L->spec[i].group]);
 }
 
 /* A resumed run with more ranks than the log has columns: widen /ranks (old rows read NaN there). */
 static void widen_ranks(run_log_t *L, int ranks) {
   for (int r = (int)h5_series_length(&L->rank_scale); r < ranks; r++) h5_series_append(&L->rank_scale, &r);
-  for (int p = 0; p < PHASE_COUNT; p++) h5_series_widen(&L->phase[p], h5_series_length(&L->rank_scale));
+  for (int p = 0; p < PHASE_COUNT; p++)
+    if (has_phase(L, p)) h5_series_widen(&L->phase[p], h5_series_length(&L->rank_scale));
 }
 
 /* An existing file must be a Surge log before a resumed run writes into it. It is checked
@@ -331,6 +374,7 @@ run_log_t *run_log_open(const char *path, const config_t *cfg, const char *deck_
   L->world = world;
   L->file = -1;
   L->flush_every = cfg->log_flush_every > 0 ? cfg->log_flush_every : 1;
+  L->multiplexed = cfg->mux_role != 0;
   if (world->rank != 0) return L;
   L->path = xstrdup(path);
   h5util_quiet_t q = h5util_quiet_begin();
@@ -359,9 +403,20 @@ void run_log_step(run_log_t *L, const log_row_t *row) {
   // gathered is (ranks, PHASE_COUNT); a /ranks row is (columns), NaN for columns without a rank
   hsize_t cols = h5_series_length(&L->rank_scale);
   for (int p = 0; p < PHASE_COUNT; p++) {
+    if (!has_phase(L, p)) continue;
     for (hsize_t r = 0; r < cols; r++)
       L->phase_row[r] = (int)r < L->world->size ? L->gathered[r * PHASE_COUNT + (hsize_t)p] : NAN;
     h5_series_append(&L->phase[p], L->phase_row);
+  }
+  if (L->multiplexed) {
+    const double mux[MUX_METRIC_COUNT] = {
+        [MUX_FG_SPS] = row->fg_samples_per_sec,
+        [MUX_BG_SPS] = row->bg_samples_per_sec,
+        [MUX_TOTAL_SPS] = row->total_samples_per_sec,
+        [MUX_ACTIVE] = row->bg_ranks_active,
+    };
+    h5_series_append(&L->mux_step, &step);
+    for (int m = 0; m < MUX_METRIC_COUNT; m++) h5_series_append(&L->mux[m], &mux[m]);
   }
   if (row->step % L->flush_every == 0) log_flush(L);
   h5util_quiet_end(q);
@@ -436,6 +491,23 @@ void run_log_plan(run_log_t *L, const burst_plan_t *plan, const graph_t *g, cons
   h5_attr_put_double(grp, "/plan", "amplification_limit", plan->amp_limit, L->path);
   h5_text_put(grp, "/plan", "text", plan_text ? plan_text : "", L->path);
   group_close(L, grp, "/plan");
+  log_flush(L);
+  h5util_quiet_end(q);
+}
+
+void run_log_multiplex(run_log_t *L, const log_mux_info_t *info) {
+  if (L->world->rank != 0 || !L->multiplexed) return;
+  h5util_quiet_t q = h5util_quiet_begin();
+  hid_t grp = group_open(L, "/multiplex", 0);
+  h5_attr_put_string(grp, "/multiplex", "role", info->role, L->path);
+  h5_attr_put_string(grp, "/multiplex", "channel", info->channel, L->path);
+  h5_attr_put_string(grp, "/multiplex", "priority", info->priority, L->path);
+  h5_attr_put_string(grp, "/multiplex", "on_foreground_end", info->on_foreground_end, L->path);
+  h5_attr_put_double(grp, "/multiplex", "foreground_samples_per_sec", info->fg_samples_per_sec, L->path);
+  h5_attr_put_double(grp, "/multiplex", "background_samples_per_sec", info->bg_samples_per_sec, L->path);
+  h5_attr_put_double(grp, "/multiplex", "total_samples_per_sec", info->total_samples_per_sec, L->path);
+  h5_attr_put_double(grp, "/multiplex", "foreground_slowdown", info->fg_slowdown, L->path);
+  group_close(L, grp, "/multiplex");
   log_flush(L);
   h5util_quiet_end(q);
 }

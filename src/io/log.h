@@ -19,10 +19,12 @@ typedef enum log_phase {
   PHASE_COMM,      /* inside collectives (gradient allreduce, metric reductions) */
   PHASE_WAIT,      /* waiting for the slowest rank before the gradient allreduce */
   PHASE_OPTIMIZER, /* clipping + optimizer update */
+  PHASE_BACKGROUND, /* foreground: time its background partner ran during the step (lent time) */
+  PHASE_PAUSED,    /* background: time paused at the gate, waiting for its foreground to be idle */
   PHASE_COUNT
 } log_phase_t;
 
-/* "data", "forward", "backward", "comm", "wait", "optimizer". */
+/* "data", "forward", "backward", "comm", "wait", "optimizer", "background", "paused". */
 const char *log_phase_name(log_phase_t p);
 
 typedef struct log_row {
@@ -34,7 +36,20 @@ typedef struct log_row {
   double samples_per_sec; /* global batch / step_sec */
   uint64_t bytes[TRAFFIC_COUNT]; /* bytes moved in this step, summed over ranks */
   double phase[PHASE_COUNT];     /* THIS rank's phase times (the log gathers them) */
+  /* multiplexed runs only (/multiplex): DeepPool's accounting of the step */
+  double fg_samples_per_sec;     /* the foreground job's samples/s (its slowest rank) */
+  double bg_samples_per_sec;     /* the background ranks' samples/s, summed */
+  double total_samples_per_sec;  /* both */
+  double bg_ranks_active;        /* foreground ranks whose partner ran during the step */
 } log_row_t;
+
+/* A multiplexed run's /multiplex attributes: its role and setting at the start, and the run's
+ * totals at the end (NaN where unknown). */
+typedef struct log_mux_info {
+  const char *role, *channel, *priority, *on_foreground_end;
+  double fg_samples_per_sec, bg_samples_per_sec, total_samples_per_sec;
+  double fg_slowdown;            /* foreground step time with / without a background partner */
+} log_mux_info_t;
 
 typedef struct run_log run_log_t;
 
@@ -44,6 +59,9 @@ typedef struct run_log run_log_t;
  * (unwritable path, an existing file that is not a Surge log) name the path. */
 run_log_t *run_log_open(const char *path, const config_t *cfg, const char *deck_text, const graph_t *g,
                         comm_t *world, long resume_step);
+/* Collective (rank 0 writes): the /multiplex attributes. A log opened with cfg->mux_role set has
+ * the /multiplex series; call it after run_log_open and again at the end with the totals. */
+void run_log_multiplex(run_log_t *log, const log_mux_info_t *info);
 /* Collective: append one step. */
 void run_log_step(run_log_t *log, const log_row_t *row);
 /* Collective (rank 0 writes): an evaluation result. accuracy is a fraction. */

@@ -115,12 +115,14 @@ static layer_ctx_t node_ctx(model_t *m, int i, int off, int B, int backward) {
 }
 
 void model_forward_node(model_t *m, int i, int off, int B) {
+  if (m->before_node) m->before_node();
   layer_ctx_t c = node_ctx(m, i, off, B, 0);
   layer_ops_of(m->g->l[i].kind)->forward(&m->g->l[i], &c);
 }
 
 void model_backward_node(model_t *m, int i, int off, int B) {
   if (!m->dact[i]) return; /* nothing before this node has parameters */
+  if (m->before_node) m->before_node();
   layer_ctx_t c = node_ctx(m, i, off, B, 1);
   layer_ops_of(m->g->l[i].kind)->backward(&m->g->l[i], &c);
 }

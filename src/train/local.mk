@@ -4,3 +4,4 @@ libsurge_a_SOURCES += \
   src/train/plan_text.c src/train/plan_text.h
 libsurge_a_SOURCES += src/train/run.c src/train/run.h
 libsurge_a_SOURCES += src/train/state.c src/train/state.h
+libsurge_a_SOURCES += src/train/multiplex.c src/train/multiplex.h

@@ -11,6 +11,7 @@
 #include "io/checkpoint.h"
 #include "io/log.h"
 #include "io/model_file.h"
+#include "train/multiplex.h"
 #include "train/progress.h"
 #include "train/state.h"
 #include "train/train.h"
@@ -126,15 +127,23 @@ train_outcome_t train_run(const config_t *cfg, const deck_t *deck, const char *r
   }
   run_log_t *log = run_log_open(cfg->log_file, cfg, deck_text, &t.g, world, resumed_at);
   if (t.burst) run_log_plan(log, &t.plan, &t.g, t.plan_text);
+  run_mux_t mux;
+  run_mux_begin(&mux, &t, deck);
+  log_mux_info_t info;
+  run_mux_info(&mux, cfg, &info);
+  run_log_multiplex(log, &info);
   install_stop_handlers();
 
   int tokens = dataset_is_tokens(t.ds);
   eval_stats_t e = {0};
   int evaluated_last = 0, checkpointed_last = 0;
+  train_outcome_t outcome = TRAIN_FINISHED;
   while (t.step < cfg->steps) {
     comm_meter_t before = world->meter;
+    run_mux_step_begin(&mux);
     train_stats_t s = trainer_step(&t, stop_signal != 0);
     log_row_t row = step_row(&t, &s, &before);
+    run_mux_step_end(&mux, &t, &row);
     run_log_step(log, &row);
     progress_step(&p, &s);
     evaluated_last = checkpointed_last = 0;
@@ -144,21 +153,34 @@ train_outcome_t train_run(const config_t *cfg, const deck_t *deck, const char *r
       progress_eval(&p, t.step, &e, tokens);
       evaluated_last = 1;
     }
-    if ((cfg->ckpt_every > 0 && t.step % cfg->ckpt_every == 0) || s.stop) {
+    int was_alone = mux.alone, fg_ended = run_mux_foreground_ended(&mux, &t);
+    if (fg_ended && mux.alone && !was_alone) {
+      run_log_event(log, t.step, "the foreground ended: continuing at full speed");
+      progress_note(&p, "the foreground ended: continuing at full speed ([multiplex] on_foreground_end = continue)");
+    }
+    int stop_alone = fg_ended && !mux.alone && t.step < cfg->steps;
+    if ((cfg->ckpt_every > 0 && t.step % cfg->ckpt_every == 0) || s.stop || stop_alone) {
       checkpoint_now(&t, log, &p, deck_text);
       checkpointed_last = 1;
     }
-    if (s.stop) {
+    if (s.stop || stop_alone) {
       char line[2 * CFG_STR + 200];
-      snprintf(line, sizeof line, "stopped by a signal after step %ld of %ld; resume with: %s", t.step, cfg->steps,
-               resume_cmd);
-      run_log_event(log, t.step, "stopped by a signal");
+      const char *why = s.stop ? "stopped by a signal" : "stopped: the foreground ended";
+      snprintf(line, sizeof line, "%s after step %ld of %ld; resume with: %s", why, t.step, cfg->steps, resume_cmd);
+      run_log_event(log, t.step, why);
       progress_note(&p, line);
-      run_log_close(log);
-      trainer_free(&t);
-      free(deck_text);
-      return TRAIN_STOPPED;
+      outcome = s.stop ? TRAIN_STOPPED : TRAIN_ALONE;
+      break;
     }
+  }
+  run_mux_info(&mux, cfg, &info);
+  run_log_multiplex(log, &info);
+  run_mux_end(&mux, &t);
+  if (outcome != TRAIN_FINISHED) {
+    run_log_close(log);
+    trainer_free(&t);
+    free(deck_text);
+    return outcome;
   }
   if (!evaluated_last) {
     e = trainer_eval(&t);

@@ -12,6 +12,8 @@
 typedef enum train_outcome {
   TRAIN_FINISHED = 0, /* all steps done, OUT_DIR/model.h5 written */
   TRAIN_STOPPED,      /* SIGTERM/SIGUSR1 stopped it after writing a checkpoint: resume it */
+  TRAIN_ALONE,        /* a background whose foreground ended stopped after a checkpoint
+                       * ([multiplex] on_foreground_end = stop): resume it to go on */
 } train_outcome_t;
 
 /* Collective over world. resume_cmd is the command printed for resuming after a stop (e.g.

@@ -7,6 +7,7 @@
 #include "burst/profiler.h"
 #include "core/error.h"
 #include "core/timer.h"
+#include "mux/mux.h"
 #include "nn/zoo.h"
 #include "train/plan_text.h"
 
@@ -109,6 +110,14 @@ void trainer_free(trainer_t *t) {
   memset(t, 0, sizeof *t);
 }
 
+/* Foreground states outside the executor (mux/mux.h); sites apart from the executor's 4i+k. */
+enum { SITE_STEP = 0x7fff0000, SITE_DP_SYNC, SITE_METRICS, SITE_UPDATE };
+
+/* A background job's gate before a piece of work that is not a node (data, optimizer). */
+static void gate(trainer_t *t) {
+  if (t->m.before_node) t->m.before_node();
+}
+
 /* The end of a step on every rank: the mean loss, the finiteness check, the optimizer update. */
 static void finish_step(trainer_t *t, train_stats_t *s, double loss_sum, double targets) {
   s->loss = loss_sum / targets;
@@ -117,6 +126,8 @@ static void finish_step(trainer_t *t, train_stats_t *s, double loss_sum, double 
                         "or set [train] clip_norm; the last checkpoint is untouched)",
                         t->step + 1, isfinite(s->loss) ? "gradient" : "loss", s->loss, s->grad_norm);
   s->lr = lr_at(&t->cfg, t->step);
+  mux_fg_set(MUX_COMPUTING, SITE_UPDATE);
+  gate(t);
   optim_step(&t->opt, t->m.params, t->m.grads, (float)s->lr);
   t->step++;
   s->step = t->step;
@@ -130,10 +141,13 @@ static train_stats_t burst_step(trainer_t *t, int stop_request) {
   double t0 = surge_now();
   double targets = (double)t->cfg.global_batch * (double)t->g.targets_per_sample;
   sampler_batch(&t->sampler, t->step, t->cfg.global_batch, t->ids);
+  mux_fg_set(MUX_COMPUTING, SITE_STEP);
+  gate(t);
   burst_times_t bt;
   double loss_stop[2] = {burst_exec_step(t->burst, t->ds, t->ids, (float)(1.0 / targets), &bt),
                          stop_request ? 1.0 : 0.0};
   double t1 = surge_now();
+  mux_fg_set(MUX_ALLREDUCE, SITE_METRICS);
   comm_allreduce_sum_double(t->world, loss_stop, 2, TRAFFIC_OTHER);
   s.stop = loss_stop[1] > 0;
   s.grad_norm = burst_exec_grad_norm(t->burst);
@@ -160,6 +174,8 @@ train_stats_t trainer_step(trainer_t *t, int stop_request) {
   double targets = (double)t->cfg.global_batch * (double)t->g.targets_per_sample;
 
   /* this rank's samples of the step's global batch */
+  mux_fg_set(MUX_COMPUTING, SITE_STEP);
+  gate(t);
   sampler_batch(&t->sampler, t->step, t->cfg.global_batch, t->ids);
   dataset_get(t->ds, SPLIT_TRAIN, t->ids + t->lo, B, t->x, t->y);
   model_set_batch(&t->m, t->x, t->y, B);
@@ -176,6 +192,7 @@ train_stats_t trainer_step(trainer_t *t, int stop_request) {
   size_t n = t->g.params.total;
   double t4 = t3, t5 = t3;
   if (t->world->size > 1) {
+    mux_fg_set(MUX_ALLREDUCE, SITE_DP_SYNC); /* a data-parallel step has no idle layers */
     comm_barrier(t->world);
     t4 = surge_now();
     comm_allreduce_sum(t->world, t->m.grads, n, TRAFFIC_DP);

@@ -1,0 +1,74 @@
+/* The background's side: the gate in front of every piece of its work, the partner's end, and its
+ * accounting (time paused, time running, samples). */
+#include <stdatomic.h>
+
+#include "core/error.h"
+#include "mux/mux_impl.h"
+
+enum { POLL_NS = 50 * 1000 * 1000 }; /* re-check liveness at least this often while paused */
+
+/* Whether the partner's current state lets the background run. */
+static int partner_idle(const mux_local_t *L) {
+  const mux_side_t *p = L->partner;
+  mux_state_t s = (mux_state_t)atomic_load(&p->state);
+  if (s == MUX_INACTIVE) return 1;
+  if (s == MUX_WAITING) return (double)atomic_load(&p->expected_ns) >= L->opt.min_wait_us * 1e3;
+  return 0; /* computing, allreduce */
+}
+
+/* The partner this background paired with is gone: it ended, died, or a new foreground took the
+ * slot. Before the first pairing a dead or ended slot is a stale one: wait for a new partner. */
+static int partner_gone(mux_local_t *L) {
+  mux_side_t *p = L->partner;
+  uint64_t gen = atomic_load(&p->generation);
+  int live = mux_side_live(p);
+  if (!L->partner_gen) {
+    if (live) {
+      L->partner_gen = gen;
+      if (L->opt.follow_affinity) mux_follow_partner_cpus(p);
+    }
+    return 0;
+  }
+  return !live || gen != L->partner_gen;
+}
+
+void mux_bg_gate(void) {
+  mux_local_t *L = mux_self;
+  if (!L || L->role != MUX_ROLE_BACKGROUND || L->released) return;
+  int64_t t0 = mux_now_ns();
+  atomic_fetch_add(&L->me->work_ns, (uint64_t)(t0 - L->ran_since));
+  for (;;) {
+    uint32_t seen = atomic_load(&L->partner->seq);
+    if (partner_gone(L)) {
+      L->partner_ended = 1;
+      L->released = 1; /* finish the step ungated; run.c stops or carries on (continue_alone) */
+      break;
+    }
+    if (L->partner_gen && partner_idle(L)) break;
+    int64_t now = mux_now_ns();
+    if (!L->partner_gen && (double)(now - L->attached_ns) > L->opt.partner_wait_s * 1e9)
+      surge_runtime_error("multiplex channel '%s' slot %d: no foreground attached within %g s (hint: start the "
+                          "foreground with --foreground and the same [multiplex] channel, on the same node, or "
+                          "raise [multiplex] partner_wait_s)", L->opt.channel, L->opt.index, L->opt.partner_wait_s);
+    mux_sleep(L->partner, seen, POLL_NS);
+  }
+  int64_t t1 = mux_now_ns();
+  atomic_fetch_add(&L->me->paused_ns, (uint64_t)(t1 - t0));
+  L->ran_since = t1;
+}
+
+int mux_partner_ended(void) {
+  mux_local_t *L = mux_self;
+  if (!L || L->role != MUX_ROLE_BACKGROUND) return 0;
+  if (!L->partner_ended && partner_gone(L)) L->partner_ended = L->released = 1;
+  return L->partner_ended;
+}
+
+void mux_bg_step_done(double samples) {
+  mux_local_t *L = mux_self;
+  if (!L || L->role != MUX_ROLE_BACKGROUND) return;
+  atomic_fetch_add(&L->me->samples_milli, (uint64_t)(samples * 1e3));
+  int64_t now = mux_now_ns(); /* the work since the last gate belongs to this step */
+  atomic_fetch_add(&L->me->work_ns, (uint64_t)(now - L->ran_since));
+  L->ran_since = now;
+}

@@ -1,0 +1,103 @@
+/* Multiplexing (DeepPool): a background training job runs on the cores (later the GPUs) of a
+ * foreground job and uses only the time the foreground leaves idle.
+ *
+ * Partners. Foreground rank i of a node pairs with background rank i of the same node (i is the
+ * rank's index among its own job's ranks on that node). They share one small POSIX shared-memory
+ * segment, /dev/shm/surge-mux-CHANNEL-i, in which each side publishes its state; neither ever waits
+ * for the other through MPI, so two separate jobs (two mpiexec runs, or two srun steps with
+ * --overlap) pair as well as the two halves of one MPMD MPI job.
+ *
+ * Priority, in layers:
+ *   1. the OS: a background process runs under SCHED_IDLE (nice 19 where that is refused), so the
+ *      kernel gives the core to the foreground the moment it is runnable;
+ *   2. cooperative gating: the foreground publishes what it is doing (computing, inactive for a
+ *      layer range, waiting on a receive, in an allreduce) with the duration it expects from the
+ *      previous steps; the background runs one piece of its own step (one node's forward or
+ *      backward, the data fetch, the optimizer) only while its partner is inactive or blocked on a
+ *      wait expected to last at least min_wait_us, and never during the partner's allreduce;
+ *   3. a polite foreground: its receives and barriers poll and sleep (comm_t.poll_us) instead of
+ *      spinning, so the core is free while it waits;
+ *   4. devices: backend_t.set_priority gives the background low-priority streams on a GPU backend.
+ *
+ * One process has at most one channel (its role is fixed for the run), so the hooks below are
+ * free functions that do nothing when the process is not multiplexed. */
+#ifndef SURGE_MUX_H
+#define SURGE_MUX_H
+
+#include <stdint.h>
+
+enum { MUX_CHANNEL_MAX = 64 }; /* channel names: 1..64 of [A-Za-z0-9._-] */
+
+typedef enum mux_role { MUX_ROLE_NONE = 0, MUX_ROLE_FOREGROUND, MUX_ROLE_BACKGROUND } mux_role_t;
+
+/* What the foreground is doing, as its partner sees it. */
+typedef enum mux_state {
+  MUX_COMPUTING = 0, /* its own compute (and data, optimizer, logging): background waits */
+  MUX_INACTIVE,      /* no work of its own in this layer range: background may run */
+  MUX_WAITING,       /* blocked on a receive or barrier: background may run if it is long */
+  MUX_ALLREDUCE,     /* in a gradient allreduce: background never runs */
+  MUX_STATE_COUNT
+} mux_state_t;
+
+const char *mux_state_name(mux_state_t s); /* "computing", "inactive", "waiting", "allreduce" */
+const char *mux_role_name(mux_role_t r);   /* "none", "foreground", "background" */
+
+typedef struct mux_options {
+  char channel[MUX_CHANNEL_MAX + 1];
+  int index;             /* this rank's index among its job's ranks on this node */
+  double min_wait_us;    /* background: a WAITING partner counts as idle if it expects >= this */
+  double partner_wait_s; /* background: give up (exit 1) when no foreground attached in this time */
+  int continue_alone;    /* background: after the foreground ends, run on ungated (1) or stop (0) */
+  int follow_affinity;   /* background: take the partner's CPU set when it attaches */
+} mux_options_t;
+
+/* Whether name is a valid channel name (the segment name is built from it; nothing else). */
+int mux_channel_name_ok(const char *name);
+
+/* Attach this process to its partner slot as role (foreground or background): create or open the
+ * segment, check it, and claim the role's side (an error when a live process holds it). */
+void mux_attach(mux_role_t role, const mux_options_t *o);
+/* Mark this side ended (cleanly) and detach; the side that leaves last removes the segment. */
+void mux_detach(void);
+mux_role_t mux_role(void);
+
+/* ---- foreground ---- */
+
+/* Publish state s. site names the code location (any int): the expected duration published with
+ * it is the running average of how long the state lasted at that site in earlier steps. */
+void mux_fg_set(mux_state_t s, int site);
+/* Per step: the job's samples/s (from the slowest rank) for the partner's accounting. */
+void mux_fg_step_done(double job_samples_per_sec);
+
+/* ---- background ---- */
+
+/* Block (sleeping, no spinning) until this rank may run its next piece of work: the partner is
+ * inactive, or waiting on something expected to last at least min_wait_us. Returns at once when
+ * the process is not a background, after the partner ended (see mux_partner_ended), or under
+ * continue_alone once it has. No foreground attached within partner_wait_s is a runtime error. */
+void mux_bg_gate(void);
+/* Whether the foreground this background paired with has ended (cleanly or killed). */
+int mux_partner_ended(void);
+/* Per step: this rank's share of the step's samples, for the partner's accounting. */
+void mux_bg_step_done(double samples);
+
+/* ---- the operating system's share ---- */
+
+/* Lower this process's CPU priority: policy "idle" (SCHED_IDLE, falling back to nice 19 when the
+ * kernel refuses), "nice" (nice 19) or "none". Returns what was applied, for the log: "SCHED_IDLE",
+ * "nice 19" or "none". */
+const char *mux_lower_priority(const char *policy);
+
+/* ---- accounting, both sides (cumulative since attach) ---- */
+typedef struct mux_counters {
+  double bg_work_s;      /* background: seconds between a gate opening and the next gate call */
+  double bg_paused_s;    /* background: seconds blocked in mux_bg_gate */
+  double bg_samples;     /* background: samples of this rank's share of finished steps */
+  double fg_samples_per_sec; /* foreground: the job's samples/s at its last step (0 before) */
+  int live;              /* that side holds a live process */
+} mux_counters_t;
+/* The partner slot's counters (the background's when this is the foreground and vice versa),
+ * plus this side's; zeros when not multiplexed. */
+void mux_read(mux_counters_t *bg_side, mux_counters_t *fg_side);
+
+#endif

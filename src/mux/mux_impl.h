@@ -1,0 +1,69 @@
+/* Inside the multiplexer: the shared segment's layout and this process's end of it. Each side
+ * writes only its own mux_side_t; the other side only reads it (atomics, no locks). */
+#ifndef SURGE_MUX_IMPL_H
+#define SURGE_MUX_IMPL_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "mux/mux.h"
+
+#define MUX_MAGIC 0x58554d4547525553ULL /* "SURGEMUX" little-endian */
+enum { MUX_VERSION = 1, MUX_CPUSET_BYTES = 128, MUX_SITES = 4096 };
+enum { SIDE_FG = 0, SIDE_BG = 1 };
+enum { ATTACH_NONE = 0, ATTACH_LIVE = 1, ATTACH_ENDED = 2 };
+
+typedef struct mux_side {
+  _Atomic uint32_t seq;          /* futex word: bumped at every state change and at detach */
+  _Atomic uint32_t sleepers;     /* the other side sleeps on seq: wake it */
+  _Atomic int32_t state;         /* mux_state_t */
+  _Atomic int32_t attached;      /* ATTACH_* */
+  _Atomic int64_t pid;
+  _Atomic uint64_t generation;   /* +1 at every attach of this side */
+  _Atomic int64_t since_ns;      /* CLOCK_MONOTONIC when the state began */
+  _Atomic int64_t expected_ns;   /* expected duration of the state, 0 unknown */
+  _Atomic uint64_t work_ns;      /* background: time not paused at the gate */
+  _Atomic uint64_t paused_ns;    /* background: time paused at the gate */
+  _Atomic uint64_t samples_milli; /* background: samples of its share, x 1000 */
+  _Atomic int64_t job_sps_milli; /* foreground: the job's samples/s, x 1000 */
+  _Atomic int32_t cpuset_bytes;  /* valid bytes of cpuset (0: not published) */
+  unsigned char cpuset[MUX_CPUSET_BYTES];
+} mux_side_t;
+
+typedef struct mux_shm {
+  _Atomic uint64_t magic;
+  uint32_t version, bytes; /* MUX_VERSION, sizeof(mux_shm_t) */
+  mux_side_t side[2];      /* [SIDE_FG], [SIDE_BG] */
+} mux_shm_t;
+
+/* This process's end (one per process). */
+typedef struct mux_local {
+  mux_role_t role;
+  mux_options_t opt;
+  char name[MUX_CHANNEL_MAX + 32]; /* shm name "/surge-mux-CHANNEL-I" */
+  mux_shm_t *shm;
+  mux_side_t *me, *partner;
+  /* foreground */
+  int site;                      /* site of the current state (-1: none yet) */
+  int64_t state_start;
+  double expected_ns[MUX_SITES]; /* running average per site (0: not seen) */
+  /* background */
+  int64_t attached_ns, ran_since;
+  uint64_t partner_gen;          /* generation of the foreground it paired with, 0: none yet */
+  int partner_ended, released, affinity_done;
+} mux_local_t;
+
+extern mux_local_t *mux_self; /* NULL when the process is not multiplexed */
+
+int64_t mux_now_ns(void);
+/* Whether pid is a running process (not gone, not a zombie). */
+int mux_pid_alive(int64_t pid);
+/* The partner slot holds a live process (attached, not ended, pid alive). */
+int mux_side_live(const mux_side_t *s);
+/* Wake sleepers on s->seq after a change; sleep on partner->seq while it equals seen (timeout_ns). */
+void mux_wake(mux_side_t *s);
+void mux_sleep(mux_side_t *partner, uint32_t seen, int64_t timeout_ns);
+/* Give this process the CPU set the partner published (background: follow_affinity). */
+void mux_follow_partner_cpus(const mux_side_t *partner);
+
+#endif

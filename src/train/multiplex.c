@@ -1,0 +1,164 @@
+#include "train/multiplex.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "core/timer.h"
+
+/* The channel both partners use: the deck's, the MPMD launch's, or slurm-JOBID inside Slurm. */
+static void choose_channel(run_mux_t *x, const config_t *cfg, const deck_t *deck) {
+  const char *slurm = getenv("SLURM_JOB_ID");
+  if (cfg->mux_channel[0]) {
+    if (!mux_channel_name_ok(cfg->mux_channel))
+      surge_input_error("%s: [multiplex] channel = '%s': expected 1..%d characters of A-Z a-z 0-9 . _ - (not "
+                        "starting with '.')", deck_where(deck, "multiplex.channel"), cfg->mux_channel, MUX_CHANNEL_MAX);
+    snprintf(x->channel, sizeof x->channel, "%.*s", MUX_CHANNEL_MAX, cfg->mux_channel);
+  } else if (cfg->mux_auto_channel[0]) {
+    snprintf(x->channel, sizeof x->channel, "%.*s", MUX_CHANNEL_MAX, cfg->mux_auto_channel);
+  } else if (slurm && slurm[0] && strspn(slurm, "0123456789") == strlen(slurm) && strlen(slurm) < 32) {
+    snprintf(x->channel, sizeof x->channel, "slurm-%s", slurm);
+  } else {
+    surge_input_error("a --%s job needs the [multiplex] channel its partner uses (hint: set the same "
+                      "[multiplex] channel = NAME in both decks, or -D multiplex.channel=NAME; inside one MPMD "
+                      "mpiexec or one Slurm job it is chosen for you)", mux_role_name(x->role));
+  }
+}
+
+void run_mux_begin(run_mux_t *x, trainer_t *t, const deck_t *deck) {
+  memset(x, 0, sizeof *x);
+  const config_t *cfg = &t->cfg;
+  x->role = (mux_role_t)cfg->mux_role;
+  x->priority = x->device_priority = "none";
+  if (x->role == MUX_ROLE_NONE) return;
+  choose_channel(x, cfg, deck);
+  comm_t node;
+  comm_split_node(t->world, &node);
+  mux_options_t o = {.index = node.rank + (int)cfg->mux_partner_offset,
+                     .min_wait_us = cfg->mux_min_wait_us,
+                     .partner_wait_s = cfg->mux_partner_wait_s,
+                     .continue_alone = strcmp(cfg->mux_on_fg_end, "continue") == 0,
+                     .follow_affinity = cfg->mux_follow_affinity};
+  comm_free(&node);
+  snprintf(o.channel, sizeof o.channel, "%s", x->channel);
+  if (x->role == MUX_ROLE_BACKGROUND) {
+    x->priority = mux_lower_priority(cfg->mux_priority);
+    x->device_priority = t->be->set_priority(1);
+    t->m.before_node = mux_bg_gate;
+  } else {
+    t->world->poll_us = cfg->mux_poll_us;
+  }
+  mux_attach(x->role, &o);
+  if (t->world->rank == 0)
+    printf("multiplex: %s on channel %s (%d rank%s; CPU priority %s; device: %s)\n", mux_role_name(x->role),
+           x->channel, t->world->size, t->world->size == 1 ? "" : "s", x->priority, x->device_priority);
+}
+
+void run_mux_step_begin(run_mux_t *x) {
+  if (x->role == MUX_ROLE_NONE) return;
+  mux_read(&x->bg0, &x->fg0);
+  x->step_t0 = surge_now();
+}
+
+/* Foreground: the partner's work and samples during the step, summed over the job's ranks. */
+static void foreground_row(run_mux_t *x, trainer_t *t, log_row_t *row, const mux_counters_t *bg, double span) {
+  double lent = bg->bg_work_s - x->bg0.bg_work_s;
+  double v[2] = {span > 0 ? (bg->bg_samples - x->bg0.bg_samples) / span : 0, lent > 0 ? 1 : 0};
+  if (v[0] < 0) v[0] = 0; /* a new partner restarted its counters */
+  if (lent < 0) lent = 0;
+  comm_allreduce_sum_double(t->world, v, 2, TRAFFIC_OTHER);
+  row->phase[PHASE_BACKGROUND] = lent;
+  row->fg_samples_per_sec = row->samples_per_sec;
+  row->bg_samples_per_sec = v[0];
+  row->bg_ranks_active = v[1];
+  mux_fg_step_done(row->samples_per_sec);
+  x->fg_sec += row->step_sec;
+  x->fg_samples += (double)t->cfg.global_batch;
+  x->bg_samples += v[0] * span;
+  x->span_sec += span;
+  if (v[1] > 0) {
+    x->with_sec += row->step_sec;
+    x->with_n++;
+  } else {
+    x->without_sec += row->step_sec;
+    x->without_n++;
+  }
+}
+
+/* Background: its own throughput, its partner's (the foreground job's, the same on every rank),
+ * and the time it was paused. */
+static void background_row(run_mux_t *x, trainer_t *t, log_row_t *row, const mux_counters_t *me,
+                           const mux_counters_t *fg, double span) {
+  double paused = me->bg_paused_s - x->bg0.bg_paused_s;
+  double v[2] = {fg->live ? fg->fg_samples_per_sec : 0, fg->live ? 1 : 0};
+  comm_allreduce_max_double(t->world, v, 1, TRAFFIC_OTHER);
+  comm_allreduce_sum_double(t->world, v + 1, 1, TRAFFIC_OTHER);
+  row->phase[PHASE_PAUSED] = paused;
+  row->bg_samples_per_sec = row->samples_per_sec;
+  row->fg_samples_per_sec = v[0];
+  row->bg_ranks_active = v[1];
+  x->bg_samples += (double)t->cfg.global_batch;
+  x->span_sec += row->step_sec;
+  x->fg_samples += v[0] * span;
+  x->fg_sec += v[0] > 0 ? span : 0;
+  x->paused_sec += paused;
+  x->run_sec += span;
+}
+
+void run_mux_step_end(run_mux_t *x, trainer_t *t, log_row_t *row) {
+  if (x->role == MUX_ROLE_NONE) return;
+  if (x->role == MUX_ROLE_BACKGROUND) mux_bg_step_done((double)t->cfg.global_batch / t->world->size);
+  mux_counters_t bg, fg;
+  mux_read(&bg, &fg);
+  double span = surge_now() - x->step_t0;
+  if (x->role == MUX_ROLE_FOREGROUND)
+    foreground_row(x, t, row, &bg, span);
+  else
+    background_row(x, t, row, &bg, &fg, span);
+  row->total_samples_per_sec = row->fg_samples_per_sec + row->bg_samples_per_sec;
+}
+
+int run_mux_foreground_ended(run_mux_t *x, trainer_t *t) {
+  if (x->role != MUX_ROLE_BACKGROUND || x->alone) return 0;
+  double ended = mux_partner_ended();
+  comm_allreduce_max_double(t->world, &ended, 1, TRAFFIC_OTHER);
+  if (ended > 0 && strcmp(t->cfg.mux_on_fg_end, "continue") == 0) x->alone = 1;
+  return ended > 0;
+}
+
+void run_mux_info(const run_mux_t *x, const config_t *cfg, log_mux_info_t *info) {
+  memset(info, 0, sizeof *info);
+  info->role = mux_role_name(x->role);
+  info->channel = x->channel;
+  info->priority = x->priority;
+  info->on_foreground_end = cfg->mux_on_fg_end;
+  int fg = x->role == MUX_ROLE_FOREGROUND;
+  info->fg_samples_per_sec = x->fg_sec > 0 ? x->fg_samples / x->fg_sec : NAN;
+  info->bg_samples_per_sec = x->span_sec > 0 ? x->bg_samples / x->span_sec : NAN;
+  info->total_samples_per_sec = info->fg_samples_per_sec + info->bg_samples_per_sec;
+  info->fg_slowdown = fg && x->with_n > 0 && x->without_n > 0
+                          ? (x->with_sec / (double)x->with_n) / (x->without_sec / (double)x->without_n)
+                          : NAN;
+}
+
+void run_mux_end(run_mux_t *x, trainer_t *t) {
+  if (x->role == MUX_ROLE_NONE) return;
+  log_mux_info_t info;
+  run_mux_info(x, &t->cfg, &info);
+  if (t->world->rank == 0) {
+    printf("multiplex (%s, channel %s): foreground %.1f samples/s, background %.1f samples/s, total %.1f samples/s\n",
+           info.role, x->channel, info.fg_samples_per_sec, info.bg_samples_per_sec, info.total_samples_per_sec);
+    if (x->role == MUX_ROLE_FOREGROUND && isfinite(info.fg_slowdown))
+      printf("foreground slowdown %.3f (mean step with a background partner / without: %ld and %ld steps)\n",
+             info.fg_slowdown, x->with_n, x->without_n);
+    else if (x->role == MUX_ROLE_FOREGROUND)
+      printf("foreground slowdown: not measured in this run (%ld steps had a background partner, %ld had none; "
+             "compare with a foreground-only run: surge-report FG.h5 SOLO.h5)\n", x->with_n, x->without_n);
+    else
+      printf("paused %.0f%% of the time waiting for the foreground (CPU priority %s)\n",
+             x->run_sec > 0 ? 100.0 * x->paused_sec / x->run_sec : 0.0, x->priority);
+  }
+  mux_detach();
+}

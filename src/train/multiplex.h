@@ -1,0 +1,44 @@
+/* A run's side of multiplexing (mux/mux.h): attach as foreground or background, the OS priority
+ * and polite waits, the background's gate, DeepPool's accounting per step (for the log and the
+ * summary), and what a background does when its foreground ends. Every function does nothing for
+ * a run that is not multiplexed (cfg.mux_role == MUX_ROLE_NONE). */
+#ifndef SURGE_TRAIN_MULTIPLEX_H
+#define SURGE_TRAIN_MULTIPLEX_H
+
+#include "io/log.h"
+#include "mux/mux.h"
+#include "train/train.h"
+
+typedef struct run_mux {
+  mux_role_t role;
+  char channel[MUX_CHANNEL_MAX + 1];
+  const char *priority;           /* what the OS granted (background), "none" otherwise */
+  const char *device_priority;    /* what the backend did */
+  mux_counters_t bg0, fg0;        /* the channel's counters when the step began */
+  double step_t0;
+  /* run totals */
+  double fg_sec, fg_samples;      /* foreground: slowest-rank step times and samples */
+  double bg_samples, span_sec;    /* background samples seen and the time they took */
+  double with_sec, without_sec;   /* foreground step time with / without an active partner */
+  long with_n, without_n;
+  double paused_sec, run_sec;     /* background: paused time and step time of this rank */
+  int alone;                      /* background: the foreground ended and this one carries on */
+} run_mux_t;
+
+/* Collective over t->world: attach (channel from [multiplex] channel, the MPMD launch, or Slurm's
+ * job id; bad names blame the deck's line), then set priorities, polite waits or the gate. */
+void run_mux_begin(run_mux_t *x, trainer_t *t, const deck_t *deck);
+/* Before trainer_step: the counters the step starts from. */
+void run_mux_step_begin(run_mux_t *x);
+/* Collective, after the step's log row is made: fill the row's multiplex fields and its background
+ * or paused phase, and publish this side's accounting. */
+void run_mux_step_end(run_mux_t *x, trainer_t *t, log_row_t *row);
+/* Collective (background): 1 when every rank agrees that the foreground has ended; the caller
+ * stops or (x->alone) carries on. */
+int run_mux_foreground_ended(run_mux_t *x, trainer_t *t);
+/* The run's totals for the log (role, channel, samples/s, slowdown). */
+void run_mux_info(const run_mux_t *x, const config_t *cfg, log_mux_info_t *info);
+/* Rank 0 prints the totals; every rank detaches. */
+void run_mux_end(run_mux_t *x, trainer_t *t);
+
+#endif

@@ -20,16 +20,19 @@ static int partner_idle(const mux_local_t *L) {
  * slot. Before the first pairing a dead or ended slot is a stale one: wait for a new partner. */
 static int partner_gone(mux_local_t *L) {
   mux_side_t *p = L->partner;
-  uint64_t gen = atomic_load(&p->generation);
-  int live = mux_side_live(p);
   if (!L->partner_gen) {
-    if (live) {
-      L->partner_gen = gen;
-      if (L->opt.follow_affinity) mux_follow_partner_cpus(p);
-    }
+    mux_bg_try_pair(L);
     return 0;
   }
-  return !live || gen != L->partner_gen;
+  return !mux_side_live(p) || atomic_load(&p->generation) != L->partner_gen;
+}
+
+void mux_bg_try_pair(mux_local_t *L) {
+  mux_side_t *p = L->partner;
+  uint64_t gen = atomic_load(&p->generation);
+  if (L->partner_gen || !mux_side_live(p)) return;
+  L->partner_gen = gen;
+  if (L->opt.follow_affinity) mux_follow_partner_cpus(p);
 }
 
 void mux_bg_gate(void) {

@@ -186,6 +186,7 @@ void mux_attach(mux_role_t role, const mux_options_t *o) {
   atomic_store(&me->attached, ATTACH_LIVE);
   mux_wake(me);
   L->attached_ns = L->ran_since = mux_now_ns();
+  if (role == MUX_ROLE_BACKGROUND) mux_bg_try_pair(L);
   mux_self = L;
 }
 

@@ -7,6 +7,8 @@
 
 #include "core/error.h"
 
+static comm_t mpmd_world = {.mpi = MPI_COMM_NULL}; /* every process of an MPMD launch */
+
 void mux_launch_split(mux_role_t asked, comm_t *job, mux_launch_t *out) {
   memset(out, 0, sizeof *out);
   comm_t world;
@@ -40,5 +42,11 @@ void mux_launch_split(mux_role_t asked, comm_t *job, mux_launch_t *out) {
   /* one job per block of the command line; without MPI_APPNUM, one per role */
   int color = found && appnum ? app : out->role == MUX_ROLE_BACKGROUND ? 1 : 0;
   comm_split(&world, color, world.rank, job);
-  comm_free(&world);
+  mpmd_world = world;
+}
+
+void mux_launch_rendezvous(void) {
+  if (mpmd_world.mpi == MPI_COMM_NULL) return;
+  comm_barrier(&mpmd_world);
+  comm_free(&mpmd_world);
 }

@@ -19,4 +19,8 @@ typedef struct mux_launch {
  * --background, the blocks without a flag are foreground; all blocks share one channel name. */
 void mux_launch_split(mux_role_t asked, comm_t *job, mux_launch_t *out);
 
+/* Collective over an MPMD launch's world (nothing otherwise): once every process has attached to
+ * its channel, so that no job can end before its partner has seen it. Call it once. */
+void mux_launch_rendezvous(void);
+
 #endif

@@ -8,3 +8,9 @@ libsurge_a_SOURCES += \
 	src/mux/priority.c \
 	src/mux/launch.h \
 	src/mux/launch.c
+check_PROGRAMS += tests/test_mux
+tests_test_mux_SOURCES = tests/test_mux.c tests/child.c
+tests_test_mux_LDADD = $(SURGE_LIBS)
+TESTS += tests/test_mux
+TESTS += tests/test_multiplex.sh
+dist_check_SCRIPTS += tests/test_multiplex.sh

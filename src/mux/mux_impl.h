@@ -63,6 +63,8 @@ int mux_side_live(const mux_side_t *s);
 /* Wake sleepers on s->seq after a change; sleep on partner->seq while it equals seen (timeout_ns). */
 void mux_wake(mux_side_t *s);
 void mux_sleep(mux_side_t *partner, uint32_t seen, int64_t timeout_ns);
+/* Background: pair with the foreground in the slot if it is live and none was paired yet. */
+void mux_bg_try_pair(mux_local_t *L);
 /* Give this process the CPU set the partner published (background: follow_affinity). */
 void mux_follow_partner_cpus(const mux_side_t *partner);
 

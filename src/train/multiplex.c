@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "core/timer.h"
+#include "mux/launch.h"
 
 /* The channel both partners use: the deck's, the MPMD launch's, or slurm-JOBID inside Slurm. */
 static void choose_channel(run_mux_t *x, const config_t *cfg, const deck_t *deck) {
@@ -51,6 +52,7 @@ void run_mux_begin(run_mux_t *x, trainer_t *t, const deck_t *deck) {
     t->world->poll_us = cfg->mux_poll_us;
   }
   mux_attach(x->role, &o);
+  mux_launch_rendezvous();
   if (t->world->rank == 0)
     printf("multiplex: %s on channel %s (%d rank%s; CPU priority %s; device: %s)\n", mux_role_name(x->role),
            x->channel, t->world->size, t->world->size == 1 ? "" : "s", x->priority, x->device_priority);

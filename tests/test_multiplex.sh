@@ -1,0 +1,154 @@
+#!/bin/sh
+# Multiplexing end to end (doc/multiplexing.md): a foreground vgg-mini burst job on 2 ranks whose
+# plan leaves rank 1 idle for the second half of the network, and background mlp jobs beside it.
+#  - MPMD (one mpiexec, one 1-rank background per foreground rank): the backgrounds' loss falls, they
+#    stop with a checkpoint when the foreground ends, both logs hold the accounting;
+#  - the foreground's parameters are bitwise those of the same run without a background;
+#  - a background's parameters after N steps are bitwise those of a standalone run of its deck,
+#    also when it was stopped by its foreground's end and resumed;
+#  - separate mpiexec jobs: killing the background never disturbs the foreground; killing the
+#    foreground stops the background or lets it carry on, as [multiplex] on_foreground_end says;
+#  - errors: no foreground, no channel, a bad channel name, a failing half of an MPMD job.
+. "$(dirname "$0")/tap.sh"
+[ -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ] || tap_skip_all "dataset-fashion-mnist is not installed"
+export OMPI_MCA_rmaps_base_oversubscribe=1
+h5_compare="$top_build/tests/h5_compare"
+vgg="model.vgg_channels=4,8 model.vgg_fc=32"
+"$top_build/tests/make_plan" "$top_src/inputs/vgg-mini-fmnist.deck" 2 "$tap_tmp/p.plan" train.global_batch=32 $vgg \
+  >/dev/null 2>&1
+awk '/^[0-9]+ / && $1 >= 6 { print $1, $2, 1, 0, 32; next } { print }' "$tap_tmp/p.plan" >"$tap_tmp/idle.plan"
+FG="$SURGE_TRAIN $top_src/inputs/vgg-mini-fmnist.deck -D model.vgg_channels=4,8 -D model.vgg_fc=32
+  -D train.global_batch=32 -D data.train_samples=2000 -D data.test_samples=100 -D run.steps=40 -D run.print_every=100
+  -D parallel.mode=burst -D parallel.plan=$tap_tmp/idle.plan"
+BG="$SURGE_TRAIN $top_src/inputs/mlp-fmnist.deck -D model.mlp_hidden=64 -D data.train_samples=5000
+  -D data.test_samples=100 -D run.eval_every=0 -D run.print_every=1000 -D train.lr=0.1"
+h5vals() {
+  h5dump -y -d "$2" "$1" | sed -n '/^   DATA {/,/^   }/p' | sed '1d;$d' | tr ',' '\n' | sed 's/^ *//; s/ *$//; /^$/d'
+}
+h5attr() { h5dump -a "$2" "$1" | sed -n 's/^ *(0): //p' | tr -d '"'; }
+# same A B: bitwise equal parameters
+same() { "$h5_compare" "$1" "$2" 0 >"$tap_tmp/cmp.txt" 2>&1; }
+# falls LOG: the mean of the last 5 losses is below the mean of the first 5 (at least 10 steps)
+falls() {
+  h5vals "$1" /metrics/loss | awk '{ v[NR] = $1 } END {
+    if (NR < 10) exit 1; for (i = 1; i <= 5; i++) { a += v[i]; b += v[NR - 5 + i] } exit !(b < a) }'
+}
+# any_positive LOG DATASET: some value is > 0 (NaN cells of absent ranks aside)
+any_positive() { h5vals "$1" "$2" | awk '$1 + 0 > 0 { found = 1 } END { exit !found }'; }
+
+# ---- MPMD: 2 foreground ranks, one 1-rank background beside each
+timeout 300 "$mpiexec" --bind-to core --map-by core -n 2 $FG -D "run.out_dir=$tap_tmp/fg" \
+  : -n 1 $BG --background -D run.steps=100000 -D "run.out_dir=$tap_tmp/b0" \
+  : -n 1 $BG --background -D run.steps=100000 -D "run.out_dir=$tap_tmp/b1" -D multiplex.partner_offset=1 \
+  >"$tap_tmp/mpmd.txt" 2>&1
+rc=$?
+tap_ok $rc "MPMD foreground + two backgrounds: exit $rc"
+[ $rc = 0 ] || tap_diag "$(tail -20 "$tap_tmp/mpmd.txt")"
+falls "$tap_tmp/b1/log.h5"
+tap_ok $? "the background beside the idle foreground rank: its loss falls ($(h5vals "$tap_tmp/b1/log.h5" /metrics/loss | wc -l) steps)"
+n0=$(h5vals "$tap_tmp/b0/log.h5" /metrics/loss | wc -l)
+[ "$n0" -ge 1 ]
+tap_ok $? "the background beside the busy foreground rank still ran $n0 steps in its gaps"
+ended=0
+for b in b0 b1; do
+  h5vals "$tap_tmp/$b/log.h5" /events/text | grep -q "stopped: the foreground ended" && ls "$tap_tmp/$b/checkpoints/"ckpt-*.h5 >/dev/null 2>&1 || ended=1
+done
+tap_ok $ended "both backgrounds stopped with a checkpoint when the foreground ended (on_foreground_end = stop)"
+grep -q "resume with: surge-train .*mlp-fmnist.deck --background --resume" "$tap_tmp/mpmd.txt"
+tap_ok $? "and say how to resume"
+[ "$(h5attr "$tap_tmp/fg/log.h5" /multiplex/role)" = foreground ] && [ "$(h5attr "$tap_tmp/b1/log.h5" /multiplex/role)" = background ] &&
+  [ "$(h5attr "$tap_tmp/b1/log.h5" /multiplex/priority)" = SCHED_IDLE ]
+tap_ok $? "logs: /multiplex@role foreground and background, the background under SCHED_IDLE"
+any_positive "$tap_tmp/fg/log.h5" /multiplex/background_samples_per_sec && any_positive "$tap_tmp/fg/log.h5" /ranks/phase_background &&
+  any_positive "$tap_tmp/b1/log.h5" /multiplex/foreground_samples_per_sec && any_positive "$tap_tmp/b0/log.h5" /ranks/phase_paused
+tap_ok $? "accounting: the foreground logs background samples/s and lent time, the backgrounds foreground samples/s and paused time"
+grep -aq "multiplex (foreground, channel mpmd-[^)]*): foreground [0-9.]* samples/s, background [0-9.]* samples/s, total [0-9.]* samples/s" "$tap_tmp/mpmd.txt"
+tap_ok $? "the foreground's summary prints foreground, background and total samples/s"
+
+# ---- the foreground alone: the same parameters, bit for bit
+timeout 300 "$mpiexec" -n 2 $FG -D "run.out_dir=$tap_tmp/solo" >"$tap_tmp/solo.txt" 2>&1
+same "$tap_tmp/fg/model.h5" "$tap_tmp/solo/model.h5"
+tap_ok $? "foreground parameters with backgrounds = without ($(cat "$tap_tmp/cmp.txt"))"
+
+# ---- a background stopped by its foreground's end, resumed alone = a straight standalone run
+k=$(h5vals "$tap_tmp/b1/log.h5" /metrics/step | tail -1)
+timeout 300 "$mpiexec" -n 1 $BG -D run.steps=$((k + 5)) -D "run.out_dir=$tap_tmp/b1" --resume >"$tap_tmp/b1r.txt" 2>&1 &&
+  timeout 300 "$mpiexec" -n 1 $BG -D run.steps=$((k + 5)) -D "run.out_dir=$tap_tmp/b1straight" >"$tap_tmp/b1s.txt" 2>&1
+same "$tap_tmp/b1/model.h5" "$tap_tmp/b1straight/model.h5"
+tap_ok $? "background stopped at step $k by its foreground, resumed to $((k + 5)) = a straight run ($(cat "$tap_tmp/cmp.txt"))"
+
+# ---- a 2-rank background that carries on after its foreground: N steps = a standalone run
+timeout 300 "$mpiexec" -n 2 $FG -D run.steps=5 -D "run.out_dir=$tap_tmp/fg5" \
+  : -n 2 $BG --background -D run.steps=30 -D multiplex.on_foreground_end=continue -D "run.out_dir=$tap_tmp/bc" \
+  >"$tap_tmp/cont.txt" 2>&1
+rc=$?
+timeout 300 "$mpiexec" -n 2 $BG -D run.steps=30 -D "run.out_dir=$tap_tmp/bcsolo" >"$tap_tmp/bcsolo.txt" 2>&1
+[ $rc = 0 ] && same "$tap_tmp/bc/model.h5" "$tap_tmp/bcsolo/model.h5"
+tap_ok $? "a 2-rank background that continues after its foreground: 30 steps = standalone ($(cat "$tap_tmp/cmp.txt"))"
+h5vals "$tap_tmp/bc/log.h5" /events/text | grep -q "the foreground ended: continuing at full speed"
+tap_ok $? "and its log says when it went on at full speed"
+
+# ---- separate jobs: kill -9 the background, the foreground does not notice
+chan="sep-$$"
+fg_pattern="^$SURGE_TRAIN .*run.out_dir=$tap_tmp/fgsep( |\$)"
+bg_pattern="^$SURGE_TRAIN .*run.out_dir=$tap_tmp/bgsep( |\$)"
+timeout 300 "$mpiexec" -n 2 $FG --foreground -D multiplex.channel=$chan -D "run.out_dir=$tap_tmp/fgsep" >"$tap_tmp/fgsep.txt" 2>&1 &
+fg_pid=$!
+timeout 300 "$mpiexec" -n 2 $BG --background -D run.steps=100000 -D multiplex.channel=$chan -D "run.out_dir=$tap_tmp/bgsep" \
+  >"$tap_tmp/bgsep.txt" 2>&1 &
+bg_pid=$!
+tap_wait_until 120 grep -q "step  *[0-9]*/100000" "$tap_tmp/bgsep.txt" || tap_wait_until 60 test -f "$tap_tmp/bgsep/log.h5"
+pkill -KILL -f "$bg_pattern"
+wait $bg_pid
+wait $fg_pid
+rc=$?
+same "$tap_tmp/fgsep/model.h5" "$tap_tmp/solo/model.h5"
+tap_ok $? "killing the background job (kill -9) leaves the foreground job: exit $rc, parameters = alone ($(cat "$tap_tmp/cmp.txt"))"
+
+# ---- separate jobs: kill -9 the foreground; the background stops, or goes on, as configured
+for policy in stop continue; do
+  timeout 300 "$mpiexec" -n 2 $FG --foreground -D run.steps=100000 -D multiplex.channel=$chan-$policy \
+    -D "run.out_dir=$tap_tmp/fgk-$policy" >/dev/null 2>&1 &
+  fg_pid=$!
+  timeout 300 "$mpiexec" -n 2 $BG --background -D run.steps=60 -D multiplex.channel=$chan-$policy \
+    -D multiplex.on_foreground_end=$policy -D "run.out_dir=$tap_tmp/bgk-$policy" >"$tap_tmp/bgk-$policy.txt" 2>&1 &
+  bg_pid=$!
+  tap_wait_until 120 grep -q "multiplex: background on channel" "$tap_tmp/bgk-$policy.txt"
+  sleep 1
+  pkill -KILL -f "^$SURGE_TRAIN .*run.out_dir=$tap_tmp/fgk-$policy( |\$)"
+  wait $fg_pid
+  wait $bg_pid
+  rc=$?
+  steps=$(h5vals "$tap_tmp/bgk-$policy/log.h5" /metrics/step | tail -1)
+  if [ $policy = stop ]; then
+    [ $rc = 0 ] && [ "${steps:-60}" -lt 60 ] && grep -q "stopped: the foreground ended" "$tap_tmp/bgk-$policy.txt"
+    tap_ok $? "foreground killed, on_foreground_end = stop: the background stops after step ${steps:-none} with exit $rc"
+  else
+    [ $rc = 0 ] && [ "$steps" = 60 ] && grep -q "continuing at full speed" "$tap_tmp/bgk-$policy.txt"
+    tap_ok $? "foreground killed, on_foreground_end = continue: the background finishes its 60 steps (${steps:-none}), exit $rc"
+  fi
+done
+
+# ---- errors
+timeout 60 "$mpiexec" -n 1 $BG --background -D run.steps=5 -D multiplex.channel=nobody-$$ -D multiplex.partner_wait_s=1 \
+  -D "run.out_dir=$tap_tmp/alone" >"$tap_tmp/alone.txt" 2>&1
+rc=$?
+[ $rc = 1 ] && grep -q "no foreground attached within 1 s" "$tap_tmp/alone.txt"
+tap_ok $? "a background with no foreground gives up after partner_wait_s: exit $rc"
+env -u SLURM_JOB_ID timeout 60 "$mpiexec" -n 1 $BG --background -D "run.out_dir=$tap_tmp/nochan" >"$tap_tmp/nochan.txt" 2>&1
+rc=$?
+[ $rc = 2 ] && grep -q "needs the \[multiplex\] channel its partner uses" "$tap_tmp/nochan.txt"
+tap_ok $? "a separate background without a channel: exit $rc with a hint"
+printf '[multiplex]\nchannel = ../x\n' >"$tap_tmp/badchan.deck"
+cat "$top_src/inputs/mlp-fmnist.deck" "$tap_tmp/badchan.deck" >"$tap_tmp/bad.deck"
+timeout 60 "$mpiexec" -n 1 "$SURGE_TRAIN" "$tap_tmp/bad.deck" --foreground -D "run.out_dir=$tap_tmp/badc" >"$tap_tmp/badc.txt" 2>&1
+rc=$?
+line=$(grep -n "^channel" "$tap_tmp/bad.deck" | cut -d: -f1)
+[ $rc = 2 ] && grep -q "bad.deck:$line: \[multiplex\] channel = '../x'" "$tap_tmp/badc.txt"
+tap_ok $? "a bad channel name names the deck line: exit $rc"
+timeout 120 "$mpiexec" -n 2 $FG -D "run.out_dir=$tap_tmp/fgfail" : -n 2 $BG --background -D train.lr=-1 \
+  -D "run.out_dir=$tap_tmp/bgfail" >"$tap_tmp/fail.txt" 2>&1
+rc=$?
+[ $rc = 2 ] && grep -q "surge: error: background rank 0: .*lr" "$tap_tmp/fail.txt"
+tap_ok $? "MPMD: a failing background ends the whole MPI job (exit $rc), its error labelled as the background's"
+tap_done

@@ -1,0 +1,215 @@
+/* The multiplexer's partner channel (src/mux): the background's gate opens exactly in the states
+ * DeepPool allows (inactive; waiting with a long expected duration) and stays shut while its
+ * foreground computes or sits in an allreduce; a foreground that ends or is killed releases it; a
+ * missing foreground is a clear error; a slot holds one live process per side; the accounting
+ * counters travel both ways; SCHED_IDLE is applied; segments are removed after both leave.
+ * Foreground and background are two forked processes talking through the real shared segment. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "child.h"
+#include "mux/mux.h"
+#include "tap.h"
+
+static char channel[MUX_CHANNEL_MAX + 1];
+
+static mux_options_t options(double partner_wait_s) {
+  mux_options_t o = {.index = 0, .min_wait_us = 1000, .partner_wait_s = partner_wait_s};
+  snprintf(o.channel, sizeof o.channel, "%s", channel);
+  return o;
+}
+
+/* Whether a byte arrives on fd within ms milliseconds (it is read into *c). */
+static int byte_within(int fd, int ms, char *c) {
+  struct pollfd p = {.fd = fd, .events = POLLIN};
+  if (poll(&p, 1, ms) != 1) return 0;
+  return read(fd, c, 1) == 1;
+}
+
+/* The background child: gate, report 'G', wait for the parent's go-ahead, repeat; once its
+ * partner has ended it reports 'E' and exits. */
+static void background_child(int report, int go) {
+  mux_options_t o = options(10);
+  mux_attach(MUX_ROLE_BACKGROUND, &o);
+  char c;
+  for (;;) {
+    mux_bg_gate();
+    if (mux_partner_ended()) {
+      c = 'E';
+      if (write(report, &c, 1) != 1) _exit(3);
+      mux_detach();
+      _exit(0);
+    }
+    mux_bg_step_done(16);
+    c = 'G';
+    if (write(report, &c, 1) != 1 || read(go, &c, 1) != 1) _exit(3);
+  }
+}
+
+static void test_gate(void) {
+  int report[2], go[2];
+  if (pipe(report) != 0 || pipe(go) != 0) abort();
+  pid_t pid = fork();
+  if (pid == 0) background_child(report[1], go[0]);
+  mux_options_t o = options(10);
+  mux_attach(MUX_ROLE_FOREGROUND, &o);
+  char c = 0, token = 'x';
+  mux_fg_set(MUX_COMPUTING, 1);
+  tap_ok(!byte_within(report[0], 300, &c), "gate shut while the foreground computes");
+  mux_fg_set(MUX_ALLREDUCE, 2);
+  tap_ok(!byte_within(report[0], 300, &c), "gate shut during the foreground's allreduce");
+  mux_fg_set(MUX_WAITING, 3); /* a site never seen: expected duration unknown (0 < min_wait_us) */
+  tap_ok(!byte_within(report[0], 300, &c), "gate shut during a wait with no expected duration");
+  mux_fg_set(MUX_INACTIVE, 4);
+  tap_ok(byte_within(report[0], 5000, &c) && c == 'G', "gate opens when the foreground is inactive");
+  mux_fg_set(MUX_COMPUTING, 1);
+  if (write(go[1], &token, 1) != 1) abort();
+  tap_ok(!byte_within(report[0], 300, &c), "and shuts again when it computes");
+  mux_fg_set(MUX_WAITING, 5); /* teach site 5 a 3 ms wait: the running average starts at it */
+  usleep(3000);
+  mux_fg_set(MUX_COMPUTING, 1);
+  tap_ok(!byte_within(report[0], 100, &c), "shut again while it computes");
+  mux_fg_set(MUX_WAITING, 5);
+  tap_ok(byte_within(report[0], 5000, &c) && c == 'G', "gate opens for a wait expected to last >= min_wait_us");
+  mux_fg_set(MUX_COMPUTING, 1);
+  mux_fg_step_done(512.5);
+  mux_counters_t bg, fg;
+  mux_read(&bg, &fg);
+  tap_ok(bg.bg_samples == 32 && bg.live && fg.fg_samples_per_sec == 512.5,
+         "accounting: the foreground reads 2 x 16 background samples (%.1f), its own 512.5 samples/s", bg.bg_samples);
+  if (write(go[1], &token, 1) != 1) abort();
+  mux_detach();
+  tap_ok(byte_within(report[0], 5000, &c) && c == 'E', "a foreground that ends releases its background");
+  int status = 0;
+  waitpid(pid, &status, 0);
+  tap_ok(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the background exits normally");
+  char path[128];
+  snprintf(path, sizeof path, "/dev/shm/surge-mux-%s-0", channel);
+  tap_ok(access(path, F_OK) != 0, "the segment is removed once both sides left");
+  close(report[0]), close(report[1]), close(go[0]), close(go[1]);
+}
+
+/* A killed foreground (SIGKILL: no detach) releases the background too, zombie or reaped. */
+static void test_killed_foreground(int reap) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    mux_options_t o = options(10);
+    mux_attach(MUX_ROLE_FOREGROUND, &o);
+    mux_fg_set(MUX_COMPUTING, 1);
+    for (;;) pause();
+  }
+  mux_options_t o = options(10);
+  mux_attach(MUX_ROLE_BACKGROUND, &o);
+  mux_counters_t bg, fg = {0};
+  for (int i = 0; i < 500 && !fg.live; i++) {
+    usleep(10000);
+    mux_read(&bg, &fg);
+  }
+  tap_ok(fg.live && !mux_partner_ended(), "the background sees its foreground attached");
+  kill(pid, SIGKILL);
+  if (reap) waitpid(pid, NULL, 0);
+  mux_bg_gate(); /* returns once the partner is seen gone */
+  tap_ok(mux_partner_ended(), "a SIGKILLed foreground (%s) releases the background", reap ? "reaped" : "a zombie");
+  mux_detach();
+  if (!reap) waitpid(pid, NULL, 0);
+}
+
+static void no_partner(const void *arg) {
+  (void)arg;
+  mux_options_t o = options(0.2);
+  mux_attach(MUX_ROLE_BACKGROUND, &o);
+  mux_bg_gate();
+}
+
+static void second_foreground(const void *arg) {
+  (void)arg;
+  mux_options_t o = options(10);
+  mux_attach(MUX_ROLE_FOREGROUND, &o);
+}
+
+static void bad_name(const void *arg) {
+  mux_options_t o = options(10);
+  snprintf(o.channel, sizeof o.channel, "%s", (const char *)arg);
+  mux_attach(MUX_ROLE_FOREGROUND, &o);
+}
+
+static void test_errors(void) {
+  child_result_t r = run_in_child(no_partner, NULL);
+  tap_ok(r.status == 1 && strstr(r.err, "no foreground attached within 0.2 s") && strstr(r.err, "--foreground"),
+         "no foreground within partner_wait_s: exit 1 naming the wait and the hint (%d: %s)", r.status, r.err);
+  int ready[2];
+  if (pipe(ready) != 0) abort();
+  pid_t first = fork();
+  if (first == 0) { /* the first foreground holds the slot */
+    char c = 'r';
+    second_foreground(NULL);
+    if (write(ready[1], &c, 1) != 1) _exit(3);
+    for (;;) pause();
+  }
+  char c;
+  if (byte_within(ready[0], 5000, &c))
+    expect_input_error(second_foreground, NULL, "a second live foreground on the same slot",
+                       "already has a live foreground");
+  else
+    tap_ok(0, "the first foreground attached");
+  kill(first, SIGKILL);
+  waitpid(first, NULL, 0);
+  close(ready[0]), close(ready[1]);
+  expect_input_error(bad_name, "../etc", "a channel name with a slash", "expected 1..64 characters");
+  tap_ok(mux_channel_name_ok("slurm-1234") && mux_channel_name_ok("a.b_c-9") && !mux_channel_name_ok("") &&
+             !mux_channel_name_ok(".hidden") && !mux_channel_name_ok("a b") && !mux_channel_name_ok("a/b"),
+         "channel names: letters, digits, . _ - only, not empty, not starting with '.'");
+}
+
+/* A slot left by a dead foreground is stale: a new background waits for a live one instead of
+ * taking the dead one for its partner that ended. */
+static void test_stale_slot(void) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    mux_options_t o = options(10);
+    mux_attach(MUX_ROLE_FOREGROUND, &o);
+    _exit(0); /* no detach: the slot still says attached */
+  }
+  waitpid(pid, NULL, 0);
+  child_result_t r = run_in_child(no_partner, NULL);
+  tap_ok(r.status == 1 && strstr(r.err, "no foreground attached"),
+         "a dead foreground's slot is not a partner: the background waits and gives up (%d)", r.status);
+  mux_options_t o = options(10);
+  mux_attach(MUX_ROLE_FOREGROUND, &o);
+  tap_ok(mux_role() == MUX_ROLE_FOREGROUND, "a new foreground takes the stale slot");
+  mux_detach();
+}
+
+static void lower_priority(const void *arg) {
+  (void)arg;
+  const char *got = mux_lower_priority("idle");
+  int ok = (strcmp(got, "SCHED_IDLE") == 0 && sched_getscheduler(0) == SCHED_IDLE) ||
+           (strcmp(got, "nice 19") == 0 && getpriority(PRIO_PROCESS, 0) == 19);
+  exit(ok ? 0 : 1);
+}
+
+int main(void) {
+  snprintf(channel, sizeof channel, "test-%ld", (long)getpid());
+  test_gate();
+  test_killed_foreground(1);
+  test_killed_foreground(0);
+  test_errors();
+  test_stale_slot();
+  child_result_t r = run_in_child(lower_priority, NULL);
+  tap_ok(r.status == 0, "a background's CPU priority: SCHED_IDLE (or nice 19 where refused)");
+  char path[128];
+  snprintf(path, sizeof path, "/dev/shm/surge-mux-%s-0", channel);
+  unlink(path);
+  return tap_done();
+}

@@ -26,6 +26,10 @@ if want burst && [ -f "$src/bench/bench_burst.sh" ]; then
   echo "== burst planner fidelity: predicted against measured step time, 2 and 4 ranks (bench/bench_burst.sh)"
   SURGE_TRAIN=./surge-train MPIEXEC="$mpiexec" SURGE_BUILD=. sh "$src/bench/bench_burst.sh"
 fi
+if want multiplex && [ -f "$src/bench/bench_multiplex.sh" ]; then
+  echo "== multiplexing: a burst foreground with a background per rank against it alone and data parallelism (bench/bench_multiplex.sh)"
+  SURGE_TRAIN=./surge-train MPIEXEC="$mpiexec" SURGE_BUILD=. sh "$src/bench/bench_multiplex.sh"
+fi
 if want checkpoint && [ -x bench/bench_checkpoint ]; then
   echo "== checkpoint write/read against plain sequential I/O, 2 ranks (bench/bench_checkpoint)"
   "$mpiexec" -n 2 ./bench/bench_checkpoint

@@ -207,22 +207,23 @@ void comm_irecv(comm_t *c, float *buf, size_t n, int src, int tag, traffic_t t, 
   meter_add(c, t, 0, start);
 }
 
-/* Complete *req (n requests): MPI's own blocking wait when poll_us is 0; otherwise poll, first for
- * up to 20 us, then sleeping up to poll_us between polls so that the core is free meanwhile. */
+/* Complete *req (n requests): MPI's own blocking wait when poll_us is 0; otherwise poll without
+ * sleeping for the first poll_us (short waits cost nothing), then sleep up to poll_us between polls
+ * so that the core is free meanwhile. */
 static void wait_requests(const comm_t *c, MPI_Request *req, int n, const char *api_call) {
   if (c->poll_us <= 0) {
     check_mpi(MPI_Waitall(n, req, MPI_STATUSES_IGNORE), "MPI_Waitall", api_call);
     return;
   }
-  double start = surge_now();
-  long sleep_ns = 1000;
+  double start = surge_now(), spin_s = c->poll_us * 1e-6;
+  long sleep_ns = 1000, max_ns = (long)(c->poll_us * 1e3);
   for (;;) {
     int done = 0;
     check_mpi(MPI_Testall(n, req, &done, MPI_STATUSES_IGNORE), "MPI_Testall", api_call);
     if (done) return;
-    if (surge_now() - start < 20e-6) continue;
+    if (surge_now() - start < spin_s) continue;
     nanosleep(&(struct timespec){0, sleep_ns}, NULL);
-    sleep_ns = sleep_ns * 2 < (long)(c->poll_us * 1e3) ? sleep_ns * 2 : (long)(c->poll_us * 1e3);
+    sleep_ns = sleep_ns * 2 < max_ns ? sleep_ns * 2 : max_ns;
   }
 }
 

@@ -35,9 +35,9 @@ typedef struct comm {
   int rank, size;
   size_t bucket_bytes; /* allreduce of big buffers goes in buckets of this size (default 4 MiB) */
   comm_meter_t meter;  /* totals since creation or the last comm_meter_reset */
-  double poll_us;      /* 0: waits and barriers block inside MPI (spinning); > 0: they poll and sleep up
-                        * to poll_us between polls, leaving the core to other processes (a foreground
-                        * with a background partner, mux/mux.h). Not inherited by splits. */
+  double poll_us;      /* 0: waits and barriers block inside MPI (spinning); > 0: they poll for poll_us,
+                        * then sleep up to poll_us between polls, leaving the core to other processes
+                        * (a foreground with a background partner, mux/mux.h). Not inherited by splits. */
 } comm_t;
 
 /* A duplicate of MPI_COMM_WORLD. */

@@ -132,8 +132,8 @@ const cfg_key_t cfg_keys[] = {
               "background: run while the foreground waits on a receive expected to last at least this many "
               "microseconds (always while it is inactive, never during its allreduce)"),
     FLOAT_KEY("multiplex", "poll_us", mux_poll_us, "100", 0, CLOSED, 1e6, CLOSED,
-              "foreground: longest sleep between polls while it waits, leaving the core to the background "
-              "(0: wait spinning inside MPI)"),
+              "foreground: a wait polls for this many microseconds, then sleeps up to as long between polls, "
+              "leaving the core to the background (0: wait spinning inside MPI)"),
     FLOAT_KEY("multiplex", "partner_wait_s", mux_partner_wait_s, "120", 0, OPEN, 1e6, CLOSED,
               "background: give up (exit 1) when no foreground attached within this many seconds"),
     ENUM_KEY("multiplex", "priority", mux_priority, "idle", VALUES("idle", "nice", "none"),

@@ -1,0 +1,83 @@
+#!/bin/sh
+# Multiplexing (doc/multiplexing.md, "Measured"): on as many foreground ranks as cores (2), a
+# foreground vgg-mini whose burst plan runs the second half of the network (conv2 block, classifier)
+# on rank 0 only, so rank 1 idles for part of every step; one 1-rank background vgg-mini job per
+# foreground rank (MPMD launch, --bind-to core: each background shares its partner's core).
+# Three runs in this invocation, the same foreground deck and steps:
+#   dp     the data-parallel plan alone          (the baseline for total throughput)
+#   burst  the burst plan alone                  (the baseline for the foreground's slowdown)
+#   mux    the burst plan with the two backgrounds
+# Reported: foreground samples/s (global batch / median step time of the slowest rank), background
+# samples/s (summed over the background jobs while the foreground ran: the foreground log's
+# /multiplex@background_samples_per_sec), total, slowdown = burst / mux foreground samples/s, and
+# total against dp. Each run is repeated REPEATS times (alternating) and the median taken.
+# Called by bench/run-bench.sh with SURGE_TRAIN, MPIEXEC and SURGE_BUILD set.
+set -eu
+train=${SURGE_TRAIN:-./surge-train}
+build=${SURGE_BUILD:-$(dirname "$train")}
+mpiexec=${MPIEXEC:-mpiexec}
+src=${SURGE_TOP_SRCDIR:-$(cd "$(dirname "$0")/.." && pwd)}
+batch=${MUX_BATCH:-64}
+bg_batch=${MUX_BG_BATCH:-16}
+steps=${MUX_STEPS:-30}
+repeats=${MUX_REPEATS:-3}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+command -v h5dump >/dev/null 2>&1 || { echo "bench_multiplex: h5dump is needed to read the run logs" >&2; exit 1; }
+[ -x "$build/tests/make_plan" ] || { echo "bench_multiplex: $build/tests/make_plan is missing (make check builds it)" >&2; exit 1; }
+
+h5vals() { # h5vals FILE DATASET: the values, one per line
+  h5dump -d "$2" -y -w 0 -o "$tmp/vals.txt" "$1" >/dev/null 2>&1 || return 1
+  tr ', \t' '\n\n\n' <"$tmp/vals.txt" | awk NF
+}
+h5attr() { h5dump -a "$2" "$1" | sed -n 's/^ *(0): //p'; }
+median() { # the median of the numbers on standard input
+  sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "nan"; else if (NR % 2) print v[(NR + 1) / 2];
+    else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+# fg_sps LOG: global batch / median step time, skipping the first 3 steps (warm-up)
+fg_sps() { h5vals "$1" /metrics/step_time | tail -n +4 | median | awk -v b="$batch" '{ print b / $1 }'; }
+
+fg="$train $src/inputs/vgg-mini-fmnist.deck -D data.source=synthetic -D train.global_batch=$batch -D backend.threads=1
+  -D data.test_samples=16 -D run.steps=$steps -D run.eval_every=0 -D run.print_every=1000 -D run.overwrite=true"
+"$build/tests/make_plan" "$src/inputs/vgg-mini-fmnist.deck" 2 "$tmp/p.plan" data.source=synthetic "train.global_batch=$batch" \
+  >/dev/null 2>&1 || { echo "bench_multiplex: make_plan failed" >&2; exit 1; }
+awk -v b="$batch" '/^[0-9]+ / && $1 >= 6 { print $1, $2, 1, 0, b; next } { print }' "$tmp/p.plan" >"$tmp/idle.plan"
+burst="-D parallel.mode=burst -D parallel.plan=$tmp/idle.plan"
+bg="$train $src/inputs/vgg-mini-fmnist.deck --background -D data.source=synthetic -D train.global_batch=$bg_batch
+  -D backend.threads=1 -D data.test_samples=16 -D run.steps=1000000 -D run.eval_every=0 -D run.print_every=1000000
+  -D run.overwrite=true"
+
+# run CONFIG DIR: one run of dp, burst or mux; the foreground's log is DIR/log.h5
+# shellcheck disable=SC2086
+run() {
+  case $1 in
+    dp) "$mpiexec" --bind-to core -n 2 $fg -D "run.out_dir=$2" ;;
+    burst) "$mpiexec" --bind-to core -n 2 $fg $burst -D "run.out_dir=$2" ;;
+    mux) "$mpiexec" --bind-to core --map-by core -n 2 $fg $burst -D "run.out_dir=$2" \
+      : -n 1 $bg -D "run.out_dir=$2-b0" : -n 1 $bg -D "run.out_dir=$2-b1" -D multiplex.partner_offset=1 ;;
+  esac >"$2.txt" 2>&1 || { echo "bench_multiplex: the $1 run failed:" >&2; tail -n 5 "$2.txt" >&2; exit 1; }
+}
+r=1
+while [ $r -le "$repeats" ]; do
+  for c in dp burst mux; do
+    run $c "$tmp/$c-$r"
+    fg_sps "$tmp/$c-$r/log.h5" >>"$tmp/$c.fg"
+  done
+  h5attr "$tmp/mux-$r/log.h5" /multiplex/background_samples_per_sec >>"$tmp/mux.bg"
+  r=$((r + 1))
+done
+dp=$(median <"$tmp/dp.fg")
+alone=$(median <"$tmp/burst.fg")
+fgm=$(median <"$tmp/mux.fg")
+bgm=$(median <"$tmp/mux.bg")
+printf '# vgg-mini, global batch %d, %d steps, synthetic data, 2 foreground ranks on %s cores; backgrounds: 2 x vgg-mini at batch %d\n' \
+  "$batch" "$steps" "$(nproc 2>/dev/null || echo '?')" "$bg_batch"
+printf '# median of %d runs of each configuration (alternating); foreground samples/s from the median step time after 3 warm-up steps\n' "$repeats"
+printf '%-34s %12s %12s %12s %10s %10s\n' configuration "fg samp/s" "bg samp/s" "total" "fg slowdn" "total/dp"
+awk -v dp="$dp" -v a="$alone" -v f="$fgm" -v b="$bgm" 'BEGIN {
+  printf "%-34s %12.1f %12s %12.1f %10s %10.3f\n", "data-parallel plan alone", dp, "-", dp, "-", 1
+  printf "%-34s %12.1f %12s %12.1f %10s %10.3f\n", "burst plan alone", a, "-", a, "-", a / dp
+  printf "%-34s %12.1f %12.1f %12.1f %10.3f %10.3f\n", "burst plan + 2 backgrounds", f, b, f + b, a / f, (f + b) / dp }'
+echo "# fg slowdn: burst alone / burst with backgrounds (foreground samples/s; 1.10 is the 10% target);"
+echo "# total/dp: (foreground + background samples/s) / the data-parallel plan alone on the same ranks"

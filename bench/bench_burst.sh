@@ -19,16 +19,8 @@ models=${BURST_MODELS:-mlp vgg-mini resnet-mini}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cores=$(nproc 2>/dev/null || echo 1)
-command -v h5dump >/dev/null 2>&1 || { echo "bench_burst: h5dump is needed to read the run logs" >&2; exit 1; }
 
-h5vals() { # h5vals FILE DATASET: the values, one per line
-  h5dump -d "$2" -y -w 0 -o "$tmp/vals.txt" "$1" >/dev/null 2>&1 || return 1
-  tr ', \t' '\n\n\n' <"$tmp/vals.txt" | awk NF
-}
-median() { # the median of the numbers on standard input
-  sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "nan"; else if (NR % 2) print v[(NR + 1) / 2];
-    else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
-}
+. "$src/bench/lib.sh"
 # rank_ms LOG NP: sum over ranks of each rank's median (forward + backward + comm) per step, in ms
 rank_ms() {
   for ph in forward backward comm; do

@@ -23,18 +23,9 @@ steps=${MUX_STEPS:-30}
 repeats=${MUX_REPEATS:-3}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-command -v h5dump >/dev/null 2>&1 || { echo "bench_multiplex: h5dump is needed to read the run logs" >&2; exit 1; }
-[ -x "$build/tests/make_plan" ] || { echo "bench_multiplex: $build/tests/make_plan is missing (make check builds it)" >&2; exit 1; }
+[ -x "$build/tests/make_plan" ] || { echo "bench_multiplex: $build/tests/make_plan is missing (make bench builds it)" >&2; exit 1; }
 
-h5vals() { # h5vals FILE DATASET: the values, one per line
-  h5dump -d "$2" -y -w 0 -o "$tmp/vals.txt" "$1" >/dev/null 2>&1 || return 1
-  tr ', \t' '\n\n\n' <"$tmp/vals.txt" | awk NF
-}
-h5attr() { h5dump -a "$2" "$1" | sed -n 's/^ *(0): //p'; }
-median() { # the median of the numbers on standard input
-  sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "nan"; else if (NR % 2) print v[(NR + 1) / 2];
-    else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
-}
+. "$src/bench/lib.sh"
 # fg_sps LOG: global batch / median step time, skipping the first 3 steps (warm-up)
 fg_sps() { h5vals "$1" /metrics/step_time | tail -n +4 | median | awk -v b="$batch" '{ print b / $1 }'; }
 

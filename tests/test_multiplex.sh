@@ -23,9 +23,9 @@ FG="$SURGE_TRAIN $top_src/inputs/vgg-mini-fmnist.deck -D model.vgg_channels=4,8 
 BG="$SURGE_TRAIN $top_src/inputs/mlp-fmnist.deck -D model.mlp_hidden=64 -D data.train_samples=5000
   -D data.test_samples=100 -D run.eval_every=0 -D run.print_every=1000 -D train.lr=0.1"
 h5vals() {
-  h5dump -y -d "$2" "$1" | sed -n '/^   DATA {/,/^   }/p' | sed '1d;$d' | tr ',' '\n' | sed 's/^ *//; s/ *$//; /^$/d'
+  h5dump -m '%.17g' -y -d "$2" "$1" | sed -n '/^   DATA {/,/^   }/p' | sed '1d;$d' | tr ',' '\n' | sed 's/^ *//; s/ *$//; /^$/d'
 }
-h5attr() { h5dump -a "$2" "$1" | sed -n 's/^ *(0): //p' | tr -d '"'; }
+h5attr() { h5dump -m '%.17g' -a "$2" "$1" | sed -n 's/^ *(0): //p' | tr -d '"'; }
 # same A B: bitwise equal parameters
 same() { "$h5_compare" "$1" "$2" 0 >"$tap_tmp/cmp.txt" 2>&1; }
 # falls LOG: the mean of the last 5 losses is below the mean of the first 5 (at least 10 steps)
@@ -36,8 +36,9 @@ falls() {
 # any_positive LOG DATASET: some value is > 0 (NaN cells of absent ranks aside)
 any_positive() { h5vals "$1" "$2" | awk '$1 + 0 > 0 { found = 1 } END { exit !found }'; }
 
-# ---- MPMD: 2 foreground ranks, one 1-rank background beside each
-timeout 300 "$mpiexec" --bind-to core --map-by core -n 2 $FG -D "run.out_dir=$tap_tmp/fg" \
+# ---- the foreground alone, then with one 1-rank background beside each of its 2 ranks (MPMD)
+timeout 300 "$mpiexec" -n 2 $FG -D "run.out_dir=$tap_tmp/solo" >"$tap_tmp/solo.txt" 2>&1
+timeout 300 "$mpiexec" --bind-to core --map-by core -n 2 $FG -D "run.out_dir=$tap_tmp/fg" -D "multiplex.baseline=$tap_tmp/solo/log.h5" \
   : -n 1 $BG --background -D run.steps=100000 -D "run.out_dir=$tap_tmp/b0" \
   : -n 1 $BG --background -D run.steps=100000 -D "run.out_dir=$tap_tmp/b1" -D multiplex.partner_offset=1 \
   >"$tap_tmp/mpmd.txt" 2>&1
@@ -65,10 +66,19 @@ tap_ok $? "accounting: the foreground logs background samples/s and lent time, t
 grep -aq "multiplex (foreground, channel mpmd-[^)]*): foreground [0-9.]* samples/s, background [0-9.]* samples/s, total [0-9.]* samples/s" "$tap_tmp/mpmd.txt"
 tap_ok $? "the foreground's summary prints foreground, background and total samples/s"
 
-# ---- the foreground alone: the same parameters, bit for bit
-timeout 300 "$mpiexec" -n 2 $FG -D "run.out_dir=$tap_tmp/solo" >"$tap_tmp/solo.txt" 2>&1
 same "$tap_tmp/fg/model.h5" "$tap_tmp/solo/model.h5"
 tap_ok $? "foreground parameters with backgrounds = without ($(cat "$tap_tmp/cmp.txt"))"
+# sps_after3 LOG: samples over seconds of the steps after the first 3
+sps_after3() {
+  h5vals "$1" /metrics/step_time | awk 'NR > 3 { t += $1; n++ } END { printf "%.9g", 32 * n / t }'
+}
+want=$(awk -v a="$(sps_after3 "$tap_tmp/solo/log.h5")" -v b="$(sps_after3 "$tap_tmp/fg/log.h5")" 'BEGIN { printf "%.9g", a / b }')
+got=$(h5attr "$tap_tmp/fg/log.h5" /multiplex/foreground_slowdown)
+awk -v g="$got" -v w="$want" 'BEGIN { exit !(g > 0 && (g - w) / w < 1e-6 && (w - g) / w < 1e-6) }'
+tap_ok $? "foreground slowdown against [multiplex] baseline = the solo log's samples/s / this run's after 3 steps: $got ($want)"
+bgslow=$(h5attr "$tap_tmp/b1/log.h5" /multiplex/foreground_slowdown)
+awk -v g="$bgslow" 'BEGIN { exit !(g > 0) }' && grep -aq "foreground slowdown [0-9.]* against the foreground-only run" "$tap_tmp/mpmd.txt"
+tap_ok $? "the background's log carries the foreground's slowdown too ($bgslow), the summary prints it"
 
 # ---- a background stopped by its foreground's end, resumed alone = a straight standalone run
 k=$(h5vals "$tap_tmp/b1/log.h5" /metrics/step | tail -1)
@@ -146,6 +156,11 @@ rc=$?
 line=$(grep -n "^channel" "$tap_tmp/bad.deck" | cut -d: -f1)
 [ $rc = 2 ] && grep -q "bad.deck:$line: \[multiplex\] channel = '../x'" "$tap_tmp/badc.txt"
 tap_ok $? "a bad channel name names the deck line: exit $rc"
+timeout 60 "$mpiexec" -n 1 "$SURGE_TRAIN" "$top_src/inputs/mlp-fmnist.deck" --foreground -D multiplex.channel=x \
+  -D "multiplex.baseline=$tap_tmp/bad.deck" -D "run.out_dir=$tap_tmp/badb" >"$tap_tmp/badb.txt" 2>&1
+rc=$?
+[ $rc = 2 ] && grep -q "\[multiplex\] baseline = $tap_tmp/bad.deck: cannot open it as an HDF5 file" "$tap_tmp/badb.txt"
+tap_ok $? "a baseline that is not a Surge log: exit $rc naming the file"
 timeout 120 "$mpiexec" -n 2 $FG -D "run.out_dir=$tap_tmp/fgfail" : -n 2 $BG --background -D train.lr=-1 \
   -D "run.out_dir=$tap_tmp/bgfail" >"$tap_tmp/fail.txt" 2>&1
 rc=$?

@@ -83,11 +83,12 @@ static void test_gate(void) {
   mux_fg_set(MUX_WAITING, 5);
   tap_ok(byte_within(report[0], 5000, &c) && c == 'G', "gate opens for a wait expected to last >= min_wait_us");
   mux_fg_set(MUX_COMPUTING, 1);
-  mux_fg_step_done(512.5);
+  mux_fg_step_done(512.5, 1.25);
   mux_counters_t bg, fg;
   mux_read(&bg, &fg);
-  tap_ok(bg.bg_samples == 32 && bg.live && fg.fg_samples_per_sec == 512.5,
-         "accounting: the foreground reads 2 x 16 background samples (%.1f), its own 512.5 samples/s", bg.bg_samples);
+  tap_ok(bg.bg_samples == 32 && bg.live && fg.fg_samples_per_sec == 512.5 && fg.fg_slowdown == 1.25,
+         "accounting: the foreground reads 2 x 16 background samples (%.1f), its own 512.5 samples/s and slowdown "
+         "1.25", bg.bg_samples);
   if (write(go[1], &token, 1) != 1) abort();
   mux_detach();
   tap_ok(byte_within(report[0], 5000, &c) && c == 'E', "a foreground that ends releases its background");

@@ -65,6 +65,7 @@ typedef struct config {
   char mux_priority[16];      /* background: idle | nice | none (OS priority) */
   int mux_follow_affinity;    /* background: run on its partner's CPU set */
   long mux_partner_offset;    /* partner slot = this rank's index on its node + offset */
+  char mux_baseline[CFG_STR]; /* foreground: the log of a foreground-only run ("" = none) */
   /* set by surge-train's command line and launch, not by deck keys */
   int mux_role;               /* mux_role_t: --foreground, --background, or MPMD partner */
   char mux_auto_channel[72];  /* MPMD: the channel both halves of the world agreed on */

@@ -141,6 +141,9 @@ const cfg_key_t cfg_keys[] = {
     INT_KEY("multiplex", "partner_offset", mux_partner_offset, "0", 0, 4095,
             "pair local rank i of this job on a node with rank i + offset of the partner job there (e.g. one "
             "1-rank background job per foreground rank: offsets 0, 1, ...)"),
+    STRING_KEY("multiplex", "baseline", mux_baseline, "", 0,
+               "foreground: the HDF5 log of a foreground-only run of the same deck; the slowdown is its median "
+               "samples/s over this run's (empty: measured within the run when some steps had no background)"),
     BOOL_KEY("multiplex", "follow_affinity", mux_follow_affinity, "true",
              "background: run on the CPU set of its foreground partner"),
 

@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #endif
 #include <errno.h>
+#include <math.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
@@ -179,6 +180,7 @@ void mux_attach(mux_role_t role, const mux_options_t *o) {
   atomic_store(&me->paused_ns, 0);
   atomic_store(&me->samples_milli, 0);
   atomic_store(&me->job_sps_milli, 0);
+  atomic_store(&me->slowdown_milli, 0);
   atomic_store(&me->cpuset_bytes, 0);
   publish_cpus(me);
   atomic_store(&me->pid, (int64_t)getpid());
@@ -207,6 +209,8 @@ static void counters_of(const mux_side_t *s, mux_counters_t *c) {
   c->bg_paused_s = (double)atomic_load(&s->paused_ns) * 1e-9;
   c->bg_samples = (double)atomic_load(&s->samples_milli) * 1e-3;
   c->fg_samples_per_sec = (double)atomic_load(&s->job_sps_milli) * 1e-3;
+  int64_t slow = atomic_load(&s->slowdown_milli);
+  c->fg_slowdown = slow > 0 ? (double)slow * 1e-3 : NAN;
   c->live = mux_side_live(s);
 }
 

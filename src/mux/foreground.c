@@ -1,5 +1,6 @@
 /* The foreground's side: publishing what it does, with the duration each state lasted at the same
  * code site in earlier steps, and its throughput for the partner's accounting. */
+#include <math.h>
 #include <stdatomic.h>
 
 #include "mux/mux_impl.h"
@@ -23,8 +24,9 @@ void mux_fg_set(mux_state_t s, int site) {
   if (atomic_exchange(&me->state, (int32_t)s) != (int32_t)s) mux_wake(me);
 }
 
-void mux_fg_step_done(double job_samples_per_sec) {
+void mux_fg_step_done(double job_samples_per_sec, double slowdown) {
   mux_local_t *L = mux_self;
   if (!L || L->role != MUX_ROLE_FOREGROUND) return;
   atomic_store(&L->me->job_sps_milli, (int64_t)(job_samples_per_sec * 1e3));
+  atomic_store(&L->me->slowdown_milli, slowdown > 0 ? (int64_t)(slowdown * 1e3) : 0);
 }

@@ -66,8 +66,9 @@ mux_role_t mux_role(void);
 /* Publish state s. site names the code location (any int): the expected duration published with
  * it is the running average of how long the state lasted at that site in earlier steps. */
 void mux_fg_set(mux_state_t s, int site);
-/* Per step: the job's samples/s (from the slowest rank) for the partner's accounting. */
-void mux_fg_step_done(double job_samples_per_sec);
+/* Per step: the job's samples/s (from the slowest rank) and its slowdown so far (NaN: not known),
+ * for the partner's accounting. */
+void mux_fg_step_done(double job_samples_per_sec, double slowdown);
 
 /* ---- background ---- */
 
@@ -94,6 +95,7 @@ typedef struct mux_counters {
   double bg_paused_s;    /* background: seconds blocked in mux_bg_gate */
   double bg_samples;     /* background: samples of this rank's share of finished steps */
   double fg_samples_per_sec; /* foreground: the job's samples/s at its last step (0 before) */
+  double fg_slowdown;    /* foreground: its slowdown as it last published it (NaN: not known) */
   int live;              /* that side holds a live process */
 } mux_counters_t;
 /* The partner slot's counters (the background's when this is the foreground and vice versa),

@@ -26,6 +26,7 @@ typedef struct mux_side {
   _Atomic uint64_t paused_ns;    /* background: time paused at the gate */
   _Atomic uint64_t samples_milli; /* background: samples of its share, x 1000 */
   _Atomic int64_t job_sps_milli; /* foreground: the job's samples/s, x 1000 */
+  _Atomic int64_t slowdown_milli; /* foreground: its slowdown so far, x 1000 (0: not known) */
   _Atomic int32_t cpuset_bytes;  /* valid bytes of cpuset (0: not published) */
   unsigned char cpuset[MUX_CPUSET_BYTES];
 } mux_side_t;

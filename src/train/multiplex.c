@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "core/timer.h"
+#include "io/log_baseline.h"
 #include "mux/launch.h"
 
 /* The channel both partners use: the deck's, the MPMD launch's, or slurm-JOBID inside Slurm. */
@@ -28,12 +29,38 @@ static void choose_channel(run_mux_t *x, const config_t *cfg, const deck_t *deck
   }
 }
 
+/* Foreground: the median samples/s of a foreground-only run's log, read on rank 0. */
+static double read_baseline(const config_t *cfg, const deck_t *deck, comm_t *world) {
+  double sps = 0;
+  if (!cfg->mux_baseline[0]) return 0;
+  if (world->rank == 0) {
+    char err[256];
+    sps = log_baseline_samples_per_sec(cfg->mux_baseline, MUX_WARMUP_STEPS, err, sizeof err);
+    if (sps <= 0)
+      surge_input_error("%s: [multiplex] baseline = %s: %s (hint: the metrics log of a foreground-only run of the "
+                        "same deck, e.g. runs/NAME/log.h5)", deck_where(deck, "multiplex.baseline"), cfg->mux_baseline, err);
+  }
+  comm_bcast(world, &sps, sizeof sps, 0, TRAFFIC_OTHER);
+  return sps;
+}
+
+/* Foreground: the slowdown so far, against the baseline run, or else steps with a partner against
+ * steps without; NaN when neither is known. */
+static double slowdown_so_far(const run_mux_t *x) {
+  if (x->baseline_sps > 0) return x->warm_sec > 0 ? x->baseline_sps / (x->warm_samples / x->warm_sec) : NAN;
+  if (x->with_n > 0 && x->without_n > 0)
+    return (x->with_sec / (double)x->with_n) / (x->without_sec / (double)x->without_n);
+  return NAN;
+}
+
 void run_mux_begin(run_mux_t *x, trainer_t *t, const deck_t *deck) {
   memset(x, 0, sizeof *x);
   const config_t *cfg = &t->cfg;
   x->role = (mux_role_t)cfg->mux_role;
   x->priority = x->device_priority = "none";
+  x->partner_slowdown = NAN;
   if (x->role == MUX_ROLE_NONE) return;
+  if (x->role == MUX_ROLE_FOREGROUND) x->baseline_sps = read_baseline(cfg, deck, t->world);
   choose_channel(x, cfg, deck);
   comm_t node;
   comm_split_node(t->world, &node);
@@ -75,9 +102,12 @@ static void foreground_row(run_mux_t *x, trainer_t *t, log_row_t *row, const mux
   row->fg_samples_per_sec = row->samples_per_sec;
   row->bg_samples_per_sec = v[0];
   row->bg_ranks_active = v[1];
-  mux_fg_step_done(row->samples_per_sec);
   x->fg_sec += row->step_sec;
   x->fg_samples += (double)t->cfg.global_batch;
+  if (++x->steps > MUX_WARMUP_STEPS) {
+    x->warm_sec += row->step_sec;
+    x->warm_samples += (double)t->cfg.global_batch;
+  }
   x->bg_samples += v[0] * span;
   x->span_sec += span;
   if (v[1] > 0) {
@@ -87,6 +117,7 @@ static void foreground_row(run_mux_t *x, trainer_t *t, log_row_t *row, const mux
     x->without_sec += row->step_sec;
     x->without_n++;
   }
+  mux_fg_step_done(row->samples_per_sec, slowdown_so_far(x));
 }
 
 /* Background: its own throughput, its partner's (the foreground job's, the same on every rank),
@@ -94,13 +125,16 @@ static void foreground_row(run_mux_t *x, trainer_t *t, log_row_t *row, const mux
 static void background_row(run_mux_t *x, trainer_t *t, log_row_t *row, const mux_counters_t *me,
                            const mux_counters_t *fg, double span) {
   double paused = me->bg_paused_s - x->bg0.bg_paused_s;
-  double v[2] = {fg->live ? fg->fg_samples_per_sec : 0, fg->live ? 1 : 0};
-  comm_allreduce_max_double(t->world, v, 1, TRAFFIC_OTHER);
-  comm_allreduce_sum_double(t->world, v + 1, 1, TRAFFIC_OTHER);
+  /* v: the partner's samples/s and slowdown (-1: not known), max over ranks; live partners, summed */
+  double v[3] = {fg->live ? fg->fg_samples_per_sec : 0, isfinite(fg->fg_slowdown) ? fg->fg_slowdown : -1,
+                 fg->live ? 1 : 0};
+  comm_allreduce_max_double(t->world, v, 2, TRAFFIC_OTHER);
+  comm_allreduce_sum_double(t->world, v + 2, 1, TRAFFIC_OTHER);
+  if (v[1] > 0) x->partner_slowdown = v[1];
   row->phase[PHASE_PAUSED] = paused;
   row->bg_samples_per_sec = row->samples_per_sec;
   row->fg_samples_per_sec = v[0];
-  row->bg_ranks_active = v[1];
+  row->bg_ranks_active = v[2];
   x->bg_samples += (double)t->cfg.global_batch;
   x->span_sec += row->step_sec;
   x->fg_samples += v[0] * span;
@@ -140,9 +174,7 @@ void run_mux_info(const run_mux_t *x, const config_t *cfg, log_mux_info_t *info)
   info->fg_samples_per_sec = x->fg_sec > 0 ? x->fg_samples / x->fg_sec : NAN;
   info->bg_samples_per_sec = x->span_sec > 0 ? x->bg_samples / x->span_sec : NAN;
   info->total_samples_per_sec = info->fg_samples_per_sec + info->bg_samples_per_sec;
-  info->fg_slowdown = fg && x->with_n > 0 && x->without_n > 0
-                          ? (x->with_sec / (double)x->with_n) / (x->without_sec / (double)x->without_n)
-                          : NAN;
+  info->fg_slowdown = fg ? slowdown_so_far(x) : x->partner_slowdown;
 }
 
 void run_mux_end(run_mux_t *x, trainer_t *t) {
@@ -152,15 +184,19 @@ void run_mux_end(run_mux_t *x, trainer_t *t) {
   if (t->world->rank == 0) {
     printf("multiplex (%s, channel %s): foreground %.1f samples/s, background %.1f samples/s, total %.1f samples/s\n",
            info.role, x->channel, info.fg_samples_per_sec, info.bg_samples_per_sec, info.total_samples_per_sec);
-    if (x->role == MUX_ROLE_FOREGROUND && isfinite(info.fg_slowdown))
+    if (x->role == MUX_ROLE_FOREGROUND && x->baseline_sps > 0)
+      printf("foreground slowdown %.3f against the foreground-only run %s (%.1f samples/s)\n", info.fg_slowdown,
+             t->cfg.mux_baseline, x->baseline_sps);
+    else if (x->role == MUX_ROLE_FOREGROUND && isfinite(info.fg_slowdown))
       printf("foreground slowdown %.3f (mean step with a background partner / without: %ld and %ld steps)\n",
              info.fg_slowdown, x->with_n, x->without_n);
     else if (x->role == MUX_ROLE_FOREGROUND)
-      printf("foreground slowdown: not measured in this run (%ld steps had a background partner, %ld had none; "
-             "compare with a foreground-only run: surge-report FG.h5 SOLO.h5)\n", x->with_n, x->without_n);
+      printf("foreground slowdown: not measured (%ld steps had a background partner, %ld had none; give the log "
+             "of a foreground-only run as [multiplex] baseline)\n", x->with_n, x->without_n);
     else
-      printf("paused %.0f%% of the time waiting for the foreground (CPU priority %s)\n",
-             x->run_sec > 0 ? 100.0 * x->paused_sec / x->run_sec : 0.0, x->priority);
+      printf("paused %.0f%% of the time waiting for the foreground (CPU priority %s); foreground slowdown %.3f%s\n",
+             x->run_sec > 0 ? 100.0 * x->paused_sec / x->run_sec : 0.0, x->priority, info.fg_slowdown,
+             isfinite(info.fg_slowdown) ? " (as the foreground measured it)" : " (not measured by the foreground)");
   }
   mux_detach();
 }

@@ -9,6 +9,8 @@
 #include "mux/mux.h"
 #include "train/train.h"
 
+enum { MUX_WARMUP_STEPS = 3 }; /* steps a slowdown leaves out, here and in the baseline's log */
+
 typedef struct run_mux {
   mux_role_t role;
   char channel[MUX_CHANNEL_MAX + 1];
@@ -18,10 +20,14 @@ typedef struct run_mux {
   double step_t0;
   /* run totals */
   double fg_sec, fg_samples;      /* foreground: slowest-rank step times and samples */
+  double warm_sec, warm_samples;  /* the same after the first MUX_WARMUP_STEPS (for the slowdown) */
+  long steps;
   double bg_samples, span_sec;    /* background samples seen and the time they took */
   double with_sec, without_sec;   /* foreground step time with / without an active partner */
   long with_n, without_n;
   double paused_sec, run_sec;     /* background: paused time and step time of this rank */
+  double baseline_sps;            /* foreground: [multiplex] baseline's median samples/s (0: none) */
+  double partner_slowdown;        /* background: the foreground's slowdown as last published (NaN) */
   int alone;                      /* background: the foreground ended and this one carries on */
 } run_mux_t;
 

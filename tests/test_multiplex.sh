@@ -86,6 +86,10 @@ timeout 300 "$mpiexec" -n 1 $BG -D run.steps=$((k + 5)) -D "run.out_dir=$tap_tmp
   timeout 300 "$mpiexec" -n 1 $BG -D run.steps=$((k + 5)) -D "run.out_dir=$tap_tmp/b1straight" >"$tap_tmp/b1s.txt" 2>&1
 same "$tap_tmp/b1/model.h5" "$tap_tmp/b1straight/model.h5"
 tap_ok $? "background stopped at step $k by its foreground, resumed to $((k + 5)) = a straight run ($(cat "$tap_tmp/cmp.txt"))"
+h5vals "$tap_tmp/b1/log.h5" /events/text | grep -q "resumed at step $k on 1 rank without multiplexing" &&
+  [ "$(h5vals "$tap_tmp/b1/log.h5" /multiplex/foreground_samples_per_sec | tail -1)" = nan ] &&
+  [ "$(h5attr "$tap_tmp/b1/log.h5" /multiplex/role)" = background ]
+tap_ok $? "its log says it went on without multiplexing: /multiplex rows read NaN from there, the role stays"
 
 # ---- a 2-rank background that carries on after its foreground: N steps = a standalone run
 timeout 300 "$mpiexec" -n 2 $FG -D run.steps=5 -D "run.out_dir=$tap_tmp/fg5" \
@@ -94,7 +98,8 @@ timeout 300 "$mpiexec" -n 2 $FG -D run.steps=5 -D "run.out_dir=$tap_tmp/fg5" \
 rc=$?
 timeout 300 "$mpiexec" -n 2 $BG -D run.steps=30 -D "run.out_dir=$tap_tmp/bcsolo" >"$tap_tmp/bcsolo.txt" 2>&1
 [ $rc = 0 ] && same "$tap_tmp/bc/model.h5" "$tap_tmp/bcsolo/model.h5"
-tap_ok $? "a 2-rank background that continues after its foreground: 30 steps = standalone ($(cat "$tap_tmp/cmp.txt"))"
+tap_ok $? "a 2-rank background that continues after its foreground: 30 steps = standalone (exit $rc; $(cat "$tap_tmp/cmp.txt"))"
+[ $rc = 0 ] || tap_diag "$(grep -av "^  \|^#\|^\[\|^[a-z_]* = " "$tap_tmp/cont.txt" | tail -15)"
 h5vals "$tap_tmp/bc/log.h5" /events/text | grep -q "the foreground ended: continuing at full speed"
 tap_ok $? "and its log says when it went on at full speed"
 
@@ -166,4 +171,5 @@ timeout 120 "$mpiexec" -n 2 $FG -D "run.out_dir=$tap_tmp/fgfail" : -n 2 $BG --ba
 rc=$?
 [ $rc = 2 ] && grep -q "surge: error: background rank 0: .*lr" "$tap_tmp/fail.txt"
 tap_ok $? "MPMD: a failing background ends the whole MPI job (exit $rc), its error labelled as the background's"
+rm -f /dev/shm/surge-mux-"$chan"* /dev/shm/surge-mux-nobody-$$-* /dev/shm/surge-mux-x-0
 tap_done

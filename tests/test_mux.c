@@ -126,6 +126,30 @@ static void test_killed_foreground(int reap) {
   if (!reap) waitpid(pid, NULL, 0);
 }
 
+/* A foreground that attaches after the background and ends before the background's first look
+ * was its partner all the same: the background is released, not left waiting for another. */
+static void test_short_foreground(void) {
+  mux_options_t o = options(10);
+  int go[2];
+  if (pipe(go) != 0) abort();
+  pid_t pid = fork();
+  if (pid == 0) { /* the foreground: attach once the background has, then end at once */
+    char c;
+    if (read(go[0], &c, 1) != 1) _exit(3);
+    mux_attach(MUX_ROLE_FOREGROUND, &o);
+    mux_detach();
+    _exit(0);
+  }
+  mux_attach(MUX_ROLE_BACKGROUND, &o);
+  char c = 'g';
+  if (write(go[1], &c, 1) != 1) abort();
+  waitpid(pid, NULL, 0);
+  close(go[0]), close(go[1]);
+  mux_bg_gate();
+  tap_ok(mux_partner_ended(), "a foreground that came and went before the background looked releases it");
+  mux_detach();
+}
+
 static void no_partner(const void *arg) {
   (void)arg;
   mux_options_t o = options(0.2);
@@ -205,6 +229,7 @@ int main(void) {
   test_gate();
   test_killed_foreground(1);
   test_killed_foreground(0);
+  test_short_foreground();
   test_errors();
   test_stale_slot();
   child_result_t r = run_in_child(lower_priority, NULL);

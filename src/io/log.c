@@ -104,7 +104,8 @@ struct run_log {
   h5_series_t eval_step, eval_loss, eval_accuracy;
   h5_series_t event_step, event_time, event_text;
   h5_series_t mux_step, mux[MUX_METRIC_COUNT];
-  int multiplexed;   /* the run has a /multiplex group */
+  int multiplexed;   /* the log has /multiplex (and the two multiplexed phases): set when it is created */
+  int run_multiplexed; /* this run is multiplexed (a resumed log keeps what it began as) */
   series_spec_t spec[SPEC_MAX];
   int nspec;
   double *gathered;  /* (ranks, PHASE_COUNT) from comm_gather_double, rank 0 */
@@ -352,6 +353,7 @@ static void open_file(run_log_t *L, const config_t *cfg, const char *deck_text, 
   else
     L->file = h5_check(H5Fcreate(L->path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl), L->path, "create the log", "");
   h5_check(H5Pclose(fapl), L->path, "close the access properties of the log", "");
+  if (resume) L->multiplexed = h5_check(H5Lexists(L->file, "/multiplex", H5P_DEFAULT), L->path, "look up", "/multiplex") > 0;
   build_specs(L);
   layout_open(L, !resume, L->world->size);
   if (resume) {
@@ -360,9 +362,12 @@ static void open_file(run_log_t *L, const config_t *cfg, const char *deck_text, 
   }
   write_run_info(L, cfg, deck_text, g, !resume);
   if (resume_step >= 0) {
-    char text[96];
-    snprintf(text, sizeof text, "resumed at step %ld on %d rank%s", resume_step, L->world->size,
-             L->world->size == 1 ? "" : "s");
+    char text[160];
+    snprintf(text, sizeof text, "resumed at step %ld on %d rank%s%s", resume_step, L->world->size,
+             L->world->size == 1 ? "" : "s",
+             L->multiplexed == L->run_multiplexed ? ""
+             : L->multiplexed ? " without multiplexing (its /multiplex rows read NaN from here)"
+                              : " multiplexed (this log began without /multiplex: the accounting is printed only)");
     append_event(L, resume_step, text);
   }
   log_flush(L);
@@ -374,7 +379,7 @@ run_log_t *run_log_open(const char *path, const config_t *cfg, const char *deck_
   L->world = world;
   L->file = -1;
   L->flush_every = cfg->log_flush_every > 0 ? cfg->log_flush_every : 1;
-  L->multiplexed = cfg->mux_role != 0;
+  L->multiplexed = L->run_multiplexed = cfg->mux_role != 0;
   if (world->rank != 0) return L;
   L->path = xstrdup(path);
   h5util_quiet_t q = h5util_quiet_begin();
@@ -409,11 +414,12 @@ void run_log_step(run_log_t *L, const log_row_t *row) {
     h5_series_append(&L->phase[p], L->phase_row);
   }
   if (L->multiplexed) {
+    int m = L->run_multiplexed;
     const double mux[MUX_METRIC_COUNT] = {
-        [MUX_FG_SPS] = row->fg_samples_per_sec,
-        [MUX_BG_SPS] = row->bg_samples_per_sec,
-        [MUX_TOTAL_SPS] = row->total_samples_per_sec,
-        [MUX_ACTIVE] = row->bg_ranks_active,
+        [MUX_FG_SPS] = m ? row->fg_samples_per_sec : NAN,
+        [MUX_BG_SPS] = m ? row->bg_samples_per_sec : NAN,
+        [MUX_TOTAL_SPS] = m ? row->total_samples_per_sec : NAN,
+        [MUX_ACTIVE] = m ? row->bg_ranks_active : NAN,
     };
     h5_series_append(&L->mux_step, &step);
     for (int m = 0; m < MUX_METRIC_COUNT; m++) h5_series_append(&L->mux[m], &mux[m]);
@@ -496,7 +502,7 @@ void run_log_plan(run_log_t *L, const burst_plan_t *plan, const graph_t *g, cons
 }
 
 void run_log_multiplex(run_log_t *L, const log_mux_info_t *info) {
-  if (L->world->rank != 0 || !L->multiplexed) return;
+  if (L->world->rank != 0 || !L->multiplexed || !L->run_multiplexed) return;
   h5util_quiet_t q = h5util_quiet_begin();
   hid_t grp = group_open(L, "/multiplex", 0);
   h5_attr_put_string(grp, "/multiplex", "role", info->role, L->path);

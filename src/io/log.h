@@ -59,8 +59,11 @@ typedef struct run_log run_log_t;
  * (unwritable path, an existing file that is not a Surge log) name the path. */
 run_log_t *run_log_open(const char *path, const config_t *cfg, const char *deck_text, const graph_t *g,
                         comm_t *world, long resume_step);
-/* Collective (rank 0 writes): the /multiplex attributes. A log opened with cfg->mux_role set has
- * the /multiplex series; call it after run_log_open and again at the end with the totals. */
+/* Collective (rank 0 writes): the /multiplex attributes. A log created with cfg->mux_role set has
+ * the /multiplex series; call it after run_log_open and again at the end with the totals. A
+ * resumed log keeps what it began as: a multiplexed log resumed by a plain run gets NaN rows there
+ * (and keeps its attributes), a plain log resumed by a multiplexed run gets no /multiplex (an event
+ * says so). */
 void run_log_multiplex(run_log_t *log, const log_mux_info_t *info);
 /* Collective: append one step. */
 void run_log_step(run_log_t *log, const log_row_t *row);

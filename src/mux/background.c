@@ -1,5 +1,5 @@
 /* The background's side: the gate in front of every piece of its work, the partner's end, and its
- * accounting (time paused, time running, samples). */
+ * accounting (time paused, samples; the CPU time it used is its process's own clock). */
 #include <stdatomic.h>
 
 #include "core/error.h"
@@ -17,12 +17,18 @@ static int partner_idle(const mux_local_t *L) {
 }
 
 /* The partner this background paired with is gone: it ended, died, or a new foreground took the
- * slot. Before the first pairing a dead or ended slot is a stale one: wait for a new partner. */
+ * slot. Before the first pairing, a foreground that attached after this background did and is gone
+ * already was its partner (a short one); a slot dead or ended from before is stale: wait. */
 static int partner_gone(mux_local_t *L) {
   mux_side_t *p = L->partner;
   if (!L->partner_gen) {
     mux_bg_try_pair(L);
-    return 0;
+    uint64_t gen = atomic_load(&p->generation);
+    if (L->partner_gen || gen == L->gen_at_attach) return 0;
+    int32_t state = atomic_load(&p->attached); /* NONE: it is attaching right now */
+    if (state != ATTACH_ENDED && !(state == ATTACH_LIVE && !mux_pid_alive(atomic_load(&p->pid)))) return 0;
+    L->partner_gen = gen; /* came and went between two looks */
+    return 1;
   }
   return !mux_side_live(p) || atomic_load(&p->generation) != L->partner_gen;
 }
@@ -39,7 +45,6 @@ void mux_bg_gate(void) {
   mux_local_t *L = mux_self;
   if (!L || L->role != MUX_ROLE_BACKGROUND || L->released) return;
   int64_t t0 = mux_now_ns();
-  atomic_fetch_add(&L->me->work_ns, (uint64_t)(t0 - L->ran_since));
   for (;;) {
     uint32_t seen = atomic_load(&L->partner->seq);
     if (partner_gone(L)) {
@@ -55,9 +60,7 @@ void mux_bg_gate(void) {
                           "raise [multiplex] partner_wait_s)", L->opt.channel, L->opt.index, L->opt.partner_wait_s);
     mux_sleep(L->partner, seen, POLL_NS);
   }
-  int64_t t1 = mux_now_ns();
-  atomic_fetch_add(&L->me->paused_ns, (uint64_t)(t1 - t0));
-  L->ran_since = t1;
+  atomic_fetch_add(&L->me->paused_ns, (uint64_t)(mux_now_ns() - t0));
 }
 
 int mux_partner_ended(void) {
@@ -71,7 +74,4 @@ void mux_bg_step_done(double samples) {
   mux_local_t *L = mux_self;
   if (!L || L->role != MUX_ROLE_BACKGROUND) return;
   atomic_fetch_add(&L->me->samples_milli, (uint64_t)(samples * 1e3));
-  int64_t now = mux_now_ns(); /* the work since the last gate belongs to this step */
-  atomic_fetch_add(&L->me->work_ns, (uint64_t)(now - L->ran_since));
-  L->ran_since = now;
 }

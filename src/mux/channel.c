@@ -176,7 +176,6 @@ void mux_attach(mux_role_t role, const mux_options_t *o) {
   atomic_store(&me->state, MUX_COMPUTING);
   atomic_store(&me->expected_ns, 0);
   atomic_store(&me->since_ns, mux_now_ns());
-  atomic_store(&me->work_ns, 0);
   atomic_store(&me->paused_ns, 0);
   atomic_store(&me->samples_milli, 0);
   atomic_store(&me->job_sps_milli, 0);
@@ -187,7 +186,8 @@ void mux_attach(mux_role_t role, const mux_options_t *o) {
   atomic_fetch_add(&me->generation, 1);
   atomic_store(&me->attached, ATTACH_LIVE);
   mux_wake(me);
-  L->attached_ns = L->ran_since = mux_now_ns();
+  L->attached_ns = mux_now_ns();
+  L->gen_at_attach = atomic_load(&L->partner->generation);
   if (role == MUX_ROLE_BACKGROUND) mux_bg_try_pair(L);
   mux_self = L;
 }
@@ -203,9 +203,17 @@ void mux_detach(void) {
   mux_self = NULL;
 }
 
+/* CPU seconds process pid has used so far (its own and its threads'), or 0 when unreadable. */
+static double cpu_seconds_of(int64_t pid) {
+  clockid_t clock;
+  struct timespec ts;
+  if (pid <= 0 || clock_getcpuclockid((pid_t)pid, &clock) != 0 || clock_gettime(clock, &ts) != 0) return 0;
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 static void counters_of(const mux_side_t *s, mux_counters_t *c) {
   memset(c, 0, sizeof *c);
-  c->bg_work_s = (double)atomic_load(&s->work_ns) * 1e-9;
+  c->bg_work_s = cpu_seconds_of(atomic_load(&s->pid));
   c->bg_paused_s = (double)atomic_load(&s->paused_ns) * 1e-9;
   c->bg_samples = (double)atomic_load(&s->samples_milli) * 1e-3;
   c->fg_samples_per_sec = (double)atomic_load(&s->job_sps_milli) * 1e-3;

@@ -91,7 +91,7 @@ const char *mux_lower_priority(const char *policy);
 
 /* ---- accounting, both sides (cumulative since attach) ---- */
 typedef struct mux_counters {
-  double bg_work_s;      /* background: seconds between a gate opening and the next gate call */
+  double bg_work_s;      /* background: CPU seconds its process has used (the kernel's clock) */
   double bg_paused_s;    /* background: seconds blocked in mux_bg_gate */
   double bg_samples;     /* background: samples of this rank's share of finished steps */
   double fg_samples_per_sec; /* foreground: the job's samples/s at its last step (0 before) */

@@ -22,7 +22,6 @@ typedef struct mux_side {
   _Atomic uint64_t generation;   /* +1 at every attach of this side */
   _Atomic int64_t since_ns;      /* CLOCK_MONOTONIC when the state began */
   _Atomic int64_t expected_ns;   /* expected duration of the state, 0 unknown */
-  _Atomic uint64_t work_ns;      /* background: time not paused at the gate */
   _Atomic uint64_t paused_ns;    /* background: time paused at the gate */
   _Atomic uint64_t samples_milli; /* background: samples of its share, x 1000 */
   _Atomic int64_t job_sps_milli; /* foreground: the job's samples/s, x 1000 */
@@ -49,8 +48,9 @@ typedef struct mux_local {
   int64_t state_start;
   double expected_ns[MUX_SITES]; /* running average per site (0: not seen) */
   /* background */
-  int64_t attached_ns, ran_since;
+  int64_t attached_ns;
   uint64_t partner_gen;          /* generation of the foreground it paired with, 0: none yet */
+  uint64_t gen_at_attach;        /* the foreground slot's generation when this background attached */
   int partner_ended, released, affinity_done;
 } mux_local_t;
 

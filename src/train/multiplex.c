@@ -177,13 +177,24 @@ void run_mux_info(const run_mux_t *x, const config_t *cfg, log_mux_info_t *info)
   info->fg_slowdown = fg ? slowdown_so_far(x) : x->partner_slowdown;
 }
 
+/* A rate for the summary: "n/a" when it was never measured. */
+static const char *rate_text(double v, char *buf, size_t n) {
+  if (isfinite(v))
+    snprintf(buf, n, "%.1f samples/s", v);
+  else
+    snprintf(buf, n, "n/a");
+  return buf;
+}
+
 void run_mux_end(run_mux_t *x, trainer_t *t) {
   if (x->role == MUX_ROLE_NONE) return;
   log_mux_info_t info;
   run_mux_info(x, &t->cfg, &info);
   if (t->world->rank == 0) {
-    printf("multiplex (%s, channel %s): foreground %.1f samples/s, background %.1f samples/s, total %.1f samples/s\n",
-           info.role, x->channel, info.fg_samples_per_sec, info.bg_samples_per_sec, info.total_samples_per_sec);
+    char fg[48], bg[48], total[48];
+    printf("multiplex (%s, channel %s): foreground %s, background %s, total %s\n", info.role, x->channel,
+           rate_text(info.fg_samples_per_sec, fg, sizeof fg), rate_text(info.bg_samples_per_sec, bg, sizeof bg),
+           rate_text(info.total_samples_per_sec, total, sizeof total));
     if (x->role == MUX_ROLE_FOREGROUND && x->baseline_sps > 0)
       printf("foreground slowdown %.3f against the foreground-only run %s (%.1f samples/s)\n", info.fg_slowdown,
              t->cfg.mux_baseline, x->baseline_sps);
@@ -193,10 +204,12 @@ void run_mux_end(run_mux_t *x, trainer_t *t) {
     else if (x->role == MUX_ROLE_FOREGROUND)
       printf("foreground slowdown: not measured (%ld steps had a background partner, %ld had none; give the log "
              "of a foreground-only run as [multiplex] baseline)\n", x->with_n, x->without_n);
-    else
-      printf("paused %.0f%% of the time waiting for the foreground (CPU priority %s); foreground slowdown %.3f%s\n",
-             x->run_sec > 0 ? 100.0 * x->paused_sec / x->run_sec : 0.0, x->priority, info.fg_slowdown,
-             isfinite(info.fg_slowdown) ? " (as the foreground measured it)" : " (not measured by the foreground)");
+    else {
+      char slow[64] = "not measured by the foreground";
+      if (isfinite(info.fg_slowdown)) snprintf(slow, sizeof slow, "%.3f (as the foreground measured it)", info.fg_slowdown);
+      printf("paused %.0f%% of the time waiting for the foreground (CPU priority %s); foreground slowdown %s\n",
+             x->run_sec > 0 ? 100.0 * x->paused_sec / x->run_sec : 0.0, x->priority, slow);
+    }
   }
   mux_detach();
 }

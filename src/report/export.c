@@ -78,6 +78,7 @@ void report_export_run_csv(const char *path, const report_log_t *L) {
   csv_group_header(f, &L->metrics, "", "step", 1);
   csv_group_header(f, &L->eval, "eval_", "step", 1);
   csv_group_header(f, &L->phases, "", NULL, L->phase_ranks);
+  csv_group_header(f, &L->mux.series, "", "step", 1);
   fputc('\n', f);
   /* the union of the /metrics and /eval steps, both ascending */
   size_t i = 0, j = 0, nm = L->metrics.rows, ne = estep ? L->eval.rows : 0;
@@ -89,6 +90,7 @@ void report_export_run_csv(const char *path, const report_log_t *L) {
     csv_group_row(f, &L->metrics, mrow, "step", 1);
     csv_group_row(f, &L->eval, erow, "step", 1);
     csv_group_row(f, &L->phases, mrow < (long)L->phases.rows ? mrow : -1, NULL, L->phase_ranks);
+    csv_group_row(f, &L->mux.series, mrow < (long)L->mux.series.rows ? mrow : -1, "step", 1);
     fputc('\n', f);
   }
   out_close(f, path);
@@ -206,6 +208,29 @@ static cJSON *json_run_attributes(const report_log_t *L) {
   return o;
 }
 
+/* /multiplex: its attributes (NaN as null) and, under "series", its datasets. */
+static cJSON *json_mux(const report_mux_t *m, cJSON *units) {
+  cJSON *o = made(cJSON_CreateObject());
+  const struct {
+    const char *name, *value;
+  } strings[] = {{"role", m->role},
+                 {"channel", m->channel},
+                 {"priority", m->priority},
+                 {"on_foreground_end", m->on_foreground_end}};
+  const struct {
+    const char *name;
+    double value;
+  } numbers[] = {{"foreground_samples_per_sec", m->fg_samples_per_sec},
+                 {"background_samples_per_sec", m->bg_samples_per_sec},
+                 {"total_samples_per_sec", m->total_samples_per_sec},
+                 {"foreground_slowdown", m->fg_slowdown}};
+  for (size_t i = 0; i < sizeof strings / sizeof strings[0]; i++)
+    put(o, strings[i].name, strings[i].value[0] ? cJSON_CreateString(strings[i].value) : cJSON_CreateNull());
+  for (size_t i = 0; i < sizeof numbers / sizeof numbers[0]; i++) put(o, numbers[i].name, json_number(numbers[i].value));
+  put(o, "series", json_group(&m->series, "/multiplex", 1, units));
+  return o;
+}
+
 void report_export_run_json(const char *path, const report_log_t *L) {
   cJSON *root = made(cJSON_CreateObject());
   cJSON *units = made(cJSON_CreateObject());
@@ -218,6 +243,7 @@ void report_export_run_json(const char *path, const report_log_t *L) {
   put(root, "metrics", json_group(&L->metrics, "/metrics", 1, units));
   put(root, "ranks", json_group(&L->phases, "/ranks", L->phase_ranks, units));
   put(root, "eval", json_group(&L->eval, "/eval", 1, units));
+  if (L->mux.present) put(root, "multiplex", json_mux(&L->mux, units));
   cJSON *events = made(cJSON_CreateArray());
   for (size_t i = 0; i < L->nevents; i++) {
     cJSON *e = made(cJSON_CreateObject());

@@ -1,5 +1,6 @@
 /* The figures of --plot DIR: loss and accuracy curves (one series per run) and a timeline of one
- * step per run (which phase each rank is in, stacked from the phase times in /ranks). */
+ * step per run (which phase each rank is in, stacked from the phase times in /ranks; a multiplexed
+ * run's background or paused time as a thin bar under its rank's). */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -231,24 +232,47 @@ static long timeline_row(const report_log_t *L, double step) {
   return step < 0 ? report_median_row(L) : report_row_of_step(L, step);
 }
 
-/* The ranks' bars: phases stacked in execution order, one <g class="phase"> per phase. */
+/* Whether column i of /ranks is drawn as a thin bar under its rank's stacked bar (an overlapping
+ * phase of a multiplexed run: how long, not when). */
+static int in_lane(const report_log_t *L, int i) {
+  return report_phase_kind(L->phases.col[i].name + strlen("phase_")).overlap != NULL;
+}
+
+static int any_lane(const report_log_t *L) {
+  for (int i = 0; i < L->phases.ncol; i++)
+    if (in_lane(L, i) && L->phase_shown[i]) return 1;
+  return 0;
+}
+
+/* The ranks' bars: phases stacked in execution order, one <g class="phase"> per phase; overlapping
+ * phases (multiplexing) as thin bars from 0 under them, one <g class="phase overlap"> each. */
 static void timeline_bars(plot_t *p, const report_log_t *L, long row) {
   const report_group_t *P = &L->phases;
   size_t ranks = L->phase_ranks;
   double *start = xcalloc(ranks, sizeof(double)); /* (ranks) ms where the next phase begins */
   double band = p->height / (double)ranks, bar = fmin(0.62 * band, 26);
+  int lanes = any_lane(L);
+  double stacked = lanes ? 0.65 * bar : bar, lane = 0.3 * bar; /* heights; a gap of 0.05 bar between */
   for (int i = 0; i < P->ncol; i++) {
+    if (!L->phase_shown[i]) continue;
     const char *phase = P->col[i].name + strlen("phase_");
+    report_phase_kind_t kind = report_phase_kind(phase);
     char id[80];
     snprintf(id, sizeof id, "phase-%s", phase);
-    svg_group_begin(p->svg, "phase", id, phase);
+    svg_group_begin(p->svg, kind.overlap ? "phase overlap" : "phase", id, phase);
     for (size_t r = 0; r < ranks; r++) {
       double ms = 1e3 * P->col[i].v[(size_t)row * P->col[i].cols + r];
       if (!isfinite(ms) || ms <= 0) continue;
       char tip[160];
+      double top = plot_y(p, (double)(ranks - r) - 0.5) - bar / 2;
+      if (kind.overlap) {
+        snprintf(tip, sizeof tip, "rank %zu, %s: %.3f ms (%s during the step)", r, phase, ms, kind.overlap);
+        svg_rect(p->svg, plot_x(p, 0), top + bar - lane, plot_x(p, ms) - plot_x(p, 0), lane, kind.color, "none", tip);
+        continue;
+      }
       snprintf(tip, sizeof tip, "rank %zu, %s: %.3f ms", r, phase, ms);
-      double x0 = plot_x(p, start[r]), x1 = plot_x(p, start[r] + ms), yc = plot_y(p, (double)(ranks - r) - 0.5);
-      svg_rect(p->svg, x0, yc - bar / 2, x1 - x0, bar, report_phase_kind(phase).color, "none", tip);
+      double x0 = plot_x(p, start[r]), x1 = plot_x(p, start[r] + ms);
+      svg_rect(p->svg, x0, top, x1 - x0, stacked, kind.color, "none", tip);
       start[r] += ms;
     }
     svg_group_end(p->svg);
@@ -276,22 +300,32 @@ static void write_timeline(const char *dir, const report_table_t *t, int r, doub
     double total = 0;
     for (int i = 0; i < P->ncol; i++) {
       double ms = 1e3 * P->col[i].v[(size_t)row * P->col[i].cols + k];
-      if (isfinite(ms)) total += ms;
+      if (!isfinite(ms)) continue;
+      if (in_lane(L, i)) xhi = fmax(xhi, ms);
+      else total += ms;
     }
     if (total > xhi) xhi = total;
     cat[k] = xmalloc(32);
     snprintf(cat[k], 32, "%zu", k);
   }
   plot_legend_entry_t *legend = xcalloc((size_t)P->ncol + 1, sizeof *legend);
+  char **labels = xcalloc((size_t)P->ncol + 1, sizeof(char *));
   int nlegend = 0;
   for (int i = 0; i < P->ncol; i++) {
-    const char *phase = P->col[i].name + strlen("phase_");
-    legend[nlegend++] = (plot_legend_entry_t){phase, report_phase_kind(phase).color, "", 0, 1};
+    if (!L->phase_shown[i]) continue;
+    report_phase_kind_t kind = report_phase_kind(P->col[i].name + strlen("phase_"));
+    size_t n = strlen(kind.name) + (kind.overlap ? strlen(kind.overlap) + 4 : 0) + 1;
+    labels[nlegend] = xmalloc(n);
+    if (kind.overlap) snprintf(labels[nlegend], n, "%s (%s)", kind.name, kind.overlap);
+    else snprintf(labels[nlegend], n, "%s", kind.name);
+    legend[nlegend] = (plot_legend_entry_t){labels[nlegend], kind.color, "", 0, 1};
+    nlegend++;
   }
   if (isfinite(step_ms)) legend[nlegend++] = (plot_legend_entry_t){"step time", "#000000", "4,3", 0, 0};
-  char title[256], xlabel[96];
+  char title[256], xlabel[128];
   snprintf(title, sizeof title, "%s: phases of step %.0f per rank", t->label[r], shown);
-  snprintf(xlabel, sizeof xlabel, "Time within the step (ms; phases stacked in execution order)");
+  snprintf(xlabel, sizeof xlabel, "Time within the step (ms; phases stacked in execution order%s)",
+           any_lane(L) ? "; thin bars: how long" : "");
   double height = fmin(fmax(150, RANK_ROW * (double)ranks), 720);
   char *path = file_in(dir, name);
   plot_t p = figure_open(path, title, plot_axis(0, xhi, 6), (plot_axis_t){0, (double)ranks, 1, 0}, height, legend,
@@ -306,6 +340,8 @@ static void write_timeline(const char *dir, const report_table_t *t, int r, doub
   figure_close(&p, legend, nlegend);
   fprintf(out, "  %s: phases of step %.0f per rank, %s\n", path, shown, t->label[r]);
   free(path);
+  for (int i = 0; i < P->ncol; i++) free(labels[i]);
+  free(labels);
   free(legend);
   for (size_t k = 0; k < ranks; k++) free(cat[k]);
   free(cat);

@@ -3,7 +3,7 @@
 AM_CPPFLAGS += $(CJSON_CFLAGS)
 libsurge_a_SOURCES += src/report/report.h src/report/svg.h \
   src/report/log_read.c src/report/phases.c src/report/metrics.c src/report/grid.c \
-  src/report/summary.c src/report/plan.c src/report/table.c src/report/export.c \
+  src/report/summary.c src/report/plan.c src/report/multiplex.c src/report/table.c src/report/export.c \
   src/report/svg.c src/report/plot.c src/report/figures.c src/report/report_main.c
 bin_PROGRAMS += surge-report
 surge_report_SOURCES = src/apps/surge_report.c
@@ -15,6 +15,9 @@ tests_test_report_lib_LDADD = $(SURGE_LIBS) $(CJSON_LIBS)
 TESTS += tests/test_report_lib
 dist_check_SCRIPTS += tests/test_report.sh
 TESTS += tests/test_report.sh
+# Logs of a multiplexed run (foreground and backgrounds) and of its foreground alone.
+dist_check_SCRIPTS += tests/test_report_mux.sh
+TESTS += tests/test_report_mux.sh
 # The burst plan of a run in its log (/plan) and in the summary.
 dist_check_SCRIPTS += tests/test_plan_log.sh
 TESTS += tests/test_plan_log.sh

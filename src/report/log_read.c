@@ -350,6 +350,27 @@ static void read_plan(report_log_t *L, hid_t f) {
   ok(H5Gclose(g), L->path, "close", "/plan");
 }
 
+/* ---- /multiplex ---- */
+
+static void read_mux(report_log_t *L, hid_t f) {
+  report_mux_t *m = &L->mux;
+  read_group(f, "/multiplex", "", 1, &m->series, L->path);
+  limit_rows(&m->series, L->metrics.rows);
+  m->present = m->series.present;
+  m->fg_samples_per_sec = m->bg_samples_per_sec = m->total_samples_per_sec = m->fg_slowdown = NAN;
+  if (!m->present) return;
+  hid_t g = ok(H5Gopen2(f, "/multiplex", H5P_DEFAULT), L->path, "open", "/multiplex");
+  attr_string(g, "/multiplex", "role", m->role, sizeof m->role, L->path);
+  attr_string(g, "/multiplex", "channel", m->channel, sizeof m->channel, L->path);
+  attr_string(g, "/multiplex", "priority", m->priority, sizeof m->priority, L->path);
+  attr_string(g, "/multiplex", "on_foreground_end", m->on_foreground_end, sizeof m->on_foreground_end, L->path);
+  m->fg_samples_per_sec = attr_double(g, "/multiplex", "foreground_samples_per_sec", L->path);
+  m->bg_samples_per_sec = attr_double(g, "/multiplex", "background_samples_per_sec", L->path);
+  m->total_samples_per_sec = attr_double(g, "/multiplex", "total_samples_per_sec", L->path);
+  m->fg_slowdown = attr_double(g, "/multiplex", "foreground_slowdown", L->path);
+  ok(H5Gclose(g), L->path, "close", "/multiplex");
+}
+
 /* ---- the whole log ---- */
 
 static hid_t open_log(const char *path) {
@@ -377,11 +398,14 @@ report_log_t *report_log_read(const char *path) {
   L->phase_ranks = L->phases.ncol ? L->phases.col[0].cols : 0;
   for (int i = 0; i < L->phases.ncol; i++)
     if (L->phases.col[i].cols < L->phase_ranks) L->phase_ranks = L->phases.col[i].cols;
+  L->phase_shown = xcalloc((size_t)L->phases.ncol + 1, 1);
+  for (int i = 0; i < L->phases.ncol; i++) L->phase_shown[i] = (unsigned char)report_phase_shown(L, i);
   read_group(f, "/eval", "", 1, &L->eval, path);
   if (L->eval.present && !report_column(&L->eval, "step"))
     surge_input_error("%s: damaged Surge log: /eval has no step dataset", path);
   read_events(L, f);
   read_plan(L, f);
+  read_mux(L, f);
   ok(H5Fclose(f), path, "close", "/");
   return L;
 }
@@ -400,6 +424,7 @@ void report_log_free(report_log_t *L) {
   free(L->setting);
   group_free(&L->metrics);
   group_free(&L->phases);
+  free(L->phase_shown);
   group_free(&L->eval);
   for (size_t i = 0; i < L->nevents; i++) free(L->event_text[i]);
   free(L->event_text);
@@ -408,6 +433,7 @@ void report_log_free(report_log_t *L) {
   for (size_t i = 0; L->plan.name && i < L->plan.nodes.rows; i++) free(L->plan.name[i]);
   free(L->plan.name);
   free(L->plan.text);
+  group_free(&L->mux.series);
   free(L->deck);
   free(L->path);
   free(L);

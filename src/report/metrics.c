@@ -35,27 +35,49 @@ static int compare_double(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
+/* The finite values of column c (1-D) over rows, ascending, with their count and sum; malloc'd. */
+static double *sorted_finite(const report_column_t *c, size_t rows, size_t *n, double *sum) {
+  double *sorted = xmalloc(surge_mul_size(rows + 1, sizeof(double), "sorted values"));
+  *n = 0;
+  *sum = 0;
+  for (size_t i = 0; i < rows; i++)
+    if (isfinite(c->v[i * c->cols])) {
+      sorted[(*n)++] = c->v[i * c->cols];
+      *sum += c->v[i * c->cols];
+    }
+  qsort(sorted, *n, sizeof(double), compare_double);
+  return sorted;
+}
+
+static double median_of_sorted(const double *sorted, size_t n) {
+  if (!n) return NAN;
+  return n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
+}
+
 /* Mean, median, min and max of the finite step times. */
 static void step_time_stats(const report_log_t *L, report_values_t *v) {
   v->step_mean = v->step_median = v->step_min = v->step_max = NAN;
   const report_column_t *t = report_column(&L->metrics, "step_time");
   if (!t) return;
-  double *sorted = xmalloc(surge_mul_size(L->metrics.rows, sizeof(double), "step times"));
-  size_t n = 0;
-  double sum = 0;
-  for (size_t i = 0; i < L->metrics.rows; i++)
-    if (isfinite(t->v[i])) {
-      sorted[n++] = t->v[i];
-      sum += t->v[i];
-    }
+  size_t n;
+  double sum;
+  double *sorted = sorted_finite(t, L->metrics.rows, &n, &sum);
   if (n) {
-    qsort(sorted, n, sizeof(double), compare_double);
     v->step_mean = sum / (double)n;
-    v->step_median = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
+    v->step_median = median_of_sorted(sorted, n);
     v->step_min = sorted[0];
     v->step_max = sorted[n - 1];
   }
   free(sorted);
+}
+
+double report_column_median(const report_column_t *c, size_t rows) {
+  size_t n;
+  double sum;
+  double *sorted = sorted_finite(c, rows, &n, &sum);
+  double median = median_of_sorted(sorted, n);
+  free(sorted);
+  return median;
 }
 
 /* Samples of every step over the time of every step: sum(samples_per_sec * step_time) / sum(step_time). */
@@ -123,9 +145,9 @@ double report_column_mean(const report_column_t *c, size_t rows, size_t j) {
   return n ? sum / (double)n : NAN;
 }
 
-double report_column_sum(const report_column_t *c, size_t rows) {
+double report_column_sum(const report_column_t *c, size_t rows, size_t j) {
   double sum = 0;
   for (size_t i = 0; i < rows; i++)
-    if (isfinite(c->v[i * c->cols])) sum += c->v[i * c->cols];
+    if (isfinite(c->v[i * c->cols + j])) sum += c->v[i * c->cols + j];
   return sum;
 }

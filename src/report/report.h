@@ -8,10 +8,9 @@
  * The reader keeps the rows every column of a group has and remembers how many it dropped.
  *
  * What newer logs add slots in without touching the reader, which takes every numeric dataset of
- * /metrics, /ranks/phase_* and /eval: a new phase (a background phase) gets its category and
- * colour in phases.c (until then it shows as "other"), a new group (/plan, /background) a section
- * in summary.c's table that prints only when the log has it, a new derived value a column in
- * table.c. */
+ * /metrics, /ranks/phase_* and /eval: a new phase gets its category and colour in phases.c (until
+ * then it shows as "other"), a new group (/plan, /multiplex) a section in summary.c's table that
+ * prints only when the log has it, a new derived value a column in table.c. */
 #ifndef SURGE_REPORT_H
 #define SURGE_REPORT_H
 
@@ -56,6 +55,17 @@ typedef struct report_plan {
   char *text;           /* the plan file; "" when absent */
 } report_plan_t;
 
+/* A multiplexed run's /multiplex (doc/formats.md); present 0 for other runs. */
+typedef struct report_mux {
+  int present;
+  char role[16];                /* "foreground" or "background" */
+  char channel[72], priority[32], on_foreground_end[16];
+  double fg_samples_per_sec, bg_samples_per_sec, total_samples_per_sec; /* the run's totals; NaN when absent */
+  double fg_slowdown;           /* foreground step time with / without a partner; NaN: not measured */
+  report_group_t series;        /* per step: step, foreground_samples_per_sec, background_samples_per_sec,
+                                 * total_samples_per_sec, background_ranks_active; row i is /metrics/step[i] */
+} report_mux_t;
+
 typedef struct report_log {
   char *path;
   /* /run attributes ("" or -1 when absent) */
@@ -67,11 +77,13 @@ typedef struct report_log {
   report_group_t metrics;     /* /metrics: "step" first, then loss, lr, ..., bytes_* */
   report_group_t phases;      /* /ranks/phase_* (rows, ranks); row i is /metrics/step[i] */
   size_t phase_ranks;         /* ranks (columns) every /ranks/phase_* dataset has */
+  unsigned char *phase_shown; /* (phases.ncol) whether each phase is shown (report_phase_shown) */
   report_group_t eval;        /* /eval: step, loss, accuracy */
   size_t nevents;
   double *event_step;         /* (nevents) */
   char **event_text;          /* (nevents) */
   report_plan_t plan;         /* /plan of a burst run */
+  report_mux_t mux;           /* /multiplex of a foreground or background run */
 } report_log_t;
 
 /* Read and check a log: a file that is not a Surge log, or that is damaged, is an input error
@@ -92,13 +104,19 @@ const char *report_run_name(const report_log_t *log);
  * does not know is shown after the known ones, in category "other". */
 typedef struct report_phase_kind {
   const char *name;     /* "forward" */
-  const char *category; /* "compute", "data", "communication", "waiting", "other" */
+  const char *category; /* "compute", "data", "communication", "waiting", "other", "background", "paused" */
   const char *color;    /* fill colour of the timeline, "#rrggbb" */
   int order;            /* execution order within a step; unknown phases come last */
+  const char *overlap;  /* NULL for a part of the step (phases add up to it); else the phase's time lies
+                         * within the others' (multiplexing: "partner ran") and is not added */
 } report_phase_kind_t;
 
 /* The kind of phase `name` (without the "phase_" prefix). */
 report_phase_kind_t report_phase_kind(const char *name);
+/* Whether column p of /ranks is shown: every phase, but an overlapping one only when some rank has
+ * a nonzero time in it (a multiplexed log holds both overlapping phases; the other role's are 0).
+ * The reader keeps the answers in log->phase_shown. */
+int report_phase_shown(const report_log_t *log, int p);
 /* Categories in the order the summary prints them; NULL-terminated. */
 extern const char *const report_phase_categories[];
 /* Where a column goes in its group: known names in their documented order, then the rest. */
@@ -128,8 +146,10 @@ long report_median_row(const report_log_t *log);
 long report_row_of_step(const report_log_t *log, double step);
 /* Mean of the finite values of column c over its rows, at column j; NaN when there is none. */
 double report_column_mean(const report_column_t *c, size_t rows, size_t j);
-/* Sum of the finite values of column c (1-D) over rows; 0 when there is none. */
-double report_column_sum(const report_column_t *c, size_t rows);
+/* Sum of the finite values of column c over its rows, at column j; 0 when there is none. */
+double report_column_sum(const report_column_t *c, size_t rows, size_t j);
+/* Median of the finite values of column c (1-D) over rows; NaN when there is none. */
+double report_column_median(const report_column_t *c, size_t rows);
 
 /* ---- text grids (grid.c) ---- */
 
@@ -153,6 +173,9 @@ void report_format_bytes(double bytes, char *buf, size_t n);
 void report_summary_print(FILE *f, const report_log_t *log);
 /* The burst plan section (plan.c): the logged plan's table and predicted vs measured iteration time. */
 void report_plan_print(FILE *f, const report_log_t *log, const report_values_t *v);
+/* The multiplexing section (multiplex.c): role, channel, foreground / background / total samples/s,
+ * the foreground's slowdown and partner's share of steps, or the background's paused time. */
+void report_mux_print(FILE *f, const report_log_t *log, const report_values_t *v);
 
 /* ---- many runs as a table (table.c) ---- */
 

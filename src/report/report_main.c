@@ -11,9 +11,9 @@
 
 static const char usage[] =
     "usage: surge-report [options] LOG.h5 [LOG.h5 ...]\n"
-    "  One log: a summary of the run (settings, final and best metrics, throughput, time per phase\n"
-    "  and rank, bytes per traffic category, events). Several logs (a sweep): one table, a row per\n"
-    "  run, with the settings that differ between the runs as columns.\n"
+    "  One log: a summary of the run (settings, final and best metrics, throughput, multiplexing,\n"
+    "  time per phase and rank, bytes per traffic category, events). Several logs (a sweep): one\n"
+    "  table, a row per run, with the settings that differ between the runs as columns.\n"
     "  --sort COLUMN   order the table by COLUMN, numerically when all its values are numbers\n"
     "  --desc          sort in descending order\n"
     "  --table         print (and export) the table even for one log\n"

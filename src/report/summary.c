@@ -49,7 +49,10 @@ static void print_run(FILE *f, const report_log_t *L, const report_values_t *v) 
   const struct {
     const char *group;
     const report_group_t *g;
-  } groups[] = {{"/metrics", &L->metrics}, {"/ranks", &L->phases}, {"/eval", &L->eval}};
+  } groups[] = {{"/metrics", &L->metrics},
+                {"/ranks", &L->phases},
+                {"/eval", &L->eval},
+                {"/multiplex", &L->mux.series}};
   for (size_t i = 0; i < sizeof groups / sizeof groups[0]; i++)
     if (groups[i].g->rows_dropped)
       fprintf(f, "  note        %s: %zu incomplete row%s left out (a kill during a flush leaves datasets of "
@@ -162,35 +165,61 @@ static void add_rank_label(report_grid_t *g, size_t r, size_t ranks) {
   else report_grid_add(g, "mean");
 }
 
+static int overlaps(const report_log_t *L, size_t p) {
+  return report_phase_kind(L->phases.col[p].name + strlen("phase_")).overlap != NULL;
+}
+
+/* Milliseconds of row r of ms (phase_means) in the phases that add up to the step. */
+static double step_total(const report_log_t *L, const double *ms, size_t r) {
+  size_t np = (size_t)L->phases.ncol;
+  double total = 0;
+  for (size_t p = 0; p < np; p++)
+    if (!overlaps(L, p) && !isnan(ms[r * np + p])) total += ms[r * np + p];
+  return total;
+}
+
+/* The line under a table that shows overlapping phases (multiplexed runs): what they hold. */
+static void print_overlap_note(FILE *f, const report_log_t *L, const char *what) {
+  int any = 0;
+  for (size_t p = 0; p < (size_t)L->phases.ncol; p++)
+    if (overlaps(L, p) && L->phase_shown[p]) {
+      report_phase_kind_t k = report_phase_kind(L->phases.col[p].name + strlen("phase_"));
+      fprintf(f, "%s%s (%s)", any ? ", " : "  ", k.name, k.overlap);
+      any = 1;
+    }
+  if (any) fprintf(f, ": within the other phases, %s\n", what);
+}
+
 static void print_phase_grid(FILE *f, const report_log_t *L, const double *ms) {
   const report_group_t *P = &L->phases;
   size_t ranks = L->phase_ranks, np = (size_t)P->ncol;
+  int nshown = 0;
+  for (size_t p = 0; p < np; p++) nshown += L->phase_shown[p];
   report_grid_t g;
-  report_grid_init(&g, P->ncol + 2, "r");
+  report_grid_init(&g, nshown + 2, "r");
   report_grid_add(&g, "rank");
-  for (size_t p = 0; p < np; p++) report_grid_add(&g, "%s", P->col[p].name + strlen("phase_"));
+  for (size_t p = 0; p < np; p++)
+    if (L->phase_shown[p]) report_grid_add(&g, "%s", P->col[p].name + strlen("phase_"));
   report_grid_add(&g, "total");
   for (size_t r = 0; r <= ranks; r++) {
-    double total = 0;
     add_rank_label(&g, r, ranks);
     for (size_t p = 0; p < np; p++) {
       double x = ms[r * np + p];
-      if (isnan(x)) {
-        report_grid_add(&g, "-");
-      } else {
-        report_grid_add(&g, "%.3f", x);
-        total += x;
-      }
+      if (!L->phase_shown[p]) continue;
+      if (isnan(x)) report_grid_add(&g, "-");
+      else report_grid_add(&g, "%.3f", x);
     }
-    report_grid_add(&g, "%.3f", total);
+    report_grid_add(&g, "%.3f", step_total(L, ms, r));
   }
   fprintf(f, "  milliseconds per step, mean over %zu steps\n", P->rows);
   report_grid_print(f, &g, "  ");
   report_grid_free(&g);
+  print_overlap_note(f, L, "not in the total");
 }
 
 /* Each rank's share of its step per category (report_phase_categories), for the categories that
- * some phase of the log counts under. */
+ * some shown phase of the log counts under. The shares of the phases that add up to the step sum
+ * to 100%; an overlapping phase's share is of the same step, beside them. */
 static void print_category_grid(FILE *f, const report_log_t *L, const double *ms) {
   const report_group_t *P = &L->phases;
   size_t ranks = L->phase_ranks, np = (size_t)P->ncol;
@@ -201,7 +230,7 @@ static void print_category_grid(FILE *f, const report_log_t *L, const double *ms
     const char *category = report_phase_kind(P->col[p].name + strlen("phase_")).category;
     for (int k = 0; k < ncat; k++)
       if (strcmp(report_phase_categories[k], category) == 0) cat_of[p] = k;
-    used[cat_of[p]] = 1;
+    if (L->phase_shown[p]) used[cat_of[p]] = 1;
   }
   report_grid_t g;
   int nused = 0;
@@ -212,13 +241,10 @@ static void print_category_grid(FILE *f, const report_log_t *L, const double *ms
     if (used[k]) report_grid_add(&g, "%s", report_phase_categories[k]);
   double *share = xmalloc((size_t)ncat * sizeof(double));
   for (size_t r = 0; r <= ranks; r++) {
-    double total = 0;
+    double total = step_total(L, ms, r);
     for (int k = 0; k < ncat; k++) share[k] = 0;
     for (size_t p = 0; p < np; p++)
-      if (!isnan(ms[r * np + p])) {
-        share[cat_of[p]] += ms[r * np + p];
-        total += ms[r * np + p];
-      }
+      if (!isnan(ms[r * np + p])) share[cat_of[p]] += ms[r * np + p];
     add_rank_label(&g, r, ranks);
     for (int k = 0; k < ncat; k++)
       if (used[k]) {
@@ -229,6 +255,7 @@ static void print_category_grid(FILE *f, const report_log_t *L, const double *ms
   fprintf(f, "\n  share of each rank's step by category\n");
   report_grid_print(f, &g, "  ");
   report_grid_free(&g);
+  print_overlap_note(f, L, "a share of the same step beside the others' 100%");
   free(share);
   free(cat_of);
   free(used);
@@ -255,7 +282,7 @@ static int has_traffic(const report_log_t *L) {
 static void print_traffic(FILE *f, const report_log_t *L, const report_values_t *v) {
   double all = 0;
   for (int i = 0; i < L->metrics.ncol; i++)
-    if (is_bytes(L->metrics.col[i].name)) all += report_column_sum(&L->metrics.col[i], v->steps);
+    if (is_bytes(L->metrics.col[i].name)) all += report_column_sum(&L->metrics.col[i], v->steps, 0);
   report_grid_t g;
   report_grid_init(&g, 5, "lrrrr");
   report_grid_add(&g, "category");
@@ -266,7 +293,7 @@ static void print_traffic(FILE *f, const report_log_t *L, const report_values_t 
   for (int i = 0; i < L->metrics.ncol; i++) {
     const report_column_t *c = &L->metrics.col[i];
     if (!is_bytes(c->name)) continue;
-    double total = report_column_sum(c, v->steps);
+    double total = report_column_sum(c, v->steps, 0);
     char per[32], tot[32];
     report_format_bytes(total / (double)v->steps, per, sizeof per);
     report_format_bytes(total, tot, sizeof tot);
@@ -297,6 +324,10 @@ static void print_events(FILE *f, const report_log_t *L, const report_values_t *
 
 static int has_plan(const report_log_t *L) { return L->plan.present; }
 
+/* ---- multiplexing (multiplex.c) ---- */
+
+static int has_mux(const report_log_t *L) { return L->mux.present; }
+
 static const struct {
   const char *title;
   int (*present)(const report_log_t *L);
@@ -305,6 +336,7 @@ static const struct {
     {"Settings (the resolved deck)", has_settings, print_settings},
     {"Metrics", always, print_metrics},
     {"Throughput", has_steps, print_throughput},
+    {"Multiplexing (foreground/background)", has_mux, report_mux_print},
     {"Time per phase of a step, per rank", has_phases, print_phases},
     {"Traffic per category", has_traffic, print_traffic},
     {"Burst plan (predicted by the planner, measured by this run)", has_plan, report_plan_print},

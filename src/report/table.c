@@ -1,5 +1,6 @@
 /* The table of many runs (a sweep): one row per log; as columns the log, its steps, the settings
- * that differ between the runs, and the final and best metrics and the throughput. */
+ * that differ between the runs, and the final and best metrics and the throughput; when a log is
+ * multiplexed, its role and foreground, background and total samples/s too. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,12 @@ static const char *const output_keys[] = {"run.out_dir", "log.file", "checkpoint
 
 /* Columns after the swept ones, from report_values(). */
 static const char *const value_columns[] = {"final_loss", "best_eval_loss", "best_accuracy", "samples_per_sec", NULL};
+
+/* Columns after those when some log is multiplexed: its role ("none" for a run that is not) and the
+ * /multiplex totals. A foreground's row beside a foreground-only run of the same deck shows the
+ * slowdown as their samples_per_sec. */
+static const char *const mux_columns[] = {"role", "foreground_samples_per_sec", "background_samples_per_sec",
+                                          "total_samples_per_sec", NULL};
 
 static int is_output_key(const char *key) {
   for (int i = 0; output_keys[i]; i++)
@@ -64,6 +71,21 @@ static int swept_keys(const report_log_t *const *logs, int n, const char **key) 
   return nkeys;
 }
 
+static int any_multiplexed(const report_log_t *const *logs, int n) {
+  for (int l = 0; l < n; l++)
+    if (logs[l]->mux.present) return 1;
+  return 0;
+}
+
+/* A run's cells of mux_columns. */
+static void mux_cells(const report_log_t *L, report_cell_t *c) {
+  const report_mux_t *m = &L->mux;
+  c[0] = text_cell(m->present ? m->role : "none");
+  c[1] = number_cell(m->present ? m->fg_samples_per_sec : NAN, "%.1f");
+  c[2] = number_cell(m->present ? m->bg_samples_per_sec : NAN, "%.1f");
+  c[3] = number_cell(m->present ? m->total_samples_per_sec : NAN, "%.1f");
+}
+
 static int ranks_differ(const report_log_t *const *logs, int n) {
   for (int l = 1; l < n; l++)
     if (logs[l]->ranks != logs[0]->ranks) return 1;
@@ -113,10 +135,11 @@ report_table_t *report_table_build(const report_log_t *const *logs, int n) {
   const char **key = xcalloc((size_t)nkeys_max, sizeof(char *));
   int by_ranks = ranks_differ(logs, n);
   int nkeys = swept_keys(logs, n, key);
-  int nvalues = 0;
+  int nvalues = 0, nmux = 0, multiplexed = any_multiplexed(logs, n);
   while (value_columns[nvalues]) nvalues++;
+  while (multiplexed && mux_columns[nmux]) nmux++;
   t->nswept = by_ranks + nkeys;
-  t->ncol = 2 + t->nswept + nvalues;
+  t->ncol = 2 + t->nswept + nvalues + nmux;
   t->nrow = n;
   t->col = xcalloc((size_t)t->ncol, sizeof(char *));
   int c = 0;
@@ -125,6 +148,7 @@ report_table_t *report_table_build(const report_log_t *const *logs, int n) {
   if (by_ranks) t->col[c++] = xstrdup("ranks");
   for (int k = 0; k < nkeys; k++) t->col[c++] = xstrdup(key[k]);
   for (int k = 0; k < nvalues; k++) t->col[c++] = xstrdup(value_columns[k]);
+  for (int k = 0; k < nmux; k++) t->col[c++] = xstrdup(mux_columns[k]);
   t->cell = xcalloc(surge_mul_size((size_t)n, (size_t)t->ncol, "table cells"), sizeof *t->cell);
   t->log = xcalloc((size_t)n, sizeof *t->log);
   for (int r = 0; r < n; r++) {
@@ -141,6 +165,7 @@ report_table_t *report_table_build(const report_log_t *const *logs, int n) {
     row[c++] = number_cell(v.best_eval_loss.value, "%.5g");
     row[c++] = number_cell(v.best_accuracy.value, "%.4f");
     row[c++] = number_cell(v.samples_per_sec, "%.1f");
+    if (multiplexed) mux_cells(L, &row[c]);
   }
   free(key);
   make_labels(t);

@@ -1,0 +1,110 @@
+/* The multiplexing section of the one-run summary (logs with /multiplex, doc/formats.md): the run's
+ * role and setting, foreground / background / total samples/s as the run totalled them and as the
+ * medians of its per-step series, and then for a foreground its slowdown and how often its
+ * background partner ran, for a background how much of its time it spent paused at the gate. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "report/report.h"
+
+/* "6622.5", or "-" for a value the log does not hold (a run killed before it totalled). */
+static const char *rate(double x, char *buf, size_t n) {
+  if (isfinite(x)) snprintf(buf, n, "%.1f", x);
+  else snprintf(buf, n, "-");
+  return buf;
+}
+
+static void print_rates(FILE *f, const char *head, double fg, double bg, double total, const char *how) {
+  char a[32], b[32], c[32];
+  fprintf(f, "  %-10s  foreground %s, background %s, total %s (%s)\n", head, rate(fg, a, sizeof a),
+          rate(bg, b, sizeof b), rate(total, c, sizeof c), how);
+}
+
+static double series_median(const report_mux_t *m, const char *name) {
+  const report_column_t *c = report_column(&m->series, name);
+  return c ? report_column_median(c, m->series.rows) : NAN;
+}
+
+/* The foreground-only log a foreground's slowdown was measured against ([multiplex] baseline, in
+ * decks that have the key); NULL when there is none. */
+static const char *baseline(const report_log_t *L) {
+  const char *b = report_setting(L, "multiplex.baseline");
+  return b && b[0] && strcmp(b, "\"\"") != 0 ? b : NULL;
+}
+
+/* Foreground: the slowdown the run measured, and the steps in which a partner ran. */
+static void print_foreground(FILE *f, const report_log_t *L) {
+  const report_mux_t *m = &L->mux;
+  if (isfinite(m->fg_slowdown) && baseline(L))
+    fprintf(f, "  slowdown    %.3f (samples/s of the foreground-only run %s over this run's)\n", m->fg_slowdown,
+            baseline(L));
+  else if (isfinite(m->fg_slowdown))
+    fprintf(f, "  slowdown    %.3f (mean foreground step with a background partner / without)\n", m->fg_slowdown);
+  else
+    fprintf(f, "  slowdown    not measured in this run: compare samples/s with a foreground-only log "
+               "(surge-report FG.h5 SOLO.h5)\n");
+  const report_column_t *active = report_column(&m->series, "background_ranks_active");
+  size_t steps = 0, ran = 0;
+  double ranks = 0;
+  for (size_t i = 0; active && i < m->series.rows; i++)
+    if (isfinite(active->v[i])) {
+      steps++;
+      ran += active->v[i] > 0;
+      ranks += active->v[i];
+    }
+  if (steps)
+    fprintf(f, "  partner     ran in %zu of %zu steps (%.1f%%), on %.2f foreground ranks per step on average\n", ran,
+            steps, 100.0 * (double)ran / (double)steps, ranks / (double)steps);
+}
+
+/* Background: per rank, its time paused at the gate over the summed step time. */
+static void print_background(FILE *f, const report_log_t *L) {
+  const report_column_t *paused = report_column(&L->phases, "phase_paused"),
+                        *step = report_column(&L->metrics, "step_time");
+  if (!paused || !step || !L->phases.rows) return;
+  double seconds = report_column_sum(step, L->phases.rows, 0);
+  report_grid_t g;
+  report_grid_init(&g, 4, "r");
+  report_grid_add(&g, "rank");
+  report_grid_add(&g, "paused s");
+  report_grid_add(&g, "step time s");
+  report_grid_add(&g, "paused");
+  for (size_t r = 0; r < L->phase_ranks; r++) {
+    double p = report_column_sum(paused, L->phases.rows, r);
+    report_grid_add(&g, "%zu", r);
+    report_grid_add(&g, "%.4f", p);
+    report_grid_add(&g, "%.4f", seconds);
+    if (seconds > 0) report_grid_add(&g, "%.1f%%", 100 * p / seconds);
+    else report_grid_add(&g, "-");
+  }
+  fprintf(f, "  paused      at the gate until the foreground was idle, over %zu steps: sum of /ranks/phase_paused / "
+             "sum of /metrics/step_time\n",
+          L->phases.rows);
+  report_grid_print(f, &g, "  ");
+  report_grid_free(&g);
+}
+
+void report_mux_print(FILE *f, const report_log_t *L, const report_values_t *v) {
+  (void)v;
+  const report_mux_t *m = &L->mux;
+  fprintf(f, "  role        %s on channel %s, CPU priority %s, on_foreground_end %s\n", m->role[0] ? m->role : "-",
+          m->channel[0] ? m->channel : "-", m->priority[0] ? m->priority : "-",
+          m->on_foreground_end[0] ? m->on_foreground_end : "-");
+  int totalled = isfinite(m->fg_samples_per_sec) || isfinite(m->bg_samples_per_sec);
+  print_rates(f, "samples/s", m->fg_samples_per_sec, m->bg_samples_per_sec, m->total_samples_per_sec,
+              totalled ? "the run's totals" : "the run's totals: written when it ends");
+  if (m->series.rows) {
+    char how[64];
+    snprintf(how, sizeof how, "medians over %zu steps", m->series.rows);
+    print_rates(f, "per step", series_median(m, "foreground_samples_per_sec"),
+                series_median(m, "background_samples_per_sec"), series_median(m, "total_samples_per_sec"), how);
+  }
+  if (strcmp(m->role, "foreground") == 0) {
+    print_foreground(f, L);
+  } else if (strcmp(m->role, "background") == 0) {
+    if (isfinite(m->fg_slowdown))
+      fprintf(f, "  slowdown    %.3f (its foreground's, as the foreground measured it)\n", m->fg_slowdown);
+    print_background(f, L);
+  }
+}

@@ -2,7 +2,10 @@
 # The job scripts in jobscripts/ on a private one-node Slurm (tools/slurm-local-up.sh): a training
 # job leaves its log, model and checkpoints; a 3-variant sweep runs as a job array and a report job
 # that depends on it runs after it and tables all variants; a job stopped by SIGUSR1 mid-run
-# requeues itself, resumes from its checkpoint and ends bitwise where an uninterrupted run ends.
+# requeues itself, resumes from its checkpoint and ends bitwise where an uninterrupted run ends;
+# a burst foreground and a background multiplexed in one job (burst-bg.sbatch) both train, the
+# background stops with a checkpoint when the foreground ends, both resume after a requeue, and a
+# failing background leaves the foreground and the job alone.
 # Skipped where Slurm is not installed or not root (slurmd starts jobs as their users).
 . "${SURGE_TOP_SRCDIR:-.}/tests/tap.sh"
 for p in sbatch squeue scontrol scancel slurmctld slurmd; do
@@ -176,5 +179,120 @@ else
 fi
 
 lap "stopped, requeued and resumed job"
+
+# (4) burst-bg.sbatch: a vgg-mini burst foreground on 2 ranks whose plan runs the first half of the
+# network on rank 0 and the second half on rank 1 (each rank idle half of the step), and a 2-rank
+# mlp background beside it, on the same 2 CPUs of the allocation
+make_plan="$top_build/tests/make_plan"
+# h5vals FILE DATASET: the values, one per line
+h5vals() {
+  h5dump -d "$2" -y -w 0 -o "$tap_tmp/vals.txt" "$1" >/dev/null 2>&1 || return 1
+  tr -s ', \t' '\n' <"$tap_tmp/vals.txt" | awk NF
+}
+# h5attr FILE OBJECT/ATTR: the value of a scalar string attribute
+h5attr() { h5dump -a "$2" "$1" 2>/dev/null | sed -n 's/^ *(0): *"\(.*\)"$/\1/p'; }
+# mux_job SECONDS ARGS...: submit burst-bg.sbatch ARGS and wait for it; sets job, state, code, and
+# out (the job's files are $out.out, $out.foreground.out and $out.background.out)
+mux_job() {
+  mux_wait=$1
+  shift
+  job=$(submit "$jobs/burst-bg.sbatch" "$@")
+  wait_job "$job" "$mux_wait"
+  state=$(job_field "$job" JobState) code=$(job_field "$job" ExitCode) out=surge-burst-bg-$job
+}
+if [ -x "$make_plan" ]; then
+  "$make_plan" "$top_src/inputs/vgg-mini-fmnist.deck" 2 dp.plan train.global_batch=32 model.vgg_channels=4,8 \
+    model.vgg_fc=32 >make_plan.txt 2>&1
+  ok_or_show $? make_plan.txt "tests/make_plan writes a 2-rank vgg-mini plan"
+  # nodes 0-5 (input to pool1) on rank 0 only, nodes 6-14 (conv2_1 to fc2) on rank 1 only
+  awk '/^[0-9]+ / { print $1, $2, 1, ($1 >= 6 ? 1 : 0), 32; next } { print }' dp.plan >split.plan
+  cat >fg.deck <<'EOF'
+[run]
+name = slurm-fg
+steps = 600
+print_every = 200
+eval_every = 0
+[model]
+zoo = vgg-mini
+vgg_channels = 4,8
+vgg_fc = 32
+[data]
+source = synthetic
+synthetic_samples = 512
+[train]
+global_batch = 32
+[parallel]
+mode = burst
+plan = split.plan
+EOF
+  # priority = none: the gate still lets it run only while its partner is idle, but SCHED_IDLE
+  # would starve it whenever other test suites keep the machine's cores busy
+  cat >bg.deck <<'EOF'
+[run]
+name = slurm-bg
+steps = 100000
+print_every = 500
+[model]
+zoo = mlp
+mlp_hidden = 64
+[data]
+source = synthetic
+synthetic_samples = 1024
+[train]
+global_batch = 64
+[multiplex]
+priority = none
+EOF
+  mux_job 60 fg.deck bg.deck
+  [ "$state" = COMPLETED ] && [ "$code" = 0:0 ] &&
+    grep -q "foreground exit status 0, background exit status 0" "$out.out"
+  ok_or_show $? "$out.out" "burst-bg.sbatch job $job ends $state with exit code $code; $(grep -o 'foreground exit status.*' "$out.out")"
+  fg=runs/slurm-fg bg=runs/slurm-bg
+  [ -s $fg/log.h5 ] && [ -s $fg/model.h5 ] && [ -s $bg/log.h5 ] && [ -s "$out.foreground.out" ] &&
+    [ -s "$out.background.out" ]
+  ok_or_show $? "$out.background.out" "both wrote their logs ($fg/log.h5 and model.h5, $bg/log.h5) and outputs"
+  fg_role=$(h5attr $fg/log.h5 /multiplex/role) bg_role=$(h5attr $bg/log.h5 /multiplex/role)
+  fg_channel=$(h5attr $fg/log.h5 /multiplex/channel) bg_channel=$(h5attr $bg/log.h5 /multiplex/channel)
+  [ "$fg_role" = foreground ] && [ "$bg_role" = background ] && [ "$fg_channel" = "slurm-$job" ] &&
+    [ "$bg_channel" = "slurm-$job" ]
+  tap_ok $? "/multiplex@role: $fg_role and $bg_role, both on channel $fg_channel"
+  h5vals $bg/log.h5 /metrics/loss >bg_loss.txt
+  steps=$(wc -l <bg_loss.txt) first=$(head -n 1 bg_loss.txt) last=$(tail -n 1 bg_loss.txt)
+  [ "$steps" -gt 1 ] && awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < a) }'
+  tap_ok $? "the background trained $steps steps beside it, loss $first -> $last"
+  h5dump -d /events/text -y -w 0 -o bg_events.txt $bg/log.h5 >/dev/null 2>&1
+  ckpt=$(grep -o "ckpt-0*$steps\.h5" bg_events.txt)
+  grep -q '"stopped: the foreground ended"' bg_events.txt && [ -n "$ckpt" ] && [ -s "$bg/checkpoints/$ckpt" ]
+  tap_ok $? "it stopped because the foreground ended, with a checkpoint of its last step: $(awk NF bg_events.txt)"
+  lap "multiplexed job"
+
+  # (5) the same stopped by SIGUSR1 once the foreground's first checkpoint exists: the job requeues
+  # itself on the foreground's exit 75, and the next attempt resumes both from their checkpoints
+  job=$(submit "$jobs/burst-bg.sbatch" fg.deck bg.deck -D run.out_dir=fg-stopped -D run.steps=1200 \
+    -D checkpoint.every=100 -- -D run.out_dir=bg-stopped)
+  out=surge-burst-bg-$job
+  tap_wait_until 30 test -e fg-stopped/checkpoints/ckpt-00000100.h5
+  scancel --signal=USR1 "$job"
+  wait_job "$job" 90
+  restarts=$(job_field "$job" Restarts) state=$(job_field "$job" JobState) code=$(job_field "$job" ExitCode)
+  grep -q "foreground exit status 75" "$out.out" && grep -q "requeueing job $job" "$out.out" &&
+    [ "$restarts" = 1 ] && [ "$state" = COMPLETED ] && [ "$code" = 0:0 ]
+  ok_or_show $? "$out.out" "job $job: the foreground exits 75, the job requeues itself, runs again and ends $state, exit $code (restarts: $restarts)"
+  grep -q "resumed from fg-stopped/checkpoints/ckpt-" "$out.foreground.out" && [ -s fg-stopped/model.h5 ] &&
+    [ -s fg-stopped/checkpoints/ckpt-00001200.h5 ]
+  tap_ok $? "the foreground $(grep -o 'resumed from .* at step [0-9]*' "$out.foreground.out") and finished step 1200"
+  grep -q "resumed from bg-stopped/checkpoints/ckpt-" "$out.background.out"
+  tap_ok $? "the background $(grep -o 'resumed from .* at step [0-9]*' "$out.background.out")"
+  lap "multiplexed job stopped, requeued and resumed"
+
+  # (6) a background that fails (bad input: exit 2) leaves the foreground and the job alone
+  mux_job 60 fg.deck bg.deck -D run.out_dir=fg-alone -D run.steps=100 -- -D run.out_dir=bg-bad -D train.lr=-1
+  [ "$state" = COMPLETED ] && [ "$code" = 0:0 ] && [ -s fg-alone/model.h5 ] &&
+    grep -q "foreground exit status 0, background exit status 2" "$out.out"
+  ok_or_show $? "$out.out" "a failing background: job $job ends $state, exit $code, the foreground finished; $(grep -o 'background exit status [0-9]*' "$out.out")"
+  lap "multiplexed job with a failing background"
+else
+  tap_skip "tests/make_plan is not built: no multiplexed job"
+fi
 tap_diag "Slurm test took $(($(date +%s) - started)) s"
 tap_done

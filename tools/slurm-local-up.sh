@@ -43,6 +43,9 @@ if ! running slurmctld || ! running slurmd; then
   cat >"$SLURM_CONF" <<CONF
 # written by tools/slurm-local-up.sh
 ClusterName=surgelocal
+# job ids start at a number of this instance, so two local clusters on one machine do not reuse the
+# same ids (a multiplexed job's default channel, slurm-JOBID, names a segment in /dev/shm)
+FirstJobId=$(( ($$ % 90000 + 10000) * 10 ))
 SlurmctldHost=localhost
 AuthType=auth/$AUTH
 CredType=cred/$AUTH

@@ -7,6 +7,8 @@
 #   dp     the data-parallel plan alone          (the baseline for total throughput)
 #   burst  the burst plan alone                  (the baseline for the foreground's slowdown)
 #   mux    the burst plan with the two backgrounds
+#   plain  the burst plan beside the same two jobs started plainly, one pinned to each core (no
+#          gating, normal priority): what sharing the cores costs without multiplexing
 # Reported: foreground samples/s (global batch / median step time of the slowest rank), background
 # samples/s (summed over the background jobs while the foreground ran: the foreground log's
 # /multiplex@background_samples_per_sec), total, slowdown = burst / mux foreground samples/s, and
@@ -39,7 +41,14 @@ bg="$train $src/inputs/vgg-mini-fmnist.deck --background -D data.source=syntheti
   -D backend.threads=1 -D data.test_samples=16 -D run.steps=1000000 -D run.eval_every=0 -D run.print_every=1000000
   -D run.overwrite=true"
 
-# run CONFIG DIR: one run of dp, burst or mux; the foreground's log is DIR/log.h5
+# the same background jobs as plain jobs: no --background, stopped when the foreground ends; their
+# samples/s: samples of the steps they logged over those steps' time
+co="$train $src/inputs/vgg-mini-fmnist.deck -D data.source=synthetic -D train.global_batch=$bg_batch
+  -D backend.threads=1 -D data.test_samples=16 -D run.steps=1000000 -D run.eval_every=0 -D run.print_every=1000000
+  -D run.overwrite=true -D log.flush_every=1"
+co_sps() { h5vals "$1" /metrics/step_time | awk -v b="$bg_batch" '{ t += $1; n++ } END { print (t > 0 ? b * n / t : 0) }'; }
+
+# run CONFIG DIR: one run of dp, burst, mux or plain; the foreground's log is DIR/log.h5
 # shellcheck disable=SC2086
 run() {
   case $1 in
@@ -47,28 +56,42 @@ run() {
     burst) "$mpiexec" --bind-to core -n 2 $fg $burst -D "run.out_dir=$2" ;;
     mux) "$mpiexec" --bind-to core --map-by core -n 2 $fg $burst -D "run.out_dir=$2" \
       : -n 1 $bg -D "run.out_dir=$2-b0" : -n 1 $bg -D "run.out_dir=$2-b1" -D multiplex.partner_offset=1 ;;
+    plain) # two plain 1-rank jobs pinned to the two cores, running until the foreground is done
+      for k in 0 1; do
+        taskset -c $k "$mpiexec" --bind-to none -n 1 $co -D "run.out_dir=$2-b$k" >"$2-b$k.txt" 2>&1 &
+      done
+      "$mpiexec" --bind-to core -n 2 $fg $burst -D "run.out_dir=$2"
+      rc=$?
+      pkill -f "run.out_dir=$2-b[01]( |\$)"
+      wait
+      return $rc ;;
   esac >"$2.txt" 2>&1 || { echo "bench_multiplex: the $1 run failed:" >&2; tail -n 5 "$2.txt" >&2; exit 1; }
 }
 r=1
 while [ $r -le "$repeats" ]; do
-  for c in dp burst mux; do
+  for c in dp burst mux plain; do
     run $c "$tmp/$c-$r"
     fg_sps "$tmp/$c-$r/log.h5" >>"$tmp/$c.fg"
   done
   h5attr "$tmp/mux-$r/log.h5" /multiplex/background_samples_per_sec >>"$tmp/mux.bg"
+  echo "$(co_sps "$tmp/plain-$r-b0/log.h5") $(co_sps "$tmp/plain-$r-b1/log.h5")" | awk '{ print $1 + $2 }' >>"$tmp/plain.bg"
   r=$((r + 1))
 done
 dp=$(median <"$tmp/dp.fg")
 alone=$(median <"$tmp/burst.fg")
 fgm=$(median <"$tmp/mux.fg")
+fgp=$(median <"$tmp/plain.fg")
+bgp=$(median <"$tmp/plain.bg")
 bgm=$(median <"$tmp/mux.bg")
 printf '# vgg-mini, global batch %d, %d steps, synthetic data, 2 foreground ranks on %s cores; backgrounds: 2 x vgg-mini at batch %d\n' \
   "$batch" "$steps" "$(nproc 2>/dev/null || echo '?')" "$bg_batch"
 printf '# median of %d runs of each configuration (alternating); foreground samples/s from the median step time after 3 warm-up steps\n' "$repeats"
-printf '%-34s %12s %12s %12s %10s %10s\n' configuration "fg samp/s" "bg samp/s" "total" "fg slowdn" "total/dp"
-awk -v dp="$dp" -v a="$alone" -v f="$fgm" -v b="$bgm" 'BEGIN {
-  printf "%-34s %12.1f %12s %12.1f %10s %10.3f\n", "data-parallel plan alone", dp, "-", dp, "-", 1
-  printf "%-34s %12.1f %12s %12.1f %10s %10.3f\n", "burst plan alone", a, "-", a, "-", a / dp
-  printf "%-34s %12.1f %12.1f %12.1f %10.3f %10.3f\n", "burst plan + 2 backgrounds", f, b, f + b, a / f, (f + b) / dp }'
+printf '%-40s %12s %12s %12s %10s %10s\n' configuration "fg samp/s" "bg samp/s" "total" "fg slowdn" "total/dp"
+awk -v dp="$dp" -v a="$alone" -v f="$fgm" -v b="$bgm" -v p="$fgp" -v q="$bgp" 'BEGIN {
+  printf "%-40s %12.1f %12s %12.1f %10s %10.3f\n", "data-parallel plan alone", dp, "-", dp, "-", 1
+  printf "%-40s %12.1f %12s %12.1f %10s %10.3f\n", "burst plan alone", a, "-", a, "-", a / dp
+  printf "%-40s %12.1f %12.1f %12.1f %10.3f %10.3f\n", "burst plan + 2 backgrounds", f, b, f + b, a / f, (f + b) / dp
+  printf "%-40s %12.1f %12.1f %12.1f %10.3f %10.3f\n", "burst plan + the 2 jobs, not multiplexed", p, q, p + q, a / p, (p + q) / dp }'
 echo "# fg slowdn: burst alone / burst with backgrounds (foreground samples/s; 1.10 is the 10% target);"
-echo "# total/dp: (foreground + background samples/s) / the data-parallel plan alone on the same ranks"
+echo "# total/dp: (foreground + background samples/s) / the data-parallel plan alone on the same ranks;"
+echo "# not multiplexed: the same two jobs started plainly on the two cores (normal priority, no gating)"

@@ -2,6 +2,7 @@
 #   tap_ok COND_EXIT_STATUS "description"     tap_done (prints the plan, exits 1 if any failed)
 #   tap_pass_through LABEL NP PROGRAM ARGS...  (a TAP program under mpiexec; its results become ours)
 #   tap_wait_until SECONDS COMMAND ARGS...     (poll until COMMAND succeeds; 1 on timeout)
+#   h5vals FILE DATASET, h5attr FILE OBJECT/ATTRIBUTE  (values read back with h5dump)
 tap_n=0
 tap_failed=0
 tap_ok() {
@@ -53,3 +54,12 @@ tap_wait_until() {
     wu_left=$((wu_left - 1))
   done
 }
+# h5vals FILE DATASET: its values, one a line (rows of a 2-D dataset one after the other), numbers
+# in full precision, strings in their quotes; status 1 when h5dump cannot read it.
+h5vals() {
+  h5dump -m '%.17g' -y -d "$2" "$1" >"$tap_tmp/h5vals.txt" 2>/dev/null || return 1
+  sed -n '/^   DATA {/,/^   }/p' "$tap_tmp/h5vals.txt" | sed '1d;$d' | tr ',' '\n' | sed 's/^ *//; s/ *$//; /^$/d'
+}
+# h5attr FILE OBJECT/ATTRIBUTE: a scalar attribute's value, numbers in full precision, strings
+# without their quotes.
+h5attr() { h5dump -m '%.17g' -a "$2" "$1" 2>/dev/null | sed -n 's/^ *(0): //p' | sed 's/^"\(.*\)"$/\1/'; }

@@ -22,10 +22,6 @@ FG="$SURGE_TRAIN $top_src/inputs/vgg-mini-fmnist.deck -D model.vgg_channels=4,8 
   -D parallel.mode=burst -D parallel.plan=$tap_tmp/idle.plan"
 BG="$SURGE_TRAIN $top_src/inputs/mlp-fmnist.deck -D model.mlp_hidden=64 -D data.train_samples=5000
   -D data.test_samples=100 -D run.eval_every=0 -D run.print_every=1000 -D train.lr=0.1"
-h5vals() {
-  h5dump -m '%.17g' -y -d "$2" "$1" | sed -n '/^   DATA {/,/^   }/p' | sed '1d;$d' | tr ',' '\n' | sed 's/^ *//; s/ *$//; /^$/d'
-}
-h5attr() { h5dump -m '%.17g' -a "$2" "$1" | sed -n 's/^ *(0): //p' | tr -d '"'; }
 # same A B: bitwise equal parameters
 same() { "$h5_compare" "$1" "$2" 0 >"$tap_tmp/cmp.txt" 2>&1; }
 # falls LOG: the mean of the last 5 losses is below the mean of the first 5 (at least 10 steps)

@@ -20,12 +20,6 @@ train() { # train NAME NP ARGS...: a 6-step training into $tap_tmp/NAME
   timeout 120 "$mpiexec" -n "$np" "$SURGE_TRAIN" "$deck" $(dashD $model) -D run.steps=6 -D run.print_every=100 \
     -D data.test_samples=20 -D "run.out_dir=$tap_tmp/$name" "$@" >"$tap_tmp/$name.txt" 2>&1
 }
-# h5vals FILE DATASET: its values, one a line
-h5vals() {
-  h5dump -y -d "$2" "$1" | sed -n '/^   DATA {/,/^   }/p' | sed '1d;$d' | tr ',' '\n' | sed 's/^ *//; s/ *$//; /^$/d'
-}
-# h5attr FILE ATTRIBUTE: one scalar attribute's value
-h5attr() { h5dump -a "$2" "$1" | sed -n 's/^ *(0): //p'; }
 # plan_column FILE K: column K of the plan file's node lines
 plan_column() { awk -v k="$2" '/^[0-9]+ / && NF == 5 { print $k }' "$1"; }
 

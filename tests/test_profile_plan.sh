@@ -27,13 +27,6 @@ global_batch = 8
 DECK
 NODES=7 # input, flatten, fc1, relu1, fc2, relu2, fc3
 
-h5vals() { # h5vals FILE DATASET: the values, one per line
-  h5dump -d "$2" -y -w 0 -o "$tap_tmp/vals.txt" "$1" >/dev/null 2>&1 || return 1
-  tr ', \t' '\n\n\n' <"$tap_tmp/vals.txt" | awk NF
-}
-h5attr() { # h5attr FILE OBJECT/ATTR: the scalar attribute's value
-  h5dump -a "$2" "$1" 2>/dev/null | sed -n 's/^ *(0): *//p'
-}
 # check_layout FILE BATCHES...: node names, the batch list, median and spread tables of NODES rows
 check_layout() {
   f=$1; shift
@@ -47,7 +40,7 @@ check_layout() {
   # medians: the input row 0, every other node positive
   h5vals "$f" /profile/median_us | awk -v nb=$# 'NR <= nb { if ($1 != 0) bad = 1; next } { if (!($1 > 0)) bad = 1 }
     END { exit bad }' || { echo "median_us values"; return 1; }
-  [ "$(h5attr "$f" /profile/median_us/units)" = '"us"' ] || { echo "units"; return 1; }
+  [ "$(h5attr "$f" /profile/median_us/units)" = us ] || { echo "units"; return 1; }
 }
 
 # --- 1 rank
@@ -61,7 +54,7 @@ tap_ok $? "1 rank: every node at per-rank batch 8, positive times $res"
   [ "$(h5vals "$tap_tmp/p1.h5" /profile/network/p2p_beta)" = 10000 ] &&
   ! h5vals "$tap_tmp/p1.h5" /profile/network/p2p_us >/dev/null
 tap_ok $? "1 rank: network defaults marked not measured (file and table)"
-[ "$(h5attr "$tap_tmp/p1.h5" /profile/model)" = '"mlp"' ] && [ "$(h5attr "$tap_tmp/p1.h5" /profile/ranks)" = 1 ] &&
+[ "$(h5attr "$tap_tmp/p1.h5" /profile/model)" = mlp ] && [ "$(h5attr "$tap_tmp/p1.h5" /profile/ranks)" = 1 ] &&
   [ "$(h5attr "$tap_tmp/p1.h5" /profile/global_batch)" = 8 ]
 tap_ok $? "1 rank: model, G and global batch recorded"
 
@@ -75,12 +68,12 @@ net_ok=0
 for d in p2p_beta allreduce_beta; do
   v=$(h5vals "$tap_tmp/p2.h5" /profile/network/$d)
   awk -v v="$v" 'BEGIN { exit !(v > 0) }' || net_ok=1
-  [ "$(h5attr "$tap_tmp/p2.h5" /profile/network/$d/units)" = '"bytes/us"' ] || net_ok=1
+  [ "$(h5attr "$tap_tmp/p2.h5" /profile/network/$d/units)" = bytes/us ] || net_ok=1
 done
 for d in p2p_alpha allreduce_alpha; do
   v=$(h5vals "$tap_tmp/p2.h5" /profile/network/$d)
   awk -v v="$v" 'BEGIN { exit !(v >= 0) }' || net_ok=1
-  [ "$(h5attr "$tap_tmp/p2.h5" /profile/network/$d/units)" = '"us"' ] || net_ok=1
+  [ "$(h5attr "$tap_tmp/p2.h5" /profile/network/$d/units)" = us ] || net_ok=1
 done
 for d in p2p_us allreduce_us; do
   h5vals "$tap_tmp/p2.h5" /profile/network/$d | awk '{ n++; if (!($1 > 0)) bad = 1 } END { exit bad || n != 7 }' || net_ok=1

@@ -23,11 +23,6 @@ train() {
     >"$tap_tmp/$name.txt" 2>&1
 }
 
-# h5vals FILE DATASET: its values, one a line, in full precision (row-major for 2-D datasets)
-h5vals() {
-  h5dump -m '%.17g' -y -d "$2" "$1" | sed -n '/^   DATA {/,/^   }/p' | sed '1d;$d' | tr ',' '\n' |
-    sed 's/^ *//; s/ *$//; /^$/d'
-}
 
 # py TEXT SCRIPT ARGS...: a check in Python (json, csv, xml.dom.minidom); skipped without python3
 py() {

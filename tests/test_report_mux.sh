@@ -29,12 +29,6 @@ BG="$SURGE_TRAIN $top_src/inputs/mlp-fmnist.deck --background $data -D model.mlp
   -D run.steps=100000 -D multiplex.priority=nice"
 
 # h5vals FILE DATASET: its values, one a line, in full precision (row-major for 2-D datasets)
-h5vals() {
-  h5dump -m '%.17g' -y -d "$2" "$1" | sed -n '/^   DATA {/,/^   }/p' | sed '1d;$d' | tr ',' '\n' |
-    sed 's/^ *//; s/ *$//; /^$/d'
-}
-# h5attr FILE ATTRIBUTE: one scalar attribute's value, in full precision, without quotes
-h5attr() { h5dump -m '%.17g' -a "$2" "$1" | sed -n 's/^ *(0): //p' | tr -d '"'; }
 # rank_column NRANKS R: column R of the values of a 2-D dataset (h5vals output on standard input)
 rank_column() { awk -v n="$1" -v r="$2" '(NR - 1) % n == r'; }
 # median: the median of the numbers on standard input, as %.1f

@@ -184,13 +184,6 @@ lap "stopped, requeued and resumed job"
 # network on rank 0 and the second half on rank 1 (each rank idle half of the step), and a 2-rank
 # mlp background beside it, on the same 2 CPUs of the allocation
 make_plan="$top_build/tests/make_plan"
-# h5vals FILE DATASET: the values, one per line
-h5vals() {
-  h5dump -d "$2" -y -w 0 -o "$tap_tmp/vals.txt" "$1" >/dev/null 2>&1 || return 1
-  tr -s ', \t' '\n' <"$tap_tmp/vals.txt" | awk NF
-}
-# h5attr FILE OBJECT/ATTR: the value of a scalar string attribute
-h5attr() { h5dump -a "$2" "$1" 2>/dev/null | sed -n 's/^ *(0): *"\(.*\)"$/\1/p'; }
 # mux_job SECONDS ARGS...: submit burst-bg.sbatch ARGS and wait for it; sets job, state, code, and
 # out (the job's files are $out.out, $out.foreground.out and $out.background.out)
 mux_job() {

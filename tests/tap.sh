@@ -57,8 +57,10 @@ tap_wait_until() {
 # h5vals FILE DATASET: its values, one a line (rows of a 2-D dataset one after the other), numbers
 # in full precision, strings in their quotes; status 1 when h5dump cannot read it.
 h5vals() {
-  h5dump -m '%.17g' -y -d "$2" "$1" >"$tap_tmp/h5vals.txt" 2>/dev/null || return 1
-  sed -n '/^   DATA {/,/^   }/p' "$tap_tmp/h5vals.txt" | sed '1d;$d' | tr ',' '\n' | sed 's/^ *//; s/ *$//; /^$/d'
+  set -- "$1" "$2" "$(mktemp "$tap_tmp/h5vals.XXXXXX")" # a file of its own: calls may run at once
+  h5dump -m '%.17g' -y -d "$2" "$1" >"$3" 2>/dev/null || { rm -f "$3"; return 1; }
+  sed -n '/^   DATA {/,/^   }/p' "$3" | sed '1d;$d' | tr ',' '\n' | sed 's/^ *//; s/ *$//; /^$/d'
+  rm -f "$3"
 }
 # h5attr FILE OBJECT/ATTRIBUTE: a scalar attribute's value, numbers in full precision, strings
 # without their quotes.

@@ -9,6 +9,8 @@
 #   mux    the burst plan with the two backgrounds
 #   plain  the burst plan beside the same two jobs started plainly, one pinned to each core (no
 #          gating, normal priority): what sharing the cores costs without multiplexing
+#   polite the burst plan alone with --foreground and no partner: the cost of the polite waits,
+#          and the CPU time they leave free (CPU seconds of the whole job per step, burst vs polite)
 # Reported: foreground samples/s (global batch / median step time of the slowest rank), background
 # samples/s (summed over the background jobs while the foreground ran: the foreground log's
 # /multiplex@background_samples_per_sec), total, slowdown = burst / mux foreground samples/s, and
@@ -48,12 +50,19 @@ co="$train $src/inputs/vgg-mini-fmnist.deck -D data.source=synthetic -D train.gl
   -D run.overwrite=true -D log.flush_every=1"
 co_sps() { h5vals "$1" /metrics/step_time | awk -v b="$bg_batch" '{ t += $1; n++ } END { print (t > 0 ? b * n / t : 0) }'; }
 
-# run CONFIG DIR: one run of dp, burst, mux or plain; the foreground's log is DIR/log.h5
+# cpu_of FILE CMD...: run CMD, then write the CPU seconds it and its descendants used to FILE
+cpu_of() {
+  sh -c '"$@"; rc=$?; awk -v hz="$(getconf CLK_TCK)" "{ print (\$16 + \$17) / hz }" /proc/$$/stat >"$0"; exit $rc' "$@"
+}
+
+# run CONFIG DIR: one run of dp, burst, mux, plain or polite; the foreground's log is DIR/log.h5
 # shellcheck disable=SC2086
 run() {
   case $1 in
     dp) "$mpiexec" --bind-to core -n 2 $fg -D "run.out_dir=$2" ;;
-    burst) "$mpiexec" --bind-to core -n 2 $fg $burst -D "run.out_dir=$2" ;;
+    burst) cpu_of "$2.cpu" "$mpiexec" --bind-to core -n 2 $fg $burst -D "run.out_dir=$2" ;;
+    polite) cpu_of "$2.cpu" "$mpiexec" --bind-to core -n 2 $fg $burst --foreground -D "multiplex.channel=bench-$$" \
+      -D "run.out_dir=$2" ;;
     mux) "$mpiexec" --bind-to core --map-by core -n 2 $fg $burst -D "run.out_dir=$2" \
       : -n 1 $bg -D "run.out_dir=$2-b0" : -n 1 $bg -D "run.out_dir=$2-b1" -D multiplex.partner_offset=1 ;;
     plain) # two plain 1-rank jobs pinned to the two cores, running until the foreground is done
@@ -69,12 +78,13 @@ run() {
 }
 r=1
 while [ $r -le "$repeats" ]; do
-  for c in dp burst mux plain; do
+  for c in dp burst mux plain polite; do
     run $c "$tmp/$c-$r"
     fg_sps "$tmp/$c-$r/log.h5" >>"$tmp/$c.fg"
   done
   h5attr "$tmp/mux-$r/log.h5" /multiplex/background_samples_per_sec >>"$tmp/mux.bg"
   echo "$(co_sps "$tmp/plain-$r-b0/log.h5") $(co_sps "$tmp/plain-$r-b1/log.h5")" | awk '{ print $1 + $2 }' >>"$tmp/plain.bg"
+  for c in burst polite; do awk -v n="$steps" '{ print $1 / n }' "$tmp/$c-$r.cpu" >>"$tmp/$c.cpu"; done
   r=$((r + 1))
 done
 dp=$(median <"$tmp/dp.fg")
@@ -83,6 +93,9 @@ fgm=$(median <"$tmp/mux.fg")
 fgp=$(median <"$tmp/plain.fg")
 bgp=$(median <"$tmp/plain.bg")
 bgm=$(median <"$tmp/mux.bg")
+fgq=$(median <"$tmp/polite.fg")
+cpu_spin=$(median <"$tmp/burst.cpu")
+cpu_polite=$(median <"$tmp/polite.cpu")
 printf '# vgg-mini, global batch %d, %d steps, synthetic data, 2 foreground ranks on %s cores; backgrounds: 2 x vgg-mini at batch %d\n' \
   "$batch" "$steps" "$(nproc 2>/dev/null || echo '?')" "$bg_batch"
 printf '# median of %d runs of each configuration (alternating); foreground samples/s from the median step time after 3 warm-up steps\n' "$repeats"
@@ -95,3 +108,9 @@ awk -v dp="$dp" -v a="$alone" -v f="$fgm" -v b="$bgm" -v p="$fgp" -v q="$bgp" 'B
 echo "# fg slowdn: burst alone / burst with backgrounds (foreground samples/s; 1.10 is the 10% target);"
 echo "# total/dp: (foreground + background samples/s) / the data-parallel plan alone on the same ranks;"
 echo "# not multiplexed: the same two jobs started plainly on the two cores (normal priority, no gating)"
+printf '\n# the foreground alone: waits spinning in MPI (plain) or polling and sleeping (--foreground, no partner)\n'
+printf '%-40s %12s %16s\n' configuration "fg samp/s" "CPU s per step"
+awk -v a="$alone" -v q="$fgq" -v s="$cpu_spin" -v p="$cpu_polite" 'BEGIN {
+  printf "%-40s %12.1f %16.3f\n", "burst plan alone", a, s
+  printf "%-40s %12.1f %16.3f\n", "burst plan alone, --foreground", q, p }'
+echo "# CPU s per step: user + system time of the whole job (2 ranks and mpiexec) over its steps, start-up included"

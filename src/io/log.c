@@ -43,8 +43,8 @@ static const struct {
     [PHASE_COMM] = {"comm", "seconds each rank spent inside collectives"},
     [PHASE_WAIT] = {"wait", "seconds each rank waited for the slowest rank before the gradient allreduce"},
     [PHASE_OPTIMIZER] = {"optimizer", "seconds each rank spent clipping and updating parameters"},
-    [PHASE_BACKGROUND] = {"background", "foreground ranks: seconds of the step their background partner ran "
-                                        "(0 without multiplexing)"},
+    [PHASE_BACKGROUND] = {"background", "foreground ranks: CPU seconds their background partner's process "
+                                        "used during the step (0 without multiplexing)"},
     [PHASE_PAUSED] = {"paused", "background ranks: seconds of the step paused until their foreground partner "
                                 "was idle (0 without multiplexing)"},
 };
@@ -59,7 +59,7 @@ static const struct {
     [MUX_BG_SPS] = {"background_samples_per_sec", "samples/s",
                     "samples the background ranks finished per second during the foreground's step, summed"},
     [MUX_TOTAL_SPS] = {"total_samples_per_sec", "samples/s", "foreground plus background samples per second"},
-    [MUX_ACTIVE] = {"background_ranks_active", "ranks", "foreground ranks whose background partner ran in the step"},
+    [MUX_ACTIVE] = {"background_ranks_active", "ranks", "foreground ranks whose background partner's gate let a piece of work through in the step"},
 };
 
 const char *log_phase_name(log_phase_t p) {

@@ -61,6 +61,7 @@ void mux_bg_gate(void) {
     mux_sleep(L->partner, seen, POLL_NS);
   }
   atomic_fetch_add(&L->me->paused_ns, (uint64_t)(mux_now_ns() - t0));
+  atomic_fetch_add(&L->me->pieces, 1);
 }
 
 int mux_partner_ended(void) {

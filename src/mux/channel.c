@@ -177,6 +177,7 @@ void mux_attach(mux_role_t role, const mux_options_t *o) {
   atomic_store(&me->expected_ns, 0);
   atomic_store(&me->since_ns, mux_now_ns());
   atomic_store(&me->paused_ns, 0);
+  atomic_store(&me->pieces, 0);
   atomic_store(&me->samples_milli, 0);
   atomic_store(&me->job_sps_milli, 0);
   atomic_store(&me->slowdown_milli, 0);
@@ -215,6 +216,7 @@ static void counters_of(const mux_side_t *s, mux_counters_t *c) {
   memset(c, 0, sizeof *c);
   c->bg_work_s = cpu_seconds_of(atomic_load(&s->pid));
   c->bg_paused_s = (double)atomic_load(&s->paused_ns) * 1e-9;
+  c->bg_pieces = (double)atomic_load(&s->pieces);
   c->bg_samples = (double)atomic_load(&s->samples_milli) * 1e-3;
   c->fg_samples_per_sec = (double)atomic_load(&s->job_sps_milli) * 1e-3;
   int64_t slow = atomic_load(&s->slowdown_milli);

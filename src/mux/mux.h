@@ -93,6 +93,7 @@ const char *mux_lower_priority(const char *policy);
 typedef struct mux_counters {
   double bg_work_s;      /* background: CPU seconds its process has used (the kernel's clock) */
   double bg_paused_s;    /* background: seconds blocked in mux_bg_gate */
+  double bg_pieces;      /* background: pieces of work its gate let through */
   double bg_samples;     /* background: samples of this rank's share of finished steps */
   double fg_samples_per_sec; /* foreground: the job's samples/s at its last step (0 before) */
   double fg_slowdown;    /* foreground: its slowdown as it last published it (NaN: not known) */

@@ -23,6 +23,7 @@ typedef struct mux_side {
   _Atomic int64_t since_ns;      /* CLOCK_MONOTONIC when the state began */
   _Atomic int64_t expected_ns;   /* expected duration of the state, 0 unknown */
   _Atomic uint64_t paused_ns;    /* background: time paused at the gate */
+  _Atomic uint64_t pieces;       /* background: pieces of work let through the gate */
   _Atomic uint64_t samples_milli; /* background: samples of its share, x 1000 */
   _Atomic int64_t job_sps_milli; /* foreground: the job's samples/s, x 1000 */
   _Atomic int64_t slowdown_milli; /* foreground: its slowdown so far, x 1000 (0: not known) */

@@ -93,8 +93,9 @@ void run_mux_step_begin(run_mux_t *x) {
 
 /* Foreground: the partner's work and samples during the step, summed over the job's ranks. */
 static void foreground_row(run_mux_t *x, trainer_t *t, log_row_t *row, const mux_counters_t *bg, double span) {
-  double lent = bg->bg_work_s - x->bg0.bg_work_s;
-  double v[2] = {span > 0 ? (bg->bg_samples - x->bg0.bg_samples) / span : 0, lent > 0 ? 1 : 0};
+  double lent = bg->bg_work_s - x->bg0.bg_work_s; /* the partner's CPU time in the step */
+  double v[2] = {span > 0 ? (bg->bg_samples - x->bg0.bg_samples) / span : 0,
+                 bg->bg_pieces > x->bg0.bg_pieces ? 1 : 0}; /* its gate let a piece through */
   if (v[0] < 0) v[0] = 0; /* a new partner restarted its counters */
   if (lent < 0) lent = 0;
   comm_allreduce_sum_double(t->world, v, 2, TRAFFIC_OTHER);

@@ -14,6 +14,11 @@ void progress_init(progress_t *p, long total_steps, long samples_per_step, long 
   p->tty = surge_rank() == 0 && isatty(fileno(stdout));
 }
 
+void progress_share_output(progress_t *p, const char *label) {
+  p->tty = 0;
+  snprintf(p->label, sizeof p->label, "[%.20s] ", label);
+}
+
 void progress_format_duration(double sec, char *buf, int n) {
   long s = sec > 0 ? (long)(sec + 0.5) : 0;
   if (s >= 3600)
@@ -49,7 +54,7 @@ void progress_step(progress_t *p, const train_stats_t *s) {
   if (s->step % p->print_every == 0 || s->step == p->total_steps) {
     format_line(p, s, 1e3 * p->window_sec / (double)p->window_steps, line, sizeof line);
     clear_bar(p);
-    printf("%s\n", line);
+    printf("%s%s\n", p->label, line);
     p->window_sec = 0;
     p->window_steps = 0;
   } else if (p->tty) {
@@ -69,10 +74,10 @@ void progress_eval(progress_t *p, long step, const eval_stats_t *e, int tokens) 
   if (surge_rank() != 0) return;
   clear_bar(p);
   if (tokens)
-    printf("eval step %ld | validation loss %.4f nats/byte | next-byte accuracy %.2f%% | %ld sequences\n", step,
+    printf("%seval step %ld | validation loss %.4f nats/byte | next-byte accuracy %.2f%% | %ld sequences\n", p->label, step,
            e->loss, 100.0 * e->accuracy, e->samples);
   else
-    printf("eval step %ld | test loss %.4f | test accuracy %.2f%% | %ld samples\n", step, e->loss,
+    printf("%seval step %ld | test loss %.4f | test accuracy %.2f%% | %ld samples\n", p->label, step, e->loss,
            100.0 * e->accuracy, e->samples);
   fflush(stdout);
 }
@@ -80,6 +85,6 @@ void progress_eval(progress_t *p, long step, const eval_stats_t *e, int tokens) 
 void progress_note(progress_t *p, const char *line) {
   if (surge_rank() != 0) return;
   clear_bar(p);
-  printf("%s\n", line);
+  printf("%s%s\n", p->label, line);
   fflush(stdout);
 }

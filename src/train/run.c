@@ -11,6 +11,7 @@
 #include "io/checkpoint.h"
 #include "io/log.h"
 #include "io/model_file.h"
+#include "mux/mux.h"
 #include "train/multiplex.h"
 #include "train/progress.h"
 #include "train/state.h"
@@ -113,6 +114,7 @@ train_outcome_t train_run(const config_t *cfg, const deck_t *deck, const char *r
   char *deck_text = deck_resolved_text(cfg);
   progress_t p;
   progress_init(&p, cfg->steps, cfg->global_batch, cfg->print_every);
+  if (cfg->mux_auto_channel[0]) progress_share_output(&p, mux_role_name((mux_role_t)cfg->mux_role));
   long resumed_at = -1;
   if (cfg->resume) {
     char from[CFG_STR + 64], line[CFG_STR + 160];
@@ -198,14 +200,14 @@ train_outcome_t train_run(const config_t *cfg, const deck_t *deck, const char *r
   progress_format_duration(p.run_sec, dur, sizeof dur);
   if (world->rank == 0) {
     long done = t.step - (resumed_at > 0 ? resumed_at : 0);
-    printf("done: %ld steps in %s (%.1f ms/step, %.0f samples/s)\n", done, dur,
+    printf("%sdone: %ld steps in %s (%.1f ms/step, %.0f samples/s)\n", p.label, done, dur,
            done ? 1e3 * p.run_sec / (double)done : 0.0,
            p.run_sec > 0 ? (double)(done * cfg->global_batch) / p.run_sec : 0.0);
     if (tokens)
-      printf("final validation loss %.4f nats/byte\n", e.loss);
+      printf("%sfinal validation loss %.4f nats/byte\n", p.label, e.loss);
     else
-      printf("final test accuracy %.2f%%\n", 100.0 * e.accuracy);
-    printf("output: %s (final parameters), %s (metrics log), %s (checkpoints)\n", model_path, cfg->log_file,
+      printf("%sfinal test accuracy %.2f%%\n", p.label, 100.0 * e.accuracy);
+    printf("%soutput: %s (final parameters), %s (metrics log), %s (checkpoints)\n", p.label, model_path, cfg->log_file,
            cfg->ckpt_dir);
   }
   trainer_free(&t);

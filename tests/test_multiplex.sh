@@ -152,6 +152,10 @@ env -u SLURM_JOB_ID timeout 60 "$mpiexec" -n 1 $BG --background -D "run.out_dir=
 rc=$?
 [ $rc = 2 ] && grep -q "needs the \[multiplex\] channel its partner uses" "$tap_tmp/nochan.txt"
 tap_ok $? "a separate background without a channel: exit $rc with a hint"
+timeout 60 "$mpiexec" -n 1 $BG --foreground --background -D "run.out_dir=$tap_tmp/both" >"$tap_tmp/both.txt" 2>&1
+rc=$?
+[ $rc = 2 ] && grep -q "a job has one role" "$tap_tmp/both.txt"
+tap_ok $? "--foreground and --background together: exit $rc"
 printf '[multiplex]\nchannel = ../x\n' >"$tap_tmp/badchan.deck"
 cat "$top_src/inputs/mlp-fmnist.deck" "$tap_tmp/badchan.deck" >"$tap_tmp/bad.deck"
 timeout 60 "$mpiexec" -n 1 "$SURGE_TRAIN" "$tap_tmp/bad.deck" --foreground -D "run.out_dir=$tap_tmp/badc" >"$tap_tmp/badc.txt" 2>&1

@@ -95,7 +95,7 @@ grep -qxF "$want" "$tap_tmp/fg.txt"
 tap_ok $? "per step: the medians of the /multiplex series:$want"
 slowdown=$(h5attr "$fg" /multiplex/foreground_slowdown)
 case $slowdown in
-  nan | -nan) want="  slowdown    not measured in this run: compare samples/s with a foreground-only log (surge-report FG.h5 SOLO.h5)" ;;
+  nan | -nan) want="  slowdown    not measured in this run: compare samples/s with a foreground-only log (surge-report FG.h5 SOLO.h5), or rerun with [multiplex] baseline = SOLO.h5" ;;
   *) want="  slowdown    $(printf %.3f "$slowdown") (mean foreground step with a background partner / without)" ;;
 esac
 grep -qxF "$want" "$tap_tmp/fg.txt"

@@ -43,7 +43,7 @@ static void print_foreground(FILE *f, const report_log_t *L) {
     fprintf(f, "  slowdown    %.3f (mean foreground step with a background partner / without)\n", m->fg_slowdown);
   else
     fprintf(f, "  slowdown    not measured in this run: compare samples/s with a foreground-only log "
-               "(surge-report FG.h5 SOLO.h5)\n");
+               "(surge-report FG.h5 SOLO.h5), or rerun with [multiplex] baseline = SOLO.h5\n");
   const report_column_t *active = report_column(&m->series, "background_ranks_active");
   size_t steps = 0, ran = 0;
   double ranks = 0;

@@ -144,6 +144,10 @@ static mux_shm_t *map_segment(const char *name, const char *channel) {
   if (atomic_compare_exchange_strong(&shm->magic, &zero, MUX_MAGIC)) {
     shm->version = MUX_VERSION;
     shm->bytes = (uint32_t)sizeof(mux_shm_t);
+  } else if (zero == MUX_MAGIC && shm->version != 0 && shm->version != MUX_VERSION) {
+    surge_input_error("multiplex channel '%s': /dev/shm%s is a version %u channel, this Surge uses version %d "
+                      "(hint: partners must run the same Surge; remove /dev/shm%s when no job uses it)", channel,
+                      name, shm->version, MUX_VERSION, name);
   } else if (zero != MUX_MAGIC) {
     surge_input_error("multiplex channel '%s': /dev/shm%s is not a Surge channel (hint: pick another "
                       "[multiplex] channel)", channel, name);

@@ -19,9 +19,11 @@ void mux_fg_set(mux_state_t s, int site) {
   L->site = slot;
   L->state_start = now;
   mux_side_t *me = L->me;
-  atomic_store(&me->expected_ns, (int64_t)L->expected_ns[slot]);
+  int64_t expected = (int64_t)L->expected_ns[slot];
+  int changed = atomic_exchange(&me->expected_ns, expected) != expected; /* a longer wait may open the gate */
   atomic_store(&me->since_ns, now);
-  if (atomic_exchange(&me->state, (int32_t)s) != (int32_t)s) mux_wake(me);
+  changed |= atomic_exchange(&me->state, (int32_t)s) != (int32_t)s;
+  if (changed) mux_wake(me);
 }
 
 void mux_fg_step_done(double job_samples_per_sec, double slowdown) {

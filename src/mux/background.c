@@ -54,10 +54,13 @@ void mux_bg_gate(void) {
     }
     if (L->partner_gen && partner_idle(L)) break;
     int64_t now = mux_now_ns();
-    if (!L->partner_gen && (double)(now - L->attached_ns) > L->opt.partner_wait_s * 1e9)
+    if (!L->partner_gen && (double)(now - L->attached_ns) > L->opt.partner_wait_s * 1e9) {
+      mux_options_t o = L->opt;
+      mux_detach(); /* nobody else uses the segment: leave nothing behind */
       surge_runtime_error("multiplex channel '%s' slot %d: no foreground attached within %g s (hint: start the "
                           "foreground with --foreground and the same [multiplex] channel, on the same node, or "
-                          "raise [multiplex] partner_wait_s)", L->opt.channel, L->opt.index, L->opt.partner_wait_s);
+                          "raise [multiplex] partner_wait_s)", o.channel, o.index, o.partner_wait_s);
+    }
     mux_sleep(L->partner, seen, POLL_NS);
   }
   atomic_fetch_add(&L->me->paused_ns, (uint64_t)(mux_now_ns() - t0));

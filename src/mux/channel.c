@@ -197,6 +197,10 @@ void mux_attach(mux_role_t role, const mux_options_t *o) {
   mux_self = L;
 }
 
+void mux_forget_name(void) {
+  if (mux_self) shm_unlink(mux_self->name); /* both sides may call it: the second finds no name */
+}
+
 void mux_detach(void) {
   mux_local_t *L = mux_self;
   if (!L) return;

@@ -59,6 +59,9 @@ int mux_channel_name_ok(const char *name);
 void mux_attach(mux_role_t role, const mux_options_t *o);
 /* Mark this side ended (cleanly) and detach; the side that leaves last removes the segment. */
 void mux_detach(void);
+/* Once every partner has attached and none can come later (one MPMD launch), remove the segment's
+ * name: the mappings stay, and a job that dies leaves nothing behind in /dev/shm. */
+void mux_forget_name(void);
 mux_role_t mux_role(void);
 
 /* ---- foreground ---- */

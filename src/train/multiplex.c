@@ -80,6 +80,7 @@ void run_mux_begin(run_mux_t *x, trainer_t *t, const deck_t *deck) {
   }
   mux_attach(x->role, &o);
   mux_launch_rendezvous();
+  if (cfg->mux_auto_channel[0]) mux_forget_name(); /* MPMD: both halves are attached now */
   if (t->world->rank == 0)
     printf("multiplex: %s on channel %s (%d rank%s; CPU priority %s; device: %s)\n", mux_role_name(x->role),
            x->channel, t->world->size, t->world->size == 1 ? "" : "s", x->priority, x->device_priority);

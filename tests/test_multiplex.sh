@@ -166,7 +166,7 @@ tap_ok $? "a bad channel name names the deck line: exit $rc"
 timeout 60 "$mpiexec" -n 1 "$SURGE_TRAIN" "$top_src/inputs/mlp-fmnist.deck" --foreground -D multiplex.channel=x \
   -D "multiplex.baseline=$tap_tmp/bad.deck" -D "run.out_dir=$tap_tmp/badb" >"$tap_tmp/badb.txt" 2>&1
 rc=$?
-[ $rc = 2 ] && grep -q "\[multiplex\] baseline = $tap_tmp/bad.deck: cannot open it as an HDF5 file" "$tap_tmp/badb.txt"
+[ $rc = 2 ] && grep -q "$tap_tmp/bad.deck: not a Surge log (not an HDF5 file)" "$tap_tmp/badb.txt"
 tap_ok $? "a baseline that is not a Surge log: exit $rc naming the file"
 timeout 120 "$mpiexec" -n 2 $FG -D "run.out_dir=$tap_tmp/fgfail" : -n 2 $BG --background -D train.lr=-1 \
   -D "run.out_dir=$tap_tmp/bgfail" >"$tap_tmp/fail.txt" 2>&1

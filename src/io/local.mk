@@ -25,7 +25,7 @@ TESTS += tests/test_checkpoint.sh
 
 # The HDF5 metrics log (doc/formats.md). Its dimension scales (H5DS*) need the HDF5 high-level
 # library (-lhdf5_hl in SURGE_LIBS, Makefile.am).
-libsurge_a_SOURCES += src/io/log.c src/io/log.h src/io/log_h5.c src/io/log_h5.h src/io/log_baseline.c src/io/log_baseline.h
+libsurge_a_SOURCES += src/io/log.c src/io/log.h src/io/log_h5.c src/io/log_h5.h
 check_PROGRAMS += tests/test_log
 tests_test_log_SOURCES = tests/test_log.c
 tests_test_log_LDADD = $(SURGE_LIBS)

@@ -49,7 +49,7 @@ void mux_bg_gate(void) {
     uint32_t seen = atomic_load(&L->partner->seq);
     if (partner_gone(L)) {
       L->partner_ended = 1;
-      L->released = 1; /* finish the step ungated; run.c stops or carries on (continue_alone) */
+      L->released = 1; /* finish the step ungated; run.c stops or carries on ([multiplex] on_foreground_end) */
       break;
     }
     if (L->partner_gen && partner_idle(L)) break;

@@ -24,11 +24,6 @@
 
 mux_local_t *mux_self = NULL;
 
-const char *mux_state_name(mux_state_t s) {
-  static const char *const names[MUX_STATE_COUNT] = {"computing", "inactive", "waiting", "allreduce"};
-  return (int)s >= 0 && s < MUX_STATE_COUNT ? names[s] : "unknown";
-}
-
 const char *mux_role_name(mux_role_t r) {
   return r == MUX_ROLE_FOREGROUND ? "foreground" : r == MUX_ROLE_BACKGROUND ? "background" : "none";
 }
@@ -143,7 +138,6 @@ static mux_shm_t *map_segment(const char *name, const char *channel) {
   uint64_t zero = 0;
   if (atomic_compare_exchange_strong(&shm->magic, &zero, MUX_MAGIC)) {
     shm->version = MUX_VERSION;
-    shm->bytes = (uint32_t)sizeof(mux_shm_t);
   } else if (zero == MUX_MAGIC && shm->version != 0 && shm->version != MUX_VERSION) {
     surge_input_error("multiplex channel '%s': /dev/shm%s is a version %u channel, this Surge uses version %d "
                       "(hint: partners must run the same Surge; remove /dev/shm%s when no job uses it)", channel,
@@ -179,7 +173,6 @@ void mux_attach(mux_role_t role, const mux_options_t *o) {
   atomic_store(&me->attached, ATTACH_NONE);
   atomic_store(&me->state, MUX_COMPUTING);
   atomic_store(&me->expected_ns, 0);
-  atomic_store(&me->since_ns, mux_now_ns());
   atomic_store(&me->paused_ns, 0);
   atomic_store(&me->pieces, 0);
   atomic_store(&me->samples_milli, 0);
@@ -220,9 +213,9 @@ static double cpu_seconds_of(int64_t pid) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static void counters_of(const mux_side_t *s, mux_counters_t *c) {
+static void counters_of(const mux_side_t *s, int side, mux_counters_t *c) {
   memset(c, 0, sizeof *c);
-  c->bg_work_s = cpu_seconds_of(atomic_load(&s->pid));
+  if (side == SIDE_BG) c->bg_work_s = cpu_seconds_of(atomic_load(&s->pid));
   c->bg_paused_s = (double)atomic_load(&s->paused_ns) * 1e-9;
   c->bg_pieces = (double)atomic_load(&s->pieces);
   c->bg_samples = (double)atomic_load(&s->samples_milli) * 1e-3;
@@ -236,6 +229,6 @@ void mux_read(mux_counters_t *bg_side, mux_counters_t *fg_side) {
   memset(bg_side, 0, sizeof *bg_side);
   memset(fg_side, 0, sizeof *fg_side);
   if (!mux_self) return;
-  counters_of(&mux_self->shm->side[SIDE_BG], bg_side);
-  counters_of(&mux_self->shm->side[SIDE_FG], fg_side);
+  counters_of(&mux_self->shm->side[SIDE_BG], SIDE_BG, bg_side);
+  counters_of(&mux_self->shm->side[SIDE_FG], SIDE_FG, fg_side);
 }

@@ -21,7 +21,6 @@ void mux_fg_set(mux_state_t s, int site) {
   mux_side_t *me = L->me;
   int64_t expected = (int64_t)L->expected_ns[slot];
   int changed = atomic_exchange(&me->expected_ns, expected) != expected; /* a longer wait may open the gate */
-  atomic_store(&me->since_ns, now);
   changed |= atomic_exchange(&me->state, (int32_t)s) != (int32_t)s;
   if (changed) mux_wake(me);
 }

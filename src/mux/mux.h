@@ -39,7 +39,6 @@ typedef enum mux_state {
   MUX_STATE_COUNT
 } mux_state_t;
 
-const char *mux_state_name(mux_state_t s); /* "computing", "inactive", "waiting", "allreduce" */
 const char *mux_role_name(mux_role_t r);   /* "none", "foreground", "background" */
 
 typedef struct mux_options {
@@ -47,7 +46,6 @@ typedef struct mux_options {
   int index;             /* this rank's index among its job's ranks on this node */
   double min_wait_us;    /* background: a WAITING partner counts as idle if it expects >= this */
   double partner_wait_s; /* background: give up (exit 1) when no foreground attached in this time */
-  int continue_alone;    /* background: after the foreground ends, run on ungated (1) or stop (0) */
   int follow_affinity;   /* background: take the partner's CPU set when it attaches */
 } mux_options_t;
 
@@ -77,8 +75,8 @@ void mux_fg_step_done(double job_samples_per_sec, double slowdown);
 
 /* Block (sleeping, no spinning) until this rank may run its next piece of work: the partner is
  * inactive, or waiting on something expected to last at least min_wait_us. Returns at once when
- * the process is not a background, after the partner ended (see mux_partner_ended), or under
- * continue_alone once it has. No foreground attached within partner_wait_s is a runtime error. */
+ * the process is not a background, and from the moment its partner has ended (mux_partner_ended).
+ * No foreground attached within partner_wait_s is a runtime error. */
 void mux_bg_gate(void);
 /* Whether the foreground this background paired with has ended (cleanly or killed). */
 int mux_partner_ended(void);

@@ -20,7 +20,6 @@ typedef struct mux_side {
   _Atomic int32_t attached;      /* ATTACH_* */
   _Atomic int64_t pid;
   _Atomic uint64_t generation;   /* +1 at every attach of this side */
-  _Atomic int64_t since_ns;      /* CLOCK_MONOTONIC when the state began */
   _Atomic int64_t expected_ns;   /* expected duration of the state, 0 unknown */
   _Atomic uint64_t paused_ns;    /* background: time paused at the gate */
   _Atomic uint64_t pieces;       /* background: pieces of work let through the gate */
@@ -33,7 +32,7 @@ typedef struct mux_side {
 
 typedef struct mux_shm {
   _Atomic uint64_t magic;
-  uint32_t version, bytes; /* MUX_VERSION, sizeof(mux_shm_t) */
+  uint32_t version;        /* MUX_VERSION (the segment's size is checked too) */
   mux_side_t side[2];      /* [SIDE_FG], [SIDE_BG] */
 } mux_shm_t;
 

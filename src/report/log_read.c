@@ -29,7 +29,7 @@ static hid_t ok(hid_t result, const char *path, const char *what, const char *h5
 }
 
 static void not_surge(const char *path, const char *why) {
-  surge_input_error("%s: not a Surge log (%s) (hint: surge-report reads the log.h5 files surge-train writes)",
+  surge_input_error("%s: not a Surge log (%s) (hint: a metrics log is the log.h5 file surge-train writes)",
                     path, why);
 }
 

@@ -80,13 +80,13 @@ double report_column_median(const report_column_t *c, size_t rows) {
   return median;
 }
 
-/* Samples of every step over the time of every step: sum(samples_per_sec * step_time) / sum(step_time). */
-static double throughput(const report_log_t *L) {
+double report_throughput(const report_log_t *L, size_t first_row) {
   const report_column_t *t = report_column(&L->metrics, "step_time"),
                         *sps = report_column(&L->metrics, "samples_per_sec");
   if (!t || !sps) return NAN;
+  if (first_row >= L->metrics.rows) first_row = 0;
   double samples = 0, seconds = 0;
-  for (size_t i = 0; i < L->metrics.rows; i++)
+  for (size_t i = first_row; i < L->metrics.rows; i++)
     if (isfinite(t->v[i]) && isfinite(sps->v[i]) && t->v[i] > 0) {
       samples += sps->v[i] * t->v[i];
       seconds += t->v[i];
@@ -107,7 +107,7 @@ report_values_t report_values(const report_log_t *L) {
   v.best_eval_loss = extreme_of(&L->eval, "loss", 0);
   v.final_accuracy = last_of(&L->eval, "accuracy");
   v.best_accuracy = extreme_of(&L->eval, "accuracy", 1);
-  v.samples_per_sec = throughput(L);
+  v.samples_per_sec = report_throughput(L, 0);
   step_time_stats(L, &v);
   return v;
 }

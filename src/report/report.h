@@ -140,6 +140,10 @@ typedef struct report_values {
 } report_values_t;
 
 report_values_t report_values(const report_log_t *log);
+/* Samples over seconds of the steps from row first_row on (all rows when there are no more):
+ * sum(samples_per_sec * step_time) / sum(step_time); NaN without a timed step. surge-train reads a
+ * foreground-only run's speed with it ([multiplex] baseline). */
+double report_throughput(const report_log_t *log, size_t first_row);
 /* Row of /metrics whose step has the median step time (a typical step); -1 without rows. */
 long report_median_row(const report_log_t *log);
 /* Row of /metrics holding `step`; -1 when the log has no such row. */

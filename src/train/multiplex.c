@@ -7,8 +7,8 @@
 
 #include "core/error.h"
 #include "core/timer.h"
-#include "io/log_baseline.h"
 #include "mux/launch.h"
+#include "report/report.h"
 
 /* The channel both partners use: the deck's, the MPMD launch's, or slurm-JOBID inside Slurm. */
 static void choose_channel(run_mux_t *x, const config_t *cfg, const deck_t *deck) {
@@ -29,16 +29,19 @@ static void choose_channel(run_mux_t *x, const config_t *cfg, const deck_t *deck
   }
 }
 
-/* Foreground: the median samples/s of a foreground-only run's log, read on rank 0. */
+/* Foreground: the samples/s of a foreground-only run's log after its warm-up steps, read on rank 0
+ * (a file that is not a Surge log is an input error naming it). */
 static double read_baseline(const config_t *cfg, const deck_t *deck, comm_t *world) {
   double sps = 0;
   if (!cfg->mux_baseline[0]) return 0;
   if (world->rank == 0) {
-    char err[256];
-    sps = log_baseline_samples_per_sec(cfg->mux_baseline, MUX_WARMUP_STEPS, err, sizeof err);
-    if (sps <= 0)
-      surge_input_error("%s: [multiplex] baseline = %s: %s (hint: the metrics log of a foreground-only run of the "
-                        "same deck, e.g. runs/NAME/log.h5)", deck_where(deck, "multiplex.baseline"), cfg->mux_baseline, err);
+    report_log_t *solo = report_log_read(cfg->mux_baseline);
+    sps = report_throughput(solo, MUX_WARMUP_STEPS);
+    report_log_free(solo);
+    if (!(sps > 0))
+      surge_input_error("%s: [multiplex] baseline = %s: the log has no timed step (hint: the metrics log of a "
+                        "foreground-only run of the same deck, e.g. runs/NAME/log.h5)",
+                        deck_where(deck, "multiplex.baseline"), cfg->mux_baseline);
   }
   comm_bcast(world, &sps, sizeof sps, 0, TRAFFIC_OTHER);
   return sps;
@@ -67,7 +70,6 @@ void run_mux_begin(run_mux_t *x, trainer_t *t, const deck_t *deck) {
   mux_options_t o = {.index = node.rank + (int)cfg->mux_partner_offset,
                      .min_wait_us = cfg->mux_min_wait_us,
                      .partner_wait_s = cfg->mux_partner_wait_s,
-                     .continue_alone = strcmp(cfg->mux_on_fg_end, "continue") == 0,
                      .follow_affinity = cfg->mux_follow_affinity};
   comm_free(&node);
   snprintf(o.channel, sizeof o.channel, "%s", x->channel);

@@ -75,7 +75,7 @@ int main(int argc, char **argv) {
   comm_t world; /* this job's ranks: MPI_COMM_WORLD, or its half of an MPMD launch */
   mux_launch_t launch;
   mux_launch_split(asked, &world, &launch);
-  if (launch.mpmd) surge_set_job(world.mpi, mux_role_name(launch.role));
+  if (launch.mpmd) surge_set_job(world.mpi, launch.label);
 
   /* rank 0 validates the deck (every variant of a sweep) before it is shared */
   struct deck_args da = {&cli, variant};
@@ -86,6 +86,7 @@ int main(int argc, char **argv) {
   free(text);
   cfg.mux_role = (int)launch.role;
   snprintf(cfg.mux_auto_channel, sizeof cfg.mux_auto_channel, "%s", launch.channel);
+  snprintf(cfg.job_label, sizeof cfg.job_label, "%s", launch.label);
   char *resolved = deck_resolved_text(&cfg);
   surge_info("# resolved deck (%s%s%s)\n%s\n", cli.deck, variant ? ", variant " : "", variant ? variant : "",
              resolved);

@@ -68,7 +68,8 @@ typedef struct config {
   char mux_baseline[CFG_STR]; /* foreground: the log of a foreground-only run ("" = none) */
   /* set by surge-train's command line and launch, not by deck keys */
   int mux_role;               /* mux_role_t: --foreground, --background, or MPMD partner */
-  char mux_auto_channel[72];  /* MPMD: the channel both halves of the world agreed on */
+  char mux_auto_channel[72];  /* MPMD with a background: the channel all its jobs agreed on */
+  char job_label[24];         /* MPMD: this job's name in shared output ("background", "job 2"); "" alone */
 
   /* [log] */
   char log_file[CFG_STR];

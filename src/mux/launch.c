@@ -26,10 +26,15 @@ void mux_launch_split(mux_role_t asked, comm_t *job, mux_launch_t *out) {
     *job = world;
     return;
   }
-  if (v[0] > 0) out->role = asked == MUX_ROLE_BACKGROUND ? MUX_ROLE_BACKGROUND : MUX_ROLE_FOREGROUND;
+  int multiplexed = v[0] > 0;
+  if (multiplexed) out->role = asked == MUX_ROLE_BACKGROUND ? MUX_ROLE_BACKGROUND : MUX_ROLE_FOREGROUND;
+  if (out->role != MUX_ROLE_NONE)
+    snprintf(out->label, sizeof out->label, "%s", mux_role_name(out->role));
+  else
+    snprintf(out->label, sizeof out->label, "job %d", app);
   /* a channel name unique to this launch: world rank 0's host, pid and start time */
   char name[MUX_CHANNEL_MAX + 1] = "";
-  if (world.rank == 0) {
+  if (world.rank == 0 && multiplexed) {
     char host[32] = "host";
     gethostname(host, sizeof host - 1);
     host[sizeof host - 1] = 0;
@@ -42,7 +47,10 @@ void mux_launch_split(mux_role_t asked, comm_t *job, mux_launch_t *out) {
   /* one job per block of the command line; without MPI_APPNUM, one per role */
   int color = found && appnum ? app : out->role == MUX_ROLE_BACKGROUND ? 1 : 0;
   comm_split(&world, color, world.rank, job);
-  mpmd_world = world;
+  if (multiplexed)
+    mpmd_world = world; /* for mux_launch_rendezvous */
+  else
+    comm_free(&world);
 }
 
 void mux_launch_rendezvous(void) {

@@ -11,7 +11,8 @@
 typedef struct mux_launch {
   mux_role_t role;  /* the role this process runs (a plain rank of an MPMD world is foreground) */
   int mpmd;         /* the world holds a foreground and a background job */
-  char channel[MUX_CHANNEL_MAX + 1]; /* MPMD: a channel name both jobs share ("" otherwise) */
+  char channel[MUX_CHANNEL_MAX + 1]; /* MPMD with a background: a channel name all jobs share ("" otherwise) */
+  char label[24];   /* MPMD: the job's name in output the jobs share (its role, or "job N"); "" otherwise */
 } mux_launch_t;
 
 /* Collective over MPI_COMM_WORLD. asked: MUX_ROLE_NONE (no flag), FOREGROUND or BACKGROUND. job

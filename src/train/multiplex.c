@@ -82,7 +82,7 @@ void run_mux_begin(run_mux_t *x, trainer_t *t, const deck_t *deck) {
   }
   mux_attach(x->role, &o);
   mux_launch_rendezvous();
-  if (cfg->mux_auto_channel[0]) mux_forget_name(); /* MPMD: both halves are attached now */
+  if (cfg->mux_auto_channel[0]) mux_forget_name(); /* MPMD: every job is attached now */
   if (t->world->rank == 0)
     printf("multiplex: %s on channel %s (%d rank%s; CPU priority %s; device: %s)\n", mux_role_name(x->role),
            x->channel, t->world->size, t->world->size == 1 ? "" : "s", x->priority, x->device_priority);
@@ -160,12 +160,14 @@ void run_mux_step_end(run_mux_t *x, trainer_t *t, log_row_t *row) {
   row->total_samples_per_sec = row->fg_samples_per_sec + row->bg_samples_per_sec;
 }
 
-int run_mux_foreground_ended(run_mux_t *x, trainer_t *t) {
-  if (x->role != MUX_ROLE_BACKGROUND || x->alone) return 0;
+run_mux_verdict_t run_mux_after_step(run_mux_t *x, trainer_t *t) {
+  if (x->role != MUX_ROLE_BACKGROUND || x->alone) return RUN_MUX_GO_ON;
   double ended = mux_partner_ended();
   comm_allreduce_max_double(t->world, &ended, 1, TRAFFIC_OTHER);
-  if (ended > 0 && strcmp(t->cfg.mux_on_fg_end, "continue") == 0) x->alone = 1;
-  return ended > 0;
+  if (ended == 0) return RUN_MUX_GO_ON;
+  if (strcmp(t->cfg.mux_on_fg_end, "continue") != 0) return RUN_MUX_STOP;
+  x->alone = 1;
+  return RUN_MUX_ALONE_NOW;
 }
 
 void run_mux_info(const run_mux_t *x, const config_t *cfg, log_mux_info_t *info) {

@@ -39,9 +39,13 @@ void run_mux_step_begin(run_mux_t *x);
 /* Collective, after the step's log row is made: fill the row's multiplex fields and its background
  * or paused phase, and publish this side's accounting. */
 void run_mux_step_end(run_mux_t *x, trainer_t *t, log_row_t *row);
-/* Collective (background): 1 when every rank agrees that the foreground has ended; the caller
- * stops or (x->alone) carries on. */
-int run_mux_foreground_ended(run_mux_t *x, trainer_t *t);
+/* What a background does after a step (collective over its ranks, which agree). */
+typedef enum run_mux_verdict {
+  RUN_MUX_GO_ON = 0, /* its foreground runs (or it ended before and this one goes on alone) */
+  RUN_MUX_ALONE_NOW, /* its foreground has just ended; [multiplex] on_foreground_end = continue */
+  RUN_MUX_STOP,      /* its foreground has ended; on_foreground_end = stop: checkpoint and stop */
+} run_mux_verdict_t;
+run_mux_verdict_t run_mux_after_step(run_mux_t *x, trainer_t *t);
 /* The run's totals for the log (role, channel, samples/s, slowdown). */
 void run_mux_info(const run_mux_t *x, const config_t *cfg, log_mux_info_t *info);
 /* Rank 0 prints the totals; every rank detaches. */

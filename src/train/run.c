@@ -11,7 +11,6 @@
 #include "io/checkpoint.h"
 #include "io/log.h"
 #include "io/model_file.h"
-#include "mux/mux.h"
 #include "train/multiplex.h"
 #include "train/progress.h"
 #include "train/state.h"
@@ -114,7 +113,7 @@ train_outcome_t train_run(const config_t *cfg, const deck_t *deck, const char *r
   char *deck_text = deck_resolved_text(cfg);
   progress_t p;
   progress_init(&p, cfg->steps, cfg->global_batch, cfg->print_every);
-  if (cfg->mux_auto_channel[0]) progress_share_output(&p, mux_role_name((mux_role_t)cfg->mux_role));
+  if (cfg->job_label[0]) progress_share_output(&p, cfg->job_label);
   long resumed_at = -1;
   if (cfg->resume) {
     char from[CFG_STR + 64], line[CFG_STR + 160];
@@ -155,12 +154,12 @@ train_outcome_t train_run(const config_t *cfg, const deck_t *deck, const char *r
       progress_eval(&p, t.step, &e, tokens);
       evaluated_last = 1;
     }
-    int was_alone = mux.alone, fg_ended = run_mux_foreground_ended(&mux, &t);
-    if (fg_ended && mux.alone && !was_alone) {
+    run_mux_verdict_t verdict = run_mux_after_step(&mux, &t);
+    if (verdict == RUN_MUX_ALONE_NOW) {
       run_log_event(log, t.step, "the foreground ended: continuing at full speed");
       progress_note(&p, "the foreground ended: continuing at full speed ([multiplex] on_foreground_end = continue)");
     }
-    int stop_alone = fg_ended && !mux.alone && t.step < cfg->steps;
+    int stop_alone = verdict == RUN_MUX_STOP && t.step < cfg->steps;
     if ((cfg->ckpt_every > 0 && t.step % cfg->ckpt_every == 0) || s.stop || stop_alone) {
       checkpoint_now(&t, log, &p, deck_text);
       checkpointed_last = 1;

@@ -149,6 +149,67 @@ static void check_allreduce_rounding(comm_t *c) {
   free(results);
 }
 
+/* Non-blocking sums: two in flight at once, progressed by tests until both complete; identical on
+ * every rank (replicas stay equal), close to the double sum, metered in their category and traced. */
+static void check_iallreduce(comm_t *c) {
+  const size_t n = 10007, m = 300;
+  float *x = xmalloc(n * sizeof(float)), *y = xmalloc(m * sizeof(float));
+  for (size_t i = 0; i < n; i++) x[i] = rounding_input(c->rank, i);
+  for (size_t i = 0; i < m; i++) y[i] = exact_input(c->rank, i);
+  float *inputs = gather_to_root(x, n * sizeof(float));
+  comm_meter_t before = c->meter;
+  comm_trace_begin(4);
+  comm_op_t a, b;
+  comm_iallreduce_sum(c, x, n, TRAFFIC_DP, &a);
+  comm_iallreduce_sum(c, y, m, TRAFFIC_ACT, &b);
+  int polls = 0;
+  while (!(comm_op_test(&a) & comm_op_test(&b))) polls++;
+  comm_op_wait(&a); /* a completed operation needs no more waiting */
+  const comm_event_t *ev;
+  int nev = comm_trace_events(&ev);
+  int traced = nev == 2 && ev[0].t == TRAFFIC_DP && ev[0].bytes == n * sizeof(float) && ev[1].t == TRAFFIC_ACT &&
+               ev[0].end >= ev[0].start && ev[1].end >= ev[1].start && ev[0].start <= ev[1].start;
+  comm_trace_end();
+  float *results = gather_to_root(x, n * sizeof(float));
+  int identical = 1, close = 1, exact = 1;
+  for (size_t i = 0; i < m; i++) {
+    double sum = 0;
+    for (int r = 0; r < world_size; r++) sum += exact_input(r, i);
+    exact &= (double)y[i] == sum;
+  }
+  if (world_rank == 0) {
+    for (int r = 1; r < world_size; r++) identical &= memcmp(results + (size_t)r * n, results, n * sizeof(float)) == 0;
+    for (size_t i = 0; i < n; i++) {
+      double sum = 0, magnitude = 0;
+      for (int r = 0; r < world_size; r++) {
+        sum += inputs[(size_t)r * n + i];
+        magnitude += fabs(inputs[(size_t)r * n + i]);
+      }
+      if (fabs(results[i] - sum) > world_size * 0x1p-23 * magnitude) close = 0;
+    }
+  }
+  check(identical && close && exact, "iallreduce: two sums in flight (%d polls): bitwise identical on every rank, "
+        "close to the double sum, exact on integers", polls);
+  check(c->meter.bytes[TRAFFIC_DP] - before.bytes[TRAFFIC_DP] == n * sizeof(float) &&
+            c->meter.calls[TRAFFIC_DP] - before.calls[TRAFFIC_DP] == 1 &&
+            c->meter.bytes[TRAFFIC_ACT] - before.bytes[TRAFFIC_ACT] == m * sizeof(float),
+        "iallreduce: bytes and one call counted at the start, in each operation's category");
+  check(traced, "iallreduce: the trace holds both operations in start order with their categories, bytes and an "
+        "end after the start (%d events)", nev);
+  uint64_t u[2] = {0xfffffffffffffff0ull + (uint64_t)c->rank, (uint64_t)c->rank};
+  comm_allreduce_sum_u64(c, u, 2, TRAFFIC_OTHER);
+  uint64_t want0 = 0, want1 = 0;
+  for (int r = 0; r < world_size; r++) {
+    want0 += 0xfffffffffffffff0ull + (uint64_t)r;
+    want1 += (uint64_t)r;
+  }
+  check(u[0] == want0 && u[1] == want1, "allreduce of unsigned 64-bit integers wraps modulo 2^64 exactly");
+  free(x);
+  free(y);
+  free(inputs);
+  free(results);
+}
+
 static void check_doubles(comm_t *c) {
   double s = world_size, r = c->rank;
   double sum[3] = {r + 0.5, -r, c->rank == 0 ? 1e300 : 0};
@@ -243,8 +304,14 @@ static void check_split_parity(comm_t *world) {
   check(sum_ok, "split even/odd: allreduce in the child sums only the ranks of its parity");
   check(order_ok, "split with key = -rank: child ranks in reverse order");
   check(half.mpi != world->mpi && half.bucket_bytes == 4 << 20 && half.meter.calls[TRAFFIC_OTHER] == 1 &&
-            half.meter.bytes[TRAFFIC_OTHER] == 8 && memcmp(&world->meter, &world_before, sizeof world_before) == 0,
+            half.meter.bytes[TRAFFIC_OTHER] == 8 && half.root_meter == NULL &&
+            memcmp(&world->meter, &world_before, sizeof world_before) == 0,
         "split child: its own communicator, default 4 MiB buckets, its own meter (the parent's unchanged)");
+  half.root_meter = &world->meter;
+  comm_allreduce_sum_double(&half, &ranks_sum, 1, TRAFFIC_DP);
+  check(half.meter.bytes[TRAFFIC_DP] == 8 && world->meter.bytes[TRAFFIC_DP] == world_before.bytes[TRAFFIC_DP] + 8 &&
+            world->meter.calls[TRAFFIC_DP] == world_before.calls[TRAFFIC_DP] + 1,
+        "split child with root_meter: its calls are counted in its own meter and the root meter");
   comm_free(&half);
   comm_free(&reversed);
   check(half.mpi == MPI_COMM_NULL && half.size == 0, "comm_free: the communicator is null, size 0");
@@ -403,6 +470,7 @@ int main(int argc, char **argv) {
   check_allreduce_exact(&w, 8, 16, "16-byte buckets, two exactly");
   check_allreduce_exact(&w, 5, 6, "6-byte buckets (one float each)");
   check_allreduce_rounding(&w);
+  check_iallreduce(&w);
   check_doubles(&w);
   check_bcast(&w);
   check_gather(&w);

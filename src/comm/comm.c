@@ -8,8 +8,9 @@
 #include "comm/comm.h"
 
 #include <limits.h>
-#include <time.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/error.h"
 #include "core/timer.h"
@@ -45,10 +46,16 @@ static void require_member(const comm_t *c, traffic_t t, const char *api_call) {
     surge_runtime_error("%s: traffic category %d is not one of the %d known", api_call, (int)t, TRAFFIC_COUNT);
 }
 
+static void meter_one(comm_meter_t *m, traffic_t t, uint64_t bytes, double seconds, int calls) {
+  m->bytes[t] += bytes;
+  m->seconds[t] += seconds;
+  m->calls[t] += (uint64_t)calls;
+}
+
 static void meter_add(comm_t *c, traffic_t t, uint64_t bytes, double start) {
-  c->meter.bytes[t] += bytes;
-  c->meter.seconds[t] += surge_now() - start;
-  c->meter.calls[t] += 1;
+  double seconds = surge_now() - start;
+  meter_one(&c->meter, t, bytes, seconds, 1);
+  if (c->root_meter) meter_one(c->root_meter, t, bytes, seconds, 1);
 }
 
 /* Fill the fields of c that follow from its MPI communicator (which may be MPI_COMM_NULL). */
@@ -246,6 +253,85 @@ void comm_barrier(comm_t *c) {
     check_mpi(MPI_Barrier(c->mpi), "MPI_Barrier", "comm_barrier");
   }
   meter_add(c, TRAFFIC_OTHER, 0, start);
+}
+
+void comm_allreduce_sum_u64(comm_t *c, uint64_t *buf, int n, traffic_t t) {
+  require_member(c, t, "comm_allreduce_sum_u64");
+  if (n < 0) surge_runtime_error("comm_allreduce_sum_u64: negative count %d", n);
+  double start = surge_now();
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, buf, n, MPI_UINT64_T, MPI_SUM, c->mpi), "MPI_Allreduce",
+            "comm_allreduce_sum_u64");
+  meter_add(c, t, (uint64_t)n * sizeof(uint64_t), start);
+}
+
+/* ---- non-blocking collectives and their trace */
+
+static struct {
+  comm_event_t *ev;
+  int n, cap;
+} trace;
+
+void comm_trace_begin(int capacity) {
+  comm_trace_end();
+  trace.ev = xcalloc(capacity > 0 ? (size_t)capacity : 1, sizeof *trace.ev);
+  trace.cap = capacity > 0 ? capacity : 0;
+}
+
+int comm_trace_events(const comm_event_t **events) {
+  *events = trace.ev;
+  return trace.n;
+}
+
+void comm_trace_end(void) {
+  free(trace.ev);
+  memset(&trace, 0, sizeof trace);
+}
+
+static int trace_start(traffic_t t, uint64_t bytes, double start) {
+  if (trace.n >= trace.cap) return -1;
+  trace.ev[trace.n] = (comm_event_t){.t = t, .bytes = bytes, .start = start};
+  return trace.n++;
+}
+
+static void trace_done(const comm_op_t *op) {
+  if (op->event >= 0 && op->event < trace.n && trace.ev[op->event].end == 0) trace.ev[op->event].end = surge_now();
+}
+
+void comm_iallreduce_sum(comm_t *c, float *buf, size_t n, traffic_t t, comm_op_t *op) {
+  require_member(c, t, "comm_iallreduce_sum");
+  if (n > INT_MAX)
+    surge_runtime_error("comm_iallreduce_sum: %zu floats is more than one MPI operation holds (%d); use smaller "
+                        "buckets", n, INT_MAX);
+  double start = surge_now();
+  *op = (comm_op_t){.c = c, .t = t, .event = trace_start(t, (uint64_t)n * sizeof(float), start)};
+  check_mpi(MPI_Iallreduce(MPI_IN_PLACE, buf, (int)n, MPI_FLOAT, MPI_SUM, c->mpi, &op->req), "MPI_Iallreduce",
+            "comm_iallreduce_sum");
+  meter_add(c, t, (uint64_t)n * sizeof(float), start);
+}
+
+/* The time of a test or wait, counted in the operation's category without another call. */
+static void meter_time(comm_t *c, traffic_t t, double start) {
+  double seconds = surge_now() - start;
+  meter_one(&c->meter, t, 0, seconds, 0);
+  if (c->root_meter) meter_one(c->root_meter, t, 0, seconds, 0);
+}
+
+int comm_op_test(comm_op_t *op) {
+  if (op->done) return 1;
+  double start = surge_now();
+  check_mpi(MPI_Test(&op->req, &op->done, MPI_STATUS_IGNORE), "MPI_Test", "comm_op_test");
+  if (op->done) trace_done(op);
+  meter_time(op->c, op->t, start);
+  return op->done;
+}
+
+void comm_op_wait(comm_op_t *op) {
+  if (op->done) return;
+  double start = surge_now();
+  wait_requests(op->c, &op->req, 1, "comm_op_wait");
+  op->done = 1;
+  trace_done(op);
+  meter_time(op->c, op->t, start);
 }
 
 void comm_meter_total(comm_t *c, const comm_meter_t *local, comm_meter_t *total) {

@@ -38,6 +38,9 @@ typedef struct comm {
   double poll_us;      /* 0: waits and barriers block inside MPI (spinning); > 0: they poll for poll_us,
                         * then sleep up to poll_us between polls, leaving the core to other processes
                         * (a foreground with a background partner, mux/mux.h). Not inherited by splits. */
+  comm_meter_t *root_meter; /* NULL, or a meter (which must outlive the group) where this group's calls are
+                             * also counted: a layout points its subgroups at the job's meter, so the job's
+                             * log sees all their traffic. NULL after comm_world and comm_split. */
 } comm_t;
 
 /* A duplicate of MPI_COMM_WORLD. */
@@ -77,6 +80,41 @@ void comm_irecv(comm_t *c, float *buf, size_t n, int src, int tag, traffic_t t, 
 /* Wait for all requests; the wait time is counted in category t (see poll_us). */
 void comm_waitall(comm_t *c, comm_request_t *r, int n, traffic_t t);
 void comm_barrier(comm_t *c);
+
+/* In-place sum of a few unsigned 64-bit integers (counters, checksums; wraps modulo 2^64). */
+void comm_allreduce_sum_u64(comm_t *c, uint64_t *buf, int n, traffic_t t);
+
+/* Non-blocking collectives. A started operation must be completed with comm_op_wait (or a
+ * comm_op_test that returned 1) before its buffer is read or the group is freed. Operations on one
+ * group must be started in the same order on all of its ranks. MPI advances them only inside MPI
+ * calls: callers that overlap them with compute call comm_op_test between pieces of work. Bytes
+ * count at the start; seconds are the time inside the start, test and wait calls. */
+typedef struct comm_op {
+  MPI_Request req;
+  comm_t *c;
+  traffic_t t;
+  int event; /* index in the trace (comm_trace_begin), or -1 */
+  int done;
+} comm_op_t;
+/* Start an in-place sum over the group of n floats (one MPI_Iallreduce, however large). */
+void comm_iallreduce_sum(comm_t *c, float *buf, size_t n, traffic_t t, comm_op_t *op);
+/* Progress op; 1 when it has completed (then it needs no wait). */
+int comm_op_test(comm_op_t *op);
+/* Complete op (see poll_us). */
+void comm_op_wait(comm_op_t *op);
+
+/* A process-wide trace of non-blocking collectives, for tests and benchmarks: while on, each
+ * comm_iallreduce_sum records its category, bytes and start time, and the time its completion was
+ * first seen (by comm_op_test or comm_op_wait), up to capacity events (later ones are not kept). */
+typedef struct comm_event {
+  traffic_t t;
+  uint64_t bytes;
+  double start, end; /* surge_now() seconds; end is 0 until completion was seen */
+} comm_event_t;
+void comm_trace_begin(int capacity);
+/* The events recorded since comm_trace_begin (valid until comm_trace_end), and how many. */
+int comm_trace_events(const comm_event_t **events);
+void comm_trace_end(void);
 
 /* Sum of a meter over the ranks of c (to every rank). */
 void comm_meter_total(comm_t *c, const comm_meter_t *local, comm_meter_t *total);

@@ -10,7 +10,13 @@
  *   test_checkpoint read PATH [OPTS]           read it and compare with the test state of its step
  *   test_checkpoint latest DIR                 print checkpoint_latest's answer ("none")
  *   test_checkpoint damage IN OUT KIND         damaged copy (one rank): flip | tamper | attr |
- *                                              truncate | scramble
+ *                                              truncate | scramble | version1 (format_version 1)
+ *   test_checkpoint sharded-write DIR          (2 ranks) write the test state of step 77 with
+ *                                              fc1.weight split by columns and fc1.bias by rows
+ *                                              between the ranks, the rest replicated
+ *   test_checkpoint sharded-read PATH          read it on any rank count: whole tensors, and on
+ *                                              4 ranks fc1.weight in 4 row blocks; prints whether
+ *                                              every piece is bitwise the unsharded state's
  * OPTS: -D section.key=value (the run's deck), -G section.key=value (the model's graph only, to
  * make a shape differ), --file-size-limit BYTES (RLIMIT_FSIZE: writes past it fail). */
 #include <float.h>
@@ -58,11 +64,29 @@ static comm_t world;
 
 /* ---- the test state */
 
+/* The state of a run: the slabs (params, and m, v for AdamW) in host memory, every rank holding all
+ * of them (replicated, as data parallelism holds them), described as the checkpoint's regions. */
 typedef struct test_run {
   config_t cfg;
   graph_t g;
+  int nslabs;
+  float *slab[3];
+  state_region_t reg[3];
   ckpt_state_t s;
 } test_run_t;
+
+static void add_slab(test_run_t *t, const char *group) {
+  int k = t->nslabs++;
+  t->slab[k] = slab_alloc(&t->g.params);
+  state_region_t *r = &t->reg[k];
+  snprintf(r->group, sizeof r->group, "%s", group);
+  r->n = t->g.params.n;
+  r->t = xcalloc((size_t)r->n, sizeof *r->t);
+  for (int i = 0; i < r->n; i++) {
+    state_tensor_replicated(&r->t[i], &t->g.params.t[i], world.rank, world.size);
+    r->t[i].data = t->slab[k] + t->g.params.t[i].off;
+  }
+}
 
 /* cfg from the base deck with overrides; the graph from cfg with graph_ov applied on top. */
 static void run_init(test_run_t *t, int nov, char **ov, int ngraph, char **graph_ov) {
@@ -70,63 +94,63 @@ static void run_init(test_run_t *t, int nov, char **ov, int ngraph, char **graph
   for (int i = 0; i < nov; i++) all[i] = ov[i];
   for (int i = 0; i < ngraph; i++) all[nov + i] = graph_ov[i];
   config_t graph_cfg;
+  memset(t, 0, sizeof *t);
   deck_parse(base_deck, "test.deck", nov, ov, &t->cfg, NULL);
   deck_parse(base_deck, "test.deck", nov + ngraph, all, &graph_cfg, NULL);
   char err[256];
-  memset(&t->g, 0, sizeof t->g);
   if (zoo_build(&graph_cfg, shape3(1, 20, INPUT / 20), CLASSES, &t->g, err, sizeof err) != 0) {
     fprintf(stderr, "test_checkpoint: %s\n", err);
     exit(99);
   }
-  t->s = (ckpt_state_t){.g = &t->g, .params = slab_alloc(&t->g.params)};
+  add_slab(t, "/params");
   if (strcmp(t->cfg.optimizer, "adamw") == 0) {
-    t->s.m = slab_alloc(&t->g.params);
-    t->s.v = slab_alloc(&t->g.params);
+    add_slab(t, "/optim/m");
+    add_slab(t, "/optim/v");
   }
+  t->s = (ckpt_state_t){.regions = t->reg, .nregions = t->nslabs, .layout = "test"};
 }
 
 static void run_free(test_run_t *t) {
-  slab_free(t->s.params);
-  slab_free(t->s.m);
-  slab_free(t->s.v);
+  for (int k = 0; k < t->nslabs; k++) {
+    slab_free(t->slab[k]);
+    free(t->reg[k].t);
+  }
   graph_free(&t->g);
 }
 
-/* The state of a step: N(0, 0.02) values from a stream of (step, slab), v positive, and in the
- * parameters the values a lossy or converting path would change: -0, a denormal, the extremes,
- * infinity and a NaN with a payload. */
-static void state_fill(ckpt_state_t *s, long step) {
-  float *slabs[3] = {s->params, s->m, s->v};
-  size_t n = s->g->params.total;
-  for (int k = 0; k < 3; k++) {
-    if (!slabs[k]) continue;
-    rng_t r;
-    rng_seed_stream(&r, 1234, (uint64_t)step, (uint64_t)k);
-    rng_fill_normal(&r, slabs[k], n, 0.0f, 0.02f);
-    if (k == 2)
-      for (size_t i = 0; i < n; i++) slabs[k][i] *= slabs[k][i];
-  }
+/* Values of a slab: N(0, 0.02) from a stream of (step, k), squared for k = 2 (v is positive). */
+static void slab_fill(float *x, size_t n, long step, int k) {
+  rng_t r;
+  rng_seed_stream(&r, 1234, (uint64_t)step, (uint64_t)k);
+  rng_fill_normal(&r, x, n, 0.0f, 0.02f);
+  if (k == 2)
+    for (size_t i = 0; i < n; i++) x[i] *= x[i];
+}
+
+/* The state of a step, and in the parameters the values a lossy or converting path would change:
+ * -0, a denormal, the extremes, infinity and a NaN with a payload. */
+static void state_fill(test_run_t *t, long step) {
+  size_t n = t->g.params.total;
+  for (int k = 0; k < t->nslabs; k++) slab_fill(t->slab[k], n, step, k);
   uint32_t nan_bits = 0x7fc12345u;
   float specials[6] = {-0.0f, 1e-40f, FLT_MAX, -FLT_MIN, INFINITY, 0};
   memcpy(&specials[5], &nan_bits, sizeof nan_bits);
-  for (int i = 0; i < 6 && (size_t)i < n; i++) s->params[i * 7] = specials[i];
-  s->step = step;
-  s->opt_t = 3 * step + 1;
+  for (int i = 0; i < 6 && (size_t)i < n; i++) t->slab[0][i * 7] = specials[i];
+  t->s.step = step;
+  t->s.opt_t = 3 * step + 1;
 }
 
-static void state_zero(ckpt_state_t *s) {
-  size_t bytes = s->g->params.total * sizeof(float);
-  memset(s->params, 0, bytes);
-  if (s->m) memset(s->m, 0, bytes);
-  if (s->v) memset(s->v, 0, bytes);
-  s->step = s->opt_t = -1;
+static void state_zero(test_run_t *t) {
+  for (int k = 0; k < t->nslabs; k++) memset(t->slab[k], 0, t->g.params.total * sizeof(float));
+  t->s.step = t->s.opt_t = -1;
 }
 
 /* Bit for bit, every slab, step and opt_t. */
-static int state_equal(const ckpt_state_t *a, const ckpt_state_t *b) {
-  size_t bytes = a->g->params.total * sizeof(float);
-  return memcmp(a->params, b->params, bytes) == 0 && (!a->m || memcmp(a->m, b->m, bytes) == 0) &&
-         (!a->v || memcmp(a->v, b->v, bytes) == 0) && a->step == b->step && a->opt_t == b->opt_t;
+static int state_equal(const test_run_t *a, const test_run_t *b) {
+  size_t bytes = a->g.params.total * sizeof(float);
+  int same = a->nslabs == b->nslabs && a->s.step == b->s.step && a->s.opt_t == b->s.opt_t;
+  for (int k = 0; same && k < a->nslabs; k++) same = memcmp(a->slab[k], b->slab[k], bytes) == 0;
+  return same;
 }
 
 /* The largest parameter tensor (the one damaged). */
@@ -240,7 +264,7 @@ static void test_compression(const char *top, const char *compression) {
   run_init(&a, 1, ovs, 0, NULL);
   run_init(&b, 1, ovs, 0, NULL);
   long step = 100 + world.size;
-  state_fill(&a.s, step);
+  state_fill(&a, step);
   snprintf(dir, sizeof dir, "%s/np%d/%s", top, world.size, compression);
   checkpoint_write(dir, &a.s, &a.cfg, "[model]\nzoo = mlp\n", &world, written, sizeof written);
   snprintf(tmp, sizeof tmp, "%s/ckpt-%08ld.h5", dir, step);
@@ -250,9 +274,9 @@ static void test_compression(const char *top, const char *compression) {
   check(checkpoint_latest(dir, latest, sizeof latest, &world) && strcmp(latest, written) == 0,
         "%s: checkpoint_latest finds it", compression);
 
-  state_zero(&b.s);
+  state_zero(&b);
   checkpoint_read(written, &b.s, &b.cfg, &world);
-  check(state_equal(&a.s, &b.s), "%s: read back bit for bit (params, m, v with -0, denormal, inf, NaN payload; "
+  check(state_equal(&a, &b), "%s: read back bit for bit (params, m, v with -0, denormal, inf, NaN payload; "
                                  "step %ld, opt_t %ld)",
         compression, b.s.step, b.s.opt_t);
 
@@ -299,7 +323,7 @@ static void test_other_rank_counts(const char *top) {
   run_init(&a, 1, ov, 0, NULL);
   run_init(&b, 1, ov, 0, NULL);
   snprintf(dir, sizeof dir, "%s/xrank/np%d", top, world.size);
-  state_fill(&a.s, 1000 + world.size);
+  state_fill(&a, 1000 + world.size);
   checkpoint_write(dir, &a.s, &a.cfg, "", &world, NULL, 0);
   int others = 0;
   for (int np = 1; np <= 8; np *= 2) {
@@ -307,10 +331,10 @@ static void test_other_rank_counts(const char *top) {
     snprintf(dir, sizeof dir, "%s/xrank/np%d", top, np);
     if (!checkpoint_latest(dir, path, sizeof path, &world)) continue;
     others++;
-    state_fill(&a.s, 1000 + np);
-    state_zero(&b.s);
+    state_fill(&a, 1000 + np);
+    state_zero(&b);
     checkpoint_read(path, &b.s, &b.cfg, &world);
-    check(state_equal(&a.s, &b.s), "a checkpoint written by %d ranks reads bit for bit on %d", np, world.size);
+    check(state_equal(&a, &b), "a checkpoint written by %d ranks reads bit for bit on %d", np, world.size);
   }
   if (world.rank == 0) tap_diag("%d checkpoints of other rank counts were there to read", others);
   run_free(&a);
@@ -338,7 +362,7 @@ static void test_prune(const char *top) {
   test_run_t a;
   run_init(&a, 2, ov, 0, NULL);
   for (long step = 1; step <= 5; step++) {
-    state_fill(&a.s, step);
+    state_fill(&a, step);
     checkpoint_write(dir, &a.s, &a.cfg, "", &world, NULL, 0);
   }
   const char *want = ".ckpt-00000002.h5.tmp.keep ckpt-000000007.h5 ckpt-00000002.H5 ckpt-00000003.h5.bak "
@@ -359,7 +383,7 @@ static void test_prune(const char *top) {
   char *ov1[1] = {"checkpoint.keep=1"};
   run_init(&a, 1, ov1, 0, NULL);
   for (long step = 1; step <= 3; step++) {
-    state_fill(&a.s, step);
+    state_fill(&a, step);
     checkpoint_write(dir, &a.s, &a.cfg, "", &world, NULL, 0);
   }
   if (world.rank == 0) listing(dir, got, sizeof got);
@@ -386,9 +410,9 @@ static void test_latest(const char *top) {
         "latest: temporary files, other names and a directory do not count");
   test_run_t a;
   run_init(&a, 0, NULL, 0, NULL);
-  state_fill(&a.s, 3);
+  state_fill(&a, 3);
   checkpoint_write(dir, &a.s, &a.cfg, "", &world, NULL, 0);
-  state_fill(&a.s, 2);
+  state_fill(&a, 2);
   checkpoint_write(dir, &a.s, &a.cfg, "", &world, NULL, 0);
   char want[4200];
   snprintf(want, sizeof want, "%s/ckpt-00000003.h5", dir);
@@ -440,7 +464,7 @@ static void parse_opts(int argc, char **argv, int first, opts_t *o) {
 static int mode_write(const char *dir, long step, opts_t *o) {
   test_run_t a;
   run_init(&a, o->nov, o->ov, o->ngraph, o->graph);
-  state_fill(&a.s, step);
+  state_fill(&a, step);
   char written[4096];
   checkpoint_write(dir, &a.s, &a.cfg, "", &world, written, sizeof written);
   if (world.rank == 0) printf("%s\n", written);
@@ -452,14 +476,78 @@ static int mode_read(const char *path, opts_t *o) {
   test_run_t a, b;
   run_init(&a, o->nov, o->ov, o->ngraph, o->graph);
   run_init(&b, o->nov, o->ov, o->ngraph, o->graph);
-  state_zero(&b.s);
+  state_zero(&b);
   checkpoint_read(path, &b.s, &b.cfg, &world);
-  state_fill(&a.s, b.s.step);
-  int same = state_equal(&a.s, &b.s);
+  state_fill(&a, b.s.step);
+  int same = state_equal(&a, &b);
   if (world.rank == 0) printf("loaded step %ld: %s\n", b.s.step, same ? "contents as written" : "CONTENTS DIFFER");
   run_free(&a);
   run_free(&b);
   return same ? 0 : 3;
+}
+
+/* ---- sharded state: a test layout that splits tensors between ranks */
+
+/* Give rank r of R the r-th of R equal blocks of tensor `name` along dimension dim (no replicas):
+ * its piece becomes a copy of that hyperslab of the whole values in every region. */
+static void shard(test_run_t *t, const char *name, int dim, int r, int R) {
+  int i = slab_layout_find(&t->g.params, name);
+  for (int k = 0; k < t->nslabs; k++) {
+    state_tensor_t *x = &t->reg[k].t[i];
+    const float *whole = x->data;
+    size_t block = x->dims[dim] / (size_t)R, row = 1, cols = 1;
+    for (int d = dim + 1; d < x->ndim; d++) row *= x->dims[d];
+    for (int d = 0; d < dim; d++) cols *= x->dims[d];
+    x->start[dim] = block * (size_t)r;
+    x->count[dim] = block;
+    x->replica = 0;
+    x->replicas = 1;
+    float *piece = xcalloc(state_tensor_floats(x), sizeof *piece);
+    // the tensor is (cols, dims[dim], row): the piece takes (cols, block, row) from start[dim]
+    for (size_t c = 0; c < cols; c++)
+      memcpy(piece + c * block * row, whole + (c * x->dims[dim] + x->start[dim]) * row, block * row * sizeof *piece);
+    x->data = piece;
+  }
+}
+
+static int mode_sharded_write(const char *dir) {
+  test_run_t a;
+  run_init(&a, 0, NULL, 0, NULL);
+  state_fill(&a, 77);
+  if (world.size != 2) {
+    fprintf(stderr, "test_checkpoint: sharded-write runs on 2 ranks\n");
+    return 99;
+  }
+  shard(&a, "fc1.weight", 1, world.rank, 2);
+  shard(&a, "fc1.bias", 0, world.rank, 2);
+  char written[4096];
+  checkpoint_write(dir, &a.s, &a.cfg, "", &world, written, sizeof written);
+  if (world.rank == 0) printf("%s\n", written);
+  return 0; // the pieces are freed with the process
+}
+
+static int mode_sharded_read(const char *path) {
+  test_run_t a, b;
+  run_init(&a, 0, NULL, 0, NULL);
+  run_init(&b, 0, NULL, 0, NULL);
+  state_zero(&b);
+  state_fill(&a, 77);
+  if (world.size == 4) { // read fc1.weight as 4 row blocks, compared with the same blocks of the truth
+    shard(&a, "fc1.weight", 0, world.rank, 4);
+    shard(&b, "fc1.weight", 0, world.rank, 4);
+  }
+  checkpoint_read(path, &b.s, &b.cfg, &world);
+  int same = a.s.step == b.s.step && a.s.opt_t == b.s.opt_t;
+  for (int k = 0; k < a.nslabs; k++)
+    for (int i = 0; i < a.reg[k].n; i++)
+      same = same && memcmp(a.reg[k].t[i].data, b.reg[k].t[i].data,
+                            state_tensor_floats(&a.reg[k].t[i]) * sizeof(float)) == 0;
+  double differ = same ? 0.0 : 1.0; // on any rank
+  comm_allreduce_max_double(&world, &differ, 1, TRAFFIC_OTHER);
+  if (world.rank == 0)
+    printf("sharded step %ld on %d ranks: %s\n", b.s.step, world.size,
+           differ == 0 ? "every piece bitwise as written" : "PIECES DIFFER");
+  return differ == 0 ? 0 : 3;
 }
 
 static int mode_latest(const char *dir) {
@@ -531,6 +619,11 @@ static int mode_damage(const char *in, const char *out, const char *kind) {
     int64_t step = 4242;
     rc = H5Awrite(at, H5T_NATIVE_INT64, &step) < 0 ? -1 : 0;
     H5Aclose(at), H5Fclose(f);
+  } else if (rc == 0 && strcmp(kind, "version1") == 0) {
+    hid_t f = H5Fopen(out, H5F_ACC_RDWR, H5P_DEFAULT), at = H5Aopen(f, "format_version", H5P_DEFAULT);
+    int64_t version = 1;
+    rc = H5Awrite(at, H5T_NATIVE_INT64, &version) < 0 ? -1 : 0;
+    H5Aclose(at), H5Fclose(f);
   } else if (rc == 0 && strcmp(kind, "truncate") != 0)
     rc = -1;
   run_free(&a);
@@ -556,6 +649,10 @@ int main(int argc, char **argv) {
     rc = mode_latest(argv[2]);
   else if (argc == 5 && strcmp(argv[1], "damage") == 0)
     rc = mode_damage(argv[2], argv[3], argv[4]);
+  else if (argc == 3 && strcmp(argv[1], "sharded-write") == 0)
+    rc = mode_sharded_write(argv[2]);
+  else if (argc == 3 && strcmp(argv[1], "sharded-read") == 0)
+    rc = mode_sharded_read(argv[2]);
   else
     fprintf(stderr, "usage: see the comment at the top of tests/test_checkpoint.c\n");
   comm_free(&world);

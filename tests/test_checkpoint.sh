@@ -2,8 +2,10 @@
 # Checkpoints (src/io/checkpoint.h) through tests/test_checkpoint:
 #  - round trips on 4, 2 and 1 ranks (its TAP lines, renumbered into this stream), each run also
 #    reading what the runs on the other rank counts wrote before it;
-#  - damaged files (a flipped byte in a chunk, data rewritten behind the CRC32's back, an edited
-#    attribute, a truncated copy, bytes scrambled all over, not HDF5 at all) and checkpoints of
+#  - sharded state: halves written by 2 ranks read bitwise by 1 and 4 ranks (whole and in other
+#    pieces); a version 1 checkpoint refused naming its version;
+#  - damaged files (a flipped byte in a chunk, data rewritten behind the hash64's back with a valid
+#    Fletcher32, an edited attribute, a truncated copy, bytes scrambled all over, not HDF5 at all) and checkpoints of
 #    another model, configuration, seed or shape, a filter plugin that cannot be found: exit 2 and
 #    one "surge: error:" line naming the file and, where it applies, the dataset; changes that do
 #    not matter (test_samples) load;
@@ -67,6 +69,21 @@ for np in 4 2 1; do
   tap_pass_through "np=$np" "$np" "$prog" roundtrip "$tap_tmp/rt"
 done
 
+# ---- sharded state: 2 ranks each write half of fc1.weight (by columns) and of fc1.bias (by rows);
+# 1 rank reads whole tensors, 4 ranks read fc1.weight as row blocks: bitwise the unsharded values
+quiet 2 sharded-write "$tap_tmp/sharded"
+sharded=$(cat "$tap_tmp/out.txt")
+for np in 1 4; do
+  quiet "$np" sharded-read "$sharded"
+  rc=$?
+  [ "$rc" = 0 ] && grep -q "^sharded step 77 on $np ranks: every piece bitwise as written" "$tap_tmp/out.txt"
+  tap_ok $? "sharded: written by 2 ranks in halves, read on $np: $(cat "$tap_tmp/out.txt")"
+done
+# a version 1 file (whole replicated tensors, before state could be sharded) is refused, naming it
+quiet 1 damage "$sharded" "$tap_tmp/v1.h5" version1
+expect_error 2 1 "v1\.h5: checkpoint format version 1; this Surge reads version 2 \(hint: version 1" \
+  "a version 1 checkpoint is refused naming its version" read "$tap_tmp/v1.h5"
+
 # ---- damaged files and refusals
 good="$tap_tmp/good/ckpt-00000007.h5"
 for c in none shuffle-deflate; do
@@ -79,7 +96,7 @@ for c in none shuffle-deflate; do
     "$c: a flipped byte in a chunk fails its Fletcher32" read "$d"
   d="$tap_tmp/tamper-$c.h5"
   expect_error 2 1 "$d: /params/fc1\.weight: checksum mismatch \(the file is damaged" \
-    "$c: data rewritten with a valid Fletcher32 fails the CRC32" read "$d"
+    "$c: data rewritten with a valid Fletcher32 fails the hash64 checksum" read "$d"
   d="$tap_tmp/scramble-$c.h5"
   expect_error 2 1 "$d: .*(damaged|truncated)" "$c: bytes scrambled all over the file" read "$d"
 done

@@ -101,7 +101,7 @@ static void fixture_free(fixture_t *fx) {
 }
 
 static run_log_t *open_log(fixture_t *fx, const char *path, long resume_step) {
-  return run_log_open(path, &fx->cfg, deck_text, &fx->g, &fx->world, resume_step);
+  return run_log_open(path, &fx->cfg, deck_text, &fx->g.params, &fx->world, resume_step);
 }
 
 /* A new log at path with steps 1..last, an evaluation (loss 1.5, accuracy 0.625) at step eval_at

@@ -8,13 +8,8 @@
 #include "core/timer.h"
 #include "mux/mux.h"
 
-/* Foreground states of a step (mux/mux.h), each at its own site so that its expected duration is
- * learnt per place: the route before node i's forward (4i), its compute (4i+1, 4i+2 backward), the
- * route after its backward (4i+3), the barrier (1) and the gradient sync (2). */
-enum { SITE_BARRIER = 1, SITE_SYNC = 2, SITE_LOSS = 3 };
-
 /* Positions [lo, hi) of the global batch that `rank` computes in node's set (empty when the rank is
- * not in it); the share rule of train.c. Returns whether the share is non-empty. */
+ * not in it). Returns whether the share is non-empty. */
 static int share_of(const burst_exec_t *ex, int node, int rank, int *lo, int *hi) {
   int k = rank - ex->first[node], n = ex->n[node];
   *lo = *hi = 0;
@@ -26,20 +21,12 @@ static int share_of(const burst_exec_t *ex, int node, int rank, int *lo, int *hi
 
 static size_t out_floats(const graph_t *g, int node) { return shape_size(g->l[node].out); }
 
-/* The node owning slab tensor t (the tied output layer's weight belongs to its embedding). */
-static int owner_of_tensor(const graph_t *g, int t) {
-  for (int i = 0; i < g->n; i++)
-    for (int k = 0; k < g->l[i].np; k++)
-      if (g->l[i].param[k] == t) return i;
-  return -1;
-}
-
 static void check_tied_weights(const burst_exec_t *ex) {
   const graph_t *g = ex->g;
   for (int i = 0; i < g->n; i++) {
     if (g->l[i].kind != LAYER_TIED_LINEAR) continue;
-    int e = owner_of_tensor(g, g->l[i].tied_param);
-    if (e >= 0 && (ex->n[e] != ex->n[i] || ex->first[e] != ex->first[i]))
+    int e = g->params.t[g->l[i].tied_param].owner;
+    if (ex->n[e] != ex->n[i] || ex->first[e] != ex->first[i])
       surge_input_error("burst plan: node %d '%s' shares its weight with node %d '%s' but runs on ranks %d..%d, "
                         "not %d..%d (hint: give both nodes the same rank set; the executor does not sum a tied "
                         "weight's gradient across two sets)",
@@ -62,173 +49,237 @@ static void make_sets(burst_exec_t *ex) {
       int k = ex->world->rank - ex->first[i];
       int member = k >= 0 && k < ex->n[i];
       comm_split(ex->world, member ? 0 : -1, k, &ex->sets[s]);
+      ex->sets[s].root_meter = &ex->world->meter; /* the job's log counts every set's traffic */
     }
     ex->set_of[i] = s;
   }
   free(rep);
 }
 
-/* The positions this rank fetches: the shares of its consumers of the input, and its share of the
- * output (for the targets), covered by one range. */
-static void data_range(burst_exec_t *ex) {
+/* This rank's share at every node; the input node takes its first consumer's. */
+static void make_shares(burst_exec_t *ex) {
   const graph_t *g = ex->g;
-  int me = ex->world->rank, lo = ex->batch, hi = 0;
+  ex->lo = xcalloc((size_t)g->n, sizeof *ex->lo);
+  ex->cnt = xcalloc((size_t)g->n, sizeof *ex->cnt);
   for (int i = 1; i < g->n; i++) {
-    int uses_input = i == graph_output(g);
-    for (int k = 0; k < g->l[i].nin; k++) uses_input |= g->l[i].in[k] == 0;
-    int a, b;
-    if (!uses_input || !share_of(ex, i, me, &a, &b)) continue;
-    if (a < lo) lo = a;
-    if (b > hi) hi = b;
+    int lo, hi;
+    share_of(ex, i, ex->world->rank, &lo, &hi);
+    ex->lo[i] = lo;
+    ex->cnt[i] = hi - lo;
   }
-  ex->data_lo = hi > lo ? lo : 0;
-  ex->data_hi = hi > lo ? hi : 0;
+  for (int i = 1; i < g->n; i++)
+    for (int k = 0; k < g->l[i].nin; k++)
+      if (g->l[i].in[k] == 0 && ex->n[0] == 0) {
+        ex->n[0] = ex->n[i]; /* the input "runs" where its first consumer does */
+        ex->first[0] = ex->first[i];
+        ex->lo[0] = ex->lo[i];
+        ex->cnt[0] = ex->cnt[i];
+      }
+  ex->window = 1;
+  for (int i = 0; i < g->n; i++)
+    if (ex->cnt[i] > ex->window) ex->window = ex->cnt[i];
 }
 
-void burst_exec_init(burst_exec_t *ex, const burst_plan_t *plan, const graph_t *g, model_t *m, comm_t *world,
-                     int B, size_t sample_floats, size_t target_floats) {
+/* Whether input slot k of node j needs a staging buffer on this rank: j runs here on other positions
+ * than its producer. */
+static int staged(const burst_exec_t *ex, int j, int k) {
+  int i = ex->g->l[j].in[k];
+  return ex->cnt[j] > 0 && (ex->lo[j] != ex->lo[i] || ex->cnt[j] != ex->cnt[i]);
+}
+
+/* Staging buffers where they are needed, and the model's wiring to them. */
+static void make_staging(burst_exec_t *ex, const backend_t *be) {
+  const graph_t *g = ex->g;
+  model_t *m = &ex->m;
+  ex->stage = xcalloc((size_t)g->n, sizeof *ex->stage);
+  ex->dstage = xcalloc((size_t)g->n, sizeof *ex->dstage);
+  for (int j = 1; j < g->n; j++)
+    for (int k = 0; k < g->l[j].nin; k++) {
+      int i = g->l[j].in[k];
+      if (!staged(ex, j, k)) continue;
+      size_t n = surge_mul_size((size_t)ex->window, out_floats(g, i), "staged activations");
+      m->in[j][k] = ex->stage[j][k] = be->alloc(n);
+      m->act_floats += n;
+      if (m->dact[i]) {
+        m->din[j][k] = ex->dstage[j][k] = be->alloc(n);
+        m->act_floats += n;
+      }
+    }
+}
+
+/* The slab tensors' groups and the nodes that make their gradients final, for the gradient sync:
+ * a tensor belongs to its owner node (a tied weight to its embedding, the first node using it). */
+static void make_sync(burst_exec_t *ex, const gradsync_opts_t *o) {
+  const slab_layout_t *L = &ex->g->params;
+  int *group = xcalloc(L->n ? (size_t)L->n : 1, sizeof *group), *ready = xcalloc(L->n ? (size_t)L->n : 1, sizeof *ready);
+  for (int t = 0; t < L->n; t++) {
+    ready[t] = L->t[t].owner;
+    group[t] = ex->set_of[L->t[t].owner];
+  }
+  gradsync_init(&ex->sync, L, group, ready, ex->sets, ex->world, ex->m.grads, o);
+  free(group);
+  free(ready);
+}
+
+void burst_exec_init(burst_exec_t *ex, const burst_plan_t *plan, const graph_t *g, const backend_t *be,
+                     comm_t *world, int B, const gradsync_opts_t *sync) {
   memset(ex, 0, sizeof *ex);
   if (plan->nodes != g->n) surge_input_error("burst plan: %d nodes for a graph of %d", plan->nodes, g->n);
-  if (m->B_cap < B) surge_runtime_error("burst executor: model buffers hold %d samples, the batch has %d", m->B_cap, B);
   ex->g = g;
-  ex->m = m;
   ex->world = world;
   ex->batch = B;
   ex->n = xcalloc((size_t)g->n, sizeof *ex->n);
   ex->first = xcalloc((size_t)g->n, sizeof *ex->first);
-  for (int i = 0; i < g->n; i++) {
+  ex->all_ranks_everywhere = 1;
+  for (int i = 1; i < g->n; i++) {
     ex->n[i] = plan->n[i];
     ex->first[i] = plan->first[i];
     if (ex->n[i] < 1 || ex->first[i] < 0 || ex->first[i] + ex->n[i] > world->size)
       surge_input_error("burst plan: node %d '%s' uses ranks %d..%d but the job has %d ranks (0..%d)", i,
                         g->l[i].name, ex->first[i], ex->first[i] + ex->n[i] - 1, world->size, world->size - 1);
+    ex->all_ranks_everywhere &= ex->n[i] == world->size;
   }
   check_tied_weights(ex);
   make_sets(ex);
-  data_range(ex);
-  int len = ex->data_hi - ex->data_lo;
-  ex->x = xcalloc(surge_mul_size(len ? (size_t)len : 1, sample_floats, "input batch"), sizeof(float));
-  ex->y = xcalloc(surge_mul_size(len ? (size_t)len : 1, target_floats, "target batch"), sizeof(float));
+  make_shares(ex);
+  model_init(&ex->m, g, be, ex->window);
+  make_staging(ex, be);
+  size_t xs = out_floats(g, 0), ys = (size_t)g->targets_per_sample;
+  ex->x = xcalloc(surge_mul_size((size_t)ex->window, xs, "input batch"), sizeof(float));
+  ex->y = xcalloc(surge_mul_size((size_t)ex->window, ys, "target batch"), sizeof(float));
   size_t scratch = 1;
   for (int i = 1; i < g->n; i++) {
-    size_t s = (size_t)burst_per_rank(B, ex->n[i]) * out_floats(g, i);
-    if (m->dact[i] && s > scratch) scratch = s;
+    size_t s = (size_t)ex->cnt[i] * out_floats(g, i);
+    if (ex->m.dact[i] && s > scratch) scratch = s;
   }
-  ex->recv = m->be->alloc(scratch);
+  ex->recv = be->alloc(scratch);
+  make_sync(ex, sync);
 }
 
 void burst_exec_free(burst_exec_t *ex) {
+  const backend_t *be = ex->m.be;
+  gradsync_free(&ex->sync);
+  for (int j = 0; j < ex->g->n; j++)
+    for (int k = 0; k < LAYER_MAX_IN; k++) {
+      if (ex->stage[j][k]) be->free(ex->stage[j][k]);
+      if (ex->dstage[j][k]) be->free(ex->dstage[j][k]);
+    }
   for (int s = 0; s < ex->nsets; s++) comm_free(&ex->sets[s]);
-  ex->m->be->free(ex->recv);
+  be->free(ex->recv);
+  model_free(&ex->m);
+  free(ex->stage);
+  free(ex->dstage);
   free(ex->sets);
   free(ex->set_of);
   free(ex->n);
   free(ex->first);
+  free(ex->lo);
+  free(ex->cnt);
   free(ex->x);
   free(ex->y);
   memset(ex, 0, sizeof *ex);
 }
 
-/* A position range moved between an owner of src (a rank of src's set) and a consumer (a rank of
- * node's set that does not own it). */
-typedef struct transfer {
-  int peer, lo, hi, owner_lo; /* owner_lo: the owner's first position (the receive scratch offset) */
-} transfer_t;
-
-/* The transfers of input slot k of node: forward, owners send the consumers' positions; backward,
- * consumers send their gradients of them back. Collective over the two sets; messages of one
- * (sender, receiver) pair are a single range, so the slot number is a unique tag. */
-static void route(burst_exec_t *ex, int node, int k, int backward) {
-  const graph_t *g = ex->g;
-  model_t *m = ex->m;
-  int src = g->l[node].in[k], me = ex->world->rank;
-  size_t sz = out_floats(g, src);
-  float *buf = backward ? m->dact[src] : m->act[src];
-  traffic_t cat = backward ? TRAFFIC_ACT_GRAD : TRAFFIC_ACT;
-  int cap = ex->n[src] + ex->n[node];
-  comm_request_t *req = xcalloc((size_t)cap, sizeof *req);
-  transfer_t *as_consumer = xcalloc((size_t)cap, sizeof *as_consumer), *as_owner = xcalloc((size_t)cap, sizeof *as_owner);
-  int nreq = 0, nc = 0, no = 0, mlo, mhi, olo, ohi;
-  share_of(ex, src, me, &olo, &ohi);
-  if (share_of(ex, node, me, &mlo, &mhi)) /* this rank consumes [mlo, mhi): receive what it does not own */
-    for (int r = ex->first[src]; r < ex->first[src] + ex->n[src]; r++) {
-      int lo, hi;
-      if (r == me || !share_of(ex, src, r, &lo, &hi)) continue;
-      if (lo < mlo) lo = mlo;
-      if (hi > mhi) hi = mhi;
-      if (lo < hi) as_consumer[nc++] = (transfer_t){r, lo, hi, 0};
-    }
-  if (ohi > olo) /* this rank owns [olo, ohi): serve the consumers that do not own it */
-    for (int r = ex->first[node]; r < ex->first[node] + ex->n[node]; r++) {
-      int lo, hi;
-      if (r == me || !share_of(ex, node, r, &lo, &hi)) continue;
-      if (lo < olo) lo = olo;
-      if (hi > ohi) hi = ohi;
-      if (lo < hi) as_owner[no++] = (transfer_t){r, lo, hi, olo};
-    }
-  for (int c = 0; c < nc; c++) {
-    transfer_t *t = &as_consumer[c];
-    size_t n = (size_t)(t->hi - t->lo) * sz;
-    if (backward)
-      comm_isend(ex->world, buf + (size_t)t->lo * sz, n, t->peer, k, cat, &req[nreq++]);
-    else
-      comm_irecv(ex->world, buf + (size_t)t->lo * sz, n, t->peer, k, cat, &req[nreq++]);
-  }
-  for (int o = 0; o < no; o++) {
-    transfer_t *t = &as_owner[o];
-    size_t n = (size_t)(t->hi - t->lo) * sz;
-    if (backward)
-      comm_irecv(ex->world, ex->recv + (size_t)(t->lo - t->owner_lo) * sz, n, t->peer, k, cat, &req[nreq++]);
-    else
-      comm_isend(ex->world, buf + (size_t)t->lo * sz, n, t->peer, k, cat, &req[nreq++]);
-  }
-  comm_waitall(ex->world, req, nreq, cat);
-  if (backward) {
-    /* the owner adds the consumers' parts; a consumer's sent part is cleared so that another
-     * consumer of src on this rank adds only its own */
-    for (int o = 0; o < no; o++) {
-      transfer_t *t = &as_owner[o];
-      size_t n = (size_t)(t->hi - t->lo) * sz;
-      m->be->axpy(n, 1.0f, ex->recv + (size_t)(t->lo - t->owner_lo) * sz, buf + (size_t)t->lo * sz);
-    }
-    for (int c = 0; c < nc; c++) {
-      transfer_t *t = &as_consumer[c];
-      m->be->fill(buf + (size_t)t->lo * sz, (size_t)(t->hi - t->lo) * sz, 0.0f);
-    }
-  }
-  free(req);
-  free(as_consumer);
-  free(as_owner);
+/* The positions [lo, hi) both shares hold, 1 when not empty. */
+static int overlap(int alo, int ahi, int blo, int bhi, int *lo, int *hi) {
+  *lo = alo > blo ? alo : blo;
+  *hi = ahi < bhi ? ahi : bhi;
+  return *hi > *lo;
 }
 
-static void fetch(burst_exec_t *ex, const dataset_t *ds, const uint64_t *ids) {
-  int lo = ex->data_lo, len = ex->data_hi - ex->data_lo;
-  if (len == 0) return;
+/* The transfers of input slot k of node j (producer i). Forward: the producer's ranks send each
+ * staged consumer the positions of its share they computed; a rank copies what it computed itself.
+ * Backward: the consumer sends those positions' gradients back; owners add them. Collective over the
+ * two sets; messages of one (sender, receiver) pair in one call are a single range, so the slot
+ * number is a unique tag. */
+static void route(burst_exec_t *ex, int j, int k, int backward) {
+  const graph_t *g = ex->g;
+  model_t *m = &ex->m;
+  const backend_t *be = m->be;
+  int i = g->l[j].in[k], me = ex->world->rank;
+  size_t sz = out_floats(g, i);
+  traffic_t cat = backward ? TRAFFIC_ACT_GRAD : TRAFFIC_ACT;
+  float *mine = backward ? m->dact[i] : m->act[i];              /* rows of [lo_i, lo_i + cnt_i) */
+  float *stage = backward ? ex->dstage[j][k] : ex->stage[j][k]; /* rows of [lo_j, lo_j + cnt_j) */
+  if (backward && !mine) return;
+  int cap = ex->n[i] + ex->n[j], nreq = 0, lo, hi, plo, phi;
+  comm_request_t *req = xcalloc((size_t)cap, sizeof *req);
+  int my_lo = ex->lo[i], my_hi = ex->lo[i] + ex->cnt[i];
+  if (stage) /* this rank consumes [lo_j, hi_j) from the producer's ranks */
+    for (int r = ex->first[i]; r < ex->first[i] + ex->n[i]; r++) {
+      if (!share_of(ex, i, r, &plo, &phi) || !overlap(plo, phi, ex->lo[j], ex->lo[j] + ex->cnt[j], &lo, &hi))
+        continue;
+      float *s = stage + (size_t)(lo - ex->lo[j]) * sz;
+      size_t n = (size_t)(hi - lo) * sz;
+      if (r == me && backward)
+        be->axpy(n, 1.0f, s, mine + (size_t)(lo - my_lo) * sz);
+      else if (r == me)
+        be->copy(s, mine + (size_t)(lo - my_lo) * sz, n);
+      else if (backward)
+        comm_isend(ex->world, s, n, r, k, cat, &req[nreq++]);
+      else
+        comm_irecv(ex->world, s, n, r, k, cat, &req[nreq++]);
+    }
+  int served = nreq;
+  if (ex->cnt[i] > 0) /* this rank owns [my_lo, my_hi): serve the other consumers */
+    for (int r = ex->first[j]; r < ex->first[j] + ex->n[j]; r++) {
+      int clo, chi;
+      if (r == me || !share_of(ex, j, r, &clo, &chi) || !overlap(my_lo, my_hi, clo, chi, &lo, &hi)) continue;
+      size_t at = (size_t)(lo - my_lo) * sz, n = (size_t)(hi - lo) * sz;
+      if (backward)
+        comm_irecv(ex->world, ex->recv + at, n, r, k, cat, &req[nreq++]);
+      else
+        comm_isend(ex->world, mine + at, n, r, k, cat, &req[nreq++]);
+    }
+  comm_waitall(ex->world, req, nreq, cat);
+  if (backward) /* the owner adds the consumers' parts (disjoint ranges of its share) */
+    for (int r = ex->first[j], q = served; r < ex->first[j] + ex->n[j]; r++) {
+      int clo, chi;
+      if (r == me || !share_of(ex, j, r, &clo, &chi) || !overlap(my_lo, my_hi, clo, chi, &lo, &hi)) continue;
+      size_t at = (size_t)(lo - my_lo) * sz;
+      be->axpy((size_t)(hi - lo) * sz, 1.0f, ex->recv + at, mine + at);
+      q++;
+    }
+  free(req);
+}
+
+/* Samples [lo, lo + cnt) of the batch into x_dst (input rows) and y_dst (target rows), either NULL. */
+static void fetch_range(burst_exec_t *ex, const dataset_t *ds, data_split_t split, const uint64_t *ids, int lo,
+                        int cnt, float *x_dst, float *y_dst) {
+  if (cnt <= 0) return;
   const graph_t *g = ex->g;
   size_t xs = out_floats(g, 0), ys = (size_t)g->targets_per_sample;
-  dataset_get(ds, SPLIT_TRAIN, ids + lo, len, ex->x, ex->y);
-  ex->m->be->upload(ex->m->act[0] + (size_t)lo * xs, ex->x, (size_t)len * xs);
-  ex->m->be->upload(ex->m->targets + (size_t)lo * ys, ex->y, (size_t)len * ys);
+  dataset_get(ds, split, ids + lo, cnt, ex->x, ex->y);
+  if (x_dst) ex->m.be->upload(x_dst, ex->x, (size_t)cnt * xs);
+  if (y_dst) ex->m.be->upload(y_dst, ex->y, (size_t)cnt * ys);
 }
 
-/* Sum each node's parameter gradients over its set. */
-static void sync_grads(burst_exec_t *ex) {
+/* The input rows of this rank's nodes and the targets of its share of the output. */
+static void fetch(burst_exec_t *ex, const dataset_t *ds, const uint64_t *ids) {
   const graph_t *g = ex->g;
-  for (int i = 1; i < g->n; i++) {
-    comm_t *c = &ex->sets[ex->set_of[i]];
-    if (c->size < 2) continue;
-    for (int k = 0; k < g->l[i].np; k++) {
-      int t = g->l[i].param[k];
-      comm_allreduce_sum(c, model_tensor(ex->m->grads, g, t), g->params.t[t].n, TRAFFIC_DP);
-    }
-  }
+  int out = graph_output(g);
+  int same = ex->lo[out] == ex->lo[0] && ex->cnt[out] == ex->cnt[0];
+  fetch_range(ex, ds, SPLIT_TRAIN, ids, ex->lo[0], ex->cnt[0], ex->m.act[0], same ? ex->m.targets : NULL);
+  if (!same) fetch_range(ex, ds, SPLIT_TRAIN, ids, ex->lo[out], ex->cnt[out], NULL, ex->m.targets);
+  for (int j = 1; j < g->n; j++)
+    for (int k = 0; k < g->l[j].nin; k++)
+      if (g->l[j].in[k] == 0 && ex->stage[j][k])
+        fetch_range(ex, ds, SPLIT_TRAIN, ids, ex->lo[j], ex->cnt[j], ex->stage[j][k], NULL);
+}
+
+static void zero_staged_grads(burst_exec_t *ex) {
+  const graph_t *g = ex->g;
+  for (int j = 1; j < g->n; j++)
+    for (int k = 0; k < g->l[j].nin; k++)
+      if (ex->dstage[j][k])
+        ex->m.be->fill(ex->dstage[j][k], (size_t)ex->window * out_floats(g, g->l[j].in[k]), 0.0f);
 }
 
 double burst_exec_step(burst_exec_t *ex, const dataset_t *ds, const uint64_t *ids, float grad_scale,
                        burst_times_t *times) {
   const graph_t *g = ex->g;
-  model_t *m = ex->m;
-  int me = ex->world->rank, out = graph_output(g), lo, hi;
+  model_t *m = &ex->m;
+  int out = graph_output(g);
   memset(times, 0, sizeof *times);
   double t0 = surge_now();
   fetch(ex, ds, ids);
@@ -236,73 +287,90 @@ double burst_exec_step(burst_exec_t *ex, const dataset_t *ds, const uint64_t *id
   times->data = t1 - t0;
 
   model_zero_grads(m);
-  for (int i = 1; i < g->n; i++) {
+  zero_staged_grads(ex);
+  gradsync_begin(&ex->sync);
+  for (int j = 1; j < g->n; j++) {
     double a = surge_now();
-    int member = share_of(ex, i, me, &lo, &hi);
-    mux_fg_set(member ? MUX_WAITING : MUX_INACTIVE, 4 * i);
-    for (int k = 0; k < g->l[i].nin; k++)
-      if (g->l[i].in[k] != 0) route(ex, i, k, 0);
+    int member = ex->cnt[j] > 0;
+    mux_fg_set(member ? MUX_WAITING : MUX_INACTIVE, mux_site(MUX_SITE_ROUTE_IN, j));
+    for (int k = 0; k < g->l[j].nin; k++)
+      if (g->l[j].in[k] != 0) route(ex, j, k, 0);
     double b = surge_now();
     if (member) {
-      mux_fg_set(MUX_COMPUTING, 4 * i + 1);
-      model_forward_node(m, i, lo, hi - lo);
+      mux_fg_set(MUX_COMPUTING, mux_site(MUX_SITE_FORWARD, j));
+      model_forward_node(m, j, 0, ex->cnt[j]);
     }
     times->comm += b - a;
     times->forward += surge_now() - b;
   }
   double loss = 0, l0 = surge_now();
-  mux_fg_set(MUX_COMPUTING, SITE_LOSS);
-  if (share_of(ex, out, me, &lo, &hi)) loss = model_loss(m, lo, hi - lo, grad_scale);
+  mux_fg_set(MUX_COMPUTING, mux_site(MUX_SITE_LOSS, 0));
+  if (ex->cnt[out] > 0) loss = model_loss(m, 0, ex->cnt[out], grad_scale);
   times->forward += surge_now() - l0;
 
-  for (int i = out; i >= 1; i--) {
+  for (int j = out; j >= 1; j--) {
     double a = surge_now();
-    int member = share_of(ex, i, me, &lo, &hi);
+    int member = ex->cnt[j] > 0;
     if (member) {
-      mux_fg_set(MUX_COMPUTING, 4 * i + 2);
-      model_backward_node(m, i, lo, hi - lo);
+      mux_fg_set(MUX_COMPUTING, mux_site(MUX_SITE_BACKWARD, j));
+      model_backward_node(m, j, 0, ex->cnt[j]);
     }
     double b = surge_now();
-    mux_fg_set(member ? MUX_WAITING : MUX_INACTIVE, 4 * i + 3);
-    for (int k = 0; k < g->l[i].nin; k++) {
-      int src = g->l[i].in[k];
-      if (src != 0 && m->dact[src]) route(ex, i, k, 1);
-    }
+    mux_fg_set(member ? MUX_WAITING : MUX_INACTIVE, mux_site(MUX_SITE_ROUTE_OUT, j));
+    for (int k = 0; k < g->l[j].nin; k++)
+      if (g->l[j].in[k] != 0) route(ex, j, k, 1);
+    gradsync_node_done(&ex->sync, j);
     times->backward += b - a;
     times->comm += surge_now() - b;
   }
 
   double a = surge_now();
-  mux_fg_set(MUX_WAITING, SITE_BARRIER);
-  comm_barrier(ex->world);
-  double b = surge_now();
-  mux_fg_set(MUX_ALLREDUCE, SITE_SYNC);
-  sync_grads(ex);
-  times->wait = b - a;
-  times->comm += surge_now() - b;
+  mux_fg_set(MUX_ALLREDUCE, mux_site(MUX_SITE_SYNC, 0));
+  gradsync_finish(&ex->sync);
+  times->backward_done = ex->sync.backward_done;
+  times->wait = ex->sync.wait_s;
+  times->comm += surge_now() - a - times->wait;
   return loss;
 }
 
-double burst_exec_grad_norm(const burst_exec_t *ex) {
-  const graph_t *g = ex->g;
+double burst_exec_grad_sumsq(const burst_exec_t *ex) {
+  const slab_layout_t *L = &ex->g->params;
   double sumsq = 0;
-  for (int i = 1; i < g->n; i++) {
-    if (ex->world->rank != ex->first[i]) continue;
-    for (int k = 0; k < g->l[i].np; k++) {
-      int t = g->l[i].param[k];
-      sumsq += ex->m->be->sumsq(model_tensor(ex->m->grads, g, t), g->params.t[t].n);
-    }
+  for (int t = 0; t < L->n; t++)
+    if (ex->world->rank == ex->first[L->t[t].owner]) sumsq += ex->m.be->sumsq(ex->m.grads + L->t[t].off, L->t[t].n);
+  return sumsq;
+}
+
+void burst_exec_eval(burst_exec_t *ex, const dataset_t *ds, data_split_t split, uint64_t n, double sums[2]) {
+  model_t *m = &ex->m;
+  int R = ex->world->size, r = ex->world->rank;
+  uint64_t lo = (uint64_t)((unsigned __int128)n * (unsigned)r / (unsigned)R);
+  uint64_t hi = (uint64_t)((unsigned __int128)n * (unsigned)(r + 1) / (unsigned)R);
+  uint64_t *ids = xcalloc((size_t)ex->window, sizeof *ids);
+  sums[0] = sums[1] = 0;
+  model_wire_default(m); /* every node on every position of the chunk */
+  for (uint64_t at = lo; at < hi; at += (uint64_t)ex->window) {
+    int B = (int)(hi - at < (uint64_t)ex->window ? hi - at : (uint64_t)ex->window);
+    for (int i = 0; i < B; i++) ids[i] = at + (uint64_t)i;
+    fetch_range(ex, ds, split, ids, 0, B, m->act[0], m->targets);
+    model_forward(m, B);
+    sums[0] += model_loss(m, 0, B, 0.0f);
+    sums[1] += (double)model_correct(m, 0, B);
   }
-  comm_allreduce_sum_double(ex->world, &sumsq, 1, TRAFFIC_OTHER);
-  return sqrt(sumsq);
+  for (int j = 1; j < ex->g->n; j++) /* back to the plan's wiring */
+    for (int k = 0; k < ex->g->l[j].nin; k++) {
+      if (ex->stage[j][k]) m->in[j][k] = ex->stage[j][k];
+      if (ex->stage[j][k]) m->din[j][k] = ex->dstage[j][k];
+    }
+  free(ids);
 }
 
 void burst_exec_gather(const burst_exec_t *ex, float *slabs[], int nslabs) {
-  const graph_t *g = ex->g;
-  for (int i = 1; i < g->n; i++)
-    for (int k = 0; k < g->l[i].np; k++) {
-      const slab_tensor_t *t = &g->params.t[g->l[i].param[k]];
-      for (int s = 0; s < nslabs; s++)
-        if (slabs[s]) comm_bcast(ex->world, slabs[s] + t->off, t->n * sizeof(float), ex->first[i], TRAFFIC_OTHER);
-    }
+  if (ex->all_ranks_everywhere) return;
+  const slab_layout_t *L = &ex->g->params;
+  for (int t = 0; t < L->n; t++)
+    for (int s = 0; s < nslabs; s++)
+      if (slabs[s])
+        comm_bcast(ex->world, slabs[s] + L->t[t].off, L->t[t].n * sizeof(float), ex->first[L->t[t].owner],
+                   TRAFFIC_OTHER);
 }

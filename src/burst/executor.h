@@ -1,18 +1,21 @@
-/* The burst-parallel executor (DeepPool): runs a training step under a burst plan (burst/plan.h),
- * node i on the world ranks [first_i, first_i + n_i), rank first_i + k on the positions
- * share(B, k, n_i) = [floor(B k / n_i), floor(B (k+1) / n_i)) of the global batch.
+/* The burst-parallel executor (DeepPool), the engine of every per-node layout: node i runs on the
+ * world ranks [first_i, first_i + n_i), rank first_i + k on the positions
+ * share(B, k, n_i) = [floor(B k / n_i), floor(B (k+1) / n_i)) of the global batch. Data parallelism
+ * is the plan in which every node has all ranks.
  *
- * Every rank's model buffers hold the WHOLE global batch (B_cap = B) and keep each sample at its
- * global position, so moving samples between rank sets is copying position ranges:
- *   data      each rank fetches the positions its consumers of the input node need (and, on the
- *             output node's ranks, the targets of its share) by global sample id;
- *   forward   before node i runs, every position of its share that the rank does not own in an
- *             input's set is received from the rank that does (TRAFFIC_ACT);
- *   backward  node i's ranks accumulate input gradients on their share; the positions they do not
- *             own in the input's set are sent to the owner, who adds them (TRAFFIC_ACT_GRAD), and
- *             cleared, so a fork's consumers each add their own part once;
- *   sync      each node's parameter gradients are summed over its set (one communicator per
- *             distinct set, TRAFFIC_DP).
+ * Memory: every buffer holds at most `window` samples, the largest share this rank has at any node
+ * (B/R for data parallelism). Node i's output rows are this rank's positions [lo_i, lo_i + cnt_i) of
+ * it. Where a node's share on this rank differs from its producer's, the node reads that input from
+ * a staging buffer of its own (model_t.in) and adds its gradient there (model_t.din):
+ *   data      each rank fetches by global sample id the positions of the input its nodes read and
+ *             the targets of its share of the output node;
+ *   forward   before node j runs, its staged inputs are filled: the positions this rank computed
+ *             itself are copied, the others received from the producer's ranks (TRAFFIC_ACT);
+ *   backward  after node j's backward, a staged input's gradient goes back: the part this rank
+ *             computed is added locally, the rest sent to the ranks that own it, who add it
+ *             (TRAFFIC_ACT_GRAD);
+ *   sync      each node's parameter gradients are summed over its set, bucket by bucket, started
+ *             during the backward pass (sync/gradsync.h, one communicator per distinct set).
  * A rank outside a node's set holds stale parameters (and optimizer moments) for it, never used;
  * burst_exec_gather brings the true ones to every rank before anything reads the whole slab
  * (evaluation, model file, checkpoint). */
@@ -23,31 +26,40 @@
 #include "comm/comm.h"
 #include "data/dataset.h"
 #include "nn/model.h"
+#include "sync/gradsync.h"
 
 typedef struct burst_exec {
   const graph_t *g;
-  model_t *m;           /* B_cap >= batch */
+  model_t m;            /* this rank's buffers: B_cap = window */
   comm_t *world;
   int batch;            /* B */
+  int window;           /* most samples this rank holds at any node */
   int *n, *first;       /* [nodes] the plan's rank sets */
+  int *lo, *cnt;        /* [nodes] this rank's share: positions [lo, lo + cnt) (cnt 0: not a member); node
+                         * 0's is its first consumer's */
   int nsets;
   int *set_of;          /* [nodes] index of the node's set in sets */
   comm_t *sets;         /* [nsets] communicator of each distinct set (size 0 where not a member) */
-  int data_lo, data_hi; /* positions whose samples this rank fetches: [data_lo, data_hi) */
-  float *x, *y;         /* host batch of those positions */
+  float *(*stage)[LAYER_MAX_IN];  /* [nodes] staged input slots (window rows), NULL where the slot reads
+                                   * its producer's rows directly */
+  float *(*dstage)[LAYER_MAX_IN]; /* [nodes] their gradients, NULL where none is needed */
+  int all_ranks_everywhere; /* every node on every rank: replicas never go stale */
+  float *x, *y;         /* host batch: (window, sample), (window, targets) */
   float *recv;          /* backend scratch for received activation gradients: the largest share */
+  gradsync_t sync;
 } burst_exec_t;
 
-/* Phase times of a step on this rank (seconds). */
+/* Phase times of a step on this rank (seconds), and when the backward pass ended (surge_now()). */
 typedef struct burst_times {
   double data, forward, backward, comm, wait;
+  double backward_done;
 } burst_times_t;
 
-/* Collective over world: bind a plan (already checked against g, world->size and B) to a model
- * whose buffers hold B samples. A tied output layer on another rank set than its embedding is an
- * input error. */
-void burst_exec_init(burst_exec_t *ex, const burst_plan_t *plan, const graph_t *g, model_t *m, comm_t *world,
-                     int B, size_t sample_floats, size_t target_floats);
+/* Collective over world: bind a plan (already checked against g, world->size and B) to buffers of
+ * its window on backend be. A tied output layer on another rank set than its embedding is an input
+ * error. Parameters are not initialised (model_init_params). */
+void burst_exec_init(burst_exec_t *ex, const burst_plan_t *plan, const graph_t *g, const backend_t *be,
+                     comm_t *world, int B, const gradsync_opts_t *sync);
 void burst_exec_free(burst_exec_t *ex);
 
 /* Collective: one step's gradients for the global batch ids[0..B) of ds's training split. Returns
@@ -57,8 +69,13 @@ void burst_exec_free(burst_exec_t *ex);
 double burst_exec_step(burst_exec_t *ex, const dataset_t *ds, const uint64_t *ids, float grad_scale,
                        burst_times_t *times);
 
-/* Collective: the global gradient norm (each node counted once, from its set's first rank). */
-double burst_exec_grad_norm(const burst_exec_t *ex);
+/* This rank's part of the squared global gradient norm: each node's tensors counted on its set's
+ * first rank only (sum over world for the total). */
+double burst_exec_grad_sumsq(const burst_exec_t *ex);
+
+/* Loss sum and correct targets of this rank's contiguous share of positions [0, n) of split, on
+ * the parameters it holds (burst_exec_gather them first), in chunks of the window. */
+void burst_exec_eval(burst_exec_t *ex, const dataset_t *ds, data_split_t split, uint64_t n, double sums[2]);
 
 /* Collective over world: every node's tensors of each non-NULL slab (params, optimizer moments),
  * broadcast from the first rank of the node's set, so every rank holds the true values. */

@@ -4,7 +4,9 @@ libsurge_a_SOURCES += \
   src/burst/plan.h src/burst/plan_impl.h \
   src/burst/plan_graph.c src/burst/plan_cost.c src/burst/planner.c src/burst/plan_pareto.c \
   src/burst/plan_print.c src/burst/plan_file.c \
-  src/burst/executor.c src/burst/executor.h
+  src/burst/executor.c src/burst/executor.h \
+  src/burst/layout.c src/burst/layout.h \
+  src/burst/plan_text.c src/burst/plan_text.h
 
 check_PROGRAMS += tests/test_planner
 tests_test_planner_SOURCES = tests/test_planner.c tests/child.c tests/child.h

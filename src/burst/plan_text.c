@@ -1,4 +1,4 @@
-#include "train/plan_text.h"
+#include "burst/plan_text.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -1,8 +1,8 @@
 /* The text of a burst plan file (doc/burst.md, "Plan files") as a run keeps it for its log: the
  * file itself, and the plan-wide predictions burst_plan_write records in its "# predicted:" comment
  * (burst_plan_read skips comments, so a plan read without a profile has none of its own). */
-#ifndef SURGE_PLAN_TEXT_H
-#define SURGE_PLAN_TEXT_H
+#ifndef SURGE_BURST_PLAN_TEXT_H
+#define SURGE_BURST_PLAN_TEXT_H
 
 #include "burst/plan.h"
 

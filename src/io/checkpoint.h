@@ -14,24 +14,29 @@
 
 #include "comm/comm.h"
 #include "io/config.h"
-#include "nn/graph.h"
+#include "core/state.h"
 
-#define CHECKPOINT_FORMAT_VERSION 1
+/* Version 2: state regions of global tensors written as hyperslabs by the ranks that hold them,
+ * each dataset checked by a position-aware 64-bit hash (core/state.h). Version 1 (whole tensors,
+ * CRC32, before layouts could shard state) is refused with its version named. */
+#define CHECKPOINT_FORMAT_VERSION 2
 
-/* The state saved and restored, in HOST memory, every slab in g->params layout. */
+/* The state saved and restored: regions of global tensors, each rank holding the pieces its layout
+ * gives it (host memory), and the counters. */
 typedef struct ckpt_state {
-  const graph_t *g;
-  float *params;  /* g->params.total */
-  float *m, *v;   /* optimizer moment slabs, or NULL when the optimizer has none */
-  long opt_t;     /* optimizer steps taken */
-  long step;      /* training steps done */
+  state_region_t *regions; /* "/params", "/optim/m", ... */
+  int nregions;
+  const char *layout;      /* the [parallel] mode that wrote it (informational) */
+  long opt_t;              /* optimizer steps taken */
+  long step;               /* training steps done */
 } ckpt_state_t;
 
 /* Fingerprint of the configuration a checkpoint belongs to (see above). */
 uint64_t checkpoint_fingerprint(const config_t *cfg);
 
 /* Collective over world: write dir/ckpt-<step 8 digits>.h5 (creating dir), then remove all but
- * the newest cfg->ckpt_keep. Every rank passes the same state (data parallelism replicates it).
+ * the newest cfg->ckpt_keep. Every rank passes its pieces; together they must tile every tensor
+ * exactly once (counting each piece once per replica group), and replicas must agree.
  * Errors (disk full, unwritable dir) are runtime errors naming the file; the previous
  * checkpoints stay intact. Returns nothing; the path written is put in `written` (may be NULL). */
 void checkpoint_write(const char *dir, const ckpt_state_t *s, const config_t *cfg, const char *deck_text,
@@ -46,7 +51,8 @@ int checkpoint_compression_available(const char *compression, char *why, size_t 
  * its path in `path` and 1, or 0 when there is none. Same answer on every rank. */
 int checkpoint_latest(const char *dir, char *path, size_t path_len, comm_t *world);
 
-/* Collective: read a checkpoint into s (whose g and buffers describe the current model). Refuses,
+/* Collective: read a checkpoint into s, every rank its own hyperslabs (of any layout, whatever layout
+ * and rank count wrote the file); regions and tensors must be exactly those of s. Refuses,
  * with an input error naming the file and, where it applies, the dataset: a file that is not a
  * Surge checkpoint, another format version, another model or configuration (fingerprint), a
  * tensor missing or of another shape, a checksum mismatch, a truncated file. */

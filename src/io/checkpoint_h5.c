@@ -1,5 +1,5 @@
 /* The HDF5 pieces of checkpoints: parallel file access, dataset creation with chunking and
- * filters, CRC32 (the quiet scope, error text and attributes: io/h5util.h). */
+ * filters, CRC32 of text (the quiet scope, error text and attributes: io/h5util.h). */
 #include <stdio.h>
 #include <string.h>
 #include <zlib.h>
@@ -81,17 +81,15 @@ int ckpt_h5_missing_filter(hid_t dset, char *why, size_t why_len) {
   return missing;
 }
 
-hid_t ckpt_h5_dcpl(const slab_tensor_t *t, size_t chunk_rows, const char *compression) {
-  hsize_t chunk[SLAB_MAX_DIMS];
-  size_t chunk_bytes = sizeof(float) * chunk_rows;
-  chunk[0] = chunk_rows;
-  for (int i = 1; i < t->ndim; i++) chunk_bytes *= (size_t)(chunk[i] = (hsize_t)t->d[i]);
-  if (chunk_bytes > 0xffffffffu) return -1; // HDF5 chunks stay under 4 GiB
+hid_t ckpt_h5_dcpl(int ndim, const hsize_t *chunk, const char *compression) {
+  double chunk_bytes = sizeof(float);
+  for (int i = 0; i < ndim; i++) chunk_bytes *= (double)chunk[i];
+  if (chunk_bytes > 4294967295.0 || chunk_bytes <= 0) return -1; // HDF5 chunks stay under 4 GiB
 
   hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
   if (dcpl < 0) return -1;
   // every element is written, so no fill values first (parallel HDF5 allocates chunks at creation)
-  int bad = H5Pset_chunk(dcpl, t->ndim, chunk) < 0 || H5Pset_fill_time(dcpl, H5D_FILL_TIME_NEVER) < 0;
+  int bad = H5Pset_chunk(dcpl, ndim, chunk) < 0 || H5Pset_fill_time(dcpl, H5D_FILL_TIME_NEVER) < 0;
   if (strcmp(compression, "shuffle-deflate") == 0)
     bad = bad || H5Pset_shuffle(dcpl) < 0 || H5Pset_deflate(dcpl, CKPT_DEFLATE_LEVEL) < 0;
   else if (strcmp(compression, "bitshuffle-lz4") == 0) {
@@ -111,10 +109,6 @@ hid_t ckpt_h5_dcpl(const slab_tensor_t *t, size_t chunk_rows, const char *compre
 }
 
 /* ---- checksums */
-
-uint32_t ckpt_crc32_floats(const float *x, size_t n) {
-  return (uint32_t)crc32_z(crc32_z(0, Z_NULL, 0), (const Bytef *)x, n * sizeof *x);
-}
 
 uint32_t ckpt_crc32_text(const char *s) {
   return (uint32_t)crc32_z(crc32_z(0, Z_NULL, 0), (const Bytef *)s, strlen(s));

@@ -3,7 +3,8 @@
  *   checkpoint_files.c   file names, the directory scan, pruning, checkpoint_latest
  *   checkpoint_h5.c      HDF5 pieces: file access, dataset creation, CRC32
  *   checkpoint_agree.c   one decision for all ranks after each step that can fail
- *   checkpoint_layout.c  what the file holds: the attributes of / and the tensor groups
+ *   checkpoint_layout.c  what the file holds: the attributes of /, how pieces are chunked and split
+ *   checkpoint_write.c   writing state regions into a new file (checkpoints and the model file)
  *   checkpoint.c         checkpoint_write
  *   checkpoint_read.c    checkpoint_read */
 #ifndef SURGE_CHECKPOINT_IMPL_H
@@ -14,7 +15,7 @@
 #include <stdint.h>
 
 #include "comm/comm.h"
-#include "core/slab.h"
+#include "core/state.h"
 #include "io/checkpoint.h"
 #include "io/config.h"
 #include "io/h5util.h"
@@ -63,12 +64,10 @@ int ckpt_h5_compression_check(const char *compression, char *why, size_t why_len
 /* Whether a filter of dataset dset cannot decode here: 1 with what is missing and the fix in why,
  * else 0. */
 int ckpt_h5_missing_filter(hid_t dset, char *why, size_t why_len);
-/* Creation list of a tensor's dataset: chunks of chunk_rows rows (ckpt_chunking), the
+/* Creation list of a dataset of ndim dimensions in chunks of chunk[] (ckpt_chunk_dims), the
  * compression's filter, Fletcher32. Negative on failure. */
-hid_t ckpt_h5_dcpl(const slab_tensor_t *t, size_t chunk_rows, const char *compression);
+hid_t ckpt_h5_dcpl(int ndim, const hsize_t *chunk, const char *compression);
 
-/* zlib CRC32 of n floats' bytes. */
-uint32_t ckpt_crc32_floats(const float *x, size_t n);
 /* zlib CRC32 of a string's bytes. */
 uint32_t ckpt_crc32_text(const char *s);
 
@@ -106,6 +105,7 @@ typedef struct ckpt_root {
   uint64_t seed;
   int64_t global_batch, samples_seen; /* samples_seen = step * global_batch */
   int64_t ranks;                      /* ranks that wrote the file */
+  char *layout;                       /* the [parallel] mode that wrote it */
   char *created;                      /* ISO 8601 UTC */
   char *compression;                  /* [checkpoint] compression */
   char *deck;                         /* the resolved deck, for people */
@@ -119,21 +119,34 @@ int ckpt_root_write(hid_t obj, const ckpt_root_t *r, const char **failed);
 int ckpt_root_read(hid_t obj, ckpt_root_t *r, const char **failed);
 void ckpt_root_free(ckpt_root_t *r);
 
-/* The groups of tensors a state has: "/params", then "/optim/m" and "/optim/v" where present. */
-typedef struct ckpt_region {
-  const char *group;
-  float *slab;
-} ckpt_region_t;
-int ckpt_regions(const ckpt_state_t *s, ckpt_region_t out[3]);
-
-/* How `ranks` ranks write a tensor: chunks of whole rows of the first dimension, at most 1 MiB
- * (or one row), at least 64 KiB where the tensor allows, enough to give every rank one where it
- * can, split evenly (HDF5 stores a partial edge chunk at full size); each rank writes whole
- * chunks, so parallel HDF5 compresses them where they are, without moving data between ranks.
- * chunk_rows: rows per chunk; this rank writes rows [lo, hi) (lo == hi: nothing). */
+/* How the replicas of a piece write it: chunks of whole rows of the piece's first dimension, at
+ * most 1 MiB (or one row), at least 64 KiB where the piece allows, enough to give every replica one
+ * where it can, split evenly (HDF5 stores a partial edge chunk at full size); each replica writes
+ * whole chunks, so parallel HDF5 compresses them where they are, without moving data between ranks.
+ * chunk_rows: rows per chunk; this replica writes rows [lo, hi) of the piece (lo == hi: nothing).
+ * Reading uses the same split to give every element of a tensor to exactly one rank's checksum. */
 typedef struct ckpt_chunking {
   size_t chunk_rows, lo, hi;
 } ckpt_chunking_t;
-ckpt_chunking_t ckpt_chunking(const slab_tensor_t *t, int rank, int ranks);
+ckpt_chunking_t ckpt_chunking(const state_tensor_t *t);
+
+/* ---- writing state regions (checkpoint_write.c) */
+
+/* A file of state regions: created as temp, given its root attributes by put_root (0, or -1 with
+ * the attribute that failed in *failed), the regions written, synced, renamed to final. */
+typedef struct ckpt_file {
+  const char *kind; /* "checkpoint", "model file": what messages call it */
+  const char *dir, *final, *temp;
+  int (*put_root)(hid_t file, const void *arg, const char **failed);
+  const void *root_arg;
+  const state_region_t *regions;
+  int nregions;
+  const char *compression; /* [checkpoint] compression */
+} ckpt_file_t;
+
+/* Collective over world: write f. Any failure on any rank removes the temporary file and ends the
+ * job with one message naming the file (earlier files are untouched). Returns after the rename,
+ * with rank 0 still holding nothing open. */
+void ckpt_file_write(const ckpt_file_t *f, comm_t *world);
 
 #endif

@@ -20,7 +20,8 @@ static const root_attr_t root_attrs[] = {
     ROOT_ATTR(format, ATTR_STRING),  ROOT_ATTR(format_version, ATTR_I64), ROOT_ATTR(model, ATTR_STRING),
     ROOT_ATTR(fingerprint, ATTR_U64), ROOT_ATTR(config, ATTR_STRING),      ROOT_ATTR(step, ATTR_I64),
     ROOT_ATTR(opt_t, ATTR_I64),       ROOT_ATTR(seed, ATTR_U64),           ROOT_ATTR(global_batch, ATTR_I64),
-    ROOT_ATTR(samples_seen, ATTR_I64), ROOT_ATTR(ranks, ATTR_I64),         ROOT_ATTR(created, ATTR_STRING),
+    ROOT_ATTR(samples_seen, ATTR_I64), ROOT_ATTR(ranks, ATTR_I64),         ROOT_ATTR(layout, ATTR_STRING),
+    ROOT_ATTR(created, ATTR_STRING),
     ROOT_ATTR(compression, ATTR_STRING), ROOT_ATTR(deck, ATTR_STRING),
 };
 enum { NROOT_ATTRS = sizeof root_attrs / sizeof root_attrs[0] };
@@ -92,28 +93,23 @@ void ckpt_root_free(ckpt_root_t *r) {
     }
 }
 
-int ckpt_regions(const ckpt_state_t *s, ckpt_region_t out[3]) {
-  int n = 0;
-  out[n++] = (ckpt_region_t){"/params", s->params};
-  if (s->m) out[n++] = (ckpt_region_t){"/optim/m", s->m};
-  if (s->v) out[n++] = (ckpt_region_t){"/optim/v", s->v};
-  return n;
-}
-
 #define CKPT_CHUNK_MAX_BYTES (1u << 20)
 #define CKPT_CHUNK_MIN_BYTES (64u << 10)
 
-ckpt_chunking_t ckpt_chunking(const slab_tensor_t *t, int rank, int ranks) {
-  size_t rows = (size_t)t->d[0], row_bytes = sizeof(float) * (t->n / rows);
+ckpt_chunking_t ckpt_chunking(const state_tensor_t *t) {
+  ckpt_chunking_t none = {0, 0, 0};
+  size_t rows = t->count[0], floats = state_tensor_floats(t);
+  if (rows == 0 || floats == 0 || t->replicas < 1 || t->replica < 0 || t->replica >= t->replicas) return none;
+  size_t row_bytes = sizeof(float) * (floats / rows), ranks = (size_t)t->replicas, rank = (size_t)t->replica;
   size_t max_rows = row_bytes >= CKPT_CHUNK_MAX_BYTES ? 1 : CKPT_CHUNK_MAX_BYTES / row_bytes;
   size_t min_rows = row_bytes >= CKPT_CHUNK_MIN_BYTES ? 1 : CKPT_CHUNK_MIN_BYTES / row_bytes;
   size_t nchunks = (rows + max_rows - 1) / max_rows, spread = (rows + min_rows - 1) / min_rows;
-  if (spread > (size_t)ranks) spread = (size_t)ranks;
+  if (spread > ranks) spread = ranks;
   if (nchunks < spread) nchunks = spread;
   ckpt_chunking_t c = {.chunk_rows = (rows + nchunks - 1) / nchunks};
   nchunks = (rows + c.chunk_rows - 1) / c.chunk_rows;
   // rank r writes chunks [nchunks * r / ranks, nchunks * (r + 1) / ranks)
-  size_t first = nchunks * (size_t)rank / (size_t)ranks, end = nchunks * (size_t)(rank + 1) / (size_t)ranks;
+  size_t first = nchunks * rank / ranks, end = nchunks * (rank + 1) / ranks;
   c.lo = first * c.chunk_rows < rows ? first * c.chunk_rows : rows;
   c.hi = end * c.chunk_rows < rows ? end * c.chunk_rows : rows;
   return c;

@@ -1,8 +1,9 @@
 /* checkpoint_read: open the file collectively, trust nothing in it until checked (what it is, its
  * format version, the checksum of its attributes, the model and configuration it belongs to, every
- * tensor's presence, type and shape), then read every tensor on every rank (the state is
- * replicated) and verify its CRC32. Any failure is one input error naming the file and, where it
- * applies, the dataset; the job then exits, so a partly read state is never used. */
+ * tensor's presence, type and global shape), then read on every rank the hyperslabs its layout
+ * holds and verify each tensor's hash over the ranks (each element counted by exactly one rank).
+ * Any failure is one input error naming the file and, where it applies, the dataset; the job then
+ * exits, so a partly read state is never used. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,8 +72,11 @@ static void check_root(reader_t *r, const config_t *cfg, long *step, long *opt_t
   else if (h5util_attr_read_i64(r->file, "format_version", &version) != 0)
     ckpt_fail(&r->st, "%s: attribute format_version of / is missing or not an integer (%s)", r->path, DAMAGED);
   else if (version != CHECKPOINT_FORMAT_VERSION)
-    ckpt_fail(&r->st, "%s: checkpoint format version %lld; this Surge reads version %d", r->path,
-              (long long)version, CHECKPOINT_FORMAT_VERSION);
+    ckpt_fail(&r->st, "%s: checkpoint format version %lld; this Surge reads version %d%s", r->path,
+              (long long)version, CHECKPOINT_FORMAT_VERSION,
+              version == 1 ? " (hint: version 1 checkpoints hold whole replicated tensors, from before state could "
+                             "be sharded; continue that run with the Surge that wrote it, or start anew)"
+                           : "");
   free(format);
   if (r->st.failed) return;
 
@@ -114,7 +118,7 @@ static void shape_text(char *out, size_t len, int ndim, const hsize_t *d) {
 
 /* Type float32, the model's shape and filters that decode here, or a failure naming what the file
  * has. */
-static void check_dataset(reader_t *r, hid_t dset, const char *what, const slab_tensor_t *t) {
+static void check_dataset(reader_t *r, hid_t dset, const char *what, const state_tensor_t *t) {
   char why[256];
   hid_t type = H5Dget_type(dset), space = H5Dget_space(dset);
   hsize_t dims[H5S_MAX_RANK], want[SLAB_MAX_DIMS];
@@ -122,8 +126,8 @@ static void check_dataset(reader_t *r, hid_t dset, const char *what, const slab_
   if (ndim > 0 && ndim <= H5S_MAX_RANK) H5Sget_simple_extent_dims(space, dims, NULL);
   int same = ndim == t->ndim;
   for (int i = 0; i < t->ndim; i++) {
-    want[i] = (hsize_t)t->d[i];
-    same = same && dims[i] == want[i];
+    want[i] = (hsize_t)t->dims[i];
+    same = same && ndim > 0 && dims[i] == want[i];
   }
   if (type < 0 || H5Tget_class(type) != H5T_FLOAT || H5Tget_size(type) != sizeof(float))
     ckpt_fail(&r->st, "%s: %s: not float32 data (%s)", r->path, what, DAMAGED);
@@ -141,8 +145,10 @@ static void check_dataset(reader_t *r, hid_t dset, const char *what, const slab_
   if (space >= 0) H5Sclose(space);
 }
 
-/* Collective: tensor t of the open group into the slab, checked and verified. */
-static void read_tensor(reader_t *r, const char *group_name, const slab_tensor_t *t, float *slab) {
+/* Collective: this rank's hyperslab of tensor t of the open group into t->data, checked; *hash gets
+ * the stored hash and *mine the hash of the rows this rank answers for. */
+static void read_tensor(reader_t *r, const char *group_name, const state_tensor_t *t, uint64_t *stored,
+                        uint64_t *mine) {
   char what[256], why[512];
   snprintf(what, sizeof what, "%s/%s", group_name, t->name);
   if (H5Lexists(r->group, t->name, H5P_DEFAULT) <= 0)
@@ -154,15 +160,28 @@ static void read_tensor(reader_t *r, const char *group_name, const slab_tensor_t
     check_dataset(r, r->dset, what, t);
   agree_or_refuse(r);
 
-  uint32_t stored;
-  if (H5Dread(r->dset, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, r->dxpl, slab + t->off) < 0) {
+  size_t floats = state_tensor_floats(t);
+  hsize_t start[SLAB_MAX_DIMS], count[SLAB_MAX_DIMS];
+  for (int i = 0; i < t->ndim; i++) {
+    start[i] = (hsize_t)t->start[i];
+    count[i] = floats ? (hsize_t)t->count[i] : 1;
+  }
+  hid_t fspace = H5Dget_space(r->dset), mspace = H5Screate_simple(t->ndim, count, NULL);
+  int bad = fspace < 0 || mspace < 0;
+  if (!bad && floats)
+    bad = H5Sselect_hyperslab(fspace, H5S_SELECT_SET, start, NULL, count, NULL) < 0;
+  else if (!bad)
+    bad = H5Sselect_none(fspace) < 0 || H5Sselect_none(mspace) < 0;
+  if (bad || H5Dread(r->dset, H5T_NATIVE_FLOAT, mspace, fspace, r->dxpl, floats ? t->data : NULL) < 0) {
     h5util_error_text(why, sizeof why, CKPT_H5_NO_ERROR);
     ckpt_fail(&r->st, "%s: %s: cannot read (%s): %s", r->path, what, why, DAMAGED);
-  } else if (h5util_attr_read_u32(r->dset, "crc32", &stored) != 0)
-    ckpt_fail(&r->st, "%s: %s: attribute crc32 is missing (%s)", r->path, what, DAMAGED);
-  else if (stored != ckpt_crc32_floats(slab + t->off, t->n))
-    ckpt_fail(&r->st, "%s: %s: checksum mismatch (%s)", r->path, what, DAMAGED);
+  } else if (h5util_attr_read_u64(r->dset, "hash64", stored) != 0)
+    ckpt_fail(&r->st, "%s: %s: attribute hash64 is missing (%s)", r->path, what, DAMAGED);
+  if (mspace >= 0) H5Sclose(mspace);
+  if (fspace >= 0) H5Sclose(fspace);
   agree_or_refuse(r);
+  ckpt_chunking_t c = ckpt_chunking(t);
+  *mine = state_hash_rows(t, c.lo, c.hi);
   H5Dclose(r->dset);
   r->dset = -1;
 }
@@ -178,30 +197,55 @@ static int path_exists(hid_t file, const char *path) {
     }
 }
 
-/* Collective: every tensor of a region, and nothing more in its group. */
-static void read_region(reader_t *r, const graph_t *g, const ckpt_region_t *reg) {
+/* Collective: every tensor of a region, and nothing more in its group; then the hashes. */
+static void read_region(reader_t *r, const state_region_t *reg) {
   H5G_info_t info;
   if (!path_exists(r->file, reg->group))
     ckpt_fail(&r->st, "%s: %s: missing (the checkpoint holds no such state): %s", r->path, reg->group, REFUSED);
   else if ((r->group = H5Gopen2(r->file, reg->group, H5P_DEFAULT)) < 0 || H5Gget_info(r->group, &info) < 0)
     ckpt_fail(&r->st, "%s: %s: cannot open the group (%s)", r->path, reg->group, DAMAGED);
-  else if (info.nlinks != (hsize_t)g->params.n)
+  else if (info.nlinks != (hsize_t)reg->n)
     ckpt_fail(&r->st, "%s: %s holds %llu tensors, this model %d: %s", r->path, reg->group,
-              (unsigned long long)info.nlinks, g->params.n, REFUSED);
+              (unsigned long long)info.nlinks, reg->n, REFUSED);
   agree_or_refuse(r);
-  for (int i = 0; i < g->params.n; i++) read_tensor(r, reg->group, &g->params.t[i], reg->slab);
+  uint64_t *stored = xcalloc((size_t)reg->n + 1, sizeof *stored), *sum = xcalloc((size_t)reg->n + 1, sizeof *sum);
+  for (int i = 0; i < reg->n; i++) read_tensor(r, reg->group, &reg->t[i], &stored[i], &sum[i]);
+  comm_allreduce_sum_u64(r->world, sum, reg->n, TRAFFIC_OTHER);
+  for (int i = 0; i < reg->n && !r->st.failed; i++)
+    if (sum[i] != stored[i])
+      ckpt_fail(&r->st, "%s: %s/%s: checksum mismatch (%s)", r->path, reg->group, reg->t[i].name, DAMAGED);
+  free(stored);
+  free(sum);
+  agree_or_refuse(r);
   H5Gclose(r->group);
   r->group = -1;
 }
 
-/* A state without optimizer moments cannot take a checkpoint that has them, and the reverse. */
-static void check_optimizer_groups(reader_t *r, const ckpt_state_t *s) {
-  const char *groups[2] = {"/optim/m", "/optim/v"};
-  const float *slabs[2] = {s->m, s->v};
-  for (int i = 0; i < 2; i++)
-    if (!slabs[i] && path_exists(r->file, groups[i]))
-      ckpt_fail(&r->st, "%s: %s: optimizer state this run's optimizer does not have: %s", r->path, groups[i],
-                REFUSED);
+/* The groups of the file that hold datasets, each one a region this run must expect: a state the
+ * run does not have (optimizer moments of another optimizer, a compressor's state) is refused. */
+typedef struct group_walk {
+  reader_t *r;
+  const ckpt_state_t *s;
+} group_walk_t;
+
+static herr_t check_group(hid_t obj, const char *name, const H5O_info_t *info, void *arg) {
+  (void)obj;
+  group_walk_t *w = arg;
+  if (info->type != H5O_TYPE_DATASET || w->r->st.failed) return 0;
+  char group[STATE_GROUP_MAX + 2] = "/";
+  const char *slash = strrchr(name, '/');
+  snprintf(group + 1, sizeof group - 1, "%.*s", slash ? (int)(slash - name) : 0, name);
+  for (int i = 0; i < w->s->nregions; i++)
+    if (strcmp(w->s->regions[i].group, group) == 0) return 0;
+  ckpt_fail(&w->r->st, "%s: %s: state this run does not have (another optimizer or compression): %s", w->r->path,
+            group, REFUSED);
+  return 0;
+}
+
+static void check_no_other_state(reader_t *r, const ckpt_state_t *s) {
+  group_walk_t w = {r, s};
+  if (H5Ovisit(r->file, H5_INDEX_NAME, H5_ITER_NATIVE, check_group, &w) < 0 && !r->st.failed)
+    ckpt_fail(&r->st, "%s: cannot list the groups (%s)", r->path, DAMAGED);
 }
 
 void checkpoint_read(const char *path, ckpt_state_t *s, const config_t *cfg, comm_t *world) {
@@ -218,12 +262,10 @@ void checkpoint_read(const char *path, ckpt_state_t *s, const config_t *cfg, com
 
   long step = 0, opt_t = 0;
   check_root(&r, cfg, &step, &opt_t);
-  if (!r.st.failed) check_optimizer_groups(&r, s);
+  if (!r.st.failed) check_no_other_state(&r, s);
   agree_or_refuse(&r);
 
-  ckpt_region_t regions[3];
-  int nregions = ckpt_regions(s, regions);
-  for (int i = 0; i < nregions; i++) read_region(&r, s->g, &regions[i]);
+  for (int i = 0; i < s->nregions; i++) read_region(&r, &s->regions[i]);
 
   if (H5Fclose(r.file) < 0) ckpt_fail(&r.st, "%s: cannot close (%s)", path, DAMAGED);
   r.file = -1;

@@ -1,35 +1,23 @@
-/* checkpoint_write: every rank writes its share of every tensor into a hidden temporary file with
+/* ckpt_file_write: every rank writes its pieces of every tensor into a hidden temporary file with
  * collective parallel HDF5 transfers; the file is synced and closed, and only when every rank
- * succeeded does rank 0 rename it to its final name and prune old checkpoints. Any failure removes
- * the temporary file, so the newest complete checkpoint is always a good one. */
+ * succeeded does rank 0 rename it to its final name. Any failure removes the temporary file, so the
+ * newest complete file is always a good one. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/statvfs.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "core/error.h"
-#include "io/checkpoint.h"
 #include "io/checkpoint_impl.h"
 
 /* Free space below which a failed write is blamed on a full file system. */
 #define CKPT_LOW_SPACE_BYTES (4.0 * 1024 * 1024)
 
-int checkpoint_compression_available(const char *compression, char *why, size_t why_len) {
-  h5util_quiet_t quiet = h5util_quiet_begin();
-  int rc = ckpt_h5_compression_check(compression, why, why_len);
-  h5util_quiet_end(quiet);
-  return rc == 0;
-}
-
 typedef struct writer {
-  const char *dir;
-  const char *final; /* dir/ckpt-<step>.h5 */
-  const char *temp;  /* dir/.ckpt-<step>.h5.tmp */
-  const config_t *cfg;
+  const ckpt_file_t *f;
   comm_t *world;
   ckpt_status_t st;
   hid_t file, dxpl, group; /* what is open (-1: nothing) */
@@ -45,12 +33,11 @@ static void fail_h5(writer_t *w, const char *what) {
   struct statvfs fs;
   if (err)
     snprintf(sys, sizeof sys, " (%s)", strerror(err));
-  else if (statvfs(w->dir, &fs) == 0 && (double)fs.f_bavail * (double)fs.f_frsize < CKPT_LOW_SPACE_BYTES)
+  else if (statvfs(w->f->dir, &fs) == 0 && (double)fs.f_bavail * (double)fs.f_frsize < CKPT_LOW_SPACE_BYTES)
     snprintf(sys, sizeof sys, " (no space left on device: %.0f KiB free in %s)",
-             (double)fs.f_bavail * (double)fs.f_frsize / 1024.0, w->dir);
-  ckpt_fail(&w->st, "cannot write checkpoint %s: %s: %s%s (the partial file %s was removed; earlier "
-                    "checkpoints are intact)",
-            w->final, what, why, sys, w->temp);
+             (double)fs.f_bavail * (double)fs.f_frsize / 1024.0, w->f->dir);
+  ckpt_fail(&w->st, "cannot write %s %s: %s: %s%s (the partial file %s was removed; earlier %ss are intact)",
+            w->f->kind, w->f->final, what, why, sys, w->f->temp, w->f->kind);
 }
 
 /* Collective: when any rank failed, close what is open, remove the temporary file and report.
@@ -60,75 +47,96 @@ static void fail_h5(writer_t *w, const char *what) {
 static void agree_or_abandon(writer_t *w) {
   if (!ckpt_any_failed(&w->st)) return;
   if (w->st.alone) {
-    unlink(w->temp);
+    unlink(w->f->temp);
     ckpt_report(&w->st, SURGE_EXIT_RUNTIME);
   }
   if (w->group >= 0) H5Gclose(w->group);
   if (w->file >= 0) {
-    if (w->world->rank == 0) truncate(w->temp, 0);
+    if (w->world->rank == 0) truncate(w->f->temp, 0);
     comm_barrier(w->world);
     H5Fclose(w->file);
   }
   if (w->dxpl >= 0) H5Pclose(w->dxpl);
   H5Eclear2(H5E_DEFAULT);
-  if (w->world->rank == 0) unlink(w->temp);
+  if (w->world->rank == 0) unlink(w->f->temp);
   ckpt_report(&w->st, SURGE_EXIT_RUNTIME);
 }
 
-/* Collective: the same UTC time on every rank, ISO 8601. */
-static void created_now(comm_t *world, char out[32]) {
-  memset(out, 0, 32);
-  if (world->rank == 0) {
-    time_t now = time(NULL);
-    struct tm tm;
-    gmtime_r(&now, &tm);
-    strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
+/* What the ranks learn together about the tensors of a region before writing them. */
+enum { SUM_WRITTEN, SUM_HASH, SUM_PIECES, SUM_REPLICAS, NSUMS };
+
+/* Collective: every tensor's chunk shape (the largest any rank asks for) and sums over the ranks:
+ * floats written (must be the tensor's), the file's hash, and two sums that agree only when every
+ * replica of a piece holds the same values. Fails (on every rank alike) on a bad description. */
+static void agree_on_tensors(writer_t *w, const state_region_t *r, double *chunk, uint64_t *sums) {
+  for (int i = 0; i < r->n; i++) {
+    const state_tensor_t *t = &r->t[i];
+    ckpt_chunking_t c = ckpt_chunking(t);
+    size_t floats = state_tensor_floats(t), per_row = t->count[0] ? floats / t->count[0] : 0;
+    for (int d = 0; d < t->ndim; d++) {
+      chunk[i * SLAB_MAX_DIMS + d] = d == 0 ? (double)c.chunk_rows : floats ? (double)t->count[d] : 0;
+      if (floats && t->start[d] + t->count[d] > t->dims[d])
+        ckpt_fail(&w->st, "cannot write %s %s: %s/%s: this rank's piece lies outside the tensor (a layout bug)",
+                  w->f->kind, w->f->final, r->group, t->name);
+    }
+    uint64_t h = state_hash_rows(t, c.lo, c.hi);
+    sums[i * NSUMS + SUM_WRITTEN] = (uint64_t)((c.hi - c.lo) * per_row);
+    sums[i * NSUMS + SUM_HASH] = h;
+    sums[i * NSUMS + SUM_PIECES] = state_hash_rows(t, 0, t->count[0]);
+    sums[i * NSUMS + SUM_REPLICAS] = (uint64_t)t->replicas * h;
   }
-  comm_bcast(world, out, 32, 0, TRAFFIC_OTHER);
+  comm_allreduce_max_double(w->world, chunk, r->n * SLAB_MAX_DIMS, TRAFFIC_OTHER);
+  comm_allreduce_sum_u64(w->world, sums, r->n * NSUMS, TRAFFIC_OTHER);
+  for (int i = 0; i < r->n && !w->st.failed; i++) {
+    const state_tensor_t *t = &r->t[i];
+    uint64_t want = 1;
+    for (int d = 0; d < t->ndim; d++) want *= (uint64_t)t->dims[d];
+    if (sums[i * NSUMS + SUM_WRITTEN] != want)
+      ckpt_fail(&w->st, "cannot write %s %s: %s/%s: the ranks' pieces cover %llu of its %llu values (a layout bug)",
+                w->f->kind, w->f->final, r->group, t->name, (unsigned long long)sums[i * NSUMS + SUM_WRITTEN],
+                (unsigned long long)want);
+    else if (sums[i * NSUMS + SUM_PIECES] != sums[i * NSUMS + SUM_REPLICAS])
+      ckpt_fail(&w->st, "cannot write %s %s: %s/%s differs between ranks that should hold the same values (the "
+                        "replicas diverged)", w->f->kind, w->f->final, r->group, t->name);
+  }
 }
 
-/* Collective: the CRC32 of a tensor, the same on every rank. Data parallelism keeps the replicas
- * identical; a file mixing different ones would be no one's state, so a difference is an error. */
-static int replicated_crc(writer_t *w, const char *what, const slab_tensor_t *t, const float *slab, uint32_t *crc) {
-  *crc = ckpt_crc32_floats(slab + t->off, t->n);
-  double range[2] = {(double)*crc, -(double)*crc}; // max and -min over the ranks
-  comm_allreduce_max_double(w->world, range, 2, TRAFFIC_OTHER);
-  if (range[0] == -range[1]) return 0;
-  ckpt_fail(&w->st, "cannot write checkpoint %s: %s differs between ranks (the replicas diverged)", w->final, what);
-  return -1;
-}
-
-/* Collective: dataset `t->name` of group from the slab, this rank writing its share of rows (an
+/* Collective: the dataset of tensor t in the open group, this rank writing its rows of its piece (an
  * empty selection when it has none: filtered datasets need every rank in the transfer). */
-static void write_tensor(writer_t *w, const char *group_name, const slab_tensor_t *t, const float *slab) {
+static void write_tensor(writer_t *w, const char *group_name, const state_tensor_t *t, const double *chunk_dims,
+                         uint64_t hash) {
   char what[256];
   snprintf(what, sizeof what, "%s/%s", group_name, t->name);
-  uint32_t crc;
-  if (replicated_crc(w, what, t, slab, &crc) != 0) return; // the same decision on every rank
   errno = 0;
-  hsize_t dims[SLAB_MAX_DIMS], start[SLAB_MAX_DIMS] = {0}, count[SLAB_MAX_DIMS];
-  for (int i = 0; i < t->ndim; i++) dims[i] = count[i] = (hsize_t)t->d[i];
-  ckpt_chunking_t c = ckpt_chunking(t, w->world->rank, w->world->size);
-  size_t lo = c.lo, hi = c.hi, row = t->n / (size_t)t->d[0];
-  start[0] = lo;
-  count[0] = hi > lo ? hi - lo : 1; // (1, ...) with nothing selected when this rank has no rows
+  hsize_t dims[SLAB_MAX_DIMS], start[SLAB_MAX_DIMS], count[SLAB_MAX_DIMS], chunk[SLAB_MAX_DIMS];
+  ckpt_chunking_t c = ckpt_chunking(t);
+  size_t per_row = t->count[0] ? state_tensor_floats(t) / t->count[0] : 0;
+  for (int i = 0; i < t->ndim; i++) {
+    dims[i] = (hsize_t)t->dims[i];
+    start[i] = (hsize_t)t->start[i];
+    count[i] = c.hi > c.lo ? (hsize_t)t->count[i] : 1; // (1, ...) with nothing selected when no rows
+    chunk[i] = (hsize_t)chunk_dims[i];
+  }
+  start[0] += c.lo;
+  if (c.hi > c.lo) count[0] = c.hi - c.lo;
 
   // the memory space has the selection's shape: HDF5 then maps it to chunks block by block
   hid_t fspace = H5Screate_simple(t->ndim, dims, NULL);
   hid_t mspace = H5Screate_simple(t->ndim, count, NULL);
-  hid_t dcpl = ckpt_h5_dcpl(t, c.chunk_rows, w->cfg->ckpt_compression);
+  hid_t dcpl = ckpt_h5_dcpl(t->ndim, chunk, w->f->compression);
   hid_t dset = fspace < 0 || dcpl < 0 ? -1
                                       : H5Dcreate2(w->group, t->name, H5T_IEEE_F32LE, fspace, H5P_DEFAULT, dcpl,
                                                    H5P_DEFAULT);
   int bad = dset < 0 || mspace < 0;
   if (!bad) {
-    if (hi > lo)
+    if (c.hi > c.lo)
       bad = H5Sselect_hyperslab(fspace, H5S_SELECT_SET, start, NULL, count, NULL) < 0;
     else
       bad = H5Sselect_none(fspace) < 0 || H5Sselect_none(mspace) < 0;
   }
-  bad = bad || H5Dwrite(dset, H5T_NATIVE_FLOAT, mspace, fspace, w->dxpl, slab + t->off + lo * row) < 0;
-  bad = bad || h5util_attr_write_u32(dset, "crc32", crc) < 0;
+  const float *rows = c.hi > c.lo ? t->data + c.lo * per_row : NULL;
+  bad = bad || H5Dwrite(dset, H5T_NATIVE_FLOAT, mspace, fspace, w->dxpl, rows) < 0;
+  bad = bad || h5util_attr_write_u64(dset, "hash64", hash) < 0;
   if (bad) fail_h5(w, what);
   if (dset >= 0) H5Dclose(dset);
   if (dcpl >= 0) H5Pclose(dcpl);
@@ -136,7 +144,11 @@ static void write_tensor(writer_t *w, const char *group_name, const slab_tensor_
   if (fspace >= 0) H5Sclose(fspace);
 }
 
-static void write_region(writer_t *w, const graph_t *g, const ckpt_region_t *r) {
+static void write_region(writer_t *w, const state_region_t *r) {
+  double *chunk = xcalloc((size_t)r->n * SLAB_MAX_DIMS + 1, sizeof *chunk);
+  uint64_t *sums = xcalloc((size_t)r->n * NSUMS + 1, sizeof *sums);
+  agree_on_tensors(w, r, chunk, sums);
+  agree_or_abandon(w);
   errno = 0;
   hid_t lcpl = H5Pcreate(H5P_LINK_CREATE);
   if (lcpl >= 0) H5Pset_create_intermediate_group(lcpl, 1);
@@ -144,10 +156,12 @@ static void write_region(writer_t *w, const graph_t *g, const ckpt_region_t *r) 
   if (w->group < 0) fail_h5(w, r->group);
   if (lcpl >= 0) H5Pclose(lcpl);
   agree_or_abandon(w);
-  for (int i = 0; i < g->params.n; i++) {
-    write_tensor(w, r->group, &g->params.t[i], r->slab);
+  for (int i = 0; i < r->n; i++) {
+    write_tensor(w, r->group, &r->t[i], chunk + i * SLAB_MAX_DIMS, sums[i * NSUMS + SUM_HASH]);
     agree_or_abandon(w); // a rank that failed must not leave the others in a collective call
   }
+  free(chunk);
+  free(sums);
   errno = 0;
   herr_t closed = H5Gclose(w->group);
   w->group = -1;
@@ -164,52 +178,32 @@ static void sync_dir(const char *dir) {
   }
 }
 
-void checkpoint_write(const char *dir, const ckpt_state_t *s, const config_t *cfg, const char *deck_text,
-                      comm_t *world, char *written, size_t written_len) {
-  char final[CKPT_PATH], temp[CKPT_PATH], why[CKPT_MSG];
-  ckpt_path(final, sizeof final, dir, s->step, 0);
-  ckpt_path(temp, sizeof temp, dir, s->step, 1);
-  h5util_quiet_t quiet = h5util_quiet_begin();
-  writer_t w = {.dir = dir, .final = final, .temp = temp, .cfg = cfg, .world = world};
-  w.file = w.dxpl = w.group = -1;
+void ckpt_file_write(const ckpt_file_t *f, comm_t *world) {
+  char why[CKPT_MSG];
+  writer_t w = {.f = f, .world = world, .file = -1, .dxpl = -1, .group = -1};
   ckpt_status_init(&w.st, world);
-
-  if (ckpt_h5_compression_check(cfg->ckpt_compression, why, sizeof why) != 0)
-    ckpt_fail(&w.st, "cannot write checkpoint %s: [checkpoint] compression: %s", final, why);
+  if (ckpt_h5_compression_check(f->compression, why, sizeof why) != 0)
+    ckpt_fail(&w.st, "cannot write %s %s: [checkpoint] compression: %s", f->kind, f->final, why);
   if (ckpt_any_failed(&w.st)) ckpt_report(&w.st, SURGE_EXIT_INPUT);
-  if (world->rank == 0 && ckpt_mkdirs(dir, why, sizeof why) != 0)
-    ckpt_fail(&w.st, "cannot write checkpoint %s: cannot create directory %s: %s", final, why, strerror(errno));
+  if (world->rank == 0 && ckpt_mkdirs(f->dir, why, sizeof why) != 0)
+    ckpt_fail(&w.st, "cannot write %s %s: cannot create directory %s: %s", f->kind, f->final, why, strerror(errno));
   agree_or_abandon(&w);
-
-  char created[32], *config = ckpt_config_text(cfg);
-  created_now(world, created);
-  ckpt_root_t root = {
-      .format = CKPT_FORMAT_NAME, .format_version = CHECKPOINT_FORMAT_VERSION, .model = (char *)cfg->zoo,
-      .fingerprint = ckpt_fnv1a64(config), .config = config, .step = s->step, .opt_t = s->opt_t,
-      .seed = cfg->seed, .global_batch = cfg->global_batch, .samples_seen = (int64_t)s->step * cfg->global_batch,
-      .ranks = world->size, .created = created, .compression = (char *)cfg->ckpt_compression,
-      .deck = (char *)(deck_text ? deck_text : ""),
-  };
 
   hid_t fapl = ckpt_h5_fapl(world);
   w.dxpl = ckpt_h5_dxpl_collective();
   errno = 0;
-  w.file = fapl < 0 || w.dxpl < 0 ? -1 : H5Fcreate(temp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+  w.file = fapl < 0 || w.dxpl < 0 ? -1 : H5Fcreate(f->temp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
   if (w.file < 0) fail_h5(&w, "creating the file"); // before any other call clears HDF5's error stack
   if (fapl >= 0) H5Pclose(fapl);
   agree_or_abandon(&w);
 
-  const char *attr;
+  const char *attr = "/";
   errno = 0;
-  if (ckpt_root_write(w.file, &root, &attr) != 0) fail_h5(&w, attr);
-  free(config);
+  if (f->put_root(w.file, f->root_arg, &attr) != 0) fail_h5(&w, attr);
   agree_or_abandon(&w);
+  for (int r = 0; r < f->nregions; r++) write_region(&w, &f->regions[r]);
 
-  ckpt_region_t regions[3];
-  int nregions = ckpt_regions(s, regions);
-  for (int r = 0; r < nregions; r++) write_region(&w, s->g, &regions[r]);
-
-  // to the disk before the rename makes it the newest checkpoint (MPI_File_sync on every rank)
+  // to the disk before the rename makes it the newest file (MPI_File_sync on every rank)
   errno = 0;
   if (H5Fflush(w.file, H5F_SCOPE_GLOBAL) < 0) fail_h5(&w, "flushing the file");
   agree_or_abandon(&w);
@@ -222,16 +216,11 @@ void checkpoint_write(const char *dir, const ckpt_state_t *s, const config_t *cf
   agree_or_abandon(&w);
 
   if (world->rank == 0) {
-    if (rename(temp, final) != 0)
-      ckpt_fail(&w.st, "cannot write checkpoint %s: renaming %s: %s (the partial file was removed; earlier "
-                       "checkpoints are intact)",
-                final, temp, strerror(errno));
-    else {
-      sync_dir(dir);
-      ckpt_prune(dir, s->step, cfg->ckpt_keep);
-    }
+    if (rename(f->temp, f->final) != 0)
+      ckpt_fail(&w.st, "cannot write %s %s: renaming %s: %s (the partial file was removed; earlier %ss are intact)",
+                f->kind, f->final, f->temp, strerror(errno), f->kind);
+    else
+      sync_dir(f->dir);
   }
   agree_or_abandon(&w);
-  h5util_quiet_end(quiet);
-  if (written) snprintf(written, written_len, "%s", final);
 }

@@ -53,6 +53,7 @@ typedef struct config {
   char parallel_mode[16]; /* dp | burst */
   char plan_file[CFG_STR]; /* burst: the plan (burst/plan.h file format) */
   double bucket_mb;    /* gradient allreduce bucket size, MiB */
+  int overlap;         /* start gradient buckets during the backward pass */
   double amplification; /* surge-plan: per-layer amplification limit A >= 1 (burst/plan.h) */
   char profile_file[CFG_STR]; /* surge-profile output / surge-plan input (burst/profiler.h) */
 

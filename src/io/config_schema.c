@@ -113,7 +113,10 @@ const cfg_key_t cfg_keys[] = {
                "burst: the plan file (surge-burst-plan text) giving each layer its ranks; without one, burst "
                "plans at start-up from [parallel] profile"),
     FLOAT_KEY("parallel", "bucket_mb", bucket_mb, "4", 0, OPEN, 1024, CLOSED,
-              "gradient allreduce bucket size in MiB"),
+              "gradient allreduce bucket size in MiB (buckets hold whole tensors; a larger tensor is one bucket)"),
+    BOOL_KEY("parallel", "overlap", overlap, "true",
+             "start each gradient bucket's allreduce during the backward pass as soon as its gradients are "
+             "final (false: all buckets after the backward pass, behind a barrier)"),
     FLOAT_KEY("parallel", "amplification", amplification, "2", 1, CLOSED, 1e6, CLOSED,
               "surge-plan: per-layer amplification limit A (a layer may use n ranks only if n times its "
               "time there is at most A times its one-rank time; doc/burst.md); --amp overrides it"),

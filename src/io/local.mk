@@ -15,7 +15,7 @@ EXTRA_DIST += tests/data/decks/full.deck
 
 # Checkpoints (src/io/checkpoint.h; layout and guarantees in doc/checkpoints.md).
 libsurge_a_SOURCES += src/io/checkpoint.c src/io/checkpoint.h src/io/checkpoint_impl.h \
-  src/io/checkpoint_read.c src/io/checkpoint_layout.c src/io/checkpoint_h5.c \
+  src/io/checkpoint_write.c src/io/checkpoint_read.c src/io/checkpoint_layout.c src/io/checkpoint_h5.c \
   src/io/checkpoint_files.c src/io/checkpoint_config.c src/io/checkpoint_agree.c
 check_PROGRAMS += tests/test_checkpoint
 tests_test_checkpoint_SOURCES = tests/test_checkpoint.c

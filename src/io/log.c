@@ -303,7 +303,7 @@ static void iso8601_utc_now(char *buf, size_t n) {
 }
 
 /* /run: attributes and the resolved deck; a resumed run keeps the first start time. */
-static void write_run_info(run_log_t *L, const config_t *cfg, const char *deck_text, const graph_t *g,
+static void write_run_info(run_log_t *L, const config_t *cfg, const char *deck_text, const slab_layout_t *params,
                            int fresh) {
   hid_t run = group_open(L, "/run", fresh);
   if (fresh) {
@@ -316,7 +316,7 @@ static void write_run_info(run_log_t *L, const config_t *cfg, const char *deck_t
   h5_attr_put_int64(run, "/run", "ranks", L->world->size, L->path);
   h5_attr_put_string(run, "/run", "layout", cfg->parallel_mode, L->path);
   h5_attr_put_string(run, "/run", "model", cfg->zoo, L->path);
-  h5_attr_put_int64(run, "/run", "parameters", (int64_t)g->params.total, L->path);
+  h5_attr_put_int64(run, "/run", "parameters", (int64_t)params->total, L->path);
   h5_attr_put_int64(run, "/run", "global_batch", cfg->global_batch, L->path);
   h5_attr_put_int64(run, "/run", "flush_every", cfg->log_flush_every, L->path);
   h5_text_put(run, "/run", "deck", deck_text ? deck_text : "", L->path);
@@ -341,7 +341,8 @@ static void append_event(run_log_t *L, long step, const char *text) {
 }
 
 /* Rank 0: create the file, or reopen it and drop the rows after resume_step. */
-static void open_file(run_log_t *L, const config_t *cfg, const char *deck_text, const graph_t *g, long resume_step) {
+static void open_file(run_log_t *L, const config_t *cfg, const char *deck_text, const slab_layout_t *params,
+                      long resume_step) {
   int resume = resume_step >= 0 && access(L->path, F_OK) == 0;
   L->text_type = h5_check(H5Tcopy(H5T_C_S1), L->path, "make the string type of", "/events/text");
   h5_check(H5Tset_size(L->text_type, H5T_VARIABLE), L->path, "make the string type of", "/events/text");
@@ -360,7 +361,7 @@ static void open_file(run_log_t *L, const config_t *cfg, const char *deck_text, 
     drop_rows_after(L, resume_step);
     widen_ranks(L, L->world->size);
   }
-  write_run_info(L, cfg, deck_text, g, !resume);
+  write_run_info(L, cfg, deck_text, params, !resume);
   if (resume_step >= 0) {
     char text[160];
     snprintf(text, sizeof text, "resumed at step %ld on %d rank%s%s", resume_step, L->world->size,
@@ -373,7 +374,7 @@ static void open_file(run_log_t *L, const config_t *cfg, const char *deck_text, 
   log_flush(L);
 }
 
-run_log_t *run_log_open(const char *path, const config_t *cfg, const char *deck_text, const graph_t *g,
+run_log_t *run_log_open(const char *path, const config_t *cfg, const char *deck_text, const slab_layout_t *params,
                         comm_t *world, long resume_step) {
   run_log_t *L = xcalloc(1, sizeof *L);
   L->world = world;
@@ -383,7 +384,7 @@ run_log_t *run_log_open(const char *path, const config_t *cfg, const char *deck_
   if (world->rank != 0) return L;
   L->path = xstrdup(path);
   h5util_quiet_t q = h5util_quiet_begin();
-  open_file(L, cfg, deck_text, g, resume_step);
+  open_file(L, cfg, deck_text, params, resume_step);
   h5util_quiet_end(q);
   L->gathered = xcalloc(surge_mul_size((size_t)world->size, PHASE_COUNT, "log phase gather"), sizeof(double));
   L->phase_row = xcalloc(h5_series_length(&L->rank_scale), sizeof(double));

@@ -55,9 +55,10 @@ typedef struct run_log run_log_t;
 
 /* Collective over world. Create the log (or, when resume_step >= 0, reopen it and drop rows after
  * resume_step so a resumed run continues the series). Stores the /run attributes (program,
- * version, ranks, layout, start time, model, parameter count) and the resolved deck text. Errors
+ * version, ranks, layout, start time, model, parameter count of the params layout) and the resolved
+ * deck text. Errors
  * (unwritable path, an existing file that is not a Surge log) name the path. */
-run_log_t *run_log_open(const char *path, const config_t *cfg, const char *deck_text, const graph_t *g,
+run_log_t *run_log_open(const char *path, const config_t *cfg, const char *deck_text, const slab_layout_t *params,
                         comm_t *world, long resume_step);
 /* Collective (rank 0 writes): the /multiplex attributes. A log created with cfg->mux_role set has
  * the /multiplex series; call it after run_log_open and again at the end with the totals. A

@@ -1,70 +1,40 @@
 #include "io/model_file.h"
 
-#include <hdf5.h>
+#include <libgen.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "surge_build_config.h"
 #include "core/error.h"
-#include "io/h5util.h"
+#include "io/checkpoint_impl.h"
 
-static void put_attr_string(hid_t obj, const char *name, const char *value) {
-  if (h5util_attr_write_string(obj, name, value, H5T_CSET_ASCII) < 0)
-    surge_runtime_error("cannot write HDF5 attribute %s", name);
+typedef struct model_root {
+  const char *model, *deck;
+  long step;
+} model_root_t;
+
+static int put_root(hid_t file, const void *arg, const char **failed) {
+  const model_root_t *r = arg;
+  const char *names[4] = {"program", "version", "model", "deck"};
+  const char *values[4] = {"surge-train", PACKAGE_VERSION, r->model, r->deck ? r->deck : ""};
+  for (int i = 0; i < 4; i++)
+    if (h5util_attr_write_string(file, names[i], values[i], H5T_CSET_ASCII) < 0) {
+      *failed = names[i];
+      return -1;
+    }
+  *failed = "step";
+  return h5util_attr_write_i64(file, "step", r->step);
 }
 
-static void put_attr_int64(hid_t obj, const char *name, int64_t value) {
-  if (h5util_attr_write_i64(obj, name, value) < 0) surge_runtime_error("cannot write HDF5 attribute %s", name);
-}
-
-void model_file_write(const char *path, const graph_t *g, const float *params, long step,
-                      const char *model_name, const char *deck_text) {
-  char tmp[4096];
+void model_file_write(const char *path, const state_region_t *params, long step, const char *model_name,
+                      const char *deck_text, comm_t *world) {
+  char tmp[CKPT_PATH], dir[CKPT_PATH];
   if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp) surge_input_error("%s: path too long", path);
-  hid_t f = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-  if (f < 0) surge_runtime_error("%s: cannot create the model file (hint: is the directory writable?)", tmp);
-  put_attr_string(f, "program", "surge-train");
-  put_attr_string(f, "version", PACKAGE_VERSION);
-  put_attr_string(f, "model", model_name);
-  put_attr_string(f, "deck", deck_text);
-  put_attr_int64(f, "step", step);
-  hid_t grp = H5Gcreate2(f, "params", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-  if (grp < 0) surge_runtime_error("%s: cannot create /params", tmp);
-  for (int i = 0; i < g->params.n; i++) {
-    const slab_tensor_t *t = &g->params.t[i];
-    hsize_t dims[SLAB_MAX_DIMS];
-    for (int k = 0; k < t->ndim; k++) dims[k] = (hsize_t)t->d[k];
-    hid_t space = H5Screate_simple(t->ndim, dims, NULL);
-    hid_t d = H5Dcreate2(grp, t->name, H5T_IEEE_F32LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-    herr_t rc = d < 0 ? -1 : H5Dwrite(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, params + t->off);
-    if (d >= 0) H5Dclose(d);
-    H5Sclose(space);
-    if (rc < 0) surge_runtime_error("%s: cannot write /params/%s (hint: is the disk full?)", tmp, t->name);
-  }
-  H5Gclose(grp);
-  if (H5Fclose(f) < 0) surge_runtime_error("%s: cannot close the model file (hint: is the disk full?)", tmp);
-  if (rename(tmp, path) != 0) surge_runtime_error("%s: cannot rename to %s", tmp, path);
-}
-
-void model_file_read(const char *path, const graph_t *g, float *params) {
-  hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
-  if (f < 0) surge_input_error("%s: cannot open as HDF5 (hint: is it a Surge model file?)", path);
-  for (int i = 0; i < g->params.n; i++) {
-    const slab_tensor_t *t = &g->params.t[i];
-    char dpath[SLAB_NAME_MAX + 16];
-    snprintf(dpath, sizeof dpath, "/params/%s", t->name);
-    hid_t d = H5Dopen2(f, dpath, H5P_DEFAULT);
-    if (d < 0) surge_input_error("%s: %s is missing (a file of another model?)", path, dpath);
-    hid_t space = H5Dget_space(d);
-    hsize_t dims[8];
-    int nd = H5Sget_simple_extent_ndims(space);
-    int ok = nd == t->ndim && H5Sget_simple_extent_dims(space, dims, NULL) == nd;
-    for (int k = 0; ok && k < nd; k++) ok = dims[k] == (hsize_t)t->d[k];
-    H5Sclose(space);
-    if (!ok) surge_input_error("%s: %s has another shape than the model's tensor", path, dpath);
-    if (H5Dread(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, params + t->off) < 0)
-      surge_input_error("%s: cannot read %s", path, dpath);
-    H5Dclose(d);
-  }
-  H5Fclose(f);
+  snprintf(dir, sizeof dir, "%s", path);
+  model_root_t root = {.model = model_name, .deck = deck_text, .step = step};
+  ckpt_file_t f = {.kind = "model file", .dir = dirname(dir), .final = path, .temp = tmp, .put_root = put_root,
+                   .root_arg = &root, .regions = params, .nregions = 1, .compression = "none"};
+  h5util_quiet_t quiet = h5util_quiet_begin();
+  ckpt_file_write(&f, world);
+  h5util_quiet_end(quiet);
 }

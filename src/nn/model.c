@@ -15,6 +15,8 @@ void model_init(model_t *m, const graph_t *g, const backend_t *be, int B_cap) {
   m->act = xcalloc((size_t)g->n, sizeof *m->act);
   m->dact = xcalloc((size_t)g->n, sizeof *m->dact);
   m->aux = xcalloc((size_t)g->n, sizeof *m->aux);
+  m->in = xcalloc((size_t)g->n, sizeof *m->in);
+  m->din = xcalloc((size_t)g->n, sizeof *m->din);
   size_t scratch = 0;
   for (int i = 0; i < g->n; i++) {
     const layer_t *l = &g->l[i];
@@ -35,6 +37,16 @@ void model_init(model_t *m, const graph_t *g, const backend_t *be, int B_cap) {
   m->scratch = be->alloc(scratch);
   m->act_floats += scratch;
   m->targets = be->alloc(surge_mul_size((size_t)B_cap, (size_t)g->targets_per_sample, "targets"));
+  model_wire_default(m);
+}
+
+void model_wire_default(model_t *m) {
+  const graph_t *g = m->g;
+  for (int i = 0; i < g->n; i++)
+    for (int k = 0; k < g->l[i].nin; k++) {
+      m->in[i][k] = m->act[g->l[i].in[k]];
+      m->din[i][k] = m->dact[g->l[i].in[k]];
+    }
 }
 
 void model_free(model_t *m) {
@@ -47,6 +59,8 @@ void model_free(model_t *m) {
   free(m->act);
   free(m->dact);
   free(m->aux);
+  free(m->in);
+  free(m->din);
   be->free(m->scratch);
   be->free(m->targets);
   be->free(m->params);
@@ -95,8 +109,8 @@ static layer_ctx_t node_ctx(model_t *m, int i, int off, int B, int backward) {
   for (int k = 0; k < l->nin; k++) {
     int src = l->in[k];
     size_t sz = shape_size(g->l[src].out);
-    c.x[k] = m->act[src] + (size_t)off * sz;
-    if (backward && m->dact[src]) c.dx[k] = m->dact[src] + (size_t)off * sz;
+    c.x[k] = m->in[i][k] + (size_t)off * sz;
+    if (backward && m->din[i][k]) c.dx[k] = m->din[i][k] + (size_t)off * sz;
   }
   size_t osz = shape_size(l->out);
   c.y = m->act[i] + (size_t)off * osz;

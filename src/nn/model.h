@@ -1,7 +1,11 @@
 /* The engine: a graph bound to a backend with its parameter, gradient and activation memory.
- * Nodes run one at a time on a sample range [off, off+B) of the batch buffers, which is what the
- * burst executor needs (a layer may run on a subset of the samples); model_forward/backward run all
- * nodes on the whole local batch. */
+ * Nodes run one at a time on rows [off, off+B) of the batch buffers; model_forward/backward run all
+ * nodes on rows [0, B).
+ *
+ * Wiring: node i reads input slot k from in[i][k] and adds that input's gradient into din[i][k].
+ * By default these are the producer's act and dact (model_wire_default); a layout may point them at
+ * buffers of its own (the burst executor's staging, when a node's samples are not the ones its
+ * producer computed on this rank). */
 #ifndef SURGE_MODEL_H
 #define SURGE_MODEL_H
 
@@ -18,6 +22,8 @@ typedef struct model {
   float **act;    /* per node: (B_cap, out); act[0] is the input batch */
   float **dact;   /* per node: gradient of act; NULL where not needed (!needs_grad, e.g. the input) */
   float **aux;    /* per node: (B_cap, aux_per_sample) or NULL */
+  float *(*in)[LAYER_MAX_IN];  /* per node, per input slot: (B_cap, input shape) read by forward */
+  float *(*din)[LAYER_MAX_IN]; /* per node, per input slot: its gradient (+=), or NULL */
   float *scratch; /* max over nodes of layer scratch */
   float *targets; /* (B_cap, targets_per_sample) class ids as float */
   size_t act_floats; /* floats held by act + dact + aux + scratch (memory report) */
@@ -27,6 +33,8 @@ typedef struct model {
 
 void model_init(model_t *m, const graph_t *g, const backend_t *be, int B_cap);
 void model_free(model_t *m);
+/* Every input slot reads its producer's act and adds into its dact. */
+void model_wire_default(model_t *m);
 
 /* Initialise all parameters from the seed; node i draws from its own stream (seed, i), so adding
  * a node never changes another node's initial weights. */

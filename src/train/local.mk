@@ -1,7 +1,6 @@
 libsurge_a_SOURCES += \
   src/train/train.c src/train/train.h \
-  src/train/progress.c src/train/progress.h \
-  src/train/plan_text.c src/train/plan_text.h
+  src/train/progress.c src/train/progress.h
 libsurge_a_SOURCES += src/train/run.c src/train/run.h
 libsurge_a_SOURCES += src/train/state.c src/train/state.h
 libsurge_a_SOURCES += src/train/multiplex.c src/train/multiplex.h

@@ -76,7 +76,7 @@ void run_mux_begin(run_mux_t *x, trainer_t *t, const deck_t *deck) {
   if (x->role == MUX_ROLE_BACKGROUND) {
     x->priority = mux_lower_priority(cfg->mux_priority);
     x->device_priority = t->be->set_priority(1);
-    t->m.before_node = mux_bg_gate;
+    trainer_set_gate(t, mux_bg_gate);
   } else {
     t->world->poll_us = cfg->mux_poll_us;
   }

@@ -10,7 +10,6 @@
 #include "core/error.h"
 #include "io/checkpoint.h"
 #include "io/log.h"
-#include "io/model_file.h"
 #include "train/multiplex.h"
 #include "train/progress.h"
 #include "train/state.h"
@@ -126,8 +125,8 @@ train_outcome_t train_run(const config_t *cfg, const deck_t *deck, const char *r
     }
     progress_note(&p, line);
   }
-  run_log_t *log = run_log_open(cfg->log_file, cfg, deck_text, &t.g, world, resumed_at);
-  if (t.burst) run_log_plan(log, &t.plan, &t.g, t.plan_text);
+  run_log_t *log = run_log_open(cfg->log_file, cfg, deck_text, &t.g.params, world, resumed_at);
+  if (t.layout->ops->log) t.layout->ops->log(t.layout, log);
   run_mux_t mux;
   run_mux_begin(&mux, &t, deck);
   log_mux_info_t info;
@@ -190,9 +189,7 @@ train_outcome_t train_run(const config_t *cfg, const deck_t *deck, const char *r
   }
   if (!checkpointed_last) checkpoint_now(&t, log, &p, deck_text);
 
-  float *params = trainer_params_host(&t);
-  if (world->rank == 0) model_file_write(model_path, &t.g, params, t.step, cfg->zoo, deck_text);
-  free(params);
+  trainer_write_model(&t, model_path, deck_text);
   run_log_close(log);
 
   char dur[32];

@@ -1,51 +1,91 @@
 #include "train/state.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "core/error.h"
 #include "io/checkpoint.h"
+#include "io/model_file.h"
 
-/* Host buffers shaped like t's state (moments only where the optimizer has them). */
-static ckpt_state_t host_state(const trainer_t *t) {
-  size_t n = t->g.params.total;
-  ckpt_state_t s = {.g = &t->g};
-  s.params = xcalloc(n ? n : 1, sizeof(float));
-  if (t->opt.m) s.m = xcalloc(n ? n : 1, sizeof(float));
-  if (t->opt.v) s.v = xcalloc(n ? n : 1, sizeof(float));
-  return s;
+enum { MAX_REGIONS = 16 };
+
+/* The regions of t's state with host buffers: /params, the optimizer's moments, the reducer's. */
+typedef struct host_state {
+  state_region_t r[MAX_REGIONS];
+  int n, nslabs;
+  float *host[3];        /* [nslabs] host copy of each local slab: params, moments */
+  float *device[3];      /* the slabs themselves */
+  state_tensor_t *pieces; /* the layout's description (data NULL) */
+} host_state_t;
+
+static void add_slab_region(host_state_t *h, const layout_t *l, const char *group, float *device) {
+  const slab_layout_t *L = l->local;
+  int k = h->nslabs++;
+  h->device[k] = device;
+  h->host[k] = xcalloc(L->total ? L->total : 1, sizeof(float));
+  state_region_t *r = &h->r[h->n++];
+  snprintf(r->group, sizeof r->group, "%s", group);
+  r->n = L->n;
+  r->t = xcalloc(L->n ? (size_t)L->n : 1, sizeof *r->t);
+  for (int i = 0; i < L->n; i++) {
+    r->t[i] = h->pieces[i];
+    r->t[i].data = h->host[k] + L->t[i].off;
+  }
 }
 
-static void free_state(ckpt_state_t *s) {
-  free(s->params);
-  free(s->m);
-  free(s->v);
+static void host_state_init(host_state_t *h, const trainer_t *t, int with_optimizer) {
+  const layout_t *l = t->layout;
+  *h = (host_state_t){0};
+  h->pieces = xcalloc(l->local->n ? (size_t)l->local->n : 1, sizeof *h->pieces);
+  l->ops->describe(l, h->pieces);
+  add_slab_region(h, l, "/params", l->m->params);
+  if (!with_optimizer) return;
+  if (t->opt.m) add_slab_region(h, l, "/optim/m", t->opt.m);
+  if (t->opt.v) add_slab_region(h, l, "/optim/v", t->opt.v);
+  const reducer_t *red = l->sync->reducer;
+  if (red->ops->state) h->n += red->ops->state(l->sync->reducer, h->r + h->n, MAX_REGIONS - h->n);
+}
+
+static void host_state_free(host_state_t *h) {
+  for (int k = 0; k < h->nslabs; k++) {
+    free(h->host[k]);
+    free(h->r[k].t);
+  }
+  free(h->pieces);
+}
+
+/* Collective: the true values of every slab, downloaded. */
+static void gather(trainer_t *t, host_state_t *h) {
+  trainer_sync_replicas(t);
+  for (int k = 0; k < h->nslabs; k++) t->be->download(h->host[k], h->device[k], t->layout->local->total);
 }
 
 void trainer_checkpoint(trainer_t *t, const char *deck_text, char *written, size_t written_len) {
-  const backend_t *be = t->be;
-  size_t n = t->g.params.total;
-  trainer_sync_replicas(t);
-  ckpt_state_t s = host_state(t);
-  be->download(s.params, t->m.params, n);
-  if (s.m) be->download(s.m, t->opt.m, n);
-  if (s.v) be->download(s.v, t->opt.v, n);
-  s.opt_t = t->opt.t;
-  s.step = t->step;
+  host_state_t h;
+  host_state_init(&h, t, 1);
+  gather(t, &h);
+  ckpt_state_t s = {.regions = h.r, .nregions = h.n, .layout = t->layout->name, .opt_t = t->opt.t, .step = t->step};
   checkpoint_write(t->cfg.ckpt_dir, &s, &t->cfg, deck_text, t->world, written, written_len);
-  free_state(&s);
+  host_state_free(&h);
 }
 
 int trainer_resume(trainer_t *t, char *from, size_t from_len) {
   if (!checkpoint_latest(t->cfg.ckpt_dir, from, from_len, t->world)) return 0;
-  const backend_t *be = t->be;
-  size_t n = t->g.params.total;
-  ckpt_state_t s = host_state(t);
+  host_state_t h;
+  host_state_init(&h, t, 1);
+  ckpt_state_t s = {.regions = h.r, .nregions = h.n, .layout = t->layout->name};
   checkpoint_read(from, &s, &t->cfg, t->world);
-  be->upload(t->m.params, s.params, n);
-  if (s.m) be->upload(t->opt.m, s.m, n);
-  if (s.v) be->upload(t->opt.v, s.v, n);
+  for (int k = 0; k < h.nslabs; k++) t->be->upload(h.device[k], h.host[k], t->layout->local->total);
   t->opt.t = s.opt_t;
   t->step = s.step;
-  free_state(&s);
+  host_state_free(&h);
   return 1;
+}
+
+void trainer_write_model(trainer_t *t, const char *path, const char *deck_text) {
+  host_state_t h;
+  host_state_init(&h, t, 0);
+  gather(t, &h);
+  model_file_write(path, &h.r[0], t->step, t->cfg.zoo, deck_text, t->world);
+  host_state_free(&h);
 }

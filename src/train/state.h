@@ -1,7 +1,9 @@
-/* The trainer's state to and from checkpoints (io/checkpoint.h): parameters, optimizer moments and
- * counters move between backend memory and the host-side checkpoint buffers here. */
-#ifndef SURGE_STATE_H
-#define SURGE_STATE_H
+/* The trainer's state to and from checkpoints and the model file (io/checkpoint.h): the layout
+ * describes this rank's piece of every parameter tensor; the parameters and optimizer moments of
+ * those pieces move between backend memory and host buffers here, as state regions, with the
+ * gradient reducer's own regions beside them. */
+#ifndef SURGE_TRAIN_STATE_H
+#define SURGE_TRAIN_STATE_H
 
 #include <stddef.h>
 
@@ -10,8 +12,11 @@
 /* Collective: write a checkpoint of t's current state into cfg.ckpt_dir; the path goes to written. */
 void trainer_checkpoint(trainer_t *t, const char *deck_text, char *written, size_t written_len);
 
-/* Collective: load the newest checkpoint of cfg.ckpt_dir into t. Returns 1 and its path in `from`,
- * or 0 (t untouched) when the directory holds none. */
+/* Collective: load the newest checkpoint of cfg.ckpt_dir into t (whatever layout and rank count
+ * wrote it). Returns 1 and its path in `from`, or 0 (t untouched) when the directory holds none. */
 int trainer_resume(trainer_t *t, char *from, size_t from_len);
+
+/* Collective: write the model file (the parameters) at path. */
+void trainer_write_model(trainer_t *t, const char *path, const char *deck_text);
 
 #endif

@@ -1,0 +1,122 @@
+#include "burst/layout.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "burst/executor.h"
+#include "burst/plan_text.h"
+#include "burst/profiler.h"
+#include "core/error.h"
+
+typedef struct burst_layout {
+  layout_t base;
+  burst_exec_t ex;
+  burst_plan_t plan;
+  char *plan_text; /* the plan file's text, for the log (burst mode) */
+} burst_layout_t;
+
+static burst_layout_t *impl(const layout_t *l) { return l->impl; }
+
+/* Burst mode: the plan is the plan file (its errors name file:line) or, without one, searched at
+ * start-up from the profile under the amplification limit (rank 0 prints its table). With both,
+ * the profile predicts the plan file's costs. */
+static void plan_burst(burst_layout_t *b, const layout_opts_t *o, const graph_t *g, comm_t *world) {
+  burst_opts_t bo = {.ranks = world->size, .batch = (int)o->global_batch, .amp = BURST_NO_LIMIT,
+                     .policy = BURST_RANKS_DIVISORS};
+  burst_profile_t prof;
+  int profiled = o->profile_file[0] != 0;
+  if (o->plan_file[0]) {
+    burst_plan_read(o->plan_file, g, o->model, &bo, &b->plan);
+    if (profiled) {
+      burst_profile_read(o->profile_file, g, o->model, &bo, &prof);
+      burst_plan_evaluate(g, &prof, &bo, &b->plan);
+    }
+    b->plan_text = plan_text_read(o->plan_file);
+    plan_text_predictions(b->plan_text, &b->plan);
+  } else {
+    bo.amp = o->amplification;
+    burst_profile_read(o->profile_file, g, o->model, &bo, &prof);
+    burst_plan_search(g, &prof, &bo, &b->plan);
+    b->plan_text = plan_text_of(g, o->model, &b->plan);
+  }
+  if (profiled) {
+    if (world->rank == 0) {
+      burst_plan_t dp;
+      burst_plan_data_parallel(g, &prof, &bo, &dp);
+      printf("burst plan from profile %s%s\n", o->profile_file, o->plan_file[0] ? " (evaluating the plan file)" : "");
+      burst_plan_print(stdout, g, &b->plan, &dp);
+      burst_plan_free(&dp);
+    }
+    burst_profile_free(&prof);
+  }
+}
+
+/* Data parallelism: every node on all ranks. */
+static void plan_everywhere(burst_layout_t *b, const layout_opts_t *o, const graph_t *g, comm_t *world) {
+  burst_opts_t bo = {.ranks = world->size, .batch = (int)o->global_batch, .amp = BURST_NO_LIMIT};
+  burst_plan_alloc(&b->plan, g->n, &bo);
+  for (int i = 0; i < g->n; i++) {
+    b->plan.n[i] = world->size;
+    b->plan.per_rank[i] = burst_per_rank((int)o->global_batch, world->size);
+  }
+}
+
+static void step(layout_t *l, const dataset_t *ds, const uint64_t *ids, float grad_scale, layout_step_t *out) {
+  burst_exec_t *ex = &impl(l)->ex;
+  burst_times_t t;
+  memset(out, 0, sizeof *out);
+  out->loss = burst_exec_step(ex, ds, ids, grad_scale, &t);
+  out->sumsq = burst_exec_grad_sumsq(ex);
+  out->data = t.data;
+  out->forward = t.forward;
+  out->backward = t.backward;
+  out->comm = t.comm;
+  out->wait = t.wait;
+  out->backward_done = t.backward_done;
+}
+
+static void eval(layout_t *l, const dataset_t *ds, data_split_t split, uint64_t n, double sums[2]) {
+  burst_exec_eval(&impl(l)->ex, ds, split, n, sums);
+}
+
+static void sync_replicas(layout_t *l, float *slabs[], int nslabs) { burst_exec_gather(&impl(l)->ex, slabs, nslabs); }
+
+/* After sync_replicas every rank holds every tensor whole. */
+static void describe(const layout_t *l, state_tensor_t *out) {
+  const burst_exec_t *ex = &impl(l)->ex;
+  for (int t = 0; t < l->local->n; t++) state_tensor_replicated(&out[t], &l->local->t[t], ex->world->rank, ex->world->size);
+}
+
+static void log_plan(const layout_t *l, run_log_t *log) {
+  burst_layout_t *b = impl(l);
+  if (b->plan_text) run_log_plan(log, &b->plan, b->ex.g, b->plan_text);
+}
+
+static void free_layout(layout_t *l) {
+  burst_layout_t *b = impl(l);
+  burst_exec_free(&b->ex);
+  burst_plan_free(&b->plan);
+  free(b->plan_text);
+  free(b);
+}
+
+static const layout_ops_t burst_layout_ops = {
+    .step = step, .eval = eval, .sync_replicas = sync_replicas, .describe = describe, .log = log_plan,
+    .free = free_layout};
+
+layout_t *burst_layout_build(const layout_opts_t *o, const graph_t *g, const backend_t *be, comm_t *world) {
+  if (o->global_batch < world->size)
+    surge_input_error("%s: [train] global_batch = %ld is smaller than the %d ranks (hint: every rank needs at least "
+                      "one sample: raise global_batch or use fewer ranks)",
+                      layout_where(o, "train.global_batch"), o->global_batch, world->size);
+  burst_layout_t *b = xcalloc(1, sizeof *b);
+  if (strcmp(o->mode, "burst") == 0)
+    plan_burst(b, o, g, world);
+  else
+    plan_everywhere(b, o, g, world);
+  burst_exec_init(&b->ex, &b->plan, g, be, world, (int)o->global_batch, &o->sync);
+  model_init_params(&b->ex.m, o->seed);
+  b->base = (layout_t){.ops = &burst_layout_ops, .m = &b->ex.m, .local = &g->params, .sync = &b->ex.sync,
+                       .window = b->ex.window, .impl = b};
+  return &b->base;
+}

@@ -1,0 +1,96 @@
+/* Parallel layouts: which ranks run which part of the model on which samples. The trainer
+ * (src/train/) runs any layout through this table without knowing which it is, as layers run
+ * through backend_t. A layout owns this rank's model (its buffers, its parameter and gradient
+ * slabs), the communicators it needs and its gradient synchronisation; the trainer owns the data
+ * order, the optimizer over the layout's local slabs, clipping, metrics and checkpoints.
+ *
+ * Layouts today (layouts.c has the table):
+ *   dp     data parallelism: the burst executor running the plan in which every node has all ranks
+ *   burst  DeepPool burst parallelism: a plan gives every node its own rank set (burst/)
+ * A new layout (3D parallelism) is one more entry: a builder that fills a layout_t.
+ *
+ * Every layout computes the same mathematical step as one rank does on the whole global batch, so
+ * without lossy compression all layouts reproduce the 1-rank weights to float tolerance. */
+#ifndef SURGE_LAYOUT_H
+#define SURGE_LAYOUT_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "backend/backend.h"
+#include "comm/comm.h"
+#include "core/state.h"
+#include "data/dataset.h"
+#include "io/config.h"
+#include "io/deck.h"
+#include "io/log.h"
+#include "nn/graph.h"
+#include "nn/model.h"
+#include "sync/gradsync.h"
+
+/* What a step did on this rank. */
+typedef struct layout_step {
+  double loss;  /* this rank's part of the loss SUM (sum over world: the global sum) */
+  double sumsq; /* this rank's part of the squared global gradient norm, after the sync */
+  double data, forward, backward, comm, wait; /* seconds */
+  double backward_done;                       /* surge_now() when the backward pass ended */
+} layout_step_t;
+
+typedef struct layout layout_t;
+
+typedef struct layout_ops {
+  /* Collective: the gradients of one step on the global batch ids[0..B) of ds's training split,
+   * scaled by grad_scale (1 / global targets) and summed over the ranks that share them. */
+  void (*step)(layout_t *l, const dataset_t *ds, const uint64_t *ids, float grad_scale, layout_step_t *out);
+  /* Collective (after sync_replicas): loss sum and correct targets of this rank's part of positions
+   * [0, n) of split; the sums over world are the totals. */
+  void (*eval)(layout_t *l, const dataset_t *ds, data_split_t split, uint64_t n, double sums[2]);
+  /* Collective: make every replica of the local slabs (parameters, optimizer moments: each NULL or
+   * a slab of the local layout) hold the true values. */
+  void (*sync_replicas)(layout_t *l, float *slabs[], int nslabs);
+  /* This rank's piece of each global tensor, in local slab order: out[t] describes local tensor t
+   * (name, global shape, hyperslab, replicas; data left NULL), and the hyperslab has exactly the
+   * local tensor's floats. */
+  void (*describe)(const layout_t *l, state_tensor_t *out);
+  /* Collective: the layout's own records in the log (a burst plan). NULL: none. */
+  void (*log)(const layout_t *l, run_log_t *log);
+  void (*free)(layout_t *l);
+} layout_ops_t;
+
+struct layout {
+  const layout_ops_t *ops;
+  const char *name;         /* the [parallel] mode */
+  model_t *m;               /* this rank's model: m->params and m->grads are the local slabs */
+  const slab_layout_t *local; /* their layout */
+  gradsync_t *sync;         /* the gradient synchronisation (its reducer's state goes in checkpoints) */
+  int window;               /* most samples this rank holds at any point of a step */
+  void *impl;
+};
+
+/* What a layout is built from: the deck's [parallel] section and what the run has set up. */
+typedef struct layout_opts {
+  char mode[16];            /* dp | burst */
+  const char *plan_file;    /* burst: a plan file, or "" to plan from profile_file */
+  const char *profile_file; /* burst: a profile ("" none) */
+  double amplification;     /* burst: the planner's per-layer limit */
+  const char *model;        /* the zoo name plan files are checked against */
+  long global_batch;
+  uint64_t seed;            /* parameter initialisation */
+  gradsync_opts_t sync;
+  const deck_t *deck;       /* blamed by input errors (deck_where); may be NULL */
+} layout_opts_t;
+
+/* The options of cfg (deck: where its values came from, or NULL). */
+layout_opts_t layout_opts_of(const config_t *cfg, const deck_t *deck);
+/* Where a deck key's value came from, for messages ("DECK:LINE", "-D ...", "default", or "deck"). */
+const char *layout_where(const layout_opts_t *o, const char *section_key);
+
+/* Collective over world: the layout the options name, its parameters initialised from the seed.
+ * g and world must outlive it. Bad plans or options are input errors. */
+layout_t *layout_build(const layout_opts_t *o, const graph_t *g, const backend_t *be, comm_t *world);
+void layout_free(layout_t *l);
+
+/* The layouts' names for messages ("dp, burst"). */
+const char *layout_names(void);
+
+#endif

@@ -1,0 +1,63 @@
+/* The table of layouts: each name and its builder. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "burst/layout.h"
+#include "core/error.h"
+#include "layout/layout.h"
+
+typedef struct layout_entry {
+  const char *name;
+  layout_t *(*build)(const layout_opts_t *o, const graph_t *g, const backend_t *be, comm_t *world);
+} layout_entry_t;
+
+static const layout_entry_t layouts[] = {
+    {"dp", burst_layout_build},
+    {"burst", burst_layout_build},
+};
+enum { NLAYOUTS = sizeof layouts / sizeof layouts[0] };
+
+const char *layout_names(void) {
+  static char names[128];
+  if (!names[0])
+    for (int i = 0; i < NLAYOUTS; i++)
+      snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? ", " : "", layouts[i].name);
+  return names;
+}
+
+const char *layout_where(const layout_opts_t *o, const char *section_key) {
+  const char *w = o->deck ? deck_where(o->deck, section_key) : NULL;
+  return w ? w : "deck";
+}
+
+layout_opts_t layout_opts_of(const config_t *cfg, const deck_t *deck) {
+  layout_opts_t o = {
+      .plan_file = cfg->plan_file,
+      .profile_file = cfg->profile_file,
+      .amplification = cfg->amplification,
+      .model = cfg->zoo,
+      .global_batch = cfg->global_batch,
+      .seed = cfg->seed,
+      .deck = deck,
+      .sync = {.bucket_bytes = (size_t)(cfg->bucket_mb * 1048576.0), .overlap = cfg->overlap, .reducer = "exact"},
+  };
+  snprintf(o.mode, sizeof o.mode, "%s", cfg->parallel_mode);
+  if (o.sync.bucket_bytes < sizeof(float)) o.sync.bucket_bytes = sizeof(float);
+  return o;
+}
+
+layout_t *layout_build(const layout_opts_t *o, const graph_t *g, const backend_t *be, comm_t *world) {
+  for (int i = 0; i < NLAYOUTS; i++)
+    if (strcmp(layouts[i].name, o->mode) == 0) {
+      layout_t *l = layouts[i].build(o, g, be, world);
+      l->name = layouts[i].name;
+      return l;
+    }
+  surge_input_error("[parallel] mode = %s: not a layout (accepted: %s)", o->mode, layout_names());
+}
+
+void layout_free(layout_t *l) {
+  if (!l) return;
+  l->ops->free(l);
+}

@@ -1,0 +1,4 @@
+# Parallel layouts: the interface the trainer runs and the table of layouts.
+libsurge_a_SOURCES += src/layout/layout.h src/layout/layouts.c
+dist_check_SCRIPTS += tests/test_layout_agnostic.sh
+TESTS += tests/test_layout_agnostic.sh

@@ -1,0 +1,97 @@
+#include "sync/gradsync.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "core/timer.h"
+
+typedef struct reducer_entry {
+  const char *name;
+  reducer_t *(*make)(int nbuckets);
+} reducer_entry_t;
+
+static const reducer_entry_t reducers[] = {{"exact", reducer_exact}};
+enum { NREDUCERS = sizeof reducers / sizeof reducers[0] };
+
+const char *gradsync_reducer_names(void) {
+  static char names[128];
+  if (!names[0])
+    for (int i = 0; i < NREDUCERS; i++)
+      snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? ", " : "", reducers[i].name);
+  return names;
+}
+
+/* Cut the slab into buckets, walking the tensors from the last to the first. */
+static void plan_buckets(gradsync_t *s, const slab_layout_t *L, const int *group, const int *ready,
+                         size_t bucket_floats) {
+  s->b = xcalloc(L->n ? (size_t)L->n : 1, sizeof *s->b);
+  grad_bucket_t *cur = NULL;
+  for (int t = L->n - 1; t >= 0; t--) {
+    const slab_tensor_t *x = &L->t[t];
+    int join = cur && cur->group == group[t] && cur->n + x->n <= bucket_floats;
+    if (!join) {
+      cur = &s->b[s->nbuckets++];
+      *cur = (grad_bucket_t){.off = x->off, .n = 0, .group = group[t], .ready_node = ready[t]};
+    }
+    cur->off = x->off; /* tensors are consecutive in the slab: the bucket grows downwards */
+    cur->n += x->n;
+    if (ready[t] < cur->ready_node) cur->ready_node = ready[t];
+  }
+  for (int k = 0; k < s->nbuckets; k++) s->b[k].local = s->groups[s->b[k].group].size >= 2;
+}
+
+void gradsync_init(gradsync_t *s, const slab_layout_t *L, const int *tensor_group, const int *tensor_ready,
+                   comm_t *groups, comm_t *world, float *grads, const gradsync_opts_t *o) {
+  memset(s, 0, sizeof *s);
+  s->groups = groups;
+  s->world = world;
+  s->grads = grads;
+  s->overlap = o->overlap;
+  size_t bucket_floats = o->bucket_bytes / sizeof(float);
+  if (bucket_floats == 0) bucket_floats = 1;
+  plan_buckets(s, L, tensor_group, tensor_ready, bucket_floats);
+  const char *name = o->reducer && o->reducer[0] ? o->reducer : "exact";
+  for (int i = 0; i < NREDUCERS && !s->reducer; i++)
+    if (strcmp(reducers[i].name, name) == 0) s->reducer = reducers[i].make(s->nbuckets);
+  if (!s->reducer) surge_input_error("unknown gradient reducer '%s' (accepted: %s)", name, gradsync_reducer_names());
+}
+
+void gradsync_free(gradsync_t *s) {
+  reducer_free(s->reducer);
+  free(s->b);
+  memset(s, 0, sizeof *s);
+}
+
+void gradsync_begin(gradsync_t *s) {
+  for (int k = 0; k < s->nbuckets; k++) s->b[k].started = 0;
+  s->next = 0;
+  s->backward_done = s->first_start = s->wait_s = 0;
+}
+
+static void start(gradsync_t *s, int k) {
+  grad_bucket_t *b = &s->b[k];
+  if (!b->local) return;
+  if (s->first_start == 0) s->first_start = surge_now();
+  s->reducer->ops->start(s->reducer, k, &s->groups[b->group], s->grads + b->off, b->n);
+  b->started = 1;
+}
+
+void gradsync_node_done(gradsync_t *s, int node) {
+  if (!s->overlap) return;
+  while (s->next < s->nbuckets && s->b[s->next].ready_node >= node) start(s, s->next++);
+  for (int k = 0; k < s->next; k++)
+    if (s->b[k].started) s->reducer->ops->test(s->reducer, k);
+}
+
+void gradsync_finish(gradsync_t *s) {
+  s->backward_done = surge_now();
+  if (!s->overlap) {
+    comm_barrier(s->world); /* the slowest rank's lateness, apart from the reduction itself */
+    s->wait_s = surge_now() - s->backward_done;
+  }
+  while (s->next < s->nbuckets) start(s, s->next++);
+  for (int k = 0; k < s->nbuckets; k++)
+    if (s->b[k].started) s->reducer->ops->wait(s->reducer, k);
+}

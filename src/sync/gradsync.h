@@ -1,0 +1,65 @@
+/* Gradient synchronisation in buckets: the gradient slab is cut into buckets of whole tensors that
+ * are summed over the same rank group, at most bucket_bytes each (a larger tensor is a bucket of its
+ * own), in reverse slab order, so the buckets of the last layers come first. With overlap, a bucket
+ * starts (non-blocking, through the reducer) as soon as the backward pass has made its last
+ * gradient final, and the remaining backward work progresses it; without overlap, every bucket
+ * starts after a barrier at the end of the backward pass. Either way gradsync_finish returns with
+ * every bucket summed over its group, and the sums are bitwise the same on every rank of a group.
+ *
+ * The bucket list is the same on every rank (it follows from the slab layout and the group of each
+ * tensor); a rank takes part in the buckets of the groups it belongs to that have 2+ ranks. */
+#ifndef SURGE_GRADSYNC_H
+#define SURGE_GRADSYNC_H
+
+#include <stddef.h>
+
+#include "comm/comm.h"
+#include "core/slab.h"
+#include "sync/reducer.h"
+
+typedef struct grad_bucket {
+  size_t off, n;  /* floats [off, off + n) of the gradient slab */
+  int group;      /* index of its rank group */
+  int ready_node; /* all its gradients are final after this node's backward */
+  int local;      /* this rank takes part */
+  int started;
+} grad_bucket_t;
+
+typedef struct gradsync {
+  int nbuckets;
+  grad_bucket_t *b; /* [nbuckets] in start order */
+  comm_t *groups;   /* [ngroups] borrowed: size 0 where this rank is not a member */
+  comm_t *world;    /* borrowed: the barrier without overlap */
+  float *grads;     /* borrowed: the gradient slab (backend memory) */
+  reducer_t *reducer;
+  int overlap;
+  int next;         /* the first bucket not yet started in this step */
+  double backward_done, first_start; /* this step: surge_now() at gradsync_backward_done, at the first start */
+  double wait_s;    /* this step: barrier time without overlap */
+} gradsync_t;
+
+typedef struct gradsync_opts {
+  size_t bucket_bytes; /* >= one float */
+  int overlap;         /* 1: start buckets during the backward pass */
+  const char *reducer; /* "exact" */
+} gradsync_opts_t;
+
+/* The reducers gradsync_init accepts, for messages: "exact". */
+const char *gradsync_reducer_names(void);
+
+/* tensor_group[t]: group index of slab tensor t (into groups); tensor_ready[t]: the node whose
+ * backward makes t's gradient final (the first node that uses it). An unknown reducer is an input
+ * error. */
+void gradsync_init(gradsync_t *s, const slab_layout_t *L, const int *tensor_group, const int *tensor_ready,
+                   comm_t *groups, comm_t *world, float *grads, const gradsync_opts_t *o);
+void gradsync_free(gradsync_t *s);
+
+/* Per step: before the backward pass. */
+void gradsync_begin(gradsync_t *s);
+/* After node's backward (called for every node in backward order on every rank, member or not):
+ * with overlap, start the buckets that became final; progress the ones in flight. */
+void gradsync_node_done(gradsync_t *s, int node);
+/* After the backward pass: start what is left (after a barrier without overlap) and wait for all. */
+void gradsync_finish(gradsync_t *s);
+
+#endif

@@ -1,0 +1,21 @@
+#!/bin/sh
+# The trainer runs any layout without knowing which (layout/layout.h): nothing in src/train/ names a
+# layout, includes a layout's folder or reaches into an executor. The same search finds the names
+# where they belong (the layout table, the burst layout), so it can fail.
+. "${SURGE_TOP_SRCDIR:-.}/tests/tap.sh"
+
+# names: the layouts of the table and words only a layout's own code uses
+pattern='burst|executor|"dp"|"3d"|pipeline|tensor.parallel|#include "(burst|pipe|mux)/layout'
+
+found=$(grep -n -i -E "$pattern" "$top_src"/src/train/*.c "$top_src"/src/train/*.h)
+[ -z "$found" ]
+tap_ok $? "src/train/ names no layout (grep -iE '$pattern')"
+[ -z "$found" ] || tap_diag "$found"
+
+grep -q -i -E "$pattern" "$top_src/src/layout/layouts.c" && grep -q -i -E "$pattern" "$top_src/src/burst/layout.c"
+tap_ok $? "the same search finds the names in the layout table and the burst layout"
+
+grep -q "layout->ops->step\|l->ops->step" "$top_src/src/train/train.c"
+tap_ok $? "the trainer steps through the layout's table of operations"
+
+tap_done

@@ -13,6 +13,16 @@ tests_test_deck_LDADD = $(SURGE_LIBS)
 TESTS += tests/test_deck
 EXTRA_DIST += tests/data/decks/full.deck
 
+# Each part's options from the deck's configuration (src/io/options.h).
+libsurge_a_SOURCES += src/io/options.c src/io/options.h
+check_PROGRAMS += tests/test_options
+tests_test_options_SOURCES = tests/test_options.c
+tests_test_options_LDADD = $(SURGE_LIBS)
+TESTS += tests/test_options
+# nn, optim and data take their own options, never the deck's configuration.
+dist_check_SCRIPTS += tests/test_layering.sh
+TESTS += tests/test_layering.sh
+
 # Checkpoints (src/io/checkpoint.h; layout and guarantees in doc/checkpoints.md).
 libsurge_a_SOURCES += src/io/checkpoint.c src/io/checkpoint.h src/io/checkpoint_impl.h \
   src/io/checkpoint_read.c src/io/checkpoint_layout.c src/io/checkpoint_h5.c \

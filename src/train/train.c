@@ -7,6 +7,7 @@
 #include "burst/profiler.h"
 #include "core/error.h"
 #include "core/timer.h"
+#include "io/options.h"
 #include "mux/mux.h"
 #include "nn/zoo.h"
 #include "train/plan_text.h"
@@ -73,15 +74,15 @@ void trainer_init(trainer_t *t, const config_t *cfg, const deck_t *deck, comm_t 
   world->bucket_bytes = (size_t)(cfg->bucket_mb * 1048576.0);
   if (world->bucket_bytes < sizeof(float)) world->bucket_bytes = sizeof(float);
 
-  t->ds = dataset_open(cfg);
+  t->ds = dataset_open(data_opts_of(cfg));
   char err[320];
-  if (zoo_build(cfg, dataset_sample_shape(t->ds), dataset_classes(t->ds), &t->g, err, sizeof err) != 0)
+  if (zoo_build(zoo_opts_of(cfg), dataset_sample_shape(t->ds), dataset_classes(t->ds), &t->g, err, sizeof err) != 0)
     surge_input_error("%s: [model] zoo = %s: %s (hint: check the [model] sizes)",
                       deck_where(deck, "model.zoo"), cfg->zoo, err);
   int burst = strcmp(cfg->parallel_mode, "burst") == 0;
   model_init(&t->m, &t->g, t->be, burst ? (int)cfg->global_batch : t->batch);
   model_init_params(&t->m, cfg->seed);
-  optim_init(&t->opt, cfg, t->be, t->g.params.total);
+  optim_init(&t->opt, optim_opts_of(cfg), t->be, t->g.params.total);
   sampler_init(&t->sampler, cfg->seed, dataset_size(t->ds, SPLIT_TRAIN));
 
   size_t xs = shape_size(dataset_sample_shape(t->ds));
@@ -125,7 +126,7 @@ static void finish_step(trainer_t *t, train_stats_t *s, double loss_sum, double 
     surge_runtime_error("step %ld: the %s is not finite (loss %g, gradient norm %g) (hint: lower [train] lr, "
                         "or set [train] clip_norm; the last checkpoint is untouched)",
                         t->step + 1, isfinite(s->loss) ? "gradient" : "loss", s->loss, s->grad_norm);
-  s->lr = lr_at(&t->cfg, t->step);
+  s->lr = lr_at(&t->opt.schedule, t->step);
   mux_fg_set(MUX_COMPUTING, SITE_UPDATE);
   gate(t);
   optim_step(&t->opt, t->m.params, t->m.grads, (float)s->lr);

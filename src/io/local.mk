@@ -5,7 +5,7 @@ libsurge_a_SOURCES += \
   src/io/strbuf.c src/io/strbuf.h \
   src/io/config_schema.c src/io/config_schema.h \
   src/io/deck_value.c src/io/deck_value.h \
-  src/io/deck.c src/io/deck.h src/io/deck_text.c
+  src/io/deck.c src/io/deck.h src/io/deck_text.c src/io/deck_lex.c src/io/deck_lex.h
 
 check_PROGRAMS += tests/test_deck
 tests_test_deck_SOURCES = tests/test_deck.c tests/child.c tests/child.h

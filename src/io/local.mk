@@ -35,7 +35,8 @@ TESTS += tests/test_checkpoint.sh
 
 # The HDF5 metrics log (doc/formats.md). Its dimension scales (H5DS*) need the HDF5 high-level
 # library (-lhdf5_hl in SURGE_LIBS, Makefile.am).
-libsurge_a_SOURCES += src/io/log.c src/io/log.h src/io/log_h5.c src/io/log_h5.h
+libsurge_a_SOURCES += src/io/log.c src/io/log.h src/io/log_h5.c src/io/log_h5.h src/io/log_format.c src/io/log_format.h \
+  src/io/log_read.c src/io/log_read.h
 check_PROGRAMS += tests/test_log
 tests_test_log_SOURCES = tests/test_log.c
 tests_test_log_LDADD = $(SURGE_LIBS)

@@ -5,23 +5,23 @@
 #include "report/report.h"
 
 /* One node's cell of a per-node column; "-" where the log has no value. */
-static void add_cell(report_grid_t *g, const report_column_t *c, size_t row, const char *fmt) {
+static void add_cell(report_grid_t *g, const log_column_t *c, size_t row, const char *fmt) {
   if (c && isfinite(c->v[row]))
     report_grid_add(g, fmt, c->v[row]);
   else
     report_grid_add(g, "-");
 }
 
-static void print_nodes(FILE *f, const report_plan_t *p) {
+static void print_nodes(FILE *f, const log_plan_t *p) {
   static const char *const times[] = {"compute_us", "transfer_in_us", "sync_us"};
   static const char *const heads[] = {"compute us", "transfer-in us", "sync us"};
-  const report_column_t *node = report_column(&p->nodes, "node"), *ranks = report_column(&p->nodes, "ranks"),
-                        *first = report_column(&p->nodes, "first_rank"),
-                        *batch = report_column(&p->nodes, "per_rank_batch"), *time[3];
+  const log_column_t *node = log_column(&p->nodes, "node"), *ranks = log_column(&p->nodes, "ranks"),
+                        *first = log_column(&p->nodes, "first_rank"),
+                        *batch = log_column(&p->nodes, "per_rank_batch"), *time[3];
   const char *head[3];
   int ntimes = 0;
   for (int i = 0; i < 3; i++) {
-    const report_column_t *c = report_column(&p->nodes, times[i]);
+    const log_column_t *c = log_column(&p->nodes, times[i]);
     if (c) {
       time[ntimes] = c;
       head[ntimes++] = heads[i];
@@ -50,8 +50,8 @@ static void print_nodes(FILE *f, const report_plan_t *p) {
   report_grid_free(&g);
 }
 
-void report_plan_print(FILE *f, const report_log_t *L, const report_values_t *v) {
-  const report_plan_t *p = &L->plan;
+void report_plan_print(FILE *f, const log_data_t *L, const report_values_t *v) {
+  const log_plan_t *p = &L->plan;
   fprintf(f, "  %zu nodes on %lld ranks, global batch %lld, amplification limit ", p->nodes.rows, p->job_ranks,
           p->global_batch);
   if (isfinite(p->amplification_limit))

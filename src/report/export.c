@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "io/log_format.h"
 #include "report/report.h"
 
 /* ---- output files ---- */
@@ -73,12 +74,12 @@ static void csv_group_row(FILE *f, const log_table_t *g, long row, const char *s
 
 void report_export_run_csv(const char *path, const log_data_t *L) {
   FILE *f = out_open(path);
-  const log_column_t *mstep = log_column(&L->metrics, "step"), *estep = log_column(&L->eval, "step");
+  const log_column_t *mstep = log_column(&L->metrics, LOG_STEP), *estep = log_column(&L->eval, LOG_STEP);
   fputs("step", f);
-  csv_group_header(f, &L->metrics, "", "step", 1);
-  csv_group_header(f, &L->eval, "eval_", "step", 1);
+  csv_group_header(f, &L->metrics, "", LOG_STEP, 1);
+  csv_group_header(f, &L->eval, "eval_", LOG_STEP, 1);
   csv_group_header(f, &L->phases, "", NULL, L->phase_ranks);
-  csv_group_header(f, &L->mux.series, "", "step", 1);
+  csv_group_header(f, &L->mux.series, "", LOG_STEP, 1);
   fputc('\n', f);
   /* the union of the /metrics and /eval steps, both ascending */
   size_t i = 0, j = 0, nm = L->metrics.rows, ne = estep ? L->eval.rows : 0;
@@ -87,10 +88,10 @@ void report_export_run_csv(const char *path, const log_data_t *L) {
     long mrow = i < nm && mstep->v[i] == step ? (long)i++ : -1;
     long erow = j < ne && estep->v[j] == step ? (long)j++ : -1;
     csv_number(f, step, 1);
-    csv_group_row(f, &L->metrics, mrow, "step", 1);
-    csv_group_row(f, &L->eval, erow, "step", 1);
+    csv_group_row(f, &L->metrics, mrow, LOG_STEP, 1);
+    csv_group_row(f, &L->eval, erow, LOG_STEP, 1);
     csv_group_row(f, &L->phases, mrow < (long)L->phases.rows ? mrow : -1, NULL, L->phase_ranks);
-    csv_group_row(f, &L->mux.series, mrow < (long)L->mux.series.rows ? mrow : -1, "step", 1);
+    csv_group_row(f, &L->mux.series, mrow < (long)L->mux.series.rows ? mrow : -1, LOG_STEP, 1);
     fputc('\n', f);
   }
   out_close(f, path);

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "core/error.h"
+#include "io/log_format.h"
 #include "report/report.h"
 #include "report/svg.h"
 
@@ -69,7 +70,7 @@ typedef struct curve {
 
 static curve_t curve_of(const log_table_t *g, const char *name, double scale) {
   curve_t c = {0};
-  const log_column_t *xs = log_column(g, "step"), *ys = log_column(g, name);
+  const log_column_t *xs = log_column(g, LOG_STEP), *ys = log_column(g, name);
   size_t rows = xs && ys ? g->rows : 0;
   c.bucket = rows > MAX_POINTS ? (rows + MAX_POINTS - 1) / MAX_POINTS : 1;
   c.x = xcalloc(rows / c.bucket + 1, sizeof(double));
@@ -168,7 +169,7 @@ static int run_legend(const report_table_t *t, plot_legend_entry_t *e, int with_
 }
 
 static void write_loss(const char *dir, const report_table_t *t, FILE *out) {
-  curves_t c = curves_of(t, "loss", "loss", 1);
+  curves_t c = curves_of(t, log_metric_info[LOG_LOSS].name, log_eval_info[LOG_EVAL_LOSS].name, 1);
   plot_legend_entry_t *legend = xcalloc((size_t)t->nrow + 2, sizeof *legend);
   int nlegend = run_legend(t, legend, c.any_eval, 0);
   char title[160];
@@ -197,7 +198,7 @@ static void write_loss(const char *dir, const report_table_t *t, FILE *out) {
 }
 
 static void write_accuracy(const char *dir, const report_table_t *t, FILE *out) {
-  curves_t c = curves_of(t, NULL, "accuracy", 100);
+  curves_t c = curves_of(t, NULL, log_eval_info[LOG_EVAL_ACCURACY].name, 100);
   if (!c.any_eval) {
     fprintf(out, "  (no accuracy figure: no run logged an evaluation)\n");
     curves_free(&c, t->nrow);
@@ -235,7 +236,7 @@ static long timeline_row(const log_data_t *L, double step) {
 /* Whether column i of /ranks is drawn as a thin bar under its rank's stacked bar (an overlapping
  * phase of a multiplexed run: how long, not when). */
 static int in_lane(const log_data_t *L, int i) {
-  return report_phase_kind(L->phases.col[i].name + strlen("phase_")).overlap != NULL;
+  return report_phase_kind(L->phases.col[i].name + strlen(LOG_PHASE_PREFIX)).overlap != NULL;
 }
 
 static int any_lane(const log_data_t *L) {
@@ -255,7 +256,7 @@ static void timeline_bars(plot_t *p, const log_data_t *L, long row) {
   double stacked = lanes ? 0.65 * bar : bar, lane = 0.3 * bar; /* heights; a gap of 0.05 bar between */
   for (int i = 0; i < P->ncol; i++) {
     if (!report_phase_shown(L, i)) continue;
-    const char *phase = P->col[i].name + strlen("phase_");
+    const char *phase = P->col[i].name + strlen(LOG_PHASE_PREFIX);
     report_phase_kind_t kind = report_phase_kind(phase);
     char id[80];
     snprintf(id, sizeof id, "phase-%s", phase);
@@ -292,8 +293,8 @@ static void write_timeline(const char *dir, const report_table_t *t, int r, doub
   }
   const log_table_t *P = &L->phases;
   size_t ranks = L->phase_ranks;
-  double shown = log_column(&L->metrics, "step")->v[row];
-  const log_column_t *st = log_column(&L->metrics, "step_time");
+  double shown = log_column(&L->metrics, LOG_STEP)->v[row];
+  const log_column_t *st = log_column(&L->metrics, log_metric_info[LOG_STEP_TIME].name);
   double step_ms = st ? 1e3 * st->v[row] : NAN, xhi = isfinite(step_ms) ? step_ms : 0;
   char **cat = xcalloc(ranks, sizeof(char *));
   for (size_t k = 0; k < ranks; k++) {
@@ -313,7 +314,7 @@ static void write_timeline(const char *dir, const report_table_t *t, int r, doub
   int nlegend = 0;
   for (int i = 0; i < P->ncol; i++) {
     if (!report_phase_shown(L, i)) continue;
-    report_phase_kind_t kind = report_phase_kind(P->col[i].name + strlen("phase_"));
+    report_phase_kind_t kind = report_phase_kind(P->col[i].name + strlen(LOG_PHASE_PREFIX));
     size_t n = strlen(kind.name) + (kind.overlap ? strlen(kind.overlap) + 4 : 0) + 1;
     labels[nlegend] = xmalloc(n);
     if (kind.overlap) snprintf(labels[nlegend], n, "%s (%s)", kind.name, kind.overlap);

@@ -4,13 +4,14 @@
 #include <stdlib.h>
 
 #include "core/error.h"
+#include "io/log_format.h"
 #include "report/report.h"
 
 static const report_at_t none = {NAN, NAN};
 
 /* The last finite value of g's column `name`, with its step. */
 static report_at_t last_of(const log_table_t *g, const char *name) {
-  const log_column_t *c = log_column(g, name), *step = log_column(g, "step");
+  const log_column_t *c = log_column(g, name), *step = log_column(g, LOG_STEP);
   if (!c || !step) return none;
   for (size_t i = g->rows; i-- > 0;)
     if (isfinite(c->v[i])) return (report_at_t){c->v[i], step->v[i]};
@@ -19,7 +20,7 @@ static report_at_t last_of(const log_table_t *g, const char *name) {
 
 /* The lowest (or highest) finite value of g's column `name`, with the first step reaching it. */
 static report_at_t extreme_of(const log_table_t *g, const char *name, int highest) {
-  const log_column_t *c = log_column(g, name), *step = log_column(g, "step");
+  const log_column_t *c = log_column(g, name), *step = log_column(g, LOG_STEP);
   report_at_t best = none;
   if (!c || !step) return none;
   for (size_t i = 0; i < g->rows; i++) {
@@ -57,7 +58,7 @@ static double median_of_sorted(const double *sorted, size_t n) {
 /* Mean, median, min and max of the finite step times. */
 static void step_time_stats(const log_data_t *L, report_values_t *v) {
   v->step_mean = v->step_median = v->step_min = v->step_max = NAN;
-  const log_column_t *t = log_column(&L->metrics, "step_time");
+  const log_column_t *t = log_column(&L->metrics, log_metric_info[LOG_STEP_TIME].name);
   if (!t) return;
   size_t n;
   double sum;
@@ -81,8 +82,8 @@ double report_column_median(const log_column_t *c, size_t rows) {
 }
 
 double report_throughput(const log_data_t *L, size_t first_row) {
-  const log_column_t *t = log_column(&L->metrics, "step_time"),
-                        *sps = log_column(&L->metrics, "samples_per_sec");
+  const log_column_t *t = log_column(&L->metrics, log_metric_info[LOG_STEP_TIME].name),
+                        *sps = log_column(&L->metrics, log_metric_info[LOG_SAMPLES_PER_SEC].name);
   if (!t || !sps) return NAN;
   if (first_row >= L->metrics.rows) first_row = 0;
   double samples = 0, seconds = 0;
@@ -96,24 +97,24 @@ double report_throughput(const log_data_t *L, size_t first_row) {
 
 report_values_t report_values(const log_data_t *L) {
   report_values_t v = {.steps = L->metrics.rows, .first_step = NAN, .last_step = NAN};
-  const log_column_t *step = log_column(&L->metrics, "step");
+  const log_column_t *step = log_column(&L->metrics, LOG_STEP);
   if (L->metrics.rows) {
     v.first_step = step->v[0];
     v.last_step = step->v[L->metrics.rows - 1];
   }
-  v.final_loss = last_of(&L->metrics, "loss");
-  v.best_loss = extreme_of(&L->metrics, "loss", 0);
-  v.final_eval_loss = last_of(&L->eval, "loss");
-  v.best_eval_loss = extreme_of(&L->eval, "loss", 0);
-  v.final_accuracy = last_of(&L->eval, "accuracy");
-  v.best_accuracy = extreme_of(&L->eval, "accuracy", 1);
+  v.final_loss = last_of(&L->metrics, log_metric_info[LOG_LOSS].name);
+  v.best_loss = extreme_of(&L->metrics, log_metric_info[LOG_LOSS].name, 0);
+  v.final_eval_loss = last_of(&L->eval, log_eval_info[LOG_EVAL_LOSS].name);
+  v.best_eval_loss = extreme_of(&L->eval, log_eval_info[LOG_EVAL_LOSS].name, 0);
+  v.final_accuracy = last_of(&L->eval, log_eval_info[LOG_EVAL_ACCURACY].name);
+  v.best_accuracy = extreme_of(&L->eval, log_eval_info[LOG_EVAL_ACCURACY].name, 1);
   v.samples_per_sec = report_throughput(L, 0);
   step_time_stats(L, &v);
   return v;
 }
 
 long report_median_row(const log_data_t *L) {
-  const log_column_t *t = log_column(&L->metrics, "step_time");
+  const log_column_t *t = log_column(&L->metrics, log_metric_info[LOG_STEP_TIME].name);
   report_values_t v = {0};
   step_time_stats(L, &v);
   if (!t || isnan(v.step_median)) return L->metrics.rows ? (long)L->metrics.rows - 1 : -1;
@@ -126,7 +127,7 @@ long report_median_row(const log_data_t *L) {
 }
 
 long report_row_of_step(const log_data_t *L, double step) {
-  const log_column_t *s = log_column(&L->metrics, "step");
+  const log_column_t *s = log_column(&L->metrics, LOG_STEP);
   for (size_t i = 0; i < L->metrics.rows; i++)
     if (s->v[i] == step) return (long)i;
   return -1;

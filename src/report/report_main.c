@@ -7,6 +7,7 @@
 
 #include "surge_build_config.h"
 #include "core/error.h"
+#include "io/log_format.h"
 #include "report/report.h"
 
 static const char usage[] =
@@ -102,7 +103,7 @@ static void check_step(log_data_t *const *logs, const options_t *o) {
   for (int i = 0; i < o->nlogs; i++) {
     const log_data_t *L = logs[i];
     if (report_row_of_step(L, o->step) >= 0) continue;
-    const log_column_t *s = log_column(&L->metrics, "step");
+    const log_column_t *s = log_column(&L->metrics, LOG_STEP);
     if (!L->metrics.rows) surge_input_error("%s: --step %.0f: the log holds no steps yet", L->path, o->step);
     surge_input_error("%s: --step %.0f: no such step in the log (hint: it holds steps %.0f to %.0f)", L->path,
                       o->step, s->v[0], s->v[L->metrics.rows - 1]);

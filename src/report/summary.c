@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "io/log_format.h"
 #include "report/report.h"
 
 enum { SETTINGS_WIDTH = 100, EVENTS_SHOWN = 20 };
@@ -110,10 +111,11 @@ static void print_metrics(FILE *f, const log_data_t *L, const report_values_t *v
   }
   const report_at_t nothing = {NAN, NAN};
   const struct {
-    const char *column, *name;
-  } last_only[] = {{"lr", "learning rate"}, {"grad_norm", "gradient norm"}};
+    log_metric_t column;
+    const char *name;
+  } last_only[] = {{LOG_LR, "learning rate"}, {LOG_GRAD_NORM, "gradient norm"}};
   for (size_t i = 0; i < sizeof last_only / sizeof last_only[0]; i++) {
-    const log_column_t *c = log_column(&L->metrics, last_only[i].column);
+    const log_column_t *c = log_column(&L->metrics, log_metric_info[last_only[i].column].name);
     if (c && L->metrics.rows)
       metric_row(&g, last_only[i].name, (report_at_t){c->v[L->metrics.rows - 1], v->last_step}, nothing, "%.4g");
   }
@@ -166,7 +168,7 @@ static void add_rank_label(report_grid_t *g, size_t r, size_t ranks) {
 }
 
 static int overlaps(const log_data_t *L, size_t p) {
-  return report_phase_kind(L->phases.col[p].name + strlen("phase_")).overlap != NULL;
+  return report_phase_kind(L->phases.col[p].name + strlen(LOG_PHASE_PREFIX)).overlap != NULL;
 }
 
 /* Milliseconds of row r of ms (phase_means) in the phases that add up to the step. */
@@ -183,7 +185,7 @@ static void print_overlap_note(FILE *f, const log_data_t *L, const char *what) {
   int any = 0;
   for (size_t p = 0; p < (size_t)L->phases.ncol; p++)
     if (overlaps(L, p) && report_phase_shown(L, p)) {
-      report_phase_kind_t k = report_phase_kind(L->phases.col[p].name + strlen("phase_"));
+      report_phase_kind_t k = report_phase_kind(L->phases.col[p].name + strlen(LOG_PHASE_PREFIX));
       fprintf(f, "%s%s (%s)", any ? ", " : "  ", k.name, k.overlap);
       any = 1;
     }
@@ -199,7 +201,7 @@ static void print_phase_grid(FILE *f, const log_data_t *L, const double *ms) {
   report_grid_init(&g, nshown + 2, "r");
   report_grid_add(&g, "rank");
   for (size_t p = 0; p < np; p++)
-    if (report_phase_shown(L, p)) report_grid_add(&g, "%s", P->col[p].name + strlen("phase_"));
+    if (report_phase_shown(L, p)) report_grid_add(&g, "%s", P->col[p].name + strlen(LOG_PHASE_PREFIX));
   report_grid_add(&g, "total");
   for (size_t r = 0; r <= ranks; r++) {
     add_rank_label(&g, r, ranks);
@@ -227,7 +229,7 @@ static void print_category_grid(FILE *f, const log_data_t *L, const double *ms) 
   while (report_phase_categories[ncat]) ncat++;
   int *cat_of = xmalloc(np * sizeof(int)), *used = xcalloc((size_t)ncat, sizeof(int));
   for (size_t p = 0; p < np; p++) {
-    const char *category = report_phase_kind(P->col[p].name + strlen("phase_")).category;
+    const char *category = report_phase_kind(P->col[p].name + strlen(LOG_PHASE_PREFIX)).category;
     for (int k = 0; k < ncat; k++)
       if (strcmp(report_phase_categories[k], category) == 0) cat_of[p] = k;
     if (report_phase_shown(L, p)) used[cat_of[p]] = 1;
@@ -271,7 +273,7 @@ static void print_phases(FILE *f, const log_data_t *L, const report_values_t *v)
 
 /* ---- bytes per traffic category ---- */
 
-static int is_bytes(const char *name) { return strncmp(name, "bytes_", 6) == 0; }
+static int is_bytes(const char *name) { return strncmp(name, LOG_BYTES_PREFIX, strlen(LOG_BYTES_PREFIX)) == 0; }
 
 static int has_traffic(const log_data_t *L) {
   for (int i = 0; i < L->metrics.ncol; i++)
@@ -297,7 +299,7 @@ static void print_traffic(FILE *f, const log_data_t *L, const report_values_t *v
     char per[32], tot[32];
     report_format_bytes(total / (double)v->steps, per, sizeof per);
     report_format_bytes(total, tot, sizeof tot);
-    report_grid_add(&g, "%s", c->name + strlen("bytes_"));
+    report_grid_add(&g, "%s", c->name + strlen(LOG_BYTES_PREFIX));
     report_grid_add(&g, "%s", per);
     report_grid_add(&g, "%s", tot);
     report_grid_add(&g, "%.0f", total);

@@ -37,6 +37,10 @@ TESTS += tests/test_checkpoint.sh
 # library (-lhdf5_hl in SURGE_LIBS, Makefile.am).
 libsurge_a_SOURCES += src/io/log.c src/io/log.h src/io/log_h5.c src/io/log_h5.h src/io/log_format.c src/io/log_format.h \
   src/io/log_read.c src/io/log_read.h
+check_PROGRAMS += tests/test_h5util
+tests_test_h5util_SOURCES = tests/test_h5util.c tests/child.c tests/child.h
+tests_test_h5util_LDADD = $(SURGE_LIBS)
+TESTS += tests/test_h5util
 check_PROGRAMS += tests/test_log
 tests_test_log_SOURCES = tests/test_log.c
 tests_test_log_LDADD = $(SURGE_LIBS)

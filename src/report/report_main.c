@@ -1,6 +1,5 @@
 /* The surge-report command line: read the logs, then print a summary (one log) or a table (several),
  * and export and plot as asked. */
-#include <hdf5.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -123,7 +122,6 @@ static void sort_table(report_table_t *t, const options_t *o) {
 }
 
 int report_main(int argc, char **argv) {
-  H5Eset_auto2(H5E_DEFAULT, NULL, NULL); /* failures are reported by the reader, one line each */
   options_t o;
   parse_options(argc, argv, &o);
   log_data_t **logs = xcalloc((size_t)o.nlogs, sizeof *logs);

@@ -1,7 +1,6 @@
 #include "io/deck_lex.h"
 
 #include <ctype.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -13,15 +12,8 @@ static int is_blank(char c) { return c == ' ' || c == '\t'; }
 
 static int is_stop(char c, const char *stops) { return c && strchr(stops, c) != NULL; }
 
-/* The parser's fail function; a message is formatted first. */
-static void lex_fail(const deck_lexer_t *lx, const char *hint, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4), noreturn));
-static void lex_fail(const deck_lexer_t *lx, const char *hint, const char *fmt, ...) {
-  char msg[512];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
+/* The parser's fail function, which does not return. */
+static _Noreturn void lex_fail(const deck_lexer_t *lx, const char *hint, const char *msg) {
   lx->fail(lx->ctx, hint, msg);
   surge_runtime_error("deck lexer: the parser's fail function returned (%s)", msg);
 }
@@ -54,8 +46,11 @@ const char *deck_lex_blanks(const char *p, const char *end) {
 
 void deck_lex_plain(const deck_lexer_t *lx, const deck_line_t *line) {
   for (const char *q = line->start; q < line->end; q++)
-    if (iscntrl((unsigned char)*q) && *q != '\t')
-      lex_fail(lx, "decks are plain text", "control character 0x%02x in the line", (unsigned char)*q);
+    if (iscntrl((unsigned char)*q) && *q != '\t') {
+      char msg[64];
+      snprintf(msg, sizeof msg, "control character 0x%02x in the line", (unsigned char)*q);
+      lex_fail(lx, "decks are plain text", msg);
+    }
 }
 
 const char *deck_lex_header(const deck_line_t *line, char *name, size_t n, const char **hint) {
@@ -84,8 +79,11 @@ const char *deck_lex_assignment(const deck_lexer_t *lx, const deck_line_t *line,
   sb_clear(name);
   sb_putn(name, line->p, (size_t)(p - line->p));
   p = deck_lex_blanks(p, end);
-  if (p >= end || *p != '=')
-    lex_fail(lx, hint, "expected '=' after \"%.*s\"", MAX_SHOWN_NAME, sb_str(name));
+  if (p >= end || *p != '=') {
+    char msg[MAX_SHOWN_NAME + 32];
+    snprintf(msg, sizeof msg, "expected '=' after \"%.*s\"", MAX_SHOWN_NAME, sb_str(name));
+    lex_fail(lx, hint, msg);
+  }
   if (name->len == 0) lex_fail(lx, hint, "no key before '='");
   return p + 1;
 }
@@ -94,7 +92,11 @@ const char *deck_lex_assignment(const deck_lexer_t *lx, const deck_line_t *line,
 static const char *lex_escape(const deck_lexer_t *lx, const char *p, const char *end, strbuf_t *out) {
   const char *hint = "the escapes are \\# \\$ \\\\ \\\"";
   if (p + 1 >= end) lex_fail(lx, hint, "a lone '\\' ends the value");
-  if (!p[1] || !strchr("#$\\\"", p[1])) lex_fail(lx, hint, "unknown escape '\\%c'", p[1]);
+  if (!p[1] || !strchr("#$\\\"", p[1])) {
+    char msg[32];
+    snprintf(msg, sizeof msg, "unknown escape '\\%c'", p[1]);
+    lex_fail(lx, hint, msg);
+  }
   sb_putn(out, p, 2);
   return p + 2;
 }

@@ -12,7 +12,7 @@
 #include "core/error.h"
 #include "data/dataset.h"
 #include "io/deck.h"
-#include "nn/zoo.h"
+#include "io/options.h"
 
 static void synthetic_profile(const graph_t *g, const burst_opts_t *o, burst_profile_t *p) {
   burst_profile_init(p, g->n, "synthetic");
@@ -33,10 +33,10 @@ int main(int argc, char **argv) {
   }
   config_t cfg;
   deck_load(argv[1], argc - 4, argv + 4, &cfg, NULL);
-  dataset_t *ds = dataset_open(&cfg);
+  dataset_t *ds = dataset_open(data_opts_of(&cfg));
   graph_t g;
   char err[320];
-  if (zoo_build(&cfg, dataset_sample_shape(ds), dataset_classes(ds), &g, err, sizeof err) != 0)
+  if (zoo_build(zoo_opts_of(&cfg), dataset_sample_shape(ds), dataset_classes(ds), &g, err, sizeof err) != 0)
     surge_input_error("make_plan: %s", err);
   burst_opts_t o = {.ranks = atoi(argv[2]), .batch = (int)cfg.global_batch, .amp = BURST_NO_LIMIT,
                     .policy = BURST_RANKS_DIVISORS};

@@ -736,7 +736,7 @@ static void test_memory(const backend_t *be) {
 static void test_registry(void) {
   tap_ok(backend_find("cpu") == &backend_cpu && backend_find("ref") == &backend_ref, "backend_find cpu, ref");
   tap_ok(backend_find("cuda-nope") == NULL && backend_find(NULL) == NULL, "backend_find of unknown is NULL");
-  tap_ok(strstr(backend_names(), "cpu") && strstr(backend_names(), "ref"), "backend_names: %s", backend_names());
+  tap_ok(strcmp(backend_names(), "cpu, ref") == 0, "backend_names from the table: %s", backend_names());
 }
 
 int main(void) {

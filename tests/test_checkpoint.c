@@ -37,7 +37,7 @@
 #include "core/slab.h"
 #include "io/checkpoint.h"
 #include "io/deck.h"
-#include "nn/zoo.h"
+#include "io/options.h"
 #include "tap.h"
 
 enum { INPUT = 500, CLASSES = 3, MAX_OPTS = 16 };
@@ -98,7 +98,7 @@ static void run_init(test_run_t *t, int nov, char **ov, int ngraph, char **graph
   deck_parse(base_deck, "test.deck", nov, ov, &t->cfg, NULL);
   deck_parse(base_deck, "test.deck", nov + ngraph, all, &graph_cfg, NULL);
   char err[256];
-  if (zoo_build(&graph_cfg, shape3(1, 20, INPUT / 20), CLASSES, &t->g, err, sizeof err) != 0) {
+  if (zoo_build(zoo_opts_of(&graph_cfg), shape3(1, 20, INPUT / 20), CLASSES, &t->g, err, sizeof err) != 0) {
     fprintf(stderr, "test_checkpoint: %s\n", err);
     exit(99);
   }

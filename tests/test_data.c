@@ -26,14 +26,13 @@ static char tmpdir[128];
 
 static void tap_skip(const char *why) { printf("ok %d # SKIP %s\n", ++tap_n, why); }
 
-static config_t make_cfg(const char *source, const char *path) {
-  config_t c;
+static data_opts_t make_cfg(const char *source, const char *path) {
+  data_opts_t c;
   memset(&c, 0, sizeof c);
-  snprintf(c.data_source, sizeof c.data_source, "%s", source);
-  snprintf(c.data_path, sizeof c.data_path, "%s", path);
-  snprintf(c.zoo, sizeof c.zoo, "mlp");
+  snprintf(c.source, sizeof c.source, "%s", source);
+  snprintf(c.path, sizeof c.path, "%s", path);
   c.seed = 1234;
-  c.gpt_context = 8;
+  c.context = 8;
   c.val_fraction = 0.1;
   c.synthetic_samples = 600;
   return c;
@@ -41,10 +40,10 @@ static config_t make_cfg(const char *source, const char *path) {
 
 /* ---- children that must fail ---------------------------------------------------------------- */
 
-static void open_in_child(const void *cfg) { dataset_close(dataset_open(cfg)); }
+static void open_in_child(const void *cfg) { dataset_close(dataset_open(*(const data_opts_t *)cfg)); }
 
 /* dataset_open(cfg) must exit with `code` and print one line holding needle (and needle2 unless NULL). */
-static void expect_open_fails(const config_t *cfg, int code, const char *what, const char *needle, const char *needle2) {
+static void expect_open_fails(const data_opts_t *cfg, int code, const char *what, const char *needle, const char *needle2) {
   child_result_t res = run_in_child(open_in_child, cfg);
   const char *needles[] = {needle, needle2};
   tap_diag("%s: %s", what, res.err);
@@ -61,8 +60,8 @@ static void test_fmnist_real(void) {
     for (int i = 0; i < 12; i++) tap_skip("dataset-fashion-mnist is not installed");
     return;
   }
-  config_t cfg = make_cfg("fashion-mnist", "");
-  dataset_t *ds = dataset_open(&cfg);
+  data_opts_t cfg = make_cfg("fashion-mnist", "");
+  dataset_t *ds = dataset_open(cfg);
   shape_t s = dataset_sample_shape(ds);
   tap_ok(strcmp(dataset_name(ds), "fashion-mnist") == 0, "name is fashion-mnist");
   tap_ok(dataset_size(ds, SPLIT_TRAIN) == 60000 && dataset_size(ds, SPLIT_TEST) == 10000,
@@ -116,10 +115,10 @@ static void test_fmnist_real(void) {
   float *x0 = malloc(sizeof(float) * PIX), y0;
   ids[0] = 99;
   dataset_get(ds, SPLIT_TRAIN, ids, 1, x0, &y0);
-  config_t lim = cfg;
+  data_opts_t lim = cfg;
   lim.train_samples = 100;
   lim.test_samples = 50;
-  dataset_t *dl = dataset_open(&lim);
+  dataset_t *dl = dataset_open(lim);
   dataset_get(dl, SPLIT_TRAIN, ids, 1, x, y);
   tap_ok(dataset_size(dl, SPLIT_TRAIN) == 100 && dataset_size(dl, SPLIT_TEST) == 50 &&
              memcmp(x, x0, sizeof(float) * PIX) == 0 && y[0] == y0,
@@ -182,12 +181,12 @@ static void clear_tmpdir(void) {
 }
 
 static void test_fmnist_files(void) {
-  config_t cfg = make_cfg("fashion-mnist", tmpdir);
+  data_opts_t cfg = make_cfg("fashion-mnist", tmpdir);
   char train_images[512];
   snprintf(train_images, sizeof train_images, "%s/train-images-idx3-ubyte.gz", tmpdir);
 
   write_tiny_set(5, 3, ".gz");
-  dataset_t *ds = dataset_open(&cfg);
+  dataset_t *ds = dataset_open(cfg);
   float x[2 * PIX], y[2];
   uint64_t ids[2] = {4, 1};
   dataset_get(ds, SPLIT_TRAIN, ids, 2, x, y);
@@ -203,7 +202,7 @@ static void test_fmnist_files(void) {
 
   clear_tmpdir();
   write_tiny_set(4, 2, "");
-  ds = dataset_open(&cfg);
+  ds = dataset_open(cfg);
   dataset_get(ds, SPLIT_TEST, ids + 1, 1, x, y);
   tap_ok(dataset_size(ds, SPLIT_TRAIN) == 4 && x[10] == (float)(7 + 10) / 255.0f && y[0] == 1,
          "uncompressed IDX files are read when the .gz names are absent");
@@ -266,10 +265,10 @@ static void test_fmnist_files(void) {
 
   char notdir[512];
   snprintf(notdir, sizeof notdir, "%s/nothing-here", tmpdir);
-  config_t cfg2 = make_cfg("fashion-mnist", notdir);
+  data_opts_t cfg2 = make_cfg("fashion-mnist", notdir);
   expect_open_fails(&cfg2, 2, "[data] path that is not a directory", notdir, "not a directory");
 
-  config_t cfg3 = make_cfg("mnist", "");
+  data_opts_t cfg3 = make_cfg("mnist", "");
   expect_open_fails(&cfg3, 2, "unknown source", "source = 'mnist'", "fashion-mnist, text, synthetic");
 }
 
@@ -303,10 +302,10 @@ static void test_text(void) {
   write_file("corpus.txt", buf, N);
   char path[512];
   snprintf(path, sizeof path, "%s/corpus.txt", tmpdir);
-  config_t cfg = make_cfg("text", path);
-  cfg.gpt_context = T;
+  data_opts_t cfg = make_cfg("text", path);
+  cfg.context = T;
   cfg.val_fraction = 0.25; /* 50 validation bytes, 150 training bytes */
-  dataset_t *ds = dataset_open(&cfg);
+  dataset_t *ds = dataset_open(cfg);
   shape_t s = dataset_sample_shape(ds);
   tap_ok(s.ndim == 1 && s.d[0] == T && dataset_classes(ds) == 256 && dataset_targets_per_sample(ds) == T &&
              dataset_is_tokens(ds),
@@ -346,23 +345,23 @@ static void test_text(void) {
          "dataset_get of an id past the split is a runtime error (status %d: %s)", res.status, res.err);
   dataset_close(ds);
 
-  config_t lim = cfg;
+  data_opts_t lim = cfg;
   lim.train_samples = 10;
   lim.test_samples = 2;
-  ds = dataset_open(&lim);
+  ds = dataset_open(lim);
   tap_ok(dataset_size(ds, SPLIT_TRAIN) == 10 && dataset_size(ds, SPLIT_TEST) == 2, "text: limits 10/2 apply");
   dataset_close(ds);
   lim.test_samples = 7;
   expect_open_fails(&lim, 2, "text test_samples beyond the split", "test_samples = 7", "6 validation samples");
 
-  config_t c = cfg;
-  c.gpt_context = 150;
+  data_opts_t c = cfg;
+  c.context = 150;
   expect_open_fails(&c, 2, "context longer than the training split", path, "training split has 150 bytes");
   c = cfg;
   c.val_fraction = 0.02;
   expect_open_fails(&c, 2, "validation split too short", path, "validation split has 4 bytes");
   c = cfg;
-  snprintf(c.data_path, sizeof c.data_path, "%s/absent.txt", tmpdir);
+  snprintf(c.path, sizeof c.path, "%s/absent.txt", tmpdir);
   expect_open_fails(&c, 2, "missing text file", "absent.txt: no such file", NULL);
 
   /* A directory: regular files in name order, hidden files and subdirectories skipped. */
@@ -378,9 +377,9 @@ static void test_text(void) {
   snprintf(sub, sizeof sub, "%s/sub", tmpdir);
   mkdir(sub, 0700);
   c = make_cfg("text", tmpdir);
-  c.gpt_context = T;
+  c.context = T;
   c.val_fraction = 0.25; /* 160 bytes: 120 training, 40 validation */
-  ds = dataset_open(&c);
+  ds = dataset_open(c);
   uint64_t edge = 100 - T; /* the window whose targets end at the first 'b' */
   dataset_get(ds, SPLIT_TRAIN, &edge, 1, x, y);
   tap_ok(dataset_size(ds, SPLIT_TRAIN) == 120 - T && x[0] == 'a' && x[T - 1] == 'a' && y[T - 1] == 'b',
@@ -407,10 +406,10 @@ static void test_fortunes(void) {
     if (!first[0] || strcmp(e->d_name, first) < 0) snprintf(first, sizeof first, "%s", e->d_name);
   }
   closedir(d);
-  config_t cfg = make_cfg("text", "");
-  cfg.gpt_context = 64;
+  data_opts_t cfg = make_cfg("text", "");
+  cfg.context = 64;
   cfg.val_fraction = 0.1;
-  dataset_t *ds = dataset_open(&cfg);
+  dataset_t *ds = dataset_open(cfg);
   uint64_t val = (uint64_t)((double)total * 0.1), train = total - val;
   tap_diag("fortunes: %llu bytes from files without an extension, first '%s'", (unsigned long long)total, first);
   tap_ok(dataset_size(ds, SPLIT_TRAIN) == train - 64 && dataset_size(ds, SPLIT_TEST) == (val - 1) / 64,
@@ -434,9 +433,9 @@ static void test_fortunes(void) {
 /* ---- synthetic ------------------------------------------------------------------------------ */
 
 static void test_synthetic(void) {
-  config_t cfg = make_cfg("synthetic", "");
+  data_opts_t cfg = make_cfg("synthetic", "");
   cfg.seed = 7;
-  dataset_t *ds = dataset_open(&cfg);
+  dataset_t *ds = dataset_open(cfg);
   tap_ok(dataset_size(ds, SPLIT_TRAIN) == 600 && dataset_size(ds, SPLIT_TEST) == 100 && dataset_classes(ds) == 10 &&
              shape_size(dataset_sample_shape(ds)) == PIX,
          "synthetic images: 600 training and 100 test samples of (1,28,28), 10 classes");
@@ -446,14 +445,14 @@ static void test_synthetic(void) {
   tap_ok(memcmp(x, x + 2 * PIX, sizeof(float) * PIX) == 0 && y[0] == y[2] &&
              memcmp(x, x + PIX, sizeof(float) * PIX) != 0,
          "synthetic: id 17 gives the same sample twice, id 5 another");
-  dataset_t *again = dataset_open(&cfg);
+  dataset_t *again = dataset_open(cfg);
   float x2[PIX], y2;
   dataset_get(again, SPLIT_TRAIN, ids, 1, x2, &y2);
   tap_ok(memcmp(x, x2, sizeof x2) == 0 && y[0] == y2, "synthetic: the same seed gives the same sample");
   dataset_close(again);
-  config_t other = cfg;
+  data_opts_t other = cfg;
   other.seed = 8;
-  again = dataset_open(&other);
+  again = dataset_open(other);
   dataset_get(again, SPLIT_TRAIN, ids, 1, x2, &y2);
   tap_ok(memcmp(x, x2, sizeof x2) != 0, "synthetic: another seed gives another sample");
   dataset_close(again);
@@ -493,11 +492,11 @@ static void test_synthetic(void) {
 
   /* Token sequences for gpt. */
   enum { T = 16, NSEQ = 400 };
-  config_t g = make_cfg("synthetic", "");
-  snprintf(g.zoo, sizeof g.zoo, "gpt");
-  g.gpt_context = T;
+  data_opts_t g = make_cfg("synthetic", "");
+  g.sequences = 1;
+  g.context = T;
   g.synthetic_samples = NSEQ;
-  ds = dataset_open(&g);
+  ds = dataset_open(g);
   shape_t s = dataset_sample_shape(ds);
   tap_ok(s.ndim == 1 && s.d[0] == T && dataset_classes(ds) == 256 && dataset_targets_per_sample(ds) == T &&
              dataset_is_tokens(ds),

@@ -29,23 +29,23 @@ static int near(double a, double b, double tol) { return fabs(a - b) <= tol; }
 
 /* ---- reference vectors */
 
-// The optimizer part of config_t from the file's /config attributes (optimizer "SGD" -> "sgd").
-static void config_from_reference(const refdata_t *f, config_t *cfg) {
-  memset(cfg, 0, sizeof *cfg);
+// The optimizer's options from the file's /config attributes (optimizer "SGD" -> "sgd").
+static void opts_from_reference(const refdata_t *f, optim_opts_t *o) {
+  memset(o, 0, sizeof *o);
   char *opt = refdata_config_string(f, "optimizer");
-  for (size_t i = 0; opt[i] && i + 1 < sizeof cfg->optimizer; i++)
-    cfg->optimizer[i] = (char)tolower((unsigned char)opt[i]);
+  for (size_t i = 0; opt[i] && i + 1 < sizeof o->name; i++)
+    o->name[i] = (char)tolower((unsigned char)opt[i]);
   free(opt);
-  strcpy(cfg->schedule, "constant");
-  cfg->steps = 2;
-  cfg->lr = refdata_config_number(f, "lr");
-  if (refdata_config_has(f, "momentum")) cfg->momentum = refdata_config_number(f, "momentum");
-  if (refdata_config_has(f, "nesterov")) cfg->nesterov = (int)refdata_config_number(f, "nesterov");
+  strcpy(o->schedule.kind, "constant");
+  o->schedule.steps = 2;
+  o->schedule.lr = refdata_config_number(f, "lr");
+  if (refdata_config_has(f, "momentum")) o->momentum = refdata_config_number(f, "momentum");
+  if (refdata_config_has(f, "nesterov")) o->nesterov = (int)refdata_config_number(f, "nesterov");
   if (refdata_config_has(f, "weight_decay"))
-    cfg->weight_decay = refdata_config_number(f, "weight_decay");
-  if (refdata_config_has(f, "beta1")) cfg->beta1 = refdata_config_number(f, "beta1");
-  if (refdata_config_has(f, "beta2")) cfg->beta2 = refdata_config_number(f, "beta2");
-  if (refdata_config_has(f, "eps")) cfg->eps = refdata_config_number(f, "eps");
+    o->weight_decay = refdata_config_number(f, "weight_decay");
+  if (refdata_config_has(f, "beta1")) o->beta1 = refdata_config_number(f, "beta1");
+  if (refdata_config_has(f, "beta2")) o->beta2 = refdata_config_number(f, "beta2");
+  if (refdata_config_has(f, "eps")) o->eps = refdata_config_number(f, "eps");
 }
 
 // Read /<group>/<each tensor of L> into the host slab (L's layout); the dims must match L's.
@@ -91,8 +91,8 @@ static void layout_from_params(const refdata_t *f, slab_layout_t *L) {
 // One optimizer step from /params with /grads, compared with /step1 tensor by tensor.
 static void check_reference_step(const backend_t *be, const char *file) {
   refdata_t *f = refdata_open_reference(file);
-  config_t cfg;
-  config_from_reference(f, &cfg);
+  optim_opts_t opts;
+  opts_from_reference(f, &opts);
   slab_layout_t L;
   layout_from_params(f, &L);
   tap_ok(L.n > 0, "%s: %s has %d parameter tensors (%zu floats)", be->name, file, L.n, L.total);
@@ -104,8 +104,8 @@ static void check_reference_step(const backend_t *be, const char *file) {
   float *grads = to_backend(be, host, L.total);
 
   optim_t o;
-  optim_init(&o, &cfg, be, L.total);
-  optim_step(&o, params, grads, (float)lr_at(&cfg, 0));
+  optim_init(&o, opts, be, L.total);
+  optim_step(&o, params, grads, (float)lr_at(&o.schedule, 0));
   tap_ok(o.t == 1, "%s: %s: one step taken (t = %ld)", be->name, file, o.t);
   from_backend(be, host, params, L.total);
 
@@ -119,7 +119,7 @@ static void check_reference_step(const backend_t *be, const char *file) {
     double err = refdata_rel_error(host + t->off, want, n);
     if (err > worst) worst = err;
     tap_ok(err <= REF_STEP_TOL, "%s: %s %s (%s) step 1: rel err %.3g", be->name, file, t->name,
-           cfg.optimizer, err);
+           opts.name, err);
     free(want);
   }
   tap_diag("%s: %s: worst step-1 relative error %.3g over %d tensors", be->name, file, worst, L.n);
@@ -160,16 +160,11 @@ static void check_refdata_reader(void) {
 /* ---- hand-worked examples */
 
 static void check_schedule(void) {
-  config_t cfg;
-  memset(&cfg, 0, sizeof cfg);
-  strcpy(cfg.schedule, "constant");
-  cfg.lr = 0.1;
-  cfg.steps = 110;
-  cfg.warmup_steps = 10;
+  lr_schedule_t cfg = {.kind = "constant", .lr = 0.1, .steps = 110, .warmup_steps = 10};
   tap_ok(lr_at(&cfg, 0) == 0.1 && lr_at(&cfg, 109) == 0.1,
          "constant schedule: lr 0.1 at steps 0, 109");
 
-  strcpy(cfg.schedule, "cosine");
+  strcpy(cfg.kind, "cosine");
   cfg.min_lr = 0.01;
   // warm-up: lr*(step+1)/10
   tap_ok(near(lr_at(&cfg, 0), 0.01, 1e-15), "cosine: warm-up start lr(0) = 0.01 (got %.17g)",
@@ -240,33 +235,30 @@ static void check_clipping(const backend_t *be) {
   be->free(g);
 }
 
-// Run `steps` optimizer steps of cfg on a small vector, the gradients of step s at grads[s*n].
-static void run_steps(const backend_t *be, const config_t *cfg, int n, float *p, const float *grads,
+// Run `steps` optimizer steps of opts on a small vector, the gradients of step s at grads[s*n].
+static void run_steps(const backend_t *be, const optim_opts_t *opts, int n, float *p, const float *grads,
                       int steps, optim_t *o) {
   float *dp = to_backend(be, p, (size_t)n);
   float *dg = be->alloc((size_t)n);
-  optim_init(o, cfg, be, (size_t)n);
+  optim_init(o, *opts, be, (size_t)n);
   for (int s = 0; s < steps; s++) {
     be->upload(dg, grads + (size_t)s * n, (size_t)n);
-    optim_step(o, dp, dg, (float)cfg->lr);
+    optim_step(o, dp, dg, (float)opts->schedule.lr);
   }
   from_backend(be, p, dp, (size_t)n);
   be->free(dp);
   be->free(dg);
 }
 
-static void sgd_config(config_t *cfg, double lr, double momentum, int nesterov, double wd) {
-  memset(cfg, 0, sizeof *cfg);
-  strcpy(cfg->optimizer, "sgd");
-  strcpy(cfg->schedule, "constant");
-  cfg->lr = lr;
-  cfg->momentum = momentum;
-  cfg->nesterov = nesterov;
-  cfg->weight_decay = wd;
+static void sgd_config(optim_opts_t *o, double lr, double momentum, int nesterov, double wd) {
+  *o = (optim_opts_t){.name = "sgd", .schedule = {.kind = "constant", .lr = lr}};
+  o->momentum = momentum;
+  o->nesterov = nesterov;
+  o->weight_decay = wd;
 }
 
 static void check_sgd_plain(const backend_t *be) {
-  config_t cfg;
+  optim_opts_t cfg;
   sgd_config(&cfg, 0.1, 0.0, 0, 0.0);
   float p[2] = {1.0f, -2.0f};
   const float g[4] = {0.5f, 0.25f, 0.5f, 0.25f};
@@ -290,7 +282,7 @@ static void check_sgd_plain(const backend_t *be) {
 static void check_sgd_nesterov(const backend_t *be) {
   // p0 = (1, -1); g1 = (1, 2); g2 = (0.5, -1); lr 0.1, momentum 0.9
   const float g[4] = {1.0f, 2.0f, 0.5f, -1.0f};
-  config_t cfg;
+  optim_opts_t cfg;
   optim_t o;
   float plain[2] = {1.0f, -1.0f}, nest[2] = {1.0f, -1.0f};
   // plain: buf1 = g1 = (1, 2), p1 = (0.9, -1.2); buf2 = 0.9 buf1 + g2 = (1.4, 0.8), p2 = (0.76,
@@ -332,11 +324,8 @@ static void check_adamw(const backend_t *be) {
   p -= lr * (m / (1.0 - b1 * b1)) / (sqrt(v / (1.0 - b2 * b2)) + eps); // bc1 0.19, bc2 0.0975
   const double p2 = p;
 
-  config_t cfg;
-  memset(&cfg, 0, sizeof cfg);
-  strcpy(cfg.optimizer, "adamw");
-  strcpy(cfg.schedule, "constant");
-  cfg.lr = lr, cfg.beta1 = b1, cfg.beta2 = b2, cfg.eps = eps, cfg.weight_decay = wd;
+  optim_opts_t cfg = {.name = "adamw", .schedule = {.kind = "constant", .lr = lr}};
+  cfg.beta1 = b1, cfg.beta2 = b2, cfg.eps = eps, cfg.weight_decay = wd;
   const float grads[2] = {(float)g1, (float)g2};
   optim_t o;
   float x = 1.0f;

@@ -424,27 +424,15 @@ static void test_branchy_and_pareto(void) {
 static void test_zoo(void) {
   const char *names[] = {"mlp", "vgg-mini", "resnet-mini", "gpt"};
   for (int i = 0; i < 4; i++) {
-    config_t cfg;
-    memset(&cfg, 0, sizeof cfg);
-    snprintf(cfg.zoo, sizeof cfg.zoo, "%s", names[i]);
-    cfg.mlp_hidden[0] = 64;
-    cfg.mlp_hidden[1] = 32;
-    cfg.mlp_nhidden = 2;
-    cfg.vgg_channels[0] = 4;
-    cfg.vgg_channels[1] = 8;
-    cfg.vgg_nstages = 2;
-    cfg.vgg_fc = 32;
-    cfg.resnet_width = 4;
-    cfg.resnet_blocks = 2;
-    cfg.resnet_stages = 2;
-    cfg.gpt_layers = 2;
-    cfg.gpt_width = 16;
-    cfg.gpt_heads = 2;
-    cfg.gpt_context = 8;
+    zoo_opts_t zo = {.mlp = {.hidden = {64, 32}, .nhidden = 2},
+                     .vgg = {.channels = {4, 8}, .nstages = 2, .fc = 32},
+                     .resnet = {.width = 4, .blocks = 2, .stages = 2},
+                     .gpt = {.layers = 2, .width = 16, .heads = 2, .context = 8}};
+    snprintf(zo.model, sizeof zo.model, "%s", names[i]);
     int gpt = i == 3;
     graph_t g;
     char err[256] = "";
-    int rc = zoo_build(&cfg, gpt ? shape1(8) : shape3(1, 8, 8), gpt ? 256 : 10, &g, err, sizeof err);
+    int rc = zoo_build(zo, gpt ? shape1(8) : shape3(1, 8, 8), gpt ? 256 : 10, &g, err, sizeof err);
     if (!tap_ok(rc == 0, "zoo %s builds (%s)", names[i], err)) continue;
     burst_opts_t o = opts(8, 64, 3);
     burst_profile_t p;

@@ -79,19 +79,19 @@ static void load_params(const refdata_t *f, const graph_t *g, float *host) {
   }
 }
 
-static void optimizer_config(const refdata_t *f, config_t *cfg) {
-  memset(cfg, 0, sizeof *cfg);
+static void optimizer_opts(const refdata_t *f, optim_opts_t *o) {
+  memset(o, 0, sizeof *o);
   char *opt = refdata_config_string(f, "optimizer");
-  snprintf(cfg->optimizer, sizeof cfg->optimizer, "%s", strcmp(opt, "AdamW") == 0 ? "adamw" : "sgd");
+  snprintf(o->name, sizeof o->name, "%s", strcmp(opt, "AdamW") == 0 ? "adamw" : "sgd");
   free(opt);
-  cfg->lr = refdata_config_number(f, "lr");
-  if (refdata_config_has(f, "momentum")) cfg->momentum = refdata_config_number(f, "momentum");
-  if (refdata_config_has(f, "nesterov")) cfg->nesterov = (int)refdata_config_number(f, "nesterov");
-  if (refdata_config_has(f, "weight_decay")) cfg->weight_decay = refdata_config_number(f, "weight_decay");
-  if (refdata_config_has(f, "beta1")) cfg->beta1 = refdata_config_number(f, "beta1");
-  if (refdata_config_has(f, "beta2")) cfg->beta2 = refdata_config_number(f, "beta2");
-  if (refdata_config_has(f, "eps")) cfg->eps = refdata_config_number(f, "eps");
-  snprintf(cfg->schedule, sizeof cfg->schedule, "constant");
+  o->schedule.lr = refdata_config_number(f, "lr");
+  if (refdata_config_has(f, "momentum")) o->momentum = refdata_config_number(f, "momentum");
+  if (refdata_config_has(f, "nesterov")) o->nesterov = (int)refdata_config_number(f, "nesterov");
+  if (refdata_config_has(f, "weight_decay")) o->weight_decay = refdata_config_number(f, "weight_decay");
+  if (refdata_config_has(f, "beta1")) o->beta1 = refdata_config_number(f, "beta1");
+  if (refdata_config_has(f, "beta2")) o->beta2 = refdata_config_number(f, "beta2");
+  if (refdata_config_has(f, "eps")) o->eps = refdata_config_number(f, "eps");
+  snprintf(o->schedule.kind, sizeof o->schedule.kind, "constant");
 }
 
 /* forward + loss (+ backward); returns the mean loss. */
@@ -134,24 +134,25 @@ static void check_model(const char *file, graph_t *g, const backend_t *be) {
   double eg = compare_group(f, g, host, "/grads", worst, sizeof worst, 0, NULL);
   tap_ok(eg <= 1e-4, "%s [%s] gradients: worst rel err %.2e (%s) <= 1e-4", file, be->name, eg, worst);
 
-  config_t cfg;
-  optimizer_config(f, &cfg);
+  optim_opts_t opts;
+  optimizer_opts(f, &opts);
+  const double lr = opts.schedule.lr;
   optim_t opt;
-  optim_init(&opt, &cfg, be, g->params.total);
-  optim_step(&opt, m.params, m.grads, (float)cfg.lr);
+  optim_init(&opt, opts, be, g->params.total);
+  optim_step(&opt, m.params, m.grads, (float)lr);
   be->download(host, m.params, g->params.total);
-  int adam = strcmp(cfg.optimizer, "adamw") == 0;
+  int adam = strcmp(opts.name, "adamw") == 0;
   masked_t mk1 = {0, 0}, mk2 = {0, 0};
-  double e1 = compare_group(f, g, host, "/step1", worst, sizeof worst, adam ? 1.01 * cfg.lr : 0, &mk1);
+  double e1 = compare_group(f, g, host, "/step1", worst, sizeof worst, adam ? 1.01 * lr : 0, &mk1);
   tap_ok(e1 <= 1e-5, "%s [%s] parameters after step 1: worst rel err %.2e (%s) <= 1e-5", file, be->name, e1, worst);
 
   double loss1 = step_grads(&m, B);
   double ref_loss1 = refdata_scalar(f, "/forward/loss_after_step1");
   tap_ok(fabs(loss1 - ref_loss1) <= 1e-5 * fabs(ref_loss1), "%s [%s] loss after step 1 %.8f vs %.8f", file,
          be->name, loss1, ref_loss1);
-  optim_step(&opt, m.params, m.grads, (float)cfg.lr);
+  optim_step(&opt, m.params, m.grads, (float)lr);
   be->download(host, m.params, g->params.total);
-  double e2 = compare_group(f, g, host, "/step2", worst, sizeof worst, adam ? 2.02 * cfg.lr : 0, &mk2);
+  double e2 = compare_group(f, g, host, "/step2", worst, sizeof worst, adam ? 2.02 * lr : 0, &mk2);
   tap_ok(e2 <= 1e-5, "%s [%s] parameters after step 2: worst rel err %.2e (%s) <= 1e-5", file, be->name, e2, worst);
   if (adam)
     tap_ok(mk1.violations == 0 && mk2.violations == 0 && mk1.count < (long)(g->params.total / 100),
@@ -185,14 +186,11 @@ static void build_cnn_tiny(graph_t *g) {
 }
 
 static void build_zoo(graph_t *g, const char *zoo, shape_t in, int classes) {
-  config_t cfg;
-  memset(&cfg, 0, sizeof cfg);
-  snprintf(cfg.zoo, sizeof cfg.zoo, "%s", zoo);
-  cfg.mlp_nhidden = 2;
-  cfg.mlp_hidden[0] = cfg.mlp_hidden[1] = 32;
-  cfg.gpt_layers = 2, cfg.gpt_width = 64, cfg.gpt_heads = 4, cfg.gpt_context = 16;
+  zoo_opts_t o = {.mlp = {.hidden = {32, 32}, .nhidden = 2},
+                  .gpt = {.layers = 2, .width = 64, .heads = 4, .context = 16}};
+  snprintf(o.model, sizeof o.model, "%s", zoo);
   char err[256];
-  if (zoo_build(&cfg, in, classes, g, err, sizeof err) != 0) surge_runtime_error("%s", err);
+  if (zoo_build(o, in, classes, g, err, sizeof err) != 0) surge_runtime_error("%s", err);
 }
 
 int main(void) {

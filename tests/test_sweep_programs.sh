@@ -151,6 +151,12 @@ bad_sweep "two numbers are not a range" 'value 1: "1:10" is not a range' "run.se
 bad_sweep "a bad log range" "value 1: start and stop must be above 0" "train.lr = log:0:1:3"
 bad_sweep "an empty value" "bad.deck:4: [sweep] train.lr: value 2 is empty" "train.lr = 0.1, , 0.2"
 bad_sweep "an unterminated quote" "value 2: unterminated quote" 'data.path = a, "b'
+# the deck's lexer (io/deck_lex.c) reads sweep lines too: its errors, blamed on the value
+bad_sweep "an unknown escape" "bad.deck:4: [sweep] data.path: value 2: unknown escape '\\q'" 'data.path = a, b\q'
+bad_sweep "text after a closing quote" "value 1: text after the closing quote" 'data.path = "a" b, c'
+bad_sweep "a control character" "bad.deck:4: [sweep]: control character 0x01 in the line" "$(printf 'train.lr = 0.1\001')"
+printf '[model]\nzoo = mlp\n[sweep] x\ntrain.lr = 0.1, 0.2\n' >"$tap_tmp/bad.deck"
+expect_error "text after a [sweep] header" "$SURGE_TRAIN" "bad.deck:3: text after the section header" "$tap_tmp/bad.deck"
 bad_sweep "a key swept twice" "bad.deck:5: [sweep] train.lr: swept twice: first at line 4" "train.lr = 0.1
 train.lr = 0.2"
 bad_sweep "an unknown mode" 'bad.deck:4: [sweep] mode: "prodct" is not a mode (hint: did you mean product?' \

@@ -1,15 +1,23 @@
 /* The registry of compiled-in backends, looked up by name (decks and command lines name them). */
 #include "backend/backend.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static const backend_t *const backends[] = {&backend_cpu, &backend_ref};
+enum { NBACKENDS = sizeof backends / sizeof backends[0], NAMES_MAX = 256 };
 
 const backend_t *backend_find(const char *name) {
   if (!name) return NULL;
-  for (size_t i = 0; i < sizeof backends / sizeof backends[0]; i++)
+  for (size_t i = 0; i < NBACKENDS; i++)
     if (strcmp(backends[i]->name, name) == 0) return backends[i];
   return NULL;
 }
 
-const char *backend_names(void) { return "cpu, ref"; }
+const char *backend_names(void) {
+  static char names[NAMES_MAX];
+  size_t len = 0;
+  for (size_t i = 0; i < NBACKENDS && len < sizeof names; i++)
+    len += (size_t)snprintf(names + len, sizeof names - len, "%s%s", i ? ", " : "", backends[i]->name);
+  return names;
+}

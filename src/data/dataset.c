@@ -1,6 +1,7 @@
 /* The dataset interface: picks the source the deck names, applies [data] train_samples /
  * test_samples, and bounds-checks every fetch by global sample id. */
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,7 +10,7 @@
 
 typedef struct source_entry {
   const char *name;
-  void (*open)(dataset_t *ds, const config_t *cfg);
+  void (*open)(dataset_t *ds, const data_opts_t *o);
 } source_entry_t;
 
 static const source_entry_t sources[] = {
@@ -33,16 +34,20 @@ static void apply_limit(dataset_t *ds, data_split_t split, long limit, const cha
   ds->size[split] = (uint64_t)limit;
 }
 
-dataset_t *dataset_open(const config_t *cfg) {
+dataset_t *dataset_open(data_opts_t o) {
   const source_entry_t *src = NULL;
-  for (size_t i = 0; i < NSOURCES; i++)
-    if (strcmp(cfg->data_source, sources[i].name) == 0) src = &sources[i];
-  if (!src)
-    surge_input_error("[data] source = '%s' is not one of fashion-mnist, text, synthetic", cfg->data_source);
+  char names[128];
+  size_t len = 0;
+  for (size_t i = 0; i < NSOURCES; i++) {
+    if (strcmp(o.source, sources[i].name) == 0) src = &sources[i];
+    if (len < sizeof names)
+      len += (size_t)snprintf(names + len, sizeof names - len, "%s%s", i ? ", " : "", sources[i].name);
+  }
+  if (!src) surge_input_error("[data] source = '%s' is not one of %s", o.source, names);
   dataset_t *ds = xcalloc(1, sizeof *ds);
-  src->open(ds, cfg);
-  apply_limit(ds, SPLIT_TRAIN, cfg->train_samples, "train_samples");
-  apply_limit(ds, SPLIT_TEST, cfg->test_samples, "test_samples");
+  src->open(ds, &o);
+  apply_limit(ds, SPLIT_TRAIN, o.train_samples, "train_samples");
+  apply_limit(ds, SPLIT_TEST, o.test_samples, "test_samples");
   if (ds->size[SPLIT_TRAIN] > UINT32_MAX)
     surge_input_error("%s: %" PRIu64 " training samples, more than the sampler's limit of %" PRIu32
                       " (hint: set [data] train_samples)", ds->name, ds->size[SPLIT_TRAIN], UINT32_MAX);

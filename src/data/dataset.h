@@ -9,16 +9,31 @@
 #include <stdint.h>
 
 #include "core/shape.h"
-#include "io/config.h"
 
 typedef enum data_split { SPLIT_TRAIN = 0, SPLIT_TEST = 1 } data_split_t; /* TEST = validation for text */
 
 typedef struct dataset dataset_t; /* opaque */
 
-/* Open the dataset the config names ([data] source, path, limits; [model] gpt_context for text).
- * Bad input (missing file, bad IDX magic, sizes that do not match, a text too short for one
- * sequence) fails with surge_input_error naming the path and a hint. */
-dataset_t *dataset_open(const config_t *cfg);
+#define DATA_PATH_MAX 256
+
+/* Which data, and how much of it (the deck's [data] section and what the model needs of it,
+ * io/options.h). */
+typedef struct data_opts {
+  char source[32];          /* fashion-mnist | text | synthetic */
+  char path[DATA_PATH_MAX]; /* directory (fashion-mnist) or file/directory (text); "" = default */
+  long train_samples;       /* use the first N training samples (0: all) */
+  long test_samples;        /* evaluate on the first N test/validation samples (0: all) */
+  double val_fraction;      /* text: held-out tail for validation */
+  long synthetic_samples;   /* synthetic: samples generated */
+  uint64_t seed;            /* synthetic: the generator's seed */
+  int sequences;            /* synthetic: token sequences (for a gpt model) instead of images */
+  int context;              /* tokens per sequence (text; synthetic sequences) */
+} data_opts_t;
+
+/* Open the dataset the options name. Bad input (missing file, bad IDX magic, sizes that do not
+ * match, a text too short for one sequence) fails with surge_input_error naming the path and a
+ * hint. */
+dataset_t *dataset_open(data_opts_t o);
 void dataset_close(dataset_t *ds);
 
 const char *dataset_name(const dataset_t *ds);      /* e.g. "fashion-mnist", "text" */

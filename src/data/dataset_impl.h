@@ -21,8 +21,8 @@ struct dataset {
 };
 
 /* Each opener fills ds (all fields but the limits) or fails with surge_input_error. */
-void fmnist_open(dataset_t *ds, const config_t *cfg);
-void text_open(dataset_t *ds, const config_t *cfg);
-void synthetic_open(dataset_t *ds, const config_t *cfg);
+void fmnist_open(dataset_t *ds, const data_opts_t *o);
+void text_open(dataset_t *ds, const data_opts_t *o);
+void synthetic_open(dataset_t *ds, const data_opts_t *o);
 
 #endif

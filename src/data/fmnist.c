@@ -69,9 +69,9 @@ static void fmnist_free(void *source) {
   free(f);
 }
 
-void fmnist_open(dataset_t *ds, const config_t *cfg) {
-  int is_default = cfg->data_path[0] == '\0';
-  const char *dir = is_default ? FMNIST_DEFAULT_DIR : cfg->data_path;
+void fmnist_open(dataset_t *ds, const data_opts_t *o) {
+  int is_default = o->path[0] == '\0';
+  const char *dir = is_default ? FMNIST_DEFAULT_DIR : o->path;
   const char *missing_hint = is_default
       ? "apt-get install dataset-fashion-mnist, or set [data] path"
       : "[data] path must be a directory holding train-images-idx3-ubyte.gz, train-labels-idx1-ubyte.gz, "

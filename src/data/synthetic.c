@@ -105,18 +105,17 @@ static void synthetic_free(void *source) {
   free(s);
 }
 
-void synthetic_open(dataset_t *ds, const config_t *cfg) {
-  if (cfg->synthetic_samples < 1)
+void synthetic_open(dataset_t *ds, const data_opts_t *o) {
+  if (o->synthetic_samples < 1)
     surge_input_error("[data] synthetic_samples = %ld must be at least 1 for the synthetic source",
-                      cfg->synthetic_samples);
+                      o->synthetic_samples);
   synthetic_t *s = xcalloc(1, sizeof *s);
-  s->seed = cfg->seed;
-  if (strcmp(cfg->zoo, "gpt") == 0) {
-    if (cfg->gpt_context < 1)
-      surge_input_error("[model] gpt_context = %d must be at least 1", cfg->gpt_context);
-    s->T = cfg->gpt_context;
+  s->seed = o->seed;
+  if (o->sequences) {
+    if (o->context < 1) surge_input_error("[model] gpt_context = %d must be at least 1", o->context);
+    s->T = o->context;
     rng_t r;
-    rng_seed_stream(&r, cfg->seed, 0, STREAM_SUCCESSOR);
+    rng_seed_stream(&r, o->seed, 0, STREAM_SUCCESSOR);
     uint32_t perm[SYN_VOCAB];
     rng_permutation(&r, perm, SYN_VOCAB);
     for (int v = 0; v < SYN_VOCAB; v++) s->successor[v] = (uint8_t)perm[v];
@@ -125,13 +124,13 @@ void synthetic_open(dataset_t *ds, const config_t *cfg) {
     ds->targets_per_sample = s->T;
     ds->is_tokens = 1;
   } else {
-    s->prototypes = make_prototypes(cfg->seed);
+    s->prototypes = make_prototypes(o->seed);
     ds->sample_shape = shape3(1, SYN_SIDE, SYN_SIDE);
     ds->classes = SYN_CLASSES;
     ds->targets_per_sample = 1;
     ds->is_tokens = 0;
   }
-  uint64_t n = (uint64_t)cfg->synthetic_samples;
+  uint64_t n = (uint64_t)o->synthetic_samples;
   ds->size[SPLIT_TRAIN] = n;
   ds->size[SPLIT_TEST] = (n + SYN_TEST_DIVISOR - 1) / SYN_TEST_DIVISOR;
   snprintf(ds->name, sizeof ds->name, "synthetic");

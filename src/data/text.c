@@ -114,16 +114,16 @@ static void check_split_length(const char *path, const char *split, uint64_t byt
                       "(hint: %s)", path, split, bytes, T + 1, hint);
 }
 
-void text_open(dataset_t *ds, const config_t *cfg) {
-  int T = cfg->gpt_context;
+void text_open(dataset_t *ds, const data_opts_t *o) {
+  int T = o->context;
   if (T < 1) surge_input_error("[model] gpt_context = %d must be at least 1 for the text source", T);
-  if (!(cfg->val_fraction >= 0.0 && cfg->val_fraction < 1.0))
-    surge_input_error("[data] val_fraction = %g must be in [0, 1)", cfg->val_fraction);
+  if (!(o->val_fraction >= 0.0 && o->val_fraction < 1.0))
+    surge_input_error("[data] val_fraction = %g must be in [0, 1)", o->val_fraction);
 
-  const char *path = cfg->data_path[0] ? cfg->data_path : TEXT_DEFAULT_DIR;
+  const char *path = o->path[0] ? o->path : TEXT_DEFAULT_DIR;
   byte_buf_t b = {0};
   struct stat st;
-  if (!cfg->data_path[0]) {
+  if (!o->path[0]) {
     append_directory(&b, path, 1, TEXT_DEFAULT_HINT);
   } else if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
     append_directory(&b, path, 0, TEXT_USER_HINT);
@@ -135,7 +135,7 @@ void text_open(dataset_t *ds, const config_t *cfg) {
   t->bytes = b.p;
   t->total = b.n;
   t->T = T;
-  uint64_t val_bytes = (uint64_t)((double)t->total * cfg->val_fraction);
+  uint64_t val_bytes = (uint64_t)((double)t->total * o->val_fraction);
   t->train_bytes = t->total - val_bytes;
   check_split_length(path, "training", t->train_bytes, T,
                      "a longer text, a smaller [model] gpt_context or a smaller [data] val_fraction");

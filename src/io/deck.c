@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "io/config_schema.h"
+#include "io/deck_lex.h"
 #include "io/deck_value.h"
 #include "io/strbuf.h"
 
@@ -95,47 +96,6 @@ static _Noreturn void fail_unknown_key(const char *where, const char *section, c
   fail(where, NULL, sb_str(&hint), "[%s] %s: unknown key", section, key);
 }
 
-/* ---- values as written ---- */
-
-static int is_blank(char c) { return c == ' ' || c == '\t'; }
-
-/* One escape at p ('\' then # $ \ or "): appended as written (expansion applies it). */
-static const char *lex_escape(const char *p, const char *end, strbuf_t *out, const char *where,
-                              const cfg_key_t *k) {
-  const char *hint = "the escapes are \\# \\$ \\\\ \\\"";
-  if (p + 1 >= end) fail(where, k, hint, "a lone '\\' ends the value");
-  if (!strchr("#$\\\"", p[1])) fail(where, k, hint, "unknown escape '\\%c'", p[1]);
-  sb_putn(out, p, 2);
-  return p + 2;
-}
-
-/* The value in [p, end) as written: blanks around it and (with comments) a trailing '#' comment
- * dropped; "..." removed around a quoted value. Malloc'd. */
-static char *lex_value(const char *p, const char *end, int comments, const char *where, const cfg_key_t *k) {
-  strbuf_t out = STRBUF_INIT;
-  while (p < end && is_blank(*p)) p++;
-  if (p < end && *p == '"') {
-    for (p++;;) {
-      if (p >= end) fail(where, k, "end the value with '\"'", "unterminated quote");
-      if (*p == '"') break;
-      if (*p == '\\') p = lex_escape(p, end, &out, where, k);
-      else sb_putc(&out, *p++);
-    }
-    for (p++; p < end && is_blank(*p); p++) {}
-    if (p < end && !(comments && *p == '#'))
-      fail(where, k, "quote the whole value; a literal quote is \\\"", "text after the closing quote");
-  } else {
-    while (p < end && !(comments && *p == '#')) {
-      if (*p == '"')
-        fail(where, k, "quote the whole value; a literal quote is \\\"", "a quote inside an unquoted value");
-      if (*p == '\\') p = lex_escape(p, end, &out, where, k);
-      else sb_putc(&out, *p++);
-    }
-    while (out.len > 0 && is_blank(out.s[out.len - 1])) out.s[--out.len] = '\0'; /* blanks have no escape */
-  }
-  return sb_take(&out);
-}
-
 static void set_entry(deck_entry_t *e, origin_t origin, int line, char *raw, const char *where) {
   free(e->raw);
   free(e->where);
@@ -145,89 +105,85 @@ static void set_entry(deck_entry_t *e, origin_t origin, int line, char *raw, con
   e->where = xstrdup(where);
 }
 
-/* ---- the deck's lines ---- */
+/* ---- the deck's lines (tokens: io/deck_lex.h) ---- */
+
+/* Where the lexer's problems are blamed: "DECK:LINE" or "-D ...", and the key once it is known. */
+typedef struct blame {
+  const char *where;
+  const cfg_key_t *k;
+} blame_t;
+
+static void lex_fail(void *ctx, const char *hint, const char *msg) {
+  const blame_t *b = ctx;
+  fail(b->where, b->k, hint, "%s", msg);
+}
+
+/* The value of key k as written, from p to end: quotes and (with comments) a trailing comment
+ * removed, escapes kept. Malloc'd. */
+static char *lex_value(const deck_lexer_t *lx, const char *p, const char *end, int comments) {
+  strbuf_t out = STRBUF_INIT;
+  int quoted;
+  deck_lex_value(lx, p, end, comments ? "#" : "", &out, &quoted);
+  return sb_take(&out);
+}
 
 typedef struct line_ctx {
   deck_t *d;
-  int line;
-  const char *where; /* "DECK:LINE" of this line */
-  int section;       /* index into cfg_sections, -1 before the first header, IN_SWEEP in [sweep] */
+  deck_lexer_t lx;
+  blame_t blame;
+  int section; /* index into cfg_sections, -1 before the first header, IN_SWEEP in [sweep] */
 } line_ctx_t;
 
 #define IN_SWEEP (-2) /* the lines of a [sweep] section are read by io/sweep.c */
 
-static const char *skip_blanks(const char *p, const char *end) {
-  while (p < end && is_blank(*p)) p++;
-  return p;
-}
-
-static void parse_section_header(line_ctx_t *c, const char *p, const char *end) {
-  const char *close = memchr(p, ']', (size_t)(end - p));
-  if (!close) fail(c->where, NULL, "write [section]", "section header without ']'");
-  const char *b = skip_blanks(p + 1, close), *e = close;
-  while (e > b && is_blank(e[-1])) e--;
+static void parse_section_header(line_ctx_t *c, const deck_line_t *l) {
   char name[64];
-  if (e == b) fail(c->where, NULL, "write [section]", "empty section name");
-  snprintf(name, sizeof name, "%.*s", (int)(e - b), b);
-  const char *rest = skip_blanks(close + 1, end);
-  if (rest < end && *rest != '#')
-    fail(c->where, NULL, "a comment starts with '#'", "text after the section header");
+  const char *hint, *wrong = deck_lex_header(l, name, sizeof name, &hint);
+  if (wrong) fail(c->blame.where, NULL, hint, "%s", wrong);
   if (strcmp(name, "sweep") == 0) {
     c->section = IN_SWEEP;
-    if (!c->d->sweep_line) c->d->sweep_line = c->line;
+    if (!c->d->sweep_line) c->d->sweep_line = l->number;
     return;
   }
   c->section = cfg_find_section(name);
-  if (c->section < 0) fail_unknown_section(c->where, name);
+  if (c->section < 0) fail_unknown_section(c->blame.where, name);
 }
 
-static void parse_assignment(line_ctx_t *c, const char *p, const char *end) {
-  const char *b = p;
-  while (p < end && !is_blank(*p) && *p != '=' && *p != '#') p++;
+static void parse_assignment(line_ctx_t *c, const deck_line_t *l) {
+  strbuf_t name = STRBUF_INIT;
+  const char *value = deck_lex_assignment(&c->lx, l, &name, "write key = value");
   char key[64];
-  snprintf(key, sizeof key, "%.*s", (int)(p - b), b);
-  p = skip_blanks(p, end);
-  if (p >= end || *p != '=') fail(c->where, NULL, "write key = value", "expected '=' after \"%s\"", key);
-  if (!*key) fail(c->where, NULL, "write key = value", "no key before '='");
+  snprintf(key, sizeof key, "%s", sb_str(&name));
+  sb_free(&name);
   if (c->section < 0) {
     strbuf_t hint = STRBUF_INIT;
     sb_puts(&hint, "put it under a section header: ");
     list_sections(&hint);
-    fail(c->where, NULL, sb_str(&hint), "key \"%s\" before any [section]", key);
+    fail(c->blame.where, NULL, sb_str(&hint), "key \"%s\" before any [section]", key);
   }
   const char *section = cfg_sections[c->section].name;
   int i = cfg_find_key(section, key);
-  if (i < 0) fail_unknown_key(c->where, section, key);
+  if (i < 0) fail_unknown_key(c->blame.where, section, key);
   deck_entry_t *e = &c->d->e[i];
   if (e->origin == FROM_DECK)
-    fail(c->where, &cfg_keys[i], "keep one of them", "set twice: first at %s, again at line %d", e->where,
-         c->line);
-  set_entry(e, FROM_DECK, c->line, lex_value(p + 1, end, 1, c->where, &cfg_keys[i]), c->where);
-}
-
-static void parse_line(line_ctx_t *c, const char *p, const char *end) {
-  if (end > p && end[-1] == '\r') end--;
-  for (const char *q = p; q < end; q++)
-    if (iscntrl((unsigned char)*q) && *q != '\t')
-      fail(c->where, NULL, "decks are plain text", "control character 0x%02x in the line", (unsigned char)*q);
-  p = skip_blanks(p, end);
-  if (p == end || *p == '#') return;
-  if (*p == '[') parse_section_header(c, p, end);
-  else if (c->section != IN_SWEEP) parse_assignment(c, p, end);
+    fail(c->blame.where, &cfg_keys[i], "keep one of them", "set twice: first at %s, again at line %d", e->where,
+         l->number);
+  c->blame.k = &cfg_keys[i];
+  set_entry(e, FROM_DECK, l->number, lex_value(&c->lx, value, l->end, 1), c->blame.where);
 }
 
 static void parse_lines(deck_t *d, const char *text) {
-  line_ctx_t c = {.d = d, .line = 0, .section = -1};
+  line_ctx_t c = {.d = d, .section = -1};
+  deck_lex_init(&c.lx, text, lex_fail, &c.blame);
   strbuf_t where = STRBUF_INIT;
-  for (const char *p = text; *p;) {
-    const char *eol = strchr(p, '\n');
-    if (!eol) eol = p + strlen(p);
-    c.line++;
+  deck_line_t l;
+  while (deck_lex_next(&c.lx, &l)) {
     sb_clear(&where);
-    sb_printf(&where, "%s:%d", d->path, c.line);
-    c.where = where.s;
-    parse_line(&c, p, eol);
-    p = *eol ? eol + 1 : eol;
+    sb_printf(&where, "%s:%d", d->path, l.number);
+    c.blame = (blame_t){.where = sb_str(&where), .k = NULL};
+    deck_lex_plain(&c.lx, &l);
+    if (l.kind == DECK_LINE_HEADER) parse_section_header(&c, &l);
+    else if (l.kind == DECK_LINE_TEXT && c.section != IN_SWEEP) parse_assignment(&c, &l);
   }
   sb_free(&where);
 }
@@ -249,8 +205,10 @@ static void apply_override(deck_t *d, const char *arg) {
   if (cfg_find_section(section) < 0) fail_unknown_section(sb_str(&where), section);
   int i = cfg_find_key(section, key);
   if (i < 0) fail_unknown_key(sb_str(&where), section, key);
-  set_entry(&d->e[i], FROM_OVERRIDE, 0, lex_value(eq + 1, eq + strlen(eq), 0, sb_str(&where), &cfg_keys[i]),
-            sb_str(&where));
+  blame_t blame = {.where = sb_str(&where), .k = &cfg_keys[i]};
+  deck_lexer_t lx;
+  deck_lex_init(&lx, NULL, lex_fail, &blame);
+  set_entry(&d->e[i], FROM_OVERRIDE, 0, lex_value(&lx, eq + 1, eq + strlen(eq), 0), sb_str(&where));
   sb_free(&where);
 }
 

@@ -41,12 +41,49 @@ void h5util_error_text(char *out, size_t out_len, const char *none) {
     snprintf(out, out_len, "%s", w.inner);
 }
 
+h5util_check_t h5util_checker(const char *file, h5util_policy_t policy) {
+  return (h5util_check_t){.file = file, .policy = policy};
+}
+
+void h5util_fail(h5util_check_t *c, const char *what, const char *h5path) {
+  char reason[512], msg[sizeof c->msg];
+  h5util_error_text(reason, sizeof reason, "no detail");
+  snprintf(msg, sizeof msg, "%s: %scannot %s%s%s (HDF5: %s)%s%s%s", c->file, c->lead ? c->lead : "", what,
+           h5path[0] ? " " : "", h5path, reason, c->hint ? " (hint: " : "", c->hint ? c->hint : "",
+           c->hint ? ")" : "");
+  switch (c->policy) {
+  case H5UTIL_INPUT_ERROR: surge_input_error("%s", msg);
+  case H5UTIL_RUNTIME_ERROR: surge_runtime_error("%s", msg);
+  case H5UTIL_RECORD:
+    if (!c->failed) snprintf(c->msg, sizeof c->msg, "%s", msg);
+    c->failed = 1;
+    return;
+  }
+}
+
+hid_t h5util_check(h5util_check_t *c, hid_t result, const char *what, const char *h5path) {
+  if (result < 0) h5util_fail(c, what, h5path);
+  return result;
+}
+
 /* Every HDF5 API call clears the error stack first: a failing helper takes the stack aside
  * before it closes what it opened, and puts it back after. */
 static hid_t keep_errors(void) { return H5Eget_current_stack(); }
 
 static void restore_errors(hid_t kept) {
   if (kept >= 0) H5Eset_current_stack(kept);
+}
+
+int h5util_exists(hid_t loc, const char *name, H5I_type_t type) {
+  htri_t link = H5Lexists(loc, name, H5P_DEFAULT);
+  if (link <= 0) return link < 0 ? -1 : 0;
+  hid_t o = H5Oopen(loc, name, H5P_DEFAULT);
+  if (o < 0) { /* a dangling link */
+    H5Eclear2(H5E_DEFAULT);
+    return 0;
+  }
+  int is = H5Iget_type(o) == type;
+  return H5Oclose(o) < 0 ? -1 : is;
 }
 
 hid_t h5util_string_type(size_t len, H5T_cset_t cset) {
@@ -98,9 +135,13 @@ int h5util_attr_write_u32(hid_t obj, const char *name, uint32_t value) {
   return attr_write(obj, name, H5T_STD_U32LE, H5T_NATIVE_UINT32, &value);
 }
 
-/* Open a scalar attribute of the type class `want` (its type in *type): the attribute, or -1 when
- * an HDF5 call fails, or H5UTIL_ABSENT when it is missing or of another kind. */
-static hid_t attr_open(hid_t obj, const char *name, H5T_class_t want, hid_t *type) {
+int h5util_attr_write_f64(hid_t obj, const char *name, double value) {
+  return attr_write(obj, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &value);
+}
+
+/* Open a scalar attribute of the type class `want` or `also` (its type in *type): the attribute,
+ * or -1 when an HDF5 call fails, or H5UTIL_ABSENT when it is missing or of another kind. */
+static hid_t attr_open(hid_t obj, const char *name, H5T_class_t want, H5T_class_t also, hid_t *type) {
   *type = -1;
   htri_t exists = H5Aexists(obj, name);
   if (exists <= 0) return exists < 0 ? -1 : H5UTIL_ABSENT;
@@ -109,7 +150,8 @@ static hid_t attr_open(hid_t obj, const char *name, H5T_class_t want, hid_t *typ
   hid_t space = H5Aget_space(a);
   *type = H5Aget_type(a);
   int failed = space < 0 || *type < 0;
-  int ok = !failed && H5Sget_simple_extent_type(space) == H5S_SCALAR && H5Tget_class(*type) == want;
+  H5T_class_t k = failed ? H5T_NO_CLASS : H5Tget_class(*type);
+  int ok = !failed && H5Sget_simple_extent_type(space) == H5S_SCALAR && (k == want || k == also);
   if (ok) {
     H5Sclose(space);
     return a;
@@ -135,7 +177,7 @@ static int attr_read_done(hid_t a, hid_t type, int rc) {
 int h5util_attr_read_string(hid_t obj, const char *name, char **out) {
   *out = NULL;
   hid_t type;
-  hid_t a = attr_open(obj, name, H5T_STRING, &type);
+  hid_t a = attr_open(obj, name, H5T_STRING, H5T_NO_CLASS, &type);
   if (a < 0) return (int)a;
   size_t size = H5Tget_size(type);
   if (H5Tis_variable_str(type) != 0 || size == 0 || size > MAX_ATTR_STRING)
@@ -151,7 +193,7 @@ int h5util_attr_read_string(hid_t obj, const char *name, char **out) {
 
 static int attr_read_integer(hid_t obj, const char *name, hid_t mem_type, void *out) {
   hid_t type;
-  hid_t a = attr_open(obj, name, H5T_INTEGER, &type);
+  hid_t a = attr_open(obj, name, H5T_INTEGER, H5T_NO_CLASS, &type);
   if (a < 0) return (int)a;
   if (H5Tget_size(type) > 8) return attr_read_done(a, type, H5UTIL_ABSENT);
   return attr_read_done(a, type, H5Aread(a, mem_type, out) < 0 ? -1 : 0);
@@ -167,4 +209,11 @@ int h5util_attr_read_u64(hid_t obj, const char *name, uint64_t *out) {
 
 int h5util_attr_read_u32(hid_t obj, const char *name, uint32_t *out) {
   return attr_read_integer(obj, name, H5T_NATIVE_UINT32, out);
+}
+
+int h5util_attr_read_f64(hid_t obj, const char *name, double *out) {
+  hid_t type;
+  hid_t a = attr_open(obj, name, H5T_FLOAT, H5T_INTEGER, &type);
+  if (a < 0) return (int)a;
+  return attr_read_done(a, type, H5Aread(a, H5T_NATIVE_DOUBLE, out) < 0 ? -1 : 0);
 }

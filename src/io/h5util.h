@@ -1,8 +1,9 @@
-/* Small HDF5 helpers shared by the metrics log (log_h5.c), the checkpoints (checkpoint_*.c) and
- * the model file (model_file.c): a scope in which HDF5 prints nothing, the innermost message of
- * HDF5's error stack, and scalar attributes. The helpers return a status and never exit, so each
- * caller keeps its own error policy (fail fast, or record the failure for all ranks to agree on).
- * A failing helper leaves HDF5's error stack as the failing call left it, for h5util_error_text. */
+/* Small HDF5 helpers shared by the metrics log (log.c, log_h5.c, log_read.c), the checkpoints
+ * (checkpoint_*.c), the model file (model_file.c) and the profiles (burst/profile_h5.c): a scope
+ * in which HDF5 prints nothing, the innermost message of HDF5's error stack, the one check of an
+ * HDF5 call's result (h5util_check) and scalar attributes. The attribute helpers return a status
+ * and never exit, so each caller keeps its own error policy; a failing helper leaves HDF5's error
+ * stack as the failing call left it, for h5util_check or h5util_error_text. */
 #ifndef SURGE_H5UTIL_H
 #define SURGE_H5UTIL_H
 
@@ -24,6 +25,41 @@ void h5util_quiet_end(h5util_quiet_t q);
  * `none` when the stack is empty. The stack is cleared. */
 void h5util_error_text(char *out, size_t out_len, const char *none);
 
+/* ---- checking HDF5 calls ----
+ * Every HDF5 call's result goes through h5util_check with the checker of its file. A failure is
+ * one line naming the file, what was being done, the HDF5 path, HDF5's reason and a hint:
+ *   "FILE: [LEAD]cannot WHAT H5PATH (HDF5: reason)[ (hint: HINT)]"
+ * and then the checker's policy decides: exit with an input error (2: the file is damaged or not
+ * what it should be), exit with a runtime error (1: writing failed), or record the first failure
+ * and carry on, for callers that must first agree with other ranks (MPI) or clean up. */
+typedef enum h5util_policy {
+  H5UTIL_INPUT_ERROR,   /* exit 2 */
+  H5UTIL_RUNTIME_ERROR, /* exit 1 */
+  H5UTIL_RECORD,        /* keep the first message in msg, set failed, return */
+} h5util_policy_t;
+
+typedef struct h5util_check {
+  const char *file;       /* the file's name, first in every message (not owned) */
+  h5util_policy_t policy;
+  const char *lead;       /* NULL, or words before "cannot", e.g. "damaged Surge log: " (not owned) */
+  const char *hint;       /* NULL, or what to do about it (not owned) */
+  int failed;             /* H5UTIL_RECORD: something failed; msg holds the first failure */
+  char msg[1024];
+} h5util_check_t;
+
+/* A checker of file (lead and hint NULL). */
+h5util_check_t h5util_checker(const char *file, h5util_policy_t policy);
+/* A negative result (hid_t, herr_t, htri_t, int) of an HDF5 call that did `what` to h5path ("" for
+ * the file itself) fails as the checker says; any other result is returned. */
+hid_t h5util_check(h5util_check_t *c, hid_t result, const char *what, const char *h5path);
+/* The failure h5util_check reports, for a failure seen another way (a helper's -1). Returns only
+ * under H5UTIL_RECORD. */
+void h5util_fail(h5util_check_t *c, const char *what, const char *h5path);
+
+/* Whether loc/name exists and is an object of `type` (H5I_GROUP, H5I_DATASET): 1 or 0 (also for a
+ * dangling link), or -1 when an HDF5 call fails. */
+int h5util_exists(hid_t loc, const char *name, H5I_type_t type);
+
 /* A fixed-length, NUL-terminated string type of len bytes (at least 1) in character set cset;
  * -1 on failure. Close with H5Tclose. */
 hid_t h5util_string_type(size_t len, H5T_cset_t cset);
@@ -34,15 +70,17 @@ int h5util_attr_write_string(hid_t obj, const char *name, const char *value, H5T
 int h5util_attr_write_i64(hid_t obj, const char *name, int64_t value);
 int h5util_attr_write_u64(hid_t obj, const char *name, uint64_t value);
 int h5util_attr_write_u32(hid_t obj, const char *name, uint32_t value);
+int h5util_attr_write_f64(hid_t obj, const char *name, double value);
 
 /* Read the scalar attribute `name` of obj: 0; H5UTIL_ABSENT when obj has no such attribute, or
  * one that is not a scalar of the kind asked for (strings: fixed-length, at most 16 MiB; integers:
- * at most 8 bytes, converted by HDF5); -1 when an HDF5 call fails. String readers: *out is
- * NUL-terminated and malloc'd, NULL on failure. */
+ * at most 8 bytes, converted by HDF5; f64: a floating-point or integer number, converted); -1 when
+ * an HDF5 call fails. String readers: *out is NUL-terminated and malloc'd, NULL on failure. */
 #define H5UTIL_ABSENT (-2)
 int h5util_attr_read_string(hid_t obj, const char *name, char **out);
 int h5util_attr_read_i64(hid_t obj, const char *name, int64_t *out);
 int h5util_attr_read_u64(hid_t obj, const char *name, uint64_t *out);
 int h5util_attr_read_u32(hid_t obj, const char *name, uint32_t *out);
+int h5util_attr_read_f64(hid_t obj, const char *name, double *out);
 
 #endif

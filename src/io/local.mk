@@ -5,13 +5,23 @@ libsurge_a_SOURCES += \
   src/io/strbuf.c src/io/strbuf.h \
   src/io/config_schema.c src/io/config_schema.h \
   src/io/deck_value.c src/io/deck_value.h \
-  src/io/deck.c src/io/deck.h src/io/deck_text.c
+  src/io/deck.c src/io/deck.h src/io/deck_text.c src/io/deck_lex.c src/io/deck_lex.h
 
 check_PROGRAMS += tests/test_deck
 tests_test_deck_SOURCES = tests/test_deck.c tests/child.c tests/child.h
 tests_test_deck_LDADD = $(SURGE_LIBS)
 TESTS += tests/test_deck
 EXTRA_DIST += tests/data/decks/full.deck
+
+# Each part's options from the deck's configuration (src/io/options.h).
+libsurge_a_SOURCES += src/io/options.c src/io/options.h
+check_PROGRAMS += tests/test_options
+tests_test_options_SOURCES = tests/test_options.c
+tests_test_options_LDADD = $(SURGE_LIBS)
+TESTS += tests/test_options
+# nn, optim and data take their own options, never the deck's configuration.
+dist_check_SCRIPTS += tests/test_layering.sh
+TESTS += tests/test_layering.sh
 
 # Checkpoints (src/io/checkpoint.h; layout and guarantees in doc/checkpoints.md).
 libsurge_a_SOURCES += src/io/checkpoint.c src/io/checkpoint.h src/io/checkpoint_impl.h \
@@ -25,7 +35,12 @@ TESTS += tests/test_checkpoint.sh
 
 # The HDF5 metrics log (doc/formats.md). Its dimension scales (H5DS*) need the HDF5 high-level
 # library (-lhdf5_hl in SURGE_LIBS, Makefile.am).
-libsurge_a_SOURCES += src/io/log.c src/io/log.h src/io/log_h5.c src/io/log_h5.h
+libsurge_a_SOURCES += src/io/log.c src/io/log.h src/io/log_h5.c src/io/log_h5.h src/io/log_format.c src/io/log_format.h \
+  src/io/log_read.c src/io/log_read.h
+check_PROGRAMS += tests/test_h5util
+tests_test_h5util_SOURCES = tests/test_h5util.c tests/child.c tests/child.h
+tests_test_h5util_LDADD = $(SURGE_LIBS)
+TESTS += tests/test_h5util
 check_PROGRAMS += tests/test_log
 tests_test_log_SOURCES = tests/test_log.c
 tests_test_log_LDADD = $(SURGE_LIBS)

@@ -9,22 +9,11 @@
 #include "burst/plan.h"
 #include "comm/comm.h"
 #include "io/config.h"
+#include "io/log_format.h"
 #include "nn/graph.h"
 
-/* Per-rank phases of a step, in seconds. */
-typedef enum log_phase {
-  PHASE_DATA = 0,  /* fetching the batch */
-  PHASE_FORWARD,   /* forward + loss */
-  PHASE_BACKWARD,
-  PHASE_COMM,      /* inside collectives (gradient allreduce, metric reductions) */
-  PHASE_WAIT,      /* waiting for the slowest rank before the gradient allreduce */
-  PHASE_OPTIMIZER, /* clipping + optimizer update */
-  PHASE_BACKGROUND, /* foreground: time its background partner ran during the step (lent time) */
-  PHASE_PAUSED,    /* background: time paused at the gate, waiting for its foreground to be idle */
-  PHASE_COUNT
-} log_phase_t;
-
-/* "data", "forward", "backward", "comm", "wait", "optimizer", "background", "paused". */
+/* The per-rank phases of a step (log_phase_t, io/log_format.h) by name: "data", "forward",
+ * "backward", "wait", "comm", "optimizer", "background", "paused"; "unknown" for another value. */
 const char *log_phase_name(log_phase_t p);
 
 typedef struct log_row {

@@ -1,8 +1,8 @@
 /* HDF5 building blocks of the metrics log (io/log.h): growing datasets ("series", one row per
- * logged step or event), attributes, and failures that name the file and the HDF5 path. Used by
- * rank 0 alone. Every HDF5 call is checked; a failure is a runtime error
+ * logged step or event) and attributes. Used by rank 0 alone. Every HDF5 call is checked by the
+ * file's checker (io/h5util.h, whose policy must exit: not H5UTIL_RECORD), so a failure is one line
  * "FILE: cannot WHAT HDF5PATH (HDF5: innermost reason)", with HDF5 kept quiet by the caller
- * (h5util_quiet_begin, io/h5util.h). */
+ * (h5util_quiet_begin). */
 #ifndef SURGE_LOG_H5_H
 #define SURGE_LOG_H5_H
 
@@ -12,19 +12,14 @@
 
 #include "io/h5util.h"
 
-/* Runtime error "file: cannot what h5path (HDF5: reason)". */
-_Noreturn void h5_fail(const char *file, const char *what, const char *h5path);
-/* An hid_t or herr_t result: negative fails with h5_fail, otherwise it is returned. */
-hid_t h5_check(hid_t result, const char *file, const char *what, const char *h5path);
-
 /* Attributes of obj (whose HDF5 path is obj_path, for messages); put replaces an existing one. */
-void h5_attr_put_string(hid_t obj, const char *obj_path, const char *name, const char *value, const char *file);
-void h5_attr_put_int64(hid_t obj, const char *obj_path, const char *name, int64_t value, const char *file);
-void h5_attr_put_double(hid_t obj, const char *obj_path, const char *name, double value, const char *file);
+void h5_attr_put_string(hid_t obj, const char *obj_path, const char *name, const char *value, h5util_check_t *chk);
+void h5_attr_put_int64(hid_t obj, const char *obj_path, const char *name, int64_t value, h5util_check_t *chk);
+void h5_attr_put_double(hid_t obj, const char *obj_path, const char *name, double value, h5util_check_t *chk);
 /* A string attribute into buf (truncated to n-1 characters); 0 when obj has no such attribute. */
-int h5_attr_get_string(hid_t obj, const char *obj_path, const char *name, char *buf, size_t n, const char *file);
+int h5_attr_get_string(hid_t obj, const char *obj_path, const char *name, char *buf, size_t n, h5util_check_t *chk);
 /* Replace (or create) a scalar string dataset loc/name holding text. */
-void h5_text_put(hid_t loc, const char *loc_path, const char *name, const char *text, const char *file);
+void h5_text_put(hid_t loc, const char *loc_path, const char *name, const char *text, h5util_check_t *chk);
 
 /* An extendible, chunked dataset that grows by one row per append: 1-D (rows) or 2-D (rows, cols)
  * with both dimensions extendible. Appended rows wait in memory until h5_series_write_pending
@@ -40,7 +35,7 @@ typedef struct h5_series {
   unsigned char *pending; /* (npending, cols) values not yet in the file */
   hsize_t npending, cap;  /* rows pending, rows the buffer holds */
   char path[128];         /* HDF5 path, for messages */
-  const char *file;       /* file name, for messages (not owned) */
+  h5util_check_t *chk;    /* the file's checker (not owned) */
 } h5_series_t;
 
 typedef struct h5_series_kind {
@@ -51,14 +46,14 @@ typedef struct h5_series_kind {
 /* A fixed 1-D dataset loc/name of n values (a const char * each for a string kind), with `units`
  * and `description` attributes; it must not exist yet. */
 void h5_array_put(hid_t loc, const char *loc_path, const char *name, h5_series_kind_t kind, size_t n,
-                  const void *values, const char *units, const char *description, const char *file);
+                  const void *values, const char *units, const char *description, h5util_check_t *chk);
 
 /* Create loc/name (loc's path is loc_path) with `units` and `description` attributes: 1-D when
  * cols == 0, otherwise 2-D (0, cols). */
-void h5_series_create(h5_series_t *s, const char *file, hid_t loc, const char *loc_path, const char *name,
+void h5_series_create(h5_series_t *s, h5util_check_t *chk, hid_t loc, const char *loc_path, const char *name,
                       h5_series_kind_t kind, hsize_t cols, const char *units, const char *description);
 /* Open an existing series; a missing or malformed dataset is an input error naming it. */
-void h5_series_open(h5_series_t *s, const char *file, hid_t loc, const char *loc_path, const char *name,
+void h5_series_open(h5_series_t *s, h5util_check_t *chk, hid_t loc, const char *loc_path, const char *name,
                     hid_t mem_type);
 /* Rows so far: in the file and pending. */
 static inline hsize_t h5_series_length(const h5_series_t *s) { return s->rows + s->npending; }

@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "io/config_schema.h"
+#include "io/deck_lex.h"
 #include "io/sweep_impl.h"
 
 /* Relative slack of float ranges: (stop - start) / step within this of a whole number lands. */
@@ -72,46 +73,31 @@ static int find_swept_key(const sweep_t *s, int line, const char *name) {
   sweep_fail(s, line, name, sb_str(&hint), dot ? "unknown key" : "expected section.key or mode");
 }
 
-/* ---- values as written ---- */
+/* ---- values as written (tokens: io/deck_lex.h) ---- */
 
-static int is_blank(char c) { return c == ' ' || c == '\t'; }
+/* Where the lexer's problems are blamed: the line, its key, the value's number (0: none). */
+typedef struct blame {
+  const sweep_t *s;
+  int line;
+  const char *key;
+  int nth;
+} blame_t;
 
-/* One escape at p ('\' then # $ \ or "), appended as written (io/deck.c applies it). */
-static const char *lex_escape(const sweep_t *s, int line, const char *key, const char *p, const char *end,
-                              strbuf_t *out) {
-  const char *hint = "the escapes are \\# \\$ \\\\ \\\"";
-  if (p + 1 >= end) sweep_fail(s, line, key, hint, "a lone '\\' ends the line");
-  if (!strchr("#$\\\"", p[1])) sweep_fail(s, line, key, hint, "unknown escape '\\%c'", p[1]);
-  sb_putn(out, p, 2);
-  return p + 2;
+static void lex_fail(void *ctx, const char *hint, const char *msg) {
+  const blame_t *b = ctx;
+  if (b->nth) sweep_fail(b->s, b->line, b->key, hint, "value %d: %s", b->nth, msg);
+  sweep_fail(b->s, b->line, b->key, hint, "%s", msg);
 }
 
-/* One comma-separated value starting at p: "..." or unquoted text up to ',' or '#', blanks around
- * it dropped. Sets *quoted; returns where it ends (at ',', '#' or end). */
+/* Value number nth of line `line` (key named `key`) starting at p: "..." or unquoted text up to
+ * ',' or '#', blanks around it dropped. Sets *quoted; returns where it ends (at ',', '#' or end). */
 static const char *lex_word(const sweep_t *s, int line, const char *key, int nth, const char *p,
                             const char *end, strbuf_t *out, int *quoted) {
-  const char *quote_hint = "quote the whole value; a literal quote is \\\"";
-  while (p < end && is_blank(*p)) p++;
-  *quoted = p < end && *p == '"';
-  if (*quoted) {
-    for (p++;;) {
-      if (p >= end) sweep_fail(s, line, key, "end the value with '\"'", "value %d: unterminated quote", nth);
-      if (*p == '"') break;
-      if (*p == '\\') p = lex_escape(s, line, key, p, end, out);
-      else sb_putc(out, *p++);
-    }
-    for (p++; p < end && is_blank(*p); p++) {}
-    if (p < end && *p != ',' && *p != '#')
-      sweep_fail(s, line, key, quote_hint, "value %d: text after the closing quote", nth);
-    return p;
-  }
-  while (p < end && *p != ',' && *p != '#') {
-    if (*p == '"') sweep_fail(s, line, key, quote_hint, "value %d: a quote inside an unquoted value", nth);
-    if (*p == '\\') p = lex_escape(s, line, key, p, end, out);
-    else sb_putc(out, *p++);
-  }
-  while (out->len > 0 && is_blank(out->s[out->len - 1])) out->s[--out->len] = '\0';
-  if (out->len == 0)
+  blame_t blame = {s, line, key, nth};
+  deck_lexer_t lx;
+  deck_lex_init(&lx, NULL, lex_fail, &blame);
+  p = deck_lex_value(&lx, p, end, ",#", out, quoted);
+  if (!*quoted && out->len == 0)
     sweep_fail(s, line, key, "write \"\" for an empty string; a comma inside a value needs quotes",
                "value %d is empty", nth);
   return p;
@@ -285,7 +271,7 @@ void sweep_item_value(const sweep_item_t *it, long j, strbuf_t *out) {
 
 /* The values after '=' of line `l` (its key named `key`) into l->items. */
 static void parse_values(const sweep_t *s, sweep_line_t *l, const char *key, const char *p, const char *end) {
-  while (p < end && is_blank(*p)) p++;
+  p = deck_lex_blanks(p, end);
   if (p == end || *p == '#')
     sweep_fail(s, l->line, key, "list values: train.lr = 0.1, 0.05, or a range start:stop:step", "no values");
   strbuf_t word = STRBUF_INIT;
@@ -317,7 +303,7 @@ static void parse_mode(sweep_t *s, int line, const char *p, const char *end, int
   *mode_line = line;
   strbuf_t word = STRBUF_INIT;
   int quoted;
-  while (p < end && is_blank(*p)) p++;
+  p = deck_lex_blanks(p, end);
   if (p == end || *p == '#') sweep_fail(s, line, "mode", "mode = product or mode = zip", "no value");
   p = lex_word(s, line, "mode", 1, p, end, &word, &quoted);
   const char *w = sb_str(&word);
@@ -333,46 +319,38 @@ static void parse_mode(sweep_t *s, int line, const char *p, const char *end, int
   sb_free(&word);
 }
 
-static void parse_sweep_line(sweep_t *s, int line, const char *p, const char *end, int *mode_line) {
-  for (const char *q = p; q < end; q++)
-    if (iscntrl((unsigned char)*q) && *q != '\t')
-      sweep_fail(s, line, NULL, "decks are plain text", "control character 0x%02x in the line",
-                 (unsigned char)*q);
-  const char *b = p;
-  while (p < end && !is_blank(*p) && *p != '=' && *p != '#') p++;
-  char *name = xmalloc((size_t)(p - b) + 1);
-  snprintf(name, (size_t)(p - b) + 1, "%.*s", (int)(p - b), b);
-  while (p < end && is_blank(*p)) p++;
-  const char *hint = "write section.key = value, value, ... or mode = product|zip";
-  if (p >= end || *p != '=')
-    sweep_fail(s, line, NULL, hint, "expected '=' after \"%.*s\"", MAX_SHOWN_VALUE, name);
-  if (!*name) sweep_fail(s, line, NULL, hint, "no key before '='");
+static void parse_sweep_line(sweep_t *s, const deck_line_t *dl, int *mode_line) {
+  int line = dl->number;
+  blame_t blame = {s, line, NULL, 0};
+  deck_lexer_t lx;
+  deck_lex_init(&lx, NULL, lex_fail, &blame);
+  deck_lex_plain(&lx, dl);
+  strbuf_t key = STRBUF_INIT;
+  const char *p = deck_lex_assignment(&lx, dl, &key, "write section.key = value, value, ... or mode = product|zip");
+  char *name = sb_take(&key);
   if (strcmp(name, "mode") == 0) {
-    parse_mode(s, line, p + 1, end, mode_line);
+    parse_mode(s, line, p, dl->end, mode_line);
     free(name);
     return;
   }
-  int key = find_swept_key(s, line, name);
+  int k = find_swept_key(s, line, name);
   for (int i = 0; i < s->nlines; i++)
-    if (s->lines[i].key == key)
+    if (s->lines[i].key == k)
       sweep_fail(s, line, name, "keep one of them", "swept twice: first at line %d", s->lines[i].line);
   if (s->nlines == cfg_nkeys) surge_runtime_error("sweep: more lines than keys");
   sweep_line_t *l = &s->lines[s->nlines++];
-  *l = (sweep_line_t){.key = key, .line = line, .name = name};
-  parse_values(s, l, name, p + 1, end);
-  const char *k = cfg_keys[key].key;
-  if (strcmp(cfg_keys[key].section, "run") == 0 && (strcmp(k, "name") == 0 || strcmp(k, "out_dir") == 0))
+  *l = (sweep_line_t){.key = k, .line = line, .name = name};
+  parse_values(s, l, name, p, dl->end);
+  const char *kname = cfg_keys[k].key;
+  if (strcmp(cfg_keys[k].section, "run") == 0 && (strcmp(kname, "name") == 0 || strcmp(kname, "out_dir") == 0))
     s->names_itself = 1;
 }
 
-/* 1 when [p, end) is a section header naming [sweep] (malformed headers are io/deck.c's to report). */
-static int is_sweep_header(const char *p, const char *end) {
-  const char *close = memchr(p, ']', (size_t)(end - p));
-  if (!close) return 0;
-  const char *b = p + 1, *e = close;
-  while (b < e && is_blank(*b)) b++;
-  while (e > b && is_blank(e[-1])) e--;
-  return e - b == 5 && strncmp(b, "sweep", 5) == 0;
+/* Whether a header line names [sweep] (a malformed header is io/deck.c's to report). */
+static int is_sweep_header(const deck_line_t *l) {
+  char name[64];
+  const char *hint;
+  return !deck_lex_header(l, name, sizeof name, &hint) && strcmp(name, "sweep") == 0;
 }
 
 /* The variant count, checked against the limit line by line; product strides. */
@@ -401,25 +379,22 @@ static void count_variants(sweep_t *s) {
 
 sweep_t *sweep_parse(const char *text, const char *path) {
   sweep_t *s = NULL;
-  int in_sweep = 0, line = 0, header_line = 0, mode_line = 0;
-  for (const char *p = text; *p;) {
-    const char *eol = strchr(p, '\n');
-    if (!eol) eol = p + strlen(p);
-    const char *end = eol > p && eol[-1] == '\r' ? eol - 1 : eol;
-    line++;
-    while (p < end && is_blank(*p)) p++;
-    if (p < end && *p == '[') {
-      in_sweep = is_sweep_header(p, end);
+  int in_sweep = 0, header_line = 0, mode_line = 0;
+  deck_lexer_t lx;
+  deck_lex_init(&lx, text, NULL, NULL); /* only lines here: parse_sweep_line lexes and blames */
+  deck_line_t l;
+  while (deck_lex_next(&lx, &l)) {
+    if (l.kind == DECK_LINE_HEADER) {
+      in_sweep = is_sweep_header(&l);
       if (in_sweep && !s) {
         s = xcalloc(1, sizeof *s);
         s->path = xstrdup(path);
         s->lines = xcalloc((size_t)cfg_nkeys, sizeof *s->lines);
-        header_line = line;
+        header_line = l.number;
       }
-    } else if (in_sweep && p < end && *p != '#') {
-      parse_sweep_line(s, line, p, end, &mode_line);
+    } else if (in_sweep && l.kind == DECK_LINE_TEXT) {
+      parse_sweep_line(s, &l, &mode_line);
     }
-    p = *eol ? eol + 1 : eol;
   }
   if (!s) return NULL;
   if (s->nlines == 0)

@@ -3,26 +3,26 @@
 #include <stdio.h>
 #include <string.h>
 
-static int build_mlp(const config_t *cfg, graph_t *g, int classes) {
+static int build_mlp(const zoo_opts_t *o, graph_t *g, int classes) {
   int x = nn_flatten(g, 0, "flatten");
   char name[LAYER_NAME_MAX];
-  for (int i = 0; i < cfg->mlp_nhidden; i++) {
+  for (int i = 0; i < o->mlp.nhidden; i++) {
     snprintf(name, sizeof name, "fc%d", i + 1);
-    x = nn_linear(g, x, cfg->mlp_hidden[i], 1, name);
+    x = nn_linear(g, x, o->mlp.hidden[i], 1, name);
     snprintf(name, sizeof name, "relu%d", i + 1);
     x = nn_relu(g, x, name);
   }
-  snprintf(name, sizeof name, "fc%d", cfg->mlp_nhidden + 1);
+  snprintf(name, sizeof name, "fc%d", o->mlp.nhidden + 1);
   return nn_linear(g, x, classes, 1, name);
 }
 
-static int build_vgg(const config_t *cfg, graph_t *g, int classes) {
+static int build_vgg(const zoo_opts_t *o, graph_t *g, int classes) {
   int x = 0;
   char name[LAYER_NAME_MAX];
-  for (int s = 0; s < cfg->vgg_nstages; s++) {
+  for (int s = 0; s < o->vgg.nstages; s++) {
     for (int j = 0; j < 2; j++) {
       snprintf(name, sizeof name, "conv%d_%d", s + 1, j + 1);
-      x = nn_conv2d(g, x, cfg->vgg_channels[s], 3, 1, 1, name);
+      x = nn_conv2d(g, x, o->vgg.channels[s], 3, 1, 1, name);
       snprintf(name, sizeof name, "relu%d_%d", s + 1, j + 1);
       x = nn_relu(g, x, name);
     }
@@ -30,7 +30,7 @@ static int build_vgg(const config_t *cfg, graph_t *g, int classes) {
     x = nn_maxpool2d(g, x, 2, 2, name);
   }
   x = nn_flatten(g, x, "flatten");
-  x = nn_linear(g, x, cfg->vgg_fc, 1, "fc1");
+  x = nn_linear(g, x, o->vgg.fc, 1, "fc1");
   x = nn_relu(g, x, "relu_fc1");
   return nn_linear(g, x, classes, 1, "fc2");
 }
@@ -56,13 +56,13 @@ static int residual_block(graph_t *g, int x, int width, int stride, const char *
   return nn_relu(g, y, name);
 }
 
-static int build_resnet(const config_t *cfg, graph_t *g, int classes) {
-  int x = nn_conv2d(g, 0, cfg->resnet_width, 3, 1, 1, "stem");
+static int build_resnet(const zoo_opts_t *o, graph_t *g, int classes) {
+  int x = nn_conv2d(g, 0, o->resnet.width, 3, 1, 1, "stem");
   x = nn_relu(g, x, "stem_relu");
   char prefix[LAYER_NAME_MAX];
-  for (int s = 0; s < cfg->resnet_stages; s++) {
-    int width = cfg->resnet_width << s;
-    for (int b = 0; b < cfg->resnet_blocks; b++) {
+  for (int s = 0; s < o->resnet.stages; s++) {
+    int width = o->resnet.width << s;
+    for (int b = 0; b < o->resnet.blocks; b++) {
       snprintf(prefix, sizeof prefix, "stage%d.block%d", s + 1, b + 1);
       x = residual_block(g, x, width, s > 0 && b == 0 ? 2 : 1, prefix);
     }
@@ -71,16 +71,16 @@ static int build_resnet(const config_t *cfg, graph_t *g, int classes) {
   return nn_linear(g, x, classes, 1, "fc");
 }
 
-static int build_gpt(const config_t *cfg, graph_t *g, int vocab) {
-  int C = cfg->gpt_width;
-  int emb = nn_embed(g, 0, vocab, cfg->gpt_context, C, "wte");
+static int build_gpt(const zoo_opts_t *o, graph_t *g, int vocab) {
+  int C = o->gpt.width;
+  int emb = nn_embed(g, 0, vocab, o->gpt.context, C, "wte");
   int x = emb;
   char name[LAYER_NAME_MAX];
 #define BLOCK_NAME(suffix) (snprintf(name, sizeof name, "blocks.%d." suffix, i), name)
-  for (int i = 0; i < cfg->gpt_layers; i++) {
+  for (int i = 0; i < o->gpt.layers; i++) {
     int h = nn_layernorm(g, x, 1e-5f, BLOCK_NAME("ln1"));
     h = nn_linear(g, h, 3 * C, 1, BLOCK_NAME("qkv"));
-    h = nn_attention(g, h, cfg->gpt_heads, BLOCK_NAME("attn"));
+    h = nn_attention(g, h, o->gpt.heads, BLOCK_NAME("attn"));
     h = nn_linear(g, h, C, 1, BLOCK_NAME("proj"));
     x = nn_add(g, x, h, BLOCK_NAME("add1"));
     h = nn_layernorm(g, x, 1e-5f, BLOCK_NAME("ln2"));
@@ -94,35 +94,60 @@ static int build_gpt(const config_t *cfg, graph_t *g, int vocab) {
   return nn_tied_linear(g, x, emb, "lm_head");
 }
 
-const char *zoo_names(void) { return "mlp, vgg-mini, resnet-mini, gpt"; }
+/* The zoo: each model's name, its builder (returns the output node, or -1 with g->err set), the
+ * input it takes and how its parameters are initialised. */
+typedef struct zoo_entry {
+  const char *name;
+  int (*build)(const zoo_opts_t *o, graph_t *g, int classes);
+  int sequences; /* 1: token sequences (T); 0: images (C,H,W) */
+  init_scheme_t init;
+} zoo_entry_t;
 
-int zoo_build(const config_t *cfg, shape_t in, int classes, graph_t *g, char *err, size_t errlen) {
-  int gpt = strcmp(cfg->zoo, "gpt") == 0;
-  if (!gpt && in.ndim != 3) {
-    snprintf(err, errlen, "model %s needs images (C,H,W), but the data gives token sequences", cfg->zoo);
+static const zoo_entry_t zoo[] = {
+    {"mlp", build_mlp, 0, INIT_KAIMING_UNIFORM},
+    {"vgg-mini", build_vgg, 0, INIT_KAIMING_UNIFORM},
+    {"resnet-mini", build_resnet, 0, INIT_KAIMING_UNIFORM},
+    {"gpt", build_gpt, 1, INIT_NORMAL_002},
+};
+enum { ZOO_SIZE = sizeof zoo / sizeof zoo[0], ZOO_NAMES_MAX = 256 };
+
+const char *zoo_names(void) {
+  static char names[ZOO_NAMES_MAX];
+  size_t len = 0;
+  for (size_t i = 0; i < ZOO_SIZE && len < sizeof names; i++)
+    len += (size_t)snprintf(names + len, sizeof names - len, "%s%s", i ? ", " : "", zoo[i].name);
+  return names;
+}
+
+static const zoo_entry_t *zoo_find(const char *model) {
+  for (size_t i = 0; i < ZOO_SIZE; i++)
+    if (strcmp(model, zoo[i].name) == 0) return &zoo[i];
+  return NULL;
+}
+
+int zoo_takes_sequences(const char *model) {
+  const zoo_entry_t *z = zoo_find(model);
+  return z && z->sequences;
+}
+
+int zoo_build(zoo_opts_t o, shape_t in, int classes, graph_t *g, char *err, size_t errlen) {
+  const zoo_entry_t *z = zoo_find(o.model);
+  if (!z) {
+    snprintf(err, errlen, "unknown model '%s' (accepted: %s)", o.model, zoo_names());
     return -1;
   }
-  graph_init(g, in, gpt ? INIT_NORMAL_002 : INIT_KAIMING_UNIFORM);
-  int out;
-  if (strcmp(cfg->zoo, "mlp") == 0)
-    out = build_mlp(cfg, g, classes);
-  else if (strcmp(cfg->zoo, "vgg-mini") == 0)
-    out = build_vgg(cfg, g, classes);
-  else if (strcmp(cfg->zoo, "resnet-mini") == 0)
-    out = build_resnet(cfg, g, classes);
-  else if (gpt) {
-    if (in.ndim != 1) {
-      snprintf(err, errlen, "model gpt needs token sequences (data source text or synthetic), not images");
-      return -1;
-    }
-    g->targets_per_sample = in.d[0];
-    out = build_gpt(cfg, g, classes);
-  } else {
-    snprintf(err, errlen, "unknown model '%s' (accepted: %s)", cfg->zoo, zoo_names());
+  if (!z->sequences && in.ndim != 3) {
+    snprintf(err, errlen, "model %s needs images (C,H,W), but the data gives token sequences", o.model);
     return -1;
   }
-  if (out < 0) {
-    snprintf(err, errlen, "model %s does not fit together: %s", cfg->zoo, g->err);
+  if (z->sequences && in.ndim != 1) {
+    snprintf(err, errlen, "model %s needs token sequences (data source text or synthetic), not images", o.model);
+    return -1;
+  }
+  graph_init(g, in, z->init);
+  if (z->sequences) g->targets_per_sample = in.d[0];
+  if (z->build(&o, g, classes) < 0) {
+    snprintf(err, errlen, "model %s does not fit together: %s", o.model, g->err);
     return -1;
   }
   return 0;

@@ -11,14 +11,41 @@
 
 #include <stddef.h>
 
-#include "io/config.h"
 #include "nn/graph.h"
 
-/* Build cfg->zoo for inputs of shape `in` with `classes` outputs (per target). Returns 0, or -1
- * with a one-line reason in err (unknown zoo name, layer shapes that do not fit). */
-int zoo_build(const config_t *cfg, shape_t in, int classes, graph_t *g, char *err, size_t errlen);
+#define ZOO_MAX_LIST 16 /* most entries of a width list */
 
-/* Accepted zoo names, comma separated. */
+/* What to build: a model of the zoo and its sizes (the deck's [model] section, io/options.h). */
+typedef struct zoo_opts {
+  char model[32]; /* mlp | vgg-mini | resnet-mini | gpt */
+  struct {
+    int hidden[ZOO_MAX_LIST]; /* hidden layer widths, input to output */
+    int nhidden;
+  } mlp;
+  struct {
+    int channels[ZOO_MAX_LIST]; /* conv channels per stage (two 3x3 convs and a 2x2 max-pool each) */
+    int nstages;
+    int fc; /* width of the hidden fully-connected layer */
+  } vgg;
+  struct {
+    int width;  /* stem channels */
+    int blocks; /* residual blocks per stage */
+    int stages; /* each after the first halves H,W and doubles the channels */
+  } resnet;
+  struct {
+    int layers, width, heads; /* transformer blocks, embedding width, attention heads per block */
+    int context;              /* positions of the position embedding: tokens per sequence */
+  } gpt;
+} zoo_opts_t;
+
+/* Build o.model for inputs of shape `in` with `classes` outputs (per target). Returns 0, or -1
+ * with a one-line reason in err (unknown model name, layer shapes that do not fit). */
+int zoo_build(zoo_opts_t o, shape_t in, int classes, graph_t *g, char *err, size_t errlen);
+
+/* 1 when the model takes token sequences (gpt), 0 when it takes images or is unknown. */
+int zoo_takes_sequences(const char *model);
+
+/* Accepted model names, comma separated. */
 const char *zoo_names(void);
 
 #endif

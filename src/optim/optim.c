@@ -6,21 +6,21 @@
 
 #include "core/error.h"
 
-void optim_init(optim_t *o, const config_t *cfg, const backend_t *be, size_t n) {
+void optim_init(optim_t *o, optim_opts_t opts, const backend_t *be, size_t n) {
   memset(o, 0, sizeof *o);
-  if (strcmp(cfg->optimizer, "sgd") == 0)
+  if (strcmp(opts.name, "sgd") == 0)
     o->kind = OPTIM_SGD;
-  else if (strcmp(cfg->optimizer, "adamw") == 0)
+  else if (strcmp(opts.name, "adamw") == 0)
     o->kind = OPTIM_ADAMW;
   else
-    surge_input_error("unknown optimizer '%s' in [train] optimizer (expected sgd or adamw)",
-                      cfg->optimizer);
-  o->momentum = (float)cfg->momentum;
-  o->weight_decay = (float)cfg->weight_decay;
-  o->beta1 = (float)cfg->beta1;
-  o->beta2 = (float)cfg->beta2;
-  o->eps = (float)cfg->eps;
-  o->nesterov = cfg->nesterov;
+    surge_input_error("unknown optimizer '%s' in [train] optimizer (expected sgd or adamw)", opts.name);
+  o->momentum = (float)opts.momentum;
+  o->weight_decay = (float)opts.weight_decay;
+  o->beta1 = (float)opts.beta1;
+  o->beta2 = (float)opts.beta2;
+  o->eps = (float)opts.eps;
+  o->nesterov = opts.nesterov;
+  o->schedule = opts.schedule;
   o->be = be;
   o->n = n;
   o->t = 0;

@@ -10,15 +10,32 @@
 #include <stddef.h>
 
 #include "backend/backend.h"
-#include "io/config.h"
 
 typedef enum { OPTIM_SGD, OPTIM_ADAMW } optim_kind_t;
 
+/* The learning rate over the steps of a run (lr_at). */
+typedef struct lr_schedule {
+  char kind[16];      /* constant | cosine */
+  double lr;          /* peak learning rate */
+  double min_lr;      /* cosine: the final one */
+  long warmup_steps;  /* cosine: linear warm-up steps */
+  long steps;         /* cosine: steps of the whole run (the decay ends at the last) */
+} lr_schedule_t;
+
+/* What to optimise with (the deck's [train] section, io/options.h). */
+typedef struct optim_opts {
+  char name[16];                               /* sgd | adamw */
+  double momentum, weight_decay, beta1, beta2, eps;
+  int nesterov;
+  lr_schedule_t schedule;
+} optim_opts_t;
+
 typedef struct optim {
   optim_kind_t kind;
-  /* hyperparameters from config_t [train]; the learning rate comes per step (lr_at) */
+  /* hyperparameters of optim_opts_t; the learning rate comes per step from the schedule (lr_at) */
   float momentum, weight_decay, beta1, beta2, eps;
   int nesterov;
+  lr_schedule_t schedule;
   /* state: backend memory of n floats each, the same slab layout as the parameters.
    * sgd: m is the momentum buffer (NULL when momentum == 0), v is NULL; adamw: m and v moments. */
   float *m, *v;
@@ -27,9 +44,9 @@ typedef struct optim {
   size_t n; /* floats in the parameter slab */
 } optim_t;
 
-/* Set up an optimizer for a slab of n floats from cfg->optimizer ("sgd" or "adamw"; anything else
- * is an input error) with zeroed state. */
-void optim_init(optim_t *o, const config_t *cfg, const backend_t *be, size_t n);
+/* Set up an optimizer for a slab of n floats from opts.name ("sgd" or "adamw"; anything else is an
+ * input error) with zeroed state; it keeps opts.schedule. */
+void optim_init(optim_t *o, optim_opts_t opts, const backend_t *be, size_t n);
 void optim_free(optim_t *o);
 
 /* One step over the whole slab: params (n) -= update from grads (n) at learning rate lr; t += 1.
@@ -37,10 +54,11 @@ void optim_free(optim_t *o);
  * corrections use the step number t+1. */
 void optim_step(optim_t *o, float *params, const float *grads, float lr);
 
-/* Learning rate at step (0-based). "constant": cfg->lr. "cosine": linear warm-up
+/* Learning rate at step (0-based). "constant": s->lr. "cosine": linear warm-up
  * lr*(step+1)/warmup for step < warmup, then min_lr + 0.5*(lr - min_lr)*(1 + cos(pi*progress))
- * with progress = (step - warmup)/(steps - warmup), clamped to [0, 1]. */
-double lr_at(const config_t *cfg, long step);
+ * with progress = (step - warmup)/(steps - warmup), clamped to [0, 1]. Another kind is an input
+ * error. */
+double lr_at(const lr_schedule_t *s, long step);
 
 /* sqrt(sum of grads^2) over n floats of backend memory. */
 double grad_global_norm(const backend_t *be, const float *grads, size_t n);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "io/log_format.h"
 #include "report/report.h"
 
 /* ---- output files ---- */
@@ -49,7 +50,7 @@ static void csv_number(FILE *f, double x, int first) {
 }
 
 /* The CSV header of a group's columns: each (2-D: each of its first `cols` columns, "_rK"). */
-static void csv_group_header(FILE *f, const report_group_t *g, const char *prefix, const char *skip, size_t cols) {
+static void csv_group_header(FILE *f, const log_table_t *g, const char *prefix, const char *skip, size_t cols) {
   for (int i = 0; i < g->ncol; i++) {
     const char *name = g->col[i].name;
     if (skip && strcmp(name, skip) == 0) continue;
@@ -62,23 +63,23 @@ static void csv_group_header(FILE *f, const report_group_t *g, const char *prefi
 }
 
 /* Row `row` of a group's columns (row < 0: a row the group does not have, every field empty). */
-static void csv_group_row(FILE *f, const report_group_t *g, long row, const char *skip, size_t cols) {
+static void csv_group_row(FILE *f, const log_table_t *g, long row, const char *skip, size_t cols) {
   for (int i = 0; i < g->ncol; i++) {
-    const report_column_t *c = &g->col[i];
+    const log_column_t *c = &g->col[i];
     if (skip && strcmp(c->name, skip) == 0) continue;
     size_t n = c->cols == 1 ? 1 : cols;
     for (size_t j = 0; j < n; j++) csv_number(f, row < 0 ? NAN : c->v[(size_t)row * c->cols + j], 0);
   }
 }
 
-void report_export_run_csv(const char *path, const report_log_t *L) {
+void report_export_run_csv(const char *path, const log_data_t *L) {
   FILE *f = out_open(path);
-  const report_column_t *mstep = report_column(&L->metrics, "step"), *estep = report_column(&L->eval, "step");
+  const log_column_t *mstep = log_column(&L->metrics, LOG_STEP), *estep = log_column(&L->eval, LOG_STEP);
   fputs("step", f);
-  csv_group_header(f, &L->metrics, "", "step", 1);
-  csv_group_header(f, &L->eval, "eval_", "step", 1);
+  csv_group_header(f, &L->metrics, "", LOG_STEP, 1);
+  csv_group_header(f, &L->eval, "eval_", LOG_STEP, 1);
   csv_group_header(f, &L->phases, "", NULL, L->phase_ranks);
-  csv_group_header(f, &L->mux.series, "", "step", 1);
+  csv_group_header(f, &L->mux.series, "", LOG_STEP, 1);
   fputc('\n', f);
   /* the union of the /metrics and /eval steps, both ascending */
   size_t i = 0, j = 0, nm = L->metrics.rows, ne = estep ? L->eval.rows : 0;
@@ -87,10 +88,10 @@ void report_export_run_csv(const char *path, const report_log_t *L) {
     long mrow = i < nm && mstep->v[i] == step ? (long)i++ : -1;
     long erow = j < ne && estep->v[j] == step ? (long)j++ : -1;
     csv_number(f, step, 1);
-    csv_group_row(f, &L->metrics, mrow, "step", 1);
-    csv_group_row(f, &L->eval, erow, "step", 1);
+    csv_group_row(f, &L->metrics, mrow, LOG_STEP, 1);
+    csv_group_row(f, &L->eval, erow, LOG_STEP, 1);
     csv_group_row(f, &L->phases, mrow < (long)L->phases.rows ? mrow : -1, NULL, L->phase_ranks);
-    csv_group_row(f, &L->mux.series, mrow < (long)L->mux.series.rows ? mrow : -1, "step", 1);
+    csv_group_row(f, &L->mux.series, mrow < (long)L->mux.series.rows ? mrow : -1, LOG_STEP, 1);
     fputc('\n', f);
   }
   out_close(f, path);
@@ -142,10 +143,10 @@ static void json_write(const char *path, cJSON *root) {
 
 /* {"name": [values], ...} of a group's first `rows` rows: 1-D columns as arrays of numbers, 2-D
  * ones as arrays of rows of `cols` numbers. Units go to units["GROUP/name"]. */
-static cJSON *json_group(const report_group_t *g, const char *group, size_t cols, cJSON *units) {
+static cJSON *json_group(const log_table_t *g, const char *group, size_t cols, cJSON *units) {
   cJSON *obj = made(cJSON_CreateObject());
   for (int i = 0; i < g->ncol; i++) {
-    const report_column_t *c = &g->col[i];
+    const log_column_t *c = &g->col[i];
     cJSON *values;
     if (c->cols == 1) {
       values = made(cJSON_CreateDoubleArray(c->v, (int)g->rows));
@@ -168,7 +169,7 @@ static void put_at(cJSON *obj, const char *name, report_at_t a) {
   put(obj, step_name, json_number(a.step));
 }
 
-static cJSON *json_values(const report_log_t *L) {
+static cJSON *json_values(const log_data_t *L) {
   report_values_t v = report_values(L);
   cJSON *o = made(cJSON_CreateObject());
   put(o, "steps", json_number((double)v.steps));
@@ -188,7 +189,7 @@ static cJSON *json_values(const report_log_t *L) {
   return o;
 }
 
-static cJSON *json_run_attributes(const report_log_t *L) {
+static cJSON *json_run_attributes(const log_data_t *L) {
   cJSON *o = made(cJSON_CreateObject());
   const struct {
     const char *name, *value;
@@ -209,7 +210,7 @@ static cJSON *json_run_attributes(const report_log_t *L) {
 }
 
 /* /multiplex: its attributes (NaN as null) and, under "series", its datasets. */
-static cJSON *json_mux(const report_mux_t *m, cJSON *units) {
+static cJSON *json_mux(const log_mux_t *m, cJSON *units) {
   cJSON *o = made(cJSON_CreateObject());
   const struct {
     const char *name, *value;
@@ -231,7 +232,7 @@ static cJSON *json_mux(const report_mux_t *m, cJSON *units) {
   return o;
 }
 
-void report_export_run_json(const char *path, const report_log_t *L) {
+void report_export_run_json(const char *path, const log_data_t *L) {
   cJSON *root = made(cJSON_CreateObject());
   cJSON *units = made(cJSON_CreateObject());
   put(root, "log", cJSON_CreateString(L->path));

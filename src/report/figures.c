@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "core/error.h"
+#include "io/log_format.h"
 #include "report/report.h"
 #include "report/svg.h"
 
@@ -67,9 +68,9 @@ typedef struct curve {
   size_t n, bucket;
 } curve_t;
 
-static curve_t curve_of(const report_group_t *g, const char *name, double scale) {
+static curve_t curve_of(const log_table_t *g, const char *name, double scale) {
   curve_t c = {0};
-  const report_column_t *xs = report_column(g, "step"), *ys = report_column(g, name);
+  const log_column_t *xs = log_column(g, LOG_STEP), *ys = log_column(g, name);
   size_t rows = xs && ys ? g->rows : 0;
   c.bucket = rows > MAX_POINTS ? (rows + MAX_POINTS - 1) / MAX_POINTS : 1;
   c.x = xcalloc(rows / c.bucket + 1, sizeof(double));
@@ -168,7 +169,7 @@ static int run_legend(const report_table_t *t, plot_legend_entry_t *e, int with_
 }
 
 static void write_loss(const char *dir, const report_table_t *t, FILE *out) {
-  curves_t c = curves_of(t, "loss", "loss", 1);
+  curves_t c = curves_of(t, log_metric_info[LOG_LOSS].name, log_eval_info[LOG_EVAL_LOSS].name, 1);
   plot_legend_entry_t *legend = xcalloc((size_t)t->nrow + 2, sizeof *legend);
   int nlegend = run_legend(t, legend, c.any_eval, 0);
   char title[160];
@@ -197,7 +198,7 @@ static void write_loss(const char *dir, const report_table_t *t, FILE *out) {
 }
 
 static void write_accuracy(const char *dir, const report_table_t *t, FILE *out) {
-  curves_t c = curves_of(t, NULL, "accuracy", 100);
+  curves_t c = curves_of(t, NULL, log_eval_info[LOG_EVAL_ACCURACY].name, 100);
   if (!c.any_eval) {
     fprintf(out, "  (no accuracy figure: no run logged an evaluation)\n");
     curves_free(&c, t->nrow);
@@ -228,34 +229,34 @@ static void write_accuracy(const char *dir, const report_table_t *t, FILE *out) 
 /* ---- the timeline of one step ---- */
 
 /* The row of L the timeline shows: `step`, or the median-time step when step < 0; -1 for none. */
-static long timeline_row(const report_log_t *L, double step) {
+static long timeline_row(const log_data_t *L, double step) {
   return step < 0 ? report_median_row(L) : report_row_of_step(L, step);
 }
 
 /* Whether column i of /ranks is drawn as a thin bar under its rank's stacked bar (an overlapping
  * phase of a multiplexed run: how long, not when). */
-static int in_lane(const report_log_t *L, int i) {
-  return report_phase_kind(L->phases.col[i].name + strlen("phase_")).overlap != NULL;
+static int in_lane(const log_data_t *L, int i) {
+  return report_phase_kind(L->phases.col[i].name + strlen(LOG_PHASE_PREFIX)).overlap != NULL;
 }
 
-static int any_lane(const report_log_t *L) {
+static int any_lane(const log_data_t *L) {
   for (int i = 0; i < L->phases.ncol; i++)
-    if (in_lane(L, i) && L->phase_shown[i]) return 1;
+    if (in_lane(L, i) && report_phase_shown(L, i)) return 1;
   return 0;
 }
 
 /* The ranks' bars: phases stacked in execution order, one <g class="phase"> per phase; overlapping
  * phases (multiplexing) as thin bars from 0 under them, one <g class="phase overlap"> each. */
-static void timeline_bars(plot_t *p, const report_log_t *L, long row) {
-  const report_group_t *P = &L->phases;
+static void timeline_bars(plot_t *p, const log_data_t *L, long row) {
+  const log_table_t *P = &L->phases;
   size_t ranks = L->phase_ranks;
   double *start = xcalloc(ranks, sizeof(double)); /* (ranks) ms where the next phase begins */
   double band = p->height / (double)ranks, bar = fmin(0.62 * band, 26);
   int lanes = any_lane(L);
   double stacked = lanes ? 0.65 * bar : bar, lane = 0.3 * bar; /* heights; a gap of 0.05 bar between */
   for (int i = 0; i < P->ncol; i++) {
-    if (!L->phase_shown[i]) continue;
-    const char *phase = P->col[i].name + strlen("phase_");
+    if (!report_phase_shown(L, i)) continue;
+    const char *phase = P->col[i].name + strlen(LOG_PHASE_PREFIX);
     report_phase_kind_t kind = report_phase_kind(phase);
     char id[80];
     snprintf(id, sizeof id, "phase-%s", phase);
@@ -281,7 +282,7 @@ static void timeline_bars(plot_t *p, const report_log_t *L, long row) {
 }
 
 static void write_timeline(const char *dir, const report_table_t *t, int r, double step, FILE *out) {
-  const report_log_t *L = t->log[r];
+  const log_data_t *L = t->log[r];
   char name[48];
   if (t->nrow == 1) snprintf(name, sizeof name, "timeline.svg");
   else snprintf(name, sizeof name, "timeline-%d.svg", r + 1);
@@ -290,10 +291,10 @@ static void write_timeline(const char *dir, const report_table_t *t, int r, doub
     fprintf(out, "  (no %s: %s logged no phase times%s)\n", name, L->path, step < 0 ? "" : " at that step");
     return;
   }
-  const report_group_t *P = &L->phases;
+  const log_table_t *P = &L->phases;
   size_t ranks = L->phase_ranks;
-  double shown = report_column(&L->metrics, "step")->v[row];
-  const report_column_t *st = report_column(&L->metrics, "step_time");
+  double shown = log_column(&L->metrics, LOG_STEP)->v[row];
+  const log_column_t *st = log_column(&L->metrics, log_metric_info[LOG_STEP_TIME].name);
   double step_ms = st ? 1e3 * st->v[row] : NAN, xhi = isfinite(step_ms) ? step_ms : 0;
   char **cat = xcalloc(ranks, sizeof(char *));
   for (size_t k = 0; k < ranks; k++) {
@@ -312,8 +313,8 @@ static void write_timeline(const char *dir, const report_table_t *t, int r, doub
   char **labels = xcalloc((size_t)P->ncol + 1, sizeof(char *));
   int nlegend = 0;
   for (int i = 0; i < P->ncol; i++) {
-    if (!L->phase_shown[i]) continue;
-    report_phase_kind_t kind = report_phase_kind(P->col[i].name + strlen("phase_"));
+    if (!report_phase_shown(L, i)) continue;
+    report_phase_kind_t kind = report_phase_kind(P->col[i].name + strlen(LOG_PHASE_PREFIX));
     size_t n = strlen(kind.name) + (kind.overlap ? strlen(kind.overlap) + 4 : 0) + 1;
     labels[nlegend] = xmalloc(n);
     if (kind.overlap) snprintf(labels[nlegend], n, "%s (%s)", kind.name, kind.overlap);

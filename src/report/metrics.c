@@ -4,13 +4,14 @@
 #include <stdlib.h>
 
 #include "core/error.h"
+#include "io/log_format.h"
 #include "report/report.h"
 
 static const report_at_t none = {NAN, NAN};
 
 /* The last finite value of g's column `name`, with its step. */
-static report_at_t last_of(const report_group_t *g, const char *name) {
-  const report_column_t *c = report_column(g, name), *step = report_column(g, "step");
+static report_at_t last_of(const log_table_t *g, const char *name) {
+  const log_column_t *c = log_column(g, name), *step = log_column(g, LOG_STEP);
   if (!c || !step) return none;
   for (size_t i = g->rows; i-- > 0;)
     if (isfinite(c->v[i])) return (report_at_t){c->v[i], step->v[i]};
@@ -18,8 +19,8 @@ static report_at_t last_of(const report_group_t *g, const char *name) {
 }
 
 /* The lowest (or highest) finite value of g's column `name`, with the first step reaching it. */
-static report_at_t extreme_of(const report_group_t *g, const char *name, int highest) {
-  const report_column_t *c = report_column(g, name), *step = report_column(g, "step");
+static report_at_t extreme_of(const log_table_t *g, const char *name, int highest) {
+  const log_column_t *c = log_column(g, name), *step = log_column(g, LOG_STEP);
   report_at_t best = none;
   if (!c || !step) return none;
   for (size_t i = 0; i < g->rows; i++) {
@@ -36,7 +37,7 @@ static int compare_double(const void *a, const void *b) {
 }
 
 /* The finite values of column c (1-D) over rows, ascending, with their count and sum; malloc'd. */
-static double *sorted_finite(const report_column_t *c, size_t rows, size_t *n, double *sum) {
+static double *sorted_finite(const log_column_t *c, size_t rows, size_t *n, double *sum) {
   double *sorted = xmalloc(surge_mul_size(rows + 1, sizeof(double), "sorted values"));
   *n = 0;
   *sum = 0;
@@ -55,9 +56,9 @@ static double median_of_sorted(const double *sorted, size_t n) {
 }
 
 /* Mean, median, min and max of the finite step times. */
-static void step_time_stats(const report_log_t *L, report_values_t *v) {
+static void step_time_stats(const log_data_t *L, report_values_t *v) {
   v->step_mean = v->step_median = v->step_min = v->step_max = NAN;
-  const report_column_t *t = report_column(&L->metrics, "step_time");
+  const log_column_t *t = log_column(&L->metrics, log_metric_info[LOG_STEP_TIME].name);
   if (!t) return;
   size_t n;
   double sum;
@@ -71,7 +72,7 @@ static void step_time_stats(const report_log_t *L, report_values_t *v) {
   free(sorted);
 }
 
-double report_column_median(const report_column_t *c, size_t rows) {
+double report_column_median(const log_column_t *c, size_t rows) {
   size_t n;
   double sum;
   double *sorted = sorted_finite(c, rows, &n, &sum);
@@ -80,9 +81,9 @@ double report_column_median(const report_column_t *c, size_t rows) {
   return median;
 }
 
-double report_throughput(const report_log_t *L, size_t first_row) {
-  const report_column_t *t = report_column(&L->metrics, "step_time"),
-                        *sps = report_column(&L->metrics, "samples_per_sec");
+double report_throughput(const log_data_t *L, size_t first_row) {
+  const log_column_t *t = log_column(&L->metrics, log_metric_info[LOG_STEP_TIME].name),
+                        *sps = log_column(&L->metrics, log_metric_info[LOG_SAMPLES_PER_SEC].name);
   if (!t || !sps) return NAN;
   if (first_row >= L->metrics.rows) first_row = 0;
   double samples = 0, seconds = 0;
@@ -94,26 +95,26 @@ double report_throughput(const report_log_t *L, size_t first_row) {
   return seconds > 0 ? samples / seconds : NAN;
 }
 
-report_values_t report_values(const report_log_t *L) {
+report_values_t report_values(const log_data_t *L) {
   report_values_t v = {.steps = L->metrics.rows, .first_step = NAN, .last_step = NAN};
-  const report_column_t *step = report_column(&L->metrics, "step");
+  const log_column_t *step = log_column(&L->metrics, LOG_STEP);
   if (L->metrics.rows) {
     v.first_step = step->v[0];
     v.last_step = step->v[L->metrics.rows - 1];
   }
-  v.final_loss = last_of(&L->metrics, "loss");
-  v.best_loss = extreme_of(&L->metrics, "loss", 0);
-  v.final_eval_loss = last_of(&L->eval, "loss");
-  v.best_eval_loss = extreme_of(&L->eval, "loss", 0);
-  v.final_accuracy = last_of(&L->eval, "accuracy");
-  v.best_accuracy = extreme_of(&L->eval, "accuracy", 1);
+  v.final_loss = last_of(&L->metrics, log_metric_info[LOG_LOSS].name);
+  v.best_loss = extreme_of(&L->metrics, log_metric_info[LOG_LOSS].name, 0);
+  v.final_eval_loss = last_of(&L->eval, log_eval_info[LOG_EVAL_LOSS].name);
+  v.best_eval_loss = extreme_of(&L->eval, log_eval_info[LOG_EVAL_LOSS].name, 0);
+  v.final_accuracy = last_of(&L->eval, log_eval_info[LOG_EVAL_ACCURACY].name);
+  v.best_accuracy = extreme_of(&L->eval, log_eval_info[LOG_EVAL_ACCURACY].name, 1);
   v.samples_per_sec = report_throughput(L, 0);
   step_time_stats(L, &v);
   return v;
 }
 
-long report_median_row(const report_log_t *L) {
-  const report_column_t *t = report_column(&L->metrics, "step_time");
+long report_median_row(const log_data_t *L) {
+  const log_column_t *t = log_column(&L->metrics, log_metric_info[LOG_STEP_TIME].name);
   report_values_t v = {0};
   step_time_stats(L, &v);
   if (!t || isnan(v.step_median)) return L->metrics.rows ? (long)L->metrics.rows - 1 : -1;
@@ -125,14 +126,14 @@ long report_median_row(const report_log_t *L) {
   return best;
 }
 
-long report_row_of_step(const report_log_t *L, double step) {
-  const report_column_t *s = report_column(&L->metrics, "step");
+long report_row_of_step(const log_data_t *L, double step) {
+  const log_column_t *s = log_column(&L->metrics, LOG_STEP);
   for (size_t i = 0; i < L->metrics.rows; i++)
     if (s->v[i] == step) return (long)i;
   return -1;
 }
 
-double report_column_mean(const report_column_t *c, size_t rows, size_t j) {
+double report_column_mean(const log_column_t *c, size_t rows, size_t j) {
   double sum = 0;
   size_t n = 0;
   for (size_t i = 0; i < rows; i++) {
@@ -145,7 +146,7 @@ double report_column_mean(const report_column_t *c, size_t rows, size_t j) {
   return n ? sum / (double)n : NAN;
 }
 
-double report_column_sum(const report_column_t *c, size_t rows, size_t j) {
+double report_column_sum(const log_column_t *c, size_t rows, size_t j) {
   double sum = 0;
   for (size_t i = 0; i < rows; i++)
     if (isfinite(c->v[i * c->cols + j])) sum += c->v[i * c->cols + j];

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "io/log_format.h"
 #include "report/report.h"
 
 /* "6622.5", or "-" for a value the log does not hold (a run killed before it totalled). */
@@ -21,21 +22,21 @@ static void print_rates(FILE *f, const char *head, double fg, double bg, double 
           rate(bg, b, sizeof b), rate(total, c, sizeof c), how);
 }
 
-static double series_median(const report_mux_t *m, const char *name) {
-  const report_column_t *c = report_column(&m->series, name);
+static double series_median(const log_mux_t *m, const char *name) {
+  const log_column_t *c = log_column(&m->series, name);
   return c ? report_column_median(c, m->series.rows) : NAN;
 }
 
 /* The foreground-only log a foreground's slowdown was measured against ([multiplex] baseline, in
  * decks that have the key); NULL when there is none. */
-static const char *baseline(const report_log_t *L) {
-  const char *b = report_setting(L, "multiplex.baseline");
+static const char *baseline(const log_data_t *L) {
+  const char *b = log_setting(L, "multiplex.baseline");
   return b && b[0] && strcmp(b, "\"\"") != 0 ? b : NULL;
 }
 
 /* Foreground: the slowdown the run measured, and the steps in which a partner ran. */
-static void print_foreground(FILE *f, const report_log_t *L) {
-  const report_mux_t *m = &L->mux;
+static void print_foreground(FILE *f, const log_data_t *L) {
+  const log_mux_t *m = &L->mux;
   if (isfinite(m->fg_slowdown) && baseline(L))
     fprintf(f, "  slowdown    %.3f (samples/s of the foreground-only run %s over this run's)\n", m->fg_slowdown,
             baseline(L));
@@ -44,7 +45,7 @@ static void print_foreground(FILE *f, const report_log_t *L) {
   else
     fprintf(f, "  slowdown    not measured in this run: compare samples/s with a foreground-only log "
                "(surge-report FG.h5 SOLO.h5), or rerun with [multiplex] baseline = SOLO.h5\n");
-  const report_column_t *active = report_column(&m->series, "background_ranks_active");
+  const log_column_t *active = log_column(&m->series, log_multiplex_info[LOG_MUX_ACTIVE].name);
   size_t steps = 0, ran = 0;
   double ranks = 0;
   for (size_t i = 0; active && i < m->series.rows; i++)
@@ -59,9 +60,11 @@ static void print_foreground(FILE *f, const report_log_t *L) {
 }
 
 /* Background: per rank, its time paused at the gate over the summed step time. */
-static void print_background(FILE *f, const report_log_t *L) {
-  const report_column_t *paused = report_column(&L->phases, "phase_paused"),
-                        *step = report_column(&L->metrics, "step_time");
+static void print_background(FILE *f, const log_data_t *L) {
+  char paused_name[64];
+  snprintf(paused_name, sizeof paused_name, LOG_PHASE_PREFIX "%s", log_phase_info[PHASE_PAUSED].name);
+  const log_column_t *paused = log_column(&L->phases, paused_name),
+                     *step = log_column(&L->metrics, log_metric_info[LOG_STEP_TIME].name);
   if (!paused || !step || !L->phases.rows) return;
   double seconds = report_column_sum(step, L->phases.rows, 0);
   report_grid_t g;
@@ -85,9 +88,9 @@ static void print_background(FILE *f, const report_log_t *L) {
   report_grid_free(&g);
 }
 
-void report_mux_print(FILE *f, const report_log_t *L, const report_values_t *v) {
+void report_mux_print(FILE *f, const log_data_t *L, const report_values_t *v) {
   (void)v;
-  const report_mux_t *m = &L->mux;
+  const log_mux_t *m = &L->mux;
   fprintf(f, "  role        %s on channel %s, CPU priority %s, on_foreground_end %s\n", m->role[0] ? m->role : "-",
           m->channel[0] ? m->channel : "-", m->priority[0] ? m->priority : "-",
           m->on_foreground_end[0] ? m->on_foreground_end : "-");
@@ -97,8 +100,8 @@ void report_mux_print(FILE *f, const report_log_t *L, const report_values_t *v) 
   if (m->series.rows) {
     char how[64];
     snprintf(how, sizeof how, "medians over %zu steps", m->series.rows);
-    print_rates(f, "per step", series_median(m, "foreground_samples_per_sec"),
-                series_median(m, "background_samples_per_sec"), series_median(m, "total_samples_per_sec"), how);
+    print_rates(f, "per step", series_median(m, log_multiplex_info[LOG_MUX_FG_SPS].name),
+                series_median(m, log_multiplex_info[LOG_MUX_BG_SPS].name), series_median(m, log_multiplex_info[LOG_MUX_TOTAL_SPS].name), how);
   }
   if (strcmp(m->role, "foreground") == 0) {
     print_foreground(f, L);

@@ -2,26 +2,31 @@
  * (/plan), and the planner's predicted iteration time against the run's median measured step. */
 #include <math.h>
 
+#include "io/log_format.h"
 #include "report/report.h"
 
 /* One node's cell of a per-node column; "-" where the log has no value. */
-static void add_cell(report_grid_t *g, const report_column_t *c, size_t row, const char *fmt) {
+static void add_cell(report_grid_t *g, const log_column_t *c, size_t row, const char *fmt) {
   if (c && isfinite(c->v[row]))
     report_grid_add(g, fmt, c->v[row]);
   else
     report_grid_add(g, "-");
 }
 
-static void print_nodes(FILE *f, const report_plan_t *p) {
-  static const char *const times[] = {"compute_us", "transfer_in_us", "sync_us"};
+static const log_column_t *plan_column(const log_plan_t *p, log_plan_column_t c) {
+  return log_column(&p->nodes, log_plan_info[c].name);
+}
+
+static void print_nodes(FILE *f, const log_plan_t *p) {
+  static const log_plan_column_t times[] = {LOG_PLAN_COMPUTE_US, LOG_PLAN_TRANSFER_IN_US, LOG_PLAN_SYNC_US};
   static const char *const heads[] = {"compute us", "transfer-in us", "sync us"};
-  const report_column_t *node = report_column(&p->nodes, "node"), *ranks = report_column(&p->nodes, "ranks"),
-                        *first = report_column(&p->nodes, "first_rank"),
-                        *batch = report_column(&p->nodes, "per_rank_batch"), *time[3];
+  const log_column_t *node = plan_column(p, LOG_PLAN_NODE), *ranks = plan_column(p, LOG_PLAN_RANKS),
+                     *first = plan_column(p, LOG_PLAN_FIRST_RANK), *batch = plan_column(p, LOG_PLAN_PER_RANK_BATCH),
+                     *time[3];
   const char *head[3];
   int ntimes = 0;
   for (int i = 0; i < 3; i++) {
-    const report_column_t *c = report_column(&p->nodes, times[i]);
+    const log_column_t *c = plan_column(p, times[i]);
     if (c) {
       time[ntimes] = c;
       head[ntimes++] = heads[i];
@@ -50,8 +55,8 @@ static void print_nodes(FILE *f, const report_plan_t *p) {
   report_grid_free(&g);
 }
 
-void report_plan_print(FILE *f, const report_log_t *L, const report_values_t *v) {
-  const report_plan_t *p = &L->plan;
+void report_plan_print(FILE *f, const log_data_t *L, const report_values_t *v) {
+  const log_plan_t *p = &L->plan;
   fprintf(f, "  %zu nodes on %lld ranks, global batch %lld, amplification limit ", p->nodes.rows, p->job_ranks,
           p->global_batch);
   if (isfinite(p->amplification_limit))

@@ -1,11 +1,7 @@
 /* surge-report: post-run analysis of Surge HDF5 metrics logs (user guide doc/report.md, log layout
- * doc/formats.md). A log is read whole into memory and checked (report_log_read); everything else
- * works on that picture: the text summary of one run, the table of many runs (a sweep), CSV and
- * JSON export, and SVG figures.
- *
- * Logs of killed runs are normal input: their datasets may have unequal lengths (a kill during a
- * flush), /eval or /events may be empty or missing, and cells of ranks that did not run read NaN.
- * The reader keeps the rows every column of a group has and remembers how many it dropped.
+ * doc/formats.md). A log is read whole into memory and checked by io/log_read.h (log_read);
+ * everything here works on that picture: the text summary of one run, the table of many runs (a
+ * sweep), CSV and JSON export, and SVG figures.
  *
  * What newer logs add slots in without touching the reader, which takes every numeric dataset of
  * /metrics, /ranks/phase_* and /eval: a new phase gets its category and colour in phases.c (until
@@ -17,96 +13,17 @@
 #include <stddef.h>
 #include <stdio.h>
 
-/* Most values one dataset may hold (2 GiB of doubles): a bound checked before allocating. */
-#define REPORT_MAX_CELLS ((size_t)1 << 28)
-
-/* ---- a log in memory (log_read.c) ---- */
-
-/* One numeric dataset of a group, converted to double. */
-typedef struct report_column {
-  char name[64];  /* dataset name inside its group: "loss", "bytes_dp", "phase_wait" */
-  char units[32]; /* its "units" attribute; "" when it has none */
-  size_t cols;    /* 1 for a 1-D dataset; ranks for a /ranks dataset */
-  double *v;      /* (rows, cols) row-major; NaN where the log holds no value */
-} report_column_t;
-
-/* The datasets of one group, which share their rows. */
-typedef struct report_group {
-  int present;          /* the group exists in the file */
-  size_t rows;          /* rows every column has: the rows used */
-  size_t rows_dropped;  /* rows some columns had beyond `rows` (a killed writer's partial flush) */
-  int ncol;
-  report_column_t *col; /* in the order of report_column_rank(): known names first */
-} report_group_t;
-
-/* One deck key with its resolved value as deck text ("train.lr", "0.05"). */
-typedef struct report_setting {
-  char *key, *value;
-} report_setting_t;
-
-/* The burst plan a burst run executed (/plan, doc/formats.md); present 0 for other runs. */
-typedef struct report_plan {
-  int present;
-  report_group_t nodes; /* numeric per-node datasets: node, ranks, first_rank, per_rank_batch, and
-                         * compute_us, transfer_in_us, sync_us when the plan had predictions */
-  char **name;          /* (nodes.rows) node names; "" where the log has none */
-  double iteration_us, rank_us, one_rank_us, amplification_limit; /* NaN when absent */
-  long long job_ranks, global_batch;                              /* -1 when absent */
-  char *text;           /* the plan file; "" when absent */
-} report_plan_t;
-
-/* A multiplexed run's /multiplex (doc/formats.md); present 0 for other runs. */
-typedef struct report_mux {
-  int present;
-  char role[16];                /* "foreground" or "background" */
-  char channel[72], priority[32], on_foreground_end[16];
-  double fg_samples_per_sec, bg_samples_per_sec, total_samples_per_sec; /* the run's totals; NaN when absent */
-  double fg_slowdown;           /* foreground step time with / without a partner; NaN: not measured */
-  report_group_t series;        /* per step: step, foreground_samples_per_sec, background_samples_per_sec,
-                                 * total_samples_per_sec, background_ranks_active; row i is /metrics/step[i] */
-} report_mux_t;
-
-typedef struct report_log {
-  char *path;
-  /* /run attributes ("" or -1 when absent) */
-  char program[32], version[32], start_time[40], layout[32], model[32];
-  long long ranks, parameters, global_batch, flush_every;
-  char *deck;                 /* /run/deck: the resolved deck text */
-  int nsettings;
-  report_setting_t *setting;  /* every deck key in schema order, parsed from deck (io/deck.h) */
-  report_group_t metrics;     /* /metrics: "step" first, then loss, lr, ..., bytes_* */
-  report_group_t phases;      /* /ranks/phase_* (rows, ranks); row i is /metrics/step[i] */
-  size_t phase_ranks;         /* ranks (columns) every /ranks/phase_* dataset has */
-  unsigned char *phase_shown; /* (phases.ncol) whether each phase is shown (report_phase_shown) */
-  report_group_t eval;        /* /eval: step, loss, accuracy */
-  size_t nevents;
-  double *event_step;         /* (nevents) */
-  char **event_text;          /* (nevents) */
-  report_plan_t plan;         /* /plan of a burst run */
-  report_mux_t mux;           /* /multiplex of a foreground or background run */
-} report_log_t;
-
-/* Read and check a log: a file that is not a Surge log, or that is damaged, is an input error
- * (exit 2) naming the path. */
-report_log_t *report_log_read(const char *path);
-void report_log_free(report_log_t *log);
-
-/* A group's column by name; NULL when the group lacks it. */
-const report_column_t *report_column(const report_group_t *g, const char *name);
-/* A deck key's resolved value ("section.key"); NULL when the log's deck lacks it. */
-const char *report_setting(const report_log_t *log, const char *key);
-/* The run's name ([run] name), or the path when the deck lacks one. */
-const char *report_run_name(const report_log_t *log);
+#include "io/log_read.h"
 
 /* ---- phases of a step (phases.c) ---- */
 
-/* What the summary and the timeline know about a phase (/ranks/phase_<name>). A phase this table
- * does not know is shown after the known ones, in category "other". */
+/* What the summary and the timeline know about a phase (/ranks/phase_<name>; the reader orders the
+ * phases as they run, io/log_format.h). A phase the log format does not know is shown after the
+ * known ones, in category "other". */
 typedef struct report_phase_kind {
   const char *name;     /* "forward" */
   const char *category; /* "compute", "data", "communication", "waiting", "other", "background", "paused" */
   const char *color;    /* fill colour of the timeline, "#rrggbb" */
-  int order;            /* execution order within a step; unknown phases come last */
   const char *overlap;  /* NULL for a part of the step (phases add up to it); else the phase's time lies
                          * within the others' (multiplexing: "partner ran") and is not added */
 } report_phase_kind_t;
@@ -114,13 +31,10 @@ typedef struct report_phase_kind {
 /* The kind of phase `name` (without the "phase_" prefix). */
 report_phase_kind_t report_phase_kind(const char *name);
 /* Whether column p of /ranks is shown: every phase, but an overlapping one only when some rank has
- * a nonzero time in it (a multiplexed log holds both overlapping phases; the other role's are 0).
- * The reader keeps the answers in log->phase_shown. */
-int report_phase_shown(const report_log_t *log, int p);
+ * a nonzero time in it (a multiplexed log holds both overlapping phases; the other role's are 0). */
+int report_phase_shown(const log_data_t *log, int p);
 /* Categories in the order the summary prints them; NULL-terminated. */
 extern const char *const report_phase_categories[];
-/* Where a column goes in its group: known names in their documented order, then the rest. */
-int report_column_rank(const char *group, const char *name);
 
 /* ---- values derived from one run (metrics.c) ---- */
 
@@ -139,21 +53,21 @@ typedef struct report_values {
   double step_mean, step_median, step_min, step_max; /* /metrics/step_time, s */
 } report_values_t;
 
-report_values_t report_values(const report_log_t *log);
+report_values_t report_values(const log_data_t *log);
 /* Samples over seconds of the steps from row first_row on (all rows when there are no more):
  * sum(samples_per_sec * step_time) / sum(step_time); NaN without a timed step. surge-train reads a
  * foreground-only run's speed with it ([multiplex] baseline). */
-double report_throughput(const report_log_t *log, size_t first_row);
+double report_throughput(const log_data_t *log, size_t first_row);
 /* Row of /metrics whose step has the median step time (a typical step); -1 without rows. */
-long report_median_row(const report_log_t *log);
+long report_median_row(const log_data_t *log);
 /* Row of /metrics holding `step`; -1 when the log has no such row. */
-long report_row_of_step(const report_log_t *log, double step);
+long report_row_of_step(const log_data_t *log, double step);
 /* Mean of the finite values of column c over its rows, at column j; NaN when there is none. */
-double report_column_mean(const report_column_t *c, size_t rows, size_t j);
+double report_column_mean(const log_column_t *c, size_t rows, size_t j);
 /* Sum of the finite values of column c over its rows, at column j; 0 when there is none. */
-double report_column_sum(const report_column_t *c, size_t rows, size_t j);
+double report_column_sum(const log_column_t *c, size_t rows, size_t j);
 /* Median of the finite values of column c (1-D) over rows; NaN when there is none. */
-double report_column_median(const report_column_t *c, size_t rows);
+double report_column_median(const log_column_t *c, size_t rows);
 
 /* ---- text grids (grid.c) ---- */
 
@@ -174,12 +88,12 @@ void report_format_bytes(double bytes, char *buf, size_t n);
 
 /* ---- one run as text (summary.c) ---- */
 
-void report_summary_print(FILE *f, const report_log_t *log);
+void report_summary_print(FILE *f, const log_data_t *log);
 /* The burst plan section (plan.c): the logged plan's table and predicted vs measured iteration time. */
-void report_plan_print(FILE *f, const report_log_t *log, const report_values_t *v);
+void report_plan_print(FILE *f, const log_data_t *log, const report_values_t *v);
 /* The multiplexing section (multiplex.c): role, channel, foreground / background / total samples/s,
  * the foreground's slowdown and partner's share of steps, or the background's paused time. */
-void report_mux_print(FILE *f, const report_log_t *log, const report_values_t *v);
+void report_mux_print(FILE *f, const log_data_t *log, const report_values_t *v);
 
 /* ---- many runs as a table (table.c) ---- */
 
@@ -196,13 +110,13 @@ typedef struct report_table {
   char **col;                /* column names: log, steps, ranks?, swept keys, final_loss, ... */
   int nswept;                /* columns 2 .. 2+nswept-1 are the settings that differ */
   report_cell_t *cell;       /* (nrow, ncol) */
-  const report_log_t **log;  /* (nrow) the run of each row */
+  const log_data_t **log;  /* (nrow) the run of each row */
   char **label;              /* (nrow) a short name of each run for legends: its swept values */
 } report_table_t;
 
 /* One row per log, in the given order. Swept columns: the deck keys whose values differ between
  * the logs (output locations excluded) and `ranks` when that differs. */
-report_table_t *report_table_build(const report_log_t *const *logs, int n);
+report_table_t *report_table_build(const log_data_t *const *logs, int n);
 /* Column index of `name`; -1 when the table has none. */
 int report_table_column(const report_table_t *t, const char *name);
 /* Stable sort by column c: numerically when every value of it is a number, else as text; runs
@@ -214,9 +128,9 @@ void report_table_free(report_table_t *t);
 /* ---- export (export.c); path "-" is standard output ---- */
 
 /* One row per logged step: /metrics, /eval at its step, every rank's phase times. */
-void report_export_run_csv(const char *path, const report_log_t *log);
+void report_export_run_csv(const char *path, const log_data_t *log);
 /* The whole log: /run, the settings, the derived values, /metrics, /ranks, /eval, /events. */
-void report_export_run_json(const char *path, const report_log_t *log);
+void report_export_run_json(const char *path, const log_data_t *log);
 /* The table, one row (object) per run, in the printed order. */
 void report_export_table_csv(const char *path, const report_table_t *t);
 void report_export_table_json(const char *path, const report_table_t *t);

@@ -1,12 +1,12 @@
 /* The surge-report command line: read the logs, then print a summary (one log) or a table (several),
  * and export and plot as asked. */
-#include <hdf5.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "surge_build_config.h"
 #include "core/error.h"
+#include "io/log_format.h"
 #include "report/report.h"
 
 static const char usage[] =
@@ -97,12 +97,12 @@ static void parse_options(int argc, char **argv, options_t *o) {
 }
 
 /* --step names a step every log holds (checked before anything is printed). */
-static void check_step(report_log_t *const *logs, const options_t *o) {
+static void check_step(log_data_t *const *logs, const options_t *o) {
   if (o->step < 0) return;
   for (int i = 0; i < o->nlogs; i++) {
-    const report_log_t *L = logs[i];
+    const log_data_t *L = logs[i];
     if (report_row_of_step(L, o->step) >= 0) continue;
-    const report_column_t *s = report_column(&L->metrics, "step");
+    const log_column_t *s = log_column(&L->metrics, LOG_STEP);
     if (!L->metrics.rows) surge_input_error("%s: --step %.0f: the log holds no steps yet", L->path, o->step);
     surge_input_error("%s: --step %.0f: no such step in the log (hint: it holds steps %.0f to %.0f)", L->path,
                       o->step, s->v[0], s->v[L->metrics.rows - 1]);
@@ -122,18 +122,17 @@ static void sort_table(report_table_t *t, const options_t *o) {
 }
 
 int report_main(int argc, char **argv) {
-  H5Eset_auto2(H5E_DEFAULT, NULL, NULL); /* failures are reported by the reader, one line each */
   options_t o;
   parse_options(argc, argv, &o);
-  report_log_t **logs = xcalloc((size_t)o.nlogs, sizeof *logs);
-  for (int i = 0; i < o.nlogs; i++) logs[i] = report_log_read(o.logs[i]);
+  log_data_t **logs = xcalloc((size_t)o.nlogs, sizeof *logs);
+  for (int i = 0; i < o.nlogs; i++) logs[i] = log_read(o.logs[i]);
   check_step(logs, &o);
   if (o.deck) {
     fputs(logs[0]->deck, stdout);
   } else {
     int as_table = o.nlogs > 1 || o.table;
     int stdout_taken = (o.csv && strcmp(o.csv, "-") == 0) || (o.json && strcmp(o.json, "-") == 0);
-    report_table_t *t = report_table_build((const report_log_t *const *)logs, o.nlogs);
+    report_table_t *t = report_table_build((const log_data_t *const *)logs, o.nlogs);
     sort_table(t, &o);
     if (!stdout_taken) {
       if (as_table) report_table_print(stdout, t);
@@ -154,7 +153,7 @@ int report_main(int argc, char **argv) {
     }
     report_table_free(t);
   }
-  for (int i = 0; i < o.nlogs; i++) report_log_free(logs[i]);
+  for (int i = 0; i < o.nlogs; i++) log_data_free(logs[i]);
   free(logs);
   free(o.logs);
   return 0;

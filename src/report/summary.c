@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "io/log_format.h"
 #include "report/report.h"
 
 enum { SETTINGS_WIDTH = 100, EVENTS_SHOWN = 20 };
@@ -19,14 +20,14 @@ static void format_at(report_at_t a, const char *fmt, char *buf, size_t n) {
   if (len >= 0 && (size_t)len < n) snprintf(buf + len, n - (size_t)len, " (step %.0f)", a.step);
 }
 
-static int always(const report_log_t *L) {
+static int always(const log_data_t *L) {
   (void)L;
   return 1;
 }
 
 /* ---- run ---- */
 
-static void print_run(FILE *f, const report_log_t *L, const report_values_t *v) {
+static void print_run(FILE *f, const log_data_t *L, const report_values_t *v) {
   fprintf(f, "  log         %s\n", L->path);
   fprintf(f, "  written by  %s %s%s%s\n", L->program, L->version[0] ? L->version : "(unknown version)",
           L->start_time[0] ? ", started " : "", L->start_time);
@@ -34,7 +35,7 @@ static void print_run(FILE *f, const report_log_t *L, const report_values_t *v) 
   if (L->layout[0])
     fprintf(f, "  layout      %s on %lld rank%s, global batch %lld\n", L->layout, L->ranks, L->ranks == 1 ? "" : "s",
             L->global_batch);
-  const char *planned = report_setting(L, "run.steps");
+  const char *planned = log_setting(L, "run.steps");
   if (v->steps)
     fprintf(f, "  steps       %zu logged (steps %.0f to %.0f)%s%s", v->steps, v->first_step, v->last_step,
             planned ? " of " : "", planned ? planned : "");
@@ -48,7 +49,7 @@ static void print_run(FILE *f, const report_log_t *L, const report_values_t *v) 
             planned);
   const struct {
     const char *group;
-    const report_group_t *g;
+    const log_table_t *g;
   } groups[] = {{"/metrics", &L->metrics},
                 {"/ranks", &L->phases},
                 {"/eval", &L->eval},
@@ -62,9 +63,9 @@ static void print_run(FILE *f, const report_log_t *L, const report_values_t *v) 
 
 /* ---- settings: the resolved deck, one line per section, wrapped ---- */
 
-static int has_settings(const report_log_t *L) { return L->nsettings > 0; }
+static int has_settings(const log_data_t *L) { return L->nsettings > 0; }
 
-static void print_settings(FILE *f, const report_log_t *L, const report_values_t *v) {
+static void print_settings(FILE *f, const log_data_t *L, const report_values_t *v) {
   (void)v;
   const char *section = "";
   size_t section_len = 0, col = 0, indent = 0;
@@ -97,7 +98,7 @@ static void metric_row(report_grid_t *g, const char *name, report_at_t final, re
   report_grid_add(g, "%s", b);
 }
 
-static void print_metrics(FILE *f, const report_log_t *L, const report_values_t *v) {
+static void print_metrics(FILE *f, const log_data_t *L, const report_values_t *v) {
   report_grid_t g;
   report_grid_init(&g, 3, "lrr");
   report_grid_add(&g, "metric");
@@ -110,10 +111,11 @@ static void print_metrics(FILE *f, const report_log_t *L, const report_values_t 
   }
   const report_at_t nothing = {NAN, NAN};
   const struct {
-    const char *column, *name;
-  } last_only[] = {{"lr", "learning rate"}, {"grad_norm", "gradient norm"}};
+    log_metric_t column;
+    const char *name;
+  } last_only[] = {{LOG_LR, "learning rate"}, {LOG_GRAD_NORM, "gradient norm"}};
   for (size_t i = 0; i < sizeof last_only / sizeof last_only[0]; i++) {
-    const report_column_t *c = report_column(&L->metrics, last_only[i].column);
+    const log_column_t *c = log_column(&L->metrics, log_metric_info[last_only[i].column].name);
     if (c && L->metrics.rows)
       metric_row(&g, last_only[i].name, (report_at_t){c->v[L->metrics.rows - 1], v->last_step}, nothing, "%.4g");
   }
@@ -124,9 +126,9 @@ static void print_metrics(FILE *f, const report_log_t *L, const report_values_t 
 
 /* ---- throughput ---- */
 
-static int has_steps(const report_log_t *L) { return L->metrics.rows > 0; }
+static int has_steps(const log_data_t *L) { return L->metrics.rows > 0; }
 
-static void print_throughput(FILE *f, const report_log_t *L, const report_values_t *v) {
+static void print_throughput(FILE *f, const log_data_t *L, const report_values_t *v) {
   (void)L;
   fprintf(f, "  samples/s   %.1f (the samples of all %zu steps over their summed step time)\n", v->samples_per_sec,
           v->steps);
@@ -136,12 +138,12 @@ static void print_throughput(FILE *f, const report_log_t *L, const report_values
 
 /* ---- per-rank phase times and their categories ---- */
 
-static int has_phases(const report_log_t *L) { return L->phases.ncol > 0 && L->phases.rows > 0 && L->phase_ranks > 0; }
+static int has_phases(const log_data_t *L) { return L->phases.ncol > 0 && L->phases.rows > 0 && L->phase_ranks > 0; }
 
 /* Milliseconds per step of every rank in every phase, and a last row with the mean over ranks.
  * Returns (ranks + 1, phases), NaN where a rank has no value. */
-static double *phase_means(const report_log_t *L) {
-  const report_group_t *P = &L->phases;
+static double *phase_means(const log_data_t *L) {
+  const log_table_t *P = &L->phases;
   size_t ranks = L->phase_ranks, np = (size_t)P->ncol;
   double *ms = xcalloc(surge_mul_size(ranks + 1, np, "phase means"), sizeof(double));
   for (size_t p = 0; p < np; p++) {
@@ -165,12 +167,12 @@ static void add_rank_label(report_grid_t *g, size_t r, size_t ranks) {
   else report_grid_add(g, "mean");
 }
 
-static int overlaps(const report_log_t *L, size_t p) {
-  return report_phase_kind(L->phases.col[p].name + strlen("phase_")).overlap != NULL;
+static int overlaps(const log_data_t *L, size_t p) {
+  return report_phase_kind(L->phases.col[p].name + strlen(LOG_PHASE_PREFIX)).overlap != NULL;
 }
 
 /* Milliseconds of row r of ms (phase_means) in the phases that add up to the step. */
-static double step_total(const report_log_t *L, const double *ms, size_t r) {
+static double step_total(const log_data_t *L, const double *ms, size_t r) {
   size_t np = (size_t)L->phases.ncol;
   double total = 0;
   for (size_t p = 0; p < np; p++)
@@ -179,33 +181,33 @@ static double step_total(const report_log_t *L, const double *ms, size_t r) {
 }
 
 /* The line under a table that shows overlapping phases (multiplexed runs): what they hold. */
-static void print_overlap_note(FILE *f, const report_log_t *L, const char *what) {
+static void print_overlap_note(FILE *f, const log_data_t *L, const char *what) {
   int any = 0;
   for (size_t p = 0; p < (size_t)L->phases.ncol; p++)
-    if (overlaps(L, p) && L->phase_shown[p]) {
-      report_phase_kind_t k = report_phase_kind(L->phases.col[p].name + strlen("phase_"));
+    if (overlaps(L, p) && report_phase_shown(L, p)) {
+      report_phase_kind_t k = report_phase_kind(L->phases.col[p].name + strlen(LOG_PHASE_PREFIX));
       fprintf(f, "%s%s (%s)", any ? ", " : "  ", k.name, k.overlap);
       any = 1;
     }
   if (any) fprintf(f, ": within the other phases, %s\n", what);
 }
 
-static void print_phase_grid(FILE *f, const report_log_t *L, const double *ms) {
-  const report_group_t *P = &L->phases;
+static void print_phase_grid(FILE *f, const log_data_t *L, const double *ms) {
+  const log_table_t *P = &L->phases;
   size_t ranks = L->phase_ranks, np = (size_t)P->ncol;
   int nshown = 0;
-  for (size_t p = 0; p < np; p++) nshown += L->phase_shown[p];
+  for (size_t p = 0; p < np; p++) nshown += report_phase_shown(L, p);
   report_grid_t g;
   report_grid_init(&g, nshown + 2, "r");
   report_grid_add(&g, "rank");
   for (size_t p = 0; p < np; p++)
-    if (L->phase_shown[p]) report_grid_add(&g, "%s", P->col[p].name + strlen("phase_"));
+    if (report_phase_shown(L, p)) report_grid_add(&g, "%s", P->col[p].name + strlen(LOG_PHASE_PREFIX));
   report_grid_add(&g, "total");
   for (size_t r = 0; r <= ranks; r++) {
     add_rank_label(&g, r, ranks);
     for (size_t p = 0; p < np; p++) {
       double x = ms[r * np + p];
-      if (!L->phase_shown[p]) continue;
+      if (!report_phase_shown(L, p)) continue;
       if (isnan(x)) report_grid_add(&g, "-");
       else report_grid_add(&g, "%.3f", x);
     }
@@ -220,17 +222,17 @@ static void print_phase_grid(FILE *f, const report_log_t *L, const double *ms) {
 /* Each rank's share of its step per category (report_phase_categories), for the categories that
  * some shown phase of the log counts under. The shares of the phases that add up to the step sum
  * to 100%; an overlapping phase's share is of the same step, beside them. */
-static void print_category_grid(FILE *f, const report_log_t *L, const double *ms) {
-  const report_group_t *P = &L->phases;
+static void print_category_grid(FILE *f, const log_data_t *L, const double *ms) {
+  const log_table_t *P = &L->phases;
   size_t ranks = L->phase_ranks, np = (size_t)P->ncol;
   int ncat = 0;
   while (report_phase_categories[ncat]) ncat++;
   int *cat_of = xmalloc(np * sizeof(int)), *used = xcalloc((size_t)ncat, sizeof(int));
   for (size_t p = 0; p < np; p++) {
-    const char *category = report_phase_kind(P->col[p].name + strlen("phase_")).category;
+    const char *category = report_phase_kind(P->col[p].name + strlen(LOG_PHASE_PREFIX)).category;
     for (int k = 0; k < ncat; k++)
       if (strcmp(report_phase_categories[k], category) == 0) cat_of[p] = k;
-    if (L->phase_shown[p]) used[cat_of[p]] = 1;
+    if (report_phase_shown(L, p)) used[cat_of[p]] = 1;
   }
   report_grid_t g;
   int nused = 0;
@@ -261,7 +263,7 @@ static void print_category_grid(FILE *f, const report_log_t *L, const double *ms
   free(used);
 }
 
-static void print_phases(FILE *f, const report_log_t *L, const report_values_t *v) {
+static void print_phases(FILE *f, const log_data_t *L, const report_values_t *v) {
   (void)v;
   double *ms = phase_means(L);
   print_phase_grid(f, L, ms);
@@ -271,15 +273,15 @@ static void print_phases(FILE *f, const report_log_t *L, const report_values_t *
 
 /* ---- bytes per traffic category ---- */
 
-static int is_bytes(const char *name) { return strncmp(name, "bytes_", 6) == 0; }
+static int is_bytes(const char *name) { return strncmp(name, LOG_BYTES_PREFIX, strlen(LOG_BYTES_PREFIX)) == 0; }
 
-static int has_traffic(const report_log_t *L) {
+static int has_traffic(const log_data_t *L) {
   for (int i = 0; i < L->metrics.ncol; i++)
     if (is_bytes(L->metrics.col[i].name)) return L->metrics.rows > 0;
   return 0;
 }
 
-static void print_traffic(FILE *f, const report_log_t *L, const report_values_t *v) {
+static void print_traffic(FILE *f, const log_data_t *L, const report_values_t *v) {
   double all = 0;
   for (int i = 0; i < L->metrics.ncol; i++)
     if (is_bytes(L->metrics.col[i].name)) all += report_column_sum(&L->metrics.col[i], v->steps, 0);
@@ -291,13 +293,13 @@ static void print_traffic(FILE *f, const report_log_t *L, const report_values_t 
   report_grid_add(&g, "bytes");
   report_grid_add(&g, "share");
   for (int i = 0; i < L->metrics.ncol; i++) {
-    const report_column_t *c = &L->metrics.col[i];
+    const log_column_t *c = &L->metrics.col[i];
     if (!is_bytes(c->name)) continue;
     double total = report_column_sum(c, v->steps, 0);
     char per[32], tot[32];
     report_format_bytes(total / (double)v->steps, per, sizeof per);
     report_format_bytes(total, tot, sizeof tot);
-    report_grid_add(&g, "%s", c->name + strlen("bytes_"));
+    report_grid_add(&g, "%s", c->name + strlen(LOG_BYTES_PREFIX));
     report_grid_add(&g, "%s", per);
     report_grid_add(&g, "%s", tot);
     report_grid_add(&g, "%.0f", total);
@@ -311,9 +313,9 @@ static void print_traffic(FILE *f, const report_log_t *L, const report_values_t 
 
 /* ---- events ---- */
 
-static int has_events(const report_log_t *L) { return L->nevents > 0; }
+static int has_events(const log_data_t *L) { return L->nevents > 0; }
 
-static void print_events(FILE *f, const report_log_t *L, const report_values_t *v) {
+static void print_events(FILE *f, const log_data_t *L, const report_values_t *v) {
   (void)v;
   size_t first = L->nevents > EVENTS_SHOWN ? L->nevents - EVENTS_SHOWN : 0;
   if (first) fprintf(f, "  (%zu earlier events not shown; --json exports them all)\n", first);
@@ -322,16 +324,16 @@ static void print_events(FILE *f, const report_log_t *L, const report_values_t *
 
 /* ---- burst plan (plan.c) ---- */
 
-static int has_plan(const report_log_t *L) { return L->plan.present; }
+static int has_plan(const log_data_t *L) { return L->plan.present; }
 
 /* ---- multiplexing (multiplex.c) ---- */
 
-static int has_mux(const report_log_t *L) { return L->mux.present; }
+static int has_mux(const log_data_t *L) { return L->mux.present; }
 
 static const struct {
   const char *title;
-  int (*present)(const report_log_t *L);
-  void (*print)(FILE *f, const report_log_t *L, const report_values_t *v);
+  int (*present)(const log_data_t *L);
+  void (*print)(FILE *f, const log_data_t *L, const report_values_t *v);
 } sections[] = {
     {"Settings (the resolved deck)", has_settings, print_settings},
     {"Metrics", always, print_metrics},
@@ -343,9 +345,9 @@ static const struct {
     {"Events", has_events, print_events},
 };
 
-void report_summary_print(FILE *f, const report_log_t *L) {
+void report_summary_print(FILE *f, const log_data_t *L) {
   report_values_t v = report_values(L);
-  fprintf(f, "Run %s\n", report_run_name(L));
+  fprintf(f, "Run %s\n", log_run_name(L));
   print_run(f, L, &v);
   for (size_t i = 0; i < sizeof sections / sizeof sections[0]; i++) {
     if (!sections[i].present(L)) continue;

@@ -54,39 +54,39 @@ static int values_differ(const char *a, const char *b) {
 }
 
 /* Every deck key (in the order the logs list them) whose value is not the same in all logs. */
-static int swept_keys(const report_log_t *const *logs, int n, const char **key) {
+static int swept_keys(const log_data_t *const *logs, int n, const char **key) {
   int nkeys = 0;
   for (int l = 0; l < n; l++)
     for (int i = 0; i < logs[l]->nsettings; i++) {
       const char *k = logs[l]->setting[i].key;
       int seen = 0;
       for (int j = 0; j < nkeys && !seen; j++) seen = strcmp(key[j], k) == 0;
-      for (int j = 0; j < l && !seen; j++) seen = report_setting(logs[j], k) != NULL;
+      for (int j = 0; j < l && !seen; j++) seen = log_setting(logs[j], k) != NULL;
       if (seen || is_output_key(k)) continue;
-      const char *first = report_setting(logs[0], k);
+      const char *first = log_setting(logs[0], k);
       int differs = 0;
-      for (int m = 1; m < n && !differs; m++) differs = values_differ(first, report_setting(logs[m], k));
+      for (int m = 1; m < n && !differs; m++) differs = values_differ(first, log_setting(logs[m], k));
       if (differs) key[nkeys++] = k;
     }
   return nkeys;
 }
 
-static int any_multiplexed(const report_log_t *const *logs, int n) {
+static int any_multiplexed(const log_data_t *const *logs, int n) {
   for (int l = 0; l < n; l++)
     if (logs[l]->mux.present) return 1;
   return 0;
 }
 
 /* A run's cells of mux_columns. */
-static void mux_cells(const report_log_t *L, report_cell_t *c) {
-  const report_mux_t *m = &L->mux;
+static void mux_cells(const log_data_t *L, report_cell_t *c) {
+  const log_mux_t *m = &L->mux;
   c[0] = text_cell(m->present ? m->role : "none");
   c[1] = number_cell(m->present ? m->fg_samples_per_sec : NAN, "%.1f");
   c[2] = number_cell(m->present ? m->bg_samples_per_sec : NAN, "%.1f");
   c[3] = number_cell(m->present ? m->total_samples_per_sec : NAN, "%.1f");
 }
 
-static int ranks_differ(const report_log_t *const *logs, int n) {
+static int ranks_differ(const log_data_t *const *logs, int n) {
   for (int l = 1; l < n; l++)
     if (logs[l]->ranks != logs[0]->ranks) return 1;
   return 0;
@@ -114,7 +114,7 @@ static void make_labels(report_table_t *t) {
   t->label = xcalloc((size_t)t->nrow, sizeof(char *));
   for (int r = 0; r < t->nrow; r++) {
     if (t->nswept == 0) {
-      t->label[r] = xstrdup(t->nrow == 1 ? report_run_name(t->log[r]) : t->log[r]->path);
+      t->label[r] = xstrdup(t->nrow == 1 ? log_run_name(t->log[r]) : t->log[r]->path);
       continue;
     }
     size_t len = 1;
@@ -128,7 +128,7 @@ static void make_labels(report_table_t *t) {
   }
 }
 
-report_table_t *report_table_build(const report_log_t *const *logs, int n) {
+report_table_t *report_table_build(const log_data_t *const *logs, int n) {
   report_table_t *t = xcalloc(1, sizeof *t);
   int nkeys_max = 1;
   for (int l = 0; l < n; l++) nkeys_max += logs[l]->nsettings;
@@ -152,7 +152,7 @@ report_table_t *report_table_build(const report_log_t *const *logs, int n) {
   t->cell = xcalloc(surge_mul_size((size_t)n, (size_t)t->ncol, "table cells"), sizeof *t->cell);
   t->log = xcalloc((size_t)n, sizeof *t->log);
   for (int r = 0; r < n; r++) {
-    const report_log_t *L = logs[r];
+    const log_data_t *L = logs[r];
     report_values_t v = report_values(L);
     report_cell_t *row = &t->cell[r * t->ncol];
     t->log[r] = L;
@@ -160,7 +160,7 @@ report_table_t *report_table_build(const report_log_t *const *logs, int n) {
     row[c++] = text_cell(L->path);
     row[c++] = number_cell((double)v.steps, "%.0f");
     if (by_ranks) row[c++] = number_cell((double)L->ranks, "%.0f");
-    for (int k = 0; k < nkeys; k++) row[c++] = text_cell(report_setting(L, key[k]));
+    for (int k = 0; k < nkeys; k++) row[c++] = text_cell(log_setting(L, key[k]));
     row[c++] = number_cell(v.final_loss.value, "%.5g");
     row[c++] = number_cell(v.best_eval_loss.value, "%.5g");
     row[c++] = number_cell(v.best_accuracy.value, "%.4f");
@@ -214,7 +214,7 @@ void report_table_sort(report_table_t *t, int c, int descending) {
   }
   qsort(k, (size_t)t->nrow, sizeof *k, compare_rows);
   report_cell_t *cell = xcalloc(surge_mul_size((size_t)t->nrow, (size_t)t->ncol, "table cells"), sizeof *cell);
-  const report_log_t **log = xcalloc((size_t)t->nrow, sizeof *log);
+  const log_data_t **log = xcalloc((size_t)t->nrow, sizeof *log);
   char **label = xcalloc((size_t)t->nrow, sizeof *label);
   for (int r = 0; r < t->nrow; r++) {
     memcpy(&cell[r * t->ncol], &t->cell[k[r].row * t->ncol], (size_t)t->ncol * sizeof *cell);

@@ -35,9 +35,9 @@ static double read_baseline(const config_t *cfg, const deck_t *deck, comm_t *wor
   double sps = 0;
   if (!cfg->mux_baseline[0]) return 0;
   if (world->rank == 0) {
-    report_log_t *solo = report_log_read(cfg->mux_baseline);
+    log_data_t *solo = log_read(cfg->mux_baseline);
     sps = report_throughput(solo, MUX_WARMUP_STEPS);
-    report_log_free(solo);
+    log_data_free(solo);
     if (!(sps > 0))
       surge_input_error("%s: [multiplex] baseline = %s: the log has no timed step (hint: the metrics log of a "
                         "foreground-only run of the same deck, e.g. runs/NAME/log.h5)",

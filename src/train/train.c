@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/timer.h"
+#include "io/options.h"
 #include "mux/mux.h"
 #include "nn/zoo.h"
 
@@ -21,14 +22,14 @@ void trainer_init(trainer_t *t, const config_t *cfg, const deck_t *deck, comm_t 
   world->bucket_bytes = (size_t)(cfg->bucket_mb * 1048576.0);
   if (world->bucket_bytes < sizeof(float)) world->bucket_bytes = sizeof(float);
 
-  t->ds = dataset_open(cfg);
+  t->ds = dataset_open(data_opts_of(cfg));
   char err[320];
-  if (zoo_build(cfg, dataset_sample_shape(t->ds), dataset_classes(t->ds), &t->g, err, sizeof err) != 0)
+  if (zoo_build(zoo_opts_of(cfg), dataset_sample_shape(t->ds), dataset_classes(t->ds), &t->g, err, sizeof err) != 0)
     surge_input_error("%s: [model] zoo = %s: %s (hint: check the [model] sizes)",
                       deck_where(deck, "model.zoo"), cfg->zoo, err);
   layout_opts_t lo = layout_opts_of(cfg, deck);
   t->layout = layout_build(&lo, &t->g, t->be, world);
-  optim_init(&t->opt, cfg, t->be, t->layout->local->total);
+  optim_init(&t->opt, optim_opts_of(cfg), t->be, t->layout->local->total);
   sampler_init(&t->sampler, cfg->seed, dataset_size(t->ds, SPLIT_TRAIN));
   t->ids = xcalloc((size_t)cfg->global_batch, sizeof *t->ids);
 }
@@ -80,7 +81,7 @@ train_stats_t trainer_step(trainer_t *t, int stop_request) {
   double t2 = surge_now();
   size_t n = l->local->total;
   clip_to_norm(t->be, l->m->grads, n, s.grad_norm, t->cfg.clip_norm);
-  s.lr = lr_at(&t->cfg, t->step);
+  s.lr = lr_at(&t->opt.schedule, t->step);
   mux_fg_set(MUX_COMPUTING, mux_site(MUX_SITE_UPDATE, 0));
   gate(t);
   optim_step(&t->opt, l->m->params, l->m->grads, (float)s.lr);

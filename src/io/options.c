@@ -1,0 +1,61 @@
+#include "io/options.h"
+
+#include <string.h>
+
+_Static_assert(ZOO_MAX_LIST == CFG_MAX_LIST, "a deck's width list must fit the zoo's");
+
+/* A deck string into a part's buffer, which is at least as long (checked when compiling). */
+#define COPY_STRING(dst, src)                                                                                \
+  do {                                                                                                       \
+    _Static_assert(sizeof(dst) >= sizeof(src), "option string too short for its deck key");                 \
+    memcpy(dst, src, sizeof(src));                                                                           \
+  } while (0)
+
+zoo_opts_t zoo_opts_of(const config_t *cfg) {
+  zoo_opts_t o = {0};
+  COPY_STRING(o.model, cfg->zoo);
+  memcpy(o.mlp.hidden, cfg->mlp_hidden, sizeof o.mlp.hidden);
+  o.mlp.nhidden = cfg->mlp_nhidden;
+  memcpy(o.vgg.channels, cfg->vgg_channels, sizeof o.vgg.channels);
+  o.vgg.nstages = cfg->vgg_nstages;
+  o.vgg.fc = cfg->vgg_fc;
+  o.resnet.width = cfg->resnet_width;
+  o.resnet.blocks = cfg->resnet_blocks;
+  o.resnet.stages = cfg->resnet_stages;
+  o.gpt.layers = cfg->gpt_layers;
+  o.gpt.width = cfg->gpt_width;
+  o.gpt.heads = cfg->gpt_heads;
+  o.gpt.context = cfg->gpt_context;
+  return o;
+}
+
+optim_opts_t optim_opts_of(const config_t *cfg) {
+  optim_opts_t o = {0};
+  COPY_STRING(o.name, cfg->optimizer);
+  o.momentum = cfg->momentum;
+  o.weight_decay = cfg->weight_decay;
+  o.beta1 = cfg->beta1;
+  o.beta2 = cfg->beta2;
+  o.eps = cfg->eps;
+  o.nesterov = cfg->nesterov;
+  COPY_STRING(o.schedule.kind, cfg->schedule);
+  o.schedule.lr = cfg->lr;
+  o.schedule.min_lr = cfg->min_lr;
+  o.schedule.warmup_steps = cfg->warmup_steps;
+  o.schedule.steps = cfg->steps;
+  return o;
+}
+
+data_opts_t data_opts_of(const config_t *cfg) {
+  data_opts_t o = {0};
+  COPY_STRING(o.source, cfg->data_source);
+  COPY_STRING(o.path, cfg->data_path);
+  o.train_samples = cfg->train_samples;
+  o.test_samples = cfg->test_samples;
+  o.val_fraction = cfg->val_fraction;
+  o.synthetic_samples = cfg->synthetic_samples;
+  o.seed = cfg->seed;
+  o.sequences = zoo_takes_sequences(cfg->zoo);
+  o.context = cfg->gpt_context;
+  return o;
+}

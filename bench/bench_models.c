@@ -128,7 +128,7 @@ static void bench_one(const char *model) {
   backend_t rec = *t.be;
   rec.gemm = rec_gemm;
   rec.gemm_strided = rec_gemm_strided;
-  t.m.be = &rec;
+  t.layout->m->be = &rec;
   t.be = &rec;
 
   trainer_step(&t, 0); /* warm-up */
@@ -152,7 +152,7 @@ static void bench_one(const char *model) {
   double peak = (double)ru.ru_maxrss / 1024.0;
   size_t P = t.g.params.total;
   int moments = strcmp(cfg.optimizer, "adamw") == 0 ? 2 : 1;
-  double need = 4.0 * ((double)P * (2 + moments) + (double)t.m.act_floats) / 1048576.0;
+  double need = 4.0 * ((double)P * (2 + moments) + (double)t.layout->m->act_floats) / 1048576.0;
   double compute = sec - phase[0] / steps; /* the step without fetching the batch */
   double sgemm = gemm_flops / gemm_sec;
   printf("%-12s %8zu %5ld %9.1f %8.2f %8.2f %8.2f %6.1f%% %6.1f%% %8.1f %8.1f %8.1f %6.2f\n", model, P,

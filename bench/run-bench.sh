@@ -22,6 +22,10 @@ if want dp && [ -f "$src/bench/bench_dp.sh" ]; then
   echo "== data-parallel throughput on 1 and 2 ranks (bench/bench_dp.sh)"
   SURGE_TRAIN=./surge-train MPIEXEC="$mpiexec" sh "$src/bench/bench_dp.sh"
 fi
+if want layout && [ -f "$src/bench/bench_layout.sh" ]; then
+  echo "== layouts: memory per rank, overlapped gradient sync, throughput (bench/bench_layout.sh)"
+  SURGE_TRAIN=./surge-train MPIEXEC="$mpiexec" sh "$src/bench/bench_layout.sh"
+fi
 if want burst && [ -f "$src/bench/bench_burst.sh" ]; then
   echo "== burst planner fidelity: predicted against measured step time, 2 and 4 ranks (bench/bench_burst.sh)"
   SURGE_TRAIN=./surge-train MPIEXEC="$mpiexec" SURGE_BUILD=. sh "$src/bench/bench_burst.sh"

@@ -111,6 +111,20 @@ static void check_allreduce_exact(comm_t *c, size_t n, size_t bucket_bytes, cons
   free(results);
 }
 
+/* Rank 0: whether every rank's results (size, n) are the same bits, and within size*eps*sum|x| of
+ * the double sum of the inputs (size, n). */
+static void compare_sums(const float *inputs, const float *results, size_t n, int *identical, int *close) {
+  for (int r = 1; r < world_size; r++) *identical &= memcmp(results + (size_t)r * n, results, n * sizeof(float)) == 0;
+  for (size_t i = 0; i < n; i++) {
+    double sum = 0, magnitude = 0;
+    for (int r = 0; r < world_size; r++) {
+      sum += inputs[(size_t)r * n + i];
+      magnitude += fabs(inputs[(size_t)r * n + i]);
+    }
+    if (fabs(results[i] - sum) > world_size * 0x1p-23 * magnitude) *close = 0;
+  }
+}
+
 /* Order-sensitive sums: identical on every rank, repeatable within the run, close to the double
  * sum; the digest printed lets the shell test compare two runs. */
 static void check_allreduce_rounding(comm_t *c) {
@@ -126,15 +140,7 @@ static void check_allreduce_rounding(comm_t *c) {
   int identical = 1, close = 1;
   uint64_t digest = 1469598103934665603ull;  // FNV-1a over the result bytes
   if (world_rank == 0) {
-    for (int r = 1; r < world_size; r++) identical &= memcmp(results + (size_t)r * n, results, n * sizeof(float)) == 0;
-    for (size_t i = 0; i < n; i++) {
-      double sum = 0, magnitude = 0;
-      for (int r = 0; r < world_size; r++) {
-        sum += inputs[(size_t)r * n + i];
-        magnitude += fabs(inputs[(size_t)r * n + i]);
-      }
-      if (fabs(results[i] - sum) > world_size * 0x1p-23 * magnitude) close = 0;
-    }
+    compare_sums(inputs, results, n, &identical, &close);
     const unsigned char *bytes = (const unsigned char *)results;
     for (size_t i = 0; i < n * sizeof(float); i++) digest = (digest ^ bytes[i]) * 1099511628211ull;
     tap_diag("digest %016llx", (unsigned long long)digest);
@@ -177,17 +183,7 @@ static void check_iallreduce(comm_t *c) {
     for (int r = 0; r < world_size; r++) sum += exact_input(r, i);
     exact &= (double)y[i] == sum;
   }
-  if (world_rank == 0) {
-    for (int r = 1; r < world_size; r++) identical &= memcmp(results + (size_t)r * n, results, n * sizeof(float)) == 0;
-    for (size_t i = 0; i < n; i++) {
-      double sum = 0, magnitude = 0;
-      for (int r = 0; r < world_size; r++) {
-        sum += inputs[(size_t)r * n + i];
-        magnitude += fabs(inputs[(size_t)r * n + i]);
-      }
-      if (fabs(results[i] - sum) > world_size * 0x1p-23 * magnitude) close = 0;
-    }
-  }
+  if (world_rank == 0) compare_sums(inputs, results, n, &identical, &close);
   check(identical && close && exact, "iallreduce: two sums in flight (%d polls): bitwise identical on every rank, "
         "close to the double sum, exact on integers", polls);
   check(c->meter.bytes[TRAFFIC_DP] - before.bytes[TRAFFIC_DP] == n * sizeof(float) &&

@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/names.h"
+
 static const backend_t *const backends[] = {&backend_cpu, &backend_ref};
 enum { NBACKENDS = sizeof backends / sizeof backends[0], NAMES_MAX = 256 };
 
@@ -16,8 +18,7 @@ const backend_t *backend_find(const char *name) {
 
 const char *backend_names(void) {
   static char names[NAMES_MAX];
-  size_t len = 0;
-  for (size_t i = 0; i < NBACKENDS && len < sizeof names; i++)
-    len += (size_t)snprintf(names + len, sizeof names - len, "%s%s", i ? ", " : "", backends[i]->name);
+  if (!names[0])
+    for (size_t i = 0; i < NBACKENDS; i++) names_append(names, sizeof names, backends[i]->name);
   return names;
 }

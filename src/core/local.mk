@@ -3,5 +3,7 @@ libsurge_a_SOURCES += \
   src/core/rng.c src/core/rng.h \
   src/core/slab.c src/core/slab.h \
   src/core/state.c src/core/state.h \
+  src/core/rss.c src/core/rss.h \
+  src/core/names.c src/core/names.h \
   src/core/cli.c src/core/cli.h \
   src/core/shape.h src/core/timer.h

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/names.h"
 #include "data/dataset_impl.h"
 
 typedef struct source_entry {
@@ -36,12 +37,10 @@ static void apply_limit(dataset_t *ds, data_split_t split, long limit, const cha
 
 dataset_t *dataset_open(data_opts_t o) {
   const source_entry_t *src = NULL;
-  char names[128];
-  size_t len = 0;
+  char names[128] = "";
   for (size_t i = 0; i < NSOURCES; i++) {
     if (strcmp(o.source, sources[i].name) == 0) src = &sources[i];
-    if (len < sizeof names)
-      len += (size_t)snprintf(names + len, sizeof names - len, "%s%s", i ? ", " : "", sources[i].name);
+    names_append(names, sizeof names, sources[i].name);
   }
   if (!src) surge_input_error("[data] source = '%s' is not one of %s", o.source, names);
   dataset_t *ds = xcalloc(1, sizeof *ds);

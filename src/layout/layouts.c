@@ -5,6 +5,7 @@
 
 #include "burst/layout.h"
 #include "core/error.h"
+#include "core/names.h"
 #include "layout/layout.h"
 
 typedef struct layout_entry {
@@ -21,8 +22,7 @@ enum { NLAYOUTS = sizeof layouts / sizeof layouts[0] };
 const char *layout_names(void) {
   static char names[128];
   if (!names[0])
-    for (int i = 0; i < NLAYOUTS; i++)
-      snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? ", " : "", layouts[i].name);
+    for (int i = 0; i < NLAYOUTS; i++) names_append(names, sizeof names, layouts[i].name);
   return names;
 }
 

@@ -3,6 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/names.h"
+
 static int build_mlp(const zoo_opts_t *o, graph_t *g, int classes) {
   int x = nn_flatten(g, 0, "flatten");
   char name[LAYER_NAME_MAX];
@@ -113,9 +115,8 @@ enum { ZOO_SIZE = sizeof zoo / sizeof zoo[0], ZOO_NAMES_MAX = 256 };
 
 const char *zoo_names(void) {
   static char names[ZOO_NAMES_MAX];
-  size_t len = 0;
-  for (size_t i = 0; i < ZOO_SIZE && len < sizeof names; i++)
-    len += (size_t)snprintf(names + len, sizeof names - len, "%s%s", i ? ", " : "", zoo[i].name);
+  if (!names[0])
+    for (size_t i = 0; i < ZOO_SIZE; i++) names_append(names, sizeof names, zoo[i].name);
   return names;
 }
 

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/names.h"
 #include "core/timer.h"
 
 typedef struct reducer_entry {
@@ -18,8 +19,7 @@ enum { NREDUCERS = sizeof reducers / sizeof reducers[0] };
 const char *gradsync_reducer_names(void) {
   static char names[128];
   if (!names[0])
-    for (int i = 0; i < NREDUCERS; i++)
-      snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? ", " : "", reducers[i].name);
+    for (int i = 0; i < NREDUCERS; i++) names_append(names, sizeof names, reducers[i].name);
   return names;
 }
 

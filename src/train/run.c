@@ -194,6 +194,9 @@ train_outcome_t train_run(const config_t *cfg, const deck_t *deck, const char *r
 
   char dur[32];
   progress_format_duration(p.run_sec, dur, sizeof dur);
+  train_memory_t mem = trainer_memory(&t);
+  double worst[4] = {mem.state_bytes, mem.peak_bytes, mem.peak_bytes / mem.state_bytes, mem.window}; /* max over ranks */
+  comm_allreduce_max_double(world, worst, 4, TRAFFIC_OTHER);
   if (world->rank == 0) {
     long done = t.step - (resumed_at > 0 ? resumed_at : 0);
     printf("%sdone: %ld steps in %s (%.1f ms/step, %.0f samples/s)\n", p.label, done, dur,
@@ -205,6 +208,9 @@ train_outcome_t train_run(const config_t *cfg, const deck_t *deck, const char *r
       printf("%sfinal test accuracy %.2f%%\n", p.label, 100.0 * e.accuracy);
     printf("%soutput: %s (final parameters), %s (metrics log), %s (checkpoints)\n", p.label, model_path, cfg->log_file,
            cfg->ckpt_dir);
+    printf("%smemory per rank: training state %.1f MiB (parameters, gradients, optimizer moments, activations of "
+           "%.0f samples), peak %.1f MiB above the data (%.2fx; largest of the ranks)\n",
+           p.label, worst[0] / 1048576.0, worst[3], worst[1] / 1048576.0, worst[2]);
   }
   trainer_free(&t);
   free(deck_text);

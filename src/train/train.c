@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/rss.h"
 #include "core/timer.h"
 #include "io/options.h"
 #include "mux/mux.h"
@@ -23,6 +24,7 @@ void trainer_init(trainer_t *t, const config_t *cfg, const deck_t *deck, comm_t 
   if (world->bucket_bytes < sizeof(float)) world->bucket_bytes = sizeof(float);
 
   t->ds = dataset_open(data_opts_of(cfg));
+  t->rss_before_model = rss_now_bytes();
   char err[320];
   if (zoo_build(zoo_opts_of(cfg), dataset_sample_shape(t->ds), dataset_classes(t->ds), &t->g, err, sizeof err) != 0)
     surge_input_error("%s: [model] zoo = %s: %s (hint: check the [model] sizes)",
@@ -42,6 +44,17 @@ void trainer_free(trainer_t *t) {
   graph_free(&t->g);
   dataset_close(t->ds);
   memset(t, 0, sizeof *t);
+}
+
+train_memory_t trainer_memory(const trainer_t *t) {
+  const layout_t *l = t->layout;
+  double moments = (t->opt.m ? 1 : 0) + (t->opt.v ? 1 : 0);
+  train_memory_t m = {
+      .state_bytes = sizeof(float) * ((2 + moments) * (double)l->local->total + (double)l->m->act_floats),
+      .peak_bytes = rss_peak_bytes() - t->rss_before_model,
+      .window = l->window,
+  };
+  return m;
 }
 
 void trainer_set_gate(trainer_t *t, void (*gate)(void)) {

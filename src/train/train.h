@@ -47,7 +47,16 @@ typedef struct trainer {
   long step;          /* optimizer steps done */
   uint64_t *ids;      /* (global batch) the step's sample ids */
   void (*gate)(void); /* a background job's gate before each piece of its work (mux/mux.h), or NULL */
+  double rss_before_model; /* resident bytes after the data was opened, before the model existed */
 } trainer_t;
+
+/* What this rank's training state needs and what the process took for it. */
+typedef struct train_memory {
+  double state_bytes;  /* parameters, gradients, optimizer moments and activations (with staging) */
+  double peak_bytes;   /* peak resident memory above rss_before_model */
+  int window;          /* samples the activations hold */
+} train_memory_t;
+train_memory_t trainer_memory(const trainer_t *t);
 
 /* Open the data, build the model (shape errors blame the deck's [model] keys) and its layout
  * (parameters initialised from the seed), and the optimizer. Collective over world (which must

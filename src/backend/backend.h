@@ -17,6 +17,8 @@
 
 typedef struct backend {
   const char *name;
+  int host_memory; /* 1: its memory is the host's (host code may read and write it in place, so
+                    * upload/download copies can be skipped); 0: a device's */
 
   /* Threads for this rank's math (OpenBLAS threads on the CPU backend). */
   void (*set_threads)(int nthreads);

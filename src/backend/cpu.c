@@ -5,6 +5,7 @@
 
 const backend_t backend_cpu = {
     .name = "cpu",
+    .host_memory = 1,
     .set_threads = cpu_set_threads,
     .set_priority = host_set_priority,
     .alloc = host_mem_alloc,

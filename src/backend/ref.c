@@ -377,6 +377,7 @@ static void ref_adamw_step(size_t n, float *p, const float *g, float *m, float *
 
 const backend_t backend_ref = {
     .name = "ref",
+    .host_memory = 1,
     .set_threads = ref_set_threads,
     .set_priority = host_set_priority,
     .alloc = host_mem_alloc,

@@ -13,7 +13,8 @@ enum { MAX_REGIONS = 16 };
 typedef struct host_state {
   state_region_t r[MAX_REGIONS];
   int n, nslabs;
-  float *host[3];        /* [nslabs] host copy of each local slab: params, moments */
+  int in_place;          /* the backend's memory is the host's: the slabs are read and written in place */
+  float *host[3];        /* [nslabs] host view of each local slab: params, moments (a copy unless in_place) */
   float *device[3];      /* the slabs themselves */
   state_tensor_t *pieces; /* the layout's description (data NULL) */
 } host_state_t;
@@ -22,7 +23,7 @@ static void add_slab_region(host_state_t *h, const layout_t *l, const char *grou
   const slab_layout_t *L = l->local;
   int k = h->nslabs++;
   h->device[k] = device;
-  h->host[k] = xcalloc(L->total ? L->total : 1, sizeof(float));
+  h->host[k] = h->in_place ? device : xcalloc(L->total ? L->total : 1, sizeof(float));
   state_region_t *r = &h->r[h->n++];
   snprintf(r->group, sizeof r->group, "%s", group);
   r->n = L->n;
@@ -35,7 +36,7 @@ static void add_slab_region(host_state_t *h, const layout_t *l, const char *grou
 
 static void host_state_init(host_state_t *h, const trainer_t *t, int with_optimizer) {
   const layout_t *l = t->layout;
-  *h = (host_state_t){0};
+  *h = (host_state_t){.in_place = t->be->host_memory};
   h->pieces = xcalloc(l->local->n ? (size_t)l->local->n : 1, sizeof *h->pieces);
   l->ops->describe(l, h->pieces);
   add_slab_region(h, l, "/params", l->m->params);
@@ -48,7 +49,7 @@ static void host_state_init(host_state_t *h, const trainer_t *t, int with_optimi
 
 static void host_state_free(host_state_t *h) {
   for (int k = 0; k < h->nslabs; k++) {
-    free(h->host[k]);
+    if (!h->in_place) free(h->host[k]);
     free(h->r[k].t);
   }
   free(h->pieces);
@@ -57,7 +58,7 @@ static void host_state_free(host_state_t *h) {
 /* Collective: the true values of every slab, downloaded. */
 static void gather(trainer_t *t, host_state_t *h) {
   trainer_sync_replicas(t);
-  for (int k = 0; k < h->nslabs; k++) t->be->download(h->host[k], h->device[k], t->layout->local->total);
+  for (int k = 0; k < h->nslabs && !h->in_place; k++) t->be->download(h->host[k], h->device[k], t->layout->local->total);
 }
 
 void trainer_checkpoint(trainer_t *t, const char *deck_text, char *written, size_t written_len) {
@@ -75,7 +76,7 @@ int trainer_resume(trainer_t *t, char *from, size_t from_len) {
   host_state_init(&h, t, 1);
   ckpt_state_t s = {.regions = h.r, .nregions = h.n, .layout = t->layout->name};
   checkpoint_read(from, &s, &t->cfg, t->world);
-  for (int k = 0; k < h.nslabs; k++) t->be->upload(h.device[k], h.host[k], t->layout->local->total);
+  for (int k = 0; k < h.nslabs && !h.in_place; k++) t->be->upload(h.device[k], h.host[k], t->layout->local->total);
   t->opt.t = s.opt_t;
   t->step = s.step;
   host_state_free(&h);

@@ -50,7 +50,7 @@ echo "-- gradient sync overlapped with the backward pass, 2 ranks (medians over 
 # forward, backward, optimizer) and its comm phase
 step_stats() {
   for p in data forward backward optimizer comm; do h5vals "$tmp/$1/log.h5" /ranks/phase_$p >"$tmp/$p.v"; done
-  h5vals "$tmp/$1/log.h5" /metrics/step_sec >"$tmp/step.v"
+  h5vals "$tmp/$1/log.h5" /metrics/step_time >"$tmp/step.v"
   paste "$tmp/data.v" "$tmp/forward.v" "$tmp/backward.v" "$tmp/optimizer.v" "$tmp/comm.v" |
     awk -v R=2 '{ s = int((NR - 1) / R); c = $1 + $2 + $3 + $4; if (c > comp[s]) comp[s] = c; if ($5 > comm[s]) comm[s] = $5 }
       END { for (s in comp) print s, comp[s], comm[s] }' | sort -n >"$tmp/per_step.v"
@@ -67,7 +67,7 @@ for m in gpt vgg-mini; do
     run "$train" 2 $m off-$m-$i -D parallel.overlap=false && step_stats off-$m-$i >>"$tmp/off.all"
   done
   on_step=$(awk '{ print $1 }' "$tmp/on.all" | median); off_step=$(awk '{ print $1 }' "$tmp/off.all" | median)
-  exposed=$(awk '{ e = $1 - $2; print e > 0 ? e : 0 }' "$tmp/on.all" | median)
+  exposed=$(awk '{ e = $1 - $2; print (e > 0 ? e : 0) }' "$tmp/on.all" | median)
   allreduce=$(awk '{ print $3 }' "$tmp/off.all" | median)
   awk -v m=$m -v a="$on_step" -v b="$off_step" -v e="$exposed" -v r="$allreduce" \
     'BEGIN { printf "%-12s %12.2f %12.2f %8.3fx %14.2f %14.2f %8.0f%%\n", m, 1e3*a, 1e3*b, a/b, 1e3*e, 1e3*r, 100*e/r }'

@@ -3,7 +3,8 @@
 # on 2, 4 and 8 ranks under (a) a hand-written plan that changes the rank set at every layer and
 # (b) the planner's plan for a synthetic profile (tests/make_plan) end with the parameters of the
 # 1-rank data-parallel run: per tensor ||w - w_1|| / ||w_1|| <= 1e-5; so does a run with AdamW and
-# clipping stopped and resumed from a checkpoint. Plans for another rank count,
+# clipping stopped and resumed from a checkpoint, also when a data-parallel run's checkpoint is resumed
+# under a burst plan on another rank count. Plans for another rank count,
 # naming ranks outside the job, or missing are refused with exit 2, and so is a tied output layer
 # (GPT's) on another rank set than its embedding.
 . "${SURGE_TOP_SRCDIR:-.}/tests/tap.sh"
@@ -92,6 +93,20 @@ else
   res="training failed (exit $rc): $(tail -n 3 "$tap_tmp/adamw-4.txt")"
 fi
 tap_ok $rc "mlp, adamw + clipping, 5 steps then resumed to 10 on 4 ranks, hand plan = 1 rank: $res"
+
+# a checkpoint of one layout resumed by another: 5 steps data parallel on 2 ranks, then to 10 on the
+# 4-rank hand plan, = 10 steps on 1 rank
+# shellcheck disable=SC2086
+train cross 2 mlp-fmnist.deck $adamw -D run.steps=5 && \
+  train cross 4 mlp-fmnist.deck $adamw $burst4 -D run.steps=10 --resume
+rc=$?
+if [ $rc = 0 ]; then
+  res=$("$compare" "$tap_tmp/cross/model.h5" "$tap_tmp/adamw-dp1/model.h5" 1e-5 2>&1)
+  rc=$?
+else
+  res="training failed (exit $rc): $(tail -n 3 "$tap_tmp/cross.txt")"
+fi
+tap_ok $rc "mlp, adamw + clipping, 5 steps data parallel on 2 ranks, resumed to 10 under the 4-rank burst plan = 1 rank: $res"
 
 # bad plans: exit 2 with one line naming the problem
 bad() { # bad DESCRIPTION PATTERN NP DECK ARGS...

@@ -1,0 +1,18 @@
+#!/bin/sh
+# Run a command on a node of the emulated cluster (tools/cluster-local-up.sh), as ssh would: in the
+# node's network namespace, under the node's host name (its own UTS namespace), the command words
+# joined into one shell command line. OpenMPI's mpiexec uses it as its launch agent
+# (plm_rsh_agent in DIR/cluster.env) to start its daemon on every host of the hostfile.
+#
+#   tools/cluster-local-exec.sh NODE [COMMAND [ARG...]]      (no command: a shell)
+#
+# NODE must be a namespace the cluster in $CLUSTER_LOCAL_DIR (default /tmp/surge-cluster) created.
+D=${CLUSTER_LOCAL_DIR:-/tmp/surge-cluster}
+[ $# -ge 1 ] || { echo "usage: $0 NODE [COMMAND [ARG...]]" >&2; exit 2; }
+node=$1
+shift
+case $node in *[!a-z0-9-]* | '') echo "cluster-local-exec: '$node' is not a node name" >&2; exit 2 ;; esac
+grep -qx "netns $node" "$D/created" 2>/dev/null ||
+  { echo "cluster-local-exec: $node is not a node of the cluster in $D (set CLUSTER_LOCAL_DIR)" >&2; exit 2; }
+[ $# -gt 0 ] || set -- "${SHELL:-/bin/sh}"
+exec nsenter --net="/run/netns/$node" -- unshare --uts -- /bin/sh -c 'hostname "$0" && exec /bin/sh -c "$*"' "$node" "$@"

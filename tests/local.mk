@@ -21,3 +21,7 @@ EXTRA_DIST += tools/cluster-local-up.sh tools/cluster-local-down.sh tools/cluste
 EXTRA_DIST += tests/cluster.sh
 dist_check_SCRIPTS += tests/test_cluster.sh
 TESTS += tests/test_cluster.sh
+check_PROGRAMS += tests/test_net_fit
+tests_test_net_fit_SOURCES = tests/test_net_fit.c
+tests_test_net_fit_LDADD = $(SURGE_LIBS)
+TESTS += tests/test_net_fit

@@ -1,5 +1,5 @@
 /* Point-to-point bandwidth through the comm layer from rank 0 to one rank on its own node (shared
- * memory) and one rank on another node (the network), as the nodes look to MPI (comm_split_node).
+ * memory) and one rank on another node (the network), as the nodes look to MPI (burst_rank_nodes).
  * For tests/test_cluster.sh and bench/bench_cluster.sh on the emulated cluster (doc/cluster.md).
  *
  *   mpiexec -n N tests/p2p_bw [MIB [REPEATS]]       (default 8 MiB, 5 repeats)
@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "burst/profiler.h"
 #include "comm/comm.h"
 #include "core/error.h"
 #include "core/timer.h"
@@ -62,19 +63,15 @@ static double transfer(comm_t *w, int dst, float *buf, size_t n, int repeats) {
 
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
-  comm_t world, node;
+  comm_t world;
   comm_world(&world);
   if (argc > 3) surge_input_error("p2p_bw: too many arguments (usage: p2p_bw [MIB [REPEATS]])");
   long mib = argc > 1 ? arg_long(argv[1], "MIB", 1, MAX_MIB) : 8;
   int repeats = argc > 2 ? (int)arg_long(argv[2], "REPEATS", 1, MAX_REPEATS) : 5;
 
-  /* every rank's node: the world rank of its node's first rank; and its host name */
-  comm_split_node(&world, &node);
-  double leader = world.rank;
-  comm_bcast(&node, &leader, sizeof leader, 0, TRAFFIC_OTHER);
-  double *leaders = xcalloc((size_t)world.size, sizeof *leaders);
-  comm_gather_double(&world, &leader, 1, leaders, 0, TRAFFIC_OTHER);
-  comm_bcast(&world, leaders, (size_t)world.size * sizeof *leaders, 0, TRAFFIC_OTHER);
+  /* every rank's node, and its host name */
+  int *node = xcalloc((size_t)world.size, sizeof *node);
+  int nodes = burst_rank_nodes(&world, node);
   char *hosts = xcalloc((size_t)world.size, HOST_LEN);
   char host[MPI_MAX_PROCESSOR_NAME] = "";
   int len = 0;
@@ -83,11 +80,10 @@ int main(int argc, char **argv) {
   MPI_Allgather(host, HOST_LEN, MPI_CHAR, hosts, HOST_LEN, MPI_CHAR, world.mpi);
 
   /* the partners: the first other rank on rank 0's node, the first rank on another node */
-  int same = -1, other = -1, nodes = 0;
-  for (int r = 0; r < world.size; r++) {
-    if (leaders[r] == r) nodes++;
-    if (r > 0 && leaders[r] == leaders[0] && same < 0) same = r;
-    if (leaders[r] != leaders[0] && other < 0) other = r;
+  int same = -1, other = -1;
+  for (int r = world.size - 1; r > 0; r--) {
+    if (node[r] == node[0]) same = r;
+    else other = r;
   }
   size_t n = (size_t)mib * 1048576 / sizeof(float);
   float *buf = xcalloc(n, sizeof *buf);
@@ -103,8 +99,7 @@ int main(int argc, char **argv) {
   fflush(stdout);
   free(buf);
   free(hosts);
-  free(leaders);
-  comm_free(&node);
+  free(node);
   comm_free(&world);
   MPI_Finalize();
   return 0;

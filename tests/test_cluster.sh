@@ -3,7 +3,7 @@
 # through the launch agent, each rank on the node its hostfile slot says; point-to-point bandwidth
 # between the nodes follows the configured link rate (100 Mbit/s, then 1 Gbit/s after a reshape),
 # within generous bounds (a loaded machine can only make it slower), while two ranks on one node
-# stay far faster (shared memory, not the link); a data-parallel run and two burst plans across the
+# stay far faster (shared memory, not the link), and surge-profile's fits find the rate too; a data-parallel run and two burst plans across the
 # nodes end with the parameters of the 1-rank run (1e-5) and the link counters show their
 # inter-node bytes; a rank killed on one node ends the job on both; and after a kill -9 of mpiexec
 # with a job running, cluster-local-down.sh leaves no namespace, link, qdisc or process behind.
@@ -42,6 +42,17 @@ bw_check() {
   [ -n "$other" ] && [ -n "$same" ] || tap_diag "$(cat "$tap_tmp/bw.txt")"
 }
 bw_check 4
+# surge-profile's alpha-beta fits see the same link: point to point between the nodes, and the
+# allreduce's bus bandwidth (at 100 Mbit/s, where the link and not the CPUs limits the allreduce)
+cluster_mpiexec 120 4 "$top_build/surge-profile" "$top_src/inputs/mlp-fmnist.deck" -D data.source=synthetic \
+  -D model.mlp_hidden=32 -D train.global_batch=16 -o "$tap_tmp/profile.h5" --warmup 1 --repeats 3 \
+  >"$tap_tmp/profile.txt" 2>&1
+p2p=$(h5vals "$tap_tmp/profile.h5" /profile/network/p2p_beta | awk '{ printf "%.0f", $1 * 8 }')
+ar=$(h5vals "$tap_tmp/profile.h5" /profile/network/allreduce_beta | awk '{ printf "%.0f", $1 * 8 }')
+grep -q "between ranks 0 and 2 (another node)" "$tap_tmp/profile.txt" &&
+  awk -v p="$p2p" -v a="$ar" 'BEGIN { exit !(p >= 50 && p <= 110 && a >= 50 && a <= 110) }'
+tap_ok $? "surge-profile at 100mbit: point to point (ranks 0 and 2) ${p2p:-?} Mbit/s, allreduce bus bandwidth ${ar:-?} Mbit/s"
+[ -n "$p2p" ] || tap_diag "$(tail -n 5 "$tap_tmp/profile.txt")"
 "$cluster_up" --link 1gbit >"$tap_tmp/reshape.txt" 2>&1
 tap_ok $? "up again reshapes the links: $(head -n 1 "$tap_tmp/reshape.txt")"
 bw_check 16

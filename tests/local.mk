@@ -25,3 +25,5 @@ check_PROGRAMS += tests/test_net_fit
 tests_test_net_fit_SOURCES = tests/test_net_fit.c
 tests_test_net_fit_LDADD = $(SURGE_LIBS)
 TESTS += tests/test_net_fit
+dist_check_SCRIPTS += tests/test_cluster_slurm.sh
+TESTS += tests/test_cluster_slurm.sh

@@ -20,7 +20,8 @@
 #   --latency TIME   how long a packet may wait in the bucket's queue before it is dropped (default 50ms)
 #   --slots N        MPI slots per node in the hostfile (default 2)
 #   --slurm          also start Slurm: a slurmctld and a slurmd per node (env: AUTH=none|munge,
-#                    default none; NCPUS per node, default 8; CRED_EXPIRE, default 120)
+#                    default none; NCPUS per node, default 8; CRED_EXPIRE, default 120; KILL_WAIT,
+#                    seconds from SIGTERM to SIGKILL when a job step ends, default 30 as in Slurm)
 #   --name ID        prefix of every name (namespaces, links, hosts): a letter and 1-7 letters or
 #                    digits (default: derived from DIR, so two directories give two clusters)
 #   --dir DIR        state directory (default $CLUSTER_LOCAL_DIR, else /tmp/surge-cluster)
@@ -202,7 +203,8 @@ fi
 
 # --- Slurm: slurmctld in the head namespace, a slurmd in every node's
 if [ "$slurm" = 1 ]; then
-  AUTH=${AUTH:-none} NCPUS=${NCPUS:-8} CRED_EXPIRE=${CRED_EXPIRE:-120}
+  AUTH=${AUTH:-none} NCPUS=${NCPUS:-8} CRED_EXPIRE=${CRED_EXPIRE:-120} KILL_WAIT=${KILL_WAIT:-30}
+  [[ $KILL_WAIT =~ ^[0-9]+$ ]] || bad "KILL_WAIT '$KILL_WAIT': seconds"
   [[ $NCPUS =~ ^[0-9]+$ ]] && [ "$NCPUS" -ge 1 ] || bad "NCPUS '$NCPUS': a number of at least 1"
   [[ $CRED_EXPIRE =~ ^[0-9]+$ ]] && [ "$CRED_EXPIRE" -ge 5 ] || bad "CRED_EXPIRE '$CRED_EXPIRE': seconds, at least 5"
   case $AUTH in none|munge) ;; *) bad "AUTH '$AUTH': none or munge" ;; esac
@@ -240,8 +242,9 @@ SlurmdLogFile=$S/log/slurmd-%n.log
 # each node its own temporary directory (PMIx puts a directory per job step there, and two nodes
 # on one file system would collide in /tmp)
 TmpFS=$S/tmp/%n
-# a rank that dies ends its job step on every node
+# a rank that dies ends its job step on every node: SIGTERM to the others, SIGKILL KillWait later
 KillOnBadExit=1
+KillWait=$KILL_WAIT
 PartitionName=nodes Nodes=$name-n[0-$((nodes - 1))] Default=YES MaxTime=INFINITE State=UP
 CONF
     for i in $(seq 0 $((nodes - 1))); do

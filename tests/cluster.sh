@@ -54,10 +54,12 @@ cluster_inodes() {
   for ci_ns in $(ip netns list | awk '{ print $1 }' | grep "^$1-"); do stat -L -c %i "/run/netns/$ci_ns"; done
 }
 
-# cluster_objects NAME INODES: what cluster NAME has on this machine, one line each: its
-# namespaces, links (this side), qdiscs (this side) and the processes in its namespaces (by the
-# namespace inodes listed in the file INODES, so they are found after the namespaces lost their names)
+# cluster_objects NAME INODES DIR: what cluster NAME (state directory DIR) has on this machine, one
+# line each: its namespaces, links (this side), qdiscs (this side), mounts, and the processes in its
+# namespaces (by the namespace inodes listed in the file INODES, so they are found after the
+# namespaces lost their names)
 cluster_objects() {
+  awk -v d="$3/" '$5 ~ "^" d { print "mount " $5 }' /proc/self/mountinfo
   ip netns list | awk '{ print "namespace " $1 }' | grep " $1-"
   ip -o link show | awk -F': ' '{ sub(/@.*/, "", $2); print "link " $2 }' | grep " $1"
   tc qdisc show | awk '{ for (i = 1; i < NF; i++) if ($i == "dev") print "qdisc " $2 " " $(i + 1) }' | grep " $1"

@@ -29,7 +29,8 @@ hosts=$(sort "$tap_tmp/hosts.txt" | uniq -c | awk '{ printf "%s%s x%s", s, $2, $
 tap_ok $? "mpiexec --hostfile -n 4 runs 2 ranks on each node: $hosts"
 
 # (2) bandwidth from rank 0 to a rank on its node and to one on the other node, against the rate
-# bw_check MIB: p2p_bw's two pairs; the other node within [0.5, 1.1] x the rate, the same node > 10x
+# bw_check MIB: p2p_bw's two pairs; the other node within [0.5, 1.1] x the rate, the same node more
+# than 2x (no shaped path gets past 1.1x; a loaded machine slows shared memory down to a few Gbit/s)
 bw_check() {
   cluster_mpiexec 120 4 "$p2p_bw" "$1" 3 >"$tap_tmp/bw.txt" 2>&1
   rate=$(on_cluster sh -c 'echo $CLUSTER_LINK_BPS')
@@ -37,8 +38,8 @@ bw_check() {
   same=$(awk '$1 == "pair" && $4 == "same" { print $7 }' "$tap_tmp/bw.txt")
   [ -n "$other" ] && awk -v m="$other" -v r="$rate" 'BEGIN { exit !(m >= 0.5 * r / 1e6 && m <= 1.1 * r / 1e6) }'
   tap_ok $? "between the nodes at $(on_cluster sh -c 'echo $CLUSTER_LINK'): ${other:-?} Mbit/s, $(awk -v m="$other" -v r="$rate" 'BEGIN { printf "%.3f", m / (r / 1e6) }') x the rate (bounds 0.5 .. 1.1)"
-  [ -n "$same" ] && awk -v m="$same" -v r="$rate" 'BEGIN { exit !(m >= 10 * r / 1e6) }'
-  tap_ok $? "within a node: ${same:-?} Mbit/s, unaffected by the shaping (more than 10 x the rate)"
+  [ -n "$same" ] && awk -v m="$same" -v r="$rate" 'BEGIN { exit !(m >= 2 * r / 1e6) }'
+  tap_ok $? "within a node: ${same:-?} Mbit/s, not through the shaped link (more than 2 x the rate)"
   [ -n "$other" ] && [ -n "$same" ] || tap_diag "$(cat "$tap_tmp/bw.txt")"
 }
 bw_check 4
@@ -125,7 +126,7 @@ alive=$(node_pids 0 surge-train; node_pids 1 surge-train)
 tap_ok $? "rank $victim on $name-n1 killed: mpiexec exits $rc after $(($(date +%s) - t0)) s, no rank left on either node${alive:+ (left: $alive)}"
 
 # (6) kill -9 of the launcher (mpiexec) while its job runs, then down: nothing of the cluster stays
-cluster_objects "$name" "$tap_tmp/inodes" >"$tap_tmp/objects-up.txt"
+cluster_objects "$name" "$tap_tmp/inodes" "$CLUSTER_LOCAL_DIR" >"$tap_tmp/objects-up.txt"
 cluster_mpiexec 120 4 "$SURGE_TRAIN" "$deck" "$@" -D run.steps=100000 -D run.print_every=100000 \
   -D "run.out_dir=$tap_tmp/orphan" >"$tap_tmp/orphan.txt" 2>&1 &
 tap_wait_until 60 test -s "$tap_tmp/orphan/log.h5"
@@ -135,12 +136,12 @@ for p in /proc/[0-9]*; do
   [ "$(cat "$p/comm" 2>/dev/null)" = mpiexec ] && tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -qF "run.out_dir=$tap_tmp/orphan " &&
     launcher=${p#/proc/}
 done
-cluster_objects "$name" "$tap_tmp/inodes" >"$tap_tmp/objects-running.txt"
+cluster_objects "$name" "$tap_tmp/inodes" "$CLUSTER_LOCAL_DIR" >"$tap_tmp/objects-running.txt"
 [ -n "$launcher" ] && kill -9 "$launcher"
 wait
 "$cluster_down" >"$tap_tmp/down.txt" 2>&1
 down=$?
-cluster_objects "$name" "$tap_tmp/inodes" >"$tap_tmp/objects-down.txt"
+cluster_objects "$name" "$tap_tmp/inodes" "$CLUSTER_LOCAL_DIR" >"$tap_tmp/objects-down.txt"
 tap_diag "before: $(grep -c . "$tap_tmp/objects-up.txt") objects ($(awk '{ print $1 }' "$tap_tmp/objects-up.txt" | sort | uniq -c | tr -s ' \n' ' ')); with the job: $(grep -c '^process' "$tap_tmp/objects-running.txt") processes in the namespaces"
 [ $down = 0 ] && [ -n "$launcher" ] && [ ! -s "$tap_tmp/objects-down.txt" ] && [ ! -e "$CLUSTER_LOCAL_DIR" ] &&
   grep -q '^namespace' "$tap_tmp/objects-up.txt" && grep -q '^qdisc' "$tap_tmp/objects-up.txt" &&

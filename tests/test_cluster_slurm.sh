@@ -87,7 +87,7 @@ tap_ok $? "down: $(cat down.txt)"
 name2=k$(printf %06x $$)
 export CLUSTER_LOCAL_DIR="$tap_tmp/cluster2"
 trap '"$cluster_down" >/dev/null 2>&1; rm -rf "$tap_tmp"' EXIT
-cluster_objects "$name2" /dev/null >objects-before.txt
+cluster_objects "$name2" /dev/null "$CLUSTER_LOCAL_DIR" >objects-before.txt
 "$cluster_up" --name "$name2" --nodes 2 --slurm >up2.txt 2>&1 &
 launcher=$!
 slurmd_started() { [ -n "$(node_pids 0 slurmd)" ]; }
@@ -96,10 +96,10 @@ tap_wait_until 30 slurmd_started
 kill -9 $launcher 2>/dev/null
 wait $launcher 2>/dev/null
 cluster_inodes "$name2" >inodes2
-cluster_objects "$name2" inodes2 >objects-killed.txt
+cluster_objects "$name2" inodes2 "$CLUSTER_LOCAL_DIR" >objects-killed.txt
 "$cluster_down" >down2.txt 2>&1
 down=$?
-cluster_objects "$name2" inodes2 >objects-after.txt
+cluster_objects "$name2" inodes2 "$CLUSTER_LOCAL_DIR" >objects-after.txt
 tap_diag "before up: $(grep -c . objects-before.txt) objects; when up was killed: $(awk '{ print $1 }' objects-killed.txt | sort | uniq -c | tr -s ' \n' ' ')($(awk '$1 == "process" { print $3 }' objects-killed.txt | sort | uniq -c | tr -s ' \n' ' '))"
 ! grep -qx complete "$CLUSTER_LOCAL_DIR/created" 2>/dev/null && grep -q ' slurmctld$' objects-killed.txt &&
   grep -q ' slurmd$' objects-killed.txt && [ $down = 0 ] && [ ! -s objects-before.txt ] && [ ! -s objects-after.txt ] &&

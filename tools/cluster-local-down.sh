@@ -3,7 +3,8 @@
 # (DIR/created) names and nothing else, also when up was killed half way: every process in the
 # cluster's namespaces (daemons, MPI daemons, ranks, job steps) gets SIGTERM, then SIGKILL after
 # 5 s; then the namespaces (with their ends of the links and their qdiscs), the links on this side,
-# a munged that up started, and the state directory go. Idempotent: with nothing recorded it does
+# the nodes' mount namespaces (with their /dev/shm), a munged that up started, and the state
+# directory go. Idempotent: with nothing recorded it does
 # nothing.
 #
 #   tools/cluster-local-down.sh [--dir DIR] [--keep-logs]
@@ -31,6 +32,7 @@ fi
 [ "$(id -u)" = 0 ] || { echo "cluster-local-down: run as root" >&2; exit 1; }
 mapfile -t netns < <(awk '$1 == "netns" { print $2 }' "$journal")
 mapfile -t links < <(awk '$1 == "link" { print $2 }' "$journal")
+mapfile -t mounts < <(awk '$1 == "mount" { print $2 }' "$journal")
 
 # pids_in: every process in one of our namespaces
 pids_in() {
@@ -66,6 +68,14 @@ done
 gone() { local l; for l in "${links[@]}"; do ! ip link show "$l" >/dev/null 2>&1 || return 1; done; }
 for _ in $(seq 50); do gone && break; sleep 0.1; done
 gone || { echo "cluster-local-down: links still there after 5 s" >&2; status=1; }
+# the nodes' mount namespaces (their /dev/shm goes with the last process in them), then the
+# private mount that held them
+mounted() { grep -qF " $1 " /proc/self/mountinfo; }
+for ((i = ${#mounts[@]} - 1; i >= 0; i--)); do
+  m=${mounts[i]}
+  mounted "$m" || continue
+  umount "$m" || umount -l "$m" || status=1
+done
 m=$D/slurm/run/munged.pid
 if [ -s "$m" ] && [ "$(cat "/proc/$(cat "$m")/comm" 2>/dev/null)" = munged ]; then
   kill "$(cat "$m")"
@@ -75,7 +85,7 @@ if [ "$status" = 0 ]; then
     rm -rf "$D.logs" && mv "$D/slurm/log" "$D.logs" && echo "cluster-local-down: Slurm logs in $D.logs"
   fi
   grep -qxF "dir $D" "$journal" && rm -rf "$D"
-  echo "cluster-local-down: removed ${#netns[@]} namespaces and ${#links[@]} links of $D"
+  echo "cluster-local-down: removed ${#netns[@]} namespaces, ${#links[@]} links and ${#mounts[@]} mounts of $D"
 else
   echo "cluster-local-down: some objects could not be removed; the record stays in $journal" >&2
 fi

@@ -1,9 +1,10 @@
 #!/bin/bash
 # Emulate a cluster of N nodes on this machine (doc/cluster.md): each node is a Linux network
-# namespace with its own address, joined to one bridge through a veth pair; both ends of every node's
-# veth are shaped by a token-bucket filter (tc tbf), so each node has a full-duplex link of the given
-# rate. Processes on one node talk through shared memory (they share this machine's kernel, /dev/shm
-# and pid space), processes on different nodes over TCP on the shaped links. With --slurm, a Slurm
+# namespace with its own address, joined to one bridge through a veth pair, and a mount namespace
+# with its own /dev/shm; both ends of every node's veth are shaped by a token-bucket filter (tc
+# tbf), so each node has a full-duplex link of the given rate. Processes on one node talk through
+# shared memory, processes on different nodes over TCP on the shaped links (all share this
+# machine's kernel, CPUs, file systems and pid space). With --slurm, a Slurm
 # whose nodes are the namespaces: slurmctld in a head namespace, one slurmd per node.
 #
 #   tools/cluster-local-up.sh [--nodes N] [--link RATE] [--slurm] ...     then: . DIR/cluster.env
@@ -67,6 +68,7 @@ if [ "$link" = none ]; then bps=0; else bps=$(link_bps "$link") || bad "--link '
 # 1 ms of traffic at the link rate, at least 64 KiB (a TSO segment passes the bucket whole)
 [ -n "$burst" ] || burst=$(awk -v b="$bps" 'BEGIN { x = b / 8 / 1000; if (x < 65536) x = 65536; printf "%d\n", x }')
 case $D in /*) ;; *) D=$(pwd)/$D ;; esac
+[[ ! $D =~ [[:space:]] ]] || bad "--dir '$D': a path without spaces"
 if [ -z "$name" ]; then
   name=sc$(printf %s "$D" | md5sum | cut -c1-6)
 else
@@ -164,7 +166,16 @@ else
   flock -u 9
   exec 9<&-
 
-  # add_node NS VETH ADDR: a namespace joined to the bridge
+  # every node's own /dev/shm, as on separate machines: a persistent mount namespace per node (a
+  # file under $D/ns, which must be a mount of private propagation) with a tmpfs on /dev/shm, so
+  # shared memory (OpenMPI's, multiplexing's) never reaches another node, yet every job on a node
+  # shares it
+  mkdir -p "$D/ns"
+  record mount "$D/ns"
+  mount --bind "$D/ns" "$D/ns"
+  mount --make-private "$D/ns"
+
+  # add_node NS VETH ADDR: a namespace joined to the bridge, and its /dev/shm
   add_node() {
     record netns "$1"
     ip netns add "$1"
@@ -174,6 +185,9 @@ else
     ip -n "$1" addr add "$3/24" dev eth0
     ip -n "$1" link set eth0 up
     ip -n "$1" link set lo up
+    touch "$D/ns/$1.mnt"
+    record mount "$D/ns/$1.mnt"
+    unshare --mount="$D/ns/$1.mnt" --propagation private /bin/sh -c 'mount -t tmpfs -o mode=1777 shm /dev/shm'
   }
   for i in $(seq 0 $((nodes - 1))); do add_node "$(ns_of "$i")" "$(veth_of "$i")" "$subnet.$((i + 1))"; done
   shape_all
@@ -189,8 +203,9 @@ export CLUSTER_SUBNET=$subnet
 export CLUSTER_HOSTFILE=$hostfile
 export CLUSTER_LINK=$link
 export CLUSTER_LINK_BPS=$bps
-# mpiexec --hostfile \$CLUSTER_HOSTFILE: its daemons enter the nodes through the launch agent, and
-# OpenMPI's out-of-band and TCP traffic stays on the cluster network
+# mpiexec runs on the nodes of the hostfile (--hostfile overrides it); its daemons enter the nodes
+# through the launch agent, and OpenMPI's out-of-band and TCP traffic stays on the cluster network
+export OMPI_MCA_orte_default_hostfile=$hostfile
 export OMPI_MCA_plm_rsh_agent=$tools/cluster-local-exec.sh
 export OMPI_MCA_plm_rsh_no_tree_spawn=1
 export OMPI_MCA_oob_tcp_if_include=$subnet.0/24

@@ -90,7 +90,12 @@ trap '"$cluster_down" >/dev/null 2>&1; rm -rf "$tap_tmp"' EXIT
 cluster_objects "$name2" /dev/null "$CLUSTER_LOCAL_DIR" >objects-before.txt
 "$cluster_up" --name "$name2" --nodes 2 --slurm >up2.txt 2>&1 &
 launcher=$!
-slurmd_started() { [ -n "$(node_pids 0 slurmd)" ]; }
+# node 0's slurmd runs as a daemon once its pid file names a live slurmd (before, a slurmd seen
+# may be the parent that exits when it forks the daemon)
+slurmd_started() {
+  ss_pid=$(cat "$CLUSTER_LOCAL_DIR/slurm/run/slurmd-$name2-n0.pid" 2>/dev/null)
+  [ -n "$ss_pid" ] && [ "$(cat "/proc/$ss_pid/comm" 2>/dev/null)" = slurmd ]
+}
 CLUSTER_NAME=$name2
 tap_wait_until 30 slurmd_started
 kill -9 $launcher 2>/dev/null
@@ -106,5 +111,6 @@ tap_diag "before up: $(grep -c . objects-before.txt) objects; when up was killed
   [ ! -e "$CLUSTER_LOCAL_DIR" ]
 tap_ok $? "kill -9 of cluster-local-up.sh after its first slurmd started, then down: $(cat down2.txt); left: $(grep -c . objects-after.txt) objects"
 [ -s objects-after.txt ] && tap_diag "$(cat objects-after.txt)"
+grep -q ' slurmd$' objects-killed.txt || tap_diag "$(cat up2.txt objects-killed.txt)"
 tap_diag "cluster Slurm test took $(($(date +%s) - started)) s"
 tap_done

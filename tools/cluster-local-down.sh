@@ -45,7 +45,7 @@ if [ -n "$left" ]; then
   kill -TERM $left 2>/dev/null
   for _ in $(seq 50); do left=$(pids_in); [ -z "$left" ] && break; sleep 0.1; done
   if [ -n "$left" ]; then
-    echo "cluster-local-down: killing $(echo $left | wc -w) processes still running after 5 s"
+    echo "cluster-local-down: killing $(echo "$left" | wc -w) processes still running after 5 s"
     # shellcheck disable=SC2086
     kill -KILL $left 2>/dev/null
     for _ in $(seq 50); do left=$(pids_in); [ -z "$left" ] && break; sleep 0.1; done

@@ -19,5 +19,5 @@ grep -qx "netns $node" "$D/created" 2>/dev/null ||
 # a node's own /dev/shm: its mount namespace (the head has none); keep the working directory
 mnt=
 [ -e "$D/ns/$node.mnt" ] && mnt=--mount=$D/ns/$node.mnt
-exec nsenter --net="/run/netns/$node" $mnt --wd="$(pwd)" -- unshare --uts -- \
+exec nsenter --net="/run/netns/$node" ${mnt:+"$mnt"} --wd="$(pwd)" -- unshare --uts -- \
   /bin/sh -c 'hostname "$0" && exec /bin/sh -c "$*"' "$node" "$@"

@@ -34,7 +34,7 @@ tools=$(cd "$(dirname "$0")" && pwd)
 die() { echo "cluster-local-up: $*" >&2; exit 1; }
 bad() { echo "cluster-local-up: $*" >&2; echo "usage: $0 [--nodes N] [--link RATE] [--slurm] (--help)" >&2; exit 2; }
 
-nodes=2 link=1gbit burst= latency=50ms slots=2 slurm=0 name= D=${CLUSTER_LOCAL_DIR:-/tmp/surge-cluster}
+nodes=2 link=1gbit burst="" latency=50ms slots=2 slurm=0 name="" D=${CLUSTER_LOCAL_DIR:-/tmp/surge-cluster}
 nodes_given=0 check=0
 while [ $# -gt 0 ]; do
   case $1 in
@@ -114,6 +114,25 @@ shape_all() {
 in_ns() { CLUSTER_LOCAL_DIR=$D "$tools/cluster-local-exec.sh" "$@"; }
 slurm_up() { [ -s "$D/slurm/etc/slurm.conf" ] && [ -n "$(ip netns pids "$head_ns" 2>/dev/null)" ]; }
 
+# record WORDS...: write down an object before it is created (down removes what exists of it)
+record() { echo "$*" >>"$journal"; }
+# add_node NS VETH ADDR [shm]: a namespace joined to the bridge; with shm, a mount namespace with its
+# own /dev/shm too (a file under $D/ns, a mount of private propagation made first)
+add_node() {
+  record netns "$1"
+  ip netns add "$1"
+  record link "$2"
+  ip link add "$2" type veth peer name eth0 netns "$1"
+  ip link set "$2" master "$bridge" up
+  ip -n "$1" addr add "$3/24" dev eth0
+  ip -n "$1" link set eth0 up
+  ip -n "$1" link set lo up
+  [ "${4-}" = shm ] || return 0
+  touch "$D/ns/$1.mnt"
+  record mount "$D/ns/$1.mnt"
+  unshare --mount="$D/ns/$1.mnt" --propagation private /bin/sh -c 'mount -t tmpfs -o mode=1777 shm /dev/shm'
+}
+
 # --- a running cluster: reshape, maybe start Slurm
 if [ -f "$journal" ]; then
   grep -qx complete "$journal" ||
@@ -142,8 +161,6 @@ else
   mkdir -p "$D"
   echo "dir $D" >"$journal"
 
-  # record WORDS...: write down an object before it is created (down removes what exists of it)
-  record() { echo "$*" >>"$journal"; }
 
   # the subnet: the first free 10.213.X.0/24 from X = a number of the name; chosen and taken under a
   # lock, so two clusters started at once get two subnets
@@ -175,21 +192,7 @@ else
   mount --bind "$D/ns" "$D/ns"
   mount --make-private "$D/ns"
 
-  # add_node NS VETH ADDR: a namespace joined to the bridge, and its /dev/shm
-  add_node() {
-    record netns "$1"
-    ip netns add "$1"
-    record link "$2"
-    ip link add "$2" type veth peer name eth0 netns "$1"
-    ip link set "$2" master "$bridge" up
-    ip -n "$1" addr add "$3/24" dev eth0
-    ip -n "$1" link set eth0 up
-    ip -n "$1" link set lo up
-    touch "$D/ns/$1.mnt"
-    record mount "$D/ns/$1.mnt"
-    unshare --mount="$D/ns/$1.mnt" --propagation private /bin/sh -c 'mount -t tmpfs -o mode=1777 shm /dev/shm'
-  }
-  for i in $(seq 0 $((nodes - 1))); do add_node "$(ns_of "$i")" "$(veth_of "$i")" "$subnet.$((i + 1))"; done
+  for i in $(seq 0 $((nodes - 1))); do add_node "$(ns_of "$i")" "$(veth_of "$i")" "$subnet.$((i + 1))" shm; done
   shape_all
 
   hostfile=$D/hostfile
@@ -226,20 +229,10 @@ if [ "$slurm" = 1 ]; then
   # shellcheck source=tools/slurm-local-lib.sh
   . "$tools/slurm-local-lib.sh"
   slurm_local_check_tools die
-  record() { echo "$*" >>"$journal"; }
   S=$D/slurm
   export SLURM_CONF=$S/etc/slurm.conf
   mkdir -p "$S"/{etc,state,spool,log,run}
-  if [ ! -e "/run/netns/$head_ns" ]; then
-    record netns "$head_ns"
-    ip netns add "$head_ns"
-    record link "$head_veth"
-    ip link add "$head_veth" type veth peer name eth0 netns "$head_ns"
-    ip link set "$head_veth" master "$bridge" up
-    ip -n "$head_ns" addr add "$subnet.250/24" dev eth0
-    ip -n "$head_ns" link set eth0 up
-    ip -n "$head_ns" link set lo up
-  fi
+  [ -e "/run/netns/$head_ns" ] || add_node "$head_ns" "$head_veth" "$subnet.250"
   {
     cat <<CONF
 # written by tools/cluster-local-up.sh: the nodes are the namespaces of cluster $name

@@ -44,15 +44,18 @@ bw_check() {
 }
 bw_check 4
 # surge-profile's alpha-beta fits see the same link: point to point between the nodes, and the
-# allreduce's bus bandwidth (at 100 Mbit/s, where the link and not the CPUs limits the allreduce)
+# allreduce's bus bandwidth (at 100 Mbit/s, where the link and not the CPUs limits the allreduce).
+# A ring over the 4 ranks sends 1.5 x the bytes over each direction of the link, so its bus
+# bandwidth is the rate; any allreduce must send the bytes once, so 1.5 x the rate is the most
+# (OpenMPI's choice of algorithm decides where between)
 cluster_mpiexec 120 4 "$top_build/surge-profile" "$top_src/inputs/mlp-fmnist.deck" -D data.source=synthetic \
   -D model.mlp_hidden=32 -D train.global_batch=16 -o "$tap_tmp/profile.h5" --warmup 1 --repeats 3 \
   >"$tap_tmp/profile.txt" 2>&1
 p2p=$(h5vals "$tap_tmp/profile.h5" /profile/network/p2p_beta | awk '{ printf "%.0f", $1 * 8 }')
 ar=$(h5vals "$tap_tmp/profile.h5" /profile/network/allreduce_beta | awk '{ printf "%.0f", $1 * 8 }')
 grep -q "between ranks 0 and 2 (another node)" "$tap_tmp/profile.txt" &&
-  awk -v p="$p2p" -v a="$ar" 'BEGIN { exit !(p >= 50 && p <= 110 && a >= 50 && a <= 110) }'
-tap_ok $? "surge-profile at 100mbit: point to point (ranks 0 and 2) ${p2p:-?} Mbit/s, allreduce bus bandwidth ${ar:-?} Mbit/s"
+  awk -v p="$p2p" -v a="$ar" 'BEGIN { exit !(p >= 50 && p <= 110 && a >= 50 && a <= 155) }'
+tap_ok $? "surge-profile at 100mbit: point to point (ranks 0 and 2) ${p2p:-?} Mbit/s (bounds 50 .. 110), allreduce bus bandwidth ${ar:-?} Mbit/s (50 .. 155)"
 [ -n "$p2p" ] || tap_diag "$(tail -n 5 "$tap_tmp/profile.txt")"
 "$cluster_up" --link 1gbit >"$tap_tmp/reshape.txt" 2>&1
 tap_ok $? "up again reshapes the links: $(head -n 1 "$tap_tmp/reshape.txt")"

@@ -11,7 +11,8 @@
 #
 # It writes down every object before it creates it (DIR/created), so tools/cluster-local-down.sh
 # removes exactly what it started, also after this script was killed half way. Run again on a
-# running cluster it only reshapes the links (and starts Slurm when asked and not running).
+# running cluster it only reshapes the links when --link, --burst or --latency is given, and starts
+# Slurm when asked and not running.
 #
 # Options:
 #   --nodes N        emulated nodes (default 2, at most 32)
@@ -35,13 +36,13 @@ die() { echo "cluster-local-up: $*" >&2; exit 1; }
 bad() { echo "cluster-local-up: $*" >&2; echo "usage: $0 [--nodes N] [--link RATE] [--slurm] (--help)" >&2; exit 2; }
 
 nodes=2 link=1gbit burst="" latency=50ms slots=2 slurm=0 name="" D=${CLUSTER_LOCAL_DIR:-/tmp/surge-cluster}
-nodes_given=0 check=0
+nodes_given=0 check=0 shape_given=0
 while [ $# -gt 0 ]; do
   case $1 in
     --nodes) nodes=${2-}; nodes_given=1; shift ;;
-    --link) link=${2-}; shift ;;
-    --burst) burst=${2-}; shift ;;
-    --latency) latency=${2-}; shift ;;
+    --link) link=${2-}; shape_given=1; shift ;;
+    --burst) burst=${2-}; shape_given=1; shift ;;
+    --latency) latency=${2-}; shape_given=1; shift ;;
     --slots) slots=${2-}; shift ;;
     --name) name=${2-}; shift ;;
     --dir) D=${2-}; shift ;;
@@ -142,9 +143,15 @@ if [ -f "$journal" ]; then
     die "the cluster in $D has $CLUSTER_NODES nodes, not $nodes: run tools/cluster-local-down.sh --dir $D first"
   nodes=$CLUSTER_NODES name=$CLUSTER_NAME
   bridge=${name}br head_ns=$name-head head_veth=${name}hd
-  shape_all
-  sed -i "s/^export CLUSTER_LINK=.*/export CLUSTER_LINK=$link/; s/^export CLUSTER_LINK_BPS=.*/export CLUSTER_LINK_BPS=$bps/" "$env_file"
-  echo "cluster-local-up: $nodes nodes of cluster $name reshaped: link $link (burst $burst, latency $latency)"
+  if [ "$shape_given" = 1 ]; then
+    shape_all
+    sed -i "s/^export CLUSTER_LINK=.*/export CLUSTER_LINK=$link/; s/^export CLUSTER_LINK_BPS=.*/export CLUSTER_LINK_BPS=$bps/
+      s/^export CLUSTER_LINK_BURST=.*/export CLUSTER_LINK_BURST=$burst/; s/^export CLUSTER_LINK_LATENCY=.*/export CLUSTER_LINK_LATENCY=$latency/" "$env_file"
+    echo "cluster-local-up: $nodes nodes of cluster $name reshaped: link $link (burst $burst, latency $latency)"
+  else
+    link=$CLUSTER_LINK burst=$CLUSTER_LINK_BURST latency=$CLUSTER_LINK_LATENCY
+    echo "cluster-local-up: $nodes nodes of cluster $name are up, link $link"
+  fi
   if [ "$slurm" = 0 ] || slurm_up; then echo ". $env_file"; exit 0; fi
   sed -i '/^complete$/d' "$journal" # Slurm is started below: not complete until it is
   subnet=$CLUSTER_SUBNET
@@ -206,6 +213,8 @@ export CLUSTER_SUBNET=$subnet
 export CLUSTER_HOSTFILE=$hostfile
 export CLUSTER_LINK=$link
 export CLUSTER_LINK_BPS=$bps
+export CLUSTER_LINK_BURST=$burst
+export CLUSTER_LINK_LATENCY=$latency
 # mpiexec runs on the nodes of the hostfile (--hostfile overrides it); its daemons enter the nodes
 # through the launch agent, and OpenMPI's out-of-band and TCP traffic stays on the cluster network
 export OMPI_MCA_orte_default_hostfile=$hostfile

@@ -4,8 +4,8 @@
 # with its own /dev/shm; both ends of every node's veth are shaped by a token-bucket filter (tc
 # tbf), so each node has a full-duplex link of the given rate. Processes on one node talk through
 # shared memory, processes on different nodes over TCP on the shaped links (all share this
-# machine's kernel, CPUs, file systems and pid space). With --slurm, a Slurm
-# whose nodes are the namespaces: slurmctld in a head namespace, one slurmd per node.
+# machine's kernel, CPUs, file systems and pid space). With --slurm, a Slurm whose nodes are the
+# namespaces: slurmctld in a head namespace, one slurmd per node.
 #
 #   tools/cluster-local-up.sh [--nodes N] [--link RATE] [--slurm] ...     then: . DIR/cluster.env
 #
@@ -27,8 +27,8 @@
 #   --name ID        prefix of every name (namespaces, links, hosts): a letter and 1-7 letters or
 #                    digits (default: derived from DIR, so two directories give two clusters)
 #   --dir DIR        state directory (default $CLUSTER_LOCAL_DIR, else /tmp/surge-cluster)
-#   --check          only say whether this machine can run the cluster (root, network namespaces,
-#                    veth, bridge, tbf): exit 0, or 1 with the reason
+#   --check          only say whether this machine can run the cluster (root, network and mount
+#                    namespaces, veth, bridge, tbf): exit 0, or 1 with the reason
 # Exit status: 0 when the nodes (and Slurm) are up, 2 on bad options, 1 otherwise.
 set -euo pipefail
 tools=$(cd "$(dirname "$0")" && pwd)
@@ -84,6 +84,8 @@ if [ "$check" = 1 ]; then
   unshare --net /bin/sh -c 'ip link add b0 type bridge && ip link add v0 type veth peer name v1 &&
     ip link set v0 master b0 && tc qdisc add dev v0 root tbf rate 1gbit burst 128kb latency 50ms' >/dev/null 2>&1 ||
     die "no bridge, veth or tbf qdisc in this kernel (modules bridge, veth, sch_tbf)"
+  unshare --mount --propagation private /bin/sh -c 'mount -t tmpfs shm /dev/shm' >/dev/null 2>&1 ||
+    die "this machine does not allow mount namespaces with a tmpfs of their own"
   echo "cluster-local-up: this machine can run the emulated cluster"
   exit 0
 fi

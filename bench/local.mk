@@ -12,3 +12,6 @@ bench_bench_checkpoint_LDADD = $(SURGE_LIBS)
 bench_programs += bench/bench_planner
 bench_bench_planner_SOURCES = bench/bench_planner.c
 bench_bench_planner_LDADD = $(SURGE_LIBS)
+# The emulated cluster (doc/cluster.md): make bench BENCH=cluster; tests/p2p_bw measures its links.
+EXTRA_DIST += bench/bench_cluster.sh
+bench: tests/p2p_bw$(EXEEXT)

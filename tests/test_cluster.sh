@@ -4,7 +4,8 @@
 # between the nodes follows the configured link rate (100 Mbit/s, then 1 Gbit/s after a reshape),
 # within generous bounds (a loaded machine can only make it slower), while two ranks on one node
 # stay far faster (shared memory, not the link), and surge-profile's fits find the rate too; a data-parallel run and two burst plans across the
-# nodes end with the parameters of the 1-rank run (1e-5) and the link counters show their
+# nodes end with the parameters of the 1-rank run (1e-5), the log's internode_bytes_* count what
+# crossed, and the link counters show their
 # inter-node bytes; a rank killed on one node ends the job on both; and after a kill -9 of mpiexec
 # with a job running, cluster-local-down.sh leaves no namespace, link, qdisc or process behind.
 # Skipped without root or where the machine does not allow network namespaces.
@@ -93,11 +94,17 @@ dp=$(sum_of "$tap_tmp/dp4/log.h5" /metrics/bytes_dp)
 # allreduce algorithm, at least bytes_dp / 4 ranks per direction and step, i.e. bytes_dp / 2 in all
 [ -n "$dp" ] && [ "$dp" -gt 0 ] && [ "$crossed" -ge $((dp / 2)) ]
 tap_ok $? "its allreduce crossed the link: $crossed bytes through node 0's link, the log's bytes_dp $dp (all ranks; at least half must cross)"
+internode=$(sum_of "$tap_tmp/dp4/log.h5" /metrics/internode_bytes_dp)
+[ -n "$internode" ] && [ "$internode" -gt 0 ] && [ "$internode" = "$dp" ]
+tap_ok $? "the log counts the allreduce as crossing nodes: internode_bytes_dp $internode of bytes_dp $dp (the group spans both nodes)"
 cluster_train dp2 2 "$@"
 tap_ok $? "data parallel on 2 ranks of node 0 = 1 rank: $res"
 dp=$(sum_of "$tap_tmp/dp2/log.h5" /metrics/bytes_dp)
 [ -n "$dp" ] && [ "$crossed" -lt $((dp / 4)) ]
 tap_ok $? "on one node the allreduce stays off the link: $crossed bytes through it (control and output), bytes_dp $dp"
+internode=$(sum_of "$tap_tmp/dp2/log.h5" /metrics/internode_bytes_dp)
+[ "$internode" = 0 ]
+tap_ok $? "and the log counts none of it as crossing nodes: internode_bytes_dp ${internode:-missing}"
 
 # (4) burst plans across the nodes = 1 rank: the planner's (its last layers on rank 0 alone) and a
 # split one (the convolutions on node 0's ranks, the rest on node 1's: every activation crosses)
@@ -113,6 +120,10 @@ act=$(($(sum_of "$tap_tmp/burst-split/log.h5" /metrics/bytes_activation) + \
   $(sum_of "$tap_tmp/burst-split/log.h5" /metrics/bytes_activation_grad)))
 [ "$act" -gt 0 ] && [ "$crossed" -ge "$act" ]
 tap_ok $? "its activations and their gradients crossed the link: $crossed bytes through it, the log's activation bytes $act"
+internode=$(($(sum_of "$tap_tmp/burst-split/log.h5" /metrics/internode_bytes_activation) + \
+  $(sum_of "$tap_tmp/burst-split/log.h5" /metrics/internode_bytes_activation_grad)))
+[ "$internode" = "$act" ]
+tap_ok $? "the log counts every activation byte as crossing nodes: internode_bytes_activation(_grad) $internode of $act"
 
 # (5) a rank killed on node 1 ends the job on both nodes
 cluster_mpiexec 120 4 "$SURGE_TRAIN" "$deck" "$@" -D run.steps=100000 -D run.print_every=100000 \

@@ -46,16 +46,40 @@ static void require_member(const comm_t *c, traffic_t t, const char *api_call) {
     surge_runtime_error("%s: traffic category %d is not one of the %d known", api_call, (int)t, TRAFFIC_COUNT);
 }
 
-static void meter_one(comm_meter_t *m, traffic_t t, uint64_t bytes, double seconds, int calls) {
+static void meter_one(comm_meter_t *m, traffic_t t, uint64_t bytes, int remote, double seconds, int calls) {
   m->bytes[t] += bytes;
+  if (remote) m->internode_bytes[t] += bytes;
   m->seconds[t] += seconds;
   m->calls[t] += (uint64_t)calls;
 }
 
-static void meter_add(comm_t *c, traffic_t t, uint64_t bytes, double start) {
+/* A call over peer's link (peer < 0: a collective over the whole group). */
+static void meter_call(comm_t *c, traffic_t t, uint64_t bytes, int peer, double start) {
   double seconds = surge_now() - start;
-  meter_one(&c->meter, t, bytes, seconds, 1);
-  if (c->root_meter) meter_one(c->root_meter, t, bytes, seconds, 1);
+  int remote = peer < 0 ? c->nodes > 1 : c->remote && peer < c->size && c->remote[peer];
+  meter_one(&c->meter, t, bytes, remote, seconds, 1);
+  if (c->root_meter) meter_one(c->root_meter, t, bytes, remote, seconds, 1);
+}
+
+static void meter_add(comm_t *c, traffic_t t, uint64_t bytes, double start) { meter_call(c, t, bytes, -1, start); }
+
+/* Which ranks of c share this rank's node: c->remote and c->nodes (a node is named by its lowest
+ * rank in c). */
+static void find_nodes(comm_t *c, const char *api_call) {
+  MPI_Comm node;
+  check_mpi(MPI_Comm_split_type(c->mpi, MPI_COMM_TYPE_SHARED, c->rank, MPI_INFO_NULL, &node), "MPI_Comm_split_type",
+            api_call);
+  int mine = c->rank, *of = xcalloc((size_t)c->size, sizeof *of);
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, &mine, 1, MPI_INT, MPI_MIN, node), "MPI_Allreduce", api_call);
+  check_mpi(MPI_Comm_free(&node), "MPI_Comm_free", api_call);
+  check_mpi(MPI_Allgather(&mine, 1, MPI_INT, of, 1, MPI_INT, c->mpi), "MPI_Allgather", api_call);
+  c->remote = xcalloc((size_t)c->size, 1);
+  c->nodes = 0;
+  for (int r = 0; r < c->size; r++) {
+    c->remote[r] = of[r] != mine;
+    c->nodes += of[r] == r;
+  }
+  free(of);
 }
 
 /* Fill the fields of c that follow from its MPI communicator (which may be MPI_COMM_NULL). */
@@ -71,6 +95,7 @@ static void comm_init_from(comm_t *c, MPI_Comm mpi, const char *api_call) {
   check_mpi(MPI_Comm_set_errhandler(mpi, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler", api_call);
   check_mpi(MPI_Comm_rank(mpi, &c->rank), "MPI_Comm_rank", api_call);
   check_mpi(MPI_Comm_size(mpi, &c->size), "MPI_Comm_size", api_call);
+  find_nodes(c, api_call);
 }
 
 void comm_world(comm_t *c) {
@@ -107,6 +132,8 @@ void comm_split_node(const comm_t *parent, comm_t *child) {
 
 void comm_free(comm_t *c) {
   if (c->mpi != MPI_COMM_NULL) check_mpi(MPI_Comm_free(&c->mpi), "MPI_Comm_free", "comm_free");
+  free(c->remote);
+  c->remote = NULL;
   c->mpi = MPI_COMM_NULL;
   c->rank = -1;
   c->size = 0;
@@ -203,7 +230,7 @@ void comm_isend(comm_t *c, const float *buf, size_t n, int dest, int tag, traffi
   int count = point_to_point_count(n, "comm_isend");
   double start = surge_now();
   check_mpi(MPI_Isend(buf, count, MPI_FLOAT, dest, tag, c->mpi, &r->req), "MPI_Isend", "comm_isend");
-  meter_add(c, t, (uint64_t)n * sizeof(float), start);
+  meter_call(c, t, (uint64_t)n * sizeof(float), dest, start);
 }
 
 void comm_irecv(comm_t *c, float *buf, size_t n, int src, int tag, traffic_t t, comm_request_t *r) {
@@ -211,7 +238,7 @@ void comm_irecv(comm_t *c, float *buf, size_t n, int src, int tag, traffic_t t, 
   int count = point_to_point_count(n, "comm_irecv");
   double start = surge_now();
   check_mpi(MPI_Irecv(buf, count, MPI_FLOAT, src, tag, c->mpi, &r->req), "MPI_Irecv", "comm_irecv");
-  meter_add(c, t, 0, start);
+  meter_call(c, t, 0, src, start);
 }
 
 /* Complete *req (n requests): MPI's own blocking wait when poll_us is 0; otherwise poll without
@@ -312,8 +339,8 @@ void comm_iallreduce_sum(comm_t *c, float *buf, size_t n, traffic_t t, comm_op_t
 /* The time of a test or wait, counted in the operation's category without another call. */
 static void meter_time(comm_t *c, traffic_t t, double start) {
   double seconds = surge_now() - start;
-  meter_one(&c->meter, t, 0, seconds, 0);
-  if (c->root_meter) meter_one(c->root_meter, t, 0, seconds, 0);
+  meter_one(&c->meter, t, 0, 0, seconds, 0);
+  if (c->root_meter) meter_one(c->root_meter, t, 0, 0, seconds, 0);
 }
 
 int comm_op_test(comm_op_t *op) {
@@ -336,17 +363,19 @@ void comm_op_wait(comm_op_t *op) {
 
 void comm_meter_total(comm_t *c, const comm_meter_t *local, comm_meter_t *total) {
   require_member(c, TRAFFIC_OTHER, "comm_meter_total");
-  // counts is (2, TRAFFIC_COUNT): bytes then calls; local may be total itself
-  uint64_t counts[2 * TRAFFIC_COUNT];
+  // counts is (3, TRAFFIC_COUNT): bytes, internode bytes, calls; local may be total itself
+  uint64_t counts[3 * TRAFFIC_COUNT];
   double seconds[TRAFFIC_COUNT];
   memcpy(counts, local->bytes, sizeof local->bytes);
-  memcpy(counts + TRAFFIC_COUNT, local->calls, sizeof local->calls);
+  memcpy(counts + TRAFFIC_COUNT, local->internode_bytes, sizeof local->internode_bytes);
+  memcpy(counts + 2 * TRAFFIC_COUNT, local->calls, sizeof local->calls);
   memcpy(seconds, local->seconds, sizeof seconds);
-  check_mpi(MPI_Allreduce(MPI_IN_PLACE, counts, 2 * TRAFFIC_COUNT, MPI_UINT64_T, MPI_SUM, c->mpi),
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, counts, 3 * TRAFFIC_COUNT, MPI_UINT64_T, MPI_SUM, c->mpi),
             "MPI_Allreduce", "comm_meter_total");
   check_mpi(MPI_Allreduce(MPI_IN_PLACE, seconds, TRAFFIC_COUNT, MPI_DOUBLE, MPI_SUM, c->mpi), "MPI_Allreduce",
             "comm_meter_total");
   memcpy(total->bytes, counts, sizeof total->bytes);
-  memcpy(total->calls, counts + TRAFFIC_COUNT, sizeof total->calls);
+  memcpy(total->internode_bytes, counts + TRAFFIC_COUNT, sizeof total->internode_bytes);
+  memcpy(total->calls, counts + 2 * TRAFFIC_COUNT, sizeof total->calls);
   memcpy(total->seconds, seconds, sizeof total->seconds);
 }

@@ -4,7 +4,9 @@
  *
  * Byte counting: the payload this rank hands to the call (an allreduce of n floats counts 4n
  * bytes; a send counts its bytes, a receive counts nothing; a broadcast counts the bytes on every
- * rank). Seconds are wall time inside the call (including waiting for slower ranks). */
+ * rank). Of those, the bytes that cross nodes are counted again apart: a send to a rank on another
+ * node (shared memory is not shared with it), and any collective over a group whose ranks span
+ * more than one node. Seconds are wall time inside the call (including waiting for slower ranks). */
 #ifndef SURGE_COMM_H
 #define SURGE_COMM_H
 
@@ -26,6 +28,7 @@ const char *traffic_name(traffic_t t);
 
 typedef struct comm_meter {
   uint64_t bytes[TRAFFIC_COUNT];
+  uint64_t internode_bytes[TRAFFIC_COUNT]; /* of bytes, those that cross nodes (see above) */
   double seconds[TRAFFIC_COUNT];
   uint64_t calls[TRAFFIC_COUNT];
 } comm_meter_t;
@@ -33,6 +36,8 @@ typedef struct comm_meter {
 typedef struct comm {
   MPI_Comm mpi;        /* a private communicator (dup or split); never MPI_COMM_WORLD itself */
   int rank, size;
+  int nodes;           /* distinct nodes (shared-memory domains) the group's ranks are on */
+  unsigned char *remote; /* [size] 1 where that rank of the group is on another node than this one */
   size_t bucket_bytes; /* allreduce of big buffers goes in buckets of this size (default 4 MiB) */
   comm_meter_t meter;  /* totals since creation or the last comm_meter_reset */
   double poll_us;      /* 0: waits and barriers block inside MPI (spinning); > 0: they poll for poll_us,

@@ -24,7 +24,7 @@ typedef struct series_spec {
   char description[160];
 } series_spec_t;
 
-enum { SPEC_MAX = LOG_GROUP_COUNT + LOG_METRIC_COUNT + TRAFFIC_COUNT + PHASE_COUNT + LOG_EVAL_COUNT +
+enum { SPEC_MAX = LOG_GROUP_COUNT + LOG_METRIC_COUNT + 2 * TRAFFIC_COUNT + PHASE_COUNT + LOG_EVAL_COUNT +
                   LOG_EVENT_COUNT + LOG_MUX_METRIC_COUNT };
 
 typedef struct log_kinds {
@@ -39,7 +39,7 @@ struct run_log {
   hid_t file, text_type;
   h5_series_t step[LOG_GROUP_COUNT]; /* each group's step scale (/ranks rows follow /metrics/step) */
   h5_series_t rank_scale;            /* /ranks/rank: the columns of /ranks */
-  h5_series_t metric[LOG_METRIC_COUNT], bytes[TRAFFIC_COUNT], phase[PHASE_COUNT];
+  h5_series_t metric[LOG_METRIC_COUNT], bytes[TRAFFIC_COUNT], internode[TRAFFIC_COUNT], phase[PHASE_COUNT];
   h5_series_t eval[LOG_EVAL_COUNT], event[LOG_EVENT_COUNT], mux[LOG_MUX_METRIC_COUNT];
   int multiplexed;   /* the log has /multiplex (and the two multiplexed phases): set when it is created */
   int run_multiplexed; /* this run is multiplexed (a resumed log keeps what it began as) */
@@ -69,6 +69,7 @@ static log_kinds_t log_kinds(hid_t text_type) {
 /* Add series s of group: prefix + info's name, with info's units and description. */
 static void add_spec(run_log_t *L, h5_series_t *s, log_group_t group, const char *prefix, const log_series_info_t *info,
                      h5_series_kind_t kind, int per_rank) {
+  if (L->nspec == SPEC_MAX) surge_runtime_error("log: more series than SPEC_MAX (%d): raise it", SPEC_MAX);
   series_spec_t *sp = &L->spec[L->nspec++];
   *sp = (series_spec_t){.s = s, .group = group, .kind = kind, .per_rank = per_rank};
   snprintf(sp->name, sizeof sp->name, "%s%s", prefix, info->name);
@@ -97,6 +98,13 @@ static void build_specs(run_log_t *L) {
              traffic_name((traffic_t)t));
     log_series_info_t info = {traffic_name((traffic_t)t), "bytes", doc};
     add_spec(L, &L->bytes[t], LOG_METRICS, LOG_BYTES_PREFIX, &info, k.count, 0);
+  }
+  for (int t = 0; t < TRAFFIC_COUNT; t++) {
+    char doc[200];
+    snprintf(doc, sizeof doc, "of bytes_%s, the bytes that crossed nodes: sends to a rank on another node and "
+             "collectives over groups spanning nodes", traffic_name((traffic_t)t));
+    log_series_info_t info = {traffic_name((traffic_t)t), "bytes", doc};
+    add_spec(L, &L->internode[t], LOG_METRICS, LOG_INTERNODE_PREFIX, &info, k.count, 0);
   }
   for (int p = 0; p < PHASE_COUNT; p++)
     if (has_phase(L, p)) add_spec(L, &L->phase[p], LOG_RANKS, LOG_PHASE_PREFIX, &log_phase_info[p], k.real, 1);
@@ -325,6 +333,7 @@ void run_log_step(run_log_t *L, const log_row_t *row) {
   h5_series_append(&L->step[LOG_METRICS], &step);
   for (int m = 0; m < LOG_METRIC_COUNT; m++) h5_series_append(&L->metric[m], &metric[m]);
   for (int t = 0; t < TRAFFIC_COUNT; t++) h5_series_append(&L->bytes[t], &row->bytes[t]);
+  for (int t = 0; t < TRAFFIC_COUNT; t++) h5_series_append(&L->internode[t], &row->internode_bytes[t]);
   // gathered is (ranks, PHASE_COUNT); a /ranks row is (columns), NaN for columns without a rank
   hsize_t cols = h5_series_length(&L->rank_scale);
   for (int p = 0; p < PHASE_COUNT; p++) {

@@ -24,6 +24,7 @@ typedef struct log_row {
   double step_sec;        /* wall time of the step (slowest rank) */
   double samples_per_sec; /* global batch / step_sec */
   uint64_t bytes[TRAFFIC_COUNT]; /* bytes moved in this step, summed over ranks */
+  uint64_t internode_bytes[TRAFFIC_COUNT]; /* of those, bytes that crossed nodes (comm/comm.h) */
   double phase[PHASE_COUNT];     /* THIS rank's phase times (the log gathers them) */
   /* multiplexed runs only (/multiplex): DeepPool's accounting of the step */
   double fg_samples_per_sec;     /* the foreground job's samples/s (its slowest rank) */

@@ -45,6 +45,8 @@ typedef enum log_metric {
 } log_metric_t;
 extern const log_series_info_t log_metric_info[LOG_METRIC_COUNT];
 #define LOG_BYTES_PREFIX "bytes_"
+/* /metrics: LOG_INTERNODE_PREFIX + category: of those bytes, the ones that crossed nodes */
+#define LOG_INTERNODE_PREFIX "internode_bytes_"
 
 /* /ranks: LOG_PHASE_PREFIX + the phase's name, (steps, ranks) seconds per rank; the phases in the
  * order they run within a step. */

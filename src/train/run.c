@@ -70,9 +70,13 @@ static log_row_t step_row(trainer_t *t, const train_stats_t *s, const comm_meter
   row.grad_norm = s->grad_norm;
   memcpy(row.phase, s->phase, sizeof row.phase);
   comm_meter_t delta = t->world->meter, total;
-  for (int c = 0; c < TRAFFIC_COUNT; c++) delta.bytes[c] -= before->bytes[c];
+  for (int c = 0; c < TRAFFIC_COUNT; c++) {
+    delta.bytes[c] -= before->bytes[c];
+    delta.internode_bytes[c] -= before->internode_bytes[c];
+  }
   comm_meter_total(t->world, &delta, &total);
-  for (int c = 0; c < TRAFFIC_COUNT; c++) row.bytes[c] = total.bytes[c];
+  memcpy(row.bytes, total.bytes, sizeof row.bytes);
+  memcpy(row.internode_bytes, total.internode_bytes, sizeof row.internode_bytes);
   double slowest = s->seconds;
   comm_allreduce_max_double(t->world, &slowest, 1, TRAFFIC_OTHER);
   row.step_sec = slowest;

@@ -1,5 +1,5 @@
 /* Point-to-point bandwidth through the comm layer from rank 0 to one rank on its own node (shared
- * memory) and one rank on another node (the network), as the nodes look to MPI (burst_rank_nodes).
+ * memory) and one rank on another node (the network), as the nodes look to MPI (comm_t.node).
  * For tests/test_cluster.sh and bench/bench_cluster.sh on the emulated cluster (doc/cluster.md).
  *
  *   mpiexec -n N tests/p2p_bw [MIB [REPEATS]]       (default 8 MiB, 5 repeats)
@@ -13,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "burst/profiler.h"
 #include "comm/comm.h"
 #include "core/error.h"
 #include "core/timer.h"
@@ -70,8 +69,8 @@ int main(int argc, char **argv) {
   int repeats = argc > 2 ? (int)arg_long(argv[2], "REPEATS", 1, MAX_REPEATS) : 5;
 
   /* every rank's node, and its host name */
-  int *node = xcalloc((size_t)world.size, sizeof *node);
-  int nodes = burst_rank_nodes(&world, node);
+  const int *node = world.node;
+  int nodes = world.nodes;
   char *hosts = xcalloc((size_t)world.size, HOST_LEN);
   char host[MPI_MAX_PROCESSOR_NAME] = "";
   int len = 0;
@@ -99,7 +98,6 @@ int main(int argc, char **argv) {
   fflush(stdout);
   free(buf);
   free(hosts);
-  free(node);
   comm_free(&world);
   MPI_Finalize();
   return 0;

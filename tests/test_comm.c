@@ -451,6 +451,9 @@ int main(int argc, char **argv) {
   MPI_Comm_compare(w.mpi, MPI_COMM_WORLD, &compare);
   check(compare == MPI_CONGRUENT && w.rank == world_rank && w.size == world_size && w.bucket_bytes == 4 << 20,
         "comm_world: a duplicate of MPI_COMM_WORLD (same ranks), 4 MiB buckets");
+  int one_node = w.nodes == 1;
+  for (int r = 0; r < w.size; r++) one_node &= w.node[r] == 0;
+  check(one_node, "comm_world: every rank on node 0 of 1 (one machine; tests/test_cluster.sh checks several)");
   const char *want_names[TRAFFIC_COUNT] = {"dp", "activation", "activation_grad", "embedding", "other"};
   int names_ok = 1;
   for (int t = 0; t < TRAFFIC_COUNT; t++) names_ok &= strcmp(traffic_name((traffic_t)t), want_names[t]) == 0;

@@ -129,20 +129,6 @@ static const size_t net_floats[] = {1, 64, 1024, 16384, 65536, 262144, 1048576};
 #define NET_NSIZES ((int)(sizeof net_floats / sizeof net_floats[0]))
 #define NET_WARMUP 2
 
-int burst_rank_nodes(comm_t *world, int *node) {
-  comm_t local;
-  comm_split_node(world, &local);
-  double first = world->rank; /* the world rank of the first rank on this rank's node */
-  comm_bcast(&local, &first, sizeof first, 0, TRAFFIC_OTHER);
-  comm_free(&local);
-  double *firsts = xcalloc((size_t)world->size, sizeof *firsts);
-  comm_gather_double(world, &first, 1, firsts, 0, TRAFFIC_OTHER);
-  comm_bcast(world, firsts, (size_t)world->size * sizeof *firsts, 0, TRAFFIC_OTHER);
-  int nodes = 0;
-  for (int r = 0; r < world->size; r++) node[r] = (int)firsts[r] == r ? nodes++ : node[(int)firsts[r]];
-  free(firsts);
-  return nodes;
-}
 
 /* One ping-pong between rank 0 and rank peer (the others do nothing): seconds of the round trip on
  * rank 0. */
@@ -202,13 +188,11 @@ void burst_measure_network(comm_t *world, int repeats, burst_measured_t *out) {
   }
   /* the point-to-point partner: a rank on another node where there is one, since transfers between
    * nodes are the slow ones a plan must avoid; else rank 1 */
-  int *node = xcalloc((size_t)world->size, sizeof *node);
-  burst_rank_nodes(world, node);
+  const int *node = world->node;
   out->p2p_peer = 1;
   for (int r = world->size - 1; r > 0; r--)
     if (node[r] != node[0]) out->p2p_peer = r;
   out->p2p_other_node = node[out->p2p_peer] != node[0];
-  free(node);
   measure_sizes(world, repeats, ping_pong, out->p2p_peer, 1, &out->p2p);
   measure_sizes(world, repeats, allreduce_once, 0, 0, &out->ar);
   double alpha, slope;

@@ -64,9 +64,6 @@ void burst_measured_init(burst_measured_t *out, const graph_t *g, const char *mo
 void burst_measured_free(burst_measured_t *out);
 void burst_measure_prepare(model_t *m, const dataset_t *ds, int batch);
 void burst_measure_compute(model_t *m, comm_t *world, burst_measured_t *out);
-/* Collective: node[r] (r < world size) = the node of rank r, numbered 0, 1, ... in the order of
- * their first ranks (a node: the ranks that share memory, comm_split_node); returns the count. */
-int burst_rank_nodes(comm_t *world, int *node);
 /* The network (collective): measured on >= 2 ranks, the defaults on 1. Point to point: rank 0 with
  * the first rank on another node when there is one (the links a plan must spare), else rank 1. */
 void burst_measure_network(comm_t *world, int repeats, burst_measured_t *out);

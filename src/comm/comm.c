@@ -56,30 +56,25 @@ static void meter_one(comm_meter_t *m, traffic_t t, uint64_t bytes, int remote, 
 /* A call over peer's link (peer < 0: a collective over the whole group). */
 static void meter_call(comm_t *c, traffic_t t, uint64_t bytes, int peer, double start) {
   double seconds = surge_now() - start;
-  int remote = peer < 0 ? c->nodes > 1 : c->remote && peer < c->size && c->remote[peer];
+  int remote = peer < 0 ? c->nodes > 1 : c->node && peer < c->size && c->node[peer] != c->node[c->rank];
   meter_one(&c->meter, t, bytes, remote, seconds, 1);
   if (c->root_meter) meter_one(c->root_meter, t, bytes, remote, seconds, 1);
 }
 
 static void meter_add(comm_t *c, traffic_t t, uint64_t bytes, double start) { meter_call(c, t, bytes, -1, start); }
 
-/* Which ranks of c share this rank's node: c->remote and c->nodes (a node is named by its lowest
- * rank in c). */
+/* The node of every rank of c: c->node and c->nodes. */
 static void find_nodes(comm_t *c, const char *api_call) {
   MPI_Comm node;
   check_mpi(MPI_Comm_split_type(c->mpi, MPI_COMM_TYPE_SHARED, c->rank, MPI_INFO_NULL, &node), "MPI_Comm_split_type",
             api_call);
-  int mine = c->rank, *of = xcalloc((size_t)c->size, sizeof *of);
-  check_mpi(MPI_Allreduce(MPI_IN_PLACE, &mine, 1, MPI_INT, MPI_MIN, node), "MPI_Allreduce", api_call);
+  int first = c->rank; /* the lowest rank of c on this rank's node */
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, &first, 1, MPI_INT, MPI_MIN, node), "MPI_Allreduce", api_call);
   check_mpi(MPI_Comm_free(&node), "MPI_Comm_free", api_call);
-  check_mpi(MPI_Allgather(&mine, 1, MPI_INT, of, 1, MPI_INT, c->mpi), "MPI_Allgather", api_call);
-  c->remote = xcalloc((size_t)c->size, 1);
+  c->node = xcalloc((size_t)c->size, sizeof *c->node);
+  check_mpi(MPI_Allgather(&first, 1, MPI_INT, c->node, 1, MPI_INT, c->mpi), "MPI_Allgather", api_call);
   c->nodes = 0;
-  for (int r = 0; r < c->size; r++) {
-    c->remote[r] = of[r] != mine;
-    c->nodes += of[r] == r;
-  }
-  free(of);
+  for (int r = 0; r < c->size; r++) c->node[r] = c->node[r] == r ? c->nodes++ : c->node[c->node[r]];
 }
 
 /* Fill the fields of c that follow from its MPI communicator (which may be MPI_COMM_NULL). */
@@ -132,8 +127,8 @@ void comm_split_node(const comm_t *parent, comm_t *child) {
 
 void comm_free(comm_t *c) {
   if (c->mpi != MPI_COMM_NULL) check_mpi(MPI_Comm_free(&c->mpi), "MPI_Comm_free", "comm_free");
-  free(c->remote);
-  c->remote = NULL;
+  free(c->node);
+  c->node = NULL;
   c->mpi = MPI_COMM_NULL;
   c->rank = -1;
   c->size = 0;

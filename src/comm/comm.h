@@ -37,7 +37,8 @@ typedef struct comm {
   MPI_Comm mpi;        /* a private communicator (dup or split); never MPI_COMM_WORLD itself */
   int rank, size;
   int nodes;           /* distinct nodes (shared-memory domains) the group's ranks are on */
-  unsigned char *remote; /* [size] 1 where that rank of the group is on another node than this one */
+  int *node;           /* [size] the node of each rank: 0 .. nodes-1, numbered in the order of their
+                        * lowest rank (so rank 0 is on node 0) */
   size_t bucket_bytes; /* allreduce of big buffers goes in buckets of this size (default 4 MiB) */
   comm_meter_t meter;  /* totals since creation or the last comm_meter_reset */
   double poll_us;      /* 0: waits and barriers block inside MPI (spinning); > 0: they poll for poll_us,

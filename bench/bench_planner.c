@@ -100,6 +100,7 @@ int main(int argc, char **argv) {
         synthetic_profile(&g, &o, &p);
         double best = 1e30;
         burst_plan_t plan, dp;
+        if (C > 24 && gi == 1) { burst_profile_free(&p); continue; }
         for (int r = 0; r < repeats; r++) {
           if (r) burst_plan_free(&plan);
           double t0 = surge_now();
@@ -116,9 +117,22 @@ int main(int argc, char **argv) {
           if (t < eval) eval = t;
           if (r < 19) burst_plan_free(&dp);
         }
-        printf("%-8s %5d %5d %-9s %4d %10.6f %10.6f %12.1f %12.1f %12.1f %8.3f\n", gi ? "branchy" : "chain", g.n,
+        double front_s = -1;
+        int npts = 0;
+        if (C <= 24) {
+          bgraph_t bg;
+          bgraph_from_graph(&g, "bench", &bg);
+          burst_frontier_t fr;
+          double t0 = surge_now();
+          burst_frontier_build(&bg, &p, &o, 0, &fr);
+          front_s = surge_now() - t0;
+          npts = fr.n;
+          burst_frontier_free(&fr);
+          bgraph_free(&bg);
+        }
+        printf("%-8s %5d %5d %-9s %4d %10.6f %10.6f %12.1f %12.1f %12.1f %8.3f %10.4f %6d\n", gi ? "branchy" : "chain", g.n,
                o.ranks, policy_names[pi], C, best, eval, best / eval, plan.iter_us, dp.iter_us,
-               plan.iter_us / dp.iter_us);
+               plan.iter_us / dp.iter_us, front_s, npts);
         fflush(stdout);
         burst_plan_free(&plan);
         burst_plan_free(&dp);

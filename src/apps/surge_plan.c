@@ -71,11 +71,14 @@ int main(int argc, char **argv) {
   burst_plan_data_parallel(&g, &p, &o, &dp);
   burst_plan_print(stdout, &g, &plan, &dp);
   if (cli_has(&cli, "--pareto")) {
-    burst_pareto_point_t *pts;
-    int n = burst_pareto(&g, &p, &o, 32, &pts);
+    bgraph_t bg;
+    bgraph_from_graph(&g, cfg.zoo, &bg);
+    burst_frontier_t fr;
+    burst_frontier_build(&bg, &p, &o, 0, &fr);
     printf("\n");
-    burst_pareto_print(stdout, pts, n, &dp);
-    free(pts);
+    burst_frontier_print(stdout, &fr, &dp, 32);
+    burst_frontier_free(&fr);
+    bgraph_free(&bg);
   }
   const char *out = cli_value(&cli, "-o", 0);
   if (!out) out = cfg.plan_file;

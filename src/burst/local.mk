@@ -1,12 +1,16 @@
 # Burst parallelism (DeepPool): profile, planner, plan files.
 libsurge_a_SOURCES += \
-  src/burst/profile.c src/burst/profile.h \
+  src/burst/profile.c src/burst/profile.h src/burst/bgraph.c src/burst/bgraph.h \
   src/burst/plan.h src/burst/plan_impl.h \
-  src/burst/plan_graph.c src/burst/plan_cost.c src/burst/planner.c src/burst/plan_pareto.c \
+  src/burst/plan_graph.c src/burst/plan_cost.c src/burst/plan_eval.c src/burst/plan_pareto.c \
+  src/burst/planner.c src/burst/plan_recover.c src/burst/plan_frontier.c src/burst/plan_api.c \
   src/burst/plan_print.c src/burst/plan_file.c \
   src/burst/executor.c src/burst/executor.h
 
-check_PROGRAMS += tests/test_planner
+check_PROGRAMS += tests/test_planner tests/test_frontier
+tests_test_frontier_SOURCES = tests/test_frontier.c
+tests_test_frontier_LDADD = $(SURGE_LIBS)
+TESTS += tests/test_frontier
 tests_test_planner_SOURCES = tests/test_planner.c tests/child.c tests/child.h
 tests_test_planner_LDADD = $(SURGE_LIBS)
 TESTS += tests/test_planner

@@ -4,7 +4,8 @@ libsurge_a_SOURCES += \
   src/burst/plan.h src/burst/plan_impl.h \
   src/burst/plan_graph.c src/burst/plan_cost.c src/burst/plan_eval.c src/burst/plan_pareto.c \
   src/burst/planner.c src/burst/plan_recover.c src/burst/plan_frontier.c src/burst/plan_api.c \
-  src/burst/plan_print.c src/burst/plan_file.c \
+  src/burst/plan_print.c src/burst/plan_file.c src/burst/textio.c src/burst/textio.h \
+  src/burst/graph_file.c src/burst/graph_file.h src/burst/deeppool.c src/burst/plan_input.c src/burst/plan_input.h \
   src/burst/executor.c src/burst/executor.h
 
 check_PROGRAMS += tests/test_planner tests/test_frontier
@@ -35,3 +36,8 @@ surge_plan_LDADD = $(SURGE_LIBS)
 # Profile, plan, run: surge-profile on 1 and 2 ranks, surge-plan, surge-train on the plan.
 dist_check_SCRIPTS += tests/test_profile_plan.sh
 TESTS += tests/test_profile_plan.sh
+
+# DeepPool's A100 profiles (MIT, with their licence) and Surge's Inception-v3 structure file.
+EXTRA_DIST += tests/data/deeppool/A100_vgg.prof tests/data/deeppool/A100_wrn.prof \
+  tests/data/deeppool/A100_inception.prof tests/data/deeppool/LICENSE tests/data/deeppool/README.md \
+  tests/data/deeppool/inception-v3.graph

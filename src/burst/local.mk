@@ -8,7 +8,10 @@ libsurge_a_SOURCES += \
   src/burst/graph_file.c src/burst/graph_file.h src/burst/deeppool.c src/burst/plan_input.c src/burst/plan_input.h \
   src/burst/executor.c src/burst/executor.h
 
-check_PROGRAMS += tests/test_planner tests/test_frontier
+check_PROGRAMS += tests/test_planner tests/test_frontier tests/test_graph_file
+tests_test_graph_file_SOURCES = tests/test_graph_file.c tests/child.c tests/child.h
+tests_test_graph_file_LDADD = $(SURGE_LIBS)
+TESTS += tests/test_graph_file
 tests_test_frontier_SOURCES = tests/test_frontier.c
 tests_test_frontier_LDADD = $(SURGE_LIBS)
 TESTS += tests/test_frontier
@@ -32,6 +35,10 @@ surge_profile_SOURCES = src/apps/surge_profile.c
 surge_profile_LDADD = $(SURGE_LIBS)
 surge_plan_SOURCES = src/apps/surge_plan.c
 surge_plan_LDADD = $(SURGE_LIBS)
+
+# surge-plan from graph files and DeepPool profiles.
+dist_check_SCRIPTS += tests/test_plan_files.sh
+TESTS += tests/test_plan_files.sh
 
 # Profile, plan, run: surge-profile on 1 and 2 ranks, surge-plan, surge-train on the plan.
 dist_check_SCRIPTS += tests/test_profile_plan.sh

@@ -59,12 +59,11 @@ void plan_input_network(const cli_t *cli, const config_t *cfg, burst_net_t *net)
     net->ar_bytes_per_us = plan_parse_positive(v, "--allreduce-bandwidth");
 }
 
-void plan_input_load(const cli_t *cli, const config_t *cfg, plan_input_t *in, FILE *notes) {
+void plan_input_load_files(const char *graph, const char *dp, const char *structure, plan_input_t *in,
+                           FILE *notes) {
   memset(in, 0, sizeof *in);
-  const char *graph = cli_value(cli, "--graph", 0), *dp = cli_value(cli, "--deeppool", 0);
-  const char *structure = cli_value(cli, "--structure", 0);
-  if (graph && dp) surge_input_error("--graph and --deeppool both given: the planner reads one");
-  if (structure && !dp) surge_input_error("--structure goes with --deeppool (it maps a DeepPool profile's rows)");
+  if (graph && dp) surge_input_error("a graph file and a DeepPool profile both given (%s, %s): give one", graph, dp);
+  if (structure && !dp) surge_input_error("a structure file (%s) goes with a DeepPool profile (it maps its rows)", structure);
   if (graph) {
     graph_file_read(graph, 0, &in->g, &in->p);
   } else if (dp) {
@@ -82,6 +81,11 @@ void plan_input_load(const cli_t *cli, const config_t *cfg, plan_input_t *in, FI
   } else {
     surge_input_error("no input: give --graph FILE or --deeppool FILE (or a deck with a profile)");
   }
+}
+
+void plan_input_load(const cli_t *cli, const config_t *cfg, plan_input_t *in, FILE *notes) {
+  const char *graph = cli_value(cli, "--graph", 0), *dp = cli_value(cli, "--deeppool", 0);
+  plan_input_load_files(graph, dp, cli_value(cli, "--structure", 0), in, notes);
   plan_input_network(cli, cfg, &in->p.net);
   burst_net_require(&in->p.net, graph ? graph : dp);
 }

@@ -39,6 +39,10 @@ int plan_input_given(const cli_t *cli);
  * for the user (what the importer did) go to notes. Missing network constants are an input error
  * naming how to give them. */
 void plan_input_load(const cli_t *cli, const config_t *cfg, plan_input_t *in, FILE *notes);
+/* The same from named files (one of graph and deeppool; structure only with deeppool), without
+ * network constants (the net fields stay as the file gives them). */
+void plan_input_load_files(const char *graph, const char *deeppool, const char *structure, plan_input_t *in,
+                           FILE *notes);
 void plan_input_free(plan_input_t *in);
 /* Apply the deck's and the command line's network constants over net (net's own come first). */
 void plan_input_network(const cli_t *cli, const config_t *cfg, burst_net_t *net);

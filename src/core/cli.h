@@ -3,7 +3,7 @@
 #define SURGE_CLI_H
 
 #define CLI_MAX_OVERRIDES 256
-#define CLI_MAX_FLAGS 32
+#define CLI_MAX_FLAGS 40
 #define CLI_MAX_VALUES 2
 
 typedef struct cli {

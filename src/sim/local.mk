@@ -5,3 +5,7 @@ bin_PROGRAMS += surge-sim
 surge_sim_SOURCES = src/apps/surge_sim.c
 surge_sim_LDADD = $(SURGE_LIBS)
 dist_doc_DATA += doc/sim.md
+check_PROGRAMS += tests/test_sim
+tests_test_sim_SOURCES = tests/test_sim.c tests/child.c tests/child.h
+tests_test_sim_LDADD = $(SURGE_LIBS)
+TESTS += tests/test_sim

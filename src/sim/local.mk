@@ -9,3 +9,5 @@ check_PROGRAMS += tests/test_sim
 tests_test_sim_SOURCES = tests/test_sim.c tests/child.c tests/child.h
 tests_test_sim_LDADD = $(SURGE_LIBS)
 TESTS += tests/test_sim
+dist_check_SCRIPTS += tests/test_sim.sh
+TESTS += tests/test_sim.sh

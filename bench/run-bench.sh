@@ -30,6 +30,10 @@ if want multiplex && [ -f "$src/bench/bench_multiplex.sh" ]; then
   echo "== multiplexing: a burst foreground with a background per rank against it alone and data parallelism (bench/bench_multiplex.sh)"
   SURGE_TRAIN=./surge-train MPIEXEC="$mpiexec" SURGE_BUILD=. sh "$src/bench/bench_multiplex.sh"
 fi
+if want sim && [ -f "$src/bench/bench_sim.sh" ]; then
+  echo "== surge-sim against real runs: burst plans and backgrounds on 2 ranks (bench/bench_sim.sh)"
+  SURGE_TRAIN=./surge-train MPIEXEC="$mpiexec" SURGE_BUILD=. sh "$src/bench/bench_sim.sh"
+fi
 if want checkpoint && [ -x bench/bench_checkpoint ]; then
   echo "== checkpoint write/read against plain sequential I/O, 2 ranks (bench/bench_checkpoint)"
   "$mpiexec" -n 2 ./bench/bench_checkpoint

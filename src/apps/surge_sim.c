@@ -29,6 +29,7 @@ static const char usage[] =
     "  --bg-graph F, --bg-deeppool F [--bg-structure F]   the background job (default: the same model)\n"
     "  --bg-batch B     the background's per-rank batch (default 8)\n"
     "  --fg-slowdown S  the foreground's step time with a background over alone (default 1)\n"
+    "  --plan FILE      also a plan file's outcome (one rank count; the plan must fit the graph)\n"
     "3D parallelism (one iteration, 1F1B, with and without compression):\n"
     "  --tp N --pp N --dp N, --micro-batches M, --micro-batch B (samples per micro-batch)\n"
     "  --tp-link A:B, --pp-link A:B, --dp-link A:B   latency (us) and bandwidth (bytes/us) of each link\n"
@@ -83,7 +84,7 @@ static double opt_double(const cli_t *cli, const char *flag, double dflt, double
 }
 
 static void print_point(const char *what, const sim_point_t *pt, const sim_point_t *dp, int G) {
-  printf("  %-9s %11.1f %13.1f %6.1f%% %11.1f %11.1f %11.1f %7.3fx %5d\n", what, pt->iter_us, pt->rank_us,
+  printf("  %-10s %11.1f %13.1f %6.1f%% %11.1f %11.1f %11.1f %7.3fx %5d\n", what, pt->iter_us, pt->rank_us,
          100 * pt->idle_rank_us / (pt->iter_us * G), pt->fg_sps, pt->bg_sps, pt->total_sps, pt->total_sps / dp->total_sps,
          pt->ranks_used);
 }
@@ -103,7 +104,7 @@ static int run_burst(const cli_t *cli, const plan_input_t *in, const sim_bg_t *b
   so.fg_slowdown = opt_double(cli, "--fg-slowdown", 1, 1);
   sim_result_t *res = xcalloc((size_t)ng, sizeof *res);
   printf("burst plans and a background (%s, batch %d per rank) against data parallelism alone\n", bg->model, bg->batch);
-  printf("  %-9s %11s %13s %7s %11s %11s %11s %8s %5s\n", "plan", "iter_us", "rank_us", "idle", "fg_sps", "bg_sps",
+  printf("  %-10s %11s %13s %7s %11s %11s %11s %8s %5s\n", "plan", "iter_us", "rank_us", "idle", "fg_sps", "bg_sps",
          "total_sps", "vs_dp", "ranks");
   for (int x = 0; x < ng; x++) {
     so.o.ranks = G[x];
@@ -114,6 +115,12 @@ static int run_burst(const cli_t *cli, const plan_input_t *in, const sim_bg_t *b
     print_point("dp", &r->dp, &r->dp, r->ranks);
     print_point("fastest", &r->fastest, &r->dp, r->ranks);
     print_point("best", &r->best, &r->dp, r->ranks);
+    const char *plan = cli_value(cli, "--plan", 0);
+    if (plan) {
+      if (ng != 1) surge_input_error("--plan %s: give one rank count (--ranks G) for a plan file", plan);
+      sim_cluster_given(&in->g, &in->p, bg, &so, plan, &res[x]);
+      print_point("plan file", &res[x].given, &r->dp, r->ranks);
+    }
   }
   *out = res;
   return ng;
@@ -165,7 +172,7 @@ int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
   static const char *const flags[] = {PLAN_INPUT_FLAGS, "--ranks LIST", "--batch LIST", "--amp A", "--policy P",
-                                      "--tolerance T", "--eval N", "--bg-graph FILE", "--bg-deeppool FILE",
+                                      "--tolerance T", "--eval N", "--plan FILE", "--bg-graph FILE", "--bg-deeppool FILE",
                                       "--bg-structure FILE", "--bg-batch B", "--fg-slowdown S", "-o FILE", "--tp N",
                                       "--pp N", "--dp N", "--micro-batches M", "--micro-batch B", "--fwd-fraction F",
                                       "--tp-link A:B", "--pp-link A:B", "--dp-link A:B", "--cb-ratio R",

@@ -3,6 +3,7 @@
 #include "burst/graph_file.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,6 +64,7 @@ typedef struct header {
   char model[64];
   int interpolate;
   burst_net_t net;
+  uint64_t fingerprint; /* 0: computed from the nodes */
 } header_t;
 
 static const char *const net_keys[4] = {"p2p_alpha_us", "p2p_bytes_per_us", "ar_alpha_us", "ar_bytes_per_us"};
@@ -91,6 +93,13 @@ static int header_line(tin_t *t, header_t *h) {
       if (k && h->batch[k] <= h->batch[k - 1]) tin_error(t, "batches must be ascending (%d after %d)", h->batch[k], h->batch[k - 1]);
     }
     h->batch_line = t->line;
+    return 1;
+  }
+  if (strcmp(key, "fingerprint") == 0) {
+    char *end;
+    if (t->nword != 2) tin_error(t, "expected 'fingerprint HEX'");
+    h->fingerprint = strtoull(t->word[1], &end, 16);
+    if (*end || end == t->word[1] || !h->fingerprint) tin_error(t, "fingerprint '%s' is not a nonzero hexadecimal number", t->word[1]);
     return 1;
   }
   if (strcmp(key, "interpolate") == 0) {
@@ -288,7 +297,7 @@ void graph_file_read(const char *path, int structure, bgraph_t *g, burst_profile
   long version = tin_long(&t, "format version", t.word[1], 0, 1L << 30);
   if (version != GRAPH_FORMAT_VERSION)
     tin_error(&t, "graph format version %ld; this surge reads version %d", version, GRAPH_FORMAT_VERSION);
-  header_t h = {0, NULL, 0, "", 0, {BURST_NET_UNSET, BURST_NET_UNSET, BURST_NET_UNSET, BURST_NET_UNSET}};
+  header_t h = {0, NULL, 0, "", 0, {BURST_NET_UNSET, BURST_NET_UNSET, BURST_NET_UNSET, BURST_NET_UNSET}, 0};
   const char *base = strrchr(path, '/');
   snprintf(h.model, sizeof h.model, "%s", base ? base + 1 : path);
   char *dot = strchr(h.model, '.');
@@ -332,7 +341,7 @@ void graph_file_read(const char *path, int structure, bgraph_t *g, burst_profile
     for (int k = 0; k < h.nbatch; k++)
       if (!isnan(v->us[k])) burst_profile_set(p, i, h.batch[k], v->us[k]);
   }
-  g->fingerprint = bgraph_fingerprint(g);
+  g->fingerprint = h.fingerprint ? h.fingerprint : bgraph_fingerprint(g);
   free(in);
   free(pos);
   free(order);
@@ -364,6 +373,8 @@ void graph_file_write(const char *path, const bgraph_t *g, const burst_profile_t
   for (int k = 0; k < nb; k++)
     if (!m || b[k] != b[m - 1]) b[m++] = b[k];
   fprintf(f, "surge-graph %d\nmodel %s\n", GRAPH_FORMAT_VERSION, g->model);
+  if (g->fingerprint != bgraph_fingerprint(g)) /* a model graph's: its plan files name it */
+    fprintf(f, "fingerprint %016llx\n", (unsigned long long)g->fingerprint);
   if (m) {
     fprintf(f, "batches");
     for (int k = 0; k < m; k++) fprintf(f, " %d", b[k]);

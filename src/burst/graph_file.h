@@ -5,6 +5,8 @@
  *   model vgg16
  *   batches 1 2 4 8 16 32 64        per-rank batches of the time columns
  *   interpolate linear              optional: batches between the columns are interpolated
+ *   fingerprint 5e0c2b7a11d3f0e4    optional: the model graph's, when exported from a deck's model
+ *                                   (so its plan files fit); else computed from the nodes
  *   p2p_alpha_us 40                 optional network constants (plan.h's cost model)
  *   p2p_bytes_per_us 266000
  *   ar_alpha_us 40

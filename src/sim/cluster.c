@@ -57,6 +57,16 @@ void sim_cluster_run(const bgraph_t *g, const burst_profile_t *p, const sim_bg_t
   burst_frontier_free(&fr);
 }
 
+void sim_cluster_given(const bgraph_t *g, const burst_profile_t *p, const sim_bg_t *bg, const sim_opts_t *so,
+                       const char *plan_path, sim_result_t *r) {
+  burst_plan_t pl;
+  burst_plan_read_bg(plan_path, g, &so->o, &pl);
+  burst_evaluate(g, p, &so->o, &pl);
+  outcome(&pl, bg, so->fg_slowdown, -1, &r->given);
+  r->has_given = 1;
+  burst_plan_free(&pl);
+}
+
 void sim_result_free(sim_result_t *r) {
   free(r->front);
   free(r->eval);

@@ -11,3 +11,4 @@ tests_test_sim_LDADD = $(SURGE_LIBS)
 TESTS += tests/test_sim
 dist_check_SCRIPTS += tests/test_sim.sh
 TESTS += tests/test_sim.sh
+dist_man_MANS += doc/man/surge-sim.1

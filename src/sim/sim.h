@@ -78,6 +78,8 @@ typedef struct sim_point {
 typedef struct sim_result {
   int ranks, batch;
   sim_point_t dp, fastest, best; /* best: the evaluated plan with the most total throughput */
+  int has_given;
+  sim_point_t given;             /* a plan file's (sim_cluster_run's plan_path) */
   int nfront;
   burst_front_point_t *front;
   int neval;
@@ -87,6 +89,9 @@ typedef struct sim_result {
 
 void sim_cluster_run(const bgraph_t *g, const burst_profile_t *p, const sim_bg_t *bg, const sim_opts_t *so,
                      sim_result_t *r);
+/* The outcome of the plan in a plan file (read against g, so->o's ranks and batch) into r->given. */
+void sim_cluster_given(const bgraph_t *g, const burst_profile_t *p, const sim_bg_t *bg, const sim_opts_t *so,
+                       const char *plan_path, sim_result_t *r);
 void sim_result_free(sim_result_t *r);
 
 /* ---- 3D parallelism (pipe3d.c) ---- */

@@ -115,6 +115,10 @@ static void write_burst(const h5w_t *w, hid_t top, const sim_result_t *res, int 
   put_points(w, b, "best_", pts, n);
   for (size_t x = 0; x < n; x++) iv[x] = res[x].best.index;
   put_i(w, b, "best_index", n, iv, "1");
+  if (n == 1 && res[0].has_given) {
+    pts[0] = &res[0].given;
+    put_points(w, b, "plan_file_", pts, 1);
+  }
   for (size_t x = 0; x < n; x++) dv[x] = res[x].fastest.total_sps / res[x].dp.total_sps;
   put_d(w, b, "fastest_over_dp", n, dv, "1");
   for (size_t x = 0; x < n; x++) dv[x] = res[x].best.total_sps / res[x].dp.total_sps;

@@ -142,28 +142,33 @@ static void expect_bad(int line, const char *repl, int plan, const char *what, c
 
 static void test_bad_input(void) {
   /* lines of `good`: 11 s, 12 a, 16 head, 17 end */
-  expect_bad(11, "s linear nope 1000 4000 10 12 16 24\n", 0, "a node refers to an unknown input",
-             "bad.graph:11: node 's' takes input 'nope', which no line defines");
-  expect_bad(11, "s linear head 1000 4000 10 12 16 24\n", 0, "a cycle", "is on a cycle of inputs");
-  expect_bad(12, "a conv s 1000 400 20 30 50\n", 0, "a node line missing a per-rank batch",
-             "bad.graph:12: node 'a': 8 columns, expected 9");
-  expect_bad(12, "a conv s 1000 400 20 30 - 90\n", 1, "a per-rank batch the plan needs is not measured",
-             "bad.graph:12: profile");
-  expect_bad(12, "a conv s 1000 400 20 -30 50 90\n", 0, "a negative time",
-             "bad.graph:12: node 'a': time '-30' for per-rank batch 2 is not a finite number >= 0");
-  expect_bad(12, "a conv s 1000 400 20 nan 50 90\n", 0, "a non-finite time",
-             "bad.graph:12: node 'a': time 'nan' for per-rank batch 2");
-  expect_bad(12, "a conv s 1000 400 20 inf 50 90\n", 0, "an infinite time", "bad.graph:12: node 'a': time 'inf'");
-  expect_bad(13, "a conv s 1000 400 20 30 50 90\n", 0, "a name defined twice",
-             "bad.graph:13: node 'a' is defined twice (first on line 12)");
-  expect_bad(16, "head linear cat 40 120040 8 9 11 15\nextra relu cat 4 0 1 1 1 1\n", 0, "two outputs",
-             "a graph has one output");
-  expect_bad(12, "a conv - 1000 400 20 30 50 90\n", 0, "a second node without inputs",
-             "bad.graph:12: node 'a' has no inputs but kind 'conv'");
-  expect_bad(3, "batches 1 4 2 8\n", 0, "batches out of order", "bad.graph:3: batches must be ascending");
-  expect_bad(4, "p2p_alpha_us -2\n", 0, "a negative latency", "bad.graph:4: p2p_alpha_us -2 out of range");
-  expect_bad(17, "", 0, "a truncated file", "file ends without 'end'");
-  expect_bad(1, "surge-graph 7\n", 0, "a future format", "bad.graph:1: graph format version 7");
+  static const struct {
+    int line, plan;
+    const char *repl, *what, *needle;
+  } cases[] = {
+      {11, 0, "s linear nope 1000 4000 10 12 16 24\n", "a node refers to an unknown input",
+       "bad.graph:11: node 's' takes input 'nope', which no line defines"},
+      {11, 0, "s linear head 1000 4000 10 12 16 24\n", "a cycle", "is on a cycle of inputs"},
+      {12, 0, "a conv s 1000 400 20 30 50\n", "a node line missing a per-rank batch",
+       "bad.graph:12: node 'a': 8 columns, expected 9"},
+      {12, 1, "a conv s 1000 400 20 30 - 90\n", "a per-rank batch the plan needs is not measured",
+       "bad.graph:12: profile"},
+      {12, 0, "a conv s 1000 400 20 -30 50 90\n", "a negative time",
+       "bad.graph:12: node 'a': time '-30' for per-rank batch 2 is not a finite number >= 0"},
+      {12, 0, "a conv s 1000 400 20 nan 50 90\n", "a non-finite time", "bad.graph:12: node 'a': time 'nan' for per-rank batch 2"},
+      {12, 0, "a conv s 1000 400 20 inf 50 90\n", "an infinite time", "bad.graph:12: node 'a': time 'inf'"},
+      {13, 0, "a conv s 1000 400 20 30 50 90\n", "a name defined twice",
+       "bad.graph:13: node 'a' is defined twice (first on line 12)"},
+      {16, 0, "head linear cat 40 120040 8 9 11 15\nextra relu cat 4 0 1 1 1 1\n", "two outputs", "a graph has one output"},
+      {12, 0, "a conv - 1000 400 20 30 50 90\n", "a second node without inputs",
+       "bad.graph:12: node 'a' has no inputs but kind 'conv'"},
+      {3, 0, "batches 1 4 2 8\n", "batches out of order", "bad.graph:3: batches must be ascending"},
+      {4, 0, "p2p_alpha_us -2\n", "a negative latency", "bad.graph:4: p2p_alpha_us -2 out of range"},
+      {17, 0, "", "a truncated file", "file ends without 'end'"},
+      {1, 0, "surge-graph 7\n", "a future format", "bad.graph:1: graph format version 7"},
+  };
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++)
+    expect_bad(cases[k].line, cases[k].repl, cases[k].plan, cases[k].what, cases[k].needle);
 }
 
 /* ---- DeepPool profiles ---- */

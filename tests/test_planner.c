@@ -582,27 +582,28 @@ static void test_files(void) {
   rc.g = &same_size;
   expect_input_error(read_in_child, &rc, "plan of another graph under the same name", "another 'fork2' graph");
   rc.g = &g;
-  /* line 14 is node 2 (after 7 header lines, 3 predictions and a comment): 4 ranks from rank 6 */
-  edit_line(path, bad, 14, "2 x 4 6 16\n");
+  /* one line of the plan file changed at a time (line 14 is node 2: after 7 header lines, 3
+   * predictions and a comment) */
+  static const struct {
+    int line;
+    const char *repl, *what, *needle;
+  } edits[] = {
+      {14, "2 x 4 6 16\n", "rank set larger than the job", ":14: node 2 'x' uses ranks 6..9 but the job has 8 ranks"},
+      {14, "2 x 4 0 15\n", "wrong per-rank batch", ":14: node 2 'x': per-rank batch 15"},
+      {14, "2 y 4 0 16\n", "node name mismatch", "node 2 is 'y' in the plan but 'x'"},
+      {16, "", "truncated plan", "'end' after 4 of 5 node lines"},
+      {1, "surge-burst-plan 3\n", "future format", ":1: plan format version 3"},
+      /* the predictions are data: all three or none, positive, rank-time at least the time */
+      {10, "", "two of three predictions", "'one_rank_us' is missing"},
+      {8, "predicted_iteration_us -3\n", "negative predicted time", ":8: predicted_iteration_us '-3' must be a positive finite"},
+      {9, "predicted_rank_us 1\n", "rank-time below the time", ":9: predicted_rank_us 1 is below predicted_iteration_us"},
+      {1, "surge-burst-plan 1\n", "predictions in a format 1 file", "is a format 2 key; this file says format 1"},
+  };
   rc.path = bad;
-  expect_input_error(read_in_child, &rc, "rank set larger than the job", ":14: node 2 'x' uses ranks 6..9 but the job has 8 ranks");
-  edit_line(path, bad, 14, "2 x 4 0 15\n");
-  expect_input_error(read_in_child, &rc, "wrong per-rank batch", ":14: node 2 'x': per-rank batch 15");
-  edit_line(path, bad, 14, "2 y 4 0 16\n");
-  expect_input_error(read_in_child, &rc, "node name mismatch", "node 2 is 'y' in the plan but 'x'");
-  edit_line(path, bad, 16, "");
-  expect_input_error(read_in_child, &rc, "truncated plan", "'end' after 4 of 5 node lines");
-  write_text(bad, "surge-burst-plan 3\n");
-  expect_input_error(read_in_child, &rc, "future format", ":1: plan format version 3");
-  /* the predictions are data: all three or none, positive, rank-time at least the time */
-  edit_line(path, bad, 10, "");
-  expect_input_error(read_in_child, &rc, "two of three predictions", "'one_rank_us' is missing");
-  edit_line(path, bad, 8, "predicted_iteration_us -3\n");
-  expect_input_error(read_in_child, &rc, "negative predicted time", ":8: predicted_iteration_us '-3' must be a positive finite");
-  edit_line(path, bad, 9, "predicted_rank_us 1\n");
-  expect_input_error(read_in_child, &rc, "rank-time below the time", ":9: predicted_rank_us 1 is below predicted_iteration_us");
-  edit_line(path, bad, 1, "surge-burst-plan 1\n");
-  expect_input_error(read_in_child, &rc, "predictions in a format 1 file", "is a format 2 key; this file says format 1");
+  for (size_t k = 0; k < sizeof edits / sizeof edits[0]; k++) {
+    edit_line(path, bad, edits[k].line, edits[k].repl);
+    expect_input_error(read_in_child, &rc, edits[k].what, edits[k].needle);
+  }
 
   search_case_t sc = {&g, &p, o};
   expect_input_error(evaluate_in_child, &sc, "rank set larger than the job (API)", "node 2 'x' uses ranks 6..13 but the job has 8 ranks");

@@ -176,23 +176,20 @@ static void burst_summary(FILE *f, const char *path, hid_t burst, const vec_t *r
 
 /* ---- 3D ---- */
 
+/* /sim/pipeline/<prefix>op_<what> */
+static vec_t read_op(const char *path, hid_t pipe, const char *prefix, const char *what) {
+  char name[64];
+  snprintf(name, sizeof name, "%sop_%s", prefix, what);
+  return read_vec(path, pipe, "/sim/pipeline", name);
+}
+
 static void plot_pipeline(const char *dir, const char *path, hid_t pipe, const char *prefix, const char *fname,
                           FILE *out) {
+  vec_t stage = read_op(path, pipe, prefix, "stage"), kind = read_op(path, pipe, prefix, "kind");
+  vec_t mb = read_op(path, pipe, prefix, "micro_batch"), st = read_op(path, pipe, prefix, "start_us");
+  vec_t en = read_op(path, pipe, prefix, "end_us"), se = read_op(path, pipe, prefix, "send_end_us");
+  vec_t cp = read_op(path, pipe, prefix, "compressed");
   char name[64];
-  snprintf(name, sizeof name, "%sop_stage", prefix);
-  vec_t stage = read_vec(path, pipe, "/sim/pipeline", name);
-  snprintf(name, sizeof name, "%sop_kind", prefix);
-  vec_t kind = read_vec(path, pipe, "/sim/pipeline", name);
-  snprintf(name, sizeof name, "%sop_micro_batch", prefix);
-  vec_t mb = read_vec(path, pipe, "/sim/pipeline", name);
-  snprintf(name, sizeof name, "%sop_start_us", prefix);
-  vec_t st = read_vec(path, pipe, "/sim/pipeline", name);
-  snprintf(name, sizeof name, "%sop_end_us", prefix);
-  vec_t en = read_vec(path, pipe, "/sim/pipeline", name);
-  snprintf(name, sizeof name, "%sop_send_end_us", prefix);
-  vec_t se = read_vec(path, pipe, "/sim/pipeline", name);
-  snprintf(name, sizeof name, "%sop_compressed", prefix);
-  vec_t cp = read_vec(path, pipe, "/sim/pipeline", name);
   snprintf(name, sizeof name, "%siter_us", prefix);
   double iter = read_attr(pipe, name);
   int ns = 0;

@@ -204,16 +204,13 @@ static void write_pipeline(const h5w_t *w, hid_t top, const sim3d_opts_t *o, con
     size_t n = (size_t)r->nstage;
     snprintf(name, sizeof name, "%sstage_nodes", pre[k]);
     put_i(w, g, name, n, r->stage_nodes, "nodes");
-    snprintf(name, sizeof name, "%sfwd_us", pre[k]);
-    put_d(w, g, name, n, r->fwd_us, "us");
-    snprintf(name, sizeof name, "%sbwd_us", pre[k]);
-    put_d(w, g, name, n, r->bwd_us, "us");
-    snprintf(name, sizeof name, "%stp_us", pre[k]);
-    put_d(w, g, name, n, r->tp_us, "us");
-    snprintf(name, sizeof name, "%sdp_us", pre[k]);
-    put_d(w, g, name, n, r->dp_us, "us");
-    snprintf(name, sizeof name, "%sstage_end_us", pre[k]);
-    put_d(w, g, name, n, r->stage_end_us, "us");
+    const struct { const char *s; const double *v; } per_stage[] = {
+        {"fwd_us", r->fwd_us}, {"bwd_us", r->bwd_us}, {"tp_us", r->tp_us}, {"dp_us", r->dp_us},
+        {"stage_end_us", r->stage_end_us}};
+    for (size_t q = 0; q < sizeof per_stage / sizeof per_stage[0]; q++) {
+      snprintf(name, sizeof name, "%s%s", pre[k], per_stage[q].s);
+      put_d(w, g, name, n, per_stage[q].v, "us");
+    }
     double sc[6] = {r->iter_us, r->pipeline_us, r->bubble, r->bytes_pp, r->bytes_dp, r->pp_bwd_compressed_us};
     const char *sn[6] = {"iter_us", "pipeline_us", "bubble", "bytes_pp", "bytes_dp", "pp_bwd_transfer_us"};
     for (int q = 0; q < 6; q++) {

@@ -166,10 +166,10 @@ static void burst_summary(FILE *f, const char *path, hid_t burst, const vec_t *r
   vec_t dpt = read_vec(path, burst, "/sim/burst", "dp_iter_us"), ft = read_vec(path, burst, "/sim/burst", "fastest_iter_us");
   vec_t bi = read_vec(path, burst, "/sim/burst", "best_idle_rank_us"), bt = read_vec(path, burst, "/sim/burst", "best_iter_us");
   fprintf(f, "Burst plans with a background against data parallelism alone\n");
-  fprintf(f, "  %7s %7s %12s %12s %10s %10s %10s\n", "ranks", "batch", "dp_iter_us", "fast_iter_us", "fast/dp", "best/dp",
+  fprintf(f, "  %7s %7s %12s %12s %11s %11s %10s\n", "ranks", "batch", "dp_iter_us", "fast_iter_us", "fast+bg/dp", "best+bg/dp",
           "best_idle");
   for (size_t k = 0; k < ranks->n; k++)
-    fprintf(f, "  %7.0f %7.0f %12.1f %12.1f %9.3fx %9.3fx %9.1f%%\n", ranks->v[k], B.v[k], dpt.v[k], ft.v[k], fast.v[k],
+    fprintf(f, "  %7.0f %7.0f %12.1f %12.1f %10.3fx %10.3fx %9.1f%%\n", ranks->v[k], B.v[k], dpt.v[k], ft.v[k], fast.v[k],
             best.v[k], 100 * bi.v[k] / (bt.v[k] * ranks->v[k]));
   free(B.v), free(fast.v), free(best.v), free(dpt.v), free(ft.v), free(bi.v), free(bt.v);
 }

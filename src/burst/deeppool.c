@@ -314,11 +314,10 @@ static void import_structure(const dp_file_t *F, const char *prof_path, const ch
       const dp_layer_t *L = &F->layer[next];
       double in = x->nin == 1 ? g->v[x->in[0]].act_bytes : NAN;
       if (x->nin == 1 && !(fabs(in - L->in_bytes) <= 1e-9 * L->in_bytes))
-        surge_input_error("%s: node '%s' takes '%s' (%.0f bytes per sample) but its profile row (%s:%d, %s{%s}) has "
-                          "input [%d%s%s] (%.0f bytes): the structure does not match the profile",
+        surge_input_error("%s: node '%s' takes '%s' (%.0f bytes per sample) but its profile row (%s:%d, %s{%s}) "
+                          "reads %.0f bytes: the structure does not match the profile",
                           where, x->name, g->v[x->in[0]].name, in, prof_path, F->row[next].line, F->row[next].type,
-                          F->row[next].params, F->row[next].dims[0], F->row[next].ndims > 1 ? ",..." : "", "",
-                          L->in_bytes);
+                          F->row[next].params, L->in_bytes);
       if (isnan(x->act_bytes)) x->act_bytes = L->out_bytes;
       if (isnan(x->grad_bytes)) x->grad_bytes = L->param_bytes;
       set_times(p, v, F, next, -1);

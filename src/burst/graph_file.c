@@ -124,6 +124,10 @@ static double bytes_word(const tin_t *t, const char *what, const char *s, int st
 
 static void node_line(tin_t *t, const header_t *h, int structure, raw_node_t *v) {
   int want = 5 + h->nbatch;
+  if (t->nword != want && !h->nbatch)
+    tin_error(t, "node '%s': %d columns, expected 5: name kind inputs out_bytes param_bytes (no 'batches' line: no "
+                 "times)",
+              t->word[0], t->nword);
   if (t->nword != want && !(t->nword == 5 && strcmp(t->word[1], "input") == 0))
     tin_error(t, "node '%s': %d columns, expected %d: name kind inputs out_bytes param_bytes and a time for each of the "
                  "%d per-rank batches of line %d ('-' for none)",

@@ -59,8 +59,9 @@ void burst_frontier_print(FILE *f, const burst_frontier_t *fr, const burst_plan_
     burst_frontier_plan(fr, x, &pl);
     fprintf(f, "%11.3f %15.3f %7.3f %6d %9.4g", fr->pt[x].iter_us, fr->pt[x].rank_us,
             fr->pt[x].rank_us / fr->one_rank_us, pl.ranks_used, plan_max_amp(&pl));
-    if (dp) fprintf(f, " %8.3fx %8.1f%%", dp->iter_us / fr->pt[x].iter_us,
-                    100 * (1 - fr->pt[x].rank_us / (fr->pt[x].iter_us * pl.ranks)));
+    if (dp) /* a residual skip's re-shard counts in rank-time beside its branch: idle can round below 0 */
+      fprintf(f, " %8.3fx %8.1f%%", dp->iter_us / fr->pt[x].iter_us,
+              fmax(0, 100 * (1 - fr->pt[x].rank_us / (fr->pt[x].iter_us * pl.ranks))));
     fprintf(f, "\n");
     burst_plan_free(&pl);
   }

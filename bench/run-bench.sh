@@ -38,6 +38,10 @@ if want cluster && [ -f "$src/bench/bench_cluster.sh" ]; then
   echo "== the emulated cluster: links per rate, burst planner fidelity and multiplexing on 2 nodes x 2 ranks (bench/bench_cluster.sh)"
   SURGE_TRAIN=./surge-train MPIEXEC="$mpiexec" SURGE_BUILD=. sh "$src/bench/bench_cluster.sh"
 fi
+if want sim && [ -f "$src/bench/bench_sim.sh" ]; then
+  echo "== surge-sim against real runs: burst plans and backgrounds on 2 ranks (bench/bench_sim.sh)"
+  SURGE_TRAIN=./surge-train MPIEXEC="$mpiexec" SURGE_BUILD=. sh "$src/bench/bench_sim.sh"
+fi
 if want checkpoint && [ -x bench/bench_checkpoint ]; then
   echo "== checkpoint write/read against plain sequential I/O, 2 ranks (bench/bench_checkpoint)"
   "$mpiexec" -n 2 ./bench/bench_checkpoint

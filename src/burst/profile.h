@@ -8,6 +8,7 @@
 
 #include <stdint.h>
 
+#include "burst/bgraph.h"
 #include "nn/graph.h"
 
 typedef struct burst_net {
@@ -30,6 +31,10 @@ typedef struct burst_profile {
   uint64_t fingerprint; /* burst_graph_fingerprint of the graph it was measured on; 0: unknown */
   burst_profile_row_t *row;
   burst_net_t net;
+  /* A per-rank batch a row lacks: 0 (default) an input error; 1 interpolated linearly between the
+   * row's measured batches, proportional (t(b) = t(bmax) b / bmax) above the largest and t(bmin)
+   * below the smallest (imported profiles, whose batch grids are coarse). */
+  int interpolate;
 } burst_profile_t;
 
 void burst_profile_init(burst_profile_t *p, int nodes, const char *source);
@@ -40,8 +45,16 @@ void burst_profile_set(burst_profile_t *p, int node, int batch, double us);
 int burst_profile_find(const burst_profile_t *p, int node, int batch, double *us);
 /* The time of node at batch; a missing entry is an input error naming the node and the batch. */
 double burst_profile_time(const burst_profile_t *p, const graph_t *g, int node, int batch);
+/* The same for a planner graph (bgraph.h): the input node costs 0; with p->interpolate a missing
+ * batch is interpolated; otherwise a missing one is an input error naming the node (and its file
+ * line when it came from a file) and the batches the row has. */
+double burst_profile_us(const burst_profile_t *p, const bgraph_t *bg, int node, int batch);
 /* Check that p fits g (node count, fingerprint when recorded) and that the network numbers are
  * positive and finite: an input error otherwise. */
 void burst_profile_check(const burst_profile_t *p, const graph_t *g);
+/* The same checks for a planner graph (its fingerprint when the profile recorded one). */
+void burst_profile_check_bg(const burst_profile_t *p, const bgraph_t *bg);
+/* Check network numbers (latencies finite >= 0, bandwidths finite > 0): an input error naming `what`. */
+void burst_net_check(const burst_net_t *net, const char *what);
 
 #endif

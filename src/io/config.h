@@ -56,6 +56,8 @@ typedef struct config {
   int overlap;         /* start gradient buckets during the backward pass */
   double amplification; /* surge-plan: per-layer amplification limit A >= 1 (burst/plan.h) */
   char profile_file[CFG_STR]; /* surge-profile output / surge-plan input (burst/profiler.h) */
+  double net_p2p_alpha_us, net_p2p_bytes_per_us, net_ar_alpha_us, net_ar_bytes_per_us; /* surge-plan/-sim
+                          cost model network; negative: the profile's (burst/graph_file.h) */
 
   /* [multiplex] (mux/mux.h) */
   char mux_channel[CFG_STR];  /* partner channel name; "" = automatic (MPMD, or Slurm's job id) */

@@ -124,6 +124,15 @@ const cfg_key_t cfg_keys[] = {
                "the burst cost profile (HDF5): surge-profile writes it (default profile.h5 when empty), "
                "surge-plan reads it; --profile / -o override it; surge-train in burst mode plans from it (or "
                "predicts the plan file's costs with it)"),
+    FLOAT_KEY("parallel", "net_p2p_alpha_us", net_p2p_alpha_us, "-1", -1, CLOSED, 1e9, CLOSED,
+              "surge-plan, surge-sim: point-to-point latency (us) of the cost model; negative: the profile's"),
+    FLOAT_KEY("parallel", "net_p2p_bytes_per_us", net_p2p_bytes_per_us, "-1", -1, CLOSED, 1e15, CLOSED,
+              "surge-plan, surge-sim: point-to-point bandwidth (bytes/us) of one rank's link; negative: the "
+              "profile's"),
+    FLOAT_KEY("parallel", "net_ar_alpha_us", net_ar_alpha_us, "-1", -1, CLOSED, 1e9, CLOSED,
+              "surge-plan, surge-sim: latency (us) of one allreduce step; negative: the profile's"),
+    FLOAT_KEY("parallel", "net_ar_bytes_per_us", net_ar_bytes_per_us, "-1", -1, CLOSED, 1e15, CLOSED,
+              "surge-plan, surge-sim: allreduce bandwidth (bytes/us) per rank; negative: the profile's"),
 
     STRING_KEY("multiplex", "channel", mux_channel, "", 0,
                "name both partners use (1..64 of A-Z a-z 0-9 . _ -); empty: chosen automatically in one MPMD "

@@ -143,6 +143,14 @@ void report_export_table_json(const char *path, const report_table_t *t);
  * to f. */
 void report_figures_write(const char *dir, const report_table_t *t, double step, FILE *f);
 
+/* ---- surge-sim files (sim.c, doc/sim.md) ---- */
+
+/* Whether path is an HDF5 file with surge-sim's /sim group. */
+int report_sim_is(const char *path);
+/* Its summary to f and, with plot_dir, its figures (frontier.svg, throughput.svg, pipeline.svg,
+ * pipeline-compressed.svg) in plot_dir. */
+void report_sim(const char *path, const char *plot_dir, FILE *f);
+
 /* ---- the program (report_main.c) ---- */
 
 int report_main(int argc, char **argv);

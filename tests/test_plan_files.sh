@@ -74,4 +74,10 @@ tap_ok $? "no network constants: exit 2 naming how to give them"
 "$plan" --graph "$tap_tmp/ok.graph" --network a100 --ranks 2 --batch 2 --amp 0.5 >/dev/null 2>"$tap_tmp/err.txt"
 [ $? = 2 ] && grep -q -- "--amp 0.5: expected a number >= 1 or 'none'" "$tap_tmp/err.txt"
 tap_ok $? "a bad --amp: exit 2"
+# a NUL byte inside a line (it would have cut the line short, unseen)
+{ sed -n 1,3p "$tap_tmp/ok.graph"; printf 'a relu input 64 0 5 3\000 junk\n'; sed -n '5,$p' "$tap_tmp/ok.graph"; } \
+  >"$tap_tmp/nul.graph"
+"$plan" --graph "$tap_tmp/nul.graph" --network a100 --ranks 2 --batch 2 >/dev/null 2>"$tap_tmp/err.txt"
+[ $? = 2 ] && [ "$(wc -l <"$tap_tmp/err.txt")" = 1 ] && grep -q "nul.graph:4: control character 0x00 at byte 22" "$tap_tmp/err.txt"
+tap_ok $? "a NUL byte in a line: exit 2 naming file:line ($(cat "$tap_tmp/err.txt"))"
 tap_done

@@ -43,6 +43,9 @@ dist_check_SCRIPTS += tests/test_plan_files.sh
 TESTS += tests/test_plan_files.sh
 
 # Profile, plan, run: surge-profile on 1 and 2 ranks, surge-plan, surge-train on the plan.
+check_PROGRAMS += tests/profile_damage
+tests_profile_damage_SOURCES = tests/profile_damage.c
+tests_profile_damage_LDADD = $(SURGE_LIBS)
 dist_check_SCRIPTS += tests/test_profile_plan.sh
 TESTS += tests/test_profile_plan.sh
 

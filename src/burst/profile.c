@@ -41,9 +41,9 @@ void burst_profile_set(burst_profile_t *p, int node, int batch, double us) {
   if (node < 0 || node >= p->nodes)
     surge_input_error("profile %s: node %d out of range 0..%d", p->source, node, p->nodes - 1);
   if (batch < 1) surge_input_error("profile %s: node %d: per-rank batch %d (need >= 1)", p->source, node, batch);
-  if (!isfinite(us) || us < 0)
-    surge_input_error("profile %s: node %d batch %d: time %g us is not a finite non-negative number",
-                      p->source, node, batch, us);
+  if (!isfinite(us) || us < 0 || us > BURST_MAX_US)
+    surge_input_error("profile %s: node %d batch %d: time %g us is not a number in [0, %g]", p->source, node, batch,
+                      us, BURST_MAX_US);
   burst_profile_row_t *r = &p->row[node];
   int k = row_lower_bound(r, batch);
   if (k < r->n && r->batch[k] == batch) {
@@ -107,17 +107,22 @@ double burst_profile_us(const burst_profile_t *p, const bgraph_t *bg, int node, 
   missing_batch(p, bgraph_where(bg, node, where, sizeof where), node, bg->v[node].name, batch);
 }
 
-static void check_positive(const char *what, const char *name, double v) {
-  if (!isfinite(v) || v <= 0) surge_input_error("%s: %s = %g must be positive and finite", what, name, v);
+static void check_bandwidth(const char *what, const char *name, double v) {
+  if (!isfinite(v) || v < BURST_MIN_BYTES_PER_US || v > BURST_MAX_BYTES_PER_US)
+    surge_input_error("%s: %s = %g must be a number in [%g, %g]", what, name, v, BURST_MIN_BYTES_PER_US,
+                      BURST_MAX_BYTES_PER_US);
+}
+
+static void check_latency(const char *what, const char *name, double v) {
+  if (!isfinite(v) || v < 0 || v > BURST_MAX_LATENCY_US)
+    surge_input_error("%s: %s %g us must be a number in [0, %g]", what, name, v, BURST_MAX_LATENCY_US);
 }
 
 void burst_net_check(const burst_net_t *net, const char *what) {
-  if (!isfinite(net->p2p_alpha_us) || net->p2p_alpha_us < 0)
-    surge_input_error("%s: p2p latency %g us must be finite and >= 0", what, net->p2p_alpha_us);
-  if (!isfinite(net->ar_alpha_us) || net->ar_alpha_us < 0)
-    surge_input_error("%s: allreduce latency %g us must be finite and >= 0", what, net->ar_alpha_us);
-  check_positive(what, "p2p bandwidth (bytes/us)", net->p2p_bytes_per_us);
-  check_positive(what, "allreduce bandwidth (bytes/us)", net->ar_bytes_per_us);
+  check_latency(what, "p2p latency", net->p2p_alpha_us);
+  check_latency(what, "allreduce latency", net->ar_alpha_us);
+  check_bandwidth(what, "p2p bandwidth (bytes/us)", net->p2p_bytes_per_us);
+  check_bandwidth(what, "allreduce bandwidth (bytes/us)", net->ar_bytes_per_us);
 }
 
 static void check_net_of(const burst_profile_t *p) {

@@ -18,6 +18,14 @@ typedef struct burst_net {
   double ar_bytes_per_us;  /* allreduce bandwidth per rank */
 } burst_net_t;
 
+/* The ranges every profile and network constant must be in, whatever file they come from: times up
+ * to 1e12 us (11 days a layer), latencies up to 1e9 us, bandwidths from 1e-6 to 1e12 bytes/us. The
+ * planner's sums over thousands of nodes and ranks then stay far from overflow. */
+#define BURST_MAX_US 1e12
+#define BURST_MAX_LATENCY_US 1e9
+#define BURST_MIN_BYTES_PER_US 1e-6
+#define BURST_MAX_BYTES_PER_US 1e12
+
 /* Measured times of one node, sorted by batch. */
 typedef struct burst_profile_row {
   int n, cap;

@@ -48,11 +48,15 @@ _Noreturn void tin_error_at(const char *path, int line, const char *fmt, ...) {
   abort();
 }
 
-/* One whole line into buf (without its newline); 0 at the end of the file. */
+/* One whole line into buf (without its newline); 0 at the end of the file. A NUL byte or another
+ * control character (but tab and CR) is an input error: text files have none. */
 static int read_line(tin_t *t) {
   size_t len = 0;
   int c = 0;
   while ((c = getc(t->f)) != EOF && c != '\n') {
+    if ((c < 0x20 && c != '\t' && c != '\r') || c == 0x7f)
+      tin_error_at(t->path, t->line + 1, "control character 0x%02x at byte %zu of the line (a text file has none: "
+                   "is it binary or damaged?)", c, len + 1);
     if (len + 2 > t->cap) {
       if (t->cap >= TEXT_LINE_MAX) tin_error(t, "line longer than %d bytes", TEXT_LINE_MAX);
       t->cap *= 2;

@@ -449,22 +449,99 @@ static void test_maxpool(int P, int H, int W, int k, int s, int relu_input) {
   free(argmax);
 }
 
+/* ---- convolution over a batch */
+
+typedef struct convb_ctx {
+  conv_shape_t s;
+  int B, relu, want_dx, want_dw, want_db;
+  size_t ws_n;
+  const float *x, *w, *bias, *dy;
+} convb_ctx_t;
+
+static double run_conv_fwd(const backend_t *be, const void *ctx, float **out) {
+  const convb_ctx_t *q = ctx;
+  float *ws = xmalloc(q->ws_n * sizeof *ws);
+  be->conv_fwd(&q->s, q->B, q->x, q->w, q->bias, q->relu, out[0], ws, q->ws_n);
+  free(ws);
+  return 0.0;
+}
+/* Outputs in the order dx, dw, db, leaving out those not wanted. */
+static double run_conv_bwd(const backend_t *be, const void *ctx, float **out) {
+  const convb_ctx_t *q = ctx;
+  float *ws = xmalloc(q->ws_n * sizeof *ws);
+  int k = 0;
+  float *dx = q->want_dx ? out[k++] : NULL, *dw = q->want_dw ? out[k++] : NULL, *db = q->want_db ? out[k++] : NULL;
+  be->conv_bwd(&q->s, q->B, q->x, q->w, q->dy, dx, dw, db, ws, q->ws_n);
+  free(ws);
+  return 0.0;
+}
+
+/* conv_fwd and conv_bwd on B samples; `tight`: a workspace for exactly one sample per block, else
+ * the default (several samples per block where the output is small). */
+static void test_conv_batch(int B, int C, int H, int W, int O, int k, int stride, int pad, int bias, int relu,
+                            int tight) {
+  conv_shape_t s = conv_shape_make(C, H, W, O, k, k, stride, pad);
+  size_t nx = (size_t)B * C * H * W, ny = (size_t)B * O * s.OH * s.OW, nw = (size_t)O * C * k * k;
+  float *x = buf_uniform(nx, -1, 1), *w = buf_uniform(nw, -1, 1), *b = buf_uniform((size_t)O, -1, 1);
+  float *dy = buf_uniform(ny, -1, 1);
+  size_t one = conv_workspace_floats(&s), ws_n = one;
+  while (tight && conv_block_samples(&s, ws_n - 1) >= 1) ws_n--; /* the least that holds one sample */
+  convb_ctx_t q = {s, B, relu, 1, 1, bias, ws_n, x, w, bias ? b : NULL, dy};
+  char label[128];
+  snprintf(label, sizeof label, "conv B=%d C=%d %dx%d O=%d k=%d s=%d p=%d%s%s, %d per block", B, C, H, W, O, k,
+           stride, pad, bias ? " bias" : "", relu ? " relu" : "", conv_block_samples(&s, ws_n));
+  compare_backends(&(op_case_t){label, run_conv_fwd, &q, 1, {{"y", ny, OUT_WRITE, 0, NULL}}, 0});
+  op_case_t bwd = {label, run_conv_bwd, &q, 0, {{0}}, 0};
+  bwd.out[bwd.nout++] = (out_spec_t){"dx", nx, OUT_ACCUM, 0, NULL};
+  bwd.out[bwd.nout++] = (out_spec_t){"dw", nw, OUT_ACCUM, 0, NULL};
+  if (bias) bwd.out[bwd.nout++] = (out_spec_t){"db", (size_t)O, OUT_ACCUM, 0, NULL};
+  compare_backends(&bwd);
+  // the weight gradient alone (no dx, no db), and dx alone
+  q.want_dx = 0, q.want_db = 0;
+  compare_backends(&(op_case_t){label, run_conv_bwd, &q, 1, {{"dw only", nw, OUT_ACCUM, 0, NULL}}, 0});
+  q.want_dx = 1, q.want_dw = 0;
+  compare_backends(&(op_case_t){label, run_conv_bwd, &q, 1, {{"dx only", nx, OUT_ACCUM, 0, NULL}}, 0});
+  free(x), free(w), free(b), free(dy);
+}
+
+typedef struct rows_ctx {
+  int M, N, K, lda, ldb, ldc;
+  const float *A, *B;
+} rows_ctx_t;
+
+static double run_gemm_tn_rows(const backend_t *be, const void *ctx, float **out) {
+  const rows_ctx_t *r = ctx;
+  be->gemm_tn_rows(r->M, r->N, r->K, r->A, r->lda, r->B, r->ldb, out[0], r->ldc);
+  return 0.0;
+}
+
+/* C (M,N) += A^T B over K rows, leading dims `extra` wider than needed. */
+static void test_gemm_tn_rows(int M, int N, int K, int extra) {
+  rows_ctx_t r = {M, N, K, M + extra, N + extra, N + extra, NULL, NULL};
+  float *A = buf_uniform((size_t)K * r.lda, -1, 1), *B = buf_uniform((size_t)K * r.ldb, -1, 1);
+  r.A = A, r.B = B;
+  char label[80];
+  snprintf(label, sizeof label, "gemm_tn_rows M=%d N=%d K=%d ld+%d", M, N, K, extra);
+  compare_backends(&(op_case_t){label, run_gemm_tn_rows, &r, 1, {{"C", (size_t)M * r.ldc, OUT_ACCUM, 0, NULL}}, 0});
+  free(A), free(B);
+}
+
 /* ---- layer norm, embedding, causal softmax, cross-entropy */
 
 typedef struct seq_ctx {
   int rows, C, B, T, V;
   float eps, scale;
-  const float *x, *w, *b, *mean, *rstd, *dy, *ids;
+  const float *x, *w, *b, *stats, *dy, *ids;
 } seq_ctx_t;
 
 static double run_layernorm_fwd(const backend_t *be, const void *ctx, float **out) {
   const seq_ctx_t *q = ctx;
-  be->layernorm_fwd(q->rows, q->C, q->x, q->w, q->b, q->eps, out[0], out[1], out[2]);
+  be->layernorm_fwd(q->B, q->rows, q->C, q->x, q->w, q->b, q->eps, out[0], out[1]);
   return 0.0;
 }
 static double run_layernorm_bwd(const backend_t *be, const void *ctx, float **out) {
   const seq_ctx_t *q = ctx;
-  be->layernorm_bwd(q->rows, q->C, q->x, q->w, q->mean, q->rstd, q->dy, out[0], out[1], out[2]);
+  be->layernorm_bwd(q->B, q->rows, q->C, q->x, q->w, q->stats, q->dy, out[0], out[1], out[2]);
   return 0.0;
 }
 /* Embedding: x is wte (V,C), w is wpe (T,C). */
@@ -475,7 +552,7 @@ static double run_embed_fwd(const backend_t *be, const void *ctx, float **out) {
 }
 static double run_embed_bwd(const backend_t *be, const void *ctx, float **out) {
   const seq_ctx_t *q = ctx;
-  be->embed_bwd(q->B, q->T, q->C, q->ids, q->dy, out[0], out[1]);
+  be->embed_bwd(q->B, q->T, q->C, q->V, q->ids, q->dy, out[0], out[1]);
   return 0.0;
 }
 /* Causal softmax: rows = BH blocks of (T,T); x is s (fwd) or p (bwd). */
@@ -505,26 +582,23 @@ static double run_count_correct(const backend_t *be, const void *ctx, float **ou
   return (double)be->count_correct(q->rows, q->V, q->x, q->ids);
 }
 
-static void test_layernorm(int rows, int C) {
-  size_t n = (size_t)rows * C;
+/* N samples of (rows, C). */
+static void test_layernorm(int N, int rows, int C) {
+  size_t n = (size_t)N * rows * C, ns = (size_t)N * 2 * rows;
   float *x = buf_uniform(n, 2, 5), *w = buf_uniform((size_t)C, 0.5f, 1.5f), *b = buf_uniform((size_t)C, -1, 1);
-  float *dy = buf_uniform(n, -1, 1), *y = xmalloc(n * sizeof *y);
-  float *mean = xmalloc((size_t)rows * sizeof *mean), *rstd = xmalloc((size_t)rows * sizeof *rstd);
+  float *dy = buf_uniform(n, -1, 1), *y = xmalloc(n * sizeof *y), *stats = xmalloc(ns * sizeof *stats);
   char label[64];
-  snprintf(label, sizeof label, "layernorm rows=%d C=%d", rows, C);
-  seq_ctx_t q = {.rows = rows, .C = C, .eps = 1e-5f, .x = x, .w = w, .b = b, .dy = dy};
-  compare_backends(&(op_case_t){label, run_layernorm_fwd, &q, 3,
-                                {{"y", n, OUT_WRITE, 0, NULL},
-                                 {"mean", (size_t)rows, OUT_WRITE, 0, NULL},
-                                 {"rstd", (size_t)rows, OUT_WRITE, 0, NULL}}, 0});
-  backend_ref.layernorm_fwd(rows, C, x, w, b, q.eps, y, mean, rstd);
-  q.mean = mean;
-  q.rstd = rstd;
+  snprintf(label, sizeof label, "layernorm N=%d rows=%d C=%d", N, rows, C);
+  seq_ctx_t q = {.B = N, .rows = rows, .C = C, .eps = 1e-5f, .x = x, .w = w, .b = b, .dy = dy};
+  compare_backends(&(op_case_t){label, run_layernorm_fwd, &q, 2,
+                                {{"y", n, OUT_WRITE, 0, NULL}, {"stats", ns, OUT_WRITE, 0, NULL}}, 0});
+  backend_ref.layernorm_fwd(N, rows, C, x, w, b, q.eps, y, stats);
+  q.stats = stats;
   compare_backends(&(op_case_t){label, run_layernorm_bwd, &q, 3,
                                 {{"dx", n, OUT_ACCUM, 0, NULL},
                                  {"dw", (size_t)C, OUT_ACCUM, 0, NULL},
                                  {"db", (size_t)C, OUT_ACCUM, 0, NULL}}, 0});
-  free(x), free(w), free(b), free(dy), free(y), free(mean), free(rstd);
+  free(x), free(w), free(b), free(dy), free(y), free(stats);
 }
 
 static void test_embed(int B, int T, int C, int V) {
@@ -691,8 +765,9 @@ static void test_by_hand(const backend_t *be) {
   tap_ok(all_near(padcol, (float[]){0, 0, 0, 0, 1, 2, 0, 4, 5}, 9, 0) &&
              all_near(padcol + 4 * 9, img, 9, 0), "%s: im2col pad 1: corner row and centre row", nm);
 
-  float ln[4] = {1, 2, 3, 4}, w1[4] = {1, 1, 1, 1}, b0[4] = {0}, lny[4], mean, rstd;
-  be->layernorm_fwd(1, 4, ln, w1, b0, 1e-5f, lny, &mean, &rstd);
+  float ln[4] = {1, 2, 3, 4}, w1[4] = {1, 1, 1, 1}, b0[4] = {0}, lny[4], st[2];
+  be->layernorm_fwd(1, 1, 4, ln, w1, b0, 1e-5f, lny, st);
+  const float mean = st[0], rstd = st[1];
   double rs = 1.0 / sqrt(1.25 + 1e-5);
   tap_ok(near(mean, 2.5, 1e-6) && near(rstd, rs, 1e-6) && near(lny[0], -1.5 * rs, 1e-6),
          "%s: layernorm [1,2,3,4]: mean 2.5, rstd %.6f, y0 %.6f", nm, rstd, lny[0]);
@@ -770,14 +845,27 @@ int main(void) {
                           {2, 7, 6, 3, 1, 2, 1}, {2, 4, 4, 3, 3, 2, 0}};
   for (size_t i = 0; i < sizeof convs / sizeof convs[0]; i++)
     test_conv_lowering(convs[i][0], convs[i][1], convs[i][2], convs[i][3], convs[i][4], convs[i][5], convs[i][6]);
+  // conv over a batch: odd sizes, strides, padding, 1x1, blocks of one and of several samples
+  for (int tight = 0; tight < 2; tight++) {
+    test_conv_batch(5, 3, 7, 7, 4, 3, 1, 1, 1, 0, tight);
+    test_conv_batch(3, 2, 8, 9, 3, 3, 2, 1, 1, 1, tight);
+    test_conv_batch(4, 4, 6, 5, 2, 1, 1, 0, 1, 0, tight);
+    test_conv_batch(3, 3, 7, 7, 5, 1, 2, 0, 0, 0, tight);
+    test_conv_batch(2, 2, 5, 5, 3, 5, 1, 2, 1, 1, tight);
+    test_conv_batch(1, 1, 4, 4, 2, 3, 1, 0, 0, 1, tight);
+  }
+  test_conv_batch(100, 2, 5, 5, 3, 3, 1, 1, 1, 1, 0); /* blocks of 41, 41 and 18 samples */
+  test_gemm_tn_rows(5, 7, 3, 0);
+  test_gemm_tn_rows(17, 9, 1300, 3); /* several row blocks */
   test_maxpool(3, 8, 8, 2, 2, 0);
   test_maxpool(2, 9, 7, 3, 2, 0);
   test_maxpool(2, 6, 6, 2, 1, 0);
   test_maxpool(4, 8, 8, 2, 2, 1);
   test_maxpool(2, 9, 9, 3, 2, 1);
 
-  test_layernorm(5, 7);
-  test_layernorm(8, 64);
+  test_layernorm(1, 5, 7);
+  test_layernorm(3, 8, 64);
+  test_layernorm(7, 9, 33); /* more rows than one block of the gradient sums */
   test_embed(2, 5, 8, 11);
   test_embed(3, 4, 13, 3);
   test_causal_softmax(3, 1);

@@ -78,10 +78,11 @@ void cpu_bias_add_planes(int N, int C, int HW, const float *restrict b, float *r
   }
 }
 
+// db[c] += sum over samples and positions, in double (N*HW terms per channel).
 void cpu_bias_grad_planes(int N, int C, int HW, const float *restrict dy, float *restrict db) {
   for (int c = 0; c < C; c++) {
     double s = 0.0;
-    for (int n = 0; n < N; n++) s += cpu_sum_f(dy + ((size_t)n * C + c) * HW, HW);
+    for (int n = 0; n < N; n++) s += cpu_sum_d(dy + ((size_t)n * C + c) * HW, (size_t)HW);
     db[c] = (float)(db[c] + s);
   }
 }

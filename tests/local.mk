@@ -13,3 +13,5 @@ dist_check_SCRIPTS += tests/test_dp.sh
 TESTS += tests/test_dp.sh
 dist_check_SCRIPTS += tests/test_restart.sh
 TESTS += tests/test_restart.sh
+dist_check_SCRIPTS += tests/test_accuracy.sh tests/test_dp_ranks.sh
+TESTS += tests/test_accuracy.sh tests/test_dp_ranks.sh

@@ -480,10 +480,10 @@ static void check_infer_values(void) {
              conv.scratch == (size_t)(75 + 4) * 1024 + 3 * 4 * 75 + 2 * 4 + 80,
          "conv2d params: weight (4,3,5,5), bias (4); scratch %zu = (75+4)*1024 + 3*300 + 8 + 80",
          conv.scratch);
-  /* pointwise 5x5 outputs: blocks of 41 samples (1025 columns) */
+  /* pointwise 5x5 outputs: blocks of 40 samples (1000 columns) */
   tap_ok(pw.np == 1 && pdesc_is(&pw.pdesc[0], "weight", 4, 2, 4, 1, 1) &&
-             pw.scratch == (size_t)(4 + 2) * 1025 + 3 * 2 * 4 + 2 * 2 + 80,
-         "pointwise conv2d without bias: weight (2,4,1,1) only; scratch %zu = (4+2)*1025 + 24 + 4 + 80", pw.scratch);
+             pw.scratch == (size_t)(4 + 2) * 1000 + 3 * 2 * 4 + 2 * 2 + 80,
+         "pointwise conv2d without bias: weight (2,4,1,1) only; scratch %zu = (4+2)*1000 + 24 + 4 + 80", pw.scratch);
   tap_ok(mp.np == 0 && mp.aux_per_sample == 27, "maxpool2d saves one argmax per output (aux %zu)",
          mp.aux_per_sample);
 }

@@ -24,9 +24,10 @@ static size_t conv_ws_for(const conv_shape_t *s, size_t nb) {
   return (ckk + (size_t)s->O) * cols + 3 * (size_t)s->O * ckk + 2 * (size_t)s->O + 5 * 16;
 }
 
+/* Whole samples up to CONV_BLOCK_COLUMNS output positions, at least one. */
 static size_t conv_default_block(const conv_shape_t *s) {
   size_t ohow = (size_t)s->OH * s->OW;
-  return ohow >= CONV_BLOCK_COLUMNS ? 1 : (CONV_BLOCK_COLUMNS + ohow - 1) / ohow;
+  return ohow >= CONV_BLOCK_COLUMNS ? 1 : CONV_BLOCK_COLUMNS / ohow;
 }
 
 size_t conv_workspace_floats(const conv_shape_t *s) { return conv_ws_for(s, conv_default_block(s)); }

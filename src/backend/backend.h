@@ -31,7 +31,7 @@ static inline conv_shape_t conv_shape_make(int C, int H, int W, int O, int KH, i
 
 /* Workspace (floats) that conv_fwd and conv_bwd need for a batch of any size: the same contract for
  * every backend, so a layer can size its scratch without knowing the backend. It holds the
- * lowering of a block of samples (about CONV_BLOCK_COLUMNS output positions, at least one sample)
+ * lowering of a block of samples (whole samples up to CONV_BLOCK_COLUMNS output positions, at least one)
  * and the per-block partial sums of the weight gradient. */
 #define CONV_BLOCK_COLUMNS 1024
 size_t conv_workspace_floats(const conv_shape_t *s);

@@ -1,5 +1,5 @@
 /* "cpu" backend convolution over a whole batch (backend.h conv_fwd / conv_bwd): the batch is cut
- * into blocks of nb samples (conv_block_samples: about CONV_BLOCK_COLUMNS output positions, so the
+ * into blocks of nb samples (conv_block_samples: up to CONV_BLOCK_COLUMNS output positions, so the
  * block's lowering stays in the L2 cache) and each block is one GEMM over all its samples:
  *
  *   forward   col (CKK, nb*P) = lowering of the block, P = OH*OW, CKK = C*KH*KW

@@ -184,15 +184,18 @@ static void ref_conv_fwd(const conv_shape_t *s, int B, const float *x, const flo
     for (int o = 0; o < s->O; o++)
       for (int oh = 0; oh < s->OH; oh++)
         for (int ow = 0; ow < s->OW; ow++) {
-          double acc = bias ? bias[o] : 0.0;
+          double acc = 0.0;
           for (int c = 0; c < s->C; c++)
             for (int kh = 0; kh < s->KH; kh++)
               for (int kw = 0; kw < s->KW; kw++) {
                 long at = ref_conv_tap(s, c, oh, ow, kh, kw);
                 if (at >= 0) acc += (double)w[(((size_t)o * s->C + c) * s->KH + kh) * s->KW + kw] * x[b * in_n + (size_t)at];
               }
-          if (relu && acc < 0.0) acc = 0.0;
-          y[(((size_t)b * s->O + o) * s->OH + oh) * s->OW + ow] = (float)acc;
+          // the bias is added to the float result, as the float backends do: a sum in double
+          // rounded with its bias would turn some exact zeros into tiny values and so move ReLU
+          // and max-pool decisions (ties) away from every float implementation
+          float v = (float)acc + (bias ? bias[o] : 0.0f);
+          y[(((size_t)b * s->O + o) * s->OH + oh) * s->OW + ow] = relu && v < 0.0f ? 0.0f : v;
         }
 }
 

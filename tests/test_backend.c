@@ -854,7 +854,7 @@ int main(void) {
     test_conv_batch(2, 2, 5, 5, 3, 5, 1, 2, 1, 1, tight);
     test_conv_batch(1, 1, 4, 4, 2, 3, 1, 0, 0, 1, tight);
   }
-  test_conv_batch(100, 2, 5, 5, 3, 3, 1, 1, 1, 1, 0); /* blocks of 40, 40 and 20 samples */
+  test_conv_batch(50, 2, 5, 5, 3, 3, 1, 1, 1, 1, 0); /* blocks of 20, 20 and 10 samples */
   test_gemm_tn_rows(5, 7, 3, 0);
   test_gemm_tn_rows(17, 9, 1300, 3); /* several row blocks */
   test_maxpool(3, 8, 8, 2, 2, 0);

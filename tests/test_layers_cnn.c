@@ -473,17 +473,17 @@ static void check_infer_values(void) {
              pdesc_is(&lin.pdesc[1], "bias", 1, 3, 0, 0, 0) && lin.scratch == 0 &&
              lin.aux_per_sample == 0,
          "linear params: weight (3,6), bias (3), no aux, no scratch");
-  /* the conv workspace: blocks of 64 samples of 4x4 outputs (1024 columns): col (75, 1024), block
-   * (4, 1024), weight gradient block and its double sum 3*(4*75), bias sum 2*4, alignment 5*16 */
+  /* the conv workspace: blocks of 32 samples of 4x4 outputs (512 columns): col (75, 512), block
+   * (4, 512), weight gradient block and its double sum 3*(4*75), bias sum 2*4, alignment 5*16 */
   tap_ok(conv.np == 2 && pdesc_is(&conv.pdesc[0], "weight", 4, 4, 3, 5, 5) &&
              pdesc_is(&conv.pdesc[1], "bias", 1, 4, 0, 0, 0) &&
-             conv.scratch == (size_t)(75 + 4) * 1024 + 3 * 4 * 75 + 2 * 4 + 80,
-         "conv2d params: weight (4,3,5,5), bias (4); scratch %zu = (75+4)*1024 + 3*300 + 8 + 80",
+             conv.scratch == (size_t)(75 + 4) * 512 + 3 * 4 * 75 + 2 * 4 + 80,
+         "conv2d params: weight (4,3,5,5), bias (4); scratch %zu = (75+4)*512 + 3*300 + 8 + 80",
          conv.scratch);
-  /* pointwise 5x5 outputs: blocks of 40 samples (1000 columns) */
+  /* pointwise 5x5 outputs: blocks of 20 samples (500 columns) */
   tap_ok(pw.np == 1 && pdesc_is(&pw.pdesc[0], "weight", 4, 2, 4, 1, 1) &&
-             pw.scratch == (size_t)(4 + 2) * 1000 + 3 * 2 * 4 + 2 * 2 + 80,
-         "pointwise conv2d without bias: weight (2,4,1,1) only; scratch %zu = (4+2)*1000 + 24 + 4 + 80", pw.scratch);
+             pw.scratch == (size_t)(4 + 2) * 500 + 3 * 2 * 4 + 2 * 2 + 80,
+         "pointwise conv2d without bias: weight (2,4,1,1) only; scratch %zu = (4+2)*500 + 24 + 4 + 80", pw.scratch);
   tap_ok(mp.np == 0 && mp.aux_per_sample == 27, "maxpool2d saves one argmax per output (aux %zu)",
          mp.aux_per_sample);
 }

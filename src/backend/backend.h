@@ -33,7 +33,7 @@ static inline conv_shape_t conv_shape_make(int C, int H, int W, int O, int KH, i
  * every backend, so a layer can size its scratch without knowing the backend. It holds the
  * lowering of a block of samples (whole samples up to CONV_BLOCK_COLUMNS output positions, at least one)
  * and the per-block partial sums of the weight gradient. */
-#define CONV_BLOCK_COLUMNS 1024
+#define CONV_BLOCK_COLUMNS 512
 size_t conv_workspace_floats(const conv_shape_t *s);
 /* Samples per block for a workspace of ws_n floats (0 if ws_n is too small for one sample). */
 int conv_block_samples(const conv_shape_t *s, size_t ws_n);

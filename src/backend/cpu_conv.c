@@ -32,7 +32,7 @@ static void conv_valid_cols(const conv_geom_t *g, int kw, int *ow_lo, int *ow_hi
   *ow_hi = hi;
 }
 
-void cpu_im2col_ld(const float *restrict x, int C, int H, int W, int KH, int KW, int stride, int pad,
+CPU_SHORT_ROWS void cpu_im2col_ld(const float *restrict x, int C, int H, int W, int KH, int KW, int stride, int pad,
                    float *restrict col, size_t ld) {
   conv_geom_t g = conv_geom(C, H, W, KH, KW, stride, pad);
   for (int c = 0; c < C; c++)
@@ -43,7 +43,7 @@ void cpu_im2col_ld(const float *restrict x, int C, int H, int W, int KH, int KW,
         float *restrict out = col + (((size_t)c * KH + kh) * KW + kw) * ld;
         for (int oh = 0; oh < g.OH; oh++, out += g.OW) {
           int h = oh * stride - pad + kh;
-          /* rows are short (tens of floats): plain loops beat memcpy/memset calls here */
+          /* rows are short (tens of floats): plain loops beat memcpy/memset calls (CPU_SHORT_ROWS) */
           if (h < 0 || h >= H || lo == hi) {
             for (int ow = 0; ow < g.OW; ow++) out[ow] = 0.0f;
             continue;
@@ -59,7 +59,7 @@ void cpu_im2col_ld(const float *restrict x, int C, int H, int W, int KH, int KW,
       }
 }
 
-void cpu_col2im_ld(const float *restrict col, size_t ld, int C, int H, int W, int KH, int KW, int stride,
+CPU_SHORT_ROWS void cpu_col2im_ld(const float *restrict col, size_t ld, int C, int H, int W, int KH, int KW, int stride,
                    int pad, float *restrict dx) {
   conv_geom_t g = conv_geom(C, H, W, KH, KW, stride, pad);
   for (int c = 0; c < C; c++)

@@ -5,7 +5,7 @@
  *   forward   col (CKK, nb*P) = lowering of the block, P = OH*OW, CKK = C*KH*KW
  *             out (O, nb*P) = W (O, CKK) col; epilogue: y[b,o,:] = out[o, b*P..] + bias[o] (ReLU)
  *   backward  dyb (O, nb*P) = the block's dy side by side (bias sums taken in the same pass)
- *             dW_blk (O, CKK) = dyb col^T, added into a double accumulator
+ *             dW_blk^T (CKK, O) = col dyb^T, added into a double accumulator
  *             dcol (CKK, nb*P) = W^T dyb, scattered back into dx (col2im)
  *
  * A one-sample block skips the side-by-side copies (GEMMs read and write the sample in place), and a
@@ -20,8 +20,8 @@
 typedef struct conv_ws {
   float *col;     /* (CKK, nb*P) */
   float *blk;     /* (O, nb*P) */
-  float *dw_blk;  /* (O, CKK) */
-  double *dw_acc; /* (O, CKK) */
+  float *dw_blk;  /* (CKK, O): one block's weight gradient, transposed */
+  double *dw_acc; /* (CKK, O): the sum of the blocks' dw_blk */
   double *db_acc; /* (O) */
 } conv_ws_t;
 
@@ -71,7 +71,7 @@ static const float *conv_lower_block(const conv_shape_t *s, const float *x, int 
 }
 
 /* y[j,o,:] = out[o, j*P..(j+1)*P) + bias[o], through ReLU when asked; out may be y itself (n = 1). */
-static void conv_epilogue(const conv_shape_t *s, int n, const float *out, const float *bias, int relu, float *y) {
+CPU_SHORT_ROWS static void conv_epilogue(const conv_shape_t *s, int n, const float *out, const float *bias, int relu, float *y) {
   size_t P = (size_t)s->OH * s->OW, ld = (size_t)n * P;
   for (int j = 0; j < n; j++)
     for (int o = 0; o < s->O; o++) {
@@ -107,7 +107,7 @@ void cpu_conv_fwd(const conv_shape_t *s, int B, const float *x, const float *w, 
 
 /* dyb (O, n*P): the block's dy side by side (a one-sample block is dy itself); adds each channel's
  * sum into db_acc. */
-static const float *conv_gather_dy(const conv_shape_t *s, int n, const float *dy, float *blk, double *db_acc) {
+CPU_SHORT_ROWS static const float *conv_gather_dy(const conv_shape_t *s, int n, const float *dy, float *blk, double *db_acc) {
   const size_t P = (size_t)s->OH * s->OW, ld = (size_t)n * P;
   for (int j = 0; j < n; j++)
     for (int o = 0; o < s->O; o++) {
@@ -136,8 +136,9 @@ void cpu_conv_bwd(const conv_shape_t *s, int B, const float *x, const float *w, 
     if (dw) {
       size_t cld;
       const float *col = conv_lower_block(s, x + (size_t)b0 * in_n, n, k.col, &cld);
-      // dW_blk (O, CKK) = dyb (O, n*P) col^T; its float sum runs over one block only
-      cpu_gemm(0, 1, s->O, ckk, ld, 1.0f, dyb, ld, col, (int)cld, 0.0f, k.dw_blk, ckk);
+      // dW_blk^T (CKK, O) = col (CKK, n*P) dyb^T: OpenBLAS runs this orientation 10-25% faster
+      // than dyb col^T on these shapes; its float sum runs over one block only
+      cpu_gemm(0, 1, ckk, s->O, ld, 1.0f, col, (int)cld, dyb, ld, 0.0f, k.dw_blk, s->O);
       for (size_t i = 0; i < nw; i++) k.dw_acc[i] += (double)k.dw_blk[i];
     }
     if (!dx) continue;
@@ -153,8 +154,12 @@ void cpu_conv_bwd(const conv_shape_t *s, int B, const float *x, const float *w, 
       cpu_col2im_ld(k.col + (size_t)j * P, (size_t)ld, s->C, s->H, s->W, s->KH, s->KW, s->stride, s->pad,
                     dxb + (size_t)j * in_n);
   }
-  if (dw)
-    for (size_t i = 0; i < nw; i++) dw[i] = (float)((double)dw[i] + k.dw_acc[i]);
+  if (dw) // dw (O, CKK) += the transposed sum
+    for (int o = 0; o < s->O; o++)
+      for (int j = 0; j < ckk; j++) {
+        float *d = &dw[(size_t)o * ckk + j];
+        *d = (float)((double)*d + k.dw_acc[(size_t)j * s->O + o]);
+      }
   if (db)
     for (int o = 0; o < s->O; o++) db[o] = (float)((double)db[o] + k.db_acc[o]);
 }

@@ -10,6 +10,14 @@
 
 #include "backend/backend.h"
 
+/* For loops over short rows (tens of floats): GCC would otherwise turn a plain copy or zeroing loop
+ * into a call of memcpy/memset per row, which costs more than the row. */
+#if defined(__GNUC__) && !defined(__clang__)
+#define CPU_SHORT_ROWS __attribute__((optimize("no-tree-loop-distribute-patterns")))
+#else
+#define CPU_SHORT_ROWS
+#endif
+
 /* Sum of x[0..n) in float with 8 independent lanes (vectorises without -ffast-math). */
 static inline float cpu_sum_f(const float *restrict x, int n) {
   float lane[8] = {0};

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "backend/backend.h"
+#include "backend/cpu_ops.h" /* cpu_conv_direct_blocks: which conv path a case takes */
 #include "core/error.h"
 #include "core/rng.h"
 #include "tap.h"
@@ -490,8 +491,10 @@ static void test_conv_batch(int B, int C, int H, int W, int O, int k, int stride
   while (tight && conv_block_samples(&s, ws_n - 1) >= 1) ws_n--; /* the least that holds one sample */
   convb_ctx_t q = {s, B, relu, 1, 1, bias, ws_n, x, w, bias ? b : NULL, dy};
   char label[128];
-  snprintf(label, sizeof label, "conv B=%d C=%d %dx%d O=%d k=%d s=%d p=%d%s%s, %d per block", B, C, H, W, O, k,
-           stride, pad, bias ? " bias" : "", relu ? " relu" : "", conv_block_samples(&s, ws_n));
+  int direct = cpu_conv_direct_blocks(&s, ws_n); /* the cpu backend's path for this shape */
+  snprintf(label, sizeof label, "conv B=%d C=%d %dx%d O=%d k=%d s=%d p=%d%s%s, %s, %d per block", B, C, H, W, O,
+           k, stride, pad, bias ? " bias" : "", relu ? " relu" : "", direct ? "direct" : "lowered",
+           direct ? direct : conv_block_samples(&s, ws_n));
   compare_backends(&(op_case_t){label, run_conv_fwd, &q, 1, {{"y", ny, OUT_WRITE, 0, NULL}}, 0});
   op_case_t bwd = {label, run_conv_bwd, &q, 0, {{0}}, 0};
   bwd.out[bwd.nout++] = (out_spec_t){"dx", nx, OUT_ACCUM, 0, NULL};
@@ -916,6 +919,10 @@ int main(void) {
     test_conv_batch(1, 1, 4, 4, 2, 3, 1, 0, 0, 1, tight);
   }
   test_conv_batch(50, 2, 5, 5, 3, 3, 1, 1, 1, 1, 0); /* blocks of 20, 20 and 10 samples */
+  // the direct path's remainders: channels past a tile of 8 (12 out, 10 in), positions past a tile
+  // of 48 (9x11), taps past a group of 6 (27), rows past a group of 4 (6), a partial last block
+  test_conv_batch(7, 10, 9, 11, 12, 3, 1, 1, 1, 1, 0);
+  test_conv_batch(9, 3, 28, 28, 6, 3, 1, 1, 1, 0, 0);
   test_gemm_tn_rows(5, 7, 3, 0);
   test_gemm_tn_rows(17, 9, 1300, 3); /* several row blocks */
   test_maxpool(3, 8, 8, 2, 2, 0);

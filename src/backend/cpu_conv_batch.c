@@ -10,7 +10,8 @@
  *
  * A one-sample block skips the side-by-side copies (GEMMs read and write the sample in place), and a
  * 1x1 stride-1 unpadded convolution uses the image itself as its lowering. The epilogue runs on the
- * block while it is still in cache, so bias and ReLU cost no pass over memory. */
+ * block while it is still in cache, so bias and ReLU cost no pass over memory. Stride-1 "same"
+ * convolutions go to the direct AVX-512 path (cpu_conv_direct.c) where the CPU has it. */
 #include <stdint.h>
 
 #include "backend/cpu_ops.h"
@@ -90,6 +91,10 @@ CPU_SHORT_ROWS static void conv_epilogue(const conv_shape_t *s, int n, const flo
 
 void cpu_conv_fwd(const conv_shape_t *s, int B, const float *x, const float *w, const float *bias, int relu,
                   float *y, float *ws, size_t ws_n) {
+  if (cpu_conv_direct_blocks(s, ws_n) > 0) {
+    cpu_conv_direct_fwd(s, B, x, w, bias, relu, y, ws, ws_n);
+    return;
+  }
   const int nb = conv_blocks(s, ws_n, "conv_fwd");
   conv_ws_t k = conv_ws_split(s, nb, ws);
   const int ckk = s->C * s->KH * s->KW;
@@ -120,6 +125,10 @@ CPU_SHORT_ROWS static const float *conv_gather_dy(const conv_shape_t *s, int n, 
 
 void cpu_conv_bwd(const conv_shape_t *s, int B, const float *x, const float *w, const float *dy, float *dx,
                   float *dw, float *db, float *ws, size_t ws_n) {
+  if (cpu_conv_direct_blocks(s, ws_n) > 0) {
+    cpu_conv_direct_bwd(s, B, x, w, dy, dx, dw, db, ws, ws_n);
+    return;
+  }
   const int nb = conv_blocks(s, ws_n, "conv_bwd");
   conv_ws_t k = conv_ws_split(s, nb, ws);
   const int ckk = s->C * s->KH * s->KW;

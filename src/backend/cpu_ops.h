@@ -143,6 +143,14 @@ void cpu_conv_bwd(const conv_shape_t *s, int B, const float *x, const float *w, 
                   float *dw, float *db, float *ws, size_t ws_n);
 void cpu_gemm_tn_rows(int M, int N, int K, const float *A, int lda, const float *B, int ldb, float *C, int ldc);
 
+/* cpu_conv_direct.c: stride-1 "same" convolutions with AVX-512 tiles. cpu_conv_direct_blocks is the
+ * samples per block it can run in ws_n floats, 0 where it does not apply (shape, CPU, workspace). */
+int cpu_conv_direct_blocks(const conv_shape_t *s, size_t ws_n);
+void cpu_conv_direct_fwd(const conv_shape_t *s, int B, const float *x, const float *w, const float *bias, int relu,
+                         float *y, float *ws, size_t ws_n);
+void cpu_conv_direct_bwd(const conv_shape_t *s, int B, const float *x, const float *w, const float *dy, float *dx,
+                         float *dw, float *db, float *ws, size_t ws_n);
+
 /* cpu_seq.c */
 void cpu_layernorm_fwd(int N, int rows, int C, const float *x, const float *w, const float *b, float eps,
                        float *y, float *stats);

@@ -487,14 +487,15 @@ static void test_conv_batch(int B, int C, int H, int W, int O, int k, int stride
   size_t nx = (size_t)B * C * H * W, ny = (size_t)B * O * s.OH * s.OW, nw = (size_t)O * C * k * k;
   float *x = buf_uniform(nx, -1, 1), *w = buf_uniform(nw, -1, 1), *b = buf_uniform((size_t)O, -1, 1);
   float *dy = buf_uniform(ny, -1, 1);
-  size_t one = conv_workspace_floats(&s), ws_n = one;
-  while (tight && conv_block_samples(&s, ws_n - 1) >= 1) ws_n--; /* the least that holds one sample */
+  size_t ws_n = conv_workspace_floats(&s);
+  // tight: the least that holds one sample on the lowered path (too little for the direct one)
+  while (tight && cpu_conv_lowered_blocks(&s, ws_n - 1) >= 1) ws_n--;
   convb_ctx_t q = {s, B, relu, 1, 1, bias, ws_n, x, w, bias ? b : NULL, dy};
   char label[128];
   int direct = cpu_conv_direct_blocks(&s, ws_n); /* the cpu backend's path for this shape */
   snprintf(label, sizeof label, "conv B=%d C=%d %dx%d O=%d k=%d s=%d p=%d%s%s, %s, %d per block", B, C, H, W, O,
            k, stride, pad, bias ? " bias" : "", relu ? " relu" : "", direct ? "direct" : "lowered",
-           direct ? direct : conv_block_samples(&s, ws_n));
+           direct ? direct : cpu_conv_lowered_blocks(&s, ws_n));
   compare_backends(&(op_case_t){label, run_conv_fwd, &q, 1, {{"y", ny, OUT_WRITE, 0, NULL}}, 0});
   op_case_t bwd = {label, run_conv_bwd, &q, 0, {{0}}, 0};
   bwd.out[bwd.nout++] = (out_spec_t){"dx", nx, OUT_ACCUM, 0, NULL};

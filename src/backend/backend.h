@@ -29,14 +29,10 @@ static inline conv_shape_t conv_shape_make(int C, int H, int W, int O, int KH, i
   return s;
 }
 
-/* Workspace (floats) that conv_fwd and conv_bwd need for a batch of any size: the same contract for
- * every backend, so a layer can size its scratch without knowing the backend. It holds the
- * lowering of a block of samples (whole samples up to CONV_BLOCK_COLUMNS output positions, at least one)
- * and the per-block partial sums of the weight gradient. */
-#define CONV_BLOCK_COLUMNS 512
+/* Workspace (floats) for conv_fwd and conv_bwd on a batch of any size: the largest that any
+ * compiled-in backend asks for (its conv_workspace op), so a layer sizes its scratch at infer time
+ * without knowing the backend. A few MiB at most for the zoo's layers. */
 size_t conv_workspace_floats(const conv_shape_t *s);
-/* Samples per block for a workspace of ws_n floats (0 if ws_n is too small for one sample). */
-int conv_block_samples(const conv_shape_t *s, size_t ws_n);
 
 typedef struct backend {
   const char *name;
@@ -90,12 +86,14 @@ typedef struct backend {
   void (*gelu_bwd)(size_t n, const float *x, const float *dy, float *dx); /* dx += dy * gelu'(x) */
 
   /* ---- convolution over a whole batch of B samples (NCHW), workspace ws of ws_n >=
-   * conv_workspace_floats(s) floats.
+   * conv_workspace(s) floats (conv_workspace_floats(s) is enough for every backend).
+   * conv_workspace: the floats this backend's conv ops want for a batch of any size.
    * conv_fwd: y (B,O,OH,OW) = conv(x (B,C,H,W), w (O,C,KH,KW)) + bias (O); bias may be NULL; with
    *   relu != 0 the result goes through max(0, .) (the fused epilogue of conv followed by ReLU).
    * conv_bwd: dx (B,C,H,W) +=, dw (O,C,KH,KW) +=, db (O) += the gradients for dy (B,O,OH,OW); any
    *   of dx, dw, db may be NULL. Sums over the batch (dw, db) keep a rounding error that does not
    *   grow with B (blocked partial sums added in double). */
+  size_t (*conv_workspace)(const conv_shape_t *s);
   void (*conv_fwd)(const conv_shape_t *s, int B, const float *x, const float *w, const float *bias,
                    int relu, float *y, float *ws, size_t ws_n);
   void (*conv_bwd)(const conv_shape_t *s, int B, const float *x, const float *w, const float *dy,

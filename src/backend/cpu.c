@@ -28,6 +28,7 @@ const backend_t backend_cpu = {
     .relu_bwd = cpu_relu_bwd,
     .gelu_fwd = cpu_gelu_fwd,
     .gelu_bwd = cpu_gelu_bwd,
+    .conv_workspace = cpu_conv_workspace,
     .conv_fwd = cpu_conv_fwd,
     .conv_bwd = cpu_conv_bwd,
     .gemm_tn_rows = cpu_gemm_tn_rows,

@@ -1,5 +1,5 @@
 /* "cpu" backend convolution over a whole batch (backend.h conv_fwd / conv_bwd): the batch is cut
- * into blocks of nb samples (conv_block_samples: up to CONV_BLOCK_COLUMNS output positions, so the
+ * into blocks of nb samples (cpu_conv_lowered_blocks: up to CPU_CONV_BLOCK_COLUMNS output positions, so the
  * block's lowering stays in the L2 cache) and each block is one GEMM over all its samples:
  *
  *   forward   col (CKK, nb*P) = lowering of the block, P = OH*OW, CKK = C*KH*KW
@@ -17,7 +17,7 @@
 #include "backend/cpu_ops.h"
 #include "core/error.h"
 
-/* Workspace pieces, in the order conv_ws_for (backend.c) counts them, each 64-byte aligned. */
+/* Workspace pieces, in the order lowered_floats counts them, each 64-byte aligned. */
 typedef struct conv_ws {
   float *col;     /* (CKK, nb*P) */
   float *blk;     /* (O, nb*P) */
@@ -44,12 +44,38 @@ static conv_ws_t conv_ws_split(const conv_shape_t *s, int nb, float *ws) {
   return w;
 }
 
-/* conv_block_samples leaves room for the alignment of the five pieces (5 * 16 floats). */
+/* A block of nb samples needs: the lowering col (C*KH*KW, nb*OH*OW), the output or gradient block
+ * (O, nb*OH*OW), one block's weight gradient (O, C*KH*KW) and its double accumulator (twice that in
+ * floats), the bias gradient's double accumulator (2*O floats), and 16 floats of alignment slack
+ * for each of those five pieces. */
+static size_t lowered_floats(const conv_shape_t *s, size_t nb) {
+  size_t ckk = (size_t)s->C * s->KH * s->KW, cols = nb * (size_t)s->OH * s->OW;
+  return (ckk + (size_t)s->O) * cols + 3 * (size_t)s->O * ckk + 2 * (size_t)s->O + 5 * 16;
+}
+
+/* Whole samples up to CPU_CONV_BLOCK_COLUMNS output positions, at least one. */
+static size_t lowered_default_block(const conv_shape_t *s) {
+  size_t ohow = (size_t)s->OH * s->OW;
+  return ohow >= CPU_CONV_BLOCK_COLUMNS ? 1 : CPU_CONV_BLOCK_COLUMNS / ohow;
+}
+
+int cpu_conv_lowered_blocks(const conv_shape_t *s, size_t ws_n) {
+  size_t fixed = lowered_floats(s, 0), per = lowered_floats(s, 1) - fixed;
+  if (ws_n < fixed + per) return 0;
+  size_t nb = (ws_n - fixed) / per, cap = lowered_default_block(s);
+  return (int)(nb < cap ? nb : cap);
+}
+
+size_t cpu_conv_workspace(const conv_shape_t *s) {
+  size_t lowered = lowered_floats(s, lowered_default_block(s)), direct = cpu_conv_direct_floats(s);
+  return lowered > direct ? lowered : direct;
+}
+
 static int conv_blocks(const conv_shape_t *s, size_t ws_n, const char *op) {
-  int nb = conv_block_samples(s, ws_n);
+  int nb = cpu_conv_lowered_blocks(s, ws_n);
   if (nb < 1)
     surge_runtime_error("%s: workspace of %zu floats is below the %zu one sample needs "
-                        "(size it with conv_workspace_floats)", op, ws_n, conv_workspace_floats(s));
+                        "(size it with conv_workspace_floats)", op, ws_n, lowered_floats(s, 1));
   return nb;
 }
 

@@ -97,12 +97,25 @@ static int cpu_has_avx512(void) { return 0; }
  * longer block spends less on reductions; the float sums stay short (128 terms a lane). */
 enum { DIRECT_BLOCK_POSITIONS = 2048 };
 
-int cpu_conv_direct_blocks(const conv_shape_t *s, size_t ws_n) {
-  if (!cpu_has_avx512() || s->stride != 1 || s->KH != s->KW || s->KH % 2 == 0 || 2 * s->pad != s->KH - 1)
-    return 0;
-  dgeom_t g = dgeom(s);
+static int direct_applies(const conv_shape_t *s) {
+  return cpu_has_avx512() && s->stride == 1 && s->KH == s->KW && s->KH % 2 == 1 && 2 * s->pad == s->KH - 1;
+}
+
+static int direct_default_block(const conv_shape_t *s) {
   int nb = DIRECT_BLOCK_POSITIONS / (s->H * s->W);
-  if (nb < 1) nb = 1;
+  return nb < 1 ? 1 : nb;
+}
+
+size_t cpu_conv_direct_floats(const conv_shape_t *s) {
+  if (!direct_applies(s)) return 0;
+  dgeom_t g = dgeom(s);
+  return dws_floats(s, &g, direct_default_block(s));
+}
+
+int cpu_conv_direct_blocks(const conv_shape_t *s, size_t ws_n) {
+  if (!direct_applies(s)) return 0;
+  dgeom_t g = dgeom(s);
+  int nb = direct_default_block(s);
   while (nb > 0 && dws_floats(s, &g, nb) > ws_n) nb--;
   return nb;
 }
@@ -126,16 +139,21 @@ static void pack_weights(const conv_shape_t *s, const float *w, int flipped, flo
       }
 }
 
-/* xp (n planes of g->plane) = the n channels (H, W) of img, zero padded. */
+/* xp (n planes of g->plane) = the n channels (H, W) of img, zero padded: the pad rows above, each
+ * row's pads left and right, the pad rows below and the slack are zeroed, the rest is copied. */
 CPU_SHORT_ROWS static void pad_planes(const dgeom_t *g, int n, const float *img, float *xp) {
+  const size_t top = (size_t)g->p * g->Wp + g->p, gap = 2 * (size_t)g->p;
   for (int c = 0; c < n; c++) {
     float *dst = xp + (size_t)c * g->plane;
-    for (size_t i = 0; i < g->plane; i++) dst[i] = 0.0f;
-    for (int h = 0; h < g->H; h++) {
-      const float *src = img + ((size_t)c * g->H + h) * g->W;
-      float *row = dst + (size_t)(h + g->p) * g->Wp + g->p;
+    const float *src = img + (size_t)c * g->H * g->W;
+    for (size_t i = 0; i < top; i++) dst[i] = 0.0f;
+    float *row = dst + top;
+    for (int h = 0; h < g->H; h++, row += g->Wp, src += g->W) {
       for (int w = 0; w < g->W; w++) row[w] = src[w];
+      for (size_t i = 0; i < gap; i++) row[g->W + i] = 0.0f; /* this row's right, the next one's left */
     }
+    float *end = dst + g->plane;
+    for (float *z = row - g->p; z < end; z++) *z = 0.0f; /* below: last row's tail, pad rows, slack */
   }
 }
 
@@ -173,35 +191,48 @@ CPU_AVX512 static void direct_tile(const float *xq, size_t plane, int cin, int k
   TILE_STORE(4), TILE_STORE(5), TILE_STORE(6), TILE_STORE(7);
 }
 
+/* The valid positions of a tile starting at q0: runs of consecutive positions j0..j0+len of the
+ * tile that land at out + dst (one per output row the tile touches). */
+typedef struct run {
+  int j0, len, dst;
+} run_t;
+
+static int tile_runs(const dgeom_t *g, int q0, run_t *runs) {
+  int n = 0;
+  for (int oh = q0 / g->Wp; oh < g->H && oh * g->Wp < q0 + DNR; oh++) {
+    const int lo = oh * g->Wp > q0 ? oh * g->Wp : q0; /* first position of this row in the tile */
+    int hi = oh * g->Wp + g->W;                         /* one past its last valid column */
+    if (hi > q0 + DNR) hi = q0 + DNR;
+    if (hi > lo) runs[n++] = (run_t){lo - q0, hi - lo, oh * g->W + (lo - oh * g->Wp)};
+  }
+  return n;
+}
+
 /* One image: out (cout, H, W) = or += conv of the padded input xp (cin planes) with packed weights;
  * `accumulate` adds into out, else out = result + bias (ReLU when asked). */
-CPU_SHORT_ROWS static void direct_image(const dgeom_t *g, int cin, int cout, const float *xp, const float *wp,
-                                        const float *bias, int relu, int accumulate, float *out) {
+static void direct_image(const dgeom_t *g, int cin, int cout, const float *xp, const float *wp, const float *bias,
+                         int relu, int accumulate, float *out) {
   float tile[DMR * DNR] __attribute__((aligned(64)));
-  int dst[DNR];
+  run_t runs[DNR];
   const size_t taps = (size_t)cin * g->k * g->k, HW = (size_t)g->H * g->W;
   for (int q0 = 0; q0 < g->Q; q0 += DNR) {
-    for (int j = 0; j < DNR; j++) { /* where each position of the tile goes, -1 for dropped ones */
-      const int q = q0 + j, oh = q / g->Wp, ow = q % g->Wp;
-      dst[j] = q < g->Q && ow < g->W ? oh * g->W + ow : -1;
-    }
+    const int nruns = tile_runs(g, q0, runs);
     for (int r0 = 0; r0 < cout; r0 += DMR) {
       direct_tile(xp + q0, g->plane, cin, g->k, g->Wp, wp + (size_t)(r0 / DMR) * taps * DMR, tile);
       const int rows = cout - r0 < DMR ? cout - r0 : DMR;
-      for (int r = 0; r < rows; r++) {
-        float *o = out + (size_t)(r0 + r) * HW;
-        const float *t = tile + r * DNR, b = bias ? bias[r0 + r] : 0.0f;
-        if (accumulate) {
-          for (int j = 0; j < DNR; j++)
-            if (dst[j] >= 0) o[dst[j]] += t[j];
-        } else {
-          for (int j = 0; j < DNR; j++)
-            if (dst[j] >= 0) {
-              const float v = t[j] + b;
-              o[dst[j]] = relu && v < 0.0f ? 0.0f : v;
-            }
+      for (int r = 0; r < rows; r++)
+        for (int k = 0; k < nruns; k++) {
+          const float *restrict t = tile + r * DNR + runs[k].j0;
+          float *restrict o = out + (size_t)(r0 + r) * HW + runs[k].dst;
+          const float b = bias ? bias[r0 + r] : 0.0f;
+          const int len = runs[k].len;
+          if (accumulate)
+            for (int i = 0; i < len; i++) o[i] += t[i];
+          else if (relu)
+            for (int i = 0; i < len; i++) o[i] = t[i] + b > 0.0f ? t[i] + b : 0.0f;
+          else
+            for (int i = 0; i < len; i++) o[i] = t[i] + b;
         }
-      }
     }
   }
 }

@@ -7,6 +7,10 @@
 #include "backend/cpu_ops.h"
 
 void cpu_fill(float *restrict x, size_t n, float v) {
+  if (v == 0.0f && !signbit(v)) { /* zeroing gradients every step: the C library's memset is fastest */
+    memset(x, 0, n * sizeof *x);
+    return;
+  }
   for (size_t i = 0; i < n; i++) x[i] = v;
 }
 

@@ -136,7 +136,12 @@ void cpu_maxpool_bwd(int P, int H, int W, int k, int s, const float *dy, const f
 void cpu_avgpool_fwd(int P, int HW, const float *x, float *y);
 void cpu_avgpool_bwd(int P, int HW, const float *dy, float *dx);
 
-/* cpu_conv_batch.c */
+/* cpu_conv_batch.c: the batch is lowered to GEMMs in blocks of whole samples of up to
+ * CPU_CONV_BLOCK_COLUMNS output positions (OpenBLAS runs these shapes fastest at 200..800 columns);
+ * cpu_conv_lowered_blocks is the samples per block a workspace of ws_n floats holds (0: not one). */
+#define CPU_CONV_BLOCK_COLUMNS 512
+int cpu_conv_lowered_blocks(const conv_shape_t *s, size_t ws_n);
+size_t cpu_conv_workspace(const conv_shape_t *s);
 void cpu_conv_fwd(const conv_shape_t *s, int B, const float *x, const float *w, const float *bias, int relu,
                   float *y, float *ws, size_t ws_n);
 void cpu_conv_bwd(const conv_shape_t *s, int B, const float *x, const float *w, const float *dy, float *dx,
@@ -146,6 +151,7 @@ void cpu_gemm_tn_rows(int M, int N, int K, const float *A, int lda, const float 
 /* cpu_conv_direct.c: stride-1 "same" convolutions with AVX-512 tiles. cpu_conv_direct_blocks is the
  * samples per block it can run in ws_n floats, 0 where it does not apply (shape, CPU, workspace). */
 int cpu_conv_direct_blocks(const conv_shape_t *s, size_t ws_n);
+size_t cpu_conv_direct_floats(const conv_shape_t *s); /* what it wants; 0 where it does not apply */
 void cpu_conv_direct_fwd(const conv_shape_t *s, int B, const float *x, const float *w, const float *bias, int relu,
                          float *y, float *ws, size_t ws_n);
 void cpu_conv_direct_bwd(const conv_shape_t *s, int B, const float *x, const float *w, const float *dy, float *dx,

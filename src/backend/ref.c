@@ -176,6 +176,11 @@ static long ref_conv_tap(const conv_shape_t *s, int c, int oh, int ow, int kh, i
   return ((long)c * s->H + h) * s->W + w;
 }
 
+static size_t ref_conv_workspace(const conv_shape_t *s) {
+  (void)s;
+  return 0; /* the definition needs no workspace */
+}
+
 static void ref_conv_fwd(const conv_shape_t *s, int B, const float *x, const float *w, const float *bias,
                          int relu, float *y, float *ws, size_t ws_n) {
   (void)ws, (void)ws_n;
@@ -480,6 +485,7 @@ const backend_t backend_ref = {
     .relu_bwd = ref_relu_bwd,
     .gelu_fwd = ref_gelu_fwd,
     .gelu_bwd = ref_gelu_bwd,
+    .conv_workspace = ref_conv_workspace,
     .conv_fwd = ref_conv_fwd,
     .conv_bwd = ref_conv_bwd,
     .gemm_tn_rows = ref_gemm_tn_rows,

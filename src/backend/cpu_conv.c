@@ -92,7 +92,7 @@ void cpu_col2im(const float *col, int C, int H, int W, int KH, int KW, int strid
 
 /* ---- pooling */
 
-void cpu_maxpool_fwd(int P, int H, int W, int k, int s, const float *restrict x, float *restrict y,
+CPU_CLONES void cpu_maxpool_fwd(int P, int H, int W, int k, int s, const float *restrict x, float *restrict y,
                      float *restrict argmax) {
   int OH = (H - k) / s + 1, OW = (W - k) / s + 1;
   for (int p = 0; p < P; p++) {
@@ -116,7 +116,7 @@ void cpu_maxpool_fwd(int P, int H, int W, int k, int s, const float *restrict x,
   }
 }
 
-void cpu_maxpool_bwd(int P, int H, int W, int k, int s, const float *restrict dy,
+CPU_CLONES void cpu_maxpool_bwd(int P, int H, int W, int k, int s, const float *restrict dy,
                      const float *restrict argmax, float *restrict dx) {
   size_t per_plane = (size_t)((H - k) / s + 1) * (size_t)((W - k) / s + 1);
   for (int p = 0; p < P; p++) {
@@ -127,11 +127,11 @@ void cpu_maxpool_bwd(int P, int H, int W, int k, int s, const float *restrict dy
   }
 }
 
-void cpu_avgpool_fwd(int P, int HW, const float *restrict x, float *restrict y) {
+CPU_CLONES void cpu_avgpool_fwd(int P, int HW, const float *restrict x, float *restrict y) {
   for (int p = 0; p < P; p++) y[p] = (float)(cpu_sum_d(x + (size_t)p * HW, (size_t)HW) / HW);
 }
 
-void cpu_avgpool_bwd(int P, int HW, const float *restrict dy, float *restrict dx) {
+CPU_CLONES void cpu_avgpool_bwd(int P, int HW, const float *restrict dy, float *restrict dx) {
   const float inv = 1.0f / (float)HW;
   for (int p = 0; p < P; p++) {
     const float g = dy[p] * inv;

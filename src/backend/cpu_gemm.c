@@ -26,7 +26,7 @@ void cpu_gemm_strided(int ta, int tb, int M, int N, int K, float alpha, const fl
 }
 
 /* Rows per block of gemm_tn_rows: one GEMM sums at most this many rows in float. */
-enum { CPU_GEMM_ROW_BLOCK = 512 };
+enum { CPU_GEMM_ROW_BLOCK = 1024 };
 
 /* C (M,N) += A^T B over K rows: K <= CPU_GEMM_ROW_BLOCK is one GEMM; longer sums run a GEMM per
  * block of rows into a float temporary and add the blocks in double, so the float rounding covers

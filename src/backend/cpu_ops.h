@@ -18,6 +18,15 @@
 #define CPU_SHORT_ROWS
 #endif
 
+/* Hot loops are compiled for AVX-512, AVX2 and plain x86-64, the best picked at load time (GCC
+ * function multi-versioning). Results do not depend on the pick: no reduction here changes its
+ * order with the vector width (lanes are explicit) and ISO C mode contracts no a*b+c into an FMA. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define CPU_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define CPU_CLONES
+#endif
+
 /* Sum of x[0..n) in float with 8 independent lanes (vectorises without -ffast-math). */
 static inline float cpu_sum_f(const float *restrict x, int n) {
   float lane[8] = {0};

@@ -12,7 +12,7 @@
 /* ---- layer norm */
 
 /* Row statistics in double (C terms each), the rest of the row work in float. */
-void cpu_layernorm_fwd(int N, int rows, int C, const float *restrict x, const float *restrict w,
+CPU_CLONES void cpu_layernorm_fwd(int N, int rows, int C, const float *restrict x, const float *restrict w,
                        const float *restrict b, float eps, float *restrict y, float *restrict stats) {
   for (size_t row = 0; row < (size_t)N * rows; row++) {
     const float *restrict xr = x + row * C;
@@ -33,7 +33,7 @@ void cpu_layernorm_fwd(int N, int rows, int C, const float *restrict x, const fl
 /* Rows per block of the weight and bias gradient sums: float inside a block, double across. */
 enum { CPU_LN_ROW_BLOCK = 16 };
 
-void cpu_layernorm_bwd(int N, int rows, int C, const float *restrict x, const float *restrict w,
+CPU_CLONES void cpu_layernorm_bwd(int N, int rows, int C, const float *restrict x, const float *restrict w,
                        const float *restrict stats, const float *restrict dy, float *restrict dx,
                        float *restrict dw, float *restrict db) {
   const float inv_c = 1.0f / (float)C;
@@ -77,7 +77,7 @@ void cpu_layernorm_bwd(int N, int rows, int C, const float *restrict x, const fl
 
 /* ---- token + position embedding */
 
-void cpu_embed_fwd(int B, int T, int C, const float *restrict idx, const float *restrict wte,
+CPU_CLONES void cpu_embed_fwd(int B, int T, int C, const float *restrict idx, const float *restrict wte,
                    const float *restrict wpe, float *restrict y) {
   for (int b = 0; b < B; b++)
     for (int t = 0; t < T; t++) {
@@ -90,7 +90,7 @@ void cpu_embed_fwd(int B, int T, int C, const float *restrict idx, const float *
 
 /* dwpe[t] sums dy over the batch and dwte[v] over every use of token v; both in double. The uses of
  * each token are found by a counting sort of the ids, so each table row is summed once. */
-void cpu_embed_bwd(int B, int T, int C, int V, const float *restrict idx, const float *restrict dy,
+CPU_CLONES void cpu_embed_bwd(int B, int T, int C, int V, const float *restrict idx, const float *restrict dy,
                    float *restrict dwte, float *restrict dwpe) {
   const size_t n = (size_t)B * T;
   double *acc = xmalloc((size_t)C * sizeof *acc);
@@ -144,7 +144,7 @@ static float cpu_sum_exp_shifted(int n, float mx, const float *restrict in) {
   return s;
 }
 
-void cpu_causal_softmax_fwd(int BH, int T, float scale, const float *restrict s, float *restrict p) {
+CPU_CLONES void cpu_causal_softmax_fwd(int BH, int T, float scale, const float *restrict s, float *restrict p) {
   for (size_t row = 0; row < (size_t)BH * T; row++) {
     const int i = (int)(row % (size_t)T), valid = i + 1;
     const float *restrict sr = s + row * T;
@@ -156,7 +156,7 @@ void cpu_causal_softmax_fwd(int BH, int T, float scale, const float *restrict s,
   }
 }
 
-void cpu_causal_softmax_bwd(int BH, int T, float scale, const float *restrict p,
+CPU_CLONES void cpu_causal_softmax_bwd(int BH, int T, float scale, const float *restrict p,
                             const float *restrict dp, float *restrict ds) {
   for (size_t row = 0; row < (size_t)BH * T; row++) {
     const float *restrict pr = p + row * T, *restrict dpr = dp + row * T;
@@ -175,7 +175,7 @@ static int cpu_argmax_first(int n, const float *restrict x) {
   return best;
 }
 
-double cpu_xent_fwd_bwd(int rows, int V, const float *restrict logits, const float *restrict targets,
+CPU_CLONES double cpu_xent_fwd_bwd(int rows, int V, const float *restrict logits, const float *restrict targets,
                         float grad_scale, float *restrict dlogits) {
   double loss = 0.0;
   for (int r = 0; r < rows; r++) {

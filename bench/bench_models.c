@@ -7,7 +7,7 @@
  *
  * For each model: a short run on synthetic data records every GEMM call of one training step
  * (through a recording copy of the cpu backend), then times those same GEMMs alone ("shapes": what
- * OpenBLAS reaches on the model's own GEMMs), and a 2048^3 SGEMM right before the model ("square").
+ * OpenBLAS reaches on the model's own GEMMs), and a 2048^3 SGEMM right after the model ("square").
  * The layer FLOP counts (graph_train_flops_per_sample) give the model's rate. Peak resident memory
  * is compared with parameters + gradients + optimizer moments + activations, workspace included.
  * Each model runs in a child process so its peak memory is its own. The --dp rates come from
@@ -157,9 +157,7 @@ typedef struct dp_rate {
   double r1, r2;
 } dp_rate_t;
 
-/* `square`: the square SGEMM rate the parent measured just before forking this child (so its
- * operands are not in the child's peak memory). */
-static void bench_one(const char *model, const dp_rate_t *dp, double square) {
+static void bench_one(const char *model, const dp_rate_t *dp) {
   config_t cfg;
   bench_config(model, &cfg);
   float warm[64] = {0}; /* one GEMM first, so OpenBLAS's workspace is part of the baseline */
@@ -189,8 +187,9 @@ static void bench_one(const char *model, const dp_rate_t *dp, double square) {
   }
   const double wall = surge_now() - w0;
   sec /= steps;
-  struct rusage ru; /* before the GEMM timing allocates its own operands */
+  struct rusage ru; /* before the GEMM timings allocate their own operands */
   getrusage(RUSAGE_SELF, &ru);
+  double square = square_sgemm_gflops(); /* right after the model's steps */
   double gemm_flops, gemm_sec = time_gemms(&gemm_flops);
   double model_flops = graph_train_flops_per_sample(&t.g) * (double)cfg.global_batch;
 
@@ -272,7 +271,7 @@ int main(int argc, char **argv) {
   }
   if (n == 0)
     for (n = 0; n < 4; n++) models[n] = all[n];
-  printf("# one rank, one BLAS thread, synthetic data. square: a 2048^3 OpenBLAS SGEMM timed right before the\n"
+  printf("# one rank, one BLAS thread, synthetic data. square: a 2048^3 OpenBLAS SGEMM timed right after the\n"
          "# model (the practical peak); /sq: GFLOP/s over it. 1-rank times are this process's CPU time. shapes: OpenBLAS alone on the GEMMs one step of the\n"
          "# model runs (recorded); /sh: step GFLOP/s over it. step: forward + backward + optimizer + fetching the\n"
          "# batch; compute: the step without the fetch. GFLOP/s from the layer FLOP counts. dp: samples/s of\n"
@@ -288,10 +287,9 @@ int main(int argc, char **argv) {
     const dp_rate_t *mine = NULL;
     for (int k = 0; k < ndp; k++)
       if (strcmp(dp[k].model, models[i]) == 0) mine = &dp[k];
-    double square = square_sgemm_gflops();
     pid_t pid = fork();
     if (pid == 0) {
-      bench_one(models[i], mine, square);
+      bench_one(models[i], mine);
       _exit(0);
     }
     int st;

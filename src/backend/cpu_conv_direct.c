@@ -94,8 +94,9 @@ static int cpu_has_avx512(void) { return 0; }
 #endif
 
 /* Positions per weight-gradient block: each tile's 24 lane sums are reduced once per block, so a
- * longer block spends less on reductions; the float sums stay short (128 terms a lane). */
-enum { DIRECT_BLOCK_POSITIONS = 2048 };
+ * longer block spends less on reductions, but past about 1600 positions (2 samples of 28x28, 8 of
+ * 14x14) its dy rows no longer stay in L1 (measured); the float sums stay short (about 100 terms a lane). */
+enum { DIRECT_BLOCK_POSITIONS = 1600 };
 
 static int direct_applies(const conv_shape_t *s) {
   return cpu_has_avx512() && s->stride == 1 && s->KH == s->KW && s->KH % 2 == 1 && 2 * s->pad == s->KH - 1;
@@ -141,7 +142,7 @@ static void pack_weights(const conv_shape_t *s, const float *w, int flipped, flo
 
 /* xp (n planes of g->plane) = the n channels (H, W) of img, zero padded: the pad rows above, each
  * row's pads left and right, the pad rows below and the slack are zeroed, the rest is copied. */
-CPU_SHORT_ROWS static void pad_planes(const dgeom_t *g, int n, const float *img, float *xp) {
+CPU_SHORT_ROWS CPU_CLONES static void pad_planes(const dgeom_t *g, int n, const float *img, float *xp) {
   const size_t top = (size_t)g->p * g->Wp + g->p, gap = 2 * (size_t)g->p;
   for (int c = 0; c < n; c++) {
     float *dst = xp + (size_t)c * g->plane;
@@ -210,7 +211,7 @@ static int tile_runs(const dgeom_t *g, int q0, run_t *runs) {
 
 /* One image: out (cout, H, W) = or += conv of the padded input xp (cin planes) with packed weights;
  * `accumulate` adds into out, else out = result + bias (ReLU when asked). */
-static void direct_image(const dgeom_t *g, int cin, int cout, const float *xp, const float *wp, const float *bias,
+CPU_CLONES static void direct_image(const dgeom_t *g, int cin, int cout, const float *xp, const float *wp, const float *bias,
                          int relu, int accumulate, float *out) {
   float tile[DMR * DNR] __attribute__((aligned(64)));
   run_t runs[DNR];

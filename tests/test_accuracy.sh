@@ -8,14 +8,15 @@
 # by at most lr per step on rounding noise (10 steps x lr 3e-4 x 1.01).
 . "${SURGE_TOP_SRCDIR:-.}/tests/tap.sh"
 [ -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ] || tap_skip_all "dataset-fashion-mnist is not installed"
-compare="$top_build/tests/h5_compare"
 
-common="-D run.steps=10 -D run.print_every=10 -D data.test_samples=16 -D run.eval_every=0 -D run.overwrite=true"
-run() { # run NAME BACKEND DECK ARGS...: train into $tap_tmp/NAME-BACKEND
+# run NAME BACKEND DECK ARGS...: 10 steps into $tap_tmp/NAME-BACKEND
+run() {
   name=$1; be=$2; deck=$3; shift 3
-  timeout 300 "$SURGE_TRAIN" "$top_src/inputs/$deck" $common -D backend.name="$be" \
-    -D "run.out_dir=$tap_tmp/$name-$be" "$@" >"$tap_tmp/$name-$be.txt" 2>&1
+  timeout 300 "$SURGE_TRAIN" "$top_src/inputs/$deck" -D run.steps=10 -D run.print_every=10 -D data.test_samples=16 \
+    -D run.eval_every=0 -D run.overwrite=true -D backend.name="$be" -D "run.out_dir=$tap_tmp/$name-$be" "$@" \
+    >"$tap_tmp/$name-$be.txt" 2>&1
 }
+agree() { "$top_build/tests/h5_compare" "$@"; } # agree A.h5 B.h5 TOL [--key-bias-bound X]
 
 for model in vgg resnet mlp gpt; do
   extra=""
@@ -34,15 +35,13 @@ for model in vgg resnet mlp gpt; do
   done
   res="training failed"
   # shellcheck disable=SC2086
-  [ $ok = 0 ] && { res=$("$compare" "$tap_tmp/$model-cpu/model.h5" "$tap_tmp/$model-ref/model.h5" 5e-6 $extra 2>&1); ok=$?; }
+  [ $ok = 0 ] && { res=$(agree "$tap_tmp/$model-cpu/model.h5" "$tap_tmp/$model-ref/model.h5" 5e-6 $extra 2>&1); ok=$?; }
   tap_ok $ok "$model: cpu = ref after 10 steps: $res"
 done
 
 # the comparison can fail: 9 steps on cpu against 10 on ref is far beyond the tolerance
-# shellcheck disable=SC2086
-timeout 120 "$SURGE_TRAIN" "$top_src/inputs/mlp-fmnist.deck" $common -D run.steps=9 -D model.mlp_hidden=128,64 \
-  -D data.train_samples=1280 -D "run.out_dir=$tap_tmp/mlp-9" >/dev/null 2>&1
-"$compare" "$tap_tmp/mlp-9/model.h5" "$tap_tmp/mlp-ref/model.h5" 5e-6 >/dev/null 2>&1
+run mlp9 cpu mlp-fmnist.deck -D model.mlp_hidden=128,64 -D data.train_samples=1280 -D run.steps=9
+agree "$tap_tmp/mlp9-cpu/model.h5" "$tap_tmp/mlp-ref/model.h5" 5e-6 >/dev/null 2>&1
 [ $? = 1 ]
 tap_ok $? "9 steps and 10 steps differ beyond 5e-6 (the comparison can fail)"
 

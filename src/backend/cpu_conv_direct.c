@@ -39,7 +39,8 @@ enum { DMR = 8, DNR = 48, WMR = 4, WNK = 6, VL = 16 };
 typedef struct dgeom {
   int H, W, k, p, Hp, Wp;
   int Q;        /* output positions on the padded-width grid: H*Wp */
-  size_t plane; /* floats of one padded channel, slack for over-reads included, a multiple of 16 */
+  size_t lead;  /* floats before a plane's padded image: its first unpadded pixel is 64-byte aligned */
+  size_t plane; /* floats of one padded channel, lead and slack for over-reads included, a multiple of 16 */
 } dgeom_t;
 
 static dgeom_t dgeom(const conv_shape_t *s) {
@@ -47,8 +48,10 @@ static dgeom_t dgeom(const conv_shape_t *s) {
   g.H = s->H, g.W = s->W, g.k = s->KH, g.p = s->pad;
   g.Hp = s->H + 2 * s->pad, g.Wp = s->W + 2 * s->pad;
   g.Q = g.H * g.Wp;
+  /* the weight gradient reads dy rows from the first unpadded pixel: aligned loads */
+  g.lead = (VL - ((size_t)g.p * g.Wp + g.p) % VL) % VL;
   /* tiles read up to position round_up(Q, DNR) - 1 + (k-1)*Wp + k-1 < Hp*Wp + DNR + k */
-  g.plane = ((size_t)g.Hp * g.Wp + DNR + (size_t)g.k + VL + 15) / 16 * 16;
+  g.plane = (g.lead + (size_t)g.Hp * g.Wp + DNR + (size_t)g.k + VL + 15) / 16 * 16;
   return g;
 }
 
@@ -140,10 +143,11 @@ static void pack_weights(const conv_shape_t *s, const float *w, int flipped, flo
       }
 }
 
-/* xp (n planes of g->plane) = the n channels (H, W) of img, zero padded: the pad rows above, each
- * row's pads left and right, the pad rows below and the slack are zeroed, the rest is copied. */
+/* xp (n planes of g->plane) = the n channels (H, W) of img, zero padded: the lead and the pad rows
+ * above, each row's pads left and right, the pad rows below and the slack are zeroed, the rest is
+ * copied. The padded image of a plane starts at its offset g->lead. */
 CPU_SHORT_ROWS CPU_CLONES static void pad_planes(const dgeom_t *g, int n, const float *img, float *xp) {
-  const size_t top = (size_t)g->p * g->Wp + g->p, gap = 2 * (size_t)g->p;
+  const size_t top = g->lead + (size_t)g->p * g->Wp + g->p, gap = 2 * (size_t)g->p;
   for (int c = 0; c < n; c++) {
     float *dst = xp + (size_t)c * g->plane;
     const float *src = img + (size_t)c * g->H * g->W;
@@ -219,7 +223,7 @@ CPU_CLONES static void direct_image(const dgeom_t *g, int cin, int cout, const f
   for (int q0 = 0; q0 < g->Q; q0 += DNR) {
     const int nruns = tile_runs(g, q0, runs);
     for (int r0 = 0; r0 < cout; r0 += DMR) {
-      direct_tile(xp + q0, g->plane, cin, g->k, g->Wp, wp + (size_t)(r0 / DMR) * taps * DMR, tile);
+      direct_tile(xp + g->lead + q0, g->plane, cin, g->k, g->Wp, wp + (size_t)(r0 / DMR) * taps * DMR, tile);
       const int rows = cout - r0 < DMR ? cout - r0 : DMR;
       for (int r = 0; r < rows; r++)
         for (int k = 0; k < nruns; k++) {
@@ -252,7 +256,7 @@ CPU_CLONES static void direct_image(const dgeom_t *g, int cin, int cout, const f
 CPU_AVX512 static void direct_wgrad(const conv_shape_t *s, const dgeom_t *g, int n, const float *xp, const float *dyp,
                                     double *dw_acc) {
   const int kk = g->k * g->k, ckk = s->C * kk;
-  const size_t shift = (size_t)g->p * g->Wp + g->p; /* dy(oh, ow) at dyp + shift + oh*Wp + ow */
+  const size_t shift = g->lead + (size_t)g->p * g->Wp + g->p; /* dy(oh, ow) at plane + shift + oh*Wp + ow */
   const int qv = (g->Q + VL - 1) / VL * VL;        /* past Q the padded dy is zero */
   size_t koff[WNK];
   const float *drow[WMR];
@@ -261,7 +265,7 @@ CPU_AVX512 static void direct_wgrad(const conv_shape_t *s, const dgeom_t *g, int
     for (int t0 = 0; t0 < ckk; t0 += WNK) {
       for (int t = 0; t < WNK; t++) { /* taps past the last repeat it; their sums are dropped */
         const int tap = t0 + t < ckk ? t0 + t : ckk - 1, c = tap / kk, kh = tap % kk / g->k, kw = tap % g->k;
-        koff[t] = (size_t)c * g->plane + (size_t)kh * g->Wp + kw;
+        koff[t] = (size_t)c * g->plane + g->lead + (size_t)kh * g->Wp + kw;
       }
       __m512 a00 = _mm512_setzero_ps(), a01 = a00, a02 = a00, a03 = a00, a04 = a00, a05 = a00, a10 = a00, a11 = a00,
              a12 = a00, a13 = a00, a14 = a00, a15 = a00, a20 = a00, a21 = a00, a22 = a00, a23 = a00, a24 = a00,
@@ -273,8 +277,8 @@ CPU_AVX512 static void direct_wgrad(const conv_shape_t *s, const dgeom_t *g, int
           drow[i] = dyp + ((size_t)j * s->O + o) * g->plane + shift;
         }
         for (int q = 0; q < qv; q += VL) {
-          const __m512 d0 = _mm512_loadu_ps(drow[0] + q), d1 = _mm512_loadu_ps(drow[1] + q),
-                       d2 = _mm512_loadu_ps(drow[2] + q), d3 = _mm512_loadu_ps(drow[3] + q);
+          const __m512 d0 = _mm512_load_ps(drow[0] + q), d1 = _mm512_load_ps(drow[1] + q),
+                       d2 = _mm512_load_ps(drow[2] + q), d3 = _mm512_load_ps(drow[3] + q);
           WG_FMA(0) WG_FMA(1) WG_FMA(2) WG_FMA(3) WG_FMA(4) WG_FMA(5)
         }
       }

@@ -1,6 +1,7 @@
-/* "cpu" backend convolution over a whole batch (backend.h conv_fwd / conv_bwd): the batch is cut
- * into blocks of nb samples (cpu_conv_lowered_blocks: up to CPU_CONV_BLOCK_COLUMNS output positions, so the
- * block's lowering stays in the L2 cache) and each block is one GEMM over all its samples:
+/* "cpu" backend convolution over a whole batch (backend.h conv_fwd / conv_bwd), lowered to GEMMs:
+ * the batch is cut into blocks of nb samples (cpu_conv_lowered_blocks: up to CPU_CONV_BLOCK_COLUMNS
+ * output positions, so the block's lowering stays in the L2 cache) and each block is one GEMM over
+ * all its samples:
  *
  *   forward   col (CKK, nb*P) = lowering of the block, P = OH*OW, CKK = C*KH*KW
  *             out (O, nb*P) = W (O, CKK) col; epilogue: y[b,o,:] = out[o, b*P..] + bias[o] (ReLU)

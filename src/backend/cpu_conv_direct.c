@@ -143,26 +143,36 @@ static void pack_weights(const conv_shape_t *s, const float *w, int flipped, flo
       }
 }
 
+#if CPU_DIRECT_BUILT
+
+/* Mask of the first n (<= 16) lanes. */
+static inline __mmask16 lanes(int n) { return (__mmask16)((1u << n) - 1u); }
+
 /* xp (n planes of g->plane) = the n channels (H, W) of img, zero padded: the lead and the pad rows
  * above, each row's pads left and right, the pad rows below and the slack are zeroed, the rest is
  * copied. The padded image of a plane starts at its offset g->lead. */
-CPU_SHORT_ROWS CPU_CLONES static void pad_planes(const dgeom_t *g, int n, const float *img, float *xp) {
+CPU_AVX512 static void pad_planes(const dgeom_t *g, int n, const float *img, float *xp) {
   const size_t top = g->lead + (size_t)g->p * g->Wp + g->p, gap = 2 * (size_t)g->p;
+  const __m512 zero = _mm512_setzero_ps();
   for (int c = 0; c < n; c++) {
     float *dst = xp + (size_t)c * g->plane;
     const float *src = img + (size_t)c * g->H * g->W;
-    for (size_t i = 0; i < top; i++) dst[i] = 0.0f;
+    for (size_t i = 0; i < top; i += VL) _mm512_mask_storeu_ps(dst + i, lanes(top - i < VL ? (int)(top - i) : VL), zero);
     float *row = dst + top;
     for (int h = 0; h < g->H; h++, row += g->Wp, src += g->W) {
-      for (int w = 0; w < g->W; w++) row[w] = src[w];
-      for (size_t i = 0; i < gap; i++) row[g->W + i] = 0.0f; /* this row's right, the next one's left */
+      int w = 0;
+      for (; w + VL <= g->W; w += VL) _mm512_storeu_ps(row + w, _mm512_loadu_ps(src + w));
+      const __mmask16 tail = lanes(g->W - w);
+      _mm512_mask_storeu_ps(row + w, tail, _mm512_maskz_loadu_ps(tail, src + w));
+      /* this row's right pad and the next one's left pad */
+      if (gap) _mm512_mask_storeu_ps(row + g->W, lanes(gap < VL ? (int)gap : VL), zero);
+      for (size_t i = VL; i < gap; i++) row[g->W + i] = 0.0f;
     }
-    float *end = dst + g->plane;
-    for (float *z = row - g->p; z < end; z++) *z = 0.0f; /* below: last row's tail, pad rows, slack */
+    float *z = row - g->p, *end = dst + g->plane; /* below: last row's tail, pad rows, slack */
+    for (; z + VL <= end; z += VL) _mm512_storeu_ps(z, zero);
+    for (; z < end; z++) *z = 0.0f;
   }
 }
-
-#if CPU_DIRECT_BUILT
 
 #define TILE_ROW(r)                                                                                \
   {                                                                                                \
@@ -215,7 +225,7 @@ static int tile_runs(const dgeom_t *g, int q0, run_t *runs) {
 
 /* One image: out (cout, H, W) = or += conv of the padded input xp (cin planes) with packed weights;
  * `accumulate` adds into out, else out = result + bias (ReLU when asked). */
-CPU_CLONES static void direct_image(const dgeom_t *g, int cin, int cout, const float *xp, const float *wp, const float *bias,
+CPU_AVX512 static void direct_image(const dgeom_t *g, int cin, int cout, const float *xp, const float *wp, const float *bias,
                          int relu, int accumulate, float *out) {
   float tile[DMR * DNR] __attribute__((aligned(64)));
   run_t runs[DNR];
@@ -225,19 +235,24 @@ CPU_CLONES static void direct_image(const dgeom_t *g, int cin, int cout, const f
     for (int r0 = 0; r0 < cout; r0 += DMR) {
       direct_tile(xp + g->lead + q0, g->plane, cin, g->k, g->Wp, wp + (size_t)(r0 / DMR) * taps * DMR, tile);
       const int rows = cout - r0 < DMR ? cout - r0 : DMR;
-      for (int r = 0; r < rows; r++)
+      for (int r = 0; r < rows; r++) {
+        const __m512 b = _mm512_set1_ps(bias ? bias[r0 + r] : 0.0f), zero = _mm512_setzero_ps();
         for (int k = 0; k < nruns; k++) {
-          const float *restrict t = tile + r * DNR + runs[k].j0;
-          float *restrict o = out + (size_t)(r0 + r) * HW + runs[k].dst;
-          const float b = bias ? bias[r0 + r] : 0.0f;
-          const int len = runs[k].len;
-          if (accumulate)
-            for (int i = 0; i < len; i++) o[i] += t[i];
-          else if (relu)
-            for (int i = 0; i < len; i++) o[i] = t[i] + b > 0.0f ? t[i] + b : 0.0f;
-          else
-            for (int i = 0; i < len; i++) o[i] = t[i] + b;
+          const float *t = tile + r * DNR + runs[k].j0;
+          float *o = out + (size_t)(r0 + r) * HW + runs[k].dst;
+          for (int i = 0; i < runs[k].len; i += VL) {
+            const __mmask16 m = lanes(runs[k].len - i < VL ? runs[k].len - i : VL);
+            __m512 v = _mm512_maskz_loadu_ps(m, t + i);
+            if (accumulate)
+              v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, o + i));
+            else {
+              v = _mm512_add_ps(v, b);
+              if (relu) v = _mm512_max_ps(v, zero);
+            }
+            _mm512_mask_storeu_ps(o + i, m, v);
+          }
         }
+      }
     }
   }
 }

@@ -71,6 +71,7 @@ static size_t dws_floats(const conv_shape_t *s, const dgeom_t *g, int nb) {
          (size_t)nb * ((size_t)s->C + s->O) * g->plane + 4 * 16;
 }
 
+#if CPU_DIRECT_BUILT
 static dws_t dws_split(const conv_shape_t *s, const dgeom_t *g, int nb, float *ws) {
   size_t kk = (size_t)s->KH * s->KW, ckk = (size_t)s->C * kk;
   float *at = ws + (16 - ((uintptr_t)ws / sizeof(float)) % 16) % 16;
@@ -82,6 +83,7 @@ static dws_t dws_split(const conv_shape_t *s, const dgeom_t *g, int nb, float *w
   d.dyp = at;
   return d;
 }
+#endif
 
 #if CPU_DIRECT_BUILT
 static int cpu_has_avx512(void) {
@@ -124,6 +126,7 @@ int cpu_conv_direct_blocks(const conv_shape_t *s, size_t ws_n) {
   return nb;
 }
 
+#if CPU_DIRECT_BUILT
 /* Packs weights into panels of DMR output rows, tap-major: wp[panel][tap][row], zero rows past the
  * last channel. Forward: out = O, taps (c, kh, kw). Flipped (input gradient): out = C, taps
  * (o, kh, kw) reading W[o][c][k-1-kh][k-1-kw]. */
@@ -142,6 +145,7 @@ static void pack_weights(const conv_shape_t *s, const float *w, int flipped, flo
         wp[((size_t)(r0 / DMR) * taps + t) * DMR + r] = v;
       }
 }
+#endif
 
 #if CPU_DIRECT_BUILT
 

@@ -271,9 +271,12 @@ int main(int argc, char **argv) {
   }
   if (n == 0)
     for (n = 0; n < 4; n++) models[n] = all[n];
-  printf("# one rank, one BLAS thread, synthetic data. square: a 2048^3 OpenBLAS SGEMM timed right after the\n"
-         "# model (the practical peak); /sq: GFLOP/s over it. 1-rank times are this process's CPU time. shapes: OpenBLAS alone on the GEMMs one step of the\n"
-         "# model runs (recorded); /sh: step GFLOP/s over it. step: forward + backward + optimizer + fetching the\n"
+  for (int i = 0; i < n; i++) /* here, not in a forked child, where an abort would not end the job */
+    if (!deck_for(models[i])) surge_input_error("unknown model %s (mlp, vgg-mini, resnet-mini, gpt)", models[i]);
+  printf("# one rank, one BLAS thread, synthetic data; 1-rank times are this process's CPU time. square: a\n"
+         "# 2048^3 OpenBLAS SGEMM timed right after the model (the practical peak); /sq: GFLOP/s over it.\n"
+         "# shapes: OpenBLAS alone on the GEMMs one step of the model runs (recorded); /sh: step GFLOP/s over\n"
+         "# it. step: forward + backward + optimizer + fetching the\n"
          "# batch; compute: the step without the fetch. GFLOP/s from the layer FLOP counts. dp: samples/s of\n"
          "# data parallelism on 1 and 2 ranks (one BLAS thread each, same global batch) and the speed-up.\n"
          "# MiB: peak RSS above the RSS before the model existed; need: params + grads + optimizer moments +\n"

@@ -9,8 +9,8 @@ only=${1:-all}
 want() { [ "$only" = all ] || [ "$only" = "$1" ]; }
 
 if want models; then
-  echo "== engine: zoo models on one rank against OpenBLAS SGEMM (bench/bench_models)"
-  ./bench/bench_models
+  echo "== engine: zoo models at 1 rank x 1 thread against a large square SGEMM, and data parallelism on 2 ranks (bench/bench_models.sh)"
+  MPIEXEC="$mpiexec" sh "$src/bench/bench_models.sh"
 fi
 if want allreduce && [ -x bench/bench_allreduce ]; then
   for np in 2 4; do

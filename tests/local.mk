@@ -27,3 +27,5 @@ tests_test_net_fit_LDADD = $(SURGE_LIBS)
 TESTS += tests/test_net_fit
 dist_check_SCRIPTS += tests/test_cluster_slurm.sh
 TESTS += tests/test_cluster_slurm.sh
+dist_check_SCRIPTS += tests/test_accuracy.sh tests/test_dp_ranks.sh
+TESTS += tests/test_accuracy.sh tests/test_dp_ranks.sh

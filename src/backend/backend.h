@@ -15,6 +15,25 @@
 
 #include <stddef.h>
 
+/* Geometry of a 2-D convolution over NCHW images: x (C,H,W) per sample, weight (O,C,KH,KW),
+ * y (O,OH,OW) per sample with OH = (H + 2 pad - KH)/stride + 1, OW likewise. */
+typedef struct conv_shape {
+  int C, H, W, O, KH, KW, stride, pad, OH, OW;
+} conv_shape_t;
+
+static inline conv_shape_t conv_shape_make(int C, int H, int W, int O, int KH, int KW, int stride,
+                                           int pad) {
+  conv_shape_t s = {C, H, W, O, KH, KW, stride, pad, 0, 0};
+  s.OH = (H + 2 * pad - KH) / stride + 1;
+  s.OW = (W + 2 * pad - KW) / stride + 1;
+  return s;
+}
+
+/* Workspace (floats) for conv_fwd and conv_bwd on a batch of any size: the largest that any
+ * compiled-in backend asks for (its conv_workspace op), so a layer sizes its scratch at infer time
+ * without knowing the backend. A few MiB at most for the zoo's layers. */
+size_t conv_workspace_floats(const conv_shape_t *s);
+
 typedef struct backend {
   const char *name;
   int host_memory; /* 1: its memory is the host's (host code may read and write it in place, so
@@ -68,6 +87,26 @@ typedef struct backend {
   void (*gelu_fwd)(size_t n, const float *x, float *y);
   void (*gelu_bwd)(size_t n, const float *x, const float *dy, float *dx); /* dx += dy * gelu'(x) */
 
+  /* ---- convolution over a whole batch of B samples (NCHW), workspace ws of ws_n >=
+   * conv_workspace(s) floats (conv_workspace_floats(s) is enough for every backend).
+   * conv_workspace: the floats this backend's conv ops want for a batch of any size.
+   * conv_fwd: y (B,O,OH,OW) = conv(x (B,C,H,W), w (O,C,KH,KW)) + bias (O); bias may be NULL; with
+   *   relu != 0 the result goes through max(0, .) (the fused epilogue of conv followed by ReLU).
+   * conv_bwd: dx (B,C,H,W) +=, dw (O,C,KH,KW) +=, db (O) += the gradients for dy (B,O,OH,OW); any
+   *   of dx, dw, db may be NULL. Sums over the batch (dw, db) keep a rounding error that does not
+   *   grow with B (blocked partial sums added in double). */
+  size_t (*conv_workspace)(const conv_shape_t *s);
+  void (*conv_fwd)(const conv_shape_t *s, int B, const float *x, const float *w, const float *bias,
+                   int relu, float *y, float *ws, size_t ws_n);
+  void (*conv_bwd)(const conv_shape_t *s, int B, const float *x, const float *w, const float *dy,
+                   float *dx, float *dw, float *db, float *ws, size_t ws_n);
+
+  /* ---- weight gradient of a linear map over many rows: C (M,N) += A^T B with A (K,M), B (K,N)
+   * row-major (leading dims lda, ldb, ldc), summed over the K rows with a rounding error that does
+   * not grow with K (blocks of rows, partial sums added in double). */
+  void (*gemm_tn_rows)(int M, int N, int K, const float *A, int lda, const float *B, int ldb, float *C,
+                       int ldc);
+
   /* ---- convolution lowering, one image: x is (C,H,W), col is (C*KH*KW, OH*OW) with
    * OH = (H + 2*pad - KH)/stride + 1; rows ordered (c, kh, kw) as PyTorch's weight (O, C, KH, KW). */
   void (*im2col)(const float *x, int C, int H, int W, int KH, int KW, int stride, int pad, float *col);
@@ -83,17 +122,20 @@ typedef struct backend {
   void (*avgpool_fwd)(int P, int HW, const float *x, float *y);                /* y[p] = mean x[p,:] */
   void (*avgpool_bwd)(int P, int HW, const float *dy, float *dx);              /* dx[p,:] += dy[p]/HW */
 
-  /* ---- layer norm over the last dim: x (rows, C); mean, rstd (rows) saved for backward */
-  void (*layernorm_fwd)(int rows, int C, const float *x, const float *w, const float *b, float eps,
-                        float *y, float *mean, float *rstd);
-  void (*layernorm_bwd)(int rows, int C, const float *x, const float *w, const float *mean,
-                        const float *rstd, const float *dy, float *dx, float *dw,
-                        float *db); /* dx, dw, db += */
+  /* ---- layer norm over the last dim, N samples of (rows, C): x, y (N, rows, C); stats (N, 2, rows)
+   * holds each sample's row means then row rstd = 1/sqrt(var + eps), saved for backward. dw and db
+   * sum over all N*rows rows with a rounding error that does not grow with N. */
+  void (*layernorm_fwd)(int N, int rows, int C, const float *x, const float *w, const float *b, float eps,
+                        float *y, float *stats);
+  void (*layernorm_bwd)(int N, int rows, int C, const float *x, const float *w, const float *stats,
+                        const float *dy, float *dx, float *dw, float *db); /* dx, dw, db += */
 
   /* ---- token + position embedding: idx (B,T) token ids stored as float; wte (V,C); wpe (Tmax,C);
-   * y (B,T,C) = wte[idx] + wpe[t]. Ids outside [0,V) are a caller bug (checked by the data layer). */
+   * y (B,T,C) = wte[idx] + wpe[t]. Ids outside [0,V) are a caller bug (checked by the data layer).
+   * The backward sums (over the batch for wpe, over every use of a token for wte) keep a rounding
+   * error that does not grow with B. */
   void (*embed_fwd)(int B, int T, int C, const float *idx, const float *wte, const float *wpe, float *y);
-  void (*embed_bwd)(int B, int T, int C, const float *idx, const float *dy, float *dwte,
+  void (*embed_bwd)(int B, int T, int C, int V, const float *idx, const float *dy, float *dwte,
                     float *dwpe); /* dwte, dwpe += */
 
   /* ---- causal softmax for attention: rows of length T in BH blocks of (T,T);

@@ -1,59 +1,83 @@
 /* "cpu" backend ops over rows of features: layer norm, embeddings, causal softmax and softmax
- * cross-entropy. Row reductions (length C, T or V) are float with 8 lanes; sums over many rows
- * (the loss) are double. */
+ * cross-entropy. Row reductions of fixed length (T or V) are float with 8 lanes; layer norm's row
+ * statistics and every sum over many rows (the loss, parameter gradients) are double, or float
+ * within a short block of rows and double across blocks. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "backend/cpu_ops.h"
+#include "core/error.h"
 
 /* ---- layer norm */
 
-void cpu_layernorm_fwd(int rows, int C, const float *restrict x, const float *restrict w,
-                       const float *restrict b, float eps, float *restrict y, float *restrict mean,
-                       float *restrict rstd) {
-  const float inv_c = 1.0f / (float)C;
-  for (int r = 0; r < rows; r++) {
-    const float *restrict xr = x + (size_t)r * C;
-    float *restrict yr = y + (size_t)r * C;
-    float m = cpu_sum_f(xr, C) * inv_c;
+/* Row statistics in double (C terms each), the rest of the row work in float. */
+CPU_CLONES void cpu_layernorm_fwd(int N, int rows, int C, const float *restrict x, const float *restrict w,
+                       const float *restrict b, float eps, float *restrict y, float *restrict stats) {
+  for (size_t row = 0; row < (size_t)N * rows; row++) {
+    const float *restrict xr = x + row * C;
+    float *restrict yr = y + row * C;
+    float *restrict st = stats + (row / rows) * 2 * rows + row % rows; /* mean; rstd rows later */
+    const float m = (float)(cpu_sum_d(xr, (size_t)C) / C);
     // two passes: centre into y, then the variance of y
     for (int c = 0; c < C; c++) yr[c] = xr[c] - m;
-    float rs = 1.0f / sqrtf(cpu_dot_f(yr, yr, C) * inv_c + eps);
+    double var = 0.0;
+    for (int c = 0; c < C; c++) var += (double)yr[c] * yr[c];
+    const float rs = (float)(1.0 / sqrt(var / C + eps));
     for (int c = 0; c < C; c++) yr[c] = yr[c] * rs * w[c] + b[c];
-    mean[r] = m;
-    rstd[r] = rs;
+    st[0] = m;
+    st[rows] = rs;
   }
 }
 
-void cpu_layernorm_bwd(int rows, int C, const float *restrict x, const float *restrict w,
-                       const float *restrict mean, const float *restrict rstd,
-                       const float *restrict dy, float *restrict dx, float *restrict dw,
-                       float *restrict db) {
+/* Rows per block of the weight and bias gradient sums: float inside a block, double across. */
+enum { CPU_LN_ROW_BLOCK = 16 };
+
+CPU_CLONES void cpu_layernorm_bwd(int N, int rows, int C, const float *restrict x, const float *restrict w,
+                       const float *restrict stats, const float *restrict dy, float *restrict dx,
+                       float *restrict dw, float *restrict db) {
   const float inv_c = 1.0f / (float)C;
-  for (int r = 0; r < rows; r++) {
-    const float *restrict xr = x + (size_t)r * C, *restrict dyr = dy + (size_t)r * C;
-    float *restrict dxr = dx + (size_t)r * C;
-    const float m = mean[r], rs = rstd[r];
-    // with xhat = (x - m) rs and g = dy w: dx = rs (g - mean(g) - xhat mean(g xhat))
-    float sum_g = 0.0f, sum_g_xhat = 0.0f;
-    for (int c = 0; c < C; c++) {
-      float xhat = (xr[c] - m) * rs, g = dyr[c] * w[c];
-      sum_g += g;
-      sum_g_xhat += g * xhat;
-      dw[c] += dyr[c] * xhat;
-      db[c] += dyr[c];
+  const size_t total = (size_t)N * rows;
+  float *part = xmalloc(2 * (size_t)C * sizeof *part);   /* a block's dw, db partial sums */
+  double *acc = xmalloc(2 * (size_t)C * sizeof *acc);    /* all blocks' dw, db */
+  float *restrict pw = part, *restrict pb = part + C;
+  for (int c = 0; c < 2 * C; c++) acc[c] = 0.0;
+  for (size_t r0 = 0; r0 < total; r0 += CPU_LN_ROW_BLOCK) {
+    const size_t r1 = total - r0 < CPU_LN_ROW_BLOCK ? total : r0 + CPU_LN_ROW_BLOCK;
+    for (int c = 0; c < 2 * C; c++) part[c] = 0.0f;
+    for (size_t row = r0; row < r1; row++) {
+      const float *restrict xr = x + row * C, *restrict dyr = dy + row * C;
+      float *restrict dxr = dx + row * C;
+      const float *st = stats + (row / rows) * 2 * rows + row % rows;
+      const float m = st[0], rs = st[rows];
+      // with xhat = (x - m) rs and g = dy w: dx = rs (g - mean(g) - xhat mean(g xhat))
+      float sum_g = 0.0f, sum_g_xhat = 0.0f;
+      for (int c = 0; c < C; c++) {
+        float xhat = (xr[c] - m) * rs, g = dyr[c] * w[c];
+        sum_g += g;
+        sum_g_xhat += g * xhat;
+        pw[c] += dyr[c] * xhat;
+        pb[c] += dyr[c];
+      }
+      const float mean_g = sum_g * inv_c, mean_g_xhat = sum_g_xhat * inv_c;
+      for (int c = 0; c < C; c++) {
+        float xhat = (xr[c] - m) * rs;
+        dxr[c] += rs * (dyr[c] * w[c] - mean_g - xhat * mean_g_xhat);
+      }
     }
-    const float mean_g = sum_g * inv_c, mean_g_xhat = sum_g_xhat * inv_c;
-    for (int c = 0; c < C; c++) {
-      float xhat = (xr[c] - m) * rs;
-      dxr[c] += rs * (dyr[c] * w[c] - mean_g - xhat * mean_g_xhat);
-    }
+    for (int c = 0; c < 2 * C; c++) acc[c] += (double)part[c];
   }
+  for (int c = 0; c < C; c++) {
+    dw[c] = (float)((double)dw[c] + acc[c]);
+    db[c] = (float)((double)db[c] + acc[C + c]);
+  }
+  free(part);
+  free(acc);
 }
 
 /* ---- token + position embedding */
 
-void cpu_embed_fwd(int B, int T, int C, const float *restrict idx, const float *restrict wte,
+CPU_CLONES void cpu_embed_fwd(int B, int T, int C, const float *restrict idx, const float *restrict wte,
                    const float *restrict wpe, float *restrict y) {
   for (int b = 0; b < B; b++)
     for (int t = 0; t < T; t++) {
@@ -64,16 +88,41 @@ void cpu_embed_fwd(int B, int T, int C, const float *restrict idx, const float *
     }
 }
 
-void cpu_embed_bwd(int B, int T, int C, const float *restrict idx, const float *restrict dy,
+/* dwpe[t] sums dy over the batch and dwte[v] over every use of token v; both in double. The uses of
+ * each token are found by a counting sort of the ids, so each table row is summed once. */
+CPU_CLONES void cpu_embed_bwd(int B, int T, int C, int V, const float *restrict idx, const float *restrict dy,
                    float *restrict dwte, float *restrict dwpe) {
-  for (int b = 0; b < B; b++)
-    for (int t = 0; t < T; t++) {
+  const size_t n = (size_t)B * T;
+  double *acc = xmalloc((size_t)C * sizeof *acc);
+  for (int t = 0; t < T; t++) {
+    for (int c = 0; c < C; c++) acc[c] = 0.0;
+    for (int b = 0; b < B; b++) {
       const float *restrict g = dy + ((size_t)b * T + t) * C;
-      float *restrict tok = dwte + (size_t)idx[(size_t)b * T + t] * C;
-      float *restrict pos = dwpe + (size_t)t * C;
-      for (int c = 0; c < C; c++) tok[c] += g[c];
-      for (int c = 0; c < C; c++) pos[c] += g[c];
+      for (int c = 0; c < C; c++) acc[c] += (double)g[c];
     }
+    float *restrict pos = dwpe + (size_t)t * C;
+    for (int c = 0; c < C; c++) pos[c] = (float)((double)pos[c] + acc[c]);
+  }
+  size_t *start = xcalloc((size_t)V + 1, sizeof *start), *order = xmalloc((n ? n : 1) * sizeof *order);
+  for (size_t i = 0; i < n; i++) start[(size_t)idx[i] + 1]++;
+  for (int v = 0; v < V; v++) start[v + 1] += start[v];
+  for (size_t i = 0; i < n; i++) order[start[(size_t)idx[i]]++] = i; /* start[v] ends at v's end */
+  size_t from = 0;
+  for (int v = 0; v < V; v++) {
+    const size_t to = start[v];
+    if (to == from) continue;
+    for (int c = 0; c < C; c++) acc[c] = 0.0;
+    for (size_t k = from; k < to; k++) {
+      const float *restrict g = dy + order[k] * C;
+      for (int c = 0; c < C; c++) acc[c] += (double)g[c];
+    }
+    float *restrict tok = dwte + (size_t)v * C;
+    for (int c = 0; c < C; c++) tok[c] = (float)((double)tok[c] + acc[c]);
+    from = to;
+  }
+  free(start);
+  free(order);
+  free(acc);
 }
 
 /* ---- causal softmax */
@@ -95,7 +144,7 @@ static float cpu_sum_exp_shifted(int n, float mx, const float *restrict in) {
   return s;
 }
 
-void cpu_causal_softmax_fwd(int BH, int T, float scale, const float *restrict s, float *restrict p) {
+CPU_CLONES void cpu_causal_softmax_fwd(int BH, int T, float scale, const float *restrict s, float *restrict p) {
   for (size_t row = 0; row < (size_t)BH * T; row++) {
     const int i = (int)(row % (size_t)T), valid = i + 1;
     const float *restrict sr = s + row * T;
@@ -107,7 +156,7 @@ void cpu_causal_softmax_fwd(int BH, int T, float scale, const float *restrict s,
   }
 }
 
-void cpu_causal_softmax_bwd(int BH, int T, float scale, const float *restrict p,
+CPU_CLONES void cpu_causal_softmax_bwd(int BH, int T, float scale, const float *restrict p,
                             const float *restrict dp, float *restrict ds) {
   for (size_t row = 0; row < (size_t)BH * T; row++) {
     const float *restrict pr = p + row * T, *restrict dpr = dp + row * T;
@@ -126,7 +175,7 @@ static int cpu_argmax_first(int n, const float *restrict x) {
   return best;
 }
 
-double cpu_xent_fwd_bwd(int rows, int V, const float *restrict logits, const float *restrict targets,
+CPU_CLONES double cpu_xent_fwd_bwd(int rows, int V, const float *restrict logits, const float *restrict targets,
                         float grad_scale, float *restrict dlogits) {
   double loss = 0.0;
   for (int r = 0; r < rows; r++) {

@@ -52,7 +52,7 @@ static void embed_forward(const layer_t *l, const layer_ctx_t *c) {
 
 static void embed_backward(const layer_t *l, const layer_ctx_t *c) {
   // dwte (V,C), dwpe (context,C) += scatter of dy (B,T,C)
-  c->be->embed_bwd(c->B, l->in_shape[0].d[0], l->out_features, c->x[0], c->dy, c->dw[0], c->dw[1]);
+  c->be->embed_bwd(c->B, l->in_shape[0].d[0], l->out_features, l->vocab, c->x[0], c->dy, c->dw[0], c->dw[1]);
 }
 
 const layer_ops_t layer_embed_ops = {"embed", embed_infer, embed_init, embed_forward, embed_backward};

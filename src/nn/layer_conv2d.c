@@ -49,8 +49,9 @@ static void conv2d_init(const layer_t *l, float *const *w, rng_t *rng, init_sche
 
 static void conv2d_forward(const layer_t *l, const layer_ctx_t *c) {
   conv_shape_t s = conv_shape_of(l);
-  // y (B,O,OH,OW) = conv(x (B,C,H,W), W) + b
-  c->be->conv_fwd(&s, c->B, c->x[0], c->w[0], l->bias ? c->w[1] : NULL, 0, c->y, c->scratch, l->scratch);
+  // y (B,O,OH,OW) = conv(x (B,C,H,W), W) + b, or relu of that when the model fused the ReLU after it
+  c->be->conv_fwd(&s, c->B, c->x[0], c->w[0], l->bias ? c->w[1] : NULL, c->fuse_relu, c->y, c->scratch,
+                  l->scratch);
 }
 
 static void conv2d_backward(const layer_t *l, const layer_ctx_t *c) {

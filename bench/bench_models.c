@@ -250,7 +250,7 @@ static void parse_dp(const char *arg, dp_rate_t *d) {
 }
 
 int main(int argc, char **argv) {
-  MPI_Init(&argc, &argv);
+  comm_init(&argc, &argv);
   H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
   if (argc == 3 && strcmp(argv[1], "--rate") == 0) {
     rate_one(argv[2]);

@@ -61,7 +61,7 @@ static double transfer(comm_t *w, int dst, float *buf, size_t n, int repeats) {
 }
 
 int main(int argc, char **argv) {
-  MPI_Init(&argc, &argv);
+  comm_init(&argc, &argv);
   comm_t world;
   comm_world(&world);
   if (argc > 3) surge_input_error("p2p_bw: too many arguments (usage: p2p_bw [MIB [REPEATS]])");

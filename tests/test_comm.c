@@ -436,7 +436,7 @@ static void provoke_failure(const char *mode) {
 }
 
 int main(int argc, char **argv) {
-  MPI_Init(&argc, &argv);
+  comm_init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
   MPI_Comm_size(MPI_COMM_WORLD, &world_size);
   if (argc == 3 && strcmp(argv[1], "--fail") == 0) {

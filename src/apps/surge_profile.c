@@ -36,7 +36,7 @@ static void check_deck(const char *text, void *arg) {
 }
 
 int main(int argc, char **argv) {
-  MPI_Init(&argc, &argv);
+  comm_init(&argc, &argv);
   H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
   static const char *const flags[] = {"-o FILE", "--ranks G", "--warmup N", "--repeats N", NULL};
   cli_t cli;

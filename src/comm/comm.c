@@ -93,6 +93,11 @@ static void comm_init_from(comm_t *c, MPI_Comm mpi, const char *api_call) {
   find_nodes(c, api_call);
 }
 
+void comm_init(int *argc, char ***argv) {
+  setenv("OMPI_MCA_coll_libnbc_iallreduce_algorithm", "3", 0); /* 3: Rabenseifner (0 would let libnbc pick) */
+  MPI_Init(argc, argv);
+}
+
 void comm_world(comm_t *c) {
   int initialized = 0;
   MPI_Initialized(&initialized);

@@ -49,6 +49,13 @@ typedef struct comm {
                              * log sees all their traffic. NULL after comm_world and comm_split. */
 } comm_t;
 
+/* MPI_Init with the settings Surge's communication relies on, set before MPI starts (a setting the
+ * user gives, e.g. OMPI_MCA_... in the environment or mpiexec --mca, wins): Open MPI's non-blocking
+ * allreduce (libnbc) otherwise picks a binomial tree for the gradient buckets' sizes, 15-20% slower
+ * than its blocking allreduce; Rabenseifner's algorithm matches the blocking one. Every program that
+ * trains calls this instead of MPI_Init. */
+void comm_init(int *argc, char ***argv);
+
 /* A duplicate of MPI_COMM_WORLD. */
 void comm_world(comm_t *c);
 /* Collective over parent: ranks with the same color form one child group, ordered by key

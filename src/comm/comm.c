@@ -23,6 +23,7 @@ const char *traffic_name(traffic_t t) {
       [TRAFFIC_ACT] = "activation",
       [TRAFFIC_ACT_GRAD] = "activation_grad",
       [TRAFFIC_EMBED] = "embedding",
+      [TRAFFIC_TP] = "tp",
       [TRAFFIC_OTHER] = "other",
   };
   if ((int)t < 0 || t >= TRAFFIC_COUNT) return "unknown";
@@ -128,6 +129,22 @@ void comm_allreduce_sum(comm_t *c, float *buf, size_t n, traffic_t t) {
               "comm_allreduce_sum");
   }
   meter_add(c, t, (uint64_t)n * sizeof(float), start);
+}
+
+static void allreduce_float(comm_t *c, float *buf, size_t n, MPI_Op op, traffic_t t, const char *api_call) {
+  require_member(c, t, api_call);
+  if (n > INT_MAX) surge_runtime_error("%s: %zu floats is more than one MPI operation holds (%d)", api_call, n, INT_MAX);
+  double start = surge_now();
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, buf, (int)n, MPI_FLOAT, op, c->mpi), "MPI_Allreduce", api_call);
+  meter_add(c, t, (uint64_t)n * sizeof(float), start);
+}
+
+void comm_allreduce_max(comm_t *c, float *buf, size_t n, traffic_t t) {
+  allreduce_float(c, buf, n, MPI_MAX, t, "comm_allreduce_max");
+}
+
+void comm_allreduce_min(comm_t *c, float *buf, size_t n, traffic_t t) {
+  allreduce_float(c, buf, n, MPI_MIN, t, "comm_allreduce_min");
 }
 
 static void allreduce_double(comm_t *c, double *buf, int n, MPI_Op op, traffic_t t, const char *api_call) {

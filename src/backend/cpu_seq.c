@@ -53,26 +53,41 @@ void cpu_layernorm_bwd(int rows, int C, const float *restrict x, const float *re
 
 /* ---- token + position embedding */
 
-void cpu_embed_fwd(int B, int T, int C, const float *restrict idx, const float *restrict wte,
+void cpu_embed_fwd(int B, int T, int C, const float *restrict idx, int lo, int V, const float *restrict wte,
                    const float *restrict wpe, float *restrict y) {
   for (int b = 0; b < B; b++)
     for (int t = 0; t < T; t++) {
-      const float *restrict tok = wte + (size_t)idx[(size_t)b * T + t] * C;
-      const float *restrict pos = wpe + (size_t)t * C;
+      const int id = (int)idx[(size_t)b * T + t] - lo;
       float *restrict out = y + ((size_t)b * T + t) * C;
-      for (int c = 0; c < C; c++) out[c] = tok[c] + pos[c];
+      if (id < 0 || id >= V) {
+        if (wpe) memcpy(out, wpe + (size_t)t * C, (size_t)C * sizeof *out);
+        else memset(out, 0, (size_t)C * sizeof *out);
+        continue;
+      }
+      const float *restrict tok = wte + (size_t)id * C;
+      if (wpe) {
+        const float *restrict pos = wpe + (size_t)t * C;
+        for (int c = 0; c < C; c++) out[c] = tok[c] + pos[c];
+      } else {
+        memcpy(out, tok, (size_t)C * sizeof *out);
+      }
     }
 }
 
-void cpu_embed_bwd(int B, int T, int C, const float *restrict idx, const float *restrict dy,
+void cpu_embed_bwd(int B, int T, int C, const float *restrict idx, int lo, int V, const float *restrict dy,
                    float *restrict dwte, float *restrict dwpe) {
   for (int b = 0; b < B; b++)
     for (int t = 0; t < T; t++) {
+      const int id = (int)idx[(size_t)b * T + t] - lo;
       const float *restrict g = dy + ((size_t)b * T + t) * C;
-      float *restrict tok = dwte + (size_t)idx[(size_t)b * T + t] * C;
-      float *restrict pos = dwpe + (size_t)t * C;
-      for (int c = 0; c < C; c++) tok[c] += g[c];
-      for (int c = 0; c < C; c++) pos[c] += g[c];
+      if (id >= 0 && id < V) {
+        float *restrict tok = dwte + (size_t)id * C;
+        for (int c = 0; c < C; c++) tok[c] += g[c];
+      }
+      if (dwpe) {
+        float *restrict pos = dwpe + (size_t)t * C;
+        for (int c = 0; c < C; c++) pos[c] += g[c];
+      }
     }
 }
 
@@ -153,4 +168,49 @@ long cpu_count_correct(int rows, int V, const float *restrict logits, const floa
   long correct = 0;
   for (int r = 0; r < rows; r++) correct += cpu_argmax_first(V, logits + (size_t)r * V) == (int)targets[r];
   return correct;
+}
+
+/* ---- vocabulary-parallel cross-entropy (the caller combines the rows' values over the ranks) */
+
+void cpu_row_max(int rows, int V, const float *restrict logits, float *restrict mx) {
+  for (int r = 0; r < rows; r++) mx[r] = cpu_max_f(logits + (size_t)r * V, V);
+}
+
+/* The column of target t in a shard [lo, lo+V), or -1. */
+static int shard_column(float t, int lo, int V) {
+  int v = (int)t - lo;
+  return v >= 0 && v < V ? v : -1;
+}
+
+void cpu_xent_shard_stats(int rows, int V, int lo, const float *restrict logits, const float *restrict targets,
+                          const float *restrict mx, float *restrict sumexp, float *restrict tgt) {
+  for (int r = 0; r < rows; r++) {
+    const float *restrict lr = logits + (size_t)r * V;
+    const int v = shard_column(targets[r], lo, V);
+    sumexp[r] = cpu_sum_exp_shifted(V, mx[r], lr);
+    tgt[r] = v >= 0 ? lr[v] : 0.0f;
+  }
+}
+
+void cpu_xent_shard_bwd(int rows, int V, int lo, const float *restrict logits, const float *restrict targets,
+                        const float *restrict mx, const float *restrict sumexp, float grad_scale,
+                        float *restrict dlogits) {
+  for (int r = 0; r < rows; r++) {
+    float *restrict dr = dlogits + (size_t)r * V;
+    const int v = shard_column(targets[r], lo, V);
+    cpu_exp_shifted(V, mx[r], logits + (size_t)r * V, dr);
+    const float k = grad_scale / sumexp[r];
+    for (int j = 0; j < V; j++) dr[j] *= k;
+    if (v >= 0) dr[v] -= grad_scale;
+  }
+}
+
+void cpu_row_first_index(int rows, int V, int lo, const float *restrict logits, const float *restrict mx,
+                         float *restrict first) {
+  for (int r = 0; r < rows; r++) {
+    const float *restrict lr = logits + (size_t)r * V;
+    int j = 0;
+    while (j < V && lr[j] != mx[r]) j++;
+    first[r] = j < V ? (float)(lo + j) : 3e38f;
+  }
 }

@@ -12,6 +12,12 @@ void state_tensor_replicated(state_tensor_t *out, const slab_tensor_t *t, int ra
   out->replicas = ranks;
 }
 
+int state_tensor_end(const state_region_t *r, int i) {
+  int j = i + 1;
+  while (j < r->n && strcmp(r->t[j].name, r->t[i].name) == 0) j++;
+  return j;
+}
+
 /* splitmix64's finaliser: every input bit changes about half the output bits. */
 static uint64_t mix64(uint64_t z) {
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;

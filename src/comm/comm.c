@@ -351,6 +351,28 @@ void comm_op_wait(comm_op_t *op) {
   meter_time(op->c, op->t, start);
 }
 
+double comm_clock_offset(comm_t *c, int rounds) {
+  require_member(c, TRAFFIC_OTHER, "comm_clock_offset");
+  double start = surge_now(), offset = 0, best = -1, t;
+  enum { TAG = 31337 };
+  for (int r = 1; r < c->size; r++)
+    for (int k = 0; k < rounds; k++) {
+      if (c->rank == 0) { /* answer r's ping with this clock */
+        check_mpi(MPI_Recv(&t, 1, MPI_DOUBLE, r, TAG, c->mpi, MPI_STATUS_IGNORE), "MPI_Recv", "comm_clock_offset");
+        t = surge_now();
+        check_mpi(MPI_Send(&t, 1, MPI_DOUBLE, r, TAG, c->mpi), "MPI_Send", "comm_clock_offset");
+      } else if (c->rank == r) {
+        double a = surge_now();
+        check_mpi(MPI_Send(&a, 1, MPI_DOUBLE, 0, TAG, c->mpi), "MPI_Send", "comm_clock_offset");
+        check_mpi(MPI_Recv(&t, 1, MPI_DOUBLE, 0, TAG, c->mpi, MPI_STATUS_IGNORE), "MPI_Recv", "comm_clock_offset");
+        double b = surge_now();
+        if (best < 0 || b - a < best) best = b - a, offset = t - 0.5 * (a + b);
+      }
+    }
+  meter_add(c, TRAFFIC_OTHER, (uint64_t)rounds * sizeof(double), start);
+  return offset;
+}
+
 void comm_meter_total(comm_t *c, const comm_meter_t *local, comm_meter_t *total) {
   require_member(c, TRAFFIC_OTHER, "comm_meter_total");
   // counts is (2, TRAFFIC_COUNT): bytes then calls; local may be total itself

@@ -121,6 +121,11 @@ void comm_trace_begin(int capacity);
 int comm_trace_events(const comm_event_t **events);
 void comm_trace_end(void);
 
+/* Collective: what to add to this rank's surge_now() to read rank 0's clock (0 on rank 0), by
+ * Cristian's method: `rounds` ping-pongs with rank 0, the one of the shortest round trip kept
+ * (error at most half of it). For timelines that compare ranks on several nodes. */
+double comm_clock_offset(comm_t *c, int rounds);
+
 /* Sum of a meter over the ranks of c (to every rank). */
 void comm_meter_total(comm_t *c, const comm_meter_t *local, comm_meter_t *total);
 

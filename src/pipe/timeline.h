@@ -1,6 +1,7 @@
 /* A rank's pipeline timeline of one step: when each micro-batch's forward and backward ran and
- * when the rank waited for a transfer, in seconds since a start common to all ranks (taken after a
- * barrier when the layout was built). The log's /pipeline/events holds them (doc/formats.md). */
+ * when the rank waited for a transfer, in seconds since a start common to all ranks (rank 0's clock
+ * when the layout was built, each rank's clock aligned to rank 0's: comm_clock_offset). The log's
+ * /pipeline/events holds them (doc/formats.md). */
 #ifndef SURGE_PIPE_TIMELINE_H
 #define SURGE_PIPE_TIMELINE_H
 
@@ -13,7 +14,7 @@ typedef struct pipe_timeline {
   log_pipe_event_t *ev;
   int n, cap;   /* events recorded this step; room (the same on every rank) */
   int rank, stage;
-  double epoch; /* surge_now() at the common start */
+  double epoch; /* the common start on this rank's surge_now() clock */
 } pipe_timeline_t;
 
 void pipe_timeline_init(pipe_timeline_t *tl, int cap, int rank, int stage, double epoch);

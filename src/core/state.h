@@ -48,6 +48,11 @@ static inline size_t state_tensor_floats(const state_tensor_t *t) {
   return t->ndim > 0 ? n : 0;
 }
 
+/* Copy between a row-major tensor of shape dims[ndim] and its box [start, start + count), stored
+ * contiguously (row-major over count): out of the tensor into box (to_box = 1) or back (0). */
+void state_box_copy(float *tensor, float *box, int ndim, const size_t *dims, const size_t *start,
+                    const size_t *count, int to_box);
+
 /* A whole tensor of a slab layout held by every one of `ranks` ranks (this one being `rank`). */
 void state_tensor_replicated(state_tensor_t *out, const slab_tensor_t *t, int rank, int ranks);
 

@@ -136,19 +136,6 @@ static void replica_of(const pipe_grid_t *G, const gpt_piece_t *q, int *replica,
   *replica = G->d + G->dp * ((every ? G->t : 0) + tps * (tied && G->p == G->pp - 1));
 }
 
-/* Copy box (start, count) of a row-major tensor of shape dims (ndim >= 1) into dst, contiguous. */
-static void copy_box(float *dst, const float *src, int ndim, const size_t *dims, const size_t *start,
-                     const size_t *count) {
-  if (ndim == 1) {
-    memcpy(dst, src + start[0], count[0] * sizeof *dst);
-    return;
-  }
-  size_t inner = 1, box = 1;
-  for (int k = 1; k < ndim; k++) inner *= dims[k], box *= count[k];
-  for (size_t i = 0; i < count[0]; i++)
-    copy_box(dst + i * box, src + (start[0] + i) * inner, ndim - 1, dims + 1, start + 1, count + 1);
-}
-
 /* The whole model's initial values (the same on every layout and rank count), each piece copied. */
 static void init_params(pipe_layout_t *pl, const graph_t *g, uint64_t seed) {
   const slab_layout_t *L = &pl->local, *G = &g->params;
@@ -158,7 +145,7 @@ static void init_params(pipe_layout_t *pl, const graph_t *g, uint64_t seed) {
     const gpt_piece_t *q = &pl->piece[i];
     if (q->n == 0) continue;
     const slab_tensor_t *t = &G->t[slab_layout_find(G, L->t[i].name)];
-    copy_box(mine + q->off, whole + t->off, q->ndim, q->dims, q->start, q->count);
+    state_box_copy(whole + t->off, mine + q->off, q->ndim, q->dims, q->start, q->count, 1);
   }
   pl->ex.m.be->upload(pl->ex.m.params, mine, L->total);
   free(whole);

@@ -98,7 +98,8 @@ void pipe_exec_init(pipe_exec_t *ex, const graph_t *g, const gpt_dims_t *dims, c
   /* the timeline's common start: rank 0's clock now, read on every rank's own clock */
   double offset = comm_clock_offset(world, 5), epoch = surge_now();
   comm_bcast(world, &epoch, sizeof epoch, 0, TRAFFIC_OTHER);
-  pipe_timeline_init(&ex->tl, 6 * M + 4, world->rank, G->p, epoch - offset);
+  int cap = 6 * M + 4; /* passes, receive and send waits of every micro-batch, and the syncs */
+  pipe_timeline_init(&ex->tl, cap < PIPE_TIMELINE_MAX ? cap : PIPE_TIMELINE_MAX, world->rank, G->p, epoch - offset);
   pipe_p2p_init(&ex->p2p, &ex->pp, M, &ex->tl);
   ex->wte = slab_layout_find(&ex->lg.params, ex->part.first ? "wte.weight" : "lm_head.weight");
   if (!ex->part.first && !ex->part.last) ex->wte = -1;

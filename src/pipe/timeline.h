@@ -10,6 +10,10 @@
 #include "comm/comm.h"
 #include "io/log.h"
 
+/* Most events a rank keeps of a step (rank 0 gathers them all: a bound on its memory); a step of
+ * more than about 680 micro-batches loses its last events. */
+#define PIPE_TIMELINE_MAX 4096
+
 typedef struct pipe_timeline {
   log_pipe_event_t *ev;
   int n, cap;   /* events recorded this step; room (the same on every rank) */

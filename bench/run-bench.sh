@@ -34,6 +34,10 @@ if want multiplex && [ -f "$src/bench/bench_multiplex.sh" ]; then
   echo "== multiplexing: a burst foreground with a background per rank against it alone and data parallelism (bench/bench_multiplex.sh)"
   SURGE_TRAIN=./surge-train MPIEXEC="$mpiexec" SURGE_BUILD=. sh "$src/bench/bench_multiplex.sh"
 fi
+if want 3d && [ -f "$src/bench/bench_3d.sh" ]; then
+  echo "== 3D parallelism: bubble against theory, activation memory 1F1B against GPipe, throughput against data parallelism (bench/bench_3d.sh)"
+  SURGE_TRAIN=./surge-train MPIEXEC="$mpiexec" sh "$src/bench/bench_3d.sh"
+fi
 if want checkpoint && [ -x bench/bench_checkpoint ]; then
   echo "== checkpoint write/read against plain sequential I/O, 2 ranks (bench/bench_checkpoint)"
   "$mpiexec" -n 2 ./bench/bench_checkpoint

@@ -84,7 +84,9 @@ void pipe_exec_init(pipe_exec_t *ex, const graph_t *g, const gpt_dims_t *dims, c
   size_t row = (size_t)dims->T * (size_t)dims->width;
   if (!ex->part.first) { /* the input's gradient goes back to the previous stage */
     ex->din = be->alloc(surge_mul_size((size_t)window, row, "stage input gradient"));
-    ex->m.act_floats += (size_t)window * row;
+    ex->ring = ex->slots + 1; /* the send of micro-batch k's gradient has a whole round of passes */
+    ex->dsend = be->alloc(surge_mul_size((size_t)(ex->ring * ex->mb_cap), row, "stage input gradient sends"));
+    ex->m.act_floats += (size_t)(window + ex->ring * ex->mb_cap) * row;
     for (int j = 1; j < ex->lg.n; j++)
       for (int k = 0; k < ex->lg.l[j].nin; k++)
         if (ex->lg.l[j].in[k] == 0) ex->m.din[j][k] = ex->din;
@@ -116,6 +118,7 @@ void pipe_exec_free(pipe_exec_t *ex) {
   pipe_timeline_free(&ex->tl);
   if (ex->part.last) tp_xent_free(&ex->xent);
   if (ex->din) be->free(ex->din);
+  if (ex->dsend) be->free(ex->dsend);
   model_free(&ex->m);
   graph_free(&ex->lg);
   comm_free(&ex->tp);
@@ -161,13 +164,12 @@ static void forward_nodes(pipe_exec_t *ex, int off, int B) {
   }
 }
 
-/* A slot used again: its gradients start from zero (rows of every gradient buffer), after the sends
- * that read its rows have completed. */
+/* A slot used again: its gradients start from zero (rows of every gradient buffer), after the send
+ * of its output has completed. */
 static void reuse_slot(pipe_exec_t *ex, int k) {
   int old = k - ex->slots;
   if (old < 0) return;
   p2p_wait_send(&ex->p2p, P2P_SEND_ACT, old);
-  p2p_wait_send(&ex->p2p, P2P_SEND_GRAD, old);
   const backend_t *be = ex->m.be;
   size_t off = (size_t)(k % ex->slots) * (size_t)ex->mb_cap;
   for (int i = 1; i < ex->lg.n; i++) {
@@ -228,8 +230,12 @@ static void backward_pass(pipe_exec_t *ex, int k, int final, pipe_times_t *t) {
   t->backward += t2 - t1;
   pipe_timeline_add(&ex->tl, LOG_PIPE_BACKWARD, k, t1, t2);
   size_t row = out_floats(&ex->lg, 0);
-  if (!ex->part.first) {
-    ex->p2p.grad->send(&ex->p2p, k, ex->din + (size_t)off * row, (size_t)B * row);
+  if (!ex->part.first) { /* the gradient goes from a ring of send buffers: the slot is free at once */
+    int r = k % ex->ring;
+    if (k >= ex->ring) p2p_wait_send(&ex->p2p, P2P_SEND_GRAD, k - ex->ring);
+    float *send = ex->dsend + (size_t)r * (size_t)ex->mb_cap * row;
+    m->be->copy(send, ex->din + (size_t)off * row, (size_t)B * row);
+    ex->p2p.grad->send(&ex->p2p, k, send, (size_t)B * row);
     if (k + ex->slots < ex->M) /* the slot is free: its next micro-batch may arrive */
       p2p_post_recv_act(&ex->p2p, k + ex->slots, m->act[0] + (size_t)off * row,
                         (size_t)ex->mb_cap * row);

@@ -56,6 +56,8 @@ typedef struct pipe_exec {
   unsigned char *reduce_out; /* (lg.n) sum the node's output over tp after its forward (g) */
   unsigned char *reduce_in;  /* (lg.n) sum its input's gradient over tp after its backward (f) */
   float *din;            /* (slots mb_cap, T C): gradient of the stage input (not on the first stage) */
+  float *dsend;          /* (ring mb_cap, T C): micro-batch k's input gradient is sent from slice k mod ring */
+  int ring;
   tp_xent_t xent;        /* last stage */
   pipe_p2p_t p2p;
   pipe_timeline_t tl;

@@ -57,7 +57,7 @@ void p2p_complete(pipe_p2p_t *p, int kind, int mb, int event) {
 void p2p_post_recv_act(pipe_p2p_t *p, int mb, float *x, size_t n) { p2p_irecv(p, P2P_RECV_ACT, mb, x, n); }
 void p2p_wait_recv_act(pipe_p2p_t *p, int mb) { p2p_complete(p, P2P_RECV_ACT, mb, LOG_PIPE_RECV_ACTIVATION); }
 void p2p_send_act(pipe_p2p_t *p, int mb, const float *y, size_t n) { p2p_isend(p, P2P_SEND_ACT, mb, y, n); }
-void p2p_wait_send(pipe_p2p_t *p, int kind, int mb) { p2p_complete(p, kind, mb, -1); }
+void p2p_wait_send(pipe_p2p_t *p, int kind, int mb) { p2p_complete(p, kind, mb, LOG_PIPE_SEND_WAIT); }
 
 void p2p_wait_sends(pipe_p2p_t *p) {
   double t0 = surge_now();

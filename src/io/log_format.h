@@ -89,7 +89,7 @@ typedef enum log_pipe_kind {
   LOG_PIPE_BACKWARD,        /* a micro-batch's backward pass */
   LOG_PIPE_RECV_ACTIVATION, /* waiting for a micro-batch's activation from the previous stage */
   LOG_PIPE_RECV_GRADIENT,   /* waiting for the gradient of a micro-batch's output from the next stage */
-  LOG_PIPE_SEND_WAIT,       /* waiting for this stage's sends to complete */
+  LOG_PIPE_SEND_WAIT,       /* waiting for a send to complete (before reusing its buffer, at the step's end) */
   LOG_PIPE_GRAD_SYNC,       /* finishing the data-parallel gradient sum */
   LOG_PIPE_EMBED_SYNC,      /* summing the tied word embedding's gradient over first and last stage */
   LOG_PIPE_KIND_COUNT

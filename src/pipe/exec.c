@@ -181,7 +181,7 @@ static void reuse_slot(pipe_exec_t *ex, int k) {
 }
 
 static double forward_pass(pipe_exec_t *ex, const dataset_t *ds, const uint64_t *ids, int k, float grad_scale,
-                           pipe_times_t *t) {
+                           layout_step_t *t) {
   int lo, B, off = (k % ex->slots) * ex->mb_cap, out = ex->lg.n - 1;
   micro_batch(ex, k, &lo, &B);
   reuse_slot(ex, k);
@@ -210,7 +210,7 @@ static double forward_pass(pipe_exec_t *ex, const dataset_t *ds, const uint64_t 
   return ex->grid.t == 0 ? loss : 0;
 }
 
-static void backward_pass(pipe_exec_t *ex, int k, int final, pipe_times_t *t) {
+static void backward_pass(pipe_exec_t *ex, int k, int final, layout_step_t *t) {
   int lo, B, slot = k % ex->slots, off = slot * ex->mb_cap;
   micro_batch(ex, k, &lo, &B);
   model_t *m = &ex->m;
@@ -252,7 +252,7 @@ static void embed_sync(pipe_exec_t *ex) {
   pipe_timeline_add(&ex->tl, LOG_PIPE_EMBED_SYNC, -1, t0, surge_now());
 }
 
-double pipe_exec_step(pipe_exec_t *ex, const dataset_t *ds, const uint64_t *ids, float grad_scale, pipe_times_t *t) {
+void pipe_exec_step(pipe_exec_t *ex, const dataset_t *ds, const uint64_t *ids, float grad_scale, layout_step_t *t) {
   memset(t, 0, sizeof *t);
   pipe_timeline_reset(&ex->tl);
   model_t *m = &ex->m;
@@ -266,10 +266,9 @@ double pipe_exec_step(pipe_exec_t *ex, const dataset_t *ds, const uint64_t *ids,
       int off = k * ex->mb_cap;
       p2p_post_recv_act(&ex->p2p, k, m->act[0] + (size_t)off * row, (size_t)ex->mb_cap * row);
     }
-  double loss = 0;
   for (int i = 0; i < 2 * ex->M; i++) {
     const pipe_op_t *op = &ex->ops[i];
-    if (op->pass == PIPE_FORWARD) loss += forward_pass(ex, ds, ids, op->mb, grad_scale, t);
+    if (op->pass == PIPE_FORWARD) t->loss += forward_pass(ex, ds, ids, op->mb, grad_scale, t);
     else backward_pass(ex, op->mb, i == 2 * ex->M - 1, t);
   }
   double a = surge_now();
@@ -282,7 +281,6 @@ double pipe_exec_step(pipe_exec_t *ex, const dataset_t *ds, const uint64_t *ids,
   t->backward_done = ex->sync.backward_done;
   t->wait = ex->sync.wait_s;
   t->comm += surge_now() - a - t->wait;
-  return loss;
 }
 
 void pipe_exec_eval(pipe_exec_t *ex, const dataset_t *ds, data_split_t split, uint64_t n, double sums[2]) {

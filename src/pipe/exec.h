@@ -24,6 +24,7 @@
 
 #include "comm/comm.h"
 #include "data/dataset.h"
+#include "layout/layout.h"
 #include "nn/model.h"
 #include "pipe/gpt_part.h"
 #include "pipe/p2p.h"
@@ -75,15 +76,11 @@ void pipe_exec_init(pipe_exec_t *ex, const graph_t *g, const gpt_dims_t *dims, c
                     comm_t *world, const gradsync_opts_t *sync);
 void pipe_exec_free(pipe_exec_t *ex);
 
-/* Phase times of a step on this rank (seconds), and when its backward pass ended (surge_now()). */
-typedef struct pipe_times {
-  double data, forward, backward, comm, wait, backward_done;
-} pipe_times_t;
-
 /* Collective: one step's gradients for the global batch ids[0..B) (scaled by grad_scale), summed
- * over the data-parallel group and, for the word embedding, the embedding group. Returns this rank's
- * part of the loss sum (the last stage's tensor-parallel rank 0 reports its replica's). */
-double pipe_exec_step(pipe_exec_t *ex, const dataset_t *ds, const uint64_t *ids, float grad_scale, pipe_times_t *t);
+ * over the data-parallel group and, for the word embedding, the embedding group. Fills this rank's
+ * part of the loss sum (the last stage's tensor-parallel rank 0 reports its replica's) and its phase
+ * times into out; not the squared norm (the layout's). */
+void pipe_exec_step(pipe_exec_t *ex, const dataset_t *ds, const uint64_t *ids, float grad_scale, layout_step_t *out);
 
 /* Collective: loss sum and correct targets of this rank's part of positions [0, n) of split (each
  * replica its share, reported by its last stage's tensor-parallel rank 0). */

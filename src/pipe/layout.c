@@ -156,21 +156,13 @@ static void init_params(pipe_layout_t *pl, const graph_t *g, uint64_t seed) {
 
 static void step(layout_t *l, const dataset_t *ds, const uint64_t *ids, float grad_scale, layout_step_t *out) {
   pipe_layout_t *pl = impl(l);
-  pipe_times_t t;
-  memset(out, 0, sizeof *out);
-  out->loss = pipe_exec_step(&pl->ex, ds, ids, grad_scale, &t);
+  pipe_exec_step(&pl->ex, ds, ids, grad_scale, out);
   const backend_t *be = pl->ex.m.be;
   for (int i = 0; i < pl->local.n; i++) { /* each global value counted once: by replica 0 of its box */
     int replica, replicas;
     replica_of(&pl->ex.grid, &pl->piece[i], &replica, &replicas);
     if (pl->piece[i].n && replica == 0) out->sumsq += be->sumsq(pl->ex.m.grads + pl->piece[i].off, pl->piece[i].n);
   }
-  out->data = t.data;
-  out->forward = t.forward;
-  out->backward = t.backward;
-  out->comm = t.comm;
-  out->wait = t.wait;
-  out->backward_done = t.backward_done;
 }
 
 static void eval(layout_t *l, const dataset_t *ds, data_split_t split, uint64_t n, double sums[2]) {

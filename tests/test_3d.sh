@@ -74,6 +74,15 @@ res=$("$compare" "$tap_tmp/one/model.h5" "$tap_tmp/straight/model.h5" 1e-5 $key_
 tap_ok $? "resumed on 1 rank (data parallel): $res"
 grep -q "resumed from .*ckpt-00000004.h5" "$tap_tmp/one.txt"
 tap_ok $? "the 1-rank run says it resumed from the step-4 checkpoint"
+# evaluation through the pipeline (vocabulary-parallel loss and first maximum) = the 1-rank evaluation
+a=$(h5vals "$tap_tmp/straight/log.h5" /eval/loss | tail -n 1) b=$(h5vals "$tap_tmp/one/log.h5" /eval/loss | tail -n 1)
+c=$(h5vals "$tap_tmp/straight/log.h5" /eval/accuracy | tail -n 1) d=$(h5vals "$tap_tmp/one/log.h5" /eval/accuracy | tail -n 1)
+awk -v a="$a" -v b="$b" -v c="$c" -v d="$d" 'BEGIN { exit !(a != "" && (a - b) ^ 2 < 1e-10 * b * b && c == d) }'
+tap_ok $? "the 3d evaluation equals the 1-rank one: loss $a vs $b, accuracy $c vs $d"
+tp_bytes=$(h5vals "$tap_tmp/straight/log.h5" /metrics/bytes_tp | awk '{ s += $1 } END { print s + 0 }')
+dp_tp=$(h5vals "$tap_tmp/one/log.h5" /metrics/bytes_tp | awk 'NR > 4 { s += $1 } END { print s + 0 }')
+[ "$tp_bytes" -gt 0 ] && [ "$dp_tp" = 0 ]
+tap_ok $? "the log counts tensor-parallel traffic in /metrics/bytes_tp: $tp_bytes bytes over 8 steps (0 on 1 rank)"
 
 # the timeline: step 1's passes of rank 0 (stage 0) and rank 4 (stage 1), as "kind:micro-batch"
 log="$tap_tmp/straight/log.h5"

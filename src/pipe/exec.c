@@ -206,7 +206,6 @@ static double forward_pass(pipe_exec_t *ex, const dataset_t *ds, const uint64_t 
     p2p_send_act(&ex->p2p, k, m->act[out] + (size_t)off * n, (size_t)B * n);
     ex->p2p.grad->post_recv(&ex->p2p, k, m->dact[out] + (size_t)off * n, (size_t)B * n);
   }
-  if (++ex->held > ex->max_held) ex->max_held = ex->held;
   return ex->grid.t == 0 ? loss : 0;
 }
 
@@ -240,7 +239,6 @@ static void backward_pass(pipe_exec_t *ex, int k, int final, layout_step_t *t) {
       p2p_post_recv_act(&ex->p2p, k + ex->slots, m->act[0] + (size_t)off * row,
                         (size_t)ex->mb_cap * row);
   }
-  ex->held--;
 }
 
 /* The tied word embedding's two gradients (first and last stage) summed. */
@@ -259,7 +257,6 @@ void pipe_exec_step(pipe_exec_t *ex, const dataset_t *ds, const uint64_t *ids, f
   model_zero_grads(m);
   size_t row = out_floats(&ex->lg, 0);
   if (ex->din) m->be->fill(ex->din, (size_t)m->B_cap * row, 0.0f);
-  ex->held = ex->max_held = 0;
   gradsync_begin(&ex->sync);
   if (!ex->part.first) /* every free slot may receive its micro-batch */
     for (int k = 0; k < ex->slots && k < ex->M; k++) {

@@ -65,7 +65,6 @@ typedef struct pipe_exec {
   gradsync_t sync;
   int wte;               /* lg's slab tensor of the tied word embedding rows (first, last stage), or -1 */
   float *x, *y;          /* host staging of up to slots * mb_cap samples' ids and targets */
-  int held, max_held;    /* micro-batches held now / at most during the last step */
 } pipe_exec_t;
 
 /* Collective over world: the communicators, the part of the stage holding blocks

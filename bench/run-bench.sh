@@ -42,6 +42,10 @@ if want sim && [ -f "$src/bench/bench_sim.sh" ]; then
   echo "== surge-sim against real runs: burst plans and backgrounds on 2 ranks (bench/bench_sim.sh)"
   SURGE_TRAIN=./surge-train MPIEXEC="$mpiexec" SURGE_BUILD=. sh "$src/bench/bench_sim.sh"
 fi
+if want 3d && [ -f "$src/bench/bench_3d.sh" ]; then
+  echo "== 3D parallelism: bubble against theory, activation memory 1F1B against GPipe, throughput against data parallelism (bench/bench_3d.sh)"
+  SURGE_TRAIN=./surge-train MPIEXEC="$mpiexec" sh "$src/bench/bench_3d.sh"
+fi
 if want checkpoint && [ -x bench/bench_checkpoint ]; then
   echo "== checkpoint write/read against plain sequential I/O, 2 ranks (bench/bench_checkpoint)"
   "$mpiexec" -n 2 ./bench/bench_checkpoint

@@ -538,6 +538,7 @@ static void test_gemm_tn_rows(int M, int N, int K, int extra) { test_gemm_tn_row
 
 typedef struct seq_ctx {
   int rows, C, B, T, V;
+  int lo, positions; /* embedding: the shard's first id; whether wpe takes part */
   float eps, scale;
   const float *x, *w, *b, *stats, *dy, *ids;
 } seq_ctx_t;
@@ -552,15 +553,15 @@ static double run_layernorm_bwd(const backend_t *be, const void *ctx, float **ou
   be->layernorm_bwd(q->B, q->rows, q->C, q->x, q->w, q->stats, q->dy, out[0], out[1], out[2]);
   return 0.0;
 }
-/* Embedding: x is wte (V,C), w is wpe (T,C). */
+/* Embedding: x is wte (V,C) holding ids [lo, lo+V), w is wpe (T,C) when positions. */
 static double run_embed_fwd(const backend_t *be, const void *ctx, float **out) {
   const seq_ctx_t *q = ctx;
-  be->embed_fwd(q->B, q->T, q->C, q->ids, q->x, q->w, out[0]);
+  be->embed_fwd(q->B, q->T, q->C, q->ids, q->lo, q->V, q->x, q->positions ? q->w : NULL, out[0]);
   return 0.0;
 }
 static double run_embed_bwd(const backend_t *be, const void *ctx, float **out) {
   const seq_ctx_t *q = ctx;
-  be->embed_bwd(q->B, q->T, q->C, q->V, q->ids, q->dy, out[0], out[1]);
+  be->embed_bwd(q->B, q->T, q->C, q->ids, q->lo, q->V, q->dy, out[0], q->positions ? out[1] : NULL);
   return 0.0;
 }
 /* Causal softmax: rows = BH blocks of (T,T); x is s (fwd) or p (bwd). */
@@ -609,18 +610,42 @@ static void test_layernorm(int N, int rows, int C) {
   free(x), free(w), free(b), free(dy), free(y), free(stats);
 }
 
-static void test_embed(int B, int T, int C, int V) {
+/* A table of the ids [lo, lo+V) of a vocabulary of vocab ids (the whole table: lo = 0, V = vocab),
+ * with or without the position term. */
+static void test_embed(int B, int T, int C, int vocab, int lo, int V, int positions) {
   size_t ny = (size_t)B * T * C;
-  float *ids = buf_ids((size_t)B * T, V), *wte = buf_uniform((size_t)V * C, -1, 1);
+  float *ids = buf_ids((size_t)B * T, vocab), *wte = buf_uniform((size_t)V * C, -1, 1);
   float *wpe = buf_uniform((size_t)T * C, -1, 1), *dy = buf_uniform(ny, -1, 1);
-  char label[64];
-  snprintf(label, sizeof label, "embed B=%d T=%d C=%d V=%d", B, T, C, V);
-  seq_ctx_t q = {.B = B, .T = T, .C = C, .V = V, .x = wte, .w = wpe, .dy = dy, .ids = ids};
+  char label[96];
+  snprintf(label, sizeof label, "embed B=%d T=%d C=%d ids [%d,%d) of %d%s", B, T, C, lo, lo + V, vocab,
+           positions ? "" : ", no positions");
+  seq_ctx_t q = {.B = B, .T = T, .C = C, .V = V, .lo = lo, .positions = positions, .x = wte, .w = wpe, .dy = dy,
+                 .ids = ids};
   compare_backends(&(op_case_t){label, run_embed_fwd, &q, 1, {{"y", ny, OUT_WRITE, 0, NULL}}, 0});
-  compare_backends(&(op_case_t){label, run_embed_bwd, &q, 2,
+  compare_backends(&(op_case_t){label, run_embed_bwd, &q, positions ? 2 : 1,
                                 {{"dwte", (size_t)V * C, OUT_ACCUM, 0, NULL},
                                  {"dwpe", (size_t)T * C, OUT_ACCUM, 0, NULL}}, 0});
   free(ids), free(wte), free(wpe), free(dy);
+}
+
+/* Shards of a table add up to the whole lookup: the shards [0,k) with positions and [k,vocab)
+ * without give, summed, the whole table's output, on both backends. */
+static void test_embed_shards_sum(int B, int T, int C, int vocab, int k) {
+  size_t ny = (size_t)B * T * C;
+  float *ids = buf_ids((size_t)B * T, vocab), *wte = buf_uniform((size_t)vocab * C, -1, 1);
+  float *wpe = buf_uniform((size_t)T * C, -1, 1), *whole = xmalloc(ny * sizeof *whole);
+  float *a = xmalloc(ny * sizeof *a), *b = xmalloc(ny * sizeof *b);
+  for (int i = 0; i < 2; i++) {
+    const backend_t *be = backends[i];
+    be->embed_fwd(B, T, C, ids, 0, vocab, wte, wpe, whole);
+    be->embed_fwd(B, T, C, ids, 0, k, wte, wpe, a);
+    be->embed_fwd(B, T, C, ids, k, vocab - k, wte + (size_t)k * C, NULL, b);
+    for (size_t j = 0; j < ny; j++) a[j] += b[j];
+    double e = rel_diff(a, whole, ny);
+    tap_ok(e <= AGREE_TOL, "%s: embedding shards [0,%d) + [%d,%d) = the whole table (rel %.1e)", be->name, k, k,
+           vocab, e);
+  }
+  free(ids), free(wte), free(wpe), free(whole), free(a), free(b);
 }
 
 static void test_causal_softmax(int BH, int T) {
@@ -651,6 +676,90 @@ static void test_xent(int rows, int V, float offset, float spread) {
   for (size_t i = 0; i < n; i++) logits[i] = floorf((logits[i] - offset + spread) / (2.0f * spread) * 4.0f);
   compare_backends(&(op_case_t){label, run_count_correct, &q, 0, {{0}}, SCALAR_EXACT});
   free(logits), free(targets);
+}
+
+/* ---- vocabulary-parallel cross-entropy */
+
+/* x is a shard's logits (rows, V) of columns [lo, lo+V), ids the targets, w the row maxima, b the
+ * sums of exponentials, scale the grad_scale. */
+static double run_row_max(const backend_t *be, const void *ctx, float **out) {
+  const seq_ctx_t *q = ctx;
+  be->row_max(q->rows, q->V, q->x, out[0]);
+  return 0.0;
+}
+static double run_xent_shard_stats(const backend_t *be, const void *ctx, float **out) {
+  const seq_ctx_t *q = ctx;
+  be->xent_shard_stats(q->rows, q->V, q->lo, q->x, q->ids, q->w, out[0], out[1]);
+  return 0.0;
+}
+static double run_xent_shard_bwd(const backend_t *be, const void *ctx, float **out) {
+  const seq_ctx_t *q = ctx;
+  be->xent_shard_bwd(q->rows, q->V, q->lo, q->x, q->ids, q->w, q->b, q->scale, out[0]);
+  return 0.0;
+}
+static double run_row_first_index(const backend_t *be, const void *ctx, float **out) {
+  const seq_ctx_t *q = ctx;
+  be->row_first_index(q->rows, q->V, q->lo, q->x, q->w, out[0]);
+  return 0.0;
+}
+
+/* The shards [lo_k, lo_k+V_k) of a vocabulary, combined as the tensor-parallel code combines them
+ * (max, then sums, then the first index of the max), reproduce xent_fwd_bwd and count_correct of
+ * the whole rows, on both backends; each shard op agrees between the backends. */
+static void test_xent_shards(int rows, int vocab, int nshards, float spread) {
+  size_t n = (size_t)rows * vocab;
+  float *logits = buf_uniform(n, -spread, spread), *targets = buf_ids((size_t)rows, vocab);
+  for (int r = 0; r < rows; r += 3) logits[(size_t)r * vocab + (r % vocab)] = logits[(size_t)r * vocab + vocab - 1];
+  float *whole = xmalloc(n * sizeof *whole), *parts = xmalloc(n * sizeof *parts);
+  float *mx = xmalloc((size_t)rows * sizeof *mx), *sum = xmalloc((size_t)rows * sizeof *sum);
+  float *tgt = xmalloc((size_t)rows * sizeof *tgt), *first = xmalloc((size_t)rows * sizeof *first);
+  float *shard = xmalloc(n * sizeof *shard), *a = xmalloc(n * sizeof *a), *b = xmalloc(n * sizeof *b);
+  char label[96];
+  for (int i = 0; i < 2; i++) {
+    const backend_t *be = backends[i];
+    double want = be->xent_fwd_bwd(rows, vocab, logits, targets, 0.5f, whole);
+    long correct = be->count_correct(rows, vocab, logits, targets);
+    for (int r = 0; r < rows; r++) mx[r] = -INFINITY, sum[r] = tgt[r] = 0.0f, first[r] = 3e38f;
+    for (int pass = 0; pass < 3; pass++)
+      for (int k = 0; k < nshards; k++) {
+        int lo = vocab * k / nshards, V = vocab * (k + 1) / nshards - lo;
+        for (int r = 0; r < rows; r++) memcpy(shard + (size_t)r * V, logits + (size_t)r * vocab + lo, V * sizeof(float));
+        if (pass == 0) {
+          be->row_max(rows, V, shard, a);
+          for (int r = 0; r < rows; r++) mx[r] = fmaxf(mx[r], a[r]);
+        } else if (pass == 1) {
+          be->xent_shard_stats(rows, V, lo, shard, targets, mx, a, b);
+          be->row_first_index(rows, V, lo, shard, mx, a + rows);
+          for (int r = 0; r < rows; r++) sum[r] += a[r], tgt[r] += b[r], first[r] = fminf(first[r], a[rows + r]);
+        } else {
+          be->xent_shard_bwd(rows, V, lo, shard, targets, mx, sum, 0.5f, a);
+          for (int r = 0; r < rows; r++) memcpy(parts + (size_t)r * vocab + lo, a + (size_t)r * V, V * sizeof(float));
+        }
+      }
+    double loss = 0.0;
+    long hits = 0;
+    for (int r = 0; r < rows; r++) {
+      loss += (double)mx[r] + log((double)sum[r]) - (double)tgt[r];
+      hits += first[r] == targets[r];
+    }
+    double e = rel_diff(parts, whole, n);
+    tap_ok(fabs(loss - want) <= 1e-5 * fabs(want) && e <= AGREE_TOL && hits == correct,
+           "%s: %d vocabulary shards of %d rows x %d = the whole: loss %.7g vs %.7g, dlogits rel %.1e, correct %ld "
+           "vs %ld", be->name, nshards, rows, vocab, loss, want, e, hits, correct);
+  }
+  int lo = vocab / 3, V = vocab / 2;
+  for (int r = 0; r < rows; r++) memcpy(shard + (size_t)r * V, logits + (size_t)r * vocab + lo, V * sizeof(float));
+  snprintf(label, sizeof label, "xent shard rows=%d columns [%d,%d) of %d", rows, lo, lo + V, vocab);
+  seq_ctx_t q = {.rows = rows, .V = V, .lo = lo, .scale = 0.25f, .x = shard, .ids = targets, .w = mx, .b = sum};
+  compare_backends(&(op_case_t){label, run_row_max, &q, 1, {{"mx", (size_t)rows, OUT_WRITE, 1, NULL}}, 0});
+  compare_backends(&(op_case_t){label, run_xent_shard_stats, &q, 2,
+                                {{"sumexp", (size_t)rows, OUT_WRITE, 0, NULL}, {"tgt", (size_t)rows, OUT_WRITE, 1, NULL}},
+                                0});
+  compare_backends(&(op_case_t){label, run_xent_shard_bwd, &q, 1, {{"dlogits", (size_t)rows * V, OUT_WRITE, 0, NULL}},
+                                0});
+  compare_backends(&(op_case_t){label, run_row_first_index, &q, 1, {{"first", (size_t)rows, OUT_WRITE, 1, NULL}}, 0});
+  free(logits), free(targets), free(whole), free(parts), free(mx), free(sum), free(tgt), free(first);
+  free(shard), free(a), free(b);
 }
 
 /* ---- optimizers */
@@ -735,7 +844,7 @@ static void test_long_sums(void) {
   {
     int B = 15000, T = 2, C = 4, V = 3;
     float *ids = buf_ids((size_t)B * T, V), *dy = buf_uniform((size_t)B * T * C, 0.5f, 1.5f);
-    seq_ctx_t q = {.B = B, .T = T, .C = C, .V = V, .dy = dy, .ids = ids};
+    seq_ctx_t q = {.B = B, .T = T, .C = C, .V = V, .positions = 1, .dy = dy, .ids = ids};
     compare_backends(&(op_case_t){"long sums: embed_bwd B=15000", run_embed_bwd, &q, 2,
                                   {{"dwte", (size_t)V * C, OUT_ACCUM, 0, NULL},
                                    {"dwpe", (size_t)T * C, OUT_ACCUM, 0, NULL}}, 0});
@@ -935,8 +1044,11 @@ int main(void) {
   test_layernorm(1, 5, 7);
   test_layernorm(3, 8, 64);
   test_layernorm(7, 9, 33); /* more rows than one block of the gradient sums */
-  test_embed(2, 5, 8, 11);
-  test_embed(3, 4, 13, 3);
+  test_embed(2, 5, 8, 11, 0, 11, 1);
+  test_embed(3, 4, 13, 3, 0, 3, 1);
+  test_embed(3, 6, 8, 12, 4, 4, 0);
+  test_embed(2, 5, 9, 10, 5, 5, 1);
+  test_embed_shards_sum(3, 6, 8, 12, 5);
   test_causal_softmax(3, 1);
   test_causal_softmax(3, 5);
   test_causal_softmax(2, 17);
@@ -944,6 +1056,8 @@ int main(void) {
   test_xent(5, 1000, 0.0f, 5.0f);
   test_xent(4, 37, 1000.0f, 30.0f);
   test_xent(4, 37, -5000.0f, 80.0f);
+  test_xent_shards(7, 12, 3, 4.0f);
+  test_xent_shards(5, 256, 4, 8.0f);
 
   for (int first = 1; first >= 0; first--) {
     test_sgd(1001, 0.9f, 0, 0.0f, first);

@@ -130,13 +130,16 @@ typedef struct backend {
   void (*layernorm_bwd)(int N, int rows, int C, const float *x, const float *w, const float *stats,
                         const float *dy, float *dx, float *dw, float *db); /* dx, dw, db += */
 
-  /* ---- token + position embedding: idx (B,T) token ids stored as float; wte (V,C); wpe (Tmax,C);
-   * y (B,T,C) = wte[idx] + wpe[t]. Ids outside [0,V) are a caller bug (checked by the data layer).
-   * The backward sums (over the batch for wpe, over every use of a token for wte) keep a rounding
-   * error that does not grow with B. */
-  void (*embed_fwd)(int B, int T, int C, const float *idx, const float *wte, const float *wpe, float *y);
-  void (*embed_bwd)(int B, int T, int C, int V, const float *idx, const float *dy, float *dwte,
-                    float *dwpe); /* dwte, dwpe += */
+  /* ---- token + position embedding: idx (B,T) token ids stored as float; wte (V,C) holds the rows of
+   * ids [lo, lo+V) (lo = 0, V = the vocabulary: the whole table; otherwise a vocabulary-parallel
+   * shard); wpe (Tmax,C) or NULL (no position term: another rank adds it);
+   * y (B,T,C) = (lo <= id < lo+V ? wte[id-lo] : 0) + (wpe ? wpe[t] : 0). Ids outside the whole
+   * vocabulary are a caller bug (checked by the data layer). The backward sums (over the batch for
+   * wpe, over every use of a token for wte) keep a rounding error that does not grow with B. */
+  void (*embed_fwd)(int B, int T, int C, const float *idx, int lo, int V, const float *wte, const float *wpe,
+                    float *y);
+  void (*embed_bwd)(int B, int T, int C, const float *idx, int lo, int V, const float *dy, float *dwte,
+                    float *dwpe); /* dwte (rows of ids in [lo, lo+V)), dwpe (unless NULL) += */
 
   /* ---- causal softmax for attention: rows of length T in BH blocks of (T,T);
    * p[i,j] = softmax_j(scale * s[i,j]) over j <= i, p[i,j] = 0 for j > i. */
@@ -151,6 +154,22 @@ typedef struct backend {
                          float *dlogits);
   /* Number of rows whose argmax (first maximum) equals the target. */
   long (*count_correct)(int rows, int V, const float *logits, const float *targets);
+
+  /* ---- vocabulary-parallel cross-entropy: this rank holds columns [lo, lo+V) of logits whose rows
+   * span a larger vocabulary; per-row values are combined over the ranks by the caller (comm layer).
+   * mx[r] = max over this rank's columns of row r. */
+  void (*row_max)(int rows, int V, const float *logits, float *mx);
+  /* With mx the row maxima over all ranks: sumexp[r] = sum_v exp(logits[r,v] - mx[r]) and
+   * tgt[r] = logits[r, targets[r] - lo] when lo <= targets[r] < lo+V, else 0 (both written). */
+  void (*xent_shard_stats)(int rows, int V, int lo, const float *logits, const float *targets, const float *mx,
+                           float *sumexp, float *tgt);
+  /* With mx and sumexp over all ranks: dlogits[r,v] = grad_scale * (exp(logits[r,v] - mx[r]) / sumexp[r]
+   * - (v + lo == targets[r])) (written). */
+  void (*xent_shard_bwd)(int rows, int V, int lo, const float *logits, const float *targets, const float *mx,
+                         const float *sumexp, float grad_scale, float *dlogits);
+  /* first[r] = lo + the first v with logits[r,v] == mx[r], or 3e38 when there is none (the minimum
+   * over the ranks is the global first maximum). Indices are exact in float below 2^24. */
+  void (*row_first_index)(int rows, int V, int lo, const float *logits, const float *mx, float *first);
 
   /* ---- optimizers over a flat slab of n floats (one call per step)
    * SGD (PyTorch semantics): g' = g + wd*p; buf = mom*buf + g' (buf = g' when first);

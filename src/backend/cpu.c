@@ -47,6 +47,10 @@ const backend_t backend_cpu = {
     .causal_softmax_bwd = cpu_causal_softmax_bwd,
     .xent_fwd_bwd = cpu_xent_fwd_bwd,
     .count_correct = cpu_count_correct,
+    .row_max = cpu_row_max,
+    .xent_shard_stats = cpu_xent_shard_stats,
+    .xent_shard_bwd = cpu_xent_shard_bwd,
+    .row_first_index = cpu_row_first_index,
     .sgd_step = cpu_sgd_step,
     .adamw_step = cpu_adamw_step,
 };

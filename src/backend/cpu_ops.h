@@ -171,13 +171,21 @@ void cpu_layernorm_fwd(int N, int rows, int C, const float *x, const float *w, c
                        float *y, float *stats);
 void cpu_layernorm_bwd(int N, int rows, int C, const float *x, const float *w, const float *stats,
                        const float *dy, float *dx, float *dw, float *db);
-void cpu_embed_fwd(int B, int T, int C, const float *idx, const float *wte, const float *wpe, float *y);
-void cpu_embed_bwd(int B, int T, int C, int V, const float *idx, const float *dy, float *dwte, float *dwpe);
+void cpu_embed_fwd(int B, int T, int C, const float *idx, int lo, int V, const float *wte, const float *wpe,
+                   float *y);
+void cpu_embed_bwd(int B, int T, int C, const float *idx, int lo, int V, const float *dy, float *dwte,
+                   float *dwpe);
 void cpu_causal_softmax_fwd(int BH, int T, float scale, const float *s, float *p);
 void cpu_causal_softmax_bwd(int BH, int T, float scale, const float *p, const float *dp, float *ds);
 double cpu_xent_fwd_bwd(int rows, int V, const float *logits, const float *targets, float grad_scale,
                         float *dlogits);
 long cpu_count_correct(int rows, int V, const float *logits, const float *targets);
+void cpu_row_max(int rows, int V, const float *logits, float *mx);
+void cpu_xent_shard_stats(int rows, int V, int lo, const float *logits, const float *targets, const float *mx,
+                          float *sumexp, float *tgt);
+void cpu_xent_shard_bwd(int rows, int V, int lo, const float *logits, const float *targets, const float *mx,
+                        const float *sumexp, float grad_scale, float *dlogits);
+void cpu_row_first_index(int rows, int V, int lo, const float *logits, const float *mx, float *first);
 
 /* cpu_optim.c */
 void cpu_sgd_step(size_t n, float *p, const float *g, float *buf, float lr, float mom, int nesterov,

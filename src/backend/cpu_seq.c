@@ -77,24 +77,36 @@ CPU_CLONES void cpu_layernorm_bwd(int N, int rows, int C, const float *restrict 
 
 /* ---- token + position embedding */
 
-CPU_CLONES void cpu_embed_fwd(int B, int T, int C, const float *restrict idx, const float *restrict wte,
+CPU_CLONES void cpu_embed_fwd(int B, int T, int C, const float *restrict idx, int lo, int V,
+                              const float *restrict wte,
                    const float *restrict wpe, float *restrict y) {
   for (int b = 0; b < B; b++)
     for (int t = 0; t < T; t++) {
-      const float *restrict tok = wte + (size_t)idx[(size_t)b * T + t] * C;
-      const float *restrict pos = wpe + (size_t)t * C;
+      const int id = (int)idx[(size_t)b * T + t] - lo;
       float *restrict out = y + ((size_t)b * T + t) * C;
-      for (int c = 0; c < C; c++) out[c] = tok[c] + pos[c];
+      if (id < 0 || id >= V) {
+        if (wpe) memcpy(out, wpe + (size_t)t * C, (size_t)C * sizeof *out);
+        else memset(out, 0, (size_t)C * sizeof *out);
+        continue;
+      }
+      const float *restrict tok = wte + (size_t)id * C;
+      if (wpe) {
+        const float *restrict pos = wpe + (size_t)t * C;
+        for (int c = 0; c < C; c++) out[c] = tok[c] + pos[c];
+      } else {
+        memcpy(out, tok, (size_t)C * sizeof *out);
+      }
     }
 }
 
-/* dwpe[t] sums dy over the batch and dwte[v] over every use of token v; both in double. The uses of
- * each token are found by a counting sort of the ids, so each table row is summed once. */
-CPU_CLONES void cpu_embed_bwd(int B, int T, int C, int V, const float *restrict idx, const float *restrict dy,
-                   float *restrict dwte, float *restrict dwpe) {
+/* dwpe[t] sums dy over the batch and dwte[v] over every use of token lo + v; both in double, so the
+ * rounding does not grow with the batch. The uses of each token of the shard are found by a counting
+ * sort of the ids, so each table row is summed once; ids outside [lo, lo+V) belong to other shards. */
+CPU_CLONES void cpu_embed_bwd(int B, int T, int C, const float *restrict idx, int lo, int V,
+                              const float *restrict dy, float *restrict dwte, float *restrict dwpe) {
   const size_t n = (size_t)B * T;
   double *acc = xmalloc((size_t)C * sizeof *acc);
-  for (int t = 0; t < T; t++) {
+  for (int t = 0; dwpe && t < T; t++) {
     for (int c = 0; c < C; c++) acc[c] = 0.0;
     for (int b = 0; b < B; b++) {
       const float *restrict g = dy + ((size_t)b * T + t) * C;
@@ -104,9 +116,15 @@ CPU_CLONES void cpu_embed_bwd(int B, int T, int C, int V, const float *restrict 
     for (int c = 0; c < C; c++) pos[c] = (float)((double)pos[c] + acc[c]);
   }
   size_t *start = xcalloc((size_t)V + 1, sizeof *start), *order = xmalloc((n ? n : 1) * sizeof *order);
-  for (size_t i = 0; i < n; i++) start[(size_t)idx[i] + 1]++;
+  for (size_t i = 0; i < n; i++) {
+    long id = (long)idx[i] - lo;
+    if (id >= 0 && id < V) start[id + 1]++;
+  }
   for (int v = 0; v < V; v++) start[v + 1] += start[v];
-  for (size_t i = 0; i < n; i++) order[start[(size_t)idx[i]]++] = i; /* start[v] ends at v's end */
+  for (size_t i = 0; i < n; i++) {
+    long id = (long)idx[i] - lo;
+    if (id >= 0 && id < V) order[start[id]++] = i; /* start[v] ends at v's end */
+  }
   size_t from = 0;
   for (int v = 0; v < V; v++) {
     const size_t to = start[v];
@@ -202,4 +220,49 @@ long cpu_count_correct(int rows, int V, const float *restrict logits, const floa
   long correct = 0;
   for (int r = 0; r < rows; r++) correct += cpu_argmax_first(V, logits + (size_t)r * V) == (int)targets[r];
   return correct;
+}
+
+/* ---- vocabulary-parallel cross-entropy (the caller combines the rows' values over the ranks) */
+
+void cpu_row_max(int rows, int V, const float *restrict logits, float *restrict mx) {
+  for (int r = 0; r < rows; r++) mx[r] = cpu_max_f(logits + (size_t)r * V, V);
+}
+
+/* The column of target t in a shard [lo, lo+V), or -1. */
+static int shard_column(float t, int lo, int V) {
+  int v = (int)t - lo;
+  return v >= 0 && v < V ? v : -1;
+}
+
+void cpu_xent_shard_stats(int rows, int V, int lo, const float *restrict logits, const float *restrict targets,
+                          const float *restrict mx, float *restrict sumexp, float *restrict tgt) {
+  for (int r = 0; r < rows; r++) {
+    const float *restrict lr = logits + (size_t)r * V;
+    const int v = shard_column(targets[r], lo, V);
+    sumexp[r] = cpu_sum_exp_shifted(V, mx[r], lr);
+    tgt[r] = v >= 0 ? lr[v] : 0.0f;
+  }
+}
+
+void cpu_xent_shard_bwd(int rows, int V, int lo, const float *restrict logits, const float *restrict targets,
+                        const float *restrict mx, const float *restrict sumexp, float grad_scale,
+                        float *restrict dlogits) {
+  for (int r = 0; r < rows; r++) {
+    float *restrict dr = dlogits + (size_t)r * V;
+    const int v = shard_column(targets[r], lo, V);
+    cpu_exp_shifted(V, mx[r], logits + (size_t)r * V, dr);
+    const float k = grad_scale / sumexp[r];
+    for (int j = 0; j < V; j++) dr[j] *= k;
+    if (v >= 0) dr[v] -= grad_scale;
+  }
+}
+
+void cpu_row_first_index(int rows, int V, int lo, const float *restrict logits, const float *restrict mx,
+                         float *restrict first) {
+  for (int r = 0; r < rows; r++) {
+    const float *restrict lr = logits + (size_t)r * V;
+    int j = 0;
+    while (j < V && lr[j] != mx[r]) j++;
+    first[r] = j < V ? (float)(lo + j) : 3e38f;
+  }
 }

@@ -342,27 +342,30 @@ static void ref_layernorm_bwd(int N, int rows, int C, const float *x, const floa
 
 /* ---- embedding */
 
-static void ref_embed_fwd(int B, int T, int C, const float *idx, const float *wte, const float *wpe,
+static void ref_embed_fwd(int B, int T, int C, const float *idx, int lo, int V, const float *wte, const float *wpe,
                           float *y) {
   for (int b = 0; b < B; b++)
     for (int t = 0; t < T; t++) {
-      size_t tok = (size_t)idx[(size_t)b * T + t];
-      for (int c = 0; c < C; c++)
-        y[((size_t)b * T + t) * C + c] = wte[tok * C + c] + wpe[(size_t)t * C + c];
+      long id = (long)idx[(size_t)b * T + t] - lo;
+      int mine = id >= 0 && id < V;
+      for (int c = 0; c < C; c++) {
+        double v = (mine ? wte[(size_t)id * C + c] : 0.0) + (wpe ? wpe[(size_t)t * C + c] : 0.0);
+        y[((size_t)b * T + t) * C + c] = (float)v;
+      }
     }
 }
 
-static void ref_embed_bwd(int B, int T, int C, int V, const float *idx, const float *dy, float *dwte,
+static void ref_embed_bwd(int B, int T, int C, const float *idx, int lo, int V, const float *dy, float *dwte,
                           float *dwpe) {
-  for (int v = 0; v < V; v++)
+  for (int v = 0; v < V; v++) /* the rows of ids [lo, lo+V), each summed over its uses in double */
     for (int c = 0; c < C; c++) {
       double s = 0.0;
       int used = 0;
       for (size_t i = 0; i < (size_t)B * T; i++)
-        if ((int)idx[i] == v) s += dy[i * C + c], used = 1;
+        if ((long)idx[i] - lo == v) s += dy[i * C + c], used = 1;
       if (used) dwte[(size_t)v * C + c] = (float)(dwte[(size_t)v * C + c] + s);
     }
-  for (int t = 0; t < T; t++)
+  for (int t = 0; dwpe && t < T; t++)
     for (int c = 0; c < C; c++) {
       double s = 0.0;
       for (int b = 0; b < B; b++) s += dy[((size_t)b * T + t) * C + c];
@@ -429,6 +432,47 @@ static long ref_count_correct(int rows, int V, const float *logits, const float 
     if (best == (int)targets[r]) correct++;
   }
   return correct;
+}
+
+/* ---- vocabulary-parallel cross-entropy */
+
+static void ref_row_max(int rows, int V, const float *logits, float *mx) {
+  for (int r = 0; r < rows; r++) {
+    float m = logits[(size_t)r * V];
+    for (int v = 1; v < V; v++)
+      if (logits[(size_t)r * V + v] > m) m = logits[(size_t)r * V + v];
+    mx[r] = m;
+  }
+}
+
+static void ref_xent_shard_stats(int rows, int V, int lo, const float *logits, const float *targets,
+                                 const float *mx, float *sumexp, float *tgt) {
+  for (int r = 0; r < rows; r++) {
+    double sum = 0.0;
+    for (int v = 0; v < V; v++) sum += exp((double)logits[(size_t)r * V + v] - mx[r]);
+    long t = (long)targets[r] - lo;
+    sumexp[r] = (float)sum;
+    tgt[r] = t >= 0 && t < V ? logits[(size_t)r * V + t] : 0.0f;
+  }
+}
+
+static void ref_xent_shard_bwd(int rows, int V, int lo, const float *logits, const float *targets,
+                               const float *mx, const float *sumexp, float grad_scale, float *dlogits) {
+  for (int r = 0; r < rows; r++) {
+    long t = (long)targets[r] - lo;
+    for (int v = 0; v < V; v++) {
+      double prob = exp((double)logits[(size_t)r * V + v] - mx[r]) / sumexp[r];
+      dlogits[(size_t)r * V + v] = (float)(grad_scale * (prob - (v == t ? 1.0 : 0.0)));
+    }
+  }
+}
+
+static void ref_row_first_index(int rows, int V, int lo, const float *logits, const float *mx, float *first) {
+  for (int r = 0; r < rows; r++) {
+    first[r] = 3e38f;
+    for (int v = V - 1; v >= 0; v--)
+      if (logits[(size_t)r * V + v] == mx[r]) first[r] = (float)(lo + v);
+  }
 }
 
 /* ---- optimizers */
@@ -504,6 +548,10 @@ const backend_t backend_ref = {
     .causal_softmax_bwd = ref_causal_softmax_bwd,
     .xent_fwd_bwd = ref_xent_fwd_bwd,
     .count_correct = ref_count_correct,
+    .row_max = ref_row_max,
+    .xent_shard_stats = ref_xent_shard_stats,
+    .xent_shard_bwd = ref_xent_shard_bwd,
+    .row_first_index = ref_row_first_index,
     .sgd_step = ref_sgd_step,
     .adamw_step = ref_adamw_step,
 };

@@ -23,6 +23,7 @@ const char *traffic_name(traffic_t t) {
       [TRAFFIC_ACT] = "activation",
       [TRAFFIC_ACT_GRAD] = "activation_grad",
       [TRAFFIC_EMBED] = "embedding",
+      [TRAFFIC_TP] = "tp",
       [TRAFFIC_OTHER] = "other",
   };
   if ((int)t < 0 || t >= TRAFFIC_COUNT) return "unknown";
@@ -155,6 +156,22 @@ void comm_allreduce_sum(comm_t *c, float *buf, size_t n, traffic_t t) {
               "comm_allreduce_sum");
   }
   meter_add(c, t, (uint64_t)n * sizeof(float), start);
+}
+
+static void allreduce_float(comm_t *c, float *buf, size_t n, MPI_Op op, traffic_t t, const char *api_call) {
+  require_member(c, t, api_call);
+  if (n > INT_MAX) surge_runtime_error("%s: %zu floats is more than one MPI operation holds (%d)", api_call, n, INT_MAX);
+  double start = surge_now();
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, buf, (int)n, MPI_FLOAT, op, c->mpi), "MPI_Allreduce", api_call);
+  meter_add(c, t, (uint64_t)n * sizeof(float), start);
+}
+
+void comm_allreduce_max(comm_t *c, float *buf, size_t n, traffic_t t) {
+  allreduce_float(c, buf, n, MPI_MAX, t, "comm_allreduce_max");
+}
+
+void comm_allreduce_min(comm_t *c, float *buf, size_t n, traffic_t t) {
+  allreduce_float(c, buf, n, MPI_MIN, t, "comm_allreduce_min");
 }
 
 static void allreduce_double(comm_t *c, double *buf, int n, MPI_Op op, traffic_t t, const char *api_call) {
@@ -359,6 +376,28 @@ void comm_op_wait(comm_op_t *op) {
   op->done = 1;
   trace_done(op);
   meter_time(op->c, op->t, start);
+}
+
+double comm_clock_offset(comm_t *c, int rounds) {
+  require_member(c, TRAFFIC_OTHER, "comm_clock_offset");
+  double start = surge_now(), offset = 0, best = -1, t;
+  enum { TAG = 31337 };
+  for (int r = 1; r < c->size; r++)
+    for (int k = 0; k < rounds; k++) {
+      if (c->rank == 0) { /* answer r's ping with this clock */
+        check_mpi(MPI_Recv(&t, 1, MPI_DOUBLE, r, TAG, c->mpi, MPI_STATUS_IGNORE), "MPI_Recv", "comm_clock_offset");
+        t = surge_now();
+        check_mpi(MPI_Send(&t, 1, MPI_DOUBLE, r, TAG, c->mpi), "MPI_Send", "comm_clock_offset");
+      } else if (c->rank == r) {
+        double a = surge_now();
+        check_mpi(MPI_Send(&a, 1, MPI_DOUBLE, 0, TAG, c->mpi), "MPI_Send", "comm_clock_offset");
+        check_mpi(MPI_Recv(&t, 1, MPI_DOUBLE, 0, TAG, c->mpi, MPI_STATUS_IGNORE), "MPI_Recv", "comm_clock_offset");
+        double b = surge_now();
+        if (best < 0 || b - a < best) best = b - a, offset = t - 0.5 * (a + b);
+      }
+    }
+  meter_add(c, TRAFFIC_OTHER, (uint64_t)rounds * sizeof(double), start);
+  return offset;
 }
 
 void comm_meter_total(comm_t *c, const comm_meter_t *local, comm_meter_t *total) {

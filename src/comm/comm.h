@@ -19,11 +19,12 @@ typedef enum traffic {
   TRAFFIC_ACT,        /* activations between layers or stages */
   TRAFFIC_ACT_GRAD,   /* activation gradients, backward */
   TRAFFIC_EMBED,      /* embedding synchronisation */
+  TRAFFIC_TP,         /* tensor-parallel reductions inside a pipeline stage (3D parallelism) */
   TRAFFIC_OTHER,      /* metrics, control, checkpoints */
   TRAFFIC_COUNT
 } traffic_t;
 
-/* Names for logs: "dp", "activation", "activation_grad", "embedding", "other". */
+/* Names for logs: "dp", "activation", "activation_grad", "embedding", "tp", "other". */
 const char *traffic_name(traffic_t t);
 
 typedef struct comm_meter {
@@ -71,6 +72,10 @@ void comm_meter_reset(comm_t *c);
 /* In-place sum over the group of n floats, in buckets of bucket_bytes (each bucket one
  * MPI_Allreduce); results are identical on every rank. */
 void comm_allreduce_sum(comm_t *c, float *buf, size_t n, traffic_t t);
+/* In-place element-wise max / min over the group of n floats (one MPI_Allreduce); identical on every
+ * rank. */
+void comm_allreduce_max(comm_t *c, float *buf, size_t n, traffic_t t);
+void comm_allreduce_min(comm_t *c, float *buf, size_t n, traffic_t t);
 /* In-place sum / max of a few doubles (losses, counters, flags). */
 void comm_allreduce_sum_double(comm_t *c, double *buf, int n, traffic_t t);
 void comm_allreduce_max_double(comm_t *c, double *buf, int n, traffic_t t);
@@ -128,6 +133,11 @@ void comm_trace_begin(int capacity);
 /* The events recorded since comm_trace_begin (valid until comm_trace_end), and how many. */
 int comm_trace_events(const comm_event_t **events);
 void comm_trace_end(void);
+
+/* Collective: what to add to this rank's surge_now() to read rank 0's clock (0 on rank 0), by
+ * Cristian's method: `rounds` ping-pongs with rank 0, the one of the shortest round trip kept
+ * (error at most half of it). For timelines that compare ranks on several nodes. */
+double comm_clock_offset(comm_t *c, int rounds);
 
 /* Sum of a meter over the ranks of c (to every rank). */
 void comm_meter_total(comm_t *c, const comm_meter_t *local, comm_meter_t *total);

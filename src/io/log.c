@@ -25,7 +25,7 @@ typedef struct series_spec {
 } series_spec_t;
 
 enum { SPEC_MAX = LOG_GROUP_COUNT + LOG_METRIC_COUNT + 2 * TRAFFIC_COUNT + PHASE_COUNT + LOG_EVAL_COUNT +
-                  LOG_EVENT_COUNT + LOG_MUX_METRIC_COUNT };
+                  LOG_EVENT_COUNT + LOG_MUX_METRIC_COUNT + LOG_PIPE_COLUMN_COUNT };
 
 typedef struct log_kinds {
   h5_series_kind_t step, real, count, rank, text;
@@ -41,7 +41,9 @@ struct run_log {
   h5_series_t rank_scale;            /* /ranks/rank: the columns of /ranks */
   h5_series_t metric[LOG_METRIC_COUNT], bytes[TRAFFIC_COUNT], internode[TRAFFIC_COUNT], phase[PHASE_COUNT];
   h5_series_t eval[LOG_EVAL_COUNT], event[LOG_EVENT_COUNT], mux[LOG_MUX_METRIC_COUNT];
+  h5_series_t pipe[LOG_PIPE_COLUMN_COUNT];
   int multiplexed;   /* the log has /multiplex (and the two multiplexed phases): set when it is created */
+  int pipelined;     /* the log has /pipeline/events: created by a 3d run */
   int run_multiplexed; /* this run is multiplexed (a resumed log keeps what it began as) */
   series_spec_t spec[SPEC_MAX];
   int nspec;
@@ -80,8 +82,10 @@ static void add_spec(run_log_t *L, h5_series_t *s, log_group_t group, const char
 /* The background and paused phases exist in multiplexed runs only. */
 static int has_phase(const run_log_t *L, int p) { return L->multiplexed || !log_phase_multiplexed((log_phase_t)p); }
 
-/* The groups this log has (/multiplex only for multiplexed runs). */
-static int has_group(const run_log_t *L, int g) { return g != LOG_MULTIPLEX || L->multiplexed; }
+/* The groups this log has (/multiplex only for multiplexed runs, /pipeline/events for 3d runs). */
+static int has_group(const run_log_t *L, int g) {
+  return g == LOG_MULTIPLEX ? L->multiplexed : g == LOG_PIPELINE ? L->pipelined : 1;
+}
 
 /* The step scale of a group's rows. */
 static h5_series_t *group_scale(run_log_t *L, log_group_t g) { return &L->step[g == LOG_RANKS ? LOG_METRICS : g]; }
@@ -113,6 +117,8 @@ static void build_specs(run_log_t *L) {
   add_spec(L, &L->event[LOG_EVENT_TEXT], LOG_EVENTS, "", &log_event_info[LOG_EVENT_TEXT], k.text, 0);
   for (int m = 0; m < LOG_MUX_METRIC_COUNT && L->multiplexed; m++)
     add_spec(L, &L->mux[m], LOG_MULTIPLEX, "", &log_multiplex_info[m], k.real, 0);
+  for (int c = 0; c < LOG_PIPE_COLUMN_COUNT && L->pipelined; c++)
+    add_spec(L, &L->pipe[c], LOG_PIPELINE, "", &log_pipe_info[c], c >= LOG_PIPE_START ? k.real : k.rank, 0);
 }
 
 /* Rank 0 alone opens the file: no locks (a reader such as h5dump may open it while the run writes)
@@ -132,8 +138,13 @@ static hid_t log_fapl(h5util_check_t *chk) {
 }
 
 static hid_t group_open(run_log_t *L, const char *gpath, int create) {
-  if (create)
-    return h5util_check(&L->chk, H5Gcreate2(L->file, gpath, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), "create", gpath);
+  if (create) { /* with the groups above it (/pipeline of /pipeline/events) */
+    hid_t lcpl = h5util_check(&L->chk, H5Pcreate(H5P_LINK_CREATE), "make the link properties of", gpath);
+    h5util_check(&L->chk, H5Pset_create_intermediate_group(lcpl, 1), "make the link properties of", gpath);
+    hid_t g = h5util_check(&L->chk, H5Gcreate2(L->file, gpath, lcpl, H5P_DEFAULT, H5P_DEFAULT), "create", gpath);
+    h5util_check(&L->chk, H5Pclose(lcpl), "close the link properties of", gpath);
+    return g;
+  }
   if (h5util_check(&L->chk, H5Lexists(L->file, gpath, H5P_DEFAULT), "look up", gpath) == 0)
     surge_input_error("%s: %s is missing (hint: a log of another Surge version? move it away to start a new log)",
                       L->path, gpath);
@@ -281,6 +292,9 @@ static void open_file(run_log_t *L, const config_t *cfg, const char *deck_text, 
   h5util_check(&L->chk, H5Pclose(fapl), "close the access properties of the log", "");
   const char *mux_path = log_group_path[LOG_MULTIPLEX];
   if (resume) L->multiplexed = h5util_check(&L->chk, H5Lexists(L->file, mux_path, H5P_DEFAULT), "look up", mux_path) > 0;
+  if (resume) L->pipelined = h5util_check(&L->chk, H5Lexists(L->file, LOG_PIPE, H5P_DEFAULT), "look up", LOG_PIPE) > 0 &&
+                             h5util_check(&L->chk, H5Lexists(L->file, log_group_path[LOG_PIPELINE], H5P_DEFAULT),
+                                          "look up", log_group_path[LOG_PIPELINE]) > 0;
   build_specs(L);
   layout_open(L, !resume, L->world->size);
   if (resume) {
@@ -307,6 +321,7 @@ run_log_t *run_log_open(const char *path, const config_t *cfg, const char *deck_
   L->file = -1;
   L->flush_every = cfg->log_flush_every > 0 ? cfg->log_flush_every : 1;
   L->multiplexed = L->run_multiplexed = cfg->mux_role != 0;
+  L->pipelined = strcmp(cfg->parallel_mode, "3d") == 0;
   if (world->rank != 0) return L;
   L->path = xstrdup(path);
   L->chk = h5util_checker(L->path, H5UTIL_RUNTIME_ERROR);
@@ -430,6 +445,60 @@ void run_log_plan(run_log_t *L, const burst_plan_t *plan, const graph_t *g, cons
   h5_text_put(grp, LOG_PLAN, LOG_PLAN_TEXT, plan_text ? plan_text : "", c);
   group_close(L, grp, LOG_PLAN);
   log_flush(L);
+  h5util_quiet_end(q);
+}
+
+void run_log_pipeline(run_log_t *L, const log_pipe_info_t *info) {
+  if (L->world->rank != 0) return;
+  h5util_quiet_t q = h5util_quiet_begin();
+  h5util_check_t *c = &L->chk;
+  int exists = h5util_check(c, H5Lexists(L->file, LOG_PIPE, H5P_DEFAULT), "look up", LOG_PIPE) > 0;
+  hid_t grp = group_open(L, LOG_PIPE, !exists);
+  h5_attr_put_int64(grp, LOG_PIPE, LOG_PIPE_TP, info->tp, c);
+  h5_attr_put_int64(grp, LOG_PIPE, LOG_PIPE_PP, info->pp, c);
+  h5_attr_put_int64(grp, LOG_PIPE, LOG_PIPE_DP, info->dp, c);
+  h5_attr_put_int64(grp, LOG_PIPE, LOG_PIPE_MICRO_BATCHES, info->micro_batches, c);
+  h5_attr_put_string(grp, LOG_PIPE, LOG_PIPE_SCHEDULE, info->schedule, c);
+  char kinds[256] = "";
+  for (int k = 0; k < LOG_PIPE_KIND_COUNT; k++)
+    snprintf(kinds + strlen(kinds), sizeof kinds - strlen(kinds), "%s%s", k ? "," : "", log_pipe_kind_name[k]);
+  h5_attr_put_string(grp, LOG_PIPE, LOG_PIPE_EVENT_KINDS, kinds, c);
+  h5_attr_put_double(grp, LOG_PIPE, LOG_PIPE_BUBBLE_THEORY, info->bubble_theory, c);
+  group_close(L, grp, LOG_PIPE);
+  if (h5util_check(c, H5Lexists(L->file, LOG_PIPE_STAGES, H5P_DEFAULT), "look up", LOG_PIPE_STAGES) > 0)
+    h5util_check(c, H5Ldelete(L->file, LOG_PIPE_STAGES, H5P_DEFAULT), "replace", LOG_PIPE_STAGES);
+  grp = group_open(L, LOG_PIPE_STAGES, 1);
+  log_kinds_t k = log_kinds(L->text_type);
+  size_t n = (size_t)info->pp;
+  int *index = xcalloc(n + 1, sizeof *index);
+  for (size_t i = 0; i < n; i++) index[i] = (int)i;
+  const void *col[LOG_PIPE_STAGE_COLUMN_COUNT] = {index, info->first_block, info->blocks, info->mflop, info->held,
+                                                   info->act_bytes};
+  for (int j = 0; j < LOG_PIPE_STAGE_COLUMN_COUNT; j++) {
+    const log_series_info_t *s = &log_pipe_stage_info[j];
+    h5_array_put(grp, LOG_PIPE_STAGES, s->name, j < LOG_PIPE_STAGE_MFLOP ? k.rank : k.real, n, col[j], s->units,
+                 s->description, c);
+  }
+  free(index);
+  group_close(L, grp, LOG_PIPE_STAGES);
+  log_flush(L);
+  h5util_quiet_end(q);
+}
+
+void run_log_pipeline_events(run_log_t *L, long step, const log_pipe_event_t *ev, size_t n) {
+  if (L->world->rank != 0 || !L->pipelined) return;
+  h5util_quiet_t q = h5util_quiet_begin();
+  int64_t s = step;
+  for (size_t i = 0; i < n; i++) {
+    const log_pipe_event_t *e = &ev[i];
+    h5_series_append(&L->step[LOG_PIPELINE], &s);
+    h5_series_append(&L->pipe[LOG_PIPE_RANK], &e->rank);
+    h5_series_append(&L->pipe[LOG_PIPE_STAGE], &e->stage);
+    h5_series_append(&L->pipe[LOG_PIPE_MICRO_BATCH], &e->mb);
+    h5_series_append(&L->pipe[LOG_PIPE_KIND], &e->kind);
+    h5_series_append(&L->pipe[LOG_PIPE_START], &e->start);
+    h5_series_append(&L->pipe[LOG_PIPE_END], &e->end);
+  }
   h5util_quiet_end(q);
 }
 

@@ -68,6 +68,26 @@ void run_log_event(run_log_t *log, long step, const char *text);
  * attributes (NaN when plan->one_rank_us is 0: a plan file read without a profile), and the plan
  * file's text. g is the graph the plan is for. A resumed run replaces the /plan it finds. */
 void run_log_plan(run_log_t *log, const burst_plan_t *plan, const graph_t *g, const char *plan_text);
+/* A 3d run's pipeline (/pipeline): its grid, schedule, theoretical bubble and one row per stage
+ * (arrays of pp values). */
+typedef struct log_pipe_info {
+  int tp, pp, dp, micro_batches;
+  const char *schedule;
+  double bubble_theory;
+  const int *first_block, *blocks;          /* (pp) */
+  const double *mflop, *held, *act_bytes;   /* (pp) */
+} log_pipe_info_t;
+/* One event of a step on a rank (/pipeline/events): kind is a log_pipe_kind_t, mb -1 for the step. */
+typedef struct log_pipe_event {
+  int rank, stage, mb, kind;
+  double start, end; /* seconds since the layout started */
+} log_pipe_event_t;
+/* Collective (rank 0 writes): /pipeline's attributes and /pipeline/stages (a resumed run replaces
+ * them). */
+void run_log_pipeline(run_log_t *log, const log_pipe_info_t *info);
+/* Collective (rank 0 writes ev, the events of every rank): a step's rows of /pipeline/events. A log
+ * created by another layout has none and takes none. */
+void run_log_pipeline_events(run_log_t *log, long step, const log_pipe_event_t *ev, size_t n);
 /* Collective: flush and close. */
 void run_log_close(run_log_t *log);
 

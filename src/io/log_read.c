@@ -362,6 +362,30 @@ static void read_mux(reader_t *r, log_data_t *L, hid_t f) {
   ok(r, H5Gclose(g), "close", group);
 }
 
+/* ---- /pipeline ---- */
+
+static void read_pipe(reader_t *r, log_data_t *L, hid_t f) {
+  log_pipe_t *p = &L->pipe;
+  p->tp = p->pp = p->dp = p->micro_batches = -1;
+  p->bubble_theory = NAN;
+  if (!has_object(r, f, LOG_PIPE, H5I_GROUP, LOG_PIPE)) return;
+  p->present = 1;
+  hid_t g = ok(r, H5Gopen2(f, LOG_PIPE, H5P_DEFAULT), "open", LOG_PIPE);
+  p->tp = attr_int(r, g, LOG_PIPE, LOG_PIPE_TP);
+  p->pp = attr_int(r, g, LOG_PIPE, LOG_PIPE_PP);
+  p->dp = attr_int(r, g, LOG_PIPE, LOG_PIPE_DP);
+  p->micro_batches = attr_int(r, g, LOG_PIPE, LOG_PIPE_MICRO_BATCHES);
+  attr_string(r, g, LOG_PIPE, LOG_PIPE_SCHEDULE, p->schedule, sizeof p->schedule);
+  p->bubble_theory = attr_double(r, g, LOG_PIPE, LOG_PIPE_BUBBLE_THEORY);
+  ok(r, H5Gclose(g), "close", LOG_PIPE);
+  read_group(r, f, LOG_PIPE_STAGES, "", 1, &p->stages);
+  const char *events = log_group_path[LOG_PIPELINE];
+  read_group(r, f, events, "", 1, &p->events);
+  for (int c = 0; c < LOG_PIPE_COLUMN_COUNT && p->events.present; c++)
+    if (!log_column(&p->events, log_pipe_info[c].name)) damaged(r, "lacks a column of the pipeline events", events);
+  if (p->events.present && !log_column(&p->events, LOG_STEP)) damaged(r, "has no step dataset", events);
+}
+
 /* ---- the whole log ---- */
 
 static hid_t open_log(reader_t *r) {
@@ -399,6 +423,7 @@ log_data_t *log_read(const char *path) {
   read_events(&r, L, f);
   read_plan(&r, L, f);
   read_mux(&r, L, f);
+  read_pipe(&r, L, f);
   ok(&r, H5Fclose(f), "close", "/");
   h5util_quiet_end(q);
   return L;
@@ -422,6 +447,8 @@ void log_data_free(log_data_t *L) {
   free(L->plan.name);
   free(L->plan.text);
   free_table(&L->mux.series);
+  free_table(&L->pipe.stages);
+  free_table(&L->pipe.events);
   free(L->deck);
   free(L->path);
   free(L);

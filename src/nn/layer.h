@@ -60,6 +60,9 @@ typedef struct layer {
   int out_channels, kernel, stride, pad; /* conv2d; maxpool uses kernel, stride */
   int heads;                            /* attention */
   int vocab, context;                   /* embed */
+  int vocab_lo;                         /* embed: id of the table's first row (a vocabulary-parallel
+                                         * shard holds ids [vocab_lo, vocab_lo + vocab); 0) */
+  int no_positions;                     /* embed: 1 = no position table (another rank adds it) */
   int bias;                             /* linear, conv2d: 1 = has a bias */
   float eps;                            /* layernorm */
   int tied_param;                       /* tied linear: slab tensor index of the shared weight */

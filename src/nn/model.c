@@ -103,6 +103,12 @@ void model_free(model_t *m) {
 void model_init_params(model_t *m, uint64_t seed) {
   const graph_t *g = m->g;
   float *host = xcalloc(g->params.total ? g->params.total : 1, sizeof(float));
+  graph_init_params(g, seed, host);
+  m->be->upload(m->params, host, g->params.total);
+  free(host);
+}
+
+void graph_init_params(const graph_t *g, uint64_t seed, float *host) {
   for (int i = 0; i < g->n; i++) {
     const layer_t *l = &g->l[i];
     if (l->np == 0) continue;
@@ -112,8 +118,6 @@ void model_init_params(model_t *m, uint64_t seed) {
     for (int k = 0; k < l->np; k++) w[k] = model_tensor(host, g, l->param[k]);
     layer_ops_of(l->kind)->init(l, w, &r, g->init);
   }
-  m->be->upload(m->params, host, g->params.total);
-  free(host);
 }
 
 void model_set_batch(model_t *m, const float *x_host, const float *y_host, int B) {

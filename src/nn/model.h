@@ -49,6 +49,9 @@ int model_fuse_relus(model_t *m, int (*allowed)(void *arg, int conv, int relu), 
 /* Initialise all parameters from the seed; node i draws from its own stream (seed, i), so adding
  * a node never changes another node's initial weights. */
 void model_init_params(model_t *m, uint64_t seed);
+/* The same values into a host slab of g's layout (a layout that holds pieces of the model copies its
+ * pieces from it). */
+void graph_init_params(const graph_t *g, uint64_t seed, float *host);
 
 /* Copy a batch of B samples from host memory: x (B, input shape), y (B, targets_per_sample). */
 void model_set_batch(model_t *m, const float *x_host, const float *y_host, int B);

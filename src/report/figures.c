@@ -348,9 +348,21 @@ static void write_timeline(const char *dir, const report_table_t *t, int r, doub
   free(cat);
 }
 
+/* A 3d run's pipeline Gantt chart: DIR/pipeline.svg, or DIR/pipeline-K.svg for row K. */
+static void write_pipeline(const char *dir, const report_table_t *t, int r, double step, FILE *out) {
+  if (!t->log[r]->pipe.present) return;
+  char name[48];
+  if (t->nrow == 1) snprintf(name, sizeof name, "pipeline.svg");
+  else snprintf(name, sizeof name, "pipeline-%d.svg", r + 1);
+  char *path = report_file_in(dir, name);
+  report_pipe_gantt_write(path, t->label[r], t->log[r], step, out);
+  free(path);
+}
+
 void report_figures_write(const char *dir, const report_table_t *t, double step, FILE *out) {
   report_make_dir(dir);
   write_loss(dir, t, out);
   write_accuracy(dir, t, out);
   for (int r = 0; r < t->nrow; r++) write_timeline(dir, t, r, step, out);
+  for (int r = 0; r < t->nrow; r++) write_pipeline(dir, t, r, step, out);
 }

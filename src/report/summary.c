@@ -351,6 +351,10 @@ static int has_plan(const log_data_t *L) { return L->plan.present; }
 
 static int has_mux(const log_data_t *L) { return L->mux.present; }
 
+/* ---- 3d pipeline (pipeline.c) ---- */
+
+static int has_pipe(const log_data_t *L) { return L->pipe.present; }
+
 static const struct {
   const char *title;
   int (*present)(const log_data_t *L);
@@ -363,6 +367,7 @@ static const struct {
     {"Time per phase of a step, per rank", has_phases, print_phases},
     {"Traffic per category", has_traffic, print_traffic},
     {"Burst plan (predicted by the planner, measured by this run)", has_plan, report_plan_print},
+    {"Pipeline (3D parallelism)", has_pipe, report_pipe_print},
     {"Events", has_events, print_events},
 };
 

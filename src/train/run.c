@@ -149,6 +149,7 @@ train_outcome_t train_run(const config_t *cfg, const deck_t *deck, const char *r
     log_row_t row = step_row(&t, &s, &before);
     run_mux_step_end(&mux, &t, &row);
     run_log_step(log, &row);
+    if (t.layout->ops->log_step) t.layout->ops->log_step(t.layout, log, t.step);
     progress_step(&p, &s);
     evaluated_last = checkpointed_last = 0;
     if (cfg->eval_every > 0 && t.step % cfg->eval_every == 0) {

@@ -24,9 +24,9 @@ for np in 1 4; do
   train $np "$tap_tmp/straight$np"
   tap_ok $? "20 steps straight on $np rank(s)"
 
-  # crash: SIGKILL once the step-10 checkpoint exists, then resume. 200 steps, so the kill lands
-  # long before the end however fast the steps are (compared with a straight 200-step run)
-  long="-D run.steps=200"
+  # crash: SIGKILL once the step-10 checkpoint exists, then resume. 1000 steps, so the kill lands
+  # long before the end however fast the steps are (compared with a straight run of as many steps)
+  long="-D run.steps=1000 -D checkpoint.every=10"
   train $np "$tap_tmp/straight-long$np" $long
   out="$tap_tmp/killed$np"
   # shellcheck disable=SC2086
@@ -51,7 +51,7 @@ for np in 1 4; do
   # shellcheck disable=SC2086
   timeout 300 "$mpiexec" -n $np "$SURGE_TRAIN" "$deck" $base $long -D "run.out_dir=$out" >"$out.txt" 2>&1 &
   pid=$!
-  wait_for "$out/checkpoints/ckpt-00000005.h5"
+  wait_for "$out/checkpoints/ckpt-00000010.h5"
   pkill -USR1 -f "^$SURGE_TRAIN .*run.out_dir=$out( |$)" 2>/dev/null
   wait $pid
   rc=$?

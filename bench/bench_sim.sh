@@ -11,6 +11,9 @@
 #   4. Each plan runs alone for STEPS steps (median step time after 3 warm-up steps), and the
 #      hand-made one also with one 1-rank background per rank (MPMD, --bind-to core), whose foreground
 #      log gives the background samples/s.
+#   5. 3D: a gpt (4 blocks of width 128, context 64, global batch 16) profiled at per-rank batch 4,
+#      surge-sim's 1F1B iteration for pp 2 x 4 micro-batches of 4 with the trainer's stages (2 blocks
+#      each, --stage-nodes), and the same 3d run on 2 ranks.
 # Reported: medians over the repeats, and each repeat's measured / predicted.
 # Called by bench/run-bench.sh with SURGE_TRAIN, MPIEXEC and SURGE_BUILD set.
 set -eu
@@ -31,6 +34,9 @@ common="-D data.source=synthetic -D backend.threads=1 -D data.test_samples=16 -D
   -D run.print_every=1000000 -D run.overwrite=true"
 fg="$train $deck $common -D train.global_batch=$batch -D run.steps=$steps -D parallel.mode=burst"
 bg="$train $deck --background $common -D train.global_batch=$bg_batch -D run.steps=1000000"
+gdeck="$src/inputs/gpt-fortunes.deck"
+gpt="$common -D model.gpt_width=128 -D model.gpt_context=64 -D train.global_batch=16"
+pipe="-D parallel.mode=3d -D parallel.pp=2 -D parallel.micro_batches=4 -D parallel.stages=2,2"
 fg_ms() { h5vals "$1" /metrics/step_time | tail -n +4 | median | awk '{ print 1000 * $1 }'; }
 pred() { h5vals "$tmp/$1-sim.h5" "/sim/burst/plan_file_$2"; }
 # one repeat: profile, plan and predict, then run, so that profile and runs meet the same machine
@@ -64,6 +70,20 @@ while [ $r -le "$repeats" ]; do
     : -n 1 $bg -D "run.out_dir=$tmp/mux-$r-b0" : -n 1 $bg -D "run.out_dir=$tmp/mux-$r-b1" -D multiplex.partner_offset=1 \
     >"$tmp/mux-$r.txt" 2>&1 || { echo "bench_sim: the multiplexed run failed" >&2; tail -5 "$tmp/mux-$r.txt" >&2; exit 1; }
   fg_ms "$tmp/mux-$r/log.h5" >>"$tmp/mux.ms"
+  # 3D: profile, the graph with the trainer's stages (stage 0: wte and blocks 0-1), predict, run
+  {
+    "$mpiexec" --bind-to core -n 2 "$build/surge-profile" "$gdeck" $gpt --ranks 4 -o "$tmp/gpt.h5"
+    "$build/surge-plan" "$gdeck" $gpt --profile "$tmp/gpt.h5" --write-graph "$tmp/gpt.graph"
+  } >"$tmp/prep3d.txt" 2>&1 || { echo "bench_sim: profiling the gpt failed:" >&2; tail -5 "$tmp/prep3d.txt" >&2; exit 1; }
+  cut=$(sed -n '/^# name/,$p' "$tmp/gpt.graph" | awk '$1 == "blocks.1.add2" { print n + 1; exit } !/^#/ && $1 != "input" { n++ }')
+  total=$(sed -n '/^# name/,$p' "$tmp/gpt.graph" | awk '!/^#/ && $1 != "input" && $1 != "end" { n++ } END { print n }')
+  "$build/surge-sim" --graph "$tmp/gpt.graph" --tp 1 --pp 2 --dp 1 --micro-batches 4 --micro-batch 4 \
+    --stage-nodes "$cut,$((total - cut))" -o "$tmp/gpt-sim.h5" >"$tmp/gpt-sim.txt" 2>&1 ||
+    { echo "bench_sim: surge-sim (3D) failed" >&2; tail -5 "$tmp/gpt-sim.txt" >&2; exit 1; }
+  h5attr "$tmp/gpt-sim.h5" /sim/pipeline/plain_iter_us >>"$tmp/3d.pred"
+  "$mpiexec" --bind-to core -n 2 $train "$gdeck" $gpt $pipe -D run.steps="$steps" -D "run.out_dir=$tmp/3d-$r" \
+    >"$tmp/3d-$r.txt" 2>&1 || { echo "bench_sim: the 3d run failed" >&2; tail -5 "$tmp/3d-$r.txt" >&2; exit 1; }
+  fg_ms "$tmp/3d-$r/log.h5" >>"$tmp/3d.ms"
   h5attr "$tmp/mux-$r/log.h5" /multiplex/background_samples_per_sec >>"$tmp/mux.bg"
   r=$((r + 1))
 done
@@ -81,3 +101,4 @@ row "hand-made plan, iteration ms" "$tmp/idle.pred" "$tmp/idle.ms" 1000
 row "hand-made + backgrounds, iteration ms" "$tmp/mux.pred" "$tmp/mux.ms" 1000
 row "background samples/s (whole pieces)" "$tmp/bg.pred" "$tmp/mux.bg" 1
 row "background samples/s (all idle time)" "$tmp/bgi.pred" "$tmp/mux.bg" 1
+row "3d gpt pp 2 x M 4, iteration ms" "$tmp/3d.pred" "$tmp/3d.ms" 1000

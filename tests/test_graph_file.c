@@ -76,6 +76,8 @@ static void test_read_write(void) {
   tap_ok(burst_profile_find(&p, find(&g, "a"), 4, &us) == 0 && us == 50 && p.net.p2p_bytes_per_us == 1e4 &&
              strcmp(g.model, "fork3") == 0 && g.v[find(&g, "s")].grad_bytes == 4000,
          "graph file: times, network, model name and parameter bytes read");
+  tap_ok(p.step.step_us == 0 && p.step.loss_us_per_sample == 0, "graph file: no step costs given, none charged");
+  p.step = (burst_step_costs_t){.data_us_per_sample = 0.25, .loss_us_per_sample = 1.5, .step_us = 300};
   graph_file_write(back, &g, &p);
   bgraph_t g2;
   burst_profile_t p2;
@@ -83,6 +85,8 @@ static void test_read_write(void) {
   tap_ok(g2.n == g.n && g2.fingerprint == g.fingerprint && burst_profile_find(&p2, find(&g2, "a"), 4, &us) == 0 &&
              us == 50,
          "graph file: written and read back, the same graph (fingerprint %016llx)", (unsigned long long)g.fingerprint);
+  tap_ok(p2.step.data_us_per_sample == 0.25 && p2.step.loss_us_per_sample == 1.5 && p2.step.step_us == 300,
+         "graph file: the rest of a step (data, loss, optimizer) written and read back");
   /* a four-branch join plans, and the frontier exists */
   burst_opts_t o = {8, 8, BURST_NO_LIMIT, BURST_RANKS_POW2};
   burst_frontier_t fr;
@@ -164,6 +168,7 @@ static void test_bad_input(void) {
        "bad.graph:12: node 'a' has no inputs but kind 'conv'"},
       {3, 0, "batches 1 4 2 8\n", "batches out of order", "bad.graph:3: batches must be ascending"},
       {4, 0, "p2p_alpha_us -2\n", "a negative latency", "bad.graph:4: p2p_alpha_us -2 out of range"},
+      {4, 0, "step_us 1e13\n", "an optimizer time beyond 1e12 us", "bad.graph:4: step_us 1e+13 out of range 0..1e+12"},
       {17, 0, "", "a truncated file", "file ends without 'end'"},
       {1, 0, "surge-graph 7\n", "a future format", "bad.graph:1: graph format version 7"},
   };

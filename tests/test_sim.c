@@ -130,6 +130,24 @@ static void test_pipeline(void) {
   tap_ok(NEAR(r.bubble, 1 - (2 * 3.0 * 2) / (2 * 10.5)), "3D: bubble %.3f = 1 - busy / (stages x time)", r.bubble);
   sim3d_free(&r);
   sim3d_free(&c);
+
+  /* the optimizer once per step, each stage its share of the parameters (all of them on stage 0),
+   * not once per micro-batch at the output node as a burst plan charges it */
+  p.step.step_us = 2;
+  sim3d_run(&g, &p, &o, 0, &r);
+  tap_ok(NEAR(r.fwd_us[1], 1) && NEAR(r.pipeline_us, 10.5) && NEAR(r.opt_us[0], 2) && NEAR(r.opt_us[1], 0) &&
+             NEAR(r.iter_us, 13.5),
+         "3D: a 2 us optimizer step lands on stage 0, which holds the parameters, after its allreduce: %.3f us",
+         r.iter_us);
+  sim3d_free(&r);
+  p.step.step_us = 0;
+
+  /* the stages as the trainer splits them: a b | c */
+  o.stage_nodes[0] = 2, o.stage_nodes[1] = 1;
+  sim3d_run(&g, &p, &o, 0, &r);
+  tap_ok(r.stage_nodes[0] == 2 && r.stage_nodes[1] == 1 && NEAR(r.fwd_us[0], 2) && NEAR(r.bwd_us[1], 0),
+         "3D: --stage-nodes 2,1 puts a and b on stage 0 (2 us forward), c alone on stage 1");
+  sim3d_free(&r);
   bgraph_free(&g);
   burst_profile_free(&p);
 }
@@ -157,6 +175,9 @@ static void test_bad(void) {
   b.o.cb_ratio = 1;
   b.o.pp_link.bytes_per_us = 0;
   expect_input_error(run3d_in_child, &b, "a link without bandwidth", "--pp-link 0:0");
+  b.o.pp_link.bytes_per_us = 1;
+  b.o.stage_nodes[0] = 1, b.o.stage_nodes[1] = 1;
+  expect_input_error(run3d_in_child, &b, "stages that leave a node out", "--stage-nodes: stage 1 does not end where");
 }
 
 int main(void) {

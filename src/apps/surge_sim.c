@@ -38,6 +38,8 @@ static const char usage[] =
     "  --epilogue-only  ... only the cool-down transfers\n"
     "  --dp-ratio R     PowerSGD data-parallel gradients: bytes over R (default 1: off)\n"
     "  --dp-stages K    ... on stages 0 .. K-1 only (default: all)\n"
+    "  --stage-nodes L  nodes per stage in graph order, one per stage (default: balanced by time;\n"
+    "                   e.g. the split surge-train's [parallel] stages makes)\n"
     "  --fwd-fraction F forward share of a node's forward+backward time (default 0.3333)\n"
     "  -o SIM.h5        write the results (HDF5, doc/sim.md)\n"
     "Exit codes: 0 done, 2 bad input (named with its file and line), 1 runtime failure.\n";
@@ -144,6 +146,9 @@ static void run_3d(const cli_t *cli, const plan_input_t *in, sim3d_opts_t *o, si
                       .dp_stages = opt_int(cli, "--dp-stages", 0, 0)};
   if (!o->micro_batches || !o->micro_batch) surge_input_error("3D: give --micro-batches M and --micro-batch B");
   if (!cli_value(cli, "--dp-stages", 0)) o->dp_stages = o->pp;
+  const char *stages = cli_value(cli, "--stage-nodes", 0);
+  if (stages && parse_list(stages, "--stage-nodes", o->stage_nodes, SIM3D_MAX_PP) != o->pp)
+    surge_input_error("--stage-nodes %s: give one node count per pipeline stage (--pp %d)", stages, o->pp);
   if (cli_value(cli, "--tp-link", 0)) o->tp_link = parse_link(cli_value(cli, "--tp-link", 0), "--tp-link");
   if (cli_value(cli, "--pp-link", 0)) o->pp_link = parse_link(cli_value(cli, "--pp-link", 0), "--pp-link");
   if (cli_value(cli, "--dp-link", 0)) o->dp_link = parse_link(cli_value(cli, "--dp-link", 0), "--dp-link");
@@ -151,10 +156,11 @@ static void run_3d(const cli_t *cli, const plan_input_t *in, sim3d_opts_t *o, si
   sim3d_run(&in->g, &in->p, o, 1, comp);
   printf("3D layout: tp %d x pp %d x dp %d = %d ranks, %d micro-batches of %d (global batch %d)\n", o->tp, o->pp, o->dp,
          o->tp * o->pp * o->dp, o->micro_batches, o->micro_batch, o->micro_batches * o->micro_batch * o->dp);
-  printf("  %-6s %7s %11s %11s %9s %11s %11s\n", "stage", "nodes", "fwd_us", "bwd_us", "tp_us", "dp_us", "dp_us_comp");
+  printf("  %-6s %7s %11s %11s %9s %11s %11s %11s\n", "stage", "nodes", "fwd_us", "bwd_us", "tp_us", "dp_us",
+         "dp_us_comp", "opt_us");
   for (int s = 0; s < plain->nstage; s++)
-    printf("  %-6d %7d %11.1f %11.1f %9.1f %11.1f %11.1f\n", s, plain->stage_nodes[s], plain->fwd_us[s], plain->bwd_us[s],
-           plain->tp_us[s], plain->dp_us[s], comp->dp_us[s]);
+    printf("  %-6d %7d %11.1f %11.1f %9.1f %11.1f %11.1f %11.1f\n", s, plain->stage_nodes[s], plain->fwd_us[s],
+           plain->bwd_us[s], plain->tp_us[s], plain->dp_us[s], comp->dp_us[s], plain->opt_us[s]);
   printf("  pipeline transfer: forward %.1f us, backward %.1f us (compressed %.1f us)\n", plain->pp_fwd_us,
          plain->pp_bwd_us, plain->pp_bwd_compressed_us);
   printf("  %-24s %12s %12s %8s %14s %14s\n", "", "iter_us", "pipeline_us", "bubble", "pp_bytes", "dp_bytes");
@@ -176,7 +182,7 @@ int main(int argc, char **argv) {
                                       "--bg-structure FILE", "--bg-batch B", "--fg-slowdown S", "-o FILE", "--tp N",
                                       "--pp N", "--dp N", "--micro-batches M", "--micro-batch B", "--fwd-fraction F",
                                       "--tp-link A:B", "--pp-link A:B", "--dp-link A:B", "--cb-ratio R",
-                                      "--epilogue-only", "--dp-ratio R", "--dp-stages K", NULL};
+                                      "--epilogue-only", "--dp-ratio R", "--dp-stages K", "--stage-nodes L", NULL};
   cli_t cli;
   cli_parse_deck_optional(argc, argv, usage, flags, &cli);
   if (cli.deck) surge_input_error("surge-sim takes no deck: give --graph or --deeppool (surge-plan DECK --write-graph F "

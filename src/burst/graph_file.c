@@ -64,10 +64,17 @@ typedef struct header {
   char model[64];
   int interpolate;
   burst_net_t net;
+  burst_step_costs_t step; /* the rest of a step (burst_profile_t.step); 0 where not given */
   uint64_t fingerprint; /* 0: computed from the nodes */
 } header_t;
 
 static const char *const net_keys[4] = {"p2p_alpha_us", "p2p_bytes_per_us", "ar_alpha_us", "ar_bytes_per_us"};
+
+static const char *const step_keys[3] = {"data_us_per_sample", "loss_us_per_sample", "step_us"};
+
+static double *step_field(burst_step_costs_t *s, int k) {
+  return k == 0 ? &s->data_us_per_sample : k == 1 ? &s->loss_us_per_sample : &s->step_us;
+}
 
 static double *net_field(burst_net_t *net, int k) {
   return k == 0 ? &net->p2p_alpha_us : k == 1 ? &net->p2p_bytes_per_us : k == 2 ? &net->ar_alpha_us
@@ -112,6 +119,12 @@ static int header_line(tin_t *t, header_t *h) {
     if (strcmp(key, net_keys[k]) == 0) {
       if (t->nword != 2) tin_error(t, "expected '%s VALUE'", key);
       *net_field(&h->net, k) = tin_double(t, key, t->word[1], k % 2 ? 1e-300 : 0, 1e300);
+      return 1;
+    }
+  for (int k = 0; k < 3; k++)
+    if (strcmp(key, step_keys[k]) == 0) {
+      if (t->nword != 2) tin_error(t, "expected '%s VALUE' (microseconds)", key);
+      *step_field(&h->step, k) = tin_double(t, key, t->word[1], 0, BURST_MAX_US);
       return 1;
     }
   return 0;
@@ -301,7 +314,7 @@ void graph_file_read(const char *path, int structure, bgraph_t *g, burst_profile
   long version = tin_long(&t, "format version", t.word[1], 0, 1L << 30);
   if (version != GRAPH_FORMAT_VERSION)
     tin_error(&t, "graph format version %ld; this surge reads version %d", version, GRAPH_FORMAT_VERSION);
-  header_t h = {0, NULL, 0, "", 0, {BURST_NET_UNSET, BURST_NET_UNSET, BURST_NET_UNSET, BURST_NET_UNSET}, 0};
+  header_t h = {.net = {BURST_NET_UNSET, BURST_NET_UNSET, BURST_NET_UNSET, BURST_NET_UNSET}};
   const char *base = strrchr(path, '/');
   snprintf(h.model, sizeof h.model, "%s", base ? base + 1 : path);
   char *dot = strchr(h.model, '.');
@@ -337,6 +350,7 @@ void graph_file_read(const char *path, int structure, bgraph_t *g, burst_profile
   burst_profile_init(p, n, path);
   p->interpolate = h.interpolate;
   p->net = h.net;
+  p->step = h.step;
   int *in = xmalloc((size_t)BGRAPH_MAX_IN * sizeof *in);
   for (int i = 0; i < n; i++) {
     const raw_node_t *v = &nodes[order[i]];
@@ -388,6 +402,9 @@ void graph_file_write(const char *path, const bgraph_t *g, const burst_profile_t
   burst_net_t net = p->net;
   for (int k = 0; k < 4; k++)
     if (!isnan(*net_field(&net, k))) fprintf(f, "%s %.17g\n", net_keys[k], *net_field(&net, k));
+  burst_step_costs_t step = p->step;
+  for (int k = 0; k < 3; k++)
+    if (*step_field(&step, k) > 0) fprintf(f, "%s %.17g\n", step_keys[k], *step_field(&step, k));
   fprintf(f, "# name kind inputs out_bytes param_bytes%s\n", m ? " us@batch..." : "");
   for (int v = 0; v < g->n; v++) {
     const bgraph_node_t *x = &g->v[v];

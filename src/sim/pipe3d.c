@@ -18,6 +18,7 @@
  * stages 0 .. dp_stages-1 when compressed. The iteration ends with the slowest stage's allreduce.
  * Not modelled: the embedding synchronisation, the optimizer, compression's own compute. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -62,6 +63,7 @@ void sim3d_check(const sim3d_opts_t *o, const bgraph_t *g) {
   if (!(o->cb_ratio >= 1) || !(o->dp_ratio >= 1) || !isfinite(o->cb_ratio) || !isfinite(o->dp_ratio))
     surge_input_error("--cb-ratio and --dp-ratio must be finite numbers >= 1 (bytes before over after)");
   if (o->dp_stages < 0) surge_input_error("--dp-stages must be >= 0");
+  if (o->pp > SIM3D_MAX_PP) surge_input_error("--pp %d: at most %d stages", o->pp, SIM3D_MAX_PP);
   check_link(&o->tp_link, "tp");
   check_link(&o->pp_link, "pp");
   check_link(&o->dp_link, "dp");
@@ -100,6 +102,28 @@ static void partition(const double *unit, int U, int pp, int *from) {
   free(best);
 }
 
+/* The partition the user gave as nodes per stage: each stage must end where a unit ends. */
+static void given_partition(const bgraph_t *g, const int *nodes, int U, const sim3d_opts_t *o, int *from) {
+  int u = 0;
+  from[0] = 0;
+  for (int s = 0; s < o->pp; s++) {
+    int want = o->stage_nodes[s], got = 0;
+    while (u < U && got < want) got += nodes[u++];
+    if (got == want && (s < o->pp - 1 || u == U)) {
+      from[s + 1] = u;
+      continue;
+    }
+    char ends[256] = "";
+    for (int x = 0, sum = 0; x < U; x++) { /* the node counts at which a stage may end */
+      sum += nodes[x];
+      size_t len = strlen(ends);
+      if (len + 16 < sizeof ends) snprintf(ends + len, sizeof ends - len, "%s%d", x ? " " : "", sum);
+    }
+    surge_input_error("--stage-nodes: stage %d does not end where the graph %s can be cut (the nodes after the "
+                      "input, counted from the first, can be cut after: %s)", s, g->source, ends);
+  }
+}
+
 void sim3d_run(const bgraph_t *g, const burst_profile_t *p, const sim3d_opts_t *o, int compressed,
                sim3d_result_t *r) {
   sim3d_check(o, g);
@@ -112,7 +136,9 @@ void sim3d_run(const bgraph_t *g, const burst_profile_t *p, const sim3d_opts_t *
   int *nodes = xcalloc((size_t)U, sizeof *nodes), linear = 0;
   for (int u = 0; u < U; u++)
     for (int v = cut[u] + 1; v <= cut[u + 1]; v++) {
-      comp[u] += burst_profile_us(p, g, v, o->micro_batch) / tp;
+      /* the profile charges the step's optimizer to the output node; here each stage pays its share once */
+      double step = v == g->n - 1 ? p->step.step_us : 0;
+      comp[u] += (burst_profile_us(p, g, v, o->micro_batch) - step) / tp;
       grad[u] += g->v[v].grad_bytes / tp;
       nodes[u]++;
       if (strcmp(g->v[v].kind, "linear") == 0 && linear++ % 2 == 1)
@@ -120,7 +146,8 @@ void sim3d_run(const bgraph_t *g, const burst_profile_t *p, const sim3d_opts_t *
     }
   for (int u = 0; u < U; u++) cost[u] = comp[u] + 2 * tpc[u];
   int *from = xmalloc((size_t)(pp + 1) * sizeof *from);
-  partition(cost, U, pp, from);
+  if (o->stage_nodes[0]) given_partition(g, nodes, U, o, from);
+  else partition(cost, U, pp, from);
 
   r->nstage = pp;
   r->stage_nodes = xcalloc((size_t)pp, sizeof *r->stage_nodes);
@@ -128,8 +155,11 @@ void sim3d_run(const bgraph_t *g, const burst_profile_t *p, const sim3d_opts_t *
   r->bwd_us = xcalloc((size_t)pp, sizeof *r->bwd_us);
   r->tp_us = xcalloc((size_t)pp, sizeof *r->tp_us);
   r->dp_us = xcalloc((size_t)pp, sizeof *r->dp_us);
+  r->opt_us = xcalloc((size_t)pp, sizeof *r->opt_us);
   r->stage_end_us = xcalloc((size_t)pp, sizeof *r->stage_end_us);
   double *xbytes = xcalloc((size_t)pp, sizeof *xbytes); /* bytes leaving stage s forward */
+  double all_grad = 0;
+  for (int u = 0; u < U; u++) all_grad += grad[u];
   for (int s = 0; s < pp; s++) {
     double c = 0, t = 0, gb = 0;
     for (int u = from[s]; u < from[s + 1]; u++) c += comp[u], t += tpc[u], gb += grad[u], r->stage_nodes[s] += nodes[u];
@@ -138,6 +168,7 @@ void sim3d_run(const bgraph_t *g, const burst_profile_t *p, const sim3d_opts_t *
     r->tp_us[s] = 2 * t;
     double ratio = compressed && s < o->dp_stages ? o->dp_ratio : 1;
     r->dp_us[s] = ring_allreduce(&o->dp_link, o->dp, gb / ratio);
+    r->opt_us[s] = all_grad > 0 ? p->step.step_us * gb / all_grad / tp : 0; /* its share of the parameters */
     r->bytes_dp += o->dp > 1 ? 2.0 * (o->dp - 1) / o->dp * gb / ratio * tp : 0;
     xbytes[s] = g->v[cut[from[s + 1]]].act_bytes * o->micro_batch;
   }
@@ -208,7 +239,7 @@ void sim3d_run(const bgraph_t *g, const burst_profile_t *p, const sim3d_opts_t *
   for (int s = 0; s < pp; s++) {
     r->stage_end_us[s] = free_at[s];
     if (free_at[s] > r->pipeline_us) r->pipeline_us = free_at[s];
-    if (free_at[s] + r->dp_us[s] > r->iter_us) r->iter_us = free_at[s] + r->dp_us[s];
+    if (free_at[s] + r->dp_us[s] + r->opt_us[s] > r->iter_us) r->iter_us = free_at[s] + r->dp_us[s] + r->opt_us[s];
     busy += M * (r->fwd_us[s] + r->bwd_us[s]);
   }
   r->bubble = 1 - busy / (pp * r->pipeline_us);
@@ -235,6 +266,7 @@ void sim3d_free(sim3d_result_t *r) {
   free(r->bwd_us);
   free(r->tp_us);
   free(r->dp_us);
+  free(r->opt_us);
   free(r->stage_end_us);
   free(r->ops);
   memset(r, 0, sizeof *r);

@@ -100,6 +100,7 @@ typedef struct sim_link {
   double alpha_us, bytes_per_us;
 } sim_link_t;
 
+enum { SIM3D_MAX_PP = 64 }; /* pipeline stages --stage-nodes can name */
 typedef struct sim3d_opts {
   int tp, pp, dp;
   int micro_batches, micro_batch;
@@ -109,6 +110,7 @@ typedef struct sim3d_opts {
   int cb_epilogue_only;       /* compress only the cool-down backward transfers */
   double dp_ratio;            /* PowerSGD data-parallel gradients: bytes divided by this (1: off) */
   int dp_stages;              /* ... on stages 0 .. dp_stages-1 (selective stage compression) */
+  int stage_nodes[SIM3D_MAX_PP]; /* nodes per stage in graph order (all 0: balanced by time) */
 } sim3d_opts_t;
 
 enum { SIM3D_FWD = 0, SIM3D_BWD = 1 };
@@ -125,6 +127,7 @@ typedef struct sim3d_result {
   double *fwd_us, *bwd_us;    /* [pp] per micro-batch, tensor parallelism's allreduces included */
   double *tp_us;              /* [pp] of which tensor-parallel allreduces */
   double *dp_us;              /* [pp] data-parallel gradient allreduce after the last backward */
+  double *opt_us;             /* [pp] the optimizer on the stage's share of the parameters, last */
   double *stage_end_us;       /* [pp] end of the last backward (and its send) */
   double pp_fwd_us, pp_bwd_us, pp_bwd_compressed_us; /* one transfer across a boundary */
   double pipeline_us;         /* end of the last backward on any stage */

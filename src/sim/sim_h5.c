@@ -206,7 +206,7 @@ static void write_pipeline(const h5w_t *w, hid_t top, const sim3d_opts_t *o, con
     put_i(w, g, name, n, r->stage_nodes, "nodes");
     const struct { const char *s; const double *v; } per_stage[] = {
         {"fwd_us", r->fwd_us}, {"bwd_us", r->bwd_us}, {"tp_us", r->tp_us}, {"dp_us", r->dp_us},
-        {"stage_end_us", r->stage_end_us}};
+        {"opt_us", r->opt_us}, {"stage_end_us", r->stage_end_us}};
     for (size_t q = 0; q < sizeof per_stage / sizeof per_stage[0]; q++) {
       snprintf(name, sizeof name, "%s%s", pre[k], per_stage[q].s);
       put_d(w, g, name, n, per_stage[q].v, "us");

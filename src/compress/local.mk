@@ -3,4 +3,4 @@
 libsurge_a_SOURCES += \
   src/compress/powersgd.c src/compress/powersgd.h \
   src/compress/cb.c src/compress/cb.h \
-  src/compress/rank_state.c src/compress/rank_state.h
+  src/compress/rank_state.c src/compress/rank_state.h src/compress/options.h

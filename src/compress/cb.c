@@ -22,7 +22,7 @@ void cb_encode(cb_sender_t *s, const float *G, int n, float *msg) {
   /* E (n, m) becomes the matrix to compress: G + E (LEP) or G */
   if (s->lep) be->axpy(nm, 1.0f, G, s->E);
   else be->copy(s->E, G, nm);
-  be->orthonormalize(1, s->m, s->r, s->Q, 0); /* warm start, re-orthonormalised as Optimus-CC's CB does */
+  psgd_orth(be, 1, s->m, s->r, s->Q); /* warm start, re-orthonormalised as Optimus-CC's CB does */
   psgd_project(be, 1, n, s->m, s->r, s->E, nm, s->Q, P, 1);
   psgd_back(be, 1, n, s->m, s->r, s->E, nm, P, s->Q);
   psgd_expand(be, n, s->m, s->r, -1.0f, P, s->Q, 1.0f, s->E, s->m); /* E = (G + E) - P Q^T */

@@ -14,6 +14,12 @@ int psgd_rank(int n, int m, int R, double rho) {
   return r;
 }
 
+void psgd_orth(const backend_t *be, int count, int n, int r, float *P) {
+  size_t stride = (size_t)n * (size_t)r;
+  be->orthonormalize(count, n, r, P, stride);
+  be->orthonormalize(count, n, r, P, stride);
+}
+
 void psgd_init_q(const backend_t *be, float *Q, int count, int m, int r, uint64_t seed, uint64_t id) {
   size_t each = (size_t)m * (size_t)r;
   float *host = xmalloc((each * (size_t)count + 1) * sizeof *host);
@@ -24,7 +30,7 @@ void psgd_init_q(const backend_t *be, float *Q, int count, int m, int r, uint64_
   }
   be->upload(Q, host, each * (size_t)count);
   free(host);
-  be->orthonormalize(count, m, r, Q, each);
+  psgd_orth(be, count, m, r, Q);
 }
 
 void psgd_project(const backend_t *be, int count, int n, int m, int r, const float *M, size_t sM, const float *Q,
@@ -32,7 +38,7 @@ void psgd_project(const backend_t *be, int count, int n, int m, int r, const flo
   size_t sP = (size_t)n * (size_t)r, sQ = (size_t)m * (size_t)r;
   /* P (n, r) = M (n, m) Q (m, r) */
   be->gemm_strided(0, 0, n, r, m, 1.0f, M, m, sM, Q, r, sQ, 0.0f, P, r, sP, count);
-  if (orth) be->orthonormalize(count, n, r, P, sP);
+  if (orth) psgd_orth(be, count, n, r, P);
 }
 
 void psgd_back(const backend_t *be, int count, int n, int m, int r, const float *M, size_t sM, const float *P,

@@ -163,7 +163,7 @@ void pipe_exec_free(pipe_exec_t *ex) {
   comm_free(&ex->dp);
   comm_free(&ex->pp);
   comm_free(&ex->embed);
-  comm_free(&ex->fe);
+  if (ex->co.fe) comm_free(&ex->fe);
   free(ex->mb_rows);
   free(ex->reduce_out);
   free(ex->reduce_in);

@@ -193,7 +193,7 @@ static void psgd_wait(reducer_t *r, int k) {
   for (int j = 0; j < b->ngroups; j++) {
     shape_group_t *g = &b->g[j];
     size_t nm = (size_t)g->n * (size_t)g->m;
-    be->orthonormalize(g->count, g->n, g->r, g->P, (size_t)g->n * (size_t)g->r);
+    psgd_orth(be, g->count, g->n, g->r, g->P);
     psgd_back(be, g->count, g->n, g->m, g->r, g->E, nm, g->P, g->Q);
   }
   r->seconds += surge_now() - t0;

@@ -30,14 +30,14 @@ const log_series_info_t log_compress_info[LOG_CMP_METRIC_COUNT] = {
     [LOG_CMP_SECONDS] = {"compress_seconds", "s",
                          "the slowest rank's time in the compressors' arithmetic during the step"},
     [LOG_CMP_COS_MEAN] = {"lep_cos_mean", "1",
-                          "mean cos(e_k, x_k - x_{k+1}) of LEP residual and stage-input difference over every "
-                          "boundary's compressed pairs (NaN: none)"},
+                          "mean over every boundary of cos(e, x - x'): a compressed send's residual e against its stage "
+                          "input x minus the next one's, x' (NaN: none)"},
     [LOG_CMP_ERROR_NORM] = {"error_norm", "1",
                             "(steps, boundaries): ||E|| carried over boundary j (stage j+1 to j) after the step, over its "
                             "data-parallel replicas"},
     [LOG_CMP_COS] = {"lep_cos", "1",
-                     "(steps, boundaries): the step's mean cos(e_k, x_k - x_{k+1}) over boundary j's pairs (NaN: "
-                     "none)"},
+                     "(steps, boundaries): the step's mean cos(e, x - x') over boundary j's consecutive compressed "
+                     "sends (NaN: none)"},
 };
 
 const char *const log_pipe_kind_name[LOG_PIPE_KIND_COUNT] = {

@@ -21,7 +21,7 @@ void pipe_compress_summary(const pipe_exec_t *ex, char *buf, size_t n) {
     int rows = ex->mb_rows[0], C = ex->dims.width;
     len += snprintf(buf + len, n - (size_t)len,
                     " cb rank %d (lep %s, %s): %d of %d activation-gradient sends per pipeline and step compressed, "
-                    "a (%d x %d) gradient sent as %zu floats (%.1fx smaller);",
+                    "a (%d x %d) gradient sent as %zu floats (compression ratio %.1f);",
                     c->cb_rank, c->lep ? "on" : "off", c->epilogue_only ? "epilogue only" : "every backward", sent,
                     all, rows, C, psgd_payload(rows, C, c->cb_rank),
                     (double)rows * C / (double)psgd_payload(rows, C, c->cb_rank));

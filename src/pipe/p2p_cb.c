@@ -17,7 +17,8 @@ typedef struct pipe_cb {
   pipe_cb_opts_t o;
   int *rows;             /* (M) */
   int first[2];          /* first compressed micro-batch sent by this stage [0] and the next one [1] */
-  int pair_ok;           /* k + 1's input is held when k is sent (its forward came first) */
+  float *x_prev;         /* backend (rows, width): the stage input of the last compressed send ... */
+  int prev_rows;         /* ... and its rows (0: none yet) */
   size_t msg_cap;        /* floats of the largest message */
   cb_sender_t tx;        /* stages > 0 */
   float *send_msg;       /* backend (ring, msg_cap) */
@@ -45,20 +46,24 @@ int pipe_cb_compressed(const pipe_p2p_t *p, int sender, int k) {
   return compressed(c, first_of(&c->o, p->stages, p->M, sender), k);
 }
 
-/* cos(e, x_k - x_{k+1}) over the rows both micro-batches have. */
-static void lep_diagnostic(pipe_cb_t *c, int M, int k) {
-  if (!c->pair_ok || k + 1 >= M || !compressed(c, c->first[0], k + 1)) return;
+/* Before compressing micro-batch k: E is still the residual e of the previous compressed send, whose
+ * stage input x_prev was kept; cos(e, x_prev - x_k) over the rows both have. Then x_k is kept. */
+static void lep_diagnostic(pipe_cb_t *c, int k) {
   const backend_t *be = c->o.be;
-  int rows = c->rows[k] < c->rows[k + 1] ? c->rows[k] : c->rows[k + 1];
-  size_t n = (size_t)rows * (size_t)c->o.width;
-  const float *e = c->tx.E, *a = c->o.inputs + (size_t)(k % c->o.slots) * c->o.slot_floats,
-              *b = c->o.inputs + (size_t)((k + 1) % c->o.slots) * c->o.slot_floats;
-  double ea = be->dot(e, a, n), eb = be->dot(e, b, n), ee = be->sumsq(e, n);
-  double dd = be->sumsq(a, n) + be->sumsq(b, n) - 2.0 * be->dot(a, b, n);
-  if (ee > 0 && dd > 0) {
-    c->stats.cos_sum += (ea - eb) / sqrt(ee * dd);
-    c->stats.cos_n++;
+  const float *x = c->o.inputs + (size_t)(k % c->o.slots) * c->o.slot_floats;
+  if (c->prev_rows > 0) {
+    int rows = c->prev_rows < c->rows[k] ? c->prev_rows : c->rows[k];
+    size_t n = (size_t)rows * (size_t)c->o.width;
+    const float *e = c->tx.E, *a = c->x_prev;
+    double ea = be->dot(e, a, n), eb = be->dot(e, x, n), ee = be->sumsq(e, n);
+    double dd = be->sumsq(a, n) + be->sumsq(x, n) - 2.0 * be->dot(a, x, n);
+    if (ee > 0 && dd > 0) {
+      c->stats.cos_sum += (ea - eb) / sqrt(ee * dd);
+      c->stats.cos_n++;
+    }
   }
+  be->copy(c->x_prev, x, (size_t)c->rows[k] * (size_t)c->o.width);
+  c->prev_rows = c->rows[k];
 }
 
 static void cb_send(pipe_p2p_t *p, int mb, const float *g, size_t n) {
@@ -67,11 +72,11 @@ static void cb_send(pipe_p2p_t *p, int mb, const float *g, size_t n) {
     p2p_isend(p, P2P_SEND_GRAD, mb, g, n);
     return;
   }
+  lep_diagnostic(c, mb);
   double t0 = surge_now();
   float *msg = c->send_msg + (size_t)(mb % c->o.ring) * c->msg_cap;
   cb_encode(&c->tx, g, c->rows[mb], msg);
   c->stats.seconds += surge_now() - t0;
-  lep_diagnostic(c, p->M, mb);
   c->stats.raw_bytes += (double)n * sizeof(float);
   c->stats.sends++;
   p2p_isend_as(p, P2P_SEND_GRAD, mb, msg, cb_payload(&c->tx, c->rows[mb]), TRAFFIC_ACT_GRAD_COMPRESSED);
@@ -116,12 +121,12 @@ void pipe_cb_install(pipe_p2p_t *p, const pipe_cb_opts_t *o) {
   c->o.rows = c->rows;
   c->first[0] = first_of(o, PP, M, s);
   c->first[1] = first_of(o, PP, M, s + 1);
-  c->pair_ok = pipe_warmup(o->sched, PP, M, s) >= 1;
   c->msg_cap = psgd_payload(rows_cap, o->width, o->rank);
   const backend_t *be = o->be;
   if (s > 0) {
     cb_sender_init(&c->tx, be, rows_cap, o->width, o->rank, o->lep, o->seed, CB_STREAM + (uint64_t)s);
     c->send_msg = be->alloc(c->msg_cap * (size_t)o->ring);
+    c->x_prev = be->alloc((size_t)rows_cap * (size_t)o->width);
   }
   if (s + 1 < PP) c->recv_msg = be->alloc(c->msg_cap * (size_t)o->slots);
   c->dst = xcalloc((size_t)M, sizeof *c->dst);
@@ -140,6 +145,7 @@ void pipe_cb_remove(pipe_p2p_t *p) {
   rank_state_free(&c->st);
   cb_sender_free(&c->tx);
   if (c->send_msg) be->free(c->send_msg);
+  if (c->x_prev) be->free(c->x_prev);
   if (c->recv_msg) be->free(c->recv_msg);
   free(c->rows);
   free(c->dst);

@@ -9,9 +9,10 @@
  * receive completes; the others go exact (activation_grad). Only the sender keeps state: its error
  * E and warm-start Q, a checkpoint region /compress/cb (compress/rank_state.h).
  *
- * The LEP diagnostic (Optimus-CC's Fig. 11): after compressing k, when k + 1 is compressed too and
- * its input is already held, cos(e_k, x_k - x_{k+1}) of the residual and the difference of the two
- * stage inputs (over the rows both have). */
+ * The LEP diagnostic (Optimus-CC's Fig. 11): cos(e, x - x') of the residual e of a compressed send
+ * and the difference of its stage input x and that of the next compressed send over the boundary,
+ * x' (in the same step or the next: the residual is carried there), over the rows both have. It is
+ * taken when the next one is sent; a resumed run starts without the previous input. */
 #ifndef SURGE_PIPE_P2P_CB_H
 #define SURGE_PIPE_P2P_CB_H
 
@@ -31,7 +32,8 @@ typedef struct pipe_cb_opts {
   const int *rows;      /* (M) tokens of each micro-batch */
   int ring;             /* the stage's gradient sends of k and k + ring never overlap */
   int slots;            /* the stage holds micro-batches k .. k + slots - 1 at most: their receives */
-  const float *inputs;  /* backend (slots, slot_floats): the stage input of micro-batch k in slot k % slots */
+  const float *inputs;  /* backend (slots, slot_floats): the stage input of micro-batch k in slot k % slots
+                         * (read when k's gradient is sent) */
   size_t slot_floats;
   uint64_t seed;
   comm_t *job;          /* every rank of the job (state regions) */
@@ -41,7 +43,7 @@ typedef struct pipe_cb_opts {
 typedef struct pipe_cb_stats {
   double raw_bytes;     /* bytes its compressed sends would have taken exact */
   double seconds;       /* compressing and decompressing */
-  double cos_sum;       /* LEP diagnostic: sum and count of cos(e_k, x_k - x_{k+1}) */
+  double cos_sum;       /* LEP diagnostic: sum and count of cos(e, x - x') */
   long cos_n;
   long sends, recvs;    /* compressed messages sent and received */
   double error_sumsq;   /* ||E||^2 after the step (0 on the first stage) */

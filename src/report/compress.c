@@ -74,8 +74,8 @@ void report_compress_print(FILE *f, const log_data_t *L, const report_values_t *
   if (s) fprintf(f, "  compressor time: median %.3f ms per step (the slowest rank)\n",
                  1e3 * report_column_median(s, c->series.rows));
   print_boundaries(f, L, LOG_CMP_ERROR_NORM, "error ||E||");
-  print_boundaries(f, L, LOG_CMP_COS, "LEP cos(e_k, x_k - x_{k+1})");
+  print_boundaries(f, L, LOG_CMP_COS, "LEP cos(e, x - x')");
   const log_column_t *m = log_column(&c->series, log_compress_info[LOG_CMP_COS_MEAN].name);
-  if (m) fprintf(f, "  LEP cos(e_k, x_k - x_{k+1}) over every boundary: mean %.3g over the steps\n",
+  if (m) fprintf(f, "  LEP cos(e, x - x') over every boundary: mean %.3g over the steps\n",
                  report_column_mean(m, c->series.rows, 0));
 }

@@ -1,4 +1,4 @@
-/* Optimus-CC's techniques against the exact 3d run (run under mpiexec -n 8 by tests/test_compress.sh):
+/* Optimus-CC's techniques against the exact 3d run (run under mpiexec -n 8 by tests/test_compress_run.sh):
  * the gpt on tp 2 x pp 2 x dp 2 with 4 micro-batches, 10 SGD steps (momentum, clipping), each
  * variant against the exact run of the same layout, tensor by tensor on every rank (relative to the
  * rank's part of the tensor, the matrix the compressor sees; the key third of every qkv bias, whose
@@ -25,22 +25,11 @@
 #include "comm/comm.h"
 #include "core/error.h"
 #include "io/deck.h"
+#include "small_gpt.h"
 #include "tap.h"
 #include "train/train.h"
 
-static const char *const deck_text = "[run]\n"
-                                     "seed = 5\n"
-                                     "steps = 10\n"
-                                     "[model]\n"
-                                     "zoo = gpt\n"
-                                     "gpt_layers = 4\n"
-                                     "gpt_width = 32\n"
-                                     "gpt_heads = 4\n"
-                                     "gpt_context = 16\n"
-                                     "[data]\n"
-                                     "source = text\n"
-                                     "[train]\n"
-                                     "global_batch = 16\n"
+static const char *const deck_text = SMALL_GPT_DECK
                                      "optimizer = sgd\n"
                                      "lr = 0.05\n"
                                      "momentum = 0.9\n"

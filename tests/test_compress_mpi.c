@@ -1,4 +1,4 @@
-/* Compression over real groups (run under mpiexec -n 4 by tests/test_compress.sh):
+/* Compression over real groups (run under mpiexec -n 4 by tests/test_compress_run.sh):
  *
  * The PowerSGD reducer (sync/reducer_powersgd.c) through gradsync on W ranks, every rank's gradients
  * regenerated on every rank from seeds so each computes the expected result alone:

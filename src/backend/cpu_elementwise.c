@@ -2,6 +2,7 @@
  * pointers that the compiler vectorises. */
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "backend/cpu_ops.h"
@@ -28,15 +29,7 @@ CPU_CLONES void cpu_add(size_t n, const float *a, const float *b, float *y) {
   for (size_t i = 0; i < n; i++) y[i] = a[i] + b[i];
 }
 
-CPU_CLONES double cpu_sumsq(const float *restrict x, size_t n) {
-  double lane[4] = {0};
-  size_t i = 0;
-  for (; i + 4 <= n; i += 4)
-    for (int l = 0; l < 4; l++) lane[l] += (double)x[i + l] * (double)x[i + l];
-  double s = (lane[0] + lane[2]) + (lane[1] + lane[3]);
-  for (; i < n; i++) s += (double)x[i] * (double)x[i];
-  return s;
-}
+double cpu_sumsq(const float *restrict x, size_t n) { return cpu_dot(x, x, n); }
 
 int cpu_all_finite(const float *restrict x, size_t n) {
   // A float is NaN or Inf exactly when its exponent bits are all ones.

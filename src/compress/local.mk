@@ -9,7 +9,7 @@ check_PROGRAMS += tests/test_compress
 tests_test_compress_SOURCES = tests/test_compress.c
 tests_test_compress_LDADD = $(SURGE_LIBS)
 TESTS += tests/test_compress
-# Over real groups: the PowerSGD reducer and compressed back-propagation (tests/test_compress.sh
+# Over real groups: the PowerSGD reducer and compressed back-propagation (tests/test_compress_run.sh
 # runs it on 4 ranks, with the 3d runs of tests/test_compress_equiv and surge-train).
 check_PROGRAMS += tests/test_compress_mpi
 tests_test_compress_mpi_SOURCES = tests/test_compress_mpi.c
@@ -17,5 +17,5 @@ tests_test_compress_mpi_LDADD = $(SURGE_LIBS)
 check_PROGRAMS += tests/test_compress_equiv
 tests_test_compress_equiv_SOURCES = tests/test_compress_equiv.c
 tests_test_compress_equiv_LDADD = $(SURGE_LIBS)
-dist_check_SCRIPTS += tests/test_compress.sh
-TESTS += tests/test_compress.sh
+dist_check_SCRIPTS += tests/test_compress_run.sh
+TESTS += tests/test_compress_run.sh

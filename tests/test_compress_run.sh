@@ -12,30 +12,9 @@
 tap_timeout=120 tap_pass_through "groups" 4 "$top_build/tests/test_compress_mpi"
 tap_timeout=600 tap_pass_through "3d" 8 "$top_build/tests/test_compress_equiv"
 
+. "$top_src/tests/gpt3d.sh"
 base="$tap_tmp/base.deck"
-cat >"$base" <<DECK
-[run]
-name = cc
-steps = 8
-print_every = 8
-overwrite = true
-[model]
-zoo = gpt
-gpt_layers = 4
-gpt_width = 32
-gpt_heads = 4
-gpt_context = 16
-[data]
-source = text
-test_samples = 8
-[train]
-global_batch = 16
-optimizer = adamw
-lr = 1e-3
-clip_norm = 1.0
-[checkpoint]
-every = 3
-DECK
+gpt3d_deck "$base" 3
 deck="$tap_tmp/cc.deck"
 cp "$base" "$deck"
 cat >>"$deck" <<DECK
@@ -98,34 +77,21 @@ report="$top_build/surge-report"
 tap_ok $? "surge-report shows the compression section: $(grep -E '^  (pipeline gradients|data-parallel) ' "$tap_tmp/report.txt" | tr -s ' ' | tr '\n' ';')"
 
 # bad input: exit 2, the first line names the deck's file:line
-bad() { # bad NAME NP PATTERN DECK-LINES... (after the base deck)
-  name=$1; np=$2; pattern=$3; shift 3
-  cp "$base" "$tap_tmp/bad.deck"
-  for line in "$@"; do printf '%s\n' "$line" >>"$tap_tmp/bad.deck"; done
-  timeout 120 "$mpiexec" -n "$np" "$SURGE_TRAIN" "$tap_tmp/bad.deck" -D "run.out_dir=$tap_tmp/bad" \
-    >"$tap_tmp/bad.out" 2>"$tap_tmp/bad.err"
-  rc=$?
-  msg=$(grep -m 1 "surge: error" "$tap_tmp/bad.err")
-  echo "$msg" | grep -q -E -e "bad.deck:[0-9]+: $pattern"
-  found=$?
-  [ $rc = 2 ] && [ $found = 0 ]
-  tap_ok $? "$name: exit $rc: $msg"
-}
 g="[parallel]" m="mode = 3d" p="pp = 2" d="dp = 2" mb="micro_batches = 2"
-bad "cb rank 0" 4 "\[compress\] cb_rank: 0 is out of range" "$g" "$m" "$p" "$d" "$mb" "[compress]" "cb = true" "cb_rank = 0"
-bad "cb rank larger than the gradients" 4 \
-  "\[compress\] cb_rank = 100, but an activation gradient is a \(tokens x width\) matrix of at most \(64 x 32\)" \
+gpt3d_bad "cb rank 0" 4 "\[compress\] cb_rank: 0 is out of range" "" "$g" "$m" "$p" "$d" "$mb" "[compress]" "cb = true" "cb_rank = 0"
+gpt3d_bad "cb rank larger than the gradients" 4 \
+  "\[compress\] cb_rank = 100, but an activation gradient is a \(tokens x width\) matrix of at most \(64 x 32\)" "" \
   "$g" "$m" "$p" "$d" "$mb" "[compress]" "cb = true" "cb_rank = 100"
-bad "dp rank larger than every matrix" 4 "\[compress\] dp_rank = 200 is larger than every gradient matrix" \
+gpt3d_bad "dp rank larger than every matrix" 4 "\[compress\] dp_rank = 200 is larger than every gradient matrix" "" \
   "$g" "$m" "$p" "$d" "$mb" "[compress]" "sc_stages = 1" "dp_rank = 200"
-bad "sc_stages beyond the pipeline" 4 "\[compress\] sc_stages: sc_stages = 3, but the pipeline has 2 stages" \
+gpt3d_bad "sc_stages beyond the pipeline" 4 "\[compress\] sc_stages: sc_stages = 3, but the pipeline has 2 stages" "" \
   "$g" "$m" "$p" "$d" "$mb" "[compress]" "sc_stages = 3"
-bad "cb without a pipeline" 2 "\[compress\] cb: the 3d layout has no pipeline \(\[parallel\] pp = 1\)" \
+gpt3d_bad "cb without a pipeline" 2 "\[compress\] cb: the 3d layout has no pipeline \(\[parallel\] pp = 1\)" "" \
   "[parallel]" "mode = 3d" "tp = 1" "pp = 1" "dp = 2" "[compress]" "cb = true"
-bad "fe without a pipeline" 2 "\[compress\] fe: the 3d layout has no pipeline" \
+gpt3d_bad "fe without a pipeline" 2 "\[compress\] fe: the 3d layout has no pipeline" "" \
   "[parallel]" "mode = 3d" "dp = 2" "[compress]" "fe = true"
-bad "sc without data parallelism" 2 "\[compress\] sc_stages: the 3d layout has no data parallelism \(\[parallel\] dp = 1\)" \
+gpt3d_bad "sc without data parallelism" 2 "\[compress\] sc_stages: the 3d layout has no data parallelism \(\[parallel\] dp = 1\)" "" \
   "[parallel]" "mode = 3d" "pp = 2" "[compress]" "sc_stages = 1"
-bad "compression keys with data parallelism" 2 "\[compress\] cb: \[compress\] applies to 3d runs, but \[parallel\] mode = dp" \
+gpt3d_bad "compression keys with data parallelism" 2 "\[compress\] cb: \[compress\] applies to 3d runs, but \[parallel\] mode = dp" "" \
   "[parallel]" "mode = dp" "[compress]" "cb = true"
 tap_done

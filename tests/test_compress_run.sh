@@ -62,8 +62,13 @@ sent=$(sum /metrics/bytes_activation_grad_compressed) raw=$(sum /compress/activa
 [ "$sent" = $((8 * 4 * (32 + 32) * 4 * 4)) ] && [ "$raw" = $((8 * 4 * 32 * 32 * 4)) ]
 tap_ok $? "the log's compressed pipeline gradient bytes are the formula's: $sent sent for $raw (8 steps x 4 ranks x (n + m) r x 4 bytes)"
 dp_c=$(h5vals "$log" /metrics/bytes_dp_compressed | tr '\n' ' ')
-echo "$dp_c" | awk '{ for (i = 1; i <= 4; i++) if ($i != 0) exit 1; for (i = 5; i <= 8; i++) if ($i == 0) exit 1 }'
-tap_ok $? "data-parallel compression starts after the warm-up: bytes_dp_compressed per step $dp_c"
+# SC's mask: only stage 0 (sc_stages = 1) sends factors, per step after the warm-up on each of 2 tp x
+# 2 dp ranks its 2 blocks' matrices at rank 4, qkv (48, 32), proj (32, 16), fc (64, 32), fcproj (32, 64):
+# (80 + 48 + 96 + 96) x 4 floats each, and the position table (16, 32) on the 2 tp-rank-0 ranks:
+# (16 + 32) x 4 floats (the word embedding is FE's); stage 1's blocks would add as much again
+sc=$((4 * (2 * 2 * 2 * (80 + 48 + 96 + 96) * 4 + 2 * (16 + 32) * 4)))
+echo "$dp_c" | awk -v sc="$sc" '{ for (i = 1; i <= 4; i++) if ($i != 0) exit 1; for (i = 5; i <= 8; i++) if ($i != sc) exit 1 }'
+tap_ok $? "data-parallel compression starts after the warm-up, on stage 0 only: bytes_dp_compressed per step $dp_c (formula $sc)"
 [ "$(h5vals "$log" /compress/step | wc -l)" = 8 ] && [ "$(h5vals "$log" /compress/error_norm | awk '$1 > 0' | wc -l)" = 8 ]
 tap_ok $? "/compress has a row per step, the error carried over the boundary positive in each"
 grep -q "^compression: cb rank 4 (lep on, epilogue only): 1 of 4 activation-gradient sends" "$tap_tmp/straight.txt" &&

@@ -1,6 +1,7 @@
 # Shared by the tests of 3d runs (tests/test_3d.sh, tests/test_compress_run.sh); sourced after tests/tap.sh.
 #   gpt3d_deck FILE EVERY       the small gpt of both, 8 steps of AdamW on the fortunes text, a
-#                               checkpoint every EVERY steps; no [parallel] (the tests append it)
+#                               checkpoint every EVERY steps; no [parallel] (the bad-input decks append theirs)
+#   gpt3d_grid FILE MB          appends the (tp 2, pp 2, dp 2) layout of MB micro-batches
 #   gpt3d_bad NAME NP PATTERN "-D OVERRIDES" DECK-LINES...
 #                               surge-train on NP ranks with $base plus the lines must exit 2, its
 #                               first error line naming the deck's file:line and matching PATTERN
@@ -27,6 +28,17 @@ lr = 1e-3
 clip_norm = 1.0
 [checkpoint]
 every = $2
+DECK
+}
+
+gpt3d_grid() {
+  cat >>"$1" <<DECK
+[parallel]
+mode = 3d
+tp = 2
+pp = 2
+dp = 2
+micro_batches = $2
 DECK
 }
 

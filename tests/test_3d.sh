@@ -17,14 +17,7 @@ base="$tap_tmp/base.deck"
 gpt3d_deck "$base" 4
 deck="$tap_tmp/gpt3d.deck"
 cp "$base" "$deck"
-cat >>"$deck" <<DECK
-[parallel]
-mode = 3d
-tp = 2
-pp = 2
-dp = 2
-micro_batches = 2
-DECK
+gpt3d_grid "$deck" 2
 g124="-D parallel.tp=1 -D parallel.pp=2 -D parallel.dp=4"
 # the attention key bias has a zero true gradient: AdamW turns its rounding noise into steps of up to lr
 # (the rule of tests/test_dp.sh)

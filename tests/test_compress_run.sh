@@ -17,13 +17,8 @@ base="$tap_tmp/base.deck"
 gpt3d_deck "$base" 3
 deck="$tap_tmp/cc.deck"
 cp "$base" "$deck"
+gpt3d_grid "$deck" 4
 cat >>"$deck" <<DECK
-[parallel]
-mode = 3d
-tp = 2
-pp = 2
-dp = 2
-micro_batches = 4
 [compress]
 cb = true
 cb_rank = 4

@@ -1,7 +1,7 @@
 # Helpers the benchmark scripts share (sourced after they set $tmp, a scratch directory).
 command -v h5dump >/dev/null 2>&1 || { echo "$(basename "$0"): h5dump is needed to read the run logs" >&2; exit 1; }
-h5vals() { # h5vals FILE DATASET: the values, one per line
-  h5dump -d "$2" -y -w 0 -o "$tmp/vals.txt" "$1" >/dev/null 2>&1 || return 1
+h5vals() { # h5vals FILE DATASET: the values, one per line, floats in full (h5dump prints 6 digits)
+  h5dump -d "$2" -m '%.17g' -y -w 0 -o "$tmp/vals.txt" "$1" >/dev/null 2>&1 || return 1
   tr ', \t' '\n\n\n' <"$tmp/vals.txt" | awk NF
 }
 h5attr() { # h5attr FILE OBJECT/ATTRIBUTE: a scalar attribute's value

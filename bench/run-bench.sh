@@ -34,6 +34,10 @@ if want multiplex && [ -f "$src/bench/bench_multiplex.sh" ]; then
   echo "== multiplexing: a burst foreground with a background per rank against it alone and data parallelism (bench/bench_multiplex.sh)"
   SURGE_TRAIN=./surge-train MPIEXEC="$mpiexec" SURGE_BUILD=. sh "$src/bench/bench_multiplex.sh"
 fi
+if want compress && [ -f "$src/bench/bench_compress.sh" ]; then
+  echo "== Optimus-CC compression on tp 2 x pp 2 x dp 2: traffic against the formulas, quality against the exact twin, speed on the emulated cluster (bench/bench_compress.sh)"
+  SURGE_TRAIN=./surge-train MPIEXEC="$mpiexec" sh "$src/bench/bench_compress.sh"
+fi
 if want cluster && [ -f "$src/bench/bench_cluster.sh" ]; then
   echo "== the emulated cluster: links per rate, burst planner fidelity and multiplexing on 2 nodes x 2 ranks (bench/bench_cluster.sh)"
   SURGE_TRAIN=./surge-train MPIEXEC="$mpiexec" SURGE_BUILD=. sh "$src/bench/bench_cluster.sh"

@@ -12,40 +12,12 @@ compare="$top_build/tests/h5_compare"
 
 tap_timeout=600 tap_pass_through "equivalence" 8 "$top_build/tests/test_pipe_equiv"
 
+. "$top_src/tests/gpt3d.sh"
 base="$tap_tmp/base.deck"
-cat >"$base" <<DECK
-[run]
-name = gpt3d
-steps = 8
-print_every = 8
-overwrite = true
-[model]
-zoo = gpt
-gpt_layers = 4
-gpt_width = 32
-gpt_heads = 4
-gpt_context = 16
-[data]
-source = text
-test_samples = 8
-[train]
-global_batch = 16
-optimizer = adamw
-lr = 1e-3
-clip_norm = 1.0
-[checkpoint]
-every = 4
-DECK
+gpt3d_deck "$base" 4
 deck="$tap_tmp/gpt3d.deck"
 cp "$base" "$deck"
-cat >>"$deck" <<DECK
-[parallel]
-mode = 3d
-tp = 2
-pp = 2
-dp = 2
-micro_batches = 2
-DECK
+gpt3d_grid "$deck" 2
 g124="-D parallel.tp=1 -D parallel.pp=2 -D parallel.dp=4"
 # the attention key bias has a zero true gradient: AdamW turns its rounding noise into steps of up to lr
 # (the rule of tests/test_dp.sh)
@@ -113,31 +85,17 @@ svg="$tap_tmp/plot/pipeline.svg"
 tap_ok $? "the Gantt chart pipeline.svg has the passes of every rank ($(grep -c '<rect' "$svg") rectangles)"
 
 # bad input: exit 2, the first line names the deck's file:line
-bad() { # bad NAME NP PATTERN "-D OVERRIDES" DECK-LINES... (after the base deck)
-  name=$1; np=$2; pattern=$3; overrides=$4; shift 4
-  cp "$base" "$tap_tmp/bad.deck"
-  for line in "$@"; do printf '%s\n' "$line" >>"$tap_tmp/bad.deck"; done
-  # shellcheck disable=SC2086
-  timeout 120 "$mpiexec" -n "$np" "$SURGE_TRAIN" "$tap_tmp/bad.deck" -D "run.out_dir=$tap_tmp/bad" $overrides \
-    >"$tap_tmp/bad.out" 2>"$tap_tmp/bad.err"
-  rc=$?
-  msg=$(grep -m 1 "surge: error" "$tap_tmp/bad.err")
-  echo "$msg" | grep -q -E -e "bad.deck:[0-9]+: $pattern"
-  found=$?
-  [ $rc = 2 ] && [ $found = 0 ]
-  tap_ok $? "$name: exit $rc: $msg"
-}
-bad "tp * pp * dp is not the rank count" 2 "\[parallel\] tp = 2, pp = 2, dp = 2: tp \* pp \* dp = 8, but the job has 2 ranks" \
+gpt3d_bad "tp * pp * dp is not the rank count" 2 "\[parallel\] tp = 2, pp = 2, dp = 2: tp \* pp \* dp = 8, but the job has 2 ranks" \
   "" "[parallel]" "mode = 3d" "tp = 2" "pp = 2" "dp = 2"
-bad "heads not divisible by tp" 2 "\[parallel\] tp = 2 does not divide the 3 attention heads" \
+gpt3d_bad "heads not divisible by tp" 2 "\[parallel\] tp = 2 does not divide the 3 attention heads" \
   "-D model.gpt_heads=3 -D model.gpt_width=48" "[parallel]" "mode = 3d" "tp = 2"
-bad "vocabulary not divisible by tp" 3 "\[parallel\] tp = 3 does not divide the vocabulary of 256" \
+gpt3d_bad "vocabulary not divisible by tp" 3 "\[parallel\] tp = 3 does not divide the vocabulary of 256" \
   "-D model.gpt_heads=3 -D model.gpt_width=48" "[parallel]" "mode = 3d" "tp = 3"
-bad "more stages than blocks" 3 "\[parallel\] pp = 3 stages, but the model has 2 transformer blocks" \
+gpt3d_bad "more stages than blocks" 3 "\[parallel\] pp = 3 stages, but the model has 2 transformer blocks" \
   "-D model.gpt_layers=2" "[parallel]" "mode = 3d" "pp = 3"
-bad "a micro-batch without samples on a replica" 2 "\[parallel\] micro_batches = 9, but a data-parallel replica gets only 8" \
+gpt3d_bad "a micro-batch without samples on a replica" 2 "\[parallel\] micro_batches = 9, but a data-parallel replica gets only 8" \
   "" "[parallel]" "mode = 3d" "dp = 2" "micro_batches = 9"
-bad "stages that do not sum to the blocks" 2 "\[parallel\] stages: 2 entries summing to 3" "" "[parallel]" "mode = 3d" \
+gpt3d_bad "stages that do not sum to the blocks" 2 "\[parallel\] stages: 2 entries summing to 3" "" "[parallel]" "mode = 3d" \
   "pp = 2" "stages = 1,2"
 cat >"$tap_tmp/mlp.deck" <<DECK
 [model]

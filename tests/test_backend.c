@@ -253,6 +253,11 @@ static double run_sumsq(const backend_t *be, const void *ctx, float **out) {
   const vec_ctx_t *v = ctx;
   return be->sumsq(v->x, v->n);
 }
+static double run_dot(const backend_t *be, const void *ctx, float **out) {
+  (void)out;
+  const vec_ctx_t *v = ctx;
+  return be->dot(v->x, v->y, v->n);
+}
 static double run_all_finite(const backend_t *be, const void *ctx, float **out) {
   (void)out;
   const vec_ctx_t *v = ctx;
@@ -326,6 +331,7 @@ static void test_flat_ops(size_t n) {
   FLAT_CASE(run_add, OUT_WRITE, SCALAR_NONE);
   FLAT_CASE(run_add_in_place, OUT_INOUT, SCALAR_NONE);
   FLAT_CASE(run_sumsq, OUT_WRITE, SCALAR_CLOSE);
+  FLAT_CASE(run_dot, OUT_WRITE, SCALAR_CLOSE);
   FLAT_CASE(run_all_finite, OUT_WRITE, SCALAR_EXACT);
   FLAT_CASE(run_relu_fwd, OUT_WRITE, SCALAR_NONE);
   FLAT_CASE(run_relu_bwd, OUT_ACCUM, SCALAR_NONE);
@@ -340,6 +346,58 @@ static void test_flat_ops(size_t n) {
   free(x);
   free(y);
   free(y0);
+}
+
+/* Modified Gram-Schmidt of `batch` (n, r) matrices `extra` floats apart: cpu against ref, and on
+ * both P^T P = I and the first column the normalised input column. */
+typedef struct orth_ctx {
+  int batch, n, r;
+  size_t sP;
+} orth_ctx_t;
+
+static double run_orthonormalize(const backend_t *be, const void *ctx, float **out) {
+  const orth_ctx_t *o = ctx;
+  be->orthonormalize(o->batch, o->n, o->r, out[0], o->sP);
+  return 0.0;
+}
+
+static void test_orthonormalize(int batch, int n, int r, int extra) {
+  orth_ctx_t o = {batch, n, r, (size_t)n * (size_t)r + (size_t)extra};
+  size_t len = o.sP * (size_t)batch;
+  float *init = buf_uniform(len, -1, 1);
+  char label[64];
+  snprintf(label, sizeof label, "orthonormalize %dx(%d,%d)", batch, n, r);
+  op_case_t c = {label, run_orthonormalize, &o, 1, {{"P", len, OUT_INOUT, 0, init}}, SCALAR_NONE};
+  compare_backends(&c);
+  for (int k = 0; k < 2; k++) {
+    float *p = xmalloc(len * sizeof *p);
+    memcpy(p, init, len * sizeof *p);
+    backends[k]->orthonormalize(batch, n, r, p, o.sP);
+    double worst = 0, first = 0;
+    for (int b = 0; b < batch; b++) {
+      const float *m = p + (size_t)b * o.sP, *m0 = init + (size_t)b * o.sP;
+      double n0 = 0;
+      for (int row = 0; row < n; row++) n0 += (double)m0[(size_t)row * r] * m0[(size_t)row * r];
+      for (int row = 0; row < n; row++)
+        first = fmax(first, fabs(m[(size_t)row * r] - m0[(size_t)row * r] / (sqrt(n0) + 1e-8)));
+      for (int i = 0; i < r; i++)
+        for (int j = 0; j < r; j++) {
+          double d = 0;
+          for (int row = 0; row < n; row++) d += (double)m[(size_t)row * r + i] * m[(size_t)row * r + j];
+          worst = fmax(worst, fabs(d - (i == j)));
+        }
+    }
+    int gap_kept = 1; /* the floats between matrices are not touched */
+    for (int b = 0; b + 1 < batch; b++)
+      for (int e = 0; e < extra; e++) {
+        size_t at = (size_t)b * o.sP + (size_t)n * (size_t)r + (size_t)e;
+        gap_kept &= p[at] == init[at];
+      }
+    tap_ok(worst <= 1e-5 && first <= 1e-6 && gap_kept, "%s on %s: |P^T P - I| %.1e, first column %.1e off x/|x|",
+           label, backends[k]->name, worst, first);
+    free(p);
+  }
+  free(init);
 }
 
 /* GELU far out in its tails, where the gate saturates to exactly 0 or 1. */
@@ -1064,6 +1122,9 @@ int main(void) {
     test_sgd(1001, 0.9f, 1, 1e-2f, first);
   }
   test_sgd(1001, 0.0f, 0, 1e-2f, 0);
+  test_orthonormalize(1, 7, 1, 0);
+  test_orthonormalize(3, 40, 5, 3);
+  test_orthonormalize(2, 300, 16, 0);
   test_long_sums();
   test_adamw(1001, 1, 0.0f);
   test_adamw(1001, 10, 1e-2f);

@@ -278,7 +278,7 @@ static const err_case_t err_cases[] = {
      "bad.deck",
      0,
      {0},
-     {"bad.deck:3: unknown section [optimizer]", "sections: [run], [model], [data], [train], [parallel], [multiplex], [log], [checkpoint], [backend]"}},
+     {"bad.deck:3: unknown section [optimizer]", "sections: [run], [model], [data], [train], [parallel], [compress], [multiplex], [log], [checkpoint], [backend]"}},
     {"wrong type",
      Z "[run]\nsteps = ten\n",
      "bad.deck",

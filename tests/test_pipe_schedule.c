@@ -161,6 +161,35 @@ static double brute(const double *cost, int L, double head, double tail, int PP,
   return best;
 }
 
+/* The epilogue (pipe/schedule.h) against the passes: the backwards after each stage's last forward,
+ * all of them from pipe_epilogue_first on; with 1F1B, PP - s on stage s >= 1 (M >= PP - s), so
+ * PP (PP - 1) / 2 compressed gradient sends per pipeline (Optimus-CC's epilogue-only count). */
+static void check_epilogue(pipe_sched_t k) {
+  pipe_op_t ops[2 * MAX_M];
+  int wrong = 0, count_wrong = 0;
+  for (int PP = 1; PP <= MAX_PP; PP++)
+    for (int M = 1; M <= MAX_M; M++) {
+      int total = 0;
+      for (int s = 0; s < PP; s++) {
+        pipe_schedule(k, PP, M, s, ops);
+        int last_f = 0, first = pipe_epilogue_first(k, PP, M, s), n = 0;
+        for (int i = 0; i < 2 * M; i++)
+          if (ops[i].pass == PIPE_FORWARD) last_f = i;
+        for (int i = 0; i < 2 * M; i++)
+          if (ops[i].pass == PIPE_BACKWARD && (i > last_f) != (ops[i].mb >= first)) wrong++;
+        for (int mb = first; mb < M; mb++) n++;
+        if (s >= 1) total += n;
+        if (k == PIPE_1F1B && s >= 1 && M >= PP - s && n != PP - s) count_wrong++;
+      }
+      if (k == PIPE_1F1B && M >= PP && total != PP * (PP - 1) / 2) count_wrong++;
+      if (k == PIPE_GPIPE && total != (PP - 1) * M) count_wrong++;
+    }
+  tap_ok(wrong == 0, "%s: the epilogue is exactly the backwards after each stage's last forward (%d wrong)",
+         pipe_sched_name(k), wrong);
+  tap_ok(count_wrong == 0, "%s: epilogue sends: %s (%d wrong)", pipe_sched_name(k),
+         k == PIPE_1F1B ? "PP - s from stage s, PP (PP - 1) / 2 per pipeline" : "all (PP - 1) M", count_wrong);
+}
+
 static void check_partition(void) {
   int count[8], scratch[8], wrong = 0, cases = 0;
   double cost[8];
@@ -191,6 +220,8 @@ static void check_partition(void) {
 int main(void) {
   check_schedules(PIPE_1F1B);
   check_schedules(PIPE_GPIPE);
+  check_epilogue(PIPE_1F1B);
+  check_epilogue(PIPE_GPIPE);
   pipe_op_t a[2], b[2];
   int same = 1;
   for (int PP = 1; PP <= MAX_PP; PP++)

@@ -171,6 +171,15 @@ typedef struct backend {
    * over the ranks is the global first maximum). Indices are exact in float below 2^24. */
   void (*row_first_index)(int rows, int V, int lo, const float *logits, const float *mx, float *first);
 
+  /* ---- low-rank compression (compress/powersgd.h: PowerSGD of gradients and of pipeline gradients)
+   * dot: sum of x[i] * y[i] over n elements (double).
+   * orthonormalize: each of `batch` row-major (n, r) matrices P + i*sP gets orthonormal columns by
+   *   modified Gram-Schmidt, column by column from the first: col /= (||col|| + 1e-8), then every later
+   *   column -= (col . later) col. A matrix's columns are held in double while they are orthogonalised
+   *   and written back as float (so P^T P = I to float rounding however ill-conditioned P was). */
+  double (*dot)(const float *x, const float *y, size_t n);
+  void (*orthonormalize)(int batch, int n, int r, float *P, size_t sP);
+
   /* ---- optimizers over a flat slab of n floats (one call per step)
    * SGD (PyTorch semantics): g' = g + wd*p; buf = mom*buf + g' (buf = g' when first);
    *   step = nesterov ? g' + mom*buf : buf; p -= lr*step.  With mom == 0, buf is unused. */

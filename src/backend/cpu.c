@@ -51,6 +51,8 @@ const backend_t backend_cpu = {
     .xent_shard_stats = cpu_xent_shard_stats,
     .xent_shard_bwd = cpu_xent_shard_bwd,
     .row_first_index = cpu_row_first_index,
+    .dot = cpu_dot,
+    .orthonormalize = cpu_orthonormalize,
     .sgd_step = cpu_sgd_step,
     .adamw_step = cpu_adamw_step,
 };

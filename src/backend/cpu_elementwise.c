@@ -2,9 +2,11 @@
  * pointers that the compiler vectorises. */
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "backend/cpu_ops.h"
+#include "core/error.h"
 
 void cpu_fill(float *restrict x, size_t n, float v) {
   if (v == 0.0f && !signbit(v)) { /* zeroing gradients every step: the C library's memset is fastest */
@@ -27,15 +29,7 @@ CPU_CLONES void cpu_add(size_t n, const float *a, const float *b, float *y) {
   for (size_t i = 0; i < n; i++) y[i] = a[i] + b[i];
 }
 
-CPU_CLONES double cpu_sumsq(const float *restrict x, size_t n) {
-  double lane[4] = {0};
-  size_t i = 0;
-  for (; i + 4 <= n; i += 4)
-    for (int l = 0; l < 4; l++) lane[l] += (double)x[i + l] * (double)x[i + l];
-  double s = (lane[0] + lane[2]) + (lane[1] + lane[3]);
-  for (; i < n; i++) s += (double)x[i] * (double)x[i];
-  return s;
-}
+double cpu_sumsq(const float *restrict x, size_t n) { return cpu_dot(x, x, n); }
 
 int cpu_all_finite(const float *restrict x, size_t n) {
   // A float is NaN or Inf exactly when its exponent bits are all ones.
@@ -124,4 +118,49 @@ CPU_CLONES void cpu_gelu_bwd(size_t n, const float *restrict x, const float *res
     float du = CPU_GELU_K * (1.0f + 3.0f * CPU_GELU_C * v * v);
     dx[i] += dy[i] * (s + 2.0f * v * s * (1.0f - s) * du);
   }
+}
+
+/* ---- low-rank compression */
+
+CPU_CLONES double cpu_dot(const float *restrict x, const float *restrict y, size_t n) {
+  double lane[4] = {0};
+  size_t i = 0;
+  for (; i + 4 <= n; i += 4)
+    for (int l = 0; l < 4; l++) lane[l] += (double)x[i + l] * (double)y[i + l];
+  double s = (lane[0] + lane[2]) + (lane[1] + lane[3]);
+  for (; i < n; i++) s += (double)x[i] * (double)y[i];
+  return s;
+}
+
+static double dot_d(const double *restrict a, const double *restrict b, int n) {
+  double lane[4] = {0};
+  int i = 0;
+  for (; i + 4 <= n; i += 4)
+    for (int l = 0; l < 4; l++) lane[l] += a[i + l] * b[i + l];
+  double s = (lane[0] + lane[2]) + (lane[1] + lane[3]);
+  for (; i < n; i++) s += a[i] * b[i];
+  return s;
+}
+
+/* Each matrix is transposed into a column-major double copy (contiguous columns), orthogonalised
+ * there by modified Gram-Schmidt and transposed back. */
+void cpu_orthonormalize(int batch, int n, int r, float *P, size_t sP) {
+  double *c = xmalloc(((size_t)n * (size_t)r + 1) * sizeof *c); /* c[i n + row]: column i */
+  for (int b = 0; b < batch; b++) {
+    float *p = P + (size_t)b * sP;
+    for (int row = 0; row < n; row++)
+      for (int i = 0; i < r; i++) c[(size_t)i * n + row] = p[(size_t)row * r + i];
+    for (int i = 0; i < r; i++) {
+      double *ci = c + (size_t)i * n;
+      double inv = 1.0 / (sqrt(dot_d(ci, ci, n)) + 1e-8);
+      for (int row = 0; row < n; row++) ci[row] *= inv;
+      for (int j = i + 1; j < r; j++) {
+        double *cj = c + (size_t)j * n, d = dot_d(ci, cj, n);
+        for (int row = 0; row < n; row++) cj[row] -= d * ci[row];
+      }
+    }
+    for (int row = 0; row < n; row++)
+      for (int i = 0; i < r; i++) p[(size_t)row * r + i] = (float)c[(size_t)i * n + row];
+  }
+  free(c);
 }

@@ -123,6 +123,8 @@ void cpu_axpy(size_t n, float a, const float *x, float *y);
 void cpu_add(size_t n, const float *a, const float *b, float *y);
 double cpu_sumsq(const float *x, size_t n);
 int cpu_all_finite(const float *x, size_t n);
+double cpu_dot(const float *x, const float *y, size_t n);
+void cpu_orthonormalize(int batch, int n, int r, float *P, size_t sP);
 void cpu_bias_add_rows(int rows, int cols, const float *b, float *y);
 void cpu_bias_grad_rows(int rows, int cols, const float *dy, float *db);
 void cpu_bias_add_planes(int N, int C, int HW, const float *b, float *y);

@@ -475,6 +475,36 @@ static void ref_row_first_index(int rows, int V, int lo, const float *logits, co
   }
 }
 
+/* ---- low-rank compression */
+
+static double ref_dot(const float *x, const float *y, size_t n) {
+  double s = 0.0;
+  for (size_t i = 0; i < n; i++) s += (double)x[i] * y[i];
+  return s;
+}
+
+/* Modified Gram-Schmidt on a double copy of each (n, r) matrix, in place and row-major. */
+static void ref_orthonormalize(int batch, int n, int r, float *P, size_t sP) {
+  double *a = xmalloc(((size_t)n * (size_t)r + 1) * sizeof *a);
+  for (int b = 0; b < batch; b++) {
+    float *p = P + (size_t)b * sP;
+    for (size_t k = 0; k < (size_t)n * (size_t)r; k++) a[k] = p[k];
+    for (int i = 0; i < r; i++) {
+      double norm = 0.0;
+      for (int row = 0; row < n; row++) norm += a[(size_t)row * r + i] * a[(size_t)row * r + i];
+      norm = sqrt(norm) + 1e-8;
+      for (int row = 0; row < n; row++) a[(size_t)row * r + i] /= norm;
+      for (int j = i + 1; j < r; j++) {
+        double d = 0.0;
+        for (int row = 0; row < n; row++) d += a[(size_t)row * r + i] * a[(size_t)row * r + j];
+        for (int row = 0; row < n; row++) a[(size_t)row * r + j] -= d * a[(size_t)row * r + i];
+      }
+    }
+    for (size_t k = 0; k < (size_t)n * (size_t)r; k++) p[k] = (float)a[k];
+  }
+  free(a);
+}
+
 /* ---- optimizers */
 
 static void ref_sgd_step(size_t n, float *p, const float *g, float *buf, float lr, float mom,
@@ -552,6 +582,8 @@ const backend_t backend_ref = {
     .xent_shard_stats = ref_xent_shard_stats,
     .xent_shard_bwd = ref_xent_shard_bwd,
     .row_first_index = ref_row_first_index,
+    .dot = ref_dot,
+    .orthonormalize = ref_orthonormalize,
     .sgd_step = ref_sgd_step,
     .adamw_step = ref_adamw_step,
 };

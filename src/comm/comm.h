@@ -20,11 +20,14 @@ typedef enum traffic {
   TRAFFIC_ACT_GRAD,   /* activation gradients, backward */
   TRAFFIC_EMBED,      /* embedding synchronisation */
   TRAFFIC_TP,         /* tensor-parallel reductions inside a pipeline stage (3D parallelism) */
+  TRAFFIC_DP_COMPRESSED,       /* data-parallel gradients as PowerSGD factors (sync/reducer.h) */
+  TRAFFIC_ACT_GRAD_COMPRESSED, /* activation gradients as compressed messages (compress/cb.h) */
   TRAFFIC_OTHER,      /* metrics, control, checkpoints */
   TRAFFIC_COUNT
 } traffic_t;
 
-/* Names for logs: "dp", "activation", "activation_grad", "embedding", "tp", "other". */
+/* Names for logs: "dp", "activation", "activation_grad", "embedding", "tp", "dp_compressed",
+ * "activation_grad_compressed", "other". */
 const char *traffic_name(traffic_t t);
 
 typedef struct comm_meter {

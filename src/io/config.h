@@ -64,6 +64,17 @@ typedef struct config {
   int pipe_stages[CFG_MAX_LIST]; /* 3d: blocks per pipeline stage; {0}: balanced by FLOPs */
   int pipe_nstages;
 
+  /* [compress] (compress/, doc/compression.md; 3d only) */
+  int compress_cb;          /* compressed back-propagation of pipeline activation gradients */
+  int compress_cb_rank;
+  int compress_lep;         /* lazy error propagation */
+  int compress_epilogue_only;
+  int compress_fe;          /* fused embedding synchronisation */
+  int compress_sc_stages;   /* stages below this compress their data-parallel gradients */
+  int compress_dp_rank;
+  double compress_warmup_fraction;
+  double compress_min_rate; /* 0: off */
+
   /* [multiplex] (mux/mux.h) */
   char mux_channel[CFG_STR];  /* partner channel name; "" = automatic (MPMD, or Slurm's job id) */
   char mux_on_fg_end[16];     /* background: stop | continue when the foreground ends */

@@ -38,6 +38,7 @@ const cfg_section_t cfg_sections[] = {
     {"data", "The training and evaluation data"},
     {"train", "Batch, optimizer, learning-rate schedule, clipping"},
     {"parallel", "How the ranks share the work"},
+    {"compress", "Optimus-CC's compression of critical-path traffic in 3d runs (doc/compression.md)"},
     {"multiplex", "Foreground/background co-scheduling (surge-train --foreground / --background)"},
     {"log", "The HDF5 metrics log"},
     {"checkpoint", "Checkpoints (parallel HDF5) and restarts"},
@@ -148,6 +149,33 @@ const cfg_key_t cfg_keys[] = {
     LIST_KEY("parallel", "stages", pipe_stages, pipe_nstages, "0", 0, 4096,
              "3d: transformer blocks per pipeline stage, first to last (pp entries, summing to gpt_layers); 0: "
              "balanced by training FLOPs"),
+
+    BOOL_KEY("compress", "cb", compress_cb, "false",
+             "3d: compressed back-propagation: the activation gradients a stage sends to the one before it "
+             "go as PowerSGD factors P, Q of rank cb_rank (needs pp > 1)"),
+    INT_KEY("compress", "cb_rank", compress_cb_rank, "16", 1, 65536,
+            "3d: rank of the compressed activation gradients (at most the width and the tokens of a "
+            "micro-batch)"),
+    BOOL_KEY("compress", "lep", compress_lep, "true",
+             "3d: lazy error propagation: what a compressed gradient missed is added to the next one sent over "
+             "the same boundary (across micro-batches and steps)"),
+    BOOL_KEY("compress", "epilogue_only", compress_epilogue_only, "true",
+             "3d: compress only the backward transfers after a stage's last forward (the cool-down of 1f1b: "
+             "pp - s of them from stage s, pp (pp - 1) / 2 per pipeline and step); false: all of them"),
+    BOOL_KEY("compress", "fe", compress_fe, "false",
+             "3d: fused embedding synchronisation: the word embedding's gradient is left out of the "
+             "data-parallel sum and summed once over the first and last stages' ranks of its tensor-parallel "
+             "index (2 dp ranks) (needs pp > 1)"),
+    INT_KEY("compress", "sc_stages", compress_sc_stages, "0", 0, 4096,
+            "3d: selective stage compression: stages 0 .. sc_stages-1 sum their data-parallel gradients as "
+            "PowerSGD factors of rank dp_rank (0: none; at most pp; needs dp > 1)"),
+    INT_KEY("compress", "dp_rank", compress_dp_rank, "128", 1, 65536,
+            "3d: rank of the compressed data-parallel gradients (each matrix: at most its smaller side)"),
+    FLOAT_KEY("compress", "warmup_fraction", compress_warmup_fraction, "0", 0, CLOSED, 1, CLOSED,
+              "3d: the first warmup_fraction * [run] steps sum the data-parallel gradients exactly"),
+    FLOAT_KEY("compress", "min_rate", compress_min_rate, "0", 0, CLOSED, 1e6, CLOSED,
+              "3d: a matrix (data-parallel or activation gradient) is sent exact unless its factors are at "
+              "least min_rate times smaller: (n + m) r * min_rate <= n m (0: always compressed)"),
 
     STRING_KEY("multiplex", "channel", mux_channel, "", 0,
                "name both partners use (1..64 of A-Z a-z 0-9 . _ -); empty: chosen automatically in one MPMD "

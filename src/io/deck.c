@@ -333,8 +333,55 @@ static const char *explicit_key(const deck_t *d, const char *prefer, const char 
   return w && strcmp(w, "default") == 0 ? other : prefer;
 }
 
+/* Whether section.key holds another value than its default (a resolved deck names every key). */
+static int changed(const config_t *c, const char *section_key) {
+  const char *dot = strchr(section_key, '.');
+  char section[32];
+  snprintf(section, sizeof section, "%.*s", (int)(dot - section_key), section_key);
+  int i = cfg_find_key(section, dot + 1);
+  const cfg_key_t *k = &cfg_keys[i];
+  config_t *def = xcalloc(1, sizeof *def);
+  strbuf_t msg = STRBUF_INIT, hint = STRBUF_INIT;
+  int differs = cfg_value_store(k, k->def, def, &msg, &hint) != 0 ||
+                memcmp((const char *)def + k->offset, (const char *)c + k->offset, k->size) != 0;
+  sb_free(&msg);
+  sb_free(&hint);
+  free(def);
+  return differs;
+}
+
+/* [compress] keys apply to the axes of a 3d layout: the pipeline ones (cb, fe) to pp > 1, the
+ * data-parallel ones to dp > 1; sc_stages counts stages. A key left at its default never fails. */
+static void check_compress(const deck_t *d, const config_t *c) {
+  static const char *const pipe_keys[] = {"compress.cb", "compress.cb_rank", "compress.lep", "compress.epilogue_only",
+                                          "compress.fe", NULL};
+  static const char *const dp_keys[] = {"compress.sc_stages", "compress.dp_rank", "compress.warmup_fraction", NULL};
+  int is3d = strcmp(c->parallel_mode, "3d") == 0;
+  for (int i = 0; i < cfg_nkeys; i++) {
+    char key[80];
+    snprintf(key, sizeof key, "%s.%s", cfg_keys[i].section, cfg_keys[i].key);
+    if (strcmp(cfg_keys[i].section, "compress") == 0 && !is3d && changed(c, key))
+      deck_key_error(d, key, "[compress] applies to 3d runs, but [parallel] mode = %s (hint: remove the [compress] "
+                     "keys, or use mode = 3d: its pipeline (pp > 1) for cb and fe, its data parallelism (dp > 1) "
+                     "for sc_stages)", c->parallel_mode);
+  }
+  for (int i = 0; is3d && pipe_keys[i]; i++)
+    if (c->pp == 1 && changed(c, pipe_keys[i]))
+      deck_key_error(d, pipe_keys[i], "the 3d layout has no pipeline ([parallel] pp = 1): no activation gradient "
+                     "or embedding crosses stages (hint: pp > 1, or remove the key)");
+  for (int i = 0; is3d && dp_keys[i]; i++)
+    if (c->dp == 1 && changed(c, dp_keys[i]))
+      deck_key_error(d, dp_keys[i], "the 3d layout has no data parallelism ([parallel] dp = 1): there is no "
+                     "data-parallel gradient sum to compress (hint: dp > 1, or remove the key)");
+  if (is3d && c->compress_sc_stages > c->pp)
+    deck_key_error(d, "compress.sc_stages", "sc_stages = %d, but the pipeline has %d stage%s ([parallel] pp) "
+                   "(hint: 0 .. %d; stages below sc_stages are compressed)", c->compress_sc_stages, c->pp,
+                   c->pp == 1 ? "" : "s", c->pp);
+}
+
 /* Checks that involve several keys (each key alone is already in range). */
 static void check_across_keys(const deck_t *d, const config_t *c) {
+  check_compress(d, c);
   if (c->gpt_width % c->gpt_heads != 0)
     deck_key_error(d, explicit_key(d, "model.gpt_heads", "model.gpt_width"),
                    "gpt_heads (%d) must divide gpt_width (%d) (hint: e.g. gpt_width = %d)", c->gpt_heads,

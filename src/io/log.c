@@ -20,12 +20,13 @@ typedef struct series_spec {
   char name[48];
   h5_series_kind_t kind;
   int per_rank;         /* 2-D (steps, ranks) */
+  int per_boundary;     /* 2-D (steps, pipeline boundaries) */
   char units[16];
   char description[160];
 } series_spec_t;
 
 enum { SPEC_MAX = LOG_GROUP_COUNT + LOG_METRIC_COUNT + 2 * TRAFFIC_COUNT + PHASE_COUNT + LOG_EVAL_COUNT +
-                  LOG_EVENT_COUNT + LOG_MUX_METRIC_COUNT + LOG_PIPE_COLUMN_COUNT };
+                  LOG_EVENT_COUNT + LOG_MUX_METRIC_COUNT + LOG_PIPE_COLUMN_COUNT + LOG_CMP_METRIC_COUNT };
 
 typedef struct log_kinds {
   h5_series_kind_t step, real, count, rank, text;
@@ -42,8 +43,12 @@ struct run_log {
   h5_series_t metric[LOG_METRIC_COUNT], bytes[TRAFFIC_COUNT], internode[TRAFFIC_COUNT], phase[PHASE_COUNT];
   h5_series_t eval[LOG_EVAL_COUNT], event[LOG_EVENT_COUNT], mux[LOG_MUX_METRIC_COUNT];
   h5_series_t pipe[LOG_PIPE_COLUMN_COUNT];
+  h5_series_t cmp[LOG_CMP_METRIC_COUNT];
   int multiplexed;   /* the log has /multiplex (and the two multiplexed phases): set when it is created */
   int pipelined;     /* the log has /pipeline/events: created by a 3d run */
+  int compressed;    /* the log has /compress: created by a 3d run with compression */
+  hsize_t boundaries; /* columns of /compress's 2-D series */
+  double *boundary_row; /* (boundaries) */
   int run_multiplexed; /* this run is multiplexed (a resumed log keeps what it began as) */
   series_spec_t spec[SPEC_MAX];
   int nspec;
@@ -82,9 +87,10 @@ static void add_spec(run_log_t *L, h5_series_t *s, log_group_t group, const char
 /* The background and paused phases exist in multiplexed runs only. */
 static int has_phase(const run_log_t *L, int p) { return L->multiplexed || !log_phase_multiplexed((log_phase_t)p); }
 
-/* The groups this log has (/multiplex only for multiplexed runs, /pipeline/events for 3d runs). */
+/* The groups this log has (/multiplex only for multiplexed runs, /pipeline/events for 3d runs,
+ * /compress for 3d runs with compression). */
 static int has_group(const run_log_t *L, int g) {
-  return g == LOG_MULTIPLEX ? L->multiplexed : g == LOG_PIPELINE ? L->pipelined : 1;
+  return g == LOG_MULTIPLEX ? L->multiplexed : g == LOG_PIPELINE ? L->pipelined : g == LOG_COMPRESS ? L->compressed : 1;
 }
 
 /* The step scale of a group's rows. */
@@ -119,6 +125,10 @@ static void build_specs(run_log_t *L) {
     add_spec(L, &L->mux[m], LOG_MULTIPLEX, "", &log_multiplex_info[m], k.real, 0);
   for (int c = 0; c < LOG_PIPE_COLUMN_COUNT && L->pipelined; c++)
     add_spec(L, &L->pipe[c], LOG_PIPELINE, "", &log_pipe_info[c], c >= LOG_PIPE_START ? k.real : k.rank, 0);
+  for (int c = 0; c < LOG_CMP_METRIC_COUNT && L->compressed; c++) {
+    add_spec(L, &L->cmp[c], LOG_COMPRESS, "", &log_compress_info[c], k.real, 0);
+    L->spec[L->nspec - 1].per_boundary = c >= LOG_CMP_PER_BOUNDARY;
+  }
 }
 
 /* Rank 0 alone opens the file: no locks (a reader such as h5dump may open it while the run writes)
@@ -161,14 +171,16 @@ static void layout_open(run_log_t *L, int create, int ranks) {
   for (int g = 0; g < LOG_GROUP_COUNT; g++) grp[g] = has_group(L, g) ? group_open(L, log_group_path[g], create) : -1;
   for (int i = 0; i < L->nspec; i++) {
     series_spec_t *sp = &L->spec[i];
+    int two = sp->per_rank || sp->per_boundary;
     if (create)
       h5_series_create(sp->s, &L->chk, grp[sp->group], log_group_path[sp->group], sp->name, sp->kind,
-                       sp->per_rank ? (hsize_t)ranks : 0, sp->units, sp->description);
+                       sp->per_rank ? (hsize_t)ranks : sp->per_boundary ? L->boundaries : 0, sp->units,
+                       sp->description);
     else
       h5_series_open(sp->s, &L->chk, grp[sp->group], log_group_path[sp->group], sp->name, sp->kind.mem_type);
-    if (sp->s->ndims != (sp->per_rank ? 2 : 1))
+    if (sp->s->ndims != (two ? 2 : 1))
       surge_input_error("%s: %s is %d-D where a Surge log has a %d-D dataset", L->path, sp->s->path, sp->s->ndims,
-                        sp->per_rank ? 2 : 1);
+                        two ? 2 : 1);
   }
   const log_series_info_t *rank = &log_scale_info[LOG_RANKS];
   const char *ranks_path = log_group_path[LOG_RANKS];
@@ -209,11 +221,16 @@ static void drop_rows_after(run_log_t *L, long resume_step) {
   for (int i = 0; i < L->nspec; i++) h5_series_truncate(L->spec[i].s, keep[L->spec[i].group]);
 }
 
-/* A resumed run with more ranks than the log has columns: widen /ranks (old rows read NaN there). */
+/* A resumed run with more ranks than the log has columns: widen /ranks (old rows read NaN there);
+ * likewise /compress for more pipeline boundaries. */
 static void widen_ranks(run_log_t *L, int ranks) {
   for (int r = (int)h5_series_length(&L->rank_scale); r < ranks; r++) h5_series_append(&L->rank_scale, &r);
   for (int p = 0; p < PHASE_COUNT; p++)
     if (has_phase(L, p)) h5_series_widen(&L->phase[p], h5_series_length(&L->rank_scale));
+  for (int c = LOG_CMP_PER_BOUNDARY; c < LOG_CMP_METRIC_COUNT && L->compressed; c++) {
+    if (L->cmp[c].cols < L->boundaries) h5_series_widen(&L->cmp[c], L->boundaries);
+    L->boundaries = L->cmp[c].cols;
+  }
 }
 
 /* An existing file must be a Surge log before a resumed run writes into it. It is checked
@@ -292,6 +309,8 @@ static void open_file(run_log_t *L, const config_t *cfg, const char *deck_text, 
   h5util_check(&L->chk, H5Pclose(fapl), "close the access properties of the log", "");
   const char *mux_path = log_group_path[LOG_MULTIPLEX];
   if (resume) L->multiplexed = h5util_check(&L->chk, H5Lexists(L->file, mux_path, H5P_DEFAULT), "look up", mux_path) > 0;
+  const char *cmp_path = log_group_path[LOG_COMPRESS];
+  if (resume) L->compressed = h5util_check(&L->chk, H5Lexists(L->file, cmp_path, H5P_DEFAULT), "look up", cmp_path) > 0;
   if (resume) L->pipelined = h5util_check(&L->chk, H5Lexists(L->file, LOG_PIPE, H5P_DEFAULT), "look up", LOG_PIPE) > 0 &&
                              h5util_check(&L->chk, H5Lexists(L->file, log_group_path[LOG_PIPELINE], H5P_DEFAULT),
                                           "look up", log_group_path[LOG_PIPELINE]) > 0;
@@ -322,6 +341,8 @@ run_log_t *run_log_open(const char *path, const config_t *cfg, const char *deck_
   L->flush_every = cfg->log_flush_every > 0 ? cfg->log_flush_every : 1;
   L->multiplexed = L->run_multiplexed = cfg->mux_role != 0;
   L->pipelined = strcmp(cfg->parallel_mode, "3d") == 0;
+  L->compressed = L->pipelined && (cfg->compress_cb || cfg->compress_fe || cfg->compress_sc_stages > 0);
+  L->boundaries = cfg->pp > 1 ? (hsize_t)cfg->pp - 1 : 1;
   if (world->rank != 0) return L;
   L->path = xstrdup(path);
   L->chk = h5util_checker(L->path, H5UTIL_RUNTIME_ERROR);
@@ -330,6 +351,7 @@ run_log_t *run_log_open(const char *path, const config_t *cfg, const char *deck_
   h5util_quiet_end(q);
   L->gathered = xcalloc(surge_mul_size((size_t)world->size, PHASE_COUNT, "log phase gather"), sizeof(double));
   L->phase_row = xcalloc(h5_series_length(&L->rank_scale), sizeof(double));
+  L->boundary_row = xcalloc(L->boundaries, sizeof(double));
   return L;
 }
 
@@ -502,6 +524,32 @@ void run_log_pipeline_events(run_log_t *L, long step, const log_pipe_event_t *ev
   h5util_quiet_end(q);
 }
 
+void run_log_compress(run_log_t *L, long step, const log_compress_row_t *row) {
+  if (L->world->rank != 0 || !L->compressed) return;
+  h5util_quiet_t q = h5util_quiet_begin();
+  int64_t s = step;
+  const double one[LOG_CMP_PER_BOUNDARY] = {row->act_grad_raw_bytes, row->dp_raw_bytes, row->seconds,
+                                            row->lep_cos_mean};
+  h5_series_append(&L->step[LOG_COMPRESS], &s);
+  for (int c = 0; c < LOG_CMP_PER_BOUNDARY; c++) h5_series_append(&L->cmp[c], &one[c]);
+  const double *per[LOG_CMP_METRIC_COUNT] = {[LOG_CMP_ERROR_NORM] = row->error_norm, [LOG_CMP_COS] = row->lep_cos};
+  for (int c = LOG_CMP_PER_BOUNDARY; c < LOG_CMP_METRIC_COUNT; c++) {
+    for (hsize_t j = 0; j < L->boundaries; j++) L->boundary_row[j] = (int)j < row->boundaries ? per[c][j] : NAN;
+    h5_series_append(&L->cmp[c], L->boundary_row);
+  }
+  h5util_quiet_end(q);
+}
+
+void run_log_compress_summary(run_log_t *L, const char *text) {
+  if (L->world->rank != 0 || !L->compressed) return;
+  h5util_quiet_t q = h5util_quiet_begin();
+  const char *path = log_group_path[LOG_COMPRESS];
+  hid_t grp = group_open(L, path, 0);
+  h5_attr_put_string(grp, path, LOG_CMP_SUMMARY, text, &L->chk);
+  group_close(L, grp, path);
+  h5util_quiet_end(q);
+}
+
 void run_log_multiplex(run_log_t *L, const log_mux_info_t *info) {
   if (L->world->rank != 0 || !L->multiplexed || !L->run_multiplexed) return;
   h5util_quiet_t q = h5util_quiet_begin();
@@ -534,6 +582,7 @@ void run_log_close(run_log_t *L) {
   }
   free(L->gathered);
   free(L->phase_row);
+  free(L->boundary_row);
   free(L->path);
   free(L);
 }

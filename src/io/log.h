@@ -88,6 +88,16 @@ void run_log_pipeline(run_log_t *log, const log_pipe_info_t *info);
 /* Collective (rank 0 writes ev, the events of every rank): a step's rows of /pipeline/events. A log
  * created by another layout has none and takes none. */
 void run_log_pipeline_events(run_log_t *log, long step, const log_pipe_event_t *ev, size_t n);
+/* A 3d run's compression in a step (/compress; io/log_format.h says what each is). */
+typedef struct log_compress_row {
+  double act_grad_raw_bytes, dp_raw_bytes, seconds, lep_cos_mean;
+  int boundaries;                    /* pp - 1 */
+  const double *error_norm, *lep_cos; /* (boundaries) */
+} log_compress_row_t;
+/* Rank 0 writes: a step's row of /compress (a log without /compress takes none). */
+void run_log_compress(run_log_t *log, long step, const log_compress_row_t *row);
+/* Rank 0 writes: /compress@summary, the run's compression choices in words. */
+void run_log_compress_summary(run_log_t *log, const char *text);
 /* Collective: flush and close. */
 void run_log_close(run_log_t *log);
 

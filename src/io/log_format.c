@@ -6,8 +6,8 @@
 
 #include "comm/comm.h"
 
-const char *const log_group_path[LOG_GROUP_COUNT] = {"/metrics", "/ranks",     "/eval",
-                                                     "/events",  "/multiplex", "/pipeline/events"};
+const char *const log_group_path[LOG_GROUP_COUNT] = {"/metrics",   "/ranks",           "/eval",    "/events",
+                                                     "/multiplex", "/pipeline/events", "/compress"};
 
 #define STEP_DOC "steps completed after the logged step (1-based)"
 const log_series_info_t log_scale_info[LOG_GROUP_COUNT] = {
@@ -17,6 +17,27 @@ const log_series_info_t log_scale_info[LOG_GROUP_COUNT] = {
     [LOG_EVENTS] = {LOG_STEP, "steps", "steps completed when the event happened"},
     [LOG_MULTIPLEX] = {LOG_STEP, "steps", STEP_DOC},
     [LOG_PIPELINE] = {LOG_STEP, "steps", "steps completed after the step the event belongs to (1-based)"},
+    [LOG_COMPRESS] = {LOG_STEP, "steps", STEP_DOC},
+};
+
+const log_series_info_t log_compress_info[LOG_CMP_METRIC_COUNT] = {
+    [LOG_CMP_ACT_GRAD_RAW] = {"activation_grad_raw_bytes", "bytes",
+                              "the step's compressed pipeline gradients as exact messages, summed over ranks (sent: "
+                              "bytes_activation_grad_compressed)"},
+    [LOG_CMP_DP_RAW] = {"dp_raw_bytes", "bytes",
+                        "the step's compressed data-parallel matrices as exact sums, summed over ranks (sent: "
+                        "bytes_dp_compressed)"},
+    [LOG_CMP_SECONDS] = {"compress_seconds", "s",
+                         "the slowest rank's time in the compressors' arithmetic during the step"},
+    [LOG_CMP_COS_MEAN] = {"lep_cos_mean", "1",
+                          "mean over every boundary of cos(e, x - x'): a compressed send's residual e against its stage "
+                          "input x minus the next one's, x' (NaN: none)"},
+    [LOG_CMP_ERROR_NORM] = {"error_norm", "1",
+                            "(steps, boundaries): ||E|| carried over boundary j (stage j+1 to j) after the step, over its "
+                            "data-parallel replicas"},
+    [LOG_CMP_COS] = {"lep_cos", "1",
+                     "(steps, boundaries): the step's mean cos(e, x - x') over boundary j's consecutive compressed "
+                     "sends (NaN: none)"},
 };
 
 const char *const log_pipe_kind_name[LOG_PIPE_KIND_COUNT] = {
@@ -163,6 +184,8 @@ int log_column_order(const char *group, const char *name) {
     i = index_of(log_plan_info, LOG_PLAN_COLUMN_COUNT, name);
   } else if (strcmp(group, log_group_path[LOG_PIPELINE]) == 0) {
     i = after_step(log_pipe_info, LOG_PIPE_COLUMN_COUNT, name);
+  } else if (strcmp(group, log_group_path[LOG_COMPRESS]) == 0) {
+    i = after_step(log_compress_info, LOG_CMP_METRIC_COUNT, name);
   } else if (strcmp(group, LOG_PIPE_STAGES) == 0) {
     i = index_of(log_pipe_stage_info, LOG_PIPE_STAGE_COLUMN_COUNT, name);
   }

@@ -20,6 +20,7 @@ typedef enum log_group {
   LOG_EVENTS,
   LOG_MULTIPLEX, /* multiplexed runs only */
   LOG_PIPELINE,  /* "/pipeline/events": 3D runs only */
+  LOG_COMPRESS,  /* "/compress": 3D runs with compression only */
   LOG_GROUP_COUNT
 } log_group_t;
 extern const char *const log_group_path[LOG_GROUP_COUNT]; /* "/metrics", ... */
@@ -124,6 +125,22 @@ extern const log_series_info_t log_pipe_stage_info[LOG_PIPE_STAGE_COLUMN_COUNT];
 #define LOG_PIPE_SCHEDULE "schedule"
 #define LOG_PIPE_EVENT_KINDS "event_kinds"
 #define LOG_PIPE_BUBBLE_THEORY "theoretical_bubble"
+
+/* /compress (3d runs with [compress] on): per step, after its step scale, the compressor's numbers;
+ * the per-boundary ones are 2-D (steps, boundaries), boundary j between stages j and j + 1 (the
+ * gradients stage j + 1 sends to stage j). /compress@summary: the choices, as printed at start. */
+typedef enum log_compress_metric {
+  LOG_CMP_ACT_GRAD_RAW = 0, /* bytes the compressed pipeline gradients would have taken exact */
+  LOG_CMP_DP_RAW,           /* bytes the compressed data-parallel matrices would have taken exact */
+  LOG_CMP_SECONDS,          /* the compressor's own arithmetic, the slowest rank */
+  LOG_CMP_COS_MEAN,         /* the LEP diagnostic over every boundary */
+  LOG_CMP_ERROR_NORM,       /* (steps, boundaries) */
+  LOG_CMP_COS,              /* (steps, boundaries) */
+  LOG_CMP_METRIC_COUNT
+} log_compress_metric_t;
+extern const log_series_info_t log_compress_info[LOG_CMP_METRIC_COUNT];
+#define LOG_CMP_PER_BOUNDARY LOG_CMP_ERROR_NORM /* this one and the ones after it are 2-D */
+#define LOG_CMP_SUMMARY "summary"
 
 /* /run: attributes, and the resolved deck as a scalar string dataset. */
 #define LOG_RUN "/run"

@@ -362,6 +362,23 @@ static void read_mux(reader_t *r, log_data_t *L, hid_t f) {
   ok(r, H5Gclose(g), "close", group);
 }
 
+/* ---- /compress ---- */
+
+static void read_compress(reader_t *r, log_data_t *L, hid_t f) {
+  log_compress_t *c = &L->compress;
+  const char *group = log_group_path[LOG_COMPRESS];
+  read_group(r, f, group, "", 1, &c->series);
+  read_group(r, f, group, "", 2, &c->boundary);
+  c->present = c->series.present;
+  if (!c->present) return;
+  if (!log_column(&c->series, LOG_STEP)) damaged(r, "has no step dataset", group);
+  limit_rows(&c->boundary, c->series.rows);
+  limit_rows(&c->series, c->boundary.ncol ? c->boundary.rows : c->series.rows);
+  hid_t g = ok(r, H5Gopen2(f, group, H5P_DEFAULT), "open", group);
+  attr_string(r, g, group, LOG_CMP_SUMMARY, c->summary, sizeof c->summary);
+  ok(r, H5Gclose(g), "close", group);
+}
+
 /* ---- /pipeline ---- */
 
 static void read_pipe(reader_t *r, log_data_t *L, hid_t f) {
@@ -424,6 +441,7 @@ log_data_t *log_read(const char *path) {
   read_plan(&r, L, f);
   read_mux(&r, L, f);
   read_pipe(&r, L, f);
+  read_compress(&r, L, f);
   ok(&r, H5Fclose(f), "close", "/");
   h5util_quiet_end(q);
   return L;
@@ -449,6 +467,8 @@ void log_data_free(log_data_t *L) {
   free_table(&L->mux.series);
   free_table(&L->pipe.stages);
   free_table(&L->pipe.events);
+  free_table(&L->compress.series);
+  free_table(&L->compress.boundary);
   free(L->deck);
   free(L->path);
   free(L);

@@ -6,7 +6,7 @@
  * Logs of killed runs are normal input: their datasets may have unequal lengths (a kill during a
  * flush), /eval or /events may be empty or missing, and cells of ranks that did not run read NaN.
  * The reader keeps the rows every column of a group has and remembers how many it dropped. It takes
- * every numeric dataset of /metrics, /ranks/phase_*, /eval, /plan, /multiplex and /pipeline, so what
+ * every numeric dataset of /metrics, /ranks/phase_*, /eval, /plan, /multiplex, /pipeline and /compress, so what
  * newer logs add is read without a change here. */
 #ifndef SURGE_LOG_READ_H
 #define SURGE_LOG_READ_H
@@ -70,6 +70,14 @@ typedef struct log_pipe {
   log_table_t events;                  /* /pipeline/events: step, rank, stage, micro_batch, kind, start, end */
 } log_pipe_t;
 
+/* A 3d run's /compress; present 0 for runs without compression. */
+typedef struct log_compress {
+  int present;
+  char summary[512];    /* /compress@summary: the choices in words; "" when absent */
+  log_table_t series;   /* step, activation_grad_raw_bytes, dp_raw_bytes, compress_seconds, lep_cos_mean */
+  log_table_t boundary; /* (rows, boundaries): error_norm, lep_cos; row i is series row i */
+} log_compress_t;
+
 /* A whole log. */
 typedef struct log_data {
   char *path;
@@ -89,6 +97,7 @@ typedef struct log_data {
   log_plan_t plan;        /* /plan of a burst run */
   log_mux_t mux;          /* /multiplex of a foreground or background run */
   log_pipe_t pipe;        /* /pipeline of a 3d run */
+  log_compress_t compress; /* /compress of a 3d run with compression */
 } log_data_t;
 
 /* Read and check a log: a file that is not a Surge log, or that is damaged, is an input error

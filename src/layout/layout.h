@@ -20,6 +20,7 @@
 
 #include "backend/backend.h"
 #include "comm/comm.h"
+#include "compress/options.h"
 #include "core/state.h"
 #include "data/dataset.h"
 #include "io/config.h"
@@ -58,6 +59,12 @@ typedef struct layout_ops {
   /* Collective, after each step's row: the layout's own per-step records (a pipeline's timeline of
    * the step just taken, `step` steps done). NULL: none. */
   void (*log_step)(layout_t *l, run_log_t *log, long step);
+  /* Collective: the layout's own state regions for a checkpoint, beside the reducer's (a pipeline
+   * compressor's error feedback), host views made current: how many it filled into out (at most
+   * max). NULL: none. */
+  int (*state)(layout_t *l, state_region_t *out, int max);
+  /* After a checkpoint was read into the regions state gave: take the values. NULL: nothing. */
+  void (*state_loaded)(layout_t *l);
   void (*free)(layout_t *l);
 } layout_ops_t;
 
@@ -90,6 +97,7 @@ typedef struct layout_opts {
     int stages[LAYOUT_MAX_STAGES], nstages; /* blocks per stage; one 0: balanced by FLOPs */
     long timeline_every;    /* log the timeline every N steps (0: never) */
   } grid;
+  compress_opts_t compress; /* 3d: Optimus-CC's compression ([compress]) */
 } layout_opts_t;
 
 /* The options of cfg (deck: where its values came from, or NULL). */

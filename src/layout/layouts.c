@@ -53,6 +53,11 @@ layout_opts_t layout_opts_of(const config_t *cfg, const deck_t *deck) {
   o.grid.nstages = cfg->pipe_nstages < LAYOUT_MAX_STAGES ? cfg->pipe_nstages : LAYOUT_MAX_STAGES;
   for (int i = 0; i < o.grid.nstages; i++) o.grid.stages[i] = cfg->pipe_stages[i];
   o.grid.timeline_every = cfg->timeline_every;
+  o.compress = (compress_opts_t){.cb = cfg->compress_cb, .cb_rank = cfg->compress_cb_rank, .lep = cfg->compress_lep,
+                                 .epilogue_only = cfg->compress_epilogue_only, .fe = cfg->compress_fe,
+                                 .sc_stages = cfg->compress_sc_stages, .dp_rank = cfg->compress_dp_rank,
+                                 .warmup_fraction = cfg->compress_warmup_fraction,
+                                 .min_rate = cfg->compress_min_rate, .steps = cfg->steps};
   if (o.sync.bucket_bytes < sizeof(float)) o.sync.bucket_bytes = sizeof(float);
   return o;
 }

@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "core/timer.h"
+#include "pipe/p2p_cb.h"
 
 pipe_grid_t pipe_grid_of(int tp, int pp, int dp, int r) {
   return (pipe_grid_t){.tp = tp, .pp = pp, .dp = dp, .t = r % tp, .d = (r / tp) % dp, .p = r / (tp * dp)};
@@ -24,6 +25,7 @@ static void make_groups(pipe_exec_t *ex) {
   split(ex, G->d * G->tp + G->t, G->p, &ex->pp);
   int ends = G->pp > 1 && (G->p == 0 || G->p == G->pp - 1);
   split(ex, ends ? G->d * G->tp + G->t : -1, G->p, &ex->embed);
+  if (ex->co.fe) split(ex, ends ? G->t : -1, G->p * G->dp + G->d, &ex->fe);
 }
 
 static int ends_with(const char *s, const char *suffix) {
@@ -45,21 +47,43 @@ static void mark_reductions(pipe_exec_t *ex) {
   }
 }
 
-/* Every tensor of the part is summed over the data-parallel group; its gradient is final after the
- * backward of its first user (the embedding for the tied word embedding). */
-static void make_sync(pipe_exec_t *ex, const gradsync_opts_t *o) {
+/* Every tensor of the part is summed over the data-parallel group (but the word embedding under fe);
+ * its gradient is final after the backward of its first user (the embedding for the tied word
+ * embedding). With sc every rank runs the PowerSGD reducer (so every rank lists its checkpoint
+ * region), at rank dp_rank on stages below sc_stages and at rank 0 (exact) on the others. */
+static void make_sync(pipe_exec_t *ex, const gradsync_opts_t *opts, uint64_t seed) {
   const slab_layout_t *L = &ex->lg.params;
   int *group = xcalloc((size_t)L->n + 1, sizeof *group), *ready = xcalloc((size_t)L->n + 1, sizeof *ready);
   for (int t = 0; t < L->n; t++) ready[t] = L->t[t].owner;
-  gradsync_init(&ex->sync, L, group, ready, &ex->dp, &ex->dp, ex->m.grads, o);
+  if (ex->fe.size > 0 && ex->wte >= 0) group[ex->wte] = -1;
+  gradsync_opts_t o = *opts;
+  o.be = ex->m.be;
+  o.job = ex->world;
+  if (ex->co.sc_stages > 0) {
+    o.reducer = "powersgd";
+    o.psgd = (reducer_psgd_opts_t){.rank = ex->grid.p < ex->co.sc_stages ? ex->co.dp_rank : 0,
+                                   .min_rate = ex->co.min_rate,
+                                   .warmup_steps = (long)(ex->co.warmup_fraction * (double)ex->co.steps),
+                                   .seed = seed};
+  }
+  gradsync_init(&ex->sync, L, group, ready, &ex->dp, &ex->dp, ex->m.grads, &o);
   free(group);
   free(ready);
 }
 
+/* Positions [*lo, *lo + *cnt) of the global batch of micro-batch k of this rank's replica. */
+static void micro_batch(const pipe_exec_t *ex, int k, int *lo, int *cnt) {
+  long B = ex->batch, DP = ex->grid.dp, d = ex->grid.d;
+  long first = B * d / DP, n = B * (d + 1) / DP - first;
+  *lo = (int)(first + n * k / ex->M);
+  *cnt = (int)(first + n * (k + 1) / ex->M) - *lo;
+}
+
 void pipe_exec_init(pipe_exec_t *ex, const graph_t *g, const gpt_dims_t *dims, const pipe_grid_t *grid,
                     int first_block, int blocks, int M, pipe_sched_t sched, int B, const backend_t *be,
-                    comm_t *world, const gradsync_opts_t *sync) {
+                    comm_t *world, const gradsync_opts_t *sync, const compress_opts_t *co, uint64_t seed) {
   memset(ex, 0, sizeof *ex);
+  ex->co = *co;
   ex->g = g;
   ex->dims = *dims;
   ex->grid = *grid;
@@ -108,12 +132,26 @@ void pipe_exec_init(pipe_exec_t *ex, const graph_t *g, const gpt_dims_t *dims, c
   size_t host = surge_mul_size((size_t)window, (size_t)dims->T, "host batch");
   ex->x = xcalloc(host, sizeof(float));
   ex->y = xcalloc(host, sizeof(float));
-  make_sync(ex, sync);
+  ex->mb_rows = xcalloc((size_t)M, sizeof *ex->mb_rows);
+  for (int k = 0; k < M; k++) {
+    int lo, cnt;
+    micro_batch(ex, k, &lo, &cnt);
+    ex->mb_rows[k] = cnt * dims->T;
+  }
+  if (co->cb) {
+    pipe_cb_opts_t o = {.be = be, .sched = sched, .width = dims->width, .rank = co->cb_rank, .lep = co->lep,
+                        .epilogue_only = co->epilogue_only, .min_rate = co->min_rate, .rows = ex->mb_rows,
+                        .ring = ex->ring ? ex->ring : 1, .slots = ex->slots, .inputs = ex->m.act[0],
+                        .slot_floats = (size_t)ex->mb_cap * row, .seed = seed, .job = world};
+    pipe_cb_install(&ex->p2p, &o);
+  }
+  make_sync(ex, sync, seed);
 }
 
 void pipe_exec_free(pipe_exec_t *ex) {
   const backend_t *be = ex->m.be;
   gradsync_free(&ex->sync);
+  if (ex->co.cb) pipe_cb_remove(&ex->p2p);
   pipe_p2p_free(&ex->p2p);
   pipe_timeline_free(&ex->tl);
   if (ex->part.last) tp_xent_free(&ex->xent);
@@ -125,6 +163,8 @@ void pipe_exec_free(pipe_exec_t *ex) {
   comm_free(&ex->dp);
   comm_free(&ex->pp);
   comm_free(&ex->embed);
+  if (ex->co.fe) comm_free(&ex->fe);
+  free(ex->mb_rows);
   free(ex->reduce_out);
   free(ex->reduce_in);
   free(ex->ops);
@@ -137,13 +177,6 @@ void pipe_exec_free(pipe_exec_t *ex) {
 
 static size_t out_floats(const graph_t *g, int i) { return shape_size(g->l[i].out); }
 
-/* Positions [*lo, *lo + *cnt) of the global batch of micro-batch k of this rank's replica. */
-static void micro_batch(const pipe_exec_t *ex, int k, int *lo, int *cnt) {
-  long B = ex->batch, DP = ex->grid.dp, d = ex->grid.d;
-  long first = B * d / DP, n = B * (d + 1) / DP - first;
-  *lo = (int)(first + n * k / ex->M);
-  *cnt = (int)(first + n * (k + 1) / ex->M) - *lo;
-}
 
 /* Token ids into input rows [off, ...) (first stage) and targets into target rows (last stage). */
 static void fetch(pipe_exec_t *ex, const dataset_t *ds, data_split_t split, const uint64_t *ids, int cnt, int off) {
@@ -241,12 +274,16 @@ static void backward_pass(pipe_exec_t *ex, int k, int final, layout_step_t *t) {
   }
 }
 
-/* The tied word embedding's two gradients (first and last stage) summed. */
+/* The tied word embedding's two gradients (first and last stage) summed, after their data-parallel
+ * sums; or, fused (fe), its first and last stage gradients of every replica summed at once. Either
+ * gives sum_d g_first,d + sum_d g_last,d: the gradients are already scaled for the global batch, so the
+ * data-parallel mean needs no division here. Only the embedding's own region is written. */
 static void embed_sync(pipe_exec_t *ex) {
-  if (ex->embed.size < 2 || ex->wte < 0) return;
+  comm_t *group = ex->fe.size > 0 ? &ex->fe : &ex->embed;
+  if (group->size < 2 || ex->wte < 0) return;
   const slab_tensor_t *w = &ex->lg.params.t[ex->wte];
   double t0 = surge_now();
-  comm_allreduce_sum(&ex->embed, ex->m.grads + w->off, w->n, TRAFFIC_EMBED);
+  comm_allreduce_sum(group, ex->m.grads + w->off, w->n, TRAFFIC_EMBED);
   pipe_timeline_add(&ex->tl, LOG_PIPE_EMBED_SYNC, -1, t0, surge_now());
 }
 

@@ -18,11 +18,20 @@
  * After the last backward pass: the data-parallel gradient sum (sync/gradsync.h over the data-parallel
  * group, buckets started during the last micro-batch's backward pass), then the tied word
  * embedding's gradient summed over the embedding group (the first and last stage ranks of one
- * tensor- and data-parallel index; traffic category embedding). */
+ * tensor- and data-parallel index; traffic category embedding).
+ *
+ * Optimus-CC's compression (compress/options.h, doc/compression.md) changes three of these:
+ *   cb  activation gradients cross stages through pipe/p2p_cb.h (compressed in each stage's epilogue)
+ *   fe  the word embedding's gradient is in no data-parallel bucket; after the data-parallel sum it is
+ *       summed once over the fused group: the first and last stage ranks of one tensor-parallel index,
+ *       every data-parallel index (2 dp ranks), in place of the two sums
+ *   sc  the data-parallel sum is the PowerSGD reducer, compressing on stages below sc_stages (exact on
+ *       the others, and in the first warmup_fraction of the steps) */
 #ifndef SURGE_PIPE_EXEC_H
 #define SURGE_PIPE_EXEC_H
 
 #include "comm/comm.h"
+#include "compress/options.h"
 #include "data/dataset.h"
 #include "layout/layout.h"
 #include "nn/model.h"
@@ -48,6 +57,8 @@ typedef struct pipe_exec {
   pipe_grid_t grid;
   comm_t *world;
   comm_t tp, dp, pp, embed; /* axis groups; embed has size 0 unless PP > 1 and the stage is first or last */
+  comm_t fe;             /* fused embedding group (fe on; first and last stage only), else size 0 */
+  compress_opts_t co;
   gpt_part_t part;
   graph_t lg;            /* this rank's part */
   model_t m;             /* its buffers: slots * mb_cap samples */
@@ -64,22 +75,31 @@ typedef struct pipe_exec {
   pipe_timeline_t tl;
   gradsync_t sync;
   int wte;               /* lg's slab tensor of the tied word embedding rows (first, last stage), or -1 */
+  int *mb_rows;          /* (M) tokens of each micro-batch of this replica */
   float *x, *y;          /* host staging of up to slots * mb_cap samples' ids and targets */
 } pipe_exec_t;
 
 /* Collective over world: the communicators, the part of the stage holding blocks
  * [first_block, first_block + blocks) (the caller checked the grid against the model), its buffers
- * and gradient sync. B: the global batch (each replica's share holds at least M samples). */
+ * and gradient sync, and the compression co asks for (checked by the caller; its initial factors
+ * from seed). B: the global batch (each replica's share holds at least M samples). */
 void pipe_exec_init(pipe_exec_t *ex, const graph_t *g, const gpt_dims_t *dims, const pipe_grid_t *grid,
                     int first_block, int blocks, int M, pipe_sched_t sched, int B, const backend_t *be,
-                    comm_t *world, const gradsync_opts_t *sync);
+                    comm_t *world, const gradsync_opts_t *sync, const compress_opts_t *co, uint64_t seed);
 void pipe_exec_free(pipe_exec_t *ex);
 
 /* Collective: one step's gradients for the global batch ids[0..B) (scaled by grad_scale), summed
- * over the data-parallel group and, for the word embedding, the embedding group. Fills this rank's
+ * over the data-parallel group and, for the word embedding, the embedding group (or the fused
+ * group). Fills this rank's
  * part of the loss sum (the last stage's tensor-parallel rank 0 reports its replica's) and its phase
  * times into out; not the squared norm (the layout's). */
 void pipe_exec_step(pipe_exec_t *ex, const dataset_t *ds, const uint64_t *ids, float grad_scale, layout_step_t *out);
+
+/* The run's compression choices in words, one line (what is compressed, how much), into buf. */
+void pipe_compress_summary(const pipe_exec_t *ex, char *buf, size_t n);
+/* Collective over world: the step's compression numbers for the log (pipe/exec_compress.c), the
+ * compressors' counters read and zeroed; per_boundary holds 2 max(pp - 1, 1) doubles. */
+void pipe_compress_row(pipe_exec_t *ex, log_compress_row_t *row, double *per_boundary);
 
 /* Collective: loss sum and correct targets of this rank's part of positions [0, n) of split (each
  * replica its share, reported by its last stage's tensor-parallel rank 0). */

@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "pipe/exec.h"
 #include "nn/zoo.h"
+#include "pipe/p2p_cb.h"
 #include "pipe/partition.h"
 
 typedef struct pipe_layout {
@@ -19,6 +20,8 @@ typedef struct pipe_layout {
 } pipe_layout_t;
 
 static pipe_layout_t *impl(const layout_t *l) { return l->impl; }
+
+enum { LAYOUT_MAX_BOUNDARIES = 64 }; /* per-boundary numbers on the stack up to this many stages */
 
 /* ---- options against the job and the model */
 
@@ -61,6 +64,32 @@ static void check_grid(const layout_opts_t *o, const graph_t *g, const gpt_dims_
     surge_input_error("%s: [parallel] schedule = %s: not a schedule (accepted: 1f1b, gpipe)",
                       layout_where(o, "parallel.schedule"), o->grid.schedule);
   (void)g;
+}
+
+/* [compress] against the shapes (the deck checked it against the grid): a rank no larger than the
+ * matrices it approximates. The same on every rank (from the dimensions alone). */
+static void check_compress(const layout_opts_t *o, const gpt_dims_t *d) {
+  const compress_opts_t *c = &o->compress;
+  int tp = o->grid.tp, C = d->width;
+  long samples = o->global_batch / o->grid.dp / o->grid.micro_batches; /* the smallest micro-batch */
+  long tokens = samples * d->T, cb_max = tokens < C ? tokens : C;
+  if (c->cb && c->cb_rank > cb_max)
+    surge_input_error("%s: [compress] cb_rank = %d, but an activation gradient is a (tokens x width) matrix of "
+                      "at most (%ld x %d), of rank at most %ld (hint: cb_rank <= %ld)",
+                      layout_where(o, "compress.cb_rank"), c->cb_rank, tokens, C, cb_max, cb_max);
+  if (c->sc_stages > 0) {
+    int sides[][2] = {{3 * C / tp, C}, {C, C / tp}, {4 * C / tp, C}, {C, 4 * C / tp}, {d->context, C},
+                      {d->vocab / tp, C}};
+    int nsides = c->fe ? 5 : 6, dp_max = 0;
+    for (int i = 0; i < nsides; i++) {
+      int m = sides[i][0] < sides[i][1] ? sides[i][0] : sides[i][1];
+      if (m > dp_max) dp_max = m;
+    }
+    if (c->dp_rank > dp_max)
+      surge_input_error("%s: [compress] dp_rank = %d is larger than every gradient matrix of the compressed stages "
+                        "(the widest has rank at most %d) (hint: dp_rank <= %d; smaller matrices use their own "
+                        "rank)", layout_where(o, "compress.dp_rank"), c->dp_rank, dp_max, dp_max);
+  }
 }
 
 /* Blocks per stage: [parallel] stages, or balanced by training FLOPs. */
@@ -208,6 +237,11 @@ static void log_pipeline(const layout_t *l, run_log_t *log) {
                           .first_block = pl->first_block, .blocks = pl->blocks, .mflop = pl->mflop, .held = held,
                           .act_bytes = bytes};
   run_log_pipeline(log, &info);
+  if (compress_any(&ex->co)) {
+    char text[1024];
+    pipe_compress_summary(ex, text, sizeof text);
+    run_log_compress_summary(log, text);
+  }
   free(all);
   free(held);
   free(bytes);
@@ -215,11 +249,32 @@ static void log_pipeline(const layout_t *l, run_log_t *log) {
 
 static void log_step(layout_t *l, run_log_t *log, long step) {
   pipe_layout_t *pl = impl(l);
+  if (compress_any(&pl->ex.co)) {
+    double per[2 * LAYOUT_MAX_BOUNDARIES];
+    double *b = pl->ex.grid.pp <= LAYOUT_MAX_BOUNDARIES ? per : xcalloc(2 * (size_t)pl->ex.grid.pp, sizeof *b);
+    log_compress_row_t row;
+    pipe_compress_row(&pl->ex, &row, b);
+    run_log_compress(log, step, &row);
+    if (b != per) free(b);
+  }
   if (pl->timeline_every <= 0 || step % pl->timeline_every != 0) return;
   log_pipe_event_t *ev;
   size_t n = pipe_timeline_gather(&pl->ex.tl, pl->ex.world, &ev);
   run_log_pipeline_events(log, step, ev, n);
   free(ev);
+}
+
+static int state(layout_t *l, state_region_t *out, int max) {
+  pipe_exec_t *ex = &impl(l)->ex;
+  if (!ex->co.cb) return 0;
+  if (max < 1) surge_runtime_error("3d layout: no room for the compressor's checkpoint region");
+  out[0] = *pipe_cb_state(&ex->p2p);
+  return 1;
+}
+
+static void state_loaded(layout_t *l) {
+  pipe_exec_t *ex = &impl(l)->ex;
+  if (ex->co.cb) pipe_cb_loaded(&ex->p2p);
 }
 
 static void free_layout(layout_t *l) {
@@ -235,7 +290,7 @@ static void free_layout(layout_t *l) {
 
 static const layout_ops_t pipe_layout_ops = {.step = step, .eval = eval, .sync_replicas = sync_replicas,
                                              .describe = describe, .log = log_pipeline, .log_step = log_step,
-                                             .free = free_layout};
+                                             .state = state, .state_loaded = state_loaded, .free = free_layout};
 
 layout_t *pipe_layout_build(const layout_opts_t *o, const graph_t *g, const backend_t *be, comm_t *world) {
   gpt_dims_t d;
@@ -245,11 +300,19 @@ layout_t *pipe_layout_build(const layout_opts_t *o, const graph_t *g, const back
                       "the gpt's transformer blocks, heads and vocabulary; other models run with mode = dp or burst)",
                       layout_where(o, "parallel.mode"), o->model);
   check_grid(o, g, &d, world->size);
+  check_compress(o, &d);
   pipe_layout_t *pl = xcalloc(1, sizeof *pl);
   make_stages(pl, o, g, &d);
   pipe_grid_t G = pipe_grid_of(o->grid.tp, o->grid.pp, o->grid.dp, world->rank);
   pipe_exec_init(&pl->ex, g, &d, &G, pl->first_block[G.p], pl->blocks[G.p], o->grid.micro_batches,
-                 (pipe_sched_t)pipe_sched_of(o->grid.schedule), (int)o->global_batch, be, world, &o->sync);
+                 (pipe_sched_t)pipe_sched_of(o->grid.schedule), (int)o->global_batch, be, world, &o->sync,
+                 &o->compress, o->seed);
+  if (world->rank == 0 && compress_any(&o->compress)) {
+    char text[1024];
+    pipe_compress_summary(&pl->ex, text, sizeof text);
+    printf("%s\n", text);
+    fflush(stdout);
+  }
   make_pieces(pl, g);
   init_params(pl, g, o->seed);
   pl->timeline_every = o->grid.timeline_every;

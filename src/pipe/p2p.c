@@ -11,13 +11,16 @@ void pipe_p2p_init(pipe_p2p_t *p, comm_t *pp, int M, pipe_timeline_t *tl) {
   *p = (pipe_p2p_t){.pp = pp, .stage = pp->rank, .stages = pp->size, .M = M, .grad = &pipe_grad_exact, .tl = tl};
   p->req = xcalloc((size_t)P2P_KINDS * (size_t)M, sizeof *p->req);
   p->live = xcalloc((size_t)P2P_KINDS * (size_t)M, sizeof *p->live);
+  p->traffic = xcalloc((size_t)P2P_KINDS * (size_t)M, sizeof *p->traffic);
 }
 
 void pipe_p2p_free(pipe_p2p_t *p) {
   free(p->req);
   free(p->live);
+  free(p->traffic);
   p->req = NULL;
   p->live = NULL;
+  p->traffic = NULL;
 }
 
 static size_t slot(const pipe_p2p_t *p, int kind, int mb) { return (size_t)kind * (size_t)p->M + (size_t)mb; }
@@ -31,25 +34,35 @@ static traffic_t category(int kind) {
   return kind == P2P_RECV_ACT || kind == P2P_SEND_ACT ? TRAFFIC_ACT : TRAFFIC_ACT_GRAD;
 }
 
-void p2p_isend(pipe_p2p_t *p, int kind, int mb, const float *buf, size_t n) {
+void p2p_isend_as(pipe_p2p_t *p, int kind, int mb, const float *buf, size_t n, traffic_t t) {
   size_t s = slot(p, kind, mb);
   if (p->live[s]) surge_runtime_error("pipeline: a second send of micro-batch %d before the first completed", mb);
-  comm_isend(p->pp, buf, n, peer(p, kind), tag(kind, mb), category(kind), &p->req[s]);
+  comm_isend(p->pp, buf, n, peer(p, kind), tag(kind, mb), t, &p->req[s]);
   p->live[s] = 1;
+  p->traffic[s] = (unsigned char)t;
+}
+
+void p2p_irecv_as(pipe_p2p_t *p, int kind, int mb, float *buf, size_t n, traffic_t t) {
+  size_t s = slot(p, kind, mb);
+  if (p->live[s]) surge_runtime_error("pipeline: a second receive of micro-batch %d before the first completed", mb);
+  comm_irecv(p->pp, buf, n, peer(p, kind), tag(kind, mb), t, &p->req[s]);
+  p->live[s] = 1;
+  p->traffic[s] = (unsigned char)t;
+}
+
+void p2p_isend(pipe_p2p_t *p, int kind, int mb, const float *buf, size_t n) {
+  p2p_isend_as(p, kind, mb, buf, n, category(kind));
 }
 
 void p2p_irecv(pipe_p2p_t *p, int kind, int mb, float *buf, size_t n) {
-  size_t s = slot(p, kind, mb);
-  if (p->live[s]) surge_runtime_error("pipeline: a second receive of micro-batch %d before the first completed", mb);
-  comm_irecv(p->pp, buf, n, peer(p, kind), tag(kind, mb), category(kind), &p->req[s]);
-  p->live[s] = 1;
+  p2p_irecv_as(p, kind, mb, buf, n, category(kind));
 }
 
 void p2p_complete(pipe_p2p_t *p, int kind, int mb, int event) {
   size_t s = slot(p, kind, mb);
   if (!p->live[s]) return;
   double t0 = surge_now();
-  comm_waitall(p->pp, &p->req[s], 1, category(kind));
+  comm_waitall(p->pp, &p->req[s], 1, (traffic_t)p->traffic[s]);
   p->live[s] = 0;
   if (event >= 0) pipe_timeline_add(p->tl, event, mb, t0, surge_now());
 }

@@ -37,6 +37,7 @@ struct pipe_p2p {
   int stage, stages, M;
   comm_request_t *req;   /* (P2P_KINDS, M) */
   unsigned char *live;   /* (P2P_KINDS, M): a request in flight */
+  unsigned char *traffic; /* (P2P_KINDS, M): its traffic category */
   const pipe_grad_ops_t *grad;
   void *grad_state;      /* a compressor's */
   pipe_timeline_t *tl;
@@ -62,6 +63,9 @@ void p2p_eval_send(pipe_p2p_t *p, int c, const float *y, size_t n);
  * and completing a receive (recording its wait as `event`, a log_pipe_kind_t). */
 void p2p_isend(pipe_p2p_t *p, int kind, int mb, const float *buf, size_t n);
 void p2p_irecv(pipe_p2p_t *p, int kind, int mb, float *buf, size_t n);
+/* The same, counted as traffic category t (a compressor's messages: activation_grad_compressed). */
+void p2p_isend_as(pipe_p2p_t *p, int kind, int mb, const float *buf, size_t n, traffic_t t);
+void p2p_irecv_as(pipe_p2p_t *p, int kind, int mb, float *buf, size_t n, traffic_t t);
 void p2p_complete(pipe_p2p_t *p, int kind, int mb, int event);
 
 #endif

@@ -31,4 +31,10 @@ void pipe_schedule(pipe_sched_t k, int PP, int M, int s, pipe_op_t *ops) {
   while (b < M) ops[n++] = (pipe_op_t){PIPE_BACKWARD, b++}; /* cool-down */
 }
 
+int pipe_epilogue_first(pipe_sched_t k, int PP, int M, int s) {
+  int w = pipe_warmup(k, PP, M, s);
+  /* forward M-1 is the last; in 1F1B it pairs with backward M-1-w, whose pass follows it */
+  return w < M ? M - 1 - w : 0;
+}
+
 double pipe_bubble_theory(int PP, int M) { return (double)(PP - 1) / (double)(M + PP - 1); }

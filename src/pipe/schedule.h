@@ -36,6 +36,13 @@ int pipe_in_flight(pipe_sched_t k, int PP, int M, int s);
 /* The 2M passes of stage s in order, into ops[2M]. */
 void pipe_schedule(pipe_sched_t k, int PP, int M, int s, pipe_op_t *ops);
 
+/* The epilogue of stage s: its backward passes that come after its last forward (1F1B: the last
+ * steady-state backward and the W_s cool-down ones, PP - s of them when M >= PP - s; GPipe: all). They
+ * are in micro-batch order, so they are the micro-batches from the one returned to M - 1. Optimus-CC
+ * compresses only the gradients these passes send (they are the pipeline's critical path); both
+ * ends of a boundary derive "compressed" from the sending stage's epilogue. */
+int pipe_epilogue_first(pipe_sched_t k, int PP, int M, int s);
+
 /* The pipeline's idle share when every stage takes the same time per pass: (PP-1) / (M+PP-1). */
 double pipe_bubble_theory(int PP, int M);
 

@@ -95,6 +95,9 @@ void report_plan_print(FILE *f, const log_data_t *log, const report_values_t *v)
  * the foreground's slowdown and partner's share of steps, or the background's paused time. */
 void report_mux_print(FILE *f, const log_data_t *log, const report_values_t *v);
 
+/* The compression section (compress.c): the choices, bytes per category against the uncompressed
+ * messages (ratios), the compressor's time, the error per boundary and the LEP diagnostic. */
+void report_compress_print(FILE *f, const log_data_t *log, const report_values_t *v);
 /* The 3d pipeline section (pipeline.c): grid, stages, measured against theoretical bubble. */
 void report_pipe_print(FILE *f, const log_data_t *log, const report_values_t *v);
 /* The measured bubble of a logged step (1 - the ranks' time in passes over ranks times the span from

@@ -355,6 +355,10 @@ static int has_mux(const log_data_t *L) { return L->mux.present; }
 
 static int has_pipe(const log_data_t *L) { return L->pipe.present; }
 
+/* ---- compression (compress.c) ---- */
+
+static int has_compress(const log_data_t *L) { return L->compress.present; }
+
 static const struct {
   const char *title;
   int (*present)(const log_data_t *L);
@@ -368,6 +372,7 @@ static const struct {
     {"Traffic per category", has_traffic, print_traffic},
     {"Burst plan (predicted by the planner, measured by this run)", has_plan, report_plan_print},
     {"Pipeline (3D parallelism)", has_pipe, report_pipe_print},
+    {"Compression (Optimus-CC)", has_compress, report_compress_print},
     {"Events", has_events, print_events},
 };
 

@@ -10,10 +10,12 @@
 
 typedef struct reducer_entry {
   const char *name;
-  reducer_t *(*make)(int nbuckets);
+  reducer_t *(*make)(const reducer_setup_t *s);
 } reducer_entry_t;
 
-static const reducer_entry_t reducers[] = {{"exact", reducer_exact}};
+static reducer_t *make_exact(const reducer_setup_t *s) { return reducer_exact(s->nbuckets); }
+
+static const reducer_entry_t reducers[] = {{"exact", make_exact}, {"powersgd", reducer_powersgd}};
 enum { NREDUCERS = sizeof reducers / sizeof reducers[0] };
 
 const char *gradsync_reducer_names(void) {
@@ -23,13 +25,18 @@ const char *gradsync_reducer_names(void) {
   return names;
 }
 
-/* Cut the slab into buckets, walking the tensors from the last to the first. */
+/* Cut the slab into buckets, walking the tensors from the last to the first; a tensor of no group
+ * ends the bucket before it. */
 static void plan_buckets(gradsync_t *s, const slab_layout_t *L, const int *group, const int *ready,
                          size_t bucket_floats) {
   s->b = xcalloc(L->n ? (size_t)L->n : 1, sizeof *s->b);
   grad_bucket_t *cur = NULL;
   for (int t = L->n - 1; t >= 0; t--) {
     const slab_tensor_t *x = &L->t[t];
+    if (group[t] < 0) {
+      cur = NULL;
+      continue;
+    }
     int join = cur && cur->group == group[t] && cur->n + x->n <= bucket_floats;
     if (!join) {
       cur = &s->b[s->nbuckets++];
@@ -37,6 +44,8 @@ static void plan_buckets(gradsync_t *s, const slab_layout_t *L, const int *group
     }
     cur->off = x->off; /* tensors are consecutive in the slab: the bucket grows downwards */
     cur->n += x->n;
+    cur->t_first = t;
+    cur->t_count++;
     if (ready[t] < cur->ready_node) cur->ready_node = ready[t];
   }
   for (int k = 0; k < s->nbuckets; k++) s->b[k].local = s->groups[s->b[k].group].size >= 2;
@@ -53,8 +62,15 @@ void gradsync_init(gradsync_t *s, const slab_layout_t *L, const int *tensor_grou
   if (bucket_floats == 0) bucket_floats = 1;
   plan_buckets(s, L, tensor_group, tensor_ready, bucket_floats);
   const char *name = o->reducer && o->reducer[0] ? o->reducer : "exact";
+  reducer_bucket_t *rb = xcalloc((size_t)s->nbuckets + 1, sizeof *rb);
+  for (int k = 0; k < s->nbuckets; k++)
+    rb[k] = (reducer_bucket_t){.off = s->b[k].off, .n = s->b[k].n, .t_first = s->b[k].t_first,
+                               .t_count = s->b[k].t_count};
+  reducer_setup_t setup = {.nbuckets = s->nbuckets, .b = rb, .L = L, .be = o->be, .job = o->job ? o->job : world,
+                           .psgd = o->psgd};
   for (int i = 0; i < NREDUCERS && !s->reducer; i++)
-    if (strcmp(reducers[i].name, name) == 0) s->reducer = reducers[i].make(s->nbuckets);
+    if (strcmp(reducers[i].name, name) == 0) s->reducer = reducers[i].make(&setup);
+  free(rb);
   if (!s->reducer) surge_input_error("unknown gradient reducer '%s' (accepted: %s)", name, gradsync_reducer_names());
 }
 
@@ -66,6 +82,8 @@ void gradsync_free(gradsync_t *s) {
 
 void gradsync_begin(gradsync_t *s) {
   for (int k = 0; k < s->nbuckets; k++) s->b[k].started = 0;
+  s->reducer->raw_bytes = s->reducer->seconds = 0;
+  if (s->reducer->ops->begin) s->reducer->ops->begin(s->reducer);
   s->next = 0;
   s->backward_done = s->first_start = s->wait_s = 0;
 }

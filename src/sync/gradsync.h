@@ -19,6 +19,7 @@
 
 typedef struct grad_bucket {
   size_t off, n;  /* floats [off, off + n) of the gradient slab */
+  int t_first, t_count; /* its tensors (consecutive in the slab) */
   int group;      /* index of its rank group */
   int ready_node; /* all its gradients are final after this node's backward */
   int local;      /* this rank takes part */
@@ -41,20 +42,24 @@ typedef struct gradsync {
 typedef struct gradsync_opts {
   size_t bucket_bytes; /* >= one float */
   int overlap;         /* 1: start buckets during the backward pass */
-  const char *reducer; /* "exact" */
+  const char *reducer; /* "exact" or "powersgd" */
+  reducer_psgd_opts_t psgd; /* powersgd's settings */
+  const backend_t *be; /* the gradient slab's backend (powersgd) */
+  comm_t *job;         /* every rank of the job, for the reducer's state; NULL: world */
 } gradsync_opts_t;
 
-/* The reducers gradsync_init accepts, for messages: "exact". */
+/* The reducers gradsync_init accepts, for messages: "exact, powersgd". */
 const char *gradsync_reducer_names(void);
 
-/* tensor_group[t]: group index of slab tensor t (into groups); tensor_ready[t]: the node whose
- * backward makes t's gradient final (the first node that uses it). An unknown reducer is an input
- * error. */
+/* tensor_group[t]: group index of slab tensor t (into groups), or -1 for a tensor summed by no
+ * bucket (the caller reduces it otherwise: the 3d layout's fused embedding sync); tensor_ready[t]:
+ * the node whose backward makes t's gradient final (the first node that uses it). An unknown
+ * reducer is an input error. Collective over o->job (or world) when the reducer keeps state. */
 void gradsync_init(gradsync_t *s, const slab_layout_t *L, const int *tensor_group, const int *tensor_ready,
                    comm_t *groups, comm_t *world, float *grads, const gradsync_opts_t *o);
 void gradsync_free(gradsync_t *s);
 
-/* Per step: before the backward pass. */
+/* Per step: before the backward pass (zeroes the reducer's raw_bytes and seconds). */
 void gradsync_begin(gradsync_t *s);
 /* After node's backward (called for every node in backward order on every rank, member or not):
  * with overlap, start the buckets that became final; progress the ones in flight. */

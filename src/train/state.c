@@ -9,7 +9,8 @@
 
 enum { MAX_REGIONS = 16 };
 
-/* The regions of t's state with host buffers: /params, the optimizer's moments, the reducer's. */
+/* The regions of t's state with host buffers: /params, the optimizer's moments, the reducer's and the
+ * layout's own (compressor state). */
 typedef struct host_state {
   state_region_t r[MAX_REGIONS];
   int n, nslabs;
@@ -45,6 +46,7 @@ static void host_state_init(host_state_t *h, const trainer_t *t, int with_optimi
   if (t->opt.v) add_slab_region(h, l, "/optim/v", t->opt.v);
   const reducer_t *red = l->sync->reducer;
   if (red->ops->state) h->n += red->ops->state(l->sync->reducer, h->r + h->n, MAX_REGIONS - h->n);
+  if (l->ops->state) h->n += l->ops->state(t->layout, h->r + h->n, MAX_REGIONS - h->n);
 }
 
 static void host_state_free(host_state_t *h) {
@@ -77,6 +79,9 @@ int trainer_resume(trainer_t *t, char *from, size_t from_len) {
   ckpt_state_t s = {.regions = h.r, .nregions = h.n, .layout = t->layout->name};
   checkpoint_read(from, &s, &t->cfg, t->world);
   for (int k = 0; k < h.nslabs && !h.in_place; k++) t->be->upload(h.device[k], h.host[k], t->layout->local->total);
+  reducer_t *red = t->layout->sync->reducer;
+  if (red->ops->loaded) red->ops->loaded(red);
+  if (t->layout->ops->state_loaded) t->layout->ops->state_loaded(t->layout);
   t->opt.t = s.opt_t;
   t->step = s.step;
   host_state_free(&h);

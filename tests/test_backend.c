@@ -186,6 +186,14 @@ static double run_gemm_strided(const backend_t *be, const void *ctx, float **out
   return 0.0;
 }
 
+static double run_gemm_grid(const backend_t *be, const void *ctx, float **out) {
+  const gemm_ctx_t *g = ctx;
+  // a grid of batch x 2: the second dimension's matrices sit halfway between the first's
+  gemm_grid_t grid = {{g->batch, 2}, {2 * g->sA, g->sA}, {2 * g->sB, g->sB}, {2 * g->sC, g->sC}};
+  be->gemm_grid(g->ta, g->tb, g->M, g->N, g->K, g->alpha, g->A, g->lda, g->B, g->ldb, g->beta, out[0], g->ldc, &grid);
+  return 0.0;
+}
+
 /* op(A) (M,K) times op(B) (K,N) with leading dimensions `extra` wider than needed; `batch` > 1 uses
  * gemm_strided with matrices `extra` floats apart. */
 static void test_gemm(int ta, int tb, int M, int N, int K, float beta, int extra, int batch) {
@@ -209,6 +217,13 @@ static void test_gemm(int ta, int tb, int M, int N, int K, float beta, int extra
   op_case_t c = {label, batch > 1 ? run_gemm_strided : run_gemm, &g, 1,
                  {{"C", g.sC * batch, OUT_INOUT, 0, C0}}, SCALAR_NONE};
   compare_backends(&c);
+  if (batch > 1 && batch % 2 == 0) { /* the same matrices as a grid of (batch/2) x 2 */
+    g.batch = batch / 2;
+    snprintf(label, sizeof label, "gemm_grid %dx2 ta=%d tb=%d M=%d N=%d K=%d beta=%g ld+%d", g.batch, ta, tb, M, N,
+             K, beta, extra);
+    c.run = run_gemm_grid;
+    compare_backends(&c);
+  }
   free(A);
   free(B);
   free(C0);
@@ -983,15 +998,33 @@ static void test_memory(const backend_t *be) {
 }
 
 static void test_registry(void) {
-  tap_ok(backend_find("cpu") == &backend_cpu && backend_find("ref") == &backend_ref, "backend_find cpu, ref");
+  tap_ok(backend_find("cpu") == &backend_cpu && backend_find("ref") == &backend_ref &&
+             backend_find("cuda") == &backend_cuda, "backend_find cpu, ref, cuda");
   tap_ok(backend_find("cuda-nope") == NULL && backend_find(NULL) == NULL, "backend_find of unknown is NULL");
-  tap_ok(strcmp(backend_names(), "cpu, ref") == 0, "backend_names from the table: %s", backend_names());
+  tap_ok(strcmp(backend_names(), "cpu, ref, cuda") == 0, "backend_names from the table: %s", backend_names());
+}
+
+/* The host backends' context: open accepts float32 and refuses bf16 as the deck's fault, and their
+ * ops need no waiting. */
+static void test_context(const backend_t *be) {
+  backend_options_t o = backend_default_options();
+  int input_error = -1;
+  const char *why = be->open(&o, &input_error);
+  tap_ok(why == NULL && input_error == 0, "%s: opens with the default options", be->name);
+  o.precision = BACKEND_BF16;
+  why = be->open(&o, &input_error);
+  tap_ok(why && input_error == 1 && strstr(why, "bf16"), "%s: bf16 refused as input: %s", be->name, why ? why : "-");
+  const backend_context_t *c = be->context();
+  tap_ok(c && strcmp(c->device, "host") == 0 && c->stream == NULL && c->index == -1 && be->host_memory,
+         "%s: context on the host, no stream", be->name);
+  be->synchronize();
 }
 
 int main(void) {
   rng_seed(&rng, 20240611);
   test_registry();
   for (int k = 0; k < 2; k++) {
+    test_context(backends[k]);
     test_memory(backends[k]);
     test_by_hand(backends[k]);
   }
@@ -1003,6 +1036,7 @@ int main(void) {
       test_gemm(t >> 1, t & 1, d[0], d[1], d[2], 0.0f, 0, 1);
       test_gemm(t >> 1, t & 1, d[0], d[1], d[2], 0.7f, 3, 1);
       test_gemm(t >> 1, t & 1, d[0], d[1], d[2], 0.0f, 2, 3);
+      test_gemm(t >> 1, t & 1, d[0], d[1], d[2], 0.5f, 1, 4);
     }
 
   test_flat_ops(1);

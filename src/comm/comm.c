@@ -140,6 +140,12 @@ void comm_free(comm_t *c) {
   c->size = 0;
 }
 
+int comm_local_rank(const comm_t *c) {
+  int local = 0;
+  for (int r = 0; c->node && r < c->rank; r++) local += c->node[r] == c->node[c->rank];
+  return local;
+}
+
 void comm_meter_reset(comm_t *c) { memset(&c->meter, 0, sizeof c->meter); }
 
 void comm_allreduce_sum(comm_t *c, float *buf, size_t n, traffic_t t) {

@@ -67,6 +67,8 @@ void comm_split(const comm_t *parent, int color, int key, comm_t *child);
  * parent's order. */
 void comm_split_node(const comm_t *parent, comm_t *child);
 void comm_free(comm_t *c);
+/* This rank's index among the group's ranks on its node (0 .. ranks there - 1), in group order. */
+int comm_local_rank(const comm_t *c);
 void comm_meter_reset(comm_t *c);
 
 /* In-place sum over the group of n floats, in buckets of bucket_bytes (each bucket one

@@ -15,9 +15,8 @@ void trainer_init(trainer_t *t, const config_t *cfg, const deck_t *deck, comm_t 
   memset(t, 0, sizeof *t);
   t->cfg = *cfg;
   t->world = world;
-  t->be = backend_find(cfg->backend);
-  if (!t->be) surge_input_error("%s: [backend] name: unknown backend '%s' (accepted: %s)",
-                                deck_where(deck, "backend.name"), cfg->backend, backend_names());
+  backend_options_t bo = backend_opts_of(cfg, comm_local_rank(world));
+  t->be = backend_open(cfg->backend, &bo, backend_opts_where(cfg, deck));
   t->be->set_threads(cfg->threads);
   if (cfg->global_batch > INT32_MAX) surge_input_error("[train] global_batch %ld is too large", cfg->global_batch);
   world->bucket_bytes = (size_t)(cfg->bucket_mb * 1048576.0);

@@ -140,9 +140,56 @@ CE_FN int ce_maxpool_argmax(const float *x, int W, int k, int s, int oh, int ow)
   return best;
 }
 
+/* im2col of one image x (C,H,W): the value at row (c,kh,kw) = `row`, output position `pos` of the
+ * lowering (C*KH*KW, OH*OW): the pixel read, 0 in the padding. */
+CE_FN float ce_im2col_value(const float *x, long row, long pos, int H, int W, int KH, int KW, int stride, int pad,
+                            int OW) {
+  int kw = (int)(row % KW), kh = (int)(row / KW % KH), c = (int)(row / ((long)KW * KH));
+  long at = ce_conv_src(c, kh, kw, (int)(pos / OW), (int)(pos % OW), H, W, stride, pad);
+  return at < 0 ? 0.0f : x[at];
+}
+
+/* col2im as a gather: what pixel (c,h,w) of the image receives from a lowering col (C*KH*KW, OH*OW),
+ * the sum over every (kh, kw, oh, ow) that reads it, in that order. */
+CE_FN float ce_col2im_pixel(const float *col, int c, int h, int w, int KH, int KW, int stride, int pad, int OH,
+                            int OW) {
+  int oh_lo, oh_hi, ow_lo, ow_hi;
+  ce_window_range(h, KH, stride, pad, OH, &oh_lo, &oh_hi);
+  ce_window_range(w, KW, stride, pad, OW, &ow_lo, &ow_hi);
+  float s = 0.0f;
+  for (int oh = oh_lo; oh < oh_hi; oh++)
+    for (int ow = ow_lo; ow < ow_hi; ow++) {
+      int kh = h + pad - oh * stride, kw = w + pad - ow * stride;
+      long row = ((long)c * KH + kh) * KW + kw;
+      s += col[row * OH * OW + (long)oh * OW + ow];
+    }
+  return s;
+}
+
+/* Max-pool backward as a gather: what pixel (h,w) of a plane receives, the dy of every output of
+ * that plane (dy and argmax (OH,OW)) whose window covers it and chose it. */
+CE_FN float ce_maxpool_grad_pixel(const float *dy, const float *argmax, int h, int w, int W, int k, int s, int OH,
+                                  int OW) {
+  int oh_lo, oh_hi, ow_lo, ow_hi;
+  ce_window_range(h, k, s, 0, OH, &oh_lo, &oh_hi);
+  ce_window_range(w, k, s, 0, OW, &ow_lo, &ow_hi);
+  float g = 0.0f, me = (float)(h * W + w);
+  for (int oh = oh_lo; oh < oh_hi; oh++)
+    for (int ow = ow_lo; ow < ow_hi; ow++)
+      if (argmax[oh * OW + ow] == me) g += dy[oh * OW + ow];
+  return g;
+}
+
 /* ---- embedding */
 
 /* The row of a table holding ids [lo, lo+V) that token id (stored as float) reads, or -1. */
 CE_FN long ce_embed_row(float id, int lo, int V) { return ce_shard_column(id, lo, V); }
+
+/* y[b,t,c] of embed_fwd: the token's row of wte (ids [lo, lo+V)) when it holds it, plus wpe[t] when
+ * there is one; `id` is the token at (b,t). */
+CE_FN float ce_embed_value(float id, int t, int c, int C, int lo, int V, const float *wte, const float *wpe) {
+  long row = ce_embed_row(id, lo, V);
+  return (row >= 0 ? wte[row * C + c] : 0.0f) + (wpe ? wpe[(long)t * C + c] : 0.0f);
+}
 
 #endif

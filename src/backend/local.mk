@@ -12,8 +12,7 @@ libsurge_a_SOURCES += \
 if HAVE_CUDA
 AM_CPPFLAGS += $(CUDA_CFLAGS)
 SURGE_LIBS += $(CUDA_LIBS) -lstdc++
-cuda_kernel_sources = src/backend/cuda_kern_elem.cu src/backend/cuda_kern_reduce.cu src/backend/cuda_kern_rows.cu \
-  src/backend/cuda_kern_conv.cu
+cuda_kernel_sources = src/backend/cuda_kern_elem.cu src/backend/cuda_kern_reduce.cu src/backend/cuda_kern_rows.cu
 libsurge_a_SOURCES += src/backend/cuda.c src/backend/cuda_impl.h src/backend/cuda_blas.c src/backend/cuda_conv.c \
   src/backend/cuda_ops.c src/backend/cuda_kern.cuh $(cuda_kernel_sources)
 SUFFIXES = .cu

@@ -75,3 +75,9 @@ backend_options_t backend_opts_of(const config_t *cfg, int local_rank) {
 const char *backend_opts_where(const config_t *cfg, const deck_t *deck) {
   return deck_where(deck, strcmp(cfg->precision, "fp32") != 0 ? "backend.precision" : "backend.name");
 }
+
+comm_device_mode_t device_comm_of(const config_t *cfg) {
+  if (strcmp(cfg->device_comm, "nccl") == 0) return COMM_DEVICE_NCCL;
+  if (strcmp(cfg->device_comm, "staged") == 0) return COMM_DEVICE_STAGED;
+  return COMM_DEVICE_AUTO;
+}

@@ -6,6 +6,7 @@
 #define SURGE_OPTIONS_H
 
 #include "backend/backend.h"
+#include "comm/comm.h"
 #include "data/dataset.h"
 #include "io/config.h"
 #include "io/deck.h"
@@ -20,5 +21,7 @@ backend_options_t backend_opts_of(const config_t *cfg, int local_rank);
 /* The deck place a backend's refusal of its options points at (backend_open's `where`): the
  * precision key when it asks for bf16, else the name key. */
 const char *backend_opts_where(const config_t *cfg, const deck_t *deck);
+/* How device buffers travel between ranks ([backend] device_comm). */
+comm_device_mode_t device_comm_of(const config_t *cfg);
 
 #endif

@@ -1,6 +1,7 @@
 #include "train/train.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,6 +19,13 @@ void trainer_init(trainer_t *t, const config_t *cfg, const deck_t *deck, comm_t 
   backend_options_t bo = backend_opts_of(cfg, comm_local_rank(world));
   t->be = backend_open(cfg->backend, &bo, backend_opts_where(cfg, deck));
   t->be->set_threads(cfg->threads);
+  if (!t->be->host_memory) { /* the layouts' groups, split from world, inherit its device side */
+    const backend_context_t *bc = t->be->context();
+    const char *how = comm_use_device(world, device_comm_of(cfg), bc->stream);
+    if (world->rank == 0)
+      printf("backend %s: %s (device %d of rank 0), %s products; device buffers between ranks: %s\n", t->be->name,
+             bc->device, bc->index, bc->precision, how);
+  }
   if (cfg->global_batch > INT32_MAX) surge_input_error("[train] global_batch %ld is too large", cfg->global_batch);
   world->bucket_bytes = (size_t)(cfg->bucket_mb * 1048576.0);
   if (world->bucket_bytes < sizeof(float)) world->bucket_bytes = sizeof(float);

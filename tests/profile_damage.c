@@ -1,6 +1,7 @@
 /* Damaged copies of a surge-profile file for tests/test_profile_plan.sh, made with the HDF5 API
  * (one process, no MPI):
  *   profile_damage IN OUT version0    /profile@version = 0
+ *   profile_damage IN OUT version1    /profile@version = 1 (a profile before the step costs)
  *   profile_damage IN OUT huge        /profile/batch replaced by a dataset that declares 2^30 entries
  *                                     (chunked, nothing stored: the file stays small)
  *   profile_damage IN OUT time1e308   one /profile/median_us value set to 1e308
@@ -21,9 +22,8 @@ static int copy_file(const char *in, const char *out) {
   return ok ? 0 : -1;
 }
 
-static int set_version0(hid_t top) {
+static int set_version(hid_t top, unsigned v) {
   hid_t at = H5Aopen(top, "version", H5P_DEFAULT);
-  unsigned v = 0;
   int rc = at < 0 || H5Awrite(at, H5T_NATIVE_UINT, &v) < 0 ? -1 : 0;
   if (at >= 0) H5Aclose(at);
   return rc;
@@ -60,13 +60,14 @@ static int time_1e308(hid_t top) {
 
 int main(int argc, char **argv) {
   if (argc != 4) {
-    fprintf(stderr, "usage: profile_damage IN OUT version0|huge|time1e308\n");
+    fprintf(stderr, "usage: profile_damage IN OUT version0|version1|huge|time1e308\n");
     return 99;
   }
   if (copy_file(argv[1], argv[2]) != 0) return 99;
   hid_t f = H5Fopen(argv[2], H5F_ACC_RDWR, H5P_DEFAULT), top = f < 0 ? -1 : H5Gopen2(f, "profile", H5P_DEFAULT);
   int rc = -1;
-  if (top >= 0 && strcmp(argv[3], "version0") == 0) rc = set_version0(top);
+  if (top >= 0 && strcmp(argv[3], "version0") == 0) rc = set_version(top, 0);
+  if (top >= 0 && strcmp(argv[3], "version1") == 0) rc = set_version(top, 1);
   if (top >= 0 && strcmp(argv[3], "huge") == 0) rc = huge_batch(top);
   if (top >= 0 && strcmp(argv[3], "time1e308") == 0) rc = time_1e308(top);
   if (top >= 0) H5Gclose(top);

@@ -150,6 +150,16 @@ static void test_chain(void) {
   burst_plan_free(&pl);
   burst_plan_free(&dp);
 
+  /* the rest of a step: data 0.5 us a sample on a (the input's reader), loss 0.25 us a sample and
+   * 30 us a step on c (the output): data parallel (8 samples a rank) pays 4 + 2 + 30 more */
+  p.step = (burst_step_costs_t){.data_us_per_sample = 0.5, .loss_us_per_sample = 0.25, .step_us = 30};
+  burst_plan_data_parallel(&g, &p, &o, &dp);
+  tap_ok(NEAR(dp.iter_us, 285.04 + 36) && NEAR(dp.comp_us[1], 80 + 4) && NEAR(dp.comp_us[3], 80 + 2 + 30) &&
+             NEAR(dp.one_rank_us, 1380 + 32 + 16 + 30),
+         "step costs: data on the input's reader, loss and step on the output: %.6f us (285.04 + 36)", dp.iter_us);
+  burst_plan_free(&dp);
+  p.step = (burst_step_costs_t){0, 0, 0};
+
   /* A = 1 with b a real linear that scales (10b) and a, c too: layers with parameters pay sync for
    * n > 1, so n (comp + sync) > comp(1): only one rank; relus scale perfectly: n * 10 * 64/n = 640 */
   set_node(&p, &o, 2, 0, 10, 1);

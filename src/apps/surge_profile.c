@@ -12,6 +12,7 @@
 #include "io/deck.h"
 #include "io/options.h"
 #include "io/deck_shared.h"
+#include "io/options.h"
 
 static const char usage[] =
     "usage: [mpiexec -n N] surge-profile DECK [-D section.key=value ...] [-o PROFILE.h5] [--ranks G]\n"
@@ -75,6 +76,10 @@ int main(int argc, char **argv) {
   model_init_params(&m, cfg.seed);
   burst_measure_prepare(&m, ds, ms.batch[0]);
   burst_measure_compute(&m, &world, &ms);
+  optim_t optimizer;
+  optim_init(&optimizer, optim_opts_of(&cfg), be, g.params.total);
+  burst_measure_step(&m, ds, &optimizer, &world, &ms);
+  optim_free(&optimizer);
   burst_measure_network(&world, repeats, &ms);
   if (world.rank == 0) {
     burst_profile_write(out, &g, &ms);

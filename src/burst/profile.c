@@ -98,13 +98,34 @@ double burst_profile_time(const burst_profile_t *p, const graph_t *g, int node, 
   return us;
 }
 
+/* The step costs node bears at a per-rank batch (see burst_profile_t.step). */
+static double step_share_us(const burst_profile_t *p, const bgraph_t *bg, int node, int batch) {
+  double us = 0;
+  for (int k = 0; k < bg->v[node].nin; k++)
+    if (bg->v[node].in[k] == 0) {
+      us += p->step.data_us_per_sample * batch;
+      break;
+    }
+  if (node == bg->n - 1) us += p->step.loss_us_per_sample * batch + p->step.step_us;
+  return us;
+}
+
 double burst_profile_us(const burst_profile_t *p, const bgraph_t *bg, int node, int batch) {
   if (strcmp(bg->v[node].kind, "input") == 0) return 0;
   double us;
-  if (burst_profile_find(p, node, batch, &us) == 0) return us;
-  if (p->interpolate && node < p->nodes && p->row[node].n > 0) return row_interpolate(&p->row[node], batch);
+  if (burst_profile_find(p, node, batch, &us) == 0) return us + step_share_us(p, bg, node, batch);
+  if (p->interpolate && node < p->nodes && p->row[node].n > 0)
+    return row_interpolate(&p->row[node], batch) + step_share_us(p, bg, node, batch);
   char where[320];
   missing_batch(p, bgraph_where(bg, node, where, sizeof where), node, bg->v[node].name, batch);
+}
+
+void burst_step_costs_check(const burst_step_costs_t *s, const char *what) {
+  const double v[3] = {s->data_us_per_sample, s->loss_us_per_sample, s->step_us};
+  const char *name[3] = {"data time per sample", "loss time per sample", "step time"};
+  for (int i = 0; i < 3; i++)
+    if (!isfinite(v[i]) || v[i] < 0 || v[i] > BURST_MAX_US)
+      surge_input_error("%s: %s %g us is not a number in [0, %g]", what, name[i], v[i], BURST_MAX_US);
 }
 
 static void check_bandwidth(const char *what, const char *name, double v) {

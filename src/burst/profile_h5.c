@@ -9,7 +9,7 @@
 #include "io/h5util.h"
 
 #define PROFILE_FORMAT "surge-burst-profile"
-#define PROFILE_VERSION 1
+#define PROFILE_VERSION 2 /* 2: the step costs (data, loss per sample; optimizer and metrics per step) */
 #define PROFILE_MAX_BATCHES 1048576 /* per-rank batches a profile may list */
 
 /* ---- writing: any failure is a runtime error naming the file ---- */
@@ -94,7 +94,10 @@ void burst_profile_write(const char *path, const graph_t *g, const burst_measure
               h5util_attr_write_i64(top, "ranks", ms->ranks) == 0 &&
               h5util_attr_write_i64(top, "profiled_ranks", ms->profiled_ranks) == 0 &&
               h5util_attr_write_i64(top, "warmup", ms->warmup) == 0 &&
-              h5util_attr_write_i64(top, "repeats", ms->repeats) == 0,
+              h5util_attr_write_i64(top, "repeats", ms->repeats) == 0 &&
+              h5util_attr_write_f64(top, "data_us_per_sample", ms->step.data_us_per_sample) == 0 &&
+              h5util_attr_write_f64(top, "loss_us_per_sample", ms->step.loss_us_per_sample) == 0 &&
+              h5util_attr_write_f64(top, "step_us", ms->step.step_us) == 0,
           path, "/profile attributes");
   hsize_t nb[1] = {(hsize_t)ms->nbatch}, table[2] = {(hsize_t)g->n, (hsize_t)ms->nbatch};
   write_dataset(path, top, "batch", H5T_NATIVE_INT, 1, nb, ms->batch, "samples per rank");
@@ -147,6 +150,18 @@ void burst_profile_read_meta(const char *path, burst_profile_meta_t *meta) {
   snprintf(meta->model, sizeof meta->model, "%s", model);
   if (h5util_attr_read_u64(top, "fingerprint", &meta->fingerprint) != 0)
     surge_input_error("profile %s: /profile has no attribute 'fingerprint'", path);
+  meta->version = (int)version;
+  if (version >= 2) { /* the step costs; a version 1 profile has none (0: nodes only) */
+    const char *names[3] = {"data_us_per_sample", "loss_us_per_sample", "step_us"};
+    double *fields[3] = {&meta->step.data_us_per_sample, &meta->step.loss_us_per_sample, &meta->step.step_us};
+    for (int i = 0; i < 3; i++)
+      if (h5util_attr_read_f64(top, names[i], fields[i]) != 0)
+        surge_input_error("profile %s: /profile has no number attribute '%s' (format version %u has it)", path,
+                          names[i], version);
+    char what[300];
+    snprintf(what, sizeof what, "profile %s", path);
+    burst_step_costs_check(&meta->step, what);
+  }
   meta->global_batch = read_count(path, top, "global_batch");
   meta->ranks = read_count(path, top, "ranks");
   meta->profiled_ranks = read_count(path, top, "profiled_ranks");
@@ -239,6 +254,7 @@ void burst_profile_read(const char *path, const graph_t *g, const char *model, c
   }
   burst_profile_init(p, g->n, path);
   p->fingerprint = meta.fingerprint;
+  p->step = meta.step;
   for (int i = 0; i < g->n; i++)
     for (int j = 0; j < nb; j++) burst_profile_set(p, i, batch[j], med[(size_t)i * (size_t)nb + (size_t)j]);
   hid_t net = H5Gopen2(top, "network", H5P_DEFAULT);

@@ -105,6 +105,67 @@ void burst_measure_compute(model_t *m, comm_t *world, burst_measured_t *out) {
   comm_allreduce_max_double(world, out->spread_us, cells, TRAFFIC_OTHER);
 }
 
+/* The median of `repeats` timings (us) of fn(arg), after `warmup` untimed calls. */
+static double median_us_of(void (*fn)(void *), void *arg, int warmup, int repeats) {
+  double *t = xcalloc((size_t)repeats, sizeof *t);
+  for (int r = -warmup; r < repeats; r++) {
+    double t0 = surge_now();
+    fn(arg);
+    if (r >= 0) t[r] = (surge_now() - t0) * 1e6;
+  }
+  qsort(t, (size_t)repeats, sizeof *t, cmp_double);
+  double med = median_sorted(t, repeats);
+  free(t);
+  return med;
+}
+
+typedef struct step_piece {
+  model_t *m;
+  const dataset_t *ds;
+  optim_t *opt;
+  comm_t *world;
+  int batch;
+  uint64_t *ids;
+  float *x, *y;
+} step_piece_t;
+
+static void fetch_piece(void *arg) {
+  step_piece_t *s = arg;
+  dataset_get(s->ds, SPLIT_TRAIN, s->ids, s->batch, s->x, s->y);
+  model_set_batch(s->m, s->x, s->y, s->batch);
+}
+
+static void loss_piece(void *arg) {
+  step_piece_t *s = arg;
+  model_loss(s->m, 0, s->batch, 1.0f / (float)s->batch);
+}
+
+static void update_piece(void *arg) {
+  step_piece_t *s = arg;
+  optim_step(s->opt, s->m->params, s->m->grads, 0.0f); /* lr 0: the work of a step, parameters kept */
+  double metrics[3] = {0, 0, 0};
+  comm_allreduce_sum_double(s->world, metrics, 3, TRAFFIC_OTHER);
+}
+
+void burst_measure_step(model_t *m, const dataset_t *ds, optim_t *opt, comm_t *world, burst_measured_t *out) {
+  int b = out->batch[0];
+  uint64_t n = dataset_size(ds, SPLIT_TRAIN);
+  size_t xs = shape_size(dataset_sample_shape(ds)), ys = (size_t)dataset_targets_per_sample(ds);
+  step_piece_t s = {.m = m, .ds = ds, .opt = opt, .world = world, .batch = b};
+  s.ids = xcalloc((size_t)b, sizeof *s.ids);
+  for (int i = 0; i < b; i++) s.ids[i] = (uint64_t)i % n;
+  s.x = xcalloc(surge_mul_size((size_t)b, xs, "profile input"), sizeof *s.x);
+  s.y = xcalloc(surge_mul_size((size_t)b, ys, "profile targets"), sizeof *s.y);
+  double v[3] = {median_us_of(fetch_piece, &s, out->warmup, out->repeats) / b,
+                 median_us_of(loss_piece, &s, out->warmup, out->repeats) / b,
+                 median_us_of(update_piece, &s, out->warmup, out->repeats)};
+  comm_allreduce_max_double(world, v, 3, TRAFFIC_OTHER);
+  out->step = (burst_step_costs_t){.data_us_per_sample = v[0], .loss_us_per_sample = v[1], .step_us = v[2]};
+  free(s.ids);
+  free(s.x);
+  free(s.y);
+}
+
 int burst_fit_alpha_beta(const burst_net_samples_t *s, double *alpha_us, double *slope_us_per_byte) {
   if (s->n < 2 || !(s->us[s->n - 1] > 0) || !(s->bytes[s->n - 1] > s->bytes[0])) return -1;
   /* plain least squares over the bulk sizes: their times are large, so absolute errors are fine */
@@ -229,6 +290,8 @@ void burst_measured_print(FILE *f, const graph_t *g, const burst_measured_t *ms)
       fprintf(f, " %18.3f %9.3f", ms->median_us[i * ms->nbatch + k], ms->spread_us[i * ms->nbatch + k]);
     fprintf(f, "\n");
   }
+  fprintf(f, "rest of a step: data %.3f us and loss %.3f us per sample, optimizer and metrics %.3f us per step\n",
+          ms->step.data_us_per_sample, ms->step.loss_us_per_sample, ms->step.step_us);
   fprintf(f, "network (%s): point-to-point %.3f us + bytes / %.1f bytes/us; allreduce step %.3f us, %.1f "
              "bytes/us\n",
           ms->net_measured ? "measured" : "NOT MEASURED on 1 rank: defaults", ms->net.p2p_alpha_us,

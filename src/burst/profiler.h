@@ -16,6 +16,7 @@
 #include "data/dataset.h"
 #include "io/deck.h"
 #include "nn/model.h"
+#include "optim/optim.h"
 
 /* Network numbers used when the profiling run has one rank (nothing to measure). */
 #define BURST_DEFAULT_ALPHA_US 5.0
@@ -47,6 +48,7 @@ typedef struct burst_measured {
   burst_net_samples_t p2p, ar; /* the fitted points (empty when not measured) */
   int p2p_peer;            /* the rank the ping-pong ran with rank 0 (not in the profile file) */
   int p2p_other_node;      /* 1: p2p_peer is on another node than rank 0 (MPI's shared-memory view) */
+  burst_step_costs_t step; /* the rest of a step (burst_profile_t.step) */
 } burst_measured_t;
 
 /* A command-line integer option (e.g. "--ranks", "8") of at least min: an input error otherwise. */
@@ -64,6 +66,10 @@ void burst_measured_init(burst_measured_t *out, const graph_t *g, const char *mo
 void burst_measured_free(burst_measured_t *out);
 void burst_measure_prepare(model_t *m, const dataset_t *ds, int batch);
 void burst_measure_compute(model_t *m, comm_t *world, burst_measured_t *out);
+/* Collective: the step costs beside the nodes (burst_profile_t.step) on m prepared as above: the data
+ * fetch and the loss per sample at the largest per-rank batch, and per step opt's update of the
+ * whole slab with one reduction of the step's metrics; the largest over the ranks. */
+void burst_measure_step(model_t *m, const dataset_t *ds, optim_t *opt, comm_t *world, burst_measured_t *out);
 /* The network (collective): measured on >= 2 ranks, the defaults on 1. Point to point: rank 0 with
  * the first rank on another node when there is one (the links a plan must spare), else rank 1. */
 void burst_measure_network(comm_t *world, int repeats, burst_measured_t *out);
@@ -87,7 +93,9 @@ void burst_profile_write(const char *path, const graph_t *g, const burst_measure
 typedef struct burst_profile_meta {
   char model[32];
   uint64_t fingerprint;
+  int version;             /* format version (1: no step costs) */
   int global_batch, ranks, profiled_ranks, net_measured;
+  burst_step_costs_t step; /* 0 in a version 1 profile */
 } burst_profile_meta_t;
 void burst_profile_read_meta(const char *path, burst_profile_meta_t *meta);
 /* Fill p (burst_profile_init'd here) with the medians and the network. Input errors (exit 2, one

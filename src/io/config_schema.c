@@ -113,7 +113,7 @@ const cfg_key_t cfg_keys[] = {
     STRING_KEY("parallel", "plan", plan_file, "", 0,
                "burst: the plan file (surge-burst-plan text) giving each layer its ranks; without one, burst "
                "plans at start-up from [parallel] profile"),
-    FLOAT_KEY("parallel", "bucket_mb", bucket_mb, "4", 0, OPEN, 1024, CLOSED,
+    FLOAT_KEY("parallel", "bucket_mb", bucket_mb, "1", 0, OPEN, 1024, CLOSED,
               "gradient allreduce bucket size in MiB (buckets hold whole tensors; a larger tensor is one bucket)"),
     BOOL_KEY("parallel", "overlap", overlap, "true",
              "start each gradient bucket's allreduce during the backward pass as soon as its gradients are "

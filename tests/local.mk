@@ -29,3 +29,10 @@ dist_check_SCRIPTS += tests/test_cluster_slurm.sh
 TESTS += tests/test_cluster_slurm.sh
 dist_check_SCRIPTS += tests/test_accuracy.sh tests/test_dp_ranks.sh
 TESTS += tests/test_accuracy.sh tests/test_dp_ranks.sh
+# The GPU path (doc/gpu.md): skipped (exit 77) without a GPU; tests/gpu/device-check.sh runs them on one.
+check_PROGRAMS += tests/gpu/gpu_probe
+tests_gpu_gpu_probe_SOURCES = tests/gpu/gpu_probe.c
+tests_gpu_gpu_probe_LDADD = $(SURGE_LIBS)
+dist_check_SCRIPTS += tests/gpu/ops.gpu tests/gpu/zoo.gpu tests/gpu/dp.gpu tests/gpu/mux.gpu
+TESTS += tests/gpu/ops.gpu tests/gpu/zoo.gpu tests/gpu/dp.gpu tests/gpu/mux.gpu
+EXTRA_DIST += tests/gpu/lib.sh tests/gpu/device-check.sh

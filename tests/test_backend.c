@@ -22,6 +22,7 @@
 #include "backend/cpu_ops.h" /* cpu_conv_direct_blocks: which conv path a case takes */
 #include "core/error.h"
 #include "core/rng.h"
+#include "rel_diff.h"
 #include "tap.h"
 
 #define AGREE_TOL 1e-5
@@ -75,17 +76,6 @@ static float *buf_ids(size_t n, int V) {
   float *x = talloc((n ? n : 1) * sizeof *x);
   for (size_t i = 0; i < n; i++) x[i] = (float)rng_below(&rng, (uint64_t)V);
   return x;
-}
-
-/* ||a - b|| / max(||b||, tiny), in double. */
-static double rel_diff(const float *a, const float *b, size_t n) {
-  double d2 = 0.0, b2 = 0.0;
-  for (size_t i = 0; i < n; i++) {
-    double d = (double)a[i] - b[i];
-    d2 += d * d;
-    b2 += (double)b[i] * b[i];
-  }
-  return sqrt(d2) / fmax(sqrt(b2), 1e-30);
 }
 
 /* ---- one op case: how to run it, and what its outputs are */

@@ -10,6 +10,7 @@
 #include "backend/cuda_elem.h"
 #include "core/error.h"
 #include "core/rng.h"
+#include "rel_diff.h"
 #include "tap.h"
 
 #define TOL 1e-5
@@ -29,16 +30,6 @@ static float *copy_of(const float *x, size_t n) {
   float *y = xmalloc((n ? n : 1) * sizeof *y);
   memcpy(y, x, n * sizeof *y);
   return y;
-}
-
-static double rel_diff(const float *a, const float *b, size_t n) {
-  double d2 = 0, b2 = 0;
-  for (size_t i = 0; i < n; i++) {
-    double d = (double)a[i] - b[i];
-    d2 += d * d;
-    b2 += (double)b[i] * b[i];
-  }
-  return sqrt(d2) / fmax(sqrt(b2), 1e-30);
 }
 
 static void agree(const float *ours, const float *want, size_t n, const char *what) {

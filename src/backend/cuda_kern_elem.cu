@@ -32,46 +32,21 @@ __global__ void k_gelu_bwd(size_t n, const float *x, const float *dy, float *dx)
   for (size_t i = first_index(); i < n; i += grid_stride()) dx[i] += dy[i] * ce_gelu_grad(x[i]);
 }
 
-extern "C" void cuk_fill(float *x, size_t n, float v, cudaStream_t s) {
-  if (!n) return;
-  k_fill<<<blocks_for(n), kThreads, 0, s>>>(x, n, v);
-  CUK_LAUNCHED("fill");
-}
-extern "C" void cuk_scale(float *x, size_t n, float a, cudaStream_t s) {
-  if (!n) return;
-  k_scale<<<blocks_for(n), kThreads, 0, s>>>(x, n, a);
-  CUK_LAUNCHED("scale");
-}
-extern "C" void cuk_axpy(size_t n, float a, const float *x, float *y, cudaStream_t s) {
-  if (!n) return;
-  k_axpy<<<blocks_for(n), kThreads, 0, s>>>(n, a, x, y);
-  CUK_LAUNCHED("axpy");
-}
-extern "C" void cuk_add(size_t n, const float *a, const float *b, float *y, cudaStream_t s) {
-  if (!n) return;
-  k_add<<<blocks_for(n), kThreads, 0, s>>>(n, a, b, y);
-  CUK_LAUNCHED("add");
-}
-extern "C" void cuk_relu_fwd(size_t n, const float *x, float *y, cudaStream_t s) {
-  if (!n) return;
-  k_relu_fwd<<<blocks_for(n), kThreads, 0, s>>>(n, x, y);
-  CUK_LAUNCHED("relu_fwd");
-}
-extern "C" void cuk_relu_bwd(size_t n, const float *x, const float *dy, float *dx, cudaStream_t s) {
-  if (!n) return;
-  k_relu_bwd<<<blocks_for(n), kThreads, 0, s>>>(n, x, dy, dx);
-  CUK_LAUNCHED("relu_bwd");
-}
-extern "C" void cuk_gelu_fwd(size_t n, const float *x, float *y, cudaStream_t s) {
-  if (!n) return;
-  k_gelu_fwd<<<blocks_for(n), kThreads, 0, s>>>(n, x, y);
-  CUK_LAUNCHED("gelu_fwd");
-}
-extern "C" void cuk_gelu_bwd(size_t n, const float *x, const float *dy, float *dx, cudaStream_t s) {
-  if (!n) return;
-  k_gelu_bwd<<<blocks_for(n), kThreads, 0, s>>>(n, x, dy, dx);
-  CUK_LAUNCHED("gelu_bwd");
-}
+// A flat kernel's launcher: cuk_NAME(PARAMS..., stream) runs k_NAME over n elements (none: nothing).
+#define CUK_FLAT(name, params, args)                  \
+  extern "C" void cuk_##name params {                 \
+    if (!n) return;                                   \
+    k_##name<<<blocks_for(n), kThreads, 0, s>>> args; \
+    CUK_LAUNCHED(#name);                              \
+  }
+CUK_FLAT(fill, (float *x, size_t n, float v, cudaStream_t s), (x, n, v))
+CUK_FLAT(scale, (float *x, size_t n, float a, cudaStream_t s), (x, n, a))
+CUK_FLAT(axpy, (size_t n, float a, const float *x, float *y, cudaStream_t s), (n, a, x, y))
+CUK_FLAT(add, (size_t n, const float *a, const float *b, float *y, cudaStream_t s), (n, a, b, y))
+CUK_FLAT(relu_fwd, (size_t n, const float *x, float *y, cudaStream_t s), (n, x, y))
+CUK_FLAT(relu_bwd, (size_t n, const float *x, const float *dy, float *dx, cudaStream_t s), (n, x, dy, dx))
+CUK_FLAT(gelu_fwd, (size_t n, const float *x, float *y, cudaStream_t s), (n, x, y))
+CUK_FLAT(gelu_bwd, (size_t n, const float *x, const float *dy, float *dx, cudaStream_t s), (n, x, dy, dx))
 
 // ---- bias
 

@@ -26,12 +26,12 @@ libsurge_a_SOURCES += src/backend/cuda_absent.c
 endif
 
 check_PROGRAMS += tests/test_backend
-tests_test_backend_SOURCES = tests/test_backend.c
+tests_test_backend_SOURCES = tests/test_backend.c tests/rel_diff.h
 tests_test_backend_LDADD = $(SURGE_LIBS)
 TESTS += tests/test_backend
 
 # The CUDA kernels' per-element arithmetic, tested on the host (every build: it needs no GPU).
 check_PROGRAMS += tests/test_cuda_elem
-tests_test_cuda_elem_SOURCES = tests/test_cuda_elem.c
+tests_test_cuda_elem_SOURCES = tests/test_cuda_elem.c tests/rel_diff.h
 tests_test_cuda_elem_LDADD = $(SURGE_LIBS)
 TESTS += tests/test_cuda_elem

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/backend_open.h"
 #include "burst/profiler.h"
 #include "core/cli.h"
 #include "core/error.h"
@@ -62,7 +63,7 @@ int main(int argc, char **argv) {
   if (!out) out = cfg.profile_file[0] ? cfg.profile_file : "profile.h5";
   if (cfg.global_batch > INT32_MAX) surge_input_error("[train] global_batch %ld is too large", cfg.global_batch);
   backend_options_t bo = backend_opts_of(&cfg, comm_local_rank(&world));
-  const backend_t *be = backend_open(cfg.backend, &bo, backend_opts_where(&cfg, deck));
+  const backend_t *be = backend_open(cfg.backend, &bo, backend_opts_where(&cfg, deck), world.mpi);
   be->set_threads(cfg.threads);
   world.bucket_bytes = (size_t)(cfg.bucket_mb * 1048576.0);
   if (world.bucket_bytes < sizeof(float)) world.bucket_bytes = sizeof(float);

@@ -243,10 +243,7 @@ extern const backend_t backend_cuda; /* cuBLAS + kernels (without the toolkit: o
 
 /* Look a backend up by name ("cpu", "ref", "cuda"); NULL if unknown. */
 const backend_t *backend_find(const char *name);
-/* Find and open the backend called name: an unknown name or options it refuses are input errors
- * (exit 2) naming `where` (the deck key's place); a machine that cannot run it (no GPU) is a
- * runtime error (exit 1). One line each. */
-const backend_t *backend_open(const char *name, const backend_options_t *o, const char *where);
+/* Opening one for the process: backend_open (backend_open.h, with MPI). */
 /* The options of a plain run: the first GPU of the node's ranks by local rank, fp32, no TF32. */
 backend_options_t backend_default_options(void);
 /* Comma-separated list of known backend names, for error messages. */

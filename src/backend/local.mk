@@ -1,5 +1,5 @@
 libsurge_a_SOURCES += \
-  src/backend/backend.c src/backend/backend.h \
+  src/backend/backend.c src/backend/backend.h src/backend/backend_open.h \
   src/backend/host_mem.c src/backend/host_mem.h \
   src/backend/ref.c \
   src/backend/cpu.c src/backend/cpu_ops.h src/backend/cpu_gemm.c src/backend/cpu_elementwise.c \

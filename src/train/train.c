@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/backend_open.h"
 #include "core/error.h"
 #include "core/rss.h"
 #include "core/timer.h"
@@ -17,7 +18,7 @@ void trainer_init(trainer_t *t, const config_t *cfg, const deck_t *deck, comm_t 
   t->cfg = *cfg;
   t->world = world;
   backend_options_t bo = backend_opts_of(cfg, comm_local_rank(world));
-  t->be = backend_open(cfg->backend, &bo, backend_opts_where(cfg, deck));
+  t->be = backend_open(cfg->backend, &bo, backend_opts_where(cfg, deck), world->mpi);
   t->be->set_threads(cfg->threads);
   if (!t->be->host_memory) { /* the layouts' groups, split from world, inherit its device side */
     const backend_context_t *bc = t->be->context();

@@ -16,3 +16,9 @@ bench_bench_planner_LDADD = $(SURGE_LIBS)
 # The emulated cluster (doc/cluster.md): make bench BENCH=cluster; tests/p2p_bw measures its links.
 EXTRA_DIST += bench/bench_cluster.sh
 bench: tests/p2p_bw$(EXEEXT)
+# The cuda backend's GEMM against cuBLAS alone (tests/gpu/device-check.sh runs it on a GPU).
+bench_bench_gpu_gemm_SOURCES = bench/bench_gpu_gemm.c
+bench_bench_gpu_gemm_LDADD = $(SURGE_LIBS)
+if HAVE_CUDA
+bench_programs += bench/bench_gpu_gemm
+endif

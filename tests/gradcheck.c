@@ -123,7 +123,7 @@ gradcheck_result_t gradcheck_layer(const layer_ops_t *ops, layer_t l, int B, con
   s.r = be->alloc(s.ny);
   rng_fill_normal(&rng, s.r, s.ny, 0.0f, 1.0f);
   s.aux = be->alloc((size_t)B * l.aux_per_sample + 1);
-  s.scratch = be->alloc(l.scratch + 1);
+  s.scratch = be->alloc(layer_scratch_floats(&l, B) + 1);
 
   /* analytic gradients, pre-filled to check accumulation */
   const float prefill = 0.25f;

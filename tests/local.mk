@@ -1,7 +1,7 @@
 # Cross-area tests: whole models against PyTorch references, training runs, bad input.
 dist_check_SCRIPTS += tests/test_bad_input.sh tests/test_converge.sh
 TESTS += tests/test_bad_input.sh tests/test_converge.sh
-EXTRA_DIST += tests/tap.sh tests/tap.h tests/gradcheck.h tests/gradcheck.c tests/gpt3d.sh tests/small_gpt.h
+EXTRA_DIST += tests/tap.sh tests/zoo_models.sh tests/tap.h tests/gradcheck.h tests/gradcheck.c tests/gpt3d.sh tests/small_gpt.h
 check_PROGRAMS += tests/test_reference
 tests_test_reference_SOURCES = tests/test_reference.c tests/refdata.c tests/refdata.h
 tests_test_reference_LDADD = $(SURGE_LIBS)
@@ -29,3 +29,10 @@ dist_check_SCRIPTS += tests/test_cluster_slurm.sh
 TESTS += tests/test_cluster_slurm.sh
 dist_check_SCRIPTS += tests/test_accuracy.sh tests/test_dp_ranks.sh
 TESTS += tests/test_accuracy.sh tests/test_dp_ranks.sh
+# The GPU path (doc/gpu.md): skipped (exit 77) without a GPU; tests/gpu/device-check.sh runs them on one.
+check_PROGRAMS += tests/gpu/gpu_probe
+tests_gpu_gpu_probe_SOURCES = tests/gpu/gpu_probe.c
+tests_gpu_gpu_probe_LDADD = $(SURGE_LIBS)
+dist_check_SCRIPTS += tests/gpu/ops.gpu tests/gpu/zoo.gpu tests/gpu/dp.gpu tests/gpu/mux.gpu tests/gpu/absent.sh
+TESTS += tests/gpu/ops.gpu tests/gpu/zoo.gpu tests/gpu/dp.gpu tests/gpu/mux.gpu tests/gpu/absent.sh
+EXTRA_DIST += tests/gpu/lib.sh tests/gpu/device-check.sh

@@ -1,5 +1,8 @@
 /* The "cpu" backend against the naive "ref" backend, op by op, on the same random inputs; plus a
  * few ops against hand-computed values on both backends, and the memory ops and the registry.
+ * `test_backend cuda` (tests/gpu/ops.gpu) puts the cuda backend in cpu's place: every op against
+ * ref within the same tolerance, its buffers CUDA managed memory that host and GPU both address;
+ * without a usable GPU it skips, saying why.
  *
  * Agreement per output array: ||cpu - ref|| / max(||ref||, tiny) <= 1e-5 (exact for argmax,
  * count_correct and all_finite). Outputs the header marks "written" are pre-filled with NaN on cpu
@@ -10,51 +13,69 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "surge_build_config.h"
+#if HAVE_CUDA
+#include <cuda_runtime.h>
+#endif
+
 #include "backend/backend.h"
 #include "backend/cpu_ops.h" /* cpu_conv_direct_blocks: which conv path a case takes */
 #include "core/error.h"
 #include "core/rng.h"
+#include "rel_diff.h"
 #include "tap.h"
 
 #define AGREE_TOL 1e-5
 #define LONG_SUM_TOL 1e-6 /* sums over a long batch of same-sign terms (test_long_sums) */
 #define ACCUM_CONST 0.25f
 
-static const backend_t *const backends[2] = {&backend_cpu, &backend_ref}; /* [0] fast, [1] truth */
+static const backend_t *backends[2] = {&backend_cpu, &backend_ref}; /* [0] fast, [1] truth */
+static int managed; /* backends[0] is on a GPU: test buffers are CUDA managed memory */
 static rng_t rng;
 static double worst_agreement; /* largest cpu-vs-ref relative difference seen */
 static double agree_tol = AGREE_TOL; /* the tolerance compare_backends applies */
 
 /* ---- buffers */
 
+static void *talloc(size_t bytes) {
+#if HAVE_CUDA
+  if (managed) {
+    void *p = NULL;
+    cudaError_t e = cudaMallocManaged(&p, bytes ? bytes : 1, cudaMemAttachGlobal);
+    if (e != cudaSuccess) surge_runtime_error("cudaMallocManaged(%zu): %s", bytes, cudaGetErrorString(e));
+    return p;
+  }
+#endif
+  return xmalloc(bytes);
+}
+
+static void tfree(void *p) {
+#if HAVE_CUDA
+  if (managed) {
+    cudaFree(p);
+    return;
+  }
+#endif
+  free(p);
+}
+
 static float *buf_uniform(size_t n, float lo, float hi) {
-  float *x = xmalloc((n ? n : 1) * sizeof *x);
+  float *x = talloc((n ? n : 1) * sizeof *x);
   rng_fill_uniform(&rng, x, n, lo, hi);
   return x;
 }
 
 static float *buf_const(size_t n, float v) {
-  float *x = xmalloc((n ? n : 1) * sizeof *x);
+  float *x = talloc((n ? n : 1) * sizeof *x);
   for (size_t i = 0; i < n; i++) x[i] = v;
   return x;
 }
 
 /* Class ids in [0, V) stored as float. */
 static float *buf_ids(size_t n, int V) {
-  float *x = xmalloc((n ? n : 1) * sizeof *x);
+  float *x = talloc((n ? n : 1) * sizeof *x);
   for (size_t i = 0; i < n; i++) x[i] = (float)rng_below(&rng, (uint64_t)V);
   return x;
-}
-
-/* ||a - b|| / max(||b||, tiny), in double. */
-static double rel_diff(const float *a, const float *b, size_t n) {
-  double d2 = 0.0, b2 = 0.0;
-  for (size_t i = 0; i < n; i++) {
-    double d = (double)a[i] - b[i];
-    d2 += d * d;
-    b2 += (double)b[i] * b[i];
-  }
-  return sqrt(d2) / fmax(sqrt(b2), 1e-30);
 }
 
 /* ---- one op case: how to run it, and what its outputs are */
@@ -110,8 +131,10 @@ static void check_accumulates(const op_case_t *c, const backend_t *be) {
   }
   prefill(c, 1, on_zero, zero);
   c->run(be, c->ctx, on_zero);
+  be->synchronize();
   prefill(c, 1, on_const, konst);
   c->run(be, c->ctx, on_const);
+  be->synchronize();
   for (int i = 0; i < c->nout; i++) {
     if (c->out[i].mode != OUT_ACCUM) continue;
     for (size_t j = 0; j < c->out[i].len; j++) on_zero[i][j] += ACCUM_CONST;
@@ -119,8 +142,8 @@ static void check_accumulates(const op_case_t *c, const backend_t *be) {
     tap_ok(e <= agree_tol, "%s: %s %s accumulates (rel %.1e)", c->label, be->name, c->out[i].name, e);
   }
   for (int i = 0; i < c->nout; i++) {
-    free(on_zero[i]);
-    free(on_const[i]);
+    tfree(on_zero[i]);
+    tfree(on_const[i]);
   }
 }
 
@@ -131,12 +154,13 @@ static void compare_backends(const op_case_t *c) {
   for (int i = 0; i < c->nout; i++) {
     accum[i] = buf_uniform(c->out[i].len, -1.0f, 1.0f);
     has_accum |= c->out[i].mode == OUT_ACCUM;
-    for (int k = 0; k < 2; k++) out[k][i] = xmalloc((c->out[i].len ? c->out[i].len : 1) * sizeof(float));
+    for (int k = 0; k < 2; k++) out[k][i] = talloc((c->out[i].len ? c->out[i].len : 1) * sizeof(float));
   }
   double scalar[2];
   for (int k = 0; k < 2; k++) {
     prefill(c, k, out[k], (const float *const *)accum);
     scalar[k] = c->run(backends[k], c->ctx, out[k]);
+    backends[k]->synchronize(); /* a GPU's work is queued: done before the host reads */
   }
   for (int i = 0; i < c->nout; i++) {
     const out_spec_t *o = &c->out[i];
@@ -159,8 +183,8 @@ static void compare_backends(const op_case_t *c) {
   if (has_accum)
     for (int k = 0; k < 2; k++) check_accumulates(c, backends[k]);
   for (int i = 0; i < c->nout; i++) {
-    free(accum[i]);
-    for (int k = 0; k < 2; k++) free(out[k][i]);
+    tfree(accum[i]);
+    for (int k = 0; k < 2; k++) tfree(out[k][i]);
   }
 }
 
@@ -183,6 +207,14 @@ static double run_gemm_strided(const backend_t *be, const void *ctx, float **out
   const gemm_ctx_t *g = ctx;
   be->gemm_strided(g->ta, g->tb, g->M, g->N, g->K, g->alpha, g->A, g->lda, g->sA, g->B, g->ldb, g->sB,
                    g->beta, out[0], g->ldc, g->sC, g->batch);
+  return 0.0;
+}
+
+static double run_gemm_grid(const backend_t *be, const void *ctx, float **out) {
+  const gemm_ctx_t *g = ctx;
+  // a grid of batch x 2: the second dimension's matrices sit halfway between the first's
+  gemm_grid_t grid = {{g->batch, 2}, {2 * g->sA, g->sA}, {2 * g->sB, g->sB}, {2 * g->sC, g->sC}};
+  be->gemm_grid(g->ta, g->tb, g->M, g->N, g->K, g->alpha, g->A, g->lda, g->B, g->ldb, g->beta, out[0], g->ldc, &grid);
   return 0.0;
 }
 
@@ -209,9 +241,16 @@ static void test_gemm(int ta, int tb, int M, int N, int K, float beta, int extra
   op_case_t c = {label, batch > 1 ? run_gemm_strided : run_gemm, &g, 1,
                  {{"C", g.sC * batch, OUT_INOUT, 0, C0}}, SCALAR_NONE};
   compare_backends(&c);
-  free(A);
-  free(B);
-  free(C0);
+  if (batch > 1 && batch % 2 == 0) { /* the same matrices as a grid of (batch/2) x 2 */
+    g.batch = batch / 2;
+    snprintf(label, sizeof label, "gemm_grid %dx2 ta=%d tb=%d M=%d N=%d K=%d beta=%g ld+%d", g.batch, ta, tb, M, N,
+             K, beta, extra);
+    c.run = run_gemm_grid;
+    compare_backends(&c);
+  }
+  tfree(A);
+  tfree(B);
+  tfree(C0);
 }
 
 /* ---- elementwise, reductions, bias, activations */
@@ -343,9 +382,9 @@ static void test_flat_ops(size_t n) {
   x[0] = NAN;
   FLAT_CASE(run_all_finite, OUT_WRITE, SCALAR_EXACT);
 #undef FLAT_CASE
-  free(x);
-  free(y);
-  free(y0);
+  tfree(x);
+  tfree(y);
+  tfree(y0);
 }
 
 /* Modified Gram-Schmidt of `batch` (n, r) matrices `extra` floats apart: cpu against ref, and on
@@ -425,10 +464,10 @@ static void test_bias(int rows, int cols, int N, int C, int HW) {
   compare_backends(&(op_case_t){label, run_bias_add_planes, &v, 1, {{"y", nplane, OUT_ACCUM, 0, NULL}}, 0});
   v.x = yplane;
   compare_backends(&(op_case_t){label, run_bias_grad_planes, &v, 1, {{"db", (size_t)C, OUT_ACCUM, 0, NULL}}, 0});
-  free(brow);
-  free(yrow);
-  free(bplane);
-  free(yplane);
+  tfree(brow);
+  tfree(yrow);
+  tfree(bplane);
+  tfree(yplane);
 }
 
 static void test_avgpool(int P, int HW) {
@@ -439,8 +478,8 @@ static void test_avgpool(int P, int HW) {
   compare_backends(&(op_case_t){label, run_avgpool_fwd, &v, 1, {{"y", (size_t)P, OUT_WRITE, 0, NULL}}, 0});
   v.x = dy;
   compare_backends(&(op_case_t){label, run_avgpool_bwd, &v, 1, {{"dx", (size_t)P * HW, OUT_ACCUM, 0, NULL}}, 0});
-  free(x);
-  free(dy);
+  tfree(x);
+  tfree(dy);
 }
 
 /* ---- convolution lowering and max pooling */
@@ -483,16 +522,16 @@ static void test_conv_lowering(int C, int H, int W, int KH, int KW, int stride, 
   compare_backends(&(op_case_t){label, run_im2col, &g, 1, {{"col", ncol, OUT_WRITE, 0, NULL}}, 0});
   g.in = col;
   compare_backends(&(op_case_t){label, run_col2im, &g, 1, {{"dx", nx, OUT_ACCUM, 0, NULL}}, 0});
-  free(x);
-  free(col);
+  tfree(x);
+  tfree(col);
 }
 
 /* `relu_input`: half the inputs are 0, so windows hold ties that must go to the first maximum. */
 static void test_maxpool(int P, int H, int W, int k, int s, int relu_input) {
   int OH = (H - k) / s + 1, OW = (W - k) / s + 1;
   size_t nx = (size_t)P * H * W, ny = (size_t)P * OH * OW;
-  float *x = buf_uniform(nx, -1, 1), *dy = buf_uniform(ny, -1, 1), *argmax = xmalloc(ny * sizeof *argmax);
-  float *y = xmalloc(ny * sizeof *y);
+  float *x = buf_uniform(nx, -1, 1), *dy = buf_uniform(ny, -1, 1), *argmax = talloc(ny * sizeof *argmax);
+  float *y = talloc(ny * sizeof *y);
   if (relu_input)
     for (size_t i = 0; i < nx; i++) x[i] = fmaxf(x[i], 0.0f);
   char label[96];
@@ -504,10 +543,10 @@ static void test_maxpool(int P, int H, int W, int k, int s, int relu_input) {
   g.in = dy;
   g.argmax = argmax;
   compare_backends(&(op_case_t){label, run_maxpool_bwd, &g, 1, {{"dx", nx, OUT_ACCUM, 0, NULL}}, 0});
-  free(x);
-  free(y);
-  free(dy);
-  free(argmax);
+  tfree(x);
+  tfree(y);
+  tfree(dy);
+  tfree(argmax);
 }
 
 /* ---- convolution over a batch */
@@ -521,19 +560,19 @@ typedef struct convb_ctx {
 
 static double run_conv_fwd(const backend_t *be, const void *ctx, float **out) {
   const convb_ctx_t *q = ctx;
-  float *ws = xmalloc(q->ws_n * sizeof *ws);
+  float *ws = talloc(q->ws_n * sizeof *ws);
   be->conv_fwd(&q->s, q->B, q->x, q->w, q->bias, q->relu, out[0], ws, q->ws_n);
-  free(ws);
+  tfree(ws);
   return 0.0;
 }
 /* Outputs in the order dx, dw, db, leaving out those not wanted. */
 static double run_conv_bwd(const backend_t *be, const void *ctx, float **out) {
   const convb_ctx_t *q = ctx;
-  float *ws = xmalloc(q->ws_n * sizeof *ws);
+  float *ws = talloc(q->ws_n * sizeof *ws);
   int k = 0;
   float *dx = q->want_dx ? out[k++] : NULL, *dw = q->want_dw ? out[k++] : NULL, *db = q->want_db ? out[k++] : NULL;
   be->conv_bwd(&q->s, q->B, q->x, q->w, q->dy, dx, dw, db, ws, q->ws_n);
-  free(ws);
+  tfree(ws);
   return 0.0;
 }
 
@@ -565,7 +604,7 @@ static void test_conv_batch(int B, int C, int H, int W, int O, int k, int stride
   compare_backends(&(op_case_t){label, run_conv_bwd, &q, 1, {{"dw only", nw, OUT_ACCUM, 0, NULL}}, 0});
   q.want_dx = 1, q.want_dw = 0;
   compare_backends(&(op_case_t){label, run_conv_bwd, &q, 1, {{"dx only", nx, OUT_ACCUM, 0, NULL}}, 0});
-  free(x), free(w), free(b), free(dy);
+  tfree(x), tfree(w), tfree(b), tfree(dy);
 }
 
 typedef struct rows_ctx {
@@ -587,7 +626,7 @@ static void test_gemm_tn_rows_range(int M, int N, int K, int extra, float lo, fl
   char label[80];
   snprintf(label, sizeof label, "gemm_tn_rows M=%d N=%d K=%d ld+%d in [%g,%g)", M, N, K, extra, lo, hi);
   compare_backends(&(op_case_t){label, run_gemm_tn_rows, &r, 1, {{"C", (size_t)M * r.ldc, OUT_ACCUM, 0, NULL}}, 0});
-  free(A), free(B);
+  tfree(A), tfree(B);
 }
 
 static void test_gemm_tn_rows(int M, int N, int K, int extra) { test_gemm_tn_rows_range(M, N, K, extra, -1, 1); }
@@ -653,7 +692,7 @@ static double run_count_correct(const backend_t *be, const void *ctx, float **ou
 static void test_layernorm(int N, int rows, int C) {
   size_t n = (size_t)N * rows * C, ns = (size_t)N * 2 * rows;
   float *x = buf_uniform(n, 2, 5), *w = buf_uniform((size_t)C, 0.5f, 1.5f), *b = buf_uniform((size_t)C, -1, 1);
-  float *dy = buf_uniform(n, -1, 1), *y = xmalloc(n * sizeof *y), *stats = xmalloc(ns * sizeof *stats);
+  float *dy = buf_uniform(n, -1, 1), *y = talloc(n * sizeof *y), *stats = talloc(ns * sizeof *stats);
   char label[64];
   snprintf(label, sizeof label, "layernorm N=%d rows=%d C=%d", N, rows, C);
   seq_ctx_t q = {.B = N, .rows = rows, .C = C, .eps = 1e-5f, .x = x, .w = w, .b = b, .dy = dy};
@@ -665,7 +704,7 @@ static void test_layernorm(int N, int rows, int C) {
                                 {{"dx", n, OUT_ACCUM, 0, NULL},
                                  {"dw", (size_t)C, OUT_ACCUM, 0, NULL},
                                  {"db", (size_t)C, OUT_ACCUM, 0, NULL}}, 0});
-  free(x), free(w), free(b), free(dy), free(y), free(stats);
+  tfree(x), tfree(w), tfree(b), tfree(dy), tfree(y), tfree(stats);
 }
 
 /* A table of the ids [lo, lo+V) of a vocabulary of vocab ids (the whole table: lo = 0, V = vocab),
@@ -683,7 +722,7 @@ static void test_embed(int B, int T, int C, int vocab, int lo, int V, int positi
   compare_backends(&(op_case_t){label, run_embed_bwd, &q, positions ? 2 : 1,
                                 {{"dwte", (size_t)V * C, OUT_ACCUM, 0, NULL},
                                  {"dwpe", (size_t)T * C, OUT_ACCUM, 0, NULL}}, 0});
-  free(ids), free(wte), free(wpe), free(dy);
+  tfree(ids), tfree(wte), tfree(wpe), tfree(dy);
 }
 
 /* Shards of a table add up to the whole lookup: the shards [0,k) with positions and [k,vocab)
@@ -691,24 +730,25 @@ static void test_embed(int B, int T, int C, int vocab, int lo, int V, int positi
 static void test_embed_shards_sum(int B, int T, int C, int vocab, int k) {
   size_t ny = (size_t)B * T * C;
   float *ids = buf_ids((size_t)B * T, vocab), *wte = buf_uniform((size_t)vocab * C, -1, 1);
-  float *wpe = buf_uniform((size_t)T * C, -1, 1), *whole = xmalloc(ny * sizeof *whole);
-  float *a = xmalloc(ny * sizeof *a), *b = xmalloc(ny * sizeof *b);
+  float *wpe = buf_uniform((size_t)T * C, -1, 1), *whole = talloc(ny * sizeof *whole);
+  float *a = talloc(ny * sizeof *a), *b = talloc(ny * sizeof *b);
   for (int i = 0; i < 2; i++) {
     const backend_t *be = backends[i];
     be->embed_fwd(B, T, C, ids, 0, vocab, wte, wpe, whole);
     be->embed_fwd(B, T, C, ids, 0, k, wte, wpe, a);
     be->embed_fwd(B, T, C, ids, k, vocab - k, wte + (size_t)k * C, NULL, b);
+    be->synchronize();
     for (size_t j = 0; j < ny; j++) a[j] += b[j];
     double e = rel_diff(a, whole, ny);
     tap_ok(e <= AGREE_TOL, "%s: embedding shards [0,%d) + [%d,%d) = the whole table (rel %.1e)", be->name, k, k,
            vocab, e);
   }
-  free(ids), free(wte), free(wpe), free(whole), free(a), free(b);
+  tfree(ids), tfree(wte), tfree(wpe), tfree(whole), tfree(a), tfree(b);
 }
 
 static void test_causal_softmax(int BH, int T) {
   size_t n = (size_t)BH * T * T;
-  float *s = buf_uniform(n, -6, 6), *dp = buf_uniform(n, -1, 1), *p = xmalloc(n * sizeof *p);
+  float *s = buf_uniform(n, -6, 6), *dp = buf_uniform(n, -1, 1), *p = talloc(n * sizeof *p);
   char label[64];
   snprintf(label, sizeof label, "causal_softmax BH=%d T=%d", BH, T);
   seq_ctx_t q = {.rows = BH, .T = T, .scale = 0.35f, .x = s, .dy = dp};
@@ -716,7 +756,7 @@ static void test_causal_softmax(int BH, int T) {
   backend_ref.causal_softmax_fwd(BH, T, q.scale, s, p);
   q.x = p;
   compare_backends(&(op_case_t){label, run_causal_softmax_bwd, &q, 1, {{"ds", n, OUT_WRITE, 0, NULL}}, 0});
-  free(s), free(dp), free(p);
+  tfree(s), tfree(dp), tfree(p);
 }
 
 /* `offset` shifts every logit (large offsets test the stable log-sum-exp). */
@@ -728,12 +768,12 @@ static void test_xent(int rows, int V, float offset, float spread) {
   seq_ctx_t q = {.rows = rows, .V = V, .scale = 1.0f / rows, .x = logits, .ids = targets};
   compare_backends(&(op_case_t){label, run_xent, &q, 1, {{"dlogits", n, OUT_WRITE, 0, NULL}}, SCALAR_CLOSE});
   compare_backends(&(op_case_t){label, run_xent_loss_only, &q, 0, {{0}}, SCALAR_CLOSE});
-  double loss = backend_cpu.xent_fwd_bwd(rows, V, logits, targets, 1.0f, NULL);
-  tap_ok(isfinite(loss) && loss > 0.0, "%s: cpu loss %.6g finite and positive", label, loss);
+  double loss = backends[0]->xent_fwd_bwd(rows, V, logits, targets, 1.0f, NULL);
+  tap_ok(isfinite(loss) && loss > 0.0, "%s: %s loss %.6g finite and positive", label, backends[0]->name, loss);
   // coarse logits (integers in [0,3]) give ties, which go to the first maximum
   for (size_t i = 0; i < n; i++) logits[i] = floorf((logits[i] - offset + spread) / (2.0f * spread) * 4.0f);
   compare_backends(&(op_case_t){label, run_count_correct, &q, 0, {{0}}, SCALAR_EXACT});
-  free(logits), free(targets);
+  tfree(logits), tfree(targets);
 }
 
 /* ---- vocabulary-parallel cross-entropy */
@@ -768,15 +808,16 @@ static void test_xent_shards(int rows, int vocab, int nshards, float spread) {
   size_t n = (size_t)rows * vocab;
   float *logits = buf_uniform(n, -spread, spread), *targets = buf_ids((size_t)rows, vocab);
   for (int r = 0; r < rows; r += 3) logits[(size_t)r * vocab + (r % vocab)] = logits[(size_t)r * vocab + vocab - 1];
-  float *whole = xmalloc(n * sizeof *whole), *parts = xmalloc(n * sizeof *parts);
-  float *mx = xmalloc((size_t)rows * sizeof *mx), *sum = xmalloc((size_t)rows * sizeof *sum);
-  float *tgt = xmalloc((size_t)rows * sizeof *tgt), *first = xmalloc((size_t)rows * sizeof *first);
-  float *shard = xmalloc(n * sizeof *shard), *a = xmalloc(n * sizeof *a), *b = xmalloc(n * sizeof *b);
+  float *whole = talloc(n * sizeof *whole), *parts = talloc(n * sizeof *parts);
+  float *mx = talloc((size_t)rows * sizeof *mx), *sum = talloc((size_t)rows * sizeof *sum);
+  float *tgt = talloc((size_t)rows * sizeof *tgt), *first = talloc((size_t)rows * sizeof *first);
+  float *shard = talloc(n * sizeof *shard), *a = talloc(n * sizeof *a), *b = talloc(n * sizeof *b);
   char label[96];
   for (int i = 0; i < 2; i++) {
     const backend_t *be = backends[i];
     double want = be->xent_fwd_bwd(rows, vocab, logits, targets, 0.5f, whole);
     long correct = be->count_correct(rows, vocab, logits, targets);
+    be->synchronize();
     for (int r = 0; r < rows; r++) mx[r] = -INFINITY, sum[r] = tgt[r] = 0.0f, first[r] = 3e38f;
     for (int pass = 0; pass < 3; pass++)
       for (int k = 0; k < nshards; k++) {
@@ -784,13 +825,16 @@ static void test_xent_shards(int rows, int vocab, int nshards, float spread) {
         for (int r = 0; r < rows; r++) memcpy(shard + (size_t)r * V, logits + (size_t)r * vocab + lo, V * sizeof(float));
         if (pass == 0) {
           be->row_max(rows, V, shard, a);
+          be->synchronize();
           for (int r = 0; r < rows; r++) mx[r] = fmaxf(mx[r], a[r]);
         } else if (pass == 1) {
           be->xent_shard_stats(rows, V, lo, shard, targets, mx, a, b);
           be->row_first_index(rows, V, lo, shard, mx, a + rows);
+          be->synchronize();
           for (int r = 0; r < rows; r++) sum[r] += a[r], tgt[r] += b[r], first[r] = fminf(first[r], a[rows + r]);
         } else {
           be->xent_shard_bwd(rows, V, lo, shard, targets, mx, sum, 0.5f, a);
+          be->synchronize();
           for (int r = 0; r < rows; r++) memcpy(parts + (size_t)r * vocab + lo, a + (size_t)r * V, V * sizeof(float));
         }
       }
@@ -816,8 +860,8 @@ static void test_xent_shards(int rows, int vocab, int nshards, float spread) {
   compare_backends(&(op_case_t){label, run_xent_shard_bwd, &q, 1, {{"dlogits", (size_t)rows * V, OUT_WRITE, 0, NULL}},
                                 0});
   compare_backends(&(op_case_t){label, run_row_first_index, &q, 1, {{"first", (size_t)rows, OUT_WRITE, 1, NULL}}, 0});
-  free(logits), free(targets), free(whole), free(parts), free(mx), free(sum), free(tgt), free(first);
-  free(shard), free(a), free(b);
+  tfree(logits), tfree(targets), tfree(whole), tfree(parts), tfree(mx), tfree(sum), tfree(tgt), tfree(first);
+  tfree(shard), tfree(a), tfree(b);
 }
 
 /* ---- optimizers */
@@ -850,7 +894,7 @@ static void test_sgd(size_t n, float mom, int nesterov, float wd, int first) {
   enum out_mode buf_mode = first ? OUT_WRITE : OUT_INOUT;
   compare_backends(&(op_case_t){label, run_sgd, &o, mom == 0.0f ? 1 : 2,
                                 {{"p", n, OUT_INOUT, 0, p}, {"buf", n, buf_mode, 0, buf}}, 0});
-  free(p), free(g), free(buf);
+  tfree(p), tfree(g), tfree(buf);
 }
 
 static void test_adamw(size_t n, int t, float wd) {
@@ -863,7 +907,7 @@ static void test_adamw(size_t n, int t, float wd) {
   o.bc2 = 1.0f - powf(o.b2, (float)t);
   compare_backends(&(op_case_t){label, run_adamw, &o, 3,
                                 {{"p", n, OUT_INOUT, 0, p}, {"m", n, OUT_INOUT, 0, m}, {"v", n, OUT_INOUT, 0, v}}, 0});
-  free(p), free(g), free(m), free(v);
+  tfree(p), tfree(g), tfree(m), tfree(v);
 }
 
 /* ---- sums over a long batch: every term of the same sign, so a float sum that runs along the
@@ -881,7 +925,7 @@ static void test_long_sums(void) {
     convb_ctx_t q = {s, B, 0, 0, 1, 1, conv_workspace_floats(&s), x, w, NULL, dy};
     compare_backends(&(op_case_t){"long sums: conv_bwd B=8192 14x14", run_conv_bwd, &q, 2,
                                   {{"dw", 18, OUT_ACCUM, 0, NULL}, {"db", 2, OUT_ACCUM, 0, NULL}}, 0});
-    free(x), free(w), free(dy);
+    tfree(x), tfree(w), tfree(dy);
   }
   // a linear layer's weight gradient over 60000 rows
   test_gemm_tn_rows_range(3, 4, 60000, 0, 0.5f, 1.5f);
@@ -890,13 +934,13 @@ static void test_long_sums(void) {
     int N = 8192, rows = 8, C = 4;
     size_t n = (size_t)N * rows * C, ns = (size_t)N * 2 * rows;
     float *x = buf_uniform(n, 0, 1), *w = buf_uniform((size_t)C, 0.5f, 1.5f), *b = buf_uniform((size_t)C, 0, 1);
-    float *dy = buf_uniform(n, 0.5f, 1.5f), *y = xmalloc(n * sizeof *y), *stats = xmalloc(ns * sizeof *stats);
+    float *dy = buf_uniform(n, 0.5f, 1.5f), *y = talloc(n * sizeof *y), *stats = talloc(ns * sizeof *stats);
     backend_ref.layernorm_fwd(N, rows, C, x, w, b, 1e-5f, y, stats);
     seq_ctx_t q = {.B = N, .rows = rows, .C = C, .x = x, .w = w, .stats = stats, .dy = dy};
     compare_backends(&(op_case_t){"long sums: layernorm_bwd 65536 rows", run_layernorm_bwd, &q, 3,
                                   {{"dx", n, OUT_ACCUM, 0, NULL}, {"dw", (size_t)C, OUT_ACCUM, 0, NULL},
                                    {"db", (size_t)C, OUT_ACCUM, 0, NULL}}, 0});
-    free(x), free(w), free(b), free(dy), free(y), free(stats);
+    tfree(x), tfree(w), tfree(b), tfree(dy), tfree(y), tfree(stats);
   }
   // embedding gradients: 3 tokens used about 10000 times each, positions summed over 15000 sequences
   {
@@ -906,7 +950,7 @@ static void test_long_sums(void) {
     compare_backends(&(op_case_t){"long sums: embed_bwd B=15000", run_embed_bwd, &q, 2,
                                   {{"dwte", (size_t)V * C, OUT_ACCUM, 0, NULL},
                                    {"dwpe", (size_t)T * C, OUT_ACCUM, 0, NULL}}, 0});
-    free(ids), free(dy);
+    tfree(ids), tfree(dy);
   }
   // bias gradients over 200000 rows and over 1000 samples of 784 positions
   {
@@ -918,7 +962,7 @@ static void test_long_sums(void) {
     v.x = dp;
     compare_backends(&(op_case_t){"long sums: bias_grad_planes 1000 x 784", run_bias_grad_planes, &v, 1,
                                   {{"db", 2, OUT_ACCUM, 0, NULL}}, 0});
-    free(dy), free(dp);
+    tfree(dy), tfree(dp);
   }
   agree_tol = AGREE_TOL;
 }
@@ -1024,9 +1068,10 @@ static void test_memory(const backend_t *be) {
   for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
     size_t n = sizes[s];
     float *d = be->alloc(n), *e = be->alloc(n);
+    float *host = buf_uniform(n, -1, 1), *back = buf_const(n, 1.0f);
+    be->download(back, d, n);
     int zero = 1;
-    for (size_t i = 0; i < n; i++) zero &= d[i] == 0.0f;
-    float *host = buf_uniform(n, -1, 1), *back = buf_const(n, 0.0f);
+    for (size_t i = 0; i < n; i++) zero &= back[i] == 0.0f;
     be->upload(d, host, n);
     be->copy(e, d, n);
     be->download(back, e, n);
@@ -1034,24 +1079,70 @@ static void test_memory(const backend_t *be) {
            "%s: alloc(%zu) zeroed and 64-byte aligned; upload/copy/download round-trip", be->name, n);
     be->free(d);
     be->free(e);
-    free(host);
-    free(back);
+    tfree(host);
+    tfree(back);
   }
   be->set_threads(1);
 }
 
 static void test_registry(void) {
-  tap_ok(backend_find("cpu") == &backend_cpu && backend_find("ref") == &backend_ref, "backend_find cpu, ref");
+  tap_ok(backend_find("cpu") == &backend_cpu && backend_find("ref") == &backend_ref &&
+             backend_find("cuda") == &backend_cuda, "backend_find cpu, ref, cuda");
   tap_ok(backend_find("cuda-nope") == NULL && backend_find(NULL) == NULL, "backend_find of unknown is NULL");
-  tap_ok(strcmp(backend_names(), "cpu, ref") == 0, "backend_names from the table: %s", backend_names());
+  tap_ok(strcmp(backend_names(), "cpu, ref, cuda") == 0, "backend_names from the table: %s", backend_names());
 }
 
-int main(void) {
+/* The host backends' context: open accepts float32 and refuses bf16 as the deck's fault, and their
+ * ops need no waiting. */
+static void test_context(const backend_t *be) {
+  backend_options_t o = backend_default_options();
+  int input_error = -1;
+  const char *why = be->open(&o, &input_error);
+  tap_ok(why == NULL && input_error == 0, "%s: opens with the default options", be->name);
+  o.precision = BACKEND_BF16;
+  why = be->open(&o, &input_error);
+  tap_ok(why && input_error == 1 && strstr(why, "bf16"), "%s: bf16 refused as input: %s", be->name, why ? why : "-");
+  const backend_context_t *c = be->context();
+  tap_ok(c && strcmp(c->device, "host") == 0 && c->stream == NULL && c->index == -1 && be->host_memory,
+         "%s: context on the host, no stream", be->name);
+  be->synchronize();
+}
+
+/* The cuda backend in cpu's place, on this process's GPU; 0 when there is none (why says so). */
+static int open_gpu(char *why, size_t len) {
+  backend_options_t o = backend_default_options();
+  int input_error = 0;
+  const char *err = backend_cuda.open(&o, &input_error);
+  if (err) {
+    snprintf(why, len, "%s", err);
+    return 0;
+  }
+  const backend_context_t *c = backend_cuda.context();
+  tap_diag("cuda: %s (device %d), %s products, dense peak %.0f TFLOP/s", c->device, c->index, c->precision,
+           c->peak_flops * 1e-12);
+  tap_ok(c->stream != NULL && c->index >= 0 && !backend_cuda.host_memory && strcmp(c->precision, "fp32") == 0,
+         "cuda: context on device %d with a stream, device memory, fp32 products", c->index);
+  backends[0] = &backend_cuda;
+  managed = 1;
+  return 1;
+}
+
+int main(int argc, char **argv) {
   rng_seed(&rng, 20240611);
-  test_registry();
-  for (int k = 0; k < 2; k++) {
-    test_memory(backends[k]);
-    test_by_hand(backends[k]);
+  if (argc > 1 && strcmp(argv[1], "cuda") == 0) {
+    char why[400];
+    if (!open_gpu(why, sizeof why)) {
+      printf("1..0 # SKIP no GPU: %s\n", why);
+      return 77;
+    }
+    test_memory(backends[0]);
+  } else {
+    test_registry();
+    for (int k = 0; k < 2; k++) {
+      test_context(backends[k]);
+      test_memory(backends[k]);
+      test_by_hand(backends[k]);
+    }
   }
 
   const int gemm_shapes[][3] = {{1, 1, 1}, {7, 5, 3}, {33, 17, 29}, {64, 48, 80}};
@@ -1061,6 +1152,7 @@ int main(void) {
       test_gemm(t >> 1, t & 1, d[0], d[1], d[2], 0.0f, 0, 1);
       test_gemm(t >> 1, t & 1, d[0], d[1], d[2], 0.7f, 3, 1);
       test_gemm(t >> 1, t & 1, d[0], d[1], d[2], 0.0f, 2, 3);
+      test_gemm(t >> 1, t & 1, d[0], d[1], d[2], 0.5f, 1, 4);
     }
 
   test_flat_ops(1);
@@ -1129,6 +1221,6 @@ int main(void) {
   test_adamw(1001, 1, 0.0f);
   test_adamw(1001, 10, 1e-2f);
 
-  tap_diag("worst cpu-vs-ref relative difference: %.2e (tolerance %.0e)", worst_agreement, AGREE_TOL);
+  tap_diag("worst %s-vs-ref relative difference: %.2e (tolerance %.0e)", backends[0]->name, worst_agreement, AGREE_TOL);
   return tap_done();
 }

@@ -3,6 +3,7 @@
 # parameters of the 1-rank run: per tensor ||w_n - w_1|| / ||w_1|| <= 1e-5. The global batch of 20
 # does not divide evenly over 3 and 8 ranks, so uneven shares are exercised too.
 . "${SURGE_TOP_SRCDIR:-.}/tests/tap.sh"
+. "$top_src/tests/zoo_models.sh"
 [ -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ] || tap_skip_all "dataset-fashion-mnist is not installed"
 compare="$top_build/tests/h5_compare"
 
@@ -14,15 +15,7 @@ run() { # run NAME NP DECK ARGS...: train into $tap_tmp/NAME-NP
 }
 
 for model in mlp vgg resnet gpt; do
-  case $model in
-    mlp) deck=mlp-fmnist.deck; args="-D model.mlp_hidden=64,32 -D data.train_samples=400"; extra="" ;;
-    vgg) deck=vgg-mini-fmnist.deck; args="-D model.vgg_channels=4,8 -D model.vgg_fc=32 -D data.train_samples=400"; extra="" ;;
-    resnet) deck=resnet-mini-fmnist.deck; args="-D model.resnet_width=4 -D model.resnet_blocks=1 -D data.train_samples=400"; extra="" ;;
-    gpt) deck=gpt-fortunes.deck
-         args="-D model.gpt_layers=2 -D model.gpt_width=32 -D model.gpt_heads=2 -D model.gpt_context=16 -D data.test_samples=8 -D train.warmup_steps=2"
-         # AdamW lr 3e-4 over 10 steps: the attention key bias may wander by lr per step on noise
-         extra="--key-bias-bound 0.006" ;;
-  esac
+  zoo_model $model 10
   # shellcheck disable=SC2086
   run "$model" 1 "$deck" $args
   tap_ok $? "$model on 1 rank"

@@ -288,7 +288,7 @@ static void run_layer(const layer_t *l, int B, const backend_t *be, run_io_t *io
   be->upload(dy, io->dy, ny);
   c.dy = dy;
   c.aux = be->alloc((size_t)B * l->aux_per_sample + 1);
-  c.scratch = be->alloc(l->scratch + 1);
+  c.scratch = be->alloc(layer_scratch_floats(l, c.B) + 1);
   ops->forward(l, &c);
   ops->backward(l, &c);
   be->download(io->y, c.y, ny);

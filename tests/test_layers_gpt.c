@@ -213,7 +213,7 @@ static void run_layer(const backend_t *be, const layer_t *l, run_io_t *io, run_m
   for (int k = 0; k < io->nw_count; k++) c.w[k] = to_backend(be, io->w[k], io->nw[k]);
   c.y = be->alloc(io->ny);
   c.aux = be->alloc((size_t)io->B * l->aux_per_sample + 1);
-  c.scratch = be->alloc(l->scratch + 1);
+  c.scratch = be->alloc(layer_scratch_floats(l, c.B) + 1);
   ops->forward(l, &c);
   be->download(io->y, c.y, io->ny);
   if (mode != RUN_FORWARD) {

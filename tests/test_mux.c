@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #endif
 #include <errno.h>
+#include <math.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -19,7 +20,7 @@
 #include <unistd.h>
 
 #include "child.h"
-#include "mux/mux.h"
+#include "mux/mux_impl.h"
 #include "tap.h"
 
 static char channel[MUX_CHANNEL_MAX + 1];
@@ -98,6 +99,112 @@ static void test_gate(void) {
   char path[128];
   snprintf(path, sizeof path, "/dev/shm/surge-mux-%s-0", channel);
   tap_ok(access(path, F_OK) != 0, "the segment is removed once both sides left");
+  close(report[0]), close(report[1]), close(go[0]), close(go[1]);
+}
+
+/* DeepPool's slowdown feedback, the arithmetic: pieces at their solo time give a pressure of 1;
+ * pieces run beside a busy background raise it; solo pieces bring it back; a site never seen alone
+ * does not count. */
+static void test_feedback_arithmetic(void) {
+  static mux_feedback_t f; /* 240 KiB: not on the stack */
+  memset(&f, 0, sizeof f);
+  tap_ok(mux_feedback_pressure(&f) == 0, "feedback: no pieces, no pressure");
+  mux_feedback_piece(&f, 7, 3e6, 0);
+  tap_ok(mux_feedback_pressure(&f) == 0, "feedback: a piece at a site never seen alone does not count");
+  for (int i = 0; i < 4; i++) mux_feedback_piece(&f, 1, 1e6, 1), mux_feedback_piece(&f, 2, 1e7, 1);
+  double p1 = mux_feedback_pressure(&f);
+  tap_ok(fabs(p1 - 1.0) < 1e-9, "feedback: solo pieces at two sites: pressure 1 (%.6f)", p1);
+  for (int i = 0; i < 6; i++) mux_feedback_piece(&f, 2, 2e7, 0);
+  double p2 = mux_feedback_pressure(&f);
+  tap_ok(p2 > 1.4 && p2 < 2.0, "feedback: 6 pieces at twice their solo time beside a background: pressure %.3f", p2);
+  for (int i = 0; i < 40; i++) mux_feedback_piece(&f, 2, 1e7, 1);
+  double p3 = mux_feedback_pressure(&f);
+  tap_ok(p3 < 1.01 && p3 >= 1.0, "feedback: 40 solo pieces later: pressure %.4f", p3);
+  mux_feedback_piece(&f, 2, 0, 1);
+  mux_feedback_piece(&f, MUX_SITES, 5e7, 1);
+  tap_ok(mux_feedback_pressure(&f) == p3, "feedback: empty pieces and sites out of range are ignored");
+}
+
+static int device_syncs;
+static void count_sync(void) { device_syncs++; }
+
+/* The background child of the feedback test: its gate holds back above a slowdown of 2. */
+static void feedback_child(int report, int go) {
+  mux_options_t o = options(10);
+  o.slowdown_limit = 2.0;
+  mux_attach(MUX_ROLE_BACKGROUND, &o);
+  char c;
+  for (;;) {
+    mux_bg_gate();
+    c = mux_partner_ended() ? 'E' : 'G';
+    if (write(report, &c, 1) != 1) _exit(3);
+    if (c == 'E') {
+      mux_detach();
+      _exit(0);
+    }
+    if (read(go, &c, 1) != 1) _exit(3);
+  }
+}
+
+/* `n` pieces of the foreground's own work at site 1, each `us` long. */
+static void pieces(int n, int us) {
+  for (int i = 0; i < n; i++) {
+    mux_fg_set(MUX_COMPUTING, 1);
+    usleep((useconds_t)us);
+  }
+  mux_fg_set(MUX_COMPUTING, 1);
+}
+
+/* The feedback between two processes: a background busy beside pieces that run 5x their solo time
+ * is held back while the foreground is inactive, and let in again once solo pieces brought the
+ * pressure down; the foreground's device hook runs at every state change. Pieces of 20 ms keep
+ * the host's scheduling noise (a few ms on a loaded machine) well inside the limit of 2. */
+static void test_feedback(void) {
+  int report[2], go[2];
+  if (pipe(report) != 0 || pipe(go) != 0) abort();
+  pid_t pid = fork();
+  if (pid == 0) feedback_child(report[1], go[0]);
+  mux_options_t o = options(10);
+  mux_set_device_sync(count_sync);
+  mux_attach(MUX_ROLE_FOREGROUND, &o);
+  char c = 0, token = 'x';
+  mux_counters_t bg, fg;
+  for (int i = 0; i < 500; i++) { /* the background attached and waits at its gate */
+    mux_read(&bg, &fg);
+    if (bg.live) break;
+    usleep(10000);
+  }
+  pieces(10, 20000);
+  mux_read(&bg, &fg);
+  tap_ok(fg.fg_pressure > 0.7 && fg.fg_pressure < 1.5, "feedback: 10 solo pieces of 20 ms: pressure %.2f",
+         fg.fg_pressure);
+  tap_ok(device_syncs == 11, "feedback: the device hook ran at each of the 11 state changes (%d)", device_syncs);
+  mux_fg_set(MUX_INACTIVE, 2);
+  tap_ok(byte_within(report[0], 5000, &c) && c == 'G', "feedback: the gate opens for an inactive foreground");
+  pieces(6, 100000); /* the background is inside its piece (busy) all along */
+  mux_read(&bg, &fg);
+  tap_ok(bg.bg_busy && fg.fg_pressure > 2.0, "feedback: 6 pieces of 100 ms beside a busy background: pressure %.2f",
+         fg.fg_pressure);
+  if (write(go[1], &token, 1) != 1) abort();
+  mux_fg_set(MUX_INACTIVE, 2);
+  tap_ok(!byte_within(report[0], 300, &c), "feedback: held back while the pressure is above the limit of 2");
+  pieces(40, 20000); /* alone: the background waits at its gate */
+  mux_read(&bg, &fg);
+  double p = fg.fg_pressure;
+  mux_fg_set(MUX_INACTIVE, 2);
+  tap_ok(p < 2.0 && byte_within(report[0], 5000, &c) && c == 'G',
+         "feedback: 40 solo pieces later (pressure %.2f) the gate opens again", p);
+  mux_fg_set(MUX_COMPUTING, 1); /* the gate stays shut until the foreground ends */
+  if (write(go[1], &token, 1) != 1) abort();
+  mux_detach();
+  mux_set_device_sync(NULL);
+  tap_ok(byte_within(report[0], 5000, &c) && c == 'E', "feedback: the background is released at the end");
+  int status = 0;
+  for (int i = 0; i < 500 && waitpid(pid, &status, WNOHANG) == 0; i++) usleep(10000);
+  if (waitpid(pid, &status, WNOHANG) == 0) { /* a failure above left it waiting: do not hang */
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+  }
   close(report[0]), close(report[1]), close(go[0]), close(go[1]);
 }
 
@@ -227,6 +334,8 @@ static void lower_priority(const void *arg) {
 int main(void) {
   snprintf(channel, sizeof channel, "test-%ld", (long)getpid());
   test_gate();
+  test_feedback_arithmetic();
+  test_feedback();
   test_killed_foreground(1);
   test_killed_foreground(0);
   test_short_foreground();

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "backend/backend.h"
+#include "mux/mux.h"
 #include "io/config_schema.h"
 #include "io/deck.h"
 #include "io/options.h"
@@ -76,6 +77,19 @@ static void test_names_agree(void) {
   sb_free(&b);
 }
 
+static void test_backend_opts(config_t cfg) {
+  backend_options_t o = backend_opts_of(&cfg, 3);
+  tap_ok(o.device == -1 && o.local_rank == 3 && o.precision == BACKEND_FP32 && !o.tf32 && !o.low_priority,
+         "backend: defaults: device by local rank (3), fp32, no TF32, normal priority");
+  snprintf(cfg.precision, sizeof cfg.precision, "bf16");
+  cfg.tf32 = 1;
+  cfg.device = 2;
+  cfg.mux_role = MUX_ROLE_BACKGROUND;
+  o = backend_opts_of(&cfg, 0);
+  tap_ok(o.device == 2 && o.precision == BACKEND_BF16 && o.tf32 && o.low_priority,
+         "backend: device 2, bf16, TF32, a background job's low priority");
+}
+
 int main(void) {
   config_t cfg;
   deck_parse(deck_text, "options.deck", 0, NULL, &cfg, NULL);
@@ -83,5 +97,6 @@ int main(void) {
   test_optim_opts(&cfg);
   test_data_opts(&cfg);
   test_names_agree();
+  test_backend_opts(cfg);
   return tap_done();
 }

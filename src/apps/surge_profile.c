@@ -6,10 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/backend_open.h"
 #include "burst/profiler.h"
 #include "core/cli.h"
 #include "core/error.h"
 #include "io/deck.h"
+#include "io/options.h"
 #include "io/deck_shared.h"
 #include "io/options.h"
 
@@ -60,9 +62,8 @@ int main(int argc, char **argv) {
   const char *out = cli_value(&cli, "-o", 0);
   if (!out) out = cfg.profile_file[0] ? cfg.profile_file : "profile.h5";
   if (cfg.global_batch > INT32_MAX) surge_input_error("[train] global_batch %ld is too large", cfg.global_batch);
-  const backend_t *be = backend_find(cfg.backend);
-  if (!be) surge_input_error("%s: [backend] name: unknown backend '%s' (accepted: %s)", deck_where(deck, "backend.name"),
-                             cfg.backend, backend_names());
+  backend_options_t bo = backend_opts_of(&cfg, comm_local_rank(&world));
+  const backend_t *be = backend_open(cfg.backend, &bo, backend_opts_where(&cfg, deck), world.mpi);
   be->set_threads(cfg.threads);
   world.bucket_bytes = (size_t)(cfg.bucket_mb * 1048576.0);
   if (world.bucket_bytes < sizeof(float)) world.bucket_bytes = sizeof(float);

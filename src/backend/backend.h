@@ -3,6 +3,12 @@
  * No CUDA type appears here. All matrices are row-major float32. Pointers passed to ops are
  * "backend memory": host memory for the CPU backends, device memory for a GPU backend.
  *
+ * Backends: "cpu" and "ref" (host memory), and "cuda" (a GPU through cuBLAS and kernels; in a build
+ * without the CUDA toolkit its open says so). A backend is opened once per process (backend_open)
+ * before its ops run; its ops are queued in order on one stream of work (a GPU stream, or the
+ * calling thread), so an op sees every earlier op's results; synchronize waits for them all before
+ * timing, and ops returning a value to the host wait by themselves.
+ *
  * Conventions:
  *  - "+=" in a comment means the op accumulates into its output (gradients of forks and of
  *    parameters accumulate; callers zero them once per step).
@@ -34,10 +40,53 @@ static inline conv_shape_t conv_shape_make(int C, int H, int W, int O, int KH, i
  * without knowing the backend. A few MiB at most for the zoo's layers. */
 size_t conv_workspace_floats(const conv_shape_t *s);
 
+/* The arithmetic precision of the model's matrix products (the rest is float32 everywhere). */
+typedef enum backend_precision {
+  BACKEND_FP32 = 0, /* float32 products (TF32 tensor cores only when tf32 is set) */
+  BACKEND_BF16      /* products of operands rounded to bfloat16, summed in float32; parameters, gradients,
+                     * optimizer state and activations stay float32 (the master copy) */
+} backend_precision_t;
+
+/* What a process opens its backend with (backend_open). */
+typedef struct backend_options {
+  int device;       /* GPU index; -1: this rank's index among its job's ranks on the node, modulo the GPUs */
+  int local_rank;   /* this rank's index among its job's ranks on its node */
+  backend_precision_t precision;
+  int tf32;         /* float32 products may use TF32 tensor cores */
+  int low_priority; /* the process is a background job (mux/mux.h): its device work yields */
+} backend_options_t;
+
+/* What an opened backend runs on: for logs, benchmarks and the comm layer. */
+typedef struct backend_context {
+  const char *device;    /* "host", or the GPU's name */
+  int index;             /* the GPU's index, -1 on the host */
+  void *stream;          /* the stream its ops are queued on (a cudaStream_t), NULL on the host */
+  const char *precision; /* "fp32", "tf32" or "bf16" */
+  double peak_flops;     /* the device's dense peak in that precision (FLOP/s), 0 when not known */
+} backend_context_t;
+
+/* The batch of gemm_grid: batch[0] x batch[1] matrices, each operand's start i*s[0] + j*s[1] floats
+ * from its base. */
+typedef struct gemm_grid {
+  int batch[2];
+  size_t sA[2], sB[2], sC[2];
+} gemm_grid_t;
+
 typedef struct backend {
   const char *name;
   int host_memory; /* 1: its memory is the host's (host code may read and write it in place, so
                     * upload/download copies can be skipped); 0: a device's */
+
+  /* ---- the process's context: open makes the backend ready (a GPU: picks the device, creates its
+   * stream and library handles); it returns NULL, or a one-line reason it cannot, with *input_error
+   * set when the options ask for what the backend does not have (then it is the deck's fault), clear
+   * when the machine lacks it (no GPU). Opening again with the same options does nothing. close
+   * releases what open made (after every buffer was freed). synchronize returns once every op
+   * queued so far has completed (host backends: at once). context is valid after open. */
+  const char *(*open)(const backend_options_t *o, int *input_error);
+  void (*close)(void);
+  void (*synchronize)(void);
+  const backend_context_t *(*context)(void);
 
   /* Threads for this rank's math (OpenBLAS threads on the CPU backend). */
   void (*set_threads)(int nthreads);
@@ -65,6 +114,11 @@ typedef struct backend {
   void (*gemm_strided)(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
                        size_t sA, const float *B, int ldb, size_t sB, float beta, float *C, int ldc,
                        size_t sC, int batch);
+
+  /* a grid of batch[0] x batch[1] GEMMs: matrix (i, j) uses A + i*sA[0] + j*sA[1], B and C alike
+   * (attention: samples x heads, whose heads are not one stride apart). */
+  void (*gemm_grid)(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
+                    int ldb, float beta, float *C, int ldc, const gemm_grid_t *g);
 
   /* ---- elementwise and reductions */
   void (*fill)(float *x, size_t n, float v);
@@ -192,11 +246,15 @@ typedef struct backend {
 } backend_t;
 
 /* The backends compiled in. */
-extern const backend_t backend_cpu; /* OpenBLAS */
-extern const backend_t backend_ref; /* naive reference, for tests */
+extern const backend_t backend_cpu;  /* OpenBLAS */
+extern const backend_t backend_ref;  /* naive reference, for tests */
+extern const backend_t backend_cuda; /* cuBLAS + kernels (without the toolkit: open explains) */
 
-/* Look a backend up by name ("cpu", "ref"); NULL if unknown. */
+/* Look a backend up by name ("cpu", "ref", "cuda"); NULL if unknown. */
 const backend_t *backend_find(const char *name);
+/* Opening one for the process: backend_open (backend_open.h, with MPI). */
+/* The options of a plain run: the first GPU of the node's ranks by local rank, fp32, no TF32. */
+backend_options_t backend_default_options(void);
 /* Comma-separated list of known backend names, for error messages. */
 const char *backend_names(void);
 

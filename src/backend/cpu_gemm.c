@@ -25,6 +25,14 @@ void cpu_gemm_strided(int ta, int tb, int M, int N, int K, float alpha, const fl
     cpu_gemm(ta, tb, M, N, K, alpha, A + i * sA, lda, B + i * sB, ldb, beta, C + i * sC, ldc);
 }
 
+/* The grid's rows run as strided batches along its second dimension. */
+void cpu_gemm_grid(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
+                   int ldb, float beta, float *C, int ldc, const gemm_grid_t *g) {
+  for (int i = 0; i < g->batch[0]; i++)
+    cpu_gemm_strided(ta, tb, M, N, K, alpha, A + i * g->sA[0], lda, g->sA[1], B + i * g->sB[0], ldb, g->sB[1], beta,
+                     C + i * g->sC[0], ldc, g->sC[1], g->batch[1]);
+}
+
 /* Rows per block of gemm_tn_rows: one GEMM sums at most this many rows in float. */
 enum { CPU_GEMM_ROW_BLOCK = 1024 };
 

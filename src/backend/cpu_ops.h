@@ -115,6 +115,8 @@ void cpu_gemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, 
 void cpu_gemm_strided(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
                       size_t sA, const float *B, int ldb, size_t sB, float beta, float *C, int ldc,
                       size_t sC, int batch);
+void cpu_gemm_grid(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
+                   int ldb, float beta, float *C, int ldc, const gemm_grid_t *g);
 
 /* cpu_elementwise.c */
 void cpu_fill(float *x, size_t n, float v);

@@ -30,3 +30,21 @@ const char *host_set_priority(int low) {
   (void)low;
   return "host threads: the OS priority applies";
 }
+
+const char *host_open(const backend_options_t *o, int *input_error) {
+  *input_error = 0;
+  if (o->precision != BACKEND_FP32) {
+    *input_error = 1;
+    return "computes in float32 only: precision = bf16 needs name = cuda";
+  }
+  return NULL;
+}
+
+void host_close(void) {}
+
+void host_synchronize(void) {}
+
+const backend_context_t *host_context(void) {
+  static const backend_context_t host = {.device = "host", .index = -1, .precision = "fp32"};
+  return &host;
+}

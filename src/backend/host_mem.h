@@ -1,9 +1,12 @@
-/* Host memory ops shared by the CPU backends ("cpu" and "ref"): backend memory is host memory,
- * so alloc is a zeroed 64-byte aligned block and upload/download/copy are memcpy. */
+/* Host memory and the trivial context shared by the CPU backends ("cpu" and "ref"): backend memory
+ * is host memory, so alloc is a zeroed 64-byte aligned block and upload/download/copy are memcpy;
+ * their ops run on the calling thread, so there is nothing to wait for. */
 #ifndef SURGE_BACKEND_HOST_MEM_H
 #define SURGE_BACKEND_HOST_MEM_H
 
 #include <stddef.h>
+
+#include "backend/backend.h"
 
 float *host_mem_alloc(size_t n);
 void host_mem_free(float *p);
@@ -12,5 +15,11 @@ void host_mem_copy(float *dst, const float *src, size_t n);
 /* set_priority of host backends: the work runs on the process's own threads, whose priority is
  * the OS's (mux/priority.c); nothing to change here. */
 const char *host_set_priority(int low);
+
+/* The context of host backends: open accepts float32 (TF32 is moot on a CPU) and refuses bf16. */
+const char *host_open(const backend_options_t *o, int *input_error);
+void host_close(void);
+void host_synchronize(void);
+const backend_context_t *host_context(void);
 
 #endif

@@ -43,6 +43,14 @@ static void ref_gemm_strided(int ta, int tb, int M, int N, int K, float alpha, c
     ref_gemm(ta, tb, M, N, K, alpha, A + b * sA, lda, B + b * sB, ldb, beta, C + b * sC, ldc);
 }
 
+static void ref_gemm_grid(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
+                          int ldb, float beta, float *C, int ldc, const gemm_grid_t *g) {
+  for (int i = 0; i < g->batch[0]; i++)
+    for (int j = 0; j < g->batch[1]; j++)
+      ref_gemm(ta, tb, M, N, K, alpha, A + i * g->sA[0] + j * g->sA[1], lda, B + i * g->sB[0] + j * g->sB[1], ldb,
+               beta, C + i * g->sC[0] + j * g->sC[1], ldc);
+}
+
 /* ---- elementwise and reductions */
 
 static void ref_fill(float *x, size_t n, float v) {
@@ -538,6 +546,10 @@ const backend_t backend_ref = {
     .name = "ref",
     .host_memory = 1,
     .set_threads = ref_set_threads,
+    .open = host_open,
+    .close = host_close,
+    .synchronize = host_synchronize,
+    .context = host_context,
     .set_priority = host_set_priority,
     .alloc = host_mem_alloc,
     .free = host_mem_free,
@@ -546,6 +558,7 @@ const backend_t backend_ref = {
     .copy = host_mem_copy,
     .gemm = ref_gemm,
     .gemm_strided = ref_gemm_strided,
+    .gemm_grid = ref_gemm_grid,
     .fill = ref_fill,
     .scale = ref_scale,
     .axpy = ref_axpy,

@@ -212,6 +212,7 @@ static void route(burst_exec_t *ex, int j, int k, int backward) {
   int cap = ex->n[i] + ex->n[j], nreq = 0, lo, hi, plo, phi;
   comm_request_t *req = xcalloc((size_t)cap, sizeof *req);
   int my_lo = ex->lo[i], my_hi = ex->lo[i] + ex->cnt[i];
+  comm_group_begin(ex->world); /* on a GPU: the transfers below go as one NCCL group */
   if (stage) /* this rank consumes [lo_j, hi_j) from the producer's ranks */
     for (int r = ex->first[i]; r < ex->first[i] + ex->n[i]; r++) {
       if (!share_of(ex, i, r, &plo, &phi) || !overlap(plo, phi, ex->lo[j], ex->lo[j] + ex->cnt[j], &lo, &hi))

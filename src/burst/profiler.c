@@ -86,9 +86,11 @@ void burst_measure_compute(model_t *m, comm_t *world, burst_measured_t *out) {
     for (int k = 0; k < out->nbatch; k++) {
       int b = out->batch[k];
       for (int r = -out->warmup; r < out->repeats; r++) {
+        m->be->synchronize(); /* a GPU queues the work: time it from an idle device to its end */
         double t0 = surge_now();
         model_forward_node(m, i, 0, b);
         model_backward_node(m, i, 0, b);
+        m->be->synchronize();
         double dt = (surge_now() - t0) * 1e6;
         if (r >= 0) t[r] = dt;
       }

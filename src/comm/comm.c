@@ -4,7 +4,11 @@
  * Meter conventions (see comm.h for bytes): each call of this API counts one call in its category,
  * however many MPI operations it issues (a bucketed allreduce is one call). comm_barrier counts in
  * TRAFFIC_OTHER with no bytes; comm_waitall counts its wait with no bytes. comm_split, comm_free
- * and comm_meter_total are not metered (comm_meter_total reads the meters it would change). */
+ * and comm_meter_total are not metered (comm_meter_total reads the meters it would change).
+ *
+ * Device buffers (comm_use_device): each float call asks the device side (comm_dev.h) whether its
+ * buffer is device memory; such a buffer goes through NCCL, or is staged: copied to the host, sent
+ * with the same MPI calls as a host buffer, copied back. Meters count them the same way. */
 #include "comm/comm.h"
 
 #include <limits.h>
@@ -12,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "comm/comm_dev.h"
 #include "core/error.h"
 #include "core/timer.h"
 
@@ -120,6 +125,7 @@ void comm_split(const comm_t *parent, int color, int key, comm_t *child) {
   check_mpi(MPI_Comm_split(parent->mpi, color < 0 ? MPI_UNDEFINED : color, key, &split), "MPI_Comm_split",
             "comm_split");
   comm_init_from(child, split, "comm_split");
+  comm_dev_inherit(parent, child);
 }
 
 void comm_split_node(const comm_t *parent, comm_t *child) {
@@ -131,9 +137,20 @@ void comm_split_node(const comm_t *parent, comm_t *child) {
   check_mpi(MPI_Comm_split_type(parent->mpi, MPI_COMM_TYPE_SHARED, parent->rank, MPI_INFO_NULL, &node),
             "MPI_Comm_split_type", "comm_split_node");
   comm_init_from(child, node, "comm_split_node");
+  comm_dev_inherit(parent, child);
+}
+
+const char *comm_use_device(comm_t *c, comm_device_mode_t mode, void *stream) {
+  require_member(c, TRAFFIC_OTHER, "comm_use_device");
+  return comm_dev_attach(c, mode, stream);
+}
+
+void comm_group_begin(comm_t *c) {
+  if (c->dev) c->in_group = 1;
 }
 
 void comm_free(comm_t *c) {
+  comm_dev_free(c);
   if (c->mpi != MPI_COMM_NULL) check_mpi(MPI_Comm_free(&c->mpi), "MPI_Comm_free", "comm_free");
   free(c->node);
   c->node = NULL;
@@ -142,30 +159,54 @@ void comm_free(comm_t *c) {
   c->size = 0;
 }
 
+int comm_local_rank(const comm_t *c) {
+  int local = 0;
+  for (int r = 0; c->node && r < c->rank; r++) local += c->node[r] == c->node[c->rank];
+  return local;
+}
+
 void comm_meter_reset(comm_t *c) { memset(&c->meter, 0, sizeof c->meter); }
 
-void comm_allreduce_sum(comm_t *c, float *buf, size_t n, traffic_t t) {
-  require_member(c, t, "comm_allreduce_sum");
-  size_t per_bucket = c->bucket_bytes / sizeof(float);
-  if (per_bucket == 0)
-    surge_runtime_error("comm_allreduce_sum: bucket_bytes is %zu, less than one float", c->bucket_bytes);
+/* buf (n,) of host memory reduced with MPI: in buckets of bucket_bytes (sums), or as one operation. */
+static void allreduce_host(comm_t *c, float *buf, size_t n, MPI_Op op, int buckets, const char *api_call) {
+  size_t per_bucket = buckets ? c->bucket_bytes / sizeof(float) : n;
+  if (buckets && per_bucket == 0)
+    surge_runtime_error("%s: bucket_bytes is %zu, less than one float", api_call, c->bucket_bytes);
+  if (!buckets && n > INT_MAX)
+    surge_runtime_error("%s: %zu floats is more than one MPI operation holds (%d)", api_call, n, INT_MAX);
   if (per_bucket > INT_MAX) per_bucket = INT_MAX;
-  double start = surge_now();
-  // buf is (n,), reduced as consecutive buckets of per_bucket floats (the last may be shorter)
+  if (n == 0 && !buckets) check_mpi(MPI_Allreduce(MPI_IN_PLACE, buf, 0, MPI_FLOAT, op, c->mpi), "MPI_Allreduce", api_call);
+  // consecutive buckets of per_bucket floats (the last may be shorter)
   for (size_t off = 0; off < n; off += per_bucket) {
     size_t len = n - off < per_bucket ? n - off : per_bucket;
-    check_mpi(MPI_Allreduce(MPI_IN_PLACE, buf + off, (int)len, MPI_FLOAT, MPI_SUM, c->mpi), "MPI_Allreduce",
-              "comm_allreduce_sum");
+    check_mpi(MPI_Allreduce(MPI_IN_PLACE, buf + off, (int)len, MPI_FLOAT, op, c->mpi), "MPI_Allreduce", api_call);
+  }
+}
+
+/* An allreduce of buf wherever it lives: host memory through MPI; device memory through NCCL, or
+ * staged through a host copy. */
+static void allreduce_any(comm_t *c, float *buf, size_t n, MPI_Op op, int buckets, traffic_t t, const char *api_call) {
+  require_member(c, t, api_call);
+  double start = surge_now();
+  if (!comm_dev_owns(c, buf)) {
+    allreduce_host(c, buf, n, op, buckets, api_call);
+  } else if (comm_dev_nccl(c)) {
+    comm_dev_allreduce(c, buf, n, op);
+  } else {
+    float *host = comm_dev_stage_out(c, buf, n * sizeof(float));
+    allreduce_host(c, host, n, op, buckets, api_call);
+    comm_dev_stage_in(c, buf, host, n * sizeof(float));
+    free(host);
   }
   meter_add(c, t, (uint64_t)n * sizeof(float), start);
 }
 
+void comm_allreduce_sum(comm_t *c, float *buf, size_t n, traffic_t t) {
+  allreduce_any(c, buf, n, MPI_SUM, 1, t, "comm_allreduce_sum");
+}
+
 static void allreduce_float(comm_t *c, float *buf, size_t n, MPI_Op op, traffic_t t, const char *api_call) {
-  require_member(c, t, api_call);
-  if (n > INT_MAX) surge_runtime_error("%s: %zu floats is more than one MPI operation holds (%d)", api_call, n, INT_MAX);
-  double start = surge_now();
-  check_mpi(MPI_Allreduce(MPI_IN_PLACE, buf, (int)n, MPI_FLOAT, op, c->mpi), "MPI_Allreduce", api_call);
-  meter_add(c, t, (uint64_t)n * sizeof(float), start);
+  allreduce_any(c, buf, n, op, 0, t, api_call);
 }
 
 void comm_allreduce_max(comm_t *c, float *buf, size_t n, traffic_t t) {
@@ -212,10 +253,7 @@ int comm_allreduce_max_double_within(comm_t *c, double *buf, int n, double timeo
   return done;
 }
 
-void comm_bcast(comm_t *c, void *buf, size_t bytes, int root, traffic_t t) {
-  require_member(c, t, "comm_bcast");
-  double start = surge_now();
-  char *p = buf;
+static void bcast_host(comm_t *c, char *p, size_t bytes, int root) {
   size_t off = 0;
   // MPI counts are ints: more than INT_MAX bytes go as several broadcasts; 0 bytes is still one
   // (empty) broadcast, so a bad root is reported the same way
@@ -224,6 +262,21 @@ void comm_bcast(comm_t *c, void *buf, size_t bytes, int root, traffic_t t) {
     check_mpi(MPI_Bcast(p + off, (int)len, MPI_BYTE, root, c->mpi), "MPI_Bcast", "comm_bcast");
     off += len;
   } while (off < bytes);
+}
+
+void comm_bcast(comm_t *c, void *buf, size_t bytes, int root, traffic_t t) {
+  require_member(c, t, "comm_bcast");
+  double start = surge_now();
+  if (!comm_dev_owns(c, buf)) {
+    bcast_host(c, buf, bytes, root);
+  } else if (comm_dev_nccl(c)) {
+    comm_dev_bcast(c, buf, bytes, root);
+  } else { /* staged: the root sends its bytes, the others receive theirs into the host copy */
+    char *host = c->rank == root ? comm_dev_stage_out(c, buf, bytes) : xmalloc(bytes ? bytes : 1);
+    bcast_host(c, host, bytes, root);
+    if (c->rank != root) comm_dev_stage_in(c, buf, host, bytes);
+    free(host);
+  }
   meter_add(c, t, (uint64_t)bytes, start);
 }
 
@@ -244,11 +297,27 @@ static int point_to_point_count(size_t n, const char *api_call) {
   return (int)n;
 }
 
+/* A device buffer in an open group of a group with NCCL goes with NCCL (comm_group_begin). */
+static int grouped_device(const comm_t *c, const void *buf) {
+  return c->in_group && comm_dev_nccl_ready(c) && comm_dev_owns(c, buf);
+}
+
 void comm_isend(comm_t *c, const float *buf, size_t n, int dest, int tag, traffic_t t, comm_request_t *r) {
   require_member(c, t, "comm_isend");
   int count = point_to_point_count(n, "comm_isend");
   double start = surge_now();
-  check_mpi(MPI_Isend(buf, count, MPI_FLOAT, dest, tag, c->mpi, &r->req), "MPI_Isend", "comm_isend");
+  *r = (comm_request_t){.req = MPI_REQUEST_NULL, .kind = COMM_KIND_HOST};
+  if (grouped_device(c, buf)) {
+    comm_dev_send(c, buf, n, dest);
+    r->kind = COMM_KIND_NCCL;
+  } else {
+    const float *from = buf;
+    if (comm_dev_owns(c, buf)) { /* staged: the host copy is what MPI sends */
+      r->kind = COMM_KIND_STAGED_SEND;
+      from = r->host = comm_dev_stage_out(c, buf, n * sizeof(float));
+    }
+    check_mpi(MPI_Isend(from, count, MPI_FLOAT, dest, tag, c->mpi, &r->req), "MPI_Isend", "comm_isend");
+  }
   meter_call(c, t, (uint64_t)n * sizeof(float), dest, start);
 }
 
@@ -256,8 +325,26 @@ void comm_irecv(comm_t *c, float *buf, size_t n, int src, int tag, traffic_t t, 
   require_member(c, t, "comm_irecv");
   int count = point_to_point_count(n, "comm_irecv");
   double start = surge_now();
-  check_mpi(MPI_Irecv(buf, count, MPI_FLOAT, src, tag, c->mpi, &r->req), "MPI_Irecv", "comm_irecv");
+  *r = (comm_request_t){.req = MPI_REQUEST_NULL, .kind = COMM_KIND_HOST};
+  if (grouped_device(c, buf)) {
+    comm_dev_recv(c, buf, n, src);
+    r->kind = COMM_KIND_NCCL;
+  } else {
+    float *into = buf;
+    if (comm_dev_owns(c, buf)) { /* staged: MPI receives into a host copy, uploaded at completion */
+      *r = (comm_request_t){.kind = COMM_KIND_STAGED_RECV, .dev = buf, .n = n};
+      into = r->host = xmalloc(n ? n * sizeof(float) : 1);
+    }
+    check_mpi(MPI_Irecv(into, count, MPI_FLOAT, src, tag, c->mpi, &r->req), "MPI_Irecv", "comm_irecv");
+  }
   meter_call(c, t, 0, src, start);
+}
+
+/* After a staged request completed: the received copy goes to the device; the host copy is freed. */
+static void finish_staged(comm_t *c, float *dev, float **host, size_t n, int kind) {
+  if (kind == COMM_KIND_STAGED_RECV || kind == COMM_KIND_STAGED) comm_dev_stage_in(c, dev, *host, n * sizeof(float));
+  free(*host);
+  *host = NULL;
 }
 
 /* Complete *req (n requests): MPI's own blocking wait when poll_us is 0; otherwise poll without
@@ -283,8 +370,22 @@ static void wait_requests(const comm_t *c, MPI_Request *req, int n, const char *
 void comm_waitall(comm_t *c, comm_request_t *r, int n, traffic_t t) {
   require_member(c, t, "comm_waitall");
   double start = surge_now();
-  // comm_request_t is one MPI_Request, so r is an array of n MPI_Requests
-  if (n > 0) wait_requests(c, &r[0].req, n, "comm_waitall");
+  if (c->in_group) { /* the group's device transfers go now, together, and complete */
+    comm_dev_group_end(c);
+    c->in_group = 0;
+  }
+  if (n > 0) {
+    MPI_Request *req = xmalloc((size_t)n * sizeof *req); /* an NCCL request's is MPI_REQUEST_NULL */
+    for (int i = 0; i < n; i++) req[i] = r[i].req;
+    wait_requests(c, req, n, "comm_waitall");
+    free(req);
+    for (int i = 0; i < n; i++) {
+      r[i].req = MPI_REQUEST_NULL;
+      if (r[i].kind == COMM_KIND_STAGED_SEND || r[i].kind == COMM_KIND_STAGED_RECV)
+        finish_staged(c, r[i].dev, &r[i].host, r[i].n, r[i].kind);
+      r[i].kind = COMM_KIND_HOST;
+    }
+  }
   meter_add(c, t, 0, start);
 }
 
@@ -349,8 +450,21 @@ void comm_iallreduce_sum(comm_t *c, float *buf, size_t n, traffic_t t, comm_op_t
     surge_runtime_error("comm_iallreduce_sum: %zu floats is more than one MPI operation holds (%d); use smaller "
                         "buckets", n, INT_MAX);
   double start = surge_now();
-  *op = (comm_op_t){.c = c, .t = t, .event = trace_start(t, (uint64_t)n * sizeof(float), start)};
-  check_mpi(MPI_Iallreduce(MPI_IN_PLACE, buf, (int)n, MPI_FLOAT, MPI_SUM, c->mpi, &op->req), "MPI_Iallreduce",
+  *op = (comm_op_t){.c = c, .t = t, .event = trace_start(t, (uint64_t)n * sizeof(float), start),
+                    .req = MPI_REQUEST_NULL, .kind = COMM_KIND_HOST};
+  float *host = buf;
+  if (comm_dev_owns(c, buf)) {
+    if (comm_dev_nccl(c)) {
+      comm_dev_iallreduce(c, buf, n, op);
+      meter_add(c, t, (uint64_t)n * sizeof(float), start);
+      return;
+    }
+    op->kind = COMM_KIND_STAGED; /* the host copy is reduced, and goes back at completion */
+    op->dev = buf;
+    op->n = n;
+    host = op->host = comm_dev_stage_out(c, buf, n * sizeof(float));
+  }
+  check_mpi(MPI_Iallreduce(MPI_IN_PLACE, host, (int)n, MPI_FLOAT, MPI_SUM, c->mpi, &op->req), "MPI_Iallreduce",
             "comm_iallreduce_sum");
   meter_add(c, t, (uint64_t)n * sizeof(float), start);
 }
@@ -362,11 +476,22 @@ static void meter_time(comm_t *c, traffic_t t, double start) {
   if (c->root_meter) meter_one(c->root_meter, t, 0, 0, seconds, 0);
 }
 
+/* op has completed: a staged result goes back to the device. */
+static void op_done(comm_op_t *op) {
+  op->done = 1;
+  if (op->kind == COMM_KIND_STAGED) finish_staged(op->c, op->dev, &op->host, op->n, op->kind);
+  trace_done(op);
+}
+
 int comm_op_test(comm_op_t *op) {
   if (op->done) return 1;
   double start = surge_now();
-  check_mpi(MPI_Test(&op->req, &op->done, MPI_STATUS_IGNORE), "MPI_Test", "comm_op_test");
-  if (op->done) trace_done(op);
+  int done = 0;
+  if (op->kind == COMM_KIND_NCCL)
+    done = comm_dev_test(op);
+  else
+    check_mpi(MPI_Test(&op->req, &done, MPI_STATUS_IGNORE), "MPI_Test", "comm_op_test");
+  if (done) op_done(op);
   meter_time(op->c, op->t, start);
   return op->done;
 }
@@ -374,9 +499,11 @@ int comm_op_test(comm_op_t *op) {
 void comm_op_wait(comm_op_t *op) {
   if (op->done) return;
   double start = surge_now();
-  wait_requests(op->c, &op->req, 1, "comm_op_wait");
-  op->done = 1;
-  trace_done(op);
+  if (op->kind == COMM_KIND_NCCL)
+    comm_dev_wait(op);
+  else
+    wait_requests(op->c, &op->req, 1, "comm_op_wait");
+  op_done(op);
   meter_time(op->c, op->t, start);
 }
 

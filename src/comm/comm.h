@@ -37,6 +37,13 @@ typedef struct comm_meter {
   uint64_t calls[TRAFFIC_COUNT];
 } comm_meter_t;
 
+/* How device buffers (a GPU backend's memory) travel: NCCL (collectives, and grouped point to
+ * point), or staged through host memory and sent with MPI; AUTO: NCCL unless two ranks of a group
+ * share a GPU, which NCCL refuses. */
+typedef enum comm_device_mode { COMM_DEVICE_AUTO = 0, COMM_DEVICE_NCCL, COMM_DEVICE_STAGED } comm_device_mode_t;
+
+typedef struct comm_device comm_device_t; /* a group's device side (comm_dev.h) */
+
 typedef struct comm {
   MPI_Comm mpi;        /* a private communicator (dup or split); never MPI_COMM_WORLD itself */
   int rank, size;
@@ -51,6 +58,8 @@ typedef struct comm {
   comm_meter_t *root_meter; /* NULL, or a meter (which must outlive the group) where this group's calls are
                              * also counted: a layout points its subgroups at the job's meter, so the job's
                              * log sees all their traffic. NULL after comm_world and comm_split. */
+  comm_device_t *dev;  /* NULL: host buffers only; else device buffers are accepted (comm_use_device) */
+  int in_group;        /* comm_group_begin was called and its comm_waitall has not come yet */
 } comm_t;
 
 /* MPI_Init with the settings Surge's communication relies on, set before MPI starts (a setting the
@@ -62,6 +71,14 @@ void comm_init(int *argc, char ***argv);
 
 /* A duplicate of MPI_COMM_WORLD. */
 void comm_world(comm_t *c);
+/* Collective over c: from now on the float calls below (and comm_bcast) accept device buffers of
+ * a GPU backend as well as host buffers, told apart by their address; a device buffer travels as
+ * `mode` says. stream: the backend's stream (a cudaStream_t), on which the work that writes and reads
+ * these buffers is queued; transfers start after the work queued before them and complete before the
+ * call (or the wait) returns. Groups split from c later inherit it. Returns what it chose, for the
+ * log. In a build without CUDA, an error. */
+const char *comm_use_device(comm_t *c, comm_device_mode_t mode, void *stream);
+
 /* Collective over parent: ranks with the same color form one child group, ordered by key
  * (MPI_Comm_split). color < 0 gives an empty child (c->mpi == MPI_COMM_NULL, size 0). Every rank
  * of the parent must call it, in the same order as the other splits. */
@@ -70,6 +87,8 @@ void comm_split(const comm_t *parent, int color, int key, comm_t *child);
  * parent's order. */
 void comm_split_node(const comm_t *parent, comm_t *child);
 void comm_free(comm_t *c);
+/* This rank's index among the group's ranks on its node (0 .. ranks there - 1), in group order. */
+int comm_local_rank(const comm_t *c);
 void comm_meter_reset(comm_t *c);
 
 /* In-place sum over the group of n floats, in buckets of bucket_bytes (each bucket one
@@ -92,15 +111,26 @@ void comm_bcast(comm_t *c, void *buf, size_t bytes, int root, traffic_t t);
 /* Gather `count` doubles from every rank to root's out (size*count), in rank order. */
 void comm_gather_double(comm_t *c, const double *in, int count, double *out, int root, traffic_t t);
 
-/* Point to point (floats). Tags must be unique per pair and message in flight. */
+/* Point to point (floats). Tags must be unique per pair and message in flight. Device buffers
+ * (comm_use_device) are staged through host memory, unless the transfers are posted in a group. */
 typedef struct comm_request {
   MPI_Request req;
+  int kind;      /* how it completes: host MPI, staged send or receive, or in its NCCL group */
+  float *dev;    /* a staged receive: the device buffer the host copy goes to */
+  float *host;   /* a staged transfer's host copy, freed at completion */
+  size_t n;
 } comm_request_t;
 void comm_isend(comm_t *c, const float *buf, size_t n, int dest, int tag, traffic_t t, comm_request_t *r);
 void comm_irecv(comm_t *c, float *buf, size_t n, int src, int tag, traffic_t t, comm_request_t *r);
 /* Wait for all requests; the wait time is counted in category t (see poll_us). */
 void comm_waitall(comm_t *c, comm_request_t *r, int n, traffic_t t);
 void comm_barrier(comm_t *c);
+/* Post the next isends and irecvs of c as one group, completed by the next comm_waitall on c: their
+ * device buffers then travel as one NCCL group (issued together at that wait, so their order does
+ * not matter; NCCL matches one pair's messages in the order they were posted, so a pair exchanges
+ * at most one message per direction in a group, as the burst executor's routes do). No other
+ * device collective may run before that wait. Host buffers and groups without NCCL are unaffected. */
+void comm_group_begin(comm_t *c);
 
 /* In-place sum of a few unsigned 64-bit integers (counters, checksums; wraps modulo 2^64). */
 void comm_allreduce_sum_u64(comm_t *c, uint64_t *buf, int n, traffic_t t);
@@ -116,6 +146,11 @@ typedef struct comm_op {
   traffic_t t;
   int event; /* index in the trace (comm_trace_begin), or -1 */
   int done;
+  int kind;        /* host MPI, staged through host memory, or NCCL */
+  float *dev;      /* staged: the device buffer the result goes back to */
+  float *host;     /* staged: the host copy (freed at completion) */
+  size_t n;
+  void *completion; /* NCCL: the event the operation's end records (a cudaEvent_t) */
 } comm_op_t;
 /* Start an in-place sum over the group of n floats (one MPI_Iallreduce, however large). */
 void comm_iallreduce_sum(comm_t *c, float *buf, size_t n, traffic_t t, comm_op_t *op);

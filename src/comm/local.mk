@@ -1,5 +1,11 @@
-# The comm layer: metered MPI collectives and point-to-point transfers (src/comm/comm.h).
-libsurge_a_SOURCES += src/comm/comm.c src/comm/comm.h
+# The comm layer: metered MPI collectives and point-to-point transfers (src/comm/comm.h), and its
+# device side for GPU buffers: NCCL or staging (comm_nccl.c with CUDA, comm_dev_absent.c without).
+libsurge_a_SOURCES += src/comm/comm.c src/comm/comm.h src/comm/comm_dev.h
+if HAVE_CUDA
+libsurge_a_SOURCES += src/comm/comm_nccl.c
+else
+libsurge_a_SOURCES += src/comm/comm_dev_absent.c
+endif
 check_PROGRAMS += tests/test_comm
 tests_test_comm_SOURCES = tests/test_comm.c
 tests_test_comm_LDADD = $(SURGE_LIBS)

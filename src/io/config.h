@@ -83,6 +83,8 @@ typedef struct config {
   double mux_partner_wait_s;  /* background: how long to wait for a foreground to attach */
   char mux_priority[16];      /* background: idle | nice | none (OS priority) */
   int mux_follow_affinity;    /* background: run on its partner's CPU set */
+  double mux_slowdown_limit;  /* background: hold back while the foreground runs over this x its solo time */
+  char mux_slowdown_feedback[8]; /* background: device | always | off */
   long mux_partner_offset;    /* partner slot = this rank's index on its node + offset */
   char mux_baseline[CFG_STR]; /* foreground: the log of a foreground-only run ("" = none) */
   /* set by surge-train's command line and launch, not by deck keys */
@@ -103,8 +105,12 @@ typedef struct config {
   int resume;          /* start from the newest checkpoint in ckpt_dir */
 
   /* [backend] */
-  char backend[16];    /* cpu | ref */
+  char backend[16];    /* cpu | ref | cuda */
   int threads;         /* BLAS threads per rank */
+  int device;          /* cuda: GPU index, -1: by local rank */
+  char precision[8];   /* fp32 | bf16 (matrix products) */
+  int tf32;            /* cuda: float32 products may use TF32 */
+  char device_comm[8]; /* cuda: auto | nccl | staged */
 } config_t;
 
 #endif

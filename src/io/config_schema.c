@@ -201,6 +201,13 @@ const cfg_key_t cfg_keys[] = {
                "samples/s over this run's (empty: measured within the run when some steps had no background)"),
     BOOL_KEY("multiplex", "follow_affinity", mux_follow_affinity, "true",
              "background: run on the CPU set of its foreground partner"),
+    FLOAT_KEY("multiplex", "slowdown_limit", mux_slowdown_limit, "1.1", 1, OPEN, 100, CLOSED,
+              "background: hold back while the foreground's recent pieces of work take more than this many times "
+              "as long as they do without a background (DeepPool's slowdown feedback)"),
+    ENUM_KEY("multiplex", "slowdown_feedback", mux_slowdown_feedback, "device", VALUES("device", "always", "off"),
+             "background: where slowdown_limit applies; device: on a GPU backend, whose kernels overlap the "
+             "foreground's; always: also on CPUs (where the OS priority already keeps it off the foreground's "
+             "core); off: never"),
 
     STRING_KEY("log", "file", log_file, "${run.out_dir}/log.h5", 1, "HDF5 metrics log of the run"),
     INT_KEY("log", "flush_every", log_flush_every, "10", 1, MAX_COUNT,
@@ -218,9 +225,23 @@ const cfg_key_t cfg_keys[] = {
     BOOL_KEY("checkpoint", "resume", resume, "false",
              "start from the newest checkpoint in dir (also: surge-train --resume)"),
 
-    ENUM_KEY("backend", "name", backend, "cpu", VALUES("cpu", "ref"),
-             "cpu: OpenBLAS; ref: naive reference (tests only)"),
+    ENUM_KEY("backend", "name", backend, "cpu", VALUES("cpu", "ref", "cuda"),
+             "cpu: OpenBLAS; ref: naive reference (tests only); cuda: an NVIDIA GPU per rank (cuBLAS, kernels, "
+             "NCCL; doc/gpu.md)"),
     INT_KEY("backend", "threads", threads, "1", 1, 1024, "BLAS threads per rank"),
+    INT_KEY("backend", "device", device, "-1", -1, 1023,
+            "cuda: the GPU of this rank; -1: its index among its job's ranks on the node, modulo the GPUs there"),
+    ENUM_KEY("backend", "precision", precision, "fp32", VALUES("fp32", "bf16"),
+             "matrix products in float32, or bf16 (operands rounded to bfloat16, float32 sums; parameters, "
+             "gradients, optimizer state and activations stay float32, gradients are reduced in float32; cuda "
+             "only)"),
+    BOOL_KEY("backend", "tf32", tf32, "false",
+             "cuda: float32 products may use TF32 tensor cores (false: true float32, as the equivalence tests "
+             "need)"),
+    ENUM_KEY("backend", "device_comm", device_comm, "auto", VALUES("auto", "nccl", "staged"),
+             "cuda: how GPU buffers travel between ranks; nccl: NCCL collectives and grouped send/receive; "
+             "staged: copied through host memory and sent with MPI; auto: NCCL unless ranks of a group share a "
+             "GPU (which NCCL refuses)"),
 };
 // clang-format on
 const int cfg_nkeys = (int)(sizeof cfg_keys / sizeof cfg_keys[0]);

@@ -2,6 +2,8 @@
 
 #include <string.h>
 
+#include "mux/mux.h"
+
 _Static_assert(ZOO_MAX_LIST == CFG_MAX_LIST, "a deck's width list must fit the zoo's");
 
 /* A deck string into a part's buffer, which is at least as long (checked when compiling). */
@@ -58,4 +60,24 @@ data_opts_t data_opts_of(const config_t *cfg) {
   o.sequences = zoo_takes_sequences(cfg->zoo);
   o.context = cfg->gpt_context;
   return o;
+}
+
+backend_options_t backend_opts_of(const config_t *cfg, int local_rank) {
+  backend_options_t o = backend_default_options();
+  o.device = cfg->device;
+  o.local_rank = local_rank;
+  o.precision = strcmp(cfg->precision, "bf16") == 0 ? BACKEND_BF16 : BACKEND_FP32;
+  o.tf32 = cfg->tf32;
+  o.low_priority = cfg->mux_role == MUX_ROLE_BACKGROUND;
+  return o;
+}
+
+const char *backend_opts_where(const config_t *cfg, const deck_t *deck) {
+  return deck_where(deck, strcmp(cfg->precision, "fp32") != 0 ? "backend.precision" : "backend.name");
+}
+
+comm_device_mode_t device_comm_of(const config_t *cfg) {
+  if (strcmp(cfg->device_comm, "nccl") == 0) return COMM_DEVICE_NCCL;
+  if (strcmp(cfg->device_comm, "staged") == 0) return COMM_DEVICE_STAGED;
+  return COMM_DEVICE_AUTO;
 }

@@ -1,17 +1,27 @@
 /* The deck's configuration handed to each part as that part's own options: the model zoo's
- * ([model]), the optimizer's with its learning-rate schedule ([train]) and the dataset's ([data]
- * and what the model needs of it). nn, optim and data know nothing of decks; this is the one place
+ * ([model]), the optimizer's with its learning-rate schedule ([train]), the dataset's ([data]
+ * and what the model needs of it) and the backend's ([backend]). nn, optim and data know nothing of decks; this is the one place
  * that knows both sides. Keys and their docs stay in the schema (io/config_schema.c). */
 #ifndef SURGE_OPTIONS_H
 #define SURGE_OPTIONS_H
 
+#include "backend/backend.h"
+#include "comm/comm.h"
 #include "data/dataset.h"
 #include "io/config.h"
+#include "io/deck.h"
 #include "nn/zoo.h"
 #include "optim/optim.h"
 
 zoo_opts_t zoo_opts_of(const config_t *cfg);
 optim_opts_t optim_opts_of(const config_t *cfg);
 data_opts_t data_opts_of(const config_t *cfg);
+/* The backend's ([backend]); local_rank: this rank's index among its job's ranks on its node. */
+backend_options_t backend_opts_of(const config_t *cfg, int local_rank);
+/* The deck place a backend's refusal of its options points at (backend_open's `where`): the
+ * precision key when it asks for bf16, else the name key. */
+const char *backend_opts_where(const config_t *cfg, const deck_t *deck);
+/* How device buffers travel between ranks ([backend] device_comm). */
+comm_device_mode_t device_comm_of(const config_t *cfg);
 
 #endif

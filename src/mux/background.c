@@ -16,6 +16,13 @@ static int partner_idle(const mux_local_t *L) {
   return 0; /* computing, allreduce */
 }
 
+/* DeepPool's slowdown feedback: the foreground's recent pieces run over the limit of their time alone. */
+static int held_back(const mux_local_t *L) {
+  if (!(L->opt.slowdown_limit > 0)) return 0;
+  int64_t p = atomic_load(&L->partner->pressure_milli);
+  return p > 0 && (double)p * 1e-3 > L->opt.slowdown_limit;
+}
+
 /* The partner this background paired with is gone: it ended, died, or a new foreground took the
  * slot. Before the first pairing, a foreground that attached after this background did and is gone
  * already was its partner (a short one); a slot dead or ended from before is stale: wait. */
@@ -44,6 +51,8 @@ void mux_bg_try_pair(mux_local_t *L) {
 void mux_bg_gate(void) {
   mux_local_t *L = mux_self;
   if (!L || L->role != MUX_ROLE_BACKGROUND || L->released) return;
+  if (mux_device_sync) mux_device_sync(); /* the previous piece's device work is done: one piece queued at most */
+  atomic_store(&L->me->busy, 0);
   int64_t t0 = mux_now_ns();
   for (;;) {
     uint32_t seen = atomic_load(&L->partner->seq);
@@ -52,7 +61,7 @@ void mux_bg_gate(void) {
       L->released = 1; /* finish the step ungated; run.c stops or carries on ([multiplex] on_foreground_end) */
       break;
     }
-    if (L->partner_gen && partner_idle(L)) break;
+    if (L->partner_gen && partner_idle(L) && !held_back(L)) break;
     int64_t now = mux_now_ns();
     if (!L->partner_gen && (double)(now - L->attached_ns) > L->opt.partner_wait_s * 1e9) {
       mux_options_t o = L->opt;
@@ -64,6 +73,7 @@ void mux_bg_gate(void) {
     mux_sleep(L->partner, seen, POLL_NS);
   }
   atomic_fetch_add(&L->me->paused_ns, (uint64_t)(mux_now_ns() - t0));
+  atomic_store(&L->me->busy, 1);
   atomic_fetch_add(&L->me->pieces, 1);
 }
 

@@ -178,6 +178,8 @@ void mux_attach(mux_role_t role, const mux_options_t *o) {
   atomic_store(&me->samples_milli, 0);
   atomic_store(&me->job_sps_milli, 0);
   atomic_store(&me->slowdown_milli, 0);
+  atomic_store(&me->pressure_milli, 0);
+  atomic_store(&me->busy, 0);
   atomic_store(&me->cpuset_bytes, 0);
   publish_cpus(me);
   atomic_store(&me->pid, (int64_t)getpid());
@@ -222,6 +224,8 @@ static void counters_of(const mux_side_t *s, int side, mux_counters_t *c) {
   c->fg_samples_per_sec = (double)atomic_load(&s->job_sps_milli) * 1e-3;
   int64_t slow = atomic_load(&s->slowdown_milli);
   c->fg_slowdown = slow > 0 ? (double)slow * 1e-3 : NAN;
+  c->fg_pressure = (double)atomic_load(&s->pressure_milli) * 1e-3;
+  c->bg_busy = atomic_load(&s->busy);
   c->live = mux_side_live(s);
 }
 

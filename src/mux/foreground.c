@@ -7,20 +7,36 @@
 
 enum { EXPECTED_WEIGHT_PERCENT = 25 }; /* running average: new = old + 25% of (last - old) */
 
+/* A piece of the foreground's own work (a COMPUTING state) ended after `ns`: it feeds the slowdown
+ * feedback; solo when the background neither was inside a piece at its start nor let one through
+ * since. Returns whether the published pressure changed. */
+static int piece_done(mux_local_t *L, double ns) {
+  const mux_side_t *bg = L->partner;
+  int solo = !L->bg_busy_at_start && !atomic_load(&bg->busy) && atomic_load(&bg->pieces) == L->bg_pieces_at_start;
+  mux_feedback_piece(&L->fb, L->site, ns, solo);
+  int64_t p = (int64_t)(mux_feedback_pressure(&L->fb) * 1e3);
+  return atomic_exchange(&L->me->pressure_milli, p) != p;
+}
+
 void mux_fg_set(mux_state_t s, int site) {
   mux_local_t *L = mux_self;
   if (!L || L->role != MUX_ROLE_FOREGROUND) return;
+  if (mux_device_sync) mux_device_sync(); /* on a GPU the state ends when its queued work does */
   int64_t now = mux_now_ns();
-  int slot = (int)((unsigned)site % MUX_SITES);
+  int slot = (int)((unsigned)site % MUX_SITES), changed = 0;
   if (L->site >= 0) { /* the state that ends now teaches its site how long it lasts */
     double last = (double)(now - L->state_start), *e = &L->expected_ns[L->site];
     *e = *e == 0 ? last : *e + (last - *e) * EXPECTED_WEIGHT_PERCENT / 100.0;
+    if (L->state == MUX_COMPUTING) changed |= piece_done(L, last);
   }
   L->site = slot;
+  L->state = s;
   L->state_start = now;
+  L->bg_busy_at_start = atomic_load(&L->partner->busy);
+  L->bg_pieces_at_start = atomic_load(&L->partner->pieces);
   mux_side_t *me = L->me;
   int64_t expected = (int64_t)L->expected_ns[slot];
-  int changed = atomic_exchange(&me->expected_ns, expected) != expected; /* a longer wait may open the gate */
+  changed |= atomic_exchange(&me->expected_ns, expected) != expected; /* a longer wait may open the gate */
   changed |= atomic_exchange(&me->state, (int32_t)s) != (int32_t)s;
   if (changed) mux_wake(me);
 }

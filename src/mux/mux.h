@@ -17,7 +17,13 @@
  *      wait expected to last at least min_wait_us, and never during the partner's allreduce;
  *   3. a polite foreground: its receives and barriers poll and sleep (comm_t.poll_us) instead of
  *      spinning, so the core is free while it waits;
- *   4. devices: backend_t.set_priority gives the background low-priority streams on a GPU backend.
+ *   4. devices: backend_t.set_priority gives the background low-priority streams on a GPU backend,
+ *      where its kernels can still overlap the foreground's; so the foreground also times its own
+ *      pieces of work (each state's span, waiting for its queued device work at the end) against
+ *      their time with the background idle, publishes the ratio over its recent pieces, and the
+ *      background holds back while that ratio is above its slowdown_limit (DeepPool's slowdown
+ *      feedback). With a device, the background's gate also waits for its previous piece's device
+ *      work, so at most one of its pieces is queued at a time.
  *
  * One process has at most one channel (its role is fixed for the run), so the hooks below are
  * free functions that do nothing when the process is not multiplexed. */
@@ -47,7 +53,14 @@ typedef struct mux_options {
   double min_wait_us;    /* background: a WAITING partner counts as idle if it expects >= this */
   double partner_wait_s; /* background: give up (exit 1) when no foreground attached in this time */
   int follow_affinity;   /* background: take the partner's CPU set when it attaches */
+  double slowdown_limit; /* background: hold back while the foreground's recent pieces take more than this
+                          * many times their time alone (0: no slowdown feedback) */
 } mux_options_t;
+
+/* A device backend's synchronize (backend_t), or NULL for host backends: with it, a foreground's
+ * state ends when the device work queued in it has, and a background's gate first waits for the
+ * device work of its previous piece. Set before mux_attach. */
+void mux_set_device_sync(void (*sync)(void));
 
 /* Whether name is a valid channel name (the segment name is built from it; nothing else). */
 int mux_channel_name_ok(const char *name);
@@ -115,6 +128,8 @@ typedef struct mux_counters {
   double bg_samples;     /* background: samples of this rank's share of finished steps */
   double fg_samples_per_sec; /* foreground: the job's samples/s at its last step (0 before) */
   double fg_slowdown;    /* foreground: its slowdown as it last published it (NaN: not known) */
+  double fg_pressure;    /* foreground: its recent pieces' time over their time alone (0: not known yet) */
+  int bg_busy;           /* background: inside a piece of work (between its gate and the next) */
   int live;              /* that side holds a live process */
 } mux_counters_t;
 /* The partner slot's counters (the background's when this is the foreground and vice versa),

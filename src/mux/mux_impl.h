@@ -9,7 +9,7 @@
 #include "mux/mux.h"
 
 #define MUX_MAGIC 0x58554d4547525553ULL /* "SURGEMUX" little-endian */
-enum { MUX_VERSION = 1, MUX_CPUSET_BYTES = 128, MUX_SITES = 4096 };
+enum { MUX_VERSION = 2, MUX_CPUSET_BYTES = 128, MUX_SITES = 4096 };
 enum { SIDE_FG = 0, SIDE_BG = 1 };
 enum { ATTACH_NONE = 0, ATTACH_LIVE = 1, ATTACH_ENDED = 2 };
 
@@ -26,6 +26,8 @@ typedef struct mux_side {
   _Atomic uint64_t samples_milli; /* background: samples of its share, x 1000 */
   _Atomic int64_t job_sps_milli; /* foreground: the job's samples/s, x 1000 */
   _Atomic int64_t slowdown_milli; /* foreground: its slowdown so far, x 1000 (0: not known) */
+  _Atomic int64_t pressure_milli; /* foreground: recent pieces' time over their time alone, x 1000 (0: not known) */
+  _Atomic int32_t busy;          /* background: 1 between its gate letting a piece through and the next gate */
   _Atomic int32_t cpuset_bytes;  /* valid bytes of cpuset (0: not published) */
   unsigned char cpuset[MUX_CPUSET_BYTES];
 } mux_side_t;
@@ -35,6 +37,22 @@ typedef struct mux_shm {
   uint32_t version;        /* MUX_VERSION (the segment's size is checked too) */
   mux_side_t side[2];      /* [SIDE_FG], [SIDE_BG] */
 } mux_shm_t;
+
+/* DeepPool's slowdown feedback, kept by the foreground (feedback.c): how long its pieces of work
+ * (COMPUTING states, per site) take while the background is idle, and over recent pieces how long
+ * they took against that. */
+enum { MUX_SOLO_KEEP = 5 }; /* solo pieces kept per site */
+typedef struct mux_feedback {
+  double solo_ns[MUX_SITES];       /* per site: its time alone, the median of solo_kept (0: none yet) */
+  double solo_kept[MUX_SITES][MUX_SOLO_KEEP]; /* per site: its last pieces with the background idle */
+  unsigned solo_count[MUX_SITES];  /* per site: solo pieces seen */
+  double recent_ns, recent_solo_ns; /* running averages over recent pieces of their time, of their solo time */
+} mux_feedback_t;
+/* One piece of `ns` at site slot; solo: the background did no work during it. */
+void mux_feedback_piece(mux_feedback_t *f, int slot, double ns, int solo);
+/* The recent pieces' time over their time alone; 0 while no piece with a known solo time was seen. */
+double mux_feedback_pressure(const mux_feedback_t *f);
+extern void (*mux_device_sync)(void); /* mux_set_device_sync */
 
 /* This process's end (one per process). */
 typedef struct mux_local {
@@ -47,6 +65,10 @@ typedef struct mux_local {
   int site;                      /* site of the current state (-1: none yet) */
   int64_t state_start;
   double expected_ns[MUX_SITES]; /* running average per site (0: not seen) */
+  mux_state_t state;             /* the current state */
+  uint64_t bg_pieces_at_start;   /* the partner's pieces counter when the current state began */
+  int bg_busy_at_start;          /* the partner was inside a piece when the current state began */
+  mux_feedback_t fb;
   /* background */
   int64_t attached_ns;
   uint64_t partner_gen;          /* generation of the foreground it paired with, 0: none yet */

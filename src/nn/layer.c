@@ -1,5 +1,9 @@
 #include "nn/layer.h"
 
+#include <stdint.h>
+
+#include "core/error.h"
+
 static const layer_ops_t *const ops_by_kind[LAYER_KIND_COUNT] = {
     [LAYER_INPUT] = &layer_input_ops,         [LAYER_LINEAR] = &layer_linear_ops,
     [LAYER_CONV2D] = &layer_conv2d_ops,       [LAYER_MAXPOOL2D] = &layer_maxpool2d_ops,
@@ -17,3 +21,9 @@ const char *layer_kind_name(layer_kind_t kind) {
   return ops_by_kind[kind]->kind_name;
 }
 
+
+size_t layer_scratch_floats(const layer_t *l, int B) {
+  size_t per = surge_mul_size(l->scratch_per_sample, B > 0 ? (size_t)B : 0, "layer scratch");
+  if (per > SIZE_MAX - l->scratch) surge_runtime_error("layer %s: scratch of %d samples overflows", l->name, B);
+  return l->scratch + per;
+}

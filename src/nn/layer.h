@@ -75,7 +75,8 @@ typedef struct layer {
   int needs_grad;        /* set by the graph: this node or one before it has parameters, so the
                             gradient of this node's output is needed (else backward skips it) */
   size_t aux_per_sample; /* floats forward saves for backward, per sample */
-  size_t scratch;        /* temporary floats needed by one forward or backward call (any B) */
+  size_t scratch;        /* temporary floats needed by one forward or backward call (any B) ... */
+  size_t scratch_per_sample; /* ... plus these per sample of the call (a whole batch in one backend call) */
   double flops_per_sample; /* forward FLOPs per sample (multiply-add = 2); backward is about 2x */
 } layer_t;
 
@@ -86,7 +87,7 @@ typedef struct layer_ctx {
   const float *x[LAYER_MAX_IN];   /* inputs, (B, in_shape) */
   float *y;                       /* output, (B, out) */
   float *aux;                     /* (B, aux_per_sample): written by forward, read by backward */
-  float *scratch;                 /* layer->scratch floats */
+  float *scratch;                 /* layer_scratch_floats(layer, B) floats */
   int fuse_relu;                  /* forward of a conv2d: apply ReLU to y as well (model_fuse_relus) */
   const float *w[LAYER_MAX_PARAMS]; /* parameter tensors */
   /* backward only */
@@ -106,6 +107,9 @@ typedef struct layer_ops {
   void (*forward)(const layer_t *l, const layer_ctx_t *c);
   void (*backward)(const layer_t *l, const layer_ctx_t *c);
 } layer_ops_t;
+
+/* The scratch one forward or backward call of l on B samples needs. */
+size_t layer_scratch_floats(const layer_t *l, int B);
 
 /* The ops of a kind (never NULL for a valid kind). */
 const layer_ops_t *layer_ops_of(layer_kind_t kind);

@@ -4,8 +4,10 @@
  * columns h*hs..(h+1)*hs of each block, hs = C/H. Output (T,C) with head h in columns
  * h*hs..(h+1)*hs, i.e. PyTorch's y.transpose(1,2).reshape(T,C). Per head:
  *   S = Q K^T (T,T),  P = causal_softmax(S / sqrt(hs)),  Y = P V.
- * Each sample saves P (H,T,T) in aux. Heads run as one strided batch of GEMMs reading the q/k/v
- * blocks in place (leading dim 3C), so nothing is reshaped. */
+ * Each sample saves P (H,T,T) in aux. Every product runs over the whole call's samples x heads as
+ * one grid of GEMMs (backend gemm_grid) reading the q/k/v blocks in place (leading dim 3C), so
+ * nothing is reshaped and no loop runs over samples; the scores and their gradients live in the
+ * call's scratch, (B,H,T,T) each. */
 #include <math.h>
 #include "nn/layer.h"
 #include "nn/layer_common.h"
@@ -32,7 +34,7 @@ static int attention_infer(layer_t *l, char *err, size_t n) {
   size_t probs = (size_t)H * T * T;
   /* Q K^T and P V, 2*T*T*hs each per head; about 5 ops per score for the softmax */
   layer_set_no_params(l, probs, 4.0 * T * T * C + 5.0 * (double)probs);
-  l->scratch = 2 * probs; /* forward: scores; backward: dP and dS */
+  l->scratch_per_sample = 2 * probs; /* forward: scores; backward: dP and dS */
   return 0;
 }
 
@@ -55,45 +57,49 @@ static att_dims_t att_dims(const layer_t *l) {
   return d;
 }
 
+/* The grid of samples x heads over operands (A, B, C) whose sample and head strides are given. */
+static gemm_grid_t att_grid(int B, const att_dims_t *d, size_t sa, size_t ha, size_t sb, size_t hb, size_t sc,
+                            size_t hc) {
+  return (gemm_grid_t){{B, d->H}, {sa, ha}, {sb, hb}, {sc, hc}};
+}
+
 static void attention_forward(const layer_t *l, const layer_ctx_t *c) {
   const backend_t *be = c->be;
   att_dims_t d = att_dims(l);
-  float *S = c->scratch;
-  for (int b = 0; b < c->B; b++) {
-    const float *q = c->x[0] + (size_t)b * d.T * d.ld, *k = q + d.C, *v = q + 2 * d.C;
-    float *P = c->aux + (size_t)b * d.probs, *y = c->y + (size_t)b * d.T * d.C;
-    // S_h (T,T) = Q_h (T,hs) K_h^T, for h < H
-    be->gemm_strided(0, 1, d.T, d.T, d.hs, 1.0f, q, d.ld, d.hs, k, d.ld, d.hs, 0.0f, S, d.T,
-                     (size_t)d.T * d.T, d.H);
-    // P_h = causal softmax of S_h / sqrt(hs)
-    be->causal_softmax_fwd(d.H, d.T, d.scale, S, P);
-    // Y_h (T,hs) = P_h (T,T) V_h (T,hs), written into columns h*hs.. of y (T,C)
-    be->gemm_strided(0, 0, d.T, d.hs, d.T, 1.0f, P, d.T, (size_t)d.T * d.T, v, d.ld, d.hs, 0.0f, y, d.C,
-                     d.hs, d.H);
-  }
+  size_t tt = (size_t)d.T * d.T, qkv = (size_t)d.T * d.ld, out = (size_t)d.T * d.C;
+  const float *q = c->x[0], *k = q + d.C, *v = q + 2 * d.C;
+  float *S = c->scratch, *P = c->aux; /* (B,H,T,T) each */
+  // S_bh (T,T) = Q_bh (T,hs) K_bh^T
+  gemm_grid_t g = att_grid(c->B, &d, qkv, d.hs, qkv, d.hs, d.probs, tt);
+  be->gemm_grid(0, 1, d.T, d.T, d.hs, 1.0f, q, d.ld, k, d.ld, 0.0f, S, d.T, &g);
+  // P_bh = causal softmax of S_bh / sqrt(hs)
+  be->causal_softmax_fwd(c->B * d.H, d.T, d.scale, S, P);
+  // Y_bh (T,hs) = P_bh (T,T) V_bh (T,hs), written into columns h*hs.. of y (T,C)
+  g = att_grid(c->B, &d, d.probs, tt, qkv, d.hs, out, d.hs);
+  be->gemm_grid(0, 0, d.T, d.hs, d.T, 1.0f, P, d.T, v, d.ld, 0.0f, c->y, d.C, &g);
 }
 
 static void attention_backward(const layer_t *l, const layer_ctx_t *c) {
   if (!c->dx[0]) return; /* no parameters: nothing else to compute */
   const backend_t *be = c->be;
   att_dims_t d = att_dims(l);
-  float *dP = c->scratch, *dS = c->scratch + d.probs;
-  size_t tt = (size_t)d.T * d.T;
-  for (int b = 0; b < c->B; b++) {
-    const float *q = c->x[0] + (size_t)b * d.T * d.ld, *k = q + d.C, *v = q + 2 * d.C;
-    const float *P = c->aux + (size_t)b * d.probs, *dy = c->dy + (size_t)b * d.T * d.C;
-    float *dq = c->dx[0] + (size_t)b * d.T * d.ld, *dk = dq + d.C, *dv = dq + 2 * d.C;
-    // dP_h (T,T) = dY_h (T,hs) V_h^T
-    be->gemm_strided(0, 1, d.T, d.T, d.hs, 1.0f, dy, d.C, d.hs, v, d.ld, d.hs, 0.0f, dP, d.T, tt, d.H);
-    // dV_h (T,hs) += P_h^T dY_h
-    be->gemm_strided(1, 0, d.T, d.hs, d.T, 1.0f, P, d.T, tt, dy, d.C, d.hs, 1.0f, dv, d.ld, d.hs, d.H);
-    // dS_h = softmax backward (includes the 1/sqrt(hs) scale)
-    be->causal_softmax_bwd(d.H, d.T, d.scale, P, dP, dS);
-    // dQ_h (T,hs) += dS_h K_h
-    be->gemm_strided(0, 0, d.T, d.hs, d.T, 1.0f, dS, d.T, tt, k, d.ld, d.hs, 1.0f, dq, d.ld, d.hs, d.H);
-    // dK_h (T,hs) += dS_h^T Q_h
-    be->gemm_strided(1, 0, d.T, d.hs, d.T, 1.0f, dS, d.T, tt, q, d.ld, d.hs, 1.0f, dk, d.ld, d.hs, d.H);
-  }
+  size_t tt = (size_t)d.T * d.T, qkv = (size_t)d.T * d.ld, out = (size_t)d.T * d.C;
+  const float *q = c->x[0], *k = q + d.C, *v = q + 2 * d.C, *P = c->aux, *dy = c->dy;
+  float *dq = c->dx[0], *dk = dq + d.C, *dv = dq + 2 * d.C;
+  float *dP = c->scratch, *dS = c->scratch + (size_t)c->B * d.probs; /* (B,H,T,T) each */
+  // dP_bh (T,T) = dY_bh (T,hs) V_bh^T
+  gemm_grid_t g = att_grid(c->B, &d, out, d.hs, qkv, d.hs, d.probs, tt);
+  be->gemm_grid(0, 1, d.T, d.T, d.hs, 1.0f, dy, d.C, v, d.ld, 0.0f, dP, d.T, &g);
+  // dV_bh (T,hs) += P_bh^T dY_bh
+  g = att_grid(c->B, &d, d.probs, tt, out, d.hs, qkv, d.hs);
+  be->gemm_grid(1, 0, d.T, d.hs, d.T, 1.0f, P, d.T, dy, d.C, 1.0f, dv, d.ld, &g);
+  // dS_bh = softmax backward (includes the 1/sqrt(hs) scale)
+  be->causal_softmax_bwd(c->B * d.H, d.T, d.scale, P, dP, dS);
+  // dQ_bh (T,hs) += dS_bh K_bh
+  g = att_grid(c->B, &d, d.probs, tt, qkv, d.hs, qkv, d.hs);
+  be->gemm_grid(0, 0, d.T, d.hs, d.T, 1.0f, dS, d.T, k, d.ld, 1.0f, dq, d.ld, &g);
+  // dK_bh (T,hs) += dS_bh^T Q_bh
+  be->gemm_grid(1, 0, d.T, d.hs, d.T, 1.0f, dS, d.T, q, d.ld, 1.0f, dk, d.ld, &g);
 }
 
 const layer_ops_t layer_attention_ops = {"attention", attention_infer, layer_init_none, attention_forward,

@@ -50,6 +50,7 @@ static inline void layer_set_no_params(layer_t *l, size_t aux_per_sample, double
   l->np = 0;
   l->aux_per_sample = aux_per_sample;
   l->scratch = 0;
+  l->scratch_per_sample = 0;
   l->flops_per_sample = flops_per_sample;
 }
 

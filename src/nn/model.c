@@ -33,7 +33,8 @@ void model_init(model_t *m, const graph_t *g, const backend_t *be, int B_cap) {
       m->aux[i] = be->alloc(na);
       m->act_floats += na;
     }
-    if (l->scratch > scratch) scratch = l->scratch;
+    size_t need = layer_scratch_floats(l, B_cap);
+    if (need > scratch) scratch = need;
   }
   m->scratch = be->alloc(scratch);
   m->act_floats += scratch;

@@ -67,10 +67,15 @@ void run_mux_begin(run_mux_t *x, trainer_t *t, const deck_t *deck) {
   choose_channel(x, cfg, deck);
   comm_t node;
   comm_split_node(t->world, &node);
+  int device = !t->be->host_memory; /* a GPU: the slowdown feedback's home ([multiplex] slowdown_feedback) */
+  int feedback = strcmp(cfg->mux_slowdown_feedback, "always") == 0 ||
+                 (device && strcmp(cfg->mux_slowdown_feedback, "device") == 0);
   mux_options_t o = {.index = node.rank + (int)cfg->mux_partner_offset,
                      .min_wait_us = cfg->mux_min_wait_us,
                      .partner_wait_s = cfg->mux_partner_wait_s,
-                     .follow_affinity = cfg->mux_follow_affinity};
+                     .follow_affinity = cfg->mux_follow_affinity,
+                     .slowdown_limit = feedback ? cfg->mux_slowdown_limit : 0};
+  if (device) mux_set_device_sync(t->be->synchronize);
   comm_free(&node);
   snprintf(o.channel, sizeof o.channel, "%s", x->channel);
   if (x->role == MUX_ROLE_BACKGROUND) {

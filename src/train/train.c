@@ -1,9 +1,11 @@
 #include "train/train.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/backend_open.h"
 #include "core/error.h"
 #include "core/rss.h"
 #include "core/timer.h"
@@ -15,10 +17,16 @@ void trainer_init(trainer_t *t, const config_t *cfg, const deck_t *deck, comm_t 
   memset(t, 0, sizeof *t);
   t->cfg = *cfg;
   t->world = world;
-  t->be = backend_find(cfg->backend);
-  if (!t->be) surge_input_error("%s: [backend] name: unknown backend '%s' (accepted: %s)",
-                                deck_where(deck, "backend.name"), cfg->backend, backend_names());
+  backend_options_t bo = backend_opts_of(cfg, comm_local_rank(world));
+  t->be = backend_open(cfg->backend, &bo, backend_opts_where(cfg, deck), world->mpi);
   t->be->set_threads(cfg->threads);
+  if (!t->be->host_memory) { /* the layouts' groups, split from world, inherit its device side */
+    const backend_context_t *bc = t->be->context();
+    const char *how = comm_use_device(world, device_comm_of(cfg), bc->stream);
+    if (world->rank == 0)
+      printf("backend %s: %s (device %d of rank 0), %s products; device buffers between ranks: %s\n", t->be->name,
+             bc->device, bc->index, bc->precision, how);
+  }
   if (cfg->global_batch > INT32_MAX) surge_input_error("[train] global_batch %ld is too large", cfg->global_batch);
   world->bucket_bytes = (size_t)(cfg->bucket_mb * 1048576.0);
   if (world->bucket_bytes < sizeof(float)) world->bucket_bytes = sizeof(float);

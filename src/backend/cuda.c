@@ -1,0 +1,285 @@
+/* The CUDA backend "cuda": this process's GPU context (device, stream, cuBLAS handle, scratch),
+ * device memory, and the op table. The ops' code is in cuda_blas.c (GEMMs), cuda_conv.c
+ * (convolution), cuda_ops.c (the rest) and the kernels in cuda_kern_*.cu (doc/gpu.md).
+ *
+ * One stream carries all of the process's work, in order; its priority is the highest the device
+ * offers for a foreground (or plain) job and the lowest for a background job, so that on a shared
+ * GPU the foreground's kernels go first. Memory copies to the host wait for the stream. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/cuda_impl.h"
+#include "core/error.h"
+
+typedef struct cuda_ctx {
+  int open;
+  backend_options_t opt;
+  int device;
+  cudaStream_t stream;
+  cublasHandle_t blas;
+  cublasComputeType_t compute;
+  int least_priority, greatest_priority, low;
+  void *ws[CUDA_WS_SLOTS];
+  size_t ws_bytes[CUDA_WS_SLOTS];
+  char name[256];
+  char priority_text[160];
+  backend_context_t pub;
+} cuda_ctx_t;
+
+static cuda_ctx_t ctx;
+
+void cuda_check(cudaError_t e, const char *what) {
+  if (e != cudaSuccess) surge_runtime_error("cuda: %s: %s (%s)", what, cudaGetErrorString(e), cudaGetErrorName(e));
+}
+
+void cuda_check_blas(cublasStatus_t e, const char *what) {
+  if (e != CUBLAS_STATUS_SUCCESS) surge_runtime_error("cuda: %s: cuBLAS status %d", what, (int)e);
+}
+
+void cuda_check_launch(const char *kernel) {
+  cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess) surge_runtime_error("cuda: kernel %s: %s", kernel, cudaGetErrorString(e));
+}
+
+static void require_open(const char *op) {
+  if (!ctx.open) surge_runtime_error("cuda: %s before the backend was opened (backend_open)", op);
+}
+
+cudaStream_t cuda_stream(void) { return ctx.stream; }
+cublasHandle_t cuda_blas(void) { return ctx.blas; }
+cublasComputeType_t cuda_model_compute(void) { return ctx.compute; }
+
+/* Float blocks of gemm_tn_rows: 1024 rows in float32 (as the cpu backend), longer where the
+ * products are rounded to TF32 or bf16 anyway (their rounding, not the sum's, sets the error). */
+int cuda_row_block(void) { return ctx.compute == CUBLAS_COMPUTE_32F ? 1024 : 16384; }
+
+void *cuda_workspace(int slot, size_t bytes) {
+  if (slot < 0 || slot >= CUDA_WS_SLOTS) surge_runtime_error("cuda: workspace slot %d does not exist", slot);
+  if (bytes == 0) bytes = 1;
+  if (ctx.ws_bytes[slot] >= bytes) return ctx.ws[slot];
+  size_t grown = ctx.ws_bytes[slot] * 2 > bytes ? ctx.ws_bytes[slot] * 2 : bytes;
+  // stream-ordered: kernels queued before still read the old block, later ones get the new one
+  if (ctx.ws[slot]) cuda_check(cudaFreeAsync(ctx.ws[slot], ctx.stream), "cudaFreeAsync (workspace)");
+  ctx.ws[slot] = NULL;
+  cuda_check(cudaMallocAsync(&ctx.ws[slot], grown, ctx.stream), "cudaMallocAsync (workspace)");
+  ctx.ws_bytes[slot] = grown;
+  return ctx.ws[slot];
+}
+
+double *cuda_zeroed_acc(size_t n) {
+  double *acc = cuda_workspace(CUDA_WS_ACC, n * sizeof(double));
+  cuda_check(cudaMemsetAsync(acc, 0, n * sizeof(double), ctx.stream), "cudaMemsetAsync (accumulator)");
+  return acc;
+}
+
+void cuda_to_host(void *host, const void *dev, size_t bytes) {
+  cuda_check(cudaMemcpyAsync(host, dev, bytes, cudaMemcpyDeviceToHost, ctx.stream), "cudaMemcpyAsync to host");
+  cuda_check(cudaStreamSynchronize(ctx.stream), "cudaStreamSynchronize");
+}
+
+/* ---- context */
+
+/* Dense peak of the GPUs whose figures we know (FLOP/s), for model FLOP utilisation; 0 otherwise.
+ * Hopper SXM (H100, H200): 989 TFLOP/s bf16, 495 TF32, 67 FP32; A100: 312, 156, 19.5. */
+static double peak_flops(const char *name, cublasComputeType_t ct) {
+  static const struct {
+    const char *tag;
+    double bf16, tf32, fp32;
+  } table[] = {{"H200", 989.4e12, 494.7e12, 66.9e12}, {"H100", 989.4e12, 494.7e12, 66.9e12},
+               {"A100", 312e12, 156e12, 19.5e12}};
+  for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
+    if (strstr(name, table[i].tag))
+      return ct == CUBLAS_COMPUTE_32F_FAST_16BF   ? table[i].bf16
+             : ct == CUBLAS_COMPUTE_32F_FAST_TF32 ? table[i].tf32
+                                                  : table[i].fp32;
+  return 0;
+}
+
+static const char *precision_name(cublasComputeType_t ct) {
+  return ct == CUBLAS_COMPUTE_32F_FAST_16BF ? "bf16" : ct == CUBLAS_COMPUTE_32F_FAST_TF32 ? "tf32" : "fp32";
+}
+
+/* The stream at the priority of the process's role: the lowest for a background job (low != 0). */
+static void make_stream(int low) {
+  if (ctx.stream) {
+    cuda_check(cudaStreamSynchronize(ctx.stream), "cudaStreamSynchronize");
+    cuda_check(cudaStreamDestroy(ctx.stream), "cudaStreamDestroy");
+  }
+  int prio = low ? ctx.least_priority : ctx.greatest_priority;
+  cuda_check(cudaStreamCreateWithPriority(&ctx.stream, cudaStreamNonBlocking, prio), "cudaStreamCreateWithPriority");
+  if (ctx.blas) cuda_check_blas(cublasSetStream(ctx.blas, ctx.stream), "cublasSetStream");
+  ctx.low = low;
+  ctx.pub.stream = ctx.stream;
+}
+
+static char open_error[512];
+
+static const char *cuda_open(const backend_options_t *o, int *input_error) {
+  *input_error = 0;
+  if (ctx.open) return NULL;
+  // a background job asks MPS (where it runs) to schedule it below normal; read at context creation
+  if (o->low_priority) setenv("CUDA_MPS_CLIENT_PRIORITY", "1", 0);
+  int count = 0;
+  cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess || count == 0) {
+    snprintf(open_error, sizeof open_error, "no CUDA GPU usable on this machine (cudaGetDeviceCount: %s) (hint: run "
+             "on a node with an NVIDIA GPU and its driver, or choose [backend] name = cpu)",
+             e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
+    return open_error;
+  }
+  int dev = o->device >= 0 ? o->device : o->local_rank % count;
+  if (dev >= count) {
+    *input_error = 1;
+    snprintf(open_error, sizeof open_error, "device = %d, but this node has %d GPU%s (hint: device = -1 picks one "
+             "by local rank)", dev, count, count == 1 ? "" : "s");
+    return open_error;
+  }
+  ctx.opt = *o;
+  ctx.device = dev;
+  cuda_check(cudaSetDevice(dev), "cudaSetDevice");
+  struct cudaDeviceProp prop;
+  cuda_check(cudaGetDeviceProperties(&prop, dev), "cudaGetDeviceProperties");
+  snprintf(ctx.name, sizeof ctx.name, "%s", prop.name);
+  cuda_check(cudaDeviceGetStreamPriorityRange(&ctx.least_priority, &ctx.greatest_priority),
+             "cudaDeviceGetStreamPriorityRange");
+  cuda_check_blas(cublasCreate(&ctx.blas), "cublasCreate");
+  ctx.compute = o->precision == BACKEND_BF16 ? CUBLAS_COMPUTE_32F_FAST_16BF
+                : o->tf32                     ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                              : CUBLAS_COMPUTE_32F;
+  // float32 without TF32 unless asked: the default math mode never lowers CUBLAS_COMPUTE_32F
+  cuda_check_blas(cublasSetMathMode(ctx.blas, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
+  make_stream(o->low_priority);
+  ctx.pub = (backend_context_t){.device = ctx.name, .index = dev, .stream = ctx.stream,
+                                .precision = precision_name(ctx.compute), .peak_flops = peak_flops(ctx.name, ctx.compute)};
+  ctx.open = 1;
+  return NULL;
+}
+
+static void cuda_close(void) {
+  if (!ctx.open) return;
+  cuda_check(cudaStreamSynchronize(ctx.stream), "cudaStreamSynchronize");
+  for (int i = 0; i < CUDA_WS_SLOTS; i++)
+    if (ctx.ws[i]) cuda_check(cudaFree(ctx.ws[i]), "cudaFree (workspace)");
+  cuda_check_blas(cublasDestroy(ctx.blas), "cublasDestroy");
+  cuda_check(cudaStreamDestroy(ctx.stream), "cudaStreamDestroy");
+  memset(&ctx, 0, sizeof ctx);
+}
+
+static void cuda_synchronize(void) {
+  require_open("synchronize");
+  cuda_check(cudaStreamSynchronize(ctx.stream), "cudaStreamSynchronize");
+}
+
+static const backend_context_t *cuda_context(void) {
+  require_open("context");
+  return &ctx.pub;
+}
+
+static const char *cuda_set_priority(int low) {
+  require_open("set_priority");
+  if (low != ctx.low) make_stream(low);
+  int mps = 0;
+  cuda_check(cudaDeviceGetAttribute(&mps, cudaDevAttrMpsEnabled, ctx.device), "cudaDeviceGetAttribute (MPS)");
+  snprintf(ctx.priority_text, sizeof ctx.priority_text, "%s-priority stream (%d of %d..%d)%s",
+           low ? "low" : "high", low ? ctx.least_priority : ctx.greatest_priority, ctx.greatest_priority,
+           ctx.least_priority,
+           !mps ? "; no MPS: other processes' kernels are time-sliced with it"
+           : low && getenv("CUDA_MPS_CLIENT_PRIORITY") ? "; MPS client priority below normal"
+                                                       : "; under MPS");
+  return ctx.priority_text;
+}
+
+static void cuda_set_threads(int nthreads) { (void)nthreads; /* the GPU's threads are the kernels' */ }
+
+/* ---- memory */
+
+static float *cuda_alloc(size_t n) {
+  require_open("alloc");
+  size_t bytes = surge_mul_size(n ? n : 1, sizeof(float), "device allocation");
+  void *p = NULL;
+  cudaError_t e = cudaMalloc(&p, bytes);
+  if (e != cudaSuccess)
+    surge_runtime_error("cuda: out of device memory allocating %zu bytes on GPU %d (%s) (hint: a smaller "
+                        "[train] global_batch or model, or more ranks)", bytes, ctx.device, cudaGetErrorString(e));
+  cuda_check(cudaMemsetAsync(p, 0, bytes, ctx.stream), "cudaMemsetAsync");
+  return p;
+}
+
+static void cuda_free(float *p) {
+  if (!p) return;
+  cuda_check(cudaStreamSynchronize(ctx.stream), "cudaStreamSynchronize"); /* no queued op still uses it */
+  cuda_check(cudaFree(p), "cudaFree");
+}
+
+static void cuda_upload(float *dst, const float *host_src, size_t n) {
+  if (!n) return;
+  cuda_check(cudaMemcpyAsync(dst, host_src, n * sizeof(float), cudaMemcpyHostToDevice, ctx.stream), "upload");
+  cuda_check(cudaStreamSynchronize(ctx.stream), "cudaStreamSynchronize"); /* host_src is the caller's again */
+}
+
+static void cuda_download(float *host_dst, const float *src, size_t n) {
+  if (n) cuda_to_host(host_dst, src, n * sizeof(float));
+}
+
+static void cuda_copy(float *dst, const float *src, size_t n) {
+  if (n && dst != src)
+    cuda_check(cudaMemcpyAsync(dst, src, n * sizeof(float), cudaMemcpyDeviceToDevice, ctx.stream), "copy");
+}
+
+const backend_t backend_cuda = {
+    .name = "cuda",
+    .host_memory = 0,
+    .open = cuda_open,
+    .close = cuda_close,
+    .synchronize = cuda_synchronize,
+    .context = cuda_context,
+    .set_threads = cuda_set_threads,
+    .set_priority = cuda_set_priority,
+    .alloc = cuda_alloc,
+    .free = cuda_free,
+    .upload = cuda_upload,
+    .download = cuda_download,
+    .copy = cuda_copy,
+    .gemm = cuda_gemm,
+    .gemm_strided = cuda_gemm_strided,
+    .gemm_grid = cuda_gemm_grid,
+    .fill = cuda_fill,
+    .scale = cuda_scale,
+    .axpy = cuda_axpy,
+    .add = cuda_add,
+    .sumsq = cuda_sumsq,
+    .all_finite = cuda_all_finite,
+    .bias_add_rows = cuda_bias_add_rows,
+    .bias_grad_rows = cuda_bias_grad_rows,
+    .bias_add_planes = cuda_bias_add_planes,
+    .bias_grad_planes = cuda_bias_grad_planes,
+    .relu_fwd = cuda_relu_fwd,
+    .relu_bwd = cuda_relu_bwd,
+    .gelu_fwd = cuda_gelu_fwd,
+    .gelu_bwd = cuda_gelu_bwd,
+    .conv_workspace = cuda_conv_workspace,
+    .conv_fwd = cuda_conv_fwd,
+    .conv_bwd = cuda_conv_bwd,
+    .gemm_tn_rows = cuda_gemm_tn_rows,
+    .im2col = cuda_im2col,
+    .col2im = cuda_col2im,
+    .maxpool_fwd = cuda_maxpool_fwd,
+    .maxpool_bwd = cuda_maxpool_bwd,
+    .avgpool_fwd = cuda_avgpool_fwd,
+    .avgpool_bwd = cuda_avgpool_bwd,
+    .layernorm_fwd = cuda_layernorm_fwd,
+    .layernorm_bwd = cuda_layernorm_bwd,
+    .embed_fwd = cuda_embed_fwd,
+    .embed_bwd = cuda_embed_bwd,
+    .causal_softmax_fwd = cuda_causal_softmax_fwd,
+    .causal_softmax_bwd = cuda_causal_softmax_bwd,
+    .xent_fwd_bwd = cuda_xent_fwd_bwd,
+    .count_correct = cuda_count_correct,
+    .row_max = cuda_row_max,
+    .xent_shard_stats = cuda_xent_shard_stats,
+    .xent_shard_bwd = cuda_xent_shard_bwd,
+    .row_first_index = cuda_row_first_index,
+    .sgd_step = cuda_sgd_step,
+    .adamw_step = cuda_adamw_step,
+};

@@ -1,0 +1,96 @@
+/* The CUDA backend's GEMMs through cuBLAS. Surge's matrices are row-major and cuBLAS's are
+ * column-major: a row-major C = op(A) op(B) is the column-major C^T = op(B)^T op(A)^T, so every
+ * call passes B before A with the sizes N, M swapped; no data moves. The model's products run in
+ * its compute type ([backend] precision and tf32, cuda.c); sums the backend owes in true float32
+ * (`exact`) always run in CUBLAS_COMPUTE_32F, which cuBLAS never lowers to TF32 in its default math
+ * mode. */
+#include <stdint.h>
+
+#include "backend/cuda_impl.h"
+#include "core/error.h"
+
+static cublasOperation_t op(int t) { return t ? CUBLAS_OP_T : CUBLAS_OP_N; }
+
+void cuda_gemm_strided_as(int exact, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
+                          size_t sA, const float *B, int ldb, size_t sB, float beta, float *C, int ldc, size_t sC,
+                          int batch) {
+  if (M <= 0 || N <= 0 || batch <= 0) return;
+  if (K <= 0) { /* an empty sum: C = beta C */
+    for (int b = 0; b < batch; b++) cuk_scale_matrix(M, N, beta, C + b * sC, ldc, cuda_stream());
+    return;
+  }
+  cublasComputeType_t ct = exact ? CUBLAS_COMPUTE_32F : cuda_model_compute();
+  if (batch == 1)
+    cuda_check_blas(cublasGemmEx(cuda_blas(), op(tb), op(ta), N, M, K, &alpha, B, CUDA_R_32F, ldb, A, CUDA_R_32F, lda,
+                                 &beta, C, CUDA_R_32F, ldc, ct, CUBLAS_GEMM_DEFAULT),
+                    "cublasGemmEx");
+  else
+    cuda_check_blas(cublasGemmStridedBatchedEx(cuda_blas(), op(tb), op(ta), N, M, K, &alpha, B, CUDA_R_32F, ldb,
+                                               (long long)sB, A, CUDA_R_32F, lda, (long long)sA, &beta, C, CUDA_R_32F,
+                                               ldc, (long long)sC, batch, ct, CUBLAS_GEMM_DEFAULT),
+                    "cublasGemmStridedBatchedEx");
+}
+
+void cuda_gemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
+               float beta, float *C, int ldc) {
+  cuda_gemm_strided_as(0, ta, tb, M, N, K, alpha, A, lda, 0, B, ldb, 0, beta, C, ldc, 0, 1);
+}
+
+void cuda_gemm_strided(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, size_t sA,
+                       const float *B, int ldb, size_t sB, float beta, float *C, int ldc, size_t sC, int batch) {
+  cuda_gemm_strided_as(0, ta, tb, M, N, K, alpha, A, lda, sA, B, ldb, sB, beta, C, ldc, sC, batch);
+}
+
+/* A grid whose matrices are one stride apart after all (one dimension of 1, or the outer stride a
+ * multiple of the inner one) is one strided batch; otherwise cuBLAS's batched GEMM takes arrays of
+ * the matrices' addresses, computed on the device. Either way one call for the whole grid. */
+void cuda_gemm_grid(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
+                    int ldb, float beta, float *C, int ldc, const gemm_grid_t *g) {
+  int n0 = g->batch[0], n1 = g->batch[1];
+  if (n0 <= 0 || n1 <= 0 || M <= 0 || N <= 0) return;
+  if (n1 == 1 || n0 == 1) {
+    int k = n1 == 1 ? 0 : 1;
+    cuda_gemm_strided(ta, tb, M, N, K, alpha, A, lda, g->sA[k], B, ldb, g->sB[k], beta, C, ldc, g->sC[k], n0 * n1);
+    return;
+  }
+  if (g->sA[0] == (size_t)n1 * g->sA[1] && g->sB[0] == (size_t)n1 * g->sB[1] && g->sC[0] == (size_t)n1 * g->sC[1]) {
+    cuda_gemm_strided(ta, tb, M, N, K, alpha, A, lda, g->sA[1], B, ldb, g->sB[1], beta, C, ldc, g->sC[1], n0 * n1);
+    return;
+  }
+  if (K <= 0) {
+    for (int i = 0; i < n0; i++)
+      for (int j = 0; j < n1; j++) cuk_scale_matrix(M, N, beta, C + i * g->sC[0] + j * g->sC[1], ldc, cuda_stream());
+    return;
+  }
+  size_t n = (size_t)n0 * n1;
+  void **ptr = cuda_workspace(CUDA_WS_PTR, 3 * n * sizeof(void *)); /* A's, B's, C's addresses */
+  cuk_grid_pointers(A, B, C, g, ptr, cuda_stream());
+  cuda_check_blas(cublasGemmBatchedEx(cuda_blas(), op(tb), op(ta), N, M, K, &alpha, (const void *const *)(ptr + n),
+                                      CUDA_R_32F, ldb, (const void *const *)ptr, CUDA_R_32F, lda, &beta,
+                                      (void *const *)(ptr + 2 * n), CUDA_R_32F, ldc, (int)n, cuda_model_compute(),
+                                      CUBLAS_GEMM_DEFAULT),
+                  "cublasGemmBatchedEx");
+}
+
+/* C (M,N) += A^T B over K rows: up to cuda_row_block() rows in one GEMM; longer sums run the
+ * blocks as one strided batch into float partials (and the remainder as one more GEMM), whose sum
+ * over the blocks is taken in double and added to C once. */
+void cuda_gemm_tn_rows(int M, int N, int K, const float *A, int lda, const float *B, int ldb, float *C, int ldc) {
+  if (M <= 0 || N <= 0 || K <= 0) return;
+  int rb = cuda_row_block();
+  if (K <= rb) {
+    cuda_gemm(1, 0, M, N, K, 1.0f, A, lda, B, ldb, 1.0f, C, ldc);
+    return;
+  }
+  int full = K / rb, rest = K % rb, blocks = full + (rest > 0);
+  size_t mn = surge_mul_size((size_t)M, (size_t)N, "gemm_tn_rows partial sums");
+  if (mn > (size_t)INT32_MAX) surge_runtime_error("gemm_tn_rows: a %d x %d result is too large", M, N);
+  float *part = cuda_workspace(CUDA_WS_PART, surge_mul_size(mn * sizeof(float), (size_t)blocks, "gemm_tn_rows"));
+  cuda_gemm_strided(1, 0, M, N, rb, 1.0f, A, lda, (size_t)rb * lda, B, ldb, (size_t)rb * ldb, 0.0f, part, N, mn, full);
+  if (rest)
+    cuda_gemm(1, 0, M, N, rest, 1.0f, A + (size_t)full * rb * lda, lda, B + (size_t)full * rb * ldb, ldb, 0.0f,
+              part + (size_t)full * mn, N);
+  double *acc = cuda_zeroed_acc(mn);
+  cuk_colsum_acc(part, blocks, (int)mn, (long)mn, acc, cuda_stream());
+  cuk_add_acc(acc, M, N, C, ldc, cuda_stream());
+}

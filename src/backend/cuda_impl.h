@@ -1,0 +1,200 @@
+/* Inside the CUDA backend: the process's context (cuda.c), the GEMMs (cuda_blas.c) and the kernel
+ * launchers (cuda_kern_*.cu), shared by its C files and its CUDA C++ files. Not a public header:
+ * CUDA types stay behind backend.h.
+ *
+ * Every launcher queues its kernels on stream s and returns; a launch failure ends the job through
+ * cuda_check. Sums over many terms run in double in a fixed order, and no kernel adds floats with
+ * atomics, so every op gives the same bits run after run (the background test compares a
+ * foreground's parameters bit for bit with and without a partner). */
+#ifndef SURGE_BACKEND_CUDA_IMPL_H
+#define SURGE_BACKEND_CUDA_IMPL_H
+
+#include <stddef.h>
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include "backend/backend.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- the context (cuda.c) */
+
+cudaStream_t cuda_stream(void);
+cublasHandle_t cuda_blas(void);
+/* The compute type of the model's matrix products ([backend] precision, tf32). */
+cublasComputeType_t cuda_model_compute(void);
+/* Rows per float block of gemm_tn_rows (longer sums add blocks in double). */
+int cuda_row_block(void);
+/* A CUDA call that failed ends the job: "cuda: WHAT: CUDA's words". */
+void cuda_check(cudaError_t e, const char *what);
+void cuda_check_blas(cublasStatus_t e, const char *what);
+/* After a kernel launch: its configuration error, if any, ends the job naming the kernel. */
+void cuda_check_launch(const char *kernel);
+
+/* Scratch device memory by slot, at least `bytes`, valid until the next request of that slot (it grows in
+ * stream order, so queued kernels still see the old block until they are done with it). */
+enum {
+  CUDA_WS_COL,    /* convolution lowering */
+  CUDA_WS_PART,   /* partial results of an op (per-sample or per-block GEMM outputs, row sums) */
+  CUDA_WS_RED,    /* the reduction launchers' own partial sums (callers never use it) */
+  CUDA_WS_ACC,    /* an op's double accumulators */
+  CUDA_WS_PTR,    /* gemm_grid's pointer arrays */
+  CUDA_WS_SCALAR, /* a result on its way to the host */
+  CUDA_WS_SLOTS
+};
+void *cuda_workspace(int slot, size_t bytes);
+/* n doubles of accumulator (slot CUDA_WS_ACC), set to zero on the stream. */
+double *cuda_zeroed_acc(size_t n);
+/* Wait for the stream, then copy bytes of device memory to the host. */
+void cuda_to_host(void *host, const void *dev, size_t bytes);
+
+/* ---- GEMMs (cuda_blas.c): row-major, as backend.h; `exact` runs in true float32 whatever the
+ * model's precision (internal sums), otherwise in the model's compute type */
+void cuda_gemm_strided_as(int exact, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
+                          size_t sA, const float *B, int ldb, size_t sB, float beta, float *C, int ldc, size_t sC,
+                          int batch);
+void cuda_gemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
+               float beta, float *C, int ldc);
+void cuda_gemm_strided(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, size_t sA,
+                       const float *B, int ldb, size_t sB, float beta, float *C, int ldc, size_t sC, int batch);
+void cuda_gemm_grid(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
+                    int ldb, float beta, float *C, int ldc, const gemm_grid_t *g);
+void cuda_gemm_tn_rows(int M, int N, int K, const float *A, int lda, const float *B, int ldb, float *C, int ldc);
+
+/* ---- convolution (cuda_conv.c) */
+size_t cuda_conv_workspace(const conv_shape_t *s);
+void cuda_conv_fwd(const conv_shape_t *s, int B, const float *x, const float *w, const float *bias, int relu, float *y,
+                   float *ws, size_t ws_n);
+void cuda_conv_bwd(const conv_shape_t *s, int B, const float *x, const float *w, const float *dy, float *dx,
+                   float *dw, float *db, float *ws, size_t ws_n);
+void cuda_im2col(const float *x, int C, int H, int W, int KH, int KW, int stride, int pad, float *col);
+void cuda_col2im(const float *col, int C, int H, int W, int KH, int KW, int stride, int pad, float *dx);
+
+/* ---- the other ops of the table (cuda_ops.c): launch kernels, wait only to return a value */
+void cuda_fill(float *x, size_t n, float v);
+void cuda_scale(float *x, size_t n, float a);
+void cuda_axpy(size_t n, float a, const float *x, float *y);
+void cuda_add(size_t n, const float *a, const float *b, float *y);
+double cuda_sumsq(const float *x, size_t n);
+int cuda_all_finite(const float *x, size_t n);
+void cuda_bias_add_rows(int rows, int cols, const float *b, float *y);
+void cuda_bias_grad_rows(int rows, int cols, const float *dy, float *db);
+void cuda_bias_add_planes(int N, int C, int HW, const float *b, float *y);
+void cuda_bias_grad_planes(int N, int C, int HW, const float *dy, float *db);
+void cuda_relu_fwd(size_t n, const float *x, float *y);
+void cuda_relu_bwd(size_t n, const float *x, const float *dy, float *dx);
+void cuda_gelu_fwd(size_t n, const float *x, float *y);
+void cuda_gelu_bwd(size_t n, const float *x, const float *dy, float *dx);
+void cuda_maxpool_fwd(int P, int H, int W, int k, int s, const float *x, float *y, float *argmax);
+void cuda_maxpool_bwd(int P, int H, int W, int k, int s, const float *dy, const float *argmax, float *dx);
+void cuda_avgpool_fwd(int P, int HW, const float *x, float *y);
+void cuda_avgpool_bwd(int P, int HW, const float *dy, float *dx);
+void cuda_layernorm_fwd(int N, int rows, int C, const float *x, const float *w, const float *b, float eps, float *y,
+                        float *stats);
+void cuda_layernorm_bwd(int N, int rows, int C, const float *x, const float *w, const float *stats, const float *dy,
+                        float *dx, float *dw, float *db);
+void cuda_embed_fwd(int B, int T, int C, const float *idx, int lo, int V, const float *wte, const float *wpe,
+                    float *y);
+void cuda_embed_bwd(int B, int T, int C, const float *idx, int lo, int V, const float *dy, float *dwte, float *dwpe);
+void cuda_causal_softmax_fwd(int BH, int T, float scale, const float *s, float *p);
+void cuda_causal_softmax_bwd(int BH, int T, float scale, const float *p, const float *dp, float *ds);
+double cuda_xent_fwd_bwd(int rows, int V, const float *logits, const float *targets, float grad_scale,
+                         float *dlogits);
+long cuda_count_correct(int rows, int V, const float *logits, const float *targets);
+void cuda_row_max(int rows, int V, const float *logits, float *mx);
+void cuda_xent_shard_stats(int rows, int V, int lo, const float *logits, const float *targets, const float *mx,
+                           float *sumexp, float *tgt);
+void cuda_xent_shard_bwd(int rows, int V, int lo, const float *logits, const float *targets, const float *mx,
+                         const float *sumexp, float grad_scale, float *dlogits);
+void cuda_row_first_index(int rows, int V, int lo, const float *logits, const float *mx, float *first);
+void cuda_sgd_step(size_t n, float *p, const float *g, float *buf, float lr, float mom, int nesterov, float wd,
+                   int first);
+void cuda_adamw_step(size_t n, float *p, const float *g, float *m, float *v, float lr, float b1, float b2, float eps,
+                     float wd, float bc1, float bc2);
+
+/* ---- elementwise kernels (cuda_kern_elem.cu) */
+void cuk_fill(float *x, size_t n, float v, cudaStream_t s);
+void cuk_scale(float *x, size_t n, float a, cudaStream_t s);
+void cuk_axpy(size_t n, float a, const float *x, float *y, cudaStream_t s);
+void cuk_add(size_t n, const float *a, const float *b, float *y, cudaStream_t s);
+void cuk_relu_fwd(size_t n, const float *x, float *y, cudaStream_t s);
+void cuk_relu_bwd(size_t n, const float *x, const float *dy, float *dx, cudaStream_t s);
+void cuk_gelu_fwd(size_t n, const float *x, float *y, cudaStream_t s);
+void cuk_gelu_bwd(size_t n, const float *x, const float *dy, float *dx, cudaStream_t s);
+/* y[r,c] += b[c], y (rows, cols) */
+void cuk_bias_add_rows(int rows, int cols, const float *b, float *y, cudaStream_t s);
+/* y[n,c,:] = act(y[n,c,:] + b[c]) over (N, C, HW); b may be NULL (no bias); act is max(0, .) when relu */
+void cuk_bias_planes(int N, int C, int HW, const float *b, int relu, float *y, cudaStream_t s);
+void cuk_sgd(size_t n, float *p, const float *g, float *buf, float lr, float mom, int nesterov, float wd, int first,
+             cudaStream_t s);
+void cuk_adamw(size_t n, float *p, const float *g, float *m, float *v, float lr, float b1, float b2, float eps,
+               float wd, float bc1, float bc2, cudaStream_t s);
+void cuk_embed_fwd(int B, int T, int C, const float *idx, int lo, int V, const float *wte, const float *wpe, float *y,
+                   cudaStream_t s);
+/* dx[p,:] += dy[p] / HW */
+void cuk_avgpool_bwd(int P, int HW, const float *dy, float *dx, cudaStream_t s);
+void cuk_maxpool_fwd(int P, int H, int W, int k, int st, const float *x, float *y, float *argmax, cudaStream_t s);
+void cuk_maxpool_bwd(int P, int H, int W, int k, int st, const float *dy, const float *argmax, float *dx,
+                     cudaStream_t s);
+/* B images x (B,C,H,W) lowered into col (B, C*KH*KW, OH*OW); col2im adds the gather of col into dx. */
+void cuk_im2col(const float *x, int B, int C, int H, int W, int KH, int KW, int stride, int pad, float *col,
+                cudaStream_t s);
+void cuk_col2im(const float *col, int B, int C, int H, int W, int KH, int KW, int stride, int pad, float *dx,
+                cudaStream_t s);
+/* C = beta C over (M, N) with leading dim ldc (beta 0: zeros, whatever C held) */
+void cuk_scale_matrix(int M, int N, float beta, float *C, int ldc, cudaStream_t s);
+/* The pointer arrays of a gemm_grid: ptr[0..n) for A, [n..2n) for B, [2n..3n) for C, n = batch[0] batch[1],
+ * matrix i*batch[1] + j at base + i s[0] + j s[1]. */
+void cuk_grid_pointers(const float *A, const float *B, float *C, const gemm_grid_t *g, void **ptr, cudaStream_t s);
+
+/* ---- reductions (cuda_kern_reduce.cu); acc and out rows are added to, never overwritten */
+/* acc[c] += sum over r < rows of x[r*ld + c], c < cols, in double. */
+void cuk_colsum_acc(const float *x, long rows, int cols, long ld, double *acc, cudaStream_t s);
+void cuk_colsum_acc_d(const double *x, long rows, int cols, long ld, double *acc, cudaStream_t s);
+/* out[r] = sum of x[r*len .. r*len + len) in double, r < rows */
+void cuk_rowsum(const float *x, long rows, int len, double *out, cudaStream_t s);
+/* out[r*ld + c] = (float)(out[r*ld + c] + acc[r*cols + c]) over (rows, cols): one rounding of the whole sum */
+void cuk_add_acc(const double *acc, long rows, int cols, float *out, long ld, cudaStream_t s);
+/* *out = sum of x[0..n) (double), and *out = sum of squares of float x */
+void cuk_sum_d(const double *x, long n, double *out, cudaStream_t s);
+void cuk_sumsq(const float *x, size_t n, double *out, cudaStream_t s);
+/* *flag = 1 when some x[i] is NaN or infinite (flag set to 0 first by the caller) */
+void cuk_any_nonfinite(const float *x, size_t n, int *flag, cudaStream_t s);
+/* embedding backward: dwte[v,:] += the sum of dy over the positions holding id lo + v (for rows used) */
+void cuk_embed_bwd_wte(int B, int T, int C, const float *idx, int lo, int V, const float *dy, float *dwte,
+                       cudaStream_t s);
+/* layer norm parameter gradients, partial sums over all N*rows rows: dw_acc[c] += sum dy xhat,
+ * db_acc[c] += sum dy */
+void cuk_layernorm_param_acc(long nrows, int rows, int C, const float *x, const float *stats, const float *dy,
+                             double *dw_acc, double *db_acc, cudaStream_t s);
+
+/* ---- row kernels (cuda_kern_rows.cu): one warp per row */
+void cuk_softmax_fwd(int BH, int T, float scale, const float *sc, float *p, cudaStream_t s);
+void cuk_softmax_bwd(int BH, int T, float scale, const float *p, const float *dp, float *ds, cudaStream_t s);
+void cuk_layernorm_fwd(int N, int rows, int C, const float *x, const float *w, const float *b, float eps, float *y,
+                       float *stats, cudaStream_t s);
+void cuk_layernorm_bwd_dx(int N, int rows, int C, const float *x, const float *w, const float *stats,
+                          const float *dy, float *dx, cudaStream_t s);
+/* loss[r] = -log softmax(logits[r])[target r] (double); dlogits (may be NULL) written */
+void cuk_xent_rows(int rows, int V, const float *logits, const float *targets, float grad_scale, float *dlogits,
+                   double *loss, cudaStream_t s);
+/* hit[r] = 1 when the first maximum of row r is its target, else 0 */
+void cuk_argmax_hits(int rows, int V, const float *logits, const float *targets, double *hit, cudaStream_t s);
+void cuk_row_max(int rows, int V, const float *logits, float *mx, cudaStream_t s);
+void cuk_xent_shard_stats(int rows, int V, int lo, const float *logits, const float *targets, const float *mx,
+                          float *sumexp, float *tgt, cudaStream_t s);
+void cuk_xent_shard_bwd(int rows, int V, int lo, const float *logits, const float *targets, const float *mx,
+                        const float *sumexp, float grad_scale, float *dlogits, cudaStream_t s);
+void cuk_row_first_index(int rows, int V, int lo, const float *logits, const float *mx, float *first,
+                         cudaStream_t s);
+/* y[p] = mean of x[p, 0..HW) */
+void cuk_avgpool_fwd(int P, int HW, const float *x, float *y, cudaStream_t s);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,243 @@
+// Elementwise kernels of the CUDA backend: one thread per output element (grid-stride), the
+// arithmetic from cuda_elem.h. Gathers (col2im, max-pool backward) read every contribution of their
+// own element, so no two threads write one element.
+#include "backend/cuda_kern.cuh"
+
+using namespace cuk;
+
+// ---- flat vectors
+
+__global__ void k_fill(float *x, size_t n, float v) {
+  for (size_t i = first_index(); i < n; i += grid_stride()) x[i] = v;
+}
+__global__ void k_scale(float *x, size_t n, float a) {
+  for (size_t i = first_index(); i < n; i += grid_stride()) x[i] = x[i] * a;
+}
+__global__ void k_axpy(size_t n, float a, const float *x, float *y) {
+  for (size_t i = first_index(); i < n; i += grid_stride()) y[i] = y[i] + a * x[i];
+}
+__global__ void k_add(size_t n, const float *a, const float *b, float *y) {
+  for (size_t i = first_index(); i < n; i += grid_stride()) y[i] = a[i] + b[i];
+}
+__global__ void k_relu_fwd(size_t n, const float *x, float *y) {
+  for (size_t i = first_index(); i < n; i += grid_stride()) y[i] = ce_relu(x[i]);
+}
+__global__ void k_relu_bwd(size_t n, const float *x, const float *dy, float *dx) {
+  for (size_t i = first_index(); i < n; i += grid_stride()) dx[i] += ce_relu_grad(x[i], dy[i]);
+}
+__global__ void k_gelu_fwd(size_t n, const float *x, float *y) {
+  for (size_t i = first_index(); i < n; i += grid_stride()) y[i] = ce_gelu(x[i]);
+}
+__global__ void k_gelu_bwd(size_t n, const float *x, const float *dy, float *dx) {
+  for (size_t i = first_index(); i < n; i += grid_stride()) dx[i] += dy[i] * ce_gelu_grad(x[i]);
+}
+
+// A flat kernel's launcher: cuk_NAME(PARAMS..., stream) runs k_NAME over n elements (none: nothing).
+#define CUK_FLAT(name, params, args)                  \
+  extern "C" void cuk_##name params {                 \
+    if (!n) return;                                   \
+    k_##name<<<blocks_for(n), kThreads, 0, s>>> args; \
+    CUK_LAUNCHED(#name);                              \
+  }
+CUK_FLAT(fill, (float *x, size_t n, float v, cudaStream_t s), (x, n, v))
+CUK_FLAT(scale, (float *x, size_t n, float a, cudaStream_t s), (x, n, a))
+CUK_FLAT(axpy, (size_t n, float a, const float *x, float *y, cudaStream_t s), (n, a, x, y))
+CUK_FLAT(add, (size_t n, const float *a, const float *b, float *y, cudaStream_t s), (n, a, b, y))
+CUK_FLAT(relu_fwd, (size_t n, const float *x, float *y, cudaStream_t s), (n, x, y))
+CUK_FLAT(relu_bwd, (size_t n, const float *x, const float *dy, float *dx, cudaStream_t s), (n, x, dy, dx))
+CUK_FLAT(gelu_fwd, (size_t n, const float *x, float *y, cudaStream_t s), (n, x, y))
+CUK_FLAT(gelu_bwd, (size_t n, const float *x, const float *dy, float *dx, cudaStream_t s), (n, x, dy, dx))
+
+// ---- bias
+
+// y (rows, cols): y[r,c] += b[c]
+__global__ void k_bias_add_rows(size_t n, int cols, const float *b, float *y) {
+  for (size_t i = first_index(); i < n; i += grid_stride()) y[i] += b[i % (size_t)cols];
+}
+// y (N, C, HW): y = act(y + b[c])
+__global__ void k_bias_planes(size_t n, int C, int HW, const float *b, int relu, float *y) {
+  for (size_t i = first_index(); i < n; i += grid_stride())
+    y[i] = ce_bias_act(y[i], b ? b[(i / (size_t)HW) % (size_t)C] : 0.0f, relu);
+}
+
+extern "C" void cuk_bias_add_rows(int rows, int cols, const float *b, float *y, cudaStream_t s) {
+  size_t n = (size_t)rows * cols;
+  if (!n) return;
+  k_bias_add_rows<<<blocks_for(n), kThreads, 0, s>>>(n, cols, b, y);
+  CUK_LAUNCHED("bias_add_rows");
+}
+extern "C" void cuk_bias_planes(int N, int C, int HW, const float *b, int relu, float *y, cudaStream_t s) {
+  size_t n = (size_t)N * C * HW;
+  if (!n || (!b && !relu)) return;
+  k_bias_planes<<<blocks_for(n), kThreads, 0, s>>>(n, C, HW, b, relu, y);
+  CUK_LAUNCHED("bias_planes");
+}
+
+// ---- optimizers
+
+__global__ void k_sgd(size_t n, float *p, const float *g, float *buf, float lr, float mom, int nesterov, float wd,
+                      int first) {
+  for (size_t i = first_index(); i < n; i += grid_stride()) {
+    float unused = 0.0f;
+    ce_sgd(&p[i], g[i], buf ? &buf[i] : &unused, lr, mom, nesterov, wd, first);
+  }
+}
+__global__ void k_adamw(size_t n, float *p, const float *g, float *m, float *v, float lr, float b1, float b2,
+                        float eps, float wd, float bc1, float bc2) {
+  for (size_t i = first_index(); i < n; i += grid_stride())
+    ce_adamw(&p[i], g[i], &m[i], &v[i], lr, b1, b2, eps, wd, bc1, bc2);
+}
+
+extern "C" void cuk_sgd(size_t n, float *p, const float *g, float *buf, float lr, float mom, int nesterov, float wd,
+                        int first, cudaStream_t s) {
+  if (!n) return;
+  k_sgd<<<blocks_for(n), kThreads, 0, s>>>(n, p, g, mom != 0.0f ? buf : nullptr, lr, mom, nesterov, wd, first);
+  CUK_LAUNCHED("sgd_step");
+}
+extern "C" void cuk_adamw(size_t n, float *p, const float *g, float *m, float *v, float lr, float b1, float b2,
+                          float eps, float wd, float bc1, float bc2, cudaStream_t s) {
+  if (!n) return;
+  k_adamw<<<blocks_for(n), kThreads, 0, s>>>(n, p, g, m, v, lr, b1, b2, eps, wd, bc1, bc2);
+  CUK_LAUNCHED("adamw_step");
+}
+
+// ---- embedding: y (B,T,C)
+
+__global__ void k_embed_fwd(size_t n, int T, int C, const float *idx, int lo, int V, const float *wte,
+                            const float *wpe, float *y) {
+  for (size_t i = first_index(); i < n; i += grid_stride()) {
+    size_t bt = i / (size_t)C;
+    int c = (int)(i % (size_t)C), t = (int)(bt % (size_t)T);
+    y[i] = ce_embed_value(idx[bt], t, c, C, lo, V, wte, wpe);
+  }
+}
+
+extern "C" void cuk_embed_fwd(int B, int T, int C, const float *idx, int lo, int V, const float *wte,
+                              const float *wpe, float *y, cudaStream_t s) {
+  size_t n = (size_t)B * T * C;
+  if (!n) return;
+  k_embed_fwd<<<blocks_for(n), kThreads, 0, s>>>(n, T, C, idx, lo, V, wte, wpe, y);
+  CUK_LAUNCHED("embed_fwd");
+}
+
+// ---- pooling
+
+__global__ void k_avgpool_bwd(size_t n, int HW, const float *dy, float *dx) {
+  for (size_t i = first_index(); i < n; i += grid_stride())
+    dx[i] = (float)(dx[i] + (double)dy[i / (size_t)HW] / HW);
+}
+// one thread per output (P, OH, OW)
+__global__ void k_maxpool_fwd(size_t n, int H, int W, int k, int st, int OH, int OW, const float *x, float *y,
+                              float *argmax) {
+  for (size_t i = first_index(); i < n; i += grid_stride()) {
+    size_t p = i / ((size_t)OH * OW);
+    int o = (int)(i % ((size_t)OH * OW));
+    const float *plane = x + p * H * W;
+    int best = ce_maxpool_argmax(plane, W, k, st, o / OW, o % OW);
+    y[i] = plane[best];
+    argmax[i] = (float)best;
+  }
+}
+// one thread per input (P, H, W): the gather of its routed gradients
+__global__ void k_maxpool_bwd(size_t n, int H, int W, int k, int st, int OH, int OW, const float *dy,
+                              const float *argmax, float *dx) {
+  for (size_t i = first_index(); i < n; i += grid_stride()) {
+    size_t p = i / ((size_t)H * W);
+    int at = (int)(i % ((size_t)H * W));
+    size_t o = p * OH * OW;
+    dx[i] += ce_maxpool_grad_pixel(dy + o, argmax + o, at / W, at % W, W, k, st, OH, OW);
+  }
+}
+
+extern "C" void cuk_avgpool_bwd(int P, int HW, const float *dy, float *dx, cudaStream_t s) {
+  size_t n = (size_t)P * HW;
+  if (!n) return;
+  k_avgpool_bwd<<<blocks_for(n), kThreads, 0, s>>>(n, HW, dy, dx);
+  CUK_LAUNCHED("avgpool_bwd");
+}
+extern "C" void cuk_maxpool_fwd(int P, int H, int W, int k, int st, const float *x, float *y, float *argmax,
+                                cudaStream_t s) {
+  int OH = (H - k) / st + 1, OW = (W - k) / st + 1;
+  size_t n = (size_t)P * OH * OW;
+  if (!n) return;
+  k_maxpool_fwd<<<blocks_for(n), kThreads, 0, s>>>(n, H, W, k, st, OH, OW, x, y, argmax);
+  CUK_LAUNCHED("maxpool_fwd");
+}
+extern "C" void cuk_maxpool_bwd(int P, int H, int W, int k, int st, const float *dy, const float *argmax, float *dx,
+                                cudaStream_t s) {
+  int OH = (H - k) / st + 1, OW = (W - k) / st + 1;
+  size_t n = (size_t)P * H * W;
+  if (!n) return;
+  k_maxpool_bwd<<<blocks_for(n), kThreads, 0, s>>>(n, H, W, k, st, OH, OW, dy, argmax, dx);
+  CUK_LAUNCHED("maxpool_bwd");
+}
+
+// ---- convolution lowering of B images: col (B, C*KH*KW, OH*OW)
+
+__global__ void k_im2col(size_t n, size_t per_image_in, size_t rows, size_t pos, int H, int W, int KH, int KW,
+                         int stride, int pad, int OW, const float *x, float *col) {
+  for (size_t i = first_index(); i < n; i += grid_stride()) {
+    size_t b = i / (rows * pos), rem = i % (rows * pos);
+    col[i] = ce_im2col_value(x + b * per_image_in, (long)(rem / pos), (long)(rem % pos), H, W, KH, KW, stride, pad, OW);
+  }
+}
+// one thread per pixel of dx (B, C, H, W)
+__global__ void k_col2im(size_t n, int C, int H, int W, int KH, int KW, int stride, int pad, int OH, int OW,
+                         const float *col, float *dx) {
+  size_t per_col = (size_t)C * KH * KW * OH * OW;
+  for (size_t i = first_index(); i < n; i += grid_stride()) {
+    size_t b = i / ((size_t)C * H * W), rem = i % ((size_t)C * H * W);
+    int c = (int)(rem / ((size_t)H * W)), h = (int)(rem / W % H), w = (int)(rem % W);
+    dx[i] += ce_col2im_pixel(col + b * per_col, c, h, w, KH, KW, stride, pad, OH, OW);
+  }
+}
+
+extern "C" void cuk_im2col(const float *x, int B, int C, int H, int W, int KH, int KW, int stride, int pad,
+                           float *col, cudaStream_t s) {
+  int OH = (H + 2 * pad - KH) / stride + 1, OW = (W + 2 * pad - KW) / stride + 1;
+  size_t rows = (size_t)C * KH * KW, pos = (size_t)OH * OW, n = (size_t)B * rows * pos;
+  if (!n) return;
+  k_im2col<<<blocks_for(n), kThreads, 0, s>>>(n, (size_t)C * H * W, rows, pos, H, W, KH, KW, stride, pad, OW, x, col);
+  CUK_LAUNCHED("im2col");
+}
+extern "C" void cuk_col2im(const float *col, int B, int C, int H, int W, int KH, int KW, int stride, int pad,
+                           float *dx, cudaStream_t s) {
+  int OH = (H + 2 * pad - KH) / stride + 1, OW = (W + 2 * pad - KW) / stride + 1;
+  size_t n = (size_t)B * C * H * W;
+  if (!n) return;
+  k_col2im<<<blocks_for(n), kThreads, 0, s>>>(n, C, H, W, KH, KW, stride, pad, OH, OW, col, dx);
+  CUK_LAUNCHED("col2im");
+}
+
+// ---- GEMM helpers
+
+// C (M,N), leading dim ldc: C = beta C (beta 0 writes zeros)
+__global__ void k_scale_matrix(size_t n, int N, float beta, float *C, int ldc) {
+  for (size_t i = first_index(); i < n; i += grid_stride()) {
+    float *c = C + (i / (size_t)N) * ldc + i % (size_t)N;
+    *c = beta == 0.0f ? 0.0f : beta * *c;
+  }
+}
+__global__ void k_grid_pointers(const float *A, const float *B, float *C, gemm_grid_t g, void **ptr) {
+  size_t n = (size_t)g.batch[0] * g.batch[1];
+  for (size_t i = first_index(); i < n; i += grid_stride()) {
+    size_t a = i / (size_t)g.batch[1], b = i % (size_t)g.batch[1];
+    ptr[i] = (void *)(A + a * g.sA[0] + b * g.sA[1]);
+    ptr[n + i] = (void *)(B + a * g.sB[0] + b * g.sB[1]);
+    ptr[2 * n + i] = (void *)(C + a * g.sC[0] + b * g.sC[1]);
+  }
+}
+
+extern "C" void cuk_scale_matrix(int M, int N, float beta, float *C, int ldc, cudaStream_t s) {
+  size_t n = (size_t)M * N;
+  if (!n) return;
+  k_scale_matrix<<<blocks_for(n), kThreads, 0, s>>>(n, N, beta, C, ldc);
+  CUK_LAUNCHED("scale_matrix");
+}
+extern "C" void cuk_grid_pointers(const float *A, const float *B, float *C, const gemm_grid_t *g, void **ptr,
+                                  cudaStream_t s) {
+  size_t n = (size_t)g->batch[0] * g->batch[1];
+  if (!n) return;
+  k_grid_pointers<<<blocks_for(n), kThreads, 0, s>>>(A, B, C, *g, ptr);
+  CUK_LAUNCHED("grid_pointers");
+}

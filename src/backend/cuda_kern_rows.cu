@@ -1,0 +1,248 @@
+// Row kernels of the CUDA backend: one warp per row (softmax, layer norm, cross-entropy and its
+// vocabulary shards, average pooling). The lanes stride along the row (coalesced), the row's max and
+// sums come from the warp's fixed reduction tree (sums in double), then each lane writes its
+// elements with the arithmetic of cuda_elem.h.
+#include "backend/cuda_kern.cuh"
+
+using namespace cuk;
+
+// ---- causal softmax: rows of length T in BH blocks of (T,T); row i of a block has i+1 valid columns
+
+__global__ void k_softmax_fwd(long nrows, int T, float scale, const float *sc, float *p) {
+  long r = warp_row();
+  if (r >= nrows) return;
+  int valid = (int)(r % T) + 1;
+  const float *sr = sc + r * T;
+  float *pr = p + r * T;
+  float mx = -INFINITY;
+  for (int j = lane(); j < valid; j += 32) mx = fmaxf(mx, scale * sr[j]);
+  mx = warp_max(mx);
+  double sum = 0.0;
+  for (int j = lane(); j < valid; j += 32) sum += expf(scale * sr[j] - mx);
+  sum = warp_sum(sum);
+  float inv = (float)(1.0 / sum);
+  for (int j = lane(); j < T; j += 32) pr[j] = j < valid ? ce_softmax_prob(sr[j], scale, mx, inv) : 0.0f;
+}
+
+__global__ void k_softmax_bwd(long nrows, int T, float scale, const float *p, const float *dp, float *ds) {
+  long r = warp_row();
+  if (r >= nrows) return;
+  const float *pr = p + r * T, *dpr = dp + r * T;
+  double dot = 0.0;
+  for (int j = lane(); j < T; j += 32) dot += (double)pr[j] * dpr[j];
+  dot = warp_sum(dot);
+  for (int j = lane(); j < T; j += 32) ds[r * T + j] = ce_softmax_grad(pr[j], dpr[j], dot, scale);
+}
+
+extern "C" void cuk_softmax_fwd(int BH, int T, float scale, const float *sc, float *p, cudaStream_t s) {
+  long rows = (long)BH * T;
+  if (rows <= 0) return;
+  k_softmax_fwd<<<row_blocks(rows), kRowWarps * 32, 0, s>>>(rows, T, scale, sc, p);
+  CUK_LAUNCHED("causal_softmax_fwd");
+}
+
+extern "C" void cuk_softmax_bwd(int BH, int T, float scale, const float *p, const float *dp, float *ds,
+                                cudaStream_t s) {
+  long rows = (long)BH * T;
+  if (rows <= 0) return;
+  k_softmax_bwd<<<row_blocks(rows), kRowWarps * 32, 0, s>>>(rows, T, scale, p, dp, ds);
+  CUK_LAUNCHED("causal_softmax_bwd");
+}
+
+// ---- layer norm over rows of C; stats (N, 2, rows): the sample's row means, then its row rstd
+
+__device__ inline long stat_at(long r, int rows) { return (r / rows) * 2 * rows + r % rows; }
+
+__global__ void k_layernorm_fwd(long nrows, int rows, int C, const float *x, const float *w, const float *b,
+                                float eps, float *y, float *stats) {
+  long r = warp_row();
+  if (r >= nrows) return;
+  const float *xr = x + r * C;
+  double m = 0.0;
+  for (int c = lane(); c < C; c += 32) m += xr[c];
+  m = warp_sum(m) / C;
+  double var = 0.0;
+  for (int c = lane(); c < C; c += 32) var += ((double)xr[c] - m) * ((double)xr[c] - m);
+  var = warp_sum(var) / C;
+  float mean = (float)m, rstd = ce_layernorm_rstd(var, eps);
+  for (int c = lane(); c < C; c += 32) y[r * C + c] = ce_layernorm_y(xr[c], mean, rstd, w[c], b[c]);
+  if (lane() == 0) {
+    stats[stat_at(r, rows)] = mean;
+    stats[stat_at(r, rows) + rows] = rstd;
+  }
+}
+
+__global__ void k_layernorm_bwd_dx(long nrows, int rows, int C, const float *x, const float *w, const float *stats,
+                                   const float *dy, float *dx) {
+  long r = warp_row();
+  if (r >= nrows) return;
+  float mean = stats[stat_at(r, rows)], rstd = stats[stat_at(r, rows) + rows];
+  const float *xr = x + r * C, *dyr = dy + r * C;
+  double md = 0.0, mdx = 0.0;
+  for (int c = lane(); c < C; c += 32) {
+    double dxhat = (double)dyr[c] * w[c];
+    md += dxhat;
+    mdx += dxhat * (((double)xr[c] - mean) * rstd);
+  }
+  md = warp_sum(md) / C;
+  mdx = warp_sum(mdx) / C;
+  for (int c = lane(); c < C; c += 32) dx[r * C + c] += ce_layernorm_dx(xr[c], dyr[c], w[c], mean, rstd, md, mdx);
+}
+
+extern "C" void cuk_layernorm_fwd(int N, int rows, int C, const float *x, const float *w, const float *b, float eps,
+                                  float *y, float *stats, cudaStream_t s) {
+  long nrows = (long)N * rows;
+  if (nrows <= 0) return;
+  k_layernorm_fwd<<<row_blocks(nrows), kRowWarps * 32, 0, s>>>(nrows, rows, C, x, w, b, eps, y, stats);
+  CUK_LAUNCHED("layernorm_fwd");
+}
+
+extern "C" void cuk_layernorm_bwd_dx(int N, int rows, int C, const float *x, const float *w, const float *stats,
+                                     const float *dy, float *dx, cudaStream_t s) {
+  long nrows = (long)N * rows;
+  if (nrows <= 0) return;
+  k_layernorm_bwd_dx<<<row_blocks(nrows), kRowWarps * 32, 0, s>>>(nrows, rows, C, x, w, stats, dy, dx);
+  CUK_LAUNCHED("layernorm_bwd");
+}
+
+// ---- cross-entropy over rows of V logits
+
+__global__ void k_xent_rows(int rows, int V, const float *logits, const float *targets, float grad_scale,
+                            float *dlogits, double *loss) {
+  long r = warp_row();
+  if (r >= rows) return;
+  const float *lr = logits + r * V;
+  int t = (int)targets[r];
+  float mx = -INFINITY;
+  for (int v = lane(); v < V; v += 32) mx = fmaxf(mx, lr[v]);
+  mx = warp_max(mx);
+  double sum = 0.0;
+  for (int v = lane(); v < V; v += 32) sum += expf(lr[v] - mx);
+  sum = warp_sum(sum);
+  if (lane() == 0) loss[r] = ce_xent_loss(mx, sum, lr[t]);
+  if (dlogits)
+    for (int v = lane(); v < V; v += 32) dlogits[r * V + v] = ce_xent_grad(lr[v], mx, (float)sum, v == t, grad_scale);
+}
+
+// The first maximum of a row: each lane's best (larger value, or the same value further left), then
+// the warp's, combined the same way.
+__device__ inline void better(float v, int i, float *bv, int *bi) {
+  if (*bi < 0 || v > *bv || (v == *bv && i < *bi)) *bv = v, *bi = i;
+}
+
+__global__ void k_argmax_hits(int rows, int V, const float *logits, const float *targets, double *hit) {
+  long r = warp_row();
+  if (r >= rows) return;
+  const float *lr = logits + r * V;
+  float bv = 0.0f;
+  int bi = -1;
+  for (int v = lane(); v < V; v += 32) better(lr[v], v, &bv, &bi);
+  for (int o = 16; o > 0; o >>= 1) {
+    float ov = __shfl_xor_sync(kFull, bv, o);
+    int oi = __shfl_xor_sync(kFull, bi, o);
+    if (oi >= 0) better(ov, oi, &bv, &bi);
+  }
+  if (lane() == 0) hit[r] = bi == (int)targets[r] ? 1.0 : 0.0;
+}
+
+__global__ void k_row_max(int rows, int V, const float *logits, float *mx) {
+  long r = warp_row();
+  if (r >= rows) return;
+  float m = -INFINITY;
+  for (int v = lane(); v < V; v += 32) m = fmaxf(m, logits[r * V + v]);
+  m = warp_max(m);
+  if (lane() == 0) mx[r] = m;
+}
+
+__global__ void k_xent_shard_stats(int rows, int V, int lo, const float *logits, const float *targets,
+                                   const float *mx, float *sumexp, float *tgt) {
+  long r = warp_row();
+  if (r >= rows) return;
+  double sum = 0.0;
+  for (int v = lane(); v < V; v += 32) sum += exp((double)logits[r * V + v] - mx[r]);
+  sum = warp_sum(sum);
+  if (lane() == 0) {
+    long t = ce_shard_column(targets[r], lo, V);
+    sumexp[r] = (float)sum;
+    tgt[r] = t >= 0 ? logits[r * V + t] : 0.0f;
+  }
+}
+
+__global__ void k_xent_shard_bwd(size_t n, int V, int lo, const float *logits, const float *targets,
+                                 const float *mx, const float *sumexp, float grad_scale, float *dlogits) {
+  for (size_t i = first_index(); i < n; i += grid_stride()) {
+    size_t r = i / (size_t)V;
+    long v = (long)(i % (size_t)V);
+    dlogits[i] = ce_xent_grad(logits[i], mx[r], sumexp[r], v == ce_shard_column(targets[r], lo, V), grad_scale);
+  }
+}
+
+__global__ void k_row_first_index(int rows, int V, int lo, const float *logits, const float *mx, float *first) {
+  long r = warp_row();
+  if (r >= rows) return;
+  int at = V; /* none */
+  for (int v = lane(); v < V && at == V; v += 32)
+    if (logits[r * V + v] == mx[r]) at = v;
+  at = warp_min_int(at);
+  if (lane() == 0) first[r] = at < V ? (float)(lo + at) : 3e38f;
+}
+
+extern "C" void cuk_xent_rows(int rows, int V, const float *logits, const float *targets, float grad_scale,
+                              float *dlogits, double *loss, cudaStream_t s) {
+  if (rows <= 0) return;
+  k_xent_rows<<<row_blocks(rows), kRowWarps * 32, 0, s>>>(rows, V, logits, targets, grad_scale, dlogits, loss);
+  CUK_LAUNCHED("xent_fwd_bwd");
+}
+
+extern "C" void cuk_argmax_hits(int rows, int V, const float *logits, const float *targets, double *hit,
+                                cudaStream_t s) {
+  if (rows <= 0) return;
+  k_argmax_hits<<<row_blocks(rows), kRowWarps * 32, 0, s>>>(rows, V, logits, targets, hit);
+  CUK_LAUNCHED("count_correct");
+}
+
+extern "C" void cuk_row_max(int rows, int V, const float *logits, float *mx, cudaStream_t s) {
+  if (rows <= 0) return;
+  k_row_max<<<row_blocks(rows), kRowWarps * 32, 0, s>>>(rows, V, logits, mx);
+  CUK_LAUNCHED("row_max");
+}
+
+extern "C" void cuk_xent_shard_stats(int rows, int V, int lo, const float *logits, const float *targets,
+                                     const float *mx, float *sumexp, float *tgt, cudaStream_t s) {
+  if (rows <= 0) return;
+  k_xent_shard_stats<<<row_blocks(rows), kRowWarps * 32, 0, s>>>(rows, V, lo, logits, targets, mx, sumexp, tgt);
+  CUK_LAUNCHED("xent_shard_stats");
+}
+
+extern "C" void cuk_xent_shard_bwd(int rows, int V, int lo, const float *logits, const float *targets,
+                                   const float *mx, const float *sumexp, float grad_scale, float *dlogits,
+                                   cudaStream_t s) {
+  size_t n = (size_t)rows * V;
+  if (!n) return;
+  k_xent_shard_bwd<<<blocks_for(n), kThreads, 0, s>>>(n, V, lo, logits, targets, mx, sumexp, grad_scale, dlogits);
+  CUK_LAUNCHED("xent_shard_bwd");
+}
+
+extern "C" void cuk_row_first_index(int rows, int V, int lo, const float *logits, const float *mx, float *first,
+                                    cudaStream_t s) {
+  if (rows <= 0) return;
+  k_row_first_index<<<row_blocks(rows), kRowWarps * 32, 0, s>>>(rows, V, lo, logits, mx, first);
+  CUK_LAUNCHED("row_first_index");
+}
+
+// ---- average pooling: one warp per plane
+
+__global__ void k_avgpool_fwd(int P, int HW, const float *x, float *y) {
+  long p = warp_row();
+  if (p >= P) return;
+  double sum = 0.0;
+  for (int i = lane(); i < HW; i += 32) sum += x[p * HW + i];
+  sum = warp_sum(sum);
+  if (lane() == 0) y[p] = (float)(sum / HW);
+}
+
+extern "C" void cuk_avgpool_fwd(int P, int HW, const float *x, float *y, cudaStream_t s) {
+  if (P <= 0) return;
+  k_avgpool_fwd<<<row_blocks(P), kRowWarps * 32, 0, s>>>(P, HW, x, y);
+  CUK_LAUNCHED("avgpool_fwd");
+}

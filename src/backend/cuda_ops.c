@@ -1,0 +1,168 @@
+/* The CUDA backend's ops other than GEMMs and convolution: each queues its kernels on the
+ * process's stream (cuda_kern_*.cu); those that return a value to the host wait for it. Sums that
+ * backend.h wants with an error not growing with the batch (bias, layer norm and embedding
+ * gradients) are double sums over a fixed split, rounded once when added to their output. */
+#include <string.h>
+
+#include "backend/cuda_impl.h"
+#include "core/error.h"
+
+/* ---- elementwise */
+
+void cuda_fill(float *x, size_t n, float v) { cuk_fill(x, n, v, cuda_stream()); }
+void cuda_scale(float *x, size_t n, float a) { cuk_scale(x, n, a, cuda_stream()); }
+void cuda_axpy(size_t n, float a, const float *x, float *y) { cuk_axpy(n, a, x, y, cuda_stream()); }
+void cuda_add(size_t n, const float *a, const float *b, float *y) { cuk_add(n, a, b, y, cuda_stream()); }
+void cuda_relu_fwd(size_t n, const float *x, float *y) { cuk_relu_fwd(n, x, y, cuda_stream()); }
+void cuda_relu_bwd(size_t n, const float *x, const float *dy, float *dx) { cuk_relu_bwd(n, x, dy, dx, cuda_stream()); }
+void cuda_gelu_fwd(size_t n, const float *x, float *y) { cuk_gelu_fwd(n, x, y, cuda_stream()); }
+void cuda_gelu_bwd(size_t n, const float *x, const float *dy, float *dx) { cuk_gelu_bwd(n, x, dy, dx, cuda_stream()); }
+
+double cuda_sumsq(const float *x, size_t n) {
+  if (!n) return 0.0;
+  double *dev = cuda_workspace(CUDA_WS_SCALAR, sizeof(double)), host = 0;
+  cuk_sumsq(x, n, dev, cuda_stream());
+  cuda_to_host(&host, dev, sizeof host);
+  return host;
+}
+
+int cuda_all_finite(const float *x, size_t n) {
+  int *flag = cuda_workspace(CUDA_WS_SCALAR, sizeof(int)), host = 0;
+  cuda_check(cudaMemsetAsync(flag, 0, sizeof(int), cuda_stream()), "cudaMemsetAsync");
+  cuk_any_nonfinite(x, n, flag, cuda_stream());
+  cuda_to_host(&host, flag, sizeof host);
+  return host == 0;
+}
+
+/* ---- bias */
+
+void cuda_bias_add_rows(int rows, int cols, const float *b, float *y) {
+  cuk_bias_add_rows(rows, cols, b, y, cuda_stream());
+}
+
+void cuda_bias_grad_rows(int rows, int cols, const float *dy, float *db) {
+  if (rows <= 0 || cols <= 0) return;
+  double *acc = cuda_zeroed_acc((size_t)cols);
+  cuk_colsum_acc(dy, rows, cols, cols, acc, cuda_stream());
+  cuk_add_acc(acc, cols, 1, db, 1, cuda_stream());
+}
+
+void cuda_bias_add_planes(int N, int C, int HW, const float *b, float *y) {
+  cuk_bias_planes(N, C, HW, b, 0, y, cuda_stream());
+}
+
+void cuda_bias_grad_planes(int N, int C, int HW, const float *dy, float *db) {
+  if (N <= 0 || C <= 0) return;
+  // each plane's sum (N, C), then the sum over the samples per channel
+  double *planes = cuda_workspace(CUDA_WS_PART, (size_t)N * C * sizeof(double));
+  cuk_rowsum(dy, (long)N * C, HW, planes, cuda_stream());
+  double *acc = cuda_zeroed_acc((size_t)C);
+  cuk_colsum_acc_d(planes, N, C, C, acc, cuda_stream());
+  cuk_add_acc(acc, C, 1, db, 1, cuda_stream());
+}
+
+/* ---- pooling */
+
+void cuda_maxpool_fwd(int P, int H, int W, int k, int s, const float *x, float *y, float *argmax) {
+  cuk_maxpool_fwd(P, H, W, k, s, x, y, argmax, cuda_stream());
+}
+void cuda_maxpool_bwd(int P, int H, int W, int k, int s, const float *dy, const float *argmax, float *dx) {
+  cuk_maxpool_bwd(P, H, W, k, s, dy, argmax, dx, cuda_stream());
+}
+void cuda_avgpool_fwd(int P, int HW, const float *x, float *y) { cuk_avgpool_fwd(P, HW, x, y, cuda_stream()); }
+void cuda_avgpool_bwd(int P, int HW, const float *dy, float *dx) { cuk_avgpool_bwd(P, HW, dy, dx, cuda_stream()); }
+
+/* ---- layer norm */
+
+void cuda_layernorm_fwd(int N, int rows, int C, const float *x, const float *w, const float *b, float eps, float *y,
+                        float *stats) {
+  cuk_layernorm_fwd(N, rows, C, x, w, b, eps, y, stats, cuda_stream());
+}
+
+void cuda_layernorm_bwd(int N, int rows, int C, const float *x, const float *w, const float *stats, const float *dy,
+                        float *dx, float *dw, float *db) {
+  if ((long)N * rows <= 0 || C <= 0) return;
+  cuk_layernorm_bwd_dx(N, rows, C, x, w, stats, dy, dx, cuda_stream());
+  double *acc = cuda_zeroed_acc(2 * (size_t)C); /* dw's sums, then db's */
+  cuk_layernorm_param_acc((long)N * rows, rows, C, x, stats, dy, acc, acc + C, cuda_stream());
+  cuk_add_acc(acc, C, 1, dw, 1, cuda_stream());
+  cuk_add_acc(acc + C, C, 1, db, 1, cuda_stream());
+}
+
+/* ---- embedding */
+
+void cuda_embed_fwd(int B, int T, int C, const float *idx, int lo, int V, const float *wte, const float *wpe,
+                    float *y) {
+  cuk_embed_fwd(B, T, C, idx, lo, V, wte, wpe, y, cuda_stream());
+}
+
+void cuda_embed_bwd(int B, int T, int C, const float *idx, int lo, int V, const float *dy, float *dwte, float *dwpe) {
+  cuk_embed_bwd_wte(B, T, C, idx, lo, V, dy, dwte, cuda_stream());
+  if (!dwpe || B <= 0 || (long)T * C <= 0) return;
+  // dwpe (T,C) += the sum over the B sequences of dy (B, T*C)
+  double *acc = cuda_zeroed_acc((size_t)T * C);
+  cuk_colsum_acc(dy, B, T * C, (long)T * C, acc, cuda_stream());
+  cuk_add_acc(acc, (long)T * C, 1, dwpe, 1, cuda_stream());
+}
+
+/* ---- causal softmax */
+
+void cuda_causal_softmax_fwd(int BH, int T, float scale, const float *s, float *p) {
+  cuk_softmax_fwd(BH, T, scale, s, p, cuda_stream());
+}
+void cuda_causal_softmax_bwd(int BH, int T, float scale, const float *p, const float *dp, float *ds) {
+  cuk_softmax_bwd(BH, T, scale, p, dp, ds, cuda_stream());
+}
+
+/* ---- cross-entropy */
+
+/* The sum of n per-row doubles, on the host. */
+static double sum_to_host(const double *rows, long n) {
+  double *dev = cuda_workspace(CUDA_WS_SCALAR, sizeof(double)), host = 0;
+  cuk_sum_d(rows, n, dev, cuda_stream());
+  cuda_to_host(&host, dev, sizeof host);
+  return host;
+}
+
+double cuda_xent_fwd_bwd(int rows, int V, const float *logits, const float *targets, float grad_scale,
+                         float *dlogits) {
+  if (rows <= 0) return 0.0;
+  double *loss = cuda_workspace(CUDA_WS_PART, (size_t)rows * sizeof(double));
+  cuk_xent_rows(rows, V, logits, targets, grad_scale, dlogits, loss, cuda_stream());
+  return sum_to_host(loss, rows);
+}
+
+long cuda_count_correct(int rows, int V, const float *logits, const float *targets) {
+  if (rows <= 0) return 0;
+  double *hit = cuda_workspace(CUDA_WS_PART, (size_t)rows * sizeof(double));
+  cuk_argmax_hits(rows, V, logits, targets, hit, cuda_stream());
+  return (long)(sum_to_host(hit, rows) + 0.5);
+}
+
+void cuda_row_max(int rows, int V, const float *logits, float *mx) { cuk_row_max(rows, V, logits, mx, cuda_stream()); }
+
+void cuda_xent_shard_stats(int rows, int V, int lo, const float *logits, const float *targets, const float *mx,
+                           float *sumexp, float *tgt) {
+  cuk_xent_shard_stats(rows, V, lo, logits, targets, mx, sumexp, tgt, cuda_stream());
+}
+
+void cuda_xent_shard_bwd(int rows, int V, int lo, const float *logits, const float *targets, const float *mx,
+                         const float *sumexp, float grad_scale, float *dlogits) {
+  cuk_xent_shard_bwd(rows, V, lo, logits, targets, mx, sumexp, grad_scale, dlogits, cuda_stream());
+}
+
+void cuda_row_first_index(int rows, int V, int lo, const float *logits, const float *mx, float *first) {
+  cuk_row_first_index(rows, V, lo, logits, mx, first, cuda_stream());
+}
+
+/* ---- optimizers */
+
+void cuda_sgd_step(size_t n, float *p, const float *g, float *buf, float lr, float mom, int nesterov, float wd,
+                   int first) {
+  cuk_sgd(n, p, g, buf, lr, mom, nesterov, wd, first, cuda_stream());
+}
+
+void cuda_adamw_step(size_t n, float *p, const float *g, float *m, float *v, float lr, float b1, float b2, float eps,
+                     float wd, float bc1, float bc2) {
+  cuk_adamw(n, p, g, m, v, lr, b1, b2, eps, wd, bc1, bc2, cuda_stream());
+}

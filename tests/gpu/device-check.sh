@@ -1,0 +1,172 @@
+#!/bin/sh
+# tests/gpu/device-check.sh OUTDIR: everything of the GPU path that needs a GPU, in one run on a
+# machine with one NVIDIA GPU (doc/gpu.md), in about 5 minutes:
+#   1. configure (--with-cuda, nvcc for the GPU's architecture) and build in $SURGE_BUILD
+#      (default: _build-gpu of the source tree);
+#   2. the GPU tests, tests/gpu/*.gpu: every op against ref, 20 steps of every zoo model cuda =
+#      cpu within 1e-4, data parallelism on 2 ranks sharing the GPU = 1 rank, a background beside a
+#      foreground (its loss falls, the foreground's parameters bitwise unchanged);
+#   3. the GPU benchmarks: the backend's GEMM against cuBLAS alone on the models' shapes (fp32 and
+#      bf16); GPT training throughput (tokens/s) and model FLOP utilisation of the larger GPT deck
+#      (inputs/gpt-3d.deck, data parallel on 1 rank) in bf16 and fp32; the foreground's slowdown
+#      with a background beside it on the GPU, and the background's throughput, against the
+#      foreground alone.
+# Writes OUTDIR/summary.md (the table), OUTDIR/logs/ (every test's TAP output, every run's output)
+# and OUTDIR/*.txt (the benchmarks' tables). Exit 0 when every test passed, 1 when one failed, 2 on
+# a bad argument, 77 (after one line saying so) where there is no GPU.
+set -u
+[ $# = 1 ] || { echo "usage: tests/gpu/device-check.sh OUTDIR" >&2; exit 2; }
+src=$(cd "$(dirname "$0")/../.." && pwd)
+mkdir -p "$1/logs" || exit 2
+out=$(cd "$1" && pwd)
+logs=$out/logs
+t0=$(date +%s)
+elapsed() { echo $(($(date +%s) - t0)); }
+
+if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >"$logs/nvidia-smi.txt" 2>&1 ||
+  ! grep -q "^GPU " "$logs/nvidia-smi.txt"; then
+  echo "device-check: no NVIDIA GPU on this machine (nvidia-smi -L lists none): nothing checked, the GPU figures stay open"
+  exit 77
+fi
+nvidia-smi >>"$logs/nvidia-smi.txt" 2>&1
+cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1 | tr -d ' .')
+arch="-arch=sm_${cc:-90}"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+mpiexec=${MPIEXEC:-mpiexec}
+jobs=$(nproc 2>/dev/null || echo 4)
+
+# ---- 1. build
+build=${SURGE_BUILD:-$src/_build-gpu}
+echo "device-check: building with CUDA ($arch) in $build"
+{
+  { [ -x "$src/configure" ] || (cd "$src" && ./bootstrap); } &&
+    mkdir -p "$build" && cd "$build" &&
+    { [ -f Makefile ] || "$src/configure" --with-cuda NVCC_ARCH="$arch"; } &&
+    make -j"$jobs" && make -j"$jobs" check TESTS= && make -j"$jobs" bench/bench_gpu_gemm tests/make_plan
+} >"$logs/build.txt" 2>&1
+build_rc=$?
+if [ $build_rc != 0 ]; then
+  tail -n 30 "$logs/build.txt"
+  echo "device-check: the build with CUDA failed (exit $build_rc; $logs/build.txt)"
+  exit 1
+fi
+cd "$build" || exit 1
+probe=$(./tests/gpu/gpu_probe bf16)
+if [ $? != 0 ]; then
+  echo "device-check: nvidia-smi lists a GPU but the cuda backend cannot open it: $probe"
+  exit 77
+fi
+peak_bf16=${probe%% *}
+gpu=${probe#* }
+peak_fp32=$(./tests/gpu/gpu_probe fp32 | cut -d' ' -f1)
+echo "device-check: $gpu, built in $(elapsed) s"
+
+# ---- 2. the GPU tests
+export SURGE_TOP_SRCDIR="$src" SURGE_TOP_BUILDDIR="$build" MPIEXEC="$mpiexec"
+. "$src/tests/tap.sh" # h5vals, h5attr
+failed=0
+test_rows=""
+for t in ops zoo dp mux; do
+  sh "$src/tests/gpu/$t.gpu" >"$logs/$t.tap" 2>&1
+  rc=$?
+  n_ok=$(grep -c "^ok " "$logs/$t.tap")
+  n_bad=$(grep -c "^not ok " "$logs/$t.tap")
+  if [ $rc = 77 ] || grep -q "^1\.\.0 # SKIP" "$logs/$t.tap"; then
+    verdict="SKIP: $(sed -n 's/^1\.\.0 # SKIP //p' "$logs/$t.tap")"
+  elif [ "$n_bad" = 0 ] && [ $rc = 0 ] && grep -q "^1\.\.[1-9]" "$logs/$t.tap"; then
+    verdict="PASS"
+  else
+    verdict="FAIL (exit $rc)"
+    failed=1
+  fi
+  test_rows="$test_rows| tests/gpu/$t.gpu | $n_ok ok, $n_bad not ok | $verdict |
+"
+  echo "device-check: tests/gpu/$t.gpu: $verdict ($n_ok ok, $n_bad not ok; $(elapsed) s)"
+done
+
+# ---- 3. benchmarks
+./bench/bench_gpu_gemm fp32 >"$out/gemm-fp32.txt" 2>&1
+./bench/bench_gpu_gemm bf16 >"$out/gemm-bf16.txt" 2>&1
+# gemm_range FILE: the backend's TFLOP/s over cuBLAS's, lowest and highest over the shapes
+gemm_range() {
+  awk '/^gpt|^mlp/ { r = $(NF); if (n == 0 || r < lo) lo = r; if (n == 0 || r > hi) hi = r; n++ }
+       END { if (n) printf "%.2f-%.2f (%d shapes)", lo, hi, n; else printf "not measured" }' "$1"
+}
+gemm_best() { awk '/^gpt-3d fc1 fwd/ { printf "%s TFLOP/s (cuBLAS %s)", $(NF-2), $(NF-1) }' "$1"; }
+echo "device-check: GEMM benchmarks done ($(elapsed) s)"
+
+# gpt_run PRECISION: the larger GPT deck, data parallel on 1 rank, 30 steps; prints
+# tokens/s and MFU from the median step time after the first 5, the deck's batch and context and
+# the forward FLOPs per sample the run prints (training: 3 x forward).
+gpt_run() {
+  d="$out/gpt-$1"
+  timeout 240 "$mpiexec" -n 1 ./surge-train "$src/inputs/gpt-3d.deck" -D parallel.mode=dp -D backend.name=cuda \
+    -D backend.precision="$1" -D run.steps=30 -D run.eval_every=0 -D run.print_every=10 -D checkpoint.every=0 \
+    -D run.overwrite=true -D "run.out_dir=$d" >"$logs/gpt-$1.txt" 2>&1 || { echo "failed"; return; }
+  mflop=$(sed -n 's/^model gpt: [0-9]* parameters, \([0-9.]*\) MFLOP forward per sample.*/\1/p' "$logs/gpt-$1.txt")
+  batch=$(sed -n 's/^global_batch = //p' "$logs/gpt-$1.txt" | head -n 1)
+  context=$(sed -n 's/^gpt_context = //p' "$logs/gpt-$1.txt" | head -n 1)
+  peak=$peak_fp32
+  [ "$1" = bf16 ] && peak=$peak_bf16
+  h5vals "$d/log.h5" /metrics/step_time | awk 'NR > 5' | sort -g |
+    awk -v mf="$mflop" -v pk="$peak" -v b="${batch:-0}" -v T="${context:-0}" '
+    { v[++n] = $1 }
+    END {
+      if (n == 0 || mf == "" || b == 0) { print "failed"; exit }
+      t = v[int((n + 1) / 2)]; sps = b / t; mfu = pk > 0 ? 100 * 3 * mf * 1e6 * sps / pk : 0
+      printf "%.0f tokens/s, step %.1f ms, %.0f MFLOP/sample forward, MFU %.1f%% of %.0f TFLOP/s\n", sps * T,
+        t * 1e3, mf, mfu, pk * 1e-12
+    }'
+}
+gpt_bf16=$(gpt_run bf16)
+gpt_fp32=$(gpt_run fp32)
+echo "device-check: GPT throughput: bf16 $gpt_bf16; fp32 $gpt_fp32 ($(elapsed) s)"
+
+# The foreground (gpt-fortunes.deck, 1 rank, 40 steps) alone, then with an mlp background beside it
+# on the same GPU (one mpiexec), its slowdown against the solo log ([multiplex] baseline).
+FG="./surge-train $src/inputs/gpt-fortunes.deck -D backend.name=cuda -D run.steps=40 -D run.eval_every=0
+  -D run.print_every=10 -D checkpoint.every=0 -D run.overwrite=true"
+BG="./surge-train $src/inputs/mlp-fmnist.deck -D backend.name=cuda -D run.steps=100000 -D run.eval_every=0
+  -D run.print_every=1000 -D checkpoint.every=0 -D run.overwrite=true"
+# mux_row: from a pair's output, "slowdown S, foreground F samples/s, background B samples/s"
+mux_row() {
+  awk '/^multiplex \(foreground/ && match($0, /: foreground [0-9.]+/) { fg = substr($0, RSTART + 13, RLENGTH - 13) }
+       /^multiplex \(background/ && match($0, /background [0-9.]+ samples/) { bg = substr($0, RSTART + 11, RLENGTH - 19) }
+       /^foreground slowdown [0-9.]+ against/ { sd = $3 }
+       END { if (fg == "") print "failed"; else printf "slowdown %s, foreground %s samples/s, background %s samples/s\n", sd, fg, bg }'
+}
+mux_gpt="failed"
+timeout 180 "$mpiexec" -n 1 $FG -D "run.out_dir=$out/mux-solo" >"$logs/mux-solo.txt" 2>&1 &&
+  timeout 180 "$mpiexec" -n 1 $FG -D "run.out_dir=$out/mux-fg" -D "multiplex.baseline=$out/mux-solo/log.h5" \
+    : -n 1 $BG --background -D "run.out_dir=$out/mux-bg" >"$logs/mux-pair.txt" 2>&1 &&
+  mux_gpt=$(mux_row <"$logs/mux-pair.txt")
+mux_burst=$(sed -n 's/^# //p' "$logs/mux.tap" | mux_row)
+echo "device-check: multiplexing: gpt $mux_gpt; burst $mux_burst ($(elapsed) s)"
+
+# ---- the summary
+{
+  echo "# device-check on $gpu ($(date -u '+%Y-%m-%d %H:%M UTC'), $(elapsed) s)"
+  echo
+  echo "commit $(git -C "$src" rev-parse --short HEAD 2>/dev/null || echo unknown), $arch"
+  echo
+  echo "| test | results | verdict |"
+  echo "|---|---|---|"
+  printf '%s' "$test_rows"
+  echo
+  echo "| measure | value | target |"
+  echo "|---|---|---|"
+  echo "| GEMM backend/cuBLAS fp32 | $(gemm_range "$out/gemm-fp32.txt") | ~1 |"
+  echo "| GEMM backend/cuBLAS bf16 | $(gemm_range "$out/gemm-bf16.txt") | ~1 |"
+  echo "| GEMM gpt-3d fc1 fwd fp32 | $(gemm_best "$out/gemm-fp32.txt") | |"
+  echo "| GEMM gpt-3d fc1 fwd bf16 | $(gemm_best "$out/gemm-bf16.txt") | |"
+  echo "| GPT gpt-3d.deck bf16 (1 rank) | $gpt_bf16 | MFU >= 40% |"
+  echo "| GPT gpt-3d.deck fp32 (1 rank) | $gpt_fp32 | |"
+  echo "| gpt-fortunes foreground (1 rank) + mlp background | $mux_gpt | slowdown <= 1.10 |"
+  echo "| vgg burst foreground (2 ranks, one idle half the step) + 2 mlp backgrounds (tests/gpu/mux.gpu) | $mux_burst | slowdown <= 1.10 |"
+  echo
+  echo "Logs: logs/ (TAP of each test, each run's output); GEMM tables: gemm-fp32.txt, gemm-bf16.txt."
+} >"$out/summary.md"
+cat "$out/summary.md"
+[ $failed = 0 ] && echo "device-check: all GPU tests passed ($(elapsed) s)" && exit 0
+echo "device-check: some GPU tests failed (logs in $logs)"
+exit 1

@@ -1,0 +1,14 @@
+# Sourced by tests: the zoo models at test sizes (tests/test_dp.sh, tests/gpu/*.gpu).
+# zoo_model NAME STEPS sets deck, args and extra, the h5_compare options for parameters after STEPS
+# steps: the attention key bias, whose true gradient is exactly zero, is bounded apart, since AdamW
+# (lr 3e-4) turns its rounding noise into steps of up to lr, differently for each summation order.
+zoo_model() {
+  case $1 in
+    mlp) deck=mlp-fmnist.deck; args="-D model.mlp_hidden=64,32 -D data.train_samples=400"; extra="" ;;
+    vgg) deck=vgg-mini-fmnist.deck; args="-D model.vgg_channels=4,8 -D model.vgg_fc=32 -D data.train_samples=400"; extra="" ;;
+    resnet) deck=resnet-mini-fmnist.deck; args="-D model.resnet_width=4 -D model.resnet_blocks=1 -D data.train_samples=400"; extra="" ;;
+    gpt) deck=gpt-fortunes.deck
+         args="-D model.gpt_layers=2 -D model.gpt_width=32 -D model.gpt_heads=2 -D model.gpt_context=16 -D data.test_samples=8 -D train.warmup_steps=2"
+         extra="--key-bias-bound $(awk -v s="$2" 'BEGIN { print 6e-4 * s }')" ;;
+  esac
+}

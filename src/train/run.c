@@ -60,7 +60,9 @@ static void report_setup(const trainer_t *t) {
   fflush(stdout);
 }
 
-/* The log row of a step: the step's bytes summed over ranks, the slowest rank's step time. */
+/* The log row of a step: the step's bytes summed over ranks, the slowest rank's step time. One
+ * reduction: the byte counts as doubles (exact below 2^53 bytes a step) and every rank's step time
+ * in a slot of its own (a sum of one value and zeros is that value), whose max is taken here. */
 static log_row_t step_row(trainer_t *t, const train_stats_t *s, const comm_meter_t *before) {
   log_row_t row;
   memset(&row, 0, sizeof row);
@@ -69,16 +71,23 @@ static log_row_t step_row(trainer_t *t, const train_stats_t *s, const comm_meter
   row.lr = s->lr;
   row.grad_norm = s->grad_norm;
   memcpy(row.phase, s->phase, sizeof row.phase);
-  comm_meter_t delta = t->world->meter, total;
+  const comm_meter_t *now = &t->world->meter;
+  int R = t->world->size, n = 2 * TRAFFIC_COUNT + R;
+  double *v = xcalloc((size_t)n, sizeof *v); /* (bytes, internode bytes) per category, then (R) step times */
   for (int c = 0; c < TRAFFIC_COUNT; c++) {
-    delta.bytes[c] -= before->bytes[c];
-    delta.internode_bytes[c] -= before->internode_bytes[c];
+    v[c] = (double)(now->bytes[c] - before->bytes[c]);
+    v[TRAFFIC_COUNT + c] = (double)(now->internode_bytes[c] - before->internode_bytes[c]);
   }
-  comm_meter_total(t->world, &delta, &total);
-  memcpy(row.bytes, total.bytes, sizeof row.bytes);
-  memcpy(row.internode_bytes, total.internode_bytes, sizeof row.internode_bytes);
-  double slowest = s->seconds;
-  comm_allreduce_max_double(t->world, &slowest, 1, TRAFFIC_OTHER);
+  v[2 * TRAFFIC_COUNT + t->world->rank] = s->seconds;
+  comm_allreduce_sum_double(t->world, v, n, TRAFFIC_OTHER);
+  for (int c = 0; c < TRAFFIC_COUNT; c++) {
+    row.bytes[c] = (uint64_t)v[c];
+    row.internode_bytes[c] = (uint64_t)v[TRAFFIC_COUNT + c];
+  }
+  double slowest = 0;
+  for (int r = 0; r < R; r++)
+    if (v[2 * TRAFFIC_COUNT + r] > slowest) slowest = v[2 * TRAFFIC_COUNT + r];
+  free(v);
   row.step_sec = slowest;
   row.samples_per_sec = slowest > 0 ? (double)t->cfg.global_batch / slowest : 0;
   return row;

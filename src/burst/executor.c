@@ -253,15 +253,18 @@ static void route(burst_exec_t *ex, int j, int k, int backward) {
   free(req);
 }
 
-/* Samples [lo, lo + cnt) of the batch into x_dst (input rows) and y_dst (target rows), either NULL. */
+/* Samples [lo, lo + cnt) of the batch into x_dst (input rows) and y_dst (target rows), either NULL.
+ * A host-memory backend's buffers are filled in place; a device's through the host batch. */
 static void fetch_range(burst_exec_t *ex, const dataset_t *ds, data_split_t split, const uint64_t *ids, int lo,
                         int cnt, float *x_dst, float *y_dst) {
   if (cnt <= 0) return;
   const graph_t *g = ex->g;
+  const backend_t *be = ex->m.be;
   size_t xs = out_floats(g, 0), ys = (size_t)g->targets_per_sample;
-  dataset_get(ds, split, ids + lo, cnt, ex->x, ex->y);
-  if (x_dst) ex->m.be->upload(x_dst, ex->x, (size_t)cnt * xs);
-  if (y_dst) ex->m.be->upload(y_dst, ex->y, (size_t)cnt * ys);
+  float *x = be->host_memory && x_dst ? x_dst : ex->x, *y = be->host_memory && y_dst ? y_dst : ex->y;
+  dataset_get(ds, split, ids + lo, cnt, x, y);
+  if (x_dst && x != x_dst) be->upload(x_dst, x, (size_t)cnt * xs);
+  if (y_dst && y != y_dst) be->upload(y_dst, y, (size_t)cnt * ys);
 }
 
 /* The input rows of this rank's nodes and the targets of its share of the output. */

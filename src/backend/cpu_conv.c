@@ -100,15 +100,6 @@ void cpu_col2im(const float *col, int C, int H, int W, int KH, int KW, int strid
 #include <immintrin.h>
 #define MAXPOOL_AVX512 1
 
-static int has_avx512(void) {
-  static int known = -1;
-  if (known < 0) {
-    __builtin_cpu_init();
-    known = __builtin_cpu_supports("avx512f") ? 1 : 0;
-  }
-  return known;
-}
-
 __attribute__((target("avx512f"))) static void maxpool_2x2(int P, int H, int W, const float *restrict x,
                                                            float *restrict y, float *restrict argmax) {
   const int OH = H / 2, OW = W / 2;
@@ -145,7 +136,6 @@ __attribute__((target("avx512f"))) static void maxpool_2x2(int P, int H, int W, 
 }
 #else
 #define MAXPOOL_AVX512 0
-static int has_avx512(void) { return 0; }
 static void maxpool_2x2(int P, int H, int W, const float *x, float *y, float *argmax) {
   (void)P, (void)H, (void)W, (void)x, (void)y, (void)argmax;
 }
@@ -153,7 +143,7 @@ static void maxpool_2x2(int P, int H, int W, const float *x, float *y, float *ar
 
 CPU_CLONES void cpu_maxpool_fwd(int P, int H, int W, int k, int s, const float *restrict x, float *restrict y,
                      float *restrict argmax) {
-  if (MAXPOOL_AVX512 && k == 2 && s == 2 && has_avx512()) {
+  if (MAXPOOL_AVX512 && k == 2 && s == 2 && cpu_has_avx512()) {
     maxpool_2x2(P, H, W, x, y, argmax);
     return;
   }

@@ -1189,6 +1189,8 @@ int main(int argc, char **argv) {
   test_maxpool(2, 9, 7, 3, 2, 0);
   test_maxpool(2, 6, 6, 2, 1, 0);
   test_maxpool(4, 8, 8, 2, 2, 1);
+  test_maxpool(3, 7, 9, 2, 2, 1); /* odd sides: the 2x2 fast path drops the last row and column */
+  test_maxpool(2, 6, 38, 2, 2, 0); /* 19 outputs a row: the 2x2 fast path's second block of 16 */
   test_maxpool(2, 9, 9, 3, 2, 1);
 
   test_layernorm(1, 5, 7);

@@ -86,7 +86,7 @@ static dws_t dws_split(const conv_shape_t *s, const dgeom_t *g, int nb, float *w
 #endif
 
 #if CPU_DIRECT_BUILT
-static int cpu_has_avx512(void) {
+int cpu_has_avx512(void) {
   static int known = -1;
   if (known < 0) {
     __builtin_cpu_init();
@@ -95,7 +95,7 @@ static int cpu_has_avx512(void) {
   return known;
 }
 #else
-static int cpu_has_avx512(void) { return 0; }
+int cpu_has_avx512(void) { return 0; }
 #endif
 
 /* Positions per weight-gradient block: each tile's 24 lane sums are reduced once per block, so a

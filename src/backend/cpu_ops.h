@@ -165,6 +165,7 @@ void cpu_gemm_tn_rows(int M, int N, int K, const float *A, int lda, const float 
  * samples per block it can run in ws_n floats, 0 where it does not apply (shape, CPU, workspace). */
 int cpu_conv_direct_blocks(const conv_shape_t *s, size_t ws_n);
 size_t cpu_conv_direct_floats(const conv_shape_t *s); /* what it wants; 0 where it does not apply */
+int cpu_has_avx512(void); /* 1 where the CPU runs AVX-512F (the direct conv, the 2x2 max-pool) */
 void cpu_conv_direct_fwd(const conv_shape_t *s, int B, const float *x, const float *w, const float *bias, int relu,
                          float *y, float *ws, size_t ws_n);
 void cpu_conv_direct_bwd(const conv_shape_t *s, int B, const float *x, const float *w, const float *dy, float *dx,

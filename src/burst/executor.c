@@ -122,7 +122,10 @@ static void make_sync(burst_exec_t *ex, const gradsync_opts_t *o) {
     ready[t] = L->t[t].owner;
     group[t] = ex->set_of[L->t[t].owner];
   }
-  gradsync_init(&ex->sync, L, group, ready, ex->sets, ex->world, ex->m.grads, o);
+  gradsync_opts_t with_side = *o;
+  with_side.side = ex->all_ranks_everywhere ? MODEL_GRAD_SIDE : 0;
+  gradsync_init(&ex->sync, L, group, ready, ex->sets, ex->world, ex->m.grads, &with_side);
+  ex->summed = ex->all_ranks_everywhere && (ex->world->size == 1 || ex->sync.side == MODEL_GRAD_SIDE);
   free(group);
   free(ready);
 }
@@ -251,15 +254,18 @@ static void route(burst_exec_t *ex, int j, int k, int backward) {
   free(req);
 }
 
-/* Samples [lo, lo + cnt) of the batch into x_dst (input rows) and y_dst (target rows), either NULL. */
+/* Samples [lo, lo + cnt) of the batch into x_dst (input rows) and y_dst (target rows), either NULL.
+ * A host-memory backend's buffers are filled in place; a device's through the host batch. */
 static void fetch_range(burst_exec_t *ex, const dataset_t *ds, data_split_t split, const uint64_t *ids, int lo,
                         int cnt, float *x_dst, float *y_dst) {
   if (cnt <= 0) return;
   const graph_t *g = ex->g;
+  const backend_t *be = ex->m.be;
   size_t xs = out_floats(g, 0), ys = (size_t)g->targets_per_sample;
-  dataset_get(ds, split, ids + lo, cnt, ex->x, ex->y);
-  if (x_dst) ex->m.be->upload(x_dst, ex->x, (size_t)cnt * xs);
-  if (y_dst) ex->m.be->upload(y_dst, ex->y, (size_t)cnt * ys);
+  float *x = be->host_memory && x_dst ? x_dst : ex->x, *y = be->host_memory && y_dst ? y_dst : ex->y;
+  dataset_get(ds, split, ids + lo, cnt, x, y);
+  if (x_dst && x != x_dst) be->upload(x_dst, x, (size_t)cnt * xs);
+  if (y_dst && y != y_dst) be->upload(y_dst, y, (size_t)cnt * ys);
 }
 
 /* The input rows of this rank's nodes and the targets of its share of the output. */
@@ -283,8 +289,22 @@ static void zero_staged_grads(burst_exec_t *ex) {
         ex->m.be->fill(ex->dstage[j][k], (size_t)ex->window * out_floats(g, g->l[j].in[k]), 0.0f);
 }
 
-double burst_exec_step(burst_exec_t *ex, const dataset_t *ds, const uint64_t *ids, float grad_scale,
-                       burst_times_t *times) {
+/* The loss (a float pair: its float and what that misses) and the stop request into the side
+ * slots after the gradient slab, before the first bucket starts. */
+static void put_side(burst_exec_t *ex, double loss, double stop) {
+  float hi = (float)loss, side[MODEL_GRAD_SIDE] = {hi, (float)(loss - (double)hi), (float)stop};
+  ex->m.be->upload(ex->m.grads + ex->g->params.total, side, MODEL_GRAD_SIDE);
+}
+
+static void get_side(const burst_exec_t *ex, burst_metrics_t *mx) {
+  float side[MODEL_GRAD_SIDE];
+  ex->m.be->download(side, ex->m.grads + ex->g->params.total, MODEL_GRAD_SIDE);
+  mx->loss = (double)side[0] + (double)side[1];
+  mx->stop = side[2];
+}
+
+void burst_exec_step(burst_exec_t *ex, const dataset_t *ds, const uint64_t *ids, float grad_scale,
+                     burst_metrics_t *mx, burst_times_t *times) {
   const graph_t *g = ex->g;
   model_t *m = &ex->m;
   int out = graph_output(g);
@@ -314,6 +334,7 @@ double burst_exec_step(burst_exec_t *ex, const dataset_t *ds, const uint64_t *id
   double loss = 0, l0 = surge_now();
   mux_fg_set(MUX_COMPUTING, mux_site(MUX_SITE_LOSS, 0));
   if (ex->cnt[out] > 0) loss = model_loss(m, 0, ex->cnt[out], grad_scale);
+  if (ex->sync.side) put_side(ex, loss, mx->stop);
   times->forward += surge_now() - l0;
 
   for (int j = out; j >= 1; j--) {
@@ -338,14 +359,16 @@ double burst_exec_step(burst_exec_t *ex, const dataset_t *ds, const uint64_t *id
   times->backward_done = ex->sync.backward_done;
   times->wait = ex->sync.wait_s;
   times->comm += surge_now() - a - times->wait;
-  return loss;
+  mx->loss = loss;
+  mx->summed = ex->summed;
+  if (ex->sync.side) get_side(ex, mx);
 }
 
 double burst_exec_grad_sumsq(const burst_exec_t *ex) {
   const slab_layout_t *L = &ex->g->params;
   double sumsq = 0;
   for (int t = 0; t < L->n; t++)
-    if (ex->world->rank == ex->first[L->t[t].owner]) sumsq += ex->m.be->sumsq(ex->m.grads + L->t[t].off, L->t[t].n);
+    if (ex->summed || ex->world->rank == ex->first[L->t[t].owner]) sumsq += ex->m.be->sumsq(ex->m.grads + L->t[t].off, L->t[t].n);
   return sumsq;
 }
 

@@ -44,6 +44,9 @@ typedef struct burst_exec {
                                    * its producer's rows directly */
   float *(*dstage)[LAYER_MAX_IN]; /* [nodes] their gradients, NULL where none is needed */
   int all_ranks_everywhere; /* every node on every rank: replicas never go stale */
+  int summed;           /* every node on every rank and (2+ ranks) the side slots ride: a step's loss and
+                         * stop request come back summed over the job, and every rank holds the
+                         * whole gradient (see burst_metrics_t) */
   float *x, *y;         /* host batch: (window, sample), (window, targets) */
   float *recv;          /* backend scratch for received activation gradients: the largest share */
   gradsync_t sync;
@@ -55,6 +58,14 @@ typedef struct burst_times {
   double backward_done;
 } burst_times_t;
 
+/* A step's scalars. In: stop, this rank's stop request (0 or 1). Out: loss, this rank's part of the
+ * loss sum (the output node's share); with summed, loss and stop are the job's sums: they rode on
+ * the gradient reduction (the loss as a float pair, to about float precision of the sum). */
+typedef struct burst_metrics {
+  double loss, stop;
+  int summed;
+} burst_metrics_t;
+
 /* Collective over world: bind a plan (already checked against g, world->size and B) to buffers of
  * its window on backend be. A tied output layer on another rank set than its embedding is an input
  * error. Parameters are not initialised (model_init_params). */
@@ -62,15 +73,16 @@ void burst_exec_init(burst_exec_t *ex, const burst_plan_t *plan, const graph_t *
                      comm_t *world, int B, const gradsync_opts_t *sync);
 void burst_exec_free(burst_exec_t *ex);
 
-/* Collective: one step's gradients for the global batch ids[0..B) of ds's training split. Returns
- * this rank's part of the loss sum (the output node's share; sum over world for the total), with
- * the gradients scaled by grad_scale (1 / global targets). On return every rank holds, for every
- * node of its sets, the node's gradient summed over the batch; other nodes' gradients are 0. */
-double burst_exec_step(burst_exec_t *ex, const dataset_t *ds, const uint64_t *ids, float grad_scale,
-                       burst_times_t *times);
+/* Collective: one step's gradients for the global batch ids[0..B) of ds's training split, with
+ * the gradients scaled by grad_scale (1 / global targets); the loss and stop in mx (see
+ * burst_metrics_t). On return every rank holds, for every node of its sets, the node's gradient
+ * summed over the batch; other nodes' gradients are 0. */
+void burst_exec_step(burst_exec_t *ex, const dataset_t *ds, const uint64_t *ids, float grad_scale,
+                     burst_metrics_t *mx, burst_times_t *times);
 
 /* This rank's part of the squared global gradient norm: each node's tensors counted on its set's
- * first rank only (sum over world for the total). */
+ * first rank only (sum over world for the total); with summed, the whole norm (the same value on
+ * every rank: the same sums of the same reduced gradients). */
 double burst_exec_grad_sumsq(const burst_exec_t *ex);
 
 /* Loss sum and correct targets of this rank's contiguous share of positions [0, n) of split, on

@@ -63,8 +63,12 @@ static void plan_everywhere(burst_layout_t *b, const layout_opts_t *o, const gra
 static void step(layout_t *l, const dataset_t *ds, const uint64_t *ids, float grad_scale, layout_step_t *out) {
   burst_exec_t *ex = &impl(l)->ex;
   burst_times_t t;
+  burst_metrics_t mx = {.stop = out->stop};
   memset(out, 0, sizeof *out);
-  out->loss = burst_exec_step(ex, ds, ids, grad_scale, &t);
+  burst_exec_step(ex, ds, ids, grad_scale, &mx, &t);
+  out->loss = mx.loss;
+  out->stop = mx.stop;
+  out->summed = mx.summed;
   out->sumsq = burst_exec_grad_sumsq(ex);
   out->data = t.data;
   out->forward = t.forward;

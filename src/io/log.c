@@ -356,8 +356,9 @@ run_log_t *run_log_open(const char *path, const config_t *cfg, const char *deck_
 }
 
 void run_log_step(run_log_t *L, const log_row_t *row) {
-  comm_gather_double(L->world, row->phase, PHASE_COUNT, L->gathered, 0, TRAFFIC_OTHER);
+  if (!row->rank_phase) comm_gather_double(L->world, row->phase, PHASE_COUNT, L->gathered, 0, TRAFFIC_OTHER);
   if (L->world->rank != 0) return;
+  if (row->rank_phase) memcpy(L->gathered, row->rank_phase, sizeof(double) * PHASE_COUNT * (size_t)L->world->size);
   h5util_quiet_t q = h5util_quiet_begin();
   int64_t step = row->step;
   const double metric[LOG_METRIC_COUNT] = {

@@ -26,6 +26,8 @@ typedef struct log_row {
   uint64_t bytes[TRAFFIC_COUNT]; /* bytes moved in this step, summed over ranks */
   uint64_t internode_bytes[TRAFFIC_COUNT]; /* of those, bytes that crossed nodes (comm/comm.h) */
   double phase[PHASE_COUNT];     /* THIS rank's phase times (the log gathers them) */
+  const double *rank_phase;      /* NULL, or (ranks, PHASE_COUNT) every rank's phase times, already
+                                  * reduced by the caller (then run_log_step gathers nothing) */
   /* multiplexed runs only (/multiplex): DeepPool's accounting of the step */
   double fg_samples_per_sec;     /* the foreground job's samples/s (its slowest rank) */
   double bg_samples_per_sec;     /* the background ranks' samples/s, summed */

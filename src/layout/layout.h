@@ -34,6 +34,9 @@
 typedef struct layout_step {
   double loss;  /* this rank's part of the loss SUM (sum over world: the global sum) */
   double sumsq; /* this rank's part of the squared global gradient norm, after the sync */
+  double stop;  /* in: this rank's stop request (0 or 1), read before the step clears the rest */
+  int summed;   /* 1: loss, sumsq and stop are already the job's totals (they rode on the gradient
+                 * reduction, no collective of their own); 0: sum them over world */
   double data, forward, backward, comm, wait; /* seconds */
   double backward_done;                       /* surge_now() when the backward pass ended */
 } layout_step_t;

@@ -11,7 +11,7 @@ void model_init(model_t *m, const graph_t *g, const backend_t *be, int B_cap) {
   m->be = be;
   m->B_cap = B_cap;
   m->params = be->alloc(g->params.total);
-  m->grads = be->alloc(g->params.total);
+  m->grads = be->alloc(g->params.total + MODEL_GRAD_SIDE);
   m->act = xcalloc((size_t)g->n, sizeof *m->act);
   m->dact = xcalloc((size_t)g->n, sizeof *m->dact);
   m->aux = xcalloc((size_t)g->n, sizeof *m->aux);

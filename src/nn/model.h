@@ -13,12 +13,16 @@
 
 #include "nn/graph.h"
 
+/* Floats after the gradient slab: a step's loss and stop request ride there on the gradient
+ * reduction (sync/gradsync.h, side slots), so they need no collective of their own. */
+#define MODEL_GRAD_SIDE 3
+
 typedef struct model {
   const graph_t *g;
   const backend_t *be;
   int B_cap;      /* samples the buffers hold */
   float *params;  /* slab (g->params layout), backend memory */
-  float *grads;   /* same layout */
+  float *grads;   /* same layout, then MODEL_GRAD_SIDE spare floats (gradsync's side slots) */
   float **act;    /* per node: (B_cap, out); act[0] is the input batch */
   float **dact;   /* per node: gradient of act; NULL where not needed (!needs_grad, e.g. the input) */
   float **aux;    /* per node: (B_cap, aux_per_sample) or NULL */

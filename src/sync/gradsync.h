@@ -7,7 +7,15 @@
  * every bucket summed over its group, and the sums are bitwise the same on every rank of a group.
  *
  * The bucket list is the same on every rank (it follows from the slab layout and the group of each
- * tensor); a rank takes part in the buckets of the groups it belongs to that have 2+ ranks. */
+ * tensor); a rank takes part in the buckets of the groups it belongs to that have 2+ ranks.
+ *
+ * Side slots: a caller may ask for `side` floats right after the slab (its allocation must have
+ * them) to ride on the first bucket, which ends at the slab's end, so that a step's few scalars
+ * (the loss, a stop request) are summed without a collective of their own. They ride only where
+ * that is exact and every rank gets them: the first bucket's group is the whole world and the
+ * reducer is the exact one (a compressing reducer would compress them); gradsync_t.side says
+ * whether they did (the caller writes them before the first bucket starts, reads them after
+ * gradsync_finish). */
 #ifndef SURGE_GRADSYNC_H
 #define SURGE_GRADSYNC_H
 
@@ -34,6 +42,7 @@ typedef struct gradsync {
   float *grads;     /* borrowed: the gradient slab (backend memory) */
   reducer_t *reducer;
   int overlap;
+  int side;         /* side slots riding on bucket 0 (counted in its n), 0 when none ride */
   int next;         /* the first bucket not yet started in this step */
   double backward_done, first_start; /* this step: surge_now() at gradsync_backward_done, at the first start */
   double wait_s;    /* this step: barrier time without overlap */
@@ -46,6 +55,7 @@ typedef struct gradsync_opts {
   reducer_psgd_opts_t psgd; /* powersgd's settings */
   const backend_t *be; /* the gradient slab's backend (powersgd) */
   comm_t *job;         /* every rank of the job, for the reducer's state; NULL: world */
+  int side;            /* side slots wanted after the slab (see above), 0: none */
 } gradsync_opts_t;
 
 /* The reducers gradsync_init accepts, for messages: "exact, powersgd". */

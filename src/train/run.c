@@ -60,8 +60,14 @@ static void report_setup(const trainer_t *t) {
   fflush(stdout);
 }
 
-/* The log row of a step: the step's bytes summed over ranks, the slowest rank's step time. */
-static log_row_t step_row(trainer_t *t, const train_stats_t *s, const comm_meter_t *before) {
+/* The log row of a step: the step's bytes summed over ranks, the slowest rank's step time, every
+ * rank's phase times (for the log's /ranks). One reduction: the byte counts as doubles (exact below
+ * 2^53 bytes a step), then each rank's step time and phases in slots of its own (a sum of one value
+ * and zeros is that value). sums: scratch of step_row_doubles(world) doubles, which the row's
+ * rank_phase points into. */
+static int step_row_doubles(const comm_t *world) { return 2 * TRAFFIC_COUNT + world->size * (1 + PHASE_COUNT); }
+
+static log_row_t step_row(trainer_t *t, const train_stats_t *s, const comm_meter_t *before, double *sums) {
   log_row_t row;
   memset(&row, 0, sizeof row);
   row.step = s->step;
@@ -69,16 +75,25 @@ static log_row_t step_row(trainer_t *t, const train_stats_t *s, const comm_meter
   row.lr = s->lr;
   row.grad_norm = s->grad_norm;
   memcpy(row.phase, s->phase, sizeof row.phase);
-  comm_meter_t delta = t->world->meter, total;
+  const comm_meter_t *now = &t->world->meter;
+  int R = t->world->size, n = step_row_doubles(t->world);
+  double *secs = sums + 2 * TRAFFIC_COUNT, *phases = secs + R; /* (R) step times, (R, PHASE_COUNT) phases */
+  memset(sums, 0, sizeof *sums * (size_t)n);
   for (int c = 0; c < TRAFFIC_COUNT; c++) {
-    delta.bytes[c] -= before->bytes[c];
-    delta.internode_bytes[c] -= before->internode_bytes[c];
+    sums[c] = (double)(now->bytes[c] - before->bytes[c]);
+    sums[TRAFFIC_COUNT + c] = (double)(now->internode_bytes[c] - before->internode_bytes[c]);
   }
-  comm_meter_total(t->world, &delta, &total);
-  memcpy(row.bytes, total.bytes, sizeof row.bytes);
-  memcpy(row.internode_bytes, total.internode_bytes, sizeof row.internode_bytes);
-  double slowest = s->seconds;
-  comm_allreduce_max_double(t->world, &slowest, 1, TRAFFIC_OTHER);
+  secs[t->world->rank] = s->seconds;
+  memcpy(phases + (size_t)t->world->rank * PHASE_COUNT, s->phase, sizeof s->phase);
+  comm_allreduce_sum_double(t->world, sums, n, TRAFFIC_OTHER);
+  for (int c = 0; c < TRAFFIC_COUNT; c++) {
+    row.bytes[c] = (uint64_t)sums[c];
+    row.internode_bytes[c] = (uint64_t)sums[TRAFFIC_COUNT + c];
+  }
+  double slowest = 0;
+  for (int r = 0; r < R; r++)
+    if (secs[r] > slowest) slowest = secs[r];
+  row.rank_phase = phases;
   row.step_sec = slowest;
   row.samples_per_sec = slowest > 0 ? (double)t->cfg.global_batch / slowest : 0;
   return row;
@@ -142,12 +157,14 @@ train_outcome_t train_run(const config_t *cfg, const deck_t *deck, const char *r
   eval_stats_t e = {0};
   int evaluated_last = 0, checkpointed_last = 0;
   train_outcome_t outcome = TRAIN_FINISHED;
+  double *row_sums = xcalloc((size_t)step_row_doubles(world), sizeof *row_sums);
   while (t.step < cfg->steps) {
     comm_meter_t before = world->meter;
     run_mux_step_begin(&mux);
     train_stats_t s = trainer_step(&t, stop_signal != 0);
-    log_row_t row = step_row(&t, &s, &before);
+    log_row_t row = step_row(&t, &s, &before, row_sums);
     run_mux_step_end(&mux, &t, &row);
+    if (mux.role != MUX_ROLE_NONE) row.rank_phase = NULL; /* it added its phases: the log gathers them */
     run_log_step(log, &row);
     if (t.layout->ops->log_step) t.layout->ops->log_step(t.layout, log, t.step);
     progress_step(&p, &s);
@@ -178,6 +195,7 @@ train_outcome_t train_run(const config_t *cfg, const deck_t *deck, const char *r
       break;
     }
   }
+  free(row_sums);
   run_mux_info(&mux, cfg, &info);
   run_log_multiplex(log, &info);
   run_mux_end(&mux, &t);

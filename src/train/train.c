@@ -83,14 +83,17 @@ train_stats_t trainer_step(trainer_t *t, int stop_request) {
   mux_fg_set(MUX_COMPUTING, mux_site(MUX_SITE_STEP, 0));
   gate(t);
   sampler_batch(&t->sampler, t->step, t->cfg.global_batch, t->ids);
-  layout_step_t ls;
+  layout_step_t ls = {.stop = stop_request ? 1.0 : 0.0};
   l->ops->step(l, t->ds, t->ids, (float)(1.0 / targets), &ls);
 
-  /* loss, squared gradient norm and stop requests of every rank, in one reduction */
+  /* loss, squared gradient norm and stop requests of every rank: summed by the layout on the
+   * gradient reduction where it can, else here in one reduction */
   double t1 = surge_now();
-  mux_fg_set(MUX_ALLREDUCE, mux_site(MUX_SITE_METRICS, 0));
-  double sums[3] = {ls.loss, ls.sumsq, stop_request ? 1.0 : 0.0};
-  comm_allreduce_sum_double(t->world, sums, 3, TRAFFIC_OTHER);
+  double sums[3] = {ls.loss, ls.sumsq, ls.summed ? ls.stop : stop_request ? 1.0 : 0.0};
+  if (!ls.summed) {
+    mux_fg_set(MUX_ALLREDUCE, mux_site(MUX_SITE_METRICS, 0));
+    comm_allreduce_sum_double(t->world, sums, 3, TRAFFIC_OTHER);
+  }
   s.stop = sums[2] > 0;
   s.grad_norm = sqrt(sums[1]); /* NaN or Inf when a gradient is */
   s.loss = sums[0] / targets;

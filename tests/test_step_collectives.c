@@ -1,0 +1,107 @@
+/* The collectives of a small data-parallel step, counted by the comm layer's meters: on 2 ranks
+ * the loss and the stop request ride on the gradient reduction (sync/gradsync.h side slots) and
+ * every rank computes the gradient norm from the reduced gradients itself, so a step's only
+ * collectives are its gradient buckets (no TRAFFIC_OTHER call; before this change, one metrics
+ * allreduce a step). The values stay right: the loss and gradient norm match rank 0 alone on the
+ * same global batch, a stop request on one rank stops both. Run by tests/test_step_collectives.sh. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "comm/comm.h"
+#include "core/error.h"
+#include "io/deck.h"
+#include "tap.h"
+#include "train/train.h"
+
+static const char *const deck_text = "[run]\n"
+                                     "seed = 5\n"
+                                     "[model]\n"
+                                     "zoo = mlp\n"
+                                     "mlp_hidden = 64,64\n"
+                                     "[data]\n"
+                                     "source = synthetic\n"
+                                     "[train]\n"
+                                     "global_batch = 32\n"
+                                     "lr = 0.05\n"
+                                     "[parallel]\n"
+                                     "bucket_mb = 0.01\n";
+
+enum { STEPS = 4, STOP_AT = 2 /* the step (0-based) at which rank 1 asks to stop */ };
+
+static comm_t world;
+
+typedef struct seen {
+  double loss[STEPS], norm[STEPS];
+  int stop[STEPS];
+  long other_calls, dp_calls; /* over all steps */
+  int local_buckets;
+} seen_t;
+
+/* STEPS steps over c; rank `stopper` of c requests a stop at STOP_AT (-1: nobody). */
+static void run(comm_t *c, int stopper, seen_t *out) {
+  config_t cfg;
+  deck_t *deck;
+  deck_parse(deck_text, "test_step_collectives.deck", 0, NULL, &cfg, &deck);
+  trainer_t t;
+  trainer_init(&t, &cfg, deck, c);
+  memset(out, 0, sizeof *out);
+  for (int k = 0; k < t.layout->sync->nbuckets; k++) out->local_buckets += t.layout->sync->b[k].local;
+  for (int s = 0; s < STEPS; s++) {
+    comm_meter_t before = c->meter;
+    train_stats_t st = trainer_step(&t, s == STOP_AT && c->rank == stopper);
+    out->other_calls += (long)(c->meter.calls[TRAFFIC_OTHER] - before.calls[TRAFFIC_OTHER]);
+    out->dp_calls += (long)(c->meter.calls[TRAFFIC_DP] - before.calls[TRAFFIC_DP]);
+    out->loss[s] = st.loss;
+    out->norm[s] = st.grad_norm;
+    out->stop[s] = st.stop;
+  }
+  trainer_free(&t);
+  deck_free(deck);
+}
+
+static double rel(double a, double b) { return fabs(a - b) / (fabs(b) > 1e-30 ? fabs(b) : 1e-30); }
+
+int main(int argc, char **argv) {
+  comm_init(&argc, &argv);
+  comm_world(&world);
+  if (world.size != 2) {
+    if (world.rank == 0) tap_skip_all("test_step_collectives runs on 2 ranks");
+    MPI_Finalize();
+    return 0;
+  }
+  seen_t two, one;
+  run(&world, 1, &two);
+  comm_t alone; /* rank 0 by itself: the same global batch on one rank */
+  comm_split(&world, world.rank == 0 ? 0 : -1, 0, &alone);
+  if (world.rank == 0) run(&alone, -1, &one);
+  double w[3] = {(double)two.other_calls, (double)two.dp_calls, two.stop[STOP_AT]}; /* the largest of the ranks */
+  double m[3] = {-w[0], -w[1], -w[2]};                                             /* and the smallest */
+  comm_allreduce_max_double(&world, w, 3, TRAFFIC_OTHER);
+  comm_allreduce_max_double(&world, m, 3, TRAFFIC_OTHER);
+  if (world.rank == 0) {
+    tap_ok(w[0] == 0 && -m[0] == 0, "2 ranks: no collective besides the gradient buckets (%.0f other calls in %d steps)",
+           w[0], STEPS);
+    tap_ok(two.local_buckets > 1 && w[1] == STEPS * two.local_buckets && -m[1] == w[1],
+           "2 ranks: each step reduces its %d gradient buckets once (%.0f dp calls in %d steps)", two.local_buckets,
+           w[1], STEPS);
+    int stops_ok = -m[2] == 1;
+    for (int s = 0; s < STEPS; s++) stops_ok &= two.stop[s] == (s == STOP_AT);
+    tap_ok(stops_ok, "a stop request on rank 1 at step %d stops both ranks after that step, and only then", STOP_AT + 1);
+    double dl = 0, dn = 0;
+    for (int s = 0; s < STEPS; s++) {
+      if (rel(two.loss[s], one.loss[s]) > dl) dl = rel(two.loss[s], one.loss[s]);
+      if (rel(two.norm[s], one.norm[s]) > dn) dn = rel(two.norm[s], one.norm[s]);
+    }
+    tap_ok(dl < 1e-6, "2 ranks vs 1: the loss rides as a float pair, within 1e-6 relative (%.2e)", dl);
+    tap_ok(dn < 1e-5, "2 ranks vs 1: the gradient norm of the reduced gradients within 1e-5 relative (%.2e)", dn);
+    tap_ok(one.other_calls == 0 && one.dp_calls == 0, "1 rank: no collective at all in a step (%ld, %ld calls)",
+           one.other_calls, one.dp_calls);
+  }
+  int rc = world.rank == 0 ? tap_done() : 0;
+  comm_free(&alone);
+  comm_free(&world);
+  MPI_Finalize();
+  return rc;
+}

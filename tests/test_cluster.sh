@@ -24,7 +24,7 @@ name=$CLUSTER_NAME
 cluster_inodes "$name" >"$tap_tmp/inodes"
 
 # (1) 4 ranks: 2 on each node, each under its node's host name
-cluster_mpiexec 60 4 hostname >"$tap_tmp/hosts.txt" 2>&1
+cluster_mpiexec 60 4 hostname >"$tap_tmp/hosts.txt" 2>"$tap_tmp/hosts.err" # stderr apart: Open MPI may print notices there
 hosts=$(sort "$tap_tmp/hosts.txt" | uniq -c | awk '{ printf "%s%s x%s", s, $2, $1; s = ", " }')
 [ "$hosts" = "$name-n0 x2, $name-n1 x2" ]
 tap_ok $? "mpiexec --hostfile -n 4 runs 2 ranks on each node: $hosts"

@@ -29,10 +29,29 @@ static herr_t walk_error(unsigned n, const H5E_error2_t *e, void *data) {
   return 0;
 }
 
+/* HDF5's system-call failures read "file write failed: time = Mon ...\n, filename = '...', ...,
+ * error message = 'No space left on device', buf = ...": keep "file write failed: No space left on
+ * device". Any other text keeps its words, with line breaks and other controls as blanks: a message
+ * is one line. */
+static void one_line(char *text, size_t n) {
+  const char *key = "error message = '", *colon = strchr(text, ':'), *msg = strstr(text, key);
+  if (colon && msg && msg > colon) {
+    char reason[256];
+    msg += strlen(key);
+    const char *end = strchr(msg, '\'');
+    snprintf(reason, sizeof reason, "%.*s", end ? (int)(end - msg) : (int)strlen(msg), msg);
+    snprintf(text + (colon - text), n - (size_t)(colon - text), ": %s", reason);
+  }
+  for (char *p = text; *p; p++)
+    if ((unsigned char)*p < 0x20 || *p == 0x7f) *p = ' ';
+}
+
 void h5util_error_text(char *out, size_t out_len, const char *none) {
   error_walk_t w = {{0}, {0}};
   H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, walk_error, &w);
   H5Eclear2(H5E_DEFAULT);
+  one_line(w.inner, sizeof w.inner);
+  one_line(w.mpi, sizeof w.mpi);
   if (!w.inner[0])
     snprintf(out, out_len, "%s", none);
   else if (w.mpi[0] && strcmp(w.mpi, w.inner) != 0)

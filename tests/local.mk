@@ -13,3 +13,6 @@ dist_check_SCRIPTS += tests/test_dp.sh
 TESTS += tests/test_dp.sh
 dist_check_SCRIPTS += tests/test_restart.sh
 TESTS += tests/test_restart.sh
+# Hardening (issue 17): a run's data never replaced, outputs locked and checked at the start.
+dist_check_SCRIPTS += tests/test_hardening.sh
+TESTS += tests/test_hardening.sh

@@ -15,6 +15,10 @@ void surge_set_job(MPI_Comm job, const char *label) {
   snprintf(job_label, sizeof job_label, "%s", label ? label : "");
 }
 
+static int partial_line = 0;
+
+void surge_set_partial_line(int partial) { partial_line = partial; }
+
 static MPI_Comm job(void) { return job_comm == MPI_COMM_NULL ? MPI_COMM_WORLD : job_comm; }
 
 static int mpi_size(void) {
@@ -40,6 +44,8 @@ _Noreturn void surge_fail(int exit_code, const char *fmt, ...) {
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
   fflush(stdout);
+  if (partial_line) fputc('\n', stderr); /* the bar's line ends where the two streams meet */
+  partial_line = 0;
   int n = mpi_size();
   if (n > 1)
     fprintf(stderr, "surge: error: %s%srank %d: %s\n", job_label, job_label[0] ? " " : "", surge_rank(), msg);

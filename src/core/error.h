@@ -30,6 +30,10 @@ char *surge_strdup_at(const char *s, const char *file, int line);
 /* Multiply sizes with an overflow check (bounds before allocation). */
 size_t surge_mul_size(size_t a, size_t b, const char *what);
 
+/* Whether standard output ends in the middle of a line (a progress bar drawn with '\r'): an error
+ * then starts on a line of its own. */
+void surge_set_partial_line(int partial);
+
 /* Verbosity of informational output: messages print on rank 0 only. */
 void surge_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int surge_rank(void); /* this process's rank in its job, 0 when MPI is not initialised */

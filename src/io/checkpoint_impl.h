@@ -109,13 +109,16 @@ typedef struct ckpt_root {
   char *created;                      /* ISO 8601 UTC */
   char *compression;                  /* [checkpoint] compression */
   char *deck;                         /* the resolved deck, for people */
+  char *run_id;                       /* the run it belongs to; optional: "" when absent, and then
+                                       * left out of state_crc32 (files written before it existed) */
 } ckpt_root_t;
 
 /* Write every attribute of r and "state_crc32" (CRC32 of all of them) on obj. 0 or -1 with the
- * name of the attribute that failed in *failed. */
+ * name of the attribute that failed in *failed. An empty optional attribute is not written. */
 int ckpt_root_write(hid_t obj, const ckpt_root_t *r, const char **failed);
 /* Read them back: 0, or -1 with the attribute that is missing or of another type in *failed, or
- * -2 when they do not match their state_crc32. Free with ckpt_root_free (also after a failure). */
+ * -2 when they do not match their state_crc32. A missing optional one reads "". Strings longer
+ * than the file cannot be, and are refused unread. Free with ckpt_root_free (also after a failure). */
 int ckpt_root_read(hid_t obj, ckpt_root_t *r, const char **failed);
 void ckpt_root_free(ckpt_root_t *r);
 

@@ -193,13 +193,23 @@ static int attr_read_done(hid_t a, hid_t type, int rc) {
   return rc;
 }
 
+/* Bytes of the file holding obj (0 when unknown): no attribute's value is larger. */
+static size_t file_bytes(hid_t obj) {
+  hid_t f = H5Iget_file_id(obj);
+  hsize_t size = 0;
+  if (f < 0 || H5Fget_filesize(f, &size) < 0) size = 0;
+  if (f >= 0) H5Fclose(f);
+  H5Eclear2(H5E_DEFAULT);
+  return (size_t)size;
+}
+
 int h5util_attr_read_string(hid_t obj, const char *name, char **out) {
   *out = NULL;
   hid_t type;
   hid_t a = attr_open(obj, name, H5T_STRING, H5T_NO_CLASS, &type);
   if (a < 0) return (int)a;
-  size_t size = H5Tget_size(type);
-  if (H5Tis_variable_str(type) != 0 || size == 0 || size > MAX_ATTR_STRING)
+  size_t size = H5Tget_size(type), most = file_bytes(obj);
+  if (H5Tis_variable_str(type) != 0 || size == 0 || size > MAX_ATTR_STRING || (most && size > most))
     return attr_read_done(a, type, H5UTIL_ABSENT);
   char *buf = xcalloc(size + 1, 1);
   if (H5Aread(a, type, buf) < 0) {

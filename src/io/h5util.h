@@ -73,7 +73,8 @@ int h5util_attr_write_u32(hid_t obj, const char *name, uint32_t value);
 int h5util_attr_write_f64(hid_t obj, const char *name, double value);
 
 /* Read the scalar attribute `name` of obj: 0; H5UTIL_ABSENT when obj has no such attribute, or
- * one that is not a scalar of the kind asked for (strings: fixed-length, at most 16 MiB; integers:
+ * one that is not a scalar of the kind asked for (strings: fixed-length, at most 16 MiB and at most
+ * the file's size, checked before allocating; integers:
  * at most 8 bytes, converted by HDF5; f64: a floating-point or integer number, converted); -1 when
  * an HDF5 call fails. String readers: *out is NUL-terminated and malloc'd, NULL on failure. */
 #define H5UTIL_ABSENT (-2)

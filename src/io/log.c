@@ -443,6 +443,17 @@ void run_log_multiplex(run_log_t *L, const log_mux_info_t *info) {
   h5util_quiet_end(q);
 }
 
+void run_log_identify(run_log_t *L, const char *run_id) {
+  if (L->world->rank != 0) return;
+  h5util_quiet_t q = h5util_quiet_begin();
+  hid_t run = group_open(L, LOG_RUN, 0);
+  if (h5util_check(&L->chk, H5Aexists(run, LOG_RUN_ID), "look up", LOG_RUN "@" LOG_RUN_ID) == 0)
+    h5_attr_put_string(run, LOG_RUN, LOG_RUN_ID, run_id, &L->chk);
+  group_close(L, run, LOG_RUN);
+  log_flush(L);
+  h5util_quiet_end(q);
+}
+
 void run_log_close(run_log_t *L) {
   if (!L) return;
   if (L->world->rank == 0) {

@@ -281,11 +281,28 @@ static void timeline_bars(plot_t *p, const log_data_t *L, long row) {
   free(start);
 }
 
+/* The timeline of row r of a table of nrow runs. */
+static void timeline_name(int nrow, int r, char *name, size_t n) {
+  if (nrow == 1) snprintf(name, n, "timeline.svg");
+  else snprintf(name, n, "timeline-%d.svg", r + 1);
+}
+
+char **report_figure_paths(const char *dir, int nrow, int *n) {
+  char **paths = xcalloc((size_t)nrow + 2, sizeof *paths), name[48];
+  paths[0] = file_in(dir, "loss.svg");
+  paths[1] = file_in(dir, "accuracy.svg");
+  for (int r = 0; r < nrow; r++) {
+    timeline_name(nrow, r, name, sizeof name);
+    paths[2 + r] = file_in(dir, name);
+  }
+  *n = nrow + 2;
+  return paths;
+}
+
 static void write_timeline(const char *dir, const report_table_t *t, int r, double step, FILE *out) {
   const log_data_t *L = t->log[r];
   char name[48];
-  if (t->nrow == 1) snprintf(name, sizeof name, "timeline.svg");
-  else snprintf(name, sizeof name, "timeline-%d.svg", r + 1);
+  timeline_name(t->nrow, r, name, sizeof name);
   long row = timeline_row(L, step);
   if (row < 0 || row >= (long)L->phases.rows || L->phase_ranks == 0 || L->phases.ncol == 0) {
     fprintf(out, "  (no %s: %s logged no phase times%s)\n", name, L->path, step < 0 ? "" : " at that step");

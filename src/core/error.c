@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* The job this process belongs to: MPI_COMM_WORLD, or its half of an MPMD world. */
 static MPI_Comm job_comm = MPI_COMM_NULL;
@@ -37,12 +38,10 @@ int surge_rank(void) {
   return r;
 }
 
-_Noreturn void surge_fail(int exit_code, const char *fmt, ...) {
+/* Print the one line of an error (on a line of its own) and return how many ranks the job has. */
+static int print_error(const char *fmt, va_list ap) {
   char msg[2048];
-  va_list ap;
-  va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
   fflush(stdout);
   if (partial_line) fputc('\n', stderr); /* the bar's line ends where the two streams meet */
   partial_line = 0;
@@ -52,12 +51,29 @@ _Noreturn void surge_fail(int exit_code, const char *fmt, ...) {
   else
     fprintf(stderr, "surge: error: %s\n", msg);
   fflush(stderr);
+  return n;
+}
+
+_Noreturn void surge_fail(int exit_code, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int n = print_error(fmt, ap);
+  va_end(ap);
   if (n > 1) MPI_Abort(MPI_COMM_WORLD, exit_code);
   int init = 0, fin = 0;
   MPI_Initialized(&init);
   MPI_Finalized(&fin);
   if (init && !fin) MPI_Finalize();
   exit(exit_code);
+}
+
+_Noreturn void surge_abandon(int exit_code, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int n = print_error(fmt, ap);
+  va_end(ap);
+  if (n > 1) MPI_Abort(MPI_COMM_WORLD, exit_code);
+  _exit(exit_code);
 }
 
 void surge_info(const char *fmt, ...) {

@@ -12,6 +12,10 @@ enum { SURGE_EXIT_RUNTIME = 1, SURGE_EXIT_INPUT = 2 };
 
 /* Print "surge: error: <msg>" (plus "rank N: " when MPI runs with more than one rank) and exit. */
 _Noreturn void surge_fail(int exit_code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Like surge_fail, but the process ends at once without MPI_Finalize and exit handlers: for a
+ * failure that leaves a library's state unusable (HDF5 1.10 crashes when it closes, at exit or in
+ * MPI_Finalize, a file whose write failed). Files keep what was written before. */
+_Noreturn void surge_abandon(int exit_code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Bad input: exit code 2. */
 #define surge_input_error(...) surge_fail(SURGE_EXIT_INPUT, __VA_ARGS__)
 /* A failure of the run itself (out of memory, I/O): exit code 1. */

@@ -73,6 +73,7 @@ void h5util_fail(h5util_check_t *c, const char *what, const char *h5path) {
   switch (c->policy) {
   case H5UTIL_INPUT_ERROR: surge_input_error("%s", msg);
   case H5UTIL_RUNTIME_ERROR: surge_runtime_error("%s", msg);
+  case H5UTIL_RUNTIME_ABANDON: surge_abandon(SURGE_EXIT_RUNTIME, "%s", msg);
   case H5UTIL_RECORD:
     if (!c->failed) snprintf(c->msg, sizeof c->msg, "%s", msg);
     c->failed = 1;

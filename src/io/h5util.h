@@ -35,6 +35,8 @@ void h5util_error_text(char *out, size_t out_len, const char *none);
 typedef enum h5util_policy {
   H5UTIL_INPUT_ERROR,   /* exit 2 */
   H5UTIL_RUNTIME_ERROR, /* exit 1 */
+  H5UTIL_RUNTIME_ABANDON, /* exit 1 at once, HDF5 left as it is (surge_abandon): a file whose write
+                           * failed cannot be closed safely */
   H5UTIL_RECORD,        /* keep the first message in msg, set failed, return */
 } h5util_policy_t;
 

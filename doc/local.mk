@@ -11,3 +11,4 @@ dist_doc_DATA += doc/slurm.md
 dist_man_MANS += doc/man/surge-train.1
 dist_man_MANS += doc/man/surge-profile.1
 dist_man_MANS += doc/man/surge-plan.1
+dist_doc_DATA += doc/security.md

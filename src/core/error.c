@@ -17,6 +17,17 @@ void surge_set_job(MPI_Comm job, const char *label) {
 }
 
 static int partial_line = 0;
+static surge_fail_hook_t fail_hook = NULL;
+
+void surge_set_fail_hook(surge_fail_hook_t hook) { fail_hook = hook; }
+
+/* A harness's hook takes the error instead of the process ending (it does not return). */
+static void to_hook(int exit_code, const char *fmt, va_list ap) {
+  if (!fail_hook) return;
+  char msg[2048];
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  fail_hook(exit_code, msg);
+}
 
 void surge_set_partial_line(int partial) { partial_line = partial; }
 
@@ -57,6 +68,9 @@ static int print_error(const char *fmt, va_list ap) {
 _Noreturn void surge_fail(int exit_code, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
+  to_hook(exit_code, fmt, ap);
+  va_end(ap);
+  va_start(ap, fmt);
   int n = print_error(fmt, ap);
   va_end(ap);
   if (n > 1) MPI_Abort(MPI_COMM_WORLD, exit_code);
@@ -69,6 +83,9 @@ _Noreturn void surge_fail(int exit_code, const char *fmt, ...) {
 
 _Noreturn void surge_abandon(int exit_code, const char *fmt, ...) {
   va_list ap;
+  va_start(ap, fmt);
+  to_hook(exit_code, fmt, ap);
+  va_end(ap);
   va_start(ap, fmt);
   int n = print_error(fmt, ap);
   va_end(ap);

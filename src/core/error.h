@@ -16,6 +16,11 @@ _Noreturn void surge_fail(int exit_code, const char *fmt, ...) __attribute__((fo
  * failure that leaves a library's state unusable (HDF5 1.10 crashes when it closes, at exit or in
  * MPI_Finalize, a file whose write failed). Files keep what was written before. */
 _Noreturn void surge_abandon(int exit_code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* For fuzzing harnesses (fuzz/): while a hook is set, surge_fail and surge_abandon hand it the exit
+ * code and the message instead of printing and exiting; the hook must not return (it longjmps back
+ * to the harness). NULL restores the normal behaviour. */
+typedef void (*surge_fail_hook_t)(int exit_code, const char *msg);
+void surge_set_fail_hook(surge_fail_hook_t hook);
 /* Bad input: exit code 2. */
 #define surge_input_error(...) surge_fail(SURGE_EXIT_INPUT, __VA_ARGS__)
 /* A failure of the run itself (out of memory, I/O): exit code 1. */

@@ -130,6 +130,7 @@ static void probe(const char *dir, long name_step, ckpt_found_t *f) {
     return;
   }
   ckpt_root_t root;
+  memset(&root, 0, sizeof root);
   const char *attr;
   int64_t version = 0;
   if (h5util_attr_read_i64(file, "format_version", &version) == 0 && version == CHECKPOINT_FORMAT_VERSION &&

@@ -1,0 +1,91 @@
+#!/bin/sh
+# Fuzz Surge's readers of untrusted input with libFuzzer (doc/security.md, "Fuzzing"):
+#   tools/fuzz.sh [SECONDS [HARNESS ...]]      (make fuzz FUZZ_SECONDS=N)
+# builds the harnesses of fuzz/ with clang, AddressSanitizer and UndefinedBehaviorSanitizer in a build
+# directory of their own ($SURGE_FUZZ_BUILD, default _build-fuzz), makes the seed corpus (the decks
+# of inputs/ and the tests, a checkpoint and logs written by the instrumented programs), runs each
+# harness (default: all four) for SECONDS (default 60) and prints one line per harness: executions,
+# corpus size, findings. A finding leaves its input in fuzz-findings/ of the build directory and
+# makes the exit status 1. Without clang: exit 77 (skipped).
+set -u
+top=$(cd "$(dirname "$0")/.." && pwd)
+secs=${1:-60}
+[ $# -gt 0 ] && shift
+harnesses=${*:-deck sweep checkpoint log}
+build=${SURGE_FUZZ_BUILD:-$top/_build-fuzz}
+command -v clang >/dev/null 2>&1 || { echo "fuzz: clang not found (tools/install-deps.sh installs it)"; exit 77; }
+export OMPI_CC=clang OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# ASan: no leak checks (a harness leaves what a reader allocated before an input error; the programs
+# exit there), and a failed allocation returns NULL as malloc does without ASan (HDF5 asks for what a
+# damaged file says and handles NULL; Surge's own allocations are bounded before they are made);
+# UBSan: every report is fatal
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:abort_on_error=1:allocator_may_return_null=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
+
+mkdir -p "$build" && cd "$build" || exit 1
+[ -x "$top/configure" ] || (cd "$top" && ./bootstrap) || exit 1
+if [ ! -f Makefile ]; then
+  "$top/configure" -q CC=mpicc \
+    CFLAGS="-g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined" \
+    LDFLAGS="-fsanitize=address,undefined" || { echo "fuzz: configure failed (see $build/config.log)"; exit 1; }
+fi
+# clang does not take the -fvect-cost-model of the project's GCC flags
+make -j"$(nproc)" AM_CFLAGS="-std=c11 -Wall -Wextra -g" fuzz-programs >make-fuzz.out 2>&1 || { tail -n 30 make-fuzz.out; echo "fuzz: build failed"; exit 1; }
+
+# ---- seed corpus
+seeds="$build/fuzz-seeds"
+rm -rf "$seeds"
+mkdir -p "$seeds/deck" "$seeds/sweep" "$seeds/checkpoint" "$seeds/log"
+for d in "$top"/inputs/*.deck "$top"/tests/data/decks/*.deck; do
+  cp "$d" "$seeds/deck/" && cp "$d" "$seeds/sweep/"
+done
+SURGE_FUZZ_SEED_DIR="$seeds/checkpoint" fuzz/fuzz_checkpoint >/dev/null 2>&1 ||
+  echo "fuzz: warning: no checkpoint seed was written"
+cat >"$seeds/tiny.deck" <<DECK
+[run]
+steps = 12
+eval_every = 6
+[model]
+zoo = mlp
+mlp_hidden = 8
+[data]
+source = synthetic
+synthetic_samples = 256
+test_samples = 16
+[train]
+global_batch = 4
+[log]
+flush_every = 4
+[checkpoint]
+every = 6
+compression = none
+DECK
+for np in 1 2; do
+  mpiexec --oversubscribe -n $np ./surge-train "$seeds/tiny.deck" -D "run.out_dir=$seeds/run$np" >/dev/null 2>&1 &&
+    cp "$seeds/run$np/log.h5" "$seeds/log/log-np$np.h5" &&
+    cp "$seeds/run$np/checkpoints/ckpt-00000012.h5" "$seeds/checkpoint/ckpt-mlp8-np$np.h5" ||
+    echo "fuzz: warning: the $np-rank seed run failed"
+done
+cp "$top"/tests/data/reference/*.h5 "$seeds/log/" 2>/dev/null
+rm -rf "$seeds"/run* "$seeds/tiny.deck"
+
+# ---- run
+findings=0
+mkdir -p fuzz-corpus fuzz-findings
+for h in $harnesses; do
+  mkdir -p "fuzz-corpus/$h"
+  "fuzz/fuzz_$h" -max_total_time="$secs" -print_final_stats=1 -timeout=20 -rss_limit_mb=4096 -max_len=262144 \
+    -artifact_prefix="fuzz-findings/$h-" "fuzz-corpus/$h" "$seeds/$h" >"fuzz-$h.out" 2>&1
+  rc=$?
+  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "fuzz-$h.out" | tail -n 1)
+  rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "fuzz-$h.out" | tail -n 1)
+  corpus=$(ls "fuzz-corpus/$h" | wc -l)
+  if [ $rc = 0 ]; then
+    echo "fuzz $h: ${execs:-0} executions in ${secs}s (${rate:-0}/s), corpus $corpus, no findings"
+  else
+    findings=$((findings + 1))
+    echo "fuzz $h: FINDING after ${execs:-?} executions (exit $rc; see $build/fuzz-$h.out and fuzz-findings/)"
+    grep -m 3 -E 'ERROR: |runtime error|fuzz: ' "fuzz-$h.out" | sed 's/^/  /'
+  fi
+done
+[ $findings = 0 ]

@@ -147,12 +147,12 @@ rc=$?
 one_error "$tap_tmp/r.txt" "same\.out.*both" && [ ! -e "$tap_tmp/same.out" ]
 tap_ok $(( (rc != 2) + $? )) "--csv and --json to one file are refused before writing (exit $rc)"
 mkdir -p "$tap_tmp/fig"
-cp "$log" "$tap_tmp/fig/loss.svg"
+cp "$tap_tmp/second.h5" "$tap_tmp/fig/loss.svg"
 "$report" "$tap_tmp/fig/loss.svg" --plot "$tap_tmp/fig" >"$tap_tmp/r.txt" 2>&1
 rc=$?
-one_error "$tap_tmp/r.txt" "fig/loss\.svg" && cmp -s "$tap_tmp/fig/loss.svg" "$log"
+one_error "$tap_tmp/r.txt" "fig/loss\.svg.* is an input" && cmp -s "$tap_tmp/fig/loss.svg" "$tap_tmp/second.h5"
 tap_ok $(( (rc != 2) + $? )) "--plot DIR does not write a figure over an input log (exit $rc): $(error_of "$tap_tmp/r.txt")"
-"$report" "$log" --csv "$tap_tmp/fine.csv" >/dev/null 2>&1 && [ -s "$tap_tmp/fine.csv" ]
+"$report" "$tap_tmp/second.h5" --csv "$tap_tmp/fine.csv" >/dev/null 2>&1 && [ -s "$tap_tmp/fine.csv" ]
 tap_ok $? "an ordinary --csv FILE is written"
 
 # ---- output locations checked at the start: read-only, whether they existed or not

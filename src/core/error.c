@@ -65,13 +65,19 @@ static int print_error(const char *fmt, va_list ap) {
   return n;
 }
 
+/* A harness's hook, else the printed line; returns the job's rank count. */
+static int report(int exit_code, const char *fmt, va_list ap) {
+  va_list again;
+  va_copy(again, ap);
+  to_hook(exit_code, fmt, again);
+  va_end(again);
+  return print_error(fmt, ap);
+}
+
 _Noreturn void surge_fail(int exit_code, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  to_hook(exit_code, fmt, ap);
-  va_end(ap);
-  va_start(ap, fmt);
-  int n = print_error(fmt, ap);
+  int n = report(exit_code, fmt, ap);
   va_end(ap);
   if (n > 1) MPI_Abort(MPI_COMM_WORLD, exit_code);
   int init = 0, fin = 0;
@@ -84,10 +90,7 @@ _Noreturn void surge_fail(int exit_code, const char *fmt, ...) {
 _Noreturn void surge_abandon(int exit_code, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  to_hook(exit_code, fmt, ap);
-  va_end(ap);
-  va_start(ap, fmt);
-  int n = print_error(fmt, ap);
+  int n = report(exit_code, fmt, ap);
   va_end(ap);
   if (n > 1) MPI_Abort(MPI_COMM_WORLD, exit_code);
   _exit(exit_code);

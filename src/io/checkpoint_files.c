@@ -1,4 +1,4 @@
-/* Checkpoint files in their directory: names, creating the directory, pruning old checkpoints and
+/* Checkpoint files in their directory: names, pruning old checkpoints and
  * stale temporary files, finding the newest complete checkpoint. Only names that are exactly what
  * ckpt_path writes are ever looked at or removed: anything else in the directory is left alone. */
 #include <dirent.h>
@@ -34,30 +34,6 @@ long ckpt_name_step(const char *name, int temporary) {
   char canonical[64];
   name_of(canonical, sizeof canonical, step, temporary);
   return strcmp(canonical, name) == 0 ? step : -1; // no stray zeros, no suffixes
-}
-
-int ckpt_mkdirs(const char *dir, char *failed, size_t failed_len) {
-  char path[CKPT_PATH];
-  size_t n = strlen(dir);
-  if (n == 0 || n >= sizeof path) {
-    snprintf(failed, failed_len, "%s", dir);
-    errno = n ? ENAMETOOLONG : ENOENT;
-    return -1;
-  }
-  memcpy(path, dir, n + 1);
-  for (size_t i = 1; i <= n; i++) {
-    if (path[i] != '/' && path[i] != '\0') continue;
-    char keep = path[i];
-    path[i] = '\0';
-    struct stat st;
-    if (mkdir(path, 0777) != 0 && !(errno == EEXIST && stat(path, &st) == 0 && S_ISDIR(st.st_mode))) {
-      if (errno == EEXIST) errno = ENOTDIR;
-      snprintf(failed, failed_len, "%s", path);
-      return -1;
-    }
-    path[i] = keep;
-  }
-  return 0;
 }
 
 /* Whether dir/name is a regular file (a directory or device named like a checkpoint is not one). */

@@ -42,8 +42,6 @@ int ckpt_config_first_diff(const char *stored, const char *now, char *out, size_
 void ckpt_path(char *out, size_t out_len, const char *dir, long step, int temporary);
 /* The step of a file name that is exactly what ckpt_path writes (temporary or not), else -1. */
 long ckpt_name_step(const char *name, int temporary);
-/* mkdir -p. Returns 0, or -1 with errno set and the failing prefix in failed. */
-int ckpt_mkdirs(const char *dir, char *failed, size_t failed_len);
 /* On one rank: remove the checkpoints older than the newest `keep` (the one just written counts
  * and is never removed; files with a higher step, left by another run, are not touched) and every
  * temporary file but `written_step`'s. Only exact checkpoint names are ever removed. */

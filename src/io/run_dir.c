@@ -13,24 +13,35 @@
 
 #include "io/printable.h"
 
-int run_dir_prepare(const char *dir, char *why, size_t why_len) {
-  char buf[4096];
+int run_dir_make(const char *dir, char *failed, size_t failed_len) {
+  char path[4096];
   size_t n = strlen(dir);
-  if (n == 0 || n >= sizeof buf) {
-    snprintf(why, why_len, "%s: %s", n ? "path too long" : "empty directory name", dir);
+  if (n == 0 || n >= sizeof path) {
+    snprintf(failed, failed_len, "%s", dir);
+    errno = n ? ENAMETOOLONG : ENOENT;
     return -1;
   }
-  memcpy(buf, dir, n + 1);
+  memcpy(path, dir, n + 1);
   for (size_t i = 1; i <= n; i++) {
-    if (buf[i] != '/' && buf[i] != '\0') continue;
-    char keep = buf[i];
-    buf[i] = '\0';
+    if (path[i] != '/' && path[i] != '\0') continue;
+    char keep = path[i];
+    path[i] = '\0';
     struct stat st;
-    if (mkdir(buf, 0775) != 0 && !(errno == EEXIST && stat(buf, &st) == 0 && S_ISDIR(st.st_mode))) {
-      snprintf(why, why_len, "cannot create %s: %s", buf, strerror(errno == EEXIST ? ENOTDIR : errno));
+    if (mkdir(path, 0777) != 0 && !(errno == EEXIST && stat(path, &st) == 0 && S_ISDIR(st.st_mode))) {
+      if (errno == EEXIST) errno = ENOTDIR;
+      snprintf(failed, failed_len, "%s", path);
       return -1;
     }
-    buf[i] = keep;
+    path[i] = keep;
+  }
+  return 0;
+}
+
+int run_dir_prepare(const char *dir, char *why, size_t why_len) {
+  char failed[4096];
+  if (run_dir_make(dir, failed, sizeof failed) != 0) {
+    snprintf(why, why_len, "cannot create %s: %s", failed, strerror(errno));
+    return -1;
   }
   if (access(dir, W_OK | X_OK) != 0) {
     snprintf(why, why_len, "%s is not writable: %s", dir, strerror(errno));

@@ -10,6 +10,10 @@
 
 #define RUN_LOCK_NAME ".surge-lock"
 
+/* mkdir -p without a shell: 0, or -1 with errno set and the prefix that could not be made (or that
+ * exists and is not a directory: ENOTDIR) in failed. */
+int run_dir_make(const char *dir, char *failed, size_t failed_len);
+
 /* Create dir and its parents; check that this process may create files in it. 0, or -1 with why
  * ("cannot create runs/x: Permission denied", "runs/x is not writable: Read-only file system"). */
 int run_dir_prepare(const char *dir, char *why, size_t why_len);

@@ -10,6 +10,7 @@
 #  - a checkpoint directory holding another run's checkpoints is refused, for a new run and for a
 #    resumed one whose log is another run's; [run] overwrite leaves none of the old run's checkpoints
 #    for a later --resume;
+#  - a resumed run refuses a log whose extent claims rows the file does not store;
 #  - surge-report never writes its outputs over an HDF5 file or an input of its command line;
 #  - output locations that cannot be written fail at the start with exit 2, whether they existed or
 #    not (a read-only tmpfs, where this may mount one);
@@ -130,6 +131,16 @@ tap_ok $? "run.overwrite removes the old run's checkpoints: $(cat "$tap_tmp/ls.t
 train "$a" --resume -D run.steps=6
 grep -q "resumed from .*a/checkpoints/ckpt-00000002\.h5 at step 2" "$a.txt"
 tap_ok $? "a later --resume continues the new run, not the old one's step 6: $(grep -m 1 'resumed from' "$a.txt")"
+
+# ---- a resumed run trusts its log no more than surge-report does: an extent claimed with nothing
+# stored behind it is refused before anything is allocated for it
+c="$tap_tmp/c"
+train "$c" -D run.steps=4
+"$top_build/tests/test_report_lib" damage "$c/log.h5" /metrics/step extent=100000000
+train "$c" --resume -D run.steps=6
+rc=$?
+one_error "$c.txt" "c/log\.h5: damaged Surge log: /metrics/step claims 100000000 rows, but the file stores"
+tap_ok $(( (rc != 2) + $? )) "--resume onto a log claiming 10^8 steps: exit $rc: $(error_of "$c.txt")"
 
 # ---- surge-report outputs never replace an HDF5 file or an input
 log="$a/log.h5"

@@ -49,18 +49,22 @@ int surge_rank(void) {
   return r;
 }
 
-/* Print the one line of an error (on a line of its own) and return how many ranks the job has. */
+/* Print the one line of an error (on a line of its own) and return how many ranks the job has. The
+ * line goes out in one write: mpiexec forwards stdout and stderr separately, and a progress bar's
+ * text could fall between two writes. */
 static int print_error(const char *fmt, va_list ap) {
-  char msg[2048];
+  char msg[2048], line[2200];
   vsnprintf(msg, sizeof msg, fmt, ap);
   fflush(stdout);
-  if (partial_line) fputc('\n', stderr); /* the bar's line ends where the two streams meet */
+  const char *nl = partial_line ? "\n" : ""; /* the bar's line ends where the two streams meet */
   partial_line = 0;
   int n = mpi_size();
   if (n > 1)
-    fprintf(stderr, "surge: error: %s%srank %d: %s\n", job_label, job_label[0] ? " " : "", surge_rank(), msg);
+    snprintf(line, sizeof line, "%ssurge: error: %s%srank %d: %s\n", nl, job_label, job_label[0] ? " " : "",
+             surge_rank(), msg);
   else
-    fprintf(stderr, "surge: error: %s\n", msg);
+    snprintf(line, sizeof line, "%ssurge: error: %s\n", nl, msg);
+  fputs(line, stderr);
   fflush(stderr);
   return n;
 }

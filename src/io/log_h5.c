@@ -141,6 +141,13 @@ void h5_series_open(h5_series_t *s, h5util_check_t *chk, hid_t loc, const char *
   h5util_check(chk, H5Pclose(dcpl), "close the creation properties of", s->path);
   s->chunk_rows = chunk[0];
   s->chunk_cols = nd == 2 && chunk[1] ? chunk[1] : 1;
+  // a 1-D series holds every row it claims (the writer allocates chunks as rows come): a resumed run
+  // reads the step scale, so an extent with nothing stored behind it is refused before allocating
+  double claimed = (double)s->rows * (double)s->value_size, slack = (double)s->chunk_rows * (double)s->value_size;
+  if (nd == 1 && claimed > (double)H5Dget_storage_size(s->d) + slack)
+    surge_input_error("%s: damaged Surge log: %s claims %llu rows, but the file stores %llu bytes of them (hint: move "
+                      "it away to start a new log)", chk->file, s->path, (unsigned long long)s->rows,
+                      (unsigned long long)H5Dget_storage_size(s->d));
 }
 
 static void series_set_extent(h5_series_t *s, hsize_t rows, hsize_t cols, const char *what) {

@@ -67,6 +67,10 @@ for np in 1 2; do
     echo "fuzz: warning: the $np-rank seed run failed"
 done
 cp "$top"/tests/data/reference/*.h5 "$seeds/log/" 2>/dev/null
+# inputs that once were findings (fuzz/regressions/HARNESS/): every run tries them again
+for h in deck sweep checkpoint log; do
+  [ -d "$top/fuzz/regressions/$h" ] && cp "$top/fuzz/regressions/$h"/* "$seeds/$h/"
+done
 rm -rf "$seeds"/run* "$seeds/tiny.deck"
 
 # ---- run: each harness in chunks of at most $chunk seconds, a fresh process each, which starts from
@@ -81,7 +85,10 @@ for h in $harnesses; do
   : >"fuzz-$h.out"
   while [ "$left" -gt 0 ] && [ $rc = 0 ]; do
     t=$((left < chunk ? left : chunk))
-    "fuzz/fuzz_$h" -max_total_time="$t" -print_final_stats=1 -timeout=20 -rss_limit_mb=3072 -max_len=262144 \
+    # a single allocation may be large (HDF5 sizes some buffers by what a file says, without touching
+    # them: malloc_limit_mb), memory really used may not (rss_limit_mb)
+    "fuzz/fuzz_$h" -max_total_time="$t" -print_final_stats=1 -timeout=20 -rss_limit_mb=3072 -malloc_limit_mb=16384 \
+      -max_len=262144 \
       -artifact_prefix="fuzz-findings/$h-" "fuzz-corpus/$h" "$seeds/$h" >"fuzz-$h.part" 2>&1
     rc=$?
     n=$(sed -n 's/^stat::number_of_executed_units: *//p' "fuzz-$h.part" | tail -n 1)

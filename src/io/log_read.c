@@ -434,6 +434,23 @@ static void limit_rows(log_table_t *t, size_t rows) {
 
 /* ---- /events and /plan ---- */
 
+/* HDF5 allocates each variable-length string as long as the file says it is (a 4-byte length: up to
+ * 4 GiB for one string of a damaged file) before it reads it: through this allocator, no string may
+ * be longer than the file that holds it, and a longer one fails the read (the log is damaged). */
+typedef struct vlen_limit {
+  size_t most;
+} vlen_limit_t;
+
+static void *vlen_alloc(size_t size, void *info) {
+  const vlen_limit_t *limit = info;
+  return size > limit->most ? NULL : malloc(size ? size : 1);
+}
+
+static void vlen_free(void *p, void *info) {
+  (void)info;
+  free(p);
+}
+
 /* A 1-D dataset of variable-length strings (h5path), malloc'd strings; *n receives their count. */
 static char **read_strings(reader_t *r, hid_t f, const char *h5path, size_t *n) {
   hid_t d = ok(r, H5Dopen2(f, h5path, H5P_DEFAULT), "open", h5path);
@@ -452,15 +469,21 @@ static char **read_strings(reader_t *r, hid_t f, const char *h5path, size_t *n) 
   hid_t mt = ok(r, H5Tcopy(H5T_C_S1), "make a string type for", h5path);
   ok(r, H5Tset_size(mt, H5T_VARIABLE), "make a string type for", h5path);
   ok(r, H5Tset_cset(mt, H5Tget_cset(t)), "make a string type for", h5path); /* HDF5 converts no charsets */
+  hsize_t file_bytes = 0;
+  ok(r, H5Fget_filesize(f, &file_bytes), "get the size of", "/");
+  vlen_limit_t limit = {(size_t)file_bytes + 1};
+  hid_t dxpl = ok(r, H5Pcreate(H5P_DATASET_XFER), "make the transfer properties for", h5path);
+  ok(r, H5Pset_vlen_mem_manager(dxpl, vlen_alloc, &limit, vlen_free, NULL), "bound the strings of", h5path);
   char **raw = xcalloc((size_t)len + 1, sizeof(char *)), **text = xcalloc((size_t)len + 1, sizeof(char *));
-  if (len) ok(r, H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, raw), "read", h5path);
+  if (len) ok(r, H5Dread(d, mt, H5S_ALL, H5S_ALL, dxpl, raw), "read", h5path);
   for (hsize_t i = 0; i < len; i++) text[i] = printable_dup(raw[i] ? raw[i] : ""); /* shown on terminals */
 #if H5_VERSION_GE(1, 12, 0)
-  if (len) ok(r, H5Treclaim(mt, s, H5P_DEFAULT, raw), "free the strings of", h5path);
+  if (len) ok(r, H5Treclaim(mt, s, dxpl, raw), "free the strings of", h5path);
 #else
-  if (len) ok(r, H5Dvlen_reclaim(mt, s, H5P_DEFAULT, raw), "free the strings of", h5path);
+  if (len) ok(r, H5Dvlen_reclaim(mt, s, dxpl, raw), "free the strings of", h5path);
 #endif
   free(raw);
+  ok(r, H5Pclose(dxpl), "close the transfer properties for", h5path);
   ok(r, H5Tclose(mt), "close a string type of", h5path);
   ok(r, H5Sclose(s), "close the dataspace of", h5path);
   ok(r, H5Tclose(t), "close the type of", h5path);

@@ -270,6 +270,12 @@ refused_naming "$tap_tmp/dmg.h5" "/eval/accuracy holds 1.0000000000000001e.300 a
 cp "$log" "$tap_tmp/dmg.h5" && "$unit" damage "$tap_tmp/dmg.h5" /metrics/lr extent=100000000
 refused_naming "$tap_tmp/dmg.h5" "/metrics/lr claims 100000000 values, but the file stores" \
   "10^8 rows claimed with none stored (refused before allocating)"
+# found by fuzz_log: a string claimed 4 GiB long in a 180 KB file cost HDF5's reader 4 GB of memory
+big="$top_src/fuzz/regressions/log/events-text-length-4gib.h5"
+( ulimit -v 1000000; exec "$report" "$big" ) >"$tap_tmp/out.txt" 2>"$tap_tmp/err.txt"
+rc=$?
+[ $rc = 2 ] && grep -q "^surge: error: .*events-text-length-4gib.h5: damaged Surge log: /events/text: string 0 claims 4160749568 bytes" "$tap_tmp/err.txt"
+tap_ok $? "a string claiming 4 GiB is refused before HDF5 allocates it (1 GB address space; exit $rc): $(head -c 200 "$tap_tmp/err.txt")"
 cp "$log" "$tap_tmp/dmg.h5" && "$unit" drop "$tap_tmp/dmg.h5" /metrics/lr && "$unit" damage "$tap_tmp/dmg.h5" /metrics/loss short
 "$report" "$tap_tmp/dmg.h5" --csv "$tap_tmp/dmg.csv" --json "$tap_tmp/dmg.json" >"$tap_tmp/dmg.txt" 2>"$tap_tmp/dmg.err"
 rc=$?

@@ -5,10 +5,12 @@
 #include <errno.h>
 #include <hdf5.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "core/error.h"
 #include "io/config.h"
@@ -451,6 +453,67 @@ static void vlen_free(void *p, void *info) {
   free(p);
 }
 
+/* The length every element of a variable-length string dataset claims, read from its raw bytes
+ * before HDF5 reads the strings: HDF5 1.10 allocates (and fills) a conversion buffer of the claimed
+ * length first, so a 180 KB file claiming a 4 GiB string cost 4 GB of memory. On disk an element is
+ * the length (4 bytes, little-endian) and a global heap ID (an address and a 4-byte index). A Surge
+ * log writes such datasets chunked (/events/text) or contiguous (/plan/name), never filtered: any
+ * other layout, and any length longer than the file, is damage. */
+static void check_string_lengths(reader_t *r, hid_t f, hid_t d, hid_t space, const char *h5path, hsize_t count) {
+  hid_t fcpl = ok(r, H5Fget_create_plist(f), "get the creation properties of", "/");
+  size_t sizeof_addr = 8, sizeof_size = 8;
+  hsize_t userblock = 0, file_bytes = 0;
+  ok(r, H5Pget_sizes(fcpl, &sizeof_addr, &sizeof_size), "get the address size of", "/");
+  ok(r, H5Pget_userblock(fcpl, &userblock), "get the user block of", "/");
+  ok(r, H5Pclose(fcpl), "close the creation properties of", "/");
+  ok(r, H5Fget_filesize(f, &file_bytes), "get the size of", "/");
+  const size_t elem = 4 + sizeof_addr + 4;
+  hid_t dcpl = ok(r, H5Dget_create_plist(d), "get the creation properties of", h5path);
+  H5D_layout_t layout = H5Pget_layout(dcpl);
+  int filters = ok(r, H5Pget_nfilters(dcpl), "get the filters of", h5path);
+  hsize_t chunk[1] = {0};
+  if (layout == H5D_CHUNKED) ok(r, H5Pget_chunk(dcpl, 1, chunk), "get the chunks of", h5path);
+  ok(r, H5Pclose(dcpl), "close the creation properties of", h5path);
+  if ((layout != H5D_CHUNKED && layout != H5D_CONTIGUOUS) || filters != 0)
+    damaged(r, "is a string dataset of a layout a Surge log never writes (compact or filtered)", h5path);
+  size_t nbuf = 0;
+  unsigned char *buf = NULL;
+  hsize_t pieces = 1;
+  if (layout == H5D_CHUNKED) ok(r, H5Dget_num_chunks(d, space, &pieces), "count the chunks of", h5path);
+  for (hsize_t i = 0; i < pieces; i++) {
+    hsize_t offset[1] = {0}, bytes = 0;
+    if (layout == H5D_CHUNKED) {
+      unsigned mask;
+      haddr_t addr;
+      ok(r, H5Dget_chunk_info(d, space, i, offset, &mask, &addr, &bytes), "locate a chunk of", h5path);
+      if (bytes != chunk[0] * elem) damaged(r, "has a chunk of another size than its chunks", h5path);
+    } else {
+      bytes = count * elem;
+      if (count && H5Dget_offset(d) == HADDR_UNDEF) damaged(r, "has no stored strings", h5path);
+    }
+    if (bytes > file_bytes) damaged(r, "claims more string references than the file holds", h5path);
+    if (bytes > nbuf) buf = xrealloc(buf, nbuf = (size_t)bytes);
+    uint32_t filter_mask = 0;
+    if (layout == H5D_CHUNKED)
+      ok(r, H5Dread_chunk(d, H5P_DEFAULT, offset, &filter_mask, buf), "read a chunk of", h5path);
+    else if (bytes) {
+      int *fd = NULL;
+      ok(r, H5Fget_vfd_handle(f, H5P_DEFAULT, (void **)&fd), "get the file descriptor of", "/");
+      if (!fd || pread(*fd, buf, (size_t)bytes, (off_t)(userblock + H5Dget_offset(d))) != (ssize_t)bytes)
+        damaged(r, "cannot be read as stored", h5path);
+    }
+    for (hsize_t j = 0; j < bytes / elem && offset[0] + j < count; j++) {
+      const unsigned char *e = buf + j * elem;
+      uint32_t len = (uint32_t)e[0] | (uint32_t)e[1] << 8 | (uint32_t)e[2] << 16 | (uint32_t)e[3] << 24;
+      if (len > file_bytes)
+        surge_input_error("%s: damaged Surge log: %s: string %llu claims %u bytes, more than the %llu-byte file "
+                          "holds", r->path, h5path, (unsigned long long)(offset[0] + j), len,
+                          (unsigned long long)file_bytes);
+    }
+  }
+  free(buf);
+}
+
 /* A 1-D dataset of variable-length strings (h5path), malloc'd strings; *n receives their count. */
 static char **read_strings(reader_t *r, hid_t f, const char *h5path, size_t *n) {
   hid_t d = ok(r, H5Dopen2(f, h5path, H5P_DEFAULT), "open", h5path);
@@ -466,6 +529,7 @@ static char **read_strings(reader_t *r, hid_t f, const char *h5path, size_t *n) 
   if ((double)len * VLEN_MIN_BYTES > stored_bound(r, d, h5path))
     surge_input_error("%s: damaged Surge log: %s claims %llu strings, but the file stores %llu bytes of them",
                       r->path, h5path, (unsigned long long)len, (unsigned long long)H5Dget_storage_size(d));
+  check_string_lengths(r, f, d, s, h5path, len);
   hid_t mt = ok(r, H5Tcopy(H5T_C_S1), "make a string type for", h5path);
   ok(r, H5Tset_size(mt, H5T_VARIABLE), "make a string type for", h5path);
   ok(r, H5Tset_cset(mt, H5Tget_cset(t)), "make a string type for", h5path); /* HDF5 converts no charsets */

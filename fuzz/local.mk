@@ -22,4 +22,4 @@ fuzz:
 	$(SHELL) $(srcdir)/tools/fuzz.sh $(FUZZ_SECONDS)
 .PHONY: fuzz fuzz-programs
 EXTRA_DIST += tools/fuzz.sh tools/sanitize.sh
-EXTRA_DIST += fuzz/regressions/log/events-text-length-4gib.h5
+EXTRA_DIST += fuzz/regressions/log/events-text-length-4gib.h5 fuzz/regressions/log/chunk-smaller-than-its-chunks.h5

@@ -276,6 +276,12 @@ big="$top_src/fuzz/regressions/log/events-text-length-4gib.h5"
 rc=$?
 [ $rc = 2 ] && grep -q "^surge: error: .*events-text-length-4gib.h5: damaged Surge log: /events/text: string 0 claims 4160749568 bytes" "$tap_tmp/err.txt"
 tap_ok $? "a string claiming 4 GiB is refused before HDF5 allocates it (1 GB address space; exit $rc): $(head -c 200 "$tap_tmp/err.txt")"
+# found by fuzz_log: a chunk recorded smaller than its chunks made HDF5 copy a whole chunk out of the
+# smaller buffer (a heap overflow under AddressSanitizer, garbage values without)
+"$report" "$top_src/fuzz/regressions/log/chunk-smaller-than-its-chunks.h5" >"$tap_tmp/out.txt" 2>"$tap_tmp/err.txt"
+rc=$?
+[ $rc = 2 ] && grep -q "^surge: error: .*: damaged Surge log: /metrics/bytes_dp has a chunk of 0 bytes where its chunks hold 4096" "$tap_tmp/err.txt"
+tap_ok $? "a chunk smaller than its chunks is refused before HDF5 reads it (exit $rc): $(head -c 200 "$tap_tmp/err.txt")"
 cp "$log" "$tap_tmp/dmg.h5" && "$unit" drop "$tap_tmp/dmg.h5" /metrics/lr && "$unit" damage "$tap_tmp/dmg.h5" /metrics/loss short
 "$report" "$tap_tmp/dmg.h5" --csv "$tap_tmp/dmg.csv" --json "$tap_tmp/dmg.json" >"$tap_tmp/dmg.txt" 2>"$tap_tmp/dmg.err"
 rc=$?

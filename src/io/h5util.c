@@ -106,6 +106,31 @@ int h5util_exists(hid_t loc, const char *name, H5I_type_t type) {
   return H5Oclose(o) < 0 ? -1 : is;
 }
 
+int h5util_chunks_whole(hid_t d, int ndims, const hsize_t *dims, size_t type_bytes, unsigned long long *bytes,
+                        unsigned long long *want) {
+  hid_t dcpl = H5Dget_create_plist(d);
+  if (dcpl < 0) return -1;
+  hsize_t chunk[2] = {1, 1};
+  int chunked = H5Pget_layout(dcpl) == H5D_CHUNKED, filters = H5Pget_nfilters(dcpl);
+  int rc = filters < 0 || (chunked && H5Pget_chunk(dcpl, ndims, chunk) < 0) ? -1 : 1;
+  H5Pclose(dcpl);
+  if (rc < 0 || !chunked || filters > 0) return rc;
+  *want = (unsigned long long)(chunk[0] * (ndims == 2 ? chunk[1] : 1) * type_bytes);
+  hsize_t at[2] = {0, 0};
+  for (at[0] = 0; at[0] < dims[0]; at[0] += chunk[0])
+    for (at[1] = 0; at[1] < (ndims == 2 ? dims[1] : 1); at[1] += chunk[ndims == 2 ? 1 : 0]) {
+      unsigned mask;
+      haddr_t addr;
+      hsize_t size = 0;
+      if (H5Dget_chunk_info_by_coord(d, at, &mask, &addr, &size) < 0) return -1;
+      if (addr != HADDR_UNDEF && size != *want) {
+        *bytes = (unsigned long long)size;
+        return 0;
+      }
+    }
+  return 1;
+}
+
 hid_t h5util_string_type(size_t len, H5T_cset_t cset) {
   hid_t type = H5Tcopy(H5T_C_S1);
   if (type < 0) return -1;

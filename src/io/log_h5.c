@@ -221,6 +221,12 @@ void h5_series_widen(h5_series_t *s, hsize_t cols) {
 
 int64_t *h5_series_read_int64(h5_series_t *s) {
   h5_series_write_pending(s);
+  unsigned long long bytes, want;
+  int whole = h5util_chunks_whole(s->d, 1, &s->rows, s->value_size, &bytes, &want);
+  if (whole < 0) h5util_fail(s->chk, "look up the chunks of", s->path);
+  if (whole == 0)
+    surge_input_error("%s: damaged Surge log: %s has a chunk of %llu bytes where its chunks hold %llu (hint: move it "
+                      "away to start a new log)", s->chk->file, s->path, bytes, want);
   int64_t *v = xcalloc(s->rows ? s->rows : 1, sizeof *v);
   if (s->rows) h5util_check(s->chk, H5Dread(s->d, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, v), "read", s->path);
   return v;

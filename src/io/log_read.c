@@ -68,28 +68,14 @@ static double stored_bound(reader_t *r, hid_t d, const char *h5path) {
   return (double)H5Dget_storage_size(d) * (filters > 0 ? 1032.0 : 1.0) + slack;
 }
 
-/* Every stored chunk of an unfiltered chunked dataset that a read of `dims` (from 0) touches must be
- * as large as a chunk: HDF5 1.10 trusts the size its chunk index records and copies a whole chunk
- * out of a smaller buffer (a heap overflow fuzz_log found). Unallocated chunks read as fill values;
- * filtered chunks are checked by their filters. */
+/* The chunks a read of dims touches must be whole (h5util_chunks_whole), or the log is damaged. */
 static void check_chunks(reader_t *r, hid_t d, const char *h5path, int ndims, const hsize_t *dims, size_t type_bytes) {
-  hid_t dcpl = ok(r, H5Dget_create_plist(d), "get the creation properties of", h5path);
-  hsize_t chunk[2] = {1, 1};
-  int chunked = H5Pget_layout(dcpl) == H5D_CHUNKED, filters = ok(r, H5Pget_nfilters(dcpl), "get the filters of", h5path);
-  if (chunked) ok(r, H5Pget_chunk(dcpl, ndims, chunk), "get the chunks of", h5path);
-  ok(r, H5Pclose(dcpl), "close the creation properties of", h5path);
-  if (!chunked || filters > 0) return;
-  hsize_t want = chunk[0] * (ndims == 2 ? chunk[1] : 1) * type_bytes, at[2] = {0, 0};
-  for (at[0] = 0; at[0] < dims[0]; at[0] += chunk[0])
-    for (at[1] = 0; at[1] < (ndims == 2 ? dims[1] : 1); at[1] += chunk[ndims == 2 ? 1 : 0]) {
-      unsigned mask;
-      haddr_t addr;
-      hsize_t bytes = 0;
-      ok(r, H5Dget_chunk_info_by_coord(d, at, &mask, &addr, &bytes), "look up a chunk of", h5path);
-      if (addr != HADDR_UNDEF && bytes != want)
-        surge_input_error("%s: damaged Surge log: %s has a chunk of %llu bytes where its chunks hold %llu", r->path,
-                          h5path, (unsigned long long)bytes, (unsigned long long)want);
-    }
+  unsigned long long bytes, want;
+  int rc = h5util_chunks_whole(d, ndims, dims, type_bytes, &bytes, &want);
+  if (rc < 0) h5util_fail(&r->chk, "look up the chunks of", h5path);
+  if (rc == 0)
+    surge_input_error("%s: damaged Surge log: %s has a chunk of %llu bytes where its chunks hold %llu", r->path,
+                      h5path, bytes, want);
 }
 
 /* ---- attributes: absent, or of another kind, reads as "", -1 or NaN ---- */

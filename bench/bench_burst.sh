@@ -79,6 +79,7 @@ for m in $models; do
     row "$m" "$np" data-parallel "${pred#* }" "${rpred#* }" "$d/dp/log.h5"
     [ -n "$note" ] && echo "#   $m on $np ranks:$note"
     awk '/^ranks used:/ { print "#   burst plan " $0 }' "$d/plan.out"
+    awk '/^[0-9]+ / { r = r " " $3 } END { print "#   burst plan, ranks per layer:" r }' "$d/plan.txt"
   done
 done
 echo "# pred: the planner's cost model (forward+backward, re-shards, gradient sync); meas: median over the"

@@ -1,14 +1,17 @@
-/* Training throughput of each zoo model on one rank with one BLAS thread, against OpenBLAS SGEMM
- * on the model's own GEMM shapes measured in the same run.
+/* Training throughput of each zoo model on one rank with one BLAS thread, against a large square
+ * OpenBLAS SGEMM (the machine's practical peak) measured in the same run, with the data-parallel
+ * speed-up at 2 ranks in the same table.
  *
- *   bench_models [MODEL ...]      (default: mlp vgg-mini resnet-mini gpt)
+ *   bench_models [--dp MODEL=R1,R2 ...] [MODEL ...]   (default: mlp vgg-mini resnet-mini gpt)
+ *   bench_models --rate MODEL                           (under mpiexec -n N: samples/s on N ranks)
  *
  * For each model: a short run on synthetic data records every GEMM call of one training step
- * (through a recording copy of the cpu backend), then times those same GEMMs alone. The ratio
- * "model GFLOP/s / SGEMM GFLOP/s" says how much of the GEMM rate the whole step keeps; the layer
- * FLOP counts (graph_train_flops_per_sample) give the model's rate. Peak resident memory is
- * compared with parameters + gradients + optimizer moments + activations. Each model runs in a
- * child process so its peak memory is its own. */
+ * (through a recording copy of the cpu backend), then times those same GEMMs alone ("shapes": what
+ * OpenBLAS reaches on the model's own GEMMs), and a 2048^3 SGEMM right after the model ("square").
+ * The layer FLOP counts (graph_train_flops_per_sample) give the model's rate. Peak resident memory
+ * is compared with parameters + gradients + optimizer moments + activations, workspace included.
+ * Each model runs in a child process so its peak memory is its own. The --dp rates come from
+ * --rate runs on 1 and 2 ranks (bench/bench_models.sh measures them and passes them on). */
 #include <hdf5.h>
 #include <mpi.h>
 #include <stdio.h>
@@ -16,6 +19,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/error.h"
@@ -59,6 +63,15 @@ static void rec_gemm_strided(int ta, int tb, int M, int N, int K, float alpha, c
   backend_cpu.gemm_strided(ta, tb, M, N, K, alpha, A, lda, sA, B, ldb, sB, beta, C, ldc, sC, batch);
 }
 
+/* Seconds of CPU time this process has used: the 1-rank timings use it, so other jobs sharing the
+ * machine slow the measurement less than they would wall-clock time (this is one thread; the
+ * caches are still shared). */
+static double cpu_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 /* Seconds per step of the recorded GEMMs run alone (dense operands of the recorded shapes). */
 static double time_gemms(double *flops_out) {
   double flops = 0, sec = 0;
@@ -73,17 +86,35 @@ static double time_gemms(double *flops_out) {
     int reps = (int)(2e8 / f) + 3; /* about 0.2 GFLOP of work per shape */
     backend_cpu.gemm_strided(s->ta, s->tb, s->M, s->N, s->K, 1.0f, A, lda, (size_t)s->M * s->K, B, ldb,
                              (size_t)s->K * s->N, 0.0f, C, s->N, (size_t)s->M * s->N, s->batch);
-    double t0 = surge_now();
+    double t0 = cpu_now();
     for (int r = 0; r < reps; r++)
       backend_cpu.gemm_strided(s->ta, s->tb, s->M, s->N, s->K, 1.0f, A, lda, (size_t)s->M * s->K, B, ldb,
                                (size_t)s->K * s->N, 0.0f, C, s->N, (size_t)s->M * s->N, s->batch);
-    double per_call = (surge_now() - t0) / reps;
+    double per_call = (cpu_now() - t0) / reps;
     sec += per_call * (double)s->calls;
     flops += f * (double)s->calls;
     backend_cpu.free(A), backend_cpu.free(B), backend_cpu.free(C);
   }
   *flops_out = flops;
   return sec;
+}
+
+/* GFLOP/s of a large square SGEMM (n = 2048, best of 3 timings of 2 calls each): the baseline. */
+static double square_sgemm_gflops(void) {
+  const int n = 2048;
+  size_t nn = (size_t)n * n;
+  float *A = backend_cpu.alloc(nn), *B = backend_cpu.alloc(nn), *C = backend_cpu.alloc(nn);
+  for (size_t j = 0; j < nn; j++) A[j] = (float)(j % 7) * 0.1f, B[j] = (float)(j % 5) * 0.1f;
+  backend_cpu.gemm(0, 0, n, n, n, 1.0f, A, n, B, n, 0.0f, C, n);
+  double best = 1e30;
+  for (int r = 0; r < 3; r++) {
+    double t0 = cpu_now();
+    for (int k = 0; k < 2; k++) backend_cpu.gemm(0, 0, n, n, n, 1.0f, A, n, B, n, 0.0f, C, n);
+    double t = (cpu_now() - t0) / 2;
+    if (t < best) best = t;
+  }
+  backend_cpu.free(A), backend_cpu.free(B), backend_cpu.free(C);
+  return 2.0 * n * (double)n * n / best / 1e9;
 }
 
 static const char *deck_for(const char *model) {
@@ -110,14 +141,25 @@ static double rss_now_mib(void) {
   return (double)resident * (double)sysconf(_SC_PAGESIZE) / 1048576.0;
 }
 
-static void bench_one(const char *model) {
+/* A deck for `model` on synthetic data, one BLAS thread. */
+static void bench_config(const char *model, config_t *cfg) {
   const char *text = deck_for(model);
   if (!text) surge_input_error("unknown model %s (mlp, vgg-mini, resnet-mini, gpt)", model);
   char full[1024];
   snprintf(full, sizeof full, "[run]\nname = bench\nsteps = 1000\n[data]\nsource = synthetic\nsynthetic_samples = 2048\n"
            "[backend]\nname = cpu\nthreads = 1\n%s", text);
+  deck_parse(full, "bench", 0, NULL, cfg, NULL);
+}
+
+/* Data-parallel rates of one model measured by --rate runs (0 when not given). */
+typedef struct dp_rate {
+  char model[32];
+  double r1, r2;
+} dp_rate_t;
+
+static void bench_one(const char *model, const dp_rate_t *dp) {
   config_t cfg;
-  deck_parse(full, "bench", 0, NULL, &cfg, NULL);
+  bench_config(model, &cfg);
   float warm[64] = {0}; /* one GEMM first, so OpenBLAS's workspace is part of the baseline */
   backend_cpu.gemm(0, 0, 4, 4, 4, 1.0f, warm, 4, warm + 16, 4, 0.0f, warm + 32, 4);
   double baseline = rss_now_mib(); /* MPI, HDF5, OpenBLAS and the program itself */
@@ -136,16 +178,18 @@ static void bench_one(const char *model) {
   trainer_step(&t, 0);
   recording = 0;
   int steps = 0;
-  double t0 = surge_now(), sec = 0, phase[4] = {0, 0, 0, 0};
-  while (steps < 3 || (sec = surge_now() - t0) < 3.0) {
+  double t0 = cpu_now(), w0 = surge_now(), sec = 0, phase[4] = {0, 0, 0, 0}; /* phases: wall time */
+  while (steps < 3 || (sec = cpu_now() - t0) < 3.0) {
     train_stats_t s = trainer_step(&t, 0);
     phase[0] += s.phase[PHASE_DATA], phase[1] += s.phase[PHASE_FORWARD], phase[2] += s.phase[PHASE_BACKWARD];
     phase[3] += s.phase[PHASE_OPTIMIZER];
     steps++;
   }
+  const double wall = surge_now() - w0;
   sec /= steps;
-  struct rusage ru; /* before the GEMM timing allocates its own operands */
+  struct rusage ru; /* before the GEMM timings allocate their own operands */
   getrusage(RUSAGE_SELF, &ru);
+  double square = square_sgemm_gflops(); /* right after the model's steps */
   double gemm_flops, gemm_sec = time_gemms(&gemm_flops);
   double model_flops = graph_train_flops_per_sample(&t.g) * (double)cfg.global_batch;
 
@@ -153,41 +197,102 @@ static void bench_one(const char *model) {
   size_t P = t.g.params.total;
   int moments = strcmp(cfg.optimizer, "adamw") == 0 ? 2 : 1;
   double need = 4.0 * ((double)P * (2 + moments) + (double)t.layout->m->act_floats) / 1048576.0;
-  double compute = sec - phase[0] / steps; /* the step without fetching the batch */
-  double sgemm = gemm_flops / gemm_sec;
-  printf("%-12s %8zu %5ld %9.1f %8.2f %8.2f %8.2f %6.1f%% %6.1f%% %8.1f %8.1f %8.1f %6.2f\n", model, P,
-         cfg.global_batch, (double)cfg.global_batch / sec, model_flops / sec / 1e9, model_flops / compute / 1e9,
-         sgemm / 1e9, 100.0 * model_flops / sec / sgemm, 100.0 * model_flops / compute / sgemm, peak, baseline,
-         need, (peak - baseline) / need);
+  double compute = sec * (1.0 - phase[0] / wall); /* the step without fetching the batch */
+  double shapes = gemm_flops / gemm_sec / 1e9, step_gf = model_flops / sec / 1e9;
+  char dpcol[48] = "      -       -      -";
+  if (dp && dp->r1 > 0) snprintf(dpcol, sizeof dpcol, "%7.1f %7.1f %5.2fx", dp->r1, dp->r2, dp->r2 / dp->r1);
+  printf("%-12s %5ld %9.1f %8.1f %8.1f %7.1f %6.3f %6.3f %7.1f %6.3f %s %7.1f %7.1f %5.2f\n", model,
+         cfg.global_batch, (double)cfg.global_batch / sec, step_gf, model_flops / compute / 1e9, square, step_gf / square,
+         model_flops / compute / 1e9 / square, shapes, step_gf / shapes, dpcol, peak - baseline, need,
+         (peak - baseline) / need);
   printf("%-12s step %.2f ms: data %.0f%%, forward %.0f%%, backward %.0f%%, optimizer %.0f%%\n", "", 1e3 * sec,
-         100 * phase[0] / steps / sec, 100 * phase[1] / steps / sec, 100 * phase[2] / steps / sec,
-         100 * phase[3] / steps / sec);
+         100 * phase[0] / wall, 100 * phase[1] / wall, 100 * phase[2] / wall, 100 * phase[3] / wall);
   fflush(stdout);
   trainer_free(&t);
   comm_free(&world);
 }
 
+/* --rate MODEL: samples/s of data-parallel training over all ranks of the job (rank 0 prints). The
+ * number of timed steps (about 3 s worth, at least 3) is decided from the warm-up on rank 0. */
+static void rate_one(const char *model) {
+  config_t cfg;
+  bench_config(model, &cfg);
+  comm_t world;
+  comm_world(&world);
+  trainer_t t;
+  trainer_init(&t, &cfg, NULL, &world);
+  trainer_step(&t, 0);
+  double t0 = surge_now();
+  trainer_step(&t, 0);
+  int steps = (int)(3.0 / (surge_now() - t0 + 1e-9)) + 1;
+  if (steps < 3) steps = 3;
+  MPI_Bcast(&steps, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  MPI_Barrier(MPI_COMM_WORLD);
+  t0 = surge_now();
+  for (int i = 0; i < steps; i++) trainer_step(&t, 0);
+  MPI_Barrier(MPI_COMM_WORLD);
+  double sec = surge_now() - t0;
+  int rank;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  if (rank == 0) printf("%.3f\n", (double)cfg.global_batch * steps / sec);
+  trainer_free(&t);
+  comm_free(&world);
+}
+
+/* Parse "MODEL=R1,R2" into d; exit 2 with a hint when malformed. */
+static void parse_dp(const char *arg, dp_rate_t *d) {
+  const char *eq = strchr(arg, '=');
+  if (!eq || (size_t)(eq - arg) >= sizeof d->model || sscanf(eq + 1, "%lf,%lf", &d->r1, &d->r2) != 2 || d->r1 <= 0 ||
+      d->r2 <= 0)
+    surge_input_error("--dp %s: expected MODEL=R1,R2 with positive samples/s on 1 and 2 ranks", arg);
+  memcpy(d->model, arg, (size_t)(eq - arg));
+  d->model[eq - arg] = '\0';
+}
+
 int main(int argc, char **argv) {
-  MPI_Init(&argc, &argv);
+  comm_init(&argc, &argv);
   H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-  const char *all[] = {"mlp", "vgg-mini", "resnet-mini", "gpt"};
-  int n = argc > 1 ? argc - 1 : 4;
-  const char **models = argc > 1 ? (const char **)argv + 1 : all;
-  printf("# one rank, one BLAS thread, synthetic data. SGEMM: OpenBLAS alone on the GEMM shapes one training\n"
-         "# step of the model runs (recorded), timed in the same run. step: forward + backward + optimizer +\n"
-         "# fetching the batch; compute: the step without the fetch. GFLOP/s from the layer FLOP counts\n"
-         "# (forward, input and weight gradients). Memory: peak RSS; base: RSS before the model existed (MPI,\n"
-         "# libraries); need: params + grads + optimizer moments + activations and their grads;\n"
-         "# ratio: (peak - base) / need.\n");
-  printf("%-12s %8s %5s %9s %8s %8s %8s %7s %7s %8s %8s %8s %6s\n", "model", "params", "batch", "samples/s",
-         "step", "compute", "SGEMM", "step/", "comp/", "peak MiB", "base MiB", "need MiB", "ratio");
-  printf("%-12s %8s %5s %9s %8s %8s %8s %7s %7s %8s %8s %8s %6s\n", "", "", "", "", "GFLOP/s", "GFLOP/s",
-         "GFLOP/s", "SGEMM", "SGEMM", "", "", "", "");
+  if (argc == 3 && strcmp(argv[1], "--rate") == 0) {
+    rate_one(argv[2]);
+    MPI_Finalize();
+    return 0;
+  }
+  const char *all[] = {"mlp", "vgg-mini", "resnet-mini", "gpt"}, *models[16];
+  dp_rate_t dp[16];
+  int n = 0, ndp = 0;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--dp") == 0 && i + 1 < argc) {
+      if (ndp == 16) surge_input_error("more than 16 --dp rates");
+      parse_dp(argv[++i], &dp[ndp++]);
+    } else {
+      if (n == 16) surge_input_error("more than 16 models");
+      models[n++] = argv[i];
+    }
+  }
+  if (n == 0)
+    for (n = 0; n < 4; n++) models[n] = all[n];
+  for (int i = 0; i < n; i++) /* here, not in a forked child, where an abort would not end the job */
+    if (!deck_for(models[i])) surge_input_error("unknown model %s (mlp, vgg-mini, resnet-mini, gpt)", models[i]);
+  printf("# one rank, one BLAS thread, synthetic data; 1-rank times are this process's CPU time. square: a\n"
+         "# 2048^3 OpenBLAS SGEMM timed right after the model (the practical peak); /sq: GFLOP/s over it.\n"
+         "# shapes: OpenBLAS alone on the GEMMs one step of the model runs (recorded); /sh: step GFLOP/s over\n"
+         "# it. step: forward + backward + optimizer + fetching the\n"
+         "# batch; compute: the step without the fetch. GFLOP/s from the layer FLOP counts. dp: samples/s of\n"
+         "# data parallelism on 1 and 2 ranks (one BLAS thread each, same global batch) and the speed-up.\n"
+         "# MiB: peak RSS above the RSS before the model existed; need: params + grads + optimizer moments +\n"
+         "# activations, their gradients and workspace; ratio: MiB / need.\n");
+  printf("%-12s %5s %9s %8s %8s %7s %6s %6s %7s %6s %7s %7s %6s %7s %7s %5s\n", "model", "batch", "samples/s",
+         "step", "compute", "square", "step", "comp", "shapes", "step", "dp 1", "dp 2", "dp", "MiB", "need", "ratio");
+  printf("%-12s %5s %9s %8s %8s %7s %6s %6s %7s %6s %7s %7s %6s %7s %7s %5s\n", "", "", "", "GFLOP/s", "GFLOP/s",
+         "GFLOP/s", "/sq", "/sq", "GFLOP/s", "/sh", "smp/s", "smp/s", "x", "", "MiB", "");
   fflush(stdout);
   for (int i = 0; i < n; i++) {
+    const dp_rate_t *mine = NULL;
+    for (int k = 0; k < ndp; k++)
+      if (strcmp(dp[k].model, models[i]) == 0) mine = &dp[k];
     pid_t pid = fork();
     if (pid == 0) {
-      bench_one(models[i]);
+      bench_one(models[i], mine);
       _exit(0);
     }
     int st;

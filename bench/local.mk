@@ -1,5 +1,6 @@
 # Benchmarks (make bench): ratios against baselines measured in the same run.
-EXTRA_DIST += bench/lib.sh bench/bench_dp.sh bench/bench_layout.sh bench/bench_burst.sh bench/bench_multiplex.sh
+EXTRA_DIST += bench/lib.sh bench/bench_models.sh bench/bench_dp.sh bench/bench_layout.sh bench/bench_burst.sh \
+  bench/bench_multiplex.sh bench/bench_sim.sh bench/bench_3d.sh
 bench_programs += bench/bench_models
 bench_bench_models_SOURCES = bench/bench_models.c
 bench_bench_models_LDADD = $(SURGE_LIBS)
@@ -12,3 +13,6 @@ bench_bench_checkpoint_LDADD = $(SURGE_LIBS)
 bench_programs += bench/bench_planner
 bench_bench_planner_SOURCES = bench/bench_planner.c
 bench_bench_planner_LDADD = $(SURGE_LIBS)
+# The emulated cluster (doc/cluster.md): make bench BENCH=cluster; tests/p2p_bw measures its links.
+EXTRA_DIST += bench/bench_cluster.sh
+bench: tests/p2p_bw$(EXEEXT)

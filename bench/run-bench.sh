@@ -9,8 +9,8 @@ only=${1:-all}
 want() { [ "$only" = all ] || [ "$only" = "$1" ]; }
 
 if want models; then
-  echo "== engine: zoo models on one rank against OpenBLAS SGEMM (bench/bench_models)"
-  ./bench/bench_models
+  echo "== engine: zoo models at 1 rank x 1 thread against a large square SGEMM, and data parallelism on 2 ranks (bench/bench_models.sh)"
+  MPIEXEC="$mpiexec" sh "$src/bench/bench_models.sh"
 fi
 if want allreduce && [ -x bench/bench_allreduce ]; then
   for np in 2 4; do
@@ -33,6 +33,18 @@ fi
 if want multiplex && [ -f "$src/bench/bench_multiplex.sh" ]; then
   echo "== multiplexing: a burst foreground with a background per rank against it alone and data parallelism (bench/bench_multiplex.sh)"
   SURGE_TRAIN=./surge-train MPIEXEC="$mpiexec" SURGE_BUILD=. sh "$src/bench/bench_multiplex.sh"
+fi
+if want cluster && [ -f "$src/bench/bench_cluster.sh" ]; then
+  echo "== the emulated cluster: links per rate, burst planner fidelity and multiplexing on 2 nodes x 2 ranks (bench/bench_cluster.sh)"
+  SURGE_TRAIN=./surge-train MPIEXEC="$mpiexec" SURGE_BUILD=. sh "$src/bench/bench_cluster.sh"
+fi
+if want sim && [ -f "$src/bench/bench_sim.sh" ]; then
+  echo "== surge-sim against real runs: burst plans and backgrounds on 2 ranks (bench/bench_sim.sh)"
+  SURGE_TRAIN=./surge-train MPIEXEC="$mpiexec" SURGE_BUILD=. sh "$src/bench/bench_sim.sh"
+fi
+if want 3d && [ -f "$src/bench/bench_3d.sh" ]; then
+  echo "== 3D parallelism: bubble against theory, activation memory 1F1B against GPipe, throughput against data parallelism (bench/bench_3d.sh)"
+  SURGE_TRAIN=./surge-train MPIEXEC="$mpiexec" sh "$src/bench/bench_3d.sh"
 fi
 if want checkpoint && [ -x bench/bench_checkpoint ]; then
   echo "== checkpoint write/read against plain sequential I/O, 2 ranks (bench/bench_checkpoint)"

@@ -16,3 +16,19 @@ TESTS += tests/test_restart.sh
 # Hardening (issue 17): a run's data never replaced, outputs locked and checked at the start.
 dist_check_SCRIPTS += tests/test_hardening.sh
 TESTS += tests/test_hardening.sh
+# The emulated cluster (tools/cluster-local-*.sh, doc/cluster.md): skipped without root and namespaces.
+check_PROGRAMS += tests/p2p_bw
+tests_p2p_bw_SOURCES = tests/p2p_bw.c
+tests_p2p_bw_LDADD = $(SURGE_LIBS)
+EXTRA_DIST += tools/cluster-local-up.sh tools/cluster-local-down.sh tools/cluster-local-exec.sh tools/slurm-local-lib.sh
+EXTRA_DIST += tests/cluster.sh
+dist_check_SCRIPTS += tests/test_cluster.sh
+TESTS += tests/test_cluster.sh
+check_PROGRAMS += tests/test_net_fit
+tests_test_net_fit_SOURCES = tests/test_net_fit.c
+tests_test_net_fit_LDADD = $(SURGE_LIBS)
+TESTS += tests/test_net_fit
+dist_check_SCRIPTS += tests/test_cluster_slurm.sh
+TESTS += tests/test_cluster_slurm.sh
+dist_check_SCRIPTS += tests/test_accuracy.sh tests/test_dp_ranks.sh
+TESTS += tests/test_accuracy.sh tests/test_dp_ranks.sh

@@ -1,6 +1,7 @@
 # TAP helpers for shell tests (sourced). Each check prints one "ok"/"not ok" line.
 #   tap_ok COND_EXIT_STATUS "description"     tap_done (prints the plan, exits 1 if any failed)
-#   tap_pass_through LABEL NP PROGRAM ARGS...  (a TAP program under mpiexec; its results become ours)
+#   tap_pass_through LABEL NP PROGRAM ARGS...  (a TAP program under mpiexec; its results become ours;
+#                                               at most $tap_timeout seconds, default 60)
 #   tap_wait_until SECONDS COMMAND ARGS...     (poll until COMMAND succeeds; 1 on timeout)
 #   h5vals FILE DATASET, h5attr FILE OBJECT/ATTRIBUTE  (values read back with h5dump)
 tap_n=0
@@ -29,7 +30,7 @@ trap 'rm -rf "$tap_tmp"' EXIT
 # as its plan. Its stdout stays in $tap_tmp/pass_through.txt until the next call.
 tap_pass_through() {
   pt_label=$1; pt_np=$2; shift 2
-  timeout 60 "$mpiexec" -n "$pt_np" "$@" >"$tap_tmp/pass_through.txt" 2>"$tap_tmp/pass_through.err"
+  timeout "${tap_timeout:-60}" "$mpiexec" -n "$pt_np" "$@" >"$tap_tmp/pass_through.txt" 2>"$tap_tmp/pass_through.err"
   pt_rc=$?
   pt_results=0
   while IFS= read -r pt_line; do

@@ -11,16 +11,19 @@
 #include <string.h>
 
 #include "backend/backend.h"
+#include "backend/cpu_ops.h" /* cpu_conv_direct_blocks: which conv path a case takes */
 #include "core/error.h"
 #include "core/rng.h"
 #include "tap.h"
 
 #define AGREE_TOL 1e-5
+#define LONG_SUM_TOL 1e-6 /* sums over a long batch of same-sign terms (test_long_sums) */
 #define ACCUM_CONST 0.25f
 
 static const backend_t *const backends[2] = {&backend_cpu, &backend_ref}; /* [0] fast, [1] truth */
 static rng_t rng;
 static double worst_agreement; /* largest cpu-vs-ref relative difference seen */
+static double agree_tol = AGREE_TOL; /* the tolerance compare_backends applies */
 
 /* ---- buffers */
 
@@ -113,7 +116,7 @@ static void check_accumulates(const op_case_t *c, const backend_t *be) {
     if (c->out[i].mode != OUT_ACCUM) continue;
     for (size_t j = 0; j < c->out[i].len; j++) on_zero[i][j] += ACCUM_CONST;
     double e = rel_diff(on_const[i], on_zero[i], c->out[i].len);
-    tap_ok(e <= AGREE_TOL, "%s: %s %s accumulates (rel %.1e)", c->label, be->name, c->out[i].name, e);
+    tap_ok(e <= agree_tol, "%s: %s %s accumulates (rel %.1e)", c->label, be->name, c->out[i].name, e);
   }
   for (int i = 0; i < c->nout; i++) {
     free(on_zero[i]);
@@ -144,14 +147,14 @@ static void compare_backends(const op_case_t *c) {
     }
     double e = rel_diff(out[0][i], out[1][i], o->len);
     if (!(e <= worst_agreement)) worst_agreement = e;
-    tap_ok(e <= AGREE_TOL, "%s: %s rel %.1e", c->label, o->name, e);
+    tap_ok(e <= agree_tol, "%s: %s rel %.1e <= %.0e", c->label, o->name, e, agree_tol);
   }
   if (c->scalar == SCALAR_EXACT)
     tap_ok(scalar[0] == scalar[1], "%s: result %.17g == %.17g", c->label, scalar[0], scalar[1]);
   if (c->scalar == SCALAR_CLOSE) {
     double e = fabs(scalar[0] - scalar[1]) / fmax(fabs(scalar[1]), 1e-30);
     if (!(e <= worst_agreement)) worst_agreement = e;
-    tap_ok(e <= AGREE_TOL, "%s: result %.9g vs %.9g rel %.1e", c->label, scalar[0], scalar[1], e);
+    tap_ok(e <= agree_tol, "%s: result %.9g vs %.9g rel %.1e", c->label, scalar[0], scalar[1], e);
   }
   if (has_accum)
     for (int k = 0; k < 2; k++) check_accumulates(c, backends[k]);
@@ -449,33 +452,116 @@ static void test_maxpool(int P, int H, int W, int k, int s, int relu_input) {
   free(argmax);
 }
 
+/* ---- convolution over a batch */
+
+typedef struct convb_ctx {
+  conv_shape_t s;
+  int B, relu, want_dx, want_dw, want_db;
+  size_t ws_n;
+  const float *x, *w, *bias, *dy;
+} convb_ctx_t;
+
+static double run_conv_fwd(const backend_t *be, const void *ctx, float **out) {
+  const convb_ctx_t *q = ctx;
+  float *ws = xmalloc(q->ws_n * sizeof *ws);
+  be->conv_fwd(&q->s, q->B, q->x, q->w, q->bias, q->relu, out[0], ws, q->ws_n);
+  free(ws);
+  return 0.0;
+}
+/* Outputs in the order dx, dw, db, leaving out those not wanted. */
+static double run_conv_bwd(const backend_t *be, const void *ctx, float **out) {
+  const convb_ctx_t *q = ctx;
+  float *ws = xmalloc(q->ws_n * sizeof *ws);
+  int k = 0;
+  float *dx = q->want_dx ? out[k++] : NULL, *dw = q->want_dw ? out[k++] : NULL, *db = q->want_db ? out[k++] : NULL;
+  be->conv_bwd(&q->s, q->B, q->x, q->w, q->dy, dx, dw, db, ws, q->ws_n);
+  free(ws);
+  return 0.0;
+}
+
+/* conv_fwd and conv_bwd on B samples; `tight`: a workspace for exactly one sample per block, else
+ * the default (several samples per block where the output is small). */
+static void test_conv_batch(int B, int C, int H, int W, int O, int k, int stride, int pad, int bias, int relu,
+                            int tight) {
+  conv_shape_t s = conv_shape_make(C, H, W, O, k, k, stride, pad);
+  size_t nx = (size_t)B * C * H * W, ny = (size_t)B * O * s.OH * s.OW, nw = (size_t)O * C * k * k;
+  float *x = buf_uniform(nx, -1, 1), *w = buf_uniform(nw, -1, 1), *b = buf_uniform((size_t)O, -1, 1);
+  float *dy = buf_uniform(ny, -1, 1);
+  size_t ws_n = conv_workspace_floats(&s);
+  // tight: the least that holds one sample on the lowered path (too little for the direct one)
+  while (tight && cpu_conv_lowered_blocks(&s, ws_n - 1) >= 1) ws_n--;
+  convb_ctx_t q = {s, B, relu, 1, 1, bias, ws_n, x, w, bias ? b : NULL, dy};
+  char label[128];
+  int direct = cpu_conv_direct_blocks(&s, ws_n); /* the cpu backend's path for this shape */
+  snprintf(label, sizeof label, "conv B=%d C=%d %dx%d O=%d k=%d s=%d p=%d%s%s, %s, %d per block", B, C, H, W, O,
+           k, stride, pad, bias ? " bias" : "", relu ? " relu" : "", direct ? "direct" : "lowered",
+           direct ? direct : cpu_conv_lowered_blocks(&s, ws_n));
+  compare_backends(&(op_case_t){label, run_conv_fwd, &q, 1, {{"y", ny, OUT_WRITE, 0, NULL}}, 0});
+  op_case_t bwd = {label, run_conv_bwd, &q, 0, {{0}}, 0};
+  bwd.out[bwd.nout++] = (out_spec_t){"dx", nx, OUT_ACCUM, 0, NULL};
+  bwd.out[bwd.nout++] = (out_spec_t){"dw", nw, OUT_ACCUM, 0, NULL};
+  if (bias) bwd.out[bwd.nout++] = (out_spec_t){"db", (size_t)O, OUT_ACCUM, 0, NULL};
+  compare_backends(&bwd);
+  // the weight gradient alone (no dx, no db), and dx alone
+  q.want_dx = 0, q.want_db = 0;
+  compare_backends(&(op_case_t){label, run_conv_bwd, &q, 1, {{"dw only", nw, OUT_ACCUM, 0, NULL}}, 0});
+  q.want_dx = 1, q.want_dw = 0;
+  compare_backends(&(op_case_t){label, run_conv_bwd, &q, 1, {{"dx only", nx, OUT_ACCUM, 0, NULL}}, 0});
+  free(x), free(w), free(b), free(dy);
+}
+
+typedef struct rows_ctx {
+  int M, N, K, lda, ldb, ldc;
+  const float *A, *B;
+} rows_ctx_t;
+
+static double run_gemm_tn_rows(const backend_t *be, const void *ctx, float **out) {
+  const rows_ctx_t *r = ctx;
+  be->gemm_tn_rows(r->M, r->N, r->K, r->A, r->lda, r->B, r->ldb, out[0], r->ldc);
+  return 0.0;
+}
+
+/* C (M,N) += A^T B over K rows, leading dims `extra` wider than needed, entries in [lo, hi). */
+static void test_gemm_tn_rows_range(int M, int N, int K, int extra, float lo, float hi) {
+  rows_ctx_t r = {M, N, K, M + extra, N + extra, N + extra, NULL, NULL};
+  float *A = buf_uniform((size_t)K * r.lda, lo, hi), *B = buf_uniform((size_t)K * r.ldb, lo, hi);
+  r.A = A, r.B = B;
+  char label[80];
+  snprintf(label, sizeof label, "gemm_tn_rows M=%d N=%d K=%d ld+%d in [%g,%g)", M, N, K, extra, lo, hi);
+  compare_backends(&(op_case_t){label, run_gemm_tn_rows, &r, 1, {{"C", (size_t)M * r.ldc, OUT_ACCUM, 0, NULL}}, 0});
+  free(A), free(B);
+}
+
+static void test_gemm_tn_rows(int M, int N, int K, int extra) { test_gemm_tn_rows_range(M, N, K, extra, -1, 1); }
+
 /* ---- layer norm, embedding, causal softmax, cross-entropy */
 
 typedef struct seq_ctx {
   int rows, C, B, T, V;
+  int lo, positions; /* embedding: the shard's first id; whether wpe takes part */
   float eps, scale;
-  const float *x, *w, *b, *mean, *rstd, *dy, *ids;
+  const float *x, *w, *b, *stats, *dy, *ids;
 } seq_ctx_t;
 
 static double run_layernorm_fwd(const backend_t *be, const void *ctx, float **out) {
   const seq_ctx_t *q = ctx;
-  be->layernorm_fwd(q->rows, q->C, q->x, q->w, q->b, q->eps, out[0], out[1], out[2]);
+  be->layernorm_fwd(q->B, q->rows, q->C, q->x, q->w, q->b, q->eps, out[0], out[1]);
   return 0.0;
 }
 static double run_layernorm_bwd(const backend_t *be, const void *ctx, float **out) {
   const seq_ctx_t *q = ctx;
-  be->layernorm_bwd(q->rows, q->C, q->x, q->w, q->mean, q->rstd, q->dy, out[0], out[1], out[2]);
+  be->layernorm_bwd(q->B, q->rows, q->C, q->x, q->w, q->stats, q->dy, out[0], out[1], out[2]);
   return 0.0;
 }
-/* Embedding: x is wte (V,C), w is wpe (T,C). */
+/* Embedding: x is wte (V,C) holding ids [lo, lo+V), w is wpe (T,C) when positions. */
 static double run_embed_fwd(const backend_t *be, const void *ctx, float **out) {
   const seq_ctx_t *q = ctx;
-  be->embed_fwd(q->B, q->T, q->C, q->ids, q->x, q->w, out[0]);
+  be->embed_fwd(q->B, q->T, q->C, q->ids, q->lo, q->V, q->x, q->positions ? q->w : NULL, out[0]);
   return 0.0;
 }
 static double run_embed_bwd(const backend_t *be, const void *ctx, float **out) {
   const seq_ctx_t *q = ctx;
-  be->embed_bwd(q->B, q->T, q->C, q->ids, q->dy, out[0], out[1]);
+  be->embed_bwd(q->B, q->T, q->C, q->ids, q->lo, q->V, q->dy, out[0], q->positions ? out[1] : NULL);
   return 0.0;
 }
 /* Causal softmax: rows = BH blocks of (T,T); x is s (fwd) or p (bwd). */
@@ -505,40 +591,61 @@ static double run_count_correct(const backend_t *be, const void *ctx, float **ou
   return (double)be->count_correct(q->rows, q->V, q->x, q->ids);
 }
 
-static void test_layernorm(int rows, int C) {
-  size_t n = (size_t)rows * C;
+/* N samples of (rows, C). */
+static void test_layernorm(int N, int rows, int C) {
+  size_t n = (size_t)N * rows * C, ns = (size_t)N * 2 * rows;
   float *x = buf_uniform(n, 2, 5), *w = buf_uniform((size_t)C, 0.5f, 1.5f), *b = buf_uniform((size_t)C, -1, 1);
-  float *dy = buf_uniform(n, -1, 1), *y = xmalloc(n * sizeof *y);
-  float *mean = xmalloc((size_t)rows * sizeof *mean), *rstd = xmalloc((size_t)rows * sizeof *rstd);
+  float *dy = buf_uniform(n, -1, 1), *y = xmalloc(n * sizeof *y), *stats = xmalloc(ns * sizeof *stats);
   char label[64];
-  snprintf(label, sizeof label, "layernorm rows=%d C=%d", rows, C);
-  seq_ctx_t q = {.rows = rows, .C = C, .eps = 1e-5f, .x = x, .w = w, .b = b, .dy = dy};
-  compare_backends(&(op_case_t){label, run_layernorm_fwd, &q, 3,
-                                {{"y", n, OUT_WRITE, 0, NULL},
-                                 {"mean", (size_t)rows, OUT_WRITE, 0, NULL},
-                                 {"rstd", (size_t)rows, OUT_WRITE, 0, NULL}}, 0});
-  backend_ref.layernorm_fwd(rows, C, x, w, b, q.eps, y, mean, rstd);
-  q.mean = mean;
-  q.rstd = rstd;
+  snprintf(label, sizeof label, "layernorm N=%d rows=%d C=%d", N, rows, C);
+  seq_ctx_t q = {.B = N, .rows = rows, .C = C, .eps = 1e-5f, .x = x, .w = w, .b = b, .dy = dy};
+  compare_backends(&(op_case_t){label, run_layernorm_fwd, &q, 2,
+                                {{"y", n, OUT_WRITE, 0, NULL}, {"stats", ns, OUT_WRITE, 0, NULL}}, 0});
+  backend_ref.layernorm_fwd(N, rows, C, x, w, b, q.eps, y, stats);
+  q.stats = stats;
   compare_backends(&(op_case_t){label, run_layernorm_bwd, &q, 3,
                                 {{"dx", n, OUT_ACCUM, 0, NULL},
                                  {"dw", (size_t)C, OUT_ACCUM, 0, NULL},
                                  {"db", (size_t)C, OUT_ACCUM, 0, NULL}}, 0});
-  free(x), free(w), free(b), free(dy), free(y), free(mean), free(rstd);
+  free(x), free(w), free(b), free(dy), free(y), free(stats);
 }
 
-static void test_embed(int B, int T, int C, int V) {
+/* A table of the ids [lo, lo+V) of a vocabulary of vocab ids (the whole table: lo = 0, V = vocab),
+ * with or without the position term. */
+static void test_embed(int B, int T, int C, int vocab, int lo, int V, int positions) {
   size_t ny = (size_t)B * T * C;
-  float *ids = buf_ids((size_t)B * T, V), *wte = buf_uniform((size_t)V * C, -1, 1);
+  float *ids = buf_ids((size_t)B * T, vocab), *wte = buf_uniform((size_t)V * C, -1, 1);
   float *wpe = buf_uniform((size_t)T * C, -1, 1), *dy = buf_uniform(ny, -1, 1);
-  char label[64];
-  snprintf(label, sizeof label, "embed B=%d T=%d C=%d V=%d", B, T, C, V);
-  seq_ctx_t q = {.B = B, .T = T, .C = C, .V = V, .x = wte, .w = wpe, .dy = dy, .ids = ids};
+  char label[96];
+  snprintf(label, sizeof label, "embed B=%d T=%d C=%d ids [%d,%d) of %d%s", B, T, C, lo, lo + V, vocab,
+           positions ? "" : ", no positions");
+  seq_ctx_t q = {.B = B, .T = T, .C = C, .V = V, .lo = lo, .positions = positions, .x = wte, .w = wpe, .dy = dy,
+                 .ids = ids};
   compare_backends(&(op_case_t){label, run_embed_fwd, &q, 1, {{"y", ny, OUT_WRITE, 0, NULL}}, 0});
-  compare_backends(&(op_case_t){label, run_embed_bwd, &q, 2,
+  compare_backends(&(op_case_t){label, run_embed_bwd, &q, positions ? 2 : 1,
                                 {{"dwte", (size_t)V * C, OUT_ACCUM, 0, NULL},
                                  {"dwpe", (size_t)T * C, OUT_ACCUM, 0, NULL}}, 0});
   free(ids), free(wte), free(wpe), free(dy);
+}
+
+/* Shards of a table add up to the whole lookup: the shards [0,k) with positions and [k,vocab)
+ * without give, summed, the whole table's output, on both backends. */
+static void test_embed_shards_sum(int B, int T, int C, int vocab, int k) {
+  size_t ny = (size_t)B * T * C;
+  float *ids = buf_ids((size_t)B * T, vocab), *wte = buf_uniform((size_t)vocab * C, -1, 1);
+  float *wpe = buf_uniform((size_t)T * C, -1, 1), *whole = xmalloc(ny * sizeof *whole);
+  float *a = xmalloc(ny * sizeof *a), *b = xmalloc(ny * sizeof *b);
+  for (int i = 0; i < 2; i++) {
+    const backend_t *be = backends[i];
+    be->embed_fwd(B, T, C, ids, 0, vocab, wte, wpe, whole);
+    be->embed_fwd(B, T, C, ids, 0, k, wte, wpe, a);
+    be->embed_fwd(B, T, C, ids, k, vocab - k, wte + (size_t)k * C, NULL, b);
+    for (size_t j = 0; j < ny; j++) a[j] += b[j];
+    double e = rel_diff(a, whole, ny);
+    tap_ok(e <= AGREE_TOL, "%s: embedding shards [0,%d) + [%d,%d) = the whole table (rel %.1e)", be->name, k, k,
+           vocab, e);
+  }
+  free(ids), free(wte), free(wpe), free(whole), free(a), free(b);
 }
 
 static void test_causal_softmax(int BH, int T) {
@@ -569,6 +676,90 @@ static void test_xent(int rows, int V, float offset, float spread) {
   for (size_t i = 0; i < n; i++) logits[i] = floorf((logits[i] - offset + spread) / (2.0f * spread) * 4.0f);
   compare_backends(&(op_case_t){label, run_count_correct, &q, 0, {{0}}, SCALAR_EXACT});
   free(logits), free(targets);
+}
+
+/* ---- vocabulary-parallel cross-entropy */
+
+/* x is a shard's logits (rows, V) of columns [lo, lo+V), ids the targets, w the row maxima, b the
+ * sums of exponentials, scale the grad_scale. */
+static double run_row_max(const backend_t *be, const void *ctx, float **out) {
+  const seq_ctx_t *q = ctx;
+  be->row_max(q->rows, q->V, q->x, out[0]);
+  return 0.0;
+}
+static double run_xent_shard_stats(const backend_t *be, const void *ctx, float **out) {
+  const seq_ctx_t *q = ctx;
+  be->xent_shard_stats(q->rows, q->V, q->lo, q->x, q->ids, q->w, out[0], out[1]);
+  return 0.0;
+}
+static double run_xent_shard_bwd(const backend_t *be, const void *ctx, float **out) {
+  const seq_ctx_t *q = ctx;
+  be->xent_shard_bwd(q->rows, q->V, q->lo, q->x, q->ids, q->w, q->b, q->scale, out[0]);
+  return 0.0;
+}
+static double run_row_first_index(const backend_t *be, const void *ctx, float **out) {
+  const seq_ctx_t *q = ctx;
+  be->row_first_index(q->rows, q->V, q->lo, q->x, q->w, out[0]);
+  return 0.0;
+}
+
+/* The shards [lo_k, lo_k+V_k) of a vocabulary, combined as the tensor-parallel code combines them
+ * (max, then sums, then the first index of the max), reproduce xent_fwd_bwd and count_correct of
+ * the whole rows, on both backends; each shard op agrees between the backends. */
+static void test_xent_shards(int rows, int vocab, int nshards, float spread) {
+  size_t n = (size_t)rows * vocab;
+  float *logits = buf_uniform(n, -spread, spread), *targets = buf_ids((size_t)rows, vocab);
+  for (int r = 0; r < rows; r += 3) logits[(size_t)r * vocab + (r % vocab)] = logits[(size_t)r * vocab + vocab - 1];
+  float *whole = xmalloc(n * sizeof *whole), *parts = xmalloc(n * sizeof *parts);
+  float *mx = xmalloc((size_t)rows * sizeof *mx), *sum = xmalloc((size_t)rows * sizeof *sum);
+  float *tgt = xmalloc((size_t)rows * sizeof *tgt), *first = xmalloc((size_t)rows * sizeof *first);
+  float *shard = xmalloc(n * sizeof *shard), *a = xmalloc(n * sizeof *a), *b = xmalloc(n * sizeof *b);
+  char label[96];
+  for (int i = 0; i < 2; i++) {
+    const backend_t *be = backends[i];
+    double want = be->xent_fwd_bwd(rows, vocab, logits, targets, 0.5f, whole);
+    long correct = be->count_correct(rows, vocab, logits, targets);
+    for (int r = 0; r < rows; r++) mx[r] = -INFINITY, sum[r] = tgt[r] = 0.0f, first[r] = 3e38f;
+    for (int pass = 0; pass < 3; pass++)
+      for (int k = 0; k < nshards; k++) {
+        int lo = vocab * k / nshards, V = vocab * (k + 1) / nshards - lo;
+        for (int r = 0; r < rows; r++) memcpy(shard + (size_t)r * V, logits + (size_t)r * vocab + lo, V * sizeof(float));
+        if (pass == 0) {
+          be->row_max(rows, V, shard, a);
+          for (int r = 0; r < rows; r++) mx[r] = fmaxf(mx[r], a[r]);
+        } else if (pass == 1) {
+          be->xent_shard_stats(rows, V, lo, shard, targets, mx, a, b);
+          be->row_first_index(rows, V, lo, shard, mx, a + rows);
+          for (int r = 0; r < rows; r++) sum[r] += a[r], tgt[r] += b[r], first[r] = fminf(first[r], a[rows + r]);
+        } else {
+          be->xent_shard_bwd(rows, V, lo, shard, targets, mx, sum, 0.5f, a);
+          for (int r = 0; r < rows; r++) memcpy(parts + (size_t)r * vocab + lo, a + (size_t)r * V, V * sizeof(float));
+        }
+      }
+    double loss = 0.0;
+    long hits = 0;
+    for (int r = 0; r < rows; r++) {
+      loss += (double)mx[r] + log((double)sum[r]) - (double)tgt[r];
+      hits += first[r] == targets[r];
+    }
+    double e = rel_diff(parts, whole, n);
+    tap_ok(fabs(loss - want) <= 1e-5 * fabs(want) && e <= AGREE_TOL && hits == correct,
+           "%s: %d vocabulary shards of %d rows x %d = the whole: loss %.7g vs %.7g, dlogits rel %.1e, correct %ld "
+           "vs %ld", be->name, nshards, rows, vocab, loss, want, e, hits, correct);
+  }
+  int lo = vocab / 3, V = vocab / 2;
+  for (int r = 0; r < rows; r++) memcpy(shard + (size_t)r * V, logits + (size_t)r * vocab + lo, V * sizeof(float));
+  snprintf(label, sizeof label, "xent shard rows=%d columns [%d,%d) of %d", rows, lo, lo + V, vocab);
+  seq_ctx_t q = {.rows = rows, .V = V, .lo = lo, .scale = 0.25f, .x = shard, .ids = targets, .w = mx, .b = sum};
+  compare_backends(&(op_case_t){label, run_row_max, &q, 1, {{"mx", (size_t)rows, OUT_WRITE, 1, NULL}}, 0});
+  compare_backends(&(op_case_t){label, run_xent_shard_stats, &q, 2,
+                                {{"sumexp", (size_t)rows, OUT_WRITE, 0, NULL}, {"tgt", (size_t)rows, OUT_WRITE, 1, NULL}},
+                                0});
+  compare_backends(&(op_case_t){label, run_xent_shard_bwd, &q, 1, {{"dlogits", (size_t)rows * V, OUT_WRITE, 0, NULL}},
+                                0});
+  compare_backends(&(op_case_t){label, run_row_first_index, &q, 1, {{"first", (size_t)rows, OUT_WRITE, 1, NULL}}, 0});
+  free(logits), free(targets), free(whole), free(parts), free(mx), free(sum), free(tgt), free(first);
+  free(shard), free(a), free(b);
 }
 
 /* ---- optimizers */
@@ -615,6 +806,63 @@ static void test_adamw(size_t n, int t, float wd) {
   compare_backends(&(op_case_t){label, run_adamw, &o, 3,
                                 {{"p", n, OUT_INOUT, 0, p}, {"m", n, OUT_INOUT, 0, m}, {"v", n, OUT_INOUT, 0, v}}, 0});
   free(p), free(g), free(m), free(v);
+}
+
+/* ---- sums over a long batch: every term of the same sign, so a float sum that runs along the
+ * batch would drift by about (terms x 6e-8); blocked sums added in double stay near 1e-7. */
+
+static void test_long_sums(void) {
+  agree_tol = LONG_SUM_TOL;
+  // conv weight and bias gradients over 8192 samples x 196 positions (one GEMM per sample adding
+  // into dw, as before, drifts to 1.4e-6; one float GEMM over the 60000 rows below to 4.6e-6)
+  {
+    conv_shape_t s = conv_shape_make(1, 14, 14, 2, 3, 3, 1, 1);
+    int B = 8192;
+    size_t nx = (size_t)B * 196, ny = (size_t)B * 2 * 196;
+    float *x = buf_uniform(nx, 0.5f, 1.5f), *w = buf_uniform(18, -1, 1), *dy = buf_uniform(ny, 0.5f, 1.5f);
+    convb_ctx_t q = {s, B, 0, 0, 1, 1, conv_workspace_floats(&s), x, w, NULL, dy};
+    compare_backends(&(op_case_t){"long sums: conv_bwd B=8192 14x14", run_conv_bwd, &q, 2,
+                                  {{"dw", 18, OUT_ACCUM, 0, NULL}, {"db", 2, OUT_ACCUM, 0, NULL}}, 0});
+    free(x), free(w), free(dy);
+  }
+  // a linear layer's weight gradient over 60000 rows
+  test_gemm_tn_rows_range(3, 4, 60000, 0, 0.5f, 1.5f);
+  // layer norm weight and bias gradients over 8192 x 8 rows
+  {
+    int N = 8192, rows = 8, C = 4;
+    size_t n = (size_t)N * rows * C, ns = (size_t)N * 2 * rows;
+    float *x = buf_uniform(n, 0, 1), *w = buf_uniform((size_t)C, 0.5f, 1.5f), *b = buf_uniform((size_t)C, 0, 1);
+    float *dy = buf_uniform(n, 0.5f, 1.5f), *y = xmalloc(n * sizeof *y), *stats = xmalloc(ns * sizeof *stats);
+    backend_ref.layernorm_fwd(N, rows, C, x, w, b, 1e-5f, y, stats);
+    seq_ctx_t q = {.B = N, .rows = rows, .C = C, .x = x, .w = w, .stats = stats, .dy = dy};
+    compare_backends(&(op_case_t){"long sums: layernorm_bwd 65536 rows", run_layernorm_bwd, &q, 3,
+                                  {{"dx", n, OUT_ACCUM, 0, NULL}, {"dw", (size_t)C, OUT_ACCUM, 0, NULL},
+                                   {"db", (size_t)C, OUT_ACCUM, 0, NULL}}, 0});
+    free(x), free(w), free(b), free(dy), free(y), free(stats);
+  }
+  // embedding gradients: 3 tokens used about 10000 times each, positions summed over 15000 sequences
+  {
+    int B = 15000, T = 2, C = 4, V = 3;
+    float *ids = buf_ids((size_t)B * T, V), *dy = buf_uniform((size_t)B * T * C, 0.5f, 1.5f);
+    seq_ctx_t q = {.B = B, .T = T, .C = C, .V = V, .positions = 1, .dy = dy, .ids = ids};
+    compare_backends(&(op_case_t){"long sums: embed_bwd B=15000", run_embed_bwd, &q, 2,
+                                  {{"dwte", (size_t)V * C, OUT_ACCUM, 0, NULL},
+                                   {"dwpe", (size_t)T * C, OUT_ACCUM, 0, NULL}}, 0});
+    free(ids), free(dy);
+  }
+  // bias gradients over 200000 rows and over 1000 samples of 784 positions
+  {
+    float *dy = buf_uniform(200000 * 3, 0.5f, 1.5f);
+    vec_ctx_t v = {.rows = 200000, .cols = 3, .N = 1000, .C = 2, .HW = 784, .x = dy};
+    compare_backends(&(op_case_t){"long sums: bias_grad_rows 200000 rows", run_bias_grad_rows, &v, 1,
+                                  {{"db", 3, OUT_ACCUM, 0, NULL}}, 0});
+    float *dp = buf_uniform((size_t)1000 * 2 * 784, 0.5f, 1.5f);
+    v.x = dp;
+    compare_backends(&(op_case_t){"long sums: bias_grad_planes 1000 x 784", run_bias_grad_planes, &v, 1,
+                                  {{"db", 2, OUT_ACCUM, 0, NULL}}, 0});
+    free(dy), free(dp);
+  }
+  agree_tol = AGREE_TOL;
 }
 
 /* ---- hand-computed values, on both backends */
@@ -691,8 +939,9 @@ static void test_by_hand(const backend_t *be) {
   tap_ok(all_near(padcol, (float[]){0, 0, 0, 0, 1, 2, 0, 4, 5}, 9, 0) &&
              all_near(padcol + 4 * 9, img, 9, 0), "%s: im2col pad 1: corner row and centre row", nm);
 
-  float ln[4] = {1, 2, 3, 4}, w1[4] = {1, 1, 1, 1}, b0[4] = {0}, lny[4], mean, rstd;
-  be->layernorm_fwd(1, 4, ln, w1, b0, 1e-5f, lny, &mean, &rstd);
+  float ln[4] = {1, 2, 3, 4}, w1[4] = {1, 1, 1, 1}, b0[4] = {0}, lny[4], st[2];
+  be->layernorm_fwd(1, 1, 4, ln, w1, b0, 1e-5f, lny, st);
+  const float mean = st[0], rstd = st[1];
   double rs = 1.0 / sqrt(1.25 + 1e-5);
   tap_ok(near(mean, 2.5, 1e-6) && near(rstd, rs, 1e-6) && near(lny[0], -1.5 * rs, 1e-6),
          "%s: layernorm [1,2,3,4]: mean 2.5, rstd %.6f, y0 %.6f", nm, rstd, lny[0]);
@@ -770,16 +1019,36 @@ int main(void) {
                           {2, 7, 6, 3, 1, 2, 1}, {2, 4, 4, 3, 3, 2, 0}};
   for (size_t i = 0; i < sizeof convs / sizeof convs[0]; i++)
     test_conv_lowering(convs[i][0], convs[i][1], convs[i][2], convs[i][3], convs[i][4], convs[i][5], convs[i][6]);
+  // conv over a batch: odd sizes, strides, padding, 1x1, blocks of one and of several samples
+  for (int tight = 0; tight < 2; tight++) {
+    test_conv_batch(5, 3, 7, 7, 4, 3, 1, 1, 1, 0, tight);
+    test_conv_batch(3, 2, 8, 9, 3, 3, 2, 1, 1, 1, tight);
+    test_conv_batch(4, 4, 6, 5, 2, 1, 1, 0, 1, 0, tight);
+    test_conv_batch(3, 3, 7, 7, 5, 1, 2, 0, 0, 0, tight);
+    test_conv_batch(2, 2, 5, 5, 3, 5, 1, 2, 1, 1, tight);
+    test_conv_batch(1, 1, 4, 4, 2, 3, 1, 0, 0, 1, tight);
+  }
+  test_conv_batch(50, 2, 5, 5, 3, 3, 1, 1, 1, 1, 0); /* blocks of 20, 20 and 10 samples */
+  // the direct path's remainders: channels past a tile of 8 (12 out, 10 in), positions past a tile
+  // of 48 (9x11), taps past a group of 6 (27), rows past a group of 4 (6), a partial last block
+  test_conv_batch(7, 10, 9, 11, 12, 3, 1, 1, 1, 1, 0);
+  test_conv_batch(9, 3, 28, 28, 6, 3, 1, 1, 1, 0, 0);
+  test_gemm_tn_rows(5, 7, 3, 0);
+  test_gemm_tn_rows(17, 9, 1300, 3); /* several row blocks */
   test_maxpool(3, 8, 8, 2, 2, 0);
   test_maxpool(2, 9, 7, 3, 2, 0);
   test_maxpool(2, 6, 6, 2, 1, 0);
   test_maxpool(4, 8, 8, 2, 2, 1);
   test_maxpool(2, 9, 9, 3, 2, 1);
 
-  test_layernorm(5, 7);
-  test_layernorm(8, 64);
-  test_embed(2, 5, 8, 11);
-  test_embed(3, 4, 13, 3);
+  test_layernorm(1, 5, 7);
+  test_layernorm(3, 8, 64);
+  test_layernorm(7, 9, 33); /* more rows than one block of the gradient sums */
+  test_embed(2, 5, 8, 11, 0, 11, 1);
+  test_embed(3, 4, 13, 3, 0, 3, 1);
+  test_embed(3, 6, 8, 12, 4, 4, 0);
+  test_embed(2, 5, 9, 10, 5, 5, 1);
+  test_embed_shards_sum(3, 6, 8, 12, 5);
   test_causal_softmax(3, 1);
   test_causal_softmax(3, 5);
   test_causal_softmax(2, 17);
@@ -787,12 +1056,15 @@ int main(void) {
   test_xent(5, 1000, 0.0f, 5.0f);
   test_xent(4, 37, 1000.0f, 30.0f);
   test_xent(4, 37, -5000.0f, 80.0f);
+  test_xent_shards(7, 12, 3, 4.0f);
+  test_xent_shards(5, 256, 4, 8.0f);
 
   for (int first = 1; first >= 0; first--) {
     test_sgd(1001, 0.9f, 0, 0.0f, first);
     test_sgd(1001, 0.9f, 1, 1e-2f, first);
   }
   test_sgd(1001, 0.0f, 0, 1e-2f, 0);
+  test_long_sums();
   test_adamw(1001, 1, 0.0f);
   test_adamw(1001, 10, 1e-2f);
 

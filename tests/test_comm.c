@@ -226,6 +226,31 @@ static void check_doubles(comm_t *c) {
   free(maxes);
 }
 
+/* Element-wise max and min of floats (the tensor-parallel cross-entropy's row statistics). */
+static void check_float_max_min(comm_t *c) {
+  float r = (float)c->rank, s = (float)world_size;
+  float mx[3] = {r, -r, c->rank == c->size - 1 ? 3.5f : -1.0f}, mn[3] = {r, -r, c->rank == 0 ? -2.5f : 9.0f};
+  comm_allreduce_max(c, mx, 3, TRAFFIC_TP);
+  comm_allreduce_min(c, mn, 3, TRAFFIC_TP);
+  float *maxes = gather_to_root(mx, sizeof mx), *mins = gather_to_root(mn, sizeof mn);
+  int ok = 1;
+  for (int q = 0; world_rank == 0 && q < world_size; q++) {
+    const float *a = maxes + 3 * q, *b = mins + 3 * q;
+    ok &= a[0] == s - 1 && a[1] == 0 && a[2] == 3.5f && b[0] == 0 && b[1] == 1 - s && b[2] == -2.5f;
+  }
+  check(ok, "allreduce max and min of 3 floats, on every rank");
+  free(maxes);
+  free(mins);
+}
+
+/* Ranks on one machine share CLOCK_MONOTONIC: the measured offset to rank 0 is (about) 0. */
+static void check_clock_offset(comm_t *c) {
+  double off = comm_clock_offset(c, 5), worst = fabs(off);
+  comm_allreduce_max_double(c, &worst, 1, TRAFFIC_OTHER);
+  check(worst < 0.05 && (c->rank != 0 || off == 0),
+        "clock offset to rank 0 on one machine: at most %.2g s over the ranks (< 0.05), 0 on rank 0", worst);
+}
+
 static void check_bcast(comm_t *c) {
   enum { N = 1001 };
   unsigned char buf[N];
@@ -365,6 +390,8 @@ static void check_meters(void) {
   double *gathered = m.rank == 0 ? xmalloc(sizeof g * (size_t)m.size) : NULL;
   comm_gather_double(&m, g, 3, gathered, 0, TRAFFIC_OTHER);  // other: 24 on every rank
   comm_barrier(&m);                                          // other: 0 bytes
+  comm_allreduce_max(&m, f, 3, TRAFFIC_TP);                  // tp: 12
+  comm_allreduce_min(&m, f, 2, TRAFFIC_TP);                  // tp: 8
   size_t n_self = (size_t)m.rank + 1;                        // activation_grad: 4*(rank+1) sent
   float *self_out = xcalloc(n_self, sizeof(float)), *self_in = xmalloc(n_self * sizeof(float));
   comm_request_t req[2];
@@ -375,16 +402,18 @@ static void check_meters(void) {
   free(self_out);
   free(self_in);
 
-  const uint64_t want_bytes[TRAFFIC_COUNT] = {40, 40, 4 * n_self, 100, 24};
-  const uint64_t want_calls[TRAFFIC_COUNT] = {3, 2, 3, 1, 2};
+  const uint64_t want_bytes[TRAFFIC_COUNT] = {[TRAFFIC_DP] = 40, [TRAFFIC_ACT] = 40, [TRAFFIC_ACT_GRAD] = 4 * n_self,
+                                             [TRAFFIC_EMBED] = 100, [TRAFFIC_TP] = 20, [TRAFFIC_OTHER] = 24};
+  const uint64_t want_calls[TRAFFIC_COUNT] = {[TRAFFIC_DP] = 3, [TRAFFIC_ACT] = 2, [TRAFFIC_ACT_GRAD] = 3,
+                                             [TRAFFIC_EMBED] = 1, [TRAFFIC_TP] = 2, [TRAFFIC_OTHER] = 2};
   int bytes_ok = 1, calls_ok = 1, seconds_ok = 1;
   for (int t = 0; t < TRAFFIC_COUNT; t++) {
     bytes_ok &= m.meter.bytes[t] == want_bytes[t];
     calls_ok &= m.meter.calls[t] == want_calls[t];
     seconds_ok &= m.meter.seconds[t] >= 0 && m.meter.seconds[t] < 60;
   }
-  check(bytes_ok, "meter bytes: dp 40, activation 40, activation_grad 4*(rank+1), embedding 100, other 24");
-  check(calls_ok, "meter calls: dp 3, activation 2, activation_grad 3, embedding 1, other 2");
+  check(bytes_ok, "meter bytes: dp 40, activation 40, activation_grad 4*(rank+1), embedding 100, tp 20, other 24");
+  check(calls_ok, "meter calls: dp 3, activation 2, activation_grad 3, embedding 1, tp 2, other 2");
   check(seconds_ok, "meter seconds: each category in [0, 60)");
 
   comm_meter_t before = m.meter, total, aliased = m.meter;
@@ -436,7 +465,7 @@ static void provoke_failure(const char *mode) {
 }
 
 int main(int argc, char **argv) {
-  MPI_Init(&argc, &argv);
+  comm_init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
   MPI_Comm_size(MPI_COMM_WORLD, &world_size);
   if (argc == 3 && strcmp(argv[1], "--fail") == 0) {
@@ -451,10 +480,13 @@ int main(int argc, char **argv) {
   MPI_Comm_compare(w.mpi, MPI_COMM_WORLD, &compare);
   check(compare == MPI_CONGRUENT && w.rank == world_rank && w.size == world_size && w.bucket_bytes == 4 << 20,
         "comm_world: a duplicate of MPI_COMM_WORLD (same ranks), 4 MiB buckets");
-  const char *want_names[TRAFFIC_COUNT] = {"dp", "activation", "activation_grad", "embedding", "other"};
+  int one_node = w.nodes == 1;
+  for (int r = 0; r < w.size; r++) one_node &= w.node[r] == 0;
+  check(one_node, "comm_world: every rank on node 0 of 1 (one machine; tests/test_cluster.sh checks several)");
+  const char *want_names[TRAFFIC_COUNT] = {"dp", "activation", "activation_grad", "embedding", "tp", "other"};
   int names_ok = 1;
   for (int t = 0; t < TRAFFIC_COUNT; t++) names_ok &= strcmp(traffic_name((traffic_t)t), want_names[t]) == 0;
-  check(names_ok, "traffic_name: dp, activation, activation_grad, embedding, other");
+  check(names_ok, "traffic_name: dp, activation, activation_grad, embedding, tp, other");
 
   const size_t one_bucket = (4 << 20) / sizeof(float);
   check_allreduce_exact(&w, 0, 4 << 20, "default buckets");
@@ -468,6 +500,8 @@ int main(int argc, char **argv) {
   check_allreduce_rounding(&w);
   check_iallreduce(&w);
   check_doubles(&w);
+  check_float_max_min(&w);
+  check_clock_offset(&w);
   check_bcast(&w);
   check_gather(&w);
   check_ring(&w);

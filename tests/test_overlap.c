@@ -73,7 +73,7 @@ static float *run(int overlap, double *start_minus_end, int *buckets, int *local
 }
 
 int main(int argc, char **argv) {
-  MPI_Init(&argc, &argv);
+  comm_init(&argc, &argv);
   comm_world(&world);
   if (world.size != 2) {
     if (world.rank == 0) tap_skip_all("test_overlap runs on 2 ranks");

@@ -47,11 +47,11 @@ tap_ok $? "/plan/kind names the layer kinds"
 [ "$(h5attr "$log" /plan/job_ranks)" = 2 ] && [ "$(h5attr "$log" /plan/global_batch)" = $B ] &&
   [ "$(h5attr "$log" /plan/amplification_limit)" = inf ]
 tap_ok $? "/plan attributes: 2 ranks, global batch $B, no amplification limit"
-predicted=$(sed -n 's/^# predicted: iteration \([0-9.]*\) us.*/\1/p' "$tap_tmp/burst.plan")
+predicted=$(sed -n 's/^predicted_iteration_us //p' "$tap_tmp/burst.plan")
 got=$(h5attr "$log" /plan/predicted_iteration_us)
 awk -v a="$got" -v b="$predicted" 'BEGIN { exit !(b > 0 && a == b) }'
 tap_ok $? "/plan@predicted_iteration_us is the plan's prediction ($got = $predicted us)"
-h5dump -d /plan/text "$log" | grep -q 'relu1 1 1 20' && h5dump -d /plan/text "$log" | grep -q 'surge-burst-plan 1'
+h5dump -d /plan/text "$log" | grep -q 'relu1 1 1 20' && h5dump -d /plan/text "$log" | grep -q 'surge-burst-plan 2'
 tap_ok $? "/plan/text holds the plan file"
 
 "$report" "$log" >"$tap_tmp/burst.report" 2>&1

@@ -150,6 +150,16 @@ static void test_chain(void) {
   burst_plan_free(&pl);
   burst_plan_free(&dp);
 
+  /* the rest of a step: data 0.5 us a sample on a (the input's reader), loss 0.25 us a sample and
+   * 30 us a step on c (the output): data parallel (8 samples a rank) pays 4 + 2 + 30 more */
+  p.step = (burst_step_costs_t){.data_us_per_sample = 0.5, .loss_us_per_sample = 0.25, .step_us = 30};
+  burst_plan_data_parallel(&g, &p, &o, &dp);
+  tap_ok(NEAR(dp.iter_us, 285.04 + 36) && NEAR(dp.comp_us[1], 80 + 4) && NEAR(dp.comp_us[3], 80 + 2 + 30) &&
+             NEAR(dp.one_rank_us, 1380 + 32 + 16 + 30),
+         "step costs: data on the input's reader, loss and step on the output: %.6f us (285.04 + 36)", dp.iter_us);
+  burst_plan_free(&dp);
+  p.step = (burst_step_costs_t){0, 0, 0};
+
   /* A = 1 with b a real linear that scales (10b) and a, c too: layers with parameters pay sync for
    * n > 1, so n (comp + sync) > comp(1): only one rank; relus scale perfectly: n * 10 * 64/n = 640 */
   set_node(&p, &o, 2, 0, 10, 1);
@@ -231,6 +241,7 @@ static void test_branches(void) {
 /* Enumerate every rank count per node, and for a block of two branches each disjoint placement;
  * the least evaluated time within the limit must equal the search. */
 typedef struct brute {
+  bgraph_t bg;
   burst_ctx_t c;
   burst_plan_t pl;
   int *cand, C;
@@ -279,7 +290,8 @@ static double brute_force(const graph_t *g, const burst_profile_t *p, const burs
                           const int *br1, int n1) {
   brute_t b;
   memset(&b, 0, sizeof b);
-  burst_ctx_init(&b.c, g, p, o);
+  bgraph_from_graph(g, "", &b.bg);
+  burst_ctx_init(&b.c, &b.bg, p, o);
   burst_plan_alloc(&b.pl, g->n, o);
   b.cand = xmalloc((size_t)(o->ranks + 1) * sizeof *b.cand);
   b.C = burst_rank_counts(o, b.cand);
@@ -293,6 +305,7 @@ static double brute_force(const graph_t *g, const burst_profile_t *p, const burs
   free(b.cand);
   burst_plan_free(&b.pl);
   burst_ctx_free(&b.c);
+  bgraph_free(&b.bg);
   return b.best;
 }
 
@@ -398,21 +411,25 @@ static void test_branchy_and_pareto(void) {
   }
   tap_ok(ok, "branchy graph: limit and rank budget hold for A = 1, 1.75, 2.5, 3.25, none");
 
-  burst_pareto_point_t *pts;
   o.amp = BURST_NO_LIMIT;
-  int n = burst_pareto(&g, &p, &o, 24, &pts);
+  bgraph_t bg;
+  bgraph_from_graph(&g, "branchy", &bg);
+  burst_frontier_t fr;
+  burst_frontier_build(&bg, &p, &o, 0, &fr);
+  int n = fr.n;
   int mono = n >= 2;
-  for (int i = 1; i < n; i++) mono &= pts[i].rank_us > pts[i - 1].rank_us && pts[i].iter_us < pts[i - 1].iter_us;
+  for (int i = 1; i < n; i++) mono &= fr.pt[i].rank_us < fr.pt[i - 1].rank_us && fr.pt[i].iter_us > fr.pt[i - 1].iter_us;
   burst_plan_t best, dp;
   burst_plan_search(&g, &p, &o, &best);
   burst_plan_data_parallel(&g, &p, &o, &dp);
-  burst_pareto_print(stdout, pts, n, &dp);
-  tap_ok(mono, "Pareto frontier: rank-time rises and iteration time falls along it (%d points)", n);
-  tap_ok(n >= 1 && NEAR(pts[n - 1].iter_us, best.iter_us), "its fastest point is the unlimited plan (%.3f us)", best.iter_us);
+  burst_frontier_print(stdout, &fr, &dp, 24);
+  tap_ok(mono, "Pareto frontier: rank-time falls and iteration time rises along it (%d points)", n);
+  tap_ok(n >= 1 && NEAR(fr.pt[0].iter_us, best.iter_us), "its fastest point is the unlimited plan (%.3f us)", best.iter_us);
   tap_ok(best.iter_us <= dp.iter_us * (1 + 1e-12), "the unlimited plan is never slower than data parallel (%.3f <= %.3f)",
          best.iter_us, dp.iter_us);
   burst_plan_print(stdout, &g, &best, &dp);
-  free(pts);
+  burst_frontier_free(&fr);
+  bgraph_free(&bg);
   burst_plan_free(&best);
   burst_plan_free(&dp);
   burst_profile_free(&p);
@@ -525,6 +542,24 @@ static void test_files(void) {
   burst_plan_evaluate(&g, &p, &o, &back);
   tap_ok(same && NEAR(back.iter_us, pl.iter_us) && isinf(back.amp_limit), "plan file round trip (%.3f us)", back.iter_us);
   burst_plan_free(&back);
+  burst_plan_read(path, &g, "fork2", &o, &back);
+  tap_ok(back.iter_us == pl.iter_us && back.rank_us == pl.rank_us && back.one_rank_us == pl.one_rank_us,
+         "the plan file carries its predictions as data: %.3f us, %.3f rank-us, one rank %.3f us", back.iter_us,
+         back.rank_us, back.one_rank_us);
+  burst_plan_free(&back);
+  { /* a format 1 file (no prediction keys, a comment instead) still reads, without predictions */
+    char v1[128];
+    snprintf(v1, sizeof v1, "%s/v1.txt", tmpdir);
+    edit_line(path, bad, 1, "surge-burst-plan 1\n");
+    edit_line(bad, v1, 8, "# predicted: iteration 1.000 us, rank-time 2.000 rank-us, amplification 1.000, ranks used 8\n");
+    edit_line(v1, bad, 9, "");
+    edit_line(bad, v1, 9, "");
+    burst_plan_read(v1, &g, "fork2", &o, &back);
+    same = 1;
+    for (int v = 0; v < g.n; v++) same &= back.n[v] == pl.n[v] && back.first[v] == pl.first[v];
+    tap_ok(same && back.one_rank_us == 0 && back.iter_us == 0, "a format 1 plan file reads, with no predictions");
+    burst_plan_free(&back);
+  }
 
   read_case_t rc = {path, "other", &g, o};
   expect_input_error(read_in_child, &rc, "plan of another model", "plan is for model 'fork2'");
@@ -545,18 +580,28 @@ static void test_files(void) {
   rc.g = &same_size;
   expect_input_error(read_in_child, &rc, "plan of another graph under the same name", "another 'fork2' graph");
   rc.g = &g;
-  /* line 12 is node 2 (after 7 header lines and 2 comments): 4 ranks from rank 6 */
-  edit_line(path, bad, 12, "2 x 4 6 16\n");
+  /* one line of the plan file changed at a time (line 14 is node 2: after 7 header lines, 3
+   * predictions and a comment) */
+  static const struct {
+    int line;
+    const char *repl, *what, *needle;
+  } edits[] = {
+      {14, "2 x 4 6 16\n", "rank set larger than the job", ":14: node 2 'x' uses ranks 6..9 but the job has 8 ranks"},
+      {14, "2 x 4 0 15\n", "wrong per-rank batch", ":14: node 2 'x': per-rank batch 15"},
+      {14, "2 y 4 0 16\n", "node name mismatch", "node 2 is 'y' in the plan but 'x'"},
+      {16, "", "truncated plan", "'end' after 4 of 5 node lines"},
+      {1, "surge-burst-plan 3\n", "future format", ":1: plan format version 3"},
+      /* the predictions are data: all three or none, positive, rank-time at least the time */
+      {10, "", "two of three predictions", "'one_rank_us' is missing"},
+      {8, "predicted_iteration_us -3\n", "negative predicted time", ":8: predicted_iteration_us '-3' must be a positive finite"},
+      {9, "predicted_rank_us 1\n", "rank-time below the time", ":9: predicted_rank_us 1 is below predicted_iteration_us"},
+      {1, "surge-burst-plan 1\n", "predictions in a format 1 file", "is a format 2 key; this file says format 1"},
+  };
   rc.path = bad;
-  expect_input_error(read_in_child, &rc, "rank set larger than the job", ":12: node 2 'x' uses ranks 6..9 but the job has 8 ranks");
-  edit_line(path, bad, 12, "2 x 4 0 15\n");
-  expect_input_error(read_in_child, &rc, "wrong per-rank batch", ":12: node 2 'x': per-rank batch 15");
-  edit_line(path, bad, 12, "2 y 4 0 16\n");
-  expect_input_error(read_in_child, &rc, "node name mismatch", "node 2 is 'y' in the plan but 'x'");
-  edit_line(path, bad, 14, "");
-  expect_input_error(read_in_child, &rc, "truncated plan", "'end' after 4 of 5 node lines");
-  write_text(bad, "surge-burst-plan 2\n");
-  expect_input_error(read_in_child, &rc, "future format", ":1: plan format version 2");
+  for (size_t k = 0; k < sizeof edits / sizeof edits[0]; k++) {
+    edit_line(path, bad, edits[k].line, edits[k].repl);
+    expect_input_error(read_in_child, &rc, edits[k].what, edits[k].needle);
+  }
 
   search_case_t sc = {&g, &p, o};
   expect_input_error(evaluate_in_child, &sc, "rank set larger than the job (API)", "node 2 'x' uses ranks 6..13 but the job has 8 ranks");

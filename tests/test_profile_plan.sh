@@ -131,6 +131,31 @@ bad "profile of another model (sizes)" "p2.h5.*fingerprint" "$plan" "$deck" -D m
 bad "profile lacking a per-rank batch (made for 1 rank, planned for 2)" "p1.h5: dataset /profile/batch has no per-rank batch 4" \
   "$plan" "$deck" --profile "$tap_tmp/p1.h5" --ranks 2
 bad "a profile that is not one" "cannot open" "$plan" "$deck" --profile "$deck"
+# the rest of a step (format version 2): data and loss per sample, optimizer and metrics per step
+steps_ok=0
+for a in data_us_per_sample loss_us_per_sample step_us; do
+  h5attr "$tap_tmp/p2.h5" "/profile/$a" | awk '{ exit !($1 > 0 && $1 < 1e6) }' || steps_ok=1
+done
+[ "$(h5attr "$tap_tmp/p2.h5" /profile/version)" = 2 ] && [ $steps_ok = 0 ] && grep -q "^rest of a step: data" "$tap_tmp/p2.txt"
+tap_ok $? "the profile holds the rest of a step: data $(h5attr "$tap_tmp/p2.h5" /profile/data_us_per_sample) us/sample, step $(h5attr "$tap_tmp/p2.h5" /profile/step_us) us"
+"$top_build/tests/profile_damage" "$tap_tmp/p2.h5" "$tap_tmp/v1.h5" version1 &&
+  "$plan" "$deck" --profile "$tap_tmp/v1.h5" >"$tap_tmp/v1.txt" 2>&1 && "$plan" "$deck" --profile "$tap_tmp/p2.h5" >"$tap_tmp/v2.txt" 2>&1
+v1=$(sed -n 's/^predicted iteration time: \([0-9.]*\) us.*/\1/p' "$tap_tmp/v1.txt")
+v2=$(sed -n 's/^predicted iteration time: \([0-9.]*\) us.*/\1/p' "$tap_tmp/v2.txt")
+awk -v a="$v1" -v b="$v2" 'BEGIN { exit !(a > 0 && b > a) }'
+tap_ok $? "a version 1 profile (no step costs) still plans; the step costs lengthen the predicted iteration ($v1 -> $v2 us)"
+# hostile profiles: refused before they cost memory or reach the planner's arithmetic
+damage="$top_build/tests/profile_damage"
+"$damage" "$tap_tmp/p2.h5" "$tap_tmp/v0.h5" version0 &&
+  bad "a profile of format version 0" "v0.h5: /profile format version 0; this program reads version 1 to 2" \
+    "$plan" "$deck" --profile "$tap_tmp/v0.h5"
+"$damage" "$tap_tmp/p2.h5" "$tap_tmp/huge.h5" huge &&
+  bad "a small file declaring 2^30 per-rank batches ($(wc -c <"$tap_tmp/huge.h5") bytes)" \
+    "huge.h5: dataset /profile/batch has 1073741824 entries along dimension 0, at most" \
+    "$plan" "$deck" --profile "$tap_tmp/huge.h5"
+"$damage" "$tap_tmp/p2.h5" "$tap_tmp/t1e308.h5" time1e308 &&
+  bad "a layer time of 1e308 us" "t1e308.h5: node .* time 1e+308 us is not a number in \[0, 1e+12\]" \
+    "$plan" "$deck" --profile "$tap_tmp/t1e308.h5"
 bad "--amp below 1" "--amp 0.5" "$plan" "$deck" --profile "$tap_tmp/p2.h5" --amp 0.5
 timeout 120 "$mpiexec" -n 2 "$SURGE_TRAIN" "$deck" -D parallel.mode=burst -D "parallel.plan=$tap_tmp/plan4.txt" \
   -D run.steps=3 -D run.overwrite=true >"$tap_tmp/bad4.txt" 2>&1

@@ -287,5 +287,22 @@ EOF
 else
   tap_skip "tests/make_plan is not built: no multiplexed job"
 fi
+# (7) train-3d.sbatch: a small gpt on tp 2 x pp 2 (TP, PP, DP from the environment), 4 tasks; the job
+# draws its pipeline after the run
+if [ -d /usr/share/games/fortunes ]; then
+  job=$(TP=2 PP=2 DP=1 submit --ntasks=4 "$jobs/train-3d.sbatch" "$top_src/inputs/gpt-3d.deck" -D run.out_dir=gpt3d \
+    -D run.steps=3 -D model.gpt_layers=2 -D model.gpt_width=32 -D model.gpt_heads=2 -D model.gpt_context=16 \
+    -D train.global_batch=8 -D data.test_samples=8 -D run.eval_every=0)
+  wait_job "$job" 120
+  state=$(job_field "$job" JobState) code=$(job_field "$job" ExitCode)
+  out=surge-3d-$job.out
+  [ "$state" = COMPLETED ] && [ "$code" = 0:0 ] && grep -q "global batch 8 on 4 ranks (3d)" "$out" && [ -s gpt3d/model.h5 ]
+  ok_or_show $? "$out" "train-3d.sbatch job $job (TP=2 PP=2 DP=1, 4 tasks) ends $state with exit code $code"
+  [ -s gpt3d/plots/pipeline.svg ] && grep -q "bubble: measured" "$out"
+  ok_or_show $? "$out" "it reports the bubble and draws gpt3d/plots/pipeline.svg: $(grep -o 'bubble: .*' "$out")"
+  lap "3d job"
+else
+  tap_skip "the fortunes text is not installed: no 3d job"
+fi
 tap_diag "Slurm test took $(($(date +%s) - started)) s"
 tap_done

@@ -14,14 +14,9 @@ pid_of() { # pid_of NAME: the live daemon of our pid file, or nothing
 }
 
 # jobs of this cluster first, so that no job step outlives its slurmd (10 s at most)
-if pid_of slurmctld >/dev/null && [ -s "$SLURM_CONF" ]; then
-  jobs=$(squeue -h -o %A 2>/dev/null)
-  if [ -n "$jobs" ]; then
-    # shellcheck disable=SC2086  # one job id per word
-    scancel $jobs 2>/dev/null
-    for _ in $(seq 100); do [ -z "$(squeue -h -o %A 2>/dev/null)" ] && break; sleep 0.1; done
-  fi
-fi
+# shellcheck source=tools/slurm-local-lib.sh
+. "$(dirname "$0")/slurm-local-lib.sh"
+pid_of slurmctld >/dev/null && [ -s "$SLURM_CONF" ] && slurm_local_cancel_jobs
 
 for name in slurmd slurmctld munged; do
   if p=$(pid_of "$name"); then

@@ -27,10 +27,9 @@ export SLURM_CONF=$D/etc/slurm.conf
 
 die() { echo "slurm-local-up: $*" >&2; exit 1; }
 [ "$CRED_EXPIRE" -ge 5 ] || die "CRED_EXPIRE must be a number of seconds, at least 5 (slurmd refuses less)"
-[ "$(id -u)" = 0 ] || die "run as root (slurmd starts jobs as their users)"
-for p in slurmctld slurmd sinfo; do
-  command -v $p >/dev/null || die "Slurm is not installed, no $p (tools/install-deps.sh installs it)"
-done
+# shellcheck source=tools/slurm-local-lib.sh
+. "$(dirname "$0")/slurm-local-lib.sh"
+slurm_local_check_tools die
 
 # running NAME: the daemon of our pid file is alive (a pid reused by another program does not count)
 running() {
@@ -43,15 +42,8 @@ if ! running slurmctld || ! running slurmd; then
   cat >"$SLURM_CONF" <<CONF
 # written by tools/slurm-local-up.sh
 ClusterName=surgelocal
-# job ids start at a number of this instance, so two local clusters on one machine do not reuse the
-# same ids (a multiplexed job's default channel, slurm-JOBID, names a segment in /dev/shm)
-FirstJobId=$(( ($$ % 90000 + 10000) * 10 ))
+$(slurm_local_conf_common "$AUTH" "$CRED_EXPIRE")
 SlurmctldHost=localhost
-AuthType=auth/$AUTH
-CredType=cred/$AUTH
-AuthInfo=cred_expire=$CRED_EXPIRE
-SlurmUser=root
-SlurmdUser=root
 SlurmctldPort=$PORT
 SlurmdPort=$((PORT + 1))
 StateSaveLocation=$D/state
@@ -60,50 +52,18 @@ SlurmctldPidFile=$D/run/slurmctld.pid
 SlurmdPidFile=$D/run/slurmd.pid
 SlurmctldLogFile=$D/log/slurmctld.log
 SlurmdLogFile=$D/log/slurmd.log
-SlurmctldDebug=info
-SlurmdDebug=info
-MailProg=/bin/true
-SwitchType=switch/none
-MpiDefault=pmix
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-AccountingStorageType=accounting_storage/none
-JobAcctGatherType=jobacct_gather/none
-JobCompType=jobcomp/none
-SchedulerType=sched/backfill
-SchedulerParameters=batch_sched_delay=0,sched_interval=2,bf_interval=2
-SelectType=select/cons_tres
-SelectTypeParameters=CR_Core
-SlurmdParameters=config_overrides
-ReturnToService=2
 NodeName=$NODE NodeAddr=127.0.0.1 CPUs=$NCPUS Sockets=1 CoresPerSocket=$NCPUS ThreadsPerCore=1 RealMemory=8000 State=UNKNOWN
 PartitionName=debug Nodes=$NODE Default=YES MaxTime=INFINITE State=UP
 CONF
 fi
 
-if [ "$AUTH" = munge ] && ! munge -n 2>/dev/null | unmunge >/dev/null 2>&1; then
-  if [ ! -s /etc/munge/munge.key ]; then
-    mungekey --create --keyfile=/etc/munge/munge.key
-    chown munge:munge /etc/munge/munge.key
-    chmod 400 /etc/munge/munge.key
-  fi
-  install -d -o munge -g munge -m 0755 /run/munge
-  runuser -u munge -- /usr/sbin/munged
-  for _ in $(seq 50); do munge -n 2>/dev/null | unmunge >/dev/null 2>&1 && break; sleep 0.1; done
-  munge -n 2>/dev/null | unmunge >/dev/null 2>&1 || die "munged does not answer (see /var/log/munge/munged.log)"
-  cp /run/munge/munged.pid "$D/run/munged.pid" # ours to stop
-fi
+if [ "$AUTH" = munge ]; then slurm_local_munge "$D/run/munged.pid" die; fi # then ours to stop
 
 running slurmctld || slurmctld || die "slurmctld did not start: $D/log/slurmctld.log"
 running slurmd || slurmd || die "slurmd did not start: $D/log/slurmd.log"
 
 # the node reports idle within a few seconds; 30 s at most
-state=
-for _ in $(seq 150); do
-  state=$(sinfo -h -o %T 2>/dev/null || true)
-  [ "$state" = idle ] && break
-  sleep 0.2
-done
-[ "$state" = idle ] || die "node state '$state' after 30 s: see $D/log/slurmctld.log and $D/log/slurmd.log"
+state=$(slurm_local_wait_idle 1 30) ||
+  die "node state '$state' after 30 s: see $D/log/slurmctld.log and $D/log/slurmd.log"
 echo "slurm-local-up: node $NODE idle, $NCPUS CPUs, slurmctld on port $PORT"
 echo "export SLURM_CONF=$SLURM_CONF"

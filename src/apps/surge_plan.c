@@ -1,5 +1,5 @@
-/* surge-plan DECK --profile PROFILE.h5 [--ranks G] [--amp A] [-o PLAN.txt] [--pareto]: the burst
- * planner's plan for the deck's model and global batch from a measured profile. */
+/* surge-plan: the burst planner's plan and Pareto frontier for a deck's model (from a surge-profile
+ * profile) or for a graph file or DeepPool profile (doc/burst.md). */
 #include <hdf5.h>
 #include <math.h>
 #include <mpi.h>
@@ -7,88 +7,165 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "burst/plan_input.h"
 #include "burst/profiler.h"
 #include "core/cli.h"
 #include "core/error.h"
 #include "io/deck.h"
 
 static const char usage[] =
-    "usage: surge-plan DECK [-D section.key=value ...] [--profile PROFILE.h5] [--ranks G] [--amp A]\n"
-    "                       [-o PLAN.txt] [--pareto]\n"
-    "  Plan every layer's rank count (burst parallelism, doc/burst.md) from a surge-profile profile:\n"
-    "  print the per-layer table beside the data-parallel plan and write the plan file that\n"
-    "  surge-train runs with [parallel] mode = burst, plan = PLAN.txt.\n"
-    "  --profile FILE   the profile (default: [parallel] profile)\n"
-    "  --ranks G        ranks of the job (default: the G the profile was made for)\n"
+    "usage: surge-plan DECK [-D section.key=value ...] [--profile PROFILE.h5] [options]\n"
+    "       surge-plan --graph GRAPH.txt | --deeppool PROFILE.prof [--structure GRAPH.txt] [options]\n"
+    "  Plan every layer's rank count (burst parallelism, doc/burst.md): print the per-layer table\n"
+    "  beside the data-parallel plan and write the plan file that surge-train runs with\n"
+    "  [parallel] mode = burst, plan = PLAN.txt. Without a deck the model and its times come from a\n"
+    "  graph file or a DeepPool profile.\n"
+    "  --profile FILE   the surge-profile profile of the deck's model (default: [parallel] profile)\n" PLAN_INPUT_USAGE
+    "  --ranks G        ranks of the job (default: the G the profile was made for; needed without one)\n"
+    "  --batch B        global batch (default: the deck's [train] global_batch; needed without a deck)\n"
     "  --amp A          per-layer amplification limit, a number >= 1 or 'none' (default: [parallel]\n"
-    "                   amplification)\n"
+    "                   amplification, or none without a deck)\n"
+    "  --policy P       rank counts a layer may get: divisors (of B, default), pow2 or any\n"
+    "  --frontier       also print the Pareto frontier of iteration time against rank-time\n"
+    "  --rows N         rows of the frontier printed (default 24; the fastest and leanest always)\n"
+    "  --tolerance T    frontier within a factor 1 + T in both measures (default 0: exact)\n"
+    "  --budget R       plan the fastest plan using at most R rank-microseconds per iteration\n"
+    "  --deadline T     plan the leanest plan taking at most T microseconds per iteration\n"
     "  -o PLAN.txt      plan file (default: [parallel] plan; none written when both are empty)\n"
-    "  --pareto         also print the Pareto frontier of iteration time against rank-time over A\n"
+    "  --write-graph F  write the model, its times and network as a graph file\n"
     "  --help, --version\n"
-    "Exit codes: 0 done, 2 bad input (a profile of another model, a per-rank batch it lacks), 1 runtime\n"
-    "failure.\n";
+    "Exit codes: 0 done, 2 bad input (named with its file and line), 1 runtime failure.\n";
 
-static double parse_amp(const char *text) {
-  if (strcmp(text, "none") == 0) return BURST_NO_LIMIT;
-  char *end;
-  double a = strtod(text, &end);
-  if (*text == 0 || *end || !isfinite(a) || a < 1)
-    surge_input_error("--amp %s: expected a number >= 1 or 'none'", text);
-  return a;
+typedef struct options {
+  burst_opts_t o;
+  int frontier, rows;
+  double tol, budget, deadline; /* budget, deadline: NAN when not asked */
+} options_t;
+
+static void parse_options(const cli_t *cli, const config_t *cfg, int profile_ranks, options_t *op) {
+  const char *v;
+  op->o.ranks = (v = cli_value(cli, "--ranks", 0)) ? burst_option_int("--ranks", v, 1) : profile_ranks;
+  if (op->o.ranks < 1) surge_input_error("surge-plan: give --ranks G (the job's ranks)");
+  if ((v = cli_value(cli, "--batch", 0)))
+    op->o.batch = burst_option_int("--batch", v, 1);
+  else if (cfg) {
+    if (cfg->global_batch > INT32_MAX) surge_input_error("[train] global_batch %ld is too large", cfg->global_batch);
+    op->o.batch = (int)cfg->global_batch;
+  } else
+    surge_input_error("surge-plan: give --batch B (the global batch)");
+  op->o.amp = (v = cli_value(cli, "--amp", 0)) ? plan_parse_amp(v, "--amp") : cfg ? cfg->amplification : BURST_NO_LIMIT;
+  op->o.policy = (v = cli_value(cli, "--policy", 0)) ? plan_parse_policy(v) : BURST_RANKS_DIVISORS;
+  op->frontier = cli_has(cli, "--frontier") || cli_has(cli, "--pareto");
+  op->rows = (v = cli_value(cli, "--rows", 0)) ? burst_option_int("--rows", v, 2) : 24;
+  op->tol = 0;
+  if ((v = cli_value(cli, "--tolerance", 0))) {
+    char *end;
+    op->tol = strtod(v, &end);
+    if (!v[0] || *end || !isfinite(op->tol) || op->tol < 0) surge_input_error("--tolerance %s: expected a number >= 0", v);
+  }
+  op->budget = (v = cli_value(cli, "--budget", 0)) ? plan_parse_positive(v, "--budget") : NAN;
+  op->deadline = (v = cli_value(cli, "--deadline", 0)) ? plan_parse_positive(v, "--deadline") : NAN;
+  if (!isnan(op->budget) && !isnan(op->deadline)) surge_input_error("--budget and --deadline ask for different plans: give one");
+}
+
+/* The plan asked for: the fastest, or the frontier's answer to --budget / --deadline. */
+static void choose_plan(const bgraph_t *g, const burst_profile_t *p, const options_t *op, burst_frontier_t *fr,
+                        burst_plan_t *plan) {
+  if (isnan(op->budget) && isnan(op->deadline)) {
+    burst_search(g, p, &op->o, plan);
+    return;
+  }
+  int x = !isnan(op->budget) ? burst_frontier_fastest_within(fr, op->budget) : burst_frontier_leanest_within(fr, op->deadline);
+  if (x < 0) {
+    if (!isnan(op->budget))
+      surge_input_error("--budget %g: no plan uses so little rank-time (the leanest needs %.3f rank-us per iteration)",
+                        op->budget, fr->pt[fr->n - 1].rank_us);
+    surge_input_error("--deadline %g: no plan is that fast (the fastest takes %.3f us)", op->deadline, fr->pt[0].iter_us);
+  }
+  burst_frontier_plan(fr, x, plan);
+  printf("%s: frontier point %d of %d\n", !isnan(op->budget) ? "fastest plan within the rank-time budget"
+                                                             : "leanest plan within the deadline",
+         x + 1, fr->n);
 }
 
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-  static const char *const flags[] = {"--profile FILE", "--ranks G", "--amp A", "-o FILE", "--pareto", NULL};
+  static const char *const flags[] = {"--profile FILE", "--ranks G", "--batch B", "--amp A", "--policy P", "-o FILE",
+                                      "--frontier", "--pareto", "--rows N", "--tolerance T", "--budget R",
+                                      "--deadline T", "--write-graph FILE", PLAN_INPUT_FLAGS, NULL};
   cli_t cli;
-  cli_parse(argc, argv, usage, flags, &cli);
+  cli_parse_deck_optional(argc, argv, usage, flags, &cli);
   config_t cfg;
-  deck_t *deck;
-  deck_load(cli.deck, cli.noverrides, cli.overrides, &cfg, &deck);
-  const char *profile = cli_value(&cli, "--profile", 0);
-  if (!profile) profile = cfg.profile_file;
-  if (!profile[0]) surge_input_error("surge-plan: no profile (give --profile FILE or set [parallel] profile)");
-  if (cfg.global_batch > INT32_MAX) surge_input_error("[train] global_batch %ld is too large", cfg.global_batch);
+  deck_t *deck = NULL;
+  if (cli.deck) deck_load(cli.deck, cli.noverrides, cli.overrides, &cfg, &deck);
+  const config_t *cp = cli.deck ? &cfg : NULL;
 
-  graph_t g;
-  dataset_t *ds = burst_deck_graph(&cfg, deck, &g);
-  burst_profile_meta_t meta;
-  burst_profile_read_meta(profile, &meta);
-  const char *ranks = cli_value(&cli, "--ranks", 0), *amp = cli_value(&cli, "--amp", 0);
-  burst_opts_t o = {.ranks = ranks ? burst_option_int("--ranks", ranks, 1) : meta.ranks,
-                    .batch = (int)cfg.global_batch,
-                    .amp = amp ? parse_amp(amp) : cfg.amplification,
-                    .policy = BURST_RANKS_DIVISORS};
+  bgraph_t g;
   burst_profile_t p;
-  burst_profile_read(profile, &g, cfg.zoo, &o, &p);
-  if (!meta.net_measured)
-    fprintf(stderr, "surge-plan: note: %s was profiled on 1 rank: its network numbers are defaults, not "
-                    "measurements\n", profile);
+  plan_input_t in;
+  int profile_ranks = 0, from_files = plan_input_given(&cli);
+  if (from_files) {
+    plan_input_load(&cli, cp, &in, stdout);
+    g = in.g;
+    p = in.p;
+  } else {
+    if (!cp) surge_input_error("surge-plan: give a deck, --graph FILE or --deeppool FILE (try --help)");
+    const char *profile = cli_value(&cli, "--profile", 0);
+    if (!profile) profile = cfg.profile_file;
+    if (!profile[0]) surge_input_error("surge-plan: no profile (give --profile FILE or set [parallel] profile)");
+    graph_t model;
+    dataset_t *ds = burst_deck_graph(&cfg, deck, &model);
+    burst_profile_meta_t meta;
+    burst_profile_read_meta(profile, &meta);
+    profile_ranks = meta.ranks;
+    options_t first;
+    parse_options(&cli, cp, profile_ranks, &first);
+    burst_profile_read(profile, &model, cfg.zoo, &first.o, &p);
+    if (!meta.net_measured)
+      fprintf(stderr, "surge-plan: note: %s was profiled on 1 rank: its network numbers are defaults, not "
+                      "measurements\n", profile);
+    plan_input_network(&cli, cp, &p.net);
+    burst_net_check(&p.net, profile);
+    bgraph_from_graph(&model, cfg.zoo, &g);
+    graph_free(&model);
+    dataset_close(ds);
+  }
+  options_t op;
+  parse_options(&cli, cp, profile_ranks, &op);
 
+  burst_frontier_t fr = {0};
+  int need_frontier = op.frontier || !isnan(op.budget) || !isnan(op.deadline);
+  if (need_frontier) burst_frontier_build(&g, &p, &op.o, op.tol, &fr);
   burst_plan_t plan, dp;
-  burst_plan_search(&g, &p, &o, &plan);
-  burst_plan_data_parallel(&g, &p, &o, &dp);
-  burst_plan_print(stdout, &g, &plan, &dp);
-  if (cli_has(&cli, "--pareto")) {
-    burst_pareto_point_t *pts;
-    int n = burst_pareto(&g, &p, &o, 32, &pts);
+  choose_plan(&g, &p, &op, &fr, &plan);
+  burst_uniform(&g, &p, &op.o, burst_dp_ranks(&op.o), &dp);
+  burst_plan_print_bg(stdout, &g, &plan, &dp);
+  if (op.frontier) {
     printf("\n");
-    burst_pareto_print(stdout, pts, n, &dp);
-    free(pts);
+    burst_frontier_print(stdout, &fr, &dp, op.rows);
   }
   const char *out = cli_value(&cli, "-o", 0);
-  if (!out) out = cfg.plan_file;
+  if (!out) out = cp ? cfg.plan_file : "";
   if (out[0]) {
-    burst_plan_write(out, &g, cfg.zoo, &plan);
+    burst_plan_write_bg(out, &g, &plan);
     printf("wrote %s\n", out);
   }
+  const char *graph_out = cli_value(&cli, "--write-graph", 0);
+  if (graph_out) {
+    graph_file_write(graph_out, &g, &p);
+    printf("wrote %s\n", graph_out);
+  }
+  if (need_frontier) burst_frontier_free(&fr);
   burst_plan_free(&plan);
   burst_plan_free(&dp);
-  burst_profile_free(&p);
-  graph_free(&g);
-  dataset_close(ds);
-  deck_free(deck);
+  if (from_files)
+    plan_input_free(&in);
+  else {
+    bgraph_free(&g);
+    burst_profile_free(&p);
+  }
+  if (deck) deck_free(deck);
   MPI_Finalize();
   return 0;
 }

@@ -11,13 +11,15 @@
 #include "core/error.h"
 #include "io/deck.h"
 #include "io/deck_shared.h"
+#include "io/options.h"
 
 static const char usage[] =
     "usage: [mpiexec -n N] surge-profile DECK [-D section.key=value ...] [-o PROFILE.h5] [--ranks G]\n"
     "                                         [--warmup N] [--repeats N]\n"
     "  Measure the forward+backward time of every node of the deck's model at every per-rank batch the\n"
     "  burst planner may choose for the deck's global batch on G ranks, and (on N >= 2 ranks) the\n"
-    "  network: point-to-point latency and bandwidth (ranks 0 and 1) and allreduce (all ranks).\n"
+    "  network: point-to-point latency and bandwidth (rank 0 and a rank on another node, else rank 1)\n"
+    "  and allreduce (all ranks).\n"
     "  Writes the profile (HDF5 /profile) for surge-plan and prints a table.\n"
     "  -o PROFILE.h5   output file (default: [parallel] profile, else profile.h5)\n"
     "  --ranks G       plan for G ranks (default: N, the ranks of this run)\n"
@@ -35,7 +37,7 @@ static void check_deck(const char *text, void *arg) {
 }
 
 int main(int argc, char **argv) {
-  MPI_Init(&argc, &argv);
+  comm_init(&argc, &argv);
   H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
   static const char *const flags[] = {"-o FILE", "--ranks G", "--warmup N", "--repeats N", NULL};
   cli_t cli;
@@ -74,6 +76,10 @@ int main(int argc, char **argv) {
   model_init_params(&m, cfg.seed);
   burst_measure_prepare(&m, ds, ms.batch[0]);
   burst_measure_compute(&m, &world, &ms);
+  optim_t optimizer;
+  optim_init(&optimizer, optim_opts_of(&cfg), be, g.params.total);
+  burst_measure_step(&m, ds, &optimizer, &world, &ms);
+  optim_free(&optimizer);
   burst_measure_network(&world, repeats, &ms);
   if (world.rank == 0) {
     burst_profile_write(out, &g, &ms);

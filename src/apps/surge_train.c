@@ -47,7 +47,7 @@ static void check_deck(const char *text, void *arg) {
 }
 
 int main(int argc, char **argv) {
-  MPI_Init(&argc, &argv);
+  comm_init(&argc, &argv);
   H5Eset_auto2(H5E_DEFAULT, NULL, NULL); /* errors are reported by Surge, one line each */
   static const char *const flags[] = {"--resume", "--variant I", "--stopped-exit N", "--foreground",
                                       "--background", NULL};

@@ -1,4 +1,5 @@
-/* The registry of compiled-in backends, looked up by name (decks and command lines name them). */
+/* The registry of compiled-in backends, looked up by name (decks and command lines name them), and
+ * the convolution workspace that suits all of them. */
 #include "backend/backend.h"
 
 #include <stdio.h>
@@ -21,4 +22,13 @@ const char *backend_names(void) {
   if (!names[0])
     for (size_t i = 0; i < NBACKENDS; i++) names_append(names, sizeof names, backends[i]->name);
   return names;
+}
+
+size_t conv_workspace_floats(const conv_shape_t *s) {
+  size_t most = 0;
+  for (size_t i = 0; i < NBACKENDS; i++) {
+    size_t n = backends[i]->conv_workspace(s);
+    if (n > most) most = n;
+  }
+  return most;
 }

@@ -15,6 +15,25 @@
 
 #include <stddef.h>
 
+/* Geometry of a 2-D convolution over NCHW images: x (C,H,W) per sample, weight (O,C,KH,KW),
+ * y (O,OH,OW) per sample with OH = (H + 2 pad - KH)/stride + 1, OW likewise. */
+typedef struct conv_shape {
+  int C, H, W, O, KH, KW, stride, pad, OH, OW;
+} conv_shape_t;
+
+static inline conv_shape_t conv_shape_make(int C, int H, int W, int O, int KH, int KW, int stride,
+                                           int pad) {
+  conv_shape_t s = {C, H, W, O, KH, KW, stride, pad, 0, 0};
+  s.OH = (H + 2 * pad - KH) / stride + 1;
+  s.OW = (W + 2 * pad - KW) / stride + 1;
+  return s;
+}
+
+/* Workspace (floats) for conv_fwd and conv_bwd on a batch of any size: the largest that any
+ * compiled-in backend asks for (its conv_workspace op), so a layer sizes its scratch at infer time
+ * without knowing the backend. A few MiB at most for the zoo's layers. */
+size_t conv_workspace_floats(const conv_shape_t *s);
+
 typedef struct backend {
   const char *name;
   int host_memory; /* 1: its memory is the host's (host code may read and write it in place, so
@@ -68,6 +87,26 @@ typedef struct backend {
   void (*gelu_fwd)(size_t n, const float *x, float *y);
   void (*gelu_bwd)(size_t n, const float *x, const float *dy, float *dx); /* dx += dy * gelu'(x) */
 
+  /* ---- convolution over a whole batch of B samples (NCHW), workspace ws of ws_n >=
+   * conv_workspace(s) floats (conv_workspace_floats(s) is enough for every backend).
+   * conv_workspace: the floats this backend's conv ops want for a batch of any size.
+   * conv_fwd: y (B,O,OH,OW) = conv(x (B,C,H,W), w (O,C,KH,KW)) + bias (O); bias may be NULL; with
+   *   relu != 0 the result goes through max(0, .) (the fused epilogue of conv followed by ReLU).
+   * conv_bwd: dx (B,C,H,W) +=, dw (O,C,KH,KW) +=, db (O) += the gradients for dy (B,O,OH,OW); any
+   *   of dx, dw, db may be NULL. Sums over the batch (dw, db) keep a rounding error that does not
+   *   grow with B (blocked partial sums added in double). */
+  size_t (*conv_workspace)(const conv_shape_t *s);
+  void (*conv_fwd)(const conv_shape_t *s, int B, const float *x, const float *w, const float *bias,
+                   int relu, float *y, float *ws, size_t ws_n);
+  void (*conv_bwd)(const conv_shape_t *s, int B, const float *x, const float *w, const float *dy,
+                   float *dx, float *dw, float *db, float *ws, size_t ws_n);
+
+  /* ---- weight gradient of a linear map over many rows: C (M,N) += A^T B with A (K,M), B (K,N)
+   * row-major (leading dims lda, ldb, ldc), summed over the K rows with a rounding error that does
+   * not grow with K (blocks of rows, partial sums added in double). */
+  void (*gemm_tn_rows)(int M, int N, int K, const float *A, int lda, const float *B, int ldb, float *C,
+                       int ldc);
+
   /* ---- convolution lowering, one image: x is (C,H,W), col is (C*KH*KW, OH*OW) with
    * OH = (H + 2*pad - KH)/stride + 1; rows ordered (c, kh, kw) as PyTorch's weight (O, C, KH, KW). */
   void (*im2col)(const float *x, int C, int H, int W, int KH, int KW, int stride, int pad, float *col);
@@ -83,18 +122,24 @@ typedef struct backend {
   void (*avgpool_fwd)(int P, int HW, const float *x, float *y);                /* y[p] = mean x[p,:] */
   void (*avgpool_bwd)(int P, int HW, const float *dy, float *dx);              /* dx[p,:] += dy[p]/HW */
 
-  /* ---- layer norm over the last dim: x (rows, C); mean, rstd (rows) saved for backward */
-  void (*layernorm_fwd)(int rows, int C, const float *x, const float *w, const float *b, float eps,
-                        float *y, float *mean, float *rstd);
-  void (*layernorm_bwd)(int rows, int C, const float *x, const float *w, const float *mean,
-                        const float *rstd, const float *dy, float *dx, float *dw,
-                        float *db); /* dx, dw, db += */
+  /* ---- layer norm over the last dim, N samples of (rows, C): x, y (N, rows, C); stats (N, 2, rows)
+   * holds each sample's row means then row rstd = 1/sqrt(var + eps), saved for backward. dw and db
+   * sum over all N*rows rows with a rounding error that does not grow with N. */
+  void (*layernorm_fwd)(int N, int rows, int C, const float *x, const float *w, const float *b, float eps,
+                        float *y, float *stats);
+  void (*layernorm_bwd)(int N, int rows, int C, const float *x, const float *w, const float *stats,
+                        const float *dy, float *dx, float *dw, float *db); /* dx, dw, db += */
 
-  /* ---- token + position embedding: idx (B,T) token ids stored as float; wte (V,C); wpe (Tmax,C);
-   * y (B,T,C) = wte[idx] + wpe[t]. Ids outside [0,V) are a caller bug (checked by the data layer). */
-  void (*embed_fwd)(int B, int T, int C, const float *idx, const float *wte, const float *wpe, float *y);
-  void (*embed_bwd)(int B, int T, int C, const float *idx, const float *dy, float *dwte,
-                    float *dwpe); /* dwte, dwpe += */
+  /* ---- token + position embedding: idx (B,T) token ids stored as float; wte (V,C) holds the rows of
+   * ids [lo, lo+V) (lo = 0, V = the vocabulary: the whole table; otherwise a vocabulary-parallel
+   * shard); wpe (Tmax,C) or NULL (no position term: another rank adds it);
+   * y (B,T,C) = (lo <= id < lo+V ? wte[id-lo] : 0) + (wpe ? wpe[t] : 0). Ids outside the whole
+   * vocabulary are a caller bug (checked by the data layer). The backward sums (over the batch for
+   * wpe, over every use of a token for wte) keep a rounding error that does not grow with B. */
+  void (*embed_fwd)(int B, int T, int C, const float *idx, int lo, int V, const float *wte, const float *wpe,
+                    float *y);
+  void (*embed_bwd)(int B, int T, int C, const float *idx, int lo, int V, const float *dy, float *dwte,
+                    float *dwpe); /* dwte (rows of ids in [lo, lo+V)), dwpe (unless NULL) += */
 
   /* ---- causal softmax for attention: rows of length T in BH blocks of (T,T);
    * p[i,j] = softmax_j(scale * s[i,j]) over j <= i, p[i,j] = 0 for j > i. */
@@ -109,6 +154,22 @@ typedef struct backend {
                          float *dlogits);
   /* Number of rows whose argmax (first maximum) equals the target. */
   long (*count_correct)(int rows, int V, const float *logits, const float *targets);
+
+  /* ---- vocabulary-parallel cross-entropy: this rank holds columns [lo, lo+V) of logits whose rows
+   * span a larger vocabulary; per-row values are combined over the ranks by the caller (comm layer).
+   * mx[r] = max over this rank's columns of row r. */
+  void (*row_max)(int rows, int V, const float *logits, float *mx);
+  /* With mx the row maxima over all ranks: sumexp[r] = sum_v exp(logits[r,v] - mx[r]) and
+   * tgt[r] = logits[r, targets[r] - lo] when lo <= targets[r] < lo+V, else 0 (both written). */
+  void (*xent_shard_stats)(int rows, int V, int lo, const float *logits, const float *targets, const float *mx,
+                           float *sumexp, float *tgt);
+  /* With mx and sumexp over all ranks: dlogits[r,v] = grad_scale * (exp(logits[r,v] - mx[r]) / sumexp[r]
+   * - (v + lo == targets[r])) (written). */
+  void (*xent_shard_bwd)(int rows, int V, int lo, const float *logits, const float *targets, const float *mx,
+                         const float *sumexp, float grad_scale, float *dlogits);
+  /* first[r] = lo + the first v with logits[r,v] == mx[r], or 3e38 when there is none (the minimum
+   * over the ranks is the global first maximum). Indices are exact in float below 2^24. */
+  void (*row_first_index)(int rows, int V, int lo, const float *logits, const float *mx, float *first);
 
   /* ---- optimizers over a flat slab of n floats (one call per step)
    * SGD (PyTorch semantics): g' = g + wd*p; buf = mom*buf + g' (buf = g' when first);

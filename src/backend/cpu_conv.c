@@ -1,6 +1,8 @@
 /* "cpu" backend convolution lowering and pooling. im2col/col2im work on whole output rows: for a
  * kernel offset (kh, kw) and an output row oh, the valid output columns form one contiguous run
- * [ow_lo, ow_hi) whose input columns step by the stride; everything outside it is padding. */
+ * [ow_lo, ow_hi) whose input columns step by the stride; everything outside it is padding. The _ld
+ * forms place one image's lowering in columns of a wider matrix (row stride ld), so the images of
+ * a block of samples sit side by side in one col (C*KH*KW, nb*OH*OW). */
 #include <string.h>
 
 #include "backend/cpu_ops.h"
@@ -30,18 +32,18 @@ static void conv_valid_cols(const conv_geom_t *g, int kw, int *ow_lo, int *ow_hi
   *ow_hi = hi;
 }
 
-void cpu_im2col(const float *restrict x, int C, int H, int W, int KH, int KW, int stride, int pad,
-                float *restrict col) {
+CPU_SHORT_ROWS void cpu_im2col_ld(const float *restrict x, int C, int H, int W, int KH, int KW, int stride, int pad,
+                   float *restrict col, size_t ld) {
   conv_geom_t g = conv_geom(C, H, W, KH, KW, stride, pad);
-  float *restrict out = col;
   for (int c = 0; c < C; c++)
     for (int kh = 0; kh < KH; kh++)
       for (int kw = 0; kw < KW; kw++) {
         int lo, hi;
         conv_valid_cols(&g, kw, &lo, &hi);
+        float *restrict out = col + (((size_t)c * KH + kh) * KW + kw) * ld;
         for (int oh = 0; oh < g.OH; oh++, out += g.OW) {
           int h = oh * stride - pad + kh;
-          /* rows are short (tens of floats): plain loops beat memcpy/memset calls here */
+          /* rows are short (tens of floats): plain loops beat memcpy/memset calls (CPU_SHORT_ROWS) */
           if (h < 0 || h >= H || lo == hi) {
             for (int ow = 0; ow < g.OW; ow++) out[ow] = 0.0f;
             continue;
@@ -57,15 +59,15 @@ void cpu_im2col(const float *restrict x, int C, int H, int W, int KH, int KW, in
       }
 }
 
-void cpu_col2im(const float *restrict col, int C, int H, int W, int KH, int KW, int stride, int pad,
-                float *restrict dx) {
+CPU_SHORT_ROWS void cpu_col2im_ld(const float *restrict col, size_t ld, int C, int H, int W, int KH, int KW, int stride,
+                   int pad, float *restrict dx) {
   conv_geom_t g = conv_geom(C, H, W, KH, KW, stride, pad);
-  const float *restrict src = col;
   for (int c = 0; c < C; c++)
     for (int kh = 0; kh < KH; kh++)
       for (int kw = 0; kw < KW; kw++) {
         int lo, hi;
         conv_valid_cols(&g, kw, &lo, &hi);
+        const float *restrict src = col + (((size_t)c * KH + kh) * KW + kw) * ld;
         for (int oh = 0; oh < g.OH; oh++, src += g.OW) {
           int h = oh * stride - pad + kh;
           if (h < 0 || h >= H || lo == hi) continue;
@@ -78,9 +80,19 @@ void cpu_col2im(const float *restrict col, int C, int H, int W, int KH, int KW, 
       }
 }
 
+void cpu_im2col(const float *x, int C, int H, int W, int KH, int KW, int stride, int pad, float *col) {
+  conv_geom_t g = conv_geom(C, H, W, KH, KW, stride, pad);
+  cpu_im2col_ld(x, C, H, W, KH, KW, stride, pad, col, (size_t)g.OH * g.OW);
+}
+
+void cpu_col2im(const float *col, int C, int H, int W, int KH, int KW, int stride, int pad, float *dx) {
+  conv_geom_t g = conv_geom(C, H, W, KH, KW, stride, pad);
+  cpu_col2im_ld(col, (size_t)g.OH * g.OW, C, H, W, KH, KW, stride, pad, dx);
+}
+
 /* ---- pooling */
 
-void cpu_maxpool_fwd(int P, int H, int W, int k, int s, const float *restrict x, float *restrict y,
+CPU_CLONES void cpu_maxpool_fwd(int P, int H, int W, int k, int s, const float *restrict x, float *restrict y,
                      float *restrict argmax) {
   int OH = (H - k) / s + 1, OW = (W - k) / s + 1;
   for (int p = 0; p < P; p++) {
@@ -104,7 +116,7 @@ void cpu_maxpool_fwd(int P, int H, int W, int k, int s, const float *restrict x,
   }
 }
 
-void cpu_maxpool_bwd(int P, int H, int W, int k, int s, const float *restrict dy,
+CPU_CLONES void cpu_maxpool_bwd(int P, int H, int W, int k, int s, const float *restrict dy,
                      const float *restrict argmax, float *restrict dx) {
   size_t per_plane = (size_t)((H - k) / s + 1) * (size_t)((W - k) / s + 1);
   for (int p = 0; p < P; p++) {
@@ -115,12 +127,11 @@ void cpu_maxpool_bwd(int P, int H, int W, int k, int s, const float *restrict dy
   }
 }
 
-void cpu_avgpool_fwd(int P, int HW, const float *restrict x, float *restrict y) {
-  const float inv = 1.0f / (float)HW;
-  for (int p = 0; p < P; p++) y[p] = cpu_sum_f(x + (size_t)p * HW, HW) * inv;
+CPU_CLONES void cpu_avgpool_fwd(int P, int HW, const float *restrict x, float *restrict y) {
+  for (int p = 0; p < P; p++) y[p] = (float)(cpu_sum_d(x + (size_t)p * HW, (size_t)HW) / HW);
 }
 
-void cpu_avgpool_bwd(int P, int HW, const float *restrict dy, float *restrict dx) {
+CPU_CLONES void cpu_avgpool_bwd(int P, int HW, const float *restrict dy, float *restrict dx) {
   const float inv = 1.0f / (float)HW;
   for (int p = 0; p < P; p++) {
     const float g = dy[p] * inv;

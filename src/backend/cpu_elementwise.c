@@ -7,23 +7,27 @@
 #include "backend/cpu_ops.h"
 
 void cpu_fill(float *restrict x, size_t n, float v) {
+  if (v == 0.0f && !signbit(v)) { /* zeroing gradients every step: the C library's memset is fastest */
+    memset(x, 0, n * sizeof *x);
+    return;
+  }
   for (size_t i = 0; i < n; i++) x[i] = v;
 }
 
-void cpu_scale(float *restrict x, size_t n, float a) {
+CPU_CLONES void cpu_scale(float *restrict x, size_t n, float a) {
   for (size_t i = 0; i < n; i++) x[i] *= a;
 }
 
-void cpu_axpy(size_t n, float a, const float *restrict x, float *restrict y) {
+CPU_CLONES void cpu_axpy(size_t n, float a, const float *restrict x, float *restrict y) {
   for (size_t i = 0; i < n; i++) y[i] += a * x[i];
 }
 
 // y may alias a or b (y = y + b), so no restrict here.
-void cpu_add(size_t n, const float *a, const float *b, float *y) {
+CPU_CLONES void cpu_add(size_t n, const float *a, const float *b, float *y) {
   for (size_t i = 0; i < n; i++) y[i] = a[i] + b[i];
 }
 
-double cpu_sumsq(const float *restrict x, size_t n) {
+CPU_CLONES double cpu_sumsq(const float *restrict x, size_t n) {
   double lane[4] = {0};
   size_t i = 0;
   for (; i + 4 <= n; i += 4)
@@ -47,7 +51,7 @@ int cpu_all_finite(const float *restrict x, size_t n) {
 
 /* ---- bias */
 
-void cpu_bias_add_rows(int rows, int cols, const float *restrict b, float *restrict y) {
+CPU_CLONES void cpu_bias_add_rows(int rows, int cols, const float *restrict b, float *restrict y) {
   for (int r = 0; r < rows; r++) {
     float *restrict yr = y + (size_t)r * cols;
     for (int c = 0; c < cols; c++) yr[c] += b[c];
@@ -57,7 +61,7 @@ void cpu_bias_add_rows(int rows, int cols, const float *restrict b, float *restr
 enum { CPU_BIAS_CHUNK = 256 };
 
 // db[c] += sum over rows of dy[r,c], summed in double per chunk of columns (batches can be long).
-void cpu_bias_grad_rows(int rows, int cols, const float *restrict dy, float *restrict db) {
+CPU_CLONES void cpu_bias_grad_rows(int rows, int cols, const float *restrict dy, float *restrict db) {
   double acc[CPU_BIAS_CHUNK];
   for (int c0 = 0; c0 < cols; c0 += CPU_BIAS_CHUNK) {
     int width = cols - c0 < CPU_BIAS_CHUNK ? cols - c0 : CPU_BIAS_CHUNK;
@@ -70,7 +74,7 @@ void cpu_bias_grad_rows(int rows, int cols, const float *restrict dy, float *res
   }
 }
 
-void cpu_bias_add_planes(int N, int C, int HW, const float *restrict b, float *restrict y) {
+CPU_CLONES void cpu_bias_add_planes(int N, int C, int HW, const float *restrict b, float *restrict y) {
   for (size_t plane = 0; plane < (size_t)N * C; plane++) {
     const float v = b[plane % (size_t)C];
     float *restrict yp = y + plane * HW;
@@ -78,21 +82,22 @@ void cpu_bias_add_planes(int N, int C, int HW, const float *restrict b, float *r
   }
 }
 
-void cpu_bias_grad_planes(int N, int C, int HW, const float *restrict dy, float *restrict db) {
+// db[c] += sum over samples and positions, in double (N*HW terms per channel).
+CPU_CLONES void cpu_bias_grad_planes(int N, int C, int HW, const float *restrict dy, float *restrict db) {
   for (int c = 0; c < C; c++) {
     double s = 0.0;
-    for (int n = 0; n < N; n++) s += cpu_sum_f(dy + ((size_t)n * C + c) * HW, HW);
+    for (int n = 0; n < N; n++) s += cpu_sum_d(dy + ((size_t)n * C + c) * HW, (size_t)HW);
     db[c] = (float)(db[c] + s);
   }
 }
 
 /* ---- activations */
 
-void cpu_relu_fwd(size_t n, const float *restrict x, float *restrict y) {
+CPU_CLONES void cpu_relu_fwd(size_t n, const float *restrict x, float *restrict y) {
   for (size_t i = 0; i < n; i++) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
 }
 
-void cpu_relu_bwd(size_t n, const float *restrict x, const float *restrict dy, float *restrict dx) {
+CPU_CLONES void cpu_relu_bwd(size_t n, const float *restrict x, const float *restrict dy, float *restrict dx) {
   for (size_t i = 0; i < n; i++) {
     const float g = dy[i];
     dx[i] += x[i] > 0.0f ? g : 0.0f;
@@ -109,11 +114,11 @@ static inline float cpu_gelu_gate(float v) {
   return 1.0f / (1.0f + cpu_expf(-2.0f * CPU_GELU_K * v * (1.0f + CPU_GELU_C * v * v)));
 }
 
-void cpu_gelu_fwd(size_t n, const float *restrict x, float *restrict y) {
+CPU_CLONES void cpu_gelu_fwd(size_t n, const float *restrict x, float *restrict y) {
   for (size_t i = 0; i < n; i++) y[i] = x[i] * cpu_gelu_gate(x[i]);
 }
 
-void cpu_gelu_bwd(size_t n, const float *restrict x, const float *restrict dy, float *restrict dx) {
+CPU_CLONES void cpu_gelu_bwd(size_t n, const float *restrict x, const float *restrict dy, float *restrict dx) {
   for (size_t i = 0; i < n; i++) {
     float v = x[i], s = cpu_gelu_gate(v);
     float du = CPU_GELU_K * (1.0f + 3.0f * CPU_GELU_C * v * v);

@@ -8,6 +8,25 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "backend/backend.h"
+
+/* For loops over short rows (tens of floats): GCC would otherwise turn a plain copy or zeroing loop
+ * into a call of memcpy/memset per row, which costs more than the row. */
+#if defined(__GNUC__) && !defined(__clang__)
+#define CPU_SHORT_ROWS __attribute__((optimize("no-tree-loop-distribute-patterns")))
+#else
+#define CPU_SHORT_ROWS
+#endif
+
+/* Hot loops are compiled for AVX-512, AVX2 and plain x86-64, the best picked at load time (GCC
+ * function multi-versioning). Results do not depend on the pick: no reduction here changes its
+ * order with the vector width (lanes are explicit) and ISO C mode contracts no a*b+c into an FMA. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define CPU_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define CPU_CLONES
+#endif
+
 /* Sum of x[0..n) in float with 8 independent lanes (vectorises without -ffast-math). */
 static inline float cpu_sum_f(const float *restrict x, int n) {
   float lane[8] = {0};
@@ -16,6 +35,17 @@ static inline float cpu_sum_f(const float *restrict x, int n) {
     for (int l = 0; l < 8; l++) lane[l] += x[i + l];
   float s = ((lane[0] + lane[4]) + (lane[1] + lane[5])) + ((lane[2] + lane[6]) + (lane[3] + lane[7]));
   for (; i < n; i++) s += x[i];
+  return s;
+}
+
+/* Sum of x[0..n) in double with 4 lanes: the error stays at double rounding for any float n. */
+static inline double cpu_sum_d(const float *restrict x, size_t n) {
+  double lane[4] = {0};
+  size_t i = 0;
+  for (; i + 4 <= n; i += 4)
+    for (int l = 0; l < 4; l++) lane[l] += (double)x[i + l];
+  double s = (lane[0] + lane[2]) + (lane[1] + lane[3]);
+  for (; i < n; i++) s += (double)x[i];
   return s;
 }
 
@@ -103,6 +133,10 @@ void cpu_gelu_fwd(size_t n, const float *x, float *y);
 void cpu_gelu_bwd(size_t n, const float *x, const float *dy, float *dx);
 
 /* cpu_conv.c */
+void cpu_im2col_ld(const float *x, int C, int H, int W, int KH, int KW, int stride, int pad, float *col,
+                   size_t ld);
+void cpu_col2im_ld(const float *col, size_t ld, int C, int H, int W, int KH, int KW, int stride, int pad,
+                   float *dx);
 void cpu_im2col(const float *x, int C, int H, int W, int KH, int KW, int stride, int pad, float *col);
 void cpu_col2im(const float *col, int C, int H, int W, int KH, int KW, int stride, int pad, float *dx);
 void cpu_maxpool_fwd(int P, int H, int W, int k, int s, const float *x, float *y, float *argmax);
@@ -111,18 +145,47 @@ void cpu_maxpool_bwd(int P, int H, int W, int k, int s, const float *dy, const f
 void cpu_avgpool_fwd(int P, int HW, const float *x, float *y);
 void cpu_avgpool_bwd(int P, int HW, const float *dy, float *dx);
 
+/* cpu_conv_batch.c: the batch is lowered to GEMMs in blocks of whole samples of up to
+ * CPU_CONV_BLOCK_COLUMNS output positions (OpenBLAS runs these shapes fastest at 200..800 columns);
+ * cpu_conv_lowered_blocks is the samples per block a workspace of ws_n floats holds (0: not one). */
+#define CPU_CONV_BLOCK_COLUMNS 512
+int cpu_conv_lowered_blocks(const conv_shape_t *s, size_t ws_n);
+size_t cpu_conv_workspace(const conv_shape_t *s);
+void cpu_conv_fwd(const conv_shape_t *s, int B, const float *x, const float *w, const float *bias, int relu,
+                  float *y, float *ws, size_t ws_n);
+void cpu_conv_bwd(const conv_shape_t *s, int B, const float *x, const float *w, const float *dy, float *dx,
+                  float *dw, float *db, float *ws, size_t ws_n);
+void cpu_gemm_tn_rows(int M, int N, int K, const float *A, int lda, const float *B, int ldb, float *C, int ldc);
+
+/* cpu_conv_direct.c: stride-1 "same" convolutions with AVX-512 tiles. cpu_conv_direct_blocks is the
+ * samples per block it can run in ws_n floats, 0 where it does not apply (shape, CPU, workspace). */
+int cpu_conv_direct_blocks(const conv_shape_t *s, size_t ws_n);
+size_t cpu_conv_direct_floats(const conv_shape_t *s); /* what it wants; 0 where it does not apply */
+void cpu_conv_direct_fwd(const conv_shape_t *s, int B, const float *x, const float *w, const float *bias, int relu,
+                         float *y, float *ws, size_t ws_n);
+void cpu_conv_direct_bwd(const conv_shape_t *s, int B, const float *x, const float *w, const float *dy, float *dx,
+                         float *dw, float *db, float *ws, size_t ws_n);
+
 /* cpu_seq.c */
-void cpu_layernorm_fwd(int rows, int C, const float *x, const float *w, const float *b, float eps,
-                       float *y, float *mean, float *rstd);
-void cpu_layernorm_bwd(int rows, int C, const float *x, const float *w, const float *mean,
-                       const float *rstd, const float *dy, float *dx, float *dw, float *db);
-void cpu_embed_fwd(int B, int T, int C, const float *idx, const float *wte, const float *wpe, float *y);
-void cpu_embed_bwd(int B, int T, int C, const float *idx, const float *dy, float *dwte, float *dwpe);
+void cpu_layernorm_fwd(int N, int rows, int C, const float *x, const float *w, const float *b, float eps,
+                       float *y, float *stats);
+void cpu_layernorm_bwd(int N, int rows, int C, const float *x, const float *w, const float *stats,
+                       const float *dy, float *dx, float *dw, float *db);
+void cpu_embed_fwd(int B, int T, int C, const float *idx, int lo, int V, const float *wte, const float *wpe,
+                   float *y);
+void cpu_embed_bwd(int B, int T, int C, const float *idx, int lo, int V, const float *dy, float *dwte,
+                   float *dwpe);
 void cpu_causal_softmax_fwd(int BH, int T, float scale, const float *s, float *p);
 void cpu_causal_softmax_bwd(int BH, int T, float scale, const float *p, const float *dp, float *ds);
 double cpu_xent_fwd_bwd(int rows, int V, const float *logits, const float *targets, float grad_scale,
                         float *dlogits);
 long cpu_count_correct(int rows, int V, const float *logits, const float *targets);
+void cpu_row_max(int rows, int V, const float *logits, float *mx);
+void cpu_xent_shard_stats(int rows, int V, int lo, const float *logits, const float *targets, const float *mx,
+                          float *sumexp, float *tgt);
+void cpu_xent_shard_bwd(int rows, int V, int lo, const float *logits, const float *targets, const float *mx,
+                        const float *sumexp, float grad_scale, float *dlogits);
+void cpu_row_first_index(int rows, int V, int lo, const float *logits, const float *mx, float *first);
 
 /* cpu_optim.c */
 void cpu_sgd_step(size_t n, float *p, const float *g, float *buf, float lr, float mom, int nesterov,

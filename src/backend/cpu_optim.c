@@ -17,7 +17,7 @@ static inline void cpu_sgd_momentum(size_t n, float *restrict p, const float *re
   }
 }
 
-void cpu_sgd_step(size_t n, float *restrict p, const float *restrict g, float *restrict buf,
+CPU_CLONES void cpu_sgd_step(size_t n, float *restrict p, const float *restrict g, float *restrict buf,
                   float lr, float mom, int nesterov, float wd, int first) {
   if (mom == 0.0f)
     for (size_t i = 0; i < n; i++) p[i] -= lr * (g[i] + wd * p[i]);
@@ -27,7 +27,7 @@ void cpu_sgd_step(size_t n, float *restrict p, const float *restrict g, float *r
     cpu_sgd_momentum(n, p, g, buf, lr, mom, nesterov, wd, 0);
 }
 
-void cpu_adamw_step(size_t n, float *restrict p, const float *restrict g, float *restrict m,
+CPU_CLONES void cpu_adamw_step(size_t n, float *restrict p, const float *restrict g, float *restrict m,
                     float *restrict v, float lr, float b1, float b2, float eps, float wd, float bc1,
                     float bc2) {
   const float decay = 1.0f - lr * wd, step = lr / bc1, inv_bc2 = 1.0f / bc2;

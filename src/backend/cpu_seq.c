@@ -1,79 +1,146 @@
 /* "cpu" backend ops over rows of features: layer norm, embeddings, causal softmax and softmax
- * cross-entropy. Row reductions (length C, T or V) are float with 8 lanes; sums over many rows
- * (the loss) are double. */
+ * cross-entropy. Row reductions of fixed length (T or V) are float with 8 lanes; layer norm's row
+ * statistics and every sum over many rows (the loss, parameter gradients) are double, or float
+ * within a short block of rows and double across blocks. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "backend/cpu_ops.h"
+#include "core/error.h"
 
 /* ---- layer norm */
 
-void cpu_layernorm_fwd(int rows, int C, const float *restrict x, const float *restrict w,
-                       const float *restrict b, float eps, float *restrict y, float *restrict mean,
-                       float *restrict rstd) {
-  const float inv_c = 1.0f / (float)C;
-  for (int r = 0; r < rows; r++) {
-    const float *restrict xr = x + (size_t)r * C;
-    float *restrict yr = y + (size_t)r * C;
-    float m = cpu_sum_f(xr, C) * inv_c;
+/* Row statistics in double (C terms each), the rest of the row work in float. */
+CPU_CLONES void cpu_layernorm_fwd(int N, int rows, int C, const float *restrict x, const float *restrict w,
+                       const float *restrict b, float eps, float *restrict y, float *restrict stats) {
+  for (size_t row = 0; row < (size_t)N * rows; row++) {
+    const float *restrict xr = x + row * C;
+    float *restrict yr = y + row * C;
+    float *restrict st = stats + (row / rows) * 2 * rows + row % rows; /* mean; rstd rows later */
+    const float m = (float)(cpu_sum_d(xr, (size_t)C) / C);
     // two passes: centre into y, then the variance of y
     for (int c = 0; c < C; c++) yr[c] = xr[c] - m;
-    float rs = 1.0f / sqrtf(cpu_dot_f(yr, yr, C) * inv_c + eps);
+    double var = 0.0;
+    for (int c = 0; c < C; c++) var += (double)yr[c] * yr[c];
+    const float rs = (float)(1.0 / sqrt(var / C + eps));
     for (int c = 0; c < C; c++) yr[c] = yr[c] * rs * w[c] + b[c];
-    mean[r] = m;
-    rstd[r] = rs;
+    st[0] = m;
+    st[rows] = rs;
   }
 }
 
-void cpu_layernorm_bwd(int rows, int C, const float *restrict x, const float *restrict w,
-                       const float *restrict mean, const float *restrict rstd,
-                       const float *restrict dy, float *restrict dx, float *restrict dw,
-                       float *restrict db) {
+/* Rows per block of the weight and bias gradient sums: float inside a block, double across. */
+enum { CPU_LN_ROW_BLOCK = 16 };
+
+CPU_CLONES void cpu_layernorm_bwd(int N, int rows, int C, const float *restrict x, const float *restrict w,
+                       const float *restrict stats, const float *restrict dy, float *restrict dx,
+                       float *restrict dw, float *restrict db) {
   const float inv_c = 1.0f / (float)C;
-  for (int r = 0; r < rows; r++) {
-    const float *restrict xr = x + (size_t)r * C, *restrict dyr = dy + (size_t)r * C;
-    float *restrict dxr = dx + (size_t)r * C;
-    const float m = mean[r], rs = rstd[r];
-    // with xhat = (x - m) rs and g = dy w: dx = rs (g - mean(g) - xhat mean(g xhat))
-    float sum_g = 0.0f, sum_g_xhat = 0.0f;
-    for (int c = 0; c < C; c++) {
-      float xhat = (xr[c] - m) * rs, g = dyr[c] * w[c];
-      sum_g += g;
-      sum_g_xhat += g * xhat;
-      dw[c] += dyr[c] * xhat;
-      db[c] += dyr[c];
+  const size_t total = (size_t)N * rows;
+  float *part = xmalloc(2 * (size_t)C * sizeof *part);   /* a block's dw, db partial sums */
+  double *acc = xmalloc(2 * (size_t)C * sizeof *acc);    /* all blocks' dw, db */
+  float *restrict pw = part, *restrict pb = part + C;
+  for (int c = 0; c < 2 * C; c++) acc[c] = 0.0;
+  for (size_t r0 = 0; r0 < total; r0 += CPU_LN_ROW_BLOCK) {
+    const size_t r1 = total - r0 < CPU_LN_ROW_BLOCK ? total : r0 + CPU_LN_ROW_BLOCK;
+    for (int c = 0; c < 2 * C; c++) part[c] = 0.0f;
+    for (size_t row = r0; row < r1; row++) {
+      const float *restrict xr = x + row * C, *restrict dyr = dy + row * C;
+      float *restrict dxr = dx + row * C;
+      const float *st = stats + (row / rows) * 2 * rows + row % rows;
+      const float m = st[0], rs = st[rows];
+      // with xhat = (x - m) rs and g = dy w: dx = rs (g - mean(g) - xhat mean(g xhat))
+      float sum_g = 0.0f, sum_g_xhat = 0.0f;
+      for (int c = 0; c < C; c++) {
+        float xhat = (xr[c] - m) * rs, g = dyr[c] * w[c];
+        sum_g += g;
+        sum_g_xhat += g * xhat;
+        pw[c] += dyr[c] * xhat;
+        pb[c] += dyr[c];
+      }
+      const float mean_g = sum_g * inv_c, mean_g_xhat = sum_g_xhat * inv_c;
+      for (int c = 0; c < C; c++) {
+        float xhat = (xr[c] - m) * rs;
+        dxr[c] += rs * (dyr[c] * w[c] - mean_g - xhat * mean_g_xhat);
+      }
     }
-    const float mean_g = sum_g * inv_c, mean_g_xhat = sum_g_xhat * inv_c;
-    for (int c = 0; c < C; c++) {
-      float xhat = (xr[c] - m) * rs;
-      dxr[c] += rs * (dyr[c] * w[c] - mean_g - xhat * mean_g_xhat);
-    }
+    for (int c = 0; c < 2 * C; c++) acc[c] += (double)part[c];
   }
+  for (int c = 0; c < C; c++) {
+    dw[c] = (float)((double)dw[c] + acc[c]);
+    db[c] = (float)((double)db[c] + acc[C + c]);
+  }
+  free(part);
+  free(acc);
 }
 
 /* ---- token + position embedding */
 
-void cpu_embed_fwd(int B, int T, int C, const float *restrict idx, const float *restrict wte,
+CPU_CLONES void cpu_embed_fwd(int B, int T, int C, const float *restrict idx, int lo, int V,
+                              const float *restrict wte,
                    const float *restrict wpe, float *restrict y) {
   for (int b = 0; b < B; b++)
     for (int t = 0; t < T; t++) {
-      const float *restrict tok = wte + (size_t)idx[(size_t)b * T + t] * C;
-      const float *restrict pos = wpe + (size_t)t * C;
+      const int id = (int)idx[(size_t)b * T + t] - lo;
       float *restrict out = y + ((size_t)b * T + t) * C;
-      for (int c = 0; c < C; c++) out[c] = tok[c] + pos[c];
+      if (id < 0 || id >= V) {
+        if (wpe) memcpy(out, wpe + (size_t)t * C, (size_t)C * sizeof *out);
+        else memset(out, 0, (size_t)C * sizeof *out);
+        continue;
+      }
+      const float *restrict tok = wte + (size_t)id * C;
+      if (wpe) {
+        const float *restrict pos = wpe + (size_t)t * C;
+        for (int c = 0; c < C; c++) out[c] = tok[c] + pos[c];
+      } else {
+        memcpy(out, tok, (size_t)C * sizeof *out);
+      }
     }
 }
 
-void cpu_embed_bwd(int B, int T, int C, const float *restrict idx, const float *restrict dy,
-                   float *restrict dwte, float *restrict dwpe) {
-  for (int b = 0; b < B; b++)
-    for (int t = 0; t < T; t++) {
+/* dwpe[t] sums dy over the batch and dwte[v] over every use of token lo + v; both in double, so the
+ * rounding does not grow with the batch. The uses of each token of the shard are found by a counting
+ * sort of the ids, so each table row is summed once; ids outside [lo, lo+V) belong to other shards. */
+CPU_CLONES void cpu_embed_bwd(int B, int T, int C, const float *restrict idx, int lo, int V,
+                              const float *restrict dy, float *restrict dwte, float *restrict dwpe) {
+  const size_t n = (size_t)B * T;
+  double *acc = xmalloc((size_t)C * sizeof *acc);
+  for (int t = 0; dwpe && t < T; t++) {
+    for (int c = 0; c < C; c++) acc[c] = 0.0;
+    for (int b = 0; b < B; b++) {
       const float *restrict g = dy + ((size_t)b * T + t) * C;
-      float *restrict tok = dwte + (size_t)idx[(size_t)b * T + t] * C;
-      float *restrict pos = dwpe + (size_t)t * C;
-      for (int c = 0; c < C; c++) tok[c] += g[c];
-      for (int c = 0; c < C; c++) pos[c] += g[c];
+      for (int c = 0; c < C; c++) acc[c] += (double)g[c];
     }
+    float *restrict pos = dwpe + (size_t)t * C;
+    for (int c = 0; c < C; c++) pos[c] = (float)((double)pos[c] + acc[c]);
+  }
+  size_t *start = xcalloc((size_t)V + 1, sizeof *start), *order = xmalloc((n ? n : 1) * sizeof *order);
+  for (size_t i = 0; i < n; i++) {
+    long id = (long)idx[i] - lo;
+    if (id >= 0 && id < V) start[id + 1]++;
+  }
+  for (int v = 0; v < V; v++) start[v + 1] += start[v];
+  for (size_t i = 0; i < n; i++) {
+    long id = (long)idx[i] - lo;
+    if (id >= 0 && id < V) order[start[id]++] = i; /* start[v] ends at v's end */
+  }
+  size_t from = 0;
+  for (int v = 0; v < V; v++) {
+    const size_t to = start[v];
+    if (to == from) continue;
+    for (int c = 0; c < C; c++) acc[c] = 0.0;
+    for (size_t k = from; k < to; k++) {
+      const float *restrict g = dy + order[k] * C;
+      for (int c = 0; c < C; c++) acc[c] += (double)g[c];
+    }
+    float *restrict tok = dwte + (size_t)v * C;
+    for (int c = 0; c < C; c++) tok[c] = (float)((double)tok[c] + acc[c]);
+    from = to;
+  }
+  free(start);
+  free(order);
+  free(acc);
 }
 
 /* ---- causal softmax */
@@ -95,7 +162,7 @@ static float cpu_sum_exp_shifted(int n, float mx, const float *restrict in) {
   return s;
 }
 
-void cpu_causal_softmax_fwd(int BH, int T, float scale, const float *restrict s, float *restrict p) {
+CPU_CLONES void cpu_causal_softmax_fwd(int BH, int T, float scale, const float *restrict s, float *restrict p) {
   for (size_t row = 0; row < (size_t)BH * T; row++) {
     const int i = (int)(row % (size_t)T), valid = i + 1;
     const float *restrict sr = s + row * T;
@@ -107,7 +174,7 @@ void cpu_causal_softmax_fwd(int BH, int T, float scale, const float *restrict s,
   }
 }
 
-void cpu_causal_softmax_bwd(int BH, int T, float scale, const float *restrict p,
+CPU_CLONES void cpu_causal_softmax_bwd(int BH, int T, float scale, const float *restrict p,
                             const float *restrict dp, float *restrict ds) {
   for (size_t row = 0; row < (size_t)BH * T; row++) {
     const float *restrict pr = p + row * T, *restrict dpr = dp + row * T;
@@ -126,7 +193,7 @@ static int cpu_argmax_first(int n, const float *restrict x) {
   return best;
 }
 
-double cpu_xent_fwd_bwd(int rows, int V, const float *restrict logits, const float *restrict targets,
+CPU_CLONES double cpu_xent_fwd_bwd(int rows, int V, const float *restrict logits, const float *restrict targets,
                         float grad_scale, float *restrict dlogits) {
   double loss = 0.0;
   for (int r = 0; r < rows; r++) {
@@ -153,4 +220,49 @@ long cpu_count_correct(int rows, int V, const float *restrict logits, const floa
   long correct = 0;
   for (int r = 0; r < rows; r++) correct += cpu_argmax_first(V, logits + (size_t)r * V) == (int)targets[r];
   return correct;
+}
+
+/* ---- vocabulary-parallel cross-entropy (the caller combines the rows' values over the ranks) */
+
+void cpu_row_max(int rows, int V, const float *restrict logits, float *restrict mx) {
+  for (int r = 0; r < rows; r++) mx[r] = cpu_max_f(logits + (size_t)r * V, V);
+}
+
+/* The column of target t in a shard [lo, lo+V), or -1. */
+static int shard_column(float t, int lo, int V) {
+  int v = (int)t - lo;
+  return v >= 0 && v < V ? v : -1;
+}
+
+void cpu_xent_shard_stats(int rows, int V, int lo, const float *restrict logits, const float *restrict targets,
+                          const float *restrict mx, float *restrict sumexp, float *restrict tgt) {
+  for (int r = 0; r < rows; r++) {
+    const float *restrict lr = logits + (size_t)r * V;
+    const int v = shard_column(targets[r], lo, V);
+    sumexp[r] = cpu_sum_exp_shifted(V, mx[r], lr);
+    tgt[r] = v >= 0 ? lr[v] : 0.0f;
+  }
+}
+
+void cpu_xent_shard_bwd(int rows, int V, int lo, const float *restrict logits, const float *restrict targets,
+                        const float *restrict mx, const float *restrict sumexp, float grad_scale,
+                        float *restrict dlogits) {
+  for (int r = 0; r < rows; r++) {
+    float *restrict dr = dlogits + (size_t)r * V;
+    const int v = shard_column(targets[r], lo, V);
+    cpu_exp_shifted(V, mx[r], logits + (size_t)r * V, dr);
+    const float k = grad_scale / sumexp[r];
+    for (int j = 0; j < V; j++) dr[j] *= k;
+    if (v >= 0) dr[v] -= grad_scale;
+  }
+}
+
+void cpu_row_first_index(int rows, int V, int lo, const float *restrict logits, const float *restrict mx,
+                         float *restrict first) {
+  for (int r = 0; r < rows; r++) {
+    const float *restrict lr = logits + (size_t)r * V;
+    int j = 0;
+    while (j < V && lr[j] != mx[r]) j++;
+    first[r] = j < V ? (float)(lo + j) : 3e38f;
+  }
 }

@@ -2,9 +2,11 @@
  * and dot product. It is slow on purpose and exists as the truth that tests compare "cpu" against. */
 #include <math.h>
 #include <stddef.h>
+#include <stdlib.h>
 
 #include "backend/backend.h"
 #include "backend/host_mem.h"
+#include "core/error.h"
 
 static void ref_set_threads(int nthreads) { (void)nthreads; }
 
@@ -165,6 +167,80 @@ static void ref_col2im(const float *col, int C, int H, int W, int KH, int KW, in
   ref_conv_walk(dx, (float *)col, C, H, W, KH, KW, stride, pad, 1); /* col is only read */
 }
 
+/* ---- convolution over a batch: the definition, summed in double */
+
+/* Input pixel of x (C,H,W) read by output (oh,ow) through kernel tap (kh,kw), or -1 in the padding. */
+static long ref_conv_tap(const conv_shape_t *s, int c, int oh, int ow, int kh, int kw) {
+  int h = oh * s->stride - s->pad + kh, w = ow * s->stride - s->pad + kw;
+  if (h < 0 || h >= s->H || w < 0 || w >= s->W) return -1;
+  return ((long)c * s->H + h) * s->W + w;
+}
+
+static size_t ref_conv_workspace(const conv_shape_t *s) {
+  (void)s;
+  return 0; /* the definition needs no workspace */
+}
+
+static void ref_conv_fwd(const conv_shape_t *s, int B, const float *x, const float *w, const float *bias,
+                         int relu, float *y, float *ws, size_t ws_n) {
+  (void)ws, (void)ws_n;
+  size_t in_n = (size_t)s->C * s->H * s->W;
+  for (int b = 0; b < B; b++)
+    for (int o = 0; o < s->O; o++)
+      for (int oh = 0; oh < s->OH; oh++)
+        for (int ow = 0; ow < s->OW; ow++) {
+          double acc = 0.0;
+          for (int c = 0; c < s->C; c++)
+            for (int kh = 0; kh < s->KH; kh++)
+              for (int kw = 0; kw < s->KW; kw++) {
+                long at = ref_conv_tap(s, c, oh, ow, kh, kw);
+                if (at >= 0) acc += (double)w[(((size_t)o * s->C + c) * s->KH + kh) * s->KW + kw] * x[b * in_n + (size_t)at];
+              }
+          // the bias is added to the float result, as the float backends do: a sum in double
+          // rounded with its bias would turn some exact zeros into tiny values and so move ReLU
+          // and max-pool decisions (ties) away from every float implementation
+          float v = (float)acc + (bias ? bias[o] : 0.0f);
+          y[(((size_t)b * s->O + o) * s->OH + oh) * s->OW + ow] = relu && v < 0.0f ? 0.0f : v;
+        }
+}
+
+static void ref_conv_bwd(const conv_shape_t *s, int B, const float *x, const float *w, const float *dy, float *dx,
+                         float *dw, float *db, float *ws, size_t ws_n) {
+  (void)ws, (void)ws_n;
+  size_t in_n = (size_t)s->C * s->H * s->W, nw = (size_t)s->O * s->C * s->KH * s->KW;
+  double *gx = xcalloc(in_n ? in_n : 1, sizeof *gx), *gw = xcalloc(nw, sizeof *gw), *gb = xcalloc((size_t)s->O, sizeof *gb);
+  for (int b = 0; b < B; b++) {
+    for (size_t i = 0; i < in_n; i++) gx[i] = 0.0;
+    for (int o = 0; o < s->O; o++)
+      for (int oh = 0; oh < s->OH; oh++)
+        for (int ow = 0; ow < s->OW; ow++) {
+          double g = dy[(((size_t)b * s->O + o) * s->OH + oh) * s->OW + ow];
+          gb[o] += g;
+          for (int c = 0; c < s->C; c++)
+            for (int kh = 0; kh < s->KH; kh++)
+              for (int kw = 0; kw < s->KW; kw++) {
+                long at = ref_conv_tap(s, c, oh, ow, kh, kw);
+                size_t wi = (((size_t)o * s->C + c) * s->KH + kh) * s->KW + kw;
+                if (at < 0) continue;
+                gw[wi] += g * x[b * in_n + (size_t)at];
+                gx[at] += g * w[wi];
+              }
+        }
+    if (dx)
+      for (size_t i = 0; i < in_n; i++) dx[b * in_n + i] = (float)(dx[b * in_n + i] + gx[i]);
+  }
+  if (dw)
+    for (size_t i = 0; i < nw; i++) dw[i] = (float)(dw[i] + gw[i]);
+  if (db)
+    for (int o = 0; o < s->O; o++) db[o] = (float)(db[o] + gb[o]);
+  free(gx), free(gw), free(gb);
+}
+
+static void ref_gemm_tn_rows(int M, int N, int K, const float *A, int lda, const float *B, int ldb, float *C,
+                             int ldc) {
+  ref_gemm(1, 0, M, N, K, 1.0f, A, lda, B, ldb, 1.0f, C, ldc); /* double dot products */
+}
+
 /* ---- pooling */
 
 static void ref_maxpool_fwd(int P, int H, int W, int k, int s, const float *x, float *y,
@@ -210,31 +286,34 @@ static void ref_avgpool_bwd(int P, int HW, const float *dy, float *dx) {
 
 /* ---- layer norm */
 
-static void ref_layernorm_fwd(int rows, int C, const float *x, const float *w, const float *b,
-                              float eps, float *y, float *mean, float *rstd) {
-  for (int r = 0; r < rows; r++) {
-    const float *xr = x + (size_t)r * C;
-    double m = 0.0;
-    for (int c = 0; c < C; c++) m += xr[c];
-    m /= C;
-    double var = 0.0;
-    for (int c = 0; c < C; c++) var += (xr[c] - m) * (xr[c] - m);
-    var /= C;
-    double rs = 1.0 / sqrt(var + eps);
-    for (int c = 0; c < C; c++) y[(size_t)r * C + c] = (float)((xr[c] - m) * rs * w[c] + b[c]);
-    mean[r] = (float)m;
-    rstd[r] = (float)rs;
-  }
+static void ref_layernorm_fwd(int N, int rows, int C, const float *x, const float *w, const float *b,
+                              float eps, float *y, float *stats) {
+  for (int n = 0; n < N; n++)
+    for (int r = 0; r < rows; r++) {
+      const float *xr = x + ((size_t)n * rows + r) * C;
+      double m = 0.0;
+      for (int c = 0; c < C; c++) m += xr[c];
+      m /= C;
+      double var = 0.0;
+      for (int c = 0; c < C; c++) var += (xr[c] - m) * (xr[c] - m);
+      var /= C;
+      double rs = 1.0 / sqrt(var + eps);
+      for (int c = 0; c < C; c++) y[((size_t)n * rows + r) * C + c] = (float)((xr[c] - m) * rs * w[c] + b[c]);
+      stats[(size_t)n * 2 * rows + r] = (float)m;
+      stats[(size_t)n * 2 * rows + rows + r] = (float)rs;
+    }
 }
 
-static void ref_layernorm_bwd(int rows, int C, const float *x, const float *w, const float *mean,
-                              const float *rstd, const float *dy, float *dx, float *dw, float *db) {
-  for (int r = 0; r < rows; r++) {
-    const float *xr = x + (size_t)r * C, *dyr = dy + (size_t)r * C;
+static void ref_layernorm_bwd(int N, int rows, int C, const float *x, const float *w, const float *stats,
+                              const float *dy, float *dx, float *dw, float *db) {
+  size_t total = (size_t)N * rows;
+  for (size_t r = 0; r < total; r++) {
+    const float *xr = x + r * C, *dyr = dy + r * C;
+    const double mean = stats[(r / rows) * 2 * rows + r % rows], rstd = stats[(r / rows) * 2 * rows + rows + r % rows];
     // dxhat = dy * w; dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat))
     double mean_dxhat = 0.0, mean_dxhat_xhat = 0.0;
     for (int c = 0; c < C; c++) {
-      double xhat = (xr[c] - (double)mean[r]) * rstd[r];
+      double xhat = (xr[c] - mean) * rstd;
       double dxhat = (double)dyr[c] * w[c];
       mean_dxhat += dxhat;
       mean_dxhat_xhat += dxhat * xhat;
@@ -242,17 +321,18 @@ static void ref_layernorm_bwd(int rows, int C, const float *x, const float *w, c
     mean_dxhat /= C;
     mean_dxhat_xhat /= C;
     for (int c = 0; c < C; c++) {
-      double xhat = (xr[c] - (double)mean[r]) * rstd[r];
+      double xhat = (xr[c] - mean) * rstd;
       double dxhat = (double)dyr[c] * w[c];
-      size_t i = (size_t)r * C + c;
-      dx[i] = (float)(dx[i] + rstd[r] * (dxhat - mean_dxhat - xhat * mean_dxhat_xhat));
+      size_t i = r * C + c;
+      dx[i] = (float)(dx[i] + rstd * (dxhat - mean_dxhat - xhat * mean_dxhat_xhat));
     }
   }
   for (int c = 0; c < C; c++) {
     double sw = 0.0, sb = 0.0;
-    for (int r = 0; r < rows; r++) {
-      size_t i = (size_t)r * C + c;
-      sw += (double)dy[i] * (x[i] - (double)mean[r]) * rstd[r];
+    for (size_t r = 0; r < total; r++) {
+      size_t i = r * C + c;
+      const double mean = stats[(r / rows) * 2 * rows + r % rows], rstd = stats[(r / rows) * 2 * rows + rows + r % rows];
+      sw += (double)dy[i] * (x[i] - mean) * rstd;
       sb += dy[i];
     }
     dw[c] = (float)(dw[c] + sw);
@@ -262,26 +342,34 @@ static void ref_layernorm_bwd(int rows, int C, const float *x, const float *w, c
 
 /* ---- embedding */
 
-static void ref_embed_fwd(int B, int T, int C, const float *idx, const float *wte, const float *wpe,
+static void ref_embed_fwd(int B, int T, int C, const float *idx, int lo, int V, const float *wte, const float *wpe,
                           float *y) {
   for (int b = 0; b < B; b++)
     for (int t = 0; t < T; t++) {
-      size_t tok = (size_t)idx[(size_t)b * T + t];
-      for (int c = 0; c < C; c++)
-        y[((size_t)b * T + t) * C + c] = wte[tok * C + c] + wpe[(size_t)t * C + c];
+      long id = (long)idx[(size_t)b * T + t] - lo;
+      int mine = id >= 0 && id < V;
+      for (int c = 0; c < C; c++) {
+        double v = (mine ? wte[(size_t)id * C + c] : 0.0) + (wpe ? wpe[(size_t)t * C + c] : 0.0);
+        y[((size_t)b * T + t) * C + c] = (float)v;
+      }
     }
 }
 
-static void ref_embed_bwd(int B, int T, int C, const float *idx, const float *dy, float *dwte,
+static void ref_embed_bwd(int B, int T, int C, const float *idx, int lo, int V, const float *dy, float *dwte,
                           float *dwpe) {
-  for (int b = 0; b < B; b++)
-    for (int t = 0; t < T; t++) {
-      size_t tok = (size_t)idx[(size_t)b * T + t];
-      for (int c = 0; c < C; c++) {
-        float g = dy[((size_t)b * T + t) * C + c];
-        dwte[tok * C + c] += g;
-        dwpe[(size_t)t * C + c] += g;
-      }
+  for (int v = 0; v < V; v++) /* the rows of ids [lo, lo+V), each summed over its uses in double */
+    for (int c = 0; c < C; c++) {
+      double s = 0.0;
+      int used = 0;
+      for (size_t i = 0; i < (size_t)B * T; i++)
+        if ((long)idx[i] - lo == v) s += dy[i * C + c], used = 1;
+      if (used) dwte[(size_t)v * C + c] = (float)(dwte[(size_t)v * C + c] + s);
+    }
+  for (int t = 0; dwpe && t < T; t++)
+    for (int c = 0; c < C; c++) {
+      double s = 0.0;
+      for (int b = 0; b < B; b++) s += dy[((size_t)b * T + t) * C + c];
+      dwpe[(size_t)t * C + c] = (float)(dwpe[(size_t)t * C + c] + s);
     }
 }
 
@@ -346,6 +434,47 @@ static long ref_count_correct(int rows, int V, const float *logits, const float 
   return correct;
 }
 
+/* ---- vocabulary-parallel cross-entropy */
+
+static void ref_row_max(int rows, int V, const float *logits, float *mx) {
+  for (int r = 0; r < rows; r++) {
+    float m = logits[(size_t)r * V];
+    for (int v = 1; v < V; v++)
+      if (logits[(size_t)r * V + v] > m) m = logits[(size_t)r * V + v];
+    mx[r] = m;
+  }
+}
+
+static void ref_xent_shard_stats(int rows, int V, int lo, const float *logits, const float *targets,
+                                 const float *mx, float *sumexp, float *tgt) {
+  for (int r = 0; r < rows; r++) {
+    double sum = 0.0;
+    for (int v = 0; v < V; v++) sum += exp((double)logits[(size_t)r * V + v] - mx[r]);
+    long t = (long)targets[r] - lo;
+    sumexp[r] = (float)sum;
+    tgt[r] = t >= 0 && t < V ? logits[(size_t)r * V + t] : 0.0f;
+  }
+}
+
+static void ref_xent_shard_bwd(int rows, int V, int lo, const float *logits, const float *targets,
+                               const float *mx, const float *sumexp, float grad_scale, float *dlogits) {
+  for (int r = 0; r < rows; r++) {
+    long t = (long)targets[r] - lo;
+    for (int v = 0; v < V; v++) {
+      double prob = exp((double)logits[(size_t)r * V + v] - mx[r]) / sumexp[r];
+      dlogits[(size_t)r * V + v] = (float)(grad_scale * (prob - (v == t ? 1.0 : 0.0)));
+    }
+  }
+}
+
+static void ref_row_first_index(int rows, int V, int lo, const float *logits, const float *mx, float *first) {
+  for (int r = 0; r < rows; r++) {
+    first[r] = 3e38f;
+    for (int v = V - 1; v >= 0; v--)
+      if (logits[(size_t)r * V + v] == mx[r]) first[r] = (float)(lo + v);
+  }
+}
+
 /* ---- optimizers */
 
 static void ref_sgd_step(size_t n, float *p, const float *g, float *buf, float lr, float mom,
@@ -401,6 +530,10 @@ const backend_t backend_ref = {
     .relu_bwd = ref_relu_bwd,
     .gelu_fwd = ref_gelu_fwd,
     .gelu_bwd = ref_gelu_bwd,
+    .conv_workspace = ref_conv_workspace,
+    .conv_fwd = ref_conv_fwd,
+    .conv_bwd = ref_conv_bwd,
+    .gemm_tn_rows = ref_gemm_tn_rows,
     .im2col = ref_im2col,
     .col2im = ref_col2im,
     .maxpool_fwd = ref_maxpool_fwd,
@@ -415,6 +548,10 @@ const backend_t backend_ref = {
     .causal_softmax_bwd = ref_causal_softmax_bwd,
     .xent_fwd_bwd = ref_xent_fwd_bwd,
     .count_correct = ref_count_correct,
+    .row_max = ref_row_max,
+    .xent_shard_stats = ref_xent_shard_stats,
+    .xent_shard_bwd = ref_xent_shard_bwd,
+    .row_first_index = ref_row_first_index,
     .sgd_step = ref_sgd_step,
     .adamw_step = ref_adamw_step,
 };

@@ -107,6 +107,12 @@ static void make_staging(burst_exec_t *ex, const backend_t *be) {
     }
 }
 
+/* A conv2d and its ReLU fuse where both run on the same rank set: nothing moves between them. */
+static int same_set(void *arg, int conv, int relu) {
+  const burst_exec_t *ex = arg;
+  return ex->n[conv] == ex->n[relu] && ex->first[conv] == ex->first[relu];
+}
+
 /* The slab tensors' groups and the nodes that make their gradients final, for the gradient sync:
  * a tensor belongs to its owner node (a tied weight to its embedding, the first node using it). */
 static void make_sync(burst_exec_t *ex, const gradsync_opts_t *o) {
@@ -144,6 +150,7 @@ void burst_exec_init(burst_exec_t *ex, const burst_plan_t *plan, const graph_t *
   make_shares(ex);
   model_init(&ex->m, g, be, ex->window);
   make_staging(ex, be);
+  model_fuse_relus(&ex->m, same_set, ex);
   size_t xs = out_floats(g, 0), ys = (size_t)g->targets_per_sample;
   ex->x = xcalloc(surge_mul_size((size_t)ex->window, xs, "input batch"), sizeof(float));
   ex->y = xcalloc(surge_mul_size((size_t)ex->window, ys, "target batch"), sizeof(float));

@@ -32,7 +32,6 @@ static void plan_burst(burst_layout_t *b, const layout_opts_t *o, const graph_t 
       burst_plan_evaluate(g, &prof, &bo, &b->plan);
     }
     b->plan_text = plan_text_read(o->plan_file);
-    plan_text_predictions(b->plan_text, &b->plan);
   } else {
     bo.amp = o->amplification;
     burst_profile_read(o->profile_file, g, o->model, &bo, &prof);

@@ -1,14 +1,22 @@
 # Burst parallelism (DeepPool): profile, planner, plan files.
 libsurge_a_SOURCES += \
-  src/burst/profile.c src/burst/profile.h \
+  src/burst/profile.c src/burst/profile.h src/burst/bgraph.c src/burst/bgraph.h \
   src/burst/plan.h src/burst/plan_impl.h \
-  src/burst/plan_graph.c src/burst/plan_cost.c src/burst/planner.c src/burst/plan_pareto.c \
-  src/burst/plan_print.c src/burst/plan_file.c \
+  src/burst/plan_graph.c src/burst/plan_cost.c src/burst/plan_eval.c src/burst/plan_pareto.c \
+  src/burst/planner.c src/burst/plan_recover.c src/burst/plan_frontier.c src/burst/plan_api.c \
+  src/burst/plan_print.c src/burst/plan_file.c src/burst/textio.c src/burst/textio.h \
+  src/burst/graph_file.c src/burst/graph_file.h src/burst/deeppool.c src/burst/plan_input.c src/burst/plan_input.h \
   src/burst/executor.c src/burst/executor.h \
   src/burst/layout.c src/burst/layout.h \
   src/burst/plan_text.c src/burst/plan_text.h
 
-check_PROGRAMS += tests/test_planner
+check_PROGRAMS += tests/test_planner tests/test_frontier tests/test_graph_file
+tests_test_graph_file_SOURCES = tests/test_graph_file.c tests/child.c tests/child.h
+tests_test_graph_file_LDADD = $(SURGE_LIBS)
+TESTS += tests/test_graph_file
+tests_test_frontier_SOURCES = tests/test_frontier.c
+tests_test_frontier_LDADD = $(SURGE_LIBS)
+TESTS += tests/test_frontier
 tests_test_planner_SOURCES = tests/test_planner.c tests/child.c tests/child.h
 tests_test_planner_LDADD = $(SURGE_LIBS)
 TESTS += tests/test_planner
@@ -30,6 +38,18 @@ surge_profile_LDADD = $(SURGE_LIBS)
 surge_plan_SOURCES = src/apps/surge_plan.c
 surge_plan_LDADD = $(SURGE_LIBS)
 
+# surge-plan from graph files and DeepPool profiles.
+dist_check_SCRIPTS += tests/test_plan_files.sh
+TESTS += tests/test_plan_files.sh
+
 # Profile, plan, run: surge-profile on 1 and 2 ranks, surge-plan, surge-train on the plan.
+check_PROGRAMS += tests/profile_damage
+tests_profile_damage_SOURCES = tests/profile_damage.c
+tests_profile_damage_LDADD = $(SURGE_LIBS)
 dist_check_SCRIPTS += tests/test_profile_plan.sh
 TESTS += tests/test_profile_plan.sh
+
+# DeepPool's A100 profiles (MIT, with their licence) and Surge's Inception-v3 structure file.
+EXTRA_DIST += tests/data/deeppool/A100_vgg.prof tests/data/deeppool/A100_wrn.prof \
+  tests/data/deeppool/A100_inception.prof tests/data/deeppool/LICENSE tests/data/deeppool/README.md \
+  tests/data/deeppool/inception-v3.graph

@@ -1,7 +1,8 @@
 /* Burst-parallel plans (DeepPool): every node of a model graph runs on its own number of ranks n,
  * the contiguous rank range [first, first + n), each rank holding at most ceil(B/n) of the global
- * batch's B samples. The planner chooses n per node to minimise the predicted iteration time under
- * a hard per-layer amplification limit A, never using more ranks than the job has.
+ * batch's B samples. The planner chooses n per node: the fastest plan (least predicted iteration
+ * time), or the whole Pareto frontier of iteration time against rank-time, optionally under a hard
+ * per-layer amplification limit A, never using more ranks than the job has.
  *
  * Cost model (doc/burst.md has the derivations), all in microseconds:
  *   compute  comp(l, n) = profiled forward+backward time of l at per-rank batch ceil(B/n)
@@ -13,11 +14,13 @@
  *            max(|b_s - b_d|, min(b_s, b_d)) when both ranges start at the same rank (ranks in
  *            both layers keep what they can), max(b_s, b_d) when they start at different ranks
  *   time     critical path over the graph's chains and fork/join blocks: a node starts when its
- *            inputs have arrived; the two branches of a block run at once on disjoint rank ranges,
- *            or one after the other when their ranges overlap
+ *            inputs have arrived; the branches of a block whose rank ranges overlap run one after
+ *            another, groups of branches on disjoint ranges run at once
  *   rank-time  sum over nodes of n (re-shard in + comp + sync); amplification = rank-time over the
  *            time of one rank running the whole batch (sum of comp(l, 1)).
- * Limit: a node may use n ranks only if n (comp + sync)(l, n) <= A comp(l, 1). */
+ * Limit: a node may use n ranks only if n (comp + sync)(l, n) <= A comp(l, 1).
+ *
+ * The planner works on a bgraph_t (bgraph.h); the functions taking a graph_t convert it. */
 #ifndef SURGE_BURST_PLAN_H
 #define SURGE_BURST_PLAN_H
 
@@ -25,6 +28,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "burst/bgraph.h"
 #include "burst/profile.h"
 #include "nn/graph.h"
 
@@ -54,9 +58,12 @@ typedef struct burst_plan {
   int *per_rank;     /* [nodes] ceil(B/n): samples of the busiest rank */
   double *comp_us, *xfer_us, *sync_us; /* [nodes] predicted: compute, re-shards into the node, sync */
   double *amp;       /* [nodes] n (comp + sync) / comp(1) */
+  double *start_us;  /* [nodes] predicted start of the node's busy time on its ranks (re-shards in,
+                        compute, sync follow) within the iteration */
   double iter_us;    /* predicted iteration time (critical path) */
   double rank_us;    /* rank-time */
-  double one_rank_us; /* one rank running the whole batch: the amplification denominator */
+  double one_rank_us; /* one rank running the whole batch: the amplification denominator; 0 when the
+                         plan has no predictions (a plan file without them) */
   int ranks_used;    /* highest rank used + 1 */
 } burst_plan_t;
 
@@ -81,39 +88,79 @@ double burst_grad_bytes(const graph_t *g, int node);
 /* A hash of the graph's structure (names, kinds, inputs, shapes, parameter shapes). */
 uint64_t burst_graph_fingerprint(const graph_t *g);
 
-/* Plans. Each fills every field of plan (allocating it; free with burst_plan_free). */
+/* ---- plans of a planner graph ----
+ * Each fills every field of plan (allocating it; free with burst_plan_free). */
 void burst_plan_alloc(burst_plan_t *plan, int nodes, const burst_opts_t *o);
 void burst_plan_free(burst_plan_t *plan);
 /* The least predicted iteration time under the limit. */
+void burst_search(const bgraph_t *g, const burst_profile_t *p, const burst_opts_t *o, burst_plan_t *plan);
+/* Every node on ranks [0, n). */
+void burst_uniform(const bgraph_t *g, const burst_profile_t *p, const burst_opts_t *o, int n, burst_plan_t *plan);
+/* The data-parallel rank count: all ranks, or the fewest giving the same per-rank batch. */
+int burst_dp_ranks(const burst_opts_t *o);
+/* Predict the costs of plan->n and plan->first (set by the caller, e.g. read from a file) with the
+ * cost model. A rank range outside the job is an input error. */
+void burst_evaluate(const bgraph_t *g, const burst_profile_t *p, const burst_opts_t *o, burst_plan_t *plan);
+
+/* ---- the same for a model graph (graph_t), for training ---- */
 void burst_plan_search(const graph_t *g, const burst_profile_t *p, const burst_opts_t *o, burst_plan_t *plan);
 /* Every node on the data-parallel count (all ranks, per-rank batch ceil(B/G)). */
 void burst_plan_data_parallel(const graph_t *g, const burst_profile_t *p, const burst_opts_t *o,
                               burst_plan_t *plan);
 /* Every node on rank 0 with the whole batch. */
 void burst_plan_one_rank(const graph_t *g, const burst_profile_t *p, const burst_opts_t *o, burst_plan_t *plan);
-/* Predict the costs of plan->n and plan->first (set by the caller, e.g. read from a file) with the
- * cost model. A rank range outside the job is an input error. */
 void burst_plan_evaluate(const graph_t *g, const burst_profile_t *p, const burst_opts_t *o, burst_plan_t *plan);
 
-/* The Pareto frontier of iteration time against rank-time: plans for a sweep of A over the
- * per-layer amplification breakpoints (at most max_plans of them), keeping the points no other
- * point beats in both. Sorted by rank-time ascending (so iteration time descending). */
-typedef struct burst_pareto_point {
-  double amp_limit; /* the least swept A that reaches the point */
-  double iter_us, rank_us, amp;
-  int ranks_used;
-} burst_pareto_point_t;
-int burst_pareto(const graph_t *g, const burst_profile_t *p, const burst_opts_t *o, int max_plans,
-                 burst_pareto_point_t **points);
+/* ---- the Pareto frontier of iteration time against rank-time ----
+ * Every plan of the planner's plan space (doc/burst.md: every candidate rank count per node, and
+ * for every fork/join block every arrangement of its branches in lanes within the enclosing range)
+ * that no other plan of it beats in both measures, under the per-layer limit A of the options
+ * (BURST_NO_LIMIT for none). tol = 0: exact. tol > 0: the sets are thinned after every block so
+ * that every plan of the space has a frontier point within a factor (1 + tol) in both measures
+ * (on a chain, which has no blocks, the frontier stays exact). Points are sorted by iteration
+ * time ascending (rank-time descending): pt[0] is the fastest plan, pt[n-1] the leanest. */
+typedef struct burst_front_point {
+  double iter_us, rank_us;
+} burst_front_point_t;
 
-/* Human-readable output: the per-node table with the data-parallel plan beside it, and the frontier. */
+typedef struct burst_frontier {
+  int n;
+  burst_front_point_t *pt;
+  double tol;          /* as asked */
+  double one_rank_us;  /* the amplification denominator */
+  int blocks;          /* fork/join blocks in the graph */
+  void *impl;          /* what recovering a point's plan needs */
+} burst_frontier_t;
+
+void burst_frontier_build(const bgraph_t *g, const burst_profile_t *p, const burst_opts_t *o, double tol,
+                          burst_frontier_t *f);
+/* The plan of point i (recovered and evaluated: it agrees with the point, or the planner stops with
+ * a runtime error). */
+void burst_frontier_plan(const burst_frontier_t *f, int i, burst_plan_t *plan);
+/* The fastest point with rank-time at most rank_us, or the leanest with iteration time at most
+ * iter_us; -1 when no point qualifies. */
+int burst_frontier_fastest_within(const burst_frontier_t *f, double rank_us);
+int burst_frontier_leanest_within(const burst_frontier_t *f, double iter_us);
+void burst_frontier_free(burst_frontier_t *f);
+
+/* ---- human-readable output ---- */
+/* The per-node table with the data-parallel plan beside it (dp may be NULL). */
+void burst_plan_print_bg(FILE *f, const bgraph_t *g, const burst_plan_t *plan, const burst_plan_t *dp);
 void burst_plan_print(FILE *f, const graph_t *g, const burst_plan_t *plan, const burst_plan_t *dp);
-void burst_pareto_print(FILE *f, const burst_pareto_point_t *pts, int n, const burst_plan_t *dp);
+/* The frontier, at most max_rows rows (evenly spread, the fastest and the leanest always among
+ * them), leanest first, each with its plan's ranks used and the least per-layer limit that admits
+ * it (its largest node amplification). */
+void burst_frontier_print(FILE *f, const burst_frontier_t *fr, const burst_plan_t *dp, int max_rows);
 
-/* Plan files (text, one line per node; doc/burst.md). The reader checks the file against the
- * model name, the graph's fingerprint, the job's rank count and global batch: any mismatch or
- * malformed line is an input error naming file:line. It sets plan->n, first, per_rank, amp_limit;
- * burst_plan_evaluate then predicts its costs. */
+/* ---- plan files (text, one line per node; doc/burst.md) ----
+ * The reader checks the file against the model name, the graph's fingerprint, the job's rank
+ * count and global batch: any mismatch or malformed line is an input error naming file:line. It
+ * sets plan->n, first, per_rank, amp_limit and, from a plan file of format 2, the predictions
+ * iter_us, rank_us and one_rank_us (0 where the file has none: format 1, or a plan written by
+ * hand); burst_plan_evaluate predicts the costs of every node. */
+void burst_plan_write_bg(const char *path, const bgraph_t *g, const burst_plan_t *plan);
+void burst_plan_fwrite_bg(FILE *f, const char *path, const bgraph_t *g, const burst_plan_t *plan);
+void burst_plan_read_bg(const char *path, const bgraph_t *g, const burst_opts_t *o, burst_plan_t *plan);
 void burst_plan_write(const char *path, const graph_t *g, const char *model, const burst_plan_t *plan);
 /* The same text onto an open stream (path names it in errors), e.g. a memory stream. */
 void burst_plan_fwrite(FILE *f, const char *path, const graph_t *g, const char *model, const burst_plan_t *plan);

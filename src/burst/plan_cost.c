@@ -58,24 +58,18 @@ double burst_xfer_us(const burst_net_t *net, double bytes_per_sample, int n_s, i
 
 /* ---- context ---- */
 
-void burst_ctx_init(burst_ctx_t *c, const graph_t *g, const burst_profile_t *p, const burst_opts_t *o) {
+void burst_ctx_init(burst_ctx_t *c, const bgraph_t *g, const burst_profile_t *p, const burst_opts_t *o) {
   memset(c, 0, sizeof *c);
   check_opts(o);
-  burst_profile_check(p, g);
+  burst_profile_check_bg(p, g);
   c->g = g;
   c->p = p;
   c->o = *o;
   sp_build(g, &c->top);
-  c->act = xmalloc((size_t)g->n * sizeof *c->act);
-  c->grad = xmalloc((size_t)g->n * sizeof *c->grad);
-  for (int i = 0; i < g->n; i++) {
-    c->act[i] = burst_act_bytes(g, i);
-    c->grad[i] = burst_grad_bytes(g, i);
-  }
 }
 
 void burst_ctx_tables(burst_ctx_t *c) {
-  const graph_t *g = c->g;
+  const bgraph_t *g = c->g;
   int top = c->o.ranks < c->o.batch ? c->o.ranks : c->o.batch;
   c->cn = xmalloc((size_t)(top + 1) * sizeof *c->cn);
   c->C = burst_rank_counts(&c->o, c->cn);
@@ -88,8 +82,8 @@ void burst_ctx_tables(burst_ctx_t *c) {
   c->w = xmalloc(cells * sizeof *c->w);
   for (int i = 0; i < g->n; i++) {
     for (int k = 0; k < C; k++) {
-      c->comp[i * C + k] = burst_profile_time(c->p, g, i, c->cb[k]);
-      c->sync[i * C + k] = burst_sync_us(&c->p->net, c->grad[i], c->cn[k]);
+      c->comp[i * C + k] = burst_profile_us(c->p, g, i, c->cb[k]);
+      c->sync[i * C + k] = burst_sync_us(&c->p->net, g->v[i].grad_bytes, c->cn[k]);
     }
     /* the hard per-layer limit: n (comp + sync)(n) <= A comp(1), with a rounding allowance */
     double base = c->comp[i * C];
@@ -110,8 +104,6 @@ void burst_ctx_tables(burst_ctx_t *c) {
 
 void burst_ctx_free(burst_ctx_t *c) {
   sp_free(&c->top);
-  free(c->act);
-  free(c->grad);
   free(c->cn);
   free(c->cb);
   free(c->comp);
@@ -137,6 +129,7 @@ void burst_plan_alloc(burst_plan_t *plan, int nodes, const burst_opts_t *o) {
   plan->xfer_us = xcalloc((size_t)nodes, sizeof *plan->xfer_us);
   plan->sync_us = xcalloc((size_t)nodes, sizeof *plan->sync_us);
   plan->amp = xcalloc((size_t)nodes, sizeof *plan->amp);
+  plan->start_us = xcalloc((size_t)nodes, sizeof *plan->start_us);
 }
 
 void burst_plan_free(burst_plan_t *plan) {
@@ -147,132 +140,6 @@ void burst_plan_free(burst_plan_t *plan) {
   free(plan->xfer_us);
   free(plan->sync_us);
   free(plan->amp);
+  free(plan->start_us);
   memset(plan, 0, sizeof *plan);
-}
-
-/* Re-shard cost of the edge src -> dst as the plan places them. */
-static double edge_xfer(const burst_ctx_t *c, const burst_plan_t *pl, int src, int dst) {
-  return burst_xfer_us(&c->p->net, c->act[src], pl->n[src], pl->per_rank[src], pl->n[dst], pl->per_rank[dst],
-                       pl->first[src] != pl->first[dst]);
-}
-
-static double eval_seq(const burst_ctx_t *c, burst_plan_t *pl, const sp_seq_t *s, int src, double t);
-
-/* Time the join's inputs have all arrived, given the fork done at t. */
-static double eval_block(const burst_ctx_t *c, burst_plan_t *pl, const sp_block_t *blk, int fork, int join,
-                         double t) {
-  double direct = 0, serial = 0, parallel = 0, xin = 0;
-  int lo[LAYER_MAX_IN + 1], hi[LAYER_MAX_IN + 1], busy = 0;
-  for (int k = 0; k < blk->nbranch; k++) {
-    const sp_seq_t *br = &blk->branch[k];
-    if (br->n == 0) {
-      double x = edge_xfer(c, pl, fork, join);
-      xin += x;
-      if (x > direct) direct = x;
-      continue;
-    }
-    int tail = br->step[br->n - 1].node;
-    double x = edge_xfer(c, pl, tail, join);
-    double span = eval_seq(c, pl, br, fork, 0) + x;
-    xin += x;
-    serial += span;
-    if (span > parallel) parallel = span;
-    if (busy <= LAYER_MAX_IN) {
-      lo[busy] = pl->ranks;
-      hi[busy] = 0;
-      sp_seq_extent(br, pl, &lo[busy], &hi[busy]);
-    }
-    busy++;
-  }
-  /* two branches run at once only on disjoint rank ranges */
-  int disjoint = busy == 2 && (hi[0] <= lo[1] || hi[1] <= lo[0]);
-  double branches = disjoint ? parallel : serial;
-  pl->xfer_us[join] = xin;
-  return t + (direct > branches ? direct : branches);
-}
-
-static void node_costs(const burst_ctx_t *c, burst_plan_t *pl, int v) {
-  pl->comp_us[v] = burst_profile_time(c->p, c->g, v, pl->per_rank[v]);
-  pl->sync_us[v] = burst_sync_us(&c->p->net, c->grad[v], pl->n[v]);
-  double one = burst_profile_time(c->p, c->g, v, c->o.batch);
-  double used = pl->n[v] * (pl->comp_us[v] + pl->sync_us[v]);
-  pl->amp[v] = one > 0 ? used / one : (used > 0 ? BURST_INF : 1);
-}
-
-/* Time the series' last node is done, its source done at t (src < 0: the top series). */
-static double eval_seq(const burst_ctx_t *c, burst_plan_t *pl, const sp_seq_t *s, int src, double t) {
-  int prev = src;
-  for (int i = 0; i < s->n; i++) {
-    int v = s->step[i].node;
-    node_costs(c, pl, v);
-    if (s->step[i].via)
-      t = eval_block(c, pl, s->step[i].via, prev, v, t);
-    else {
-      pl->xfer_us[v] = prev < 0 ? 0 : edge_xfer(c, pl, prev, v);
-      t += pl->xfer_us[v];
-    }
-    t += pl->comp_us[v] + pl->sync_us[v];
-    prev = v;
-  }
-  return t;
-}
-
-static void check_ranges(const graph_t *g, const burst_plan_t *pl) {
-  for (int v = 0; v < g->n; v++) {
-    if (pl->n[v] < 1 || pl->n[v] > pl->batch)
-      surge_input_error("burst plan: node %d '%s' has %d ranks (need 1..%d, the global batch)", v, g->l[v].name,
-                        pl->n[v], pl->batch);
-    if (pl->first[v] < 0 || pl->first[v] + pl->n[v] > pl->ranks)
-      surge_input_error("burst plan: node %d '%s' uses ranks %d..%d but the job has %d ranks (0..%d)", v,
-                        g->l[v].name, pl->first[v], pl->first[v] + pl->n[v] - 1, pl->ranks, pl->ranks - 1);
-  }
-}
-
-static double one_rank_time(const burst_ctx_t *c) {
-  double t = 0;
-  for (int v = 0; v < c->g->n; v++) t += burst_profile_time(c->p, c->g, v, c->o.batch);
-  return t;
-}
-
-void burst_ctx_evaluate(const burst_ctx_t *c, burst_plan_t *pl) {
-  const graph_t *g = c->g;
-  if (pl->nodes != g->n) surge_input_error("burst plan has %d nodes, the model graph %d", pl->nodes, g->n);
-  check_ranges(g, pl);
-  for (int v = 0; v < g->n; v++) pl->per_rank[v] = burst_per_rank(pl->batch, pl->n[v]);
-  pl->iter_us = eval_seq(c, pl, &c->top, -1, 0);
-  pl->rank_us = 0;
-  pl->ranks_used = 0;
-  for (int v = 0; v < g->n; v++) {
-    pl->rank_us += pl->n[v] * (pl->xfer_us[v] + pl->comp_us[v] + pl->sync_us[v]);
-    if (pl->first[v] + pl->n[v] > pl->ranks_used) pl->ranks_used = pl->first[v] + pl->n[v];
-  }
-  pl->one_rank_us = one_rank_time(c);
-}
-
-void burst_plan_evaluate(const graph_t *g, const burst_profile_t *p, const burst_opts_t *o, burst_plan_t *plan) {
-  burst_ctx_t c;
-  burst_ctx_init(&c, g, p, o);
-  plan->ranks = o->ranks;
-  plan->batch = o->batch;
-  burst_ctx_evaluate(&c, plan);
-  burst_ctx_free(&c);
-}
-
-/* Every node on ranks [0, n). */
-static void uniform_plan(const graph_t *g, const burst_profile_t *p, const burst_opts_t *o, int n,
-                         burst_plan_t *plan) {
-  burst_plan_alloc(plan, g->n, o);
-  for (int v = 0; v < g->n; v++) plan->n[v] = n;
-  burst_plan_evaluate(g, p, o, plan);
-}
-
-void burst_plan_data_parallel(const graph_t *g, const burst_profile_t *p, const burst_opts_t *o,
-                              burst_plan_t *plan) {
-  check_opts(o);
-  int top = o->ranks < o->batch ? o->ranks : o->batch;
-  uniform_plan(g, p, o, burst_per_rank(o->batch, burst_per_rank(o->batch, top)), plan);
-}
-
-void burst_plan_one_rank(const graph_t *g, const burst_profile_t *p, const burst_opts_t *o, burst_plan_t *plan) {
-  uniform_plan(g, p, o, 1, plan);
 }

@@ -1,140 +1,140 @@
 /* Plan files: text a person can read and diff.
  *
- *   surge-burst-plan 1
+ *   surge-burst-plan 2
  *   model vgg-mini
  *   fingerprint 5e0c2b7a11d3f0e4
  *   nodes 23
  *   ranks 8
  *   global_batch 256
  *   amplification 2            (or "none")
+ *   predicted_iteration_us 1234.5   (the three predictions: all or none)
+ *   predicted_rank_us 8765.4
+ *   one_rank_us 5432.1
  *   # node name ranks first batch
  *   0 input 8 0 32
  *   ...
  *   end
  *
  * '#' starts a comment. The reader checks everything against the run (model, graph fingerprint,
- * ranks, global batch, node names, rank ranges inside the job, batch = ceil(global_batch/ranks))
- * and stops at the first problem with an input error naming file:line. */
+ * ranks, global batch, node names, rank ranges inside the job, batch = ceil(global_batch/ranks),
+ * predictions positive and finite with rank-time at least the iteration time) and stops at the
+ * first problem with an input error naming file:line. Format 1 (no prediction keys; its
+ * "# predicted:" comment is only a comment) is still read. */
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "burst/plan.h"
+#include "burst/textio.h"
 #include "core/error.h"
 
-#define PLAN_FORMAT_VERSION 1
-#define PLAN_LINE_MAX 512
+#define PLAN_FORMAT_VERSION 2
+#define PLAN_VALUE_MAX 128
 
-void burst_plan_fwrite(FILE *f, const char *path, const graph_t *g, const char *model, const burst_plan_t *plan) {
+void burst_plan_fwrite_bg(FILE *f, const char *path, const bgraph_t *g, const burst_plan_t *plan) {
   if (plan->nodes != g->n) surge_input_error("burst plan has %d nodes, the model graph %d", plan->nodes, g->n);
-  if (!model[0] || strpbrk(model, " \t\r\n#"))
-    surge_input_error("plan file %s: model name '%s' must be one word", path, model);
+  if (!g->model[0] || strpbrk(g->model, " \t\r\n#"))
+    surge_input_error("plan file %s: model name '%s' must be one word", path, g->model);
   for (int v = 0; v < g->n; v++)
-    if (!g->l[v].name[0] || strpbrk(g->l[v].name, " \t\r\n#"))
-      surge_input_error("plan file %s: node %d name '%s' must be one word without '#'", path, v, g->l[v].name);
+    if (!g->v[v].name[0] || strpbrk(g->v[v].name, " \t\r\n#"))
+      surge_input_error("plan file %s: node %d name '%s' must be one word without '#'", path, v, g->v[v].name);
   fprintf(f, "surge-burst-plan %d\nmodel %s\nfingerprint %016" PRIx64 "\nnodes %d\nranks %d\nglobal_batch %d\n",
-          PLAN_FORMAT_VERSION, model, burst_graph_fingerprint(g), g->n, plan->ranks, plan->batch);
+          PLAN_FORMAT_VERSION, g->model, g->fingerprint, g->n, plan->ranks, plan->batch);
   if (isinf(plan->amp_limit))
     fprintf(f, "amplification none\n");
   else
     fprintf(f, "amplification %.17g\n", plan->amp_limit);
-  fprintf(f, "# predicted: iteration %.3f us, rank-time %.3f rank-us, amplification %.3f, ranks used %d\n",
-          plan->iter_us, plan->rank_us, plan->one_rank_us > 0 ? plan->rank_us / plan->one_rank_us : 0,
-          plan->ranks_used);
+  if (plan->one_rank_us > 0)
+    fprintf(f, "predicted_iteration_us %.17g\npredicted_rank_us %.17g\none_rank_us %.17g\n", plan->iter_us,
+            plan->rank_us, plan->one_rank_us);
   fprintf(f, "# node name ranks first batch\n");
   for (int v = 0; v < g->n; v++)
-    fprintf(f, "%d %s %d %d %d\n", v, g->l[v].name, plan->n[v], plan->first[v], burst_per_rank(plan->batch, plan->n[v]));
+    fprintf(f, "%d %s %d %d %d\n", v, g->v[v].name, plan->n[v], plan->first[v], burst_per_rank(plan->batch, plan->n[v]));
   fprintf(f, "end\n");
 }
 
-void burst_plan_write(const char *path, const graph_t *g, const char *model, const burst_plan_t *plan) {
+void burst_plan_write_bg(const char *path, const bgraph_t *g, const burst_plan_t *plan) {
   FILE *f = fopen(path, "w");
   if (!f) surge_runtime_error("cannot write plan file %s: %s", path, strerror(errno));
-  burst_plan_fwrite(f, path, g, model, plan);
+  burst_plan_fwrite_bg(f, path, g, plan);
   int failed = ferror(f);
   if (fclose(f) != 0 || failed) surge_runtime_error("cannot write plan file %s: %s", path, strerror(errno));
 }
 
-typedef struct plan_reader {
-  const char *path;
-  int line;
-  char *tok[8];
-  int ntok;
-} plan_reader_t;
+enum { KEY_MODEL, KEY_FINGERPRINT, KEY_NODES, KEY_RANKS, KEY_BATCH, KEY_AMP, KEY_REQUIRED,
+       KEY_ITER = KEY_REQUIRED, KEY_RANK_US, KEY_ONE_RANK, KEY_COUNT };
+static const char *const key_names[KEY_COUNT] = {"model", "fingerprint", "nodes", "ranks", "global_batch",
+                                                 "amplification", "predicted_iteration_us", "predicted_rank_us",
+                                                 "one_rank_us"};
 
-static _Noreturn void read_error(const plan_reader_t *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static _Noreturn void read_error(const plan_reader_t *r, const char *fmt, ...) {
-  char msg[768];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  surge_input_error("%s:%d: %s", r->path, r->line, msg);
-}
-
-/* Read the next line with content into tokens; 0 at end of file. */
-static int next_line(plan_reader_t *r, FILE *f, char *buf) {
-  while (fgets(buf, PLAN_LINE_MAX, f)) {
-    r->line++;
-    size_t len = strlen(buf);
-    if (len == PLAN_LINE_MAX - 1 && buf[len - 1] != '\n') read_error(r, "line longer than %d characters", PLAN_LINE_MAX - 2);
-    char *hash = strchr(buf, '#');
-    if (hash) *hash = '\0';
-    r->ntok = 0;
-    for (char *t = strtok(buf, " \t\r\n"); t; t = strtok(NULL, " \t\r\n")) {
-      if (r->ntok == (int)(sizeof r->tok / sizeof r->tok[0])) read_error(r, "too many words");
-      r->tok[r->ntok++] = t;
-    }
-    if (r->ntok) return 1;
-  }
-  return 0;
-}
-
-static long parse_long(const plan_reader_t *r, const char *what, const char *s, long lo, long hi) {
+static double parse_positive(const tin_t *r, const char *what, const char *s) {
   char *end;
   errno = 0;
-  long v = strtol(s, &end, 10);
-  if (errno || end == s || *end) read_error(r, "%s '%s' is not an integer", what, s);
-  if (v < lo || v > hi) read_error(r, "%s %ld out of range %ld..%ld", what, v, lo, hi);
+  double v = strtod(s, &end);
+  if (errno || end == s || *end || !isfinite(v) || !(v > 0))
+    tin_error(r, "%s '%s' must be a positive finite number of microseconds", what, s);
   return v;
 }
 
-enum { KEY_MODEL, KEY_FINGERPRINT, KEY_NODES, KEY_RANKS, KEY_BATCH, KEY_AMP, KEY_COUNT };
-static const char *const key_names[KEY_COUNT] = {"model", "fingerprint", "nodes", "ranks", "global_batch",
-                                                 "amplification"};
+/* The three predictions: all or none (format 2), positive, rank-time at least the iteration time. */
+static void check_predictions(tin_t *r, char val[KEY_COUNT][PLAN_VALUE_MAX], const int *line_of,
+                              int version, burst_plan_t *plan) {
+  int given = 0;
+  for (int k = KEY_ITER; k < KEY_COUNT; k++) given += line_of[k] != 0;
+  if (!given) return;
+  tin_t at = *r;
+  for (int k = KEY_ITER; k < KEY_COUNT; k++)
+    if (line_of[k]) at.line = line_of[k];
+  if (version < 2) tin_error(&at, "'%s' is a format 2 key; this file says format %d", key_names[KEY_ITER], version);
+  for (int k = KEY_ITER; k < KEY_COUNT; k++)
+    if (!line_of[k])
+      tin_error(&at, "the predictions come as three keys (predicted_iteration_us, predicted_rank_us, "
+                      "one_rank_us) or not at all; '%s' is missing", key_names[k]);
+  at.line = line_of[KEY_ITER];
+  double iter = parse_positive(&at, key_names[KEY_ITER], val[KEY_ITER]);
+  at.line = line_of[KEY_RANK_US];
+  double rank = parse_positive(&at, key_names[KEY_RANK_US], val[KEY_RANK_US]);
+  if (rank < iter * (1 - 1e-9))
+    tin_error(&at, "predicted_rank_us %g is below predicted_iteration_us %g (every node runs on at least one rank)",
+               rank, iter);
+  at.line = line_of[KEY_ONE_RANK];
+  double one = parse_positive(&at, key_names[KEY_ONE_RANK], val[KEY_ONE_RANK]);
+  plan->iter_us = iter;
+  plan->rank_us = rank;
+  plan->one_rank_us = one;
+}
 
 /* Check the header keys against the run once they are all read. */
-static void check_header(plan_reader_t *r, char val[KEY_COUNT][PLAN_LINE_MAX], const int *line_of,
-                         const graph_t *g, const char *model, const burst_opts_t *o, burst_plan_t *plan) {
-  for (int k = 0; k < KEY_COUNT; k++)
-    if (!line_of[k]) read_error(r, "missing '%s' before the node lines", key_names[k]);
-  plan_reader_t at = *r;
+static void check_header(tin_t *r, char val[KEY_COUNT][PLAN_VALUE_MAX], const int *line_of, int version,
+                         const bgraph_t *g, const burst_opts_t *o, burst_plan_t *plan) {
+  for (int k = 0; k < KEY_REQUIRED; k++)
+    if (!line_of[k]) tin_error(r, "missing '%s' before the node lines", key_names[k]);
+  tin_t at = *r;
   at.line = line_of[KEY_MODEL];
-  if (strcmp(val[KEY_MODEL], model) != 0)
-    read_error(&at, "plan is for model '%s', this run's model is '%s'", val[KEY_MODEL], model);
+  if (strcmp(val[KEY_MODEL], g->model) != 0)
+    tin_error(&at, "plan is for model '%s', this run's model is '%s'", val[KEY_MODEL], g->model);
   at.line = line_of[KEY_FINGERPRINT];
   char *end;
   errno = 0;
   uint64_t fp = strtoull(val[KEY_FINGERPRINT], &end, 16);
-  if (errno || *end || end == val[KEY_FINGERPRINT]) read_error(&at, "fingerprint '%s' is not hexadecimal", val[KEY_FINGERPRINT]);
-  if (fp != burst_graph_fingerprint(g))
-    read_error(&at, "plan was made for another '%s' graph (fingerprint %016" PRIx64 ", this graph %016" PRIx64
+  if (errno || *end || end == val[KEY_FINGERPRINT]) tin_error(&at, "fingerprint '%s' is not hexadecimal", val[KEY_FINGERPRINT]);
+  if (fp != g->fingerprint)
+    tin_error(&at, "plan was made for another '%s' graph (fingerprint %016" PRIx64 ", this graph %016" PRIx64
                "): make a new plan for this model",
-               model, fp, burst_graph_fingerprint(g));
+               g->model, fp, g->fingerprint);
   at.line = line_of[KEY_NODES];
-  long nodes = parse_long(&at, "nodes", val[KEY_NODES], 1, 1L << 30);
-  if (nodes != g->n) read_error(&at, "plan has %ld nodes, the model graph has %d", nodes, g->n);
+  long nodes = tin_long(&at, "nodes", val[KEY_NODES], 1, 1L << 30);
+  if (nodes != g->n) tin_error(&at, "plan has %ld nodes, the model graph has %d", nodes, g->n);
   at.line = line_of[KEY_RANKS];
-  long ranks = parse_long(&at, "ranks", val[KEY_RANKS], 1, 1L << 30);
+  long ranks = tin_long(&at, "ranks", val[KEY_RANKS], 1, 1L << 30);
   if (ranks != o->ranks)
-    read_error(&at, "plan is for %ld ranks, the job has %d ranks: make a plan for %d ranks", ranks, o->ranks, o->ranks);
+    tin_error(&at, "plan is for %ld ranks, the job has %d ranks: make a plan for %d ranks", ranks, o->ranks, o->ranks);
   at.line = line_of[KEY_BATCH];
-  long batch = parse_long(&at, "global_batch", val[KEY_BATCH], 1, 1L << 30);
+  long batch = tin_long(&at, "global_batch", val[KEY_BATCH], 1, 1L << 30);
   if (batch != o->batch)
-    read_error(&at, "plan is for global batch %ld, this run's global batch is %d", batch, o->batch);
+    tin_error(&at, "plan is for global batch %ld, this run's global batch is %d", batch, o->batch);
   at.line = line_of[KEY_AMP];
   if (strcmp(val[KEY_AMP], "none") == 0)
     plan->amp_limit = BURST_NO_LIMIT;
@@ -142,81 +142,79 @@ static void check_header(plan_reader_t *r, char val[KEY_COUNT][PLAN_LINE_MAX], c
     errno = 0;
     plan->amp_limit = strtod(val[KEY_AMP], &end);
     if (errno || *end || end == val[KEY_AMP] || !(plan->amp_limit >= 1) || isinf(plan->amp_limit))
-      read_error(&at, "amplification '%s' must be a number >= 1 or 'none'", val[KEY_AMP]);
+      tin_error(&at, "amplification '%s' must be a number >= 1 or 'none'", val[KEY_AMP]);
   }
+  check_predictions(r, val, line_of, version, plan);
 }
 
-static void read_node(plan_reader_t *r, const graph_t *g, const burst_opts_t *o, int v, burst_plan_t *plan) {
-  if (r->ntok != 5) read_error(r, "expected 'node name ranks first batch' for node %d, got %d words", v, r->ntok);
-  long idx = parse_long(r, "node", r->tok[0], 0, g->n - 1);
-  if (idx != v) read_error(r, "expected node %d, found node %ld (node lines go in order)", v, idx);
-  if (strcmp(r->tok[1], g->l[v].name) != 0)
-    read_error(r, "node %d is '%s' in the plan but '%s' in the model graph", v, r->tok[1], g->l[v].name);
-  long n = parse_long(r, "ranks", r->tok[2], 1, 1L << 30);
-  long first = parse_long(r, "first rank", r->tok[3], 0, 1L << 30);
+static void read_node(tin_t *r, const bgraph_t *g, const burst_opts_t *o, int v, burst_plan_t *plan) {
+  if (r->nword != 5) tin_error(r, "expected 'node name ranks first batch' for node %d, got %d words", v, r->nword);
+  long idx = tin_long(r, "node", r->word[0], 0, g->n - 1);
+  if (idx != v) tin_error(r, "expected node %d, found node %ld (node lines go in order)", v, idx);
+  const char *name = g->v[v].name;
+  if (strcmp(r->word[1], name) != 0)
+    tin_error(r, "node %d is '%s' in the plan but '%s' in the model graph", v, r->word[1], name);
+  long n = tin_long(r, "ranks", r->word[2], 1, 1L << 30);
+  long first = tin_long(r, "first rank", r->word[3], 0, 1L << 30);
   if (first + n > o->ranks)
-    read_error(r, "node %d '%s' uses ranks %ld..%ld but the job has %d ranks (0..%d)", v, g->l[v].name, first,
-               first + n - 1, o->ranks, o->ranks - 1);
-  if (n > o->batch)
-    read_error(r, "node %d '%s' has %ld ranks, more than the global batch %d", v, g->l[v].name, n, o->batch);
-  long b = parse_long(r, "batch", r->tok[4], 1, 1L << 30);
+    tin_error(r, "node %d '%s' uses ranks %ld..%ld but the job has %d ranks (0..%d)", v, name, first, first + n - 1,
+               o->ranks, o->ranks - 1);
+  if (n > o->batch) tin_error(r, "node %d '%s' has %ld ranks, more than the global batch %d", v, name, n, o->batch);
+  long b = tin_long(r, "batch", r->word[4], 1, 1L << 30);
   if (b != burst_per_rank(o->batch, (int)n))
-    read_error(r, "node %d '%s': per-rank batch %ld, but %ld ranks of a global batch of %d hold %d", v,
-               g->l[v].name, b, n, o->batch, burst_per_rank(o->batch, (int)n));
+    tin_error(r, "node %d '%s': per-rank batch %ld, but %ld ranks of a global batch of %d hold %d", v, name, b, n,
+               o->batch, burst_per_rank(o->batch, (int)n));
   plan->n[v] = (int)n;
   plan->first[v] = (int)first;
   plan->per_rank[v] = (int)b;
 }
 
-void burst_plan_read(const char *path, const graph_t *g, const char *model, const burst_opts_t *o,
-                     burst_plan_t *plan) {
-  FILE *f = fopen(path, "r");
-  if (!f) surge_input_error("cannot open plan file %s: %s", path, strerror(errno));
-  plan_reader_t r = {path, 0, {0}, 0};
-  char buf[PLAN_LINE_MAX];
-  if (!next_line(&r, f, buf)) read_error(&r, "empty file, not a surge burst plan");
-  if (r.ntok != 2 || strcmp(r.tok[0], "surge-burst-plan") != 0)
-    read_error(&r, "not a surge burst plan (the first line must be 'surge-burst-plan %d')", PLAN_FORMAT_VERSION);
-  long version = parse_long(&r, "format version", r.tok[1], 0, 1L << 30);
-  if (version != PLAN_FORMAT_VERSION)
-    read_error(&r, "plan format version %ld; this surge reads version %d", version, PLAN_FORMAT_VERSION);
+void burst_plan_read_bg(const char *path, const bgraph_t *g, const burst_opts_t *o, burst_plan_t *plan) {
+  tin_t r;
+  tin_open(&r, path);
+  if (!tin_next(&r)) tin_error(&r, "empty file, not a surge burst plan");
+  if (r.nword != 2 || strcmp(r.word[0], "surge-burst-plan") != 0)
+    tin_error(&r, "not a surge burst plan (the first line must be 'surge-burst-plan %d')", PLAN_FORMAT_VERSION);
+  long version = tin_long(&r, "format version", r.word[1], 0, 1L << 30);
+  if (version < 1 || version > PLAN_FORMAT_VERSION)
+    tin_error(&r, "plan format version %ld; this surge reads versions 1 to %d", version, PLAN_FORMAT_VERSION);
 
-  char val[KEY_COUNT][PLAN_LINE_MAX];
+  char val[KEY_COUNT][PLAN_VALUE_MAX];
   int line_of[KEY_COUNT] = {0};
   burst_plan_alloc(plan, g->n, o);
   int v = 0, header_done = 0, ended = 0;
-  while (next_line(&r, f, buf)) {
-    if (ended) read_error(&r, "text after 'end'");
-    if (strcmp(r.tok[0], "end") == 0 && r.ntok == 1) {
-      if (!header_done) check_header(&r, val, line_of, g, model, o, plan);
-      if (v < g->n) read_error(&r, "'end' after %d of %d node lines", v, g->n);
+  while (tin_next(&r)) {
+    if (ended) tin_error(&r, "text after 'end'");
+    if (strcmp(r.word[0], "end") == 0 && r.nword == 1) {
+      if (!header_done) check_header(&r, val, line_of, (int)version, g, o, plan);
+      if (v < g->n) tin_error(&r, "'end' after %d of %d node lines", v, g->n);
       ended = 1;
       continue;
     }
     int k = 0;
-    while (k < KEY_COUNT && strcmp(r.tok[0], key_names[k]) != 0) k++;
+    while (k < KEY_COUNT && strcmp(r.word[0], key_names[k]) != 0) k++;
     if (k < KEY_COUNT) {
-      if (header_done) read_error(&r, "'%s' after the node lines", key_names[k]);
-      if (line_of[k]) read_error(&r, "'%s' given twice (first on line %d)", key_names[k], line_of[k]);
-      if (r.ntok != 2) read_error(&r, "expected '%s VALUE'", key_names[k]);
-      snprintf(val[k], sizeof val[k], "%s", r.tok[1]);
+      if (header_done) tin_error(&r, "'%s' after the node lines", key_names[k]);
+      if (line_of[k]) tin_error(&r, "'%s' given twice (first on line %d)", key_names[k], line_of[k]);
+      if (r.nword != 2) tin_error(&r, "expected '%s VALUE'", key_names[k]);
+      if (strlen(r.word[1]) >= PLAN_VALUE_MAX) tin_error(&r, "the value of '%s' is too long", key_names[k]);
+      snprintf(val[k], sizeof val[k], "%s", r.word[1]);
       line_of[k] = r.line;
       continue;
     }
-    if (r.tok[0][0] < '0' || r.tok[0][0] > '9')
-      read_error(&r, "unknown key '%s' (expected one of model, fingerprint, nodes, ranks, global_batch, "
-                     "amplification, a node line or 'end')",
-                 r.tok[0]);
+    if (r.word[0][0] < '0' || r.word[0][0] > '9')
+      tin_error(&r, "unknown key '%s' (expected one of model, fingerprint, nodes, ranks, global_batch, "
+                     "amplification, predicted_iteration_us, predicted_rank_us, one_rank_us, a node line or 'end')",
+                 r.word[0]);
     if (!header_done) {
-      check_header(&r, val, line_of, g, model, o, plan);
+      check_header(&r, val, line_of, (int)version, g, o, plan);
       header_done = 1;
     }
-    if (v == g->n) read_error(&r, "more node lines than the graph's %d nodes", g->n);
+    if (v == g->n) tin_error(&r, "more node lines than the graph's %d nodes", g->n);
     read_node(&r, g, o, v++, plan);
   }
-  if (ferror(f)) surge_input_error("cannot read plan file %s: %s", path, strerror(errno));
-  fclose(f);
-  if (!ended) read_error(&r, "file ends after %d of %d node lines without 'end' (truncated?)", v, g->n);
+  if (!ended) tin_error(&r, "file ends after %d of %d node lines without 'end' (truncated?)", v, g->n);
+  tin_close(&r);
   plan->ranks = o->ranks;
   plan->batch = o->batch;
 }

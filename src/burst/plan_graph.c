@@ -1,50 +1,9 @@
-/* What the planner needs from a model graph: bytes per node, a fingerprint, and the graph as a
- * series-parallel tree of chains and fork/join blocks. */
+/* The model graph as a series-parallel tree of chains and fork/join blocks (plan_impl.h). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "burst/plan_impl.h"
 #include "core/error.h"
-
-double burst_act_bytes(const graph_t *g, int node) { return 4.0 * (double)shape_size(g->l[node].out); }
-
-double burst_grad_bytes(const graph_t *g, int node) {
-  const layer_t *l = &g->l[node];
-  double bytes = 0;
-  for (int k = 0; k < l->np; k++) bytes += 4.0 * (double)g->params.t[l->param[k]].n;
-  return bytes;
-}
-
-static uint64_t fnv1a(uint64_t h, const char *s) {
-  for (; *s; s++) {
-    h ^= (unsigned char)*s;
-    h *= 0x100000001b3ULL;
-  }
-  return h;
-}
-
-uint64_t burst_graph_fingerprint(const graph_t *g) {
-  uint64_t h = 0xcbf29ce484222325ULL;
-  char buf[256];
-  for (int i = 0; i < g->n; i++) {
-    const layer_t *l = &g->l[i];
-    snprintf(buf, sizeof buf, "%d|%s|%s|%d", i, l->name, layer_kind_name(l->kind), l->nin);
-    h = fnv1a(h, buf);
-    for (int k = 0; k < l->nin; k++) {
-      snprintf(buf, sizeof buf, "|in%d", l->in[k]);
-      h = fnv1a(h, buf);
-    }
-    shape_str(l->out, buf, sizeof buf);
-    h = fnv1a(h, buf);
-    for (int k = 0; k < l->np; k++) {
-      const slab_tensor_t *t = &g->params.t[l->param[k]];
-      snprintf(buf, sizeof buf, "|%s:%d:%d,%d,%d,%d", t->name, t->ndim, t->d[0], t->d[1], t->d[2], t->d[3]);
-      h = fnv1a(h, buf);
-    }
-    h = fnv1a(h, ";");
-  }
-  return h;
-}
 
 /* ---- series-parallel decomposition ----
  * A region is a source node, the nodes between (in topological order) and a sink node. Inner nodes
@@ -54,15 +13,16 @@ uint64_t burst_graph_fingerprint(const graph_t *g) {
  * (without the fork's direct edges to the join, which are the block's empty branches). */
 
 typedef struct sp_builder {
-  const graph_t *g;
+  const bgraph_t *g;
   int *cons_off, *cons; /* consumers of node i: cons[cons_off[i] .. cons_off[i+1]) */
   int *pos;             /* position of a node in the region being cut, -1 elsewhere */
 } sp_builder_t;
 
-static _Noreturn void not_series_parallel(const graph_t *g, int node) {
-  surge_input_error("the model graph is not series-parallel around node %d '%s': the burst planner "
+static _Noreturn void not_series_parallel(const bgraph_t *g, int node) {
+  char where[320];
+  surge_input_error("%sthe model graph is not series-parallel around node %d '%s': the burst planner "
                     "handles chains and fork/join blocks (residual and branchy graphs)",
-                    node, g->l[node].name);
+                    bgraph_where(g, node, where, sizeof where), node, g->v[node].name);
 }
 
 static int find_root(int *parent, int i) {
@@ -149,24 +109,26 @@ static void decompose(sp_builder_t *b, int src, const int *mid, int m, int sink,
   free(nodes);
 }
 
-void sp_build(const graph_t *g, sp_seq_t *top) {
-  if (g->n < 2) surge_input_error("the model graph has no layers to plan");
+void sp_build(const bgraph_t *g, sp_seq_t *top) {
+  if (g->n < 2) surge_input_error("%s: the model graph has no layers to plan", g->source);
   sp_builder_t b = {g, NULL, NULL, NULL};
   b.cons_off = xcalloc((size_t)g->n + 1, sizeof *b.cons_off);
   for (int i = 1; i < g->n; i++)
-    for (int k = 0; k < g->l[i].nin; k++) b.cons_off[g->l[i].in[k] + 1]++;
+    for (int k = 0; k < g->v[i].nin; k++) b.cons_off[g->v[i].in[k] + 1]++;
   for (int i = 0; i < g->n; i++) b.cons_off[i + 1] += b.cons_off[i];
   b.cons = xmalloc((size_t)(b.cons_off[g->n] ? b.cons_off[g->n] : 1) * sizeof *b.cons);
   int *fill = xmalloc((size_t)g->n * sizeof *fill);
   memcpy(fill, b.cons_off, (size_t)g->n * sizeof *fill);
   for (int i = 1; i < g->n; i++)
-    for (int k = 0; k < g->l[i].nin; k++) b.cons[fill[g->l[i].in[k]]++] = i;
+    for (int k = 0; k < g->v[i].nin; k++) b.cons[fill[g->v[i].in[k]]++] = i;
   free(fill);
   for (int i = 0; i < g->n - 1; i++)
-    if (b.cons_off[i] == b.cons_off[i + 1])
-      surge_input_error("node %d '%s': no later node uses its output; the planner needs every node on a "
-                        "path to the output (node %d)",
-                        i, g->l[i].name, g->n - 1);
+    if (b.cons_off[i] == b.cons_off[i + 1]) {
+      char where[320];
+      surge_input_error("%snode %d '%s': no later node uses its output; the planner needs every node on a "
+                        "path to the output (node %d '%s')",
+                        bgraph_where(g, i, where, sizeof where), i, g->v[i].name, g->n - 1, g->v[g->n - 1].name);
+    }
   b.pos = xmalloc((size_t)g->n * sizeof *b.pos);
   for (int i = 0; i < g->n; i++) b.pos[i] = -1;
 

@@ -1,5 +1,6 @@
-/* Internals shared by the planner's files: the model graph as a series-parallel tree, and the cost
- * tables of one search. */
+/* Internals shared by the planner's files: the model graph as a series-parallel tree, the cost
+ * tables of one search, the Pareto sets of the search (plan_pareto.c) and the search itself
+ * (planner.c, plan_recover.c). */
 #ifndef SURGE_BURST_PLAN_IMPL_H
 #define SURGE_BURST_PLAN_IMPL_H
 
@@ -21,8 +22,7 @@ typedef struct sp_seq {
 } sp_seq_t;
 
 /* A fork/join block: branches from the fork (the node before the join in the enclosing series) to
- * the join. A branch with n == 0 is a direct edge from the fork to the join (a residual identity).
- * Joins have at most LAYER_MAX_IN inputs, so a block has at most that many branches. */
+ * the join. A branch with n == 0 is a direct edge from the fork to the join (a residual identity). */
 struct sp_block {
   int nbranch;
   sp_seq_t *branch;
@@ -30,19 +30,17 @@ struct sp_block {
 
 /* Decompose g into its top series: node 0 (the input) first, the output node last. A graph that is
  * not series-parallel, or has a node whose output no later node uses, is an input error. */
-void sp_build(const graph_t *g, sp_seq_t *top);
+void sp_build(const bgraph_t *g, sp_seq_t *top);
 void sp_free(sp_seq_t *s);
 
 #define BURST_INF HUGE_VAL
 
 /* Everything one search or evaluation needs. */
 typedef struct burst_ctx {
-  const graph_t *g;
+  const bgraph_t *g;
   const burst_profile_t *p;
   burst_opts_t o;
   sp_seq_t top;
-  double *act;  /* [node] bytes per sample of the output */
-  double *grad; /* [node] gradient bytes */
   /* candidate configurations (burst_ctx_tables): k = 0..C-1, cn ascending, cn[0] = 1 */
   int C;
   int *cn, *cb;       /* rank count, per-rank batch */
@@ -51,8 +49,8 @@ typedef struct burst_ctx {
   double *lk, *lm;    /* [a * C + b] busiest-link samples of a re-shard: kept in place, moved */
 } burst_ctx_t;
 
-/* The graph part (series-parallel tree, bytes); checks the options and the profile's fit. */
-void burst_ctx_init(burst_ctx_t *c, const graph_t *g, const burst_profile_t *p, const burst_opts_t *o);
+/* The graph part (series-parallel tree); checks the options and the profile's fit. */
+void burst_ctx_init(burst_ctx_t *c, const bgraph_t *g, const burst_profile_t *p, const burst_opts_t *o);
 /* The candidate tables: every candidate's time must be in the profile (an input error otherwise). */
 void burst_ctx_tables(burst_ctx_t *c);
 void burst_ctx_free(burst_ctx_t *c);
@@ -61,7 +59,7 @@ void burst_ctx_free(burst_ctx_t *c);
 static inline double burst_ctx_xfer(const burst_ctx_t *c, int src, int a, int b, int moved) {
   if (!moved && a == b) return 0;
   double s = moved ? c->lm[a * c->C + b] : c->lk[a * c->C + b];
-  return 2 * (c->p->net.p2p_alpha_us + s * c->act[src] / c->p->net.p2p_bytes_per_us);
+  return 2 * (c->p->net.p2p_alpha_us + s * c->g->v[src].act_bytes / c->p->net.p2p_bytes_per_us);
 }
 
 /* Predict plan's costs (its n and first set) in an initialised context (tables not needed). */
@@ -69,5 +67,122 @@ void burst_ctx_evaluate(const burst_ctx_t *c, burst_plan_t *plan);
 
 /* Lowest and highest+1 rank used by the nodes of s (recursing into blocks). */
 void sp_seq_extent(const sp_seq_t *s, const burst_plan_t *plan, int *lo, int *hi);
+
+/* ---- Pareto sets (plan_pareto.c) ----
+ * A set of (time, rank-time) points, each with back-pointers (k, i, j) whose meaning the set's
+ * producer defines. After pf_prune a set is a Pareto front: time ascending, rank-time descending,
+ * no point beaten in both. */
+typedef struct pf_pt {
+  double t, r;
+  int k, i, j;
+} pf_pt_t;
+
+typedef struct pf_set {
+  int n, cap;
+  pf_pt_t *p;
+} pf_set_t;
+
+void pf_push(pf_set_t *s, double t, double r, int k, int i, int j);
+void pf_clear(pf_set_t *s);
+void pf_free(pf_set_t *s);
+/* Sort by (t, r) and keep the Pareto front; keep_one: only its fastest point. */
+void pf_prune(pf_set_t *s, int keep_one);
+/* acc := front of acc and (b shifted by (dt, dr)); b's points enter with back-pointers (k, index in
+ * b, j). Both must be fronts. keep_one: only the fastest point of the result. */
+void pf_merge_shifted(pf_set_t *acc, const pf_set_t *b, double dt, double dr, int k, int j, int keep_one,
+                      pf_set_t *tmp);
+/* acc := front of acc and {a_x + b_y + (dt, dr)} over all pairs, entering with back-pointers (k, x, y). */
+void pf_merge_sum(pf_set_t *acc, const pf_set_t *a, const pf_set_t *b, double dt, double dr, int k, int keep_one,
+                  pf_set_t *tmp);
+/* acc := front of acc and {(max(a_x.t, b_y.t), a_x.r + b_y.r)}: two things at once, back-pointers
+ * (k, x, y). */
+void pf_merge_max(pf_set_t *acc, const pf_set_t *a, const pf_set_t *b, int k, int keep_one, pf_set_t *tmp);
+/* A front shifted by (dt, dr) whose points enter a result with back-pointers (k, index in s, fixed)
+ * (how = PF_TAG_I), (k, fixed, index in s) (PF_TAG_J) or their own (PF_TAG_KEEP). */
+enum { PF_TAG_KEEP, PF_TAG_I, PF_TAG_J };
+typedef struct pf_stream {
+  const pf_set_t *s;
+  double dt, dr;
+  int k, fixed, how;
+  int pos; /* used by pf_front_of */
+} pf_stream_t;
+/* out := the front of the union of the streams (keep_one: its fastest point). */
+void pf_front_of(pf_stream_t *st, int n, pf_set_t *out, int keep_one);
+/* Thin a front so that every dropped point has a kept one within a factor (1 + eps) in both
+ * measures (eps > 0). */
+void pf_thin(pf_set_t *s, double eps);
+
+/* ---- the search (planner.c) ----
+ * One search: the per-layer limit in the context's tables, and what the sets keep: only the fastest
+ * point (burst_plan_search) or the whole front, thinned by eps after every block (0: exact). */
+typedef struct pf_engine {
+  const burst_ctx_t *c;
+  int keep_one;
+  double eps;
+} pf_engine_t;
+
+/* The sets of a series run: st[i * C + e] for step i and configuration e of its node. A point of a
+ * step's set has k = the previous step's (or, at a block, the fork's) configuration, i = its index
+ * in that set (step 0 of a series with a source: the source's single start point), j = its index in
+ * the block's arrival set (-1 after a direct edge). */
+typedef struct pf_run {
+  int n, C;
+  pf_set_t *st;
+} pf_run_t;
+
+/* Run series s from its source src in configuration a (src < 0: the top series, from the input) on
+ * configurations <= cap; moved_in: the series runs on other ranks than its source. */
+void pf_seq_run(const pf_engine_t *E, const sp_seq_t *s, int src, int a, int cap, int moved_in, pf_run_t *run);
+void pf_run_free(pf_run_t *run);
+
+/* The arrival sets of a block (from the fork in a to the join in e <= jcap), and what the recovery
+ * needs to walk back through them. */
+#define PF_LANE_BRANCHES 4 /* lane arrangements are searched for blocks of up to this many branches */
+
+/* A branch's span sets for one (cap, placement): sp[e] from the fork's end until its output has
+ * reached the join in e. A point has k = the tail's configuration f, i = its index in the run's
+ * last set. The run is kept when the block is kept for recovery. */
+typedef struct pf_span {
+  int done;
+  pf_run_t run;
+  pf_set_t *sp; /* [C] */
+} pf_span_t;
+
+typedef struct pf_block {
+  const pf_engine_t *E;
+  const sp_block_t *blk;
+  int fork, join, a, jcap, moved_in, keep;
+  int nb, *bi;         /* the non-empty branches */
+  double *dmax, *dsum; /* [C] direct edges into the join in e: the longest, and all together */
+  pf_span_t *span;     /* [(x * C + cap) * 2 + off] */
+  pf_set_t **serial;   /* [(mask slot * C + cap) * 2 + off] -> [C] sets, or NULL */
+  pf_set_t **lanes;    /* the same, for lane arrangements */
+  pf_set_t *arr;       /* [C] arrival sets: a point's i indexes lanes(all, jcap, 0) */
+  pf_set_t tmp;
+} pf_block_t;
+
+/* The memoised sets of a block (planner.c): the span sets of its non-empty branch x (index into bi)
+ * on configurations <= cap, placed at the enclosing range's start (off = 0) or after another lane
+ * (off = 1: every sample moves in and out); the branches of mask one after another (a point's i
+ * indexes the lowest branch's span set, j serial(the others)); every lane arrangement of mask (k =
+ * -1 and i indexing serial(mask), or k = first * C + m: the first lane's branches, the others on m
+ * ranks after it, i indexing serial(first, the ranks left), j lanes(the others, m, 1)). */
+const pf_set_t *pf_block_span(pf_block_t *b, int x, int cap, int off);
+const pf_set_t *pf_block_serial(pf_block_t *b, int mask, int cap, int off);
+const pf_set_t *pf_block_lanes(pf_block_t *b, int mask, int cap, int off);
+pf_block_t *pf_block_solve(const pf_engine_t *E, const sp_block_t *blk, int fork, int join, int a, int jcap,
+                           int moved_in, int keep);
+const pf_set_t *pf_block_arrival(const pf_block_t *b, int e);
+void pf_block_free(pf_block_t *b);
+
+/* Set plan->n and first of every node of the series from run's point (e_last, idx) of its last
+ * step, the series placed from rank `base` (plan_recover.c). */
+void pf_recover_seq(const pf_engine_t *E, const sp_seq_t *s, int src, int cap, int moved_in, const pf_run_t *run,
+                    int e_last, int idx, int base, burst_plan_t *plan);
+/* The same through a block: its arrival point (e, idx) for the fork in a. */
+void pf_recover_block(const pf_engine_t *E, pf_block_t *b, int e, int idx, int base, burst_plan_t *plan);
+
+/* The largest candidate with at most n ranks. */
+int burst_ctx_cap_for(const burst_ctx_t *c, int n);
 
 #endif

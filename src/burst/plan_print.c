@@ -10,7 +10,7 @@ static void print_limit(FILE *f, double a) {
     fprintf(f, "%g", a);
 }
 
-void burst_plan_print(FILE *f, const graph_t *g, const burst_plan_t *plan, const burst_plan_t *dp) {
+void burst_plan_print_bg(FILE *f, const bgraph_t *g, const burst_plan_t *plan, const burst_plan_t *dp) {
   fprintf(f, "burst plan: %d ranks, global batch %d, amplification limit per layer A = ", plan->ranks, plan->batch);
   print_limit(f, plan->amp_limit);
   fprintf(f, "\n%4s  %-24s %-12s %5s %5s %6s %11s %11s %11s %7s", "node", "name", "kind", "ranks", "first", "batch",
@@ -18,8 +18,8 @@ void burst_plan_print(FILE *f, const graph_t *g, const burst_plan_t *plan, const
   if (dp) fprintf(f, " | %5s %11s", "dp_n", "dp_us");
   fprintf(f, "\n");
   for (int v = 0; v < plan->nodes; v++) {
-    fprintf(f, "%4d  %-24s %-12s %5d %5d %6d %11.3f %11.3f %11.3f %7.3f", v, g->l[v].name,
-            layer_kind_name(g->l[v].kind), plan->n[v], plan->first[v], plan->per_rank[v], plan->comp_us[v],
+    fprintf(f, "%4d  %-24s %-12s %5d %5d %6d %11.3f %11.3f %11.3f %7.3f", v, g->v[v].name, g->v[v].kind,
+            plan->n[v], plan->first[v], plan->per_rank[v], plan->comp_us[v],
             plan->xfer_us[v], plan->sync_us[v], plan->amp[v]);
     if (dp) fprintf(f, " | %5d %11.3f", dp->n[v], dp->xfer_us[v] + dp->comp_us[v] + dp->sync_us[v]);
     fprintf(f, "\n");
@@ -32,17 +32,38 @@ void burst_plan_print(FILE *f, const graph_t *g, const burst_plan_t *plan, const
   fprintf(f, "\nranks used: %d of %d\n", plan->ranks_used, plan->ranks);
 }
 
-void burst_pareto_print(FILE *f, const burst_pareto_point_t *pts, int n, const burst_plan_t *dp) {
-  fprintf(f, "Pareto frontier: predicted iteration time against rank-time (a plan with A >= the first column\n"
-             "reaches the row; more rank-time buys a shorter iteration)\n");
-  fprintf(f, "%10s %13s %15s %7s %6s", "A", "iter_us", "rank_us", "amp", "ranks");
-  if (dp) fprintf(f, " %9s", "vs_dp");
+/* The largest node amplification of a plan: the least per-layer limit A that admits it. */
+static double plan_max_amp(const burst_plan_t *pl) {
+  double a = 1;
+  for (int v = 0; v < pl->nodes; v++)
+    if (pl->amp[v] > a) a = pl->amp[v];
+  return a;
+}
+
+void burst_frontier_print(FILE *f, const burst_frontier_t *fr, const burst_plan_t *dp, int max_rows) {
+  int rows = fr->n < max_rows ? fr->n : max_rows < 2 ? 2 : max_rows;
+  if (rows > fr->n) rows = fr->n;
+  fprintf(f, "Pareto frontier of iteration time against rank-time: %d plans no other plan beats in both%s\n", fr->n,
+          fr->tol > 0 && fr->blocks ? "" : " (exact)");
+  if (fr->tol > 0 && fr->blocks)
+    fprintf(f, "(within a factor %g: every plan has a frontier point at most that much worse in both)\n",
+            1 + fr->tol);
+  if (rows < fr->n) fprintf(f, "%d of them, leanest first, evenly spread:\n", rows);
+  fprintf(f, "%11s %15s %7s %6s %9s", "iter_us", "rank_us", "amp", "ranks", "max_A");
+  if (dp) fprintf(f, " %9s %9s", "vs_dp", "idle");
   fprintf(f, "\n");
-  for (int i = 0; i < n; i++) {
-    fprintf(f, "%10.4g %13.3f %15.3f %7.3f %6d", pts[i].amp_limit, pts[i].iter_us, pts[i].rank_us, pts[i].amp,
-            pts[i].ranks_used);
-    if (dp) fprintf(f, " %8.3fx", dp->iter_us / pts[i].iter_us);
+  for (int r = 0; r < rows; r++) {
+    /* row r of rows, leanest first: point index from n-1 down to 0 */
+    int x = rows == 1 ? 0 : fr->n - 1 - (int)llround((double)r * (fr->n - 1) / (rows - 1));
+    burst_plan_t pl;
+    burst_frontier_plan(fr, x, &pl);
+    fprintf(f, "%11.3f %15.3f %7.3f %6d %9.4g", fr->pt[x].iter_us, fr->pt[x].rank_us,
+            fr->pt[x].rank_us / fr->one_rank_us, pl.ranks_used, plan_max_amp(&pl));
+    if (dp) /* a residual skip's re-shard counts in rank-time beside its branch: idle can round below 0 */
+      fprintf(f, " %8.3fx %8.1f%%", dp->iter_us / fr->pt[x].iter_us,
+              fmax(0, 100 * (1 - fr->pt[x].rank_us / (fr->pt[x].iter_us * pl.ranks))));
     fprintf(f, "\n");
+    burst_plan_free(&pl);
   }
   if (dp)
     fprintf(f, "data parallel: %.3f us, %.3f rank-us, amplification %.3f\n", dp->iter_us, dp->rank_us,

@@ -36,22 +36,3 @@ char *plan_text_of(const graph_t *g, const char *model, const burst_plan_t *plan
   if (fclose(f) != 0) surge_runtime_error("cannot write the plan text: %s", strerror(errno));
   return text;
 }
-
-void plan_text_predictions(const char *text, burst_plan_t *plan) {
-  if (plan->one_rank_us > 0) return;
-  static const char key[] = "# predicted: iteration ";
-  const char *line = text;
-  while (line) {
-    double iter, rank, amp;
-    if (strncmp(line, key, sizeof key - 1) == 0 &&
-        sscanf(line + sizeof key - 1, "%lf us, rank-time %lf rank-us, amplification %lf", &iter, &rank, &amp) == 3 &&
-        iter > 0 && rank > 0 && amp > 0) {
-      plan->iter_us = iter;
-      plan->rank_us = rank;
-      plan->one_rank_us = rank / amp;
-      return;
-    }
-    const char *nl = strchr(line, '\n');
-    line = nl ? nl + 1 : NULL;
-  }
-}

@@ -1,23 +1,28 @@
-/* The burst planner: dynamic programming over the graph's series-parallel tree (plan_graph.c) with
- * the cost tables of plan_cost.c.
+/* The burst planner's search: dynamic programming over the graph's series-parallel tree
+ * (plan_graph.c) with the cost tables of plan_cost.c, carrying Pareto sets of (time, rank-time)
+ * (plan_pareto.c) instead of single times.
  *
- * Along a series, a vector over the candidate configurations k of the current node holds the least
- * time from the series' start to the end of that node in configuration k; a direct edge advances it
- * by a min-plus step over (previous k, next k) with the re-shard cost between them.
+ * Along a series, the set of step i and configuration e holds every undominated (time, rank-time)
+ * from the series' start to the end of the step's node in e; a direct edge advances the sets of
+ * the previous node by the re-shard and the node's cost (time x + w, rank-time n (x + w)) and takes
+ * the front of their union over the previous configurations.
  *
- * A fork/join block is solved for each configuration a of its fork: every branch is a series that
- * starts from the fork in a, and ends with the re-shard into the join, giving its span for each
- * configuration of the join. The branches either run one after another on the enclosing rank range
- * (the spans add up), or - for two branches - at once on disjoint ranges: one branch on the first
- * ranks with at most G' - m of them, the other on the m ranks after it (its entry and exit re-shards
- * move every sample: it starts at another rank), for every candidate m; the spans' maximum counts.
- * G' is the enclosing range (the job's G at the top), so no plan ever needs more ranks than the
- * job has. Direct fork -> join edges (residual identities) re-shard alongside.
+ * A fork/join block is solved for each configuration a of its fork (pf_block_solve): each non-empty
+ * branch is a series from the fork in a, ending with the re-shard into the join, giving a span set
+ * for every configuration e of the join. The branches are arranged in lanes: contiguous rank
+ * ranges side by side inside the enclosing range, the branches of one lane one after another (spans
+ * add), the lanes at once (the block takes the longest lane's time; rank-times add). Every ordered
+ * arrangement is "a first lane at the range's start, then the other branches' arrangement on m
+ * ranks after it", so lanes(S, cap) = serial(S, cap) united with, for every first lane S1 within
+ * S and every candidate m, the max-combination of serial(S1, the ranks left) and lanes(S \ S1, m)
+ * placed after it (whose branches start on other ranks than the fork: full re-shards in and out).
+ * The enclosing range caps every lane, so no plan needs more ranks than the job has. Direct
+ * fork -> join edges (residual identities) re-shard alongside. Blocks with more than
+ * PF_LANE_BRANCHES non-empty branches run them one after another.
  *
- * Every step visits only configurations the per-layer amplification limit allows (w < inf), so the
- * limit holds for every node. Ties go to the fewer ranks. The plan is recovered by recomputing the
- * argmins top-down (cheaper in memory than storing every block's choices), then evaluated by the
- * independent evaluator of plan_cost.c, which must agree with the search. */
+ * Only configurations the per-layer amplification limit allows (w < inf) are visited. With
+ * keep_one the sets hold only their fastest point (the fastest plan: burst_plan_search); with
+ * eps > 0 the sets after each block are thinned to (1 + eps) (plan_frontier.c states the bound). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,245 +30,244 @@
 #include "burst/plan_impl.h"
 #include "core/error.h"
 
-static double *vec_alloc(int C) {
-  double *v = xmalloc((size_t)C * sizeof *v);
-  for (int k = 0; k < C; k++) v[k] = BURST_INF;
-  return v;
-}
-
-static void block_arrive(const burst_ctx_t *c, const sp_block_t *blk, int fork, int a, int cap, int moved_in,
-                         double *arr, int *choice);
-
-/* out[k]: least time from the source's end (source in configuration a; src < 0: the top series,
- * which starts with the input node) to the end of the series' last node in k <= cap. moved_in: the
- * series runs on other ranks than its source. rec (s->n * C, or NULL): the best previous config. */
-static void seq_forward(const burst_ctx_t *c, const sp_seq_t *s, int src, int a, int cap, int moved_in,
-                        double *out, int *rec) {
-  int C = c->C;
-  double *cur = vec_alloc(C), *nxt = vec_alloc(C), *arr = vec_alloc(C);
-  int *live = xmalloc((size_t)C * sizeof *live);
-  if (src >= 0) cur[a] = 0;
-  int prev = src;
-  for (int i = 0; i < s->n; i++) {
-    int v = s->step[i].node, moved = i == 0 && moved_in;
-    const double *w = c->w + (size_t)v * C;
-    int nlive = 0;
-    for (int k = 0; k < C; k++) {
-      nxt[k] = BURST_INF;
-      if (rec) rec[i * C + k] = -1;
-      if (cur[k] < BURST_INF) live[nlive++] = k;
-    }
-    if (prev < 0) {
-      for (int e = 0; e <= cap; e++) nxt[e] = w[e];
-    } else if (!s->step[i].via) {
-      for (int e = 0; e <= cap; e++) {
-        if (w[e] == BURST_INF) continue;
-        double best = BURST_INF;
-        int arg = -1;
-        for (int j = 0; j < nlive; j++) {
-          double t = cur[live[j]] + burst_ctx_xfer(c, prev, live[j], e, moved);
-          if (t < best) best = t, arg = live[j];
-        }
-        nxt[e] = best + w[e];
-        if (rec) rec[i * C + e] = arg;
-      }
-    } else {
-      for (int j = 0; j < nlive; j++) {
-        block_arrive(c, s->step[i].via, prev, live[j], cap, moved, arr, NULL);
-        for (int e = 0; e <= cap; e++) {
-          double t = cur[live[j]] + arr[e];
-          if (w[e] < BURST_INF && t < nxt[e]) {
-            nxt[e] = t;
-            if (rec) rec[i * C + e] = live[j];
-          }
-        }
-      }
-      for (int e = 0; e <= cap; e++) nxt[e] += w[e];
-    }
-    double *swap = cur;
-    cur = nxt;
-    nxt = swap;
-    prev = v;
-  }
-  memcpy(out, cur, (size_t)C * sizeof *out);
-  free(live);
-  free(arr);
-  free(nxt);
-  free(cur);
-}
-
-/* span[e]: from the fork's end (in a) until branch br's output has reached the join in e; tail[e]:
- * the branch's last node's best configuration for that (when not NULL). */
-static void branch_span(const burst_ctx_t *c, const sp_seq_t *br, int fork, int a, int cap, int moved_entry,
-                        int moved_exit, double *span, int *tail) {
-  int C = c->C, last = br->step[br->n - 1].node;
-  double *u = vec_alloc(C);
-  seq_forward(c, br, fork, a, cap, moved_entry, u, NULL);
-  for (int e = 0; e < C; e++) {
-    double best = BURST_INF;
-    int arg = -1;
-    for (int f = 0; f <= cap; f++) {
-      if (u[f] == BURST_INF) continue;
-      double t = u[f] + burst_ctx_xfer(c, last, f, e, moved_exit);
-      if (t < best) best = t, arg = f;
-    }
-    span[e] = best;
-    if (tail) tail[e] = arg;
-  }
-  free(u);
-}
-
-/* The largest candidate with at most n ranks. */
-static int cap_for(const burst_ctx_t *c, int n) {
+int burst_ctx_cap_for(const burst_ctx_t *c, int n) {
   int k = 0;
   while (k + 1 < c->C && c->cn[k + 1] <= n) k++;
   return k;
 }
 
-/* Spans of the non-empty branches, computed once per (branch, placement, cap) within one block_arrive. */
-typedef struct span_memo {
-  const burst_ctx_t *c;
-  const sp_block_t *blk;
-  int fork, a, moved_in;
-  double **v; /* [(branch * 2 + offset) * C + cap] */
-} span_memo_t;
-
-static const double *memo_span(span_memo_t *m, int branch, int offset, int cap) {
-  int C = m->c->C;
-  double **slot = &m->v[((size_t)branch * 2 + (size_t)offset) * (size_t)C + (size_t)cap];
-  if (!*slot) {
-    *slot = xmalloc((size_t)C * sizeof **slot);
-    branch_span(m->c, &m->blk->branch[branch], m->fork, m->a, cap, m->moved_in || offset, offset, *slot, NULL);
-  }
-  return *slot;
+void pf_run_free(pf_run_t *run) {
+  for (int x = 0; x < run->n * run->C; x++) pf_free(&run->st[x]);
+  free(run->st);
+  memset(run, 0, sizeof *run);
 }
 
-/* arr[e]: from the fork's end (in a) until all inputs of the join (in e <= cap) have arrived.
- * choice[e] (when not NULL): -1 for the branches one after another, r * C + m for branch ne[r] on
- * the first ranks and the other on m ranks after it. */
-static void block_arrive(const burst_ctx_t *c, const sp_block_t *blk, int fork, int a, int cap, int moved_in,
-                         double *arr, int *choice) {
-  int C = c->C, ne[LAYER_MAX_IN], nne = 0;
-  double *direct = xcalloc((size_t)C, sizeof *direct);
-  for (int k = 0; k < blk->nbranch; k++) {
-    if (blk->branch[k].n == 0) {
-      for (int e = 0; e <= cap; e++) {
-        double x = burst_ctx_xfer(c, fork, a, e, moved_in);
-        if (x > direct[e]) direct[e] = x;
-      }
-    } else if (nne < LAYER_MAX_IN) {
-      ne[nne++] = k;
+/* ---- blocks ---- */
+
+static int memo_index(const pf_block_t *b, int x, int cap, int off) { return (x * b->E->c->C + cap) * 2 + off; }
+
+static int lowest_bit(int mask) {
+  int x = 0;
+  while (!(mask >> x & 1)) x++;
+  return x;
+}
+
+/* Memo slot of a set of branches: the mask itself where lanes are searched; beyond that only the
+ * suffixes "branch x and all after it" occur, named by x. */
+static int mask_slot(const pf_block_t *b, int mask) { return b->nb <= PF_LANE_BRANCHES ? mask : lowest_bit(mask); }
+
+/* Span sets of branch number x (index into bi) on configurations <= cap, placed at the enclosing
+ * range's start (off = 0: enters as the block does, leaves without moving) or after another lane
+ * (off = 1: every sample moves in and out). */
+const pf_set_t *pf_block_span(pf_block_t *b, int x, int cap, int off) {
+  const burst_ctx_t *c = b->E->c;
+  int C = c->C;
+  pf_span_t *s = &b->span[memo_index(b, x, cap, off)];
+  if (s->done) return s->sp;
+  s->done = 1;
+  const sp_seq_t *br = &b->blk->branch[b->bi[x]];
+  pf_seq_run(b->E, br, b->fork, b->a, cap, off || b->moved_in, &s->run);
+  s->sp = xcalloc((size_t)C, sizeof *s->sp);
+  int last = br->step[br->n - 1].node;
+  const pf_set_t *end = s->run.st + (size_t)(br->n - 1) * C;
+  for (int e = 0; e <= b->jcap; e++) {
+    if (c->w[(size_t)b->join * C + e] == BURST_INF) continue;
+    for (int f = 0; f <= cap; f++) {
+      double x_out = burst_ctx_xfer(c, last, f, e, off);
+      pf_merge_shifted(&s->sp[e], &end[f], x_out, c->cn[e] * x_out, f, -1, b->E->keep_one, &b->tmp);
     }
   }
-  span_memo_t memo = {c, blk, fork, a, moved_in, NULL};
-  memo.v = xcalloc((size_t)blk->nbranch * 2 * (size_t)C, sizeof *memo.v);
-  for (int e = 0; e < C; e++) {
-    arr[e] = nne ? 0 : direct[e];
-    if (choice) choice[e] = -1;
-  }
-  for (int j = 0; j < nne; j++) {
-    const double *s = memo_span(&memo, ne[j], 0, cap);
-    for (int e = 0; e <= cap; e++) arr[e] += s[e];
-  }
-  if (nne == 2 && c->cn[cap] >= 2) {
-    for (int r = 0; r < 2; r++)
+  if (!b->keep) pf_run_free(&s->run);
+  return s->sp;
+}
+
+/* The branches of mask one after another: a point has i = its index in the lowest branch's span
+ * set, j = in serial(the others). */
+const pf_set_t *pf_block_serial(pf_block_t *b, int mask, int cap, int off) {
+  int lo = lowest_bit(mask), rest = mask & (mask - 1);
+  if (!rest) return pf_block_span(b, lo, cap, off);
+  pf_set_t **slot = &b->serial[memo_index(b, mask_slot(b, mask), cap, off)];
+  if (*slot) return *slot;
+  const burst_ctx_t *c = b->E->c;
+  const pf_set_t *one = pf_block_span(b, lo, cap, off), *others = pf_block_serial(b, rest, cap, off);
+  pf_set_t *res = xcalloc((size_t)c->C, sizeof *res);
+  for (int e = 0; e <= b->jcap; e++) pf_merge_sum(&res[e], &one[e], &others[e], 0, 0, -1, b->E->keep_one, &b->tmp);
+  return *slot = res;
+}
+
+/* Every lane arrangement of the branches of mask in cap ranks: a point has k = -1 and i = its index
+ * in serial(mask), or k = first * C + m (the first lane's branches, the others on m after it), i =
+ * its index in serial(first, the ranks left), j = in lanes(the others, m, 1). */
+const pf_set_t *pf_block_lanes(pf_block_t *b, int mask, int cap, int off) {
+  pf_set_t **slot = &b->lanes[memo_index(b, mask_slot(b, mask), cap, off)];
+  if (*slot) return *slot;
+  const burst_ctx_t *c = b->E->c;
+  int C = c->C, keep_one = b->E->keep_one;
+  pf_set_t *res = xcalloc((size_t)C, sizeof *res);
+  const pf_set_t *ser = pf_block_serial(b, mask, cap, off);
+  for (int e = 0; e <= b->jcap; e++) pf_merge_shifted(&res[e], &ser[e], 0, 0, -1, -1, keep_one, &b->tmp);
+  if ((mask & (mask - 1)) && b->nb <= PF_LANE_BRANCHES)
+    for (int first = (mask - 1) & mask; first; first = (first - 1) & mask)
       for (int m = 0; m < C && c->cn[m] < c->cn[cap]; m++) {
-        const double *sp = memo_span(&memo, ne[r], 0, cap_for(c, c->cn[cap] - c->cn[m]));
-        const double *so = memo_span(&memo, ne[1 - r], 1, m);
-        for (int e = 0; e <= cap; e++) {
-          double t = sp[e] > so[e] ? sp[e] : so[e];
-          if (t < arr[e]) {
-            arr[e] = t;
-            if (choice) choice[e] = r * C + m;
-          }
-        }
+        const pf_set_t *l1 = pf_block_serial(b, first, burst_ctx_cap_for(c, c->cn[cap] - c->cn[m]), off);
+        const pf_set_t *l2 = pf_block_lanes(b, mask & ~first, m, 1);
+        for (int e = 0; e <= b->jcap; e++) pf_merge_max(&res[e], &l1[e], &l2[e], first * C + m, keep_one, &b->tmp);
       }
-  }
-  for (int e = 0; e <= cap; e++)
-    if (direct[e] > arr[e]) arr[e] = direct[e];
-  for (int e = cap + 1; e < C; e++) arr[e] = BURST_INF;
-  for (size_t k = 0; k < (size_t)blk->nbranch * 2 * (size_t)C; k++) free(memo.v[k]);
-  free(memo.v);
-  free(direct);
+  return *slot = res;
 }
 
-static void backtrack_block(const burst_ctx_t *c, const sp_block_t *blk, int fork, int a, int e, int cap,
-                            int moved_in, int base, burst_plan_t *plan);
-
-/* Set n and first of the nodes of s, its last node ending in configuration e_last on ranks from base. */
-static void backtrack_seq(const burst_ctx_t *c, const sp_seq_t *s, int src, int a, int cap, int moved_in,
-                          int e_last, int base, burst_plan_t *plan) {
+pf_block_t *pf_block_solve(const pf_engine_t *E, const sp_block_t *blk, int fork, int join, int a, int jcap,
+                           int moved_in, int keep) {
+  const burst_ctx_t *c = E->c;
   int C = c->C;
-  int *rec = xmalloc((size_t)s->n * (size_t)C * sizeof *rec);
-  double *u = vec_alloc(C);
-  seq_forward(c, s, src, a, cap, moved_in, u, rec);
-  int e = e_last;
-  for (int i = s->n - 1; i >= 0; i--) {
-    int v = s->step[i].node;
-    plan->n[v] = c->cn[e];
-    plan->first[v] = base;
-    int before = rec[i * C + e];
-    if (s->step[i].via)
-      backtrack_block(c, s->step[i].via, i ? s->step[i - 1].node : src, before, e, cap, i == 0 && moved_in, base,
-                      plan);
-    e = before;
+  pf_block_t *b = xcalloc(1, sizeof *b);
+  *b = (pf_block_t){.E = E, .blk = blk, .fork = fork, .join = join, .a = a, .jcap = jcap, .moved_in = moved_in,
+                    .keep = keep};
+  b->bi = xmalloc((size_t)blk->nbranch * sizeof *b->bi);
+  b->dmax = xcalloc((size_t)C, sizeof *b->dmax);
+  b->dsum = xcalloc((size_t)C, sizeof *b->dsum);
+  for (int k = 0; k < blk->nbranch; k++) {
+    if (blk->branch[k].n) {
+      b->bi[b->nb++] = k;
+      continue;
+    }
+    for (int e = 0; e <= jcap; e++) {
+      double x = burst_ctx_xfer(c, fork, a, e, moved_in);
+      b->dsum[e] += x;
+      if (x > b->dmax[e]) b->dmax[e] = x;
+    }
   }
-  free(u);
-  free(rec);
+  if (b->nb > 30) surge_input_error("node %d '%s' joins %d branches (at most 30)", join, c->g->v[join].name, b->nb);
+  int slots = b->nb <= PF_LANE_BRANCHES ? 1 << b->nb : b->nb + 1;
+  b->span = xcalloc((size_t)(b->nb ? b->nb : 1) * C * 2, sizeof *b->span);
+  b->serial = xcalloc((size_t)slots * C * 2, sizeof *b->serial);
+  b->lanes = xcalloc((size_t)slots * C * 2, sizeof *b->lanes);
+  b->arr = xcalloc((size_t)C, sizeof *b->arr);
+  const pf_set_t *all = b->nb ? pf_block_lanes(b, (int)((1u << b->nb) - 1), jcap, 0) : NULL;
+  for (int e = 0; e <= jcap; e++) {
+    double dr = c->cn[e] * b->dsum[e];
+    if (!all) {
+      pf_push(&b->arr[e], b->dmax[e], dr, -1, -1, -1);
+      continue;
+    }
+    for (int x = 0; x < all[e].n; x++) {
+      const pf_pt_t *q = &all[e].p[x];
+      pf_push(&b->arr[e], q->t > b->dmax[e] ? q->t : b->dmax[e], q->r + dr, -1, x, -1);
+    }
+    pf_prune(&b->arr[e], E->keep_one);
+    pf_thin(&b->arr[e], E->eps);
+  }
+  return b;
 }
 
-/* Backtrack branch br from the fork in a to the join in e. */
-static int backtrack_branch(const burst_ctx_t *c, const sp_seq_t *br, int fork, int a, int e, int cap,
-                            int moved_entry, int offset, int base, burst_plan_t *plan) {
-  int C = c->C;
-  double *span = vec_alloc(C);
-  int *tail = xmalloc((size_t)C * sizeof *tail);
-  branch_span(c, br, fork, a, cap, moved_entry, offset, span, tail);
-  backtrack_seq(c, br, fork, a, cap, moved_entry, tail[e], base, plan);
-  int lo = plan->ranks, hi = 0;
-  sp_seq_extent(br, plan, &lo, &hi);
-  free(tail);
-  free(span);
-  return hi;
+const pf_set_t *pf_block_arrival(const pf_block_t *b, int e) { return &b->arr[e]; }
+
+static void free_sets(pf_set_t **v, int n, int C) {
+  for (int x = 0; x < n; x++) {
+    if (!v[x]) continue;
+    for (int e = 0; e < C; e++) pf_free(&v[x][e]);
+    free(v[x]);
+  }
+  free(v);
 }
 
-static void backtrack_block(const burst_ctx_t *c, const sp_block_t *blk, int fork, int a, int e, int cap,
-                            int moved_in, int base, burst_plan_t *plan) {
-  int C = c->C;
-  double *arr = vec_alloc(C);
-  int *choice = xmalloc((size_t)C * sizeof *choice);
-  block_arrive(c, blk, fork, a, cap, moved_in, arr, choice);
-  int ne[LAYER_MAX_IN], nne = 0;
-  for (int k = 0; k < blk->nbranch && nne < LAYER_MAX_IN; k++)
-    if (blk->branch[k].n) ne[nne++] = k;
-  if (choice[e] < 0) {
-    for (int j = 0; j < nne; j++) backtrack_branch(c, &blk->branch[ne[j]], fork, a, e, cap, moved_in, 0, base, plan);
-  } else {
-    int r = choice[e] / C, m = choice[e] % C;
-    int end = backtrack_branch(c, &blk->branch[ne[r]], fork, a, e, cap_for(c, c->cn[cap] - c->cn[m]), moved_in, 0,
-                               base, plan);
-    backtrack_branch(c, &blk->branch[ne[1 - r]], fork, a, e, m, 1, 1, end, plan);
+void pf_block_free(pf_block_t *b) {
+  int C = b->E->c->C, slots = b->nb <= PF_LANE_BRANCHES ? 1 << b->nb : b->nb + 1;
+  for (int x = 0; x < (b->nb ? b->nb : 1) * C * 2; x++) {
+    pf_span_t *s = &b->span[x];
+    if (s->run.st) pf_run_free(&s->run);
+    if (s->sp)
+      for (int e = 0; e < C; e++) pf_free(&s->sp[e]);
+    free(s->sp);
   }
-  free(choice);
+  free(b->span);
+  /* a single branch's serial set is its span's: only sets of two or more were allocated here */
+  free_sets(b->serial, slots * C * 2, C);
+  free_sets(b->lanes, slots * C * 2, C);
+  for (int e = 0; e < C; e++) pf_free(&b->arr[e]);
+  free(b->arr);
+  pf_free(&b->tmp);
+  free(b->dmax);
+  free(b->dsum);
+  free(b->bi);
+  free(b);
+}
+
+/* ---- series ---- */
+
+/* Step i of a series reached through a block: the arrival sets of every live fork configuration k,
+ * then for each e one front over the streams "from_k + arrival point + the join's cost". */
+static void block_step(const pf_engine_t *E, const sp_step_t *step, int fork, const pf_set_t *from, int cap,
+                       int moved, pf_set_t *out) {
+  const burst_ctx_t *c = E->c;
+  int C = c->C, v = step->node;
+  const double *w = c->w + (size_t)v * C;
+  pf_set_t *arr = xcalloc((size_t)C * C, sizeof *arr); /* [k * C + e] */
+  int nstreams = 0;
+  for (int k = 0; k < C; k++) {
+    if (from[k].n == 0) continue;
+    pf_block_t *b = pf_block_solve(E, step->via, fork, v, k, cap, moved, 0);
+    for (int e = 0; e <= cap; e++) {
+      pf_set_t *a = &arr[(size_t)k * C + e];
+      *a = b->arr[e];
+      b->arr[e] = (pf_set_t){0, 0, NULL};
+      nstreams += a->n;
+    }
+    pf_block_free(b);
+  }
+  pf_stream_t *st = xmalloc((size_t)(nstreams ? nstreams : 1) * sizeof *st);
+  for (int e = 0; e <= cap; e++) {
+    if (w[e] == BURST_INF) continue;
+    int n = 0;
+    for (int k = 0; k < C; k++)
+      for (int y = 0; y < arr[(size_t)k * C + e].n; y++) {
+        const pf_pt_t *q = &arr[(size_t)k * C + e].p[y];
+        st[n++] = (pf_stream_t){&from[k], q->t + w[e], q->r + c->cn[e] * w[e], k, y, PF_TAG_I, 0};
+      }
+    pf_front_of(st, n, &out[e], E->keep_one);
+    pf_thin(&out[e], E->eps);
+  }
+  free(st);
+  for (int x = 0; x < C * C; x++) pf_free(&arr[x]);
   free(arr);
 }
 
-void burst_plan_search(const graph_t *g, const burst_profile_t *p, const burst_opts_t *o, burst_plan_t *plan) {
-  burst_ctx_t c;
-  burst_ctx_init(&c, g, p, o);
-  burst_ctx_tables(&c);
-  int C = c.C;
-  double *out = vec_alloc(C);
-  seq_forward(&c, &c.top, -1, -1, C - 1, 0, out, NULL);
-  int best = 0;
-  for (int k = 1; k < C; k++)
-    if (out[k] < out[best]) best = k;
-  burst_plan_alloc(plan, g->n, o);
-  backtrack_seq(&c, &c.top, -1, -1, C - 1, 0, best, 0, plan);
-  burst_ctx_evaluate(&c, plan);
-  if (!(fabs(plan->iter_us - out[best]) <= 1e-9 * (1 + out[best])))
-    surge_runtime_error("burst planner: the search predicted %.6f us but its plan evaluates to %.6f us",
-                        out[best], plan->iter_us);
-  free(out);
-  burst_ctx_free(&c);
+void pf_seq_run(const pf_engine_t *E, const sp_seq_t *s, int src, int a, int cap, int moved_in, pf_run_t *run) {
+  const burst_ctx_t *c = E->c;
+  int C = c->C;
+  run->n = s->n;
+  run->C = C;
+  run->st = xcalloc(surge_mul_size((size_t)s->n, (size_t)C, "planner sets"), sizeof *run->st);
+  /* before step 0: the source's single start point in configuration a */
+  pf_set_t *start = xcalloc((size_t)C, sizeof *start);
+  if (src >= 0) pf_push(&start[a], 0, 0, -1, -1, -1);
+  pf_stream_t *st = xmalloc((size_t)C * sizeof *st);
+  int prev = src;
+  for (int i = 0; i < s->n; i++) {
+    int v = s->step[i].node, moved = i == 0 && moved_in;
+    const double *w = c->w + (size_t)v * C;
+    pf_set_t *out = run->st + (size_t)i * C;
+    const pf_set_t *from = i ? run->st + (size_t)(i - 1) * C : start;
+    if (prev < 0) { /* the input node of the top series */
+      for (int e = 0; e <= cap; e++)
+        if (w[e] < BURST_INF) pf_push(&out[e], w[e], c->cn[e] * w[e], -1, -1, -1);
+    } else if (s->step[i].via) {
+      block_step(E, &s->step[i], prev, from, cap, moved, out);
+    } else {
+      for (int e = 0; e <= cap; e++) {
+        if (w[e] == BURST_INF) continue;
+        int n = 0;
+        for (int k = 0; k < C; k++) {
+          if (from[k].n == 0) continue;
+          double d = burst_ctx_xfer(c, prev, k, e, moved) + w[e];
+          st[n++] = (pf_stream_t){&from[k], d, c->cn[e] * d, k, -1, PF_TAG_I, 0};
+        }
+        pf_front_of(st, n, &out[e], E->keep_one);
+      }
+    }
+    prev = v;
+  }
+  free(st);
+  for (int k = 0; k < C; k++) pf_free(&start[k]);
+  free(start);
 }

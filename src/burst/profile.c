@@ -41,9 +41,9 @@ void burst_profile_set(burst_profile_t *p, int node, int batch, double us) {
   if (node < 0 || node >= p->nodes)
     surge_input_error("profile %s: node %d out of range 0..%d", p->source, node, p->nodes - 1);
   if (batch < 1) surge_input_error("profile %s: node %d: per-rank batch %d (need >= 1)", p->source, node, batch);
-  if (!isfinite(us) || us < 0)
-    surge_input_error("profile %s: node %d batch %d: time %g us is not a finite non-negative number",
-                      p->source, node, batch, us);
+  if (!isfinite(us) || us < 0 || us > BURST_MAX_US)
+    surge_input_error("profile %s: node %d batch %d: time %g us is not a number in [0, %g]", p->source, node, batch,
+                      us, BURST_MAX_US);
   burst_profile_row_t *r = &p->row[node];
   int k = row_lower_bound(r, batch);
   if (k < r->n && r->batch[k] == batch) {
@@ -71,18 +71,85 @@ int burst_profile_find(const burst_profile_t *p, int node, int batch, double *us
   return 0;
 }
 
+/* Interpolated time of row r at batch b (r->n >= 1): see burst_profile_t.interpolate. */
+static double row_interpolate(const burst_profile_row_t *r, int b) {
+  int k = row_lower_bound(r, b);
+  if (k == 0) return r->us[0];
+  if (k == r->n) return r->us[r->n - 1] * (double)b / (double)r->batch[r->n - 1];
+  double f = (double)(b - r->batch[k - 1]) / (double)(r->batch[k] - r->batch[k - 1]);
+  return r->us[k - 1] + f * (r->us[k] - r->us[k - 1]);
+}
+
+static _Noreturn void missing_batch(const burst_profile_t *p, const char *where, int node, const char *name,
+                                    int batch) {
+  char have[160] = "";
+  const burst_profile_row_t *r = node < p->nodes ? &p->row[node] : NULL;
+  for (int k = 0, used = 0; r && k < r->n && used < (int)sizeof have - 16; k++)
+    used += snprintf(have + used, sizeof have - (size_t)used, "%s%d", k ? " " : "", r->batch[k]);
+  surge_input_error("%sprofile %s: node %d '%s' has no time for per-rank batch %d (it has: %s; hint: profile "
+                    "every per-rank batch the planner may choose: ceil(global_batch/n) for its rank counts n)",
+                    where, p->source, node, name, batch, have[0] ? have : "none");
+}
+
 double burst_profile_time(const burst_profile_t *p, const graph_t *g, int node, int batch) {
   if (g->l[node].kind == LAYER_INPUT) return 0;
   double us;
-  if (burst_profile_find(p, node, batch, &us) != 0)
-    surge_input_error("profile %s: node %d '%s' has no time for per-rank batch %d (hint: profile every "
-                      "per-rank batch the planner may choose: ceil(global_batch/n) for its rank counts n)",
-                      p->source, node, g->l[node].name, batch);
+  if (burst_profile_find(p, node, batch, &us) != 0) missing_batch(p, "", node, g->l[node].name, batch);
   return us;
 }
 
-static void check_positive(const burst_profile_t *p, const char *what, double v) {
-  if (!isfinite(v) || v <= 0) surge_input_error("profile %s: %s = %g must be positive and finite", p->source, what, v);
+/* The step costs node bears at a per-rank batch (see burst_profile_t.step). */
+static double step_share_us(const burst_profile_t *p, const bgraph_t *bg, int node, int batch) {
+  double us = 0;
+  for (int k = 0; k < bg->v[node].nin; k++)
+    if (bg->v[node].in[k] == 0) {
+      us += p->step.data_us_per_sample * batch;
+      break;
+    }
+  if (node == bg->n - 1) us += p->step.loss_us_per_sample * batch + p->step.step_us;
+  return us;
+}
+
+double burst_profile_us(const burst_profile_t *p, const bgraph_t *bg, int node, int batch) {
+  if (strcmp(bg->v[node].kind, "input") == 0) return 0;
+  double us;
+  if (burst_profile_find(p, node, batch, &us) == 0) return us + step_share_us(p, bg, node, batch);
+  if (p->interpolate && node < p->nodes && p->row[node].n > 0)
+    return row_interpolate(&p->row[node], batch) + step_share_us(p, bg, node, batch);
+  char where[320];
+  missing_batch(p, bgraph_where(bg, node, where, sizeof where), node, bg->v[node].name, batch);
+}
+
+void burst_step_costs_check(const burst_step_costs_t *s, const char *what) {
+  const double v[3] = {s->data_us_per_sample, s->loss_us_per_sample, s->step_us};
+  const char *name[3] = {"data time per sample", "loss time per sample", "step time"};
+  for (int i = 0; i < 3; i++)
+    if (!isfinite(v[i]) || v[i] < 0 || v[i] > BURST_MAX_US)
+      surge_input_error("%s: %s %g us is not a number in [0, %g]", what, name[i], v[i], BURST_MAX_US);
+}
+
+static void check_bandwidth(const char *what, const char *name, double v) {
+  if (!isfinite(v) || v < BURST_MIN_BYTES_PER_US || v > BURST_MAX_BYTES_PER_US)
+    surge_input_error("%s: %s = %g must be a number in [%g, %g]", what, name, v, BURST_MIN_BYTES_PER_US,
+                      BURST_MAX_BYTES_PER_US);
+}
+
+static void check_latency(const char *what, const char *name, double v) {
+  if (!isfinite(v) || v < 0 || v > BURST_MAX_LATENCY_US)
+    surge_input_error("%s: %s %g us must be a number in [0, %g]", what, name, v, BURST_MAX_LATENCY_US);
+}
+
+void burst_net_check(const burst_net_t *net, const char *what) {
+  check_latency(what, "p2p latency", net->p2p_alpha_us);
+  check_latency(what, "allreduce latency", net->ar_alpha_us);
+  check_bandwidth(what, "p2p bandwidth (bytes/us)", net->p2p_bytes_per_us);
+  check_bandwidth(what, "allreduce bandwidth (bytes/us)", net->ar_bytes_per_us);
+}
+
+static void check_net_of(const burst_profile_t *p) {
+  char what[300];
+  snprintf(what, sizeof what, "profile %s", p->source);
+  burst_net_check(&p->net, what);
 }
 
 void burst_profile_check(const burst_profile_t *p, const graph_t *g) {
@@ -94,10 +161,16 @@ void burst_profile_check(const burst_profile_t *p, const graph_t *g) {
                       "%016llx): profile this model",
                       p->source, (unsigned long long)p->fingerprint,
                       (unsigned long long)burst_graph_fingerprint(g));
-  if (!isfinite(p->net.p2p_alpha_us) || p->net.p2p_alpha_us < 0)
-    surge_input_error("profile %s: p2p latency %g us must be finite and >= 0", p->source, p->net.p2p_alpha_us);
-  if (!isfinite(p->net.ar_alpha_us) || p->net.ar_alpha_us < 0)
-    surge_input_error("profile %s: allreduce latency %g us must be finite and >= 0", p->source, p->net.ar_alpha_us);
-  check_positive(p, "p2p bandwidth (bytes/us)", p->net.p2p_bytes_per_us);
-  check_positive(p, "allreduce bandwidth (bytes/us)", p->net.ar_bytes_per_us);
+  check_net_of(p);
+}
+
+void burst_profile_check_bg(const burst_profile_t *p, const bgraph_t *bg) {
+  if (p->nodes != bg->n)
+    surge_input_error("profile %s covers %d nodes but the model graph has %d (%s; a profile of another model?)",
+                      p->source, p->nodes, bg->n, bg->source);
+  if (p->fingerprint && bg->fingerprint && p->fingerprint != bg->fingerprint)
+    surge_input_error("profile %s was measured on another model graph (fingerprint %016llx, this graph "
+                      "%016llx): profile this model",
+                      p->source, (unsigned long long)p->fingerprint, (unsigned long long)bg->fingerprint);
+  check_net_of(p);
 }

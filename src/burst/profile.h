@@ -8,6 +8,7 @@
 
 #include <stdint.h>
 
+#include "burst/bgraph.h"
 #include "nn/graph.h"
 
 typedef struct burst_net {
@@ -16,6 +17,20 @@ typedef struct burst_net {
   double ar_alpha_us;      /* latency of one step of an allreduce */
   double ar_bytes_per_us;  /* allreduce bandwidth per rank */
 } burst_net_t;
+
+typedef struct burst_step_costs {
+  double data_us_per_sample;  /* fetching one sample of the input */
+  double loss_us_per_sample;  /* the loss and its gradient at the output, per sample */
+  double step_us;             /* optimizer update and metric reduction of a step */
+} burst_step_costs_t;
+
+/* The ranges every profile and network constant must be in, whatever file they come from: times up
+ * to 1e12 us (11 days a layer), latencies up to 1e9 us, bandwidths from 1e-6 to 1e12 bytes/us. The
+ * planner's sums over thousands of nodes and ranks then stay far from overflow. */
+#define BURST_MAX_US 1e12
+#define BURST_MAX_LATENCY_US 1e9
+#define BURST_MIN_BYTES_PER_US 1e-6
+#define BURST_MAX_BYTES_PER_US 1e12
 
 /* Measured times of one node, sorted by batch. */
 typedef struct burst_profile_row {
@@ -30,9 +45,21 @@ typedef struct burst_profile {
   uint64_t fingerprint; /* burst_graph_fingerprint of the graph it was measured on; 0: unknown */
   burst_profile_row_t *row;
   burst_net_t net;
+  /* A per-rank batch a row lacks: 0 (default) an input error; 1 interpolated linearly between the
+   * row's measured batches, proportional (t(b) = t(bmax) b / bmax) above the largest and t(bmin)
+   * below the smallest (imported profiles, whose batch grids are coarse). */
+  int interpolate;
+  /* The rest of a training step, beside the nodes' forward and backward (surge-profile measures it;
+   * 0 where a profile has none): the data fetch per sample of the nodes that read the input, the
+   * loss per sample of the output node, and per step the optimizer update and the metrics
+   * reduction, which every rank does whatever the plan. burst_profile_us charges them to the nodes:
+   * data to the input's readers, loss and step to the output node (always on the critical path). */
+  burst_step_costs_t step;
 } burst_profile_t;
 
 void burst_profile_init(burst_profile_t *p, int nodes, const char *source);
+/* Step costs in range (finite, in [0, BURST_MAX_US]), or an input error naming what. */
+void burst_step_costs_check(const burst_step_costs_t *s, const char *what);
 void burst_profile_free(burst_profile_t *p);
 /* Record (or replace) node's time at a per-rank batch. Bad arguments are input errors. */
 void burst_profile_set(burst_profile_t *p, int node, int batch, double us);
@@ -40,8 +67,17 @@ void burst_profile_set(burst_profile_t *p, int node, int batch, double us);
 int burst_profile_find(const burst_profile_t *p, int node, int batch, double *us);
 /* The time of node at batch; a missing entry is an input error naming the node and the batch. */
 double burst_profile_time(const burst_profile_t *p, const graph_t *g, int node, int batch);
+/* The same for a planner graph (bgraph.h), with the node's share of the step costs (p->step): the
+ * input node costs 0; with p->interpolate a missing batch is interpolated; otherwise a missing one
+ * is an input error naming the node (and its file line when it came from a file) and the batches
+ * the row has. */
+double burst_profile_us(const burst_profile_t *p, const bgraph_t *bg, int node, int batch);
 /* Check that p fits g (node count, fingerprint when recorded) and that the network numbers are
  * positive and finite: an input error otherwise. */
 void burst_profile_check(const burst_profile_t *p, const graph_t *g);
+/* The same checks for a planner graph (its fingerprint when the profile recorded one). */
+void burst_profile_check_bg(const burst_profile_t *p, const bgraph_t *bg);
+/* Check network numbers (latencies finite >= 0, bandwidths finite > 0): an input error naming `what`. */
+void burst_net_check(const burst_net_t *net, const char *what);
 
 #endif

@@ -1,5 +1,6 @@
 /* Profile files: HDF5 group /profile (layout in doc/burst.md). */
 #include <hdf5.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -8,7 +9,8 @@
 #include "io/h5util.h"
 
 #define PROFILE_FORMAT "surge-burst-profile"
-#define PROFILE_VERSION 1
+#define PROFILE_VERSION 2 /* 2: the step costs (data, loss per sample; optimizer and metrics per step) */
+#define PROFILE_MAX_BATCHES 1048576 /* per-rank batches a profile may list */
 
 /* ---- writing: any failure is a runtime error naming the file ---- */
 
@@ -92,7 +94,10 @@ void burst_profile_write(const char *path, const graph_t *g, const burst_measure
               h5util_attr_write_i64(top, "ranks", ms->ranks) == 0 &&
               h5util_attr_write_i64(top, "profiled_ranks", ms->profiled_ranks) == 0 &&
               h5util_attr_write_i64(top, "warmup", ms->warmup) == 0 &&
-              h5util_attr_write_i64(top, "repeats", ms->repeats) == 0,
+              h5util_attr_write_i64(top, "repeats", ms->repeats) == 0 &&
+              h5util_attr_write_f64(top, "data_us_per_sample", ms->step.data_us_per_sample) == 0 &&
+              h5util_attr_write_f64(top, "loss_us_per_sample", ms->step.loss_us_per_sample) == 0 &&
+              h5util_attr_write_f64(top, "step_us", ms->step.step_us) == 0,
           path, "/profile attributes");
   hsize_t nb[1] = {(hsize_t)ms->nbatch}, table[2] = {(hsize_t)g->n, (hsize_t)ms->nbatch};
   write_dataset(path, top, "batch", H5T_NATIVE_INT, 1, nb, ms->batch, "samples per rank");
@@ -116,11 +121,15 @@ static hid_t open_profile(const char *path, hid_t *top) {
   return f;
 }
 
-static int64_t read_i64(const char *path, hid_t top, const char *name) {
+/* An integer attribute of /profile in [1, INT32_MAX]. */
+static int read_count(const char *path, hid_t top, const char *name) {
   int64_t v;
   if (h5util_attr_read_i64(top, name, &v) != 0)
     surge_input_error("profile %s: /profile has no integer attribute '%s'", path, name);
-  return v;
+  if (v < 1 || v > INT32_MAX)
+    surge_input_error("profile %s: /profile attribute %s = %lld is not a count in [1, %d]", path, name, (long long)v,
+                      INT32_MAX);
+  return (int)v;
 }
 
 void burst_profile_read_meta(const char *path, burst_profile_meta_t *meta) {
@@ -131,17 +140,31 @@ void burst_profile_read_meta(const char *path, burst_profile_meta_t *meta) {
   uint32_t version = 0;
   if (h5util_attr_read_string(top, "format", &format) != 0 || strcmp(format, PROFILE_FORMAT) != 0)
     surge_input_error("profile %s: /profile attribute 'format' is not '%s'", path, PROFILE_FORMAT);
-  if (h5util_attr_read_u32(top, "version", &version) != 0 || version > PROFILE_VERSION)
-    surge_input_error("profile %s: /profile format version %u is newer than this program's %d", path, version,
+  if (h5util_attr_read_u32(top, "version", &version) != 0)
+    surge_input_error("profile %s: /profile has no format version (attribute 'version')", path);
+  if (version < 1 || version > PROFILE_VERSION)
+    surge_input_error("profile %s: /profile format version %u; this program reads version 1 to %d", path, version,
                       PROFILE_VERSION);
   if (h5util_attr_read_string(top, "model", &model) != 0)
     surge_input_error("profile %s: /profile has no attribute 'model'", path);
   snprintf(meta->model, sizeof meta->model, "%s", model);
   if (h5util_attr_read_u64(top, "fingerprint", &meta->fingerprint) != 0)
     surge_input_error("profile %s: /profile has no attribute 'fingerprint'", path);
-  meta->global_batch = (int)read_i64(path, top, "global_batch");
-  meta->ranks = (int)read_i64(path, top, "ranks");
-  meta->profiled_ranks = (int)read_i64(path, top, "profiled_ranks");
+  meta->version = (int)version;
+  if (version >= 2) { /* the step costs; a version 1 profile has none (0: nodes only) */
+    const char *names[3] = {"data_us_per_sample", "loss_us_per_sample", "step_us"};
+    double *fields[3] = {&meta->step.data_us_per_sample, &meta->step.loss_us_per_sample, &meta->step.step_us};
+    for (int i = 0; i < 3; i++)
+      if (h5util_attr_read_f64(top, names[i], fields[i]) != 0)
+        surge_input_error("profile %s: /profile has no number attribute '%s' (format version %u has it)", path,
+                          names[i], version);
+    char what[300];
+    snprintf(what, sizeof what, "profile %s", path);
+    burst_step_costs_check(&meta->step, what);
+  }
+  meta->global_batch = read_count(path, top, "global_batch");
+  meta->ranks = read_count(path, top, "ranks");
+  meta->profiled_ranks = read_count(path, top, "profiled_ranks");
   hid_t net = H5Gopen2(top, "network", H5P_DEFAULT);
   uint32_t measured = 0;
   if (net < 0 || h5util_attr_read_u32(net, "measured", &measured) != 0)
@@ -156,19 +179,24 @@ void burst_profile_read_meta(const char *path, burst_profile_meta_t *meta) {
 }
 
 /* Read dataset `name` of loc as doubles or ints (mem_type) into a malloc'd buffer; its extent must be
- * `rank`-dimensional, the dims go to dims. */
+ * `rank`-dimensional with each dimension at most max[i] (checked before anything is allocated: a
+ * small file may declare huge extents), the dims go to dims. */
 static void *read_dataset(const char *path, hid_t loc, const char *name, hid_t mem_type, size_t elem, int rank,
-                          hsize_t *dims) {
+                          const hsize_t *max, hsize_t *dims) {
   hid_t ds = H5Dopen2(loc, name, H5P_DEFAULT);
   if (ds < 0) surge_input_error("profile %s: dataset /profile/%s is missing", path, name);
   hid_t space = H5Dget_space(ds);
   hsize_t d[2] = {1, 1};
-  if (H5Sget_simple_extent_ndims(space) != rank || H5Sget_simple_extent_dims(space, d, NULL) < 0)
+  if (space < 0 || H5Sget_simple_extent_ndims(space) != rank || H5Sget_simple_extent_dims(space, d, NULL) < 0)
     surge_input_error("profile %s: dataset /profile/%s is not %d-dimensional", path, name, rank);
   size_t count = 1;
   for (int i = 0; i < rank; i++) {
+    if (d[i] > max[i])
+      surge_input_error("profile %s: dataset /profile/%s has %llu entries along dimension %d, at most %llu make "
+                        "sense for this model and job (a damaged or foreign file)",
+                        path, name, (unsigned long long)d[i], i, (unsigned long long)max[i]);
     dims[i] = d[i];
-    count *= (size_t)d[i];
+    count *= (size_t)d[i]; /* at most the product of the bounds, all small */
   }
   void *buf = xcalloc(count ? count : 1, elem);
   if (H5Dread(ds, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0)
@@ -179,8 +207,8 @@ static void *read_dataset(const char *path, hid_t loc, const char *name, hid_t m
 }
 
 static double read_scalar(const char *path, hid_t net, const char *name) {
-  hsize_t none[1];
-  double *v = read_dataset(path, net, name, H5T_NATIVE_DOUBLE, sizeof(double), 0, none);
+  hsize_t none[1], max[1] = {1};
+  double *v = read_dataset(path, net, name, H5T_NATIVE_DOUBLE, sizeof(double), 0, max, none);
   double x = *v;
   free(v);
   return x;
@@ -202,8 +230,12 @@ void burst_profile_read(const char *path, const graph_t *g, const char *model, c
   h5util_quiet_t q = h5util_quiet_begin();
   hid_t top, f = open_profile(path, &top);
   hsize_t bd[1], td[2];
-  int *batch = read_dataset(path, top, "batch", H5T_NATIVE_INT, sizeof(int), 1, bd);
-  double *med = read_dataset(path, top, "median_us", H5T_NATIVE_DOUBLE, sizeof(double), 2, td);
+  /* per-rank batches are distinct and at most the profiled global batch */
+  hsize_t batches = (hsize_t)(meta.global_batch > 0 ? meta.global_batch : 1);
+  if (batches > PROFILE_MAX_BATCHES) batches = PROFILE_MAX_BATCHES;
+  hsize_t bmax[1] = {batches}, tmax[2] = {(hsize_t)g->n, batches};
+  int *batch = read_dataset(path, top, "batch", H5T_NATIVE_INT, sizeof(int), 1, bmax, bd);
+  double *med = read_dataset(path, top, "median_us", H5T_NATIVE_DOUBLE, sizeof(double), 2, tmax, td);
   if (td[0] != (hsize_t)g->n || td[1] != bd[0])
     surge_input_error("profile %s: dataset /profile/median_us is %llux%llu, expected %d nodes x %llu batches",
                       path, (unsigned long long)td[0], (unsigned long long)td[1], g->n,
@@ -222,6 +254,7 @@ void burst_profile_read(const char *path, const graph_t *g, const char *model, c
   }
   burst_profile_init(p, g->n, path);
   p->fingerprint = meta.fingerprint;
+  p->step = meta.step;
   for (int i = 0; i < g->n; i++)
     for (int j = 0; j < nb; j++) burst_profile_set(p, i, batch[j], med[(size_t)i * (size_t)nb + (size_t)j]);
   hid_t net = H5Gopen2(top, "network", H5P_DEFAULT);

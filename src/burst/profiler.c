@@ -103,27 +103,84 @@ void burst_measure_compute(model_t *m, comm_t *world, burst_measured_t *out) {
   comm_allreduce_max_double(world, out->spread_us, cells, TRAFFIC_OTHER);
 }
 
+/* The median of `repeats` timings (us) of fn(arg), after `warmup` untimed calls. */
+static double median_us_of(void (*fn)(void *), void *arg, int warmup, int repeats) {
+  double *t = xcalloc((size_t)repeats, sizeof *t);
+  for (int r = -warmup; r < repeats; r++) {
+    double t0 = surge_now();
+    fn(arg);
+    if (r >= 0) t[r] = (surge_now() - t0) * 1e6;
+  }
+  qsort(t, (size_t)repeats, sizeof *t, cmp_double);
+  double med = median_sorted(t, repeats);
+  free(t);
+  return med;
+}
+
+typedef struct step_piece {
+  model_t *m;
+  const dataset_t *ds;
+  optim_t *opt;
+  comm_t *world;
+  int batch;
+  uint64_t *ids;
+  float *x, *y;
+} step_piece_t;
+
+static void fetch_piece(void *arg) {
+  step_piece_t *s = arg;
+  dataset_get(s->ds, SPLIT_TRAIN, s->ids, s->batch, s->x, s->y);
+  model_set_batch(s->m, s->x, s->y, s->batch);
+}
+
+static void loss_piece(void *arg) {
+  step_piece_t *s = arg;
+  model_loss(s->m, 0, s->batch, 1.0f / (float)s->batch);
+}
+
+static void update_piece(void *arg) {
+  step_piece_t *s = arg;
+  optim_step(s->opt, s->m->params, s->m->grads, 0.0f); /* lr 0: the work of a step, parameters kept */
+  double metrics[3] = {0, 0, 0};
+  comm_allreduce_sum_double(s->world, metrics, 3, TRAFFIC_OTHER);
+}
+
+void burst_measure_step(model_t *m, const dataset_t *ds, optim_t *opt, comm_t *world, burst_measured_t *out) {
+  int b = out->batch[0];
+  uint64_t n = dataset_size(ds, SPLIT_TRAIN);
+  size_t xs = shape_size(dataset_sample_shape(ds)), ys = (size_t)dataset_targets_per_sample(ds);
+  step_piece_t s = {.m = m, .ds = ds, .opt = opt, .world = world, .batch = b};
+  s.ids = xcalloc((size_t)b, sizeof *s.ids);
+  for (int i = 0; i < b; i++) s.ids[i] = (uint64_t)i % n;
+  s.x = xcalloc(surge_mul_size((size_t)b, xs, "profile input"), sizeof *s.x);
+  s.y = xcalloc(surge_mul_size((size_t)b, ys, "profile targets"), sizeof *s.y);
+  double v[3] = {median_us_of(fetch_piece, &s, out->warmup, out->repeats) / b,
+                 median_us_of(loss_piece, &s, out->warmup, out->repeats) / b,
+                 median_us_of(update_piece, &s, out->warmup, out->repeats)};
+  comm_allreduce_max_double(world, v, 3, TRAFFIC_OTHER);
+  out->step = (burst_step_costs_t){.data_us_per_sample = v[0], .loss_us_per_sample = v[1], .step_us = v[2]};
+  free(s.ids);
+  free(s.x);
+  free(s.y);
+}
+
 int burst_fit_alpha_beta(const burst_net_samples_t *s, double *alpha_us, double *slope_us_per_byte) {
-  /* weighted by 1 / us^2: the relative error of every size counts alike, so the small messages
-   * (which set the latency) are not drowned by the large ones (which set the bandwidth) */
-  double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
-  for (int i = 0; i < s->n; i++) {
-    double w = s->us[i] > 0 ? 1.0 / (s->us[i] * s->us[i]) : 0;
-    sw += w;
-    sx += w * s->bytes[i];
-    sy += w * s->us[i];
-    sxx += w * s->bytes[i] * s->bytes[i];
-    sxy += w * s->bytes[i] * s->us[i];
-  }
   if (s->n < 2 || !(s->us[s->n - 1] > 0) || !(s->bytes[s->n - 1] > s->bytes[0])) return -1;
-  double den = sw * sxx - sx * sx;
-  double slope = den > 0 ? (sw * sxy - sx * sy) / den : 0;
-  double alpha = den > 0 ? (sy - slope * sx) / sw : 0;
-  if (!(slope > 0) || !isfinite(slope) || !isfinite(alpha)) { /* noise: fall back to the extremes */
-    slope = s->us[s->n - 1] / s->bytes[s->n - 1];
-    alpha = s->us[0] - slope * s->bytes[0];
+  /* plain least squares over the bulk sizes: their times are large, so absolute errors are fine */
+  int first = s->n > BURST_FIT_BULK ? s->n - BURST_FIT_BULK : 0, k = s->n - first;
+  double mx = 0, my = 0, sxx = 0, sxy = 0;
+  for (int i = first; i < s->n; i++) {
+    mx += s->bytes[i] / k;
+    my += s->us[i] / k;
   }
-  *alpha_us = alpha > 0 ? alpha : 0;
+  for (int i = first; i < s->n; i++) {
+    sxx += (s->bytes[i] - mx) * (s->bytes[i] - mx);
+    sxy += (s->bytes[i] - mx) * (s->us[i] - my);
+  }
+  double slope = sxx > 0 ? sxy / sxx : 0;
+  if (!(slope > 0) || !isfinite(slope)) slope = s->us[s->n - 1] / s->bytes[s->n - 1]; /* noise */
+  double alpha = s->us[0] - slope * s->bytes[0];
+  *alpha_us = alpha > 0 && isfinite(alpha) ? alpha : 0;
   *slope_us_per_byte = slope;
   return 0;
 }
@@ -133,16 +190,18 @@ static const size_t net_floats[] = {1, 64, 1024, 16384, 65536, 262144, 1048576};
 #define NET_NSIZES ((int)(sizeof net_floats / sizeof net_floats[0]))
 #define NET_WARMUP 2
 
-/* One ping-pong between ranks 0 and 1 (the others do nothing): seconds of the round trip on rank 0. */
-static double ping_pong(comm_t *w, float *buf, size_t n) {
+
+/* One ping-pong between rank 0 and rank peer (the others do nothing): seconds of the round trip on
+ * rank 0. */
+static double ping_pong(comm_t *w, int peer, float *buf, size_t n) {
   comm_request_t r;
   double t0 = surge_now();
   if (w->rank == 0) {
-    comm_isend(w, buf, n, 1, 1, TRAFFIC_OTHER, &r);
+    comm_isend(w, buf, n, peer, 1, TRAFFIC_OTHER, &r);
     comm_waitall(w, &r, 1, TRAFFIC_OTHER);
-    comm_irecv(w, buf, n, 1, 2, TRAFFIC_OTHER, &r);
+    comm_irecv(w, buf, n, peer, 2, TRAFFIC_OTHER, &r);
     comm_waitall(w, &r, 1, TRAFFIC_OTHER);
-  } else if (w->rank == 1) {
+  } else if (w->rank == peer) {
     comm_irecv(w, buf, n, 0, 1, TRAFFIC_OTHER, &r);
     comm_waitall(w, &r, 1, TRAFFIC_OTHER);
     comm_isend(w, buf, n, 0, 2, TRAFFIC_OTHER, &r);
@@ -151,7 +210,8 @@ static double ping_pong(comm_t *w, float *buf, size_t n) {
   return surge_now() - t0;
 }
 
-static double allreduce_once(comm_t *w, float *buf, size_t n) {
+static double allreduce_once(comm_t *w, int peer, float *buf, size_t n) {
+  (void)peer;
   comm_barrier(w);
   double t0 = surge_now();
   comm_allreduce_sum(w, buf, n, TRAFFIC_OTHER);
@@ -160,15 +220,15 @@ static double allreduce_once(comm_t *w, float *buf, size_t n) {
 
 /* Median time in us of `repeats` runs of op per size (after warm-up), as rank 0 sees it (broadcast);
  * one_way halves it (a ping-pong's round trip). */
-static void measure_sizes(comm_t *w, int repeats, double (*op)(comm_t *, float *, size_t), int one_way,
-                          burst_net_samples_t *s) {
+static void measure_sizes(comm_t *w, int repeats, double (*op)(comm_t *, int, float *, size_t), int peer,
+                          int one_way, burst_net_samples_t *s) {
   float *buf = xcalloc(net_floats[NET_NSIZES - 1], sizeof *buf);
   double *t = xcalloc((size_t)repeats, sizeof *t);
   s->n = NET_NSIZES;
   for (int i = 0; i < NET_NSIZES; i++) {
     comm_barrier(w);
     for (int r = -NET_WARMUP; r < repeats; r++) {
-      double dt = op(w, buf, net_floats[i]);
+      double dt = op(w, peer, buf, net_floats[i]);
       if (r >= 0) t[r] = dt * 1e6 / (one_way ? 2 : 1);
     }
     qsort(t, (size_t)repeats, sizeof *t, cmp_double);
@@ -187,8 +247,15 @@ void burst_measure_network(comm_t *world, int repeats, burst_measured_t *out) {
                              .ar_alpha_us = BURST_DEFAULT_ALPHA_US, .ar_bytes_per_us = BURST_DEFAULT_BYTES_PER_US};
     return;
   }
-  measure_sizes(world, repeats, ping_pong, 1, &out->p2p);
-  measure_sizes(world, repeats, allreduce_once, 0, &out->ar);
+  /* the point-to-point partner: a rank on another node where there is one, since transfers between
+   * nodes are the slow ones a plan must avoid; else rank 1 */
+  const int *node = world->node;
+  out->p2p_peer = 1;
+  for (int r = world->size - 1; r > 0; r--)
+    if (node[r] != node[0]) out->p2p_peer = r;
+  out->p2p_other_node = node[out->p2p_peer] != node[0];
+  measure_sizes(world, repeats, ping_pong, out->p2p_peer, 1, &out->p2p);
+  measure_sizes(world, repeats, allreduce_once, 0, 0, &out->ar);
   double alpha, slope;
   if (burst_fit_alpha_beta(&out->p2p, &alpha, &slope) != 0)
     surge_runtime_error("surge-profile: the point-to-point measurements are unusable (a zero time for the "
@@ -221,8 +288,13 @@ void burst_measured_print(FILE *f, const graph_t *g, const burst_measured_t *ms)
       fprintf(f, " %18.3f %9.3f", ms->median_us[i * ms->nbatch + k], ms->spread_us[i * ms->nbatch + k]);
     fprintf(f, "\n");
   }
+  fprintf(f, "rest of a step: data %.3f us and loss %.3f us per sample, optimizer and metrics %.3f us per step\n",
+          ms->step.data_us_per_sample, ms->step.loss_us_per_sample, ms->step.step_us);
   fprintf(f, "network (%s): point-to-point %.3f us + bytes / %.1f bytes/us; allreduce step %.3f us, %.1f "
              "bytes/us\n",
           ms->net_measured ? "measured" : "NOT MEASURED on 1 rank: defaults", ms->net.p2p_alpha_us,
           ms->net.p2p_bytes_per_us, ms->net.ar_alpha_us, ms->net.ar_bytes_per_us);
+  if (ms->net_measured)
+    fprintf(f, "point-to-point measured between ranks 0 and %d (%s node)\n", ms->p2p_peer,
+            ms->p2p_other_node ? "another" : "the same");
 }

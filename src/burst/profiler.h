@@ -3,8 +3,9 @@
  *   - compute: forward+backward time of every node at every per-rank batch the planner may choose
  *     (burst_profile_batches for the deck's global batch and the job's G ranks), after warm-up
  *     runs, over repeats: the median (what the planner uses) and the spread (max - min);
- *   - network, on >= 2 ranks: ping-pong between ranks 0 and 1 and allreduce over the world, each
- *     fitted as alpha + bytes / beta by least squares (relative errors); on 1 rank, defaults marked as not measured. */
+ *   - network, on >= 2 ranks: ping-pong between rank 0 and a rank on another node (rank 1 when all
+ *     share one node) and allreduce over the world, each fitted as alpha + bytes / beta
+ *     (burst_fit_alpha_beta); on 1 rank, defaults marked as not measured. */
 #ifndef SURGE_BURST_PROFILER_H
 #define SURGE_BURST_PROFILER_H
 
@@ -15,6 +16,7 @@
 #include "data/dataset.h"
 #include "io/deck.h"
 #include "nn/model.h"
+#include "optim/optim.h"
 
 /* Network numbers used when the profiling run has one rank (nothing to measure). */
 #define BURST_DEFAULT_ALPHA_US 5.0
@@ -44,6 +46,9 @@ typedef struct burst_measured {
   int net_measured;        /* 0: net holds the defaults */
   burst_net_t net;
   burst_net_samples_t p2p, ar; /* the fitted points (empty when not measured) */
+  int p2p_peer;            /* the rank the ping-pong ran with rank 0 (not in the profile file) */
+  int p2p_other_node;      /* 1: p2p_peer is on another node than rank 0 (MPI's shared-memory view) */
+  burst_step_costs_t step; /* the rest of a step (burst_profile_t.step) */
 } burst_measured_t;
 
 /* A command-line integer option (e.g. "--ranks", "8") of at least min: an input error otherwise. */
@@ -61,12 +66,21 @@ void burst_measured_init(burst_measured_t *out, const graph_t *g, const char *mo
 void burst_measured_free(burst_measured_t *out);
 void burst_measure_prepare(model_t *m, const dataset_t *ds, int batch);
 void burst_measure_compute(model_t *m, comm_t *world, burst_measured_t *out);
-/* The network (collective): measured on >= 2 ranks, the defaults on 1. */
+/* Collective: the step costs beside the nodes (burst_profile_t.step) on m prepared as above: the data
+ * fetch and the loss per sample at the largest per-rank batch, and per step opt's update of the
+ * whole slab with one reduction of the step's metrics; the largest over the ranks. */
+void burst_measure_step(model_t *m, const dataset_t *ds, optim_t *opt, comm_t *world, burst_measured_t *out);
+/* The network (collective): measured on >= 2 ranks, the defaults on 1. Point to point: rank 0 with
+ * the first rank on another node when there is one (the links a plan must spare), else rank 1. */
 void burst_measure_network(comm_t *world, int repeats, burst_measured_t *out);
-/* Least-squares fit of us = alpha + bytes * slope over the samples, weighted by 1/us^2 (relative
- * errors); alpha is clamped at 0. When noise (a loaded machine) makes that slope non-positive, the
- * bandwidth comes from the largest message alone (slope = its us / its bytes, an upper bound on the
- * cost per byte) and alpha from the smallest. Returns 0, or -1 without usable samples. */
+/* Fit of us = alpha + bytes * slope to samples in ascending size. The slope (cost per byte) is the
+ * least-squares slope through the BURST_FIT_BULK largest sizes: what bulk transfers pay per byte,
+ * whatever happens to small messages (another protocol below a size, or a link's token bucket that
+ * lets a burst through at once; doc/cluster.md). alpha is the smallest message's time less its
+ * bytes at that slope, clamped at 0. When noise (a loaded machine) makes the slope non-positive,
+ * the bandwidth comes from the largest message alone (slope = its us / its bytes, an upper bound
+ * on the cost per byte). Returns 0, or -1 without usable samples. */
+#define BURST_FIT_BULK 3
 int burst_fit_alpha_beta(const burst_net_samples_t *s, double *alpha_us, double *slope_us_per_byte);
 
 /* The table of a measurement (one row per node: median and spread per batch; the network). */
@@ -79,7 +93,9 @@ void burst_profile_write(const char *path, const graph_t *g, const burst_measure
 typedef struct burst_profile_meta {
   char model[32];
   uint64_t fingerprint;
+  int version;             /* format version (1: no step costs) */
   int global_batch, ranks, profiled_ranks, net_measured;
+  burst_step_costs_t step; /* 0 in a version 1 profile */
 } burst_profile_meta_t;
 void burst_profile_read_meta(const char *path, burst_profile_meta_t *meta);
 /* Fill p (burst_profile_init'd here) with the medians and the network. Input errors (exit 2, one

@@ -23,6 +23,7 @@ const char *traffic_name(traffic_t t) {
       [TRAFFIC_ACT] = "activation",
       [TRAFFIC_ACT_GRAD] = "activation_grad",
       [TRAFFIC_EMBED] = "embedding",
+      [TRAFFIC_TP] = "tp",
       [TRAFFIC_OTHER] = "other",
   };
   if ((int)t < 0 || t >= TRAFFIC_COUNT) return "unknown";
@@ -46,16 +47,35 @@ static void require_member(const comm_t *c, traffic_t t, const char *api_call) {
     surge_runtime_error("%s: traffic category %d is not one of the %d known", api_call, (int)t, TRAFFIC_COUNT);
 }
 
-static void meter_one(comm_meter_t *m, traffic_t t, uint64_t bytes, double seconds, int calls) {
+static void meter_one(comm_meter_t *m, traffic_t t, uint64_t bytes, int remote, double seconds, int calls) {
   m->bytes[t] += bytes;
+  if (remote) m->internode_bytes[t] += bytes;
   m->seconds[t] += seconds;
   m->calls[t] += (uint64_t)calls;
 }
 
-static void meter_add(comm_t *c, traffic_t t, uint64_t bytes, double start) {
+/* A call over peer's link (peer < 0: a collective over the whole group). */
+static void meter_call(comm_t *c, traffic_t t, uint64_t bytes, int peer, double start) {
   double seconds = surge_now() - start;
-  meter_one(&c->meter, t, bytes, seconds, 1);
-  if (c->root_meter) meter_one(c->root_meter, t, bytes, seconds, 1);
+  int remote = peer < 0 ? c->nodes > 1 : c->node && peer < c->size && c->node[peer] != c->node[c->rank];
+  meter_one(&c->meter, t, bytes, remote, seconds, 1);
+  if (c->root_meter) meter_one(c->root_meter, t, bytes, remote, seconds, 1);
+}
+
+static void meter_add(comm_t *c, traffic_t t, uint64_t bytes, double start) { meter_call(c, t, bytes, -1, start); }
+
+/* The node of every rank of c: c->node and c->nodes. */
+static void find_nodes(comm_t *c, const char *api_call) {
+  MPI_Comm node;
+  check_mpi(MPI_Comm_split_type(c->mpi, MPI_COMM_TYPE_SHARED, c->rank, MPI_INFO_NULL, &node), "MPI_Comm_split_type",
+            api_call);
+  int first = c->rank; /* the lowest rank of c on this rank's node */
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, &first, 1, MPI_INT, MPI_MIN, node), "MPI_Allreduce", api_call);
+  check_mpi(MPI_Comm_free(&node), "MPI_Comm_free", api_call);
+  c->node = xcalloc((size_t)c->size, sizeof *c->node);
+  check_mpi(MPI_Allgather(&first, 1, MPI_INT, c->node, 1, MPI_INT, c->mpi), "MPI_Allgather", api_call);
+  c->nodes = 0;
+  for (int r = 0; r < c->size; r++) c->node[r] = c->node[r] == r ? c->nodes++ : c->node[c->node[r]];
 }
 
 /* Fill the fields of c that follow from its MPI communicator (which may be MPI_COMM_NULL). */
@@ -71,6 +91,12 @@ static void comm_init_from(comm_t *c, MPI_Comm mpi, const char *api_call) {
   check_mpi(MPI_Comm_set_errhandler(mpi, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler", api_call);
   check_mpi(MPI_Comm_rank(mpi, &c->rank), "MPI_Comm_rank", api_call);
   check_mpi(MPI_Comm_size(mpi, &c->size), "MPI_Comm_size", api_call);
+  find_nodes(c, api_call);
+}
+
+void comm_init(int *argc, char ***argv) {
+  setenv("OMPI_MCA_coll_libnbc_iallreduce_algorithm", "3", 0); /* 3: Rabenseifner (0 would let libnbc pick) */
+  MPI_Init(argc, argv);
 }
 
 void comm_world(comm_t *c) {
@@ -107,6 +133,8 @@ void comm_split_node(const comm_t *parent, comm_t *child) {
 
 void comm_free(comm_t *c) {
   if (c->mpi != MPI_COMM_NULL) check_mpi(MPI_Comm_free(&c->mpi), "MPI_Comm_free", "comm_free");
+  free(c->node);
+  c->node = NULL;
   c->mpi = MPI_COMM_NULL;
   c->rank = -1;
   c->size = 0;
@@ -128,6 +156,22 @@ void comm_allreduce_sum(comm_t *c, float *buf, size_t n, traffic_t t) {
               "comm_allreduce_sum");
   }
   meter_add(c, t, (uint64_t)n * sizeof(float), start);
+}
+
+static void allreduce_float(comm_t *c, float *buf, size_t n, MPI_Op op, traffic_t t, const char *api_call) {
+  require_member(c, t, api_call);
+  if (n > INT_MAX) surge_runtime_error("%s: %zu floats is more than one MPI operation holds (%d)", api_call, n, INT_MAX);
+  double start = surge_now();
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, buf, (int)n, MPI_FLOAT, op, c->mpi), "MPI_Allreduce", api_call);
+  meter_add(c, t, (uint64_t)n * sizeof(float), start);
+}
+
+void comm_allreduce_max(comm_t *c, float *buf, size_t n, traffic_t t) {
+  allreduce_float(c, buf, n, MPI_MAX, t, "comm_allreduce_max");
+}
+
+void comm_allreduce_min(comm_t *c, float *buf, size_t n, traffic_t t) {
+  allreduce_float(c, buf, n, MPI_MIN, t, "comm_allreduce_min");
 }
 
 static void allreduce_double(comm_t *c, double *buf, int n, MPI_Op op, traffic_t t, const char *api_call) {
@@ -203,7 +247,7 @@ void comm_isend(comm_t *c, const float *buf, size_t n, int dest, int tag, traffi
   int count = point_to_point_count(n, "comm_isend");
   double start = surge_now();
   check_mpi(MPI_Isend(buf, count, MPI_FLOAT, dest, tag, c->mpi, &r->req), "MPI_Isend", "comm_isend");
-  meter_add(c, t, (uint64_t)n * sizeof(float), start);
+  meter_call(c, t, (uint64_t)n * sizeof(float), dest, start);
 }
 
 void comm_irecv(comm_t *c, float *buf, size_t n, int src, int tag, traffic_t t, comm_request_t *r) {
@@ -211,7 +255,7 @@ void comm_irecv(comm_t *c, float *buf, size_t n, int src, int tag, traffic_t t, 
   int count = point_to_point_count(n, "comm_irecv");
   double start = surge_now();
   check_mpi(MPI_Irecv(buf, count, MPI_FLOAT, src, tag, c->mpi, &r->req), "MPI_Irecv", "comm_irecv");
-  meter_add(c, t, 0, start);
+  meter_call(c, t, 0, src, start);
 }
 
 /* Complete *req (n requests): MPI's own blocking wait when poll_us is 0; otherwise poll without
@@ -312,8 +356,8 @@ void comm_iallreduce_sum(comm_t *c, float *buf, size_t n, traffic_t t, comm_op_t
 /* The time of a test or wait, counted in the operation's category without another call. */
 static void meter_time(comm_t *c, traffic_t t, double start) {
   double seconds = surge_now() - start;
-  meter_one(&c->meter, t, 0, seconds, 0);
-  if (c->root_meter) meter_one(c->root_meter, t, 0, seconds, 0);
+  meter_one(&c->meter, t, 0, 0, seconds, 0);
+  if (c->root_meter) meter_one(c->root_meter, t, 0, 0, seconds, 0);
 }
 
 int comm_op_test(comm_op_t *op) {
@@ -334,19 +378,43 @@ void comm_op_wait(comm_op_t *op) {
   meter_time(op->c, op->t, start);
 }
 
+double comm_clock_offset(comm_t *c, int rounds) {
+  require_member(c, TRAFFIC_OTHER, "comm_clock_offset");
+  double start = surge_now(), offset = 0, best = -1, t;
+  enum { TAG = 31337 };
+  for (int r = 1; r < c->size; r++)
+    for (int k = 0; k < rounds; k++) {
+      if (c->rank == 0) { /* answer r's ping with this clock */
+        check_mpi(MPI_Recv(&t, 1, MPI_DOUBLE, r, TAG, c->mpi, MPI_STATUS_IGNORE), "MPI_Recv", "comm_clock_offset");
+        t = surge_now();
+        check_mpi(MPI_Send(&t, 1, MPI_DOUBLE, r, TAG, c->mpi), "MPI_Send", "comm_clock_offset");
+      } else if (c->rank == r) {
+        double a = surge_now();
+        check_mpi(MPI_Send(&a, 1, MPI_DOUBLE, 0, TAG, c->mpi), "MPI_Send", "comm_clock_offset");
+        check_mpi(MPI_Recv(&t, 1, MPI_DOUBLE, 0, TAG, c->mpi, MPI_STATUS_IGNORE), "MPI_Recv", "comm_clock_offset");
+        double b = surge_now();
+        if (best < 0 || b - a < best) best = b - a, offset = t - 0.5 * (a + b);
+      }
+    }
+  meter_add(c, TRAFFIC_OTHER, (uint64_t)rounds * sizeof(double), start);
+  return offset;
+}
+
 void comm_meter_total(comm_t *c, const comm_meter_t *local, comm_meter_t *total) {
   require_member(c, TRAFFIC_OTHER, "comm_meter_total");
-  // counts is (2, TRAFFIC_COUNT): bytes then calls; local may be total itself
-  uint64_t counts[2 * TRAFFIC_COUNT];
+  // counts is (3, TRAFFIC_COUNT): bytes, internode bytes, calls; local may be total itself
+  uint64_t counts[3 * TRAFFIC_COUNT];
   double seconds[TRAFFIC_COUNT];
   memcpy(counts, local->bytes, sizeof local->bytes);
-  memcpy(counts + TRAFFIC_COUNT, local->calls, sizeof local->calls);
+  memcpy(counts + TRAFFIC_COUNT, local->internode_bytes, sizeof local->internode_bytes);
+  memcpy(counts + 2 * TRAFFIC_COUNT, local->calls, sizeof local->calls);
   memcpy(seconds, local->seconds, sizeof seconds);
-  check_mpi(MPI_Allreduce(MPI_IN_PLACE, counts, 2 * TRAFFIC_COUNT, MPI_UINT64_T, MPI_SUM, c->mpi),
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, counts, 3 * TRAFFIC_COUNT, MPI_UINT64_T, MPI_SUM, c->mpi),
             "MPI_Allreduce", "comm_meter_total");
   check_mpi(MPI_Allreduce(MPI_IN_PLACE, seconds, TRAFFIC_COUNT, MPI_DOUBLE, MPI_SUM, c->mpi), "MPI_Allreduce",
             "comm_meter_total");
   memcpy(total->bytes, counts, sizeof total->bytes);
-  memcpy(total->calls, counts + TRAFFIC_COUNT, sizeof total->calls);
+  memcpy(total->internode_bytes, counts + TRAFFIC_COUNT, sizeof total->internode_bytes);
+  memcpy(total->calls, counts + 2 * TRAFFIC_COUNT, sizeof total->calls);
   memcpy(total->seconds, seconds, sizeof total->seconds);
 }

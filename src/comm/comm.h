@@ -4,7 +4,9 @@
  *
  * Byte counting: the payload this rank hands to the call (an allreduce of n floats counts 4n
  * bytes; a send counts its bytes, a receive counts nothing; a broadcast counts the bytes on every
- * rank). Seconds are wall time inside the call (including waiting for slower ranks). */
+ * rank). Of those, the bytes that cross nodes are counted again apart: a send to a rank on another
+ * node (shared memory is not shared with it), and any collective over a group whose ranks span
+ * more than one node. Seconds are wall time inside the call (including waiting for slower ranks). */
 #ifndef SURGE_COMM_H
 #define SURGE_COMM_H
 
@@ -17,15 +19,17 @@ typedef enum traffic {
   TRAFFIC_ACT,        /* activations between layers or stages */
   TRAFFIC_ACT_GRAD,   /* activation gradients, backward */
   TRAFFIC_EMBED,      /* embedding synchronisation */
+  TRAFFIC_TP,         /* tensor-parallel reductions inside a pipeline stage (3D parallelism) */
   TRAFFIC_OTHER,      /* metrics, control, checkpoints */
   TRAFFIC_COUNT
 } traffic_t;
 
-/* Names for logs: "dp", "activation", "activation_grad", "embedding", "other". */
+/* Names for logs: "dp", "activation", "activation_grad", "embedding", "tp", "other". */
 const char *traffic_name(traffic_t t);
 
 typedef struct comm_meter {
   uint64_t bytes[TRAFFIC_COUNT];
+  uint64_t internode_bytes[TRAFFIC_COUNT]; /* of bytes, those that cross nodes (see above) */
   double seconds[TRAFFIC_COUNT];
   uint64_t calls[TRAFFIC_COUNT];
 } comm_meter_t;
@@ -33,6 +37,9 @@ typedef struct comm_meter {
 typedef struct comm {
   MPI_Comm mpi;        /* a private communicator (dup or split); never MPI_COMM_WORLD itself */
   int rank, size;
+  int nodes;           /* distinct nodes (shared-memory domains) the group's ranks are on */
+  int *node;           /* [size] the node of each rank: 0 .. nodes-1, numbered in the order of their
+                        * lowest rank (so rank 0 is on node 0) */
   size_t bucket_bytes; /* allreduce of big buffers goes in buckets of this size (default 4 MiB) */
   comm_meter_t meter;  /* totals since creation or the last comm_meter_reset */
   double poll_us;      /* 0: waits and barriers block inside MPI (spinning); > 0: they poll for poll_us,
@@ -42,6 +49,13 @@ typedef struct comm {
                              * also counted: a layout points its subgroups at the job's meter, so the job's
                              * log sees all their traffic. NULL after comm_world and comm_split. */
 } comm_t;
+
+/* MPI_Init with the settings Surge's communication relies on, set before MPI starts (a setting the
+ * user gives, e.g. OMPI_MCA_... in the environment or mpiexec --mca, wins): Open MPI's non-blocking
+ * allreduce (libnbc) otherwise picks a binomial tree for the gradient buckets' sizes, 15-20% slower
+ * than its blocking allreduce; Rabenseifner's algorithm matches the blocking one. Every program that
+ * trains calls this instead of MPI_Init. */
+void comm_init(int *argc, char ***argv);
 
 /* A duplicate of MPI_COMM_WORLD. */
 void comm_world(comm_t *c);
@@ -58,6 +72,10 @@ void comm_meter_reset(comm_t *c);
 /* In-place sum over the group of n floats, in buckets of bucket_bytes (each bucket one
  * MPI_Allreduce); results are identical on every rank. */
 void comm_allreduce_sum(comm_t *c, float *buf, size_t n, traffic_t t);
+/* In-place element-wise max / min over the group of n floats (one MPI_Allreduce); identical on every
+ * rank. */
+void comm_allreduce_max(comm_t *c, float *buf, size_t n, traffic_t t);
+void comm_allreduce_min(comm_t *c, float *buf, size_t n, traffic_t t);
 /* In-place sum / max of a few doubles (losses, counters, flags). */
 void comm_allreduce_sum_double(comm_t *c, double *buf, int n, traffic_t t);
 void comm_allreduce_max_double(comm_t *c, double *buf, int n, traffic_t t);
@@ -115,6 +133,11 @@ void comm_trace_begin(int capacity);
 /* The events recorded since comm_trace_begin (valid until comm_trace_end), and how many. */
 int comm_trace_events(const comm_event_t **events);
 void comm_trace_end(void);
+
+/* Collective: what to add to this rank's surge_now() to read rank 0's clock (0 on rank 0), by
+ * Cristian's method: `rounds` ping-pongs with rank 0, the one of the shortest round trip kept
+ * (error at most half of it). For timelines that compare ranks on several nodes. */
+double comm_clock_offset(comm_t *c, int rounds);
 
 /* Sum of a meter over the ranks of c (to every rank). */
 void comm_meter_total(comm_t *c, const comm_meter_t *local, comm_meter_t *total);

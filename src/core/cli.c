@@ -105,7 +105,7 @@ char *cli_command_line(int argc, char *const *argv, const char *append) {
   return line;
 }
 
-void cli_parse(int argc, char **argv, const char *usage, const char *const *flags, cli_t *cli) {
+static void parse_args(int argc, char **argv, const char *usage, const char *const *flags, cli_t *cli) {
   memset(cli, 0, sizeof *cli);
   cli->flags = flags;
   for (int i = 1; i < argc; i++) {
@@ -133,5 +133,13 @@ void cli_parse(int argc, char **argv, const char *usage, const char *const *flag
       surge_input_error("more than one deck given ('%s' and '%s'; try --help)", cli->deck, a);
     }
   }
+}
+
+void cli_parse(int argc, char **argv, const char *usage, const char *const *flags, cli_t *cli) {
+  parse_args(argc, argv, usage, flags, cli);
   if (!cli->deck) surge_input_error("no deck given (try --help)");
+}
+
+void cli_parse_deck_optional(int argc, char **argv, const char *usage, const char *const *flags, cli_t *cli) {
+  parse_args(argc, argv, usage, flags, cli);
 }

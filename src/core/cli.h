@@ -3,7 +3,7 @@
 #define SURGE_CLI_H
 
 #define CLI_MAX_OVERRIDES 256
-#define CLI_MAX_FLAGS 8
+#define CLI_MAX_FLAGS 40
 #define CLI_MAX_VALUES 2
 
 typedef struct cli {
@@ -21,6 +21,8 @@ typedef struct cli {
  * given as the next arguments; one value may also be given as "--variant=3"). Given twice, the
  * last one wins. Anything unexpected is an input error (exit 2). MPI need not be initialised. */
 void cli_parse(int argc, char **argv, const char *usage, const char *const *flags, cli_t *cli);
+/* The same for programs whose deck is optional (cli->deck NULL when none was given). */
+void cli_parse_deck_optional(int argc, char **argv, const char *usage, const char *const *flags, cli_t *cli);
 /* 1 if the option (its name, e.g. "--variant") was given. */
 int cli_has(const cli_t *cli, const char *flag);
 /* The k-th value of an option that was given (k from 0), NULL if it was not given. */

@@ -12,6 +12,25 @@ void state_tensor_replicated(state_tensor_t *out, const slab_tensor_t *t, int ra
   out->replicas = ranks;
 }
 
+void state_box_copy(float *tensor, float *box, int ndim, const size_t *dims, const size_t *start,
+                    const size_t *count, int to_box) {
+  if (ndim == 1) {
+    if (to_box) memcpy(box, tensor + start[0], count[0] * sizeof *box);
+    else memcpy(tensor + start[0], box, count[0] * sizeof *box);
+    return;
+  }
+  size_t inner = 1, rows = 1; /* floats per index of dimension 0: in the tensor, in the box */
+  for (int k = 1; k < ndim; k++) inner *= dims[k], rows *= count[k];
+  for (size_t i = 0; i < count[0]; i++)
+    state_box_copy(tensor + (start[0] + i) * inner, box + i * rows, ndim - 1, dims + 1, start + 1, count + 1, to_box);
+}
+
+int state_tensor_end(const state_region_t *r, int i) {
+  int j = i + 1;
+  while (j < r->n && strcmp(r->t[j].name, r->t[i].name) == 0) j++;
+  return j;
+}
+
 /* splitmix64's finaliser: every input bit changes about half the output bits. */
 static uint64_t mix64(uint64_t z) {
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;

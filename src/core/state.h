@@ -28,11 +28,18 @@ typedef struct state_tensor {
 
 #define STATE_GROUP_MAX 64
 
+/* A region lists its tensors in one order on every rank. A tensor whose piece on a rank is not one
+ * box (a tensor-parallel shard of GPT's fused q, k, v rows: three row ranges) appears as several
+ * consecutive entries of the same name, each one box with its own replicas; every rank lists the
+ * same number of entries for it (count 0 where it holds none of that box). */
 typedef struct state_region {
   char group[STATE_GROUP_MAX]; /* absolute HDF5 group, e.g. "/params" */
   int n;
   state_tensor_t *t;           /* [n] */
 } state_region_t;
+
+/* The entry after the last consecutive entry of tensor r->t[i]'s name (i + 1 for a one-box tensor). */
+int state_tensor_end(const state_region_t *r, int i);
 
 /* Floats in this rank's hyperslab of t. */
 static inline size_t state_tensor_floats(const state_tensor_t *t) {
@@ -40,6 +47,11 @@ static inline size_t state_tensor_floats(const state_tensor_t *t) {
   for (int i = 0; i < t->ndim; i++) n *= t->count[i];
   return t->ndim > 0 ? n : 0;
 }
+
+/* Copy between a row-major tensor of shape dims[ndim] and its box [start, start + count), stored
+ * contiguously (row-major over count): out of the tensor into box (to_box = 1) or back (0). */
+void state_box_copy(float *tensor, float *box, int ndim, const size_t *dims, const size_t *start,
+                    const size_t *count, int to_box);
 
 /* A whole tensor of a slab layout held by every one of `ranks` ranks (this one being `rank`). */
 void state_tensor_replicated(state_tensor_t *out, const slab_tensor_t *t, int rank, int ranks);

@@ -237,16 +237,20 @@ static void read_region(reader_t *r, const state_region_t *reg) {
     ckpt_fail(&r->st, "%s: %s: missing (the checkpoint holds no such state): %s", r->path, reg->group, REFUSED);
   else if ((r->group = H5Gopen2(r->file, reg->group, H5P_DEFAULT)) < 0 || H5Gget_info(r->group, &info) < 0)
     ckpt_fail(&r->st, "%s: %s: cannot open the group (%s)", r->path, reg->group, DAMAGED);
-  else if (info.nlinks != (hsize_t)reg->n)
+  int tensors = 0;
+  for (int i = 0; i < reg->n; i = state_tensor_end(reg, i)) tensors++;
+  if (!r->st.failed && info.nlinks != (hsize_t)tensors)
     ckpt_fail(&r->st, "%s: %s holds %llu tensors, this model %d: %s", r->path, reg->group,
-              (unsigned long long)info.nlinks, reg->n, REFUSED);
+              (unsigned long long)info.nlinks, tensors, REFUSED);
   agree_or_refuse(r);
   uint64_t *stored = xcalloc((size_t)reg->n + 1, sizeof *stored), *sum = xcalloc((size_t)reg->n + 1, sizeof *sum);
   for (int i = 0; i < reg->n; i++) read_tensor(r, reg->group, &reg->t[i], &stored[i], &sum[i]);
   comm_allreduce_sum_u64(r->world, sum, reg->n, TRAFFIC_OTHER);
-  for (int i = 0; i < reg->n && !r->st.failed; i++)
+  for (int i = 0; i < reg->n && !r->st.failed; i = state_tensor_end(reg, i)) {
+    for (int j = i + 1; j < state_tensor_end(reg, i); j++) sum[i] += sum[j]; /* a tensor's boxes */
     if (sum[i] != stored[i])
       ckpt_fail(&r->st, "%s: %s/%s: checksum mismatch (%s)", r->path, reg->group, reg->t[i].name, DAMAGED);
+  }
   free(stored);
   free(sum);
   agree_or_refuse(r);

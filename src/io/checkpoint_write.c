@@ -88,47 +88,63 @@ static void agree_on_tensors(writer_t *w, const state_region_t *r, double *chunk
   }
   comm_allreduce_max_double(w->world, chunk, r->n * SLAB_MAX_DIMS, TRAFFIC_OTHER);
   comm_allreduce_sum_u64(w->world, sums, r->n * NSUMS, TRAFFIC_OTHER);
-  for (int i = 0; i < r->n && !w->st.failed; i++) {
+  for (int i = 0; i < r->n && !w->st.failed; i = state_tensor_end(r, i)) {
     const state_tensor_t *t = &r->t[i];
-    uint64_t want = 1;
+    uint64_t want = 1, written = 0;
     for (int d = 0; d < t->ndim; d++) want *= (uint64_t)t->dims[d];
-    if (sums[i * NSUMS + SUM_WRITTEN] != want)
+    for (int j = i; j < state_tensor_end(r, i); j++) { /* the tensor's boxes: one chunk shape, one hash */
+      written += sums[j * NSUMS + SUM_WRITTEN];
+      if (j > i) sums[i * NSUMS + SUM_HASH] += sums[j * NSUMS + SUM_HASH];
+      for (int d = 0; d < t->ndim; d++)
+        if (chunk[j * SLAB_MAX_DIMS + d] > chunk[i * SLAB_MAX_DIMS + d])
+          chunk[i * SLAB_MAX_DIMS + d] = chunk[j * SLAB_MAX_DIMS + d];
+      if (sums[j * NSUMS + SUM_PIECES] != sums[j * NSUMS + SUM_REPLICAS])
+        ckpt_fail(&w->st, "cannot write %s %s: %s/%s differs between ranks that should hold the same values (the "
+                          "replicas diverged)", w->f->kind, w->f->final, r->group, t->name);
+    }
+    if (written != want && !w->st.failed)
       ckpt_fail(&w->st, "cannot write %s %s: %s/%s: the ranks' pieces cover %llu of its %llu values (a layout bug)",
-                w->f->kind, w->f->final, r->group, t->name, (unsigned long long)sums[i * NSUMS + SUM_WRITTEN],
-                (unsigned long long)want);
-    else if (sums[i * NSUMS + SUM_PIECES] != sums[i * NSUMS + SUM_REPLICAS])
-      ckpt_fail(&w->st, "cannot write %s %s: %s/%s differs between ranks that should hold the same values (the "
-                        "replicas diverged)", w->f->kind, w->f->final, r->group, t->name);
+                w->f->kind, w->f->final, r->group, t->name, (unsigned long long)written, (unsigned long long)want);
   }
 }
 
-/* Collective: the dataset of tensor t in the open group, this rank writing its rows of its piece (an
- * empty selection when it has none: filtered datasets need every rank in the transfer). */
-static void write_tensor(writer_t *w, const char *group_name, const state_tensor_t *t, const double *chunk_dims,
-                         uint64_t hash) {
-  char what[256];
-  snprintf(what, sizeof what, "%s/%s", group_name, t->name);
+/* Collective: create the dataset of tensor t in the open group, chunked as chunk_dims. */
+static hid_t create_tensor(writer_t *w, const char *what, const state_tensor_t *t, const double *chunk_dims) {
   errno = 0;
-  hsize_t dims[SLAB_MAX_DIMS], start[SLAB_MAX_DIMS], count[SLAB_MAX_DIMS], chunk[SLAB_MAX_DIMS];
+  hsize_t dims[SLAB_MAX_DIMS], chunk[SLAB_MAX_DIMS];
+  for (int i = 0; i < t->ndim; i++) {
+    dims[i] = (hsize_t)t->dims[i];
+    chunk[i] = (hsize_t)chunk_dims[i] > 0 ? (hsize_t)chunk_dims[i] : 1;
+  }
+  hid_t fspace = H5Screate_simple(t->ndim, dims, NULL);
+  hid_t dcpl = ckpt_h5_dcpl(t->ndim, chunk, w->f->compression);
+  hid_t dset = fspace < 0 || dcpl < 0 ? -1
+                                      : H5Dcreate2(w->group, t->name, H5T_IEEE_F32LE, fspace, H5P_DEFAULT, dcpl,
+                                                   H5P_DEFAULT);
+  if (dset < 0) fail_h5(w, what);
+  if (dcpl >= 0) H5Pclose(dcpl);
+  if (fspace >= 0) H5Sclose(fspace);
+  return dset;
+}
+
+/* Collective: this rank writes its rows of one box t of dataset dset (an empty selection when it has
+ * none: filtered datasets need every rank in the transfer). */
+static void write_box(writer_t *w, const char *what, hid_t dset, const state_tensor_t *t) {
+  errno = 0;
+  hsize_t start[SLAB_MAX_DIMS], count[SLAB_MAX_DIMS];
   ckpt_chunking_t c = ckpt_chunking(t);
   size_t per_row = t->count[0] ? state_tensor_floats(t) / t->count[0] : 0;
   for (int i = 0; i < t->ndim; i++) {
-    dims[i] = (hsize_t)t->dims[i];
     start[i] = (hsize_t)t->start[i];
     count[i] = c.hi > c.lo ? (hsize_t)t->count[i] : 1; // (1, ...) with nothing selected when no rows
-    chunk[i] = (hsize_t)chunk_dims[i];
   }
   start[0] += c.lo;
   if (c.hi > c.lo) count[0] = c.hi - c.lo;
 
   // the memory space has the selection's shape: HDF5 then maps it to chunks block by block
-  hid_t fspace = H5Screate_simple(t->ndim, dims, NULL);
+  hid_t fspace = dset < 0 ? -1 : H5Dget_space(dset);
   hid_t mspace = H5Screate_simple(t->ndim, count, NULL);
-  hid_t dcpl = ckpt_h5_dcpl(t->ndim, chunk, w->f->compression);
-  hid_t dset = fspace < 0 || dcpl < 0 ? -1
-                                      : H5Dcreate2(w->group, t->name, H5T_IEEE_F32LE, fspace, H5P_DEFAULT, dcpl,
-                                                   H5P_DEFAULT);
-  int bad = dset < 0 || mspace < 0;
+  int bad = fspace < 0 || mspace < 0;
   if (!bad) {
     if (c.hi > c.lo)
       bad = H5Sselect_hyperslab(fspace, H5S_SELECT_SET, start, NULL, count, NULL) < 0;
@@ -137,12 +153,21 @@ static void write_tensor(writer_t *w, const char *group_name, const state_tensor
   }
   const float *rows = c.hi > c.lo ? t->data + c.lo * per_row : NULL;
   bad = bad || H5Dwrite(dset, H5T_NATIVE_FLOAT, mspace, fspace, w->dxpl, rows) < 0;
-  bad = bad || h5util_attr_write_u64(dset, "hash64", hash) < 0;
   if (bad) fail_h5(w, what);
-  if (dset >= 0) H5Dclose(dset);
-  if (dcpl >= 0) H5Pclose(dcpl);
   if (mspace >= 0) H5Sclose(mspace);
   if (fspace >= 0) H5Sclose(fspace);
+}
+
+/* Collective: the dataset of the tensor whose boxes are entries [i, end) of r, and its hash. */
+static void write_tensor(writer_t *w, const state_region_t *r, int i, int end, const double *chunk_dims,
+                         uint64_t hash) {
+  char what[256];
+  snprintf(what, sizeof what, "%s/%s", r->group, r->t[i].name);
+  hid_t dset = create_tensor(w, what, &r->t[i], chunk_dims);
+  for (int j = i; j < end; j++) write_box(w, what, dset, &r->t[j]);
+  errno = 0;
+  if (dset >= 0 && h5util_attr_write_u64(dset, "hash64", hash) < 0) fail_h5(w, what);
+  if (dset >= 0) H5Dclose(dset);
 }
 
 static void write_region(writer_t *w, const state_region_t *r) {
@@ -157,8 +182,8 @@ static void write_region(writer_t *w, const state_region_t *r) {
   if (w->group < 0) fail_h5(w, r->group);
   if (lcpl >= 0) H5Pclose(lcpl);
   agree_or_abandon(w);
-  for (int i = 0; i < r->n; i++) {
-    write_tensor(w, r->group, &r->t[i], chunk + i * SLAB_MAX_DIMS, sums[i * NSUMS + SUM_HASH]);
+  for (int i = 0; i < r->n; i = state_tensor_end(r, i)) {
+    write_tensor(w, r, i, state_tensor_end(r, i), chunk + i * SLAB_MAX_DIMS, sums[i * NSUMS + SUM_HASH]);
     agree_or_abandon(w); // a rank that failed must not leave the others in a collective call
   }
   free(chunk);

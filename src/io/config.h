@@ -50,12 +50,19 @@ typedef struct config {
   double clip_norm;    /* 0: no clipping */
 
   /* [parallel] */
-  char parallel_mode[16]; /* dp | burst */
+  char parallel_mode[16]; /* dp | burst | 3d */
   char plan_file[CFG_STR]; /* burst: the plan (burst/plan.h file format) */
   double bucket_mb;    /* gradient allreduce bucket size, MiB */
   int overlap;         /* start gradient buckets during the backward pass */
   double amplification; /* surge-plan: per-layer amplification limit A >= 1 (burst/plan.h) */
   char profile_file[CFG_STR]; /* surge-profile output / surge-plan input (burst/profiler.h) */
+  double net_p2p_alpha_us, net_p2p_bytes_per_us, net_ar_alpha_us, net_ar_bytes_per_us; /* surge-plan/-sim
+                          cost model network; negative: the profile's (burst/graph_file.h) */
+  int tp, pp, dp;      /* 3d: tensor, pipeline and data parallel degrees (product: the rank count) */
+  int micro_batches;   /* 3d: micro-batches per step */
+  char pipe_schedule[8]; /* 3d: 1f1b | gpipe */
+  int pipe_stages[CFG_MAX_LIST]; /* 3d: blocks per pipeline stage; {0}: balanced by FLOPs */
+  int pipe_nstages;
 
   /* [multiplex] (mux/mux.h) */
   char mux_channel[CFG_STR];  /* partner channel name; "" = automatic (MPMD, or Slurm's job id) */
@@ -75,6 +82,7 @@ typedef struct config {
   /* [log] */
   char log_file[CFG_STR];
   long log_flush_every; /* flush the HDF5 log every N steps */
+  long timeline_every;  /* 3d: log the pipeline timeline every N steps (0: never) */
 
   /* [checkpoint] */
   long ckpt_every;     /* steps between checkpoints (0: only at the end and on a signal) */

@@ -106,13 +106,14 @@ const cfg_key_t cfg_keys[] = {
     FLOAT_KEY("train", "clip_norm", clip_norm, "0", 0, CLOSED, 1e6, CLOSED,
               "clip the global gradient norm to this (0: no clipping)"),
 
-    ENUM_KEY("parallel", "mode", parallel_mode, "dp", VALUES("dp", "burst"),
+    ENUM_KEY("parallel", "mode", parallel_mode, "dp", VALUES("dp", "burst", "3d"),
              "dp: data parallelism, every layer on all ranks, gradients summed by allreduce; burst: every "
-             "layer on the ranks of the plan file (doc/burst.md)"),
+             "layer on the ranks of the plan file (doc/burst.md); 3d: tensor x pipeline x data parallelism of "
+             "the gpt (doc/3d.md)"),
     STRING_KEY("parallel", "plan", plan_file, "", 0,
                "burst: the plan file (surge-burst-plan text) giving each layer its ranks; without one, burst "
                "plans at start-up from [parallel] profile"),
-    FLOAT_KEY("parallel", "bucket_mb", bucket_mb, "4", 0, OPEN, 1024, CLOSED,
+    FLOAT_KEY("parallel", "bucket_mb", bucket_mb, "1", 0, OPEN, 1024, CLOSED,
               "gradient allreduce bucket size in MiB (buckets hold whole tensors; a larger tensor is one bucket)"),
     BOOL_KEY("parallel", "overlap", overlap, "true",
              "start each gradient bucket's allreduce during the backward pass as soon as its gradients are "
@@ -124,6 +125,29 @@ const cfg_key_t cfg_keys[] = {
                "the burst cost profile (HDF5): surge-profile writes it (default profile.h5 when empty), "
                "surge-plan reads it; --profile / -o override it; surge-train in burst mode plans from it (or "
                "predicts the plan file's costs with it)"),
+    FLOAT_KEY("parallel", "net_p2p_alpha_us", net_p2p_alpha_us, "-1", -1, CLOSED, 1e9, CLOSED,
+              "surge-plan, surge-sim: point-to-point latency (us) of the cost model; negative: the profile's"),
+    FLOAT_KEY("parallel", "net_p2p_bytes_per_us", net_p2p_bytes_per_us, "-1", -1, CLOSED, 1e15, CLOSED,
+              "surge-plan, surge-sim: point-to-point bandwidth (bytes/us) of one rank's link; negative: the "
+              "profile's"),
+    FLOAT_KEY("parallel", "net_ar_alpha_us", net_ar_alpha_us, "-1", -1, CLOSED, 1e9, CLOSED,
+              "surge-plan, surge-sim: latency (us) of one allreduce step; negative: the profile's"),
+    FLOAT_KEY("parallel", "net_ar_bytes_per_us", net_ar_bytes_per_us, "-1", -1, CLOSED, 1e15, CLOSED,
+              "surge-plan, surge-sim: allreduce bandwidth (bytes/us) per rank; negative: the profile's"),
+
+    INT_KEY("parallel", "tp", tp, "1", 1, 4096,
+            "3d: tensor-parallel ranks per pipeline stage (must divide gpt_heads and the vocabulary)"),
+    INT_KEY("parallel", "pp", pp, "1", 1, 4096, "3d: pipeline stages (at most gpt_layers)"),
+    INT_KEY("parallel", "dp", dp, "1", 1, 1000000,
+            "3d: data-parallel replicas of the pipeline (tp * pp * dp = the rank count)"),
+    INT_KEY("parallel", "micro_batches", micro_batches, "1", 1, 65536,
+            "3d: micro-batches per step; each replica's share of the global batch splits into this many"),
+    ENUM_KEY("parallel", "schedule", pipe_schedule, "1f1b", VALUES("1f1b", "gpipe"),
+             "3d: pipeline schedule; 1f1b: warm-up forwards, then one forward and one backward alternating "
+             "(at most pp - s micro-batches held on stage s); gpipe: all forwards, then all backwards"),
+    LIST_KEY("parallel", "stages", pipe_stages, pipe_nstages, "0", 0, 4096,
+             "3d: transformer blocks per pipeline stage, first to last (pp entries, summing to gpt_layers); 0: "
+             "balanced by training FLOPs"),
 
     STRING_KEY("multiplex", "channel", mux_channel, "", 0,
                "name both partners use (1..64 of A-Z a-z 0-9 . _ -); empty: chosen automatically in one MPMD "
@@ -153,6 +177,8 @@ const cfg_key_t cfg_keys[] = {
     STRING_KEY("log", "file", log_file, "${run.out_dir}/log.h5", 1, "HDF5 metrics log of the run"),
     INT_KEY("log", "flush_every", log_flush_every, "10", 1, MAX_COUNT,
             "flush the log every N steps (what a kill can lose)"),
+    INT_KEY("log", "timeline_every", timeline_every, "1", 0, MAX_COUNT,
+            "3d: record every rank's pipeline events (/pipeline/events) every N steps (0: never)"),
 
     INT_KEY("checkpoint", "every", ckpt_every, "0", 0, MAX_COUNT,
             "write a checkpoint every N steps (0: only at the end and on SIGTERM/SIGUSR1)"),

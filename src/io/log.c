@@ -33,8 +33,8 @@ typedef struct series_spec {
   char description[160];
 } series_spec_t;
 
-enum { SPEC_MAX = LOG_GROUP_COUNT + LOG_METRIC_COUNT + TRAFFIC_COUNT + PHASE_COUNT + LOG_EVAL_COUNT +
-                  LOG_EVENT_COUNT + LOG_MUX_METRIC_COUNT };
+enum { SPEC_MAX = LOG_GROUP_COUNT + LOG_METRIC_COUNT + 2 * TRAFFIC_COUNT + PHASE_COUNT + LOG_EVAL_COUNT +
+                  LOG_EVENT_COUNT + LOG_MUX_METRIC_COUNT + LOG_PIPE_COLUMN_COUNT };
 
 typedef struct log_kinds {
   h5_series_kind_t step, real, count, rank, text;
@@ -48,9 +48,11 @@ struct run_log {
   hid_t file, text_type;
   h5_series_t step[LOG_GROUP_COUNT]; /* each group's step scale (/ranks rows follow /metrics/step) */
   h5_series_t rank_scale;            /* /ranks/rank: the columns of /ranks */
-  h5_series_t metric[LOG_METRIC_COUNT], bytes[TRAFFIC_COUNT], phase[PHASE_COUNT];
+  h5_series_t metric[LOG_METRIC_COUNT], bytes[TRAFFIC_COUNT], internode[TRAFFIC_COUNT], phase[PHASE_COUNT];
   h5_series_t eval[LOG_EVAL_COUNT], event[LOG_EVENT_COUNT], mux[LOG_MUX_METRIC_COUNT];
+  h5_series_t pipe[LOG_PIPE_COLUMN_COUNT];
   int multiplexed;   /* the log has /multiplex (and the two multiplexed phases): set when it is created */
+  int pipelined;     /* the log has /pipeline/events: created by a 3d run */
   int run_multiplexed; /* this run is multiplexed (a resumed log keeps what it began as) */
   series_spec_t spec[SPEC_MAX];
   int nspec;
@@ -83,6 +85,7 @@ static log_kinds_t log_kinds(hid_t text_type) {
 /* Add series s of group: prefix + info's name, with info's units and description. */
 static void add_spec(run_log_t *L, h5_series_t *s, log_group_t group, const char *prefix, const log_series_info_t *info,
                      h5_series_kind_t kind, int per_rank) {
+  if (L->nspec == SPEC_MAX) surge_runtime_error("log: more series than SPEC_MAX (%d): raise it", SPEC_MAX);
   series_spec_t *sp = &L->spec[L->nspec++];
   *sp = (series_spec_t){.s = s, .group = group, .kind = kind, .per_rank = per_rank};
   snprintf(sp->name, sizeof sp->name, "%s%s", prefix, info->name);
@@ -93,8 +96,10 @@ static void add_spec(run_log_t *L, h5_series_t *s, log_group_t group, const char
 /* The background and paused phases exist in multiplexed runs only. */
 static int has_phase(const run_log_t *L, int p) { return L->multiplexed || !log_phase_multiplexed((log_phase_t)p); }
 
-/* The groups this log has (/multiplex only for multiplexed runs). */
-static int has_group(const run_log_t *L, int g) { return g != LOG_MULTIPLEX || L->multiplexed; }
+/* The groups this log has (/multiplex only for multiplexed runs, /pipeline/events for 3d runs). */
+static int has_group(const run_log_t *L, int g) {
+  return g == LOG_MULTIPLEX ? L->multiplexed : g == LOG_PIPELINE ? L->pipelined : 1;
+}
 
 /* The step scale of a group's rows. */
 static h5_series_t *group_scale(run_log_t *L, log_group_t g) { return &L->step[g == LOG_RANKS ? LOG_METRICS : g]; }
@@ -112,6 +117,13 @@ static void build_specs(run_log_t *L) {
     log_series_info_t info = {traffic_name((traffic_t)t), "bytes", doc};
     add_spec(L, &L->bytes[t], LOG_METRICS, LOG_BYTES_PREFIX, &info, k.count, 0);
   }
+  for (int t = 0; t < TRAFFIC_COUNT; t++) {
+    char doc[200];
+    snprintf(doc, sizeof doc, "of bytes_%s, the bytes that crossed nodes: sends to a rank on another node and "
+             "collectives over groups spanning nodes", traffic_name((traffic_t)t));
+    log_series_info_t info = {traffic_name((traffic_t)t), "bytes", doc};
+    add_spec(L, &L->internode[t], LOG_METRICS, LOG_INTERNODE_PREFIX, &info, k.count, 0);
+  }
   for (int p = 0; p < PHASE_COUNT; p++)
     if (has_phase(L, p)) add_spec(L, &L->phase[p], LOG_RANKS, LOG_PHASE_PREFIX, &log_phase_info[p], k.real, 1);
   for (int e = 0; e < LOG_EVAL_COUNT; e++) add_spec(L, &L->eval[e], LOG_EVAL, "", &log_eval_info[e], k.real, 0);
@@ -119,6 +131,8 @@ static void build_specs(run_log_t *L) {
   add_spec(L, &L->event[LOG_EVENT_TEXT], LOG_EVENTS, "", &log_event_info[LOG_EVENT_TEXT], k.text, 0);
   for (int m = 0; m < LOG_MUX_METRIC_COUNT && L->multiplexed; m++)
     add_spec(L, &L->mux[m], LOG_MULTIPLEX, "", &log_multiplex_info[m], k.real, 0);
+  for (int c = 0; c < LOG_PIPE_COLUMN_COUNT && L->pipelined; c++)
+    add_spec(L, &L->pipe[c], LOG_PIPELINE, "", &log_pipe_info[c], c >= LOG_PIPE_START ? k.real : k.rank, 0);
 }
 
 /* Rank 0 alone opens the file: no locks (a reader such as h5dump may open it while the run writes)
@@ -138,8 +152,13 @@ static hid_t log_fapl(h5util_check_t *chk) {
 }
 
 static hid_t group_open(run_log_t *L, const char *gpath, int create) {
-  if (create)
-    return h5util_check(&L->chk, H5Gcreate2(L->file, gpath, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), "create", gpath);
+  if (create) { /* with the groups above it (/pipeline of /pipeline/events) */
+    hid_t lcpl = h5util_check(&L->chk, H5Pcreate(H5P_LINK_CREATE), "make the link properties of", gpath);
+    h5util_check(&L->chk, H5Pset_create_intermediate_group(lcpl, 1), "make the link properties of", gpath);
+    hid_t g = h5util_check(&L->chk, H5Gcreate2(L->file, gpath, lcpl, H5P_DEFAULT, H5P_DEFAULT), "create", gpath);
+    h5util_check(&L->chk, H5Pclose(lcpl), "close the link properties of", gpath);
+    return g;
+  }
   if (h5util_check(&L->chk, H5Lexists(L->file, gpath, H5P_DEFAULT), "look up", gpath) == 0)
     surge_input_error("%s: %s is missing (hint: a log of another Surge version? move it away to start a new log)",
                       L->path, gpath);
@@ -344,6 +363,9 @@ static void open_file(run_log_t *L, const config_t *cfg, const char *deck_text, 
   L->flushed = resume;
   const char *mux_path = log_group_path[LOG_MULTIPLEX];
   if (resume) L->multiplexed = h5util_check(&L->chk, H5Lexists(L->file, mux_path, H5P_DEFAULT), "look up", mux_path) > 0;
+  if (resume) L->pipelined = h5util_check(&L->chk, H5Lexists(L->file, LOG_PIPE, H5P_DEFAULT), "look up", LOG_PIPE) > 0 &&
+                             h5util_check(&L->chk, H5Lexists(L->file, log_group_path[LOG_PIPELINE], H5P_DEFAULT),
+                                          "look up", log_group_path[LOG_PIPELINE]) > 0;
   build_specs(L);
   layout_open(L, !resume, L->world->size);
   if (resume) {
@@ -371,6 +393,7 @@ run_log_t *run_log_open(const char *path, const config_t *cfg, const char *deck_
   L->fd = -1;
   L->flush_every = cfg->log_flush_every > 0 ? cfg->log_flush_every : 1;
   L->multiplexed = L->run_multiplexed = cfg->mux_role != 0;
+  L->pipelined = strcmp(cfg->parallel_mode, "3d") == 0;
   if (world->rank != 0) return L;
   L->path = xstrdup(path);
   L->chk = h5util_checker(L->path, H5UTIL_RUNTIME_ABANDON); /* a failed write: exit at once (h5util.h) */
@@ -398,6 +421,7 @@ void run_log_step(run_log_t *L, const log_row_t *row) {
   L->pending_step = row->step;
   for (int m = 0; m < LOG_METRIC_COUNT; m++) h5_series_append(&L->metric[m], &metric[m]);
   for (int t = 0; t < TRAFFIC_COUNT; t++) h5_series_append(&L->bytes[t], &row->bytes[t]);
+  for (int t = 0; t < TRAFFIC_COUNT; t++) h5_series_append(&L->internode[t], &row->internode_bytes[t]);
   // gathered is (ranks, PHASE_COUNT); a /ranks row is (columns), NaN for columns without a rank
   hsize_t cols = h5_series_length(&L->rank_scale);
   for (int p = 0; p < PHASE_COUNT; p++) {
@@ -494,6 +518,60 @@ void run_log_plan(run_log_t *L, const burst_plan_t *plan, const graph_t *g, cons
   h5_text_put(grp, LOG_PLAN, LOG_PLAN_TEXT, plan_text ? plan_text : "", c);
   group_close(L, grp, LOG_PLAN);
   log_flush(L);
+  h5util_quiet_end(q);
+}
+
+void run_log_pipeline(run_log_t *L, const log_pipe_info_t *info) {
+  if (L->world->rank != 0) return;
+  h5util_quiet_t q = h5util_quiet_begin();
+  h5util_check_t *c = &L->chk;
+  int exists = h5util_check(c, H5Lexists(L->file, LOG_PIPE, H5P_DEFAULT), "look up", LOG_PIPE) > 0;
+  hid_t grp = group_open(L, LOG_PIPE, !exists);
+  h5_attr_put_int64(grp, LOG_PIPE, LOG_PIPE_TP, info->tp, c);
+  h5_attr_put_int64(grp, LOG_PIPE, LOG_PIPE_PP, info->pp, c);
+  h5_attr_put_int64(grp, LOG_PIPE, LOG_PIPE_DP, info->dp, c);
+  h5_attr_put_int64(grp, LOG_PIPE, LOG_PIPE_MICRO_BATCHES, info->micro_batches, c);
+  h5_attr_put_string(grp, LOG_PIPE, LOG_PIPE_SCHEDULE, info->schedule, c);
+  char kinds[256] = "";
+  for (int k = 0; k < LOG_PIPE_KIND_COUNT; k++)
+    snprintf(kinds + strlen(kinds), sizeof kinds - strlen(kinds), "%s%s", k ? "," : "", log_pipe_kind_name[k]);
+  h5_attr_put_string(grp, LOG_PIPE, LOG_PIPE_EVENT_KINDS, kinds, c);
+  h5_attr_put_double(grp, LOG_PIPE, LOG_PIPE_BUBBLE_THEORY, info->bubble_theory, c);
+  group_close(L, grp, LOG_PIPE);
+  if (h5util_check(c, H5Lexists(L->file, LOG_PIPE_STAGES, H5P_DEFAULT), "look up", LOG_PIPE_STAGES) > 0)
+    h5util_check(c, H5Ldelete(L->file, LOG_PIPE_STAGES, H5P_DEFAULT), "replace", LOG_PIPE_STAGES);
+  grp = group_open(L, LOG_PIPE_STAGES, 1);
+  log_kinds_t k = log_kinds(L->text_type);
+  size_t n = (size_t)info->pp;
+  int *index = xcalloc(n + 1, sizeof *index);
+  for (size_t i = 0; i < n; i++) index[i] = (int)i;
+  const void *col[LOG_PIPE_STAGE_COLUMN_COUNT] = {index, info->first_block, info->blocks, info->mflop, info->held,
+                                                   info->act_bytes};
+  for (int j = 0; j < LOG_PIPE_STAGE_COLUMN_COUNT; j++) {
+    const log_series_info_t *s = &log_pipe_stage_info[j];
+    h5_array_put(grp, LOG_PIPE_STAGES, s->name, j < LOG_PIPE_STAGE_MFLOP ? k.rank : k.real, n, col[j], s->units,
+                 s->description, c);
+  }
+  free(index);
+  group_close(L, grp, LOG_PIPE_STAGES);
+  log_flush(L);
+  h5util_quiet_end(q);
+}
+
+void run_log_pipeline_events(run_log_t *L, long step, const log_pipe_event_t *ev, size_t n) {
+  if (L->world->rank != 0 || !L->pipelined) return;
+  h5util_quiet_t q = h5util_quiet_begin();
+  int64_t s = step;
+  for (size_t i = 0; i < n; i++) {
+    const log_pipe_event_t *e = &ev[i];
+    h5_series_append(&L->step[LOG_PIPELINE], &s);
+    h5_series_append(&L->pipe[LOG_PIPE_RANK], &e->rank);
+    h5_series_append(&L->pipe[LOG_PIPE_STAGE], &e->stage);
+    h5_series_append(&L->pipe[LOG_PIPE_MICRO_BATCH], &e->mb);
+    h5_series_append(&L->pipe[LOG_PIPE_KIND], &e->kind);
+    h5_series_append(&L->pipe[LOG_PIPE_START], &e->start);
+    h5_series_append(&L->pipe[LOG_PIPE_END], &e->end);
+  }
   h5util_quiet_end(q);
 }
 

@@ -24,6 +24,7 @@ typedef struct log_row {
   double step_sec;        /* wall time of the step (slowest rank) */
   double samples_per_sec; /* global batch / step_sec */
   uint64_t bytes[TRAFFIC_COUNT]; /* bytes moved in this step, summed over ranks */
+  uint64_t internode_bytes[TRAFFIC_COUNT]; /* of those, bytes that crossed nodes (comm/comm.h) */
   double phase[PHASE_COUNT];     /* THIS rank's phase times (the log gathers them) */
   /* multiplexed runs only (/multiplex): DeepPool's accounting of the step */
   double fg_samples_per_sec;     /* the foreground job's samples/s (its slowest rank) */
@@ -70,6 +71,26 @@ void run_log_plan(run_log_t *log, const burst_plan_t *plan, const graph_t *g, co
 /* Collective (rank 0 writes): /run@run_id, the run's identity, unless the log has one already (a
  * resumed run keeps it). */
 void run_log_identify(run_log_t *log, const char *run_id);
+/* A 3d run's pipeline (/pipeline): its grid, schedule, theoretical bubble and one row per stage
+ * (arrays of pp values). */
+typedef struct log_pipe_info {
+  int tp, pp, dp, micro_batches;
+  const char *schedule;
+  double bubble_theory;
+  const int *first_block, *blocks;          /* (pp) */
+  const double *mflop, *held, *act_bytes;   /* (pp) */
+} log_pipe_info_t;
+/* One event of a step on a rank (/pipeline/events): kind is a log_pipe_kind_t, mb -1 for the step. */
+typedef struct log_pipe_event {
+  int rank, stage, mb, kind;
+  double start, end; /* seconds since the layout started */
+} log_pipe_event_t;
+/* Collective (rank 0 writes): /pipeline's attributes and /pipeline/stages (a resumed run replaces
+ * them). */
+void run_log_pipeline(run_log_t *log, const log_pipe_info_t *info);
+/* Collective (rank 0 writes ev, the events of every rank): a step's rows of /pipeline/events. A log
+ * created by another layout has none and takes none. */
+void run_log_pipeline_events(run_log_t *log, long step, const log_pipe_event_t *ev, size_t n);
 /* Collective: flush and close. */
 void run_log_close(run_log_t *log);
 

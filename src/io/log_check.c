@@ -48,6 +48,22 @@ log_range_t log_column_range(const char *group, const char *name) {
         strcmp(name, log_plan_info[LOG_PLAN_TRANSFER_IN_US].name) == 0 ||
         strcmp(name, log_plan_info[LOG_PLAN_SYNC_US].name) == 0)
       return (log_range_t){0, 1e6 * MAX_SECONDS, 1, 0, 0};
+  } else if (is(group, LOG_PIPELINE)) {
+    if (strcmp(name, log_pipe_info[LOG_PIPE_RANK].name) == 0 || strcmp(name, log_pipe_info[LOG_PIPE_STAGE].name) == 0)
+      return (log_range_t){0, MAX_RANKS, 0, 0, 1};
+    if (strcmp(name, log_pipe_info[LOG_PIPE_MICRO_BATCH].name) == 0) return (log_range_t){-1, 2147483647.0, 0, 0, 1};
+    if (strcmp(name, log_pipe_info[LOG_PIPE_KIND].name) == 0) return (log_range_t){0, LOG_PIPE_KIND_COUNT - 1, 0, 0, 1};
+    if (strcmp(name, log_pipe_info[LOG_PIPE_START].name) == 0 || strcmp(name, log_pipe_info[LOG_PIPE_END].name) == 0)
+      return seconds;
+  } else if (strcmp(group, LOG_PIPE_STAGES) == 0) {
+    if (strcmp(name, log_pipe_stage_info[LOG_PIPE_STAGE_INDEX].name) == 0 ||
+        strcmp(name, log_pipe_stage_info[LOG_PIPE_STAGE_FIRST_BLOCK].name) == 0 ||
+        strcmp(name, log_pipe_stage_info[LOG_PIPE_STAGE_BLOCKS].name) == 0 ||
+        strcmp(name, log_pipe_stage_info[LOG_PIPE_STAGE_HELD].name) == 0)
+      return (log_range_t){0, 2147483647.0, 0, 0, 1};
+    if (strcmp(name, log_pipe_stage_info[LOG_PIPE_STAGE_MFLOP].name) == 0 ||
+        strcmp(name, log_pipe_stage_info[LOG_PIPE_STAGE_ACT_BYTES].name) == 0)
+      return (log_range_t){0, INFINITY, 1, 0, 0};
   }
   return any; /* the losses, and columns the format does not document */
 }
@@ -87,6 +103,12 @@ int log_expected_column(const char *group, int i, int multiplexed, char *name, s
   if (is(group, LOG_EVAL)) return nth_after_step(i, log_eval_info, LOG_EVAL_COUNT, "", name, n);
   if (is(group, LOG_EVENTS)) return nth_after_step(i, log_event_info, LOG_EVENT_TIME + 1, "", name, n);
   if (is(group, LOG_MULTIPLEX)) return nth_after_step(i, log_multiplex_info, LOG_MUX_METRIC_COUNT, "", name, n);
+  if (is(group, LOG_PIPELINE)) return nth_after_step(i, log_pipe_info, LOG_PIPE_COLUMN_COUNT, "", name, n);
+  if (strcmp(group, LOG_PIPE_STAGES) == 0) {
+    if (i >= LOG_PIPE_STAGE_COLUMN_COUNT) return 0;
+    snprintf(name, n, "%s", log_pipe_stage_info[i].name);
+    return 1;
+  }
   if (strcmp(group, LOG_PLAN) == 0) {
     static const log_plan_column_t required[] = {LOG_PLAN_NODE, LOG_PLAN_RANKS, LOG_PLAN_FIRST_RANK,
                                                  LOG_PLAN_PER_RANK_BATCH};

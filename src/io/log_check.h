@@ -17,7 +17,7 @@ typedef struct log_range {
 /* The largest step a log may hold: every step is a whole number a double holds exactly. */
 #define LOG_MAX_STEP 9007199254740992.0 /* 2^53 */
 
-/* The range of column `name` of `group` (a path of log_group_path, or LOG_PLAN). */
+/* The range of column `name` of `group` (a path of log_group_path, LOG_PLAN or LOG_PIPE_STAGES). */
 log_range_t log_column_range(const char *group, const char *name);
 /* Whether a value lies in the range. */
 int log_in_range(const log_range_t *r, double v);

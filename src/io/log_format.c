@@ -6,7 +6,8 @@
 
 #include "comm/comm.h"
 
-const char *const log_group_path[LOG_GROUP_COUNT] = {"/metrics", "/ranks", "/eval", "/events", "/multiplex"};
+const char *const log_group_path[LOG_GROUP_COUNT] = {"/metrics", "/ranks",     "/eval",
+                                                     "/events",  "/multiplex", "/pipeline/events"};
 
 #define STEP_DOC "steps completed after the logged step (1-based)"
 const log_series_info_t log_scale_info[LOG_GROUP_COUNT] = {
@@ -15,6 +16,39 @@ const log_series_info_t log_scale_info[LOG_GROUP_COUNT] = {
     [LOG_EVAL] = {LOG_STEP, "steps", "steps completed when the evaluation ran"},
     [LOG_EVENTS] = {LOG_STEP, "steps", "steps completed when the event happened"},
     [LOG_MULTIPLEX] = {LOG_STEP, "steps", STEP_DOC},
+    [LOG_PIPELINE] = {LOG_STEP, "steps", "steps completed after the step the event belongs to (1-based)"},
+};
+
+const char *const log_pipe_kind_name[LOG_PIPE_KIND_COUNT] = {
+    [LOG_PIPE_FORWARD] = "forward",
+    [LOG_PIPE_BACKWARD] = "backward",
+    [LOG_PIPE_RECV_ACTIVATION] = "recv_activation",
+    [LOG_PIPE_RECV_GRADIENT] = "recv_gradient",
+    [LOG_PIPE_SEND_WAIT] = "send_wait",
+    [LOG_PIPE_GRAD_SYNC] = "grad_sync",
+    [LOG_PIPE_EMBED_SYNC] = "embed_sync",
+};
+
+const log_series_info_t log_pipe_info[LOG_PIPE_COLUMN_COUNT] = {
+    [LOG_PIPE_RANK] = {"rank", "1", "rank in the run's world communicator"},
+    [LOG_PIPE_STAGE] = {"stage", "1", "pipeline stage of the rank"},
+    [LOG_PIPE_MICRO_BATCH] = {"micro_batch", "1", "micro-batch of the step (0-based; -1 for the whole step)"},
+    [LOG_PIPE_KIND] = {"kind", "1", "what happened: the index in /pipeline@event_kinds"},
+    [LOG_PIPE_START] = {"start", "s", "when it began, seconds since the layout's start (common to all ranks)"},
+    [LOG_PIPE_END] = {"end", "s", "when it ended, seconds since the layout's start"},
+};
+
+const log_series_info_t log_pipe_stage_info[LOG_PIPE_STAGE_COLUMN_COUNT] = {
+    [LOG_PIPE_STAGE_INDEX] = {"stage", "1", "pipeline stage"},
+    [LOG_PIPE_STAGE_FIRST_BLOCK] = {"first_block", "1", "the stage's first transformer block"},
+    [LOG_PIPE_STAGE_BLOCKS] = {"blocks", "1", "transformer blocks of the stage"},
+    [LOG_PIPE_STAGE_MFLOP] = {"train_mflop_per_sample", "MFLOP",
+                              "training FLOPs per sample of the stage's layers (whole, before tensor parallelism)"},
+    [LOG_PIPE_STAGE_HELD] = {"micro_batches_held", "1",
+                             "most micro-batches whose activations a rank of the stage holds at once (measured)"},
+    [LOG_PIPE_STAGE_ACT_BYTES] = {"activation_bytes", "bytes",
+                                  "activation memory of a rank of the stage (activations, their gradients, layer "
+                                  "state) for the micro-batches it holds"},
 };
 
 const log_series_info_t log_metric_info[LOG_METRIC_COUNT] = {
@@ -127,6 +161,10 @@ int log_column_order(const char *group, const char *name) {
     i = after_step(log_multiplex_info, LOG_MUX_METRIC_COUNT, name);
   } else if (strcmp(group, LOG_PLAN) == 0) {
     i = index_of(log_plan_info, LOG_PLAN_COLUMN_COUNT, name);
+  } else if (strcmp(group, log_group_path[LOG_PIPELINE]) == 0) {
+    i = after_step(log_pipe_info, LOG_PIPE_COLUMN_COUNT, name);
+  } else if (strcmp(group, LOG_PIPE_STAGES) == 0) {
+    i = index_of(log_pipe_stage_info, LOG_PIPE_STAGE_COLUMN_COUNT, name);
   }
   return i >= 0 ? i : UNKNOWN;
 }

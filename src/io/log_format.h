@@ -19,6 +19,7 @@ typedef enum log_group {
   LOG_EVAL,
   LOG_EVENTS,
   LOG_MULTIPLEX, /* multiplexed runs only */
+  LOG_PIPELINE,  /* "/pipeline/events": 3D runs only */
   LOG_GROUP_COUNT
 } log_group_t;
 extern const char *const log_group_path[LOG_GROUP_COUNT]; /* "/metrics", ... */
@@ -45,6 +46,8 @@ typedef enum log_metric {
 } log_metric_t;
 extern const log_series_info_t log_metric_info[LOG_METRIC_COUNT];
 #define LOG_BYTES_PREFIX "bytes_"
+/* /metrics: LOG_INTERNODE_PREFIX + category: of those bytes, the ones that crossed nodes */
+#define LOG_INTERNODE_PREFIX "internode_bytes_"
 
 /* /ranks: LOG_PHASE_PREFIX + the phase's name, (steps, ranks) seconds per rank; the phases in the
  * order they run within a step. */
@@ -77,6 +80,50 @@ typedef enum log_mux_metric {
   LOG_MUX_METRIC_COUNT
 } log_mux_metric_t;
 extern const log_series_info_t log_multiplex_info[LOG_MUX_METRIC_COUNT];
+
+/* /pipeline (3D runs): the layout's attributes, one row per stage in /pipeline/stages, and per
+ * logged step one row per event of each rank in /pipeline/events (after its step scale). An event's
+ * kind is a number: its index in log_pipe_kind_name (also the /pipeline@event_kinds attribute). */
+#define LOG_PIPE "/pipeline"
+#define LOG_PIPE_STAGES "/pipeline/stages"
+typedef enum log_pipe_kind {
+  LOG_PIPE_FORWARD = 0,     /* a micro-batch's forward pass (with its loss on the last stage) */
+  LOG_PIPE_BACKWARD,        /* a micro-batch's backward pass */
+  LOG_PIPE_RECV_ACTIVATION, /* waiting for a micro-batch's activation from the previous stage */
+  LOG_PIPE_RECV_GRADIENT,   /* waiting for the gradient of a micro-batch's output from the next stage */
+  LOG_PIPE_SEND_WAIT,       /* waiting for a send to complete (before reusing its buffer, at the step's end) */
+  LOG_PIPE_GRAD_SYNC,       /* finishing the data-parallel gradient sum */
+  LOG_PIPE_EMBED_SYNC,      /* summing the tied word embedding's gradient over first and last stage */
+  LOG_PIPE_KIND_COUNT
+} log_pipe_kind_t;
+extern const char *const log_pipe_kind_name[LOG_PIPE_KIND_COUNT];
+typedef enum log_pipe_column {
+  LOG_PIPE_RANK = 0,
+  LOG_PIPE_STAGE,
+  LOG_PIPE_MICRO_BATCH,
+  LOG_PIPE_KIND,
+  LOG_PIPE_START,
+  LOG_PIPE_END,
+  LOG_PIPE_COLUMN_COUNT
+} log_pipe_column_t;
+extern const log_series_info_t log_pipe_info[LOG_PIPE_COLUMN_COUNT];
+typedef enum log_pipe_stage_column {
+  LOG_PIPE_STAGE_INDEX = 0,
+  LOG_PIPE_STAGE_FIRST_BLOCK,
+  LOG_PIPE_STAGE_BLOCKS,
+  LOG_PIPE_STAGE_MFLOP,
+  LOG_PIPE_STAGE_HELD,
+  LOG_PIPE_STAGE_ACT_BYTES,
+  LOG_PIPE_STAGE_COLUMN_COUNT
+} log_pipe_stage_column_t;
+extern const log_series_info_t log_pipe_stage_info[LOG_PIPE_STAGE_COLUMN_COUNT];
+#define LOG_PIPE_TP "tp"
+#define LOG_PIPE_PP "pp"
+#define LOG_PIPE_DP "dp"
+#define LOG_PIPE_MICRO_BATCHES "micro_batches"
+#define LOG_PIPE_SCHEDULE "schedule"
+#define LOG_PIPE_EVENT_KINDS "event_kinds"
+#define LOG_PIPE_BUBBLE_THEORY "theoretical_bubble"
 
 /* /run: attributes, and the resolved deck as a scalar string dataset. */
 #define LOG_RUN "/run"

@@ -322,7 +322,7 @@ static void check_values(reader_t *r, const group_spec_t *g, const char *name, c
     }
 }
 
-/* A step column: strictly increasing (non-decreasing for events: several can share a step). */
+/* A step column: strictly increasing (non-decreasing where several rows can share a step). */
 static void check_steps(reader_t *r, const group_spec_t *g, const log_column_t *c, int strictly) {
   for (size_t i = 1; i < c->stored_rows; i++)
     if (c->v[i] < c->v[i - 1] || (strictly && c->v[i] == c->v[i - 1]))
@@ -434,7 +434,9 @@ static void read_group(reader_t *r, hid_t f, const group_spec_t *g, log_table_t 
   ok(r, H5Gclose(gid), "close", g->group);
   add_missing(r, t, g, cols ? cols : 1);
   const log_column_t *step = log_column(t, LOG_STEP);
-  if (step && !step->missing) check_steps(r, g, step, strcmp(g->group, log_group_path[LOG_EVENTS]) != 0);
+  int rows_per_step = strcmp(g->group, log_group_path[LOG_EVENTS]) == 0 || /* several rows share a step */
+                      strcmp(g->group, log_group_path[LOG_PIPELINE]) == 0;
+  if (step && !step->missing) check_steps(r, g, step, !rows_per_step);
   match_rows(r, t, g);
 }
 
@@ -654,6 +656,35 @@ static void read_mux(reader_t *r, log_data_t *L, hid_t f) {
   ok(r, H5Gclose(gid), "close", group);
 }
 
+/* ---- /pipeline ---- */
+
+static void read_pipe(reader_t *r, log_data_t *L, hid_t f) {
+  log_pipe_t *p = &L->pipe;
+  p->tp = p->pp = p->dp = p->micro_batches = -1;
+  p->bubble_theory = NAN;
+  if (!has_object(r, f, LOG_PIPE, H5I_GROUP, LOG_PIPE)) return;
+  p->present = 1;
+  hid_t g = ok(r, H5Gopen2(f, LOG_PIPE, H5P_DEFAULT), "open", LOG_PIPE);
+  p->tp = attr_int_ranged(r, g, LOG_PIPE, LOG_PIPE_TP, 1, LOG_READ_MAX_RANKS);
+  p->pp = attr_int_ranged(r, g, LOG_PIPE, LOG_PIPE_PP, 1, LOG_READ_MAX_RANKS);
+  p->dp = attr_int_ranged(r, g, LOG_PIPE, LOG_PIPE_DP, 1, LOG_READ_MAX_RANKS);
+  p->micro_batches = attr_int_ranged(r, g, LOG_PIPE, LOG_PIPE_MICRO_BATCHES, 1, 2147483647LL);
+  attr_string(r, g, LOG_PIPE, LOG_PIPE_SCHEDULE, p->schedule, sizeof p->schedule);
+  p->bubble_theory = attr_ranged(r, g, LOG_PIPE, LOG_PIPE_BUBBLE_THEORY, 0, 1);
+  ok(r, H5Gclose(g), "close", LOG_PIPE);
+  group_spec_t stages = {.group = LOG_PIPE_STAGES, .prefix = "", .ndims = 1, .strict = 1}; /* written at once */
+  read_group(r, f, &stages, &p->stages);
+  const char *events = log_group_path[LOG_PIPELINE];
+  group_spec_t ev = {.group = events, .prefix = "", .ndims = 1, .tolerance = r->tolerance};
+  read_group(r, f, &ev, &p->events);
+  for (int c = 0; c < LOG_PIPE_COLUMN_COUNT && p->events.present; c++) {
+    const log_column_t *col = log_column(&p->events, log_pipe_info[c].name);
+    if (!col || col->missing) damaged(r, "lacks a column of the pipeline events", events);
+  }
+  const log_column_t *step = log_column(&p->events, LOG_STEP);
+  if (p->events.present && (!step || step->missing)) damaged(r, "has no step dataset", events);
+}
+
 /* ---- the whole log ---- */
 
 /* Columns of /ranks: the length of its rank scale /ranks/rank (1-D, bounded by what is stored), 0
@@ -738,6 +769,7 @@ log_data_t *log_read(const char *path) {
   read_events(&r, L, f);
   read_plan(&r, L, f);
   read_mux(&r, L, f);
+  read_pipe(&r, L, f);
   ok(&r, H5Fclose(f), "close", "/");
   h5util_quiet_end(q);
   return L;
@@ -761,6 +793,8 @@ void log_data_free(log_data_t *L) {
   free(L->plan.name);
   free(L->plan.text);
   free_table(&L->mux.series);
+  free_table(&L->pipe.stages);
+  free_table(&L->pipe.events);
   free(L->deck);
   free(L->path);
   free(L);

@@ -6,8 +6,8 @@
  * Logs of killed runs are normal input: their datasets may have unequal lengths (a kill during a
  * flush), /eval or /events may be empty or missing, and cells of ranks that did not run read NaN.
  * The reader keeps the rows every column of a group has and remembers how many it dropped. It takes
- * every numeric dataset of /metrics, /ranks/phase_*, /eval, /plan and /multiplex, so what newer logs
- * add is read without a change here.
+ * every numeric dataset of /metrics, /ranks/phase_*, /eval, /plan, /multiplex and /pipeline, so what
+ * newer logs add is read without a change here.
  *
  * Damage is never passed off as a good log (io/log_check.h): a column of the format that is a group,
  * strings, of another dimension, or holds a value out of its range, and steps that do not increase,
@@ -75,6 +75,16 @@ typedef struct log_mux {
                                  * total_samples_per_sec, background_ranks_active; row i is /metrics/step[i] */
 } log_mux_t;
 
+/* A 3d run's /pipeline; present 0 for other runs. */
+typedef struct log_pipe {
+  int present;
+  long long tp, pp, dp, micro_batches; /* -1 when absent */
+  char schedule[16];
+  double bubble_theory;                /* NaN when absent */
+  log_table_t stages;                  /* /pipeline/stages: stage, first_block, blocks, ... */
+  log_table_t events;                  /* /pipeline/events: step, rank, stage, micro_batch, kind, start, end */
+} log_pipe_t;
+
 /* A whole log. */
 typedef struct log_data {
   char *path;
@@ -93,6 +103,7 @@ typedef struct log_data {
   char **event_text;      /* (nevents) */
   log_plan_t plan;        /* /plan of a burst run */
   log_mux_t mux;          /* /multiplex of a foreground or background run */
+  log_pipe_t pipe;        /* /pipeline of a 3d run */
 } log_data_t;
 
 /* The run identity a log names (/run@run_id) into id: 1, or 0 (id "") when path is not a readable

@@ -7,7 +7,8 @@
  * Layouts today (layouts.c has the table):
  *   dp     data parallelism: the burst executor running the plan in which every node has all ranks
  *   burst  DeepPool burst parallelism: a plan gives every node its own rank set (burst/)
- * A new layout (3D parallelism) is one more entry: a builder that fills a layout_t.
+ *   3d     tensor x pipeline x data parallelism of the gpt with a 1F1B schedule (pipe/)
+ * A new layout is one more entry: a builder that fills a layout_t.
  *
  * Every layout computes the same mathematical step as one rank does on the whole global batch, so
  * without lossy compression all layouts reproduce the 1-rank weights to float tolerance. */
@@ -52,8 +53,11 @@ typedef struct layout_ops {
    * (name, global shape, hyperslab, replicas; data left NULL), and the hyperslab has exactly the
    * local tensor's floats. */
   void (*describe)(const layout_t *l, state_tensor_t *out);
-  /* Collective: the layout's own records in the log (a burst plan). NULL: none. */
+  /* Collective: the layout's own records in the log (a burst plan, a pipeline). NULL: none. */
   void (*log)(const layout_t *l, run_log_t *log);
+  /* Collective, after each step's row: the layout's own per-step records (a pipeline's timeline of
+   * the step just taken, `step` steps done). NULL: none. */
+  void (*log_step)(layout_t *l, run_log_t *log, long step);
   void (*free)(layout_t *l);
 } layout_ops_t;
 
@@ -67,9 +71,11 @@ struct layout {
   void *impl;
 };
 
+#define LAYOUT_MAX_STAGES 16 /* most entries of [parallel] stages */
+
 /* What a layout is built from: the deck's [parallel] section and what the run has set up. */
 typedef struct layout_opts {
-  char mode[16];            /* dp | burst */
+  char mode[16];            /* dp | burst | 3d */
   const char *plan_file;    /* burst: a plan file, or "" to plan from profile_file */
   const char *profile_file; /* burst: a profile ("" none) */
   double amplification;     /* burst: the planner's per-layer limit */
@@ -78,6 +84,12 @@ typedef struct layout_opts {
   uint64_t seed;            /* parameter initialisation */
   gradsync_opts_t sync;
   const deck_t *deck;       /* blamed by input errors (deck_where); may be NULL */
+  struct {                  /* 3d: the grid and the pipeline (pipe/layout.h) */
+    int tp, pp, dp, micro_batches;
+    char schedule[8];       /* 1f1b | gpipe */
+    int stages[LAYOUT_MAX_STAGES], nstages; /* blocks per stage; one 0: balanced by FLOPs */
+    long timeline_every;    /* log the timeline every N steps (0: never) */
+  } grid;
 } layout_opts_t;
 
 /* The options of cfg (deck: where its values came from, or NULL). */
@@ -90,7 +102,7 @@ const char *layout_where(const layout_opts_t *o, const char *section_key);
 layout_t *layout_build(const layout_opts_t *o, const graph_t *g, const backend_t *be, comm_t *world);
 void layout_free(layout_t *l);
 
-/* The layouts' names for messages ("dp, burst"). */
+/* The layouts' names for messages ("dp, burst, 3d"). */
 const char *layout_names(void);
 
 #endif

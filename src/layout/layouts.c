@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "burst/layout.h"
+#include "pipe/layout.h"
 #include "core/error.h"
 #include "core/names.h"
 #include "layout/layout.h"
@@ -16,6 +17,7 @@ typedef struct layout_entry {
 static const layout_entry_t layouts[] = {
     {"dp", burst_layout_build},
     {"burst", burst_layout_build},
+    {"3d", pipe_layout_build},
 };
 enum { NLAYOUTS = sizeof layouts / sizeof layouts[0] };
 
@@ -43,6 +45,14 @@ layout_opts_t layout_opts_of(const config_t *cfg, const deck_t *deck) {
       .sync = {.bucket_bytes = (size_t)(cfg->bucket_mb * 1048576.0), .overlap = cfg->overlap, .reducer = "exact"},
   };
   snprintf(o.mode, sizeof o.mode, "%s", cfg->parallel_mode);
+  o.grid.tp = cfg->tp;
+  o.grid.pp = cfg->pp;
+  o.grid.dp = cfg->dp;
+  o.grid.micro_batches = cfg->micro_batches;
+  snprintf(o.grid.schedule, sizeof o.grid.schedule, "%s", cfg->pipe_schedule);
+  o.grid.nstages = cfg->pipe_nstages < LAYOUT_MAX_STAGES ? cfg->pipe_nstages : LAYOUT_MAX_STAGES;
+  for (int i = 0; i < o.grid.nstages; i++) o.grid.stages[i] = cfg->pipe_stages[i];
+  o.grid.timeline_every = cfg->timeline_every;
   if (o.sync.bucket_bytes < sizeof(float)) o.sync.bucket_bytes = sizeof(float);
   return o;
 }

@@ -114,8 +114,15 @@ int nn_layernorm(graph_t *g, int x, float eps, const char *name) {
 }
 
 int nn_embed(graph_t *g, int x, int vocab, int context, int channels, const char *name) {
+  return nn_embed_shard(g, x, vocab, 0, 1, context, channels, name);
+}
+
+int nn_embed_shard(graph_t *g, int x, int vocab, int vocab_lo, int positions, int context, int channels,
+                   const char *name) {
   layer_t l = proto1(LAYER_EMBED, x, name);
   l.vocab = vocab;
+  l.vocab_lo = vocab_lo;
+  l.no_positions = !positions;
   l.context = context;
   l.out_features = channels;
   return graph_add(g, l);
@@ -146,15 +153,18 @@ double graph_flops_per_sample(const graph_t *g) {
   return f;
 }
 
+double graph_node_train_flops(const graph_t *g, int i) {
+  const layer_t *l = &g->l[i];
+  if (i == 0) return 0;
+  int input_grad = 0;
+  for (int k = 0; k < l->nin; k++) input_grad |= g->l[l->in[k]].needs_grad;
+  int weight_grad = l->np > 0 || l->kind == LAYER_TIED_LINEAR;
+  return l->flops_per_sample * (1 + input_grad + weight_grad);
+}
+
 double graph_train_flops_per_sample(const graph_t *g) {
   double f = 0;
-  for (int i = 1; i < g->n; i++) {
-    const layer_t *l = &g->l[i];
-    int input_grad = 0;
-    for (int k = 0; k < l->nin; k++) input_grad |= g->l[l->in[k]].needs_grad;
-    int weight_grad = l->np > 0 || l->kind == LAYER_TIED_LINEAR;
-    f += l->flops_per_sample * (1 + input_grad + weight_grad);
-  }
+  for (int i = 1; i < g->n; i++) f += graph_node_train_flops(g, i);
   return f;
 }
 

@@ -38,6 +38,10 @@ int nn_gelu(graph_t *g, int x, const char *name);
 int nn_add(graph_t *g, int a, int b, const char *name);
 int nn_layernorm(graph_t *g, int x, float eps, const char *name);
 int nn_embed(graph_t *g, int x, int vocab, int context, int channels, const char *name);
+/* A vocabulary-parallel shard of an embedding: the table rows of ids [vocab_lo, vocab_lo + vocab),
+ * with the position table only when positions != 0 (layer_embed.c). */
+int nn_embed_shard(graph_t *g, int x, int vocab, int vocab_lo, int positions, int context, int channels,
+                   const char *name);
 int nn_attention(graph_t *g, int qkv, int heads, const char *name);
 /* logits = x W^T where W is the "wte" tensor of embedding node `embed`. */
 int nn_tied_linear(graph_t *g, int x, int embed, const char *name);
@@ -49,6 +53,8 @@ double graph_flops_per_sample(const graph_t *g);
 /* FLOPs per sample of a training step as the engine runs it: forward, plus one forward's worth for
  * the input gradient (only where it is needed) and one for the weight gradient (layers with weights). */
 double graph_train_flops_per_sample(const graph_t *g);
+/* Node i's part of it. */
+double graph_node_train_flops(const graph_t *g, int i);
 /* Print a table of nodes: index, name, kind, inputs, output shape, parameters, MFLOP/sample. */
 void graph_print(const graph_t *g, FILE *f);
 

@@ -60,6 +60,9 @@ typedef struct layer {
   int out_channels, kernel, stride, pad; /* conv2d; maxpool uses kernel, stride */
   int heads;                            /* attention */
   int vocab, context;                   /* embed */
+  int vocab_lo;                         /* embed: id of the table's first row (a vocabulary-parallel
+                                         * shard holds ids [vocab_lo, vocab_lo + vocab); 0) */
+  int no_positions;                     /* embed: 1 = no position table (another rank adds it) */
   int bias;                             /* linear, conv2d: 1 = has a bias */
   float eps;                            /* layernorm */
   int tied_param;                       /* tied linear: slab tensor index of the shared weight */
@@ -84,6 +87,7 @@ typedef struct layer_ctx {
   float *y;                       /* output, (B, out) */
   float *aux;                     /* (B, aux_per_sample): written by forward, read by backward */
   float *scratch;                 /* layer->scratch floats */
+  int fuse_relu;                  /* forward of a conv2d: apply ReLU to y as well (model_fuse_relus) */
   const float *w[LAYER_MAX_PARAMS]; /* parameter tensors */
   /* backward only */
   const float *dy;                /* (B, out) */

@@ -1,33 +1,15 @@
 /* 2-D convolution: x (C,H,W) -> y (O,OH,OW) with W (O,C,k,k), b (O), stride s, zero padding p,
- * OH = (H + 2p - k)/s + 1. Lowered per sample to one GEMM: im2col gives col (C*k*k, OH*OW), then
- * y_b (O, OH*OW) = W (O, C*k*k) col. A 1x1 stride-1 unpadded conv uses x_b itself as col. */
+ * OH = (H + 2p - k)/s + 1. Forward and backward are one backend call each over the whole batch
+ * (backend.h conv_fwd / conv_bwd, which lower blocks of samples to GEMMs with the bias fused into
+ * the epilogue); the layer's scratch is the conv workspace, sized for any batch. */
 #include <string.h>
 
 #include "nn/layer.h"
 #include "nn/layer_common.h"
 
-typedef struct conv_geom {
-  int C, H, W, O, k, s, p, OH, OW;
-  int ckk;       /* rows of col: C*k*k */
-  int ohow;      /* columns of col: OH*OW */
-  int pointwise; /* k = 1, s = 1, p = 0: col is x_b */
-} conv_geom_t;
-
-static conv_geom_t conv_geom(const layer_t *l) {
-  conv_geom_t g;
-  g.C = l->in_shape[0].d[0];
-  g.H = l->in_shape[0].d[1];
-  g.W = l->in_shape[0].d[2];
-  g.O = l->out.d[0];
-  g.OH = l->out.d[1];
-  g.OW = l->out.d[2];
-  g.k = l->kernel;
-  g.s = l->stride;
-  g.p = l->pad;
-  g.ckk = g.C * g.k * g.k;
-  g.ohow = g.OH * g.OW;
-  g.pointwise = g.k == 1 && g.s == 1 && g.p == 0;
-  return g;
+static conv_shape_t conv_shape_of(const layer_t *l) {
+  return conv_shape_make(l->in_shape[0].d[0], l->in_shape[0].d[1], l->in_shape[0].d[2], l->out_channels,
+                         l->kernel, l->kernel, l->stride, l->pad);
 }
 
 static int conv2d_infer(layer_t *l, char *err, size_t n) {
@@ -50,70 +32,33 @@ static int conv2d_infer(layer_t *l, char *err, size_t n) {
   l->pdesc[0] = (layer_param_desc_t){"weight", 4, {O, C, k, k}};
   if (l->bias)
     l->pdesc[1] = (layer_param_desc_t){"bias", 1, {O, 0, 0, 0}};
-  conv_geom_t g = conv_geom(l);
+  conv_shape_t cs = conv_shape_of(l);
   l->aux_per_sample = 0;
-  l->scratch = g.pointwise ? 0 : (size_t)g.ckk * (size_t)g.ohow; /* one sample's col */
+  l->scratch = conv_workspace_floats(&cs);
   /* 2*C*k*k multiply-adds per output, plus one add per output for the bias */
-  l->flops_per_sample = (double)O * g.ohow * (2.0 * g.ckk + (l->bias ? 1 : 0));
+  l->flops_per_sample = (double)O * cs.OH * cs.OW * (2.0 * C * k * k + (l->bias ? 1 : 0));
   return 0;
 }
 
 static void conv2d_init(const layer_t *l, float *const *w, rng_t *rng, init_scheme_t scheme) {
-  conv_geom_t g = conv_geom(l);
-  layer_init_weight_bias(w[0], (size_t)g.O * g.ckk, l->bias ? w[1] : NULL,
-                         l->bias ? (size_t)g.O : 0, g.ckk, rng, scheme);
-}
-
-/* col (ckk, ohow) of one sample x_b (C,H,W): x_b itself when pointwise, else im2col in scratch. */
-static const float *conv_lower(const conv_geom_t *g, const backend_t *be, const float *xb,
-                               float *scratch) {
-  if (g->pointwise)
-    return xb;
-  be->im2col(xb, g->C, g->H, g->W, g->k, g->k, g->s, g->p, scratch);
-  return scratch;
+  conv_shape_t s = conv_shape_of(l);
+  int ckk = s.C * s.KH * s.KW;
+  layer_init_weight_bias(w[0], (size_t)s.O * ckk, l->bias ? w[1] : NULL, l->bias ? (size_t)s.O : 0, ckk, rng,
+                         scheme);
 }
 
 static void conv2d_forward(const layer_t *l, const layer_ctx_t *c) {
-  const backend_t *be = c->be;
-  conv_geom_t g = conv_geom(l);
-  size_t in_n = shape_size(l->in_shape[0]), out_n = shape_size(l->out);
-  for (int b = 0; b < c->B; b++) {
-    const float *col = conv_lower(&g, be, c->x[0] + (size_t)b * in_n, c->scratch);
-    // y_b (O, ohow) = W (O, ckk) col (ckk, ohow)
-    be->gemm(0, 0, g.O, g.ohow, g.ckk, 1.0f, c->w[0], g.ckk, col, g.ohow, 0.0f,
-             c->y + (size_t)b * out_n, g.ohow);
-  }
-  if (l->bias)
-    be->bias_add_planes(c->B, g.O, g.ohow, c->w[1], c->y);
+  conv_shape_t s = conv_shape_of(l);
+  // y (B,O,OH,OW) = conv(x (B,C,H,W), W) + b, or relu of that when the model fused the ReLU after it
+  c->be->conv_fwd(&s, c->B, c->x[0], c->w[0], l->bias ? c->w[1] : NULL, c->fuse_relu, c->y, c->scratch,
+                  l->scratch);
 }
 
 static void conv2d_backward(const layer_t *l, const layer_ctx_t *c) {
-  const backend_t *be = c->be;
-  conv_geom_t g = conv_geom(l);
-  size_t in_n = shape_size(l->in_shape[0]), out_n = shape_size(l->out);
-  // db (O) += sums of dy (B, O, ohow) over samples and positions
-  if (l->bias && c->dw[1])
-    be->bias_grad_planes(c->B, g.O, g.ohow, c->dy, c->dw[1]);
-  for (int b = 0; b < c->B; b++) {
-    const float *dyb = c->dy + (size_t)b * out_n; // (O, ohow)
-    if (c->dw[0]) {
-      const float *col = conv_lower(&g, be, c->x[0] + (size_t)b * in_n, c->scratch);
-      // dW (O, ckk) += dy_b (O, ohow) col^T (ohow, ckk)
-      be->gemm(0, 1, g.O, g.ckk, g.ohow, 1.0f, dyb, g.ohow, col, g.ohow, 1.0f, c->dw[0], g.ckk);
-    }
-    if (!c->dx[0])
-      continue;
-    float *dxb = c->dx[0] + (size_t)b * in_n; // (C,H,W)
-    if (g.pointwise) {
-      // dx_b (C, HW) += W^T (C, O) dy_b (O, HW)
-      be->gemm(1, 0, g.ckk, g.ohow, g.O, 1.0f, c->w[0], g.ckk, dyb, g.ohow, 1.0f, dxb, g.ohow);
-    } else {
-      // dcol (ckk, ohow) = W^T dy_b, scattered back into dx_b
-      be->gemm(1, 0, g.ckk, g.ohow, g.O, 1.0f, c->w[0], g.ckk, dyb, g.ohow, 0.0f, c->scratch,
-               g.ohow);
-      be->col2im(c->scratch, g.C, g.H, g.W, g.k, g.k, g.s, g.p, dxb);
-    }
-  }
+  conv_shape_t s = conv_shape_of(l);
+  // dx (B,C,H,W), dW (O,C,k,k), db (O) += gradients of dy (B,O,OH,OW)
+  c->be->conv_bwd(&s, c->B, c->x[0], c->w[0], c->dy, c->dx[0], c->dw[0], l->bias ? c->dw[1] : NULL, c->scratch,
+                  l->scratch);
 }
 
 const layer_ops_t layer_conv2d_ops = {"conv2d", conv2d_infer, conv2d_init, conv2d_forward,

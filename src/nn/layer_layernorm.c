@@ -62,23 +62,21 @@ static ln_dims_t ln_dims(const layer_t *l) {
 
 static void layernorm_forward(const layer_t *l, const layer_ctx_t *c) {
   ln_dims_t d = ln_dims(l);
-  for (int b = 0; b < c->B; b++) {
-    // x_b, y_b (rows,C); aux_b = mean (rows) then rstd (rows)
-    float *aux = c->aux + (size_t)b * l->aux_per_sample;
-    c->be->layernorm_fwd(d.rows, d.C, c->x[0] + (size_t)b * d.size, c->w[0], c->w[1], l->eps,
-                         c->y + (size_t)b * d.size, aux, aux + d.rows);
-  }
+  // x, y (B, rows, C); aux (B, 2, rows): each sample's row means then row rstd
+  c->be->layernorm_fwd(c->B, d.rows, d.C, c->x[0], c->w[0], c->w[1], l->eps, c->y, c->aux);
 }
 
 static void layernorm_backward(const layer_t *l, const layer_ctx_t *c) {
   ln_dims_t d = ln_dims(l);
-  if (!c->dx[0]) c->be->fill(c->scratch, d.size, 0.0f);
-  for (int b = 0; b < c->B; b++) {
-    const float *aux = c->aux + (size_t)b * l->aux_per_sample;
-    float *dx = c->dx[0] ? c->dx[0] + (size_t)b * d.size : c->scratch;
-    c->be->layernorm_bwd(d.rows, d.C, c->x[0] + (size_t)b * d.size, c->w[0], aux, aux + d.rows,
-                         c->dy + (size_t)b * d.size, dx, c->dw[0], c->dw[1]);
+  if (c->dx[0]) {
+    c->be->layernorm_bwd(c->B, d.rows, d.C, c->x[0], c->w[0], c->aux, c->dy, c->dx[0], c->dw[0], c->dw[1]);
+    return;
   }
+  // no input gradient wanted: each sample's dx goes to the throw-away scratch (one sample's size)
+  c->be->fill(c->scratch, d.size, 0.0f);
+  for (int b = 0; b < c->B; b++)
+    c->be->layernorm_bwd(1, d.rows, d.C, c->x[0] + (size_t)b * d.size, c->w[0], c->aux + (size_t)b * l->aux_per_sample,
+                         c->dy + (size_t)b * d.size, c->scratch, c->dw[0], c->dw[1]);
 }
 
 const layer_ops_t layer_layernorm_ops = {"layernorm", layernorm_infer, layernorm_init, layernorm_forward,

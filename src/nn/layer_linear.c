@@ -58,9 +58,9 @@ static void linear_forward(const layer_t *l, const layer_ctx_t *c) {
 static void linear_backward(const layer_t *l, const layer_ctx_t *c) {
   const backend_t *be = c->be;
   int rows = linear_rows(l, c->B), out_f = l->pdesc[0].d[0], in_f = l->pdesc[0].d[1];
-  // dW (out,in) += dy^T (out,rows) x (rows,in)
+  // dW (out,in) += dy^T (out,rows) x (rows,in), summed over rows without growing error
   if (c->dw[0])
-    be->gemm(1, 0, out_f, in_f, rows, 1.0f, c->dy, out_f, c->x[0], in_f, 1.0f, c->dw[0], in_f);
+    be->gemm_tn_rows(out_f, in_f, rows, c->dy, out_f, c->x[0], in_f, c->dw[0], in_f);
   // db (out) += column sums of dy (rows,out)
   if (l->bias && c->dw[1])
     be->bias_grad_rows(rows, out_f, c->dy, c->dw[1]);

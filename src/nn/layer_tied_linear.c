@@ -39,7 +39,7 @@ static void tied_forward(const layer_t *l, const layer_ctx_t *c) {
 static void tied_backward(const layer_t *l, const layer_ctx_t *c) {
   int rows = tied_rows(l, c->B), C = l->out_features, V = l->vocab;
   // dwte (V,C) += dy^T (V,rows) x (rows,C)
-  if (c->dw[0]) c->be->gemm(1, 0, V, C, rows, 1.0f, c->dy, V, c->x[0], C, 1.0f, c->dw[0], C);
+  if (c->dw[0]) c->be->gemm_tn_rows(V, C, rows, c->dy, V, c->x[0], C, c->dw[0], C);
   // dx (rows,C) += dy (rows,V) wte (V,C)
   if (c->dx[0]) c->be->gemm(0, 0, rows, C, V, 1.0f, c->dy, V, c->w[0], C, 1.0f, c->dx[0], C);
 }

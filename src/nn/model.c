@@ -17,6 +17,7 @@ void model_init(model_t *m, const graph_t *g, const backend_t *be, int B_cap) {
   m->aux = xcalloc((size_t)g->n, sizeof *m->aux);
   m->in = xcalloc((size_t)g->n, sizeof *m->in);
   m->din = xcalloc((size_t)g->n, sizeof *m->din);
+  m->fused = xcalloc((size_t)g->n, sizeof *m->fused);
   size_t scratch = 0;
   for (int i = 0; i < g->n; i++) {
     const layer_t *l = &g->l[i];
@@ -49,16 +50,47 @@ void model_wire_default(model_t *m) {
     }
 }
 
+/* The one consumer of node i, or -1 when it has none or several (input slots count). */
+static int sole_consumer(const graph_t *g, int i) {
+  int who = -1;
+  for (int j = i + 1; j < g->n; j++)
+    for (int k = 0; k < g->l[j].nin; k++)
+      if (g->l[j].in[k] == i) {
+        if (who >= 0) return -1;
+        who = j;
+      }
+  return who;
+}
+
+int model_fuse_relus(model_t *m, int (*allowed)(void *arg, int conv, int relu), void *arg) {
+  const graph_t *g = m->g;
+  int fused = 0;
+  for (int i = 1; i < g->n; i++) {
+    int j = g->l[i].kind == LAYER_CONV2D ? sole_consumer(g, i) : -1;
+    if (j < 0 || g->l[j].kind != LAYER_RELU || i == graph_output(g) || !allowed(arg, i, j)) continue;
+    size_t n = (size_t)m->B_cap * shape_size(g->l[i].out);
+    m->be->free(m->act[i]);
+    m->act_floats -= n;
+    m->act[i] = m->act[j]; /* the conv writes relu(conv) where the ReLU's output lives */
+    m->in[j][0] = m->act[j];
+    m->fused[i] = j;
+    m->fused[j] = -1;
+    fused++;
+  }
+  return fused;
+}
+
 void model_free(model_t *m) {
   const backend_t *be = m->be;
   for (int i = 0; i < m->g->n; i++) {
-    be->free(m->act[i]);
+    if (m->fused[i] <= 0) be->free(m->act[i]); /* a fused conv shares its ReLU's buffer */
     if (m->dact[i]) be->free(m->dact[i]);
     if (m->aux[i]) be->free(m->aux[i]);
   }
   free(m->act);
   free(m->dact);
   free(m->aux);
+  free(m->fused);
   free(m->in);
   free(m->din);
   be->free(m->scratch);
@@ -71,6 +103,12 @@ void model_free(model_t *m) {
 void model_init_params(model_t *m, uint64_t seed) {
   const graph_t *g = m->g;
   float *host = xcalloc(g->params.total ? g->params.total : 1, sizeof(float));
+  graph_init_params(g, seed, host);
+  m->be->upload(m->params, host, g->params.total);
+  free(host);
+}
+
+void graph_init_params(const graph_t *g, uint64_t seed, float *host) {
   for (int i = 0; i < g->n; i++) {
     const layer_t *l = &g->l[i];
     if (l->np == 0) continue;
@@ -80,8 +118,6 @@ void model_init_params(model_t *m, uint64_t seed) {
     for (int k = 0; k < l->np; k++) w[k] = model_tensor(host, g, l->param[k]);
     layer_ops_of(l->kind)->init(l, w, &r, g->init);
   }
-  m->be->upload(m->params, host, g->params.total);
-  free(host);
 }
 
 void model_set_batch(model_t *m, const float *x_host, const float *y_host, int B) {
@@ -117,6 +153,7 @@ static layer_ctx_t node_ctx(model_t *m, int i, int off, int B, int backward) {
   if (backward) c.dy = m->dact[i] + (size_t)off * osz;
   if (m->aux[i]) c.aux = m->aux[i] + (size_t)off * l->aux_per_sample;
   c.scratch = m->scratch;
+  c.fuse_relu = m->fused[i] > 0;
   for (int k = 0; k < l->np; k++) {
     c.w[k] = model_tensor(m->params, g, l->param[k]);
     if (backward) c.dw[k] = model_tensor(m->grads, g, l->param[k]);
@@ -129,6 +166,7 @@ static layer_ctx_t node_ctx(model_t *m, int i, int off, int B, int backward) {
 }
 
 void model_forward_node(model_t *m, int i, int off, int B) {
+  if (m->fused[i] < 0) return; /* a ReLU fused into the conv before it: its output is written */
   if (m->before_node) m->before_node();
   layer_ctx_t c = node_ctx(m, i, off, B, 0);
   layer_ops_of(m->g->l[i].kind)->forward(&m->g->l[i], &c);

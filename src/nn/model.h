@@ -24,6 +24,8 @@ typedef struct model {
   float **aux;    /* per node: (B_cap, aux_per_sample) or NULL */
   float *(*in)[LAYER_MAX_IN];  /* per node, per input slot: (B_cap, input shape) read by forward */
   float *(*din)[LAYER_MAX_IN]; /* per node, per input slot: its gradient (+=), or NULL */
+  int *fused;     /* per node: a conv2d whose ReLU is fused into it: the ReLU node's index; that ReLU
+                   * node: -1; else 0 (model_fuse_relus) */
   float *scratch; /* max over nodes of layer scratch */
   float *targets; /* (B_cap, targets_per_sample) class ids as float */
   size_t act_floats; /* floats held by act + dact + aux + scratch (memory report) */
@@ -36,9 +38,20 @@ void model_free(model_t *m);
 /* Every input slot reads its producer's act and adds into its dact. */
 void model_wire_default(model_t *m);
 
+/* Fuse each conv2d with the ReLU that is its only consumer, where allowed(arg, conv, relu) says so
+ * (a layout allows it where both nodes run on the same samples): the conv's forward applies the
+ * ReLU and writes the ReLU node's buffer, which both nodes then share (one pass over the output
+ * and one activation buffer fewer); the ReLU's forward is nothing, and its backward, masking by
+ * its own output (> 0 exactly where its input is), is unchanged. Call once, before any step and
+ * after model_wire_default (it rewires the pairs). Returns the pairs fused. */
+int model_fuse_relus(model_t *m, int (*allowed)(void *arg, int conv, int relu), void *arg);
+
 /* Initialise all parameters from the seed; node i draws from its own stream (seed, i), so adding
  * a node never changes another node's initial weights. */
 void model_init_params(model_t *m, uint64_t seed);
+/* The same values into a host slab of g's layout (a layout that holds pieces of the model copies its
+ * pieces from it). */
+void graph_init_params(const graph_t *g, uint64_t seed, float *host);
 
 /* Copy a batch of B samples from host memory: x (B, input shape), y (B, targets_per_sample). */
 void model_set_batch(model_t *m, const float *x_host, const float *y_host, int B);

@@ -73,25 +73,27 @@ static int build_resnet(const zoo_opts_t *o, graph_t *g, int classes) {
   return nn_linear(g, x, classes, 1, "fc");
 }
 
-static int build_gpt(const zoo_opts_t *o, graph_t *g, int vocab) {
-  int C = o->gpt.width;
-  int emb = nn_embed(g, 0, vocab, o->gpt.context, C, "wte");
-  int x = emb;
+int zoo_gpt_block(graph_t *g, int x, int i, int width, int heads, int shards, int out_bias) {
+  int C = width;
   char name[LAYER_NAME_MAX];
 #define BLOCK_NAME(suffix) (snprintf(name, sizeof name, "blocks.%d." suffix, i), name)
-  for (int i = 0; i < o->gpt.layers; i++) {
-    int h = nn_layernorm(g, x, 1e-5f, BLOCK_NAME("ln1"));
-    h = nn_linear(g, h, 3 * C, 1, BLOCK_NAME("qkv"));
-    h = nn_attention(g, h, o->gpt.heads, BLOCK_NAME("attn"));
-    h = nn_linear(g, h, C, 1, BLOCK_NAME("proj"));
-    x = nn_add(g, x, h, BLOCK_NAME("add1"));
-    h = nn_layernorm(g, x, 1e-5f, BLOCK_NAME("ln2"));
-    h = nn_linear(g, h, 4 * C, 1, BLOCK_NAME("fc"));
-    h = nn_gelu(g, h, BLOCK_NAME("gelu"));
-    h = nn_linear(g, h, C, 1, BLOCK_NAME("fcproj"));
-    x = nn_add(g, x, h, BLOCK_NAME("add2"));
-  }
+  int h = nn_layernorm(g, x, 1e-5f, BLOCK_NAME("ln1"));
+  h = nn_linear(g, h, 3 * C / shards, 1, BLOCK_NAME("qkv"));
+  h = nn_attention(g, h, heads / shards, BLOCK_NAME("attn"));
+  h = nn_linear(g, h, C, out_bias, BLOCK_NAME("proj"));
+  x = nn_add(g, x, h, BLOCK_NAME("add1"));
+  h = nn_layernorm(g, x, 1e-5f, BLOCK_NAME("ln2"));
+  h = nn_linear(g, h, 4 * C / shards, 1, BLOCK_NAME("fc"));
+  h = nn_gelu(g, h, BLOCK_NAME("gelu"));
+  h = nn_linear(g, h, C, out_bias, BLOCK_NAME("fcproj"));
+  return nn_add(g, x, h, BLOCK_NAME("add2"));
 #undef BLOCK_NAME
+}
+
+static int build_gpt(const zoo_opts_t *o, graph_t *g, int vocab) {
+  int emb = nn_embed(g, 0, vocab, o->gpt.context, o->gpt.width, "wte");
+  int x = emb;
+  for (int i = 0; i < o->gpt.layers; i++) x = zoo_gpt_block(g, x, i, o->gpt.width, o->gpt.heads, 1, 1);
   x = nn_layernorm(g, x, 1e-5f, "lnf");
   return nn_tied_linear(g, x, emb, "lm_head");
 }

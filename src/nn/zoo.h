@@ -42,6 +42,15 @@ typedef struct zoo_opts {
  * with a one-line reason in err (unknown model name, layer shapes that do not fit). */
 int zoo_build(zoo_opts_t o, shape_t in, int classes, graph_t *g, char *err, size_t errlen);
 
+/* One gpt block i on x (T, width): the zoo's gpt and its tensor-parallel parts (3D parallelism,
+ * src/pipe/) build their blocks with it. Nodes blocks.i.{ln1, qkv, attn, proj, add1, ln2, fc, gelu,
+ * fcproj, add2}, in that order. shards > 1 builds one tensor-parallel shard: the attention heads
+ * and the first MLP layer's columns split into `shards` parts (qkv (T, 3 width/shards), fc
+ * (T, 4 width/shards)), of which the graph holds one; out_bias 0 leaves out the biases of proj and
+ * fcproj (one shard holds them). Returns the block's output node (add2), or -1 with g->err set. */
+int zoo_gpt_block(graph_t *g, int x, int i, int width, int heads, int shards, int out_bias);
+enum { ZOO_GPT_BLOCK_NODES = 10 };
+
 /* 1 when the model takes token sequences (gpt), 0 when it takes images or is unknown. */
 int zoo_takes_sequences(const char *model);
 

@@ -30,13 +30,13 @@ static const char *const run_dashes[] = {"", "9,3,2,3", "2,3"};
 enum { NCOLORS = sizeof run_colors / sizeof run_colors[0], NDASHES = sizeof run_dashes / sizeof run_dashes[0] };
 #define EVAL_DASH "5,4"
 
-static const char *run_color(int r) { return run_colors[r % NCOLORS]; }
-static const char *run_dash(int r) { return run_dashes[(r / NCOLORS) % NDASHES]; }
+const char *report_run_color(int r) { return run_colors[r % NCOLORS]; }
+const char *report_run_dash(int r) { return run_dashes[(r / NCOLORS) % NDASHES]; }
 
 /* ---- files ---- */
 
 /* mkdir -p */
-static void make_dir(const char *dir) {
+void report_make_dir(const char *dir) {
   char *p = xstrdup(dir);
   for (char *s = p + 1;; s++) {
     char c = *s;
@@ -52,7 +52,7 @@ static void make_dir(const char *dir) {
   free(p);
 }
 
-static char *file_in(const char *dir, const char *name) {
+char *report_file_in(const char *dir, const char *name) {
   size_t n = strlen(dir) + strlen(name) + 2;
   char *path = xmalloc(n);
   snprintf(path, n, "%s/%s", dir, name);
@@ -107,7 +107,7 @@ static void extend(double *lo, double *hi, const double *v, size_t n) {
 /* ---- figure layout ---- */
 
 /* Open a figure with a plot area of plot_height px and room on the right for the legend. */
-static plot_t figure_open(const char *path, const char *title, plot_axis_t x, plot_axis_t y, double plot_height,
+plot_t report_figure_open(const char *path, const char *title, plot_axis_t x, plot_axis_t y, double plot_height,
                           const plot_legend_entry_t *legend, int nlegend) {
   double width = fmax(FIG_LEFT + PLOT_WIDTH + FIG_GAP + plot_legend_width(legend, nlegend) + 12,
                       FIG_LEFT + 1.15 * plot_text_width(title, PLOT_FONT_TITLE) + 12); /* bold is wider */
@@ -116,7 +116,7 @@ static plot_t figure_open(const char *path, const char *title, plot_axis_t x, pl
   return p;
 }
 
-static void figure_close(plot_t *p, const plot_legend_entry_t *legend, int nlegend) {
+void report_figure_close(plot_t *p, const plot_legend_entry_t *legend, int nlegend) {
   plot_legend(p, p->left + p->width + FIG_GAP, p->top, legend, nlegend);
   svg_close(p->svg);
 }
@@ -160,7 +160,7 @@ static void curves_free(curves_t *c, int n) {
 /* Legend: one entry per run, then (with two kinds of curve) what solid and dashed mean. */
 static int run_legend(const report_table_t *t, plot_legend_entry_t *e, int with_kinds, int marker) {
   int n = 0;
-  for (int r = 0; r < t->nrow; r++) e[n++] = (plot_legend_entry_t){t->label[r], run_color(r), run_dash(r), marker, 0};
+  for (int r = 0; r < t->nrow; r++) e[n++] = (plot_legend_entry_t){t->label[r], report_run_color(r), report_run_dash(r), marker, 0};
   if (with_kinds) {
     e[n++] = (plot_legend_entry_t){"training", "#555555", "", 0, 0};
     e[n++] = (plot_legend_entry_t){"evaluation", "#555555", EVAL_DASH, 1, 0};
@@ -176,20 +176,20 @@ static void write_loss(const char *dir, const report_table_t *t, FILE *out) {
   snprintf(title, sizeof title, "%s loss%s", c.any_eval ? "Training and evaluation" : "Training",
            c.bucket > 1 ? " (training: mean of every " : "");
   if (c.bucket > 1) snprintf(title + strlen(title), sizeof title - strlen(title), "%zu steps)", c.bucket);
-  char *path = file_in(dir, "loss.svg");
-  plot_t p = figure_open(path, title, plot_axis(0, c.xhi, 6), plot_axis(c.ylo, c.yhi, 6), PLOT_HEIGHT, legend, nlegend);
+  char *path = report_file_in(dir, "loss.svg");
+  plot_t p = report_figure_open(path, title, plot_axis(0, c.xhi, 6), plot_axis(c.ylo, c.yhi, 6), PLOT_HEIGHT, legend, nlegend);
   plot_frame(&p, title, "Step", "Loss (nats)", NULL, 0);
   for (int r = 0; r < t->nrow; r++) {
     char id[32];
     snprintf(id, sizeof id, "train-%d", r + 1);
-    plot_series(&p, "series train", id, t->label[r], c.train[r].x, c.train[r].y, c.train[r].n, run_color(r),
-                run_dash(r), 0);
+    plot_series(&p, "series train", id, t->label[r], c.train[r].x, c.train[r].y, c.train[r].n, report_run_color(r),
+                report_run_dash(r), 0);
     if (!c.eval[r].n) continue;
     snprintf(id, sizeof id, "eval-%d", r + 1);
-    plot_series(&p, "series eval", id, t->label[r], c.eval[r].x, c.eval[r].y, c.eval[r].n, run_color(r), EVAL_DASH,
+    plot_series(&p, "series eval", id, t->label[r], c.eval[r].x, c.eval[r].y, c.eval[r].n, report_run_color(r), EVAL_DASH,
                 1);
   }
-  figure_close(&p, legend, nlegend);
+  report_figure_close(&p, legend, nlegend);
   fprintf(out, "  %s: training%s loss of %d run%s\n", path, c.any_eval ? " and evaluation" : "", t->nrow,
           t->nrow == 1 ? "" : "s");
   free(path);
@@ -209,17 +209,17 @@ static void write_accuracy(const char *dir, const report_table_t *t, FILE *out) 
   plot_axis_t y = plot_axis(c.ylo, c.yhi, 6);
   if (y.lo < 0) y.lo = 0;
   if (y.hi > 100) y.hi = 100;
-  char *path = file_in(dir, "accuracy.svg");
+  char *path = report_file_in(dir, "accuracy.svg");
   const char *title = "Evaluation accuracy";
-  plot_t p = figure_open(path, title, plot_axis(0, c.xhi, 6), y, PLOT_HEIGHT, legend, nlegend);
+  plot_t p = report_figure_open(path, title, plot_axis(0, c.xhi, 6), y, PLOT_HEIGHT, legend, nlegend);
   plot_frame(&p, title, "Step", "Accuracy (%)", NULL, 0);
   for (int r = 0; r < t->nrow; r++) {
     char id[32];
     snprintf(id, sizeof id, "accuracy-%d", r + 1);
-    plot_series(&p, "series accuracy", id, t->label[r], c.eval[r].x, c.eval[r].y, c.eval[r].n, run_color(r),
-                run_dash(r), 1);
+    plot_series(&p, "series accuracy", id, t->label[r], c.eval[r].x, c.eval[r].y, c.eval[r].n, report_run_color(r),
+                report_run_dash(r), 1);
   }
-  figure_close(&p, legend, nlegend);
+  report_figure_close(&p, legend, nlegend);
   fprintf(out, "  %s: evaluation accuracy of %d run%s\n", path, t->nrow, t->nrow == 1 ? "" : "s");
   free(path);
   free(legend);
@@ -281,21 +281,28 @@ static void timeline_bars(plot_t *p, const log_data_t *L, long row) {
   free(start);
 }
 
-/* The timeline of row r of a table of nrow runs. */
-static void timeline_name(int nrow, int r, char *name, size_t n) {
-  if (nrow == 1) snprintf(name, n, "timeline.svg");
-  else snprintf(name, n, "timeline-%d.svg", r + 1);
+/* A figure of row r of a table of nrow runs: STEM.svg for one run, STEM-K.svg for row K. */
+static void row_figure_name(const char *stem, int nrow, int r, char *name, size_t n) {
+  if (nrow == 1) snprintf(name, n, "%s.svg", stem);
+  else snprintf(name, n, "%s-%d.svg", stem, r + 1);
 }
 
+static void timeline_name(int nrow, int r, char *name, size_t n) { row_figure_name("timeline", nrow, r, name, n); }
+
 char **report_figure_paths(const char *dir, int nrow, int *n) {
-  char **paths = xcalloc((size_t)nrow + 2, sizeof *paths), name[48];
-  paths[0] = file_in(dir, "loss.svg");
-  paths[1] = file_in(dir, "accuracy.svg");
+  static const char *const whole[] = {"loss.svg", "accuracy.svg", /* a surge-sim file's (report/sim.c): */
+                                      "frontier.svg", "throughput.svg", "pipeline-compressed.svg"};
+  enum { NWHOLE = sizeof whole / sizeof whole[0] };
+  char **paths = xcalloc(2 * (size_t)nrow + NWHOLE, sizeof *paths), name[48];
+  int k = 0;
+  for (int i = 0; i < NWHOLE; i++) paths[k++] = report_file_in(dir, whole[i]);
   for (int r = 0; r < nrow; r++) {
     timeline_name(nrow, r, name, sizeof name);
-    paths[2 + r] = file_in(dir, name);
+    paths[k++] = report_file_in(dir, name);
+    row_figure_name("pipeline", nrow, r, name, sizeof name);
+    paths[k++] = report_file_in(dir, name);
   }
-  *n = nrow + 2;
+  *n = k;
   return paths;
 }
 
@@ -345,8 +352,8 @@ static void write_timeline(const char *dir, const report_table_t *t, int r, doub
   snprintf(xlabel, sizeof xlabel, "Time within the step (ms; phases stacked in execution order%s)",
            any_lane(L) ? "; thin bars: how long" : "");
   double height = fmin(fmax(150, RANK_ROW * (double)ranks), 720);
-  char *path = file_in(dir, name);
-  plot_t p = figure_open(path, title, plot_axis(0, xhi, 6), (plot_axis_t){0, (double)ranks, 1, 0}, height, legend,
+  char *path = report_file_in(dir, name);
+  plot_t p = report_figure_open(path, title, plot_axis(0, xhi, 6), (plot_axis_t){0, (double)ranks, 1, 0}, height, legend,
                          nlegend);
   plot_frame(&p, title, xlabel, "Rank", (const char *const *)cat, (int)ranks);
   timeline_bars(&p, L, row);
@@ -355,7 +362,7 @@ static void write_timeline(const char *dir, const report_table_t *t, int r, doub
     svg_line(p.svg, plot_x(&p, step_ms), p.top, plot_x(&p, step_ms), p.top + p.height, "#000000", 1.5, "4,3");
     svg_group_end(p.svg);
   }
-  figure_close(&p, legend, nlegend);
+  report_figure_close(&p, legend, nlegend);
   fprintf(out, "  %s: phases of step %.0f per rank, %s\n", path, shown, t->label[r]);
   free(path);
   for (int i = 0; i < P->ncol; i++) free(labels[i]);
@@ -365,9 +372,20 @@ static void write_timeline(const char *dir, const report_table_t *t, int r, doub
   free(cat);
 }
 
+/* A 3d run's pipeline Gantt chart: DIR/pipeline.svg, or DIR/pipeline-K.svg for row K. */
+static void write_pipeline(const char *dir, const report_table_t *t, int r, double step, FILE *out) {
+  if (!t->log[r]->pipe.present) return;
+  char name[48];
+  row_figure_name("pipeline", t->nrow, r, name, sizeof name);
+  char *path = report_file_in(dir, name);
+  report_pipe_gantt_write(path, t->label[r], t->log[r], step, out);
+  free(path);
+}
+
 void report_figures_write(const char *dir, const report_table_t *t, double step, FILE *out) {
-  make_dir(dir);
+  report_make_dir(dir);
   write_loss(dir, t, out);
   write_accuracy(dir, t, out);
   for (int r = 0; r < t->nrow; r++) write_timeline(dir, t, r, step, out);
+  for (int r = 0; r < t->nrow; r++) write_pipeline(dir, t, r, step, out);
 }

@@ -105,6 +105,18 @@ void report_plan_print(FILE *f, const log_data_t *log, const report_values_t *v)
  * the foreground's slowdown and partner's share of steps, or the background's paused time. */
 void report_mux_print(FILE *f, const log_data_t *log, const report_values_t *v);
 
+/* The 3d pipeline section (pipeline.c): grid, stages, measured against theoretical bubble. */
+void report_pipe_print(FILE *f, const log_data_t *log, const report_values_t *v);
+/* The measured bubble of a logged step (1 - the ranks' time in passes over ranks times the span from
+ * the first pass to the end of the last; NaN when the step has no events); *span_s gets the span
+ * (may be NULL). The median over the logged steps (the first left out when there are 3 or more),
+ * with how many were used. */
+double report_pipe_bubble(const log_data_t *log, double step, double *span_s);
+double report_pipe_bubble_median(const log_data_t *log, size_t *used);
+/* The Gantt chart of a step (step < 0: the median-time step, or the last logged) as SVG at path:
+ * a row per rank, its passes (numbered by micro-batch) and waits. The name written is printed to f. */
+void report_pipe_gantt_write(const char *path, const char *label, const log_data_t *log, double step, FILE *f);
+
 /* ---- many runs as a table (table.c) ---- */
 
 /* A cell: its text, and its number when it is one (sorting and export use the number). */
@@ -152,7 +164,7 @@ void report_export_table_json(const char *path, const report_table_t *t);
  * run's median-time step; a run without that step gets no timeline. The names written are printed
  * to f. */
 void report_figures_write(const char *dir, const report_table_t *t, double step, FILE *f);
-/* Every file report_figures_write may write for a table of nrow runs (malloc'd, *n of them). */
+/* Every file report_figures_write (or report_sim) may write for a table of nrow runs (malloc'd, *n of them). */
 char **report_figure_paths(const char *dir, int nrow, int *n);
 
 /* ---- outputs (outputs.c) ---- */
@@ -162,6 +174,14 @@ char **report_figure_paths(const char *dir, int nrow, int *n);
  * another output. Refusals are input errors naming the option and the file, with a hint. */
 void report_outputs_check(const char *const *logs, int nlogs, const char *csv, const char *json, const char *plot,
                           int nrow);
+
+/* ---- surge-sim files (sim.c, doc/sim.md) ---- */
+
+/* Whether path is an HDF5 file with surge-sim's /sim group. */
+int report_sim_is(const char *path);
+/* Its summary to f and, with plot_dir, its figures (frontier.svg, throughput.svg, pipeline.svg,
+ * pipeline-compressed.svg) in plot_dir. */
+void report_sim(const char *path, const char *plot_dir, FILE *f);
 
 /* ---- the program (report_main.c) ---- */
 

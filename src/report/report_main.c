@@ -11,6 +11,7 @@
 
 static const char usage[] =
     "usage: surge-report [options] LOG.h5 [LOG.h5 ...]\n"
+    "       surge-report [--plot DIR] SIM.h5      (a surge-sim file: summary and figures, doc/sim.md)\n"
     "  One log: a summary of the run (settings, final and best metrics, throughput, multiplexing,\n"
     "  time per phase and rank, bytes per traffic category, events). Several logs (a sweep): one\n"
     "  table, a row per run, with the settings that differ between the runs as columns.\n"
@@ -125,6 +126,11 @@ int report_main(int argc, char **argv) {
   options_t o;
   parse_options(argc, argv, &o);
   report_outputs_check((const char *const *)o.logs, o.nlogs, o.csv, o.json, o.plot, o.nlogs); /* before any file is written */
+  if (o.nlogs == 1 && report_sim_is(o.logs[0])) { /* a surge-sim file: its own summary and figures */
+    report_sim(o.logs[0], o.plot, stdout);
+    free(o.logs);
+    return 0;
+  }
   log_data_t **logs = xcalloc((size_t)o.nlogs, sizeof *logs);
   for (int i = 0; i < o.nlogs; i++) {
     logs[i] = log_read(o.logs[i]);

@@ -285,15 +285,29 @@ static int has_traffic(const log_data_t *L) {
   return 0;
 }
 
+/* The internode_bytes_ column of a bytes_ column, or NULL (logs before the split had none). */
+static const log_column_t *internode_of(const log_data_t *L, const char *bytes_name) {
+  char name[128];
+  snprintf(name, sizeof name, "%s%s", LOG_INTERNODE_PREFIX, bytes_name + strlen(LOG_BYTES_PREFIX));
+  for (int i = 0; i < L->metrics.ncol; i++)
+    if (strcmp(L->metrics.col[i].name, name) == 0) return &L->metrics.col[i];
+  return NULL;
+}
+
 static void print_traffic(FILE *f, const log_data_t *L, const report_values_t *v) {
   double all = 0;
+  int split = 0;
   for (int i = 0; i < L->metrics.ncol; i++)
-    if (is_bytes(L->metrics.col[i].name)) all += report_column_sum(&L->metrics.col[i], v->steps, 0);
+    if (is_bytes(L->metrics.col[i].name)) {
+      all += report_column_sum(&L->metrics.col[i], v->steps, 0);
+      split |= internode_of(L, L->metrics.col[i].name) != NULL;
+    }
   report_grid_t g;
-  report_grid_init(&g, 5, "lrrrr");
+  report_grid_init(&g, split ? 6 : 5, "lrrrrr");
   report_grid_add(&g, "category");
   report_grid_add(&g, "per step");
   report_grid_add(&g, "total");
+  if (split) report_grid_add(&g, "across nodes");
   report_grid_add(&g, "bytes");
   report_grid_add(&g, "share");
   for (int i = 0; i < L->metrics.ncol; i++) {
@@ -306,6 +320,13 @@ static void print_traffic(FILE *f, const log_data_t *L, const report_values_t *v
     report_grid_add(&g, "%s", c->name + strlen(LOG_BYTES_PREFIX));
     report_grid_add(&g, "%s", per);
     report_grid_add(&g, "%s", tot);
+    const log_column_t *across = split ? internode_of(L, c->name) : NULL;
+    if (across) {
+      char tot_across[32];
+      report_format_bytes(report_column_sum(across, v->steps, 0), tot_across, sizeof tot_across);
+      report_grid_add(&g, "%s", tot_across);
+    } else if (split)
+      report_grid_add(&g, "-");
     report_grid_add(&g, "%.0f", total);
     if (all > 0) report_grid_add(&g, "%.1f%%", 100 * total / all);
     else report_grid_add(&g, "-");
@@ -334,6 +355,10 @@ static int has_plan(const log_data_t *L) { return L->plan.present; }
 
 static int has_mux(const log_data_t *L) { return L->mux.present; }
 
+/* ---- 3d pipeline (pipeline.c) ---- */
+
+static int has_pipe(const log_data_t *L) { return L->pipe.present; }
+
 static const struct {
   const char *title;
   int (*present)(const log_data_t *L);
@@ -346,6 +371,7 @@ static const struct {
     {"Time per phase of a step, per rank", has_phases, print_phases},
     {"Traffic per category", has_traffic, print_traffic},
     {"Burst plan (predicted by the planner, measured by this run)", has_plan, report_plan_print},
+    {"Pipeline (3D parallelism)", has_pipe, report_pipe_print},
     {"Events", has_events, print_events},
 };
 

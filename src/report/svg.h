@@ -93,4 +93,18 @@ void plot_series(plot_t *p, const char *cls, const char *id, const char *label, 
 /* An estimate of the width (px) of text at a font size. */
 double plot_text_width(const char *text, double size);
 
+/* ---- figure files (figures.c), shared by the report's figures ---- */
+
+/* mkdir -p dir (a runtime error naming it when that fails); dir/name, malloc'd. */
+void report_make_dir(const char *dir);
+char *report_file_in(const char *dir, const char *name);
+/* A figure of the report's size with a plot area of plot_height px and room on the right for the
+ * legend; closing it draws the legend. */
+plot_t report_figure_open(const char *path, const char *title, plot_axis_t x, plot_axis_t y, double plot_height,
+                          const plot_legend_entry_t *legend, int nlegend);
+void report_figure_close(plot_t *p, const plot_legend_entry_t *legend, int nlegend);
+/* The colour and dash pattern of series r. */
+const char *report_run_color(int r);
+const char *report_run_dash(int r);
+
 #endif

@@ -54,9 +54,13 @@ static log_row_t step_row(trainer_t *t, const train_stats_t *s, const comm_meter
   row.grad_norm = s->grad_norm;
   memcpy(row.phase, s->phase, sizeof row.phase);
   comm_meter_t delta = t->world->meter, total;
-  for (int c = 0; c < TRAFFIC_COUNT; c++) delta.bytes[c] -= before->bytes[c];
+  for (int c = 0; c < TRAFFIC_COUNT; c++) {
+    delta.bytes[c] -= before->bytes[c];
+    delta.internode_bytes[c] -= before->internode_bytes[c];
+  }
   comm_meter_total(t->world, &delta, &total);
-  for (int c = 0; c < TRAFFIC_COUNT; c++) row.bytes[c] = total.bytes[c];
+  memcpy(row.bytes, total.bytes, sizeof row.bytes);
+  memcpy(row.internode_bytes, total.internode_bytes, sizeof row.internode_bytes);
   double slowest = s->seconds;
   comm_allreduce_max_double(t->world, &slowest, 1, TRAFFIC_OTHER);
   row.step_sec = slowest;
@@ -125,6 +129,7 @@ train_outcome_t train_run(const config_t *cfg, const deck_t *deck, const char *r
     log_row_t row = step_row(&t, &s, &before);
     run_mux_step_end(&mux, &t, &row);
     run_log_step(log, &row);
+    if (t.layout->ops->log_step) t.layout->ops->log_step(t.layout, log, t.step);
     progress_step(&p, &s);
     evaluated_last = checkpointed_last = 0;
     if (cfg->eval_every > 0 && t.step % cfg->eval_every == 0) {

@@ -1,0 +1,136 @@
+#!/bin/sh
+# The emulated cluster (doc/cluster.md): 2 nodes x 2 ranks started by mpiexec through the cluster's
+# launch agent, links shaped to each rate in turn. Three parts (CLUSTER_PARTS, default all):
+#   net        per rate (CLUSTER_RATES, default 10gbit 1gbit 100mbit): point-to-point bandwidth
+#              from rank 0 to the other node and within its own (tests/p2p_bw, median of 5
+#              transfers), and allreduce bus bandwidth at 4 MiB, raw MPI_Allreduce and the comm
+#              layer (bench/bench_allreduce), each against the configured rate
+#   burst      per rate (CLUSTER_PLAN_RATES, default 1gbit 100mbit): burst planner fidelity for
+#              vgg-mini and resnet-mini on the 4 ranks (bench/bench_burst.sh: profile on the
+#              cluster, plan, train the plan and data parallelism, predicted against measured)
+#   multiplex  per rate (CLUSTER_PLAN_RATES): a vgg-mini foreground on the 4 ranks under the plan the
+#              planner makes from a profile on this cluster, with one 1-rank vgg-mini background
+#              per foreground rank beside it on its node (MPMD launch), against data parallelism
+#              alone and the burst plan alone on the same ranks; REPEATS runs of each (alternating),
+#              medians: foreground samples/s, background samples/s, total / data parallel
+# Needs root and network namespaces (tools/cluster-local-up.sh --check); elsewhere it says why and
+# measures nothing. Called by bench/run-bench.sh with SURGE_TRAIN, MPIEXEC and SURGE_BUILD set.
+set -eu
+train=${SURGE_TRAIN:-./surge-train}
+build=${SURGE_BUILD:-$(dirname "$train")}
+mpiexec=${MPIEXEC:-mpiexec}
+src=${SURGE_TOP_SRCDIR:-$(cd "$(dirname "$0")/.." && pwd)}
+rates=${CLUSTER_RATES:-10gbit 1gbit 100mbit}
+plan_rates=${CLUSTER_PLAN_RATES:-1gbit 100mbit}
+parts=${CLUSTER_PARTS:-net burst multiplex}
+batch=${MUX_BATCH:-64}
+bg_batch=${MUX_BG_BATCH:-16}
+steps=${MUX_STEPS:-30}
+repeats=${MUX_REPEATS:-3}
+up="$src/tools/cluster-local-up.sh"
+down="$src/tools/cluster-local-down.sh"
+case $train in /*) ;; *) train=$(pwd)/$train ;; esac
+case $build in /*) ;; *) build=$(pwd)/$build ;; esac
+
+if ! why=$("$up" --check 2>&1); then
+  echo "# bench_cluster: skipped: ${why#cluster-local-up: }"
+  exit 0
+fi
+tmp=$(mktemp -d)
+export CLUSTER_LOCAL_DIR="$tmp/cluster"
+trap '"$down" >/dev/null 2>&1; rm -rf "$tmp"' EXIT
+"$up" --nodes 2 --slots 2 --link 1gbit >"$tmp/up.txt" 2>&1 || { cat "$tmp/up.txt" >&2; exit 1; }
+. "$CLUSTER_LOCAL_DIR/cluster.env"
+. "$src/bench/lib.sh"
+n0=$CLUSTER_NAME-n0 n1=$CLUSTER_NAME-n1
+want() { case " $parts " in *" $1 "*) return 0 ;; esac; return 1; }
+# reshape RATE: every link at RATE
+reshape() { "$up" --link "$1" >/dev/null || { echo "bench_cluster: reshaping to $1 failed" >&2; exit 1; }; }
+# mbit RATE: the rate in Mbit/s
+mbit() { awk -v r="$1" 'BEGIN { v = r + 0; u = substr(r, length(v "") + 1)
+  print v * (u == "gbit" ? 1000 : u == "mbit" ? 1 : u == "kbit" ? 0.001 : u == "tbit" ? 1e6 : 1e-6) }'; }
+load() { awk '{ print $1 }' /proc/loadavg; }
+echo "# 2 nodes x 2 ranks on $(nproc) cores, links shaped by tbf (burst: 1 ms at the rate, at least 64 KiB); load average $(load) at the start"
+
+if want net; then
+  echo "# point-to-point: one message of MIB MiB from rank 0, median of 5; allreduce: float32 sum of 4 MiB,"
+  echo "# busbw = 2(n-1)/n bytes / time (bench/bench_allreduce); x rate: against the configured link rate"
+  printf '%-8s %12s %7s %14s %12s %7s %12s %7s %6s\n' link "p2p Mbit/s" "x rate" "same node" "ar raw busbw" "x rate" "ar comm" "x rate" load
+  for rate in $rates; do
+    reshape "$rate"
+    r=$(mbit "$rate")
+    mib=$(awk -v r="$r" 'BEGIN { print (r < 500 ? 8 : 32) }')
+    "$mpiexec" -n 4 "$build/tests/p2p_bw" "$mib" 5 >"$tmp/bw.txt" 2>&1 || { cat "$tmp/bw.txt" >&2; exit 1; }
+    "$mpiexec" -n 4 "$build/bench/bench_allreduce" 4194304 >"$tmp/ar.txt" 2>&1 || { cat "$tmp/ar.txt" >&2; exit 1; }
+    other=$(awk '$1 == "pair" && $4 == "other" { print $7 }' "$tmp/bw.txt")
+    same=$(awk '$1 == "pair" && $4 == "same" { print $7 }' "$tmp/bw.txt")
+    # the 4 MiB row: size count iters | raw(us) algbw busbw #wrong | comm(us) algbw busbw #wrong | ratio
+    ar=$(awk -F'|' '$1 ~ /^ *4194304 / { split($2, a, " "); split($3, b, " "); print a[3] * 8000, b[3] * 8000 }' "$tmp/ar.txt")
+    awk -v l="$rate" -v r="$r" -v o="$other" -v s="$same" -v a="${ar% *}" -v c="${ar#* }" -v ld="$(load)" 'BEGIN {
+      printf "%-8s %12.1f %7.3f %14.1f %12.1f %7.3f %12.1f %7.3f %6s\n", l, o, o / r, s, a, a / r, c, c / r, ld }'
+  done
+  echo "# same node: rank 0 to rank 1 (shared memory, unshaped); ar raw: MPI_Allreduce; ar comm: comm_allreduce_sum"
+fi
+
+if want burst; then
+  for rate in $plan_rates; do
+    reshape "$rate"
+    echo "== burst planner fidelity on 2 nodes x 2 ranks, links at $rate (bench/bench_burst.sh), load $(load)"
+    BURST_RANKS=4 BURST_MODELS="vgg-mini resnet-mini" SURGE_TRAIN="$train" SURGE_BUILD="$build" MPIEXEC="$mpiexec" \
+      sh "$src/bench/bench_burst.sh"
+  done
+fi
+
+if want multiplex; then
+  [ -x "$build/surge-plan" ] || { echo "bench_cluster: $build/surge-plan is missing" >&2; exit 1; }
+  model="$src/inputs/vgg-mini-fmnist.deck -D data.source=synthetic -D backend.threads=1 -D data.test_samples=16
+    -D run.eval_every=0 -D run.overwrite=true"
+  fg="$train $model -D train.global_batch=$batch -D run.steps=$steps -D run.print_every=1000"
+  bg="$train $model --background -D train.global_batch=$bg_batch -D run.steps=1000000 -D run.print_every=1000000"
+  # fg_sps LOG: global batch / median step time, skipping the first 3 steps (warm-up)
+  fg_sps() { h5vals "$1" /metrics/step_time | tail -n +4 | median | awk -v b="$batch" '{ print b / $1 }'; }
+  # run CONFIG DIR: dp, burst or mux; the foreground's log is DIR/log.h5
+  # shellcheck disable=SC2086
+  run() {
+    case $1 in
+      dp) "$mpiexec" -n 4 $fg -D "run.out_dir=$2" ;;
+      burst) "$mpiexec" -n 4 $fg $burst -D "run.out_dir=$2" ;;
+      mux) "$mpiexec" -n 4 --host "$n0:2,$n1:2" $fg $burst -D "run.out_dir=$2" \
+        : -n 1 --host "$n0" $bg -D "run.out_dir=$2-b0" : -n 1 --host "$n0" $bg -D "run.out_dir=$2-b1" -D multiplex.partner_offset=1 \
+        : -n 1 --host "$n1" $bg -D "run.out_dir=$2-b2" : -n 1 --host "$n1" $bg -D "run.out_dir=$2-b3" -D multiplex.partner_offset=1 ;;
+    esac >"$2.txt" 2>&1 || { echo "bench_cluster: the $1 run failed:" >&2; tail -n 5 "$2.txt" >&2; exit 1; }
+  }
+  for rate in $plan_rates; do
+    reshape "$rate"
+    d="$tmp/mux-$rate"
+    mkdir -p "$d"
+    # shellcheck disable=SC2086
+    "$mpiexec" -n 4 "$build/surge-profile" $model -D train.global_batch=$batch -o "$d/prof.h5" --warmup 3 --repeats 10 \
+      >"$d/prof.txt" 2>&1 || { echo "bench_cluster: surge-profile failed:" >&2; tail -n 3 "$d/prof.txt" >&2; exit 1; }
+    # shellcheck disable=SC2086
+    "$build/surge-plan" $model -D train.global_batch=$batch --profile "$d/prof.h5" -o "$d/plan.txt" >"$d/plan.out" 2>&1 ||
+      { echo "bench_cluster: surge-plan failed:" >&2; tail -n 3 "$d/plan.out" >&2; exit 1; }
+    burst="-D parallel.mode=burst -D parallel.plan=$d/plan.txt"
+    r=1
+    while [ $r -le "$repeats" ]; do
+      for c in dp burst mux; do
+        run $c "$d/$c-$r"
+        fg_sps "$d/$c-$r/log.h5" >>"$d/$c.fg"
+      done
+      h5attr "$d/mux-$r/log.h5" /multiplex/background_samples_per_sec >>"$d/mux.bg"
+      r=$((r + 1))
+    done
+    echo "== multiplexing on 2 nodes x 2 ranks, links at $rate: vgg-mini foreground (batch $batch, $steps steps), one 1-rank vgg-mini background (batch $bg_batch) per foreground rank; load $(load)"
+    awk '/^ranks used:/ { print "# the planner'"'"'s plan: " $0 }' "$d/plan.out"
+    awk '/^[0-9]+ / { r = r " " $3 } END { print "# ranks per layer:" r }' "$d/plan.txt"
+    sed -n 's/^predicted iteration time: /# predicted iteration time: /p' "$d/plan.out"
+    printf '%-36s %12s %12s %12s %10s\n' configuration "fg samp/s" "bg samp/s" total total/dp
+    awk -v dp="$(median <"$d/dp.fg")" -v a="$(median <"$d/burst.fg")" -v f="$(median <"$d/mux.fg")" \
+      -v b="$(median <"$d/mux.bg")" 'BEGIN {
+      printf "%-36s %12.1f %12s %12.1f %10.3f\n", "data-parallel plan alone", dp, "-", dp, 1
+      printf "%-36s %12.1f %12s %12.1f %10.3f\n", "burst plan alone", a, "-", a, a / dp
+      printf "%-36s %12.1f %12.1f %12.1f %10.3f\n", "burst plan + 4 backgrounds", f, b, f + b, (f + b) / dp }'
+  done
+  echo "# median of $repeats runs of each (alternating); foreground samples/s from the median step time after 3"
+  echo "# warm-up steps; background samples/s: the foreground log's /multiplex@background_samples_per_sec"
+fi

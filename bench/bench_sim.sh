@@ -1,0 +1,83 @@
+#!/bin/sh
+# surge-sim against real runs on this machine (doc/sim.md, "Validation"): vgg-mini, global batch
+# 64, on 2 foreground ranks (one per core), one BLAS thread each, synthetic data.
+# Each of REPEATS repeats (default 3):
+#   1. surge-profile measures the foreground (G = 2) and the background (1 rank, batch 16); surge-plan
+#      exports both as graph files (--write-graph), the network as surge-profile measured it.
+#   2. Two plans: surge-plan's fastest (no limit) and bench_multiplex's hand-made one that runs the
+#      second half of the network on rank 0 only (rank 1 idles).
+#   3. surge-sim --plan predicts each: iteration time, and for the hand-made plan the background's
+#      samples/s (whole pieces in the gaps; and if every idle microsecond were used).
+#   4. Each plan runs alone for STEPS steps (median step time after 3 warm-up steps), and the
+#      hand-made one also with one 1-rank background per rank (MPMD, --bind-to core), whose foreground
+#      log gives the background samples/s.
+# Reported: medians over the repeats, and each repeat's measured / predicted.
+# Called by bench/run-bench.sh with SURGE_TRAIN, MPIEXEC and SURGE_BUILD set.
+set -eu
+train=${SURGE_TRAIN:-./surge-train}
+build=${SURGE_BUILD:-$(dirname "$train")}
+mpiexec=${MPIEXEC:-mpiexec}
+src=${SURGE_TOP_SRCDIR:-$(cd "$(dirname "$0")/.." && pwd)}
+batch=64
+bg_batch=16
+steps=${SIM_STEPS:-30}
+repeats=${SIM_REPEATS:-3}
+tmp=$(mktemp -d)
+# SIM_KEEP=1 keeps the profiles, graphs, plans and logs (the path is printed)
+if [ -n "${SIM_KEEP:-}" ]; then echo "# files in $tmp"; else trap 'rm -rf "$tmp"' EXIT; fi
+. "$src/bench/lib.sh"
+deck="$src/inputs/vgg-mini-fmnist.deck"
+common="-D data.source=synthetic -D backend.threads=1 -D data.test_samples=16 -D run.eval_every=0
+  -D run.print_every=1000000 -D run.overwrite=true"
+fg="$train $deck $common -D train.global_batch=$batch -D run.steps=$steps -D parallel.mode=burst"
+bg="$train $deck --background $common -D train.global_batch=$bg_batch -D run.steps=1000000"
+fg_ms() { h5vals "$1" /metrics/step_time | tail -n +4 | median | awk '{ print 1000 * $1 }'; }
+pred() { h5vals "$tmp/$1-sim.h5" "/sim/burst/plan_file_$2"; }
+# one repeat: profile, plan and predict, then run, so that profile and runs meet the same machine
+# (other work on the cores changes both)
+# shellcheck disable=SC2086
+r=1
+while [ $r -le "$repeats" ]; do
+  {
+    "$mpiexec" --bind-to core -n 2 "$build/surge-profile" "$deck" $common -D train.global_batch=$batch -o "$tmp/fg.h5"
+    "$mpiexec" -n 1 "$build/surge-profile" "$deck" $common -D train.global_batch=$bg_batch -o "$tmp/bg.h5"
+    "$build/surge-plan" "$deck" $common -D train.global_batch=$batch --profile "$tmp/fg.h5" --amp none \
+      -o "$tmp/fast.plan" --write-graph "$tmp/fg.graph"
+    "$build/surge-plan" "$deck" $common -D train.global_batch=$bg_batch --profile "$tmp/bg.h5" --ranks 1 \
+      --write-graph "$tmp/bg.graph"
+  } >"$tmp/prep.txt" 2>&1 || { echo "bench_sim: profiling or planning failed:" >&2; tail -5 "$tmp/prep.txt" >&2; exit 1; }
+  # the hand-made plan: nodes 6 on (the second half) on rank 0 only
+  awk -v b="$batch" '/^[0-9]+ / && $1 >= 6 { print $1, $2, 1, 0, b; next } { print }' "$tmp/fast.plan" |
+    grep -v '^predicted_\|^one_rank_us' >"$tmp/idle.plan"
+  for p in fast idle; do
+    "$build/surge-sim" --graph "$tmp/fg.graph" --ranks 2 --batch $batch --plan "$tmp/$p.plan" --bg-graph "$tmp/bg.graph" \
+      --bg-batch $bg_batch -o "$tmp/$p-sim.h5" >"$tmp/$p-sim.txt" 2>&1 ||
+      { echo "bench_sim: surge-sim failed" >&2; tail -5 "$tmp/$p-sim.txt" >&2; exit 1; }
+    pred $p iter_us >>"$tmp/$p.pred"
+    "$mpiexec" --bind-to core -n 2 $fg -D "parallel.plan=$tmp/$p.plan" -D "run.out_dir=$tmp/$p-$r" >"$tmp/$p-$r.txt" 2>&1 ||
+      { echo "bench_sim: the $p run failed" >&2; tail -5 "$tmp/$p-$r.txt" >&2; exit 1; }
+    fg_ms "$tmp/$p-$r/log.h5" >>"$tmp/$p.ms"
+  done
+  pred idle bg_samples_per_s >>"$tmp/bg.pred"
+  pred idle bg_ideal_samples_per_s >>"$tmp/bgi.pred"
+  "$mpiexec" --bind-to core --map-by core -n 2 $fg -D "parallel.plan=$tmp/idle.plan" -D "run.out_dir=$tmp/mux-$r" \
+    : -n 1 $bg -D "run.out_dir=$tmp/mux-$r-b0" : -n 1 $bg -D "run.out_dir=$tmp/mux-$r-b1" -D multiplex.partner_offset=1 \
+    >"$tmp/mux-$r.txt" 2>&1 || { echo "bench_sim: the multiplexed run failed" >&2; tail -5 "$tmp/mux-$r.txt" >&2; exit 1; }
+  fg_ms "$tmp/mux-$r/log.h5" >>"$tmp/mux.ms"
+  h5attr "$tmp/mux-$r/log.h5" /multiplex/background_samples_per_sec >>"$tmp/mux.bg"
+  r=$((r + 1))
+done
+cp "$tmp/idle.pred" "$tmp/mux.pred"
+echo "# vgg-mini, global batch $batch, 2 foreground ranks on $(nproc) cores, $steps steps, median of $repeats runs; backgrounds: 2 x vgg-mini at batch $bg_batch"
+echo "# network measured by surge-profile: $(grep '^p2p_\|^ar_' "$tmp/fg.graph" | tr '\n' ' ')"
+printf '%-36s %12s %12s %10s %s\n' "quantity" predicted measured meas/pred "(medians; meas/pred per repeat)"
+row() { # row LABEL PRED_FILE MEAS_FILE SCALE: medians and the per-repeat ratios measured / predicted
+  ratios=$(paste "$2" "$3" | awk -v s="$4" '{ printf "%.3f ", $2 * s / $1 }')
+  awk -v l="$1" -v a="$(median <"$2")" -v b="$(median <"$3")" -v s="$4" -v r="$ratios" 'BEGIN {
+    printf "%-36s %12.2f %12.2f %10.3f  %s\n", l, a / s, b, b * s / a, r }'
+}
+row "fastest plan, iteration ms" "$tmp/fast.pred" "$tmp/fast.ms" 1000
+row "hand-made plan, iteration ms" "$tmp/idle.pred" "$tmp/idle.ms" 1000
+row "hand-made + backgrounds, iteration ms" "$tmp/mux.pred" "$tmp/mux.ms" 1000
+row "background samples/s (whole pieces)" "$tmp/bg.pred" "$tmp/mux.bg" 1
+row "background samples/s (all idle time)" "$tmp/bgi.pred" "$tmp/mux.bg" 1

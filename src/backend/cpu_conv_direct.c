@@ -1,0 +1,363 @@
+/* "cpu" backend direct convolution with AVX-512 register tiles, for the convolutions that dominate
+ * the zoo: stride 1, square odd kernel, "same" padding (pad = (k-1)/2, so OH = H and OW = W). It
+ * replaces im2col + GEMM + col2im, whose lowering is a 9x larger copy of the input that OpenBLAS
+ * then packs once more.
+ *
+ * Padded-width trick: an image is copied once into xp (C, Hp*Wp + slack) with Hp = H + 2p and
+ * Wp = W + 2p, zeros around it. Output position (oh, ow) is computed at q = oh*Wp + ow, and the
+ * input it reads through tap (kh, kw) sits at q + kh*Wp + kw in the same channel plane: every tap
+ * is a contiguous vector load, no lowering. Columns ow >= W of that grid are computed and dropped
+ * (2p of every Wp: 7% at 28x28, 12% at 14x14).
+ *
+ *   forward     tile of 8 output channels x 48 positions in 24 zmm accumulators; per tap 3 loads,
+ *               8 broadcasts of packed weights, 24 FMAs; epilogue adds the bias (ReLU) on the way out
+ *   input grad  the same tiles over the padded dy with the kernel flipped and transposed
+ *               (dx = conv(dy, W') for a stride-1 same convolution), added into dx
+ *   weight grad tile of 4 output channels x 6 taps in 24 accumulators of 16 positions each, running
+ *               over the padded dy and xp of every sample of a block; each tile is summed across
+ *               its lanes once per block and added into a double accumulator
+ *
+ * Used only where the CPU has AVX-512F and the workspace holds the padded images; otherwise
+ * cpu_conv_batch.c lowers to GEMMs. */
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "backend/cpu_ops.h"
+#include "core/error.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define CPU_DIRECT_BUILT 1
+#define CPU_AVX512 __attribute__((target("avx512f,fma")))
+#else
+#define CPU_DIRECT_BUILT 0
+#endif
+
+enum { DMR = 8, DNR = 48, WMR = 4, WNK = 6, VL = 16 };
+
+/* Geometry of one direct convolution (channels `cin` in, `cout` out; both directions). */
+typedef struct dgeom {
+  int H, W, k, p, Hp, Wp;
+  int Q;        /* output positions on the padded-width grid: H*Wp */
+  size_t lead;  /* floats before a plane's padded image: its first unpadded pixel is 64-byte aligned */
+  size_t plane; /* floats of one padded channel, lead and slack for over-reads included, a multiple of 16 */
+} dgeom_t;
+
+static dgeom_t dgeom(const conv_shape_t *s) {
+  dgeom_t g;
+  g.H = s->H, g.W = s->W, g.k = s->KH, g.p = s->pad;
+  g.Hp = s->H + 2 * s->pad, g.Wp = s->W + 2 * s->pad;
+  g.Q = g.H * g.Wp;
+  /* the weight gradient reads dy rows from the first unpadded pixel: aligned loads */
+  g.lead = (VL - ((size_t)g.p * g.Wp + g.p) % VL) % VL;
+  /* tiles read up to position round_up(Q, DNR) - 1 + (k-1)*Wp + k-1 < Hp*Wp + DNR + k */
+  g.plane = (g.lead + (size_t)g.Hp * g.Wp + DNR + (size_t)g.k + VL + 15) / 16 * 16;
+  return g;
+}
+
+static size_t round8(int n) { return (size_t)(n + 7) / 8 * 8; }
+
+/* Workspace layout: packed forward weights, packed flipped weights, the double weight-gradient
+ * sum (O, CKK), then per sample of a block its padded x (C planes) and padded dy (O planes). */
+typedef struct dws {
+  float *wf, *wb;
+  double *dw_acc;
+  float *xp, *dyp; /* nb samples each: x planes (C*plane per sample), dy planes (O*plane) */
+} dws_t;
+
+static size_t dws_floats(const conv_shape_t *s, const dgeom_t *g, int nb) {
+  size_t kk = (size_t)s->KH * s->KW, ckk = (size_t)s->C * kk;
+  return round8(s->O) * ckk + round8(s->C) * (size_t)s->O * kk + 2 * (size_t)s->O * ckk +
+         (size_t)nb * ((size_t)s->C + s->O) * g->plane + 4 * 16;
+}
+
+#if CPU_DIRECT_BUILT
+static dws_t dws_split(const conv_shape_t *s, const dgeom_t *g, int nb, float *ws) {
+  size_t kk = (size_t)s->KH * s->KW, ckk = (size_t)s->C * kk;
+  float *at = ws + (16 - ((uintptr_t)ws / sizeof(float)) % 16) % 16;
+  dws_t d;
+  d.wf = at, at += (round8(s->O) * ckk + 15) / 16 * 16;
+  d.wb = at, at += (round8(s->C) * (size_t)s->O * kk + 15) / 16 * 16;
+  d.dw_acc = (double *)at, at += (2 * (size_t)s->O * ckk + 15) / 16 * 16;
+  d.xp = at, at += (size_t)nb * s->C * g->plane;
+  d.dyp = at;
+  return d;
+}
+#endif
+
+#if CPU_DIRECT_BUILT
+static int cpu_has_avx512(void) {
+  static int known = -1;
+  if (known < 0) {
+    __builtin_cpu_init();
+    known = __builtin_cpu_supports("avx512f") ? 1 : 0;
+  }
+  return known;
+}
+#else
+static int cpu_has_avx512(void) { return 0; }
+#endif
+
+/* Positions per weight-gradient block: each tile's 24 lane sums are reduced once per block, so a
+ * longer block spends less on reductions, but past about 1600 positions (2 samples of 28x28, 8 of
+ * 14x14) its dy rows no longer stay in L1 (measured); the float sums stay short (about 100 terms a lane). */
+enum { DIRECT_BLOCK_POSITIONS = 1600 };
+
+static int direct_applies(const conv_shape_t *s) {
+  return cpu_has_avx512() && s->stride == 1 && s->KH == s->KW && s->KH % 2 == 1 && 2 * s->pad == s->KH - 1;
+}
+
+static int direct_default_block(const conv_shape_t *s) {
+  int nb = DIRECT_BLOCK_POSITIONS / (s->H * s->W);
+  return nb < 1 ? 1 : nb;
+}
+
+size_t cpu_conv_direct_floats(const conv_shape_t *s) {
+  if (!direct_applies(s)) return 0;
+  dgeom_t g = dgeom(s);
+  return dws_floats(s, &g, direct_default_block(s));
+}
+
+int cpu_conv_direct_blocks(const conv_shape_t *s, size_t ws_n) {
+  if (!direct_applies(s)) return 0;
+  dgeom_t g = dgeom(s);
+  int nb = direct_default_block(s);
+  while (nb > 0 && dws_floats(s, &g, nb) > ws_n) nb--;
+  return nb;
+}
+
+#if CPU_DIRECT_BUILT
+/* Packs weights into panels of DMR output rows, tap-major: wp[panel][tap][row], zero rows past the
+ * last channel. Forward: out = O, taps (c, kh, kw). Flipped (input gradient): out = C, taps
+ * (o, kh, kw) reading W[o][c][k-1-kh][k-1-kw]. */
+static void pack_weights(const conv_shape_t *s, const float *w, int flipped, float *wp) {
+  const int kk = s->KH * s->KW, out = flipped ? s->C : s->O, in = flipped ? s->O : s->C;
+  const size_t taps = (size_t)in * kk;
+  for (int r0 = 0; r0 < out; r0 += DMR)
+    for (size_t t = 0; t < taps; t++)
+      for (int r = 0; r < DMR; r++) {
+        const int row = r0 + r;
+        float v = 0.0f;
+        if (row < out) {
+          const int ch = (int)(t / kk), tap = (int)(t % kk);
+          v = flipped ? w[((size_t)ch * s->C + row) * kk + (kk - 1 - tap)] : w[(size_t)row * taps + t];
+        }
+        wp[((size_t)(r0 / DMR) * taps + t) * DMR + r] = v;
+      }
+}
+#endif
+
+#if CPU_DIRECT_BUILT
+
+/* Mask of the first n (<= 16) lanes. */
+static inline __mmask16 lanes(int n) { return (__mmask16)((1u << n) - 1u); }
+
+/* xp (n planes of g->plane) = the n channels (H, W) of img, zero padded: the lead and the pad rows
+ * above, each row's pads left and right, the pad rows below and the slack are zeroed, the rest is
+ * copied. The padded image of a plane starts at its offset g->lead. */
+CPU_AVX512 static void pad_planes(const dgeom_t *g, int n, const float *img, float *xp) {
+  const size_t top = g->lead + (size_t)g->p * g->Wp + g->p, gap = 2 * (size_t)g->p;
+  const __m512 zero = _mm512_setzero_ps();
+  for (int c = 0; c < n; c++) {
+    float *dst = xp + (size_t)c * g->plane;
+    const float *src = img + (size_t)c * g->H * g->W;
+    for (size_t i = 0; i < top; i += VL) _mm512_mask_storeu_ps(dst + i, lanes(top - i < VL ? (int)(top - i) : VL), zero);
+    float *row = dst + top;
+    for (int h = 0; h < g->H; h++, row += g->Wp, src += g->W) {
+      int w = 0;
+      for (; w + VL <= g->W; w += VL) _mm512_storeu_ps(row + w, _mm512_loadu_ps(src + w));
+      const __mmask16 tail = lanes(g->W - w);
+      _mm512_mask_storeu_ps(row + w, tail, _mm512_maskz_loadu_ps(tail, src + w));
+      /* this row's right pad and the next one's left pad */
+      if (gap) _mm512_mask_storeu_ps(row + g->W, lanes(gap < VL ? (int)gap : VL), zero);
+      for (size_t i = VL; i < gap; i++) row[g->W + i] = 0.0f;
+    }
+    float *z = row - g->p, *end = dst + g->plane; /* below: last row's tail, pad rows, slack */
+    for (; z + VL <= end; z += VL) _mm512_storeu_ps(z, zero);
+    for (; z < end; z++) *z = 0.0f;
+  }
+}
+
+#define TILE_ROW(r)                                                                                \
+  {                                                                                                \
+    const __m512 a = _mm512_set1_ps(wk[r]);                                                        \
+    c##r##0 = _mm512_fmadd_ps(a, b0, c##r##0);                                                     \
+    c##r##1 = _mm512_fmadd_ps(a, b1, c##r##1);                                                     \
+    c##r##2 = _mm512_fmadd_ps(a, b2, c##r##2);                                                     \
+  }
+#define TILE_STORE(r)                                                                              \
+  _mm512_store_ps(tile + (r) * DNR, c##r##0), _mm512_store_ps(tile + (r) * DNR + 16, c##r##1),     \
+      _mm512_store_ps(tile + (r) * DNR + 32, c##r##2)
+
+/* tile (DMR, DNR) = sum over input channels and taps of the packed weights wp (taps, DMR) times the
+ * padded input at xq (the tile's first position) shifted by each tap. */
+CPU_AVX512 static void direct_tile(const float *xq, size_t plane, int cin, int k, int Wp, const float *wp,
+                                   float *tile) {
+  __m512 c00 = _mm512_setzero_ps(), c01 = c00, c02 = c00, c10 = c00, c11 = c00, c12 = c00, c20 = c00,
+         c21 = c00, c22 = c00, c30 = c00, c31 = c00, c32 = c00, c40 = c00, c41 = c00, c42 = c00, c50 = c00,
+         c51 = c00, c52 = c00, c60 = c00, c61 = c00, c62 = c00, c70 = c00, c71 = c00, c72 = c00;
+  const float *wk = wp;
+  for (int c = 0; c < cin; c++)
+    for (int kh = 0; kh < k; kh++) {
+      const float *xr = xq + (size_t)c * plane + (size_t)kh * Wp;
+      for (int kw = 0; kw < k; kw++, wk += DMR) {
+        const __m512 b0 = _mm512_loadu_ps(xr + kw), b1 = _mm512_loadu_ps(xr + kw + 16),
+                     b2 = _mm512_loadu_ps(xr + kw + 32);
+        TILE_ROW(0) TILE_ROW(1) TILE_ROW(2) TILE_ROW(3) TILE_ROW(4) TILE_ROW(5) TILE_ROW(6) TILE_ROW(7)
+      }
+    }
+  TILE_STORE(0), TILE_STORE(1), TILE_STORE(2), TILE_STORE(3);
+  TILE_STORE(4), TILE_STORE(5), TILE_STORE(6), TILE_STORE(7);
+}
+
+/* The valid positions of a tile starting at q0: runs of consecutive positions j0..j0+len of the
+ * tile that land at out + dst (one per output row the tile touches). */
+typedef struct run {
+  int j0, len, dst;
+} run_t;
+
+static int tile_runs(const dgeom_t *g, int q0, run_t *runs) {
+  int n = 0;
+  for (int oh = q0 / g->Wp; oh < g->H && oh * g->Wp < q0 + DNR; oh++) {
+    const int lo = oh * g->Wp > q0 ? oh * g->Wp : q0; /* first position of this row in the tile */
+    int hi = oh * g->Wp + g->W;                         /* one past its last valid column */
+    if (hi > q0 + DNR) hi = q0 + DNR;
+    if (hi > lo) runs[n++] = (run_t){lo - q0, hi - lo, oh * g->W + (lo - oh * g->Wp)};
+  }
+  return n;
+}
+
+/* One image: out (cout, H, W) = or += conv of the padded input xp (cin planes) with packed weights;
+ * `accumulate` adds into out, else out = result + bias (ReLU when asked). */
+CPU_AVX512 static void direct_image(const dgeom_t *g, int cin, int cout, const float *xp, const float *wp, const float *bias,
+                         int relu, int accumulate, float *out) {
+  float tile[DMR * DNR] __attribute__((aligned(64)));
+  run_t runs[DNR];
+  const size_t taps = (size_t)cin * g->k * g->k, HW = (size_t)g->H * g->W;
+  for (int q0 = 0; q0 < g->Q; q0 += DNR) {
+    const int nruns = tile_runs(g, q0, runs);
+    for (int r0 = 0; r0 < cout; r0 += DMR) {
+      direct_tile(xp + g->lead + q0, g->plane, cin, g->k, g->Wp, wp + (size_t)(r0 / DMR) * taps * DMR, tile);
+      const int rows = cout - r0 < DMR ? cout - r0 : DMR;
+      for (int r = 0; r < rows; r++) {
+        const __m512 b = _mm512_set1_ps(bias ? bias[r0 + r] : 0.0f), zero = _mm512_setzero_ps();
+        for (int k = 0; k < nruns; k++) {
+          const float *t = tile + r * DNR + runs[k].j0;
+          float *o = out + (size_t)(r0 + r) * HW + runs[k].dst;
+          for (int i = 0; i < runs[k].len; i += VL) {
+            const __mmask16 m = lanes(runs[k].len - i < VL ? runs[k].len - i : VL);
+            __m512 v = _mm512_maskz_loadu_ps(m, t + i);
+            if (accumulate)
+              v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, o + i));
+            else {
+              v = _mm512_add_ps(v, b);
+              if (relu) v = _mm512_max_ps(v, zero);
+            }
+            _mm512_mask_storeu_ps(o + i, m, v);
+          }
+        }
+      }
+    }
+  }
+}
+
+#define WG_FMA(t)                                                                                  \
+  {                                                                                                \
+    const __m512 xv = _mm512_loadu_ps(x + koff[t] + q);                                            \
+    a0##t = _mm512_fmadd_ps(d0, xv, a0##t), a1##t = _mm512_fmadd_ps(d1, xv, a1##t);                \
+    a2##t = _mm512_fmadd_ps(d2, xv, a2##t), a3##t = _mm512_fmadd_ps(d3, xv, a3##t);                \
+  }
+#define WG_SUM(i, t) sums[i][t] = _mm512_reduce_add_ps(a##i##t)
+#define WG_SUM_ROW(i) WG_SUM(i, 0), WG_SUM(i, 1), WG_SUM(i, 2), WG_SUM(i, 3), WG_SUM(i, 4), WG_SUM(i, 5)
+
+/* Weight gradient of a block of n samples: dw_acc (O, C*k*k) += sum over samples and positions of
+ * dy (padded, read on the padded-width grid) times the input under each tap. */
+CPU_AVX512 static void direct_wgrad(const conv_shape_t *s, const dgeom_t *g, int n, const float *xp, const float *dyp,
+                                    double *dw_acc) {
+  const int kk = g->k * g->k, ckk = s->C * kk;
+  const size_t shift = g->lead + (size_t)g->p * g->Wp + g->p; /* dy(oh, ow) at plane + shift + oh*Wp + ow */
+  const int qv = (g->Q + VL - 1) / VL * VL;        /* past Q the padded dy is zero */
+  size_t koff[WNK];
+  const float *drow[WMR];
+  float sums[WMR][WNK];
+  for (int o0 = 0; o0 < s->O; o0 += WMR)
+    for (int t0 = 0; t0 < ckk; t0 += WNK) {
+      for (int t = 0; t < WNK; t++) { /* taps past the last repeat it; their sums are dropped */
+        const int tap = t0 + t < ckk ? t0 + t : ckk - 1, c = tap / kk, kh = tap % kk / g->k, kw = tap % g->k;
+        koff[t] = (size_t)c * g->plane + g->lead + (size_t)kh * g->Wp + kw;
+      }
+      __m512 a00 = _mm512_setzero_ps(), a01 = a00, a02 = a00, a03 = a00, a04 = a00, a05 = a00, a10 = a00, a11 = a00,
+             a12 = a00, a13 = a00, a14 = a00, a15 = a00, a20 = a00, a21 = a00, a22 = a00, a23 = a00, a24 = a00,
+             a25 = a00, a30 = a00, a31 = a00, a32 = a00, a33 = a00, a34 = a00, a35 = a00;
+      for (int j = 0; j < n; j++) {
+        const float *x = xp + (size_t)j * s->C * g->plane;
+        for (int i = 0; i < WMR; i++) { /* rows past the last channel repeat it; dropped too */
+          const int o = o0 + i < s->O ? o0 + i : s->O - 1;
+          drow[i] = dyp + ((size_t)j * s->O + o) * g->plane + shift;
+        }
+        for (int q = 0; q < qv; q += VL) {
+          const __m512 d0 = _mm512_load_ps(drow[0] + q), d1 = _mm512_load_ps(drow[1] + q),
+                       d2 = _mm512_load_ps(drow[2] + q), d3 = _mm512_load_ps(drow[3] + q);
+          WG_FMA(0) WG_FMA(1) WG_FMA(2) WG_FMA(3) WG_FMA(4) WG_FMA(5)
+        }
+      }
+      WG_SUM_ROW(0), WG_SUM_ROW(1), WG_SUM_ROW(2), WG_SUM_ROW(3);
+      for (int i = 0; i < WMR && o0 + i < s->O; i++)
+        for (int t = 0; t < WNK && t0 + t < ckk; t++) dw_acc[(size_t)(o0 + i) * ckk + t0 + t] += (double)sums[i][t];
+    }
+}
+
+#endif /* CPU_DIRECT_BUILT */
+
+void cpu_conv_direct_fwd(const conv_shape_t *s, int B, const float *x, const float *w, const float *bias, int relu,
+                         float *y, float *ws, size_t ws_n) {
+#if CPU_DIRECT_BUILT
+  dgeom_t g = dgeom(s);
+  dws_t d = dws_split(s, &g, 1, ws);
+  (void)ws_n; /* the caller checked it with cpu_conv_direct_blocks */
+  pack_weights(s, w, 0, d.wf);
+  const size_t in_n = (size_t)s->C * s->H * s->W, out_n = (size_t)s->O * s->H * s->W;
+  for (int b = 0; b < B; b++) {
+    pad_planes(&g, s->C, x + (size_t)b * in_n, d.xp);
+    direct_image(&g, s->C, s->O, d.xp, d.wf, bias, relu, 0, y + (size_t)b * out_n);
+  }
+#else
+  (void)s, (void)B, (void)x, (void)w, (void)bias, (void)relu, (void)y, (void)ws, (void)ws_n;
+#endif
+}
+
+void cpu_conv_direct_bwd(const conv_shape_t *s, int B, const float *x, const float *w, const float *dy, float *dx,
+                         float *dw, float *db, float *ws, size_t ws_n) {
+#if CPU_DIRECT_BUILT
+  dgeom_t g = dgeom(s);
+  const int nb = cpu_conv_direct_blocks(s, ws_n), ckk = s->C * s->KH * s->KW;
+  dws_t d = dws_split(s, &g, nb, ws);
+  const size_t in_n = (size_t)s->C * s->H * s->W, out_n = (size_t)s->O * s->H * s->W, HW = (size_t)s->H * s->W;
+  if (dx) pack_weights(s, w, 1, d.wb);
+  if (dw)
+    for (size_t i = 0; i < (size_t)s->O * ckk; i++) d.dw_acc[i] = 0.0;
+  double *db_acc = xcalloc((size_t)s->O, sizeof *db_acc);
+  for (int b0 = 0; b0 < B; b0 += nb) {
+    const int n = B - b0 < nb ? B - b0 : nb;
+    for (int j = 0; j < n; j++) {
+      const float *dyj = dy + (size_t)(b0 + j) * out_n;
+      pad_planes(&g, s->O, dyj, d.dyp + (size_t)j * s->O * g.plane);
+      if (dw) pad_planes(&g, s->C, x + (size_t)(b0 + j) * in_n, d.xp + (size_t)j * s->C * g.plane);
+      if (db)
+        for (int o = 0; o < s->O; o++) db_acc[o] += cpu_sum_d(dyj + (size_t)o * HW, HW);
+    }
+    if (dw) direct_wgrad(s, &g, n, d.xp, d.dyp, d.dw_acc);
+    if (dx)
+      for (int j = 0; j < n; j++)
+        direct_image(&g, s->O, s->C, d.dyp + (size_t)j * s->O * g.plane, d.wb, NULL, 0, 1,
+                     dx + (size_t)(b0 + j) * in_n);
+  }
+  if (dw)
+    for (size_t i = 0; i < (size_t)s->O * ckk; i++) dw[i] = (float)((double)dw[i] + d.dw_acc[i]);
+  if (db)
+    for (int o = 0; o < s->O; o++) db[o] = (float)((double)db[o] + db_acc[o]);
+  free(db_acc);
+#else
+  (void)s, (void)B, (void)x, (void)w, (void)dy, (void)dx, (void)dw, (void)db, (void)ws, (void)ws_n;
+#endif
+}

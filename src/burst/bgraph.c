@@ -1,0 +1,114 @@
+/* The planner graph (bgraph.h): building it, from a model graph or node by node, and its
+ * fingerprints. */
+#include "burst/bgraph.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "burst/plan.h"
+#include "core/error.h"
+
+double burst_act_bytes(const graph_t *g, int node) { return 4.0 * (double)shape_size(g->l[node].out); }
+
+double burst_grad_bytes(const graph_t *g, int node) {
+  const layer_t *l = &g->l[node];
+  double bytes = 0;
+  for (int k = 0; k < l->np; k++) bytes += 4.0 * (double)g->params.t[l->param[k]].n;
+  return bytes;
+}
+
+static uint64_t fnv1a(uint64_t h, const char *s) {
+  for (; *s; s++) {
+    h ^= (unsigned char)*s;
+    h *= 0x100000001b3ULL;
+  }
+  return h;
+}
+
+#define FNV_OFFSET 0xcbf29ce484222325ULL
+
+uint64_t burst_graph_fingerprint(const graph_t *g) {
+  uint64_t h = FNV_OFFSET;
+  char buf[256];
+  for (int i = 0; i < g->n; i++) {
+    const layer_t *l = &g->l[i];
+    snprintf(buf, sizeof buf, "%d|%s|%s|%d", i, l->name, layer_kind_name(l->kind), l->nin);
+    h = fnv1a(h, buf);
+    for (int k = 0; k < l->nin; k++) {
+      snprintf(buf, sizeof buf, "|in%d", l->in[k]);
+      h = fnv1a(h, buf);
+    }
+    shape_str(l->out, buf, sizeof buf);
+    h = fnv1a(h, buf);
+    for (int k = 0; k < l->np; k++) {
+      const slab_tensor_t *t = &g->params.t[l->param[k]];
+      snprintf(buf, sizeof buf, "|%s:%d:%d,%d,%d,%d", t->name, t->ndim, t->d[0], t->d[1], t->d[2], t->d[3]);
+      h = fnv1a(h, buf);
+    }
+    h = fnv1a(h, ";");
+  }
+  return h;
+}
+
+uint64_t bgraph_fingerprint(const bgraph_t *bg) {
+  uint64_t h = fnv1a(FNV_OFFSET, "bgraph");
+  char buf[256];
+  for (int i = 0; i < bg->n; i++) {
+    const bgraph_node_t *v = &bg->v[i];
+    snprintf(buf, sizeof buf, "%d|%s|%s|%d|%.17g|%.17g", i, v->name, v->kind, v->nin, v->act_bytes, v->grad_bytes);
+    h = fnv1a(h, buf);
+    for (int k = 0; k < v->nin; k++) {
+      snprintf(buf, sizeof buf, "|in%d", v->in[k]);
+      h = fnv1a(h, buf);
+    }
+    h = fnv1a(h, ";");
+  }
+  return h;
+}
+
+void bgraph_init(bgraph_t *bg, const char *model, const char *source) {
+  memset(bg, 0, sizeof *bg);
+  snprintf(bg->model, sizeof bg->model, "%s", model);
+  snprintf(bg->source, sizeof bg->source, "%s", source);
+}
+
+int bgraph_add(bgraph_t *bg, const char *name, const char *kind, int nin, const int *in, double act_bytes,
+               double grad_bytes, int line) {
+  if (bg->n >= BGRAPH_MAX_NODES) surge_input_error("%s: more than %d nodes", bg->source, BGRAPH_MAX_NODES);
+  if ((bg->n & (bg->n - 1)) == 0) /* capacity doubles at powers of two */
+    bg->v = xrealloc(bg->v, (size_t)(bg->n ? 2 * bg->n : 1) * sizeof *bg->v);
+  bgraph_node_t *v = &bg->v[bg->n];
+  memset(v, 0, sizeof *v);
+  snprintf(v->name, sizeof v->name, "%s", name);
+  snprintf(v->kind, sizeof v->kind, "%s", kind);
+  v->nin = nin;
+  v->in = xmalloc((size_t)(nin ? nin : 1) * sizeof *v->in);
+  if (nin) memcpy(v->in, in, (size_t)nin * sizeof *in);
+  v->act_bytes = act_bytes;
+  v->grad_bytes = grad_bytes;
+  v->line = line;
+  return bg->n++;
+}
+
+void bgraph_from_graph(const graph_t *g, const char *model, bgraph_t *bg) {
+  bgraph_init(bg, model, "model graph");
+  for (int i = 0; i < g->n; i++) {
+    const layer_t *l = &g->l[i];
+    bgraph_add(bg, l->name, layer_kind_name(l->kind), l->nin, l->in, burst_act_bytes(g, i), burst_grad_bytes(g, i),
+               0);
+  }
+  bg->fingerprint = burst_graph_fingerprint(g);
+}
+
+void bgraph_free(bgraph_t *bg) {
+  for (int i = 0; i < bg->n; i++) free(bg->v[i].in);
+  free(bg->v);
+  memset(bg, 0, sizeof *bg);
+}
+
+const char *bgraph_where(const bgraph_t *bg, int node, char *buf, int len) {
+  buf[0] = '\0';
+  if (node >= 0 && node < bg->n && bg->v[node].line > 0) snprintf(buf, (size_t)len, "%s:%d: ", bg->source, bg->v[node].line);
+  return buf;
+}

@@ -1,0 +1,50 @@
+/* The planner's view of a model: a DAG of named nodes with the bytes the cost model needs, and no
+ * layer arithmetic. It comes from a model graph (graph_t, the one training builds), from a graph
+ * file (graph_file.c, doc/burst.md "Graphs and profiles from files") or from a DeepPool profile
+ * (deeppool.c). Node 0 is the input; nodes are in topological order; a node may have any number
+ * of inputs (Inception's concatenations have four). */
+#ifndef SURGE_BURST_BGRAPH_H
+#define SURGE_BURST_BGRAPH_H
+
+#include <stdint.h>
+
+#include "nn/graph.h"
+
+#define BGRAPH_NAME_MAX 64
+#define BGRAPH_KIND_MAX 24
+#define BGRAPH_MAX_NODES 1000000 /* bound on untrusted files */
+#define BGRAPH_MAX_IN 256
+
+typedef struct bgraph_node {
+  char name[BGRAPH_NAME_MAX]; /* one word, no '#' */
+  char kind[BGRAPH_KIND_MAX]; /* "input" for node 0; otherwise a label (conv2d, linear, concat, ...) */
+  int nin;
+  int *in;                    /* [nin] earlier nodes */
+  double act_bytes;           /* bytes per sample of the output (moved by re-shards) */
+  double grad_bytes;          /* gradient bytes of the node's own parameters (allreduced) */
+  int line;                   /* line of the file that defined it (0: not from a file) */
+} bgraph_node_t;
+
+typedef struct bgraph {
+  int n;
+  bgraph_node_t *v;
+  char model[64];        /* model name (plan files check it) */
+  char source[256];      /* where it came from, for messages: a file name, "model graph" */
+  uint64_t fingerprint;  /* structure hash that plan files record */
+} bgraph_t;
+
+/* The planner graph of a model graph: activations and gradients in fp32, fingerprint
+ * burst_graph_fingerprint(g) (so plan files of zoo models keep theirs). */
+void bgraph_from_graph(const graph_t *g, const char *model, bgraph_t *bg);
+/* Start an empty graph (nodes are appended with bgraph_add). */
+void bgraph_init(bgraph_t *bg, const char *model, const char *source);
+/* Append a node; returns its index. Inputs must be earlier nodes (callers check and report). */
+int bgraph_add(bgraph_t *bg, const char *name, const char *kind, int nin, const int *in, double act_bytes,
+               double grad_bytes, int line);
+/* The fingerprint of a graph that did not come from a graph_t: names, kinds, inputs and bytes. */
+uint64_t bgraph_fingerprint(const bgraph_t *bg);
+void bgraph_free(bgraph_t *bg);
+/* "file:line: " for a node defined in a file, "" otherwise (into buf). */
+const char *bgraph_where(const bgraph_t *bg, int node, char *buf, int len);
+
+#endif

@@ -1,0 +1,309 @@
+#include "pipe/exec.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "core/timer.h"
+
+pipe_grid_t pipe_grid_of(int tp, int pp, int dp, int r) {
+  return (pipe_grid_t){.tp = tp, .pp = pp, .dp = dp, .t = r % tp, .d = (r / tp) % dp, .p = r / (tp * dp)};
+}
+
+/* A group of the ranks with the same color (color < 0: none), ordered by key; the job's log counts
+ * its traffic. */
+static void split(pipe_exec_t *ex, int color, int key, comm_t *c) {
+  comm_split(ex->world, color, key, c);
+  if (c->size > 0) c->root_meter = &ex->world->meter;
+}
+
+static void make_groups(pipe_exec_t *ex) {
+  const pipe_grid_t *G = &ex->grid;
+  split(ex, G->p * G->dp + G->d, G->t, &ex->tp);
+  split(ex, G->p * G->tp + G->t, G->d, &ex->dp);
+  split(ex, G->d * G->tp + G->t, G->p, &ex->pp);
+  int ends = G->pp > 1 && (G->p == 0 || G->p == G->pp - 1);
+  split(ex, ends ? G->d * G->tp + G->t : -1, G->p, &ex->embed);
+}
+
+static int ends_with(const char *s, const char *suffix) {
+  size_t n = strlen(s), k = strlen(suffix);
+  return n >= k && strcmp(s + n - k, suffix) == 0;
+}
+
+/* The tensor-parallel sums at node boundaries (pipe/tp.h): g after row-parallel layers and the
+ * vocabulary-parallel embedding, f after column-parallel layers' backward. */
+static void mark_reductions(pipe_exec_t *ex) {
+  const graph_t *lg = &ex->lg;
+  ex->reduce_out = xcalloc((size_t)lg->n, 1);
+  ex->reduce_in = xcalloc((size_t)lg->n, 1);
+  if (ex->grid.tp == 1) return;
+  for (int i = 1; i < lg->n; i++) {
+    const char *name = lg->l[i].name;
+    ex->reduce_out[i] = strcmp(name, "wte") == 0 || ends_with(name, ".proj") || ends_with(name, ".fcproj");
+    ex->reduce_in[i] = strcmp(name, "lm_head") == 0 || ends_with(name, ".qkv") || ends_with(name, ".fc");
+  }
+}
+
+/* Every tensor of the part is summed over the data-parallel group; its gradient is final after the
+ * backward of its first user (the embedding for the tied word embedding). */
+static void make_sync(pipe_exec_t *ex, const gradsync_opts_t *o) {
+  const slab_layout_t *L = &ex->lg.params;
+  int *group = xcalloc((size_t)L->n + 1, sizeof *group), *ready = xcalloc((size_t)L->n + 1, sizeof *ready);
+  for (int t = 0; t < L->n; t++) ready[t] = L->t[t].owner;
+  gradsync_init(&ex->sync, L, group, ready, &ex->dp, &ex->dp, ex->m.grads, o);
+  free(group);
+  free(ready);
+}
+
+void pipe_exec_init(pipe_exec_t *ex, const graph_t *g, const gpt_dims_t *dims, const pipe_grid_t *grid,
+                    int first_block, int blocks, int M, pipe_sched_t sched, int B, const backend_t *be,
+                    comm_t *world, const gradsync_opts_t *sync) {
+  memset(ex, 0, sizeof *ex);
+  ex->g = g;
+  ex->dims = *dims;
+  ex->grid = *grid;
+  ex->world = world;
+  ex->M = M;
+  ex->sched = sched;
+  ex->batch = B;
+  make_groups(ex);
+  const pipe_grid_t *G = grid;
+  ex->part = (gpt_part_t){.tp = G->tp, .tp_rank = G->t, .first_block = first_block, .blocks = blocks,
+                          .first = G->p == 0, .last = G->p == G->pp - 1};
+  char err[256];
+  if (gpt_part_build(dims, &ex->part, &ex->lg, err, sizeof err) != 0)
+    surge_input_error("3d layout: the part of stage %d (blocks %d..%d, tensor shard %d of %d) does not fit "
+                      "together: %s", G->p, first_block, first_block + blocks - 1, G->t, G->tp, err);
+  int share_max = (B + G->dp - 1) / G->dp; /* shares differ by at most one */
+  ex->mb_cap = (share_max + M - 1) / M;
+  ex->slots = pipe_in_flight(sched, G->pp, M, G->p);
+  int window = ex->slots * ex->mb_cap;
+  model_init(&ex->m, &ex->lg, be, window);
+  mark_reductions(ex);
+  size_t row = (size_t)dims->T * (size_t)dims->width;
+  if (!ex->part.first) { /* the input's gradient goes back to the previous stage */
+    ex->din = be->alloc(surge_mul_size((size_t)window, row, "stage input gradient"));
+    ex->ring = ex->slots + 1; /* the send of micro-batch k's gradient has a whole round of passes */
+    ex->dsend = be->alloc(surge_mul_size((size_t)(ex->ring * ex->mb_cap), row, "stage input gradient sends"));
+    ex->m.act_floats += (size_t)(window + ex->ring * ex->mb_cap) * row;
+    for (int j = 1; j < ex->lg.n; j++)
+      for (int k = 0; k < ex->lg.l[j].nin; k++)
+        if (ex->lg.l[j].in[k] == 0) ex->m.din[j][k] = ex->din;
+  }
+  if (ex->part.last) {
+    int V = dims->vocab / G->tp;
+    tp_xent_init(&ex->xent, be, &ex->tp, V, G->t * V, window * dims->T);
+  }
+  ex->ops = xcalloc(2 * (size_t)M, sizeof *ex->ops);
+  pipe_schedule(sched, G->pp, M, G->p, ex->ops);
+  /* the timeline's common start: rank 0's clock now, read on every rank's own clock */
+  double offset = comm_clock_offset(world, 5), epoch = surge_now();
+  comm_bcast(world, &epoch, sizeof epoch, 0, TRAFFIC_OTHER);
+  int cap = 6 * M + 4; /* passes, receive and send waits of every micro-batch, and the syncs */
+  pipe_timeline_init(&ex->tl, cap < PIPE_TIMELINE_MAX ? cap : PIPE_TIMELINE_MAX, world->rank, G->p, epoch - offset);
+  pipe_p2p_init(&ex->p2p, &ex->pp, M, &ex->tl);
+  ex->wte = slab_layout_find(&ex->lg.params, ex->part.first ? "wte.weight" : "lm_head.weight");
+  if (!ex->part.first && !ex->part.last) ex->wte = -1;
+  size_t host = surge_mul_size((size_t)window, (size_t)dims->T, "host batch");
+  ex->x = xcalloc(host, sizeof(float));
+  ex->y = xcalloc(host, sizeof(float));
+  make_sync(ex, sync);
+}
+
+void pipe_exec_free(pipe_exec_t *ex) {
+  const backend_t *be = ex->m.be;
+  gradsync_free(&ex->sync);
+  pipe_p2p_free(&ex->p2p);
+  pipe_timeline_free(&ex->tl);
+  if (ex->part.last) tp_xent_free(&ex->xent);
+  if (ex->din) be->free(ex->din);
+  if (ex->dsend) be->free(ex->dsend);
+  model_free(&ex->m);
+  graph_free(&ex->lg);
+  comm_free(&ex->tp);
+  comm_free(&ex->dp);
+  comm_free(&ex->pp);
+  comm_free(&ex->embed);
+  free(ex->reduce_out);
+  free(ex->reduce_in);
+  free(ex->ops);
+  free(ex->x);
+  free(ex->y);
+  memset(ex, 0, sizeof *ex);
+}
+
+/* ---- one micro-batch */
+
+static size_t out_floats(const graph_t *g, int i) { return shape_size(g->l[i].out); }
+
+/* Positions [*lo, *lo + *cnt) of the global batch of micro-batch k of this rank's replica. */
+static void micro_batch(const pipe_exec_t *ex, int k, int *lo, int *cnt) {
+  long B = ex->batch, DP = ex->grid.dp, d = ex->grid.d;
+  long first = B * d / DP, n = B * (d + 1) / DP - first;
+  *lo = (int)(first + n * k / ex->M);
+  *cnt = (int)(first + n * (k + 1) / ex->M) - *lo;
+}
+
+/* Token ids into input rows [off, ...) (first stage) and targets into target rows (last stage). */
+static void fetch(pipe_exec_t *ex, const dataset_t *ds, data_split_t split, const uint64_t *ids, int cnt, int off) {
+  if (!ex->part.first && !ex->part.last) return;
+  size_t T = (size_t)ex->dims.T;
+  dataset_get(ds, split, ids, cnt, ex->x, ex->y);
+  if (ex->part.first) ex->m.be->upload(ex->m.act[0] + (size_t)off * T, ex->x, (size_t)cnt * T);
+  if (ex->part.last) ex->m.be->upload(ex->m.targets + (size_t)off * T, ex->y, (size_t)cnt * T);
+}
+
+/* Forward of nodes 1.. on rows [off, off + B), with the tensor-parallel sums. */
+static void forward_nodes(pipe_exec_t *ex, int off, int B) {
+  model_t *m = &ex->m;
+  for (int j = 1; j < ex->lg.n; j++) {
+    model_forward_node(m, j, off, B);
+    size_t n = out_floats(&ex->lg, j);
+    if (ex->reduce_out[j]) tp_allreduce(&ex->tp, m->act[j] + (size_t)off * n, (size_t)B * n);
+  }
+}
+
+/* A slot used again: its gradients start from zero (rows of every gradient buffer), after the send
+ * of its output has completed. */
+static void reuse_slot(pipe_exec_t *ex, int k) {
+  int old = k - ex->slots;
+  if (old < 0) return;
+  p2p_wait_send(&ex->p2p, P2P_SEND_ACT, old);
+  const backend_t *be = ex->m.be;
+  size_t off = (size_t)(k % ex->slots) * (size_t)ex->mb_cap;
+  for (int i = 1; i < ex->lg.n; i++) {
+    size_t n = out_floats(&ex->lg, i);
+    if (ex->m.dact[i]) be->fill(ex->m.dact[i] + off * n, (size_t)ex->mb_cap * n, 0.0f);
+  }
+  size_t row = out_floats(&ex->lg, 0);
+  if (ex->din) be->fill(ex->din + off * row, (size_t)ex->mb_cap * row, 0.0f);
+}
+
+static double forward_pass(pipe_exec_t *ex, const dataset_t *ds, const uint64_t *ids, int k, float grad_scale,
+                           layout_step_t *t) {
+  int lo, B, off = (k % ex->slots) * ex->mb_cap, out = ex->lg.n - 1;
+  micro_batch(ex, k, &lo, &B);
+  reuse_slot(ex, k);
+  double t0 = surge_now();
+  fetch(ex, ds, SPLIT_TRAIN, ids + lo, B, off);
+  double t1 = surge_now();
+  t->data += t1 - t0;
+  if (!ex->part.first) p2p_wait_recv_act(&ex->p2p, k);
+  double t2 = surge_now();
+  t->comm += t2 - t1;
+  forward_nodes(ex, off, B);
+  double loss = 0;
+  size_t n = out_floats(&ex->lg, out), T = (size_t)ex->dims.T;
+  model_t *m = &ex->m;
+  if (ex->part.last)
+    loss = tp_xent_loss(&ex->xent, B * ex->dims.T, m->act[out] + (size_t)off * n, m->targets + (size_t)off * T,
+                        grad_scale, m->dact[out] + (size_t)off * n);
+  double t3 = surge_now();
+  t->forward += t3 - t2;
+  pipe_timeline_add(&ex->tl, LOG_PIPE_FORWARD, k, t2, t3);
+  if (!ex->part.last) {
+    p2p_send_act(&ex->p2p, k, m->act[out] + (size_t)off * n, (size_t)B * n);
+    ex->p2p.grad->post_recv(&ex->p2p, k, m->dact[out] + (size_t)off * n, (size_t)B * n);
+  }
+  return ex->grid.t == 0 ? loss : 0;
+}
+
+static void backward_pass(pipe_exec_t *ex, int k, int final, layout_step_t *t) {
+  int lo, B, slot = k % ex->slots, off = slot * ex->mb_cap;
+  micro_batch(ex, k, &lo, &B);
+  model_t *m = &ex->m;
+  double t0 = surge_now();
+  if (!ex->part.last) ex->p2p.grad->wait_recv(&ex->p2p, k);
+  double t1 = surge_now();
+  t->comm += t1 - t0;
+  for (int j = ex->lg.n - 1; j >= 1; j--) {
+    model_backward_node(m, j, off, B);
+    if (ex->reduce_in[j] && m->din[j][0]) {
+      size_t n = out_floats(&ex->lg, ex->lg.l[j].in[0]);
+      tp_allreduce(&ex->tp, m->din[j][0] + (size_t)off * n, (size_t)B * n);
+    }
+    if (final) gradsync_node_done(&ex->sync, j);
+  }
+  double t2 = surge_now();
+  t->backward += t2 - t1;
+  pipe_timeline_add(&ex->tl, LOG_PIPE_BACKWARD, k, t1, t2);
+  size_t row = out_floats(&ex->lg, 0);
+  if (!ex->part.first) { /* the gradient goes from a ring of send buffers: the slot is free at once */
+    int r = k % ex->ring;
+    if (k >= ex->ring) p2p_wait_send(&ex->p2p, P2P_SEND_GRAD, k - ex->ring);
+    float *send = ex->dsend + (size_t)r * (size_t)ex->mb_cap * row;
+    m->be->copy(send, ex->din + (size_t)off * row, (size_t)B * row);
+    ex->p2p.grad->send(&ex->p2p, k, send, (size_t)B * row);
+    if (k + ex->slots < ex->M) /* the slot is free: its next micro-batch may arrive */
+      p2p_post_recv_act(&ex->p2p, k + ex->slots, m->act[0] + (size_t)off * row,
+                        (size_t)ex->mb_cap * row);
+  }
+}
+
+/* The tied word embedding's two gradients (first and last stage) summed. */
+static void embed_sync(pipe_exec_t *ex) {
+  if (ex->embed.size < 2 || ex->wte < 0) return;
+  const slab_tensor_t *w = &ex->lg.params.t[ex->wte];
+  double t0 = surge_now();
+  comm_allreduce_sum(&ex->embed, ex->m.grads + w->off, w->n, TRAFFIC_EMBED);
+  pipe_timeline_add(&ex->tl, LOG_PIPE_EMBED_SYNC, -1, t0, surge_now());
+}
+
+void pipe_exec_step(pipe_exec_t *ex, const dataset_t *ds, const uint64_t *ids, float grad_scale, layout_step_t *t) {
+  memset(t, 0, sizeof *t);
+  pipe_timeline_reset(&ex->tl);
+  model_t *m = &ex->m;
+  model_zero_grads(m);
+  size_t row = out_floats(&ex->lg, 0);
+  if (ex->din) m->be->fill(ex->din, (size_t)m->B_cap * row, 0.0f);
+  gradsync_begin(&ex->sync);
+  if (!ex->part.first) /* every free slot may receive its micro-batch */
+    for (int k = 0; k < ex->slots && k < ex->M; k++) {
+      int off = k * ex->mb_cap;
+      p2p_post_recv_act(&ex->p2p, k, m->act[0] + (size_t)off * row, (size_t)ex->mb_cap * row);
+    }
+  for (int i = 0; i < 2 * ex->M; i++) {
+    const pipe_op_t *op = &ex->ops[i];
+    if (op->pass == PIPE_FORWARD) t->loss += forward_pass(ex, ds, ids, op->mb, grad_scale, t);
+    else backward_pass(ex, op->mb, i == 2 * ex->M - 1, t);
+  }
+  double a = surge_now();
+  p2p_wait_sends(&ex->p2p);
+  double b = surge_now();
+  gradsync_finish(&ex->sync);
+  double c = surge_now();
+  pipe_timeline_add(&ex->tl, LOG_PIPE_GRAD_SYNC, -1, b, c);
+  embed_sync(ex);
+  t->backward_done = ex->sync.backward_done;
+  t->wait = ex->sync.wait_s;
+  t->comm += surge_now() - a - t->wait;
+}
+
+void pipe_exec_eval(pipe_exec_t *ex, const dataset_t *ds, data_split_t split, uint64_t n, double sums[2]) {
+  model_t *m = &ex->m;
+  int out = ex->lg.n - 1;
+  /* chunks every stage holds: the last stage has the fewest slots */
+  int window = ex->mb_cap * pipe_in_flight(ex->sched, ex->grid.pp, ex->M, ex->grid.pp - 1);
+  uint64_t DP = (uint64_t)ex->grid.dp, d = (uint64_t)ex->grid.d;
+  uint64_t lo = (uint64_t)((unsigned __int128)n * d / DP), hi = (uint64_t)((unsigned __int128)n * (d + 1) / DP);
+  uint64_t *ids = xcalloc((size_t)window, sizeof *ids);
+  size_t in_row = out_floats(&ex->lg, 0), out_row = out_floats(&ex->lg, out);
+  sums[0] = sums[1] = 0;
+  int c = 0;
+  for (uint64_t at = lo; at < hi; at += (uint64_t)window, c++) {
+    int B = (int)(hi - at < (uint64_t)window ? hi - at : (uint64_t)window);
+    for (int i = 0; i < B; i++) ids[i] = at + (uint64_t)i;
+    fetch(ex, ds, split, ids, B, 0);
+    if (!ex->part.first) p2p_eval_recv(&ex->p2p, c, m->act[0], (size_t)B * in_row);
+    forward_nodes(ex, 0, B);
+    if (ex->part.last) {
+      double loss = tp_xent_loss(&ex->xent, B * ex->dims.T, m->act[out], m->targets, 0.0f, NULL);
+      long correct = tp_xent_correct(&ex->xent, B * ex->dims.T, m->act[out], m->targets);
+      if (ex->grid.t == 0) sums[0] += loss, sums[1] += (double)correct;
+    } else {
+      p2p_eval_send(&ex->p2p, c, m->act[out], (size_t)B * out_row);
+    }
+  }
+  free(ids);
+}

@@ -1,0 +1,88 @@
+/* The 3D executor: this rank's part of the gpt (pipe/gpt_part.h) run as one cell of the
+ * tensor x pipeline x data grid with Megatron-LM's rank layout
+ *   rank = pp_index * (TP * DP) + dp_index * TP + tp_index
+ * (tensor-parallel groups are consecutive ranks, data-parallel groups have stride TP within a stage,
+ * pipeline groups stride TP * DP), one communicator per axis group.
+ *
+ * A step on the global batch: data-parallel replica d takes positions [floor(B d/DP), floor(B (d+1)/DP))
+ * and splits them into M micro-batches (micro-batch k: positions [floor(n k/M), floor(n (k+1)/M)) of
+ * its share of n). Each stage runs its schedule (pipe/schedule.h); micro-batch k lives in slot
+ * k mod S of the buffers (rows [slot mb_cap, (slot+1) mb_cap)), S = the most the schedule holds at
+ * once, so 1F1B needs min(PP - s, M) slots on stage s and GPipe M. Per pass:
+ *   forward   receive the input (or fetch the token ids on the first stage), run the part's nodes with
+ *             the tensor-parallel sums after row-parallel layers (pipe/tp.h), then send the output
+ *             onwards, or take the vocabulary-parallel loss on the last stage
+ *   backward  receive the output's gradient (the last stage has it from the loss), run the nodes
+ *             backwards with the sums of column-parallel layers' input gradients, send the input's
+ *             gradient back
+ * After the last backward pass: the data-parallel gradient sum (sync/gradsync.h over the data-parallel
+ * group, buckets started during the last micro-batch's backward pass), then the tied word
+ * embedding's gradient summed over the embedding group (the first and last stage ranks of one
+ * tensor- and data-parallel index; traffic category embedding). */
+#ifndef SURGE_PIPE_EXEC_H
+#define SURGE_PIPE_EXEC_H
+
+#include "comm/comm.h"
+#include "data/dataset.h"
+#include "layout/layout.h"
+#include "nn/model.h"
+#include "pipe/gpt_part.h"
+#include "pipe/p2p.h"
+#include "pipe/schedule.h"
+#include "pipe/timeline.h"
+#include "pipe/tp.h"
+#include "sync/gradsync.h"
+
+/* The grid and this rank's place in it. */
+typedef struct pipe_grid {
+  int tp, pp, dp;
+  int t, p, d; /* this rank's tensor, pipeline (stage) and data-parallel index */
+} pipe_grid_t;
+
+/* The place of world rank r in a tp x pp x dp grid. */
+pipe_grid_t pipe_grid_of(int tp, int pp, int dp, int r);
+
+typedef struct pipe_exec {
+  const graph_t *g;      /* the whole model */
+  gpt_dims_t dims;
+  pipe_grid_t grid;
+  comm_t *world;
+  comm_t tp, dp, pp, embed; /* axis groups; embed has size 0 unless PP > 1 and the stage is first or last */
+  gpt_part_t part;
+  graph_t lg;            /* this rank's part */
+  model_t m;             /* its buffers: slots * mb_cap samples */
+  pipe_sched_t sched;
+  int M, slots, mb_cap, batch;
+  pipe_op_t *ops;        /* (2M) this stage's schedule */
+  unsigned char *reduce_out; /* (lg.n) sum the node's output over tp after its forward (g) */
+  unsigned char *reduce_in;  /* (lg.n) sum its input's gradient over tp after its backward (f) */
+  float *din;            /* (slots mb_cap, T C): gradient of the stage input (not on the first stage) */
+  float *dsend;          /* (ring mb_cap, T C): micro-batch k's input gradient is sent from slice k mod ring */
+  int ring;
+  tp_xent_t xent;        /* last stage */
+  pipe_p2p_t p2p;
+  pipe_timeline_t tl;
+  gradsync_t sync;
+  int wte;               /* lg's slab tensor of the tied word embedding rows (first, last stage), or -1 */
+  float *x, *y;          /* host staging of up to slots * mb_cap samples' ids and targets */
+} pipe_exec_t;
+
+/* Collective over world: the communicators, the part of the stage holding blocks
+ * [first_block, first_block + blocks) (the caller checked the grid against the model), its buffers
+ * and gradient sync. B: the global batch (each replica's share holds at least M samples). */
+void pipe_exec_init(pipe_exec_t *ex, const graph_t *g, const gpt_dims_t *dims, const pipe_grid_t *grid,
+                    int first_block, int blocks, int M, pipe_sched_t sched, int B, const backend_t *be,
+                    comm_t *world, const gradsync_opts_t *sync);
+void pipe_exec_free(pipe_exec_t *ex);
+
+/* Collective: one step's gradients for the global batch ids[0..B) (scaled by grad_scale), summed
+ * over the data-parallel group and, for the word embedding, the embedding group. Fills this rank's
+ * part of the loss sum (the last stage's tensor-parallel rank 0 reports its replica's) and its phase
+ * times into out; not the squared norm (the layout's). */
+void pipe_exec_step(pipe_exec_t *ex, const dataset_t *ds, const uint64_t *ids, float grad_scale, layout_step_t *out);
+
+/* Collective: loss sum and correct targets of this rank's part of positions [0, n) of split (each
+ * replica its share, reported by its last stage's tensor-parallel rank 0). */
+void pipe_exec_eval(pipe_exec_t *ex, const dataset_t *ds, data_split_t split, uint64_t n, double sums[2]);
+
+#endif

@@ -1,0 +1,259 @@
+#include "pipe/layout.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "pipe/exec.h"
+#include "nn/zoo.h"
+#include "pipe/partition.h"
+
+typedef struct pipe_layout {
+  layout_t base;
+  pipe_exec_t ex;
+  slab_layout_t local;  /* the pieces of every global tensor, in the whole model's order */
+  gpt_piece_t *piece;   /* (local.n) */
+  int *first_block, *blocks; /* (pp) the stages */
+  double *mflop;        /* (pp) training MFLOP per sample of each stage */
+  long timeline_every;
+} pipe_layout_t;
+
+static pipe_layout_t *impl(const layout_t *l) { return l->impl; }
+
+/* ---- options against the job and the model */
+
+/* The first of keys (NULL-terminated) the deck or -D set, else the last one: what a message blames. */
+static const char *blame(const layout_opts_t *o, const char *const *keys) {
+  int i = 0;
+  for (; keys[i + 1]; i++)
+    if (strcmp(layout_where(o, keys[i]), "default") != 0) break;
+  return layout_where(o, keys[i]);
+}
+
+static void check_grid(const layout_opts_t *o, const graph_t *g, const gpt_dims_t *d, int ranks) {
+  int tp = o->grid.tp, pp = o->grid.pp, dp = o->grid.dp, M = o->grid.micro_batches;
+  const char *grid_keys[] = {"parallel.tp", "parallel.pp", "parallel.dp", "parallel.mode", NULL};
+  if ((long)tp * pp * dp != ranks)
+    surge_input_error("%s: [parallel] tp = %d, pp = %d, dp = %d: tp * pp * dp = %ld, but the job has %d rank%s "
+                      "(hint: launch %ld ranks, or choose tp, pp and dp whose product is %d)",
+                      blame(o, grid_keys), tp, pp, dp, (long)tp * pp * dp, ranks, ranks == 1 ? "" : "s",
+                      (long)tp * pp * dp, ranks);
+  if (d->heads % tp != 0)
+    surge_input_error("%s: [parallel] tp = %d does not divide the %d attention heads ([model] gpt_heads) (hint: "
+                      "tensor parallelism gives every rank of a stage whole heads: tp must divide gpt_heads)",
+                      layout_where(o, "parallel.tp"), tp, d->heads);
+  if (d->vocab % tp != 0)
+    surge_input_error("%s: [parallel] tp = %d does not divide the vocabulary of %d tokens (hint: the embedding and "
+                      "the output layer split the vocabulary evenly: tp must divide %d)",
+                      layout_where(o, "parallel.tp"), tp, d->vocab, d->vocab);
+  if (pp > d->layers)
+    surge_input_error("%s: [parallel] pp = %d stages, but the model has %d transformer block%s ([model] "
+                      "gpt_layers) (hint: every stage holds at least one whole block: pp <= gpt_layers)",
+                      layout_where(o, "parallel.pp"), pp, d->layers, d->layers == 1 ? "" : "s");
+  long share = o->global_batch / dp; /* the smallest replica's share */
+  const char *mb_keys[] = {"parallel.micro_batches", "train.global_batch", NULL};
+  if (share < M)
+    surge_input_error("%s: [parallel] micro_batches = %d, but a data-parallel replica gets only %ld of the %ld "
+                      "samples of [train] global_batch over dp = %d: a micro-batch would have no samples (hint: "
+                      "global_batch >= dp * micro_batches, here %ld)",
+                      blame(o, mb_keys), M, share, o->global_batch, dp, (long)dp * M);
+  if (pipe_sched_of(o->grid.schedule) < 0)
+    surge_input_error("%s: [parallel] schedule = %s: not a schedule (accepted: 1f1b, gpipe)",
+                      layout_where(o, "parallel.schedule"), o->grid.schedule);
+  (void)g;
+}
+
+/* Blocks per stage: [parallel] stages, or balanced by training FLOPs. */
+static void make_stages(pipe_layout_t *pl, const layout_opts_t *o, const graph_t *g, const gpt_dims_t *d) {
+  int pp = o->grid.pp, L = d->layers;
+  pl->first_block = xcalloc((size_t)pp, sizeof(int));
+  pl->blocks = xcalloc((size_t)pp, sizeof(int));
+  pl->mflop = xcalloc((size_t)pp, sizeof(double));
+  double *cost = xcalloc((size_t)L, sizeof *cost);
+  for (int b = 0; b < L; b++)
+    for (int k = 0; k < ZOO_GPT_BLOCK_NODES; k++) cost[b] += graph_node_train_flops(g, gpt_block_node(b) + k);
+  double head = graph_node_train_flops(g, 1), tail = graph_node_train_flops(g, g->n - 2) + graph_node_train_flops(g, g->n - 1);
+  int automatic = o->grid.nstages == 1 && o->grid.stages[0] == 0;
+  if (automatic) {
+    pipe_partition(cost, L, head, tail, pp, pl->blocks);
+  } else {
+    int sum = 0, bad = o->grid.nstages != pp;
+    for (int s = 0; s < o->grid.nstages; s++) sum += o->grid.stages[s], bad |= o->grid.stages[s] < 1;
+    if (bad || sum != L)
+      surge_input_error("%s: [parallel] stages: %d entr%s summing to %d; the pipeline needs pp = %d entries, each at "
+                        "least 1, summing to the %d blocks of [model] gpt_layers (hint: stages = 0 balances them by FLOPs)",
+                        layout_where(o, "parallel.stages"), o->grid.nstages, o->grid.nstages == 1 ? "y" : "ies", sum,
+                        pp, L);
+    memcpy(pl->blocks, o->grid.stages, (size_t)pp * sizeof(int));
+  }
+  for (int s = 0, b = 0; s < pp; s++) {
+    pl->first_block[s] = b;
+    for (int i = 0; i < pl->blocks[s]; i++) pl->mflop[s] += cost[b + i] / 1e6;
+    b += pl->blocks[s];
+  }
+  pl->mflop[0] += head / 1e6;
+  pl->mflop[pp - 1] += tail / 1e6;
+  free(cost);
+}
+
+/* ---- pieces: this rank's boxes of the global tensors */
+
+static void make_pieces(pipe_layout_t *pl, const graph_t *g) {
+  pipe_exec_t *ex = &pl->ex;
+  const slab_layout_t *G = &g->params;
+  pl->piece = xcalloc((size_t)G->n * GPT_MAX_PIECES, sizeof *pl->piece);
+  slab_layout_t *L = &pl->local;
+  slab_layout_init(L);
+  L->cap = G->n * GPT_MAX_PIECES;
+  L->t = xcalloc((size_t)L->cap, sizeof *L->t);
+  size_t held = 0;
+  for (int t = 0; t < G->n; t++) {
+    gpt_piece_t *q = &pl->piece[L->n];
+    int n = gpt_part_pieces(&ex->dims, &ex->part, &ex->lg, &G->t[t], q);
+    for (int j = 0; j < n; j++) {
+      slab_tensor_t *e = &L->t[L->n++];
+      snprintf(e->name, sizeof e->name, "%s", G->t[t].name);
+      e->off = q[j].off;
+      e->n = q[j].n;
+      e->ndim = q[j].ndim;
+      for (int k = 0; k < q[j].ndim; k++) e->d[k] = (int)q[j].count[k];
+      e->owner = -1;
+      held += q[j].n;
+    }
+  }
+  L->total = ex->lg.params.total;
+  if (held != L->total)
+    surge_runtime_error("3d layout: the boxes cover %zu of the part's %zu floats (a layout bug)", held, L->total);
+}
+
+/* Piece q's replica index and count: the ranks that hold its box are the data-parallel replicas,
+ * times the stage's tensor-parallel ranks for a box every shard holds, times two for the word
+ * embedding held by the first and the last stage. */
+static void replica_of(const pipe_grid_t *G, const gpt_piece_t *q, int *replica, int *replicas) {
+  int every = q->hold == GPT_EVERY_SHARD, tied = q->tied && G->pp > 1;
+  int tps = every ? G->tp : 1;
+  *replicas = G->dp * tps * (tied ? 2 : 1);
+  *replica = G->d + G->dp * ((every ? G->t : 0) + tps * (tied && G->p == G->pp - 1));
+}
+
+/* The whole model's initial values (the same on every layout and rank count), each piece copied. */
+static void init_params(pipe_layout_t *pl, const graph_t *g, uint64_t seed) {
+  const slab_layout_t *L = &pl->local, *G = &g->params;
+  float *whole = xcalloc(G->total ? G->total : 1, sizeof(float)), *mine = xcalloc(L->total ? L->total : 1, sizeof(float));
+  graph_init_params(g, seed, whole);
+  for (int i = 0; i < L->n; i++) {
+    const gpt_piece_t *q = &pl->piece[i];
+    if (q->n == 0) continue;
+    const slab_tensor_t *t = &G->t[slab_layout_find(G, L->t[i].name)];
+    state_box_copy(whole + t->off, mine + q->off, q->ndim, q->dims, q->start, q->count, 1);
+  }
+  pl->ex.m.be->upload(pl->ex.m.params, mine, L->total);
+  free(whole);
+  free(mine);
+}
+
+/* ---- the layout's operations */
+
+static void step(layout_t *l, const dataset_t *ds, const uint64_t *ids, float grad_scale, layout_step_t *out) {
+  pipe_layout_t *pl = impl(l);
+  pipe_exec_step(&pl->ex, ds, ids, grad_scale, out);
+  const backend_t *be = pl->ex.m.be;
+  for (int i = 0; i < pl->local.n; i++) { /* each global value counted once: by replica 0 of its box */
+    int replica, replicas;
+    replica_of(&pl->ex.grid, &pl->piece[i], &replica, &replicas);
+    if (pl->piece[i].n && replica == 0) out->sumsq += be->sumsq(pl->ex.m.grads + pl->piece[i].off, pl->piece[i].n);
+  }
+}
+
+static void eval(layout_t *l, const dataset_t *ds, data_split_t split, uint64_t n, double sums[2]) {
+  pipe_exec_eval(&impl(l)->ex, ds, split, n, sums);
+}
+
+/* Replicas stay equal by construction: they apply the same sums (bitwise equal on every rank of a
+ * group) through the same optimizer; checkpoints verify it (io/checkpoint.h). */
+static void sync_replicas(layout_t *l, float *slabs[], int nslabs) { (void)l, (void)slabs, (void)nslabs; }
+
+static void describe(const layout_t *l, state_tensor_t *out) {
+  const pipe_layout_t *pl = impl(l);
+  for (int i = 0; i < pl->local.n; i++) {
+    const gpt_piece_t *q = &pl->piece[i];
+    state_tensor_t *s = &out[i];
+    memset(s, 0, sizeof *s);
+    snprintf(s->name, sizeof s->name, "%s", pl->local.t[i].name);
+    s->ndim = q->ndim;
+    for (int k = 0; k < q->ndim; k++) {
+      s->dims[k] = q->dims[k];
+      s->start[k] = q->n ? q->start[k] : 0;
+      s->count[k] = q->n ? q->count[k] : 0;
+    }
+    s->replicas = 1;
+    if (q->n) replica_of(&pl->ex.grid, q, &s->replica, &s->replicas);
+  }
+}
+
+static void log_pipeline(const layout_t *l, run_log_t *log) {
+  const pipe_layout_t *pl = impl(l);
+  const pipe_exec_t *ex = &pl->ex;
+  int pp = ex->grid.pp, ranks = ex->world->size;
+  double mine = sizeof(float) * (double)ex->m.act_floats, *all = xcalloc((size_t)ranks, sizeof *all);
+  comm_gather_double(ex->world, &mine, 1, all, 0, TRAFFIC_OTHER);
+  double *held = xcalloc((size_t)pp, sizeof *held), *bytes = xcalloc((size_t)pp, sizeof *bytes);
+  for (int s = 0; s < pp; s++) {
+    held[s] = pipe_in_flight(ex->sched, pp, ex->M, s);
+    for (int r = 0; r < ranks; r++)
+      if (pipe_grid_of(ex->grid.tp, pp, ex->grid.dp, r).p == s && all[r] > bytes[s]) bytes[s] = all[r];
+  }
+  log_pipe_info_t info = {.tp = ex->grid.tp, .pp = pp, .dp = ex->grid.dp, .micro_batches = ex->M,
+                          .schedule = pipe_sched_name(ex->sched), .bubble_theory = pipe_bubble_theory(pp, ex->M),
+                          .first_block = pl->first_block, .blocks = pl->blocks, .mflop = pl->mflop, .held = held,
+                          .act_bytes = bytes};
+  run_log_pipeline(log, &info);
+  free(all);
+  free(held);
+  free(bytes);
+}
+
+static void log_step(layout_t *l, run_log_t *log, long step) {
+  pipe_layout_t *pl = impl(l);
+  if (pl->timeline_every <= 0 || step % pl->timeline_every != 0) return;
+  log_pipe_event_t *ev;
+  size_t n = pipe_timeline_gather(&pl->ex.tl, pl->ex.world, &ev);
+  run_log_pipeline_events(log, step, ev, n);
+  free(ev);
+}
+
+static void free_layout(layout_t *l) {
+  pipe_layout_t *pl = impl(l);
+  pipe_exec_free(&pl->ex);
+  slab_layout_free(&pl->local);
+  free(pl->piece);
+  free(pl->first_block);
+  free(pl->blocks);
+  free(pl->mflop);
+  free(pl);
+}
+
+static const layout_ops_t pipe_layout_ops = {.step = step, .eval = eval, .sync_replicas = sync_replicas,
+                                             .describe = describe, .log = log_pipeline, .log_step = log_step,
+                                             .free = free_layout};
+
+layout_t *pipe_layout_build(const layout_opts_t *o, const graph_t *g, const backend_t *be, comm_t *world) {
+  gpt_dims_t d;
+  char err[256];
+  if (strcmp(o->model, "gpt") != 0 || gpt_dims_of(g, &d, err, sizeof err) != 0)
+    surge_input_error("%s: [parallel] mode = 3d needs the gpt, but [model] zoo = %s (hint: 3d parallelism splits "
+                      "the gpt's transformer blocks, heads and vocabulary; other models run with mode = dp or burst)",
+                      layout_where(o, "parallel.mode"), o->model);
+  check_grid(o, g, &d, world->size);
+  pipe_layout_t *pl = xcalloc(1, sizeof *pl);
+  make_stages(pl, o, g, &d);
+  pipe_grid_t G = pipe_grid_of(o->grid.tp, o->grid.pp, o->grid.dp, world->rank);
+  pipe_exec_init(&pl->ex, g, &d, &G, pl->first_block[G.p], pl->blocks[G.p], o->grid.micro_batches,
+                 (pipe_sched_t)pipe_sched_of(o->grid.schedule), (int)o->global_batch, be, world, &o->sync);
+  make_pieces(pl, g);
+  init_params(pl, g, o->seed);
+  pl->timeline_every = o->grid.timeline_every;
+  pl->base = (layout_t){.ops = &pipe_layout_ops, .m = &pl->ex.m, .local = &pl->local, .sync = &pl->ex.sync,
+                        .window = pl->ex.m.B_cap, .impl = pl};
+  return &pl->base;
+}

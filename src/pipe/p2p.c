@@ -1,0 +1,91 @@
+#include "pipe/p2p.h"
+
+#include <stdlib.h>
+
+#include "core/error.h"
+#include "core/timer.h"
+
+enum { EVAL_TAG = 1 << 20 };
+
+void pipe_p2p_init(pipe_p2p_t *p, comm_t *pp, int M, pipe_timeline_t *tl) {
+  *p = (pipe_p2p_t){.pp = pp, .stage = pp->rank, .stages = pp->size, .M = M, .grad = &pipe_grad_exact, .tl = tl};
+  p->req = xcalloc((size_t)P2P_KINDS * (size_t)M, sizeof *p->req);
+  p->live = xcalloc((size_t)P2P_KINDS * (size_t)M, sizeof *p->live);
+}
+
+void pipe_p2p_free(pipe_p2p_t *p) {
+  free(p->req);
+  free(p->live);
+  p->req = NULL;
+  p->live = NULL;
+}
+
+static size_t slot(const pipe_p2p_t *p, int kind, int mb) { return (size_t)kind * (size_t)p->M + (size_t)mb; }
+
+/* The neighbour a kind of transfer goes to or comes from, its tag and its traffic category. */
+static int peer(const pipe_p2p_t *p, int kind) {
+  return kind == P2P_RECV_ACT || kind == P2P_SEND_GRAD ? p->stage - 1 : p->stage + 1;
+}
+static int tag(int kind, int mb) { return 2 * mb + (kind == P2P_RECV_GRAD || kind == P2P_SEND_GRAD); }
+static traffic_t category(int kind) {
+  return kind == P2P_RECV_ACT || kind == P2P_SEND_ACT ? TRAFFIC_ACT : TRAFFIC_ACT_GRAD;
+}
+
+void p2p_isend(pipe_p2p_t *p, int kind, int mb, const float *buf, size_t n) {
+  size_t s = slot(p, kind, mb);
+  if (p->live[s]) surge_runtime_error("pipeline: a second send of micro-batch %d before the first completed", mb);
+  comm_isend(p->pp, buf, n, peer(p, kind), tag(kind, mb), category(kind), &p->req[s]);
+  p->live[s] = 1;
+}
+
+void p2p_irecv(pipe_p2p_t *p, int kind, int mb, float *buf, size_t n) {
+  size_t s = slot(p, kind, mb);
+  if (p->live[s]) surge_runtime_error("pipeline: a second receive of micro-batch %d before the first completed", mb);
+  comm_irecv(p->pp, buf, n, peer(p, kind), tag(kind, mb), category(kind), &p->req[s]);
+  p->live[s] = 1;
+}
+
+void p2p_complete(pipe_p2p_t *p, int kind, int mb, int event) {
+  size_t s = slot(p, kind, mb);
+  if (!p->live[s]) return;
+  double t0 = surge_now();
+  comm_waitall(p->pp, &p->req[s], 1, category(kind));
+  p->live[s] = 0;
+  if (event >= 0) pipe_timeline_add(p->tl, event, mb, t0, surge_now());
+}
+
+void p2p_post_recv_act(pipe_p2p_t *p, int mb, float *x, size_t n) { p2p_irecv(p, P2P_RECV_ACT, mb, x, n); }
+void p2p_wait_recv_act(pipe_p2p_t *p, int mb) { p2p_complete(p, P2P_RECV_ACT, mb, LOG_PIPE_RECV_ACTIVATION); }
+void p2p_send_act(pipe_p2p_t *p, int mb, const float *y, size_t n) { p2p_isend(p, P2P_SEND_ACT, mb, y, n); }
+void p2p_wait_send(pipe_p2p_t *p, int kind, int mb) { p2p_complete(p, kind, mb, LOG_PIPE_SEND_WAIT); }
+
+void p2p_wait_sends(pipe_p2p_t *p) {
+  double t0 = surge_now();
+  int any = 0;
+  for (int kind = P2P_SEND_ACT; kind <= P2P_SEND_GRAD; kind++)
+    for (int mb = 0; mb < p->M; mb++) {
+      any |= p->live[slot(p, kind, mb)];
+      p2p_complete(p, kind, mb, -1);
+    }
+  if (any) pipe_timeline_add(p->tl, LOG_PIPE_SEND_WAIT, -1, t0, surge_now());
+}
+
+void p2p_eval_recv(pipe_p2p_t *p, int c, float *x, size_t n) {
+  comm_request_t r;
+  comm_irecv(p->pp, x, n, p->stage - 1, EVAL_TAG + c, TRAFFIC_ACT, &r);
+  comm_waitall(p->pp, &r, 1, TRAFFIC_ACT);
+}
+
+void p2p_eval_send(pipe_p2p_t *p, int c, const float *y, size_t n) {
+  comm_request_t r;
+  comm_isend(p->pp, y, n, p->stage + 1, EVAL_TAG + c, TRAFFIC_ACT, &r);
+  comm_waitall(p->pp, &r, 1, TRAFFIC_ACT);
+}
+
+/* ---- the exact gradient transfer */
+
+static void exact_send(pipe_p2p_t *p, int mb, const float *g, size_t n) { p2p_isend(p, P2P_SEND_GRAD, mb, g, n); }
+static void exact_post_recv(pipe_p2p_t *p, int mb, float *g, size_t n) { p2p_irecv(p, P2P_RECV_GRAD, mb, g, n); }
+static void exact_wait_recv(pipe_p2p_t *p, int mb) { p2p_complete(p, P2P_RECV_GRAD, mb, LOG_PIPE_RECV_GRADIENT); }
+
+const pipe_grad_ops_t pipe_grad_exact = {"exact", exact_send, exact_post_recv, exact_wait_recv};

@@ -1,0 +1,67 @@
+/* Activations and their gradients between neighbouring pipeline stages, per micro-batch, through the
+ * comm layer (non-blocking; traffic categories activation and activation_grad). Each rank talks to
+ * the rank of the same tensor- and data-parallel index in the stage before and after it, over its
+ * pipeline group (rank in the group = stage). Waits are recorded in the timeline.
+ *
+ * Activation gradients cross stages only through p2p.grad (send, post_recv, wait_recv): the exact
+ * transfer here; a compressor of pipeline back-propagation (Optimus-CC's CB) installs its own table,
+ * encoding before the send and decoding when the receive completes. Tags: 2 mb for activations,
+ * 2 mb + 1 for gradients (MPI keeps one pair's messages of one tag in order, so steps may reuse them). */
+#ifndef SURGE_PIPE_P2P_H
+#define SURGE_PIPE_P2P_H
+
+#include <stddef.h>
+
+#include "comm/comm.h"
+#include "pipe/timeline.h"
+
+typedef struct pipe_p2p pipe_p2p_t;
+
+typedef struct pipe_grad_ops {
+  const char *name;
+  /* Send the gradient of micro-batch mb's input (n floats) to the previous stage. */
+  void (*send)(pipe_p2p_t *p, int mb, const float *g, size_t n);
+  /* Receive the gradient of micro-batch mb's output (n floats) from the next stage into g ... */
+  void (*post_recv)(pipe_p2p_t *p, int mb, float *g, size_t n);
+  /* ... complete when wait_recv returns. */
+  void (*wait_recv)(pipe_p2p_t *p, int mb);
+} pipe_grad_ops_t;
+
+/* The exact transfer of activation gradients. */
+extern const pipe_grad_ops_t pipe_grad_exact;
+
+enum { P2P_RECV_ACT = 0, P2P_RECV_GRAD, P2P_SEND_ACT, P2P_SEND_GRAD, P2P_KINDS };
+
+struct pipe_p2p {
+  comm_t *pp;            /* the pipeline group */
+  int stage, stages, M;
+  comm_request_t *req;   /* (P2P_KINDS, M) */
+  unsigned char *live;   /* (P2P_KINDS, M): a request in flight */
+  const pipe_grad_ops_t *grad;
+  void *grad_state;      /* a compressor's */
+  pipe_timeline_t *tl;
+};
+
+void pipe_p2p_init(pipe_p2p_t *p, comm_t *pp, int M, pipe_timeline_t *tl);
+void pipe_p2p_free(pipe_p2p_t *p);
+
+/* Activations: receive micro-batch mb's input from the previous stage, send its output onwards. */
+void p2p_post_recv_act(pipe_p2p_t *p, int mb, float *x, size_t n);
+void p2p_wait_recv_act(pipe_p2p_t *p, int mb);
+void p2p_send_act(pipe_p2p_t *p, int mb, const float *y, size_t n);
+/* Complete the send of kind (P2P_SEND_ACT, P2P_SEND_GRAD) of mb before its buffer is reused; every
+ * send in flight, at the end of a step. */
+void p2p_wait_send(pipe_p2p_t *p, int kind, int mb);
+void p2p_wait_sends(pipe_p2p_t *p);
+
+/* Blocking transfers of evaluation chunk c (forward only). */
+void p2p_eval_recv(pipe_p2p_t *p, int c, float *x, size_t n);
+void p2p_eval_send(pipe_p2p_t *p, int c, const float *y, size_t n);
+
+/* For gradient transfers (pipe_grad_ops_t implementations): the exact isend / irecv of kind for mb
+ * and completing a receive (recording its wait as `event`, a log_pipe_kind_t). */
+void p2p_isend(pipe_p2p_t *p, int kind, int mb, const float *buf, size_t n);
+void p2p_irecv(pipe_p2p_t *p, int kind, int mb, float *buf, size_t n);
+void p2p_complete(pipe_p2p_t *p, int kind, int mb, int event);
+
+#endif

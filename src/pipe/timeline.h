@@ -1,0 +1,34 @@
+/* A rank's pipeline timeline of one step: when each micro-batch's forward and backward ran and
+ * when the rank waited for a transfer, in seconds since a start common to all ranks (rank 0's clock
+ * when the layout was built, each rank's clock aligned to rank 0's: comm_clock_offset). The log's
+ * /pipeline/events holds them (doc/formats.md). */
+#ifndef SURGE_PIPE_TIMELINE_H
+#define SURGE_PIPE_TIMELINE_H
+
+#include <stddef.h>
+
+#include "comm/comm.h"
+#include "io/log.h"
+
+/* Most events a rank keeps of a step (rank 0 gathers them all: a bound on its memory); a step of
+ * more than about 680 micro-batches loses its last events. */
+#define PIPE_TIMELINE_MAX 4096
+
+typedef struct pipe_timeline {
+  log_pipe_event_t *ev;
+  int n, cap;   /* events recorded this step; room (the same on every rank) */
+  int rank, stage;
+  double epoch; /* the common start on this rank's surge_now() clock */
+} pipe_timeline_t;
+
+void pipe_timeline_init(pipe_timeline_t *tl, int cap, int rank, int stage, double epoch);
+void pipe_timeline_free(pipe_timeline_t *tl);
+void pipe_timeline_reset(pipe_timeline_t *tl);
+/* An event of kind (log_pipe_kind_t) of micro-batch mb (-1: the step) from t0 to t1 (surge_now()).
+ * Events past cap are dropped. */
+void pipe_timeline_add(pipe_timeline_t *tl, int kind, int mb, double t0, double t1);
+/* Collective over world: every rank's events to rank 0 (*all, malloc'd there; NULL elsewhere).
+ * Returns how many rank 0 got (0 elsewhere). */
+size_t pipe_timeline_gather(const pipe_timeline_t *tl, comm_t *world, log_pipe_event_t **all);
+
+#endif

@@ -1,0 +1,241 @@
+/* One iteration of a 3D layout (Megatron-LM's, as Optimus-CC modifies it; notes/optimus-cc.md
+ * sections 1 and 10): tensor x pipeline x data parallelism over alpha-beta links.
+ *
+ * Stages: the graph's cut points (nodes no edge jumps over) split it into units; the units are
+ * shared out among pp contiguous stages so that the slowest stage is as fast as possible.
+ * A stage's time per micro-batch: its nodes' forward+backward at the micro-batch size divided by
+ * tp (fwd_fraction of it forward), plus tensor parallelism's allreduces: Megatron pairs a
+ * column-parallel linear with a row-parallel one and allreduces the row-parallel one's output
+ * forward and its input gradient backward, so every second "linear" node in graph order costs one
+ * ring allreduce of its output each way on the tp link (2 (tp-1) alpha + 2 (tp-1)/tp bytes / beta).
+ * A pipeline transfer across a boundary: each tp rank sends its 1/tp share on the pp link, then the
+ * receivers all-gather it on the tp link; blocking, so the sender waits for it too. Compressed
+ * backward transfers send bytes / cb_ratio on the pp link (all, or with cb_epilogue_only the last
+ * pp - s micro-batches from stage s, the ones the cool-down waits on).
+ * Schedule: non-interleaved 1F1B: stage s runs min(pp - s - 1, M) forwards, then alternates a
+ * forward and a backward, then the remaining backwards. After its last backward a stage allreduces
+ * its gradients (parameter bytes / tp) over dp ranks on the dp link (a ring), divided by dp_ratio on
+ * stages 0 .. dp_stages-1 when compressed. The iteration ends with the slowest stage's allreduce.
+ * Not modelled: the embedding synchronisation, the optimizer, compression's own compute. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "sim/sim.h"
+
+/* Nodes no edge jumps over, in order (node 0 and the last included). */
+static int cut_points(const bgraph_t *g, int *cut) {
+  int n = 0, reach = 0;
+  int *far = xcalloc((size_t)g->n, sizeof *far); /* far[u]: the last consumer of u */
+  for (int v = 1; v < g->n; v++)
+    for (int k = 0; k < g->v[v].nin; k++)
+      if (v > far[g->v[v].in[k]]) far[g->v[v].in[k]] = v;
+  for (int v = 0; v < g->n; v++) {
+    if (reach <= v) cut[n++] = v;
+    if (far[v] > reach) reach = far[v];
+  }
+  free(far);
+  return n;
+}
+
+static double ring_allreduce(const sim_link_t *l, int n, double bytes) {
+  if (n <= 1 || bytes <= 0) return 0;
+  return 2.0 * (n - 1) * l->alpha_us + 2.0 * (n - 1) / n * bytes / l->bytes_per_us;
+}
+
+static double allgather(const sim_link_t *l, int n, double bytes) {
+  if (n <= 1) return 0;
+  return (n - 1) * l->alpha_us + (double)(n - 1) / n * bytes / l->bytes_per_us;
+}
+
+static void check_link(const sim_link_t *l, const char *name) {
+  if (!isfinite(l->alpha_us) || l->alpha_us < 0 || !isfinite(l->bytes_per_us) || l->bytes_per_us <= 0)
+    surge_input_error("--%s-link %g:%g: the latency must be >= 0 and the bandwidth > 0 (us:bytes/us)", name,
+                      l->alpha_us, l->bytes_per_us);
+}
+
+void sim3d_check(const sim3d_opts_t *o, const bgraph_t *g) {
+  if (o->tp < 1 || o->pp < 1 || o->dp < 1) surge_input_error("--tp, --pp and --dp must be at least 1");
+  if (o->micro_batches < 1 || o->micro_batch < 1) surge_input_error("--micro-batches and --micro-batch must be at least 1");
+  if (!(o->fwd_fraction > 0 && o->fwd_fraction < 1)) surge_input_error("forward fraction %g must lie in (0, 1)", o->fwd_fraction);
+  if (!(o->cb_ratio >= 1) || !(o->dp_ratio >= 1) || !isfinite(o->cb_ratio) || !isfinite(o->dp_ratio))
+    surge_input_error("--cb-ratio and --dp-ratio must be finite numbers >= 1 (bytes before over after)");
+  if (o->dp_stages < 0) surge_input_error("--dp-stages must be >= 0");
+  check_link(&o->tp_link, "tp");
+  check_link(&o->pp_link, "pp");
+  check_link(&o->dp_link, "dp");
+  int *cut = xmalloc((size_t)g->n * sizeof *cut);
+  int units = cut_points(g, cut) - 1;
+  free(cut);
+  if (o->pp > units)
+    surge_input_error("--pp %d: the graph %s has only %d places to cut it into stages", o->pp, g->source, units);
+}
+
+/* Units (between consecutive cut points) and the least "slowest stage" partition into pp stages:
+ * stage s takes units [from[s], from[s+1]). */
+static void partition(const double *unit, int U, int pp, int *from) {
+  double *best = xmalloc((size_t)(U + 1) * (pp + 1) * sizeof *best);
+  int *arg = xmalloc((size_t)(U + 1) * (pp + 1) * sizeof *arg);
+  double *pre = xmalloc((size_t)(U + 1) * sizeof *pre);
+  pre[0] = 0;
+  for (int u = 0; u < U; u++) pre[u + 1] = pre[u] + unit[u];
+#define B(i, s) best[(size_t)(i) * (pp + 1) + (s)]
+#define A(i, s) arg[(size_t)(i) * (pp + 1) + (s)]
+  for (int i = 0; i <= U; i++)
+    for (int s = 0; s <= pp; s++) B(i, s) = HUGE_VAL;
+  B(0, 0) = 0;
+  for (int s = 1; s <= pp; s++)
+    for (int i = s; i <= U; i++) /* the first i units in s stages */
+      for (int j = s - 1; j < i; j++) {
+        double t = B(j, s - 1) > pre[i] - pre[j] ? B(j, s - 1) : pre[i] - pre[j];
+        if (t < B(i, s)) B(i, s) = t, A(i, s) = j;
+      }
+  from[pp] = U;
+  for (int s = pp; s >= 1; s--) from[s - 1] = A(from[s], s);
+#undef B
+#undef A
+  free(pre);
+  free(arg);
+  free(best);
+}
+
+void sim3d_run(const bgraph_t *g, const burst_profile_t *p, const sim3d_opts_t *o, int compressed,
+               sim3d_result_t *r) {
+  sim3d_check(o, g);
+  memset(r, 0, sizeof *r);
+  int pp = o->pp, M = o->micro_batches, tp = o->tp;
+  int *cut = xmalloc((size_t)g->n * sizeof *cut), nc = cut_points(g, cut), U = nc - 1;
+  /* per unit: compute, tp allreduces (per pass), parameter bytes; unit u = nodes (cut[u], cut[u+1]] */
+  double *comp = xcalloc((size_t)U, sizeof *comp), *tpc = xcalloc((size_t)U, sizeof *tpc);
+  double *grad = xcalloc((size_t)U, sizeof *grad), *cost = xcalloc((size_t)U, sizeof *cost);
+  int *nodes = xcalloc((size_t)U, sizeof *nodes), linear = 0;
+  for (int u = 0; u < U; u++)
+    for (int v = cut[u] + 1; v <= cut[u + 1]; v++) {
+      comp[u] += burst_profile_us(p, g, v, o->micro_batch) / tp;
+      grad[u] += g->v[v].grad_bytes / tp;
+      nodes[u]++;
+      if (strcmp(g->v[v].kind, "linear") == 0 && linear++ % 2 == 1)
+        tpc[u] += ring_allreduce(&o->tp_link, tp, g->v[v].act_bytes * o->micro_batch);
+    }
+  for (int u = 0; u < U; u++) cost[u] = comp[u] + 2 * tpc[u];
+  int *from = xmalloc((size_t)(pp + 1) * sizeof *from);
+  partition(cost, U, pp, from);
+
+  r->nstage = pp;
+  r->stage_nodes = xcalloc((size_t)pp, sizeof *r->stage_nodes);
+  r->fwd_us = xcalloc((size_t)pp, sizeof *r->fwd_us);
+  r->bwd_us = xcalloc((size_t)pp, sizeof *r->bwd_us);
+  r->tp_us = xcalloc((size_t)pp, sizeof *r->tp_us);
+  r->dp_us = xcalloc((size_t)pp, sizeof *r->dp_us);
+  r->stage_end_us = xcalloc((size_t)pp, sizeof *r->stage_end_us);
+  double *xbytes = xcalloc((size_t)pp, sizeof *xbytes); /* bytes leaving stage s forward */
+  for (int s = 0; s < pp; s++) {
+    double c = 0, t = 0, gb = 0;
+    for (int u = from[s]; u < from[s + 1]; u++) c += comp[u], t += tpc[u], gb += grad[u], r->stage_nodes[s] += nodes[u];
+    r->fwd_us[s] = o->fwd_fraction * c + t;
+    r->bwd_us[s] = (1 - o->fwd_fraction) * c + t;
+    r->tp_us[s] = 2 * t;
+    double ratio = compressed && s < o->dp_stages ? o->dp_ratio : 1;
+    r->dp_us[s] = ring_allreduce(&o->dp_link, o->dp, gb / ratio);
+    r->bytes_dp += o->dp > 1 ? 2.0 * (o->dp - 1) / o->dp * gb / ratio * tp : 0;
+    xbytes[s] = g->v[cut[from[s + 1]]].act_bytes * o->micro_batch;
+  }
+  /* a transfer across boundary s -> s+1 (forward) or back; full or compressed on the pp link */
+  double *fwd_x = xcalloc((size_t)pp, sizeof *fwd_x), *bwd_x = xcalloc((size_t)pp, sizeof *bwd_x);
+  double *bwd_cx = xcalloc((size_t)pp, sizeof *bwd_cx);
+  for (int s = 0; s + 1 < pp; s++) {
+    double X = xbytes[s];
+    fwd_x[s] = o->pp_link.alpha_us + X / tp / o->pp_link.bytes_per_us + allgather(&o->tp_link, tp, X);
+    bwd_x[s] = fwd_x[s];
+    bwd_cx[s] = o->pp_link.alpha_us + X / o->cb_ratio / tp / o->pp_link.bytes_per_us + allgather(&o->tp_link, tp, X);
+  }
+  if (pp > 1) {
+    r->pp_fwd_us = fwd_x[0];
+    r->pp_bwd_us = bwd_x[0];
+    r->pp_bwd_compressed_us = bwd_cx[0];
+  }
+
+  /* 1F1B, stage by stage in order, each op when its input has arrived */
+  r->nops = 2 * pp * M;
+  r->ops = xcalloc((size_t)r->nops, sizeof *r->ops);
+  int *next = xcalloc((size_t)pp, sizeof *next); /* the stage's next op in its order */
+  double *free_at = xcalloc((size_t)pp, sizeof *free_at);
+  sim3d_op_t **fwd = xcalloc((size_t)pp * M, sizeof *fwd), **bwd = xcalloc((size_t)pp * M, sizeof *bwd);
+  int done = 0;
+  while (done < r->nops) {
+    int progress = 0;
+    for (int s = 0; s < pp; s++) {
+      int W = pp - s - 1 < M ? pp - s - 1 : M;
+      while (next[s] < 2 * M) {
+        int k = next[s], kind, m;
+        if (k < W) kind = SIM3D_FWD, m = k;
+        else if (k < W + 2 * (M - W)) kind = (k - W) % 2 ? SIM3D_BWD : SIM3D_FWD, m = kind == SIM3D_FWD ? W + (k - W) / 2 : (k - W) / 2;
+        else kind = SIM3D_BWD, m = k - M; /* cool-down: micro-batches M - W .. M - 1 */
+        double ready;
+        if (kind == SIM3D_FWD) {
+          if (s > 0 && !fwd[(size_t)(s - 1) * M + m]) break;
+          ready = s > 0 ? fwd[(size_t)(s - 1) * M + m]->send_end_us : 0;
+        } else {
+          if (s + 1 < pp && !bwd[(size_t)(s + 1) * M + m]) break;
+          ready = s + 1 < pp ? bwd[(size_t)(s + 1) * M + m]->send_end_us : fwd[(size_t)s * M + m]->end_us;
+        }
+        sim3d_op_t *op = &r->ops[done++];
+        op->stage = s;
+        op->mb = m;
+        op->kind = kind;
+        op->start_us = ready > free_at[s] ? ready : free_at[s];
+        op->end_us = op->start_us + (kind == SIM3D_FWD ? r->fwd_us[s] : r->bwd_us[s]);
+        double send = 0;
+        if (kind == SIM3D_FWD && s + 1 < pp) {
+          send = fwd_x[s];
+          r->bytes_pp += xbytes[s];
+        } else if (kind == SIM3D_BWD && s > 0) {
+          op->compressed = compressed && o->cb_ratio > 1 && (!o->cb_epilogue_only || m >= M - (pp - s));
+          send = op->compressed ? bwd_cx[s - 1] : bwd_x[s - 1];
+          r->bytes_pp += xbytes[s - 1] / (op->compressed ? o->cb_ratio : 1);
+        }
+        op->send_end_us = op->end_us + send;
+        free_at[s] = op->send_end_us;
+        (kind == SIM3D_FWD ? fwd : bwd)[(size_t)s * M + m] = op;
+        next[s]++;
+        progress = 1;
+      }
+    }
+    if (!progress) surge_runtime_error("3D simulation: the 1F1B schedule is stuck (a bug)");
+  }
+  double busy = 0;
+  for (int s = 0; s < pp; s++) {
+    r->stage_end_us[s] = free_at[s];
+    if (free_at[s] > r->pipeline_us) r->pipeline_us = free_at[s];
+    if (free_at[s] + r->dp_us[s] > r->iter_us) r->iter_us = free_at[s] + r->dp_us[s];
+    busy += M * (r->fwd_us[s] + r->bwd_us[s]);
+  }
+  r->bubble = 1 - busy / (pp * r->pipeline_us);
+  free(fwd);
+  free(bwd);
+  free(free_at);
+  free(next);
+  free(bwd_cx);
+  free(bwd_x);
+  free(fwd_x);
+  free(xbytes);
+  free(from);
+  free(nodes);
+  free(cost);
+  free(grad);
+  free(tpc);
+  free(comp);
+  free(cut);
+}
+
+void sim3d_free(sim3d_result_t *r) {
+  free(r->stage_nodes);
+  free(r->fwd_us);
+  free(r->bwd_us);
+  free(r->tp_us);
+  free(r->dp_us);
+  free(r->stage_end_us);
+  free(r->ops);
+  memset(r, 0, sizeof *r);
+}

@@ -1,0 +1,54 @@
+#!/bin/sh
+# surge-sim end to end: VGG-16's A100 profile at G = 8 and 64 (burst plans with a background against
+# data parallelism), the example GPT graph's 3D iteration with and without compression, the HDF5
+# file's layout (h5dump), surge-report's summary and SVG figures of it, and bad input (exit 2, one
+# line).
+. "${SURGE_TOP_SRCDIR:-.}/tests/tap.sh"
+command -v h5dump >/dev/null 2>&1 || tap_skip_all "h5dump is not installed"
+sim="$top_build/surge-sim"
+report="$top_build/surge-report"
+vgg="--deeppool $top_src/tests/data/deeppool/A100_vgg.prof --network a100"
+
+"$sim" $vgg --ranks 8,64 --batch 32,256 --eval 16 -o "$tap_tmp/vgg.h5" >"$tap_tmp/vgg.txt" 2>&1
+tap_ok $? "surge-sim: VGG-16 at G = 8 and 64"
+grep -q '^G = 8, global batch 32: 63 frontier plans' "$tap_tmp/vgg.txt" && grep -q '^G = 64, global batch 256:' "$tap_tmp/vgg.txt" &&
+  grep -Eq '^  dp +13912\.0 .* 1\.000x +8$' "$tap_tmp/vgg.txt"
+tap_ok $? "one block per rank count: data parallel 13912.0 us at G = 8 (the plan table's)"
+best=$(awk '/^G = 64/ { on = 1 } on && $1 == "best" { print $(NF - 1); exit }' "$tap_tmp/vgg.txt" | tr -d x)
+awk -v b="$best" 'BEGIN { exit !(b > 1) }'
+tap_ok $? "G = 64: the best burst plan with a background beats data parallelism alone (${best}x)"
+h5dump -H "$tap_tmp/vgg.h5" >"$tap_tmp/h5.txt" 2>&1 &&
+  for d in ranks global_batch dp_iter_us fastest_total_samples_per_s best_over_dp G8/frontier_iter_us G64/eval_bg_samples_per_s; do
+    grep -q "DATASET \"$(basename $d)\"" "$tap_tmp/h5.txt" || exit 1
+  done
+tap_ok $? "the HDF5 file has /sim/burst's table and a frontier group per rank count"
+[ "$(h5dump -d /sim/burst/ranks -y -w 0 "$tap_tmp/vgg.h5" | sed -n 's/^ *\([0-9][0-9, ]*\)$/\1/p' | tr -d ' ')" = "8,64" ]
+tap_ok $? "/sim/burst/ranks holds 8, 64"
+
+"$report" --plot "$tap_tmp/fig" "$tap_tmp/vgg.h5" >"$tap_tmp/rep.txt" 2>&1 &&
+  grep -q '^Burst plans with a background against data parallelism alone' "$tap_tmp/rep.txt" &&
+  [ -s "$tap_tmp/fig/frontier.svg" ] && [ -s "$tap_tmp/fig/throughput.svg" ] &&
+  grep -q '<path' "$tap_tmp/fig/frontier.svg" && ! grep -qi 'nan' "$tap_tmp/fig/throughput.svg"
+tap_ok $? "surge-report summarises the file and draws frontier.svg and throughput.svg"
+
+"$sim" --graph "$top_src/inputs/gpt-2.5b.graph" --tp 8 --pp 4 --dp 4 --micro-batches 16 --micro-batch 8 \
+  --tp-link 5:300000 --cb-ratio 41.7 --epilogue-only --dp-ratio 4.09 --dp-stages 3 -o "$tap_tmp/gpt.h5" >"$tap_tmp/gpt.txt" 2>&1
+tap_ok $? "surge-sim: a 3D iteration of the example GPT graph (tp 8, pp 4, dp 4, 16 micro-batches)"
+plain=$(sed -n 's/^  without compression *\([0-9.]*\) .*/\1/p' "$tap_tmp/gpt.txt")
+comp=$(sed -n 's/^  with compression *\([0-9.]*\) .*/\1/p' "$tap_tmp/gpt.txt")
+awk -v a="$plain" -v b="$comp" 'BEGIN { exit !(a > 0 && b > 0 && b < a) }'
+tap_ok $? "compression shortens the iteration ($plain -> $comp us)"
+"$report" --plot "$tap_tmp/fig" "$tap_tmp/gpt.h5" >"$tap_tmp/rep3.txt" 2>&1 && grep -q '^3D iteration:' "$tap_tmp/rep3.txt" &&
+  [ "$(grep -c '<rect' "$tap_tmp/fig/pipeline.svg")" -gt 128 ] && [ -s "$tap_tmp/fig/pipeline-compressed.svg" ]
+tap_ok $? "surge-report draws the 1F1B timelines (a bar for each of 4 x 2 x 16 operations)"
+
+"$sim" $vgg --ranks 8,64 --batch 32,64,128 >/dev/null 2>"$tap_tmp/err.txt"
+[ $? = 2 ] && [ "$(wc -l <"$tap_tmp/err.txt")" = 1 ] && grep -q -- '--batch has 3 values for 2 rank counts' "$tap_tmp/err.txt"
+tap_ok $? "bad input: a batch list that does not match the rank counts exits 2 with one line"
+"$sim" --graph "$top_src/inputs/gpt-2.5b.graph" --pp 600 --micro-batches 4 --micro-batch 1 >/dev/null 2>"$tap_tmp/err.txt"
+[ $? = 2 ] && grep -q -- '--pp 600: the graph .* has only' "$tap_tmp/err.txt"
+tap_ok $? "bad input: more pipeline stages than the graph can be cut into exits 2"
+"$sim" $vgg --ranks 8 --batch 32 --fg-slowdown 0.5 >/dev/null 2>"$tap_tmp/err.txt"
+[ $? = 2 ] && grep -q -- '--fg-slowdown 0.5: expected a number >= 1' "$tap_tmp/err.txt"
+tap_ok $? "bad input: a foreground slowdown below 1 exits 2"
+tap_done

@@ -12,7 +12,8 @@
 
 extern jmp_buf fuzz_env;
 
-/* Install the fail hook and quiet HDF5; call once (LLVMFuzzerInitialize). */
+/* Install the fail hook, quiet HDF5 and note the open file descriptors; call once, last in
+ * LLVMFuzzerInitialize. */
 void fuzz_init(void);
 /* Run body; returns 0 when it finished, 2 when it stopped on an input error. A runtime error
  * aborts (a finding). Use as: if (FUZZ_TRY()) { ... } then fuzz_done(). */
@@ -20,6 +21,9 @@ void fuzz_init(void);
 /* After a FUZZ_TRY block (whether it finished or not): close every HDF5 object a reader left open
  * when it stopped, so the next input starts clean. */
 void fuzz_h5_close_all(void);
+/* After a FUZZ_TRY block: close every file descriptor opened since fuzz_init (a text reader stopped
+ * by an input error leaves its file open; the programs exit there). Its FILE stays allocated. */
+void fuzz_fds_close(void);
 /* The input as a NUL-terminated string (malloc'd); bytes after a NUL byte are cut, as a reader of
  * text files would refuse them. */
 char *fuzz_text(const uint8_t *data, size_t size);

@@ -1,5 +1,6 @@
 #include "fuzz.h"
 
+#include <dirent.h>
 #include <hdf5.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +10,30 @@
 #include "core/error.h"
 
 jmp_buf fuzz_env;
+
+enum { MAX_FDS = 4096 };
+static unsigned char fd_kept[MAX_FDS]; /* open when fuzz_init ran: never closed here */
+
+/* Call fn on every open file descriptor of this process (but the directory's own). */
+static void each_fd(void (*fn)(int fd)) {
+  DIR *d = opendir("/proc/self/fd");
+  if (!d) abort();
+  int skip = dirfd(d);
+  struct dirent *e;
+  int fds[MAX_FDS], n = 0;
+  while ((e = readdir(d)) && n < MAX_FDS) {
+    int fd = atoi(e->d_name);
+    if (e->d_name[0] != '.' && fd != skip && fd < MAX_FDS) fds[n++] = fd;
+  }
+  closedir(d);
+  for (int i = 0; i < n; i++) fn(fds[i]);
+}
+
+static void keep_fd(int fd) { fd_kept[fd] = 1; }
+
+static void close_new_fd(int fd) {
+  if (!fd_kept[fd]) close(fd);
+}
 
 static void on_fail(int exit_code, const char *msg) {
   if (exit_code != SURGE_EXIT_INPUT) { // bad input must be an input error, never a runtime failure
@@ -21,7 +46,10 @@ static void on_fail(int exit_code, const char *msg) {
 void fuzz_init(void) {
   surge_set_fail_hook(on_fail);
   H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+  each_fd(keep_fd);
 }
+
+void fuzz_fds_close(void) { each_fd(close_new_fd); }
 
 void fuzz_h5_close_all(void) {
   ssize_t n = H5Fget_obj_count(H5F_OBJ_ALL, H5F_OBJ_ALL);

@@ -1,7 +1,7 @@
 # libFuzzer harnesses (doc/security.md, "Fuzzing"): built only by tools/fuzz.sh (make fuzz), in a
 # build directory of its own configured with clang and -fsanitize=fuzzer-no-link,address,undefined;
 # never part of a normal build (EXTRA_PROGRAMS).
-fuzz_programs += fuzz/fuzz_deck fuzz/fuzz_sweep fuzz/fuzz_checkpoint fuzz/fuzz_log
+fuzz_programs += fuzz/fuzz_deck fuzz/fuzz_sweep fuzz/fuzz_checkpoint fuzz/fuzz_log fuzz/fuzz_plan fuzz/fuzz_profile
 CLEANFILES += $(fuzz_programs)
 fuzz_common = fuzz/fuzz.h fuzz/fuzz_common.c
 fuzz_fuzz_deck_SOURCES = fuzz/fuzz_deck.c $(fuzz_common)
@@ -16,7 +16,14 @@ fuzz_fuzz_checkpoint_LDADD = $(SURGE_LIBS)
 fuzz_fuzz_log_SOURCES = fuzz/fuzz_log.c $(fuzz_common)
 fuzz_fuzz_log_LDFLAGS = -fsanitize=fuzzer
 fuzz_fuzz_log_LDADD = $(SURGE_LIBS) $(CJSON_LIBS)
-fuzz-programs: $(fuzz_programs) surge-train$(EXEEXT)
+fuzz_burst = fuzz/fuzz_burst.h fuzz/fuzz_burst.c
+fuzz_fuzz_plan_SOURCES = fuzz/fuzz_plan.c $(fuzz_common) $(fuzz_burst)
+fuzz_fuzz_plan_LDFLAGS = -fsanitize=fuzzer
+fuzz_fuzz_plan_LDADD = $(SURGE_LIBS)
+fuzz_fuzz_profile_SOURCES = fuzz/fuzz_profile.c $(fuzz_common) $(fuzz_burst)
+fuzz_fuzz_profile_LDFLAGS = -fsanitize=fuzzer
+fuzz_fuzz_profile_LDADD = $(SURGE_LIBS)
+fuzz-programs: $(fuzz_programs) surge-train$(EXEEXT) surge-profile$(EXEEXT) surge-plan$(EXEEXT)
 # make fuzz [FUZZ_SECONDS=N]: every harness for N seconds (default 60) from its seed corpus.
 fuzz:
 	$(SHELL) $(srcdir)/tools/fuzz.sh $(FUZZ_SECONDS)

@@ -11,13 +11,12 @@ build=${SURGE_ASAN_BUILD:-$top/_build-asan}
 # leaks are not checked: MPI and HDF5 keep memory to the end of the process by design
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:halt_on_error=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
-# tests/test_planner is left out until the planner's rework lands: its brute_force passes memcpy a
-# NULL source for an empty fork branch (UndefinedBehaviorSanitizer: tests/test_planner.c:288)
 unit="tests/test_backend tests/test_deck tests/test_options tests/test_data tests/test_h5util tests/test_sweep
   tests/test_optim tests/test_layers_cnn tests/test_layers_gpt tests/test_reference tests/test_report_lib
-  tests/test_mux"
+  tests/test_mux tests/test_planner tests/test_frontier tests/test_graph_file"
 input="tests/test_bad_input.sh tests/test_checkpoint.sh tests/test_log.sh tests/test_report.sh
-  tests/test_sweep_programs.sh tests/test_hardening.sh tests/test_layering.sh"
+  tests/test_sweep_programs.sh tests/test_hardening.sh tests/test_layering.sh tests/test_plan_files.sh
+  tests/test_profile_plan.sh"
 
 mkdir -p "$build" && cd "$build" || exit 1
 [ -x "$top/configure" ] || (cd "$top" && ./bootstrap) || exit 1

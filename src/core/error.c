@@ -78,12 +78,16 @@ static int report(int exit_code, const char *fmt, va_list ap) {
   return print_error(fmt, ap);
 }
 
+/* Report, and end the whole job at once when it has other ranks (none may be left waiting). */
+static void report_or_abort(int exit_code, const char *fmt, va_list ap) {
+  if (report(exit_code, fmt, ap) > 1) MPI_Abort(MPI_COMM_WORLD, exit_code);
+}
+
 _Noreturn void surge_fail(int exit_code, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  int n = report(exit_code, fmt, ap);
+  report_or_abort(exit_code, fmt, ap);
   va_end(ap);
-  if (n > 1) MPI_Abort(MPI_COMM_WORLD, exit_code);
   int init = 0, fin = 0;
   MPI_Initialized(&init);
   MPI_Finalized(&fin);
@@ -94,9 +98,8 @@ _Noreturn void surge_fail(int exit_code, const char *fmt, ...) {
 _Noreturn void surge_abandon(int exit_code, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  int n = report(exit_code, fmt, ap);
+  report_or_abort(exit_code, fmt, ap);
   va_end(ap);
-  if (n > 1) MPI_Abort(MPI_COMM_WORLD, exit_code);
   _exit(exit_code);
 }
 

@@ -11,6 +11,8 @@ build=${SURGE_ASAN_BUILD:-$top/_build-asan}
 # leaks are not checked: MPI and HDF5 keep memory to the end of the process by design
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:halt_on_error=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
+# the instrumented programs run 2 to 5 times slower: a multi-rank unit test gets 4 minutes, not 1
+export tap_timeout=${tap_timeout:-240}
 unit="tests/test_backend tests/test_deck tests/test_options tests/test_data tests/test_h5util tests/test_sweep
   tests/test_optim tests/test_layers_cnn tests/test_layers_gpt tests/test_reference tests/test_report_lib
   tests/test_mux tests/test_planner tests/test_frontier tests/test_graph_file"

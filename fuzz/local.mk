@@ -30,3 +30,4 @@ fuzz:
 .PHONY: fuzz fuzz-programs
 EXTRA_DIST += tools/fuzz.sh tools/sanitize.sh
 EXTRA_DIST += fuzz/regressions/log/events-text-length-4gib.h5 fuzz/regressions/log/chunk-smaller-than-its-chunks.h5
+EXTRA_DIST += fuzz/regressions/profile/median-stores-less-than-its-shape.h5

@@ -114,7 +114,17 @@ int h5util_chunks_whole(hid_t d, int ndims, const hsize_t *dims, size_t type_byt
   int chunked = H5Pget_layout(dcpl) == H5D_CHUNKED, filters = H5Pget_nfilters(dcpl);
   int rc = filters < 0 || (chunked && H5Pget_chunk(dcpl, ndims, chunk) < 0) ? -1 : 1;
   H5Pclose(dcpl);
-  if (rc < 0 || !chunked || filters > 0) return rc;
+  if (rc < 0 || filters > 0) return rc;
+  if (!chunked) { /* contiguous or compact: its storage, when it has any, holds the whole extent */
+    hid_t space = H5Dget_space(d);
+    hssize_t n = space < 0 ? -1 : H5Sget_simple_extent_npoints(space);
+    if (space >= 0) H5Sclose(space);
+    if (n < 0) return -1;
+    unsigned long long stored = (unsigned long long)H5Dget_storage_size(d);
+    *want = (unsigned long long)n * type_bytes;
+    *bytes = stored;
+    return stored == 0 || stored >= *want;
+  }
   *want = (unsigned long long)(chunk[0] * (ndims == 2 ? chunk[1] : 1) * type_bytes);
   hsize_t at[2] = {0, 0};
   for (at[0] = 0; at[0] < dims[0]; at[0] += chunk[0])

@@ -63,10 +63,12 @@ void h5util_fail(h5util_check_t *c, const char *what, const char *h5path);
 int h5util_exists(hid_t loc, const char *name, H5I_type_t type);
 
 /* Whether every stored chunk that a read of the first dims (ndims 1 or 2, from 0) of dataset d
- * touches is as large as a chunk of type_bytes values: 1; 0 with the first one's size in *bytes and
- * a chunk's in *want; -1 when an HDF5 call fails. Contiguous and filtered datasets answer 1 (filters
- * check their own chunks). HDF5 1.10 trusts the size its chunk index records and copies a whole
- * chunk out of a smaller buffer (a heap overflow): call it before reading a file that is not trusted. */
+ * touches is as large as a chunk of type_bytes values (the file's type), and a contiguous or compact
+ * dataset's storage, when it has any, as large as its whole extent: 1; 0 with the stored size in
+ * *bytes and the size needed in *want; -1 when an HDF5 call fails. Filtered datasets answer 1
+ * (filters check their own chunks). HDF5 1.10 trusts the sizes its metadata record and copies a
+ * whole chunk, or the whole extent, out of a smaller buffer (a heap overflow): call it before
+ * reading a file that is not trusted. */
 int h5util_chunks_whole(hid_t d, int ndims, const hsize_t *dims, size_t type_bytes, unsigned long long *bytes,
                         unsigned long long *want);
 

@@ -40,7 +40,8 @@ log_range_t log_column_range(const char *group, const char *name) {
     for (int m = 0; m < LOG_MUX_METRIC_COUNT; m++)
       if (strcmp(name, log_multiplex_info[m].name) == 0) return rate;
   } else if (strcmp(group, LOG_PLAN) == 0) {
-    if (strcmp(name, log_plan_info[LOG_PLAN_NODE].name) == 0 || strcmp(name, log_plan_info[LOG_PLAN_FIRST_RANK].name) == 0)
+    if (strcmp(name, log_plan_info[LOG_PLAN_NODE].name) == 0 ||
+        strcmp(name, log_plan_info[LOG_PLAN_FIRST_RANK].name) == 0)
       return (log_range_t){0, MAX_RANKS, 0, 0, 1};
     if (strcmp(name, log_plan_info[LOG_PLAN_RANKS].name) == 0) return (log_range_t){1, MAX_RANKS, 0, 0, 1};
     if (strcmp(name, log_plan_info[LOG_PLAN_PER_RANK_BATCH].name) == 0) return (log_range_t){0, 2147483647.0, 0, 0, 1};

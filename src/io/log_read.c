@@ -625,7 +625,7 @@ static void read_plan(reader_t *r, log_data_t *L, hid_t f) {
   p->iteration_us = attr_ranged(r, gid, LOG_PLAN, LOG_PLAN_ITERATION_US, 0, 1e15);
   p->rank_us = attr_ranged(r, gid, LOG_PLAN, LOG_PLAN_RANK_US, 0, 1e15);
   p->one_rank_us = attr_ranged(r, gid, LOG_PLAN, LOG_PLAN_ONE_RANK_US, 0, 1e15);
-  p->amplification_limit = attr_ranged(r, gid, LOG_PLAN, LOG_PLAN_AMPLIFICATION_LIMIT, 0, 1e9);
+  p->amplification_limit = attr_ranged(r, gid, LOG_PLAN, LOG_PLAN_AMPLIFICATION_LIMIT, 0, INFINITY); /* inf: none */
   p->job_ranks = attr_int_ranged(r, gid, LOG_PLAN, LOG_PLAN_JOB_RANKS, 1, LOG_READ_MAX_RANKS);
   p->global_batch = attr_int_ranged(r, gid, LOG_PLAN, LOG_PLAN_GLOBAL_BATCH, 1, 2147483647LL);
   free(p->text);

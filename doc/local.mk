@@ -11,6 +11,7 @@ dist_doc_DATA += doc/slurm.md
 dist_man_MANS += doc/man/surge-train.1
 dist_man_MANS += doc/man/surge-profile.1
 dist_man_MANS += doc/man/surge-plan.1
+dist_doc_DATA += doc/security.md
 dist_doc_DATA += doc/cluster.md
 dist_doc_DATA += doc/compression.md doc/compression-loss.svg
 dist_doc_DATA += doc/gpu.md

@@ -13,6 +13,9 @@ dist_check_SCRIPTS += tests/test_dp.sh
 TESTS += tests/test_dp.sh
 dist_check_SCRIPTS += tests/test_restart.sh
 TESTS += tests/test_restart.sh
+# Hardening (issue 17): a run's data never replaced, outputs locked and checked at the start.
+dist_check_SCRIPTS += tests/test_hardening.sh
+TESTS += tests/test_hardening.sh
 # The emulated cluster (tools/cluster-local-*.sh, doc/cluster.md): skipped without root and namespaces.
 check_PROGRAMS += tests/p2p_bw
 tests_p2p_bw_SOURCES = tests/p2p_bw.c

@@ -83,6 +83,21 @@ tap_ok $? "tensor-parallel and embedding traffic are counted: $(grep -E '^  (tp|
 svg="$tap_tmp/plot/pipeline.svg"
 [ -s "$svg" ] && [ "$(grep -c '<rect' "$svg")" -gt 16 ] && grep -q 'id="event-forward"' "$svg" && grep -q 'id="event-backward"' "$svg"
 tap_ok $? "the Gantt chart pipeline.svg has the passes of every rank ($(grep -c '<rect' "$svg") rectangles)"
+# a damaged /pipeline is refused naming the dataset (issue 17): an event kind out of range (the chart
+# would index its colours with it), an event column missing
+unit="$top_build/tests/test_report_lib"
+damaged_pipe() { # damaged_pipe WHAT PATTERN UNIT-ARGS...
+  what=$1 pattern=$2; shift 2
+  cp "$log" "$tap_tmp/dmg.h5" && "$unit" "$@" >/dev/null
+  "$report" "$tap_tmp/dmg.h5" >/dev/null 2>"$tap_tmp/dmg.err"
+  rc=$?
+  grep -q "dmg.h5: damaged Surge log: $pattern" "$tap_tmp/dmg.err"
+  tap_ok $(( (rc != 2) + $? )) "$what: exit $rc: $(head -c 240 "$tap_tmp/dmg.err")"
+}
+damaged_pipe "an event kind of 99 is refused" "/pipeline/events/kind holds 99 at row 0" \
+  damage "$tap_tmp/dmg.h5" /pipeline/events/kind value=99@0
+damaged_pipe "a pipeline without its event starts is refused" "/pipeline/events lacks a column" \
+  drop "$tap_tmp/dmg.h5" /pipeline/events/start
 
 # bad input: exit 2, the first line names the deck's file:line
 gpt3d_bad "tp * pp * dp is not the rank count" 2 "\[parallel\] tp = 2, pp = 2, dp = 2: tp \* pp \* dp = 8, but the job has 2 ranks" \

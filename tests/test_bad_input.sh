@@ -64,6 +64,13 @@ sed 's/^zoo = mlp/zoo = vgg-mini\nvgg_channels = 4,4,4,4,4,4/' "$good" >"$tap_tm
 expect_error "layer shapes that do not fit" "shapes.deck:7: \\[model\\] zoo = vgg-mini: .*pool5: maxpool2d: kernel 2 larger than input 1x1" \
   "$tap_tmp/shapes.deck"
 
+# a byte-order mark (an editor's "UTF-8 with BOM") and an invisible character are named, not shown invisibly
+printf '\357\273\277' >"$tap_tmp/bom.deck" && cat "$good" >>"$tap_tmp/bom.deck"
+expect_error "byte-order mark" "bom.deck:1: .*byte-order mark \\(U\\+FEFF, bytes EF BB BF\\)" "$tap_tmp/bom.deck"
+sed 's/^steps = 1/ste\xe2\x80\x8bps = 1/' "$good" >"$tap_tmp/zwsp.deck"
+expect_error "zero-width space in a key" "zwsp.deck:3: .*invisible character U\\+200B in the line \\(column 4\\)" \
+  "$tap_tmp/zwsp.deck"
+
 expect_error "missing deck" "$tap_tmp/nothere.deck" "$tap_tmp/nothere.deck"
 
 tap_done

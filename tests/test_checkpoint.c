@@ -36,6 +36,7 @@
 #include "core/rng.h"
 #include "core/slab.h"
 #include "io/checkpoint.h"
+#include "io/checkpoint_impl.h"
 #include "io/deck.h"
 #include "io/options.h"
 #include "tap.h"
@@ -45,6 +46,7 @@ enum { INPUT = 500, CLASSES = 3, MAX_OPTS = 16 };
 /* The model: fc1 (600,500) spans two ~1 MiB chunks; fc2 (1,600) and its bias (1) leave ranks with
  * no rows to write (empty selections). */
 static const char *const base_deck = "[run]\n"
+                                     "steps = 10000\n"
                                      "seed = 5\n"
                                      "[model]\n"
                                      "zoo = mlp\n"
@@ -137,7 +139,7 @@ static void state_fill(test_run_t *t, long step) {
   memcpy(&specials[5], &nan_bits, sizeof nan_bits);
   for (int i = 0; i < 6 && (size_t)i < n; i++) t->slab[0][i * 7] = specials[i];
   t->s.step = step;
-  t->s.opt_t = 3 * step + 1;
+  t->s.opt_t = (step + 1) / 2; // its own value, and within 0..step as a checkpoint's must be
 }
 
 static void state_zero(test_run_t *t) {
@@ -587,6 +589,31 @@ static int flip_bytes(const char *path, long off, long n, long stride) {
   return fclose(f);
 }
 
+/* kind "forge:ATTR=VALUE": an integer attribute of / set to VALUE, with every attribute and
+ * state_crc32 written anew, as a hostile tool that knows the format would (the CRC holds). */
+static int forge(const char *path, const char *kind) {
+  char attr[64];
+  long long value;
+  if (sscanf(kind, "forge:%63[a-z_]=%lld", attr, &value) != 2) return -1;
+  hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+  ckpt_root_t root;
+  const char *failed;
+  if (f < 0 || ckpt_root_read(f, &root, &failed) != 0) return -1;
+  int64_t *field = strcmp(attr, "step") == 0           ? &root.step
+                   : strcmp(attr, "opt_t") == 0        ? &root.opt_t
+                   : strcmp(attr, "samples_seen") == 0 ? &root.samples_seen
+                   : strcmp(attr, "ranks") == 0        ? &root.ranks
+                                                       : NULL;
+  if (!field) return -1;
+  *field = (int64_t)value;
+  H5O_info_t info;
+  H5Oget_info(f, &info);
+  for (int n = (int)info.num_attrs; n > 0; n--) H5Adelete_by_idx(f, ".", H5_INDEX_NAME, H5_ITER_DEC, 0, H5P_DEFAULT);
+  int rc = ckpt_root_write(f, &root, &failed);
+  ckpt_root_free(&root);
+  return H5Fclose(f) < 0 || rc != 0 ? -1 : 0;
+}
+
 static int mode_damage(const char *in, const char *out, const char *kind) {
   test_run_t a;
   run_init(&a, 0, NULL, 0, NULL);
@@ -624,7 +651,9 @@ static int mode_damage(const char *in, const char *out, const char *kind) {
     int64_t version = 1;
     rc = H5Awrite(at, H5T_NATIVE_INT64, &version) < 0 ? -1 : 0;
     H5Aclose(at), H5Fclose(f);
-  } else if (rc == 0 && strcmp(kind, "truncate") != 0)
+  } else if (rc == 0 && strncmp(kind, "forge:", 6) == 0)
+    rc = forge(out, kind);
+  else if (rc == 0 && strcmp(kind, "truncate") != 0)
     rc = -1;
   run_free(&a);
   if (rc != 0) fprintf(stderr, "test_checkpoint: damage %s %s %s failed\n", in, out, kind);

@@ -6,9 +6,13 @@
 #    pieces); a version 1 checkpoint refused naming its version;
 #  - damaged files (a flipped byte in a chunk, data rewritten behind the hash64's back with a valid
 #    Fletcher32, an edited attribute, a truncated copy, bytes scrambled all over, not HDF5 at all) and checkpoints of
-#    another model, configuration, seed or shape, a filter plugin that cannot be found: exit 2 and
-#    one "surge: error:" line naming the file and, where it applies, the dataset; changes that do
-#    not matter (test_samples) load;
+#    another model, configuration, seed or shape, a filter plugin that cannot be found, counters out
+#    of range under a valid checksum (a step of 2^62 or beyond the run's steps, optimizer steps past
+#    the step, samples seen that do not add up, no ranks): exit 2 and one "surge: error:" line
+#    naming the file and, where it applies, the dataset; changes that do not matter (test_samples)
+#    load;
+#  - the newest checkpoint is the one that holds the highest step; a file named for another step
+#    than it holds is refused;
 #  - a write that runs out of disk (a small tmpfs when mount works here, else a file-size limit):
 #    exit 1 naming the file, no temporary file left, the previous checkpoint still the latest and
 #    loading; an unwritable directory;
@@ -136,8 +140,31 @@ if launch 1 write "$tap_tmp/bs" 7 -D checkpoint.compression=bitshuffle-lz4 >/dev
   )
   read -r tap_n tap_failed <"$tap_tmp/counts"
 fi
+# counters out of range, written with a valid checksum of the attributes (as a hostile tool would):
+# refused naming the file and the value, never trusted (2^62 steps would overflow and then shadow
+# every real checkpoint)
+for forged in step=4611686018427387904 step=-1 opt_t=8 samples_seen=111 ranks=0; do
+  quiet 1 damage "$good" "$tap_tmp/forged.h5" "forge:$forged"
+  expect_error 2 1 "forged\.h5: ${forged%%=*} .*(out of range|is not step)" "forged $forged is refused" \
+    read "$tap_tmp/forged.h5"
+done
+expect_error 2 1 "$good holds step 7, beyond this run's \[run\] steps = 5: refusing to resume" \
+  "a step beyond the run's [run] steps is refused" read "$good" -D run.steps=5
+# the newest checkpoint is the one holding the highest step; a file whose name says another step
+# (copied or renamed by hand) is refused rather than shadowing the others
+mkdir -p "$tap_tmp/named"
+cp "$good" "$tap_tmp/named/ckpt-00000007.h5"
+quiet 1 damage "$good" "$tap_tmp/named/ckpt-00000002.h5" "forge:step=2"
+quiet 1 latest "$tap_tmp/named" && grep -q "named/ckpt-00000007.h5$" "$tap_tmp/out.txt"
+tap_ok $? "latest: the checkpoint holding the highest step ($(cat "$tap_tmp/out.txt"))"
+cp "$tap_tmp/named/ckpt-00000002.h5" "$tap_tmp/named/ckpt-00000099.h5"
+expect_error 2 1 "ckpt-00000099\.h5 holds step 2, not the step its name says" \
+  "latest: a file named for step 99 that holds step 2 is refused" latest "$tap_tmp/named"
+quiet 1 damage "$good" "$tap_tmp/named/ckpt-00000099.h5" "forge:step=4611686018427387904"
+expect_error 2 1 "ckpt-00000099\.h5: step 4611686018427387904 is out of range" \
+  "latest: a file holding step 2^62 is refused" latest "$tap_tmp/named"
 expect_load 1 "$good" 7 "another test_samples, keep, compression and steps still load" \
-  -D data.test_samples=7 -D checkpoint.keep=9 -D checkpoint.compression=bitshuffle-lz4 -D run.steps=3
+  -D data.test_samples=7 -D checkpoint.keep=9 -D checkpoint.compression=bitshuffle-lz4 -D run.steps=9
 expect_load 2 "$good" 7 "the 1-rank checkpoint loads on two ranks"
 
 # ---- a full disk: a small tmpfs where this may mount one (root), else a limit on file size set by

@@ -52,7 +52,7 @@ for b in b0 b1; do
   h5vals "$tap_tmp/$b/log.h5" /events/text | grep -q "stopped: the foreground ended" && ls "$tap_tmp/$b/checkpoints/"ckpt-*.h5 >/dev/null 2>&1 || ended=1
 done
 tap_ok $ended "both backgrounds stopped with a checkpoint when the foreground ended (on_foreground_end = stop)"
-grep -q "resume with: surge-train .*mlp-fmnist.deck --background --resume" "$tap_tmp/mpmd.txt"
+grep -q "resume with: [^ ]*surge-train .*mlp-fmnist.deck .*--background.* --resume" "$tap_tmp/mpmd.txt"
 tap_ok $? "and say how to resume"
 [ "$(h5attr "$tap_tmp/fg/log.h5" /multiplex/role)" = foreground ] && [ "$(h5attr "$tap_tmp/b1/log.h5" /multiplex/role)" = background ] &&
   [ "$(h5attr "$tap_tmp/b0/log.h5" /multiplex/priority)" = SCHED_IDLE ] && [ "$(h5attr "$tap_tmp/b1/log.h5" /multiplex/priority)" = none ]

@@ -297,8 +297,8 @@ static double brute_force(const graph_t *g, const burst_profile_t *p, const burs
   b.C = burst_rank_counts(o, b.cand);
   b.A = o->amp;
   b.best = HUGE_VAL;
-  memcpy(b.fork_branch[0], br0, (size_t)n0 * sizeof *br0);
-  memcpy(b.fork_branch[1], br1, (size_t)n1 * sizeof *br1);
+  if (n0) memcpy(b.fork_branch[0], br0, (size_t)n0 * sizeof *br0);
+  if (n1) memcpy(b.fork_branch[1], br1, (size_t)n1 * sizeof *br1);
   b.nfb[0] = n0;
   b.nfb[1] = n1;
   brute_rec(&b, 0);

@@ -157,6 +157,11 @@ damage="$top_build/tests/profile_damage"
   bad "a layer time of 1e308 us" "t1e308.h5: node .* time 1e+308 us is not a number in \[0, 1e+12\]" \
     "$plan" "$deck" --profile "$tap_tmp/t1e308.h5"
 bad "--amp below 1" "--amp 0.5" "$plan" "$deck" --profile "$tap_tmp/p2.h5" --amp 0.5
+# found by fuzz_profile: a dataset whose storage is smaller than its shape made HDF5 copy the rest
+# from beyond its buffer (a heap overflow under AddressSanitizer); a profile of mlp_hidden = 8
+bad "a dataset storing less than its shape (fuzz_profile)" \
+  "median-stores-less-than-its-shape.h5: dataset /profile/median_us stores 14 bytes where its shape needs 80" \
+  "$plan" "$deck" -D model.mlp_hidden=8 --profile "$top_src/fuzz/regressions/profile/median-stores-less-than-its-shape.h5"
 timeout 120 "$mpiexec" -n 2 "$SURGE_TRAIN" "$deck" -D parallel.mode=burst -D "parallel.plan=$tap_tmp/plan4.txt" \
   -D run.steps=3 -D run.overwrite=true >"$tap_tmp/bad4.txt" 2>&1
 rc=$?

@@ -244,6 +244,64 @@ tap_ok $? "a log without /eval and /events: summary and figures without them (ex
 [ "$(column best_accuracy "$tap_tmp/mixed.txt" | cut -d' ' -f1)" = "-" ]
 tap_ok $? "in a table, a run without evaluations has no best_accuracy"
 
+# ---- damaged logs (issue 17): a column of the format that is not what it should be is refused,
+# naming it; one the log lacks, or that lacks more rows than a flush, is shown as missing; numbers out
+# of range and steps that do not increase are refused; text is shown with control characters escaped
+refused_naming() { # refused_naming FILE DATASET WHAT: exit 2, one line naming FILE and DATASET
+  "$report" "$1" >"$tap_tmp/out.txt" 2>"$tap_tmp/err.txt"
+  rc=$?
+  [ "$rc" = 2 ] && [ "$(wc -l <"$tap_tmp/err.txt")" = 1 ] && grep -q "^surge: error: $1: .*$2" "$tap_tmp/err.txt"
+  tap_ok $? "$3: exit $rc, $(head -c 300 "$tap_tmp/err.txt")"
+}
+for kind in 2d group strings; do
+  cp "$log" "$tap_tmp/dmg.h5" && "$unit" damage "$tap_tmp/dmg.h5" /metrics/loss $kind
+  refused_naming "$tap_tmp/dmg.h5" "/metrics/loss" "/metrics/loss replaced by a $kind"
+done
+cp "$log" "$tap_tmp/dmg.h5" && "$unit" damage "$tap_tmp/dmg.h5" /ranks/phase_comm strings
+refused_naming "$tap_tmp/dmg.h5" "/ranks/phase_comm holds strings" "/ranks/phase_comm replaced by strings"
+cp "$log" "$tap_tmp/dmg.h5" && "$unit" damage "$tap_tmp/dmg.h5" /metrics/step value=-5@4
+refused_naming "$tap_tmp/dmg.h5" "/metrics/step holds -5 at row 4" "a negative step"
+cp "$log" "$tap_tmp/dmg.h5" && "$unit" damage "$tap_tmp/dmg.h5" /metrics/step value=3@9
+refused_naming "$tap_tmp/dmg.h5" "/metrics/step goes from 9 to 3 at row 9" "a step that goes back"
+cp "$log" "$tap_tmp/dmg.h5" && "$unit" damage "$tap_tmp/dmg.h5" /metrics/step_time value=-1@2
+refused_naming "$tap_tmp/dmg.h5" "/metrics/step_time holds -1 at row 2" "a negative step time"
+cp "$log" "$tap_tmp/dmg.h5" && "$unit" damage "$tap_tmp/dmg.h5" /eval/accuracy value=1e300@0
+refused_naming "$tap_tmp/dmg.h5" "/eval/accuracy holds 1.0000000000000001e.300 at row 0" "an accuracy of 1e300"
+cp "$log" "$tap_tmp/dmg.h5" && "$unit" damage "$tap_tmp/dmg.h5" /metrics/lr extent=100000000
+refused_naming "$tap_tmp/dmg.h5" "/metrics/lr claims 100000000 values, but the file stores" \
+  "10^8 rows claimed with none stored (refused before allocating)"
+# found by fuzz_log: a string claimed 4 GiB long in a 180 KB file cost HDF5's reader 4 GB of memory
+big="$top_src/fuzz/regressions/log/events-text-length-4gib.h5"
+# (AddressSanitizer reserves terabytes of address space for its shadow: no limit under it)
+limit=1000000 space="1 GB address space"
+ldd "$report" 2>/dev/null | grep -q libasan && limit=unlimited space="no address-space limit under AddressSanitizer"
+( ulimit -v $limit; exec "$report" "$big" ) >"$tap_tmp/out.txt" 2>"$tap_tmp/err.txt"
+rc=$?
+[ $rc = 2 ] && grep -q "^surge: error: .*events-text-length-4gib.h5: damaged Surge log: /events/text: string 0 claims 4160749568 bytes" "$tap_tmp/err.txt"
+tap_ok $? "a string claiming 4 GiB is refused before HDF5 allocates it ($space; exit $rc): $(head -c 200 "$tap_tmp/err.txt")"
+# found by fuzz_log: a chunk recorded smaller than its chunks made HDF5 copy a whole chunk out of the
+# smaller buffer (a heap overflow under AddressSanitizer, garbage values without)
+"$report" "$top_src/fuzz/regressions/log/chunk-smaller-than-its-chunks.h5" >"$tap_tmp/out.txt" 2>"$tap_tmp/err.txt"
+rc=$?
+[ $rc = 2 ] && grep -q "^surge: error: .*: damaged Surge log: /metrics/bytes_dp has a chunk of 0 bytes where its chunks hold 4096" "$tap_tmp/err.txt"
+tap_ok $? "a chunk smaller than its chunks is refused before HDF5 reads it (exit $rc): $(head -c 200 "$tap_tmp/err.txt")"
+cp "$log" "$tap_tmp/dmg.h5" && "$unit" drop "$tap_tmp/dmg.h5" /metrics/lr && "$unit" damage "$tap_tmp/dmg.h5" /metrics/loss short
+"$report" "$tap_tmp/dmg.h5" --csv "$tap_tmp/dmg.csv" --json "$tap_tmp/dmg.json" >"$tap_tmp/dmg.txt" 2>"$tap_tmp/dmg.err"
+rc=$?
+[ $rc = 0 ] && grep -q "^  damaged     /metrics/lr: missing from the log (shown without values)" "$tap_tmp/dmg.txt" &&
+  grep -q "^  damaged     /metrics/loss: 27 of its rows missing from the log" "$tap_tmp/dmg.txt" &&
+  grep -q "^  steps       30 logged" "$tap_tmp/dmg.txt" &&
+  grep -q "warning: .*dmg.h5: /metrics/lr: missing from the log" "$tap_tmp/dmg.err" &&
+  [ "$(head -n 1 "$tap_tmp/dmg.csv" | tr ',' '\n' | grep -c -x -e loss -e lr)" = 2 ] &&
+  [ "$(sed -n '31p' "$tap_tmp/dmg.csv" | cut -d, -f2,3)" = "," ] &&
+  grep -q '"damaged":' "$tap_tmp/dmg.json"
+tap_ok $? "a missing and a short column are reported in the summary, on stderr, as empty CSV fields and in the JSON; the rest is shown (exit $rc)"
+cp "$log" "$tap_tmp/dmg.h5" && "$unit" damage "$tap_tmp/dmg.h5" /events/text 'text=\e[2J\e[31mowned\n@0'
+"$report" "$tap_tmp/dmg.h5" >"$tap_tmp/dmg.txt" 2>&1
+rc=$?
+[ $rc = 0 ] && ! grep -q "$(printf '\033')" "$tap_tmp/dmg.txt" && grep -q 'x1b\[2J\\x1b\[31mowned' "$tap_tmp/dmg.txt"
+tap_ok $? "an event's control characters are shown escaped, never sent to the terminal (exit $rc): $(grep owned "$tap_tmp/dmg.txt")"
+
 # ---- files that are not Surge logs, or are damaged
 printf 'step,loss\n1,2.3\n' >"$tap_tmp/text.h5"
 refused "$tap_tmp/text.h5" "a text file"

@@ -5,7 +5,12 @@
  *                                  swept columns and sorting of the table, CSV quoting, SVG escaping
  *   test_report_lib cut FILE N     shorten /metrics/loss and /ranks/phase_comm of log FILE by N rows,
  *                                  as a writer killed in the middle of a flush leaves them
- *   test_report_lib drop FILE GROUP delete GROUP (e.g. /eval) from log FILE */
+ *   test_report_lib drop FILE GROUP delete GROUP (e.g. /eval) from log FILE
+ *   test_report_lib damage FILE DATASET KIND   damage one dataset of log FILE as a hostile or broken
+ *                                  program would: 2d (a 2-D dataset in its place), group, strings, short
+ *                                  (3 rows left), extent=N (N rows claimed, none stored), value=X@I (row I
+ *                                  set to X), text=T@I (string I of a string dataset set to T, with \e
+ *                                  written as the escape character) */
 #include <hdf5.h>
 #include <math.h>
 #include <stdio.h>
@@ -42,6 +47,86 @@ static int drop(const char *path, const char *group) {
   hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
   if (f < 0 || H5Ldelete(f, group, H5P_DEFAULT) < 0) return 1;
   return H5Fclose(f) < 0;
+}
+
+/* DATASET replaced by another object of the same name. */
+static int replace(hid_t f, const char *name, const char *kind, hsize_t rows) {
+  if (H5Ldelete(f, name, H5P_DEFAULT) < 0) return 1;
+  hid_t o = -1;
+  if (strcmp(kind, "group") == 0) {
+    o = H5Gcreate2(f, name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    return o < 0 || H5Gclose(o) < 0;
+  }
+  hsize_t dims[2] = {rows, 2};
+  int two = strcmp(kind, "2d") == 0;
+  hid_t type = two ? H5Tcopy(H5T_NATIVE_DOUBLE) : H5Tcopy(H5T_C_S1);
+  if (!two) H5Tset_size(type, H5T_VARIABLE);
+  hid_t space = H5Screate_simple(two ? 2 : 1, dims, NULL);
+  o = H5Dcreate2(f, name, type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+  int rc = o < 0;
+  if (!rc && two) {
+    double *v = xcalloc(rows * 2 + 1, sizeof *v);
+    rc = H5Dwrite(o, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) < 0;
+    free(v);
+  } else if (!rc) {
+    const char **v = xcalloc(rows + 1, sizeof *v);
+    for (hsize_t i = 0; i < rows; i++) v[i] = "1.5";
+    rc = H5Dwrite(o, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) < 0;
+    free(v);
+  }
+  H5Dclose(o), H5Sclose(space), H5Tclose(type);
+  return rc;
+}
+
+/* One element of dataset d (1-D) written from buf in memory type mt. */
+static int write_one(hid_t d, hid_t mt, hsize_t i, const void *buf) {
+  hid_t fs = H5Dget_space(d), ms = H5Screate(H5S_SCALAR);
+  hsize_t one = 1;
+  int rc = H5Sselect_hyperslab(fs, H5S_SELECT_SET, &i, NULL, &one, NULL) < 0 ||
+           H5Dwrite(d, mt, ms, fs, H5P_DEFAULT, buf) < 0;
+  H5Sclose(ms), H5Sclose(fs);
+  return rc;
+}
+
+static int damage(const char *path, const char *name, const char *kind) {
+  hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+  if (f < 0) return 1;
+  hid_t d = H5Dopen2(f, name, H5P_DEFAULT), s = H5Dget_space(d);
+  hsize_t dims[2] = {0, 0};
+  if (d < 0 || H5Sget_simple_extent_dims(s, dims, NULL) < 0) return 1;
+  H5Sclose(s);
+  int rc = 0;
+  double x;
+  long long i, n;
+  char text[256];
+  if (strcmp(kind, "2d") == 0 || strcmp(kind, "group") == 0 || strcmp(kind, "strings") == 0) {
+    H5Dclose(d);
+    d = -1;
+    rc = replace(f, name, kind, dims[0]);
+  } else if (strcmp(kind, "short") == 0) {
+    dims[0] = 3;
+    rc = H5Dset_extent(d, dims) < 0;
+  } else if (sscanf(kind, "extent=%lld", &n) == 1) {
+    dims[0] = (hsize_t)n;
+    rc = H5Dset_extent(d, dims) < 0;
+  } else if (sscanf(kind, "value=%lf@%lld", &x, &i) == 2) {
+    rc = write_one(d, H5T_NATIVE_DOUBLE, (hsize_t)i, &x);
+  } else if (sscanf(kind, "text=%255[^@]@%lld", text, &i) == 2) {
+    for (char *p = text; (p = strstr(p, "\\e")) != NULL;) {
+      *p = 0x1b;
+      memmove(p + 1, p + 2, strlen(p + 2) + 1);
+    }
+    hid_t mt = H5Tcopy(H5T_C_S1);
+    H5Tset_size(mt, H5T_VARIABLE);
+    H5Tset_cset(mt, H5T_CSET_UTF8);
+    const char *p = text;
+    rc = write_one(d, mt, (hsize_t)i, &p);
+    H5Tclose(mt);
+  } else {
+    rc = 1;
+  }
+  if (d >= 0) H5Dclose(d);
+  return H5Fclose(f) < 0 || rc;
 }
 
 /* ---- logs built in memory ---- */
@@ -221,8 +306,9 @@ int main(int argc, char **argv) {
   H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
   if (argc == 4 && strcmp(argv[1], "cut") == 0) return cut(argv[2], (hsize_t)atol(argv[3]));
   if (argc == 4 && strcmp(argv[1], "drop") == 0) return drop(argv[2], argv[3]);
+  if (argc == 5 && strcmp(argv[1], "damage") == 0) return damage(argv[2], argv[3], argv[4]);
   if (argc != 1) {
-    fprintf(stderr, "usage: test_report_lib [cut FILE N | drop FILE GROUP]\n");
+    fprintf(stderr, "usage: test_report_lib [cut FILE N | drop FILE GROUP | damage FILE DATASET KIND]\n");
     return 2;
   }
   check_axes();

@@ -55,7 +55,7 @@ for np in 1 4; do
   pkill -USR1 -f "^$SURGE_TRAIN .*run.out_dir=$out( |$)" 2>/dev/null
   wait $pid
   rc=$?
-  grep -q "stopped by a signal after step .*resume with: surge-train .* --resume" "$out.txt"
+  grep -q "stopped by a signal after step .*resume with: [^ ]*surge-train .* --resume" "$out.txt"
   tap_ok $(( rc + $? )) "$np rank(s): SIGUSR1 stops with exit $rc and says how to resume"
   # shellcheck disable=SC2086
   train $np "$out" $long --resume

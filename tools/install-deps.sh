@@ -2,10 +2,13 @@
 # Install the Debian 12 packages Surge needs to build, test and run its examples.
 # Idempotent: installs only what is missing. Run as root (or through sudo).
 #   tools/install-deps.sh           build + run + test dependencies
+# clang and its runtime libraries (libFuzzer, the sanitizers; only recommended by clang, so named here)
+# build the fuzzing harnesses (tools/fuzz.sh).
 set -eu
 
 packages="build-essential autoconf automake libtool pkg-config
   libopenmpi-dev openmpi-bin libhdf5-openmpi-dev hdf5-tools libopenblas-dev zlib1g-dev libcjson-dev
+  clang libclang-rt-dev
   dataset-fashion-mnist fortunes-min fortunes bitshuffle
   slurmctld slurmd slurm-client munge libpmix-dev"
 

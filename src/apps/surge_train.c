@@ -92,11 +92,10 @@ int main(int argc, char **argv) {
              resolved);
   free(resolved);
 
-  char resume_cmd[2 * CFG_STR];
-  snprintf(resume_cmd, sizeof resume_cmd, "surge-train %s%s%s%s --resume", cli.deck, variant ? " --variant " : "",
-           variant ? variant : "", asked == MUX_ROLE_BACKGROUND ? " --background"
-                                   : asked == MUX_ROLE_FOREGROUND ? " --foreground" : "");
+  /* the command line as given (every -D, --variant, the role), quoted for a shell, plus --resume */
+  char *resume_cmd = cli_command_line(argc, argv, "--resume");
   int rc = train_run(&cfg, deck, resume_cmd, &world) == TRAIN_STOPPED ? stopped_exit : 0;
+  free(resume_cmd);
   deck_free(deck);
   comm_free(&world);
   MPI_Finalize();

@@ -63,6 +63,48 @@ static void take_option(cli_t *cli, int f, int argc, char **argv, int *i, const 
   for (int k = 0; k < n; k++) cli->values[f][k] = argv[++*i];
 }
 
+static int shell_safe(const char *w) {
+  if (!*w) return 0;
+  for (; *w; w++)
+    if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./:=@%+,", *w)) return 0;
+  return 1;
+}
+
+/* Append word w, quoted as needed, to out (NULL: only count); returns the bytes it takes. */
+static size_t put_word(char *out, const char *w) {
+  size_t n = 0;
+  if (shell_safe(w)) {
+    n = strlen(w);
+    if (out) memcpy(out, w, n);
+    return n;
+  }
+  if (out) out[n] = '\'';
+  n++;
+  for (; *w; w++) {
+    const char *piece = *w == '\'' ? "'\\''" : NULL;
+    size_t k = piece ? 4 : 1;
+    if (out) memcpy(out + n, piece ? piece : w, k);
+    n += k;
+  }
+  if (out) out[n] = '\'';
+  return n + 1;
+}
+
+char *cli_command_line(int argc, char *const *argv, const char *append) {
+  int add = append != NULL;
+  for (int i = 1; i < argc && add; i++) add = strcmp(argv[i], append) != 0;
+  size_t len = 1;
+  for (int i = 0; i < argc; i++) len += put_word(NULL, argv[i]) + 1;
+  if (add) len += put_word(NULL, append) + 1;
+  char *line = surge_malloc_at(len, __FILE__, __LINE__), *p = line;
+  for (int i = 0; i < argc + add; i++) {
+    if (i) *p++ = ' ';
+    p += put_word(p, i < argc ? argv[i] : append);
+  }
+  *p = '\0';
+  return line;
+}
+
 static void parse_args(int argc, char **argv, const char *usage, const char *const *flags, cli_t *cli) {
   memset(cli, 0, sizeof *cli);
   cli->flags = flags;

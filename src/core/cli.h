@@ -27,5 +27,10 @@ void cli_parse_deck_optional(int argc, char **argv, const char *usage, const cha
 int cli_has(const cli_t *cli, const char *flag);
 /* The k-th value of an option that was given (k from 0), NULL if it was not given. */
 const char *cli_value(const cli_t *cli, const char *flag, int k);
+/* argv as a POSIX shell runs it again, word for word: a word other than letters, digits and
+ * _ - . / : = @ % + , is put in single quotes (a quote in it written '\''); then `append` (NULL:
+ * nothing) unless some word of argv is it already. malloc'd. Surge prints it (the resume command
+ * after a stop); nothing ever runs it. */
+char *cli_command_line(int argc, char *const *argv, const char *append);
 
 #endif

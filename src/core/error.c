@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* The job this process belongs to: MPI_COMM_WORLD, or its half of an MPMD world. */
 static MPI_Comm job_comm = MPI_COMM_NULL;
@@ -14,6 +15,21 @@ void surge_set_job(MPI_Comm job, const char *label) {
   job_comm = job;
   snprintf(job_label, sizeof job_label, "%s", label ? label : "");
 }
+
+static int partial_line = 0;
+static surge_fail_hook_t fail_hook = NULL;
+
+void surge_set_fail_hook(surge_fail_hook_t hook) { fail_hook = hook; }
+
+/* A harness's hook takes the error instead of the process ending (it does not return). */
+static void to_hook(int exit_code, const char *fmt, va_list ap) {
+  if (!fail_hook) return;
+  char msg[2048];
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  fail_hook(exit_code, msg);
+}
+
+void surge_set_partial_line(int partial) { partial_line = partial; }
 
 static MPI_Comm job(void) { return job_comm == MPI_COMM_NULL ? MPI_COMM_WORLD : job_comm; }
 
@@ -33,25 +49,58 @@ int surge_rank(void) {
   return r;
 }
 
-_Noreturn void surge_fail(int exit_code, const char *fmt, ...) {
-  char msg[2048];
-  va_list ap;
-  va_start(ap, fmt);
+/* Print the one line of an error (on a line of its own) and return how many ranks the job has. The
+ * line goes out in one write: mpiexec forwards stdout and stderr separately, and a progress bar's
+ * text could fall between two writes. */
+static int print_error(const char *fmt, va_list ap) {
+  char msg[2048], line[2200];
   vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
   fflush(stdout);
+  const char *nl = partial_line ? "\n" : ""; /* the bar's line ends where the two streams meet */
+  partial_line = 0;
   int n = mpi_size();
   if (n > 1)
-    fprintf(stderr, "surge: error: %s%srank %d: %s\n", job_label, job_label[0] ? " " : "", surge_rank(), msg);
+    snprintf(line, sizeof line, "%ssurge: error: %s%srank %d: %s\n", nl, job_label, job_label[0] ? " " : "",
+             surge_rank(), msg);
   else
-    fprintf(stderr, "surge: error: %s\n", msg);
+    snprintf(line, sizeof line, "%ssurge: error: %s\n", nl, msg);
+  fputs(line, stderr);
   fflush(stderr);
-  if (n > 1) MPI_Abort(MPI_COMM_WORLD, exit_code);
+  return n;
+}
+
+/* A harness's hook, else the printed line; returns the job's rank count. */
+static int report(int exit_code, const char *fmt, va_list ap) {
+  va_list again;
+  va_copy(again, ap);
+  to_hook(exit_code, fmt, again);
+  va_end(again);
+  return print_error(fmt, ap);
+}
+
+/* Report, and end the whole job at once when it has other ranks (none may be left waiting). */
+static void report_or_abort(int exit_code, const char *fmt, va_list ap) {
+  if (report(exit_code, fmt, ap) > 1) MPI_Abort(MPI_COMM_WORLD, exit_code);
+}
+
+_Noreturn void surge_fail(int exit_code, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  report_or_abort(exit_code, fmt, ap);
+  va_end(ap);
   int init = 0, fin = 0;
   MPI_Initialized(&init);
   MPI_Finalized(&fin);
   if (init && !fin) MPI_Finalize();
   exit(exit_code);
+}
+
+_Noreturn void surge_abandon(int exit_code, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  report_or_abort(exit_code, fmt, ap);
+  va_end(ap);
+  _exit(exit_code);
 }
 
 void surge_info(const char *fmt, ...) {

@@ -12,6 +12,15 @@ enum { SURGE_EXIT_RUNTIME = 1, SURGE_EXIT_INPUT = 2 };
 
 /* Print "surge: error: <msg>" (plus "rank N: " when MPI runs with more than one rank) and exit. */
 _Noreturn void surge_fail(int exit_code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Like surge_fail, but the process ends at once without MPI_Finalize and exit handlers: for a
+ * failure that leaves a library's state unusable (HDF5 1.10 crashes when it closes, at exit or in
+ * MPI_Finalize, a file whose write failed). Files keep what was written before. */
+_Noreturn void surge_abandon(int exit_code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* For fuzzing harnesses (fuzz/): while a hook is set, surge_fail and surge_abandon hand it the exit
+ * code and the message instead of printing and exiting; the hook must not return (it longjmps back
+ * to the harness). NULL restores the normal behaviour. */
+typedef void (*surge_fail_hook_t)(int exit_code, const char *msg);
+void surge_set_fail_hook(surge_fail_hook_t hook);
 /* Bad input: exit code 2. */
 #define surge_input_error(...) surge_fail(SURGE_EXIT_INPUT, __VA_ARGS__)
 /* A failure of the run itself (out of memory, I/O): exit code 1. */
@@ -29,6 +38,10 @@ char *surge_strdup_at(const char *s, const char *file, int line);
 
 /* Multiply sizes with an overflow check (bounds before allocation). */
 size_t surge_mul_size(size_t a, size_t b, const char *what);
+
+/* Whether standard output ends in the middle of a line (a progress bar drawn with '\r'): an error
+ * then starts on a line of its own. */
+void surge_set_partial_line(int partial);
 
 /* Verbosity of informational output: messages print on rank 0 only. */
 void surge_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -14,6 +14,7 @@
  * many bytes of payload: the bound that keeps a lying header from a huge allocation. */
 #define DEFLATE_MAX_RATIO 1032u
 #define IDX_READ_CHUNK (1u << 30)
+#define IDX_FIRST_ALLOC ((size_t)64 << 20) /* bytes allocated before the data shows there is more */
 
 /* Fail if zlib saw bad or cut-short compressed data (gzread reports a cut-short stream as an end
  * of file and only gzerror tells). */
@@ -64,6 +65,28 @@ static uint64_t file_size_or_fail(const char *path, const char *missing_hint) {
   return (uint64_t)st.st_size;
 }
 
+/* The payload of a plain file is exactly what follows its header; a gzip file's is at most
+ * DEFLATE_MAX_RATIO times the file (and is read into memory only as it arrives, below). */
+static uint64_t payload_bound(uint64_t file_bytes, size_t header_bytes, int plain) {
+  if (plain) return file_bytes > header_bytes ? file_bytes - header_bytes : 0;
+  uint64_t most = file_bytes > UINT64_MAX / DEFLATE_MAX_RATIO ? UINT64_MAX : file_bytes * DEFLATE_MAX_RATIO;
+  return most > SIZE_MAX ? SIZE_MAX : most;
+}
+
+/* Read the payload of `want` bytes: memory grows with the data that really arrives (doubling from
+ * IDX_FIRST_ALLOC), so a header that lies costs at most twice what the file decompresses to.
+ * Returns the bytes read into *data (malloc'd, want bytes when the file holds them). */
+static size_t read_payload(gzFile f, const char *path, size_t want, uint8_t **data) {
+  size_t cap = want < IDX_FIRST_ALLOC ? want : IDX_FIRST_ALLOC, got = 0;
+  *data = xmalloc(cap);
+  for (;;) {
+    got += gz_read_all(f, path, *data + got, cap - got);
+    if (got < cap || cap == want) return got;
+    cap = cap > want / 2 ? want : 2 * cap;
+    *data = xrealloc(*data, cap);
+  }
+}
+
 void idx_read(const char *path, int ndim, const char *what, const char *missing_hint, idx_array_t *out) {
   uint64_t file_bytes = file_size_or_fail(path, missing_hint);
   gzFile f = gzopen(path, "rb");
@@ -81,23 +104,23 @@ void idx_read(const char *path, int ndim, const char *what, const char *missing_
 
   memset(out, 0, sizeof *out);
   out->ndim = ndim;
-  uint64_t payload = 1;
-  uint64_t most = file_bytes > UINT64_MAX / DEFLATE_MAX_RATIO ? UINT64_MAX : file_bytes * DEFLATE_MAX_RATIO;
-  if (most > SIZE_MAX) most = SIZE_MAX;
+  int plain = gzdirect(f); /* zlib reads a file that is not gzip as it is */
+  uint64_t payload = 1, most = payload_bound(file_bytes, header_bytes, plain);
   for (int i = 0; i < ndim; i++) {
     out->dims[i] = be32(header + 4 + 4 * i);
     if (out->dims[i] == 0) surge_input_error("%s: IDX header has size 0 in dimension %d; empty %s?", path, i, what);
     if (out->dims[i] > most / payload) {
       char d[64];
-      surge_input_error("%s: IDX header claims %s %s, more than a %" PRIu64 "-byte file can hold; "
-                        "truncated or corrupt header?", path, dims_str(out->dims, i + 1, d, sizeof d), what, file_bytes);
+      surge_input_error("%s: IDX header claims %s %s, more than %s %" PRIu64 "-byte file can hold (%" PRIu64
+                        " bytes at most); truncated or corrupt header?",
+                        path, dims_str(out->dims, i + 1, d, sizeof d), what, plain ? "this uncompressed" : "a gzip",
+                        file_bytes, most);
     }
     payload *= out->dims[i];
   }
 
   out->bytes = (size_t)payload;
-  out->data = xmalloc(out->bytes);
-  size_t got = gz_read_all(f, path, out->data, out->bytes);
+  size_t got = read_payload(f, path, out->bytes, &out->data);
   char d[64];
   if (got < out->bytes)
     surge_input_error("%s: data ends after %zu of the %zu bytes the header describes (%s %s); truncated?",

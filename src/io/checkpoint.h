@@ -21,6 +21,11 @@
  * CRC32, before layouts could shard state) is refused with its version named. */
 #define CHECKPOINT_FORMAT_VERSION 2
 
+/* The most steps a run may have ([run] steps): a checkpoint's step beyond it is damage. */
+#define CHECKPOINT_MAX_STEP 1000000000L
+/* A run identity: 16 hex digits and the NUL. */
+#define CHECKPOINT_RUN_ID_LEN 17
+
 /* The state saved and restored: regions of global tensors, each rank holding the pieces its layout
  * gives it (host memory), and the counters. */
 typedef struct ckpt_state {
@@ -29,6 +34,8 @@ typedef struct ckpt_state {
   const char *layout;      /* the [parallel] mode that wrote it (informational) */
   long opt_t;              /* optimizer steps taken */
   long step;               /* training steps done */
+  char run_id[CHECKPOINT_RUN_ID_LEN]; /* the run it belongs to (io/run_dir.h); "" when the file has
+                                       * none (written before runs had an identity) */
 } ckpt_state_t;
 
 /* Fingerprint of the configuration a checkpoint belongs to (see above). */
@@ -47,15 +54,38 @@ void checkpoint_write(const char *dir, const ckpt_state_t *s, const config_t *cf
  * run refuse at start rather than at its first checkpoint. */
 int checkpoint_compression_available(const char *compression, char *why, size_t why_len);
 
-/* The newest complete checkpoint in dir (by step in the file name; temporary files never count):
- * its path in `path` and 1, or 0 when there is none. Same answer on every rank. */
+/* A checkpoint found in a directory, described by what it holds. */
+typedef struct ckpt_found {
+  char path[4096];
+  long step;                          /* the step it holds (its name's when it cannot be read) */
+  int readable;                       /* its attributes of / read back and match their checksum */
+  char run_id[CHECKPOINT_RUN_ID_LEN]; /* the run it belongs to; "" when unknown */
+  int count;                          /* checkpoints in the directory */
+} ckpt_found_t;
+
+/* On one process: the newest complete checkpoint in dir, by the step its attributes hold. Only
+ * regular files named as checkpoint_write names them count; temporary files never do. A file whose
+ * attributes do not read back counts with its name's step (checkpoint_read then says what is wrong
+ * with it). A step outside 0..CHECKPOINT_MAX_STEP, or a name that says another step than the file
+ * holds (renamed or copied by hand), is an input error naming the file: such a file would otherwise
+ * shadow the real checkpoints. Returns 1 with *found filled, or 0 (found->count 0) when there is none. */
+int checkpoint_newest(const char *dir, ckpt_found_t *found);
+
+/* Collective: checkpoint_newest on rank 0, its path in `path` and 1, or 0 when there is none. Same
+ * answer on every rank. */
 int checkpoint_latest(const char *dir, char *path, size_t path_len, comm_t *world);
+
+/* On one process: remove every checkpoint and temporary checkpoint file of dir (only exact checkpoint
+ * names; anything else stays). Returns how many were removed; a failure is a runtime error. */
+int checkpoint_remove_all(const char *dir);
 
 /* Collective: read a checkpoint into s, every rank its own hyperslabs (of any layout, whatever layout
  * and rank count wrote the file); regions and tensors must be exactly those of s. Refuses,
  * with an input error naming the file and, where it applies, the dataset: a file that is not a
  * Surge checkpoint, another format version, another model or configuration (fingerprint), a
- * tensor missing or of another shape, a checksum mismatch, a truncated file. */
+ * tensor missing or of another shape, a checksum mismatch, a truncated file, and counters out of
+ * range (a step below 0 or beyond cfg's [run] steps, optimizer steps beyond the step, samples seen
+ * that are not step x global batch, a rank count below 1). s->run_id receives the file's. */
 void checkpoint_read(const char *path, ckpt_state_t *s, const config_t *cfg, comm_t *world);
 
 #endif

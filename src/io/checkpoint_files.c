@@ -1,4 +1,4 @@
-/* Checkpoint files in their directory: names, creating the directory, pruning old checkpoints and
+/* Checkpoint files in their directory: names, pruning old checkpoints and
  * stale temporary files, finding the newest complete checkpoint. Only names that are exactly what
  * ckpt_path writes are ever looked at or removed: anything else in the directory is left alone. */
 #include <dirent.h>
@@ -34,30 +34,6 @@ long ckpt_name_step(const char *name, int temporary) {
   char canonical[64];
   name_of(canonical, sizeof canonical, step, temporary);
   return strcmp(canonical, name) == 0 ? step : -1; // no stray zeros, no suffixes
-}
-
-int ckpt_mkdirs(const char *dir, char *failed, size_t failed_len) {
-  char path[CKPT_PATH];
-  size_t n = strlen(dir);
-  if (n == 0 || n >= sizeof path) {
-    snprintf(failed, failed_len, "%s", dir);
-    errno = n ? ENAMETOOLONG : ENOENT;
-    return -1;
-  }
-  memcpy(path, dir, n + 1);
-  for (size_t i = 1; i <= n; i++) {
-    if (path[i] != '/' && path[i] != '\0') continue;
-    char keep = path[i];
-    path[i] = '\0';
-    struct stat st;
-    if (mkdir(path, 0777) != 0 && !(errno == EEXIST && stat(path, &st) == 0 && S_ISDIR(st.st_mode))) {
-      if (errno == EEXIST) errno = ENOTDIR;
-      snprintf(failed, failed_len, "%s", path);
-      return -1;
-    }
-    path[i] = keep;
-  }
-  return 0;
 }
 
 /* Whether dir/name is a regular file (a directory or device named like a checkpoint is not one). */
@@ -116,18 +92,82 @@ void ckpt_prune(const char *dir, long written_step, int keep) {
   free(steps);
 }
 
+/* What dir/ckpt-<name_step>.h5 holds, read from its attributes of / on this process alone. */
+static void probe(const char *dir, long name_step, ckpt_found_t *f) {
+  memset(f, 0, sizeof *f);
+  ckpt_path(f->path, sizeof f->path, dir, name_step, 0);
+  f->step = name_step;
+  hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+  if (fapl >= 0) H5Pset_file_locking(fapl, 0, 1); // a look at the attributes; a writer may hold the file
+  hid_t file = fapl < 0 ? -1 : H5Fopen(f->path, H5F_ACC_RDONLY, fapl);
+  if (fapl >= 0) H5Pclose(fapl);
+  if (file < 0) {
+    H5Eclear2(H5E_DEFAULT);
+    return;
+  }
+  ckpt_root_t root;
+  memset(&root, 0, sizeof root);
+  const char *attr;
+  int64_t version = 0;
+  if (h5util_attr_read_i64(file, "format_version", &version) == 0 && version == CHECKPOINT_FORMAT_VERSION &&
+      ckpt_root_read(file, &root, &attr) == 0 && strcmp(root.format, CKPT_FORMAT_NAME) == 0 &&
+      strlen(root.run_id) < CHECKPOINT_RUN_ID_LEN) {
+    if (root.step < 0 || root.step > CHECKPOINT_MAX_STEP)
+      surge_input_error("%s: step %lld is out of range (0 to %ld): the file was not written by a Surge run; remove "
+                        "it to resume from an earlier checkpoint", f->path, (long long)root.step, CHECKPOINT_MAX_STEP);
+    f->readable = 1;
+    f->step = (long)root.step;
+    snprintf(f->run_id, sizeof f->run_id, "%s", root.run_id);
+  }
+  ckpt_root_free(&root);
+  H5Fclose(file);
+  H5Eclear2(H5E_DEFAULT);
+}
+
+int checkpoint_newest(const char *dir, ckpt_found_t *found) {
+  memset(found, 0, sizeof *found);
+  long *steps;
+  int n = scan_steps(dir, 0, &steps);
+  h5util_quiet_t quiet = h5util_quiet_begin();
+  ckpt_found_t f;
+  for (int i = 0; i < n; i++) {
+    probe(dir, steps[i], &f);
+    if (f.readable && f.step != steps[i])
+      surge_input_error("%s holds step %ld, not the step its name says: it was renamed or copied by hand (hint: "
+                        "name it ckpt-%08ld.h5, or remove it)", f.path, f.step, f.step);
+    if (i == 0 || f.step > found->step) *found = f;
+  }
+  h5util_quiet_end(quiet);
+  free(steps);
+  found->count = n;
+  return n > 0;
+}
+
 int checkpoint_latest(const char *dir, char *path, size_t path_len, comm_t *world) {
-  char found[CKPT_PATH] = "";
-  if (world->rank == 0) {
+  ckpt_found_t found = {.count = 0};
+  if (world->rank == 0) checkpoint_newest(dir, &found);
+  comm_bcast(world, found.path, sizeof found.path, 0, TRAFFIC_OTHER);
+  if (!found.path[0]) return 0;
+  if (strlen(found.path) >= path_len)
+    surge_runtime_error("checkpoint path %s is longer than %zu characters", found.path, path_len - 1);
+  memcpy(path, found.path, strlen(found.path) + 1);
+  return 1;
+}
+
+int checkpoint_remove_all(const char *dir) {
+  int removed = 0;
+  for (int temporary = 0; temporary < 2; temporary++) {
     long *steps;
-    int n = scan_steps(dir, 0, &steps);
-    if (n > 0) ckpt_path(found, sizeof found, dir, steps[n - 1], 0);
+    int n = scan_steps(dir, temporary, &steps);
+    for (int i = 0; i < n; i++) {
+      char path[CKPT_PATH];
+      ckpt_path(path, sizeof path, dir, steps[i], temporary);
+      if (unlink(path) != 0 && errno != ENOENT)
+        surge_runtime_error("cannot remove %s: %s (hint: the checkpoints of the run being replaced must go)", path,
+                            strerror(errno));
+      removed++;
+    }
     free(steps);
   }
-  comm_bcast(world, found, sizeof found, 0, TRAFFIC_OTHER);
-  if (!found[0]) return 0;
-  if (strlen(found) >= path_len)
-    surge_runtime_error("checkpoint path %s is longer than %zu characters", found, path_len - 1);
-  memcpy(path, found, strlen(found) + 1);
-  return 1;
+  return removed;
 }

@@ -42,8 +42,6 @@ int ckpt_config_first_diff(const char *stored, const char *now, char *out, size_
 void ckpt_path(char *out, size_t out_len, const char *dir, long step, int temporary);
 /* The step of a file name that is exactly what ckpt_path writes (temporary or not), else -1. */
 long ckpt_name_step(const char *name, int temporary);
-/* mkdir -p. Returns 0, or -1 with errno set and the failing prefix in failed. */
-int ckpt_mkdirs(const char *dir, char *failed, size_t failed_len);
 /* On one rank: remove the checkpoints older than the newest `keep` (the one just written counts
  * and is never removed; files with a higher step, left by another run, are not touched) and every
  * temporary file but `written_step`'s. Only exact checkpoint names are ever removed. */
@@ -109,13 +107,16 @@ typedef struct ckpt_root {
   char *created;                      /* ISO 8601 UTC */
   char *compression;                  /* [checkpoint] compression */
   char *deck;                         /* the resolved deck, for people */
+  char *run_id;                       /* the run it belongs to; optional: "" when absent, and then
+                                       * left out of state_crc32 (files written before it existed) */
 } ckpt_root_t;
 
 /* Write every attribute of r and "state_crc32" (CRC32 of all of them) on obj. 0 or -1 with the
- * name of the attribute that failed in *failed. */
+ * name of the attribute that failed in *failed. An empty optional attribute is not written. */
 int ckpt_root_write(hid_t obj, const ckpt_root_t *r, const char **failed);
 /* Read them back: 0, or -1 with the attribute that is missing or of another type in *failed, or
- * -2 when they do not match their state_crc32. Free with ckpt_root_free (also after a failure). */
+ * -2 when they do not match their state_crc32. A missing optional one reads "". Strings longer
+ * than the file cannot be, and are refused unread. Free with ckpt_root_free (also after a failure). */
 int ckpt_root_read(hid_t obj, ckpt_root_t *r, const char **failed);
 void ckpt_root_free(ckpt_root_t *r);
 

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/error.h"
 #include "io/checkpoint_impl.h"
 #include "io/strbuf.h"
 
@@ -13,21 +14,29 @@ typedef struct root_attr {
   const char *name;
   attr_kind_t kind;
   size_t offset; /* of the field in ckpt_root_t */
+  int optional;  /* a string that older files lack: absent reads "", and "" is neither written nor in the CRC */
 } root_attr_t;
 
-#define ROOT_ATTR(field, kind) {#field, kind, offsetof(ckpt_root_t, field)}
+#define ROOT_ATTR(field, kind) {#field, kind, offsetof(ckpt_root_t, field), 0}
+#define OPTIONAL_ROOT_ATTR(field) {#field, ATTR_STRING, offsetof(ckpt_root_t, field), 1}
 static const root_attr_t root_attrs[] = {
     ROOT_ATTR(format, ATTR_STRING),  ROOT_ATTR(format_version, ATTR_I64), ROOT_ATTR(model, ATTR_STRING),
     ROOT_ATTR(fingerprint, ATTR_U64), ROOT_ATTR(config, ATTR_STRING),      ROOT_ATTR(step, ATTR_I64),
     ROOT_ATTR(opt_t, ATTR_I64),       ROOT_ATTR(seed, ATTR_U64),           ROOT_ATTR(global_batch, ATTR_I64),
     ROOT_ATTR(samples_seen, ATTR_I64), ROOT_ATTR(ranks, ATTR_I64),         ROOT_ATTR(layout, ATTR_STRING),
     ROOT_ATTR(created, ATTR_STRING),
-    ROOT_ATTR(compression, ATTR_STRING), ROOT_ATTR(deck, ATTR_STRING),
+    ROOT_ATTR(compression, ATTR_STRING), ROOT_ATTR(deck, ATTR_STRING), OPTIONAL_ROOT_ATTR(run_id),
 };
 enum { NROOT_ATTRS = sizeof root_attrs / sizeof root_attrs[0] };
 #define STATE_CRC_ATTR "state_crc32"
 
 static void *field(const ckpt_root_t *r, const root_attr_t *a) { return (char *)r + a->offset; }
+
+/* An optional attribute left out: absent from the file and from the CRC. */
+static int left_out(const ckpt_root_t *r, const root_attr_t *a) {
+  const char *s = *(char *const *)field(r, a);
+  return a->optional && (!s || !s[0]);
+}
 
 /* CRC32 of "name=value\n" for every attribute, in table order. */
 static uint32_t root_crc(const ckpt_root_t *r) {
@@ -35,6 +44,7 @@ static uint32_t root_crc(const ckpt_root_t *r) {
   for (int i = 0; i < NROOT_ATTRS; i++) {
     const root_attr_t *a = &root_attrs[i];
     const void *f = field(r, a);
+    if (left_out(r, a)) continue;
     sb_printf(&text, "%s=", a->name);
     if (a->kind == ATTR_STRING)
       sb_puts(&text, *(char *const *)f);
@@ -53,6 +63,7 @@ int ckpt_root_write(hid_t obj, const ckpt_root_t *r, const char **failed) {
   for (int i = 0; i < NROOT_ATTRS; i++) {
     const root_attr_t *a = &root_attrs[i];
     const void *f = field(r, a);
+    if (left_out(r, a)) continue;
     int rc = a->kind == ATTR_STRING ? h5util_attr_write_string(obj, a->name, *(char *const *)f, H5T_CSET_ASCII)
              : a->kind == ATTR_I64  ? h5util_attr_write_i64(obj, a->name, *(const int64_t *)f)
                                     : h5util_attr_write_u64(obj, a->name, *(const uint64_t *)f);
@@ -73,6 +84,10 @@ int ckpt_root_read(hid_t obj, ckpt_root_t *r, const char **failed) {
     int rc = a->kind == ATTR_STRING ? h5util_attr_read_string(obj, a->name, (char **)f)
              : a->kind == ATTR_I64  ? h5util_attr_read_i64(obj, a->name, (int64_t *)f)
                                     : h5util_attr_read_u64(obj, a->name, (uint64_t *)f);
+    if (rc == H5UTIL_ABSENT && a->optional && H5Aexists(obj, a->name) == 0) {
+      *(char **)f = xstrdup("");
+      continue;
+    }
     if (rc != 0) {
       *failed = a->name;
       return -1;

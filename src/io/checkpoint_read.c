@@ -5,6 +5,7 @@
  * Any failure is one input error naming the file and, where it applies, the dataset; the job then
  * exits, so a partly read state is never used. */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 #include "core/error.h"
 #include "io/checkpoint.h"
 #include "io/checkpoint_impl.h"
+#include "io/printable.h"
 
 #define DAMAGED "the file is damaged; remove it to resume from an earlier checkpoint"
 #define REFUSED                                                                                                  \
@@ -58,8 +60,31 @@ static void fail_open(reader_t *r) {
     ckpt_fail(&r->st, "%s: cannot open as HDF5 (%s): %s", r->path, why, DAMAGED);
 }
 
-/* What the file is and which run it belongs to; fills step and opt_t. */
-static void check_root(reader_t *r, const config_t *cfg, long *step, long *opt_t) {
+/* The counters of / against what any run, and this one, can reach (they were checked against
+ * their CRC before, so a value out of range was written so, not damaged on the way). */
+static void check_counters(reader_t *r, const config_t *cfg, const ckpt_root_t *root) {
+  const char *hint = "the file was not written by a Surge run; remove it to resume from an earlier checkpoint";
+  if (root->step < 0 || root->step > CHECKPOINT_MAX_STEP)
+    ckpt_fail(&r->st, "%s: step %lld is out of range (0 to %ld): %s", r->path, (long long)root->step,
+              CHECKPOINT_MAX_STEP, hint);
+  else if (root->step > cfg->steps)
+    ckpt_fail(&r->st, "%s holds step %lld, beyond this run's [run] steps = %ld: refusing to resume (hint: raise "
+                      "run.steps to continue past it, or resume with the deck it was written with)",
+              r->path, (long long)root->step, cfg->steps);
+  else if (root->opt_t < 0 || root->opt_t > root->step)
+    ckpt_fail(&r->st, "%s: opt_t %lld is out of range (0 to the step, %lld): %s", r->path, (long long)root->opt_t,
+              (long long)root->step, hint);
+  else if (root->global_batch < 1 || (root->step > 0 && root->global_batch > INT64_MAX / root->step) ||
+           root->samples_seen != root->step * root->global_batch)
+    ckpt_fail(&r->st, "%s: samples_seen %lld is not step %lld x global_batch %lld: %s", r->path,
+              (long long)root->samples_seen, (long long)root->step, (long long)root->global_batch, hint);
+  else if (root->ranks < 1 || root->ranks > (1 << 24))
+    ckpt_fail(&r->st, "%s: ranks %lld is out of range (1 to %d): %s", r->path, (long long)root->ranks, 1 << 24,
+              hint);
+}
+
+/* What the file is and which run it belongs to; fills step, opt_t and run_id. */
+static void check_root(reader_t *r, const config_t *cfg, long *step, long *opt_t, char *run_id) {
   char *format = NULL, why[512];
   int64_t version = 0;
   htri_t has_format = H5Aexists(r->file, "format");
@@ -83,28 +108,36 @@ static void check_root(reader_t *r, const config_t *cfg, long *step, long *opt_t
   ckpt_root_t root;
   const char *attr;
   int rc = ckpt_root_read(r->file, &root, &attr);
-  char *config = ckpt_config_text(cfg), diff[512];
+  char *config = ckpt_config_text(cfg), diff[512], shown[128];
   if (rc == -1)
     ckpt_fail(&r->st, "%s: attribute %s of / is missing or of another type (%s)", r->path, attr, DAMAGED);
   else if (rc == -2)
     ckpt_fail(&r->st, "%s: attributes of /: checksum mismatch (%s)", r->path, DAMAGED);
   else if (strcmp(root.model, cfg->zoo) != 0)
-    ckpt_fail(&r->st, "%s was written by model %s, this run's [model] zoo is %s: %s", r->path, root.model, cfg->zoo,
-              REFUSED);
+    ckpt_fail(&r->st, "%s was written by model %s, this run's [model] zoo is %s: %s", r->path,
+              printable(root.model, shown, sizeof shown), cfg->zoo, REFUSED);
   else if (root.fingerprint != ckpt_fnv1a64(config)) {
     if (!ckpt_config_first_diff(root.config, config, diff, sizeof diff))
       snprintf(diff, sizeof diff, "fingerprint %016llx, this run %016llx", (unsigned long long)root.fingerprint,
                (unsigned long long)ckpt_fnv1a64(config));
-    ckpt_fail(&r->st, "%s was written by another configuration (%s): %s", r->path, diff, REFUSED);
+    char shown_diff[sizeof diff];
+    ckpt_fail(&r->st, "%s was written by another configuration (%s): %s", r->path,
+              printable(diff, shown_diff, sizeof shown_diff), REFUSED);
   } else if (root.seed != cfg->seed)
     ckpt_fail(&r->st, "%s was written by another configuration ([run] seed is %llu in the checkpoint, %llu in this "
                       "run: the data order would differ): %s",
               r->path, (unsigned long long)root.seed, (unsigned long long)cfg->seed, REFUSED);
-  else if (root.step < 0 || root.opt_t < 0)
-    ckpt_fail(&r->st, "%s: negative step %lld or opt_t %lld (%s)", r->path, (long long)root.step,
-              (long long)root.opt_t, DAMAGED);
-  *step = (long)root.step;
-  *opt_t = (long)root.opt_t;
+  else if (strspn(root.run_id, "0123456789abcdef") != strlen(root.run_id) ||
+           strlen(root.run_id) >= CHECKPOINT_RUN_ID_LEN)
+    ckpt_fail(&r->st, "%s: run_id \"%s\" is not 16 hex digits (%s)", r->path,
+              printable(root.run_id, shown, sizeof shown), DAMAGED);
+  else
+    check_counters(r, cfg, &root);
+  if (!r->st.failed) {
+    *step = (long)root.step;
+    *opt_t = (long)root.opt_t;
+    snprintf(run_id, CHECKPOINT_RUN_ID_LEN, "%s", root.run_id);
+  }
   free(config);
   ckpt_root_free(&root);
 }
@@ -265,7 +298,8 @@ void checkpoint_read(const char *path, ckpt_state_t *s, const config_t *cfg, com
   agree_or_refuse(&r);
 
   long step = 0, opt_t = 0;
-  check_root(&r, cfg, &step, &opt_t);
+  char run_id[CHECKPOINT_RUN_ID_LEN] = "";
+  check_root(&r, cfg, &step, &opt_t, run_id);
   if (!r.st.failed) check_no_other_state(&r, s);
   agree_or_refuse(&r);
 
@@ -278,4 +312,5 @@ void checkpoint_read(const char *path, ckpt_state_t *s, const config_t *cfg, com
   h5util_quiet_end(quiet);
   s->step = step;
   s->opt_t = opt_t;
+  snprintf(s->run_id, sizeof s->run_id, "%s", run_id);
 }

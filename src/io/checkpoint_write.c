@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "io/checkpoint_impl.h"
+#include "io/run_dir.h"
 
 /* Free space below which a failed write is blamed on a full file system. */
 #define CKPT_LOW_SPACE_BYTES (4.0 * 1024 * 1024)
@@ -210,7 +211,7 @@ void ckpt_file_write(const ckpt_file_t *f, comm_t *world) {
   if (ckpt_h5_compression_check(f->compression, why, sizeof why) != 0)
     ckpt_fail(&w.st, "cannot write %s %s: [checkpoint] compression: %s", f->kind, f->final, why);
   if (ckpt_any_failed(&w.st)) ckpt_report(&w.st, SURGE_EXIT_INPUT);
-  if (world->rank == 0 && ckpt_mkdirs(f->dir, why, sizeof why) != 0)
+  if (world->rank == 0 && run_dir_make(f->dir, why, sizeof why) != 0)
     ckpt_fail(&w.st, "cannot write %s %s: cannot create directory %s: %s", f->kind, f->final, why, strerror(errno));
   agree_or_abandon(&w);
 

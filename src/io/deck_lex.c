@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "io/printable.h"
 
 #define MAX_SHOWN_NAME 60 /* longest name quoted in messages */
 
@@ -45,12 +46,20 @@ const char *deck_lex_blanks(const char *p, const char *end) {
 }
 
 void deck_lex_plain(const deck_lexer_t *lx, const deck_line_t *line) {
-  for (const char *q = line->start; q < line->end; q++)
+  for (const char *q = line->start; q < line->end; q++) {
+    char msg[128];
+    unsigned cp = 0;
     if (iscntrl((unsigned char)*q) && *q != '\t') {
-      char msg[64];
       snprintf(msg, sizeof msg, "control character 0x%02x in the line", (unsigned char)*q);
       lex_fail(lx, "decks are plain text", msg);
     }
+    if (!printable_invisible_at(q, &cp)) continue;
+    if (cp == 0xfeff && q == line->start && line->number == 1)
+      lex_fail(lx, "save the deck as UTF-8 without it, e.g. sed -i '1s/^\\xEF\\xBB\\xBF//' DECK",
+               "the deck starts with a byte-order mark (U+FEFF, bytes EF BB BF), invisible in most editors");
+    snprintf(msg, sizeof msg, "invisible character U+%04X in the line (column %d)", cp, (int)(q - line->start) + 1);
+    lex_fail(lx, "delete it: decks are plain text, and it hides or reorders what the line shows", msg);
+  }
 }
 
 const char *deck_lex_header(const deck_line_t *line, char *name, size_t n, const char **hint) {

@@ -29,10 +29,29 @@ static herr_t walk_error(unsigned n, const H5E_error2_t *e, void *data) {
   return 0;
 }
 
+/* HDF5's system-call failures read "file write failed: time = Mon ...\n, filename = '...', ...,
+ * error message = 'No space left on device', buf = ...": keep "file write failed: No space left on
+ * device". Any other text keeps its words, with line breaks and other controls as blanks: a message
+ * is one line. */
+static void one_line(char *text, size_t n) {
+  const char *key = "error message = '", *colon = strchr(text, ':'), *msg = strstr(text, key);
+  if (colon && msg && msg > colon) {
+    char reason[256];
+    msg += strlen(key);
+    const char *end = strchr(msg, '\'');
+    snprintf(reason, sizeof reason, "%.*s", end ? (int)(end - msg) : (int)strlen(msg), msg);
+    snprintf(text + (colon - text), n - (size_t)(colon - text), ": %s", reason);
+  }
+  for (char *p = text; *p; p++)
+    if ((unsigned char)*p < 0x20 || *p == 0x7f) *p = ' ';
+}
+
 void h5util_error_text(char *out, size_t out_len, const char *none) {
   error_walk_t w = {{0}, {0}};
   H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, walk_error, &w);
   H5Eclear2(H5E_DEFAULT);
+  one_line(w.inner, sizeof w.inner);
+  one_line(w.mpi, sizeof w.mpi);
   if (!w.inner[0])
     snprintf(out, out_len, "%s", none);
   else if (w.mpi[0] && strcmp(w.mpi, w.inner) != 0)
@@ -54,6 +73,7 @@ void h5util_fail(h5util_check_t *c, const char *what, const char *h5path) {
   switch (c->policy) {
   case H5UTIL_INPUT_ERROR: surge_input_error("%s", msg);
   case H5UTIL_RUNTIME_ERROR: surge_runtime_error("%s", msg);
+  case H5UTIL_RUNTIME_ABANDON: surge_abandon(SURGE_EXIT_RUNTIME, "%s", msg);
   case H5UTIL_RECORD:
     if (!c->failed) snprintf(c->msg, sizeof c->msg, "%s", msg);
     c->failed = 1;
@@ -84,6 +104,41 @@ int h5util_exists(hid_t loc, const char *name, H5I_type_t type) {
   }
   int is = H5Iget_type(o) == type;
   return H5Oclose(o) < 0 ? -1 : is;
+}
+
+int h5util_chunks_whole(hid_t d, int ndims, const hsize_t *dims, size_t type_bytes, unsigned long long *bytes,
+                        unsigned long long *want) {
+  hid_t dcpl = H5Dget_create_plist(d);
+  if (dcpl < 0) return -1;
+  hsize_t chunk[2] = {1, 1};
+  int chunked = H5Pget_layout(dcpl) == H5D_CHUNKED, filters = H5Pget_nfilters(dcpl);
+  int rc = filters < 0 || (chunked && H5Pget_chunk(dcpl, ndims, chunk) < 0) ? -1 : 1;
+  H5Pclose(dcpl);
+  if (rc < 0 || filters > 0) return rc;
+  if (!chunked) { /* contiguous or compact: its storage, when it has any, holds the whole extent */
+    hid_t space = H5Dget_space(d);
+    hssize_t n = space < 0 ? -1 : H5Sget_simple_extent_npoints(space);
+    if (space >= 0) H5Sclose(space);
+    if (n < 0) return -1;
+    unsigned long long stored = (unsigned long long)H5Dget_storage_size(d);
+    *want = (unsigned long long)n * type_bytes;
+    *bytes = stored;
+    return stored == 0 || stored >= *want;
+  }
+  *want = (unsigned long long)(chunk[0] * (ndims == 2 ? chunk[1] : 1) * type_bytes);
+  hsize_t at[2] = {0, 0};
+  for (at[0] = 0; at[0] < dims[0]; at[0] += chunk[0])
+    for (at[1] = 0; at[1] < (ndims == 2 ? dims[1] : 1); at[1] += chunk[ndims == 2 ? 1 : 0]) {
+      unsigned mask;
+      haddr_t addr;
+      hsize_t size = 0;
+      if (H5Dget_chunk_info_by_coord(d, at, &mask, &addr, &size) < 0) return -1;
+      if (addr != HADDR_UNDEF && size != *want) {
+        *bytes = (unsigned long long)size;
+        return 0;
+      }
+    }
+  return 1;
 }
 
 hid_t h5util_string_type(size_t len, H5T_cset_t cset) {
@@ -174,13 +229,23 @@ static int attr_read_done(hid_t a, hid_t type, int rc) {
   return rc;
 }
 
+/* Bytes of the file holding obj (0 when unknown): no attribute's value is larger. */
+static size_t file_bytes(hid_t obj) {
+  hid_t f = H5Iget_file_id(obj);
+  hsize_t size = 0;
+  if (f < 0 || H5Fget_filesize(f, &size) < 0) size = 0;
+  if (f >= 0) H5Fclose(f);
+  H5Eclear2(H5E_DEFAULT);
+  return (size_t)size;
+}
+
 int h5util_attr_read_string(hid_t obj, const char *name, char **out) {
   *out = NULL;
   hid_t type;
   hid_t a = attr_open(obj, name, H5T_STRING, H5T_NO_CLASS, &type);
   if (a < 0) return (int)a;
-  size_t size = H5Tget_size(type);
-  if (H5Tis_variable_str(type) != 0 || size == 0 || size > MAX_ATTR_STRING)
+  size_t size = H5Tget_size(type), most = file_bytes(obj);
+  if (H5Tis_variable_str(type) != 0 || size == 0 || size > MAX_ATTR_STRING || (most && size > most))
     return attr_read_done(a, type, H5UTIL_ABSENT);
   char *buf = xcalloc(size + 1, 1);
   if (H5Aread(a, type, buf) < 0) {

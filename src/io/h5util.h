@@ -35,6 +35,8 @@ void h5util_error_text(char *out, size_t out_len, const char *none);
 typedef enum h5util_policy {
   H5UTIL_INPUT_ERROR,   /* exit 2 */
   H5UTIL_RUNTIME_ERROR, /* exit 1 */
+  H5UTIL_RUNTIME_ABANDON, /* exit 1 at once, HDF5 left as it is (surge_abandon): a file whose write
+                           * failed cannot be closed safely */
   H5UTIL_RECORD,        /* keep the first message in msg, set failed, return */
 } h5util_policy_t;
 
@@ -60,6 +62,16 @@ void h5util_fail(h5util_check_t *c, const char *what, const char *h5path);
  * dangling link), or -1 when an HDF5 call fails. */
 int h5util_exists(hid_t loc, const char *name, H5I_type_t type);
 
+/* Whether every stored chunk that a read of the first dims (ndims 1 or 2, from 0) of dataset d
+ * touches is as large as a chunk of type_bytes values (the file's type), and a contiguous or compact
+ * dataset's storage, when it has any, as large as its whole extent: 1; 0 with the stored size in
+ * *bytes and the size needed in *want; -1 when an HDF5 call fails. Filtered datasets answer 1
+ * (filters check their own chunks). HDF5 1.10 trusts the sizes its metadata record and copies a
+ * whole chunk, or the whole extent, out of a smaller buffer (a heap overflow): call it before
+ * reading a file that is not trusted. */
+int h5util_chunks_whole(hid_t d, int ndims, const hsize_t *dims, size_t type_bytes, unsigned long long *bytes,
+                        unsigned long long *want);
+
 /* A fixed-length, NUL-terminated string type of len bytes (at least 1) in character set cset;
  * -1 on failure. Close with H5Tclose. */
 hid_t h5util_string_type(size_t len, H5T_cset_t cset);
@@ -73,7 +85,8 @@ int h5util_attr_write_u32(hid_t obj, const char *name, uint32_t value);
 int h5util_attr_write_f64(hid_t obj, const char *name, double value);
 
 /* Read the scalar attribute `name` of obj: 0; H5UTIL_ABSENT when obj has no such attribute, or
- * one that is not a scalar of the kind asked for (strings: fixed-length, at most 16 MiB; integers:
+ * one that is not a scalar of the kind asked for (strings: fixed-length, at most 16 MiB and at most
+ * the file's size, checked before allocating; integers:
  * at most 8 bytes, converted by HDF5; f64: a floating-point or integer number, converted); -1 when
  * an HDF5 call fails. String readers: *out is NUL-terminated and malloc'd, NULL on failure. */
 #define H5UTIL_ABSENT (-2)

@@ -2,7 +2,7 @@ libsurge_a_SOURCES += \
   src/io/config.h src/io/model_file.c src/io/model_file.h \
   src/io/h5util.c src/io/h5util.h \
   src/io/deck_shared.c src/io/deck_shared.h \
-  src/io/strbuf.c src/io/strbuf.h \
+  src/io/strbuf.c src/io/strbuf.h src/io/printable.c src/io/printable.h src/io/run_dir.c src/io/run_dir.h \
   src/io/config_schema.c src/io/config_schema.h \
   src/io/deck_value.c src/io/deck_value.h \
   src/io/deck.c src/io/deck.h src/io/deck_text.c src/io/deck_lex.c src/io/deck_lex.h
@@ -36,7 +36,7 @@ TESTS += tests/test_checkpoint.sh
 # The HDF5 metrics log (doc/formats.md). Its dimension scales (H5DS*) need the HDF5 high-level
 # library (-lhdf5_hl in SURGE_LIBS, Makefile.am).
 libsurge_a_SOURCES += src/io/log.c src/io/log.h src/io/log_h5.c src/io/log_h5.h src/io/log_format.c src/io/log_format.h \
-  src/io/log_read.c src/io/log_read.h
+  src/io/log_read.c src/io/log_read.h src/io/log_check.c src/io/log_check.h
 check_PROGRAMS += tests/test_h5util
 tests_test_h5util_SOURCES = tests/test_h5util.c tests/child.c tests/child.h
 tests_test_h5util_LDADD = $(SURGE_LIBS)

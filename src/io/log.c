@@ -2,16 +2,25 @@
  * of series drives creation, reopening, truncation on resume and closing. */
 #include "io/log.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "surge_build_config.h"
 #include "core/error.h"
 #include "io/log_h5.h"
+#include "io/run_dir.h"
+
+/* Space reserved before each flush beyond the rows' own (reserve_space). */
+#define LOG_RESERVE_METADATA_BYTES (64.0 * 1024)
+#define LOG_RESERVE_SERIES_BYTES (2.0 * 1024)
 
 /* Every step-indexed series of the log: its dataset, and how it is made. */
 typedef struct series_spec {
@@ -52,6 +61,11 @@ struct run_log {
   int run_multiplexed; /* this run is multiplexed (a resumed log keeps what it began as) */
   series_spec_t spec[SPEC_MAX];
   int nspec;
+  int fd;            /* the file's descriptor (space is reserved through it before a flush), -1: none */
+  int reserve;       /* the file system can reserve space (fallocate) */
+  long flushed_step; /* the last step the file on disk holds */
+  int flushed;       /* the file on disk is a whole log (a reopened one, or flushed once) */
+  long pending_step; /* the last step appended */
   double *gathered;  /* (ranks, PHASE_COUNT) from comm_gather_double, rank 0 */
   double *phase_row; /* (columns of /ranks) one phase's row, NaN beyond the ranks of this run */
 };
@@ -276,11 +290,60 @@ static void write_run_info(run_log_t *L, const config_t *cfg, const char *deck_t
   group_close(L, run, LOG_RUN);
 }
 
-/* Store every pending row, then make the file on disk complete up to here. */
+/* Reserve the file space a flush may take before it writes anything: a disk that is full then stops
+ * the run with the file exactly as its last flush left it (a flush that fails half way leaves HDF5's
+ * metadata half written, the file unreadable). A generous estimate: the chunks and strings the
+ * pending rows need (a partly filled last chunk counted again), and room for HDF5's metadata. */
+static void reserve_space(run_log_t *L) {
+  if (!L->reserve) return;
+  double bytes = LOG_RESERVE_METADATA_BYTES;
+  for (int i = 0; i < L->nspec; i++) bytes += h5_series_pending_bytes(L->spec[i].s) + LOG_RESERVE_SERIES_BYTES;
+  bytes += h5_series_pending_bytes(&L->rank_scale);
+  struct stat st;
+  haddr_t eoa = 0;
+  if (fstat(L->fd, &st) != 0) return;
+  if (H5Fget_eoa(L->file, &eoa) < 0) H5Eclear2(H5E_DEFAULT);
+  // HDF5 has allocated up to eoa what it holds in memory (metadata not flushed yet) and allocates
+  // new space from there on: all of it, from the end of the file, is what the flush writes at most
+  if ((off_t)eoa > st.st_size) bytes += (double)((off_t)eoa - st.st_size);
+  if (fallocate(L->fd, FALLOC_FL_KEEP_SIZE, st.st_size, (off_t)bytes) == 0) return;
+  int err = errno;
+  if (err == EOPNOTSUPP || err == ENOSYS || err == EINVAL) { // a file system that cannot: write and hope
+    L->reserve = 0;
+    return;
+  }
+  char dir[CFG_STR + 2], free_text[64] = "";
+  run_dir_of(L->path, dir, sizeof dir);
+  struct statvfs fs;
+  if (statvfs(dir, &fs) == 0)
+    snprintf(free_text, sizeof free_text, ", %.0f KiB free", (double)fs.f_bavail * (double)fs.f_frsize / 1024.0);
+  if (!L->flushed) { // a new log that never held anything: not left behind half made
+    unlink(L->path);
+    surge_abandon(SURGE_EXIT_RUNTIME, "%s: cannot write the log: %s (%.0f KiB needed%s) (hint: free space, or another "
+                                      "[log] file)", L->path, strerror(err), bytes / 1024.0, free_text);
+  }
+  surge_abandon(SURGE_EXIT_RUNTIME,
+                "%s: cannot write the log: %s (%.0f KiB needed%s): it holds the steps up to %ld, its last flush "
+                "(hint: free space and resume the run from its last checkpoint)",
+                L->path, strerror(err), bytes / 1024.0, free_text, L->flushed_step);
+}
+
+/* Store every pending row, then make the file on disk complete up to here. A new log whose first
+ * flush fails is removed: it never held anything. */
 static void log_flush(run_log_t *L) {
+  reserve_space(L);
+  h5util_policy_t policy = L->chk.policy;
+  if (!L->flushed) L->chk.policy = H5UTIL_RECORD;
   for (int i = 0; i < L->nspec; i++) h5_series_write_pending(L->spec[i].s);
   h5_series_write_pending(&L->rank_scale);
   h5util_check(&L->chk, H5Fflush(L->file, H5F_SCOPE_GLOBAL), "flush the log (hint: is the disk full?)", "");
+  L->chk.policy = policy;
+  if (L->chk.failed) {
+    unlink(L->path);
+    surge_abandon(SURGE_EXIT_RUNTIME, "%s (the new log was removed)", L->chk.msg);
+  }
+  L->flushed_step = L->pending_step;
+  L->flushed = 1;
 }
 
 static void append_event(run_log_t *L, long step, const char *text) {
@@ -307,6 +370,14 @@ static void open_file(run_log_t *L, const config_t *cfg, const char *deck_text, 
   else
     L->file = h5util_check(&L->chk, H5Fcreate(L->path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl), "create the log", "");
   h5util_check(&L->chk, H5Pclose(fapl), "close the access properties of the log", "");
+  int *fd = NULL;
+  if (H5Fget_vfd_handle(L->file, H5P_DEFAULT, (void **)&fd) >= 0 && fd) { // the sec2 driver's descriptor
+    L->fd = *fd;
+    L->reserve = 1;
+  }
+  H5Eclear2(H5E_DEFAULT);
+  L->flushed_step = L->pending_step = resume ? resume_step : 0;
+  L->flushed = resume;
   const char *mux_path = log_group_path[LOG_MULTIPLEX];
   if (resume) L->multiplexed = h5util_check(&L->chk, H5Lexists(L->file, mux_path, H5P_DEFAULT), "look up", mux_path) > 0;
   const char *cmp_path = log_group_path[LOG_COMPRESS];
@@ -338,6 +409,7 @@ run_log_t *run_log_open(const char *path, const config_t *cfg, const char *deck_
   run_log_t *L = xcalloc(1, sizeof *L);
   L->world = world;
   L->file = -1;
+  L->fd = -1;
   L->flush_every = cfg->log_flush_every > 0 ? cfg->log_flush_every : 1;
   L->multiplexed = L->run_multiplexed = cfg->mux_role != 0;
   L->pipelined = strcmp(cfg->parallel_mode, "3d") == 0;
@@ -345,7 +417,7 @@ run_log_t *run_log_open(const char *path, const config_t *cfg, const char *deck_
   L->boundaries = cfg->pp > 1 ? (hsize_t)cfg->pp - 1 : 1;
   if (world->rank != 0) return L;
   L->path = xstrdup(path);
-  L->chk = h5util_checker(L->path, H5UTIL_RUNTIME_ERROR);
+  L->chk = h5util_checker(L->path, H5UTIL_RUNTIME_ABANDON); /* a failed write: exit at once (h5util.h) */
   h5util_quiet_t q = h5util_quiet_begin();
   open_file(L, cfg, deck_text, params, resume_step);
   h5util_quiet_end(q);
@@ -369,6 +441,7 @@ void run_log_step(run_log_t *L, const log_row_t *row) {
       [LOG_SAMPLES_PER_SEC] = row->samples_per_sec,
   };
   h5_series_append(&L->step[LOG_METRICS], &step);
+  L->pending_step = row->step;
   for (int m = 0; m < LOG_METRIC_COUNT; m++) h5_series_append(&L->metric[m], &metric[m]);
   for (int t = 0; t < TRAFFIC_COUNT; t++) h5_series_append(&L->bytes[t], &row->bytes[t]);
   for (int t = 0; t < TRAFFIC_COUNT; t++) h5_series_append(&L->internode[t], &row->internode_bytes[t]);
@@ -566,6 +639,17 @@ void run_log_multiplex(run_log_t *L, const log_mux_info_t *info) {
   h5_attr_put_double(grp, path, log_multiplex_info[LOG_MUX_TOTAL_SPS].name, info->total_samples_per_sec, c);
   h5_attr_put_double(grp, path, LOG_MUX_FOREGROUND_SLOWDOWN, info->fg_slowdown, c);
   group_close(L, grp, path);
+  log_flush(L);
+  h5util_quiet_end(q);
+}
+
+void run_log_identify(run_log_t *L, const char *run_id) {
+  if (L->world->rank != 0) return;
+  h5util_quiet_t q = h5util_quiet_begin();
+  hid_t run = group_open(L, LOG_RUN, 0);
+  if (h5util_check(&L->chk, H5Aexists(run, LOG_RUN_ID), "look up", LOG_RUN "@" LOG_RUN_ID) == 0)
+    h5_attr_put_string(run, LOG_RUN, LOG_RUN_ID, run_id, &L->chk);
+  group_close(L, run, LOG_RUN);
   log_flush(L);
   h5util_quiet_end(q);
 }

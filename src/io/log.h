@@ -70,6 +70,9 @@ void run_log_event(run_log_t *log, long step, const char *text);
  * attributes (NaN when plan->one_rank_us is 0: a plan file read without a profile), and the plan
  * file's text. g is the graph the plan is for. A resumed run replaces the /plan it finds. */
 void run_log_plan(run_log_t *log, const burst_plan_t *plan, const graph_t *g, const char *plan_text);
+/* Collective (rank 0 writes): /run@run_id, the run's identity, unless the log has one already (a
+ * resumed run keeps it). */
+void run_log_identify(run_log_t *log, const char *run_id);
 /* A 3d run's pipeline (/pipeline): its grid, schedule, theoretical bubble and one row per stage
  * (arrays of pp values). */
 typedef struct log_pipe_info {

@@ -154,6 +154,7 @@ extern const log_series_info_t log_compress_info[LOG_CMP_METRIC_COUNT];
 #define LOG_RUN_GLOBAL_BATCH "global_batch"
 #define LOG_RUN_FLUSH_EVERY "flush_every"
 #define LOG_RUN_DECK "deck"
+#define LOG_RUN_ID "run_id" /* the run's identity (io/run_dir.h), shared with its checkpoints */
 
 /* /plan (burst runs): one row per graph node, the plan file's text, and attributes. */
 #define LOG_PLAN "/plan"

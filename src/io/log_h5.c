@@ -104,6 +104,8 @@ void h5_series_create(h5_series_t *s, h5util_check_t *chk, hid_t loc, const char
   hsize_t dims[2] = {0, cols}, maxdims[2] = {H5S_UNLIMITED, H5S_UNLIMITED};
   hsize_t chunk_rows = SERIES_CHUNK_CELLS / s->cols < 16 ? 16 : SERIES_CHUNK_CELLS / s->cols;
   hsize_t chunk[2] = {chunk_rows, s->cols};
+  s->chunk_rows = chunk_rows;
+  s->chunk_cols = s->cols;
   hid_t space = h5util_check(chk, H5Screate_simple(s->ndims, dims, maxdims), "make the dataspace of", s->path);
   hid_t dcpl = h5util_check(chk, H5Pcreate(H5P_DATASET_CREATE), "make the creation properties of", s->path);
   h5util_check(chk, H5Pset_chunk(dcpl, s->ndims, chunk), "set the chunks of", s->path);
@@ -132,6 +134,20 @@ void h5_series_open(h5_series_t *s, h5util_check_t *chk, hid_t loc, const char *
   s->ndims = nd;
   s->rows = dims[0];
   s->cols = nd == 2 ? dims[1] : 1;
+  hid_t dcpl = h5util_check(chk, H5Dget_create_plist(s->d), "get the creation properties of", s->path);
+  hsize_t chunk[2] = {0, 0};
+  if (H5Pget_layout(dcpl) != H5D_CHUNKED || H5Pget_chunk(dcpl, 2, chunk) != nd || chunk[0] == 0)
+    surge_input_error("%s: %s is not a chunked dataset of a Surge log", chk->file, s->path);
+  h5util_check(chk, H5Pclose(dcpl), "close the creation properties of", s->path);
+  s->chunk_rows = chunk[0];
+  s->chunk_cols = nd == 2 && chunk[1] ? chunk[1] : 1;
+  // a 1-D series holds every row it claims (the writer allocates chunks as rows come): a resumed run
+  // reads the step scale, so an extent with nothing stored behind it is refused before allocating
+  double claimed = (double)s->rows * (double)s->value_size, slack = (double)s->chunk_rows * (double)s->value_size;
+  if (nd == 1 && claimed > (double)H5Dget_storage_size(s->d) + slack)
+    surge_input_error("%s: damaged Surge log: %s claims %llu rows, but the file stores %llu bytes of them (hint: move "
+                      "it away to start a new log)", chk->file, s->path, (unsigned long long)s->rows,
+                      (unsigned long long)H5Dget_storage_size(s->d));
 }
 
 static void series_set_extent(h5_series_t *s, hsize_t rows, hsize_t cols, const char *what) {
@@ -179,6 +195,20 @@ void h5_series_write_pending(h5_series_t *s) {
   s->npending = 0;
 }
 
+double h5_series_pending_bytes(const h5_series_t *s) {
+  if (!s->npending) return 0;
+  double chunks = (double)((s->rows + s->npending + s->chunk_rows - 1) / s->chunk_rows) -
+                  (double)(s->rows / s->chunk_rows); // a partial last chunk may not be allocated yet
+  double across = (double)((s->cols + s->chunk_cols - 1) / s->chunk_cols); // chunks side by side in a row
+  double bytes = chunks * across * (double)(s->chunk_rows * s->chunk_cols) * (double)(s->is_string ? 16 : s->value_size);
+  for (hsize_t i = 0; s->is_string && i < s->npending; i++) {
+    char *str;
+    memcpy(&str, s->pending + i * s->value_size, sizeof str);
+    bytes += (double)strlen(str) + 32; // a global heap object and its header
+  }
+  return bytes;
+}
+
 void h5_series_truncate(h5_series_t *s, hsize_t rows) {
   h5_series_write_pending(s);
   if (rows < s->rows) series_set_extent(s, rows, s->cols, "truncate");
@@ -191,6 +221,12 @@ void h5_series_widen(h5_series_t *s, hsize_t cols) {
 
 int64_t *h5_series_read_int64(h5_series_t *s) {
   h5_series_write_pending(s);
+  unsigned long long bytes, want;
+  int whole = h5util_chunks_whole(s->d, 1, &s->rows, s->value_size, &bytes, &want);
+  if (whole < 0) h5util_fail(s->chk, "look up the chunks of", s->path);
+  if (whole == 0)
+    surge_input_error("%s: damaged Surge log: %s has a chunk of %llu bytes where its chunks hold %llu (hint: move it "
+                      "away to start a new log)", s->chk->file, s->path, bytes, want);
   int64_t *v = xcalloc(s->rows ? s->rows : 1, sizeof *v);
   if (s->rows) h5util_check(s->chk, H5Dread(s->d, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, v), "read", s->path);
   return v;

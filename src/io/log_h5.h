@@ -32,6 +32,7 @@ typedef struct h5_series {
   int is_string;          /* values are char *, owned while pending */
   int ndims;              /* 1 or 2 */
   hsize_t rows, cols;     /* extent in the file; cols is 1 for a 1-D series */
+  hsize_t chunk_rows, chunk_cols; /* shape of one chunk (1 column for a 1-D series) */
   unsigned char *pending; /* (npending, cols) values not yet in the file */
   hsize_t npending, cap;  /* rows pending, rows the buffer holds */
   char path[128];         /* HDF5 path, for messages */
@@ -61,6 +62,9 @@ static inline hsize_t h5_series_length(const h5_series_t *s) { return s->rows + 
 void h5_series_append(h5_series_t *s, const void *row);
 /* Store the pending rows in the file. */
 void h5_series_write_pending(h5_series_t *s);
+/* Bytes of file space h5_series_write_pending may take: the chunks the pending rows start, and the
+ * strings of a string series; without HDF5's own metadata. */
+double h5_series_pending_bytes(const h5_series_t *s);
 /* Keep the first `rows` rows (rows <= the length; pending rows are stored first). */
 void h5_series_truncate(h5_series_t *s, hsize_t rows);
 /* Grow a 2-D series to `cols` columns (new cells hold the fill value; no rows may be pending). */

@@ -5,10 +5,12 @@
 #include <errno.h>
 #include <hdf5.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "core/error.h"
 #include "io/config.h"
@@ -16,15 +18,20 @@
 #include "io/deck.h"
 #include "io/deck_value.h"
 #include "io/h5util.h"
+#include "io/log_check.h"
 #include "io/log_format.h"
+#include "io/printable.h"
 #include "io/strbuf.h"
 
 enum { MAX_DATASETS = 1024 }; /* datasets read from one group */
+#define LOG_READ_CHUNK_SLACK (1024.0 * 1024) /* bytes of values a dataset may claim beyond its storage */
+#define VLEN_MIN_BYTES 8.0    /* a variable-length string takes at least this much of its dataset's storage */
 
 /* The file being read and its checker. */
 typedef struct reader {
   const char *path;
   h5util_check_t chk;
+  size_t tolerance; /* rows a column may lack behind its step scale: one flush's worth */
 } reader_t;
 
 static _Noreturn void not_surge(const reader_t *r, const char *why) {
@@ -44,14 +51,42 @@ static int has_object(reader_t *r, hid_t loc, const char *name, H5I_type_t type,
   return ok(r, h5util_exists(loc, name, type), "look up", h5path) > 0;
 }
 
+/* Bytes of the dataset's values in the file, times the most its filters may expand them: no more
+ * values than this are read (a damaged extent with no stored data behind it is refused unread). */
+static double stored_bound(reader_t *r, hid_t d, const char *h5path) {
+  hid_t dcpl = ok(r, H5Dget_create_plist(d), "get the creation properties of", h5path);
+  int filters = ok(r, H5Pget_nfilters(dcpl), "get the filters of", h5path);
+  hsize_t chunk[H5S_MAX_RANK];
+  double slack = 0; /* one chunk: a writer stopped by a full disk may leave its last one unallocated */
+  if (H5Pget_layout(dcpl) == H5D_CHUNKED) {
+    int nd = ok(r, H5Pget_chunk(dcpl, H5S_MAX_RANK, chunk), "get the chunks of", h5path);
+    slack = sizeof(double);
+    for (int i = 0; i < nd; i++) slack *= (double)chunk[i];
+    if (slack > LOG_READ_CHUNK_SLACK) slack = LOG_READ_CHUNK_SLACK;
+  }
+  ok(r, H5Pclose(dcpl), "close the creation properties of", h5path);
+  return (double)H5Dget_storage_size(d) * (filters > 0 ? 1032.0 : 1.0) + slack;
+}
+
+/* The chunks a read of dims touches must be whole (h5util_chunks_whole), or the log is damaged. */
+static void check_chunks(reader_t *r, hid_t d, const char *h5path, int ndims, const hsize_t *dims, size_t type_bytes) {
+  unsigned long long bytes, want;
+  int rc = h5util_chunks_whole(d, ndims, dims, type_bytes, &bytes, &want);
+  if (rc < 0) h5util_fail(&r->chk, "look up the chunks of", h5path);
+  if (rc == 0)
+    surge_input_error("%s: damaged Surge log: %s has a chunk of %llu bytes where its chunks hold %llu", r->path,
+                      h5path, bytes, want);
+}
+
 /* ---- attributes: absent, or of another kind, reads as "", -1 or NaN ---- */
 
+/* A string attribute with control characters and the like escaped (io/printable.h): it is shown. */
 static void attr_string(reader_t *r, hid_t obj, const char *obj_path, const char *name, char *buf, size_t n) {
   char *value = NULL, where[192];
   snprintf(where, sizeof where, "%s@%s", obj_path, name);
   int rc = h5util_attr_read_string(obj, name, &value);
   if (rc == -1) h5util_fail(&r->chk, "read", where);
-  snprintf(buf, n, "%s", rc == 0 ? value : "");
+  printable(rc == 0 ? value : "", buf, n);
   free(value);
 }
 
@@ -62,6 +97,29 @@ static long long attr_int(reader_t *r, hid_t obj, const char *obj_path, const ch
   int rc = h5util_attr_read_i64(obj, name, &v);
   if (rc == -1) h5util_fail(&r->chk, "read", where);
   return rc == 0 ? (long long)v : -1;
+}
+
+static _Noreturn void out_of_range(const reader_t *r, const char *obj_path, const char *name, double v, double lo,
+                                    double hi) {
+  surge_input_error("%s: damaged Surge log: %s@%s is %.17g, outside %.17g to %.17g (hint: was the file changed by "
+                    "another program?)", r->path, obj_path, name, v, lo, hi);
+}
+
+/* An integer attribute in [lo, hi]; -1 when absent. */
+static long long attr_int_ranged(reader_t *r, hid_t obj, const char *obj_path, const char *name, long long lo,
+                                 long long hi) {
+  long long v = attr_int(r, obj, obj_path, name);
+  if (v != -1 && (v < lo || v > hi)) out_of_range(r, obj_path, name, (double)v, (double)lo, (double)hi);
+  return v;
+}
+
+static double attr_double(reader_t *r, hid_t obj, const char *obj_path, const char *name);
+
+/* A number attribute in [lo, hi] (infinite hi: +infinity allowed); NaN when absent or NaN. */
+static double attr_ranged(reader_t *r, hid_t obj, const char *obj_path, const char *name, double lo, double hi) {
+  double v = attr_double(r, obj, obj_path, name);
+  if (!isnan(v) && !(v >= lo && v <= hi)) out_of_range(r, obj_path, name, v, lo, hi);
+  return v;
 }
 
 static double attr_double(reader_t *r, hid_t obj, const char *obj_path, const char *name) {
@@ -88,6 +146,9 @@ static char *read_text(reader_t *r, hid_t loc, const char *name, const char *h5p
   if (len == 0 || len > max)
     surge_input_error("%s: damaged Surge log: %s holds %zu bytes, more than the %zu allowed", r->path, h5path, len,
                       max);
+  if ((double)len > stored_bound(r, d, h5path))
+    surge_input_error("%s: damaged Surge log: %s claims %zu bytes, but the file stores %llu of them", r->path,
+                      h5path, len, (unsigned long long)H5Dget_storage_size(d));
   char *text = xmalloc(len + 1);
   ok(r, H5Dread(d, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, text), "read", h5path);
   text[len] = '\0';
@@ -129,10 +190,10 @@ static void read_run(reader_t *r, log_data_t *L, hid_t f) {
   attr_string(r, run, LOG_RUN, LOG_RUN_START_TIME, L->start_time, sizeof L->start_time);
   attr_string(r, run, LOG_RUN, LOG_RUN_LAYOUT, L->layout, sizeof L->layout);
   attr_string(r, run, LOG_RUN, LOG_RUN_MODEL, L->model, sizeof L->model);
-  L->ranks = attr_int(r, run, LOG_RUN, LOG_RUN_RANKS);
-  L->parameters = attr_int(r, run, LOG_RUN, LOG_RUN_PARAMETERS);
-  L->global_batch = attr_int(r, run, LOG_RUN, LOG_RUN_GLOBAL_BATCH);
-  L->flush_every = attr_int(r, run, LOG_RUN, LOG_RUN_FLUSH_EVERY);
+  L->ranks = attr_int_ranged(r, run, LOG_RUN, LOG_RUN_RANKS, 1, LOG_READ_MAX_RANKS);
+  L->parameters = attr_int_ranged(r, run, LOG_RUN, LOG_RUN_PARAMETERS, 0, (long long)1 << 50);
+  L->global_batch = attr_int_ranged(r, run, LOG_RUN, LOG_RUN_GLOBAL_BATCH, 1, 2147483647LL);
+  L->flush_every = attr_int_ranged(r, run, LOG_RUN, LOG_RUN_FLUSH_EVERY, 1, 1000000000LL);
   L->deck = read_text(r, run, LOG_RUN_DECK, LOG_RUN "/" LOG_RUN_DECK, DECK_MAX_BYTES);
   ok(r, H5Gclose(run), "close", LOG_RUN);
   parse_settings(L);
@@ -160,33 +221,83 @@ static herr_t collect_name(hid_t g, const char *name, const H5L_info_t *info, vo
   return 0;
 }
 
-/* Read one numeric dataset of 1 or 2 dimensions (is_column) into c. */
-static void read_column(reader_t *r, hid_t g, const char *group, const char *name, log_column_t *c, size_t *rows) {
+/* How the columns of a group are read and matched up. */
+typedef struct group_spec {
+  const char *group, *prefix; /* the group's path; only names with this prefix are columns */
+  int ndims;                  /* 1, or 2 for /ranks (rows, ranks) */
+  int multiplexed;            /* the log has /multiplex: the multiplexed phases are expected */
+  size_t scale;               /* rows of the group's scale when it has no step column (/ranks: /metrics's) */
+  size_t tolerance;           /* rows a column may lack behind its scale (a writer killed during a flush) */
+  size_t max_cols;            /* 2-D: read at most this many columns (the ranks of /ranks/rank) */
+  int strict;                 /* every documented column must be whole (/plan, written at once) */
+  int extra;                  /* a second reading of a group for its columns of another shape: none
+                               * is documented (the first reading checks those) */
+} group_spec_t;
+
+/* Whether column name of the group is one the format documents as numeric. */
+static int documented(const group_spec_t *g, const char *name) {
+  char want[64];
+  if (g->extra) return 0;
+  for (int i = 0; log_expected_column(g->group, i, 1, want, sizeof want); i++)
+    if (strcmp(want, name) == 0) return 1;
+  log_range_t range = log_column_range(g->group, name);
+  return !(range.lo == -INFINITY && range.hi == INFINITY);
+}
+
+/* Read one numeric dataset of 1 or 2 dimensions into c: at most its stored values (1-D), at most
+ * g->scale rows and g->max_cols columns (2-D, whose unwritten cells read as NaN). */
+static void read_column(reader_t *r, hid_t gid, const group_spec_t *g, const char *name, log_column_t *c) {
   char h5path[160];
-  snprintf(h5path, sizeof h5path, "%s/%s", group, name);
-  hid_t d = ok(r, H5Dopen2(g, name, H5P_DEFAULT), "open", h5path);
+  snprintf(h5path, sizeof h5path, "%s/%s", g->group, name);
+  hid_t d = ok(r, H5Dopen2(gid, name, H5P_DEFAULT), "open", h5path);
   hid_t s = ok(r, H5Dget_space(d), "get the shape of", h5path);
-  hsize_t dims[2] = {0, 1};
+  hid_t type = ok(r, H5Dget_type(d), "get the type of", h5path);
+  size_t type_bytes = H5Tget_size(type);
+  ok(r, H5Tclose(type), "close the type of", h5path);
+  hsize_t dims[2] = {0, 1}, count[2], start[2] = {0, 0};
   ok(r, H5Sget_simple_extent_dims(s, dims, NULL), "get the shape of", h5path);
+  if (g->ndims == 2) { /* rows beyond the scale and columns beyond the ranks are not read */
+    dims[0] = dims[0] < g->scale ? dims[0] : g->scale;
+    if (g->max_cols && dims[1] > g->max_cols) dims[1] = g->max_cols;
+  } else if ((double)dims[0] * (double)type_bytes > stored_bound(r, d, h5path)) {
+    surge_input_error("%s: damaged Surge log: %s claims %llu values, but the file stores %llu bytes of them (hint: "
+                      "was the file cut short or changed by another program?)",
+                      r->path, h5path, (unsigned long long)dims[0], (unsigned long long)H5Dget_storage_size(d));
+  }
+  if (dims[1] > LOG_READ_MAX_RANKS)
+    surge_input_error("%s: damaged Surge log: %s has %llu columns, more than the %d ranks a log may have", r->path,
+                      h5path, (unsigned long long)dims[1], LOG_READ_MAX_RANKS);
   size_t cells = surge_mul_size((size_t)dims[0], (size_t)dims[1], h5path);
   if (cells > LOG_READ_MAX_CELLS)
     surge_input_error("%s: %s holds %zu values, more than the %zu a log may have", r->path, h5path, cells,
                       LOG_READ_MAX_CELLS);
-  snprintf(c->name, sizeof c->name, "%s", name);
-  attr_string(r, d, h5path, LOG_UNITS, c->units, sizeof c->units);
+  char units[sizeof c->units];
+  attr_string(r, d, h5path, LOG_UNITS, units, sizeof units);
+  printable(name, c->name, sizeof c->name);
+  snprintf(c->units, sizeof c->units, "%s", units);
   c->cols = (size_t)dims[1];
-  c->v = xmalloc(surge_mul_size(cells, sizeof(double), h5path));
-  if (cells) ok(r, H5Dread(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, c->v), "read", h5path);
-  *rows = (size_t)dims[0];
+  c->stored_rows = (size_t)dims[0];
+  c->v = xmalloc(surge_mul_size(cells ? cells : 1, sizeof(double), h5path));
+  if (cells) {
+    count[0] = dims[0];
+    count[1] = dims[1];
+    hid_t mem = ok(r, H5Screate_simple(g->ndims, count, NULL), "make a dataspace for", h5path);
+    ok(r, H5Sselect_hyperslab(s, H5S_SELECT_SET, start, NULL, count, NULL), "select the values of", h5path);
+    check_chunks(r, d, h5path, g->ndims, count, type_bytes);
+    ok(r, H5Dread(d, H5T_NATIVE_DOUBLE, mem, s, H5P_DEFAULT, c->v), "read", h5path);
+    ok(r, H5Sclose(mem), "close a dataspace of", h5path);
+  }
   ok(r, H5Sclose(s), "close the dataspace of", h5path);
   ok(r, H5Dclose(d), "close", h5path);
 }
 
-/* Whether dataset g/name holds numbers (integer or floating point) in `ndims` dimensions: the
- * datasets a group's columns are read from. Others (strings, a newer log's other shapes) are left. */
-static int is_column(reader_t *r, hid_t g, const char *group, const char *name, int ndims) {
+/* What dataset g/name is, for a message when it is not what the format says: NULL when it is a
+ * numeric dataset of `ndims` dimensions. */
+static const char *column_kind(reader_t *r, hid_t g, const char *group, const char *name, int ndims) {
   char h5path[160];
   snprintf(h5path, sizeof h5path, "%s/%s", group, name);
+  if (!has_object(r, g, name, H5I_DATASET, h5path))
+    return has_object(r, g, name, H5I_GROUP, h5path) ? "is a group" : "is not a dataset";
   hid_t d = ok(r, H5Dopen2(g, name, H5P_DEFAULT), "open", h5path);
   hid_t t = ok(r, H5Dget_type(d), "get the type of", h5path);
   hid_t s = ok(r, H5Dget_space(d), "get the shape of", h5path);
@@ -195,7 +306,31 @@ static int is_column(reader_t *r, hid_t g, const char *group, const char *name, 
   ok(r, H5Sclose(s), "close the dataspace of", h5path);
   ok(r, H5Tclose(t), "close the type of", h5path);
   ok(r, H5Dclose(d), "close", h5path);
-  return (k == H5T_INTEGER || k == H5T_FLOAT) && nd == ndims;
+  if (k == H5T_STRING) return "holds strings";
+  if (k != H5T_INTEGER && k != H5T_FLOAT) return "holds values that are not numbers";
+  if (nd != ndims) return nd == 2 ? "is 2-D" : nd == 1 ? "is 1-D" : nd == 0 ? "is a scalar" : "has another shape";
+  return NULL;
+}
+
+/* Every value of a documented column in its range, or the log is damaged. */
+static void check_values(reader_t *r, const group_spec_t *g, const char *name, const log_column_t *c) {
+  log_range_t range = log_column_range(g->group, name);
+  size_t cells = c->stored_rows * c->cols;
+  for (size_t i = 0; i < cells; i++)
+    if (!log_in_range(&range, c->v[i])) {
+      char where[192];
+      snprintf(where, sizeof where, "%s/%s", g->group, c->name);
+      surge_input_error("%s: damaged Surge log: %s holds %.17g at row %zu, outside what a Surge log holds there (hint: "
+                        "was the file changed by another program?)", r->path, where, c->v[i], i / c->cols);
+    }
+}
+
+/* A step column: strictly increasing (non-decreasing where several rows can share a step). */
+static void check_steps(reader_t *r, const group_spec_t *g, const log_column_t *c, int strictly) {
+  for (size_t i = 1; i < c->stored_rows; i++)
+    if (c->v[i] < c->v[i - 1] || (strictly && c->v[i] == c->v[i - 1]))
+      surge_input_error("%s: damaged Surge log: %s/%s goes from %.17g to %.17g at row %zu (steps increase row by "
+                        "row)", r->path, g->group, LOG_STEP, c->v[i - 1], c->v[i], i);
 }
 
 static int column_before(const char *group, const log_column_t *a, const log_column_t *b) {
@@ -203,39 +338,109 @@ static int column_before(const char *group, const log_column_t *a, const log_col
   return ra != rb ? ra < rb : strcmp(a->name, b->name) < 0;
 }
 
-/* Every numeric `ndims`-D dataset of `group` whose name starts with `prefix`, in log_column_order;
- * the rows kept are those every one of them has. A missing group leaves t->present 0. */
-static void read_group(reader_t *r, hid_t f, const char *group, const char *prefix, int ndims, log_table_t *t) {
+static void add_column(log_table_t *t, const char *group, log_column_t *c) {
+  int j = t->ncol++;
+  while (j > 0 && column_before(group, c, &t->col[j - 1])) {
+    t->col[j] = t->col[j - 1];
+    j--;
+  }
+  t->col[j] = *c;
+}
+
+/* Grow column c to `rows` rows of NaN beyond what it holds. */
+static void pad_rows(log_column_t *c, size_t rows, const char *h5path) {
+  size_t have = c->stored_rows * c->cols, want = surge_mul_size(rows, c->cols, h5path);
+  c->v = xrealloc(c->v, surge_mul_size(want ? want : 1, sizeof(double), h5path));
+  for (size_t i = have; i < want; i++) c->v[i] = NAN;
+}
+
+/* The expected columns the group lacks, as columns of no values (missing set). */
+static void add_missing(reader_t *r, log_table_t *t, const group_spec_t *g, size_t cols) {
+  char name[64];
+  for (int i = 0; log_expected_column(g->group, i, g->multiplexed, name, sizeof name); i++) {
+    if (log_column(t, name) || strcmp(name, LOG_STEP) == 0) continue; /* no step: the callers' errors */
+    if (g->strict) {
+      char h5path[160];
+      snprintf(h5path, sizeof h5path, "%s/%s", g->group, name);
+      damaged(r, "is missing", h5path);
+    }
+    log_column_t c = {.cols = g->ndims == 2 ? cols : 1, .missing = 1};
+    snprintf(c.name, sizeof c.name, "%s", name);
+    c.v = xmalloc(sizeof(double));
+    add_column(t, g->group, &c);
+  }
+}
+
+/* Match up the rows: the scale's rows (its step column, else g->scale, else the longest column);
+ * a column short of it by more than a flush is shown padded with no values (short_by), one short by
+ * less (a killed writer's last flush) shortens the table; rows past the shortest are dropped. */
+static void match_rows(reader_t *r, log_table_t *t, const group_spec_t *g) {
+  const log_column_t *step = log_column(t, LOG_STEP);
+  size_t scale = step ? step->stored_rows : g->scale, longest = 0;
+  for (int i = 0; i < t->ncol; i++)
+    if (!t->col[i].missing && t->col[i].stored_rows > longest) longest = t->col[i].stored_rows;
+  if (!step && !g->scale) scale = longest;
+  size_t rows = scale;
+  for (int i = 0; i < t->ncol; i++) {
+    log_column_t *c = &t->col[i];
+    char h5path[160];
+    snprintf(h5path, sizeof h5path, "%s/%s", g->group, c->name);
+    if (g->strict && !c->missing && documented(g, c->name) && c->stored_rows != scale)
+      surge_input_error("%s: damaged Surge log: %s has %zu rows, the other columns %zu", r->path, h5path,
+                        c->stored_rows, scale);
+    if (c->missing || c->stored_rows + g->tolerance < scale) {
+      c->short_by = scale - c->stored_rows;
+      pad_rows(c, scale, h5path);
+    } else if (c->stored_rows < rows) {
+      rows = c->stored_rows;
+    }
+  }
+  t->rows = rows;
+  t->rows_dropped = (longest > scale ? longest : scale) - rows;
+}
+
+/* Every numeric column of g->group whose name starts with g->prefix, in log_column_order, checked:
+ * a documented column that is not a numeric dataset of the right shape, or holds a value out of
+ * range, is damage (exit 2); one that is missing or far too short is kept as a column without those
+ * values (missing, short_by), for the output to say so. A missing group leaves t->present 0. */
+static void read_group(reader_t *r, hid_t f, const group_spec_t *g, log_table_t *t) {
   memset(t, 0, sizeof *t);
-  if (!has_object(r, f, group, H5I_GROUP, group)) return;
+  if (!has_object(r, f, g->group, H5I_GROUP, g->group)) return;
   t->present = 1;
-  hid_t gid = ok(r, H5Gopen2(f, group, H5P_DEFAULT), "open", group);
-  name_list_t names = {xcalloc(MAX_DATASETS, sizeof(char *)), 0, r, group};
-  ok(r, H5Literate(gid, H5_INDEX_NAME, H5_ITER_INC, NULL, collect_name, &names), "list", group);
-  t->col = xcalloc((size_t)names.n + 1, sizeof *t->col);
-  size_t min_rows = 0, max_rows = 0;
+  hid_t gid = ok(r, H5Gopen2(f, g->group, H5P_DEFAULT), "open", g->group);
+  name_list_t names = {xcalloc(MAX_DATASETS, sizeof(char *)), 0, r, g->group};
+  ok(r, H5Literate(gid, H5_INDEX_NAME, H5_ITER_INC, NULL, collect_name, &names), "list", g->group);
+  char want[64];
+  int nexpected = 0;
+  while (log_expected_column(g->group, nexpected, g->multiplexed, want, sizeof want)) nexpected++;
+  t->col = xcalloc((size_t)names.n + (size_t)nexpected + 1, sizeof *t->col);
+  size_t cols = 0;
   for (int i = 0; i < names.n; i++) {
     const char *name = names.name[i];
-    if (strncmp(name, prefix, strlen(prefix)) == 0 && has_object(r, gid, name, H5I_DATASET, group) &&
-        is_column(r, gid, group, name, ndims)) {
-      size_t rows;
-      log_column_t c = {0};
-      read_column(r, gid, group, name, &c, &rows);
-      int j = t->ncol++;
-      while (j > 0 && column_before(group, &c, &t->col[j - 1])) {
-        t->col[j] = t->col[j - 1];
-        j--;
-      }
-      t->col[j] = c;
-      min_rows = t->ncol == 1 || rows < min_rows ? rows : min_rows;
-      max_rows = rows > max_rows ? rows : max_rows;
+    if (strncmp(name, g->prefix, strlen(g->prefix)) != 0) continue;
+    const char *wrong = column_kind(r, gid, g->group, name, g->ndims);
+    if (wrong && documented(g, name)) {
+      char h5path[160], shown[96];
+      snprintf(h5path, sizeof h5path, "%s/%s", g->group, printable(name, shown, sizeof shown));
+      surge_input_error("%s: damaged Surge log: %s %s, where a Surge log has a %d-D numeric dataset (hint: was the "
+                        "file changed by another program?)", r->path, h5path, wrong, g->ndims);
     }
-    free(names.name[i]);
+    if (wrong) continue; /* a newer log's dataset of another kind */
+    log_column_t c = {0};
+    read_column(r, gid, g, name, &c);
+    if (documented(g, name)) check_values(r, g, name, &c);
+    if (!cols || c.cols < cols) cols = c.cols;
+    add_column(t, g->group, &c);
   }
+  for (int i = 0; i < names.n; i++) free(names.name[i]);
   free(names.name);
-  t->rows = min_rows;
-  t->rows_dropped = max_rows - min_rows;
-  ok(r, H5Gclose(gid), "close", group);
+  ok(r, H5Gclose(gid), "close", g->group);
+  add_missing(r, t, g, cols ? cols : 1);
+  const log_column_t *step = log_column(t, LOG_STEP);
+  int rows_per_step = strcmp(g->group, log_group_path[LOG_EVENTS]) == 0 || /* several rows share a step */
+                      strcmp(g->group, log_group_path[LOG_PIPELINE]) == 0;
+  if (step && !step->missing) check_steps(r, g, step, !rows_per_step);
+  match_rows(r, t, g);
 }
 
 /* Keep at most `rows` rows of t (the other rows do not belong to a row of its step scale). */
@@ -246,6 +451,85 @@ static void limit_rows(log_table_t *t, size_t rows) {
 }
 
 /* ---- /events and /plan ---- */
+
+/* HDF5 allocates each variable-length string as long as the file says it is (a 4-byte length: up to
+ * 4 GiB for one string of a damaged file) before it reads it: through this allocator, no string may
+ * be longer than the file that holds it, and a longer one fails the read (the log is damaged). */
+typedef struct vlen_limit {
+  size_t most;
+} vlen_limit_t;
+
+static void *vlen_alloc(size_t size, void *info) {
+  const vlen_limit_t *limit = info;
+  return size > limit->most ? NULL : malloc(size ? size : 1);
+}
+
+static void vlen_free(void *p, void *info) {
+  (void)info;
+  free(p);
+}
+
+/* The length every element of a variable-length string dataset claims, read from its raw bytes
+ * before HDF5 reads the strings: HDF5 1.10 allocates (and fills) a conversion buffer of the claimed
+ * length first, so a 180 KB file claiming a 4 GiB string cost 4 GB of memory. On disk an element is
+ * the length (4 bytes, little-endian) and a global heap ID (an address and a 4-byte index). A Surge
+ * log writes such datasets chunked (/events/text) or contiguous (/plan/name), never filtered: any
+ * other layout, and any length longer than the file, is damage. */
+static void check_string_lengths(reader_t *r, hid_t f, hid_t d, hid_t space, const char *h5path, hsize_t count) {
+  hid_t fcpl = ok(r, H5Fget_create_plist(f), "get the creation properties of", "/");
+  size_t sizeof_addr = 8, sizeof_size = 8;
+  hsize_t userblock = 0, file_bytes = 0;
+  ok(r, H5Pget_sizes(fcpl, &sizeof_addr, &sizeof_size), "get the address size of", "/");
+  ok(r, H5Pget_userblock(fcpl, &userblock), "get the user block of", "/");
+  ok(r, H5Pclose(fcpl), "close the creation properties of", "/");
+  ok(r, H5Fget_filesize(f, &file_bytes), "get the size of", "/");
+  const size_t elem = 4 + sizeof_addr + 4;
+  hid_t dcpl = ok(r, H5Dget_create_plist(d), "get the creation properties of", h5path);
+  H5D_layout_t layout = H5Pget_layout(dcpl);
+  int filters = ok(r, H5Pget_nfilters(dcpl), "get the filters of", h5path);
+  hsize_t chunk[1] = {0};
+  if (layout == H5D_CHUNKED) ok(r, H5Pget_chunk(dcpl, 1, chunk), "get the chunks of", h5path);
+  ok(r, H5Pclose(dcpl), "close the creation properties of", h5path);
+  if ((layout != H5D_CHUNKED && layout != H5D_CONTIGUOUS) || filters != 0)
+    damaged(r, "is a string dataset of a layout a Surge log never writes (compact or filtered)", h5path);
+  (void)space;
+  size_t nbuf = 0;
+  unsigned char *buf = NULL;
+  hsize_t step = layout == H5D_CHUNKED ? chunk[0] : (count ? count : 1);
+  for (hsize_t at = 0; at < count; at += step) { // each chunk the strings lie in, or the contiguous data
+    hsize_t offset[1] = {at}, bytes = 0;
+    if (layout == H5D_CHUNKED) {
+      unsigned mask;
+      haddr_t addr;
+      ok(r, H5Dget_chunk_info_by_coord(d, offset, &mask, &addr, &bytes), "look up a chunk of", h5path);
+      if (addr == HADDR_UNDEF) continue; // never written: empty strings
+      if (bytes != chunk[0] * elem) damaged(r, "has a chunk of another size than its chunks", h5path);
+    } else {
+      bytes = count * elem;
+      if (count && H5Dget_offset(d) == HADDR_UNDEF) damaged(r, "has no stored strings", h5path);
+    }
+    if (bytes > file_bytes) damaged(r, "claims more string references than the file holds", h5path);
+    if (bytes > nbuf) buf = xrealloc(buf, nbuf = (size_t)bytes);
+    uint32_t filter_mask = 0;
+    if (layout == H5D_CHUNKED)
+      ok(r, H5Dread_chunk(d, H5P_DEFAULT, offset, &filter_mask, buf), "read a chunk of", h5path);
+    else if (bytes) {
+      int *fd = NULL;
+      ok(r, H5Fget_vfd_handle(f, H5P_DEFAULT, (void **)&fd), "get the file descriptor of", "/");
+      if (!fd || pread(*fd, buf, (size_t)bytes, (off_t)(userblock + H5Dget_offset(d))) != (ssize_t)bytes)
+        damaged(r, "cannot be read as stored", h5path);
+    }
+    for (hsize_t j = 0; j < bytes / elem && offset[0] + j < count; j++) {
+      const unsigned char *e = buf + j * elem;
+      uint32_t len = (uint32_t)e[0] | (uint32_t)e[1] << 8 | (uint32_t)e[2] << 16 | (uint32_t)e[3] << 24;
+      if (len > file_bytes)
+        surge_input_error("%s: damaged Surge log: %s: string %llu claims %u bytes, more than the %llu-byte file "
+                          "holds", r->path, h5path, (unsigned long long)(offset[0] + j), len,
+                          (unsigned long long)file_bytes);
+    }
+  }
+  free(buf);
+}
 
 /* A 1-D dataset of variable-length strings (h5path), malloc'd strings; *n receives their count. */
 static char **read_strings(reader_t *r, hid_t f, const char *h5path, size_t *n) {
@@ -259,18 +543,28 @@ static char **read_strings(reader_t *r, hid_t f, const char *h5path, size_t *n) 
   if (len > LOG_READ_MAX_CELLS)
     surge_input_error("%s: %s holds %llu strings, more than the %zu a log may have", r->path, h5path,
                       (unsigned long long)len, LOG_READ_MAX_CELLS);
+  if ((double)len * VLEN_MIN_BYTES > stored_bound(r, d, h5path))
+    surge_input_error("%s: damaged Surge log: %s claims %llu strings, but the file stores %llu bytes of them",
+                      r->path, h5path, (unsigned long long)len, (unsigned long long)H5Dget_storage_size(d));
+  check_string_lengths(r, f, d, s, h5path, len);
   hid_t mt = ok(r, H5Tcopy(H5T_C_S1), "make a string type for", h5path);
   ok(r, H5Tset_size(mt, H5T_VARIABLE), "make a string type for", h5path);
   ok(r, H5Tset_cset(mt, H5Tget_cset(t)), "make a string type for", h5path); /* HDF5 converts no charsets */
+  hsize_t file_bytes = 0;
+  ok(r, H5Fget_filesize(f, &file_bytes), "get the size of", "/");
+  vlen_limit_t limit = {(size_t)file_bytes + 1};
+  hid_t dxpl = ok(r, H5Pcreate(H5P_DATASET_XFER), "make the transfer properties for", h5path);
+  ok(r, H5Pset_vlen_mem_manager(dxpl, vlen_alloc, &limit, vlen_free, NULL), "bound the strings of", h5path);
   char **raw = xcalloc((size_t)len + 1, sizeof(char *)), **text = xcalloc((size_t)len + 1, sizeof(char *));
-  if (len) ok(r, H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, raw), "read", h5path);
-  for (hsize_t i = 0; i < len; i++) text[i] = xstrdup(raw[i] ? raw[i] : "");
+  if (len) ok(r, H5Dread(d, mt, H5S_ALL, H5S_ALL, dxpl, raw), "read", h5path);
+  for (hsize_t i = 0; i < len; i++) text[i] = printable_dup(raw[i] ? raw[i] : ""); /* shown on terminals */
 #if H5_VERSION_GE(1, 12, 0)
-  if (len) ok(r, H5Treclaim(mt, s, H5P_DEFAULT, raw), "free the strings of", h5path);
+  if (len) ok(r, H5Treclaim(mt, s, dxpl, raw), "free the strings of", h5path);
 #else
-  if (len) ok(r, H5Dvlen_reclaim(mt, s, H5P_DEFAULT, raw), "free the strings of", h5path);
+  if (len) ok(r, H5Dvlen_reclaim(mt, s, dxpl, raw), "free the strings of", h5path);
 #endif
   free(raw);
+  ok(r, H5Pclose(dxpl), "close the transfer properties for", h5path);
   ok(r, H5Tclose(mt), "close a string type of", h5path);
   ok(r, H5Sclose(s), "close the dataspace of", h5path);
   ok(r, H5Tclose(t), "close the type of", h5path);
@@ -294,7 +588,8 @@ static void read_events(reader_t *r, log_data_t *L, hid_t f) {
   char text_path[64];
   snprintf(text_path, sizeof text_path, "%s/%s", group, log_event_info[LOG_EVENT_TEXT].name);
   log_table_t steps;
-  read_group(r, f, group, LOG_STEP, 1, &steps);
+  group_spec_t g = {.group = group, .prefix = "", .ndims = 1, .tolerance = r->tolerance};
+  read_group(r, f, &g, &steps);
   const log_column_t *step = log_column(&steps, LOG_STEP);
   if (steps.present && step && has_object(r, f, text_path, H5I_DATASET, text_path)) {
     size_t n;
@@ -314,7 +609,8 @@ static void read_events(reader_t *r, log_data_t *L, hid_t f) {
 
 static void read_plan(reader_t *r, log_data_t *L, hid_t f) {
   log_plan_t *p = &L->plan;
-  read_group(r, f, LOG_PLAN, "", 1, &p->nodes);
+  group_spec_t g = {.group = LOG_PLAN, .prefix = "", .ndims = 1, .strict = 1};
+  read_group(r, f, &g, &p->nodes);
   p->present = p->nodes.present;
   p->text = xstrdup("");
   if (!p->present) return;
@@ -328,16 +624,16 @@ static void read_plan(reader_t *r, log_data_t *L, hid_t f) {
   char **names = has_object(r, f, name_path, H5I_DATASET, name_path) ? read_strings(r, f, name_path, &n) : NULL;
   for (size_t i = 0; i < p->nodes.rows; i++) p->name[i] = xstrdup(i < n ? names[i] : "");
   free_strings(names, n);
-  hid_t g = ok(r, H5Gopen2(f, LOG_PLAN, H5P_DEFAULT), "open", LOG_PLAN);
-  p->iteration_us = attr_double(r, g, LOG_PLAN, LOG_PLAN_ITERATION_US);
-  p->rank_us = attr_double(r, g, LOG_PLAN, LOG_PLAN_RANK_US);
-  p->one_rank_us = attr_double(r, g, LOG_PLAN, LOG_PLAN_ONE_RANK_US);
-  p->amplification_limit = attr_double(r, g, LOG_PLAN, LOG_PLAN_AMPLIFICATION_LIMIT);
-  p->job_ranks = attr_int(r, g, LOG_PLAN, LOG_PLAN_JOB_RANKS);
-  p->global_batch = attr_int(r, g, LOG_PLAN, LOG_PLAN_GLOBAL_BATCH);
+  hid_t gid = ok(r, H5Gopen2(f, LOG_PLAN, H5P_DEFAULT), "open", LOG_PLAN);
+  p->iteration_us = attr_ranged(r, gid, LOG_PLAN, LOG_PLAN_ITERATION_US, 0, 1e15);
+  p->rank_us = attr_ranged(r, gid, LOG_PLAN, LOG_PLAN_RANK_US, 0, 1e15);
+  p->one_rank_us = attr_ranged(r, gid, LOG_PLAN, LOG_PLAN_ONE_RANK_US, 0, 1e15);
+  p->amplification_limit = attr_ranged(r, gid, LOG_PLAN, LOG_PLAN_AMPLIFICATION_LIMIT, 0, INFINITY); /* inf: none */
+  p->job_ranks = attr_int_ranged(r, gid, LOG_PLAN, LOG_PLAN_JOB_RANKS, 1, LOG_READ_MAX_RANKS);
+  p->global_batch = attr_int_ranged(r, gid, LOG_PLAN, LOG_PLAN_GLOBAL_BATCH, 1, 2147483647LL);
   free(p->text);
-  p->text = read_text(r, g, LOG_PLAN_TEXT, LOG_PLAN "/" LOG_PLAN_TEXT, LOG_READ_MAX_CELLS);
-  ok(r, H5Gclose(g), "close", LOG_PLAN);
+  p->text = read_text(r, gid, LOG_PLAN_TEXT, LOG_PLAN "/" LOG_PLAN_TEXT, LOG_READ_MAX_CELLS);
+  ok(r, H5Gclose(gid), "close", LOG_PLAN);
 }
 
 /* ---- /multiplex ---- */
@@ -345,21 +641,22 @@ static void read_plan(reader_t *r, log_data_t *L, hid_t f) {
 static void read_mux(reader_t *r, log_data_t *L, hid_t f) {
   log_mux_t *m = &L->mux;
   const char *group = log_group_path[LOG_MULTIPLEX];
-  read_group(r, f, group, "", 1, &m->series);
+  group_spec_t g = {.group = group, .prefix = "", .ndims = 1, .multiplexed = 1, .tolerance = r->tolerance};
+  read_group(r, f, &g, &m->series);
   limit_rows(&m->series, L->metrics.rows);
   m->present = m->series.present;
   m->fg_samples_per_sec = m->bg_samples_per_sec = m->total_samples_per_sec = m->fg_slowdown = NAN;
   if (!m->present) return;
-  hid_t g = ok(r, H5Gopen2(f, group, H5P_DEFAULT), "open", group);
-  attr_string(r, g, group, LOG_MUX_ROLE, m->role, sizeof m->role);
-  attr_string(r, g, group, LOG_MUX_CHANNEL, m->channel, sizeof m->channel);
-  attr_string(r, g, group, LOG_MUX_PRIORITY, m->priority, sizeof m->priority);
-  attr_string(r, g, group, LOG_MUX_ON_FOREGROUND_END, m->on_foreground_end, sizeof m->on_foreground_end);
-  m->fg_samples_per_sec = attr_double(r, g, group, log_multiplex_info[LOG_MUX_FG_SPS].name);
-  m->bg_samples_per_sec = attr_double(r, g, group, log_multiplex_info[LOG_MUX_BG_SPS].name);
-  m->total_samples_per_sec = attr_double(r, g, group, log_multiplex_info[LOG_MUX_TOTAL_SPS].name);
-  m->fg_slowdown = attr_double(r, g, group, LOG_MUX_FOREGROUND_SLOWDOWN);
-  ok(r, H5Gclose(g), "close", group);
+  hid_t gid = ok(r, H5Gopen2(f, group, H5P_DEFAULT), "open", group);
+  attr_string(r, gid, group, LOG_MUX_ROLE, m->role, sizeof m->role);
+  attr_string(r, gid, group, LOG_MUX_CHANNEL, m->channel, sizeof m->channel);
+  attr_string(r, gid, group, LOG_MUX_PRIORITY, m->priority, sizeof m->priority);
+  attr_string(r, gid, group, LOG_MUX_ON_FOREGROUND_END, m->on_foreground_end, sizeof m->on_foreground_end);
+  m->fg_samples_per_sec = attr_ranged(r, gid, group, log_multiplex_info[LOG_MUX_FG_SPS].name, 0, INFINITY);
+  m->bg_samples_per_sec = attr_ranged(r, gid, group, log_multiplex_info[LOG_MUX_BG_SPS].name, 0, INFINITY);
+  m->total_samples_per_sec = attr_ranged(r, gid, group, log_multiplex_info[LOG_MUX_TOTAL_SPS].name, 0, INFINITY);
+  m->fg_slowdown = attr_ranged(r, gid, group, LOG_MUX_FOREGROUND_SLOWDOWN, 0, INFINITY);
+  ok(r, H5Gclose(gid), "close", group);
 }
 
 /* ---- /compress ---- */
@@ -367,11 +664,16 @@ static void read_mux(reader_t *r, log_data_t *L, hid_t f) {
 static void read_compress(reader_t *r, log_data_t *L, hid_t f) {
   log_compress_t *c = &L->compress;
   const char *group = log_group_path[LOG_COMPRESS];
-  read_group(r, f, group, "", 1, &c->series);
-  read_group(r, f, group, "", 2, &c->boundary);
+  group_spec_t series = {.group = group, .prefix = "", .ndims = 1, .tolerance = r->tolerance};
+  read_group(r, f, &series, &c->series);
   c->present = c->series.present;
   if (!c->present) return;
-  if (!log_column(&c->series, LOG_STEP)) damaged(r, "has no step dataset", group);
+  const log_column_t *step = log_column(&c->series, LOG_STEP);
+  if (!step || step->missing) damaged(r, "has no step dataset", group);
+  /* the per-boundary columns, (steps, boundaries), on the same step scale */
+  group_spec_t boundary = {.group = group, .prefix = "", .ndims = 2, .scale = step->stored_rows,
+                           .tolerance = r->tolerance, .max_cols = LOG_READ_MAX_RANKS, .extra = 1};
+  read_group(r, f, &boundary, &c->boundary);
   limit_rows(&c->boundary, c->series.rows);
   limit_rows(&c->series, c->boundary.ncol ? c->boundary.rows : c->series.rows);
   hid_t g = ok(r, H5Gopen2(f, group, H5P_DEFAULT), "open", group);
@@ -388,22 +690,47 @@ static void read_pipe(reader_t *r, log_data_t *L, hid_t f) {
   if (!has_object(r, f, LOG_PIPE, H5I_GROUP, LOG_PIPE)) return;
   p->present = 1;
   hid_t g = ok(r, H5Gopen2(f, LOG_PIPE, H5P_DEFAULT), "open", LOG_PIPE);
-  p->tp = attr_int(r, g, LOG_PIPE, LOG_PIPE_TP);
-  p->pp = attr_int(r, g, LOG_PIPE, LOG_PIPE_PP);
-  p->dp = attr_int(r, g, LOG_PIPE, LOG_PIPE_DP);
-  p->micro_batches = attr_int(r, g, LOG_PIPE, LOG_PIPE_MICRO_BATCHES);
+  p->tp = attr_int_ranged(r, g, LOG_PIPE, LOG_PIPE_TP, 1, LOG_READ_MAX_RANKS);
+  p->pp = attr_int_ranged(r, g, LOG_PIPE, LOG_PIPE_PP, 1, LOG_READ_MAX_RANKS);
+  p->dp = attr_int_ranged(r, g, LOG_PIPE, LOG_PIPE_DP, 1, LOG_READ_MAX_RANKS);
+  p->micro_batches = attr_int_ranged(r, g, LOG_PIPE, LOG_PIPE_MICRO_BATCHES, 1, 2147483647LL);
   attr_string(r, g, LOG_PIPE, LOG_PIPE_SCHEDULE, p->schedule, sizeof p->schedule);
-  p->bubble_theory = attr_double(r, g, LOG_PIPE, LOG_PIPE_BUBBLE_THEORY);
+  p->bubble_theory = attr_ranged(r, g, LOG_PIPE, LOG_PIPE_BUBBLE_THEORY, 0, 1);
   ok(r, H5Gclose(g), "close", LOG_PIPE);
-  read_group(r, f, LOG_PIPE_STAGES, "", 1, &p->stages);
+  group_spec_t stages = {.group = LOG_PIPE_STAGES, .prefix = "", .ndims = 1, .strict = 1}; /* written at once */
+  read_group(r, f, &stages, &p->stages);
   const char *events = log_group_path[LOG_PIPELINE];
-  read_group(r, f, events, "", 1, &p->events);
-  for (int c = 0; c < LOG_PIPE_COLUMN_COUNT && p->events.present; c++)
-    if (!log_column(&p->events, log_pipe_info[c].name)) damaged(r, "lacks a column of the pipeline events", events);
-  if (p->events.present && !log_column(&p->events, LOG_STEP)) damaged(r, "has no step dataset", events);
+  group_spec_t ev = {.group = events, .prefix = "", .ndims = 1, .tolerance = r->tolerance};
+  read_group(r, f, &ev, &p->events);
+  for (int c = 0; c < LOG_PIPE_COLUMN_COUNT && p->events.present; c++) {
+    const log_column_t *col = log_column(&p->events, log_pipe_info[c].name);
+    if (!col || col->missing) damaged(r, "lacks a column of the pipeline events", events);
+  }
+  const log_column_t *step = log_column(&p->events, LOG_STEP);
+  if (p->events.present && (!step || step->missing)) damaged(r, "has no step dataset", events);
 }
 
 /* ---- the whole log ---- */
+
+/* Columns of /ranks: the length of its rank scale /ranks/rank (1-D, bounded by what is stored), 0
+ * without /ranks. */
+static size_t rank_columns(reader_t *r, hid_t f) {
+  const char *group = log_group_path[LOG_RANKS];
+  if (!has_object(r, f, group, H5I_GROUP, group)) return 0;
+  char path[64];
+  snprintf(path, sizeof path, "%s/%s", group, log_scale_info[LOG_RANKS].name);
+  if (column_kind(r, f, "", path + 1, 1)) damaged(r, "is missing or not a 1-D numeric dataset", path);
+  hid_t d = ok(r, H5Dopen2(f, path, H5P_DEFAULT), "open", path);
+  hid_t s = ok(r, H5Dget_space(d), "get the shape of", path);
+  hsize_t n = 0;
+  ok(r, H5Sget_simple_extent_dims(s, &n, NULL), "get the shape of", path);
+  if ((double)n * sizeof(int32_t) > stored_bound(r, d, path) || n > LOG_READ_MAX_RANKS)
+    surge_input_error("%s: damaged Surge log: %s claims %llu ranks, but the file stores %llu bytes of them", r->path,
+                      path, (unsigned long long)n, (unsigned long long)H5Dget_storage_size(d));
+  ok(r, H5Sclose(s), "close the dataspace of", path);
+  ok(r, H5Dclose(d), "close", path);
+  return (size_t)n;
+}
 
 static hid_t open_log(reader_t *r) {
   struct stat st;
@@ -419,6 +746,24 @@ static hid_t open_log(reader_t *r) {
   return f;
 }
 
+int log_peek_run_id(const char *path, char *id, size_t n) {
+  if (n) id[0] = '\0';
+  h5util_quiet_t q = h5util_quiet_begin();
+  hid_t fapl = H5Pcreate(H5P_FILE_ACCESS), f = -1, run = -1;
+  if (fapl >= 0 && H5Pset_file_locking(fapl, 0, 1) >= 0 && H5Fis_hdf5(path) > 0)
+    f = H5Fopen(path, H5F_ACC_RDONLY, fapl);
+  char *value = NULL;
+  if (f >= 0 && h5util_exists(f, LOG_RUN, H5I_GROUP) > 0) run = H5Gopen2(f, LOG_RUN, H5P_DEFAULT);
+  if (run >= 0 && h5util_attr_read_string(run, LOG_RUN_ID, &value) == 0 && n) snprintf(id, n, "%s", value);
+  free(value);
+  if (run >= 0) H5Gclose(run);
+  if (f >= 0) H5Fclose(f);
+  if (fapl >= 0) H5Pclose(fapl);
+  H5Eclear2(H5E_DEFAULT);
+  h5util_quiet_end(q);
+  return n && id[0];
+}
+
 log_data_t *log_read(const char *path) {
   log_data_t *L = xcalloc(1, sizeof *L);
   L->path = xstrdup(path);
@@ -428,14 +773,23 @@ log_data_t *log_read(const char *path) {
   h5util_quiet_t q = h5util_quiet_begin();
   hid_t f = open_log(&r);
   read_run(&r, L, f);
-  read_group(&r, f, log_group_path[LOG_METRICS], "", 1, &L->metrics);
-  if (!log_column(&L->metrics, LOG_STEP)) not_surge(&r, "no /metrics/step");
-  read_group(&r, f, log_group_path[LOG_RANKS], LOG_PHASE_PREFIX, 2, &L->phases);
+  r.tolerance = L->flush_every > 0 ? (size_t)L->flush_every : 1;
+  int multiplexed = has_object(&r, f, log_group_path[LOG_MULTIPLEX], H5I_GROUP, log_group_path[LOG_MULTIPLEX]);
+  group_spec_t metrics = {.group = log_group_path[LOG_METRICS], .prefix = "", .ndims = 1, .tolerance = r.tolerance};
+  read_group(&r, f, &metrics, &L->metrics);
+  const log_column_t *step = log_column(&L->metrics, LOG_STEP);
+  if (!step) not_surge(&r, "no /metrics/step");
+  /* /ranks: (rows of /metrics/step, ranks of /ranks/rank) at most, both bounded by what is stored */
+  group_spec_t ranks = {.group = log_group_path[LOG_RANKS], .prefix = LOG_PHASE_PREFIX, .ndims = 2,
+                        .multiplexed = multiplexed, .scale = step->stored_rows, .tolerance = r.tolerance,
+                        .max_cols = rank_columns(&r, f)};
+  read_group(&r, f, &ranks, &L->phases);
   limit_rows(&L->phases, L->metrics.rows);
   L->phase_ranks = L->phases.ncol ? L->phases.col[0].cols : 0;
   for (int i = 0; i < L->phases.ncol; i++)
     if (L->phases.col[i].cols < L->phase_ranks) L->phase_ranks = L->phases.col[i].cols;
-  read_group(&r, f, log_group_path[LOG_EVAL], "", 1, &L->eval);
+  group_spec_t eval = {.group = log_group_path[LOG_EVAL], .prefix = "", .ndims = 1, .tolerance = r.tolerance};
+  read_group(&r, f, &eval, &L->eval);
   if (L->eval.present && !log_column(&L->eval, LOG_STEP)) damaged(&r, "has no step dataset", "/eval");
   read_events(&r, L, f);
   read_plan(&r, L, f);

@@ -6,15 +6,26 @@
  * Logs of killed runs are normal input: their datasets may have unequal lengths (a kill during a
  * flush), /eval or /events may be empty or missing, and cells of ranks that did not run read NaN.
  * The reader keeps the rows every column of a group has and remembers how many it dropped. It takes
- * every numeric dataset of /metrics, /ranks/phase_*, /eval, /plan, /multiplex, /pipeline and /compress, so what
- * newer logs add is read without a change here. */
+ * every numeric dataset of /metrics, /ranks/phase_*, /eval, /plan, /multiplex, /pipeline and
+ * /compress, so what newer logs add is read without a change here.
+ *
+ * Damage is never passed off as a good log (io/log_check.h): a column of the format that is a group,
+ * strings, of another dimension, or holds a value out of its range, and steps that do not increase,
+ * are input errors naming the dataset; a column the log lacks, or that is shorter than its step
+ * scale by more than a flush, is kept with NaN for what it lacks and flagged (missing, short_by) so
+ * that the report says so. Sizes are checked against what the file stores before allocating. Text
+ * (event messages, node names, attributes) is read with control characters escaped
+ * (io/printable.h), as it ends up on terminals. */
 #ifndef SURGE_LOG_READ_H
 #define SURGE_LOG_READ_H
 
 #include <stddef.h>
 
-/* Most values one dataset may hold (2 GiB of doubles): a bound checked before allocating. */
+/* Most values one dataset may hold (2 GiB of doubles): a bound checked before allocating, besides
+ * the values the file really stores. */
 #define LOG_READ_MAX_CELLS ((size_t)1 << 28)
+/* Most ranks (columns of /ranks) a log may have. */
+#define LOG_READ_MAX_RANKS (1 << 24)
 
 /* One numeric dataset of a group, converted to double. */
 typedef struct log_column {
@@ -22,6 +33,10 @@ typedef struct log_column {
   char units[32]; /* its "units" attribute; "" when it has none */
   size_t cols;    /* 1 for a 1-D dataset; ranks for a /ranks dataset */
   double *v;      /* (rows, cols) row-major; NaN where the log holds no value */
+  size_t stored_rows; /* rows the file holds (read) */
+  int missing;    /* a column of the format that the log lacks: every value NaN */
+  size_t short_by; /* rows it lacks behind its group's step scale (more than a flush's worth: damage),
+                    * shown as NaN; 0 for a whole column */
 } log_column_t;
 
 /* The datasets of one group, which share their rows. */
@@ -99,6 +114,10 @@ typedef struct log_data {
   log_pipe_t pipe;        /* /pipeline of a 3d run */
   log_compress_t compress; /* /compress of a 3d run with compression */
 } log_data_t;
+
+/* The run identity a log names (/run@run_id) into id: 1, or 0 (id "") when path is not a readable
+ * Surge log or names none. Never exits; reads nothing else. */
+int log_peek_run_id(const char *path, char *id, size_t n);
 
 /* Read and check a log: a file that is not a Surge log, or that is damaged, is an input error
  * (exit 2) naming the path. */

@@ -253,6 +253,12 @@ void report_export_run_json(const char *path, const log_data_t *L) {
     append(events, e);
   }
   put(root, "events", events);
+  cJSON *damaged = made(cJSON_CreateArray());
+  int ndamaged;
+  char **lines = report_damage(L, &ndamaged);
+  for (int i = 0; i < ndamaged; i++) append(damaged, cJSON_CreateString(lines[i]));
+  report_damage_free(lines, ndamaged);
+  put(root, "damaged", damaged);
   put(root, "units", units);
   json_write(path, root);
 }

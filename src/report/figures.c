@@ -281,11 +281,35 @@ static void timeline_bars(plot_t *p, const log_data_t *L, long row) {
   free(start);
 }
 
+/* A figure of row r of a table of nrow runs: STEM.svg for one run, STEM-K.svg for row K. */
+static void row_figure_name(const char *stem, int nrow, int r, char *name, size_t n) {
+  if (nrow == 1) snprintf(name, n, "%s.svg", stem);
+  else snprintf(name, n, "%s-%d.svg", stem, r + 1);
+}
+
+static void timeline_name(int nrow, int r, char *name, size_t n) { row_figure_name("timeline", nrow, r, name, n); }
+
+char **report_figure_paths(const char *dir, int nrow, int *n) {
+  static const char *const whole[] = {"loss.svg", "accuracy.svg", /* a surge-sim file's (report/sim.c): */
+                                      "frontier.svg", "throughput.svg", "pipeline-compressed.svg"};
+  enum { NWHOLE = sizeof whole / sizeof whole[0] };
+  char **paths = xcalloc(2 * (size_t)nrow + NWHOLE, sizeof *paths), name[48];
+  int k = 0;
+  for (int i = 0; i < NWHOLE; i++) paths[k++] = report_file_in(dir, whole[i]);
+  for (int r = 0; r < nrow; r++) {
+    timeline_name(nrow, r, name, sizeof name);
+    paths[k++] = report_file_in(dir, name);
+    row_figure_name("pipeline", nrow, r, name, sizeof name);
+    paths[k++] = report_file_in(dir, name);
+  }
+  *n = k;
+  return paths;
+}
+
 static void write_timeline(const char *dir, const report_table_t *t, int r, double step, FILE *out) {
   const log_data_t *L = t->log[r];
   char name[48];
-  if (t->nrow == 1) snprintf(name, sizeof name, "timeline.svg");
-  else snprintf(name, sizeof name, "timeline-%d.svg", r + 1);
+  timeline_name(t->nrow, r, name, sizeof name);
   long row = timeline_row(L, step);
   if (row < 0 || row >= (long)L->phases.rows || L->phase_ranks == 0 || L->phases.ncol == 0) {
     fprintf(out, "  (no %s: %s logged no phase times%s)\n", name, L->path, step < 0 ? "" : " at that step");
@@ -352,8 +376,7 @@ static void write_timeline(const char *dir, const report_table_t *t, int r, doub
 static void write_pipeline(const char *dir, const report_table_t *t, int r, double step, FILE *out) {
   if (!t->log[r]->pipe.present) return;
   char name[48];
-  if (t->nrow == 1) snprintf(name, sizeof name, "pipeline.svg");
-  else snprintf(name, sizeof name, "pipeline-%d.svg", r + 1);
+  row_figure_name("pipeline", t->nrow, r, name, sizeof name);
   char *path = report_file_in(dir, name);
   report_pipe_gantt_write(path, t->label[r], t->log[r], step, out);
   free(path);

@@ -4,7 +4,8 @@ AM_CPPFLAGS += $(CJSON_CFLAGS)
 libsurge_a_SOURCES += src/report/report.h src/report/svg.h \
   src/report/phases.c src/report/metrics.c src/report/grid.c src/report/compress.c \
   src/report/summary.c src/report/plan.c src/report/multiplex.c src/report/pipeline.c src/report/table.c \
-  src/report/export.c src/report/svg.c src/report/plot.c src/report/figures.c src/report/sim.c src/report/report_main.c
+  src/report/export.c src/report/damage.c src/report/svg.c src/report/plot.c src/report/figures.c src/report/sim.c \
+  src/report/outputs.c src/report/report_main.c
 bin_PROGRAMS += surge-report
 surge_report_SOURCES = src/apps/surge_report.c
 surge_report_LDADD = $(SURGE_LIBS) $(CJSON_LIBS)

@@ -69,6 +69,16 @@ double report_column_sum(const log_column_t *c, size_t rows, size_t j);
 /* Median of the finite values of column c (1-D) over rows; NaN when there is none. */
 double report_column_median(const log_column_t *c, size_t rows);
 
+/* ---- damage (damage.c) ---- */
+
+/* One line per column the log lacks in whole or in part (log_column_t's missing and short_by), e.g.
+ * "/metrics/lr: missing from the log"; malloc'd, *n of them. The summary prints them as notes, the
+ * JSON export lists them under "damaged", and surge-report warns of them on standard error. */
+char **report_damage(const log_data_t *log, int *n);
+void report_damage_free(char **lines, int n);
+/* The lines above on standard error, "surge-report: warning: LOG: ... (shown without values)". */
+void report_damage_warn(const log_data_t *log);
+
 /* ---- text grids (grid.c) ---- */
 
 /* Cells added row by row (ncol per row; row 0 is the header), printed with every column padded to
@@ -157,6 +167,16 @@ void report_export_table_json(const char *path, const report_table_t *t);
  * run's median-time step; a run without that step gets no timeline. The names written are printed
  * to f. */
 void report_figures_write(const char *dir, const report_table_t *t, double step, FILE *f);
+/* Every file report_figures_write (or report_sim) may write for a table of nrow runs (malloc'd, *n of them). */
+char **report_figure_paths(const char *dir, int nrow, int *n);
+
+/* ---- outputs (outputs.c) ---- */
+
+/* Before anything is written: no output file (--csv, --json, the figures of --plot DIR for nrow
+ * runs; NULL or "-" for none) may be an input log of the command line, an existing HDF5 file, or
+ * another output. Refusals are input errors naming the option and the file, with a hint. */
+void report_outputs_check(const char *const *logs, int nlogs, const char *csv, const char *json, const char *plot,
+                          int nrow);
 
 /* ---- surge-sim files (sim.c, doc/sim.md) ---- */
 

@@ -125,13 +125,17 @@ static void sort_table(report_table_t *t, const options_t *o) {
 int report_main(int argc, char **argv) {
   options_t o;
   parse_options(argc, argv, &o);
+  report_outputs_check((const char *const *)o.logs, o.nlogs, o.csv, o.json, o.plot, o.nlogs); /* before any file is written */
   if (o.nlogs == 1 && report_sim_is(o.logs[0])) { /* a surge-sim file: its own summary and figures */
     report_sim(o.logs[0], o.plot, stdout);
     free(o.logs);
     return 0;
   }
   log_data_t **logs = xcalloc((size_t)o.nlogs, sizeof *logs);
-  for (int i = 0; i < o.nlogs; i++) logs[i] = log_read(o.logs[i]);
+  for (int i = 0; i < o.nlogs; i++) {
+    logs[i] = log_read(o.logs[i]);
+    report_damage_warn(logs[i]);
+  }
   check_step(logs, &o);
   if (o.deck) {
     fputs(logs[0]->deck, stdout);

@@ -59,6 +59,10 @@ static void print_run(FILE *f, const log_data_t *L, const report_values_t *v) {
       fprintf(f, "  note        %s: %zu incomplete row%s left out (a kill during a flush leaves datasets of "
                  "unequal length)\n",
               groups[i].group, groups[i].g->rows_dropped, groups[i].g->rows_dropped == 1 ? "" : "s");
+  int ndamaged;
+  char **damaged = report_damage(L, &ndamaged);
+  for (int i = 0; i < ndamaged; i++) fprintf(f, "  damaged     %s (shown without values)\n", damaged[i]);
+  report_damage_free(damaged, ndamaged);
 }
 
 /* ---- settings: the resolved deck, one line per section, wrapped ---- */

@@ -31,6 +31,7 @@ static void clear_bar(progress_t *p) {
   if (p->bar_drawn) {
     printf("\r\033[K");
     p->bar_drawn = 0;
+    surge_set_partial_line(0);
   }
 }
 
@@ -66,6 +67,7 @@ void progress_step(progress_t *p, const train_stats_t *s) {
     bar[width] = 0;
     printf("\r\033[K[%s] %s", bar, line);
     p->bar_drawn = 1;
+    surge_set_partial_line(1);
   }
   fflush(stdout);
 }

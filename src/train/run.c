@@ -1,15 +1,15 @@
 #include "train/run.h"
 
-#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "core/error.h"
 #include "io/checkpoint.h"
 #include "io/log.h"
+#include "io/strbuf.h"
+#include "train/claim.h"
 #include "train/multiplex.h"
 #include "train/progress.h"
 #include "train/state.h"
@@ -28,22 +28,6 @@ static void install_stop_handlers(void) {
   sigemptyset(&sa.sa_mask);
   sigaction(SIGTERM, &sa, NULL);
   sigaction(SIGUSR1, &sa, NULL);
-}
-
-/* mkdir -p without a shell: deck values never reach one. */
-static void make_dirs(const char *path) {
-  char buf[CFG_STR + 1];
-  snprintf(buf, sizeof buf, "%s", path);
-  for (char *p = buf + 1;; p++) {
-    if (*p == '/' || *p == 0) {
-      char c = *p;
-      *p = 0;
-      if (mkdir(buf, 0775) != 0 && errno != EEXIST)
-        surge_input_error("cannot create the output directory %s: %s (hint: set [run] out_dir)", buf, strerror(errno));
-      *p = c;
-      if (!c) break;
-    }
-  }
 }
 
 static void report_setup(const trainer_t *t) {
@@ -110,13 +94,6 @@ static void checkpoint_now(trainer_t *t, run_log_t *log, progress_t *p, const ch
 train_outcome_t train_run(const config_t *cfg, const deck_t *deck, const char *resume_cmd, comm_t *world) {
   char model_path[CFG_STR + 32];
   snprintf(model_path, sizeof model_path, "%s/model.h5", cfg->out_dir);
-  struct stat st;
-  const char *existing = stat(model_path, &st) == 0 ? model_path : stat(cfg->log_file, &st) == 0 ? cfg->log_file : NULL;
-  if (existing && !cfg->overwrite && !cfg->resume)
-    surge_input_error("%s exists: the files of another run are never overwritten (hint: another [run] name or "
-                      "out_dir (and log.file, checkpoint.dir if the deck sets them), --resume to continue that run, "
-                      "or -D run.overwrite=true)", existing);
-
   char why[256];
   if (!checkpoint_compression_available(cfg->ckpt_compression, why, sizeof why))
     surge_input_error("%s: [checkpoint] compression = %s: %s", deck_where(deck, "checkpoint.compression"),
@@ -124,9 +101,10 @@ train_outcome_t train_run(const config_t *cfg, const deck_t *deck, const char *r
 
   trainer_t t;
   trainer_init(&t, cfg, deck, world);
+  train_claim_t claim; /* the output directories, locked; what to resume (train/claim.h) */
+  train_claim(cfg, world, &claim);
+  snprintf(t.run_id, sizeof t.run_id, "%s", claim.run_id);
   report_setup(&t);
-  if (world->rank == 0) make_dirs(cfg->out_dir);
-  comm_barrier(world);
 
   char *deck_text = deck_resolved_text(cfg);
   progress_t p;
@@ -134,17 +112,19 @@ train_outcome_t train_run(const config_t *cfg, const deck_t *deck, const char *r
   if (cfg->job_label[0]) progress_share_output(&p, cfg->job_label);
   long resumed_at = -1;
   if (cfg->resume) {
-    char from[CFG_STR + 64], line[CFG_STR + 160];
-    if (trainer_resume(&t, from, sizeof from)) {
-      resumed_at = t.step;
-      snprintf(line, sizeof line, "resumed from %s at step %ld on %d rank%s", from, t.step, world->size,
+    char line[sizeof claim.resume_from + 160];
+    if (claim.resume_from[0]) {
+      trainer_resume(&t, claim.resume_from);
+      snprintf(line, sizeof line, "resumed from %s at step %ld on %d rank%s", claim.resume_from, t.step, world->size,
                world->size == 1 ? "" : "s");
     } else {
       snprintf(line, sizeof line, "no checkpoint in %s: starting at step 0", cfg->ckpt_dir);
     }
     progress_note(&p, line);
   }
+  if (claim.continue_log) resumed_at = t.step;
   run_log_t *log = run_log_open(cfg->log_file, cfg, deck_text, &t.g.params, world, resumed_at);
+  run_log_identify(log, t.run_id);
   if (t.layout->ops->log) t.layout->ops->log(t.layout, log);
   run_mux_t mux;
   run_mux_begin(&mux, &t, deck);
@@ -186,11 +166,12 @@ train_outcome_t train_run(const config_t *cfg, const deck_t *deck, const char *r
       checkpointed_last = 1;
     }
     if (s.stop || stop_alone) {
-      char line[2 * CFG_STR + 200];
       const char *why = s.stop ? "stopped by a signal" : "stopped: the foreground ended";
-      snprintf(line, sizeof line, "%s after step %ld of %ld; resume with: %s", why, t.step, cfg->steps, resume_cmd);
+      strbuf_t line = STRBUF_INIT;
+      sb_printf(&line, "%s after step %ld of %ld; resume with: %s", why, t.step, cfg->steps, resume_cmd);
       run_log_event(log, t.step, why);
-      progress_note(&p, line);
+      progress_note(&p, sb_str(&line));
+      sb_free(&line);
       outcome = s.stop ? TRAIN_STOPPED : TRAIN_ALONE;
       break;
     }
@@ -203,6 +184,7 @@ train_outcome_t train_run(const config_t *cfg, const deck_t *deck, const char *r
     run_log_close(log);
     trainer_free(&t);
     free(deck_text);
+    train_claim_release(&claim);
     return outcome;
   }
   if (!evaluated_last) {
@@ -237,5 +219,6 @@ train_outcome_t train_run(const config_t *cfg, const deck_t *deck, const char *r
   }
   trainer_free(&t);
   free(deck_text);
+  train_claim_release(&claim);
   return TRAIN_FINISHED;
 }

@@ -68,30 +68,30 @@ void trainer_checkpoint(trainer_t *t, const char *deck_text, char *written, size
   host_state_init(&h, t, 1);
   gather(t, &h);
   ckpt_state_t s = {.regions = h.r, .nregions = h.n, .layout = t->layout->name, .opt_t = t->opt.t, .step = t->step};
+  snprintf(s.run_id, sizeof s.run_id, "%s", t->run_id);
   checkpoint_write(t->cfg.ckpt_dir, &s, &t->cfg, deck_text, t->world, written, written_len);
   host_state_free(&h);
 }
 
-int trainer_resume(trainer_t *t, char *from, size_t from_len) {
-  if (!checkpoint_latest(t->cfg.ckpt_dir, from, from_len, t->world)) return 0;
+void trainer_resume(trainer_t *t, const char *path) {
   host_state_t h;
   host_state_init(&h, t, 1);
   ckpt_state_t s = {.regions = h.r, .nregions = h.n, .layout = t->layout->name};
-  checkpoint_read(from, &s, &t->cfg, t->world);
+  checkpoint_read(path, &s, &t->cfg, t->world);
   for (int k = 0; k < h.nslabs && !h.in_place; k++) t->be->upload(h.device[k], h.host[k], t->layout->local->total);
   reducer_t *red = t->layout->sync->reducer;
   if (red->ops->loaded) red->ops->loaded(red);
   if (t->layout->ops->state_loaded) t->layout->ops->state_loaded(t->layout);
   t->opt.t = s.opt_t;
   t->step = s.step;
+  if (s.run_id[0]) snprintf(t->run_id, sizeof t->run_id, "%s", s.run_id);
   host_state_free(&h);
-  return 1;
 }
 
 void trainer_write_model(trainer_t *t, const char *path, const char *deck_text) {
   host_state_t h;
   host_state_init(&h, t, 0);
   gather(t, &h);
-  model_file_write(path, &h.r[0], t->step, t->cfg.zoo, deck_text, t->world);
+  model_file_write(path, &h.r[0], t->step, t->cfg.zoo, deck_text, t->run_id, t->world);
   host_state_free(&h);
 }

@@ -12,9 +12,9 @@
 /* Collective: write a checkpoint of t's current state into cfg.ckpt_dir; the path goes to written. */
 void trainer_checkpoint(trainer_t *t, const char *deck_text, char *written, size_t written_len);
 
-/* Collective: load the newest checkpoint of cfg.ckpt_dir into t (whatever layout and rank count
- * wrote it). Returns 1 and its path in `from`, or 0 (t untouched) when the directory holds none. */
-int trainer_resume(trainer_t *t, char *from, size_t from_len);
+/* Collective: load the checkpoint at path into t (whatever layout and rank count wrote it); its
+ * step, optimizer steps and run identity become t's. */
+void trainer_resume(trainer_t *t, const char *path);
 
 /* Collective: write the model file (the parameters) at path. */
 void trainer_write_model(trainer_t *t, const char *path, const char *deck_text);

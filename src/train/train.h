@@ -45,6 +45,7 @@ typedef struct trainer {
   optim_t opt;        /* over the layout's local slabs */
   sampler_t sampler;
   long step;          /* optimizer steps done */
+  char run_id[17];    /* the run's identity (io/run_dir.h), kept in its checkpoints and model file */
   uint64_t *ids;      /* (global batch) the step's sample ids */
   void (*gate)(void); /* a background job's gate before each piece of its work (mux/mux.h), or NULL */
   double rss_before_model; /* resident bytes after the data was opened, before the model existed */

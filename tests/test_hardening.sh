@@ -1,0 +1,226 @@
+#!/bin/sh
+# A run's data is never lost to a second run or a mistyped command, and output locations fail at the
+# start (doc/security.md). Each case below was a defect found by trying the programs as a hostile user
+# and a flaky cluster would (issue 17):
+#  - --resume with no checkpoint does not start a finished run over (its model.h5 and log stay);
+#  - the resume command printed at a stop is the whole command line, quoted: run by a shell as
+#    printed, it resumes (an override it dropped would be refused as another configuration);
+#  - an output directory is locked for the run's life: a second run, also one started at the same
+#    moment, is refused naming the holder (host, pid, start time);
+#  - a checkpoint directory holding another run's checkpoints is refused, for a new run and for a
+#    resumed one whose log is another run's; [run] overwrite leaves none of the old run's checkpoints
+#    for a later --resume;
+#  - a resumed run refuses a log whose extent claims rows the file does not store;
+#  - surge-report never writes its outputs over an HDF5 file or an input of its command line;
+#  - output locations that cannot be written fail at the start with exit 2, whether they existed or
+#    not (a read-only tmpfs, where this may mount one);
+#  - a disk that fills while the log is flushed: one line, exit 1, no crash, the log readable up to
+#    its last good flush (a small tmpfs).
+. "${SURGE_TOP_SRCDIR:-.}/tests/tap.sh"
+report="$top_build/surge-report"
+deck="$tap_tmp/tiny.deck"
+cat >"$deck" <<DECK
+[run]
+name = tiny
+steps = 6
+print_every = 1000
+eval_every = 0
+[model]
+zoo = mlp
+mlp_hidden = 16
+[data]
+source = synthetic
+synthetic_samples = 512
+[train]
+global_batch = 8
+[checkpoint]
+every = 2
+DECK
+
+# train OUT ARGS...: one rank, output in OUT.txt; its exit status
+train() {
+  out=$1; shift
+  timeout 120 "$SURGE_TRAIN" "$deck" -D "run.out_dir=$out" "$@" >"$out.txt" 2>&1
+}
+# one_error FILE PATTERN: FILE has exactly one "surge: error:" line and it matches PATTERN
+one_error() {
+  [ "$(grep -c '^surge: error:' "$1")" = 1 ] && grep '^surge: error:' "$1" | grep -q -E -e "$2"
+}
+error_of() { grep -m 1 '^surge: error:' "$1" | cut -c 1-240; }
+sums() { cksum "$@" 2>/dev/null; }
+
+# ---- 1. --resume without a checkpoint never starts a finished run over
+a="$tap_tmp/a"
+train "$a"
+tap_ok $? "a run finishes"
+before=$(sums "$a/model.h5" "$a/log.h5")
+train "$a" --resume -D "checkpoint.dir=$tap_tmp/nockpt"
+rc=$?
+one_error "$a.txt" "--resume: no checkpoint in .*nockpt, and .*a/model\.h5 is the model of a finished run" &&
+  [ "$(sums "$a/model.h5" "$a/log.h5")" = "$before" ]
+tap_ok $(( (rc != 2) + $? )) "--resume without a checkpoint: exit $rc, model.h5 and log.h5 untouched: $(error_of "$a.txt")"
+
+# ---- the resume command printed at a stop is the whole command line, and a shell runs it as printed
+s="$tap_tmp/stop"
+"$SURGE_TRAIN" "$deck" -D "run.out_dir=$s" -D run.steps=100000 -D checkpoint.every=10 -D train.lr=0.02 \
+  -D "log.file=$s/it's a log.h5" --stopped-exit 75 >"$s.txt" 2>&1 &
+pid=$!
+tap_wait_until 60 test -e "$s/checkpoints/ckpt-00000010.h5"
+kill -USR1 $pid
+wait $pid
+rc=$?
+cmd=$(sed -n 's/.*; resume with: //p' "$s.txt")
+case $cmd in
+  *" -D train.lr=0.02 -D 'log.file=$s/it'\\''s a log.h5' --stopped-exit 75 --resume") quoted=0 ;;
+  *) quoted=1 ;;
+esac
+tap_ok $(( (rc != 75) + quoted )) "a stop (exit $rc) prints the command line with every override, quoted: $cmd"
+# the resumed run must not run all 100000 steps: the printed command gets one more override
+sh -c "$cmd -D run.steps=40" >"$s-resumed.txt" 2>&1
+rc=$?
+grep -q "resumed from .*ckpt-[0-9]*\.h5 at step" "$s-resumed.txt" && [ -f "$s/model.h5" ] && [ -f "$s/it's a log.h5" ]
+tap_ok $(( rc + $? )) "the printed command, run by sh, resumes (exit $rc): $(grep -m 1 'resumed from' "$s-resumed.txt")"
+
+# ---- one run at a time in an output directory
+l="$tap_tmp/locked"
+"$SURGE_TRAIN" "$deck" -D "run.out_dir=$l" -D run.steps=100000000 >"$l-holder.txt" 2>&1 &
+holder=$!
+tap_wait_until 60 test -e "$l/log.h5"
+train "$l" -D run.steps=4
+rc=$?
+one_error "$l.txt" "\[run\] out_dir = .*locked is in use by another run: held by surge-train pid $holder on [^ ]+ since [0-9T:-]+Z"
+tap_ok $(( (rc != 2) + $? )) "a second run in a locked out_dir: exit $rc, naming the holder: $(error_of "$l.txt")"
+train "$tap_tmp/other" -D "checkpoint.dir=$l/checkpoints"
+rc=$?
+one_error "$tap_tmp/other.txt" "\[checkpoint\] dir = .*locked/checkpoints is in use by another run: held by surge-train pid $holder"
+tap_ok $(( (rc != 2) + $? )) "a run whose checkpoint.dir another run holds: exit $rc"
+kill -9 $holder
+wait $holder 2>/dev/null
+# two runs started at the same moment: one trains, the other is refused
+t="$tap_tmp/twins"
+for i in 1 2; do
+  "$SURGE_TRAIN" "$deck" -D "run.out_dir=$t" -D run.steps=100000000 >"$t-$i.txt" 2>&1 &
+  eval "twin$i=\$!"
+done
+# shellcheck disable=SC2154 # twin1 and twin2 are set by the eval above
+tap_wait_until 60 sh -c "grep -q 'in use by another run' '$t-1.txt' '$t-2.txt'"
+refused=$(grep -l "in use by another run" "$t-1.txt" "$t-2.txt" | wc -l)
+kill -9 "$twin1" "$twin2" 2>/dev/null
+wait "$twin1" "$twin2" 2>/dev/null
+tap_ok $(( refused != 1 )) "two runs started at once on one out_dir: exactly one refused ($refused)"
+
+# ---- another run's checkpoints
+b="$tap_tmp/b"
+before=$(sums "$a"/checkpoints/ckpt-*)
+train "$b" -D "checkpoint.dir=$a/checkpoints"
+rc=$?
+one_error "$b.txt" "\[checkpoint\] dir = .*a/checkpoints holds 3 checkpoints of another run \(the newest .*ckpt-00000006\.h5, step 6, run [0-9a-f]{16}\)" &&
+  [ "$(sums "$a"/checkpoints/ckpt-*)" = "$before" ] && [ ! -e "$b/log.h5" ]
+tap_ok $(( (rc != 2) + $? )) "a new run in another run's checkpoint.dir: exit $rc, nothing replaced: $(error_of "$b.txt")"
+train "$b"
+train "$b" --resume -D run.steps=8 -D "checkpoint.dir=$a/checkpoints"
+rc=$?
+one_error "$b.txt" "ckpt-00000006\.h5 belongs to run [0-9a-f]{16}, but the log .*b/log\.h5 is run [0-9a-f]{16}'s" &&
+  [ "$(sums "$a"/checkpoints/ckpt-*)" = "$before" ]
+tap_ok $(( (rc != 2) + $? )) "--resume from another run's checkpoints: exit $rc: $(error_of "$b.txt")"
+# overwrite: a new run in place of the finished one leaves none of its checkpoints behind
+train "$a" -D run.overwrite=true -D run.steps=2
+ls "$a/checkpoints" | tr '\n' ' ' >"$tap_tmp/ls.txt"
+[ "$(cat "$tap_tmp/ls.txt")" = "ckpt-00000002.h5 " ]
+tap_ok $? "run.overwrite removes the old run's checkpoints: $(cat "$tap_tmp/ls.txt")"
+train "$a" --resume -D run.steps=6
+grep -q "resumed from .*a/checkpoints/ckpt-00000002\.h5 at step 2" "$a.txt"
+tap_ok $? "a later --resume continues the new run, not the old one's step 6: $(grep -m 1 'resumed from' "$a.txt")"
+
+# ---- a resumed run trusts its log no more than surge-report does: an extent claimed with nothing
+# stored behind it is refused before anything is allocated for it
+c="$tap_tmp/c"
+train "$c" -D run.steps=4
+"$top_build/tests/test_report_lib" damage "$c/log.h5" /metrics/step extent=100000000
+train "$c" --resume -D run.steps=6
+rc=$?
+one_error "$c.txt" "c/log\.h5: damaged Surge log: /metrics/step claims 100000000 rows, but the file stores"
+tap_ok $(( (rc != 2) + $? )) "--resume onto a log claiming 10^8 steps: exit $rc: $(error_of "$c.txt")"
+
+# ---- surge-report outputs never replace an HDF5 file or an input
+log="$a/log.h5"
+cp "$log" "$tap_tmp/second.h5"
+before=$(sums "$log" "$tap_tmp/second.h5")
+for opt in --csv --json; do
+  "$report" $opt "$log" "$tap_tmp/second.h5" >"$tap_tmp/r.txt" 2>&1
+  rc=$?
+  one_error "$tap_tmp/r.txt" "$opt .*a/log\.h5: .*(HDF5 file|input)" && [ "$(sums "$log" "$tap_tmp/second.h5")" = "$before" ]
+  tap_ok $(( (rc != 2) + $? )) "surge-report $opt LOG LOG2 refuses to write over LOG (exit $rc): $(error_of "$tap_tmp/r.txt")"
+done
+printf 'not a log\n' >"$tap_tmp/input.txt"
+"$report" "$log" --csv "$tap_tmp/same.out" --json "$tap_tmp/same.out" >"$tap_tmp/r.txt" 2>&1
+rc=$?
+one_error "$tap_tmp/r.txt" "same\.out.*both" && [ ! -e "$tap_tmp/same.out" ]
+tap_ok $(( (rc != 2) + $? )) "--csv and --json to one file are refused before writing (exit $rc)"
+mkdir -p "$tap_tmp/fig"
+cp "$tap_tmp/second.h5" "$tap_tmp/fig/loss.svg"
+"$report" "$tap_tmp/fig/loss.svg" --plot "$tap_tmp/fig" >"$tap_tmp/r.txt" 2>&1
+rc=$?
+one_error "$tap_tmp/r.txt" "fig/loss\.svg.* is an input" && cmp -s "$tap_tmp/fig/loss.svg" "$tap_tmp/second.h5"
+tap_ok $(( (rc != 2) + $? )) "--plot DIR does not write a figure over an input log (exit $rc): $(error_of "$tap_tmp/r.txt")"
+"$report" "$tap_tmp/second.h5" --csv "$tap_tmp/fine.csv" >/dev/null 2>&1 && [ -s "$tap_tmp/fine.csv" ]
+tap_ok $? "an ordinary --csv FILE is written"
+
+# ---- output locations checked at the start: read-only, whether they existed or not
+ro="$tap_tmp/ro"
+mkdir -p "$ro"
+if [ "$(id -u)" = 0 ] && [ "${SURGE_TEST_NO_MOUNT:-0}" != 1 ] && mount -t tmpfs -o size=1m,ro surge-ro-test "$ro" 2>/dev/null; then
+  trap 'umount "$ro" 2>/dev/null; umount "$tap_tmp/full" 2>/dev/null; rm -rf "$tap_tmp"' EXIT
+  ro_ok=1
+elif [ "$(id -u)" != 0 ]; then
+  chmod 555 "$ro"
+  ro_ok=1
+else
+  ro_ok=0
+fi
+if [ $ro_ok = 1 ]; then
+  for where in "run.out_dir=$ro" "run.out_dir=$ro/new" "checkpoint.dir=$ro/ck" "log.file=$ro/log.h5"; do
+    timeout 120 "$SURGE_TRAIN" "$deck" -D "run.out_dir=$tap_tmp/rw" -D run.overwrite=true -D "$where" \
+      >"$tap_tmp/ro.txt" 2>&1
+    rc=$?
+    one_error "$tap_tmp/ro.txt" "(not writable|cannot create).*(Read-only|Permission)" && ! grep -q -E "^step +[0-9]" "$tap_tmp/ro.txt"
+    tap_ok $(( (rc != 2) + $? )) "-D $where read-only: exit $rc before training: $(error_of "$tap_tmp/ro.txt")"
+  done
+else
+  tap_diag "read-only output locations: not checked (root without mount permission)"
+fi
+
+# ---- a disk that fills while the log is flushed: room for some flushes (600 KiB filled of 1 MiB),
+# or for hardly any (900 KiB), on one rank and two
+full="$tap_tmp/full"
+mkdir -p "$full"
+if [ "$(id -u)" = 0 ] && [ "${SURGE_TEST_NO_MOUNT:-0}" != 1 ] && mount -t tmpfs -o size=1m surge-log-test "$full" 2>/dev/null; then
+  trap 'umount "$ro" 2>/dev/null; umount "$full" 2>/dev/null; rm -rf "$tap_tmp"' EXIT
+  for case in "1 600" "1 900" "2 900"; do
+    set -- $case
+    np=$1; fill=$2
+    rm -f "$full"/*
+    dd if=/dev/zero of="$full/filler" bs=1k count="$fill" 2>/dev/null
+    o="$tap_tmp/full$np-$fill"
+    timeout 120 "$mpiexec" -n "$np" "$SURGE_TRAIN" "$deck" -D "run.out_dir=$o" -D "log.file=$full/log.h5" \
+      -D run.steps=100000 -D log.flush_every=1 -D checkpoint.every=0 -D run.eval_every=50 >"$o.txt" 2>&1
+    rc=$?
+    errors=$(grep -c '^surge: error:' "$o.txt")
+    grep '^surge: error:' "$o.txt" | grep -q "log\.h5.*[Nn]o space left on device"
+    found=$?
+    steps=none
+    if [ -e "$full/log.h5" ]; then # as its last flush left it, which surge-report reads
+      "$report" "$full/log.h5" >"$o-report.txt" 2>&1
+      report_rc=$?
+      steps=$(sed -n 's/^  steps       \([0-9]*\) logged.*/\1/p' "$o-report.txt")
+    else # never flushed once: not left behind half made
+      report_rc=0
+    fi
+    [ $rc = 1 ] && [ "$errors" = 1 ] && [ $found = 0 ] && [ $report_rc = 0 ] && { [ "$fill" != 600 ] || [ "${steps:-0}" -gt 0 ]; }
+    tap_ok $? "np=$np, ${fill} KiB of 1 MiB taken: the log's disk fills: exit $rc, $errors error line(s), the log reads back (steps: ${steps:-0}): $(error_of "$o.txt")"
+  done
+else
+  tap_diag "a full disk under the log: not checked (no permission to mount a tmpfs)"
+fi
+
+tap_done

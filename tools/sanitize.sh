@@ -1,0 +1,46 @@
+#!/bin/sh
+# Build Surge once more with AddressSanitizer and UndefinedBehaviorSanitizer in a build directory of
+# its own ($SURGE_ASAN_BUILD, default _build-asan) and run the C unit tests and the input-handling
+# tests under them (doc/testing.md). Every sanitizer report ends its test (halt_on_error), so the
+# suite fails on the first one. Prints "N passed, N failed, N skipped" last, like run-tests.sh.
+#   tools/sanitize.sh              the tests below
+#   tools/sanitize.sh all          the whole of make check
+set -u
+top=$(cd "$(dirname "$0")/.." && pwd)
+build=${SURGE_ASAN_BUILD:-$top/_build-asan}
+# leaks are not checked: MPI and HDF5 keep memory to the end of the process by design
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:halt_on_error=1:abort_on_error=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
+# the instrumented programs run 2 to 5 times slower: a multi-rank unit test gets 4 minutes, not 1
+export tap_timeout=${tap_timeout:-240}
+unit="tests/test_backend tests/test_deck tests/test_options tests/test_data tests/test_h5util tests/test_sweep
+  tests/test_optim tests/test_layers_cnn tests/test_layers_gpt tests/test_reference tests/test_report_lib
+  tests/test_mux tests/test_planner tests/test_frontier tests/test_graph_file"
+input="tests/test_bad_input.sh tests/test_checkpoint.sh tests/test_log.sh tests/test_report.sh
+  tests/test_sweep_programs.sh tests/test_hardening.sh tests/test_layering.sh tests/test_plan_files.sh
+  tests/test_profile_plan.sh"
+
+mkdir -p "$build" && cd "$build" || exit 1
+[ -x "$top/configure" ] || (cd "$top" && ./bootstrap) || exit 1
+if [ ! -f Makefile ]; then
+  flags="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
+  "$top/configure" -q CFLAGS="-g -O1 $flags" LDFLAGS="$flags" ||
+    { echo "sanitize: configure failed (see $build/config.log)"; exit 1; }
+fi
+if [ "${1:-}" = all ]; then
+  make -j"$(nproc)" check >make-check.out 2>&1
+else
+  # shellcheck disable=SC2086 # the lists are word lists
+  make -j"$(nproc)" check TESTS="$(echo $unit $input)" >make-check.out 2>&1
+fi
+rc=$?
+grep -E '^(FAIL|XPASS|ERROR):' make-check.out | sed 's/^/  /'
+if [ $rc != 0 ]; then
+  grep -l -E 'ERROR: AddressSanitizer|runtime error:' $(find . -name '*.log' ! -name config.log) 2>/dev/null |
+    while read -r log; do echo "== $log"; grep -m 5 -A 12 -E 'ERROR: AddressSanitizer|runtime error:' "$log"; done
+  tail -n 20 make-check.out
+fi
+awk '/^# PASS:/{p=$3} /^# FAIL:/{f=$3} /^# XPASS:/{f+=$3} /^# ERROR:/{e=$3} /^# SKIP:/{s=$3}
+     END{printf "sanitizers: %d passed, %d failed, %d skipped\n", p, f+e, s}' test-suite.log 2>/dev/null ||
+  echo "sanitizers: 0 passed, 1 failed, 0 skipped"
+exit $rc

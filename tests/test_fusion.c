@@ -1,4 +1,4 @@
-/* A conv2d fused with the ReLU after it (model_fuse_relus) computes the same step bit for bit as the
+/* A conv2d fused with the ReLU after it (model_init_fused) computes the same step bit for bit as the
  * two nodes run apart: vgg-mini and resnet-mini (whose ReLUs after a residual join stay unfused),
  * on both backends: logits, loss, every parameter gradient and the input's consumers' gradients. */
 #include <stdio.h>
@@ -21,8 +21,7 @@ static int always(void *arg, int conv, int relu) {
 /* One forward, loss and backward on a fixed batch; the logits, loss and gradients to host memory. */
 static double run(const graph_t *g, const backend_t *be, int fuse, int *fused, float *logits, float *grads) {
   model_t m;
-  model_init(&m, g, be, B);
-  *fused = fuse ? model_fuse_relus(&m, always, NULL) : 0;
+  *fused = model_init_fused(&m, g, be, B, fuse ? always : NULL, NULL);
   model_init_params(&m, 11);
   size_t xs = shape_size(g->l[0].out);
   float *x = xcalloc((size_t)B * xs, sizeof *x), y[B];

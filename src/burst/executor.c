@@ -151,9 +151,8 @@ void burst_exec_init(burst_exec_t *ex, const burst_plan_t *plan, const graph_t *
   check_tied_weights(ex);
   make_sets(ex);
   make_shares(ex);
-  model_init(&ex->m, g, be, ex->window);
+  model_init_fused(&ex->m, g, be, ex->window, same_set, ex);
   make_staging(ex, be);
-  model_fuse_relus(&ex->m, same_set, ex);
   size_t xs = out_floats(g, 0), ys = (size_t)g->targets_per_sample;
   ex->x = xcalloc(surge_mul_size((size_t)ex->window, xs, "input batch"), sizeof(float));
   ex->y = xcalloc(surge_mul_size((size_t)ex->window, ys, "target batch"), sizeof(float));

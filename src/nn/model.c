@@ -5,7 +5,39 @@
 
 #include "core/error.h"
 
+/* The one consumer of node i, or -1 when it has none or several (input slots count). */
+static int sole_consumer(const graph_t *g, int i) {
+  int who = -1;
+  for (int j = i + 1; j < g->n; j++)
+    for (int k = 0; k < g->l[j].nin; k++)
+      if (g->l[j].in[k] == i) {
+        if (who >= 0) return -1;
+        who = j;
+      }
+  return who;
+}
+
+/* Mark each conv2d whose sole consumer is a ReLU that allowed() lets it absorb: fused[conv] = relu,
+ * fused[relu] = -1. Returns the pairs. */
+static int plan_fusion(model_t *m, int (*allowed)(void *arg, int conv, int relu), void *arg) {
+  const graph_t *g = m->g;
+  int fused = 0;
+  for (int i = 1; i < g->n && allowed; i++) {
+    int j = g->l[i].kind == LAYER_CONV2D ? sole_consumer(g, i) : -1;
+    if (j < 0 || g->l[j].kind != LAYER_RELU || i == graph_output(g) || !allowed(arg, i, j)) continue;
+    m->fused[i] = j;
+    m->fused[j] = -1;
+    fused++;
+  }
+  return fused;
+}
+
 void model_init(model_t *m, const graph_t *g, const backend_t *be, int B_cap) {
+  model_init_fused(m, g, be, B_cap, NULL, NULL);
+}
+
+int model_init_fused(model_t *m, const graph_t *g, const backend_t *be, int B_cap,
+                     int (*allowed)(void *arg, int conv, int relu), void *arg) {
   memset(m, 0, sizeof *m);
   m->g = g;
   m->be = be;
@@ -18,12 +50,15 @@ void model_init(model_t *m, const graph_t *g, const backend_t *be, int B_cap) {
   m->in = xcalloc((size_t)g->n, sizeof *m->in);
   m->din = xcalloc((size_t)g->n, sizeof *m->din);
   m->fused = xcalloc((size_t)g->n, sizeof *m->fused);
+  int nfused = plan_fusion(m, allowed, arg);
   size_t scratch = 0;
   for (int i = 0; i < g->n; i++) {
     const layer_t *l = &g->l[i];
     size_t n = surge_mul_size((size_t)B_cap, shape_size(l->out), "activations");
-    m->act[i] = be->alloc(n);
-    m->act_floats += n;
+    if (m->fused[i] <= 0) { /* a fused conv writes its ReLU's buffer (below): it has none of its own */
+      m->act[i] = be->alloc(n);
+      m->act_floats += n;
+    }
     if (l->needs_grad) {
       m->dact[i] = be->alloc(n);
       m->act_floats += n;
@@ -39,7 +74,10 @@ void model_init(model_t *m, const graph_t *g, const backend_t *be, int B_cap) {
   m->scratch = be->alloc(scratch);
   m->act_floats += scratch;
   m->targets = be->alloc(surge_mul_size((size_t)B_cap, (size_t)g->targets_per_sample, "targets"));
+  for (int i = 0; i < g->n; i++)
+    if (m->fused[i] > 0) m->act[i] = m->act[m->fused[i]];
   model_wire_default(m);
+  return nfused;
 }
 
 void model_wire_default(model_t *m) {
@@ -49,36 +87,6 @@ void model_wire_default(model_t *m) {
       m->in[i][k] = m->act[g->l[i].in[k]];
       m->din[i][k] = m->dact[g->l[i].in[k]];
     }
-}
-
-/* The one consumer of node i, or -1 when it has none or several (input slots count). */
-static int sole_consumer(const graph_t *g, int i) {
-  int who = -1;
-  for (int j = i + 1; j < g->n; j++)
-    for (int k = 0; k < g->l[j].nin; k++)
-      if (g->l[j].in[k] == i) {
-        if (who >= 0) return -1;
-        who = j;
-      }
-  return who;
-}
-
-int model_fuse_relus(model_t *m, int (*allowed)(void *arg, int conv, int relu), void *arg) {
-  const graph_t *g = m->g;
-  int fused = 0;
-  for (int i = 1; i < g->n; i++) {
-    int j = g->l[i].kind == LAYER_CONV2D ? sole_consumer(g, i) : -1;
-    if (j < 0 || g->l[j].kind != LAYER_RELU || i == graph_output(g) || !allowed(arg, i, j)) continue;
-    size_t n = (size_t)m->B_cap * shape_size(g->l[i].out);
-    m->be->free(m->act[i]);
-    m->act_floats -= n;
-    m->act[i] = m->act[j]; /* the conv writes relu(conv) where the ReLU's output lives */
-    m->in[j][0] = m->act[j];
-    m->fused[i] = j;
-    m->fused[j] = -1;
-    fused++;
-  }
-  return fused;
 }
 
 void model_free(model_t *m) {

@@ -10,6 +10,8 @@
 #  3. data-parallel throughput of every zoo model on 1 and 2 ranks, and, when SURGE_TRAIN_BASE names
 #     another build's surge-train (e.g. the previous commit's), the same runs with it alternately.
 # Called by bench/run-bench.sh with SURGE_TRAIN and MPIEXEC set. Synthetic data, one BLAS thread.
+# LAYOUT_PARTS picks parts (default "memory overlap throughput"); LAYOUT_LINKS the emulated links
+# of part 2 (default 1gbit; e.g. "1gbit 10gbit").
 set -eu
 train=${SURGE_TRAIN:-./surge-train}
 base=${SURGE_TRAIN_BASE:-}
@@ -38,6 +40,10 @@ run() {
 }
 rate() { sed -n 's/^done: .*, \([0-9.]*\) samples\/s)$/\1/p' "$tmp/$1.txt"; }
 
+parts=${LAYOUT_PARTS:-memory overlap throughput}
+part() { case " $parts " in *" $1 "*) return 0 ;; esac; return 1; }
+
+if part memory; then
 echo "-- memory per rank, data parallel on 4 ranks (peak resident memory above the data / training state)"
 printf '%-12s %6s %8s %14s %14s %7s\n' model batch window "state MiB" "peak MiB" ratio
 for m in vgg-mini gpt; do
@@ -46,6 +52,7 @@ for m in vgg-mini gpt; do
   sed -n 's/^memory per rank: training state \([0-9.]*\) MiB (.* of \([0-9]*\) samples), peak \([0-9.]*\) MiB.*(\([0-9.]*\)x.*/\1 \2 \3 \4/p' \
     "$tmp/mem-$m.txt" | awk -v m=$m -v b=$batch '{ printf "%-12s %6d %8d %14.1f %14.1f %6.2fx\n", m, b, $2, $1, $3, $4 }'
 done
+fi
 
 # step_stats OUT: the medians over steps 3.. of the step time, the compute of the slowest rank (data,
 # forward, backward, optimizer), and the largest comm and wait phases of a rank
@@ -78,21 +85,26 @@ overlap_table() {
       'BEGIN { printf "%-12s %12.2f %12.2f %8.3fx %14.2f %14.2f %8.0f%%\n", m, 1e3*a, 1e3*b, a/b, 1e3*e, 1e3*r, 100*e/r }'
   done
 }
+if part overlap; then
 echo "-- gradient sync overlapped with the backward pass, 2 ranks on shared memory (medians over $repeat alternating runs, warm-up steps 1-2 left out)"
 overlap_table
 if "$src/tools/cluster-local-up.sh" --check >/dev/null 2>&1; then
-  echo "-- the same across 2 emulated nodes on a 1 Gbit/s link, 1 rank each (tools/cluster-local-up.sh)"
-  export CLUSTER_LOCAL_DIR="$tmp/cluster"
-  trap '"$src/tools/cluster-local-down.sh" >/dev/null 2>&1; rm -rf "$tmp"' EXIT
-  "$src/tools/cluster-local-up.sh" --nodes 2 --link 1gbit --slots 1 >/dev/null
-  ( . "$CLUSTER_LOCAL_DIR/cluster.env" && mpiexec="$mpiexec --map-by node" && overlap_table ) # its environment stays inside
-  "$src/tools/cluster-local-down.sh" >/dev/null 2>&1
-  unset CLUSTER_LOCAL_DIR
-  trap 'rm -rf "$tmp"' EXIT
+  for link in ${LAYOUT_LINKS:-1gbit}; do
+    echo "-- the same across 2 emulated nodes on a $link link, 1 rank each (tools/cluster-local-up.sh)"
+    export CLUSTER_LOCAL_DIR="$tmp/cluster"
+    trap '"$src/tools/cluster-local-down.sh" >/dev/null 2>&1; rm -rf "$tmp"' EXIT
+    "$src/tools/cluster-local-up.sh" --nodes 2 --link "$link" --slots 1 >/dev/null
+    ( . "$CLUSTER_LOCAL_DIR/cluster.env" && mpiexec="$mpiexec --map-by node" && overlap_table ) # its environment stays inside
+    "$src/tools/cluster-local-down.sh" >/dev/null 2>&1
+    unset CLUSTER_LOCAL_DIR
+    trap 'rm -rf "$tmp"' EXIT
+  done
 else
   echo "# (not across emulated nodes: $("$src/tools/cluster-local-up.sh" --check 2>&1 | tail -n 1))"
 fi
+fi
 
+part throughput || exit 0
 echo "-- data-parallel throughput, samples/s (medians over $repeat runs${base:+; before = $base, alternating})"
 if [ -n "$base" ]; then
   printf '%-12s %6s %11s %11s %7s %11s %11s %7s\n' model batch "1 rank" before ratio "2 ranks" before ratio

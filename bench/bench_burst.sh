@@ -83,4 +83,4 @@ for m in $models; do
   done
 done
 echo "# pred: the planner's cost model (forward+backward, re-shards, gradient sync); meas: median over the"
-echo "# steps of the log (the step also holds the optimizer and data loading, which the model omits)"
+echo "# steps of the log; the model includes the data, loss and optimizer costs surge-profile measured (profile format 2)"

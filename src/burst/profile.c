@@ -98,26 +98,30 @@ double burst_profile_time(const burst_profile_t *p, const graph_t *g, int node, 
   return us;
 }
 
-/* The step costs node bears at a per-rank batch (see burst_profile_t.step). */
-static double step_share_us(const burst_profile_t *p, const bgraph_t *bg, int node, int batch) {
+/* The per-sample step costs node bears at a per-rank batch (see burst_profile_t.step). */
+static double sample_share_us(const burst_profile_t *p, const bgraph_t *bg, int node, int batch) {
   double us = 0;
   for (int k = 0; k < bg->v[node].nin; k++)
     if (bg->v[node].in[k] == 0) {
       us += p->step.data_us_per_sample * batch;
       break;
     }
-  if (node == bg->n - 1) us += p->step.loss_us_per_sample * batch + p->step.step_us;
+  if (node == bg->n - 1) us += p->step.loss_us_per_sample * batch;
   return us;
 }
 
-double burst_profile_us(const burst_profile_t *p, const bgraph_t *bg, int node, int batch) {
+double burst_profile_pass_us(const burst_profile_t *p, const bgraph_t *bg, int node, int batch) {
   if (strcmp(bg->v[node].kind, "input") == 0) return 0;
   double us;
-  if (burst_profile_find(p, node, batch, &us) == 0) return us + step_share_us(p, bg, node, batch);
+  if (burst_profile_find(p, node, batch, &us) == 0) return us + sample_share_us(p, bg, node, batch);
   if (p->interpolate && node < p->nodes && p->row[node].n > 0)
-    return row_interpolate(&p->row[node], batch) + step_share_us(p, bg, node, batch);
+    return row_interpolate(&p->row[node], batch) + sample_share_us(p, bg, node, batch);
   char where[320];
   missing_batch(p, bgraph_where(bg, node, where, sizeof where), node, bg->v[node].name, batch);
+}
+
+double burst_profile_us(const burst_profile_t *p, const bgraph_t *bg, int node, int batch) {
+  return burst_profile_pass_us(p, bg, node, batch) + (node == bg->n - 1 ? p->step.step_us : 0);
 }
 
 void burst_step_costs_check(const burst_step_costs_t *s, const char *what) {

@@ -72,6 +72,10 @@ double burst_profile_time(const burst_profile_t *p, const graph_t *g, int node, 
  * is an input error naming the node (and its file line when it came from a file) and the batches
  * the row has. */
 double burst_profile_us(const burst_profile_t *p, const bgraph_t *bg, int node, int batch);
+/* burst_profile_us without the per-step cost (optimizer and metrics, p->step.step_us): one pass of
+ * the node over a batch, with its per-sample data and loss shares (a pipeline stage runs a node
+ * once per micro-batch but steps its optimizer once). */
+double burst_profile_pass_us(const burst_profile_t *p, const bgraph_t *bg, int node, int batch);
 /* Check that p fits g (node count, fingerprint when recorded) and that the network numbers are
  * positive and finite: an input error otherwise. */
 void burst_profile_check(const burst_profile_t *p, const graph_t *g);

@@ -15,8 +15,9 @@
  * Schedule: non-interleaved 1F1B: stage s runs min(pp - s - 1, M) forwards, then alternates a
  * forward and a backward, then the remaining backwards. After its last backward a stage allreduces
  * its gradients (parameter bytes / tp) over dp ranks on the dp link (a ring), divided by dp_ratio on
- * stages 0 .. dp_stages-1 when compressed. The iteration ends with the slowest stage's allreduce.
- * Not modelled: the embedding synchronisation, the optimizer, compression's own compute. */
+ * stages 0 .. dp_stages-1 when compressed, then runs the optimizer on its share of the parameters
+ * (the profile's per-step cost in proportion to the stage's parameter bytes). The iteration ends
+ * with the slowest stage. Not modelled: the embedding synchronisation, compression's own compute. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -136,9 +137,7 @@ void sim3d_run(const bgraph_t *g, const burst_profile_t *p, const sim3d_opts_t *
   int *nodes = xcalloc((size_t)U, sizeof *nodes), linear = 0;
   for (int u = 0; u < U; u++)
     for (int v = cut[u] + 1; v <= cut[u + 1]; v++) {
-      /* the profile charges the step's optimizer to the output node; here each stage pays its share once */
-      double step = v == g->n - 1 ? p->step.step_us : 0;
-      comp[u] += (burst_profile_us(p, g, v, o->micro_batch) - step) / tp;
+      comp[u] += burst_profile_pass_us(p, g, v, o->micro_batch) / tp; /* the optimizer: opt_us below */
       grad[u] += g->v[v].grad_bytes / tp;
       nodes[u]++;
       if (strcmp(g->v[v].kind, "linear") == 0 && linear++ % 2 == 1)

@@ -430,7 +430,6 @@ run_log_t *run_log_open(const char *path, const config_t *cfg, const char *deck_
 void run_log_step(run_log_t *L, const log_row_t *row) {
   if (!row->rank_phase) comm_gather_double(L->world, row->phase, PHASE_COUNT, L->gathered, 0, TRAFFIC_OTHER);
   if (L->world->rank != 0) return;
-  if (row->rank_phase) memcpy(L->gathered, row->rank_phase, sizeof(double) * PHASE_COUNT * (size_t)L->world->size);
   h5util_quiet_t q = h5util_quiet_begin();
   int64_t step = row->step;
   const double metric[LOG_METRIC_COUNT] = {
@@ -445,12 +444,13 @@ void run_log_step(run_log_t *L, const log_row_t *row) {
   for (int m = 0; m < LOG_METRIC_COUNT; m++) h5_series_append(&L->metric[m], &metric[m]);
   for (int t = 0; t < TRAFFIC_COUNT; t++) h5_series_append(&L->bytes[t], &row->bytes[t]);
   for (int t = 0; t < TRAFFIC_COUNT; t++) h5_series_append(&L->internode[t], &row->internode_bytes[t]);
-  // gathered is (ranks, PHASE_COUNT); a /ranks row is (columns), NaN for columns without a rank
+  // phases are (ranks, PHASE_COUNT); a /ranks row is (columns), NaN for columns without a rank
+  const double *phases = row->rank_phase ? row->rank_phase : L->gathered;
   hsize_t cols = h5_series_length(&L->rank_scale);
   for (int p = 0; p < PHASE_COUNT; p++) {
     if (!has_phase(L, p)) continue;
     for (hsize_t r = 0; r < cols; r++)
-      L->phase_row[r] = (int)r < L->world->size ? L->gathered[r * PHASE_COUNT + (hsize_t)p] : NAN;
+      L->phase_row[r] = (int)r < L->world->size ? phases[r * PHASE_COUNT + (hsize_t)p] : NAN;
     h5_series_append(&L->phase[p], L->phase_row);
   }
   if (L->multiplexed) {

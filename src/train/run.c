@@ -44,14 +44,18 @@ static void report_setup(const trainer_t *t) {
   fflush(stdout);
 }
 
-/* The log row of a step: the step's bytes summed over ranks, the slowest rank's step time, every
- * rank's phase times (for the log's /ranks). One reduction: the byte counts as doubles (exact below
- * 2^53 bytes a step), then each rank's step time and phases in slots of its own (a sum of one value
- * and zeros is that value). sums: scratch of step_row_doubles(world) doubles, which the row's
- * rank_phase points into. */
-static int step_row_doubles(const comm_t *world) { return 2 * TRAFFIC_COUNT + world->size * (1 + PHASE_COUNT); }
+/* The log row of a step: the step's bytes summed over ranks, the slowest rank's step time, and with
+ * with_phases every rank's phase times (for the log's /ranks). One reduction: the byte counts as
+ * doubles (exact below 2^53 bytes a step), then each rank's step time and phases in slots of its own
+ * (a sum of one value and zeros is that value). sums: scratch of step_row_doubles(world, with_phases)
+ * doubles, which the row's rank_phase points into. Without with_phases (a multiplexed run, whose
+ * multiplexer adds phases after this reduction) rank_phase is NULL and the log gathers them. */
+static int step_row_doubles(const comm_t *world, int with_phases) {
+  return 2 * TRAFFIC_COUNT + world->size * (1 + (with_phases ? PHASE_COUNT : 0));
+}
 
-static log_row_t step_row(trainer_t *t, const train_stats_t *s, const comm_meter_t *before, double *sums) {
+static log_row_t step_row(trainer_t *t, const train_stats_t *s, const comm_meter_t *before, double *sums,
+                          int with_phases) {
   log_row_t row;
   memset(&row, 0, sizeof row);
   row.step = s->step;
@@ -60,7 +64,7 @@ static log_row_t step_row(trainer_t *t, const train_stats_t *s, const comm_meter
   row.grad_norm = s->grad_norm;
   memcpy(row.phase, s->phase, sizeof row.phase);
   const comm_meter_t *now = &t->world->meter;
-  int R = t->world->size, n = step_row_doubles(t->world);
+  int R = t->world->size, n = step_row_doubles(t->world, with_phases);
   double *secs = sums + 2 * TRAFFIC_COUNT, *phases = secs + R; /* (R) step times, (R, PHASE_COUNT) phases */
   memset(sums, 0, sizeof *sums * (size_t)n);
   for (int c = 0; c < TRAFFIC_COUNT; c++) {
@@ -68,7 +72,7 @@ static log_row_t step_row(trainer_t *t, const train_stats_t *s, const comm_meter
     sums[TRAFFIC_COUNT + c] = (double)(now->internode_bytes[c] - before->internode_bytes[c]);
   }
   secs[t->world->rank] = s->seconds;
-  memcpy(phases + (size_t)t->world->rank * PHASE_COUNT, s->phase, sizeof s->phase);
+  if (with_phases) memcpy(phases + (size_t)t->world->rank * PHASE_COUNT, s->phase, sizeof s->phase);
   comm_allreduce_sum_double(t->world, sums, n, TRAFFIC_OTHER);
   for (int c = 0; c < TRAFFIC_COUNT; c++) {
     row.bytes[c] = (uint64_t)sums[c];
@@ -77,7 +81,7 @@ static log_row_t step_row(trainer_t *t, const train_stats_t *s, const comm_meter
   double slowest = 0;
   for (int r = 0; r < R; r++)
     if (secs[r] > slowest) slowest = secs[r];
-  row.rank_phase = phases;
+  row.rank_phase = with_phases ? phases : NULL;
   row.step_sec = slowest;
   row.samples_per_sec = slowest > 0 ? (double)t->cfg.global_batch / slowest : 0;
   return row;
@@ -137,14 +141,14 @@ train_outcome_t train_run(const config_t *cfg, const deck_t *deck, const char *r
   eval_stats_t e = {0};
   int evaluated_last = 0, checkpointed_last = 0;
   train_outcome_t outcome = TRAIN_FINISHED;
-  double *row_sums = xcalloc((size_t)step_row_doubles(world), sizeof *row_sums);
+  int row_phases = mux.role == MUX_ROLE_NONE; /* a multiplexer adds phases to the row after step_row */
+  double *row_sums = xcalloc((size_t)step_row_doubles(world, row_phases), sizeof *row_sums);
   while (t.step < cfg->steps) {
     comm_meter_t before = world->meter;
     run_mux_step_begin(&mux);
     train_stats_t s = trainer_step(&t, stop_signal != 0);
-    log_row_t row = step_row(&t, &s, &before, row_sums);
+    log_row_t row = step_row(&t, &s, &before, row_sums, row_phases);
     run_mux_step_end(&mux, &t, &row);
-    if (mux.role != MUX_ROLE_NONE) row.rank_phase = NULL; /* it added its phases: the log gathers them */
     run_log_step(log, &row);
     if (t.layout->ops->log_step) t.layout->ops->log_step(t.layout, log, t.step);
     progress_step(&p, &s);

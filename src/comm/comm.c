@@ -375,10 +375,10 @@ void comm_waitall(comm_t *c, comm_request_t *r, int n, traffic_t t) {
     c->in_group = 0;
   }
   if (n > 0) {
-    MPI_Request *req = xmalloc((size_t)n * sizeof *req); /* an NCCL request's is MPI_REQUEST_NULL */
+    MPI_Request few[8], *req = n <= 8 ? few : xmalloc((size_t)n * sizeof *req); /* NCCL's: MPI_REQUEST_NULL */
     for (int i = 0; i < n; i++) req[i] = r[i].req;
     wait_requests(c, req, n, "comm_waitall");
-    free(req);
+    if (req != few) free(req);
     for (int i = 0; i < n; i++) {
       r[i].req = MPI_REQUEST_NULL;
       if (r[i].kind == COMM_KIND_STAGED_SEND || r[i].kind == COMM_KIND_STAGED_RECV)

@@ -73,7 +73,7 @@ void gradsync_init(gradsync_t *s, const slab_layout_t *L, const int *tensor_grou
   free(rb);
   if (!s->reducer) surge_input_error("unknown gradient reducer '%s' (accepted: %s)", name, gradsync_reducer_names());
   const grad_bucket_t *b0 = &s->b[0];
-  if (o->side > 0 && s->nbuckets > 0 && strcmp(name, "exact") == 0 && b0->local && b0->off + b0->n == L->total &&
+  if (o->side > 0 && s->nbuckets > 0 && s->reducer->ops->sums_extra_floats && b0->local && b0->off + b0->n == L->total &&
       s->groups[b0->group].size == world->size) {
     s->side = o->side;
     s->b[0].n += (size_t)o->side;

@@ -13,7 +13,7 @@
  * them) to ride on the first bucket, which ends at the slab's end, so that a step's few scalars
  * (the loss, a stop request) are summed without a collective of their own. They ride only where
  * that is exact and every rank gets them: the first bucket's group is the whole world and the
- * reducer is the exact one (a compressing reducer would compress them); gradsync_t.side says
+ * reducer sums extra floats exactly (reducer_ops_t.sums_extra_floats; a compressing one would not); gradsync_t.side says
  * whether they did (the caller writes them before the first bucket starts, reads them after
  * gradsync_finish). */
 #ifndef SURGE_GRADSYNC_H

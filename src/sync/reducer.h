@@ -23,6 +23,9 @@ typedef struct reducer reducer_t;
 
 typedef struct reducer_ops {
   const char *name;
+  /* 1: a bucket's floats are summed exactly, whatever they are, so a few scalars may ride after the
+   * slab in the first bucket (gradsync.h, side slots); 0: the reducer knows its tensors (compresses). */
+  int sums_extra_floats;
   /* Before a step's first start. NULL: nothing to do. */
   void (*begin)(reducer_t *r);
   /* Begin reducing data (n floats, backend memory of the gradient slab) over c as bucket b. */

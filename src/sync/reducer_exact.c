@@ -17,7 +17,7 @@ static void exact_wait(reducer_t *r, int b) { comm_op_wait(&ops_of(r)[b]); }
 static void exact_free(reducer_t *r) { free(r->impl); }
 
 static const reducer_ops_t exact_ops = {
-    .name = "exact", .begin = NULL, .start = exact_start, .test = exact_test, .wait = exact_wait, .state = NULL, .loaded = NULL, .free = exact_free};
+    .name = "exact", .sums_extra_floats = 1, .begin = NULL, .start = exact_start, .test = exact_test, .wait = exact_wait, .state = NULL, .loaded = NULL, .free = exact_free};
 
 reducer_t *reducer_exact(int nbuckets) {
   reducer_t *r = xcalloc(1, sizeof *r);

@@ -271,10 +271,8 @@ static void read_column(reader_t *r, hid_t gid, const group_spec_t *g, const cha
   if (cells > LOG_READ_MAX_CELLS)
     surge_input_error("%s: %s holds %zu values, more than the %zu a log may have", r->path, h5path, cells,
                       LOG_READ_MAX_CELLS);
-  char units[sizeof c->units];
-  attr_string(r, d, h5path, LOG_UNITS, units, sizeof units);
+  attr_string(r, d, h5path, LOG_UNITS, c->units, sizeof c->units);
   printable(name, c->name, sizeof c->name);
-  snprintf(c->units, sizeof c->units, "%s", units);
   c->cols = (size_t)dims[1];
   c->stored_rows = (size_t)dims[0];
   c->v = xmalloc(surge_mul_size(cells ? cells : 1, sizeof(double), h5path));

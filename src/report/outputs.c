@@ -8,14 +8,11 @@
 
 #include "core/error.h"
 #include "io/h5util.h"
+#include "io/run_dir.h"
 #include "report/report.h"
 
 /* Whether two paths name one file: the same text, or the same existing file. */
-static int same_file(const char *a, const char *b) {
-  struct stat sa, sb;
-  if (strcmp(a, b) == 0) return 1;
-  return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
-}
+static int same_file(const char *a, const char *b) { return strcmp(a, b) == 0 || run_dir_same(a, b); }
 
 static int is_hdf5(const char *path) {
   struct stat st;

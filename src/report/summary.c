@@ -289,9 +289,7 @@ static int has_traffic(const log_data_t *L) {
 static const log_column_t *internode_of(const log_data_t *L, const char *bytes_name) {
   char name[128];
   snprintf(name, sizeof name, "%s%s", LOG_INTERNODE_PREFIX, bytes_name + strlen(LOG_BYTES_PREFIX));
-  for (int i = 0; i < L->metrics.ncol; i++)
-    if (strcmp(L->metrics.col[i].name, name) == 0) return &L->metrics.col[i];
-  return NULL;
+  return log_column(&L->metrics, name);
 }
 
 static void print_traffic(FILE *f, const log_data_t *L, const report_values_t *v) {

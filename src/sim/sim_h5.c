@@ -41,11 +41,7 @@ static void put_i(const h5w_t *w, hid_t loc, const char *name, size_t n, const i
 }
 
 static void attr_d(const h5w_t *w, hid_t loc, const char *name, double v) {
-  hid_t space = H5Screate(H5S_SCALAR);
-  hid_t a = H5Acreate2(loc, name, H5T_NATIVE_DOUBLE, space, H5P_DEFAULT, H5P_DEFAULT);
-  ok(w, a >= 0 && H5Awrite(a, H5T_NATIVE_DOUBLE, &v) >= 0, name);
-  H5Aclose(a);
-  H5Sclose(space);
+  ok(w, h5util_attr_write_f64(loc, name, v) == 0, name);
 }
 
 static void attr_s(const h5w_t *w, hid_t loc, const char *name, const char *v) {

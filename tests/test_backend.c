@@ -1179,6 +1179,7 @@ int main(int argc, char **argv) {
     test_conv_batch(1, 1, 4, 4, 2, 3, 1, 0, 0, 1, tight);
   }
   test_conv_batch(50, 2, 5, 5, 3, 3, 1, 1, 1, 1, 0); /* blocks of 20, 20 and 10 samples */
+  test_conv_batch(50, 2, 7, 7, 3, 3, 1, 0, 1, 1, 0); /* pad 0: lowered in blocks on every CPU (no direct path) */
   // the direct path's remainders: channels past a tile of 8 (12 out, 10 in), positions past a tile
   // of 48 (9x11), taps past a group of 6 (27), rows past a group of 4 (6), a partial last block
   test_conv_batch(7, 10, 9, 11, 12, 3, 1, 1, 1, 1, 0);

@@ -35,20 +35,25 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_
 mpiexec=${MPIEXEC:-mpiexec}
 jobs=$(nproc 2>/dev/null || echo 4)
 
-# ---- 1. build
+# ---- 1. build (SURGE_PREBUILT=1: $SURGE_BUILD holds a build made elsewhere, tests/gpu/device-run.sh)
 build=${SURGE_BUILD:-$src/_build-gpu}
-echo "device-check: building with CUDA ($arch) in $build"
-{
-  { [ -x "$src/configure" ] || (cd "$src" && ./bootstrap); } &&
-    mkdir -p "$build" && cd "$build" &&
-    { [ -f Makefile ] || "$src/configure" --with-cuda NVCC_ARCH="$arch"; } &&
-    make -j"$jobs" && make -j"$jobs" check TESTS= && make -j"$jobs" bench/bench_gpu_gemm tests/make_plan
-} >"$logs/build.txt" 2>&1
-build_rc=$?
-if [ $build_rc != 0 ]; then
-  tail -n 30 "$logs/build.txt"
-  echo "device-check: the build with CUDA failed (exit $build_rc; $logs/build.txt)"
-  exit 1
+if [ "${SURGE_PREBUILT:-0}" = 1 ]; then
+  [ -x "$build/surge-train" ] || { echo "device-check: SURGE_PREBUILT=1 but $build has no surge-train"; exit 2; }
+  echo "device-check: using the build in $build"
+else
+  echo "device-check: building with CUDA ($arch) in $build"
+  {
+    { [ -x "$src/configure" ] || (cd "$src" && ./bootstrap); } &&
+      mkdir -p "$build" && cd "$build" &&
+      { [ -f Makefile ] || "$src/configure" --with-cuda NVCC_ARCH="$arch"; } &&
+      make -j"$jobs" && make -j"$jobs" check TESTS= && make -j"$jobs" bench/bench_gpu_gemm tests/make_plan
+  } >"$logs/build.txt" 2>&1
+  build_rc=$?
+  if [ $build_rc != 0 ]; then
+    tail -n 30 "$logs/build.txt"
+    echo "device-check: the build with CUDA failed (exit $build_rc; $logs/build.txt)"
+    exit 1
+  fi
 fi
 cd "$build" || exit 1
 probe=$(./tests/gpu/gpu_probe bf16)
@@ -66,8 +71,9 @@ export SURGE_TOP_SRCDIR="$src" SURGE_TOP_BUILDDIR="$build" MPIEXEC="$mpiexec"
 . "$src/tests/tap.sh" # h5vals, h5attr
 failed=0
 test_rows=""
-for t in ops zoo dp mux; do
-  sh "$src/tests/gpu/$t.gpu" >"$logs/$t.tap" 2>&1
+limit=${DEVICE_TEST_LIMIT:-240} # seconds per GPU test; timeout ends the test's whole process group
+for t in ${DEVICE_TESTS:-ops zoo dp mux}; do
+  timeout "$limit" sh "$src/tests/gpu/$t.gpu" >"$logs/$t.tap" 2>&1
   rc=$?
   n_ok=$(grep -c "^ok " "$logs/$t.tap")
   n_bad=$(grep -c "^not ok " "$logs/$t.tap")
@@ -84,9 +90,14 @@ for t in ops zoo dp mux; do
   echo "device-check: tests/gpu/$t.gpu: $verdict ($n_ok ok, $n_bad not ok; $(elapsed) s)"
 done
 
-# ---- 3. benchmarks
-./bench/bench_gpu_gemm fp32 >"$out/gemm-fp32.txt" 2>&1
-./bench/bench_gpu_gemm bf16 >"$out/gemm-bf16.txt" 2>&1
+# ---- 3. benchmarks (DEVICE_BENCH=0: none)
+if [ "${DEVICE_BENCH:-1}" = 0 ]; then
+  echo "device-check: benchmarks not asked for (DEVICE_BENCH=0)"
+  [ $failed = 0 ] && exit 0
+  exit 1
+fi
+timeout 60 ./bench/bench_gpu_gemm fp32 >"$out/gemm-fp32.txt" 2>&1
+timeout 60 ./bench/bench_gpu_gemm bf16 >"$out/gemm-bf16.txt" 2>&1
 # gemm_range FILE: the backend's TFLOP/s over cuBLAS's, lowest and highest over the shapes
 gemm_range() {
   awk '/^gpt|^mlp/ { r = $(NF); if (n == 0 || r < lo) lo = r; if (n == 0 || r > hi) hi = r; n++ }
@@ -100,7 +111,7 @@ echo "device-check: GEMM benchmarks done ($(elapsed) s)"
 # the forward FLOPs per sample the run prints (training: 3 x forward).
 gpt_run() {
   d="$out/gpt-$1"
-  timeout 240 "$mpiexec" -n 1 ./surge-train "$src/inputs/gpt-3d.deck" -D parallel.mode=dp -D backend.name=cuda \
+  timeout 120 "$mpiexec" -n 1 ./surge-train "$src/inputs/gpt-3d.deck" -D parallel.mode=dp -D backend.name=cuda \
     -D backend.precision="$1" -D run.steps=30 -D run.eval_every=0 -D run.print_every=10 -D checkpoint.every=0 \
     -D run.overwrite=true -D "run.out_dir=$d" >"$logs/gpt-$1.txt" 2>&1 || { echo "failed"; return; }
   mflop=$(sed -n 's/^model gpt: [0-9]* parameters, \([0-9.]*\) MFLOP forward per sample.*/\1/p' "$logs/gpt-$1.txt")
@@ -136,8 +147,8 @@ mux_row() {
        END { if (fg == "") print "failed"; else printf "slowdown %s, foreground %s samples/s, background %s samples/s\n", sd, fg, bg }'
 }
 mux_gpt="failed"
-timeout 180 "$mpiexec" -n 1 $FG -D "run.out_dir=$out/mux-solo" >"$logs/mux-solo.txt" 2>&1 &&
-  timeout 180 "$mpiexec" -n 1 $FG -D "run.out_dir=$out/mux-fg" -D "multiplex.baseline=$out/mux-solo/log.h5" \
+timeout 90 "$mpiexec" -n 1 $FG -D "run.out_dir=$out/mux-solo" >"$logs/mux-solo.txt" 2>&1 &&
+  timeout 90 "$mpiexec" -n 1 $FG -D "run.out_dir=$out/mux-fg" -D "multiplex.baseline=$out/mux-solo/log.h5" \
     : -n 1 $BG --background -D "run.out_dir=$out/mux-bg" >"$logs/mux-pair.txt" 2>&1 &&
   mux_gpt=$(mux_row <"$logs/mux-pair.txt")
 mux_burst=$(sed -n 's/^# //p' "$logs/mux.tap" | mux_row)
@@ -147,7 +158,7 @@ echo "device-check: multiplexing: gpt $mux_gpt; burst $mux_burst ($(elapsed) s)"
 {
   echo "# device-check on $gpu ($(date -u '+%Y-%m-%d %H:%M UTC'), $(elapsed) s)"
   echo
-  echo "commit $(git -C "$src" rev-parse --short HEAD 2>/dev/null || echo unknown), $arch"
+  echo "commit ${SURGE_COMMIT:-$(git -C "$src" rev-parse --short HEAD 2>/dev/null || echo unknown)}, $arch"
   echo
   echo "| test | results | verdict |"
   echo "|---|---|---|"

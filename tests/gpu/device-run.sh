@@ -1,0 +1,57 @@
+#!/bin/sh
+# tests/gpu/device-run.sh OUT: tests/gpu/device-check.sh on a GPU machine that has the NVIDIA driver
+# and the CUDA toolkit but not Open MPI, HDF5 or the data sets, from the pack that
+# tests/gpu/device-pack.sh made here (PACK, default .devpack in the source tree):
+#   1. unpack PACK/root.tar.xz into / without overwriting any file that is there, and the prebuilt
+#      tree PACK/build.tar.xz into the source tree;
+#   2. find the CUDA libraries the programs ask for where the machine keeps them (the toolkit, or
+#      the NVIDIA wheels of its Python) and put their folders on LD_LIBRARY_PATH;
+#   3. run the check with at most DEVICE_LIMIT seconds (default 420) and copy what it wrote to OUT:
+#      device-check.txt (its output, written as it runs), summary.md, gemm-*.txt and logs.tgz.
+# Exit: the check's (0 all passed, 1 a test failed, 77 no GPU, 124 out of time), or 2 when the pack
+# cannot be unpacked.
+set -u
+[ $# = 1 ] || { echo "usage: tests/gpu/device-run.sh OUT" >&2; exit 2; }
+src=$(cd "$(dirname "$0")/../.." && pwd)
+out=$(mkdir -p "$1" && cd "$1" && pwd) || exit 2
+pack=${PACK:-$src/.devpack}
+log=$out/device-check.txt
+: >"$log"
+say() { echo "device-run: $*" | tee -a "$log"; }
+
+# unxz FILE: its contents on stdout, through xz or else Python's lzma
+unxz() {
+  if command -v xz >/dev/null; then xz -dc "$1"; else
+    python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), sys.stdout.buffer)' "$1"
+  fi
+}
+unxz "$pack/root.tar.xz" | tar -x -C / --skip-old-files --keep-directory-symlink 2>>"$log" ||
+  { say "cannot unpack $pack/root.tar.xz"; exit 2; }
+ldconfig
+unxz "$pack/build.tar.xz" | tar -x -C "$src" || { say "cannot unpack $pack/build.tar.xz"; exit 2; }
+build=$src/$(unxz "$pack/build.tar.xz" | tar -t | head -n 1 | cut -d/ -f1)
+
+# CUDA libraries the loader does not find: the first folder under the usual places holding each
+libpath=""
+for lib in $(ldd "$build/surge-train" | sed -n 's/^[[:space:]]*\([^ ]*\) => not found.*/\1/p' | sort -u); do
+  f=$(find /usr/local /opt /usr/lib -name "$lib" 2>/dev/null | head -n 1)
+  [ -n "$f" ] && libpath="$libpath${libpath:+:}${f%/*}"
+  say "$lib: ${f:-not found anywhere}"
+done
+export LD_LIBRARY_PATH="$libpath${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+ldd "$build/surge-train" | grep -q "not found" && say "surge-train still misses: $(ldd "$build/surge-train" | grep "not found" | tr -s ' \n' ' ')"
+
+mpiexec=$(command -v mpiexec.openmpi || command -v mpiexec)
+say "$(uname -sr), $(nproc) cores, $(grep -m1 PRETTY_NAME /etc/os-release 2>/dev/null | cut -d= -f2), mpiexec $mpiexec ($("$mpiexec" --version 2>&1 | head -n 1))"
+# one node: Open MPI starts its ranks without ssh (plm isolated), whether or not ssh is there
+export OMPI_MCA_plm="${OMPI_MCA_plm:-isolated}"
+export SURGE_COMMIT="$(cat "$pack/commit" 2>/dev/null || echo unknown)"
+export MPIEXEC="$mpiexec" SURGE_BUILD="$build" SURGE_PREBUILT=1 DEVICE_TEST_LIMIT="${DEVICE_TEST_LIMIT:-120}"
+work=$(mktemp -d)
+timeout "${DEVICE_LIMIT:-420}" sh "$src/tests/gpu/device-check.sh" "$work" >>"$log" 2>&1
+rc=$?
+[ $rc = 124 ] && say "the check ran past ${DEVICE_LIMIT:-420} s and was stopped"
+cp "$work"/summary.md "$work"/gemm-*.txt "$out/" 2>/dev/null
+tar -czf "$out/logs.tgz" -C "$work" logs $(cd "$work" && ls -d */log.h5 2>/dev/null)
+say "exit $rc"
+exit $rc

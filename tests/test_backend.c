@@ -10,12 +10,16 @@
  * the same random values on both, and each backend is checked to really accumulate: the op run
  * onto a constant c equals the op run onto zeros, plus c. */
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "surge_build_config.h"
 #if HAVE_CUDA
 #include <cuda_runtime.h>
+#define BUILD_HAS_CUDA 1
+#else
+#define BUILD_HAS_CUDA 0
 #endif
 
 #include "backend/backend.h"
@@ -1090,6 +1094,18 @@ static void test_registry(void) {
              backend_find("cuda") == &backend_cuda, "backend_find cpu, ref, cuda");
   tap_ok(backend_find("cuda-nope") == NULL && backend_find(NULL) == NULL, "backend_find of unknown is NULL");
   tap_ok(strcmp(backend_names(), "cpu, ref, cuda") == 0, "backend_names from the table: %s", backend_names());
+  /* every slot after host_memory is an op: one left NULL crashes whoever calls it (the cuda table
+   * of a build without CUDA only opens, to say why it cannot) */
+  const backend_t *const tables[] = {&backend_cpu, &backend_ref, &backend_cuda};
+  for (size_t k = 0; k < 2 + BUILD_HAS_CUDA; k++) {
+    size_t first = offsetof(backend_t, open), slots = (sizeof(backend_t) - first) / sizeof(void (*)(void)), unset = 0;
+    for (size_t i = 0; i < slots; i++) {
+      void (*fn)(void);
+      memcpy(&fn, (const char *)tables[k] + first + i * sizeof fn, sizeof fn);
+      unset += fn == NULL;
+    }
+    tap_ok(unset == 0, "%s: every one of the table's %zu ops is set (%zu unset)", tables[k]->name, slots, unset);
+  }
 }
 
 /* The host backends' context: open accepts float32 and refuses bf16 as the deck's fault, and their

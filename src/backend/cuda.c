@@ -280,6 +280,8 @@ const backend_t backend_cuda = {
     .xent_shard_stats = cuda_xent_shard_stats,
     .xent_shard_bwd = cuda_xent_shard_bwd,
     .row_first_index = cuda_row_first_index,
+    .dot = cuda_dot,
+    .orthonormalize = cuda_orthonormalize,
     .sgd_step = cuda_sgd_step,
     .adamw_step = cuda_adamw_step,
 };

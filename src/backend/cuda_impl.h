@@ -79,6 +79,8 @@ void cuda_scale(float *x, size_t n, float a);
 void cuda_axpy(size_t n, float a, const float *x, float *y);
 void cuda_add(size_t n, const float *a, const float *b, float *y);
 double cuda_sumsq(const float *x, size_t n);
+double cuda_dot(const float *x, const float *y, size_t n);
+void cuda_orthonormalize(int batch, int n, int r, float *P, size_t sP);
 int cuda_all_finite(const float *x, size_t n);
 void cuda_bias_add_rows(int rows, int cols, const float *b, float *y);
 void cuda_bias_grad_rows(int rows, int cols, const float *dy, float *db);
@@ -161,6 +163,8 @@ void cuk_add_acc(const double *acc, long rows, int cols, float *out, long ld, cu
 /* *out = sum of x[0..n) (double), and *out = sum of squares of float x */
 void cuk_sum_d(const double *x, long n, double *out, cudaStream_t s);
 void cuk_sumsq(const float *x, size_t n, double *out, cudaStream_t s);
+void cuk_dot(const float *x, const float *y, size_t n, double *out, cudaStream_t s);
+void cuk_orthonormalize(int batch, int n, int r, float *P, size_t sP, double *work, cudaStream_t s);
 /* *flag = 1 when some x[i] is NaN or infinite (flag set to 0 first by the caller) */
 void cuk_any_nonfinite(const float *x, size_t n, int *flag, cudaStream_t s);
 /* embedding backward: dwte[v,:] += the sum of dy over the positions holding id lo + v (for rows used) */

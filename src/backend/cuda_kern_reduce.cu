@@ -144,6 +144,10 @@ struct SquareTerm {
   const float *x;
   __device__ double operator()(size_t i) const { return (double)x[i] * x[i]; }
 };
+struct ProductTerm {
+  const float *x, *y;
+  __device__ double operator()(size_t i) const { return (double)x[i] * y[i]; }
+};
 struct DoubleTerm {
   const double *x;
   __device__ double operator()(size_t i) const { return x[i]; }
@@ -201,6 +205,42 @@ extern "C" void cuk_sum_d(const double *x, long n, double *out, cudaStream_t s) 
 
 extern "C" void cuk_sumsq(const float *x, size_t n, double *out, cudaStream_t s) {
   whole_sum(n, SquareTerm{x}, out, s, "sumsq");
+}
+
+extern "C" void cuk_dot(const float *x, const float *y, size_t n, double *out, cudaStream_t s) {
+  whole_sum(n, ProductTerm{x, y}, out, s, "dot");
+}
+
+// Modified Gram-Schmidt of one row-major (n, r) matrix per block (backend.h's orthonormalize): the
+// matrix is copied to w (doubles, the same layout), its columns made orthonormal there one after
+// the other with block-wide double sums, and written back as float.
+__global__ void k_orthonormalize(int n, int r, float *P, size_t sP, double *work) {
+  float *m = P + blockIdx.x * sP;
+  double *w = work + (size_t)blockIdx.x * n * r;
+  size_t nr = (size_t)n * r;
+  for (size_t i = threadIdx.x; i < nr; i += blockDim.x) w[i] = m[i];
+  __syncthreads();
+  for (int c = 0; c < r; c++) {
+    double ss = 0.0;
+    for (int row = threadIdx.x; row < n; row += blockDim.x) ss += w[(size_t)row * r + c] * w[(size_t)row * r + c];
+    double inv = 1.0 / (sqrt(block_sum(ss)) + 1e-8);
+    for (int row = threadIdx.x; row < n; row += blockDim.x) w[(size_t)row * r + c] *= inv;
+    __syncthreads();
+    for (int j = c + 1; j < r; j++) {
+      double d = 0.0;
+      for (int row = threadIdx.x; row < n; row += blockDim.x) d += w[(size_t)row * r + c] * w[(size_t)row * r + j];
+      d = block_sum(d);
+      for (int row = threadIdx.x; row < n; row += blockDim.x) w[(size_t)row * r + j] -= d * w[(size_t)row * r + c];
+      __syncthreads();
+    }
+  }
+  for (size_t i = threadIdx.x; i < nr; i += blockDim.x) m[i] = (float)w[i];
+}
+
+extern "C" void cuk_orthonormalize(int batch, int n, int r, float *P, size_t sP, double *work, cudaStream_t s) {
+  if (batch <= 0 || n <= 0 || r <= 0) return;
+  k_orthonormalize<<<batch, kThreads, 0, s>>>(n, r, P, sP, work);
+  CUK_LAUNCHED("orthonormalize");
 }
 
 __global__ void k_any_nonfinite(const float *x, size_t n, int *flag) {

@@ -26,6 +26,21 @@ double cuda_sumsq(const float *x, size_t n) {
   return host;
 }
 
+double cuda_dot(const float *x, const float *y, size_t n) {
+  if (!n) return 0.0;
+  double *dev = cuda_workspace(CUDA_WS_SCALAR, sizeof(double)), host = 0;
+  cuk_dot(x, y, n, dev, cuda_stream());
+  cuda_to_host(&host, dev, sizeof host);
+  return host;
+}
+
+void cuda_orthonormalize(int batch, int n, int r, float *P, size_t sP) {
+  if (batch <= 0 || n <= 0 || r <= 0) return;
+  size_t per = surge_mul_size((size_t)n, (size_t)r, "orthonormalize");
+  double *work = cuda_workspace(CUDA_WS_ACC, surge_mul_size(per * sizeof(double), (size_t)batch, "orthonormalize"));
+  cuk_orthonormalize(batch, n, r, P, sP, work, cuda_stream());
+}
+
 int cuda_all_finite(const float *x, size_t n) {
   int *flag = cuda_workspace(CUDA_WS_SCALAR, sizeof(int)), host = 0;
   cuda_check(cudaMemsetAsync(flag, 0, sizeof(int), cuda_stream()), "cudaMemsetAsync");

@@ -46,7 +46,8 @@ else
     { [ -x "$src/configure" ] || (cd "$src" && ./bootstrap); } &&
       mkdir -p "$build" && cd "$build" &&
       { [ -f Makefile ] || "$src/configure" --with-cuda NVCC_ARCH="$arch"; } &&
-      make -j"$jobs" && make -j"$jobs" check TESTS= && make -j"$jobs" bench/bench_gpu_gemm tests/make_plan
+      make -j"$jobs" && make -j"$jobs" check TESTS= && make -j"$jobs" bench/bench_gpu_gemm tests/make_plan &&
+      { sh "$src/tests/gpu/build-kernel-times.sh" "$build" || echo "no kernel-time profiles"; }
   } >"$logs/build.txt" 2>&1
   build_rc=$?
   if [ $build_rc != 0 ]; then
@@ -132,6 +133,18 @@ gpt_run() {
 gpt_bf16=$(gpt_run bf16)
 gpt_fp32=$(gpt_run fp32)
 echo "device-check: GPT throughput: bf16 $gpt_bf16; fp32 $gpt_fp32 ($(elapsed) s)"
+# Where the GPU time of 10 steps goes, kernel by kernel (tests/gpu/kernel_times.c, when it was built)
+for p in bf16 fp32; do
+  [ -f tests/gpu/libkernel_times.so ] || break
+  CUDA_INJECTION64_PATH="$build/tests/gpu/libkernel_times.so" KERNEL_TIMES="$logs/kernels-gpt-$p.txt" \
+    timeout 60 "$mpiexec" -n 1 ./surge-train "$src/inputs/gpt-3d.deck" -D parallel.mode=dp -D backend.name=cuda \
+    -D backend.precision=$p -D run.steps=10 -D run.eval_every=0 -D run.print_every=10 -D checkpoint.every=0 \
+    -D run.overwrite=true -D "run.out_dir=$out/kernels-$p" >"$logs/kernels-gpt-$p.out" 2>&1
+  echo "device-check: GPU time of gpt-3d.deck in $p, 10 steps ($(grep -a "^done:" "$logs/kernels-gpt-$p.out")):"
+  head -n 16 "$logs/kernels-gpt-$p.txt" 2>/dev/null
+  tail -n 1 "$logs/kernels-gpt-$p.txt" 2>/dev/null
+done
+
 
 # The foreground (gpt-fortunes.deck, 1 rank, 40 steps) alone, then with an mlp background beside it
 # on the same GPU (one mpiexec), its slowdown against the solo log ([multiplex] baseline).
@@ -146,13 +159,41 @@ mux_row() {
        /^foreground slowdown [0-9.]+ against/ { sd = $3 }
        END { if (fg == "") print "failed"; else printf "slowdown %s, foreground %s samples/s, background %s samples/s\n", sd, fg, bg }'
 }
-mux_gpt="failed"
-timeout 90 "$mpiexec" -n 1 $FG -D "run.out_dir=$out/mux-solo" >"$logs/mux-solo.txt" 2>&1 &&
-  timeout 90 "$mpiexec" -n 1 $FG -D "run.out_dir=$out/mux-fg" -D "multiplex.baseline=$out/mux-solo/log.h5" \
-    : -n 1 $BG --background -D "run.out_dir=$out/mux-bg" >"$logs/mux-pair.txt" 2>&1 &&
-  mux_gpt=$(mux_row <"$logs/mux-pair.txt")
+# mux_pair TAG: the foreground alone, then beside the background; prints mux_row's line
+mux_pair() {
+  timeout 90 "$mpiexec" -n 1 $FG -D "run.out_dir=$out/mux-solo-$1" >"$logs/mux-solo-$1.txt" 2>&1 &&
+    timeout 90 "$mpiexec" -n 1 $FG -D "run.out_dir=$out/mux-fg-$1" -D "multiplex.baseline=$out/mux-solo-$1/log.h5" \
+      : -n 1 $BG --background -D "run.out_dir=$out/mux-bg-$1" >"$logs/mux-pair-$1.txt" 2>&1 &&
+    mux_row <"$logs/mux-pair-$1.txt" && return
+  echo "failed"
+}
+# mps_start, mps_stop: NVIDIA's multi-process service for this check's processes, where the driver
+# has it: kernels of different processes then run side by side (and the background asks for MPS
+# client priority below normal) instead of taking turns in time slices.
+mps_start() {
+  PATH=$PATH:/usr/local/nvidia/bin command -v nvidia-cuda-mps-control >/dev/null || return 1
+  mkdir -p "$out/mps/pipe" "$out/mps/log"
+  export CUDA_MPS_PIPE_DIRECTORY="$out/mps/pipe" CUDA_MPS_LOG_DIRECTORY="$out/mps/log"
+  PATH=$PATH:/usr/local/nvidia/bin nvidia-cuda-mps-control -d >"$logs/mps.txt" 2>&1
+}
+mps_stop() {
+  echo quit | PATH=$PATH:/usr/local/nvidia/bin nvidia-cuda-mps-control >>"$logs/mps.txt" 2>&1
+  cat "$out/mps/log/control.log" >>"$logs/mps.txt" 2>/dev/null
+  unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
+}
+mux_gpt=$(mux_pair plain)
 mux_burst=$(sed -n 's/^# //p' "$logs/mux.tap" | mux_row)
-echo "device-check: multiplexing: gpt $mux_gpt; burst $mux_burst ($(elapsed) s)"
+mux_gpt_mps="no MPS on this machine"
+mux_burst_mps="no MPS on this machine"
+if mps_start; then
+  mux_gpt_mps=$(mux_pair mps)
+  if [ -f "$logs/mux.tap" ]; then
+    timeout "$limit" sh "$src/tests/gpu/mux.gpu" >"$logs/mux-mps.tap" 2>&1
+    mux_burst_mps="$(sed -n 's/^# //p' "$logs/mux-mps.tap" | mux_row) ($(grep -c "^ok " "$logs/mux-mps.tap") ok, $(grep -c "^not ok " "$logs/mux-mps.tap") not ok)"
+  fi
+  mps_stop
+fi
+echo "device-check: multiplexing: gpt $mux_gpt; burst $mux_burst; under MPS: gpt $mux_gpt_mps; burst $mux_burst_mps ($(elapsed) s)"
 
 # ---- the summary
 {
@@ -174,6 +215,8 @@ echo "device-check: multiplexing: gpt $mux_gpt; burst $mux_burst ($(elapsed) s)"
   echo "| GPT gpt-3d.deck fp32 (1 rank) | $gpt_fp32 | |"
   echo "| gpt-fortunes foreground (1 rank) + mlp background | $mux_gpt | slowdown <= 1.10 |"
   echo "| vgg burst foreground (2 ranks, one idle half the step) + 2 mlp backgrounds (tests/gpu/mux.gpu) | $mux_burst | slowdown <= 1.10 |"
+  echo "| the gpt pair under MPS | $mux_gpt_mps | slowdown <= 1.10 |"
+  echo "| tests/gpu/mux.gpu under MPS | $mux_burst_mps | slowdown <= 1.10 |"
   echo
   echo "Logs: logs/ (TAP of each test, each run's output); GEMM tables: gemm-fp32.txt, gemm-bf16.txt."
 } >"$out/summary.md"

@@ -21,6 +21,7 @@ pack=$(cd "$2" && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
+sh "$(dirname "$0")/build-kernel-times.sh" "$build" || echo "device-pack: no kernel-time profiles (no CUPTI)" >&2
 # ---- the build tree: programs (stripped) and the test scripts' inputs, no objects or archives
 bname=$(basename "$build")
 (cd "$build/.." && find "$bname" -type f ! -name '*.o' ! -name '*.a' ! -name '*.Po' ! -name '*.log' \

@@ -33,7 +33,8 @@ build=$src/$(unxz "$pack/build.tar.xz" | tar -t | head -n 1 | cut -d/ -f1)
 
 # CUDA libraries the loader does not find: the first folder under the usual places holding each
 libpath=""
-for lib in $(ldd "$build/surge-train" | sed -n 's/^[[:space:]]*\([^ ]*\) => not found.*/\1/p' | sort -u); do
+for lib in $(ldd "$build/surge-train" "$build/tests/gpu/libkernel_times.so" 2>/dev/null |
+  sed -n 's/^[[:space:]]*\([^ ]*\) => not found.*/\1/p' | sort -u); do
   f=$(find /usr/local /opt /usr/lib -name "$lib" 2>/dev/null | head -n 1)
   [ -n "$f" ] && libpath="$libpath${libpath:+:}${f%/*}"
   say "$lib: ${f:-not found anywhere}"

@@ -146,18 +146,20 @@ static void feedback_child(int report, int go) {
   }
 }
 
-/* `n` pieces of the foreground's own work at site 1, each `us` long. */
+/* `n` pieces of the foreground's own work at site 1, each `us` long, each ended by a short wait at
+ * site 3 (with a device hook, computing states in a row are one piece). */
 static void pieces(int n, int us) {
   for (int i = 0; i < n; i++) {
     mux_fg_set(MUX_COMPUTING, 1);
     usleep((useconds_t)us);
+    mux_fg_set(MUX_WAITING, 3);
   }
-  mux_fg_set(MUX_COMPUTING, 1);
 }
 
 /* The feedback between two processes: a background busy beside pieces that run 5x their solo time
  * is held back while the foreground is inactive, and let in again once solo pieces brought the
- * pressure down; the foreground's device hook runs at every state change. Pieces of 20 ms keep
+ * pressure down; the foreground's device hook runs at every state change but between computing
+ * states (one piece on a device). Pieces of 20 ms keep
  * the host's scheduling noise (a few ms on a loaded machine) well inside the limit of 2. */
 static void test_feedback(void) {
   int report[2], go[2];
@@ -178,7 +180,12 @@ static void test_feedback(void) {
   mux_read(&bg, &fg);
   tap_ok(fg.fg_pressure > 0.7 && fg.fg_pressure < 1.5, "feedback: 10 solo pieces of 20 ms: pressure %.2f",
          fg.fg_pressure);
-  tap_ok(device_syncs == 11, "feedback: the device hook ran at each of the 11 state changes (%d)", device_syncs);
+  tap_ok(device_syncs == 20, "feedback: the device hook ran at each of the 20 state changes (%d)", device_syncs);
+  for (int site = 4; site < 7; site++) mux_fg_set(MUX_COMPUTING, site);
+  int for_three = device_syncs - 20;
+  mux_fg_set(MUX_WAITING, 3);
+  tap_ok(for_three == 1 && device_syncs == 22, "feedback: 3 computing states in a row are one piece: the hook ran "
+         "once for them (%d), and once when the wait began", for_three);
   mux_fg_set(MUX_INACTIVE, 2);
   tap_ok(byte_within(report[0], 5000, &c) && c == 'G', "feedback: the gate opens for an inactive foreground");
   pieces(6, 100000); /* the background is inside its piece (busy) all along */

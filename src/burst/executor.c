@@ -21,6 +21,18 @@ static int share_of(const burst_exec_t *ex, int node, int rank, int *lo, int *hi
 
 static size_t out_floats(const graph_t *g, int node) { return shape_size(g->l[node].out); }
 
+/* Whether routing node j's inputs moves rows between ranks: not when every input is spread over
+ * j's own ranks (each rank's rows are then the same at both; data parallelism's every node). A
+ * member of j that moves nothing does not wait there, so the multiplexer hears of no wait. */
+static int inputs_move(const burst_exec_t *ex, int j) {
+  const graph_t *g = ex->g;
+  for (int k = 0; k < g->l[j].nin; k++) {
+    int i = g->l[j].in[k];
+    if (i != 0 && (ex->first[i] != ex->first[j] || ex->n[i] != ex->n[j])) return 1;
+  }
+  return 0;
+}
+
 static void check_tied_weights(const burst_exec_t *ex) {
   const graph_t *g = ex->g;
   for (int i = 0; i < g->n; i++) {
@@ -319,7 +331,7 @@ void burst_exec_step(burst_exec_t *ex, const dataset_t *ds, const uint64_t *ids,
   for (int j = 1; j < g->n; j++) {
     double a = surge_now();
     int member = ex->cnt[j] > 0;
-    mux_fg_set(member ? MUX_WAITING : MUX_INACTIVE, mux_site(MUX_SITE_ROUTE_IN, j));
+    if (!member || inputs_move(ex, j)) mux_fg_set(member ? MUX_WAITING : MUX_INACTIVE, mux_site(MUX_SITE_ROUTE_IN, j));
     for (int k = 0; k < g->l[j].nin; k++)
       if (g->l[j].in[k] != 0) route(ex, j, k, 0);
     double b = surge_now();
@@ -344,7 +356,7 @@ void burst_exec_step(burst_exec_t *ex, const dataset_t *ds, const uint64_t *ids,
       model_backward_node(m, j, 0, ex->cnt[j]);
     }
     double b = surge_now();
-    mux_fg_set(member ? MUX_WAITING : MUX_INACTIVE, mux_site(MUX_SITE_ROUTE_OUT, j));
+    if (!member || inputs_move(ex, j)) mux_fg_set(member ? MUX_WAITING : MUX_INACTIVE, mux_site(MUX_SITE_ROUTE_OUT, j));
     for (int k = 0; k < g->l[j].nin; k++)
       if (g->l[j].in[k] != 0) route(ex, j, k, 1);
     gradsync_node_done(&ex->sync, j);

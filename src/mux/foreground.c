@@ -21,7 +21,13 @@ static int piece_done(mux_local_t *L, double ns) {
 void mux_fg_set(mux_state_t s, int site) {
   mux_local_t *L = mux_self;
   if (!L || L->role != MUX_ROLE_FOREGROUND) return;
-  if (mux_device_sync) mux_device_sync(); /* on a GPU the state ends when its queued work does */
+  if (mux_device_sync) {
+    /* On a GPU a state ends when its queued work does, so a new state waits for the device; but
+     * pieces of computing that follow one another are one piece there (timed under the first one's
+     * site): waiting between them would only starve the GPU's queue, a stall per layer. */
+    if (s == MUX_COMPUTING && L->state == MUX_COMPUTING && L->site >= 0) return;
+    mux_device_sync();
+  }
   int64_t now = mux_now_ns();
   int slot = (int)((unsigned)site % MUX_SITES), changed = 0;
   if (L->site >= 0) { /* the state that ends now teaches its site how long it lasts */

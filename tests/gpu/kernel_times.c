@@ -26,6 +26,15 @@ typedef struct {
 static entry_t table[MAX_NAMES];
 static int used;
 static uint64_t first_start = UINT64_MAX, last_end, all_ns;
+static unsigned long buffers, records; /* for the last line: what CUPTI delivered */
+static char setup_error[200];           /* the first CUPTI call that failed, if one did */
+
+static void check(CUptiResult r, const char *what) {
+  if (r == CUPTI_SUCCESS || setup_error[0]) return;
+  const char *why = NULL;
+  cuptiGetResultString(r, &why);
+  snprintf(setup_error, sizeof setup_error, "%s: %s", what, why ? why : "unknown error");
+}
 
 static void add(const char *name, uint64_t start, uint64_t end) {
   if (end < start) return;
@@ -67,7 +76,9 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
   (void)stream;
   (void)size;
   CUpti_Activity *r = NULL;
+  buffers++;
   while (cuptiActivityGetNextRecord(buffer, valid, &r) == CUPTI_SUCCESS) {
+    records++;
     if (r->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || r->kind == CUPTI_ACTIVITY_KIND_KERNEL) {
       const CUpti_ActivityKernel10 *k = (const CUpti_ActivityKernel10 *)r;
       add_kernel(k->name, k->start, k->end);
@@ -108,16 +119,30 @@ static void report(void) {
     fprintf(f, "%10.3f %8llu %10.2f %5.1f%%  %s\n", table[i].ns * 1e-6, (unsigned long long)table[i].calls,
             table[i].ns * 1e-3 / (double)table[i].calls, all_ns ? 100.0 * table[i].ns / all_ns : 0.0, table[i].name);
   double span = last_end > first_start ? (double)(last_end - first_start) : 0.0;
-  fprintf(f, "all GPU work %.3f ms over a span of %.3f ms (busy %.2f)\n", all_ns * 1e-6, span * 1e-6,
-          span > 0 ? all_ns / span : 0.0);
+  fprintf(f, "all GPU work %.3f ms over a span of %.3f ms (busy %.2f; %lu records in %lu buffers%s%s)\n",
+          all_ns * 1e-6, span * 1e-6, span > 0 ? all_ns / span : 0.0, records, buffers, setup_error[0] ? "; " : "",
+          setup_error);
   if (f != stderr) fclose(f);
 }
 
+/* A context about to be destroyed (the program's cudaDeviceReset) hands its records over first. */
+static void CUPTIAPI on_resource(void *data, CUpti_CallbackDomain domain, CUpti_CallbackId id, const void *info) {
+  (void)data;
+  (void)info;
+  if (domain == CUPTI_CB_DOMAIN_RESOURCE && id == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING)
+    cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+}
+
 int InitializeInjection(void) {
-  if (cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed) != CUPTI_SUCCESS) return 0;
-  cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-  cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY);
-  cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMSET);
+  static CUpti_SubscriberHandle subscriber;
   atexit(report);
+  check(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed), "cuptiActivityRegisterCallbacks");
+  check(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "cuptiActivityEnable (kernels)");
+  check(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY), "cuptiActivityEnable (copies)");
+  check(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMSET), "cuptiActivityEnable (memsets)");
+  check(cuptiSubscribe(&subscriber, on_resource, NULL), "cuptiSubscribe");
+  check(cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING),
+        "cuptiEnableCallback");
+  check(cuptiActivityFlushPeriod(200), "cuptiActivityFlushPeriod"); /* ms: records arrive while it runs */
   return 1;
 }

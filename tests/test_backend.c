@@ -413,9 +413,10 @@ static void test_orthonormalize(int batch, int n, int r, int extra) {
   op_case_t c = {label, run_orthonormalize, &o, 1, {{"P", len, OUT_INOUT, 0, init}}, SCALAR_NONE};
   compare_backends(&c);
   for (int k = 0; k < 2; k++) {
-    float *p = xmalloc(len * sizeof *p);
+    float *p = talloc(len * sizeof *p); /* the test's buffers: a GPU cannot read host memory */
     memcpy(p, init, len * sizeof *p);
     backends[k]->orthonormalize(batch, n, r, p, o.sP);
+    backends[k]->synchronize();
     double worst = 0, first = 0;
     for (int b = 0; b < batch; b++) {
       const float *m = p + (size_t)b * o.sP, *m0 = init + (size_t)b * o.sP;
@@ -438,9 +439,9 @@ static void test_orthonormalize(int batch, int n, int r, int extra) {
       }
     tap_ok(worst <= 1e-5 && first <= 1e-6 && gap_kept, "%s on %s: |P^T P - I| %.1e, first column %.1e off x/|x|",
            label, backends[k]->name, worst, first);
-    free(p);
+    tfree(p);
   }
-  free(init);
+  tfree(init);
 }
 
 /* GELU far out in its tails, where the gate saturates to exactly 0 or 1. The inputs in the test's

@@ -56,7 +56,15 @@ static void add_kernel(const char *mangled, uint64_t start, uint64_t end) {
   char *plain = __cxa_demangle(mangled, NULL, NULL, &status);
   const char *name = status == 0 && plain ? plain : mangled;
   char shortened[160];
-  /* the name up to its argument list: templates' arguments stay, parameters do not */
+  /* the name up to its argument list: templates' arguments stay, parameters do not; an anonymous
+   * namespace is no argument list */
+  static const char anon[] = "(anonymous namespace)::";
+  const char *at = strstr(name, anon);
+  char joined[400];
+  if (at) {
+    snprintf(joined, sizeof joined, "%.*s%s", (int)(at - name), name, at + sizeof anon - 1);
+    name = joined;
+  }
   size_t n = strcspn(name, "(");
   if (n >= sizeof shortened) n = sizeof shortened - 1;
   memcpy(shortened, name, n);

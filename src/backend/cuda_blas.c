@@ -3,26 +3,16 @@
  * call passes B before A with the sizes N, M swapped; no data moves. The model's products run in
  * its compute type ([backend] precision and tf32, cuda.c); sums the backend owes in true float32
  * (`exact`) always run in CUBLAS_COMPUTE_32F, which cuBLAS never lowers to TF32 in its default math
- * mode. */
+ * mode. precision = bf16 is cuBLAS's CUBLAS_COMPUTE_32F_FAST_16BF on the float operands: cuBLAS may
+ * then multiply in bf16 or in TF32 (on an H200 it chose TF32 kernels for most of GPT's shapes);
+ * converting the operands to bfloat16 first, which forces bf16 kernels, was measured no faster there
+ * (the conversions cost what the kernels saved: doc/gpu.md). */
 #include <stdint.h>
 
 #include "backend/cuda_impl.h"
 #include "core/error.h"
 
 static cublasOperation_t op(int t) { return t ? CUBLAS_OP_T : CUBLAS_OP_N; }
-
-/* Elements a row-major operand of `rows` x `cols` (leading dimension ld) spans, over `batch`
- * matrices `stride` apart. */
-static size_t span(int rows, int cols, int ld, size_t stride, int batch) {
-  return (size_t)(batch - 1) * stride + (size_t)(rows - 1) * (size_t)ld + (size_t)cols;
-}
-
-/* The operand's bfloat16 copy in workspace `slot` (what it spans, rounded to nearest even). */
-static const void *bf16_copy(int slot, const float *x, size_t n) {
-  void *y = cuda_workspace(slot, n * 2);
-  cuk_to_bf16(x, n, y, cuda_stream());
-  return y;
-}
 
 void cuda_gemm_strided_as(int exact, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
                           size_t sA, const float *B, int ldb, size_t sB, float beta, float *C, int ldc, size_t sC,
@@ -33,24 +23,14 @@ void cuda_gemm_strided_as(int exact, int ta, int tb, int M, int N, int K, float 
     return;
   }
   cublasComputeType_t ct = exact ? CUBLAS_COMPUTE_32F : cuda_model_compute();
-  const void *a = A, *b = B;
-  cudaDataType_t type = CUDA_R_32F;
-  if (ct == CUBLAS_COMPUTE_32F_FAST_16BF) {
-    /* bf16 products: cuBLAS may run FAST_16BF on float operands as TF32 (it did for most of GPT's
-     * shapes on an H200), so the operands go to bfloat16 first and the product sums in float32 */
-    a = bf16_copy(CUDA_WS_BF16A, A, span(ta ? K : M, ta ? M : K, lda, sA, batch));
-    b = bf16_copy(CUDA_WS_BF16B, B, span(tb ? N : K, tb ? K : N, ldb, sB, batch));
-    type = CUDA_R_16BF;
-    ct = CUBLAS_COMPUTE_32F;
-  }
   if (batch == 1)
-    cuda_check_blas(cublasGemmEx(cuda_blas(), op(tb), op(ta), N, M, K, &alpha, b, type, ldb, a, type, lda, &beta, C,
-                                 CUDA_R_32F, ldc, ct, CUBLAS_GEMM_DEFAULT),
+    cuda_check_blas(cublasGemmEx(cuda_blas(), op(tb), op(ta), N, M, K, &alpha, B, CUDA_R_32F, ldb, A, CUDA_R_32F, lda,
+                                 &beta, C, CUDA_R_32F, ldc, ct, CUBLAS_GEMM_DEFAULT),
                     "cublasGemmEx");
   else
-    cuda_check_blas(cublasGemmStridedBatchedEx(cuda_blas(), op(tb), op(ta), N, M, K, &alpha, b, type, ldb,
-                                               (long long)sB, a, type, lda, (long long)sA, &beta, C, CUDA_R_32F, ldc,
-                                               (long long)sC, batch, ct, CUBLAS_GEMM_DEFAULT),
+    cuda_check_blas(cublasGemmStridedBatchedEx(cuda_blas(), op(tb), op(ta), N, M, K, &alpha, B, CUDA_R_32F, ldb,
+                                               (long long)sB, A, CUDA_R_32F, lda, (long long)sA, &beta, C, CUDA_R_32F,
+                                               ldc, (long long)sC, batch, ct, CUBLAS_GEMM_DEFAULT),
                     "cublasGemmStridedBatchedEx");
 }
 

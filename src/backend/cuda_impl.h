@@ -43,8 +43,6 @@ enum {
   CUDA_WS_ACC,    /* an op's double accumulators */
   CUDA_WS_PTR,    /* gemm_grid's pointer arrays */
   CUDA_WS_SCALAR, /* a result on its way to the host */
-  CUDA_WS_BF16A,  /* a bf16 product's operands in bfloat16 (cuda_blas.c) */
-  CUDA_WS_BF16B,
   CUDA_WS_SLOTS
 };
 void *cuda_workspace(int slot, size_t bytes);
@@ -121,7 +119,6 @@ void cuda_adamw_step(size_t n, float *p, const float *g, float *m, float *v, flo
 
 /* ---- elementwise kernels (cuda_kern_elem.cu) */
 void cuk_fill(float *x, size_t n, float v, cudaStream_t s);
-void cuk_to_bf16(const float *x, size_t n, void *y, cudaStream_t s); /* y (bfloat16) = x rounded to nearest even */
 void cuk_scale(float *x, size_t n, float a, cudaStream_t s);
 void cuk_axpy(size_t n, float a, const float *x, float *y, cudaStream_t s);
 void cuk_add(size_t n, const float *a, const float *b, float *y, cudaStream_t s);

@@ -1,8 +1,6 @@
 // Elementwise kernels of the CUDA backend: one thread per output element (grid-stride), the
 // arithmetic from cuda_elem.h. Gathers (col2im, max-pool backward) read every contribution of their
 // own element, so no two threads write one element.
-#include <cuda_bf16.h>
-
 #include "backend/cuda_kern.cuh"
 
 using namespace cuk;
@@ -11,9 +9,6 @@ using namespace cuk;
 
 __global__ void k_fill(float *x, size_t n, float v) {
   for (size_t i = first_index(); i < n; i += grid_stride()) x[i] = v;
-}
-__global__ void k_to_bf16(const float *x, size_t n, __nv_bfloat16 *y) {
-  for (size_t i = first_index(); i < n; i += grid_stride()) y[i] = __float2bfloat16_rn(x[i]);
 }
 __global__ void k_scale(float *x, size_t n, float a) {
   for (size_t i = first_index(); i < n; i += grid_stride()) x[i] = x[i] * a;
@@ -52,7 +47,6 @@ CUK_FLAT(relu_fwd, (size_t n, const float *x, float *y, cudaStream_t s), (n, x, 
 CUK_FLAT(relu_bwd, (size_t n, const float *x, const float *dy, float *dx, cudaStream_t s), (n, x, dy, dx))
 CUK_FLAT(gelu_fwd, (size_t n, const float *x, float *y, cudaStream_t s), (n, x, y))
 CUK_FLAT(gelu_bwd, (size_t n, const float *x, const float *dy, float *dx, cudaStream_t s), (n, x, dy, dx))
-CUK_FLAT(to_bf16, (const float *x, size_t n, void *y, cudaStream_t s), (x, n, (__nv_bfloat16 *)y))
 
 // ---- bias
 

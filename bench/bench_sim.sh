@@ -46,7 +46,7 @@ r=1
 while [ $r -le "$repeats" ]; do
   {
     "$mpiexec" --bind-to core -n 2 "$build/surge-profile" "$deck" $common -D train.global_batch=$batch -o "$tmp/fg.h5"
-    "$mpiexec" -n 1 "$build/surge-profile" "$deck" $common -D train.global_batch=$bg_batch -o "$tmp/bg.h5"
+    "$mpiexec" --bind-to core -n 2 "$build/surge-profile" "$deck" $common -D train.global_batch=$((2 * bg_batch)) -o "$tmp/bg.h5"
     "$build/surge-plan" "$deck" $common -D train.global_batch=$batch --profile "$tmp/fg.h5" --amp none \
       -o "$tmp/fast.plan" --write-graph "$tmp/fg.graph"
     "$build/surge-plan" "$deck" $common -D train.global_batch=$bg_batch --profile "$tmp/bg.h5" --ranks 1 \

@@ -292,12 +292,13 @@ static void fetch(burst_exec_t *ex, const dataset_t *ds, const uint64_t *ids) {
         fetch_range(ex, ds, SPLIT_TRAIN, ids, ex->lo[j], ex->cnt[j], ex->stage[j][k], NULL);
 }
 
+/* The staged input gradients, on the rows this rank holds at their consumer (what it uses). */
 static void zero_staged_grads(burst_exec_t *ex) {
   const graph_t *g = ex->g;
   for (int j = 1; j < g->n; j++)
     for (int k = 0; k < g->l[j].nin; k++)
-      if (ex->dstage[j][k])
-        ex->m.be->fill(ex->dstage[j][k], (size_t)ex->window * out_floats(g, g->l[j].in[k]), 0.0f);
+      if (ex->dstage[j][k] && ex->cnt[j] > 0)
+        ex->m.be->fill(ex->dstage[j][k], (size_t)ex->cnt[j] * out_floats(g, g->l[j].in[k]), 0.0f);
 }
 
 /* The loss (a float pair: its float and what that misses) and the stop request into the side
@@ -325,7 +326,7 @@ void burst_exec_step(burst_exec_t *ex, const dataset_t *ds, const uint64_t *ids,
   double t1 = surge_now();
   times->data = t1 - t0;
 
-  model_zero_grads(m);
+  model_zero_grads_rows(m, ex->cnt); /* each node's rows on this rank: what it uses */
   zero_staged_grads(ex);
   gradsync_begin(&ex->sync);
   for (int j = 1; j < g->n; j++) {

@@ -78,31 +78,52 @@ static int cmp_double(const void *a, const void *b) {
 
 static double median_sorted(const double *v, int n) { return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]); }
 
+/* Each node's time at each batch, measured in step order as a step meets it: its output gradient
+ * zeroed (once a step, before the passes), its forward inside a whole forward pass, its backward
+ * inside a whole backward pass. Timing a node alone, repeated back to back, found it in warm caches
+ * that a step does not leave it: runs took about 10% longer than such a profile said (doc/sim.md). */
 void burst_measure_compute(model_t *m, comm_t *world, burst_measured_t *out) {
   const graph_t *g = m->g;
-  double *t = xcalloc((size_t)out->repeats, sizeof *t);
-  for (int i = 0; i < g->n; i++) {
-    if (g->l[i].kind == LAYER_INPUT) continue; /* costs nothing: 0 */
+  size_t cells = surge_mul_size((size_t)g->n, (size_t)out->nbatch, "profile table");
+  double *t = xcalloc(surge_mul_size(cells, (size_t)out->repeats, "profile timings"), sizeof *t); /* [node][batch][repeat] */
+  double *sorted = xcalloc((size_t)out->repeats, sizeof *sorted);
+  double targets_per_sample = (double)g->targets_per_sample;
+  for (int r = -out->warmup; r < out->repeats; r++)
     for (int k = 0; k < out->nbatch; k++) {
       int b = out->batch[k];
-      for (int r = -out->warmup; r < out->repeats; r++) {
-        m->be->synchronize(); /* a GPU queues the work: time it from an idle device to its end */
-        double t0 = surge_now();
-        model_forward_node(m, i, 0, b);
-        model_backward_node(m, i, 0, b);
-        m->be->synchronize();
-        double dt = (surge_now() - t0) * 1e6;
-        if (r >= 0) t[r] = dt;
+      double *row = t + (size_t)k * (size_t)out->repeats + (size_t)(r < 0 ? 0 : r);
+#define NODE_CELL(i) row[(size_t)(i) * (size_t)out->nbatch * (size_t)out->repeats]
+#define TIMED(i, call)                                          \
+  do {                                                          \
+    m->be->synchronize(); /* a GPU queues the work: idle to end */ \
+    double t0 = surge_now();                                    \
+    call;                                                       \
+    m->be->synchronize();                                       \
+    if (r >= 0) NODE_CELL(i) += (surge_now() - t0) * 1e6;       \
+  } while (0)
+      for (int i = 1; i < g->n; i++) {
+        if (r >= 0) NODE_CELL(i) = 0.0;
+        TIMED(i, model_zero_act_grad(m, i, b));
       }
-      qsort(t, (size_t)out->repeats, sizeof *t, cmp_double);
-      out->median_us[i * out->nbatch + k] = median_sorted(t, out->repeats);
-      out->spread_us[i * out->nbatch + k] = t[out->repeats - 1] - t[0];
+      for (int i = 1; i < g->n; i++) TIMED(i, model_forward_node(m, i, 0, b));
+      model_loss(m, 0, b, (float)(1.0 / ((double)b * targets_per_sample)));
+      for (int i = g->n - 1; i >= 1; i--) TIMED(i, model_backward_node(m, i, 0, b));
+#undef TIMED
+#undef NODE_CELL
     }
-  }
+  for (int i = 0; i < g->n; i++)
+    for (int k = 0; k < out->nbatch; k++) {
+      size_t c = (size_t)i * (size_t)out->nbatch + (size_t)k;
+      if (g->l[i].kind == LAYER_INPUT) continue; /* costs nothing: 0 */
+      memcpy(sorted, t + c * (size_t)out->repeats, (size_t)out->repeats * sizeof *sorted);
+      qsort(sorted, (size_t)out->repeats, sizeof *sorted, cmp_double);
+      out->median_us[c] = median_sorted(sorted, out->repeats);
+      out->spread_us[c] = sorted[out->repeats - 1] - sorted[0];
+    }
+  free(sorted);
   free(t);
-  int cells = g->n * out->nbatch;
-  comm_allreduce_max_double(world, out->median_us, cells, TRAFFIC_OTHER);
-  comm_allreduce_max_double(world, out->spread_us, cells, TRAFFIC_OTHER);
+  comm_allreduce_max_double(world, out->median_us, (int)cells, TRAFFIC_OTHER);
+  comm_allreduce_max_double(world, out->spread_us, (int)cells, TRAFFIC_OTHER);
 }
 
 /* The median of `repeats` timings (us) of fn(arg), after `warmup` untimed calls. */

@@ -347,23 +347,30 @@ static void finish_staged(comm_t *c, float *dev, float **host, size_t n, int kin
   *host = NULL;
 }
 
-/* Complete *req (n requests): MPI's own blocking wait when poll_us is 0; otherwise poll without
- * sleeping for the first poll_us (short waits cost nothing), then sleep up to poll_us between polls
- * so that the core is free meanwhile. */
+comm_pace_t comm_pace_start(double poll_us) {
+  double spin_us = poll_us < COMM_SPIN_US ? poll_us : COMM_SPIN_US;
+  return (comm_pace_t){.start = surge_now(), .spin_s = spin_us * 1e-6, .sleep_ns = 1000, .max_ns = (long)(poll_us * 1e3)};
+}
+
+void comm_pace_next(comm_pace_t *p) {
+  if (surge_now() - p->start < p->spin_s) return;
+  nanosleep(&(struct timespec){0, p->sleep_ns}, NULL);
+  p->sleep_ns = p->sleep_ns * 2 < p->max_ns ? p->sleep_ns * 2 : p->max_ns;
+}
+
+/* Complete *req (n requests): MPI's own blocking wait when poll_us is 0; otherwise at a polite
+ * pace (comm_pace_t), so that the core is free meanwhile. */
 static void wait_requests(const comm_t *c, MPI_Request *req, int n, const char *api_call) {
   if (c->poll_us <= 0) {
     check_mpi(MPI_Waitall(n, req, MPI_STATUSES_IGNORE), "MPI_Waitall", api_call);
     return;
   }
-  double start = surge_now(), spin_s = c->poll_us * 1e-6;
-  long sleep_ns = 1000, max_ns = (long)(c->poll_us * 1e3);
+  comm_pace_t pace = comm_pace_start(c->poll_us);
   for (;;) {
     int done = 0;
     check_mpi(MPI_Testall(n, req, &done, MPI_STATUSES_IGNORE), "MPI_Testall", api_call);
     if (done) return;
-    if (surge_now() - start < spin_s) continue;
-    nanosleep(&(struct timespec){0, sleep_ns}, NULL);
-    sleep_ns = sleep_ns * 2 < max_ns ? sleep_ns * 2 : max_ns;
+    comm_pace_next(&pace);
   }
 }
 

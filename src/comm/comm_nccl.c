@@ -12,11 +12,9 @@
 #include <nccl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "comm/comm_dev.h"
 #include "core/error.h"
-#include "core/timer.h"
 
 struct comm_device {
   comm_device_mode_t mode;
@@ -183,21 +181,18 @@ static void after_compute(comm_device_t *d) {
   cu(cudaStreamWaitEvent(d->stream, d->ready, 0), "cudaStreamWaitEvent");
 }
 
-/* Wait until ev has passed: blocking when poll_us is 0, else polling, then sleeping up to poll_us. */
+/* Wait until ev has passed: blocking when poll_us is 0, else at a polite pace (comm_pace_t). */
 static void wait_event(const comm_t *c, cudaEvent_t ev) {
   if (c->poll_us <= 0) {
     cu(cudaEventSynchronize(ev), "cudaEventSynchronize");
     return;
   }
-  double start = surge_now(), spin_s = c->poll_us * 1e-6;
-  long sleep_ns = 1000, max_ns = (long)(c->poll_us * 1e3);
+  comm_pace_t pace = comm_pace_start(c->poll_us);
   for (;;) {
     cudaError_t e = cudaEventQuery(ev);
     if (e == cudaSuccess) return;
     if (e != cudaErrorNotReady) cu(e, "cudaEventQuery");
-    if (surge_now() - start < spin_s) continue;
-    nanosleep(&(struct timespec){0, sleep_ns}, NULL);
-    sleep_ns = sleep_ns * 2 < max_ns ? sleep_ns * 2 : max_ns;
+    comm_pace_next(&pace);
   }
 }
 

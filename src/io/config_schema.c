@@ -186,9 +186,10 @@ const cfg_key_t cfg_keys[] = {
     FLOAT_KEY("multiplex", "min_wait_us", mux_min_wait_us, "500", 0, CLOSED, 1e9, CLOSED,
               "background: run while the foreground waits on a receive expected to last at least this many "
               "microseconds (always while it is inactive, never during its allreduce)"),
-    FLOAT_KEY("multiplex", "poll_us", mux_poll_us, "100", 0, CLOSED, 1e6, CLOSED,
-              "foreground: a wait polls for this many microseconds, then sleeps up to as long between polls, "
-              "leaving the core to the background (0: wait spinning inside MPI)"),
+    FLOAT_KEY("multiplex", "poll_us", mux_poll_us, "1000", 0, CLOSED, 1e6, CLOSED,
+              "foreground: a wait polls without sleeping for its first 100 microseconds (or poll_us if shorter), "
+              "then sleeps between polls, twice as long each time up to poll_us, leaving the core to the "
+              "background (0: wait spinning inside MPI)"),
     FLOAT_KEY("multiplex", "partner_wait_s", mux_partner_wait_s, "120", 0, OPEN, 1e6, CLOSED,
               "background: give up (exit 1) when no foreground attached within this many seconds"),
     ENUM_KEY("multiplex", "priority", mux_priority, "idle", VALUES("idle", "nice", "none"),

@@ -136,12 +136,16 @@ void model_set_batch(model_t *m, const float *x_host, const float *y_host, int B
   m->be->upload(m->targets, y_host, (size_t)B * (size_t)g->targets_per_sample);
 }
 
-void model_zero_grads(model_t *m) {
-  const backend_t *be = m->be;
-  be->fill(m->grads, m->g->params.total, 0.0f);
-  for (int i = 1; i < m->g->n; i++)
-    if (m->dact[i]) be->fill(m->dact[i], (size_t)m->B_cap * shape_size(m->g->l[i].out), 0.0f);
+void model_zero_act_grad(model_t *m, int i, int B) {
+  if (m->dact[i] && B > 0) m->be->fill(m->dact[i], (size_t)B * shape_size(m->g->l[i].out), 0.0f);
 }
+
+void model_zero_grads_rows(model_t *m, const int *rows) {
+  m->be->fill(m->grads, m->g->params.total, 0.0f);
+  for (int i = 1; i < m->g->n; i++) model_zero_act_grad(m, i, rows ? rows[i] : m->B_cap);
+}
+
+void model_zero_grads(model_t *m) { model_zero_grads_rows(m, NULL); }
 
 /* Build the call context of node i on samples [off, off+B). */
 static layer_ctx_t node_ctx(model_t *m, int i, int off, int B, int backward) {

@@ -63,6 +63,12 @@ void model_set_batch(model_t *m, const float *x_host, const float *y_host, int B
 
 /* Zero parameter gradients and activation gradients (once per step). */
 void model_zero_grads(model_t *m);
+/* The same with each node's activation gradient zeroed on its first rows[i] samples only (the
+ * samples this rank holds at the node; 0: none): a burst rank zeroes what it uses. */
+void model_zero_grads_rows(model_t *m, const int *rows);
+/* Zero node i's activation gradient on samples [0, B): the once-a-step cost surge-profile charges
+ * to the node. */
+void model_zero_act_grad(model_t *m, int i, int B);
 
 /* Run node i forward / backward on samples [off, off+B). */
 void model_forward_node(model_t *m, int i, int off, int B);

@@ -21,6 +21,13 @@ static int share_of(const burst_exec_t *ex, int node, int rank, int *lo, int *hi
 
 static size_t out_floats(const graph_t *g, int node) { return shape_size(g->l[node].out); }
 
+/* Whether this rank holds rows of a node with parameters (so it has gradients to reduce). */
+static int holds_params(const burst_exec_t *ex) {
+  for (int j = 1; j < ex->g->n; j++)
+    if (ex->cnt[j] > 0 && ex->g->l[j].np > 0) return 1;
+  return 0;
+}
+
 /* Whether routing node j's inputs moves rows between ranks: not when every input is spread over
  * j's own ranks (each rank's rows are then the same at both; data parallelism's every node). A
  * member of j that moves nothing does not wait there, so the multiplexer hears of no wait. */
@@ -366,7 +373,8 @@ void burst_exec_step(burst_exec_t *ex, const dataset_t *ds, const uint64_t *ids,
   }
 
   double a = surge_now();
-  mux_fg_set(MUX_ALLREDUCE, mux_site(MUX_SITE_SYNC, 0));
+  /* a rank holding no parameter this step reduces no gradient: it only waits for the others' */
+  mux_fg_set(holds_params(ex) ? MUX_ALLREDUCE : MUX_WAITING, mux_site(MUX_SITE_SYNC, 0));
   gradsync_finish(&ex->sync);
   times->backward_done = ex->sync.backward_done;
   times->wait = ex->sync.wait_s;

@@ -217,11 +217,21 @@ void comm_allreduce_min(comm_t *c, float *buf, size_t n, traffic_t t) {
   allreduce_float(c, buf, n, MPI_MIN, t, "comm_allreduce_min");
 }
 
+static void wait_requests(const comm_t *c, MPI_Request *req, int n, const char *api_call);
+
+/* Sums of a few doubles (metrics, stop flags): with poll_us, a polite wait (comm_pace_t), since
+ * what such a reduction takes is waiting for the slowest rank. */
 static void allreduce_double(comm_t *c, double *buf, int n, MPI_Op op, traffic_t t, const char *api_call) {
   require_member(c, t, api_call);
   if (n < 0) surge_runtime_error("%s: negative count %d", api_call, n);
   double start = surge_now();
-  check_mpi(MPI_Allreduce(MPI_IN_PLACE, buf, n, MPI_DOUBLE, op, c->mpi), "MPI_Allreduce", api_call);
+  if (c->poll_us > 0) {
+    MPI_Request req;
+    check_mpi(MPI_Iallreduce(MPI_IN_PLACE, buf, n, MPI_DOUBLE, op, c->mpi, &req), "MPI_Iallreduce", api_call);
+    wait_requests(c, &req, 1, api_call);
+  } else {
+    check_mpi(MPI_Allreduce(MPI_IN_PLACE, buf, n, MPI_DOUBLE, op, c->mpi), "MPI_Allreduce", api_call);
+  }
   meter_add(c, t, (uint64_t)n * sizeof(double), start);
 }
 

@@ -32,17 +32,20 @@ void mux_launch_split(mux_role_t asked, comm_t *job, mux_launch_t *out) {
     snprintf(out->label, sizeof out->label, "%s", mux_role_name(out->role));
   else
     snprintf(out->label, sizeof out->label, "job %d", app);
-  /* a channel name unique to this launch: world rank 0's host, pid and start time */
-  char name[MUX_CHANNEL_MAX + 1] = "";
-  if (world.rank == 0 && multiplexed) {
+  /* a channel name unique to this launch and node: this node's host name, world rank 0's pid and
+   * start time. The node's own name keeps nodes apart that share /dev/shm (tools/cluster-local-up.sh's
+   * emulated nodes are namespaces of one machine). */
+  char token[48] = "", name[MUX_CHANNEL_MAX + 1] = "";
+  if (world.rank == 0 && multiplexed) snprintf(token, sizeof token, "%ld-%ld", (long)getpid(), (long)time(NULL));
+  comm_bcast(&world, token, sizeof token, 0, TRAFFIC_OTHER);
+  if (multiplexed) {
     char host[32] = "host";
     gethostname(host, sizeof host - 1);
     host[sizeof host - 1] = 0;
     for (char *p = host; *p; p++)
       if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '-')) *p = '_';
-    snprintf(name, sizeof name, "mpmd-%s-%ld-%ld", host, (long)getpid(), (long)time(NULL));
+    snprintf(name, sizeof name, "mpmd-%s-%s", host, token);
   }
-  comm_bcast(&world, name, sizeof name, 0, TRAFFIC_OTHER);
   memcpy(out->channel, name, sizeof name);
   /* one job per block of the command line; without MPI_APPNUM, one per role */
   int color = found && appnum ? app : out->role == MUX_ROLE_BACKGROUND ? 1 : 0;

@@ -47,6 +47,23 @@ tap_ok $rc "MPMD foreground + two backgrounds: exit $rc"
 falls "$tap_tmp/b1/log.h5"
 tap_ok $? "the background beside the idle foreground rank: its loss falls ($(h5vals "$tap_tmp/b1/log.h5" /metrics/loss | wc -l) steps)"
 tap_diag "the background beside the busy foreground rank ran $(h5vals "$tap_tmp/b0/log.h5" /metrics/loss | wc -l) steps in its gaps"
+# a plan that leaves rank 1 out of every node: that rank waits for the whole step in the metrics
+# reduction (politely, as a wait, while rank 0 waits inside MPI: the two must match), so the
+# background beside it trains, and the foreground's parameters are those of the same plan alone
+awk '/^[0-9]+ / { print $1, $2, 1, 0, 32; next } { print }' "$tap_tmp/p.plan" >"$tap_tmp/out.plan"
+timeout 120 "$mpiexec" -n 2 $FG -D run.steps=20 -D "parallel.plan=$tap_tmp/out.plan" -D "run.out_dir=$tap_tmp/outsolo" \
+  >"$tap_tmp/outsolo.txt" 2>&1 &&
+  timeout 120 "$mpiexec" --bind-to core --map-by core -n 2 $FG -D run.steps=20 -D "parallel.plan=$tap_tmp/out.plan" \
+    -D "run.out_dir=$tap_tmp/outfg" : -n 1 $BG --background -D run.steps=100000 -D "run.out_dir=$tap_tmp/outb0" \
+    : -n 1 $BG --background -D run.steps=100000 -D "run.out_dir=$tap_tmp/outb1" -D multiplex.partner_offset=1 \
+    >"$tap_tmp/outmpmd.txt" 2>&1
+rc=$?
+tap_ok $rc "a rank left out of every node, backgrounds beside both ranks: exit $rc (no hang)"
+[ $rc = 0 ] || tap_diag "$(tail -5 "$tap_tmp/outmpmd.txt")"
+falls "$tap_tmp/outb1/log.h5"
+tap_ok $? "the background beside the rank left out trains: its loss falls ($(h5vals "$tap_tmp/outb1/log.h5" /metrics/loss | wc -l) steps)"
+same "$tap_tmp/outfg/model.h5" "$tap_tmp/outsolo/model.h5"
+tap_ok $? "and the foreground's parameters = the same plan alone ($(cat "$tap_tmp/cmp.txt"))"
 ended=0
 for b in b0 b1; do
   h5vals "$tap_tmp/$b/log.h5" /events/text | grep -q "stopped: the foreground ended" && ls "$tap_tmp/$b/checkpoints/"ckpt-*.h5 >/dev/null 2>&1 || ended=1

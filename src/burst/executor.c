@@ -28,6 +28,12 @@ static int holds_params(const burst_exec_t *ex) {
   return 0;
 }
 
+int burst_exec_idle(const burst_exec_t *ex) {
+  for (int j = 1; j < ex->g->n; j++)
+    if (ex->cnt[j] > 0) return 0;
+  return 1;
+}
+
 /* Whether routing node j's inputs moves rows between ranks: not when every input is spread over
  * j's own ranks (each rank's rows are then the same at both; data parallelism's every node). A
  * member of j that moves nothing does not wait there, so the multiplexer hears of no wait. */

@@ -80,6 +80,8 @@ void burst_exec_free(burst_exec_t *ex);
 void burst_exec_step(burst_exec_t *ex, const dataset_t *ds, const uint64_t *ids, float grad_scale,
                      burst_metrics_t *mx, burst_times_t *times);
 
+/* Whether this rank holds rows of no node: the plan leaves it out of every step's work. */
+int burst_exec_idle(const burst_exec_t *ex);
 /* This rank's part of the squared global gradient norm: each node's tensors counted on its set's
  * first rank only (sum over world for the total); with summed, the whole norm (the same value on
  * every rank: the same sums of the same reduced gradients). */

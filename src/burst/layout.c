@@ -69,6 +69,7 @@ static void step(layout_t *l, const dataset_t *ds, const uint64_t *ids, float gr
   out->loss = mx.loss;
   out->stop = mx.stop;
   out->summed = mx.summed;
+  out->idle = burst_exec_idle(ex);
   out->sumsq = burst_exec_grad_sumsq(ex);
   out->data = t.data;
   out->forward = t.forward;

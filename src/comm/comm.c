@@ -219,28 +219,34 @@ void comm_allreduce_min(comm_t *c, float *buf, size_t n, traffic_t t) {
 
 static void wait_requests(const comm_t *c, MPI_Request *req, int n, const char *api_call);
 
-/* Sums of a few doubles (metrics, stop flags): with poll_us, a polite wait (comm_pace_t), since
- * what such a reduction takes is waiting for the slowest rank. */
-static void allreduce_double(comm_t *c, double *buf, int n, MPI_Op op, traffic_t t, const char *api_call) {
+/* polite: with poll_us, wait at a polite pace (comm_pace_t) rather than inside MPI (spinning): for
+ * a rank that expects to wait long. Every rank of a collective must poll for it to progress, so a
+ * sleeping rank delays the others by up to poll_us: ranks on the critical path wait inside MPI.
+ * Every rank starts the same non-blocking reduction whichever way it waits (a blocking collective
+ * does not match a non-blocking one). */
+static void allreduce_double(comm_t *c, double *buf, int n, MPI_Op op, traffic_t t, int polite, const char *api_call) {
   require_member(c, t, api_call);
   if (n < 0) surge_runtime_error("%s: negative count %d", api_call, n);
   double start = surge_now();
-  if (c->poll_us > 0) {
-    MPI_Request req;
-    check_mpi(MPI_Iallreduce(MPI_IN_PLACE, buf, n, MPI_DOUBLE, op, c->mpi, &req), "MPI_Iallreduce", api_call);
+  MPI_Request req;
+  check_mpi(MPI_Iallreduce(MPI_IN_PLACE, buf, n, MPI_DOUBLE, op, c->mpi, &req), "MPI_Iallreduce", api_call);
+  if (polite && c->poll_us > 0)
     wait_requests(c, &req, 1, api_call);
-  } else {
-    check_mpi(MPI_Allreduce(MPI_IN_PLACE, buf, n, MPI_DOUBLE, op, c->mpi), "MPI_Allreduce", api_call);
-  }
+  else
+    check_mpi(MPI_Wait(&req, MPI_STATUS_IGNORE), "MPI_Wait", api_call);
   meter_add(c, t, (uint64_t)n * sizeof(double), start);
 }
 
 void comm_allreduce_sum_double(comm_t *c, double *buf, int n, traffic_t t) {
-  allreduce_double(c, buf, n, MPI_SUM, t, "comm_allreduce_sum_double");
+  allreduce_double(c, buf, n, MPI_SUM, t, 0, "comm_allreduce_sum_double");
+}
+
+void comm_allreduce_sum_double_waiting(comm_t *c, double *buf, int n, traffic_t t) {
+  allreduce_double(c, buf, n, MPI_SUM, t, 1, "comm_allreduce_sum_double_waiting");
 }
 
 void comm_allreduce_max_double(comm_t *c, double *buf, int n, traffic_t t) {
-  allreduce_double(c, buf, n, MPI_MAX, t, "comm_allreduce_max_double");
+  allreduce_double(c, buf, n, MPI_MAX, t, 0, "comm_allreduce_max_double");
 }
 
 int comm_allreduce_max_double_within(comm_t *c, double *buf, int n, double timeout_s, traffic_t t) {

@@ -100,6 +100,11 @@ void comm_allreduce_max(comm_t *c, float *buf, size_t n, traffic_t t);
 void comm_allreduce_min(comm_t *c, float *buf, size_t n, traffic_t t);
 /* In-place sum / max of a few doubles (losses, counters, flags). */
 void comm_allreduce_sum_double(comm_t *c, double *buf, int n, traffic_t t);
+/* The sum, for a rank that expects to wait long for the others (one idle all step): with poll_us,
+ * it waits at a polite pace, leaving its core to a background, and may delay the others by up to
+ * poll_us. It matches comm_allreduce_sum_double on the other ranks (both are one non-blocking
+ * reduction). */
+void comm_allreduce_sum_double_waiting(comm_t *c, double *buf, int n, traffic_t t);
 void comm_allreduce_max_double(comm_t *c, double *buf, int n, traffic_t t);
 /* Max of a few doubles like comm_allreduce_max_double, but give up after timeout_s seconds
  * (timeout_s < 0: wait as long as it takes). Returns 1 when done, 0 on timeout; after a timeout

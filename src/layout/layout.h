@@ -37,6 +37,8 @@ typedef struct layout_step {
   double stop;  /* in: this rank's stop request (0 or 1), read before the step clears the rest */
   int summed;   /* 1: loss, sumsq and stop are already the job's totals (they rode on the gradient
                  * reduction, no collective of their own); 0: sum them over world */
+  int idle;     /* 1: this rank had no part in the step's work (a burst plan left it out): it only
+                 * waits for the others */
   double data, forward, backward, comm, wait; /* seconds */
   double backward_done;                       /* surge_now() when the backward pass ended */
 } layout_step_t;

@@ -90,9 +90,11 @@ train_stats_t trainer_step(trainer_t *t, int stop_request) {
    * gradient reduction where it can, else here in one reduction */
   double t1 = surge_now();
   double sums[3] = {ls.loss, ls.sumsq, ls.summed ? ls.stop : stop_request ? 1.0 : 0.0};
-  if (!ls.summed) {
-    /* three numbers: the time is waiting for the slowest rank (a rank idle in the step waits long) */
+  if (!ls.summed && ls.idle) { /* a rank left out of the step waits here for the others' whole step */
     mux_fg_set(MUX_WAITING, mux_site(MUX_SITE_METRICS, 0));
+    comm_allreduce_sum_double_waiting(t->world, sums, 3, TRAFFIC_OTHER);
+  } else if (!ls.summed) {
+    mux_fg_set(MUX_ALLREDUCE, mux_site(MUX_SITE_METRICS, 0));
     comm_allreduce_sum_double(t->world, sums, 3, TRAFFIC_OTHER);
   }
   s.stop = sums[2] > 0;

@@ -9,7 +9,8 @@
  * forward and its input gradient backward, so every second "linear" node in graph order costs one
  * ring allreduce of its output each way on the tp link (2 (tp-1) alpha + 2 (tp-1)/tp bytes / beta).
  * A pipeline transfer across a boundary: each tp rank sends its 1/tp share on the pp link, then the
- * receivers all-gather it on the tp link; blocking, so the sender waits for it too. Compressed
+ * receivers all-gather it on the tp link; non-blocking, as the trainer's (the sender computes on
+ * while it goes), one at a time on each boundary's link in each direction. Compressed
  * backward transfers send bytes / cb_ratio on the pp link (all, or with cb_epilogue_only the last
  * pp - s micro-batches from stage s, the ones the cool-down waits on).
  * Schedule: non-interleaved 1F1B: stage s runs min(pp - s - 1, M) forwards, then alternates a
@@ -190,7 +191,10 @@ void sim3d_run(const bgraph_t *g, const burst_profile_t *p, const sim3d_opts_t *
   r->nops = 2 * pp * M;
   r->ops = xcalloc((size_t)r->nops, sizeof *r->ops);
   int *next = xcalloc((size_t)pp, sizeof *next); /* the stage's next op in its order */
-  double *free_at = xcalloc((size_t)pp, sizeof *free_at);
+  double *free_at = xcalloc((size_t)pp, sizeof *free_at);   /* the stage's compute is free */
+  double *sent_at = xcalloc((size_t)pp, sizeof *sent_at);   /* its sends so far have arrived */
+  double *link_up = xcalloc((size_t)pp, sizeof *link_up);   /* link s -> s+1 is free */
+  double *link_down = xcalloc((size_t)pp, sizeof *link_down); /* link s -> s-1 is free */
   sim3d_op_t **fwd = xcalloc((size_t)pp * M, sizeof *fwd), **bwd = xcalloc((size_t)pp * M, sizeof *bwd);
   int done = 0;
   while (done < r->nops) {
@@ -225,8 +229,14 @@ void sim3d_run(const bgraph_t *g, const burst_profile_t *p, const sim3d_opts_t *
           send = op->compressed ? bwd_cx[s - 1] : bwd_x[s - 1];
           r->bytes_pp += xbytes[s - 1] / (op->compressed ? o->cb_ratio : 1);
         }
-        op->send_end_us = op->end_us + send;
-        free_at[s] = op->send_end_us;
+        double *link = kind == SIM3D_FWD ? &link_up[s] : &link_down[s];
+        op->send_end_us = op->end_us;
+        if (send > 0) {
+          op->send_end_us = (op->end_us > *link ? op->end_us : *link) + send;
+          *link = op->send_end_us;
+        }
+        free_at[s] = op->end_us;
+        if (op->send_end_us > sent_at[s]) sent_at[s] = op->send_end_us;
         (kind == SIM3D_FWD ? fwd : bwd)[(size_t)s * M + m] = op;
         next[s]++;
         progress = 1;
@@ -236,15 +246,19 @@ void sim3d_run(const bgraph_t *g, const burst_profile_t *p, const sim3d_opts_t *
   }
   double busy = 0;
   for (int s = 0; s < pp; s++) {
-    r->stage_end_us[s] = free_at[s];
-    if (free_at[s] > r->pipeline_us) r->pipeline_us = free_at[s];
-    if (free_at[s] + r->dp_us[s] + r->opt_us[s] > r->iter_us) r->iter_us = free_at[s] + r->dp_us[s] + r->opt_us[s];
+    double end = free_at[s] > sent_at[s] ? free_at[s] : sent_at[s]; /* its compute and its sends */
+    r->stage_end_us[s] = end;
+    if (end > r->pipeline_us) r->pipeline_us = end;
+    if (end + r->dp_us[s] + r->opt_us[s] > r->iter_us) r->iter_us = end + r->dp_us[s] + r->opt_us[s];
     busy += M * (r->fwd_us[s] + r->bwd_us[s]);
   }
   r->bubble = 1 - busy / (pp * r->pipeline_us);
   free(fwd);
   free(bwd);
   free(free_at);
+  free(sent_at);
+  free(link_up);
+  free(link_down);
   free(next);
   free(bwd_cx);
   free(bwd_x);

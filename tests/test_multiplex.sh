@@ -34,13 +34,23 @@ falls() {
 # any_positive LOG DATASET: some value is > 0 (NaN cells of absent ranks aside)
 any_positive() { h5vals "$1" "$2" | awk '$1 + 0 > 0 { found = 1 } END { exit !found }'; }
 
+# mpmd OUT B0 B1 FG_ARGS...: one MPMD launch of the foreground (FG with FG_ARGS) and a 1-rank
+# background beside each of its 2 ranks, logging to the directories B0 and B1 (B1_ARGS: more for
+# the second), output in OUT
+mpmd() {
+  out=$1 b0=$2 b1=$3
+  shift 3
+  # shellcheck disable=SC2086
+  timeout 300 "$mpiexec" --bind-to core --map-by core -n 2 $FG "$@" \
+    : -n 1 $BG --background -D run.steps=100000 -D "run.out_dir=$b0" \
+    : -n 1 $BG --background -D run.steps=100000 -D "run.out_dir=$b1" -D multiplex.partner_offset=1 ${B1_ARGS:-} \
+    >"$out" 2>&1
+}
+
 # ---- the foreground alone, then with one 1-rank background beside each of its 2 ranks (MPMD)
 timeout 300 "$mpiexec" -n 2 $FG -D "run.out_dir=$tap_tmp/solo" >"$tap_tmp/solo.txt" 2>&1
-timeout 300 "$mpiexec" --bind-to core --map-by core -n 2 $FG -D "run.out_dir=$tap_tmp/fg" -D "multiplex.baseline=$tap_tmp/solo/log.h5" \
-  : -n 1 $BG --background -D run.steps=100000 -D "run.out_dir=$tap_tmp/b0" \
-  : -n 1 $BG --background -D run.steps=100000 -D "run.out_dir=$tap_tmp/b1" -D multiplex.partner_offset=1 \
-  -D multiplex.priority=none \
-  >"$tap_tmp/mpmd.txt" 2>&1
+B1_ARGS="-D multiplex.priority=none" mpmd "$tap_tmp/mpmd.txt" "$tap_tmp/b0" "$tap_tmp/b1" \
+  -D "run.out_dir=$tap_tmp/fg" -D "multiplex.baseline=$tap_tmp/solo/log.h5"
 rc=$?
 tap_ok $rc "MPMD foreground + two backgrounds: exit $rc"
 [ $rc = 0 ] || tap_diag "$(tail -20 "$tap_tmp/mpmd.txt")"
@@ -53,10 +63,8 @@ tap_diag "the background beside the busy foreground rank ran $(h5vals "$tap_tmp/
 awk '/^[0-9]+ / { print $1, $2, 1, 0, 32; next } { print }' "$tap_tmp/p.plan" >"$tap_tmp/out.plan"
 timeout 120 "$mpiexec" -n 2 $FG -D run.steps=20 -D "parallel.plan=$tap_tmp/out.plan" -D "run.out_dir=$tap_tmp/outsolo" \
   >"$tap_tmp/outsolo.txt" 2>&1 &&
-  timeout 120 "$mpiexec" --bind-to core --map-by core -n 2 $FG -D run.steps=20 -D "parallel.plan=$tap_tmp/out.plan" \
-    -D "run.out_dir=$tap_tmp/outfg" : -n 1 $BG --background -D run.steps=100000 -D "run.out_dir=$tap_tmp/outb0" \
-    : -n 1 $BG --background -D run.steps=100000 -D "run.out_dir=$tap_tmp/outb1" -D multiplex.partner_offset=1 \
-    >"$tap_tmp/outmpmd.txt" 2>&1
+  mpmd "$tap_tmp/outmpmd.txt" "$tap_tmp/outb0" "$tap_tmp/outb1" -D run.steps=20 -D "parallel.plan=$tap_tmp/out.plan" \
+    -D "run.out_dir=$tap_tmp/outfg"
 rc=$?
 tap_ok $rc "a rank left out of every node, backgrounds beside both ranks: exit $rc (no hang)"
 [ $rc = 0 ] || tap_diag "$(tail -5 "$tap_tmp/outmpmd.txt")"

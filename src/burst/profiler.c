@@ -78,48 +78,50 @@ static int cmp_double(const void *a, const void *b) {
 
 static double median_sorted(const double *v, int n) { return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]); }
 
+typedef enum { PASS_ZERO, PASS_FORWARD, PASS_BACKWARD } pass_t;
+
+/* Microseconds node i's part of a pass takes at batch b, from an idle device to its end (a GPU
+ * queues the work). */
+static double timed_pass(model_t *m, pass_t pass, int i, int b) {
+  m->be->synchronize();
+  double t0 = surge_now();
+  if (pass == PASS_ZERO) model_zero_act_grad(m, i, b);
+  else if (pass == PASS_FORWARD) model_forward_node(m, i, 0, b);
+  else model_backward_node(m, i, 0, b);
+  m->be->synchronize();
+  return (surge_now() - t0) * 1e6;
+}
+
 /* Each node's time at each batch, measured in step order as a step meets it: its output gradient
  * zeroed (once a step, before the passes), its forward inside a whole forward pass, its backward
  * inside a whole backward pass. Timing a node alone, repeated back to back, found it in warm caches
  * that a step does not leave it: runs took about 10% longer than such a profile said (doc/sim.md). */
 void burst_measure_compute(model_t *m, comm_t *world, burst_measured_t *out) {
   const graph_t *g = m->g;
-  size_t cells = surge_mul_size((size_t)g->n, (size_t)out->nbatch, "profile table");
-  double *t = xcalloc(surge_mul_size(cells, (size_t)out->repeats, "profile timings"), sizeof *t); /* [node][batch][repeat] */
-  double *sorted = xcalloc((size_t)out->repeats, sizeof *sorted);
+  size_t cells = surge_mul_size((size_t)g->n, (size_t)out->nbatch, "profile table"), R = (size_t)out->repeats;
+  double *t = xcalloc(surge_mul_size(cells, R, "profile timings"), sizeof *t); /* [node][batch][repeat] */
+  double *sorted = xcalloc(R, sizeof *sorted);
   double targets_per_sample = (double)g->targets_per_sample;
   for (int r = -out->warmup; r < out->repeats; r++)
     for (int k = 0; k < out->nbatch; k++) {
       int b = out->batch[k];
-      double *row = t + (size_t)k * (size_t)out->repeats + (size_t)(r < 0 ? 0 : r);
-#define NODE_CELL(i) row[(size_t)(i) * (size_t)out->nbatch * (size_t)out->repeats]
-#define TIMED(i, call)                                          \
-  do {                                                          \
-    m->be->synchronize(); /* a GPU queues the work: idle to end */ \
-    double t0 = surge_now();                                    \
-    call;                                                       \
-    m->be->synchronize();                                       \
-    if (r >= 0) NODE_CELL(i) += (surge_now() - t0) * 1e6;       \
-  } while (0)
-      for (int i = 1; i < g->n; i++) {
-        if (r >= 0) NODE_CELL(i) = 0.0;
-        TIMED(i, model_zero_act_grad(m, i, b));
-      }
-      for (int i = 1; i < g->n; i++) TIMED(i, model_forward_node(m, i, 0, b));
+      /* node i's cell of this batch and repeat (warm-up repeats are timed, not kept) */
+      double scratch = 0, *cell0 = r < 0 ? NULL : t + (size_t)k * R + (size_t)r;
+      size_t node_stride = (size_t)out->nbatch * R;
+#define CELL(i) (*(cell0 ? cell0 + (size_t)(i) * node_stride : &scratch))
+      for (int i = 1; i < g->n; i++) CELL(i) = timed_pass(m, PASS_ZERO, i, b);
+      for (int i = 1; i < g->n; i++) CELL(i) += timed_pass(m, PASS_FORWARD, i, b);
       model_loss(m, 0, b, (float)(1.0 / ((double)b * targets_per_sample)));
-      for (int i = g->n - 1; i >= 1; i--) TIMED(i, model_backward_node(m, i, 0, b));
-#undef TIMED
-#undef NODE_CELL
+      for (int i = g->n - 1; i >= 1; i--) CELL(i) += timed_pass(m, PASS_BACKWARD, i, b);
+#undef CELL
     }
-  for (int i = 0; i < g->n; i++)
-    for (int k = 0; k < out->nbatch; k++) {
-      size_t c = (size_t)i * (size_t)out->nbatch + (size_t)k;
-      if (g->l[i].kind == LAYER_INPUT) continue; /* costs nothing: 0 */
-      memcpy(sorted, t + c * (size_t)out->repeats, (size_t)out->repeats * sizeof *sorted);
-      qsort(sorted, (size_t)out->repeats, sizeof *sorted, cmp_double);
-      out->median_us[c] = median_sorted(sorted, out->repeats);
-      out->spread_us[c] = sorted[out->repeats - 1] - sorted[0];
-    }
+  for (size_t c = 0; c < cells; c++) {
+    if (g->l[c / (size_t)out->nbatch].kind == LAYER_INPUT) continue; /* costs nothing: 0 */
+    memcpy(sorted, t + c * R, R * sizeof *sorted);
+    qsort(sorted, R, sizeof *sorted, cmp_double);
+    out->median_us[c] = median_sorted(sorted, out->repeats);
+    out->spread_us[c] = sorted[R - 1] - sorted[0];
+  }
   free(sorted);
   free(t);
   comm_allreduce_max_double(world, out->median_us, (int)cells, TRAFFIC_OTHER);

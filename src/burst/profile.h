@@ -21,7 +21,8 @@ typedef struct burst_net {
 typedef struct burst_step_costs {
   double data_us_per_sample;  /* fetching one sample of the input */
   double loss_us_per_sample;  /* the loss and its gradient at the output, per sample */
-  double step_us;             /* optimizer update and metric reduction of a step */
+  double step_us;             /* gradient norm, optimizer update, zeroing the parameter gradients and
+                               * metric reduction of a step */
 } burst_step_costs_t;
 
 /* The ranges every profile and network constant must be in, whatever file they come from: times up

@@ -165,7 +165,11 @@ static void loss_piece(void *arg) {
 
 static void update_piece(void *arg) {
   step_piece_t *s = arg;
+  /* the squared gradient norm the trainer takes every step (for the log and clipping) */
+  volatile double sumsq = s->m->be->sumsq(s->m->grads, s->m->g->params.total);
+  (void)sumsq;
   optim_step(s->opt, s->m->params, s->m->grads, 0.0f); /* lr 0: the work of a step, parameters kept */
+  s->m->be->fill(s->m->grads, s->m->g->params.total, 0.0f); /* the next step's gradients start at 0 */
   double metrics[3] = {0, 0, 0};
   comm_allreduce_sum_double(s->world, metrics, 3, TRAFFIC_OTHER);
 }

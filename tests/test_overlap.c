@@ -9,7 +9,7 @@
 #include "comm/comm.h"
 #include "core/error.h"
 #include "io/deck.h"
-#include "tap.h"
+#include "tap_mpi.h"
 #include "train/train.h"
 
 static const char *const deck_text = "[run]\n"
@@ -73,13 +73,7 @@ static float *run(int overlap, double *start_minus_end, int *buckets, int *local
 }
 
 int main(int argc, char **argv) {
-  comm_init(&argc, &argv);
-  comm_world(&world);
-  if (world.size != 2) {
-    if (world.rank == 0) tap_skip_all("test_overlap runs on 2 ranks");
-    MPI_Finalize();
-    return 0;
-  }
+  tap_mpi_world(&argc, &argv, &world, 2, "test_overlap");
   double on_gap, off_gap;
   int on_buckets, off_buckets, local_on, local_off;
   size_t n_on, n_off;

@@ -12,7 +12,7 @@
 #include "comm/comm.h"
 #include "core/error.h"
 #include "io/deck.h"
-#include "tap.h"
+#include "tap_mpi.h"
 #include "train/train.h"
 
 static const char *const deck_text = "[run]\n"
@@ -64,13 +64,7 @@ static void run(comm_t *c, int stopper, seen_t *out) {
 static double rel(double a, double b) { return fabs(a - b) / (fabs(b) > 1e-30 ? fabs(b) : 1e-30); }
 
 int main(int argc, char **argv) {
-  comm_init(&argc, &argv);
-  comm_world(&world);
-  if (world.size != 2) {
-    if (world.rank == 0) tap_skip_all("test_step_collectives runs on 2 ranks");
-    MPI_Finalize();
-    return 0;
-  }
+  tap_mpi_world(&argc, &argv, &world, 2, "test_step_collectives");
   seen_t two, one;
   run(&world, 1, &two);
   comm_t alone; /* rank 0 by itself: the same global batch on one rank */

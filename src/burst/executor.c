@@ -21,22 +21,18 @@ static int share_of(const burst_exec_t *ex, int node, int rank, int *lo, int *hi
 
 static size_t out_floats(const graph_t *g, int node) { return shape_size(g->l[node].out); }
 
-/* Whether this rank holds rows of a node with parameters (so it has gradients to reduce). */
-static int holds_params(const burst_exec_t *ex) {
+/* Whether this rank holds rows of some node (with parameters, when `with_params`: then it has
+ * gradients to reduce). */
+static int holds_rows(const burst_exec_t *ex, int with_params) {
   for (int j = 1; j < ex->g->n; j++)
-    if (ex->cnt[j] > 0 && ex->g->l[j].np > 0) return 1;
+    if (ex->cnt[j] > 0 && (!with_params || ex->g->l[j].np > 0)) return 1;
   return 0;
 }
 
-int burst_exec_idle(const burst_exec_t *ex) {
-  for (int j = 1; j < ex->g->n; j++)
-    if (ex->cnt[j] > 0) return 0;
-  return 1;
-}
+int burst_exec_idle(const burst_exec_t *ex) { return !holds_rows(ex, 0); }
 
 /* Whether routing node j's inputs moves rows between ranks: not when every input is spread over
- * j's own ranks (each rank's rows are then the same at both; data parallelism's every node). A
- * member of j that moves nothing does not wait there, so the multiplexer hears of no wait. */
+ * j's own ranks (each rank's rows are then the same at both; data parallelism's every node). */
 static int inputs_move(const burst_exec_t *ex, int j) {
   const graph_t *g = ex->g;
   for (int k = 0; k < g->l[j].nin; k++) {
@@ -44,6 +40,14 @@ static int inputs_move(const burst_exec_t *ex, int j) {
     if (i != 0 && (ex->first[i] != ex->first[j] || ex->n[i] != ex->n[j])) return 1;
   }
   return 0;
+}
+
+/* The multiplexer's state while node j's inputs route (site: in or out): inactive for a rank
+ * outside j, waiting for a member; a member whose routes move nothing does not wait, and stays in
+ * its computing state. */
+static void route_state(const burst_exec_t *ex, int j, mux_site_kind_t site) {
+  int member = ex->cnt[j] > 0;
+  if (!member || inputs_move(ex, j)) mux_fg_set(member ? MUX_WAITING : MUX_INACTIVE, mux_site(site, j));
 }
 
 static void check_tied_weights(const burst_exec_t *ex) {
@@ -345,7 +349,7 @@ void burst_exec_step(burst_exec_t *ex, const dataset_t *ds, const uint64_t *ids,
   for (int j = 1; j < g->n; j++) {
     double a = surge_now();
     int member = ex->cnt[j] > 0;
-    if (!member || inputs_move(ex, j)) mux_fg_set(member ? MUX_WAITING : MUX_INACTIVE, mux_site(MUX_SITE_ROUTE_IN, j));
+    route_state(ex, j, MUX_SITE_ROUTE_IN);
     for (int k = 0; k < g->l[j].nin; k++)
       if (g->l[j].in[k] != 0) route(ex, j, k, 0);
     double b = surge_now();
@@ -370,7 +374,7 @@ void burst_exec_step(burst_exec_t *ex, const dataset_t *ds, const uint64_t *ids,
       model_backward_node(m, j, 0, ex->cnt[j]);
     }
     double b = surge_now();
-    if (!member || inputs_move(ex, j)) mux_fg_set(member ? MUX_WAITING : MUX_INACTIVE, mux_site(MUX_SITE_ROUTE_OUT, j));
+    route_state(ex, j, MUX_SITE_ROUTE_OUT);
     for (int k = 0; k < g->l[j].nin; k++)
       if (g->l[j].in[k] != 0) route(ex, j, k, 1);
     gradsync_node_done(&ex->sync, j);
@@ -380,7 +384,7 @@ void burst_exec_step(burst_exec_t *ex, const dataset_t *ds, const uint64_t *ids,
 
   double a = surge_now();
   /* a rank holding no parameter this step reduces no gradient: it only waits for the others' */
-  mux_fg_set(holds_params(ex) ? MUX_ALLREDUCE : MUX_WAITING, mux_site(MUX_SITE_SYNC, 0));
+  mux_fg_set(holds_rows(ex, 1) ? MUX_ALLREDUCE : MUX_WAITING, mux_site(MUX_SITE_SYNC, 0));
   gradsync_finish(&ex->sync);
   times->backward_done = ex->sync.backward_done;
   times->wait = ex->sync.wait_s;

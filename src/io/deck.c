@@ -489,7 +489,7 @@ void deck_load(const char *path, int noverrides, char *const *overrides, config_
 
 const char *deck_where(const deck_t *d, const char *section_key) {
   const char *dot = strchr(section_key, '.');
-  if (!dot || dot - section_key >= 64) return NULL;
+  if (!d || !dot || dot - section_key >= 64) return NULL; /* no deck: a config built in code */
   char section[64];
   snprintf(section, sizeof section, "%.*s", (int)(dot - section_key), section_key);
   int i = cfg_find_key(section, dot + 1);

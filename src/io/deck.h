@@ -54,7 +54,8 @@ void deck_load(const char *path, int noverrides, char *const *overrides, config_
 char *deck_resolved_text(const config_t *cfg);
 
 /* Where "section.key" got its value: "DECK:LINE", "-D section.key=value" or "default"; NULL for a
- * key the schema does not have. The string lives as long as d. */
+ * key the schema does not have, or when d is NULL (a config built in code, as benchmarks do). The
+ * string lives as long as d. */
 const char *deck_where(const deck_t *d, const char *section_key);
 
 /* Blame a key for an error found after parsing, in the deck error format: prints

@@ -7,7 +7,8 @@
  * steps (default 4) on the synthetic token data with the trainer, so parameters and both moments
  * hold what training puts there (trained values compress differently from random ones). Logical
  * bytes = parameters + m + v as float32. Each row is the best of 3 (wall time on the slowest rank,
- * barrier to barrier; checkpoint_write includes its MPI_File_sync and the rename). The baseline
+ * barrier to barrier; the trainer's own trainer_checkpoint and trainer_resume, which include the
+ * MPI_File_sync and the rename). The baseline
  * is rank 0 alone: fwrite + fflush + fsync of the three slabs, then fread; the page cache is not
  * flushed between writing and reading, for either. dir defaults to $TMPDIR or /tmp.
  * A second table: shuffle + deflate by zlib alone on the parameters, per level, one core: what
@@ -25,6 +26,7 @@
 #include "core/timer.h"
 #include "io/checkpoint.h"
 #include "io/deck.h"
+#include "train/state.h"
 #include "train/train.h"
 
 enum { REPEATS = 3 };
@@ -56,20 +58,36 @@ static double slowest(double seconds) {
   return seconds;
 }
 
-/* The trained state in host memory. */
-static void trained_state(trainer_t *t, ckpt_state_t *s, int steps) {
+/* Host copies of this rank's parameters and AdamW moments (each n floats). */
+typedef struct slabs {
+  float *p[3]; /* params, m, v */
+  size_t n;
+} slabs_t;
+
+static void slabs_take(trainer_t *t, slabs_t *s) {
+  float *dev[3] = {t->layout->m->params, t->opt.m, t->opt.v};
+  s->n = t->layout->local->total;
+  for (int k = 0; k < 3; k++) {
+    s->p[k] = xmalloc(s->n * sizeof(float));
+    t->be->download(s->p[k], dev[k], s->n);
+  }
+}
+
+static int slabs_equal(const slabs_t *a, const slabs_t *b) {
+  int same = a->n == b->n;
+  for (int k = 0; k < 3 && same; k++) same = memcmp(a->p[k], b->p[k], a->n * sizeof(float)) == 0;
+  return same;
+}
+
+static void slabs_free(slabs_t *s) {
+  for (int k = 0; k < 3; k++) free(s->p[k]);
+}
+
+static void train(trainer_t *t, int steps) {
   for (int i = 0; i < steps; i++) {
     train_stats_t st = trainer_step(t, 0);
     if (world.rank == 0) printf("# training step %ld: loss %.4f\n", st.step, st.loss);
   }
-  size_t n = t->g.params.total;
-  *s = (ckpt_state_t){.g = &t->g, .opt_t = t->opt.t, .step = t->step};
-  s->params = xmalloc(n * sizeof(float));
-  t->be->download(s->params, t->m.params, n);
-  s->m = xmalloc(n * sizeof(float));
-  s->v = xmalloc(n * sizeof(float));
-  t->be->download(s->m, t->opt.m, n);
-  t->be->download(s->v, t->opt.v, n);
 }
 
 static long file_size(const char *path) {
@@ -84,54 +102,53 @@ typedef struct row {
   int exact;
 } row_t;
 
-static row_t bench_compression(const char *compression, const char *top, const ckpt_state_t *s, const config_t *base,
+/* Write t's state as a checkpoint with `compression` (the trainer's own path) and read it back
+ * into t, REPEATS times; exact when the state read back is bitwise the state written. */
+static row_t bench_compression(const char *compression, const char *top, trainer_t *t, const slabs_t *trained,
                                const char *deck_text) {
   row_t r = {.name = compression, .write_s = 1e30, .read_s = 1e30, .exact = 1};
-  char why[512], dir[4096], path[4096];
+  char why[512], path[4096];
   if (!checkpoint_compression_available(compression, why, sizeof why)) {
     if (world.rank == 0) printf("# %s skipped: %s\n", compression, why);
     r.bytes = -1;
     return r;
   }
-  config_t cfg = *base;
-  snprintf(cfg.ckpt_compression, sizeof cfg.ckpt_compression, "%s", compression);
-  snprintf(dir, sizeof dir, "%s/%s", top, compression);
-  size_t n = s->g->params.total;
-  ckpt_state_t back = {.g = s->g, .params = xmalloc(n * sizeof(float)), .m = xmalloc(n * sizeof(float)),
-                       .v = xmalloc(n * sizeof(float))};
+  snprintf(t->cfg.ckpt_compression, sizeof t->cfg.ckpt_compression, "%s", compression);
+  snprintf(t->cfg.ckpt_dir, sizeof t->cfg.ckpt_dir, "%s/%s", top, compression);
   for (int rep = 0; rep < REPEATS; rep++) {
     comm_barrier(&world);
     double t0 = surge_now();
-    checkpoint_write(dir, s, &cfg, deck_text, &world, path, sizeof path);
+    trainer_checkpoint(t, deck_text, path, sizeof path);
     comm_barrier(&world);
     double w = slowest(surge_now() - t0);
-    memset(back.params, 0, n * sizeof(float));
+    t->be->fill(t->layout->m->params, trained->n, 0.0f); /* what is read must come from the file */
     comm_barrier(&world);
     t0 = surge_now();
-    checkpoint_read(path, &back, &cfg, &world);
+    trainer_resume(t, path);
     comm_barrier(&world);
     double rd = slowest(surge_now() - t0);
     if (w < r.write_s) r.write_s = w;
     if (rd < r.read_s) r.read_s = rd;
   }
-  r.exact = memcmp(back.params, s->params, n * sizeof(float)) == 0 && memcmp(back.m, s->m, n * sizeof(float)) == 0 &&
-            memcmp(back.v, s->v, n * sizeof(float)) == 0;
+  slabs_t back;
+  slabs_take(t, &back);
+  r.exact = slabs_equal(&back, trained);
+  slabs_free(&back);
   r.bytes = world.rank == 0 ? file_size(path) : 0;
   if (world.rank == 0) {
     unlink(path);
-    rmdir(dir);
+    rmdir(t->cfg.ckpt_dir);
   }
-  free(back.params), free(back.m), free(back.v);
   return r;
 }
 
 /* Rank 0: fwrite + fsync, then fread, of the three slabs; best of REPEATS. */
-static row_t bench_plain(const char *top, const ckpt_state_t *s) {
+static row_t bench_plain(const char *top, const slabs_t *s) {
   row_t r = {.name = "plain fwrite/fread (1 rank)", .write_s = 1e30, .read_s = 1e30, .exact = 1};
   char path[4096];
   snprintf(path, sizeof path, "%s/plain.bin", top);
-  size_t n = s->g->params.total;
-  float *slabs[3] = {s->params, s->m, s->v}, *back = xmalloc(n * sizeof(float));
+  size_t n = s->n;
+  float *const *slabs = s->p, *back = xmalloc(n * sizeof(float));
   for (int rep = 0; rep < REPEATS; rep++) {
     double t0 = surge_now();
     FILE *f = fopen(path, "wb");
@@ -204,20 +221,21 @@ int main(int argc, char **argv) {
   char *deck_text = deck_resolved_text(&cfg);
   trainer_t t;
   trainer_init(&t, &cfg, NULL, &world);
-  ckpt_state_t s;
-  trained_state(&t, &s, steps);
-  double logical = 3.0 * (double)s.g->params.total * sizeof(float);
+  train(&t, steps);
+  slabs_t s;
+  slabs_take(&t, &s);
+  double logical = 3.0 * (double)t.g.params.total * sizeof(float);
 
   row_t rows[4];
   const char *names[3] = {"none", "shuffle-deflate", "bitshuffle-lz4"};
-  for (int i = 0; i < 3; i++) rows[i] = bench_compression(names[i], top, &s, &cfg, deck_text);
+  for (int i = 0; i < 3; i++) rows[i] = bench_compression(names[i], top, &t, &s, deck_text);
   row_t plain = {0};
   if (world.rank == 0) plain = bench_plain(top, &s);
 
   if (world.rank == 0) {
     printf("\ncheckpoint of gpt 4x256 (%zu parameters + AdamW m, v = %.1f MB logical) after %d steps, %d ranks, "
            "best of %d, in %s\n\n",
-           s.g->params.total, logical / MB, steps, world.size, REPEATS, top);
+           t.g.params.total, logical / MB, steps, world.size, REPEATS, top);
     printf("| %-28s | %10s | %9s | %6s | %6s | %9s | %6s | %-5s |\n", "method", "write MB/s", "read MB/s", "w/base",
            "r/base", "file MB", "ratio", "exact");
     printf("|%s|------------|-----------|--------|--------|-----------|--------|-------|\n",
@@ -226,20 +244,20 @@ int main(int argc, char **argv) {
     for (int i = 0; i < 3; i++) print_row(&rows[i], logical, &plain);
 
     printf("\nshuffle + deflate by zlib alone on the parameters (%.1f MB), one core\n\n",
-           (double)s.g->params.total * sizeof(float) / MB);
+           (double)s.n * sizeof(float) / MB);
     printf("| level | MB/s | ratio |\n|-------|------|-------|\n");
     static const int levels[] = {1, 2, 3, 4, 6, 9};
     for (int i = 0; i < (int)(sizeof levels / sizeof levels[0]); i++) {
       int level = levels[i];
       double sec;
       size_t out;
-      deflate_level(s.params, s.g->params.total, level, &sec, &out);
-      printf("| %5d | %4.0f | %5.3f |\n", level, (double)s.g->params.total * sizeof(float) / sec / MB,
-             (double)out / ((double)s.g->params.total * sizeof(float)));
+      deflate_level(s.p[0], s.n, level, &sec, &out);
+      printf("| %5d | %4.0f | %5.3f |\n", level, (double)s.n * sizeof(float) / sec / MB,
+             (double)out / ((double)s.n * sizeof(float)));
     }
     rmdir(top);
   }
-  free(s.params), free(s.m), free(s.v);
+  slabs_free(&s);
   free(deck_text);
   trainer_free(&t);
   comm_free(&world);

@@ -11,7 +11,8 @@
  * The layer FLOP counts (graph_train_flops_per_sample) give the model's rate. Peak resident memory
  * is compared with parameters + gradients + optimizer moments + activations, workspace included.
  * Each model runs in a child process so its peak memory is its own. The --dp rates come from
- * --rate runs on 1 and 2 ranks (bench/bench_models.sh measures them and passes them on). */
+ * --rate runs on 1 and 2 ranks (bench/bench_models.sh measures them and passes them on).
+ * BENCH_SECONDS (default 3) is how long each model's steps are timed (tests run it with 0.1). */
 #include <hdf5.h>
 #include <mpi.h>
 #include <stdio.h>
@@ -130,6 +131,14 @@ static const char *deck_for(const char *model) {
   return NULL;
 }
 
+/* Seconds of steps to time: BENCH_SECONDS, default 3. */
+static double bench_seconds(void) {
+  const char *v = getenv("BENCH_SECONDS");
+  double s = v ? atof(v) : 3.0;
+  if (!(s > 0 && s <= 3600)) surge_input_error("BENCH_SECONDS=%s: expected seconds in (0, 3600]", v);
+  return s;
+}
+
 /* Resident memory now (MiB), from /proc/self/statm. */
 static double rss_now_mib(void) {
   long pages = 0, resident = 0;
@@ -179,7 +188,8 @@ static void bench_one(const char *model, const dp_rate_t *dp) {
   recording = 0;
   int steps = 0;
   double t0 = cpu_now(), w0 = surge_now(), sec = 0, phase[4] = {0, 0, 0, 0}; /* phases: wall time */
-  while (steps < 3 || (sec = cpu_now() - t0) < 3.0) {
+  const double seconds = bench_seconds();
+  while (steps < 3 || (sec = cpu_now() - t0) < seconds) {
     train_stats_t s = trainer_step(&t, 0);
     phase[0] += s.phase[PHASE_DATA], phase[1] += s.phase[PHASE_FORWARD], phase[2] += s.phase[PHASE_BACKWARD];
     phase[3] += s.phase[PHASE_OPTIMIZER];
@@ -213,7 +223,7 @@ static void bench_one(const char *model, const dp_rate_t *dp) {
 }
 
 /* --rate MODEL: samples/s of data-parallel training over all ranks of the job (rank 0 prints). The
- * number of timed steps (about 3 s worth, at least 3) is decided from the warm-up on rank 0. */
+ * number of timed steps (about BENCH_SECONDS worth, at least 3) is decided from the warm-up on rank 0. */
 static void rate_one(const char *model) {
   config_t cfg;
   bench_config(model, &cfg);
@@ -224,7 +234,7 @@ static void rate_one(const char *model) {
   trainer_step(&t, 0);
   double t0 = surge_now();
   trainer_step(&t, 0);
-  int steps = (int)(3.0 / (surge_now() - t0 + 1e-9)) + 1;
+  int steps = (int)(bench_seconds() / (surge_now() - t0 + 1e-9)) + 1;
   if (steps < 3) steps = 3;
   MPI_Bcast(&steps, 1, MPI_INT, 0, MPI_COMM_WORLD);
   MPI_Barrier(MPI_COMM_WORLD);

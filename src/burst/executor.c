@@ -159,6 +159,21 @@ static void make_sync(burst_exec_t *ex, const gradsync_opts_t *o) {
   free(ready);
 }
 
+/* Floats of the buffer an owner receives its consumers' gradient parts into: the largest share of
+ * a producer with a gradient whose consumer runs on another rank set (the only backward routes
+ * that receive); 1 when every node runs on the same set, as in data parallelism. */
+static size_t recv_floats(const burst_exec_t *ex) {
+  const graph_t *g = ex->g;
+  size_t most = 1;
+  for (int j = 1; j < g->n; j++)
+    for (int k = 0; k < g->l[j].nin; k++) {
+      int i = g->l[j].in[k];
+      size_t s = (size_t)ex->cnt[i] * out_floats(g, i);
+      if (ex->m.dact[i] && !same_set((void *)ex, i, j) && s > most) most = s;
+    }
+  return most;
+}
+
 void burst_exec_init(burst_exec_t *ex, const burst_plan_t *plan, const graph_t *g, const backend_t *be,
                      comm_t *world, int B, const gradsync_opts_t *sync) {
   memset(ex, 0, sizeof *ex);
@@ -185,12 +200,8 @@ void burst_exec_init(burst_exec_t *ex, const burst_plan_t *plan, const graph_t *
   size_t xs = out_floats(g, 0), ys = (size_t)g->targets_per_sample;
   ex->x = xcalloc(surge_mul_size((size_t)ex->window, xs, "input batch"), sizeof(float));
   ex->y = xcalloc(surge_mul_size((size_t)ex->window, ys, "target batch"), sizeof(float));
-  size_t scratch = 1;
-  for (int i = 1; i < g->n; i++) {
-    size_t s = (size_t)ex->cnt[i] * out_floats(g, i);
-    if (ex->m.dact[i] && s > scratch) scratch = s;
-  }
-  ex->recv = be->alloc(scratch);
+  ex->recv = be->alloc(recv_floats(ex));
+  ex->m.act_floats += recv_floats(ex);
   make_sync(ex, sync);
 }
 

@@ -46,6 +46,10 @@ uint64_t rng_below(rng_t *r, uint64_t n) {
   return v % n;
 }
 
+void rng_fill_u64(rng_t *r, uint64_t *u, size_t n) {
+  for (size_t i = 0; i < n; i++) u[i] = rng_u64(r);
+}
+
 float rng_uniform(rng_t *r) { return (float)(rng_u64(r) >> 40) * (1.0f / 16777216.0f); }
 
 float rng_normal(rng_t *r) {

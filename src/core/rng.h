@@ -14,6 +14,8 @@ void rng_seed(rng_t *r, uint64_t seed);
 /* A stream derived from (seed, a, b): independent streams for e.g. (layer, epoch). */
 void rng_seed_stream(rng_t *r, uint64_t seed, uint64_t a, uint64_t b);
 uint64_t rng_u64(rng_t *r);
+/* u[0..n) = the next n values of rng_u64, drawn in a loop the compiler can inline. */
+void rng_fill_u64(rng_t *r, uint64_t *u, size_t n);
 /* Uniform integer in [0, n), unbiased. n > 0. */
 uint64_t rng_below(rng_t *r, uint64_t n);
 /* Uniform float in [0, 1) with 24 random bits. */

@@ -57,25 +57,41 @@ static float *make_prototypes(uint64_t seed) {
   return protos;
 }
 
-/* Zero-mean, unit-variance noise: four 16-bit uniforms summed (variance 4/12), rescaled. */
-static float cheap_noise(rng_t *r) {
-  uint64_t u = rng_u64(r);
-  float sum = (float)(u & 0xffff) + (float)((u >> 16) & 0xffff) + (float)((u >> 32) & 0xffff) + (float)(u >> 48);
+/* Zero-mean, unit-variance noise from one 64-bit draw: its four 16-bit parts summed (variance 4/12),
+ * rescaled. */
+static inline float cheap_noise(uint64_t u) {
+  float sum = (float)(int32_t)(u & 0xffff) + (float)(int32_t)((u >> 16) & 0xffff) +
+              (float)(int32_t)((u >> 32) & 0xffff) + (float)(int32_t)(u >> 48);
   return (sum * (1.0f / 65536.0f) - 2.0f) * 1.7320508f;
 }
 
+/* x[i] = clamp(x[i] + SYN_NOISE * noise(u[i]), 0, 1) for i < n. Built per ISA and kept out of the
+ * draws' loop so it vectorises: generating the batch was a fifth of a small model's step. */
+__attribute__((target_clones("avx512f", "avx2", "default"))) static void add_noise(float *x, const uint64_t *u,
+                                                                                    int n) {
+  for (int i = 0; i < n; i++) {
+    float v = x[i] + SYN_NOISE * cheap_noise(u[i]);
+    x[i] = v < 0.0f ? 0.0f : v > 1.0f ? 1.0f : v;
+  }
+}
+
+/* The label's prototype shifted by (dh, dw) pixels (zeros shifted in), plus one noise draw per
+ * pixel in row-major order. */
 static void synthetic_image(const synthetic_t *s, rng_t *r, float *x, float *y) {
   int label = (int)rng_below(r, SYN_CLASSES);
   int dh = (int)rng_below(r, 2 * SYN_MAX_SHIFT + 1) - SYN_MAX_SHIFT;
   int dw = (int)rng_below(r, 2 * SYN_MAX_SHIFT + 1) - SYN_MAX_SHIFT;
+  uint64_t u[SYN_PIXELS];
+  rng_fill_u64(r, u, SYN_PIXELS);
   const float *p = s->prototypes + (size_t)label * SYN_PIXELS; // p is (28,28)
-  for (int h = 0; h < SYN_SIDE; h++)
-    for (int w = 0; w < SYN_SIDE; w++) {
-      int sh = h - dh, sw = w - dw;
-      float v = (sh >= 0 && sh < SYN_SIDE && sw >= 0 && sw < SYN_SIDE) ? p[sh * SYN_SIDE + sw] : 0.0f;
-      v += SYN_NOISE * cheap_noise(r);
-      x[h * SYN_SIDE + w] = v < 0.0f ? 0.0f : v > 1.0f ? 1.0f : v;
-    }
+  int w0 = dw > 0 ? dw : 0, w1 = dw < 0 ? SYN_SIDE + dw : SYN_SIDE; /* columns whose source w - dw is inside */
+  for (int h = 0; h < SYN_SIDE; h++) {
+    float *row = x + h * SYN_SIDE;
+    int sh = h - dh;
+    memset(row, 0, sizeof(float) * SYN_SIDE);
+    if (sh >= 0 && sh < SYN_SIDE) memcpy(row + w0, p + sh * SYN_SIDE + (w0 - dw), sizeof(float) * (size_t)(w1 - w0));
+  }
+  add_noise(x, u, SYN_PIXELS);
   y[0] = (float)label;
 }
 

@@ -123,11 +123,11 @@ CPU_CLONES void cpu_gelu_bwd(size_t n, const float *restrict x, const float *res
 /* ---- low-rank compression */
 
 CPU_CLONES double cpu_dot(const float *restrict x, const float *restrict y, size_t n) {
-  double lane[4] = {0};
+  double lane[CPU_D_LANES] = {0};
   size_t i = 0;
-  for (; i + 4 <= n; i += 4)
-    for (int l = 0; l < 4; l++) lane[l] += (double)x[i + l] * (double)y[i + l];
-  double s = (lane[0] + lane[2]) + (lane[1] + lane[3]);
+  for (; i + CPU_D_LANES <= n; i += CPU_D_LANES)
+    for (int l = 0; l < CPU_D_LANES; l++) lane[l] += (double)x[i + l] * (double)y[i + l];
+  double s = cpu_lanes_total(lane);
   for (; i < n; i++) s += (double)x[i] * (double)y[i];
   return s;
 }

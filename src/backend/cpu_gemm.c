@@ -33,8 +33,32 @@ void cpu_gemm_grid(int ta, int tb, int M, int N, int K, float alpha, const float
                      C + i * g->sC[0], ldc, g->sC[1], g->batch[1]);
 }
 
+/* d[i] = x[i] widened, x[i] = d[i] rounded, acc[i] += x[i] widened; built per ISA (scalar loops
+ * over megabytes were 2% of a gpt step). */
+static CPU_CLONES void cpu_widen_row(const float *restrict x, double *restrict d, int n) {
+  for (int i = 0; i < n; i++) d[i] = (double)x[i];
+}
+static CPU_CLONES void cpu_narrow_row(const double *restrict d, float *restrict x, int n) {
+  for (int i = 0; i < n; i++) x[i] = (float)d[i];
+}
+static CPU_CLONES void cpu_add_widened(const float *restrict x, double *restrict acc, size_t n) {
+  for (size_t i = 0; i < n; i++) acc[i] += (double)x[i];
+}
+
 /* Rows per block of gemm_tn_rows: one GEMM sums at most this many rows in float. */
 enum { CPU_GEMM_ROW_BLOCK = 1024 };
+
+/* A buffer of at least `bytes` kept for the thread's next call: gemm_tn_rows runs every step with
+ * the same shapes, and fresh megabytes each call cost page faults (1% of a gpt step). Reachable
+ * until exit, like OpenBLAS's own buffers. */
+static void *kept_buffer(void **buf, size_t *cap, size_t bytes) {
+  if (bytes > *cap) {
+    free(*buf);
+    *buf = xmalloc(bytes);
+    *cap = bytes;
+  }
+  return *buf;
+}
 
 /* C (M,N) += A^T B over K rows: K <= CPU_GEMM_ROW_BLOCK is one GEMM; longer sums run a GEMM per
  * block of rows into a float temporary and add the blocks in double, so the float rounding covers
@@ -46,18 +70,16 @@ void cpu_gemm_tn_rows(int M, int N, int K, const float *A, int lda, const float 
     cpu_gemm(1, 0, M, N, K, 1.0f, A, lda, B, ldb, 1.0f, C, ldc);
     return;
   }
+  static _Thread_local void *blk_buf, *acc_buf;
+  static _Thread_local size_t blk_cap, acc_cap;
   size_t mn = surge_mul_size((size_t)M, (size_t)N, "gemm_tn_rows temporary");
-  float *blk = xmalloc(mn * sizeof *blk);
-  double *acc = xmalloc(mn * sizeof *acc);
-  for (int i = 0; i < M; i++)
-    for (int j = 0; j < N; j++) acc[(size_t)i * N + j] = C[(size_t)i * ldc + j];
+  float *blk = kept_buffer(&blk_buf, &blk_cap, surge_mul_size(mn, sizeof(float), "gemm_tn_rows temporary"));
+  double *acc = kept_buffer(&acc_buf, &acc_cap, surge_mul_size(mn, sizeof(double), "gemm_tn_rows temporary"));
+  for (int i = 0; i < M; i++) cpu_widen_row(C + (size_t)i * ldc, acc + (size_t)i * N, N);
   for (int k0 = 0; k0 < K; k0 += CPU_GEMM_ROW_BLOCK) {
     int kb = K - k0 < CPU_GEMM_ROW_BLOCK ? K - k0 : CPU_GEMM_ROW_BLOCK;
     cpu_gemm(1, 0, M, N, kb, 1.0f, A + (size_t)k0 * lda, lda, B + (size_t)k0 * ldb, ldb, 0.0f, blk, N);
-    for (size_t i = 0; i < mn; i++) acc[i] += (double)blk[i];
+    cpu_add_widened(blk, acc, mn);
   }
-  for (int i = 0; i < M; i++)
-    for (int j = 0; j < N; j++) C[(size_t)i * ldc + j] = (float)acc[(size_t)i * N + j];
-  free(blk);
-  free(acc);
+  for (int i = 0; i < M; i++) cpu_narrow_row(acc + (size_t)i * N, C + (size_t)i * ldc, N);
 }

@@ -566,6 +566,7 @@ typedef struct convb_ctx {
   int B, relu, want_dx, want_dw, want_db;
   size_t ws_n;
   const float *x, *w, *bias, *dy;
+  const float *relu_y; /* backward through the fused ReLU when relu is set: a ReLU output (0 or > 0) */
 } convb_ctx_t;
 
 static double run_conv_fwd(const backend_t *be, const void *ctx, float **out) {
@@ -581,7 +582,7 @@ static double run_conv_bwd(const backend_t *be, const void *ctx, float **out) {
   float *ws = talloc(q->ws_n * sizeof *ws);
   int k = 0;
   float *dx = q->want_dx ? out[k++] : NULL, *dw = q->want_dw ? out[k++] : NULL, *db = q->want_db ? out[k++] : NULL;
-  be->conv_bwd(&q->s, q->B, q->x, q->w, q->dy, dx, dw, db, ws, q->ws_n);
+  be->conv_bwd(&q->s, q->B, q->x, q->w, q->dy, q->relu ? q->relu_y : NULL, dx, dw, db, ws, q->ws_n);
   tfree(ws);
   return 0.0;
 }
@@ -593,11 +594,12 @@ static void test_conv_batch(int B, int C, int H, int W, int O, int k, int stride
   conv_shape_t s = conv_shape_make(C, H, W, O, k, k, stride, pad);
   size_t nx = (size_t)B * C * H * W, ny = (size_t)B * O * s.OH * s.OW, nw = (size_t)O * C * k * k;
   float *x = buf_uniform(nx, -1, 1), *w = buf_uniform(nw, -1, 1), *b = buf_uniform((size_t)O, -1, 1);
-  float *dy = buf_uniform(ny, -1, 1);
+  float *dy = buf_uniform(ny, -1, 1), *relu_y = buf_uniform(ny, -1, 1);
+  for (size_t i = 0; i < ny; i++) relu_y[i] = relu_y[i] > 0.0f ? relu_y[i] : 0.0f; /* about half are 0 */
   size_t ws_n = conv_workspace_floats(&s);
   // tight: the least that holds one sample on the lowered path (too little for the direct one)
   while (tight && cpu_conv_lowered_blocks(&s, ws_n - 1) >= 1) ws_n--;
-  convb_ctx_t q = {s, B, relu, 1, 1, bias, ws_n, x, w, bias ? b : NULL, dy};
+  convb_ctx_t q = {s, B, relu, 1, 1, bias, ws_n, x, w, bias ? b : NULL, dy, relu_y};
   char label[128];
   int direct = cpu_conv_direct_blocks(&s, ws_n); /* the cpu backend's path for this shape */
   snprintf(label, sizeof label, "conv B=%d C=%d %dx%d O=%d k=%d s=%d p=%d%s%s, %s, %d per block", B, C, H, W, O,
@@ -614,7 +616,7 @@ static void test_conv_batch(int B, int C, int H, int W, int O, int k, int stride
   compare_backends(&(op_case_t){label, run_conv_bwd, &q, 1, {{"dw only", nw, OUT_ACCUM, 0, NULL}}, 0});
   q.want_dx = 1, q.want_dw = 0;
   compare_backends(&(op_case_t){label, run_conv_bwd, &q, 1, {{"dx only", nx, OUT_ACCUM, 0, NULL}}, 0});
-  tfree(x), tfree(w), tfree(b), tfree(dy);
+  tfree(x), tfree(w), tfree(b), tfree(dy), tfree(relu_y);
 }
 
 typedef struct rows_ctx {

@@ -148,12 +148,14 @@ typedef struct backend {
    *   relu != 0 the result goes through max(0, .) (the fused epilogue of conv followed by ReLU).
    * conv_bwd: dx (B,C,H,W) +=, dw (O,C,KH,KW) +=, db (O) += the gradients for dy (B,O,OH,OW); any
    *   of dx, dw, db may be NULL. Sums over the batch (dw, db) keep a rounding error that does not
-   *   grow with B (blocked partial sums added in double). */
+   *   grow with B (blocked partial sums added in double). relu_y: NULL, or the output y of a
+   *   conv_fwd with relu (the fused ReLU); dy is then the gradient of that output and the
+   *   convolution's own is dy where y > 0, else 0 (the ReLU's backward, fused). */
   size_t (*conv_workspace)(const conv_shape_t *s);
   void (*conv_fwd)(const conv_shape_t *s, int B, const float *x, const float *w, const float *bias,
                    int relu, float *y, float *ws, size_t ws_n);
   void (*conv_bwd)(const conv_shape_t *s, int B, const float *x, const float *w, const float *dy,
-                   float *dx, float *dw, float *db, float *ws, size_t ws_n);
+                   const float *relu_y, float *dx, float *dw, float *db, float *ws, size_t ws_n);
 
   /* ---- weight gradient of a linear map over many rows: C (M,N) += A^T B with A (K,M), B (K,N)
    * row-major (leading dims lda, ldb, ldc), summed over the K rows with a rounding error that does

@@ -137,23 +137,32 @@ void cpu_conv_fwd(const conv_shape_t *s, int B, const float *x, const float *w, 
   }
 }
 
-/* dyb (O, n*P): the block's dy side by side (a one-sample block is dy itself); adds each channel's
- * sum into db_acc. */
-CPU_SHORT_ROWS static const float *conv_gather_dy(const conv_shape_t *s, int n, const float *dy, float *blk, double *db_acc) {
+/* dyb (O, n*P): the block's dy side by side (a one-sample block without a ReLU is dy itself),
+ * where relu_y (the block's fused ReLU output, or NULL) is > 0; adds each channel's sum into db_acc. */
+CPU_SHORT_ROWS static const float *conv_gather_dy(const conv_shape_t *s, int n, const float *dy, const float *relu_y,
+                                                  float *blk, double *db_acc) {
   const size_t P = (size_t)s->OH * s->OW, ld = (size_t)n * P;
   for (int j = 0; j < n; j++)
     for (int o = 0; o < s->O; o++) {
-      const float *src = dy + ((size_t)j * s->O + o) * P;
+      const size_t at = ((size_t)j * s->O + o) * P;
+      const float *src = dy + at;
+      float *dst = blk + (size_t)o * ld + (size_t)j * P;
+      if (relu_y) {
+        const float *y = relu_y + at;
+        for (size_t i = 0; i < P; i++) dst[i] = y[i] > 0.0f ? src[i] : 0.0f;
+        if (db_acc) db_acc[o] += cpu_sum_d(dst, P);
+        continue;
+      }
       if (db_acc) db_acc[o] += cpu_sum_d(src, P);
-      if (n > 1) memcpy(blk + (size_t)o * ld + (size_t)j * P, src, P * sizeof *src);
+      if (n > 1) memcpy(dst, src, P * sizeof *src);
     }
-  return n > 1 ? blk : dy;
+  return n > 1 || relu_y ? blk : dy;
 }
 
-void cpu_conv_bwd(const conv_shape_t *s, int B, const float *x, const float *w, const float *dy, float *dx,
-                  float *dw, float *db, float *ws, size_t ws_n) {
+void cpu_conv_bwd(const conv_shape_t *s, int B, const float *x, const float *w, const float *dy, const float *relu_y,
+                  float *dx, float *dw, float *db, float *ws, size_t ws_n) {
   if (cpu_conv_direct_blocks(s, ws_n) > 0) {
-    cpu_conv_direct_bwd(s, B, x, w, dy, dx, dw, db, ws, ws_n);
+    cpu_conv_direct_bwd(s, B, x, w, dy, relu_y, dx, dw, db, ws, ws_n);
     return;
   }
   const int nb = conv_blocks(s, ws_n, "conv_bwd");
@@ -168,7 +177,8 @@ void cpu_conv_bwd(const conv_shape_t *s, int B, const float *x, const float *w, 
   for (int b0 = 0; b0 < B; b0 += nb) {
     const int n = B - b0 < nb ? B - b0 : nb;
     const int ld = n * (int)P;
-    const float *dyb = conv_gather_dy(s, n, dy + (size_t)b0 * out_n, k.blk, db ? k.db_acc : NULL);
+    const float *dyb = conv_gather_dy(s, n, dy + (size_t)b0 * out_n, relu_y ? relu_y + (size_t)b0 * out_n : NULL, k.blk,
+                                      db ? k.db_acc : NULL);
     if (dw) {
       size_t cld;
       const float *col = conv_lower_block(s, x + (size_t)b0 * in_n, n, k.col, &cld);

@@ -154,20 +154,25 @@ static inline __mmask16 lanes(int n) { return (__mmask16)((1u << n) - 1u); }
 
 /* xp (n planes of g->plane) = the n channels (H, W) of img, zero padded: the lead and the pad rows
  * above, each row's pads left and right, the pad rows below and the slack are zeroed, the rest is
- * copied. The padded image of a plane starts at its offset g->lead. */
-CPU_AVX512 static void pad_planes(const dgeom_t *g, int n, const float *img, float *xp) {
+ * copied. The padded image of a plane starts at its offset g->lead. Where relu_y (n planes like
+ * img) is not NULL, a value is copied only where relu_y > 0, else 0 (a fused ReLU's backward). */
+CPU_AVX512 static void pad_planes(const dgeom_t *g, int n, const float *img, const float *relu_y, float *xp) {
   const size_t top = g->lead + (size_t)g->p * g->Wp + g->p, gap = 2 * (size_t)g->p;
   const __m512 zero = _mm512_setzero_ps();
   for (int c = 0; c < n; c++) {
     float *dst = xp + (size_t)c * g->plane;
-    const float *src = img + (size_t)c * g->H * g->W;
+    const float *src = img + (size_t)c * g->H * g->W, *y = relu_y ? relu_y + (size_t)c * g->H * g->W : NULL;
     for (size_t i = 0; i < top; i += VL) _mm512_mask_storeu_ps(dst + i, lanes(top - i < VL ? (int)(top - i) : VL), zero);
     float *row = dst + top;
-    for (int h = 0; h < g->H; h++, row += g->Wp, src += g->W) {
+    for (int h = 0; h < g->H; h++, row += g->Wp, src += g->W, y = y ? y + g->W : NULL) {
       int w = 0;
-      for (; w + VL <= g->W; w += VL) _mm512_storeu_ps(row + w, _mm512_loadu_ps(src + w));
-      const __mmask16 tail = lanes(g->W - w);
-      _mm512_mask_storeu_ps(row + w, tail, _mm512_maskz_loadu_ps(tail, src + w));
+      for (; w + VL <= g->W; w += VL) {
+        __mmask16 keep = y ? _mm512_cmp_ps_mask(_mm512_loadu_ps(y + w), zero, _CMP_GT_OQ) : (__mmask16)0xffff;
+        _mm512_storeu_ps(row + w, _mm512_maskz_loadu_ps(keep, src + w));
+      }
+      __mmask16 tail = lanes(g->W - w);
+      if (y) tail &= _mm512_cmp_ps_mask(_mm512_maskz_loadu_ps(tail, y + w), zero, _CMP_GT_OQ);
+      _mm512_mask_storeu_ps(row + w, lanes(g->W - w), _mm512_maskz_loadu_ps(tail, src + w));
       /* this row's right pad and the next one's left pad */
       if (gap) _mm512_mask_storeu_ps(row + g->W, lanes(gap < VL ? (int)gap : VL), zero);
       for (size_t i = VL; i < gap; i++) row[g->W + i] = 0.0f;
@@ -176,6 +181,28 @@ CPU_AVX512 static void pad_planes(const dgeom_t *g, int n, const float *img, flo
     for (; z + VL <= end; z += VL) _mm512_storeu_ps(z, zero);
     for (; z < end; z++) *z = 0.0f;
   }
+}
+
+/* A plane's bias-gradient sum: cpu_sum_d of dy, or where y is not NULL of dy through the fused
+ * ReLU's mask (dy where y > 0, else 0), lane for lane as cpu_sum_d adds, so bitwise the unfused
+ * sum; written out because the compiler leaves a masked loop scalar (a tenth of a vgg-mini step). */
+CPU_AVX512 static double plane_sum_d(const float *dy, const float *y, size_t n) {
+  if (!y) return cpu_sum_d(dy, n);
+  _Static_assert(CPU_D_LANES == 16, "two vectors of 8 doubles are the lanes");
+  const __m512 zero = _mm512_setzero_ps();
+  __m512d lo = _mm512_setzero_pd(), hi = lo; /* lanes 0..7 and 8..15 */
+  size_t i = 0;
+  for (; i + CPU_D_LANES <= n; i += CPU_D_LANES) {
+    const __m512 v = _mm512_maskz_loadu_ps(_mm512_cmp_ps_mask(_mm512_loadu_ps(y + i), zero, _CMP_GT_OQ), dy + i);
+    lo = _mm512_add_pd(lo, _mm512_cvtps_pd(_mm512_castps512_ps256(v)));
+    hi = _mm512_add_pd(hi, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1))));
+  }
+  double lane[CPU_D_LANES];
+  _mm512_storeu_pd(lane, lo);
+  _mm512_storeu_pd(lane + 8, hi);
+  double s = cpu_lanes_total(lane);
+  for (; i < n; i++) s += (double)(y[i] > 0.0f ? dy[i] : 0.0f);
+  return s;
 }
 
 #define TILE_ROW(r)                                                                                \
@@ -318,7 +345,7 @@ void cpu_conv_direct_fwd(const conv_shape_t *s, int B, const float *x, const flo
   pack_weights(s, w, 0, d.wf);
   const size_t in_n = (size_t)s->C * s->H * s->W, out_n = (size_t)s->O * s->H * s->W;
   for (int b = 0; b < B; b++) {
-    pad_planes(&g, s->C, x + (size_t)b * in_n, d.xp);
+    pad_planes(&g, s->C, x + (size_t)b * in_n, NULL, d.xp);
     direct_image(&g, s->C, s->O, d.xp, d.wf, bias, relu, 0, y + (size_t)b * out_n);
   }
 #else
@@ -326,8 +353,8 @@ void cpu_conv_direct_fwd(const conv_shape_t *s, int B, const float *x, const flo
 #endif
 }
 
-void cpu_conv_direct_bwd(const conv_shape_t *s, int B, const float *x, const float *w, const float *dy, float *dx,
-                         float *dw, float *db, float *ws, size_t ws_n) {
+void cpu_conv_direct_bwd(const conv_shape_t *s, int B, const float *x, const float *w, const float *dy,
+                         const float *relu_y, float *dx, float *dw, float *db, float *ws, size_t ws_n) {
 #if CPU_DIRECT_BUILT
   dgeom_t g = dgeom(s);
   const int nb = cpu_conv_direct_blocks(s, ws_n), ckk = s->C * s->KH * s->KW;
@@ -340,11 +367,12 @@ void cpu_conv_direct_bwd(const conv_shape_t *s, int B, const float *x, const flo
   for (int b0 = 0; b0 < B; b0 += nb) {
     const int n = B - b0 < nb ? B - b0 : nb;
     for (int j = 0; j < n; j++) {
-      const float *dyj = dy + (size_t)(b0 + j) * out_n;
-      pad_planes(&g, s->O, dyj, d.dyp + (size_t)j * s->O * g.plane);
-      if (dw) pad_planes(&g, s->C, x + (size_t)(b0 + j) * in_n, d.xp + (size_t)j * s->C * g.plane);
+      const float *dyj = dy + (size_t)(b0 + j) * out_n, *yj = relu_y ? relu_y + (size_t)(b0 + j) * out_n : NULL;
+      pad_planes(&g, s->O, dyj, yj, d.dyp + (size_t)j * s->O * g.plane);
+      if (dw) pad_planes(&g, s->C, x + (size_t)(b0 + j) * in_n, NULL, d.xp + (size_t)j * s->C * g.plane);
       if (db)
-        for (int o = 0; o < s->O; o++) db_acc[o] += cpu_sum_d(dyj + (size_t)o * HW, HW);
+        for (int o = 0; o < s->O; o++)
+          db_acc[o] += plane_sum_d(dyj + (size_t)o * HW, yj ? yj + (size_t)o * HW : NULL, HW);
     }
     if (dw) direct_wgrad(s, &g, n, d.xp, d.dyp, d.dw_acc);
     if (dx)
@@ -358,6 +386,6 @@ void cpu_conv_direct_bwd(const conv_shape_t *s, int B, const float *x, const flo
     for (int o = 0; o < s->O; o++) db[o] = (float)((double)db[o] + db_acc[o]);
   free(db_acc);
 #else
-  (void)s, (void)B, (void)x, (void)w, (void)dy, (void)dx, (void)dw, (void)db, (void)ws, (void)ws_n;
+  (void)s, (void)B, (void)x, (void)w, (void)dy, (void)relu_y, (void)dx, (void)dw, (void)db, (void)ws, (void)ws_n;
 #endif
 }

@@ -54,12 +54,19 @@ void cuda_conv_fwd(const conv_shape_t *s, int B, const float *x, const float *w,
   cuk_bias_planes(B, s->O, P, bias, relu, y, cuda_stream());
 }
 
-void cuda_conv_bwd(const conv_shape_t *s, int B, const float *x, const float *w, const float *dy, float *dx,
-                   float *dw, float *db, float *ws, size_t ws_n) {
+void cuda_conv_bwd(const conv_shape_t *s, int B, const float *x, const float *w, const float *dy, const float *relu_y,
+                   float *dx, float *dw, float *db, float *ws, size_t ws_n) {
   (void)ws, (void)ws_n;
   if (B <= 0) return;
   int ckk = s->C * s->KH * s->KW, P = s->OH * s->OW, chunk = chunk_of(s, B);
   size_t out = (size_t)s->O * P, in = (size_t)s->C * s->H * s->W, nw = (size_t)s->O * ckk;
+  if (relu_y) { /* the fused ReLU's backward first, with the relu_bwd kernel: masked = 0 + dy (y > 0) */
+    size_t n = surge_mul_size((size_t)B, out, "conv gradient");
+    float *masked = cuda_workspace(CUDA_WS_MASKED, surge_mul_size(n, sizeof(float), "conv gradient"));
+    cuda_fill(masked, n, 0.0f);
+    cuda_relu_bwd(n, relu_y, dy, masked);
+    dy = masked;
+  }
   double *acc = dw ? cuda_zeroed_acc(nw) : NULL;
   for (int b0 = 0; b0 < B; b0 += chunk) {
     int nb = B - b0 < chunk ? B - b0 : chunk;

@@ -43,6 +43,7 @@ enum {
   CUDA_WS_ACC,    /* an op's double accumulators */
   CUDA_WS_PTR,    /* gemm_grid's pointer arrays */
   CUDA_WS_SCALAR, /* a result on its way to the host */
+  CUDA_WS_MASKED, /* an op's input gradient through a fused ReLU's mask (conv_bwd) */
   CUDA_WS_SLOTS
 };
 void *cuda_workspace(int slot, size_t bytes);
@@ -68,8 +69,8 @@ void cuda_gemm_tn_rows(int M, int N, int K, const float *A, int lda, const float
 size_t cuda_conv_workspace(const conv_shape_t *s);
 void cuda_conv_fwd(const conv_shape_t *s, int B, const float *x, const float *w, const float *bias, int relu, float *y,
                    float *ws, size_t ws_n);
-void cuda_conv_bwd(const conv_shape_t *s, int B, const float *x, const float *w, const float *dy, float *dx,
-                   float *dw, float *db, float *ws, size_t ws_n);
+void cuda_conv_bwd(const conv_shape_t *s, int B, const float *x, const float *w, const float *dy, const float *relu_y,
+                   float *dx, float *dw, float *db, float *ws, size_t ws_n);
 void cuda_im2col(const float *x, int C, int H, int W, int KH, int KW, int stride, int pad, float *col);
 void cuda_col2im(const float *col, int C, int H, int W, int KH, int KW, int stride, int pad, float *dx);
 

@@ -212,8 +212,8 @@ static void ref_conv_fwd(const conv_shape_t *s, int B, const float *x, const flo
         }
 }
 
-static void ref_conv_bwd(const conv_shape_t *s, int B, const float *x, const float *w, const float *dy, float *dx,
-                         float *dw, float *db, float *ws, size_t ws_n) {
+static void ref_conv_bwd(const conv_shape_t *s, int B, const float *x, const float *w, const float *dy,
+                         const float *relu_y, float *dx, float *dw, float *db, float *ws, size_t ws_n) {
   (void)ws, (void)ws_n;
   size_t in_n = (size_t)s->C * s->H * s->W, nw = (size_t)s->O * s->C * s->KH * s->KW;
   double *gx = xcalloc(in_n ? in_n : 1, sizeof *gx), *gw = xcalloc(nw, sizeof *gw), *gb = xcalloc((size_t)s->O, sizeof *gb);
@@ -222,7 +222,8 @@ static void ref_conv_bwd(const conv_shape_t *s, int B, const float *x, const flo
     for (int o = 0; o < s->O; o++)
       for (int oh = 0; oh < s->OH; oh++)
         for (int ow = 0; ow < s->OW; ow++) {
-          double g = dy[(((size_t)b * s->O + o) * s->OH + oh) * s->OW + ow];
+          const size_t at = (((size_t)b * s->O + o) * s->OH + oh) * s->OW + ow;
+          double g = relu_y && !(relu_y[at] > 0.0f) ? 0.0 : dy[at]; /* through the fused ReLU */
           gb[o] += g;
           for (int c = 0; c < s->C; c++)
             for (int kh = 0; kh < s->KH; kh++)

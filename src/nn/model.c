@@ -18,13 +18,17 @@ static int sole_consumer(const graph_t *g, int i) {
 }
 
 /* Mark each conv2d whose sole consumer is a ReLU that allowed() lets it absorb: fused[conv] = relu,
- * fused[relu] = -1. Returns the pairs. */
+ * fused[relu] = -1. Returns the pairs. A fused pair is one node both ways: the conv writes the
+ * ReLU's output, and its backward takes the ReLU output's gradient and runs the ReLU's on the way
+ * (conv_bwd's relu_y), so the pair has one activation and one gradient buffer. */
 static int plan_fusion(model_t *m, int (*allowed)(void *arg, int conv, int relu), void *arg) {
   const graph_t *g = m->g;
   int fused = 0;
   for (int i = 1; i < g->n && allowed; i++) {
     int j = g->l[i].kind == LAYER_CONV2D ? sole_consumer(g, i) : -1;
-    if (j < 0 || g->l[j].kind != LAYER_RELU || i == graph_output(g) || !allowed(arg, i, j)) continue;
+    if (j < 0 || g->l[j].kind != LAYER_RELU || i == graph_output(g) || g->l[i].needs_grad != g->l[j].needs_grad ||
+        !allowed(arg, i, j))
+      continue;
     m->fused[i] = j;
     m->fused[j] = -1;
     fused++;
@@ -59,7 +63,7 @@ int model_init_fused(model_t *m, const graph_t *g, const backend_t *be, int B_ca
       m->act[i] = be->alloc(n);
       m->act_floats += n;
     }
-    if (l->needs_grad) {
+    if (l->needs_grad && m->fused[i] <= 0) { /* a fused conv's is its ReLU's (below) */
       m->dact[i] = be->alloc(n);
       m->act_floats += n;
     }
@@ -75,7 +79,10 @@ int model_init_fused(model_t *m, const graph_t *g, const backend_t *be, int B_ca
   m->act_floats += scratch;
   m->targets = be->alloc(surge_mul_size((size_t)B_cap, (size_t)g->targets_per_sample, "targets"));
   for (int i = 0; i < g->n; i++)
-    if (m->fused[i] > 0) m->act[i] = m->act[m->fused[i]];
+    if (m->fused[i] > 0) {
+      m->act[i] = m->act[m->fused[i]];
+      m->dact[i] = m->dact[m->fused[i]];
+    }
   model_wire_default(m);
   return nfused;
 }
@@ -92,8 +99,8 @@ void model_wire_default(model_t *m) {
 void model_free(model_t *m) {
   const backend_t *be = m->be;
   for (int i = 0; i < m->g->n; i++) {
-    if (m->fused[i] <= 0) be->free(m->act[i]); /* a fused conv shares its ReLU's buffer */
-    if (m->dact[i]) be->free(m->dact[i]);
+    if (m->fused[i] <= 0) be->free(m->act[i]); /* a fused conv shares its ReLU's buffers */
+    if (m->dact[i] && m->fused[i] <= 0) be->free(m->dact[i]);
     if (m->aux[i]) be->free(m->aux[i]);
   }
   free(m->act);
@@ -137,7 +144,7 @@ void model_set_batch(model_t *m, const float *x_host, const float *y_host, int B
 }
 
 void model_zero_act_grad(model_t *m, int i, int B) {
-  if (m->dact[i] && B > 0) m->be->fill(m->dact[i], (size_t)B * shape_size(m->g->l[i].out), 0.0f);
+  if (m->dact[i] && B > 0 && m->fused[i] <= 0) /* a fused conv's is its ReLU's, zeroed with it */ m->be->fill(m->dact[i], (size_t)B * shape_size(m->g->l[i].out), 0.0f);
 }
 
 void model_zero_grads_rows(model_t *m, const int *rows) {
@@ -187,6 +194,7 @@ void model_forward_node(model_t *m, int i, int off, int B) {
 
 void model_backward_node(model_t *m, int i, int off, int B) {
   if (!m->dact[i]) return; /* nothing before this node has parameters */
+  if (m->fused[i] < 0) return; /* a ReLU fused into the conv before it: the conv's backward runs it */
   if (m->before_node) m->before_node();
   layer_ctx_t c = node_ctx(m, i, off, B, 1);
   layer_ops_of(m->g->l[i].kind)->backward(&m->g->l[i], &c);

@@ -35,6 +35,11 @@ static inline conv_shape_t conv_shape_make(int C, int H, int W, int O, int KH, i
   return s;
 }
 
+/* A 1x1 convolution with stride 1 and no padding: a matrix product per sample, nothing to lower. */
+static inline int conv_is_pointwise(const conv_shape_t *s) {
+  return s->KH == 1 && s->KW == 1 && s->stride == 1 && s->pad == 0;
+}
+
 /* Workspace (floats) for conv_fwd and conv_bwd on a batch of any size: the largest that any
  * compiled-in backend asks for (its conv_workspace op), so a layer sizes its scratch at infer time
  * without knowing the backend. A few MiB at most for the zoo's layers. */

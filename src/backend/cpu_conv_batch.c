@@ -27,21 +27,15 @@ typedef struct conv_ws {
   double *db_acc; /* (O) */
 } conv_ws_t;
 
-static float *ws_take(float **at, size_t n) {
-  float *p = *at;
-  *at = p + (n + 15) / 16 * 16;
-  return p;
-}
-
 static conv_ws_t conv_ws_split(const conv_shape_t *s, int nb, float *ws) {
   size_t ckk = (size_t)s->C * s->KH * s->KW, cols = (size_t)nb * s->OH * s->OW;
-  float *at = ws + (16 - ((uintptr_t)ws / sizeof(float)) % 16) % 16; /* first 64-byte boundary */
+  float *at = cpu_ws_start(ws);
   conv_ws_t w;
-  w.col = ws_take(&at, ckk * cols);
-  w.blk = ws_take(&at, (size_t)s->O * cols);
-  w.dw_blk = ws_take(&at, (size_t)s->O * ckk);
-  w.dw_acc = (double *)ws_take(&at, 2 * (size_t)s->O * ckk);
-  w.db_acc = (double *)ws_take(&at, 2 * (size_t)s->O);
+  w.col = cpu_ws_take(&at, ckk * cols);
+  w.blk = cpu_ws_take(&at, (size_t)s->O * cols);
+  w.dw_blk = cpu_ws_take(&at, (size_t)s->O * ckk);
+  w.dw_acc = (double *)cpu_ws_take(&at, 2 * (size_t)s->O * ckk);
+  w.db_acc = (double *)cpu_ws_take(&at, 2 * (size_t)s->O);
   return w;
 }
 
@@ -80,15 +74,11 @@ static int conv_blocks(const conv_shape_t *s, size_t ws_n, const char *op) {
   return nb;
 }
 
-static int conv_pointwise(const conv_shape_t *s) {
-  return s->KH == 1 && s->KW == 1 && s->stride == 1 && s->pad == 0;
-}
-
 /* The block's lowering (CKK, n*P) into col, or the image itself for a pointwise one-sample block;
  * returns the matrix and its leading dim through *ld. */
 static const float *conv_lower_block(const conv_shape_t *s, const float *x, int n, float *col, size_t *ld) {
   size_t P = (size_t)s->OH * s->OW, in_n = (size_t)s->C * s->H * s->W;
-  if (n == 1 && conv_pointwise(s)) {
+  if (n == 1 && conv_is_pointwise(s)) {
     *ld = P;
     return x;
   }
@@ -189,7 +179,7 @@ void cpu_conv_bwd(const conv_shape_t *s, int B, const float *x, const float *w, 
     }
     if (!dx) continue;
     float *dxb = dx + (size_t)b0 * in_n;
-    if (n == 1 && conv_pointwise(s)) {
+    if (n == 1 && conv_is_pointwise(s)) {
       // dx_b (C, P) += W^T (C, O) dy_b (O, P)
       cpu_gemm(1, 0, ckk, ld, s->O, 1.0f, w, ckk, dyb, ld, 1.0f, dxb, ld);
       continue;

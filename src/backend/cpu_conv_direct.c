@@ -74,12 +74,12 @@ static size_t dws_floats(const conv_shape_t *s, const dgeom_t *g, int nb) {
 #if CPU_DIRECT_BUILT
 static dws_t dws_split(const conv_shape_t *s, const dgeom_t *g, int nb, float *ws) {
   size_t kk = (size_t)s->KH * s->KW, ckk = (size_t)s->C * kk;
-  float *at = ws + (16 - ((uintptr_t)ws / sizeof(float)) % 16) % 16;
+  float *at = cpu_ws_start(ws);
   dws_t d;
-  d.wf = at, at += (round8(s->O) * ckk + 15) / 16 * 16;
-  d.wb = at, at += (round8(s->C) * (size_t)s->O * kk + 15) / 16 * 16;
-  d.dw_acc = (double *)at, at += (2 * (size_t)s->O * ckk + 15) / 16 * 16;
-  d.xp = at, at += (size_t)nb * s->C * g->plane;
+  d.wf = cpu_ws_take(&at, round8(s->O) * ckk);
+  d.wb = cpu_ws_take(&at, round8(s->C) * (size_t)s->O * kk);
+  d.dw_acc = (double *)cpu_ws_take(&at, 2 * (size_t)s->O * ckk);
+  d.xp = cpu_ws_take(&at, (size_t)nb * s->C * g->plane); /* planes are whole 64-byte lines */
   d.dyp = at;
   return d;
 }

@@ -27,6 +27,16 @@
 #define CPU_CLONES
 #endif
 
+/* A convolution workspace carved into pieces on 64-byte boundaries: cpu_ws_start is ws's first
+ * boundary (at most 15 floats in), cpu_ws_take hands out the next n floats and moves *at past them,
+ * rounded up to the next boundary. */
+static inline float *cpu_ws_start(float *ws) { return ws + (16 - ((uintptr_t)ws / sizeof(float)) % 16) % 16; }
+static inline float *cpu_ws_take(float **at, size_t n) {
+  float *p = *at;
+  *at = p + (n + 15) / 16 * 16;
+  return p;
+}
+
 /* Sum of x[0..n) in float with 8 independent lanes (vectorises without -ffast-math). */
 static inline float cpu_sum_f(const float *restrict x, int n) {
   float lane[8] = {0};

@@ -18,7 +18,6 @@ size_t cuda_conv_workspace(const conv_shape_t *s) {
   return 0;
 }
 
-static int pointwise(const conv_shape_t *s) { return s->KH == 1 && s->KW == 1 && s->stride == 1 && s->pad == 0; }
 
 /* Samples per chunk of B. */
 static int chunk_of(const conv_shape_t *s, int B) {
@@ -31,7 +30,7 @@ static int chunk_of(const conv_shape_t *s, int B) {
 /* The lowering (nb, C*KH*KW, OH*OW) of samples [b0, b0+nb) of x: x itself for a pointwise conv. */
 static const float *lowered(const conv_shape_t *s, const float *x, int b0, int nb) {
   size_t in = (size_t)s->C * s->H * s->W;
-  if (pointwise(s)) return x + (size_t)b0 * in;
+  if (conv_is_pointwise(s)) return x + (size_t)b0 * in;
   size_t n = surge_mul_size((size_t)nb, (size_t)s->C * s->KH * s->KW * s->OH * s->OW, "convolution lowering");
   float *col = cuda_workspace(CUDA_WS_COL, n * sizeof(float));
   cuk_im2col(x + (size_t)b0 * in, nb, s->C, s->H, s->W, s->KH, s->KW, s->stride, s->pad, col, cuda_stream());
@@ -78,7 +77,7 @@ void cuda_conv_bwd(const conv_shape_t *s, int B, const float *x, const float *w,
       cuk_colsum_acc(part, nb, (int)nw, (long)nw, acc, cuda_stream());
     }
     if (!dx) continue;
-    if (pointwise(s)) { /* dx_b (C, P) += W^T (C, O) dY_b (O, P) */
+    if (conv_is_pointwise(s)) { /* dx_b (C, P) += W^T (C, O) dY_b (O, P) */
       cuda_gemm_strided(1, 0, ckk, P, s->O, 1.0f, w, ckk, 0, dyb, P, out, 1.0f, dx + (size_t)b0 * in, P, in, nb);
       continue;
     }

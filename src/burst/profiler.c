@@ -128,12 +128,10 @@ void burst_measure_compute(model_t *m, comm_t *world, burst_measured_t *out) {
   comm_allreduce_max_double(world, out->spread_us, (int)cells, TRAFFIC_OTHER);
 }
 
-/* The median of `repeats` timings (us) of fn(arg), after `warmup` untimed calls; before each call,
- * untimed, before(arg) when not NULL. */
-static double median_us_of(void (*fn)(void *), void (*before)(void *), void *arg, int warmup, int repeats) {
+/* The median of `repeats` timings (us) of fn(arg), after `warmup` untimed calls. */
+static double median_us_of(void (*fn)(void *), void *arg, int warmup, int repeats) {
   double *t = xcalloc((size_t)repeats, sizeof *t);
   for (int r = -warmup; r < repeats; r++) {
-    if (before) before(arg);
     double t0 = surge_now();
     fn(arg);
     if (r >= 0) t[r] = (surge_now() - t0) * 1e6;
@@ -165,17 +163,6 @@ static void loss_piece(void *arg) {
   model_loss(s->m, 0, s->batch, 1.0f / (float)s->batch);
 }
 
-/* A step's forward and backward passes: what the update meets in the caches in a real step (its
- * slabs evicted by the passes; timed back to back, it found them warm and took 0.1-0.2 ms less than
- * in an mlp step on 2 ranks, a tenth of the step). */
-static void passes_piece(void *arg) {
-  step_piece_t *s = arg;
-  model_forward(s->m, s->batch);
-  model_loss(s->m, 0, s->batch, 1.0f / (float)s->batch);
-  model_backward(s->m, s->batch);
-  s->m->be->synchronize();
-}
-
 static void update_piece(void *arg) {
   step_piece_t *s = arg;
   /* the squared gradient norm the trainer takes every step (for the log and clipping) */
@@ -196,9 +183,9 @@ void burst_measure_step(model_t *m, const dataset_t *ds, optim_t *opt, comm_t *w
   for (int i = 0; i < b; i++) s.ids[i] = (uint64_t)i % n;
   s.x = xcalloc(surge_mul_size((size_t)b, xs, "profile input"), sizeof *s.x);
   s.y = xcalloc(surge_mul_size((size_t)b, ys, "profile targets"), sizeof *s.y);
-  double v[3] = {median_us_of(fetch_piece, NULL, &s, out->warmup, out->repeats) / b,
-                 median_us_of(loss_piece, NULL, &s, out->warmup, out->repeats) / b,
-                 median_us_of(update_piece, passes_piece, &s, out->warmup, out->repeats)};
+  double v[3] = {median_us_of(fetch_piece, &s, out->warmup, out->repeats) / b,
+                 median_us_of(loss_piece, &s, out->warmup, out->repeats) / b,
+                 median_us_of(update_piece, &s, out->warmup, out->repeats)};
   comm_allreduce_max_double(world, v, 3, TRAFFIC_OTHER);
   out->step = (burst_step_costs_t){.data_us_per_sample = v[0], .loss_us_per_sample = v[1], .step_us = v[2]};
   free(s.ids);

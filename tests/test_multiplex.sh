@@ -146,12 +146,15 @@ tap_ok $? "killing the background job (kill -9) leaves the foreground job: exit 
 # (the foreground is data parallel here: never idle, so its background cannot finish before the kill)
 for policy in stop continue; do
   timeout 300 "$mpiexec" -n 2 $FG --foreground -D parallel.mode=dp -D run.steps=100000 -D multiplex.channel=$chan-$policy \
-    -D "run.out_dir=$tap_tmp/fgk-$policy" >/dev/null 2>&1 &
+    -D "run.out_dir=$tap_tmp/fgk-$policy" >"$tap_tmp/fgk-$policy.txt" 2>&1 &
   fg_pid=$!
   timeout 300 "$mpiexec" -n 2 $BG --background -D run.steps=60 -D multiplex.channel=$chan-$policy \
     -D multiplex.on_foreground_end=$policy -D "run.out_dir=$tap_tmp/bgk-$policy" >"$tap_tmp/bgk-$policy.txt" 2>&1 &
   bg_pid=$!
+  # both attached before the kill, so the case kills a partner (on a loaded machine the foreground
+  # can start seconds after the background)
   tap_wait_until 120 grep -q "multiplex: background on channel" "$tap_tmp/bgk-$policy.txt"
+  tap_wait_until 120 grep -q "multiplex: foreground on channel" "$tap_tmp/fgk-$policy.txt"
   sleep 1
   pkill -KILL -f "^$SURGE_TRAIN .*run.out_dir=$tap_tmp/fgk-$policy( |\$)"
   wait $fg_pid
@@ -165,6 +168,7 @@ for policy in stop continue; do
     [ $rc = 0 ] && [ "$steps" = 60 ] && grep -q "continuing at full speed" "$tap_tmp/bgk-$policy.txt"
     tap_ok $? "foreground killed, on_foreground_end = continue: the background finishes its 60 steps (${steps:-none}), exit $rc"
   fi
+  [ $rc = 0 ] || tap_diag "the background's last lines:" "$(tail -n 5 "$tap_tmp/bgk-$policy.txt")"
 done
 
 # ---- errors

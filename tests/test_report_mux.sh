@@ -231,10 +231,18 @@ tap_ok $? "columns role and foreground / background / total samples/s: $(head -n
 want="foreground none background "
 [ "$(column role "$tap_tmp/table.txt")" = "$want" ]
 tap_ok $? "roles: $(column role "$tap_tmp/table.txt")"
-want="$(printf '%.1f' "$(h5attr "$fg" /multiplex/foreground_samples_per_sec)") - $(printf '%.1f' "$(h5attr "$b1" /multiplex/foreground_samples_per_sec)") "
+# cell LOG ATTRIBUTE: a /multiplex attribute as the table shows it, %.1f or "-" when never measured
+# (a background that finished no step while its foreground ran has no foreground rate: NaN)
+cell() {
+  case $(h5attr "$1" "/multiplex/$2") in
+    nan | -nan) printf -- - ;;
+    *) printf '%.1f' "$(h5attr "$1" "/multiplex/$2")" ;;
+  esac
+}
+want="$(cell "$fg" foreground_samples_per_sec) - $(cell "$b1" foreground_samples_per_sec) "
 [ "$(column foreground_samples_per_sec "$tap_tmp/table.txt")" = "$want" ]
 tap_ok $? "foreground samples/s from /multiplex, none for the run alone: $want"
-want="$(printf '%.1f' "$(h5attr "$fg" /multiplex/total_samples_per_sec)") - $(printf '%.1f' "$(h5attr "$b1" /multiplex/total_samples_per_sec)") "
+want="$(cell "$fg" total_samples_per_sec) - $(cell "$b1" total_samples_per_sec) "
 [ "$(column total_samples_per_sec "$tap_tmp/table.txt")" = "$want" ]
 tap_ok $? "total samples/s: $want"
 # sps LOG: samples/s of the summary, sum(samples_per_sec * step_time) / sum(step_time)

@@ -175,7 +175,7 @@ static void bench_one(const char *model, const dp_rate_t *dp) {
   float *warm = xcalloc((size_t)3 * w * w, sizeof(float)); /* A, B, C: (w, w) each, freed below */
   backend_cpu.gemm(0, 0, w, w, w, 1.0f, warm, w, warm + (size_t)w * w, w, 0.0f, warm + (size_t)2 * w * w, w);
   free(warm);
-  comm_t world; /* its communicator's collective modules (3.4 MiB in Open MPI) are MPI's, not the model's */
+  comm_t world; /* creating the communicator takes 3.4 MiB (Open MPI's): MPI's memory, not the model's */
   comm_world(&world);
   double baseline = rss_now_mib(); /* MPI, HDF5, OpenBLAS and the program itself */
   trainer_t t;

@@ -170,9 +170,9 @@ CPU_AVX512 static void pad_planes(const dgeom_t *g, int n, const float *img, con
         __mmask16 keep = y ? _mm512_cmp_ps_mask(_mm512_loadu_ps(y + w), zero, _CMP_GT_OQ) : (__mmask16)0xffff;
         _mm512_storeu_ps(row + w, _mm512_maskz_loadu_ps(keep, src + w));
       }
-      __mmask16 tail = lanes(g->W - w);
-      if (y) tail &= _mm512_cmp_ps_mask(_mm512_maskz_loadu_ps(tail, y + w), zero, _CMP_GT_OQ);
-      _mm512_mask_storeu_ps(row + w, lanes(g->W - w), _mm512_maskz_loadu_ps(tail, src + w));
+      const __mmask16 tail = lanes(g->W - w);
+      const __mmask16 keep = y ? tail & _mm512_cmp_ps_mask(_mm512_maskz_loadu_ps(tail, y + w), zero, _CMP_GT_OQ) : tail;
+      _mm512_mask_storeu_ps(row + w, tail, _mm512_maskz_loadu_ps(keep, src + w));
       /* this row's right pad and the next one's left pad */
       if (gap) _mm512_mask_storeu_ps(row + g->W, lanes(gap < VL ? (int)gap : VL), zero);
       for (size_t i = VL; i < gap; i++) row[g->W + i] = 0.0f;

@@ -18,7 +18,6 @@ size_t cuda_conv_workspace(const conv_shape_t *s) {
   return 0;
 }
 
-
 /* Samples per chunk of B. */
 static int chunk_of(const conv_shape_t *s, int B) {
   size_t per = (size_t)s->C * s->KH * s->KW * s->OH * s->OW * sizeof(float);

@@ -200,8 +200,9 @@ void burst_exec_init(burst_exec_t *ex, const burst_plan_t *plan, const graph_t *
   size_t xs = out_floats(g, 0), ys = (size_t)g->targets_per_sample;
   ex->x = xcalloc(surge_mul_size((size_t)ex->window, xs, "input batch"), sizeof(float));
   ex->y = xcalloc(surge_mul_size((size_t)ex->window, ys, "target batch"), sizeof(float));
-  ex->recv = be->alloc(recv_floats(ex));
-  ex->m.act_floats += recv_floats(ex);
+  size_t recv = recv_floats(ex);
+  ex->recv = be->alloc(recv);
+  ex->m.act_floats += recv;
   make_sync(ex, sync);
 }
 

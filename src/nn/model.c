@@ -144,7 +144,8 @@ void model_set_batch(model_t *m, const float *x_host, const float *y_host, int B
 }
 
 void model_zero_act_grad(model_t *m, int i, int B) {
-  if (m->dact[i] && B > 0 && m->fused[i] <= 0) /* a fused conv's is its ReLU's, zeroed with it */ m->be->fill(m->dact[i], (size_t)B * shape_size(m->g->l[i].out), 0.0f);
+  /* a fused conv's gradient is its ReLU's, zeroed with it */
+  if (m->dact[i] && B > 0 && m->fused[i] <= 0) m->be->fill(m->dact[i], (size_t)B * shape_size(m->g->l[i].out), 0.0f);
 }
 
 void model_zero_grads_rows(model_t *m, const int *rows) {

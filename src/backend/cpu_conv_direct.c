@@ -154,34 +154,45 @@ static void pack_weights(const conv_shape_t *s, const float *w, int flipped, flo
 /* Mask of the first n (<= 16) lanes. */
 static inline __mmask16 lanes(int n) { return (__mmask16)((1u << n) - 1u); }
 
-/* xp (n planes of g->plane) = the n channels (H, W) of img, zero padded: the lead and the pad rows
- * above, each row's pads left and right, the pad rows below and the slack are zeroed, the rest is
- * copied. The padded image of a plane starts at its offset g->lead. Where relu_y (n planes like
+/* The padded plane in chunks of 16 floats: chunk i's lanes that hold pixels (the rest are pad
+ * zeros), in its low 16 bits, and how many (the pixels it takes from the image) above them. The
+ * pattern is the geometry's, the same for every plane: made once per call, plane/16 entries. */
+static uint32_t *pad_chunks(const dgeom_t *g) {
+  const size_t n = g->plane / VL, body = (size_t)g->Hp * g->Wp;
+  uint32_t *chunk = xmalloc(n * sizeof *chunk);
+  for (size_t i = 0; i < n; i++) {
+    uint32_t mask = 0, count = 0;
+    for (int l = 0; l < VL; l++) {
+      const size_t at = i * VL + (size_t)l; /* u = at - lead: position in the padded image */
+      if (at < g->lead || at - g->lead >= body) continue;
+      const size_t u = at - g->lead, r = u / (size_t)g->Wp, col = u % (size_t)g->Wp;
+      if (r >= (size_t)g->p && r < (size_t)(g->p + g->H) && col >= (size_t)g->p) mask |= 1u << l, count++;
+    }
+    chunk[i] = mask | count << 16;
+  }
+  return chunk;
+}
+
+/* xp (n planes of g->plane) = the n channels (H, W) of img, zero padded, one expanding load and
+ * one aligned store per 16 floats of a plane (chunk from pad_chunks). Where relu_y (n planes like
  * img) is not NULL, a value is copied only where relu_y > 0, else 0 (a fused ReLU's backward). */
-CPU_AVX512 static void pad_planes(const dgeom_t *g, int n, const float *img, const float *relu_y, float *xp) {
-  const size_t top = g->lead + (size_t)g->p * g->Wp + g->p, gap = (size_t)g->p;
+CPU_AVX512 static void pad_planes(const dgeom_t *g, const uint32_t *chunk, int n, const float *img,
+                                  const float *relu_y, float *xp) {
+  const size_t chunks = g->plane / VL;
   const __m512 zero = _mm512_setzero_ps();
   for (int c = 0; c < n; c++) {
     float *dst = xp + (size_t)c * g->plane;
     const float *src = img + (size_t)c * g->H * g->W, *y = relu_y ? relu_y + (size_t)c * g->H * g->W : NULL;
-    for (size_t i = 0; i < top; i += VL) _mm512_mask_storeu_ps(dst + i, lanes(top - i < VL ? (int)(top - i) : VL), zero);
-    float *row = dst + top;
-    for (int h = 0; h < g->H; h++, row += g->Wp, src += g->W, y = y ? y + g->W : NULL) {
-      int w = 0;
-      for (; w + VL <= g->W; w += VL) {
-        __mmask16 keep = y ? _mm512_cmp_ps_mask(_mm512_loadu_ps(y + w), zero, _CMP_GT_OQ) : (__mmask16)0xffff;
-        _mm512_storeu_ps(row + w, _mm512_maskz_loadu_ps(keep, src + w));
+    for (size_t i = 0; i < chunks; i++) {
+      const __mmask16 m = (__mmask16)chunk[i];
+      __m512 v = _mm512_maskz_expandloadu_ps(m, src);
+      if (y) {
+        v = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(_mm512_maskz_expandloadu_ps(m, y), zero, _CMP_GT_OQ), v);
+        y += chunk[i] >> 16;
       }
-      const __mmask16 tail = lanes(g->W - w);
-      const __mmask16 keep = y ? tail & _mm512_cmp_ps_mask(_mm512_maskz_loadu_ps(tail, y + w), zero, _CMP_GT_OQ) : tail;
-      _mm512_mask_storeu_ps(row + w, tail, _mm512_maskz_loadu_ps(keep, src + w));
-      /* this row's right pad, which is the next one's left pad */
-      if (gap) _mm512_mask_storeu_ps(row + g->W, lanes(gap < VL ? (int)gap : VL), zero);
-      for (size_t i = VL; i < gap; i++) row[g->W + i] = 0.0f;
+      src += chunk[i] >> 16;
+      _mm512_store_ps(dst + i * VL, v);
     }
-    float *z = row - g->p, *end = dst + g->plane; /* below: last row's tail, pad rows, slack */
-    for (; z + VL <= end; z += VL) _mm512_storeu_ps(z, zero);
-    for (; z < end; z++) *z = 0.0f;
   }
 }
 
@@ -363,11 +374,13 @@ void cpu_conv_direct_fwd(const conv_shape_t *s, int B, const float *x, const flo
   dws_t d = dws_split(s, &g, 1, ws);
   (void)ws_n; /* the caller checked it with cpu_conv_direct_blocks */
   pack_weights(s, w, 0, d.wf);
+  uint32_t *chunk = pad_chunks(&g);
   const size_t in_n = (size_t)s->C * s->H * s->W, out_n = (size_t)s->O * s->H * s->W;
   for (int b = 0; b < B; b++) {
-    pad_planes(&g, s->C, x + (size_t)b * in_n, NULL, d.xp);
+    pad_planes(&g, chunk, s->C, x + (size_t)b * in_n, NULL, d.xp);
     direct_image(&g, s->C, s->O, d.xp, d.wf, bias, relu, 0, y + (size_t)b * out_n);
   }
+  free(chunk);
 #else
   (void)s, (void)B, (void)x, (void)w, (void)bias, (void)relu, (void)y, (void)ws, (void)ws_n;
 #endif
@@ -384,12 +397,13 @@ void cpu_conv_direct_bwd(const conv_shape_t *s, int B, const float *x, const flo
   if (dw)
     for (size_t i = 0; i < (size_t)s->O * ckk; i++) d.dw_acc[i] = 0.0;
   double *db_acc = xcalloc((size_t)s->O, sizeof *db_acc);
+  uint32_t *chunk = pad_chunks(&g);
   for (int b0 = 0; b0 < B; b0 += nb) {
     const int n = B - b0 < nb ? B - b0 : nb;
     for (int j = 0; j < n; j++) {
       const float *dyj = dy + (size_t)(b0 + j) * out_n, *yj = relu_y ? relu_y + (size_t)(b0 + j) * out_n : NULL;
-      pad_planes(&g, s->O, dyj, yj, d.dyp + (size_t)j * s->O * g.plane);
-      if (dw) pad_planes(&g, s->C, x + (size_t)(b0 + j) * in_n, NULL, d.xp + (size_t)j * s->C * g.plane);
+      pad_planes(&g, chunk, s->O, dyj, yj, d.dyp + (size_t)j * s->O * g.plane);
+      if (dw) pad_planes(&g, chunk, s->C, x + (size_t)(b0 + j) * in_n, NULL, d.xp + (size_t)j * s->C * g.plane);
       if (db)
         for (int o = 0; o < s->O; o++)
           db_acc[o] += plane_sum_d(dyj + (size_t)o * HW, yj ? yj + (size_t)o * HW : NULL, HW);
@@ -405,6 +419,7 @@ void cpu_conv_direct_bwd(const conv_shape_t *s, int B, const float *x, const flo
   if (db)
     for (int o = 0; o < s->O; o++) db[o] = (float)((double)db[o] + db_acc[o]);
   free(db_acc);
+  free(chunk);
 #else
   (void)s, (void)B, (void)x, (void)w, (void)dy, (void)relu_y, (void)dx, (void)dw, (void)db, (void)ws, (void)ws_n;
 #endif

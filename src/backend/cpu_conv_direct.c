@@ -15,9 +15,11 @@
  *               8 broadcasts of packed weights, 24 FMAs; epilogue adds the bias (ReLU) on the way out
  *   input grad  the same tiles over the padded dy with the kernel flipped and transposed
  *               (dx = conv(dy, W') for a stride-1 same convolution), added into dx
- *   weight grad tile of 4 output channels x 6 taps in 24 accumulators of 16 positions each, running
- *               over the padded dy and xp of every sample of a block; each tile is summed across
- *               its lanes once per block and added into a double accumulator
+ *   weight grad dy is transposed to dyT (position, O) and each position's 16..64 output channels
+ *               are one to four vectors; a tile of those times 2..8 segments of 3 taps (24
+ *               accumulators, each lane its own output channel and tap) takes per position the
+ *               dyT vectors and one broadcast input value per tap: no lane sums, aligned loads only.
+ *               Every ~400 positions the tile is added into a double accumulator dwT (tap, O)
  *
  * Used only where the CPU has AVX-512F and the workspace holds the padded images; otherwise
  * cpu_conv_batch.c lowers to GEMMs. */
@@ -35,7 +37,7 @@
 #define CPU_DIRECT_BUILT 0
 #endif
 
-enum { DMR = 8, DNR = 48, WMR = 4, WNK = 6, VL = 16 };
+enum { DMR = 8, DNR = 48, VL = 16 };
 
 /* Geometry of one direct convolution (channels `cin` in, `cout` out; both directions). */
 typedef struct dgeom {
@@ -59,18 +61,21 @@ static dgeom_t dgeom(const conv_shape_t *s) {
 
 static size_t round8(int n) { return (size_t)(n + 7) / 8 * 8; }
 
+static size_t round16(int n) { return (size_t)(n + 15) / 16 * 16; }
+
 /* Workspace layout: packed forward weights, packed flipped weights, the double weight-gradient
- * sum (O, CKK), then per sample of a block its padded x (C planes) and padded dy (O planes). */
+ * sum transposed (CKK, round16(O)), then per sample of a block its padded x (C planes), padded dy
+ * (O planes) and transposed dy (H*W positions of round16(O)). */
 typedef struct dws {
   float *wf, *wb;
-  double *dw_acc;
-  float *xp, *dyp; /* nb samples each: x planes (C*plane per sample), dy planes (O*plane) */
+  double *dwT;
+  float *xp, *dyp, *dyT; /* nb samples each: x planes (C*plane per sample), dy planes (O*plane), dyT */
 } dws_t;
 
 static size_t dws_floats(const conv_shape_t *s, const dgeom_t *g, int nb) {
-  size_t kk = (size_t)s->KH * s->KW, ckk = (size_t)s->C * kk;
-  return round8(s->O) * ckk + round8(s->C) * (size_t)s->O * kk + 2 * (size_t)s->O * ckk +
-         (size_t)nb * ((size_t)s->C + s->O) * g->plane + 4 * 16;
+  size_t kk = (size_t)s->KH * s->KW, ckk = (size_t)s->C * kk, op = round16(s->O);
+  return round8(s->O) * ckk + round8(s->C) * (size_t)s->O * kk + 2 * ckk * op +
+         (size_t)nb * (((size_t)s->C + s->O) * g->plane + (size_t)g->H * g->W * op) + 6 * 16;
 }
 
 #if CPU_DIRECT_BUILT
@@ -80,9 +85,10 @@ static dws_t dws_split(const conv_shape_t *s, const dgeom_t *g, int nb, float *w
   dws_t d;
   d.wf = cpu_ws_take(&at, round8(s->O) * ckk);
   d.wb = cpu_ws_take(&at, round8(s->C) * (size_t)s->O * kk);
-  d.dw_acc = (double *)cpu_ws_take(&at, 2 * (size_t)s->O * ckk);
+  d.dwT = (double *)cpu_ws_take(&at, 2 * ckk * round16(s->O));
   d.xp = cpu_ws_take(&at, (size_t)nb * s->C * g->plane); /* planes are whole 64-byte lines */
-  d.dyp = at;
+  d.dyp = cpu_ws_take(&at, (size_t)nb * s->O * g->plane);
+  d.dyT = at;
   return d;
 }
 #endif
@@ -100,9 +106,9 @@ int cpu_has_avx512(void) {
 int cpu_has_avx512(void) { return 0; }
 #endif
 
-/* Positions per weight-gradient block: each tile's 24 lane sums are reduced once per block, so a
- * longer block spends less on reductions, but past about 1600 positions (2 samples of 28x28, 8 of
- * 14x14) its dy rows no longer stay in L1 (measured); the float sums stay short (about 100 terms a lane). */
+/* Positions per block of the backward pass: the weight gradient's tiles each stream the block's
+ * padded x and dyT from L2, so a block is as long as stays there comfortably; 800 and 3200 ran
+ * slower than 1600 (2 samples of 28x28, 8 of 14x14) on vgg-mini (measured side by side). */
 enum { DIRECT_BLOCK_POSITIONS = 1600 };
 
 static int direct_applies(const conv_shape_t *s) {
@@ -319,50 +325,170 @@ CPU_AVX512 static void direct_image(const dgeom_t *g, int cin, int cout, const f
   }
 }
 
-#define WG_FMA(t)                                                                                  \
-  {                                                                                                \
-    const __m512 xv = _mm512_loadu_ps(x + koff[t] + q);                                            \
-    a0##t = _mm512_fmadd_ps(d0, xv, a0##t), a1##t = _mm512_fmadd_ps(d1, xv, a1##t);                \
-    a2##t = _mm512_fmadd_ps(d2, xv, a2##t), a3##t = _mm512_fmadd_ps(d3, xv, a3##t);                \
+/* r[i] = column i of the 16x16 block whose rows were r[0..15]. */
+CPU_AVX512 static inline void transpose16(__m512 r[16]) {
+  __m512 t[16];
+  for (int i = 0; i < 8; i++) { /* pairs of rows interleaved within 128-bit lanes */
+    t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
   }
-#define WG_SUM(i, t) sums[i][t] = _mm512_reduce_add_ps(a##i##t)
-#define WG_SUM_ROW(i) WG_SUM(i, 0), WG_SUM(i, 1), WG_SUM(i, 2), WG_SUM(i, 3), WG_SUM(i, 4), WG_SUM(i, 5)
+  for (int i = 0; i < 4; i++) { /* quads of rows: r[4i+k] holds, per 128-bit lane L, column 4L+k */
+    const __m512d a = _mm512_castps_pd(t[4 * i]), b = _mm512_castps_pd(t[4 * i + 1]),
+                  c = _mm512_castps_pd(t[4 * i + 2]), d = _mm512_castps_pd(t[4 * i + 3]);
+    r[4 * i] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c));
+    r[4 * i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c));
+    r[4 * i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, d));
+    r[4 * i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d));
+  }
+  for (int k = 0; k < 4; k++) { /* 128-bit lanes gathered across the quads, in two steps */
+    t[k] = _mm512_shuffle_f32x4(r[k], r[4 + k], 0x88);
+    t[4 + k] = _mm512_shuffle_f32x4(r[k], r[4 + k], 0xdd);
+    t[8 + k] = _mm512_shuffle_f32x4(r[8 + k], r[12 + k], 0x88);
+    t[12 + k] = _mm512_shuffle_f32x4(r[8 + k], r[12 + k], 0xdd);
+  }
+  for (int k = 0; k < 4; k++) {
+    r[k] = _mm512_shuffle_f32x4(t[k], t[8 + k], 0x88);
+    r[8 + k] = _mm512_shuffle_f32x4(t[k], t[8 + k], 0xdd);
+    r[4 + k] = _mm512_shuffle_f32x4(t[4 + k], t[12 + k], 0x88);
+    r[12 + k] = _mm512_shuffle_f32x4(t[4 + k], t[12 + k], 0xdd);
+  }
+}
 
-/* Weight gradient of a block of n samples: dw_acc (O, C*k*k) += sum over samples and positions of
- * dy (padded, read on the padded-width grid) times the input under each tap. */
-CPU_AVX512 static void direct_wgrad(const conv_shape_t *s, const dgeom_t *g, int n, const float *xp, const float *dyp,
-                                    double *dw_acc) {
-  const int kk = g->k * g->k, ckk = s->C * kk;
-  const size_t shift = g->lead + (size_t)g->p * g->Wp + g->p; /* dy(oh, ow) at plane + shift + oh*Wp + ow */
-  const int qv = (g->Q + VL - 1) / VL * VL;        /* past Q the padded dy is zero */
-  size_t koff[WNK];
-  const float *drow[WMR];
-  float sums[WMR][WNK];
-  for (int o0 = 0; o0 < s->O; o0 += WMR)
-    for (int t0 = 0; t0 < ckk; t0 += WNK) {
-      for (int t = 0; t < WNK; t++) { /* taps past the last repeat it; their sums are dropped */
-        const int tap = t0 + t < ckk ? t0 + t : ckk - 1, c = tap / kk, kh = tap % kk / g->k, kw = tap % g->k;
-        koff[t] = (size_t)c * g->plane + g->lead + (size_t)kh * g->Wp + kw;
+/* dyT (H*W positions, round16(O)) = the padded dy planes (O of them, read at their pixels),
+ * transposed 16 channels x up to 16 positions of a row at a time; channels past O are zero. */
+CPU_AVX512 static void transpose_dy(const dgeom_t *g, int O, const float *dyp, float *dyT) {
+  const size_t op = round16(O), shift = g->lead + (size_t)g->p * g->Wp + g->p;
+  __m512 r[16];
+  for (int o0 = 0; o0 < O; o0 += VL)
+    for (int oh = 0; oh < g->H; oh++)
+      for (int w0 = 0; w0 < g->W; w0 += VL) {
+        const int n = g->W - w0 < VL ? g->W - w0 : VL;
+        for (int i = 0; i < VL; i++)
+          r[i] = o0 + i < O ? _mm512_maskz_loadu_ps(lanes(n), dyp + (size_t)(o0 + i) * g->plane + shift +
+                                                                  (size_t)oh * g->Wp + w0)
+                            : _mm512_setzero_ps();
+        transpose16(r);
+        float *out = dyT + ((size_t)oh * g->W + w0) * op + o0;
+        for (int i = 0; i < n; i++) _mm512_store_ps(out + (size_t)i * op, r[i]);
       }
-      __m512 a00 = _mm512_setzero_ps(), a01 = a00, a02 = a00, a03 = a00, a04 = a00, a05 = a00, a10 = a00, a11 = a00,
-             a12 = a00, a13 = a00, a14 = a00, a15 = a00, a20 = a00, a21 = a00, a22 = a00, a23 = a00, a24 = a00,
-             a25 = a00, a30 = a00, a31 = a00, a32 = a00, a33 = a00, a34 = a00, a35 = a00;
-      for (int j = 0; j < n; j++) {
-        const float *x = xp + (size_t)j * s->C * g->plane;
-        for (int i = 0; i < WMR; i++) { /* rows past the last channel repeat it; dropped too */
-          const int o = o0 + i < s->O ? o0 + i : s->O - 1;
-          drow[i] = dyp + ((size_t)j * s->O + o) * g->plane + shift;
+}
+
+/* What a weight-gradient tile reads: the block's padded x (xstride floats per sample) and dyT
+ * (ostride = round16(O) floats per position), and the output rows [i0, i1) it runs over (row i:
+ * sample i / H, output row i % H); and where it adds: dwT (CKK, ostride) in double. */
+typedef struct wg_args {
+  const dgeom_t *g;
+  const float *xp, *dyT;
+  size_t xstride, ostride;
+  int i0, i1;
+  double *dwT;
+} wg_args_t;
+
+/* A tile of R vectors of 16 output channels (from o0) by NS segments of 3 taps: segment s reads x
+ * at offset koff[s] from the output position, its taps tap0[s] + 0..ntap[s]-1 (ntap 0: a filler
+ * whose sums are dropped). dwT[tap][o] += the tile's float sums over the rows, in double. */
+CPU_AVX512 static inline __attribute__((always_inline)) void wg_tile(const wg_args_t *a, int o0, const size_t *koff,
+                                                                      const int *tap0, const int *ntap, const int R,
+                                                                      const int NS) {
+  const dgeom_t *g = a->g;
+  __m512 acc[8][3][4];
+#pragma GCC unroll 8
+  for (int s = 0; s < NS; s++)
+#pragma GCC unroll 3
+    for (int t = 0; t < 3; t++)
+#pragma GCC unroll 4
+      for (int r = 0; r < R; r++) acc[s][t][r] = _mm512_setzero_ps();
+  const float *d = a->dyT + (size_t)a->i0 * g->W * a->ostride + o0;
+  for (int i = a->i0; i < a->i1; i++) {
+    const float *xr = a->xp + (size_t)(i / g->H) * a->xstride + (size_t)(i % g->H) * g->Wp;
+    const float *xs[8]; /* each segment's input at this position */
+#pragma GCC unroll 8
+    for (int s = 0; s < NS; s++) xs[s] = xr + koff[s];
+    for (int ow = 0; ow < g->W; ow++, d += a->ostride) {
+      __m512 dv[4];
+#pragma GCC unroll 4
+      for (int r = 0; r < R; r++) dv[r] = _mm512_load_ps(d + 16 * r);
+#pragma GCC unroll 8
+      for (int s = 0; s < NS; s++) {
+#pragma GCC unroll 3
+        for (int t = 0; t < 3; t++) {
+          const __m512 b = _mm512_set1_ps(xs[s][t]);
+#pragma GCC unroll 4
+          for (int r = 0; r < R; r++) acc[s][t][r] = _mm512_fmadd_ps(dv[r], b, acc[s][t][r]);
         }
-        for (int q = 0; q < qv; q += VL) {
-          const __m512 d0 = _mm512_load_ps(drow[0] + q), d1 = _mm512_load_ps(drow[1] + q),
-                       d2 = _mm512_load_ps(drow[2] + q), d3 = _mm512_load_ps(drow[3] + q);
-          WG_FMA(0) WG_FMA(1) WG_FMA(2) WG_FMA(3) WG_FMA(4) WG_FMA(5)
-        }
+        /* the next position's taps are this one's shifted by one: hidden from the compiler, which
+         * would otherwise carry them over in registers and broadcast them on the FMA's port rather
+         * than from memory on a load port */
+        xs[s]++;
+        __asm__("" : "+r"(xs[s]));
       }
-      WG_SUM_ROW(0), WG_SUM_ROW(1), WG_SUM_ROW(2), WG_SUM_ROW(3);
-      for (int i = 0; i < WMR && o0 + i < s->O; i++)
-        for (int t = 0; t < WNK && t0 + t < ckk; t++) dw_acc[(size_t)(o0 + i) * ckk + t0 + t] += (double)sums[i][t];
     }
+  }
+#pragma GCC unroll 8
+  for (int s = 0; s < NS; s++)
+#pragma GCC unroll 3
+    for (int t = 0; t < 3; t++)
+      if (t < ntap[s]) {
+        double *out = a->dwT + (size_t)(tap0[s] + t) * a->ostride + o0;
+#pragma GCC unroll 4
+        for (int r = 0; r < R; r++) {
+          const __m512 v = acc[s][t][r];
+          const __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
+          _mm512_store_pd(out + 16 * r, _mm512_add_pd(_mm512_load_pd(out + 16 * r),
+                                                       _mm512_cvtps_pd(_mm512_castps512_ps256(v))));
+          _mm512_store_pd(out + 16 * r + 8, _mm512_add_pd(_mm512_load_pd(out + 16 * r + 8), _mm512_cvtps_pd(hi)));
+        }
+      }
+}
+
+/* The tile shapes, 24 accumulators or 18 (3 vectors): segments per tile for R vectors. */
+static int wg_segments(int R) { return R == 1 ? 8 : R == 2 ? 4 : 2; }
+
+CPU_AVX512 static void wg_tile_r1(const wg_args_t *a, int o0, const size_t *koff, const int *tap0, const int *ntap) {
+  wg_tile(a, o0, koff, tap0, ntap, 1, 8);
+}
+CPU_AVX512 static void wg_tile_r2(const wg_args_t *a, int o0, const size_t *koff, const int *tap0, const int *ntap) {
+  wg_tile(a, o0, koff, tap0, ntap, 2, 4);
+}
+CPU_AVX512 static void wg_tile_r3(const wg_args_t *a, int o0, const size_t *koff, const int *tap0, const int *ntap) {
+  wg_tile(a, o0, koff, tap0, ntap, 3, 2);
+}
+CPU_AVX512 static void wg_tile_r4(const wg_args_t *a, int o0, const size_t *koff, const int *tap0, const int *ntap) {
+  wg_tile(a, o0, koff, tap0, ntap, 4, 2);
+}
+
+/* Positions a tile sums in float before adding into double: the float sums stay about this long
+ * whatever the batch (a row is not split: at most max(W, this)). */
+enum { WG_FLUSH_POSITIONS = 400 };
+
+/* Weight gradient of a block of n samples: dwT (C*k*k, round16(O)) += sum over samples and
+ * positions of dyT times the input under each tap. A segment is 3 taps of one input row, (c, kh,
+ * kw0..kw0+2); a kernel row of k taps is ceil(k/3) segments. */
+CPU_AVX512 static void direct_wgrad(const conv_shape_t *s, const dgeom_t *g, int n, const float *xp, const float *dyT,
+                                    double *dwT) {
+  const int k = g->k, segs_per_row = (k + 2) / 3, nseg = s->C * k * segs_per_row, vecs = (int)round16(s->O) / VL;
+  const int rows_per_flush = g->W >= WG_FLUSH_POSITIONS ? 1 : WG_FLUSH_POSITIONS / g->W;
+  void (*const tile_fn[5])(const wg_args_t *, int, const size_t *, const int *, const int *) = {
+      NULL, wg_tile_r1, wg_tile_r2, wg_tile_r3, wg_tile_r4};
+  wg_args_t a = {g, xp, dyT, (size_t)s->C * g->plane, round16(s->O), 0, 0, dwT};
+  size_t koff[8];
+  int tap0[8], ntap[8];
+  for (a.i0 = 0; a.i0 < n * g->H; a.i0 = a.i1) {
+    a.i1 = a.i0 + rows_per_flush < n * g->H ? a.i0 + rows_per_flush : n * g->H;
+    for (int v0 = 0; v0 < vecs; v0 += 4) {
+      const int R = vecs - v0 < 4 ? vecs - v0 : 4, NS = wg_segments(R);
+      for (int s0 = 0; s0 < nseg; s0 += NS) {
+        for (int j = 0; j < NS; j++) { /* segments past the last read its input; their sums are dropped */
+          const int seg = s0 + j < nseg ? s0 + j : nseg - 1, row = seg / segs_per_row, kw0 = seg % segs_per_row * 3;
+          const int c = row / k, kh = row % k;
+          koff[j] = (size_t)c * g->plane + g->lead + (size_t)kh * g->Wp + kw0;
+          tap0[j] = (c * k + kh) * k + kw0;
+          ntap[j] = s0 + j < nseg ? (k - kw0 < 3 ? k - kw0 : 3) : 0;
+        }
+        tile_fn[R](&a, v0 * VL, koff, tap0, ntap);
+      }
+    }
+  }
 }
 
 #endif /* CPU_DIRECT_BUILT */
@@ -394,8 +520,9 @@ void cpu_conv_direct_bwd(const conv_shape_t *s, int B, const float *x, const flo
   dws_t d = dws_split(s, &g, nb, ws);
   const size_t in_n = (size_t)s->C * s->H * s->W, out_n = (size_t)s->O * s->H * s->W, HW = (size_t)s->H * s->W;
   if (dx) pack_weights(s, w, 1, d.wb);
+  const size_t op = round16(s->O), HW_op = (size_t)s->H * s->W * op;
   if (dw)
-    for (size_t i = 0; i < (size_t)s->O * ckk; i++) d.dw_acc[i] = 0.0;
+    for (size_t i = 0; i < (size_t)ckk * op; i++) d.dwT[i] = 0.0;
   double *db_acc = xcalloc((size_t)s->O, sizeof *db_acc);
   uint32_t *chunk = pad_chunks(&g);
   for (int b0 = 0; b0 < B; b0 += nb) {
@@ -403,19 +530,21 @@ void cpu_conv_direct_bwd(const conv_shape_t *s, int B, const float *x, const flo
     for (int j = 0; j < n; j++) {
       const float *dyj = dy + (size_t)(b0 + j) * out_n, *yj = relu_y ? relu_y + (size_t)(b0 + j) * out_n : NULL;
       pad_planes(&g, chunk, s->O, dyj, yj, d.dyp + (size_t)j * s->O * g.plane);
+      if (dw) transpose_dy(&g, s->O, d.dyp + (size_t)j * s->O * g.plane, d.dyT + (size_t)j * HW_op);
       if (dw) pad_planes(&g, chunk, s->C, x + (size_t)(b0 + j) * in_n, NULL, d.xp + (size_t)j * s->C * g.plane);
       if (db)
         for (int o = 0; o < s->O; o++)
           db_acc[o] += plane_sum_d(dyj + (size_t)o * HW, yj ? yj + (size_t)o * HW : NULL, HW);
     }
-    if (dw) direct_wgrad(s, &g, n, d.xp, d.dyp, d.dw_acc);
+    if (dw) direct_wgrad(s, &g, n, d.xp, d.dyT, d.dwT);
     if (dx)
       for (int j = 0; j < n; j++)
         direct_image(&g, s->O, s->C, d.dyp + (size_t)j * s->O * g.plane, d.wb, NULL, 0, 1,
                      dx + (size_t)(b0 + j) * in_n);
   }
   if (dw)
-    for (size_t i = 0; i < (size_t)s->O * ckk; i++) dw[i] = (float)((double)dw[i] + d.dw_acc[i]);
+    for (int o = 0; o < s->O; o++)
+      for (int t = 0; t < ckk; t++) dw[(size_t)o * ckk + t] = (float)((double)dw[(size_t)o * ckk + t] + d.dwT[(size_t)t * op + o]);
   if (db)
     for (int o = 0; o < s->O; o++) db[o] = (float)((double)db[o] + db_acc[o]);
   free(db_acc);

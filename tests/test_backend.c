@@ -336,6 +336,22 @@ static double run_relu_bwd(const backend_t *be, const void *ctx, float **out) {
   be->relu_bwd(v->n, v->x, v->y, out[0]);
   return 0.0;
 }
+static double run_add_relu_fwd(const backend_t *be, const void *ctx, float **out) {
+  const vec_ctx_t *v = ctx;
+  be->add_relu_fwd(v->n, v->x, v->y, out[0]);
+  return 0.0;
+}
+/* x as the fused ReLU's output (the mask), y as its gradient, into two inputs' gradients */
+static double run_add_relu_bwd(const backend_t *be, const void *ctx, float **out) {
+  const vec_ctx_t *v = ctx;
+  be->add_relu_bwd(v->n, v->x, v->y, out[0], out[1]);
+  return 0.0;
+}
+static double run_add_relu_bwd_one(const backend_t *be, const void *ctx, float **out) {
+  const vec_ctx_t *v = ctx;
+  be->add_relu_bwd(v->n, v->x, v->y, NULL, out[0]);
+  return 0.0;
+}
 static double run_gelu_fwd(const backend_t *be, const void *ctx, float **out) {
   const vec_ctx_t *v = ctx;
   be->gelu_fwd(v->n, v->x, out[0]);
@@ -378,6 +394,8 @@ static void test_flat_ops(size_t n) {
   FLAT_CASE(run_all_finite, OUT_WRITE, SCALAR_EXACT);
   FLAT_CASE(run_relu_fwd, OUT_WRITE, SCALAR_NONE);
   FLAT_CASE(run_relu_bwd, OUT_ACCUM, SCALAR_NONE);
+  FLAT_CASE(run_add_relu_fwd, OUT_WRITE, SCALAR_NONE);
+  FLAT_CASE(run_add_relu_bwd_one, OUT_ACCUM, SCALAR_NONE);
   FLAT_CASE(run_gelu_fwd, OUT_WRITE, SCALAR_NONE);
   FLAT_CASE(run_gelu_bwd, OUT_ACCUM, SCALAR_NONE);
   // a NaN or an Inf anywhere (here: last element, then the first) is seen by both
@@ -386,6 +404,8 @@ static void test_flat_ops(size_t n) {
   x[0] = NAN;
   FLAT_CASE(run_all_finite, OUT_WRITE, SCALAR_EXACT);
 #undef FLAT_CASE
+  snprintf(label, sizeof label, "add_relu_bwd n=%zu", n);
+  compare_backends(&(op_case_t){label, run_add_relu_bwd, &v, 2, {{"da", n, OUT_ACCUM, 0, y0}, {"db", n, OUT_ACCUM, 0, x}}, 0});
   tfree(x);
   tfree(y);
   tfree(y0);
@@ -1005,6 +1025,12 @@ static void test_by_hand(const backend_t *be) {
   tap_ok(all_near(y, (float[]){0, 0, 2}, 3, 0), "%s: relu [-1,0,2] = [0,0,2]", nm);
   be->relu_bwd(3, x, (float[]){5, 5, 5}, dx);
   tap_ok(all_near(dx, (float[]){1, 1, 6}, 3, 0), "%s: relu_bwd adds dy where x > 0", nm);
+  be->add_relu_fwd(3, x, (float[]){0.5f, 0, -1}, y);
+  tap_ok(all_near(y, (float[]){0, 0, 1}, 3, 0), "%s: relu([-1,0,2] + [0.5,0,-1]) = [0,0,1]", nm);
+  float db[3] = {0, 0, 0};
+  be->add_relu_bwd(3, y, (float[]){5, 5, 5}, dx, db);
+  tap_ok(all_near(dx, (float[]){1, 1, 11}, 3, 0) && all_near(db, (float[]){0, 0, 5}, 3, 0),
+         "%s: add_relu_bwd adds dy where y > 0 into both inputs' gradients", nm);
   be->gelu_fwd(2, (float[]){0, 1}, y);
   tap_ok(y[0] == 0.0f && near(y[1], 0.841192, 1e-6), "%s: gelu(0) = %g, gelu(1) = %.6f", nm, y[0], y[1]);
   dx[0] = 0;

@@ -142,6 +142,10 @@ typedef struct backend {
   /* ---- activations (n elements) */
   void (*relu_fwd)(size_t n, const float *x, float *y);
   void (*relu_bwd)(size_t n, const float *x, const float *dy, float *dx); /* dx += dy * (x > 0) */
+  /* a residual join and the ReLU after it as one pass each way (model_init_fused): y = relu(a + b);
+   * da += dy * (y > 0) and db likewise, each skipped where NULL */
+  void (*add_relu_fwd)(size_t n, const float *a, const float *b, float *y);
+  void (*add_relu_bwd)(size_t n, const float *y, const float *dy, float *da, float *db);
   /* GELU, tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
   void (*gelu_fwd)(size_t n, const float *x, float *y);
   void (*gelu_bwd)(size_t n, const float *x, const float *dy, float *dx); /* dx += dy * gelu'(x) */

@@ -98,6 +98,33 @@ CPU_CLONES void cpu_relu_bwd(size_t n, const float *restrict x, const float *res
   }
 }
 
+CPU_CLONES void cpu_add_relu_fwd(size_t n, const float *restrict a, const float *restrict b, float *restrict y) {
+  for (size_t i = 0; i < n; i++) {
+    const float v = a[i] + b[i];
+    y[i] = v > 0.0f ? v : 0.0f;
+  }
+}
+
+static inline void cpu_add_relu_bwd2(size_t n, const float *restrict y, const float *restrict dy, float *restrict da,
+                                     float *restrict db) {
+  for (size_t i = 0; i < n; i++) {
+    const float g = y[i] > 0.0f ? dy[i] : 0.0f;
+    da[i] += g;
+    db[i] += g;
+  }
+}
+
+/* dx += dy where y > 0, into one or both inputs' gradients (the same adds as relu_bwd then axpy
+ * by 1 of its result, so bitwise the unfused pair); one pass where both are distinct */
+CPU_CLONES void cpu_add_relu_bwd(size_t n, const float *restrict y, const float *restrict dy, float *da, float *db) {
+  if (!da || !db || da == db) { /* x + x adds the gradient twice, as the unfused pair does */
+    if (da) cpu_relu_bwd(n, y, dy, da);
+    if (db) cpu_relu_bwd(n, y, dy, db);
+    return;
+  }
+  cpu_add_relu_bwd2(n, y, dy, da, db);
+}
+
 /* GELU (tanh form) through the identity 0.5 (1 + tanh(u)) = sigmoid(2u), with
  * u = sqrt(2/pi) (x + 0.044715 x^3): y = x sigmoid(2u), and with s = sigmoid(2u),
  * gelu'(x) = s + 2 x s (1 - s) du/dx. */

@@ -156,6 +156,8 @@ void cpu_bias_add_planes(int N, int C, int HW, const float *b, float *y);
 void cpu_bias_grad_planes(int N, int C, int HW, const float *dy, float *db);
 void cpu_relu_fwd(size_t n, const float *x, float *y);
 void cpu_relu_bwd(size_t n, const float *x, const float *dy, float *dx);
+void cpu_add_relu_fwd(size_t n, const float *a, const float *b, float *y);
+void cpu_add_relu_bwd(size_t n, const float *y, const float *dy, float *da, float *db);
 void cpu_gelu_fwd(size_t n, const float *x, float *y);
 void cpu_gelu_bwd(size_t n, const float *x, const float *dy, float *dx);
 

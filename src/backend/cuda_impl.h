@@ -89,6 +89,8 @@ void cuda_bias_add_planes(int N, int C, int HW, const float *b, float *y);
 void cuda_bias_grad_planes(int N, int C, int HW, const float *dy, float *db);
 void cuda_relu_fwd(size_t n, const float *x, float *y);
 void cuda_relu_bwd(size_t n, const float *x, const float *dy, float *dx);
+void cuda_add_relu_fwd(size_t n, const float *a, const float *b, float *y);
+void cuda_add_relu_bwd(size_t n, const float *y, const float *dy, float *da, float *db);
 void cuda_gelu_fwd(size_t n, const float *x, float *y);
 void cuda_gelu_bwd(size_t n, const float *x, const float *dy, float *dx);
 void cuda_maxpool_fwd(int P, int H, int W, int k, int s, const float *x, float *y, float *argmax);

@@ -122,6 +122,18 @@ static void ref_relu_bwd(size_t n, const float *x, const float *dy, float *dx) {
     if (x[i] > 0.0f) dx[i] += dy[i];
 }
 
+static void ref_add_relu_fwd(size_t n, const float *a, const float *b, float *y) {
+  for (size_t i = 0; i < n; i++) {
+    float v = a[i] + b[i];
+    y[i] = v > 0.0f ? v : 0.0f;
+  }
+}
+
+static void ref_add_relu_bwd(size_t n, const float *y, const float *dy, float *da, float *db) {
+  if (da) ref_relu_bwd(n, y, dy, da);
+  if (db) ref_relu_bwd(n, y, dy, db);
+}
+
 static const double ref_gelu_k = 0.7978845608028654; /* sqrt(2/pi) */
 static const double ref_gelu_c = 0.044715;
 
@@ -572,6 +584,8 @@ const backend_t backend_ref = {
     .bias_grad_planes = ref_bias_grad_planes,
     .relu_fwd = ref_relu_fwd,
     .relu_bwd = ref_relu_bwd,
+    .add_relu_fwd = ref_add_relu_fwd,
+    .add_relu_bwd = ref_add_relu_bwd,
     .gelu_fwd = ref_gelu_fwd,
     .gelu_bwd = ref_gelu_bwd,
     .conv_workspace = ref_conv_workspace,

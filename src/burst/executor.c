@@ -137,9 +137,9 @@ static void make_staging(burst_exec_t *ex, const backend_t *be) {
 }
 
 /* A conv2d and its ReLU fuse where both run on the same rank set: nothing moves between them. */
-static int same_set(void *arg, int conv, int relu) {
+static int same_set(void *arg, int node, int relu) {
   const burst_exec_t *ex = arg;
-  return ex->n[conv] == ex->n[relu] && ex->first[conv] == ex->first[relu];
+  return ex->n[node] == ex->n[relu] && ex->first[node] == ex->first[relu];
 }
 
 /* The slab tensors' groups and the nodes that make their gradients final, for the gradient sync:

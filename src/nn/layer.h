@@ -88,8 +88,9 @@ typedef struct layer_ctx {
   float *y;                       /* output, (B, out) */
   float *aux;                     /* (B, aux_per_sample): written by forward, read by backward */
   float *scratch;                 /* layer_scratch_floats(layer, B) floats */
-  int fuse_relu;                  /* a conv2d with its ReLU fused (model_init_fused): forward applies the ReLU
-                                   * to y; backward gets the ReLU output's gradient as dy and runs its backward */
+  int fuse_relu;                  /* a conv2d or add with its ReLU fused (model_init_fused): forward applies
+                                   * the ReLU to y; backward gets the ReLU output's gradient as dy and runs
+                                   * the ReLU's backward on the way */
   const float *w[LAYER_MAX_PARAMS]; /* parameter tensors */
   /* backward only */
   const float *dy;                /* (B, out) */

@@ -1,4 +1,5 @@
-/* Residual join: y = a + b for two inputs of one shape; the gradient flows to both unchanged. */
+/* Residual join: y = a + b for two inputs of one shape; the gradient flows to both unchanged (or,
+ * with the ReLU after it fused, y = relu(a + b) and the gradient passes where y > 0). */
 #include "nn/layer.h"
 #include "nn/layer_common.h"
 
@@ -26,11 +27,19 @@ static int add_infer(layer_t *l, char *err, size_t n) {
 }
 
 static void add_forward(const layer_t *l, const layer_ctx_t *c) {
-  c->be->add((size_t)c->B * shape_size(l->out), c->x[0], c->x[1], c->y);
+  const size_t count = (size_t)c->B * shape_size(l->out);
+  if (c->fuse_relu) /* y = relu(a + b): the ReLU after the join, fused */
+    c->be->add_relu_fwd(count, c->x[0], c->x[1], c->y);
+  else
+    c->be->add(count, c->x[0], c->x[1], c->y);
 }
 
 static void add_backward(const layer_t *l, const layer_ctx_t *c) {
-  size_t count = (size_t)c->B * shape_size(l->out);
+  const size_t count = (size_t)c->B * shape_size(l->out);
+  if (c->fuse_relu) { /* dy is the ReLU output's gradient: it passes where y > 0 */
+    c->be->add_relu_bwd(count, c->y, c->dy, c->dx[0], c->dx[1]);
+    return;
+  }
   for (int k = 0; k < 2; k++)
     if (c->dx[k])
       c->be->axpy(count, 1.0f, c->dy, c->dx[k]);

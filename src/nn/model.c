@@ -17,15 +17,16 @@ static int sole_consumer(const graph_t *g, int i) {
   return who;
 }
 
-/* Mark each conv2d whose sole consumer is a ReLU that allowed() lets it absorb: fused[conv] = relu,
- * fused[relu] = -1. Returns the pairs. A fused pair is one node both ways: the conv writes the
- * ReLU's output, and its backward takes the ReLU output's gradient and runs the ReLU's on the way
- * (conv_bwd's relu_y), so the pair has one activation and one gradient buffer. */
-static int plan_fusion(model_t *m, int (*allowed)(void *arg, int conv, int relu), void *arg) {
+/* Mark each conv2d or residual add whose sole consumer is a ReLU that allowed() lets it absorb:
+ * fused[node] = relu, fused[relu] = -1. Returns the pairs. A fused pair is one node both ways: the
+ * node writes the ReLU's output, and its backward takes the ReLU output's gradient and runs the
+ * ReLU's on the way (conv_bwd's relu_y, add_relu_bwd), so the pair has one activation and one
+ * gradient buffer. */
+static int plan_fusion(model_t *m, int (*allowed)(void *arg, int node, int relu), void *arg) {
   const graph_t *g = m->g;
   int fused = 0;
   for (int i = 1; i < g->n && allowed; i++) {
-    int j = g->l[i].kind == LAYER_CONV2D ? sole_consumer(g, i) : -1;
+    const int kind = g->l[i].kind, j = kind == LAYER_CONV2D || kind == LAYER_ADD ? sole_consumer(g, i) : -1;
     if (j < 0 || g->l[j].kind != LAYER_RELU || i == graph_output(g) || g->l[i].needs_grad != g->l[j].needs_grad ||
         !allowed(arg, i, j))
       continue;
@@ -41,7 +42,7 @@ void model_init(model_t *m, const graph_t *g, const backend_t *be, int B_cap) {
 }
 
 int model_init_fused(model_t *m, const graph_t *g, const backend_t *be, int B_cap,
-                     int (*allowed)(void *arg, int conv, int relu), void *arg) {
+                     int (*allowed)(void *arg, int node, int relu), void *arg) {
   memset(m, 0, sizeof *m);
   m->g = g;
   m->be = be;
@@ -59,11 +60,11 @@ int model_init_fused(model_t *m, const graph_t *g, const backend_t *be, int B_ca
   for (int i = 0; i < g->n; i++) {
     const layer_t *l = &g->l[i];
     size_t n = surge_mul_size((size_t)B_cap, shape_size(l->out), "activations");
-    if (m->fused[i] <= 0) { /* a fused conv writes its ReLU's buffer (below): it has none of its own */
+    if (m->fused[i] <= 0) { /* a fused node writes its ReLU's buffer (below): it has none of its own */
       m->act[i] = be->alloc(n);
       m->act_floats += n;
     }
-    if (l->needs_grad && m->fused[i] <= 0) { /* a fused conv's is its ReLU's (below) */
+    if (l->needs_grad && m->fused[i] <= 0) { /* a fused node's is its ReLU's (below) */
       m->dact[i] = be->alloc(n);
       m->act_floats += n;
     }
@@ -99,7 +100,7 @@ void model_wire_default(model_t *m) {
 void model_free(model_t *m) {
   const backend_t *be = m->be;
   for (int i = 0; i < m->g->n; i++) {
-    if (m->fused[i] <= 0) be->free(m->act[i]); /* a fused conv shares its ReLU's buffers */
+    if (m->fused[i] <= 0) be->free(m->act[i]); /* a fused node shares its ReLU's buffers */
     if (m->dact[i] && m->fused[i] <= 0) be->free(m->dact[i]);
     if (m->aux[i]) be->free(m->aux[i]);
   }
@@ -144,7 +145,7 @@ void model_set_batch(model_t *m, const float *x_host, const float *y_host, int B
 }
 
 void model_zero_act_grad(model_t *m, int i, int B) {
-  /* a fused conv's gradient is its ReLU's, zeroed with it */
+  /* a fused node's gradient is its ReLU's, zeroed with it */
   if (m->dact[i] && B > 0 && m->fused[i] <= 0) m->be->fill(m->dact[i], (size_t)B * shape_size(m->g->l[i].out), 0.0f);
 }
 

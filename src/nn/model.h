@@ -28,8 +28,8 @@ typedef struct model {
   float **aux;    /* per node: (B_cap, aux_per_sample) or NULL */
   float *(*in)[LAYER_MAX_IN];  /* per node, per input slot: (B_cap, input shape) read by forward */
   float *(*din)[LAYER_MAX_IN]; /* per node, per input slot: its gradient (+=), or NULL */
-  int *fused;     /* per node: a conv2d whose ReLU is fused into it: the ReLU node's index; that ReLU
-                   * node: -1; else 0 (model_init_fused) */
+  int *fused;     /* per node: a conv2d or add whose ReLU is fused into it: the ReLU node's index;
+                   * that ReLU node: -1; else 0 (model_init_fused) */
   float *scratch; /* max over nodes of layer scratch */
   float *targets; /* (B_cap, targets_per_sample) class ids as float */
   size_t act_floats; /* floats held by act + dact + aux + scratch (memory report) */
@@ -38,14 +38,15 @@ typedef struct model {
 } model_t;
 
 void model_init(model_t *m, const graph_t *g, const backend_t *be, int B_cap);
-/* model_init, fusing each conv2d with the ReLU that is its only consumer where allowed(arg, conv,
- * relu) says so (a layout allows it where both nodes run on the same samples): the conv's forward
- * applies the ReLU and writes the ReLU node's buffer, which both nodes share (one pass over the
- * output and one activation buffer fewer, never allocated); the ReLU's forward is nothing, and its
- * backward, masking by its own output (> 0 exactly where its input is), is unchanged. Returns the
+/* model_init, fusing each conv2d or residual add with the ReLU that is its only consumer where
+ * allowed(arg, node, relu) says so (a layout allows it where both nodes run on the same samples):
+ * the node's forward applies the ReLU and writes the ReLU node's buffer, which both share (one
+ * pass over the output fewer, and one activation and one gradient buffer fewer, never allocated);
+ * its backward takes the ReLU output's gradient and masks it by that output (> 0 exactly where
+ * the ReLU's input is) on the way; the ReLU node itself does nothing either way. Returns the
  * pairs fused. */
 int model_init_fused(model_t *m, const graph_t *g, const backend_t *be, int B_cap,
-                     int (*allowed)(void *arg, int conv, int relu), void *arg);
+                     int (*allowed)(void *arg, int node, int relu), void *arg);
 void model_free(model_t *m);
 /* Every input slot reads its producer's act and adds into its dact. */
 void model_wire_default(model_t *m);

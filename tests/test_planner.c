@@ -249,7 +249,17 @@ typedef struct brute {
   int fork_branch[2][8], nfb[2]; /* nodes of the two branches of the block (if any) */
 } brute_t;
 
+/* A fused ReLU (bgraph_node_t.tied) on its input's ranks, as every plan must keep it. */
+static int keeps_ties(const bgraph_t *bg, const burst_plan_t *pl) {
+  for (int v = 0; v < pl->nodes; v++) {
+    const int in = bg->v[v].in[0];
+    if (bg->v[v].tied && (pl->n[v] != pl->n[in] || pl->first[v] != pl->first[in])) return 0;
+  }
+  return 1;
+}
+
 static void brute_eval(brute_t *b) {
+  if (!keeps_ties(&b->bg, &b->pl)) return;
   burst_ctx_evaluate(&b->c, &b->pl);
   for (int v = 0; v < b->pl.nodes; v++)
     if (b->pl.amp[v] > b->A * (1 + 1e-12) && !(isinf(b->A))) return;
@@ -318,7 +328,7 @@ static void test_brute_force(void) {
   rng_t r;
   rng_seed(&r, 7);
   const double As[] = {1, 1.3, 2, 4, BURST_NO_LIMIT};
-  int agree = 0, total = 0, limits = 0;
+  int agree = 0, total = 0, limits = 0, tied = 0;
   /* a chain of 5: G = 8, B = 24: candidates 1 2 3 4 6 8 */
   graph_t chain;
   graph_init(&chain, shape1(8), INIT_KAIMING_UNIFORM);
@@ -347,6 +357,10 @@ static void test_brute_force(void) {
       double want = which ? brute_force(g, &p, &o, br0, 3, br1, 1) : brute_force(g, &p, &o, NULL, 0, NULL, 0);
       agree += NEAR(pl.iter_us, want);
       limits += respects_limits(&pl, o.amp);
+      bgraph_t bg;
+      bgraph_from_graph(g, "", &bg);
+      tied += keeps_ties(&bg, &pl) && (!which || bg.v[g->n - 1].tied); /* res's last ReLU follows its add */
+      bgraph_free(&bg);
       if (!NEAR(pl.iter_us, want)) tap_diag("trial %d %s: search %.6f, brute force %.6f", trial, which ? "res" : "chain", pl.iter_us, want);
       total++;
       burst_plan_free(&pl);
@@ -354,6 +368,7 @@ static void test_brute_force(void) {
     }
   }
   tap_ok(agree == total, "search equals brute force over every plan (%d of %d random profiles and limits)", agree, total);
+  tap_ok(tied == total, "the ReLU fused into the residual add runs on the add's ranks in every plan (%d of %d)", tied, total);
   tap_ok(limits == total, "every plan within the limit and the job's ranks (%d of %d)", limits, total);
   graph_free(&chain);
   graph_free(&res);

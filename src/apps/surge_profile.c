@@ -38,6 +38,11 @@ static void check_deck(const char *text, void *arg) {
   deck_parse(text, cli->deck, cli->noverrides, cli->overrides, &probe, NULL);
 }
 
+static int fuse_every_pair(void *arg, int node, int relu) {
+  (void)arg, (void)node, (void)relu;
+  return 1;
+}
+
 int main(int argc, char **argv) {
   comm_init(&argc, &argv);
   H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
@@ -73,7 +78,10 @@ int main(int argc, char **argv) {
   burst_measured_t ms;
   burst_measured_init(&ms, &g, cfg.zoo, cfg.backend, (int)cfg.global_batch, ranks, world.size, warmup, repeats);
   model_t m;
-  model_init(&m, &g, be, ms.batch[0]); /* the largest per-rank batch: the whole batch on one rank */
+  /* the largest per-rank batch (the whole batch on one rank), each fusable ReLU fused as the
+   * executor runs it: its node's row holds the pair's cost, the ReLU's the shared gradient's zeroing,
+   * and the planner keeps the two on one rank set (bgraph_node_t.tied) */
+  model_init_fused(&m, &g, be, ms.batch[0], fuse_every_pair, NULL);
   model_init_params(&m, cfg.seed);
   burst_measure_prepare(&m, ds, ms.batch[0]);
   burst_measure_compute(&m, &world, &ms);

@@ -8,6 +8,7 @@
 
 #include "burst/plan.h"
 #include "core/error.h"
+#include "nn/model.h"
 
 double burst_act_bytes(const graph_t *g, int node) { return 4.0 * (double)shape_size(g->l[node].out); }
 
@@ -97,6 +98,10 @@ void bgraph_from_graph(const graph_t *g, const char *model, bgraph_t *bg) {
     const layer_t *l = &g->l[i];
     bgraph_add(bg, l->name, layer_kind_name(l->kind), l->nin, l->in, burst_act_bytes(g, i), burst_grad_bytes(g, i),
                0);
+  }
+  for (int i = 0; i < g->n; i++) {
+    const int relu = model_fusable_relu(g, i);
+    if (relu >= 0) bg->v[relu].tied = 1;
   }
   bg->fingerprint = burst_graph_fingerprint(g);
 }

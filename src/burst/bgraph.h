@@ -23,6 +23,8 @@ typedef struct bgraph_node {
   double act_bytes;           /* bytes per sample of the output (moved by re-shards) */
   double grad_bytes;          /* gradient bytes of the node's own parameters (allreduced) */
   int line;                   /* line of the file that defined it (0: not from a file) */
+  int tied;                   /* runs on its one input's ranks: a ReLU the executor fuses into that
+                               * node (model_fusable_relu), whose profile holds the pair's cost */
 } bgraph_node_t;
 
 typedef struct bgraph {

@@ -17,6 +17,11 @@ static int sole_consumer(const graph_t *g, int i) {
   return who;
 }
 
+int model_fusable_relu(const graph_t *g, int i) {
+  const int kind = g->l[i].kind, j = kind == LAYER_CONV2D || kind == LAYER_ADD ? sole_consumer(g, i) : -1;
+  return j >= 0 && g->l[j].kind == LAYER_RELU && g->l[i].needs_grad == g->l[j].needs_grad ? j : -1;
+}
+
 /* Mark each conv2d or residual add whose sole consumer is a ReLU that allowed() lets it absorb:
  * fused[node] = relu, fused[relu] = -1. Returns the pairs. A fused pair is one node both ways: the
  * node writes the ReLU's output, and its backward takes the ReLU output's gradient and runs the
@@ -26,10 +31,8 @@ static int plan_fusion(model_t *m, int (*allowed)(void *arg, int node, int relu)
   const graph_t *g = m->g;
   int fused = 0;
   for (int i = 1; i < g->n && allowed; i++) {
-    const int kind = g->l[i].kind, j = kind == LAYER_CONV2D || kind == LAYER_ADD ? sole_consumer(g, i) : -1;
-    if (j < 0 || g->l[j].kind != LAYER_RELU || i == graph_output(g) || g->l[i].needs_grad != g->l[j].needs_grad ||
-        !allowed(arg, i, j))
-      continue;
+    const int j = model_fusable_relu(g, i);
+    if (j < 0 || !allowed(arg, i, j)) continue;
     m->fused[i] = j;
     m->fused[j] = -1;
     fused++;

@@ -47,6 +47,8 @@ void model_init(model_t *m, const graph_t *g, const backend_t *be, int B_cap);
  * pairs fused. */
 int model_init_fused(model_t *m, const graph_t *g, const backend_t *be, int B_cap,
                      int (*allowed)(void *arg, int node, int relu), void *arg);
+/* The ReLU node i may fuse with (its only consumer, after a conv2d or add i), or -1. */
+int model_fusable_relu(const graph_t *g, int i);
 void model_free(model_t *m);
 /* Every input slot reads its producer's act and adds into its dact. */
 void model_wire_default(model_t *m);

@@ -405,7 +405,8 @@ static void test_flat_ops(size_t n) {
   FLAT_CASE(run_all_finite, OUT_WRITE, SCALAR_EXACT);
 #undef FLAT_CASE
   snprintf(label, sizeof label, "add_relu_bwd n=%zu", n);
-  compare_backends(&(op_case_t){label, run_add_relu_bwd, &v, 2, {{"da", n, OUT_ACCUM, 0, y0}, {"db", n, OUT_ACCUM, 0, x}}, 0});
+  compare_backends(
+      &(op_case_t){label, run_add_relu_bwd, &v, 2, {{"da", n, OUT_ACCUM, 0, y0}, {"db", n, OUT_ACCUM, 0, x}}, 0});
   tfree(x);
   tfree(y);
   tfree(y0);
@@ -587,6 +588,7 @@ typedef struct convb_ctx {
   size_t ws_n;
   const float *x, *w, *bias, *dy;
   const float *relu_y; /* backward through the fused ReLU when relu is set: a ReLU output (0 or > 0) */
+  int dx_write;        /* dx overwritten, not added into */
 } convb_ctx_t;
 
 static double run_conv_fwd(const backend_t *be, const void *ctx, float **out) {
@@ -602,7 +604,7 @@ static double run_conv_bwd(const backend_t *be, const void *ctx, float **out) {
   float *ws = talloc(q->ws_n * sizeof *ws);
   int k = 0;
   float *dx = q->want_dx ? out[k++] : NULL, *dw = q->want_dw ? out[k++] : NULL, *db = q->want_db ? out[k++] : NULL;
-  be->conv_bwd(&q->s, q->B, q->x, q->w, q->dy, q->relu ? q->relu_y : NULL, dx, dw, db, ws, q->ws_n);
+  be->conv_bwd(&q->s, q->B, q->x, q->w, q->dy, q->relu ? q->relu_y : NULL, dx, q->dx_write, dw, db, ws, q->ws_n);
   tfree(ws);
   return 0.0;
 }
@@ -619,7 +621,7 @@ static void test_conv_batch(int B, int C, int H, int W, int O, int k, int stride
   size_t ws_n = conv_workspace_floats(&s);
   // tight: the least that holds one sample on the lowered path (too little for the direct one)
   while (tight && cpu_conv_lowered_blocks(&s, ws_n - 1) >= 1) ws_n--;
-  convb_ctx_t q = {s, B, relu, 1, 1, bias, ws_n, x, w, bias ? b : NULL, dy, relu_y};
+  convb_ctx_t q = {s, B, relu, 1, 1, bias, ws_n, x, w, bias ? b : NULL, dy, relu_y, 0};
   char label[128];
   int direct = cpu_conv_direct_blocks(&s, ws_n); /* the cpu backend's path for this shape */
   snprintf(label, sizeof label, "conv B=%d C=%d %dx%d O=%d k=%d s=%d p=%d%s%s, %s, %d per block", B, C, H, W, O,
@@ -636,6 +638,9 @@ static void test_conv_batch(int B, int C, int H, int W, int O, int k, int stride
   compare_backends(&(op_case_t){label, run_conv_bwd, &q, 1, {{"dw only", nw, OUT_ACCUM, 0, NULL}}, 0});
   q.want_dx = 1, q.want_dw = 0;
   compare_backends(&(op_case_t){label, run_conv_bwd, &q, 1, {{"dx only", nx, OUT_ACCUM, 0, NULL}}, 0});
+  // dx overwritten: its old contents (NaN on cpu) never read
+  q.dx_write = 1;
+  compare_backends(&(op_case_t){label, run_conv_bwd, &q, 1, {{"dx written", nx, OUT_WRITE, 0, NULL}}, 0});
   tfree(x), tfree(w), tfree(b), tfree(dy), tfree(relu_y);
 }
 
@@ -954,7 +959,7 @@ static void test_long_sums(void) {
     int B = 8192;
     size_t nx = (size_t)B * 196, ny = (size_t)B * 2 * 196;
     float *x = buf_uniform(nx, 0.5f, 1.5f), *w = buf_uniform(18, -1, 1), *dy = buf_uniform(ny, 0.5f, 1.5f);
-    convb_ctx_t q = {s, B, 0, 0, 1, 1, conv_workspace_floats(&s), x, w, NULL, dy};
+    convb_ctx_t q = {s, B, 0, 0, 1, 1, conv_workspace_floats(&s), x, w, NULL, dy, NULL, 0};
     compare_backends(&(op_case_t){"long sums: conv_bwd B=8192 14x14", run_conv_bwd, &q, 2,
                                   {{"dw", 18, OUT_ACCUM, 0, NULL}, {"db", 2, OUT_ACCUM, 0, NULL}}, 0});
     tfree(x), tfree(w), tfree(dy);

@@ -368,7 +368,8 @@ static void test_brute_force(void) {
     }
   }
   tap_ok(agree == total, "search equals brute force over every plan (%d of %d random profiles and limits)", agree, total);
-  tap_ok(tied == total, "the ReLU fused into the residual add runs on the add's ranks in every plan (%d of %d)", tied, total);
+  tap_ok(tied == total, "the ReLU fused into the residual add runs on the add's ranks in every plan (%d of %d)", tied,
+         total);
   tap_ok(limits == total, "every plan within the limit and the job's ranks (%d of %d)", limits, total);
   graph_free(&chain);
   graph_free(&res);

@@ -159,12 +159,13 @@ typedef struct backend {
    *   of dx, dw, db may be NULL. Sums over the batch (dw, db) keep a rounding error that does not
    *   grow with B (blocked partial sums added in double). relu_y: NULL, or the output y of a
    *   conv_fwd with relu (the fused ReLU); dy is then the gradient of that output and the
-   *   convolution's own is dy where y > 0, else 0 (the ReLU's backward, fused). */
+   *   convolution's own is dy where y > 0, else 0 (the ReLU's backward, fused). dx_write: dx is
+   *   overwritten (its old contents never read) instead of added into. */
   size_t (*conv_workspace)(const conv_shape_t *s);
   void (*conv_fwd)(const conv_shape_t *s, int B, const float *x, const float *w, const float *bias,
                    int relu, float *y, float *ws, size_t ws_n);
   void (*conv_bwd)(const conv_shape_t *s, int B, const float *x, const float *w, const float *dy,
-                   const float *relu_y, float *dx, float *dw, float *db, float *ws, size_t ws_n);
+                   const float *relu_y, float *dx, int dx_write, float *dw, float *db, float *ws, size_t ws_n);
 
   /* ---- weight gradient of a linear map over many rows: C (M,N) += A^T B with A (K,M), B (K,N)
    * row-major (leading dims lda, ldb, ldc), summed over the K rows with a rounding error that does

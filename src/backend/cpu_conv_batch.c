@@ -14,6 +14,7 @@
  * block while it is still in cache, so bias and ReLU cost no pass over memory. Stride-1 "same"
  * convolutions go to the direct AVX-512 path (cpu_conv_direct.c) where the CPU has it. */
 #include <stdint.h>
+#include <string.h>
 
 #include "backend/cpu_ops.h"
 #include "core/error.h"
@@ -150,15 +151,16 @@ CPU_SHORT_ROWS static const float *conv_gather_dy(const conv_shape_t *s, int n, 
 }
 
 void cpu_conv_bwd(const conv_shape_t *s, int B, const float *x, const float *w, const float *dy, const float *relu_y,
-                  float *dx, float *dw, float *db, float *ws, size_t ws_n) {
-  if (cpu_conv_direct_blocks(s, ws_n) > 0) {
-    cpu_conv_direct_bwd(s, B, x, w, dy, relu_y, dx, dw, db, ws, ws_n);
+                  float *dx, int dx_write, float *dw, float *db, float *ws, size_t ws_n) {
+  if (cpu_conv_direct_blocks(s, ws_n) > 0) { /* writes dx in place of adding where asked */
+    cpu_conv_direct_bwd(s, B, x, w, dy, relu_y, dx, dx_write, dw, db, ws, ws_n);
     return;
   }
   const int nb = conv_blocks(s, ws_n, "conv_bwd");
   conv_ws_t k = conv_ws_split(s, nb, ws);
   const int ckk = s->C * s->KH * s->KW;
   const size_t P = (size_t)s->OH * s->OW, in_n = (size_t)s->C * s->H * s->W, out_n = (size_t)s->O * P;
+  if (dx && dx_write) memset(dx, 0, (size_t)B * in_n * sizeof *dx); /* col2im adds overlapping taps */
   const size_t nw = (size_t)s->O * ckk;
   if (dw)
     for (size_t i = 0; i < nw; i++) k.dw_acc[i] = 0.0;

@@ -513,7 +513,7 @@ void cpu_conv_direct_fwd(const conv_shape_t *s, int B, const float *x, const flo
 }
 
 void cpu_conv_direct_bwd(const conv_shape_t *s, int B, const float *x, const float *w, const float *dy,
-                         const float *relu_y, float *dx, float *dw, float *db, float *ws, size_t ws_n) {
+                         const float *relu_y, float *dx, int dx_write, float *dw, float *db, float *ws, size_t ws_n) {
 #if CPU_DIRECT_BUILT
   dgeom_t g = dgeom(s);
   const int nb = cpu_conv_direct_blocks(s, ws_n), ckk = s->C * s->KH * s->KW;
@@ -539,17 +539,21 @@ void cpu_conv_direct_bwd(const conv_shape_t *s, int B, const float *x, const flo
     if (dw) direct_wgrad(s, &g, n, d.xp, d.dyT, d.dwT);
     if (dx)
       for (int j = 0; j < n; j++)
-        direct_image(&g, s->O, s->C, d.dyp + (size_t)j * s->O * g.plane, d.wb, NULL, 0, 1,
+        direct_image(&g, s->O, s->C, d.dyp + (size_t)j * s->O * g.plane, d.wb, NULL, 0, !dx_write,
                      dx + (size_t)(b0 + j) * in_n);
   }
   if (dw)
     for (int o = 0; o < s->O; o++)
-      for (int t = 0; t < ckk; t++) dw[(size_t)o * ckk + t] = (float)((double)dw[(size_t)o * ckk + t] + d.dwT[(size_t)t * op + o]);
+      for (int t = 0; t < ckk; t++) {
+        float *at = &dw[(size_t)o * ckk + t];
+        *at = (float)((double)*at + d.dwT[(size_t)t * op + o]);
+      }
   if (db)
     for (int o = 0; o < s->O; o++) db[o] = (float)((double)db[o] + db_acc[o]);
   free(db_acc);
   free(chunk);
 #else
-  (void)s, (void)B, (void)x, (void)w, (void)dy, (void)relu_y, (void)dx, (void)dw, (void)db, (void)ws, (void)ws_n;
+  (void)s, (void)B, (void)x, (void)w, (void)dy, (void)relu_y, (void)dx, (void)dx_write, (void)dw, (void)db, (void)ws,
+      (void)ws_n;
 #endif
 }

@@ -183,7 +183,7 @@ size_t cpu_conv_workspace(const conv_shape_t *s);
 void cpu_conv_fwd(const conv_shape_t *s, int B, const float *x, const float *w, const float *bias, int relu,
                   float *y, float *ws, size_t ws_n);
 void cpu_conv_bwd(const conv_shape_t *s, int B, const float *x, const float *w, const float *dy, const float *relu_y,
-                  float *dx, float *dw, float *db, float *ws, size_t ws_n);
+                  float *dx, int dx_write, float *dw, float *db, float *ws, size_t ws_n);
 void cpu_gemm_tn_rows(int M, int N, int K, const float *A, int lda, const float *B, int ldb, float *C, int ldc);
 
 /* cpu_conv_direct.c: stride-1 "same" convolutions with AVX-512 tiles. cpu_conv_direct_blocks is the
@@ -194,7 +194,7 @@ int cpu_has_avx512(void); /* 1 where the CPU runs AVX-512F (the direct conv, the
 void cpu_conv_direct_fwd(const conv_shape_t *s, int B, const float *x, const float *w, const float *bias, int relu,
                          float *y, float *ws, size_t ws_n);
 void cpu_conv_direct_bwd(const conv_shape_t *s, int B, const float *x, const float *w, const float *dy,
-                         const float *relu_y, float *dx, float *dw, float *db, float *ws, size_t ws_n);
+                         const float *relu_y, float *dx, int dx_write, float *dw, float *db, float *ws, size_t ws_n);
 
 /* cpu_seq.c */
 void cpu_layernorm_fwd(int N, int rows, int C, const float *x, const float *w, const float *b, float eps,

@@ -70,7 +70,7 @@ size_t cuda_conv_workspace(const conv_shape_t *s);
 void cuda_conv_fwd(const conv_shape_t *s, int B, const float *x, const float *w, const float *bias, int relu, float *y,
                    float *ws, size_t ws_n);
 void cuda_conv_bwd(const conv_shape_t *s, int B, const float *x, const float *w, const float *dy, const float *relu_y,
-                   float *dx, float *dw, float *db, float *ws, size_t ws_n);
+                   float *dx, int dx_write, float *dw, float *db, float *ws, size_t ws_n);
 void cuda_im2col(const float *x, int C, int H, int W, int KH, int KW, int stride, int pad, float *col);
 void cuda_col2im(const float *col, int C, int H, int W, int KH, int KW, int stride, int pad, float *dx);
 

@@ -225,7 +225,7 @@ static void ref_conv_fwd(const conv_shape_t *s, int B, const float *x, const flo
 }
 
 static void ref_conv_bwd(const conv_shape_t *s, int B, const float *x, const float *w, const float *dy,
-                         const float *relu_y, float *dx, float *dw, float *db, float *ws, size_t ws_n) {
+                         const float *relu_y, float *dx, int dx_write, float *dw, float *db, float *ws, size_t ws_n) {
   (void)ws, (void)ws_n;
   size_t in_n = (size_t)s->C * s->H * s->W, nw = (size_t)s->O * s->C * s->KH * s->KW;
   double *gx = xcalloc(in_n ? in_n : 1, sizeof *gx), *gw = xcalloc(nw, sizeof *gw), *gb = xcalloc((size_t)s->O, sizeof *gb);
@@ -248,7 +248,7 @@ static void ref_conv_bwd(const conv_shape_t *s, int B, const float *x, const flo
               }
         }
     if (dx)
-      for (size_t i = 0; i < in_n; i++) dx[b * in_n + i] = (float)(dx[b * in_n + i] + gx[i]);
+      for (size_t i = 0; i < in_n; i++) dx[b * in_n + i] = dx_write ? (float)gx[i] : (float)(dx[b * in_n + i] + gx[i]);
   }
   if (dw)
     for (size_t i = 0; i < nw; i++) dw[i] = (float)(dw[i] + gw[i]);

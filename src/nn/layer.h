@@ -95,6 +95,9 @@ typedef struct layer_ctx {
   /* backward only */
   const float *dy;                /* (B, out) */
   float *dx[LAYER_MAX_IN];        /* += ; NULL when that input needs no gradient */
+  int dx_write[LAYER_MAX_IN];     /* dx[k] is to be overwritten, not added into: this node is its
+                                   * producer's only consumer and the model does not zero it (only
+                                   * for layers whose ops say writes_dx) */
   float *dw[LAYER_MAX_PARAMS];    /* += */
 } layer_ctx_t;
 
@@ -108,6 +111,7 @@ typedef struct layer_ops {
   void (*init)(const layer_t *l, float *const *w, rng_t *rng, init_scheme_t scheme);
   void (*forward)(const layer_t *l, const layer_ctx_t *c);
   void (*backward)(const layer_t *l, const layer_ctx_t *c);
+  int writes_dx; /* backward honours layer_ctx_t.dx_write (0: it always adds into dx) */
 } layer_ops_t;
 
 /* The scratch one forward or backward call of l on B samples needs. */

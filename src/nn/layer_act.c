@@ -43,6 +43,6 @@ static void gelu_backward(const layer_t *l, const layer_ctx_t *c) {
 }
 
 const layer_ops_t layer_relu_ops = {"relu", relu_infer, layer_init_none, relu_forward,
-                                    relu_backward};
+                                    relu_backward, 0};
 const layer_ops_t layer_gelu_ops = {"gelu", gelu_infer, layer_init_none, gelu_forward,
-                                    gelu_backward};
+                                    gelu_backward, 0};

@@ -45,4 +45,4 @@ static void add_backward(const layer_t *l, const layer_ctx_t *c) {
       c->be->axpy(count, 1.0f, c->dy, c->dx[k]);
 }
 
-const layer_ops_t layer_add_ops = {"add", add_infer, layer_init_none, add_forward, add_backward};
+const layer_ops_t layer_add_ops = {"add", add_infer, layer_init_none, add_forward, add_backward, 0};

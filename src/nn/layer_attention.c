@@ -103,4 +103,4 @@ static void attention_backward(const layer_t *l, const layer_ctx_t *c) {
 }
 
 const layer_ops_t layer_attention_ops = {"attention", attention_infer, layer_init_none, attention_forward,
-                                         attention_backward};
+                                         attention_backward, 0};

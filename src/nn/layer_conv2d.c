@@ -56,11 +56,10 @@ static void conv2d_forward(const layer_t *l, const layer_ctx_t *c) {
 
 static void conv2d_backward(const layer_t *l, const layer_ctx_t *c) {
   conv_shape_t s = conv_shape_of(l);
-  // dx (B,C,H,W), dW (O,C,k,k), db (O) += gradients of dy (B,O,OH,OW); fused, dy is the ReLU
-  // output's gradient and y that output, and conv_bwd runs the ReLU's backward on the way
-  c->be->conv_bwd(&s, c->B, c->x[0], c->w[0], c->dy, c->fuse_relu ? c->y : NULL, c->dx[0], c->dw[0],
-                  l->bias ? c->dw[1] : NULL, c->scratch, l->scratch);
+  // dx (B,C,H,W) (= when dx_write), dW (O,C,k,k), db (O) += gradients of dy (B,O,OH,OW); fused,
+  // dy is the ReLU output's gradient and y that output, and conv_bwd runs the ReLU's backward on the way
+  c->be->conv_bwd(&s, c->B, c->x[0], c->w[0], c->dy, c->fuse_relu ? c->y : NULL, c->dx[0], c->dx_write[0],
+                  c->dw[0], l->bias ? c->dw[1] : NULL, c->scratch, l->scratch);
 }
 
-const layer_ops_t layer_conv2d_ops = {"conv2d", conv2d_infer, conv2d_init, conv2d_forward,
-                                      conv2d_backward};
+const layer_ops_t layer_conv2d_ops = {"conv2d", conv2d_infer, conv2d_init, conv2d_forward, conv2d_backward, 1};

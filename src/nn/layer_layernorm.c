@@ -80,4 +80,4 @@ static void layernorm_backward(const layer_t *l, const layer_ctx_t *c) {
 }
 
 const layer_ops_t layer_layernorm_ops = {"layernorm", layernorm_infer, layernorm_init, layernorm_forward,
-                                         layernorm_backward};
+                                         layernorm_backward, 0};

@@ -70,4 +70,4 @@ static void linear_backward(const layer_t *l, const layer_ctx_t *c) {
 }
 
 const layer_ops_t layer_linear_ops = {"linear", linear_infer, linear_init, linear_forward,
-                                      linear_backward};
+                                      linear_backward, 0};

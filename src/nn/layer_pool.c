@@ -55,6 +55,6 @@ static void avgpool_backward(const layer_t *l, const layer_ctx_t *c) {
 }
 
 const layer_ops_t layer_maxpool2d_ops = {"maxpool2d", maxpool2d_infer, layer_init_none,
-                                         maxpool2d_forward, maxpool2d_backward};
+                                         maxpool2d_forward, maxpool2d_backward, 0};
 const layer_ops_t layer_avgpool_ops = {"avgpool", avgpool_infer, layer_init_none, avgpool_forward,
-                                       avgpool_backward};
+                                       avgpool_backward, 0};

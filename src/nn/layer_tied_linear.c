@@ -45,4 +45,4 @@ static void tied_backward(const layer_t *l, const layer_ctx_t *c) {
 }
 
 const layer_ops_t layer_tied_linear_ops = {"tied_linear", tied_infer, layer_init_none, tied_forward,
-                                           tied_backward};
+                                           tied_backward, 0};

@@ -40,6 +40,18 @@ static int plan_fusion(model_t *m, int (*allowed)(void *arg, int node, int relu)
   return fused;
 }
 
+/* Mark each gradient buffer that its producer's only consumer overwrites whole in its backward
+ * (a layer whose ops say writes_dx, on the same samples: allowed()), so it is never zeroed:
+ * written[node] = 1. A fused node's buffer is its ReLU's, marked (or not) there. */
+static void plan_writes(model_t *m, int (*allowed)(void *arg, int node, int consumer), void *arg) {
+  const graph_t *g = m->g;
+  for (int i = 1; i < g->n && allowed; i++) {
+    const int j = m->fused[i] > 0 ? -1 : sole_consumer(g, i);
+    if (j < 0 || m->fused[j] < 0 || !g->l[i].needs_grad || !layer_ops_of(g->l[j].kind)->writes_dx) continue;
+    m->written[i] = allowed(arg, i, j);
+  }
+}
+
 void model_init(model_t *m, const graph_t *g, const backend_t *be, int B_cap) {
   model_init_fused(m, g, be, B_cap, NULL, NULL);
 }
@@ -58,7 +70,9 @@ int model_init_fused(model_t *m, const graph_t *g, const backend_t *be, int B_ca
   m->in = xcalloc((size_t)g->n, sizeof *m->in);
   m->din = xcalloc((size_t)g->n, sizeof *m->din);
   m->fused = xcalloc((size_t)g->n, sizeof *m->fused);
+  m->written = xcalloc((size_t)g->n, sizeof *m->written);
   int nfused = plan_fusion(m, allowed, arg);
+  plan_writes(m, allowed, arg);
   size_t scratch = 0;
   for (int i = 0; i < g->n; i++) {
     const layer_t *l = &g->l[i];
@@ -111,6 +125,7 @@ void model_free(model_t *m) {
   free(m->dact);
   free(m->aux);
   free(m->fused);
+  free(m->written);
   free(m->in);
   free(m->din);
   be->free(m->scratch);
@@ -148,8 +163,9 @@ void model_set_batch(model_t *m, const float *x_host, const float *y_host, int B
 }
 
 void model_zero_act_grad(model_t *m, int i, int B) {
-  /* a fused node's gradient is its ReLU's, zeroed with it */
-  if (m->dact[i] && B > 0 && m->fused[i] <= 0) m->be->fill(m->dact[i], (size_t)B * shape_size(m->g->l[i].out), 0.0f);
+  /* a fused node's gradient is its ReLU's, zeroed with it; a written one is overwritten whole */
+  if (m->dact[i] && B > 0 && m->fused[i] <= 0 && !m->written[i])
+    m->be->fill(m->dact[i], (size_t)B * shape_size(m->g->l[i].out), 0.0f);
 }
 
 void model_zero_grads_rows(model_t *m, const int *rows) {
@@ -172,6 +188,7 @@ static layer_ctx_t node_ctx(model_t *m, int i, int off, int B, int backward) {
     size_t sz = shape_size(g->l[src].out);
     c.x[k] = m->in[i][k] + (size_t)off * sz;
     if (backward && m->din[i][k]) c.dx[k] = m->din[i][k] + (size_t)off * sz;
+    c.dx_write[k] = backward && m->written[src];
   }
   size_t osz = shape_size(l->out);
   c.y = m->act[i] + (size_t)off * osz;

@@ -30,6 +30,8 @@ typedef struct model {
   float *(*din)[LAYER_MAX_IN]; /* per node, per input slot: its gradient (+=), or NULL */
   int *fused;     /* per node: a conv2d or add whose ReLU is fused into it: the ReLU node's index;
                    * that ReLU node: -1; else 0 (model_init_fused) */
+  int *written;   /* per node: 1 where its only consumer overwrites its gradient whole, which is
+                   * then never zeroed (model_init_fused) */
   float *scratch; /* max over nodes of layer scratch */
   float *targets; /* (B_cap, targets_per_sample) class ids as float */
   size_t act_floats; /* floats held by act + dact + aux + scratch (memory report) */
@@ -43,8 +45,10 @@ void model_init(model_t *m, const graph_t *g, const backend_t *be, int B_cap);
  * the node's forward applies the ReLU and writes the ReLU node's buffer, which both share (one
  * pass over the output fewer, and one activation and one gradient buffer fewer, never allocated);
  * its backward takes the ReLU output's gradient and masks it by that output (> 0 exactly where
- * the ReLU's input is) on the way; the ReLU node itself does nothing either way. Returns the
- * pairs fused. */
+ * the ReLU's input is) on the way; the ReLU node itself does nothing either way. And where a
+ * node's only consumer is a layer that can overwrite its input gradient (layer_ops_t.writes_dx:
+ * conv2d) and allowed(arg, node, consumer) says so, that gradient is overwritten, not zeroed first
+ * and added into (model_t.written). Returns the pairs fused. */
 int model_init_fused(model_t *m, const graph_t *g, const backend_t *be, int B_cap,
                      int (*allowed)(void *arg, int node, int relu), void *arg);
 /* The ReLU node i may fuse with (its only consumer, after a conv2d or add i), or -1. */

@@ -324,6 +324,31 @@ static void random_profile(burst_profile_t *p, const graph_t *g, const burst_opt
   for (int v = 1; v < g->n; v++) set_node(p, o, v, 50 * rng_uniform(r), 10 * rng_uniform(r), 0.4 + 0.6 * rng_uniform(r));
 }
 
+/* A fused ReLU's own row (the shared gradient's zeroing, or nothing) is too small to judge: a ReLU
+ * after a residual add, costing 1 us at every batch (amplification n on n ranks), does not pull the
+ * pair off the ranks the add scales to under A = 2, and reports amplification 1. */
+static void test_tied_limit(void) {
+  graph_t res;
+  graph_init(&res, shape1(8), INIT_KAIMING_UNIFORM);
+  int s = nn_linear(&res, 0, 8, 1, "s");
+  int add = nn_add(&res, nn_linear(&res, s, 8, 1, "a"), nn_linear(&res, s, 8, 1, "b"), "add");
+  int out = nn_relu(&res, add, "out");
+  burst_opts_t o = opts(4, 16, 2);
+  burst_profile_t p;
+  burst_profile_init(&p, res.n, "tied");
+  set_net(&p, 1, 1e6, 1, 1e6);
+  for (int v = 1; v < res.n; v++) set_node(&p, &o, v, v == out ? 1 : 0, v == out ? 0 : 10, 1);
+  burst_plan_t pl;
+  burst_plan_search(&res, &p, &o, &pl);
+  tap_ok(pl.n[add] == 4 && pl.n[out] == 4 && pl.amp[out] == 1,
+         "a fused ReLU's own row does not hold its add to the amplification limit: add and ReLU on %d and %d of 4 "
+         "ranks, ReLU amplification %g",
+         pl.n[add], pl.n[out], pl.amp[out]);
+  burst_plan_free(&pl);
+  burst_profile_free(&p);
+  graph_free(&res);
+}
+
 static void test_brute_force(void) {
   rng_t r;
   rng_seed(&r, 7);
@@ -676,6 +701,7 @@ int main(void) {
   test_limit();
   test_branches();
   test_brute_force();
+  test_tied_limit();
   test_branchy_and_pareto();
   test_zoo();
   test_files();

@@ -85,11 +85,12 @@ void burst_ctx_tables(burst_ctx_t *c) {
       c->comp[i * C + k] = burst_profile_us(c->p, g, i, c->cb[k]);
       c->sync[i * C + k] = burst_sync_us(&c->p->net, g->v[i].grad_bytes, c->cn[k]);
     }
-    /* the hard per-layer limit: n (comp + sync)(n) <= A comp(1), with a rounding allowance */
+    /* the hard per-layer limit: n (comp + sync)(n) <= A comp(1), with a rounding allowance; a fused
+     * ReLU (tied) is judged with its node, whose row holds the pair (its own is a zeroing or nothing) */
     double base = c->comp[i * C];
     for (int k = 0; k < C; k++) {
       double t = c->comp[i * C + k] + c->sync[i * C + k];
-      int ok = isinf(c->o.amp) || c->cn[k] * t <= c->o.amp * base * (1 + 1e-12);
+      int ok = isinf(c->o.amp) || g->v[i].tied || c->cn[k] * t <= c->o.amp * base * (1 + 1e-12);
       c->w[i * C + k] = ok ? t : BURST_INF;
     }
   }

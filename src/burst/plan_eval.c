@@ -72,6 +72,7 @@ static void node_costs(const burst_ctx_t *c, burst_plan_t *pl, int v) {
   double one = burst_profile_us(c->p, c->g, v, c->o.batch);
   double used = pl->n[v] * (pl->comp_us[v] + pl->sync_us[v]);
   pl->amp[v] = one > 0 ? used / one : (used > 0 ? BURST_INF : 1);
+  if (c->g->v[v].tied) pl->amp[v] = 1; /* a fused ReLU: the pair's amplification is its node's */
 }
 
 /* Time the series' last node is done, its source done at t (src < 0: the top series). A node's

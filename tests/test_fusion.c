@@ -15,8 +15,8 @@
 
 enum { B = 6, CLASSES = 10 };
 
-static int always(void *arg, int node, int relu) {
-  (void)arg, (void)node, (void)relu;
+static int always(void *arg, int node, int next) {
+  (void)arg, (void)node, (void)next;
   return 1;
 }
 

@@ -38,8 +38,8 @@ static void check_deck(const char *text, void *arg) {
   deck_parse(text, cli->deck, cli->noverrides, cli->overrides, &probe, NULL);
 }
 
-static int fuse_every_pair(void *arg, int node, int relu) {
-  (void)arg, (void)node, (void)relu;
+static int fuse_every_pair(void *arg, int node, int next) {
+  (void)arg, (void)node, (void)next;
   return 1;
 }
 
@@ -78,9 +78,10 @@ int main(int argc, char **argv) {
   burst_measured_t ms;
   burst_measured_init(&ms, &g, cfg.zoo, cfg.backend, (int)cfg.global_batch, ranks, world.size, warmup, repeats);
   model_t m;
-  /* the largest per-rank batch (the whole batch on one rank), each fusable ReLU fused as the
-   * executor runs it: its node's row holds the pair's cost, the ReLU's the shared gradient's zeroing,
-   * and the planner keeps the two on one rank set (bgraph_node_t.tied) */
+  /* the largest per-rank batch (the whole batch on one rank), as the executor runs it: each fusable
+   * ReLU fused (its node's row holds the pair's cost, the ReLU's the shared gradient's zeroing, and
+   * the planner keeps the two on one rank set: bgraph_node_t.tied), and a gradient a conv2d
+   * overwrites not zeroed (model_t.written) */
   model_init_fused(&m, &g, be, ms.batch[0], fuse_every_pair, NULL);
   model_init_params(&m, cfg.seed);
   burst_measure_prepare(&m, ds, ms.batch[0]);

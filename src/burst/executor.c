@@ -136,10 +136,11 @@ static void make_staging(burst_exec_t *ex, const backend_t *be) {
     }
 }
 
-/* A conv2d and its ReLU fuse where both run on the same rank set: nothing moves between them. */
-static int same_set(void *arg, int node, int relu) {
+/* A node fuses with its ReLU, or has its gradient overwritten by its only consumer, where both run on
+ * the same rank set: nothing moves between them. */
+static int same_set(void *arg, int node, int next) {
   const burst_exec_t *ex = arg;
-  return ex->n[node] == ex->n[relu] && ex->first[node] == ex->first[relu];
+  return ex->n[node] == ex->n[next] && ex->first[node] == ex->first[next];
 }
 
 /* The slab tensors' groups and the nodes that make their gradients final, for the gradient sync:

@@ -27,7 +27,7 @@ int model_fusable_relu(const graph_t *g, int i) {
  * node writes the ReLU's output, and its backward takes the ReLU output's gradient and runs the
  * ReLU's on the way (conv_bwd's relu_y, add_relu_bwd), so the pair has one activation and one
  * gradient buffer. */
-static int plan_fusion(model_t *m, int (*allowed)(void *arg, int node, int relu), void *arg) {
+static int plan_fusion(model_t *m, int (*allowed)(void *arg, int node, int next), void *arg) {
   const graph_t *g = m->g;
   int fused = 0;
   for (int i = 1; i < g->n && allowed; i++) {
@@ -43,7 +43,7 @@ static int plan_fusion(model_t *m, int (*allowed)(void *arg, int node, int relu)
 /* Mark each gradient buffer that its producer's only consumer overwrites whole in its backward
  * (a layer whose ops say writes_dx, on the same samples: allowed()), so it is never zeroed:
  * written[node] = 1. A fused node's buffer is its ReLU's, marked (or not) there. */
-static void plan_writes(model_t *m, int (*allowed)(void *arg, int node, int consumer), void *arg) {
+static void plan_writes(model_t *m, int (*allowed)(void *arg, int node, int next), void *arg) {
   const graph_t *g = m->g;
   for (int i = 1; i < g->n && allowed; i++) {
     const int j = m->fused[i] > 0 ? -1 : sole_consumer(g, i);
@@ -57,7 +57,7 @@ void model_init(model_t *m, const graph_t *g, const backend_t *be, int B_cap) {
 }
 
 int model_init_fused(model_t *m, const graph_t *g, const backend_t *be, int B_cap,
-                     int (*allowed)(void *arg, int node, int relu), void *arg) {
+                     int (*allowed)(void *arg, int node, int next), void *arg) {
   memset(m, 0, sizeof *m);
   m->g = g;
   m->be = be;

@@ -50,7 +50,7 @@ void model_init(model_t *m, const graph_t *g, const backend_t *be, int B_cap);
  * conv2d) and allowed(arg, node, consumer) says so, that gradient is overwritten, not zeroed first
  * and added into (model_t.written). Returns the pairs fused. */
 int model_init_fused(model_t *m, const graph_t *g, const backend_t *be, int B_cap,
-                     int (*allowed)(void *arg, int node, int relu), void *arg);
+                     int (*allowed)(void *arg, int node, int next), void *arg);
 /* The ReLU node i may fuse with (its only consumer, after a conv2d or add i), or -1. */
 int model_fusable_relu(const graph_t *g, int i);
 void model_free(model_t *m);

@@ -43,8 +43,7 @@ enum { DMR = 8, DNR = 48, VL = 16 };
 typedef struct dgeom {
   int H, W, k, p, Hp, Wp;
   int Q;        /* output positions on the padded-width grid: H*Wp */
-  size_t lead;  /* floats before a plane's padded image: its first unpadded pixel is 64-byte aligned */
-  size_t plane; /* floats of one padded channel, lead and slack for over-reads included, a multiple of 16 */
+  size_t plane; /* floats of one padded channel, slack for over-reads included, a multiple of 16 */
 } dgeom_t;
 
 static dgeom_t dgeom(const conv_shape_t *s) {
@@ -52,10 +51,8 @@ static dgeom_t dgeom(const conv_shape_t *s) {
   g.H = s->H, g.W = s->W, g.k = s->KH, g.p = s->pad;
   g.Hp = s->H + 2 * s->pad, g.Wp = s->W + s->pad;
   g.Q = g.H * g.Wp;
-  /* the weight gradient reads dy rows from the first unpadded pixel: aligned loads */
-  g.lead = (VL - ((size_t)g.p * g.Wp + g.p) % VL) % VL;
   /* tiles read up to position round_up(Q, DNR) - 1 + (k-1)*Wp + k-1 < Hp*Wp + DNR + k */
-  g.plane = (g.lead + (size_t)g.Hp * g.Wp + DNR + (size_t)g.k + VL + 15) / 16 * 16;
+  g.plane = ((size_t)g.Hp * g.Wp + DNR + (size_t)g.k + VL + 15) / 16 * 16;
   return g;
 }
 
@@ -164,14 +161,12 @@ static inline __mmask16 lanes(int n) { return (__mmask16)((1u << n) - 1u); }
  * zeros), in its low 16 bits, and how many (the pixels it takes from the image) above them. The
  * pattern is the geometry's, the same for every plane: made once per call, plane/16 entries. */
 static uint32_t *pad_chunks(const dgeom_t *g) {
-  const size_t n = g->plane / VL, body = (size_t)g->Hp * g->Wp;
+  const size_t n = g->plane / VL;
   uint32_t *chunk = xmalloc(n * sizeof *chunk);
   for (size_t i = 0; i < n; i++) {
     uint32_t mask = 0, count = 0;
-    for (int l = 0; l < VL; l++) {
-      const size_t at = i * VL + (size_t)l; /* u = at - lead: position in the padded image */
-      if (at < g->lead || at - g->lead >= body) continue;
-      const size_t u = at - g->lead, r = u / (size_t)g->Wp, col = u % (size_t)g->Wp;
+    for (int l = 0; l < VL; l++) { /* row r and column col of the padded image; pixels past p of both */
+      const size_t u = i * VL + (size_t)l, r = u / (size_t)g->Wp, col = u % (size_t)g->Wp;
       if (r >= (size_t)g->p && r < (size_t)(g->p + g->H) && col >= (size_t)g->p) mask |= 1u << l, count++;
     }
     chunk[i] = mask | count << 16;
@@ -301,7 +296,7 @@ CPU_AVX512 static void direct_image(const dgeom_t *g, int cin, int cout, const f
     void (*tile_fn)(const float *, size_t, int, int, int, const float *, float *) =
         left > 2 * VL ? direct_tile_v3 : left > VL ? direct_tile_v2 : direct_tile_v1;
     for (int r0 = 0; r0 < cout; r0 += DMR) {
-      tile_fn(xp + g->lead + q0, g->plane, cin, g->k, g->Wp, wp + (size_t)(r0 / DMR) * taps * DMR, tile);
+      tile_fn(xp + q0, g->plane, cin, g->k, g->Wp, wp + (size_t)(r0 / DMR) * taps * DMR, tile);
       const int rows = cout - r0 < DMR ? cout - r0 : DMR;
       for (int r = 0; r < rows; r++) {
         const __m512 b = _mm512_set1_ps(bias ? bias[r0 + r] : 0.0f), zero = _mm512_setzero_ps();
@@ -357,7 +352,7 @@ CPU_AVX512 static inline void transpose16(__m512 r[16]) {
 /* dyT (H*W positions, round16(O)) = the padded dy planes (O of them, read at their pixels),
  * transposed 16 channels x up to 16 positions of a row at a time; channels past O are zero. */
 CPU_AVX512 static void transpose_dy(const dgeom_t *g, int O, const float *dyp, float *dyT) {
-  const size_t op = round16(O), shift = g->lead + (size_t)g->p * g->Wp + g->p;
+  const size_t op = round16(O), shift = (size_t)g->p * g->Wp + g->p;
   __m512 r[16];
   for (int o0 = 0; o0 < O; o0 += VL)
     for (int oh = 0; oh < g->H; oh++)
@@ -481,7 +476,7 @@ CPU_AVX512 static void direct_wgrad(const conv_shape_t *s, const dgeom_t *g, int
         for (int j = 0; j < NS; j++) { /* segments past the last read its input; their sums are dropped */
           const int seg = s0 + j < nseg ? s0 + j : nseg - 1, row = seg / segs_per_row, kw0 = seg % segs_per_row * 3;
           const int c = row / k, kh = row % k;
-          koff[j] = (size_t)c * g->plane + g->lead + (size_t)kh * g->Wp + kw0;
+          koff[j] = (size_t)c * g->plane + (size_t)kh * g->Wp + kw0;
           tap0[j] = (c * k + kh) * k + kw0;
           ntap[j] = s0 + j < nseg ? (k - kw0 < 3 ? k - kw0 : 3) : 0;
         }
@@ -520,7 +515,7 @@ void cpu_conv_direct_bwd(const conv_shape_t *s, int B, const float *x, const flo
   dws_t d = dws_split(s, &g, nb, ws);
   const size_t in_n = (size_t)s->C * s->H * s->W, out_n = (size_t)s->O * s->H * s->W, HW = (size_t)s->H * s->W;
   if (dx) pack_weights(s, w, 1, d.wb);
-  const size_t op = round16(s->O), HW_op = (size_t)s->H * s->W * op;
+  const size_t op = round16(s->O), HW_op = HW * op;
   if (dw)
     for (size_t i = 0; i < (size_t)ckk * op; i++) d.dwT[i] = 0.0;
   double *db_acc = xcalloc((size_t)s->O, sizeof *db_acc);
@@ -530,8 +525,10 @@ void cpu_conv_direct_bwd(const conv_shape_t *s, int B, const float *x, const flo
     for (int j = 0; j < n; j++) {
       const float *dyj = dy + (size_t)(b0 + j) * out_n, *yj = relu_y ? relu_y + (size_t)(b0 + j) * out_n : NULL;
       pad_planes(&g, chunk, s->O, dyj, yj, d.dyp + (size_t)j * s->O * g.plane);
-      if (dw) transpose_dy(&g, s->O, d.dyp + (size_t)j * s->O * g.plane, d.dyT + (size_t)j * HW_op);
-      if (dw) pad_planes(&g, chunk, s->C, x + (size_t)(b0 + j) * in_n, NULL, d.xp + (size_t)j * s->C * g.plane);
+      if (dw) {
+        transpose_dy(&g, s->O, d.dyp + (size_t)j * s->O * g.plane, d.dyT + (size_t)j * HW_op);
+        pad_planes(&g, chunk, s->C, x + (size_t)(b0 + j) * in_n, NULL, d.xp + (size_t)j * s->C * g.plane);
+      }
       if (db)
         for (int o = 0; o < s->O; o++)
           db_acc[o] += plane_sum_d(dyj + (size_t)o * HW, yj ? yj + (size_t)o * HW : NULL, HW);

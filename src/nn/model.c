@@ -208,7 +208,7 @@ static layer_ctx_t node_ctx(model_t *m, int i, int off, int B, int backward) {
 }
 
 void model_forward_node(model_t *m, int i, int off, int B) {
-  if (m->fused[i] < 0) return; /* a ReLU fused into the conv before it: its output is written */
+  if (m->fused[i] < 0) return; /* a ReLU fused into the conv2d or add before it, which writes its output */
   if (m->before_node) m->before_node();
   layer_ctx_t c = node_ctx(m, i, off, B, 0);
   layer_ops_of(m->g->l[i].kind)->forward(&m->g->l[i], &c);
@@ -216,7 +216,7 @@ void model_forward_node(model_t *m, int i, int off, int B) {
 
 void model_backward_node(model_t *m, int i, int off, int B) {
   if (!m->dact[i]) return; /* nothing before this node has parameters */
-  if (m->fused[i] < 0) return; /* a ReLU fused into the conv before it: the conv's backward runs it */
+  if (m->fused[i] < 0) return; /* a ReLU fused into the conv2d or add before it, whose backward runs it */
   if (m->before_node) m->before_node();
   layer_ctx_t c = node_ctx(m, i, off, B, 1);
   layer_ops_of(m->g->l[i].kind)->backward(&m->g->l[i], &c);

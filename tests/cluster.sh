@@ -48,6 +48,10 @@ node_pids() {
   done
 }
 
+# ranks_gone: no surge-train process on either node (the killed-rank tests wait on it: the launcher
+# can return while the kernel is still ending the ranks it killed)
+ranks_gone() { [ -z "$(node_pids 0 surge-train; node_pids 1 surge-train)" ]; }
+
 # cluster_inodes NAME: the inode numbers of cluster NAME's namespaces (a process is in one of them
 # when its /proc/PID/ns/net names the inode), one a line
 cluster_inodes() {

@@ -135,6 +135,7 @@ t0=$(date +%s)
 [ -n "$victim" ] && kill -9 "$victim"
 wait $job
 rc=$?
+tap_wait_until 10 ranks_gone
 alive=$(node_pids 0 surge-train; node_pids 1 surge-train)
 [ -n "$victim" ] && [ $rc != 0 ] && [ -z "$alive" ]
 tap_ok $? "rank $victim on $name-n1 killed: mpiexec exits $rc after $(($(date +%s) - t0)) s, no rank left on either node${alive:+ (left: $alive)}"

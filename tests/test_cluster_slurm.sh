@@ -73,7 +73,6 @@ t0=$(date +%s)
 tap_wait_until 60 job_gone "$job"
 gone=$?
 state=$(job_field "$job" JobState) code=$(job_field "$job" ExitCode)
-ranks_gone() { [ -z "$(node_pids 0 surge-train; node_pids 1 surge-train)" ]; }
 tap_wait_until 10 ranks_gone
 alive=$(node_pids 0 surge-train; node_pids 1 surge-train)
 [ -n "$victim" ] && [ $gone = 0 ] && [ "$state" = FAILED ] && [ -z "$alive" ]

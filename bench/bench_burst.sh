@@ -2,8 +2,10 @@
 # Fidelity of the burst planner's cost model (doc/burst.md, "Fidelity"): for each model and rank
 # count, profile with surge-profile on the same ranks, plan with surge-plan (A from the deck, 2 by
 # default), train the burst plan and the data-parallel run (mode dp) for STEPS steps on synthetic
-# data, and set the measured median step time (the log's /metrics/step_time, the slowest rank) beside
-# the prediction. Rank-time: predicted = the planner's; measured = the sum over ranks of each rank's
+# data (the data-parallel run on the allreduce path the planner models, [parallel] node_shared =
+# false: on one node dp otherwise sums through node-shared memory, faster than that model), and set
+# the measured median step time (the log's /metrics/step_time, the slowest rank) beside the
+# prediction. Rank-time: predicted = the planner's; measured = the sum over ranks of each rank's
 # median forward + backward + comm time per step (the log's /ranks/phase_*; comm includes time blocked
 # in collectives and re-shards). This machine has 2 cores: 4 ranks are oversubscribed.
 # Called by bench/run-bench.sh with SURGE_TRAIN, MPIEXEC and SURGE_BUILD set.
@@ -69,7 +71,7 @@ for m in $models; do
     pred=$(sed -n 's/^predicted iteration time: \([0-9.]*\) us (data parallel \([0-9.]*\) us.*/\1 \2/p' "$d/plan.out")
     rpred=$(sed -n 's/^rank-time: \([0-9.]*\) rank-us.*(data parallel \([0-9.]*\) rank-us.*/\1 \2/p' "$d/plan.out")
     for mode in burst dp; do
-      if [ $mode = burst ]; then extra="-D parallel.mode=burst -D parallel.plan=$d/plan.txt"; else extra=""; fi
+      if [ $mode = burst ]; then extra="-D parallel.mode=burst -D parallel.plan=$d/plan.txt"; else extra="-D parallel.node_shared=false"; fi
       # shellcheck disable=SC2086
       "$mpiexec" -n "$np" "$train" "$@" $extra -D run.steps="$steps" -D run.eval_every=0 -D run.print_every=1000 \
         -D "run.out_dir=$d/$mode" -D run.overwrite=true >"$d/$mode.txt" 2>&1 ||

@@ -222,6 +222,8 @@ int main(int argc, char **argv) {
   trainer_t t;
   trainer_init(&t, &cfg, NULL, &world);
   train(&t, steps);
+  trainer_sync_replicas(&t); /* the whole state on every rank, as a checkpoint writes it (dp on one
+                              * node keeps each rank's moments right on its slice only) */
   slabs_t s;
   slabs_take(&t, &s);
   double logical = 3.0 * (double)t.g.params.total * sizeof(float);

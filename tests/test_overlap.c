@@ -23,7 +23,8 @@ static const char *const deck_text = "[run]\n"
                                      "global_batch = 64\n"
                                      "lr = 0.05\n"
                                      "[parallel]\n"
-                                     "bucket_mb = 0.1\n";
+                                     "bucket_mb = 0.1\n"
+                                     "node_shared = false\n"; /* the allreduce path (one node) */
 
 enum { STEPS = 3 };
 

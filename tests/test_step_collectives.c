@@ -26,7 +26,8 @@ static const char *const deck_text = "[run]\n"
                                      "global_batch = 32\n"
                                      "lr = 0.05\n"
                                      "[parallel]\n"
-                                     "bucket_mb = 0.01\n";
+                                     "bucket_mb = 0.01\n"
+                                     "node_shared = false\n"; /* the allreduce path (one node) */
 
 enum { STEPS = 4, STOP_AT = 2 /* the step (0-based) at which rank 1 asks to stop */ };
 

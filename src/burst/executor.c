@@ -150,12 +150,13 @@ static void make_sync(burst_exec_t *ex, const gradsync_opts_t *o) {
   int *group = xcalloc(L->n ? (size_t)L->n : 1, sizeof *group), *ready = xcalloc(L->n ? (size_t)L->n : 1, sizeof *ready);
   for (int t = 0; t < L->n; t++) {
     ready[t] = L->t[t].owner;
-    group[t] = ex->set_of[L->t[t].owner];
+    group[t] = ex->shared ? -1 : ex->set_of[L->t[t].owner]; /* shared: node_sum sums every tensor */
   }
   gradsync_opts_t with_side = *o;
-  with_side.side = ex->all_ranks_everywhere ? MODEL_GRAD_SIDE : 0;
+  with_side.side = ex->all_ranks_everywhere && !ex->shared ? MODEL_GRAD_SIDE : 0;
   gradsync_init(&ex->sync, L, group, ready, ex->sets, ex->world, ex->m.grads, &with_side);
-  ex->summed = ex->all_ranks_everywhere && (ex->world->size == 1 || ex->sync.side == MODEL_GRAD_SIDE);
+  ex->summed = ex->all_ranks_everywhere &&
+               (ex->world->size == 1 || ex->sync.side == MODEL_GRAD_SIDE || ex->shared);
   free(group);
   free(ready);
 }
@@ -176,7 +177,7 @@ static size_t recv_floats(const burst_exec_t *ex) {
 }
 
 void burst_exec_init(burst_exec_t *ex, const burst_plan_t *plan, const graph_t *g, const backend_t *be,
-                     comm_t *world, int B, const gradsync_opts_t *sync) {
+                     comm_t *world, int B, const gradsync_opts_t *sync, int node_shared) {
   memset(ex, 0, sizeof *ex);
   if (plan->nodes != g->n) surge_input_error("burst plan: %d nodes for a graph of %d", plan->nodes, g->n);
   ex->g = g;
@@ -196,7 +197,14 @@ void burst_exec_init(burst_exec_t *ex, const burst_plan_t *plan, const graph_t *
   check_tied_weights(ex);
   make_sets(ex);
   make_shares(ex);
-  model_init_fused(&ex->m, g, be, ex->window, same_set, ex);
+  float *params = NULL, *grads = NULL;
+  if (node_shared && ex->all_ranks_everywhere && node_sum_possible(world, be)) {
+    ex->shared = xcalloc(1, sizeof *ex->shared);
+    node_sum_init(ex->shared, world, be, g->params.total, g->params.total + MODEL_GRAD_SIDE);
+    params = node_sum_params(ex->shared);
+    grads = node_sum_grads(ex->shared);
+  }
+  model_init_on(&ex->m, g, be, ex->window, same_set, ex, params, grads);
   make_staging(ex, be);
   size_t xs = out_floats(g, 0), ys = (size_t)g->targets_per_sample;
   ex->x = xcalloc(surge_mul_size((size_t)ex->window, xs, "input batch"), sizeof(float));
@@ -218,6 +226,8 @@ void burst_exec_free(burst_exec_t *ex) {
   for (int s = 0; s < ex->nsets; s++) comm_free(&ex->sets[s]);
   be->free(ex->recv);
   model_free(&ex->m);
+  if (ex->shared) node_sum_free(ex->shared);
+  free(ex->shared);
   free(ex->stage);
   free(ex->dstage);
   free(ex->sets);
@@ -398,16 +408,27 @@ void burst_exec_step(burst_exec_t *ex, const dataset_t *ds, const uint64_t *ids,
   double a = surge_now();
   /* a rank holding no parameter this step reduces no gradient: it only waits for the others' */
   mux_fg_set(holds_rows(ex, 1) ? MUX_ALLREDUCE : MUX_WAITING, mux_site(MUX_SITE_SYNC, 0));
+  mx->loss = loss;
+  mx->summed = ex->summed;
+  if (ex->shared) {
+    times->backward_done = a;
+    double mine[NODE_SUM_SCALARS] = {[NODE_SUM_LOSS] = loss, [NODE_SUM_STOP] = mx->stop}, sum[NODE_SUM_SCALARS];
+    node_sum_reduce(ex->shared, mine, sum);
+    mx->loss = sum[NODE_SUM_LOSS];
+    mx->stop = sum[NODE_SUM_STOP];
+    ex->shared_sumsq = sum[NODE_SUM_SUMSQ];
+    times->comm += surge_now() - a;
+    return;
+  }
   gradsync_finish(&ex->sync);
   times->backward_done = ex->sync.backward_done;
   times->wait = ex->sync.wait_s;
   times->comm += surge_now() - a - times->wait;
-  mx->loss = loss;
-  mx->summed = ex->summed;
   if (ex->sync.side) get_side(ex, mx);
 }
 
 double burst_exec_grad_sumsq(const burst_exec_t *ex) {
+  if (ex->shared) return ex->shared_sumsq;
   const slab_layout_t *L = &ex->g->params;
   double sumsq = 0;
   for (int t = 0; t < L->n; t++)

@@ -27,6 +27,7 @@
 #include "data/dataset.h"
 #include "nn/model.h"
 #include "sync/gradsync.h"
+#include "sync/node_sum.h"
 
 typedef struct burst_exec {
   const graph_t *g;
@@ -44,12 +45,17 @@ typedef struct burst_exec {
                                    * its producer's rows directly */
   float *(*dstage)[LAYER_MAX_IN]; /* [nodes] their gradients, NULL where none is needed */
   int all_ranks_everywhere; /* every node on every rank: replicas never go stale */
-  int summed;           /* every node on every rank and (2+ ranks) the side slots ride: a step's loss and
-                         * stop request come back summed over the job, and every rank holds the
-                         * whole gradient (see burst_metrics_t) */
+  int summed;           /* every node on every rank and (2+ ranks) the side slots ride, or shared: a
+                         * step's loss and stop request come back summed over the job, and every rank
+                         * holds the whole gradient (shared: its slice of it) (see burst_metrics_t) */
   float *x, *y;         /* host batch: (window, sample), (window, targets) */
   float *recv;          /* backend scratch for received activation gradients: the largest share */
   gradsync_t sync;
+  node_sum_t *shared;   /* data parallelism on one node through node-shared memory (sync/node_sum.h):
+                         * the parameter slab is the node's, gradients are summed there, not by
+                         * gradsync (which then has no bucket), and each rank updates only its
+                         * slice (shared->lo, hi); NULL otherwise */
+  double shared_sumsq;  /* with shared: the step's squared gradient norm, summed over the slices */
 } burst_exec_t;
 
 /* Phase times of a step on this rank (seconds), and when the backward pass ended (surge_now()). */
@@ -68,15 +74,18 @@ typedef struct burst_metrics {
 
 /* Collective over world: bind a plan (already checked against g, world->size and B) to buffers of
  * its window on backend be. A tied output layer on another rank set than its embedding is an input
- * error. Parameters are not initialised (model_init_params). */
+ * error. Parameters are not initialised (model_init_params). node_shared: where the plan is data
+ * parallelism and node_sum_possible(world, be), sum and update through node-shared memory
+ * (burst_exec_t.shared) instead of gradsync's reducer. */
 void burst_exec_init(burst_exec_t *ex, const burst_plan_t *plan, const graph_t *g, const backend_t *be,
-                     comm_t *world, int B, const gradsync_opts_t *sync);
+                     comm_t *world, int B, const gradsync_opts_t *sync, int node_shared);
 void burst_exec_free(burst_exec_t *ex);
 
 /* Collective: one step's gradients for the global batch ids[0..B) of ds's training split, with
  * the gradients scaled by grad_scale (1 / global targets); the loss and stop in mx (see
  * burst_metrics_t). On return every rank holds, for every node of its sets, the node's gradient
- * summed over the batch; other nodes' gradients are 0. */
+ * summed over the batch; other nodes' gradients are 0. With shared, only this rank's slice of the
+ * gradient slab is the sum (the rest is this rank's own part). */
 void burst_exec_step(burst_exec_t *ex, const dataset_t *ds, const uint64_t *ids, float grad_scale,
                      burst_metrics_t *mx, burst_times_t *times);
 

@@ -1,5 +1,6 @@
 #include "burst/layout.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -83,7 +84,21 @@ static void eval(layout_t *l, const dataset_t *ds, data_split_t split, uint64_t 
   burst_exec_eval(&impl(l)->ex, ds, split, n, sums);
 }
 
-static void sync_replicas(layout_t *l, float *slabs[], int nslabs) { burst_exec_gather(&impl(l)->ex, slabs, nslabs); }
+/* With node-shared memory the parameters are one slab; each rank's other slabs (moments) are right
+ * on its slice only. */
+static void sync_replicas(layout_t *l, float *slabs[], int nslabs) {
+  burst_exec_t *ex = &impl(l)->ex;
+  if (!ex->shared) {
+    burst_exec_gather(ex, slabs, nslabs);
+    return;
+  }
+  for (int s = 0; s < nslabs; s++)
+    if (slabs[s] && slabs[s] != ex->m.params) node_sum_gather(ex->shared, slabs[s]);
+}
+
+/* Every rank wrote the same values into the node's one parameter slab: all are done before any
+ * step reads it. */
+static void shared_written(layout_t *l) { node_sum_updated(impl(l)->ex.shared); }
 
 /* After sync_replicas every rank holds every tensor whole. */
 static void describe(const layout_t *l, state_tensor_t *out) {
@@ -107,6 +122,10 @@ static void free_layout(layout_t *l) {
 static const layout_ops_t burst_layout_ops = {
     .step = step, .eval = eval, .sync_replicas = sync_replicas, .describe = describe, .log = log_plan,
     .free = free_layout};
+/* Data parallelism through node-shared memory (burst_exec_t.shared). */
+static const layout_ops_t shared_layout_ops = {
+    .step = step, .eval = eval, .sync_replicas = sync_replicas, .describe = describe, .log = log_plan,
+    .state_loaded = shared_written, .updated = shared_written, .free = free_layout};
 
 layout_t *burst_layout_build(const layout_opts_t *o, const graph_t *g, const backend_t *be, comm_t *world) {
   if (o->global_batch < world->size)
@@ -118,9 +137,18 @@ layout_t *burst_layout_build(const layout_opts_t *o, const graph_t *g, const bac
     plan_burst(b, o, g, world);
   else
     plan_everywhere(b, o, g, world);
-  burst_exec_init(&b->ex, &b->plan, g, be, world, (int)o->global_batch, &o->sync);
+  int node_shared = o->node_shared && strcmp(o->mode, "dp") == 0 && strcmp(o->sync.reducer, "exact") == 0;
+  burst_exec_init(&b->ex, &b->plan, g, be, world, (int)o->global_batch, &o->sync, node_shared);
   model_init_params(&b->ex.m, o->seed);
   b->base = (layout_t){.ops = &burst_layout_ops, .m = &b->ex.m, .local = &g->params, .sync = &b->ex.sync,
                        .window = b->ex.window, .impl = b};
+  if (b->ex.shared) {
+    b->base.ops = &shared_layout_ops;
+    b->base.update_lo = b->ex.shared->lo;
+    b->base.update_hi = b->ex.shared->hi;
+    shared_written(&b->base);
+    b->base.note = "dp: the ranks share one node: gradients summed and parameters updated through node-shared "
+                   "memory, each rank its slice ([parallel] node_shared)";
+  }
   return &b->base;
 }

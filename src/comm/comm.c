@@ -412,8 +412,28 @@ void comm_waitall(comm_t *c, comm_request_t *r, int n, traffic_t t) {
   meter_add(c, t, 0, start);
 }
 
-void comm_barrier(comm_t *c) {
-  require_member(c, TRAFFIC_OTHER, "comm_barrier");
+void comm_allgatherv_float(comm_t *c, float *buf, const size_t *off, const size_t *n, traffic_t t) {
+  require_member(c, t, "comm_allgatherv_float");
+  int *counts = xcalloc((size_t)c->size, sizeof *counts), *displs = xcalloc((size_t)c->size, sizeof *displs);
+  for (int r = 0; r < c->size; r++) {
+    if (n[r] > INT_MAX || off[r] > INT_MAX)
+      surge_runtime_error("comm_allgatherv_float: rank %d's part (%zu floats at %zu) is beyond what one MPI "
+                          "operation holds (%d)", r, n[r], off[r], INT_MAX);
+    counts[r] = (int)n[r];
+    displs[r] = (int)off[r];
+  }
+  double start = surge_now();
+  check_mpi(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf, counts, displs, MPI_FLOAT, c->mpi),
+            "MPI_Allgatherv", "comm_allgatherv_float");
+  meter_add(c, t, (uint64_t)n[c->rank] * sizeof(float), start);
+  free(counts);
+  free(displs);
+}
+
+void comm_barrier(comm_t *c) { comm_barrier_as(c, TRAFFIC_OTHER, 0); }
+
+void comm_barrier_as(comm_t *c, traffic_t t, uint64_t bytes) {
+  require_member(c, t, "comm_barrier");
   double start = surge_now();
   if (c->poll_us > 0) {
     MPI_Request req;
@@ -422,7 +442,7 @@ void comm_barrier(comm_t *c) {
   } else {
     check_mpi(MPI_Barrier(c->mpi), "MPI_Barrier", "comm_barrier");
   }
-  meter_add(c, TRAFFIC_OTHER, 0, start);
+  meter_add(c, t, bytes, start);
 }
 
 void comm_allreduce_sum_u64(comm_t *c, uint64_t *buf, int n, traffic_t t) {

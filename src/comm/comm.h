@@ -130,6 +130,12 @@ void comm_irecv(comm_t *c, float *buf, size_t n, int src, int tag, traffic_t t, 
 /* Wait for all requests; the wait time is counted in category t (see poll_us). */
 void comm_waitall(comm_t *c, comm_request_t *r, int n, traffic_t t);
 void comm_barrier(comm_t *c);
+/* In place: rank r's part [off[r], off[r] + n[r]) of buf (host memory) to every rank (one
+ * MPI_Allgatherv; each part at most INT_MAX floats). */
+void comm_allgatherv_float(comm_t *c, float *buf, const size_t *off, const size_t *n, traffic_t t);
+/* A barrier counted as one call of category t moving `bytes`: one that completes an exchange ranks
+ * made through node-shared memory (comm/node_shm.h), which no MPI call carries. */
+void comm_barrier_as(comm_t *c, traffic_t t, uint64_t bytes);
 /* Post the next isends and irecvs of c as one group, completed by the next comm_waitall on c: their
  * device buffers then travel as one NCCL group (issued together at that wait, so their order does
  * not matter; NCCL matches one pair's messages in the order they were posted, so a pair exchanges

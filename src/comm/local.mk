@@ -1,6 +1,6 @@
 # The comm layer: metered MPI collectives and point-to-point transfers (src/comm/comm.h), and its
 # device side for GPU buffers: NCCL or staging (comm_nccl.c with CUDA, comm_dev_absent.c without).
-libsurge_a_SOURCES += src/comm/comm.c src/comm/comm.h src/comm/comm_dev.h
+libsurge_a_SOURCES += src/comm/comm.c src/comm/comm.h src/comm/comm_dev.h src/comm/node_shm.c src/comm/node_shm.h
 if HAVE_CUDA
 libsurge_a_SOURCES += src/comm/comm_nccl.c
 else

@@ -54,6 +54,7 @@ typedef struct config {
   char plan_file[CFG_STR]; /* burst: the plan (burst/plan.h file format) */
   double bucket_mb;    /* gradient allreduce bucket size, MiB */
   int overlap;         /* start gradient buckets during the backward pass */
+  int node_shared;     /* dp on one node: sum and update through node-shared memory */
   double amplification; /* surge-plan: per-layer amplification limit A >= 1 (burst/plan.h) */
   char profile_file[CFG_STR]; /* surge-profile output / surge-plan input (burst/profiler.h) */
   double net_p2p_alpha_us, net_p2p_bytes_per_us, net_ar_alpha_us, net_ar_bytes_per_us; /* surge-plan/-sim

@@ -119,6 +119,10 @@ const cfg_key_t cfg_keys[] = {
     BOOL_KEY("parallel", "overlap", overlap, "true",
              "start each gradient bucket's allreduce during the backward pass as soon as its gradients are "
              "final (false: all buckets after the backward pass, behind a barrier)"),
+    BOOL_KEY("parallel", "node_shared", node_shared, "true",
+             "dp with all ranks on one node and a host-memory backend (cpu, ref): sum gradients and update "
+             "parameters through node-shared memory, each rank its 1/R slice of the slab (false, or ranks on "
+             "several nodes: allreduce in buckets, every rank updates all; doc/design.md)"),
     FLOAT_KEY("parallel", "amplification", amplification, "2", 1, CLOSED, 1e6, CLOSED,
               "surge-plan: per-layer amplification limit A (a layer may use n ranks only if n times its "
               "time there is at most A times its one-rank time; doc/burst.md); --amp overrides it"),

@@ -70,6 +70,9 @@ typedef struct layout_ops {
   int (*state)(layout_t *l, state_region_t *out, int max);
   /* After a checkpoint was read into the regions state gave: take the values. NULL: nothing. */
   void (*state_loaded)(layout_t *l);
+  /* Collective, after each rank updated its part of the parameters (layout_t.update_lo, hi): every
+   * rank may read all of them from then on. NULL: nothing to do (each rank updated all it holds). */
+  void (*updated)(layout_t *l);
   void (*free)(layout_t *l);
 } layout_ops_t;
 
@@ -80,6 +83,10 @@ struct layout {
   const slab_layout_t *local; /* their layout */
   gradsync_t *sync;         /* the gradient synchronisation (its reducer's state goes in checkpoints) */
   int window;               /* most samples this rank holds at any point of a step */
+  size_t update_lo, update_hi; /* the floats [lo, hi) of the local slabs this rank's optimizer
+                                * updates (its gradients there are the step's sums): set by a
+                                * builder whose layout has an `updated` op, else the whole slab */
+  const char *note;         /* what the layout chose that the run's banner states; NULL: nothing */
   void *impl;
 };
 
@@ -95,6 +102,7 @@ typedef struct layout_opts {
   long global_batch;
   uint64_t seed;            /* parameter initialisation */
   gradsync_opts_t sync;
+  int node_shared;          /* dp: through node-shared memory where possible (sync/node_sum.h) */
   const deck_t *deck;       /* blamed by input errors (deck_where); may be NULL */
   struct {                  /* 3d: the grid and the pipeline (pipe/layout.h) */
     int tp, pp, dp, micro_batches;

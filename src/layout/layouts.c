@@ -42,6 +42,7 @@ layout_opts_t layout_opts_of(const config_t *cfg, const deck_t *deck) {
       .global_batch = cfg->global_batch,
       .seed = cfg->seed,
       .deck = deck,
+      .node_shared = cfg->node_shared,
       .sync = {.bucket_bytes = (size_t)(cfg->bucket_mb * 1048576.0), .overlap = cfg->overlap, .reducer = "exact"},
   };
   snprintf(o.mode, sizeof o.mode, "%s", cfg->parallel_mode);
@@ -67,6 +68,7 @@ layout_t *layout_build(const layout_opts_t *o, const graph_t *g, const backend_t
     if (strcmp(layouts[i].name, o->mode) == 0) {
       layout_t *l = layouts[i].build(o, g, be, world);
       l->name = layouts[i].name;
+      if (!l->ops->updated) l->update_lo = 0, l->update_hi = l->local->total; /* else the builder set them */
       return l;
     }
   surge_input_error("[parallel] mode = %s: not a layout (accepted: %s)", o->mode, layout_names());

@@ -58,12 +58,19 @@ void model_init(model_t *m, const graph_t *g, const backend_t *be, int B_cap) {
 
 int model_init_fused(model_t *m, const graph_t *g, const backend_t *be, int B_cap,
                      int (*allowed)(void *arg, int node, int next), void *arg) {
+  return model_init_on(m, g, be, B_cap, allowed, arg, NULL, NULL);
+}
+
+int model_init_on(model_t *m, const graph_t *g, const backend_t *be, int B_cap,
+                  int (*allowed)(void *arg, int node, int next), void *arg, float *params, float *grads) {
   memset(m, 0, sizeof *m);
   m->g = g;
   m->be = be;
   m->B_cap = B_cap;
-  m->params = be->alloc(g->params.total);
-  m->grads = be->alloc(g->params.total + MODEL_GRAD_SIDE);
+  m->own_params = params == NULL;
+  m->own_grads = grads == NULL;
+  m->params = params ? params : be->alloc(g->params.total);
+  m->grads = grads ? grads : be->alloc(g->params.total + MODEL_GRAD_SIDE);
   m->act = xcalloc((size_t)g->n, sizeof *m->act);
   m->dact = xcalloc((size_t)g->n, sizeof *m->dact);
   m->aux = xcalloc((size_t)g->n, sizeof *m->aux);
@@ -130,8 +137,8 @@ void model_free(model_t *m) {
   free(m->din);
   be->free(m->scratch);
   be->free(m->targets);
-  be->free(m->params);
-  be->free(m->grads);
+  if (m->own_params) be->free(m->params);
+  if (m->own_grads) be->free(m->grads);
   memset(m, 0, sizeof *m);
 }
 

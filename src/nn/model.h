@@ -35,6 +35,7 @@ typedef struct model {
   float *scratch; /* max over nodes of layer scratch */
   float *targets; /* (B_cap, targets_per_sample) class ids as float */
   size_t act_floats; /* floats held by act + dact + aux + scratch (memory report) */
+  int own_params, own_grads; /* whether the model allocated them (model_init_on) */
   void (*before_node)(void); /* called before every node's forward or backward (NULL: none); a
                               * background job's gate (mux/mux.h) runs its work node by node */
 } model_t;
@@ -51,6 +52,11 @@ void model_init(model_t *m, const graph_t *g, const backend_t *be, int B_cap);
  * and added into (model_t.written). Returns the pairs fused. */
 int model_init_fused(model_t *m, const graph_t *g, const backend_t *be, int B_cap,
                      int (*allowed)(void *arg, int node, int next), void *arg);
+/* model_init_fused on parameter and gradient slabs the caller provides (params: g->params.total
+ * floats, grads: that + MODEL_GRAD_SIDE; backend memory), which the model uses and never frees
+ * (node-shared memory, sync/node_sum.h); NULL: the model allocates that slab itself. */
+int model_init_on(model_t *m, const graph_t *g, const backend_t *be, int B_cap,
+                  int (*allowed)(void *arg, int node, int next), void *arg, float *params, float *grads);
 /* The ReLU node i may fuse with (its only consumer, after a conv2d or add i), or -1. */
 int model_fusable_relu(const graph_t *g, int i);
 void model_free(model_t *m);

@@ -35,18 +35,22 @@ void optim_free(optim_t *o) {
   o->m = o->v = NULL;
 }
 
-void optim_step(optim_t *o, float *params, const float *grads, float lr) {
+void optim_step(optim_t *o, float *params, const float *grads, float lr) { optim_step_part(o, params, grads, lr, 0, o->n); }
+
+void optim_step_part(optim_t *o, float *params, const float *grads, float lr, size_t lo, size_t hi) {
   const backend_t *be = o->be;
+  if (hi > o->n || lo > hi)
+    surge_runtime_error("optim_step_part: floats [%zu, %zu) of a slab of %zu", lo, hi, o->n);
+  size_t n = hi - lo;
+  float *m = o->m ? o->m + lo : NULL, *v = o->v ? o->v + lo : NULL;
   if (o->kind == OPTIM_SGD) {
-    be->sgd_step(o->n, params, grads, o->m, lr, o->momentum, o->nesterov, o->weight_decay,
-                 o->t == 0);
+    be->sgd_step(n, params + lo, grads + lo, m, lr, o->momentum, o->nesterov, o->weight_decay, o->t == 0);
   } else {
     // bias corrections for step number t+1, in double as PyTorch computes them
     double step = (double)(o->t + 1);
     float bc1 = (float)(1.0 - pow(o->beta1, step));
     float bc2 = (float)(1.0 - pow(o->beta2, step));
-    be->adamw_step(o->n, params, grads, o->m, o->v, lr, o->beta1, o->beta2, o->eps, o->weight_decay,
-                   bc1, bc2);
+    be->adamw_step(n, params + lo, grads + lo, m, v, lr, o->beta1, o->beta2, o->eps, o->weight_decay, bc1, bc2);
   }
   o->t++;
 }

@@ -53,6 +53,9 @@ void optim_free(optim_t *o);
  * SGD's first step (t == 0) initialises the momentum buffer with the gradient; AdamW's bias
  * corrections use the step number t+1. */
 void optim_step(optim_t *o, float *params, const float *grads, float lr);
+/* optim_step on the floats [lo, hi) of the slabs only (params, grads and the moments there): a
+ * rank that updates its part of a slab shared with others (sync/node_sum.h). */
+void optim_step_part(optim_t *o, float *params, const float *grads, float lr, size_t lo, size_t hi);
 
 /* Learning rate at step (0-based). "constant": s->lr. "cosine": linear warm-up
  * lr*(step+1)/warmup for step < warmup, then min_lr + 0.5*(lr - min_lr)*(1 + cos(pi*progress))

@@ -41,6 +41,7 @@ static void report_setup(const trainer_t *t) {
          (unsigned long long)dataset_size(t->ds, SPLIT_TEST), dataset_is_tokens(t->ds) ? "validation" : "test",
          t->cfg.global_batch, t->world->size, t->world->size == 1 ? "" : "s", t->cfg.parallel_mode, t->be->name,
          t->cfg.threads, t->cfg.threads == 1 ? "" : "s");
+  if (t->layout->note) printf("%s\n", t->layout->note);
   fflush(stdout);
 }
 

@@ -106,23 +106,28 @@ train_stats_t trainer_step(trainer_t *t, int stop_request) {
                         t->step + 1, isfinite(s.loss) ? "gradient" : "loss", s.loss, s.grad_norm);
 
   double t2 = surge_now();
-  size_t n = l->local->total;
-  clip_to_norm(t->be, l->m->grads, n, s.grad_norm, t->cfg.clip_norm);
+  size_t lo = l->update_lo, hi = l->update_hi; /* this rank's part of the update */
+  clip_to_norm(t->be, l->m->grads + lo, hi - lo, s.grad_norm, t->cfg.clip_norm);
   s.lr = lr_at(&t->opt.schedule, t->step);
   mux_fg_set(MUX_COMPUTING, mux_site(MUX_SITE_UPDATE, 0));
   gate(t);
-  optim_step(&t->opt, l->m->params, l->m->grads, (float)s.lr);
+  optim_step_part(&t->opt, l->m->params, l->m->grads, (float)s.lr, lo, hi);
+  double t3 = surge_now();
+  if (l->ops->updated) { /* the others' parts: waiting for them is communication, not the update */
+    mux_fg_set(MUX_ALLREDUCE, mux_site(MUX_SITE_SYNC, 0));
+    l->ops->updated(l);
+  }
   t->step++;
   s.step = t->step;
-  double t3 = surge_now();
+  double t4 = surge_now();
 
-  s.seconds = t3 - t0;
+  s.seconds = t4 - t0;
   s.backward_done = ls.backward_done;
   s.phase[PHASE_DATA] = ls.data;
   s.phase[PHASE_FORWARD] = ls.forward;
   s.phase[PHASE_BACKWARD] = ls.backward;
   s.phase[PHASE_WAIT] = ls.wait;
-  s.phase[PHASE_COMM] = ls.comm + (t2 - t1);
+  s.phase[PHASE_COMM] = ls.comm + (t2 - t1) + (t4 - t3);
   s.phase[PHASE_OPTIMIZER] = t3 - t2;
   return s;
 }

@@ -1,0 +1,62 @@
+#include "comm/node_shm.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+
+enum { SEGMENT_ALIGN = 64 };
+
+static void check(int rc, const char *mpi_call) {
+  if (rc == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  if (MPI_Error_string(rc, text, &len) != MPI_SUCCESS) snprintf(text, sizeof text, "MPI error code %d", rc);
+  surge_runtime_error("%s failed in node-shared memory: %s", mpi_call, text);
+}
+
+void node_shm_alloc(comm_t *c, size_t bytes, node_shm_t *s) {
+  memset(s, 0, sizeof *s);
+  if (c->nodes != 1)
+    surge_runtime_error("node_shm_alloc: the group's %d ranks are on %d nodes; node-shared memory needs one", c->size,
+                        c->nodes);
+  /* MPI aligns a segment to 8 bytes at least: each asks for an alignment's worth more and starts at
+   * the first aligned address in it */
+  size_t rounded = (bytes + SEGMENT_ALIGN - 1) / SEGMENT_ALIGN * SEGMENT_ALIGN;
+  size_t ask = rounded ? rounded + SEGMENT_ALIGN : 0;
+  if (rounded < bytes || ask > (size_t)INT64_MAX) surge_runtime_error("node_shm_alloc: %zu bytes overflow", bytes);
+  char *raw = NULL;
+  check(MPI_Win_allocate_shared((MPI_Aint)ask, 1, MPI_INFO_NULL, c->mpi, &raw, &s->win), "MPI_Win_allocate_shared");
+  s->size = c->size;
+  s->seg = xcalloc((size_t)c->size, sizeof *s->seg);
+  s->bytes = xcalloc((size_t)c->size, sizeof *s->bytes);
+  for (int r = 0; r < c->size; r++) {
+    MPI_Aint size = 0;
+    int unit = 0;
+    char *base = NULL;
+    check(MPI_Win_shared_query(s->win, r, &size, &unit, &base), "MPI_Win_shared_query");
+    s->bytes[r] = size > SEGMENT_ALIGN ? (size_t)size - SEGMENT_ALIGN : 0;
+    s->seg[r] = s->bytes[r] ? base + (SEGMENT_ALIGN - (uintptr_t)base % SEGMENT_ALIGN) % SEGMENT_ALIGN : base;
+  }
+  char *mine = s->seg[c->rank];
+  if (rounded) memset(mine, 0, rounded);
+  check(MPI_Win_lock_all(MPI_MODE_NOCHECK, s->win), "MPI_Win_lock_all"); /* one passive epoch for Win_sync */
+  node_shm_barrier(s, c, TRAFFIC_OTHER, 0);
+}
+
+void node_shm_free(node_shm_t *s) {
+  if (!s->seg) return;
+  check(MPI_Win_unlock_all(s->win), "MPI_Win_unlock_all");
+  check(MPI_Win_free(&s->win), "MPI_Win_free");
+  free(s->seg);
+  free(s->bytes);
+  memset(s, 0, sizeof *s);
+}
+
+void node_shm_barrier(node_shm_t *s, comm_t *c, traffic_t t, uint64_t bytes) {
+  check(MPI_Win_sync(s->win), "MPI_Win_sync");
+  comm_barrier_as(c, t, bytes);
+  check(MPI_Win_sync(s->win), "MPI_Win_sync");
+}

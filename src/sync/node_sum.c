@@ -1,0 +1,78 @@
+#include "sync/node_sum.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+
+enum { LINE_FLOATS = 16 }; /* a 64-byte line */
+
+/* Rank r's slice starts here (whole lines, the last slice takes the rest). */
+static size_t slice_start(size_t n, int r, int R) {
+  if (r >= R) return n;
+  return (size_t)((unsigned __int128)(n / LINE_FLOATS) * (unsigned)r / (unsigned)R) * LINE_FLOATS;
+}
+
+int node_sum_possible(const comm_t *c, const backend_t *be) {
+  return c->size >= 2 && c->nodes == 1 && be->host_memory;
+}
+
+void node_sum_init(node_sum_t *s, comm_t *c, const backend_t *be, size_t n, size_t grad_floats) {
+  memset(s, 0, sizeof *s);
+  s->c = c;
+  s->be = be;
+  s->n = n;
+  s->lo = slice_start(n, c->rank, c->size);
+  s->hi = slice_start(n, c->rank + 1, c->size);
+  size_t pbytes = surge_mul_size(n, sizeof(float), "node-shared parameters");
+  node_shm_alloc(c, c->rank == 0 ? pbytes : 0, &s->params);
+  node_shm_alloc(c, surge_mul_size(grad_floats, sizeof(float), "node-shared gradients"), &s->grads);
+  node_shm_alloc(c, NODE_SUM_SCALARS * sizeof(double), &s->scalars);
+}
+
+void node_sum_free(node_sum_t *s) {
+  if (!s->c) return;
+  node_shm_free(&s->scalars);
+  node_shm_free(&s->grads);
+  node_shm_free(&s->params);
+  memset(s, 0, sizeof *s);
+}
+
+float *node_sum_params(const node_sum_t *s) { return (float *)(void *)s->params.seg[0]; }
+float *node_sum_grads(const node_sum_t *s) { return (float *)(void *)s->grads.seg[s->c->rank]; }
+
+void node_sum_reduce(node_sum_t *s, const double mine[NODE_SUM_SCALARS], double sum[NODE_SUM_SCALARS]) {
+  const int R = s->c->size, me = s->c->rank;
+  node_shm_barrier(&s->grads, s->c, TRAFFIC_DP, 0); /* every rank's gradients are final */
+  float *own = node_sum_grads(s) + s->lo;
+  size_t len = s->hi - s->lo;
+  for (int r = 0; r < R; r++)
+    if (r != me) s->be->axpy(len, 1.0f, (const float *)(void *)s->grads.seg[r] + s->lo, own);
+  double *out = (double *)(void *)s->scalars.seg[me];
+  memcpy(out, mine, NODE_SUM_SCALARS * sizeof(double));
+  out[NODE_SUM_SUMSQ] = s->be->sumsq(own, len);
+  /* the bytes read from the others' slabs, counted here, where the exchange completes */
+  node_shm_barrier(&s->scalars, s->c, TRAFFIC_DP, (uint64_t)(R - 1) * len * sizeof(float));
+  for (int k = 0; k < NODE_SUM_SCALARS; k++) sum[k] = 0;
+  for (int r = 0; r < R; r++)
+    for (int k = 0; k < NODE_SUM_SCALARS; k++) sum[k] += ((const double *)(void *)s->scalars.seg[r])[k];
+}
+
+void node_sum_updated(node_sum_t *s) {
+  /* every rank reads the whole slab next: (R-1)/R of it written by the others */
+  size_t others = s->n - (s->hi - s->lo);
+  node_shm_barrier(&s->params, s->c, TRAFFIC_DP, (uint64_t)others * sizeof(float));
+}
+
+void node_sum_gather(node_sum_t *s, float *slab) {
+  const int R = s->c->size;
+  size_t *off = xcalloc((size_t)R, sizeof *off), *cnt = xcalloc((size_t)R, sizeof *cnt);
+  for (int r = 0; r < R; r++) {
+    off[r] = slice_start(s->n, r, R);
+    cnt[r] = slice_start(s->n, r + 1, R) - off[r];
+  }
+  comm_allgatherv_float(s->c, slab, off, cnt, TRAFFIC_OTHER);
+  free(off);
+  free(cnt);
+}

@@ -1,0 +1,48 @@
+#!/bin/sh
+# Data parallelism through node-shared memory ([parallel] node_shared, sync/node_sum.h): on one
+# node, each rank sums and updates its slice of the slab. On 3 ranks (uneven slices) with AdamW and
+# a clip norm that clips every step, it ends with the parameters of 1 rank and of the allreduce
+# path (node_shared = false) within 1e-5 per tensor; a run stopped at a checkpoint and resumed ends
+# bit for bit where a straight run ends (the moments each rank keeps only for its slice are
+# gathered whole into the checkpoint); it says which path it took.
+. "${SURGE_TOP_SRCDIR:-.}/tests/tap.sh"
+[ -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ] || tap_skip_all "dataset-fashion-mnist is not installed"
+compare="$top_build/tests/h5_compare"
+deck="$top_src/inputs/mlp-fmnist.deck"
+common="-D model.mlp_hidden=96,64 -D train.global_batch=24 -D train.optimizer=adamw -D train.lr=0.003
+        -D train.clip_norm=0.05 -D data.train_samples=600 -D data.test_samples=40 -D run.print_every=1
+        -D run.eval_every=0 -D run.overwrite=true"
+run() { # run NAME NP ARGS...: train into $tap_tmp/NAME
+  name=$1; np=$2; shift 2
+  # shellcheck disable=SC2086
+  timeout 300 "$mpiexec" -n "$np" "$SURGE_TRAIN" "$deck" $common -D "run.out_dir=$tap_tmp/$name" "$@" \
+    >"$tap_tmp/$name.txt" 2>&1
+}
+same() { # same A B TOL DESCRIPTION: compare two runs' final parameters
+  res=$("$compare" "$tap_tmp/$1/model.h5" "$tap_tmp/$2/model.h5" "$3" 2>&1)
+  tap_ok $? "$4: $res"
+}
+
+run one 1 -D run.steps=8
+tap_ok $? "8 steps on 1 rank"
+run shared 3 -D run.steps=8
+tap_ok $? "8 steps on 3 ranks, node-shared"
+grep -q "dp: the ranks share one node: gradients summed and parameters updated through node-shared memory" \
+  "$tap_tmp/shared.txt"
+tap_ok $? "the run says it sums through node-shared memory"
+run allreduce 3 -D run.steps=8 -D parallel.node_shared=false
+tap_ok $? "8 steps on 3 ranks, allreduce"
+! grep -q "node-shared memory" "$tap_tmp/allreduce.txt"
+tap_ok $? "node_shared = false takes the allreduce path"
+same shared one 1e-5 "3 ranks node-shared = 1 rank"
+same allreduce one 1e-5 "3 ranks allreduce = 1 rank"
+same shared allreduce 1e-5 "node-shared = allreduce"
+
+# stopped after the step-4 checkpoint, resumed to step 8: bit for bit the straight run
+run half 3 -D run.steps=4 -D checkpoint.every=4
+tap_ok $? "4 steps on 3 ranks with a checkpoint"
+run half 3 -D run.steps=8 -D checkpoint.every=4 --resume
+tap_ok $? "resumed to 8 steps"
+h5diff "$tap_tmp/half/model.h5" "$tap_tmp/shared/model.h5" /params /params >/dev/null 2>&1
+tap_ok $? "checkpoint + resume ends with bitwise the parameters of the straight run"
+tap_done

@@ -1,5 +1,6 @@
 # TAP helpers for shell tests (sourced). Each check prints one "ok"/"not ok" line.
 #   tap_ok COND_EXIT_STATUS "description"     tap_done (prints the plan, exits 1 if any failed)
+#   tap_skip "why"                             (one check skipped)
 #   tap_pass_through LABEL NP PROGRAM ARGS...  (a TAP program under mpiexec; its results become ours;
 #                                               at most $tap_timeout seconds, default 60)
 #   tap_wait_until SECONDS COMMAND ARGS...     (poll until COMMAND succeeds; 1 on timeout)
@@ -12,6 +13,7 @@ tap_ok() {
 }
 tap_diag() { printf '%s\n' "$@" | sed 's/^/# /'; }
 tap_skip_all() { echo "1..0 # SKIP $1"; exit 0; }
+tap_skip() { tap_n=$((tap_n + 1)); echo "ok $tap_n # SKIP $1"; } # one check that cannot run here
 tap_done() {
   echo "1..$tap_n"
   [ "$tap_failed" = 0 ]

@@ -4,7 +4,8 @@
 # a clip norm that clips every step, it ends with the parameters of 1 rank and of the allreduce
 # path (node_shared = false) within 1e-5 per tensor; a run stopped at a checkpoint and resumed ends
 # bit for bit where a straight run ends (the moments each rank keeps only for its slice are
-# gathered whole into the checkpoint); it says which path it took.
+# gathered whole into the checkpoint); it says which path it took, and falls back to the allreduce
+# path, saying why, where the backing file system lacks the room.
 . "${SURGE_TOP_SRCDIR:-.}/tests/tap.sh"
 [ -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ] || tap_skip_all "dataset-fashion-mnist is not installed"
 compare="$top_build/tests/h5_compare"
@@ -45,4 +46,20 @@ run half 3 -D run.steps=8 -D checkpoint.every=4 --resume
 tap_ok $? "resumed to 8 steps"
 h5diff "$tap_tmp/half/model.h5" "$tap_tmp/shared/model.h5" /params /params >/dev/null 2>&1
 tap_ok $? "checkpoint + resume ends with bitwise the parameters of the straight run"
+
+# too little room where Open MPI backs shared memory (a container's 64 MiB /dev/shm and a big model):
+# the run says so and takes the allreduce path (a 1 MiB tmpfs as the backing directory; as root)
+small="$tap_tmp/small-shm"
+mkdir -p "$small"
+if mount -t tmpfs -o size=1m tmpfs "$small" 2>/dev/null; then
+  OMPI_MCA_osc_sm_backing_directory="$small" run cramped 3 -D run.steps=8
+  rc=$?
+  umount "$small"
+  grep -q "dp: allreduce, not node-shared memory: .* has 1.0 MiB free, the 3 ranks' shared slabs need" "$tap_tmp/cramped.txt"
+  tap_ok $((rc + $?)) "a 1 MiB backing directory: exit $rc, the allreduce path, saying why"
+  same cramped allreduce 0 "and the allreduce path's parameters"
+else
+  tap_skip "a 1 MiB backing directory: mounting a tmpfs needs root"
+  tap_skip "and the allreduce path's parameters"
+fi
 tap_done

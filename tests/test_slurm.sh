@@ -50,7 +50,6 @@ lap() { now=$(date +%s); tap_diag "$1: $((now - lap_at)) s"; lap_at=$now; }
 # ok_or_show STATUS FILE DESCRIPTION: tap_ok, and the end of the job's output when it failed
 ok_or_show() { tap_ok "$1" "$3"; [ "$1" = 0 ] || tap_diag "$(tail -n 15 "$2" 2>/dev/null)"; }
 submit() { sbatch --parsable --export="ALL,SURGE_BIN=$top_build" "$@"; }
-tap_skip() { tap_n=$((tap_n + 1)); echo "ok $tap_n # SKIP $1"; }
 
 # a small mlp on synthetic data: ~2000 steps of about a millisecond, a checkpoint every 100
 cat >train.deck <<'EOF'

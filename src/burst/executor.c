@@ -198,9 +198,11 @@ void burst_exec_init(burst_exec_t *ex, const burst_plan_t *plan, const graph_t *
   make_sets(ex);
   make_shares(ex);
   float *params = NULL, *grads = NULL;
-  if (node_shared && ex->all_ranks_everywhere && node_sum_possible(world, be)) {
+  size_t n = g->params.total, grad_floats = g->params.total + MODEL_GRAD_SIDE;
+  if (node_shared && ex->all_ranks_everywhere && node_sum_possible(world, be) &&
+      node_sum_fits(world, n, grad_floats, ex->shared_refused, sizeof ex->shared_refused)) {
     ex->shared = xcalloc(1, sizeof *ex->shared);
-    node_sum_init(ex->shared, world, be, g->params.total, g->params.total + MODEL_GRAD_SIDE);
+    node_sum_init(ex->shared, world, be, n, grad_floats);
     params = node_sum_params(ex->shared);
     grads = node_sum_grads(ex->shared);
   }

@@ -56,6 +56,7 @@ typedef struct burst_exec {
                          * gradsync (which then has no bucket), and each rank updates only its
                          * slice (shared->lo, hi); NULL otherwise */
   double shared_sumsq;  /* with shared: the step's squared gradient norm, summed over the slices */
+  char shared_refused[320]; /* why a possible shared run did not fit (node_sum_fits), or "" */
 } burst_exec_t;
 
 /* Phase times of a step on this rank (seconds), and when the backward pass ended (surge_now()). */

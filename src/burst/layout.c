@@ -14,6 +14,7 @@ typedef struct burst_layout {
   burst_exec_t ex;
   burst_plan_t plan;
   char *plan_text; /* the plan file's text, for the log (burst mode) */
+  char note[400];   /* layout_t.note: how dp sums, where it is worth saying */
 } burst_layout_t;
 
 static burst_layout_t *impl(const layout_t *l) { return l->impl; }
@@ -147,8 +148,11 @@ layout_t *burst_layout_build(const layout_opts_t *o, const graph_t *g, const bac
     b->base.update_lo = b->ex.shared->lo;
     b->base.update_hi = b->ex.shared->hi;
     shared_written(&b->base);
-    b->base.note = "dp: the ranks share one node: gradients summed and parameters updated through node-shared "
-                   "memory, each rank its slice ([parallel] node_shared)";
+    snprintf(b->note, sizeof b->note, "dp: the ranks share one node: gradients summed and parameters updated through "
+             "node-shared memory, each rank its slice ([parallel] node_shared)");
+  } else if (b->ex.shared_refused[0]) {
+    snprintf(b->note, sizeof b->note, "dp: allreduce, not node-shared memory: %s", b->ex.shared_refused);
   }
+  if (b->note[0]) b->base.note = b->note;
   return &b->base;
 }

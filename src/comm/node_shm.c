@@ -7,14 +7,13 @@
 
 #include "core/error.h"
 
-enum { SEGMENT_ALIGN = 64 };
-
 static void check(int rc, const char *mpi_call) {
   if (rc == MPI_SUCCESS) return;
   char text[MPI_MAX_ERROR_STRING];
   int len = 0;
   if (MPI_Error_string(rc, text, &len) != MPI_SUCCESS) snprintf(text, sizeof text, "MPI error code %d", rc);
-  surge_runtime_error("%s failed in node-shared memory: %s", mpi_call, text);
+  surge_runtime_error("%s failed in node-shared memory: %s (hint: Open MPI backs it with files in /dev/shm, or its "
+                      "osc_sm_backing_directory: is there room?)", mpi_call, text);
 }
 
 void node_shm_alloc(comm_t *c, size_t bytes, node_shm_t *s) {
@@ -24,8 +23,8 @@ void node_shm_alloc(comm_t *c, size_t bytes, node_shm_t *s) {
                         c->nodes);
   /* MPI aligns a segment to 8 bytes at least: each asks for an alignment's worth more and starts at
    * the first aligned address in it */
-  size_t rounded = (bytes + SEGMENT_ALIGN - 1) / SEGMENT_ALIGN * SEGMENT_ALIGN;
-  size_t ask = rounded ? rounded + SEGMENT_ALIGN : 0;
+  size_t rounded = (bytes + NODE_SHM_ALIGN - 1) / NODE_SHM_ALIGN * NODE_SHM_ALIGN;
+  size_t ask = rounded ? rounded + NODE_SHM_ALIGN : 0;
   if (rounded < bytes || ask > (size_t)INT64_MAX) surge_runtime_error("node_shm_alloc: %zu bytes overflow", bytes);
   char *raw = NULL;
   check(MPI_Win_allocate_shared((MPI_Aint)ask, 1, MPI_INFO_NULL, c->mpi, &raw, &s->win), "MPI_Win_allocate_shared");
@@ -37,8 +36,8 @@ void node_shm_alloc(comm_t *c, size_t bytes, node_shm_t *s) {
     int unit = 0;
     char *base = NULL;
     check(MPI_Win_shared_query(s->win, r, &size, &unit, &base), "MPI_Win_shared_query");
-    s->bytes[r] = size > SEGMENT_ALIGN ? (size_t)size - SEGMENT_ALIGN : 0;
-    s->seg[r] = s->bytes[r] ? base + (SEGMENT_ALIGN - (uintptr_t)base % SEGMENT_ALIGN) % SEGMENT_ALIGN : base;
+    s->bytes[r] = size > NODE_SHM_ALIGN ? (size_t)size - NODE_SHM_ALIGN : 0;
+    s->seg[r] = s->bytes[r] ? base + (NODE_SHM_ALIGN - (uintptr_t)base % NODE_SHM_ALIGN) % NODE_SHM_ALIGN : base;
   }
   char *mine = s->seg[c->rank];
   if (rounded) memset(mine, 0, rounded);

@@ -12,6 +12,8 @@
 
 #include "comm/comm.h"
 
+#define NODE_SHM_ALIGN 64 /* bytes: every segment starts on a cache line */
+
 typedef struct node_shm {
   MPI_Win win;
   int size;     /* ranks of the group */

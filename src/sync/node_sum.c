@@ -2,7 +2,9 @@
 
 #include <stdint.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/statvfs.h>
 
 #include "core/error.h"
 
@@ -16,6 +18,32 @@ static size_t slice_start(size_t n, int r, int R) {
 
 int node_sum_possible(const comm_t *c, const backend_t *be) {
   return c->size >= 2 && c->nodes == 1 && be->host_memory;
+}
+
+/* Bytes of the node's shared slabs: the parameters once, every rank's gradients and scalars, each
+ * segment with its alignment slack (node_shm_alloc). */
+static double shared_bytes(int R, size_t n, size_t grad_floats) {
+  double slack = 2.0 * NODE_SHM_ALIGN;
+  return (double)n * sizeof(float) + slack +
+         (double)R * ((double)grad_floats * sizeof(float) + NODE_SUM_SCALARS * sizeof(double) + 2 * slack);
+}
+
+int node_sum_fits(comm_t *c, size_t n, size_t grad_floats, char *why, size_t why_len) {
+  const char *dir = getenv("OMPI_MCA_osc_sm_backing_directory");
+  if (!dir || !dir[0]) dir = "/dev/shm";
+  double need = shared_bytes(c->size, n, grad_floats), avail = -1;
+  struct statvfs st;
+  if (statvfs(dir, &st) == 0) avail = (double)st.f_bavail * (double)st.f_frsize;
+  /* the least any rank saw, so that all agree */
+  double least = avail < 0 ? 1e300 : avail;
+  double v[1] = {-least};
+  comm_allreduce_max_double(c, v, 1, TRAFFIC_OTHER);
+  least = -v[0];
+  if (least >= need) return 1;
+  snprintf(why, why_len, "%s has %.1f MiB free, the %d ranks' shared slabs need %.1f MiB (hint: enlarge it, e.g. "
+           "docker run --shm-size, or point Open MPI's osc_sm_backing_directory elsewhere)", dir, least / 1048576.0,
+           c->size, need / 1048576.0);
+  return 0;
 }
 
 void node_sum_init(node_sum_t *s, comm_t *c, const backend_t *be, size_t n, size_t grad_floats) {

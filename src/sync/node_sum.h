@@ -44,6 +44,11 @@ typedef struct node_sum {
 
 /* Whether a group can use it: 2+ ranks, all on one node, on a backend whose memory is the host's. */
 int node_sum_possible(const comm_t *c, const backend_t *be);
+/* Collective over c (node_sum_possible): whether the shared slabs of node_sum_init(n, grad_floats)
+ * fit in the free space of the file system that backs node-shared memory (Open MPI's
+ * osc_sm_backing_directory, /dev/shm by default: a container's is often 64 MiB); when not, 0 and
+ * why (for the run's banner). The same answer on every rank. */
+int node_sum_fits(comm_t *c, size_t n, size_t grad_floats, char *why, size_t why_len);
 /* Collective over c (node_sum_possible): a parameter slab of n floats and gradient slabs of
  * grad_floats >= n (a caller's spare floats after the slab), zeroed. */
 void node_sum_init(node_sum_t *s, comm_t *c, const backend_t *be, size_t n, size_t grad_floats);

@@ -264,6 +264,7 @@ typedef struct vec_ctx {
   int rows, cols, N, C, HW;
   float a;
   const float *x, *y;
+  int write; /* an op's dx_write */
 } vec_ctx_t;
 
 static double run_fill(const backend_t *be, const void *ctx, float **out) {
@@ -369,7 +370,7 @@ static double run_avgpool_fwd(const backend_t *be, const void *ctx, float **out)
 }
 static double run_avgpool_bwd(const backend_t *be, const void *ctx, float **out) {
   const vec_ctx_t *v = ctx;
-  be->avgpool_bwd(v->rows, v->HW, v->x, out[0]);
+  be->avgpool_bwd(v->rows, v->HW, v->x, out[0], v->write);
   return 0.0;
 }
 
@@ -509,6 +510,8 @@ static void test_avgpool(int P, int HW) {
   compare_backends(&(op_case_t){label, run_avgpool_fwd, &v, 1, {{"y", (size_t)P, OUT_WRITE, 0, NULL}}, 0});
   v.x = dy;
   compare_backends(&(op_case_t){label, run_avgpool_bwd, &v, 1, {{"dx", (size_t)P * HW, OUT_ACCUM, 0, NULL}}, 0});
+  v.write = 1; /* dx overwritten: its old contents (NaN on cpu) never read */
+  compare_backends(&(op_case_t){label, run_avgpool_bwd, &v, 1, {{"dx written", (size_t)P * HW, OUT_WRITE, 0, NULL}}, 0});
   tfree(x);
   tfree(dy);
 }
@@ -519,6 +522,7 @@ typedef struct conv_ctx {
   int C, H, W, KH, KW, stride, pad;
   const float *in; /* x for im2col and maxpool_fwd, col for col2im, dy for maxpool_bwd */
   const float *argmax;
+  int write; /* maxpool_bwd's dx_write */
 } conv_ctx_t;
 
 static double run_im2col(const backend_t *be, const void *ctx, float **out) {
@@ -539,7 +543,7 @@ static double run_maxpool_fwd(const backend_t *be, const void *ctx, float **out)
 }
 static double run_maxpool_bwd(const backend_t *be, const void *ctx, float **out) {
   const conv_ctx_t *g = ctx;
-  be->maxpool_bwd(g->C, g->H, g->W, g->KH, g->stride, g->in, g->argmax, out[0]);
+  be->maxpool_bwd(g->C, g->H, g->W, g->KH, g->stride, g->in, g->argmax, out[0], g->write);
   return 0.0;
 }
 
@@ -549,7 +553,7 @@ static void test_conv_lowering(int C, int H, int W, int KH, int KW, int stride, 
   float *x = buf_uniform(nx, -1, 1), *col = buf_uniform(ncol, -1, 1);
   char label[96];
   snprintf(label, sizeof label, "im2col/col2im C=%d H=%d W=%d K=%dx%d s=%d p=%d", C, H, W, KH, KW, stride, pad);
-  conv_ctx_t g = {C, H, W, KH, KW, stride, pad, x, NULL};
+  conv_ctx_t g = {C, H, W, KH, KW, stride, pad, x, NULL, 0};
   compare_backends(&(op_case_t){label, run_im2col, &g, 1, {{"col", ncol, OUT_WRITE, 0, NULL}}, 0});
   g.in = col;
   compare_backends(&(op_case_t){label, run_col2im, &g, 1, {{"dx", nx, OUT_ACCUM, 0, NULL}}, 0});
@@ -567,13 +571,15 @@ static void test_maxpool(int P, int H, int W, int k, int s, int relu_input) {
     for (size_t i = 0; i < nx; i++) x[i] = fmaxf(x[i], 0.0f);
   char label[96];
   snprintf(label, sizeof label, "maxpool P=%d H=%d W=%d k=%d s=%d%s", P, H, W, k, s, relu_input ? " ties" : "");
-  conv_ctx_t g = {P, H, W, k, k, s, 0, x, NULL};
+  conv_ctx_t g = {P, H, W, k, k, s, 0, x, NULL, 0};
   compare_backends(&(op_case_t){label, run_maxpool_fwd, &g, 2,
                                 {{"y", ny, OUT_WRITE, 0, NULL}, {"argmax", ny, OUT_WRITE, 1, NULL}}, 0});
   backend_ref.maxpool_fwd(P, H, W, k, s, x, y, argmax);
   g.in = dy;
   g.argmax = argmax;
   compare_backends(&(op_case_t){label, run_maxpool_bwd, &g, 1, {{"dx", nx, OUT_ACCUM, 0, NULL}}, 0});
+  g.write = 1; /* dx overwritten, also where no window reaches (H or W not a multiple of the stride) */
+  compare_backends(&(op_case_t){label, run_maxpool_bwd, &g, 1, {{"dx written", nx, OUT_WRITE, 0, NULL}}, 0});
   tfree(x);
   tfree(y);
   tfree(dy);

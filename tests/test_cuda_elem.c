@@ -241,7 +241,7 @@ static void test_maxpool(int P, int H, int W, int k, int s, int ties) {
       for (int w = 0; w < W; w++)
         dx[((size_t)p * H + h) * W + w] += ce_maxpool_grad_pixel(dy + (size_t)p * OH * OW, amw + (size_t)p * OH * OW,
                                                                  h, w, W, k, s, OH, OW);
-  ref->maxpool_bwd(P, H, W, k, s, dy, amw, dxw);
+  ref->maxpool_bwd(P, H, W, k, s, dy, amw, dxw, 0);
   snprintf(what, sizeof what, "maxpool gather backward P=%d %dx%d k=%d s=%d%s", P, H, W, k, s, ties ? " ties" : "");
   agree(dx, dxw, nx, what);
   free(x), free(am), free(amw), free(yw), free(dy), free(dx), free(dxw);

@@ -1,5 +1,5 @@
 /* A conv2d or a residual add fused with the ReLU after it (model_init_fused), and a gradient that
- * its only consumer, a conv2d, overwrites rather than adds into a zeroed buffer, compute the same
+ * its only consumer, a conv2d or a pooling layer, overwrites rather than adds into a zeroed buffer, compute the same
  * step bit for bit as the plain model: vgg-mini and resnet-mini on both backends: logits, loss and
  * every parameter gradient; a ReLU after any other node (vgg-mini's after its linear layer), or
  * after a node that has other consumers too, is never fused. */
@@ -37,15 +37,17 @@ static int fusable_relus(const graph_t *g, int *relus) {
 }
 
 /* One forward, loss and backward on a fixed batch; the logits, loss and gradients to host memory. */
-/* The gradients a conv2d may overwrite: those of nodes that need one and feed only that conv2d. */
-static int conv_fed(const graph_t *g) {
+/* The gradients a consumer may overwrite: those of nodes that need one and feed only a conv2d or a
+ * pooling layer (not a node fused with the ReLU after it: that ReLU's gradient is its own). */
+static int overwriter_fed(const graph_t *g) {
   int n = 0;
   for (int i = 1; i < g->n; i++) {
-    int readers = 0, conv = 0;
+    int readers = 0, writes = 0;
     for (int j = 0; j < g->n; j++)
       for (int k = 0; k < g->l[j].nin; k++)
-        if (g->l[j].in[k] == i) readers++, conv = g->l[j].kind == LAYER_CONV2D;
-    n += g->l[i].needs_grad && readers == 1 && conv;
+        if (g->l[j].in[k] == i)
+          readers++, writes = g->l[j].kind == LAYER_CONV2D || g->l[j].kind == LAYER_MAXPOOL2D || g->l[j].kind == LAYER_AVGPOOL;
+    n += g->l[i].needs_grad && readers == 1 && writes;
   }
   return n;
 }
@@ -94,10 +96,10 @@ static void compare(const char *model, const char *backend_name) {
   float *g1 = xcalloc(ng, sizeof *g1), *g2 = xcalloc(ng, sizeof *g2);
   int none, pairs, relus, fusable = fusable_relus(&g, &relus), unwritten, written;
   double a = run(&g, be, 0, &none, &unwritten, l1, g1), b = run(&g, be, 1, &pairs, &written, l2, g2);
-  const int overwritable = conv_fed(&g);
+  const int overwritable = overwriter_fed(&g);
   tap_ok(none == 0 && unwritten == 0 && pairs > 0 && pairs == fusable && written > 0 && written == overwritable,
          "%s on %s: %d of %d ReLUs fused, the %d after a conv2d or add; %d gradients overwritten, the %d that feed only "
-         "a conv2d (none unasked)",
+         "a conv2d or a pooling layer (none unasked)",
          model, backend_name, pairs, relus, fusable, written, overwritable);
   tap_ok(a == b && memcmp(l1, l2, nl * sizeof *l1) == 0 && memcmp(g1, g2, ng * sizeof *g1) == 0,
          "%s on %s: %d node+ReLU pairs fused, %d gradients overwritten: loss, logits and all %zu gradients bitwise "

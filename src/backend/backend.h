@@ -183,10 +183,12 @@ typedef struct backend {
    * max pool k x k with stride s, no padding (floor): y (P, OH, OW); argmax (P, OH, OW) holds the
    * flat index h*W+w of the max inside its plane, stored as float (exact below 2^24). */
   void (*maxpool_fwd)(int P, int H, int W, int k, int s, const float *x, float *y, float *argmax);
-  void (*maxpool_bwd)(int P, int H, int W, int k, int s, const float *dy, const float *argmax,
-                      float *dx); /* dx += routed dy */
-  void (*avgpool_fwd)(int P, int HW, const float *x, float *y);                /* y[p] = mean x[p,:] */
-  void (*avgpool_bwd)(int P, int HW, const float *dy, float *dx);              /* dx[p,:] += dy[p]/HW */
+  /* dx += routed dy; dx_write: dx = routed dy (0 where no window's max is), its old contents unread
+   * (the model never zeroes a gradient that its only consumer overwrites, model_t.written) */
+  void (*maxpool_bwd)(int P, int H, int W, int k, int s, const float *dy, const float *argmax, float *dx,
+                      int dx_write);
+  void (*avgpool_fwd)(int P, int HW, const float *x, float *y); /* y[p] = mean x[p,:] */
+  void (*avgpool_bwd)(int P, int HW, const float *dy, float *dx, int dx_write); /* dx[p,:] += (dx_write: =) dy[p]/HW */
 
   /* ---- layer norm over the last dim, N samples of (rows, C): x, y (N, rows, C); stats (N, 2, rows)
    * holds each sample's row means then row rstd = 1/sqrt(var + eps), saved for backward. dw and db

@@ -170,10 +170,11 @@ CPU_CLONES void cpu_maxpool_fwd(int P, int H, int W, int k, int s, const float *
 }
 
 CPU_CLONES void cpu_maxpool_bwd(int P, int H, int W, int k, int s, const float *restrict dy,
-                     const float *restrict argmax, float *restrict dx) {
+                     const float *restrict argmax, float *restrict dx, int dx_write) {
   size_t per_plane = (size_t)((H - k) / s + 1) * (size_t)((W - k) / s + 1);
   for (int p = 0; p < P; p++) {
     float *restrict plane = dx + (size_t)p * H * W;
+    if (dx_write) memset(plane, 0, (size_t)H * W * sizeof *plane); /* while the plane is cached */
     for (size_t o = 0; o < per_plane; o++) plane[(size_t)argmax[o]] += dy[o];
     dy += per_plane;
     argmax += per_plane;
@@ -184,11 +185,14 @@ CPU_CLONES void cpu_avgpool_fwd(int P, int HW, const float *restrict x, float *r
   for (int p = 0; p < P; p++) y[p] = (float)(cpu_sum_d(x + (size_t)p * HW, (size_t)HW) / HW);
 }
 
-CPU_CLONES void cpu_avgpool_bwd(int P, int HW, const float *restrict dy, float *restrict dx) {
+CPU_CLONES void cpu_avgpool_bwd(int P, int HW, const float *restrict dy, float *restrict dx, int dx_write) {
   const float inv = 1.0f / (float)HW;
   for (int p = 0; p < P; p++) {
     const float g = dy[p] * inv;
     float *restrict plane = dx + (size_t)p * HW;
-    for (int i = 0; i < HW; i++) plane[i] += g;
+    if (dx_write)
+      for (int i = 0; i < HW; i++) plane[i] = g;
+    else
+      for (int i = 0; i < HW; i++) plane[i] += g;
   }
 }

@@ -170,9 +170,9 @@ void cpu_im2col(const float *x, int C, int H, int W, int KH, int KW, int stride,
 void cpu_col2im(const float *col, int C, int H, int W, int KH, int KW, int stride, int pad, float *dx);
 void cpu_maxpool_fwd(int P, int H, int W, int k, int s, const float *x, float *y, float *argmax);
 void cpu_maxpool_bwd(int P, int H, int W, int k, int s, const float *dy, const float *argmax,
-                     float *dx);
+                     float *dx, int dx_write);
 void cpu_avgpool_fwd(int P, int HW, const float *x, float *y);
-void cpu_avgpool_bwd(int P, int HW, const float *dy, float *dx);
+void cpu_avgpool_bwd(int P, int HW, const float *dy, float *dx, int dx_write);
 
 /* cpu_conv_batch.c: the batch is lowered to GEMMs in blocks of whole samples of up to
  * CPU_CONV_BLOCK_COLUMNS output positions (OpenBLAS runs these shapes fastest at 200..800 columns);

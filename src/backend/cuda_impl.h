@@ -94,9 +94,9 @@ void cuda_add_relu_bwd(size_t n, const float *y, const float *dy, float *da, flo
 void cuda_gelu_fwd(size_t n, const float *x, float *y);
 void cuda_gelu_bwd(size_t n, const float *x, const float *dy, float *dx);
 void cuda_maxpool_fwd(int P, int H, int W, int k, int s, const float *x, float *y, float *argmax);
-void cuda_maxpool_bwd(int P, int H, int W, int k, int s, const float *dy, const float *argmax, float *dx);
+void cuda_maxpool_bwd(int P, int H, int W, int k, int s, const float *dy, const float *argmax, float *dx, int dx_write);
 void cuda_avgpool_fwd(int P, int HW, const float *x, float *y);
-void cuda_avgpool_bwd(int P, int HW, const float *dy, float *dx);
+void cuda_avgpool_bwd(int P, int HW, const float *dy, float *dx, int dx_write);
 void cuda_layernorm_fwd(int N, int rows, int C, const float *x, const float *w, const float *b, float eps, float *y,
                         float *stats);
 void cuda_layernorm_bwd(int N, int rows, int C, const float *x, const float *w, const float *stats, const float *dy,

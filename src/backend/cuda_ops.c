@@ -91,11 +91,16 @@ void cuda_bias_grad_planes(int N, int C, int HW, const float *dy, float *db) {
 void cuda_maxpool_fwd(int P, int H, int W, int k, int s, const float *x, float *y, float *argmax) {
   cuk_maxpool_fwd(P, H, W, k, s, x, y, argmax, cuda_stream());
 }
-void cuda_maxpool_bwd(int P, int H, int W, int k, int s, const float *dy, const float *argmax, float *dx) {
+/* dx_write: the kernels add; a fill first (the cpu backend's is what saves a pass) */
+void cuda_maxpool_bwd(int P, int H, int W, int k, int s, const float *dy, const float *argmax, float *dx, int dx_write) {
+  if (dx_write) cuda_fill(dx, (size_t)P * (size_t)H * (size_t)W, 0.0f);
   cuk_maxpool_bwd(P, H, W, k, s, dy, argmax, dx, cuda_stream());
 }
 void cuda_avgpool_fwd(int P, int HW, const float *x, float *y) { cuk_avgpool_fwd(P, HW, x, y, cuda_stream()); }
-void cuda_avgpool_bwd(int P, int HW, const float *dy, float *dx) { cuk_avgpool_bwd(P, HW, dy, dx, cuda_stream()); }
+void cuda_avgpool_bwd(int P, int HW, const float *dy, float *dx, int dx_write) {
+  if (dx_write) cuda_fill(dx, (size_t)P * (size_t)HW, 0.0f);
+  cuk_avgpool_bwd(P, HW, dy, dx, cuda_stream());
+}
 
 /* ---- layer norm */
 

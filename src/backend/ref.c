@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stddef.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "backend/backend.h"
 #include "backend/host_mem.h"
@@ -283,8 +284,9 @@ static void ref_maxpool_fwd(int P, int H, int W, int k, int s, const float *x, f
 }
 
 static void ref_maxpool_bwd(int P, int H, int W, int k, int s, const float *dy, const float *argmax,
-                            float *dx) {
+                            float *dx, int dx_write) {
   int OH = (H - k) / s + 1, OW = (W - k) / s + 1;
+  if (dx_write) memset(dx, 0, (size_t)P * H * W * sizeof *dx);
   for (int p = 0; p < P; p++)
     for (int o = 0; o < OH * OW; o++) {
       size_t at = (size_t)p * OH * OW + o;
@@ -300,9 +302,10 @@ static void ref_avgpool_fwd(int P, int HW, const float *x, float *y) {
   }
 }
 
-static void ref_avgpool_bwd(int P, int HW, const float *dy, float *dx) {
+static void ref_avgpool_bwd(int P, int HW, const float *dy, float *dx, int dx_write) {
   for (int p = 0; p < P; p++)
-    for (int i = 0; i < HW; i++) dx[(size_t)p * HW + i] = (float)(dx[(size_t)p * HW + i] + (double)dy[p] / HW);
+    for (int i = 0; i < HW; i++)
+      dx[(size_t)p * HW + i] = (float)((dx_write ? 0.0 : dx[(size_t)p * HW + i]) + (double)dy[p] / HW);
 }
 
 /* ---- layer norm */

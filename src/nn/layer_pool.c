@@ -30,8 +30,8 @@ static void maxpool2d_forward(const layer_t *l, const layer_ctx_t *c) {
 static void maxpool2d_backward(const layer_t *l, const layer_ctx_t *c) {
   const shape_t in = l->in_shape[0];
   if (c->dx[0])
-    c->be->maxpool_bwd(c->B * in.d[0], in.d[1], in.d[2], l->kernel, l->stride, c->dy, c->aux,
-                       c->dx[0]);
+    c->be->maxpool_bwd(c->B * in.d[0], in.d[1], in.d[2], l->kernel, l->stride, c->dy, c->aux, c->dx[0],
+                       c->dx_write[0]);
 }
 
 static int avgpool_infer(layer_t *l, char *err, size_t n) {
@@ -51,10 +51,11 @@ static void avgpool_forward(const layer_t *l, const layer_ctx_t *c) {
 static void avgpool_backward(const layer_t *l, const layer_ctx_t *c) {
   const shape_t in = l->in_shape[0];
   if (c->dx[0])
-    c->be->avgpool_bwd(c->B * in.d[0], in.d[1] * in.d[2], c->dy, c->dx[0]);
+    c->be->avgpool_bwd(c->B * in.d[0], in.d[1] * in.d[2], c->dy, c->dx[0], c->dx_write[0]);
 }
 
+/* both write their input gradient whole where asked (dx_write) */
 const layer_ops_t layer_maxpool2d_ops = {"maxpool2d", maxpool2d_infer, layer_init_none,
-                                         maxpool2d_forward, maxpool2d_backward, 0};
+                                         maxpool2d_forward, maxpool2d_backward, 1};
 const layer_ops_t layer_avgpool_ops = {"avgpool", avgpool_infer, layer_init_none, avgpool_forward,
-                                       avgpool_backward, 0};
+                                       avgpool_backward, 1};

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "comm/comm.h"
+#include "comm/node_shm.h"
 #include "core/error.h"
 #include "tap.h"
 
@@ -444,6 +445,41 @@ static void check_meters(void) {
   comm_free(&m);
 }
 
+/* Node-shared memory (comm/node_shm.h): segments of odd sizes (rank r's 4r + 3 bytes), each 64-byte
+ * aligned; what each rank writes into its own is
+ * what every rank reads after the barrier; and comm_allgatherv_float gathers uneven parts in place.
+ * Every rank of this test is on one node (checked above). */
+static void check_node_shm(comm_t *w) {
+  node_shm_t s;
+  const size_t mine = 4 * (size_t)w->rank + 3;
+  node_shm_alloc(w, mine, &s);
+  int aligned = 1, sizes = 1;
+  for (int r = 0; r < w->size; r++) {
+    aligned &= (uintptr_t)s.seg[r] % NODE_SHM_ALIGN == 0;
+    sizes &= s.bytes[r] >= 4 * (size_t)r + 3;
+  }
+  check(aligned && sizes, "node_shm_alloc: every rank's segment (4r + 3 bytes asked) 64-byte aligned, at least as large");
+  for (size_t i = 0; i < mine; i++) s.seg[w->rank][i] = (char)(w->rank * 7 + (int)i);
+  node_shm_barrier(&s, w, TRAFFIC_OTHER, 0);
+  int seen = 1;
+  for (int r = 0; r < w->size; r++)
+    for (size_t i = 0; i < 4 * (size_t)r + 3; i++) seen &= s.seg[r][i] == (char)(r * 7 + (int)i);
+  check(seen, "node_shm_barrier: every rank reads what each wrote into its own segment");
+  node_shm_free(&s);
+
+  /* rank r's part: r + 1 floats after the parts of the lower ranks */
+  size_t *off = xcalloc((size_t)w->size, sizeof *off), *n = xcalloc((size_t)w->size, sizeof *n), total = 0;
+  for (int r = 0; r < w->size; r++) off[r] = total, n[r] = (size_t)r + 1, total += n[r];
+  float *buf = xcalloc(total, sizeof *buf);
+  for (size_t i = 0; i < n[w->rank]; i++) buf[off[w->rank] + i] = (float)(100 * w->rank + (int)i);
+  comm_allgatherv_float(w, buf, off, n, TRAFFIC_OTHER);
+  int whole = 1;
+  for (int r = 0; r < w->size; r++)
+    for (size_t i = 0; i < n[r]; i++) whole &= buf[off[r] + i] == (float)(100 * r + (int)i);
+  check(whole, "comm_allgatherv_float: every rank's uneven part (r + 1 floats) on every rank, in place");
+  free(buf), free(off), free(n);
+}
+
 /* One error the comm layer must report as "surge: error: ..." with exit 1. */
 static void provoke_failure(const char *mode) {
   comm_t c;
@@ -510,6 +546,7 @@ int main(int argc, char **argv) {
   check_split_parity(&w);
   check_split_excluded(&w);
   check_meters();
+  check_node_shm(&w);
   comm_free(&w);
 
   int rc = world_rank == 0 ? tap_done() : 0;

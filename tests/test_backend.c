@@ -334,7 +334,7 @@ static double run_relu_fwd(const backend_t *be, const void *ctx, float **out) {
 }
 static double run_relu_bwd(const backend_t *be, const void *ctx, float **out) {
   const vec_ctx_t *v = ctx;
-  be->relu_bwd(v->n, v->x, v->y, out[0]);
+  be->relu_bwd(v->n, v->x, v->y, out[0], v->write);
   return 0.0;
 }
 static double run_add_relu_fwd(const backend_t *be, const void *ctx, float **out) {
@@ -345,12 +345,12 @@ static double run_add_relu_fwd(const backend_t *be, const void *ctx, float **out
 /* x as the fused ReLU's output (the mask), y as its gradient, into two inputs' gradients */
 static double run_add_relu_bwd(const backend_t *be, const void *ctx, float **out) {
   const vec_ctx_t *v = ctx;
-  be->add_relu_bwd(v->n, v->x, v->y, out[0], out[1]);
+  be->add_relu_bwd(v->n, v->x, v->y, out[0], out[1], v->write & 1, v->write >> 1 & 1);
   return 0.0;
 }
 static double run_add_relu_bwd_one(const backend_t *be, const void *ctx, float **out) {
   const vec_ctx_t *v = ctx;
-  be->add_relu_bwd(v->n, v->x, v->y, NULL, out[0]);
+  be->add_relu_bwd(v->n, v->x, v->y, NULL, out[0], 0, v->write);
   return 0.0;
 }
 static double run_gelu_fwd(const backend_t *be, const void *ctx, float **out) {
@@ -360,7 +360,7 @@ static double run_gelu_fwd(const backend_t *be, const void *ctx, float **out) {
 }
 static double run_gelu_bwd(const backend_t *be, const void *ctx, float **out) {
   const vec_ctx_t *v = ctx;
-  be->gelu_bwd(v->n, v->x, v->y, out[0]);
+  be->gelu_bwd(v->n, v->x, v->y, out[0], v->write);
   return 0.0;
 }
 static double run_avgpool_fwd(const backend_t *be, const void *ctx, float **out) {
@@ -380,7 +380,7 @@ static void test_flat_ops(size_t n) {
   char label[64];
 #define FLAT_CASE(fn, mode, scalar)                                                     \
   do {                                                                                  \
-    snprintf(label, sizeof label, "%s n=%zu", #fn + 4, n);                              \
+    snprintf(label, sizeof label, "%s%s n=%zu", #fn + 4, v.write ? " written" : "", n); \
     op_case_t c = {label, fn, &v, 1, {{"y", n, mode, 0, y0}}, scalar};                  \
     if (scalar != SCALAR_NONE) c.nout = 0;                                              \
     compare_backends(&c);                                                               \
@@ -399,6 +399,11 @@ static void test_flat_ops(size_t n) {
   FLAT_CASE(run_add_relu_bwd_one, OUT_ACCUM, SCALAR_NONE);
   FLAT_CASE(run_gelu_fwd, OUT_WRITE, SCALAR_NONE);
   FLAT_CASE(run_gelu_bwd, OUT_ACCUM, SCALAR_NONE);
+  v.write = 1; /* the backward overwrites dx: its old contents (NaN on cpu) never read */
+  FLAT_CASE(run_relu_bwd, OUT_WRITE, SCALAR_NONE);
+  FLAT_CASE(run_add_relu_bwd_one, OUT_WRITE, SCALAR_NONE);
+  FLAT_CASE(run_gelu_bwd, OUT_WRITE, SCALAR_NONE);
+  v.write = 0;
   // a NaN or an Inf anywhere (here: last element, then the first) is seen by both
   x[n - 1] = INFINITY;
   FLAT_CASE(run_all_finite, OUT_WRITE, SCALAR_EXACT);
@@ -408,6 +413,11 @@ static void test_flat_ops(size_t n) {
   snprintf(label, sizeof label, "add_relu_bwd n=%zu", n);
   compare_backends(
       &(op_case_t){label, run_add_relu_bwd, &v, 2, {{"da", n, OUT_ACCUM, 0, y0}, {"db", n, OUT_ACCUM, 0, x}}, 0});
+  for (v.write = 1; v.write <= 3; v.write++) /* da, db, both overwritten */
+    compare_backends(&(op_case_t){label, run_add_relu_bwd, &v, 2,
+                                  {{"da", n, v.write & 1 ? OUT_WRITE : OUT_ACCUM, 0, y0},
+                                   {"db", n, v.write & 2 ? OUT_WRITE : OUT_ACCUM, 0, x}}, 0});
+  v.write = 0;
   tfree(x);
   tfree(y);
   tfree(y0);
@@ -1034,18 +1044,18 @@ static void test_by_hand(const backend_t *be) {
   float x[3] = {-1, 0, 2}, y[3], dx[3] = {1, 1, 1};
   be->relu_fwd(3, x, y);
   tap_ok(all_near(y, (float[]){0, 0, 2}, 3, 0), "%s: relu [-1,0,2] = [0,0,2]", nm);
-  be->relu_bwd(3, x, (float[]){5, 5, 5}, dx);
+  be->relu_bwd(3, x, (float[]){5, 5, 5}, dx, 0);
   tap_ok(all_near(dx, (float[]){1, 1, 6}, 3, 0), "%s: relu_bwd adds dy where x > 0", nm);
   be->add_relu_fwd(3, x, (float[]){0.5f, 0, -1}, y);
   tap_ok(all_near(y, (float[]){0, 0, 1}, 3, 0), "%s: relu([-1,0,2] + [0.5,0,-1]) = [0,0,1]", nm);
   float db[3] = {0, 0, 0};
-  be->add_relu_bwd(3, y, (float[]){5, 5, 5}, dx, db);
+  be->add_relu_bwd(3, y, (float[]){5, 5, 5}, dx, db, 0, 0);
   tap_ok(all_near(dx, (float[]){1, 1, 11}, 3, 0) && all_near(db, (float[]){0, 0, 5}, 3, 0),
          "%s: add_relu_bwd adds dy where y > 0 into both inputs' gradients", nm);
   be->gelu_fwd(2, (float[]){0, 1}, y);
   tap_ok(y[0] == 0.0f && near(y[1], 0.841192, 1e-6), "%s: gelu(0) = %g, gelu(1) = %.6f", nm, y[0], y[1]);
   dx[0] = 0;
-  be->gelu_bwd(1, (float[]){0}, (float[]){1}, dx);
+  be->gelu_bwd(1, (float[]){0}, (float[]){1}, dx, 0);
   tap_ok(near(dx[0], 0.5, 1e-6), "%s: gelu'(0) = %g", nm, dx[0]);
 
   enum { R = 3, V = 10 };

@@ -49,13 +49,13 @@ static void test_activations(size_t n) {
   float *y = zeros(n), *want = zeros(n), *dx = copy_of(dx0, n), *dxw = copy_of(dx0, n);
   for (size_t i = 0; i < n; i++) y[i] = ce_relu(x[i]), dx[i] += ce_relu_grad(x[i], dy[i]);
   ref->relu_fwd(n, x, want);
-  ref->relu_bwd(n, x, dy, dxw);
+  ref->relu_bwd(n, x, dy, dxw, 0);
   same(y, want, n, "relu");
   same(dx, dxw, n, "relu_grad added to dx");
   memcpy(dx, dx0, n * sizeof *dx), memcpy(dxw, dx0, n * sizeof *dx);
   for (size_t i = 0; i < n; i++) y[i] = ce_gelu(x[i]), dx[i] += dy[i] * ce_gelu_grad(x[i]);
   ref->gelu_fwd(n, x, want);
-  ref->gelu_bwd(n, x, dy, dxw);
+  ref->gelu_bwd(n, x, dy, dxw, 0);
   agree(y, want, n, "gelu");
   agree(dx, dxw, n, "gelu_grad added to dx");
   float tails[] = {-1e4f, -30, 30, 1e4f}, ty[4], tw[4];

@@ -139,16 +139,17 @@ typedef struct backend {
   void (*bias_add_planes)(int N, int C, int HW, const float *b, float *y);  /* y[n,c,:] += b[c] */
   void (*bias_grad_planes)(int N, int C, int HW, const float *dy, float *db); /* db[c] += sum dy[n,c,:] */
 
-  /* ---- activations (n elements) */
+  /* ---- activations (n elements). A backward's `write` (per input gradient): = instead of +=, the
+   * old contents unread (a gradient its only consumer overwrites, model_t.written) */
   void (*relu_fwd)(size_t n, const float *x, float *y);
-  void (*relu_bwd)(size_t n, const float *x, const float *dy, float *dx); /* dx += dy * (x > 0) */
+  void (*relu_bwd)(size_t n, const float *x, const float *dy, float *dx, int write); /* dx += dy * (x > 0) */
   /* a residual join and the ReLU after it as one pass each way (model_init_fused): y = relu(a + b);
    * da += dy * (y > 0) and db likewise, each skipped where NULL */
   void (*add_relu_fwd)(size_t n, const float *a, const float *b, float *y);
-  void (*add_relu_bwd)(size_t n, const float *y, const float *dy, float *da, float *db);
+  void (*add_relu_bwd)(size_t n, const float *y, const float *dy, float *da, float *db, int write_a, int write_b);
   /* GELU, tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
   void (*gelu_fwd)(size_t n, const float *x, float *y);
-  void (*gelu_bwd)(size_t n, const float *x, const float *dy, float *dx); /* dx += dy * gelu'(x) */
+  void (*gelu_bwd)(size_t n, const float *x, const float *dy, float *dx, int write); /* dx += dy * gelu'(x) */
 
   /* ---- convolution over a whole batch of B samples (NCHW), workspace ws of ws_n >=
    * conv_workspace(s) floats (conv_workspace_floats(s) is enough for every backend).

@@ -91,11 +91,12 @@ CPU_CLONES void cpu_relu_fwd(size_t n, const float *restrict x, float *restrict 
   for (size_t i = 0; i < n; i++) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
 }
 
-CPU_CLONES void cpu_relu_bwd(size_t n, const float *restrict x, const float *restrict dy, float *restrict dx) {
-  for (size_t i = 0; i < n; i++) {
-    const float g = dy[i];
-    dx[i] += x[i] > 0.0f ? g : 0.0f;
-  }
+CPU_CLONES void cpu_relu_bwd(size_t n, const float *restrict x, const float *restrict dy, float *restrict dx,
+                             int write) {
+  if (write)
+    for (size_t i = 0; i < n; i++) dx[i] = x[i] > 0.0f ? dy[i] : 0.0f;
+  else
+    for (size_t i = 0; i < n; i++) dx[i] += x[i] > 0.0f ? dy[i] : 0.0f;
 }
 
 CPU_CLONES void cpu_add_relu_fwd(size_t n, const float *restrict a, const float *restrict b, float *restrict y) {
@@ -105,24 +106,34 @@ CPU_CLONES void cpu_add_relu_fwd(size_t n, const float *restrict a, const float 
   }
 }
 
-static inline void cpu_add_relu_bwd2(size_t n, const float *restrict y, const float *restrict dy, float *restrict da,
-                                     float *restrict db) {
+/* One pass into both; wa, wb: write rather than add (constants where this is inlined below). */
+static inline __attribute__((always_inline)) void cpu_add_relu_bwd2(size_t n, const float *restrict y,
+                                                                     const float *restrict dy, float *restrict da,
+                                                                     float *restrict db, const int wa, const int wb) {
   for (size_t i = 0; i < n; i++) {
     const float g = y[i] > 0.0f ? dy[i] : 0.0f;
-    da[i] += g;
-    db[i] += g;
+    da[i] = wa ? g : da[i] + g;
+    db[i] = wb ? g : db[i] + g;
   }
 }
 
 /* dx += dy where y > 0, into one or both inputs' gradients (the same adds as relu_bwd then axpy
  * by 1 of its result, so bitwise the unfused pair); one pass where both are distinct */
-CPU_CLONES void cpu_add_relu_bwd(size_t n, const float *restrict y, const float *restrict dy, float *da, float *db) {
+CPU_CLONES void cpu_add_relu_bwd(size_t n, const float *restrict y, const float *restrict dy, float *da, float *db,
+                                 int write_a, int write_b) {
   if (!da || !db || da == db) { /* x + x adds the gradient twice, as the unfused pair does */
-    if (da) cpu_relu_bwd(n, y, dy, da);
-    if (db) cpu_relu_bwd(n, y, dy, db);
+    if (da) cpu_relu_bwd(n, y, dy, da, write_a);
+    if (db) cpu_relu_bwd(n, y, dy, db, write_b && !(da == db && da));
     return;
   }
-  cpu_add_relu_bwd2(n, y, dy, da, db);
+  if (write_a && write_b)
+    cpu_add_relu_bwd2(n, y, dy, da, db, 1, 1);
+  else if (write_a)
+    cpu_add_relu_bwd2(n, y, dy, da, db, 1, 0);
+  else if (write_b)
+    cpu_add_relu_bwd2(n, y, dy, da, db, 0, 1);
+  else
+    cpu_add_relu_bwd2(n, y, dy, da, db, 0, 0);
 }
 
 /* GELU (tanh form) through the identity 0.5 (1 + tanh(u)) = sigmoid(2u), with
@@ -139,12 +150,17 @@ CPU_CLONES void cpu_gelu_fwd(size_t n, const float *restrict x, float *restrict 
   for (size_t i = 0; i < n; i++) y[i] = x[i] * cpu_gelu_gate(x[i]);
 }
 
-CPU_CLONES void cpu_gelu_bwd(size_t n, const float *restrict x, const float *restrict dy, float *restrict dx) {
-  for (size_t i = 0; i < n; i++) {
-    float v = x[i], s = cpu_gelu_gate(v);
-    float du = CPU_GELU_K * (1.0f + 3.0f * CPU_GELU_C * v * v);
-    dx[i] += dy[i] * (s + 2.0f * v * s * (1.0f - s) * du);
-  }
+static inline float cpu_gelu_grad(float v) {
+  const float s = cpu_gelu_gate(v), du = CPU_GELU_K * (1.0f + 3.0f * CPU_GELU_C * v * v);
+  return s + 2.0f * v * s * (1.0f - s) * du;
+}
+
+CPU_CLONES void cpu_gelu_bwd(size_t n, const float *restrict x, const float *restrict dy, float *restrict dx,
+                             int write) {
+  if (write)
+    for (size_t i = 0; i < n; i++) dx[i] = dy[i] * cpu_gelu_grad(x[i]);
+  else
+    for (size_t i = 0; i < n; i++) dx[i] += dy[i] * cpu_gelu_grad(x[i]);
 }
 
 /* ---- low-rank compression */

@@ -155,11 +155,11 @@ void cpu_bias_grad_rows(int rows, int cols, const float *dy, float *db);
 void cpu_bias_add_planes(int N, int C, int HW, const float *b, float *y);
 void cpu_bias_grad_planes(int N, int C, int HW, const float *dy, float *db);
 void cpu_relu_fwd(size_t n, const float *x, float *y);
-void cpu_relu_bwd(size_t n, const float *x, const float *dy, float *dx);
+void cpu_relu_bwd(size_t n, const float *x, const float *dy, float *dx, int write);
 void cpu_add_relu_fwd(size_t n, const float *a, const float *b, float *y);
-void cpu_add_relu_bwd(size_t n, const float *y, const float *dy, float *da, float *db);
+void cpu_add_relu_bwd(size_t n, const float *y, const float *dy, float *da, float *db, int write_a, int write_b);
 void cpu_gelu_fwd(size_t n, const float *x, float *y);
-void cpu_gelu_bwd(size_t n, const float *x, const float *dy, float *dx);
+void cpu_gelu_bwd(size_t n, const float *x, const float *dy, float *dx, int write);
 
 /* cpu_conv.c */
 void cpu_im2col_ld(const float *x, int C, int H, int W, int KH, int KW, int stride, int pad, float *col,

@@ -59,11 +59,10 @@ void cuda_conv_bwd(const conv_shape_t *s, int B, const float *x, const float *w,
   int ckk = s->C * s->KH * s->KW, P = s->OH * s->OW, chunk = chunk_of(s, B);
   size_t out = (size_t)s->O * P, in = (size_t)s->C * s->H * s->W, nw = (size_t)s->O * ckk;
   if (dx && dx_write) cuda_fill(dx, surge_mul_size((size_t)B, in, "conv input gradient"), 0.0f); /* col2im adds */
-  if (relu_y) { /* the fused ReLU's backward first, with the relu_bwd kernel: masked = 0 + dy (y > 0) */
+  if (relu_y) { /* the fused ReLU's backward first, with the relu_bwd kernel: masked = dy (y > 0) */
     size_t n = surge_mul_size((size_t)B, out, "conv gradient");
     float *masked = cuda_workspace(CUDA_WS_MASKED, surge_mul_size(n, sizeof(float), "conv gradient"));
-    cuda_fill(masked, n, 0.0f);
-    cuda_relu_bwd(n, relu_y, dy, masked);
+    cuda_relu_bwd(n, relu_y, dy, masked, 1);
     dy = masked;
   }
   double *acc = dw ? cuda_zeroed_acc(nw) : NULL;

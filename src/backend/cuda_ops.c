@@ -14,19 +14,26 @@ void cuda_scale(float *x, size_t n, float a) { cuk_scale(x, n, a, cuda_stream())
 void cuda_axpy(size_t n, float a, const float *x, float *y) { cuk_axpy(n, a, x, y, cuda_stream()); }
 void cuda_add(size_t n, const float *a, const float *b, float *y) { cuk_add(n, a, b, y, cuda_stream()); }
 void cuda_relu_fwd(size_t n, const float *x, float *y) { cuk_relu_fwd(n, x, y, cuda_stream()); }
-void cuda_relu_bwd(size_t n, const float *x, const float *dy, float *dx) { cuk_relu_bwd(n, x, dy, dx, cuda_stream()); }
+/* a backward's write: the kernels add, after a fill (the cpu backend's is what saves a pass) */
+void cuda_relu_bwd(size_t n, const float *x, const float *dy, float *dx, int write) {
+  if (write) cuda_fill(dx, n, 0.0f);
+  cuk_relu_bwd(n, x, dy, dx, cuda_stream());
+}
 /* the fused residual join and ReLU from the existing kernels: the CPU's one pass saves memory
  * traffic, which the GPU path has not measured a need for */
 void cuda_add_relu_fwd(size_t n, const float *a, const float *b, float *y) {
   cuda_add(n, a, b, y);
   cuk_relu_fwd(n, y, y, cuda_stream());
 }
-void cuda_add_relu_bwd(size_t n, const float *y, const float *dy, float *da, float *db) {
-  if (da) cuk_relu_bwd(n, y, dy, da, cuda_stream());
-  if (db) cuk_relu_bwd(n, y, dy, db, cuda_stream());
+void cuda_add_relu_bwd(size_t n, const float *y, const float *dy, float *da, float *db, int write_a, int write_b) {
+  if (da) cuda_relu_bwd(n, y, dy, da, write_a);
+  if (db) cuda_relu_bwd(n, y, dy, db, write_b && db != da); /* x + x: the second adds */
 }
 void cuda_gelu_fwd(size_t n, const float *x, float *y) { cuk_gelu_fwd(n, x, y, cuda_stream()); }
-void cuda_gelu_bwd(size_t n, const float *x, const float *dy, float *dx) { cuk_gelu_bwd(n, x, dy, dx, cuda_stream()); }
+void cuda_gelu_bwd(size_t n, const float *x, const float *dy, float *dx, int write) {
+  if (write) cuda_fill(dx, n, 0.0f);
+  cuk_gelu_bwd(n, x, dy, dx, cuda_stream());
+}
 
 double cuda_sumsq(const float *x, size_t n) {
   if (!n) return 0.0;

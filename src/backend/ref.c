@@ -118,9 +118,12 @@ static void ref_relu_fwd(size_t n, const float *x, float *y) {
   for (size_t i = 0; i < n; i++) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
 }
 
-static void ref_relu_bwd(size_t n, const float *x, const float *dy, float *dx) {
+static void ref_relu_bwd(size_t n, const float *x, const float *dy, float *dx, int write) {
   for (size_t i = 0; i < n; i++)
-    if (x[i] > 0.0f) dx[i] += dy[i];
+    if (write)
+      dx[i] = x[i] > 0.0f ? dy[i] : 0.0f;
+    else if (x[i] > 0.0f)
+      dx[i] += dy[i];
 }
 
 static void ref_add_relu_fwd(size_t n, const float *a, const float *b, float *y) {
@@ -130,9 +133,9 @@ static void ref_add_relu_fwd(size_t n, const float *a, const float *b, float *y)
   }
 }
 
-static void ref_add_relu_bwd(size_t n, const float *y, const float *dy, float *da, float *db) {
-  if (da) ref_relu_bwd(n, y, dy, da);
-  if (db) ref_relu_bwd(n, y, dy, db);
+static void ref_add_relu_bwd(size_t n, const float *y, const float *dy, float *da, float *db, int write_a, int write_b) {
+  if (da) ref_relu_bwd(n, y, dy, da, write_a);
+  if (db) ref_relu_bwd(n, y, dy, db, write_b && db != da); /* x + x: the second adds */
 }
 
 static const double ref_gelu_k = 0.7978845608028654; /* sqrt(2/pi) */
@@ -145,13 +148,13 @@ static void ref_gelu_fwd(size_t n, const float *x, float *y) {
   }
 }
 
-static void ref_gelu_bwd(size_t n, const float *x, const float *dy, float *dx) {
+static void ref_gelu_bwd(size_t n, const float *x, const float *dy, float *dx, int write) {
   for (size_t i = 0; i < n; i++) {
     double v = x[i];
     double t = tanh(ref_gelu_k * (v + ref_gelu_c * v * v * v));
     double du = ref_gelu_k * (1.0 + 3.0 * ref_gelu_c * v * v);
     double grad = 0.5 * (1.0 + t) + 0.5 * v * (1.0 - t * t) * du;
-    dx[i] = (float)(dx[i] + dy[i] * grad);
+    dx[i] = (float)((write ? 0.0f : dx[i]) + dy[i] * grad);
   }
 }
 

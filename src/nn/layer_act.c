@@ -28,7 +28,7 @@ static void relu_forward(const layer_t *l, const layer_ctx_t *c) {
 }
 static void relu_backward(const layer_t *l, const layer_ctx_t *c) {
   if (c->dx[0])
-    c->be->relu_bwd(act_count(l, c), c->x[0], c->dy, c->dx[0]);
+    c->be->relu_bwd(act_count(l, c), c->x[0], c->dy, c->dx[0], c->dx_write[0]);
 }
 
 static int gelu_infer(layer_t *l, char *err, size_t n) {
@@ -39,10 +39,11 @@ static void gelu_forward(const layer_t *l, const layer_ctx_t *c) {
 }
 static void gelu_backward(const layer_t *l, const layer_ctx_t *c) {
   if (c->dx[0])
-    c->be->gelu_bwd(act_count(l, c), c->x[0], c->dy, c->dx[0]);
+    c->be->gelu_bwd(act_count(l, c), c->x[0], c->dy, c->dx[0], c->dx_write[0]);
 }
 
+/* both write their input gradient whole where asked (dx_write) */
 const layer_ops_t layer_relu_ops = {"relu", relu_infer, layer_init_none, relu_forward,
-                                    relu_backward, 0};
+                                    relu_backward, 1};
 const layer_ops_t layer_gelu_ops = {"gelu", gelu_infer, layer_init_none, gelu_forward,
-                                    gelu_backward, 0};
+                                    gelu_backward, 1};

@@ -37,12 +37,15 @@ static void add_forward(const layer_t *l, const layer_ctx_t *c) {
 static void add_backward(const layer_t *l, const layer_ctx_t *c) {
   const size_t count = (size_t)c->B * shape_size(l->out);
   if (c->fuse_relu) { /* dy is the ReLU output's gradient: it passes where y > 0 */
-    c->be->add_relu_bwd(count, c->y, c->dy, c->dx[0], c->dx[1]);
+    c->be->add_relu_bwd(count, c->y, c->dy, c->dx[0], c->dx[1], c->dx_write[0], c->dx_write[1]);
     return;
   }
   for (int k = 0; k < 2; k++)
-    if (c->dx[k])
+    if (c->dx[k] && c->dx_write[k] && !(k == 1 && c->dx[1] == c->dx[0])) /* x + x: the second adds */
+      c->be->copy(c->dx[k], c->dy, count);
+    else if (c->dx[k])
       c->be->axpy(count, 1.0f, c->dy, c->dx[k]);
 }
 
-const layer_ops_t layer_add_ops = {"add", add_infer, layer_init_none, add_forward, add_backward, 0};
+/* writes an input's gradient whole where asked (dx_write) */
+const layer_ops_t layer_add_ops = {"add", add_infer, layer_init_none, add_forward, add_backward, 1};

@@ -140,7 +140,8 @@ typedef struct backend {
   void (*bias_grad_planes)(int N, int C, int HW, const float *dy, float *db); /* db[c] += sum dy[n,c,:] */
 
   /* ---- activations (n elements). A backward's `write` (per input gradient): = instead of +=, the
-   * old contents unread (a gradient its only consumer overwrites, model_t.written) */
+   * old contents unread (a gradient its only consumer overwrites, model_t.written; never one that
+   * two inputs share, as in x + x, which has two consumer slots) */
   void (*relu_fwd)(size_t n, const float *x, float *y);
   void (*relu_bwd)(size_t n, const float *x, const float *dy, float *dx, int write); /* dx += dy * (x > 0) */
   /* a residual join and the ReLU after it as one pass each way (model_init_fused): y = relu(a + b);

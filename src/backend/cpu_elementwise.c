@@ -123,7 +123,7 @@ CPU_CLONES void cpu_add_relu_bwd(size_t n, const float *restrict y, const float 
                                  int write_a, int write_b) {
   if (!da || !db || da == db) { /* x + x adds the gradient twice, as the unfused pair does */
     if (da) cpu_relu_bwd(n, y, dy, da, write_a);
-    if (db) cpu_relu_bwd(n, y, dy, db, write_b && !(da == db && da));
+    if (db) cpu_relu_bwd(n, y, dy, db, write_b);
     return;
   }
   if (write_a && write_b)

@@ -27,7 +27,7 @@ void cuda_add_relu_fwd(size_t n, const float *a, const float *b, float *y) {
 }
 void cuda_add_relu_bwd(size_t n, const float *y, const float *dy, float *da, float *db, int write_a, int write_b) {
   if (da) cuda_relu_bwd(n, y, dy, da, write_a);
-  if (db) cuda_relu_bwd(n, y, dy, db, write_b && db != da); /* x + x: the second adds */
+  if (db) cuda_relu_bwd(n, y, dy, db, write_b);
 }
 void cuda_gelu_fwd(size_t n, const float *x, float *y) { cuk_gelu_fwd(n, x, y, cuda_stream()); }
 void cuda_gelu_bwd(size_t n, const float *x, const float *dy, float *dx, int write) {

@@ -135,7 +135,7 @@ static void ref_add_relu_fwd(size_t n, const float *a, const float *b, float *y)
 
 static void ref_add_relu_bwd(size_t n, const float *y, const float *dy, float *da, float *db, int write_a, int write_b) {
   if (da) ref_relu_bwd(n, y, dy, da, write_a);
-  if (db) ref_relu_bwd(n, y, dy, db, write_b && db != da); /* x + x: the second adds */
+  if (db) ref_relu_bwd(n, y, dy, db, write_b);
 }
 
 static const double ref_gelu_k = 0.7978845608028654; /* sqrt(2/pi) */

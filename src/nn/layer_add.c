@@ -41,7 +41,7 @@ static void add_backward(const layer_t *l, const layer_ctx_t *c) {
     return;
   }
   for (int k = 0; k < 2; k++)
-    if (c->dx[k] && c->dx_write[k] && !(k == 1 && c->dx[1] == c->dx[0])) /* x + x: the second adds */
+    if (c->dx[k] && c->dx_write[k])
       c->be->copy(c->dx[k], c->dy, count);
     else if (c->dx[k])
       c->be->axpy(count, 1.0f, c->dy, c->dx[k]);

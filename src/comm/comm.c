@@ -38,7 +38,7 @@ const char *traffic_name(traffic_t t) {
 }
 
 /* An MPI return code other than MPI_SUCCESS ends the job with the call and MPI's own words. */
-static void check_mpi(int rc, const char *mpi_call, const char *api_call) {
+void comm_check_mpi(int rc, const char *mpi_call, const char *api_call) {
   if (rc == MPI_SUCCESS) return;
   char text[MPI_MAX_ERROR_STRING];
   int len = 0;
@@ -74,13 +74,13 @@ static void meter_add(comm_t *c, traffic_t t, uint64_t bytes, double start) { me
 /* The node of every rank of c: c->node and c->nodes. */
 static void find_nodes(comm_t *c, const char *api_call) {
   MPI_Comm node;
-  check_mpi(MPI_Comm_split_type(c->mpi, MPI_COMM_TYPE_SHARED, c->rank, MPI_INFO_NULL, &node), "MPI_Comm_split_type",
+  comm_check_mpi(MPI_Comm_split_type(c->mpi, MPI_COMM_TYPE_SHARED, c->rank, MPI_INFO_NULL, &node), "MPI_Comm_split_type",
             api_call);
   int first = c->rank; /* the lowest rank of c on this rank's node */
-  check_mpi(MPI_Allreduce(MPI_IN_PLACE, &first, 1, MPI_INT, MPI_MIN, node), "MPI_Allreduce", api_call);
-  check_mpi(MPI_Comm_free(&node), "MPI_Comm_free", api_call);
+  comm_check_mpi(MPI_Allreduce(MPI_IN_PLACE, &first, 1, MPI_INT, MPI_MIN, node), "MPI_Allreduce", api_call);
+  comm_check_mpi(MPI_Comm_free(&node), "MPI_Comm_free", api_call);
   c->node = xcalloc((size_t)c->size, sizeof *c->node);
-  check_mpi(MPI_Allgather(&first, 1, MPI_INT, c->node, 1, MPI_INT, c->mpi), "MPI_Allgather", api_call);
+  comm_check_mpi(MPI_Allgather(&first, 1, MPI_INT, c->node, 1, MPI_INT, c->mpi), "MPI_Allgather", api_call);
   c->nodes = 0;
   for (int r = 0; r < c->size; r++) c->node[r] = c->node[r] == r ? c->nodes++ : c->node[c->node[r]];
 }
@@ -95,9 +95,9 @@ static void comm_init_from(comm_t *c, MPI_Comm mpi, const char *api_call) {
     c->size = 0;
     return;
   }
-  check_mpi(MPI_Comm_set_errhandler(mpi, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler", api_call);
-  check_mpi(MPI_Comm_rank(mpi, &c->rank), "MPI_Comm_rank", api_call);
-  check_mpi(MPI_Comm_size(mpi, &c->size), "MPI_Comm_size", api_call);
+  comm_check_mpi(MPI_Comm_set_errhandler(mpi, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler", api_call);
+  comm_check_mpi(MPI_Comm_rank(mpi, &c->rank), "MPI_Comm_rank", api_call);
+  comm_check_mpi(MPI_Comm_size(mpi, &c->size), "MPI_Comm_size", api_call);
   find_nodes(c, api_call);
 }
 
@@ -112,7 +112,7 @@ void comm_world(comm_t *c) {
   if (!initialized) surge_runtime_error("comm_world called before MPI_Init");
   MPI_Comm dup;
   /* The dup inherits MPI_COMM_WORLD's abort-on-error handler until comm_init_from replaces it. */
-  check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &dup), "MPI_Comm_dup", "comm_world");
+  comm_check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &dup), "MPI_Comm_dup", "comm_world");
   comm_init_from(c, dup, "comm_world");
 }
 
@@ -122,7 +122,7 @@ void comm_split(const comm_t *parent, int color, int key, comm_t *child) {
     return;
   }
   MPI_Comm split;
-  check_mpi(MPI_Comm_split(parent->mpi, color < 0 ? MPI_UNDEFINED : color, key, &split), "MPI_Comm_split",
+  comm_check_mpi(MPI_Comm_split(parent->mpi, color < 0 ? MPI_UNDEFINED : color, key, &split), "MPI_Comm_split",
             "comm_split");
   comm_init_from(child, split, "comm_split");
   comm_dev_inherit(parent, child);
@@ -134,7 +134,7 @@ void comm_split_node(const comm_t *parent, comm_t *child) {
     return;
   }
   MPI_Comm node;
-  check_mpi(MPI_Comm_split_type(parent->mpi, MPI_COMM_TYPE_SHARED, parent->rank, MPI_INFO_NULL, &node),
+  comm_check_mpi(MPI_Comm_split_type(parent->mpi, MPI_COMM_TYPE_SHARED, parent->rank, MPI_INFO_NULL, &node),
             "MPI_Comm_split_type", "comm_split_node");
   comm_init_from(child, node, "comm_split_node");
   comm_dev_inherit(parent, child);
@@ -151,7 +151,7 @@ void comm_group_begin(comm_t *c) {
 
 void comm_free(comm_t *c) {
   comm_dev_free(c);
-  if (c->mpi != MPI_COMM_NULL) check_mpi(MPI_Comm_free(&c->mpi), "MPI_Comm_free", "comm_free");
+  if (c->mpi != MPI_COMM_NULL) comm_check_mpi(MPI_Comm_free(&c->mpi), "MPI_Comm_free", "comm_free");
   free(c->node);
   c->node = NULL;
   c->mpi = MPI_COMM_NULL;
@@ -175,11 +175,11 @@ static void allreduce_host(comm_t *c, float *buf, size_t n, MPI_Op op, int bucke
   if (!buckets && n > INT_MAX)
     surge_runtime_error("%s: %zu floats is more than one MPI operation holds (%d)", api_call, n, INT_MAX);
   if (per_bucket > INT_MAX) per_bucket = INT_MAX;
-  if (n == 0 && !buckets) check_mpi(MPI_Allreduce(MPI_IN_PLACE, buf, 0, MPI_FLOAT, op, c->mpi), "MPI_Allreduce", api_call);
+  if (n == 0 && !buckets) comm_check_mpi(MPI_Allreduce(MPI_IN_PLACE, buf, 0, MPI_FLOAT, op, c->mpi), "MPI_Allreduce", api_call);
   // consecutive buckets of per_bucket floats (the last may be shorter)
   for (size_t off = 0; off < n; off += per_bucket) {
     size_t len = n - off < per_bucket ? n - off : per_bucket;
-    check_mpi(MPI_Allreduce(MPI_IN_PLACE, buf + off, (int)len, MPI_FLOAT, op, c->mpi), "MPI_Allreduce", api_call);
+    comm_check_mpi(MPI_Allreduce(MPI_IN_PLACE, buf + off, (int)len, MPI_FLOAT, op, c->mpi), "MPI_Allreduce", api_call);
   }
 }
 
@@ -229,11 +229,11 @@ static void allreduce_double(comm_t *c, double *buf, int n, MPI_Op op, traffic_t
   if (n < 0) surge_runtime_error("%s: negative count %d", api_call, n);
   double start = surge_now();
   MPI_Request req;
-  check_mpi(MPI_Iallreduce(MPI_IN_PLACE, buf, n, MPI_DOUBLE, op, c->mpi, &req), "MPI_Iallreduce", api_call);
+  comm_check_mpi(MPI_Iallreduce(MPI_IN_PLACE, buf, n, MPI_DOUBLE, op, c->mpi, &req), "MPI_Iallreduce", api_call);
   if (polite && c->poll_us > 0)
     wait_requests(c, &req, 1, api_call);
   else
-    check_mpi(MPI_Wait(&req, MPI_STATUS_IGNORE), "MPI_Wait", api_call);
+    comm_check_mpi(MPI_Wait(&req, MPI_STATUS_IGNORE), "MPI_Wait", api_call);
   meter_add(c, t, (uint64_t)n * sizeof(double), start);
 }
 
@@ -253,15 +253,15 @@ int comm_allreduce_max_double_within(comm_t *c, double *buf, int n, double timeo
   require_member(c, t, "comm_allreduce_max_double_within");
   double start = surge_now();
   MPI_Request req;
-  check_mpi(MPI_Iallreduce(MPI_IN_PLACE, buf, n, MPI_DOUBLE, MPI_MAX, c->mpi, &req), "MPI_Iallreduce",
+  comm_check_mpi(MPI_Iallreduce(MPI_IN_PLACE, buf, n, MPI_DOUBLE, MPI_MAX, c->mpi, &req), "MPI_Iallreduce",
             "comm_allreduce_max_double_within");
   int done = 0;
   if (timeout_s < 0) {
-    check_mpi(MPI_Wait(&req, MPI_STATUS_IGNORE), "MPI_Wait", "comm_allreduce_max_double_within");
+    comm_check_mpi(MPI_Wait(&req, MPI_STATUS_IGNORE), "MPI_Wait", "comm_allreduce_max_double_within");
     done = 1;
   }
   while (!done) {
-    check_mpi(MPI_Test(&req, &done, MPI_STATUS_IGNORE), "MPI_Test", "comm_allreduce_max_double_within");
+    comm_check_mpi(MPI_Test(&req, &done, MPI_STATUS_IGNORE), "MPI_Test", "comm_allreduce_max_double_within");
     if (!done && surge_now() - start > timeout_s) break;
     if (!done) nanosleep(&(struct timespec){0, 200000}, NULL); /* 0.2 ms */
   }
@@ -275,7 +275,7 @@ static void bcast_host(comm_t *c, char *p, size_t bytes, int root) {
   // (empty) broadcast, so a bad root is reported the same way
   do {
     size_t len = bytes - off < (size_t)INT_MAX ? bytes - off : (size_t)INT_MAX;
-    check_mpi(MPI_Bcast(p + off, (int)len, MPI_BYTE, root, c->mpi), "MPI_Bcast", "comm_bcast");
+    comm_check_mpi(MPI_Bcast(p + off, (int)len, MPI_BYTE, root, c->mpi), "MPI_Bcast", "comm_bcast");
     off += len;
   } while (off < bytes);
 }
@@ -301,7 +301,7 @@ void comm_gather_double(comm_t *c, const double *in, int count, double *out, int
   if (count < 0) surge_runtime_error("comm_gather_double: negative count %d", count);
   double start = surge_now();
   // out is (size, count) on root, unused elsewhere
-  check_mpi(MPI_Gather(in, count, MPI_DOUBLE, out, count, MPI_DOUBLE, root, c->mpi), "MPI_Gather",
+  comm_check_mpi(MPI_Gather(in, count, MPI_DOUBLE, out, count, MPI_DOUBLE, root, c->mpi), "MPI_Gather",
             "comm_gather_double");
   meter_add(c, t, (uint64_t)count * sizeof(double), start);
 }
@@ -332,7 +332,7 @@ void comm_isend(comm_t *c, const float *buf, size_t n, int dest, int tag, traffi
       r->kind = COMM_KIND_STAGED_SEND;
       from = r->host = comm_dev_stage_out(c, buf, n * sizeof(float));
     }
-    check_mpi(MPI_Isend(from, count, MPI_FLOAT, dest, tag, c->mpi, &r->req), "MPI_Isend", "comm_isend");
+    comm_check_mpi(MPI_Isend(from, count, MPI_FLOAT, dest, tag, c->mpi, &r->req), "MPI_Isend", "comm_isend");
   }
   meter_call(c, t, (uint64_t)n * sizeof(float), dest, start);
 }
@@ -351,7 +351,7 @@ void comm_irecv(comm_t *c, float *buf, size_t n, int src, int tag, traffic_t t, 
       *r = (comm_request_t){.kind = COMM_KIND_STAGED_RECV, .dev = buf, .n = n};
       into = r->host = xmalloc(n ? n * sizeof(float) : 1);
     }
-    check_mpi(MPI_Irecv(into, count, MPI_FLOAT, src, tag, c->mpi, &r->req), "MPI_Irecv", "comm_irecv");
+    comm_check_mpi(MPI_Irecv(into, count, MPI_FLOAT, src, tag, c->mpi, &r->req), "MPI_Irecv", "comm_irecv");
   }
   meter_call(c, t, 0, src, start);
 }
@@ -378,13 +378,13 @@ void comm_pace_next(comm_pace_t *p) {
  * pace (comm_pace_t), so that the core is free meanwhile. */
 static void wait_requests(const comm_t *c, MPI_Request *req, int n, const char *api_call) {
   if (c->poll_us <= 0) {
-    check_mpi(MPI_Waitall(n, req, MPI_STATUSES_IGNORE), "MPI_Waitall", api_call);
+    comm_check_mpi(MPI_Waitall(n, req, MPI_STATUSES_IGNORE), "MPI_Waitall", api_call);
     return;
   }
   comm_pace_t pace = comm_pace_start(c->poll_us);
   for (;;) {
     int done = 0;
-    check_mpi(MPI_Testall(n, req, &done, MPI_STATUSES_IGNORE), "MPI_Testall", api_call);
+    comm_check_mpi(MPI_Testall(n, req, &done, MPI_STATUSES_IGNORE), "MPI_Testall", api_call);
     if (done) return;
     comm_pace_next(&pace);
   }
@@ -423,7 +423,7 @@ void comm_allgatherv_float(comm_t *c, float *buf, const size_t *off, const size_
     displs[r] = (int)off[r];
   }
   double start = surge_now();
-  check_mpi(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf, counts, displs, MPI_FLOAT, c->mpi),
+  comm_check_mpi(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf, counts, displs, MPI_FLOAT, c->mpi),
             "MPI_Allgatherv", "comm_allgatherv_float");
   meter_add(c, t, (uint64_t)n[c->rank] * sizeof(float), start);
   free(counts);
@@ -437,10 +437,10 @@ void comm_barrier_as(comm_t *c, traffic_t t, uint64_t bytes) {
   double start = surge_now();
   if (c->poll_us > 0) {
     MPI_Request req;
-    check_mpi(MPI_Ibarrier(c->mpi, &req), "MPI_Ibarrier", "comm_barrier");
+    comm_check_mpi(MPI_Ibarrier(c->mpi, &req), "MPI_Ibarrier", "comm_barrier");
     wait_requests(c, &req, 1, "comm_barrier");
   } else {
-    check_mpi(MPI_Barrier(c->mpi), "MPI_Barrier", "comm_barrier");
+    comm_check_mpi(MPI_Barrier(c->mpi), "MPI_Barrier", "comm_barrier");
   }
   meter_add(c, t, bytes, start);
 }
@@ -449,7 +449,7 @@ void comm_allreduce_sum_u64(comm_t *c, uint64_t *buf, int n, traffic_t t) {
   require_member(c, t, "comm_allreduce_sum_u64");
   if (n < 0) surge_runtime_error("comm_allreduce_sum_u64: negative count %d", n);
   double start = surge_now();
-  check_mpi(MPI_Allreduce(MPI_IN_PLACE, buf, n, MPI_UINT64_T, MPI_SUM, c->mpi), "MPI_Allreduce",
+  comm_check_mpi(MPI_Allreduce(MPI_IN_PLACE, buf, n, MPI_UINT64_T, MPI_SUM, c->mpi), "MPI_Allreduce",
             "comm_allreduce_sum_u64");
   meter_add(c, t, (uint64_t)n * sizeof(uint64_t), start);
 }
@@ -507,7 +507,7 @@ void comm_iallreduce_sum(comm_t *c, float *buf, size_t n, traffic_t t, comm_op_t
     op->n = n;
     host = op->host = comm_dev_stage_out(c, buf, n * sizeof(float));
   }
-  check_mpi(MPI_Iallreduce(MPI_IN_PLACE, host, (int)n, MPI_FLOAT, MPI_SUM, c->mpi, &op->req), "MPI_Iallreduce",
+  comm_check_mpi(MPI_Iallreduce(MPI_IN_PLACE, host, (int)n, MPI_FLOAT, MPI_SUM, c->mpi, &op->req), "MPI_Iallreduce",
             "comm_iallreduce_sum");
   meter_add(c, t, (uint64_t)n * sizeof(float), start);
 }
@@ -533,7 +533,7 @@ int comm_op_test(comm_op_t *op) {
   if (op->kind == COMM_KIND_NCCL)
     done = comm_dev_test(op);
   else
-    check_mpi(MPI_Test(&op->req, &done, MPI_STATUS_IGNORE), "MPI_Test", "comm_op_test");
+    comm_check_mpi(MPI_Test(&op->req, &done, MPI_STATUS_IGNORE), "MPI_Test", "comm_op_test");
   if (done) op_done(op);
   meter_time(op->c, op->t, start);
   return op->done;
@@ -557,13 +557,13 @@ double comm_clock_offset(comm_t *c, int rounds) {
   for (int r = 1; r < c->size; r++)
     for (int k = 0; k < rounds; k++) {
       if (c->rank == 0) { /* answer r's ping with this clock */
-        check_mpi(MPI_Recv(&t, 1, MPI_DOUBLE, r, TAG, c->mpi, MPI_STATUS_IGNORE), "MPI_Recv", "comm_clock_offset");
+        comm_check_mpi(MPI_Recv(&t, 1, MPI_DOUBLE, r, TAG, c->mpi, MPI_STATUS_IGNORE), "MPI_Recv", "comm_clock_offset");
         t = surge_now();
-        check_mpi(MPI_Send(&t, 1, MPI_DOUBLE, r, TAG, c->mpi), "MPI_Send", "comm_clock_offset");
+        comm_check_mpi(MPI_Send(&t, 1, MPI_DOUBLE, r, TAG, c->mpi), "MPI_Send", "comm_clock_offset");
       } else if (c->rank == r) {
         double a = surge_now();
-        check_mpi(MPI_Send(&a, 1, MPI_DOUBLE, 0, TAG, c->mpi), "MPI_Send", "comm_clock_offset");
-        check_mpi(MPI_Recv(&t, 1, MPI_DOUBLE, 0, TAG, c->mpi, MPI_STATUS_IGNORE), "MPI_Recv", "comm_clock_offset");
+        comm_check_mpi(MPI_Send(&a, 1, MPI_DOUBLE, 0, TAG, c->mpi), "MPI_Send", "comm_clock_offset");
+        comm_check_mpi(MPI_Recv(&t, 1, MPI_DOUBLE, 0, TAG, c->mpi, MPI_STATUS_IGNORE), "MPI_Recv", "comm_clock_offset");
         double b = surge_now();
         if (best < 0 || b - a < best) best = b - a, offset = t - 0.5 * (a + b);
       }
@@ -581,9 +581,9 @@ void comm_meter_total(comm_t *c, const comm_meter_t *local, comm_meter_t *total)
   memcpy(counts + TRAFFIC_COUNT, local->internode_bytes, sizeof local->internode_bytes);
   memcpy(counts + 2 * TRAFFIC_COUNT, local->calls, sizeof local->calls);
   memcpy(seconds, local->seconds, sizeof seconds);
-  check_mpi(MPI_Allreduce(MPI_IN_PLACE, counts, 3 * TRAFFIC_COUNT, MPI_UINT64_T, MPI_SUM, c->mpi),
+  comm_check_mpi(MPI_Allreduce(MPI_IN_PLACE, counts, 3 * TRAFFIC_COUNT, MPI_UINT64_T, MPI_SUM, c->mpi),
             "MPI_Allreduce", "comm_meter_total");
-  check_mpi(MPI_Allreduce(MPI_IN_PLACE, seconds, TRAFFIC_COUNT, MPI_DOUBLE, MPI_SUM, c->mpi), "MPI_Allreduce",
+  comm_check_mpi(MPI_Allreduce(MPI_IN_PLACE, seconds, TRAFFIC_COUNT, MPI_DOUBLE, MPI_SUM, c->mpi), "MPI_Allreduce",
             "comm_meter_total");
   memcpy(total->bytes, counts, sizeof total->bytes);
   memcpy(total->internode_bytes, counts + TRAFFIC_COUNT, sizeof total->internode_bytes);

@@ -69,6 +69,10 @@ typedef struct comm {
  * trains calls this instead of MPI_Init. */
 void comm_init(int *argc, char ***argv);
 
+/* An MPI return code other than MPI_SUCCESS ends the job with the call, the comm-layer function
+ * it was made in (api_call) and MPI's own words (for the comm layer's own files). */
+void comm_check_mpi(int rc, const char *mpi_call, const char *api_call);
+
 /* A duplicate of MPI_COMM_WORLD. */
 void comm_world(comm_t *c);
 /* Collective over c: from now on the float calls below (and comm_bcast) accept device buffers of

@@ -1,20 +1,10 @@
 #include "comm/node_shm.h"
 
 #include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
-
-static void check(int rc, const char *mpi_call) {
-  if (rc == MPI_SUCCESS) return;
-  char text[MPI_MAX_ERROR_STRING];
-  int len = 0;
-  if (MPI_Error_string(rc, text, &len) != MPI_SUCCESS) snprintf(text, sizeof text, "MPI error code %d", rc);
-  surge_runtime_error("%s failed in node-shared memory: %s (hint: Open MPI backs it with files in /dev/shm, or its "
-                      "osc_sm_backing_directory: is there room?)", mpi_call, text);
-}
 
 void node_shm_alloc(comm_t *c, size_t bytes, node_shm_t *s) {
   memset(s, 0, sizeof *s);
@@ -27,7 +17,9 @@ void node_shm_alloc(comm_t *c, size_t bytes, node_shm_t *s) {
   size_t ask = rounded ? rounded + NODE_SHM_ALIGN : 0;
   if (rounded < bytes || ask > (size_t)INT64_MAX) surge_runtime_error("node_shm_alloc: %zu bytes overflow", bytes);
   char *raw = NULL;
-  check(MPI_Win_allocate_shared((MPI_Aint)ask, 1, MPI_INFO_NULL, c->mpi, &raw, &s->win), "MPI_Win_allocate_shared");
+  comm_check_mpi(MPI_Win_allocate_shared((MPI_Aint)ask, 1, MPI_INFO_NULL, c->mpi, &raw, &s->win), "MPI_Win_allocate_shared",
+                 "node_shm_alloc (hint: Open MPI backs node-shared memory with files in /dev/shm, or its "
+                 "osc_sm_backing_directory: is there room?)");
   s->size = c->size;
   s->seg = xcalloc((size_t)c->size, sizeof *s->seg);
   s->bytes = xcalloc((size_t)c->size, sizeof *s->bytes);
@@ -35,27 +27,27 @@ void node_shm_alloc(comm_t *c, size_t bytes, node_shm_t *s) {
     MPI_Aint size = 0;
     int unit = 0;
     char *base = NULL;
-    check(MPI_Win_shared_query(s->win, r, &size, &unit, &base), "MPI_Win_shared_query");
+    comm_check_mpi(MPI_Win_shared_query(s->win, r, &size, &unit, &base), "MPI_Win_shared_query", "node_shm_alloc");
     s->bytes[r] = size > NODE_SHM_ALIGN ? (size_t)size - NODE_SHM_ALIGN : 0;
     s->seg[r] = s->bytes[r] ? base + (NODE_SHM_ALIGN - (uintptr_t)base % NODE_SHM_ALIGN) % NODE_SHM_ALIGN : base;
   }
   char *mine = s->seg[c->rank];
   if (rounded) memset(mine, 0, rounded);
-  check(MPI_Win_lock_all(MPI_MODE_NOCHECK, s->win), "MPI_Win_lock_all"); /* one passive epoch for Win_sync */
+  comm_check_mpi(MPI_Win_lock_all(MPI_MODE_NOCHECK, s->win), "MPI_Win_lock_all", "node_shm_alloc"); /* one passive epoch for Win_sync */
   node_shm_barrier(s, c, TRAFFIC_OTHER, 0);
 }
 
 void node_shm_free(node_shm_t *s) {
   if (!s->seg) return;
-  check(MPI_Win_unlock_all(s->win), "MPI_Win_unlock_all");
-  check(MPI_Win_free(&s->win), "MPI_Win_free");
+  comm_check_mpi(MPI_Win_unlock_all(s->win), "MPI_Win_unlock_all", "node_shm_free");
+  comm_check_mpi(MPI_Win_free(&s->win), "MPI_Win_free", "node_shm_free");
   free(s->seg);
   free(s->bytes);
   memset(s, 0, sizeof *s);
 }
 
 void node_shm_barrier(node_shm_t *s, comm_t *c, traffic_t t, uint64_t bytes) {
-  check(MPI_Win_sync(s->win), "MPI_Win_sync");
+  comm_check_mpi(MPI_Win_sync(s->win), "MPI_Win_sync", "node_shm_barrier");
   comm_barrier_as(c, t, bytes);
-  check(MPI_Win_sync(s->win), "MPI_Win_sync");
+  comm_check_mpi(MPI_Win_sync(s->win), "MPI_Win_sync", "node_shm_barrier");
 }

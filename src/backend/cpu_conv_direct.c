@@ -436,20 +436,21 @@ CPU_AVX512 static inline __attribute__((always_inline)) void wg_tile(const wg_ar
       }
 }
 
-/* The tile shapes, 24 accumulators or 18 (3 vectors): segments per tile for R vectors. */
-static int wg_segments(int R) { return R == 1 ? 8 : R == 2 ? 4 : 2; }
+/* The tile shapes, 24 accumulators or 18 (3 vectors): segments per tile for R vectors (a constant
+ * expression, so each wrapper below gets its loops unrolled). */
+#define WG_SEGMENTS(R) ((R) == 1 ? 8 : (R) == 2 ? 4 : 2)
 
 CPU_AVX512 static void wg_tile_r1(const wg_args_t *a, int o0, const size_t *koff, const int *tap0, const int *ntap) {
-  wg_tile(a, o0, koff, tap0, ntap, 1, 8);
+  wg_tile(a, o0, koff, tap0, ntap, 1, WG_SEGMENTS(1));
 }
 CPU_AVX512 static void wg_tile_r2(const wg_args_t *a, int o0, const size_t *koff, const int *tap0, const int *ntap) {
-  wg_tile(a, o0, koff, tap0, ntap, 2, 4);
+  wg_tile(a, o0, koff, tap0, ntap, 2, WG_SEGMENTS(2));
 }
 CPU_AVX512 static void wg_tile_r3(const wg_args_t *a, int o0, const size_t *koff, const int *tap0, const int *ntap) {
-  wg_tile(a, o0, koff, tap0, ntap, 3, 2);
+  wg_tile(a, o0, koff, tap0, ntap, 3, WG_SEGMENTS(3));
 }
 CPU_AVX512 static void wg_tile_r4(const wg_args_t *a, int o0, const size_t *koff, const int *tap0, const int *ntap) {
-  wg_tile(a, o0, koff, tap0, ntap, 4, 2);
+  wg_tile(a, o0, koff, tap0, ntap, 4, WG_SEGMENTS(4));
 }
 
 /* Positions a tile sums in float before adding into double: the float sums stay about this long
@@ -471,7 +472,7 @@ CPU_AVX512 static void direct_wgrad(const conv_shape_t *s, const dgeom_t *g, int
   for (a.i0 = 0; a.i0 < n * g->H; a.i0 = a.i1) {
     a.i1 = a.i0 + rows_per_flush < n * g->H ? a.i0 + rows_per_flush : n * g->H;
     for (int v0 = 0; v0 < vecs; v0 += 4) {
-      const int R = vecs - v0 < 4 ? vecs - v0 : 4, NS = wg_segments(R);
+      const int R = vecs - v0 < 4 ? vecs - v0 : 4, NS = WG_SEGMENTS(R);
       for (int s0 = 0; s0 < nseg; s0 += NS) {
         for (int j = 0; j < NS; j++) { /* segments past the last read its input; their sums are dropped */
           const int seg = s0 + j < nseg ? s0 + j : nseg - 1, row = seg / segs_per_row, kw0 = seg % segs_per_row * 3;

@@ -12,7 +12,8 @@
  * is compared with parameters + gradients + optimizer moments + activations, workspace included.
  * Each model runs in a child process so its peak memory is its own. The --dp rates come from
  * --rate runs on 1 and 2 ranks (bench/bench_models.sh measures them and passes them on).
- * BENCH_SECONDS (default 3) is how long each model's steps are timed (tests run it with 0.1). */
+ * BENCH_SECONDS (default 3) is how long each model's steps are timed (tests run it with 0.1).
+ * BENCH_PHASES set: --rate also prints rank 0's milliseconds a step per phase on stderr. */
 #include <hdf5.h>
 #include <mpi.h>
 #include <stdio.h>
@@ -26,6 +27,7 @@
 #include "core/error.h"
 #include "core/timer.h"
 #include "io/deck.h"
+#include "io/log_format.h"
 #include "train/train.h"
 
 /* ---- a backend that records the GEMM shapes of a step */
@@ -246,12 +248,22 @@ static void rate_one(const char *model) {
   MPI_Bcast(&steps, 1, MPI_INT, 0, MPI_COMM_WORLD);
   MPI_Barrier(MPI_COMM_WORLD);
   t0 = surge_now();
-  for (int i = 0; i < steps; i++) trainer_step(&t, 0);
+  double phase[PHASE_COUNT] = {0}, rest = 0; /* this rank's seconds per phase, and outside them */
+  for (int i = 0; i < steps; i++) {
+    train_stats_t s = trainer_step(&t, 0);
+    rest += s.seconds;
+    for (int p = 0; p < PHASE_COUNT; p++) phase[p] += s.phase[p], rest -= s.phase[p];
+  }
   MPI_Barrier(MPI_COMM_WORLD);
   double sec = surge_now() - t0;
   int rank;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   if (rank == 0) printf("%.3f\n", (double)cfg.global_batch * steps / sec);
+  if (rank == 0 && getenv("BENCH_PHASES")) { /* where rank 0's step goes, in ms, on stderr */
+    fprintf(stderr, "# %s, rank 0 of the run, ms a step:", model);
+    for (int p = 0; p <= PHASE_OPTIMIZER; p++) fprintf(stderr, " %s %.3f", log_phase_info[p].name, 1e3 * phase[p] / steps);
+    fprintf(stderr, " other %.3f\n", 1e3 * rest / steps);
+  }
   trainer_free(&t);
   comm_free(&world);
 }

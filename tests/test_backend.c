@@ -23,7 +23,7 @@
 #endif
 
 #include "backend/backend.h"
-#include "backend/cpu_ops.h" /* cpu_conv_direct_blocks: which conv path a case takes */
+#include "backend/cpu_ops.h" /* cpu_conv_direct_blocks: which conv path a case takes; the denormal modes */
 #include "core/error.h"
 #include "core/rng.h"
 #include "rel_diff.h"
@@ -1179,6 +1179,26 @@ static void test_context(const backend_t *be) {
   be->synchronize();
 }
 
+/* cpu's flush_denormals option: a momentum that decays below FLT_MIN (a dead unit's, gradient 0)
+ * becomes 0 with it and stays a denormal without it; ref keeps gradual underflow. */
+static void test_denormal_mode(void) {
+  backend_options_t o = backend_default_options();
+  tap_ok(o.flush_denormals == 1, "plain runs flush denormals by default");
+  for (int on = 0; on < 2; on++) {
+    int input_error = 0;
+    o.flush_denormals = on;
+    tap_ok(backend_cpu.open(&o, &input_error) == NULL, "cpu: opens with flush_denormals = %d", on);
+    float p[16], g[16], buf[16];
+    for (int i = 0; i < 16; i++) p[i] = 1.0f, g[i] = 0.0f, buf[i] = 2e-38f; /* just above FLT_MIN */
+    backend_cpu.sgd_step(16, p, g, buf, 0.1f, 0.5f, 0, 0.0f, 0);              /* buf = 1e-38: a denormal */
+    int zeros = 0, denormal = 0;
+    for (int i = 0; i < 16; i++) zeros += buf[i] == 0.0f, denormal += buf[i] > 0.0f && buf[i] < 1.1754944e-38f;
+    tap_ok(on ? zeros == 16 : denormal == 16, "cpu, flush_denormals = %d: a momentum decayed below FLT_MIN is %s (%d "
+           "zeros, %d denormals)", on, on ? "0" : "kept as a denormal", zeros, denormal);
+    tap_ok(cpu_flush_denormals_on() == on, "cpu: the thread's mode reads back as %d", on);
+  }
+}
+
 /* The cuda backend in cpu's place, on this process's GPU; 0 when there is none (why says so). */
 static int open_gpu(char *why, size_t len) {
   backend_options_t o = backend_default_options();
@@ -1209,6 +1229,7 @@ int main(int argc, char **argv) {
     test_memory(backends[0]);
   } else {
     test_registry();
+    test_denormal_mode();
     for (int k = 0; k < 2; k++) {
       test_context(backends[k]);
       test_memory(backends[k]);

@@ -79,8 +79,11 @@ static void test_names_agree(void) {
 
 static void test_backend_opts(config_t cfg) {
   backend_options_t o = backend_opts_of(&cfg, 3);
-  tap_ok(o.device == -1 && o.local_rank == 3 && o.precision == BACKEND_FP32 && !o.tf32 && !o.low_priority,
-         "backend: defaults: device by local rank (3), fp32, no TF32, normal priority");
+  tap_ok(o.device == -1 && o.local_rank == 3 && o.precision == BACKEND_FP32 && !o.tf32 && !o.low_priority &&
+             o.flush_denormals,
+         "backend: defaults: device by local rank (3), fp32, no TF32, normal priority, denormals flushed");
+  cfg.flush_denormals = 0;
+  tap_ok(!backend_opts_of(&cfg, 0).flush_denormals, "backend: flush_denormals = false reaches the options");
   snprintf(cfg.precision, sizeof cfg.precision, "bf16");
   cfg.tf32 = 1;
   cfg.device = 2;

@@ -59,6 +59,9 @@ typedef struct backend_options {
   backend_precision_t precision;
   int tf32;         /* float32 products may use TF32 tensor cores */
   int low_priority; /* the process is a background job (mux/mux.h): its device work yields */
+  int flush_denormals; /* cpu: float values below FLT_MIN count as zero on the opening thread (FTZ and
+                        * DAZ): decaying optimizer moments otherwise reach them and every op on them
+                        * takes the CPU's slow path */
 } backend_options_t;
 
 /* What an opened backend runs on: for logs, benchmarks and the comm layer. */
@@ -269,7 +272,8 @@ extern const backend_t backend_cuda; /* cuBLAS + kernels (without the toolkit: o
 /* Look a backend up by name ("cpu", "ref", "cuda"); NULL if unknown. */
 const backend_t *backend_find(const char *name);
 /* Opening one for the process: backend_open (backend_open.h, with MPI). */
-/* The options of a plain run: the first GPU of the node's ranks by local rank, fp32, no TF32. */
+/* The options of a plain run: the first GPU of the node's ranks by local rank, fp32, no TF32,
+ * denormals flushed. */
 backend_options_t backend_default_options(void);
 /* Comma-separated list of known backend names, for error messages. */
 const char *backend_names(void);

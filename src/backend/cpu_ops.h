@@ -131,6 +131,12 @@ static inline float cpu_expf(float x) {
   return cpu_bits_float((inside & keep) | (outside & ~keep));
 }
 
+/* cpu_fpmode.c: open = host_open, then the denormal modes of o->flush_denormals on this thread;
+ * set/get return 0 where the CPU has no such modes (then denormals stay). */
+const char *cpu_open(const backend_options_t *o, int *input_error);
+int cpu_set_flush_denormals(int on);
+int cpu_flush_denormals_on(void);
+
 /* cpu_gemm.c */
 void cpu_set_threads(int nthreads);
 void cpu_gemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,

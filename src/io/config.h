@@ -111,6 +111,7 @@ typedef struct config {
   int device;          /* cuda: GPU index, -1: by local rank */
   char precision[8];   /* fp32 | bf16 (matrix products) */
   int tf32;            /* cuda: float32 products may use TF32 */
+  int flush_denormals; /* cpu: flush-to-zero and denormals-are-zero on the rank's thread */
   char device_comm[8]; /* cuda: auto | nccl | staged */
 } config_t;
 

@@ -243,6 +243,10 @@ const cfg_key_t cfg_keys[] = {
     BOOL_KEY("backend", "tf32", tf32, "false",
              "cuda: float32 products may use TF32 tensor cores (false: true float32, as the equivalence tests "
              "need)"),
+    BOOL_KEY("backend", "flush_denormals", flush_denormals, "true",
+             "cpu: float values below 1.2e-38 count as zero (the CPU's flush-to-zero and denormals-are-zero "
+             "modes, on the rank's own thread): the optimizer's moments of idle units decay into that range, "
+             "where every operation takes a slow path; false: gradual underflow, as IEEE and the ref backend"),
     ENUM_KEY("backend", "device_comm", device_comm, "auto", VALUES("auto", "nccl", "staged"),
              "cuda: how GPU buffers travel between ranks; nccl: NCCL collectives and grouped send/receive; "
              "staged: copied through host memory and sent with MPI; auto: NCCL unless ranks of a group share a "

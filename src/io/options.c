@@ -68,6 +68,7 @@ backend_options_t backend_opts_of(const config_t *cfg, int local_rank) {
   o.local_rank = local_rank;
   o.precision = strcmp(cfg->precision, "bf16") == 0 ? BACKEND_BF16 : BACKEND_FP32;
   o.tf32 = cfg->tf32;
+  o.flush_denormals = cfg->flush_denormals;
   o.low_priority = cfg->mux_role == MUX_ROLE_BACKGROUND;
   return o;
 }

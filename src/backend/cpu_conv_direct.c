@@ -226,18 +226,44 @@ CPU_AVX512 static double plane_sum_d(const float *dy, const float *y, size_t n) 
     if (nv > 1) c##r##1 = _mm512_fmadd_ps(a, b1, c##r##1);                                         \
     if (nv > 2) c##r##2 = _mm512_fmadd_ps(a, b2, c##r##2);                                         \
   }
-#define TILE_STORE(r)                                                                              \
-  {                                                                                                \
-    _mm512_store_ps(tile + (r) * DNR, c##r##0);                                                    \
-    if (nv > 1) _mm512_store_ps(tile + (r) * DNR + 16, c##r##1);                                   \
-    if (nv > 2) _mm512_store_ps(tile + (r) * DNR + 32, c##r##2);                                   \
+/* Where a tile's rows go (tile_out_t): vector v's valid lanes, mask[v] (columns < W of positions
+ * < Q), are compressed to the front and written at out + off[v] of each row's plane, since
+ * consecutive valid positions are consecutive pixels; rows past `rows` are dropped. */
+typedef struct tile_out {
+  float *out;        /* the plane of the tile's first row (output channel r0) */
+  size_t HW;         /* floats per output plane */
+  const float *bias; /* r0's bias, or NULL */
+  int rows, relu, accumulate;
+  __mmask16 mask[3];
+  int off[3];
+} tile_out_t;
+
+#define TILE_VEC_WRITE(r, v)                                                                       \
+  if (nv > (v)) {                                                                                  \
+    const __mmask16 n_ = lanes(__builtin_popcount(o->mask[v]));                                   \
+    float *dst_ = o->out + (r) * o->HW + o->off[v];                                                \
+    __m512 x_ = c##r##v;                                                                           \
+    if (o->accumulate)                                                                             \
+      x_ = _mm512_add_ps(_mm512_maskz_compress_ps(o->mask[v], x_), _mm512_maskz_loadu_ps(n_, dst_)); \
+    else {                                                                                         \
+      x_ = _mm512_add_ps(x_, bias_);                                                               \
+      if (o->relu) x_ = _mm512_max_ps(x_, _mm512_setzero_ps());                                    \
+      x_ = _mm512_maskz_compress_ps(o->mask[v], x_);                                               \
+    }                                                                                              \
+    _mm512_mask_storeu_ps(dst_, n_, x_);                                                           \
+  }
+#define TILE_WRITE(r)                                                                              \
+  if ((r) < o->rows) {                                                                             \
+    const __m512 bias_ = _mm512_set1_ps(o->bias ? o->bias[r] : 0.0f);                              \
+    TILE_VEC_WRITE(r, 0) TILE_VEC_WRITE(r, 1) TILE_VEC_WRITE(r, 2)                                 \
   }
 
-/* tile (DMR, 16*nv) = sum over input channels and taps of the packed weights wp (taps, DMR) times
- * the padded input at xq (the tile's first position) shifted by each tap; nv (1..3, a constant
- * where this is inlined) vectors of 16 positions: 3 but for the grid's last tile. */
+/* A tile (DMR, 16*nv) = sum over input channels and taps of the packed weights wp (taps, DMR)
+ * times the padded input at xq (the tile's first position) shifted by each tap, written out as o
+ * says (+ bias, ReLU, or added into the output); nv (1..3, a constant where this is inlined)
+ * vectors of 16 positions: 3 but for the grid's last tile. */
 CPU_AVX512 static inline __attribute__((always_inline)) void
-direct_tile(const float *xq, size_t plane, int cin, int k, int Wp, const float *wp, float *tile, const int nv) {
+direct_tile(const float *xq, size_t plane, int cin, int k, int Wp, const float *wp, const tile_out_t *o, const int nv) {
   __m512 c00 = _mm512_setzero_ps(), c01 = c00, c02 = c00, c10 = c00, c11 = c00, c12 = c00, c20 = c00,
          c21 = c00, c22 = c00, c30 = c00, c31 = c00, c32 = c00, c40 = c00, c41 = c00, c42 = c00, c50 = c00,
          c51 = c00, c52 = c00, c60 = c00, c61 = c00, c62 = c00, c70 = c00, c71 = c00, c72 = c00;
@@ -251,71 +277,56 @@ direct_tile(const float *xq, size_t plane, int cin, int k, int Wp, const float *
         TILE_ROW(0) TILE_ROW(1) TILE_ROW(2) TILE_ROW(3) TILE_ROW(4) TILE_ROW(5) TILE_ROW(6) TILE_ROW(7)
       }
     }
-  TILE_STORE(0) TILE_STORE(1) TILE_STORE(2) TILE_STORE(3) TILE_STORE(4) TILE_STORE(5) TILE_STORE(6) TILE_STORE(7)
+  TILE_WRITE(0) TILE_WRITE(1) TILE_WRITE(2) TILE_WRITE(3) TILE_WRITE(4) TILE_WRITE(5) TILE_WRITE(6) TILE_WRITE(7)
 }
 
 CPU_AVX512 static void direct_tile_v3(const float *xq, size_t plane, int cin, int k, int Wp, const float *wp,
-                                      float *tile) {
-  direct_tile(xq, plane, cin, k, Wp, wp, tile, 3);
+                                      const tile_out_t *o) {
+  direct_tile(xq, plane, cin, k, Wp, wp, o, 3);
 }
 CPU_AVX512 static void direct_tile_v2(const float *xq, size_t plane, int cin, int k, int Wp, const float *wp,
-                                      float *tile) {
-  direct_tile(xq, plane, cin, k, Wp, wp, tile, 2);
+                                      const tile_out_t *o) {
+  direct_tile(xq, plane, cin, k, Wp, wp, o, 2);
 }
 CPU_AVX512 static void direct_tile_v1(const float *xq, size_t plane, int cin, int k, int Wp, const float *wp,
-                                      float *tile) {
-  direct_tile(xq, plane, cin, k, Wp, wp, tile, 1);
+                                      const tile_out_t *o) {
+  direct_tile(xq, plane, cin, k, Wp, wp, o, 1);
 }
 
-/* The valid positions of a tile starting at q0: runs of consecutive positions j0..j0+len of the
- * tile that land at out + dst (one per output row the tile touches). */
-typedef struct run {
-  int j0, len, dst;
-} run_t;
-
-static int tile_runs(const dgeom_t *g, int q0, run_t *runs) {
-  int n = 0;
-  for (int oh = q0 / g->Wp; oh < g->H && oh * g->Wp < q0 + DNR; oh++) {
-    const int lo = oh * g->Wp > q0 ? oh * g->Wp : q0; /* first position of this row in the tile */
-    int hi = oh * g->Wp + g->W;                         /* one past its last valid column */
-    if (hi > q0 + DNR) hi = q0 + DNR;
-    if (hi > lo) runs[n++] = (run_t){lo - q0, hi - lo, oh * g->W + (lo - oh * g->Wp)};
+/* o's masks and offsets for the tile at q0: vector v's lanes at positions q0 + 16v + l that are
+ * on the grid (q < Q) and in the image (column < W), and the pixel its first such lane lands on. */
+static void tile_lanes(const dgeom_t *g, int q0, tile_out_t *o) {
+  for (int v = 0; v < 3; v++) {
+    unsigned m = 0;
+    int off = -1;
+    for (int l = 0; l < VL; l++) {
+      const int q = q0 + VL * v + l, oh = q / g->Wp, ow = q % g->Wp;
+      if (q < g->Q && ow < g->W) {
+        m |= 1u << l;
+        if (off < 0) off = oh * g->W + ow;
+      }
+    }
+    o->mask[v] = (__mmask16)m;
+    o->off[v] = off < 0 ? 0 : off;
   }
-  return n;
 }
 
 /* One image: out (cout, H, W) = or += conv of the padded input xp (cin planes) with packed weights;
  * `accumulate` adds into out, else out = result + bias (ReLU when asked). */
 CPU_AVX512 static void direct_image(const dgeom_t *g, int cin, int cout, const float *xp, const float *wp, const float *bias,
                          int relu, int accumulate, float *out) {
-  float tile[DMR * DNR] __attribute__((aligned(64)));
-  run_t runs[DNR];
   const size_t taps = (size_t)cin * g->k * g->k, HW = (size_t)g->H * g->W;
+  tile_out_t o = {.HW = HW, .relu = relu, .accumulate = accumulate};
   for (int q0 = 0; q0 < g->Q; q0 += DNR) {
-    const int nruns = tile_runs(g, q0, runs), left = g->Q - q0;
-    void (*tile_fn)(const float *, size_t, int, int, int, const float *, float *) =
+    const int left = g->Q - q0;
+    void (*tile_fn)(const float *, size_t, int, int, int, const float *, const tile_out_t *) =
         left > 2 * VL ? direct_tile_v3 : left > VL ? direct_tile_v2 : direct_tile_v1;
+    tile_lanes(g, q0, &o);
     for (int r0 = 0; r0 < cout; r0 += DMR) {
-      tile_fn(xp + q0, g->plane, cin, g->k, g->Wp, wp + (size_t)(r0 / DMR) * taps * DMR, tile);
-      const int rows = cout - r0 < DMR ? cout - r0 : DMR;
-      for (int r = 0; r < rows; r++) {
-        const __m512 b = _mm512_set1_ps(bias ? bias[r0 + r] : 0.0f), zero = _mm512_setzero_ps();
-        for (int k = 0; k < nruns; k++) {
-          const float *t = tile + r * DNR + runs[k].j0;
-          float *o = out + (size_t)(r0 + r) * HW + runs[k].dst;
-          for (int i = 0; i < runs[k].len; i += VL) {
-            const __mmask16 m = lanes(runs[k].len - i < VL ? runs[k].len - i : VL);
-            __m512 v = _mm512_maskz_loadu_ps(m, t + i);
-            if (accumulate)
-              v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, o + i));
-            else {
-              v = _mm512_add_ps(v, b);
-              if (relu) v = _mm512_max_ps(v, zero);
-            }
-            _mm512_mask_storeu_ps(o + i, m, v);
-          }
-        }
-      }
+      o.out = out + (size_t)r0 * HW;
+      o.bias = bias ? bias + r0 : NULL;
+      o.rows = cout - r0 < DMR ? cout - r0 : DMR;
+      tile_fn(xp + q0, g->plane, cin, g->k, g->Wp, wp + (size_t)(r0 / DMR) * taps * DMR, &o);
     }
   }
 }

@@ -176,14 +176,18 @@ static uint32_t *pad_chunks(const dgeom_t *g) {
 
 /* xp (n planes of g->plane) = the n channels (H, W) of img, zero padded, one expanding load and
  * one aligned store per 16 floats of a plane (chunk from pad_chunks). Where relu_y (n planes like
- * img) is not NULL, a value is copied only where relu_y > 0, else 0 (a fused ReLU's backward). */
+ * img) is not NULL, a value is copied only where relu_y > 0, else 0 (a fused ReLU's backward).
+ * Where sums is not NULL, sums[c] += the sum of plane c as copied, in double lanes (the bias
+ * gradient of dy, from the values in registers rather than a second read of dy and relu_y). */
 CPU_AVX512 static void pad_planes(const dgeom_t *g, const uint32_t *chunk, int n, const float *img,
-                                  const float *relu_y, float *xp) {
+                                  const float *relu_y, float *xp, double *sums) {
+  _Static_assert(CPU_D_LANES == 16, "two vectors of 8 doubles are the lanes");
   const size_t chunks = g->plane / VL;
   const __m512 zero = _mm512_setzero_ps();
   for (int c = 0; c < n; c++) {
     float *dst = xp + (size_t)c * g->plane;
     const float *src = img + (size_t)c * g->H * g->W, *y = relu_y ? relu_y + (size_t)c * g->H * g->W : NULL;
+    __m512d lo = _mm512_setzero_pd(), hi = lo; /* lanes 0..7 and 8..15 of the plane's sum */
     for (size_t i = 0; i < chunks; i++) {
       const __mmask16 m = (__mmask16)chunk[i];
       __m512 v = _mm512_maskz_expandloadu_ps(m, src);
@@ -193,30 +197,18 @@ CPU_AVX512 static void pad_planes(const dgeom_t *g, const uint32_t *chunk, int n
       }
       src += chunk[i] >> 16;
       _mm512_store_ps(dst + i * VL, v);
+      if (sums) {
+        lo = _mm512_add_pd(lo, _mm512_cvtps_pd(_mm512_castps512_ps256(v)));
+        hi = _mm512_add_pd(hi, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1))));
+      }
+    }
+    if (sums) {
+      double lane[CPU_D_LANES];
+      _mm512_storeu_pd(lane, lo);
+      _mm512_storeu_pd(lane + 8, hi);
+      sums[c] += cpu_lanes_total(lane);
     }
   }
-}
-
-/* A plane's bias-gradient sum: cpu_sum_d of dy, or where y is not NULL of dy through the fused
- * ReLU's mask (dy where y > 0, else 0), lane for lane as cpu_sum_d adds, so bitwise the unfused
- * sum; written out because the compiler leaves a masked loop scalar (a tenth of a vgg-mini step). */
-CPU_AVX512 static double plane_sum_d(const float *dy, const float *y, size_t n) {
-  if (!y) return cpu_sum_d(dy, n);
-  _Static_assert(CPU_D_LANES == 16, "two vectors of 8 doubles are the lanes");
-  const __m512 zero = _mm512_setzero_ps();
-  __m512d lo = _mm512_setzero_pd(), hi = lo; /* lanes 0..7 and 8..15 */
-  size_t i = 0;
-  for (; i + CPU_D_LANES <= n; i += CPU_D_LANES) {
-    const __m512 v = _mm512_maskz_loadu_ps(_mm512_cmp_ps_mask(_mm512_loadu_ps(y + i), zero, _CMP_GT_OQ), dy + i);
-    lo = _mm512_add_pd(lo, _mm512_cvtps_pd(_mm512_castps512_ps256(v)));
-    hi = _mm512_add_pd(hi, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1))));
-  }
-  double lane[CPU_D_LANES];
-  _mm512_storeu_pd(lane, lo);
-  _mm512_storeu_pd(lane + 8, hi);
-  double s = cpu_lanes_total(lane);
-  for (; i < n; i++) s += (double)(y[i] > 0.0f ? dy[i] : 0.0f);
-  return s;
 }
 
 #define TILE_ROW(r)                                                                                \
@@ -226,6 +218,7 @@ CPU_AVX512 static double plane_sum_d(const float *dy, const float *y, size_t n) 
     if (nv > 1) c##r##1 = _mm512_fmadd_ps(a, b1, c##r##1);                                         \
     if (nv > 2) c##r##2 = _mm512_fmadd_ps(a, b2, c##r##2);                                         \
   }
+
 /* Where a tile's rows go (tile_out_t): vector v's valid lanes, mask[v] (columns < W of positions
  * < Q), are compressed to the front and written at out + off[v] of each row's plane, since
  * consecutive valid positions are consecutive pixels; rows past `rows` are dropped. */
@@ -510,7 +503,7 @@ void cpu_conv_direct_fwd(const conv_shape_t *s, int B, const float *x, const flo
   uint32_t *chunk = pad_chunks(&g);
   const size_t in_n = (size_t)s->C * s->H * s->W, out_n = (size_t)s->O * s->H * s->W;
   for (int b = 0; b < B; b++) {
-    pad_planes(&g, chunk, s->C, x + (size_t)b * in_n, NULL, d.xp);
+    pad_planes(&g, chunk, s->C, x + (size_t)b * in_n, NULL, d.xp, NULL);
     direct_image(&g, s->C, s->O, d.xp, d.wf, bias, relu, 0, y + (size_t)b * out_n);
   }
   free(chunk);
@@ -536,14 +529,11 @@ void cpu_conv_direct_bwd(const conv_shape_t *s, int B, const float *x, const flo
     const int n = B - b0 < nb ? B - b0 : nb;
     for (int j = 0; j < n; j++) {
       const float *dyj = dy + (size_t)(b0 + j) * out_n, *yj = relu_y ? relu_y + (size_t)(b0 + j) * out_n : NULL;
-      pad_planes(&g, chunk, s->O, dyj, yj, d.dyp + (size_t)j * s->O * g.plane);
+      pad_planes(&g, chunk, s->O, dyj, yj, d.dyp + (size_t)j * s->O * g.plane, db ? db_acc : NULL);
       if (dw) {
         transpose_dy(&g, s->O, d.dyp + (size_t)j * s->O * g.plane, d.dyT + (size_t)j * HW_op);
-        pad_planes(&g, chunk, s->C, x + (size_t)(b0 + j) * in_n, NULL, d.xp + (size_t)j * s->C * g.plane);
+        pad_planes(&g, chunk, s->C, x + (size_t)(b0 + j) * in_n, NULL, d.xp + (size_t)j * s->C * g.plane, NULL);
       }
-      if (db)
-        for (int o = 0; o < s->O; o++)
-          db_acc[o] += plane_sum_d(dyj + (size_t)o * HW, yj ? yj + (size_t)o * HW : NULL, HW);
     }
     if (dw) direct_wgrad(s, &g, n, d.xp, d.dyT, d.dwT);
     if (dx)

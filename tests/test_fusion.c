@@ -51,7 +51,7 @@ static int overwriter_fed(const graph_t *g) {
           readers++;
           relu = c == LAYER_RELU;
           writes = c == LAYER_CONV2D || c == LAYER_MAXPOOL2D || c == LAYER_AVGPOOL || c == LAYER_RELU ||
-                   c == LAYER_GELU || c == LAYER_ADD;
+                   c == LAYER_GELU || c == LAYER_ADD || c == LAYER_FLATTEN;
         }
     const int fuses = relu && (g->l[i].kind == LAYER_CONV2D || g->l[i].kind == LAYER_ADD);
     n += g->l[i].needs_grad && readers == 1 && writes && !fuses;

@@ -1,5 +1,6 @@
 /* Flatten: any per-sample shape, e.g. (C,H,W), -> (C*H*W) in the same row-major order, so the data
- * is unchanged: forward copies and backward accumulates. */
+ * is unchanged: forward copies and backward accumulates, or copies where it writes its input
+ * gradient whole (dx_write: it is that gradient's only consumer). */
 #include "nn/layer.h"
 #include "nn/layer_common.h"
 
@@ -23,9 +24,12 @@ static void flatten_forward(const layer_t *l, const layer_ctx_t *c) {
 }
 
 static void flatten_backward(const layer_t *l, const layer_ctx_t *c) {
-  if (c->dx[0])
-    c->be->axpy((size_t)c->B * shape_size(l->out), 1.0f, c->dy, c->dx[0]);
+  const size_t n = (size_t)c->B * shape_size(l->out);
+  if (c->dx[0] && c->dx_write[0])
+    c->be->copy(c->dx[0], c->dy, n);
+  else if (c->dx[0])
+    c->be->axpy(n, 1.0f, c->dy, c->dx[0]);
 }
 
 const layer_ops_t layer_flatten_ops = {"flatten", flatten_infer, layer_init_none, flatten_forward,
-                                       flatten_backward, 0};
+                                       flatten_backward, 1};

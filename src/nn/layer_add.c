@@ -40,11 +40,7 @@ static void add_backward(const layer_t *l, const layer_ctx_t *c) {
     c->be->add_relu_bwd(count, c->y, c->dy, c->dx[0], c->dx[1], c->dx_write[0], c->dx_write[1]);
     return;
   }
-  for (int k = 0; k < 2; k++)
-    if (c->dx[k] && c->dx_write[k])
-      c->be->copy(c->dx[k], c->dy, count);
-    else if (c->dx[k])
-      c->be->axpy(count, 1.0f, c->dy, c->dx[k]);
+  for (int k = 0; k < 2; k++) layer_pass_grad(c, k, count);
 }
 
 /* writes an input's gradient whole where asked (dx_write) */

@@ -45,6 +45,15 @@ static inline void layer_init_none(const layer_t *l, float *const *w, rng_t *rng
   (void)l, (void)w, (void)rng, (void)scheme;
 }
 
+/* Backward of a layer that passes its output gradient on unchanged to input k (add, flatten): dx
+ * = dy where the layer writes that gradient whole (dx_write), else dx += dy; n floats. */
+static inline void layer_pass_grad(const layer_ctx_t *c, int k, size_t n) {
+  if (c->dx[k] && c->dx_write[k])
+    c->be->copy(c->dx[k], c->dy, n);
+  else if (c->dx[k])
+    c->be->axpy(n, 1.0f, c->dy, c->dx[k]);
+}
+
 /* infer's bookkeeping for a kind without parameters. */
 static inline void layer_set_no_params(layer_t *l, size_t aux_per_sample, double flops_per_sample) {
   l->np = 0;

@@ -24,11 +24,7 @@ static void flatten_forward(const layer_t *l, const layer_ctx_t *c) {
 }
 
 static void flatten_backward(const layer_t *l, const layer_ctx_t *c) {
-  const size_t n = (size_t)c->B * shape_size(l->out);
-  if (c->dx[0] && c->dx_write[0])
-    c->be->copy(c->dx[0], c->dy, n);
-  else if (c->dx[0])
-    c->be->axpy(n, 1.0f, c->dy, c->dx[0]);
+  layer_pass_grad(c, 0, (size_t)c->B * shape_size(l->out));
 }
 
 const layer_ops_t layer_flatten_ops = {"flatten", flatten_infer, layer_init_none, flatten_forward,

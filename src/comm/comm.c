@@ -74,8 +74,8 @@ static void meter_add(comm_t *c, traffic_t t, uint64_t bytes, double start) { me
 /* The node of every rank of c: c->node and c->nodes. */
 static void find_nodes(comm_t *c, const char *api_call) {
   MPI_Comm node;
-  comm_check_mpi(MPI_Comm_split_type(c->mpi, MPI_COMM_TYPE_SHARED, c->rank, MPI_INFO_NULL, &node), "MPI_Comm_split_type",
-            api_call);
+  comm_check_mpi(MPI_Comm_split_type(c->mpi, MPI_COMM_TYPE_SHARED, c->rank, MPI_INFO_NULL, &node),
+                 "MPI_Comm_split_type", api_call);
   int first = c->rank; /* the lowest rank of c on this rank's node */
   comm_check_mpi(MPI_Allreduce(MPI_IN_PLACE, &first, 1, MPI_INT, MPI_MIN, node), "MPI_Allreduce", api_call);
   comm_check_mpi(MPI_Comm_free(&node), "MPI_Comm_free", api_call);
@@ -123,7 +123,7 @@ void comm_split(const comm_t *parent, int color, int key, comm_t *child) {
   }
   MPI_Comm split;
   comm_check_mpi(MPI_Comm_split(parent->mpi, color < 0 ? MPI_UNDEFINED : color, key, &split), "MPI_Comm_split",
-            "comm_split");
+                 "comm_split");
   comm_init_from(child, split, "comm_split");
   comm_dev_inherit(parent, child);
 }
@@ -135,7 +135,7 @@ void comm_split_node(const comm_t *parent, comm_t *child) {
   }
   MPI_Comm node;
   comm_check_mpi(MPI_Comm_split_type(parent->mpi, MPI_COMM_TYPE_SHARED, parent->rank, MPI_INFO_NULL, &node),
-            "MPI_Comm_split_type", "comm_split_node");
+                 "MPI_Comm_split_type", "comm_split_node");
   comm_init_from(child, node, "comm_split_node");
   comm_dev_inherit(parent, child);
 }
@@ -175,7 +175,8 @@ static void allreduce_host(comm_t *c, float *buf, size_t n, MPI_Op op, int bucke
   if (!buckets && n > INT_MAX)
     surge_runtime_error("%s: %zu floats is more than one MPI operation holds (%d)", api_call, n, INT_MAX);
   if (per_bucket > INT_MAX) per_bucket = INT_MAX;
-  if (n == 0 && !buckets) comm_check_mpi(MPI_Allreduce(MPI_IN_PLACE, buf, 0, MPI_FLOAT, op, c->mpi), "MPI_Allreduce", api_call);
+  if (n == 0 && !buckets)
+    comm_check_mpi(MPI_Allreduce(MPI_IN_PLACE, buf, 0, MPI_FLOAT, op, c->mpi), "MPI_Allreduce", api_call);
   // consecutive buckets of per_bucket floats (the last may be shorter)
   for (size_t off = 0; off < n; off += per_bucket) {
     size_t len = n - off < per_bucket ? n - off : per_bucket;
@@ -254,7 +255,7 @@ int comm_allreduce_max_double_within(comm_t *c, double *buf, int n, double timeo
   double start = surge_now();
   MPI_Request req;
   comm_check_mpi(MPI_Iallreduce(MPI_IN_PLACE, buf, n, MPI_DOUBLE, MPI_MAX, c->mpi, &req), "MPI_Iallreduce",
-            "comm_allreduce_max_double_within");
+                 "comm_allreduce_max_double_within");
   int done = 0;
   if (timeout_s < 0) {
     comm_check_mpi(MPI_Wait(&req, MPI_STATUS_IGNORE), "MPI_Wait", "comm_allreduce_max_double_within");
@@ -302,7 +303,7 @@ void comm_gather_double(comm_t *c, const double *in, int count, double *out, int
   double start = surge_now();
   // out is (size, count) on root, unused elsewhere
   comm_check_mpi(MPI_Gather(in, count, MPI_DOUBLE, out, count, MPI_DOUBLE, root, c->mpi), "MPI_Gather",
-            "comm_gather_double");
+                 "comm_gather_double");
   meter_add(c, t, (uint64_t)count * sizeof(double), start);
 }
 
@@ -424,7 +425,7 @@ void comm_allgatherv_float(comm_t *c, float *buf, const size_t *off, const size_
   }
   double start = surge_now();
   comm_check_mpi(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf, counts, displs, MPI_FLOAT, c->mpi),
-            "MPI_Allgatherv", "comm_allgatherv_float");
+                 "MPI_Allgatherv", "comm_allgatherv_float");
   meter_add(c, t, (uint64_t)n[c->rank] * sizeof(float), start);
   free(counts);
   free(displs);
@@ -450,7 +451,7 @@ void comm_allreduce_sum_u64(comm_t *c, uint64_t *buf, int n, traffic_t t) {
   if (n < 0) surge_runtime_error("comm_allreduce_sum_u64: negative count %d", n);
   double start = surge_now();
   comm_check_mpi(MPI_Allreduce(MPI_IN_PLACE, buf, n, MPI_UINT64_T, MPI_SUM, c->mpi), "MPI_Allreduce",
-            "comm_allreduce_sum_u64");
+                 "comm_allreduce_sum_u64");
   meter_add(c, t, (uint64_t)n * sizeof(uint64_t), start);
 }
 
@@ -508,7 +509,7 @@ void comm_iallreduce_sum(comm_t *c, float *buf, size_t n, traffic_t t, comm_op_t
     host = op->host = comm_dev_stage_out(c, buf, n * sizeof(float));
   }
   comm_check_mpi(MPI_Iallreduce(MPI_IN_PLACE, host, (int)n, MPI_FLOAT, MPI_SUM, c->mpi, &op->req), "MPI_Iallreduce",
-            "comm_iallreduce_sum");
+                 "comm_iallreduce_sum");
   meter_add(c, t, (uint64_t)n * sizeof(float), start);
 }
 
@@ -582,9 +583,9 @@ void comm_meter_total(comm_t *c, const comm_meter_t *local, comm_meter_t *total)
   memcpy(counts + 2 * TRAFFIC_COUNT, local->calls, sizeof local->calls);
   memcpy(seconds, local->seconds, sizeof seconds);
   comm_check_mpi(MPI_Allreduce(MPI_IN_PLACE, counts, 3 * TRAFFIC_COUNT, MPI_UINT64_T, MPI_SUM, c->mpi),
-            "MPI_Allreduce", "comm_meter_total");
+                 "MPI_Allreduce", "comm_meter_total");
   comm_check_mpi(MPI_Allreduce(MPI_IN_PLACE, seconds, TRAFFIC_COUNT, MPI_DOUBLE, MPI_SUM, c->mpi), "MPI_Allreduce",
-            "comm_meter_total");
+                 "comm_meter_total");
   memcpy(total->bytes, counts, sizeof total->bytes);
   memcpy(total->internode_bytes, counts + TRAFFIC_COUNT, sizeof total->internode_bytes);
   memcpy(total->calls, counts + 2 * TRAFFIC_COUNT, sizeof total->calls);

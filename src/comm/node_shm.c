@@ -17,7 +17,8 @@ void node_shm_alloc(comm_t *c, size_t bytes, node_shm_t *s) {
   size_t ask = rounded ? rounded + NODE_SHM_ALIGN : 0;
   if (rounded < bytes || ask > (size_t)INT64_MAX) surge_runtime_error("node_shm_alloc: %zu bytes overflow", bytes);
   char *raw = NULL;
-  comm_check_mpi(MPI_Win_allocate_shared((MPI_Aint)ask, 1, MPI_INFO_NULL, c->mpi, &raw, &s->win), "MPI_Win_allocate_shared",
+  comm_check_mpi(MPI_Win_allocate_shared((MPI_Aint)ask, 1, MPI_INFO_NULL, c->mpi, &raw, &s->win),
+                 "MPI_Win_allocate_shared",
                  "node_shm_alloc (hint: Open MPI backs node-shared memory with files in /dev/shm, or its "
                  "osc_sm_backing_directory: is there room?)");
   s->size = c->size;
@@ -33,7 +34,8 @@ void node_shm_alloc(comm_t *c, size_t bytes, node_shm_t *s) {
   }
   char *mine = s->seg[c->rank];
   if (rounded) memset(mine, 0, rounded);
-  comm_check_mpi(MPI_Win_lock_all(MPI_MODE_NOCHECK, s->win), "MPI_Win_lock_all", "node_shm_alloc"); /* one passive epoch for Win_sync */
+  /* one passive-target epoch for the window's life, in which node_shm_barrier's MPI_Win_sync acts */
+  comm_check_mpi(MPI_Win_lock_all(MPI_MODE_NOCHECK, s->win), "MPI_Win_lock_all", "node_shm_alloc");
   node_shm_barrier(s, c, TRAFFIC_OTHER, 0);
 }
 

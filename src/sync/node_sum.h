@@ -7,8 +7,8 @@
  * [lo_r, hi_r) of the slab (lo_r = 16 * floor(floor(n / 16) * r / R), hi_r = lo_{r+1}, hi_{R-1} = n:
  * whole 64-byte lines). A step:
  *   node_sum_reduce   after the backward pass: a barrier; rank r adds the other ranks' gradients of
- *                     its slice into its own (read from their slabs in place, in rank order after its own) and
- *                     takes its slice's sum of squares; the step's scalars (loss, stop request,
+ *                     its slice into its own (read from their slabs in place, in rank order after
+ *                     its own) and takes its slice's sum of squares; the step's scalars (loss, stop request,
  *                     sum of squares) are summed over the ranks in rank order, the same on all;
  *   (the caller)      clips and updates only its slice: params[lo, hi) from grads[lo, hi), with the
  *                     optimizer moments of that slice (each rank's moments are right only there);

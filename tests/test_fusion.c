@@ -1,7 +1,7 @@
 /* A conv2d or a residual add fused with the ReLU after it (model_init_fused), and a gradient that
- * its only consumer (a conv2d, pooling, ReLU, GELU or add) overwrites rather than adds into a zeroed buffer, compute the same
- * step bit for bit as the plain model: vgg-mini, resnet-mini, mlp and gpt on both backends: logits, loss and
- * every parameter gradient; a ReLU after any other node (vgg-mini's after its linear layer), or
+ * its only consumer (a conv2d, pooling, ReLU, GELU, add or flatten) overwrites rather than adds
+ * into a zeroed buffer, compute the same step bit for bit as the plain model: vgg-mini,
+ * resnet-mini, mlp and gpt on both backends: logits, loss and every parameter gradient; a ReLU after any other node (vgg-mini's after its linear layer), or
  * after a node that has other consumers too, is never fused. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,10 +36,10 @@ static int fusable_relus(const graph_t *g, int *relus) {
   return n;
 }
 
-/* One forward, loss and backward on a fixed batch; the logits, loss and gradients to host memory. */
 /* The gradients a consumer may overwrite: those of nodes that need one and feed only a conv2d, a
- * pooling layer, a ReLU, a GELU or an add, but not a conv2d or an add that feeds only its ReLU (the
- * pair fuses: the ReLU's gradient is theirs). */
+ * pooling layer, a ReLU, a GELU, an add or a flatten, but not a conv2d or an add that feeds only
+ * its ReLU (the pair fuses: the ReLU's gradient is theirs). Written from the graph, not from
+ * layer_ops_t.writes_dx, so that a flag set or lost by mistake shows. */
 static int overwriter_fed(const graph_t *g) {
   int n = 0;
   for (int i = 1; i < g->n; i++) {
@@ -59,6 +59,7 @@ static int overwriter_fed(const graph_t *g) {
   return n;
 }
 
+/* One forward, loss and backward on a fixed batch; the logits, loss and gradients to host memory. */
 static double run(const graph_t *g, const backend_t *be, int fuse, int *fused, int *written, float *logits,
                   float *grads) {
   model_t m;

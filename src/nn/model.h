@@ -48,8 +48,9 @@ void model_init(model_t *m, const graph_t *g, const backend_t *be, int B_cap);
  * its backward takes the ReLU output's gradient and masks it by that output (> 0 exactly where
  * the ReLU's input is) on the way; the ReLU node itself does nothing either way. And where a
  * node's only consumer is a layer that can overwrite its input gradient (layer_ops_t.writes_dx:
- * conv2d, pooling, ReLU, GELU, add) and allowed(arg, node, consumer) says so, that gradient is overwritten, not zeroed first
- * and added into (model_t.written). Returns the pairs fused. */
+ * conv2d, pooling, ReLU, GELU, add, flatten) and allowed(arg, node, consumer) says so, that
+ * gradient is overwritten, not zeroed first and added into (model_t.written). Returns the pairs
+ * fused. */
 int model_init_fused(model_t *m, const graph_t *g, const backend_t *be, int B_cap,
                      int (*allowed)(void *arg, int node, int next), void *arg);
 /* model_init_fused on parameter and gradient slabs the caller provides (params: g->params.total

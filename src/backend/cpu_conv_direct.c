@@ -219,29 +219,35 @@ CPU_AVX512 static void pad_planes(const dgeom_t *g, const uint32_t *chunk, int n
     if (nv > 2) c##r##2 = _mm512_fmadd_ps(a, b2, c##r##2);                                         \
   }
 
-/* Where a tile's rows go (tile_out_t): vector v's valid lanes, mask[v] (columns < W of positions
- * < Q), are compressed to the front and written at out + off[v] of each row's plane, since
- * consecutive valid positions are consecutive pixels; rows past `rows` are dropped. */
+/* Which lanes of a tile's vectors are pixels: vector v's valid lanes, mask[v] (columns < W of
+ * positions < Q), are compressed to the front (lanes `stored`[v] then) and written at off[v] of
+ * each row's plane, since consecutive valid positions are consecutive pixels. The same for every
+ * image and row: a table per call (tile_lane_table). */
+typedef struct tile_lanes {
+  __mmask16 mask[3], stored[3];
+  int off[3];
+} tile_lanes_t;
+
+/* Where a tile's rows go; rows past `rows` are dropped. */
 typedef struct tile_out {
   float *out;        /* the plane of the tile's first row (output channel r0) */
   size_t HW;         /* floats per output plane */
   const float *bias; /* r0's bias, or NULL */
   int rows, relu, accumulate;
-  __mmask16 mask[3];
-  int off[3];
+  const tile_lanes_t *lanes; /* the tile's */
 } tile_out_t;
 
 #define TILE_VEC_WRITE(r, v)                                                                       \
   if (nv > (v)) {                                                                                  \
-    const __mmask16 n_ = lanes(__builtin_popcount(o->mask[v]));                                   \
-    float *dst_ = o->out + (r) * o->HW + o->off[v];                                                \
+    const __mmask16 n_ = o->lanes->stored[v];                                                      \
+    float *dst_ = o->out + (r) * o->HW + o->lanes->off[v];                                         \
     __m512 x_ = c##r##v;                                                                           \
     if (o->accumulate)                                                                             \
-      x_ = _mm512_add_ps(_mm512_maskz_compress_ps(o->mask[v], x_), _mm512_maskz_loadu_ps(n_, dst_)); \
+      x_ = _mm512_add_ps(_mm512_maskz_compress_ps(o->lanes->mask[v], x_), _mm512_maskz_loadu_ps(n_, dst_)); \
     else {                                                                                         \
       x_ = _mm512_add_ps(x_, bias_);                                                               \
       if (o->relu) x_ = _mm512_max_ps(x_, _mm512_setzero_ps());                                    \
-      x_ = _mm512_maskz_compress_ps(o->mask[v], x_);                                               \
+      x_ = _mm512_maskz_compress_ps(o->lanes->mask[v], x_);                                        \
     }                                                                                              \
     _mm512_mask_storeu_ps(dst_, n_, x_);                                                           \
   }
@@ -286,35 +292,42 @@ CPU_AVX512 static void direct_tile_v1(const float *xq, size_t plane, int cin, in
   direct_tile(xq, plane, cin, k, Wp, wp, o, 1);
 }
 
-/* o's masks and offsets for the tile at q0: vector v's lanes at positions q0 + 16v + l that are
- * on the grid (q < Q) and in the image (column < W), and the pixel its first such lane lands on. */
-static void tile_lanes(const dgeom_t *g, int q0, tile_out_t *o) {
-  for (int v = 0; v < 3; v++) {
-    unsigned m = 0;
-    int off = -1;
-    for (int l = 0; l < VL; l++) {
-      const int q = q0 + VL * v + l, oh = q / g->Wp, ow = q % g->Wp;
-      if (q < g->Q && ow < g->W) {
-        m |= 1u << l;
-        if (off < 0) off = oh * g->W + ow;
+/* The lanes of every tile of the grid, tile t at q0 = t * DNR: vector v's lanes at positions
+ * q0 + 16v + l that are on the grid (q < Q) and in the image (column < W), and the pixel its first
+ * such lane lands on. Made once per call, ceil(Q / DNR) entries. */
+static tile_lanes_t *tile_lane_table(const dgeom_t *g) {
+  const int tiles = (g->Q + DNR - 1) / DNR;
+  tile_lanes_t *table = xmalloc((size_t)tiles * sizeof *table);
+  for (int t = 0; t < tiles; t++)
+    for (int v = 0; v < 3; v++) {
+      unsigned m = 0;
+      int off = -1;
+      for (int l = 0; l < VL; l++) {
+        const int q = t * DNR + VL * v + l, oh = q / g->Wp, ow = q % g->Wp;
+        if (q < g->Q && ow < g->W) {
+          m |= 1u << l;
+          if (off < 0) off = oh * g->W + ow;
+        }
       }
+      table[t].mask[v] = (__mmask16)m;
+      table[t].stored[v] = lanes(__builtin_popcount(m));
+      table[t].off[v] = off < 0 ? 0 : off;
     }
-    o->mask[v] = (__mmask16)m;
-    o->off[v] = off < 0 ? 0 : off;
-  }
+  return table;
 }
 
 /* One image: out (cout, H, W) = or += conv of the padded input xp (cin planes) with packed weights;
- * `accumulate` adds into out, else out = result + bias (ReLU when asked). */
-CPU_AVX512 static void direct_image(const dgeom_t *g, int cin, int cout, const float *xp, const float *wp, const float *bias,
-                         int relu, int accumulate, float *out) {
+ * `accumulate` adds into out, else out = result + bias (ReLU when asked); table from
+ * tile_lane_table. */
+CPU_AVX512 static void direct_image(const dgeom_t *g, const tile_lanes_t *table, int cin, int cout, const float *xp,
+                                    const float *wp, const float *bias, int relu, int accumulate, float *out) {
   const size_t taps = (size_t)cin * g->k * g->k, HW = (size_t)g->H * g->W;
   tile_out_t o = {.HW = HW, .relu = relu, .accumulate = accumulate};
   for (int q0 = 0; q0 < g->Q; q0 += DNR) {
     const int left = g->Q - q0;
     void (*tile_fn)(const float *, size_t, int, int, int, const float *, const tile_out_t *) =
         left > 2 * VL ? direct_tile_v3 : left > VL ? direct_tile_v2 : direct_tile_v1;
-    tile_lanes(g, q0, &o);
+    o.lanes = &table[q0 / DNR];
     for (int r0 = 0; r0 < cout; r0 += DMR) {
       o.out = out + (size_t)r0 * HW;
       o.bias = bias ? bias + r0 : NULL;
@@ -501,11 +514,13 @@ void cpu_conv_direct_fwd(const conv_shape_t *s, int B, const float *x, const flo
   (void)ws_n; /* the caller checked it with cpu_conv_direct_blocks */
   pack_weights(s, w, 0, d.wf);
   uint32_t *chunk = pad_chunks(&g);
+  tile_lanes_t *table = tile_lane_table(&g);
   const size_t in_n = (size_t)s->C * s->H * s->W, out_n = (size_t)s->O * s->H * s->W;
   for (int b = 0; b < B; b++) {
     pad_planes(&g, chunk, s->C, x + (size_t)b * in_n, NULL, d.xp, NULL);
-    direct_image(&g, s->C, s->O, d.xp, d.wf, bias, relu, 0, y + (size_t)b * out_n);
+    direct_image(&g, table, s->C, s->O, d.xp, d.wf, bias, relu, 0, y + (size_t)b * out_n);
   }
+  free(table);
   free(chunk);
 #else
   (void)s, (void)B, (void)x, (void)w, (void)bias, (void)relu, (void)y, (void)ws, (void)ws_n;
@@ -525,6 +540,7 @@ void cpu_conv_direct_bwd(const conv_shape_t *s, int B, const float *x, const flo
     for (size_t i = 0; i < (size_t)ckk * op; i++) d.dwT[i] = 0.0;
   double *db_acc = xcalloc((size_t)s->O, sizeof *db_acc);
   uint32_t *chunk = pad_chunks(&g);
+  tile_lanes_t *table = dx ? tile_lane_table(&g) : NULL;
   for (int b0 = 0; b0 < B; b0 += nb) {
     const int n = B - b0 < nb ? B - b0 : nb;
     for (int j = 0; j < n; j++) {
@@ -538,7 +554,7 @@ void cpu_conv_direct_bwd(const conv_shape_t *s, int B, const float *x, const flo
     if (dw) direct_wgrad(s, &g, n, d.xp, d.dyT, d.dwT);
     if (dx)
       for (int j = 0; j < n; j++)
-        direct_image(&g, s->O, s->C, d.dyp + (size_t)j * s->O * g.plane, d.wb, NULL, 0, !dx_write,
+        direct_image(&g, table, s->O, s->C, d.dyp + (size_t)j * s->O * g.plane, d.wb, NULL, 0, !dx_write,
                      dx + (size_t)(b0 + j) * in_n);
   }
   if (dw)
@@ -550,6 +566,7 @@ void cpu_conv_direct_bwd(const conv_shape_t *s, int B, const float *x, const flo
   if (db)
     for (int o = 0; o < s->O; o++) db[o] = (float)((double)db[o] + db_acc[o]);
   free(db_acc);
+  free(table);
   free(chunk);
 #else
   (void)s, (void)B, (void)x, (void)w, (void)dy, (void)relu_y, (void)dx, (void)dx_write, (void)dw, (void)db, (void)ws,

@@ -66,6 +66,13 @@ static void rec_gemm_strided(int ta, int tb, int M, int N, int K, float alpha, c
   backend_cpu.gemm_strided(ta, tb, M, N, K, alpha, A, lda, sA, B, ldb, sB, beta, C, ldc, sC, batch);
 }
 
+/* A linear layer's forward is the GEMM x w^T however the backend computes it. */
+static void rec_linear_fwd(int rows, int out, int in, const float *x, const float *w, const float *b, float *y, float *ws,
+                           size_t ws_n) {
+  record(0, 1, rows, out, in, 1);
+  backend_cpu.linear_fwd(rows, out, in, x, w, b, y, ws, ws_n);
+}
+
 /* Seconds of CPU time this process has used: the 1-rank timings use it, so other jobs sharing the
  * machine slow the measurement less than they would wall-clock time (this is one thread; the
  * caches are still shared). */
@@ -188,6 +195,7 @@ static void bench_one(const char *model, const dp_rate_t *dp) {
   backend_t rec = *t.be;
   rec.gemm = rec_gemm;
   rec.gemm_strided = rec_gemm_strided;
+  rec.linear_fwd = rec_linear_fwd;
   t.layout->m->be = &rec;
   t.be = &rec;
 

@@ -257,6 +257,51 @@ static void test_gemm(int ta, int tb, int M, int N, int K, float beta, int extra
   tfree(C0);
 }
 
+typedef struct linear_ctx {
+  int rows, out, in, bias;
+  size_t ws_n;
+  const float *x, *w, *b;
+} linear_ctx_t;
+
+static double run_linear_fwd(const backend_t *be, const void *ctx, float **out) {
+  const linear_ctx_t *v = ctx;
+  float *ws = v->ws_n ? talloc(v->ws_n * sizeof *ws) : NULL;
+  be->linear_fwd(v->rows, v->out, v->in, v->x, v->w, v->bias ? v->b : NULL, out[0], ws, v->ws_n);
+  be->synchronize();
+  if (ws) tfree(ws);
+  return 0.0;
+}
+
+/* A linear layer's forward, y = x w^T + b, with the workspace any backend asks for and with none
+ * (the general path). Where the CPU has AVX-512 the cpu backend computes few rows times many
+ * outputs without packing w (cpu_linear.c): two row blocks (128), full and partial tiles of rows
+ * (64, 17, 1) and of columns (out % 6), depths that are not a multiple of 16; y's old contents (NaN
+ * on cpu) never read. The other shapes take OpenBLAS and a bias pass. */
+static void test_linear_fwd(void) {
+  const int shapes[][3] = {{128, 384, 64}, {64, 391, 80}, {17, 389, 100}, {1, 400, 70}, {33, 512, 784},
+                           {129, 400, 70}, {20, 10, 512}, {5, 7, 3}};
+  for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+    const int rows = shapes[s][0], out = shapes[s][1], in = shapes[s][2];
+    float *x = buf_uniform((size_t)rows * in, -1, 1), *w = buf_uniform((size_t)out * in, -1, 1),
+          *b = buf_uniform((size_t)out, -1, 1);
+    const int unpacked = cpu_linear_unpacked(rows, out, in);
+    tap_ok(unpacked == (cpu_has_avx512() && rows <= 128 && out >= 384 && in >= 64) &&
+               (!unpacked || linear_workspace_floats(in) >= (size_t)(rows + 15) / 16 * 16 * (size_t)in),
+           "linear_fwd rows=%d out=%d in=%d: %s", rows, out, in,
+           unpacked ? "the unpacked path, its workspace sized by linear_workspace_floats" : "OpenBLAS");
+    for (int bias = 0; bias < 2; bias++)
+      for (int with_ws = 0; with_ws < 2; with_ws++) {
+        linear_ctx_t v = {rows, out, in, bias, with_ws ? linear_workspace_floats(in) : 0, x, w, b};
+        char label[96];
+        snprintf(label, sizeof label, "linear_fwd rows=%d out=%d in=%d%s%s", rows, out, in, bias ? " bias" : "",
+                 with_ws ? " workspace" : "");
+        compare_backends(&(op_case_t){label, run_linear_fwd, &v, 1, {{"y", (size_t)rows * out, OUT_WRITE, 0, NULL}},
+                                      0});
+      }
+    tfree(x), tfree(w), tfree(b);
+  }
+}
+
 /* ---- elementwise, reductions, bias, activations */
 
 typedef struct vec_ctx {
@@ -1246,6 +1291,7 @@ int main(int argc, char **argv) {
       test_gemm(t >> 1, t & 1, d[0], d[1], d[2], 0.0f, 2, 3);
       test_gemm(t >> 1, t & 1, d[0], d[1], d[2], 0.5f, 1, 4);
     }
+  test_linear_fwd();
 
   test_flat_ops(1);
   test_flat_ops(17);

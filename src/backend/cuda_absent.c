@@ -15,6 +15,11 @@ static size_t absent_conv_workspace(const conv_shape_t *s) {
   return 0;
 }
 
+static size_t absent_linear_workspace(int in) {
+  (void)in;
+  return 0;
+}
+
 const backend_t backend_cuda = {
     .name = "cuda",
     .host_memory = 0,
@@ -23,4 +28,5 @@ const backend_t backend_cuda = {
     .synchronize = host_synchronize,
     .context = host_context,
     .conv_workspace = absent_conv_workspace,
+    .linear_workspace = absent_linear_workspace,
 };

@@ -75,6 +75,19 @@ void cuda_gemm_grid(int ta, int tb, int M, int N, int K, float alpha, const floa
                   "cublasGemmBatchedEx");
 }
 
+size_t cuda_linear_workspace(int in) {
+  (void)in;
+  return 0;
+}
+
+/* cuBLAS's GEMM, then the bias: the forward of a linear layer. */
+void cuda_linear_fwd(int rows, int out, int in, const float *x, const float *w, const float *b, float *y, float *ws,
+                     size_t ws_n) {
+  (void)ws, (void)ws_n;
+  cuda_gemm(0, 1, rows, out, in, 1.0f, x, in, w, in, 0.0f, y, out);
+  if (b) cuda_bias_add_rows(rows, out, b, y);
+}
+
 /* C (M,N) += A^T B over K rows: up to cuda_row_block() rows in one GEMM; longer sums run the
  * blocks as one strided batch into float partials (and the remainder as one more GEMM), whose sum
  * over the blocks is taken in double and added to C once. */

@@ -261,6 +261,18 @@ static void ref_conv_bwd(const conv_shape_t *s, int B, const float *x, const flo
   free(gx), free(gw), free(gb);
 }
 
+static size_t ref_linear_workspace(int in) {
+  (void)in;
+  return 0;
+}
+
+static void ref_linear_fwd(int rows, int out, int in, const float *x, const float *w, const float *b, float *y,
+                           float *ws, size_t ws_n) {
+  (void)ws, (void)ws_n;
+  ref_gemm(0, 1, rows, out, in, 1.0f, x, in, w, in, 0.0f, y, out);
+  if (b) ref_bias_add_rows(rows, out, b, y);
+}
+
 static void ref_gemm_tn_rows(int M, int N, int K, const float *A, int lda, const float *B, int ldb, float *C,
                              int ldc) {
   ref_gemm(1, 0, M, N, K, 1.0f, A, lda, B, ldb, 1.0f, C, ldc); /* double dot products */
@@ -598,6 +610,8 @@ const backend_t backend_ref = {
     .conv_fwd = ref_conv_fwd,
     .conv_bwd = ref_conv_bwd,
     .gemm_tn_rows = ref_gemm_tn_rows,
+    .linear_workspace = ref_linear_workspace,
+    .linear_fwd = ref_linear_fwd,
     .im2col = ref_im2col,
     .col2im = ref_col2im,
     .maxpool_fwd = ref_maxpool_fwd,

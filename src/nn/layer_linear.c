@@ -27,7 +27,7 @@ static int linear_infer(layer_t *l, char *err, size_t n) {
   if (l->bias)
     l->pdesc[1] = (layer_param_desc_t){"bias", 1, {out_f, 0, 0, 0}};
   l->aux_per_sample = 0;
-  l->scratch = 0;
+  l->scratch = linear_workspace_floats(in_f); /* the backend's linear_fwd: one size for any batch */
   /* per row: 2*in*out for the product, plus one add per output for the bias */
   double rows = (double)(shape_size(in) / (size_t)in_f);
   l->flops_per_sample = rows * (2.0 * in_f * out_f + (l->bias ? out_f : 0));
@@ -49,10 +49,8 @@ static int linear_rows(const layer_t *l, int B) {
 static void linear_forward(const layer_t *l, const layer_ctx_t *c) {
   const backend_t *be = c->be;
   int rows = linear_rows(l, c->B), out_f = l->pdesc[0].d[0], in_f = l->pdesc[0].d[1];
-  // y (rows,out) = x (rows,in) W^T, W (out,in)
-  be->gemm(0, 1, rows, out_f, in_f, 1.0f, c->x[0], in_f, c->w[0], in_f, 0.0f, c->y, out_f);
-  if (l->bias)
-    be->bias_add_rows(rows, out_f, c->w[1], c->y);
+  // y (rows,out) = x (rows,in) W^T + b, W (out,in)
+  be->linear_fwd(rows, out_f, in_f, c->x[0], c->w[0], l->bias ? c->w[1] : NULL, c->y, c->scratch, l->scratch);
 }
 
 static void linear_backward(const layer_t *l, const layer_ctx_t *c) {

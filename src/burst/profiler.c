@@ -163,15 +163,41 @@ static void loss_piece(void *arg) {
   model_loss(s->m, 0, s->batch, 1.0f / (float)s->batch);
 }
 
-static void update_piece(void *arg) {
-  step_piece_t *s = arg;
-  /* the squared gradient norm the trainer takes every step (for the log and clipping) */
-  volatile double sumsq = s->m->be->sumsq(s->m->grads, s->m->g->params.total);
+/* The per-step work around the passes, in a step's order and so in the caches a step leaves it:
+ * the gradients zeroed before the forward pass, then (after a forward and backward pass, untimed)
+ * the squared gradient norm the trainer takes every step (for the log and clipping), the update
+ * and the metrics' reduction. Timed back to back instead, these found their slabs in cache: mlp on
+ * 2 ranks, 493 us a step measured against ~630 in the step. Microseconds of one step's. */
+static double update_once(step_piece_t *s) {
+  model_t *m = s->m;
+  double t0 = surge_now();
+  m->be->fill(m->grads, m->g->params.total, 0.0f);
+  m->be->synchronize();
+  double zero = surge_now() - t0;
+  model_forward(m, s->batch);
+  model_loss(m, 0, s->batch, 1.0f / (float)s->batch);
+  model_backward(m, s->batch);
+  m->be->synchronize();
+  t0 = surge_now();
+  volatile double sumsq = m->be->sumsq(m->grads, m->g->params.total);
   (void)sumsq;
-  optim_step(s->opt, s->m->params, s->m->grads, 0.0f); /* lr 0: the work of a step, parameters kept */
-  s->m->be->fill(s->m->grads, s->m->g->params.total, 0.0f); /* the next step's gradients start at 0 */
+  optim_step(s->opt, m->params, m->grads, 0.0f); /* lr 0: the work of a step, parameters kept */
   double metrics[3] = {0, 0, 0};
   comm_allreduce_sum_double(s->world, metrics, 3, TRAFFIC_OTHER);
+  m->be->synchronize();
+  return (zero + surge_now() - t0) * 1e6;
+}
+
+static double median_update_us(step_piece_t *s, int warmup, int repeats) {
+  double *t = xcalloc((size_t)repeats, sizeof *t);
+  for (int r = -warmup; r < repeats; r++) {
+    double us = update_once(s);
+    if (r >= 0) t[r] = us;
+  }
+  qsort(t, (size_t)repeats, sizeof *t, cmp_double);
+  double med = median_sorted(t, repeats);
+  free(t);
+  return med;
 }
 
 void burst_measure_step(model_t *m, const dataset_t *ds, optim_t *opt, comm_t *world, burst_measured_t *out) {
@@ -185,7 +211,7 @@ void burst_measure_step(model_t *m, const dataset_t *ds, optim_t *opt, comm_t *w
   s.y = xcalloc(surge_mul_size((size_t)b, ys, "profile targets"), sizeof *s.y);
   double v[3] = {median_us_of(fetch_piece, &s, out->warmup, out->repeats) / b,
                  median_us_of(loss_piece, &s, out->warmup, out->repeats) / b,
-                 median_us_of(update_piece, &s, out->warmup, out->repeats)};
+                 median_update_us(&s, out->warmup, out->repeats)};
   comm_allreduce_max_double(world, v, 3, TRAFFIC_OTHER);
   out->step = (burst_step_costs_t){.data_us_per_sample = v[0], .loss_us_per_sample = v[1], .step_us = v[2]};
   free(s.ids);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "backend/backend.h"
+#include "core/error.h"
 #include "core/slab.h"
 #include "optim/optim.h"
 #include "refdata.h"
@@ -346,6 +347,51 @@ static void check_adamw(const backend_t *be) {
   optim_free(&o);
 }
 
+/* optim_step_part_sumsq (the update that also gives the gradients' sum of squares, block by block on
+ * a host backend) leaves parameters and moments bitwise those of optim_step_part over the same
+ * range, two steps of SGD with momentum and of AdamW, and returns the sum of squares of exactly the
+ * range's gradients (a range that starts past 0, ends before the slab's end and spans blocks). */
+static void check_update_sumsq(const backend_t *be) {
+  enum { N = 10007, LO = 3, HI = 9990 };
+  float *p0 = xcalloc(N, sizeof *p0), *g = xcalloc(N, sizeof *g), *pa = xcalloc(N, sizeof *pa),
+        *pb = xcalloc(N, sizeof *pb), *ma = xcalloc(N, sizeof *ma), *mb = xcalloc(N, sizeof *mb);
+  double want = 0;
+  for (int i = 0; i < N; i++) {
+    p0[i] = (float)sin(0.37 * i);
+    g[i] = (float)cos(1.3 * i) * (i % 7 == 0 ? 100.0f : 1.0f);
+    if (i >= LO && i < HI) want += (double)g[i] * (double)g[i];
+  }
+  for (int kind = 0; kind < 2; kind++) {
+    optim_opts_t cfg;
+    sgd_config(&cfg, 0.05, 0.9, 0, 0.01);
+    if (kind == 1) {
+      cfg = (optim_opts_t){.name = "adamw", .schedule = {.kind = "constant", .lr = 0.01}};
+      cfg.beta1 = 0.9, cfg.beta2 = 0.95, cfg.eps = 1e-8, cfg.weight_decay = 0.1;
+    }
+    float *dpa = to_backend(be, p0, N), *dpb = to_backend(be, p0, N), *dg = to_backend(be, g, N);
+    optim_t a, b;
+    optim_init(&a, cfg, be, N);
+    optim_init(&b, cfg, be, N);
+    double got[2];
+    for (int step = 0; step < 2; step++) {
+      optim_step_part(&a, dpa, dg, 0.05f, LO, HI);
+      got[step] = optim_step_part_sumsq(&b, dpb, dg, 0.05f, LO, HI);
+    }
+    from_backend(be, pa, dpa, N);
+    from_backend(be, pb, dpb, N);
+    from_backend(be, ma, a.m, N);
+    from_backend(be, mb, b.m, N);
+    tap_ok(memcmp(pa, pb, N * sizeof *pa) == 0 && memcmp(ma, mb, N * sizeof *ma) == 0 && a.t == b.t &&
+               fabs(got[0] - want) <= 1e-12 * want && got[1] == got[0],
+           "%s: %s update with the sum of squares: parameters and moments bitwise the plain update's, sum of "
+           "squares %.15g (in double %.15g)", be->name, cfg.name, got[0], want);
+    optim_free(&a);
+    optim_free(&b);
+    be->free(dpa), be->free(dpb), be->free(dg);
+  }
+  free(p0), free(g), free(pa), free(pb), free(ma), free(mb);
+}
+
 int main(void) {
   check_refdata_reader();
   check_schedule();
@@ -358,6 +404,7 @@ int main(void) {
     check_sgd_plain(be);
     check_sgd_nesterov(be);
     check_adamw(be);
+    check_update_sumsq(be);
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
       check_reference_step(be, files[i]);
   }

@@ -3,7 +3,10 @@
  * every rank computes the gradient norm from the reduced gradients itself, so a step's only
  * collectives are its gradient buckets (no TRAFFIC_OTHER call; before this change, one metrics
  * allreduce a step). The values stay right: the loss and gradient norm match rank 0 alone on the
- * same global batch, a stop request on one rank stops both. Run by tests/test_step_collectives.sh. */
+ * same global batch, a stop request on one rank stops both. Without clipping the norm comes from
+ * the update's own pass over the gradients (train.c, optim_step_part_sumsq): a run that clips at a
+ * bound never reached takes it in a pass of its own and must see the same norms and end with the
+ * same parameters, bit for bit. Run by tests/test_step_collectives.sh. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,7 +18,7 @@
 #include "tap_mpi.h"
 #include "train/train.h"
 
-static const char *const deck_text = "[run]\n"
+static const char *const deck_head = "[run]\n"
                                      "seed = 5\n"
                                      "[model]\n"
                                      "zoo = mlp\n"
@@ -25,6 +28,7 @@ static const char *const deck_text = "[run]\n"
                                      "[train]\n"
                                      "global_batch = 32\n"
                                      "lr = 0.05\n"
+                                     "%s"
                                      "[parallel]\n"
                                      "bucket_mb = 0.01\n"
                                      "node_shared = false\n"; /* the allreduce path (one node) */
@@ -38,13 +42,18 @@ typedef struct seen {
   int stop[STEPS];
   long other_calls, dp_calls; /* over all steps */
   int local_buckets;
+  float *params; /* after the steps (host copy, n_params) */
+  size_t n_params;
 } seen_t;
 
-/* STEPS steps over c; rank `stopper` of c requests a stop at STOP_AT (-1: nobody). */
-static void run(comm_t *c, int stopper, seen_t *out) {
+/* STEPS steps over c; rank `stopper` of c requests a stop at STOP_AT (-1: nobody); clip: a [train]
+ * clip_norm line or "". */
+static void run(comm_t *c, int stopper, const char *clip, seen_t *out) {
+  char text[1024];
+  snprintf(text, sizeof text, deck_head, clip);
   config_t cfg;
   deck_t *deck;
-  deck_parse(deck_text, "test_step_collectives.deck", 0, NULL, &cfg, &deck);
+  deck_parse(text, "test_step_collectives.deck", 0, NULL, &cfg, &deck);
   trainer_t t;
   trainer_init(&t, &cfg, deck, c);
   memset(out, 0, sizeof *out);
@@ -58,6 +67,9 @@ static void run(comm_t *c, int stopper, seen_t *out) {
     out->norm[s] = st.grad_norm;
     out->stop[s] = st.stop;
   }
+  out->n_params = t.g.params.total;
+  out->params = xcalloc(out->n_params, sizeof *out->params);
+  t.be->download(out->params, t.layout->m->params, out->n_params);
   trainer_free(&t);
   deck_free(deck);
 }
@@ -66,11 +78,12 @@ static double rel(double a, double b) { return fabs(a - b) / (fabs(b) > 1e-30 ? 
 
 int main(int argc, char **argv) {
   tap_mpi_world(&argc, &argv, &world, 2, "test_step_collectives");
-  seen_t two, one;
-  run(&world, 1, &two);
+  seen_t two, one, clipped;
+  run(&world, 1, "", &two);
+  run(&world, 1, "clip_norm = 1000000\n", &clipped);
   comm_t alone; /* rank 0 by itself: the same global batch on one rank */
   comm_split(&world, world.rank == 0 ? 0 : -1, 0, &alone);
-  if (world.rank == 0) run(&alone, -1, &one);
+  if (world.rank == 0) run(&alone, -1, "", &one);
   double w[3] = {(double)two.other_calls, (double)two.dp_calls, two.stop[STOP_AT]}; /* the largest of the ranks */
   double m[3] = {-w[0], -w[1], -w[2]};                                             /* and the smallest */
   comm_allreduce_max_double(&world, w, 3, TRAFFIC_OTHER);
@@ -93,7 +106,17 @@ int main(int argc, char **argv) {
     tap_ok(dn < 1e-5, "2 ranks vs 1: the gradient norm of the reduced gradients within 1e-5 relative (%.2e)", dn);
     tap_ok(one.other_calls == 0 && one.dp_calls == 0, "1 rank: no collective at all in a step (%ld, %ld calls)",
            one.other_calls, one.dp_calls);
+    double dc = 0;
+    for (int s = 0; s < STEPS; s++)
+      if (rel(two.norm[s], clipped.norm[s]) > dc) dc = rel(two.norm[s], clipped.norm[s]);
+    tap_ok(dc < 1e-12 && two.n_params == clipped.n_params &&
+               memcmp(two.params, clipped.params, two.n_params * sizeof *two.params) == 0,
+           "2 ranks: the norm from the update's pass matches its own pass within 1e-12 (%.1e), and the %zu "
+           "parameters end bitwise equal", dc, two.n_params);
+    free(one.params);
   }
+  free(two.params);
+  free(clipped.params);
   int rc = world.rank == 0 ? tap_done() : 0;
   comm_free(&alone);
   comm_free(&world);

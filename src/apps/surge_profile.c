@@ -88,7 +88,7 @@ int main(int argc, char **argv) {
   burst_measure_compute(&m, &world, &ms);
   optim_t optimizer;
   optim_init(&optimizer, optim_opts_of(&cfg), be, g.params.total);
-  burst_measure_step(&m, ds, &optimizer, &world, &ms);
+  burst_measure_step(&m, ds, &optimizer, cfg.clip_norm > 0, &world, &ms);
   optim_free(&optimizer);
   burst_measure_network(&world, repeats, &ms);
   if (world.rank == 0) {

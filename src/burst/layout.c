@@ -66,13 +66,17 @@ static void step(layout_t *l, const dataset_t *ds, const uint64_t *ids, float gr
   burst_exec_t *ex = &impl(l)->ex;
   burst_times_t t;
   burst_metrics_t mx = {.stop = out->stop};
+  const int norm_from_update = out->norm_from_update;
   memset(out, 0, sizeof *out);
   burst_exec_step(ex, ds, ids, grad_scale, &mx, &t);
   out->loss = mx.loss;
   out->stop = mx.stop;
   out->summed = mx.summed;
   out->idle = burst_exec_idle(ex);
-  out->sumsq = burst_exec_grad_sumsq(ex);
+  /* every rank holds the summed gradients of every tensor and updates them all: its own pass over
+   * them in the update gives the norm (node-shared ranks take theirs while summing their slice) */
+  out->norm_deferred = norm_from_update && ex->summed && !ex->shared;
+  if (!out->norm_deferred) out->sumsq = burst_exec_grad_sumsq(ex);
   out->data = t.data;
   out->forward = t.forward;
   out->backward = t.backward;

@@ -67,9 +67,11 @@ void burst_measured_free(burst_measured_t *out);
 void burst_measure_prepare(model_t *m, const dataset_t *ds, int batch);
 void burst_measure_compute(model_t *m, comm_t *world, burst_measured_t *out);
 /* Collective: the step costs beside the nodes (burst_profile_t.step) on m prepared as above: the data
- * fetch and the loss per sample at the largest per-rank batch, and per step opt's update of the
+ * fetch and the loss per sample at the largest per-rank batch, and per step the gradients' zeroing,
+ * norm (a pass of its own where the deck clips, else taken by the update) and opt's update of the
  * whole slab with one reduction of the step's metrics; the largest over the ranks. */
-void burst_measure_step(model_t *m, const dataset_t *ds, optim_t *opt, comm_t *world, burst_measured_t *out);
+void burst_measure_step(model_t *m, const dataset_t *ds, optim_t *opt, int clips, comm_t *world,
+                        burst_measured_t *out);
 /* The network (collective): measured on >= 2 ranks, the defaults on 1. Point to point: rank 0 with
  * the first rank on another node when there is one (the links a plan must spare), else rank 1. */
 void burst_measure_network(comm_t *world, int repeats, burst_measured_t *out);

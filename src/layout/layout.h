@@ -35,6 +35,10 @@ typedef struct layout_step {
   double loss;  /* this rank's part of the loss SUM (sum over world: the global sum) */
   double sumsq; /* this rank's part of the squared global gradient norm, after the sync */
   double stop;  /* in: this rank's stop request (0 or 1), read before the step clears the rest */
+  int norm_from_update; /* in: the trainer does not clip, so the norm may come from the update (read,
+                         * like stop, before the step clears the rest) */
+  int norm_deferred;    /* 1: sumsq was not taken: the update's sum of squares over [update_lo,
+                         * update_hi) is the job's total (optim_step_part_sumsq) */
   int summed;   /* 1: loss, sumsq and stop are already the job's totals (they rode on the gradient
                  * reduction, no collective of their own); 0: sum them over world */
   int idle;     /* 1: this rank had no part in the step's work (a burst plan left it out): it only

@@ -37,10 +37,13 @@ void optim_free(optim_t *o) {
 
 void optim_step(optim_t *o, float *params, const float *grads, float lr) { optim_step_part(o, params, grads, lr, 0, o->n); }
 
-void optim_step_part(optim_t *o, float *params, const float *grads, float lr, size_t lo, size_t hi) {
+static void check_range(const optim_t *o, size_t lo, size_t hi) {
+  if (hi > o->n || lo > hi) surge_runtime_error("optim_step_part: floats [%zu, %zu) of a slab of %zu", lo, hi, o->n);
+}
+
+/* The update of floats [lo, hi) at step t (t not advanced). */
+static void update_range(const optim_t *o, float *params, const float *grads, float lr, size_t lo, size_t hi) {
   const backend_t *be = o->be;
-  if (hi > o->n || lo > hi)
-    surge_runtime_error("optim_step_part: floats [%zu, %zu) of a slab of %zu", lo, hi, o->n);
   size_t n = hi - lo;
   float *m = o->m ? o->m + lo : NULL, *v = o->v ? o->v + lo : NULL;
   if (o->kind == OPTIM_SGD) {
@@ -52,5 +55,26 @@ void optim_step_part(optim_t *o, float *params, const float *grads, float lr, si
     float bc2 = (float)(1.0 - pow(o->beta2, step));
     be->adamw_step(n, params + lo, grads + lo, m, v, lr, o->beta1, o->beta2, o->eps, o->weight_decay, bc1, bc2);
   }
+}
+
+void optim_step_part(optim_t *o, float *params, const float *grads, float lr, size_t lo, size_t hi) {
+  check_range(o, lo, hi);
+  update_range(o, params, grads, lr, lo, hi);
   o->t++;
+}
+
+/* Floats per block: 16 KiB of gradients, in L1 from their squares to their update. */
+enum { SUMSQ_BLOCK_FLOATS = 4096 };
+
+double optim_step_part_sumsq(optim_t *o, float *params, const float *grads, float lr, size_t lo, size_t hi) {
+  check_range(o, lo, hi);
+  const size_t block = o->be->host_memory ? SUMSQ_BLOCK_FLOATS : hi - lo; /* a device: one call each */
+  double sumsq = 0;
+  for (size_t at = lo; at < hi; at += block) {
+    size_t end = hi - at < block ? hi : at + block;
+    sumsq += o->be->sumsq(grads + at, end - at);
+    update_range(o, params, grads, lr, at, end);
+  }
+  o->t++;
+  return sumsq;
 }

@@ -74,6 +74,14 @@ static void gate(trainer_t *t) {
   if (t->gate) t->gate();
 }
 
+/* A step whose loss or gradient norm is NaN or Inf ends the run with an error. */
+static void check_finite(const trainer_t *t, const train_stats_t *s) {
+  if (!isfinite(s->loss) || !isfinite(s->grad_norm))
+    surge_runtime_error("step %ld: the %s is not finite (loss %g, gradient norm %g) (hint: lower [train] lr, "
+                        "or set [train] clip_norm; the last checkpoint is untouched)",
+                        t->step + 1, isfinite(s->loss) ? "gradient" : "loss", s->loss, s->grad_norm);
+}
+
 train_stats_t trainer_step(trainer_t *t, int stop_request) {
   train_stats_t s;
   memset(&s, 0, sizeof s);
@@ -83,7 +91,7 @@ train_stats_t trainer_step(trainer_t *t, int stop_request) {
   mux_fg_set(MUX_COMPUTING, mux_site(MUX_SITE_STEP, 0));
   gate(t);
   sampler_batch(&t->sampler, t->step, t->cfg.global_batch, t->ids);
-  layout_step_t ls = {.stop = stop_request ? 1.0 : 0.0};
+  layout_step_t ls = {.stop = stop_request ? 1.0 : 0.0, .norm_from_update = !(t->cfg.clip_norm > 0)};
   l->ops->step(l, t->ds, t->ids, (float)(1.0 / targets), &ls);
 
   /* loss, squared gradient norm and stop requests of every rank: summed by the layout on the
@@ -98,20 +106,24 @@ train_stats_t trainer_step(trainer_t *t, int stop_request) {
     comm_allreduce_sum_double(t->world, sums, 3, TRAFFIC_OTHER);
   }
   s.stop = sums[2] > 0;
-  s.grad_norm = sqrt(sums[1]); /* NaN or Inf when a gradient is */
   s.loss = sums[0] / targets;
-  if (!isfinite(s.loss) || !isfinite(s.grad_norm))
-    surge_runtime_error("step %ld: the %s is not finite (loss %g, gradient norm %g) (hint: lower [train] lr, "
-                        "or set [train] clip_norm; the last checkpoint is untouched)",
-                        t->step + 1, isfinite(s.loss) ? "gradient" : "loss", s.loss, s.grad_norm);
 
   double t2 = surge_now();
   size_t lo = l->update_lo, hi = l->update_hi; /* this rank's part of the update */
-  clip_to_norm(t->be, l->m->grads + lo, hi - lo, s.grad_norm, t->cfg.clip_norm);
   s.lr = lr_at(&t->opt.schedule, t->step);
-  mux_fg_set(MUX_COMPUTING, mux_site(MUX_SITE_UPDATE, 0));
-  gate(t);
-  optim_step_part(&t->opt, l->m->params, l->m->grads, (float)s.lr, lo, hi);
+  if (ls.norm_deferred) { /* no clipping: the norm from the update's own pass over the gradients */
+    mux_fg_set(MUX_COMPUTING, mux_site(MUX_SITE_UPDATE, 0));
+    gate(t);
+    s.grad_norm = sqrt(optim_step_part_sumsq(&t->opt, l->m->params, l->m->grads, (float)s.lr, lo, hi));
+    check_finite(t, &s); /* the parameters in memory are lost with the run; the checkpoint is not */
+  } else {
+    s.grad_norm = sqrt(sums[1]); /* NaN or Inf when a gradient is */
+    check_finite(t, &s);
+    clip_to_norm(t->be, l->m->grads + lo, hi - lo, s.grad_norm, t->cfg.clip_norm);
+    mux_fg_set(MUX_COMPUTING, mux_site(MUX_SITE_UPDATE, 0));
+    gate(t);
+    optim_step_part(&t->opt, l->m->params, l->m->grads, (float)s.lr, lo, hi);
+  }
   double t3 = surge_now();
   if (l->ops->updated) { /* the others' parts: waiting for them is communication, not the update */
     mux_fg_set(MUX_ALLREDUCE, mux_site(MUX_SITE_SYNC, 0));

@@ -350,16 +350,21 @@ static void check_adamw(const backend_t *be) {
 /* optim_step_part_sumsq (the update that also gives the gradients' sum of squares, block by block on
  * a host backend) leaves parameters and moments bitwise those of optim_step_part over the same
  * range, two steps of SGD with momentum and of AdamW, and returns the sum of squares of exactly the
- * range's gradients (a range that starts past 0, ends before the slab's end and spans blocks). */
+ * range's gradients (a range that starts past 0, ends before the slab's end and spans blocks), or of
+ * those in a list of ranges (one across a block boundary). */
 static void check_update_sumsq(const backend_t *be) {
   enum { N = 10007, LO = 3, HI = 9990 };
   float *p0 = xcalloc(N, sizeof *p0), *g = xcalloc(N, sizeof *g), *pa = xcalloc(N, sizeof *pa),
         *pb = xcalloc(N, sizeof *pb), *ma = xcalloc(N, sizeof *ma), *mb = xcalloc(N, sizeof *mb);
-  double want = 0;
+  /* ranges: the first block's start, across a block boundary (blocks of 4096 from LO), the tail */
+  const size_t ranges[6] = {LO, 100, 4000, 4200, 9000, HI};
+  double want = 0, want_ranges = 0;
   for (int i = 0; i < N; i++) {
     p0[i] = (float)sin(0.37 * i);
     g[i] = (float)cos(1.3 * i) * (i % 7 == 0 ? 100.0f : 1.0f);
     if (i >= LO && i < HI) want += (double)g[i] * (double)g[i];
+    for (int r = 0; r < 3; r++)
+      if ((size_t)i >= ranges[2 * r] && (size_t)i < ranges[2 * r + 1]) want_ranges += (double)g[i] * (double)g[i];
   }
   for (int kind = 0; kind < 2; kind++) {
     optim_opts_t cfg;
@@ -372,19 +377,25 @@ static void check_update_sumsq(const backend_t *be) {
     optim_t a, b;
     optim_init(&a, cfg, be, N);
     optim_init(&b, cfg, be, N);
-    double got[2];
+    double got[2], in_ranges = 0;
     for (int step = 0; step < 2; step++) {
       optim_step_part(&a, dpa, dg, 0.05f, LO, HI);
-      got[step] = optim_step_part_sumsq(&b, dpb, dg, 0.05f, LO, HI);
+      got[step] = optim_step_part_sumsq(&b, dpb, dg, 0.05f, LO, HI, NULL, 0);
+    }
+    { /* a third step over the ranges only: the same parameters again, the squares of the ranges */
+      optim_step_part(&a, dpa, dg, 0.05f, LO, HI);
+      in_ranges = optim_step_part_sumsq(&b, dpb, dg, 0.05f, LO, HI, ranges, 3);
     }
     from_backend(be, pa, dpa, N);
     from_backend(be, pb, dpb, N);
     from_backend(be, ma, a.m, N);
     from_backend(be, mb, b.m, N);
     tap_ok(memcmp(pa, pb, N * sizeof *pa) == 0 && memcmp(ma, mb, N * sizeof *ma) == 0 && a.t == b.t &&
-               fabs(got[0] - want) <= 1e-12 * want && got[1] == got[0],
+               fabs(got[0] - want) <= 1e-12 * want && got[1] == got[0] &&
+               fabs(in_ranges - want_ranges) <= 1e-12 * want_ranges,
            "%s: %s update with the sum of squares: parameters and moments bitwise the plain update's, sum of "
-           "squares %.15g (in double %.15g)", be->name, cfg.name, got[0], want);
+           "squares %.15g (in double %.15g), over 3 ranges %.15g (%.15g)", be->name, cfg.name, got[0], want,
+           in_ranges, want_ranges);
     optim_free(&a);
     optim_free(&b);
     be->free(dpa), be->free(dpb), be->free(dg);

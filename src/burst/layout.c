@@ -15,6 +15,9 @@ typedef struct burst_layout {
   burst_plan_t plan;
   char *plan_text; /* the plan file's text, for the log (burst mode) */
   char note[400];   /* layout_t.note: how dp sums, where it is worth saying */
+  size_t *norm_ranges; /* the slab ranges of the tensors whose summed gradient this rank is the first
+                        * of its rank set to hold: its part of the norm (layout_step_t) */
+  int norm_nranges;
 } burst_layout_t;
 
 static burst_layout_t *impl(const layout_t *l) { return l->impl; }
@@ -62,6 +65,20 @@ static void plan_everywhere(burst_layout_t *b, const layout_opts_t *o, const gra
   }
 }
 
+/* The tensors this rank counts in the norm (burst_exec_grad_sumsq's rule), adjacent ones merged. */
+static void plan_norm_ranges(burst_layout_t *b) {
+  const burst_exec_t *ex = &b->ex;
+  const slab_layout_t *L = &ex->g->params;
+  b->norm_ranges = xcalloc(2 * (size_t)(L->n ? L->n : 1), sizeof *b->norm_ranges);
+  int n = 0;
+  for (int t = 0; t < L->n; t++) {
+    if (ex->world->rank != ex->first[L->t[t].owner]) continue;
+    if (n > 0 && b->norm_ranges[2 * n - 1] == L->t[t].off) b->norm_ranges[2 * n - 1] += L->t[t].n;
+    else b->norm_ranges[2 * n] = L->t[t].off, b->norm_ranges[2 * n + 1] = L->t[t].off + L->t[t].n, n++;
+  }
+  b->norm_nranges = n;
+}
+
 static void step(layout_t *l, const dataset_t *ds, const uint64_t *ids, float grad_scale, layout_step_t *out) {
   burst_exec_t *ex = &impl(l)->ex;
   burst_times_t t;
@@ -73,9 +90,14 @@ static void step(layout_t *l, const dataset_t *ds, const uint64_t *ids, float gr
   out->stop = mx.stop;
   out->summed = mx.summed;
   out->idle = burst_exec_idle(ex);
-  /* every rank holds the summed gradients of every tensor and updates them all: its own pass over
-   * them in the update gives the norm (node-shared ranks take theirs while summing their slice) */
-  out->norm_deferred = norm_from_update && ex->summed && !ex->shared;
+  /* the update's own pass over the gradients gives this rank's part of the norm: every tensor where
+   * every rank holds the summed gradients of all (summed), else the tensors whose sum it is the first
+   * of its rank set to hold (node-shared ranks take theirs while summing their slice) */
+  out->norm_deferred = norm_from_update && !ex->shared;
+  if (out->norm_deferred && !ex->summed) {
+    out->norm_ranges = impl(l)->norm_ranges;
+    out->norm_nranges = impl(l)->norm_nranges;
+  }
   if (!out->norm_deferred) out->sumsq = burst_exec_grad_sumsq(ex);
   out->data = t.data;
   out->forward = t.forward;
@@ -121,6 +143,7 @@ static void free_layout(layout_t *l) {
   burst_exec_free(&b->ex);
   burst_plan_free(&b->plan);
   free(b->plan_text);
+  free(b->norm_ranges);
   free(b);
 }
 
@@ -144,6 +167,7 @@ layout_t *burst_layout_build(const layout_opts_t *o, const graph_t *g, const bac
     plan_everywhere(b, o, g, world);
   int node_shared = o->node_shared && strcmp(o->mode, "dp") == 0 && strcmp(o->sync.reducer, "exact") == 0;
   burst_exec_init(&b->ex, &b->plan, g, be, world, (int)o->global_batch, &o->sync, node_shared);
+  plan_norm_ranges(b);
   model_init_params(&b->ex.m, o->seed);
   b->base = (layout_t){.ops = &burst_layout_ops, .m = &b->ex.m, .local = &g->params, .sync = &b->ex.sync,
                        .window = b->ex.window, .impl = b};

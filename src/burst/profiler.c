@@ -184,7 +184,7 @@ static double update_once(step_piece_t *s) {
     sumsq = m->be->sumsq(m->grads, m->g->params.total);
     optim_step(s->opt, m->params, m->grads, 0.0f);
   } else {
-    sumsq = optim_step_part_sumsq(s->opt, m->params, m->grads, 0.0f, 0, m->g->params.total);
+    sumsq = optim_step_part_sumsq(s->opt, m->params, m->grads, 0.0f, 0, m->g->params.total, NULL, 0);
   }
   (void)sumsq;
   double metrics[3] = {0, 0, 0};

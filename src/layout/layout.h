@@ -37,8 +37,10 @@ typedef struct layout_step {
   double stop;  /* in: this rank's stop request (0 or 1), read before the step clears the rest */
   int norm_from_update; /* in: the trainer does not clip, so the norm may come from the update (read,
                          * like stop, before the step clears the rest) */
-  int norm_deferred;    /* 1: sumsq was not taken: the update's sum of squares over [update_lo,
-                         * update_hi) is the job's total (optim_step_part_sumsq) */
+  int norm_deferred;    /* 1: sumsq was not taken: the update's sum of squares (optim_step_part_sumsq)
+                         * over norm_ranges (NULL: all of [update_lo, update_hi)) is this rank's part */
+  const size_t *norm_ranges; /* sorted disjoint float ranges [r[2i], r[2i+1]) (the layout's memory) */
+  int norm_nranges;
   int summed;   /* 1: loss, sumsq and stop are already the job's totals (they rode on the gradient
                  * reduction, no collective of their own); 0: sum them over world */
   int idle;     /* 1: this rank had no part in the step's work (a burst plan left it out): it only

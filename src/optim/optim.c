@@ -66,13 +66,29 @@ void optim_step_part(optim_t *o, float *params, const float *grads, float lr, si
 /* Floats per block: 16 KiB of gradients, in L1 from their squares to their update. */
 enum { SUMSQ_BLOCK_FLOATS = 4096 };
 
-double optim_step_part_sumsq(optim_t *o, float *params, const float *grads, float lr, size_t lo, size_t hi) {
+/* The sum of squares of grads over [a, b) within the ranges from *r on (ranges before a are
+ * passed over for good: blocks come in order). */
+static double ranges_sumsq(const backend_t *be, const float *grads, size_t a, size_t b, const size_t *ranges,
+                           int nranges, int *r) {
+  if (!ranges) return be->sumsq(grads + a, b - a);
+  double sumsq = 0;
+  while (*r < nranges && ranges[2 * *r + 1] <= a) ++*r;
+  for (int k = *r; k < nranges && ranges[2 * k] < b; k++) {
+    size_t from = ranges[2 * k] > a ? ranges[2 * k] : a, to = ranges[2 * k + 1] < b ? ranges[2 * k + 1] : b;
+    if (to > from) sumsq += be->sumsq(grads + from, to - from);
+  }
+  return sumsq;
+}
+
+double optim_step_part_sumsq(optim_t *o, float *params, const float *grads, float lr, size_t lo, size_t hi,
+                             const size_t *ranges, int nranges) {
   check_range(o, lo, hi);
   const size_t block = o->be->host_memory ? SUMSQ_BLOCK_FLOATS : hi - lo; /* a device: one call each */
   double sumsq = 0;
+  int r = 0;
   for (size_t at = lo; at < hi; at += block) {
     size_t end = hi - at < block ? hi : at + block;
-    sumsq += o->be->sumsq(grads + at, end - at);
+    sumsq += ranges_sumsq(o->be, grads, at, end, ranges, nranges, &r);
     update_range(o, params, grads, lr, at, end);
   }
   o->t++;

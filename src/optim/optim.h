@@ -56,11 +56,13 @@ void optim_step(optim_t *o, float *params, const float *grads, float lr);
 /* optim_step on the floats [lo, hi) of the slabs only (params, grads and the moments there): a
  * rank that updates its part of a slab shared with others (sync/node_sum.h). */
 void optim_step_part(optim_t *o, float *params, const float *grads, float lr, size_t lo, size_t hi);
-/* optim_step_part that also returns the sum of the squares of the gradients it read (in double): on
- * a host-memory backend block by block, each block's squares taken just before its update reads it
- * again from L1, so the step reads the gradients from memory once rather than once more for their
- * norm (a trainer that does not clip takes the norm here). */
-double optim_step_part_sumsq(optim_t *o, float *params, const float *grads, float lr, size_t lo, size_t hi);
+/* optim_step_part that also returns the sum of the squares of the gradients it read (in double)
+ * that lie in the sorted, disjoint float ranges [ranges[2i], ranges[2i+1]) (ranges NULL: all of
+ * [lo, hi)): on a host-memory backend block by block, each block's squares taken just before its
+ * update reads it again from L1, so the step reads the gradients from memory once rather than once
+ * more for their norm (a trainer that does not clip takes the norm here). */
+double optim_step_part_sumsq(optim_t *o, float *params, const float *grads, float lr, size_t lo, size_t hi,
+                             const size_t *ranges, int nranges);
 
 /* Learning rate at step (0-based). "constant": s->lr. "cosine": linear warm-up
  * lr*(step+1)/warmup for step < warmup, then min_lr + 0.5*(lr - min_lr)*(1 + cos(pi*progress))

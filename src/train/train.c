@@ -94,10 +94,22 @@ train_stats_t trainer_step(trainer_t *t, int stop_request) {
   layout_step_t ls = {.stop = stop_request ? 1.0 : 0.0, .norm_from_update = !(t->cfg.clip_norm > 0)};
   l->ops->step(l, t->ds, t->ids, (float)(1.0 / targets), &ls);
 
+  size_t lo = l->update_lo, hi = l->update_hi; /* this rank's part of the update */
+  s.lr = lr_at(&t->opt.schedule, t->step);
+  double update_s = 0, t1 = surge_now();
+  double sumsq = ls.sumsq;
+  if (ls.norm_deferred) { /* no clipping: the norm from the update's own pass over the gradients */
+    mux_fg_set(MUX_COMPUTING, mux_site(MUX_SITE_UPDATE, 0));
+    gate(t);
+    double u0 = surge_now();
+    sumsq = optim_step_part_sumsq(&t->opt, l->m->params, l->m->grads, (float)s.lr, lo, hi, ls.norm_ranges,
+                                  ls.norm_nranges);
+    update_s += surge_now() - u0;
+  }
+
   /* loss, squared gradient norm and stop requests of every rank: summed by the layout on the
    * gradient reduction where it can, else here in one reduction */
-  double t1 = surge_now();
-  double sums[3] = {ls.loss, ls.sumsq, ls.summed ? ls.stop : stop_request ? 1.0 : 0.0};
+  double sums[3] = {ls.loss, sumsq, ls.summed ? ls.stop : stop_request ? 1.0 : 0.0};
   if (!ls.summed && ls.idle) { /* a rank left out of the step waits here for the others' whole step */
     mux_fg_set(MUX_WAITING, mux_site(MUX_SITE_METRICS, 0));
     comm_allreduce_sum_double_waiting(t->world, sums, 3, TRAFFIC_OTHER);
@@ -107,22 +119,17 @@ train_stats_t trainer_step(trainer_t *t, int stop_request) {
   }
   s.stop = sums[2] > 0;
   s.loss = sums[0] / targets;
-
-  double t2 = surge_now();
-  size_t lo = l->update_lo, hi = l->update_hi; /* this rank's part of the update */
-  s.lr = lr_at(&t->opt.schedule, t->step);
-  if (ls.norm_deferred) { /* no clipping: the norm from the update's own pass over the gradients */
-    mux_fg_set(MUX_COMPUTING, mux_site(MUX_SITE_UPDATE, 0));
-    gate(t);
-    s.grad_norm = sqrt(optim_step_part_sumsq(&t->opt, l->m->params, l->m->grads, (float)s.lr, lo, hi));
-    check_finite(t, &s); /* the parameters in memory are lost with the run; the checkpoint is not */
-  } else {
-    s.grad_norm = sqrt(sums[1]); /* NaN or Inf when a gradient is */
-    check_finite(t, &s);
+  s.grad_norm = sqrt(sums[1]); /* NaN or Inf when a gradient is */
+  /* a deferred norm is checked after its update: the parameters in memory are lost with the run,
+   * the checkpoint is not */
+  check_finite(t, &s);
+  if (!ls.norm_deferred) {
     clip_to_norm(t->be, l->m->grads + lo, hi - lo, s.grad_norm, t->cfg.clip_norm);
     mux_fg_set(MUX_COMPUTING, mux_site(MUX_SITE_UPDATE, 0));
     gate(t);
+    double u0 = surge_now();
     optim_step_part(&t->opt, l->m->params, l->m->grads, (float)s.lr, lo, hi);
+    update_s += surge_now() - u0;
   }
   double t3 = surge_now();
   if (l->ops->updated) { /* the others' parts: waiting for them is communication, not the update */
@@ -139,8 +146,8 @@ train_stats_t trainer_step(trainer_t *t, int stop_request) {
   s.phase[PHASE_FORWARD] = ls.forward;
   s.phase[PHASE_BACKWARD] = ls.backward;
   s.phase[PHASE_WAIT] = ls.wait;
-  s.phase[PHASE_COMM] = ls.comm + (t2 - t1) + (t4 - t3);
-  s.phase[PHASE_OPTIMIZER] = t3 - t2;
+  s.phase[PHASE_COMM] = ls.comm + (t3 - t1 - update_s) + (t4 - t3);
+  s.phase[PHASE_OPTIMIZER] = update_s;
   return s;
 }
 

@@ -286,12 +286,12 @@ static void test_linear_fwd(void) {
           *b = buf_uniform((size_t)out, -1, 1);
     const int unpacked = cpu_linear_unpacked(rows, out, in);
     tap_ok(unpacked == (cpu_has_avx512() && rows <= 128 && out >= 384 && in >= 64) &&
-               (!unpacked || linear_workspace_floats(in) >= (size_t)(rows + 15) / 16 * 16 * (size_t)in),
+               (!unpacked || linear_workspace_floats(out, in) >= (size_t)(rows + 15) / 16 * 16 * (size_t)in),
            "linear_fwd rows=%d out=%d in=%d: %s", rows, out, in,
            unpacked ? "the unpacked path, its workspace sized by linear_workspace_floats" : "OpenBLAS");
     for (int bias = 0; bias < 2; bias++)
       for (int with_ws = 0; with_ws < 2; with_ws++) {
-        linear_ctx_t v = {rows, out, in, bias, with_ws ? linear_workspace_floats(in) : 0, x, w, b};
+        linear_ctx_t v = {rows, out, in, bias, with_ws ? linear_workspace_floats(out, in) : 0, x, w, b};
         char label[96];
         snprintf(label, sizeof label, "linear_fwd rows=%d out=%d in=%d%s%s", rows, out, in, bias ? " bias" : "",
                  with_ws ? " workspace" : "");

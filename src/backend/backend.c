@@ -47,10 +47,10 @@ const backend_t *backend_open(const char *name, const backend_options_t *o, cons
   surge_runtime_error("backend %s: %s", name, why);
 }
 
-size_t linear_workspace_floats(int in) {
+size_t linear_workspace_floats(int out, int in) {
   size_t most = 0;
   for (size_t i = 0; i < NBACKENDS; i++) {
-    size_t n = backends[i]->linear_workspace(in);
+    size_t n = backends[i]->linear_workspace(out, in);
     if (n > most) most = n;
   }
   return most;

@@ -44,8 +44,9 @@ static inline int conv_is_pointwise(const conv_shape_t *s) {
  * compiled-in backend asks for (its conv_workspace op), so a layer sizes its scratch at infer time
  * without knowing the backend. A few MiB at most for the zoo's layers. */
 size_t conv_workspace_floats(const conv_shape_t *s);
-/* Workspace (floats) for linear_fwd with `in` input features: the largest any backend wants. */
-size_t linear_workspace_floats(int in);
+/* Workspace (floats) for linear_fwd with `out` outputs and `in` inputs: the largest any backend
+ * wants. */
+size_t linear_workspace_floats(int out, int in);
 
 /* The arithmetic precision of the model's matrix products (the rest is float32 everywhere). */
 typedef enum backend_precision {
@@ -175,10 +176,10 @@ typedef struct backend {
                    const float *relu_y, float *dx, int dx_write, float *dw, float *db, float *ws, size_t ws_n);
 
   /* ---- a linear layer's forward: y (rows, out) = x (rows, in) w (out, in)^T + b (out; NULL: none),
-   * with a workspace ws of ws_n >= linear_workspace(in) floats (linear_workspace_floats(in) is
+   * with a workspace ws of ws_n >= linear_workspace(out, in) floats (linear_workspace_floats is
    * enough for every backend), one size for any number of rows; a smaller ws only takes the
    * backend's general path. */
-  size_t (*linear_workspace)(int in);
+  size_t (*linear_workspace)(int out, int in);
   void (*linear_fwd)(int rows, int out, int in, const float *x, const float *w, const float *b, float *y, float *ws,
                      size_t ws_n);
 

@@ -14,8 +14,8 @@
  * 138 vs 116; K = 512: 131 vs 110; M = 32: 115 vs 85; M = 16: 92 vs 59; M = 128 about even (138 vs
  * 133, 128 vs 133) and behind for N <= 256 (the copy of X is paid over few columns). Inside a step
  * the gain is larger, since OpenBLAS's packed copies also push the step's other data out of cache:
- * mlp (784-512-512-10) on 1 rank at batch 128 +3%, on 2 ranks at 64 each +11% (bench_models
- * --rate). Hence the limits below. */
+ * mlp (784-512-512-10) on 1 rank at batch 128 +0-4%, on 2 ranks at 64 each +10-12% (bench_models
+ * --rate, side by side). Hence the limits below. */
 #include <stdlib.h>
 
 #include "backend/cpu_ops.h"
@@ -41,9 +41,9 @@ int cpu_linear_unpacked(int rows, int out, int in) {
   return NT_BUILT && cpu_has_avx512() && rows >= 1 && rows <= NT_MAX_ROWS && out >= NT_MIN_COLS && in >= NT_MIN_DEPTH;
 }
 
-/* Xt for up to NT_MAX_ROWS rows where this CPU takes the unpacked path at all. */
-size_t cpu_linear_workspace(int in) {
-  return NT_BUILT && cpu_has_avx512() && in >= NT_MIN_DEPTH ? (size_t)NT_MAX_ROWS * (size_t)in : 0;
+/* Xt for up to NT_MAX_ROWS rows where this CPU takes the unpacked path for the layer's shape. */
+size_t cpu_linear_workspace(int out, int in) {
+  return cpu_linear_unpacked(1, out, in) ? (size_t)NT_MAX_ROWS * (size_t)in : 0;
 }
 
 #if NT_BUILT
@@ -98,7 +98,7 @@ static void transpose_rows(int M, int K, const float *X, int ldx, float *Xt, int
 
 #endif
 
-/* Y = X W^T + b through the tiles; Xt: Mp x K floats of workspace. */
+/* Y = X W^T + b through the tiles; Xt: K x Mp floats of workspace. */
 static void linear_unpacked(int M, int N, int K, const float *X, const float *W, const float *b, float *Y, float *Xt) {
 #if NT_BUILT
   const int Mp = (M + 15) / 16 * 16;

@@ -192,7 +192,7 @@ void cpu_conv_bwd(const conv_shape_t *s, int B, const float *x, const float *w, 
                   float *dx, int dx_write, float *dw, float *db, float *ws, size_t ws_n);
 /* cpu_linear.c: a linear layer's forward; cpu_linear_unpacked: whether a shape takes the path
  * that does not pack the weight (few rows, many outputs: faster than OpenBLAS there). */
-size_t cpu_linear_workspace(int in);
+size_t cpu_linear_workspace(int out, int in);
 void cpu_linear_fwd(int rows, int out, int in, const float *x, const float *w, const float *b, float *y, float *ws,
                     size_t ws_n);
 int cpu_linear_unpacked(int rows, int out, int in);

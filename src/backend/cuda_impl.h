@@ -64,7 +64,7 @@ void cuda_gemm_strided(int ta, int tb, int M, int N, int K, float alpha, const f
 void cuda_gemm_grid(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
                     int ldb, float beta, float *C, int ldc, const gemm_grid_t *g);
 void cuda_gemm_tn_rows(int M, int N, int K, const float *A, int lda, const float *B, int ldb, float *C, int ldc);
-size_t cuda_linear_workspace(int in);
+size_t cuda_linear_workspace(int out, int in);
 void cuda_linear_fwd(int rows, int out, int in, const float *x, const float *w, const float *b, float *y, float *ws,
                      size_t ws_n);
 

@@ -27,7 +27,7 @@ static int linear_infer(layer_t *l, char *err, size_t n) {
   if (l->bias)
     l->pdesc[1] = (layer_param_desc_t){"bias", 1, {out_f, 0, 0, 0}};
   l->aux_per_sample = 0;
-  l->scratch = linear_workspace_floats(in_f); /* the backend's linear_fwd: one size for any batch */
+  l->scratch = linear_workspace_floats(out_f, in_f); /* the backend's linear_fwd: one size for any batch */
   /* per row: 2*in*out for the product, plus one add per output for the bias */
   double rows = (double)(shape_size(in) / (size_t)in_f);
   l->flops_per_sample = rows * (2.0 * in_f * out_f + (l->bias ? out_f : 0));

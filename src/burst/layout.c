@@ -90,9 +90,9 @@ static void step(layout_t *l, const dataset_t *ds, const uint64_t *ids, float gr
   out->stop = mx.stop;
   out->summed = mx.summed;
   out->idle = burst_exec_idle(ex);
-  /* the update's own pass over the gradients gives this rank's part of the norm: every tensor where
-   * every rank holds the summed gradients of all (summed), else the tensors whose sum it is the first
-   * of its rank set to hold (node-shared ranks take theirs while summing their slice) */
+  /* the update's own pass over the gradients gives this rank's part of the norm: all tensors where
+   * every rank holds every summed gradient (summed), else the tensors whose sum it is the first of
+   * its rank set to hold (node-shared ranks take theirs while summing their slice) */
   out->norm_deferred = norm_from_update && !ex->shared;
   if (out->norm_deferred && !ex->summed) {
     out->norm_ranges = impl(l)->norm_ranges;

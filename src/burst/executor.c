@@ -415,7 +415,7 @@ void burst_exec_step(burst_exec_t *ex, const dataset_t *ds, const uint64_t *ids,
   if (ex->shared) {
     times->backward_done = a;
     double mine[NODE_SUM_SCALARS] = {[NODE_SUM_LOSS] = loss, [NODE_SUM_STOP] = mx->stop}, sum[NODE_SUM_SCALARS];
-    node_sum_reduce(ex->shared, mine, sum);
+    node_sum_reduce(ex->shared, mine, sum, !ex->norm_at_update);
     mx->loss = sum[NODE_SUM_LOSS];
     mx->stop = sum[NODE_SUM_STOP];
     ex->shared_sumsq = sum[NODE_SUM_SUMSQ];

@@ -56,6 +56,8 @@ typedef struct burst_exec {
                          * gradsync (which then has no bucket), and each rank updates only its
                          * slice (shared->lo, hi); NULL otherwise */
   double shared_sumsq;  /* with shared: the step's squared gradient norm, summed over the slices */
+  int norm_at_update;   /* with shared: the step leaves its slice's squares to the update
+                         * (node_sum_updated sums them), set by the layout */
   char shared_refused[320]; /* why a possible shared run did not fit (node_sum_fits), or "" */
 } burst_exec_t;
 

@@ -85,6 +85,7 @@ static void step(layout_t *l, const dataset_t *ds, const uint64_t *ids, float gr
   burst_metrics_t mx = {.stop = out->stop};
   const int norm_from_update = out->norm_from_update;
   memset(out, 0, sizeof *out);
+  ex->norm_at_update = norm_from_update; /* node-shared: the slice's squares left to the update */
   burst_exec_step(ex, ds, ids, grad_scale, &mx, &t);
   out->loss = mx.loss;
   out->stop = mx.stop;
@@ -92,8 +93,9 @@ static void step(layout_t *l, const dataset_t *ds, const uint64_t *ids, float gr
   out->idle = burst_exec_idle(ex);
   /* the update's own pass over the gradients gives this rank's part of the norm: all tensors where
    * every rank holds every summed gradient (summed), else the tensors whose sum it is the first of
-   * its rank set to hold (node-shared ranks take theirs while summing their slice) */
-  out->norm_deferred = norm_from_update && !ex->shared;
+   * its rank set to hold; node-shared ranks update their slices, whose parts node_sum_updated sums */
+  out->norm_deferred = norm_from_update;
+  out->norm_at_updated = norm_from_update && ex->shared;
   if (out->norm_deferred && !ex->summed) {
     out->norm_ranges = impl(l)->norm_ranges;
     out->norm_nranges = impl(l)->norm_nranges;
@@ -125,7 +127,9 @@ static void sync_replicas(layout_t *l, float *slabs[], int nslabs) {
 
 /* Every rank wrote the same values into the node's one parameter slab: all are done before any
  * step reads it. */
-static void shared_written(layout_t *l) { node_sum_updated(impl(l)->ex.shared); }
+static void shared_written(layout_t *l) { node_sum_updated(impl(l)->ex.shared, 0.0); }
+
+static double shared_updated(layout_t *l, double norm_part) { return node_sum_updated(impl(l)->ex.shared, norm_part); }
 
 /* After sync_replicas every rank holds every tensor whole. */
 static void describe(const layout_t *l, state_tensor_t *out) {
@@ -153,7 +157,7 @@ static const layout_ops_t burst_layout_ops = {
 /* Data parallelism through node-shared memory (burst_exec_t.shared). */
 static const layout_ops_t shared_layout_ops = {
     .step = step, .eval = eval, .sync_replicas = sync_replicas, .describe = describe, .log = log_plan,
-    .state_loaded = shared_written, .updated = shared_written, .free = free_layout};
+    .state_loaded = shared_written, .updated = shared_updated, .free = free_layout};
 
 layout_t *burst_layout_build(const layout_opts_t *o, const graph_t *g, const backend_t *be, comm_t *world) {
   if (o->global_batch < world->size)

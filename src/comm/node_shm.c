@@ -48,6 +48,8 @@ void node_shm_free(node_shm_t *s) {
   memset(s, 0, sizeof *s);
 }
 
+void node_shm_sync(node_shm_t *s) { comm_check_mpi(MPI_Win_sync(s->win), "MPI_Win_sync", "node_shm_sync"); }
+
 void node_shm_barrier(node_shm_t *s, comm_t *c, traffic_t t, uint64_t bytes) {
   comm_check_mpi(MPI_Win_sync(s->win), "MPI_Win_sync", "node_shm_barrier");
   comm_barrier_as(c, t, bytes);

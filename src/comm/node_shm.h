@@ -30,5 +30,8 @@ void node_shm_free(node_shm_t *s);
  * reads after it. Metered (comm_barrier_as) as a call of category t moving `bytes`: what this rank
  * read or will read from the others' segments for the exchange the barrier completes. */
 void node_shm_barrier(node_shm_t *s, comm_t *c, traffic_t t, uint64_t bytes);
+/* This rank's side of node_shm_barrier for a second window that one barrier orders with another:
+ * called before and after that barrier. */
+void node_shm_sync(node_shm_t *s);
 
 #endif

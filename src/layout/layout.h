@@ -41,6 +41,8 @@ typedef struct layout_step {
                          * over norm_ranges (NULL: all of [update_lo, update_hi)) is this rank's part */
   const size_t *norm_ranges; /* sorted disjoint float ranges [r[2i], r[2i+1]) (the layout's memory) */
   int norm_nranges;
+  int norm_at_updated;  /* with norm_deferred: the ranks' parts are summed by ops->updated, not in the
+                         * trainer's metrics reduction (summed still covers loss and stop) */
   int summed;   /* 1: loss, sumsq and stop are already the job's totals (they rode on the gradient
                  * reduction, no collective of their own); 0: sum them over world */
   int idle;     /* 1: this rank had no part in the step's work (a burst plan left it out): it only
@@ -77,8 +79,10 @@ typedef struct layout_ops {
   /* After a checkpoint was read into the regions state gave: take the values. NULL: nothing. */
   void (*state_loaded)(layout_t *l);
   /* Collective, after each rank updated its part of the parameters (layout_t.update_lo, hi): every
-   * rank may read all of them from then on. NULL: nothing to do (each rank updated all it holds). */
-  void (*updated)(layout_t *l);
+   * rank may read all of them from then on. NULL: nothing to do (each rank updated all it holds).
+   * norm_part: this rank's part of a deferred norm that the step left here (layout_step_t
+   * norm_at_updated); returns the sum of the parts over the ranks (anything where none was). */
+  double (*updated)(layout_t *l, double norm_part);
   void (*free)(layout_t *l);
 } layout_ops_t;
 

@@ -25,7 +25,7 @@ int node_sum_possible(const comm_t *c, const backend_t *be) {
 static double shared_bytes(int R, size_t n, size_t grad_floats) {
   double slack = 2.0 * NODE_SHM_ALIGN;
   return (double)n * sizeof(float) + slack +
-         (double)R * ((double)grad_floats * sizeof(float) + NODE_SUM_SCALARS * sizeof(double) + 2 * slack);
+         (double)R * ((double)grad_floats * sizeof(float) + NODE_SUM_SLOTS * sizeof(double) + 2 * slack);
 }
 
 int node_sum_fits(comm_t *c, size_t n, size_t grad_floats, char *why, size_t why_len) {
@@ -56,7 +56,7 @@ void node_sum_init(node_sum_t *s, comm_t *c, const backend_t *be, size_t n, size
   size_t pbytes = surge_mul_size(n, sizeof(float), "node-shared parameters");
   node_shm_alloc(c, c->rank == 0 ? pbytes : 0, &s->params);
   node_shm_alloc(c, surge_mul_size(grad_floats, sizeof(float), "node-shared gradients"), &s->grads);
-  node_shm_alloc(c, NODE_SUM_SCALARS * sizeof(double), &s->scalars);
+  node_shm_alloc(c, NODE_SUM_SLOTS * sizeof(double), &s->scalars);
 }
 
 void node_sum_free(node_sum_t *s) {
@@ -70,7 +70,8 @@ void node_sum_free(node_sum_t *s) {
 float *node_sum_params(const node_sum_t *s) { return (float *)(void *)s->params.seg[0]; }
 float *node_sum_grads(const node_sum_t *s) { return (float *)(void *)s->grads.seg[s->c->rank]; }
 
-void node_sum_reduce(node_sum_t *s, const double mine[NODE_SUM_SCALARS], double sum[NODE_SUM_SCALARS]) {
+void node_sum_reduce(node_sum_t *s, const double mine[NODE_SUM_SCALARS], double sum[NODE_SUM_SCALARS],
+                     int take_sumsq) {
   const int R = s->c->size, me = s->c->rank;
   node_shm_barrier(&s->grads, s->c, TRAFFIC_DP, 0); /* every rank's gradients are final */
   float *own = node_sum_grads(s) + s->lo;
@@ -79,7 +80,7 @@ void node_sum_reduce(node_sum_t *s, const double mine[NODE_SUM_SCALARS], double 
     if (r != me) s->be->axpy(len, 1.0f, (const float *)(void *)s->grads.seg[r] + s->lo, own);
   double *out = (double *)(void *)s->scalars.seg[me];
   memcpy(out, mine, NODE_SUM_SCALARS * sizeof(double));
-  out[NODE_SUM_SUMSQ] = s->be->sumsq(own, len);
+  out[NODE_SUM_SUMSQ] = take_sumsq ? s->be->sumsq(own, len) : 0.0;
   /* the bytes read from the others' slabs, counted here, where the exchange completes */
   node_shm_barrier(&s->scalars, s->c, TRAFFIC_DP, (uint64_t)(R - 1) * len * sizeof(float));
   for (int k = 0; k < NODE_SUM_SCALARS; k++) sum[k] = 0;
@@ -87,10 +88,18 @@ void node_sum_reduce(node_sum_t *s, const double mine[NODE_SUM_SCALARS], double 
     for (int k = 0; k < NODE_SUM_SCALARS; k++) sum[k] += ((const double *)(void *)s->scalars.seg[r])[k];
 }
 
-void node_sum_updated(node_sum_t *s) {
+double node_sum_updated(node_sum_t *s, double sumsq) {
+  /* the slot is read by the others after this barrier and written again only after the next
+   * step's first barrier, which every rank reaches after reading it */
+  ((double *)(void *)s->scalars.seg[s->c->rank])[NODE_SUM_UPDATE_SUMSQ] = sumsq;
   /* every rank reads the whole slab next: (R-1)/R of it written by the others */
   size_t others = s->n - (s->hi - s->lo);
+  node_shm_sync(&s->scalars);
   node_shm_barrier(&s->params, s->c, TRAFFIC_DP, (uint64_t)others * sizeof(float));
+  node_shm_sync(&s->scalars);
+  double total = 0;
+  for (int r = 0; r < s->c->size; r++) total += ((const double *)(void *)s->scalars.seg[r])[NODE_SUM_UPDATE_SUMSQ];
+  return total;
 }
 
 void node_sum_gather(node_sum_t *s, float *slab) {

@@ -8,11 +8,13 @@
  * whole 64-byte lines). A step:
  *   node_sum_reduce   after the backward pass: a barrier; rank r adds the other ranks' gradients of
  *                     its slice into its own (read from their slabs in place, in rank order after
- *                     its own) and takes its slice's sum of squares; the step's scalars (loss, stop request,
- *                     sum of squares) are summed over the ranks in rank order, the same on all;
+ *                     its own) and takes its slice's sum of squares (unless the update takes it);
+ *                     the step's scalars (loss, stop request, sum of squares) are summed over the
+ *                     ranks in rank order, the same on all;
  *   (the caller)      clips and updates only its slice: params[lo, hi) from grads[lo, hi), with the
  *                     optimizer moments of that slice (each rank's moments are right only there);
- *   node_sum_updated  a barrier: every rank then reads the whole updated slab.
+ *   node_sum_updated  a barrier: every rank then reads the whole updated slab; a sum of squares
+ *                     the update took rides on it, summed over the ranks like the scalars.
  * Each slice is summed once, by its owner, so the parameters are one set, not replicas that could
  * drift; the sum is the same as an allreduce's up to float rounding order. node_sum_gather makes a
  * rank-private slab whole (the optimizer moments, before a checkpoint).
@@ -31,6 +33,8 @@
 
 /* A step's scalars, summed over the ranks. */
 enum { NODE_SUM_LOSS, NODE_SUM_STOP, NODE_SUM_SUMSQ, NODE_SUM_SCALARS };
+/* The scalars' segment holds one double more per rank: the sum of squares node_sum_updated sums. */
+enum { NODE_SUM_UPDATE_SUMSQ = NODE_SUM_SCALARS, NODE_SUM_SLOTS };
 
 typedef struct node_sum {
   comm_t *c;             /* borrowed: the node's ranks */
@@ -39,7 +43,7 @@ typedef struct node_sum {
   size_t lo, hi;         /* this rank's slice */
   node_shm_t params;     /* rank 0's segment: the slab (n floats) */
   node_shm_t grads;      /* every rank's gradient slab (grad_floats) */
-  node_shm_t scalars;    /* every rank's NODE_SUM_SCALARS doubles */
+  node_shm_t scalars;    /* every rank's NODE_SUM_SLOTS doubles */
 } node_sum_t;
 
 /* Whether a group can use it: 2+ ranks, all on one node, on a backend whose memory is the host's. */
@@ -58,10 +62,12 @@ float *node_sum_params(const node_sum_t *s);
 float *node_sum_grads(const node_sum_t *s);
 /* Collective, after the backward pass: this rank's slice of the gradient summed over the ranks (see
  * above); mine: this rank's scalars; sum: their sums over the ranks (NODE_SUM_SUMSQ: of the summed
- * gradients, the whole slab's). */
-void node_sum_reduce(node_sum_t *s, const double mine[NODE_SUM_SCALARS], double sum[NODE_SUM_SCALARS]);
-/* Collective, after every rank updated its slice of the parameters. */
-void node_sum_updated(node_sum_t *s);
+ * gradients, the whole slab's; 0 where take_sumsq is 0, the update taking it). */
+void node_sum_reduce(node_sum_t *s, const double mine[NODE_SUM_SCALARS], double sum[NODE_SUM_SCALARS],
+                     int take_sumsq);
+/* Collective, after every rank updated its slice of the parameters: the sum over the ranks of
+ * their sumsq (a sum of squares of its slice the update took; 0 where none). */
+double node_sum_updated(node_sum_t *s, double sumsq);
 /* Collective: each rank's slice of a rank-private slab of n floats (host memory) to every rank. */
 void node_sum_gather(node_sum_t *s, float *slab);
 

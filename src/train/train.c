@@ -121,8 +121,8 @@ train_stats_t trainer_step(trainer_t *t, int stop_request) {
   s.loss = sums[0] / targets;
   s.grad_norm = sqrt(sums[1]); /* NaN or Inf when a gradient is */
   /* a deferred norm is checked after its update: the parameters in memory are lost with the run,
-   * the checkpoint is not */
-  check_finite(t, &s);
+   * the checkpoint is not; one the layout sums at `updated` is checked there */
+  if (!ls.norm_at_updated) check_finite(t, &s);
   if (!ls.norm_deferred) {
     clip_to_norm(t->be, l->m->grads + lo, hi - lo, s.grad_norm, t->cfg.clip_norm);
     mux_fg_set(MUX_COMPUTING, mux_site(MUX_SITE_UPDATE, 0));
@@ -132,9 +132,14 @@ train_stats_t trainer_step(trainer_t *t, int stop_request) {
     update_s += surge_now() - u0;
   }
   double t3 = surge_now();
+  double total = sumsq;
   if (l->ops->updated) { /* the others' parts: waiting for them is communication, not the update */
     mux_fg_set(MUX_ALLREDUCE, mux_site(MUX_SITE_SYNC, 0));
-    l->ops->updated(l);
+    total = l->ops->updated(l, sumsq);
+  }
+  if (ls.norm_at_updated) {
+    s.grad_norm = sqrt(total);
+    check_finite(t, &s);
   }
   t->step++;
   s.step = t->step;

@@ -135,7 +135,7 @@ train_stats_t trainer_step(trainer_t *t, int stop_request) {
   double total = sumsq;
   if (l->ops->updated) { /* the others' parts: waiting for them is communication, not the update */
     mux_fg_set(MUX_ALLREDUCE, mux_site(MUX_SITE_SYNC, 0));
-    total = l->ops->updated(l, sumsq);
+    total = l->ops->updated(l, ls.norm_at_updated ? sumsq : 0.0);
   }
   if (ls.norm_at_updated) {
     s.grad_norm = sqrt(total);

@@ -5,6 +5,7 @@
 #                                               at most $tap_timeout seconds, default 60)
 #   tap_wait_until SECONDS COMMAND ARGS...     (poll until COMMAND succeeds; 1 on timeout)
 #   h5vals FILE DATASET, h5attr FILE OBJECT/ATTRIBUTE  (values read back with h5dump)
+#   log_worst_rel LOG_A LOG_B DATASET N, at_most VALUE BOUND  (two runs' logged values compared)
 tap_n=0
 tap_failed=0
 tap_ok() {
@@ -68,3 +69,14 @@ h5vals() {
 # h5attr FILE OBJECT/ATTRIBUTE: a scalar attribute's value, numbers in full precision, strings
 # without their quotes.
 h5attr() { h5dump -m '%.17g' -a "$2" "$1" 2>/dev/null | sed -n 's/^ *(0): //p' | sed 's/^"\(.*\)"$/\1/'; }
+# log_worst_rel LOG_A LOG_B DATASET N: the largest |a - b| / b over the N values (b > 0) of a
+# dataset in two runs' logs, "missing" when they do not hold N such pairs.
+log_worst_rel() {
+  h5vals "$1" "$3" >"$tap_tmp/worst_rel.a" 2>/dev/null
+  h5vals "$2" "$3" >"$tap_tmp/worst_rel.b" 2>/dev/null
+  paste "$tap_tmp/worst_rel.a" "$tap_tmp/worst_rel.b" | awk -v want="$4" '
+    NF == 2 && $2 > 0 { d = ($1 - $2) / $2; if (d < 0) d = -d; if (d > w) w = d; n++ }
+    END { if (n != want) print "missing"; else print w + 0 }'
+}
+# at_most VALUE BOUND: status 0 when VALUE is a number no larger than BOUND
+at_most() { [ "$1" != missing ] && awk -v v="$1" -v b="$2" 'BEGIN { exit !(v <= b) }'; }

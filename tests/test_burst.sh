@@ -79,11 +79,8 @@ done
 # of its rank set to hold (train.c, layout_step_t.norm_ranges) and summed over the ranks: every
 # step's logged norm within 1e-5 of the 1-rank run's, on the hand plans that change rank sets
 for np in 2 4; do
-  h5vals "$tap_tmp/mlp-$np-hand/log.h5" /metrics/grad_norm >"$tap_tmp/norm-$np.txt"
-  h5vals "$tap_tmp/mlp-dp1/log.h5" /metrics/grad_norm >"$tap_tmp/norm-1.txt"
-  worst=$(paste "$tap_tmp/norm-$np.txt" "$tap_tmp/norm-1.txt" |
-    awk 'NF == 2 && $2 > 0 { d = ($1 - $2) / $2; if (d < 0) d = -d; if (d > w) w = d; n++ } END { if (n != 10) print "missing"; else print w + 0 }')
-  [ "$worst" != missing ] && awk -v w="$worst" 'BEGIN { exit !(w <= 1e-5) }'
+  worst=$(log_worst_rel "$tap_tmp/mlp-$np-hand/log.h5" "$tap_tmp/mlp-dp1/log.h5" /metrics/grad_norm 10)
+  at_most "$worst" 1e-5
   tap_ok $? "mlp on $np ranks, hand plan: the 10 steps' gradient norms from the updates' passes = 1 rank's (worst $worst)"
 done
 tap_diag "the planner's resnet-mini plan on 8 ranks:" "$(cat "$tap_tmp/resnet-8-planner.plan.txt")"

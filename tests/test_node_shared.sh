@@ -44,11 +44,8 @@ same shared allreduce 1e-5 "node-shared = allreduce"
 # 1 rank's, and the parameters as 1 rank's
 run one_noclip 1 -D run.steps=8 -D train.clip_norm=0 && run shared_noclip 3 -D run.steps=8 -D train.clip_norm=0
 tap_ok $? "8 steps on 1 and on 3 ranks node-shared, no clipping"
-h5vals "$tap_tmp/shared_noclip/log.h5" /metrics/grad_norm >"$tap_tmp/norm3.txt"
-h5vals "$tap_tmp/one_noclip/log.h5" /metrics/grad_norm >"$tap_tmp/norm1.txt"
-worst=$(paste "$tap_tmp/norm3.txt" "$tap_tmp/norm1.txt" |
-  awk 'NF == 2 && $2 > 0 { d = ($1 - $2) / $2; if (d < 0) d = -d; if (d > w) w = d; n++ } END { if (n != 8) print "missing"; else print w + 0 }')
-[ "$worst" != missing ] && awk -v w="$worst" 'BEGIN { exit !(w <= 1e-5) }'
+worst=$(log_worst_rel "$tap_tmp/shared_noclip/log.h5" "$tap_tmp/one_noclip/log.h5" /metrics/grad_norm 8)
+at_most "$worst" 1e-5
 tap_ok $? "no clipping: the 8 steps' norms summed from the slices' updates = 1 rank's (worst $worst)"
 same shared_noclip one_noclip 1e-5 "no clipping: 3 ranks node-shared = 1 rank"
 

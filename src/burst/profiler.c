@@ -128,20 +128,6 @@ void burst_measure_compute(model_t *m, comm_t *world, burst_measured_t *out) {
   comm_allreduce_max_double(world, out->spread_us, (int)cells, TRAFFIC_OTHER);
 }
 
-/* The median of `repeats` timings (us) of fn(arg), after `warmup` untimed calls. */
-static double median_us_of(void (*fn)(void *), void *arg, int warmup, int repeats) {
-  double *t = xcalloc((size_t)repeats, sizeof *t);
-  for (int r = -warmup; r < repeats; r++) {
-    double t0 = surge_now();
-    fn(arg);
-    if (r >= 0) t[r] = (surge_now() - t0) * 1e6;
-  }
-  qsort(t, (size_t)repeats, sizeof *t, cmp_double);
-  double med = median_sorted(t, repeats);
-  free(t);
-  return med;
-}
-
 typedef struct step_piece {
   model_t *m;
   const dataset_t *ds;
@@ -152,15 +138,33 @@ typedef struct step_piece {
   float *x, *y;
 } step_piece_t;
 
-static void fetch_piece(void *arg) {
-  step_piece_t *s = arg;
-  dataset_get(s->ds, SPLIT_TRAIN, s->ids, s->batch, s->x, s->y);
-  model_set_batch(s->m, s->x, s->y, s->batch);
+/* The median of `repeats` results of measure(arg) (microseconds it timed), after `warmup` calls
+ * whose results are dropped. */
+static double median_us_of(double (*measure)(step_piece_t *), step_piece_t *arg, int warmup, int repeats) {
+  double *t = xcalloc((size_t)repeats, sizeof *t);
+  for (int r = -warmup; r < repeats; r++) {
+    double us = measure(arg);
+    if (r >= 0) t[r] = us;
+  }
+  qsort(t, (size_t)repeats, sizeof *t, cmp_double);
+  double med = median_sorted(t, repeats);
+  free(t);
+  return med;
 }
 
-static void loss_piece(void *arg) {
-  step_piece_t *s = arg;
+static double us_since(double t0) { return (surge_now() - t0) * 1e6; }
+
+static double fetch_us(step_piece_t *s) {
+  double t0 = surge_now();
+  dataset_get(s->ds, SPLIT_TRAIN, s->ids, s->batch, s->x, s->y);
+  model_set_batch(s->m, s->x, s->y, s->batch);
+  return us_since(t0);
+}
+
+static double loss_us(step_piece_t *s) {
+  double t0 = surge_now();
   model_loss(s->m, 0, s->batch, 1.0f / (float)s->batch);
+  return us_since(t0);
 }
 
 /* The per-step work around the passes, in a step's order and so in the caches a step leaves it:
@@ -168,42 +172,28 @@ static void loss_piece(void *arg) {
  * the squared gradient norm the trainer takes every step (for the log and clipping: a pass of its
  * own where the deck clips, else the update's), the update and the metrics' reduction. Timed back
  * to back instead, these found their slabs in cache (mlp on 2 ranks: 493 us a step against ~530
- * in step order). Microseconds of one step's. */
-static double update_once(step_piece_t *s) {
+ * in step order). */
+static double update_us(step_piece_t *s) {
   model_t *m = s->m;
   double t0 = surge_now();
   m->be->fill(m->grads, m->g->params.total, 0.0f);
   m->be->synchronize();
-  double zero = surge_now() - t0;
+  double zero = us_since(t0);
   model_forward(m, s->batch);
   model_loss(m, 0, s->batch, 1.0f / (float)s->batch);
   model_backward(m, s->batch);
   m->be->synchronize();
   t0 = surge_now();
-  volatile double sumsq; /* lr 0: the work of a step, parameters kept */
-  if (s->clips) { /* the norm first, for the clipping */
-    sumsq = m->be->sumsq(m->grads, m->g->params.total);
+  if (s->clips) { /* the norm first, for the clipping; lr 0: the work of a step, parameters kept */
+    (void)m->be->sumsq(m->grads, m->g->params.total);
     optim_step(s->opt, m->params, m->grads, 0.0f);
   } else {
-    sumsq = optim_step_part_sumsq(s->opt, m->params, m->grads, 0.0f, 0, m->g->params.total, NULL, 0);
+    (void)optim_step_part_sumsq(s->opt, m->params, m->grads, 0.0f, 0, m->g->params.total, NULL, 0);
   }
-  (void)sumsq;
   double metrics[3] = {0, 0, 0};
   comm_allreduce_sum_double(s->world, metrics, 3, TRAFFIC_OTHER);
   m->be->synchronize();
-  return (zero + surge_now() - t0) * 1e6;
-}
-
-static double median_update_us(step_piece_t *s, int warmup, int repeats) {
-  double *t = xcalloc((size_t)repeats, sizeof *t);
-  for (int r = -warmup; r < repeats; r++) {
-    double us = update_once(s);
-    if (r >= 0) t[r] = us;
-  }
-  qsort(t, (size_t)repeats, sizeof *t, cmp_double);
-  double med = median_sorted(t, repeats);
-  free(t);
-  return med;
+  return zero + us_since(t0);
 }
 
 void burst_measure_step(model_t *m, const dataset_t *ds, optim_t *opt, int clips, comm_t *world,
@@ -216,9 +206,9 @@ void burst_measure_step(model_t *m, const dataset_t *ds, optim_t *opt, int clips
   for (int i = 0; i < b; i++) s.ids[i] = (uint64_t)i % n;
   s.x = xcalloc(surge_mul_size((size_t)b, xs, "profile input"), sizeof *s.x);
   s.y = xcalloc(surge_mul_size((size_t)b, ys, "profile targets"), sizeof *s.y);
-  double v[3] = {median_us_of(fetch_piece, &s, out->warmup, out->repeats) / b,
-                 median_us_of(loss_piece, &s, out->warmup, out->repeats) / b,
-                 median_update_us(&s, out->warmup, out->repeats)};
+  double v[3] = {median_us_of(fetch_us, &s, out->warmup, out->repeats) / b,
+                 median_us_of(loss_us, &s, out->warmup, out->repeats) / b,
+                 median_us_of(update_us, &s, out->warmup, out->repeats)};
   comm_allreduce_max_double(world, v, 3, TRAFFIC_OTHER);
   out->step = (burst_step_costs_t){.data_us_per_sample = v[0], .loss_us_per_sample = v[1], .step_us = v[2]};
   free(s.ids);

@@ -1322,6 +1322,13 @@ int main(int argc, char **argv) {
   // of 48 (9x11), taps past a group of 6 (27), rows past a group of 4 (6), a partial last block
   test_conv_batch(7, 10, 9, 11, 12, 3, 1, 1, 1, 1, 0);
   test_conv_batch(9, 3, 28, 28, 6, 3, 1, 1, 1, 0, 0);
+  // stride 2 on even sizes (direct: phases of the input, the input gradient by parity): 3x3 with
+  // output channels past a tile (20), 1x1 (parities no tap reaches), 5x5, resnet-mini's downsampling
+  // convolution in a partial last block (8 per block)
+  test_conv_batch(5, 3, 8, 10, 20, 3, 2, 1, 1, 1, 0);
+  test_conv_batch(4, 5, 6, 6, 9, 1, 2, 0, 1, 0, 0);
+  test_conv_batch(3, 2, 10, 12, 4, 5, 2, 2, 0, 1, 0);
+  test_conv_batch(11, 16, 28, 28, 32, 3, 2, 1, 1, 1, 0);
   test_gemm_tn_rows(5, 7, 3, 0);
   test_gemm_tn_rows(17, 9, 1300, 3); /* several row blocks */
   test_maxpool(3, 8, 8, 2, 2, 0);

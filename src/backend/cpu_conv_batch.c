@@ -11,8 +11,9 @@
  *
  * A one-sample block skips the side-by-side copies (GEMMs read and write the sample in place), and a
  * 1x1 stride-1 unpadded convolution uses the image itself as its lowering. The epilogue runs on the
- * block while it is still in cache, so bias and ReLU cost no pass over memory. Stride-1 "same"
- * convolutions go to the direct AVX-512 path (cpu_conv_direct.c) where the CPU has it. */
+ * block while it is still in cache, so bias and ReLU cost no pass over memory. "Same" convolutions
+ * of stride 1, and of stride 2 on even sizes, go to the direct AVX-512 path (cpu_conv_direct.c)
+ * where the CPU has it. */
 #include <stdint.h>
 #include <string.h>
 

@@ -1329,6 +1329,7 @@ int main(int argc, char **argv) {
   test_conv_batch(4, 5, 6, 6, 9, 1, 2, 0, 1, 0, 0);
   test_conv_batch(3, 2, 10, 12, 4, 5, 2, 2, 0, 1, 0);
   test_conv_batch(11, 16, 28, 28, 32, 3, 2, 1, 1, 1, 0);
+  test_conv_batch(1, 3, 2, 4, 5, 3, 2, 1, 1, 0, 0); /* one output row: phases of one row and the pad */
   test_gemm_tn_rows(5, 7, 3, 0);
   test_gemm_tn_rows(17, 9, 1300, 3); /* several row blocks */
   test_maxpool(3, 8, 8, 2, 2, 0);

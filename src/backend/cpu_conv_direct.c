@@ -730,7 +730,8 @@ void cpu_conv_direct_bwd(const conv_shape_t *s, int B, const float *x, const flo
   if (dw)
     for (size_t i = 0; i < (size_t)ckk * op; i++) d.dwT[i] = 0.0;
   double *db_acc = xcalloc((size_t)s->O, sizeof *db_acc);
-  uint32_t *xchunk = pad_chunks(&g.x), *dychunk = pad_chunks(&g.dy);
+  /* at stride 1 dy pads like x: one table */
+  uint32_t *xchunk = pad_chunks(&g.x), *dychunk = g.s == 1 ? xchunk : pad_chunks(&g.dy);
   tile_lanes_t *table = dx ? tile_lane_table(&g) : NULL;
   for (int b0 = 0; b0 < B; b0 += nb) {
     const int n = B - b0 < nb ? B - b0 : nb;
@@ -758,8 +759,8 @@ void cpu_conv_direct_bwd(const conv_shape_t *s, int B, const float *x, const flo
     for (int o = 0; o < s->O; o++) db[o] = (float)((double)db[o] + db_acc[o]);
   free(db_acc);
   free(table);
+  if (dychunk != xchunk) free(dychunk);
   free(xchunk);
-  free(dychunk);
   free(taps.off);
 #else
   (void)s, (void)B, (void)x, (void)w, (void)dy, (void)relu_y, (void)dx, (void)dx_write, (void)dw, (void)db, (void)ws,

@@ -198,8 +198,9 @@ void cpu_linear_fwd(int rows, int out, int in, const float *x, const float *w, c
 int cpu_linear_unpacked(int rows, int out, int in);
 void cpu_gemm_tn_rows(int M, int N, int K, const float *A, int lda, const float *B, int ldb, float *C, int ldc);
 
-/* cpu_conv_direct.c: "same" convolutions (stride 1; stride 2 on even sizes) with AVX-512 tiles. cpu_conv_direct_blocks is the
- * samples per block it can run in ws_n floats, 0 where it does not apply (shape, CPU, workspace). */
+/* cpu_conv_direct.c: "same" convolutions (stride 1; stride 2 on even sizes) with AVX-512 tiles.
+ * cpu_conv_direct_blocks is the samples per block it can run in ws_n floats, 0 where it does not
+ * apply (shape, CPU, workspace). */
 int cpu_conv_direct_blocks(const conv_shape_t *s, size_t ws_n);
 size_t cpu_conv_direct_floats(const conv_shape_t *s); /* what it wants; 0 where it does not apply */
 int cpu_has_avx512(void); /* 1 where the CPU runs AVX-512F (the direct conv, the 2x2 max-pool) */

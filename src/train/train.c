@@ -82,6 +82,22 @@ static void check_finite(const trainer_t *t, const train_stats_t *s) {
                         t->step + 1, isfinite(s->loss) ? "gradient" : "loss", s->loss, s->grad_norm);
 }
 
+/* This rank's part of the update at rate lr, its seconds added to *update_s; where the step left
+ * the norm to it (ls->norm_deferred) the sum of squares of the gradients it counts, else 0. */
+static double update_part(trainer_t *t, const layout_step_t *ls, float lr, double *update_s) {
+  layout_t *l = t->layout;
+  mux_fg_set(MUX_COMPUTING, mux_site(MUX_SITE_UPDATE, 0));
+  gate(t);
+  double u0 = surge_now(), sumsq = 0;
+  if (ls->norm_deferred)
+    sumsq = optim_step_part_sumsq(&t->opt, l->m->params, l->m->grads, lr, l->update_lo, l->update_hi,
+                                  ls->norm_ranges, ls->norm_nranges);
+  else
+    optim_step_part(&t->opt, l->m->params, l->m->grads, lr, l->update_lo, l->update_hi);
+  *update_s += surge_now() - u0;
+  return sumsq;
+}
+
 train_stats_t trainer_step(trainer_t *t, int stop_request) {
   train_stats_t s;
   memset(&s, 0, sizeof s);
@@ -94,18 +110,10 @@ train_stats_t trainer_step(trainer_t *t, int stop_request) {
   layout_step_t ls = {.stop = stop_request ? 1.0 : 0.0, .norm_from_update = !(t->cfg.clip_norm > 0)};
   l->ops->step(l, t->ds, t->ids, (float)(1.0 / targets), &ls);
 
-  size_t lo = l->update_lo, hi = l->update_hi; /* this rank's part of the update */
   s.lr = lr_at(&t->opt.schedule, t->step);
   double update_s = 0, t1 = surge_now();
-  double sumsq = ls.sumsq;
-  if (ls.norm_deferred) { /* no clipping: the norm from the update's own pass over the gradients */
-    mux_fg_set(MUX_COMPUTING, mux_site(MUX_SITE_UPDATE, 0));
-    gate(t);
-    double u0 = surge_now();
-    sumsq = optim_step_part_sumsq(&t->opt, l->m->params, l->m->grads, (float)s.lr, lo, hi, ls.norm_ranges,
-                                  ls.norm_nranges);
-    update_s += surge_now() - u0;
-  }
+  /* no clipping: the norm from the update's own pass over the gradients, before the metrics */
+  double sumsq = ls.norm_deferred ? update_part(t, &ls, (float)s.lr, &update_s) : ls.sumsq;
 
   /* loss, squared gradient norm and stop requests of every rank: summed by the layout on the
    * gradient reduction where it can, else here in one reduction */
@@ -124,12 +132,8 @@ train_stats_t trainer_step(trainer_t *t, int stop_request) {
    * the checkpoint is not; one the layout sums at `updated` is checked there */
   if (!ls.norm_at_updated) check_finite(t, &s);
   if (!ls.norm_deferred) {
-    clip_to_norm(t->be, l->m->grads + lo, hi - lo, s.grad_norm, t->cfg.clip_norm);
-    mux_fg_set(MUX_COMPUTING, mux_site(MUX_SITE_UPDATE, 0));
-    gate(t);
-    double u0 = surge_now();
-    optim_step_part(&t->opt, l->m->params, l->m->grads, (float)s.lr, lo, hi);
-    update_s += surge_now() - u0;
+    clip_to_norm(t->be, l->m->grads + l->update_lo, l->update_hi - l->update_lo, s.grad_norm, t->cfg.clip_norm);
+    update_part(t, &ls, (float)s.lr, &update_s);
   }
   double t3 = surge_now();
   double total = sumsq;

@@ -1,6 +1,7 @@
 #!/bin/sh
 # 3D parallelism (doc/3d.md) end to end:
-#  - equivalence with one rank of every layout the issue names (tests/test_pipe_equiv, one 8-rank job);
+#  - equivalence with one rank of every layout the issue names (tests/test_pipe_equiv, one 8-rank job),
+#    also with a copy of the zoo whose gpt nodes have swapped names (tests/test_pipe_equiv_renamed);
 #  - surge-train on tp 2 x pp 2 x dp 2: a checkpoint resumed on the same layout ends bit for bit where
 #    the straight run ends, and resumed on tp 1 x pp 2 x dp 4 and on 1 rank within 1e-5 of it;
 #  - the log's /pipeline/events hold the 1F1B order of each stage, surge-report prints the bubble
@@ -11,6 +12,8 @@
 compare="$top_build/tests/h5_compare"
 
 tap_timeout=600 tap_pass_through "equivalence" 8 "$top_build/tests/test_pipe_equiv"
+# the same with the gpt's nodes renamed and their names swapped (roles are not names)
+tap_timeout=600 tap_pass_through "equivalence, renamed zoo" 8 "$top_build/tests/test_pipe_equiv_renamed"
 
 . "$top_src/tests/gpt3d.sh"
 base="$tap_tmp/base.deck"

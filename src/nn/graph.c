@@ -54,6 +54,7 @@ int graph_add(graph_t *g, layer_t proto) {
     snprintf(full, sizeof full, "%s.%s", proto.name, proto.pdesc[k].suffix);
     proto.param[k] = slab_layout_add(&g->params, full, proto.pdesc[k].ndim, proto.pdesc[k].d, idx);
   }
+  if (proto.role_blocks < 1) proto.role_blocks = 1;
   proto.needs_grad = proto.np > 0 || proto.kind == LAYER_TIED_LINEAR;
   for (int k = 0; k < proto.nin; k++) proto.needs_grad |= g->l[proto.in[k]].needs_grad;
   g->l[idx] = proto;
@@ -69,6 +70,13 @@ static layer_t proto1(layer_kind_t kind, int x, const char *name) {
   l.in[0] = x;
   snprintf(l.name, sizeof l.name, "%s", name);
   return l;
+}
+
+int nn_role(graph_t *g, int x, layer_role_t role, int blocks) {
+  if (x < 0 || x >= g->n) return -1;
+  g->l[x].role = role;
+  g->l[x].role_blocks = blocks > 0 ? blocks : 1;
+  return x;
 }
 
 int nn_linear(graph_t *g, int x, int out_features, int bias, const char *name) {

@@ -46,6 +46,10 @@ int nn_attention(graph_t *g, int qkv, int heads, const char *name);
 /* logits = x W^T where W is the "wte" tensor of embedding node `embed`. */
 int nn_tied_linear(graph_t *g, int x, int embed, const char *name);
 
+/* Give node x the tensor-parallel role `role` (role_blocks `blocks` >= 1); returns x (-1 stays -1),
+ * so a builder can wrap an add: nn_role(g, nn_linear(...), ROLE_COLUMN, 3). */
+int nn_role(graph_t *g, int x, layer_role_t role, int blocks);
+
 /* Output node (the last one) and its per-sample shape. */
 static inline int graph_output(const graph_t *g) { return g->n - 1; }
 /* Forward FLOPs per sample of the whole model. */

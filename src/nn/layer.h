@@ -41,6 +41,20 @@ typedef enum init_scheme {
   INIT_NORMAL_002,          /* GPT-2: N(0, 0.02) weights and embeddings, zero biases */
 } init_scheme_t;
 
+/* A node's tensor-parallel role (Megatron-LM's split, used by the 3d layout in src/pipe/): how its
+ * parameters split over a pipeline stage's tensor-parallel shards and which sum its boundary needs.
+ * The model's builder sets it (nn/zoo.c); the executor's sums, the gradient norm and checkpoints
+ * read it, never the node's name. Layouts without tensor parallelism ignore it. */
+typedef enum layer_role {
+  ROLE_REPLICATED = 0, /* parameters whole on every shard; no sum at the node (norms, elementwise) */
+  ROLE_COLUMN,         /* output features split: every parameter's rows, in role_blocks equal blocks
+                        * each split alike (q, k, v: 3); the input's gradient summed over the shards */
+  ROLE_ROW,            /* input features split: the weight's columns; the bias on shard 0 only; the
+                        * output summed over the shards */
+  ROLE_VOCAB,          /* an embedding's vocabulary split: the table's rows; the position table on
+                        * shard 0 only; the output summed over the shards */
+} layer_role_t;
+
 typedef struct layer_param_desc {
   char suffix[16]; /* "weight", "bias" */
   int ndim;
@@ -66,6 +80,8 @@ typedef struct layer {
   int bias;                             /* linear, conv2d: 1 = has a bias */
   float eps;                            /* layernorm */
   int tied_param;                       /* tied linear: slab tensor index of the shared weight */
+  layer_role_t role;                    /* tensor-parallel role (ROLE_REPLICATED unless set) */
+  int role_blocks;                      /* ROLE_COLUMN: equal blocks of the rows split alike (1) */
 
   /* parameters: described by infer, placed in the slab by the graph */
   int np;

@@ -78,24 +78,33 @@ int zoo_gpt_block(graph_t *g, int x, int i, int width, int heads, int shards, in
   char name[LAYER_NAME_MAX];
 #define BLOCK_NAME(suffix) (snprintf(name, sizeof name, "blocks.%d." suffix, i), name)
   int h = nn_layernorm(g, x, 1e-5f, BLOCK_NAME("ln1"));
-  h = nn_linear(g, h, 3 * C / shards, 1, BLOCK_NAME("qkv"));
+  h = nn_role(g, nn_linear(g, h, 3 * C / shards, 1, BLOCK_NAME("qkv")), ROLE_COLUMN, 3);
   h = nn_attention(g, h, heads / shards, BLOCK_NAME("attn"));
-  h = nn_linear(g, h, C, out_bias, BLOCK_NAME("proj"));
+  h = nn_role(g, nn_linear(g, h, C, out_bias, BLOCK_NAME("proj")), ROLE_ROW, 1);
   x = nn_add(g, x, h, BLOCK_NAME("add1"));
   h = nn_layernorm(g, x, 1e-5f, BLOCK_NAME("ln2"));
-  h = nn_linear(g, h, 4 * C / shards, 1, BLOCK_NAME("fc"));
+  h = nn_role(g, nn_linear(g, h, 4 * C / shards, 1, BLOCK_NAME("fc")), ROLE_COLUMN, 1);
   h = nn_gelu(g, h, BLOCK_NAME("gelu"));
-  h = nn_linear(g, h, C, out_bias, BLOCK_NAME("fcproj"));
+  h = nn_role(g, nn_linear(g, h, C, out_bias, BLOCK_NAME("fcproj")), ROLE_ROW, 1);
   return nn_add(g, x, h, BLOCK_NAME("add2"));
 #undef BLOCK_NAME
 }
 
+int zoo_gpt_embed(graph_t *g, int vocab, int vocab_lo, int positions, int context, int width) {
+  return nn_role(g, nn_embed_shard(g, 0, vocab, vocab_lo, positions, context, width, "wte"), ROLE_VOCAB, 1);
+}
+
+int zoo_gpt_head(graph_t *g, int x, int emb, int vocab) {
+  x = nn_layernorm(g, x, 1e-5f, "lnf");
+  x = emb >= 0 ? nn_tied_linear(g, x, emb, "lm_head") : nn_linear(g, x, vocab, 0, "lm_head");
+  return nn_role(g, x, ROLE_COLUMN, 1);
+}
+
 static int build_gpt(const zoo_opts_t *o, graph_t *g, int vocab) {
-  int emb = nn_embed(g, 0, vocab, o->gpt.context, o->gpt.width, "wte");
+  int emb = zoo_gpt_embed(g, vocab, 0, 1, o->gpt.context, o->gpt.width);
   int x = emb;
   for (int i = 0; i < o->gpt.layers; i++) x = zoo_gpt_block(g, x, i, o->gpt.width, o->gpt.heads, 1, 1);
-  x = nn_layernorm(g, x, 1e-5f, "lnf");
-  return nn_tied_linear(g, x, emb, "lm_head");
+  return zoo_gpt_head(g, x, emb, vocab);
 }
 
 /* The zoo: each model's name, its builder (returns the output node, or -1 with g->err set), the

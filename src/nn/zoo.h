@@ -44,11 +44,20 @@ int zoo_build(zoo_opts_t o, shape_t in, int classes, graph_t *g, char *err, size
 
 /* One gpt block i on x (T, width): the zoo's gpt and its tensor-parallel parts (3D parallelism,
  * src/pipe/) build their blocks with it. Nodes blocks.i.{ln1, qkv, attn, proj, add1, ln2, fc, gelu,
- * fcproj, add2}, in that order. shards > 1 builds one tensor-parallel shard: the attention heads
+ * fcproj, add2}, in that order, with their tensor-parallel roles (nn/layer.h: qkv and fc column-,
+ * proj and fcproj row-parallel). shards > 1 builds one tensor-parallel shard: the attention heads
  * and the first MLP layer's columns split into `shards` parts (qkv (T, 3 width/shards), fc
  * (T, 4 width/shards)), of which the graph holds one; out_bias 0 leaves out the biases of proj and
  * fcproj (one shard holds them). Returns the block's output node (add2), or -1 with g->err set. */
 int zoo_gpt_block(graph_t *g, int x, int i, int width, int heads, int shards, int out_bias);
+/* The gpt's embedding on its token ids (node 0): `vocab` rows of the table from id vocab_lo (the
+ * whole table: vocab_lo 0; a vocabulary-parallel shard otherwise), with the position table when
+ * positions != 0. Returns its node, or -1 with g->err set. */
+int zoo_gpt_embed(graph_t *g, int vocab, int vocab_lo, int positions, int context, int width);
+/* The gpt's head on x (T, width): the final layer norm and the output layer, tied to embedding node
+ * emb when emb >= 0, else a linear layer of `vocab` rows without bias (the last pipeline stage's
+ * replica of the embedding's rows). Returns the output node, or -1 with g->err set. */
+int zoo_gpt_head(graph_t *g, int x, int emb, int vocab);
 enum { ZOO_GPT_BLOCK_NODES = 10 };
 
 /* 1 when the model takes token sequences (gpt), 0 when it takes images or is unknown. */

@@ -28,22 +28,18 @@ static void make_groups(pipe_exec_t *ex) {
   if (ex->co.fe) split(ex, ends ? G->t : -1, G->p * G->dp + G->d, &ex->fe);
 }
 
-static int ends_with(const char *s, const char *suffix) {
-  size_t n = strlen(s), k = strlen(suffix);
-  return n >= k && strcmp(s + n - k, suffix) == 0;
-}
-
-/* The tensor-parallel sums at node boundaries (pipe/tp.h): g after row-parallel layers and the
- * vocabulary-parallel embedding, f after column-parallel layers' backward. */
+/* The tensor-parallel sums at node boundaries (pipe/tp.h), from the nodes' roles (nn/layer.h): g after
+ * row-parallel layers and the vocabulary-parallel embedding, f after column-parallel layers' backward
+ * (qkv, fc, the output layer). */
 static void mark_reductions(pipe_exec_t *ex) {
   const graph_t *lg = &ex->lg;
   ex->reduce_out = xcalloc((size_t)lg->n, 1);
   ex->reduce_in = xcalloc((size_t)lg->n, 1);
   if (ex->grid.tp == 1) return;
   for (int i = 1; i < lg->n; i++) {
-    const char *name = lg->l[i].name;
-    ex->reduce_out[i] = strcmp(name, "wte") == 0 || ends_with(name, ".proj") || ends_with(name, ".fcproj");
-    ex->reduce_in[i] = strcmp(name, "lm_head") == 0 || ends_with(name, ".qkv") || ends_with(name, ".fc");
+    layer_role_t r = lg->l[i].role;
+    ex->reduce_out[i] = r == ROLE_ROW || r == ROLE_VOCAB;
+    ex->reduce_in[i] = r == ROLE_COLUMN;
   }
 }
 
@@ -127,8 +123,8 @@ void pipe_exec_init(pipe_exec_t *ex, const graph_t *g, const gpt_dims_t *dims, c
   int cap = 6 * M + 4; /* passes, receive and send waits of every micro-batch, and the syncs */
   pipe_timeline_init(&ex->tl, cap < PIPE_TIMELINE_MAX ? cap : PIPE_TIMELINE_MAX, world->rank, G->p, epoch - offset);
   pipe_p2p_init(&ex->p2p, &ex->pp, M, &ex->tl);
-  ex->wte = slab_layout_find(&ex->lg.params, ex->part.first ? "wte.weight" : "lm_head.weight");
-  if (!ex->part.first && !ex->part.last) ex->wte = -1;
+  /* the word embedding: the first stage's table, or the last stage's output weight (its replica) */
+  ex->wte = ex->part.first ? ex->lg.l[1].param[0] : ex->part.last ? ex->lg.l[ex->lg.n - 1].param[0] : -1;
   size_t host = surge_mul_size((size_t)window, (size_t)dims->T, "host batch");
   ex->x = xcalloc(host, sizeof(float));
   ex->y = xcalloc(host, sizeof(float));

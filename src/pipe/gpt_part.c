@@ -9,32 +9,33 @@
 
 int gpt_block_node(int b) { return 2 + b * ZOO_GPT_BLOCK_NODES; }
 
-/* The kinds of a block's nodes, in zoo_gpt_block's order, and their names' last parts. */
+/* The kinds and tensor-parallel roles of a block's nodes, in zoo_gpt_block's order. */
 static const layer_kind_t block_kinds[ZOO_GPT_BLOCK_NODES] = {
     LAYER_LAYERNORM, LAYER_LINEAR, LAYER_ATTENTION, LAYER_LINEAR, LAYER_ADD,
     LAYER_LAYERNORM, LAYER_LINEAR, LAYER_GELU,      LAYER_LINEAR, LAYER_ADD};
-static const char *const block_parts[ZOO_GPT_BLOCK_NODES] = {"ln1", "qkv", "attn", "proj", "add1",
-                                                             "ln2", "fc",  "gelu", "fcproj", "add2"};
+static const layer_role_t block_roles[ZOO_GPT_BLOCK_NODES] = {
+    ROLE_REPLICATED, ROLE_COLUMN, ROLE_REPLICATED, ROLE_ROW,    ROLE_REPLICATED,
+    ROLE_REPLICATED, ROLE_COLUMN, ROLE_REPLICATED, ROLE_ROW,    ROLE_REPLICATED};
 
-static int node_is(const graph_t *g, int i, layer_kind_t kind, const char *name) {
-  return i >= 0 && i < g->n && g->l[i].kind == kind && strcmp(g->l[i].name, name) == 0;
+static int node_is(const graph_t *g, int i, layer_kind_t kind, layer_role_t role) {
+  return i >= 0 && i < g->n && g->l[i].kind == kind && g->l[i].role == role;
 }
 
 int gpt_dims_of(const graph_t *g, gpt_dims_t *d, char *err, size_t errlen) {
   memset(d, 0, sizeof *d);
   int L = (g->n - 4) / ZOO_GPT_BLOCK_NODES;
   if (g->n < 4 + ZOO_GPT_BLOCK_NODES || (g->n - 4) % ZOO_GPT_BLOCK_NODES != 0 || g->l[0].out.ndim != 1 ||
-      !node_is(g, 1, LAYER_EMBED, "wte") || !node_is(g, g->n - 2, LAYER_LAYERNORM, "lnf") ||
-      !node_is(g, g->n - 1, LAYER_TIED_LINEAR, "lm_head")) {
-    snprintf(err, errlen, "the model is not the zoo's gpt (embedding, blocks, lnf, tied lm_head)");
+      !node_is(g, 1, LAYER_EMBED, ROLE_VOCAB) || !node_is(g, g->n - 2, LAYER_LAYERNORM, ROLE_REPLICATED) ||
+      !node_is(g, g->n - 1, LAYER_TIED_LINEAR, ROLE_COLUMN)) {
+    snprintf(err, errlen, "the model is not the zoo's gpt (embedding, blocks, final norm, tied output layer)");
     return -1;
   }
   for (int b = 0; b < L; b++)
     for (int k = 0; k < ZOO_GPT_BLOCK_NODES; k++) {
-      char name[LAYER_NAME_MAX];
-      snprintf(name, sizeof name, "blocks.%d.%s", b, block_parts[k]);
-      if (!node_is(g, gpt_block_node(b) + k, block_kinds[k], name)) {
-        snprintf(err, errlen, "the model is not the zoo's gpt (node %d is not %s)", gpt_block_node(b) + k, name);
+      int i = gpt_block_node(b) + k;
+      if (!node_is(g, i, block_kinds[k], block_roles[k])) {
+        snprintf(err, errlen, "the model is not the zoo's gpt (node %d, %s, is not block %d's %s)", i, g->l[i].name,
+                 b, layer_kind_name(block_kinds[k]));
         return -1;
       }
     }
@@ -49,13 +50,10 @@ int gpt_part_build(const gpt_dims_t *d, const gpt_part_t *p, graph_t *lg, char *
   graph_init(lg, p->first ? shape1(d->T) : shape2(d->T, C), INIT_NORMAL_002);
   lg->targets_per_sample = d->T;
   int x = 0, emb = -1;
-  if (p->first) x = emb = nn_embed_shard(lg, 0, V, p->tp_rank * V, p->tp_rank == 0, d->context, C, "wte");
+  if (p->first) x = emb = zoo_gpt_embed(lg, V, p->tp_rank * V, p->tp_rank == 0, d->context, C);
   for (int b = p->first_block; b < p->first_block + p->blocks; b++)
     x = zoo_gpt_block(lg, x, b, C, d->heads, p->tp, p->tp_rank == 0);
-  if (p->last) {
-    x = nn_layernorm(lg, x, 1e-5f, "lnf");
-    x = p->first ? nn_tied_linear(lg, x, emb, "lm_head") : nn_linear(lg, x, V, 0, "lm_head");
-  }
+  if (p->last) x = zoo_gpt_head(lg, x, emb, V);
   if (x < 0) {
     snprintf(err, errlen, "%s", lg->err);
     return -1;
@@ -63,82 +61,83 @@ int gpt_part_build(const gpt_dims_t *d, const gpt_part_t *p, graph_t *lg, char *
   return 0;
 }
 
-/* How a kind of tensor (its layer's name, last part, and suffix) is split: GPT_SHARD along `axis`,
- * within each of `blocks` equal blocks of that axis (q, k, v); the rest as `hold` says. */
-typedef struct split_rule {
-  const char *layer, *suffix;
-  gpt_hold_t hold;
+/* How the shards hold parameter k of a node of the given role: GPT_SHARD along *axis, within each of
+ * *blocks equal blocks of that axis (q, k, v); the rest as the result says. */
+static gpt_hold_t hold_of(const layer_t *l, int k, int *axis, int *blocks) {
+  *axis = 0;
+  *blocks = 1;
+  switch (l->role) {
+  case ROLE_COLUMN:
+    *blocks = l->role_blocks;
+    return GPT_SHARD;
+  case ROLE_ROW: /* weight (out, in): its columns; the bias on shard 0 */
+    *axis = 1;
+    return k == 0 ? GPT_SHARD : GPT_SHARD_ZERO;
+  case ROLE_VOCAB: /* the table's rows; the position table on shard 0 */
+    return k == 0 ? GPT_SHARD : GPT_SHARD_ZERO;
+  case ROLE_REPLICATED:
+    break;
+  }
+  return GPT_EVERY_SHARD;
+}
+
+/* The node of the part's graph lg that holds global node i's parameters (-1: not this stage's).
+ * The graphs are laid out alike (gpt_part_build): input, embedding (first stage), the stage's blocks,
+ * final norm and output layer (last stage). */
+static int part_node(const graph_t *g, const gpt_part_t *p, const graph_t *lg, int i) {
+  int block0 = gpt_block_node(0), blocks_end = g->n - 2;
+  if (i == 1) return p->first ? 1 : -1;
+  if (i >= blocks_end) return p->last ? lg->n - (g->n - i) : -1;
+  int b = (i - block0) / ZOO_GPT_BLOCK_NODES;
+  if (b < p->first_block || b >= p->first_block + p->blocks) return -1;
+  return (p->first ? block0 : 1) + (i - gpt_block_node(p->first_block));
+}
+
+/* The slab tensor of lg that holds global tensor t (owned by node o, its parameter k), or -1 when
+ * this part holds none of it. The tied word embedding is the last stage's output weight where that
+ * stage lacks the embedding. */
+static int part_tensor(const graph_t *g, const gpt_part_t *p, const graph_t *lg, int o, int k, int tied) {
+  int n = tied && !p->first && p->last ? lg->n - 1 : part_node(g, p, lg, o);
+  if (n < 0) return -1;
+  if (k >= lg->l[n].np)
+    surge_runtime_error("3d layout: node %d of the part of stage blocks %d.. has %d parameters, not %d (a layout bug)",
+                        n, p->first_block, lg->l[n].np, k + 1);
+  return lg->l[n].param[k];
+}
+
+int gpt_part_pieces(const graph_t *g, const gpt_part_t *p, const graph_t *lg, int ti, gpt_piece_t *out) {
+  const slab_tensor_t *t = &g->params.t[ti];
+  const layer_t *owner = &g->l[t->owner];
+  int k = 0;
+  while (k < owner->np && owner->param[k] != ti) k++;
   int axis, blocks;
-} split_rule_t;
-
-static const split_rule_t rules[] = {
-    {"qkv", "weight", GPT_SHARD, 0, 3},    {"qkv", "bias", GPT_SHARD, 0, 3},
-    {"fc", "weight", GPT_SHARD, 0, 1},     {"fc", "bias", GPT_SHARD, 0, 1},
-    {"proj", "weight", GPT_SHARD, 1, 1},   {"fcproj", "weight", GPT_SHARD, 1, 1},
-    {"proj", "bias", GPT_SHARD_ZERO, 0, 1}, {"fcproj", "bias", GPT_SHARD_ZERO, 0, 1},
-    {"wte", "weight", GPT_SHARD, 0, 1},    {"wte", "pos", GPT_SHARD_ZERO, 0, 1},
-};
-static const split_rule_t every_shard = {"", "", GPT_EVERY_SHARD, 0, 1};
-
-/* The rule of a tensor name "[blocks.B.]LAYER.SUFFIX"; *block gets B (-1 outside the blocks). */
-static const split_rule_t *rule_of(const char *name, int *block) {
-  char layer[SLAB_NAME_MAX] = "", suffix[SLAB_NAME_MAX] = "";
-  *block = -1;
-  if (sscanf(name, "blocks.%d.%63[^.].%63s", block, layer, suffix) != 3) {
-    *block = -1;
-    if (sscanf(name, "%63[^.].%63s", layer, suffix) != 2) return &every_shard;
-  }
-  for (size_t i = 0; i < sizeof rules / sizeof rules[0]; i++)
-    if (strcmp(rules[i].layer, layer) == 0 && strcmp(rules[i].suffix, suffix) == 0) return &rules[i];
-  return &every_shard;
-}
-
-/* Whether the part's stage holds tensor `name` (of block `block`, -1 outside the blocks), and the name
- * its graph gives it. */
-static int stage_holds(const gpt_part_t *p, const char *name, int block, char *local, size_t n) {
-  snprintf(local, n, "%s", name);
-  if (block >= 0) return block >= p->first_block && block < p->first_block + p->blocks;
-  if (strcmp(name, "wte.weight") == 0) {
-    if (!p->first && p->last) snprintf(local, n, "lm_head.weight");
-    return p->first || p->last;
-  }
-  if (strncmp(name, "wte.", 4) == 0) return p->first;
-  return p->last; /* lnf */
-}
-
-int gpt_part_pieces(const gpt_dims_t *d, const gpt_part_t *p, const graph_t *lg, const slab_tensor_t *t,
-                    gpt_piece_t *out) {
-  (void)d;
-  int block;
-  const split_rule_t *r = rule_of(t->name, &block);
-  char local[SLAB_NAME_MAX];
-  int held = stage_holds(p, t->name, block, local, sizeof local) && (r->hold != GPT_SHARD_ZERO || p->tp_rank == 0);
-  int li = held ? slab_layout_find(&lg->params, local) : -1;
-  if (held && li < 0) surge_runtime_error("3d layout: part of stage blocks %d.. lacks %s (a layout bug)", p->first_block, local);
-  int np = r->hold == GPT_SHARD ? r->blocks : 1;
+  gpt_hold_t hold = hold_of(owner, k, &axis, &blocks);
+  int tied = g->l[g->n - 1].kind == LAYER_TIED_LINEAR && g->l[g->n - 1].tied_param == ti;
+  int li = hold != GPT_SHARD_ZERO || p->tp_rank == 0 ? part_tensor(g, p, lg, t->owner, k, tied) : -1;
+  int np = hold == GPT_SHARD ? blocks : 1;
   size_t floats = 0;
   for (int j = 0; j < np; j++) {
     gpt_piece_t *q = &out[j];
     memset(q, 0, sizeof *q);
     q->ndim = t->ndim;
-    q->hold = r->hold;
-    q->tied = strcmp(t->name, "wte.weight") == 0;
-    for (int k = 0; k < t->ndim; k++) q->dims[k] = (size_t)t->d[k];
-    if (!held) continue;
+    q->hold = hold;
+    q->tied = tied;
+    for (int a = 0; a < t->ndim; a++) q->dims[a] = (size_t)t->d[a];
+    if (li < 0) continue;
     size_t box = 1;
-    for (int k = 0; k < t->ndim; k++) q->count[k] = q->dims[k];
-    if (r->hold == GPT_SHARD) {
-      size_t per_block = q->dims[r->axis] / (size_t)r->blocks, per_shard = per_block / (size_t)p->tp;
-      q->start[r->axis] = (size_t)j * per_block + (size_t)p->tp_rank * per_shard;
-      q->count[r->axis] = per_shard;
+    for (int a = 0; a < t->ndim; a++) q->count[a] = q->dims[a];
+    if (hold == GPT_SHARD) {
+      size_t per_block = q->dims[axis] / (size_t)blocks, per_shard = per_block / (size_t)p->tp;
+      q->start[axis] = (size_t)j * per_block + (size_t)p->tp_rank * per_shard;
+      q->count[axis] = per_shard;
     }
-    for (int k = 0; k < t->ndim; k++) box *= q->count[k];
+    for (int a = 0; a < t->ndim; a++) box *= q->count[a];
     q->off = lg->params.t[li].off + floats;
     q->n = box;
     floats += box;
   }
-  if (held && floats != lg->params.t[li].n)
-    surge_runtime_error("3d layout: %s holds %zu floats, its boxes of %s %zu (a layout bug)", local,
+  if (li >= 0 && floats != lg->params.t[li].n)
+    surge_runtime_error("3d layout: %s holds %zu floats, its boxes of %s %zu (a layout bug)", lg->params.t[li].name,
                         lg->params.t[li].n, t->name, floats);
   return np;
 }

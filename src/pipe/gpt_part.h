@@ -1,6 +1,7 @@
 /* A part of the zoo's GPT for one rank of a 3D layout: the whole blocks of its pipeline stage (the
  * embedding on the first stage; the final norm and the output layer on the last), with its
  * tensor-parallel shard of each (Megatron-LM's split):
+ * (the roles as nn/zoo.c gives them; the code reads the roles, nn/layer.h):
  *   qkv, fc        column-parallel: this shard's heads' q, k and v rows / 4C/TP rows of the weight
  *   proj, fcproj   row-parallel: the matching C/TP / 4C/TP columns; the bias on shard 0 only, so the
  *                  shards' outputs sum (the executor's allreduce) to the whole layer's
@@ -59,10 +60,11 @@ typedef struct gpt_piece {
   int tied;                      /* the word embedding: held by the first and the last stage */
 } gpt_piece_t;
 
-/* The boxes of global tensor t (of the whole model's slab layout) into out[GPT_MAX_PIECES]: as many
- * as the tensor has on every part (3 for qkv, whose shard is three row ranges; else 1), each
- * located in lg's slab when this part holds it. Returns how many. */
-int gpt_part_pieces(const gpt_dims_t *d, const gpt_part_t *p, const graph_t *lg, const slab_tensor_t *t,
-                    gpt_piece_t *out);
+/* The boxes of tensor t of the whole model g's slab layout into out[GPT_MAX_PIECES]: as many as the
+ * tensor has on every part (the role_blocks of a column-parallel node: 3 for qkv, whose shard is
+ * three row ranges; else 1), each located in the part lg's slab when this part holds it. How a box
+ * is split comes from the owning node's tensor-parallel role (nn/layer.h), never from its name.
+ * Returns how many. */
+int gpt_part_pieces(const graph_t *g, const gpt_part_t *p, const graph_t *lg, int t, gpt_piece_t *out);
 
 #endif

@@ -138,7 +138,7 @@ static void make_pieces(pipe_layout_t *pl, const graph_t *g) {
   size_t held = 0;
   for (int t = 0; t < G->n; t++) {
     gpt_piece_t *q = &pl->piece[L->n];
-    int n = gpt_part_pieces(&ex->dims, &ex->part, &ex->lg, &G->t[t], q);
+    int n = gpt_part_pieces(g, &ex->part, &ex->lg, t, q);
     for (int j = 0; j < n; j++) {
       slab_tensor_t *e = &L->t[L->n++];
       snprintf(e->name, sizeof e->name, "%s", G->t[t].name);

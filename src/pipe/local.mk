@@ -12,5 +12,21 @@ TESTS += tests/test_pipe_schedule
 check_PROGRAMS += tests/test_pipe_equiv
 tests_test_pipe_equiv_SOURCES = tests/test_pipe_equiv.c
 tests_test_pipe_equiv_LDADD = $(SURGE_LIBS)
+# The same against a copy of the zoo whose gpt nodes have other, swapped names (q, k, v projection and
+# attention output, the two MLP layers, embedding and output layer): the 3d layout reads roles, not
+# names. The copy's symbols replace nn/zoo.o of the library in this program.
+check_PROGRAMS += tests/test_pipe_equiv_renamed
+tests_test_pipe_equiv_renamed_SOURCES = tests/test_pipe_equiv.c
+nodist_tests_test_pipe_equiv_renamed_SOURCES = tests/zoo_renamed.c
+tests_test_pipe_equiv_renamed_CPPFLAGS = $(AM_CPPFLAGS) -DPIPE_EQUIV_RENAMED
+tests_test_pipe_equiv_renamed_LDADD = $(SURGE_LIBS)
+CLEANFILES += tests/zoo_renamed.c
+tests/zoo_renamed.c: $(top_srcdir)/src/nn/zoo.c
+	$(MKDIR_P) tests
+	sed -e 's/"blocks\.%d\."/"layer%d."/' \
+	  -e 's/BLOCK_NAME("qkv")/BLOCK_NAME("@a")/; s/BLOCK_NAME("proj")/BLOCK_NAME("qkv")/; s/BLOCK_NAME("@a")/BLOCK_NAME("proj")/' \
+	  -e 's/BLOCK_NAME("fc")/BLOCK_NAME("@b")/; s/BLOCK_NAME("fcproj")/BLOCK_NAME("fc")/; s/BLOCK_NAME("@b")/BLOCK_NAME("fcproj")/' \
+	  -e 's/"wte"/"@c"/; s/"lm_head"/"wte"/g; s/"@c"/"lm_head"/; s/"lnf"/"final_norm"/' \
+	  $(top_srcdir)/src/nn/zoo.c >$@.tmp && mv $@.tmp $@
 dist_check_SCRIPTS += tests/test_3d.sh
 TESTS += tests/test_3d.sh

@@ -18,4 +18,18 @@ tap_ok $? "the same search finds the names in the layout table and the burst lay
 grep -q "layout->ops->step\|l->ops->step" "$top_src/src/train/train.c"
 tap_ok $? "the trainer steps through the layout's table of operations"
 
+# roles are not names (nn/layer.h): no code outside the zoo matches on the gpt's node names; the
+# executor's sums, the pieces, the norm and checkpoints read the nodes' tensor-parallel roles
+names='"(wte|lm_head|lnf)[".]|\.(qkv|proj|fc|fcproj|attn)"|"blocks\.'
+code_of() { sed -e 's,/\*.*,,' -e 's,^[[:space:]]*\*.*,,' "$1"; } # without its comments
+found=""
+for f in $(find "$top_src/src" -name '*.[ch]' ! -path '*/nn/zoo.c' | sort); do
+  hits=$(code_of "$f" | grep -n -E "$names") && found="$found ${f#"$top_src"/}: $hits"
+done
+[ -z "$found" ]
+tap_ok $? "no code outside src/nn/zoo.c names a gpt node (grep -E '$names' without comments)"
+[ -z "$found" ] || tap_diag "$found"
+code_of "$top_src/src/nn/zoo.c" | grep -q -E "$names"
+tap_ok $? "the same search finds the names in the zoo"
+
 tap_done

@@ -5,17 +5,19 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/share.h"
 #include "core/timer.h"
 #include "mux/mux.h"
 
 /* Positions [lo, hi) of the global batch that `rank` computes in node's set (empty when the rank is
  * not in it). Returns whether the share is non-empty. */
-static int share_of(const burst_exec_t *ex, int node, int rank, int *lo, int *hi) {
+static int node_share(const burst_exec_t *ex, int node, int rank, int *lo, int *hi) {
   int k = rank - ex->first[node], n = ex->n[node];
   *lo = *hi = 0;
   if (k < 0 || k >= n) return 0;
-  *lo = (int)((long)ex->batch * k / n);
-  *hi = (int)((long)ex->batch * (k + 1) / n);
+  share_t s = share_of((uint64_t)ex->batch, (uint64_t)k, (uint64_t)n);
+  *lo = (int)s.lo;
+  *hi = (int)s.hi;
   return *hi > *lo;
 }
 
@@ -92,7 +94,7 @@ static void make_shares(burst_exec_t *ex) {
   ex->cnt = xcalloc((size_t)g->n, sizeof *ex->cnt);
   for (int i = 1; i < g->n; i++) {
     int lo, hi;
-    share_of(ex, i, ex->world->rank, &lo, &hi);
+    node_share(ex, i, ex->world->rank, &lo, &hi);
     ex->lo[i] = lo;
     ex->cnt[i] = hi - lo;
   }
@@ -271,7 +273,7 @@ static void route(burst_exec_t *ex, int j, int k, int backward) {
   comm_group_begin(ex->world); /* on a GPU: the transfers below go as one NCCL group */
   if (stage) /* this rank consumes [lo_j, hi_j) from the producer's ranks */
     for (int r = ex->first[i]; r < ex->first[i] + ex->n[i]; r++) {
-      if (!share_of(ex, i, r, &plo, &phi) || !overlap(plo, phi, ex->lo[j], ex->lo[j] + ex->cnt[j], &lo, &hi))
+      if (!node_share(ex, i, r, &plo, &phi) || !overlap(plo, phi, ex->lo[j], ex->lo[j] + ex->cnt[j], &lo, &hi))
         continue;
       float *s = stage + (size_t)(lo - ex->lo[j]) * sz;
       size_t n = (size_t)(hi - lo) * sz;
@@ -288,7 +290,7 @@ static void route(burst_exec_t *ex, int j, int k, int backward) {
   if (ex->cnt[i] > 0) /* this rank owns [my_lo, my_hi): serve the other consumers */
     for (int r = ex->first[j]; r < ex->first[j] + ex->n[j]; r++) {
       int clo, chi;
-      if (r == me || !share_of(ex, j, r, &clo, &chi) || !overlap(my_lo, my_hi, clo, chi, &lo, &hi)) continue;
+      if (r == me || !node_share(ex, j, r, &clo, &chi) || !overlap(my_lo, my_hi, clo, chi, &lo, &hi)) continue;
       size_t at = (size_t)(lo - my_lo) * sz, n = (size_t)(hi - lo) * sz;
       if (backward)
         comm_irecv(ex->world, ex->recv + at, n, r, k, cat, &req[nreq++]);
@@ -299,7 +301,7 @@ static void route(burst_exec_t *ex, int j, int k, int backward) {
   if (backward) /* the owner adds the consumers' parts (disjoint ranges of its share) */
     for (int r = ex->first[j], q = served; r < ex->first[j] + ex->n[j]; r++) {
       int clo, chi;
-      if (r == me || !share_of(ex, j, r, &clo, &chi) || !overlap(my_lo, my_hi, clo, chi, &lo, &hi)) continue;
+      if (r == me || !node_share(ex, j, r, &clo, &chi) || !overlap(my_lo, my_hi, clo, chi, &lo, &hi)) continue;
       size_t at = (size_t)(lo - my_lo) * sz;
       be->axpy((size_t)(hi - lo) * sz, 1.0f, ex->recv + at, mine + at);
       q++;
@@ -438,28 +440,33 @@ double burst_exec_grad_sumsq(const burst_exec_t *ex) {
   return sumsq;
 }
 
+/* One chunk of an evaluation: every node on every position of it. */
+typedef struct eval_ctx {
+  burst_exec_t *ex;
+  const dataset_t *ds;
+  data_split_t split;
+} eval_ctx_t;
+
+static void eval_chunk(void *ctx, const uint64_t *ids, int B, int c, double sums[2]) {
+  eval_ctx_t *e = ctx;
+  model_t *m = &e->ex->m;
+  (void)c;
+  fetch_range(e->ex, e->ds, e->split, ids, 0, B, m->act[0], m->targets);
+  model_forward(m, B);
+  sums[0] += model_loss(m, 0, B, 0.0f);
+  sums[1] += (double)model_correct(m, 0, B);
+}
+
 void burst_exec_eval(burst_exec_t *ex, const dataset_t *ds, data_split_t split, uint64_t n, double sums[2]) {
   model_t *m = &ex->m;
-  int R = ex->world->size, r = ex->world->rank;
-  uint64_t lo = (uint64_t)((unsigned __int128)n * (unsigned)r / (unsigned)R);
-  uint64_t hi = (uint64_t)((unsigned __int128)n * (unsigned)(r + 1) / (unsigned)R);
-  uint64_t *ids = xcalloc((size_t)ex->window, sizeof *ids);
-  sums[0] = sums[1] = 0;
+  eval_ctx_t e = {ex, ds, split};
   model_wire_default(m); /* every node on every position of the chunk */
-  for (uint64_t at = lo; at < hi; at += (uint64_t)ex->window) {
-    int B = (int)(hi - at < (uint64_t)ex->window ? hi - at : (uint64_t)ex->window);
-    for (int i = 0; i < B; i++) ids[i] = at + (uint64_t)i;
-    fetch_range(ex, ds, split, ids, 0, B, m->act[0], m->targets);
-    model_forward(m, B);
-    sums[0] += model_loss(m, 0, B, 0.0f);
-    sums[1] += (double)model_correct(m, 0, B);
-  }
+  share_walk(n, (uint64_t)ex->world->rank, (uint64_t)ex->world->size, ex->window, eval_chunk, &e, sums);
   for (int j = 1; j < ex->g->n; j++) /* back to the plan's wiring */
     for (int k = 0; k < ex->g->l[j].nin; k++) {
       if (ex->stage[j][k]) m->in[j][k] = ex->stage[j][k];
       if (ex->stage[j][k]) m->din[j][k] = ex->dstage[j][k];
     }
-  free(ids);
 }
 
 void burst_exec_gather(const burst_exec_t *ex, float *slabs[], int nslabs) {

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/share.h"
 #include "io/checkpoint_impl.h"
 #include "io/strbuf.h"
 
@@ -123,8 +124,8 @@ ckpt_chunking_t ckpt_chunking(const state_tensor_t *t) {
   if (nchunks < spread) nchunks = spread;
   ckpt_chunking_t c = {.chunk_rows = (rows + nchunks - 1) / nchunks};
   nchunks = (rows + c.chunk_rows - 1) / c.chunk_rows;
-  // rank r writes chunks [nchunks * r / ranks, nchunks * (r + 1) / ranks)
-  size_t first = nchunks * rank / ranks, end = nchunks * (rank + 1) / ranks;
+  share_t mine = share_of(nchunks, rank, ranks); /* rank r writes chunks [lo, hi) */
+  size_t first = (size_t)mine.lo, end = (size_t)mine.hi;
   c.lo = first * c.chunk_rows < rows ? first * c.chunk_rows : rows;
   c.hi = end * c.chunk_rows < rows ? end * c.chunk_rows : rows;
   return c;

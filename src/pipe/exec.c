@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/share.h"
 #include "core/timer.h"
 #include "pipe/p2p_cb.h"
 
@@ -69,10 +70,10 @@ static void make_sync(pipe_exec_t *ex, const gradsync_opts_t *opts, uint64_t see
 
 /* Positions [*lo, *lo + *cnt) of the global batch of micro-batch k of this rank's replica. */
 static void micro_batch(const pipe_exec_t *ex, int k, int *lo, int *cnt) {
-  long B = ex->batch, DP = ex->grid.dp, d = ex->grid.d;
-  long first = B * d / DP, n = B * (d + 1) / DP - first;
-  *lo = (int)(first + n * k / ex->M);
-  *cnt = (int)(first + n * (k + 1) / ex->M) - *lo;
+  share_t replica = share_of((uint64_t)ex->batch, (uint64_t)ex->grid.d, (uint64_t)ex->grid.dp);
+  share_t mb = share_of(replica.hi - replica.lo, (uint64_t)k, (uint64_t)ex->M);
+  *lo = (int)(replica.lo + mb.lo);
+  *cnt = (int)(mb.hi - mb.lo);
 }
 
 void pipe_exec_init(pipe_exec_t *ex, const graph_t *g, const gpt_dims_t *dims, const pipe_grid_t *grid,
@@ -313,30 +314,34 @@ void pipe_exec_step(pipe_exec_t *ex, const dataset_t *ds, const uint64_t *ids, f
   t->comm += surge_now() - a - t->wait;
 }
 
-void pipe_exec_eval(pipe_exec_t *ex, const dataset_t *ds, data_split_t split, uint64_t n, double sums[2]) {
+/* One chunk of an evaluation through the stage: received from the previous stage (or fetched), sent
+ * on to the next (or scored by the last stage, shard 0 adding the sums). */
+typedef struct eval_ctx {
+  pipe_exec_t *ex;
+  const dataset_t *ds;
+  data_split_t split;
+} eval_ctx_t;
+
+static void eval_chunk(void *ctx, const uint64_t *ids, int B, int c, double sums[2]) {
+  eval_ctx_t *e = ctx;
+  pipe_exec_t *ex = e->ex;
   model_t *m = &ex->m;
   int out = ex->lg.n - 1;
+  fetch(ex, e->ds, e->split, ids, B, 0);
+  if (!ex->part.first) p2p_eval_recv(&ex->p2p, c, m->act[0], (size_t)B * out_floats(&ex->lg, 0));
+  forward_nodes(ex, 0, B);
+  if (ex->part.last) {
+    double loss = tp_xent_loss(&ex->xent, B * ex->dims.T, m->act[out], m->targets, 0.0f, NULL);
+    long correct = tp_xent_correct(&ex->xent, B * ex->dims.T, m->act[out], m->targets);
+    if (ex->grid.t == 0) sums[0] += loss, sums[1] += (double)correct;
+  } else {
+    p2p_eval_send(&ex->p2p, c, m->act[out], (size_t)B * out_floats(&ex->lg, out));
+  }
+}
+
+void pipe_exec_eval(pipe_exec_t *ex, const dataset_t *ds, data_split_t split, uint64_t n, double sums[2]) {
   /* chunks every stage holds: the last stage has the fewest slots */
   int window = ex->mb_cap * pipe_in_flight(ex->sched, ex->grid.pp, ex->M, ex->grid.pp - 1);
-  uint64_t DP = (uint64_t)ex->grid.dp, d = (uint64_t)ex->grid.d;
-  uint64_t lo = (uint64_t)((unsigned __int128)n * d / DP), hi = (uint64_t)((unsigned __int128)n * (d + 1) / DP);
-  uint64_t *ids = xcalloc((size_t)window, sizeof *ids);
-  size_t in_row = out_floats(&ex->lg, 0), out_row = out_floats(&ex->lg, out);
-  sums[0] = sums[1] = 0;
-  int c = 0;
-  for (uint64_t at = lo; at < hi; at += (uint64_t)window, c++) {
-    int B = (int)(hi - at < (uint64_t)window ? hi - at : (uint64_t)window);
-    for (int i = 0; i < B; i++) ids[i] = at + (uint64_t)i;
-    fetch(ex, ds, split, ids, B, 0);
-    if (!ex->part.first) p2p_eval_recv(&ex->p2p, c, m->act[0], (size_t)B * in_row);
-    forward_nodes(ex, 0, B);
-    if (ex->part.last) {
-      double loss = tp_xent_loss(&ex->xent, B * ex->dims.T, m->act[out], m->targets, 0.0f, NULL);
-      long correct = tp_xent_correct(&ex->xent, B * ex->dims.T, m->act[out], m->targets);
-      if (ex->grid.t == 0) sums[0] += loss, sums[1] += (double)correct;
-    } else {
-      p2p_eval_send(&ex->p2p, c, m->act[out], (size_t)B * out_row);
-    }
-  }
-  free(ids);
+  eval_ctx_t e = {ex, ds, split};
+  share_walk(n, (uint64_t)ex->grid.d, (uint64_t)ex->grid.dp, window, eval_chunk, &e, sums);
 }

@@ -7,13 +7,14 @@
 #include <sys/statvfs.h>
 
 #include "core/error.h"
+#include "core/share.h"
 
 enum { LINE_FLOATS = 16 }; /* a 64-byte line */
 
 /* Rank r's slice starts here (whole lines, the last slice takes the rest). */
 static size_t slice_start(size_t n, int r, int R) {
   if (r >= R) return n;
-  return (size_t)((unsigned __int128)(n / LINE_FLOATS) * (unsigned)r / (unsigned)R) * LINE_FLOATS;
+  return (size_t)share_start(n / LINE_FLOATS, (uint64_t)r, (uint64_t)R) * LINE_FLOATS;
 }
 
 int node_sum_possible(const comm_t *c, const backend_t *be) {

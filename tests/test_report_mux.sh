@@ -124,8 +124,16 @@ tap_ok $? "rank 1's total $total ms is its six phases' ($sum), without the backg
 [ -z "$(grid_value "$tap_tmp/fg.txt" "milliseconds per step" 0 paused)" ] &&
   [ -z "$(h5vals "$fg" /ranks/phase_paused | awk '$1 != 0')" ]
 tap_ok $? "the foreground's paused column (all zeros in its log) is left out"
-grep -q '^ *rank *compute *data *communication *waiting *background$' "$tap_tmp/fg.txt"
-tap_ok $? "the category shares have a background column"
+grep -q '^ *rank *compute *data *communication *waiting *background *offered$' "$tap_tmp/fg.txt"
+tap_ok $? "the category shares have a background and an offered column"
+ok=0
+for r in 0 1; do
+  want=$(h5vals "$fg" /ranks/phase_offered | rank_column 2 $r | awk '{ s += $1 } END { printf "%.3f", 1e3 * (s / NR) }')
+  got=$(grid_value "$tap_tmp/fg.txt" "milliseconds per step" $r offered)
+  [ -n "$got" ] && [ "$got" = "$want" ] || ok=1
+  tap_diag "rank $r: offered $got ms per step, h5dump $want"
+done
+tap_ok $ok "each rank's offered time per step (published idle or waiting) is the mean of its /ranks/phase_offered column"
 # ms_per_step LOG PHASE: rank 1's mean time per step in /ranks/phase_PHASE, ms, in full precision
 ms_per_step() { h5vals "$1" "/ranks/phase_$2" | rank_column 2 1 | awk '{ s += $1 } END { printf "%.17g", 1e3 * (s / NR) }'; }
 want=$(for p in data forward backward wait comm optimizer; do ms_per_step "$fg" $p; echo; done |

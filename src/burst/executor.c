@@ -5,9 +5,9 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/events.h"
 #include "core/share.h"
 #include "core/timer.h"
-#include "mux/mux.h"
 
 /* Positions [lo, hi) of the global batch that `rank` computes in node's set (empty when the rank is
  * not in it). Returns whether the share is non-empty. */
@@ -44,12 +44,11 @@ static int inputs_move(const burst_exec_t *ex, int j) {
   return 0;
 }
 
-/* The multiplexer's state while node j's inputs route (site: in or out): inactive for a rank
- * outside j, waiting for a member; a member whose routes move nothing does not wait, and stays in
- * its computing state. */
-static void route_state(const burst_exec_t *ex, int j, mux_site_kind_t site) {
+/* The event while node j's inputs route (phase: in or out): idle for a rank outside j, waiting for
+ * a member; a member whose routes move nothing does not wait, and stays at its work. */
+static void route_event(const burst_exec_t *ex, int j, ev_phase_t phase) {
   int member = ex->cnt[j] > 0;
-  if (!member || inputs_move(ex, j)) mux_fg_set(member ? MUX_WAITING : MUX_INACTIVE, mux_site(site, j));
+  if (!member || inputs_move(ex, j)) ev_raise(member ? EV_WAIT : EV_IDLE, phase, j);
 }
 
 static void check_tied_weights(const burst_exec_t *ex) {
@@ -376,19 +375,16 @@ void burst_exec_step(burst_exec_t *ex, const dataset_t *ds, const uint64_t *ids,
   for (int j = 1; j < g->n; j++) {
     double a = surge_now();
     int member = ex->cnt[j] > 0;
-    route_state(ex, j, MUX_SITE_ROUTE_IN);
+    route_event(ex, j, EV_ROUTE_IN);
     for (int k = 0; k < g->l[j].nin; k++)
       if (g->l[j].in[k] != 0) route(ex, j, k, 0);
     double b = surge_now();
-    if (member) {
-      mux_fg_set(MUX_COMPUTING, mux_site(MUX_SITE_FORWARD, j));
-      model_forward_node(m, j, 0, ex->cnt[j]);
-    }
+    if (member) model_forward_node(m, j, 0, ex->cnt[j]);
     times->comm += b - a;
     times->forward += surge_now() - b;
   }
   double loss = 0, l0 = surge_now();
-  mux_fg_set(MUX_COMPUTING, mux_site(MUX_SITE_LOSS, 0));
+  ev_raise(EV_WORK, EV_LOSS, 0);
   if (ex->cnt[out] > 0) loss = model_loss(m, 0, ex->cnt[out], grad_scale);
   if (ex->sync.side) put_side(ex, loss, mx->stop);
   times->forward += surge_now() - l0;
@@ -396,12 +392,9 @@ void burst_exec_step(burst_exec_t *ex, const dataset_t *ds, const uint64_t *ids,
   for (int j = out; j >= 1; j--) {
     double a = surge_now();
     int member = ex->cnt[j] > 0;
-    if (member) {
-      mux_fg_set(MUX_COMPUTING, mux_site(MUX_SITE_BACKWARD, j));
-      model_backward_node(m, j, 0, ex->cnt[j]);
-    }
+    if (member) model_backward_node(m, j, 0, ex->cnt[j]);
     double b = surge_now();
-    route_state(ex, j, MUX_SITE_ROUTE_OUT);
+    route_event(ex, j, EV_ROUTE_OUT);
     for (int k = 0; k < g->l[j].nin; k++)
       if (g->l[j].in[k] != 0) route(ex, j, k, 1);
     gradsync_node_done(&ex->sync, j);
@@ -411,7 +404,7 @@ void burst_exec_step(burst_exec_t *ex, const dataset_t *ds, const uint64_t *ids,
 
   double a = surge_now();
   /* a rank holding no parameter this step reduces no gradient: it only waits for the others' */
-  mux_fg_set(holds_rows(ex, 1) ? MUX_ALLREDUCE : MUX_WAITING, mux_site(MUX_SITE_SYNC, 0));
+  ev_raise(holds_rows(ex, 1) ? EV_COLLECTIVE : EV_WAIT, EV_SYNC, 0);
   mx->loss = loss;
   mx->summed = ex->summed;
   if (ex->shared) {

@@ -93,9 +93,13 @@ const log_series_info_t log_phase_info[PHASE_COUNT] = {
     [PHASE_PAUSED] = {"paused", "s",
                       "background ranks: seconds of the step paused until their foreground partner was idle (0 "
                       "without multiplexing)"},
+    [PHASE_OFFERED] = {"offered", "s",
+                       "foreground ranks: seconds of the step they published to their background partner as idle "
+                       "or waiting on other ranks (a burst layer without them, a pipeline bubble, a receive); 0 "
+                       "without multiplexing"},
 };
 
-int log_phase_multiplexed(log_phase_t p) { return p == PHASE_BACKGROUND || p == PHASE_PAUSED; }
+int log_phase_multiplexed(log_phase_t p) { return p == PHASE_BACKGROUND || p == PHASE_PAUSED || p == PHASE_OFFERED; }
 
 const log_series_info_t log_eval_info[LOG_EVAL_COUNT] = {
     [LOG_EVAL_LOSS] = {"loss", "nats", "mean cross-entropy over the evaluation set"},

@@ -61,6 +61,7 @@ typedef enum log_phase {
   PHASE_OPTIMIZER,  /* clipping + optimizer update */
   PHASE_BACKGROUND, /* foreground: time its background partner ran during the step (lent time) */
   PHASE_PAUSED,     /* background: time paused at the gate, waiting for its foreground to be idle */
+  PHASE_OFFERED,    /* foreground: time it published as idle or waiting (offered to its partner) */
   PHASE_COUNT
 } log_phase_t;
 extern const log_series_info_t log_phase_info[PHASE_COUNT]; /* name without the prefix */

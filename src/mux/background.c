@@ -3,6 +3,7 @@
 #include <stdatomic.h>
 
 #include "core/error.h"
+#include "core/events.h"
 #include "mux/mux_impl.h"
 
 enum { POLL_NS = 50 * 1000 * 1000 }; /* re-check liveness at least this often while paused */
@@ -46,6 +47,19 @@ void mux_bg_try_pair(mux_local_t *L) {
   if (L->partner_gen || !mux_side_live(p)) return;
   L->partner_gen = gen;
   if (L->opt.follow_affinity) mux_follow_partner_cpus(p);
+}
+
+/* The engine's events (core/events.h): the gate before every piece of the background's own work. */
+static void on_event(void *ctx, const ev_t *e) {
+  (void)ctx;
+  if (e->activity == EV_WORK) mux_bg_gate();
+}
+
+void mux_bg_listen(int on) {
+  if (on)
+    ev_subscribe(on_event, NULL);
+  else
+    ev_unsubscribe(on_event, NULL);
 }
 
 void mux_bg_gate(void) {

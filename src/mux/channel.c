@@ -186,6 +186,8 @@ void mux_attach(mux_role_t role, const mux_options_t *o) {
   atomic_fetch_add(&me->generation, 1);
   atomic_store(&me->attached, ATTACH_LIVE);
   mux_wake(me);
+  if (role == MUX_ROLE_FOREGROUND) mux_fg_listen(1);
+  else mux_bg_listen(1);
   L->attached_ns = mux_now_ns();
   L->gen_at_attach = atomic_load(&L->partner->generation);
   if (role == MUX_ROLE_BACKGROUND) mux_bg_try_pair(L);
@@ -199,6 +201,8 @@ void mux_forget_name(void) {
 void mux_detach(void) {
   mux_local_t *L = mux_self;
   if (!L) return;
+  if (L->role == MUX_ROLE_FOREGROUND) mux_fg_listen(0);
+  else mux_bg_listen(0);
   atomic_store(&L->me->attached, ATTACH_ENDED);
   mux_wake(L->me);
   if (!mux_side_live(L->partner)) shm_unlink(L->name); /* the partner, if any, keeps its mapping */

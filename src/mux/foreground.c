@@ -2,7 +2,9 @@
  * code site in earlier steps, and its throughput for the partner's accounting. */
 #include <math.h>
 #include <stdatomic.h>
+#include <stddef.h>
 
+#include "core/events.h"
 #include "mux/mux_impl.h"
 
 enum { EXPECTED_WEIGHT_PERCENT = 25 }; /* running average: new = old + 25% of (last - old) */
@@ -34,6 +36,7 @@ void mux_fg_set(mux_state_t s, int site) {
     double last = (double)(now - L->state_start), *e = &L->expected_ns[L->site];
     *e = *e == 0 ? last : *e + (last - *e) * EXPECTED_WEIGHT_PERCENT / 100.0;
     if (L->state == MUX_COMPUTING) changed |= piece_done(L, last);
+    if (L->state == MUX_INACTIVE || L->state == MUX_WAITING) L->offered_ns += last;
   }
   L->site = slot;
   L->state = s;
@@ -45,6 +48,37 @@ void mux_fg_set(mux_state_t s, int site) {
   changed |= atomic_exchange(&me->expected_ns, expected) != expected; /* a longer wait may open the gate */
   changed |= atomic_exchange(&me->state, (int32_t)s) != (int32_t)s;
   if (changed) mux_wake(me);
+}
+
+double mux_fg_offered_s(void) {
+  const mux_local_t *L = mux_self;
+  return L && L->role == MUX_ROLE_FOREGROUND ? L->offered_ns / 1e9 : 0;
+}
+
+/* ---- the engine's events (core/events.h) publish the states: what the rank does becomes the state,
+ * the place in the step (phase, where) the site whose earlier durations the partner is told */
+
+static mux_state_t state_of(ev_activity_t a) {
+  switch (a) {
+  case EV_IDLE: return MUX_INACTIVE;
+  case EV_WAIT: return MUX_WAITING;
+  case EV_COLLECTIVE: return MUX_ALLREDUCE;
+  case EV_WORK:
+  case EV_ACTIVITIES: break;
+  }
+  return MUX_COMPUTING;
+}
+
+static void on_event(void *ctx, const ev_t *e) {
+  (void)ctx;
+  mux_fg_set(state_of(e->activity), (int)((unsigned)e->where * EV_PHASES + (unsigned)e->phase));
+}
+
+void mux_fg_listen(int on) {
+  if (on)
+    ev_subscribe(on_event, NULL);
+  else
+    ev_unsubscribe(on_event, NULL);
 }
 
 void mux_fg_step_done(double job_samples_per_sec, double slowdown) {

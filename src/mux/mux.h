@@ -77,26 +77,15 @@ mux_role_t mux_role(void);
 
 /* ---- foreground ---- */
 
-/* The places of a step where the foreground publishes a state; the per-node ones once per node. */
-typedef enum mux_site_kind {
-  MUX_SITE_STEP = 0,  /* the step's start: data order, the layout's step begins */
-  MUX_SITE_LOSS,      /* the loss */
-  MUX_SITE_SYNC,      /* waiting for the gradient reduction */
-  MUX_SITE_METRICS,   /* the loss, norm and stop reduction */
-  MUX_SITE_UPDATE,    /* clipping and the optimizer */
-  MUX_SITE_ROUTE_IN,  /* per node: its inputs arriving from other ranks */
-  MUX_SITE_FORWARD,   /* per node: its forward */
-  MUX_SITE_BACKWARD,  /* per node: its backward */
-  MUX_SITE_ROUTE_OUT, /* per node: its input gradients leaving for other ranks */
-  MUX_SITE_KINDS
-} mux_site_kind_t;
-
-/* The site number of kind at node (0 for the kinds that are not per node). */
-static inline int mux_site(mux_site_kind_t kind, int node) { return node * MUX_SITE_KINDS + (int)kind; }
-
-/* Publish state s. site names the code location (mux_site): the expected duration published with
- * it is the running average of how long the state lasted at that site in earlier steps. */
+/* Publish state s. site names the place in the step (any int that recurs there every step): the
+ * expected duration published with it is the running average of how long the state lasted at that
+ * site in earlier steps. An attached foreground publishes from the engine's events by itself
+ * (core/events.h: the activity gives the state, the phase and place the site), so no executor
+ * calls this; tests do. */
 void mux_fg_set(mux_state_t s, int site);
+/* Seconds this foreground published as inactive or waiting since it attached: the time offered to
+ * its partner (0 when the process is not a foreground). */
+double mux_fg_offered_s(void);
 /* Per step: the job's samples/s (from the slowest rank) and its slowdown so far (NaN: not known),
  * for the partner's accounting. */
 void mux_fg_step_done(double job_samples_per_sec, double slowdown);

@@ -69,6 +69,7 @@ typedef struct mux_local {
   uint64_t bg_pieces_at_start;   /* the partner's pieces counter when the current state began */
   int bg_busy_at_start;          /* the partner was inside a piece when the current state began */
   mux_feedback_t fb;
+  double offered_ns;             /* time published as inactive or waiting, since attach */
   /* background */
   int64_t attached_ns;
   uint64_t partner_gen;          /* generation of the foreground it paired with, 0: none yet */
@@ -88,6 +89,10 @@ void mux_wake(mux_side_t *s);
 void mux_sleep(mux_side_t *partner, uint32_t seen, int64_t timeout_ns);
 /* Background: pair with the foreground in the slot if it is live and none was paired yet. */
 void mux_bg_try_pair(mux_local_t *L);
+/* Foreground: publish the states from the engine's events (on), or stop (off). */
+void mux_fg_listen(int on);
+/* Background: gate every piece of its own work (the engine's EV_WORK events) (on), or stop (off). */
+void mux_bg_listen(int on);
 /* Give this process the CPU set the partner published (background: follow_affinity). */
 void mux_follow_partner_cpus(const mux_side_t *partner);
 

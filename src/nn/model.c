@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/events.h"
 
 /* The one consumer of node i, or -1 when it has none or several (input slots count). */
 static int sole_consumer(const graph_t *g, int i) {
@@ -216,7 +217,7 @@ static layer_ctx_t node_ctx(model_t *m, int i, int off, int B, int backward) {
 
 void model_forward_node(model_t *m, int i, int off, int B) {
   if (m->fused[i] < 0) return; /* a ReLU fused into the conv2d or add before it, which writes its output */
-  if (m->before_node) m->before_node();
+  ev_raise(EV_WORK, EV_FORWARD, i);
   layer_ctx_t c = node_ctx(m, i, off, B, 0);
   layer_ops_of(m->g->l[i].kind)->forward(&m->g->l[i], &c);
 }
@@ -224,7 +225,7 @@ void model_forward_node(model_t *m, int i, int off, int B) {
 void model_backward_node(model_t *m, int i, int off, int B) {
   if (!m->dact[i]) return; /* nothing before this node has parameters */
   if (m->fused[i] < 0) return; /* a ReLU fused into the conv2d or add before it, whose backward runs it */
-  if (m->before_node) m->before_node();
+  ev_raise(EV_WORK, EV_BACKWARD, i);
   layer_ctx_t c = node_ctx(m, i, off, B, 1);
   layer_ops_of(m->g->l[i].kind)->backward(&m->g->l[i], &c);
 }

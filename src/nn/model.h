@@ -36,8 +36,6 @@ typedef struct model {
   float *targets; /* (B_cap, targets_per_sample) class ids as float */
   size_t act_floats; /* floats held by act + dact + aux + scratch (memory report) */
   int own_params, own_grads; /* whether the model allocated them (model_init_on) */
-  void (*before_node)(void); /* called before every node's forward or backward (NULL: none); a
-                              * background job's gate (mux/mux.h) runs its work node by node */
 } model_t;
 
 void model_init(model_t *m, const graph_t *g, const backend_t *be, int B_cap);

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/events.h"
 #include "core/share.h"
 #include "core/timer.h"
 #include "pipe/p2p_cb.h"
@@ -280,6 +281,7 @@ static void embed_sync(pipe_exec_t *ex) {
   if (group->size < 2 || ex->wte < 0) return;
   const slab_tensor_t *w = &ex->lg.params.t[ex->wte];
   double t0 = surge_now();
+  ev_raise(EV_COLLECTIVE, EV_SYNC, 1);
   comm_allreduce_sum(group, ex->m.grads + w->off, w->n, TRAFFIC_EMBED);
   pipe_timeline_add(&ex->tl, LOG_PIPE_EMBED_SYNC, -1, t0, surge_now());
 }
@@ -305,6 +307,7 @@ void pipe_exec_step(pipe_exec_t *ex, const dataset_t *ds, const uint64_t *ids, f
   double a = surge_now();
   p2p_wait_sends(&ex->p2p);
   double b = surge_now();
+  ev_raise(EV_COLLECTIVE, EV_SYNC, 0);
   gradsync_finish(&ex->sync);
   double c = surge_now();
   pipe_timeline_add(&ex->tl, LOG_PIPE_GRAD_SYNC, -1, b, c);

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "core/error.h"
+#include "core/events.h"
 #include "core/timer.h"
 
 enum { EVAL_TAG = 1 << 20 };
@@ -58,11 +59,18 @@ void p2p_irecv(pipe_p2p_t *p, int kind, int mb, float *buf, size_t n) {
   p2p_irecv_as(p, kind, mb, buf, n, category(kind));
 }
 
+/* The engine's phase of waiting for a kind of transfer (core/events.h). */
+static ev_phase_t wait_phase(int kind) {
+  return kind == P2P_RECV_ACT ? EV_RECV_ACT : kind == P2P_RECV_GRAD ? EV_RECV_GRAD : EV_SEND;
+}
+
 void p2p_complete(pipe_p2p_t *p, int kind, int mb, int event) {
   size_t s = slot(p, kind, mb);
   if (!p->live[s]) return;
   double t0 = surge_now();
+  ev_raise(EV_WAIT, wait_phase(kind), mb); /* a bubble: the stage has nothing to do until it arrives */
   comm_waitall(p->pp, &p->req[s], 1, (traffic_t)p->traffic[s]);
+  ev_raise(EV_WORK, wait_phase(kind), mb);
   p->live[s] = 0;
   if (event >= 0) pipe_timeline_add(p->tl, event, mb, t0, surge_now());
 }

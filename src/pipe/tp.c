@@ -4,9 +4,13 @@
 #include <stdlib.h>
 
 #include "core/error.h"
+#include "core/events.h"
 
 void tp_allreduce(comm_t *tp, float *x, size_t n) {
-  if (tp->size > 1 && n > 0) comm_allreduce_sum(tp, x, n, TRAFFIC_TP);
+  if (tp->size < 2 || n == 0) return;
+  ev_raise(EV_COLLECTIVE, EV_TP_SUM, 0);
+  comm_allreduce_sum(tp, x, n, TRAFFIC_TP);
+  ev_raise(EV_WORK, EV_TP_SUM, 0);
 }
 
 void tp_xent_init(tp_xent_t *x, const backend_t *be, comm_t *tp, int V, int lo, int max_rows) {

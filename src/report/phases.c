@@ -8,10 +8,11 @@
 #include "report/report.h"
 
 /* Each phase of the log (io/log_format.h) with its category and colour, from the Okabe-Ito palette,
- * which people with colour-vision deficiencies tell apart. The multiplexed runs' two phases
- * (PHASE_BACKGROUND, PHASE_PAUSED) overlap the others: a foreground's partner runs while the
- * foreground waits, and a background pauses at its gate inside its data, forward, backward or
- * optimizer phase. Their colours (Paul Tol's wine and olive) differ from the palette's. */
+ * which people with colour-vision deficiencies tell apart. The multiplexed runs' three phases
+ * (PHASE_BACKGROUND, PHASE_PAUSED, PHASE_OFFERED) overlap the others: a foreground's partner runs
+ * while the foreground waits, a background pauses at its gate inside its data, forward, backward or
+ * optimizer phase, and a foreground offers its idle and waiting time inside its phases. Their
+ * colours (Paul Tol's wine, olive and teal) differ from the palette's. */
 static const struct {
   const char *category, *color, *overlap;
 } phase_look[PHASE_COUNT] = {
@@ -23,10 +24,11 @@ static const struct {
     [PHASE_OPTIMIZER] = {"compute", "#009E73", NULL},
     [PHASE_BACKGROUND] = {"background", "#882255", "partner ran"},
     [PHASE_PAUSED] = {"paused", "#999933", "at the gate"},
+    [PHASE_OFFERED] = {"offered", "#44AA99", "offered to the partner"},
 };
 
 const char *const report_phase_categories[] = {"compute",    "data",  "communication", "waiting", "other",
-                                               "background", "paused", NULL};
+                                               "background", "paused", "offered", NULL};
 
 report_phase_kind_t report_phase_kind(const char *name) {
   for (int p = 0; p < PHASE_COUNT; p++)

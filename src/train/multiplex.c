@@ -81,7 +81,6 @@ void run_mux_begin(run_mux_t *x, trainer_t *t, const deck_t *deck) {
   if (x->role == MUX_ROLE_BACKGROUND) {
     x->priority = mux_lower_priority(cfg->mux_priority);
     x->device_priority = t->be->set_priority(1);
-    trainer_set_gate(t, mux_bg_gate);
   } else {
     t->world->poll_us = cfg->mux_poll_us;
   }
@@ -96,6 +95,7 @@ void run_mux_begin(run_mux_t *x, trainer_t *t, const deck_t *deck) {
 void run_mux_step_begin(run_mux_t *x) {
   if (x->role == MUX_ROLE_NONE) return;
   mux_read(&x->bg0, &x->fg0);
+  x->offered0 = mux_fg_offered_s();
   x->step_t0 = surge_now();
 }
 
@@ -108,6 +108,8 @@ static void foreground_row(run_mux_t *x, trainer_t *t, log_row_t *row, const mux
   if (lent < 0) lent = 0;
   comm_allreduce_sum_double(t->world, v, 2, TRAFFIC_OTHER);
   row->phase[PHASE_BACKGROUND] = lent;
+  double offered = mux_fg_offered_s();
+  row->phase[PHASE_OFFERED] = offered - x->offered0;
   row->fg_samples_per_sec = row->samples_per_sec;
   row->bg_samples_per_sec = v[0];
   row->bg_ranks_active = v[1];

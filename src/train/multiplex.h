@@ -17,6 +17,7 @@ typedef struct run_mux {
   const char *priority;           /* what the OS granted (background), "none" otherwise */
   const char *device_priority;    /* what the backend did */
   mux_counters_t bg0, fg0;        /* the channel's counters when the step began */
+  double offered0;                /* foreground: mux_fg_offered_s() when the step began */
   double step_t0;
   /* run totals */
   double fg_sec, fg_samples;      /* foreground: slowest-rank step times and samples */

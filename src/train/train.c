@@ -7,10 +7,10 @@
 
 #include "backend/backend_open.h"
 #include "core/error.h"
+#include "core/events.h"
 #include "core/rss.h"
 #include "core/timer.h"
 #include "io/options.h"
-#include "mux/mux.h"
 #include "nn/zoo.h"
 
 void trainer_init(trainer_t *t, const config_t *cfg, const deck_t *deck, comm_t *world) {
@@ -65,15 +65,6 @@ train_memory_t trainer_memory(const trainer_t *t) {
   return m;
 }
 
-void trainer_set_gate(trainer_t *t, void (*gate)(void)) {
-  t->gate = gate;
-  t->layout->m->before_node = gate;
-}
-
-static void gate(trainer_t *t) {
-  if (t->gate) t->gate();
-}
-
 /* A step whose loss or gradient norm is NaN or Inf ends the run with an error. */
 static void check_finite(const trainer_t *t, const train_stats_t *s) {
   if (!isfinite(s->loss) || !isfinite(s->grad_norm))
@@ -86,8 +77,7 @@ static void check_finite(const trainer_t *t, const train_stats_t *s) {
  * the norm to it (ls->norm_deferred) the sum of squares of the gradients it counts, else 0. */
 static double update_part(trainer_t *t, const layout_step_t *ls, float lr, double *update_s) {
   layout_t *l = t->layout;
-  mux_fg_set(MUX_COMPUTING, mux_site(MUX_SITE_UPDATE, 0));
-  gate(t);
+  ev_raise(EV_WORK, EV_UPDATE, 0);
   double u0 = surge_now(), sumsq = 0;
   if (ls->norm_deferred)
     sumsq = optim_step_part_sumsq(&t->opt, l->m->params, l->m->grads, lr, l->update_lo, l->update_hi,
@@ -104,8 +94,7 @@ train_stats_t trainer_step(trainer_t *t, int stop_request) {
   layout_t *l = t->layout;
   double t0 = surge_now();
   double targets = (double)t->cfg.global_batch * (double)t->g.targets_per_sample;
-  mux_fg_set(MUX_COMPUTING, mux_site(MUX_SITE_STEP, 0));
-  gate(t);
+  ev_raise(EV_WORK, EV_STEP, 0);
   sampler_batch(&t->sampler, t->step, t->cfg.global_batch, t->ids);
   layout_step_t ls = {.stop = stop_request ? 1.0 : 0.0, .norm_from_update = !(t->cfg.clip_norm > 0)};
   l->ops->step(l, t->ds, t->ids, (float)(1.0 / targets), &ls);
@@ -119,10 +108,10 @@ train_stats_t trainer_step(trainer_t *t, int stop_request) {
    * gradient reduction where it can, else here in one reduction */
   double sums[3] = {ls.loss, sumsq, ls.summed ? ls.stop : stop_request ? 1.0 : 0.0};
   if (!ls.summed && ls.idle) { /* a rank left out of the step waits here for the others' whole step */
-    mux_fg_set(MUX_WAITING, mux_site(MUX_SITE_METRICS, 0));
+    ev_raise(EV_WAIT, EV_METRICS, 0);
     comm_allreduce_sum_double_waiting(t->world, sums, 3, TRAFFIC_OTHER);
   } else if (!ls.summed) {
-    mux_fg_set(MUX_ALLREDUCE, mux_site(MUX_SITE_METRICS, 0));
+    ev_raise(EV_COLLECTIVE, EV_METRICS, 0);
     comm_allreduce_sum_double(t->world, sums, 3, TRAFFIC_OTHER);
   }
   s.stop = sums[2] > 0;
@@ -138,7 +127,7 @@ train_stats_t trainer_step(trainer_t *t, int stop_request) {
   double t3 = surge_now();
   double total = sumsq;
   if (l->ops->updated) { /* the others' parts: waiting for them is communication, not the update */
-    mux_fg_set(MUX_ALLREDUCE, mux_site(MUX_SITE_SYNC, 0));
+    ev_raise(EV_COLLECTIVE, EV_SYNC, 0);
     total = l->ops->updated(l, ls.norm_at_updated ? sumsq : 0.0);
   }
   if (ls.norm_at_updated) {

@@ -47,7 +47,6 @@ typedef struct trainer {
   long step;          /* optimizer steps done */
   char run_id[17];    /* the run's identity (io/run_dir.h), kept in its checkpoints and model file */
   uint64_t *ids;      /* (global batch) the step's sample ids */
-  void (*gate)(void); /* a background job's gate before each piece of its work (mux/mux.h), or NULL */
   double rss_before_model; /* resident bytes after the data was opened, before the model existed */
 } trainer_t;
 
@@ -65,8 +64,6 @@ train_memory_t trainer_memory(const trainer_t *t);
 void trainer_init(trainer_t *t, const config_t *cfg, const deck_t *deck, comm_t *world);
 void trainer_free(trainer_t *t);
 
-/* Hand a background job's gate to the trainer and its layout: it runs before every piece of work. */
-void trainer_set_gate(trainer_t *t, void (*gate)(void));
 
 /* One optimizer step on the next global batch (collective). A non-finite loss or gradient stops
  * the run. stop_request is this rank's "a stop signal arrived"; the result's stop is 1 when any rank

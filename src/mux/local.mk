@@ -15,3 +15,6 @@ tests_test_mux_LDADD = $(SURGE_LIBS)
 TESTS += tests/test_mux
 TESTS += tests/test_multiplex.sh
 dist_check_SCRIPTS += tests/test_multiplex.sh
+# Backgrounds in a 3d foreground's pipeline bubbles (the pipeline's waits raised as events).
+TESTS += tests/test_multiplex_3d.sh
+dist_check_SCRIPTS += tests/test_multiplex_3d.sh

@@ -34,6 +34,10 @@ if want multiplex && [ -f "$src/bench/bench_multiplex.sh" ]; then
   echo "== multiplexing: a burst foreground with a background per rank against it alone and data parallelism (bench/bench_multiplex.sh)"
   SURGE_TRAIN=./surge-train MPIEXEC="$mpiexec" SURGE_BUILD=. sh "$src/bench/bench_multiplex.sh"
 fi
+if want multiplex3d && [ -f "$src/bench/bench_multiplex_3d.sh" ]; then
+  echo "== multiplexing in a 3d foreground's bubbles on the emulated cluster: slowdown, idle time used (bench/bench_multiplex_3d.sh)"
+  SURGE_TRAIN=./surge-train MPIEXEC="$mpiexec" sh "$src/bench/bench_multiplex_3d.sh"
+fi
 if want compress && [ -f "$src/bench/bench_compress.sh" ]; then
   echo "== Optimus-CC compression on tp 2 x pp 2 x dp 2: traffic against the formulas, quality against the exact twin, speed on the emulated cluster (bench/bench_compress.sh)"
   SURGE_TRAIN=./surge-train MPIEXEC="$mpiexec" sh "$src/bench/bench_compress.sh"

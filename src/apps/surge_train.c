@@ -18,8 +18,9 @@
 static const char usage[] =
     "usage: [mpiexec -n N] surge-train DECK [-D section.key=value ...] [--variant I] [--resume]\n"
     "                      [--stopped-exit N] [--foreground | --background]\n"
-    "  Train the model the deck describes on all ranks (data parallel, or a burst plan with\n"
-    "  [parallel] mode = burst); print progress; write the\n"
+    "  Train the model the deck describes on all ranks in the layout of [parallel] mode: dp (data\n"
+    "  parallel), burst (a burst plan: every layer its own rank set) or 3d (the gpt over tensor x\n"
+    "  pipeline x data ranks, [compress] for Optimus-CC's compression); print progress; write the\n"
     "  HDF5 log, checkpoints and OUT_DIR/model.h5.\n"
     "  -D section.key=value   override a deck key (repeatable)\n"
     "  --variant I            run variant I of the deck's [sweep] (required there; surge-sweep lists them)\n"

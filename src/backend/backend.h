@@ -83,6 +83,152 @@ typedef struct gemm_grid {
   size_t sA[2], sB[2], sC[2];
 } gemm_grid_t;
 
+/* The numerical ops of every backend, written once: X(return type, name, (parameters)), each with
+ * its contract. backend_t has one pointer per entry; a backend's table fills them all from its
+ * functions PREFIX_name (BACKEND_MATH_ENTRIES), and tests/test_backend checks that every compiled
+ * table fills every slot. A new op is one entry here and one function per backend. */
+#define BACKEND_MATH_OPS(X) \
+  /* ---- dense linear algebra \
+   * C(M,N) = alpha * op(A) * op(B) + beta * C, op(A) is (M,K), op(B) is (K,N). \
+   * ta: A is stored (K,M) and transposed; tb: B is stored (N,K) and transposed. */ \
+  X(void, gemm, (int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb, \
+      float beta, float *C, int ldc)) \
+  /* batch independent GEMMs: matrix i uses A + i*sA, B + i*sB, C + i*sC. */ \
+  X(void, gemm_strided, (int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, size_t sA, \
+      const float *B, int ldb, size_t sB, float beta, float *C, int ldc, size_t sC, int batch)) \
+  /* a grid of batch[0] x batch[1] GEMMs: matrix (i, j) uses A + i*sA[0] + j*sA[1], B and C alike \
+   * (attention: samples x heads, whose heads are not one stride apart). */ \
+  X(void, gemm_grid, (int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, \
+      int ldb, float beta, float *C, int ldc, const gemm_grid_t *g)) \
+  /* ---- elementwise and reductions */ \
+  X(void, fill, (float *x, size_t n, float v)) \
+  X(void, scale, (float *x, size_t n, float a)) /* x *= a */ \
+  X(void, axpy, (size_t n, float a, const float *x, float *y)) /* y += a * x */ \
+  X(void, add, (size_t n, const float *a, const float *b, float *y)) /* y = a + b */ \
+  X(double, sumsq, (const float *x, size_t n)) /* sum of x^2 (double) */ \
+  X(int, all_finite, (const float *x, size_t n)) /* 1 if no NaN/Inf */ \
+  /* ---- bias: rows-major (rows, cols) with bias per column, or planes (N, C, HW) bias per channel */ \
+  X(void, bias_add_rows, (int rows, int cols, const float *b, float *y)) /* y[r,c] += b[c] */ \
+  X(void, bias_grad_rows, (int rows, int cols, const float *dy, float *db)) /* db[c] += sum_r dy[r,c] */ \
+  X(void, bias_add_planes, (int N, int C, int HW, const float *b, float *y)) /* y[n,c,:] += b[c] */ \
+  X(void, bias_grad_planes, (int N, int C, int HW, const float *dy, float *db)) /* db[c] += sum dy[n,c,:] */ \
+  /* ---- activations (n elements). A backward's `write` (per input gradient): = instead of +=, the \
+   * old contents unread (a gradient its only consumer overwrites, model_t.written; never one that \
+   * two inputs share, as in x + x, which has two consumer slots) */ \
+  X(void, relu_fwd, (size_t n, const float *x, float *y)) \
+  X(void, relu_bwd, (size_t n, const float *x, const float *dy, float *dx, int write)) /* dx += dy * (x > 0) */ \
+  /* a residual join and the ReLU after it as one pass each way (model_init_fused): y = relu(a + b); \
+   * da += dy * (y > 0) and db likewise, each skipped where NULL */ \
+  X(void, add_relu_fwd, (size_t n, const float *a, const float *b, float *y)) \
+  X(void, add_relu_bwd, (size_t n, const float *y, const float *dy, float *da, float *db, int write_a, int write_b)) \
+  /* GELU, tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */ \
+  X(void, gelu_fwd, (size_t n, const float *x, float *y)) \
+  X(void, gelu_bwd, (size_t n, const float *x, const float *dy, float *dx, int write)) /* dx += dy * gelu'(x) */ \
+  /* ---- convolution over a whole batch of B samples (NCHW), workspace ws of ws_n >= \
+   * conv_workspace(s) floats (conv_workspace_floats(s) is enough for every backend). \
+   * conv_workspace: the floats this backend's conv ops want for a batch of any size. \
+   * conv_fwd: y (B,O,OH,OW) = conv(x (B,C,H,W), w (O,C,KH,KW)) + bias (O); bias may be NULL; with \
+   *   relu != 0 the result goes through max(0, .) (the fused epilogue of conv followed by ReLU). \
+   * conv_bwd: dx (B,C,H,W) +=, dw (O,C,KH,KW) +=, db (O) += the gradients for dy (B,O,OH,OW); any \
+   *   of dx, dw, db may be NULL. Sums over the batch (dw, db) keep a rounding error that does not \
+   *   grow with B (blocked partial sums added in double). relu_y: NULL, or the output y of a \
+   *   conv_fwd with relu (the fused ReLU); dy is then the gradient of that output and the \
+   *   convolution's own is dy where y > 0, else 0 (the ReLU's backward, fused). dx_write: dx is \
+   *   overwritten (its old contents never read) instead of added into. */ \
+  X(size_t, conv_workspace, (const conv_shape_t *s)) \
+  X(void, conv_fwd, (const conv_shape_t *s, int B, const float *x, const float *w, const float *bias, int relu, \
+      float *y, float *ws, size_t ws_n)) \
+  X(void, conv_bwd, (const conv_shape_t *s, int B, const float *x, const float *w, const float *dy, \
+      const float *relu_y, float *dx, int dx_write, float *dw, float *db, float *ws, size_t ws_n)) \
+  /* ---- a linear layer's forward: y (rows, out) = x (rows, in) w (out, in)^T + b (out; NULL: none), \
+   * with a workspace ws of ws_n >= linear_workspace(out, in) floats (linear_workspace_floats is \
+   * enough for every backend), one size for any number of rows; a smaller ws only takes the \
+   * backend's general path. */ \
+  X(size_t, linear_workspace, (int out, int in)) \
+  X(void, linear_fwd, (int rows, int out, int in, const float *x, const float *w, const float *b, float *y, \
+      float *ws, size_t ws_n)) \
+  /* ---- weight gradient of a linear map over many rows: C (M,N) += A^T B with A (K,M), B (K,N) \
+   * row-major (leading dims lda, ldb, ldc), summed over the K rows with a rounding error that does \
+   * not grow with K (blocks of rows, partial sums added in double). */ \
+  X(void, gemm_tn_rows, (int M, int N, int K, const float *A, int lda, const float *B, int ldb, float *C, int ldc)) \
+  /* ---- convolution lowering, one image: x is (C,H,W), col is (C*KH*KW, OH*OW) with \
+   * OH = (H + 2*pad - KH)/stride + 1; rows ordered (c, kh, kw) as PyTorch's weight (O, C, KH, KW). */ \
+  X(void, im2col, (const float *x, int C, int H, int W, int KH, int KW, int stride, int pad, float *col)) \
+  X(void, col2im, (const float *col, int C, int H, int W, int KH, int KW, int stride, int pad, \
+      float *dx)) /* dx += scatter of col */ \
+  /* ---- pooling over P = N*C planes of (H,W) \
+   * max pool k x k with stride s, no padding (floor): y (P, OH, OW); argmax (P, OH, OW) holds the \
+   * flat index h*W+w of the max inside its plane, stored as float (exact below 2^24). */ \
+  X(void, maxpool_fwd, (int P, int H, int W, int k, int s, const float *x, float *y, float *argmax)) \
+  /* dx += routed dy; dx_write: dx = routed dy (0 where no window's max is), its old contents unread \
+   * (the model never zeroes a gradient that its only consumer overwrites, model_t.written) */ \
+  X(void, maxpool_bwd, (int P, int H, int W, int k, int s, const float *dy, const float *argmax, float *dx, \
+      int dx_write)) \
+  X(void, avgpool_fwd, (int P, int HW, const float *x, float *y)) /* y[p] = mean x[p,:] */ \
+  X(void, avgpool_bwd, (int P, int HW, const float *dy, float *dx, \
+      int dx_write)) /* dx[p,:] += (dx_write: =) dy[p]/HW */ \
+  /* ---- layer norm over the last dim, N samples of (rows, C): x, y (N, rows, C); stats (N, 2, rows) \
+   * holds each sample's row means then row rstd = 1/sqrt(var + eps), saved for backward. dw and db \
+   * sum over all N*rows rows with a rounding error that does not grow with N. */ \
+  X(void, layernorm_fwd, (int N, int rows, int C, const float *x, const float *w, const float *b, float eps, \
+      float *y, float *stats)) \
+  X(void, layernorm_bwd, (int N, int rows, int C, const float *x, const float *w, const float *stats, \
+      const float *dy, float *dx, float *dw, float *db)) /* dx, dw, db += */ \
+  /* ---- token + position embedding: idx (B,T) token ids stored as float; wte (V,C) holds the rows of \
+   * ids [lo, lo+V) (lo = 0, V = the vocabulary: the whole table; otherwise a vocabulary-parallel \
+   * shard); wpe (Tmax,C) or NULL (no position term: another rank adds it); \
+   * y (B,T,C) = (lo <= id < lo+V ? wte[id-lo] : 0) + (wpe ? wpe[t] : 0). Ids outside the whole \
+   * vocabulary are a caller bug (checked by the data layer). The backward sums (over the batch for \
+   * wpe, over every use of a token for wte) keep a rounding error that does not grow with B. */ \
+  X(void, embed_fwd, (int B, int T, int C, const float *idx, int lo, int V, const float *wte, const float *wpe, \
+      float *y)) \
+  X(void, embed_bwd, (int B, int T, int C, const float *idx, int lo, int V, const float *dy, float *dwte, \
+      float *dwpe)) /* dwte (rows of ids in [lo, lo+V)), dwpe (unless NULL) += */ \
+  /* ---- causal softmax for attention: rows of length T in BH blocks of (T,T); \
+   * p[i,j] = softmax_j(scale * s[i,j]) over j <= i, p[i,j] = 0 for j > i. */ \
+  X(void, causal_softmax_fwd, (int BH, int T, float scale, const float *s, float *p)) \
+  /* ds[i,j] = scale * p[i,j] * (dp[i,j] - sum_k p[i,k] dp[i,k]) (written, not accumulated) */ \
+  X(void, causal_softmax_bwd, (int BH, int T, float scale, const float *p, const float *dp, float *ds)) \
+  /* ---- softmax cross-entropy: logits (rows, V), targets (rows) class ids stored as float. \
+   * Returns the SUM over rows of -log softmax(logits)[target] (double). If dlogits is not NULL it \
+   * is written (not accumulated) with grad_scale * (softmax - onehot(target)). */ \
+  X(double, xent_fwd_bwd, (int rows, int V, const float *logits, const float *targets, float grad_scale, \
+      float *dlogits)) \
+  /* Number of rows whose argmax (first maximum) equals the target. */ \
+  X(long, count_correct, (int rows, int V, const float *logits, const float *targets)) \
+  /* ---- vocabulary-parallel cross-entropy: this rank holds columns [lo, lo+V) of logits whose rows \
+   * span a larger vocabulary; per-row values are combined over the ranks by the caller (comm layer). \
+   * mx[r] = max over this rank's columns of row r. */ \
+  X(void, row_max, (int rows, int V, const float *logits, float *mx)) \
+  /* With mx the row maxima over all ranks: sumexp[r] = sum_v exp(logits[r,v] - mx[r]) and \
+   * tgt[r] = logits[r, targets[r] - lo] when lo <= targets[r] < lo+V, else 0 (both written). */ \
+  X(void, xent_shard_stats, (int rows, int V, int lo, const float *logits, const float *targets, const float *mx, \
+      float *sumexp, float *tgt)) \
+  /* With mx and sumexp over all ranks: dlogits[r,v] = grad_scale * (exp(logits[r,v] - mx[r]) / sumexp[r] \
+   * - (v + lo == targets[r])) (written). */ \
+  X(void, xent_shard_bwd, (int rows, int V, int lo, const float *logits, const float *targets, const float *mx, \
+      const float *sumexp, float grad_scale, float *dlogits)) \
+  /* first[r] = lo + the first v with logits[r,v] == mx[r], or 3e38 when there is none (the minimum \
+   * over the ranks is the global first maximum). Indices are exact in float below 2^24. */ \
+  X(void, row_first_index, (int rows, int V, int lo, const float *logits, const float *mx, float *first)) \
+  /* ---- low-rank compression (compress/powersgd.h: PowerSGD of gradients and of pipeline gradients) \
+   * dot: sum of x[i] * y[i] over n elements (double). \
+   * orthonormalize: each of `batch` row-major (n, r) matrices P + i*sP gets orthonormal columns by \
+   *   modified Gram-Schmidt, column by column from the first: col /= (||col|| + 1e-8), then every later \
+   *   column -= (col . later) col. A matrix's columns are held in double while they are orthogonalised \
+   *   and written back as float (so P^T P = I to float rounding however ill-conditioned P was). */ \
+  X(double, dot, (const float *x, const float *y, size_t n)) \
+  X(void, orthonormalize, (int batch, int n, int r, float *P, size_t sP)) \
+  /* ---- optimizers over a flat slab of n floats (one call per step) \
+   * SGD (PyTorch semantics): g' = g + wd*p; buf = mom*buf + g' (buf = g' when first); \
+   *   step = nesterov ? g' + mom*buf : buf; p -= lr*step.  With mom == 0, buf is unused. */ \
+  X(void, sgd_step, (size_t n, float *p, const float *g, float *buf, float lr, float mom, int nesterov, float wd, \
+      int first)) \
+  /* AdamW (PyTorch): p *= 1 - lr*wd; m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2; \
+   *   p -= lr * (m / bc1) / (sqrt(v / bc2) + eps), with bc1 = 1 - b1^t, bc2 = 1 - b2^t. */ \
+  X(void, adamw_step, (size_t n, float *p, const float *g, float *m, float *v, float lr, float b1, float b2, \
+      float eps, float wd, float bc1, float bc2))
+
 typedef struct backend {
   const char *name;
   int host_memory; /* 1: its memory is the host's (host code may read and write it in place, so
@@ -116,163 +262,11 @@ typedef struct backend {
   void (*download)(float *host_dst, const float *src, size_t n);
   void (*copy)(float *dst, const float *src, size_t n);
 
-  /* ---- dense linear algebra
-   * C(M,N) = alpha * op(A) * op(B) + beta * C, op(A) is (M,K), op(B) is (K,N).
-   * ta: A is stored (K,M) and transposed; tb: B is stored (N,K) and transposed. */
-  void (*gemm)(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
-               const float *B, int ldb, float beta, float *C, int ldc);
-  /* batch independent GEMMs: matrix i uses A + i*sA, B + i*sB, C + i*sC. */
-  void (*gemm_strided)(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
-                       size_t sA, const float *B, int ldb, size_t sB, float beta, float *C, int ldc,
-                       size_t sC, int batch);
-
-  /* a grid of batch[0] x batch[1] GEMMs: matrix (i, j) uses A + i*sA[0] + j*sA[1], B and C alike
-   * (attention: samples x heads, whose heads are not one stride apart). */
-  void (*gemm_grid)(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
-                    int ldb, float beta, float *C, int ldc, const gemm_grid_t *g);
-
-  /* ---- elementwise and reductions */
-  void (*fill)(float *x, size_t n, float v);
-  void (*scale)(float *x, size_t n, float a);                     /* x *= a */
-  void (*axpy)(size_t n, float a, const float *x, float *y);      /* y += a * x */
-  void (*add)(size_t n, const float *a, const float *b, float *y); /* y = a + b */
-  double (*sumsq)(const float *x, size_t n);                      /* sum of x^2 (double) */
-  int (*all_finite)(const float *x, size_t n);                    /* 1 if no NaN/Inf */
-
-  /* ---- bias: rows-major (rows, cols) with bias per column, or planes (N, C, HW) bias per channel */
-  void (*bias_add_rows)(int rows, int cols, const float *b, float *y);  /* y[r,c] += b[c] */
-  void (*bias_grad_rows)(int rows, int cols, const float *dy, float *db); /* db[c] += sum_r dy[r,c] */
-  void (*bias_add_planes)(int N, int C, int HW, const float *b, float *y);  /* y[n,c,:] += b[c] */
-  void (*bias_grad_planes)(int N, int C, int HW, const float *dy, float *db); /* db[c] += sum dy[n,c,:] */
-
-  /* ---- activations (n elements). A backward's `write` (per input gradient): = instead of +=, the
-   * old contents unread (a gradient its only consumer overwrites, model_t.written; never one that
-   * two inputs share, as in x + x, which has two consumer slots) */
-  void (*relu_fwd)(size_t n, const float *x, float *y);
-  void (*relu_bwd)(size_t n, const float *x, const float *dy, float *dx, int write); /* dx += dy * (x > 0) */
-  /* a residual join and the ReLU after it as one pass each way (model_init_fused): y = relu(a + b);
-   * da += dy * (y > 0) and db likewise, each skipped where NULL */
-  void (*add_relu_fwd)(size_t n, const float *a, const float *b, float *y);
-  void (*add_relu_bwd)(size_t n, const float *y, const float *dy, float *da, float *db, int write_a, int write_b);
-  /* GELU, tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
-  void (*gelu_fwd)(size_t n, const float *x, float *y);
-  void (*gelu_bwd)(size_t n, const float *x, const float *dy, float *dx, int write); /* dx += dy * gelu'(x) */
-
-  /* ---- convolution over a whole batch of B samples (NCHW), workspace ws of ws_n >=
-   * conv_workspace(s) floats (conv_workspace_floats(s) is enough for every backend).
-   * conv_workspace: the floats this backend's conv ops want for a batch of any size.
-   * conv_fwd: y (B,O,OH,OW) = conv(x (B,C,H,W), w (O,C,KH,KW)) + bias (O); bias may be NULL; with
-   *   relu != 0 the result goes through max(0, .) (the fused epilogue of conv followed by ReLU).
-   * conv_bwd: dx (B,C,H,W) +=, dw (O,C,KH,KW) +=, db (O) += the gradients for dy (B,O,OH,OW); any
-   *   of dx, dw, db may be NULL. Sums over the batch (dw, db) keep a rounding error that does not
-   *   grow with B (blocked partial sums added in double). relu_y: NULL, or the output y of a
-   *   conv_fwd with relu (the fused ReLU); dy is then the gradient of that output and the
-   *   convolution's own is dy where y > 0, else 0 (the ReLU's backward, fused). dx_write: dx is
-   *   overwritten (its old contents never read) instead of added into. */
-  size_t (*conv_workspace)(const conv_shape_t *s);
-  void (*conv_fwd)(const conv_shape_t *s, int B, const float *x, const float *w, const float *bias,
-                   int relu, float *y, float *ws, size_t ws_n);
-  void (*conv_bwd)(const conv_shape_t *s, int B, const float *x, const float *w, const float *dy,
-                   const float *relu_y, float *dx, int dx_write, float *dw, float *db, float *ws, size_t ws_n);
-
-  /* ---- a linear layer's forward: y (rows, out) = x (rows, in) w (out, in)^T + b (out; NULL: none),
-   * with a workspace ws of ws_n >= linear_workspace(out, in) floats (linear_workspace_floats is
-   * enough for every backend), one size for any number of rows; a smaller ws only takes the
-   * backend's general path. */
-  size_t (*linear_workspace)(int out, int in);
-  void (*linear_fwd)(int rows, int out, int in, const float *x, const float *w, const float *b, float *y, float *ws,
-                     size_t ws_n);
-
-  /* ---- weight gradient of a linear map over many rows: C (M,N) += A^T B with A (K,M), B (K,N)
-   * row-major (leading dims lda, ldb, ldc), summed over the K rows with a rounding error that does
-   * not grow with K (blocks of rows, partial sums added in double). */
-  void (*gemm_tn_rows)(int M, int N, int K, const float *A, int lda, const float *B, int ldb, float *C,
-                       int ldc);
-
-  /* ---- convolution lowering, one image: x is (C,H,W), col is (C*KH*KW, OH*OW) with
-   * OH = (H + 2*pad - KH)/stride + 1; rows ordered (c, kh, kw) as PyTorch's weight (O, C, KH, KW). */
-  void (*im2col)(const float *x, int C, int H, int W, int KH, int KW, int stride, int pad, float *col);
-  void (*col2im)(const float *col, int C, int H, int W, int KH, int KW, int stride, int pad,
-                 float *dx); /* dx += scatter of col */
-
-  /* ---- pooling over P = N*C planes of (H,W)
-   * max pool k x k with stride s, no padding (floor): y (P, OH, OW); argmax (P, OH, OW) holds the
-   * flat index h*W+w of the max inside its plane, stored as float (exact below 2^24). */
-  void (*maxpool_fwd)(int P, int H, int W, int k, int s, const float *x, float *y, float *argmax);
-  /* dx += routed dy; dx_write: dx = routed dy (0 where no window's max is), its old contents unread
-   * (the model never zeroes a gradient that its only consumer overwrites, model_t.written) */
-  void (*maxpool_bwd)(int P, int H, int W, int k, int s, const float *dy, const float *argmax, float *dx,
-                      int dx_write);
-  void (*avgpool_fwd)(int P, int HW, const float *x, float *y); /* y[p] = mean x[p,:] */
-  void (*avgpool_bwd)(int P, int HW, const float *dy, float *dx, int dx_write); /* dx[p,:] += (dx_write: =) dy[p]/HW */
-
-  /* ---- layer norm over the last dim, N samples of (rows, C): x, y (N, rows, C); stats (N, 2, rows)
-   * holds each sample's row means then row rstd = 1/sqrt(var + eps), saved for backward. dw and db
-   * sum over all N*rows rows with a rounding error that does not grow with N. */
-  void (*layernorm_fwd)(int N, int rows, int C, const float *x, const float *w, const float *b, float eps,
-                        float *y, float *stats);
-  void (*layernorm_bwd)(int N, int rows, int C, const float *x, const float *w, const float *stats,
-                        const float *dy, float *dx, float *dw, float *db); /* dx, dw, db += */
-
-  /* ---- token + position embedding: idx (B,T) token ids stored as float; wte (V,C) holds the rows of
-   * ids [lo, lo+V) (lo = 0, V = the vocabulary: the whole table; otherwise a vocabulary-parallel
-   * shard); wpe (Tmax,C) or NULL (no position term: another rank adds it);
-   * y (B,T,C) = (lo <= id < lo+V ? wte[id-lo] : 0) + (wpe ? wpe[t] : 0). Ids outside the whole
-   * vocabulary are a caller bug (checked by the data layer). The backward sums (over the batch for
-   * wpe, over every use of a token for wte) keep a rounding error that does not grow with B. */
-  void (*embed_fwd)(int B, int T, int C, const float *idx, int lo, int V, const float *wte, const float *wpe,
-                    float *y);
-  void (*embed_bwd)(int B, int T, int C, const float *idx, int lo, int V, const float *dy, float *dwte,
-                    float *dwpe); /* dwte (rows of ids in [lo, lo+V)), dwpe (unless NULL) += */
-
-  /* ---- causal softmax for attention: rows of length T in BH blocks of (T,T);
-   * p[i,j] = softmax_j(scale * s[i,j]) over j <= i, p[i,j] = 0 for j > i. */
-  void (*causal_softmax_fwd)(int BH, int T, float scale, const float *s, float *p);
-  /* ds[i,j] = scale * p[i,j] * (dp[i,j] - sum_k p[i,k] dp[i,k]) (written, not accumulated) */
-  void (*causal_softmax_bwd)(int BH, int T, float scale, const float *p, const float *dp, float *ds);
-
-  /* ---- softmax cross-entropy: logits (rows, V), targets (rows) class ids stored as float.
-   * Returns the SUM over rows of -log softmax(logits)[target] (double). If dlogits is not NULL it
-   * is written (not accumulated) with grad_scale * (softmax - onehot(target)). */
-  double (*xent_fwd_bwd)(int rows, int V, const float *logits, const float *targets, float grad_scale,
-                         float *dlogits);
-  /* Number of rows whose argmax (first maximum) equals the target. */
-  long (*count_correct)(int rows, int V, const float *logits, const float *targets);
-
-  /* ---- vocabulary-parallel cross-entropy: this rank holds columns [lo, lo+V) of logits whose rows
-   * span a larger vocabulary; per-row values are combined over the ranks by the caller (comm layer).
-   * mx[r] = max over this rank's columns of row r. */
-  void (*row_max)(int rows, int V, const float *logits, float *mx);
-  /* With mx the row maxima over all ranks: sumexp[r] = sum_v exp(logits[r,v] - mx[r]) and
-   * tgt[r] = logits[r, targets[r] - lo] when lo <= targets[r] < lo+V, else 0 (both written). */
-  void (*xent_shard_stats)(int rows, int V, int lo, const float *logits, const float *targets, const float *mx,
-                           float *sumexp, float *tgt);
-  /* With mx and sumexp over all ranks: dlogits[r,v] = grad_scale * (exp(logits[r,v] - mx[r]) / sumexp[r]
-   * - (v + lo == targets[r])) (written). */
-  void (*xent_shard_bwd)(int rows, int V, int lo, const float *logits, const float *targets, const float *mx,
-                         const float *sumexp, float grad_scale, float *dlogits);
-  /* first[r] = lo + the first v with logits[r,v] == mx[r], or 3e38 when there is none (the minimum
-   * over the ranks is the global first maximum). Indices are exact in float below 2^24. */
-  void (*row_first_index)(int rows, int V, int lo, const float *logits, const float *mx, float *first);
-
-  /* ---- low-rank compression (compress/powersgd.h: PowerSGD of gradients and of pipeline gradients)
-   * dot: sum of x[i] * y[i] over n elements (double).
-   * orthonormalize: each of `batch` row-major (n, r) matrices P + i*sP gets orthonormal columns by
-   *   modified Gram-Schmidt, column by column from the first: col /= (||col|| + 1e-8), then every later
-   *   column -= (col . later) col. A matrix's columns are held in double while they are orthogonalised
-   *   and written back as float (so P^T P = I to float rounding however ill-conditioned P was). */
-  double (*dot)(const float *x, const float *y, size_t n);
-  void (*orthonormalize)(int batch, int n, int r, float *P, size_t sP);
-
-  /* ---- optimizers over a flat slab of n floats (one call per step)
-   * SGD (PyTorch semantics): g' = g + wd*p; buf = mom*buf + g' (buf = g' when first);
-   *   step = nesterov ? g' + mom*buf : buf; p -= lr*step.  With mom == 0, buf is unused. */
-  void (*sgd_step)(size_t n, float *p, const float *g, float *buf, float lr, float mom, int nesterov,
-                   float wd, int first);
-  /* AdamW (PyTorch): p *= 1 - lr*wd; m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
-   *   p -= lr * (m / bc1) / (sqrt(v / bc2) + eps), with bc1 = 1 - b1^t, bc2 = 1 - b2^t. */
-  void (*adamw_step)(size_t n, float *p, const float *g, float *m, float *v, float lr, float b1,
-                     float b2, float eps, float wd, float bc1, float bc2);
+  /* ---- the numerical ops: one pointer per entry of BACKEND_MATH_OPS (above, with their
+   * contracts) */
+#define BACKEND_OP_FIELD(ret, name, params) ret(*name) params;
+  BACKEND_MATH_OPS(BACKEND_OP_FIELD)
+#undef BACKEND_OP_FIELD
 } backend_t;
 
 /* The backends compiled in. */

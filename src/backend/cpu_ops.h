@@ -131,6 +131,15 @@ static inline float cpu_expf(float x) {
   return cpu_bits_float((inside & keep) | (outside & ~keep));
 }
 
+/* The table's numerical ops: cpu_NAME for every NAME of BACKEND_MATH_OPS (backend.h), in
+ * cpu_gemm.c (the GEMMs, gemm_tn_rows), cpu_elementwise.c (elementwise ops, bias, activations,
+ * dot, orthonormalize), cpu_conv.c (im2col, col2im, pooling), cpu_conv_batch.c (the convolution
+ * ops), cpu_linear.c (the linear forward), cpu_seq.c (layer norm, embedding, causal softmax,
+ * cross-entropy) and cpu_optim.c (the optimizers). */
+#define CPU_DECLARE(ret, name, params) ret cpu_##name params;
+BACKEND_MATH_OPS(CPU_DECLARE)
+#undef CPU_DECLARE
+
 /* cpu_fpmode.c: open = host_open, then the denormal modes of o->flush_denormals on this thread;
  * set/get return 0 where the CPU has no such modes (then denormals stay). */
 const char *cpu_open(const backend_options_t *o, int *input_error);
@@ -139,64 +148,22 @@ int cpu_flush_denormals_on(void);
 
 /* cpu_gemm.c */
 void cpu_set_threads(int nthreads);
-void cpu_gemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
-              const float *B, int ldb, float beta, float *C, int ldc);
-void cpu_gemm_strided(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
-                      size_t sA, const float *B, int ldb, size_t sB, float beta, float *C, int ldc,
-                      size_t sC, int batch);
-void cpu_gemm_grid(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
-                   int ldb, float beta, float *C, int ldc, const gemm_grid_t *g);
-
-/* cpu_elementwise.c */
-void cpu_fill(float *x, size_t n, float v);
-void cpu_scale(float *x, size_t n, float a);
-void cpu_axpy(size_t n, float a, const float *x, float *y);
-void cpu_add(size_t n, const float *a, const float *b, float *y);
-double cpu_sumsq(const float *x, size_t n);
-int cpu_all_finite(const float *x, size_t n);
-double cpu_dot(const float *x, const float *y, size_t n);
-void cpu_orthonormalize(int batch, int n, int r, float *P, size_t sP);
-void cpu_bias_add_rows(int rows, int cols, const float *b, float *y);
-void cpu_bias_grad_rows(int rows, int cols, const float *dy, float *db);
-void cpu_bias_add_planes(int N, int C, int HW, const float *b, float *y);
-void cpu_bias_grad_planes(int N, int C, int HW, const float *dy, float *db);
-void cpu_relu_fwd(size_t n, const float *x, float *y);
-void cpu_relu_bwd(size_t n, const float *x, const float *dy, float *dx, int write);
-void cpu_add_relu_fwd(size_t n, const float *a, const float *b, float *y);
-void cpu_add_relu_bwd(size_t n, const float *y, const float *dy, float *da, float *db, int write_a, int write_b);
-void cpu_gelu_fwd(size_t n, const float *x, float *y);
-void cpu_gelu_bwd(size_t n, const float *x, const float *dy, float *dx, int write);
 
 /* cpu_conv.c */
 void cpu_im2col_ld(const float *x, int C, int H, int W, int KH, int KW, int stride, int pad, float *col,
                    size_t ld);
 void cpu_col2im_ld(const float *col, size_t ld, int C, int H, int W, int KH, int KW, int stride, int pad,
                    float *dx);
-void cpu_im2col(const float *x, int C, int H, int W, int KH, int KW, int stride, int pad, float *col);
-void cpu_col2im(const float *col, int C, int H, int W, int KH, int KW, int stride, int pad, float *dx);
-void cpu_maxpool_fwd(int P, int H, int W, int k, int s, const float *x, float *y, float *argmax);
-void cpu_maxpool_bwd(int P, int H, int W, int k, int s, const float *dy, const float *argmax,
-                     float *dx, int dx_write);
-void cpu_avgpool_fwd(int P, int HW, const float *x, float *y);
-void cpu_avgpool_bwd(int P, int HW, const float *dy, float *dx, int dx_write);
 
 /* cpu_conv_batch.c: the batch is lowered to GEMMs in blocks of whole samples of up to
  * CPU_CONV_BLOCK_COLUMNS output positions (OpenBLAS runs these shapes fastest at 200..800 columns);
  * cpu_conv_lowered_blocks is the samples per block a workspace of ws_n floats holds (0: not one). */
 #define CPU_CONV_BLOCK_COLUMNS 512
 int cpu_conv_lowered_blocks(const conv_shape_t *s, size_t ws_n);
-size_t cpu_conv_workspace(const conv_shape_t *s);
-void cpu_conv_fwd(const conv_shape_t *s, int B, const float *x, const float *w, const float *bias, int relu,
-                  float *y, float *ws, size_t ws_n);
-void cpu_conv_bwd(const conv_shape_t *s, int B, const float *x, const float *w, const float *dy, const float *relu_y,
-                  float *dx, int dx_write, float *dw, float *db, float *ws, size_t ws_n);
-/* cpu_linear.c: a linear layer's forward; cpu_linear_unpacked: whether a shape takes the path
- * that does not pack the weight (few rows, many outputs: faster than OpenBLAS there). */
-size_t cpu_linear_workspace(int out, int in);
-void cpu_linear_fwd(int rows, int out, int in, const float *x, const float *w, const float *b, float *y, float *ws,
-                    size_t ws_n);
+
+/* cpu_linear.c: whether a shape takes the linear forward's path that does not pack the weight (few
+ * rows, many outputs: faster than OpenBLAS there). */
 int cpu_linear_unpacked(int rows, int out, int in);
-void cpu_gemm_tn_rows(int M, int N, int K, const float *A, int lda, const float *B, int ldb, float *C, int ldc);
 
 /* cpu_conv_direct.c: "same" convolutions (stride 1; stride 2 on even sizes) with AVX-512 tiles.
  * cpu_conv_direct_blocks is the samples per block it can run in ws_n floats, 0 where it does not
@@ -208,32 +175,5 @@ void cpu_conv_direct_fwd(const conv_shape_t *s, int B, const float *x, const flo
                          float *y, float *ws, size_t ws_n);
 void cpu_conv_direct_bwd(const conv_shape_t *s, int B, const float *x, const float *w, const float *dy,
                          const float *relu_y, float *dx, int dx_write, float *dw, float *db, float *ws, size_t ws_n);
-
-/* cpu_seq.c */
-void cpu_layernorm_fwd(int N, int rows, int C, const float *x, const float *w, const float *b, float eps,
-                       float *y, float *stats);
-void cpu_layernorm_bwd(int N, int rows, int C, const float *x, const float *w, const float *stats,
-                       const float *dy, float *dx, float *dw, float *db);
-void cpu_embed_fwd(int B, int T, int C, const float *idx, int lo, int V, const float *wte, const float *wpe,
-                   float *y);
-void cpu_embed_bwd(int B, int T, int C, const float *idx, int lo, int V, const float *dy, float *dwte,
-                   float *dwpe);
-void cpu_causal_softmax_fwd(int BH, int T, float scale, const float *s, float *p);
-void cpu_causal_softmax_bwd(int BH, int T, float scale, const float *p, const float *dp, float *ds);
-double cpu_xent_fwd_bwd(int rows, int V, const float *logits, const float *targets, float grad_scale,
-                        float *dlogits);
-long cpu_count_correct(int rows, int V, const float *logits, const float *targets);
-void cpu_row_max(int rows, int V, const float *logits, float *mx);
-void cpu_xent_shard_stats(int rows, int V, int lo, const float *logits, const float *targets, const float *mx,
-                          float *sumexp, float *tgt);
-void cpu_xent_shard_bwd(int rows, int V, int lo, const float *logits, const float *targets, const float *mx,
-                        const float *sumexp, float grad_scale, float *dlogits);
-void cpu_row_first_index(int rows, int V, int lo, const float *logits, const float *mx, float *first);
-
-/* cpu_optim.c */
-void cpu_sgd_step(size_t n, float *p, const float *g, float *buf, float lr, float mom, int nesterov,
-                  float wd, int first);
-void cpu_adamw_step(size_t n, float *p, const float *g, float *m, float *v, float lr, float b1,
-                    float b2, float eps, float wd, float bc1, float bc2);
 
 #endif

@@ -76,7 +76,7 @@ for model in mlp vgg resnet; do
 done
 
 # the gradient norm without clipping, taken by each rank's update over the tensors it is the first
-# of its rank set to hold (train.c, layout_step_t.norm_ranges) and summed over the ranks: every
+# of its rank set to hold (the layout's norm plan, optim/norm.h) and summed over the ranks: every
 # step's logged norm within 1e-5 of the 1-rank run's, on the hand plans that change rank sets
 for np in 2 4; do
   worst=$(log_worst_rel "$tap_tmp/mlp-$np-hand/log.h5" "$tap_tmp/mlp-dp1/log.h5" /metrics/grad_norm 10)

@@ -40,7 +40,7 @@ same allreduce one 1e-5 "3 ranks allreduce = 1 rank"
 same shared allreduce 1e-5 "node-shared = allreduce"
 
 # without clipping each rank takes its slice's part of the norm in its update and the parts are
-# summed at the barrier after it (layout_step_t.norm_at_updated): every step's norm within 1e-5 of
+# summed at the barrier after it (its norm plan's NORM_SUM_LAYOUT, optim/norm.h): every step's norm within 1e-5 of
 # 1 rank's, and the parameters as 1 rank's
 run one_noclip 1 -D run.steps=8 -D train.clip_norm=0 && run shared_noclip 3 -D run.steps=8 -D train.clip_norm=0
 tap_ok $? "8 steps on 1 and on 3 ranks node-shared, no clipping"

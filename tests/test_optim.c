@@ -9,6 +9,7 @@
 #include "backend/backend.h"
 #include "core/error.h"
 #include "core/slab.h"
+#include "optim/norm.h"
 #include "optim/optim.h"
 #include "refdata.h"
 #include "tap.h"
@@ -347,6 +348,39 @@ static void check_adamw(const backend_t *be) {
   optim_free(&o);
 }
 
+/* norm_ranges_merge sorts ranges and merges those that touch or overlap, dropping empty ones;
+ * norm_part sums the squares over the ranges within [lo, hi) (or over all of it without ranges), and
+ * norm_update gives the same from the update's pass. */
+static void check_norm_plan(const backend_t *be) {
+  size_t r[] = {50, 60, 10, 20, 20, 30, 5, 5, 55, 70, 80, 90};
+  int n = norm_ranges_merge(r, 6);
+  tap_ok(n == 3 && r[0] == 10 && r[1] == 30 && r[2] == 50 && r[3] == 70 && r[4] == 80 && r[5] == 90,
+         "norm_ranges_merge: 6 ranges (one empty, two touching, two overlapping) to 3: [%zu,%zu) [%zu,%zu) [%zu,%zu)",
+         r[0], r[1], r[2], r[3], r[4], r[5]);
+  enum { N = 100 };
+  float g[N];
+  double all = 0, in = 0;
+  for (int i = 0; i < N; i++) {
+    g[i] = (float)(i % 5) - 1.5f;
+    if (i >= 15 && i < 85) all += (double)g[i] * g[i];
+    if ((i >= 15 && i < 30) || (i >= 50 && i < 70) || (i >= 80 && i < 85)) in += (double)g[i] * g[i];
+  }
+  float *dg = to_backend(be, g, N), *dp = to_backend(be, g, N);
+  norm_plan_t whole = {0}, ranged = {.ranges = r, .nranges = n};
+  double got_all = norm_part(be, dg, 15, 85, &whole), got_in = norm_part(be, dg, 15, 85, &ranged);
+  optim_opts_t cfg;
+  sgd_config(&cfg, 0.05, 0, 0, 0);
+  optim_t o;
+  optim_init(&o, cfg, be, N);
+  double fused = norm_update(&o, dp, dg, 0.05f, 15, 85, &ranged);
+  tap_ok(fabs(got_all - all) <= 1e-12 * all && fabs(got_in - in) <= 1e-12 * in && fabs(fused - in) <= 1e-12 * in,
+         "%s: norm_part over [15, 85) %.6g (%.6g), over the ranges clipped to it %.6g (%.6g); from the update %.6g",
+         be->name, got_all, all, got_in, in, fused);
+  optim_free(&o);
+  be->free(dg);
+  be->free(dp);
+}
+
 /* optim_step_part_sumsq (the update that also gives the gradients' sum of squares, block by block on
  * a host backend) leaves parameters and moments bitwise those of optim_step_part over the same
  * range, two steps of SGD with momentum and of AdamW, and returns the sum of squares of exactly the
@@ -416,6 +450,7 @@ int main(void) {
     check_sgd_nesterov(be);
     check_adamw(be);
     check_update_sumsq(be);
+    check_norm_plan(be);
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
       check_reference_step(be, files[i]);
   }

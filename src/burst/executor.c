@@ -410,10 +410,9 @@ void burst_exec_step(burst_exec_t *ex, const dataset_t *ds, const uint64_t *ids,
   if (ex->shared) {
     times->backward_done = a;
     double mine[NODE_SUM_SCALARS] = {[NODE_SUM_LOSS] = loss, [NODE_SUM_STOP] = mx->stop}, sum[NODE_SUM_SCALARS];
-    node_sum_reduce(ex->shared, mine, sum, !ex->norm_at_update);
+    node_sum_reduce(ex->shared, mine, sum);
     mx->loss = sum[NODE_SUM_LOSS];
     mx->stop = sum[NODE_SUM_STOP];
-    ex->shared_sumsq = sum[NODE_SUM_SUMSQ];
     times->comm += surge_now() - a;
     return;
   }
@@ -422,15 +421,6 @@ void burst_exec_step(burst_exec_t *ex, const dataset_t *ds, const uint64_t *ids,
   times->wait = ex->sync.wait_s;
   times->comm += surge_now() - a - times->wait;
   if (ex->sync.side) get_side(ex, mx);
-}
-
-double burst_exec_grad_sumsq(const burst_exec_t *ex) {
-  if (ex->shared) return ex->shared_sumsq;
-  const slab_layout_t *L = &ex->g->params;
-  double sumsq = 0;
-  for (int t = 0; t < L->n; t++)
-    if (ex->summed || ex->world->rank == ex->first[L->t[t].owner]) sumsq += ex->m.be->sumsq(ex->m.grads + L->t[t].off, L->t[t].n);
-  return sumsq;
 }
 
 /* One chunk of an evaluation: every node on every position of it. */

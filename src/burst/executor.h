@@ -55,9 +55,6 @@ typedef struct burst_exec {
                          * the parameter slab is the node's, gradients are summed there, not by
                          * gradsync (which then has no bucket), and each rank updates only its
                          * slice (shared->lo, hi); NULL otherwise */
-  double shared_sumsq;  /* with shared: the step's squared gradient norm, summed over the slices */
-  int norm_at_update;   /* with shared: the step leaves its slice's squares to the update
-                         * (node_sum_updated sums them), set by the layout */
   char shared_refused[320]; /* why a possible shared run did not fit (node_sum_fits), or "" */
 } burst_exec_t;
 
@@ -94,10 +91,6 @@ void burst_exec_step(burst_exec_t *ex, const dataset_t *ds, const uint64_t *ids,
 
 /* Whether this rank holds rows of no node: the plan leaves it out of every step's work. */
 int burst_exec_idle(const burst_exec_t *ex);
-/* This rank's part of the squared global gradient norm: each node's tensors counted on its set's
- * first rank only (sum over world for the total); with summed, the whole norm (the same value on
- * every rank: the same sums of the same reduced gradients). */
-double burst_exec_grad_sumsq(const burst_exec_t *ex);
 
 /* Loss sum and correct targets of this rank's contiguous share of positions [0, n) of split, on
  * the parameters it holds (burst_exec_gather them first), in chunks of the window. */

@@ -15,9 +15,7 @@ typedef struct burst_layout {
   burst_plan_t plan;
   char *plan_text; /* the plan file's text, for the log (burst mode) */
   char note[400];   /* layout_t.note: how dp sums, where it is worth saying */
-  size_t *norm_ranges; /* the slab ranges of the tensors whose summed gradient this rank is the first
-                        * of its rank set to hold: its part of the norm (layout_step_t) */
-  int norm_nranges;
+  size_t *norm_ranges; /* layout_t.norm's ranges, where the plan has them */
 } burst_layout_t;
 
 static burst_layout_t *impl(const layout_t *l) { return l->impl; }
@@ -65,42 +63,36 @@ static void plan_everywhere(burst_layout_t *b, const layout_opts_t *o, const gra
   }
 }
 
-/* The tensors this rank counts in the norm (burst_exec_grad_sumsq's rule), adjacent ones merged. */
-static void plan_norm_ranges(burst_layout_t *b) {
+/* The norm's plan (optim/norm.h): node-shared ranks count their slice, the slices summed at the
+ * barrier after the update; where every rank holds every summed gradient (summed), every rank
+ * counts all and its part is the norm; else each tensor is counted by the first rank of its node's
+ * set, the parts summed over the job. */
+static norm_plan_t plan_norm(burst_layout_t *b) {
   const burst_exec_t *ex = &b->ex;
+  if (ex->shared) return (norm_plan_t){.sum = NORM_SUM_LAYOUT};
+  if (ex->summed) return (norm_plan_t){.sum = NORM_SUM_NONE};
   const slab_layout_t *L = &ex->g->params;
   b->norm_ranges = xcalloc(2 * (size_t)(L->n ? L->n : 1), sizeof *b->norm_ranges);
   int n = 0;
-  for (int t = 0; t < L->n; t++) {
-    if (ex->world->rank != ex->first[L->t[t].owner]) continue;
-    if (n > 0 && b->norm_ranges[2 * n - 1] == L->t[t].off) b->norm_ranges[2 * n - 1] += L->t[t].n;
-    else b->norm_ranges[2 * n] = L->t[t].off, b->norm_ranges[2 * n + 1] = L->t[t].off + L->t[t].n, n++;
-  }
-  b->norm_nranges = n;
+  for (int t = 0; t < L->n; t++)
+    if (ex->world->rank == ex->first[L->t[t].owner]) {
+      b->norm_ranges[2 * n] = L->t[t].off;
+      b->norm_ranges[2 * n + 1] = L->t[t].off + L->t[t].n;
+      n++;
+    }
+  return (norm_plan_t){.ranges = b->norm_ranges, .nranges = norm_ranges_merge(b->norm_ranges, n), .sum = NORM_SUM_JOB};
 }
 
 static void step(layout_t *l, const dataset_t *ds, const uint64_t *ids, float grad_scale, layout_step_t *out) {
   burst_exec_t *ex = &impl(l)->ex;
   burst_times_t t;
   burst_metrics_t mx = {.stop = out->stop};
-  const int norm_from_update = out->norm_from_update;
   memset(out, 0, sizeof *out);
-  ex->norm_at_update = norm_from_update; /* node-shared: the slice's squares left to the update */
   burst_exec_step(ex, ds, ids, grad_scale, &mx, &t);
   out->loss = mx.loss;
   out->stop = mx.stop;
   out->summed = mx.summed;
   out->idle = burst_exec_idle(ex);
-  /* the update's own pass over the gradients gives this rank's part of the norm: all tensors where
-   * every rank holds every summed gradient (summed), else the tensors whose sum it is the first of
-   * its rank set to hold; node-shared ranks update their slices, whose parts node_sum_updated sums */
-  out->norm_deferred = norm_from_update;
-  out->norm_at_updated = norm_from_update && ex->shared;
-  if (out->norm_deferred && !ex->summed) {
-    out->norm_ranges = impl(l)->norm_ranges;
-    out->norm_nranges = impl(l)->norm_nranges;
-  }
-  if (!out->norm_deferred) out->sumsq = burst_exec_grad_sumsq(ex);
   out->data = t.data;
   out->forward = t.forward;
   out->backward = t.backward;
@@ -131,6 +123,8 @@ static void shared_written(layout_t *l) { node_sum_updated(impl(l)->ex.shared, 0
 
 static double shared_updated(layout_t *l, double norm_part) { return node_sum_updated(impl(l)->ex.shared, norm_part); }
 
+static double shared_norm_sum(layout_t *l, double norm_part) { return node_sum_total(impl(l)->ex.shared, norm_part); }
+
 /* After sync_replicas every rank holds every tensor whole. */
 static void describe(const layout_t *l, state_tensor_t *out) {
   const burst_exec_t *ex = &impl(l)->ex;
@@ -157,7 +151,7 @@ static const layout_ops_t burst_layout_ops = {
 /* Data parallelism through node-shared memory (burst_exec_t.shared). */
 static const layout_ops_t shared_layout_ops = {
     .step = step, .eval = eval, .sync_replicas = sync_replicas, .describe = describe, .log = log_plan,
-    .state_loaded = shared_written, .updated = shared_updated, .free = free_layout};
+    .state_loaded = shared_written, .updated = shared_updated, .norm_sum = shared_norm_sum, .free = free_layout};
 
 layout_t *burst_layout_build(const layout_opts_t *o, const graph_t *g, const backend_t *be, comm_t *world) {
   if (o->global_batch < world->size)
@@ -171,7 +165,6 @@ layout_t *burst_layout_build(const layout_opts_t *o, const graph_t *g, const bac
     plan_everywhere(b, o, g, world);
   int node_shared = o->node_shared && strcmp(o->mode, "dp") == 0 && strcmp(o->sync.reducer, "exact") == 0;
   burst_exec_init(&b->ex, &b->plan, g, be, world, (int)o->global_batch, &o->sync, node_shared);
-  plan_norm_ranges(b);
   model_init_params(&b->ex.m, o->seed);
   b->base = (layout_t){.ops = &burst_layout_ops, .m = &b->ex.m, .local = &g->params, .sync = &b->ex.sync,
                        .window = b->ex.window, .impl = b};
@@ -186,5 +179,6 @@ layout_t *burst_layout_build(const layout_opts_t *o, const graph_t *g, const bac
     snprintf(b->note, sizeof b->note, "dp: allreduce, not node-shared memory: %s", b->ex.shared_refused);
   }
   if (b->note[0]) b->base.note = b->note;
+  b->base.norm = plan_norm(b);
   return &b->base;
 }

@@ -28,22 +28,14 @@
 #include "io/log.h"
 #include "nn/graph.h"
 #include "nn/model.h"
+#include "optim/norm.h"
 #include "sync/gradsync.h"
 
 /* What a step did on this rank. */
 typedef struct layout_step {
   double loss;  /* this rank's part of the loss SUM (sum over world: the global sum) */
-  double sumsq; /* this rank's part of the squared global gradient norm, after the sync */
   double stop;  /* in: this rank's stop request (0 or 1), read before the step clears the rest */
-  int norm_from_update; /* in: the trainer does not clip, so the norm may come from the update (read,
-                         * like stop, before the step clears the rest) */
-  int norm_deferred;    /* 1: sumsq was not taken: the update's sum of squares (optim_step_part_sumsq)
-                         * over norm_ranges (NULL: all of [update_lo, update_hi)) is this rank's part */
-  const size_t *norm_ranges; /* sorted disjoint float ranges [r[2i], r[2i+1]) (the layout's memory) */
-  int norm_nranges;
-  int norm_at_updated;  /* with norm_deferred: the ranks' parts are summed by ops->updated, not in the
-                         * trainer's metrics reduction (summed still covers loss and stop) */
-  int summed;   /* 1: loss, sumsq and stop are already the job's totals (they rode on the gradient
+  int summed;   /* 1: loss and stop are already the job's totals (they rode on the gradient
                  * reduction, no collective of their own); 0: sum them over world */
   int idle;     /* 1: this rank had no part in the step's work (a burst plan left it out): it only
                  * waits for the others */
@@ -79,10 +71,13 @@ typedef struct layout_ops {
   /* After a checkpoint was read into the regions state gave: take the values. NULL: nothing. */
   void (*state_loaded)(layout_t *l);
   /* Collective, after each rank updated its part of the parameters (layout_t.update_lo, hi): every
-   * rank may read all of them from then on. NULL: nothing to do (each rank updated all it holds).
-   * norm_part: this rank's part of a deferred norm that the step left here (layout_step_t
-   * norm_at_updated); returns the sum of the parts over the ranks (anything where none was). */
+   * rank may read all of them from then on; returns the sum over the ranks of norm_part (this rank's
+   * part of the squared gradient norm where the layout's norm plan sums there, else 0). NULL:
+   * nothing to do (each rank updated all it holds). */
   double (*updated)(layout_t *l, double norm_part);
+  /* Collective, where the norm plan sums in the layout (NORM_SUM_LAYOUT) and the step clips before
+   * its update: the sum of norm_part over the ranks. NULL where the plan sums elsewhere. */
+  double (*norm_sum)(layout_t *l, double norm_part);
   void (*free)(layout_t *l);
 } layout_ops_t;
 
@@ -96,6 +91,8 @@ struct layout {
   size_t update_lo, update_hi; /* the floats [lo, hi) of the local slabs this rank's optimizer
                                 * updates (its gradients there are the step's sums): set by a
                                 * builder whose layout has an `updated` op, else the whole slab */
+  norm_plan_t norm;         /* the gradients this rank counts in the norm, and how the ranks' parts
+                             * add up (optim/norm.h): set by the builder */
   const char *note;         /* what the layout chose that the run's banner states; NULL: nothing */
   void *impl;
 };

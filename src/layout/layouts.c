@@ -69,6 +69,9 @@ layout_t *layout_build(const layout_opts_t *o, const graph_t *g, const backend_t
       layout_t *l = layouts[i].build(o, g, be, world);
       l->name = layouts[i].name;
       if (!l->ops->updated) l->update_lo = 0, l->update_hi = l->local->total; /* else the builder set them */
+      if (l->norm.sum == NORM_SUM_LAYOUT && (!l->ops->updated || !l->ops->norm_sum))
+        surge_runtime_error("the %s layout sums the gradient norm itself but lacks updated or norm_sum (a layout bug)",
+                            l->name);
       return l;
     }
   surge_input_error("[parallel] mode = %s: not a layout (accepted: %s)", o->mode, layout_names());

@@ -14,6 +14,7 @@ typedef struct pipe_layout {
   pipe_exec_t ex;
   slab_layout_t local;  /* the pieces of every global tensor, in the whole model's order */
   gpt_piece_t *piece;   /* (local.n) */
+  size_t *norm_ranges;  /* the boxes this rank counts in the gradient norm (layout_t.norm) */
   int *first_block, *blocks; /* (pp) the stages */
   double *mflop;        /* (pp) training MFLOP per sample of each stage */
   long timeline_every;
@@ -183,15 +184,24 @@ static void init_params(pipe_layout_t *pl, const graph_t *g, uint64_t seed) {
 
 /* ---- the layout's operations */
 
-static void step(layout_t *l, const dataset_t *ds, const uint64_t *ids, float grad_scale, layout_step_t *out) {
-  pipe_layout_t *pl = impl(l);
-  pipe_exec_step(&pl->ex, ds, ids, grad_scale, out);
-  const backend_t *be = pl->ex.m.be;
-  for (int i = 0; i < pl->local.n; i++) { /* each global value counted once: by replica 0 of its box */
+/* The norm's plan: each global value counted once, by replica 0 of its box; the parts summed over
+ * the job. */
+static norm_plan_t plan_norm(pipe_layout_t *pl) {
+  pl->norm_ranges = xcalloc(2 * (size_t)(pl->local.n ? pl->local.n : 1), sizeof *pl->norm_ranges);
+  int n = 0;
+  for (int i = 0; i < pl->local.n; i++) {
     int replica, replicas;
     replica_of(&pl->ex.grid, &pl->piece[i], &replica, &replicas);
-    if (pl->piece[i].n && replica == 0) out->sumsq += be->sumsq(pl->ex.m.grads + pl->piece[i].off, pl->piece[i].n);
+    if (pl->piece[i].n == 0 || replica != 0) continue;
+    pl->norm_ranges[2 * n] = pl->piece[i].off;
+    pl->norm_ranges[2 * n + 1] = pl->piece[i].off + pl->piece[i].n;
+    n++;
   }
+  return (norm_plan_t){.ranges = pl->norm_ranges, .nranges = norm_ranges_merge(pl->norm_ranges, n), .sum = NORM_SUM_JOB};
+}
+
+static void step(layout_t *l, const dataset_t *ds, const uint64_t *ids, float grad_scale, layout_step_t *out) {
+  pipe_exec_step(&impl(l)->ex, ds, ids, grad_scale, out);
 }
 
 static void eval(layout_t *l, const dataset_t *ds, data_split_t split, uint64_t n, double sums[2]) {
@@ -282,6 +292,7 @@ static void free_layout(layout_t *l) {
   pipe_exec_free(&pl->ex);
   slab_layout_free(&pl->local);
   free(pl->piece);
+  free(pl->norm_ranges);
   free(pl->first_block);
   free(pl->blocks);
   free(pl->mflop);
@@ -318,5 +329,6 @@ layout_t *pipe_layout_build(const layout_opts_t *o, const graph_t *g, const back
   pl->timeline_every = o->grid.timeline_every;
   pl->base = (layout_t){.ops = &pipe_layout_ops, .m = &pl->ex.m, .local = &pl->local, .sync = &pl->ex.sync,
                         .window = pl->ex.m.B_cap, .impl = pl};
+  pl->base.norm = plan_norm(pl);
   return &pl->base;
 }

@@ -71,8 +71,7 @@ void node_sum_free(node_sum_t *s) {
 float *node_sum_params(const node_sum_t *s) { return (float *)(void *)s->params.seg[0]; }
 float *node_sum_grads(const node_sum_t *s) { return (float *)(void *)s->grads.seg[s->c->rank]; }
 
-void node_sum_reduce(node_sum_t *s, const double mine[NODE_SUM_SCALARS], double sum[NODE_SUM_SCALARS],
-                     int take_sumsq) {
+void node_sum_reduce(node_sum_t *s, const double mine[NODE_SUM_SCALARS], double sum[NODE_SUM_SCALARS]) {
   const int R = s->c->size, me = s->c->rank;
   node_shm_barrier(&s->grads, s->c, TRAFFIC_DP, 0); /* every rank's gradients are final */
   float *own = node_sum_grads(s) + s->lo;
@@ -81,12 +80,21 @@ void node_sum_reduce(node_sum_t *s, const double mine[NODE_SUM_SCALARS], double 
     if (r != me) s->be->axpy(len, 1.0f, (const float *)(void *)s->grads.seg[r] + s->lo, own);
   double *out = (double *)(void *)s->scalars.seg[me];
   memcpy(out, mine, NODE_SUM_SCALARS * sizeof(double));
-  out[NODE_SUM_SUMSQ] = take_sumsq ? s->be->sumsq(own, len) : 0.0;
   /* the bytes read from the others' slabs, counted here, where the exchange completes */
   node_shm_barrier(&s->scalars, s->c, TRAFFIC_DP, (uint64_t)(R - 1) * len * sizeof(float));
   for (int k = 0; k < NODE_SUM_SCALARS; k++) sum[k] = 0;
   for (int r = 0; r < R; r++)
     for (int k = 0; k < NODE_SUM_SCALARS; k++) sum[k] += ((const double *)(void *)s->scalars.seg[r])[k];
+}
+
+double node_sum_total(node_sum_t *s, double part) {
+  /* its own slot: the others read it after this barrier, and it is written again only in the next
+   * step, after node_sum_reduce's first barrier, which every rank reaches after reading it */
+  ((double *)(void *)s->scalars.seg[s->c->rank])[NODE_SUM_NORM] = part;
+  node_shm_barrier(&s->scalars, s->c, TRAFFIC_DP, 0);
+  double total = 0;
+  for (int r = 0; r < s->c->size; r++) total += ((const double *)(void *)s->scalars.seg[r])[NODE_SUM_NORM];
+  return total;
 }
 
 double node_sum_updated(node_sum_t *s, double sumsq) {

@@ -32,9 +32,10 @@
 #include "comm/node_shm.h"
 
 /* A step's scalars, summed over the ranks. */
-enum { NODE_SUM_LOSS, NODE_SUM_STOP, NODE_SUM_SUMSQ, NODE_SUM_SCALARS };
-/* The scalars' segment holds one double more per rank: the sum of squares node_sum_updated sums. */
-enum { NODE_SUM_UPDATE_SUMSQ = NODE_SUM_SCALARS, NODE_SUM_SLOTS };
+enum { NODE_SUM_LOSS, NODE_SUM_STOP, NODE_SUM_SCALARS };
+/* The scalars' segment holds two doubles more per rank: the sums of squares node_sum_updated and
+ * node_sum_total sum. */
+enum { NODE_SUM_UPDATE_SUMSQ = NODE_SUM_SCALARS, NODE_SUM_NORM, NODE_SUM_SLOTS };
 
 typedef struct node_sum {
   comm_t *c;             /* borrowed: the node's ranks */
@@ -61,10 +62,11 @@ void node_sum_free(node_sum_t *s);
 float *node_sum_params(const node_sum_t *s);
 float *node_sum_grads(const node_sum_t *s);
 /* Collective, after the backward pass: this rank's slice of the gradient summed over the ranks (see
- * above); mine: this rank's scalars; sum: their sums over the ranks (NODE_SUM_SUMSQ: of the summed
- * gradients, the whole slab's; 0 where take_sumsq is 0, the update taking it). */
-void node_sum_reduce(node_sum_t *s, const double mine[NODE_SUM_SCALARS], double sum[NODE_SUM_SCALARS],
-                     int take_sumsq);
+ * above); mine: this rank's scalars; sum: their sums over the ranks. */
+void node_sum_reduce(node_sum_t *s, const double mine[NODE_SUM_SCALARS], double sum[NODE_SUM_SCALARS]);
+/* Collective, between node_sum_reduce and the update: the sum over the ranks of part (each rank's
+ * sum of squares of its summed slice, when the step clips before its update). */
+double node_sum_total(node_sum_t *s, double part);
 /* Collective, after every rank updated its slice of the parameters: the sum over the ranks of
  * their sumsq (a sum of squares of its slice the update took; 0 where none). */
 double node_sum_updated(node_sum_t *s, double sumsq);

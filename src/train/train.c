@@ -73,40 +73,50 @@ static void check_finite(const trainer_t *t, const train_stats_t *s) {
                         t->step + 1, isfinite(s->loss) ? "gradient" : "loss", s->loss, s->grad_norm);
 }
 
-/* This rank's part of the update at rate lr, its seconds added to *update_s; where the step left
- * the norm to it (ls->norm_deferred) the sum of squares of the gradients it counts, else 0. */
-static double update_part(trainer_t *t, const layout_step_t *ls, float lr, double *update_s) {
+/* This rank's part of the update at rate lr, its seconds added to *update_s; with_norm: returns
+ * this rank's part of the squared gradient norm from the update's own pass (else 0). */
+static double update_part(trainer_t *t, float lr, int with_norm, double *update_s) {
   layout_t *l = t->layout;
   ev_raise(EV_WORK, EV_UPDATE, 0);
-  double u0 = surge_now(), sumsq = 0;
-  if (ls->norm_deferred)
-    sumsq = optim_step_part_sumsq(&t->opt, l->m->params, l->m->grads, lr, l->update_lo, l->update_hi,
-                                  ls->norm_ranges, ls->norm_nranges);
+  double u0 = surge_now(), part = 0;
+  if (with_norm)
+    part = norm_update(&t->opt, l->m->params, l->m->grads, lr, l->update_lo, l->update_hi, &l->norm);
   else
     optim_step_part(&t->opt, l->m->params, l->m->grads, lr, l->update_lo, l->update_hi);
   *update_s += surge_now() - u0;
-  return sumsq;
+  return part;
 }
 
 train_stats_t trainer_step(trainer_t *t, int stop_request) {
   train_stats_t s;
   memset(&s, 0, sizeof s);
   layout_t *l = t->layout;
+  const norm_plan_t *np = &l->norm;
   double t0 = surge_now();
   double targets = (double)t->cfg.global_batch * (double)t->g.targets_per_sample;
   ev_raise(EV_WORK, EV_STEP, 0);
   sampler_batch(&t->sampler, t->step, t->cfg.global_batch, t->ids);
-  layout_step_t ls = {.stop = stop_request ? 1.0 : 0.0, .norm_from_update = !(t->cfg.clip_norm > 0)};
+  layout_step_t ls = {.stop = stop_request ? 1.0 : 0.0};
   l->ops->step(l, t->ds, t->ids, (float)(1.0 / targets), &ls);
+  if (np->sum == NORM_SUM_JOB && ls.summed)
+    surge_runtime_error("the %s layout sums its metrics itself but leaves the norm to the job (a layout bug)", l->name);
 
   s.lr = lr_at(&t->opt.schedule, t->step);
   double update_s = 0, t1 = surge_now();
-  /* no clipping: the norm from the update's own pass over the gradients, before the metrics */
-  double sumsq = ls.norm_deferred ? update_part(t, &ls, (float)s.lr, &update_s) : ls.sumsq;
+  /* this rank's part of the squared gradient norm (optim/norm.h): without clipping from the update's
+   * own pass, before the metrics; with clipping apart, before the update, and summed first where
+   * the layout sums it */
+  int clip = t->cfg.clip_norm > 0, at_updated = !clip && np->sum == NORM_SUM_LAYOUT;
+  double part = clip ? norm_part(t->be, l->m->grads, l->update_lo, l->update_hi, np)
+                     : update_part(t, (float)s.lr, 1, &update_s);
+  if (clip && np->sum == NORM_SUM_LAYOUT) {
+    ev_raise(EV_COLLECTIVE, EV_METRICS, 0);
+    part = l->ops->norm_sum(l, part);
+  }
 
-  /* loss, squared gradient norm and stop requests of every rank: summed by the layout on the
-   * gradient reduction where it can, else here in one reduction */
-  double sums[3] = {ls.loss, sumsq, ls.summed ? ls.stop : stop_request ? 1.0 : 0.0};
+  /* loss, the norm's parts and stop requests of every rank: summed by the layout on the gradient
+   * reduction where it can, else here in one reduction */
+  double sums[3] = {ls.loss, np->sum == NORM_SUM_JOB ? part : 0.0, ls.summed ? ls.stop : stop_request ? 1.0 : 0.0};
   if (!ls.summed && ls.idle) { /* a rank left out of the step waits here for the others' whole step */
     ev_raise(EV_WAIT, EV_METRICS, 0);
     comm_allreduce_sum_double_waiting(t->world, sums, 3, TRAFFIC_OTHER);
@@ -116,23 +126,22 @@ train_stats_t trainer_step(trainer_t *t, int stop_request) {
   }
   s.stop = sums[2] > 0;
   s.loss = sums[0] / targets;
-  s.grad_norm = sqrt(sums[1]); /* NaN or Inf when a gradient is */
-  /* a deferred norm is checked after its update: the parameters in memory are lost with the run,
+  s.grad_norm = sqrt(np->sum == NORM_SUM_JOB ? sums[1] : part); /* NaN or Inf when a gradient is */
+  /* a norm from the update is checked after it: the parameters in memory are lost with the run,
    * the checkpoint is not; one the layout sums at `updated` is checked there */
-  if (!ls.norm_at_updated) check_finite(t, &s);
-  if (!ls.norm_deferred) {
+  if (!at_updated) check_finite(t, &s);
+  if (clip) {
     clip_to_norm(t->be, l->m->grads + l->update_lo, l->update_hi - l->update_lo, s.grad_norm, t->cfg.clip_norm);
-    update_part(t, &ls, (float)s.lr, &update_s);
+    update_part(t, (float)s.lr, 0, &update_s);
   }
   double t3 = surge_now();
-  double total = sumsq;
   if (l->ops->updated) { /* the others' parts: waiting for them is communication, not the update */
     ev_raise(EV_COLLECTIVE, EV_SYNC, 0);
-    total = l->ops->updated(l, ls.norm_at_updated ? sumsq : 0.0);
-  }
-  if (ls.norm_at_updated) {
-    s.grad_norm = sqrt(total);
-    check_finite(t, &s);
+    double total = l->ops->updated(l, at_updated ? part : 0.0);
+    if (at_updated) {
+      s.grad_norm = sqrt(total);
+      check_finite(t, &s);
+    }
   }
   t->step++;
   s.step = t->step;

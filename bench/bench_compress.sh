@@ -133,15 +133,7 @@ fi
 
 if want speed; then
   up="$src/tools/cluster-local-up.sh"
-  down="$src/tools/cluster-local-down.sh"
-  if ! why=$("$up" --check 2>&1); then
-    echo "-- speed: skipped: ${why#cluster-local-up: }"
-    exit 0
-  fi
-  export CLUSTER_LOCAL_DIR="$tmp/cluster"
-  trap '"$down" >/dev/null 2>&1; rm -rf "$tmp"' EXIT
-  "$up" --nodes 4 --slots 2 --link 1gbit >"$tmp/up.txt" 2>&1 || { cat "$tmp/up.txt" >&2; exit 1; }
-  . "$CLUSTER_LOCAL_DIR/cluster.env"
+  cluster_up speed 4 2 1gbit
   variants="exact cb cb+fe cb+fe+sc cb+fe+sc2"
   for rate in $rates; do
     "$up" --link "$rate" >/dev/null

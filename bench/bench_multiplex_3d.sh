@@ -22,16 +22,7 @@ steps=${MUX3D_STEPS:-20}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 . "$src/bench/lib.sh"
-up="$src/tools/cluster-local-up.sh"
-down="$src/tools/cluster-local-down.sh"
-if ! why=$("$up" --check 2>&1); then
-  echo "-- skipped: ${why#cluster-local-up: }"
-  exit 0
-fi
-export CLUSTER_LOCAL_DIR="$tmp/cluster"
-trap '"$down" >/dev/null 2>&1; rm -rf "$tmp"' EXIT
-"$up" --nodes 2 --slots 4 --link "$rate" >"$tmp/up.txt" 2>&1 || { cat "$tmp/up.txt" >&2; exit 1; }
-. "$CLUSTER_LOCAL_DIR/cluster.env"
+cluster_up "3d multiplexing" 2 4 "$rate"
 
 fg="$train $src/inputs/gpt-fortunes.deck -D data.source=synthetic -D model.gpt_layers=4 -D model.gpt_width=128
   -D model.gpt_heads=4 -D model.gpt_context=64 -D train.global_batch=16 -D train.schedule=constant -D run.steps=$steps

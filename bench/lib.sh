@@ -11,3 +11,17 @@ median() { # the median of the numbers on standard input ("nan" when there are n
   sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "nan"; else if (NR % 2) print v[(NR + 1) / 2];
     else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
+# cluster_up WHAT NODES SLOTS RATE: bring up the emulated cluster (doc/cluster.md) in $tmp/cluster for
+# the rest of the script, taken down at its exit, and source its environment; where this machine
+# cannot run it, print "-- WHAT: skipped: why" and exit 0 (needs $src).
+cluster_up() {
+  cu_up="$src/tools/cluster-local-up.sh"
+  if ! cu_why=$("$cu_up" --check 2>&1); then
+    echo "-- $1: skipped: ${cu_why#cluster-local-up: }"
+    exit 0
+  fi
+  export CLUSTER_LOCAL_DIR="$tmp/cluster"
+  trap '"$src/tools/cluster-local-down.sh" >/dev/null 2>&1; rm -rf "$tmp"' EXIT
+  "$cu_up" --nodes "$2" --slots "$3" --link "$4" >"$tmp/up.txt" 2>&1 || { cat "$tmp/up.txt" >&2; exit 1; }
+  . "$CLUSTER_LOCAL_DIR/cluster.env"
+}

@@ -106,14 +106,19 @@ grep -qxF "$want" "$tap_tmp/fg.txt"
 tap_ok $? "the steps whose partner ran: background_ranks_active > 0:$want"
 
 # ---- the foreground's phases: the background column, not in the total
-ok=0
-for r in 0 1; do
-  want=$(h5vals "$fg" /ranks/phase_background | rank_column 2 $r | awk '{ s += $1 } END { printf "%.3f", 1e3 * (s / NR) }')
-  got=$(grid_value "$tap_tmp/fg.txt" "milliseconds per step" $r background)
-  [ -n "$got" ] && [ "$got" = "$want" ] || ok=1
-  tap_diag "rank $r: background $got ms per step, h5dump $want"
-done
-tap_ok $ok "each rank's background time per step is the mean of its /ranks/phase_background column"
+# phase_means PHASE: each rank's PHASE ms per step in the report is the mean of its /ranks/phase_PHASE
+phase_means() {
+  pm_ok=0
+  for r in 0 1; do
+    want=$(h5vals "$fg" "/ranks/phase_$1" | rank_column 2 $r | awk '{ s += $1 } END { printf "%.3f", 1e3 * (s / NR) }')
+    got=$(grid_value "$tap_tmp/fg.txt" "milliseconds per step" $r "$1")
+    [ -n "$got" ] && [ "$got" = "$want" ] || pm_ok=1
+    tap_diag "rank $r: $1 $got ms per step, h5dump $want"
+  done
+  return $pm_ok
+}
+phase_means background
+tap_ok $? "each rank's background time per step is the mean of its /ranks/phase_background column"
 total=$(grid_value "$tap_tmp/fg.txt" "milliseconds per step" 1 total)
 sum=0
 for p in data forward backward wait comm optimizer; do
@@ -126,14 +131,8 @@ tap_ok $? "rank 1's total $total ms is its six phases' ($sum), without the backg
 tap_ok $? "the foreground's paused column (all zeros in its log) is left out"
 grep -q '^ *rank *compute *data *communication *waiting *background *offered$' "$tap_tmp/fg.txt"
 tap_ok $? "the category shares have a background and an offered column"
-ok=0
-for r in 0 1; do
-  want=$(h5vals "$fg" /ranks/phase_offered | rank_column 2 $r | awk '{ s += $1 } END { printf "%.3f", 1e3 * (s / NR) }')
-  got=$(grid_value "$tap_tmp/fg.txt" "milliseconds per step" $r offered)
-  [ -n "$got" ] && [ "$got" = "$want" ] || ok=1
-  tap_diag "rank $r: offered $got ms per step, h5dump $want"
-done
-tap_ok $ok "each rank's offered time per step (published idle or waiting) is the mean of its /ranks/phase_offered column"
+phase_means offered
+tap_ok $? "each rank's offered time per step (published idle or waiting) is the mean of its /ranks/phase_offered column"
 # ms_per_step LOG PHASE: rank 1's mean time per step in /ranks/phase_PHASE, ms, in full precision
 ms_per_step() { h5vals "$1" "/ranks/phase_$2" | rank_column 2 1 | awk '{ s += $1 } END { printf "%.17g", 1e3 * (s / NR) }'; }
 want=$(for p in data forward backward wait comm optimizer; do ms_per_step "$fg" $p; echo; done |

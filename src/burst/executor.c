@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "core/events.h"
 #include "core/share.h"
+#include "data/walk.h"
 #include "core/timer.h"
 
 /* Positions [lo, hi) of the global batch that `rank` computes in node's set (empty when the rank is
@@ -424,17 +425,12 @@ void burst_exec_step(burst_exec_t *ex, const dataset_t *ds, const uint64_t *ids,
 }
 
 /* One chunk of an evaluation: every node on every position of it. */
-typedef struct eval_ctx {
-  burst_exec_t *ex;
-  const dataset_t *ds;
-  data_split_t split;
-} eval_ctx_t;
-
-static void eval_chunk(void *ctx, const uint64_t *ids, int B, int c, double sums[2]) {
-  eval_ctx_t *e = ctx;
-  model_t *m = &e->ex->m;
+static void eval_chunk(void *ctx, const dataset_t *ds, data_split_t split, const uint64_t *ids, int B, int c,
+                       double sums[2]) {
+  burst_exec_t *ex = ctx;
+  model_t *m = &ex->m;
   (void)c;
-  fetch_range(e->ex, e->ds, e->split, ids, 0, B, m->act[0], m->targets);
+  fetch_range(ex, ds, split, ids, 0, B, m->act[0], m->targets);
   model_forward(m, B);
   sums[0] += model_loss(m, 0, B, 0.0f);
   sums[1] += (double)model_correct(m, 0, B);
@@ -442,9 +438,8 @@ static void eval_chunk(void *ctx, const uint64_t *ids, int B, int c, double sums
 
 void burst_exec_eval(burst_exec_t *ex, const dataset_t *ds, data_split_t split, uint64_t n, double sums[2]) {
   model_t *m = &ex->m;
-  eval_ctx_t e = {ex, ds, split};
   model_wire_default(m); /* every node on every position of the chunk */
-  share_walk(n, (uint64_t)ex->world->rank, (uint64_t)ex->world->size, ex->window, eval_chunk, &e, sums);
+  data_walk(ds, split, n, (uint64_t)ex->world->rank, (uint64_t)ex->world->size, ex->window, eval_chunk, ex, sums);
   for (int j = 1; j < ex->g->n; j++) /* back to the plan's wiring */
     for (int k = 0; k < ex->g->l[j].nin; k++) {
       if (ex->stage[j][k]) m->in[j][k] = ex->stage[j][k];

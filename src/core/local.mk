@@ -5,7 +5,6 @@ libsurge_a_SOURCES += \
   src/core/state.c src/core/state.h \
   src/core/rss.c src/core/rss.h \
   src/core/names.c src/core/names.h \
-  src/core/cli.c src/core/cli.h \
-  src/core/share.c src/core/share.h \
+  src/core/cli.c src/core/cli.h src/core/share.h \
   src/core/events.c src/core/events.h \
   src/core/shape.h src/core/timer.h

@@ -1,7 +1,8 @@
 /* The even share rule: n items over `parts` parts, part k holds [n k / parts, n (k + 1) / parts).
  * Shares differ by at most one, and the rule depends on (n, k, parts) alone, so every rank that
  * computes another's share finds the same range. Products are 128-bit: exact for any n < 2^64.
- * Every split of a batch, a slab or a chunk list over ranks or micro-batches uses it. */
+ * Every split of a batch, a slab or a chunk list over ranks or micro-batches uses it (an evaluation's
+ * walk over its share of a split: data/walk.h). */
 #ifndef SURGE_SHARE_H
 #define SURGE_SHARE_H
 
@@ -20,13 +21,5 @@ static inline uint64_t share_start(uint64_t n, uint64_t k, uint64_t parts) {
 static inline share_t share_of(uint64_t n, uint64_t k, uint64_t parts) {
   return (share_t){share_start(n, k, parts), share_start(n, k + 1, parts)};
 }
-
-/* One chunk of a walk over a share: positions ids[0..B) (global positions), chunk number c. */
-typedef void (*share_chunk_fn)(void *ctx, const uint64_t *ids, int B, int c, double sums[2]);
-
-/* Part k of positions [0, n) over `parts` (share_of), walked in consecutive chunks of at most
- * `window` positions (window >= 1): fn gets each chunk's ids and adds into sums, which start at 0.
- * An evaluation walks its rank's share of a split this way in every layout. */
-void share_walk(uint64_t n, uint64_t k, uint64_t parts, int window, share_chunk_fn fn, void *ctx, double sums[2]);
 
 #endif

@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "core/events.h"
 #include "core/share.h"
+#include "data/walk.h"
 #include "core/timer.h"
 #include "pipe/p2p_cb.h"
 
@@ -319,18 +320,12 @@ void pipe_exec_step(pipe_exec_t *ex, const dataset_t *ds, const uint64_t *ids, f
 
 /* One chunk of an evaluation through the stage: received from the previous stage (or fetched), sent
  * on to the next (or scored by the last stage, shard 0 adding the sums). */
-typedef struct eval_ctx {
-  pipe_exec_t *ex;
-  const dataset_t *ds;
-  data_split_t split;
-} eval_ctx_t;
-
-static void eval_chunk(void *ctx, const uint64_t *ids, int B, int c, double sums[2]) {
-  eval_ctx_t *e = ctx;
-  pipe_exec_t *ex = e->ex;
+static void eval_chunk(void *ctx, const dataset_t *ds, data_split_t split, const uint64_t *ids, int B, int c,
+                       double sums[2]) {
+  pipe_exec_t *ex = ctx;
   model_t *m = &ex->m;
   int out = ex->lg.n - 1;
-  fetch(ex, e->ds, e->split, ids, B, 0);
+  fetch(ex, ds, split, ids, B, 0);
   if (!ex->part.first) p2p_eval_recv(&ex->p2p, c, m->act[0], (size_t)B * out_floats(&ex->lg, 0));
   forward_nodes(ex, 0, B);
   if (ex->part.last) {
@@ -345,6 +340,5 @@ static void eval_chunk(void *ctx, const uint64_t *ids, int B, int c, double sums
 void pipe_exec_eval(pipe_exec_t *ex, const dataset_t *ds, data_split_t split, uint64_t n, double sums[2]) {
   /* chunks every stage holds: the last stage has the fewest slots */
   int window = ex->mb_cap * pipe_in_flight(ex->sched, ex->grid.pp, ex->M, ex->grid.pp - 1);
-  eval_ctx_t e = {ex, ds, split};
-  share_walk(n, (uint64_t)ex->grid.d, (uint64_t)ex->grid.dp, window, eval_chunk, &e, sums);
+  data_walk(ds, split, n, (uint64_t)ex->grid.d, (uint64_t)ex->grid.dp, window, eval_chunk, ex, sums);
 }

@@ -245,10 +245,8 @@ static void grad_of(int s, int k, float *g) {
 
 static void test_cb(int epilogue_only) {
   int PP = world.size, s = world.rank;
-  pipe_timeline_t tl;
-  pipe_timeline_init(&tl, 8 * M, world.rank, s, 0);
   pipe_p2p_t p;
-  pipe_p2p_init(&p, &world, M, &tl);
+  pipe_p2p_init(&p, &world, M);
   int rows[M];
   for (int k = 0; k < M; k++) rows[k] = rows_of(k);
   size_t cap = (size_t)12 * WIDTH;
@@ -310,7 +308,6 @@ static void test_cb(int epilogue_only) {
   CHECK(all[2] == 0, "CB %s: the uncompressed gradients arrive bit for bit (%d here)", what, exact_n);
   pipe_cb_remove(&p);
   pipe_p2p_free(&p);
-  pipe_timeline_free(&tl);
   be->free(inputs), be->free(send), be->free(recv);
 }
 

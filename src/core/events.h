@@ -27,11 +27,16 @@ typedef enum ev_phase {
   EV_BACKWARD,     /* a node's backward (where: the node) */
   EV_ROUTE_IN,     /* a node's inputs arriving from other ranks (where: the node) */
   EV_ROUTE_OUT,    /* a node's input gradients leaving for other ranks (where: the node) */
-  EV_RECV_ACT,     /* a pipeline stage receiving micro-batch `where`'s activation */
+  EV_RECV_ACT,     /* a pipeline stage receiving micro-batch `where`'s activation (a wait; work in a
+                    * transfer's phase: the transfer has completed) */
   EV_RECV_GRAD,    /* a pipeline stage receiving micro-batch `where`'s output gradient */
-  EV_SEND,         /* a pipeline stage waiting for its sends (where: the micro-batch; M: all) */
+  EV_SEND,         /* a pipeline stage waiting for a send of micro-batch `where` to complete */
+  EV_MB_FORWARD,   /* a pipeline stage's forward pass of micro-batch `where` (its nodes follow) */
+  EV_MB_BACKWARD,  /* a pipeline stage's backward pass of micro-batch `where` */
+  EV_MB_DONE,      /* the pass of micro-batch `where` is done */
   EV_TP_SUM,       /* a tensor-parallel sum inside a pass */
-  EV_SYNC,         /* the gradient reduction after the backward pass */
+  EV_SYNC,         /* the gradient reductions after the backward pass (where: 0 the data-parallel
+                    * buckets, 1 the tied embedding's); work in this phase: the reduction is done */
   EV_METRICS,      /* the loss, norm and stop reduction */
   EV_UPDATE,       /* clipping and the optimizer */
   EV_PHASES

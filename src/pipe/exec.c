@@ -125,7 +125,7 @@ void pipe_exec_init(pipe_exec_t *ex, const graph_t *g, const gpt_dims_t *dims, c
   comm_bcast(world, &epoch, sizeof epoch, 0, TRAFFIC_OTHER);
   int cap = 6 * M + 4; /* passes, receive and send waits of every micro-batch, and the syncs */
   pipe_timeline_init(&ex->tl, cap < PIPE_TIMELINE_MAX ? cap : PIPE_TIMELINE_MAX, world->rank, G->p, epoch - offset);
-  pipe_p2p_init(&ex->p2p, &ex->pp, M, &ex->tl);
+  pipe_p2p_init(&ex->p2p, &ex->pp, M);
   /* the word embedding: the first stage's table, or the last stage's output weight (its replica) */
   ex->wte = ex->part.first ? ex->lg.l[1].param[0] : ex->part.last ? ex->lg.l[ex->lg.n - 1].param[0] : -1;
   size_t host = surge_mul_size((size_t)window, (size_t)dims->T, "host batch");
@@ -224,6 +224,7 @@ static double forward_pass(pipe_exec_t *ex, const dataset_t *ds, const uint64_t 
   if (!ex->part.first) p2p_wait_recv_act(&ex->p2p, k);
   double t2 = surge_now();
   t->comm += t2 - t1;
+  ev_raise(EV_WORK, EV_MB_FORWARD, k);
   forward_nodes(ex, off, B);
   double loss = 0;
   size_t n = out_floats(&ex->lg, out), T = (size_t)ex->dims.T;
@@ -231,9 +232,9 @@ static double forward_pass(pipe_exec_t *ex, const dataset_t *ds, const uint64_t 
   if (ex->part.last)
     loss = tp_xent_loss(&ex->xent, B * ex->dims.T, m->act[out] + (size_t)off * n, m->targets + (size_t)off * T,
                         grad_scale, m->dact[out] + (size_t)off * n);
+  ev_raise(EV_WORK, EV_MB_DONE, k);
   double t3 = surge_now();
   t->forward += t3 - t2;
-  pipe_timeline_add(&ex->tl, LOG_PIPE_FORWARD, k, t2, t3);
   if (!ex->part.last) {
     p2p_send_act(&ex->p2p, k, m->act[out] + (size_t)off * n, (size_t)B * n);
     ex->p2p.grad->post_recv(&ex->p2p, k, m->dact[out] + (size_t)off * n, (size_t)B * n);
@@ -249,6 +250,7 @@ static void backward_pass(pipe_exec_t *ex, int k, int final, layout_step_t *t) {
   if (!ex->part.last) ex->p2p.grad->wait_recv(&ex->p2p, k);
   double t1 = surge_now();
   t->comm += t1 - t0;
+  ev_raise(EV_WORK, EV_MB_BACKWARD, k);
   for (int j = ex->lg.n - 1; j >= 1; j--) {
     model_backward_node(m, j, off, B);
     if (ex->reduce_in[j] && m->din[j][0]) {
@@ -257,9 +259,9 @@ static void backward_pass(pipe_exec_t *ex, int k, int final, layout_step_t *t) {
     }
     if (final) gradsync_node_done(&ex->sync, j);
   }
+  ev_raise(EV_WORK, EV_MB_DONE, k);
   double t2 = surge_now();
   t->backward += t2 - t1;
-  pipe_timeline_add(&ex->tl, LOG_PIPE_BACKWARD, k, t1, t2);
   size_t row = out_floats(&ex->lg, 0);
   if (!ex->part.first) { /* the gradient goes from a ring of send buffers: the slot is free at once */
     int r = k % ex->ring;
@@ -281,10 +283,9 @@ static void embed_sync(pipe_exec_t *ex) {
   comm_t *group = ex->fe.size > 0 ? &ex->fe : &ex->embed;
   if (group->size < 2 || ex->wte < 0) return;
   const slab_tensor_t *w = &ex->lg.params.t[ex->wte];
-  double t0 = surge_now();
   ev_raise(EV_COLLECTIVE, EV_SYNC, 1);
   comm_allreduce_sum(group, ex->m.grads + w->off, w->n, TRAFFIC_EMBED);
-  pipe_timeline_add(&ex->tl, LOG_PIPE_EMBED_SYNC, -1, t0, surge_now());
+  ev_raise(EV_WORK, EV_SYNC, 1);
 }
 
 void pipe_exec_step(pipe_exec_t *ex, const dataset_t *ds, const uint64_t *ids, float grad_scale, layout_step_t *t) {
@@ -307,11 +308,9 @@ void pipe_exec_step(pipe_exec_t *ex, const dataset_t *ds, const uint64_t *ids, f
   }
   double a = surge_now();
   p2p_wait_sends(&ex->p2p);
-  double b = surge_now();
   ev_raise(EV_COLLECTIVE, EV_SYNC, 0);
   gradsync_finish(&ex->sync);
-  double c = surge_now();
-  pipe_timeline_add(&ex->tl, LOG_PIPE_GRAD_SYNC, -1, b, c);
+  ev_raise(EV_WORK, EV_SYNC, 0);
   embed_sync(ex);
   t->backward_done = ex->sync.backward_done;
   t->wait = ex->sync.wait_s;

@@ -8,8 +8,8 @@
 
 enum { EVAL_TAG = 1 << 20 };
 
-void pipe_p2p_init(pipe_p2p_t *p, comm_t *pp, int M, pipe_timeline_t *tl) {
-  *p = (pipe_p2p_t){.pp = pp, .stage = pp->rank, .stages = pp->size, .M = M, .grad = &pipe_grad_exact, .tl = tl};
+void pipe_p2p_init(pipe_p2p_t *p, comm_t *pp, int M) {
+  *p = (pipe_p2p_t){.pp = pp, .stage = pp->rank, .stages = pp->size, .M = M, .grad = &pipe_grad_exact};
   p->req = xcalloc((size_t)P2P_KINDS * (size_t)M, sizeof *p->req);
   p->live = xcalloc((size_t)P2P_KINDS * (size_t)M, sizeof *p->live);
   p->traffic = xcalloc((size_t)P2P_KINDS * (size_t)M, sizeof *p->traffic);
@@ -64,31 +64,23 @@ static ev_phase_t wait_phase(int kind) {
   return kind == P2P_RECV_ACT ? EV_RECV_ACT : kind == P2P_RECV_GRAD ? EV_RECV_GRAD : EV_SEND;
 }
 
-void p2p_complete(pipe_p2p_t *p, int kind, int mb, int event) {
+void p2p_complete(pipe_p2p_t *p, int kind, int mb) {
   size_t s = slot(p, kind, mb);
   if (!p->live[s]) return;
-  double t0 = surge_now();
   ev_raise(EV_WAIT, wait_phase(kind), mb); /* a bubble: the stage has nothing to do until it arrives */
   comm_waitall(p->pp, &p->req[s], 1, (traffic_t)p->traffic[s]);
   ev_raise(EV_WORK, wait_phase(kind), mb);
   p->live[s] = 0;
-  if (event >= 0) pipe_timeline_add(p->tl, event, mb, t0, surge_now());
 }
 
 void p2p_post_recv_act(pipe_p2p_t *p, int mb, float *x, size_t n) { p2p_irecv(p, P2P_RECV_ACT, mb, x, n); }
-void p2p_wait_recv_act(pipe_p2p_t *p, int mb) { p2p_complete(p, P2P_RECV_ACT, mb, LOG_PIPE_RECV_ACTIVATION); }
+void p2p_wait_recv_act(pipe_p2p_t *p, int mb) { p2p_complete(p, P2P_RECV_ACT, mb); }
 void p2p_send_act(pipe_p2p_t *p, int mb, const float *y, size_t n) { p2p_isend(p, P2P_SEND_ACT, mb, y, n); }
-void p2p_wait_send(pipe_p2p_t *p, int kind, int mb) { p2p_complete(p, kind, mb, LOG_PIPE_SEND_WAIT); }
+void p2p_wait_send(pipe_p2p_t *p, int kind, int mb) { p2p_complete(p, kind, mb); }
 
 void p2p_wait_sends(pipe_p2p_t *p) {
-  double t0 = surge_now();
-  int any = 0;
   for (int kind = P2P_SEND_ACT; kind <= P2P_SEND_GRAD; kind++)
-    for (int mb = 0; mb < p->M; mb++) {
-      any |= p->live[slot(p, kind, mb)];
-      p2p_complete(p, kind, mb, -1);
-    }
-  if (any) pipe_timeline_add(p->tl, LOG_PIPE_SEND_WAIT, -1, t0, surge_now());
+    for (int mb = 0; mb < p->M; mb++) p2p_complete(p, kind, mb);
 }
 
 void p2p_eval_recv(pipe_p2p_t *p, int c, float *x, size_t n) {
@@ -107,6 +99,6 @@ void p2p_eval_send(pipe_p2p_t *p, int c, const float *y, size_t n) {
 
 static void exact_send(pipe_p2p_t *p, int mb, const float *g, size_t n) { p2p_isend(p, P2P_SEND_GRAD, mb, g, n); }
 static void exact_post_recv(pipe_p2p_t *p, int mb, float *g, size_t n) { p2p_irecv(p, P2P_RECV_GRAD, mb, g, n); }
-static void exact_wait_recv(pipe_p2p_t *p, int mb) { p2p_complete(p, P2P_RECV_GRAD, mb, LOG_PIPE_RECV_GRADIENT); }
+static void exact_wait_recv(pipe_p2p_t *p, int mb) { p2p_complete(p, P2P_RECV_GRAD, mb); }
 
 const pipe_grad_ops_t pipe_grad_exact = {"exact", exact_send, exact_post_recv, exact_wait_recv};

@@ -1,7 +1,8 @@
 /* Activations and their gradients between neighbouring pipeline stages, per micro-batch, through the
  * comm layer (non-blocking; traffic categories activation and activation_grad). Each rank talks to
  * the rank of the same tensor- and data-parallel index in the stage before and after it, over its
- * pipeline group (rank in the group = stage). Waits are recorded in the timeline.
+ * pipeline group (rank in the group = stage). Each wait for a transfer is raised as an event
+ * (core/events.h), which the timeline and multiplexing subscribe to.
  *
  * Activation gradients cross stages only through p2p.grad (send, post_recv, wait_recv): the exact
  * transfer here; a compressor of pipeline back-propagation (Optimus-CC's CB) installs its own table,
@@ -13,7 +14,6 @@
 #include <stddef.h>
 
 #include "comm/comm.h"
-#include "pipe/timeline.h"
 
 typedef struct pipe_p2p pipe_p2p_t;
 
@@ -40,10 +40,9 @@ struct pipe_p2p {
   unsigned char *traffic; /* (P2P_KINDS, M): its traffic category */
   const pipe_grad_ops_t *grad;
   void *grad_state;      /* a compressor's */
-  pipe_timeline_t *tl;
 };
 
-void pipe_p2p_init(pipe_p2p_t *p, comm_t *pp, int M, pipe_timeline_t *tl);
+void pipe_p2p_init(pipe_p2p_t *p, comm_t *pp, int M);
 void pipe_p2p_free(pipe_p2p_t *p);
 
 /* Activations: receive micro-batch mb's input from the previous stage, send its output onwards. */
@@ -60,12 +59,13 @@ void p2p_eval_recv(pipe_p2p_t *p, int c, float *x, size_t n);
 void p2p_eval_send(pipe_p2p_t *p, int c, const float *y, size_t n);
 
 /* For gradient transfers (pipe_grad_ops_t implementations): the exact isend / irecv of kind for mb
- * and completing a receive (recording its wait as `event`, a log_pipe_kind_t). */
+ * and completing a transfer in flight (its wait raised as events, core/events.h: the mux and the
+ * timeline see it). */
 void p2p_isend(pipe_p2p_t *p, int kind, int mb, const float *buf, size_t n);
 void p2p_irecv(pipe_p2p_t *p, int kind, int mb, float *buf, size_t n);
 /* The same, counted as traffic category t (a compressor's messages: activation_grad_compressed). */
 void p2p_isend_as(pipe_p2p_t *p, int kind, int mb, const float *buf, size_t n, traffic_t t);
 void p2p_irecv_as(pipe_p2p_t *p, int kind, int mb, float *buf, size_t n, traffic_t t);
-void p2p_complete(pipe_p2p_t *p, int kind, int mb, int event);
+void p2p_complete(pipe_p2p_t *p, int kind, int mb);
 
 #endif

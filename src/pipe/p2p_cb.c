@@ -97,7 +97,7 @@ static void cb_post_recv(pipe_p2p_t *p, int mb, float *g, size_t n) {
 
 static void cb_wait_recv(pipe_p2p_t *p, int mb) {
   pipe_cb_t *c = cb_of(p);
-  p2p_complete(p, P2P_RECV_GRAD, mb, LOG_PIPE_RECV_GRADIENT);
+  p2p_complete(p, P2P_RECV_GRAD, mb);
   if (!c->dst[mb]) return;
   double t0 = surge_now();
   cb_decode(c->o.be, c->recv_msg + (size_t)(mb % c->o.slots) * c->msg_cap, c->rows[mb], c->o.width, c->o.rank,

@@ -3,18 +3,60 @@
 #include <stdlib.h>
 
 #include "core/error.h"
+#include "core/events.h"
+#include "core/timer.h"
+
+enum { INSIDE = -2, NONE = -1 }; /* what an event starts: an event inside the open interval; none */
+
+/* The interval an event starts (a log_pipe_kind_t, *mb its micro-batch, -1 the step's), INSIDE for
+ * the events within a pass (its nodes, tensor-parallel sums), or NONE (it ends the open one). */
+static int kind_of(const ev_t *e, int *mb) {
+  *mb = e->where;
+  switch (e->phase) {
+  case EV_FORWARD:
+  case EV_BACKWARD:
+  case EV_LOSS:
+  case EV_TP_SUM: return INSIDE;
+  case EV_MB_FORWARD: return LOG_PIPE_FORWARD;
+  case EV_MB_BACKWARD: return LOG_PIPE_BACKWARD;
+  case EV_RECV_ACT: return e->activity == EV_WAIT ? LOG_PIPE_RECV_ACTIVATION : NONE;
+  case EV_RECV_GRAD: return e->activity == EV_WAIT ? LOG_PIPE_RECV_GRADIENT : NONE;
+  case EV_SEND: return e->activity == EV_WAIT ? LOG_PIPE_SEND_WAIT : NONE;
+  case EV_SYNC:
+    *mb = -1;
+    if (e->activity != EV_COLLECTIVE) return NONE;
+    return e->where == 1 ? LOG_PIPE_EMBED_SYNC : LOG_PIPE_GRAD_SYNC;
+  default: return NONE;
+  }
+}
+
+static void on_event(void *ctx, const ev_t *e) {
+  pipe_timeline_t *tl = ctx;
+  int mb, kind = kind_of(e, &mb);
+  if (kind == INSIDE) return;
+  double now = surge_now();
+  if (tl->open_kind != NONE) pipe_timeline_add(tl, tl->open_kind, tl->open_mb, tl->open_t0, now);
+  tl->open_kind = kind;
+  tl->open_mb = mb;
+  tl->open_t0 = now;
+}
 
 void pipe_timeline_init(pipe_timeline_t *tl, int cap, int rank, int stage, double epoch) {
   *tl = (pipe_timeline_t){.ev = xcalloc((size_t)cap, sizeof *tl->ev), .cap = cap, .rank = rank, .stage = stage,
-                          .epoch = epoch};
+                          .epoch = epoch, .open_kind = NONE};
+  ev_subscribe(on_event, tl);
 }
 
 void pipe_timeline_free(pipe_timeline_t *tl) {
+  if (tl->ev) ev_unsubscribe(on_event, tl);
   free(tl->ev);
   tl->ev = NULL;
 }
 
-void pipe_timeline_reset(pipe_timeline_t *tl) { tl->n = 0; }
+void pipe_timeline_reset(pipe_timeline_t *tl) {
+  tl->n = 0;
+  tl->open_kind = NONE;
+}
 
 void pipe_timeline_add(pipe_timeline_t *tl, int kind, int mb, double t0, double t1) {
   if (tl->n >= tl->cap) return;

@@ -359,6 +359,29 @@ static void get_side(const burst_exec_t *ex, burst_metrics_t *mx) {
   mx->stop = side[2];
 }
 
+/* Every reduction after the backward pass, in one place: the gradient buckets' sums finished (with
+ * the loss and stop riding on them where they can), or the node-shared sum of this rank's slice. */
+static void finalize_grads(burst_exec_t *ex, burst_metrics_t *mx, burst_times_t *times) {
+  double a = surge_now();
+  /* a rank holding no parameter this step reduces no gradient: it only waits for the others' */
+  ev_raise(holds_rows(ex, 1) ? EV_COLLECTIVE : EV_WAIT, EV_SYNC, 0);
+  mx->summed = ex->summed;
+  if (ex->shared) {
+    times->backward_done = a;
+    double mine[NODE_SUM_SCALARS] = {[NODE_SUM_LOSS] = mx->loss, [NODE_SUM_STOP] = mx->stop}, sum[NODE_SUM_SCALARS];
+    node_sum_reduce(ex->shared, mine, sum);
+    mx->loss = sum[NODE_SUM_LOSS];
+    mx->stop = sum[NODE_SUM_STOP];
+    times->comm += surge_now() - a;
+    return;
+  }
+  gradsync_finish(&ex->sync);
+  times->backward_done = ex->sync.backward_done;
+  times->wait = ex->sync.wait_s;
+  times->comm += surge_now() - a - times->wait;
+  if (ex->sync.side) get_side(ex, mx);
+}
+
 void burst_exec_step(burst_exec_t *ex, const dataset_t *ds, const uint64_t *ids, float grad_scale,
                      burst_metrics_t *mx, burst_times_t *times) {
   const graph_t *g = ex->g;
@@ -402,26 +425,8 @@ void burst_exec_step(burst_exec_t *ex, const dataset_t *ds, const uint64_t *ids,
     times->backward += b - a;
     times->comm += surge_now() - b;
   }
-
-  double a = surge_now();
-  /* a rank holding no parameter this step reduces no gradient: it only waits for the others' */
-  ev_raise(holds_rows(ex, 1) ? EV_COLLECTIVE : EV_WAIT, EV_SYNC, 0);
   mx->loss = loss;
-  mx->summed = ex->summed;
-  if (ex->shared) {
-    times->backward_done = a;
-    double mine[NODE_SUM_SCALARS] = {[NODE_SUM_LOSS] = loss, [NODE_SUM_STOP] = mx->stop}, sum[NODE_SUM_SCALARS];
-    node_sum_reduce(ex->shared, mine, sum);
-    mx->loss = sum[NODE_SUM_LOSS];
-    mx->stop = sum[NODE_SUM_STOP];
-    times->comm += surge_now() - a;
-    return;
-  }
-  gradsync_finish(&ex->sync);
-  times->backward_done = ex->sync.backward_done;
-  times->wait = ex->sync.wait_s;
-  times->comm += surge_now() - a - times->wait;
-  if (ex->sync.side) get_side(ex, mx);
+  finalize_grads(ex, mx, times);
 }
 
 /* One chunk of an evaluation: every node on every position of it. */

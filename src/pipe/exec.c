@@ -288,6 +288,21 @@ static void embed_sync(pipe_exec_t *ex) {
   ev_raise(EV_WORK, EV_SYNC, 1);
 }
 
+/* Every reduction after the backward pass, in one place: the last sends completed, the data-parallel
+ * buckets' sums finished (exact or PowerSGD), then the tied word embedding's two gradients summed
+ * (or, fused, all of its replicas at once). */
+static void finalize_grads(pipe_exec_t *ex, layout_step_t *t) {
+  double a = surge_now();
+  p2p_wait_sends(&ex->p2p);
+  ev_raise(EV_COLLECTIVE, EV_SYNC, 0);
+  gradsync_finish(&ex->sync);
+  ev_raise(EV_WORK, EV_SYNC, 0);
+  embed_sync(ex);
+  t->backward_done = ex->sync.backward_done;
+  t->wait = ex->sync.wait_s;
+  t->comm += surge_now() - a - t->wait;
+}
+
 void pipe_exec_step(pipe_exec_t *ex, const dataset_t *ds, const uint64_t *ids, float grad_scale, layout_step_t *t) {
   memset(t, 0, sizeof *t);
   pipe_timeline_reset(&ex->tl);
@@ -306,15 +321,7 @@ void pipe_exec_step(pipe_exec_t *ex, const dataset_t *ds, const uint64_t *ids, f
     if (op->pass == PIPE_FORWARD) t->loss += forward_pass(ex, ds, ids, op->mb, grad_scale, t);
     else backward_pass(ex, op->mb, i == 2 * ex->M - 1, t);
   }
-  double a = surge_now();
-  p2p_wait_sends(&ex->p2p);
-  ev_raise(EV_COLLECTIVE, EV_SYNC, 0);
-  gradsync_finish(&ex->sync);
-  ev_raise(EV_WORK, EV_SYNC, 0);
-  embed_sync(ex);
-  t->backward_done = ex->sync.backward_done;
-  t->wait = ex->sync.wait_s;
-  t->comm += surge_now() - a - t->wait;
+  finalize_grads(ex, t);
 }
 
 /* One chunk of an evaluation through the stage: received from the previous stage (or fetched), sent

@@ -1,0 +1,28 @@
+/* Learning a byte-level BPE vocabulary (as Hugging Face's BpeTrainer and GPT-2 do): the documents
+ * are pre-tokenized (tok/pretok.h) and their pieces counted; starting from the 256 bytes, the most
+ * frequent adjacent pair of tokens (summed over all pieces; ties: the smaller pair of ids) is merged
+ * into a new token, until the vocabulary has vocab_size tokens counting <|endoftext|>, added last
+ * (so GPT-2's layout: bytes 0..255, merges, then end of text), or no pair occurs min_frequency
+ * times. Serial; memory grows with the number of distinct pieces, not with the corpus. */
+#ifndef SURGE_TOK_TRAIN_H
+#define SURGE_TOK_TRAIN_H
+
+#include <stdint.h>
+
+#include "tok/bpe.h"
+#include "tok/files.h"
+
+#define TRAIN_VOCAB_MIN 257 /* the bytes and end of text */
+
+typedef struct train_opts {
+  int vocab_size;         /* TRAIN_VOCAB_MIN .. BPE_VOCAB_MAX */
+  uint64_t min_frequency; /* a pair seen fewer times is never merged (>= 1) */
+} train_opts_t;
+
+typedef struct train_stats {
+  uint64_t bytes, pieces, distinct; /* text read; pieces; distinct pieces */
+} train_stats_t;
+
+bpe_t *bpe_train(const file_list_t *docs, const train_opts_t *o, train_stats_t *st);
+
+#endif

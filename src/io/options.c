@@ -52,6 +52,9 @@ data_opts_t data_opts_of(const config_t *cfg) {
   data_opts_t o = {0};
   COPY_STRING(o.source, cfg->data_source);
   COPY_STRING(o.path, cfg->data_path);
+  COPY_STRING(o.val_path, cfg->val_path);
+  COPY_STRING(o.tokenizer, cfg->tokenizer);
+  o.vocab_size = cfg->vocab_size;
   o.train_samples = cfg->train_samples;
   o.test_samples = cfg->test_samples;
   o.val_fraction = cfg->val_fraction;

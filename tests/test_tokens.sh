@@ -1,9 +1,11 @@
 #!/bin/sh
 # [data] source = tokens (doc/data.md): surge-train reads llm.c shards that an independent writer
-# made (tests/write_shard.py, from the documented layout); dp on 4 ranks ends where 1 rank ends; a
-# resumed run continues the same sample order; bad shards are refused naming the file and offset
-# (exit 2) before training starts; a 3 GB sparse shard trains in the resident memory of a 10 MB
-# one (within 10%); a header that claims more than its file holds is refused.
+# made (tests/write_shard.py, from the documented layout); with a vocabulary of 300 (padded to 384,
+# the padding kept out of loss and gradients) dp on 4 ranks and 3d on tp 2 x pp 2 end where 1 rank
+# ends; a resumed run continues the same sample order; model.h5 and checkpoints record the
+# vocabulary and its files' hash, and a resume on other tokenizer files is refused; bad shards are
+# refused naming the file and offset (exit 2) before training starts; a 3 GB sparse shard trains in
+# the resident memory of a 10 MB one (within 10%); a header that claims more than it holds is refused.
 . "${SURGE_TOP_SRCDIR:-$(cd "$(dirname "$0")/.." && pwd)}/tests/tap.sh"
 command -v python3 >/dev/null 2>&1 || tap_skip_all "python3 (the independent shard writer) is not installed"
 write="python3 $top_src/tests/write_shard.py"
@@ -53,6 +55,22 @@ tap_ok $? "evaluated on the validation shard, in nats per token"
 train 4 "$t/four"
 res=$("$compare" "$t/four/model.h5" "$t/one/model.h5" 1e-5 --key-bias-bound 0.006 2>&1)
 tap_ok $? "dp on 4 ranks = 1 rank: $res"
+train 4 "$t/grid" -D parallel.mode=3d -D parallel.tp=2 -D parallel.pp=2 -D parallel.dp=1 -D parallel.micro_batches=2
+res=$("$compare" "$t/grid/model.h5" "$t/one/model.h5" 1e-5 --key-bias-bound 0.006 2>&1)
+tap_ok $? "3d on tp 2 x pp 2 = 1 rank: $res"
+rows() { # rows FILE DATASET FIRST COUNT: the values of rows FIRST.. of a (N, 32) dataset, one a line
+  h5dump -d "$2" -s "$3,0" -c "$4,32" -y -w 0 "$1" | sed -n '/DATA {/,/}/p' | sed '/}/q' | tr ', ' '\n\n' |
+    grep -E '^-?[0-9]'
+}
+ckpt="$t/one/checkpoints/ckpt-00000010.h5"
+h5ls "$ckpt/params/wte.weight" | grep -q "{384, 32}"
+tap_ok $? "the token table is padded from 300 to 384 rows (a multiple of 128)"
+[ -z "$(rows "$ckpt" /optim/m/wte.weight 300 84 | grep -v '^0$')" ] && [ -z "$(rows "$ckpt" /optim/v/wte.weight 300 84 | grep -v '^0$')" ]
+tap_ok $? "no gradient reached the 84 padded rows in 10 steps: their AdamW moments are exactly 0"
+[ -n "$(rows "$ckpt" /optim/m/wte.weight 0 300 | grep -v '^0$')" ]
+tap_ok $? "the real rows were trained (moments not all 0)"
+[ "$(h5dump -a /vocab -y "$t/one/model.h5" | sed -n 's/.*"\(.*\)".*/\1/p' | tail -n 1)" = 300 ]
+tap_ok $? "model.h5 records the vocabulary (vocab = 300)"
 train 1 "$t/half" -D run.steps=5
 train 1 "$t/half" --resume
 h5diff "$t/half/model.h5" "$t/one/model.h5" /params /params >/dev/null 2>&1
@@ -60,6 +78,25 @@ tap_ok $? "resumed at step 5: bitwise the straight run's parameters (the same sa
 "$compare" "$t/one/model.h5" "$t/half/checkpoints/ckpt-00000005.h5" 1e-5 >/dev/null 2>&1
 [ $? != 0 ]
 tap_ok $? "the runs trained: step 10 differs from step 5"
+
+# Shards that surge-tokenize made, the vocabulary from its tokenizer (600 tokens, padded to 640).
+tok="$top_src/tests/data/tok"
+mkdir "$t/s" && cp -r "$tok/hf" "$t/tok"
+"$top_build/surge-tokenize" encode --tokenizer "$t/tok" --out "$t/s/x" --val-fraction 0.3 "$tok"/*.txt "$top_src/doc" >/dev/null
+train 1 "$t/hf" -D "data.path=$t/s" -D "data.tokenizer=$t/tok" -D data.vocab_size=0 -D data.test_samples=4
+hash=$(cat "$t/tok/vocab.json" "$t/tok/merges.txt" | python3 -c '
+import sys
+h = 0xcbf29ce484222325
+for b in sys.stdin.buffer.read(): h = ((h ^ b) * 0x100000001b3) & (2**64 - 1)
+print("%016x" % h)')
+[ "$(h5dump -a /vocab -y "$t/hf/model.h5" | sed -n 's/.*"\(.*\)".*/\1/p' | tail -n 1)" = "600:$hash" ]
+tap_ok $? "trained on surge-tokenize's shards; model.h5 records vocab = 600:$hash (FNV-1a of the two files)"
+h5ls "$t/hf/model.h5/params/wte.weight" | grep -q "{640, 32}"
+tap_ok $? "600 tokens padded to 640 rows"
+printf '\n' >>"$t/tok/merges.txt" # the same merges, other bytes: another hash
+train 1 "$t/hf" -D "data.path=$t/s" -D "data.tokenizer=$t/tok" -D data.vocab_size=0 -D data.test_samples=4 -D run.steps=20 --resume
+[ $? = 2 ] && grep -q "was trained on the vocabulary 600:$hash.*this run's data has 600:" "$t/hf.txt"
+tap_ok $? "a resume with other tokenizer files is refused: $(grep -o 'error: .*' "$t/hf.txt" | head -c 200)"
 
 # Bad shards: exit 2 before the first step, naming the file and the offset.
 bad() { # bad DESCRIPTION PATTERN: the shard $t/b/x_train_000000.bin

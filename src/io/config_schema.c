@@ -73,6 +73,9 @@ const cfg_key_t cfg_keys[] = {
             "gpt: embedding width (a multiple of gpt_heads)"),
     INT_KEY("model", "gpt_heads", gpt_heads, "4", 1, 256, "gpt: attention heads per block"),
     INT_KEY("model", "gpt_context", gpt_context, "128", 1, MAX_WIDTH, "gpt: context length in tokens"),
+    INT_KEY("model", "gpt_vocab_multiple", gpt_vocab_multiple, "128", 1, 4096,
+            "gpt: the token table and logits padded to a multiple of this (llm.c: 50257 -> 50304); the padding "
+            "is kept out of the loss and the gradients (1: no padding)"),
 
     ENUM_KEY("data", "source", data_source, "fashion-mnist", VALUES("fashion-mnist", "text", "tokens", "synthetic"),
              "where samples come from (tokens: llm.c token shards, doc/data.md)"),

@@ -28,6 +28,7 @@ zoo_opts_t zoo_opts_of(const config_t *cfg) {
   o.gpt.width = cfg->gpt_width;
   o.gpt.heads = cfg->gpt_heads;
   o.gpt.context = cfg->gpt_context;
+  o.gpt.vocab_multiple = cfg->gpt_vocab_multiple;
   return o;
 }
 

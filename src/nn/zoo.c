@@ -91,7 +91,10 @@ int zoo_gpt_block(graph_t *g, int x, int i, int width, int heads, int shards, in
 }
 
 static int build_gpt(const zoo_opts_t *o, graph_t *g, int vocab) {
-  int emb = nn_embed(g, 0, vocab, o->gpt.context, o->gpt.width, "wte");
+  int m = o->gpt.vocab_multiple > 0 ? o->gpt.vocab_multiple : 1;
+  int padded = (int)(((long)vocab + m - 1) / m * m);
+  if (padded != vocab) g->classes_valid = vocab;
+  int emb = nn_embed(g, 0, padded, o->gpt.context, o->gpt.width, "wte");
   int x = emb;
   for (int i = 0; i < o->gpt.layers; i++) x = zoo_gpt_block(g, x, i, o->gpt.width, o->gpt.heads, 1, 1);
   x = nn_layernorm(g, x, 1e-5f, "lnf");

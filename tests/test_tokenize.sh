@@ -31,6 +31,11 @@ cp "$data"/*.txt "$t/corpus/"
 printf 'bad \377\376 utf-8: \303( \342\202 \300\257 \355\240\200 \360\237\230 nul \000 end\r\n' >"$t/corpus/invalid.txt"
 : >"$t/corpus/empty.txt"
 for i in 1 2 3 4 5 6 7 8 9; do sed -n "${i},\$p" "$data/prose.txt" >"$t/corpus/more/doc$i.txt"; done
+i=10
+while [ $i -lt 80 ]; do # past one round of 4 ranks x 16 documents
+  sed -n "$((i % 9 + 1))p" "$data/code.c.txt" >"$t/corpus/more/doc$i.txt"
+  i=$((i + 1))
+done
 for f in "$t"/corpus/*.txt; do
   "$TOK" encode --tokenizer "$data/hf" --ids "$f" >"$t/ids" && "$TOK" decode --tokenizer "$data/hf" --ids "$t/ids" >"$t/back"
   cmp -s "$f" "$t/back"

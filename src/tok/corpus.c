@@ -114,27 +114,39 @@ void corpus_encode(const bpe_t *b, const file_list_t *docs, const corpus_opts_t 
   MPI_Comm_size(comm, &size);
   *st = (corpus_stats_t){.seconds = MPI_Wtime()};
   pretok_t *pt = pretok_new();
-  uint64_t(*counts)[2] = xcalloc((size_t)size, sizeof *counts); /* per rank of a round: tokens, bytes */
+  /* a round: documents first + k*size + rank for k < CORPUS_ROUND, then one exchange of counts */
+  uint64_t per_round = (uint64_t)CORPUS_ROUND * (uint64_t)size;
+  uint64_t(*counts)[CORPUS_ROUND][2] = xcalloc((size_t)size, sizeof *counts); /* tokens, bytes per document */
+  uint64_t mine[CORPUS_ROUND][2];
   ids_t ids = {0};
-  for (uint64_t first = 0; first < docs->n; first += (uint64_t)size) {
-    uint64_t me = first + (uint64_t)rank, mine[2] = {0, 0};
+  for (uint64_t first = 0; first < docs->n; first += per_round) {
     ids.n = 0;
-    if (me < docs->n) {
-      size_t len;
-      unsigned char *text = file_read_all(docs->path[me], CORPUS_DOC_MAX, &len);
-      ids_push(&ids, (uint32_t)b->eot);
-      bpe_encode(b, pt, text, len, &ids);
-      free(text);
-      mine[0] = ids.n, mine[1] = len;
+    for (int k = 0; k < CORPUS_ROUND; k++) {
+      uint64_t d = first + (uint64_t)k * (uint64_t)size + (uint64_t)rank;
+      size_t before = ids.n, len = 0;
+      if (d < docs->n) {
+        unsigned char *text = file_read_all(docs->path[d], CORPUS_DOC_MAX, &len);
+        ids_push(&ids, (uint32_t)b->eot);
+        bpe_encode(b, pt, text, len, &ids);
+        free(text);
+      }
+      mine[k][0] = ids.n - before, mine[k][1] = len;
     }
-    MPI_Allgather(mine, 2, MPI_UINT64_T, counts, 2, MPI_UINT64_T, comm);
-    for (int r = 0; r < size && first + (uint64_t)r < docs->n; r++) {
-      int split = corpus_is_val(first + (uint64_t)r, o->val_fraction);
-      if (r == rank) write_tokens(o, split, st->tokens[split], ids.v, ids.n);
-      st->tokens[split] += counts[r][0];
-      st->bytes += counts[r][1];
-      st->docs++;
-    }
+    MPI_Allgather(mine, 2 * CORPUS_ROUND, MPI_UINT64_T, counts, 2 * CORPUS_ROUND, MPI_UINT64_T, comm);
+    size_t at = 0; /* this rank's next document in ids */
+    for (int k = 0; k < CORPUS_ROUND; k++)
+      for (int r = 0; r < size; r++) {
+        uint64_t d = first + (uint64_t)k * (uint64_t)size + (uint64_t)r;
+        if (d >= docs->n) continue;
+        int split = corpus_is_val(d, o->val_fraction);
+        if (r == rank) {
+          write_tokens(o, split, st->tokens[split], ids.v + at, (size_t)counts[r][k][0]);
+          at += (size_t)counts[r][k][0];
+        }
+        st->tokens[split] += counts[r][k][0];
+        st->bytes += counts[r][k][1];
+        st->docs++;
+      }
     if (rank == 0) progress(o, st, docs->n, 0);
   }
   MPI_Barrier(comm); /* every token is written before the headers say the shards are complete */

@@ -6,7 +6,8 @@
  * document), else to the training set. Each set is one token stream cut into shards of
  * shard_tokens: PREFIX_train_000000.bin, ... and PREFIX_val_000000.bin, ... Ranks take documents
  * round-robin and write their tokens at their place in the stream, so the files are byte for byte
- * the same for any rank count. A rank holds one document and its tokens at a time. Collective. */
+ * the same for any rank count. A rank holds the tokens of CORPUS_ROUND documents at a time.
+ * Collective. */
 #ifndef SURGE_TOK_CORPUS_H
 #define SURGE_TOK_CORPUS_H
 
@@ -18,6 +19,7 @@
 
 #define CORPUS_DOC_MAX ((size_t)1 << 30) /* the most bytes of one document */
 #define CORPUS_PREFIX_MAX 3900
+#define CORPUS_ROUND 16 /* documents a rank encodes between two exchanges of token counts */
 
 typedef struct corpus_opts {
   const char *prefix;    /* output path prefix (its directory must exist) */

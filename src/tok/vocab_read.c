@@ -1,6 +1,7 @@
 /* Reading vocab.json + merges.txt, checking each against the other as it goes. */
 #include <cJSON.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,10 +26,10 @@ static int is_special_name(const char *k) {
 /* One vocab.json entry: key (in byte symbols) -> id. */
 static void add_entry(bpe_t *b, const char *path, const cJSON *e, uint8_t *scratch) {
   const char *k = e->string;
-  if (!cJSON_IsNumber(e) || e->valuedouble != (double)(int)e->valuedouble || e->valueint < 0 ||
-      e->valueint >= BPE_VOCAB_MAX)
+  double v = cJSON_IsNumber(e) ? e->valuedouble : -1; /* range first: converting a huge double is undefined */
+  if (!(v >= 0 && v < BPE_VOCAB_MAX) || v != floor(v))
     surge_input_error("%s: token \"%s\": the id must be an integer 0..%d", path, k, BPE_VOCAB_MAX - 1);
-  int id = e->valueint, other = -1;
+  int id = (int)v, other = -1;
   if (id < b->n && b->tok[id]) {
     char *was = xmalloc(2 * b->len[id] + 2);
     if (b->special[id]) snprintf(was, 2 * b->len[id] + 2, "%.*s", (int)b->len[id], (const char *)b->tok[id]);

@@ -17,9 +17,13 @@ trap 'rm -rf "$tmp"' EXIT
 [ -d "$corpus/text" ] || { echo "bench_tokens: no $corpus/text (run tools/make-corpus.sh)"; exit 0; }
 mbs() { sed -n "s/.*(\([0-9.]*\) MB\/s).*/\1/p" "$1"; }
 
-mkdir "$tmp/tok"
-./surge-tokenize train --out "$tmp/tok" --vocab-size "$vocab" "$corpus/text" >"$tmp/train.txt"
-surge_train=$(mbs "$tmp/train.txt")
+for np in 1 2; do
+  mkdir "$tmp/tok$np"
+  "$mpiexec" -n $np ./surge-tokenize train --out "$tmp/tok$np" --vocab-size "$vocab" "$corpus/text" >"$tmp/train$np.txt"
+  eval "surge_train$np=\$(mbs \"$tmp/train$np.txt\")"
+done
+cmp -s "$tmp/tok1/merges.txt" "$tmp/tok2/merges.txt" || echo "bench_tokens: the vocabularies of 1 and 2 ranks differ!"
+mv "$tmp/tok1" "$tmp/tok"
 for np in 1 2; do
   "$mpiexec" -n $np ./surge-tokenize encode --tokenizer "$tmp/tok" --out "$tmp/s$np" "$corpus/text" >"$tmp/enc$np.txt"
   eval "surge_enc$np=\$(mbs \"$tmp/enc$np.txt\")"
@@ -33,10 +37,10 @@ if python3 -c 'import tokenizers' 2>/dev/null; then
     eval "hfe$th=\$(sed -n 's/^hf-encode \([0-9.]*\).*/\1/p' \"$tmp/hf$th.txt\")"
   done
 fi
-bytes=$(sed -n 's/^train: [0-9]* documents, \([0-9]*\) bytes.*/\1/p' "$tmp/train.txt")
+bytes=$(sed -n 's/^train: [0-9]* documents, \([0-9]*\) bytes.*/\1/p' "$tmp/train1.txt")
 echo "corpus: $corpus/text, $bytes bytes; vocabulary $vocab (MB/s of text, wall time, reading included)"
 printf '%-8s %14s %14s %14s %14s\n' step "surge 1 rank" "surge 2 ranks" "hf 1 thread" "hf 2 threads"
-printf '%-8s %14s %14s %14s %14s\n' train "$surge_train" "(serial)" "$hf1" "$hf2"
+printf '%-8s %14s %14s %14s %14s\n' train "$surge_train1" "$surge_train2" "$hf1" "$hf2"
 printf '%-8s %14s %14s %14s %14s\n' encode "$surge_enc1" "$surge_enc2" "$hfe1" "$hfe2"
 
 # 2. gpt2-124m's data phase against its step (batch 2, 3 steps; the first is warm-up)

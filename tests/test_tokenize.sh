@@ -1,7 +1,7 @@
 #!/bin/sh
 # surge-tokenize (doc/data.md): encoding matches the reference ids that Hugging Face's tokenizers
 # made (tools/tok-reference.py) with its own vocabulary and with one Surge trained; training is
-# reproducible; decode(encode(x)) = x byte for byte (invalid UTF-8 too); shards from 1 and 4 ranks
+# reproducible, on 1 and 3 ranks; decode(encode(x)) = x byte for byte (invalid UTF-8 too); shards from 1 and 4 ranks
 # are byte-identical; a vocab/merges pair that does not agree is refused naming the line.
 . "${SURGE_TOP_SRCDIR:-$(cd "$(dirname "$0")/.." && pwd)}/tests/tap.sh"
 TOK="$top_build/surge-tokenize"
@@ -21,6 +21,11 @@ mkdir "$t/trained"
   "$data/edge.txt" >"$t/train.out" 2>&1
 cmp -s "$t/trained/vocab.json" "$data/surge/vocab.json" && cmp -s "$t/trained/merges.txt" "$data/surge/merges.txt"
 tap_ok $? "train writes the stored vocab.json and merges.txt again, byte for byte"
+mkdir "$t/trained3"
+"$mpiexec" -n 3 "$TOK" train --out "$t/trained3" --vocab-size 600 --min-frequency 1 "$data/prose.txt" "$data/code.c.txt" \
+  "$data/edge.txt" >"$t/train3.out" 2>&1
+cmp -s "$t/trained3/vocab.json" "$data/surge/vocab.json" && cmp -s "$t/trained3/merges.txt" "$data/surge/merges.txt"
+tap_ok $? "train on 3 ranks (pieces counted in shares, summed on rank 0): the same files"
 "$TOK" train --out "$t/trained" --vocab-size 600 "$data/prose.txt" >/dev/null 2>"$t/err"
 [ $? = 2 ] && grep -q "vocab.json: the file exists" "$t/err"
 tap_ok $? "train never replaces a vocabulary"

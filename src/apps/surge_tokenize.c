@@ -1,6 +1,6 @@
 /* surge-tokenize train|encode|decode ...: byte-level BPE vocabularies and llm.c token shards
- * (doc/data.md). train and decode run on one rank; encode spreads the documents over the ranks of
- * its MPI job and writes the same files for any rank count. The work lives in src/tok. */
+ * (doc/data.md). decode runs on one rank; train and encode spread the documents over the ranks of
+ * their MPI job and write the same files for any rank count. The work lives in src/tok. */
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -23,7 +23,8 @@ static const char usage[] =
     "usage: surge-tokenize COMMAND [options] [FILE|DIR ...]\n"
     "  train  --out DIR --vocab-size N [--min-frequency F] FILE|DIR ...\n"
     "         learn a byte-level BPE vocabulary (GPT-2's byte symbols and pre-tokenization, <|endoftext|>\n"
-    "         last); writes DIR/vocab.json and DIR/merges.txt (new files). One rank.\n"
+    "         last); writes DIR/vocab.json and DIR/merges.txt (new files). Any rank count counts the\n"
+    "         documents' pieces in shares; rank 0 learns the merges: the same files.\n"
     "  encode --tokenizer DIR --out PREFIX [--val-fraction F] [--shard-tokens N] [--progress] FILE|DIR ...\n"
     "         each file a document, <|endoftext|> before each; writes llm.c shards PREFIX_train_000000.bin ...\n"
     "         and PREFIX_val_000000.bin ... (every 1/F-th document; default F 0). Any rank count, same files.\n"
@@ -100,7 +101,7 @@ static void need(const void *v, const char *cmd, const char *opt) {
 static void one_rank(const char *cmd) {
   int size;
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  if (size != 1) surge_input_error("%s runs on one rank, not %d (encode spreads over ranks)", cmd, size);
+  if (size != 1) surge_input_error("%s runs on one rank, not %d (train and encode spread over ranks)", cmd, size);
 }
 
 static bpe_t *load(const args_t *a) {
@@ -112,7 +113,6 @@ static bpe_t *load(const args_t *a) {
 }
 
 static void cmd_train(const args_t *a) {
-  one_rank("train");
   need(a->out, "train", "--out DIR");
   if (a->vocab_size < 0) surge_input_error("train needs --vocab-size N (try --help)");
   if (!a->npaths) surge_input_error("train needs the text files or directories to learn from");
@@ -121,15 +121,21 @@ static void cmd_train(const args_t *a) {
   train_opts_t o = {.vocab_size = (int)a->vocab_size, .min_frequency = (uint64_t)a->min_frequency};
   train_stats_t st;
   double t0 = MPI_Wtime();
-  bpe_t *b = bpe_train(&docs, &o, &st);
+  bpe_t *b = bpe_train(&docs, &o, MPI_COMM_WORLD, &st);
   double t = MPI_Wtime() - t0;
+  int size;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (!b) { /* not rank 0: it counted its share */
+    file_list_free(&docs);
+    return;
+  }
   char v[PATH_MAX], m[PATH_MAX];
   snprintf(v, sizeof v, "%s/vocab.json", a->out);
   snprintf(m, sizeof m, "%s/merges.txt", a->out);
   bpe_save(b, v, m);
   printf("train: %zu documents, %" PRIu64 " bytes, %" PRIu64 " pieces (%" PRIu64 " distinct) -> %d tokens, "
-         "%d merges in %.2f s (%.2f MB/s)\n",
-         docs.n, st.bytes, st.pieces, st.distinct, b->n, b->nmerges, t, t > 0 ? (double)st.bytes / 1e6 / t : 0.0);
+         "%d merges in %.2f s (%.2f MB/s) on %d ranks\n",
+         docs.n, st.bytes, st.pieces, st.distinct, b->n, b->nmerges, t, t > 0 ? (double)st.bytes / 1e6 / t : 0.0, size);
   if (b->n < o.vocab_size)
     printf("train: no pair occurs %ld times any more: the vocabulary has %d tokens, not %d\n", a->min_frequency,
            b->n, o.vocab_size);

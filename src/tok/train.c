@@ -6,19 +6,8 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "tok/corpus.h"
-#include "tok/pretok.h"
+#include "tok/pieces.h"
 #include "tok/train.h"
-
-typedef struct pieces {      /* the distinct pieces, each a run of token ids */
-  u64map_t index;            /* hash of the bytes -> piece + 1 */
-  uint8_t *bytes;            /* all pieces' bytes, back to back */
-  size_t nbytes, cap_bytes;
-  uint64_t *off, *count;     /* (n) where a piece's bytes start; how often it occurs */
-  uint32_t *len;             /* (n) bytes, then symbols (merges shorten it) */
-  uint32_t **sym;            /* (n) its tokens */
-  size_t n, cap;
-} pieces_t;
 
 typedef struct pair {
   uint64_t count;            /* sum of the counts of the pieces, once per occurrence */
@@ -28,7 +17,8 @@ typedef struct pair {
 
 typedef struct trainer {
   bpe_t *b;
-  pieces_t p;
+  pieces_t p;                /* the distinct pieces; len: a piece's symbols (merges shorten it) */
+  uint32_t **sym;            /* (pieces) each piece's tokens */
   u64map_t pair_index;       /* (a << 32 | b) -> pair + 1 */
   pair_t *pairs;
   size_t npairs, cap_pairs;
@@ -37,55 +27,17 @@ typedef struct trainer {
   uint32_t *stamp;           /* (pieces) the merge that last visited a piece */
 } trainer_t;
 
-/* ---- counting pieces */
+/* ---- the pieces' symbols */
 
-static void on_piece(const uint8_t *s, size_t n, void *ctx) {
-  pieces_t *p = ctx;
-  if (n > UINT32_MAX) surge_input_error("train: a piece of %zu bytes is too long", n);
-  uint64_t *slot = u64map_put(&p->index, u64map_hash_bytes(s, n));
-  if (*slot) {
-    size_t i = (size_t)*slot - 1;
-    if (p->len[i] != n || memcmp(p->bytes + p->off[i], s, n) != 0)
-      surge_runtime_error("train: two distinct pieces share a 64-bit hash");
-    p->count[i]++;
-    return;
-  }
-  if (p->n == p->cap) {
-    p->cap = p->cap ? 2 * p->cap : 4096;
-    p->off = xrealloc(p->off, p->cap * sizeof *p->off);
-    p->count = xrealloc(p->count, p->cap * sizeof *p->count);
-    p->len = xrealloc(p->len, p->cap * sizeof *p->len);
-  }
-  if (n > p->cap_bytes - p->nbytes) {
-    while (n > p->cap_bytes - p->nbytes) p->cap_bytes = p->cap_bytes ? surge_mul_size(p->cap_bytes, 2, "pieces") : 1 << 20;
-    p->bytes = xrealloc(p->bytes, p->cap_bytes);
-  }
-  memcpy(p->bytes + p->nbytes, s, n);
-  p->off[p->n] = p->nbytes;
-  p->len[p->n] = (uint32_t)n;
-  p->count[p->n] = 1;
-  p->nbytes += n;
-  *slot = ++p->n;
-}
-
-static void count_pieces(trainer_t *t, const file_list_t *docs, train_stats_t *st) {
-  pretok_t *pt = pretok_new();
-  u64map_init(&t->p.index);
-  for (size_t d = 0; d < docs->n; d++) {
-    size_t len;
-    unsigned char *text = file_read_all(docs->path[d], CORPUS_DOC_MAX, &len);
-    pretok_split(pt, text, len, on_piece, &t->p);
-    st->bytes += len;
-    free(text);
-  }
-  pretok_free(pt);
-  u64map_free(&t->p.index);
+static void count_pieces(trainer_t *t, const file_list_t *docs, MPI_Comm comm, train_stats_t *st) {
+  pieces_count(&t->p, docs, comm);
+  st->bytes = t->p.text_bytes;
   st->distinct = t->p.n;
   for (size_t i = 0; i < t->p.n; i++) st->pieces += t->p.count[i];
-  t->p.sym = xmalloc((t->p.n ? t->p.n : 1) * sizeof *t->p.sym);
+  t->sym = xmalloc((t->p.n ? t->p.n : 1) * sizeof *t->sym);
   for (size_t i = 0; i < t->p.n; i++) {
-    t->p.sym[i] = xmalloc(t->p.len[i] * sizeof **t->p.sym);
-    for (uint32_t k = 0; k < t->p.len[i]; k++) t->p.sym[i][k] = (uint32_t)t->b->byte_id[t->p.bytes[t->p.off[i] + k]];
+    t->sym[i] = xmalloc(t->p.len[i] * sizeof **t->sym);
+    for (uint32_t k = 0; k < t->p.len[i]; k++) t->sym[i][k] = (uint32_t)t->b->byte_id[t->p.bytes[t->p.off[i] + k]];
   }
   free(t->p.bytes);
   t->p.bytes = NULL;
@@ -146,7 +98,7 @@ static uint64_t key_of(uint32_t a, uint32_t b) { return (uint64_t)a << 32 | b; }
 /* Add sign * count of piece i to each of its pairs; on adding, the pairs with id `fresh` remember
  * the piece. */
 static void tally(trainer_t *t, uint32_t i, int sign, uint32_t fresh) {
-  const uint32_t *s = t->p.sym[i];
+  const uint32_t *s = t->sym[i];
   for (uint32_t k = 0; k + 1 < t->p.len[i]; k++) {
     pair_t *p = pair_of(t, key_of(s[k], s[k + 1]), sign > 0);
     if (sign > 0) {
@@ -159,8 +111,8 @@ static void tally(trainer_t *t, uint32_t i, int sign, uint32_t fresh) {
 }
 
 /* Merge every (a, b) of piece i, left to right. Returns whether it held one. */
-static int merge_in(pieces_t *p, uint32_t i, uint32_t a, uint32_t b, uint32_t joined) {
-  uint32_t *s = p->sym[i], n = p->len[i], w = 0;
+static int merge_in(trainer_t *t, uint32_t i, uint32_t a, uint32_t b, uint32_t joined) {
+  uint32_t *s = t->sym[i], n = t->p.len[i], w = 0;
   int found = 0;
   for (uint32_t r = 0; r < n; r++) {
     if (r + 1 < n && s[r] == a && s[r + 1] == b) {
@@ -169,7 +121,7 @@ static int merge_in(pieces_t *p, uint32_t i, uint32_t a, uint32_t b, uint32_t jo
       s[w++] = s[r];
     }
   }
-  p->len[i] = w;
+  t->p.len[i] = w;
   return found;
 }
 
@@ -184,12 +136,12 @@ static void merge_pair(trainer_t *t, uint64_t key, uint32_t joined, uint32_t ste
     if (t->stamp[i] == step) continue;
     t->stamp[i] = step;
     uint32_t len = t->p.len[i];
-    uint32_t *s = t->p.sym[i];
+    uint32_t *s = t->sym[i];
     int holds = 0;
     for (uint32_t r = 0; r + 1 < len && !holds; r++) holds = s[r] == a && s[r + 1] == b;
     if (!holds) continue;
     tally(t, i, -1, joined);
-    merge_in(&t->p, i, a, b, joined);
+    merge_in(t, i, a, b, joined);
     tally(t, i, +1, joined);
   }
   /* the pairs with the new token: pushed with their counts (the only counts that grew) */
@@ -197,7 +149,7 @@ static void merge_pair(trainer_t *t, uint64_t key, uint32_t joined, uint32_t ste
     uint32_t i = list[k];
     if (t->stamp[i] != step) continue;
     t->stamp[i] = step + 1; /* once per piece */
-    const uint32_t *s = t->p.sym[i];
+    const uint32_t *s = t->sym[i];
     for (uint32_t r = 0; r + 1 < t->p.len[i]; r++)
       if (s[r] == joined || s[r + 1] == joined) {
         uint64_t pk = key_of(s[r], s[r + 1]);
@@ -210,7 +162,7 @@ static void merge_pair(trainer_t *t, uint64_t key, uint32_t joined, uint32_t ste
 static void init_pairs(trainer_t *t) {
   u64map_init(&t->pair_index);
   for (uint32_t i = 0; i < t->p.n; i++) {
-    const uint32_t *s = t->p.sym[i];
+    const uint32_t *s = t->sym[i];
     for (uint32_t k = 0; k + 1 < t->p.len[i]; k++) {
       pair_t *p = pair_of(t, key_of(s[k], s[k + 1]), 1);
       p->count += t->p.count[i];
@@ -223,11 +175,9 @@ static void init_pairs(trainer_t *t) {
 }
 
 static void trainer_free(trainer_t *t) {
-  for (size_t i = 0; i < t->p.n; i++) free(t->p.sym[i]);
-  free(t->p.sym);
-  free(t->p.off);
-  free(t->p.count);
-  free(t->p.len);
+  for (size_t i = 0; i < t->p.n; i++) free(t->sym[i]);
+  free(t->sym);
+  pieces_free(&t->p);
   for (size_t i = 0; i < t->npairs; i++) free(t->pairs[i].piece);
   free(t->pairs);
   u64map_free(&t->pair_index);
@@ -235,14 +185,21 @@ static void trainer_free(trainer_t *t) {
   free(t->stamp);
 }
 
-bpe_t *bpe_train(const file_list_t *docs, const train_opts_t *o, train_stats_t *st) {
+bpe_t *bpe_train(const file_list_t *docs, const train_opts_t *o, MPI_Comm comm, train_stats_t *st) {
   if (o->vocab_size < TRAIN_VOCAB_MIN || o->vocab_size > BPE_VOCAB_MAX)
     surge_input_error("--vocab-size %d must be %d .. %d (the 256 bytes, the merges, end of text)", o->vocab_size,
                       TRAIN_VOCAB_MIN, BPE_VOCAB_MAX);
   if (o->min_frequency < 1) surge_input_error("--min-frequency must be at least 1");
   *st = (train_stats_t){0};
   trainer_t t = {.b = bpe_new_bytes()};
-  count_pieces(&t, docs, st);
+  count_pieces(&t, docs, comm, st);
+  int rank;
+  MPI_Comm_rank(comm, &rank);
+  if (rank != 0) {
+    trainer_free(&t);
+    bpe_free(t.b);
+    return NULL;
+  }
   init_pairs(&t);
   uint32_t step = 2; /* stamps: step, step + 1 per merge */
   while (t.b->n < o->vocab_size - 1 && t.nheap) {

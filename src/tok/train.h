@@ -3,10 +3,13 @@
  * frequent adjacent pair of tokens (summed over all pieces; ties: the smaller pair of ids) is merged
  * into a new token, until the vocabulary has vocab_size tokens counting <|endoftext|>, added last
  * (so GPT-2's layout: bytes 0..255, merges, then end of text), or no pair occurs min_frequency
- * times. Serial; memory grows with the number of distinct pieces, not with the corpus. */
+ * times. The pieces are counted on the ranks of comm (each a share of the documents) and summed on
+ * rank 0, which learns the merges: the same vocabulary for any rank count. Memory grows with the
+ * number of distinct pieces, not with the corpus. */
 #ifndef SURGE_TOK_TRAIN_H
 #define SURGE_TOK_TRAIN_H
 
+#include <mpi.h>
 #include <stdint.h>
 
 #include "tok/bpe.h"
@@ -23,6 +26,7 @@ typedef struct train_stats {
   uint64_t bytes, pieces, distinct; /* text read; pieces; distinct pieces */
 } train_stats_t;
 
-bpe_t *bpe_train(const file_list_t *docs, const train_opts_t *o, train_stats_t *st);
+/* Collective over comm: the vocabulary on rank 0, NULL on the other ranks. */
+bpe_t *bpe_train(const file_list_t *docs, const train_opts_t *o, MPI_Comm comm, train_stats_t *st);
 
 #endif

@@ -98,6 +98,23 @@ train 1 "$t/hf" -D "data.path=$t/s" -D "data.tokenizer=$t/tok" -D data.vocab_siz
 [ $? = 2 ] && grep -q "was trained on the vocabulary 600:$hash.*this run's data has 600:" "$t/hf.txt"
 tap_ok $? "a resume with other tokenizer files is refused: $(grep -o 'error: .*' "$t/hf.txt" | head -c 200)"
 
+# The shipped decks: without their corpus, one line naming the path and the tool that builds it;
+# on this corpus (shrunk), they train.
+for d in gpt-bpe gpt2-124m; do
+  out="$t/deck-$d"
+  timeout 60 "$SURGE_TRAIN" "$top_src/inputs/$d.deck" -D "data.tokenizer=$t/none" -D "run.out_dir=$out" >"$out.txt" 2>&1
+  [ $? = 2 ] && grep -q "tokenizer = $t/none: No such file or directory (hint: .*tools/make-corpus.sh" "$out.txt"
+  tap_ok $? "inputs/$d.deck without its tokenizer: exit 2, $(grep -o 'error: .*' "$out.txt" | head -c 150)"
+  timeout 60 "$SURGE_TRAIN" "$top_src/inputs/$d.deck" -D "data.tokenizer=$t/tok" -D "data.path=$t/none" \
+    -D "run.out_dir=$out" >"$out.txt" 2>&1
+  [ $? = 2 ] && grep -q "path = $t/none: No such file or directory (hint: tools/make-corpus.sh" "$out.txt"
+  tap_ok $? "inputs/$d.deck without its shards: exit 2, $(grep -o 'error: .*' "$out.txt" | head -c 150)"
+  timeout 300 "$SURGE_TRAIN" "$top_src/inputs/$d.deck" -D "data.path=$t/s" -D "data.tokenizer=$t/tok" -D run.steps=2 \
+    -D run.eval_every=0 -D data.test_samples=2 -D train.global_batch=2 -D model.gpt_layers=1 -D model.gpt_width=32 \
+    -D model.gpt_heads=2 -D model.gpt_context=32 -D checkpoint.every=0 -D "run.out_dir=$out-run" >"$out-run.txt" 2>&1
+  tap_ok $? "inputs/$d.deck as shipped but shrunk, on surge-tokenize's shards: 2 steps"
+done
+
 # Bad shards: exit 2 before the first step, naming the file and the offset.
 bad() { # bad DESCRIPTION PATTERN: the shard $t/b/x_train_000000.bin
   out="$t/bad-$tap_n"

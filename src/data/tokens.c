@@ -102,6 +102,9 @@ static void find_shards(const char *path, const char *part, split_shards_t *sp, 
   int k = stat(path, &st) == 0 && S_ISDIR(st.st_mode) ? snprintf(pattern, sizeof pattern, "%s/*%s*.bin", path, part)
                                                       : snprintf(pattern, sizeof pattern, "%s", path);
   if (k < 0 || (size_t)k >= sizeof pattern) surge_input_error("[data] %s: the path is too long", key);
+  if (!strpbrk(path, "*?[") && stat(path, &st) != 0)
+    surge_input_error("[data] %s = %s: %s (hint: tools/make-corpus.sh builds the corpus of the shipped decks; "
+                      "surge-tokenize encode any other, doc/data.md)", key, path, strerror(errno));
   glob_t g;
   int rc = glob(pattern, GLOB_ERR, NULL, &g);
   if (rc == GLOB_NOMATCH || (rc == 0 && g.gl_pathc == 0))
@@ -177,6 +180,12 @@ static uint32_t vocabulary(const data_opts_t *o, char hash[17]) {
                         "vocab.json + merges.txt that made the shards, or [data] vocab_size (GPT-2: 50257)");
     return (uint32_t)o->vocab_size;
   }
+  struct stat st;
+  errno = 0;
+  if (stat(o->tokenizer, &st) != 0 || !S_ISDIR(st.st_mode))
+    surge_input_error("[data] tokenizer = %s: %s (hint: the directory of vocab.json + merges.txt; "
+                      "tools/make-corpus.sh builds the shipped decks' one)", o->tokenizer,
+                      errno ? strerror(errno) : "not a directory");
   char v[PATH_MAX], m[PATH_MAX];
   snprintf(v, sizeof v, "%s/vocab.json", o->tokenizer);
   snprintf(m, sizeof m, "%s/merges.txt", o->tokenizer);

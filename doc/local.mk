@@ -15,3 +15,5 @@ dist_doc_DATA += doc/security.md
 dist_doc_DATA += doc/cluster.md
 dist_doc_DATA += doc/compression.md doc/compression-loss.svg
 dist_doc_DATA += doc/gpu.md
+dist_man_MANS += doc/man/surge-tokenize.1
+dist_doc_DATA += doc/data.md

@@ -1,7 +1,8 @@
 # libFuzzer harnesses (doc/security.md, "Fuzzing"): built only by tools/fuzz.sh (make fuzz), in a
 # build directory of its own configured with clang and -fsanitize=fuzzer-no-link,address,undefined;
 # never part of a normal build (EXTRA_PROGRAMS).
-fuzz_programs += fuzz/fuzz_deck fuzz/fuzz_sweep fuzz/fuzz_checkpoint fuzz/fuzz_log fuzz/fuzz_plan fuzz/fuzz_profile
+fuzz_programs += fuzz/fuzz_deck fuzz/fuzz_sweep fuzz/fuzz_checkpoint fuzz/fuzz_log fuzz/fuzz_plan fuzz/fuzz_profile \
+  fuzz/fuzz_tok
 CLEANFILES += $(fuzz_programs)
 fuzz_common = fuzz/fuzz.h fuzz/fuzz_common.c
 fuzz_fuzz_deck_SOURCES = fuzz/fuzz_deck.c $(fuzz_common)
@@ -23,6 +24,9 @@ fuzz_fuzz_plan_LDADD = $(SURGE_LIBS)
 fuzz_fuzz_profile_SOURCES = fuzz/fuzz_profile.c $(fuzz_common) $(fuzz_burst)
 fuzz_fuzz_profile_LDFLAGS = -fsanitize=fuzzer
 fuzz_fuzz_profile_LDADD = $(SURGE_LIBS)
+fuzz_fuzz_tok_SOURCES = fuzz/fuzz_tok.c $(fuzz_common)
+fuzz_fuzz_tok_LDFLAGS = -fsanitize=fuzzer
+fuzz_fuzz_tok_LDADD = $(SURGE_LIBS)
 fuzz-programs: $(fuzz_programs) surge-train$(EXEEXT) surge-profile$(EXEEXT) surge-plan$(EXEEXT)
 # make fuzz [FUZZ_SECONDS=N]: every harness for N seconds (default 60) from its seed corpus.
 fuzz:

@@ -321,7 +321,7 @@ static void test_fmnist_files(void) {
   expect_open_fails(&cfg2, 2, "[data] path that is not a directory", notdir, "not a directory");
 
   data_opts_t cfg3 = make_cfg("mnist", "");
-  expect_open_fails(&cfg3, 2, "unknown source", "source = 'mnist'", "fashion-mnist, text, synthetic");
+  expect_open_fails(&cfg3, 2, "unknown source", "source = 'mnist'", "fashion-mnist, text, tokens, synthetic");
 }
 
 /* ---- text ----------------------------------------------------------------------------------- */
@@ -637,6 +637,44 @@ static void test_sampler(void) {
   sampler_free(&other);
 }
 
+/* The implicit sampler: each epoch a permutation (n = 1 .. odd sizes just above a power of 4),
+ * reproducible, other across epochs and seeds, and defined for n beyond a table's reach. */
+static void test_sampler_implicit(void) {
+  static const uint64_t sizes[] = {1, 2, 3, 17, 1000, 4097};
+  int perms = 1, same = 1, other_epoch = 0, other_seed = 0;
+  for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+    uint64_t n = sizes[k];
+    sampler_t s, t, u;
+    sampler_init_implicit(&s, 7, n);
+    sampler_init_implicit(&t, 7, n);
+    sampler_init_implicit(&u, 8, n);
+    uint64_t *a = xmalloc(2 * n * sizeof *a), *b = xmalloc(2 * n * sizeof *b), *c = xmalloc(2 * n * sizeof *c);
+    sampler_batch(&s, 0, (long)(2 * n), a);
+    sampler_batch(&t, 0, (long)(2 * n), b);
+    sampler_batch(&u, 0, (long)(2 * n), c);
+    for (int e = 0; e < 2; e++) {
+      uint8_t *seen = xcalloc(n, 1);
+      for (uint64_t i = 0; i < n; i++) perms &= a[e * n + i] < n && !seen[a[e * n + i]]++;
+      free(seen);
+    }
+    same &= memcmp(a, b, 2 * n * sizeof *a) == 0;
+    if (n >= 17) other_epoch += memcmp(a, a + n, n * sizeof *a) != 0, other_seed += memcmp(a, c, n * sizeof *a) != 0;
+    free(a), free(b), free(c);
+    sampler_free(&s), sampler_free(&t), sampler_free(&u);
+  }
+  tap_ok(perms, "implicit sampler: every epoch holds each id exactly once (n = 1 .. 4097)");
+  tap_ok(same, "implicit sampler: the same seed gives the same stream");
+  tap_ok(other_epoch == 3 && other_seed == 3, "implicit sampler: other epochs and seeds give other orders");
+  sampler_t big;
+  sampler_init_implicit(&big, 1, (uint64_t)1 << 40);
+  uint64_t ids[4];
+  sampler_batch(&big, 1000000, 4, ids);
+  int below = 1;
+  for (int i = 0; i < 4; i++) below &= ids[i] < ((uint64_t)1 << 40);
+  tap_ok(big.perm == NULL && below, "implicit sampler: 2^40 samples without a table");
+  sampler_free(&big);
+}
+
 int main(void) {
   snprintf(tmpdir, sizeof tmpdir, "%s/surge-test-data-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
   if (!mkdtemp(tmpdir)) {
@@ -648,6 +686,7 @@ int main(void) {
   test_text();
   test_fortunes();
   test_synthetic();
+  test_sampler_implicit();
   test_sampler();
   clear_tmpdir();
   rmdir(tmpdir);

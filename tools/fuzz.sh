@@ -9,9 +9,10 @@
 # build directory; one in Surge makes the exit status 1. Without clang: exit 77 (skipped).
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
+export SURGE_TOP_SRCDIR="$top" # fuzz_tok reads the test vocabulary from the source tree
 secs=${1:-60}
 [ $# -gt 0 ] && shift
-harnesses=${*:-deck sweep checkpoint log plan profile}
+harnesses=${*:-deck sweep checkpoint log plan profile tok}
 build=${SURGE_FUZZ_BUILD:-$top/_build-fuzz}
 command -v clang >/dev/null 2>&1 || { echo "fuzz: clang not found (tools/install-deps.sh installs it)"; exit 77; }
 export OMPI_CC=clang OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -38,7 +39,12 @@ make -j"$(nproc)" AM_CFLAGS="-std=c11 -Wall -Wextra -g" fuzz-programs >make-fuzz
 # ---- seed corpus
 seeds="$build/fuzz-seeds"
 rm -rf "$seeds"
-mkdir -p "$seeds/deck" "$seeds/sweep" "$seeds/checkpoint" "$seeds/log" "$seeds/plan" "$seeds/profile"
+mkdir -p "$seeds/deck" "$seeds/sweep" "$seeds/checkpoint" "$seeds/log" "$seeds/plan" "$seeds/profile" "$seeds/tok"
+for f in "$top"/tests/data/tok/*.txt; do # mode 0 (text), then the vocabulary files as modes 1 and 2
+  { printf '\000'; cat "$f"; } >"$seeds/tok/$(basename "$f")"
+done
+{ printf '\001'; cat "$top/tests/data/tok/hf/vocab.json"; } >"$seeds/tok/vocab.json"
+{ printf '\002'; cat "$top/tests/data/tok/hf/merges.txt"; } >"$seeds/tok/merges.txt"
 for d in "$top"/inputs/*.deck "$top"/tests/data/decks/*.deck; do
   cp "$d" "$seeds/deck/" && cp "$d" "$seeds/sweep/"
 done
@@ -81,7 +87,7 @@ bd="$seeds/burst.deck"
   ./surge-plan "$bd" --profile "$seeds/profile/p4.h5" --amp 1.5 -o "$seeds/plan/plan-amp.txt" >/dev/null 2>&1 ||
   echo "fuzz: warning: the profile and plan seeds were not all written"
 # inputs that once were findings (fuzz/regressions/HARNESS/): every run tries them again
-for h in deck sweep checkpoint log plan profile; do
+for h in deck sweep checkpoint log plan profile tok; do
   [ -d "$top/fuzz/regressions/$h" ] && cp "$top/fuzz/regressions/$h"/* "$seeds/$h/"
 done
 rm -rf "$seeds"/run* "$seeds/tiny.deck" "$bd"

@@ -7,9 +7,9 @@
 set -eu
 
 packages="build-essential autoconf automake libtool pkg-config
-  libopenmpi-dev openmpi-bin libhdf5-openmpi-dev hdf5-tools libopenblas-dev zlib1g-dev libcjson-dev
+  libopenmpi-dev openmpi-bin libhdf5-openmpi-dev hdf5-tools libopenblas-dev zlib1g-dev libcjson-dev libpcre2-dev
   clang libclang-rt-dev
-  dataset-fashion-mnist fortunes-min fortunes bitshuffle
+  dataset-fashion-mnist fortunes-min fortunes bitshuffle linux-doc-6.1
   slurmctld slurmd slurm-client munge libpmix-dev"
 
 missing=""

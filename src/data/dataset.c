@@ -17,6 +17,7 @@ typedef struct source_entry {
 static const source_entry_t sources[] = {
     {"fashion-mnist", fmnist_open},
     {"text", text_open},
+    {"tokens", tokens_open},
     {"synthetic", synthetic_open},
 };
 #define NSOURCES (sizeof sources / sizeof sources[0])
@@ -47,7 +48,7 @@ dataset_t *dataset_open(data_opts_t o) {
   src->open(ds, &o);
   apply_limit(ds, SPLIT_TRAIN, o.train_samples, "train_samples");
   apply_limit(ds, SPLIT_TEST, o.test_samples, "test_samples");
-  if (ds->size[SPLIT_TRAIN] > UINT32_MAX)
+  if (ds->size[SPLIT_TRAIN] > UINT32_MAX && !ds->order_implicit)
     surge_input_error("%s: %" PRIu64 " training samples, more than the sampler's limit of %" PRIu32
                       " (hint: set [data] train_samples)", ds->name, ds->size[SPLIT_TRAIN], UINT32_MAX);
   return ds;
@@ -64,6 +65,9 @@ shape_t dataset_sample_shape(const dataset_t *ds) { return ds->sample_shape; }
 int dataset_classes(const dataset_t *ds) { return ds->classes; }
 int dataset_targets_per_sample(const dataset_t *ds) { return ds->targets_per_sample; }
 int dataset_is_tokens(const dataset_t *ds) { return ds->is_tokens; }
+const char *dataset_token_unit(const dataset_t *ds) { return ds->is_tokens ? (ds->token_unit ? ds->token_unit : "token") : NULL; }
+int dataset_order_implicit(const dataset_t *ds) { return ds->order_implicit; }
+const char *dataset_vocab_hash(const dataset_t *ds) { return ds->vocab_hash; }
 
 uint64_t dataset_size(const dataset_t *ds, data_split_t split) {
   if (split != SPLIT_TRAIN && split != SPLIT_TEST) surge_runtime_error("dataset_size: no split %d", (int)split);

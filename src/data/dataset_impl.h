@@ -13,6 +13,9 @@ struct dataset {
   int classes;               /* 10, or the vocabulary */
   int targets_per_sample;    /* 1, or T */
   int is_tokens;
+  const char *token_unit;     /* what one token is: "byte" (text) or "token" */
+  int order_implicit;        /* 1: the sampler computes its permutation (a split too big for a table) */
+  char vocab_hash[17];       /* the tokenizer files' hash, "" when none */
   uint64_t size[2];          /* samples per split (after [data] limits) */
   /* Fetch sample id of a split (id < size[split]): x (sample shape), y (targets_per_sample). */
   void (*get_sample)(const dataset_t *ds, data_split_t split, uint64_t id, float *x, float *y);
@@ -23,6 +26,7 @@ struct dataset {
 /* Each opener fills ds (all fields but the limits) or fails with surge_input_error. */
 void fmnist_open(dataset_t *ds, const data_opts_t *o);
 void text_open(dataset_t *ds, const data_opts_t *o);
+void tokens_open(dataset_t *ds, const data_opts_t *o);
 void synthetic_open(dataset_t *ds, const data_opts_t *o);
 
 #endif

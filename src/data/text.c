@@ -150,6 +150,7 @@ void text_open(dataset_t *ds, const data_opts_t *o) {
   ds->classes = TEXT_VOCAB;
   ds->targets_per_sample = T;
   ds->is_tokens = 1;
+  ds->token_unit = "byte";
   ds->get_sample = text_get;
   ds->free_source = text_free;
   ds->source = t;

@@ -25,6 +25,7 @@
 #define CHECKPOINT_MAX_STEP 1000000000L
 /* A run identity: 16 hex digits and the NUL. */
 #define CHECKPOINT_RUN_ID_LEN 17
+#define CHECKPOINT_VOCAB_LEN 40
 
 /* The state saved and restored: regions of global tensors, each rank holding the pieces its layout
  * gives it (host memory), and the counters. */
@@ -34,6 +35,8 @@ typedef struct ckpt_state {
   const char *layout;      /* the [parallel] mode that wrote it (informational) */
   long opt_t;              /* optimizer steps taken */
   long step;               /* training steps done */
+  char vocab[CHECKPOINT_VOCAB_LEN];   /* the token data's vocabulary ("SIZE" or "SIZE:HASH" of the
+                                       * tokenizer's files), "" for other data; a resume must match */
   char run_id[CHECKPOINT_RUN_ID_LEN]; /* the run it belongs to (io/run_dir.h); "" when the file has
                                        * none (written before runs had an identity) */
 } ckpt_state_t;

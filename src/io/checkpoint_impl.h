@@ -109,6 +109,8 @@ typedef struct ckpt_root {
   char *deck;                         /* the resolved deck, for people */
   char *run_id;                       /* the run it belongs to; optional: "" when absent, and then
                                        * left out of state_crc32 (files written before it existed) */
+  char *vocab;                        /* the token data's vocabulary, "SIZE" or "SIZE:HASH" of its
+                                       * files (tokens source); optional like run_id */
 } ckpt_root_t;
 
 /* Write every attribute of r and "state_crc32" (CRC32 of all of them) on obj. 0 or -1 with the

@@ -84,7 +84,7 @@ static void check_counters(reader_t *r, const config_t *cfg, const ckpt_root_t *
 }
 
 /* What the file is and which run it belongs to; fills step, opt_t and run_id. */
-static void check_root(reader_t *r, const config_t *cfg, long *step, long *opt_t, char *run_id) {
+static void check_root(reader_t *r, const config_t *cfg, long *step, long *opt_t, char *run_id, const char *vocab) {
   char *format = NULL, why[512];
   int64_t version = 0;
   htri_t has_format = H5Aexists(r->file, "format");
@@ -131,6 +131,9 @@ static void check_root(reader_t *r, const config_t *cfg, long *step, long *opt_t
            strlen(root.run_id) >= CHECKPOINT_RUN_ID_LEN)
     ckpt_fail(&r->st, "%s: run_id \"%s\" is not 16 hex digits (%s)", r->path,
               printable(root.run_id, shown, sizeof shown), DAMAGED);
+  else if (root.vocab[0] && strcmp(root.vocab, vocab) != 0)
+    ckpt_fail(&r->st, "%s was trained on the vocabulary %s (size:hash of its files), this run's data has %s: %s",
+              r->path, printable(root.vocab, shown, sizeof shown), vocab[0] ? vocab : "none", REFUSED);
   else
     check_counters(r, cfg, &root);
   if (!r->st.failed) {
@@ -299,7 +302,7 @@ void checkpoint_read(const char *path, ckpt_state_t *s, const config_t *cfg, com
 
   long step = 0, opt_t = 0;
   char run_id[CHECKPOINT_RUN_ID_LEN] = "";
-  check_root(&r, cfg, &step, &opt_t, run_id);
+  check_root(&r, cfg, &step, &opt_t, run_id, s->vocab);
   if (!r.st.failed) check_no_other_state(&r, s);
   agree_or_refuse(&r);
 

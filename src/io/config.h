@@ -30,10 +30,14 @@ typedef struct config {
   int resnet_blocks;   /* residual blocks per stage */
   int resnet_stages;   /* stages (each after the first halves H,W and doubles channels) */
   int gpt_layers, gpt_width, gpt_heads, gpt_context;
+  int gpt_vocab_multiple; /* pad the vocabulary to a multiple of this */
 
   /* [data] */
-  char data_source[32]; /* fashion-mnist | text | synthetic */
-  char data_path[CFG_STR]; /* directory (fashion-mnist) or file/directory (text); "" = default */
+  char data_source[32]; /* fashion-mnist | text | tokens | synthetic */
+  char data_path[CFG_STR]; /* directory (fashion-mnist), file/directory (text), shards (tokens) */
+  char val_path[CFG_STR];  /* tokens: the validation shards ("" = *val*.bin beside a directory's) */
+  char tokenizer[CFG_STR]; /* tokens: directory of vocab.json + merges.txt ("" = none) */
+  long vocab_size;         /* tokens: the vocabulary when no tokenizer is named (0: take it from it) */
   long train_samples;  /* use the first N training samples (0: all) */
   long test_samples;   /* evaluate on the first N test/validation samples (0: all) */
   double val_fraction; /* text: held-out tail for validation */

@@ -1,6 +1,7 @@
 /* The model file a run leaves behind (OUT_DIR/model.h5): every parameter tensor as /params/<name>
  * with PyTorch's shape, and attributes of /: program, version, step, model, deck (resolved text),
- * run_id (the run that wrote it, io/run_dir.h).
+ * run_id (the run that wrote it, io/run_dir.h), and for token data vocab ("SIZE" or "SIZE:HASH" of
+ * the tokenizer's files, the value checkpoints hold).
  * Written collectively like a checkpoint's /params (every rank its pieces, uncompressed, each
  * dataset with its hash64), under a temporary name that is renamed, so a crash never leaves a
  * half file. Readable by h5dump, h5py and tests. */
@@ -12,6 +13,6 @@
 
 /* Collective over world: params is the "/params" region of this rank's pieces (host memory). */
 void model_file_write(const char *path, const state_region_t *params, long step, const char *model_name,
-                      const char *deck_text, const char *run_id, comm_t *world);
+                      const char *deck_text, const char *run_id, const char *vocab, comm_t *world);
 
 #endif

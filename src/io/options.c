@@ -28,6 +28,7 @@ zoo_opts_t zoo_opts_of(const config_t *cfg) {
   o.gpt.width = cfg->gpt_width;
   o.gpt.heads = cfg->gpt_heads;
   o.gpt.context = cfg->gpt_context;
+  o.gpt.vocab_multiple = cfg->gpt_vocab_multiple;
   return o;
 }
 
@@ -52,6 +53,9 @@ data_opts_t data_opts_of(const config_t *cfg) {
   data_opts_t o = {0};
   COPY_STRING(o.source, cfg->data_source);
   COPY_STRING(o.path, cfg->data_path);
+  COPY_STRING(o.val_path, cfg->val_path);
+  COPY_STRING(o.tokenizer, cfg->tokenizer);
+  o.vocab_size = cfg->vocab_size;
   o.train_samples = cfg->train_samples;
   o.test_samples = cfg->test_samples;
   o.val_fraction = cfg->val_fraction;

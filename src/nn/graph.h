@@ -15,6 +15,8 @@ typedef struct graph {
   slab_layout_t params;   /* parameter tensors of all nodes, in node order */
   init_scheme_t init;
   int targets_per_sample; /* 1 for classification, T for next-token prediction */
+  int classes_valid;      /* outputs at or beyond this are padding, kept out of the loss and the
+                           * gradients (nn/logit_mask.h); 0: every output is a class */
   char err[256];          /* reason of the last failed add */
 } graph_t;
 

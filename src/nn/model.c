@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "core/events.h"
+#include "nn/logit_mask.h"
 
 /* The one consumer of node i, or -1 when it has none or several (input slots count). */
 static int sole_consumer(const graph_t *g, int i) {
@@ -104,6 +105,7 @@ int model_init_on(model_t *m, const graph_t *g, const backend_t *be, int B_cap,
   m->scratch = be->alloc(scratch);
   m->act_floats += scratch;
   m->targets = be->alloc(surge_mul_size((size_t)B_cap, (size_t)g->targets_per_sample, "targets"));
+  m->logit_mask = logit_mask_new(be, model_classes(m), 0, g->classes_valid);
   for (int i = 0; i < g->n; i++)
     if (m->fused[i] > 0) {
       m->act[i] = m->act[m->fused[i]];
@@ -138,6 +140,7 @@ void model_free(model_t *m) {
   free(m->din);
   be->free(m->scratch);
   be->free(m->targets);
+  if (m->logit_mask) be->free(m->logit_mask);
   if (m->own_params) be->free(m->params);
   if (m->own_grads) be->free(m->grads);
   memset(m, 0, sizeof *m);
@@ -239,6 +242,7 @@ double model_loss(model_t *m, int off, int B, float grad_scale) {
   const graph_t *g = m->g;
   int out = graph_output(g), tps = g->targets_per_sample, V = model_classes(m);
   size_t osz = shape_size(g->l[out].out);
+  logit_mask_apply(m->be, m->logit_mask, B * tps, V, m->act[out] + (size_t)off * osz);
   float *dlogits = grad_scale != 0.0f ? m->dact[out] + (size_t)off * osz : NULL;
   return m->be->xent_fwd_bwd(B * tps, V, m->act[out] + (size_t)off * osz, m->targets + (size_t)off * tps,
                              grad_scale, dlogits);
@@ -248,6 +252,7 @@ long model_correct(const model_t *m, int off, int B) {
   const graph_t *g = m->g;
   int out = graph_output(g), tps = g->targets_per_sample;
   size_t osz = shape_size(g->l[out].out);
+  logit_mask_apply(m->be, m->logit_mask, B * tps, model_classes(m), m->act[out] + (size_t)off * osz);
   return m->be->count_correct(B * tps, model_classes(m), m->act[out] + (size_t)off * osz,
                               m->targets + (size_t)off * tps);
 }

@@ -34,6 +34,7 @@ typedef struct model {
                    * then never zeroed (model_init_fused) */
   float *scratch; /* max over nodes of layer scratch */
   float *targets; /* (B_cap, targets_per_sample) class ids as float */
+  float *logit_mask; /* (classes) padded outputs' mask (g->classes_valid), or NULL */
   size_t act_floats; /* floats held by act + dact + aux + scratch (memory report) */
   int own_params, own_grads; /* whether the model allocated them (model_init_on) */
 } model_t;

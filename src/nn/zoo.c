@@ -101,7 +101,10 @@ int zoo_gpt_head(graph_t *g, int x, int emb, int vocab) {
 }
 
 static int build_gpt(const zoo_opts_t *o, graph_t *g, int vocab) {
-  int emb = zoo_gpt_embed(g, vocab, 0, 1, o->gpt.context, o->gpt.width);
+  int m = o->gpt.vocab_multiple > 0 ? o->gpt.vocab_multiple : 1;
+  int padded = (int)(((long)vocab + m - 1) / m * m);
+  if (padded != vocab) g->classes_valid = vocab;
+  int emb = zoo_gpt_embed(g, padded, 0, 1, o->gpt.context, o->gpt.width);
   int x = emb;
   for (int i = 0; i < o->gpt.layers; i++) x = zoo_gpt_block(g, x, i, o->gpt.width, o->gpt.heads, 1, 1);
   return zoo_gpt_head(g, x, emb, vocab);

@@ -5,7 +5,8 @@
  *                of later stages strided with a 1x1 strided projection shortcut; global avg pool, fc
  *   gpt          pre-LayerNorm GPT-2: token + position embedding, blocks of
  *                x + proj(attn(qkv(ln1(x)))), x + fcproj(gelu(fc(ln2(x)))), final layernorm, output
- *                tied to the token embedding; byte vocabulary */
+ *                tied to the token embedding; the data's vocabulary (bytes, or a
+ *                tokenizer's), padded up to a multiple of gpt.vocab_multiple */
 #ifndef SURGE_ZOO_H
 #define SURGE_ZOO_H
 
@@ -35,6 +36,8 @@ typedef struct zoo_opts {
   struct {
     int layers, width, heads; /* transformer blocks, embedding width, attention heads per block */
     int context;              /* positions of the position embedding: tokens per sequence */
+    int vocab_multiple;       /* the token table and the logits padded to a multiple of this
+                               * (llm.c: 128); the padding is kept out of loss and gradients */
   } gpt;
 } zoo_opts_t;
 

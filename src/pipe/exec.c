@@ -116,7 +116,7 @@ void pipe_exec_init(pipe_exec_t *ex, const graph_t *g, const gpt_dims_t *dims, c
   }
   if (ex->part.last) {
     int V = dims->vocab / G->tp;
-    tp_xent_init(&ex->xent, be, &ex->tp, V, G->t * V, window * dims->T);
+    tp_xent_init(&ex->xent, be, &ex->tp, V, G->t * V, dims->vocab_valid, window * dims->T);
   }
   ex->ops = xcalloc(2 * (size_t)M, sizeof *ex->ops);
   pipe_schedule(sched, G->pp, M, G->p, ex->ops);

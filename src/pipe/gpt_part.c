@@ -41,7 +41,8 @@ int gpt_dims_of(const graph_t *g, gpt_dims_t *d, char *err, size_t errlen) {
     }
   const layer_t *e = &g->l[1];
   *d = (gpt_dims_t){.layers = L, .width = e->out_features, .heads = g->l[gpt_block_node(0) + 2].heads,
-                    .context = e->context, .vocab = e->vocab, .T = g->l[0].out.d[0]};
+                    .context = e->context, .vocab = e->vocab, .vocab_valid = g->classes_valid,
+                    .T = g->l[0].out.d[0]};
   return 0;
 }
 
@@ -49,6 +50,7 @@ int gpt_part_build(const gpt_dims_t *d, const gpt_part_t *p, graph_t *lg, char *
   int C = d->width, V = d->vocab / p->tp;
   graph_init(lg, p->first ? shape1(d->T) : shape2(d->T, C), INIT_NORMAL_002);
   lg->targets_per_sample = d->T;
+  lg->classes_valid = d->vocab_valid;
   int x = 0, emb = -1;
   if (p->first) x = emb = zoo_gpt_embed(lg, V, p->tp_rank * V, p->tp_rank == 0, d->context, C);
   for (int b = p->first_block; b < p->first_block + p->blocks; b++)

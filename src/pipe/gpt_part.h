@@ -21,7 +21,8 @@
 
 /* The sizes of the zoo's gpt. */
 typedef struct gpt_dims {
-  int layers, width, heads, context, vocab;
+  int layers, width, heads, context, vocab; /* vocab: the token table's rows (padded) */
+  int vocab_valid; /* the real tokens (rows at or beyond are padding, nn/logit_mask.h); 0: all */
   int T; /* tokens per sample */
 } gpt_dims_t;
 

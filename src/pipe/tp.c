@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "core/events.h"
+#include "nn/logit_mask.h"
 
 void tp_allreduce(comm_t *tp, float *x, size_t n) {
   if (tp->size < 2 || n == 0) return;
@@ -13,8 +14,9 @@ void tp_allreduce(comm_t *tp, float *x, size_t n) {
   ev_raise(EV_WORK, EV_TP_SUM, 0);
 }
 
-void tp_xent_init(tp_xent_t *x, const backend_t *be, comm_t *tp, int V, int lo, int max_rows) {
+void tp_xent_init(tp_xent_t *x, const backend_t *be, comm_t *tp, int V, int lo, int valid, int max_rows) {
   *x = (tp_xent_t){.be = be, .tp = tp, .V = V, .lo = lo, .cap = max_rows};
+  x->mask = logit_mask_new(be, V, lo, valid);
   x->mx = be->alloc((size_t)max_rows);
   x->stats = be->alloc(2 * (size_t)max_rows);
   x->first = be->alloc((size_t)max_rows);
@@ -25,17 +27,19 @@ void tp_xent_free(tp_xent_t *x) {
   x->be->free(x->mx);
   x->be->free(x->stats);
   x->be->free(x->first);
+  if (x->mask) x->be->free(x->mask);
   free(x->host);
 }
 
-/* The row maxima over the whole vocabulary into x->mx. */
-static void global_max(tp_xent_t *x, int rows, const float *logits) {
+/* The padding masked, then the row maxima over the whole vocabulary into x->mx. */
+static void global_max(tp_xent_t *x, int rows, float *logits) {
   if (rows > x->cap) surge_runtime_error("tp_xent: %d rows exceed the %d it was made for", rows, x->cap);
+  logit_mask_apply(x->be, x->mask, rows, x->V, logits);
   x->be->row_max(rows, x->V, logits, x->mx);
   if (x->tp->size > 1) comm_allreduce_max(x->tp, x->mx, (size_t)rows, TRAFFIC_TP);
 }
 
-double tp_xent_loss(tp_xent_t *x, int rows, const float *logits, const float *targets, float grad_scale,
+double tp_xent_loss(tp_xent_t *x, int rows, float *logits, const float *targets, float grad_scale,
                     float *dlogits) {
   const backend_t *be = x->be;
   global_max(x, rows, logits);
@@ -53,7 +57,7 @@ double tp_xent_loss(tp_xent_t *x, int rows, const float *logits, const float *ta
   return loss;
 }
 
-long tp_xent_correct(tp_xent_t *x, int rows, const float *logits, const float *targets) {
+long tp_xent_correct(tp_xent_t *x, int rows, float *logits, const float *targets) {
   const backend_t *be = x->be;
   global_max(x, rows, logits);
   be->row_first_index(rows, x->V, x->lo, logits, x->mx, x->first);

@@ -23,15 +23,17 @@ typedef struct tp_xent {
   float *mx, *stats;     /* backend (cap): row maxima; (2, cap): sums of exponentials, target logits */
   float *first;          /* backend (cap): first column of the maximum */
   float *host;           /* (4, cap) host copies */
+  float *mask;           /* backend (V): the padded columns' mask (nn/logit_mask.h), or NULL */
 } tp_xent_t;
 
-void tp_xent_init(tp_xent_t *x, const backend_t *be, comm_t *tp, int V, int lo, int max_rows);
+/* valid: the real vocabulary (columns at or beyond it are padding, kept out; 0: none). */
+void tp_xent_init(tp_xent_t *x, const backend_t *be, comm_t *tp, int V, int lo, int valid, int max_rows);
 void tp_xent_free(tp_xent_t *x);
 /* Collective over tp: the loss SUM of rows targets, logits (rows, V) this shard's columns; writes
  * dlogits (rows, V) = grad_scale * (softmax - onehot) of this shard's columns when grad_scale != 0. */
-double tp_xent_loss(tp_xent_t *x, int rows, const float *logits, const float *targets, float grad_scale,
-                    float *dlogits);
+double tp_xent_loss(tp_xent_t *x, int rows, float *logits, const float *targets, float grad_scale,
+                    float *dlogits); /* logits: the padding masked in place */
 /* Collective over tp: rows whose first maximum over the whole vocabulary is the target. */
-long tp_xent_correct(tp_xent_t *x, int rows, const float *logits, const float *targets);
+long tp_xent_correct(tp_xent_t *x, int rows, float *logits, const float *targets);
 
 #endif

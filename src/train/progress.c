@@ -72,12 +72,12 @@ void progress_step(progress_t *p, const train_stats_t *s) {
   fflush(stdout);
 }
 
-void progress_eval(progress_t *p, long step, const eval_stats_t *e, int tokens) {
+void progress_eval(progress_t *p, long step, const eval_stats_t *e, const char *token_unit) {
   if (surge_rank() != 0) return;
   clear_bar(p);
-  if (tokens)
-    printf("%seval step %ld | validation loss %.4f nats/byte | next-byte accuracy %.2f%% | %ld sequences\n", p->label, step,
-           e->loss, 100.0 * e->accuracy, e->samples);
+  if (token_unit)
+    printf("%seval step %ld | validation loss %.4f nats/%s | next-%s accuracy %.2f%% | %ld sequences\n", p->label,
+           step, e->loss, token_unit, token_unit, 100.0 * e->accuracy, e->samples);
   else
     printf("%seval step %ld | test loss %.4f | test accuracy %.2f%% | %ld samples\n", p->label, step, e->loss,
            100.0 * e->accuracy, e->samples);

@@ -25,7 +25,7 @@ void progress_share_output(progress_t *p, const char *label);
 /* After each step. */
 void progress_step(progress_t *p, const train_stats_t *s);
 /* After an evaluation; tokens: report per-byte loss (text) rather than accuracy. */
-void progress_eval(progress_t *p, long step, const eval_stats_t *e, int tokens);
+void progress_eval(progress_t *p, long step, const eval_stats_t *e, const char *token_unit); /* NULL: images */
 /* Any other line (clears the live bar first). */
 void progress_note(progress_t *p, const char *line);
 

@@ -138,7 +138,7 @@ train_outcome_t train_run(const config_t *cfg, const deck_t *deck, const char *r
   run_log_multiplex(log, &info);
   install_stop_handlers();
 
-  int tokens = dataset_is_tokens(t.ds);
+  const char *tokens = dataset_token_unit(t.ds);
   eval_stats_t e = {0};
   int evaluated_last = 0, checkpointed_last = 0;
   train_outcome_t outcome = TRAIN_FINISHED;
@@ -205,22 +205,23 @@ train_outcome_t train_run(const config_t *cfg, const deck_t *deck, const char *r
   char dur[32];
   progress_format_duration(p.run_sec, dur, sizeof dur);
   train_memory_t mem = trainer_memory(&t);
-  double worst[4] = {mem.state_bytes, mem.peak_bytes, mem.peak_bytes / mem.state_bytes, mem.window}; /* max over ranks */
-  comm_allreduce_max_double(world, worst, 4, TRAFFIC_OTHER);
+  double worst[5] = {mem.state_bytes, mem.peak_bytes, mem.peak_bytes / mem.state_bytes, mem.window,
+                     mem.process_bytes}; /* max over ranks */
+  comm_allreduce_max_double(world, worst, 5, TRAFFIC_OTHER);
   if (world->rank == 0) {
     long done = t.step - (resumed_at > 0 ? resumed_at : 0);
     printf("%sdone: %ld steps in %s (%.1f ms/step, %.0f samples/s)\n", p.label, done, dur,
            done ? 1e3 * p.run_sec / (double)done : 0.0,
            p.run_sec > 0 ? (double)(done * cfg->global_batch) / p.run_sec : 0.0);
     if (tokens)
-      printf("%sfinal validation loss %.4f nats/byte\n", p.label, e.loss);
+      printf("%sfinal validation loss %.4f nats/%s\n", p.label, e.loss, tokens);
     else
       printf("%sfinal test accuracy %.2f%%\n", p.label, 100.0 * e.accuracy);
     printf("%soutput: %s (final parameters), %s (metrics log), %s (checkpoints)\n", p.label, model_path, cfg->log_file,
            cfg->ckpt_dir);
     printf("%smemory per rank: training state %.1f MiB (parameters, gradients, optimizer moments, activations of "
-           "%.0f samples), peak %.1f MiB above the data (%.2fx; largest of the ranks)\n",
-           p.label, worst[0] / 1048576.0, worst[3], worst[1] / 1048576.0, worst[2]);
+           "%.0f samples), peak %.1f MiB above the data (%.2fx), process peak %.1f MiB (largest of the ranks)\n",
+           p.label, worst[0] / 1048576.0, worst[3], worst[1] / 1048576.0, worst[2], worst[4] / 1048576.0);
   }
   trainer_free(&t);
   free(deck_text);

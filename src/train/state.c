@@ -2,6 +2,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/error.h"
 #include "io/checkpoint.h"
@@ -63,12 +64,21 @@ static void gather(trainer_t *t, host_state_t *h) {
   for (int k = 0; k < h->nslabs && !h->in_place; k++) t->be->download(h->host[k], h->device[k], t->layout->local->total);
 }
 
+/* The token data's vocabulary as checkpoints record it: "SIZE" or "SIZE:HASH"; "" for other data. */
+static void vocab_of(const trainer_t *t, char out[CHECKPOINT_VOCAB_LEN]) {
+  out[0] = '\0';
+  if (strcmp(dataset_name(t->ds), "tokens") != 0) return;
+  const char *hash = dataset_vocab_hash(t->ds);
+  snprintf(out, CHECKPOINT_VOCAB_LEN, "%d%s%s", dataset_classes(t->ds), hash[0] ? ":" : "", hash);
+}
+
 void trainer_checkpoint(trainer_t *t, const char *deck_text, char *written, size_t written_len) {
   host_state_t h;
   host_state_init(&h, t, 1);
   gather(t, &h);
   ckpt_state_t s = {.regions = h.r, .nregions = h.n, .layout = t->layout->name, .opt_t = t->opt.t, .step = t->step};
   snprintf(s.run_id, sizeof s.run_id, "%s", t->run_id);
+  vocab_of(t, s.vocab);
   checkpoint_write(t->cfg.ckpt_dir, &s, &t->cfg, deck_text, t->world, written, written_len);
   host_state_free(&h);
 }
@@ -77,6 +87,7 @@ void trainer_resume(trainer_t *t, const char *path) {
   host_state_t h;
   host_state_init(&h, t, 1);
   ckpt_state_t s = {.regions = h.r, .nregions = h.n, .layout = t->layout->name};
+  vocab_of(t, s.vocab);
   checkpoint_read(path, &s, &t->cfg, t->world);
   for (int k = 0; k < h.nslabs && !h.in_place; k++) t->be->upload(h.device[k], h.host[k], t->layout->local->total);
   reducer_t *red = t->layout->sync->reducer;
@@ -92,6 +103,8 @@ void trainer_write_model(trainer_t *t, const char *path, const char *deck_text) 
   host_state_t h;
   host_state_init(&h, t, 0);
   gather(t, &h);
-  model_file_write(path, &h.r[0], t->step, t->cfg.zoo, deck_text, t->run_id, t->world);
+  char vocab[CHECKPOINT_VOCAB_LEN];
+  vocab_of(t, vocab);
+  model_file_write(path, &h.r[0], t->step, t->cfg.zoo, deck_text, t->run_id, vocab, t->world);
   host_state_free(&h);
 }

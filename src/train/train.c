@@ -40,7 +40,7 @@ void trainer_init(trainer_t *t, const config_t *cfg, const deck_t *deck, comm_t 
   layout_opts_t lo = layout_opts_of(cfg, deck);
   t->layout = layout_build(&lo, &t->g, t->be, world);
   optim_init(&t->opt, optim_opts_of(cfg), t->be, t->layout->local->total);
-  sampler_init(&t->sampler, cfg->seed, dataset_size(t->ds, SPLIT_TRAIN));
+  sampler_init_for(&t->sampler, t->ds, cfg->seed);
   t->ids = xcalloc((size_t)cfg->global_batch, sizeof *t->ids);
 }
 
@@ -60,6 +60,7 @@ train_memory_t trainer_memory(const trainer_t *t) {
   train_memory_t m = {
       .state_bytes = sizeof(float) * ((2 + moments) * (double)l->local->total + (double)l->m->act_floats),
       .peak_bytes = rss_peak_bytes() - t->rss_before_model,
+      .process_bytes = rss_peak_bytes(),
       .window = l->window,
   };
   return m;

@@ -54,6 +54,7 @@ typedef struct trainer {
 typedef struct train_memory {
   double state_bytes;  /* parameters, gradients, optimizer moments and activations (with staging) */
   double peak_bytes;   /* peak resident memory above rss_before_model */
+  double process_bytes; /* peak resident memory of the process, data included */
   int window;          /* samples the activations hold */
 } train_memory_t;
 train_memory_t trainer_memory(const trainer_t *t);

@@ -1,0 +1,75 @@
+/* Listing and reading the documents of a corpus. */
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "core/error.h"
+#include "tok/files.h"
+
+static void add(file_list_t *l, const char *path) {
+  if (l->n == l->cap) {
+    l->cap = l->cap ? 2 * l->cap : 256;
+    l->path = xrealloc(l->path, l->cap * sizeof *l->path);
+  }
+  l->path[l->n++] = xstrdup(path);
+}
+
+static int cmp_names(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+static void add_path(file_list_t *l, const char *path, int depth) {
+  struct stat st;
+  if (stat(path, &st) != 0) surge_input_error("%s: %s", path, strerror(errno));
+  if (S_ISREG(st.st_mode)) {
+    add(l, path);
+    return;
+  }
+  if (!S_ISDIR(st.st_mode) || depth > 64) return; /* devices, sockets; link loops end here */
+  DIR *d = opendir(path);
+  if (!d) surge_input_error("%s: cannot read directory: %s", path, strerror(errno));
+  file_list_t names = {0};
+  for (struct dirent *e; (e = readdir(d)) != NULL;)
+    if (e->d_name[0] != '.') add(&names, e->d_name);
+  closedir(d);
+  if (names.n) qsort(names.path, names.n, sizeof *names.path, cmp_names);
+  for (size_t i = 0; i < names.n; i++) {
+    char sub[PATH_MAX];
+    int k = snprintf(sub, sizeof sub, "%s/%s", path, names.path[i]);
+    if (k < 0 || (size_t)k >= sizeof sub) surge_input_error("%s/%s: path too long", path, names.path[i]);
+    add_path(l, sub, depth + 1);
+  }
+  file_list_free(&names);
+}
+
+void file_list_expand(file_list_t *l, char *const *paths, int npaths) {
+  for (int i = 0; i < npaths; i++) add_path(l, paths[i], 0);
+  if (l->n == 0) surge_input_error("no documents: the paths given hold no regular files");
+}
+
+void file_list_free(file_list_t *l) {
+  for (size_t i = 0; i < l->n; i++) free(l->path[i]);
+  free(l->path);
+  *l = (file_list_t){0};
+}
+
+unsigned char *file_read_all(const char *path, size_t max, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f) surge_input_error("%s: cannot open: %s", path, strerror(errno));
+  struct stat st;
+  if (fstat(fileno(f), &st) != 0) surge_input_error("%s: cannot stat: %s", path, strerror(errno));
+  if ((uint64_t)st.st_size > max)
+    surge_input_error("%s: %" PRIu64 " bytes, more than a document may have (%zu MiB; hint: split it)", path,
+                      (uint64_t)st.st_size, max >> 20);
+  unsigned char *s = xmalloc((size_t)st.st_size + 1);
+  size_t got = fread(s, 1, (size_t)st.st_size, f);
+  int bad = ferror(f);
+  fclose(f);
+  if (bad || got != (size_t)st.st_size) surge_input_error("%s: read error or the file changed while read", path);
+  s[got] = '\0';
+  *len = got;
+  return s;
+}

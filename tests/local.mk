@@ -16,6 +16,9 @@ TESTS += tests/test_restart.sh
 # Hardening (issue 17): a run's data never replaced, outputs locked and checked at the start.
 dist_check_SCRIPTS += tests/test_hardening.sh
 TESTS += tests/test_hardening.sh
+# Inputs that are not regular files (issue 36): refused at once, never waited on.
+dist_check_SCRIPTS += tests/test_fifo.sh
+TESTS += tests/test_fifo.sh
 # The emulated cluster (tools/cluster-local-*.sh, doc/cluster.md): skipped without root and namespaces.
 check_PROGRAMS += tests/p2p_bw
 tests_p2p_bw_SOURCES = tests/p2p_bw.c

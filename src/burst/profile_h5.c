@@ -1,11 +1,13 @@
 /* Profile files: HDF5 group /profile (layout in doc/burst.md). */
 #include <hdf5.h>
+#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "burst/profiler.h"
 #include "core/error.h"
+#include "core/infile.h"
 #include "io/h5util.h"
 
 #define PROFILE_FORMAT "surge-burst-profile"
@@ -114,6 +116,8 @@ void burst_profile_write(const char *path, const graph_t *g, const burst_measure
 /* ---- reading: every problem is an input error naming the file and the dataset ---- */
 
 static hid_t open_profile(const char *path, hid_t *top) {
+  if (infile_check(path, 0, "surge-profile writes the profile file") != 0)
+    surge_input_error("profile %s: cannot open: %s", path, strerror(errno));
   hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
   if (f < 0) surge_input_error("profile %s: cannot open it as an HDF5 file (hint: surge-profile writes one)", path);
   *top = H5Gopen2(f, "profile", H5P_DEFAULT);

@@ -7,12 +7,13 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/infile.h"
 
 void tin_open(tin_t *t, const char *path) {
   memset(t, 0, sizeof *t);
   t->path = path;
   t->comments = 1;
-  t->f = fopen(path, "r");
+  t->f = infile_fopen(path, NULL);
   if (!t->f) surge_input_error("cannot open %s: %s", path, strerror(errno));
   t->cap = 4096;
   t->buf = xmalloc(t->cap);

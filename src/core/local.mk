@@ -6,4 +6,5 @@ libsurge_a_SOURCES += \
   src/core/rss.c src/core/rss.h \
   src/core/names.c src/core/names.h \
   src/core/cli.c src/core/cli.h \
+  src/core/infile.c src/core/infile.h \
   src/core/shape.h src/core/timer.h

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "core/error.h"
+#include "core/infile.h"
 #include "io/config.h"
 #include "io/config_schema.h"
 #include "io/deck.h"
@@ -731,10 +732,8 @@ static size_t rank_columns(reader_t *r, hid_t f) {
 }
 
 static hid_t open_log(reader_t *r) {
-  struct stat st;
-  if (stat(r->path, &st) != 0)
+  if (infile_check(r->path, 0, NULL) != 0)
     surge_input_error("%s: cannot open: %s (hint: check the path)", r->path, strerror(errno));
-  if (!S_ISREG(st.st_mode)) not_surge(r, "not a regular file");
   if (H5Fis_hdf5(r->path) <= 0) not_surge(r, "not an HDF5 file");
   /* no locks: the writer takes none either, and a log may sit on a file system without them */
   hid_t fapl = ok(r, H5Pcreate(H5P_FILE_ACCESS), "make the access properties for", "/");

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/infile.h"
 #include "io/h5util.h"
 #include "report/report.h"
 #include "report/svg.h"
@@ -47,6 +48,7 @@ static double read_attr(hid_t loc, const char *name) {
 }
 
 int report_sim_is(const char *path) {
+  if (infile_check(path, 0, NULL) != 0) return 0; /* missing: log_read says so */
   h5util_quiet_t q = h5util_quiet_begin();
   int yes = 0;
   hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);

@@ -9,6 +9,10 @@ TESTS += tests/test_reference
 check_PROGRAMS += tests/h5_compare
 tests_h5_compare_SOURCES = tests/h5_compare.c
 tests_h5_compare_LDADD = $(SURGE_LIBS)
+# Hostile edits of HDF5 files (surge-sim results, profiles, logs) for the hardening tests.
+check_PROGRAMS += tests/h5_hostile
+tests_h5_hostile_SOURCES = tests/h5_hostile.c
+tests_h5_hostile_LDADD = $(SURGE_LIBS)
 dist_check_SCRIPTS += tests/test_dp.sh
 TESTS += tests/test_dp.sh
 dist_check_SCRIPTS += tests/test_restart.sh

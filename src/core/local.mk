@@ -7,4 +7,5 @@ libsurge_a_SOURCES += \
   src/core/names.c src/core/names.h \
   src/core/cli.c src/core/cli.h \
   src/core/infile.c src/core/infile.h \
+  src/core/exact.c src/core/exact.h \
   src/core/shape.h src/core/timer.h

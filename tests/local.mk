@@ -23,6 +23,9 @@ TESTS += tests/test_hardening.sh
 # Inputs that are not regular files (issue 36): refused at once, never waited on.
 dist_check_SCRIPTS += tests/test_fifo.sh
 TESTS += tests/test_fifo.sh
+# Strings from files are shown escaped (issue 36): ESC, C1, U+202E, invalid UTF-8 in every file printed from.
+dist_check_SCRIPTS += tests/test_escape.sh
+TESTS += tests/test_escape.sh
 # The emulated cluster (tools/cluster-local-*.sh, doc/cluster.md): skipped without root and namespaces.
 check_PROGRAMS += tests/p2p_bw
 tests_p2p_bw_SOURCES = tests/p2p_bw.c

@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "core/infile.h"
 #include "io/h5util.h"
+#include "io/printable.h"
 
 #define PROFILE_FORMAT "surge-burst-profile"
 #define PROFILE_VERSION 2 /* 2: the step costs (data, loss per sample; optimizer and metrics per step) */
@@ -151,7 +152,7 @@ void burst_profile_read_meta(const char *path, burst_profile_meta_t *meta) {
                       PROFILE_VERSION);
   if (h5util_attr_read_string(top, "model", &model) != 0)
     surge_input_error("profile %s: /profile has no attribute 'model'", path);
-  snprintf(meta->model, sizeof meta->model, "%s", model);
+  printable(model, meta->model, sizeof meta->model); /* shown in messages: escaped */
   if (h5util_attr_read_u64(top, "fingerprint", &meta->fingerprint) != 0)
     surge_input_error("profile %s: /profile has no attribute 'fingerprint'", path);
   meta->version = (int)version;

@@ -26,6 +26,9 @@ TESTS += tests/test_fifo.sh
 # Strings from files are shown escaped (issue 36): ESC, C1, U+202E, invalid UTF-8 in every file printed from.
 dist_check_SCRIPTS += tests/test_escape.sh
 TESTS += tests/test_escape.sh
+# Messages print a file's numbers exactly (issue 36).
+dist_check_SCRIPTS += tests/test_messages.sh
+TESTS += tests/test_messages.sh
 # The emulated cluster (tools/cluster-local-*.sh, doc/cluster.md): skipped without root and namespaces.
 check_PROGRAMS += tests/p2p_bw
 tests_p2p_bw_SOURCES = tests/p2p_bw.c

@@ -142,14 +142,14 @@ void burst_profile_read_meta(const char *path, burst_profile_meta_t *meta) {
   h5util_quiet_t q = h5util_quiet_begin();
   hid_t top, f = open_profile(path, &top);
   char *format = NULL, *model = NULL;
-  uint32_t version = 0;
+  int64_t version = 0;
   if (h5util_attr_read_string(top, "format", &format) != 0 || strcmp(format, PROFILE_FORMAT) != 0)
     surge_input_error("profile %s: /profile attribute 'format' is not '%s'", path, PROFILE_FORMAT);
-  if (h5util_attr_read_u32(top, "version", &version) != 0)
+  if (h5util_attr_read_i64(top, "version", &version) != 0)
     surge_input_error("profile %s: /profile has no format version (attribute 'version')", path);
   if (version < 1 || version > PROFILE_VERSION)
-    surge_input_error("profile %s: /profile format version %u; this program reads version 1 to %d", path, version,
-                      PROFILE_VERSION);
+    surge_input_error("profile %s: /profile format version %lld; this program reads version 1 to %d", path,
+                      (long long)version, PROFILE_VERSION);
   if (h5util_attr_read_string(top, "model", &model) != 0)
     surge_input_error("profile %s: /profile has no attribute 'model'", path);
   printable(model, meta->model, sizeof meta->model); /* shown in messages: escaped */
@@ -161,8 +161,8 @@ void burst_profile_read_meta(const char *path, burst_profile_meta_t *meta) {
     double *fields[3] = {&meta->step.data_us_per_sample, &meta->step.loss_us_per_sample, &meta->step.step_us};
     for (int i = 0; i < 3; i++)
       if (h5util_attr_read_f64(top, names[i], fields[i]) != 0)
-        surge_input_error("profile %s: /profile has no number attribute '%s' (format version %u has it)", path,
-                          names[i], version);
+        surge_input_error("profile %s: /profile has no number attribute '%s' (format version %lld has it)", path,
+                          names[i], (long long)version);
     char what[300];
     snprintf(what, sizeof what, "profile %s", path);
     burst_step_costs_check(&meta->step, what);

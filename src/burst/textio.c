@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/exact.h"
 #include "core/infile.h"
 #include "io/printable.h"
 
@@ -122,6 +123,9 @@ double tin_double(const tin_t *t, const char *what, const char *s, double lo, do
   errno = 0;
   double v = strtod(s, &end);
   if (end == s || *end || !isfinite(v)) tin_error(t, "%s '%s' is not a finite number", what, s);
-  if (v < lo || v > hi) tin_error(t, "%s %g out of range %g..%g", what, v, lo, hi);
+  if (v < lo || v > hi) {
+    char x[EXACT_LEN], a[EXACT_LEN], b[EXACT_LEN];
+    tin_error(t, "%s %s out of range %s..%s", what, exact_text(v, x), exact_text(lo, a), exact_text(hi, b));
+  }
   return v;
 }

@@ -12,18 +12,12 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
   return 0;
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  const char *path = fuzz_file(data, size, "in.prof");
-  bgraph_t g;
-  burst_profile_t p;
+static void import(const char *path, bgraph_t *g, burst_profile_t *p) {
   deeppool_report_t rep;
-  volatile int read = 0;
-  if (FUZZ_TRY()) {
-    deeppool_import(path, NULL, NULL, &g, &p, &rep);
-    read = 1;
-    fuzz_graph_round_trip(&g, &p);
-  }
-  fuzz_fds_close();
-  if (read) bgraph_free(&g), burst_profile_free(&p);
+  deeppool_import(path, NULL, NULL, g, p, &rep);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  fuzz_graph_input(data, size, "in.prof", import);
   return 0;
 }

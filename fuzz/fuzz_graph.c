@@ -10,17 +10,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
   return 0;
 }
 
+static void read_graph(const char *path, bgraph_t *g, burst_profile_t *p) { graph_file_read(path, 0, g, p); }
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  const char *path = fuzz_file(data, size, "in.graph");
-  bgraph_t g;
-  burst_profile_t p;
-  volatile int read = 0;
-  if (FUZZ_TRY()) {
-    graph_file_read(path, 0, &g, &p);
-    read = 1;
-    fuzz_graph_round_trip(&g, &p);
-  }
-  fuzz_fds_close();
-  if (read) bgraph_free(&g), burst_profile_free(&p);
+  fuzz_graph_input(data, size, "in.graph", read_graph);
   return 0;
 }

@@ -7,7 +7,7 @@
 #include "burst/graph_file.h"
 #include "fuzz.h"
 
-void fuzz_graph_round_trip(const bgraph_t *g, const burst_profile_t *p) {
+static void round_trip(const bgraph_t *g, const burst_profile_t *p) {
   static char path[512];
   if (!path[0]) snprintf(path, sizeof path, "%s/written.graph", fuzz_dir());
   jmp_buf outer;
@@ -28,4 +28,18 @@ void fuzz_graph_round_trip(const bgraph_t *g, const burst_profile_t *p) {
   fuzz_fds_close();
   bgraph_free(&g2);
   burst_profile_free(&p2);
+}
+
+void fuzz_graph_input(const uint8_t *data, size_t size, const char *name, fuzz_graph_reader_t read) {
+  const char *path = fuzz_file(data, size, name);
+  bgraph_t g;
+  burst_profile_t p;
+  volatile int accepted = 0;
+  if (FUZZ_TRY()) {
+    read(path, &g, &p);
+    accepted = 1;
+    round_trip(&g, &p);
+  }
+  fuzz_fds_close();
+  if (accepted) bgraph_free(&g), burst_profile_free(&p);
 }

@@ -20,15 +20,12 @@ TESTS += tests/test_restart.sh
 # Hardening (issue 17): a run's data never replaced, outputs locked and checked at the start.
 dist_check_SCRIPTS += tests/test_hardening.sh
 TESTS += tests/test_hardening.sh
-# Inputs that are not regular files (issue 36): refused at once, never waited on.
-dist_check_SCRIPTS += tests/test_fifo.sh
-TESTS += tests/test_fifo.sh
-# Strings from files are shown escaped (issue 36): ESC, C1, U+202E, invalid UTF-8 in every file printed from.
-dist_check_SCRIPTS += tests/test_escape.sh
-TESTS += tests/test_escape.sh
-# Messages print a file's numbers exactly (issue 36).
-dist_check_SCRIPTS += tests/test_messages.sh
-TESTS += tests/test_messages.sh
+# Hardening, second round (issue 36): inputs that are not regular files refused at once, never
+# waited on; strings from files shown escaped (ESC, C1, U+202E, invalid UTF-8 in every file printed
+# from); a file's numbers printed exactly in messages.
+hardening_tests = tests/test_fifo.sh tests/test_escape.sh tests/test_messages.sh
+dist_check_SCRIPTS += $(hardening_tests)
+TESTS += $(hardening_tests)
 # The emulated cluster (tools/cluster-local-*.sh, doc/cluster.md): skipped without root and namespaces.
 check_PROGRAMS += tests/p2p_bw
 tests_p2p_bw_SOURCES = tests/p2p_bw.c

@@ -37,6 +37,11 @@ refused "surge-train [data] path (text)" "$SURGE_TRAIN" "$top_src/inputs/gpt-for
   -D "run.out_dir=$tap_tmp/run2" -D run.steps=1
 refused "surge-report LOG" "$top_build/surge-report" "$fifo"
 refused "surge-report LOG LOG (a table)" "$top_build/surge-report" "$fifo" "$fifo"
+# an output that exists is never replaced: surge-sweep --write-deck onto a FIFO says so at once
+timeout 10 "$top_build/surge-sweep" "$top_src/inputs/lr-sweep.deck" --write-deck 0 "$fifo" >/dev/null 2>"$tap_tmp/err.txt"
+rc=$?
+[ $rc = 2 ] && grep -q "in\.fifo: the file exists" "$tap_tmp/err.txt"
+tap_ok $? "surge-sweep --write-deck onto a FIFO: exit $rc ($(head -c 200 "$tap_tmp/err.txt"))"
 mkdir -p "$tap_tmp/dir"
 timeout 20 "$top_build/surge-plan" --graph "$tap_tmp/dir" $net >/dev/null 2>"$tap_tmp/err.txt"
 [ $? = 2 ] && grep -q "dir: not a regular file but a directory" "$tap_tmp/err.txt"

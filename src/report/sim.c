@@ -65,7 +65,8 @@ static void plot_frontiers(const char *dir, const sim_group_t *burst, const sim_
       snprintf(name, sizeof name, "G%.0f_B%.0f", ranks->v[x], batch.v[x]);
     else
       snprintf(name, sizeof name, "G%.0f", ranks->v[x]);
-    if (h5util_exists(burst->id, name, H5I_GROUP) != 1) surge_input_error("%s: no group /sim/burst/%s", burst->path, name);
+    if (h5util_exists(burst->id, name, H5I_GROUP) != 1)
+      surge_input_error("%s: no group /sim/burst/%s (a damaged or foreign surge-sim file)", burst->path, name);
     snprintf(where, sizeof where, "/sim/burst/%s", name);
     sim_group_t gg = {burst->path, H5Gopen2(burst->id, name, H5P_DEFAULT), where};
     fi[x] = sim_read_vec(&gg, "frontier_iter_us", SIM_READ_ANY_ROWS, SIM_NUMBER);
@@ -187,8 +188,10 @@ static void plot_pipeline(const char *dir, const sim_group_t *pipe, const char *
   sim_vec_t stage = read_op(pipe, &g, prefix, "stage", (sim_range_t){0, g.pp - 1, 1});
   sim_vec_t kind = read_op(pipe, &g, prefix, "kind", FLAG);
   sim_vec_t mb = read_op(pipe, &g, prefix, "micro_batch", (sim_range_t){0, g.micro_batches - 1, 1});
-  sim_vec_t st = read_op(pipe, &g, prefix, "start_us", SIM_NUMBER), en = read_op(pipe, &g, prefix, "end_us", SIM_NUMBER);
-  sim_vec_t se = read_op(pipe, &g, prefix, "send_end_us", SIM_NUMBER), cp = read_op(pipe, &g, prefix, "compressed", FLAG);
+  sim_vec_t st = read_op(pipe, &g, prefix, "start_us", SIM_NUMBER);
+  sim_vec_t en = read_op(pipe, &g, prefix, "end_us", SIM_NUMBER);
+  sim_vec_t se = read_op(pipe, &g, prefix, "send_end_us", SIM_NUMBER);
+  sim_vec_t cp = read_op(pipe, &g, prefix, "compressed", FLAG);
   char name[64];
   snprintf(name, sizeof name, "%siter_us", prefix);
   double iter = sim_read_attr(pipe, name, SIM_DIVISOR);

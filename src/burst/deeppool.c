@@ -217,7 +217,7 @@ static int same_layer(const dp_row_t *a, const dp_row_t *b) {
 static void read_prof(const char *path, dp_file_t *F) {
   tin_t t;
   tin_open(&t, path);
-  int cap = 256, n = 0, group_start = 0;
+  int cap = 16, n = 0, group_start = 0; /* rows of 1 KB each: grown as they come */
   F->row = xmalloc((size_t)cap * sizeof *F->row);
   F->path = path;
   F->nrow = -1;

@@ -9,6 +9,10 @@ TESTS += tests/test_reference
 check_PROGRAMS += tests/h5_compare
 tests_h5_compare_SOURCES = tests/h5_compare.c
 tests_h5_compare_LDADD = $(SURGE_LIBS)
+# Hostile edits of HDF5 files (surge-sim results, profiles, logs) for the hardening tests.
+check_PROGRAMS += tests/h5_hostile
+tests_h5_hostile_SOURCES = tests/h5_hostile.c
+tests_h5_hostile_LDADD = $(SURGE_LIBS)
 dist_check_SCRIPTS += tests/test_dp.sh
 TESTS += tests/test_dp.sh
 dist_check_SCRIPTS += tests/test_restart.sh
@@ -16,6 +20,12 @@ TESTS += tests/test_restart.sh
 # Hardening (issue 17): a run's data never replaced, outputs locked and checked at the start.
 dist_check_SCRIPTS += tests/test_hardening.sh
 TESTS += tests/test_hardening.sh
+# Hardening, second round (issue 36): inputs that are not regular files refused at once, never
+# waited on; strings from files shown escaped (ESC, C1, U+202E, invalid UTF-8 in every file printed
+# from); a file's numbers printed exactly in messages.
+hardening_tests = tests/test_fifo.sh tests/test_escape.sh tests/test_messages.sh
+dist_check_SCRIPTS += $(hardening_tests)
+TESTS += $(hardening_tests)
 # The emulated cluster (tools/cluster-local-*.sh, doc/cluster.md): skipped without root and namespaces.
 check_PROGRAMS += tests/p2p_bw
 tests_p2p_bw_SOURCES = tests/p2p_bw.c

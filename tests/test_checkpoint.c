@@ -10,7 +10,10 @@
  *   test_checkpoint read PATH [OPTS]           read it and compare with the test state of its step
  *   test_checkpoint latest DIR                 print checkpoint_latest's answer ("none")
  *   test_checkpoint damage IN OUT KIND         damaged copy (one rank): flip | tamper | attr |
- *                                              truncate | scramble | version1 (format_version 1)
+ *                                              truncate | scramble | version1 (format_version 1) |
+ *                                              forge:ATTR=V | forge-tensor:DATASET=X@I (element I
+ *                                              of a 1-D tensor set to X, nan and inf too, its
+ *                                              hash64 written anew: the checksum holds)
  *   test_checkpoint sharded-write DIR          (2 ranks) write the test state of step 77 with
  *                                              fc1.weight split by columns and fc1.bias by rows
  *                                              between the ranks, the rest replicated
@@ -614,6 +617,31 @@ static int forge(const char *path, const char *kind) {
   return H5Fclose(f) < 0 || rc != 0 ? -1 : 0;
 }
 
+/* kind "forge-tensor:DATASET=X@I": as a hostile tool that knows the format would write it */
+static int forge_tensor(const char *path, const char *kind) {
+  char name[256], value[64];
+  long long at;
+  if (sscanf(kind, "forge-tensor:%255[^=]=%63[^@]@%lld", name, value, &at) != 3) return -1;
+  hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT), d = f < 0 ? -1 : H5Dopen2(f, name, H5P_DEFAULT);
+  hid_t s = d < 0 ? -1 : H5Dget_space(d);
+  hsize_t n = 0;
+  if (s < 0 || H5Sget_simple_extent_ndims(s) != 1 || H5Sget_simple_extent_dims(s, &n, NULL) != 1 || at < 0 ||
+      (hsize_t)at >= n)
+    return -1;
+  state_tensor_t t = {.ndim = 1, .dims = {(size_t)n}, .count = {(size_t)n}, .replicas = 1};
+  t.data = xcalloc((size_t)n, sizeof(float));
+  int rc = H5Dread(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, t.data) < 0 ? -1 : 0;
+  t.data[at] = strtof(value, NULL);
+  if (rc == 0) rc = H5Dwrite(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, t.data) < 0 ? -1 : 0;
+  uint64_t hash = state_hash_rows(&t, 0, (size_t)n);
+  hid_t a = H5Aopen(d, "hash64", H5P_DEFAULT);
+  if (rc == 0) rc = a < 0 || H5Awrite(a, H5T_NATIVE_UINT64, &hash) < 0 ? -1 : 0;
+  if (a >= 0) H5Aclose(a);
+  free(t.data);
+  H5Sclose(s), H5Dclose(d);
+  return H5Fclose(f) < 0 || rc != 0 ? -1 : 0;
+}
+
 static int mode_damage(const char *in, const char *out, const char *kind) {
   test_run_t a;
   run_init(&a, 0, NULL, 0, NULL);
@@ -653,6 +681,8 @@ static int mode_damage(const char *in, const char *out, const char *kind) {
     H5Aclose(at), H5Fclose(f);
   } else if (rc == 0 && strncmp(kind, "forge:", 6) == 0)
     rc = forge(out, kind);
+  else if (rc == 0 && strncmp(kind, "forge-tensor:", 13) == 0)
+    rc = forge_tensor(out, kind);
   else if (rc == 0 && strcmp(kind, "truncate") != 0)
     rc = -1;
   run_free(&a);

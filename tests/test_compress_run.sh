@@ -38,6 +38,7 @@ cp -r "$tap_tmp/straight" "$tap_tmp/half" && rm "$tap_tmp/half/checkpoints/ckpt-
   "$tap_tmp/half/checkpoints/ckpt-00000008.h5" "$tap_tmp/half/model.h5"
 tap_ok $? "its checkpoint of step 3 (inside the warm-up) kept alone"
 ckpt="$tap_tmp/half/checkpoints/ckpt-00000003.h5"
+cp -r "$tap_tmp/half" "$tap_tmp/forge-base"
 nonzero() { h5vals "$ckpt" "$1" | awk '$1 != 0 { n++ } END { print n + 0 }'; }
 cb_e=$(nonzero /compress/cb/error) cb_q=$(nonzero /compress/cb/q) dp_q=$(nonzero /compress/dp/q)
 steps=$(h5vals "$ckpt" /compress/dp/steps | sort -u | tr '\n' ' ')
@@ -48,6 +49,24 @@ h5diff "$tap_tmp/half/model.h5" "$tap_tmp/straight/model.h5" /params /params >/d
 tap_ok $? "resumed at step 3 with CB + FE + SC: bitwise the straight run's parameters"
 grep -q "resumed from .*ckpt-00000003.h5" "$tap_tmp/half.txt"
 tap_ok $? "the resumed run says it resumed from the step-3 checkpoint"
+# compressor state forged under a valid checksum (issue 36): refused at load, naming the dataset
+# (before, a NaN count was cast to long, undefined behaviour, and a NaN error buffer ended the run
+# later with exit 1 and a hint to lower lr)
+n=0
+for forged in /compress/dp/steps=nan@0 /compress/dp/steps=4611686018427387904@1 /compress/dp/steps=-1@2 \
+  /compress/dp/steps=2.5@0 /compress/dp/error=nan@5 /compress/dp/q=inf@3 /compress/cb/error=-inf@0; do
+  n=$((n + 1))
+  d="$tap_tmp/forged$n"
+  cp -r "$tap_tmp/forge-base" "$d" && c="$d/checkpoints/ckpt-00000003.h5" &&
+    "$top_build/tests/test_checkpoint" damage "$c" "$c.new" "forge-tensor:$forged" >/dev/null 2>&1 && mv "$c.new" "$c" ||
+    { tap_ok 1 "forging $forged failed"; continue; }
+  train "$d" --resume
+  rc=$?
+  name=${forged%%=*}
+  grep "surge: error" "$d.txt" | head -n 1 >"$d.err"
+  [ $rc = 2 ] && grep -q "ckpt-00000003\.h5: $name holds .* at element [0-9]*, not a .*not written by a Surge run" "$d.err"
+  tap_ok $? "a checkpoint whose $forged is refused at load: exit $rc ($(head -c 240 "$d.err"))"
+done
 
 log="$tap_tmp/straight/log.h5"
 sum() { h5vals "$log" "$1" | awk '{ s += $1 } END { printf "%.0f\n", s }'; }

@@ -80,4 +80,19 @@ tap_ok $? "a bad --amp: exit 2"
 "$plan" --graph "$tap_tmp/nul.graph" --network a100 --ranks 2 --batch 2 >/dev/null 2>"$tap_tmp/err.txt"
 [ $? = 2 ] && [ "$(wc -l <"$tap_tmp/err.txt")" = 1 ] && grep -q "nul.graph:4: control character 0x00 at byte 22" "$tap_tmp/err.txt"
 tap_ok $? "a NUL byte in a line: exit 2 naming file:line ($(cat "$tap_tmp/err.txt"))"
+# DeepPool profiles the graph reader's bounds refuse (issue 36): the importer applies them, so that
+# --write-graph never writes a graph that --graph refuses. A negative downsampleParams made -1.1e15
+# parameter bytes (exit 0); an input of 2^72 bytes per sample overflowed the graph file's bound.
+sed 's/"downsampleParams":\[\[64,256,1\],256\]/"downsampleParams":[[-16777216,16777216,1],256]/' "$dp/A100_wrn.prof" \
+  >"$tap_tmp/neg.prof"
+"$plan" --deeppool "$tap_tmp/neg.prof" --network a100 --ranks 8 --batch 32 --write-graph "$tap_tmp/neg.graph" \
+  >/dev/null 2>"$tap_tmp/err.txt"
+[ $? = 2 ] && [ "$(wc -l <"$tap_tmp/err.txt")" = 1 ] &&
+  grep -q "neg.prof:4: ResnetBottleneck row: 'downsampleParams' holds -16777216, out of range 0..16777216" "$tap_tmp/err.txt"
+tap_ok $? "a DeepPool profile with a negative downsampleParams: exit 2 naming file:line ($(head -c 200 "$tap_tmp/err.txt"))"
+printf 'ReLU2d{"inplace":false}[32][16777216,16777216,16777216] 1 1 1\n  SUM(avg) 1\n' >"$tap_tmp/huge.prof"
+"$plan" --deeppool "$tap_tmp/huge.prof" --network a100 --ranks 8 --batch 32 >/dev/null 2>"$tap_tmp/err.txt"
+[ $? = 2 ] && [ "$(wc -l <"$tap_tmp/err.txt")" = 1 ] &&
+  grep -q "huge.prof:1: ReLU2d{.*}: its input bytes per sample, .*, are not in \[0, 1e+18\]" "$tap_tmp/err.txt"
+tap_ok $? "a DeepPool row of 2^72 input bytes per sample: exit 2 naming file:line ($(head -c 200 "$tap_tmp/err.txt"))"
 tap_done

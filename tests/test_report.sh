@@ -267,6 +267,22 @@ cp "$log" "$tap_tmp/dmg.h5" && "$unit" damage "$tap_tmp/dmg.h5" /metrics/step_ti
 refused_naming "$tap_tmp/dmg.h5" "/metrics/step_time holds -1 at row 2" "a negative step time"
 cp "$log" "$tap_tmp/dmg.h5" && "$unit" damage "$tap_tmp/dmg.h5" /eval/accuracy value=1e300@0
 refused_naming "$tap_tmp/dmg.h5" "/eval/accuracy holds 1.0000000000000001e.300 at row 0" "an accuracy of 1e300"
+# range checks without holes (issue 36): -1 is a value like any other, not "absent"; a column longer
+# than /metrics/step by more than a flush is refused, one longer by less is said on stderr
+hostile="$top_build/tests/h5_hostile"
+for a in ranks flush_every global_batch; do
+  cp "$log" "$tap_tmp/dmg.h5" && "$hostile" "$tap_tmp/dmg.h5" /run "i64:$a=-1"
+  refused_naming "$tap_tmp/dmg.h5" "/run@$a is -1, outside" "/run@$a = -1"
+done
+rows=$(h5vals "$log" /metrics/step | wc -l)
+cp "$log" "$tap_tmp/dmg.h5" && "$hostile" "$tap_tmp/dmg.h5" /metrics/loss "rows=$((rows + 500))"
+refused_naming "$tap_tmp/dmg.h5" "/metrics/loss has $((rows + 500)) rows, 500 more than its step scale's $rows" \
+  "/metrics/loss 500 rows longer than /metrics/step"
+cp "$log" "$tap_tmp/dmg.h5" && "$hostile" "$tap_tmp/dmg.h5" /metrics/loss "rows=$((rows + 1))"
+"$report" "$tap_tmp/dmg.h5" --csv "$tap_tmp/long.csv" >"$tap_tmp/out.txt" 2>"$tap_tmp/err.txt"
+rc=$?
+[ $rc = 0 ] && grep -q "warning: .*dmg.h5: /metrics: 1 incomplete row left out" "$tap_tmp/err.txt"
+tap_ok $? "a column one row longer than /metrics/step (a kill during a flush): what is left out is said on stderr (exit $rc)"
 cp "$log" "$tap_tmp/dmg.h5" && "$unit" damage "$tap_tmp/dmg.h5" /metrics/lr extent=100000000
 refused_naming "$tap_tmp/dmg.h5" "/metrics/lr claims 100000000 values, but the file stores" \
   "10^8 rows claimed with none stored (refused before allocating)"

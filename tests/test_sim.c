@@ -161,6 +161,50 @@ typedef struct bad3d {
   sim3d_opts_t o;
 } bad3d_t;
 
+/* The stage partition against the plain dynamic programme it replaced (O(pp U^2): best over every
+ * last cut), cuts and all, on random unit times with many ties (small whole numbers and zeros) and
+ * on fractions whose sums round. */
+static void reference_partition(const double *unit, int U, int pp, int *from) {
+  double *best = xmalloc((size_t)(U + 1) * (pp + 1) * sizeof *best), *pre = xmalloc((size_t)(U + 1) * sizeof *pre);
+  int *arg = xmalloc((size_t)(U + 1) * (pp + 1) * sizeof *arg);
+  pre[0] = 0;
+  for (int u = 0; u < U; u++) pre[u + 1] = pre[u] + unit[u];
+  for (size_t k = 0; k < (size_t)(U + 1) * (pp + 1); k++) best[k] = HUGE_VAL;
+  best[0] = 0;
+  for (int s = 1; s <= pp; s++)
+    for (int i = s; i <= U; i++)
+      for (int j = s - 1; j < i; j++) {
+        double b = best[(size_t)j * (pp + 1) + s - 1], t = b > pre[i] - pre[j] ? b : pre[i] - pre[j];
+        if (t < best[(size_t)i * (pp + 1) + s]) best[(size_t)i * (pp + 1) + s] = t, arg[(size_t)i * (pp + 1) + s] = j;
+      }
+  from[pp] = U;
+  for (int s = pp; s >= 1; s--) from[s - 1] = arg[(size_t)from[s] * (pp + 1) + s];
+  free(arg);
+  free(pre);
+  free(best);
+}
+
+static void test_partition(void) {
+  unsigned seed = 12345;
+  int cases = 0, same = 0;
+  double unit[64];
+  for (int trial = 0; trial < 3000; trial++) {
+    int U = 1 + (int)((seed = seed * 1103515245u + 12345u) >> 16) % 40, pp = 1 + (int)(seed >> 8) % 8;
+    if (pp > U) pp = U;
+    for (int u = 0; u < U; u++) {
+      seed = seed * 1103515245u + 12345u;
+      unit[u] = trial % 2 ? (double)((seed >> 16) % 4) : ((seed >> 16) % 1000) / 7.0 + 1e-3;
+    }
+    int a[9], b[9];
+    sim3d_partition(unit, U, pp, a);
+    reference_partition(unit, U, pp, b);
+    cases++;
+    same += memcmp(a, b, (size_t)(pp + 1) * sizeof *a) == 0;
+  }
+  tap_ok(same == cases, "3D: the O(pp U) stage partition cuts where the O(pp U^2) programme does (%d of %d cases)",
+         same, cases);
+}
+
 static void run3d_in_child(const void *arg) {
   const bad3d_t *b = arg;
   bgraph_t g;
@@ -189,6 +233,7 @@ int main(void) {
   test_timeline();
   test_cluster();
   test_pipeline();
+  test_partition();
   test_bad();
   return tap_done();
 }

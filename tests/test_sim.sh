@@ -51,4 +51,18 @@ tap_ok $? "bad input: more pipeline stages than the graph can be cut into exits 
 "$sim" $vgg --ranks 8 --batch 32 --fg-slowdown 0.5 >/dev/null 2>"$tap_tmp/err.txt"
 [ $? = 2 ] && grep -q -- '--fg-slowdown 0.5: expected a number >= 1' "$tap_tmp/err.txt"
 tap_ok $? "bad input: a foreground slowdown below 1 exits 2"
+# 3D mode is linear in the graph's length (issue 36): a chain of 100,000 nodes took 35 to 80 s (the
+# stage partition was O(pp U^2)); now well within the timeout
+awk 'BEGIN { print "surge-graph 1"; print "batches 1 2 4 8"; print "p2p_alpha_us 10"; print "p2p_bytes_per_us 10000"
+  print "ar_alpha_us 10"; print "ar_bytes_per_us 10000"; print "input input - 4096 0"; prev = "input"
+  for (i = 1; i <= 100000; i++) {
+    printf "n%d %s %s 4096 %d %d %d %d %d\n", i, i % 2 ? "linear" : "relu", prev, (i % 2) * 65536, 3 + i % 7, 5 + i % 7,
+      9 + i % 7, 17 + i % 7
+    prev = "n" i
+  }
+  print "end" }' >"$tap_tmp/chain.graph"
+timeout 20 "$sim" --graph "$tap_tmp/chain.graph" --tp 2 --pp 8 --dp 2 --micro-batches 16 --micro-batch 4 >"$tap_tmp/chain.txt" 2>&1
+rc=$?
+[ $rc = 0 ] && grep -q '^  with compression' "$tap_tmp/chain.txt"
+tap_ok $? "3D on a chain of 100,000 nodes within 20 s (exit $rc)"
 tap_done

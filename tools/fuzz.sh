@@ -4,7 +4,7 @@
 # builds the harnesses of fuzz/ with clang, AddressSanitizer and UndefinedBehaviorSanitizer in a build
 # directory of their own ($SURGE_FUZZ_BUILD, default _build-fuzz), makes the seed corpus (the decks
 # of inputs/ and the tests, a checkpoint, logs, profiles and plan files written by the instrumented
-# programs), runs each harness (default: all six) for SECONDS (default 60) and prints one line per
+# programs), runs each harness (default: all nine) for SECONDS (default 60) and prints one line per
 # harness: executions, corpus size, findings. A finding leaves its input in fuzz-findings/ of the
 # build directory; one in Surge makes the exit status 1. Without clang: exit 77 (skipped).
 set -u
@@ -12,7 +12,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 export SURGE_TOP_SRCDIR="$top" # fuzz_tok reads the test vocabulary from the source tree
 secs=${1:-60}
 [ $# -gt 0 ] && shift
-harnesses=${*:-deck sweep checkpoint log plan profile tok}
+harnesses=${*:-deck sweep checkpoint log plan profile tok sim graph deeppool}
 build=${SURGE_FUZZ_BUILD:-$top/_build-fuzz}
 command -v clang >/dev/null 2>&1 || { echo "fuzz: clang not found (tools/install-deps.sh installs it)"; exit 77; }
 export OMPI_CC=clang OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -39,7 +39,8 @@ make -j"$(nproc)" AM_CFLAGS="-std=c11 -Wall -Wextra -g" fuzz-programs >make-fuzz
 # ---- seed corpus
 seeds="$build/fuzz-seeds"
 rm -rf "$seeds"
-mkdir -p "$seeds/deck" "$seeds/sweep" "$seeds/checkpoint" "$seeds/log" "$seeds/plan" "$seeds/profile" "$seeds/tok"
+mkdir -p "$seeds/deck" "$seeds/sweep" "$seeds/checkpoint" "$seeds/log" "$seeds/plan" "$seeds/profile" "$seeds/tok" \
+  "$seeds/sim" "$seeds/graph" "$seeds/deeppool"
 for f in "$top"/tests/data/tok/*.txt; do # mode 0 (text), then the vocabulary files as modes 1 and 2
   { printf '\000'; cat "$f"; } >"$seeds/tok/$(basename "$f")"
 done
@@ -86,8 +87,20 @@ bd="$seeds/burst.deck"
   ./surge-plan "$bd" --profile "$seeds/profile/p4.h5" -o "$seeds/plan/plan.txt" >/dev/null 2>&1 &&
   ./surge-plan "$bd" --profile "$seeds/profile/p4.h5" --amp 1.5 -o "$seeds/plan/plan-amp.txt" >/dev/null 2>&1 ||
   echo "fuzz: warning: the profile and plan seeds were not all written"
+# surge-sim files (burst plans at two rank counts; a 3D run), graph files (the examples, VGG-16
+# exported by surge-plan) and DeepPool's profiles
+dp="$top/tests/data/deeppool"
+./surge-sim --deeppool "$dp/A100_vgg.prof" --network a100 --ranks 8,64 --batch 32,256 --eval 4 \
+  -o "$seeds/sim/burst.h5" >/dev/null 2>&1 &&
+  ./surge-sim --graph "$top/inputs/gpt-2.5b.graph" --tp 2 --pp 4 --dp 2 --micro-batches 4 --micro-batch 1 \
+    --cb-ratio 4 --dp-ratio 2 -o "$seeds/sim/3d.h5" >/dev/null 2>&1 &&
+  ./surge-plan --deeppool "$dp/A100_vgg.prof" --network a100 --ranks 8 --batch 32 \
+    --write-graph "$seeds/graph/vgg.graph" >/dev/null 2>&1 ||
+  echo "fuzz: warning: the surge-sim and graph seeds were not all written"
+cp "$top/inputs/gpt-2.5b.graph" "$dp/inception-v3.graph" "$seeds/graph/"
+cp "$dp"/*.prof "$seeds/deeppool/"
 # inputs that once were findings (fuzz/regressions/HARNESS/): every run tries them again
-for h in deck sweep checkpoint log plan profile tok; do
+for h in deck sweep checkpoint log plan profile tok sim graph deeppool; do
   [ -d "$top/fuzz/regressions/$h" ] && cp "$top/fuzz/regressions/$h"/* "$seeds/$h/"
 done
 rm -rf "$seeds"/run* "$seeds/tiny.deck" "$bd"

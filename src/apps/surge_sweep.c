@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "core/cli.h"
 #include "core/error.h"
@@ -34,9 +35,8 @@ static void write_deck(const char *out, const char *deck_text) {
   }
   FILE *f = fopen(out, "wx"); /* never replaces a file */
   if (!f) {
-    FILE *old = fopen(out, "r");
-    if (old) {
-      fclose(old);
+    struct stat st; /* not fopen(out, "r"): on a FIFO that waits for a writer forever */
+    if (lstat(out, &st) == 0) {
       surge_input_error("%s: the file exists (hint: surge-sweep never overwrites; remove it or name another)",
                         out);
     }

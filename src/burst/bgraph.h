@@ -14,6 +14,7 @@
 #define BGRAPH_KIND_MAX 24
 #define BGRAPH_MAX_NODES 1000000 /* bound on untrusted files */
 #define BGRAPH_MAX_IN 256
+#define BGRAPH_MAX_BYTES 1e18 /* bytes per sample of an output, bytes of parameters */
 
 typedef struct bgraph_node {
   char name[BGRAPH_NAME_MAX]; /* one word, no '#' */

@@ -13,6 +13,7 @@
 #include "burst/graph_file.h"
 #include "burst/textio.h"
 #include "core/error.h"
+#include "core/exact.h"
 
 #define DP_MISSING_US 1.0 /* the original planner's charge for a layer its profile lacks */
 #define DP_PARAMS_MAX 1024
@@ -114,8 +115,8 @@ static void parse_row(tin_t *t, dp_row_t *r) {
     p = *end == ',' ? end + 1 : end;
   }
   if (!r->ndims) tin_error(t, "row '%s': no input dimensions", key);
-  double fwd = tin_double(t, "forward time (us)", t->word[2], 0, 1e12);
-  double bwd = tin_double(t, "backward time (us)", t->word[3], 0, 1e12);
+  double fwd = tin_double(t, "forward time (us)", t->word[2], 0, BURST_MAX_US);
+  double bwd = tin_double(t, "backward time (us)", t->word[3], 0, BURST_MAX_US);
   r->us = fwd + bwd;
   r->line = t->line;
 }
@@ -124,6 +125,19 @@ static double dims_bytes(const dp_row_t *r) {
   double e = 4;
   for (int k = 0; k < r->ndims; k++) e *= r->dims[k];
   return e;
+}
+
+/* The graph reader's bounds (graph_file.c), so that what is imported is a graph that surge-plan
+ * --write-graph writes and surge-plan --graph reads back. */
+static void check_layer(const tin_t *t, const dp_row_t *r, const dp_layer_t *L) {
+  const double v[3] = {L->in_bytes, L->out_bytes, L->param_bytes};
+  const char *name[3] = {"input bytes per sample", "output bytes per sample", "parameter bytes"};
+  for (int k = 0; k < 3; k++)
+    if (!(v[k] >= 0 && v[k] <= BGRAPH_MAX_BYTES)) {
+      char x[EXACT_LEN], hi[EXACT_LEN];
+      tin_error(t, "%s{%s}: its %s, %s, are not in [0, %s]", r->type, r->params, name[k], exact_text(v[k], x),
+                exact_text(BGRAPH_MAX_BYTES, hi));
+    }
 }
 
 /* Output and parameter bytes of a row's layer. */
@@ -164,7 +178,12 @@ static dp_layer_t layer_of(const tin_t *t, const dp_row_t *r) {
     double width = (double)planes * (double)base / 64.0 * (double)groups, out = 4.0 * planes;
     double params = inplanes * width + width * width * 9 / groups + width * out + 2 * (width + width + out);
     long ds[4];
-    if (json_numbers(r->params, "downsampleParams", ds, 4) == 4) params += (double)ds[0] * ds[1] + 2.0 * ds[3];
+    if (json_numbers(r->params, "downsampleParams", ds, 4) == 4) {
+      for (int k = 0; k < 4; k++)
+        if (ds[k] < 0 || ds[k] > 1L << 24)
+          tin_error(t, "ResnetBottleneck row: 'downsampleParams' holds %ld, out of range 0..%ld", ds[k], 1L << 24);
+      params += (double)ds[0] * ds[1] + 2.0 * ds[3];
+    }
     L.out_bytes = 4.0 * out * ((H - 1) / stride + 1) * ((W - 1) / stride + 1);
     L.param_bytes = 4.0 * params;
   } else if (strcmp(ty, "concat") == 0 || strcmp(ty, "add") == 0) {
@@ -174,12 +193,14 @@ static dp_layer_t layer_of(const tin_t *t, const dp_row_t *r) {
                  "ReLU1d, flatten, linear, ResnetBottleneck, concat)",
               ty);
   }
+  check_layer(t, r, &L);
   return L;
 }
 
 /* ---- the file: groups of rows, one per per-GPU batch, all with the same layers ---- */
 
 typedef struct dp_file {
+  const char *path;
   int nrow;       /* rows per group */
   int ngroup;
   dp_row_t *row;  /* [ngroup * nrow] */
@@ -196,8 +217,9 @@ static int same_layer(const dp_row_t *a, const dp_row_t *b) {
 static void read_prof(const char *path, dp_file_t *F) {
   tin_t t;
   tin_open(&t, path);
-  int cap = 256, n = 0, group_start = 0;
+  int cap = 16, n = 0, group_start = 0; /* rows of 1 KB each: grown as they come */
   F->row = xmalloc((size_t)cap * sizeof *F->row);
+  F->path = path;
   F->nrow = -1;
   F->ngroup = 0;
   int open_group = 0;
@@ -250,6 +272,12 @@ static void set_times(burst_profile_t *p, int node, const dp_file_t *F, int row,
   for (int gidx = 0; gidx < F->ngroup; gidx++) {
     const dp_row_t *r = &F->row[gidx * F->nrow + row];
     double us = r->us + (extra_row >= 0 ? F->row[gidx * F->nrow + (int)extra_row].us : 0);
+    if (us > BURST_MAX_US) {
+      char x[EXACT_LEN], hi[EXACT_LEN];
+      tin_error_at(F->path, r->line, "%s{%s}: forward + backward%s %s us, more than the %s a node may take", r->type,
+                   r->params, extra_row >= 0 ? " (with its in-place ReLU's)" : "", exact_text(us, x),
+                   exact_text(BURST_MAX_US, hi));
+    }
     burst_profile_set(p, node, r->batch, us);
   }
 }

@@ -132,7 +132,7 @@ static int header_line(tin_t *t, header_t *h) {
 
 static double bytes_word(const tin_t *t, const char *what, const char *s, int structure) {
   if (structure && strcmp(s, "-") == 0) return NAN;
-  return tin_double(t, what, s, 0, 1e18);
+  return tin_double(t, what, s, 0, BGRAPH_MAX_BYTES);
 }
 
 static void node_line(tin_t *t, const header_t *h, int structure, raw_node_t *v) {

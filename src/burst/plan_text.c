@@ -6,11 +6,12 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/infile.h"
 
 enum { PLAN_TEXT_MAX = 64 << 20 }; /* bytes: far beyond any graph's plan */
 
 char *plan_text_read(const char *path) {
-  FILE *f = fopen(path, "rb");
+  FILE *f = infile_fopen(path, NULL);
   if (!f) surge_input_error("cannot open plan file %s: %s", path, strerror(errno));
   size_t len = 0, cap = 4096;
   char *text = xmalloc(cap);

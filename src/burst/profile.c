@@ -6,6 +6,7 @@
 
 #include "burst/plan.h"
 #include "core/error.h"
+#include "core/exact.h"
 
 void burst_profile_init(burst_profile_t *p, int nodes, const char *source) {
   memset(p, 0, sizeof *p);
@@ -41,9 +42,11 @@ void burst_profile_set(burst_profile_t *p, int node, int batch, double us) {
   if (node < 0 || node >= p->nodes)
     surge_input_error("profile %s: node %d out of range 0..%d", p->source, node, p->nodes - 1);
   if (batch < 1) surge_input_error("profile %s: node %d: per-rank batch %d (need >= 1)", p->source, node, batch);
-  if (!isfinite(us) || us < 0 || us > BURST_MAX_US)
-    surge_input_error("profile %s: node %d batch %d: time %g us is not a number in [0, %g]", p->source, node, batch,
-                      us, BURST_MAX_US);
+  if (!isfinite(us) || us < 0 || us > BURST_MAX_US) {
+    char x[EXACT_LEN], hi[EXACT_LEN];
+    surge_input_error("profile %s: node %d batch %d: time %s us is not a number in [0, %s]", p->source, node, batch,
+                      exact_text(us, x), exact_text(BURST_MAX_US, hi));
+  }
   burst_profile_row_t *r = &p->row[node];
   int k = row_lower_bound(r, batch);
   if (k < r->n && r->batch[k] == batch) {
@@ -128,19 +131,27 @@ void burst_step_costs_check(const burst_step_costs_t *s, const char *what) {
   const double v[3] = {s->data_us_per_sample, s->loss_us_per_sample, s->step_us};
   const char *name[3] = {"data time per sample", "loss time per sample", "step time"};
   for (int i = 0; i < 3; i++)
-    if (!isfinite(v[i]) || v[i] < 0 || v[i] > BURST_MAX_US)
-      surge_input_error("%s: %s %g us is not a number in [0, %g]", what, name[i], v[i], BURST_MAX_US);
+    if (!isfinite(v[i]) || v[i] < 0 || v[i] > BURST_MAX_US) {
+      char x[EXACT_LEN], hi[EXACT_LEN];
+      surge_input_error("%s: %s %s us is not a number in [0, %s]", what, name[i], exact_text(v[i], x),
+                        exact_text(BURST_MAX_US, hi));
+    }
 }
 
 static void check_bandwidth(const char *what, const char *name, double v) {
-  if (!isfinite(v) || v < BURST_MIN_BYTES_PER_US || v > BURST_MAX_BYTES_PER_US)
-    surge_input_error("%s: %s = %g must be a number in [%g, %g]", what, name, v, BURST_MIN_BYTES_PER_US,
-                      BURST_MAX_BYTES_PER_US);
+  if (!isfinite(v) || v < BURST_MIN_BYTES_PER_US || v > BURST_MAX_BYTES_PER_US) {
+    char x[EXACT_LEN], lo[EXACT_LEN], hi[EXACT_LEN];
+    surge_input_error("%s: %s = %s must be a number in [%s, %s]", what, name, exact_text(v, x),
+                      exact_text(BURST_MIN_BYTES_PER_US, lo), exact_text(BURST_MAX_BYTES_PER_US, hi));
+  }
 }
 
 static void check_latency(const char *what, const char *name, double v) {
-  if (!isfinite(v) || v < 0 || v > BURST_MAX_LATENCY_US)
-    surge_input_error("%s: %s %g us must be a number in [0, %g]", what, name, v, BURST_MAX_LATENCY_US);
+  if (!isfinite(v) || v < 0 || v > BURST_MAX_LATENCY_US) {
+    char x[EXACT_LEN], hi[EXACT_LEN];
+    surge_input_error("%s: %s %s us must be a number in [0, %s]", what, name, exact_text(v, x),
+                      exact_text(BURST_MAX_LATENCY_US, hi));
+  }
 }
 
 void burst_net_check(const burst_net_t *net, const char *what) {

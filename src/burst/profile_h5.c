@@ -1,12 +1,15 @@
 /* Profile files: HDF5 group /profile (layout in doc/burst.md). */
 #include <hdf5.h>
+#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "burst/profiler.h"
 #include "core/error.h"
+#include "core/infile.h"
 #include "io/h5util.h"
+#include "io/printable.h"
 
 #define PROFILE_FORMAT "surge-burst-profile"
 #define PROFILE_VERSION 2 /* 2: the step costs (data, loss per sample; optimizer and metrics per step) */
@@ -114,6 +117,8 @@ void burst_profile_write(const char *path, const graph_t *g, const burst_measure
 /* ---- reading: every problem is an input error naming the file and the dataset ---- */
 
 static hid_t open_profile(const char *path, hid_t *top) {
+  if (infile_check(path, 0, "surge-profile writes the profile file") != 0)
+    surge_input_error("profile %s: cannot open: %s", path, strerror(errno));
   hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
   if (f < 0) surge_input_error("profile %s: cannot open it as an HDF5 file (hint: surge-profile writes one)", path);
   *top = H5Gopen2(f, "profile", H5P_DEFAULT);
@@ -137,17 +142,17 @@ void burst_profile_read_meta(const char *path, burst_profile_meta_t *meta) {
   h5util_quiet_t q = h5util_quiet_begin();
   hid_t top, f = open_profile(path, &top);
   char *format = NULL, *model = NULL;
-  uint32_t version = 0;
+  int64_t version = 0;
   if (h5util_attr_read_string(top, "format", &format) != 0 || strcmp(format, PROFILE_FORMAT) != 0)
     surge_input_error("profile %s: /profile attribute 'format' is not '%s'", path, PROFILE_FORMAT);
-  if (h5util_attr_read_u32(top, "version", &version) != 0)
+  if (h5util_attr_read_i64(top, "version", &version) != 0)
     surge_input_error("profile %s: /profile has no format version (attribute 'version')", path);
   if (version < 1 || version > PROFILE_VERSION)
-    surge_input_error("profile %s: /profile format version %u; this program reads version 1 to %d", path, version,
-                      PROFILE_VERSION);
+    surge_input_error("profile %s: /profile format version %lld; this program reads version 1 to %d", path,
+                      (long long)version, PROFILE_VERSION);
   if (h5util_attr_read_string(top, "model", &model) != 0)
     surge_input_error("profile %s: /profile has no attribute 'model'", path);
-  snprintf(meta->model, sizeof meta->model, "%s", model);
+  printable(model, meta->model, sizeof meta->model); /* shown in messages: escaped */
   if (h5util_attr_read_u64(top, "fingerprint", &meta->fingerprint) != 0)
     surge_input_error("profile %s: /profile has no attribute 'fingerprint'", path);
   meta->version = (int)version;
@@ -156,8 +161,8 @@ void burst_profile_read_meta(const char *path, burst_profile_meta_t *meta) {
     double *fields[3] = {&meta->step.data_us_per_sample, &meta->step.loss_us_per_sample, &meta->step.step_us};
     for (int i = 0; i < 3; i++)
       if (h5util_attr_read_f64(top, names[i], fields[i]) != 0)
-        surge_input_error("profile %s: /profile has no number attribute '%s' (format version %u has it)", path,
-                          names[i], version);
+        surge_input_error("profile %s: /profile has no number attribute '%s' (format version %lld has it)", path,
+                          names[i], (long long)version);
     char what[300];
     snprintf(what, sizeof what, "profile %s", path);
     burst_step_costs_check(&meta->step, what);

@@ -7,12 +7,15 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/exact.h"
+#include "core/infile.h"
+#include "io/printable.h"
 
 void tin_open(tin_t *t, const char *path) {
   memset(t, 0, sizeof *t);
   t->path = path;
   t->comments = 1;
-  t->f = fopen(path, "r");
+  t->f = infile_fopen(path, NULL);
   if (!t->f) surge_input_error("cannot open %s: %s", path, strerror(errno));
   t->cap = 4096;
   t->buf = xmalloc(t->cap);
@@ -26,10 +29,11 @@ void tin_close(tin_t *t) {
   memset(t, 0, sizeof *t);
 }
 
+/* The message quotes the file's text: escaped (io/printable.h) like every string from a file shown. */
 static void vtin_error(const char *path, int line, const char *fmt, va_list ap) {
-  char msg[1024];
+  char msg[1024], shown[1024];
   vsnprintf(msg, sizeof msg, fmt, ap);
-  surge_input_error("%s:%d: %s", path, line, msg);
+  surge_input_error("%s:%d: %s", path, line, printable(msg, shown, sizeof shown));
 }
 
 _Noreturn void tin_error(const tin_t *t, const char *fmt, ...) {
@@ -49,7 +53,8 @@ _Noreturn void tin_error_at(const char *path, int line, const char *fmt, ...) {
 }
 
 /* One whole line into buf (without its newline); 0 at the end of the file. A NUL byte or another
- * control character (but tab and CR) is an input error: text files have none. */
+ * control character (but tab and CR) is an input error: text files have none; so is what the
+ * terminal would show escaped (io/printable.h: invalid UTF-8, C1 controls, invisible characters). */
 static int read_line(tin_t *t) {
   size_t len = 0;
   int c = 0;
@@ -68,6 +73,12 @@ static int read_line(tin_t *t) {
   if (c == EOF && len == 0) return 0;
   t->buf[len] = '\0';
   t->line++;
+  char esc[16];
+  const char *hidden = printable_first_hidden(t->buf, esc);
+  if (hidden)
+    tin_error(t, "%s at byte %zu of the line: invalid UTF-8, a C1 control or an invisible or reordering character "
+                 "(a text file of Surge's has none: it would hide or rearrange what the line shows)",
+              esc, (size_t)(hidden - t->buf) + 1);
   return 1;
 }
 
@@ -112,6 +123,9 @@ double tin_double(const tin_t *t, const char *what, const char *s, double lo, do
   errno = 0;
   double v = strtod(s, &end);
   if (end == s || *end || !isfinite(v)) tin_error(t, "%s '%s' is not a finite number", what, s);
-  if (v < lo || v > hi) tin_error(t, "%s %g out of range %g..%g", what, v, lo, hi);
+  if (v < lo || v > hi) {
+    char x[EXACT_LEN], a[EXACT_LEN], b[EXACT_LEN];
+    tin_error(t, "%s %s out of range %s..%s", what, exact_text(v, x), exact_text(lo, a), exact_text(hi, b));
+  }
   return v;
 }

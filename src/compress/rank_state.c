@@ -7,7 +7,7 @@
 #include "core/error.h"
 
 void rank_state_init(rank_state_t *s, const char *group, int n, const char *const *names, float *const *dev,
-                     const size_t *len, const backend_t *be, comm_t *job) {
+                     const size_t *len, const double *counter_max, const backend_t *be, comm_t *job) {
   memset(s, 0, sizeof *s);
   s->be = be;
   s->n = n;
@@ -43,6 +43,9 @@ void rank_state_init(rank_state_t *s, const char *group, int n, const char *cons
     t->replica = 0;
     t->replicas = 1;
     t->data = s->host[i];
+    t->finite = 1;
+    t->counter = counter_max && counter_max[i] >= 0;
+    t->counter_max = t->counter ? counter_max[i] : 0;
   }
   free(all);
 }

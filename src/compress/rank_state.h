@@ -24,9 +24,12 @@ typedef struct rank_state {
 } rank_state_t;
 
 /* Collective over job (every rank, the same names in the same order): buffers names[i] of len[i]
- * floats at dev[i] (backend memory) under the HDF5 group `group` ("/compress/cb"). */
+ * floats at dev[i] (backend memory) under the HDF5 group `group` ("/compress/cb"). counter_max
+ * (NULL: none) marks counters: counter_max[i] >= 0 makes buffer i one, each value a whole number of
+ * steps in 0..counter_max[i]; every value of every buffer is finite (a checkpoint holding anything
+ * else is refused, state.h). */
 void rank_state_init(rank_state_t *s, const char *group, int n, const char *const *names, float *const *dev,
-                     const size_t *len, const backend_t *be, comm_t *job);
+                     const size_t *len, const double *counter_max, const backend_t *be, comm_t *job);
 void rank_state_free(rank_state_t *s);
 /* For a checkpoint: the host views made current (downloaded from a device) and the region. */
 state_region_t *rank_state_region(rank_state_t *s);

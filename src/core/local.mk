@@ -7,4 +7,6 @@ libsurge_a_SOURCES += \
   src/core/names.c src/core/names.h \
   src/core/cli.c src/core/cli.h src/core/share.h \
   src/core/events.c src/core/events.h \
+  src/core/infile.c src/core/infile.h \
+  src/core/exact.c src/core/exact.h \
   src/core/shape.h src/core/timer.h

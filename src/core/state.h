@@ -24,6 +24,11 @@ typedef struct state_tensor {
   size_t count[SLAB_MAX_DIMS]; /* ... and its extent (all 0 when this rank holds none of it) */
   int replica, replicas;       /* this rank's index among the ranks holding the same hyperslab */
   float *data;                 /* the hyperslab, row-major over count (host memory) */
+  /* what a checkpoint may hold (checkpoint_read refuses anything else): any float (parameters and
+   * moments are stored bit for bit, whatever they hold), or with `finite` finite values only (a
+   * compressor's state), and with `counter` too whole numbers of steps in 0..counter_max */
+  int finite, counter;
+  double counter_max;
 } state_tensor_t;
 
 #define STATE_GROUP_MAX 64

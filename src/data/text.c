@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 
 #include "core/error.h"
+#include "core/infile.h"
 #include "data/dataset_impl.h"
 
 #define TEXT_DEFAULT_DIR "/usr/share/games/fortunes"
@@ -41,7 +42,7 @@ static void reserve(byte_buf_t *b, size_t extra) {
 }
 
 static void append_file(byte_buf_t *b, const char *path, const char *hint) {
-  FILE *f = fopen(path, "rb");
+  FILE *f = infile_fopen(path, hint);
   if (!f) {
     if (errno == ENOENT) surge_input_error("%s: no such file or directory (hint: %s)", path, hint);
     surge_input_error("%s: cannot open: %s", path, strerror(errno));

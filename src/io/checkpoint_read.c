@@ -5,6 +5,7 @@
  * Any failure is one input error naming the file and, where it applies, the dataset; the job then
  * exits, so a partly read state is never used. */
 #include <errno.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,11 +13,13 @@
 #include <sys/stat.h>
 
 #include "core/error.h"
+#include "core/exact.h"
 #include "io/checkpoint.h"
 #include "io/checkpoint_impl.h"
 #include "io/printable.h"
 
 #define DAMAGED "the file is damaged; remove it to resume from an earlier checkpoint"
+#define FORGED "the file was not written by a Surge run; remove it to resume from an earlier checkpoint"
 #define REFUSED                                                                                                  \
   "refusing to resume (hint: resume with the deck it was written with, or start the run in another "            \
   "[checkpoint] dir)"
@@ -63,7 +66,7 @@ static void fail_open(reader_t *r) {
 /* The counters of / against what any run, and this one, can reach (they were checked against
  * their CRC before, so a value out of range was written so, not damaged on the way). */
 static void check_counters(reader_t *r, const config_t *cfg, const ckpt_root_t *root) {
-  const char *hint = "the file was not written by a Surge run; remove it to resume from an earlier checkpoint";
+  const char *hint = FORGED;
   if (root->step < 0 || root->step > CHECKPOINT_MAX_STEP)
     ckpt_fail(&r->st, "%s: step %lld is out of range (0 to %ld): %s", r->path, (long long)root->step,
               CHECKPOINT_MAX_STEP, hint);
@@ -181,6 +184,24 @@ static void check_dataset(reader_t *r, hid_t dset, const char *what, const state
   if (space >= 0) H5Sclose(space);
 }
 
+/* The values of this rank's piece of t, read and matching their hash, when t says what they may be
+ * (state.h): finite (a compressor's state; a run stops at a NaN before it writes a checkpoint), a
+ * counter's a whole number in its range. A value outside was written so under a valid checksum by
+ * something that was not a Surge run (a NaN count cast to long is undefined; a NaN error-feedback
+ * buffer would end the run later with a misleading hint to lower lr). */
+static void check_values(reader_t *r, const char *group, const state_tensor_t *t) {
+  size_t n = t->finite ? state_tensor_floats(t) : 0;
+  for (size_t i = 0; i < n; i++) {
+    double v = t->data[i];
+    if (isfinite(v) && (!t->counter || (v >= 0 && v <= t->counter_max && v == floor(v)))) continue;
+    char x[EXACT_LEN], hi[EXACT_LEN], want[96] = "a finite number";
+    if (t->counter) snprintf(want, sizeof want, "a whole number of steps in [0, %s]", exact_text(t->counter_max, hi));
+    ckpt_fail(&r->st, "%s: %s/%s holds %s at element %zu, not %s: %s", r->path, group, t->name, exact_text(v, x),
+              (t->ndim == 1 ? t->start[0] : 0) + i, want, FORGED);
+    return;
+  }
+}
+
 /* Collective: this rank's hyperslab of tensor t of the open group into t->data, checked; *hash gets
  * the stored hash and *mine the hash of the rows this rank answers for. */
 static void read_tensor(reader_t *r, const char *group_name, const state_tensor_t *t, uint64_t *stored,
@@ -254,6 +275,7 @@ static void read_region(reader_t *r, const state_region_t *reg) {
     if (sum[i] != stored[i])
       ckpt_fail(&r->st, "%s: %s/%s: checksum mismatch (%s)", r->path, reg->group, reg->t[i].name, DAMAGED);
   }
+  for (int i = 0; i < reg->n && !r->st.failed; i++) check_values(r, reg->group, &reg->t[i]); /* after the hashes */
   free(stored);
   free(sum);
   agree_or_refuse(r);

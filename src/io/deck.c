@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "core/error.h"
+#include "core/infile.h"
 #include "io/config_schema.h"
 #include "io/deck_lex.h"
 #include "io/deck_value.h"
@@ -460,11 +461,10 @@ void deck_parse_variant(const char *text, const char *path, int nsettings, const
 }
 
 char *deck_read_file(const char *path) {
-  FILE *f = fopen(path, "rb");
+  FILE *f = infile_fopen(path, "pass the deck file itself");
   if (!f) surge_input_error("%s: cannot open the deck: %s (hint: check the path)", path, strerror(errno));
   struct stat st;
-  if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode))
-    surge_input_error("%s: not a regular file (hint: pass the deck file itself)", path);
+  if (fstat(fileno(f), &st) != 0) surge_input_error("%s: cannot read the deck: %s", path, strerror(errno));
   if (st.st_size > DECK_MAX_BYTES)
     surge_input_error("%s: the deck is %lld bytes, more than the %d allowed (hint: is this the right file?)",
                       path, (long long)st.st_size, DECK_MAX_BYTES);

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "core/error.h"
+#include "core/infile.h"
 #include "io/config.h"
 #include "io/config_schema.h"
 #include "io/deck.h"
@@ -90,13 +91,15 @@ static void attr_string(reader_t *r, hid_t obj, const char *obj_path, const char
   free(value);
 }
 
-static long long attr_int(reader_t *r, hid_t obj, const char *obj_path, const char *name) {
+/* Whether the integer attribute is there (its value in *v); a failing read is damage. */
+static int attr_int(reader_t *r, hid_t obj, const char *obj_path, const char *name, long long *v) {
   char where[192];
   snprintf(where, sizeof where, "%s@%s", obj_path, name);
-  int64_t v = -1;
-  int rc = h5util_attr_read_i64(obj, name, &v);
+  int64_t x = 0;
+  int rc = h5util_attr_read_i64(obj, name, &x);
   if (rc == -1) h5util_fail(&r->chk, "read", where);
-  return rc == 0 ? (long long)v : -1;
+  *v = (long long)x;
+  return rc == 0;
 }
 
 static _Noreturn void out_of_range(const reader_t *r, const char *obj_path, const char *name, double v, double lo,
@@ -105,11 +108,12 @@ static _Noreturn void out_of_range(const reader_t *r, const char *obj_path, cons
                     "another program?)", r->path, obj_path, name, v, lo, hi);
 }
 
-/* An integer attribute in [lo, hi]; -1 when absent. */
+/* An integer attribute in [lo, hi] (lo >= 0); -1 when absent (a -1 in the file is out of range). */
 static long long attr_int_ranged(reader_t *r, hid_t obj, const char *obj_path, const char *name, long long lo,
                                  long long hi) {
-  long long v = attr_int(r, obj, obj_path, name);
-  if (v != -1 && (v < lo || v > hi)) out_of_range(r, obj_path, name, (double)v, (double)lo, (double)hi);
+  long long v;
+  if (!attr_int(r, obj, obj_path, name, &v)) return -1;
+  if (v < lo || v > hi) out_of_range(r, obj_path, name, (double)v, (double)lo, (double)hi);
   return v;
 }
 
@@ -371,7 +375,8 @@ static void add_missing(reader_t *r, log_table_t *t, const group_spec_t *g, size
 
 /* Match up the rows: the scale's rows (its step column, else g->scale, else the longest column);
  * a column short of it by more than a flush is shown padded with no values (short_by), one short by
- * less (a killed writer's last flush) shortens the table; rows past the shortest are dropped. */
+ * less (a killed writer's last flush) shortens the table; rows past the shortest are dropped (and
+ * counted, to be said); a column longer than the scale by more than a flush is damage. */
 static void match_rows(reader_t *r, log_table_t *t, const group_spec_t *g) {
   const log_column_t *step = log_column(t, LOG_STEP);
   size_t scale = step ? step->stored_rows : g->scale, longest = 0;
@@ -386,6 +391,11 @@ static void match_rows(reader_t *r, log_table_t *t, const group_spec_t *g) {
     if (g->strict && !c->missing && documented(g, c->name) && c->stored_rows != scale)
       surge_input_error("%s: damaged Surge log: %s has %zu rows, the other columns %zu", r->path, h5path,
                         c->stored_rows, scale);
+    if (!c->missing && c->stored_rows > scale + g->tolerance)
+      surge_input_error("%s: damaged Surge log: %s has %zu rows, %zu more than its step scale's %zu (a writer killed "
+                        "during a flush leaves at most one flush, %zu rows, beyond it; hint: was the file changed by "
+                        "another program?)", r->path, h5path, c->stored_rows, c->stored_rows - scale, scale,
+                        g->tolerance);
     if (c->missing || c->stored_rows + g->tolerance < scale) {
       c->short_by = scale - c->stored_rows;
       pad_rows(c, scale, h5path);
@@ -731,10 +741,8 @@ static size_t rank_columns(reader_t *r, hid_t f) {
 }
 
 static hid_t open_log(reader_t *r) {
-  struct stat st;
-  if (stat(r->path, &st) != 0)
+  if (infile_check(r->path, 0, NULL) != 0)
     surge_input_error("%s: cannot open: %s (hint: check the path)", r->path, strerror(errno));
-  if (!S_ISREG(st.st_mode)) not_surge(r, "not a regular file");
   if (H5Fis_hdf5(r->path) <= 0) not_surge(r, "not an HDF5 file");
   /* no locks: the writer takes none either, and a log may sit on a file system without them */
   hid_t fapl = ok(r, H5Pcreate(H5P_FILE_ACCESS), "make the access properties for", "/");

@@ -91,6 +91,17 @@ const char *printable(const char *s, char *buf, size_t n) {
   return buf;
 }
 
+const char *printable_first_hidden(const char *s, char esc[16]) {
+  const unsigned char *p = (const unsigned char *)s;
+  while (*p) {
+    int n = escape_at(p, esc);
+    if (esc[0] && *p != '\t' && *p != '\r') return (const char *)p;
+    p += n;
+  }
+  esc[0] = '\0';
+  return NULL;
+}
+
 int printable_is_plain(const char *s) {
   const unsigned char *p = (const unsigned char *)s;
   while (*p) {

@@ -25,5 +25,9 @@ const char *printable(const char *s, char *buf, size_t n);
 int printable_invisible_at(const char *s, unsigned *cp);
 /* Whether s needs no escape. */
 int printable_is_plain(const char *s);
+/* The first character of s that needs an escape other than a tab or carriage return (a control
+ * character, a byte of invalid UTF-8, a C1 control, an invisible or reordering character), or NULL;
+ * its escape ("\x1b", "\xff", "\u+202E") in esc. */
+const char *printable_first_hidden(const char *s, char esc[16]);
 
 #endif

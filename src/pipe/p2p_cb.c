@@ -133,7 +133,7 @@ void pipe_cb_install(pipe_p2p_t *p, const pipe_cb_opts_t *o) {
   const char *names[] = {"error", "q"};
   float *dev[] = {c->tx.E, c->tx.Q};
   size_t len[] = {s > 0 ? (size_t)rows_cap * (size_t)o->width : 0, s > 0 ? (size_t)o->width * (size_t)o->rank : 0};
-  rank_state_init(&c->st, "/compress/cb", 2, names, dev, len, be, o->job);
+  rank_state_init(&c->st, "/compress/cb", 2, names, dev, len, NULL, be, o->job);
   p->grad = &cb_ops;
   p->grad_state = c;
 }

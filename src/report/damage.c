@@ -43,4 +43,16 @@ void report_damage_warn(const log_data_t *L) {
   for (int i = 0; i < n; i++)
     fprintf(stderr, "surge-report: warning: %s: %s (shown without values)\n", L->path, lines[i]);
   report_damage_free(lines, n);
+  char line[256];
+  for (int g = 0; g < LOG_GROUP_COUNT; g++)
+    if (report_dropped(L, g, line, sizeof line)) fprintf(stderr, "surge-report: warning: %s: %s\n", L->path, line);
+}
+
+int report_dropped(const log_data_t *L, int group, char *buf, size_t n) {
+  const log_table_t *t = group == LOG_METRICS ? &L->metrics : group == LOG_RANKS ? &L->phases
+                         : group == LOG_EVAL  ? &L->eval    : group == LOG_MULTIPLEX ? &L->mux.series : NULL;
+  if (!t || !t->rows_dropped) return 0;
+  snprintf(buf, n, "%s: %zu incomplete row%s left out (a kill during a flush leaves datasets of unequal length)",
+           log_group_path[group], t->rows_dropped, t->rows_dropped == 1 ? "" : "s");
+  return 1;
 }

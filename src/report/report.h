@@ -78,6 +78,9 @@ char **report_damage(const log_data_t *log, int *n);
 void report_damage_free(char **lines, int n);
 /* The lines above on standard error, "surge-report: warning: LOG: ... (shown without values)". */
 void report_damage_warn(const log_data_t *log);
+/* The rows of a group (LOG_METRICS, LOG_RANKS, LOG_EVAL, LOG_MULTIPLEX; io/log_format.h) left out
+ * because some of its columns had them and others not, said in buf: 1, or 0 when none were. */
+int report_dropped(const log_data_t *log, int group, char *buf, size_t n);
 
 /* ---- text grids (grid.c) ---- */
 

@@ -7,46 +7,27 @@
 #include <hdf5.h>
 #include <hdf5_hl.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
+#include "core/infile.h"
 #include "io/h5util.h"
+#include "io/printable.h"
 #include "report/report.h"
+#include "report/sim_read.h"
 #include "report/svg.h"
 
-typedef struct vec {
-  size_t n;
-  double *v;
-} vec_t;
-
-/* Dataset name of loc as doubles (1-D, at most LOG_READ_MAX_CELLS); an input error naming it when
- * absent or of another shape. */
-static vec_t read_vec(const char *path, hid_t loc, const char *where, const char *name) {
-  int rank = 0;
-  if (H5LTfind_dataset(loc, name) <= 0 || H5LTget_dataset_ndims(loc, name, &rank) < 0 || rank != 1)
-    surge_input_error("%s: %s/%s is missing or not 1-D (not a surge-sim file?)", path, where, name);
-  hsize_t dims[1];
-  H5T_class_t cls;
-  size_t size;
-  if (H5LTget_dataset_info(loc, name, dims, &cls, &size) < 0 || dims[0] > LOG_READ_MAX_CELLS)
-    surge_input_error("%s: %s/%s: cannot read its size", path, where, name);
-  vec_t v = {(size_t)dims[0], xcalloc((size_t)dims[0] + 1, sizeof(double))};
-  if (v.n && H5LTread_dataset_double(loc, name, v.v) < 0) surge_input_error("%s: cannot read %s/%s", path, where, name);
-  return v;
-}
-
-static double read_attr(hid_t loc, const char *name) {
-  double v = NAN;
-  if (H5Aexists(loc, name) > 0) {
-    hid_t a = H5Aopen(loc, name, H5P_DEFAULT);
-    if (a < 0 || H5Aread(a, H5T_NATIVE_DOUBLE, &v) < 0) v = NAN;
-    H5Aclose(a);
-  }
-  return v;
-}
+/* what surge-sim writes (src/apps/surge_sim.c, src/sim/sim_h5.c) */
+#define RANKS ((sim_range_t){1, 1 << 24, 1})
+#define BATCH ((sim_range_t){1, INT32_MAX, 1})
+#define STAGES ((sim_range_t){1, 1 << 20, 1})
+#define FLAG ((sim_range_t){0, 1, 1})
+#define FRACTION ((sim_range_t){0, 1, 0})
 
 int report_sim_is(const char *path) {
+  if (infile_check(path, 0, NULL) != 0) return 0; /* missing: log_read says so */
   h5util_quiet_t q = h5util_quiet_begin();
   int yes = 0;
   hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
@@ -66,28 +47,31 @@ int report_sim_is(const char *path) {
 
 enum { FIG_W = 480, FIG_H = 300 };
 
-static void plot_frontiers(const char *dir, const char *path, hid_t burst, const vec_t *ranks, FILE *out) {
+static void plot_frontiers(const char *dir, const sim_group_t *burst, const sim_vec_t *ranks, FILE *out) {
   int n = (int)ranks->n;
   plot_legend_entry_t *legend = xcalloc((size_t)n + 2, sizeof *legend);
   char (*labels)[32] = xcalloc((size_t)n, sizeof *labels);
   double xhi = 1.2, yhi = 1.2;
-  vec_t *fi = xcalloc((size_t)n, sizeof *fi), *fr = xcalloc((size_t)n, sizeof *fr);
-  vec_t dpi = read_vec(path, burst, "/sim/burst", "dp_iter_us"), dpr = read_vec(path, burst, "/sim/burst", "dp_rank_us");
-  vec_t batch = read_vec(path, burst, "/sim/burst", "global_batch");
+  sim_vec_t *fi = xcalloc((size_t)n, sizeof *fi), *fr = xcalloc((size_t)n, sizeof *fr);
+  sim_vec_t dpi = sim_read_vec(burst, "dp_iter_us", ranks->n, SIM_DIVISOR);
+  sim_vec_t dpr = sim_read_vec(burst, "dp_rank_us", ranks->n, SIM_DIVISOR);
+  sim_vec_t batch = sim_read_vec(burst, "global_batch", ranks->n, BATCH);
   for (int x = 0; x < n; x++) {
     /* the rank count's group: G<ranks>, or G<ranks>_B<batch> when an earlier row had those ranks */
-    char name[64];
+    char name[64], where[96];
     int again = 0;
     for (int y = 0; y < x; y++) again |= ranks->v[y] == ranks->v[x];
     if (again)
       snprintf(name, sizeof name, "G%.0f_B%.0f", ranks->v[x], batch.v[x]);
     else
       snprintf(name, sizeof name, "G%.0f", ranks->v[x]);
-    if (H5Lexists(burst, name, H5P_DEFAULT) <= 0) surge_input_error("%s: no group /sim/burst/%s", path, name);
-    hid_t gg = H5Gopen2(burst, name, H5P_DEFAULT);
-    fi[x] = read_vec(path, gg, name, "frontier_iter_us");
-    fr[x] = read_vec(path, gg, name, "frontier_rank_us");
-    H5Gclose(gg);
+    if (h5util_exists(burst->id, name, H5I_GROUP) != 1)
+      surge_input_error("%s: no group /sim/burst/%s (a damaged or foreign surge-sim file)", burst->path, name);
+    snprintf(where, sizeof where, "/sim/burst/%s", name);
+    sim_group_t gg = {burst->path, H5Gopen2(burst->id, name, H5P_DEFAULT), where};
+    fi[x] = sim_read_vec(&gg, "frontier_iter_us", SIM_READ_ANY_ROWS, SIM_NUMBER);
+    fr[x] = sim_read_vec(&gg, "frontier_rank_us", fi[x].n, SIM_NUMBER);
+    H5Gclose(gg.id);
     for (size_t k = 0; k < fi[x].n; k++) {
       fi[x].v[k] /= dpi.v[x];
       fr[x].v[k] /= dpr.v[x];
@@ -124,14 +108,13 @@ static void plot_frontiers(const char *dir, const char *path, hid_t burst, const
   free(legend);
 }
 
-static void plot_throughput(const char *dir, const char *path, hid_t burst, const vec_t *ranks, FILE *out) {
-  const char *names[3] = {"fastest_over_dp", "best_over_dp", NULL};
-  vec_t v[3];
-  v[0] = read_vec(path, burst, "/sim/burst", names[0]);
-  v[1] = read_vec(path, burst, "/sim/burst", names[1]);
-  vec_t bfg = read_vec(path, burst, "/sim/burst", "best_fg_samples_per_s");
-  vec_t dps = read_vec(path, burst, "/sim/burst", "dp_total_samples_per_s");
-  v[2] = (vec_t){bfg.n, xcalloc(bfg.n + 1, sizeof(double))};
+static void plot_throughput(const char *dir, const sim_group_t *burst, const sim_vec_t *ranks, FILE *out) {
+  sim_vec_t v[3];
+  v[0] = sim_read_vec(burst, "fastest_over_dp", ranks->n, SIM_NUMBER);
+  v[1] = sim_read_vec(burst, "best_over_dp", ranks->n, SIM_NUMBER);
+  sim_vec_t bfg = sim_read_vec(burst, "best_fg_samples_per_s", ranks->n, SIM_NUMBER);
+  sim_vec_t dps = sim_read_vec(burst, "dp_total_samples_per_s", ranks->n, SIM_DIVISOR);
+  v[2] = (sim_vec_t){bfg.n, xcalloc(bfg.n + 1, sizeof(double))};
   for (size_t k = 0; k < bfg.n; k++) v[2].v[k] = bfg.v[k] / dps.v[k];
   double *lx = xcalloc(ranks->n + 1, sizeof(double)), hi = 1;
   for (size_t k = 0; k < ranks->n; k++) lx[k] = log2(ranks->v[k]);
@@ -160,15 +143,19 @@ static void plot_throughput(const char *dir, const char *path, hid_t burst, cons
   free(lx);
 }
 
-static void burst_summary(FILE *f, const char *path, hid_t burst, const vec_t *ranks) {
-  vec_t B = read_vec(path, burst, "/sim/burst", "global_batch");
-  vec_t fast = read_vec(path, burst, "/sim/burst", "fastest_over_dp"), best = read_vec(path, burst, "/sim/burst", "best_over_dp");
-  vec_t dpt = read_vec(path, burst, "/sim/burst", "dp_iter_us"), ft = read_vec(path, burst, "/sim/burst", "fastest_iter_us");
-  vec_t bi = read_vec(path, burst, "/sim/burst", "best_idle_rank_us"), bt = read_vec(path, burst, "/sim/burst", "best_iter_us");
+static void burst_summary(FILE *f, const sim_group_t *burst, const sim_vec_t *ranks) {
+  size_t n = ranks->n;
+  sim_vec_t B = sim_read_vec(burst, "global_batch", n, BATCH);
+  sim_vec_t fast = sim_read_vec(burst, "fastest_over_dp", n, SIM_NUMBER);
+  sim_vec_t best = sim_read_vec(burst, "best_over_dp", n, SIM_NUMBER);
+  sim_vec_t dpt = sim_read_vec(burst, "dp_iter_us", n, SIM_DIVISOR);
+  sim_vec_t ft = sim_read_vec(burst, "fastest_iter_us", n, SIM_NUMBER);
+  sim_vec_t bi = sim_read_vec(burst, "best_idle_rank_us", n, SIM_NUMBER);
+  sim_vec_t bt = sim_read_vec(burst, "best_iter_us", n, SIM_DIVISOR);
   fprintf(f, "Burst plans with a background against data parallelism alone\n");
   fprintf(f, "  %7s %7s %12s %12s %11s %11s %10s\n", "ranks", "batch", "dp_iter_us", "fast_iter_us", "fast+bg/dp", "best+bg/dp",
           "best_idle");
-  for (size_t k = 0; k < ranks->n; k++)
+  for (size_t k = 0; k < n; k++)
     fprintf(f, "  %7.0f %7.0f %12.1f %12.1f %10.3fx %10.3fx %9.1f%%\n", ranks->v[k], B.v[k], dpt.v[k], ft.v[k], fast.v[k],
             best.v[k], 100 * bi.v[k] / (bt.v[k] * ranks->v[k]));
   free(B.v), free(fast.v), free(best.v), free(dpt.v), free(ft.v), free(bi.v), free(bt.v);
@@ -176,25 +163,39 @@ static void burst_summary(FILE *f, const char *path, hid_t burst, const vec_t *r
 
 /* ---- 3D ---- */
 
-/* /sim/pipeline/<prefix>op_<what> */
-static vec_t read_op(const char *path, hid_t pipe, const char *prefix, const char *what) {
-  char name[64];
-  snprintf(name, sizeof name, "%sop_%s", prefix, what);
-  return read_vec(path, pipe, "/sim/pipeline", name);
+/* The grid a timeline must fit: pp stages, micro_batches per stage, 2 operations of each. */
+typedef struct grid {
+  double pp, micro_batches;
+  size_t ops;
+} grid_t;
+
+static grid_t read_grid(const sim_group_t *pipe) {
+  grid_t g = {sim_read_attr(pipe, "pp", STAGES), sim_read_attr(pipe, "micro_batches", BATCH), 0};
+  g.ops = (size_t)g.pp * 2 * (size_t)g.micro_batches; /* at most 2^20 x 2 x 2^31 */
+  return g;
 }
 
-static void plot_pipeline(const char *dir, const char *path, hid_t pipe, const char *prefix, const char *fname,
-                          FILE *out) {
-  vec_t stage = read_op(path, pipe, prefix, "stage"), kind = read_op(path, pipe, prefix, "kind");
-  vec_t mb = read_op(path, pipe, prefix, "micro_batch"), st = read_op(path, pipe, prefix, "start_us");
-  vec_t en = read_op(path, pipe, prefix, "end_us"), se = read_op(path, pipe, prefix, "send_end_us");
-  vec_t cp = read_op(path, pipe, prefix, "compressed");
+/* /sim/pipeline/<prefix>op_<what>, one row per operation of the grid */
+static sim_vec_t read_op(const sim_group_t *pipe, const grid_t *g, const char *prefix, const char *what,
+                         sim_range_t r) {
+  char name[64];
+  snprintf(name, sizeof name, "%sop_%s", prefix, what);
+  return sim_read_vec(pipe, name, g->ops, r);
+}
+
+static void plot_pipeline(const char *dir, const sim_group_t *pipe, const char *prefix, const char *fname, FILE *out) {
+  grid_t g = read_grid(pipe);
+  sim_vec_t stage = read_op(pipe, &g, prefix, "stage", (sim_range_t){0, g.pp - 1, 1});
+  sim_vec_t kind = read_op(pipe, &g, prefix, "kind", FLAG);
+  sim_vec_t mb = read_op(pipe, &g, prefix, "micro_batch", (sim_range_t){0, g.micro_batches - 1, 1});
+  sim_vec_t st = read_op(pipe, &g, prefix, "start_us", SIM_NUMBER);
+  sim_vec_t en = read_op(pipe, &g, prefix, "end_us", SIM_NUMBER);
+  sim_vec_t se = read_op(pipe, &g, prefix, "send_end_us", SIM_NUMBER);
+  sim_vec_t cp = read_op(pipe, &g, prefix, "compressed", FLAG);
   char name[64];
   snprintf(name, sizeof name, "%siter_us", prefix);
-  double iter = read_attr(pipe, name);
-  int ns = 0;
-  for (size_t k = 0; k < stage.n; k++)
-    if (stage.v[k] + 1 > ns) ns = (int)stage.v[k] + 1;
+  double iter = sim_read_attr(pipe, name, SIM_DIVISOR);
+  int ns = (int)g.pp;
   char **cat = xcalloc((size_t)ns + 1, sizeof *cat);
   for (int s = 0; s < ns; s++) {
     cat[s] = xmalloc(24);
@@ -226,10 +227,19 @@ static void plot_pipeline(const char *dir, const char *path, hid_t pipe, const c
   free(stage.v), free(kind.v), free(mb.v), free(st.v), free(en.v), free(se.v), free(cp.v);
 }
 
-static void pipeline_summary(FILE *f, hid_t pipe) {
-  double plain = read_attr(pipe, "plain_iter_us"), comp = read_attr(pipe, "compressed_iter_us");
+static void pipeline_summary(FILE *f, const sim_group_t *pipe) {
+  double plain = sim_read_attr(pipe, "plain_iter_us", SIM_DIVISOR);
+  double comp = sim_read_attr(pipe, "compressed_iter_us", SIM_DIVISOR);
+  double pb = sim_read_attr(pipe, "plain_bubble", FRACTION), cb = sim_read_attr(pipe, "compressed_bubble", FRACTION);
   fprintf(f, "3D iteration: %.1f us without compression, %.1f us with (%.3fx); bubble %.1f%% / %.1f%%\n", plain, comp,
-          plain / comp, 100 * read_attr(pipe, "plain_bubble"), 100 * read_attr(pipe, "compressed_bubble"));
+          plain / comp, 100 * pb, 100 * cb);
+}
+
+/* Group `name` of top, or id -1 when the file has none. */
+static sim_group_t open_group(const char *path, hid_t top, const char *name, const char *where) {
+  int has = h5util_exists(top, name, H5I_GROUP);
+  if (has < 0) surge_input_error("%s: %s cannot be read (a damaged surge-sim file)", path, where);
+  return (sim_group_t){path, has ? H5Gopen2(top, name, H5P_DEFAULT) : -1, where};
 }
 
 void report_sim(const char *path, const char *plot_dir, FILE *f) {
@@ -239,31 +249,33 @@ void report_sim(const char *path, const char *plot_dir, FILE *f) {
   if (top < 0) surge_input_error("%s: no /sim group (not a surge-sim file)", path);
   char *model = NULL;
   h5util_attr_read_string(top, "model", &model);
-  fprintf(f, "surge-sim results %s (model %s)\n", path, model ? model : "?");
+  char *shown = printable_dup(model ? model : "?");
+  fprintf(f, "surge-sim results %s (model %s)\n", path, shown);
+  free(shown);
   free(model);
-  hid_t burst = H5Lexists(top, "burst", H5P_DEFAULT) > 0 ? H5Gopen2(top, "burst", H5P_DEFAULT) : -1;
-  hid_t pipe = H5Lexists(top, "pipeline", H5P_DEFAULT) > 0 ? H5Gopen2(top, "pipeline", H5P_DEFAULT) : -1;
-  vec_t ranks = {0, NULL};
-  if (burst >= 0) {
-    ranks = read_vec(path, burst, "/sim/burst", "ranks");
-    burst_summary(f, path, burst, &ranks);
+  sim_group_t burst = open_group(path, top, "burst", "/sim/burst");
+  sim_group_t pipe = open_group(path, top, "pipeline", "/sim/pipeline");
+  sim_vec_t ranks = {0, NULL};
+  if (burst.id >= 0) {
+    ranks = sim_read_vec(&burst, "ranks", SIM_READ_ANY_ROWS, RANKS);
+    burst_summary(f, &burst, &ranks);
   }
-  if (pipe >= 0) pipeline_summary(f, pipe);
+  if (pipe.id >= 0) pipeline_summary(f, &pipe);
   if (plot_dir) {
     report_make_dir(plot_dir);
     fprintf(f, "\nFigures\n");
-    if (burst >= 0 && ranks.n) {
-      plot_frontiers(plot_dir, path, burst, &ranks, f);
-      plot_throughput(plot_dir, path, burst, &ranks, f);
+    if (burst.id >= 0 && ranks.n) {
+      plot_frontiers(plot_dir, &burst, &ranks, f);
+      plot_throughput(plot_dir, &burst, &ranks, f);
     }
-    if (pipe >= 0) {
-      plot_pipeline(plot_dir, path, pipe, "plain_", "pipeline.svg", f);
-      plot_pipeline(plot_dir, path, pipe, "compressed_", "pipeline-compressed.svg", f);
+    if (pipe.id >= 0) {
+      plot_pipeline(plot_dir, &pipe, "plain_", "pipeline.svg", f);
+      plot_pipeline(plot_dir, &pipe, "compressed_", "pipeline-compressed.svg", f);
     }
   }
   free(ranks.v);
-  if (burst >= 0) H5Gclose(burst);
-  if (pipe >= 0) H5Gclose(pipe);
+  if (burst.id >= 0) H5Gclose(burst.id);
+  if (pipe.id >= 0) H5Gclose(pipe.id);
   H5Gclose(top);
   H5Fclose(file);
   h5util_quiet_end(q);

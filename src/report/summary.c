@@ -47,18 +47,9 @@ static void print_run(FILE *f, const log_data_t *L, const report_values_t *v) {
     fprintf(f, "  note        short of step %s: still running, stopped or killed (a killed run's log ends at its "
                "last flush)\n",
             planned);
-  const struct {
-    const char *group;
-    const log_table_t *g;
-  } groups[] = {{"/metrics", &L->metrics},
-                {"/ranks", &L->phases},
-                {"/eval", &L->eval},
-                {"/multiplex", &L->mux.series}};
-  for (size_t i = 0; i < sizeof groups / sizeof groups[0]; i++)
-    if (groups[i].g->rows_dropped)
-      fprintf(f, "  note        %s: %zu incomplete row%s left out (a kill during a flush leaves datasets of "
-                 "unequal length)\n",
-              groups[i].group, groups[i].g->rows_dropped, groups[i].g->rows_dropped == 1 ? "" : "s");
+  char note[256];
+  for (int g = 0; g < LOG_GROUP_COUNT; g++)
+    if (report_dropped(L, g, note, sizeof note)) fprintf(f, "  note        %s\n", note);
   int ndamaged;
   char **damaged = report_damage(L, &ndamaged);
   for (int i = 0; i < ndamaged; i++) fprintf(f, "  damaged     %s (shown without values)\n", damaged[i]);

@@ -11,4 +11,7 @@ tests_test_sim_LDADD = $(SURGE_LIBS)
 TESTS += tests/test_sim
 dist_check_SCRIPTS += tests/test_sim.sh
 TESTS += tests/test_sim.sh
+# surge-report on hostile surge-sim files (issue 36)
+dist_check_SCRIPTS += tests/test_sim_report.sh
+TESTS += tests/test_sim_report.sh
 dist_man_MANS += doc/man/surge-sim.1

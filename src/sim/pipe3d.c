@@ -76,32 +76,57 @@ void sim3d_check(const sim3d_opts_t *o, const bgraph_t *g) {
     surge_input_error("--pp %d: the graph %s has only %d places to cut it into stages", o->pp, g->source, units);
 }
 
-/* Units (between consecutive cut points) and the least "slowest stage" partition into pp stages:
- * stage s takes units [from[s], from[s+1]). */
-static void partition(const double *unit, int U, int pp, int *from) {
-  double *best = xmalloc((size_t)(U + 1) * (pp + 1) * sizeof *best);
-  int *arg = xmalloc((size_t)(U + 1) * (pp + 1) * sizeof *arg);
-  double *pre = xmalloc((size_t)(U + 1) * sizeof *pre);
+/* The first split point j in [lo, c) at which the last stage's time pre[i] - pre[j] is at most m
+ * (pre[i] - pre[c - 1] is): it falls as j grows, so search leftwards by doubling steps, then halve. */
+static int first_at_most(const double *pre, int i, int lo, int c, double m) {
+  int at = c - 1, step = 1;
+  while (at - step >= lo && pre[i] - pre[at - step] <= m) at -= step, step *= 2;
+  int a = at - step > lo ? at - step : lo, b = at;
+  while (a < b) {
+    int mid = a + (b - a) / 2;
+    if (pre[i] - pre[mid] <= m) b = mid;
+    else a = mid + 1;
+  }
+  return a;
+}
+
+void sim3d_partition(const double *unit, int U, int pp, int *from) {
+  /* best(i, s): the least slowest stage of the first i units in s stages, = min over j of
+   * max(best(j, s - 1), pre[i] - pre[j]); the first term grows with j and the second falls, so the
+   * minimum sits where they cross, and the crossing moves right as i grows: one pointer per row.
+   * arg(i, s): the first j attaining it (the ties of the plain O(pp U^2) programme). */
+  size_t cells = surge_mul_size((size_t)U + 1, (size_t)pp + 1, "the stage partition");
+  int *arg = xmalloc(surge_mul_size(cells, sizeof *arg, "the stage partition"));
+  double *pre = xmalloc((size_t)(U + 1) * sizeof *pre), *prev = xmalloc((size_t)(U + 1) * sizeof *prev);
+  double *cur = xmalloc((size_t)(U + 1) * sizeof *cur);
   pre[0] = 0;
   for (int u = 0; u < U; u++) pre[u + 1] = pre[u] + unit[u];
-#define B(i, s) best[(size_t)(i) * (pp + 1) + (s)]
+  for (int i = 0; i <= U; i++) prev[i] = i ? HUGE_VAL : 0;
 #define A(i, s) arg[(size_t)(i) * (pp + 1) + (s)]
-  for (int i = 0; i <= U; i++)
-    for (int s = 0; s <= pp; s++) B(i, s) = HUGE_VAL;
-  B(0, 0) = 0;
-  for (int s = 1; s <= pp; s++)
-    for (int i = s; i <= U; i++) /* the first i units in s stages */
-      for (int j = s - 1; j < i; j++) {
-        double t = B(j, s - 1) > pre[i] - pre[j] ? B(j, s - 1) : pre[i] - pre[j];
-        if (t < B(i, s)) B(i, s) = t, A(i, s) = j;
+  for (int s = 1; s <= pp; s++) {
+    for (int i = 0; i < s && i <= U; i++) cur[i] = HUGE_VAL;
+    int c = s - 1; /* the first j with best(j, s - 1) >= pre[i] - pre[j] (i: none) */
+    for (int i = s; i <= U; i++) {
+      while (c < i && prev[c] < pre[i] - pre[c]) c++;
+      double right = c < i ? prev[c] : HUGE_VAL, left = c > s - 1 ? pre[i] - pre[c - 1] : HUGE_VAL;
+      if (c > s - 1 && left <= right) {
+        cur[i] = left;
+        A(i, s) = first_at_most(pre, i, s - 1, c, left);
+      } else {
+        cur[i] = right;
+        A(i, s) = c;
       }
+    }
+    double *t = prev;
+    prev = cur, cur = t;
+  }
   from[pp] = U;
   for (int s = pp; s >= 1; s--) from[s - 1] = A(from[s], s);
-#undef B
 #undef A
+  free(cur);
+  free(prev);
   free(pre);
   free(arg);
-  free(best);
 }
 
 /* The partition the user gave as nodes per stage: each stage must end where a unit ends. */
@@ -147,7 +172,7 @@ void sim3d_run(const bgraph_t *g, const burst_profile_t *p, const sim3d_opts_t *
   for (int u = 0; u < U; u++) cost[u] = comp[u] + 2 * tpc[u];
   int *from = xmalloc((size_t)(pp + 1) * sizeof *from);
   if (o->stage_nodes[0]) given_partition(g, nodes, U, o, from);
-  else partition(cost, U, pp, from);
+  else sim3d_partition(cost, U, pp, from);
 
   r->nstage = pp;
   r->stage_nodes = xcalloc((size_t)pp, sizeof *r->stage_nodes);

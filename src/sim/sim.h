@@ -145,6 +145,11 @@ void sim3d_check(const sim3d_opts_t *o, const bgraph_t *g);
 void sim3d_run(const bgraph_t *g, const burst_profile_t *p, const sim3d_opts_t *o, int compressed,
                sim3d_result_t *r);
 void sim3d_free(sim3d_result_t *r);
+/* The least "slowest stage" split of U units (unit[u] >= 0: their times) into pp contiguous
+ * non-empty stages: stage s takes units [from[s], from[s + 1]) (from has pp + 1 entries), among
+ * equally slow splits the one with the earliest cuts, last stage first. O(pp U) time (plus a
+ * search over units of equal cost), O(pp U) memory for the cuts. */
+void sim3d_partition(const double *unit, int U, int pp, int *from);
 
 /* ---- output (sim_h5.c): /sim in an HDF5 file (doc/sim.md) ---- */
 

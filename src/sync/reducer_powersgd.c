@@ -275,7 +275,8 @@ reducer_t *reducer_powersgd(const reducer_setup_t *s) {
   const char *names[] = {"error", "q", "steps"};
   float *dev[] = {p->E, p->Q, p->count};
   size_t len[] = {p->e_n, p->q_n, 1};
-  rank_state_init(&p->st, "/compress/dp", 3, names, dev, len, s->be, s->job);
+  double counter_max[] = {-1, -1, (double)p->o.warmup_steps}; /* steps: counted up to the warm-up's end */
+  rank_state_init(&p->st, "/compress/dp", 3, names, dev, len, counter_max, s->be, s->job);
   reducer_t *r = xcalloc(1, sizeof *r);
   r->ops = &psgd_ops;
   r->nbuckets = s->nbuckets;

@@ -10,7 +10,8 @@
 # schedule predicts per rank and step (bubble (PP-1)/(M+PP-1) x the solo step), the time the
 # foreground offered (/ranks/phase_offered: published idle or waiting) and the time its partners ran
 # (/ranks/phase_background: their CPU seconds), each per rank and step, and used / predicted
-# (target: at least 0.5). Called by bench/run-bench.sh with SURGE_TRAIN and MPIEXEC set; needs root
+# (target: at least 0.5). MUX3D_FG_ARGS: more -D for the foreground (both modes; e.g.
+# "-D multiplex.poll_us=200", which only the multiplexed one uses). Called by bench/run-bench.sh with SURGE_TRAIN and MPIEXEC set; needs root
 # and network namespaces (cluster-local-up.sh --check), else it says why and skips.
 set -eu
 train=${SURGE_TRAIN:-./surge-train}
@@ -27,7 +28,7 @@ cluster_up "3d multiplexing" 2 4 "$rate"
 fg="$train $src/inputs/gpt-fortunes.deck -D data.source=synthetic -D model.gpt_layers=4 -D model.gpt_width=128
   -D model.gpt_heads=4 -D model.gpt_context=64 -D train.global_batch=16 -D train.schedule=constant -D run.steps=$steps
   -D run.print_every=1000 -D run.eval_every=0 -D data.test_samples=16 -D checkpoint.every=0 -D run.overwrite=true
-  -D parallel.mode=3d -D parallel.tp=1 -D parallel.dp=1"
+  -D parallel.mode=3d -D parallel.tp=1 -D parallel.dp=1 ${MUX3D_FG_ARGS:-}"
 bg="$train $src/inputs/mlp-fmnist.deck --background -D data.source=synthetic -D model.mlp_hidden=64
   -D train.global_batch=32 -D run.steps=1000000 -D run.eval_every=0 -D run.print_every=1000000 -D data.test_samples=16
   -D run.overwrite=true"

@@ -75,11 +75,7 @@ static norm_plan_t plan_norm(burst_layout_t *b) {
   b->norm_ranges = xcalloc(2 * (size_t)(L->n ? L->n : 1), sizeof *b->norm_ranges);
   int n = 0;
   for (int t = 0; t < L->n; t++)
-    if (ex->world->rank == ex->first[L->t[t].owner]) {
-      b->norm_ranges[2 * n] = L->t[t].off;
-      b->norm_ranges[2 * n + 1] = L->t[t].off + L->t[t].n;
-      n++;
-    }
+    if (ex->world->rank == ex->first[L->t[t].owner]) norm_ranges_push(b->norm_ranges, &n, L->t[t].off, L->t[t].n);
   return (norm_plan_t){.ranges = b->norm_ranges, .nranges = norm_ranges_merge(b->norm_ranges, n), .sum = NORM_SUM_JOB};
 }
 

@@ -26,6 +26,14 @@ typedef struct norm_plan {
   norm_sum_t sum;
 } norm_plan_t;
 
+/* Append the range [off, off + n) to r (room for it), one more in *count. For a layout building its
+ * plan, before norm_ranges_merge. */
+static inline void norm_ranges_push(size_t *r, int *count, size_t off, size_t n) {
+  r[2 * *count] = off;
+  r[2 * *count + 1] = off + n;
+  (*count)++;
+}
+
 /* Sort n ranges [r[2i], r[2i+1]) (empty ones dropped) and merge the ones that touch or overlap;
  * returns how many are left. For a layout building its plan. */
 int norm_ranges_merge(size_t *r, int n);

@@ -192,10 +192,7 @@ static norm_plan_t plan_norm(pipe_layout_t *pl) {
   for (int i = 0; i < pl->local.n; i++) {
     int replica, replicas;
     replica_of(&pl->ex.grid, &pl->piece[i], &replica, &replicas);
-    if (pl->piece[i].n == 0 || replica != 0) continue;
-    pl->norm_ranges[2 * n] = pl->piece[i].off;
-    pl->norm_ranges[2 * n + 1] = pl->piece[i].off + pl->piece[i].n;
-    n++;
+    if (pl->piece[i].n && replica == 0) norm_ranges_push(pl->norm_ranges, &n, pl->piece[i].off, pl->piece[i].n);
   }
   return (norm_plan_t){.ranges = pl->norm_ranges, .nranges = norm_ranges_merge(pl->norm_ranges, n), .sum = NORM_SUM_JOB};
 }

@@ -30,6 +30,14 @@ static int kind_of(const ev_t *e, int *mb) {
   }
 }
 
+/* An event of kind (log_pipe_kind_t) of micro-batch mb (-1: the step) from t0 to t1 (surge_now()).
+ * Events past cap are dropped. */
+static void pipe_timeline_add(pipe_timeline_t *tl, int kind, int mb, double t0, double t1) {
+  if (tl->n >= tl->cap) return;
+  tl->ev[tl->n++] = (log_pipe_event_t){.rank = tl->rank, .stage = tl->stage, .mb = mb, .kind = kind,
+                                       .start = t0 - tl->epoch, .end = t1 - tl->epoch};
+}
+
 static void on_event(void *ctx, const ev_t *e) {
   pipe_timeline_t *tl = ctx;
   int mb, kind = kind_of(e, &mb);
@@ -56,12 +64,6 @@ void pipe_timeline_free(pipe_timeline_t *tl) {
 void pipe_timeline_reset(pipe_timeline_t *tl) {
   tl->n = 0;
   tl->open_kind = NONE;
-}
-
-void pipe_timeline_add(pipe_timeline_t *tl, int kind, int mb, double t0, double t1) {
-  if (tl->n >= tl->cap) return;
-  tl->ev[tl->n++] = (log_pipe_event_t){.rank = tl->rank, .stage = tl->stage, .mb = mb, .kind = kind,
-                                       .start = t0 - tl->epoch, .end = t1 - tl->epoch};
 }
 
 enum { HEAD = 2, PER_EVENT = 4 }; /* packed: (count, stage), then (kind, mb, start, end) per event */

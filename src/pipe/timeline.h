@@ -29,9 +29,6 @@ typedef struct pipe_timeline {
 void pipe_timeline_init(pipe_timeline_t *tl, int cap, int rank, int stage, double epoch);
 void pipe_timeline_free(pipe_timeline_t *tl);
 void pipe_timeline_reset(pipe_timeline_t *tl);
-/* An event of kind (log_pipe_kind_t) of micro-batch mb (-1: the step) from t0 to t1 (surge_now()).
- * Events past cap are dropped. */
-void pipe_timeline_add(pipe_timeline_t *tl, int kind, int mb, double t0, double t1);
 /* Collective over world: every rank's events to rank 0 (*all, malloc'd there; NULL elsewhere).
  * Returns how many rank 0 got (0 elsewhere). */
 size_t pipe_timeline_gather(const pipe_timeline_t *tl, comm_t *world, log_pipe_event_t **all);

@@ -80,17 +80,14 @@ static void write_steps(run_log_t *log, int rank, long from, long to, int gen) {
 
 typedef struct fixture {
   comm_t world;
-  config_t cfg;
+  log_run_info_t info;
   graph_t g; /* 4 -> 3 linear: 15 parameters */
 } fixture_t;
 
 static void fixture_init(fixture_t *fx) {
   comm_world(&fx->world);
-  memset(&fx->cfg, 0, sizeof fx->cfg);
-  snprintf(fx->cfg.zoo, sizeof fx->cfg.zoo, "mlp");
-  snprintf(fx->cfg.parallel_mode, sizeof fx->cfg.parallel_mode, "dp");
-  fx->cfg.global_batch = BATCH;
-  fx->cfg.log_flush_every = FLUSH_EVERY;
+  fx->info = (log_run_info_t){.layout = "dp", .model = "mlp", .global_batch = BATCH, .flush_every = FLUSH_EVERY,
+                              .phases = log_phases_plain()};
   graph_init(&fx->g, shape1(4), INIT_KAIMING_UNIFORM);
   if (nn_linear(&fx->g, 0, 3, 1, "fc") < 0) surge_runtime_error("test graph: %s", fx->g.err);
 }
@@ -101,7 +98,7 @@ static void fixture_free(fixture_t *fx) {
 }
 
 static run_log_t *open_log(fixture_t *fx, const char *path, long resume_step) {
-  return run_log_open(path, &fx->cfg, deck_text, &fx->g.params, &fx->world, resume_step);
+  return run_log_open(path, &fx->info, deck_text, &fx->g.params, &fx->world, resume_step);
 }
 
 /* A new log at path with steps 1..last, an evaluation (loss 1.5, accuracy 0.625) at step eval_at

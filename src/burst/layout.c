@@ -1,4 +1,5 @@
 #include "burst/layout.h"
+#include "burst/plan_log.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -127,9 +128,9 @@ static void describe(const layout_t *l, state_tensor_t *out) {
   for (int t = 0; t < l->local->n; t++) state_tensor_replicated(&out[t], &l->local->t[t], ex->world->rank, ex->world->size);
 }
 
-static void log_plan(const layout_t *l, run_log_t *log) {
+static void log_plan(layout_t *l, run_log_t *log) {
   burst_layout_t *b = impl(l);
-  if (b->plan_text) run_log_plan(log, &b->plan, b->ex.g, b->plan_text);
+  if (b->plan_text) burst_plan_log(&b->plan, b->ex.g, b->plan_text, log);
 }
 
 static void free_layout(layout_t *l) {

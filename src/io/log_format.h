@@ -88,6 +88,7 @@ extern const log_series_info_t log_multiplex_info[LOG_MUX_METRIC_COUNT];
  * kind is a number: its index in log_pipe_kind_name (also the /pipeline@event_kinds attribute). */
 #define LOG_PIPE "/pipeline"
 #define LOG_PIPE_STAGES "/pipeline/stages"
+#define LOG_PIPE_EVENTS "/pipeline/events"
 typedef enum log_pipe_kind {
   LOG_PIPE_FORWARD = 0,     /* a micro-batch's forward pass (with its loss on the last stage) */
   LOG_PIPE_BACKWARD,        /* a micro-batch's backward pass */
@@ -141,6 +142,7 @@ typedef enum log_compress_metric {
 } log_compress_metric_t;
 extern const log_series_info_t log_compress_info[LOG_CMP_METRIC_COUNT];
 #define LOG_CMP_PER_BOUNDARY LOG_CMP_ERROR_NORM /* this one and the ones after it are 2-D */
+#define LOG_CMP_GROUP "/compress"
 #define LOG_CMP_SUMMARY "summary"
 
 /* /run: attributes, and the resolved deck as a scalar string dataset. */
@@ -180,7 +182,8 @@ extern const log_series_info_t log_plan_info[LOG_PLAN_COLUMN_COUNT];
 #define LOG_PLAN_GLOBAL_BATCH "global_batch"
 #define LOG_PLAN_AMPLIFICATION_LIMIT "amplification_limit"
 
-/* /multiplex attributes (multiplexed runs). */
+/* /multiplex (multiplexed runs): per step log_multiplex_info's series, and attributes. */
+#define LOG_MUX_GROUP "/multiplex"
 #define LOG_MUX_ROLE "role"
 #define LOG_MUX_CHANNEL "channel"
 #define LOG_MUX_PRIORITY "priority"

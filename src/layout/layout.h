@@ -59,11 +59,14 @@ typedef struct layout_ops {
    * (name, global shape, hyperslab, replicas; data left NULL), and the hyperslab has exactly the
    * local tensor's floats. */
   void (*describe)(const layout_t *l, state_tensor_t *out);
-  /* Collective: the layout's own records in the log (a burst plan, a pipeline). NULL: none. */
-  void (*log)(const layout_t *l, run_log_t *log);
-  /* Collective, after each step's row: the layout's own per-step records (a pipeline's timeline of
-   * the step just taken, `step` steps done). NULL: none. */
-  void (*log_step)(layout_t *l, run_log_t *log, long step);
+  /* Collective, once at the start: the layout describes its own groups of the log (io/log.h: a
+   * table of series it appends rows to by handle, fixed tables, attributes: a burst plan, a
+   * pipeline and its compressor). NULL: none. */
+  void (*log)(layout_t *l, run_log_t *log);
+  /* Collective, after each step's row: the layout's own rows for the step just taken (`step` steps
+   * done) through the handles its `log` op got: a pipeline's timeline, the compressor's numbers.
+   * NULL: none. */
+  void (*log_step)(layout_t *l, long step);
   /* Collective: the layout's own state regions for a checkpoint, beside the reducer's (a pipeline
    * compressor's error feedback), host views made current: how many it filled into out (at most
    * max). NULL: none. */

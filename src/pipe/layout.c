@@ -8,6 +8,7 @@
 #include "nn/zoo.h"
 #include "pipe/p2p_cb.h"
 #include "pipe/partition.h"
+#include "pipe/pipe_log.h"
 
 typedef struct pipe_layout {
   layout_t base;
@@ -18,6 +19,7 @@ typedef struct pipe_layout {
   int *first_block, *blocks; /* (pp) the stages */
   double *mflop;        /* (pp) training MFLOP per sample of each stage */
   long timeline_every;
+  pipe_log_t log;       /* its groups in the run's log (log_pipeline) */
 } pipe_layout_t;
 
 static pipe_layout_t *impl(const layout_t *l) { return l->impl; }
@@ -227,7 +229,7 @@ static void describe(const layout_t *l, state_tensor_t *out) {
   }
 }
 
-static void log_pipeline(const layout_t *l, run_log_t *log) {
+static void log_pipeline(layout_t *l, run_log_t *log) {
   const pipe_layout_t *pl = impl(l);
   const pipe_exec_t *ex = &pl->ex;
   int pp = ex->grid.pp, ranks = ex->world->size;
@@ -243,31 +245,28 @@ static void log_pipeline(const layout_t *l, run_log_t *log) {
                           .schedule = pipe_sched_name(ex->sched), .bubble_theory = pipe_bubble_theory(pp, ex->M),
                           .first_block = pl->first_block, .blocks = pl->blocks, .mflop = pl->mflop, .held = held,
                           .act_bytes = bytes};
-  run_log_pipeline(log, &info);
-  if (compress_any(&ex->co)) {
-    char text[1024];
-    pipe_compress_summary(ex, text, sizeof text);
-    run_log_compress_summary(log, text);
-  }
+  char text[1024];
+  if (compress_any(&ex->co)) pipe_compress_summary(ex, text, sizeof text);
+  pipe_log_open(&impl(l)->log, log, &info, compress_any(&ex->co) ? text : NULL);
   free(all);
   free(held);
   free(bytes);
 }
 
-static void log_step(layout_t *l, run_log_t *log, long step) {
+static void log_step(layout_t *l, long step) {
   pipe_layout_t *pl = impl(l);
   if (compress_any(&pl->ex.co)) {
     double per[2 * LAYOUT_MAX_BOUNDARIES];
     double *b = pl->ex.grid.pp <= LAYOUT_MAX_BOUNDARIES ? per : xcalloc(2 * (size_t)pl->ex.grid.pp, sizeof *b);
     log_compress_row_t row;
     pipe_compress_row(&pl->ex, &row, b);
-    run_log_compress(log, step, &row);
+    pipe_log_compress(&pl->log, step, &row);
     if (b != per) free(b);
   }
   if (pl->timeline_every <= 0 || step % pl->timeline_every != 0) return;
   log_pipe_event_t *ev;
   size_t n = pipe_timeline_gather(&pl->ex.tl, pl->ex.world, &ev);
-  run_log_pipeline_events(log, step, ev, n);
+  pipe_log_events(&pl->log, step, ev, n);
   free(ev);
 }
 

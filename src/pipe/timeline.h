@@ -10,7 +10,7 @@
 #include <stddef.h>
 
 #include "comm/comm.h"
-#include "io/log.h"
+#include "pipe/pipe_log.h"
 
 /* Most events a rank keeps of a step (rank 0 gathers them all: a bound on its memory); a step of
  * more than about 680 micro-batches loses its last events. */

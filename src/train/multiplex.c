@@ -110,9 +110,9 @@ static void foreground_row(run_mux_t *x, trainer_t *t, log_row_t *row, const mux
   row->phase[PHASE_BACKGROUND] = lent;
   double offered = mux_fg_offered_s();
   row->phase[PHASE_OFFERED] = offered - x->offered0;
-  row->fg_samples_per_sec = row->samples_per_sec;
-  row->bg_samples_per_sec = v[0];
-  row->bg_ranks_active = v[1];
+  x->row[LOG_MUX_FG_SPS] = row->samples_per_sec;
+  x->row[LOG_MUX_BG_SPS] = v[0];
+  x->row[LOG_MUX_ACTIVE] = v[1];
   x->fg_sec += row->step_sec;
   x->fg_samples += (double)t->cfg.global_batch;
   if (++x->steps > MUX_WARMUP_STEPS) {
@@ -143,9 +143,9 @@ static void background_row(run_mux_t *x, trainer_t *t, log_row_t *row, const mux
   comm_allreduce_sum_double(t->world, v + 2, 1, TRAFFIC_OTHER);
   if (v[1] > 0) x->partner_slowdown = v[1];
   row->phase[PHASE_PAUSED] = paused;
-  row->bg_samples_per_sec = row->samples_per_sec;
-  row->fg_samples_per_sec = v[0];
-  row->bg_ranks_active = v[2];
+  x->row[LOG_MUX_BG_SPS] = row->samples_per_sec;
+  x->row[LOG_MUX_FG_SPS] = v[0];
+  x->row[LOG_MUX_ACTIVE] = v[2];
   x->bg_samples += (double)t->cfg.global_batch;
   x->span_sec += row->step_sec;
   x->fg_samples += v[0] * span;
@@ -164,7 +164,10 @@ void run_mux_step_end(run_mux_t *x, trainer_t *t, log_row_t *row) {
     foreground_row(x, t, row, &bg, span);
   else
     background_row(x, t, row, &bg, &fg, span);
-  row->total_samples_per_sec = row->fg_samples_per_sec + row->bg_samples_per_sec;
+  x->row[LOG_MUX_TOTAL_SPS] = x->row[LOG_MUX_FG_SPS] + x->row[LOG_MUX_BG_SPS];
+  const void *values[LOG_MUX_METRIC_COUNT];
+  for (int m = 0; m < LOG_MUX_METRIC_COUNT; m++) values[m] = &x->row[m];
+  run_log_append(x->rows, row->step, values);
 }
 
 run_mux_verdict_t run_mux_after_step(run_mux_t *x, trainer_t *t) {
@@ -175,6 +178,33 @@ run_mux_verdict_t run_mux_after_step(run_mux_t *x, trainer_t *t) {
   if (strcmp(t->cfg.mux_on_fg_end, "continue") != 0) return RUN_MUX_STOP;
   x->alone = 1;
   return RUN_MUX_ALONE_NOW;
+}
+
+/* /multiplex: DeepPool's accounting, a row each step (io/log_format.h names the columns). */
+static log_rows_t *declare_rows(run_log_t *log) {
+  log_column_decl_t col[LOG_MUX_METRIC_COUNT];
+  for (int m = 0; m < LOG_MUX_METRIC_COUNT; m++) col[m] = (log_column_decl_t){log_multiplex_info[m], LOG_VALUE_REAL, 0};
+  log_group_decl_t d = {.path = LOG_MUX_GROUP, .feature = "multiplexing", .each_step = 1,
+                        .ncolumns = LOG_MUX_METRIC_COUNT, .column = col};
+  return run_log_rows(log, &d);
+}
+
+void run_mux_log(run_mux_t *x, const config_t *cfg, run_log_t *log) {
+  if (x->role == MUX_ROLE_NONE) return;
+  if (!x->rows) x->rows = declare_rows(log);
+  log_mux_info_t info;
+  run_mux_info(x, cfg, &info);
+  const log_attr_t attr[] = {
+      LOG_ATTR_TEXT(LOG_MUX_ROLE, info.role),
+      LOG_ATTR_TEXT(LOG_MUX_CHANNEL, info.channel),
+      LOG_ATTR_TEXT(LOG_MUX_PRIORITY, info.priority),
+      LOG_ATTR_TEXT(LOG_MUX_ON_FOREGROUND_END, info.on_foreground_end),
+      LOG_ATTR_REAL(log_multiplex_info[LOG_MUX_FG_SPS].name, info.fg_samples_per_sec),
+      LOG_ATTR_REAL(log_multiplex_info[LOG_MUX_BG_SPS].name, info.bg_samples_per_sec),
+      LOG_ATTR_REAL(log_multiplex_info[LOG_MUX_TOTAL_SPS].name, info.total_samples_per_sec),
+      LOG_ATTR_REAL(LOG_MUX_FOREGROUND_SLOWDOWN, info.fg_slowdown),
+  };
+  run_log_attrs(log, LOG_MUX_GROUP, attr, (int)(sizeof attr / sizeof attr[0]));
 }
 
 void run_mux_info(const run_mux_t *x, const config_t *cfg, log_mux_info_t *info) {

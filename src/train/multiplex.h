@@ -30,15 +30,25 @@ typedef struct run_mux {
   double baseline_sps;            /* foreground: [multiplex] baseline's median samples/s (0: none) */
   double partner_slowdown;        /* background: the foreground's slowdown as last published (NaN) */
   int alone;                      /* background: the foreground ended and this one carries on */
+  log_rows_t *rows;               /* /multiplex in the log (run_mux_log) */
+  double row[LOG_MUX_METRIC_COUNT]; /* the step's row of it */
 } run_mux_t;
+
+/* A multiplexed run's /multiplex attributes: its role and setting at the start, and the run's
+ * totals at the end (NaN where unknown). */
+typedef struct log_mux_info {
+  const char *role, *channel, *priority, *on_foreground_end;
+  double fg_samples_per_sec, bg_samples_per_sec, total_samples_per_sec;
+  double fg_slowdown;            /* foreground step time with / without a background partner */
+} log_mux_info_t;
 
 /* Collective over t->world: attach (channel from [multiplex] channel, the MPMD launch, or Slurm's
  * job id; bad names blame the deck's line), then set priorities, polite waits or the gate. */
 void run_mux_begin(run_mux_t *x, trainer_t *t, const deck_t *deck);
 /* Before trainer_step: the counters the step starts from. */
 void run_mux_step_begin(run_mux_t *x);
-/* Collective, after the step's log row is made: fill the row's multiplex fields and its background
- * or paused phase, and publish this side's accounting. */
+/* Collective, after the step's log row is made (before it is logged): the row's background or
+ * paused phase, the step's /multiplex row appended, and this side's accounting published. */
 void run_mux_step_end(run_mux_t *x, trainer_t *t, log_row_t *row);
 /* What a background does after a step (collective over its ranks, which agree). */
 typedef enum run_mux_verdict {
@@ -47,7 +57,10 @@ typedef enum run_mux_verdict {
   RUN_MUX_STOP,      /* its foreground has ended; on_foreground_end = stop: checkpoint and stop */
 } run_mux_verdict_t;
 run_mux_verdict_t run_mux_after_step(run_mux_t *x, trainer_t *t);
-/* The run's totals for the log (role, channel, samples/s, slowdown). */
+/* Collective: /multiplex in the log, its rows (the first call) and its attributes: call at the
+ * start and again at the end with the totals. */
+void run_mux_log(run_mux_t *x, const config_t *cfg, run_log_t *log);
+/* The run's totals (role, channel, samples/s, slowdown). */
 void run_mux_info(const run_mux_t *x, const config_t *cfg, log_mux_info_t *info);
 /* Rank 0 prints the totals; every rank detaches. */
 void run_mux_end(run_mux_t *x, trainer_t *t);

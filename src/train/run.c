@@ -128,14 +128,15 @@ train_outcome_t train_run(const config_t *cfg, const deck_t *deck, const char *r
     progress_note(&p, line);
   }
   if (claim.continue_log) resumed_at = t.step;
-  run_log_t *log = run_log_open(cfg->log_file, cfg, deck_text, &t.g.params, world, resumed_at);
+  log_run_info_t log_info = {.layout = cfg->parallel_mode, .model = cfg->zoo, .global_batch = cfg->global_batch,
+                             .flush_every = cfg->log_flush_every,
+                             .phases = cfg->mux_role ? ~0u : log_phases_plain()};
+  run_log_t *log = run_log_open(cfg->log_file, &log_info, deck_text, &t.g.params, world, resumed_at);
   run_log_identify(log, t.run_id);
   if (t.layout->ops->log) t.layout->ops->log(t.layout, log);
   run_mux_t mux;
   run_mux_begin(&mux, &t, deck);
-  log_mux_info_t info;
-  run_mux_info(&mux, cfg, &info);
-  run_log_multiplex(log, &info);
+  run_mux_log(&mux, cfg, log);
   install_stop_handlers();
 
   const char *tokens = dataset_token_unit(t.ds);
@@ -151,7 +152,7 @@ train_outcome_t train_run(const config_t *cfg, const deck_t *deck, const char *r
     log_row_t row = step_row(&t, &s, &before, row_sums, row_phases);
     run_mux_step_end(&mux, &t, &row);
     run_log_step(log, &row);
-    if (t.layout->ops->log_step) t.layout->ops->log_step(t.layout, log, t.step);
+    if (t.layout->ops->log_step) t.layout->ops->log_step(t.layout, t.step);
     progress_step(&p, &s);
     evaluated_last = checkpointed_last = 0;
     if (cfg->eval_every > 0 && t.step % cfg->eval_every == 0) {
@@ -182,8 +183,7 @@ train_outcome_t train_run(const config_t *cfg, const deck_t *deck, const char *r
     }
   }
   free(row_sums);
-  run_mux_info(&mux, cfg, &info);
-  run_log_multiplex(log, &info);
+  run_mux_log(&mux, cfg, log);
   run_mux_end(&mux, &t);
   if (outcome != TRAIN_FINISHED) {
     run_log_close(log);

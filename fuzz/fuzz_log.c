@@ -5,6 +5,7 @@
 
 #include "fuzz.h"
 #include "io/log_read.h"
+#include "layout/log_parts.h"
 #include "report/report.h"
 
 static FILE *sink;
@@ -12,6 +13,7 @@ static FILE *sink;
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
   (void)argc, (void)argv;
   fuzz_init();
+  layout_log_parts_register();
   sink = fopen("/dev/null", "w");
   return 0;
 }

@@ -1,4 +1,4 @@
-/* surge-report on surge-sim result files (report/sim.c through report/sim_read.c): any file is
+/* surge-report on surge-sim result files (sim/sim_report.c through sim/sim_read.c): any file is
  * refused with an input error or summarised, and its figures drawn (into a private directory). */
 #include <stdio.h>
 #include <stdlib.h>

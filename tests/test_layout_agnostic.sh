@@ -1,7 +1,10 @@
 #!/bin/sh
 # The trainer runs any layout without knowing which (layout/layout.h): nothing in src/train/ names a
 # layout, includes a layout's folder or reaches into an executor. The same search finds the names
-# where they belong (the layout table, the burst layout), so it can fail.
+# where they belong (the layout table, the burst layout), so it can fail. The metrics log
+# (src/io/log*) and surge-report (src/report/) know no layout or feature either: the parts describe
+# their own groups and views (io/log.h, io/log_part.h, report/report.h), searched in the code
+# without its comments. (The deck schema in src/io/config* still lists every part's keys.)
 . "${SURGE_TOP_SRCDIR:-.}/tests/tap.sh"
 
 # names: the layouts of the table and words only a layout's own code uses
@@ -18,10 +21,23 @@ tap_ok $? "the same search finds the names in the layout table and the burst lay
 grep -q "layout->ops->step\|l->ops->step" "$top_src/src/train/train.c"
 tap_ok $? "the trainer steps through the layout's table of operations"
 
+code_of() { sed -e 's,/\*.*,,' -e 's,^[[:space:]]*\*.*,,' "$1"; } # without its comments
+# the log and the report: no layout, none of the layouts' features (a plan, a pipeline, compression),
+# no multiplexing group, no include of their folders
+parts='burst|executor|"dp"|"3d"|pipeline|tensor.parallel|compress|"/plan|/multiplex|#include "(burst|pipe|mux|compress|layout)/'
+found=""
+for f in $(ls "$top_src"/src/io/log*.[ch] "$top_src"/src/report/*.[ch] | sort); do
+  hits=$(code_of "$f" | grep -n -i -E "$parts") && found="$found ${f#"$top_src"/}: $hits"
+done
+[ -z "$found" ]
+tap_ok $? "src/io/log* and src/report/ name no layout or feature of one (grep -iE '$parts' without comments)"
+[ -z "$found" ] || tap_diag "$found"
+code_of "$top_src/src/pipe/pipe_log.c" | grep -q -i -E "$parts" && code_of "$top_src/src/burst/plan_log.c" | grep -q -i -E "$parts"
+tap_ok $? "the same search finds the names in the parts' own log files"
+
 # roles are not names (nn/layer.h): no code outside the zoo matches on the gpt's node names; the
 # executor's sums, the pieces, the norm and checkpoints read the nodes' tensor-parallel roles
 names='"(wte|lm_head|lnf)[".]|\.(qkv|proj|fc|fcproj|attn)"|"blocks\.'
-code_of() { sed -e 's,/\*.*,,' -e 's,^[[:space:]]*\*.*,,' "$1"; } # without its comments
 found=""
 for f in $(find "$top_src/src" -name '*.[ch]' ! -path '*/nn/zoo.c' | sort); do
   hits=$(code_of "$f" | grep -n -E "$names") && found="$found ${f#"$top_src"/}: $hits"

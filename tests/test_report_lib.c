@@ -20,6 +20,7 @@
 
 #include "core/error.h"
 #include "io/log_format.h"
+#include "layout/log_parts.h"
 #include "report/report.h"
 #include "report/svg.h"
 #include "tap.h"
@@ -304,6 +305,7 @@ static void check_table(void) {
 
 int main(int argc, char **argv) {
   H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+  layout_log_parts_register();
   if (argc == 4 && strcmp(argv[1], "cut") == 0) return cut(argv[2], (hsize_t)atol(argv[3]));
   if (argc == 4 && strcmp(argv[1], "drop") == 0) return drop(argv[2], argv[3]);
   if (argc == 5 && strcmp(argv[1], "damage") == 0) return damage(argv[2], argv[3], argv[4]);

@@ -1,6 +1,6 @@
 #!/bin/sh
 # surge-report on surge-sim result files whose shapes, counts and values lie (issue 36): every
-# dataset is read through one checked reader (src/report/sim_read.c), so a column shorter than its
+# dataset is read through one checked reader (src/sim/sim_read.c), so a column shorter than its
 # table, a stage beyond the grid, a NaN or a zero the report divides by is refused with one line
 # naming the file and the HDF5 path (exit 2), before it is indexed, divided by or allocated for.
 # Before, such files read past heap buffers (exit 139), asked for 8 GB or overflowed an integer.

@@ -5,6 +5,7 @@
 #ifndef SURGE_LOG_CHECK_H
 #define SURGE_LOG_CHECK_H
 
+#include <math.h>
 #include <stddef.h>
 
 typedef struct log_range {
@@ -14,10 +15,20 @@ typedef struct log_range {
   int whole;     /* whole numbers only */
 } log_range_t;
 
+/* Ranges the parts' formats share. */
+#define LOG_MAX_RANKS 16777216.0  /* 2^24: more ranks than any job */
+#define LOG_MAX_SECONDS 1e9       /* a phase or step of 30 years is damage */
+#define LOG_RANGE_ANY ((log_range_t){-INFINITY, INFINITY, 1, 1, 0})
+#define LOG_RANGE_SECONDS ((log_range_t){0, LOG_MAX_SECONDS, 1, 0, 0})
+#define LOG_RANGE_RATE ((log_range_t){0, INFINITY, 1, 1, 0})
+#define LOG_RANGE_COUNT ((log_range_t){0, 18446744073709551616.0, 0, 0, 1})
+#define LOG_RANGE_INDEX(hi) ((log_range_t){0, (hi), 0, 0, 1})
+
 /* The largest step a log may hold: every step is a whole number a double holds exactly. */
 #define LOG_MAX_STEP 9007199254740992.0 /* 2^53 */
 
-/* The range of column `name` of `group` (a path of log_group_path, LOG_PLAN or LOG_PIPE_STAGES). */
+/* The range of column `name` of `group` (a path of log_group_path, or a part's group with its
+ * registered format: io/log_part.h). */
 log_range_t log_column_range(const char *group, const char *name);
 /* Whether a value lies in the range. */
 int log_in_range(const log_range_t *r, double v);

@@ -5,9 +5,9 @@
 #include <string.h>
 
 #include "comm/comm.h"
+#include "io/log_part.h"
 
-const char *const log_group_path[LOG_GROUP_COUNT] = {"/metrics",   "/ranks",           "/eval",    "/events",
-                                                     "/multiplex", "/pipeline/events", "/compress"};
+const char *const log_group_path[LOG_GROUP_COUNT] = {"/metrics", "/ranks", "/eval", "/events"};
 
 #define STEP_DOC "steps completed after the logged step (1-based)"
 const log_series_info_t log_scale_info[LOG_GROUP_COUNT] = {
@@ -15,62 +15,11 @@ const log_series_info_t log_scale_info[LOG_GROUP_COUNT] = {
     [LOG_RANKS] = {"rank", "1", "rank in the run's world communicator (column of every /ranks dataset)"},
     [LOG_EVAL] = {LOG_STEP, "steps", "steps completed when the evaluation ran"},
     [LOG_EVENTS] = {LOG_STEP, "steps", "steps completed when the event happened"},
-    [LOG_MULTIPLEX] = {LOG_STEP, "steps", STEP_DOC},
-    [LOG_PIPELINE] = {LOG_STEP, "steps", "steps completed after the step the event belongs to (1-based)"},
-    [LOG_COMPRESS] = {LOG_STEP, "steps", STEP_DOC},
 };
 
-const log_series_info_t log_compress_info[LOG_CMP_METRIC_COUNT] = {
-    [LOG_CMP_ACT_GRAD_RAW] = {"activation_grad_raw_bytes", "bytes",
-                              "the step's compressed pipeline gradients as exact messages, summed over ranks (sent: "
-                              "bytes_activation_grad_compressed)"},
-    [LOG_CMP_DP_RAW] = {"dp_raw_bytes", "bytes",
-                        "the step's compressed data-parallel matrices as exact sums, summed over ranks (sent: "
-                        "bytes_dp_compressed)"},
-    [LOG_CMP_SECONDS] = {"compress_seconds", "s",
-                         "the slowest rank's time in the compressors' arithmetic during the step"},
-    [LOG_CMP_COS_MEAN] = {"lep_cos_mean", "1",
-                          "mean over every boundary of cos(e, x - x'): a compressed send's residual e against its stage "
-                          "input x minus the next one's, x' (NaN: none)"},
-    [LOG_CMP_ERROR_NORM] = {"error_norm", "1",
-                            "(steps, boundaries): ||E|| carried over boundary j (stage j+1 to j) after the step, over its "
-                            "data-parallel replicas"},
-    [LOG_CMP_COS] = {"lep_cos", "1",
-                     "(steps, boundaries): the step's mean cos(e, x - x') over boundary j's consecutive compressed "
-                     "sends (NaN: none)"},
-};
 
-const char *const log_pipe_kind_name[LOG_PIPE_KIND_COUNT] = {
-    [LOG_PIPE_FORWARD] = "forward",
-    [LOG_PIPE_BACKWARD] = "backward",
-    [LOG_PIPE_RECV_ACTIVATION] = "recv_activation",
-    [LOG_PIPE_RECV_GRADIENT] = "recv_gradient",
-    [LOG_PIPE_SEND_WAIT] = "send_wait",
-    [LOG_PIPE_GRAD_SYNC] = "grad_sync",
-    [LOG_PIPE_EMBED_SYNC] = "embed_sync",
-};
 
-const log_series_info_t log_pipe_info[LOG_PIPE_COLUMN_COUNT] = {
-    [LOG_PIPE_RANK] = {"rank", "1", "rank in the run's world communicator"},
-    [LOG_PIPE_STAGE] = {"stage", "1", "pipeline stage of the rank"},
-    [LOG_PIPE_MICRO_BATCH] = {"micro_batch", "1", "micro-batch of the step (0-based; -1 for the whole step)"},
-    [LOG_PIPE_KIND] = {"kind", "1", "what happened: the index in /pipeline@event_kinds"},
-    [LOG_PIPE_START] = {"start", "s", "when it began, seconds since the layout's start (common to all ranks)"},
-    [LOG_PIPE_END] = {"end", "s", "when it ended, seconds since the layout's start"},
-};
 
-const log_series_info_t log_pipe_stage_info[LOG_PIPE_STAGE_COLUMN_COUNT] = {
-    [LOG_PIPE_STAGE_INDEX] = {"stage", "1", "pipeline stage"},
-    [LOG_PIPE_STAGE_FIRST_BLOCK] = {"first_block", "1", "the stage's first transformer block"},
-    [LOG_PIPE_STAGE_BLOCKS] = {"blocks", "1", "transformer blocks of the stage"},
-    [LOG_PIPE_STAGE_MFLOP] = {"train_mflop_per_sample", "MFLOP",
-                              "training FLOPs per sample of the stage's layers (whole, before tensor parallelism)"},
-    [LOG_PIPE_STAGE_HELD] = {"micro_batches_held", "1",
-                             "most micro-batches whose activations a rank of the stage holds at once (measured)"},
-    [LOG_PIPE_STAGE_ACT_BYTES] = {"activation_bytes", "bytes",
-                                  "activation memory of a rank of the stage (activations, their gradients, layer "
-                                  "state) for the micro-batches it holds"},
-};
 
 const log_series_info_t log_metric_info[LOG_METRIC_COUNT] = {
     [LOG_LOSS] = {"loss", "nats", "training loss of the step: mean cross-entropy over the global batch"},
@@ -95,7 +44,7 @@ const log_series_info_t log_phase_info[PHASE_COUNT] = {
                       "without multiplexing)"},
     [PHASE_OFFERED] = {"offered", "s",
                        "foreground ranks: seconds of the step they published to their background partner as idle "
-                       "or waiting on other ranks (a burst layer without them, a pipeline bubble, a receive); 0 "
+                       "or waiting on other ranks (a layer or stage with no work for them, a receive); 0 "
                        "without multiplexing"},
 };
 
@@ -111,29 +60,7 @@ const log_series_info_t log_event_info[LOG_EVENT_COUNT] = {
     [LOG_EVENT_TEXT] = {"text", "text", "what happened, one line of text"},
 };
 
-const log_series_info_t log_multiplex_info[LOG_MUX_METRIC_COUNT] = {
-    [LOG_MUX_FG_SPS] = {"foreground_samples_per_sec", "samples/s",
-                        "the foreground job's global batch over its slowest rank's step time"},
-    [LOG_MUX_BG_SPS] = {"background_samples_per_sec", "samples/s",
-                        "samples the background ranks finished per second during the foreground's step, summed"},
-    [LOG_MUX_TOTAL_SPS] = {"total_samples_per_sec", "samples/s", "foreground plus background samples per second"},
-    [LOG_MUX_ACTIVE] = {"background_ranks_active", "ranks",
-                        "foreground ranks whose background partner's gate let a piece of work through in the step"},
-};
 
-const log_series_info_t log_plan_info[LOG_PLAN_COLUMN_COUNT] = {
-    [LOG_PLAN_NODE] = {"node", "1", "index of the node in the model graph"},
-    [LOG_PLAN_NAME] = {"name", "text", "name of the node"},
-    [LOG_PLAN_KIND] = {"kind", "text", "layer kind of the node"},
-    [LOG_PLAN_RANKS] = {"ranks", "ranks", "ranks the node runs on (n)"},
-    [LOG_PLAN_FIRST_RANK] = {"first_rank", "1", "first rank of the node's contiguous range [first, first + n)"},
-    [LOG_PLAN_PER_RANK_BATCH] = {"per_rank_batch", "samples",
-                                 "samples of the busiest rank of the node: ceil(global batch / n)"},
-    [LOG_PLAN_COMPUTE_US] = {"compute_us", "us", "predicted forward+backward time of the node on its busiest rank"},
-    [LOG_PLAN_TRANSFER_IN_US] = {"transfer_in_us", "us",
-                                 "predicted time of the re-shards into the node (activations and their gradients)"},
-    [LOG_PLAN_SYNC_US] = {"sync_us", "us", "predicted time of the gradient allreduce over the node's ranks"},
-};
 
 const char *log_not_surge(hid_t file, h5util_check_t *chk) {
   if (h5util_check(chk, H5Lexists(file, LOG_RUN, H5P_DEFAULT), "look up", LOG_RUN) == 0) return "no /run group";
@@ -182,16 +109,9 @@ int log_column_order(const char *group, const char *name) {
     i = after_step(log_eval_info, LOG_EVAL_COUNT, name);
   } else if (strcmp(group, log_group_path[LOG_EVENTS]) == 0) {
     i = after_step(log_event_info, LOG_EVENT_COUNT, name);
-  } else if (strcmp(group, log_group_path[LOG_MULTIPLEX]) == 0) {
-    i = after_step(log_multiplex_info, LOG_MUX_METRIC_COUNT, name);
-  } else if (strcmp(group, LOG_PLAN) == 0) {
-    i = index_of(log_plan_info, LOG_PLAN_COLUMN_COUNT, name);
-  } else if (strcmp(group, log_group_path[LOG_PIPELINE]) == 0) {
-    i = after_step(log_pipe_info, LOG_PIPE_COLUMN_COUNT, name);
-  } else if (strcmp(group, log_group_path[LOG_COMPRESS]) == 0) {
-    i = after_step(log_compress_info, LOG_CMP_METRIC_COUNT, name);
-  } else if (strcmp(group, LOG_PIPE_STAGES) == 0) {
-    i = index_of(log_pipe_stage_info, LOG_PIPE_STAGE_COLUMN_COUNT, name);
+  } else {
+    const log_group_format_t *f = log_group_format(group);
+    if (f) i = f->stepped ? after_step(f->column, f->ncolumns, name) : index_of(f->column, f->ncolumns, name);
   }
   return i >= 0 ? i : UNKNOWN;
 }

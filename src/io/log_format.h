@@ -12,15 +12,14 @@
 /* /run@program of every Surge log. */
 #define LOG_PROGRAM "surge-train"
 
-/* Groups whose series share their rows: each has a step scale (GROUP_RANKS: /metrics/step). */
+/* The groups every log has, whose series share their rows: each has a step scale (LOG_RANKS:
+ * /metrics/step). The parts' groups (a burst plan, a pipeline, multiplexing) are the parts' own
+ * (io/log_part.h). */
 typedef enum log_group {
   LOG_METRICS = 0,
   LOG_RANKS,
   LOG_EVAL,
   LOG_EVENTS,
-  LOG_MULTIPLEX, /* multiplexed runs only */
-  LOG_PIPELINE,  /* "/pipeline/events": 3D runs only */
-  LOG_COMPRESS,  /* "/compress": 3D runs with compression only */
   LOG_GROUP_COUNT
 } log_group_t;
 extern const char *const log_group_path[LOG_GROUP_COUNT]; /* "/metrics", ... */
@@ -30,8 +29,8 @@ typedef struct log_series_info {
   const char *name, *units, *description;
 } log_series_info_t;
 
-/* Each group's scale: "step" of /metrics (whose rows /ranks shares), /eval, /events and
- * /multiplex; "rank" of /ranks (its columns). */
+/* Each group's scale: "step" of /metrics (whose rows /ranks shares), /eval and /events; "rank" of
+ * /ranks (its columns). */
 #define LOG_STEP "step"
 extern const log_series_info_t log_scale_info[LOG_GROUP_COUNT];
 
@@ -69,82 +68,11 @@ extern const log_series_info_t log_phase_info[PHASE_COUNT]; /* name without the 
 /* The background and paused phases exist in the logs of multiplexed runs only. */
 int log_phase_multiplexed(log_phase_t p);
 
-/* /eval, /events and /multiplex after their step scale. */
+/* /eval and /events after their step scale. */
 typedef enum log_eval { LOG_EVAL_LOSS = 0, LOG_EVAL_ACCURACY, LOG_EVAL_COUNT } log_eval_t;
 extern const log_series_info_t log_eval_info[LOG_EVAL_COUNT];
 typedef enum log_event { LOG_EVENT_TIME = 0, LOG_EVENT_TEXT, LOG_EVENT_COUNT } log_event_t;
 extern const log_series_info_t log_event_info[LOG_EVENT_COUNT];
-typedef enum log_mux_metric {
-  LOG_MUX_FG_SPS = 0,
-  LOG_MUX_BG_SPS,
-  LOG_MUX_TOTAL_SPS,
-  LOG_MUX_ACTIVE,
-  LOG_MUX_METRIC_COUNT
-} log_mux_metric_t;
-extern const log_series_info_t log_multiplex_info[LOG_MUX_METRIC_COUNT];
-
-/* /pipeline (3D runs): the layout's attributes, one row per stage in /pipeline/stages, and per
- * logged step one row per event of each rank in /pipeline/events (after its step scale). An event's
- * kind is a number: its index in log_pipe_kind_name (also the /pipeline@event_kinds attribute). */
-#define LOG_PIPE "/pipeline"
-#define LOG_PIPE_STAGES "/pipeline/stages"
-#define LOG_PIPE_EVENTS "/pipeline/events"
-typedef enum log_pipe_kind {
-  LOG_PIPE_FORWARD = 0,     /* a micro-batch's forward pass (with its loss on the last stage) */
-  LOG_PIPE_BACKWARD,        /* a micro-batch's backward pass */
-  LOG_PIPE_RECV_ACTIVATION, /* waiting for a micro-batch's activation from the previous stage */
-  LOG_PIPE_RECV_GRADIENT,   /* waiting for the gradient of a micro-batch's output from the next stage */
-  LOG_PIPE_SEND_WAIT,       /* waiting for a send to complete (before reusing its buffer, at the step's end) */
-  LOG_PIPE_GRAD_SYNC,       /* finishing the data-parallel gradient sum */
-  LOG_PIPE_EMBED_SYNC,      /* summing the tied word embedding's gradient over first and last stage */
-  LOG_PIPE_KIND_COUNT
-} log_pipe_kind_t;
-extern const char *const log_pipe_kind_name[LOG_PIPE_KIND_COUNT];
-typedef enum log_pipe_column {
-  LOG_PIPE_RANK = 0,
-  LOG_PIPE_STAGE,
-  LOG_PIPE_MICRO_BATCH,
-  LOG_PIPE_KIND,
-  LOG_PIPE_START,
-  LOG_PIPE_END,
-  LOG_PIPE_COLUMN_COUNT
-} log_pipe_column_t;
-extern const log_series_info_t log_pipe_info[LOG_PIPE_COLUMN_COUNT];
-typedef enum log_pipe_stage_column {
-  LOG_PIPE_STAGE_INDEX = 0,
-  LOG_PIPE_STAGE_FIRST_BLOCK,
-  LOG_PIPE_STAGE_BLOCKS,
-  LOG_PIPE_STAGE_MFLOP,
-  LOG_PIPE_STAGE_HELD,
-  LOG_PIPE_STAGE_ACT_BYTES,
-  LOG_PIPE_STAGE_COLUMN_COUNT
-} log_pipe_stage_column_t;
-extern const log_series_info_t log_pipe_stage_info[LOG_PIPE_STAGE_COLUMN_COUNT];
-#define LOG_PIPE_TP "tp"
-#define LOG_PIPE_PP "pp"
-#define LOG_PIPE_DP "dp"
-#define LOG_PIPE_MICRO_BATCHES "micro_batches"
-#define LOG_PIPE_SCHEDULE "schedule"
-#define LOG_PIPE_EVENT_KINDS "event_kinds"
-#define LOG_PIPE_BUBBLE_THEORY "theoretical_bubble"
-
-/* /compress (3d runs with [compress] on): per step, after its step scale, the compressor's numbers;
- * the per-boundary ones are 2-D (steps, boundaries), boundary j between stages j and j + 1 (the
- * gradients stage j + 1 sends to stage j). /compress@summary: the choices, as printed at start. */
-typedef enum log_compress_metric {
-  LOG_CMP_ACT_GRAD_RAW = 0, /* bytes the compressed pipeline gradients would have taken exact */
-  LOG_CMP_DP_RAW,           /* bytes the compressed data-parallel matrices would have taken exact */
-  LOG_CMP_SECONDS,          /* the compressor's own arithmetic, the slowest rank */
-  LOG_CMP_COS_MEAN,         /* the LEP diagnostic over every boundary */
-  LOG_CMP_ERROR_NORM,       /* (steps, boundaries) */
-  LOG_CMP_COS,              /* (steps, boundaries) */
-  LOG_CMP_METRIC_COUNT
-} log_compress_metric_t;
-extern const log_series_info_t log_compress_info[LOG_CMP_METRIC_COUNT];
-#define LOG_CMP_PER_BOUNDARY LOG_CMP_ERROR_NORM /* this one and the ones after it are 2-D */
-#define LOG_CMP_GROUP "/compress"
-#define LOG_CMP_SUMMARY "summary"
-
 /* /run: attributes, and the resolved deck as a scalar string dataset. */
 #define LOG_RUN "/run"
 #define LOG_RUN_PROGRAM "program"
@@ -159,38 +87,6 @@ extern const log_series_info_t log_compress_info[LOG_CMP_METRIC_COUNT];
 #define LOG_RUN_DECK "deck"
 #define LOG_RUN_ID "run_id" /* the run's identity (io/run_dir.h), shared with its checkpoints */
 
-/* /plan (burst runs): one row per graph node, the plan file's text, and attributes. */
-#define LOG_PLAN "/plan"
-typedef enum log_plan_column {
-  LOG_PLAN_NODE = 0,
-  LOG_PLAN_NAME,
-  LOG_PLAN_KIND,
-  LOG_PLAN_RANKS,
-  LOG_PLAN_FIRST_RANK,
-  LOG_PLAN_PER_RANK_BATCH,
-  LOG_PLAN_COMPUTE_US,     /* the predicted times: only in plans that have them */
-  LOG_PLAN_TRANSFER_IN_US,
-  LOG_PLAN_SYNC_US,
-  LOG_PLAN_COLUMN_COUNT
-} log_plan_column_t;
-extern const log_series_info_t log_plan_info[LOG_PLAN_COLUMN_COUNT];
-#define LOG_PLAN_TEXT "text"
-#define LOG_PLAN_ITERATION_US "predicted_iteration_us"
-#define LOG_PLAN_RANK_US "predicted_rank_us"
-#define LOG_PLAN_ONE_RANK_US "one_rank_us"
-#define LOG_PLAN_JOB_RANKS "job_ranks"
-#define LOG_PLAN_GLOBAL_BATCH "global_batch"
-#define LOG_PLAN_AMPLIFICATION_LIMIT "amplification_limit"
-
-/* /multiplex (multiplexed runs): per step log_multiplex_info's series, and attributes. */
-#define LOG_MUX_GROUP "/multiplex"
-#define LOG_MUX_ROLE "role"
-#define LOG_MUX_CHANNEL "channel"
-#define LOG_MUX_PRIORITY "priority"
-#define LOG_MUX_ON_FOREGROUND_END "on_foreground_end"
-#define LOG_MUX_FOREGROUND_SLOWDOWN "foreground_slowdown"
-/* and the run's totals under the names of log_multiplex_info[LOG_MUX_FG_SPS .. LOG_MUX_TOTAL_SPS] */
-
 /* Every series dataset's attributes. */
 #define LOG_UNITS "units"
 #define LOG_DESCRIPTION "description"
@@ -199,9 +95,9 @@ extern const log_series_info_t log_plan_info[LOG_PLAN_COLUMN_COUNT];
  * \"surge-train\""), or NULL when it is one. HDF5 failures go to chk. */
 const char *log_not_surge(hid_t file, h5util_check_t *chk);
 
-/* Where column `name` of `group` (a path of log_group_path, or "/plan") goes when a log is read:
- * the documented columns in the order of the tables above (step first), then any other (a newer
- * log's) after them. Equal values: order by name. */
+/* Where column `name` of `group` (a path of log_group_path, or a part's group: io/log_part.h) goes
+ * when a log is read: the documented columns in the order of the tables above or the part's format
+ * (step first), then any other (a newer log's) after them. Equal values: order by name. */
 int log_column_order(const char *group, const char *name);
 
 #endif

@@ -161,8 +161,12 @@ void log_parts_pad(run_log_t *L, long step) {
     if (!R->active || !R->each_step || R->last_step == step) continue;
     int64_t s = step;
     h5_series_append(&R->step, &s);
-    for (int c = 0; c < R->ncolumns; c++)
-      h5_series_append(&R->series[c], R->column[c].value == LOG_VALUE_REAL ? (const void *)R->pad : R->zero);
+    static const char *const empty = "";
+    for (int c = 0; c < R->ncolumns; c++) {
+      log_value_t v = R->column[c].value;
+      h5_series_append(&R->series[c], v == LOG_VALUE_REAL ? (const void *)R->pad : v == LOG_VALUE_TEXT ? (const void *)&empty
+                                                                                                    : R->zero);
+    }
     R->last_step = step;
   }
 }
@@ -223,11 +227,13 @@ static void resume_group(run_log_t *L, log_rows_t *R, long resume_step) {
     snprintf(where, sizeof where, "%s/%s", R->path, nm->name[c]);
     hid_t d = h5util_check(&L->chk, H5Dopen2(g, nm->name[c], H5P_DEFAULT), "open", where);
     hid_t ft = h5util_check(&L->chk, H5Dget_type(d), "get the type of", where);
-    int real = H5Tget_class(ft) == H5T_FLOAT;
+    H5T_class_t cls = H5Tget_class(ft);
     h5util_check(&L->chk, H5Tclose(ft), "close the type of", where);
     h5util_check(&L->chk, H5Dclose(d), "close", where);
-    R->column[c].value = real ? LOG_VALUE_REAL : LOG_VALUE_COUNT; /* padded with NaN, or zeros */
-    h5_series_open(&R->series[c], &L->chk, g, R->path, nm->name[c], real ? H5T_NATIVE_DOUBLE : H5T_NATIVE_UINT64);
+    /* padded with NaN, zeros, or empty text */
+    log_value_t v = cls == H5T_FLOAT ? LOG_VALUE_REAL : cls == H5T_STRING ? LOG_VALUE_TEXT : LOG_VALUE_COUNT;
+    R->column[c].value = v;
+    h5_series_open(&R->series[c], &L->chk, g, R->path, nm->name[c], log_kind_of(L, v).mem_type);
     h5_series_truncate(&R->series[c], keep);
     R->ncolumns = c + 1;
   }

@@ -21,6 +21,7 @@
 #include "io/h5util.h"
 #include "io/log_check.h"
 #include "io/log_format.h"
+#include "io/log_part.h"
 #include "io/printable.h"
 #include "io/strbuf.h"
 
@@ -29,32 +30,33 @@ enum { MAX_DATASETS = 1024 }; /* datasets read from one group */
 #define VLEN_MIN_BYTES 8.0    /* a variable-length string takes at least this much of its dataset's storage */
 
 /* The file being read and its checker. */
-typedef struct reader {
+struct log_reader {
   const char *path;
+  hid_t file;
   h5util_check_t chk;
   size_t tolerance; /* rows a column may lack behind its step scale: one flush's worth */
-} reader_t;
+};
 
-static _Noreturn void not_surge(const reader_t *r, const char *why) {
+static _Noreturn void not_surge(const log_reader_t *r, const char *why) {
   surge_input_error("%s: not a Surge log (%s) (hint: a metrics log is the log.h5 file surge-train writes)", r->path,
                     why);
 }
 
-static _Noreturn void damaged(const reader_t *r, const char *what, const char *h5path) {
+_Noreturn void log_reader_damaged(const log_reader_t *r, const char *what, const char *h5path) {
   surge_input_error("%s: damaged Surge log: %s %s", r->path, h5path, what);
 }
 
-static hid_t ok(reader_t *r, hid_t result, const char *what, const char *h5path) {
+static hid_t ok(log_reader_t *r, hid_t result, const char *what, const char *h5path) {
   return h5util_check(&r->chk, result, what, h5path);
 }
 
-static int has_object(reader_t *r, hid_t loc, const char *name, H5I_type_t type, const char *h5path) {
+static int has_object(log_reader_t *r, hid_t loc, const char *name, H5I_type_t type, const char *h5path) {
   return ok(r, h5util_exists(loc, name, type), "look up", h5path) > 0;
 }
 
 /* Bytes of the dataset's values in the file, times the most its filters may expand them: no more
  * values than this are read (a damaged extent with no stored data behind it is refused unread). */
-static double stored_bound(reader_t *r, hid_t d, const char *h5path) {
+static double stored_bound(log_reader_t *r, hid_t d, const char *h5path) {
   hid_t dcpl = ok(r, H5Dget_create_plist(d), "get the creation properties of", h5path);
   int filters = ok(r, H5Pget_nfilters(dcpl), "get the filters of", h5path);
   hsize_t chunk[H5S_MAX_RANK];
@@ -70,7 +72,7 @@ static double stored_bound(reader_t *r, hid_t d, const char *h5path) {
 }
 
 /* The chunks a read of dims touches must be whole (h5util_chunks_whole), or the log is damaged. */
-static void check_chunks(reader_t *r, hid_t d, const char *h5path, int ndims, const hsize_t *dims, size_t type_bytes) {
+static void check_chunks(log_reader_t *r, hid_t d, const char *h5path, int ndims, const hsize_t *dims, size_t type_bytes) {
   unsigned long long bytes, want;
   int rc = h5util_chunks_whole(d, ndims, dims, type_bytes, &bytes, &want);
   if (rc < 0) h5util_fail(&r->chk, "look up the chunks of", h5path);
@@ -82,7 +84,7 @@ static void check_chunks(reader_t *r, hid_t d, const char *h5path, int ndims, co
 /* ---- attributes: absent, or of another kind, reads as "", -1 or NaN ---- */
 
 /* A string attribute with control characters and the like escaped (io/printable.h): it is shown. */
-static void attr_string(reader_t *r, hid_t obj, const char *obj_path, const char *name, char *buf, size_t n) {
+void log_reader_attr_string(log_reader_t *r, hid_t obj, const char *obj_path, const char *name, char *buf, size_t n) {
   char *value = NULL, where[192];
   snprintf(where, sizeof where, "%s@%s", obj_path, name);
   int rc = h5util_attr_read_string(obj, name, &value);
@@ -92,7 +94,7 @@ static void attr_string(reader_t *r, hid_t obj, const char *obj_path, const char
 }
 
 /* Whether the integer attribute is there (its value in *v); a failing read is damage. */
-static int attr_int(reader_t *r, hid_t obj, const char *obj_path, const char *name, long long *v) {
+static int attr_int(log_reader_t *r, hid_t obj, const char *obj_path, const char *name, long long *v) {
   char where[192];
   snprintf(where, sizeof where, "%s@%s", obj_path, name);
   int64_t x = 0;
@@ -102,14 +104,14 @@ static int attr_int(reader_t *r, hid_t obj, const char *obj_path, const char *na
   return rc == 0;
 }
 
-static _Noreturn void out_of_range(const reader_t *r, const char *obj_path, const char *name, double v, double lo,
+static _Noreturn void out_of_range(const log_reader_t *r, const char *obj_path, const char *name, double v, double lo,
                                     double hi) {
   surge_input_error("%s: damaged Surge log: %s@%s is %.17g, outside %.17g to %.17g (hint: was the file changed by "
                     "another program?)", r->path, obj_path, name, v, lo, hi);
 }
 
 /* An integer attribute in [lo, hi] (lo >= 0); -1 when absent (a -1 in the file is out of range). */
-static long long attr_int_ranged(reader_t *r, hid_t obj, const char *obj_path, const char *name, long long lo,
+long long log_reader_attr_int(log_reader_t *r, hid_t obj, const char *obj_path, const char *name, long long lo,
                                  long long hi) {
   long long v;
   if (!attr_int(r, obj, obj_path, name, &v)) return -1;
@@ -117,16 +119,16 @@ static long long attr_int_ranged(reader_t *r, hid_t obj, const char *obj_path, c
   return v;
 }
 
-static double attr_double(reader_t *r, hid_t obj, const char *obj_path, const char *name);
+static double attr_double(log_reader_t *r, hid_t obj, const char *obj_path, const char *name);
 
 /* A number attribute in [lo, hi] (infinite hi: +infinity allowed); NaN when absent or NaN. */
-static double attr_ranged(reader_t *r, hid_t obj, const char *obj_path, const char *name, double lo, double hi) {
+double log_reader_attr_real(log_reader_t *r, hid_t obj, const char *obj_path, const char *name, double lo, double hi) {
   double v = attr_double(r, obj, obj_path, name);
   if (!isnan(v) && !(v >= lo && v <= hi)) out_of_range(r, obj_path, name, v, lo, hi);
   return v;
 }
 
-static double attr_double(reader_t *r, hid_t obj, const char *obj_path, const char *name) {
+static double attr_double(log_reader_t *r, hid_t obj, const char *obj_path, const char *name) {
   char where[192];
   snprintf(where, sizeof where, "%s@%s", obj_path, name);
   double v = NAN;
@@ -139,14 +141,14 @@ static double attr_double(reader_t *r, hid_t obj, const char *obj_path, const ch
 
 /* A scalar fixed-length string dataset loc/name (h5path in messages) of at most max bytes; "" when
  * there is none. */
-static char *read_text(reader_t *r, hid_t loc, const char *name, const char *h5path, size_t max) {
+char *log_reader_text(log_reader_t *r, hid_t loc, const char *name, const char *h5path, size_t max) {
   if (!has_object(r, loc, name, H5I_DATASET, h5path)) return xstrdup("");
   hid_t d = ok(r, H5Dopen2(loc, name, H5P_DEFAULT), "open", h5path);
   hid_t t = ok(r, H5Dget_type(d), "get the type of", h5path);
   hid_t s = ok(r, H5Dget_space(d), "get the shape of", h5path);
   size_t len = H5Tget_size(t);
   if (H5Tget_class(t) != H5T_STRING || H5Tis_variable_str(t) != 0 || H5Sget_simple_extent_npoints(s) != 1)
-    damaged(r, "is not one fixed-length string", h5path);
+    log_reader_damaged(r, "is not one fixed-length string", h5path);
   if (len == 0 || len > max)
     surge_input_error("%s: damaged Surge log: %s holds %zu bytes, more than the %zu allowed", r->path, h5path, len,
                       max);
@@ -185,20 +187,20 @@ static void parse_settings(log_data_t *L) {
   free(cfg);
 }
 
-static void read_run(reader_t *r, log_data_t *L, hid_t f) {
+static void read_run(log_reader_t *r, log_data_t *L, hid_t f) {
   const char *why = log_not_surge(f, &r->chk);
   if (why) not_surge(r, why);
   hid_t run = ok(r, H5Gopen2(f, LOG_RUN, H5P_DEFAULT), "open", LOG_RUN);
-  attr_string(r, run, LOG_RUN, LOG_RUN_PROGRAM, L->program, sizeof L->program);
-  attr_string(r, run, LOG_RUN, LOG_RUN_VERSION, L->version, sizeof L->version);
-  attr_string(r, run, LOG_RUN, LOG_RUN_START_TIME, L->start_time, sizeof L->start_time);
-  attr_string(r, run, LOG_RUN, LOG_RUN_LAYOUT, L->layout, sizeof L->layout);
-  attr_string(r, run, LOG_RUN, LOG_RUN_MODEL, L->model, sizeof L->model);
-  L->ranks = attr_int_ranged(r, run, LOG_RUN, LOG_RUN_RANKS, 1, LOG_READ_MAX_RANKS);
-  L->parameters = attr_int_ranged(r, run, LOG_RUN, LOG_RUN_PARAMETERS, 0, (long long)1 << 50);
-  L->global_batch = attr_int_ranged(r, run, LOG_RUN, LOG_RUN_GLOBAL_BATCH, 1, 2147483647LL);
-  L->flush_every = attr_int_ranged(r, run, LOG_RUN, LOG_RUN_FLUSH_EVERY, 1, 1000000000LL);
-  L->deck = read_text(r, run, LOG_RUN_DECK, LOG_RUN "/" LOG_RUN_DECK, DECK_MAX_BYTES);
+  log_reader_attr_string(r, run, LOG_RUN, LOG_RUN_PROGRAM, L->program, sizeof L->program);
+  log_reader_attr_string(r, run, LOG_RUN, LOG_RUN_VERSION, L->version, sizeof L->version);
+  log_reader_attr_string(r, run, LOG_RUN, LOG_RUN_START_TIME, L->start_time, sizeof L->start_time);
+  log_reader_attr_string(r, run, LOG_RUN, LOG_RUN_LAYOUT, L->layout, sizeof L->layout);
+  log_reader_attr_string(r, run, LOG_RUN, LOG_RUN_MODEL, L->model, sizeof L->model);
+  L->ranks = log_reader_attr_int(r, run, LOG_RUN, LOG_RUN_RANKS, 1, LOG_READ_MAX_RANKS);
+  L->parameters = log_reader_attr_int(r, run, LOG_RUN, LOG_RUN_PARAMETERS, 0, (long long)1 << 50);
+  L->global_batch = log_reader_attr_int(r, run, LOG_RUN, LOG_RUN_GLOBAL_BATCH, 1, 2147483647LL);
+  L->flush_every = log_reader_attr_int(r, run, LOG_RUN, LOG_RUN_FLUSH_EVERY, 1, 1000000000LL);
+  L->deck = log_reader_text(r, run, LOG_RUN_DECK, LOG_RUN "/" LOG_RUN_DECK, DECK_MAX_BYTES);
   ok(r, H5Gclose(run), "close", LOG_RUN);
   parse_settings(L);
 }
@@ -208,7 +210,7 @@ static void read_run(reader_t *r, log_data_t *L, hid_t f) {
 typedef struct name_list {
   char **name;
   int n;
-  const reader_t *r;
+  const log_reader_t *r;
   const char *group;
 } name_list_t;
 
@@ -225,21 +227,9 @@ static herr_t collect_name(hid_t g, const char *name, const H5L_info_t *info, vo
   return 0;
 }
 
-/* How the columns of a group are read and matched up. */
-typedef struct group_spec {
-  const char *group, *prefix; /* the group's path; only names with this prefix are columns */
-  int ndims;                  /* 1, or 2 for /ranks (rows, ranks) */
-  int multiplexed;            /* the log has /multiplex: the multiplexed phases are expected */
-  size_t scale;               /* rows of the group's scale when it has no step column (/ranks: /metrics's) */
-  size_t tolerance;           /* rows a column may lack behind its scale (a writer killed during a flush) */
-  size_t max_cols;            /* 2-D: read at most this many columns (the ranks of /ranks/rank) */
-  int strict;                 /* every documented column must be whole (/plan, written at once) */
-  int extra;                  /* a second reading of a group for its columns of another shape: none
-                               * is documented (the first reading checks those) */
-} group_spec_t;
 
 /* Whether column name of the group is one the format documents as numeric. */
-static int documented(const group_spec_t *g, const char *name) {
+static int documented(const log_table_spec_t *g, const char *name) {
   char want[64];
   if (g->extra) return 0;
   for (int i = 0; log_expected_column(g->group, i, 1, want, sizeof want); i++)
@@ -250,7 +240,7 @@ static int documented(const group_spec_t *g, const char *name) {
 
 /* Read one numeric dataset of 1 or 2 dimensions into c: at most its stored values (1-D), at most
  * g->scale rows and g->max_cols columns (2-D, whose unwritten cells read as NaN). */
-static void read_column(reader_t *r, hid_t gid, const group_spec_t *g, const char *name, log_column_t *c) {
+static void read_column(log_reader_t *r, hid_t gid, const log_table_spec_t *g, const char *name, log_column_t *c) {
   char h5path[160];
   snprintf(h5path, sizeof h5path, "%s/%s", g->group, name);
   hid_t d = ok(r, H5Dopen2(gid, name, H5P_DEFAULT), "open", h5path);
@@ -275,7 +265,7 @@ static void read_column(reader_t *r, hid_t gid, const group_spec_t *g, const cha
   if (cells > LOG_READ_MAX_CELLS)
     surge_input_error("%s: %s holds %zu values, more than the %zu a log may have", r->path, h5path, cells,
                       LOG_READ_MAX_CELLS);
-  attr_string(r, d, h5path, LOG_UNITS, c->units, sizeof c->units);
+  log_reader_attr_string(r, d, h5path, LOG_UNITS, c->units, sizeof c->units);
   printable(name, c->name, sizeof c->name);
   c->cols = (size_t)dims[1];
   c->stored_rows = (size_t)dims[0];
@@ -295,7 +285,7 @@ static void read_column(reader_t *r, hid_t gid, const group_spec_t *g, const cha
 
 /* What dataset g/name is, for a message when it is not what the format says: NULL when it is a
  * numeric dataset of `ndims` dimensions. */
-static const char *column_kind(reader_t *r, hid_t g, const char *group, const char *name, int ndims) {
+static const char *column_kind(log_reader_t *r, hid_t g, const char *group, const char *name, int ndims) {
   char h5path[160];
   snprintf(h5path, sizeof h5path, "%s/%s", group, name);
   if (!has_object(r, g, name, H5I_DATASET, h5path))
@@ -315,7 +305,7 @@ static const char *column_kind(reader_t *r, hid_t g, const char *group, const ch
 }
 
 /* Every value of a documented column in its range, or the log is damaged. */
-static void check_values(reader_t *r, const group_spec_t *g, const char *name, const log_column_t *c) {
+static void check_values(log_reader_t *r, const log_table_spec_t *g, const char *name, const log_column_t *c) {
   log_range_t range = log_column_range(g->group, name);
   size_t cells = c->stored_rows * c->cols;
   for (size_t i = 0; i < cells; i++)
@@ -328,7 +318,7 @@ static void check_values(reader_t *r, const group_spec_t *g, const char *name, c
 }
 
 /* A step column: strictly increasing (non-decreasing where several rows can share a step). */
-static void check_steps(reader_t *r, const group_spec_t *g, const log_column_t *c, int strictly) {
+static void check_steps(log_reader_t *r, const log_table_spec_t *g, const log_column_t *c, int strictly) {
   for (size_t i = 1; i < c->stored_rows; i++)
     if (c->v[i] < c->v[i - 1] || (strictly && c->v[i] == c->v[i - 1]))
       surge_input_error("%s: damaged Surge log: %s/%s goes from %.17g to %.17g at row %zu (steps increase row by "
@@ -357,14 +347,14 @@ static void pad_rows(log_column_t *c, size_t rows, const char *h5path) {
 }
 
 /* The expected columns the group lacks, as columns of no values (missing set). */
-static void add_missing(reader_t *r, log_table_t *t, const group_spec_t *g, size_t cols) {
+static void add_missing(log_reader_t *r, log_table_t *t, const log_table_spec_t *g, size_t cols) {
   char name[64];
   for (int i = 0; log_expected_column(g->group, i, g->multiplexed, name, sizeof name); i++) {
     if (log_column(t, name) || strcmp(name, LOG_STEP) == 0) continue; /* no step: the callers' errors */
     if (g->strict) {
       char h5path[160];
       snprintf(h5path, sizeof h5path, "%s/%s", g->group, name);
-      damaged(r, "is missing", h5path);
+      log_reader_damaged(r, "is missing", h5path);
     }
     log_column_t c = {.cols = g->ndims == 2 ? cols : 1, .missing = 1};
     snprintf(c.name, sizeof c.name, "%s", name);
@@ -377,7 +367,7 @@ static void add_missing(reader_t *r, log_table_t *t, const group_spec_t *g, size
  * a column short of it by more than a flush is shown padded with no values (short_by), one short by
  * less (a killed writer's last flush) shortens the table; rows past the shortest are dropped (and
  * counted, to be said); a column longer than the scale by more than a flush is damage. */
-static void match_rows(reader_t *r, log_table_t *t, const group_spec_t *g) {
+static void match_rows(log_reader_t *r, log_table_t *t, const log_table_spec_t *g) {
   const log_column_t *step = log_column(t, LOG_STEP);
   size_t scale = step ? step->stored_rows : g->scale, longest = 0;
   for (int i = 0; i < t->ncol; i++)
@@ -411,7 +401,8 @@ static void match_rows(reader_t *r, log_table_t *t, const group_spec_t *g) {
  * a documented column that is not a numeric dataset of the right shape, or holds a value out of
  * range, is damage (exit 2); one that is missing or far too short is kept as a column without those
  * values (missing, short_by), for the output to say so. A missing group leaves t->present 0. */
-static void read_group(reader_t *r, hid_t f, const group_spec_t *g, log_table_t *t) {
+void log_reader_table(log_reader_t *r, const log_table_spec_t *g, log_table_t *t) {
+  hid_t f = r->file;
   memset(t, 0, sizeof *t);
   if (!has_object(r, f, g->group, H5I_GROUP, g->group)) return;
   t->present = 1;
@@ -445,14 +436,12 @@ static void read_group(reader_t *r, hid_t f, const group_spec_t *g, log_table_t 
   ok(r, H5Gclose(gid), "close", g->group);
   add_missing(r, t, g, cols ? cols : 1);
   const log_column_t *step = log_column(t, LOG_STEP);
-  int rows_per_step = strcmp(g->group, log_group_path[LOG_EVENTS]) == 0 || /* several rows share a step */
-                      strcmp(g->group, log_group_path[LOG_PIPELINE]) == 0;
-  if (step && !step->missing) check_steps(r, g, step, !rows_per_step);
+  if (step && !step->missing) check_steps(r, g, step, !g->rows_share_step);
   match_rows(r, t, g);
 }
 
 /* Keep at most `rows` rows of t (the other rows do not belong to a row of its step scale). */
-static void limit_rows(log_table_t *t, size_t rows) {
+void log_table_limit_rows(log_table_t *t, size_t rows) {
   if (t->rows <= rows) return;
   t->rows_dropped += t->rows - rows;
   t->rows = rows;
@@ -483,7 +472,7 @@ static void vlen_free(void *p, void *info) {
  * the length (4 bytes, little-endian) and a global heap ID (an address and a 4-byte index). A Surge
  * log writes such datasets chunked (/events/text) or contiguous (/plan/name), never filtered: any
  * other layout, and any length longer than the file, is damage. */
-static void check_string_lengths(reader_t *r, hid_t f, hid_t d, hid_t space, const char *h5path, hsize_t count) {
+static void check_string_lengths(log_reader_t *r, hid_t f, hid_t d, hid_t space, const char *h5path, hsize_t count) {
   hid_t fcpl = ok(r, H5Fget_create_plist(f), "get the creation properties of", "/");
   size_t sizeof_addr = 8, sizeof_size = 8;
   hsize_t userblock = 0, file_bytes = 0;
@@ -499,7 +488,7 @@ static void check_string_lengths(reader_t *r, hid_t f, hid_t d, hid_t space, con
   if (layout == H5D_CHUNKED) ok(r, H5Pget_chunk(dcpl, 1, chunk), "get the chunks of", h5path);
   ok(r, H5Pclose(dcpl), "close the creation properties of", h5path);
   if ((layout != H5D_CHUNKED && layout != H5D_CONTIGUOUS) || filters != 0)
-    damaged(r, "is a string dataset of a layout a Surge log never writes (compact or filtered)", h5path);
+    log_reader_damaged(r, "is a string dataset of a layout a Surge log never writes (compact or filtered)", h5path);
   (void)space;
   size_t nbuf = 0;
   unsigned char *buf = NULL;
@@ -511,12 +500,12 @@ static void check_string_lengths(reader_t *r, hid_t f, hid_t d, hid_t space, con
       haddr_t addr;
       ok(r, H5Dget_chunk_info_by_coord(d, offset, &mask, &addr, &bytes), "look up a chunk of", h5path);
       if (addr == HADDR_UNDEF) continue; // never written: empty strings
-      if (bytes != chunk[0] * elem) damaged(r, "has a chunk of another size than its chunks", h5path);
+      if (bytes != chunk[0] * elem) log_reader_damaged(r, "has a chunk of another size than its chunks", h5path);
     } else {
       bytes = count * elem;
-      if (count && H5Dget_offset(d) == HADDR_UNDEF) damaged(r, "has no stored strings", h5path);
+      if (count && H5Dget_offset(d) == HADDR_UNDEF) log_reader_damaged(r, "has no stored strings", h5path);
     }
-    if (bytes > file_bytes) damaged(r, "claims more string references than the file holds", h5path);
+    if (bytes > file_bytes) log_reader_damaged(r, "claims more string references than the file holds", h5path);
     if (bytes > nbuf) buf = xrealloc(buf, nbuf = (size_t)bytes);
     uint32_t filter_mask = 0;
     if (layout == H5D_CHUNKED)
@@ -525,7 +514,7 @@ static void check_string_lengths(reader_t *r, hid_t f, hid_t d, hid_t space, con
       int *fd = NULL;
       ok(r, H5Fget_vfd_handle(f, H5P_DEFAULT, (void **)&fd), "get the file descriptor of", "/");
       if (!fd || pread(*fd, buf, (size_t)bytes, (off_t)(userblock + H5Dget_offset(d))) != (ssize_t)bytes)
-        damaged(r, "cannot be read as stored", h5path);
+        log_reader_damaged(r, "cannot be read as stored", h5path);
     }
     for (hsize_t j = 0; j < bytes / elem && offset[0] + j < count; j++) {
       const unsigned char *e = buf + j * elem;
@@ -540,12 +529,13 @@ static void check_string_lengths(reader_t *r, hid_t f, hid_t d, hid_t space, con
 }
 
 /* A 1-D dataset of variable-length strings (h5path), malloc'd strings; *n receives their count. */
-static char **read_strings(reader_t *r, hid_t f, const char *h5path, size_t *n) {
+char **log_reader_strings(log_reader_t *r, const char *h5path, size_t *n) {
+  hid_t f = r->file;
   hid_t d = ok(r, H5Dopen2(f, h5path, H5P_DEFAULT), "open", h5path);
   hid_t t = ok(r, H5Dget_type(d), "get the type of", h5path);
   hid_t s = ok(r, H5Dget_space(d), "get the shape of", h5path);
   if (H5Tget_class(t) != H5T_STRING || H5Tis_variable_str(t) <= 0 || H5Sget_simple_extent_ndims(s) != 1)
-    damaged(r, "is not a 1-D dataset of variable-length strings", h5path);
+    log_reader_damaged(r, "is not a 1-D dataset of variable-length strings", h5path);
   hsize_t len = 0;
   ok(r, H5Sget_simple_extent_dims(s, &len, NULL), "get the shape of", h5path);
   if (len > LOG_READ_MAX_CELLS)
@@ -581,27 +571,27 @@ static char **read_strings(reader_t *r, hid_t f, const char *h5path, size_t *n) 
   return text;
 }
 
-static void free_strings(char **text, size_t n) {
+void log_strings_free(char **text, size_t n) {
   for (size_t i = 0; i < n; i++) free(text[i]);
   free(text);
 }
 
-static void free_table(log_table_t *t) {
+void log_table_free(log_table_t *t) {
   for (int i = 0; i < t->ncol; i++) free(t->col[i].v);
   free(t->col);
 }
 
-static void read_events(reader_t *r, log_data_t *L, hid_t f) {
+static void read_events(log_reader_t *r, log_data_t *L, hid_t f) {
   const char *group = log_group_path[LOG_EVENTS];
   char text_path[64];
   snprintf(text_path, sizeof text_path, "%s/%s", group, log_event_info[LOG_EVENT_TEXT].name);
   log_table_t steps;
-  group_spec_t g = {.group = group, .prefix = "", .ndims = 1, .tolerance = r->tolerance};
-  read_group(r, f, &g, &steps);
+  log_table_spec_t g = {.group = group, .prefix = "", .ndims = 1, .tolerance = r->tolerance, .rows_share_step = 1};
+  log_reader_table(r, &g, &steps);
   const log_column_t *step = log_column(&steps, LOG_STEP);
   if (steps.present && step && has_object(r, f, text_path, H5I_DATASET, text_path)) {
     size_t n;
-    char **text = read_strings(r, f, text_path, &n);
+    char **text = log_reader_strings(r, text_path, &n);
     L->nevents = steps.rows < n ? steps.rows : n;
     L->event_step = xcalloc(L->nevents + 1, sizeof(double));
     L->event_text = xcalloc(L->nevents + 1, sizeof(char *));
@@ -610,124 +600,21 @@ static void read_events(reader_t *r, log_data_t *L, hid_t f) {
       L->event_text[i] = text[i];
       text[i] = NULL;
     }
-    free_strings(text, n);
+    log_strings_free(text, n);
   }
-  free_table(&steps);
-}
-
-static void read_plan(reader_t *r, log_data_t *L, hid_t f) {
-  log_plan_t *p = &L->plan;
-  group_spec_t g = {.group = LOG_PLAN, .prefix = "", .ndims = 1, .strict = 1};
-  read_group(r, f, &g, &p->nodes);
-  p->present = p->nodes.present;
-  p->text = xstrdup("");
-  if (!p->present) return;
-  if (!log_column(&p->nodes, log_plan_info[LOG_PLAN_RANKS].name) ||
-      !log_column(&p->nodes, log_plan_info[LOG_PLAN_FIRST_RANK].name))
-    damaged(r, "has no ranks or first_rank dataset", LOG_PLAN);
-  p->name = xcalloc(p->nodes.rows + 1, sizeof(char *));
-  size_t n = 0;
-  char name_path[64];
-  snprintf(name_path, sizeof name_path, LOG_PLAN "/%s", log_plan_info[LOG_PLAN_NAME].name);
-  char **names = has_object(r, f, name_path, H5I_DATASET, name_path) ? read_strings(r, f, name_path, &n) : NULL;
-  for (size_t i = 0; i < p->nodes.rows; i++) p->name[i] = xstrdup(i < n ? names[i] : "");
-  free_strings(names, n);
-  hid_t gid = ok(r, H5Gopen2(f, LOG_PLAN, H5P_DEFAULT), "open", LOG_PLAN);
-  p->iteration_us = attr_ranged(r, gid, LOG_PLAN, LOG_PLAN_ITERATION_US, 0, 1e15);
-  p->rank_us = attr_ranged(r, gid, LOG_PLAN, LOG_PLAN_RANK_US, 0, 1e15);
-  p->one_rank_us = attr_ranged(r, gid, LOG_PLAN, LOG_PLAN_ONE_RANK_US, 0, 1e15);
-  p->amplification_limit = attr_ranged(r, gid, LOG_PLAN, LOG_PLAN_AMPLIFICATION_LIMIT, 0, INFINITY); /* inf: none */
-  p->job_ranks = attr_int_ranged(r, gid, LOG_PLAN, LOG_PLAN_JOB_RANKS, 1, LOG_READ_MAX_RANKS);
-  p->global_batch = attr_int_ranged(r, gid, LOG_PLAN, LOG_PLAN_GLOBAL_BATCH, 1, 2147483647LL);
-  free(p->text);
-  p->text = read_text(r, gid, LOG_PLAN_TEXT, LOG_PLAN "/" LOG_PLAN_TEXT, LOG_READ_MAX_CELLS);
-  ok(r, H5Gclose(gid), "close", LOG_PLAN);
-}
-
-/* ---- /multiplex ---- */
-
-static void read_mux(reader_t *r, log_data_t *L, hid_t f) {
-  log_mux_t *m = &L->mux;
-  const char *group = log_group_path[LOG_MULTIPLEX];
-  group_spec_t g = {.group = group, .prefix = "", .ndims = 1, .multiplexed = 1, .tolerance = r->tolerance};
-  read_group(r, f, &g, &m->series);
-  limit_rows(&m->series, L->metrics.rows);
-  m->present = m->series.present;
-  m->fg_samples_per_sec = m->bg_samples_per_sec = m->total_samples_per_sec = m->fg_slowdown = NAN;
-  if (!m->present) return;
-  hid_t gid = ok(r, H5Gopen2(f, group, H5P_DEFAULT), "open", group);
-  attr_string(r, gid, group, LOG_MUX_ROLE, m->role, sizeof m->role);
-  attr_string(r, gid, group, LOG_MUX_CHANNEL, m->channel, sizeof m->channel);
-  attr_string(r, gid, group, LOG_MUX_PRIORITY, m->priority, sizeof m->priority);
-  attr_string(r, gid, group, LOG_MUX_ON_FOREGROUND_END, m->on_foreground_end, sizeof m->on_foreground_end);
-  m->fg_samples_per_sec = attr_ranged(r, gid, group, log_multiplex_info[LOG_MUX_FG_SPS].name, 0, INFINITY);
-  m->bg_samples_per_sec = attr_ranged(r, gid, group, log_multiplex_info[LOG_MUX_BG_SPS].name, 0, INFINITY);
-  m->total_samples_per_sec = attr_ranged(r, gid, group, log_multiplex_info[LOG_MUX_TOTAL_SPS].name, 0, INFINITY);
-  m->fg_slowdown = attr_ranged(r, gid, group, LOG_MUX_FOREGROUND_SLOWDOWN, 0, INFINITY);
-  ok(r, H5Gclose(gid), "close", group);
-}
-
-/* ---- /compress ---- */
-
-static void read_compress(reader_t *r, log_data_t *L, hid_t f) {
-  log_compress_t *c = &L->compress;
-  const char *group = log_group_path[LOG_COMPRESS];
-  group_spec_t series = {.group = group, .prefix = "", .ndims = 1, .tolerance = r->tolerance};
-  read_group(r, f, &series, &c->series);
-  c->present = c->series.present;
-  if (!c->present) return;
-  const log_column_t *step = log_column(&c->series, LOG_STEP);
-  if (!step || step->missing) damaged(r, "has no step dataset", group);
-  /* the per-boundary columns, (steps, boundaries), on the same step scale */
-  group_spec_t boundary = {.group = group, .prefix = "", .ndims = 2, .scale = step->stored_rows,
-                           .tolerance = r->tolerance, .max_cols = LOG_READ_MAX_RANKS, .extra = 1};
-  read_group(r, f, &boundary, &c->boundary);
-  limit_rows(&c->boundary, c->series.rows);
-  limit_rows(&c->series, c->boundary.ncol ? c->boundary.rows : c->series.rows);
-  hid_t g = ok(r, H5Gopen2(f, group, H5P_DEFAULT), "open", group);
-  attr_string(r, g, group, LOG_CMP_SUMMARY, c->summary, sizeof c->summary);
-  ok(r, H5Gclose(g), "close", group);
-}
-
-/* ---- /pipeline ---- */
-
-static void read_pipe(reader_t *r, log_data_t *L, hid_t f) {
-  log_pipe_t *p = &L->pipe;
-  p->tp = p->pp = p->dp = p->micro_batches = -1;
-  p->bubble_theory = NAN;
-  if (!has_object(r, f, LOG_PIPE, H5I_GROUP, LOG_PIPE)) return;
-  p->present = 1;
-  hid_t g = ok(r, H5Gopen2(f, LOG_PIPE, H5P_DEFAULT), "open", LOG_PIPE);
-  p->tp = attr_int_ranged(r, g, LOG_PIPE, LOG_PIPE_TP, 1, LOG_READ_MAX_RANKS);
-  p->pp = attr_int_ranged(r, g, LOG_PIPE, LOG_PIPE_PP, 1, LOG_READ_MAX_RANKS);
-  p->dp = attr_int_ranged(r, g, LOG_PIPE, LOG_PIPE_DP, 1, LOG_READ_MAX_RANKS);
-  p->micro_batches = attr_int_ranged(r, g, LOG_PIPE, LOG_PIPE_MICRO_BATCHES, 1, 2147483647LL);
-  attr_string(r, g, LOG_PIPE, LOG_PIPE_SCHEDULE, p->schedule, sizeof p->schedule);
-  p->bubble_theory = attr_ranged(r, g, LOG_PIPE, LOG_PIPE_BUBBLE_THEORY, 0, 1);
-  ok(r, H5Gclose(g), "close", LOG_PIPE);
-  group_spec_t stages = {.group = LOG_PIPE_STAGES, .prefix = "", .ndims = 1, .strict = 1}; /* written at once */
-  read_group(r, f, &stages, &p->stages);
-  const char *events = log_group_path[LOG_PIPELINE];
-  group_spec_t ev = {.group = events, .prefix = "", .ndims = 1, .tolerance = r->tolerance};
-  read_group(r, f, &ev, &p->events);
-  for (int c = 0; c < LOG_PIPE_COLUMN_COUNT && p->events.present; c++) {
-    const log_column_t *col = log_column(&p->events, log_pipe_info[c].name);
-    if (!col || col->missing) damaged(r, "lacks a column of the pipeline events", events);
-  }
-  const log_column_t *step = log_column(&p->events, LOG_STEP);
-  if (p->events.present && (!step || step->missing)) damaged(r, "has no step dataset", events);
+  log_table_free(&steps);
 }
 
 /* ---- the whole log ---- */
 
 /* Columns of /ranks: the length of its rank scale /ranks/rank (1-D, bounded by what is stored), 0
  * without /ranks. */
-static size_t rank_columns(reader_t *r, hid_t f) {
+static size_t rank_columns(log_reader_t *r, hid_t f) {
   const char *group = log_group_path[LOG_RANKS];
   if (!has_object(r, f, group, H5I_GROUP, group)) return 0;
   char path[64];
   snprintf(path, sizeof path, "%s/%s", group, log_scale_info[LOG_RANKS].name);
-  if (column_kind(r, f, "", path + 1, 1)) damaged(r, "is missing or not a 1-D numeric dataset", path);
+  if (column_kind(r, f, "", path + 1, 1)) log_reader_damaged(r, "is missing or not a 1-D numeric dataset", path);
   hid_t d = ok(r, H5Dopen2(f, path, H5P_DEFAULT), "open", path);
   hid_t s = ok(r, H5Dget_space(d), "get the shape of", path);
   hsize_t n = 0;
@@ -740,7 +627,7 @@ static size_t rank_columns(reader_t *r, hid_t f) {
   return (size_t)n;
 }
 
-static hid_t open_log(reader_t *r) {
+static hid_t open_log(log_reader_t *r) {
   if (infile_check(r->path, 0, NULL) != 0)
     surge_input_error("%s: cannot open: %s (hint: check the path)", r->path, strerror(errno));
   if (H5Fis_hdf5(r->path) <= 0) not_surge(r, "not an HDF5 file");
@@ -770,38 +657,77 @@ int log_peek_run_id(const char *path, char *id, size_t n) {
   return n && id[0];
 }
 
+/* ---- the parts (io/log_part.h) ---- */
+
+enum { LOG_PARTS_MAX_REGISTERED = 16 };
+static const log_part_t *log_parts[LOG_PARTS_MAX_REGISTERED];
+static int log_parts_n;
+
+void log_part_register(const log_part_t *part) {
+  for (int i = 0; i < log_parts_n; i++)
+    if (log_parts[i] == part) return;
+  if (log_parts_n == LOG_PARTS_MAX_REGISTERED || log_parts_n == LOG_PARTS_MAX)
+    surge_runtime_error("log: more than %d parts registered", log_parts_n);
+  log_parts[log_parts_n++] = part;
+}
+
+const log_group_format_t *log_group_format(const char *group) {
+  for (int i = 0; i < log_parts_n; i++)
+    for (int k = 0; k < log_parts[i]->nformats; k++)
+      if (strcmp(log_parts[i]->formats[k]->group, group) == 0) return log_parts[i]->formats[k];
+  return NULL;
+}
+
+/* The parts the file has, read by their own readers. */
+static void read_parts(log_reader_t *r, log_data_t *L) {
+  for (int i = 0; i < log_parts_n; i++) {
+    const log_part_t *p = log_parts[i];
+    if (!has_object(r, r->file, p->group, H5I_GROUP, p->group)) continue;
+    L->part[L->nparts].part = p;
+    L->part[L->nparts].data = p->read(r, L);
+    L->nparts++;
+  }
+}
+
+/* Whether the log has any of the multiplexed phases (then it is expected to have them all). */
+static int multiplexed_phases(log_reader_t *r, hid_t f) {
+  for (int p = 0; p < PHASE_COUNT; p++) {
+    char path[96];
+    snprintf(path, sizeof path, "%s/%s%s", log_group_path[LOG_RANKS], LOG_PHASE_PREFIX, log_phase_info[p].name);
+    if (log_phase_multiplexed((log_phase_t)p) && has_object(r, f, path, H5I_DATASET, path)) return 1;
+  }
+  return 0;
+}
+
 log_data_t *log_read(const char *path) {
   log_data_t *L = xcalloc(1, sizeof *L);
   L->path = xstrdup(path);
-  reader_t r = {.path = L->path, .chk = h5util_checker(L->path, H5UTIL_INPUT_ERROR)};
+  log_reader_t r = {.path = L->path, .chk = h5util_checker(L->path, H5UTIL_INPUT_ERROR)};
   r.chk.lead = "damaged Surge log: ";
   r.chk.hint = "was the file cut short or changed by another program?";
   h5util_quiet_t q = h5util_quiet_begin();
-  hid_t f = open_log(&r);
+  hid_t f = r.file = open_log(&r);
   read_run(&r, L, f);
   r.tolerance = L->flush_every > 0 ? (size_t)L->flush_every : 1;
-  int multiplexed = has_object(&r, f, log_group_path[LOG_MULTIPLEX], H5I_GROUP, log_group_path[LOG_MULTIPLEX]);
-  group_spec_t metrics = {.group = log_group_path[LOG_METRICS], .prefix = "", .ndims = 1, .tolerance = r.tolerance};
-  read_group(&r, f, &metrics, &L->metrics);
+  int multiplexed = multiplexed_phases(&r, f);
+  log_table_spec_t metrics = {.group = log_group_path[LOG_METRICS], .prefix = "", .ndims = 1, .tolerance = r.tolerance};
+  log_reader_table(&r, &metrics, &L->metrics);
   const log_column_t *step = log_column(&L->metrics, LOG_STEP);
   if (!step) not_surge(&r, "no /metrics/step");
   /* /ranks: (rows of /metrics/step, ranks of /ranks/rank) at most, both bounded by what is stored */
-  group_spec_t ranks = {.group = log_group_path[LOG_RANKS], .prefix = LOG_PHASE_PREFIX, .ndims = 2,
-                        .multiplexed = multiplexed, .scale = step->stored_rows, .tolerance = r.tolerance,
-                        .max_cols = rank_columns(&r, f)};
-  read_group(&r, f, &ranks, &L->phases);
-  limit_rows(&L->phases, L->metrics.rows);
+  log_table_spec_t ranks = {.group = log_group_path[LOG_RANKS], .prefix = LOG_PHASE_PREFIX, .ndims = 2,
+                            .multiplexed = multiplexed, .scale = step->stored_rows, .tolerance = r.tolerance,
+                            .max_cols = rank_columns(&r, f)};
+  log_reader_table(&r, &ranks, &L->phases);
+  log_table_limit_rows(&L->phases, L->metrics.rows);
   L->phase_ranks = L->phases.ncol ? L->phases.col[0].cols : 0;
   for (int i = 0; i < L->phases.ncol; i++)
     if (L->phases.col[i].cols < L->phase_ranks) L->phase_ranks = L->phases.col[i].cols;
-  group_spec_t eval = {.group = log_group_path[LOG_EVAL], .prefix = "", .ndims = 1, .tolerance = r.tolerance};
-  read_group(&r, f, &eval, &L->eval);
-  if (L->eval.present && !log_column(&L->eval, LOG_STEP)) damaged(&r, "has no step dataset", "/eval");
+  log_table_spec_t eval = {.group = log_group_path[LOG_EVAL], .prefix = "", .ndims = 1, .tolerance = r.tolerance};
+  log_reader_table(&r, &eval, &L->eval);
+  if (L->eval.present && !log_column(&L->eval, LOG_STEP)) log_reader_damaged(&r, "has no step dataset", "/eval");
   read_events(&r, L, f);
-  read_plan(&r, L, f);
-  read_mux(&r, L, f);
-  read_pipe(&r, L, f);
-  read_compress(&r, L, f);
+  read_parts(&r, L);
   ok(&r, H5Fclose(f), "close", "/");
   h5util_quiet_end(q);
   return L;
@@ -814,25 +740,37 @@ void log_data_free(log_data_t *L) {
     free(L->setting[i].value);
   }
   free(L->setting);
-  free_table(&L->metrics);
-  free_table(&L->phases);
-  free_table(&L->eval);
+  log_table_free(&L->metrics);
+  log_table_free(&L->phases);
+  log_table_free(&L->eval);
   for (size_t i = 0; i < L->nevents; i++) free(L->event_text[i]);
   free(L->event_text);
   free(L->event_step);
-  free_table(&L->plan.nodes);
-  for (size_t i = 0; L->plan.name && i < L->plan.nodes.rows; i++) free(L->plan.name[i]);
-  free(L->plan.name);
-  free(L->plan.text);
-  free_table(&L->mux.series);
-  free_table(&L->pipe.stages);
-  free_table(&L->pipe.events);
-  free_table(&L->compress.series);
-  free_table(&L->compress.boundary);
+  for (int i = 0; i < L->nparts; i++) L->part[i].part->free(L->part[i].data);
   free(L->deck);
   free(L->path);
   free(L);
 }
+
+const void *log_part_data(const log_data_t *L, const char *name) {
+  for (int i = 0; i < L->nparts; i++)
+    if (strcmp(L->part[i].part->name, name) == 0) return L->part[i].data;
+  return NULL;
+}
+
+/* ---- the parts' access to the reader ---- */
+
+size_t log_reader_tolerance(const log_reader_t *r) { return r->tolerance; }
+
+int log_reader_has(log_reader_t *r, const char *path, H5I_type_t type) {
+  return has_object(r, r->file, path, type, path);
+}
+
+hid_t log_reader_group(log_reader_t *r, const char *path) {
+  return ok(r, H5Gopen2(r->file, path, H5P_DEFAULT), "open", path);
+}
+
+void log_reader_group_close(log_reader_t *r, hid_t g, const char *path) { ok(r, H5Gclose(g), "close", path); }
 
 const log_column_t *log_column(const log_table_t *t, const char *name) {
   for (int i = 0; i < t->ncol; i++)

@@ -6,8 +6,9 @@
  * Logs of killed runs are normal input: their datasets may have unequal lengths (a kill during a
  * flush), /eval or /events may be empty or missing, and cells of ranks that did not run read NaN.
  * The reader keeps the rows every column of a group has and remembers how many it dropped. It takes
- * every numeric dataset of /metrics, /ranks/phase_*, /eval, /plan, /multiplex, /pipeline and
- * /compress, so what newer logs add is read without a change here.
+ * every numeric dataset of /metrics, /ranks/phase_* and /eval, so what newer logs add is read
+ * without a change here; the groups of the log's parts (a burst plan, a pipeline, multiplexing)
+ * are read by the parts' own readers, which register (io/log_part.h).
  *
  * Damage is never passed off as a good log (io/log_check.h): a column of the format that is a group,
  * strings, of another dimension, or holds a value out of its range, and steps that do not increase,
@@ -53,45 +54,8 @@ typedef struct log_setting {
   char *key, *value;
 } log_setting_t;
 
-/* The burst plan a burst run executed (/plan); present 0 for other runs. */
-typedef struct log_plan {
-  int present;
-  log_table_t nodes; /* numeric per-node datasets: node, ranks, first_rank, per_rank_batch, and
-                      * compute_us, transfer_in_us, sync_us when the plan had predictions */
-  char **name;       /* (nodes.rows) node names; "" where the log has none */
-  double iteration_us, rank_us, one_rank_us, amplification_limit; /* NaN when absent */
-  long long job_ranks, global_batch;                              /* -1 when absent */
-  char *text;        /* the plan file; "" when absent */
-} log_plan_t;
-
-/* A multiplexed run's /multiplex; present 0 for other runs. */
-typedef struct log_mux {
-  int present;
-  char role[16];                /* "foreground" or "background" */
-  char channel[72], priority[32], on_foreground_end[16];
-  double fg_samples_per_sec, bg_samples_per_sec, total_samples_per_sec; /* the run's totals; NaN when absent */
-  double fg_slowdown;           /* foreground step time with / without a partner; NaN: not measured */
-  log_table_t series;           /* per step: step, foreground_samples_per_sec, background_samples_per_sec,
-                                 * total_samples_per_sec, background_ranks_active; row i is /metrics/step[i] */
-} log_mux_t;
-
-/* A 3d run's /pipeline; present 0 for other runs. */
-typedef struct log_pipe {
-  int present;
-  long long tp, pp, dp, micro_batches; /* -1 when absent */
-  char schedule[16];
-  double bubble_theory;                /* NaN when absent */
-  log_table_t stages;                  /* /pipeline/stages: stage, first_block, blocks, ... */
-  log_table_t events;                  /* /pipeline/events: step, rank, stage, micro_batch, kind, start, end */
-} log_pipe_t;
-
-/* A 3d run's /compress; present 0 for runs without compression. */
-typedef struct log_compress {
-  int present;
-  char summary[512];    /* /compress@summary: the choices in words; "" when absent */
-  log_table_t series;   /* step, activation_grad_raw_bytes, dp_raw_bytes, compress_seconds, lep_cos_mean */
-  log_table_t boundary; /* (rows, boundaries): error_norm, lep_cos; row i is series row i */
-} log_compress_t;
+/* Most parts a log may have (io/log_part.h). */
+#define LOG_PARTS_MAX 16
 
 /* A whole log. */
 typedef struct log_data {
@@ -109,10 +73,11 @@ typedef struct log_data {
   size_t nevents;
   double *event_step;     /* (nevents) */
   char **event_text;      /* (nevents) */
-  log_plan_t plan;        /* /plan of a burst run */
-  log_mux_t mux;          /* /multiplex of a foreground or background run */
-  log_pipe_t pipe;        /* /pipeline of a 3d run */
-  log_compress_t compress; /* /compress of a 3d run with compression */
+  int nparts;             /* the parts the log has (a burst plan, a pipeline, multiplexing: io/log_part.h) */
+  struct {
+    const struct log_part *part;
+    void *data;           /* what its reader read */
+  } part[LOG_PARTS_MAX];
 } log_data_t;
 
 /* The run identity a log names (/run@run_id) into id: 1, or 0 (id "") when path is not a readable
@@ -124,6 +89,9 @@ int log_peek_run_id(const char *path, char *id, size_t n);
 log_data_t *log_read(const char *path);
 void log_data_free(log_data_t *log);
 
+/* The data of the log's part called name (its reader's), NULL when the log has none: the file has
+ * no such group, or no part of that name is registered (io/log_part.h). */
+const void *log_part_data(const log_data_t *log, const char *name);
 /* A group's column by name; NULL when the group lacks it. */
 const log_column_t *log_column(const log_table_t *t, const char *name);
 /* A deck key's resolved value ("section.key"); NULL when the log's deck lacks it. */

@@ -28,7 +28,12 @@ char **report_damage(const log_data_t *L, int *n) {
   table_damage(&L->metrics, log_group_path[LOG_METRICS], &lines, n);
   table_damage(&L->phases, log_group_path[LOG_RANKS], &lines, n);
   table_damage(&L->eval, log_group_path[LOG_EVAL], &lines, n);
-  table_damage(&L->mux.series, log_group_path[LOG_MULTIPLEX], &lines, n);
+  int nviews;
+  const report_view_t *const *view = report_views(&nviews);
+  for (int i = 0; i < nviews; i++) {
+    const void *data = log_part_data(L, view[i]->part);
+    if (data && view[i]->step_series) table_damage(view[i]->step_series(data), view[i]->series_group, &lines, n);
+  }
   return lines;
 }
 
@@ -43,16 +48,37 @@ void report_damage_warn(const log_data_t *L) {
   for (int i = 0; i < n; i++)
     fprintf(stderr, "surge-report: warning: %s: %s (shown without values)\n", L->path, lines[i]);
   report_damage_free(lines, n);
-  char line[256];
-  for (int g = 0; g < LOG_GROUP_COUNT; g++)
-    if (report_dropped(L, g, line, sizeof line)) fprintf(stderr, "surge-report: warning: %s: %s\n", L->path, line);
+  lines = report_dropped_lines(L, &n);
+  for (int i = 0; i < n; i++) fprintf(stderr, "surge-report: warning: %s: %s\n", L->path, lines[i]);
+  report_damage_free(lines, n);
 }
 
-int report_dropped(const log_data_t *L, int group, char *buf, size_t n) {
-  const log_table_t *t = group == LOG_METRICS ? &L->metrics : group == LOG_RANKS ? &L->phases
-                         : group == LOG_EVAL  ? &L->eval    : group == LOG_MULTIPLEX ? &L->mux.series : NULL;
+/* The line of one group's dropped rows, appended to lines. */
+static void add_dropped(const log_table_t *t, const char *group, char ***lines, int *n) {
+  char line[256];
+  if (!report_dropped(t, group, line, sizeof line)) return;
+  *lines = xrealloc(*lines, (size_t)(*n + 1) * sizeof **lines);
+  (*lines)[(*n)++] = xstrdup(line);
+}
+
+char **report_dropped_lines(const log_data_t *L, int *n) {
+  char **lines = NULL;
+  *n = 0;
+  add_dropped(&L->metrics, log_group_path[LOG_METRICS], &lines, n);
+  add_dropped(&L->phases, log_group_path[LOG_RANKS], &lines, n);
+  add_dropped(&L->eval, log_group_path[LOG_EVAL], &lines, n);
+  int nviews;
+  const report_view_t *const *view = report_views(&nviews);
+  for (int i = 0; i < nviews; i++) {
+    const void *data = log_part_data(L, view[i]->part);
+    if (data && view[i]->step_series) add_dropped(view[i]->step_series(data), view[i]->series_group, &lines, n);
+  }
+  return lines;
+}
+
+int report_dropped(const log_table_t *t, const char *group, char *buf, size_t n) {
   if (!t || !t->rows_dropped) return 0;
   snprintf(buf, n, "%s: %zu incomplete row%s left out (a kill during a flush leaves datasets of unequal length)",
-           log_group_path[group], t->rows_dropped, t->rows_dropped == 1 ? "" : "s");
+           group, t->rows_dropped, t->rows_dropped == 1 ? "" : "s");
   return 1;
 }

@@ -72,6 +72,19 @@ static void csv_group_row(FILE *f, const log_table_t *g, long row, const char *s
   }
 }
 
+/* The parts' series with a row per /metrics row (report_view_t.step_series), *n of them. */
+static const log_table_t **step_series_of(const log_data_t *L, int *n) {
+  int nviews;
+  const report_view_t *const *view = report_views(&nviews);
+  const log_table_t **t = xcalloc((size_t)nviews + 1, sizeof *t);
+  *n = 0;
+  for (int i = 0; i < nviews; i++) {
+    const void *data = log_part_data(L, view[i]->part);
+    if (data && view[i]->step_series) t[(*n)++] = view[i]->step_series(data);
+  }
+  return t;
+}
+
 void report_export_run_csv(const char *path, const log_data_t *L) {
   FILE *f = out_open(path);
   const log_column_t *mstep = log_column(&L->metrics, LOG_STEP), *estep = log_column(&L->eval, LOG_STEP);
@@ -79,7 +92,9 @@ void report_export_run_csv(const char *path, const log_data_t *L) {
   csv_group_header(f, &L->metrics, "", LOG_STEP, 1);
   csv_group_header(f, &L->eval, "eval_", LOG_STEP, 1);
   csv_group_header(f, &L->phases, "", NULL, L->phase_ranks);
-  csv_group_header(f, &L->mux.series, "", LOG_STEP, 1);
+  int nseries;
+  const log_table_t **series = step_series_of(L, &nseries);
+  for (int k = 0; k < nseries; k++) csv_group_header(f, series[k], "", LOG_STEP, 1);
   fputc('\n', f);
   /* the union of the /metrics and /eval steps, both ascending */
   size_t i = 0, j = 0, nm = L->metrics.rows, ne = estep ? L->eval.rows : 0;
@@ -91,9 +106,10 @@ void report_export_run_csv(const char *path, const log_data_t *L) {
     csv_group_row(f, &L->metrics, mrow, LOG_STEP, 1);
     csv_group_row(f, &L->eval, erow, LOG_STEP, 1);
     csv_group_row(f, &L->phases, mrow < (long)L->phases.rows ? mrow : -1, NULL, L->phase_ranks);
-    csv_group_row(f, &L->mux.series, mrow < (long)L->mux.series.rows ? mrow : -1, LOG_STEP, 1);
+    for (int k = 0; k < nseries; k++) csv_group_row(f, series[k], mrow < (long)series[k]->rows ? mrow : -1, LOG_STEP, 1);
     fputc('\n', f);
   }
+  free(series);
   out_close(f, path);
 }
 
@@ -209,27 +225,32 @@ static cJSON *json_run_attributes(const log_data_t *L) {
   return o;
 }
 
-/* /multiplex: its attributes (NaN as null) and, under "series", its datasets. */
-static cJSON *json_mux(const log_mux_t *m, cJSON *units) {
-  cJSON *o = made(cJSON_CreateObject());
-  const struct {
-    const char *name, *value;
-  } strings[] = {{"role", m->role},
-                 {"channel", m->channel},
-                 {"priority", m->priority},
-                 {"on_foreground_end", m->on_foreground_end}};
-  const struct {
-    const char *name;
-    double value;
-  } numbers[] = {{"foreground_samples_per_sec", m->fg_samples_per_sec},
-                 {"background_samples_per_sec", m->bg_samples_per_sec},
-                 {"total_samples_per_sec", m->total_samples_per_sec},
-                 {"foreground_slowdown", m->fg_slowdown}};
-  for (size_t i = 0; i < sizeof strings / sizeof strings[0]; i++)
-    put(o, strings[i].name, strings[i].value[0] ? cJSON_CreateString(strings[i].value) : cJSON_CreateNull());
-  for (size_t i = 0; i < sizeof numbers / sizeof numbers[0]; i++) put(o, numbers[i].name, json_number(numbers[i].value));
-  put(o, "series", json_group(&m->series, "/multiplex", 1, units));
-  return o;
+/* An object a view fills (report_json_t), and the units the export gathers. */
+struct report_json {
+  cJSON *o, *units;
+};
+
+void report_json_string(report_json_t *o, const char *name, const char *value) {
+  put(o->o, name, value[0] ? cJSON_CreateString(value) : cJSON_CreateNull());
+}
+
+void report_json_number(report_json_t *o, const char *name, double value) { put(o->o, name, json_number(value)); }
+
+void report_json_table(report_json_t *o, const char *name, const log_table_t *t, const char *group, size_t cols) {
+  put(o->o, name, json_group(t, group, cols, o->units));
+}
+
+/* Each part's view's object (report_view_t.json) under its key. */
+static void json_parts(cJSON *root, const log_data_t *L, cJSON *units) {
+  int nviews;
+  const report_view_t *const *view = report_views(&nviews);
+  for (int i = 0; i < nviews; i++) {
+    const void *data = log_part_data(L, view[i]->part);
+    if (!data || !view[i]->json) continue;
+    report_json_t o = {made(cJSON_CreateObject()), units};
+    view[i]->json(&o, data);
+    put(root, view[i]->json_key, o.o);
+  }
 }
 
 void report_export_run_json(const char *path, const log_data_t *L) {
@@ -244,7 +265,7 @@ void report_export_run_json(const char *path, const log_data_t *L) {
   put(root, "metrics", json_group(&L->metrics, "/metrics", 1, units));
   put(root, "ranks", json_group(&L->phases, "/ranks", L->phase_ranks, units));
   put(root, "eval", json_group(&L->eval, "/eval", 1, units));
-  if (L->mux.present) put(root, "multiplex", json_mux(&L->mux, units));
+  json_parts(root, L, units);
   cJSON *events = made(cJSON_CreateArray());
   for (size_t i = 0; i < L->nevents; i++) {
     cJSON *e = made(cJSON_CreateObject());

@@ -289,18 +289,35 @@ static void row_figure_name(const char *stem, int nrow, int r, char *name, size_
 
 static void timeline_name(int nrow, int r, char *name, size_t n) { row_figure_name("timeline", nrow, r, name, n); }
 
+/* Append dir/name to paths unless it is there already (a surge-sim figure may share a view's name). */
+static void add_path(char **paths, int *k, const char *dir, const char *name) {
+  char *p = report_file_in(dir, name);
+  for (int i = 0; i < *k; i++)
+    if (strcmp(paths[i], p) == 0) {
+      free(p);
+      return;
+    }
+  paths[(*k)++] = p;
+}
+
 char **report_figure_paths(const char *dir, int nrow, int *n) {
-  static const char *const whole[] = {"loss.svg", "accuracy.svg", /* a surge-sim file's (report/sim.c): */
-                                      "frontier.svg", "throughput.svg", "pipeline-compressed.svg"};
+  static const char *const whole[] = {"loss.svg", "accuracy.svg"};
   enum { NWHOLE = sizeof whole / sizeof whole[0] };
-  char **paths = xcalloc(2 * (size_t)nrow + NWHOLE, sizeof *paths), name[48];
+  int nviews, nsim = 0;
+  const report_view_t *const *view = report_views(&nviews);
+  while (report_sim_figures[nsim]) nsim++;
+  char **paths = xcalloc((size_t)(1 + nviews) * (size_t)nrow + NWHOLE + (size_t)nsim, sizeof *paths), name[48];
   int k = 0;
-  for (int i = 0; i < NWHOLE; i++) paths[k++] = report_file_in(dir, whole[i]);
+  for (int i = 0; i < NWHOLE; i++) add_path(paths, &k, dir, whole[i]);
+  for (int i = 0; i < nsim; i++) add_path(paths, &k, dir, report_sim_figures[i]);
   for (int r = 0; r < nrow; r++) {
     timeline_name(nrow, r, name, sizeof name);
-    paths[k++] = report_file_in(dir, name);
-    row_figure_name("pipeline", nrow, r, name, sizeof name);
-    paths[k++] = report_file_in(dir, name);
+    add_path(paths, &k, dir, name);
+    for (int i = 0; i < nviews; i++) {
+      if (!view[i]->figure) continue;
+      row_figure_name(view[i]->figure, nrow, r, name, sizeof name);
+      add_path(paths, &k, dir, name);
+    }
   }
   *n = k;
   return paths;
@@ -372,14 +389,19 @@ static void write_timeline(const char *dir, const report_table_t *t, int r, doub
   free(cat);
 }
 
-/* A 3d run's pipeline Gantt chart: DIR/pipeline.svg, or DIR/pipeline-K.svg for row K. */
-static void write_pipeline(const char *dir, const report_table_t *t, int r, double step, FILE *out) {
-  if (!t->log[r]->pipe.present) return;
-  char name[48];
-  row_figure_name("pipeline", t->nrow, r, name, sizeof name);
-  char *path = report_file_in(dir, name);
-  report_pipe_gantt_write(path, t->label[r], t->log[r], step, out);
-  free(path);
+/* The figures of the parts' views for row r: DIR/<figure>.svg, or DIR/<figure>-K.svg for row K. */
+static void write_views(const char *dir, const report_table_t *t, int r, double step, FILE *out) {
+  int nviews;
+  const report_view_t *const *view = report_views(&nviews);
+  for (int i = 0; i < nviews; i++) {
+    const void *data = log_part_data(t->log[r], view[i]->part);
+    if (!data || !view[i]->figure_write) continue;
+    char name[48];
+    row_figure_name(view[i]->figure, t->nrow, r, name, sizeof name);
+    char *path = report_file_in(dir, name);
+    view[i]->figure_write(path, t->label[r], t->log[r], data, step, out);
+    free(path);
+  }
 }
 
 void report_figures_write(const char *dir, const report_table_t *t, double step, FILE *out) {
@@ -387,5 +409,5 @@ void report_figures_write(const char *dir, const report_table_t *t, double step,
   write_loss(dir, t, out);
   write_accuracy(dir, t, out);
   for (int r = 0; r < t->nrow; r++) write_timeline(dir, t, r, step, out);
-  for (int r = 0; r < t->nrow; r++) write_pipeline(dir, t, r, step, out);
+  for (int r = 0; r < t->nrow; r++) write_views(dir, t, r, step, out);
 }

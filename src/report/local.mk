@@ -2,10 +2,9 @@
 # (libcjson, found by configure), needed only by the programs that link src/report/export.c.
 AM_CPPFLAGS += $(CJSON_CFLAGS)
 libsurge_a_SOURCES += src/report/report.h src/report/svg.h \
-  src/report/phases.c src/report/metrics.c src/report/grid.c src/report/compress.c \
-  src/report/summary.c src/report/plan.c src/report/multiplex.c src/report/pipeline.c src/report/table.c \
-  src/report/export.c src/report/damage.c src/report/svg.c src/report/plot.c src/report/figures.c src/report/sim.c \
-  src/report/sim_read.c src/report/sim_read.h \
+  src/report/phases.c src/report/metrics.c src/report/grid.c \
+  src/report/summary.c src/report/table.c src/report/views.c \
+  src/report/export.c src/report/damage.c src/report/svg.c src/report/plot.c src/report/figures.c \
   src/report/outputs.c src/report/report_main.c
 bin_PROGRAMS += surge-report
 surge_report_SOURCES = src/apps/surge_report.c

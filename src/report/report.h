@@ -5,8 +5,9 @@
  *
  * What newer logs add slots in without touching the reader, which takes every numeric dataset of
  * /metrics, /ranks/phase_* and /eval: a new phase gets its category and colour in phases.c (until
- * then it shows as "other"), a new group (/plan, /multiplex) a section in summary.c's table that
- * prints only when the log has it, a new derived value a column in table.c. */
+ * then it shows as "other"), a new derived value a column in table.c. The parts of a log (a burst
+ * plan, a pipeline, multiplexing: io/log_part.h) bring their own views (report_view_t below), shown
+ * when the log has the part: nothing here names them. */
 #ifndef SURGE_REPORT_H
 #define SURGE_REPORT_H
 
@@ -78,9 +79,11 @@ char **report_damage(const log_data_t *log, int *n);
 void report_damage_free(char **lines, int n);
 /* The lines above on standard error, "surge-report: warning: LOG: ... (shown without values)". */
 void report_damage_warn(const log_data_t *log);
-/* The rows of a group (LOG_METRICS, LOG_RANKS, LOG_EVAL, LOG_MULTIPLEX; io/log_format.h) left out
- * because some of its columns had them and others not, said in buf: 1, or 0 when none were. */
-int report_dropped(const log_data_t *log, int group, char *buf, size_t n);
+/* The rows of a group (table t at group path) left out because some of its columns had them and
+ * others not, said in buf: 1, or 0 when none were. */
+int report_dropped(const log_table_t *t, const char *group, char *buf, size_t n);
+/* Those lines for every group of the log (free with report_damage_free), *n of them. */
+char **report_dropped_lines(const log_data_t *log, int *n);
 
 /* ---- text grids (grid.c) ---- */
 
@@ -102,27 +105,6 @@ void report_format_bytes(double bytes, char *buf, size_t n);
 /* ---- one run as text (summary.c) ---- */
 
 void report_summary_print(FILE *f, const log_data_t *log);
-/* The burst plan section (plan.c): the logged plan's table and predicted vs measured iteration time. */
-void report_plan_print(FILE *f, const log_data_t *log, const report_values_t *v);
-/* The multiplexing section (multiplex.c): role, channel, foreground / background / total samples/s,
- * the foreground's slowdown and partner's share of steps, or the background's paused time. */
-void report_mux_print(FILE *f, const log_data_t *log, const report_values_t *v);
-
-/* The compression section (compress.c): the choices, bytes per category against the uncompressed
- * messages (ratios), the compressor's time, the error per boundary and the LEP diagnostic. */
-void report_compress_print(FILE *f, const log_data_t *log, const report_values_t *v);
-/* The 3d pipeline section (pipeline.c): grid, stages, measured against theoretical bubble. */
-void report_pipe_print(FILE *f, const log_data_t *log, const report_values_t *v);
-/* The measured bubble of a logged step (1 - the ranks' time in passes over ranks times the span from
- * the first pass to the end of the last; NaN when the step has no events); *span_s gets the span
- * (may be NULL). The median over the logged steps (the first left out when there are 3 or more),
- * with how many were used. */
-double report_pipe_bubble(const log_data_t *log, double step, double *span_s);
-double report_pipe_bubble_median(const log_data_t *log, size_t *used);
-/* The Gantt chart of a step (step < 0: the median-time step, or the last logged) as SVG at path:
- * a row per rank, its passes (numbered by micro-batch) and waits. The name written is printed to f. */
-void report_pipe_gantt_write(const char *path, const char *label, const log_data_t *log, double step, FILE *f);
-
 /* ---- many runs as a table (table.c) ---- */
 
 /* A cell: its text, and its number when it is one (sorting and export use the number). */
@@ -181,13 +163,55 @@ char **report_figure_paths(const char *dir, int nrow, int *n);
 void report_outputs_check(const char *const *logs, int nlogs, const char *csv, const char *json, const char *plot,
                           int nrow);
 
-/* ---- surge-sim files (sim.c, doc/sim.md) ---- */
+/* ---- surge-sim files (src/sim/sim_report.c, doc/sim.md) ---- */
+
+/* The figures report_sim may write in its plot directory (NULL-terminated). */
+extern const char *const report_sim_figures[];
 
 /* Whether path is an HDF5 file with surge-sim's /sim group. */
 int report_sim_is(const char *path);
 /* Its summary to f and, with plot_dir, its figures (frontier.svg, throughput.svg, pipeline.svg,
  * pipeline-compressed.svg) in plot_dir. */
 void report_sim(const char *path, const char *plot_dir, FILE *f);
+
+/* ---- the views of a log's parts (views.c) ---- */
+
+/* An object of the JSON export that a view fills (export.c). */
+typedef struct report_json report_json_t;
+void report_json_string(report_json_t *o, const char *name, const char *value); /* "" is null */
+void report_json_number(report_json_t *o, const char *name, double value);      /* NaN is null */
+/* A table's columns under name, each an array of its rows (cols values a row), units recorded. */
+void report_json_table(report_json_t *o, const char *name, const log_table_t *t, const char *group, size_t cols);
+
+/* What surge-report shows of a log part (io/log_part.h), registered by the part's owner. Every hook
+ * but print may be NULL; each is called only for a log that has the part (log_part_data not NULL),
+ * except table_cells, which gets NULL data for a run without the part. */
+typedef struct report_view {
+  const char *part;   /* the part's name (log_part_t.name) */
+  const char *title;  /* its section of the summary */
+  int early;          /* 1: the section follows Throughput; 0: it follows Traffic */
+  void (*print)(FILE *f, const log_data_t *log, const void *data, const report_values_t *v);
+  /* A series with a row per /metrics row (CSV columns, damage notes), and its group's path. */
+  const log_table_t *(*step_series)(const void *data);
+  const char *series_group;
+  /* The JSON export: an object under json_key. */
+  const char *json_key;
+  void (*json)(report_json_t *o, const void *data);
+  /* Columns of the table of many runs, shown when some run has the part. */
+  const char *const *table_columns; /* NULL-terminated */
+  void (*table_cells)(const void *data, report_cell_t *cells);
+  /* A figure per run: DIR/<figure>.svg, or DIR/<figure>-K.svg for row K. */
+  const char *figure;
+  void (*figure_write)(const char *path, const char *label, const log_data_t *log, const void *data, double step,
+                       FILE *f);
+} report_view_t;
+
+void report_view_register(const report_view_t *view);
+/* The registered views, *n of them. */
+const report_view_t *const *report_views(int *n);
+/* A text and a number cell of the table (table.c). */
+report_cell_t report_text_cell(const char *text);
+report_cell_t report_number_cell(double x, const char *fmt);
 
 /* ---- the program (report_main.c) ---- */
 

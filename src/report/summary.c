@@ -47,9 +47,10 @@ static void print_run(FILE *f, const log_data_t *L, const report_values_t *v) {
     fprintf(f, "  note        short of step %s: still running, stopped or killed (a killed run's log ends at its "
                "last flush)\n",
             planned);
-  char note[256];
-  for (int g = 0; g < LOG_GROUP_COUNT; g++)
-    if (report_dropped(L, g, note, sizeof note)) fprintf(f, "  note        %s\n", note);
+  int nnotes;
+  char **notes = report_dropped_lines(L, &nnotes);
+  for (int i = 0; i < nnotes; i++) fprintf(f, "  note        %s\n", notes[i]);
+  report_damage_free(notes, nnotes);
   int ndamaged;
   char **damaged = report_damage(L, &ndamaged);
   for (int i = 0; i < ndamaged; i++) fprintf(f, "  damaged     %s (shown without values)\n", damaged[i]);
@@ -336,46 +337,42 @@ static void print_events(FILE *f, const log_data_t *L, const report_values_t *v)
   for (size_t i = first; i < L->nevents; i++) fprintf(f, "  step %-8.0f %s\n", L->event_step[i], L->event_text[i]);
 }
 
-/* ---- burst plan (plan.c) ---- */
-
-static int has_plan(const log_data_t *L) { return L->plan.present; }
-
-/* ---- multiplexing (multiplex.c) ---- */
-
-static int has_mux(const log_data_t *L) { return L->mux.present; }
-
-/* ---- 3d pipeline (pipeline.c) ---- */
-
-static int has_pipe(const log_data_t *L) { return L->pipe.present; }
-
-/* ---- compression (compress.c) ---- */
-
-static int has_compress(const log_data_t *L) { return L->compress.present; }
-
+/* The sections every log may have, in order; the parts' views go after Throughput (early ones)
+ * and after Traffic (the others). */
 static const struct {
   const char *title;
   int (*present)(const log_data_t *L);
   void (*print)(FILE *f, const log_data_t *L, const report_values_t *v);
+  int views_after; /* 1: the early views follow; 2: the others */
 } sections[] = {
-    {"Settings (the resolved deck)", has_settings, print_settings},
-    {"Metrics", always, print_metrics},
-    {"Throughput", has_steps, print_throughput},
-    {"Multiplexing (foreground/background)", has_mux, report_mux_print},
-    {"Time per phase of a step, per rank", has_phases, print_phases},
-    {"Traffic per category", has_traffic, print_traffic},
-    {"Burst plan (predicted by the planner, measured by this run)", has_plan, report_plan_print},
-    {"Pipeline (3D parallelism)", has_pipe, report_pipe_print},
-    {"Compression (Optimus-CC)", has_compress, report_compress_print},
-    {"Events", has_events, print_events},
+    {"Settings (the resolved deck)", has_settings, print_settings, 0},
+    {"Metrics", always, print_metrics, 0},
+    {"Throughput", has_steps, print_throughput, 1},
+    {"Time per phase of a step, per rank", has_phases, print_phases, 0},
+    {"Traffic per category", has_traffic, print_traffic, 2},
+    {"Events", has_events, print_events, 0},
 };
+
+static void print_views(FILE *f, const log_data_t *L, const report_values_t *v, int early) {
+  int n;
+  const report_view_t *const *view = report_views(&n);
+  for (int i = 0; i < n; i++) {
+    const void *data = log_part_data(L, view[i]->part);
+    if (!data || view[i]->early != early) continue;
+    fprintf(f, "\n%s\n", view[i]->title);
+    view[i]->print(f, L, data, v);
+  }
+}
 
 void report_summary_print(FILE *f, const log_data_t *L) {
   report_values_t v = report_values(L);
   fprintf(f, "Run %s\n", log_run_name(L));
   print_run(f, L, &v);
   for (size_t i = 0; i < sizeof sections / sizeof sections[0]; i++) {
-    if (!sections[i].present(L)) continue;
-    fprintf(f, "\n%s\n", sections[i].title);
-    sections[i].print(f, L, &v);
+    if (sections[i].present(L)) {
+      fprintf(f, "\n%s\n", sections[i].title);
+      sections[i].print(f, L, &v);
+    }
+    if (sections[i].views_after) print_views(f, L, &v, sections[i].views_after == 1);
   }
 }

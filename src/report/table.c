@@ -1,6 +1,6 @@
 /* The table of many runs (a sweep): one row per log; as columns the log, its steps, the settings
- * that differ between the runs, and the final and best metrics and the throughput; when a log is
- * multiplexed, its role and foreground, background and total samples/s too. */
+ * that differ between the runs, and the final and best metrics and the throughput; when some log has
+ * a part whose view brings columns (report_view_t.table_columns), those too. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,19 +15,13 @@ static const char *const output_keys[] = {"run.out_dir", "log.file", "checkpoint
 /* Columns after the swept ones, from report_values(). */
 static const char *const value_columns[] = {"final_loss", "best_eval_loss", "best_accuracy", "samples_per_sec", NULL};
 
-/* Columns after those when some log is multiplexed: its role ("none" for a run that is not) and the
- * /multiplex totals. A foreground's row beside a foreground-only run of the same deck shows the
- * slowdown as their samples_per_sec. */
-static const char *const mux_columns[] = {"role", "foreground_samples_per_sec", "background_samples_per_sec",
-                                          "total_samples_per_sec", NULL};
-
 static int is_output_key(const char *key) {
   for (int i = 0; output_keys[i]; i++)
     if (strcmp(output_keys[i], key) == 0) return 1;
   return 0;
 }
 
-static report_cell_t text_cell(const char *text) {
+report_cell_t report_text_cell(const char *text) {
   report_cell_t c = {xstrdup(text && text[0] ? text : "-"), NAN, 0, !text || !text[0]};
   if (text && text[0]) {
     char *end;
@@ -41,7 +35,7 @@ static report_cell_t text_cell(const char *text) {
 }
 
 /* A number shown with printf format fmt; "-" for NaN. */
-static report_cell_t number_cell(double x, const char *fmt) {
+report_cell_t report_number_cell(double x, const char *fmt) {
   if (isnan(x)) return (report_cell_t){xstrdup("-"), NAN, 0, 1};
   char buf[64];
   snprintf(buf, sizeof buf, fmt, x);
@@ -71,19 +65,22 @@ static int swept_keys(const log_data_t *const *logs, int n, const char **key) {
   return nkeys;
 }
 
-static int any_multiplexed(const log_data_t *const *logs, int n) {
-  for (int l = 0; l < n; l++)
-    if (logs[l]->mux.present) return 1;
-  return 0;
+/* The views whose columns the table has: those of a part some log has. */
+static int views_shown(const log_data_t *const *logs, int n, const report_view_t **shown) {
+  int nviews, k = 0;
+  const report_view_t *const *view = report_views(&nviews);
+  for (int i = 0; i < nviews; i++) {
+    int any = 0;
+    for (int l = 0; l < n && !any && view[i]->table_columns; l++) any = log_part_data(logs[l], view[i]->part) != NULL;
+    if (any) shown[k++] = view[i];
+  }
+  return k;
 }
 
-/* A run's cells of mux_columns. */
-static void mux_cells(const log_data_t *L, report_cell_t *c) {
-  const log_mux_t *m = &L->mux;
-  c[0] = text_cell(m->present ? m->role : "none");
-  c[1] = number_cell(m->present ? m->fg_samples_per_sec : NAN, "%.1f");
-  c[2] = number_cell(m->present ? m->bg_samples_per_sec : NAN, "%.1f");
-  c[3] = number_cell(m->present ? m->total_samples_per_sec : NAN, "%.1f");
+static int count_of(const char *const *names) {
+  int k = 0;
+  while (names[k]) k++;
+  return k;
 }
 
 static int ranks_differ(const log_data_t *const *logs, int n) {
@@ -135,11 +132,13 @@ report_table_t *report_table_build(const log_data_t *const *logs, int n) {
   const char **key = xcalloc((size_t)nkeys_max, sizeof(char *));
   int by_ranks = ranks_differ(logs, n);
   int nkeys = swept_keys(logs, n, key);
-  int nvalues = 0, nmux = 0, multiplexed = any_multiplexed(logs, n);
-  while (value_columns[nvalues]) nvalues++;
-  while (multiplexed && mux_columns[nmux]) nmux++;
+  int nvalues = count_of(value_columns), nviews_all, nparts = 0;
+  report_views(&nviews_all);
+  const report_view_t **shown = xcalloc((size_t)nviews_all + 1, sizeof *shown);
+  int nshown = views_shown(logs, n, shown);
+  for (int i = 0; i < nshown; i++) nparts += count_of(shown[i]->table_columns);
   t->nswept = by_ranks + nkeys;
-  t->ncol = 2 + t->nswept + nvalues + nmux;
+  t->ncol = 2 + t->nswept + nvalues + nparts;
   t->nrow = n;
   t->col = xcalloc((size_t)t->ncol, sizeof(char *));
   int c = 0;
@@ -148,7 +147,8 @@ report_table_t *report_table_build(const log_data_t *const *logs, int n) {
   if (by_ranks) t->col[c++] = xstrdup("ranks");
   for (int k = 0; k < nkeys; k++) t->col[c++] = xstrdup(key[k]);
   for (int k = 0; k < nvalues; k++) t->col[c++] = xstrdup(value_columns[k]);
-  for (int k = 0; k < nmux; k++) t->col[c++] = xstrdup(mux_columns[k]);
+  for (int i = 0; i < nshown; i++)
+    for (int k = 0; shown[i]->table_columns[k]; k++) t->col[c++] = xstrdup(shown[i]->table_columns[k]);
   t->cell = xcalloc(surge_mul_size((size_t)n, (size_t)t->ncol, "table cells"), sizeof *t->cell);
   t->log = xcalloc((size_t)n, sizeof *t->log);
   for (int r = 0; r < n; r++) {
@@ -157,16 +157,20 @@ report_table_t *report_table_build(const log_data_t *const *logs, int n) {
     report_cell_t *row = &t->cell[r * t->ncol];
     t->log[r] = L;
     c = 0;
-    row[c++] = text_cell(L->path);
-    row[c++] = number_cell((double)v.steps, "%.0f");
-    if (by_ranks) row[c++] = number_cell((double)L->ranks, "%.0f");
-    for (int k = 0; k < nkeys; k++) row[c++] = text_cell(log_setting(L, key[k]));
-    row[c++] = number_cell(v.final_loss.value, "%.5g");
-    row[c++] = number_cell(v.best_eval_loss.value, "%.5g");
-    row[c++] = number_cell(v.best_accuracy.value, "%.4f");
-    row[c++] = number_cell(v.samples_per_sec, "%.1f");
-    if (multiplexed) mux_cells(L, &row[c]);
+    row[c++] = report_text_cell(L->path);
+    row[c++] = report_number_cell((double)v.steps, "%.0f");
+    if (by_ranks) row[c++] = report_number_cell((double)L->ranks, "%.0f");
+    for (int k = 0; k < nkeys; k++) row[c++] = report_text_cell(log_setting(L, key[k]));
+    row[c++] = report_number_cell(v.final_loss.value, "%.5g");
+    row[c++] = report_number_cell(v.best_eval_loss.value, "%.5g");
+    row[c++] = report_number_cell(v.best_accuracy.value, "%.4f");
+    row[c++] = report_number_cell(v.samples_per_sec, "%.1f");
+    for (int i = 0; i < nshown; i++) {
+      shown[i]->table_cells(log_part_data(L, shown[i]->part), &row[c]);
+      c += count_of(shown[i]->table_columns);
+    }
   }
+  free(shown);
   free(key);
   make_labels(t);
   return t;

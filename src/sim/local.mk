@@ -1,6 +1,6 @@
 # surge-sim: burst plans and background jobs at cluster scale, and 3D layouts (doc/sim.md).
 libsurge_a_SOURCES += src/sim/sim.h src/sim/timeline.c src/sim/background.c src/sim/cluster.c \
-  src/sim/pipe3d.c src/sim/sim_h5.c
+  src/sim/pipe3d.c src/sim/sim_h5.c src/sim/sim_read.h src/sim/sim_read.c src/sim/sim_report.c
 bin_PROGRAMS += surge-sim
 surge_sim_SOURCES = src/apps/surge_sim.c
 surge_sim_LDADD = $(SURGE_LIBS)

@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "core/timer.h"
 #include "mux/launch.h"
+#include "mux/mux_log.h"
 #include "report/report.h"
 
 /* The channel both partners use: the deck's, the MPMD launch's, or slurm-JOBID inside Slurm. */

@@ -7,6 +7,7 @@
 
 #include "io/log.h"
 #include "mux/mux.h"
+#include "mux/mux_log.h"
 #include "train/train.h"
 
 enum { MUX_WARMUP_STEPS = 3 }; /* steps a slowdown leaves out, here and in the baseline's log */

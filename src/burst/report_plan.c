@@ -2,7 +2,7 @@
  * (/plan), and the planner's predicted iteration time against the run's median measured step. */
 #include <math.h>
 
-#include "io/log_format.h"
+#include "burst/plan_log.h"
 #include "report/report.h"
 
 /* One node's cell of a per-node column; "-" where the log has no value. */
@@ -55,8 +55,9 @@ static void print_nodes(FILE *f, const log_plan_t *p) {
   report_grid_free(&g);
 }
 
-void report_plan_print(FILE *f, const log_data_t *L, const report_values_t *v) {
-  const log_plan_t *p = &L->plan;
+static void print_plan(FILE *f, const log_data_t *L, const void *data, const report_values_t *v) {
+  (void)L;
+  const log_plan_t *p = data;
   fprintf(f, "  %zu nodes on %lld ranks, global batch %lld, amplification limit ", p->nodes.rows, p->job_ranks,
           p->global_batch);
   if (isfinite(p->amplification_limit))
@@ -76,3 +77,8 @@ void report_plan_print(FILE *f, const log_data_t *L, const report_values_t *v) {
   fprintf(f, "  iteration   predicted %.1f us, measured %.1f us (median step), measured/predicted %.3f\n",
           p->iteration_us, measured_us, measured_us / p->iteration_us);
 }
+
+const report_view_t burst_plan_report_view = {
+    .part = BURST_PLAN_PART, .title = "Burst plan (predicted by the planner, measured by this run)", .early = 0,
+    .print = print_plan,
+};

@@ -2,8 +2,8 @@
  * dataset must be 1-D and numeric, as long as the table it belongs to, stored whole, and every value
  * (and attribute) within what surge-sim writes there, before the report indexes, divides or
  * allocates by any of them. Anything else is an input error naming the file and the HDF5 path. */
-#ifndef SURGE_REPORT_SIM_READ_H
-#define SURGE_REPORT_SIM_READ_H
+#ifndef SURGE_SIM_SIM_READ_H
+#define SURGE_SIM_SIM_READ_H
 
 #include <hdf5.h>
 #include <stddef.h>

@@ -1,4 +1,4 @@
-#include "report/sim_read.h"
+#include "sim/sim_read.h"
 
 #include <math.h>
 #include <stdlib.h>

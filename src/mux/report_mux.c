@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "io/log_format.h"
+#include "mux/mux_log.h"
 #include "report/report.h"
 
 /* "6622.5", or "-" for a value the log does not hold (a run killed before it totalled). */
@@ -35,8 +35,7 @@ static const char *baseline(const log_data_t *L) {
 }
 
 /* Foreground: the slowdown the run measured, and the steps in which a partner ran. */
-static void print_foreground(FILE *f, const log_data_t *L) {
-  const log_mux_t *m = &L->mux;
+static void print_foreground(FILE *f, const log_data_t *L, const log_mux_t *m) {
   if (isfinite(m->fg_slowdown) && baseline(L))
     fprintf(f, "  slowdown    %.3f (samples/s of the foreground-only run %s over this run's)\n", m->fg_slowdown,
             baseline(L));
@@ -88,9 +87,9 @@ static void print_background(FILE *f, const log_data_t *L) {
   report_grid_free(&g);
 }
 
-void report_mux_print(FILE *f, const log_data_t *L, const report_values_t *v) {
+static void print_mux(FILE *f, const log_data_t *L, const void *data, const report_values_t *v) {
   (void)v;
-  const log_mux_t *m = &L->mux;
+  const log_mux_t *m = data;
   fprintf(f, "  role        %s on channel %s, CPU priority %s, on_foreground_end %s\n", m->role[0] ? m->role : "-",
           m->channel[0] ? m->channel : "-", m->priority[0] ? m->priority : "-",
           m->on_foreground_end[0] ? m->on_foreground_end : "-");
@@ -104,10 +103,46 @@ void report_mux_print(FILE *f, const log_data_t *L, const report_values_t *v) {
                 series_median(m, log_multiplex_info[LOG_MUX_BG_SPS].name), series_median(m, log_multiplex_info[LOG_MUX_TOTAL_SPS].name), how);
   }
   if (strcmp(m->role, "foreground") == 0) {
-    print_foreground(f, L);
+    print_foreground(f, L, m);
   } else if (strcmp(m->role, "background") == 0) {
     if (isfinite(m->fg_slowdown))
       fprintf(f, "  slowdown    %.3f (its foreground's, as the foreground measured it)\n", m->fg_slowdown);
     print_background(f, L);
   }
 }
+
+static const log_table_t *mux_series(const void *data) { return &((const log_mux_t *)data)->series; }
+
+/* The JSON export's "multiplex": the attributes (NaN as null) and, under "series", the datasets. */
+static void mux_json(report_json_t *o, const void *data) {
+  const log_mux_t *m = data;
+  report_json_string(o, "role", m->role);
+  report_json_string(o, "channel", m->channel);
+  report_json_string(o, "priority", m->priority);
+  report_json_string(o, "on_foreground_end", m->on_foreground_end);
+  report_json_number(o, "foreground_samples_per_sec", m->fg_samples_per_sec);
+  report_json_number(o, "background_samples_per_sec", m->bg_samples_per_sec);
+  report_json_number(o, "total_samples_per_sec", m->total_samples_per_sec);
+  report_json_number(o, "foreground_slowdown", m->fg_slowdown);
+  report_json_table(o, "series", &m->series, LOG_MUX_GROUP, 1);
+}
+
+/* Columns of the table of many runs when some run is multiplexed: its role ("none" for a run that is
+ * not) and the /multiplex totals. A foreground's row beside a foreground-only run of the same deck
+ * shows the slowdown as their samples_per_sec. */
+static const char *const mux_columns[] = {"role", "foreground_samples_per_sec", "background_samples_per_sec",
+                                          "total_samples_per_sec", NULL};
+
+static void mux_cells(const void *data, report_cell_t *c) {
+  const log_mux_t *m = data;
+  c[0] = report_text_cell(m ? m->role : "none");
+  c[1] = report_number_cell(m ? m->fg_samples_per_sec : NAN, "%.1f");
+  c[2] = report_number_cell(m ? m->bg_samples_per_sec : NAN, "%.1f");
+  c[3] = report_number_cell(m ? m->total_samples_per_sec : NAN, "%.1f");
+}
+
+const report_view_t mux_report_view = {
+    .part = MUX_LOG_PART, .title = "Multiplexing (foreground/background)", .early = 1, .print = print_mux,
+    .step_series = mux_series, .series_group = LOG_MUX_GROUP, .json_key = "multiplex", .json = mux_json,
+    .table_columns = mux_columns, .table_cells = mux_cells,
+};

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "io/log_format.h"
+#include "pipe/pipe_log.h"
 #include "report/report.h"
 #include "report/svg.h"
 
@@ -47,8 +47,13 @@ static step_events_t events_of(const log_pipe_t *p, double step) {
 
 static int is_pass(double kind) { return kind == LOG_PIPE_FORWARD || kind == LOG_PIPE_BACKWARD; }
 
-double report_pipe_bubble(const log_data_t *L, double step, double *span_s) {
-  step_events_t e = events_of(&L->pipe, step);
+static const log_pipe_t *pipe_of(const log_data_t *L) { return log_part_data(L, PIPE_LOG_PART); }
+
+/* The measured bubble of a logged step (1 - the ranks' time in passes over ranks times the span from
+ * the first pass to the end of the last; NaN when the step has no events); *span_s gets the span
+ * (may be NULL). */
+static double pipe_bubble(const log_data_t *L, double step, double *span_s) {
+  step_events_t e = events_of(pipe_of(L), step);
   double lo = INFINITY, hi = -INFINITY, busy = 0;
   size_t ranks = L->ranks > 0 ? (size_t)L->ranks : 1;
   for (size_t k = 0; k < e.n; k++) {
@@ -78,12 +83,14 @@ static int cmp_double(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-double report_pipe_bubble_median(const log_data_t *L, size_t *used) {
+/* The median of the bubble over the logged steps (the first left out when there are 3 or more), with
+ * how many were used. */
+static double pipe_bubble_median(const log_data_t *L, size_t *used) {
   double *steps;
-  size_t n = logged_steps(&L->pipe, &steps), first = n >= 3 ? 1 : 0, m = 0; /* the first step warms up */
+  size_t n = logged_steps(pipe_of(L), &steps), first = n >= 3 ? 1 : 0, m = 0; /* the first step warms up */
   double *b = xcalloc(n + 1, sizeof *b);
   for (size_t i = first; i < n; i++) {
-    double v = report_pipe_bubble(L, steps[i], NULL);
+    double v = pipe_bubble(L, steps[i], NULL);
     if (isfinite(v)) b[m++] = v;
   }
   qsort(b, m, sizeof *b, cmp_double);
@@ -98,9 +105,9 @@ static const log_column_t *stage_column(const log_pipe_t *p, log_pipe_stage_colu
   return log_column(&p->stages, log_pipe_stage_info[c].name);
 }
 
-void report_pipe_print(FILE *f, const log_data_t *L, const report_values_t *v) {
+static void print_pipe(FILE *f, const log_data_t *L, const void *data, const report_values_t *v) {
   (void)v;
-  const log_pipe_t *p = &L->pipe;
+  const log_pipe_t *p = data;
   fprintf(f, "  tp %lld x pp %lld x dp %lld = %lld ranks, %lld micro-batch%s per step, schedule %s\n", p->tp, p->pp,
           p->dp, p->tp * p->pp * p->dp, p->micro_batches, p->micro_batches == 1 ? "" : "es", p->schedule);
   const log_column_t *first = stage_column(p, LOG_PIPE_STAGE_FIRST_BLOCK), *blocks = stage_column(p, LOG_PIPE_STAGE_BLOCKS),
@@ -127,7 +134,7 @@ void report_pipe_print(FILE *f, const log_data_t *L, const report_values_t *v) {
     report_grid_free(&g);
   }
   size_t used = 0;
-  double measured = report_pipe_bubble_median(L, &used);
+  double measured = pipe_bubble_median(L, &used);
   if (used)
     fprintf(f, "  bubble: measured %.3f (median of %zu logged step%s), theory (PP-1)/(M+PP-1) = %.3f\n", measured, used,
             used == 1 ? "" : "s", p->bubble_theory);
@@ -143,7 +150,7 @@ enum { GANTT_LEFT = 84, GANTT_TOP = 44, GANTT_BOTTOM = 64, GANTT_GAP = 28, GANTT
 /* The step the chart shows: `step`, else the median-time step, else the last step with events. */
 static double chart_step(const log_data_t *L, double step) {
   double *steps;
-  size_t n = logged_steps(&L->pipe, &steps);
+  size_t n = logged_steps(pipe_of(L), &steps);
   double want = step;
   if (want < 0) {
     long row = report_median_row(L);
@@ -186,13 +193,17 @@ static void gantt_bars(plot_t *p, const step_events_t *e, double t0, size_t rank
   }
 }
 
-void report_pipe_gantt_write(const char *path, const char *label, const log_data_t *L, double step, FILE *out) {
+/* The Gantt chart of a step (step < 0: the median-time step, or the last logged) as SVG at path:
+ * a row per rank, its passes (numbered by micro-batch) and waits. The name written is printed to out. */
+static void gantt_write(const char *path, const char *label, const log_data_t *L, const void *data, double step,
+                        FILE *out) {
+  (void)data;
   double shown = chart_step(L, step);
   if (shown < 0) {
     fprintf(out, "  (no %s: %s logged no pipeline timeline%s)\n", path, L->path, step < 0 ? "" : " at that step");
     return;
   }
-  step_events_t e = events_of(&L->pipe, shown);
+  step_events_t e = events_of(pipe_of(L), shown);
   size_t ranks = L->ranks > 0 ? (size_t)L->ranks : 1;
   double t0 = INFINITY, t1 = -INFINITY;
   for (size_t k = 0; k < e.n; k++) {
@@ -206,11 +217,11 @@ void report_pipe_gantt_write(const char *path, const char *label, const log_data
   }
   plot_legend_entry_t legend[LOG_PIPE_KIND_COUNT];
   for (int k = 0; k < LOG_PIPE_KIND_COUNT; k++) legend[k] = (plot_legend_entry_t){log_pipe_kind_name[k], kind_color[k], "", 0, 1};
-  double bubble = report_pipe_bubble(L, shown, NULL);
+  double bubble = pipe_bubble(L, shown, NULL);
   char title[320];
   snprintf(title, sizeof title, "%s: pipeline of step %.0f (tp %lld, pp %lld, dp %lld, %lld micro-batches, %s); bubble %.3f, "
-           "theory %.3f", label, shown, L->pipe.tp, L->pipe.pp, L->pipe.dp, L->pipe.micro_batches, L->pipe.schedule,
-           bubble, L->pipe.bubble_theory);
+           "theory %.3f", label, shown, pipe_of(L)->tp, pipe_of(L)->pp, pipe_of(L)->dp, pipe_of(L)->micro_batches, pipe_of(L)->schedule,
+           bubble, pipe_of(L)->bubble_theory);
   double height = fmin(fmax(150, GANTT_ROW * (double)ranks), 900);
   double width = fmax(GANTT_LEFT + GANTT_WIDTH + GANTT_GAP + plot_legend_width(legend, LOG_PIPE_KIND_COUNT) + 12,
                       GANTT_LEFT + 1.15 * plot_text_width(title, PLOT_FONT_TITLE) + 12);
@@ -224,8 +235,13 @@ void report_pipe_gantt_write(const char *path, const char *label, const log_data
   plot_legend(&p, p.left + p.width + GANTT_GAP, p.top, legend, LOG_PIPE_KIND_COUNT);
   svg_close(p.svg);
   fprintf(out, "  %s: pipeline Gantt chart of step %.0f, %s (bubble %.3f measured, %.3f theory)\n", path, shown,
-          label, bubble, L->pipe.bubble_theory);
+          label, bubble, pipe_of(L)->bubble_theory);
   for (size_t r = 0; r < ranks; r++) free(cat[r]);
   free(cat);
   free(e.row);
 }
+
+const report_view_t pipe_report_view = {
+    .part = PIPE_LOG_PART, .title = "Pipeline (3D parallelism)", .early = 0, .print = print_pipe,
+    .figure = "pipeline", .figure_write = gantt_write,
+};

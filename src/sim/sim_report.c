@@ -16,7 +16,7 @@
 #include "io/h5util.h"
 #include "io/printable.h"
 #include "report/report.h"
-#include "report/sim_read.h"
+#include "sim/sim_read.h"
 #include "report/svg.h"
 
 /* what surge-sim writes (src/apps/surge_sim.c, src/sim/sim_h5.c) */
@@ -25,6 +25,9 @@
 #define STAGES ((sim_range_t){1, 1 << 20, 1})
 #define FLAG ((sim_range_t){0, 1, 1})
 #define FRACTION ((sim_range_t){0, 1, 0})
+
+const char *const report_sim_figures[] = {"frontier.svg", "throughput.svg", "pipeline.svg", "pipeline-compressed.svg",
+                                          NULL};
 
 int report_sim_is(const char *path) {
   if (infile_check(path, 0, NULL) != 0) return 0; /* missing: log_read says so */

@@ -29,6 +29,7 @@
 #if SIMD_W == 16
 #define SIMD_TARGET __attribute__((target("avx512f,fma")))
 #define SIMD_NAME(x) SIMD_CAT(x, _w16)
+#define SIMD_OP(x) _mm512_##x /* an intrinsic of the width */
 #define SIMD_INLINE SIMD_TARGET static inline __attribute__((always_inline))
 
 typedef __m512 vf;
@@ -36,15 +37,6 @@ typedef __m512i vi;
 typedef __m512d vd;
 typedef __mmask16 vm;
 
-SIMD_INLINE vf vf_zero(void) { return _mm512_setzero_ps(); }
-SIMD_INLINE vf vf_set1(float a) { return _mm512_set1_ps(a); }
-SIMD_INLINE vf vf_load(const float *p) { return _mm512_load_ps(p); }
-SIMD_INLINE vf vf_loadu(const float *p) { return _mm512_loadu_ps(p); }
-SIMD_INLINE void vf_store(float *p, vf v) { _mm512_store_ps(p, v); }
-SIMD_INLINE void vf_storeu(float *p, vf v) { _mm512_storeu_ps(p, v); }
-SIMD_INLINE vf vf_add(vf a, vf b) { return _mm512_add_ps(a, b); }
-SIMD_INLINE vf vf_max(vf a, vf b) { return _mm512_max_ps(a, b); }
-SIMD_INLINE vf vf_fmadd(vf a, vf b, vf c) { return _mm512_fmadd_ps(a, b, c); }
 SIMD_INLINE __mmask16 simd_prefix(int n) { return (__mmask16)((1u << n) - 1u); }
 SIMD_INLINE vf vf_loadu_n(const float *p, int n) { return _mm512_maskz_loadu_ps(simd_prefix(n), p); }
 SIMD_INLINE void vf_storeu_n(float *p, int n, vf v) { _mm512_mask_storeu_ps(p, simd_prefix(n), v); }
@@ -53,15 +45,14 @@ SIMD_INLINE vf vf_compress(unsigned bits, vf v) { return _mm512_maskz_compress_p
 SIMD_INLINE vm vf_gt(vf a, vf b) { return _mm512_cmp_ps_mask(a, b, _CMP_GT_OQ); }
 SIMD_INLINE vf vf_keep(vm m, vf v) { return _mm512_maskz_mov_ps(m, v); }
 SIMD_INLINE vf vf_pick(vm m, vf if_clear, vf if_set) { return _mm512_mask_blend_ps(m, if_clear, if_set); }
-SIMD_INLINE vi vi_set1(int a) { return _mm512_set1_epi32(a); }
-SIMD_INLINE vi vi_add(vi a, vi b) { return _mm512_add_epi32(a, b); }
 SIMD_INLINE vi vi_pick(vm m, vi if_clear, vi if_set) { return _mm512_mask_blend_epi32(m, if_clear, if_set); }
 SIMD_INLINE vi vi_even_lanes(void) { /* 0, 2, 4, ... */
   return _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
 }
-SIMD_INLINE vf vf_of_vi(vi a) { return _mm512_cvtepi32_ps(a); }
 SIMD_INLINE vf vf_even(vf a, vf b) { return _mm512_permutex2var_ps(a, vi_even_lanes(), b); }
-SIMD_INLINE vf vf_odd(vf a, vf b) { return _mm512_permutex2var_ps(a, vi_add(vi_even_lanes(), vi_set1(1)), b); }
+SIMD_INLINE vf vf_odd(vf a, vf b) {
+  return _mm512_permutex2var_ps(a, _mm512_add_epi32(vi_even_lanes(), _mm512_set1_epi32(1)), b);
+}
 SIMD_INLINE vf vf_zip_lo(vf a, vf b) {
   return _mm512_permutex2var_ps(a, _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23), b);
 }
@@ -69,13 +60,8 @@ SIMD_INLINE vf vf_zip_hi(vf a, vf b) {
   return _mm512_permutex2var_ps(a, _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31), b);
 }
 /* the low and high halves of v widened to doubles */
-SIMD_INLINE vd vd_zero(void) { return _mm512_setzero_pd(); }
 SIMD_INLINE vd vd_lo(vf v) { return _mm512_cvtps_pd(_mm512_castps512_ps256(v)); }
 SIMD_INLINE vd vd_hi(vf v) { return _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1))); }
-SIMD_INLINE vd vd_add(vd a, vd b) { return _mm512_add_pd(a, b); }
-SIMD_INLINE vd vd_load(const double *p) { return _mm512_load_pd(p); }
-SIMD_INLINE void vd_store(double *p, vd v) { _mm512_store_pd(p, v); }
-SIMD_INLINE void vd_storeu(double *p, vd v) { _mm512_storeu_pd(p, v); }
 
 /* r[i] = column i of the 16x16 block whose rows were r[0..15]. */
 SIMD_INLINE void vf_transpose(vf r[16]) {
@@ -109,6 +95,7 @@ SIMD_INLINE void vf_transpose(vf r[16]) {
 #elif SIMD_W == 8
 #define SIMD_TARGET __attribute__((target("avx2,fma")))
 #define SIMD_NAME(x) SIMD_CAT(x, _w8)
+#define SIMD_OP(x) _mm256_##x
 #define SIMD_INLINE SIMD_TARGET static inline __attribute__((always_inline))
 
 typedef __m256 vf;
@@ -116,17 +103,6 @@ typedef __m256i vi;
 typedef __m256d vd;
 typedef __m256 vm; /* all-ones lanes where set */
 
-SIMD_INLINE vf vf_zero(void) { return _mm256_setzero_ps(); }
-SIMD_INLINE vf vf_set1(float a) { return _mm256_set1_ps(a); }
-SIMD_INLINE vf vf_load(const float *p) { return _mm256_load_ps(p); }
-SIMD_INLINE vf vf_loadu(const float *p) { return _mm256_loadu_ps(p); }
-SIMD_INLINE void vf_store(float *p, vf v) { _mm256_store_ps(p, v); }
-SIMD_INLINE void vf_storeu(float *p, vf v) { _mm256_storeu_ps(p, v); }
-SIMD_INLINE vf vf_add(vf a, vf b) { return _mm256_add_ps(a, b); }
-SIMD_INLINE vf vf_max(vf a, vf b) { return _mm256_max_ps(a, b); }
-SIMD_INLINE vf vf_fmadd(vf a, vf b, vf c) { return _mm256_fmadd_ps(a, b, c); }
-SIMD_INLINE vi vi_set1(int a) { return _mm256_set1_epi32(a); }
-SIMD_INLINE vi vi_add(vi a, vi b) { return _mm256_add_epi32(a, b); }
 SIMD_INLINE __m256i simd_prefix(int n) { /* lanes < n all ones */
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
@@ -151,7 +127,6 @@ SIMD_INLINE vi vi_pick(vm m, vi if_clear, vi if_set) {
   return _mm256_castps_si256(_mm256_blendv_ps(_mm256_castsi256_ps(if_clear), _mm256_castsi256_ps(if_set), m));
 }
 SIMD_INLINE vi vi_even_lanes(void) { return _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14); }
-SIMD_INLINE vf vf_of_vi(vi a) { return _mm256_cvtepi32_ps(a); }
 /* within 128-bit lanes, then the 64-bit quarters reordered (a's two halves first) */
 SIMD_INLINE vf vf_even(vf a, vf b) {
   return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(a, b, 0x88)), 0xd8));
@@ -165,13 +140,8 @@ SIMD_INLINE vf vf_zip_lo(vf a, vf b) {
 SIMD_INLINE vf vf_zip_hi(vf a, vf b) {
   return _mm256_permute2f128_ps(_mm256_unpacklo_ps(a, b), _mm256_unpackhi_ps(a, b), 0x31);
 }
-SIMD_INLINE vd vd_zero(void) { return _mm256_setzero_pd(); }
 SIMD_INLINE vd vd_lo(vf v) { return _mm256_cvtps_pd(_mm256_castps256_ps128(v)); }
 SIMD_INLINE vd vd_hi(vf v) { return _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)); }
-SIMD_INLINE vd vd_add(vd a, vd b) { return _mm256_add_pd(a, b); }
-SIMD_INLINE vd vd_load(const double *p) { return _mm256_load_pd(p); }
-SIMD_INLINE void vd_store(double *p, vd v) { _mm256_store_pd(p, v); }
-SIMD_INLINE void vd_storeu(double *p, vd v) { _mm256_storeu_pd(p, v); }
 
 /* r[i] = column i of the 8x8 block whose rows were r[0..7]. */
 SIMD_INLINE void vf_transpose(vf r[8]) {
@@ -195,6 +165,25 @@ SIMD_INLINE void vf_transpose(vf r[8]) {
 #else
 #error "SIMD_W must be 16 or 8"
 #endif
+
+/* The ops that are one instruction of the same name at either width. */
+SIMD_INLINE vf vf_zero(void) { return SIMD_OP(setzero_ps)(); }
+SIMD_INLINE vf vf_set1(float a) { return SIMD_OP(set1_ps)(a); }
+SIMD_INLINE vf vf_load(const float *p) { return SIMD_OP(load_ps)(p); }
+SIMD_INLINE vf vf_loadu(const float *p) { return SIMD_OP(loadu_ps)(p); }
+SIMD_INLINE void vf_store(float *p, vf v) { SIMD_OP(store_ps)(p, v); }
+SIMD_INLINE void vf_storeu(float *p, vf v) { SIMD_OP(storeu_ps)(p, v); }
+SIMD_INLINE vf vf_add(vf a, vf b) { return SIMD_OP(add_ps)(a, b); }
+SIMD_INLINE vf vf_max(vf a, vf b) { return SIMD_OP(max_ps)(a, b); }
+SIMD_INLINE vf vf_fmadd(vf a, vf b, vf c) { return SIMD_OP(fmadd_ps)(a, b, c); }
+SIMD_INLINE vi vi_set1(int a) { return SIMD_OP(set1_epi32)(a); }
+SIMD_INLINE vi vi_add(vi a, vi b) { return SIMD_OP(add_epi32)(a, b); }
+SIMD_INLINE vf vf_of_vi(vi a) { return SIMD_OP(cvtepi32_ps)(a); }
+SIMD_INLINE vd vd_zero(void) { return SIMD_OP(setzero_pd)(); }
+SIMD_INLINE vd vd_add(vd a, vd b) { return SIMD_OP(add_pd)(a, b); }
+SIMD_INLINE vd vd_load(const double *p) { return SIMD_OP(load_pd)(p); }
+SIMD_INLINE void vd_store(double *p, vd v) { SIMD_OP(store_pd)(p, v); }
+SIMD_INLINE void vd_storeu(double *p, vd v) { SIMD_OP(storeu_pd)(p, v); }
 
 /* A vector's widened halves in memory: W doubles at p (aligned) += v's lanes. */
 SIMD_INLINE void vd_add_into(double *p, vf v) {

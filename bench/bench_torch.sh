@@ -9,7 +9,9 @@
 # PyTorch runs the OpenMP OpenBLAS of libopenblas0-openmp where it is installed, for itself alone
 # (LD_LIBRARY_PATH; the system's libblas alternative, which Surge links, is left as it is), with
 # OMP_NUM_THREADS and torch.set_num_threads set to its thread count; oneDNN (in torch) runs its
-# convolutions. Without /usr/bin/python3's torch (Debian: python3-torch) it says so and skips.
+# convolutions. In the simd = avx2 rows oneDNN is capped at AVX2 too (ONEDNN_MAX_CPU_ISA): both sides
+# as on a CPU without AVX-512 (OpenBLAS picks its own kernels for both; torch's own loops report
+# AVX2 in its build). Without /usr/bin/python3's torch (Debian: python3-torch) it says so and skips.
 # Surge's times come from bench_models --rate (synthetic data, wall time over all ranks). Each run
 # times about BENCH_SECONDS (default 3) of steps after a warm-up.
 # Called by bench/run-bench.sh from the build directory with MPIEXEC set.
@@ -38,9 +40,10 @@ else
   torch_blas="the system's libblas (libopenblas0-openmp is not installed)"
   torch_path=${LD_LIBRARY_PATH:-}
 fi
-torch_ms() { # torch_ms MODEL THREADS: ms a step
-  env LD_LIBRARY_PATH="$torch_path" OMP_NUM_THREADS="$2" OPENBLAS_NUM_THREADS="$2" \
-    "$python" "$src/bench/torch_models.py" "$1" "$2" "$seconds"
+torch_ms() { # torch_ms MODEL THREADS SIMD: ms a step
+  isa=$(case $3 in avx2) echo AVX2 ;; *) echo ALL ;; esac)
+  env LD_LIBRARY_PATH="$torch_path" OMP_NUM_THREADS="$2" OPENBLAS_NUM_THREADS="$2" ONEDNN_MAX_CPU_ISA="$isa" \
+    DNNL_MAX_CPU_ISA="$isa" "$python" "$src/bench/torch_models.py" "$1" "$2" "$seconds"
 }
 surge_ms() { # surge_ms MODEL RANKS SIMD: ms a step (the global batch over the samples/s of all ranks)
   rate=$(BENCH_SIMD=$3 BENCH_SECONDS=$seconds "$mpiexec" -n "$2" ./bench/bench_models --rate "$1")
@@ -50,7 +53,7 @@ surge_ms() { # surge_ms MODEL RANKS SIMD: ms a step (the global batch over the s
 
 echo "# CPU: $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'), $(nproc) cores; AVX-512F: $(grep -q avx512f /proc/cpuinfo && echo yes || echo no), AVX2: $(grep -q avx2 /proc/cpuinfo && echo yes || echo no)"
 echo "# PyTorch $("$python" -c 'import torch; print(torch.__version__)'), BLAS: $torch_blas"
-echo "# medians of $pairs alternating rounds, ms a step; ratio: PyTorch ms / Surge ms"
+echo "# medians of $pairs alternating rounds, ms a step; ratio: PyTorch ms / Surge ms; simd = avx2 rows: oneDNN capped at AVX2"
 printf '%-9s %-7s %9s %9s %7s %9s %9s %7s\n' model simd "surge 1r" "torch 1t" ratio "surge 2r" "torch 2t" ratio
 for m in $models; do
   for w in $widths; do
@@ -58,9 +61,9 @@ for m in $models; do
     i=0
     while [ $i -lt "$pairs" ]; do
       surge_ms "$m" 1 "$w" >>"$tmp/s1"
-      torch_ms "$m" 1 >>"$tmp/t1"
+      torch_ms "$m" 1 "$w" >>"$tmp/t1"
       surge_ms "$m" 2 "$w" >>"$tmp/s2"
-      torch_ms "$m" 2 >>"$tmp/t2"
+      torch_ms "$m" 2 "$w" >>"$tmp/t2"
       i=$((i + 1))
     done
     s1=$(median <"$tmp/s1"); t1=$(median <"$tmp/t1"); s2=$(median <"$tmp/s2"); t2=$(median <"$tmp/t2")

@@ -159,16 +159,19 @@ static double rss_now_mib(void) {
   return (double)resident * (double)sysconf(_SC_PAGESIZE) / 1048576.0;
 }
 
-/* A deck for `model` on synthetic data, one BLAS thread. The CNNs' learning rate is one that
+/* A deck for `model` on synthetic data, one BLAS thread, the kernels' width BENCH_SIMD (default
+ * auto; the deck's check refuses other values and widths this CPU lacks). The CNNs' learning rate is one that
  * trains on the synthetic data for as many steps as BENCH_SECONDS may ask (the default 0.05 made
  * vgg-mini's loss NaN at step 55 on 2 ranks, which a 3-second run reached once the step got
  * faster). */
 static void bench_config(const char *model, config_t *cfg) {
-  const char *text = deck_for(model);
+  const char *text = deck_for(model), *simd = getenv("BENCH_SIMD");
   if (!text) surge_input_error("unknown model %s (mlp, vgg-mini, resnet-mini, gpt)", model);
+  if (!simd || !*simd) simd = "auto";
+  if (strlen(simd) > 16) surge_input_error("BENCH_SIMD=%s: expected auto, avx512, avx2 or none", simd);
   char full[1024];
   snprintf(full, sizeof full, "[run]\nname = bench\nsteps = 1000\n[data]\nsource = synthetic\nsynthetic_samples = 2048\n"
-           "[backend]\nname = cpu\nthreads = 1\n%s", text);
+           "[backend]\nname = cpu\nthreads = 1\nsimd = %s\n%s", simd, text);
   deck_parse(full, "bench", 0, NULL, cfg, NULL);
 }
 

@@ -58,6 +58,14 @@ if want tokens && [ -f "$src/bench/bench_tokens.sh" ]; then
   echo "== tokenized text: surge-tokenize against Hugging Face tokenizers, gpt2-124m's data phase (bench/bench_tokens.sh)"
   MPIEXEC="$mpiexec" sh "$src/bench/bench_tokens.sh"
 fi
+if want simd && [ -f "$src/bench/bench_simd.sh" ]; then
+  echo "== the cpu kernels' widths (avx2, avx512) against simd = none, the im2col + OpenBLAS fallback, 1 rank (bench/bench_simd.sh)"
+  MPIEXEC="$mpiexec" sh "$src/bench/bench_simd.sh"
+fi
+if want torch && [ -f "$src/bench/bench_torch.sh" ]; then
+  echo "== Surge against PyTorch's CPU training of mlp, vgg-mini and gpt: 1 rank vs 1 thread, 2 ranks vs 2 threads, per kernel width (bench/bench_torch.sh)"
+  MPIEXEC="$mpiexec" sh "$src/bench/bench_torch.sh"
+fi
 if want checkpoint && [ -x bench/bench_checkpoint ]; then
   echo "== checkpoint write/read against plain sequential I/O, 2 ranks (bench/bench_checkpoint)"
   "$mpiexec" -n 2 ./bench/bench_checkpoint

@@ -15,6 +15,8 @@ tests_h5_hostile_SOURCES = tests/h5_hostile.c
 tests_h5_hostile_LDADD = $(SURGE_LIBS)
 dist_check_SCRIPTS += tests/test_dp.sh
 TESTS += tests/test_dp.sh
+dist_check_SCRIPTS += tests/test_simd_widths.sh
+TESTS += tests/test_simd_widths.sh
 dist_check_SCRIPTS += tests/test_restart.sh
 TESTS += tests/test_restart.sh
 # Hardening (issue 17): a run's data never replaced, outputs locked and checked at the start.

@@ -33,6 +33,17 @@ static inline void tap_diag(const char *fmt, ...) {
   va_end(ap);
 }
 
+/* One skipped check, with the reason (counted as SKIP by the driver). */
+static inline void tap_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static inline void tap_skip(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  printf("ok %d # SKIP ", ++tap_n);
+  vprintf(fmt, ap);
+  printf("\n");
+  va_end(ap);
+}
+
 /* Skip the whole test (counted as SKIP by the driver). */
 static inline int tap_skip_all(const char *why) {
   printf("1..0 # SKIP %s\n", why);

@@ -285,7 +285,7 @@ static void test_linear_fwd(void) {
     float *x = buf_uniform((size_t)rows * in, -1, 1), *w = buf_uniform((size_t)out * in, -1, 1),
           *b = buf_uniform((size_t)out, -1, 1);
     const int unpacked = cpu_linear_unpacked(rows, out, in);
-    tap_ok(unpacked == (cpu_has_avx512() && rows <= 128 && out >= 384 && in >= 64) &&
+    tap_ok(unpacked == (cpu_simd() != BACKEND_SIMD_NONE && rows <= 128 && out >= 384 && in >= 64) &&
                (!unpacked || linear_workspace_floats(out, in) >= (size_t)(rows + 15) / 16 * 16 * (size_t)in),
            "linear_fwd rows=%d out=%d in=%d: %s", rows, out, in,
            unpacked ? "the unpacked path, its workspace sized by linear_workspace_floats" : "OpenBLAS");
@@ -1269,25 +1269,8 @@ static int open_gpu(char *why, size_t len) {
   return 1;
 }
 
-int main(int argc, char **argv) {
-  rng_seed(&rng, 20240611);
-  if (argc > 1 && strcmp(argv[1], "cuda") == 0) {
-    char why[400];
-    if (!open_gpu(why, sizeof why)) {
-      printf("1..0 # SKIP no GPU: %s\n", why);
-      return 77;
-    }
-    test_memory(backends[0]);
-  } else {
-    test_registry();
-    test_denormal_mode();
-    for (int k = 0; k < 2; k++) {
-      test_context(backends[k]);
-      test_memory(backends[k]);
-      test_by_hand(backends[k]);
-    }
-  }
-
+/* Every op against ref, at the kernel width in use. */
+static void test_ops(void) {
   const int gemm_shapes[][3] = {{1, 1, 1}, {7, 5, 3}, {33, 17, 29}, {64, 48, 80}};
   for (size_t s = 0; s < sizeof gemm_shapes / sizeof gemm_shapes[0]; s++)
     for (int t = 0; t < 4; t++) {
@@ -1375,6 +1358,49 @@ int main(int argc, char **argv) {
   test_long_sums();
   test_adamw(1001, 1, 0.0f);
   test_adamw(1001, 10, 1e-2f);
+}
+
+/* The cpu backend's ops at every kernel width (backend.simd: none, avx2, avx512), those this CPU
+ * cannot execute skipped, saying why; then auto, the widest. */
+static void test_every_width(void) {
+  const backend_simd_t widths[] = {BACKEND_SIMD_NONE, BACKEND_SIMD_AVX2, BACKEND_SIMD_AVX512};
+  for (size_t i = 0; i < sizeof widths / sizeof widths[0]; i++) {
+    const char *why = cpu_simd_use(widths[i]);
+    if (why) {
+      tap_skip("every op at simd = %s: %s", cpu_simd_name(widths[i]), why);
+      continue;
+    }
+    tap_diag("every op at simd = %s", cpu_simd_name(widths[i]));
+    tap_ok(cpu_simd() == widths[i], "simd = %s in use", cpu_simd_name(widths[i]));
+    test_ops();
+  }
+  tap_ok(cpu_simd_use(BACKEND_SIMD_AUTO) == NULL && cpu_simd() == cpu_simd_best(), "simd = auto: the widest, %s",
+         cpu_simd_name(cpu_simd()));
+}
+
+int main(int argc, char **argv) {
+  rng_seed(&rng, 20240611);
+  if (argc > 1 && strcmp(argv[1], "cuda") == 0) {
+    char why[400];
+    if (!open_gpu(why, sizeof why)) {
+      printf("1..0 # SKIP no GPU: %s\n", why);
+      return 77;
+    }
+    test_memory(backends[0]);
+  } else {
+    test_registry();
+    test_denormal_mode();
+    for (int k = 0; k < 2; k++) {
+      test_context(backends[k]);
+      test_memory(backends[k]);
+      test_by_hand(backends[k]);
+    }
+  }
+
+  if (managed)
+    test_ops();
+  else
+    test_every_width();
 
   tap_diag("worst %s-vs-ref relative difference: %.2e (tolerance %.0e)", backends[0]->name, worst_agreement, AGREE_TOL);
   return tap_done();

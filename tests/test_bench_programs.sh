@@ -40,6 +40,19 @@ tap_ok $? "bench_models table carries the --dp speed-up (1.90x)"
 grep -q '^ *step [0-9.]* ms: data [0-9]*%, forward' "$out"
 tap_ok $? "bench_models prints the step's phases"
 
+BENCH_SIMD=none BENCH_SECONDS=0.1 run "bench_models --rate vgg-mini at simd = none" "$bench/bench_models" --rate vgg-mini
+rate=$(cat "$out")
+positive "$rate"
+tap_ok $? "bench_models --rate at BENCH_SIMD=none prints samples/s ($rate)"
+run "bench_models refuses a width that is no deck value" sh -c "BENCH_SIMD=sse9 '$bench/bench_models' --rate mlp; [ \$? = 2 ]"
+grep -q 'simd: "sse9" is not an accepted value' "$tap_tmp/err.txt"
+tap_ok $? "bench_models names the refused width"
+
+# make bench BENCH=torch without PyTorch: it says so and skips (never part of make check's needs)
+run "bench_torch.sh without torch" env BENCH_PYTHON="$tap_tmp/no-python" sh "$top_src/bench/bench_torch.sh"
+grep -q '^-- torch: skipped: .*cannot import torch' "$out"
+tap_ok $? "bench_torch.sh skips with the reason where torch is absent"
+
 run "bench_models refuses an unknown model" sh -c "! '$bench/bench_models' no-such-model"
 grep -q "unknown model no-such-model" "$tap_tmp/err.txt"
 tap_ok $? "bench_models names the unknown model"

@@ -25,8 +25,6 @@
 
 static char tmpdir[128];
 
-static void tap_skip(const char *why) { printf("ok %d # SKIP %s\n", ++tap_n, why); }
-
 static data_opts_t make_cfg(const char *source, const char *path) {
   data_opts_t c;
   memset(&c, 0, sizeof c);

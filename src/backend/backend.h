@@ -55,6 +55,14 @@ typedef enum backend_precision {
                      * optimizer state and activations stay float32 (the master copy) */
 } backend_precision_t;
 
+/* The vector width of the cpu backend's hand-written kernels (deck key backend.simd). */
+typedef enum backend_simd {
+  BACKEND_SIMD_AUTO = 0, /* the widest the CPU executes */
+  BACKEND_SIMD_NONE,     /* none: the general loops and OpenBLAS (convolutions lowered to GEMMs) */
+  BACKEND_SIMD_AVX2,     /* 8 floats: AVX2 + FMA */
+  BACKEND_SIMD_AVX512    /* 16 floats: AVX-512F */
+} backend_simd_t;
+
 /* What a process opens its backend with (backend_open). */
 typedef struct backend_options {
   int device;       /* GPU index; -1: this rank's index among its job's ranks on the node, modulo the GPUs */
@@ -65,6 +73,7 @@ typedef struct backend_options {
   int flush_denormals; /* cpu: float values below FLT_MIN count as zero on the opening thread (FTZ and
                         * DAZ): decaying optimizer moments otherwise reach them and every op on them
                         * takes the CPU's slow path */
+  backend_simd_t simd; /* cpu: the kernels' vector width; a width the CPU lacks fails the open */
 } backend_options_t;
 
 /* What an opened backend runs on: for logs, benchmarks and the comm layer. */

@@ -92,61 +92,15 @@ void cpu_col2im(const float *col, int C, int H, int W, int KH, int KW, int strid
 
 /* ---- pooling */
 
-/* The 2x2 stride-2 window (the zoo's pools) in AVX-512, 16 outputs at a time: each row pair's even
- * and odd columns are split by permutes, then the same scan order and strict comparisons as the
- * general loop (a later element wins only when strictly larger; NaN never wins), as mask blends.
- * The general loop's branches mispredict on real data and it ran at about 4 GB/s. */
-#if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
-#define MAXPOOL_AVX512 1
-
-__attribute__((target("avx512f"))) static void maxpool_2x2(int P, int H, int W, const float *restrict x,
-                                                           float *restrict y, float *restrict argmax) {
-  const int OH = H / 2, OW = W / 2;
-  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-  const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
-  const __m512i one = _mm512_set1_epi32(1), down = _mm512_set1_epi32(W), diag = _mm512_set1_epi32(W + 1);
-  for (int p = 0; p < P; p++) {
-    const float *plane = x + (size_t)p * H * W;
-    for (int oh = 0; oh < OH; oh++, y += OW, argmax += OW) {
-      const float *r0 = plane + (size_t)2 * oh * W, *r1 = r0 + W;
-      for (int ow = 0; ow < OW; ow += 16) {
-        const int n = OW - ow < 16 ? OW - ow : 16, lo = 2 * n < 16 ? 2 * n : 16, hi = 2 * n - lo;
-        const __mmask16 mo = (__mmask16)((1u << n) - 1u), mlo = (__mmask16)((1u << lo) - 1u),
-                        mhi = (__mmask16)((1u << hi) - 1u);
-        const __m512 t0 = _mm512_maskz_loadu_ps(mlo, r0 + 2 * ow), t1 = _mm512_maskz_loadu_ps(mhi, r0 + 2 * ow + 16);
-        const __m512 u0 = _mm512_maskz_loadu_ps(mlo, r1 + 2 * ow), u1 = _mm512_maskz_loadu_ps(mhi, r1 + 2 * ow + 16);
-        const __m512 a = _mm512_permutex2var_ps(t0, even, t1), b = _mm512_permutex2var_ps(t0, odd, t1);
-        const __m512 c = _mm512_permutex2var_ps(u0, even, u1), d = _mm512_permutex2var_ps(u0, odd, u1);
-        __mmask16 g = _mm512_cmp_ps_mask(b, a, _CMP_GT_OQ);
-        __m512 best = _mm512_mask_blend_ps(g, a, b);
-        __m512i off = _mm512_maskz_mov_epi32(g, one);
-        g = _mm512_cmp_ps_mask(c, best, _CMP_GT_OQ);
-        best = _mm512_mask_blend_ps(g, best, c);
-        off = _mm512_mask_mov_epi32(off, g, down);
-        g = _mm512_cmp_ps_mask(d, best, _CMP_GT_OQ);
-        best = _mm512_mask_blend_ps(g, best, d);
-        off = _mm512_mask_mov_epi32(off, g, diag);
-        const __m512i at = _mm512_add_epi32(_mm512_add_epi32(_mm512_set1_epi32(2 * oh * W + 2 * ow), even), off);
-        _mm512_mask_storeu_ps(y + ow, mo, best);
-        _mm512_mask_storeu_ps(argmax + ow, mo, _mm512_cvtepi32_ps(at));
-      }
-    }
-  }
-}
-#else
-#define MAXPOOL_AVX512 0
-static void maxpool_2x2(int P, int H, int W, const float *x, float *y, float *argmax) {
-  (void)P, (void)H, (void)W, (void)x, (void)y, (void)argmax;
-}
-#endif
-
 CPU_CLONES void cpu_maxpool_fwd(int P, int H, int W, int k, int s, const float *restrict x, float *restrict y,
                      float *restrict argmax) {
-  if (MAXPOOL_AVX512 && k == 2 && s == 2 && cpu_has_avx512()) {
-    maxpool_2x2(P, H, W, x, y, argmax);
+#if CPU_KERNELS_BUILT
+  if (k == 2 && s == 2 && cpu_simd() != BACKEND_SIMD_NONE) { /* the kernels of cpu_pool_kern.h */
+    if (cpu_simd() == BACKEND_SIMD_AVX512) cpu_maxpool_2x2_w16(P, H, W, x, y, argmax);
+    else cpu_maxpool_2x2_w8(P, H, W, x, y, argmax);
     return;
   }
+#endif
   int OH = (H - k) / s + 1, OW = (W - k) / s + 1;
   for (int p = 0; p < P; p++) {
     const float *restrict plane = x + (size_t)p * H * W;

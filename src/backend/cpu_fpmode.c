@@ -50,6 +50,11 @@ int cpu_flush_denormals_on(void) { return 0; }
 
 const char *cpu_open(const backend_options_t *o, int *input_error) {
   const char *why = host_open(o, input_error);
-  if (!why) cpu_set_flush_denormals(o->flush_denormals);
-  return why;
+  if (why) return why;
+  if ((why = cpu_simd_use(o->simd))) {
+    *input_error = 1;
+    return why;
+  }
+  cpu_set_flush_denormals(o->flush_denormals);
+  return NULL;
 }

@@ -146,6 +146,35 @@ const char *cpu_open(const backend_options_t *o, int *input_error);
 int cpu_set_flush_denormals(int on);
 int cpu_flush_denormals_on(void);
 
+/* Whether the hand-written kernels (cpu_kern_w16.c, cpu_kern_w8.c) are in this build: x86-64 GCC. */
+#if defined(__x86_64__) && defined(__GNUC__)
+#define CPU_KERNELS_BUILT 1
+#else
+#define CPU_KERNELS_BUILT 0
+#endif
+
+/* cpu_simd.c: the vector width of the hand-written kernels (direct convolutions, the 2x2 max-pool,
+ * the unpacked linear forward). cpu_simd: the width in use (never AUTO; the best the CPU has until
+ * cpu_simd_use chose one); cpu_simd_best: the widest this CPU executes; cpu_simd_use: use `want`
+ * (AUTO: the best) from now on and return NULL, or return why this CPU cannot (nothing changes). */
+backend_simd_t cpu_simd(void);
+backend_simd_t cpu_simd_best(void);
+const char *cpu_simd_use(backend_simd_t want);
+const char *cpu_simd_name(backend_simd_t w);
+
+/* The kernels at 16 floats (AVX-512F) and 8 (AVX2 + FMA), cpu_kern_w16.c and cpu_kern_w8.c: the
+ * 2x2 stride-2 max-pool (cpu_pool_kern.h; H/2 x W/2 outputs a plane) and the unpacked linear
+ * forward's tiles (cpu_linear_kern.h: Y (M,N) = Xt^T W^T + b from Xt (K, Mp), Mp >= M a multiple
+ * of 16). */
+#define CPU_WIDTH_KERNELS(W)                                                                                  \
+  void cpu_maxpool_2x2_w##W(int P, int H, int Wd, const float *restrict x, float *restrict y,              \
+                            float *restrict argmax);                                                        \
+  void cpu_linear_tiles_w##W(int M, int N, int K, const float *Xt, int Mp, const float *Wt, const float *b, \
+                             float *Y);
+CPU_WIDTH_KERNELS(16)
+CPU_WIDTH_KERNELS(8)
+#undef CPU_WIDTH_KERNELS
+
 /* cpu_gemm.c */
 void cpu_set_threads(int nthreads);
 
@@ -170,7 +199,6 @@ int cpu_linear_unpacked(int rows, int out, int in);
  * apply (shape, CPU, workspace). */
 int cpu_conv_direct_blocks(const conv_shape_t *s, size_t ws_n);
 size_t cpu_conv_direct_floats(const conv_shape_t *s); /* what it wants; 0 where it does not apply */
-int cpu_has_avx512(void); /* 1 where the CPU runs AVX-512F (the direct conv, the 2x2 max-pool) */
 void cpu_conv_direct_fwd(const conv_shape_t *s, int B, const float *x, const float *w, const float *bias, int relu,
                          float *y, float *ws, size_t ws_n);
 void cpu_conv_direct_bwd(const conv_shape_t *s, int B, const float *x, const float *w, const float *dy,

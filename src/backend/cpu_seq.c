@@ -33,37 +33,82 @@ CPU_CLONES void cpu_layernorm_fwd(int N, int rows, int C, const float *restrict 
 /* Rows per block of the weight and bias gradient sums: float inside a block, double across. */
 enum { CPU_LN_ROW_BLOCK = 16 };
 
+/* The layer norm backward of NR rows (a constant where this is inlined) at xr, dyr, dxr (row
+ * stride C), with their means m and rstds rs: with xhat = (x - m) rs and g = dy w,
+ * dx += rs (g - mean(g) - xhat mean(g xhat)), and the rows' dy xhat and dy added into pw and pb
+ * in row order. Each row's two means are 8-lane float sums (cpu_dot_f); then one pass over the
+ * channels serves all NR rows: pw and pb are read and written once per NR rows, not once a row. */
+static inline __attribute__((always_inline)) void ln_bwd_rows(const int NR, int C, const float *restrict xr,
+                                                              const float *restrict dyr, float *restrict dxr,
+                                                              const float *m, const float *rs,
+                                                              const float *restrict w, float *restrict pw,
+                                                              float *restrict pb, float *restrict xhat) {
+  const float inv_c = 1.0f / (float)C;
+  float mean_g[4], mean_gx[4];
+  for (int i = 0; i < NR; i++) {
+    const float *restrict xi = xr + (size_t)i * C, *restrict di = dyr + (size_t)i * C;
+    float *restrict hi = xhat + (size_t)i * C;
+    for (int c = 0; c < C; c++) hi[c] = (xi[c] - m[i]) * rs[i];
+    float lg[8] = {0}, lgx[8] = {0}; /* sums of g and of g xhat in 8 lanes */
+    int c = 0;
+    for (; c + 8 <= C; c += 8)
+      for (int l = 0; l < 8; l++) {
+        const float g = di[c + l] * w[c + l];
+        lg[l] += g;
+        lgx[l] += g * hi[c + l];
+      }
+    float sg = ((lg[0] + lg[4]) + (lg[1] + lg[5])) + ((lg[2] + lg[6]) + (lg[3] + lg[7]));
+    float sgx = ((lgx[0] + lgx[4]) + (lgx[1] + lgx[5])) + ((lgx[2] + lgx[6]) + (lgx[3] + lgx[7]));
+    for (; c < C; c++) {
+      const float g = di[c] * w[c];
+      sg += g;
+      sgx += g * hi[c];
+    }
+    mean_g[i] = sg * inv_c, mean_gx[i] = sgx * inv_c;
+  }
+  for (int c = 0; c < C; c++) {
+    float aw = pw[c], ab = pb[c];
+#pragma GCC unroll 4
+    for (int i = 0; i < NR; i++) {
+      const size_t at = (size_t)i * C + c;
+      const float d = dyr[at], h = xhat[at];
+      aw += d * h;
+      ab += d;
+      dxr[at] += rs[i] * (d * w[c] - mean_g[i] - h * mean_gx[i]);
+    }
+    pw[c] = aw, pb[c] = ab;
+  }
+}
+
+/* Rows at a time of the backward's channel pass (CPU_LN_ROW_BLOCK is a multiple). */
+enum { CPU_LN_ROW_GROUP = 4 };
+
 CPU_CLONES void cpu_layernorm_bwd(int N, int rows, int C, const float *restrict x, const float *restrict w,
                        const float *restrict stats, const float *restrict dy, float *restrict dx,
                        float *restrict dw, float *restrict db) {
-  const float inv_c = 1.0f / (float)C;
+  _Static_assert(CPU_LN_ROW_BLOCK % CPU_LN_ROW_GROUP == 0, "groups of rows within a block");
   const size_t total = (size_t)N * rows;
   float *part = xmalloc(2 * (size_t)C * sizeof *part);   /* a block's dw, db partial sums */
   double *acc = xmalloc(2 * (size_t)C * sizeof *acc);    /* all blocks' dw, db */
+  float *xhat = xmalloc((size_t)CPU_LN_ROW_GROUP * C * sizeof *xhat); /* a group's normalised rows */
   float *restrict pw = part, *restrict pb = part + C;
   for (int c = 0; c < 2 * C; c++) acc[c] = 0.0;
   for (size_t r0 = 0; r0 < total; r0 += CPU_LN_ROW_BLOCK) {
     const size_t r1 = total - r0 < CPU_LN_ROW_BLOCK ? total : r0 + CPU_LN_ROW_BLOCK;
     for (int c = 0; c < 2 * C; c++) part[c] = 0.0f;
-    for (size_t row = r0; row < r1; row++) {
-      const float *restrict xr = x + row * C, *restrict dyr = dy + row * C;
-      float *restrict dxr = dx + row * C;
-      const float *st = stats + (row / rows) * 2 * rows + row % rows;
-      const float m = st[0], rs = st[rows];
-      // with xhat = (x - m) rs and g = dy w: dx = rs (g - mean(g) - xhat mean(g xhat))
-      float sum_g = 0.0f, sum_g_xhat = 0.0f;
-      for (int c = 0; c < C; c++) {
-        float xhat = (xr[c] - m) * rs, g = dyr[c] * w[c];
-        sum_g += g;
-        sum_g_xhat += g * xhat;
-        pw[c] += dyr[c] * xhat;
-        pb[c] += dyr[c];
+    for (size_t row = r0; row < r1;) {
+      const int nr = r1 - row >= CPU_LN_ROW_GROUP ? CPU_LN_ROW_GROUP : 1;
+      float m[CPU_LN_ROW_GROUP], rs[CPU_LN_ROW_GROUP];
+      for (int i = 0; i < nr; i++) {
+        const float *st = stats + ((row + i) / rows) * 2 * rows + (row + i) % rows;
+        m[i] = st[0], rs[i] = st[rows];
       }
-      const float mean_g = sum_g * inv_c, mean_g_xhat = sum_g_xhat * inv_c;
-      for (int c = 0; c < C; c++) {
-        float xhat = (xr[c] - m) * rs;
-        dxr[c] += rs * (dyr[c] * w[c] - mean_g - xhat * mean_g_xhat);
-      }
+      const size_t at = row * C;
+      if (nr == CPU_LN_ROW_GROUP)
+        ln_bwd_rows(CPU_LN_ROW_GROUP, C, x + at, dy + at, dx + at, m, rs, w, pw, pb, xhat);
+      else
+        ln_bwd_rows(1, C, x + at, dy + at, dx + at, m, rs, w, pw, pb, xhat);
+      row += (size_t)nr;
     }
     for (int c = 0; c < 2 * C; c++) acc[c] += (double)part[c];
   }
@@ -71,6 +116,7 @@ CPU_CLONES void cpu_layernorm_bwd(int N, int rows, int C, const float *restrict 
     dw[c] = (float)((double)dw[c] + acc[c]);
     db[c] = (float)((double)db[c] + acc[C + c]);
   }
+  free(xhat);
   free(part);
   free(acc);
 }

@@ -116,6 +116,7 @@ typedef struct config {
   char precision[8];   /* fp32 | bf16 (matrix products) */
   int tf32;            /* cuda: float32 products may use TF32 */
   int flush_denormals; /* cpu: flush-to-zero and denormals-are-zero on the rank's thread */
+  char simd[8];        /* cpu: auto | avx512 | avx2 | none (the kernels' vector width) */
   char device_comm[8]; /* cuda: auto | nccl | staged */
 } config_t;
 

@@ -257,6 +257,11 @@ const cfg_key_t cfg_keys[] = {
              "cpu: float values below 1.2e-38 count as zero (the CPU's flush-to-zero and denormals-are-zero "
              "modes, on the rank's own thread): the optimizer's moments of idle units decay into that range, "
              "where every operation takes a slow path; false: gradual underflow, as IEEE and the ref backend"),
+    ENUM_KEY("backend", "simd", simd, "auto", VALUES("auto", "avx512", "avx2", "none"),
+             "cpu: the vector width of the hand-written kernels (direct convolutions, the 2x2 max-pool, the "
+             "unpacked linear forward); auto: the widest this CPU executes; avx512 (16 floats) or avx2 (8, with FMA) "
+             "force one, an error where the CPU lacks it; none: convolutions lowered to OpenBLAS GEMMs, the general "
+             "loops elsewhere"),
     ENUM_KEY("backend", "device_comm", device_comm, "auto", VALUES("auto", "nccl", "staged"),
              "cuda: how GPU buffers travel between ranks; nccl: NCCL collectives and grouped send/receive; "
              "staged: copied through host memory and sent with MPI; auto: NCCL unless ranks of a group share a "

@@ -73,12 +73,18 @@ backend_options_t backend_opts_of(const config_t *cfg, int local_rank) {
   o.precision = strcmp(cfg->precision, "bf16") == 0 ? BACKEND_BF16 : BACKEND_FP32;
   o.tf32 = cfg->tf32;
   o.flush_denormals = cfg->flush_denormals;
+  o.simd = strcmp(cfg->simd, "avx512") == 0 ? BACKEND_SIMD_AVX512
+           : strcmp(cfg->simd, "avx2") == 0 ? BACKEND_SIMD_AVX2
+           : strcmp(cfg->simd, "none") == 0 ? BACKEND_SIMD_NONE
+                                             : BACKEND_SIMD_AUTO;
   o.low_priority = cfg->mux_role == MUX_ROLE_BACKGROUND;
   return o;
 }
 
 const char *backend_opts_where(const config_t *cfg, const deck_t *deck) {
-  return deck_where(deck, strcmp(cfg->precision, "fp32") != 0 ? "backend.precision" : "backend.name");
+  return deck_where(deck, strcmp(cfg->precision, "fp32") != 0 ? "backend.precision"
+                         : strcmp(cfg->simd, "auto") != 0    ? "backend.simd"
+                                                             : "backend.name");
 }
 
 comm_device_mode_t device_comm_of(const config_t *cfg) {

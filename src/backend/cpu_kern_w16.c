@@ -1,0 +1,9 @@
+/* "cpu" backend: the hand-written kernels at 16 floats (AVX-512F), from the templates written once over the
+ * width (cpu_simd.h); cpu_simd.c picks the width at start-up. */
+#include "backend/cpu_ops.h"
+#if CPU_KERNELS_BUILT
+#define SIMD_W 16
+#include "backend/cpu_direct_kern.h"
+#include "backend/cpu_linear_kern.h"
+#include "backend/cpu_pool_kern.h"
+#endif

@@ -158,13 +158,13 @@ int gpt2_dims_check(const gpt2_dims_t *d, char *why, size_t why_len) {
   return 0;
 }
 
-void gpt2_graph(const gpt2_dims_t *d, graph_t *g) {
+void gpt2_graph(const gpt2_dims_t *d, int T, graph_t *g) {
   char why[320];
   if (gpt2_dims_check(d, why, sizeof why)) surge_input_error("GPT-2 sizes: %s", why);
   zoo_opts_t o = {.model = "gpt"};
   o.gpt.layers = d->L, o.gpt.width = d->C, o.gpt.heads = d->NH, o.gpt.context = d->maxT;
   o.gpt.vocab_multiple = d->Vp; /* V <= Vp: padded up to Vp exactly */
-  if (zoo_build(o, shape1(d->maxT), d->V, g, why, sizeof why) != 0) surge_input_error("GPT-2 model: %s", why);
+  if (zoo_build(o, shape1(T > 0 ? T : d->maxT), d->V, g, why, sizeof why) != 0) surge_input_error("GPT-2 model: %s", why);
 }
 
 void gpt2_shape_text(char *out, size_t len, int ndim, const long long *d) {

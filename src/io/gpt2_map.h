@@ -67,9 +67,9 @@ int gpt2_find(const graph_t *g, gpt2_kind_t k, int block);
 /* Whether sizes read from a file are ones Surge can build (each positive, within the zoo's limits,
  * C a multiple of NH, V <= Vp): 0, or -1 with the reason. */
 int gpt2_dims_check(const gpt2_dims_t *d, char *why, size_t why_len);
-/* Build the zoo's gpt of these sizes into g (its vocabulary padded to Vp). Input error when it
- * cannot be built. */
-void gpt2_graph(const gpt2_dims_t *d, graph_t *g);
+/* Build the zoo's gpt of these sizes into g (its vocabulary padded to Vp), on sequences of T tokens
+ * (0: maxT). Input error when it cannot be built. */
+void gpt2_graph(const gpt2_dims_t *d, int T, graph_t *g);
 
 /* One tensor (one block's) between Surge's layout (`surge`) and a file's (`file`): transposed
  * (Conv1D) when `transpose`; of the token table the first `rows` rows (V or Vp), the rows past them

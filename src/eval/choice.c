@@ -130,7 +130,9 @@ eval_choice_t eval_choices(scorer_t *s, const char *path, const bpe_t *tok, comm
       cJSON *ex = cJSON_ParseWithLength(text + at, end - at);
       if (!ex || !cJSON_IsObject(ex)) {
         const char *bad = cJSON_GetErrorPtr();
-        BAD(&w, "not a JSON object%s%.20s", ex || !bad ? "" : " near: ", ex || !bad ? "" : bad);
+        long col = !ex && bad && bad >= text + at && bad <= text + end ? (long)(bad - (text + at)) + 1 : 0;
+        if (col) BAD(&w, "not a JSON object (the JSON ends or breaks at column %ld)", col);
+        BAD(&w, "not a JSON object");
       }
       if (index++ % world->size == world->rank) {
         int r = score_example(s, &c, ex, &w, &tot[3]);

@@ -3,3 +3,7 @@ libsurge_a_SOURCES += src/eval/eval.h src/eval/scorer.c src/eval/stream.c src/ev
 bin_PROGRAMS += surge-eval
 surge_eval_SOURCES = src/apps/surge_eval.c
 surge_eval_LDADD = $(SURGE_LIBS)
+# Export, import, the independent numpy forward, [model] init and surge-eval together.
+dist_check_SCRIPTS += tests/test_convert.sh
+TESTS += tests/test_convert.sh
+EXTRA_DIST += tests/gpt2_numpy.py

@@ -187,7 +187,7 @@ void weights_read_safetensors(const char *path, const graph_t *g, float *params)
         gpt2_shape_text(a, sizeof a, e->ndim, e->d);
         gpt2_shape_text(c, sizeof c, nd, want);
         surge_input_error("%s: tensor %s: shape %s in the file, %s in this model%s", path, e->name, a, c,
-                          k == GPT2_WTE ? " (the vocabularies differ)" : "");
+                          k == GPT2_WTE && e->ndim == 2 && e->d[1] == want[1] ? " (the vocabularies differ)" : "");
       }
       float *v = st_values(&s, e);
       gpt2_import(&d, k, d.V, gpt2_tensors[k].transposed, v, params + g->params.t[gpt2_find(g, k, b)].off);

@@ -1,5 +1,5 @@
 /* eval_choices: multiple-choice scoring from JSONL (doc/eval.md), one example a line:
- *   {"context": TEXT or [IDS], "endings": [TEXT or [IDS], ...], "label": I}
+ *   {"context": TEXT or [IDS], "endings": [TEXT or [IDS], ...], "label": I}   ("ctx" for "context": HellaSwag's)
  * Each ending is scored by the sum of its tokens' log-probabilities after the context (llm.c's
  * HellaSwag "acc"), and by their mean ("acc_norm"-like, per token). The file is untrusted: its size,
  * each line's length, the number of endings, every id and the tokens of each row are bounded, and
@@ -65,7 +65,8 @@ static int score_example(scorer_t *s, const coder_t *c, const cJSON *ex, const w
   const cJSON *ctx = cJSON_GetObjectItemCaseSensitive(ex, "context"),
               *ends = cJSON_GetObjectItemCaseSensitive(ex, "endings"),
               *lab = cJSON_GetObjectItemCaseSensitive(ex, "label");
-  if (!ctx || !ends || !lab) BAD(w, "an example needs \"context\", \"endings\" and \"label\"");
+  if (!ctx) ctx = cJSON_GetObjectItemCaseSensitive(ex, "ctx"); /* HellaSwag's own name */
+  if (!ctx || !ends || !lab) BAD(w, "an example needs \"context\" (or \"ctx\"), \"endings\" and \"label\"");
   int n = cJSON_IsArray(ends) ? cJSON_GetArraySize(ends) : 0;
   if (n < 2 || n > CHOICE_MAX_ENDINGS) BAD(w, "\"endings\": expected a list of 2 to %d endings", CHOICE_MAX_ENDINGS);
   if (!cJSON_IsNumber(lab) || !(lab->valuedouble >= 0 && lab->valuedouble < n) || lab->valuedouble != (int)lab->valuedouble)

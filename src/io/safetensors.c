@@ -24,6 +24,7 @@
 #define ST_NAME_MAX 256
 #define ST_MAX_DIMS 4
 #define CONFIG_MAX (1 << 20)
+#define ST_VOCAB_MULTIPLE 128 /* [model] gpt_vocab_multiple's default */
 
 typedef struct st_entry {
   char name[ST_NAME_MAX];
@@ -236,7 +237,9 @@ void weights_safetensors_dims(const char *path, gpt2_dims_t *d) {
   st_entry_t *wte = st_find(&s, "wte.weight"), *wpe = st_find(&s, "wpe.weight");
   if (!wte || !wpe || wte->ndim != 2 || wpe->ndim != 2 || wte->d[1] != wpe->d[1])
     surge_input_error("%s: no GPT-2 embedding (transformer.wte.weight (V,C) and transformer.wpe.weight (maxT,C))", path);
-  *d = (gpt2_dims_t){.C = (int)wte->d[1], .V = (int)wte->d[0], .Vp = (int)wte->d[0], .maxT = (int)wpe->d[0]};
+  /* the token table padded as Surge and llm.c pad it by default (50257 -> 50304) */
+  long long Vp = (wte->d[0] + ST_VOCAB_MULTIPLE - 1) / ST_VOCAB_MULTIPLE * ST_VOCAB_MULTIPLE;
+  *d = (gpt2_dims_t){.C = (int)wte->d[1], .V = (int)wte->d[0], .Vp = (int)Vp, .maxT = (int)wpe->d[0]};
   for (char name[64];; d->L++) {
     snprintf(name, sizeof name, "h.%d.ln_1.weight", d->L);
     if (!st_find(&s, name)) break;

@@ -31,7 +31,8 @@ const char *weights_format_name(weights_format_t f);
 void weights_read(const char *path, const graph_t *g, float *params);
 
 /* The gpt a GPT-2 file (safetensors, llm.c's) or a gpt's model.h5 or checkpoint describes: its
- * sizes (safetensors: from the shapes and the config.json beside the file, for the heads). Input
+ * sizes (safetensors: from the shapes and the config.json beside the file, for the heads; its
+ * vocabulary padded to a multiple of 128, [model] gpt_vocab_multiple's default and llm.c's). Input
  * error when the file is not of a GPT-2-shaped model. */
 void weights_gpt2_dims(const char *path, gpt2_dims_t *d);
 

@@ -136,6 +136,11 @@ int gpt2_dims_of(const graph_t *g, gpt2_dims_t *d, char *why, size_t why_len) {
   return check_nodes(g, d, why, why_len);
 }
 
+void gpt2_dims_or_refuse(const graph_t *g, gpt2_dims_t *d, const char *path, const char *what) {
+  char why[320];
+  if (gpt2_dims_of(g, d, why, sizeof why)) surge_input_error("%s: %s: %s", path, what, why);
+}
+
 int gpt2_dims_check(const gpt2_dims_t *d, char *why, size_t why_len) {
   const struct {
     const char *name;

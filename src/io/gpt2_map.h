@@ -61,6 +61,8 @@ size_t gpt2_max_floats(const gpt2_dims_t *d);
  * tied output): 0 with its sizes in *d, or -1 with the reason in why, naming the first tensor that
  * has no GPT-2 counterpart. */
 int gpt2_dims_of(const graph_t *g, gpt2_dims_t *d, char *why, size_t why_len);
+/* gpt2_dims_of, or an input error "PATH: WHAT: the reason" (a reader or writer of PATH refusing g). */
+void gpt2_dims_or_refuse(const graph_t *g, gpt2_dims_t *d, const char *path, const char *what);
 /* Index in g->params of kind k of block `block` (ignored for the others), or -1. */
 int gpt2_find(const graph_t *g, gpt2_kind_t k, int block);
 

@@ -14,7 +14,6 @@
 #include "core/infile.h"
 #include "io/weights.h"
 
-#define LLMC_MAGIC 20240326
 #define LLMC_HEADER_INTS 256
 #define LLMC_F32 3
 #define LLMC_BF16 5
@@ -46,7 +45,7 @@ static void llmc_open(llmc_file_t *l, const char *path) {
   for (int i = 0; i < 8; i++)
     h[i] = (int32_t)((uint32_t)raw[4 * i] | (uint32_t)raw[4 * i + 1] << 8 | (uint32_t)raw[4 * i + 2] << 16 |
                      (uint32_t)raw[4 * i + 3] << 24);
-  if (h[0] != LLMC_MAGIC) surge_input_error("%s: magic %d at offset 0, llm.c's model file has %d", path, h[0], LLMC_MAGIC);
+  if (h[0] != WEIGHTS_LLMC_MAGIC) surge_input_error("%s: magic %d at offset 0, llm.c's model file has %d", path, h[0], WEIGHTS_LLMC_MAGIC);
   if (h[1] != LLMC_F32 && h[1] != LLMC_BF16)
     surge_input_error("%s: version %d at offset 4: Surge reads versions %d (float32) and %d (bfloat16)", path, h[1],
                       LLMC_F32, LLMC_BF16);
@@ -69,8 +68,7 @@ void weights_llmc_dims(const char *path, gpt2_dims_t *d) {
 
 void weights_read_llmc(const char *path, const graph_t *g, float *params) {
   gpt2_dims_t d;
-  char why[320];
-  if (gpt2_dims_of(g, &d, why, sizeof why)) surge_input_error("%s: a GPT-2 file cannot fill this model: %s", path, why);
+  gpt2_dims_or_refuse(g, &d, path, "a GPT-2 file cannot fill this model");
   llmc_file_t l;
   llmc_open(&l, path);
   const gpt2_dims_t *f = &l.d;
@@ -104,10 +102,9 @@ void weights_read_llmc(const char *path, const graph_t *g, float *params) {
 
 void weights_write_llmc(const char *path, const graph_t *g, const float *params, int bf16) {
   gpt2_dims_t d;
-  char why[320];
-  if (gpt2_dims_of(g, &d, why, sizeof why)) surge_input_error("%s: no exact GPT-2 conversion: %s", path, why);
+  gpt2_dims_or_refuse(g, &d, path, "no exact GPT-2 conversion");
   unsigned char head[4 * LLMC_HEADER_INTS] = {0};
-  int32_t h[8] = {LLMC_MAGIC, bf16 ? LLMC_BF16 : LLMC_F32, d.maxT, d.V, d.L, d.NH, d.C, d.Vp};
+  int32_t h[8] = {WEIGHTS_LLMC_MAGIC, bf16 ? LLMC_BF16 : LLMC_F32, d.maxT, d.V, d.L, d.NH, d.C, d.Vp};
   for (int i = 0; i < 8; i++)
     for (int b = 0; b < 4; b++) head[4 * i + b] = (unsigned char)((uint32_t)h[i] >> 8 * b);
   weights_out_t o;

@@ -170,8 +170,7 @@ static int is_buffer(const char *name) {
 
 void weights_read_safetensors(const char *path, const graph_t *g, float *params) {
   gpt2_dims_t d;
-  char why[320];
-  if (gpt2_dims_of(g, &d, why, sizeof why)) surge_input_error("%s: a GPT-2 file cannot fill this model: %s", path, why);
+  gpt2_dims_or_refuse(g, &d, path, "a GPT-2 file cannot fill this model");
   st_file_t s;
   st_open(&s, path);
   for (int k = 0; k < GPT2_KINDS; k++)
@@ -253,8 +252,7 @@ void weights_safetensors_dims(const char *path, gpt2_dims_t *d) {
 
 void weights_write_safetensors(const char *path, const graph_t *g, const float *params, int bf16) {
   gpt2_dims_t d;
-  char why[320];
-  if (gpt2_dims_of(g, &d, why, sizeof why)) surge_input_error("%s: no exact GPT-2 conversion: %s", path, why);
+  gpt2_dims_or_refuse(g, &d, path, "no exact GPT-2 conversion");
   weights_dtype_t t = bf16 ? WEIGHTS_BF16 : WEIGHTS_F32;
   strbuf_t h = STRBUF_INIT;
   sb_printf(&h, "{\"__metadata__\":{\"format\":\"pt\"}");

@@ -9,7 +9,6 @@
 #include "core/error.h"
 #include "core/infile.h"
 
-#define LLMC_MAGIC 20240326
 
 weights_format_t weights_detect(const char *path) {
   FILE *f = infile_fopen(path, NULL);
@@ -20,17 +19,17 @@ weights_format_t weights_detect(const char *path) {
   static const unsigned char hdf5[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
   if (n >= 8 && memcmp(b, hdf5, 8) == 0) return WEIGHTS_H5;
   uint32_t magic = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
-  if (n >= 4 && magic == LLMC_MAGIC) return WEIGHTS_LLMC;
+  if (n >= 4 && magic == WEIGHTS_LLMC_MAGIC) return WEIGHTS_LLMC;
   if (n == 9 && b[8] == '{') return WEIGHTS_SAFETENSORS; /* 8-byte header length, then the JSON header */
   uint32_t version = (uint32_t)b[4] | (uint32_t)b[5] << 8 | (uint32_t)b[6] << 16 | (uint32_t)b[7] << 24;
   if (n < 9) surge_input_error("%s: %zu bytes: too short for any weights format (truncated?)", path, n);
   if (version == 3 || version == 5) /* llm.c's versions at offset 4 */
     surge_input_error("%s: magic %u at offset 0, not llm.c's %d (version %u at offset 4 is llm.c's): not a model "
                       "file Surge reads",
-                      path, magic, LLMC_MAGIC, version);
+                      path, magic, WEIGHTS_LLMC_MAGIC, version);
   surge_input_error("%s: not a weights file Surge reads (expected HDF5 (model.h5, a checkpoint), safetensors (8-byte "
                     "header length, then '{') or llm.c's model file (magic %d)); its first bytes are none of them",
-                    path, LLMC_MAGIC);
+                    path, WEIGHTS_LLMC_MAGIC);
 }
 
 const char *weights_format_name(weights_format_t f) {

@@ -15,6 +15,8 @@
 #include "io/gpt2_map.h"
 #include "nn/graph.h"
 
+#define WEIGHTS_LLMC_MAGIC 20240326 /* llm.c's model file (int32 at offset 0) */
+
 typedef enum weights_format { WEIGHTS_H5, WEIGHTS_SAFETENSORS, WEIGHTS_LLMC } weights_format_t;
 
 /* The format of the file at path, from its first bytes; an input error naming the file when it is

@@ -171,8 +171,7 @@ static int vocab_multiple(int V, int Vp) {
 
 void weights_write_h5(const char *path, const graph_t *g, const float *params, comm_t *world) {
   gpt2_dims_t d;
-  char why[320];
-  if (gpt2_dims_of(g, &d, why, sizeof why)) surge_input_error("%s: cannot write this model as a gpt: %s", path, why);
+  gpt2_dims_or_refuse(g, &d, path, "cannot write this model as a gpt");
   int m = vocab_multiple(d.V, d.Vp);
   if (!m) surge_input_error("%s: a vocabulary of %d padded to %d is no [model] gpt_vocab_multiple up to 4096", path, d.V, d.Vp);
   strbuf_t deck = STRBUF_INIT;

@@ -8,7 +8,7 @@
 # loss within 1e-6 in dp, 3d and burst layouts; surge-eval gives the same loss on 1 and 2 ranks and
 # the numpy forward's multiple-choice scores; damaged or mismatched files (truncated, lying offsets,
 # a tensor of the wrong shape, llm.c's magic wrong, another width or vocabulary, an mlp) are refused
-# with exit 2 naming the tensor or offset.
+# with exit 2 naming the tensor or offset; an mlp starts from its model.h5 too.
 . "${SURGE_TOP_SRCDIR:-$(cd "$(dirname "$0")/.." && pwd)}/tests/tap.sh"
 [ -f /usr/share/games/fortunes/fortunes ] || tap_skip_all "the fortunes package (the byte-level text) is not installed"
 command -v python3 >/dev/null 2>&1 || tap_skip_all "python3 is not installed"
@@ -213,7 +213,14 @@ if [ -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]; then
   timeout 120 "$SURGE_TRAIN" "$top_src/inputs/mlp-fmnist.deck" -D run.steps=1 -D model.mlp_hidden=16 -D data.train_samples=64 \
     -D data.test_samples=16 -D train.global_batch=16 -D "run.out_dir=$t/mlp" -D run.overwrite=true >"$t/mlp.txt" 2>&1
   refused "an mlp to safetensors" "a mlp model: only the gpt has a GPT-2 counterpart" "$convert" "$t/mlp/model.h5" "$t/mlp.safetensors"
+  timeout 120 "$mpiexec" -n 2 "$SURGE_TRAIN" "$top_src/inputs/mlp-fmnist.deck" -D run.steps=1 -D model.mlp_hidden=16 \
+    -D data.train_samples=64 -D data.test_samples=16 -D train.global_batch=16 -D "run.out_dir=$t/mlp2" -D run.overwrite=true \
+    -D "model.init=$t/mlp/model.h5" >"$t/mlp2.txt" 2>&1
+  got=$(first_loss "$t/mlp2"); want_m=$(val_loss "$t/mlp")
+  [ -n "$got" ] && within "$got" "$want_m" 1e-6
+  tap_ok $? "any zoo model starts from its model.h5: the mlp on 2 ranks, step-0 test loss $got, the exporter's $want_m"
 else
   tap_skip "dataset-fashion-mnist is not installed (the mlp to refuse)"
+  tap_skip "dataset-fashion-mnist is not installed (the mlp to start from)"
 fi
 tap_done

@@ -243,6 +243,15 @@ void weights_safetensors_dims(const char *path, gpt2_dims_t *d) {
     snprintf(name, sizeof name, "h.%d.ln_1.weight", d->L);
     if (!st_find(&s, name)) break;
   }
+  /* every tensor of these sizes must be in the file: bound them by its data (2 bytes a value at
+   * least) before anyone allocates a model of them */
+  uint64_t values = 0;
+  for (int k = 0; k < GPT2_KINDS; k++)
+    values += (uint64_t)gpt2_floats(d, k) * (gpt2_tensors[k].per_block ? (uint64_t)d->L : 1);
+  values -= (uint64_t)(d->Vp - d->V) * (uint64_t)d->C; /* the file holds V rows of the table */
+  if (values > s.data_bytes / 2)
+    surge_input_error("%s: a GPT-2 of %d blocks of width %d needs %llu values, more than the %llu bytes of data hold",
+                      path, d->L, d->C, (unsigned long long)values, (unsigned long long)s.data_bytes);
   d->NH = config_heads(path);
   if (!d->NH)
     surge_input_error("%s: the attention heads are not in the weights: put Hugging Face's config.json (n_head) beside it",

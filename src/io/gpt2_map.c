@@ -6,36 +6,38 @@
 #include "core/error.h"
 #include "nn/zoo.h"
 
-const gpt2_tensor_info_t gpt2_tensors[GPT2_KINDS] = {
-    [GPT2_WTE] = {"wte.weight", "wte.weight", "wte", 0, 0},
-    [GPT2_WPE] = {"wte.pos", "wpe.weight", "wpe", 0, 0},
-    [GPT2_LN1W] = {"blocks.%d.ln1.weight", "h.%d.ln_1.weight", "ln1w", 1, 0},
-    [GPT2_LN1B] = {"blocks.%d.ln1.bias", "h.%d.ln_1.bias", "ln1b", 1, 0},
-    [GPT2_QKVW] = {"blocks.%d.qkv.weight", "h.%d.attn.c_attn.weight", "qkvw", 1, 1},
-    [GPT2_QKVB] = {"blocks.%d.qkv.bias", "h.%d.attn.c_attn.bias", "qkvb", 1, 0},
-    [GPT2_PROJW] = {"blocks.%d.proj.weight", "h.%d.attn.c_proj.weight", "attprojw", 1, 1},
-    [GPT2_PROJB] = {"blocks.%d.proj.bias", "h.%d.attn.c_proj.bias", "attprojb", 1, 0},
-    [GPT2_LN2W] = {"blocks.%d.ln2.weight", "h.%d.ln_2.weight", "ln2w", 1, 0},
-    [GPT2_LN2B] = {"blocks.%d.ln2.bias", "h.%d.ln_2.bias", "ln2b", 1, 0},
-    [GPT2_FCW] = {"blocks.%d.fc.weight", "h.%d.mlp.c_fc.weight", "fcw", 1, 1},
-    [GPT2_FCB] = {"blocks.%d.fc.bias", "h.%d.mlp.c_fc.bias", "fcb", 1, 0},
-    [GPT2_FCPROJW] = {"blocks.%d.fcproj.weight", "h.%d.mlp.c_proj.weight", "fcprojw", 1, 1},
-    [GPT2_FCPROJB] = {"blocks.%d.fcproj.bias", "h.%d.mlp.c_proj.bias", "fcprojb", 1, 0},
-    [GPT2_LNFW] = {"lnf.weight", "ln_f.weight", "lnfw", 0, 0},
-    [GPT2_LNFB] = {"lnf.bias", "ln_f.bias", "lnfb", 0, 0},
+const gpt2_tensor_info_t gpt2_tensors[ZOO_GPT_PARAMS] = {
+    [ZOO_GPT_WTE] = {"transformer.wte.weight", 0},
+    [ZOO_GPT_WPE] = {"transformer.wpe.weight", 0},
+    [ZOO_GPT_LN1W] = {"transformer.h.%d.ln_1.weight", 0},
+    [ZOO_GPT_LN1B] = {"transformer.h.%d.ln_1.bias", 0},
+    [ZOO_GPT_QKVW] = {"transformer.h.%d.attn.c_attn.weight", 1},
+    [ZOO_GPT_QKVB] = {"transformer.h.%d.attn.c_attn.bias", 0},
+    [ZOO_GPT_PROJW] = {"transformer.h.%d.attn.c_proj.weight", 1},
+    [ZOO_GPT_PROJB] = {"transformer.h.%d.attn.c_proj.bias", 0},
+    [ZOO_GPT_LN2W] = {"transformer.h.%d.ln_2.weight", 0},
+    [ZOO_GPT_LN2B] = {"transformer.h.%d.ln_2.bias", 0},
+    [ZOO_GPT_FCW] = {"transformer.h.%d.mlp.c_fc.weight", 1},
+    [ZOO_GPT_FCB] = {"transformer.h.%d.mlp.c_fc.bias", 0},
+    [ZOO_GPT_FCPROJW] = {"transformer.h.%d.mlp.c_proj.weight", 1},
+    [ZOO_GPT_FCPROJB] = {"transformer.h.%d.mlp.c_proj.bias", 0},
+    [ZOO_GPT_LNFW] = {"transformer.ln_f.weight", 0},
+    [ZOO_GPT_LNFB] = {"transformer.ln_f.bias", 0},
 };
+
+const char gpt2_hf_head[] = "lm_head.weight";
 
 int gpt2_shape(const gpt2_dims_t *d, gpt2_kind_t k, int dims[2]) {
   int C = d->C;
   switch (k) {
-  case GPT2_WTE: dims[0] = d->Vp, dims[1] = C; return 2;
-  case GPT2_WPE: dims[0] = d->maxT, dims[1] = C; return 2;
-  case GPT2_QKVW: dims[0] = 3 * C, dims[1] = C; return 2;
-  case GPT2_QKVB: dims[0] = 3 * C; return 1;
-  case GPT2_PROJW: dims[0] = C, dims[1] = C; return 2;
-  case GPT2_FCW: dims[0] = 4 * C, dims[1] = C; return 2;
-  case GPT2_FCB: dims[0] = 4 * C; return 1;
-  case GPT2_FCPROJW: dims[0] = C, dims[1] = 4 * C; return 2;
+  case ZOO_GPT_WTE: dims[0] = d->Vp, dims[1] = C; return 2;
+  case ZOO_GPT_WPE: dims[0] = d->maxT, dims[1] = C; return 2;
+  case ZOO_GPT_QKVW: dims[0] = 3 * C, dims[1] = C; return 2;
+  case ZOO_GPT_QKVB: dims[0] = 3 * C; return 1;
+  case ZOO_GPT_PROJW: dims[0] = C, dims[1] = C; return 2;
+  case ZOO_GPT_FCW: dims[0] = 4 * C, dims[1] = C; return 2;
+  case ZOO_GPT_FCB: dims[0] = 4 * C; return 1;
+  case ZOO_GPT_FCPROJW: dims[0] = C, dims[1] = 4 * C; return 2;
   default: dims[0] = C; return 1; /* the layer norms and the output biases */
   }
 }
@@ -48,69 +50,35 @@ size_t gpt2_floats(const gpt2_dims_t *d, gpt2_kind_t k) {
 
 size_t gpt2_max_floats(const gpt2_dims_t *d) {
   size_t most = 1;
-  for (int k = 0; k < GPT2_KINDS; k++)
+  for (int k = 0; k < ZOO_GPT_PARAMS; k++)
     if (gpt2_floats(d, k) > most) most = gpt2_floats(d, k);
   return most;
 }
 
 int gpt2_find(const graph_t *g, gpt2_kind_t k, int block) {
   char name[SLAB_NAME_MAX];
-  snprintf(name, sizeof name, gpt2_tensors[k].surge, block);
+  zoo_gpt_param_name(k, block, name, sizeof name);
   return slab_layout_find(&g->params, name);
-}
-
-static int find_node(const graph_t *g, const char *name) {
-  for (int i = 0; i < g->n; i++)
-    if (strcmp(g->l[i].name, name) == 0) return i;
-  return -1;
-}
-
-/* The nodes GPT-2 fixes besides the tensors: heads alike, GELU, LayerNorm's eps 1e-5, a tied head. */
-static int check_nodes(const graph_t *g, const gpt2_dims_t *d, char *why, size_t n) {
-  char name[LAYER_NAME_MAX];
-  for (int b = 0; b < d->L; b++) {
-    snprintf(name, sizeof name, "blocks.%d.attn", b);
-    int a = find_node(g, name);
-    snprintf(name, sizeof name, "blocks.%d.gelu", b);
-    int ge = find_node(g, name);
-    if (a < 0 || g->l[a].heads != d->NH || ge < 0 || g->l[ge].kind != LAYER_GELU) {
-      snprintf(why, n, "block %d is not a GPT-2 block (attention with %d heads, then a tanh GELU MLP)", b, d->NH);
-      return -1;
-    }
-  }
-  for (int i = 0; i < g->n; i++)
-    if (g->l[i].kind == LAYER_LAYERNORM && g->l[i].eps != 1e-5f) {
-      snprintf(why, n, "layer norm %s has eps %g, GPT-2's is 1e-5", g->l[i].name, (double)g->l[i].eps);
-      return -1;
-    }
-  int head = find_node(g, "lm_head");
-  if (head < 0 || g->l[head].kind != LAYER_TIED_LINEAR) {
-    snprintf(why, n, "the output layer is not tied to the token embedding, as GPT-2's is");
-    return -1;
-  }
-  return 0;
 }
 
 int gpt2_dims_of(const graph_t *g, gpt2_dims_t *d, char *why, size_t why_len) {
   memset(d, 0, sizeof *d);
-  int wte = slab_layout_find(&g->params, "wte.weight"), wpe = slab_layout_find(&g->params, "wte.pos");
+  int wte = gpt2_find(g, ZOO_GPT_WTE, 0), wpe = gpt2_find(g, ZOO_GPT_WPE, 0);
   if (wte < 0 || wpe < 0 || g->params.t[wte].ndim != 2 || g->params.t[wpe].ndim != 2) {
     snprintf(why, why_len, "tensor %s has no GPT-2 counterpart (GPT-2 starts with wte and wpe)",
              g->params.n ? g->params.t[0].name : "(none)");
     return -1;
   }
-  for (int i = 0; i < g->n; i++) d->L += g->l[i].kind == LAYER_ATTENTION;
-  int a = find_node(g, "blocks.0.attn");
-  d->NH = a >= 0 ? g->l[a].heads : 0;
+  if (zoo_gpt_form(g, &d->L, &d->NH, why, why_len)) return -1;
   d->C = g->params.t[wte].d[1];
   d->Vp = g->params.t[wte].d[0];
   d->maxT = g->params.t[wpe].d[0];
   d->V = g->classes_valid > 0 ? g->classes_valid : d->Vp;
   int expected = 0;
-  for (int k = 0; k < GPT2_KINDS; k++)
-    for (int b = 0; b < (gpt2_tensors[k].per_block ? d->L : 1); b++, expected++) {
+  for (int k = 0; k < ZOO_GPT_PARAMS; k++)
+    for (int b = 0; b < (zoo_gpt_param_per_block(k) ? d->L : 1); b++, expected++) {
       char name[SLAB_NAME_MAX];
-      snprintf(name, sizeof name, gpt2_tensors[k].surge, b);
+      zoo_gpt_param_name(k, b, name, sizeof name);
       int t = slab_layout_find(&g->params, name), dims[2], nd = gpt2_shape(d, k, dims);
       if (t < 0) {
         snprintf(why, why_len, "the model has no %s, which GPT-2 has", name);
@@ -125,15 +93,15 @@ int gpt2_dims_of(const graph_t *g, gpt2_dims_t *d, char *why, size_t why_len) {
   if (g->params.n != expected) { /* something more: name the first tensor the table does not have */
     for (int t = 0; t < g->params.n; t++) {
       int known = 0;
-      for (int k = 0; k < GPT2_KINDS && !known; k++)
-        for (int b = 0; b < (gpt2_tensors[k].per_block ? d->L : 1) && !known; b++) known = gpt2_find(g, k, b) == t;
+      for (int k = 0; k < ZOO_GPT_PARAMS && !known; k++)
+        for (int b = 0; b < (zoo_gpt_param_per_block(k) ? d->L : 1) && !known; b++) known = gpt2_find(g, k, b) == t;
       if (!known) {
         snprintf(why, why_len, "tensor %s has no GPT-2 counterpart", g->params.t[t].name);
         return -1;
       }
     }
   }
-  return check_nodes(g, d, why, why_len);
+  return 0;
 }
 
 void gpt2_dims_or_refuse(const graph_t *g, gpt2_dims_t *d, const char *path, const char *what) {
@@ -190,7 +158,7 @@ static void matrix_of(const gpt2_dims_t *d, gpt2_kind_t k, size_t *rows, size_t 
 void gpt2_export(const gpt2_dims_t *d, gpt2_kind_t k, int rows, int transpose, const float *surge, float *file) {
   size_t R, Cn;
   matrix_of(d, k, &R, &Cn);
-  if (k == GPT2_WTE) R = (size_t)rows;
+  if (k == ZOO_GPT_WTE) R = (size_t)rows;
   for (size_t i = 0; i < R; i++) // surge (R, Cn) -> file (Cn, R) or (R, Cn)
     for (size_t j = 0; j < Cn; j++) file[transpose ? j * R + i : i * Cn + j] = surge[i * Cn + j];
 }
@@ -198,7 +166,7 @@ void gpt2_export(const gpt2_dims_t *d, gpt2_kind_t k, int rows, int transpose, c
 void gpt2_import(const gpt2_dims_t *d, gpt2_kind_t k, int rows, int transpose, const float *file, float *surge) {
   size_t R, Cn;
   matrix_of(d, k, &R, &Cn);
-  size_t held = k == GPT2_WTE ? (size_t)rows : R;
+  size_t held = k == ZOO_GPT_WTE ? (size_t)rows : R;
   for (size_t i = 0; i < held; i++)
     for (size_t j = 0; j < Cn; j++) surge[i * Cn + j] = file[transpose ? j * held + i : i * Cn + j];
   memset(surge + held * Cn, 0, (R - held) * Cn * sizeof *surge); /* wte's padding rows */

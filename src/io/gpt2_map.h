@@ -27,6 +27,7 @@
 #include <stddef.h>
 
 #include "nn/graph.h"
+#include "nn/zoo.h"
 
 typedef struct gpt2_dims {
   int L, C, NH; /* blocks, width, attention heads */
@@ -34,21 +35,17 @@ typedef struct gpt2_dims {
   int V, Vp;    /* vocabulary and its padded table */
 } gpt2_dims_t;
 
-/* GPT-2's tensors in llm.c's order. */
-typedef enum gpt2_kind {
-  GPT2_WTE, GPT2_WPE, GPT2_LN1W, GPT2_LN1B, GPT2_QKVW, GPT2_QKVB, GPT2_PROJW, GPT2_PROJB, GPT2_LN2W, GPT2_LN2B,
-  GPT2_FCW, GPT2_FCB, GPT2_FCPROJW, GPT2_FCPROJB, GPT2_LNFW, GPT2_LNFB, GPT2_KINDS
-} gpt2_kind_t;
+/* GPT-2's tensors in llm.c's order: the zoo's (nn/zoo.h), which names them in Surge. */
+typedef zoo_gpt_param_t gpt2_kind_t;
 
 typedef struct gpt2_tensor_info {
-  const char *surge;   /* Surge name, "%d" for the block */
-  const char *hf;      /* Hugging Face name without "transformer.", "%d" for the block */
-  const char *llmc;    /* llm.c's name for it */
-  int per_block;       /* one per block (stacked on L in llm.c) */
+  const char *hf;      /* Hugging Face's name, "%d" for the block */
   int transposed;      /* Hugging Face stores it as Conv1D's [in, out], the transpose of Surge's */
 } gpt2_tensor_info_t;
 
-extern const gpt2_tensor_info_t gpt2_tensors[GPT2_KINDS];
+extern const gpt2_tensor_info_t gpt2_tensors[ZOO_GPT_PARAMS];
+/* Hugging Face's name of the output layer's weight (the token embedding, tied). */
+extern const char gpt2_hf_head[];
 
 /* Shape of one tensor (one block's) in Surge's layout: ndim and d[0..ndim). */
 int gpt2_shape(const gpt2_dims_t *d, gpt2_kind_t k, int dims[2]);

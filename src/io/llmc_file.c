@@ -28,7 +28,7 @@ typedef struct llmc_file {
 /* Parameters of the whole model (blocks stacked). */
 static uint64_t llmc_params(const gpt2_dims_t *d) {
   uint64_t n = 0;
-  for (int k = 0; k < GPT2_KINDS; k++) n += (uint64_t)gpt2_floats(d, k) * (gpt2_tensors[k].per_block ? (uint64_t)d->L : 1);
+  for (int k = 0; k < ZOO_GPT_PARAMS; k++) n += (uint64_t)gpt2_floats(d, k) * (zoo_gpt_param_per_block(k) ? (uint64_t)d->L : 1);
   return n;
 }
 
@@ -86,11 +86,14 @@ void weights_read_llmc(const char *path, const graph_t *g, float *params) {
   unsigned char *raw = xmalloc(most * eb);
   float *v = xmalloc(most * sizeof *v);
   long long at = 4 * LLMC_HEADER_INTS;
-  for (int k = 0; k < GPT2_KINDS; k++)
-    for (int b = 0; b < (gpt2_tensors[k].per_block ? d.L : 1); b++) {
+  for (int k = 0; k < ZOO_GPT_PARAMS; k++)
+    for (int b = 0; b < (zoo_gpt_param_per_block(k) ? d.L : 1); b++) {
       size_t n = gpt2_floats(f, k);
-      if (fread(raw, eb, n, l.f) != n)
-        surge_input_error("%s: %s: cannot read %zu values at offset %lld", path, gpt2_tensors[k].llmc, n, at);
+      if (fread(raw, eb, n, l.f) != n) {
+        char name[SLAB_NAME_MAX];
+        zoo_gpt_param_name(k, b, name, sizeof name);
+        surge_input_error("%s: %s: cannot read %zu values at offset %lld", path, name, n, at);
+      }
       weights_decode(l.dtype, raw, n, v);
       gpt2_import(&d, k, rows, 0, v, params + g->params.t[gpt2_find(g, k, b)].off);
       at += (long long)(n * eb);
@@ -110,8 +113,8 @@ void weights_write_llmc(const char *path, const graph_t *g, const float *params,
   weights_out_t o;
   weights_out_open(&o, path);
   weights_out_write(&o, head, sizeof head);
-  for (int k = 0; k < GPT2_KINDS; k++) /* llm.c's order: kind by kind, the blocks stacked within each */
-    for (int b = 0; b < (gpt2_tensors[k].per_block ? d.L : 1); b++)
+  for (int k = 0; k < ZOO_GPT_PARAMS; k++) /* llm.c's order: kind by kind, the blocks stacked within each */
+    for (int b = 0; b < (zoo_gpt_param_per_block(k) ? d.L : 1); b++)
       weights_out_floats(&o, params + g->params.t[gpt2_find(g, k, b)].off, gpt2_floats(&d, k),
                          bf16 ? WEIGHTS_BF16 : WEIGHTS_F32);
   weights_out_commit(&o);

@@ -130,13 +130,16 @@ static void st_close(st_file_t *s) {
   free(s->e);
 }
 
-static st_entry_t *st_find(st_file_t *s, const char *hf) {
-  char full[ST_NAME_MAX];
-  snprintf(full, sizeof full, "transformer.%s", hf);
+/* The entry of Hugging Face's name `full` ("transformer.h.0..."), with the prefix or without. */
+static st_entry_t *st_find(st_file_t *s, const char *full) {
+  const char *bare = !strncmp(full, "transformer.", 12) ? full + 12 : full;
   for (int i = 0; i < s->n; i++)
-    if (!strcmp(s->e[i].name, hf) || !strcmp(s->e[i].name, full)) return &s->e[i];
+    if (!strcmp(s->e[i].name, full) || !strcmp(s->e[i].name, bare)) return &s->e[i];
   return NULL;
 }
+
+/* The name of kind k of block b in Hugging Face's file. */
+static void hf_name(gpt2_kind_t k, int b, char *out, size_t len) { snprintf(out, len, gpt2_tensors[k].hf, b); }
 
 /* Entry e's values as floats (malloc'd). */
 static float *st_values(st_file_t *s, const st_entry_t *e) {
@@ -154,7 +157,7 @@ static float *st_values(st_file_t *s, const st_entry_t *e) {
 /* Hugging Face's shape of kind k: Surge's, transposed for Conv1D, wte of V rows. */
 static int hf_shape(const gpt2_dims_t *d, gpt2_kind_t k, long long out[2]) {
   int dims[2], nd = gpt2_shape(d, k, dims);
-  if (k == GPT2_WTE) dims[0] = d->V;
+  if (k == ZOO_GPT_WTE) dims[0] = d->V;
   int t = gpt2_tensors[k].transposed;
   out[0] = dims[t ? 1 : 0];
   if (nd == 2) out[1] = dims[t ? 0 : 1];
@@ -173,21 +176,21 @@ void weights_read_safetensors(const char *path, const graph_t *g, float *params)
   gpt2_dims_or_refuse(g, &d, path, "a GPT-2 file cannot fill this model");
   st_file_t s;
   st_open(&s, path);
-  for (int k = 0; k < GPT2_KINDS; k++)
-    for (int b = 0; b < (gpt2_tensors[k].per_block ? d.L : 1); b++) {
+  for (int k = 0; k < ZOO_GPT_PARAMS; k++)
+    for (int b = 0; b < (zoo_gpt_param_per_block(k) ? d.L : 1); b++) {
       char hf[ST_NAME_MAX];
-      snprintf(hf, sizeof hf, gpt2_tensors[k].hf, b);
+      hf_name(k, b, hf, sizeof hf);
       st_entry_t *e = st_find(&s, hf);
       long long want[2];
       int nd = hf_shape(&d, k, want);
-      if (!e) surge_input_error("%s: tensor transformer.%s: missing (this model's shape for it: (%lld%s%lld))", path, hf,
+      if (!e) surge_input_error("%s: tensor %s: missing (this model's shape for it: (%lld%s%lld))", path, hf,
                                 want[0], nd == 2 ? "," : "", nd == 2 ? want[1] : 0LL);
       if (e->ndim != nd || e->d[0] != want[0] || (nd == 2 && e->d[1] != want[1])) {
         char a[128], c[128];
         gpt2_shape_text(a, sizeof a, e->ndim, e->d);
         gpt2_shape_text(c, sizeof c, nd, want);
         surge_input_error("%s: tensor %s: shape %s in the file, %s in this model%s", path, e->name, a, c,
-                          k == GPT2_WTE && e->ndim == 2 && e->d[1] == want[1] ? " (the vocabularies differ)" : "");
+                          k == ZOO_GPT_WTE && e->ndim == 2 && e->d[1] == want[1] ? " (the vocabularies differ)" : "");
       }
       float *v = st_values(&s, e);
       gpt2_import(&d, k, d.V, gpt2_tensors[k].transposed, v, params + g->params.t[gpt2_find(g, k, b)].off);
@@ -198,13 +201,13 @@ void weights_read_safetensors(const char *path, const graph_t *g, float *params)
     st_entry_t *e = &s.e[i];
     if (e->used || is_buffer(e->name)) continue;
     char shown[96];
-    if (strcmp(e->name, "lm_head.weight") != 0)
+    if (strcmp(e->name, gpt2_hf_head) != 0)
       surge_input_error("%s: tensor %s has no counterpart in this model (a GPT-2 of %d blocks)", path,
                         printable(e->name, shown, sizeof shown), d.L);
     float *head = e->ndim == 2 && e->d[0] == d.V && e->d[1] == d.C ? st_values(&s, e) : NULL;
-    const float *wte = params + g->params.t[gpt2_find(g, GPT2_WTE, 0)].off;
+    const float *wte = params + g->params.t[gpt2_find(g, ZOO_GPT_WTE, 0)].off;
     if (!head || memcmp(head, wte, (size_t)d.V * (size_t)d.C * sizeof *head) != 0)
-      surge_input_error("%s: lm_head.weight is not the token embedding: the output is untied, Surge's gpt ties it", path);
+      surge_input_error("%s: %s is not the token embedding: the output is untied, Surge's gpt ties it", path, gpt2_hf_head);
     free(head);
   }
   st_close(&s);
@@ -233,21 +236,21 @@ static int config_heads(const char *path) {
 void weights_safetensors_dims(const char *path, gpt2_dims_t *d) {
   st_file_t s;
   st_open(&s, path);
-  st_entry_t *wte = st_find(&s, "wte.weight"), *wpe = st_find(&s, "wpe.weight");
+  st_entry_t *wte = st_find(&s, gpt2_tensors[ZOO_GPT_WTE].hf), *wpe = st_find(&s, gpt2_tensors[ZOO_GPT_WPE].hf);
   if (!wte || !wpe || wte->ndim != 2 || wpe->ndim != 2 || wte->d[1] != wpe->d[1])
     surge_input_error("%s: no GPT-2 embedding (transformer.wte.weight (V,C) and transformer.wpe.weight (maxT,C))", path);
   /* the token table padded as Surge and llm.c pad it by default (50257 -> 50304) */
   long long Vp = (wte->d[0] + ST_VOCAB_MULTIPLE - 1) / ST_VOCAB_MULTIPLE * ST_VOCAB_MULTIPLE;
   *d = (gpt2_dims_t){.C = (int)wte->d[1], .V = (int)wte->d[0], .Vp = (int)Vp, .maxT = (int)wpe->d[0]};
-  for (char name[64];; d->L++) {
-    snprintf(name, sizeof name, "h.%d.ln_1.weight", d->L);
+  for (char name[ST_NAME_MAX];; d->L++) {
+    hf_name(ZOO_GPT_LN1W, d->L, name, sizeof name);
     if (!st_find(&s, name)) break;
   }
   /* every tensor of these sizes must be in the file: bound them by its data (2 bytes a value at
    * least) before anyone allocates a model of them */
   uint64_t values = 0;
-  for (int k = 0; k < GPT2_KINDS; k++)
-    values += (uint64_t)gpt2_floats(d, k) * (gpt2_tensors[k].per_block ? (uint64_t)d->L : 1);
+  for (int k = 0; k < ZOO_GPT_PARAMS; k++)
+    values += (uint64_t)gpt2_floats(d, k) * (zoo_gpt_param_per_block(k) ? (uint64_t)d->L : 1);
   values -= (uint64_t)(d->Vp - d->V) * (uint64_t)d->C; /* the file holds V rows of the table */
   if (values > s.data_bytes / 2)
     surge_input_error("%s: a GPT-2 of %d blocks of width %d needs %llu values, more than the %llu bytes of data hold",
@@ -266,14 +269,14 @@ void weights_write_safetensors(const char *path, const graph_t *g, const float *
   strbuf_t h = STRBUF_INIT;
   sb_printf(&h, "{\"__metadata__\":{\"format\":\"pt\"}");
   uint64_t at = 0;
-  for (int k = 0; k < GPT2_KINDS; k++)
-    for (int b = 0; b < (gpt2_tensors[k].per_block ? d.L : 1); b++) {
+  for (int k = 0; k < ZOO_GPT_PARAMS; k++)
+    for (int b = 0; b < (zoo_gpt_param_per_block(k) ? d.L : 1); b++) {
       long long s[2];
       int nd = hf_shape(&d, k, s);
       uint64_t bytes = (uint64_t)s[0] * (uint64_t)(nd == 2 ? s[1] : 1) * weights_dtype_bytes(t);
       char hf[ST_NAME_MAX];
-      snprintf(hf, sizeof hf, gpt2_tensors[k].hf, b);
-      sb_printf(&h, ",\"transformer.%s\":{\"dtype\":\"%s\",\"shape\":[%lld", hf, bf16 ? "BF16" : "F32", s[0]);
+      hf_name(k, b, hf, sizeof hf);
+      sb_printf(&h, ",\"%s\":{\"dtype\":\"%s\",\"shape\":[%lld", hf, bf16 ? "BF16" : "F32", s[0]);
       if (nd == 2) sb_printf(&h, ",%lld", s[1]);
       sb_printf(&h, "],\"data_offsets\":[%llu,%llu]}", (unsigned long long)at, (unsigned long long)(at + bytes));
       at += bytes;
@@ -288,10 +291,10 @@ void weights_write_safetensors(const char *path, const graph_t *g, const float *
   weights_out_write(&o, len, 8);
   weights_out_write(&o, sb_str(&h), n);
   float *buf = xmalloc(gpt2_max_floats(&d) * sizeof *buf);
-  for (int k = 0; k < GPT2_KINDS; k++)
-    for (int b = 0; b < (gpt2_tensors[k].per_block ? d.L : 1); b++) {
+  for (int k = 0; k < ZOO_GPT_PARAMS; k++)
+    for (int b = 0; b < (zoo_gpt_param_per_block(k) ? d.L : 1); b++) {
       gpt2_export(&d, k, d.V, gpt2_tensors[k].transposed, params + g->params.t[gpt2_find(g, k, b)].off, buf);
-      weights_out_floats(&o, buf, k == GPT2_WTE ? (size_t)d.V * (size_t)d.C : gpt2_floats(&d, k), t);
+      weights_out_floats(&o, buf, k == ZOO_GPT_WTE ? (size_t)d.V * (size_t)d.C : gpt2_floats(&d, k), t);
     }
   free(buf);
   weights_out_commit(&o);

@@ -145,11 +145,13 @@ void weights_h5_gpt2_dims(const char *path, gpt2_dims_t *d) {
   snprintf(where, sizeof where, "%s (its deck)", path);
   deck_parse(deck, where, 0, NULL, &cfg, NULL);
   zoo_opts_t o = zoo_opts_of(&cfg);
-  hid_t wte = h5util_check(&h.c, H5Dopen2(h.file, "params/wte.weight", H5P_DEFAULT), "open", "/params/wte.weight");
-  hid_t space = h5util_check(&h.c, H5Dget_space(wte), "read the shape of", "/params/wte.weight");
+  char table[SLAB_NAME_MAX + 16] = "/params/";
+  zoo_gpt_param_name(ZOO_GPT_WTE, 0, table + 8, sizeof table - 8);
+  hid_t wte = h5util_check(&h.c, H5Dopen2(h.file, table, H5P_DEFAULT), "open", table);
+  hid_t space = h5util_check(&h.c, H5Dget_space(wte), "read the shape of", table);
   hsize_t dims[2];
   if (H5Sget_simple_extent_ndims(space) != 2 || H5Sget_simple_extent_dims(space, dims, NULL) < 0 || dims[0] > (1 << 24))
-    surge_input_error("%s: /params/wte.weight: not a (vocabulary, width) table", path);
+    surge_input_error("%s: %s: not a (vocabulary, width) table", path, table);
   long vocab = file_vocab(&h);
   *d = (gpt2_dims_t){.L = o.gpt.layers, .C = o.gpt.width, .NH = o.gpt.heads, .maxT = o.gpt.context,
                      .Vp = (int)dims[0]};

@@ -29,7 +29,7 @@ for f in $(find "$top_src/src" -name '*.[ch]' ! -path '*/nn/zoo.c' ! -path '*/io
   hits=$(code_of "$f" | grep -n -E "$names") && found="$found ${f#"$top_src"/}: $hits"
 done
 [ -z "$found" ]
-tap_ok $? "no code outside src/nn/zoo.c names a gpt node (grep -E '$names' without comments)"
+tap_ok $? "no code outside src/nn/zoo.c (and io/gpt2_map.c, Hugging Face's names) names a gpt node (grep -E '$names' without comments)"
 [ -z "$found" ] || tap_diag "$found"
 code_of "$top_src/src/nn/zoo.c" | grep -q -E "$names"
 tap_ok $? "the same search finds the names in the zoo"

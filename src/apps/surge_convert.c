@@ -3,10 +3,13 @@
  * float32 or bfloat16 (doc/formats.md, "Weights in and out"). The input's format is told by its
  * first bytes, the output's by --to or OUT's extension. One process does the work (under mpiexec,
  * rank 0 converts and the others wait). The work lives in src/io/weights*.c. */
+#include <errno.h>
 #include <hdf5.h>
+#include <libgen.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "comm/comm.h"
 #include "surge_build_config.h"
@@ -23,6 +26,16 @@ static const char usage[] =
     "  --dtype   safetensors and llm.c: float32 (default, exact) or bfloat16 (rounded to nearest even)\n"
     "Refused with the reason (exit 2): a model with no exact GPT-2 counterpart (not the zoo's gpt), a\n"
     "vocabulary or shape that does not match, a damaged file. Man page: surge-convert(1).\n";
+
+/* OUT's directory, made when it is missing (one level: "hf/model.safetensors" in an existing
+ * directory), so the output and config.json have a place. */
+static void make_parent(const char *out) {
+  char dir[4096];
+  snprintf(dir, sizeof dir, "%s", out);
+  const char *parent = dirname(dir);
+  if (mkdir(parent, 0777) != 0 && errno != EEXIST)
+    surge_input_error("%s: cannot make its directory %s: %s", out, parent, strerror(errno));
+}
 
 static weights_format_t out_format(const char *out, const char *to) {
   if (!to) {
@@ -79,6 +92,7 @@ int main(int argc, char **argv) {
     float *params = slab_alloc(&g.params);
     weights_read(in, &g, params);
     double t1 = surge_now();
+    make_parent(out);
     switch (to) {
     case WEIGHTS_H5: weights_write_h5(out, &g, params, &self); break;
     case WEIGHTS_SAFETENSORS: weights_write_safetensors(out, &g, params, bf16); break;

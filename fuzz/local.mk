@@ -2,7 +2,7 @@
 # build directory of its own configured with clang and -fsanitize=fuzzer-no-link,address,undefined;
 # never part of a normal build (EXTRA_PROGRAMS).
 fuzz_programs += fuzz/fuzz_deck fuzz/fuzz_sweep fuzz/fuzz_checkpoint fuzz/fuzz_log fuzz/fuzz_plan fuzz/fuzz_profile \
-  fuzz/fuzz_tok fuzz/fuzz_sim fuzz/fuzz_graph fuzz/fuzz_deeppool
+  fuzz/fuzz_tok fuzz/fuzz_sim fuzz/fuzz_graph fuzz/fuzz_deeppool fuzz/fuzz_weights
 CLEANFILES += $(fuzz_programs)
 fuzz_common = fuzz/fuzz.h fuzz/fuzz_common.c
 fuzz_fuzz_deck_SOURCES = fuzz/fuzz_deck.c $(fuzz_common)
@@ -37,6 +37,9 @@ fuzz_fuzz_graph_LDADD = $(SURGE_LIBS)
 fuzz_fuzz_deeppool_SOURCES = fuzz/fuzz_deeppool.c $(fuzz_common) $(fuzz_graph)
 fuzz_fuzz_deeppool_LDFLAGS = -fsanitize=fuzzer
 fuzz_fuzz_deeppool_LDADD = $(SURGE_LIBS)
+fuzz_fuzz_weights_SOURCES = fuzz/fuzz_weights.c $(fuzz_common)
+fuzz_fuzz_weights_LDFLAGS = -fsanitize=fuzzer
+fuzz_fuzz_weights_LDADD = $(SURGE_LIBS)
 fuzz-programs: $(fuzz_programs) surge-train$(EXEEXT) surge-profile$(EXEEXT) surge-plan$(EXEEXT) surge-sim$(EXEEXT)
 # make fuzz [FUZZ_SECONDS=N]: every harness for N seconds (default 60) from its seed corpus.
 fuzz:

@@ -12,7 +12,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 export SURGE_TOP_SRCDIR="$top" # fuzz_tok reads the test vocabulary from the source tree
 secs=${1:-60}
 [ $# -gt 0 ] && shift
-harnesses=${*:-deck sweep checkpoint log plan profile tok sim graph deeppool}
+harnesses=${*:-deck sweep checkpoint log plan profile tok sim graph deeppool weights}
 build=${SURGE_FUZZ_BUILD:-$top/_build-fuzz}
 command -v clang >/dev/null 2>&1 || { echo "fuzz: clang not found (tools/install-deps.sh installs it)"; exit 77; }
 export OMPI_CC=clang OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -40,7 +40,7 @@ make -j"$(nproc)" AM_CFLAGS="-std=c11 -Wall -Wextra -g" fuzz-programs >make-fuzz
 seeds="$build/fuzz-seeds"
 rm -rf "$seeds"
 mkdir -p "$seeds/deck" "$seeds/sweep" "$seeds/checkpoint" "$seeds/log" "$seeds/plan" "$seeds/profile" "$seeds/tok" \
-  "$seeds/sim" "$seeds/graph" "$seeds/deeppool"
+  "$seeds/sim" "$seeds/graph" "$seeds/deeppool" "$seeds/weights"
 for f in "$top"/tests/data/tok/*.txt; do # mode 0 (text), then the vocabulary files as modes 1 and 2
   { printf '\000'; cat "$f"; } >"$seeds/tok/$(basename "$f")"
 done
@@ -51,6 +51,8 @@ for d in "$top"/inputs/*.deck "$top"/tests/data/decks/*.deck; do
 done
 SURGE_FUZZ_SEED_DIR="$seeds/checkpoint" fuzz/fuzz_checkpoint >/dev/null 2>&1 ||
   echo "fuzz: warning: no checkpoint seed was written"
+SURGE_FUZZ_SEED_DIR="$seeds/weights" fuzz/fuzz_weights >/dev/null 2>&1 ||
+  echo "fuzz: warning: no weights seeds were written"
 cat >"$seeds/tiny.deck" <<DECK
 [run]
 steps = 12
@@ -100,7 +102,7 @@ dp="$top/tests/data/deeppool"
 cp "$top/inputs/gpt-2.5b.graph" "$dp/inception-v3.graph" "$seeds/graph/"
 cp "$dp"/*.prof "$seeds/deeppool/"
 # inputs that once were findings (fuzz/regressions/HARNESS/): every run tries them again
-for h in deck sweep checkpoint log plan profile tok sim graph deeppool; do
+for h in deck sweep checkpoint log plan profile tok sim graph deeppool weights; do
   [ -d "$top/fuzz/regressions/$h" ] && cp "$top/fuzz/regressions/$h"/* "$seeds/$h/"
 done
 rm -rf "$seeds"/run* "$seeds/tiny.deck" "$bd"

@@ -6,3 +6,9 @@ surge_train_LDADD = $(SURGE_LIBS)
 bin_PROGRAMS += surge-sweep
 surge_sweep_SOURCES = src/apps/surge_sweep.c
 surge_sweep_LDADD = $(SURGE_LIBS)
+
+# surge-convert: a gpt's weights between model.h5, checkpoints, safetensors and llm.c's file
+# (doc/formats.md, "Weights in and out").
+bin_PROGRAMS += surge-convert
+surge_convert_SOURCES = src/apps/surge_convert.c
+surge_convert_LDADD = $(SURGE_LIBS)

@@ -11,10 +11,12 @@
 #include "io/strbuf.h"
 
 /* Keys that change the trajectory of training: the model, the data, the update rule. [data]
- * test_samples only limits evaluation, so it may change. */
+ * test_samples only limits evaluation, so it may change; [model] init only gives the parameters of
+ * step 0, which a checkpoint replaces. */
 static int in_fingerprint(const cfg_key_t *k) {
   if (strcmp(k->section, "data") == 0) return strcmp(k->key, "test_samples") != 0;
-  return strcmp(k->section, "model") == 0 || strcmp(k->section, "train") == 0;
+  if (strcmp(k->section, "model") == 0) return strcmp(k->key, "init") != 0;
+  return strcmp(k->section, "train") == 0;
 }
 
 char *ckpt_config_text(const config_t *cfg) {

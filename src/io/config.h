@@ -31,6 +31,7 @@ typedef struct config {
   int resnet_stages;   /* stages (each after the first halves H,W and doubles channels) */
   int gpt_layers, gpt_width, gpt_heads, gpt_context;
   int gpt_vocab_multiple; /* pad the vocabulary to a multiple of this */
+  char model_init[CFG_STR]; /* start from these parameters (io/weights.h); "": from the seed */
 
   /* [data] */
   char data_source[32]; /* fashion-mnist | text | tokens | synthetic */

@@ -76,6 +76,10 @@ const cfg_key_t cfg_keys[] = {
     INT_KEY("model", "gpt_vocab_multiple", gpt_vocab_multiple, "128", 1, 4096,
             "gpt: the token table and logits padded to a multiple of this (llm.c: 50257 -> 50304); the padding "
             "is kept out of the loss and the gradients (1: no padding)"),
+    STRING_KEY("model", "init", model_init, "", 0,
+               "start from these parameters: model.h5, a checkpoint (its parameters only), safetensors (Hugging "
+               "Face GPT-2) or llm.c's model file; shapes checked against the deck; fresh optimizer state "
+               "(empty: from the seed)"),
 
     ENUM_KEY("data", "source", data_source, "fashion-mnist", VALUES("fashion-mnist", "text", "tokens", "synthetic"),
              "where samples come from (tokens: llm.c token shards, doc/data.md)"),

@@ -100,6 +100,61 @@ int zoo_gpt_head(graph_t *g, int x, int emb, int vocab) {
   return nn_role(g, x, ROLE_COLUMN, 1);
 }
 
+static const struct {
+  const char *name; /* "%d": the block */
+  int per_block;
+} gpt_params[ZOO_GPT_PARAMS] = {
+    [ZOO_GPT_WTE] = {"wte.weight", 0},           [ZOO_GPT_WPE] = {"wte.pos", 0},
+    [ZOO_GPT_LN1W] = {"blocks.%d.ln1.weight", 1}, [ZOO_GPT_LN1B] = {"blocks.%d.ln1.bias", 1},
+    [ZOO_GPT_QKVW] = {"blocks.%d.qkv.weight", 1}, [ZOO_GPT_QKVB] = {"blocks.%d.qkv.bias", 1},
+    [ZOO_GPT_PROJW] = {"blocks.%d.proj.weight", 1}, [ZOO_GPT_PROJB] = {"blocks.%d.proj.bias", 1},
+    [ZOO_GPT_LN2W] = {"blocks.%d.ln2.weight", 1}, [ZOO_GPT_LN2B] = {"blocks.%d.ln2.bias", 1},
+    [ZOO_GPT_FCW] = {"blocks.%d.fc.weight", 1},   [ZOO_GPT_FCB] = {"blocks.%d.fc.bias", 1},
+    [ZOO_GPT_FCPROJW] = {"blocks.%d.fcproj.weight", 1}, [ZOO_GPT_FCPROJB] = {"blocks.%d.fcproj.bias", 1},
+    [ZOO_GPT_LNFW] = {"lnf.weight", 0},          [ZOO_GPT_LNFB] = {"lnf.bias", 0},
+};
+
+int zoo_gpt_param_per_block(zoo_gpt_param_t k) { return gpt_params[k].per_block; }
+
+void zoo_gpt_param_name(zoo_gpt_param_t k, int block, char *out, size_t len) {
+  snprintf(out, len, gpt_params[k].name, block);
+}
+
+static int find_node(const graph_t *g, const char *name) {
+  for (int i = 0; i < g->n; i++)
+    if (strcmp(g->l[i].name, name) == 0) return i;
+  return -1;
+}
+
+int zoo_gpt_form(const graph_t *g, int *blocks, int *heads, char *why, size_t why_len) {
+  *blocks = 0;
+  for (int i = 0; i < g->n; i++) *blocks += g->l[i].kind == LAYER_ATTENTION;
+  int a0 = find_node(g, "blocks.0.attn");
+  *heads = a0 >= 0 ? g->l[a0].heads : 0;
+  char name[LAYER_NAME_MAX];
+  for (int b = 0; b < *blocks; b++) {
+    snprintf(name, sizeof name, "blocks.%d.attn", b);
+    int a = find_node(g, name);
+    snprintf(name, sizeof name, "blocks.%d.gelu", b);
+    int ge = find_node(g, name);
+    if (a < 0 || g->l[a].heads != *heads || ge < 0 || g->l[ge].kind != LAYER_GELU) {
+      snprintf(why, why_len, "block %d is not a GPT-2 block (attention with %d heads, then a tanh GELU MLP)", b, *heads);
+      return -1;
+    }
+  }
+  for (int i = 0; i < g->n; i++)
+    if (g->l[i].kind == LAYER_LAYERNORM && g->l[i].eps != 1e-5f) {
+      snprintf(why, why_len, "layer norm %s has eps %g, GPT-2's is 1e-5", g->l[i].name, (double)g->l[i].eps);
+      return -1;
+    }
+  int head = find_node(g, "lm_head");
+  if (head < 0 || g->l[head].kind != LAYER_TIED_LINEAR) {
+    snprintf(why, why_len, "the output layer is not tied to the token embedding, as GPT-2's is");
+    return -1;
+  }
+  return 0;
+}
+
 static int build_gpt(const zoo_opts_t *o, graph_t *g, int vocab) {
   int m = o->gpt.vocab_multiple > 0 ? o->gpt.vocab_multiple : 1;
   int padded = (int)(((long)vocab + m - 1) / m * m);

@@ -63,6 +63,23 @@ int zoo_gpt_embed(graph_t *g, int vocab, int vocab_lo, int positions, int contex
 int zoo_gpt_head(graph_t *g, int x, int emb, int vocab);
 enum { ZOO_GPT_BLOCK_NODES = 10 };
 
+/* The gpt's parameter tensors in GPT-2's order (llm.c's: wte, wpe, then per block ln1 w/b, qkv w/b,
+ * proj w/b, ln2 w/b, fc w/b, fcproj w/b, then lnf w/b), for the weights formats (io/gpt2_map.h). */
+typedef enum zoo_gpt_param {
+  ZOO_GPT_WTE, ZOO_GPT_WPE, ZOO_GPT_LN1W, ZOO_GPT_LN1B, ZOO_GPT_QKVW, ZOO_GPT_QKVB, ZOO_GPT_PROJW, ZOO_GPT_PROJB,
+  ZOO_GPT_LN2W, ZOO_GPT_LN2B, ZOO_GPT_FCW, ZOO_GPT_FCB, ZOO_GPT_FCPROJW, ZOO_GPT_FCPROJB, ZOO_GPT_LNFW, ZOO_GPT_LNFB,
+  ZOO_GPT_PARAMS
+} zoo_gpt_param_t;
+/* 1 when there is one of k per block, 0 for the embedding and the final layer norm. */
+int zoo_gpt_param_per_block(zoo_gpt_param_t k);
+/* The name the builders give parameter k of block `block` (ignored outside the blocks). */
+void zoo_gpt_param_name(zoo_gpt_param_t k, int block, char *out, size_t len);
+/* Whether g is the zoo's whole gpt in GPT-2's form: blocks of attention with one head count and a
+ * tanh-GELU MLP, every layer norm's eps 1e-5, the output tied to the token embedding. 0 with its
+ * blocks and heads, or -1 with the reason in why (the tensors' names and shapes are the caller's
+ * to check, through zoo_gpt_param_name). */
+int zoo_gpt_form(const graph_t *g, int *blocks, int *heads, char *why, size_t why_len);
+
 /* 1 when the model takes token sequences (gpt), 0 when it takes images or is unknown. */
 int zoo_takes_sequences(const char *model);
 

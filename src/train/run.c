@@ -127,6 +127,13 @@ train_outcome_t train_run(const config_t *cfg, const deck_t *deck, const char *r
     }
     progress_note(&p, line);
   }
+  int from_weights = cfg->model_init[0] && !claim.resume_from[0]; /* a checkpoint's state wins */
+  if (from_weights) {
+    trainer_load_params(&t, cfg->model_init);
+    char line[CFG_STR + 64];
+    snprintf(line, sizeof line, "parameters from %s ([model] init), fresh optimizer state", cfg->model_init);
+    progress_note(&p, line);
+  }
   if (claim.continue_log) resumed_at = t.step;
   log_run_info_t log_info = {.layout = cfg->parallel_mode, .model = cfg->zoo, .global_batch = cfg->global_batch,
                              .flush_every = cfg->log_flush_every,
@@ -141,6 +148,11 @@ train_outcome_t train_run(const config_t *cfg, const deck_t *deck, const char *r
 
   const char *tokens = dataset_token_unit(t.ds);
   eval_stats_t e = {0};
+  if (from_weights) { /* where the given weights start: the step-0 evaluation */
+    e = trainer_eval(&t);
+    run_log_eval(log, t.step, e.loss, e.accuracy);
+    progress_eval(&p, t.step, &e, tokens);
+  }
   int evaluated_last = 0, checkpointed_last = 0;
   train_outcome_t outcome = TRAIN_FINISHED;
   int row_phases = mux.role == MUX_ROLE_NONE; /* a multiplexer adds phases to the row after step_row */

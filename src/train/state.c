@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "io/checkpoint.h"
 #include "io/model_file.h"
+#include "io/weights.h"
 
 enum { MAX_REGIONS = 16 };
 
@@ -97,6 +98,24 @@ void trainer_resume(trainer_t *t, const char *path) {
   t->step = s.step;
   if (s.run_id[0]) snprintf(t->run_id, sizeof t->run_id, "%s", s.run_id);
   host_state_free(&h);
+}
+
+void trainer_load_params(trainer_t *t, const char *path) {
+  const slab_layout_t *G = &t->g.params;
+  float *whole = slab_alloc(G);
+  weights_read(path, &t->g, whole);
+  host_state_t h;
+  host_state_init(&h, t, 0);
+  for (int i = 0; i < h.r[0].n; i++) {
+    state_tensor_t *p = &h.r[0].t[i];
+    if (!state_tensor_floats(p)) continue;
+    int g = slab_layout_find(G, p->name);
+    if (g < 0) surge_runtime_error("layout tensor %s is not in the model (a layout bug)", p->name);
+    state_box_copy(whole + G->t[g].off, p->data, p->ndim, p->dims, p->start, p->count, 1);
+  }
+  if (!h.in_place) t->be->upload(h.device[0], h.host[0], t->layout->local->total);
+  host_state_free(&h);
+  slab_free(whole);
 }
 
 void trainer_write_model(trainer_t *t, const char *path, const char *deck_text) {

@@ -16,6 +16,11 @@ void trainer_checkpoint(trainer_t *t, const char *deck_text, char *written, size
  * step, optimizer steps and run identity become t's. */
 void trainer_resume(trainer_t *t, const char *path);
 
+/* Collective: the parameters of the weights file at path (io/weights.h: model.h5, a checkpoint's,
+ * safetensors, llm.c's), every rank reading the whole file and taking the pieces its layout holds;
+ * the optimizer state stays as it is (fresh). Shapes that differ from the model's are input errors. */
+void trainer_load_params(trainer_t *t, const char *path);
+
 /* Collective: write the model file (the parameters) at path. */
 void trainer_write_model(trainer_t *t, const char *path, const char *deck_text);
 

@@ -770,6 +770,12 @@ static double run_causal_softmax_bwd(const backend_t *be, const void *ctx, float
   be->causal_softmax_bwd(q->rows, q->T, q->scale, q->x, q->dy, out[0]);
   return 0.0;
 }
+/* Softmax of whole rows: rows of T, x is s. */
+static double run_softmax_rows(const backend_t *be, const void *ctx, float **out) {
+  const seq_ctx_t *q = ctx;
+  be->softmax_rows(q->rows, q->T, q->scale, q->x, out[0]);
+  return 0.0;
+}
 /* Cross-entropy: x is logits (rows,V), ids the targets, scale the grad_scale. */
 static double run_xent(const backend_t *be, const void *ctx, float **out) {
   const seq_ctx_t *q = ctx;
@@ -855,6 +861,30 @@ static void test_causal_softmax(int BH, int T) {
   q.x = p;
   compare_backends(&(op_case_t){label, run_causal_softmax_bwd, &q, 1, {{"ds", n, OUT_WRITE, 0, NULL}}, 0});
   tfree(s), tfree(dp), tfree(p);
+}
+
+/* Whole rows agree across backends, and each is the last row of a causal block ending in it. */
+static void test_softmax_rows(int rows, int n) {
+  size_t sz = (size_t)rows * n, block = (size_t)n * n;
+  float *s = buf_uniform(sz, -6, 6), *p = talloc(sz * sizeof *p);
+  float *blocks = talloc((size_t)rows * block * sizeof *blocks), *pb = talloc((size_t)rows * block * sizeof *pb);
+  char label[64];
+  snprintf(label, sizeof label, "softmax_rows rows=%d n=%d", rows, n);
+  seq_ctx_t q = {.rows = rows, .T = n, .scale = 0.35f, .x = s};
+  compare_backends(&(op_case_t){label, run_softmax_rows, &q, 1, {{"p", sz, OUT_WRITE, 0, NULL}}, 0});
+  for (int r = 0; r < rows; r++)
+    for (size_t i = 0; i < block; i++) blocks[r * block + i] = s[(size_t)r * n + i % n];
+  backend_ref.causal_softmax_fwd(rows, n, q.scale, blocks, pb);
+  for (int b = 0; b < 2; b++) {
+    backends[b]->softmax_rows(rows, n, q.scale, s, p);
+    double worst = 0;
+    for (int r = 0; r < rows; r++)
+      for (int j = 0; j < n; j++)
+        worst = fmax(worst, fabs(p[(size_t)r * n + j] - pb[r * block + (size_t)(n - 1) * n + j]));
+    tap_ok(worst <= 1e-6, "%s: %s rows = the last rows of causal blocks (max diff %.1e)", label, backends[b]->name,
+           worst);
+  }
+  tfree(s), tfree(p), tfree(blocks), tfree(pb);
 }
 
 /* `offset` shifts every logit (large offsets test the stable log-sum-exp). */
@@ -1357,6 +1387,8 @@ int main(int argc, char **argv) {
   test_causal_softmax(3, 1);
   test_causal_softmax(3, 5);
   test_causal_softmax(2, 17);
+  test_softmax_rows(1, 1);
+  test_softmax_rows(6, 37);
   test_xent(6, 10, 0.0f, 3.0f);
   test_xent(5, 1000, 0.0f, 5.0f);
   test_xent(4, 37, 1000.0f, 30.0f);

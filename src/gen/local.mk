@@ -10,3 +10,6 @@ check_PROGRAMS += tests/test_gen
 tests_test_gen_SOURCES = tests/test_gen.c
 tests_test_gen_LDADD = $(SURGE_LIBS)
 TESTS += tests/test_gen
+
+dist_check_SCRIPTS += tests/test_sample.sh
+TESTS += tests/test_sample.sh

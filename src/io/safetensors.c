@@ -1,0 +1,305 @@
+/* safetensors (Hugging Face): an 8-byte little-endian header length N, N bytes of a JSON object
+ * {"NAME": {"dtype": "F32", "shape": [..], "data_offsets": [BEGIN, END]}, ..., "__metadata__": {..}},
+ * then the data, each tensor's row-major bytes at [BEGIN, END) from the end of the header. Read
+ * bounded: N against the file's size and a limit before the header is read, every tensor's offsets
+ * against the data the file holds and against its shape and dtype before anything is allocated;
+ * then GPT-2's tensors (io/gpt2_map.h) are taken by their Hugging Face names. Written with those
+ * names ("transformer." before them, lm_head left out as save_pretrained leaves out tied weights)
+ * and config.json beside the file. */
+#include <cJSON.h>
+#include <errno.h>
+#include <libgen.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "core/error.h"
+#include "core/infile.h"
+#include "io/printable.h"
+#include "io/strbuf.h"
+#include "io/weights.h"
+
+#define ST_HEADER_MAX (100u << 20) /* the safetensors library's own limit */
+#define ST_NAME_MAX 256
+#define ST_MAX_DIMS 4
+#define CONFIG_MAX (1 << 20)
+
+typedef struct st_entry {
+  char name[ST_NAME_MAX];
+  weights_dtype_t dtype;
+  int ndim;
+  long long d[ST_MAX_DIMS];
+  uint64_t begin, end; /* from the start of the data */
+  int used;
+} st_entry_t;
+
+typedef struct st_file {
+  const char *path;
+  FILE *f;
+  uint64_t size, data_at, data_bytes;
+  int n;
+  st_entry_t *e;
+} st_file_t;
+
+static int whole_number(const cJSON *v, double hi, uint64_t *out) {
+  if (!cJSON_IsNumber(v) || !(v->valuedouble >= 0 && v->valuedouble <= hi) || v->valuedouble != (double)(uint64_t)v->valuedouble)
+    return -1;
+  *out = (uint64_t)v->valuedouble;
+  return 0;
+}
+
+/* One entry of the header, checked against the data the file holds. */
+static void parse_entry(st_file_t *s, const cJSON *j, st_entry_t *e) {
+  char shown[96];
+  const char *name = printable(j->string, shown, sizeof shown);
+  if (strlen(j->string) >= ST_NAME_MAX) surge_input_error("%s: tensor name %s... is too long", s->path, name);
+  snprintf(e->name, sizeof e->name, "%s", j->string);
+  const cJSON *dt = cJSON_GetObjectItemCaseSensitive(j, "dtype"), *sh = cJSON_GetObjectItemCaseSensitive(j, "shape"),
+              *off = cJSON_GetObjectItemCaseSensitive(j, "data_offsets");
+  if (!cJSON_IsObject(j) || !cJSON_IsString(dt) || !cJSON_IsArray(sh) || !cJSON_IsArray(off) || cJSON_GetArraySize(off) != 2)
+    surge_input_error("%s: tensor %s: the header's entry needs dtype, shape and data_offsets [begin, end]", s->path, name);
+  if (!strcmp(dt->valuestring, "F32")) e->dtype = WEIGHTS_F32;
+  else if (!strcmp(dt->valuestring, "BF16")) e->dtype = WEIGHTS_BF16;
+  else if (!strcmp(dt->valuestring, "F16")) e->dtype = WEIGHTS_F16;
+  else {
+    char t[32];
+    surge_input_error("%s: tensor %s: dtype %s; Surge reads F32, BF16 and F16", s->path, name, printable(dt->valuestring, t, sizeof t));
+  }
+  e->ndim = cJSON_GetArraySize(sh);
+  if (e->ndim > ST_MAX_DIMS) surge_input_error("%s: tensor %s: %d dimensions, at most %d", s->path, name, e->ndim, ST_MAX_DIMS);
+  uint64_t elems = 1, v;
+  for (int i = 0; i < e->ndim; i++) {
+    if (whole_number(cJSON_GetArrayItem(sh, i), (double)(1u << 31), &v))
+      surge_input_error("%s: tensor %s: shape entry %d is not a whole number up to 2^31", s->path, name, i);
+    e->d[i] = (long long)v;
+    elems = v && elems > UINT64_MAX / v ? UINT64_MAX : elems * v;
+  }
+  if (whole_number(cJSON_GetArrayItem(off, 0), 9007199254740992.0, &e->begin) ||
+      whole_number(cJSON_GetArrayItem(off, 1), 9007199254740992.0, &e->end) || e->begin > e->end)
+    surge_input_error("%s: tensor %s: data_offsets are not whole numbers begin <= end", s->path, name);
+  if (e->end > s->data_bytes)
+    surge_input_error("%s: tensor %s: data_offsets [%llu, %llu) run past the data the file holds (%llu bytes from offset "
+                      "%llu): the file is truncated or its header lies",
+                      s->path, name, (unsigned long long)e->begin, (unsigned long long)e->end,
+                      (unsigned long long)s->data_bytes, (unsigned long long)s->data_at);
+  size_t eb = weights_dtype_bytes(e->dtype);
+  if (elems > UINT64_MAX / eb || e->end - e->begin != elems * eb)
+    surge_input_error("%s: tensor %s: data_offsets [%llu, %llu) hold %llu bytes, its shape and dtype need %llu", s->path,
+                      name, (unsigned long long)e->begin, (unsigned long long)e->end,
+                      (unsigned long long)(e->end - e->begin), (unsigned long long)(elems > UINT64_MAX / eb ? UINT64_MAX : elems * eb));
+}
+
+static void st_open(st_file_t *s, const char *path) {
+  *s = (st_file_t){.path = path};
+  s->f = infile_fopen(path, NULL);
+  if (!s->f) surge_input_error("%s: cannot open: %s", path, strerror(errno));
+  struct stat sb;
+  if (fstat(fileno(s->f), &sb) != 0) surge_input_error("%s: cannot stat: %s", path, strerror(errno));
+  s->size = (uint64_t)sb.st_size;
+  unsigned char b[8];
+  if (s->size < 8 || fread(b, 1, 8, s->f) != 8)
+    surge_input_error("%s: truncated: %llu bytes, the 8-byte header length does not fit", path, (unsigned long long)s->size);
+  uint64_t n = 0;
+  for (int i = 7; i >= 0; i--) n = n << 8 | b[i];
+  if (n > s->size - 8)
+    surge_input_error("%s: the header length %llu at offset 0 runs past the end of the file (%llu bytes): truncated",
+                      path, (unsigned long long)n, (unsigned long long)s->size);
+  if (n > ST_HEADER_MAX) surge_input_error("%s: header of %llu bytes, more than %u", path, (unsigned long long)n, ST_HEADER_MAX);
+  char *text = xmalloc(n + 1);
+  if (fread(text, 1, n, s->f) != n) surge_input_error("%s: cannot read the header: %s", path, strerror(errno));
+  text[n] = '\0';
+  s->data_at = 8 + n;
+  s->data_bytes = s->size - s->data_at;
+  cJSON *root = cJSON_ParseWithLength(text, n);
+  if (!root || !cJSON_IsObject(root)) {
+    const char *at = cJSON_GetErrorPtr();
+    surge_input_error("%s: the header is not a JSON object (at byte %lld of it)", path,
+                      root || !at ? 0LL : (long long)(at - text) + 8);
+  }
+  s->e = xcalloc((size_t)cJSON_GetArraySize(root) + 1, sizeof *s->e);
+  for (const cJSON *j = root->child; j; j = j->next)
+    if (strcmp(j->string, "__metadata__") != 0) parse_entry(s, j, &s->e[s->n++]);
+  cJSON_Delete(root);
+  free(text);
+}
+
+static void st_close(st_file_t *s) {
+  fclose(s->f);
+  free(s->e);
+}
+
+static st_entry_t *st_find(st_file_t *s, const char *hf) {
+  char full[ST_NAME_MAX];
+  snprintf(full, sizeof full, "transformer.%s", hf);
+  for (int i = 0; i < s->n; i++)
+    if (!strcmp(s->e[i].name, hf) || !strcmp(s->e[i].name, full)) return &s->e[i];
+  return NULL;
+}
+
+/* Entry e's values as floats (malloc'd). */
+static float *st_values(st_file_t *s, const st_entry_t *e) {
+  size_t eb = weights_dtype_bytes(e->dtype), n = (size_t)((e->end - e->begin) / eb);
+  unsigned char *raw = xmalloc(e->end - e->begin + 1);
+  float *out = xmalloc(n * sizeof *out + 1);
+  if (fseeko(s->f, (off_t)(s->data_at + e->begin), SEEK_SET) != 0 || fread(raw, 1, n * eb, s->f) != n * eb)
+    surge_input_error("%s: tensor %s: cannot read its %zu bytes at offset %llu", s->path, e->name, n * eb,
+                      (unsigned long long)(s->data_at + e->begin));
+  weights_decode(e->dtype, raw, n, out);
+  free(raw);
+  return out;
+}
+
+/* Hugging Face's shape of kind k: Surge's, transposed for Conv1D, wte of V rows. */
+static int hf_shape(const gpt2_dims_t *d, gpt2_kind_t k, long long out[2]) {
+  int dims[2], nd = gpt2_shape(d, k, dims);
+  if (k == GPT2_WTE) dims[0] = d->V;
+  int t = gpt2_tensors[k].transposed;
+  out[0] = dims[t ? 1 : 0];
+  if (nd == 2) out[1] = dims[t ? 0 : 1];
+  return nd;
+}
+
+/* Buffers of the causal mask that older GPT-2 files hold: no parameters. */
+static int is_buffer(const char *name) {
+  const char *p = !strncmp(name, "transformer.", 12) ? name + 12 : name;
+  size_t n = strlen(p);
+  return !strncmp(p, "h.", 2) && ((n > 10 && !strcmp(p + n - 10, ".attn.bias")) || (n > 17 && !strcmp(p + n - 17, ".attn.masked_bias")));
+}
+
+void weights_read_safetensors(const char *path, const graph_t *g, float *params) {
+  gpt2_dims_t d;
+  char why[320];
+  if (gpt2_dims_of(g, &d, why, sizeof why)) surge_input_error("%s: a GPT-2 file cannot fill this model: %s", path, why);
+  st_file_t s;
+  st_open(&s, path);
+  for (int k = 0; k < GPT2_KINDS; k++)
+    for (int b = 0; b < (gpt2_tensors[k].per_block ? d.L : 1); b++) {
+      char hf[ST_NAME_MAX];
+      snprintf(hf, sizeof hf, gpt2_tensors[k].hf, b);
+      st_entry_t *e = st_find(&s, hf);
+      long long want[2];
+      int nd = hf_shape(&d, k, want);
+      if (!e) surge_input_error("%s: tensor transformer.%s: missing (this model's shape for it: (%lld%s%lld))", path, hf,
+                                want[0], nd == 2 ? "," : "", nd == 2 ? want[1] : 0LL);
+      if (e->ndim != nd || e->d[0] != want[0] || (nd == 2 && e->d[1] != want[1])) {
+        char a[128], c[128];
+        gpt2_shape_text(a, sizeof a, e->ndim, e->d);
+        gpt2_shape_text(c, sizeof c, nd, want);
+        surge_input_error("%s: tensor %s: shape %s in the file, %s in this model%s", path, e->name, a, c,
+                          k == GPT2_WTE ? " (the vocabularies differ)" : "");
+      }
+      float *v = st_values(&s, e);
+      gpt2_import(&d, k, d.V, gpt2_tensors[k].transposed, v, params + g->params.t[gpt2_find(g, k, b)].off);
+      free(v);
+      e->used = 1;
+    }
+  for (int i = 0; i < s.n; i++) {
+    st_entry_t *e = &s.e[i];
+    if (e->used || is_buffer(e->name)) continue;
+    char shown[96];
+    if (strcmp(e->name, "lm_head.weight") != 0)
+      surge_input_error("%s: tensor %s has no counterpart in this model (a GPT-2 of %d blocks)", path,
+                        printable(e->name, shown, sizeof shown), d.L);
+    float *head = e->ndim == 2 && e->d[0] == d.V && e->d[1] == d.C ? st_values(&s, e) : NULL;
+    const float *wte = params + g->params.t[gpt2_find(g, GPT2_WTE, 0)].off;
+    if (!head || memcmp(head, wte, (size_t)d.V * (size_t)d.C * sizeof *head) != 0)
+      surge_input_error("%s: lm_head.weight is not the token embedding: the output is untied, Surge's gpt ties it", path);
+    free(head);
+  }
+  st_close(&s);
+}
+
+/* config.json beside path: n_head, or 0 when there is none. */
+static int config_heads(const char *path) {
+  char dir[4096], cfg[4200];
+  snprintf(dir, sizeof dir, "%s", path);
+  snprintf(cfg, sizeof cfg, "%s/config.json", dirname(dir));
+  FILE *f = infile_fopen(cfg, NULL);
+  if (!f) return 0;
+  char *text = xmalloc(CONFIG_MAX + 1);
+  size_t n = fread(text, 1, CONFIG_MAX + 1, f);
+  fclose(f);
+  if (n > CONFIG_MAX) surge_input_error("%s: larger than %d bytes", cfg, CONFIG_MAX);
+  cJSON *root = cJSON_ParseWithLength(text, n);
+  const cJSON *h = root ? cJSON_GetObjectItemCaseSensitive(root, "n_head") : NULL;
+  uint64_t heads = 0;
+  if (!h || whole_number(h, 256, &heads) || !heads) surge_input_error("%s: no n_head of 1 to 256", cfg);
+  cJSON_Delete(root);
+  free(text);
+  return (int)heads;
+}
+
+void weights_safetensors_dims(const char *path, gpt2_dims_t *d) {
+  st_file_t s;
+  st_open(&s, path);
+  st_entry_t *wte = st_find(&s, "wte.weight"), *wpe = st_find(&s, "wpe.weight");
+  if (!wte || !wpe || wte->ndim != 2 || wpe->ndim != 2 || wte->d[1] != wpe->d[1])
+    surge_input_error("%s: no GPT-2 embedding (transformer.wte.weight (V,C) and transformer.wpe.weight (maxT,C))", path);
+  *d = (gpt2_dims_t){.C = (int)wte->d[1], .V = (int)wte->d[0], .Vp = (int)wte->d[0], .maxT = (int)wpe->d[0]};
+  for (char name[64];; d->L++) {
+    snprintf(name, sizeof name, "h.%d.ln_1.weight", d->L);
+    if (!st_find(&s, name)) break;
+  }
+  d->NH = config_heads(path);
+  if (!d->NH)
+    surge_input_error("%s: the attention heads are not in the weights: put Hugging Face's config.json (n_head) beside it",
+                      path);
+  st_close(&s);
+}
+
+void weights_write_safetensors(const char *path, const graph_t *g, const float *params, int bf16) {
+  gpt2_dims_t d;
+  char why[320];
+  if (gpt2_dims_of(g, &d, why, sizeof why)) surge_input_error("%s: no exact GPT-2 conversion: %s", path, why);
+  weights_dtype_t t = bf16 ? WEIGHTS_BF16 : WEIGHTS_F32;
+  strbuf_t h = STRBUF_INIT;
+  sb_printf(&h, "{\"__metadata__\":{\"format\":\"pt\"}");
+  uint64_t at = 0;
+  for (int k = 0; k < GPT2_KINDS; k++)
+    for (int b = 0; b < (gpt2_tensors[k].per_block ? d.L : 1); b++) {
+      long long s[2];
+      int nd = hf_shape(&d, k, s);
+      uint64_t bytes = (uint64_t)s[0] * (uint64_t)(nd == 2 ? s[1] : 1) * weights_dtype_bytes(t);
+      char hf[ST_NAME_MAX];
+      snprintf(hf, sizeof hf, gpt2_tensors[k].hf, b);
+      sb_printf(&h, ",\"transformer.%s\":{\"dtype\":\"%s\",\"shape\":[%lld", hf, bf16 ? "BF16" : "F32", s[0]);
+      if (nd == 2) sb_printf(&h, ",%lld", s[1]);
+      sb_printf(&h, "],\"data_offsets\":[%llu,%llu]}", (unsigned long long)at, (unsigned long long)(at + bytes));
+      at += bytes;
+    }
+  sb_printf(&h, "}");
+  size_t n = strlen(sb_str(&h));
+  while (n % 8) sb_printf(&h, " "), n++; /* the data starts 8-byte aligned, as the library writes it */
+  unsigned char len[8];
+  for (int i = 0; i < 8; i++) len[i] = (unsigned char)((uint64_t)n >> 8 * i);
+  weights_out_t o;
+  weights_out_open(&o, path);
+  weights_out_write(&o, len, 8);
+  weights_out_write(&o, sb_str(&h), n);
+  float *buf = xmalloc(gpt2_max_floats(&d) * sizeof *buf);
+  for (int k = 0; k < GPT2_KINDS; k++)
+    for (int b = 0; b < (gpt2_tensors[k].per_block ? d.L : 1); b++) {
+      gpt2_export(&d, k, d.V, gpt2_tensors[k].transposed, params + g->params.t[gpt2_find(g, k, b)].off, buf);
+      weights_out_floats(&o, buf, k == GPT2_WTE ? (size_t)d.V * (size_t)d.C : gpt2_floats(&d, k), t);
+    }
+  free(buf);
+  weights_out_commit(&o);
+  sb_free(&h);
+
+  char dir[4096], cfg[4200];
+  snprintf(dir, sizeof dir, "%s", path);
+  snprintf(cfg, sizeof cfg, "%s/config.json", dirname(dir));
+  strbuf_t c = STRBUF_INIT;
+  sb_printf(&c,
+            "{\n  \"architectures\": [\"GPT2LMHeadModel\"],\n  \"model_type\": \"gpt2\",\n  \"vocab_size\": %d,\n"
+            "  \"n_positions\": %d,\n  \"n_ctx\": %d,\n  \"n_embd\": %d,\n  \"n_layer\": %d,\n  \"n_head\": %d,\n"
+            "  \"n_inner\": null,\n  \"activation_function\": \"gelu_new\",\n  \"layer_norm_epsilon\": 1e-05,\n"
+            "  \"resid_pdrop\": 0.0,\n  \"embd_pdrop\": 0.0,\n  \"attn_pdrop\": 0.0,\n  \"initializer_range\": 0.02,\n"
+            "  \"scale_attn_weights\": true,\n  \"tie_word_embeddings\": true,\n  \"torch_dtype\": \"%s\"\n}\n",
+            d.V, d.maxT, d.maxT, d.C, d.L, d.NH, bf16 ? "bfloat16" : "float32");
+  weights_out_open(&o, cfg);
+  weights_out_write(&o, sb_str(&c), strlen(sb_str(&c)));
+  weights_out_commit(&o);
+  sb_free(&c);
+}

@@ -102,10 +102,10 @@ bad() { # bad LABEL PATTERN ARGS...
   tap_ok $? "$label: exit $rc, $(cat "$t/bad.err")"
 }
 bad "a missing file" "$t/none.h5: cannot open the model file" "$t/none.h5" --prompt a
-bad "a file that is no model" "is not an HDF5 model file" "$deck" --deck "$deck" --prompt a
-bad "the wrong deck for the model" "tensor /params/wte.weight has shape (256,32), the deck's model wants (256,64)" "$model" \
+bad "a file that is no model" "bytes.deck: not a weights file Surge reads" "$deck" --deck "$deck" --prompt a
+bad "the wrong deck for the model" "/params/wte.weight: shape (256,32) in the file, (256,64) in this model" "$model" \
   -D model.gpt_width=64 --prompt a
-bad "a model file without the blocks the deck says" "no tensor /params/blocks.2" "$model" -D model.gpt_layers=3 \
+bad "a model file without the blocks the deck says" "/params/blocks.2.ln1.weight: missing" "$model" -D model.gpt_layers=3 \
   --prompt a
 bad "a prompt longer than the context" "prompt 1 has 40 tokens, more than the model's context of 32" "$model" \
   --prompt "0123456789012345678901234567890123456789"
@@ -126,6 +126,6 @@ bad "an unknown backend" "backend.name" "$model" --prompt a --backend tpu
 bad "an image model" "fashion-mnist holds no token sequences" --deck "$top_src/inputs/mlp-fmnist.deck" --init 1 --prompt a
 bad "text for a model without a tokenizer" "no tokenizer" --deck "$t/bpe.deck" -D data.tokenizer= \
   -D data.vocab_size=300 --init 1 --prompt a
-bad "a tokenizer of another size than the model's" "wte.weight has shape (256,32), the deck's model wants (640,32)" "$model" \
+bad "a tokenizer of another size than the model's" "wte.weight: shape (256,32) in the file, (640,32) in this model" "$model" \
   -D data.source=tokens -D "data.tokenizer=$tok" --prompt a
 tap_done

@@ -11,11 +11,11 @@
 #include "gen/engine.h"
 #include "gen/generate.h"
 #include "gen/model.h"
-#include "gen/params_h5.h"
 #include "gen/source.h"
 #include "gen/vocab.h"
 #include "io/deck.h"
 #include "io/options.h"
+#include "io/weights.h"
 #include "nn/model.h"
 
 /* The model and its vocabulary, as the file and the deck say. */
@@ -46,8 +46,7 @@ static void load(const gen_job_opts_t *o, loaded_t *L) {
   gen_vocab_open(&L->vocab, &L->cfg, L->deck, src.vocab);
   gen_model_build(&L->m, &L->cfg, L->deck, L->vocab.classes);
   if (o->has_init) graph_init_params(&L->m.g, o->init_seed, L->m.params);
-  else if (src.hdf5) gen_params_read_h5(o->model, &L->m.g, L->m.params);
-  else surge_input_error("%s is not an HDF5 model file (model.h5 or a checkpoint)", o->model);
+  else weights_read(o->model, &L->m.g, L->m.params);
   gen_source_free(&src);
 }
 

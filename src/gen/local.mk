@@ -4,7 +4,7 @@
 libsurge_a_SOURCES += \
   src/gen/model.c src/gen/model.h src/gen/engine.h src/gen/engine_cache.c src/gen/engine_full.c \
   src/gen/pick.c src/gen/pick.h src/gen/generate.c src/gen/generate.h src/gen/vocab.c src/gen/vocab.h \
-  src/gen/source.c src/gen/source.h src/gen/params_h5.c src/gen/params_h5.h src/gen/job.c src/gen/job.h
+  src/gen/source.c src/gen/source.h src/gen/job.c src/gen/job.h
 
 check_PROGRAMS += tests/test_gen
 tests_test_gen_SOURCES = tests/test_gen.c

@@ -70,6 +70,37 @@ ckpt=$(ls "$t/run/ckpt"/ckpt-*.h5 | tail -1)
 sample "$t/ckpt" 1 "$ckpt" --prompt "The " --greedy --tokens 28 --print-ids && cmp -s "$t/ckpt" "$t/cache"
 tap_ok $? "the step-30 checkpoint $(basename "$ckpt") samples like model.h5"
 
+# [run] sample_every: a sample after evaluations, printed and logged; surge-sample gives the last again.
+for layout in dp tp; do
+  case $layout in
+    dp) np=1; set -- ;;
+    tp) np=2; set -- -D parallel.mode=3d -D parallel.tp=2 -D parallel.pp=1 -D parallel.dp=1 ;;
+  esac
+  out="$t/s-$layout"
+  timeout 300 "$mpiexec" -n $np "$SURGE_TRAIN" "$deck" -D run.steps=20 -D run.eval_every=10 -D run.sample_every=10 \
+    -D run.sample_tokens=24 -D "run.out_dir=$out" -D "checkpoint.dir=$out/ckpt" "$@" >"$out.txt" 2>&1
+  [ $? = 0 ] && [ "$(grep -c '^sample at step' "$out.txt")" = 2 ] && [ "$(h5vals "$out/log.h5" /samples/step | tr '\n' ' ')" = "10 20 " ]
+  tap_ok $? "$layout: a sample after the evaluations at steps 10 and 20, in the log's /samples"
+  printed=$(sed -n 's/^sample at step 20 (24 tokens, [0-9]* tokens\/s): //p' "$out.txt")
+  logged=$(h5vals "$out/log.h5" /samples/text | tail -1 | sed 's/^"//; s/"$//')
+  again=$(timeout 60 "$SAMPLE" "$out/model.h5" --ids 10 --tokens 24 --seed 1 --escape 2>/dev/null)
+  [ -n "$printed" ] && [ "$again" = "\\n$printed" ] && [ "$(printf '%s' "$logged" | sed 's/\\\\/\\/g')" = "$printed" ]
+  tap_ok $? "$layout: the sample of step 20 is logged and is surge-sample's of model.h5 with the run's seed: $printed"
+done
+bad_deck() { # bad_deck LABEL PATTERN -D ...: surge-train refuses the deck
+  label=$1; pattern=$2; shift 2
+  timeout 60 "$SURGE_TRAIN" "$deck" -D "run.out_dir=$t/never" "$@" >"$t/bad.out" 2>"$t/bad.err"
+  rc=$?
+  [ $rc = 2 ] && grep -q "^surge: error: .*$pattern" "$t/bad.err"
+  tap_ok $? "$label: exit $rc, $(cat "$t/bad.err")"
+}
+bad_deck "sample_every off the evaluations" "sample_every: 15 is not a multiple of eval_every (10)" \
+  -D run.eval_every=10 -D run.sample_every=15
+bad_deck "samples longer than the context" "sample_tokens (32) must be below gpt_context (32)" -D run.sample_every=30 \
+  -D run.sample_tokens=32
+bad_deck "samples of an image model" "samples need a language model" -D run.sample_every=30 -D model.zoo=mlp \
+  -D data.source=synthetic
+
 # Text through the run's tokenizer: a BPE model (freshly initialised) on the test vocabulary.
 tok="$top_src/tests/data/tok/hf"
 cat >"$t/bpe.deck" <<DECK

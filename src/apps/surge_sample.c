@@ -27,6 +27,8 @@ static const char usage[] =
     "                         stream J, so any rank count gives the same samples\n"
     "  --no-cache             recompute the whole context every token (the reference for the key/value cache)\n"
     "  --print-ids            print token ids instead of text\n"
+    "  --escape               write control characters and invalid UTF-8 as escapes (\\n, \\xHH), as the\n"
+    "                         samples of a training run are printed and logged\n"
     "  --deck DECK            the deck describing the model (default: the one MODEL holds)\n"
     "  -D section.key=value   override a key of that deck (repeatable); e.g. -D backend.name=cuda\n"
     "  --backend NAME         = -D backend.name=NAME (cpu, cuda, ref)\n"
@@ -120,6 +122,7 @@ static void parse(int argc, char **argv, args_t *a) {
       o->init_seed = seed_value(s, value(argc, argv, &i));
     } else if (!strcmp(s, "--no-cache")) o->engine = "full";
     else if (!strcmp(s, "--print-ids")) o->print_ids = 1;
+    else if (!strcmp(s, "--escape")) o->escape = 1;
     else if (!strcmp(s, "--deck")) o->deck = value(argc, argv, &i);
     else if (!strcmp(s, "-D")) add_override(a, (char *)value(argc, argv, &i));
     else if (!strcmp(s, "--backend") || !strcmp(s, "--threads")) {

@@ -87,18 +87,22 @@ static void prompt_ids(const gen_job_opts_t *o, const loaded_t *L, int p, ids_t 
 /* Print sample j's tokens out[0..n) (the prompt's first len of them). */
 static void print_sample(const gen_job_opts_t *o, const gen_vocab_t *v, int j, int total, const int *out, int n) {
   if (total > 1) printf("--- sample %d (prompt %d)\n", j + 1, j / o->samples + 1);
+  uint32_t *ids = xcalloc((size_t)n, sizeof *ids);
+  for (int i = 0; i < n; i++) ids[i] = (uint32_t)out[i];
   if (o->print_ids || !gen_vocab_has_text(v)) {
     for (int i = 0; i < n; i++) printf(i ? " %d" : "%d", out[i]);
+  } else if (o->escape) {
+    char *text = gen_vocab_printable(v, ids, (size_t)n);
+    fputs(text, stdout);
+    free(text);
   } else {
-    uint32_t *ids = xcalloc((size_t)n, sizeof *ids);
-    for (int i = 0; i < n; i++) ids[i] = (uint32_t)out[i];
     uint8_t *buf = NULL;
     size_t len = 0, cap = 0;
     gen_vocab_decode(v, ids, (size_t)n, &buf, &len, &cap);
     if (len && fwrite(buf, 1, len, stdout) != len) surge_runtime_error("writing standard output failed");
     free(buf);
-    free(ids);
   }
+  free(ids);
   printf("\n");
 }
 

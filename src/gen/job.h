@@ -31,6 +31,7 @@ typedef struct gen_job_opts {
   uint64_t seed;           /* else the deck's [run] seed */
   const char *engine;      /* "cache" or "full" */
   int print_ids;
+  int escape;              /* write the text as gen_vocab_printable does (control characters escaped) */
 } gen_job_opts_t;
 
 /* Collective over job. Bad input exits 2 with one line. */

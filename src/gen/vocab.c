@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "io/printable.h"
+#include "io/strbuf.h"
 #include "tok/pretok.h"
 
 enum { BYTE_VOCAB = 256 }; /* the text and synthetic sources' vocabulary */
@@ -91,4 +93,27 @@ void gen_vocab_decode(const gen_vocab_t *v, const uint32_t *ids, size_t n, uint8
     *buf = xrealloc(*buf, *cap);
   }
   for (size_t i = 0; i < n; i++) (*buf)[(*len)++] = (uint8_t)ids[i];
+}
+
+char *gen_vocab_printable(const gen_vocab_t *v, const uint32_t *ids, size_t n) {
+  strbuf_t b = STRBUF_INIT;
+  if (!gen_vocab_has_text(v)) {
+    sb_printf(&b, "[");
+    for (size_t i = 0; i < n; i++) sb_printf(&b, i ? " %u" : "%u", ids[i]);
+    sb_printf(&b, "]");
+  } else {
+    uint8_t *buf = NULL;
+    size_t len = 0, cap = 0;
+    gen_vocab_decode(v, ids, n, &buf, &len, &cap);
+    buf = xrealloc(buf, len + 1);
+    buf[len] = 0;
+    for (size_t at = 0; at <= len; at += strlen((char *)buf + at) + 1) { /* the pieces between NUL bytes */
+      sb_put_printable(&b, (char *)buf + at);
+      if (at + strlen((char *)buf + at) < len) sb_printf(&b, "\\x00");
+    }
+    free(buf);
+  }
+  char *s = xstrdup(sb_str(&b));
+  sb_free(&b);
+  return s;
 }

@@ -30,5 +30,8 @@ void gen_vocab_encode(const gen_vocab_t *v, const uint8_t *text, size_t n, ids_t
 int gen_vocab_has_text(const gen_vocab_t *v);
 /* The bytes of ids[0..n) appended to a malloc'd buffer (*buf, *len, *cap). */
 void gen_vocab_decode(const gen_vocab_t *v, const uint32_t *ids, size_t n, uint8_t **buf, size_t *len, size_t *cap);
+/* ids[0..n) as text for people (io/printable.h): decoded, control characters, invalid UTF-8 and NUL
+ * bytes escaped; the ids in brackets where the vocabulary has no text. malloc'd. */
+char *gen_vocab_printable(const gen_vocab_t *v, const uint32_t *ids, size_t n);
 
 #endif

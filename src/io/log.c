@@ -35,7 +35,8 @@ typedef struct series_spec {
 } series_spec_t;
 
 enum { SPEC_MAX = LOG_GROUP_COUNT + LOG_METRIC_COUNT + 2 * TRAFFIC_COUNT + PHASE_COUNT + LOG_EVAL_COUNT +
-                  LOG_EVENT_COUNT + LOG_MUX_METRIC_COUNT + LOG_PIPE_COLUMN_COUNT + LOG_CMP_METRIC_COUNT };
+                  LOG_EVENT_COUNT + LOG_MUX_METRIC_COUNT + LOG_PIPE_COLUMN_COUNT + LOG_CMP_METRIC_COUNT +
+                  LOG_SAMPLE_COUNT };
 
 typedef struct log_kinds {
   h5_series_kind_t step, real, count, rank, text;
@@ -53,9 +54,11 @@ struct run_log {
   h5_series_t eval[LOG_EVAL_COUNT], event[LOG_EVENT_COUNT], mux[LOG_MUX_METRIC_COUNT];
   h5_series_t pipe[LOG_PIPE_COLUMN_COUNT];
   h5_series_t cmp[LOG_CMP_METRIC_COUNT];
+  h5_series_t sample[LOG_SAMPLE_COUNT];
   int multiplexed;   /* the log has /multiplex (and the two multiplexed phases): set when it is created */
   int pipelined;     /* the log has /pipeline/events: created by a 3d run */
   int compressed;    /* the log has /compress: created by a 3d run with compression */
+  int sampled;       /* the log has /samples: created by a run with [run] sample_every */
   hsize_t boundaries; /* columns of /compress's 2-D series */
   double *boundary_row; /* (boundaries) */
   int run_multiplexed; /* this run is multiplexed (a resumed log keeps what it began as) */
@@ -102,9 +105,10 @@ static void add_spec(run_log_t *L, h5_series_t *s, log_group_t group, const char
 static int has_phase(const run_log_t *L, int p) { return L->multiplexed || !log_phase_multiplexed((log_phase_t)p); }
 
 /* The groups this log has (/multiplex only for multiplexed runs, /pipeline/events for 3d runs,
- * /compress for 3d runs with compression). */
+ * /compress for 3d runs with compression, /samples for runs that sample). */
 static int has_group(const run_log_t *L, int g) {
-  return g == LOG_MULTIPLEX ? L->multiplexed : g == LOG_PIPELINE ? L->pipelined : g == LOG_COMPRESS ? L->compressed : 1;
+  return g == LOG_MULTIPLEX ? L->multiplexed : g == LOG_PIPELINE ? L->pipelined : g == LOG_COMPRESS ? L->compressed
+         : g == LOG_SAMPLES ? L->sampled : 1;
 }
 
 /* The step scale of a group's rows. */
@@ -139,6 +143,8 @@ static void build_specs(run_log_t *L) {
     add_spec(L, &L->mux[m], LOG_MULTIPLEX, "", &log_multiplex_info[m], k.real, 0);
   for (int c = 0; c < LOG_PIPE_COLUMN_COUNT && L->pipelined; c++)
     add_spec(L, &L->pipe[c], LOG_PIPELINE, "", &log_pipe_info[c], c >= LOG_PIPE_START ? k.real : k.rank, 0);
+  for (int c = 0; c < LOG_SAMPLE_COUNT && L->sampled; c++)
+    add_spec(L, &L->sample[c], LOG_SAMPLES, "", &log_sample_info[c], k.text, 0);
   for (int c = 0; c < LOG_CMP_METRIC_COUNT && L->compressed; c++) {
     add_spec(L, &L->cmp[c], LOG_COMPRESS, "", &log_compress_info[c], k.real, 0);
     L->spec[L->nspec - 1].per_boundary = c >= LOG_CMP_PER_BOUNDARY;
@@ -382,6 +388,9 @@ static void open_file(run_log_t *L, const config_t *cfg, const char *deck_text, 
   if (resume) L->multiplexed = h5util_check(&L->chk, H5Lexists(L->file, mux_path, H5P_DEFAULT), "look up", mux_path) > 0;
   const char *cmp_path = log_group_path[LOG_COMPRESS];
   if (resume) L->compressed = h5util_check(&L->chk, H5Lexists(L->file, cmp_path, H5P_DEFAULT), "look up", cmp_path) > 0;
+  const char *samples_path = log_group_path[LOG_SAMPLES];
+  if (resume)
+    L->sampled = h5util_check(&L->chk, H5Lexists(L->file, samples_path, H5P_DEFAULT), "look up", samples_path) > 0;
   if (resume) L->pipelined = h5util_check(&L->chk, H5Lexists(L->file, LOG_PIPE, H5P_DEFAULT), "look up", LOG_PIPE) > 0 &&
                              h5util_check(&L->chk, H5Lexists(L->file, log_group_path[LOG_PIPELINE], H5P_DEFAULT),
                                           "look up", log_group_path[LOG_PIPELINE]) > 0;
@@ -414,6 +423,7 @@ run_log_t *run_log_open(const char *path, const config_t *cfg, const char *deck_
   L->multiplexed = L->run_multiplexed = cfg->mux_role != 0;
   L->pipelined = strcmp(cfg->parallel_mode, "3d") == 0;
   L->compressed = L->pipelined && (cfg->compress_cb || cfg->compress_fe || cfg->compress_sc_stages > 0);
+  L->sampled = cfg->sample_every > 0;
   L->boundaries = cfg->pp > 1 ? (hsize_t)cfg->pp - 1 : 1;
   if (world->rank != 0) return L;
   L->path = xstrdup(path);
@@ -483,6 +493,16 @@ void run_log_event(run_log_t *L, long step, const char *text) {
   if (L->world->rank != 0) return;
   h5util_quiet_t q = h5util_quiet_begin();
   append_event(L, step, text);
+  log_flush(L);
+  h5util_quiet_end(q);
+}
+
+void run_log_sample(run_log_t *L, long step, const char *text) {
+  if (L->world->rank != 0 || !L->sampled) return;
+  h5util_quiet_t q = h5util_quiet_begin();
+  int64_t s = step;
+  h5_series_append(&L->step[LOG_SAMPLES], &s);
+  h5_series_append(&L->sample[LOG_SAMPLE_TEXT], &text);
   log_flush(L);
   h5util_quiet_end(q);
 }

@@ -64,6 +64,9 @@ void run_log_step(run_log_t *log, const log_row_t *row);
 void run_log_eval(run_log_t *log, long step, double loss, double accuracy);
 /* Collective: a free-form event ("checkpoint written", "stopped by SIGTERM") at a step. */
 void run_log_event(run_log_t *log, long step, const char *text);
+/* Rank 0 writes: a sample of the model's text at a step, in /samples (a log begun without /samples,
+ * by a run that did not sample, takes none). */
+void run_log_sample(run_log_t *log, long step, const char *text);
 /* Collective (rank 0 writes): the burst plan the run executes, as /plan: per node its index, name,
  * kind, rank count, first rank and per-rank batch, the predicted compute / transfer-in / sync times
  * when the plan has them (some node's compute time is positive), the plan-wide predictions as

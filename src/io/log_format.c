@@ -7,7 +7,8 @@
 #include "comm/comm.h"
 
 const char *const log_group_path[LOG_GROUP_COUNT] = {"/metrics",   "/ranks",           "/eval",    "/events",
-                                                     "/multiplex", "/pipeline/events", "/compress"};
+                                                     "/multiplex", "/pipeline/events", "/compress",
+                                                     "/samples"};
 
 #define STEP_DOC "steps completed after the logged step (1-based)"
 const log_series_info_t log_scale_info[LOG_GROUP_COUNT] = {
@@ -18,6 +19,7 @@ const log_series_info_t log_scale_info[LOG_GROUP_COUNT] = {
     [LOG_MULTIPLEX] = {LOG_STEP, "steps", STEP_DOC},
     [LOG_PIPELINE] = {LOG_STEP, "steps", "steps completed after the step the event belongs to (1-based)"},
     [LOG_COMPRESS] = {LOG_STEP, "steps", STEP_DOC},
+    [LOG_SAMPLES] = {LOG_STEP, "steps", "steps completed when the model generated the sample"},
 };
 
 const log_series_info_t log_compress_info[LOG_CMP_METRIC_COUNT] = {
@@ -111,6 +113,13 @@ const log_series_info_t log_event_info[LOG_EVENT_COUNT] = {
     [LOG_EVENT_TEXT] = {"text", "text", "what happened, one line of text"},
 };
 
+const log_series_info_t log_sample_info[LOG_SAMPLE_COUNT] = {
+    [LOG_SAMPLE_TEXT] = {"text", "text",
+                         "the sample: [run] sample_tokens tokens after one start token, decoded (bytes, or the "
+                         "tokenizer's text; ids in brackets without one), control characters and invalid UTF-8 "
+                         "escaped"},
+};
+
 const log_series_info_t log_multiplex_info[LOG_MUX_METRIC_COUNT] = {
     [LOG_MUX_FG_SPS] = {"foreground_samples_per_sec", "samples/s",
                         "the foreground job's global batch over its slowest rank's step time"},
@@ -182,6 +191,8 @@ int log_column_order(const char *group, const char *name) {
     i = after_step(log_eval_info, LOG_EVAL_COUNT, name);
   } else if (strcmp(group, log_group_path[LOG_EVENTS]) == 0) {
     i = after_step(log_event_info, LOG_EVENT_COUNT, name);
+  } else if (strcmp(group, log_group_path[LOG_SAMPLES]) == 0) {
+    i = after_step(log_sample_info, LOG_SAMPLE_COUNT, name);
   } else if (strcmp(group, log_group_path[LOG_MULTIPLEX]) == 0) {
     i = after_step(log_multiplex_info, LOG_MUX_METRIC_COUNT, name);
   } else if (strcmp(group, LOG_PLAN) == 0) {

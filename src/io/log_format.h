@@ -21,6 +21,7 @@ typedef enum log_group {
   LOG_MULTIPLEX, /* multiplexed runs only */
   LOG_PIPELINE,  /* "/pipeline/events": 3D runs only */
   LOG_COMPRESS,  /* "/compress": 3D runs with compression only */
+  LOG_SAMPLES,   /* "/samples": runs with [run] sample_every only (logs written before it have none) */
   LOG_GROUP_COUNT
 } log_group_t;
 extern const char *const log_group_path[LOG_GROUP_COUNT]; /* "/metrics", ... */
@@ -74,6 +75,9 @@ typedef enum log_eval { LOG_EVAL_LOSS = 0, LOG_EVAL_ACCURACY, LOG_EVAL_COUNT } l
 extern const log_series_info_t log_eval_info[LOG_EVAL_COUNT];
 typedef enum log_event { LOG_EVENT_TIME = 0, LOG_EVENT_TEXT, LOG_EVENT_COUNT } log_event_t;
 extern const log_series_info_t log_event_info[LOG_EVENT_COUNT];
+/* /samples after its step scale: the text a run's model generated after an evaluation. */
+typedef enum log_sample { LOG_SAMPLE_TEXT = 0, LOG_SAMPLE_COUNT } log_sample_t;
+extern const log_series_info_t log_sample_info[LOG_SAMPLE_COUNT];
 typedef enum log_mux_metric {
   LOG_MUX_FG_SPS = 0,
   LOG_MUX_BG_SPS,

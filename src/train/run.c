@@ -12,6 +12,7 @@
 #include "train/claim.h"
 #include "train/multiplex.h"
 #include "train/progress.h"
+#include "train/sample.h"
 #include "train/state.h"
 #include "train/train.h"
 
@@ -158,6 +159,7 @@ train_outcome_t train_run(const config_t *cfg, const deck_t *deck, const char *r
       e = trainer_eval(&t);
       run_log_eval(log, t.step, e.loss, e.accuracy);
       progress_eval(&p, t.step, &e, tokens);
+      if (trainer_samples_after(&t, t.step, t.step == cfg->steps)) trainer_sample(&t, log, &p);
       evaluated_last = 1;
     }
     run_mux_verdict_t verdict = run_mux_after_step(&mux, &t);
@@ -196,6 +198,7 @@ train_outcome_t train_run(const config_t *cfg, const deck_t *deck, const char *r
     e = trainer_eval(&t);
     run_log_eval(log, t.step, e.loss, e.accuracy);
     progress_eval(&p, t.step, &e, tokens);
+    if (trainer_samples_after(&t, t.step, 1)) trainer_sample(&t, log, &p);
   }
   if (!checkpointed_last) checkpoint_now(&t, log, &p, deck_text);
 

@@ -16,6 +16,10 @@ void trainer_checkpoint(trainer_t *t, const char *deck_text, char *written, size
  * step, optimizer steps and run identity become t's. */
 void trainer_resume(trainer_t *t, const char *path);
 
+/* Collective: the whole parameter slab of t's graph (t->g.params layout) into full on rank 0
+ * (full: t->g.params.total floats there; NULL elsewhere), whatever pieces the layout gives each rank. */
+void trainer_params_on_root(trainer_t *t, float *full);
+
 /* Collective: write the model file (the parameters) at path. */
 void trainer_write_model(trainer_t *t, const char *path, const char *deck_text);
 

@@ -275,8 +275,9 @@ static double run_linear_fwd(const backend_t *be, const void *ctx, float **out) 
 /* A linear layer's forward, y = x w^T + b, with the workspace any backend asks for and with none
  * (the general path). Where the CPU has AVX-512 the cpu backend computes few rows times many
  * outputs without packing w (cpu_linear.c): two row blocks (128), full and partial tiles of rows
- * (64, 17, 1) and of columns (out % 6), depths that are not a multiple of 16; y's old contents (NaN
- * on cpu) never read. The other shapes take OpenBLAS and a bias pass. */
+ * (64, 17) and of columns (out % 6), depths that are not a multiple of 16; y's old contents (NaN
+ * on cpu) never read. The other shapes take OpenBLAS and a bias pass; one row its matrix-vector
+ * product. */
 static void test_linear_fwd(void) {
   const int shapes[][3] = {{128, 384, 64}, {64, 391, 80}, {17, 389, 100}, {1, 400, 70}, {33, 512, 784},
                            {129, 400, 70}, {20, 10, 512}, {5, 7, 3}};
@@ -285,10 +286,11 @@ static void test_linear_fwd(void) {
     float *x = buf_uniform((size_t)rows * in, -1, 1), *w = buf_uniform((size_t)out * in, -1, 1),
           *b = buf_uniform((size_t)out, -1, 1);
     const int unpacked = cpu_linear_unpacked(rows, out, in);
-    tap_ok(unpacked == (cpu_has_avx512() && rows <= 128 && out >= 384 && in >= 64) &&
+    tap_ok(unpacked == (cpu_has_avx512() && rows >= 2 && rows <= 128 && out >= 384 && in >= 64) &&
                (!unpacked || linear_workspace_floats(out, in) >= (size_t)(rows + 15) / 16 * 16 * (size_t)in),
            "linear_fwd rows=%d out=%d in=%d: %s", rows, out, in,
-           unpacked ? "the unpacked path, its workspace sized by linear_workspace_floats" : "OpenBLAS");
+           unpacked ? "the unpacked path, its workspace sized by linear_workspace_floats"
+           : rows == 1 ? "OpenBLAS's matrix-vector product" : "OpenBLAS");
     for (int bias = 0; bias < 2; bias++)
       for (int with_ws = 0; with_ws < 2; with_ws++) {
         linear_ctx_t v = {rows, out, in, bias, with_ws ? linear_workspace_floats(out, in) : 0, x, w, b};
@@ -1318,7 +1320,8 @@ int main(int argc, char **argv) {
     }
   }
 
-  const int gemm_shapes[][3] = {{1, 1, 1}, {7, 5, 3}, {33, 17, 29}, {64, 48, 80}};
+  /* one row (M = 1, cpu: a matrix-vector product) with leading dimensions past the shapes (extra) */
+  const int gemm_shapes[][3] = {{1, 1, 1}, {1, 37, 19}, {7, 5, 3}, {33, 17, 29}, {64, 48, 80}};
   for (size_t s = 0; s < sizeof gemm_shapes / sizeof gemm_shapes[0]; s++)
     for (int t = 0; t < 4; t++) {
       const int *d = gemm_shapes[s];

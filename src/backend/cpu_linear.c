@@ -15,7 +15,8 @@
  * 133, 128 vs 133) and behind for N <= 256 (the copy of X is paid over few columns). Inside a step
  * the gain is larger, since OpenBLAS's packed copies also push the step's other data out of cache:
  * mlp (784-512-512-10) on 1 rank at batch 128 +0-4%, on 2 ranks at 64 each +10-12% (bench_models
- * --rate, side by side). Hence the limits below. */
+ * --rate, side by side). Hence the limits below. One row (generation, a token at a time) is a
+ * matrix-vector product: cpu_gemm's, which reads W once in place (the tile would pad it to 16). */
 #include <stdlib.h>
 
 #include "backend/cpu_ops.h"
@@ -38,12 +39,12 @@ enum {
 };
 
 int cpu_linear_unpacked(int rows, int out, int in) {
-  return NT_BUILT && cpu_has_avx512() && rows >= 1 && rows <= NT_MAX_ROWS && out >= NT_MIN_COLS && in >= NT_MIN_DEPTH;
+  return NT_BUILT && cpu_has_avx512() && rows >= 2 && rows <= NT_MAX_ROWS && out >= NT_MIN_COLS && in >= NT_MIN_DEPTH;
 }
 
 /* Xt for up to NT_MAX_ROWS rows where this CPU takes the unpacked path for the layer's shape. */
 size_t cpu_linear_workspace(int out, int in) {
-  return cpu_linear_unpacked(1, out, in) ? (size_t)NT_MAX_ROWS * (size_t)in : 0;
+  return cpu_linear_unpacked(NT_MAX_ROWS, out, in) ? (size_t)NT_MAX_ROWS * (size_t)in : 0;
 }
 
 #if NT_BUILT

@@ -1,7 +1,7 @@
 # Benchmarks (make bench): ratios against baselines measured in the same run.
 EXTRA_DIST += bench/lib.sh bench/bench_models.sh bench/bench_dp.sh bench/bench_layout.sh bench/bench_burst.sh \
   bench/bench_multiplex.sh bench/bench_multiplex_3d.sh bench/bench_sim.sh bench/bench_3d.sh bench/bench_compress.sh \
-  bench/bench_tokens.sh bench/tok_reference.py
+  bench/bench_tokens.sh bench/tok_reference.py bench/bench_sample.sh
 bench_programs += bench/bench_models
 bench_bench_models_SOURCES = bench/bench_models.c
 bench_bench_models_LDADD = $(SURGE_LIBS)

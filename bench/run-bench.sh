@@ -58,6 +58,10 @@ if want tokens && [ -f "$src/bench/bench_tokens.sh" ]; then
   echo "== tokenized text: surge-tokenize against Hugging Face tokenizers, gpt2-124m's data phase (bench/bench_tokens.sh)"
   MPIEXEC="$mpiexec" sh "$src/bench/bench_tokens.sh"
 fi
+if want sample && [ -f "$src/bench/bench_sample.sh" ]; then
+  echo "== generation: surge-sample with the key/value cache against recomputing the context, 1 core (bench/bench_sample.sh)"
+  sh "$src/bench/bench_sample.sh"
+fi
 if want checkpoint && [ -x bench/bench_checkpoint ]; then
   echo "== checkpoint write/read against plain sequential I/O, 2 ranks (bench/bench_checkpoint)"
   "$mpiexec" -n 2 ./bench/bench_checkpoint

@@ -17,3 +17,5 @@ dist_doc_DATA += doc/compression.md doc/compression-loss.svg
 dist_doc_DATA += doc/gpu.md
 dist_man_MANS += doc/man/surge-tokenize.1
 dist_doc_DATA += doc/data.md
+dist_man_MANS += doc/man/surge-sample.1
+dist_doc_DATA += doc/generate.md

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/cli.h"
 #include "core/error.h"
 #include "gen/job.h"
 #include "surge_build_config.h"
@@ -49,26 +50,6 @@ typedef struct args {
   char own[2][64]; /* --backend, --threads as overrides */
 } args_t;
 
-static const char *value(int argc, char **argv, int *i) {
-  if (*i + 1 >= argc) surge_input_error("%s needs a value (try --help)", argv[*i]);
-  return argv[++*i];
-}
-
-static double number(const char *opt, const char *s, double lo, double hi) {
-  char *end;
-  errno = 0;
-  double v = strtod(s, &end);
-  if (errno || end == s || *end || !(v >= lo && v <= hi))
-    surge_input_error("%s %s: expected a number in [%g, %g]", opt, s, lo, hi);
-  return v;
-}
-
-static long whole(const char *opt, const char *s, long lo, long hi) {
-  double v = number(opt, s, (double)lo, (double)hi);
-  if (v != (double)(long)v) surge_input_error("%s %s: expected a whole number", opt, s);
-  return (long)v;
-}
-
 static uint64_t seed_value(const char *opt, const char *s) {
   char *end;
   errno = 0;
@@ -104,30 +85,30 @@ static void parse(int argc, char **argv, args_t *a) {
     } else if (!strcmp(s, "--version")) {
       if (surge_rank() == 0) printf("%s %s\n", PACKAGE_NAME, PACKAGE_VERSION);
       finish(0);
-    } else if (!strcmp(s, "--prompt")) add_prompt(a, value(argc, argv, &i), NULL);
-    else if (!strcmp(s, "--ids")) add_prompt(a, NULL, value(argc, argv, &i));
-    else if (!strcmp(s, "--samples")) o->samples = (int)whole(s, value(argc, argv, &i), 1, 1 << 20);
-    else if (!strcmp(s, "--tokens")) o->tokens = (int)whole(s, value(argc, argv, &i), 1, 1 << 24);
+    } else if (!strcmp(s, "--prompt")) add_prompt(a, cli_next_value(argc, argv, &i), NULL);
+    else if (!strcmp(s, "--ids")) add_prompt(a, NULL, cli_next_value(argc, argv, &i));
+    else if (!strcmp(s, "--samples")) o->samples = (int)cli_whole(s, cli_next_value(argc, argv, &i), 1, 1 << 20);
+    else if (!strcmp(s, "--tokens")) o->tokens = (int)cli_whole(s, cli_next_value(argc, argv, &i), 1, 1 << 24);
     else if (!strcmp(s, "--greedy")) o->pick.temperature = 0;
-    else if (!strcmp(s, "--temperature")) o->pick.temperature = number(s, value(argc, argv, &i), 0, 1e6);
-    else if (!strcmp(s, "--top-k")) o->pick.top_k = (int)whole(s, value(argc, argv, &i), 0, 1 << 24);
+    else if (!strcmp(s, "--temperature")) o->pick.temperature = cli_number(s, cli_next_value(argc, argv, &i), 0, 1e6);
+    else if (!strcmp(s, "--top-k")) o->pick.top_k = (int)cli_whole(s, cli_next_value(argc, argv, &i), 0, 1 << 24);
     else if (!strcmp(s, "--top-p")) {
-      o->pick.top_p = number(s, value(argc, argv, &i), 0, 1);
+      o->pick.top_p = cli_number(s, cli_next_value(argc, argv, &i), 0, 1);
       if (o->pick.top_p <= 0) surge_input_error("--top-p %s: expected a number in (0, 1]", argv[i]);
     } else if (!strcmp(s, "--seed")) {
       o->has_seed = 1;
-      o->seed = seed_value(s, value(argc, argv, &i));
+      o->seed = seed_value(s, cli_next_value(argc, argv, &i));
     } else if (!strcmp(s, "--init")) {
       o->has_init = 1;
-      o->init_seed = seed_value(s, value(argc, argv, &i));
+      o->init_seed = seed_value(s, cli_next_value(argc, argv, &i));
     } else if (!strcmp(s, "--no-cache")) o->engine = "full";
     else if (!strcmp(s, "--print-ids")) o->print_ids = 1;
     else if (!strcmp(s, "--escape")) o->escape = 1;
-    else if (!strcmp(s, "--deck")) o->deck = value(argc, argv, &i);
-    else if (!strcmp(s, "-D")) add_override(a, (char *)value(argc, argv, &i));
+    else if (!strcmp(s, "--deck")) o->deck = cli_next_value(argc, argv, &i);
+    else if (!strcmp(s, "-D")) add_override(a, (char *)cli_next_value(argc, argv, &i));
     else if (!strcmp(s, "--backend") || !strcmp(s, "--threads")) {
       int k = s[2] == 'b' ? 0 : 1;
-      snprintf(a->own[k], sizeof a->own[k], "backend.%s=%s", k ? "threads" : "name", value(argc, argv, &i));
+      snprintf(a->own[k], sizeof a->own[k], "backend.%s=%s", k ? "threads" : "name", cli_next_value(argc, argv, &i));
       add_override(a, a->own[k]);
     } else if (s[0] == '-' && s[1]) surge_input_error("unknown option '%s' (try --help)", s);
     else if (!o->model) o->model = s;

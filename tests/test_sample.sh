@@ -124,6 +124,26 @@ sample "$t/bpe-text" 1 --deck "$t/bpe.deck" --init 3 --prompt "$(cat "$t/prompt.
 grep -q "^Hello, world: the tokenizer" "$t/bpe-text"
 tap_ok $? "and the sample is decoded by it, the prompt first"
 
+# A model of token data records its vocabulary: another is refused (shards from tests/write_shard.py).
+if command -v python3 >/dev/null 2>&1; then
+  mkdir "$t/shards"
+  python3 "$top_src/tests/write_shard.py" "$t/shards/s_train_000000.bin" 4000 300 1
+  python3 "$top_src/tests/write_shard.py" "$t/shards/s_val_000000.bin" 400 300 2
+  timeout 300 "$SURGE_TRAIN" "$t/bpe.deck" -D data.tokenizer= -D "data.path=$t/shards" -D data.vocab_size=300 \
+    -D model.gpt_context=16 -D run.steps=2 -D train.global_batch=4 -D data.test_samples=4 -D "run.out_dir=$t/tok" \
+    >"$t/tok.txt" 2>&1 &&
+    sample "$t/tok.ids" 1 "$t/tok/model.h5" --ids "1 2 299" --tokens 8 &&
+    [ "$(wc -w <"$t/tok.ids")" = 11 ] && awk '{ for (i = 1; i <= NF; i++) if ($i >= 300) exit 1 }' "$t/tok.ids"
+  tap_ok $? "a model of 300-token shards (no tokenizer) samples ids below 300: $(cat "$t/tok.ids")"
+  timeout 60 "$SAMPLE" "$t/tok/model.h5" -D data.vocab_size=301 --ids 1 >"$t/bad.out" 2>"$t/bad.err"
+  [ $? = 2 ] && grep -q "^surge: error: the model was trained on a vocabulary of 300 tokens, but \[data\] gives 301" \
+    "$t/bad.err"
+  tap_ok $? "another vocabulary than the model file records: $(cat "$t/bad.err")"
+else
+  tap_skip "python3 (the shard writer) is not installed"
+  tap_skip "python3 (the shard writer) is not installed"
+fi
+
 # Bad input: one line on stderr, exit 2.
 bad() { # bad LABEL PATTERN ARGS...
   label=$1; pattern=$2; shift 2

@@ -66,6 +66,10 @@ if want torch && [ -f "$src/bench/bench_torch.sh" ]; then
   echo "== Surge against PyTorch's CPU training of mlp, vgg-mini and gpt: 1 rank vs 1 thread, 2 ranks vs 2 threads, per kernel width (bench/bench_torch.sh)"
   MPIEXEC="$mpiexec" sh "$src/bench/bench_torch.sh"
 fi
+if want sample && [ -f "$src/bench/bench_sample.sh" ]; then
+  echo "== generation: surge-sample with the key/value cache against recomputing the context, 1 core (bench/bench_sample.sh)"
+  sh "$src/bench/bench_sample.sh"
+fi
 if want checkpoint && [ -x bench/bench_checkpoint ]; then
   echo "== checkpoint write/read against plain sequential I/O, 2 ranks (bench/bench_checkpoint)"
   "$mpiexec" -n 2 ./bench/bench_checkpoint

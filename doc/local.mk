@@ -19,3 +19,5 @@ dist_man_MANS += doc/man/surge-tokenize.1
 dist_doc_DATA += doc/data.md
 dist_man_MANS += doc/man/surge-convert.1 doc/man/surge-eval.1
 dist_doc_DATA += doc/eval.md
+dist_man_MANS += doc/man/surge-sample.1
+dist_doc_DATA += doc/generate.md

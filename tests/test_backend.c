@@ -275,8 +275,9 @@ static double run_linear_fwd(const backend_t *be, const void *ctx, float **out) 
 /* A linear layer's forward, y = x w^T + b, with the workspace any backend asks for and with none
  * (the general path). Where the CPU has AVX-512 the cpu backend computes few rows times many
  * outputs without packing w (cpu_linear.c): two row blocks (128), full and partial tiles of rows
- * (64, 17, 1) and of columns (out % 6), depths that are not a multiple of 16; y's old contents (NaN
- * on cpu) never read. The other shapes take OpenBLAS and a bias pass. */
+ * (64, 17) and of columns (out % 6), depths that are not a multiple of 16; y's old contents (NaN
+ * on cpu) never read. The other shapes take OpenBLAS and a bias pass; one row its matrix-vector
+ * product. */
 static void test_linear_fwd(void) {
   const int shapes[][3] = {{128, 384, 64}, {64, 391, 80}, {17, 389, 100}, {1, 400, 70}, {33, 512, 784},
                            {129, 400, 70}, {20, 10, 512}, {5, 7, 3}};
@@ -285,10 +286,11 @@ static void test_linear_fwd(void) {
     float *x = buf_uniform((size_t)rows * in, -1, 1), *w = buf_uniform((size_t)out * in, -1, 1),
           *b = buf_uniform((size_t)out, -1, 1);
     const int unpacked = cpu_linear_unpacked(rows, out, in);
-    tap_ok(unpacked == (cpu_simd() != BACKEND_SIMD_NONE && rows <= 128 && out >= 384 && in >= 64) &&
+    tap_ok(unpacked == (cpu_simd() != BACKEND_SIMD_NONE && rows >= 2 && rows <= 128 && out >= 384 && in >= 64) &&
                (!unpacked || linear_workspace_floats(out, in) >= (size_t)(rows + 15) / 16 * 16 * (size_t)in),
            "linear_fwd rows=%d out=%d in=%d: %s", rows, out, in,
-           unpacked ? "the unpacked path, its workspace sized by linear_workspace_floats" : "OpenBLAS");
+           unpacked ? "the unpacked path, its workspace sized by linear_workspace_floats"
+           : rows == 1 ? "OpenBLAS's matrix-vector product" : "OpenBLAS");
     for (int bias = 0; bias < 2; bias++)
       for (int with_ws = 0; with_ws < 2; with_ws++) {
         linear_ctx_t v = {rows, out, in, bias, with_ws ? linear_workspace_floats(out, in) : 0, x, w, b};
@@ -770,6 +772,12 @@ static double run_causal_softmax_bwd(const backend_t *be, const void *ctx, float
   be->causal_softmax_bwd(q->rows, q->T, q->scale, q->x, q->dy, out[0]);
   return 0.0;
 }
+/* Softmax of whole rows: rows of T, x is s. */
+static double run_softmax_rows(const backend_t *be, const void *ctx, float **out) {
+  const seq_ctx_t *q = ctx;
+  be->softmax_rows(q->rows, q->T, q->scale, q->x, out[0]);
+  return 0.0;
+}
 /* Cross-entropy: x is logits (rows,V), ids the targets, scale the grad_scale. */
 static double run_xent(const backend_t *be, const void *ctx, float **out) {
   const seq_ctx_t *q = ctx;
@@ -855,6 +863,30 @@ static void test_causal_softmax(int BH, int T) {
   q.x = p;
   compare_backends(&(op_case_t){label, run_causal_softmax_bwd, &q, 1, {{"ds", n, OUT_WRITE, 0, NULL}}, 0});
   tfree(s), tfree(dp), tfree(p);
+}
+
+/* Whole rows agree across backends, and each is the last row of a causal block ending in it. */
+static void test_softmax_rows(int rows, int n) {
+  size_t sz = (size_t)rows * n, block = (size_t)n * n;
+  float *s = buf_uniform(sz, -6, 6), *p = talloc(sz * sizeof *p);
+  float *blocks = talloc((size_t)rows * block * sizeof *blocks), *pb = talloc((size_t)rows * block * sizeof *pb);
+  char label[64];
+  snprintf(label, sizeof label, "softmax_rows rows=%d n=%d", rows, n);
+  seq_ctx_t q = {.rows = rows, .T = n, .scale = 0.35f, .x = s};
+  compare_backends(&(op_case_t){label, run_softmax_rows, &q, 1, {{"p", sz, OUT_WRITE, 0, NULL}}, 0});
+  for (int r = 0; r < rows; r++)
+    for (size_t i = 0; i < block; i++) blocks[r * block + i] = s[(size_t)r * n + i % n];
+  backend_ref.causal_softmax_fwd(rows, n, q.scale, blocks, pb);
+  for (int b = 0; b < 2; b++) {
+    backends[b]->softmax_rows(rows, n, q.scale, s, p);
+    double worst = 0;
+    for (int r = 0; r < rows; r++)
+      for (int j = 0; j < n; j++)
+        worst = fmax(worst, fabs(p[(size_t)r * n + j] - pb[r * block + (size_t)(n - 1) * n + j]));
+    tap_ok(worst <= 1e-6, "%s: %s rows = the last rows of causal blocks (max diff %.1e)", label, backends[b]->name,
+           worst);
+  }
+  tfree(s), tfree(p), tfree(blocks), tfree(pb);
 }
 
 /* `offset` shifts every logit (large offsets test the stable log-sum-exp). */
@@ -1271,7 +1303,8 @@ static int open_gpu(char *why, size_t len) {
 
 /* Every op against ref, at the kernel width in use. */
 static void test_ops(void) {
-  const int gemm_shapes[][3] = {{1, 1, 1}, {7, 5, 3}, {33, 17, 29}, {64, 48, 80}};
+  /* one row (M = 1, cpu: a matrix-vector product) with leading dimensions past the shapes (extra) */
+  const int gemm_shapes[][3] = {{1, 1, 1}, {1, 37, 19}, {7, 5, 3}, {33, 17, 29}, {64, 48, 80}};
   for (size_t s = 0; s < sizeof gemm_shapes / sizeof gemm_shapes[0]; s++)
     for (int t = 0; t < 4; t++) {
       const int *d = gemm_shapes[s];
@@ -1340,6 +1373,8 @@ static void test_ops(void) {
   test_causal_softmax(3, 1);
   test_causal_softmax(3, 5);
   test_causal_softmax(2, 17);
+  test_softmax_rows(1, 1);
+  test_softmax_rows(6, 37);
   test_xent(6, 10, 0.0f, 3.0f);
   test_xent(5, 1000, 0.0f, 5.0f);
   test_xent(4, 37, 1000.0f, 30.0f);

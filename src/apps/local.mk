@@ -2,6 +2,11 @@ bin_PROGRAMS += surge-train
 surge_train_SOURCES = src/apps/surge_train.c
 surge_train_LDADD = $(SURGE_LIBS)
 
+# surge-sample: text from a trained gpt (doc/generate.md).
+bin_PROGRAMS += surge-sample
+surge_sample_SOURCES = src/apps/surge_sample.c
+surge_sample_LDADD = $(SURGE_LIBS)
+
 # surge-sweep: the variants of a deck's [sweep] section, for Slurm job arrays (doc/sweeps.md).
 bin_PROGRAMS += surge-sweep
 surge_sweep_SOURCES = src/apps/surge_sweep.c

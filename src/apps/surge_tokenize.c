@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/cli.h"
 #include "core/error.h"
 #include "surge_build_config.h"
 #include "tok/bpe.h"
@@ -46,25 +47,6 @@ typedef struct args {
   int npaths;
 } args_t;
 
-static const char *value(int argc, char **argv, int *i) {
-  if (*i + 1 >= argc) surge_input_error("%s needs a value (try --help)", argv[*i]);
-  return argv[++*i];
-}
-
-static double number(const char *opt, const char *s, double lo, double hi) {
-  char *end;
-  errno = 0;
-  double v = strtod(s, &end);
-  if (errno || end == s || *end || !(v >= lo && v <= hi)) surge_input_error("%s %s: expected a number in [%g, %g]", opt, s, lo, hi);
-  return v;
-}
-
-static long whole(const char *opt, const char *s, long lo, long long hi) {
-  double v = number(opt, s, (double)lo, (double)hi);
-  if (v != (double)(long long)v) surge_input_error("%s %s: expected a whole number", opt, s);
-  return (long)v;
-}
-
 static void parse(int argc, char **argv, args_t *a) {
   *a = (args_t){.vocab_size = -1, .min_frequency = 2, .shard_tokens = 100000000};
   a->paths = xcalloc((size_t)argc, sizeof *a->paths);
@@ -78,13 +60,13 @@ static void parse(int argc, char **argv, args_t *a) {
       if (surge_rank() == 0) printf("%s %s\n", PACKAGE_NAME, PACKAGE_VERSION);
       MPI_Finalize();
       exit(0);
-    } else if (!strcmp(s, "--out")) a->out = value(argc, argv, &i);
-    else if (!strcmp(s, "--tokenizer")) a->tokenizer = value(argc, argv, &i);
-    else if (!strcmp(s, "--ids")) a->ids = value(argc, argv, &i);
-    else if (!strcmp(s, "--vocab-size")) a->vocab_size = whole(s, value(argc, argv, &i), TRAIN_VOCAB_MIN, BPE_VOCAB_MAX);
-    else if (!strcmp(s, "--min-frequency")) a->min_frequency = whole(s, value(argc, argv, &i), 1, LONG_MAX / 2);
-    else if (!strcmp(s, "--val-fraction")) a->val_fraction = number(s, value(argc, argv, &i), 0, 0.999999);
-    else if (!strcmp(s, "--shard-tokens")) a->shard_tokens = whole(s, value(argc, argv, &i), 1, INT32_MAX);
+    } else if (!strcmp(s, "--out")) a->out = cli_next_value(argc, argv, &i);
+    else if (!strcmp(s, "--tokenizer")) a->tokenizer = cli_next_value(argc, argv, &i);
+    else if (!strcmp(s, "--ids")) a->ids = cli_next_value(argc, argv, &i);
+    else if (!strcmp(s, "--vocab-size")) a->vocab_size = cli_whole(s, cli_next_value(argc, argv, &i), TRAIN_VOCAB_MIN, BPE_VOCAB_MAX);
+    else if (!strcmp(s, "--min-frequency")) a->min_frequency = cli_whole(s, cli_next_value(argc, argv, &i), 1, LONG_MAX / 2);
+    else if (!strcmp(s, "--val-fraction")) a->val_fraction = cli_number(s, cli_next_value(argc, argv, &i), 0, 0.999999);
+    else if (!strcmp(s, "--shard-tokens")) a->shard_tokens = cli_whole(s, cli_next_value(argc, argv, &i), 1, INT32_MAX);
     else if (!strcmp(s, "--skip-special")) a->skip_special = 1;
     else if (!strcmp(s, "--progress")) a->progress = 1;
     else if (s[0] == '-' && s[1]) surge_input_error("unknown option '%s' (try --help)", s);

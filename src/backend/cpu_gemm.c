@@ -14,6 +14,12 @@ static enum CBLAS_TRANSPOSE cpu_trans(int t) { return t ? CblasTrans : CblasNoTr
 void cpu_gemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
               const float *B, int ldb, float beta, float *C, int ldc) {
   if (M <= 0 || N <= 0) return;
+  if (M == 1 && K > 0) { /* one row (a token generated at a time): a matrix-vector product, B read once and not
+                          * copied into OpenBLAS's packed layout; c (N) = alpha op(B)^T a + beta c */
+    cblas_sgemv(CblasRowMajor, tb ? CblasNoTrans : CblasTrans, tb ? N : K, tb ? K : N, alpha, B, ldb, A,
+                ta ? lda : 1, beta, C, 1);
+    return;
+  }
   cblas_sgemm(CblasRowMajor, cpu_trans(ta), cpu_trans(tb), M, N, K, alpha, A, lda, B, ldb, beta, C,
               ldc);
 }

@@ -16,7 +16,9 @@
  * 133, 128 vs 133) and behind for N <= 256 (the copy of X is paid over few columns). Inside a step
  * the gain is larger, since OpenBLAS's packed copies also push the step's other data out of cache:
  * mlp (784-512-512-10) on 1 rank at batch 128 +0-4%, on 2 ranks at 64 each +10-12% (bench_models
- * --rate, side by side). Hence the limits below (AVX2: doc/results.md). */
+ * --rate, side by side). Hence the limits below (AVX2: doc/results.md). One row (generation, a token
+ * at a time) is a matrix-vector product: cpu_gemm's, which reads W once in place (the tile would pad
+ * it to 16). */
 #include <stdlib.h>
 
 #include "backend/cpu_ops.h"
@@ -29,13 +31,13 @@ enum {
 };
 
 int cpu_linear_unpacked(int rows, int out, int in) {
-  return CPU_KERNELS_BUILT && cpu_simd() != BACKEND_SIMD_NONE && rows >= 1 && rows <= NT_MAX_ROWS &&
+  return CPU_KERNELS_BUILT && cpu_simd() != BACKEND_SIMD_NONE && rows >= 2 && rows <= NT_MAX_ROWS &&
          out >= NT_MIN_COLS && in >= NT_MIN_DEPTH;
 }
 
 /* Xt for up to NT_MAX_ROWS rows where this CPU takes the unpacked path for the layer's shape. */
 size_t cpu_linear_workspace(int out, int in) {
-  return cpu_linear_unpacked(1, out, in) ? (size_t)NT_MAX_ROWS * (size_t)in : 0;
+  return cpu_linear_unpacked(NT_MAX_ROWS, out, in) ? (size_t)NT_MAX_ROWS * (size_t)in : 0;
 }
 
 /* Xt (K, Mp) = X (M, K) transposed, rows past M zero (Mp a multiple of 16). */

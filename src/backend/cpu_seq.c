@@ -208,16 +208,26 @@ static float cpu_sum_exp_shifted(int n, float mx, const float *restrict in) {
   return s;
 }
 
-CPU_CLONES void cpu_causal_softmax_fwd(int BH, int T, float scale, const float *restrict s, float *restrict p) {
-  for (size_t row = 0; row < (size_t)BH * T; row++) {
-    const int i = (int)(row % (size_t)T), valid = i + 1;
-    const float *restrict sr = s + row * T;
-    float *restrict pr = p + row * T;
+/* Rows of n with `valid` of them by row: the first row % T + 1 (causal) or all n (T = 0); the rest 0. */
+static inline void cpu_softmax_valid(size_t rows, int n, int T, float scale, const float *restrict s,
+                                     float *restrict p) {
+  for (size_t row = 0; row < rows; row++) {
+    const int valid = T ? (int)(row % (size_t)T) + 1 : n;
+    const float *restrict sr = s + row * n;
+    float *restrict pr = p + row * n;
     for (int j = 0; j < valid; j++) pr[j] = scale * sr[j];
     const float inv = 1.0f / cpu_exp_shifted(valid, cpu_max_f(pr, valid), pr, pr);
     for (int j = 0; j < valid; j++) pr[j] *= inv;
-    memset(pr + valid, 0, (size_t)(T - valid) * sizeof *pr);
+    memset(pr + valid, 0, (size_t)(n - valid) * sizeof *pr);
   }
+}
+
+CPU_CLONES void cpu_causal_softmax_fwd(int BH, int T, float scale, const float *restrict s, float *restrict p) {
+  cpu_softmax_valid((size_t)BH * T, T, T, scale, s, p);
+}
+
+CPU_CLONES void cpu_softmax_rows(int rows, int n, float scale, const float *restrict s, float *restrict p) {
+  cpu_softmax_valid((size_t)rows, n, 0, scale, s, p);
 }
 
 CPU_CLONES void cpu_causal_softmax_bwd(int BH, int T, float scale, const float *restrict p,

@@ -109,6 +109,7 @@ void cuda_embed_fwd(int B, int T, int C, const float *idx, int lo, int V, const 
 void cuda_embed_bwd(int B, int T, int C, const float *idx, int lo, int V, const float *dy, float *dwte, float *dwpe);
 void cuda_causal_softmax_fwd(int BH, int T, float scale, const float *s, float *p);
 void cuda_causal_softmax_bwd(int BH, int T, float scale, const float *p, const float *dp, float *ds);
+void cuda_softmax_rows(int rows, int n, float scale, const float *s, float *p);
 double cuda_xent_fwd_bwd(int rows, int V, const float *logits, const float *targets, float grad_scale,
                          float *dlogits);
 long cuda_count_correct(int rows, int V, const float *logits, const float *targets);
@@ -184,6 +185,7 @@ void cuk_layernorm_param_acc(long nrows, int rows, int C, const float *x, const 
 /* ---- row kernels (cuda_kern_rows.cu): one warp per row */
 void cuk_softmax_fwd(int BH, int T, float scale, const float *sc, float *p, cudaStream_t s);
 void cuk_softmax_bwd(int BH, int T, float scale, const float *p, const float *dp, float *ds, cudaStream_t s);
+void cuk_softmax_rows(int rows, int n, float scale, const float *sc, float *p, cudaStream_t s);
 void cuk_layernorm_fwd(int N, int rows, int C, const float *x, const float *w, const float *b, float eps, float *y,
                        float *stats, cudaStream_t s);
 void cuk_layernorm_bwd_dx(int N, int rows, int C, const float *x, const float *w, const float *stats,

@@ -6,14 +6,16 @@
 
 using namespace cuk;
 
-// ---- causal softmax: rows of length T in BH blocks of (T,T); row i of a block has i+1 valid columns
+// ---- softmax: causal (rows of length T in BH blocks of (T,T); row i of a block has i+1 valid
+// columns) and of whole rows (softmax_rows)
 
-__global__ void k_softmax_fwd(long nrows, int T, float scale, const float *sc, float *p) {
+// Rows of n; T > 0: row r has r % T + 1 valid columns (causal), T = 0: all n (softmax_rows).
+__global__ void k_softmax_fwd(long nrows, int n, int T, float scale, const float *sc, float *p) {
   long r = warp_row();
   if (r >= nrows) return;
-  int valid = (int)(r % T) + 1;
-  const float *sr = sc + r * T;
-  float *pr = p + r * T;
+  int valid = T ? (int)(r % T) + 1 : n;
+  const float *sr = sc + r * n;
+  float *pr = p + r * n;
   float mx = -INFINITY;
   for (int j = lane(); j < valid; j += 32) mx = fmaxf(mx, scale * sr[j]);
   mx = warp_max(mx);
@@ -21,7 +23,7 @@ __global__ void k_softmax_fwd(long nrows, int T, float scale, const float *sc, f
   for (int j = lane(); j < valid; j += 32) sum += expf(scale * sr[j] - mx);
   sum = warp_sum(sum);
   float inv = (float)(1.0 / sum);
-  for (int j = lane(); j < T; j += 32) pr[j] = j < valid ? ce_softmax_prob(sr[j], scale, mx, inv) : 0.0f;
+  for (int j = lane(); j < n; j += 32) pr[j] = j < valid ? ce_softmax_prob(sr[j], scale, mx, inv) : 0.0f;
 }
 
 __global__ void k_softmax_bwd(long nrows, int T, float scale, const float *p, const float *dp, float *ds) {
@@ -37,8 +39,14 @@ __global__ void k_softmax_bwd(long nrows, int T, float scale, const float *p, co
 extern "C" void cuk_softmax_fwd(int BH, int T, float scale, const float *sc, float *p, cudaStream_t s) {
   long rows = (long)BH * T;
   if (rows <= 0) return;
-  k_softmax_fwd<<<row_blocks(rows), kRowWarps * 32, 0, s>>>(rows, T, scale, sc, p);
+  k_softmax_fwd<<<row_blocks(rows), kRowWarps * 32, 0, s>>>(rows, T, T, scale, sc, p);
   CUK_LAUNCHED("causal_softmax_fwd");
+}
+
+extern "C" void cuk_softmax_rows(int rows, int n, float scale, const float *sc, float *p, cudaStream_t s) {
+  if (rows <= 0 || n <= 0) return;
+  k_softmax_fwd<<<row_blocks(rows), kRowWarps * 32, 0, s>>>(rows, n, 0, scale, sc, p);
+  CUK_LAUNCHED("softmax_rows");
 }
 
 extern "C" void cuk_softmax_bwd(int BH, int T, float scale, const float *p, const float *dp, float *ds,

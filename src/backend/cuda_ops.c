@@ -150,6 +150,9 @@ void cuda_causal_softmax_fwd(int BH, int T, float scale, const float *s, float *
 void cuda_causal_softmax_bwd(int BH, int T, float scale, const float *p, const float *dp, float *ds) {
   cuk_softmax_bwd(BH, T, scale, p, dp, ds, cuda_stream());
 }
+void cuda_softmax_rows(int rows, int n, float scale, const float *s, float *p) {
+  cuk_softmax_rows(rows, n, scale, s, p, cuda_stream());
+}
 
 /* ---- cross-entropy */
 

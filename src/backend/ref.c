@@ -414,18 +414,23 @@ static void ref_embed_bwd(int B, int T, int C, const float *idx, int lo, int V, 
 
 /* ---- causal softmax */
 
+/* One row of n: softmax of its first `valid` scaled entries, 0 after them. */
+static void ref_softmax_row(int n, int valid, float scale, const float *si, float *pi) {
+  double mx = (double)scale * si[0];
+  for (int j = 1; j < valid; j++)
+    if ((double)scale * si[j] > mx) mx = (double)scale * si[j];
+  double sum = 0.0;
+  for (int j = 0; j < valid; j++) sum += exp((double)scale * si[j] - mx);
+  for (int j = 0; j < n; j++) pi[j] = j < valid ? (float)(exp((double)scale * si[j] - mx) / sum) : 0.0f;
+}
+
 static void ref_causal_softmax_fwd(int BH, int T, float scale, const float *s, float *p) {
-  for (int bh = 0; bh < BH; bh++)
-    for (int i = 0; i < T; i++) {
-      const float *si = s + ((size_t)bh * T + i) * T;
-      float *pi = p + ((size_t)bh * T + i) * T;
-      double mx = (double)scale * si[0];
-      for (int j = 1; j <= i; j++)
-        if ((double)scale * si[j] > mx) mx = (double)scale * si[j];
-      double sum = 0.0;
-      for (int j = 0; j <= i; j++) sum += exp((double)scale * si[j] - mx);
-      for (int j = 0; j < T; j++) pi[j] = j <= i ? (float)(exp((double)scale * si[j] - mx) / sum) : 0.0f;
-    }
+  for (size_t row = 0; row < (size_t)BH * T; row++)
+    ref_softmax_row(T, (int)(row % (size_t)T) + 1, scale, s + row * T, p + row * T);
+}
+
+static void ref_softmax_rows(int rows, int n, float scale, const float *s, float *p) {
+  for (size_t row = 0; row < (size_t)rows; row++) ref_softmax_row(n, n, scale, s + row * n, p + row * n);
 }
 
 static void ref_causal_softmax_bwd(int BH, int T, float scale, const float *p, const float *dp,

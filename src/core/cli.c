@@ -1,5 +1,6 @@
 #include "core/cli.h"
 
+#include <errno.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -142,4 +143,24 @@ void cli_parse(int argc, char **argv, const char *usage, const char *const *flag
 
 void cli_parse_deck_optional(int argc, char **argv, const char *usage, const char *const *flags, cli_t *cli) {
   parse_args(argc, argv, usage, flags, cli);
+}
+
+const char *cli_next_value(int argc, char **argv, int *i) {
+  if (*i + 1 >= argc) surge_input_error("%s needs a value (try --help)", argv[*i]);
+  return argv[++*i];
+}
+
+double cli_number(const char *opt, const char *s, double lo, double hi) {
+  char *end;
+  errno = 0;
+  double v = strtod(s, &end);
+  if (errno || end == s || *end || !(v >= lo && v <= hi))
+    surge_input_error("%s %s: expected a number in [%g, %g]", opt, s, lo, hi);
+  return v;
+}
+
+long long cli_whole(const char *opt, const char *s, long long lo, long long hi) {
+  double v = cli_number(opt, s, (double)lo, (double)hi);
+  if (v != (double)(long long)v) surge_input_error("%s %s: expected a whole number", opt, s);
+  return (long long)v;
 }

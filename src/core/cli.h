@@ -33,4 +33,13 @@ const char *cli_value(const cli_t *cli, const char *flag, int k);
  * after a stop); nothing ever runs it. */
 char *cli_command_line(int argc, char *const *argv, const char *append);
 
+/* Options parsed by hand (programs whose options repeat or take free text: surge-tokenize,
+ * surge-sample). Each failure is an input error naming the option and its value. */
+/* The value after option argv[*i] (advancing *i to it). */
+const char *cli_next_value(int argc, char **argv, int *i);
+/* s as a number in [lo, hi]. */
+double cli_number(const char *opt, const char *s, double lo, double hi);
+/* s as a whole number in [lo, hi]. */
+long long cli_whole(const char *opt, const char *s, long long lo, long long hi);
+
 #endif

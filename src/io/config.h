@@ -16,6 +16,8 @@ typedef struct config {
   uint64_t seed;
   long eval_every;     /* evaluate every N steps (0: only at the end) */
   long print_every;    /* progress line every N steps */
+  long sample_every;   /* gpt: a sample after each evaluation at a multiple of N steps, and the last (0: never) */
+  long sample_tokens;  /* new tokens of each such sample */
   char out_dir[CFG_STR]; /* where the run writes its files */
   int overwrite;       /* allow replacing the files of a finished run in out_dir */
 

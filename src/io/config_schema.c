@@ -53,6 +53,11 @@ const cfg_key_t cfg_keys[] = {
     INT_KEY("run", "eval_every", eval_every, "0", 0, MAX_COUNT,
             "evaluate every N steps (0: only at the end)"),
     INT_KEY("run", "print_every", print_every, "10", 1, MAX_COUNT, "print a progress line every N steps"),
+    INT_KEY("run", "sample_every", sample_every, "0", 0, MAX_COUNT,
+            "gpt: after each evaluation at a multiple of N steps and after the last one, rank 0 prints a "
+            "sample of the model and stores it in the log's /samples (0: never; a multiple of eval_every)"),
+    INT_KEY("run", "sample_tokens", sample_tokens, "64", 1, MAX_COUNT,
+            "new tokens of each sample (below gpt_context: it starts from one token)"),
     STRING_KEY("run", "out_dir", out_dir, "runs/${run.name}", 1, "directory the run writes its files to"),
     BOOL_KEY("run", "overwrite", overwrite, "false", "replace the files of a finished run in out_dir"),
 

@@ -380,9 +380,26 @@ static void check_compress(const deck_t *d, const config_t *c) {
                    c->pp == 1 ? "" : "s", c->pp);
 }
 
+/* [run] sample_every: samples of a gpt, each after an evaluation, within its context. */
+static void check_sampling(const deck_t *d, const config_t *c) {
+  if (c->sample_every == 0) return;
+  if (strcmp(c->zoo, "gpt") != 0)
+    deck_key_error(d, "run.sample_every", "samples need a language model, but [model] zoo = %s (hint: "
+                   "sample_every = 0)", c->zoo);
+  if (c->eval_every > 0 && c->sample_every % c->eval_every != 0)
+    deck_key_error(d, "run.sample_every", "%ld is not a multiple of eval_every (%ld): a sample follows an "
+                   "evaluation (hint: sample_every = %ld)", c->sample_every, c->eval_every,
+                   (c->sample_every / c->eval_every + 1) * c->eval_every);
+  if (c->sample_tokens >= c->gpt_context)
+    deck_key_error(d, explicit_key(d, "run.sample_tokens", "model.gpt_context"),
+                   "sample_tokens (%ld) must be below gpt_context (%d): a sample starts from one token and fits "
+                   "the context", c->sample_tokens, c->gpt_context);
+}
+
 /* Checks that involve several keys (each key alone is already in range). */
 static void check_across_keys(const deck_t *d, const config_t *c) {
   check_compress(d, c);
+  check_sampling(d, c);
   if (c->gpt_width % c->gpt_heads != 0)
     deck_key_error(d, explicit_key(d, "model.gpt_heads", "model.gpt_width"),
                    "gpt_heads (%d) must divide gpt_width (%d) (hint: e.g. gpt_width = %d)", c->gpt_heads,

@@ -2,5 +2,5 @@ libsurge_a_SOURCES += \
   src/train/train.c src/train/train.h \
   src/train/progress.c src/train/progress.h
 libsurge_a_SOURCES += src/train/run.c src/train/run.h src/train/claim.c src/train/claim.h
-libsurge_a_SOURCES += src/train/state.c src/train/state.h
+libsurge_a_SOURCES += src/train/state.c src/train/state.h src/train/sample.c src/train/sample.h
 libsurge_a_SOURCES += src/train/multiplex.c src/train/multiplex.h

@@ -12,6 +12,7 @@
 #include "train/claim.h"
 #include "train/multiplex.h"
 #include "train/progress.h"
+#include "train/sample.h"
 #include "train/state.h"
 #include "train/train.h"
 
@@ -141,6 +142,7 @@ train_outcome_t train_run(const config_t *cfg, const deck_t *deck, const char *r
   run_log_t *log = run_log_open(cfg->log_file, &log_info, deck_text, &t.g.params, world, resumed_at);
   run_log_identify(log, t.run_id);
   if (t.layout->ops->log) t.layout->ops->log(t.layout, log);
+  log_rows_t *samples = trainer_sample_log(&t, log);
   run_mux_t mux;
   run_mux_begin(&mux, &t, deck);
   run_mux_log(&mux, cfg, log);
@@ -171,6 +173,7 @@ train_outcome_t train_run(const config_t *cfg, const deck_t *deck, const char *r
       e = trainer_eval(&t);
       run_log_eval(log, t.step, e.loss, e.accuracy);
       progress_eval(&p, t.step, &e, tokens);
+      if (trainer_samples_after(&t, t.step, t.step == cfg->steps)) trainer_sample(&t, samples, &p);
       evaluated_last = 1;
     }
     run_mux_verdict_t verdict = run_mux_after_step(&mux, &t);
@@ -208,6 +211,7 @@ train_outcome_t train_run(const config_t *cfg, const deck_t *deck, const char *r
     e = trainer_eval(&t);
     run_log_eval(log, t.step, e.loss, e.accuracy);
     progress_eval(&p, t.step, &e, tokens);
+    if (trainer_samples_after(&t, t.step, 1)) trainer_sample(&t, samples, &p);
   }
   if (!checkpointed_last) checkpoint_now(&t, log, &p, deck_text);
 

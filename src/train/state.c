@@ -118,6 +118,28 @@ void trainer_load_params(trainer_t *t, const char *path) {
   slab_free(whole);
 }
 
+void trainer_params_on_root(trainer_t *t, float *full) {
+  host_state_t h;
+  host_state_init(&h, t, 0);
+  gather(t, &h);
+  /* every rank puts the pieces it writes (replica 0: they tile each tensor once) into a zeroed slab;
+   * the sum over the ranks is the whole, exactly (each float is added to zeros only) */
+  const slab_layout_t *G = &t->g.params;
+  float *mine = t->world->rank == 0 ? full : xcalloc(G->total ? G->total : 1, sizeof *mine);
+  if (t->world->rank == 0) memset(full, 0, G->total * sizeof *full);
+  const state_region_t *r = &h.r[0];
+  for (int i = 0; i < r->n; i++) {
+    const state_tensor_t *p = &r->t[i];
+    int k = slab_layout_find(G, p->name);
+    if (k < 0) surge_runtime_error("parameter %s of the layout is not in the model (a bug)", p->name);
+    if (p->replica == 0 && state_tensor_floats(p) > 0)
+      state_box_copy(mine + G->t[k].off, p->data, p->ndim, p->dims, p->start, p->count, 0);
+  }
+  comm_allreduce_sum(t->world, mine, G->total, TRAFFIC_OTHER);
+  if (t->world->rank != 0) free(mine);
+  host_state_free(&h);
+}
+
 void trainer_write_model(trainer_t *t, const char *path, const char *deck_text) {
   host_state_t h;
   host_state_init(&h, t, 0);

@@ -20,6 +20,9 @@ void trainer_resume(trainer_t *t, const char *path);
  * safetensors, llm.c's), every rank reading the whole file and taking the pieces its layout holds;
  * the optimizer state stays as it is (fresh). Shapes that differ from the model's are input errors. */
 void trainer_load_params(trainer_t *t, const char *path);
+/* Collective: the whole parameter slab of t's graph (t->g.params layout) into full on rank 0
+ * (full: t->g.params.total floats there; NULL elsewhere), whatever pieces the layout gives each rank. */
+void trainer_params_on_root(trainer_t *t, float *full);
 
 /* Collective: write the model file (the parameters) at path. */
 void trainer_write_model(trainer_t *t, const char *path, const char *deck_text);

@@ -1,0 +1,32 @@
+/* Next-token logits for a batch of B sequences that advance together, one position per step: step
+ * feeds token tok[b] of every sequence b at position pos (0, 1, 2, ... in order) and returns the
+ * logits that follow it. Two engines compute the same function:
+ *   cache  a key/value cache: each step runs every layer on one position per sequence, attention
+ *          reading the keys and values of the earlier positions from the cache (cost ~ one position);
+ *   full   no cache: each step runs the whole model on positions 0..pos of every sequence, as a
+ *          forward pass in training does, and keeps the last position's logits (cost ~ pos + 1
+ *          positions). It is the reference the cache is checked against (tests/test_gen.c). */
+#ifndef SURGE_GEN_ENGINE_H
+#define SURGE_GEN_ENGINE_H
+
+#include "backend/backend.h"
+#include "gen/model.h"
+
+typedef struct gen_engine gen_engine_t;
+struct gen_engine {
+  const char *name; /* "cache" or "full" */
+  int B;            /* sequences */
+  int V;            /* logits per sequence: the output's columns, padding included */
+  /* tok (B) token ids stored as float (host); logits (B, V) host, written */
+  void (*step)(gen_engine_t *e, const float *tok, int pos, float *logits);
+  void (*free)(gen_engine_t *e);
+};
+
+/* Engines over model m (which must outlive them) on backend be (opened), B >= 1 sequences; the
+ * parameters are uploaded once when the engine opens. */
+gen_engine_t *gen_engine_cache(const gen_model_t *m, const backend_t *be, int B);
+gen_engine_t *gen_engine_full(const gen_model_t *m, const backend_t *be, int B);
+/* By name ("cache" or "full"); NULL for another name. */
+gen_engine_t *gen_engine_open(const char *name, const gen_model_t *m, const backend_t *be, int B);
+
+#endif

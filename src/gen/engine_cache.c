@@ -1,0 +1,104 @@
+/* The cached engine: the model built for one position per sequence, so every layer but two runs
+ * its own forward on (B, 1, ...) rows; the embedding adds position pos's row of the position table,
+ * and attention appends this position's key and value to its cache and attends to positions 0..pos:
+ *   k_cache, v_cache (B, context, C); q (B, 1, C) from qkv (B, 3C); per sequence b and head h
+ *   S_bh (1, pos+1) = q_bh K_bh^T,  P_bh = softmax(S_bh / sqrt(hs)),  y_bh (1, hs) = P_bh V_bh. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "core/error.h"
+#include "gen/engine.h"
+#include "nn/model.h"
+
+typedef struct cache_engine {
+  gen_engine_t base;
+  const gen_model_t *gm;
+  const backend_t *be;
+  graph_t g;       /* the model at T = 1 */
+  model_t m;       /* its buffers for B sequences; the parameters uploaded */
+  float **k, **v;  /* per node: an attention node's key and value cache (B, context, C), else NULL */
+  float *s, *p;    /* (B, H, context) scores and probabilities of the widest attention */
+} cache_engine_t;
+
+static void embed_at(cache_engine_t *e, int i, int pos) {
+  const layer_t *l = &e->g.l[i];
+  model_t *m = &e->m;
+  int C = l->out.d[1];
+  const float *wte = model_tensor(m->params, &e->g, l->param[0]);
+  const float *wpe = l->no_positions ? NULL : model_tensor(m->params, &e->g, l->param[1]) + (size_t)pos * C;
+  e->be->embed_fwd(e->base.B, 1, C, m->in[i][0], l->vocab_lo, l->vocab, wte, wpe, m->act[i]);
+}
+
+static void attend_at(cache_engine_t *e, int i, int pos) {
+  const layer_t *l = &e->g.l[i];
+  const backend_t *be = e->be;
+  int B = e->base.B, Tm = e->gm->context, ld = l->in_shape[0].d[1], C = ld / 3, H = l->heads, hs = C / H, L = pos + 1;
+  const float *qkv = e->m.in[i][0]; /* (B, 3C) */
+  float *K = e->k[i], *V = e->v[i], *y = e->m.act[i];
+  for (int b = 0; b < B; b++) {
+    be->copy(K + ((size_t)b * Tm + pos) * C, qkv + (size_t)b * ld + C, (size_t)C);
+    be->copy(V + ((size_t)b * Tm + pos) * C, qkv + (size_t)b * ld + 2 * C, (size_t)C);
+  }
+  size_t cache = (size_t)Tm * C, rows = (size_t)H * L;
+  // S_bh (1, L) = q_bh (1, hs) K_bh (L, hs)^T: S (B, H, L)
+  gemm_grid_t g = {{B, H}, {(size_t)ld, (size_t)hs}, {cache, (size_t)hs}, {rows, (size_t)L}};
+  be->gemm_grid(0, 1, 1, L, hs, 1.0f, qkv, ld, K, C, 0.0f, e->s, L, &g);
+  be->softmax_rows(B * H, L, 1.0f / sqrtf((float)hs), e->s, e->p);
+  // y_bh (1, hs) = P_bh (1, L) V_bh (L, hs), into columns h*hs.. of y (B, C)
+  g = (gemm_grid_t){{B, H}, {rows, (size_t)L}, {cache, (size_t)hs}, {(size_t)C, (size_t)hs}};
+  be->gemm_grid(0, 0, 1, hs, L, 1.0f, e->p, L, V, C, 0.0f, y, C, &g);
+}
+
+static void cache_step(gen_engine_t *base, const float *tok, int pos, float *logits) {
+  cache_engine_t *e = (cache_engine_t *)base;
+  if (pos < 0 || pos >= e->gm->context) surge_runtime_error("position %d outside the context %d (a bug)", pos, e->gm->context);
+  model_t *m = &e->m;
+  e->be->upload(m->act[0], tok, (size_t)base->B);
+  for (int i = 1; i < e->g.n; i++) {
+    layer_kind_t kind = e->g.l[i].kind;
+    if (kind == LAYER_EMBED) embed_at(e, i, pos);
+    else if (kind == LAYER_ATTENTION) attend_at(e, i, pos);
+    else model_forward_node(m, i, 0, base->B);
+  }
+  e->be->download(logits, m->act[graph_output(&e->g)], (size_t)base->B * base->V);
+}
+
+static void cache_free(gen_engine_t *base) {
+  cache_engine_t *e = (cache_engine_t *)base;
+  for (int i = 0; i < e->g.n; i++) {
+    if (e->k[i]) e->be->free(e->k[i]);
+    if (e->v[i]) e->be->free(e->v[i]);
+  }
+  if (e->s) e->be->free(e->s);
+  if (e->p) e->be->free(e->p);
+  free(e->k), free(e->v);
+  model_free(&e->m);
+  graph_free(&e->g);
+  free(e);
+}
+
+gen_engine_t *gen_engine_cache(const gen_model_t *gm, const backend_t *be, int B) {
+  cache_engine_t *e = xcalloc(1, sizeof *e);
+  e->base = (gen_engine_t){.name = "cache", .B = B, .V = gm->vocab_out, .step = cache_step, .free = cache_free};
+  e->gm = gm;
+  e->be = be;
+  gen_model_graph(gm, 1, &e->g);
+  model_init(&e->m, &e->g, be, B);
+  be->upload(e->m.params, gm->params, gm->g.params.total);
+  e->k = xcalloc((size_t)e->g.n, sizeof *e->k);
+  e->v = xcalloc((size_t)e->g.n, sizeof *e->v);
+  size_t widest = 1;
+  for (int i = 0; i < e->g.n; i++) {
+    const layer_t *l = &e->g.l[i];
+    if (l->kind != LAYER_ATTENTION) continue;
+    size_t n = surge_mul_size(surge_mul_size((size_t)B, (size_t)gm->context, "key/value cache"),
+                              (size_t)l->in_shape[0].d[1] / 3, "key/value cache");
+    e->k[i] = be->alloc(n);
+    e->v[i] = be->alloc(n);
+    size_t s = (size_t)B * l->heads * gm->context;
+    if (s > widest) widest = s;
+  }
+  e->s = be->alloc(widest);
+  e->p = be->alloc(widest);
+  return &e->base;
+}

@@ -291,7 +291,7 @@ big="$top_src/fuzz/regressions/log/events-text-length-4gib.h5"
 # (AddressSanitizer reserves terabytes of address space for its shadow: no limit under it)
 limit=1000000 space="1 GB address space"
 ldd "$report" 2>/dev/null | grep -q libasan && limit=unlimited space="no address-space limit under AddressSanitizer"
-( ulimit -v $limit; exec "$report" "$big" ) >"$tap_tmp/out.txt" 2>"$tap_tmp/err.txt"
+( ulimit -v $limit; exec timeout 120 "$report" "$big" ) >"$tap_tmp/out.txt" 2>"$tap_tmp/err.txt"
 rc=$?
 [ $rc = 2 ] && grep -q "^surge: error: .*events-text-length-4gib.h5: damaged Surge log: /events/text: string 0 claims 4160749568 bytes" "$tap_tmp/err.txt"
 tap_ok $? "a string claiming 4 GiB is refused before HDF5 allocates it ($space; exit $rc): $(head -c 200 "$tap_tmp/err.txt")"

@@ -7,6 +7,11 @@
 #include "report/report.h"
 
 /* One line per damaged column of group t into lines (grown), e.g. "/metrics/lr: missing from the log". */
+static void push_line(const char *line, char ***lines, int *n) {
+  *lines = xrealloc(*lines, (size_t)(*n + 1) * sizeof **lines);
+  (*lines)[(*n)++] = xstrdup(line);
+}
+
 static void table_damage(const log_table_t *t, const char *group, char ***lines, int *n) {
   for (int i = 0; i < t->ncol; i++) {
     const log_column_t *c = &t->col[i];
@@ -17,25 +22,29 @@ static void table_damage(const log_table_t *t, const char *group, char ***lines,
     else
       snprintf(line, sizeof line, "%s/%s: %zu of its rows missing from the log (a damaged file, not a kill during a "
                                   "flush: that loses at most one flush)", group, c->name, c->short_by);
-    *lines = xrealloc(*lines, (size_t)(*n + 1) * sizeof **lines);
-    (*lines)[(*n)++] = xstrdup(line);
+    push_line(line, lines, n);
   }
 }
 
-char **report_damage(const log_data_t *L, int *n) {
+/* Lines about each group's table: the core groups, then the parts' per-step series. */
+typedef void (*table_lines_fn)(const log_table_t *t, const char *group, char ***lines, int *n);
+
+static char **lines_of_tables(const log_data_t *L, table_lines_fn fn, int *n) {
   char **lines = NULL;
   *n = 0;
-  table_damage(&L->metrics, log_group_path[LOG_METRICS], &lines, n);
-  table_damage(&L->phases, log_group_path[LOG_RANKS], &lines, n);
-  table_damage(&L->eval, log_group_path[LOG_EVAL], &lines, n);
+  fn(&L->metrics, log_group_path[LOG_METRICS], &lines, n);
+  fn(&L->phases, log_group_path[LOG_RANKS], &lines, n);
+  fn(&L->eval, log_group_path[LOG_EVAL], &lines, n);
   int nviews;
   const report_view_t *const *view = report_views(&nviews);
   for (int i = 0; i < nviews; i++) {
     const void *data = log_part_data(L, view[i]->part);
-    if (data && view[i]->step_series) table_damage(view[i]->step_series(data), view[i]->series_group, &lines, n);
+    if (data && view[i]->step_series) fn(view[i]->step_series(data), view[i]->series_group, &lines, n);
   }
   return lines;
 }
+
+char **report_damage(const log_data_t *L, int *n) { return lines_of_tables(L, table_damage, n); }
 
 void report_damage_free(char **lines, int n) {
   for (int i = 0; i < n; i++) free(lines[i]);
@@ -57,24 +66,10 @@ void report_damage_warn(const log_data_t *L) {
 static void add_dropped(const log_table_t *t, const char *group, char ***lines, int *n) {
   char line[256];
   if (!report_dropped(t, group, line, sizeof line)) return;
-  *lines = xrealloc(*lines, (size_t)(*n + 1) * sizeof **lines);
-  (*lines)[(*n)++] = xstrdup(line);
+  push_line(line, lines, n);
 }
 
-char **report_dropped_lines(const log_data_t *L, int *n) {
-  char **lines = NULL;
-  *n = 0;
-  add_dropped(&L->metrics, log_group_path[LOG_METRICS], &lines, n);
-  add_dropped(&L->phases, log_group_path[LOG_RANKS], &lines, n);
-  add_dropped(&L->eval, log_group_path[LOG_EVAL], &lines, n);
-  int nviews;
-  const report_view_t *const *view = report_views(&nviews);
-  for (int i = 0; i < nviews; i++) {
-    const void *data = log_part_data(L, view[i]->part);
-    if (data && view[i]->step_series) add_dropped(view[i]->step_series(data), view[i]->series_group, &lines, n);
-  }
-  return lines;
-}
+char **report_dropped_lines(const log_data_t *L, int *n) { return lines_of_tables(L, add_dropped, n); }
 
 int report_dropped(const log_table_t *t, const char *group, char *buf, size_t n) {
   if (!t || !t->rows_dropped) return 0;

@@ -73,7 +73,7 @@ export SURGE_TOP_SRCDIR="$src" SURGE_TOP_BUILDDIR="$build" MPIEXEC="$mpiexec"
 failed=0
 test_rows=""
 limit=${DEVICE_TEST_LIMIT:-240} # seconds per GPU test; timeout ends the test's whole process group
-for t in ${DEVICE_TESTS:-ops zoo dp mux}; do
+for t in ${DEVICE_TESTS:-ops zoo dp mux gen}; do
   timeout "$limit" sh "$src/tests/gpu/$t.gpu" >"$logs/$t.tap" 2>&1
   rc=$?
   n_ok=$(grep -c "^ok " "$logs/$t.tap")

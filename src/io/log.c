@@ -20,9 +20,8 @@
 #include "io/log_impl.h"
 #include "io/run_dir.h"
 
-/* Space reserved before each flush beyond the rows' own (reserve_space). */
+/* Space reserved before each flush beyond the rows' own (reserve_space; per series: log_impl.h). */
 #define LOG_RESERVE_METADATA_BYTES (64.0 * 1024)
-#define LOG_RESERVE_SERIES_BYTES (2.0 * 1024)
 #define LOG_PATH_MAX (PATH_MAX + 2)
 
 const char *log_phase_name(log_phase_t p) {

@@ -17,6 +17,9 @@ typedef struct series_spec {
   char description[160];
 } series_spec_t;
 
+/* Space reserved before each flush for each series beyond its pending rows (log.c's reserve_space). */
+#define LOG_RESERVE_SERIES_BYTES (2.0 * 1024)
+
 /* The groups of log_group_t that every log has; the others are parts' groups (log_parts.c). */
 #define LOG_CORE_GROUPS (LOG_EVENTS + 1)
 

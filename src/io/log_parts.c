@@ -10,7 +10,8 @@
 #include "core/error.h"
 #include "io/log_impl.h"
 
-enum { PART_COLUMNS_MAX = 256 }; /* columns one part's group may have in a resumed file */
+enum { PART_GROUPS_MAX = 256, PART_COLUMNS_MAX = 256 }; /* in a resumed file: groups with a step scale,
+                                                            * columns of one */
 
 static log_rows_t *rows_find(run_log_t *L, const char *path) {
   for (log_rows_t *R = L->rows; R; R = R->next)
@@ -174,8 +175,9 @@ void log_parts_pad(run_log_t *L, long step) {
 /* ---- a resumed file's groups ---- */
 
 typedef struct found {
-  char path[PART_COLUMNS_MAX][96];
+  char path[PART_GROUPS_MAX][96];
   int n;
+  int over; /* a group past the limits: the file is not one this version resumes */
 } found_t;
 
 /* H5Lvisit: every group with a step scale (NAME/step) outside the core groups. */
@@ -186,24 +188,32 @@ static herr_t find_step(hid_t root, const char *name, const H5L_info_t *info, vo
   size_t n = strlen(name), k = strlen(LOG_STEP);
   if (n <= k || strcmp(name + n - k, LOG_STEP) != 0 || name[n - k - 1] != '/') return 0;
   char group[96];
-  if (n - k >= sizeof group) return 0;
+  if (n - k >= sizeof group || f->n == PART_GROUPS_MAX) {
+    f->over = 1;
+    return 0;
+  }
   snprintf(group, sizeof group, "/%.*s", (int)(n - k - 1), name);
   for (int g = 0; g < LOG_CORE_GROUPS; g++)
     if (strcmp(group, log_group_path[g]) == 0) return 0;
-  if (f->n < PART_COLUMNS_MAX) snprintf(f->path[f->n++], sizeof f->path[0], "%s", group);
+  snprintf(f->path[f->n++], sizeof f->path[0], "%s", group);
   return 0;
 }
 
 typedef struct names {
   char name[PART_COLUMNS_MAX][64];
   int n;
+  int over; /* a column past the limits */
 } names_t;
 
 static herr_t list_dataset(hid_t g, const char *name, const H5L_info_t *info, void *arg) {
   (void)info;
   names_t *nm = arg;
   if (strcmp(name, LOG_STEP) == 0 || h5util_exists(g, name, H5I_DATASET) <= 0) return 0;
-  if (nm->n < PART_COLUMNS_MAX && strlen(name) < sizeof nm->name[0]) snprintf(nm->name[nm->n++], 64, "%s", name);
+  if (nm->n == PART_COLUMNS_MAX || strlen(name) >= sizeof nm->name[0]) {
+    nm->over = 1;
+    return 0;
+  }
+  snprintf(nm->name[nm->n++], sizeof nm->name[0], "%s", name);
   return 0;
 }
 
@@ -220,6 +230,10 @@ static void resume_group(run_log_t *L, log_rows_t *R, long resume_step) {
   h5_series_truncate(&R->step, keep);
   names_t *nm = xcalloc(1, sizeof *nm);
   h5util_check(&L->chk, H5Literate(g, H5_INDEX_NAME, H5_ITER_INC, NULL, list_dataset, nm), "list", R->path);
+  if (nm->over) /* a column left uncut would keep rows past the resume step */
+    surge_input_error("%s: %s has more than %d datasets or a name of %zu bytes or more (hint: a log of another Surge "
+                      "version? move it away to start a new log)", L->path, R->path, PART_COLUMNS_MAX,
+                      sizeof nm->name[0]);
   R->series = xcalloc((size_t)nm->n + 1, sizeof *R->series);
   R->column = xcalloc((size_t)nm->n + 1, sizeof *R->column);
   for (int c = 0; c < nm->n; c++) {
@@ -246,6 +260,10 @@ static void resume_group(run_log_t *L, log_rows_t *R, long resume_step) {
 void log_parts_resume(run_log_t *L, long resume_step) {
   found_t *f = xcalloc(1, sizeof *f);
   h5util_check(&L->chk, H5Lvisit(L->file, H5_INDEX_NAME, H5_ITER_INC, find_step, f), "list the groups of", "/");
+  if (f->over)
+    surge_input_error("%s: more than %d groups with a step scale, or a path of %zu bytes or more (hint: a log of "
+                      "another Surge version? move it away to start a new log)", L->path, PART_GROUPS_MAX,
+                      sizeof f->path[0]);
   for (int i = 0; i < f->n; i++) resume_group(L, rows_add(L, f->path[i]), resume_step);
   free(f);
 }
@@ -267,7 +285,7 @@ double log_parts_pending_bytes(const run_log_t *L) {
   for (const log_rows_t *R = L->rows; R; R = R->next) {
     if (!R->active) continue;
     bytes += h5_series_pending_bytes(&R->step);
-    for (int c = 0; c < R->ncolumns; c++) bytes += h5_series_pending_bytes(&R->series[c]) + 2048.0;
+    for (int c = 0; c < R->ncolumns; c++) bytes += h5_series_pending_bytes(&R->series[c]) + LOG_RESERVE_SERIES_BYTES;
   }
   return bytes;
 }

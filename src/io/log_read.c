@@ -659,14 +659,13 @@ int log_peek_run_id(const char *path, char *id, size_t n) {
 
 /* ---- the parts (io/log_part.h) ---- */
 
-enum { LOG_PARTS_MAX_REGISTERED = 16 };
-static const log_part_t *log_parts[LOG_PARTS_MAX_REGISTERED];
+static const log_part_t *log_parts[LOG_PARTS_MAX]; /* a log holds at most every registered part */
 static int log_parts_n;
 
 void log_part_register(const log_part_t *part) {
   for (int i = 0; i < log_parts_n; i++)
     if (log_parts[i] == part) return;
-  if (log_parts_n == LOG_PARTS_MAX_REGISTERED || log_parts_n == LOG_PARTS_MAX)
+  if (log_parts_n == LOG_PARTS_MAX)
     surge_runtime_error("log: more than %d parts registered", log_parts_n);
   log_parts[log_parts_n++] = part;
 }

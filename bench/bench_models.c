@@ -28,6 +28,7 @@
 #include "core/timer.h"
 #include "io/deck.h"
 #include "io/log_format.h"
+#include "optim/optim.h"
 #include "train/train.h"
 
 /* ---- a backend that records the GEMM shapes of a step */
@@ -225,7 +226,7 @@ static void bench_one(const char *model, const dp_rate_t *dp) {
 
   double peak = (double)ru.ru_maxrss / 1024.0;
   size_t P = t.g.params.total;
-  int moments = strcmp(cfg.optimizer, "adamw") == 0 ? 2 : 1;
+  int moments = strcmp(optim_opts(&cfg)->name, "adamw") == 0 ? 2 : 1;
   double need = 4.0 * ((double)P * (2 + moments) + (double)t.layout->m->act_floats) / 1048576.0;
   double compute = sec * (1.0 - phase[0] / wall); /* the step without fetching the batch */
   double shapes = gemm_flops / gemm_sec / 1e9, step_gf = model_flops / sec / 1e9;

@@ -42,6 +42,7 @@
 #include "io/checkpoint_impl.h"
 #include "io/deck.h"
 #include "io/options.h"
+#include "optim/optim.h"
 #include "tap.h"
 
 enum { INPUT = 500, CLASSES = 3, MAX_OPTS = 16 };
@@ -108,7 +109,7 @@ static void run_init(test_run_t *t, int nov, char **ov, int ngraph, char **graph
     exit(99);
   }
   add_slab(t, "/params");
-  if (strcmp(t->cfg.optimizer, "adamw") == 0) {
+  if (strcmp(optim_opts(&t->cfg)->name, "adamw") == 0) {
     add_slab(t, "/optim/m");
     add_slab(t, "/optim/v");
   }

@@ -12,8 +12,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "backend/options.h"
+#include "data/dataset.h"
 #include "io/config_schema.h"
 #include "io/deck.h"
+#include "nn/zoo.h"
+#include "optim/optim.h"
 #include "child.h"
 #include "tap.h"
 
@@ -41,27 +45,27 @@ static void test_full_deck(config_t *cfg) {
   tap_ok(strcmp(cfg->out_dir, "/home/deck-tester/out dir/full-1") == 0,
          "quoted out_dir expands ${HOME} and ${run.name}: '%s'", cfg->out_dir);
   tap_ok(strcmp(cfg->zoo, "gpt") == 0, "enum zoo");
-  tap_ok(cfg->mlp_nhidden == 3 && cfg->mlp_hidden[0] == 64 && cfg->mlp_hidden[1] == 32 &&
-             cfg->mlp_hidden[2] == 16 && cfg->mlp_hidden[3] == 0,
-         "int list with blanks: %d entries", cfg->mlp_nhidden);
-  tap_ok(cfg->vgg_nstages == 1 && cfg->vgg_channels[0] == 8, "one-entry list");
-  tap_ok(cfg->vgg_fc == 48 && cfg->resnet_width == 12 && cfg->resnet_blocks == 3 && cfg->resnet_stages == 1,
+  tap_ok(zoo_opts(cfg)->mlp.nhidden == 3 && zoo_opts(cfg)->mlp.hidden[0] == 64 && zoo_opts(cfg)->mlp.hidden[1] == 32 &&
+             zoo_opts(cfg)->mlp.hidden[2] == 16 && zoo_opts(cfg)->mlp.hidden[3] == 0,
+         "int list with blanks: %d entries", zoo_opts(cfg)->mlp.nhidden);
+  tap_ok(zoo_opts(cfg)->vgg.nstages == 1 && zoo_opts(cfg)->vgg.channels[0] == 8, "one-entry list");
+  tap_ok(zoo_opts(cfg)->vgg.fc == 48 && zoo_opts(cfg)->resnet.width == 12 && zoo_opts(cfg)->resnet.blocks == 3 && zoo_opts(cfg)->resnet.stages == 1,
          "model ints");
-  tap_ok(cfg->gpt_layers == 2 && cfg->gpt_width == 96 && cfg->gpt_heads == 6 && cfg->gpt_context == 64,
+  tap_ok(zoo_opts(cfg)->gpt.layers == 2 && zoo_opts(cfg)->gpt.width == 96 && zoo_opts(cfg)->gpt.heads == 6 && zoo_opts(cfg)->gpt.context == 64,
          "gpt shape");
-  tap_ok(strcmp(cfg->data_source, "text") == 0, "data source");
-  tap_ok(strcmp(cfg->data_path, "corpus#1.txt") == 0, "escaped '#' kept, comment dropped: '%s'",
-         cfg->data_path);
-  tap_ok(cfg->train_samples == 1000 && cfg->test_samples == 200 && cfg->synthetic_samples == 512,
+  tap_ok(strcmp(data_opts(cfg)->source, "text") == 0, "data source");
+  tap_ok(strcmp(data_opts(cfg)->path, "corpus#1.txt") == 0, "escaped '#' kept, comment dropped: '%s'",
+         data_opts(cfg)->path);
+  tap_ok(data_opts(cfg)->train_samples == 1000 && data_opts(cfg)->test_samples == 200 && data_opts(cfg)->synthetic_samples == 512,
          "sample counts");
-  tap_ok(cfg->val_fraction == 0.1, "val_fraction %g", cfg->val_fraction);
-  tap_ok(cfg->global_batch == 32 && strcmp(cfg->optimizer, "adamw") == 0, "batch and optimizer");
-  tap_ok(cfg->lr == 3e-4 && cfg->momentum == 0 && cfg->weight_decay == 0.01 && cfg->beta1 == 0.85 &&
-             cfg->beta2 == 0.999 && cfg->eps == 1e-10 && cfg->min_lr == 1e-5 && cfg->clip_norm == 1.0,
+  tap_ok(data_opts(cfg)->val_fraction == 0.1, "val_fraction %g", data_opts(cfg)->val_fraction);
+  tap_ok(cfg->global_batch == 32 && strcmp(optim_opts(cfg)->name, "adamw") == 0, "batch and optimizer");
+  tap_ok(optim_opts(cfg)->schedule.lr == 3e-4 && optim_opts(cfg)->momentum == 0 && optim_opts(cfg)->weight_decay == 0.01 && optim_opts(cfg)->beta1 == 0.85 &&
+             optim_opts(cfg)->beta2 == 0.999 && optim_opts(cfg)->eps == 1e-10 && optim_opts(cfg)->schedule.min_lr == 1e-5 && optim_opts(cfg)->clip_norm == 1.0,
          "floats, exponent notation included");
-  tap_ok(cfg->nesterov == 1, "bool 'yes'");
-  tap_ok(strcmp(cfg->schedule, "cosine") == 0 && cfg->warmup_steps == 20, "schedule");
-  tap_ok(strcmp(cfg->backend, "ref") == 0 && cfg->threads == 2, "backend (tab-indented key)");
+  tap_ok(optim_opts(cfg)->nesterov == 1, "bool 'yes'");
+  tap_ok(strcmp(optim_opts(cfg)->schedule.kind, "cosine") == 0 && optim_opts(cfg)->schedule.warmup_steps == 20, "schedule");
+  tap_ok(strcmp(backend_deck(cfg)->name, "ref") == 0 && backend_deck(cfg)->threads == 2, "backend (tab-indented key)");
   const char *w = deck_where(d, "run.steps");
   tap_ok(w && strstr(w, "tests/data/decks/full.deck:4") && strcmp(w + strlen(w) - 2, ":4") == 0,
          "where run.steps: %s", w ? w : "(null)");
@@ -80,20 +84,20 @@ static void test_defaults(void) {
              c.print_every == 10,
          "run defaults");
   tap_ok(strcmp(c.out_dir, "runs/run") == 0, "default out_dir expands ${run.name}: '%s'", c.out_dir);
-  tap_ok(c.mlp_nhidden == 2 && c.mlp_hidden[0] == 512 && c.mlp_hidden[1] == 512, "mlp_hidden 512,512");
-  tap_ok(c.vgg_nstages == 2 && c.vgg_channels[0] == 32 && c.vgg_channels[1] == 64 && c.vgg_fc == 256,
+  tap_ok(zoo_opts(&c)->mlp.nhidden == 2 && zoo_opts(&c)->mlp.hidden[0] == 512 && zoo_opts(&c)->mlp.hidden[1] == 512, "mlp_hidden 512,512");
+  tap_ok(zoo_opts(&c)->vgg.nstages == 2 && zoo_opts(&c)->vgg.channels[0] == 32 && zoo_opts(&c)->vgg.channels[1] == 64 && zoo_opts(&c)->vgg.fc == 256,
          "vgg defaults");
-  tap_ok(c.resnet_width == 16 && c.resnet_blocks == 2 && c.resnet_stages == 2, "resnet defaults");
-  tap_ok(c.gpt_layers == 4 && c.gpt_width == 256 && c.gpt_heads == 4 && c.gpt_context == 128, "gpt defaults");
-  tap_ok(strcmp(c.data_source, "fashion-mnist") == 0 && c.data_path[0] == '\0' && c.train_samples == 0 &&
-             c.test_samples == 0 && c.val_fraction == 0.05 && c.synthetic_samples == 4096,
+  tap_ok(zoo_opts(&c)->resnet.width == 16 && zoo_opts(&c)->resnet.blocks == 2 && zoo_opts(&c)->resnet.stages == 2, "resnet defaults");
+  tap_ok(zoo_opts(&c)->gpt.layers == 4 && zoo_opts(&c)->gpt.width == 256 && zoo_opts(&c)->gpt.heads == 4 && zoo_opts(&c)->gpt.context == 128, "gpt defaults");
+  tap_ok(strcmp(data_opts(&c)->source, "fashion-mnist") == 0 && data_opts(&c)->path[0] == '\0' && data_opts(&c)->train_samples == 0 &&
+             data_opts(&c)->test_samples == 0 && data_opts(&c)->val_fraction == 0.05 && data_opts(&c)->synthetic_samples == 4096,
          "data defaults");
-  tap_ok(c.global_batch == 128 && strcmp(c.optimizer, "sgd") == 0 && c.lr == 0.05 && c.momentum == 0.9 &&
-             c.nesterov == 0 && c.weight_decay == 0 && c.beta1 == 0.9 && c.beta2 == 0.95 && c.eps == 1e-8,
+  tap_ok(c.global_batch == 128 && strcmp(optim_opts(&c)->name, "sgd") == 0 && optim_opts(&c)->schedule.lr == 0.05 && optim_opts(&c)->momentum == 0.9 &&
+             optim_opts(&c)->nesterov == 0 && optim_opts(&c)->weight_decay == 0 && optim_opts(&c)->beta1 == 0.9 && optim_opts(&c)->beta2 == 0.95 && optim_opts(&c)->eps == 1e-8,
          "optimizer defaults");
-  tap_ok(strcmp(c.schedule, "constant") == 0 && c.warmup_steps == 0 && c.min_lr == 0 && c.clip_norm == 0,
+  tap_ok(strcmp(optim_opts(&c)->schedule.kind, "constant") == 0 && optim_opts(&c)->schedule.warmup_steps == 0 && optim_opts(&c)->schedule.min_lr == 0 && optim_opts(&c)->clip_norm == 0,
          "schedule defaults");
-  tap_ok(strcmp(c.backend, "cpu") == 0 && c.threads == 1, "backend defaults");
+  tap_ok(strcmp(backend_deck(&c)->name, "cpu") == 0 && backend_deck(&c)->threads == 1, "backend defaults");
   int defaults = 0;
   for (int i = 0; i < cfg_nkeys; i++) {
     char sk[128];
@@ -113,11 +117,11 @@ static void test_overrides(void) {
   config_t c;
   deck_t *d = NULL;
   deck_parse(text, "ov.deck", 6, ov, &c, &d);
-  tap_ok(c.lr == 0.3, "-D wins over the deck, the last -D wins: lr %g", c.lr);
+  tap_ok(optim_opts(&c)->schedule.lr == 0.3, "-D wins over the deck, the last -D wins: lr %g", optim_opts(&c)->schedule.lr);
   tap_ok(strcmp(c.run_name, "b") == 0 && strcmp(c.out_dir, "/tmp/b/x") == 0,
          "-D values expand and see other overrides: out_dir '%s'", c.out_dir);
-  tap_ok(strcmp(c.data_path, "a#b c") == 0, "'#' in a -D value is literal: '%s'", c.data_path);
-  tap_ok(c.mlp_nhidden == 1 && c.mlp_hidden[0] == 7 && c.mlp_hidden[1] == 0, "-D replaces a whole list");
+  tap_ok(strcmp(data_opts(&c)->path, "a#b c") == 0, "'#' in a -D value is literal: '%s'", data_opts(&c)->path);
+  tap_ok(zoo_opts(&c)->mlp.nhidden == 1 && zoo_opts(&c)->mlp.hidden[0] == 7 && zoo_opts(&c)->mlp.hidden[1] == 0, "-D replaces a whole list");
   tap_ok(strcmp(deck_where(d, "train.lr"), "-D train.lr=0.3") == 0, "where of an overridden key: %s",
          deck_where(d, "train.lr"));
   tap_ok(strcmp(deck_where(d, "model.zoo"), "ov.deck:4") == 0, "where of a deck key: %s",
@@ -133,16 +137,16 @@ static void test_syntax_corners(void) {
       "\r\n[data]\r\npath = \"\"\r\n[model]  # comment after header\r\nzoo=resnet-mini\r\n"
       "[run]\nname=x\n[data]\nsource = synthetic\n[run]\nout_dir = \"  a\\\"b\\\\c \\$d $e \"\n";
   deck_parse(text, "corner.deck", 0, NULL, &c, NULL);
-  tap_ok(strcmp(c.zoo, "resnet-mini") == 0 && strcmp(c.data_source, "synthetic") == 0 &&
-             c.data_path[0] == '\0',
+  tap_ok(strcmp(c.zoo, "resnet-mini") == 0 && strcmp(data_opts(&c)->source, "synthetic") == 0 &&
+             data_opts(&c)->path[0] == '\0',
          "CRLF, reopened sections, empty quoted string");
   tap_ok(strcmp(c.out_dir, "  a\"b\\c $d $e ") == 0, "quoted blanks and escapes: '%s'", c.out_dir);
   for (const char *const *v = (const char *const[]){"true", "1", "no", "0", NULL}; *v; v++) {
     char buf[128];
     snprintf(buf, sizeof buf, "[model]\nzoo=mlp\n[train]\nnesterov = %s\n", *v);
     deck_parse(buf, "bool.deck", 0, NULL, &c, NULL);
-    tap_ok(c.nesterov == (strcmp(*v, "true") == 0 || strcmp(*v, "1") == 0), "bool '%s' -> %d", *v,
-           c.nesterov);
+    tap_ok(optim_opts(&c)->nesterov == (strcmp(*v, "true") == 0 || strcmp(*v, "1") == 0), "bool '%s' -> %d", *v,
+           optim_opts(&c)->nesterov);
   }
 }
 
@@ -175,8 +179,8 @@ static void test_resolved_text(const config_t *full) {
   char *ov[] = {"data.path=\\\"q\\\" \\$x \\\\ #1 ", "train.lr=0.1", "train.eps=1e-300",
                 "run.seed=9223372036854775807"};
   deck_parse("[model]\nzoo=mlp\n", "min.deck", 4, ov, &c, NULL);
-  tap_ok(strcmp(c.data_path, "\"q\" $x \\ #1") == 0 && c.seed == 9223372036854775807ULL,
-         "awkward values parsed: '%s'", c.data_path);
+  tap_ok(strcmp(data_opts(&c)->path, "\"q\" $x \\ #1") == 0 && c.seed == 9223372036854775807ULL,
+         "awkward values parsed: '%s'", data_opts(&c)->path);
   check_round_trip(&c, "awkward strings and extreme numbers");
 }
 

@@ -4,7 +4,8 @@
 # where they belong (the layout table, the burst layout), so it can fail. The metrics log
 # (src/io/log*) and surge-report (src/report/) know no layout or feature either: the parts describe
 # their own groups and views (io/log.h, io/log_part.h, report/report.h), searched in the code
-# without its comments. (The deck schema in src/io/config* still lists every part's keys.)
+# without its comments. Nor does the deck (src/io/config*, deck*, options*): each part declares its
+# own keys beside its options struct (core/keys.h) and checks them; the schema only merges.
 . "${SURGE_TOP_SRCDIR:-.}/tests/tap.sh"
 
 # names: the layouts of the table and words only a layout's own code uses
@@ -34,6 +35,19 @@ tap_ok $? "src/io/log* and src/report/ name no layout or feature of one (grep -i
 [ -z "$found" ] || tap_diag "$found"
 code_of "$top_src/src/pipe/pipe_log.c" | grep -q -i -E "$parts" && code_of "$top_src/src/burst/plan_log.c" | grep -q -i -E "$parts"
 tap_ok $? "the same search finds the names in the parts' own log files"
+
+# the deck: no layout or feature option in its structs, schema, parser or the options it hands out
+deck='"(dp|burst|3d)"|compress_|mux_|multiplex|pipe_|plan_file|profile_file|bucket_mb|node_shared|->(tp|pp|dp)\b|#include "(burst|pipe|mux|compress|sync)/'
+found=""
+for f in $(ls "$top_src"/src/io/config*.[ch] "$top_src"/src/io/deck*.[ch] "$top_src"/src/io/options.[ch] | sort); do
+  hits=$(code_of "$f" | grep -n -E "$deck") && found="$found ${f#"$top_src"/}: $hits"
+done
+[ -z "$found" ]
+tap_ok $? "src/io's deck files name no layout or feature option (grep -E '$deck' without comments)"
+[ -z "$found" ] || tap_diag "$found"
+code_of "$top_src/src/pipe/options.c" | grep -q -E "$deck" && code_of "$top_src/src/mux/options.c" | grep -q -E "$deck" &&
+  code_of "$top_src/src/layout/deck_parts.c" | grep -q -E "$deck"
+tap_ok $? "the same search finds them in the parts' own option files and the list of parts"
 
 # roles are not names (nn/layer.h): no code outside the zoo matches on the gpt's node names; the
 # executor's sums, the pieces, the norm and checkpoints read the nodes' tensor-parallel roles. The

@@ -15,10 +15,11 @@
 #include "comm/comm.h"
 #include "core/error.h"
 #include "io/deck.h"
+#include "optim/optim.h"
 #include "pipe/gpt_part.h"
+#include "train/train.h"
 #include "small_gpt.h"
 #include "tap.h"
-#include "train/train.h"
 
 static const char *const deck_text = SMALL_GPT_DECK
                                      "optimizer = adamw\n"
@@ -82,7 +83,7 @@ static void run(int tp, int pp, int dp, int M, const char *sched, result_t *r) {
     for (int s = 0; s < STEPS; s++) {
       train_stats_t st = trainer_step(&t, 0);
       r->norm[s] = st.grad_norm;
-      r->clipped += st.grad_norm > cfg.clip_norm;
+      r->clipped += st.grad_norm > optim_opts(&cfg)->clip_norm;
     }
     r->params = gather_params(&t, &c);
     if (c.rank != 0) {

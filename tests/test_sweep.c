@@ -9,8 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "data/dataset.h"
 #include "io/deck.h"
 #include "io/sweep.h"
+#include "nn/zoo.h"
+#include "optim/optim.h"
 #include "tap.h"
 
 static const char base_deck[] = "[run]\nname = demo\nsteps = 1\n[model]\nzoo = mlp\n";
@@ -66,8 +69,8 @@ static void test_product(void) {
   deck_t *d;
   sweep_resolve(s, 3, with_sweep("train.lr = 0.1, 0.2, 0.3  # three\nmodel.mlp_hidden = 8, \"16,16\"\n"), 0,
                 NULL, &c, &d);
-  tap_ok(c.lr == 0.2 && c.mlp_nhidden == 2 && c.mlp_hidden[0] == 16 && c.mlp_hidden[1] == 16 && c.steps == 1,
-         "variant 3 resolved: lr %g, mlp_hidden %d entries", c.lr, c.mlp_nhidden);
+  tap_ok(optim_opts(&c)->schedule.lr == 0.2 && zoo_opts(&c)->mlp.nhidden == 2 && zoo_opts(&c)->mlp.hidden[0] == 16 && zoo_opts(&c)->mlp.hidden[1] == 16 && c.steps == 1,
+         "variant 3 resolved: lr %g, mlp_hidden %d entries", optim_opts(&c)->schedule.lr, zoo_opts(&c)->mlp.nhidden);
   tap_ok(strcmp(c.run_name, "demo-v3") == 0 && strcmp(c.out_dir, "runs/demo-v3") == 0,
          "variant 3 named '%s', out_dir '%s'", c.run_name, c.out_dir);
   const char *w = deck_where(d, "train.lr");
@@ -87,8 +90,8 @@ static void test_zip(void) {
          "zip (mode after the keys): 3 variants, the i-th value of each line");
   config_t c;
   sweep_resolve(s, 2, text, 0, NULL, &c, NULL);
-  tap_ok(c.lr == 0.3 && c.seed == 9 && strcmp(c.run_name, "demo-v2") == 0,
-         "zip variant 2: lr %g seed %llu %s", c.lr, (unsigned long long)c.seed, c.run_name);
+  tap_ok(optim_opts(&c)->schedule.lr == 0.3 && c.seed == 9 && strcmp(c.run_name, "demo-v2") == 0,
+         "zip variant 2: lr %g seed %llu %s", optim_opts(&c)->schedule.lr, (unsigned long long)c.seed, c.run_name);
   sweep_free(s);
 }
 
@@ -156,8 +159,8 @@ static void test_quoting(void) {
   for (long i = 0; ok && i < 8; i++) {
     config_t c;
     sweep_resolve(s, i, text, 0, NULL, &c, NULL);
-    ok = strcmp(c.data_path, resolved[i]) == 0;
-    if (!ok) tap_diag("variant %ld: data.path '%s', expected '%s'", i, c.data_path, resolved[i]);
+    ok = strcmp(data_opts(&c)->path, resolved[i]) == 0;
+    if (!ok) tap_diag("variant %ld: data.path '%s', expected '%s'", i, data_opts(&c)->path, resolved[i]);
   }
   tap_ok(ok, "each variant's data.path is the value with its escapes applied");
   sweep_free(s);
@@ -209,8 +212,8 @@ static void test_overrides_and_check(void) {
   char *ov[] = {"train.lr=0.5", "train.momentum=0"};
   config_t c;
   sweep_resolve(s, 6, text, 2, ov, &c, NULL);
-  tap_ok(c.lr == 0.5 && c.momentum == 0 && c.seed == 12 && strcmp(c.run_name, "demo-v6") == 0,
-         "-D wins over a swept value, the other swept values stay: lr %g seed %llu", c.lr,
+  tap_ok(optim_opts(&c)->schedule.lr == 0.5 && optim_opts(&c)->momentum == 0 && c.seed == 12 && strcmp(c.run_name, "demo-v6") == 0,
+         "-D wins over a swept value, the other swept values stay: lr %g seed %llu", optim_opts(&c)->schedule.lr,
          (unsigned long long)c.seed);
   long seen[1] = {0};
   sweep_free(s);
@@ -256,7 +259,7 @@ static void test_sections(void) {
          s ? sweep_count(s) : -1);
   config_t c;
   sweep_resolve(s, 5, text, 0, NULL, &c, NULL);
-  tap_ok(c.lr == 0.2 && c.seed == 3 && strcmp(c.zoo, "mlp") == 0, "keys after a [sweep] section still count");
+  tap_ok(optim_opts(&c)->schedule.lr == 0.2 && c.seed == 3 && strcmp(c.zoo, "mlp") == 0, "keys after a [sweep] section still count");
   sweep_free(s);
 }
 

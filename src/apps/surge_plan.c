@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "burst/options.h"
 #include "burst/plan_input.h"
 #include "burst/profiler.h"
 #include "core/cli.h"
@@ -53,7 +54,7 @@ static void parse_options(const cli_t *cli, const config_t *cfg, int profile_ran
     op->o.batch = (int)cfg->global_batch;
   } else
     surge_input_error("surge-plan: give --batch B (the global batch)");
-  op->o.amp = (v = cli_value(cli, "--amp", 0)) ? plan_parse_amp(v, "--amp") : cfg ? cfg->amplification : BURST_NO_LIMIT;
+  op->o.amp = (v = cli_value(cli, "--amp", 0)) ? plan_parse_amp(v, "--amp") : cfg ? burst_deck(cfg)->amplification : BURST_NO_LIMIT;
   op->o.policy = (v = cli_value(cli, "--policy", 0)) ? plan_parse_policy(v) : BURST_RANKS_DIVISORS;
   op->frontier = cli_has(cli, "--frontier") || cli_has(cli, "--pareto");
   op->rows = (v = cli_value(cli, "--rows", 0)) ? burst_option_int("--rows", v, 2) : 24;
@@ -112,7 +113,7 @@ int main(int argc, char **argv) {
   } else {
     if (!cp) surge_input_error("surge-plan: give a deck, --graph FILE or --deeppool FILE (try --help)");
     const char *profile = cli_value(&cli, "--profile", 0);
-    if (!profile) profile = cfg.profile_file;
+    if (!profile) profile = burst_deck(&cfg)->profile_file;
     if (!profile[0]) surge_input_error("surge-plan: no profile (give --profile FILE or set [parallel] profile)");
     graph_t model;
     dataset_t *ds = burst_deck_graph(&cfg, deck, &model);
@@ -146,7 +147,7 @@ int main(int argc, char **argv) {
     burst_frontier_print(stdout, &fr, &dp, op.rows);
   }
   const char *out = cli_value(&cli, "-o", 0);
-  if (!out) out = cp ? cfg.plan_file : "";
+  if (!out) out = cp ? burst_deck(&cfg)->plan_file : "";
   if (out[0]) {
     burst_plan_write_bg(out, &g, &plan);
     printf("wrote %s\n", out);

@@ -7,13 +7,14 @@
 #include <string.h>
 
 #include "backend/backend_open.h"
+#include "burst/options.h"
 #include "burst/profiler.h"
 #include "core/cli.h"
 #include "core/error.h"
 #include "io/deck.h"
 #include "io/options.h"
+#include "sync/options.h"
 #include "io/deck_shared.h"
-#include "io/options.h"
 
 static const char usage[] =
     "usage: [mpiexec -n N] surge-profile DECK [-D section.key=value ...] [-o PROFILE.h5] [--ranks G]\n"
@@ -65,18 +66,19 @@ int main(int argc, char **argv) {
   opt = cli_value(&cli, "--repeats", 0);
   int repeats = opt ? burst_option_int("--repeats", opt, 1) : 10;
   const char *out = cli_value(&cli, "-o", 0);
-  if (!out) out = cfg.profile_file[0] ? cfg.profile_file : "profile.h5";
+  const char *deck_out = burst_deck(&cfg)->profile_file;
+  if (!out) out = deck_out[0] ? deck_out : "profile.h5";
   if (cfg.global_batch > INT32_MAX) surge_input_error("[train] global_batch %ld is too large", cfg.global_batch);
   backend_options_t bo = backend_opts_of(&cfg, comm_local_rank(&world));
-  const backend_t *be = backend_open(cfg.backend, &bo, backend_opts_where(&cfg, deck), world.mpi);
-  be->set_threads(cfg.threads);
-  world.bucket_bytes = (size_t)(cfg.bucket_mb * 1048576.0);
+  const backend_t *be = backend_open(backend_deck(&cfg)->name, &bo, backend_opts_where(&cfg, deck), world.mpi);
+  be->set_threads(backend_deck(&cfg)->threads);
+  world.bucket_bytes = sync_bucket_bytes(sync_opts(&cfg));
   if (world.bucket_bytes < sizeof(float)) world.bucket_bytes = sizeof(float);
 
   graph_t g;
   dataset_t *ds = burst_deck_graph(&cfg, deck, &g);
   burst_measured_t ms;
-  burst_measured_init(&ms, &g, cfg.zoo, cfg.backend, (int)cfg.global_batch, ranks, world.size, warmup, repeats);
+  burst_measured_init(&ms, &g, cfg.zoo, backend_deck(&cfg)->name, (int)cfg.global_batch, ranks, world.size, warmup, repeats);
   model_t m;
   /* the largest per-rank batch (the whole batch on one rank), as the executor runs it: each fusable
    * ReLU fused (its node's row holds the pair's cost, the ReLU's the shared gradient's zeroing, and
@@ -88,7 +90,7 @@ int main(int argc, char **argv) {
   burst_measure_compute(&m, &world, &ms);
   optim_t optimizer;
   optim_init(&optimizer, optim_opts_of(&cfg), be, g.params.total);
-  burst_measure_step(&m, ds, &optimizer, cfg.clip_norm > 0, &world, &ms);
+  burst_measure_step(&m, ds, &optimizer, optim_opts(&cfg)->clip_norm > 0, &world, &ms);
   optim_free(&optimizer);
   burst_measure_network(&world, repeats, &ms);
   if (world.rank == 0) {

@@ -13,6 +13,7 @@
 #include "io/deck_shared.h"
 #include "io/sweep.h"
 #include "mux/launch.h"
+#include "mux/options.h"
 #include "train/run.h"
 
 static const char usage[] =
@@ -85,9 +86,10 @@ int main(int argc, char **argv) {
   deck_t *deck;
   sweep_parse_run(text, cli.deck, variant, 0, cli.noverrides, cli.overrides, &cfg, &deck);
   free(text);
-  cfg.mux_role = (int)launch.role;
-  snprintf(cfg.mux_auto_channel, sizeof cfg.mux_auto_channel, "%s", launch.channel);
-  snprintf(cfg.job_label, sizeof cfg.job_label, "%s", launch.label);
+  multiplex_opts_t *mo = cfg_part_rw(&cfg, &multiplex_options);
+  mo->role = (int)launch.role;
+  snprintf(mo->auto_channel, sizeof mo->auto_channel, "%s", launch.channel);
+  snprintf(mo->job_label, sizeof mo->job_label, "%s", launch.label);
   char *resolved = deck_resolved_text(&cfg);
   surge_info("# resolved deck (%s%s%s)\n%s\n", cli.deck, variant ? ", variant " : "", variant ? variant : "",
              resolved);

@@ -1,6 +1,6 @@
 libsurge_a_SOURCES += \
   src/backend/backend.c src/backend/backend.h src/backend/backend_open.h \
-  src/backend/host_mem.c src/backend/host_mem.h \
+  src/backend/host_mem.c src/backend/host_mem.h src/backend/options.c src/backend/options.h \
   src/backend/ref.c \
   src/backend/cpu.c src/backend/cpu_ops.h src/backend/cpu_gemm.c src/backend/cpu_linear.c src/backend/cpu_elementwise.c \
   src/backend/cpu_conv.c src/backend/cpu_conv_batch.c src/backend/cpu_conv_direct.c src/backend/cpu_direct.h \

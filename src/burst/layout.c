@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "burst/executor.h"
+#include "burst/options.h"
 #include "burst/plan_text.h"
 #include "burst/profiler.h"
 #include "core/error.h"
@@ -28,17 +29,18 @@ static void plan_burst(burst_layout_t *b, const layout_opts_t *o, const graph_t 
   burst_opts_t bo = {.ranks = world->size, .batch = (int)o->global_batch, .amp = BURST_NO_LIMIT,
                      .policy = BURST_RANKS_DIVISORS};
   burst_profile_t prof;
-  int profiled = o->profile_file[0] != 0;
-  if (o->plan_file[0]) {
-    burst_plan_read(o->plan_file, g, o->model, &bo, &b->plan);
+  const burst_deck_t *deck = burst_deck(o->cfg);
+  int profiled = deck->profile_file[0] != 0;
+  if (deck->plan_file[0]) {
+    burst_plan_read(deck->plan_file, g, o->model, &bo, &b->plan);
     if (profiled) {
-      burst_profile_read(o->profile_file, g, o->model, &bo, &prof);
+      burst_profile_read(deck->profile_file, g, o->model, &bo, &prof);
       burst_plan_evaluate(g, &prof, &bo, &b->plan);
     }
-    b->plan_text = plan_text_read(o->plan_file);
+    b->plan_text = plan_text_read(deck->plan_file);
   } else {
-    bo.amp = o->amplification;
-    burst_profile_read(o->profile_file, g, o->model, &bo, &prof);
+    bo.amp = deck->amplification;
+    burst_profile_read(deck->profile_file, g, o->model, &bo, &prof);
     burst_plan_search(g, &prof, &bo, &b->plan);
     b->plan_text = plan_text_of(g, o->model, &b->plan);
   }
@@ -46,7 +48,7 @@ static void plan_burst(burst_layout_t *b, const layout_opts_t *o, const graph_t 
     if (world->rank == 0) {
       burst_plan_t dp;
       burst_plan_data_parallel(g, &prof, &bo, &dp);
-      printf("burst plan from profile %s%s\n", o->profile_file, o->plan_file[0] ? " (evaluating the plan file)" : "");
+      printf("burst plan from profile %s%s\n", deck->profile_file, deck->plan_file[0] ? " (evaluating the plan file)" : "");
       burst_plan_print(stdout, g, &b->plan, &dp);
       burst_plan_free(&dp);
     }

@@ -1,5 +1,6 @@
 # Burst parallelism (DeepPool): profile, planner, plan files.
 libsurge_a_SOURCES += \
+  src/burst/options.c src/burst/options.h \
   src/burst/profile.c src/burst/profile.h src/burst/bgraph.c src/burst/bgraph.h \
   src/burst/plan.h src/burst/plan_impl.h \
   src/burst/plan_graph.c src/burst/plan_cost.c src/burst/plan_eval.c src/burst/plan_pareto.c \

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "burst/options.h"
 #include "core/error.h"
 
 int plan_input_given(const cli_t *cli) { return cli_has(cli, "--graph") || cli_has(cli, "--deeppool"); }
@@ -39,8 +40,8 @@ burst_ranks_policy_t plan_parse_policy(const char *text) {
 
 void plan_input_network(const cli_t *cli, const config_t *cfg, burst_net_t *net) {
   if (cfg) {
-    const double deck[4] = {cfg->net_p2p_alpha_us, cfg->net_p2p_bytes_per_us, cfg->net_ar_alpha_us,
-                            cfg->net_ar_bytes_per_us};
+    const burst_deck_t *o = burst_deck(cfg);
+    const double deck[4] = {o->net_p2p_alpha_us, o->net_p2p_bytes_per_us, o->net_ar_alpha_us, o->net_ar_bytes_per_us};
     double *dst[4] = {&net->p2p_alpha_us, &net->p2p_bytes_per_us, &net->ar_alpha_us, &net->ar_bytes_per_us};
     for (int k = 0; k < 4; k++)
       if (deck[k] >= 0) *dst[k] = deck[k];

@@ -3,7 +3,7 @@
 libsurge_a_SOURCES += \
   src/compress/powersgd.c src/compress/powersgd.h \
   src/compress/cb.c src/compress/cb.h \
-  src/compress/rank_state.c src/compress/rank_state.h src/compress/options.h
+  src/compress/rank_state.c src/compress/rank_state.h src/compress/options.h src/compress/options.c
 # The library's invariants on one process (both backends).
 check_PROGRAMS += tests/test_compress
 tests_test_compress_SOURCES = tests/test_compress.c

@@ -9,4 +9,4 @@ libsurge_a_SOURCES += \
   src/core/events.c src/core/events.h \
   src/core/infile.c src/core/infile.h \
   src/core/exact.c src/core/exact.h \
-  src/core/shape.h src/core/timer.h
+  src/core/shape.h src/core/timer.h src/core/keys.h

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/keys.h"
 #include "core/shape.h"
 
 typedef enum data_split { SPLIT_TRAIN = 0, SPLIT_TEST = 1 } data_split_t; /* TEST = validation for text */
@@ -16,8 +17,8 @@ typedef struct dataset dataset_t; /* opaque */
 
 #define DATA_PATH_MAX 256
 
-/* Which data, and how much of it (the deck's [data] section and what the model needs of it,
- * io/options.h). */
+/* Which data, and how much of it: the deck's [data] section (this part's rows, data/options.c),
+ * and what the run and the model need of it (seed, sequences, context: io/options.h sets them). */
 typedef struct data_opts {
   char source[32];          /* fashion-mnist | text | tokens | synthetic */
   char path[DATA_PATH_MAX]; /* directory (fashion-mnist), file/directory (text), shards (tokens) */
@@ -32,6 +33,14 @@ typedef struct data_opts {
   int sequences;            /* synthetic: token sequences (for a gpt model) instead of images */
   int context;              /* tokens per sequence (text; synthetic sequences) */
 } data_opts_t;
+
+/* The [data] rows. */
+extern const cfg_part_t data_options;
+
+/* A parsed configuration's [data] values (seed, sequences and context left 0). */
+static inline const data_opts_t *data_opts(const struct config *cfg) {
+  return (const data_opts_t *)cfg_part(cfg, &data_options);
+}
 
 /* Open the dataset the options name. Bad input (missing file, bad IDX magic, sizes that do not
  * match, a text too short for one sequence) fails with surge_input_error naming the path and a

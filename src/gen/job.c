@@ -133,8 +133,8 @@ void gen_job_run(const gen_job_opts_t *o, MPI_Comm job) {
   if (total > 1 << 20) surge_input_error("%ld samples are too many (at most %d)", total, 1 << 20);
   int lo = (int)(total * rank / size), hi = (int)(total * (rank + 1) / size), B = hi - lo;
   backend_options_t bo = backend_opts_of(&L.cfg, 0);
-  const backend_t *be = backend_open(L.cfg.backend, &bo, backend_opts_where(&L.cfg, L.deck), job);
-  be->set_threads(L.cfg.threads);
+  const backend_t *be = backend_open(backend_deck(&L.cfg)->name, &bo, backend_opts_where(&L.cfg, L.deck), job);
+  be->set_threads(backend_deck(&L.cfg)->threads);
   uint64_t seed = o->has_seed ? o->seed : L.cfg.seed;
   int *len = xcalloc((size_t)total, sizeof *len), *counts = xcalloc((size_t)size, sizeof *counts);
   int *displs = xcalloc((size_t)size, sizeof *displs);
@@ -187,7 +187,7 @@ void gen_job_run(const gen_job_opts_t *o, MPI_Comm job) {
     fprintf(stderr, "surge-sample: %ld samples x %d new tokens in %.3f s: %.1f tokens/s (%s, %s backend, %d rank%s x "
             "%d thread%s)\n", total, o->tokens, secs, secs > 0 ? (double)made / secs : 0.0,
             !strcmp(o->engine, "cache") ? "key/value cache" : "no cache", be->name, size, size > 1 ? "s" : "",
-            L.cfg.threads, L.cfg.threads > 1 ? "s" : "");
+            backend_deck(&L.cfg)->threads, backend_deck(&L.cfg)->threads > 1 ? "s" : "");
   }
   free(tokens), free(len), free(counts), free(displs);
   for (int p = 0; p < np; p++) ids_free(&prompts[p]);

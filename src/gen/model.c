@@ -11,7 +11,7 @@ void gen_model_build(gen_model_t *m, const config_t *cfg, const deck_t *deck, in
     deck_key_error(deck, "model.zoo", "%s is not a language model: generation needs zoo = gpt", cfg->zoo);
   m->zoo = zoo_opts_of(cfg);
   m->classes = classes;
-  m->context = cfg->gpt_context;
+  m->context = m->zoo.gpt.context;
   char err[320];
   if (zoo_build(m->zoo, shape1(m->context), classes, &m->g, err, sizeof err) != 0)
     deck_key_error(deck, "model.zoo", "%s (hint: check the [model] sizes)", err);

@@ -7,13 +7,14 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "data/dataset.h"
 #include "io/printable.h"
 #include "io/strbuf.h"
 #include "tok/pretok.h"
 
 enum { BYTE_VOCAB = 256 }; /* the text and synthetic sources' vocabulary */
 
-static void open_tokenizer(gen_vocab_t *v, const config_t *cfg, const deck_t *deck) {
+static void open_tokenizer(gen_vocab_t *v, const data_opts_t *cfg, const deck_t *deck) {
   char vj[PATH_MAX], mt[PATH_MAX];
   snprintf(vj, sizeof vj, "%s/vocab.json", cfg->tokenizer);
   snprintf(mt, sizeof mt, "%s/merges.txt", cfg->tokenizer);
@@ -25,7 +26,7 @@ static void open_tokenizer(gen_vocab_t *v, const config_t *cfg, const deck_t *de
 }
 
 /* What the model file recorded ("SIZE" or "SIZE:HASH") against what the deck gives. */
-static void check_recorded(const gen_vocab_t *v, const config_t *cfg, const char *model_vocab) {
+static void check_recorded(const gen_vocab_t *v, const data_opts_t *cfg, const char *model_vocab) {
   if (!model_vocab || !model_vocab[0]) return;
   char *end;
   long size = strtol(model_vocab, &end, 10);
@@ -37,18 +38,19 @@ static void check_recorded(const gen_vocab_t *v, const config_t *cfg, const char
                       cfg->tokenizer, v->bpe->hash, end + 1);
 }
 
-void gen_vocab_open(gen_vocab_t *v, const config_t *cfg, const deck_t *deck, const char *model_vocab) {
+void gen_vocab_open(gen_vocab_t *v, const config_t *run, const deck_t *deck, const char *model_vocab) {
   memset(v, 0, sizeof *v);
-  if (!strcmp(cfg->data_source, "text")) {
+  const data_opts_t *cfg = data_opts(run);
+  if (!strcmp(cfg->source, "text")) {
     v->classes = BYTE_VOCAB;
     v->bytes = 1;
-  } else if (!strcmp(cfg->data_source, "synthetic")) {
+  } else if (!strcmp(cfg->source, "synthetic")) {
     v->classes = BYTE_VOCAB;
     snprintf(v->no_text, sizeof v->no_text, "the model was trained on synthetic tokens, which are no text: give the "
              "prompt as ids (--ids)");
-  } else if (!strcmp(cfg->data_source, "tokens") && cfg->tokenizer[0]) {
+  } else if (!strcmp(cfg->source, "tokens") && cfg->tokenizer[0]) {
     open_tokenizer(v, cfg, deck);
-  } else if (!strcmp(cfg->data_source, "tokens")) {
+  } else if (!strcmp(cfg->source, "tokens")) {
     if (cfg->vocab_size < 1)
       deck_key_error(deck, "data.tokenizer", "the vocabulary is unknown: name the tokenizer's directory, or set [data] "
                      "vocab_size");
@@ -58,7 +60,7 @@ void gen_vocab_open(gen_vocab_t *v, const config_t *cfg, const deck_t *deck, con
              "(--ids), or the tokenizer with -D data.tokenizer=DIR");
   } else {
     deck_key_error(deck, "data.source", "%s holds no token sequences: generation needs a language model",
-                   cfg->data_source);
+                   cfg->source);
   }
   check_recorded(v, cfg, model_vocab);
 }

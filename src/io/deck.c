@@ -15,6 +15,7 @@
 #include "io/deck_lex.h"
 #include "io/deck_value.h"
 #include "io/strbuf.h"
+#include "nn/zoo.h"
 
 #define MAX_EXPANDED 4096 /* longest value after ${...} expansion */
 #define MAX_SHOWN_ARG 200 /* longest -D argument quoted in messages */
@@ -329,17 +330,19 @@ static void check_required(const deck_t *d) {
   }
 }
 
-static const char *explicit_key(const deck_t *d, const char *prefer, const char *other) {
+const char *deck_blamed_key(const deck_t *d, const char *prefer, const char *other) {
   const char *w = deck_where(d, prefer);
   return w && strcmp(w, "default") == 0 ? other : prefer;
 }
 
-/* Whether section.key holds another value than its default (a resolved deck names every key). */
-static int changed(const config_t *c, const char *section_key) {
+int deck_key_changed(const config_t *c, const char *section_key) {
   const char *dot = strchr(section_key, '.');
   char section[32];
+  if (!dot || dot - section_key >= (long)sizeof section)
+    surge_runtime_error("deck_key_changed(%s): not a section.key name", section_key);
   snprintf(section, sizeof section, "%.*s", (int)(dot - section_key), section_key);
   int i = cfg_find_key(section, dot + 1);
+  if (i < 0) surge_runtime_error("deck_key_changed(%s): no such key", section_key);
   const cfg_key_t *k = &cfg_keys[i];
   config_t *def = xcalloc(1, sizeof *def);
   strbuf_t msg = STRBUF_INIT, hint = STRBUF_INIT;
@@ -349,35 +352,6 @@ static int changed(const config_t *c, const char *section_key) {
   sb_free(&hint);
   free(def);
   return differs;
-}
-
-/* [compress] keys apply to the axes of a 3d layout: the pipeline ones (cb, fe) to pp > 1, the
- * data-parallel ones to dp > 1; sc_stages counts stages. A key left at its default never fails. */
-static void check_compress(const deck_t *d, const config_t *c) {
-  static const char *const pipe_keys[] = {"compress.cb", "compress.cb_rank", "compress.lep", "compress.epilogue_only",
-                                          "compress.fe", NULL};
-  static const char *const dp_keys[] = {"compress.sc_stages", "compress.dp_rank", "compress.warmup_fraction", NULL};
-  int is3d = strcmp(c->parallel_mode, "3d") == 0;
-  for (int i = 0; i < cfg_nkeys; i++) {
-    char key[80];
-    snprintf(key, sizeof key, "%s.%s", cfg_keys[i].section, cfg_keys[i].key);
-    if (strcmp(cfg_keys[i].section, "compress") == 0 && !is3d && changed(c, key))
-      deck_key_error(d, key, "[compress] applies to 3d runs, but [parallel] mode = %s (hint: remove the [compress] "
-                     "keys, or use mode = 3d: its pipeline (pp > 1) for cb and fe, its data parallelism (dp > 1) "
-                     "for sc_stages)", c->parallel_mode);
-  }
-  for (int i = 0; is3d && pipe_keys[i]; i++)
-    if (c->pp == 1 && changed(c, pipe_keys[i]))
-      deck_key_error(d, pipe_keys[i], "the 3d layout has no pipeline ([parallel] pp = 1): no activation gradient "
-                     "or embedding crosses stages (hint: pp > 1, or remove the key)");
-  for (int i = 0; is3d && dp_keys[i]; i++)
-    if (c->dp == 1 && changed(c, dp_keys[i]))
-      deck_key_error(d, dp_keys[i], "the 3d layout has no data parallelism ([parallel] dp = 1): there is no "
-                     "data-parallel gradient sum to compress (hint: dp > 1, or remove the key)");
-  if (is3d && c->compress_sc_stages > c->pp)
-    deck_key_error(d, "compress.sc_stages", "sc_stages = %d, but the pipeline has %d stage%s ([parallel] pp) "
-                   "(hint: 0 .. %d; stages below sc_stages are compressed)", c->compress_sc_stages, c->pp,
-                   c->pp == 1 ? "" : "s", c->pp);
 }
 
 /* [run] sample_every: samples of a gpt, each after an evaluation, within its context. */
@@ -390,28 +364,17 @@ static void check_sampling(const deck_t *d, const config_t *c) {
     deck_key_error(d, "run.sample_every", "%ld is not a multiple of eval_every (%ld): a sample follows an "
                    "evaluation (hint: sample_every = %ld)", c->sample_every, c->eval_every,
                    (c->sample_every / c->eval_every + 1) * c->eval_every);
-  if (c->sample_tokens >= c->gpt_context)
-    deck_key_error(d, explicit_key(d, "run.sample_tokens", "model.gpt_context"),
+  int context = zoo_opts(c)->gpt.context;
+  if (c->sample_tokens >= context)
+    deck_key_error(d, deck_blamed_key(d, "run.sample_tokens", "model.gpt_context"),
                    "sample_tokens (%ld) must be below gpt_context (%d): a sample starts from one token and fits "
-                   "the context", c->sample_tokens, c->gpt_context);
+                   "the context", c->sample_tokens, context);
 }
 
 /* Checks that involve several keys (each key alone is already in range). */
 static void check_across_keys(const deck_t *d, const config_t *c) {
-  check_compress(d, c);
   check_sampling(d, c);
-  if (c->gpt_width % c->gpt_heads != 0)
-    deck_key_error(d, explicit_key(d, "model.gpt_heads", "model.gpt_width"),
-                   "gpt_heads (%d) must divide gpt_width (%d) (hint: e.g. gpt_width = %d)", c->gpt_heads,
-                   c->gpt_width, (c->gpt_width / c->gpt_heads + 1) * c->gpt_heads);
-  if (c->min_lr > c->lr)
-    deck_key_error(d, explicit_key(d, "train.min_lr", "train.lr"),
-                   "min_lr (%g) is above lr (%g) (hint: the cosine schedule decays from lr down to min_lr)",
-                   c->min_lr, c->lr);
-  if (strcmp(c->parallel_mode, "burst") == 0 && c->plan_file[0] == 0 && c->profile_file[0] == 0)
-    deck_key_error(d, explicit_key(d, "parallel.plan", "parallel.mode"),
-                   "mode = burst needs parallel.plan or parallel.profile (hint: set plan = a plan file written "
-                   "by surge-plan, or profile = a surge-profile file to plan from at start-up; doc/burst.md)");
+  cfg_check_parts(d, c); /* each part's own */
 }
 
 static void validate(deck_t *d, config_t *cfg) {

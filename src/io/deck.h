@@ -63,6 +63,11 @@ const char *deck_where(const deck_t *d, const char *section_key);
  * message as " (hint: ...)". d may be NULL (WHERE is then "deck"). */
 _Noreturn void deck_key_error(const deck_t *d, const char *section_key, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* The key an error about two keys blames: `prefer` where the deck or -D set it, else `other`. */
+const char *deck_blamed_key(const deck_t *d, const char *prefer, const char *other);
+/* Whether section.key holds another value in cfg than its default (for checks of one part's keys
+ * against another's: a key left at its default never fails them). */
+int deck_key_changed(const config_t *cfg, const char *section_key);
 
 void deck_free(deck_t *d);
 

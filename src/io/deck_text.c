@@ -84,7 +84,8 @@ static const char *const syntax_md =
 void deck_write_reference_md(FILE *f) {
   fputs("# Deck reference\n"
         "\n"
-        "<!-- Generated from src/io/config_schema.c by `tests/test_deck --write-doc doc/deck.md`; "
+        "<!-- Generated from the parts' rows (core/keys.h, merged by src/io/config_schema.c) by "
+        "`tests/test_deck --write-doc doc/deck.md`; "
         "do not edit. -->\n"
         "\n"
         "A deck is the text file that configures a run: `surge-train DECK [-D section.key=value ...]`.\n"

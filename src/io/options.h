@@ -1,11 +1,12 @@
-/* The deck's configuration handed to each part as that part's own options: the model zoo's
- * ([model]), the optimizer's with its learning-rate schedule ([train]), the dataset's ([data]
- * and what the model needs of it) and the backend's ([backend]). nn, optim and data know nothing of decks; this is the one place
- * that knows both sides. Keys and their docs stay in the schema (io/config_schema.c). */
+/* Each part's options completed with what the run adds to them: the zoo's sizes with the model's
+ * name, the optimizer's with the run's steps, the dataset's with the seed and what the model needs
+ * of it, and the backend's ([backend]). The parts declare their own keys (core/keys.h: nn/zoo.h,
+ * optim/optim.h, data/dataset.h); this is where the run's values join them. */
 #ifndef SURGE_OPTIONS_H
 #define SURGE_OPTIONS_H
 
 #include "backend/backend.h"
+#include "backend/options.h"
 #include "comm/comm.h"
 #include "data/dataset.h"
 #include "io/config.h"

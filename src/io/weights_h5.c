@@ -155,7 +155,7 @@ void weights_h5_gpt2_dims(const char *path, gpt2_dims_t *d) {
   long vocab = file_vocab(&h);
   *d = (gpt2_dims_t){.L = o.gpt.layers, .C = o.gpt.width, .NH = o.gpt.heads, .maxT = o.gpt.context,
                      .Vp = (int)dims[0]};
-  d->V = vocab ? (int)vocab : strcmp(cfg.data_source, "text") == 0 ? TEXT_VOCAB : d->Vp;
+  d->V = vocab ? (int)vocab : strcmp(data_opts(&cfg)->source, "text") == 0 ? TEXT_VOCAB : d->Vp;
   H5Sclose(space);
   H5Dclose(wte);
   free(model);

@@ -20,16 +20,17 @@
 
 #include "backend/backend.h"
 #include "comm/comm.h"
-#include "compress/options.h"
+#include "core/keys.h"
 #include "core/state.h"
 #include "data/dataset.h"
-#include "io/config.h"
-#include "io/deck.h"
-#include "io/log.h"
 #include "nn/graph.h"
 #include "nn/model.h"
 #include "optim/norm.h"
 #include "sync/gradsync.h"
+
+typedef struct config config_t; /* io/config.h: the deck's values (each layout reads its own part) */
+typedef struct deck deck_t;     /* io/deck.h: where they came from, for messages */
+typedef struct run_log run_log_t; /* io/log.h: the run's metrics log */
 
 /* What a step did on this rank. */
 typedef struct layout_step {
@@ -100,28 +101,22 @@ struct layout {
   void *impl;
 };
 
-#define LAYOUT_MAX_STAGES 16 /* most entries of [parallel] stages */
-
-/* What a layout is built from: the deck's [parallel] section and what the run has set up. */
+/* What a layout is built from: the run's settings every layout takes, and the whole configuration
+ * from which a layout reads its own part (burst/options.h, pipe/options.h, sync/options.h). */
 typedef struct layout_opts {
   char mode[16];            /* dp | burst | 3d */
-  const char *plan_file;    /* burst: a plan file, or "" to plan from profile_file */
-  const char *profile_file; /* burst: a profile ("" none) */
-  double amplification;     /* burst: the planner's per-layer limit */
   const char *model;        /* the zoo name plan files are checked against */
   long global_batch;
+  long steps;               /* the run's optimizer steps */
   uint64_t seed;            /* parameter initialisation */
-  gradsync_opts_t sync;
+  gradsync_opts_t sync;     /* the gradient synchronisation's buckets and overlap */
   int node_shared;          /* dp: through node-shared memory where possible (sync/node_sum.h) */
+  const config_t *cfg;      /* the layouts' own options: cfg_part (core/keys.h) */
   const deck_t *deck;       /* blamed by input errors (deck_where); may be NULL */
-  struct {                  /* 3d: the grid and the pipeline (pipe/layout.h) */
-    int tp, pp, dp, micro_batches;
-    char schedule[8];       /* 1f1b | gpipe */
-    int stages[LAYOUT_MAX_STAGES], nstages; /* blocks per stage; one 0: balanced by FLOPs */
-    long timeline_every;    /* log the timeline every N steps (0: never) */
-  } grid;
-  compress_opts_t compress; /* 3d: Optimus-CC's compression ([compress]) */
 } layout_opts_t;
+
+/* The [parallel] mode key: the layouts of the table (a field of config_t). */
+extern const cfg_part_t layout_options;
 
 /* The options of cfg (deck: where its values came from, or NULL). */
 layout_opts_t layout_opts_of(const config_t *cfg, const deck_t *deck);

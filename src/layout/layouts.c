@@ -4,10 +4,13 @@
 #include <string.h>
 
 #include "burst/layout.h"
-#include "pipe/layout.h"
 #include "core/error.h"
 #include "core/names.h"
+#include "io/config.h"
+#include "io/deck.h"
 #include "layout/layout.h"
+#include "pipe/layout.h"
+#include "sync/options.h"
 
 typedef struct layout_entry {
   const char *name;
@@ -20,6 +23,15 @@ static const layout_entry_t layouts[] = {
     {"3d", pipe_layout_build},
 };
 enum { NLAYOUTS = sizeof layouts / sizeof layouts[0] };
+
+#define CFG_OPTS config_t
+static const cfg_key_t mode_row[] = {
+    CFG_ENUM_KEY("parallel", "mode", parallel_mode, "dp", CFG_VALUES("dp", "burst", "3d"),
+                 "dp: data parallelism, every layer on all ranks, gradients summed by allreduce; burst: every "
+                 "layer on the ranks of the plan file (doc/burst.md); 3d: tensor x pipeline x data parallelism of "
+                 "the gpt (doc/3d.md)"),
+};
+const cfg_part_t layout_options = {.name = "layout", .keys = mode_row, .nkeys = 1};
 
 const char *layout_names(void) {
   static char names[128];
@@ -34,32 +46,18 @@ const char *layout_where(const layout_opts_t *o, const char *section_key) {
 }
 
 layout_opts_t layout_opts_of(const config_t *cfg, const deck_t *deck) {
+  const sync_opts_t *so = sync_opts(cfg);
   layout_opts_t o = {
-      .plan_file = cfg->plan_file,
-      .profile_file = cfg->profile_file,
-      .amplification = cfg->amplification,
       .model = cfg->zoo,
       .global_batch = cfg->global_batch,
+      .steps = cfg->steps,
       .seed = cfg->seed,
+      .cfg = cfg,
       .deck = deck,
-      .node_shared = cfg->node_shared,
-      .sync = {.bucket_bytes = (size_t)(cfg->bucket_mb * 1048576.0), .overlap = cfg->overlap, .reducer = "exact"},
+      .node_shared = so->node_shared,
+      .sync = {.bucket_bytes = sync_bucket_bytes(so), .overlap = so->overlap, .reducer = "exact"},
   };
   snprintf(o.mode, sizeof o.mode, "%s", cfg->parallel_mode);
-  o.grid.tp = cfg->tp;
-  o.grid.pp = cfg->pp;
-  o.grid.dp = cfg->dp;
-  o.grid.micro_batches = cfg->micro_batches;
-  snprintf(o.grid.schedule, sizeof o.grid.schedule, "%s", cfg->pipe_schedule);
-  o.grid.nstages = cfg->pipe_nstages < LAYOUT_MAX_STAGES ? cfg->pipe_nstages : LAYOUT_MAX_STAGES;
-  for (int i = 0; i < o.grid.nstages; i++) o.grid.stages[i] = cfg->pipe_stages[i];
-  o.grid.timeline_every = cfg->timeline_every;
-  o.compress = (compress_opts_t){.cb = cfg->compress_cb, .cb_rank = cfg->compress_cb_rank, .lep = cfg->compress_lep,
-                                 .epilogue_only = cfg->compress_epilogue_only, .fe = cfg->compress_fe,
-                                 .sc_stages = cfg->compress_sc_stages, .dp_rank = cfg->compress_dp_rank,
-                                 .warmup_fraction = cfg->compress_warmup_fraction,
-                                 .min_rate = cfg->compress_min_rate, .steps = cfg->steps};
-  if (o.sync.bucket_bytes < sizeof(float)) o.sync.bucket_bytes = sizeof(float);
   return o;
 }
 

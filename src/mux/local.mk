@@ -11,7 +11,9 @@ libsurge_a_SOURCES += \
 	src/mux/launch.c \
 	src/mux/mux_log.h \
 	src/mux/mux_log.c \
-	src/mux/report_mux.c
+	src/mux/report_mux.c \
+	src/mux/options.h \
+	src/mux/options.c
 check_PROGRAMS += tests/test_mux
 tests_test_mux_SOURCES = tests/test_mux.c tests/child.c
 tests_test_mux_LDADD = $(SURGE_LIBS)

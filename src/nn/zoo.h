@@ -12,11 +12,13 @@
 
 #include <stddef.h>
 
+#include "core/keys.h"
 #include "nn/graph.h"
 
 #define ZOO_MAX_LIST 16 /* most entries of a width list */
 
-/* What to build: a model of the zoo and its sizes (the deck's [model] section, io/options.h). */
+/* What to build: a model of the zoo and its sizes (the deck's [model] section: the sizes are this
+ * part's rows, nn/zoo_options.c; the name is the run's [model] zoo). */
 typedef struct zoo_opts {
   char model[32]; /* mlp | vgg-mini | resnet-mini | gpt */
   struct {
@@ -40,6 +42,14 @@ typedef struct zoo_opts {
                                * (llm.c: 128); the padding is kept out of loss and gradients */
   } gpt;
 } zoo_opts_t;
+
+/* The [model] rows of the sizes, and their check (heads divide the width). */
+extern const cfg_part_t zoo_options;
+
+/* A parsed configuration's sizes (its model name is the run's [model] zoo). */
+static inline const zoo_opts_t *zoo_opts(const struct config *cfg) {
+  return (const zoo_opts_t *)cfg_part(cfg, &zoo_options);
+}
 
 /* Build o.model for inputs of shape `in` with `classes` outputs (per target). Returns 0, or -1
  * with a one-line reason in err (unknown model name, layer shapes that do not fit). */

@@ -1,6 +1,6 @@
 libsurge_a_SOURCES += \
   src/optim/optim.c src/optim/optim.h src/optim/norm.c src/optim/norm.h \
-  src/optim/schedule.c src/optim/clip.c
+  src/optim/schedule.c src/optim/clip.c src/optim/options.c
 
 # PyTorch reference vectors (float64 truth) read by tests/refdata.c; several areas' tests use them.
 EXTRA_DIST += \

@@ -10,6 +10,7 @@
 #include <stddef.h>
 
 #include "backend/backend.h"
+#include "core/keys.h"
 
 typedef enum { OPTIM_SGD, OPTIM_ADAMW } optim_kind_t;
 
@@ -22,13 +23,23 @@ typedef struct lr_schedule {
   long steps;         /* cosine: steps of the whole run (the decay ends at the last) */
 } lr_schedule_t;
 
-/* What to optimise with (the deck's [train] section, io/options.h). */
+/* What to optimise with: the deck's [train] keys of the update rule (this part's rows,
+ * optim/options.c); schedule.steps is the run's [run] steps, set by the trainer. */
 typedef struct optim_opts {
   char name[16];                               /* sgd | adamw */
   double momentum, weight_decay, beta1, beta2, eps;
   int nesterov;
   lr_schedule_t schedule;
+  double clip_norm;                            /* clip the global gradient norm to this (0: no clipping) */
 } optim_opts_t;
+
+/* The [train] rows of the update rule, and their check (min_lr <= lr). */
+extern const cfg_part_t optim_options;
+
+/* A parsed configuration's values (schedule.steps left 0). */
+static inline const optim_opts_t *optim_opts(const struct config *cfg) {
+  return (const optim_opts_t *)cfg_part(cfg, &optim_options);
+}
 
 typedef struct optim {
   optim_kind_t kind;

@@ -4,7 +4,9 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "compress/options.h"
 #include "pipe/exec.h"
+#include "pipe/options.h"
 #include "nn/zoo.h"
 #include "pipe/p2p_cb.h"
 #include "pipe/partition.h"
@@ -24,6 +26,9 @@ typedef struct pipe_layout {
 
 static pipe_layout_t *impl(const layout_t *l) { return l->impl; }
 
+/* The deck's grid and pipeline (pipe/options.h). */
+static const pipe_opts_t *grid_of(const layout_opts_t *o) { return pipe_opts(o->cfg); }
+
 enum { LAYOUT_MAX_BOUNDARIES = 64 }; /* per-boundary numbers on the stack up to this many stages */
 
 /* ---- options against the job and the model */
@@ -37,7 +42,7 @@ static const char *blame(const layout_opts_t *o, const char *const *keys) {
 }
 
 static void check_grid(const layout_opts_t *o, const graph_t *g, const gpt_dims_t *d, int ranks) {
-  int tp = o->grid.tp, pp = o->grid.pp, dp = o->grid.dp, M = o->grid.micro_batches;
+  int tp = grid_of(o)->tp, pp = grid_of(o)->pp, dp = grid_of(o)->dp, M = grid_of(o)->micro_batches;
   const char *grid_keys[] = {"parallel.tp", "parallel.pp", "parallel.dp", "parallel.mode", NULL};
   if ((long)tp * pp * dp != ranks)
     surge_input_error("%s: [parallel] tp = %d, pp = %d, dp = %d: tp * pp * dp = %ld, but the job has %d rank%s "
@@ -63,18 +68,17 @@ static void check_grid(const layout_opts_t *o, const graph_t *g, const gpt_dims_
                       "samples of [train] global_batch over dp = %d: a micro-batch would have no samples (hint: "
                       "global_batch >= dp * micro_batches, here %ld)",
                       blame(o, mb_keys), M, share, o->global_batch, dp, (long)dp * M);
-  if (pipe_sched_of(o->grid.schedule) < 0)
+  if (pipe_sched_of(grid_of(o)->schedule) < 0)
     surge_input_error("%s: [parallel] schedule = %s: not a schedule (accepted: 1f1b, gpipe)",
-                      layout_where(o, "parallel.schedule"), o->grid.schedule);
+                      layout_where(o, "parallel.schedule"), grid_of(o)->schedule);
   (void)g;
 }
 
 /* [compress] against the shapes (the deck checked it against the grid): a rank no larger than the
  * matrices it approximates. The same on every rank (from the dimensions alone). */
-static void check_compress(const layout_opts_t *o, const gpt_dims_t *d) {
-  const compress_opts_t *c = &o->compress;
-  int tp = o->grid.tp, C = d->width;
-  long samples = o->global_batch / o->grid.dp / o->grid.micro_batches; /* the smallest micro-batch */
+static void check_compress(const layout_opts_t *o, const compress_opts_t *c, const gpt_dims_t *d) {
+  int tp = grid_of(o)->tp, C = d->width;
+  long samples = o->global_batch / grid_of(o)->dp / grid_of(o)->micro_batches; /* the smallest micro-batch */
   long tokens = samples * d->T, cb_max = tokens < C ? tokens : C;
   if (c->cb && c->cb_rank > cb_max)
     surge_input_error("%s: [compress] cb_rank = %d, but an activation gradient is a (tokens x width) matrix of "
@@ -97,7 +101,7 @@ static void check_compress(const layout_opts_t *o, const gpt_dims_t *d) {
 
 /* Blocks per stage: [parallel] stages, or balanced by training FLOPs. */
 static void make_stages(pipe_layout_t *pl, const layout_opts_t *o, const graph_t *g, const gpt_dims_t *d) {
-  int pp = o->grid.pp, L = d->layers;
+  int pp = grid_of(o)->pp, L = d->layers;
   pl->first_block = xcalloc((size_t)pp, sizeof(int));
   pl->blocks = xcalloc((size_t)pp, sizeof(int));
   pl->mflop = xcalloc((size_t)pp, sizeof(double));
@@ -105,18 +109,18 @@ static void make_stages(pipe_layout_t *pl, const layout_opts_t *o, const graph_t
   for (int b = 0; b < L; b++)
     for (int k = 0; k < ZOO_GPT_BLOCK_NODES; k++) cost[b] += graph_node_train_flops(g, gpt_block_node(b) + k);
   double head = graph_node_train_flops(g, 1), tail = graph_node_train_flops(g, g->n - 2) + graph_node_train_flops(g, g->n - 1);
-  int automatic = o->grid.nstages == 1 && o->grid.stages[0] == 0;
+  int automatic = grid_of(o)->nstages == 1 && grid_of(o)->stages[0] == 0;
   if (automatic) {
     pipe_partition(cost, L, head, tail, pp, pl->blocks);
   } else {
-    int sum = 0, bad = o->grid.nstages != pp;
-    for (int s = 0; s < o->grid.nstages; s++) sum += o->grid.stages[s], bad |= o->grid.stages[s] < 1;
+    int sum = 0, bad = grid_of(o)->nstages != pp;
+    for (int s = 0; s < grid_of(o)->nstages; s++) sum += grid_of(o)->stages[s], bad |= grid_of(o)->stages[s] < 1;
     if (bad || sum != L)
       surge_input_error("%s: [parallel] stages: %d entr%s summing to %d; the pipeline needs pp = %d entries, each at "
                         "least 1, summing to the %d blocks of [model] gpt_layers (hint: stages = 0 balances them by FLOPs)",
-                        layout_where(o, "parallel.stages"), o->grid.nstages, o->grid.nstages == 1 ? "y" : "ies", sum,
+                        layout_where(o, "parallel.stages"), grid_of(o)->nstages, grid_of(o)->nstages == 1 ? "y" : "ies", sum,
                         pp, L);
-    memcpy(pl->blocks, o->grid.stages, (size_t)pp * sizeof(int));
+    memcpy(pl->blocks, grid_of(o)->stages, (size_t)pp * sizeof(int));
   }
   for (int s = 0, b = 0; s < pp; s++) {
     pl->first_block[s] = b;
@@ -307,14 +311,16 @@ layout_t *pipe_layout_build(const layout_opts_t *o, const graph_t *g, const back
                       "the gpt's transformer blocks, heads and vocabulary; other models run with mode = dp or burst)",
                       layout_where(o, "parallel.mode"), o->model);
   check_grid(o, g, &d, world->size);
-  check_compress(o, &d);
+  compress_opts_t co = *compress_opts(o->cfg);
+  co.steps = o->steps;
+  check_compress(o, &co, &d);
   pipe_layout_t *pl = xcalloc(1, sizeof *pl);
   make_stages(pl, o, g, &d);
-  pipe_grid_t G = pipe_grid_of(o->grid.tp, o->grid.pp, o->grid.dp, world->rank);
-  pipe_exec_init(&pl->ex, g, &d, &G, pl->first_block[G.p], pl->blocks[G.p], o->grid.micro_batches,
-                 (pipe_sched_t)pipe_sched_of(o->grid.schedule), (int)o->global_batch, be, world, &o->sync,
-                 &o->compress, o->seed);
-  if (world->rank == 0 && compress_any(&o->compress)) {
+  pipe_grid_t G = pipe_grid_of(grid_of(o)->tp, grid_of(o)->pp, grid_of(o)->dp, world->rank);
+  pipe_exec_init(&pl->ex, g, &d, &G, pl->first_block[G.p], pl->blocks[G.p], grid_of(o)->micro_batches,
+                 (pipe_sched_t)pipe_sched_of(grid_of(o)->schedule), (int)o->global_batch, be, world, &o->sync,
+                 &co, o->seed);
+  if (world->rank == 0 && compress_any(&co)) {
     char text[1024];
     pipe_compress_summary(&pl->ex, text, sizeof text);
     printf("%s\n", text);
@@ -322,7 +328,7 @@ layout_t *pipe_layout_build(const layout_opts_t *o, const graph_t *g, const back
   }
   make_pieces(pl, g);
   init_params(pl, g, o->seed);
-  pl->timeline_every = o->grid.timeline_every;
+  pl->timeline_every = grid_of(o)->timeline_every;
   pl->base = (layout_t){.ops = &pipe_layout_ops, .m = &pl->ex.m, .local = &pl->local, .sync = &pl->ex.sync,
                         .window = pl->ex.m.B_cap, .impl = pl};
   pl->base.norm = plan_norm(pl);

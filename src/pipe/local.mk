@@ -2,7 +2,8 @@
 libsurge_a_SOURCES += src/pipe/schedule.h src/pipe/schedule.c src/pipe/partition.h src/pipe/partition.c \
   src/pipe/gpt_part.h src/pipe/gpt_part.c src/pipe/tp.h src/pipe/tp.c src/pipe/timeline.h src/pipe/timeline.c \
   src/pipe/p2p.h src/pipe/p2p.c src/pipe/p2p_cb.h src/pipe/p2p_cb.c src/pipe/exec.h src/pipe/exec.c src/pipe/exec_compress.c src/pipe/layout.h src/pipe/layout.c \
-  src/pipe/pipe_log.h src/pipe/pipe_log.c src/pipe/report_pipeline.c src/pipe/report_compress.c
+  src/pipe/pipe_log.h src/pipe/pipe_log.c src/pipe/report_pipeline.c src/pipe/report_compress.c \
+  src/pipe/options.c src/pipe/options.h
 # The schedule generator for every (PP, M) up to 8 x 16 and the stage partition.
 check_PROGRAMS += tests/test_pipe_schedule
 tests_test_pipe_schedule_SOURCES = tests/test_pipe_schedule.c

@@ -2,7 +2,8 @@
 libsurge_a_SOURCES += \
   src/sync/gradsync.c src/sync/gradsync.h \
   src/sync/reducer.h src/sync/reducer_exact.c src/sync/reducer_powersgd.c \
-  src/sync/node_sum.c src/sync/node_sum.h
+  src/sync/node_sum.c src/sync/node_sum.h \
+  src/sync/options.c src/sync/options.h
 check_PROGRAMS += tests/test_overlap
 tests_test_overlap_SOURCES = tests/test_overlap.c
 tests_test_overlap_LDADD = $(SURGE_LIBS)

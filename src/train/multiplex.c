@@ -9,18 +9,19 @@
 #include "core/timer.h"
 #include "mux/launch.h"
 #include "mux/mux_log.h"
+#include "mux/options.h"
 #include "report/report.h"
 
 /* The channel both partners use: the deck's, the MPMD launch's, or slurm-JOBID inside Slurm. */
-static void choose_channel(run_mux_t *x, const config_t *cfg, const deck_t *deck) {
+static void choose_channel(run_mux_t *x, const multiplex_opts_t *mo, const deck_t *deck) {
   const char *slurm = getenv("SLURM_JOB_ID");
-  if (cfg->mux_channel[0]) {
-    if (!mux_channel_name_ok(cfg->mux_channel))
+  if (mo->channel[0]) {
+    if (!mux_channel_name_ok(mo->channel))
       surge_input_error("%s: [multiplex] channel = '%s': expected 1..%d characters of A-Z a-z 0-9 . _ - (not "
-                        "starting with '.')", deck_where(deck, "multiplex.channel"), cfg->mux_channel, MUX_CHANNEL_MAX);
-    snprintf(x->channel, sizeof x->channel, "%.*s", MUX_CHANNEL_MAX, cfg->mux_channel);
-  } else if (cfg->mux_auto_channel[0]) {
-    snprintf(x->channel, sizeof x->channel, "%.*s", MUX_CHANNEL_MAX, cfg->mux_auto_channel);
+                        "starting with '.')", deck_where(deck, "multiplex.channel"), mo->channel, MUX_CHANNEL_MAX);
+    snprintf(x->channel, sizeof x->channel, "%.*s", MUX_CHANNEL_MAX, mo->channel);
+  } else if (mo->auto_channel[0]) {
+    snprintf(x->channel, sizeof x->channel, "%.*s", MUX_CHANNEL_MAX, mo->auto_channel);
   } else if (slurm && slurm[0] && strspn(slurm, "0123456789") == strlen(slurm) && strlen(slurm) < 32) {
     snprintf(x->channel, sizeof x->channel, "slurm-%s", slurm);
   } else {
@@ -32,17 +33,17 @@ static void choose_channel(run_mux_t *x, const config_t *cfg, const deck_t *deck
 
 /* Foreground: the samples/s of a foreground-only run's log after its warm-up steps, read on rank 0
  * (a file that is not a Surge log is an input error naming it). */
-static double read_baseline(const config_t *cfg, const deck_t *deck, comm_t *world) {
+static double read_baseline(const multiplex_opts_t *mo, const deck_t *deck, comm_t *world) {
   double sps = 0;
-  if (!cfg->mux_baseline[0]) return 0;
+  if (!mo->baseline[0]) return 0;
   if (world->rank == 0) {
-    log_data_t *solo = log_read(cfg->mux_baseline);
+    log_data_t *solo = log_read(mo->baseline);
     sps = report_throughput(solo, MUX_WARMUP_STEPS);
     log_data_free(solo);
     if (!(sps > 0))
       surge_input_error("%s: [multiplex] baseline = %s: the log has no timed step (hint: the metrics log of a "
                         "foreground-only run of the same deck, e.g. runs/NAME/log.h5)",
-                        deck_where(deck, "multiplex.baseline"), cfg->mux_baseline);
+                        deck_where(deck, "multiplex.baseline"), mo->baseline);
   }
   comm_bcast(world, &sps, sizeof sps, 0, TRAFFIC_OTHER);
   return sps;
@@ -59,35 +60,35 @@ static double slowdown_so_far(const run_mux_t *x) {
 
 void run_mux_begin(run_mux_t *x, trainer_t *t, const deck_t *deck) {
   memset(x, 0, sizeof *x);
-  const config_t *cfg = &t->cfg;
-  x->role = (mux_role_t)cfg->mux_role;
+  const multiplex_opts_t *mo = multiplex_opts(&t->cfg);
+  x->role = (mux_role_t)mo->role;
   x->priority = x->device_priority = "none";
   x->partner_slowdown = NAN;
   if (x->role == MUX_ROLE_NONE) return;
-  if (x->role == MUX_ROLE_FOREGROUND) x->baseline_sps = read_baseline(cfg, deck, t->world);
-  choose_channel(x, cfg, deck);
+  if (x->role == MUX_ROLE_FOREGROUND) x->baseline_sps = read_baseline(mo, deck, t->world);
+  choose_channel(x, mo, deck);
   comm_t node;
   comm_split_node(t->world, &node);
   int device = !t->be->host_memory; /* a GPU: the slowdown feedback's home ([multiplex] slowdown_feedback) */
-  int feedback = strcmp(cfg->mux_slowdown_feedback, "always") == 0 ||
-                 (device && strcmp(cfg->mux_slowdown_feedback, "device") == 0);
-  mux_options_t o = {.index = node.rank + (int)cfg->mux_partner_offset,
-                     .min_wait_us = cfg->mux_min_wait_us,
-                     .partner_wait_s = cfg->mux_partner_wait_s,
-                     .follow_affinity = cfg->mux_follow_affinity,
-                     .slowdown_limit = feedback ? cfg->mux_slowdown_limit : 0};
+  int feedback = strcmp(mo->slowdown_feedback, "always") == 0 ||
+                 (device && strcmp(mo->slowdown_feedback, "device") == 0);
+  mux_options_t o = {.index = node.rank + (int)mo->partner_offset,
+                     .min_wait_us = mo->min_wait_us,
+                     .partner_wait_s = mo->partner_wait_s,
+                     .follow_affinity = mo->follow_affinity,
+                     .slowdown_limit = feedback ? mo->slowdown_limit : 0};
   if (device) mux_set_device_sync(t->be->synchronize);
   comm_free(&node);
   snprintf(o.channel, sizeof o.channel, "%s", x->channel);
   if (x->role == MUX_ROLE_BACKGROUND) {
-    x->priority = mux_lower_priority(cfg->mux_priority);
+    x->priority = mux_lower_priority(mo->priority);
     x->device_priority = t->be->set_priority(1);
   } else {
-    t->world->poll_us = cfg->mux_poll_us;
+    t->world->poll_us = mo->poll_us;
   }
   mux_attach(x->role, &o);
   mux_launch_rendezvous();
-  if (cfg->mux_auto_channel[0]) mux_forget_name(); /* MPMD: every job is attached now */
+  if (mo->auto_channel[0]) mux_forget_name(); /* MPMD: every job is attached now */
   if (t->world->rank == 0)
     printf("multiplex: %s on channel %s (%d rank%s; CPU priority %s; device: %s)\n", mux_role_name(x->role),
            x->channel, t->world->size, t->world->size == 1 ? "" : "s", x->priority, x->device_priority);
@@ -176,7 +177,7 @@ run_mux_verdict_t run_mux_after_step(run_mux_t *x, trainer_t *t) {
   double ended = mux_partner_ended();
   comm_allreduce_max_double(t->world, &ended, 1, TRAFFIC_OTHER);
   if (ended == 0) return RUN_MUX_GO_ON;
-  if (strcmp(t->cfg.mux_on_fg_end, "continue") != 0) return RUN_MUX_STOP;
+  if (strcmp(multiplex_opts(&t->cfg)->on_fg_end, "continue") != 0) return RUN_MUX_STOP;
   x->alone = 1;
   return RUN_MUX_ALONE_NOW;
 }
@@ -213,7 +214,7 @@ void run_mux_info(const run_mux_t *x, const config_t *cfg, log_mux_info_t *info)
   info->role = mux_role_name(x->role);
   info->channel = x->channel;
   info->priority = x->priority;
-  info->on_foreground_end = cfg->mux_on_fg_end;
+  info->on_foreground_end = multiplex_opts(cfg)->on_fg_end;
   int fg = x->role == MUX_ROLE_FOREGROUND;
   info->fg_samples_per_sec = x->fg_sec > 0 ? x->fg_samples / x->fg_sec : NAN;
   info->bg_samples_per_sec = x->span_sec > 0 ? x->bg_samples / x->span_sec : NAN;
@@ -241,7 +242,7 @@ void run_mux_end(run_mux_t *x, trainer_t *t) {
            rate_text(info.total_samples_per_sec, total, sizeof total));
     if (x->role == MUX_ROLE_FOREGROUND && x->baseline_sps > 0)
       printf("foreground slowdown %.3f against the foreground-only run %s (%.1f samples/s)\n", info.fg_slowdown,
-             t->cfg.mux_baseline, x->baseline_sps);
+             multiplex_opts(&t->cfg)->baseline, x->baseline_sps);
     else if (x->role == MUX_ROLE_FOREGROUND && isfinite(info.fg_slowdown))
       printf("foreground slowdown %.3f (mean step with a background partner / without: %ld and %ld steps)\n",
              info.fg_slowdown, x->with_n, x->without_n);

@@ -5,11 +5,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/options.h"
 #include "core/error.h"
 #include "io/checkpoint.h"
 #include "io/log.h"
 #include "io/strbuf.h"
 #include "train/claim.h"
+#include "mux/options.h"
 #include "train/multiplex.h"
 #include "train/progress.h"
 #include "train/sample.h"
@@ -41,7 +43,7 @@ static void report_setup(const trainer_t *t) {
          dataset_name(t->ds), (unsigned long long)dataset_size(t->ds, SPLIT_TRAIN),
          (unsigned long long)dataset_size(t->ds, SPLIT_TEST), dataset_is_tokens(t->ds) ? "validation" : "test",
          t->cfg.global_batch, t->world->size, t->world->size == 1 ? "" : "s", t->cfg.parallel_mode, t->be->name,
-         t->cfg.threads, t->cfg.threads == 1 ? "" : "s");
+         backend_deck(&t->cfg)->threads, backend_deck(&t->cfg)->threads == 1 ? "" : "s");
   if (t->layout->note) printf("%s\n", t->layout->note);
   fflush(stdout);
 }
@@ -115,7 +117,8 @@ train_outcome_t train_run(const config_t *cfg, const deck_t *deck, const char *r
   char *deck_text = deck_resolved_text(cfg);
   progress_t p;
   progress_init(&p, cfg->steps, cfg->global_batch, cfg->print_every);
-  if (cfg->job_label[0]) progress_share_output(&p, cfg->job_label);
+  const multiplex_opts_t *mo = multiplex_opts(cfg);
+  if (mo->job_label[0]) progress_share_output(&p, mo->job_label);
   long resumed_at = -1;
   if (cfg->resume) {
     char line[sizeof claim.resume_from + 160];
@@ -138,7 +141,7 @@ train_outcome_t train_run(const config_t *cfg, const deck_t *deck, const char *r
   if (claim.continue_log) resumed_at = t.step;
   log_run_info_t log_info = {.layout = cfg->parallel_mode, .model = cfg->zoo, .global_batch = cfg->global_batch,
                              .flush_every = cfg->log_flush_every,
-                             .phases = cfg->mux_role ? ~0u : log_phases_plain()};
+                             .phases = mo->role ? ~0u : log_phases_plain()};
   run_log_t *log = run_log_open(cfg->log_file, &log_info, deck_text, &t.g.params, world, resumed_at);
   run_log_identify(log, t.run_id);
   if (t.layout->ops->log) t.layout->ops->log(t.layout, log);

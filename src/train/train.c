@@ -11,15 +11,19 @@
 #include "core/rss.h"
 #include "core/timer.h"
 #include "io/options.h"
+#include "mux/mux.h"
+#include "mux/options.h"
 #include "nn/zoo.h"
+#include "sync/options.h"
 
 void trainer_init(trainer_t *t, const config_t *cfg, const deck_t *deck, comm_t *world) {
   memset(t, 0, sizeof *t);
   t->cfg = *cfg;
   t->world = world;
   backend_options_t bo = backend_opts_of(cfg, comm_local_rank(world));
-  t->be = backend_open(cfg->backend, &bo, backend_opts_where(cfg, deck), world->mpi);
-  t->be->set_threads(cfg->threads);
+  bo.low_priority = multiplex_opts(cfg)->role == MUX_ROLE_BACKGROUND; /* its streams yield to the foreground's */
+  t->be = backend_open(backend_deck(cfg)->name, &bo, backend_opts_where(cfg, deck), world->mpi);
+  t->be->set_threads(backend_deck(cfg)->threads);
   if (!t->be->host_memory) { /* the layouts' groups, split from world, inherit its device side */
     const backend_context_t *bc = t->be->context();
     const char *how = comm_use_device(world, device_comm_of(cfg), bc->stream);
@@ -28,8 +32,7 @@ void trainer_init(trainer_t *t, const config_t *cfg, const deck_t *deck, comm_t 
              bc->device, bc->index, bc->precision, how);
   }
   if (cfg->global_batch > INT32_MAX) surge_input_error("[train] global_batch %ld is too large", cfg->global_batch);
-  world->bucket_bytes = (size_t)(cfg->bucket_mb * 1048576.0);
-  if (world->bucket_bytes < sizeof(float)) world->bucket_bytes = sizeof(float);
+  world->bucket_bytes = sync_bucket_bytes(sync_opts(cfg));
 
   t->ds = dataset_open(data_opts_of(cfg));
   t->rss_before_model = rss_now_bytes();
@@ -107,7 +110,8 @@ train_stats_t trainer_step(trainer_t *t, int stop_request) {
   /* this rank's part of the squared gradient norm (optim/norm.h): without clipping from the update's
    * own pass, before the metrics; with clipping apart, before the update, and summed first where
    * the layout sums it */
-  int clip = t->cfg.clip_norm > 0, at_updated = !clip && np->sum == NORM_SUM_LAYOUT;
+  double clip_norm = optim_opts(&t->cfg)->clip_norm;
+  int clip = clip_norm > 0, at_updated = !clip && np->sum == NORM_SUM_LAYOUT;
   double part = clip ? norm_part(t->be, l->m->grads, l->update_lo, l->update_hi, np)
                      : update_part(t, (float)s.lr, 1, &update_s);
   if (clip && np->sum == NORM_SUM_LAYOUT) {
@@ -132,7 +136,7 @@ train_stats_t trainer_step(trainer_t *t, int stop_request) {
    * the checkpoint is not; one the layout sums at `updated` is checked there */
   if (!at_updated) check_finite(t, &s);
   if (clip) {
-    clip_to_norm(t->be, l->m->grads + l->update_lo, l->update_hi - l->update_lo, s.grad_norm, t->cfg.clip_norm);
+    clip_to_norm(t->be, l->m->grads + l->update_lo, l->update_hi - l->update_lo, s.grad_norm, clip_norm);
     update_part(t, (float)s.lr, 0, &update_s);
   }
   double t3 = surge_now();

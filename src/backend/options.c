@@ -1,0 +1,37 @@
+/* The deck's [backend] section: where the arithmetic runs (backend/backend.h; doc/gpu.md). */
+#include "backend/options.h"
+
+#define CFG_OPTS backend_deck_t
+// clang-format off: the table reads best one key per row
+static const cfg_key_t rows[] = {
+    CFG_ENUM_KEY("backend", "name", name, "cpu", CFG_VALUES("cpu", "ref", "cuda"),
+                 "cpu: OpenBLAS; ref: naive reference (tests only); cuda: an NVIDIA GPU per rank (cuBLAS, kernels, "
+                 "NCCL; doc/gpu.md)"),
+    CFG_INT_KEY("backend", "threads", threads, "1", 1, 1024, "BLAS threads per rank"),
+    CFG_INT_KEY("backend", "device", device, "-1", -1, 1023,
+                "cuda: the GPU of this rank; -1: its index among its job's ranks on the node, modulo the GPUs there"),
+    CFG_ENUM_KEY("backend", "precision", precision, "fp32", CFG_VALUES("fp32", "bf16"),
+                 "matrix products in float32, or bf16 (operands rounded to bfloat16, float32 sums; parameters, "
+                 "gradients, optimizer state and activations stay float32, gradients are reduced in float32; cuda "
+                 "only)"),
+    CFG_BOOL_KEY("backend", "tf32", tf32, "false",
+                 "cuda: float32 products may use TF32 tensor cores (false: true float32, as the equivalence tests "
+                 "need)"),
+    CFG_BOOL_KEY("backend", "flush_denormals", flush_denormals, "true",
+                 "cpu: float values below 1.2e-38 count as zero (the CPU's flush-to-zero and denormals-are-zero "
+                 "modes, on the rank's own thread): the optimizer's moments of idle units decay into that range, "
+                 "where every operation takes a slow path; false: gradual underflow, as IEEE and the ref backend"),
+    CFG_ENUM_KEY("backend", "simd", simd, "auto", CFG_VALUES("auto", "avx512", "avx2", "none"),
+                 "cpu: the vector width of the hand-written kernels (direct convolutions, the 2x2 max-pool, the "
+                 "unpacked linear forward); auto: the widest this CPU executes; avx512 (16 floats) or avx2 (8, with FMA) "
+                 "force one, an error where the CPU lacks it; none: convolutions lowered to OpenBLAS GEMMs, the general "
+                 "loops elsewhere"),
+    CFG_ENUM_KEY("backend", "device_comm", device_comm, "auto", CFG_VALUES("auto", "nccl", "staged"),
+                 "cuda: how GPU buffers travel between ranks; nccl: NCCL collectives and grouped send/receive; "
+                 "staged: copied through host memory and sent with MPI; auto: NCCL unless ranks of a group share a "
+                 "GPU (which NCCL refuses)"),
+};
+// clang-format on
+
+const cfg_part_t backend_deck_options = {
+    .name = "backend", .keys = rows, .nkeys = CFG_NROWS(rows), .size = sizeof(backend_deck_t)};

@@ -1,0 +1,45 @@
+/* The deck's [multiplex] section: foreground/background co-scheduling (doc/multiplexing.md). */
+#include "mux/options.h"
+
+#define CFG_OPTS multiplex_opts_t
+// clang-format off: the table reads best one key per row
+static const cfg_key_t rows[] = {
+    CFG_STRING_KEY("multiplex", "channel", channel, "", 0,
+                   "name both partners use (1..64 of A-Z a-z 0-9 . _ -); empty: chosen automatically in one "
+                   "MPMD mpiexec, slurm-JOBID inside a Slurm job; separate jobs elsewhere must set it"),
+    CFG_ENUM_KEY("multiplex", "on_foreground_end", on_fg_end, "stop", CFG_VALUES("stop", "continue"),
+                 "background: when its foreground ends, stop after the step with a checkpoint, or continue at "
+                 "full speed"),
+    CFG_FLOAT_KEY("multiplex", "min_wait_us", min_wait_us, "500", 0, CFG_CLOSED, 1e9, CFG_CLOSED,
+                  "background: run while the foreground waits on a receive expected to last at least this many "
+                  "microseconds (always while it is inactive, never during its allreduce)"),
+    CFG_FLOAT_KEY("multiplex", "poll_us", poll_us, "1000", 0, CFG_CLOSED, 1e6, CFG_CLOSED,
+                  "foreground: a wait polls without sleeping for its first 100 microseconds (or poll_us if "
+                  "shorter), then sleeps between polls, twice as long each time up to poll_us, leaving the core "
+                  "to the background (0: wait spinning inside MPI)"),
+    CFG_FLOAT_KEY("multiplex", "partner_wait_s", partner_wait_s, "120", 0, CFG_OPEN, 1e6, CFG_CLOSED,
+                  "background: give up (exit 1) when no foreground attached within this many seconds"),
+    CFG_ENUM_KEY("multiplex", "priority", priority, "idle", CFG_VALUES("idle", "nice", "none"),
+                 "background: CPU priority; idle: SCHED_IDLE (nice 19 where refused), nice: nice 19, none: as "
+                 "started"),
+    CFG_INT_KEY("multiplex", "partner_offset", partner_offset, "0", 0, 4095,
+                "pair local rank i of this job on a node with rank i + offset of the partner job there (e.g. one "
+                "1-rank background job per foreground rank: offsets 0, 1, ...)"),
+    CFG_STRING_KEY("multiplex", "baseline", baseline, "", 0,
+                   "foreground: the HDF5 log of a foreground-only run of the same deck; the slowdown is its median "
+                   "samples/s over this run's (empty: measured within the run when some steps had no background)"),
+    CFG_BOOL_KEY("multiplex", "follow_affinity", follow_affinity, "true",
+                 "background: run on the CPU set of its foreground partner"),
+    CFG_FLOAT_KEY("multiplex", "slowdown_limit", slowdown_limit, "1.1", 1, CFG_OPEN, 100, CFG_CLOSED,
+                  "background: hold back while the foreground's recent pieces of work take more than this many "
+                  "times as long as they do without a background (DeepPool's slowdown feedback)"),
+    CFG_ENUM_KEY("multiplex", "slowdown_feedback", slowdown_feedback, "device",
+                 CFG_VALUES("device", "always", "off"),
+                 "background: where slowdown_limit applies; device: on a GPU backend, whose kernels overlap the "
+                 "foreground's; always: also on CPUs (where the OS priority already keeps it off the "
+                 "foreground's core); off: never"),
+};
+// clang-format on
+
+const cfg_part_t multiplex_options = {
+    .name = "multiplex", .keys = rows, .nkeys = CFG_NROWS(rows), .size = sizeof(multiplex_opts_t)};

@@ -1,0 +1,37 @@
+/* The deck's [multiplex] section (doc/multiplexing.md), declared here as this part's rows
+ * (core/keys.h), and what surge-train's command line and launch add to it (the job's role). The
+ * trainer's multiplexing (train/multiplex.c) turns them into the mux library's options (mux/mux.h). */
+#ifndef SURGE_MUX_OPTIONS_H
+#define SURGE_MUX_OPTIONS_H
+
+#include "core/keys.h"
+
+enum { MUX_PATH_MAX = 256 }; /* channel and baseline keys: text of at most 255 characters */
+
+typedef struct multiplex_opts {
+  char channel[MUX_PATH_MAX];   /* partner channel name; "" = automatic (MPMD, or Slurm's job id) */
+  char on_fg_end[16];           /* background: stop | continue when the foreground ends */
+  double min_wait_us;           /* background: a waiting foreground counts as idle from this expected wait */
+  double poll_us;               /* foreground: longest sleep between polls while waiting (0: spin in MPI) */
+  double partner_wait_s;        /* background: how long to wait for a foreground to attach */
+  char priority[16];            /* background: idle | nice | none (OS priority) */
+  int follow_affinity;          /* background: run on its partner's CPU set */
+  double slowdown_limit;        /* background: hold back while the foreground runs over this x its solo time */
+  char slowdown_feedback[8];    /* background: device | always | off */
+  long partner_offset;          /* partner slot = this rank's index on its node + offset */
+  char baseline[MUX_PATH_MAX];  /* foreground: the log of a foreground-only run ("" = none) */
+  /* set by surge-train's command line and launch (mux/launch.h), not by deck keys */
+  int role;                     /* mux_role_t: --foreground, --background, or MPMD partner */
+  char auto_channel[72];        /* MPMD with a background: the channel all its jobs agreed on */
+  char job_label[24];           /* MPMD: this job's name in shared output ("background", "job 2"); "" alone */
+} multiplex_opts_t;
+
+/* The [multiplex] rows. */
+extern const cfg_part_t multiplex_options;
+
+/* A parsed configuration's [multiplex] values and launch role. */
+static inline const multiplex_opts_t *multiplex_opts(const struct config *cfg) {
+  return (const multiplex_opts_t *)cfg_part(cfg, &multiplex_options);
+}
+
+#endif

@@ -1,0 +1,42 @@
+/* The deck's [train] keys of the update rule: the optimizer, its learning-rate schedule and
+ * gradient clipping (optim/optim.h). */
+#include <stdio.h>
+
+#include "optim/optim.h"
+
+#define CFG_OPTS optim_opts_t
+// clang-format off: the table reads best one key per row
+static const cfg_key_t rows[] = {
+    CFG_ENUM_KEY("train", "optimizer", name, "sgd", CFG_VALUES("sgd", "adamw"), "update rule"),
+    CFG_FLOAT_KEY("train", "lr", schedule.lr, "0.05", 0, CFG_CLOSED, 10, CFG_CLOSED, "peak learning rate"),
+    CFG_FLOAT_KEY("train", "momentum", momentum, "0.9", 0, CFG_CLOSED, 1, CFG_OPEN, "sgd: momentum (0: plain sgd)"),
+    CFG_BOOL_KEY("train", "nesterov", nesterov, "false", "sgd: Nesterov momentum"),
+    CFG_FLOAT_KEY("train", "weight_decay", weight_decay, "0", 0, CFG_CLOSED, 10, CFG_CLOSED,
+                  "decoupled weight decay (adamw) or L2 coefficient (sgd)"),
+    CFG_FLOAT_KEY("train", "beta1", beta1, "0.9", 0, CFG_CLOSED, 1, CFG_OPEN, "adamw: first-moment decay"),
+    CFG_FLOAT_KEY("train", "beta2", beta2, "0.95", 0, CFG_CLOSED, 1, CFG_OPEN, "adamw: second-moment decay"),
+    CFG_FLOAT_KEY("train", "eps", eps, "1e-8", 0, CFG_OPEN, 1, CFG_CLOSED, "adamw: denominator epsilon"),
+    CFG_ENUM_KEY("train", "schedule", schedule.kind, "constant", CFG_VALUES("constant", "cosine"),
+                 "constant: lr at every step; cosine: warmup, then cosine decay to min_lr at the last step"),
+    CFG_INT_KEY("train", "warmup_steps", schedule.warmup_steps, "0", 0, CFG_MAX_COUNT,
+                "cosine: linear warmup to lr over the first N steps"),
+    CFG_FLOAT_KEY("train", "min_lr", schedule.min_lr, "0", 0, CFG_CLOSED, 10, CFG_CLOSED,
+                  "cosine: final learning rate (at most lr)"),
+    CFG_FLOAT_KEY("train", "clip_norm", clip_norm, "0", 0, CFG_CLOSED, 1e6, CFG_CLOSED,
+                  "clip the global gradient norm to this (0: no clipping)"),
+};
+// clang-format on
+
+/* The cosine schedule decays downwards. */
+static int check(const struct config *cfg, cfg_problem_t *p) {
+  const lr_schedule_t *s = &optim_opts(cfg)->schedule;
+  if (s->min_lr <= s->lr) return 0;
+  snprintf(p->key, sizeof p->key, "train.min_lr");
+  snprintf(p->or_key, sizeof p->or_key, "train.lr");
+  snprintf(p->msg, sizeof p->msg, "min_lr (%g) is above lr (%g) (hint: the cosine schedule decays from lr down to "
+           "min_lr)", s->min_lr, s->lr);
+  return 1;
+}
+
+const cfg_part_t optim_options = {
+    .name = "optim", .keys = rows, .nkeys = CFG_NROWS(rows), .size = sizeof(optim_opts_t), .check = check};

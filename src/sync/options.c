@@ -1,0 +1,21 @@
+/* The deck's keys of the gradient synchronisation ([parallel]; doc/design.md). */
+#include "sync/options.h"
+
+#define CFG_OPTS sync_opts_t
+// clang-format off: the table reads best one key per row
+static const cfg_key_t rows[] = {
+    CFG_FLOAT_KEY("parallel", "bucket_mb", bucket_mb, "1", 0, CFG_OPEN, 1024, CFG_CLOSED,
+                  "gradient allreduce bucket size in MiB (buckets hold whole tensors; a larger tensor is one "
+                  "bucket)"),
+    CFG_BOOL_KEY("parallel", "overlap", overlap, "true",
+                 "start each gradient bucket's allreduce during the backward pass as soon as its gradients are "
+                 "final (false: all buckets after the backward pass, behind a barrier)"),
+    CFG_BOOL_KEY("parallel", "node_shared", node_shared, "true",
+                 "dp with all ranks on one node and a host-memory backend (cpu, ref): sum gradients and update "
+                 "parameters through node-shared memory, each rank its 1/R slice of the slab (false, or ranks "
+                 "on several nodes: allreduce in buckets, every rank updates all; doc/design.md)"),
+};
+// clang-format on
+
+const cfg_part_t sync_options = {
+    .name = "sync", .keys = rows, .nkeys = CFG_NROWS(rows), .size = sizeof(sync_opts_t)};

@@ -8,6 +8,7 @@
 #include "mux/mux.h"
 #include "io/config_schema.h"
 #include "io/deck.h"
+#include "layout/layout.h"
 #include "io/options.h"
 #include "io/strbuf.h"
 #include "tap.h"
@@ -70,6 +71,8 @@ static void test_names_agree(void) {
          zoo_names());
   tap_ok(strcmp(schema_values("backend", "name", &b), backend_names()) == 0,
          "schema's backend.name values = the backend table: %s", backend_names());
+  tap_ok(strcmp(schema_values("parallel", "mode", &b), layout_names()) == 0,
+         "schema's parallel.mode values = the layout table: %s", layout_names());
   const cfg_key_t *k = &cfg_keys[cfg_find_key("backend", "name")];
   int found = 1;
   for (int i = 0; k->values[i]; i++) found &= backend_find(k->values[i]) != NULL;

@@ -6,7 +6,6 @@
 #include "burst/layout.h"
 #include "core/error.h"
 #include "core/names.h"
-#include "io/config.h"
 #include "io/deck.h"
 #include "layout/layout.h"
 #include "pipe/layout.h"
@@ -24,14 +23,6 @@ static const layout_entry_t layouts[] = {
 };
 enum { NLAYOUTS = sizeof layouts / sizeof layouts[0] };
 
-#define CFG_OPTS config_t
-static const cfg_key_t mode_row[] = {
-    CFG_ENUM_KEY("parallel", "mode", parallel_mode, "dp", CFG_VALUES("dp", "burst", "3d"),
-                 "dp: data parallelism, every layer on all ranks, gradients summed by allreduce; burst: every "
-                 "layer on the ranks of the plan file (doc/burst.md); 3d: tensor x pipeline x data parallelism of "
-                 "the gpt (doc/3d.md)"),
-};
-const cfg_part_t layout_options = {.name = "layout", .keys = mode_row, .nkeys = 1};
 
 const char *layout_names(void) {
   static char names[128];

@@ -42,6 +42,7 @@
 #include "io/checkpoint_impl.h"
 #include "io/deck.h"
 #include "io/options.h"
+#include "io/strbuf.h"
 #include "optim/optim.h"
 #include "tap.h"
 
@@ -427,7 +428,49 @@ static void test_latest(const char *top) {
   run_free(&a);
 }
 
+/* Text without its line for `key` ("[section] key"). malloc'd. */
+static char *without_line(const char *text, const char *key) {
+  char *out = xmalloc(strlen(text) + 1), *o = out;
+  for (const char *l = text; *l;) {
+    size_t n = strcspn(l, "\n") + (l[strcspn(l, "\n")] == '\n');
+    if (strncmp(l, key, strlen(key)) != 0 || strncmp(l + strlen(key), " = ", 3) != 0) memcpy(o, l, n), o += n;
+    l += n;
+  }
+  *o = '\0';
+  return out;
+}
+
+/* The configuration a checkpoint was written by against this run's, key by key: a key the
+ * checkpoint lacks is equal where this run leaves it at its default (a key added since). Every
+ * rank computes it (check is collective). */
+static void test_config_diff(void) {
+  char *ov[] = {"train.clip_norm=0.5"};
+  config_t cfg;
+  deck_parse(base_deck, "test.deck", 1, ov, &cfg, NULL);
+  char *now = ckpt_config_text(&cfg), diff[512] = "";
+  char *no_default = without_line(now, "[model] vgg_fc"), *no_set = without_line(now, "[train] clip_norm");
+  check(!ckpt_config_first_diff(now, now, &cfg, diff, sizeof diff), "config diff: the same text has no difference");
+  check(!ckpt_config_first_diff(no_default, now, &cfg, diff, sizeof diff),
+        "config diff: a key the checkpoint lacks, at its default here, is no difference");
+  check(ckpt_config_first_diff(no_set, now, &cfg, diff, sizeof diff) && strstr(diff, "[train] clip_norm = 0.5 is not in"),
+        "config diff: a key the checkpoint lacks, set here, is one: %s", diff);
+  strbuf_t more = STRBUF_INIT;
+  sb_printf(&more, "%s[train] bogus = 1\n", now);
+  check(ckpt_config_first_diff(sb_str(&more), now, &cfg, diff, sizeof diff) &&
+            strstr(diff, "[train] bogus = 1 is in the checkpoint, not in this run"),
+        "config diff: a key only the checkpoint has is one: %s", diff);
+  sb_clear(&more);
+  const char *nl = strchr(now, '\n');
+  sb_printf(&more, "%s%.*s", nl + 1, (int)(nl + 1 - now), now); /* the first line moved last */
+  check(!ckpt_config_first_diff(sb_str(&more), now, &cfg, diff, sizeof diff), "config diff: the order of keys does not matter");
+  sb_free(&more);
+  free(no_set);
+  free(no_default);
+  free(now);
+}
+
 static int mode_roundtrip(const char *top) {
+  test_config_diff();
   if (world.rank == 0) make_dir(top);
   comm_barrier(&world);
   for (int i = 0; i < 3; i++) test_compression(top, compressions[i]);

@@ -7,6 +7,7 @@
 #include "io/checkpoint.h"
 #include "io/checkpoint_impl.h"
 #include "io/config_schema.h"
+#include "io/deck.h"
 #include "io/deck_value.h"
 #include "io/strbuf.h"
 
@@ -62,27 +63,53 @@ static const char *value_of(const char *line, size_t k, size_t len, int *vlen) {
   return line + skip;
 }
 
-int ckpt_config_first_diff(const char *stored, const char *now, char *out, size_t out_len) {
-  const char *a = stored, *b = now;
-  while (*a || *b) {
-    size_t la = line_len(a), lb = line_len(b);
-    if (la != lb || memcmp(a, b, la) != 0) {
-      size_t ka = key_len(a, la), kb = key_len(b, lb);
-      if (la == 0 && *a == '\0')
-        snprintf(out, out_len, "%.*s is not in the checkpoint", (int)lb, b);
-      else if (lb == 0 && *b == '\0')
-        snprintf(out, out_len, "%.*s is in the checkpoint, not in this run", (int)la, a);
-      else if (ka == kb && memcmp(a, b, ka) == 0) {
-        int va_len, vb_len;
-        const char *va = value_of(a, ka, la, &va_len), *vb = value_of(b, kb, lb, &vb_len);
-        snprintf(out, out_len, "%.*s is %.*s in the checkpoint, %.*s in this run", (int)ka, a, va_len, va, vb_len,
-                 vb);
-      } else
-        snprintf(out, out_len, "the checkpoint has \"%.*s\" where this run has \"%.*s\"", (int)la, a, (int)lb, b);
+/* The line of text whose "[section] key" part is the k bytes at key (its length in *len), or NULL. */
+static const char *find_line(const char *text, const char *key, size_t k, size_t *len) {
+  for (const char *a = text; *a; a += *len + (a[*len] == '\n')) {
+    *len = line_len(a);
+    if (key_len(a, *len) == k && memcmp(a, key, k) == 0) return a;
+  }
+  return NULL;
+}
+
+/* Whether the key of a "[section] key" part (k bytes) is one of the schema's and holds its default
+ * in cfg. */
+static int at_default(const config_t *cfg, const char *line, size_t k) {
+  char section[64], key[64], name[132];
+  const char *close = memchr(line, ']', k);
+  if (line[0] != '[' || !close || close + 2 > line + k) return 0;
+  size_t ls = (size_t)(close - line - 1), lk = (size_t)(line + k - close - 2);
+  if (ls >= sizeof section || lk >= sizeof key) return 0;
+  snprintf(section, sizeof section, "%.*s", (int)ls, line + 1);
+  snprintf(key, sizeof key, "%.*s", (int)lk, close + 2);
+  snprintf(name, sizeof name, "%s.%s", section, key);
+  return cfg_find_key(section, key) >= 0 && !deck_key_changed(cfg, name);
+}
+
+int ckpt_config_first_diff(const char *stored, const char *now, const config_t *cfg, char *out, size_t out_len) {
+  size_t la, lb;
+  for (const char *b = now; *b; b += lb + (b[lb] == '\n')) { /* this run's keys against the checkpoint's */
+    lb = line_len(b);
+    size_t k = key_len(b, lb);
+    const char *a = find_line(stored, b, k, &la);
+    if (!a && at_default(cfg, b, k)) continue;
+    if (!a) {
+      snprintf(out, out_len, "%.*s is not in the checkpoint", (int)lb, b);
       return 1;
     }
-    a += la + (a[la] == '\n');
-    b += lb + (b[lb] == '\n');
+    if (la != lb || memcmp(a, b, la) != 0) {
+      int va_len, vb_len;
+      const char *va = value_of(a, k, la, &va_len), *vb = value_of(b, k, lb, &vb_len);
+      snprintf(out, out_len, "%.*s is %.*s in the checkpoint, %.*s in this run", (int)k, b, va_len, va, vb_len, vb);
+      return 1;
+    }
+  }
+  for (const char *a = stored; *a; a += la + (a[la] == '\n')) { /* keys this run does not have */
+    la = line_len(a);
+    if (la && !find_line(now, a, key_len(a, la), &lb)) {
+      snprintf(out, out_len, "%.*s is in the checkpoint, not in this run", (int)la, a);
+      return 1;
+    }
   }
   return 0;
 }

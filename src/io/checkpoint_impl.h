@@ -31,9 +31,12 @@
 char *ckpt_config_text(const config_t *cfg);
 /* 64-bit FNV-1a of a NUL-terminated string. */
 uint64_t ckpt_fnv1a64(const char *s);
-/* Describe the first line where two configuration texts differ, e.g.
- * "[train] lr = 0.1 in the checkpoint, 0.05 in this run". Returns 0 when they are identical. */
-int ckpt_config_first_diff(const char *stored, const char *now, char *out, size_t out_len);
+/* Describe the first key whose value differs between the checkpoint's configuration text and
+ * this run's (cfg's), key by key, e.g. "[train] lr is 0.1 in the checkpoint, 0.05 in this run".
+ * A key the checkpoint lacks counts as equal where this run leaves it at its default (a key added
+ * after the checkpoint was written, whose default keeps the old behaviour). Returns 0 when no key
+ * differs. */
+int ckpt_config_first_diff(const char *stored, const char *now, const config_t *cfg, char *out, size_t out_len);
 
 /* ---- files and directories (checkpoint_files.c) */
 

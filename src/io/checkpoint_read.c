@@ -119,10 +119,7 @@ static void check_root(reader_t *r, const config_t *cfg, long *step, long *opt_t
   else if (strcmp(root.model, cfg->zoo) != 0)
     ckpt_fail(&r->st, "%s was written by model %s, this run's [model] zoo is %s: %s", r->path,
               printable(root.model, shown, sizeof shown), cfg->zoo, REFUSED);
-  else if (root.fingerprint != ckpt_fnv1a64(config)) {
-    if (!ckpt_config_first_diff(root.config, config, diff, sizeof diff))
-      snprintf(diff, sizeof diff, "fingerprint %016llx, this run %016llx", (unsigned long long)root.fingerprint,
-               (unsigned long long)ckpt_fnv1a64(config));
+  else if (root.fingerprint != ckpt_fnv1a64(config) && ckpt_config_first_diff(root.config, config, cfg, diff, sizeof diff)) {
     char shown_diff[sizeof diff];
     ckpt_fail(&r->st, "%s was written by another configuration (%s): %s", r->path,
               printable(diff, shown_diff, sizeof shown_diff), REFUSED);

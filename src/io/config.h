@@ -31,6 +31,9 @@ typedef struct config {
   int resnet_width;    /* resnet-mini stem channels */
   int resnet_blocks;   /* residual blocks per stage */
   int resnet_stages;   /* stages (each after the first halves H,W and doubles channels) */
+  char norm[16];       /* vgg-mini, resnet-mini: none | batchnorm (after every convolution) */
+  char batchnorm[16];  /* global (statistics of the whole batch, every layout alike) | local (each rank's) */
+  double dropout;      /* vgg-mini, resnet-mini: dropout probability before the output layer (0: none) */
   int gpt_layers, gpt_width, gpt_heads, gpt_context;
   int gpt_vocab_multiple; /* pad the vocabulary to a multiple of this */
   char model_init[CFG_STR]; /* start from these parameters (io/weights.h); "": from the seed */

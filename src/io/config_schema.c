@@ -73,6 +73,15 @@ const cfg_key_t cfg_keys[] = {
     INT_KEY("model", "resnet_blocks", resnet_blocks, "2", 1, 64, "resnet-mini: residual blocks per stage"),
     INT_KEY("model", "resnet_stages", resnet_stages, "2", 1, 8,
             "resnet-mini: stages (each after the first halves H,W and doubles channels)"),
+    ENUM_KEY("model", "norm", norm, "none", VALUES("none", "batchnorm"),
+             "vgg-mini, resnet-mini: batchnorm puts a batch norm after every convolution (which then has no bias)"),
+    ENUM_KEY("model", "batchnorm", batchnorm, "global", VALUES("global", "local"),
+             "batch norm statistics: global, of the whole batch a layer runs on, summed over its ranks (every "
+             "layout computes one rank's numbers); local, of each rank's samples only (PyTorch DDP's default: "
+             "the maths changes with the rank count)"),
+    FLOAT_KEY("model", "dropout", dropout, "0", 0, CLOSED, 1, OPEN,
+              "vgg-mini, resnet-mini: dropout probability before the output layer (0: no dropout; the mask is "
+              "a function of seed, step, sample id and element, the same in every layout)"),
     INT_KEY("model", "gpt_layers", gpt_layers, "4", 1, 256, "gpt: transformer blocks"),
     INT_KEY("model", "gpt_width", gpt_width, "256", 1, MAX_WIDTH,
             "gpt: embedding width (a multiple of gpt_heads)"),

@@ -24,6 +24,9 @@ zoo_opts_t zoo_opts_of(const config_t *cfg) {
   o.resnet.width = cfg->resnet_width;
   o.resnet.blocks = cfg->resnet_blocks;
   o.resnet.stages = cfg->resnet_stages;
+  o.batchnorm = strcmp(cfg->norm, "batchnorm") == 0;
+  o.bn_local = strcmp(cfg->batchnorm, "local") == 0;
+  o.dropout = (float)cfg->dropout;
   o.gpt.layers = cfg->gpt_layers;
   o.gpt.width = cfg->gpt_width;
   o.gpt.heads = cfg->gpt_heads;

@@ -188,7 +188,7 @@ void weights_write_h5(const char *path, const graph_t *g, const float *params, c
   }
   char vocab[32];
   snprintf(vocab, sizeof vocab, "%d", d.V);
-  model_file_write(path, &r, 0, "gpt", sb_str(&deck), "", vocab, world);
+  model_file_write(path, &r, 1, 0, "gpt", sb_str(&deck), "", vocab, world);
   free(r.t);
   sb_free(&deck);
 }

@@ -1,0 +1,110 @@
+/* "cpu" backend batch normalisation (backend.h: bn_stats .. bn_bwd) over x (N, C, HW): each (n, c)
+ * plane of HW values is one contiguous loop the compiler vectorises, its float sum added into a
+ * double per channel, so the rounding does not grow with N. */
+#include "backend/cpu_ops.h"
+#include "backend/cuda_elem.h"
+
+/* Sum of x[0..n) and of (x - m)^2, each a float sum over one plane. */
+CPU_CLONES static float plane_sum(const float *restrict x, int n) {
+  float s = 0.0f;
+  for (int i = 0; i < n; i++) s += x[i];
+  return s;
+}
+
+CPU_CLONES static float plane_dev2(const float *restrict x, int n, float m) {
+  float s = 0.0f;
+  for (int i = 0; i < n; i++) s += (x[i] - m) * (x[i] - m);
+  return s;
+}
+
+void cpu_bn_stats(int N, int C, int HW, const float *restrict x, float *restrict part) {
+  const double count = (double)N * HW;
+  part[0] = (float)count;
+  for (int c = 0; c < C; c++) {
+    double s = 0.0, s2 = 0.0;
+    for (int n = 0; n < N; n++) s += plane_sum(x + ((size_t)n * C + c) * HW, HW);
+    const float m = (float)(s / count);
+    for (int n = 0; n < N; n++) s2 += plane_dev2(x + ((size_t)n * C + c) * HW, HW, m);
+    part[1 + c] = m;
+    part[1 + C + c] = (float)s2;
+  }
+}
+
+void cpu_bn_finish(int C, int R, const float *parts, float eps, float momentum, float *running, float *stats) {
+  for (int c = 0; c < C; c++) ce_bn_finish(c, C, R, parts, eps, momentum, running, stats);
+}
+
+/* y = (x - m) a + b per element, through max(0, .) when relu (a = rstd w; x - m first, so a
+ * mean far from zero cancels exactly there and not in a rounded product). */
+CPU_CLONES static void plane_affine(const float *restrict x, int n, float m, float a, float b, int relu,
+                                    float *restrict y) {
+  if (relu)
+    for (int i = 0; i < n; i++) {
+      float v = (x[i] - m) * a + b;
+      y[i] = v > 0.0f ? v : 0.0f;
+    }
+  else
+    for (int i = 0; i < n; i++) y[i] = (x[i] - m) * a + b;
+}
+
+void cpu_bn_fwd(int N, int C, int HW, const float *restrict x, const float *restrict stats, const float *restrict w,
+                const float *restrict b, int relu, float *restrict y) {
+  for (int n = 0; n < N; n++)
+    for (int c = 0; c < C; c++) {
+      const size_t o = ((size_t)n * C + c) * HW;
+      plane_affine(x + o, HW, stats[c], stats[C + c] * w[c], b[c], relu, y + o);
+    }
+}
+
+/* Over one plane: sum of g and of g (x - m), g = dy masked where the fused ReLU's output is 0. */
+CPU_CLONES static void plane_grad_sums(const float *restrict x, const float *restrict dy, const float *restrict ry,
+                                       int n, float m, float *sg, float *sgx) {
+  float a = 0.0f, b = 0.0f;
+  for (int i = 0; i < n; i++) {
+    float g = ry && !(ry[i] > 0.0f) ? 0.0f : dy[i];
+    a += g;
+    b += g * (x[i] - m);
+  }
+  *sg = a;
+  *sgx = b;
+}
+
+void cpu_bn_bwd_sums(int N, int C, int HW, const float *restrict x, const float *restrict stats,
+                     const float *restrict dy, const float *restrict relu_y, float *restrict part) {
+  for (int c = 0; c < C; c++) {
+    double sg = 0.0, sgx = 0.0;
+    for (int n = 0; n < N; n++) {
+      const size_t o = ((size_t)n * C + c) * HW;
+      float a, b;
+      plane_grad_sums(x + o, dy + o, relu_y ? relu_y + o : NULL, HW, stats[c], &a, &b);
+      sg += a;
+      sgx += b;
+    }
+    part[c] = (float)sg;
+    part[C + c] = (float)(sgx * stats[C + c]);
+  }
+}
+
+/* dx (=, or += unless write) k g + u (x - m) + v per element, g masked as in plane_grad_sums. */
+CPU_CLONES static void plane_dx(const float *restrict x, const float *restrict dy, const float *restrict ry, int n,
+                                float m, float k, float u, float v, float *restrict dx, int write) {
+  for (int i = 0; i < n; i++) {
+    float g = ry && !(ry[i] > 0.0f) ? 0.0f : dy[i];
+    float d = k * g + u * (x[i] - m) + v;
+    dx[i] = write ? d : dx[i] + d;
+  }
+}
+
+void cpu_bn_bwd(int N, int C, int HW, double M, const float *restrict x, const float *restrict stats,
+                const float *restrict w, const float *restrict dy, const float *restrict relu_y,
+                const float *restrict sums, float *restrict dx, int dx_write) {
+  for (int c = 0; c < C; c++) {
+    /* w rstd (g - mg - (x - mean) rstd mgx) = k g + u (x - mean) + v */
+    const double rstd = stats[C + c], k = (double)w[c] * rstd, mg = sums[c] / M, mgx = sums[C + c] / M;
+    const double u = -k * rstd * mgx, v = -k * mg;
+    for (int n = 0; n < N; n++) {
+      const size_t o = ((size_t)n * C + c) * HW;
+      plane_dx(x + o, dy + o, relu_y ? relu_y + o : NULL, HW, stats[c], (float)k, (float)u, (float)v, dx + o, dx_write);
+    }
+  }
+}

@@ -83,11 +83,11 @@ differs=$?
 [ $rc = 0 ] && [ $differs = 1 ]
 tap_ok $? "batchnorm = local on 4 ranks differs from 1 rank: $(cat "$tap_tmp/local.txt")"
 bytes() { h5vals "$tap_tmp/$1/log.h5" /metrics/bytes_batchnorm | head -n 1; } # step 1's
-# per step: 6 batch norms, forward 4 x (1 + 2C) floats, backward 2C, C = 4 or 8, summed over 4 ranks
-want=$(awk 'BEGIN { f = 0; split("4 4 4 8 8 8", C, " "); for (i = 1; i <= 6; i++) f += 4 * (1 + 2 * C[i]) + 2 * C[i]; print 4 * 4 * f }')
+# per step: 6 batch norms, forward 4 x (1 + 3C) floats, backward 2C, C = 4 or 8, summed over 4 ranks
+want=$(awk 'BEGIN { f = 0; split("4 4 4 8 8 8", C, " "); for (i = 1; i <= 6; i++) f += 4 * (1 + 3 * C[i]) + 2 * C[i]; print 4 * 4 * f }')
 got=$(bytes syn4)
 [ "$got" = "$want" ]
-tap_ok $? "4 ranks: bytes_batchnorm of step 1 = $got, want $want: bytes_batchnorm per step = 4 ranks x (forward 4(1+2C) + backward 2C floats) per batch norm"
+tap_ok $? "4 ranks: bytes_batchnorm of step 1 = $got, want $want: bytes_batchnorm per step = 4 ranks x (forward 4(1+3C) + backward 2C floats) per batch norm"
 [ "$(bytes local4)" = 0 ]
 tap_ok $? "batchnorm = local: no statistics summed (bytes_batchnorm $(bytes local4))"
 

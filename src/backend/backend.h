@@ -185,9 +185,11 @@ typedef struct gemm_grid {
       const float *dy, float *dx, float *dw, float *db)) /* dx, dw, db += */ \
   /* ---- batch normalisation over N samples of (C, HW) planes (HW = 1: the 1-D form on (N, C)); the \
    * statistics of channel c run over the values x[n, c, :] of all samples. \
-   * bn_stats: part (1 + 2C) written: part[0] = N*HW (the count), part[1 + c] = the mean of channel c, \
-   *   part[1 + C + c] = its M2 (sum of squared deviations from that mean), in double, two passes. \
-   * bn_finish: combines the R parts (R x (1 + 2C), one per rank, in order) by Chan's parallel \
+   * bn_stats: part (1 + 3C) written: part[0] = N*HW (the count), part[1 + c] + part[1 + C + c] = the \
+   *   mean of channel c as a float pair (the float nearest, and what it misses: a rank's mean must \
+   *   not lose digits before the ranks' means are combined), part[1 + 2C + c] = its M2 (sum of \
+   *   squared deviations from that mean), from sums kept in double. \
+   * bn_finish: combines the R parts (R x (1 + 3C), one per rank, in order) by Chan's parallel \
    *   formula (mean_ab = mean_a + d n_b/n, M2_ab = M2_a + M2_b + d^2 n_a n_b/n, d = mean_b - mean_a; \
    *   no E[x^2] - E[x]^2 cancellation) into stats (2C) written: the mean, then rstd = 1/sqrt(var + eps) \
    *   with the biased variance var = M2/n; running (2C: running mean, running variance) unless NULL \

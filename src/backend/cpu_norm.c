@@ -11,22 +11,32 @@ CPU_CLONES static float plane_sum(const float *restrict x, int n) {
   return s;
 }
 
-CPU_CLONES static float plane_dev2(const float *restrict x, int n, float m) {
-  float s = 0.0f;
-  for (int i = 0; i < n; i++) s += (x[i] - m) * (x[i] - m);
-  return s;
+/* Over one plane: sum of (x - m) into *s1 and of (x - m)^2 into *s2 (float sums, added in double). */
+CPU_CLONES static void plane_dev(const float *restrict x, int n, float m, double *s1, double *s2) {
+  float a = 0.0f, b = 0.0f;
+  for (int i = 0; i < n; i++) {
+    float d = x[i] - m;
+    a += d;
+    b += d * d;
+  }
+  *s1 += a;
+  *s2 += b;
 }
 
+/* Two passes: a first mean m, then the deviations from it, small numbers whose float sums keep
+ * their digits: mean = m + s1/n, M2 = s2 - s1^2/n. */
 void cpu_bn_stats(int N, int C, int HW, const float *restrict x, float *restrict part) {
   const double count = (double)N * HW;
   part[0] = (float)count;
   for (int c = 0; c < C; c++) {
-    double s = 0.0, s2 = 0.0;
+    double s = 0.0, s1 = 0.0, s2 = 0.0;
     for (int n = 0; n < N; n++) s += plane_sum(x + ((size_t)n * C + c) * HW, HW);
     const float m = (float)(s / count);
-    for (int n = 0; n < N; n++) s2 += plane_dev2(x + ((size_t)n * C + c) * HW, HW, m);
-    part[1 + c] = m;
-    part[1 + C + c] = (float)s2;
+    for (int n = 0; n < N; n++) plane_dev(x + ((size_t)n * C + c) * HW, HW, m, &s1, &s2);
+    const double mean = (double)m + s1 / count;
+    part[1 + c] = (float)mean;
+    part[1 + C + c] = (float)(mean - (double)(float)mean);
+    part[1 + 2 * C + c] = (float)(s2 - s1 * s1 / count);
   }
 }
 

@@ -18,8 +18,8 @@
 
 /* ---- batch norm (backend.h: bn_stats .. bn_bwd) */
 
-/* bn_finish for channel c: Chan's parallel combination of the R parts (1 + 2C floats each: count,
- * means, M2s) in order, in double, into stats[c] (mean) and stats[C + c] (rstd), and PyTorch's
+/* bn_finish for channel c: Chan's parallel combination of the R parts (1 + 3C floats each: count,
+ * means as float pairs, M2s) in order, in double, into stats[c] (mean) and stats[C + c] (rstd), and PyTorch's
  * momentum update of running (unbiased variance) unless running is NULL; R = 0: from running. */
 CE_FN void ce_bn_finish(int c, int C, int R, const float *parts, float eps, float momentum, float *running,
                         float *stats) {
@@ -28,14 +28,14 @@ CE_FN void ce_bn_finish(int c, int C, int R, const float *parts, float eps, floa
     stats[C + c] = (float)(1.0 / sqrt((double)running[C + c] + (double)eps));
     return;
   }
-  const long P = 1 + 2 * (long)C;
+  const long P = 1 + 3 * (long)C;
   double n = 0.0, mean = 0.0, m2 = 0.0;
   for (int r = 0; r < R; r++) {
-    double nb = parts[r * P], delta = (double)parts[r * P + 1 + c] - mean;
+    double nb = parts[r * P], delta = ((double)parts[r * P + 1 + c] + parts[r * P + 1 + C + c]) - mean;
     if (nb > 0.0) {
       double nab = n + nb;
       mean += delta * (nb / nab);
-      m2 += (double)parts[r * P + 1 + C + c] + delta * delta * (n * nb / nab);
+      m2 += (double)parts[r * P + 1 + 2 * C + c] + delta * delta * (n * nb / nab);
       n = nab;
     }
   }

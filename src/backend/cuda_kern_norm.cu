@@ -48,7 +48,8 @@ __global__ void k_bn_stats(int N, int C, int HW, const float *x, float *part) {
   s2 = block_sum(s2, sh);
   if (threadIdx.x == 0) {
     part[1 + c] = (float)mean;
-    part[1 + C + c] = (float)s2;
+    part[1 + C + c] = (float)(mean - (double)(float)mean);
+    part[1 + 2 * C + c] = (float)s2;
     if (c == 0) part[0] = (float)n;
   }
 }

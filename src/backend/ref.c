@@ -338,13 +338,14 @@ static void ref_bn_stats(int N, int C, int HW, const float *x, float *part) {
         m2 += d * d;
       }
     part[1 + c] = (float)m;
-    part[1 + C + c] = (float)m2;
+    part[1 + C + c] = (float)(m - (double)(float)m);
+    part[1 + 2 * C + c] = (float)m2;
   }
 }
 
 static void ref_bn_finish(int C, int R, const float *parts, float eps, float momentum, float *running,
                           float *stats) {
-  const size_t P = 1 + 2 * (size_t)C;
+  const size_t P = 1 + 3 * (size_t)C;
   for (int c = 0; c < C; c++) {
     if (R == 0) {
       stats[c] = running[c];
@@ -354,10 +355,10 @@ static void ref_bn_finish(int C, int R, const float *parts, float eps, float mom
     double n = 0.0, mean = 0.0, m2 = 0.0; /* Chan et al.: one part at a time, in order */
     for (int r = 0; r < R; r++) {
       const float *p = parts + (size_t)r * P;
-      double nb = p[0], d = p[1 + c] - mean, nab = n + nb;
+      double nb = p[0], d = ((double)p[1 + c] + p[1 + C + c]) - mean, nab = n + nb;
       if (nb == 0.0) continue;
       mean += d * nb / nab;
-      m2 += p[1 + C + c] + d * d * n * nb / nab;
+      m2 += p[1 + 2 * C + c] + d * d * n * nb / nab;
       n = nab;
     }
     double var = n > 0.0 ? m2 / n : 0.0;

@@ -6,7 +6,7 @@
  * instead of the batch's in evaluation.
  *
  * The batch is every rank's: in training, forward sums each rank's (count, mean, M2) over the node's
- * rank set (layer_group_t: one sum of R x (1 + 2C) floats, each rank its own slot, combined by
+ * rank set (layer_group_t: one sum of R x (1 + 3C) floats, each rank its own slot, combined by
  * Chan's formula in rank order), and backward sums the two per-channel sums of its input gradient
  * (2C floats), so every layout computes one rank's numbers. bn_local keeps each rank to its own
  * samples (DDP's default; the maths then changes with the rank count). keep holds the mean and rstd
@@ -57,9 +57,9 @@ static int batchnorm_infer(layer_t *l, char *err, size_t n) {
   l->bfill[0] = 0.0f;
   l->bfill[1] = 1.0f;
   l->keep = 2 * (size_t)C;
-  l->group_floats = 1 + 2 * (size_t)C;
+  l->group_floats = 1 + 3 * (size_t)C;
   l->aux_per_sample = 0;
-  l->scratch = 1 + 2 * (size_t)C; /* this rank's part when it runs the node alone */
+  l->scratch = 1 + 3 * (size_t)C; /* this rank's part when it runs the node alone */
   l->scratch_per_sample = 0;
   /* per element: two passes of statistics (add; sub, square, add), normalise and affine (sub, 2 mul, add) */
   l->flops_per_sample = 8.0 * (double)shape_size(in);
@@ -89,7 +89,7 @@ static void batchnorm_forward(const layer_t *l, const layer_ctx_t *c) {
     be->bn_stats(c->B, d.C, d.HW, c->x[0], c->scratch);
     be->bn_finish(d.C, 1, c->scratch, l->eps, l->momentum, c->st[0], c->keep);
   } else {
-    // parts (ranks, 1 + 2C): each rank writes its slot, the others' are zero, so the sum gathers them
+    // parts (ranks, 1 + 3C): each rank writes its slot, the others' are zero, so the sum gathers them
     size_t P = l->group_floats;
     be->fill(grp->buf, (size_t)grp->ranks * P, 0.0f);
     be->bn_stats(c->B, d.C, d.HW, c->x[0], grp->buf + (size_t)grp->rank * P);

@@ -5,7 +5,8 @@
 # burst plan that runs batch norms on 2 of 4 ranks, and on Fashion-MNIST; local statistics
 # (batchnorm = local) on 4 ranks do not; a run stopped and resumed is bitwise the straight run, and
 # resumed on another rank count within 1e-5; with dropout the same holds (its masks depend on the
-# sample ids, not on the ranks), and the log meters the statistics' sums as bytes_batchnorm.
+# sample ids, not on the ranks), and the log meters the statistics' sums as bytes_batchnorm; asked
+# of a model without convolutions, both are refused naming the deck's line.
 #
 # Data: the cpu runs use synthetic images (prototypes plus noise). On Fashion-MNIST an image's
 # exact-zero background gives every background position of a channel the same value after a
@@ -115,5 +116,16 @@ tap_ok $? "dropout changes the training (its runs differ from the run without)"
 # shellcheck disable=SC2086
 train dropr4 4 $syn $drop -D run.steps=5 && train dropr4 4 $syn $drop --resume
 same dropr4 drop4 0 "dropout 0.3: 5 steps on 4 ranks resumed to 10 = 10 straight steps, bitwise"
+
+# batch norm and dropout on a model that has no place for them: the deck's line, exit 2
+for key in model.norm=batchnorm model.dropout=0.5; do
+  timeout 60 "$SURGE_TRAIN" "$top_src/inputs/mlp-fmnist.deck" -D "$key" -D "run.out_dir=$tap_tmp/bad" \
+    >"$tap_tmp/bad.txt" 2>&1
+  rc=$?
+  grep -q "mlp-fmnist.deck:[0-9]*: \[model\] zoo = mlp: model mlp takes no" "$tap_tmp/bad.txt"
+  found=$?
+  [ $rc = 2 ] && [ $found = 0 ]
+  tap_ok $? "$key on the mlp: exit $rc, $(grep "error:" "$tap_tmp/bad.txt" | head -n 1)"
+done
 
 tap_done

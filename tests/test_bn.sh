@@ -117,6 +117,27 @@ tap_ok $? "dropout changes the training (its runs differ from the run without)"
 train dropr4 4 $syn $drop -D run.steps=5 && train dropr4 4 $syn $drop --resume
 same dropr4 drop4 0 "dropout 0.3: 5 steps on 4 ranks resumed to 10 = 10 straight steps, bitwise"
 
+# [model] init from a model.h5 takes its running statistics too. With lr 0 a step keeps the
+# parameters, and every run below sees the same first batch, so its statistics b are the same:
+# one step from S (syn1) gives A = 0.9 S + 0.1 b, one more from A gives A2 = 0.9 A + 0.1 b, hence
+# A2 - A = 0.9 (A - S). Were the statistics not taken, A and A2 would both start from 0 and 1 and be
+# equal, while A - S is not 0.
+# shellcheck disable=SC2086
+train initA 1 $syn -D run.steps=1 -D train.lr=0 -D "model.init=$tap_tmp/syn1/model.h5" && \
+  train initA2 1 $syn -D run.steps=1 -D train.lr=0 -D "model.init=$tap_tmp/initA/model.h5"
+rc=$?
+for t in stem_bn.running_mean stem_bn.running_var; do
+  for r in syn1 initA initA2; do h5vals "$tap_tmp/$r/model.h5" "/buffers/$t" >"$tap_tmp/$r.$t"; done
+  paste "$tap_tmp/syn1.$t" "$tap_tmp/initA.$t" "$tap_tmp/initA2.$t"
+done >"$tap_tmp/init.txt"
+res=$(awk '{ d = ($3 - $2) - 0.9 * ($2 - $1); if (d < 0) d = -d; m = $2 - $1; if (m < 0) m = -m
+             if (d > worst) worst = d; if (m > moved) moved = m }
+           END { printf "|A2 - A - 0.9 (A - S)| <= %.2e, |A - S| up to %.2e", worst, moved
+                 exit !(NR == 8 && worst <= 1e-6 && moved > 1e-3) }' "$tap_tmp/init.txt")
+ok=$?
+[ $rc = 0 ] && [ $ok = 0 ]
+tap_ok $? "[model] init = a model.h5 with batch norm takes its running statistics: $res"
+
 # batch norm and dropout on a model that has no place for them: the deck's line, exit 2
 for key in model.norm=batchnorm model.dropout=0.5; do
   timeout 60 "$SURGE_TRAIN" "$top_src/inputs/mlp-fmnist.deck" -D "$key" -D "run.out_dir=$tap_tmp/bad" \

@@ -140,6 +140,12 @@ void trainer_load_params(trainer_t *t, const char *path) {
   if (!h.in_place) t->be->upload(h.device[0], h.host[0], t->layout->local->total);
   host_state_free(&h);
   slab_free(whole);
+  const slab_layout_t *B = &t->g.bufs; /* the running statistics, whole on every rank (as /buffers) */
+  if (B->n == 0) return;
+  float *bufs = slab_alloc(B);
+  weights_read_bufs(path, &t->g, bufs);
+  t->be->upload(t->layout->m->bufs, bufs, B->total);
+  slab_free(bufs);
 }
 
 void trainer_params_on_root(trainer_t *t, float *full) {

@@ -138,6 +138,12 @@ ok=$?
 [ $rc = 0 ] && [ $ok = 0 ]
 tap_ok $? "[model] init = a model.h5 with batch norm takes its running statistics: $res"
 
+# the shipped deck runs (shortened; its full length is tools/full-results.sh's)
+timeout 300 "$mpiexec" -n 2 "$SURGE_TRAIN" "$top_src/inputs/resnet-mini-bn-fmnist.deck" -D run.steps=3 \
+  -D run.eval_every=0 -D data.train_samples=384 -D data.test_samples=64 -D "run.out_dir=$tap_tmp/deck" \
+  >"$tap_tmp/deck.txt" 2>&1
+tap_ok $? "inputs/resnet-mini-bn-fmnist.deck trains 3 steps on 2 ranks: $(grep "final test" "$tap_tmp/deck.txt")"
+
 # batch norm and dropout on a model that has no place for them: the deck's line, exit 2
 for key in model.norm=batchnorm model.dropout=0.5; do
   timeout 60 "$SURGE_TRAIN" "$top_src/inputs/mlp-fmnist.deck" -D "$key" -D "run.out_dir=$tap_tmp/bad" \

@@ -1,26 +1,49 @@
 /* "cpu" backend batch normalisation (backend.h: bn_stats .. bn_bwd) over x (N, C, HW): each (n, c)
- * plane of HW values is one contiguous loop the compiler vectorises, its float sum added into a
+ * plane of HW values is one contiguous loop the compiler vectorises, its float sums added into a
  * double per channel, so the rounding does not grow with N. */
 #include "backend/cpu_ops.h"
 #include "backend/cuda_elem.h"
 
-/* Sum of x[0..n) and of (x - m)^2, each a float sum over one plane. */
+/* Per-plane sums run in LANES interleaved float partial sums (one vector register; the compiler
+ * vectorises the fixed-width inner loop, which a single running sum's strict order forbids), added
+ * in order at the end. */
+#define LANES 16
+
+static inline float lanes_total(const float *a) {
+  float t = 0.0f;
+  for (int k = 0; k < LANES; k++) t += a[k];
+  return t;
+}
+
+/* Sum of x[0..n). */
 CPU_CLONES static float plane_sum(const float *restrict x, int n) {
-  float s = 0.0f;
-  for (int i = 0; i < n; i++) s += x[i];
-  return s;
+  float a[LANES] = {0};
+  int i = 0;
+  for (; i + LANES <= n; i += LANES)
+    for (int k = 0; k < LANES; k++) a[k] += x[i + k];
+  float t = lanes_total(a);
+  for (; i < n; i++) t += x[i];
+  return t;
 }
 
 /* Over one plane: sum of (x - m) into *s1 and of (x - m)^2 into *s2 (float sums, added in double). */
 CPU_CLONES static void plane_dev(const float *restrict x, int n, float m, double *s1, double *s2) {
-  float a = 0.0f, b = 0.0f;
-  for (int i = 0; i < n; i++) {
+  float a[LANES] = {0}, b[LANES] = {0};
+  int i = 0;
+  for (; i + LANES <= n; i += LANES)
+    for (int k = 0; k < LANES; k++) {
+      float d = x[i + k] - m;
+      a[k] += d;
+      b[k] += d * d;
+    }
+  float ta = lanes_total(a), tb = lanes_total(b);
+  for (; i < n; i++) {
     float d = x[i] - m;
-    a += d;
-    b += d * d;
+    ta += d;
+    tb += d * d;
   }
-  *s1 += a;
-  *s2 += b;
+  *s1 += ta;
+  *s2 += tb;
 }
 
 /* Two passes: a first mean m, then the deviations from it, small numbers whose float sums keep
@@ -66,17 +89,41 @@ void cpu_bn_fwd(int N, int C, int HW, const float *restrict x, const float *rest
     }
 }
 
-/* Over one plane: sum of g and of g (x - m), g = dy masked where the fused ReLU's output is 0. */
+/* The gradient the normalisation sees at element i: dy, masked where the fused ReLU's output ry is
+ * 0 (masked, a constant of each inlined copy, so no branch stays in a loop). */
+static inline __attribute__((always_inline)) float bn_g(const float *restrict dy, const float *restrict ry, size_t i,
+                                                        int masked) {
+  return masked && !(ry[i] > 0.0f) ? 0.0f : dy[i];
+}
+
+/* Over one plane: sum of g and of g (x - m). */
+static inline __attribute__((always_inline)) void grad_sums(const float *restrict x, const float *restrict dy,
+                                                            const float *restrict ry, int n, float m, int masked,
+                                                            float *sg, float *sgx) {
+  float a[LANES] = {0}, b[LANES] = {0};
+  int i = 0;
+  for (; i + LANES <= n; i += LANES)
+    for (int k = 0; k < LANES; k++) {
+      float g = bn_g(dy, ry, (size_t)(i + k), masked);
+      a[k] += g;
+      b[k] += g * (x[i + k] - m);
+    }
+  float ta = lanes_total(a), tb = lanes_total(b);
+  for (; i < n; i++) {
+    float g = bn_g(dy, ry, (size_t)i, masked);
+    ta += g;
+    tb += g * (x[i] - m);
+  }
+  *sg = ta;
+  *sgx = tb;
+}
+
 CPU_CLONES static void plane_grad_sums(const float *restrict x, const float *restrict dy, const float *restrict ry,
                                        int n, float m, float *sg, float *sgx) {
-  float a = 0.0f, b = 0.0f;
-  for (int i = 0; i < n; i++) {
-    float g = ry && !(ry[i] > 0.0f) ? 0.0f : dy[i];
-    a += g;
-    b += g * (x[i] - m);
-  }
-  *sg = a;
-  *sgx = b;
+  if (ry)
+    grad_sums(x, dy, ry, n, m, 1, sg, sgx);
+  else
+    grad_sums(x, dy, ry, n, m, 0, sg, sgx);
 }
 
 void cpu_bn_bwd_sums(int N, int C, int HW, const float *restrict x, const float *restrict stats,
@@ -95,14 +142,26 @@ void cpu_bn_bwd_sums(int N, int C, int HW, const float *restrict x, const float 
   }
 }
 
-/* dx (=, or += unless write) k g + u (x - m) + v per element, g masked as in plane_grad_sums. */
-CPU_CLONES static void plane_dx(const float *restrict x, const float *restrict dy, const float *restrict ry, int n,
-                                float m, float k, float u, float v, float *restrict dx, int write) {
+/* dx (=, or += unless write) k g + u (x - m) + v per element, g as bn_g. */
+static inline __attribute__((always_inline)) void dx_plane(const float *restrict x, const float *restrict dy,
+                                                           const float *restrict ry, int n, float m, float k, float u,
+                                                           float v, float *restrict dx, int masked, int write) {
   for (int i = 0; i < n; i++) {
-    float g = ry && !(ry[i] > 0.0f) ? 0.0f : dy[i];
-    float d = k * g + u * (x[i] - m) + v;
+    float d = k * bn_g(dy, ry, (size_t)i, masked) + u * (x[i] - m) + v;
     dx[i] = write ? d : dx[i] + d;
   }
+}
+
+CPU_CLONES static void plane_dx(const float *restrict x, const float *restrict dy, const float *restrict ry, int n,
+                                float m, float k, float u, float v, float *restrict dx, int write) {
+  if (ry && write)
+    dx_plane(x, dy, ry, n, m, k, u, v, dx, 1, 1);
+  else if (ry)
+    dx_plane(x, dy, ry, n, m, k, u, v, dx, 1, 0);
+  else if (write)
+    dx_plane(x, dy, ry, n, m, k, u, v, dx, 0, 1);
+  else
+    dx_plane(x, dy, ry, n, m, k, u, v, dx, 0, 0);
 }
 
 void cpu_bn_bwd(int N, int C, int HW, double M, const float *restrict x, const float *restrict stats,

@@ -13,6 +13,7 @@ typedef struct gc_state {
   const backend_t *be;
   int B;
   float *x[LAYER_MAX_IN], *w[LAYER_MAX_PARAMS], *y, *aux, *scratch, *r;
+  layer_ctx_t state; /* keep, buffers, training mode (gradcheck_state_alloc) */
   size_t nx[LAYER_MAX_IN], nw[LAYER_MAX_PARAMS], ny;
   int nparams;
 } gc_state_t;
@@ -27,6 +28,9 @@ static double gc_loss(gc_state_t *s) {
   c.y = s->y;
   c.aux = s->aux;
   c.scratch = s->scratch;
+  c.keep = s->state.keep;
+  c.train = s->state.train;
+  memcpy(c.st, s->state.st, sizeof c.st);
   s->ops->forward(s->l, &c);
   double L = 0;
   for (size_t i = 0; i < s->ny; i++) L += (double)s->y[i] * (double)s->r[i];
@@ -124,6 +128,7 @@ gradcheck_result_t gradcheck_layer(const layer_ops_t *ops, layer_t l, int B, con
   rng_fill_normal(&rng, s.r, s.ny, 0.0f, 1.0f);
   s.aux = be->alloc((size_t)B * l.aux_per_sample + 1);
   s.scratch = be->alloc(layer_scratch_floats(&l, B) + 1);
+  gradcheck_state_alloc(&l, be, &s.state);
 
   /* analytic gradients, pre-filled to check accumulation */
   const float prefill = 0.25f;
@@ -149,6 +154,9 @@ gradcheck_result_t gradcheck_layer(const layer_ops_t *ops, layer_t l, int B, con
   c.y = s.y;
   c.aux = s.aux;
   c.scratch = s.scratch;
+  c.keep = s.state.keep;
+  c.train = s.state.train;
+  memcpy(c.st, s.state.st, sizeof c.st);
   c.dy = s.r;
   ops->forward(&l, &c);
   ops->backward(&l, &c);
@@ -169,5 +177,25 @@ gradcheck_result_t gradcheck_layer(const layer_ops_t *ops, layer_t l, int B, con
   be->free(s.r);
   be->free(s.aux);
   be->free(s.scratch);
+  gradcheck_state_free(&l, be, &s.state);
   return res;
+}
+
+void gradcheck_state_alloc(const layer_t *l, const backend_t *be, layer_ctx_t *c) {
+  c->train = 1;
+  c->keep = be->alloc(l->keep + 1);
+  for (int k = 0; k < l->nb; k++) {
+    size_t n = 1;
+    for (int d = 0; d < l->bdesc[k].ndim; d++) n *= (size_t)l->bdesc[k].d[d];
+    float *host = xmalloc(n * sizeof *host);
+    for (size_t i = 0; i < n; i++) host[i] = l->bfill[k];
+    c->st[k] = be->alloc(n);
+    be->upload(c->st[k], host, n);
+    free(host);
+  }
+}
+
+void gradcheck_state_free(const layer_t *l, const backend_t *be, layer_ctx_t *c) {
+  be->free(c->keep);
+  for (int k = 0; k < l->nb; k++) be->free(c->st[k]);
 }

@@ -28,6 +28,12 @@ gradcheck_result_t gradcheck_layer(const layer_ops_t *ops, layer_t l, int B, con
  * hyperparameters (and nin/in_shape[1] for two inputs) before checking. */
 layer_t gradcheck_proto(layer_kind_t kind, shape_t in);
 
+/* A call context's state besides activations and parameters: forward's keep (batch norm's mean and
+ * rstd) and the layer's buffers at their initial values (running statistics), in training mode;
+ * gradcheck_state_free releases them. */
+void gradcheck_state_alloc(const layer_t *l, const backend_t *be, layer_ctx_t *c);
+void gradcheck_state_free(const layer_t *l, const backend_t *be, layer_ctx_t *c);
+
 /* The tolerance the layer tests use: catches a wrong sign, a transpose or a missing term. */
 #define GRADCHECK_TOL 1e-2
 

@@ -1,5 +1,6 @@
-/* h5_compare A.h5 B.h5 TOL [--key-bias-bound X]: compare the /params of two Surge model files
- * tensor by tensor: ||a - b|| / ||b|| <= TOL for every tensor. Prints the worst tensor; exit 0 when
+/* h5_compare A.h5 B.h5 TOL [--key-bias-bound X]: compare the /params of two Surge model files, and
+ * their /buffers (batch norm's running statistics) where A has them, tensor by tensor:
+ * ||a - b|| / ||b|| <= TOL for every tensor. Prints the worst tensor; exit 0 when
  * all are within TOL, 1 when one is not, 2 on unreadable files or different tensor sets.
  *
  * --key-bias-bound X: the key third of every "*.qkv.bias" (the attention key bias, whose true
@@ -15,6 +16,7 @@
 
 typedef struct walk {
   hid_t b;
+  const char *group; /* "/params" or "/buffers" */
   double tol, key_bound, worst;
   char worst_name[256];
   int bad;
@@ -37,7 +39,7 @@ static herr_t visit(hid_t grp, const char *name, const H5L_info_t *info, void *o
   walk_t *w = op;
   hid_t da = H5Dopen2(grp, name, H5P_DEFAULT);
   char path[300];
-  snprintf(path, sizeof path, "/params/%s", name);
+  snprintf(path, sizeof path, "%s/%s", w->group, name);
   hid_t db = H5Dopen2(w->b, path, H5P_DEFAULT);
   size_t na = 0, nb = 0;
   float *a = da >= 0 ? read_all(da, &na) : NULL, *b = db >= 0 ? read_all(db, &nb) : NULL;
@@ -81,7 +83,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-  walk_t w = {.tol = atof(argv[3]), .key_bound = argc == 6 ? atof(argv[5]) : 0};
+  walk_t w = {.tol = atof(argv[3]), .key_bound = argc == 6 ? atof(argv[5]) : 0, .group = "/params"};
   hid_t fa = H5Fopen(argv[1], H5F_ACC_RDONLY, H5P_DEFAULT);
   w.b = H5Fopen(argv[2], H5F_ACC_RDONLY, H5P_DEFAULT);
   if (fa < 0 || w.b < 0) {
@@ -96,6 +98,12 @@ int main(int argc, char **argv) {
     return 2;
   }
   H5Literate(g, H5_INDEX_NAME, H5_ITER_INC, NULL, visit, &w);
+  if (H5Lexists(fa, "/buffers", H5P_DEFAULT) > 0) { /* B must have each of them (visit says which not) */
+    hid_t gbuf = H5Gopen2(fa, "/buffers", H5P_DEFAULT);
+    w.group = "/buffers";
+    H5Literate(gbuf, H5_INDEX_NAME, H5_ITER_INC, NULL, visit, &w);
+    H5Gclose(gbuf);
+  }
   printf("worst tensor %s: relative difference %.3e (tolerance %g)\n", w.worst_name, w.worst, w.tol);
   H5Gclose(g);
   H5Gclose(gb);

@@ -813,6 +813,125 @@ static void test_layernorm(int N, int rows, int C) {
   tfree(x), tfree(w), tfree(b), tfree(dy), tfree(y), tfree(stats);
 }
 
+/* Batch norm over N samples of (C, HW). */
+typedef struct bn_ctx {
+  int N, C, HW, R, relu, write;
+  double M;
+  float eps, momentum;
+  const float *x, *w, *b, *stats, *dy, *relu_y, *parts, *sums;
+} bn_ctx_t;
+
+static double run_bn_stats(const backend_t *be, const void *ctx, float **out) {
+  const bn_ctx_t *q = ctx;
+  be->bn_stats(q->N, q->C, q->HW, q->x, out[0]);
+  return 0.0;
+}
+static double run_bn_finish(const backend_t *be, const void *ctx, float **out) {
+  const bn_ctx_t *q = ctx;
+  be->bn_finish(q->C, q->R, q->parts, q->eps, q->momentum, out[1], out[0]);
+  return 0.0;
+}
+static double run_bn_fwd(const backend_t *be, const void *ctx, float **out) {
+  const bn_ctx_t *q = ctx;
+  be->bn_fwd(q->N, q->C, q->HW, q->x, q->stats, q->w, q->b, q->relu, out[0]);
+  return 0.0;
+}
+static double run_bn_bwd_sums(const backend_t *be, const void *ctx, float **out) {
+  const bn_ctx_t *q = ctx;
+  be->bn_bwd_sums(q->N, q->C, q->HW, q->x, q->stats, q->dy, q->relu_y, out[0]);
+  return 0.0;
+}
+static double run_bn_bwd(const backend_t *be, const void *ctx, float **out) {
+  const bn_ctx_t *q = ctx;
+  be->bn_bwd(q->N, q->C, q->HW, q->M, q->x, q->stats, q->w, q->dy, q->relu_y, q->sums, out[0], q->write);
+  return 0.0;
+}
+static double run_mul(const backend_t *be, const void *ctx, float **out) {
+  const bn_ctx_t *q = ctx;
+  be->mul((size_t)q->N, q->x, q->dy, out[0], !q->write);
+  return 0.0;
+}
+
+/* The statistics of all N samples against those of R consecutive chunks of them combined (bn_finish
+ * over R parts: what R ranks compute), in float from the double truth: mean and variance of each
+ * channel within rel of it. x has a mean of `offset` and a spread of 1: E[x^2] - E[x]^2 would lose
+ * every digit at offset 1e4 in float. */
+static void check_bn_chunks(const backend_t *be, int N, int C, int HW, int R, float offset, const float *x) {
+  size_t P = 1 + 3 * (size_t)C;
+  float *parts = talloc((size_t)R * P * sizeof *parts), *stats = talloc(2 * (size_t)C * sizeof *stats);
+  for (int r = 0, lo = 0; r < R; r++) {
+    int hi = (int)((long)N * (r + 1) / R);
+    be->bn_stats(hi - lo, C, HW, x + (size_t)lo * C * HW, parts + (size_t)r * P);
+    lo = hi;
+  }
+  be->bn_finish(C, R, parts, 0.0f, 0.1f, NULL, stats);
+  double worst = 0;
+  for (int c = 0; c < C; c++) {
+    double m = 0, v = 0, n = (double)N * HW;
+    for (int i = 0; i < N; i++)
+      for (int j = 0; j < HW; j++) m += x[((size_t)i * C + c) * HW + j];
+    m /= n;
+    for (int i = 0; i < N; i++)
+      for (int j = 0; j < HW; j++) v += (x[((size_t)i * C + c) * HW + j] - m) * (x[((size_t)i * C + c) * HW + j] - m);
+    v /= n;
+    double var = 1.0 / ((double)stats[C + c] * stats[C + c]);
+    double e = fmax(fabs(stats[c] - m) / fabs(m), fabs(var - v) / v);
+    worst = fmax(worst, e);
+  }
+  tap_ok(worst <= 1e-5, "%s bn_stats of %d chunks + bn_finish, mean %g: mean and variance within %.1e <= 1e-5 of "
+         "the whole batch's (double)", be->name, R, (double)offset, worst);
+  tfree(parts), tfree(stats);
+}
+
+/* N samples of (C, HW), with and without the fused ReLU. */
+static void test_batchnorm(int N, int C, int HW) {
+  size_t n = (size_t)N * C * HW, P = 1 + 3 * (size_t)C;
+  float *x = buf_uniform(n, 2, 5), *w = buf_uniform((size_t)C, 0.5f, 1.5f), *b = buf_uniform((size_t)C, -1, 1);
+  float *dy = buf_uniform(n, -1, 1), *y = talloc(n * sizeof *y), *stats = talloc(2 * (size_t)C * sizeof *stats);
+  float *parts = talloc(3 * P * sizeof *parts), *sums = talloc(2 * (size_t)C * sizeof *sums);
+  float *running = buf_uniform(2 * (size_t)C, 0.5f, 1.5f);
+  char label[64];
+  snprintf(label, sizeof label, "batchnorm N=%d C=%d HW=%d", N, C, HW);
+  bn_ctx_t q = {.N = N, .C = C, .HW = HW, .eps = 1e-5f, .momentum = 0.1f, .x = x, .w = w, .b = b, .dy = dy};
+  compare_backends(&(op_case_t){label, run_bn_stats, &q, 1, {{"part", P, OUT_WRITE, 0, NULL}}, 0});
+  for (int r = 0; r < 3; r++) /* three ranks' parts, the last of one sample */
+    backend_ref.bn_stats(r < 2 ? (N - 1) / 2 + (r == 0 ? (N - 1) % 2 : 0) : 1, C, HW, x, parts + (size_t)r * P);
+  for (q.R = 0; q.R <= 3; q.R += 3) { /* 0: from the running estimates */
+    q.parts = parts;
+    compare_backends(&(op_case_t){label, run_bn_finish, &q, 2,
+                                  {{"stats", 2 * (size_t)C, OUT_WRITE, 0, NULL},
+                                   {"running", 2 * (size_t)C, OUT_INOUT, 0, running}}, 0});
+  }
+  backend_ref.bn_stats(N, C, HW, x, parts);
+  backend_ref.bn_finish(C, 1, parts, q.eps, q.momentum, NULL, stats);
+  q.stats = stats;
+  for (q.relu = 0; q.relu <= 1; q.relu++) {
+    compare_backends(&(op_case_t){label, run_bn_fwd, &q, 1, {{q.relu ? "y (relu)" : "y", n, OUT_WRITE, 0, NULL}}, 0});
+    backend_ref.bn_fwd(N, C, HW, x, stats, w, b, q.relu, y);
+    q.relu_y = q.relu ? y : NULL;
+    compare_backends(&(op_case_t){label, run_bn_bwd_sums, &q, 1, {{"sums", 2 * (size_t)C, OUT_WRITE, 0, NULL}}, 0});
+    backend_ref.bn_bwd_sums(N, C, HW, x, stats, dy, q.relu_y, sums);
+    q.sums = sums;
+    q.M = (double)N * HW;
+    for (q.write = 0; q.write <= 1; q.write++)
+      compare_backends(&(op_case_t){label, run_bn_bwd, &q, 1,
+                                    {{q.write ? "dx written" : "dx", n, q.write ? OUT_WRITE : OUT_ACCUM, 0, NULL}}, 0});
+  }
+  q.N = (int)n;
+  for (q.write = 0; q.write <= 1; q.write++)
+    compare_backends(&(op_case_t){"mul", run_mul, &q, 1, {{"y", n, q.write ? OUT_WRITE : OUT_ACCUM, 0, NULL}}, 0});
+  tfree(x), tfree(w), tfree(b), tfree(dy), tfree(y), tfree(stats), tfree(parts), tfree(sums), tfree(running);
+}
+
+/* Chunks of a batch with a large mean, on both backends (check_bn_chunks). */
+static void test_batchnorm_chunks(int N, int C, int HW, float offset) {
+  size_t n = (size_t)N * C * HW;
+  float *x = buf_uniform(n, offset - 1.7f, offset + 1.7f);
+  for (int k = 0; k < 2; k++)
+    for (int R = 1; R <= 4; R += 3) check_bn_chunks(backends[k], N, C, HW, R, offset, x);
+  tfree(x);
+}
+
 /* A table of the ids [lo, lo+V) of a vocabulary of vocab ids (the whole table: lo = 0, V = vocab),
  * with or without the position term. */
 static void test_embed(int B, int T, int C, int vocab, int lo, int V, int positions) {
@@ -1365,6 +1484,10 @@ static void test_ops(void) {
   test_layernorm(1, 5, 7);
   test_layernorm(3, 8, 64);
   test_layernorm(7, 9, 33); /* more rows than one block of the gradient sums */
+  test_batchnorm(5, 3, 49);
+  test_batchnorm(7, 8, 1); /* the 1-D form */
+  test_batchnorm(4, 5, 196);
+  test_batchnorm_chunks(16, 3, 49, 1e4f);
   test_embed(2, 5, 8, 11, 0, 11, 1);
   test_embed(3, 4, 13, 3, 0, 3, 1);
   test_embed(3, 6, 8, 12, 4, 4, 0);

@@ -520,11 +520,11 @@ int main(int argc, char **argv) {
   for (int r = 0; r < w.size; r++) one_node &= w.node[r] == 0;
   check(one_node, "comm_world: every rank on node 0 of 1 (one machine; tests/test_cluster.sh checks several)");
   const char *want_names[TRAFFIC_COUNT] = {"dp", "activation", "activation_grad", "embedding", "tp", "dp_compressed",
-                                           "activation_grad_compressed", "other"};
+                                           "activation_grad_compressed", "batchnorm", "other"};
   int names_ok = 1;
   for (int t = 0; t < TRAFFIC_COUNT; t++) names_ok &= strcmp(traffic_name((traffic_t)t), want_names[t]) == 0;
   check(names_ok, "traffic_name: dp, activation, activation_grad, embedding, tp, dp_compressed, "
-                  "activation_grad_compressed, other");
+                  "activation_grad_compressed, batchnorm, other");
 
   const size_t one_bucket = (4 << 20) / sizeof(float);
   check_allreduce_exact(&w, 0, 4 << 20, "default buckets");

@@ -201,6 +201,51 @@ static void test_layernorm(int N, int rows, int C) {
 
 /* ---- convolution lowering and pooling, element by element */
 
+/* Batch norm over N samples of (C, HW), as the kernels run it per channel and per element: the R
+ * parts combined by ce_bn_finish (running statistics updated), ce_bn_y with and without the fused
+ * ReLU, ce_bn_dx with the batch's sums: all against ref. */
+static void test_batchnorm(int N, int C, int HW, int R) {
+  size_t n = (size_t)N * C * HW, P = 1 + 3 * (size_t)C;
+  float *x = uniform(n, 2, 5), *w = uniform((size_t)C, 0.5f, 1.5f), *b = uniform((size_t)C, -1, 1);
+  float *dy = uniform(n, -1, 1), *parts = zeros((size_t)R * P), *run = uniform(2 * (size_t)C, 0.5f, 1.5f);
+  float *runw = copy_of(run, 2 * (size_t)C), *st = zeros(2 * (size_t)C), *stw = zeros(2 * (size_t)C);
+  for (int r = 0, lo = 0; r < R; r++) { /* R ranks' shares of the batch */
+    int hi = N * (r + 1) / R;
+    ref->bn_stats(hi - lo, C, HW, x + (size_t)lo * C * HW, parts + (size_t)r * P);
+    lo = hi;
+  }
+  for (int c = 0; c < C; c++) ce_bn_finish(c, C, R, parts, 1e-5f, 0.1f, run, st);
+  ref->bn_finish(C, R, parts, 1e-5f, 0.1f, runw, stw);
+  char what[80];
+  snprintf(what, sizeof what, "batchnorm N=%d C=%d HW=%d, %d parts: statistics", N, C, HW, R);
+  agree(st, stw, 2 * (size_t)C, what);
+  snprintf(what, sizeof what, "batchnorm N=%d C=%d HW=%d, %d parts: running statistics", N, C, HW, R);
+  agree(run, runw, 2 * (size_t)C, what);
+  float *y = zeros(n), *yw = zeros(n), *sums = zeros(2 * (size_t)C), *dx = uniform(n, -1, 1), *dxw = copy_of(dx, n);
+  for (int relu = 0; relu <= 1; relu++) {
+    for (size_t i = 0; i < n; i++) {
+      int c = (int)(i / (size_t)HW % (size_t)C);
+      y[i] = ce_bn_y(x[i], stw[c], stw[C + c], w[c], b[c], relu);
+    }
+    ref->bn_fwd(N, C, HW, x, stw, w, b, relu, yw);
+    snprintf(what, sizeof what, "batchnorm N=%d C=%d HW=%d: y%s", N, C, HW, relu ? " (relu)" : "");
+    agree(y, yw, n, what);
+    const float *ry = relu ? yw : NULL;
+    ref->bn_bwd_sums(N, C, HW, x, stw, dy, ry, sums);
+    double M = (double)N * HW;
+    for (size_t i = 0; i < n; i++) {
+      int c = (int)(i / (size_t)HW % (size_t)C);
+      float g = ry && !(ry[i] > 0.0f) ? 0.0f : dy[i], rstd = stw[C + c];
+      dx[i] += ce_bn_dx(g, (x[i] - stw[c]) * rstd, w[c], rstd, (float)(sums[c] / M), (float)(sums[C + c] / M));
+    }
+    ref->bn_bwd(N, C, HW, M, x, stw, w, dy, ry, sums, dxw, 0);
+    snprintf(what, sizeof what, "batchnorm N=%d C=%d HW=%d: dx added%s", N, C, HW, relu ? " (relu)" : "");
+    agree(dx, dxw, n, what);
+  }
+  free(x), free(w), free(b), free(dy), free(parts), free(run), free(runw), free(st), free(stw), free(y), free(yw);
+  free(sums), free(dx), free(dxw);
+}
+
 static void test_lowering(int C, int H, int W, int K, int stride, int pad) {
   int OH = (H + 2 * pad - K) / stride + 1, OW = (W + 2 * pad - K) / stride + 1;
   size_t rows = (size_t)C * K * K, pos = (size_t)OH * OW, nx = (size_t)C * H * W;
@@ -307,6 +352,8 @@ int main(void) {
   test_xent(4, 37, 1000.0f, 30.0f);
   test_layernorm(1, 5, 7);
   test_layernorm(3, 8, 64);
+  test_batchnorm(6, 4, 49, 3);
+  test_batchnorm(9, 7, 1, 4); /* the 1-D form */
   test_window_range();
   const int convs[][6] = {{3, 7, 7, 3, 1, 1}, {2, 8, 9, 3, 2, 1}, {3, 6, 5, 3, 1, 0}, {1, 9, 9, 2, 2, 0},
                           {2, 5, 5, 5, 1, 2}, {4, 8, 8, 1, 1, 0}, {2, 7, 6, 1, 2, 1}, {2, 4, 4, 3, 2, 0}};

@@ -1,7 +1,7 @@
 /* A conv2d or a residual add fused with the ReLU after it (model_init_fused), and a gradient that
  * its only consumer (a conv2d, pooling, ReLU, GELU, add or flatten) overwrites rather than adds
  * into a zeroed buffer, compute the same step bit for bit as the plain model: vgg-mini,
- * resnet-mini, mlp and gpt on both backends: logits, loss and every parameter gradient; a ReLU after any other node (vgg-mini's after its linear layer), or
+ * resnet-mini (both also with batch norm, fused with its ReLU), mlp and gpt on both backends: logits, loss and every parameter gradient; a ReLU after any other node (vgg-mini's after its linear layer), or
  * after a node that has other consumers too, is never fused. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,7 +20,8 @@ static int always(void *arg, int node, int next) {
   return 1;
 }
 
-/* The ReLUs fusion may take: those whose input is a conv2d or an add that feeds nothing else. */
+/* The ReLUs fusion may take: those whose input is a conv2d, an add or a batch norm that feeds nothing
+ * else. */
 static int fusable_relus(const graph_t *g, int *relus) {
   int n = 0;
   *relus = 0;
@@ -31,14 +32,14 @@ static int fusable_relus(const graph_t *g, int *relus) {
     int readers = 0;
     for (int i = 0; i < g->n; i++)
       for (int k = 0; k < g->l[i].nin; k++) readers += g->l[i].in[k] == p;
-    n += (kind == LAYER_CONV2D || kind == LAYER_ADD) && readers == 1;
+    n += (kind == LAYER_CONV2D || kind == LAYER_ADD || kind == LAYER_BATCHNORM) && readers == 1;
   }
   return n;
 }
 
 /* The gradients a consumer may overwrite: those of nodes that need one and feed only a conv2d, a
- * pooling layer, a ReLU, a GELU, an add or a flatten, but not a conv2d or an add that feeds only
- * its ReLU (the pair fuses: the ReLU's gradient is theirs). Written from the graph, not from
+ * pooling layer, a ReLU, a GELU, an add, a flatten, a batch norm or a dropout, but not a conv2d, an
+ * add or a batch norm that feeds only its ReLU (the pair fuses: the ReLU's gradient is theirs). Written from the graph, not from
  * layer_ops_t.writes_dx, so that a flag set or lost by mistake shows. */
 static int overwriter_fed(const graph_t *g) {
   int n = 0;
@@ -51,9 +52,10 @@ static int overwriter_fed(const graph_t *g) {
           readers++;
           relu = c == LAYER_RELU;
           writes = c == LAYER_CONV2D || c == LAYER_MAXPOOL2D || c == LAYER_AVGPOOL || c == LAYER_RELU ||
-                   c == LAYER_GELU || c == LAYER_ADD || c == LAYER_FLATTEN;
+                   c == LAYER_GELU || c == LAYER_ADD || c == LAYER_FLATTEN || c == LAYER_BATCHNORM || c == LAYER_DROPOUT;
         }
-    const int fuses = relu && (g->l[i].kind == LAYER_CONV2D || g->l[i].kind == LAYER_ADD);
+    const layer_kind_t k = g->l[i].kind;
+    const int fuses = relu && (k == LAYER_CONV2D || k == LAYER_ADD || k == LAYER_BATCHNORM);
     n += g->l[i].needs_grad && readers == 1 && writes && !fuses;
   }
   return n;
@@ -90,10 +92,11 @@ static double run(const graph_t *g, const backend_t *be, int fuse, int *fused, i
   return loss;
 }
 
-static void compare(const char *model, const char *backend_name) {
+static void compare(const char *model, const char *backend_name, int batchnorm) {
   zoo_opts_t o;
   memset(&o, 0, sizeof o);
   snprintf(o.model, sizeof o.model, "%s", model);
+  snprintf(o.norm, sizeof o.norm, "%s", batchnorm ? "batchnorm" : "none");
   o.vgg.nstages = 2, o.vgg.channels[0] = 4, o.vgg.channels[1] = 8, o.vgg.fc = 16;
   o.resnet.width = 4, o.resnet.blocks = 1, o.resnet.stages = 2;
   o.mlp.nhidden = 2, o.mlp.hidden[0] = 16, o.mlp.hidden[1] = 8;
@@ -112,17 +115,17 @@ static void compare(const char *model, const char *backend_name) {
   int none, pairs, relus, fusable = fusable_relus(&g, &relus), unwritten, written;
   double a = run(&g, be, 0, &none, &unwritten, l1, g1), b = run(&g, be, 1, &pairs, &written, l2, g2);
   const int overwritable = overwriter_fed(&g);
-  int convs = 0; /* the CNNs fuse some pair; the mlp and the gpt have no ReLU after a conv2d or add */
+  int convs = 0; /* the CNNs fuse some pair; the mlp and the gpt have no ReLU after a conv2d, add or batch norm */
   for (int i = 0; i < g.n; i++) convs += g.l[i].kind == LAYER_CONV2D;
   tap_ok(none == 0 && unwritten == 0 && (pairs > 0) == (convs > 0) && pairs == fusable && written > 0 &&
              written == overwritable,
-         "%s on %s: %d of %d ReLUs fused, the %d after a conv2d or add; %d gradients overwritten, the %d that feed only "
-         "an overwriting layer (none unasked)",
-         model, backend_name, pairs, relus, fusable, written, overwritable);
+         "%s%s on %s: %d of %d ReLUs fused, the %d after a conv2d, add or batch norm; %d gradients overwritten, the %d "
+         "that feed only an overwriting layer (none unasked)",
+         model, batchnorm ? " (batch norm)" : "", backend_name, pairs, relus, fusable, written, overwritable);
   tap_ok(a == b && memcmp(l1, l2, nl * sizeof *l1) == 0 && memcmp(g1, g2, ng * sizeof *g1) == 0,
-         "%s on %s: %d node+ReLU pairs fused, %d gradients overwritten: loss, logits and all %zu gradients bitwise "
+         "%s%s on %s: %d node+ReLU pairs fused, %d gradients overwritten: loss, logits and all %zu gradients bitwise "
          "those of the plain model",
-         model, backend_name, pairs, written, ng);
+         model, batchnorm ? " (batch norm)" : "", backend_name, pairs, written, ng);
   free(l1), free(l2), free(g1), free(g2);
   graph_free(&g);
 }
@@ -130,6 +133,9 @@ static void compare(const char *model, const char *backend_name) {
 int main(void) {
   const char *models[] = {"vgg-mini", "resnet-mini", "mlp", "gpt"}, *backends[] = {"cpu", "ref"};
   for (int m = 0; m < 4; m++)
-    for (int b = 0; b < 2; b++) compare(models[m], backends[b]);
+    for (int b = 0; b < 2; b++) {
+      compare(models[m], backends[b], 0);
+      if (m < 2) compare(models[m], backends[b], 1); /* the CNNs with batch norm: BN + ReLU fused */
+    }
   return tap_done();
 }

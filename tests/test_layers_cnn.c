@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/error.h"
 #include "core/rng.h"
 #include "gradcheck.h"
 #include "nn/layer.h"
@@ -102,6 +103,11 @@ static int make_configs(config_t *cf) {
   cf[n++] = (config_t){gradcheck_proto(LAYER_GELU, shape2(4, 6)), 2};
   cf[n++] = (config_t){add_proto(shape3(2, 3, 3), shape3(2, 3, 3)), 2};
   cf[n++] = (config_t){add_proto(shape2(4, 5), shape2(4, 5)), 2};
+  cf[n++] = (config_t){gradcheck_proto(LAYER_BATCHNORM, shape3(3, 4, 5)), 3}; /* statistics over B x H x W */
+  cf[n++] = (config_t){gradcheck_proto(LAYER_BATCHNORM, shape1(6)), 5};       /* the 1-D form */
+  layer_t drop = gradcheck_proto(LAYER_DROPOUT, shape3(2, 3, 4));
+  drop.p = 0.3f;
+  cf[n++] = (config_t){drop, 3};
   return n;
 }
 
@@ -289,8 +295,10 @@ static void run_layer(const layer_t *l, int B, const backend_t *be, run_io_t *io
   c.dy = dy;
   c.aux = be->alloc((size_t)B * l->aux_per_sample + 1);
   c.scratch = be->alloc(layer_scratch_floats(l, c.B) + 1);
+  gradcheck_state_alloc(l, be, &c);
   ops->forward(l, &c);
   ops->backward(l, &c);
+  gradcheck_state_free(l, be, &c);
   be->download(io->y, c.y, ny);
   for (int k = 0; k < l->nin; k++) {
     be->download(io->dx[k], c.dx[k], input_size(l, k, B));
@@ -529,6 +537,57 @@ static void check_init(void) {
   }
 }
 
+/* Dropout's forward on samples with global ids ids[0..B) at step `step` (cpu backend, host memory). */
+static void dropout_run(const layer_t *l, const uint64_t *ids, int B, uint64_t step, int train, const float *x,
+                        float *y) {
+  const backend_t *be = backend_find("cpu");
+  layer_ctx_t c;
+  memset(&c, 0, sizeof c);
+  c.be = be;
+  c.B = B;
+  c.x[0] = x;
+  c.y = y;
+  c.aux = be->alloc((size_t)B * l->aux_per_sample + 1);
+  c.ids = ids;
+  c.seed = 7;
+  c.step = step;
+  c.node = 5;
+  c.train = train;
+  layer_ops_of(l->kind)->forward(l, &c);
+  be->free(c.aux);
+}
+
+/* The mask is a function of (seed, node, step, sample id, element): a sample's row is the same bit
+ * for bit whatever else is in the call (a rank's share of the batch), another step draws another,
+ * p of the elements are zeroed and the rest scaled by 1/(1 - p); evaluation passes x through. */
+static void check_dropout_masks(void) {
+  layer_t l = gradcheck_proto(LAYER_DROPOUT, shape1(256));
+  l.p = 0.25f;
+  char err[128];
+  if (layer_ops_of(l.kind)->infer(&l, err, sizeof err)) surge_runtime_error("dropout: %s", err);
+  enum { B = 8, N = 256 };
+  uint64_t ids[B];
+  float *x = xmalloc(B * N * sizeof *x), *y = xmalloc(B * N * sizeof *y), *part = xmalloc(B * N * sizeof *part);
+  for (int i = 0; i < B * N; i++) x[i] = 1.0f + (float)(i % 97) / 97.0f; /* never 0 */
+  for (int b = 0; b < B; b++) ids[b] = 1000 + 37 * (uint64_t)b;
+  dropout_run(&l, ids, B, 3, 1, x, y);
+  dropout_run(&l, ids + 3, 3, 3, 1, x + 3 * N, part); /* samples 3..5 alone, as a rank's share */
+  tap_ok(memcmp(part, y + 3 * N, 3 * N * sizeof *y) == 0, "dropout: samples 3..5 run alone draw their masks of the "
+         "whole batch bit for bit");
+  long zeros = 0, scaled = 0;
+  for (int i = 0; i < B * N; i++) {
+    zeros += y[i] == 0.0f;
+    scaled += y[i] == x[i] * (1.0f / 0.75f);
+  }
+  tap_ok(zeros + scaled == B * N && labs(zeros - B * N / 4) <= 4 * 28,
+         "dropout p 0.25: %ld of %d zeroed (within 4 sigma of a quarter), the rest x / 0.75", zeros, B * N);
+  dropout_run(&l, ids + 3, 3, 4, 1, x + 3 * N, part);
+  tap_ok(memcmp(part, y + 3 * N, 3 * N * sizeof *y) != 0, "dropout: another step draws other masks");
+  dropout_run(&l, ids, B, 3, 0, x, y);
+  tap_ok(memcmp(x, y, B * N * sizeof *y) == 0, "dropout: evaluation passes x through unchanged");
+  free(x), free(y), free(part);
+}
+
 int main(void) {
   const backend_t *ref = backend_find("ref"), *cpu = backend_find("cpu");
   if (!tap_ok(ref != NULL, "ref backend is compiled in"))
@@ -542,5 +601,6 @@ int main(void) {
   check_rejections();
   check_infer_values();
   check_init();
+  check_dropout_masks();
   return tap_done();
 }

@@ -17,6 +17,7 @@ static const char *const deck_text =
     "[run]\nsteps = 77\nseed = 12345678901\n"
     "[model]\nzoo = gpt\nmlp_hidden = 1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16\nvgg_channels = 3,5\n"
     "vgg_fc = 9\nresnet_width = 6\nresnet_blocks = 3\nresnet_stages = 4\n"
+    "norm = batchnorm\nbatchnorm = local\ndropout = 0.375\n"
     "gpt_layers = 5\ngpt_width = 48\ngpt_heads = 6\ngpt_context = 33\n"
     "[data]\nsource = synthetic\npath = some/where\ntrain_samples = 101\ntest_samples = 17\n"
     "val_fraction = 0.25\nsynthetic_samples = 999\n"
@@ -31,6 +32,8 @@ static void test_zoo_opts(const config_t *cfg) {
   tap_ok(o.vgg.nstages == 2 && o.vgg.channels[0] == 3 && o.vgg.channels[1] == 5 && o.vgg.fc == 9,
          "zoo: vgg stages (3, 5), fc 9");
   tap_ok(o.resnet.width == 6 && o.resnet.blocks == 3 && o.resnet.stages == 4, "zoo: resnet 6 wide, 3 blocks, 4 stages");
+  tap_ok(zoo_batchnorm(&o) && zoo_bn_local(&o) && o.dropout == 0.375,
+         "zoo: norm = batchnorm, batchnorm = local, dropout 0.375");
   tap_ok(o.gpt.layers == 5 && o.gpt.width == 48 && o.gpt.heads == 6 && o.gpt.context == 33,
          "zoo: gpt 5 layers, width 48, 6 heads, context 33");
 }

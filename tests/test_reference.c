@@ -1,6 +1,7 @@
 /* Whole models against PyTorch float64 reference vectors (tests/data/reference, README there):
- * the tiny MLP, CNN (with a residual join) and GPT run one forward/backward and two optimizer
- * steps in float32 on both CPU backends. Tolerances (README): logits and loss 1e-5 relative,
+ * the tiny MLP, CNN (with a residual join), GPT and ResNet with batch norm run one forward/backward
+ * and two optimizer steps in float32 on both CPU backends (batch norm: the running statistics after
+ * each forward pass, and the evaluation-mode logits after step 2, too). Tolerances (README): logits and loss 1e-5 relative,
  * gradients 1e-4 per tensor, parameters after steps 1 and 2 1e-5 per tensor. */
 #include <math.h>
 #include <stdlib.h>
@@ -104,6 +105,72 @@ static double step_grads(model_t *m, int B) {
   return loss;
 }
 
+/* The model's buffers (running statistics) against group/<name>; returns the worst relative error. */
+static double compare_bufs(const refdata_t *f, const model_t *m, const char *group, char *worst, size_t wn) {
+  const slab_layout_t *L = &m->g->bufs;
+  float *host = xcalloc(L->total ? L->total : 1, sizeof *host);
+  m->be->download(host, m->bufs, L->total);
+  double max = 0;
+  for (int i = 0; i < L->n; i++) {
+    char path[160];
+    snprintf(path, sizeof path, "%s/%s", group, L->t[i].name);
+    size_t n;
+    double *ref = refdata_read(f, path, &n, NULL, NULL);
+    if (n != L->t[i].n) surge_runtime_error("%s: %zu values, our buffer has %zu", path, n, L->t[i].n);
+    double e = refdata_rel_error(host + L->t[i].off, ref, n);
+    if (e >= max) {
+      max = e;
+      snprintf(worst, wn, "%s", L->t[i].name);
+    }
+    free(ref);
+  }
+  free(host);
+  return max;
+}
+
+/* The initial buffers from /buffers. */
+static void load_bufs(const refdata_t *f, const model_t *m) {
+  const slab_layout_t *L = &m->g->bufs;
+  float *host = xcalloc(L->total ? L->total : 1, sizeof *host);
+  for (int i = 0; i < L->n; i++) {
+    char path[160];
+    snprintf(path, sizeof path, "/buffers/%s", L->t[i].name);
+    size_t n;
+    float *v = refdata_read_float(f, path, &n, NULL, NULL);
+    if (n != L->t[i].n) surge_runtime_error("%s: %zu values, our buffer has %zu", path, n, L->t[i].n);
+    memcpy(host + L->t[i].off, v, n * sizeof *v);
+    free(v);
+  }
+  m->be->upload(m->bufs, host, L->total);
+  free(host);
+}
+
+/* With buffers (batch norm): the running statistics after forward pass `step` (/running1, /running2). */
+static void check_bufs(const refdata_t *f, const model_t *m, const char *file, int step) {
+  if (m->g->bufs.n == 0) return;
+  char group[32], worst[96];
+  snprintf(group, sizeof group, "/running%d", step);
+  double e = compare_bufs(f, m, group, worst, sizeof worst);
+  tap_ok(e <= 1e-5, "%s [%s] running statistics after forward %d: worst rel err %.2e (%s) <= 1e-5", file,
+         m->be->name, step, e, worst);
+}
+
+/* With buffers: the logits in evaluation mode (normalised by the running statistics) after step 2. */
+static void check_eval(const refdata_t *f, model_t *m, const char *file, int B) {
+  if (m->g->bufs.n == 0) return;
+  m->train = 0;
+  model_forward(m, B);
+  m->train = 1;
+  size_t nl;
+  double *logits = refdata_read(f, "/forward/eval_logits", &nl, NULL, NULL);
+  float *ours = xcalloc(nl, sizeof *ours);
+  m->be->download(ours, m->act[graph_output(m->g)], nl);
+  double e = refdata_rel_error(ours, logits, nl);
+  tap_ok(e <= 1e-5, "%s [%s] evaluation-mode logits after step 2: rel err %.2e <= 1e-5", file, m->be->name, e);
+  free(ours);
+  free(logits);
+}
+
 static void check_model(const char *file, graph_t *g, const backend_t *be) {
   refdata_t *f = refdata_open_reference(file);
   int tokens = refdata_exists(f, "/inputs/idx");
@@ -117,9 +184,11 @@ static void check_model(const char *file, graph_t *g, const backend_t *be) {
   float *host = xcalloc(g->params.total, sizeof *host);
   load_params(f, g, host);
   be->upload(m.params, host, g->params.total);
+  if (g->bufs.n) load_bufs(f, &m);
   model_set_batch(&m, x, y, B);
 
   double loss = step_grads(&m, B);
+  check_bufs(f, &m, file, 1);
   size_t nl;
   double *logits = refdata_read(f, "/forward/logits", &nl, NULL, NULL);
   float *ours = xcalloc(nl, sizeof *ours);
@@ -147,6 +216,7 @@ static void check_model(const char *file, graph_t *g, const backend_t *be) {
   tap_ok(e1 <= 1e-5, "%s [%s] parameters after step 1: worst rel err %.2e (%s) <= 1e-5", file, be->name, e1, worst);
 
   double loss1 = step_grads(&m, B);
+  check_bufs(f, &m, file, 2);
   double ref_loss1 = refdata_scalar(f, "/forward/loss_after_step1");
   tap_ok(fabs(loss1 - ref_loss1) <= 1e-5 * fabs(ref_loss1), "%s [%s] loss after step 1 %.8f vs %.8f", file,
          be->name, loss1, ref_loss1);
@@ -158,6 +228,7 @@ static void check_model(const char *file, graph_t *g, const backend_t *be) {
     tap_ok(mk1.violations == 0 && mk2.violations == 0 && mk1.count < (long)(g->params.total / 100),
            "%s [%s] %ld elements with zero true gradient moved by at most lr per step (%ld, %ld beyond)", file,
            be->name, mk1.count, mk1.violations, mk2.violations);
+  check_eval(f, &m, file, B);
 
   optim_free(&opt);
   model_free(&m);
@@ -187,7 +258,9 @@ static void build_cnn_tiny(graph_t *g) {
 
 static void build_zoo(graph_t *g, const char *zoo, shape_t in, int classes) {
   zoo_opts_t o = {.mlp = {.hidden = {32, 32}, .nhidden = 2},
-                  .gpt = {.layers = 2, .width = 64, .heads = 4, .context = 16}};
+                  .gpt = {.layers = 2, .width = 64, .heads = 4, .context = 16},
+                  .resnet = {.width = 4, .blocks = 1, .stages = 2}};
+  if (strcmp(zoo, "resnet-mini") == 0) snprintf(o.norm, sizeof o.norm, "batchnorm"); /* bn_tiny.h5 */
   snprintf(o.model, sizeof o.model, "%s", zoo);
   char err[256];
   if (zoo_build(o, in, classes, g, err, sizeof err) != 0) surge_runtime_error("%s", err);
@@ -206,6 +279,9 @@ int main(void) {
     graph_free(&g);
     build_zoo(&g, "gpt", shape1(16), 256);
     check_model("gpt_tiny.h5", &g, be);
+    graph_free(&g);
+    build_zoo(&g, "resnet-mini", shape3(1, 28, 28), 10); /* with batch norm (tools/bn-reference.py) */
+    check_model("bn_tiny.h5", &g, be);
     graph_free(&g);
   }
   return tap_done();

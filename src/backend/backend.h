@@ -183,6 +183,34 @@ typedef struct gemm_grid {
       float *y, float *stats)) \
   X(void, layernorm_bwd, (int N, int rows, int C, const float *x, const float *w, const float *stats, \
       const float *dy, float *dx, float *dw, float *db)) /* dx, dw, db += */ \
+  /* ---- batch normalisation over N samples of (C, HW) planes (HW = 1: the 1-D form on (N, C)); the \
+   * statistics of channel c run over the values x[n, c, :] of all samples. \
+   * bn_stats: part (1 + 3C) written: part[0] = N*HW (the count), part[1 + c] + part[1 + C + c] = the \
+   *   mean of channel c as a float pair (the float nearest, and what it misses: a rank's mean must \
+   *   not lose digits before the ranks' means are combined), part[1 + 2C + c] = its M2 (sum of \
+   *   squared deviations from that mean), from sums kept in double. \
+   * bn_finish: combines the R parts (R x (1 + 3C), one per rank, in order) by Chan's parallel \
+   *   formula (mean_ab = mean_a + d n_b/n, M2_ab = M2_a + M2_b + d^2 n_a n_b/n, d = mean_b - mean_a; \
+   *   no E[x^2] - E[x]^2 cancellation) into stats (2C) written: the mean, then rstd = 1/sqrt(var + eps) \
+   *   with the biased variance var = M2/n; running (2C: running mean, running variance) unless NULL \
+   *   becomes (1 - momentum) running + momentum (mean, M2/(n-1)) as PyTorch's. R = 0: stats from \
+   *   running (evaluation); running is then only read. \
+   * bn_fwd: y = (x - mean) rstd w + b per channel, through max(0, .) when relu (BN + ReLU fused). \
+   * bn_bwd_sums: part (2C) written: per channel sum of g and of g xhat, xhat = (x - mean) rstd and g = \
+   *   dy, or dy where relu_y > 0 when relu_y (the fused ReLU's output) is not NULL. They are the \
+   *   bias's and weight's gradients on these samples, and (summed over the batch's ranks) sums. \
+   * bn_bwd: with sums the bn_bwd_sums of all M values of the batch (every rank's): dx (+)= w rstd \
+   *   (g - sums[c]/M - xhat sums[C + c]/M); dx_write: = instead of +=. */ \
+  X(void, bn_stats, (int N, int C, int HW, const float *x, float *part)) \
+  X(void, bn_finish, (int C, int R, const float *parts, float eps, float momentum, float *running, float *stats)) \
+  X(void, bn_fwd, (int N, int C, int HW, const float *x, const float *stats, const float *w, const float *b, \
+      int relu, float *y)) \
+  X(void, bn_bwd_sums, (int N, int C, int HW, const float *x, const float *stats, const float *dy, \
+      const float *relu_y, float *part)) \
+  X(void, bn_bwd, (int N, int C, int HW, double M, const float *x, const float *stats, const float *w, \
+      const float *dy, const float *relu_y, const float *sums, float *dx, int dx_write)) \
+  /* ---- elementwise product: y = a * b, or y += a * b with acc (dropout's mask, n elements) */ \
+  X(void, mul, (size_t n, const float *a, const float *b, float *y, int acc)) \
   /* ---- token + position embedding: idx (B,T) token ids stored as float; wte (V,C) holds the rows of \
    * ids [lo, lo+V) (lo = 0, V = the vocabulary: the whole table; otherwise a vocabulary-parallel \
    * shard); wpe (Tmax,C) or NULL (no position term: another rank adds it); \

@@ -207,3 +207,10 @@ void cpu_orthonormalize(int batch, int n, int r, float *P, size_t sP) {
   }
   free(c);
 }
+
+CPU_CLONES void cpu_mul(size_t n, const float *restrict a, const float *restrict b, float *restrict y, int acc) {
+  if (acc)
+    for (size_t i = 0; i < n; i++) y[i] += a[i] * b[i];
+  else
+    for (size_t i = 0; i < n; i++) y[i] = a[i] * b[i];
+}

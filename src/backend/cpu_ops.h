@@ -135,7 +135,7 @@ static inline float cpu_expf(float x) {
  * cpu_gemm.c (the GEMMs, gemm_tn_rows), cpu_elementwise.c (elementwise ops, bias, activations,
  * dot, orthonormalize), cpu_conv.c (im2col, col2im, pooling), cpu_conv_batch.c (the convolution
  * ops), cpu_linear.c (the linear forward), cpu_seq.c (layer norm, embedding, causal softmax,
- * cross-entropy) and cpu_optim.c (the optimizers). */
+ * cross-entropy), cpu_norm.c (batch norm) and cpu_optim.c (the optimizers). */
 #define CPU_DECLARE(ret, name, params) ret cpu_##name params;
 BACKEND_MATH_OPS(CPU_DECLARE)
 #undef CPU_DECLARE

@@ -16,6 +16,50 @@
 #define CE_FN static inline
 #endif
 
+/* ---- batch norm (backend.h: bn_stats .. bn_bwd) */
+
+/* bn_finish for channel c: Chan's parallel combination of the R parts (1 + 3C floats each: count,
+ * means as float pairs, M2s) in order, in double, into stats[c] (mean) and stats[C + c] (rstd), and PyTorch's
+ * momentum update of running (unbiased variance) unless running is NULL; R = 0: from running. */
+CE_FN void ce_bn_finish(int c, int C, int R, const float *parts, float eps, float momentum, float *running,
+                        float *stats) {
+  if (R == 0) {
+    stats[c] = running[c];
+    stats[C + c] = (float)(1.0 / sqrt((double)running[C + c] + (double)eps));
+    return;
+  }
+  const long P = 1 + 3 * (long)C;
+  double n = 0.0, mean = 0.0, m2 = 0.0;
+  for (int r = 0; r < R; r++) {
+    double nb = parts[r * P], delta = ((double)parts[r * P + 1 + c] + parts[r * P + 1 + C + c]) - mean;
+    if (nb > 0.0) {
+      double nab = n + nb;
+      mean += delta * (nb / nab);
+      m2 += (double)parts[r * P + 1 + 2 * C + c] + delta * delta * (n * nb / nab);
+      n = nab;
+    }
+  }
+  double var = n > 0.0 ? m2 / n : 0.0;
+  stats[c] = (float)mean;
+  stats[C + c] = (float)(1.0 / sqrt(var + (double)eps));
+  if (running) {
+    double unbiased = n > 1.0 ? m2 / (n - 1.0) : var, keep = 1.0 - (double)momentum;
+    running[c] = (float)(keep * running[c] + (double)momentum * mean);
+    running[C + c] = (float)(keep * running[C + c] + (double)momentum * unbiased);
+  }
+}
+
+/* The normalised value: (x - mean) rstd w + b, through max(0, .) when relu. */
+CE_FN float ce_bn_y(float x, float mean, float rstd, float w, float b, int relu) {
+  float v = (x - mean) * rstd * w + b;
+  return relu && !(v > 0.0f) ? 0.0f : v;
+}
+
+/* The input gradient: w rstd (g - mean_g - xhat mean_gx), with the batch's means of g and g xhat. */
+CE_FN float ce_bn_dx(float g, float xhat, float w, float rstd, float mean_g, float mean_gx) {
+  return w * rstd * (g - mean_g - xhat * mean_gx);
+}
+
 /* ---- activations */
 
 CE_FN float ce_relu(float x) { return x > 0.0f ? x : 0.0f; }

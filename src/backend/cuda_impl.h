@@ -104,6 +104,15 @@ void cuda_layernorm_fwd(int N, int rows, int C, const float *x, const float *w, 
                         float *stats);
 void cuda_layernorm_bwd(int N, int rows, int C, const float *x, const float *w, const float *stats, const float *dy,
                         float *dx, float *dw, float *db);
+void cuda_bn_stats(int N, int C, int HW, const float *x, float *part);
+void cuda_bn_finish(int C, int R, const float *parts, float eps, float momentum, float *running, float *stats);
+void cuda_bn_fwd(int N, int C, int HW, const float *x, const float *stats, const float *w, const float *b, int relu,
+                 float *y);
+void cuda_bn_bwd_sums(int N, int C, int HW, const float *x, const float *stats, const float *dy, const float *relu_y,
+                      float *part);
+void cuda_bn_bwd(int N, int C, int HW, double M, const float *x, const float *stats, const float *w, const float *dy,
+                 const float *relu_y, const float *sums, float *dx, int dx_write);
+void cuda_mul(size_t n, const float *a, const float *b, float *y, int acc);
 void cuda_embed_fwd(int B, int T, int C, const float *idx, int lo, int V, const float *wte, const float *wpe,
                     float *y);
 void cuda_embed_bwd(int B, int T, int C, const float *idx, int lo, int V, const float *dy, float *dwte, float *dwpe);
@@ -181,6 +190,18 @@ void cuk_embed_bwd_wte(int B, int T, int C, const float *idx, int lo, int V, con
  * db_acc[c] += sum dy */
 void cuk_layernorm_param_acc(long nrows, int rows, int C, const float *x, const float *stats, const float *dy,
                              double *dw_acc, double *db_acc, cudaStream_t s);
+
+/* ---- batch norm (cuda_kern_norm.cu): backend.h's bn ops on the stream; the elementwise product */
+void cuk_bn_stats(int N, int C, int HW, const float *x, float *part, cudaStream_t s);
+void cuk_bn_finish(int C, int R, const float *parts, float eps, float momentum, float *running, float *stats,
+                   cudaStream_t s);
+void cuk_bn_fwd(int N, int C, int HW, const float *x, const float *stats, const float *w, const float *b, int relu,
+                float *y, cudaStream_t s);
+void cuk_bn_bwd_sums(int N, int C, int HW, const float *x, const float *stats, const float *dy, const float *relu_y,
+                     float *part, cudaStream_t s);
+void cuk_bn_bwd(int N, int C, int HW, double M, const float *x, const float *stats, const float *w, const float *dy,
+                const float *relu_y, const float *sums, float *dx, int dx_write, cudaStream_t s);
+void cuk_mul(size_t n, const float *a, const float *b, float *y, int acc, cudaStream_t s);
 
 /* ---- row kernels (cuda_kern_rows.cu): one warp per row */
 void cuk_softmax_fwd(int BH, int T, float scale, const float *sc, float *p, cudaStream_t s);

@@ -126,6 +126,26 @@ void cuda_layernorm_bwd(int N, int rows, int C, const float *x, const float *w, 
   cuk_add_acc(acc + C, C, 1, db, 1, cuda_stream());
 }
 
+/* ---- batch norm and the elementwise product (cuda_kern_norm.cu) */
+
+void cuda_bn_stats(int N, int C, int HW, const float *x, float *part) { cuk_bn_stats(N, C, HW, x, part, cuda_stream()); }
+void cuda_bn_finish(int C, int R, const float *parts, float eps, float momentum, float *running, float *stats) {
+  cuk_bn_finish(C, R, parts, eps, momentum, running, stats, cuda_stream());
+}
+void cuda_bn_fwd(int N, int C, int HW, const float *x, const float *stats, const float *w, const float *b, int relu,
+                 float *y) {
+  cuk_bn_fwd(N, C, HW, x, stats, w, b, relu, y, cuda_stream());
+}
+void cuda_bn_bwd_sums(int N, int C, int HW, const float *x, const float *stats, const float *dy, const float *relu_y,
+                      float *part) {
+  cuk_bn_bwd_sums(N, C, HW, x, stats, dy, relu_y, part, cuda_stream());
+}
+void cuda_bn_bwd(int N, int C, int HW, double M, const float *x, const float *stats, const float *w, const float *dy,
+                 const float *relu_y, const float *sums, float *dx, int dx_write) {
+  cuk_bn_bwd(N, C, HW, M, x, stats, w, dy, relu_y, sums, dx, dx_write, cuda_stream());
+}
+void cuda_mul(size_t n, const float *a, const float *b, float *y, int acc) { cuk_mul(n, a, b, y, acc, cuda_stream()); }
+
 /* ---- embedding */
 
 void cuda_embed_fwd(int B, int T, int C, const float *idx, int lo, int V, const float *wte, const float *wpe,

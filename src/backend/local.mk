@@ -4,7 +4,7 @@ libsurge_a_SOURCES += \
   src/backend/ref.c \
   src/backend/cpu.c src/backend/cpu_ops.h src/backend/cpu_gemm.c src/backend/cpu_linear.c src/backend/cpu_elementwise.c \
   src/backend/cpu_conv.c src/backend/cpu_conv_batch.c src/backend/cpu_conv_direct.c src/backend/cpu_direct.h \
-  src/backend/cpu_seq.c src/backend/cpu_optim.c src/backend/cpu_fpmode.c \
+  src/backend/cpu_seq.c src/backend/cpu_norm.c src/backend/cpu_optim.c src/backend/cpu_fpmode.c \
   src/backend/cpu_simd.c src/backend/cpu_simd.h src/backend/cpu_simd_tables.h src/backend/cpu_kern_w16.c \
   src/backend/cpu_kern_w8.c src/backend/cpu_direct_kern.h src/backend/cpu_linear_kern.h src/backend/cpu_pool_kern.h \
   src/backend/cuda_elem.h
@@ -15,7 +15,8 @@ libsurge_a_SOURCES += \
 if HAVE_CUDA
 AM_CPPFLAGS += $(CUDA_CFLAGS)
 SURGE_LIBS += $(CUDA_LIBS) -lstdc++
-cuda_kernel_sources = src/backend/cuda_kern_elem.cu src/backend/cuda_kern_reduce.cu src/backend/cuda_kern_rows.cu
+cuda_kernel_sources = src/backend/cuda_kern_elem.cu src/backend/cuda_kern_reduce.cu src/backend/cuda_kern_rows.cu \
+  src/backend/cuda_kern_norm.cu
 libsurge_a_SOURCES += src/backend/cuda.c src/backend/cuda_impl.h src/backend/cuda_blas.c src/backend/cuda_conv.c \
   src/backend/cuda_ops.c src/backend/cuda_kern.cuh $(cuda_kernel_sources)
 SUFFIXES = .cu

@@ -323,6 +323,102 @@ static void ref_avgpool_bwd(int P, int HW, const float *dy, float *dx, int dx_wr
       dx[(size_t)p * HW + i] = (float)((dx_write ? 0.0 : dx[(size_t)p * HW + i]) + (double)dy[p] / HW);
 }
 
+/* ---- batch norm: x (N, C, HW) */
+
+static void ref_bn_stats(int N, int C, int HW, const float *x, float *part) {
+  part[0] = (float)((double)N * HW);
+  for (int c = 0; c < C; c++) {
+    double m = 0.0, m2 = 0.0;
+    for (int n = 0; n < N; n++)
+      for (int i = 0; i < HW; i++) m += x[((size_t)n * C + c) * HW + i];
+    m /= (double)N * HW;
+    for (int n = 0; n < N; n++)
+      for (int i = 0; i < HW; i++) {
+        double d = x[((size_t)n * C + c) * HW + i] - m;
+        m2 += d * d;
+      }
+    part[1 + c] = (float)m;
+    part[1 + C + c] = (float)(m - (double)(float)m);
+    part[1 + 2 * C + c] = (float)m2;
+  }
+}
+
+static void ref_bn_finish(int C, int R, const float *parts, float eps, float momentum, float *running,
+                          float *stats) {
+  const size_t P = 1 + 3 * (size_t)C;
+  for (int c = 0; c < C; c++) {
+    if (R == 0) {
+      stats[c] = running[c];
+      stats[C + c] = (float)(1.0 / sqrt((double)running[C + c] + eps));
+      continue;
+    }
+    double n = 0.0, mean = 0.0, m2 = 0.0; /* Chan et al.: one part at a time, in order */
+    for (int r = 0; r < R; r++) {
+      const float *p = parts + (size_t)r * P;
+      double nb = p[0], d = ((double)p[1 + c] + p[1 + C + c]) - mean, nab = n + nb;
+      if (nb == 0.0) continue;
+      mean += d * nb / nab;
+      m2 += p[1 + 2 * C + c] + d * d * n * nb / nab;
+      n = nab;
+    }
+    double var = n > 0.0 ? m2 / n : 0.0;
+    stats[c] = (float)mean;
+    stats[C + c] = (float)(1.0 / sqrt(var + eps));
+    if (!running) continue;
+    double unbiased = n > 1.0 ? m2 / (n - 1.0) : var;
+    running[c] = (float)((1.0 - momentum) * running[c] + momentum * mean);
+    running[C + c] = (float)((1.0 - momentum) * running[C + c] + momentum * unbiased);
+  }
+}
+
+static void ref_bn_fwd(int N, int C, int HW, const float *x, const float *stats, const float *w, const float *b,
+                       int relu, float *y) {
+  for (int n = 0; n < N; n++)
+    for (int c = 0; c < C; c++)
+      for (int i = 0; i < HW; i++) {
+        size_t k = ((size_t)n * C + c) * HW + i;
+        double v = ((double)x[k] - stats[c]) * stats[C + c] * w[c] + b[c];
+        y[k] = (float)(relu && v < 0.0 ? 0.0 : v);
+      }
+}
+
+/* The gradient the normalisation sees at element k: dy, masked by the fused ReLU's output. */
+static double ref_bn_g(const float *dy, const float *relu_y, size_t k) {
+  return relu_y && !(relu_y[k] > 0.0f) ? 0.0 : dy[k];
+}
+
+static void ref_bn_bwd_sums(int N, int C, int HW, const float *x, const float *stats, const float *dy,
+                            const float *relu_y, float *part) {
+  for (int c = 0; c < C; c++) {
+    double sg = 0.0, sgx = 0.0;
+    for (int n = 0; n < N; n++)
+      for (int i = 0; i < HW; i++) {
+        size_t k = ((size_t)n * C + c) * HW + i;
+        double g = ref_bn_g(dy, relu_y, k);
+        sg += g;
+        sgx += g * ((double)x[k] - stats[c]) * stats[C + c];
+      }
+    part[c] = (float)sg;
+    part[C + c] = (float)sgx;
+  }
+}
+
+static void ref_bn_bwd(int N, int C, int HW, double M, const float *x, const float *stats, const float *w,
+                       const float *dy, const float *relu_y, const float *sums, float *dx, int dx_write) {
+  for (int n = 0; n < N; n++)
+    for (int c = 0; c < C; c++)
+      for (int i = 0; i < HW; i++) {
+        size_t k = ((size_t)n * C + c) * HW + i;
+        double xhat = ((double)x[k] - stats[c]) * stats[C + c];
+        double v = (double)w[c] * stats[C + c] * (ref_bn_g(dy, relu_y, k) - sums[c] / M - xhat * sums[C + c] / M);
+        dx[k] = (float)((dx_write ? 0.0 : dx[k]) + v);
+      }
+}
+
+static void ref_mul(size_t n, const float *a, const float *b, float *y, int acc) {
+  for (size_t i = 0; i < n; i++) y[i] = (float)((acc ? (double)y[i] : 0.0) + (double)a[i] * b[i]);
+}
+
 /* ---- layer norm */
 
 static void ref_layernorm_fwd(int N, int rows, int C, const float *x, const float *w, const float *b,

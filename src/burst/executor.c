@@ -163,6 +163,31 @@ static void make_sync(burst_exec_t *ex, const gradsync_opts_t *o) {
   free(ready);
 }
 
+/* A layer's sum over its node's rank set: comm_allreduce_sum over the set, metered as TRAFFIC_BN. */
+static void group_sum(void *arg, float *v, size_t n) { comm_allreduce_sum(arg, v, n, TRAFFIC_BN); }
+
+/* Each set this rank is a member of, as its nodes' layers see it, where some node sums over its set
+ * (batch norm). */
+static void make_groups(burst_exec_t *ex, const backend_t *be) {
+  const graph_t *g = ex->g;
+  size_t per = model_group_floats(g);
+  for (int i = 1; i < g->n; i++) ex->local_bufs |= g->l[i].nb > 0 && g->l[i].bn_local && ex->world->size > 1;
+  if (per == 0) return;
+  int most = 1;
+  for (int i = 1; i < g->n; i++) most = ex->n[i] > most ? ex->n[i] : most;
+  ex->group_buf = be->alloc(per * (size_t)most);
+  ex->groups = xcalloc((size_t)ex->nsets, sizeof *ex->groups);
+  ex->group_of = xcalloc((size_t)g->n, sizeof *ex->group_of);
+  for (int i = 1; i < g->n; i++) {
+    int s = ex->set_of[i];
+    if (ex->cnt[i] <= 0) continue;
+    ex->groups[s] = (layer_group_t){.ranks = ex->sets[s].size, .rank = ex->sets[s].rank, .batch = ex->batch,
+                                    .sum = group_sum, .arg = &ex->sets[s], .buf = ex->group_buf};
+    ex->group_of[i] = &ex->groups[s];
+  }
+  ex->m.group = ex->group_of;
+}
+
 /* Floats of the buffer an owner receives its consumers' gradient parts into: the largest share of
  * a producer with a gradient whose consumer runs on another rank set (the only backward routes
  * that receive); 1 when every node runs on the same set, as in data parallelism. */
@@ -216,6 +241,8 @@ void burst_exec_init(burst_exec_t *ex, const burst_plan_t *plan, const graph_t *
   size_t recv = recv_floats(ex);
   ex->recv = be->alloc(recv);
   ex->m.act_floats += recv;
+  make_groups(ex, be);
+  ex->m.id_lo = ex->lo;
   make_sync(ex, sync);
 }
 
@@ -229,6 +256,9 @@ void burst_exec_free(burst_exec_t *ex) {
     }
   for (int s = 0; s < ex->nsets; s++) comm_free(&ex->sets[s]);
   be->free(ex->recv);
+  if (ex->group_buf) be->free(ex->group_buf);
+  free(ex->groups);
+  free(ex->group_of);
   model_free(&ex->m);
   if (ex->shared) node_sum_free(ex->shared);
   free(ex->shared);
@@ -393,6 +423,8 @@ void burst_exec_step(burst_exec_t *ex, const dataset_t *ds, const uint64_t *ids,
   double t1 = surge_now();
   times->data = t1 - t0;
 
+  m->ids = ids; /* node j's rows are positions lo[j].. of the batch (m->id_lo) */
+  m->step = (uint64_t)mx->step;
   model_zero_grads_rows(m, ex->cnt); /* each node's rows on this rank: what it uses */
   zero_staged_grads(ex);
   gradsync_begin(&ex->sync);
@@ -444,7 +476,9 @@ static void eval_chunk(void *ctx, const dataset_t *ds, data_split_t split, const
 void burst_exec_eval(burst_exec_t *ex, const dataset_t *ds, data_split_t split, uint64_t n, double sums[2]) {
   model_t *m = &ex->m;
   model_wire_default(m); /* every node on every position of the chunk */
+  m->train = 0;          /* running statistics, no dropout: no sums over ranks either */
   data_walk(ds, split, n, (uint64_t)ex->world->rank, (uint64_t)ex->world->size, ex->window, eval_chunk, ex, sums);
+  m->train = 1;
   for (int j = 1; j < ex->g->n; j++) /* back to the plan's wiring */
     for (int k = 0; k < ex->g->l[j].nin; k++) {
       if (ex->stage[j][k]) m->in[j][k] = ex->stage[j][k];
@@ -460,4 +494,12 @@ void burst_exec_gather(const burst_exec_t *ex, float *slabs[], int nslabs) {
       if (slabs[s])
         comm_bcast(ex->world, slabs[s] + L->t[t].off, L->t[t].n * sizeof(float), ex->first[L->t[t].owner],
                    TRAFFIC_OTHER);
+}
+
+void burst_exec_gather_bufs(const burst_exec_t *ex) {
+  if (ex->all_ranks_everywhere && !ex->local_bufs) return;
+  const slab_layout_t *L = &ex->g->bufs;
+  for (int t = 0; t < L->n; t++)
+    comm_bcast(ex->world, ex->m.bufs + L->t[t].off, L->t[t].n * sizeof(float), ex->first[L->t[t].owner],
+               TRAFFIC_OTHER);
 }

@@ -56,6 +56,12 @@ typedef struct burst_exec {
                          * gradsync (which then has no bucket), and each rank updates only its
                          * slice (shared->lo, hi); NULL otherwise */
   char shared_refused[320]; /* why a possible shared run did not fit (node_sum_fits), or "" */
+  layer_group_t *groups; /* [nsets] each set as its nodes' layers see it (model_t.group: batch norm's
+                          * sums over a node's ranks, TRAFFIC_BN); NULL when no node needs one */
+  const layer_group_t **group_of; /* [nodes] the model's model_t.group */
+  float *group_buf;      /* the groups' buffer: the largest set times model_group_floats */
+  int local_bufs;        /* some node keeps buffers of its own samples (local batch norm): replicas of
+                          * the buffers differ until burst_exec_gather_bufs */
 } burst_exec_t;
 
 /* Phase times of a step on this rank (seconds), and when the backward pass ended (surge_now()). */
@@ -69,6 +75,7 @@ typedef struct burst_times {
  * the gradient reduction (the loss as a float pair, to about float precision of the sum). */
 typedef struct burst_metrics {
   double loss, stop;
+  long step; /* in: the step's number (dropout's masks) */
   int summed;
 } burst_metrics_t;
 
@@ -96,6 +103,10 @@ int burst_exec_idle(const burst_exec_t *ex);
  * the parameters it holds (burst_exec_gather them first), in chunks of the window. */
 void burst_exec_eval(burst_exec_t *ex, const dataset_t *ds, data_split_t split, uint64_t n, double sums[2]);
 
+/* Collective over world: every node's buffers (running statistics) from the first rank of its set to
+ * every rank, where replicas may differ (partial rank sets, local batch norm: then the first rank's
+ * own, as DDP's broadcast_buffers); nothing otherwise. */
+void burst_exec_gather_bufs(const burst_exec_t *ex);
 /* Collective over world: every node's tensors of each non-NULL slab (params, optimizer moments),
  * broadcast from the first rank of the node's set, so every rank holds the true values. */
 void burst_exec_gather(const burst_exec_t *ex, float *slabs[], int nslabs);

@@ -85,7 +85,7 @@ static norm_plan_t plan_norm(burst_layout_t *b) {
 static void step(layout_t *l, const dataset_t *ds, const uint64_t *ids, float grad_scale, layout_step_t *out) {
   burst_exec_t *ex = &impl(l)->ex;
   burst_times_t t;
-  burst_metrics_t mx = {.stop = out->stop};
+  burst_metrics_t mx = {.stop = out->stop, .step = out->step};
   memset(out, 0, sizeof *out);
   burst_exec_step(ex, ds, ids, grad_scale, &mx, &t);
   out->loss = mx.loss;
@@ -108,6 +108,7 @@ static void eval(layout_t *l, const dataset_t *ds, data_split_t split, uint64_t 
  * on its slice only. */
 static void sync_replicas(layout_t *l, float *slabs[], int nslabs) {
   burst_exec_t *ex = &impl(l)->ex;
+  burst_exec_gather_bufs(ex);
   if (!ex->shared) {
     burst_exec_gather(ex, slabs, nslabs);
     return;
@@ -165,6 +166,7 @@ layout_t *burst_layout_build(const layout_opts_t *o, const graph_t *g, const bac
   int node_shared = o->node_shared && strcmp(o->mode, "dp") == 0 && strcmp(o->sync.reducer, "exact") == 0;
   burst_exec_init(&b->ex, &b->plan, g, be, world, (int)o->global_batch, &o->sync, node_shared);
   model_init_params(&b->ex.m, o->seed);
+  b->ex.m.seed = o->seed; /* dropout's masks */
   b->base = (layout_t){.ops = &burst_layout_ops, .m = &b->ex.m, .local = &g->params, .sync = &b->ex.sync,
                        .window = b->ex.window, .impl = b};
   if (b->ex.shared) {

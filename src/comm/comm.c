@@ -31,6 +31,7 @@ const char *traffic_name(traffic_t t) {
       [TRAFFIC_TP] = "tp",
       [TRAFFIC_DP_COMPRESSED] = "dp_compressed",
       [TRAFFIC_ACT_GRAD_COMPRESSED] = "activation_grad_compressed",
+      [TRAFFIC_BN] = "batchnorm",
       [TRAFFIC_OTHER] = "other",
   };
   if ((int)t < 0 || t >= TRAFFIC_COUNT) return "unknown";

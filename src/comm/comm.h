@@ -22,12 +22,13 @@ typedef enum traffic {
   TRAFFIC_TP,         /* tensor-parallel reductions inside a pipeline stage (3D parallelism) */
   TRAFFIC_DP_COMPRESSED,       /* data-parallel gradients as PowerSGD factors (sync/reducer.h) */
   TRAFFIC_ACT_GRAD_COMPRESSED, /* activation gradients as compressed messages (compress/cb.h) */
+  TRAFFIC_BN,         /* batch norm's statistics summed over a node's rank set (nn/layer_batchnorm.c) */
   TRAFFIC_OTHER,      /* metrics, control, checkpoints */
   TRAFFIC_COUNT
 } traffic_t;
 
 /* Names for logs: "dp", "activation", "activation_grad", "embedding", "tp", "dp_compressed",
- * "activation_grad_compressed", "other". */
+ * "activation_grad_compressed", "batchnorm", "other". */
 const char *traffic_name(traffic_t t);
 
 typedef struct comm_meter {

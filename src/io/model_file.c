@@ -28,14 +28,14 @@ static int put_root(hid_t file, const void *arg, const char **failed) {
   return h5util_attr_write_i64(file, "step", r->step);
 }
 
-void model_file_write(const char *path, const state_region_t *params, long step, const char *model_name,
+void model_file_write(const char *path, const state_region_t *regions, int nregions, long step, const char *model_name,
                       const char *deck_text, const char *run_id, const char *vocab, comm_t *world) {
   char tmp[CKPT_PATH], dir[CKPT_PATH];
   if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp) surge_input_error("%s: path too long", path);
   snprintf(dir, sizeof dir, "%s", path);
   model_root_t root = {.model = model_name, .deck = deck_text, .run_id = run_id, .vocab = vocab, .step = step};
   ckpt_file_t f = {.kind = "model file", .dir = dirname(dir), .final = path, .temp = tmp, .put_root = put_root,
-                   .root_arg = &root, .regions = params, .nregions = 1, .compression = "none"};
+                   .root_arg = &root, .regions = regions, .nregions = nregions, .compression = "none"};
   h5util_quiet_t quiet = h5util_quiet_begin();
   ckpt_file_write(&f, world);
   h5util_quiet_end(quiet);

@@ -44,6 +44,15 @@ void weights_read(const char *path, const graph_t *g, float *params) {
   }
 }
 
+void weights_read_bufs(const char *path, const graph_t *g, float *bufs) {
+  weights_format_t f = weights_detect(path);
+  if (f != WEIGHTS_H5)
+    surge_input_error("%s: a %s file holds no running statistics, which this model's batch norms need (hint: start "
+                      "from a Surge model.h5 or checkpoint)",
+                      path, weights_format_name(f));
+  weights_read_bufs_h5(path, g, bufs);
+}
+
 void weights_gpt2_dims(const char *path, gpt2_dims_t *d) {
   switch (weights_detect(path)) {
   case WEIGHTS_H5: weights_h5_gpt2_dims(path, d); break;

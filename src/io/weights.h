@@ -31,6 +31,11 @@ const char *weights_format_name(weights_format_t f);
  * does not hold, or a model with no GPT-2 counterpart for a GPT-2 format, is an input error (exit
  * 2). Padding rows of the token table that the file does not hold are zeroed. */
 void weights_read(const char *path, const graph_t *g, float *params);
+/* On one process, for a model with buffers (g->bufs: batch norm's running statistics): fill the
+ * host buffer slab bufs from the file's /buffers, each of g's buffers with its shape and nothing
+ * else. Only Surge's HDF5 files (model.h5, checkpoints) hold buffers; any other file, or one without
+ * them, is an input error (exit 2). */
+void weights_read_bufs(const char *path, const graph_t *g, float *bufs);
 
 /* The gpt a GPT-2 file (safetensors, llm.c's) or a gpt's model.h5 or checkpoint describes: its
  * sizes (safetensors: from the shapes and the config.json beside the file, for the heads; its
@@ -40,6 +45,7 @@ void weights_gpt2_dims(const char *path, gpt2_dims_t *d);
 
 /* ---- the formats (io/weights_h5.c, io/safetensors.c, io/llmc_file.c) */
 void weights_read_h5(const char *path, const graph_t *g, float *params);
+void weights_read_bufs_h5(const char *path, const graph_t *g, float *bufs);
 void weights_read_safetensors(const char *path, const graph_t *g, float *params);
 void weights_read_llmc(const char *path, const graph_t *g, float *params);
 void weights_h5_gpt2_dims(const char *path, gpt2_dims_t *d);

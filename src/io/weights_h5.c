@@ -70,9 +70,10 @@ static int storage_whole(hid_t d, int ndim, const hsize_t *dims) {
   return h5util_chunks_whole(d, 1, dims, sizeof(float), &have, &want);
 }
 
-static void read_tensor(h5in_t *h, hid_t group, const slab_tensor_t *t, float *out) {
+/* Tensor t of group gname ("/params", "/buffers"), checked, into out. */
+static void read_tensor(h5in_t *h, hid_t group, const char *gname, const slab_tensor_t *t, float *out) {
   char where[SLAB_NAME_MAX + 16];
-  snprintf(where, sizeof where, "/params/%s", t->name);
+  snprintf(where, sizeof where, "%s/%s", gname, t->name);
   if (h5util_exists(group, t->name, H5I_DATASET) != 1)
     surge_input_error("%s: %s: missing (the file holds another model)", h->path, where);
   hid_t d = h5util_check(&h->c, H5Dopen2(group, t->name, H5P_DEFAULT), "open", where);
@@ -114,20 +115,36 @@ static void read_tensor(h5in_t *h, hid_t group, const slab_tensor_t *t, float *o
   H5Dclose(d);
 }
 
+/* Every tensor of L from group gname (exactly those) into the slab out. */
+static void read_group(h5in_t *h, const char *gname, const slab_layout_t *L, float *out) {
+  if (h5util_exists(h->file, gname + 1, H5I_GROUP) != 1)
+    surge_input_error("%s: no group %s: the file holds a model without %s", h->path, gname,
+                      strcmp(gname, "/buffers") == 0 ? "running statistics (batch norm's buffers)" : "parameters");
+  hid_t group = h5util_check(&h->c, H5Gopen2(h->file, gname + 1, H5P_DEFAULT), "open", gname);
+  H5G_info_t info;
+  h5util_check(&h->c, H5Gget_info(group, &info), "list", gname);
+  for (int i = 0; i < L->n; i++) read_tensor(h, group, gname, &L->t[i], out + L->t[i].off);
+  if (info.nlinks != (hsize_t)L->n)
+    surge_input_error("%s: %s holds %llu tensors, this model %d (the file holds another model)", h->path, gname,
+                      (unsigned long long)info.nlinks, L->n);
+  H5Gclose(group);
+}
+
 void weights_read_h5(const char *path, const graph_t *g, float *params) {
   h5util_quiet_t quiet = h5util_quiet_begin();
   h5in_t h = h5_open(path);
   long vocab = file_vocab(&h);
   if (vocab && vocab != model_vocab(g))
     surge_input_error("%s: a model of vocabulary %ld, this model's is %d", path, vocab, model_vocab(g));
-  hid_t group = h5util_check(&h.c, H5Gopen2(h.file, "params", H5P_DEFAULT), "open", "/params");
-  H5G_info_t info;
-  h5util_check(&h.c, H5Gget_info(group, &info), "list", "/params");
-  for (int i = 0; i < g->params.n; i++) read_tensor(&h, group, &g->params.t[i], params + g->params.t[i].off);
-  if (info.nlinks != (hsize_t)g->params.n)
-    surge_input_error("%s: /params holds %llu tensors, this model %d (the file holds another model)", path,
-                      (unsigned long long)info.nlinks, g->params.n);
-  H5Gclose(group);
+  read_group(&h, "/params", &g->params, params);
+  h5util_check(&h.c, H5Fclose(h.file), "close", "");
+  h5util_quiet_end(quiet);
+}
+
+void weights_read_bufs_h5(const char *path, const graph_t *g, float *bufs) {
+  h5util_quiet_t quiet = h5util_quiet_begin();
+  h5in_t h = h5_open(path);
+  read_group(&h, "/buffers", &g->bufs, bufs);
   h5util_check(&h.c, H5Fclose(h.file), "close", "");
   h5util_quiet_end(quiet);
 }
@@ -188,7 +205,7 @@ void weights_write_h5(const char *path, const graph_t *g, const float *params, c
   }
   char vocab[32];
   snprintf(vocab, sizeof vocab, "%d", d.V);
-  model_file_write(path, &r, 0, "gpt", sb_str(&deck), "", vocab, world);
+  model_file_write(path, &r, 1, 0, "gpt", sb_str(&deck), "", vocab, world);
   free(r.t);
   sb_free(&deck);
 }

@@ -36,6 +36,7 @@ typedef struct run_log run_log_t; /* io/log.h: the run's metrics log */
 typedef struct layout_step {
   double loss;  /* this rank's part of the loss SUM (sum over world: the global sum) */
   double stop;  /* in: this rank's stop request (0 or 1), read before the step clears the rest */
+  long step;    /* in: the step's number (0-based): what draws per step (dropout's masks) reads it */
   int summed;   /* 1: loss and stop are already the job's totals (they rode on the gradient
                  * reduction, no collective of their own); 0: sum them over world */
   int idle;     /* 1: this rank had no part in the step's work (a burst plan left it out): it only

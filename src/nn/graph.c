@@ -8,6 +8,7 @@
 void graph_init(graph_t *g, shape_t in, init_scheme_t init) {
   memset(g, 0, sizeof *g);
   slab_layout_init(&g->params);
+  slab_layout_init(&g->bufs);
   g->init = init;
   g->targets_per_sample = 1;
   g->cap = 16;
@@ -22,6 +23,7 @@ void graph_init(graph_t *g, shape_t in, init_scheme_t init) {
 void graph_free(graph_t *g) {
   free(g->l);
   slab_layout_free(&g->params);
+  slab_layout_free(&g->bufs);
   memset(g, 0, sizeof *g);
 }
 
@@ -53,6 +55,11 @@ int graph_add(graph_t *g, layer_t proto) {
     char full[SLAB_NAME_MAX];
     snprintf(full, sizeof full, "%s.%s", proto.name, proto.pdesc[k].suffix);
     proto.param[k] = slab_layout_add(&g->params, full, proto.pdesc[k].ndim, proto.pdesc[k].d, idx);
+  }
+  for (int k = 0; k < proto.nb; k++) {
+    char full[SLAB_NAME_MAX];
+    snprintf(full, sizeof full, "%s.%s", proto.name, proto.bdesc[k].suffix);
+    proto.buf[k] = slab_layout_add(&g->bufs, full, proto.bdesc[k].ndim, proto.bdesc[k].d, idx);
   }
   if (proto.role_blocks < 1) proto.role_blocks = 1;
   proto.needs_grad = proto.np > 0 || proto.kind == LAYER_TIED_LINEAR;
@@ -87,12 +94,16 @@ int nn_linear(graph_t *g, int x, int out_features, int bias, const char *name) {
 }
 
 int nn_conv2d(graph_t *g, int x, int out_channels, int kernel, int stride, int pad, const char *name) {
+  return nn_conv2d_bias(g, x, out_channels, kernel, stride, pad, 1, name);
+}
+
+int nn_conv2d_bias(graph_t *g, int x, int out_channels, int kernel, int stride, int pad, int bias, const char *name) {
   layer_t l = proto1(LAYER_CONV2D, x, name);
   l.out_channels = out_channels;
   l.kernel = kernel;
   l.stride = stride;
   l.pad = pad;
-  l.bias = 1;
+  l.bias = bias;
   return graph_add(g, l);
 }
 
@@ -119,6 +130,26 @@ int nn_layernorm(graph_t *g, int x, float eps, const char *name) {
   layer_t l = proto1(LAYER_LAYERNORM, x, name);
   l.eps = eps;
   return graph_add(g, l);
+}
+
+int nn_batchnorm(graph_t *g, int x, int local, const char *name) {
+  layer_t l = proto1(LAYER_BATCHNORM, x, name);
+  l.bn_local = local;
+  return graph_add(g, l);
+}
+
+int nn_dropout(graph_t *g, int x, float p, const char *name) {
+  layer_t l = proto1(LAYER_DROPOUT, x, name);
+  l.p = p;
+  return graph_add(g, l);
+}
+
+void graph_init_bufs(const graph_t *g, float *host) {
+  for (int i = 0; i < g->n; i++)
+    for (int k = 0; k < g->l[i].nb; k++) {
+      const slab_tensor_t *t = &g->bufs.t[g->l[i].buf[k]];
+      for (size_t e = 0; e < t->n; e++) host[t->off + e] = g->l[i].bfill[k];
+    }
 }
 
 int nn_embed(graph_t *g, int x, int vocab, int context, int channels, const char *name) {

@@ -13,12 +13,17 @@ typedef struct graph {
   int n, cap;
   layer_t *l;             /* l[0] is LAYER_INPUT */
   slab_layout_t params;   /* parameter tensors of all nodes, in node order */
+  slab_layout_t bufs;     /* buffers (state that is not trained: batch norm's running statistics), in
+                           * node order; owner as in params */
   init_scheme_t init;
   int targets_per_sample; /* 1 for classification, T for next-token prediction */
   int classes_valid;      /* outputs at or beyond this are padding, kept out of the loss and the
                            * gradients (nn/logit_mask.h); 0: every output is a class */
   char err[256];          /* reason of the last failed add */
 } graph_t;
+
+/* Fill a host slab of g->bufs with every buffer's initial value (batch norm: running_var 1). */
+void graph_init_bufs(const graph_t *g, float *host);
 
 /* Start a graph whose input is one sample of shape `in` (tokens: shape1(T)). */
 void graph_init(graph_t *g, shape_t in, init_scheme_t init);
@@ -32,6 +37,8 @@ int graph_add(graph_t *g, layer_t proto);
 /* Builders (return the new node index, or -1 on error). x, a, b are node indices. */
 int nn_linear(graph_t *g, int x, int out_features, int bias, const char *name);
 int nn_conv2d(graph_t *g, int x, int out_channels, int kernel, int stride, int pad, const char *name);
+/* The same with bias = 0: no bias (a batch norm after it shifts instead). */
+int nn_conv2d_bias(graph_t *g, int x, int out_channels, int kernel, int stride, int pad, int bias, const char *name);
 int nn_maxpool2d(graph_t *g, int x, int kernel, int stride, const char *name);
 int nn_avgpool(graph_t *g, int x, const char *name);
 int nn_flatten(graph_t *g, int x, const char *name);
@@ -39,6 +46,11 @@ int nn_relu(graph_t *g, int x, const char *name);
 int nn_gelu(graph_t *g, int x, const char *name);
 int nn_add(graph_t *g, int a, int b, const char *name);
 int nn_layernorm(graph_t *g, int x, float eps, const char *name);
+/* Batch norm over the channels of an image (C,H,W) or of features (C) (layer_batchnorm.c); local:
+ * statistics of each rank's samples only (layer_t.bn_local). */
+int nn_batchnorm(graph_t *g, int x, int local, const char *name);
+/* Dropout with probability p (layer_dropout.c). */
+int nn_dropout(graph_t *g, int x, float p, const char *name);
 int nn_embed(graph_t *g, int x, int vocab, int context, int channels, const char *name);
 /* A vocabulary-parallel shard of an embedding: the table rows of ids [vocab_lo, vocab_lo + vocab),
  * with the position table only when positions != 0 (layer_embed.c). */

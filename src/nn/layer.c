@@ -11,7 +11,8 @@ static const layer_ops_t *const ops_by_kind[LAYER_KIND_COUNT] = {
     [LAYER_RELU] = &layer_relu_ops,           [LAYER_GELU] = &layer_gelu_ops,
     [LAYER_ADD] = &layer_add_ops,             [LAYER_LAYERNORM] = &layer_layernorm_ops,
     [LAYER_EMBED] = &layer_embed_ops,         [LAYER_ATTENTION] = &layer_attention_ops,
-    [LAYER_TIED_LINEAR] = &layer_tied_linear_ops,
+    [LAYER_TIED_LINEAR] = &layer_tied_linear_ops, [LAYER_BATCHNORM] = &layer_batchnorm_ops,
+    [LAYER_DROPOUT] = &layer_dropout_ops,
 };
 
 const layer_ops_t *layer_ops_of(layer_kind_t kind) { return ops_by_kind[kind]; }

@@ -9,6 +9,7 @@
 #define SURGE_LAYER_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "backend/backend.h"
 #include "core/rng.h"
@@ -28,6 +29,9 @@ typedef enum layer_kind {
   LAYER_EMBED,       /* token ids (T) -> (T,C): wte (V,C) + wpe (context,C) */
   LAYER_ATTENTION,   /* causal multi-head self-attention core: qkv (T,3C) -> (T,C); heads */
   LAYER_TIED_LINEAR, /* logits = x wte^T: (T,C) -> (T,V), weight shared with an LAYER_EMBED node */
+  LAYER_BATCHNORM,   /* batch norm per channel: (C,H,W) (BatchNorm2d) or (C) (BatchNorm1d); weight,
+                      * bias (C); buffers running_mean, running_var (C); eps, momentum */
+  LAYER_DROPOUT,     /* zeroes each element with probability p, scales the rest by 1/(1-p); training only */
   LAYER_KIND_COUNT
 } layer_kind_t;
 
@@ -78,7 +82,12 @@ typedef struct layer {
                                          * shard holds ids [vocab_lo, vocab_lo + vocab); 0) */
   int no_positions;                     /* embed: 1 = no position table (another rank adds it) */
   int bias;                             /* linear, conv2d: 1 = has a bias */
-  float eps;                            /* layernorm */
+  float eps;                            /* layernorm, batchnorm */
+  float momentum;                       /* batchnorm: running = (1 - momentum) running + momentum batch */
+  int bn_local;                         /* batchnorm: statistics of each rank's samples only (DDP's
+                                         * default: the maths changes with the rank count); 0: of the
+                                         * whole batch the node runs on, summed over its ranks */
+  float p;                              /* dropout: the probability of zeroing an element */
   int tied_param;                       /* tied linear: slab tensor index of the shared weight */
   layer_role_t role;                    /* tensor-parallel role (ROLE_REPLICATED unless set) */
   int role_blocks;                      /* ROLE_COLUMN: equal blocks of the rows split alike (1) */
@@ -88,6 +97,17 @@ typedef struct layer {
   layer_param_desc_t pdesc[LAYER_MAX_PARAMS];
   int param[LAYER_MAX_PARAMS]; /* slab tensor indices (set by the graph) */
 
+  /* buffers: state that is not trained (batch norm's running statistics), in the graph's buffer
+   * slab (graph_t.bufs), kept in checkpoints and model.h5; described by infer like parameters */
+  int nb;
+  layer_param_desc_t bdesc[LAYER_MAX_PARAMS];
+  float bfill[LAYER_MAX_PARAMS]; /* each buffer's initial value (running_var: 1) */
+  int buf[LAYER_MAX_PARAMS];     /* buffer slab tensor indices (set by the graph) */
+
+  size_t keep;           /* floats forward keeps for backward per call, whatever its B (batch norm's
+                            mean and rstd) */
+  size_t group_floats;   /* floats per rank of the sum over the node's rank set forward needs (the
+                            layer_group_t buffer holds ranks times the largest of them) */
   int needs_grad;        /* set by the graph: this node or one before it has parameters, so the
                             gradient of this node's output is needed (else backward skips it) */
   size_t aux_per_sample; /* floats forward saves for backward, per sample */
@@ -95,6 +115,19 @@ typedef struct layer {
   size_t scratch_per_sample; /* ... plus these per sample of the call (a whole batch in one backend call) */
   double flops_per_sample; /* forward FLOPs per sample (multiply-add = 2); backward is about 2x */
 } layer_t;
+
+/* The ranks that run a node on the other samples of its batch (burst: its rank set; dp: all of a
+ * job's ranks), as a layer whose maths spans the batch (batch norm) sees them: set by the layout
+ * (model_t.group), NULL when the node runs alone. sum adds v[0..n) (backend memory) over the ranks
+ * in place (collective over them; metered by the layout); buf holds ranks * the largest
+ * group_floats of the model's nodes (backend memory). */
+typedef struct layer_group {
+  int ranks, rank;
+  int batch; /* samples of the node's whole batch: the sum over the ranks of their calls' B */
+  void (*sum)(void *arg, float *v, size_t n);
+  void *arg;
+  float *buf;
+} layer_group_t;
 
 /* Everything a forward or backward call sees. Pointers are backend memory. */
 typedef struct layer_ctx {
@@ -108,6 +141,14 @@ typedef struct layer_ctx {
                                    * the ReLU to y; backward gets the ReLU output's gradient as dy and runs
                                    * the ReLU's backward on the way */
   const float *w[LAYER_MAX_PARAMS]; /* parameter tensors */
+  float *st[LAYER_MAX_PARAMS];    /* buffers (running statistics): forward in training updates them */
+  float *keep;                    /* layer_t.keep floats: forward writes, backward reads */
+  int train;                      /* 1: training (batch statistics, dropout), 0: evaluation */
+  const layer_group_t *group;     /* the node's rank set, or NULL (alone) */
+  /* the randomness of a step (dropout): host memory; ids NULL: the rows' positions are their ids */
+  const uint64_t *ids;            /* (B) global sample ids of the call's rows */
+  uint64_t seed, step;            /* the run's seed and the step's number */
+  int node;                       /* this node's index in the graph */
   /* backward only */
   const float *dy;                /* (B, out) */
   float *dx[LAYER_MAX_IN];        /* += ; NULL when that input needs no gradient */
@@ -140,7 +181,8 @@ const char *layer_kind_name(layer_kind_t kind);
 /* One ops table per kind, each in its own source file. */
 extern const layer_ops_t layer_input_ops, layer_linear_ops, layer_conv2d_ops, layer_maxpool2d_ops,
     layer_avgpool_ops, layer_flatten_ops, layer_relu_ops, layer_gelu_ops, layer_add_ops,
-    layer_layernorm_ops, layer_embed_ops, layer_attention_ops, layer_tied_linear_ops;
+    layer_layernorm_ops, layer_embed_ops, layer_attention_ops, layer_tied_linear_ops, layer_batchnorm_ops,
+    layer_dropout_ops;
 
 /* Shared initialiser: Kaiming-uniform (PyTorch default, bound 1/sqrt(fan_in) for weight and bias)
  * or N(0, 0.02) weights with zero bias, for a weight of n_w floats and a bias of n_b floats. */

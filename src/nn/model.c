@@ -20,7 +20,8 @@ static int sole_consumer(const graph_t *g, int i) {
 }
 
 int model_fusable_relu(const graph_t *g, int i) {
-  const int kind = g->l[i].kind, j = kind == LAYER_CONV2D || kind == LAYER_ADD ? sole_consumer(g, i) : -1;
+  const int kind = g->l[i].kind;
+  const int j = kind == LAYER_CONV2D || kind == LAYER_ADD || kind == LAYER_BATCHNORM ? sole_consumer(g, i) : -1;
   return j >= 0 && g->l[j].kind == LAYER_RELU && g->l[i].needs_grad == g->l[j].needs_grad ? j : -1;
 }
 
@@ -80,6 +81,9 @@ int model_init_on(model_t *m, const graph_t *g, const backend_t *be, int B_cap,
   m->din = xcalloc((size_t)g->n, sizeof *m->din);
   m->fused = xcalloc((size_t)g->n, sizeof *m->fused);
   m->written = xcalloc((size_t)g->n, sizeof *m->written);
+  m->keep = xcalloc((size_t)g->n, sizeof *m->keep);
+  m->bufs = be->alloc(g->bufs.total ? g->bufs.total : 1);
+  m->train = 1;
   int nfused = plan_fusion(m, allowed, arg);
   plan_writes(m, allowed, arg);
   size_t scratch = 0;
@@ -98,6 +102,10 @@ int model_init_on(model_t *m, const graph_t *g, const backend_t *be, int B_cap,
       size_t na = surge_mul_size((size_t)B_cap, l->aux_per_sample, "layer state");
       m->aux[i] = be->alloc(na);
       m->act_floats += na;
+    }
+    if (l->keep) {
+      m->keep[i] = be->alloc(l->keep);
+      m->act_floats += l->keep;
     }
     size_t need = layer_scratch_floats(l, B_cap);
     if (need > scratch) scratch = need;
@@ -130,7 +138,10 @@ void model_free(model_t *m) {
     if (m->fused[i] <= 0) be->free(m->act[i]); /* a fused node shares its ReLU's buffers */
     if (m->dact[i] && m->fused[i] <= 0) be->free(m->dact[i]);
     if (m->aux[i]) be->free(m->aux[i]);
+    if (m->keep[i]) be->free(m->keep[i]);
   }
+  free(m->keep);
+  be->free(m->bufs);
   free(m->act);
   free(m->dact);
   free(m->aux);
@@ -152,6 +163,17 @@ void model_init_params(model_t *m, uint64_t seed) {
   graph_init_params(g, seed, host);
   m->be->upload(m->params, host, g->params.total);
   free(host);
+  float *bufs = xcalloc(g->bufs.total ? g->bufs.total : 1, sizeof(float));
+  graph_init_bufs(g, bufs);
+  m->be->upload(m->bufs, bufs, g->bufs.total);
+  free(bufs);
+}
+
+size_t model_group_floats(const graph_t *g) {
+  size_t most = 0;
+  for (int i = 0; i < g->n; i++)
+    if (g->l[i].group_floats > most) most = g->l[i].group_floats;
+  return most;
 }
 
 void graph_init_params(const graph_t *g, uint64_t seed, float *host) {
@@ -207,6 +229,14 @@ static layer_ctx_t node_ctx(model_t *m, int i, int off, int B, int backward) {
   if (m->aux[i]) c.aux = m->aux[i] + (size_t)off * l->aux_per_sample;
   c.scratch = m->scratch;
   c.fuse_relu = m->fused[i] > 0;
+  c.keep = m->keep[i];
+  c.train = m->train;
+  c.group = m->group ? m->group[i] : NULL;
+  c.ids = m->ids ? m->ids + (m->id_lo ? m->id_lo[i] : 0) + off : NULL;
+  c.seed = m->seed;
+  c.step = m->step;
+  c.node = i;
+  for (int k = 0; k < l->nb; k++) c.st[k] = m->bufs + g->bufs.t[l->buf[k]].off;
   for (int k = 0; k < l->np; k++) {
     c.w[k] = model_tensor(m->params, g, l->param[k]);
     if (backward) c.dw[k] = model_tensor(m->grads, g, l->param[k]);

@@ -36,6 +36,14 @@ typedef struct model {
   float *targets; /* (B_cap, targets_per_sample) class ids as float */
   float *logit_mask; /* (classes) padded outputs' mask (g->classes_valid), or NULL */
   size_t act_floats; /* floats held by act + dact + aux + scratch (memory report) */
+  float *bufs;    /* the buffer slab (g->bufs layout: running statistics), backend memory */
+  float **keep;   /* per node: (layer keep) floats forward leaves for backward, or NULL */
+  /* set by a layout (defaults: training, alone, ids = positions, seed and step 0): */
+  int train;      /* 1: forward in training mode (batch statistics, dropout); 0: evaluation */
+  const layer_group_t **group; /* NULL, or per node its rank set as layers see it (NULL: alone) */
+  const uint64_t *ids; /* NULL, or the step's global sample ids (host memory) ... */
+  const int *id_lo;    /* ... of which node i's row 0 is ids[id_lo[i]] (NULL: ids[0]) */
+  uint64_t seed, step; /* the run's seed and the step's number (dropout's masks) */
   int own_params, own_grads; /* whether the model allocated them (model_init_on) */
 } model_t;
 
@@ -64,7 +72,10 @@ void model_free(model_t *m);
 void model_wire_default(model_t *m);
 
 
-/* Initialise all parameters from the seed; node i draws from its own stream (seed, i), so adding
+/* The largest layer_t.group_floats of g's nodes (0: no node sums over its rank set). */
+size_t model_group_floats(const graph_t *g);
+
+/* Initialise all parameters from the seed, and the buffers to their initial values; node i draws from its own stream (seed, i), so adding
  * a node never changes another node's initial weights. */
 void model_init_params(model_t *m, uint64_t seed);
 /* The same values into a host slab of g's layout (a layout that holds pieces of the model copies its

@@ -18,13 +18,34 @@ static int build_mlp(const zoo_opts_t *o, graph_t *g, int classes) {
   return nn_linear(g, x, classes, 1, name);
 }
 
+int zoo_batchnorm(const zoo_opts_t *o) { return strcmp(o->norm, "batchnorm") == 0; }
+
+int zoo_bn_local(const zoo_opts_t *o) { return strcmp(o->batchnorm, "local") == 0; }
+
+/* A convolution named `name`, then with norm = batchnorm a batch norm "<name>_bn" (the convolution
+ * without bias: the norm's shift replaces it). */
+static int conv_norm(const zoo_opts_t *o, graph_t *g, int x, int out, int k, int stride, int pad, const char *name) {
+  int with_bn = zoo_batchnorm(o);
+  x = nn_conv2d_bias(g, x, out, k, stride, pad, !with_bn, name);
+  if (!with_bn) return x;
+  char bn[LAYER_NAME_MAX];
+  snprintf(bn, sizeof bn, "%.32s_bn", name);
+  return nn_batchnorm(g, x, zoo_bn_local(o), bn);
+}
+
+/* The output layer, after a dropout node where o->dropout > 0. */
+static int output_layer(const zoo_opts_t *o, graph_t *g, int x, int classes, const char *name) {
+  if (o->dropout > 0) x = nn_dropout(g, x, (float)o->dropout, "dropout");
+  return nn_linear(g, x, classes, 1, name);
+}
+
 static int build_vgg(const zoo_opts_t *o, graph_t *g, int classes) {
   int x = 0;
   char name[LAYER_NAME_MAX];
   for (int s = 0; s < o->vgg.nstages; s++) {
     for (int j = 0; j < 2; j++) {
       snprintf(name, sizeof name, "conv%d_%d", s + 1, j + 1);
-      x = nn_conv2d(g, x, o->vgg.channels[s], 3, 1, 1, name);
+      x = conv_norm(o, g, x, o->vgg.channels[s], 3, 1, 1, name);
       snprintf(name, sizeof name, "relu%d_%d", s + 1, j + 1);
       x = nn_relu(g, x, name);
     }
@@ -34,24 +55,24 @@ static int build_vgg(const zoo_opts_t *o, graph_t *g, int classes) {
   x = nn_flatten(g, x, "flatten");
   x = nn_linear(g, x, o->vgg.fc, 1, "fc1");
   x = nn_relu(g, x, "relu_fc1");
-  return nn_linear(g, x, classes, 1, "fc2");
+  return output_layer(o, g, x, classes, "fc2");
 }
 
 /* relu(shortcut(x) + conv_b(relu(conv_a(x)))); strided when stride > 1 or the width changes. */
-static int residual_block(graph_t *g, int x, int width, int stride, const char *prefix) {
+static int residual_block(const zoo_opts_t *o, graph_t *g, int x, int width, int stride, const char *prefix) {
   char name[LAYER_NAME_MAX];
   int in_width = x >= 0 && x < g->n ? g->l[x].out.d[0] : width;
   int shortcut = x;
   if (stride != 1 || in_width != width) {
     snprintf(name, sizeof name, "%.30s.down", prefix);
-    shortcut = nn_conv2d(g, x, width, 1, stride, 0, name);
+    shortcut = conv_norm(o, g, x, width, 1, stride, 0, name);
   }
   snprintf(name, sizeof name, "%.30s.conv_a", prefix);
-  int r = nn_conv2d(g, x, width, 3, stride, 1, name);
+  int r = conv_norm(o, g, x, width, 3, stride, 1, name);
   snprintf(name, sizeof name, "%.30s.relu_a", prefix);
   r = nn_relu(g, r, name);
   snprintf(name, sizeof name, "%.30s.conv_b", prefix);
-  r = nn_conv2d(g, r, width, 3, 1, 1, name);
+  r = conv_norm(o, g, r, width, 3, 1, 1, name);
   snprintf(name, sizeof name, "%.30s.add", prefix);
   int y = nn_add(g, shortcut, r, name);
   snprintf(name, sizeof name, "%.30s.relu", prefix);
@@ -59,18 +80,18 @@ static int residual_block(graph_t *g, int x, int width, int stride, const char *
 }
 
 static int build_resnet(const zoo_opts_t *o, graph_t *g, int classes) {
-  int x = nn_conv2d(g, 0, o->resnet.width, 3, 1, 1, "stem");
+  int x = conv_norm(o, g, 0, o->resnet.width, 3, 1, 1, "stem");
   x = nn_relu(g, x, "stem_relu");
   char prefix[LAYER_NAME_MAX];
   for (int s = 0; s < o->resnet.stages; s++) {
     int width = o->resnet.width << s;
     for (int b = 0; b < o->resnet.blocks; b++) {
       snprintf(prefix, sizeof prefix, "stage%d.block%d", s + 1, b + 1);
-      x = residual_block(g, x, width, s > 0 && b == 0 ? 2 : 1, prefix);
+      x = residual_block(o, g, x, width, s > 0 && b == 0 ? 2 : 1, prefix);
     }
   }
   x = nn_avgpool(g, x, "avgpool");
-  return nn_linear(g, x, classes, 1, "fc");
+  return output_layer(o, g, x, classes, "fc");
 }
 
 int zoo_gpt_block(graph_t *g, int x, int i, int width, int heads, int shards, int out_bias) {
@@ -212,6 +233,11 @@ int zoo_build(zoo_opts_t o, shape_t in, int classes, graph_t *g, char *err, size
   }
   if (z->sequences && in.ndim != 1) {
     snprintf(err, errlen, "model %s needs token sequences (data source text or synthetic), not images", o.model);
+    return -1;
+  }
+  if ((zoo_batchnorm(&o) || o.dropout > 0) && z->build != build_vgg && z->build != build_resnet) {
+    snprintf(err, errlen, "model %s takes no %s (only vgg-mini and resnet-mini do)", o.model,
+             zoo_batchnorm(&o) ? "norm = batchnorm" : "dropout");
     return -1;
   }
   graph_init(g, in, z->init);

@@ -3,6 +3,8 @@
  *   vgg-mini     per stage: two 3x3 convs (pad 1) + relu, 2x2 max pool; flatten, fc + relu, fc
  *   resnet-mini  3x3 stem; stages of residual blocks relu(x + conv(relu(conv(x)))), the first block
  *                of later stages strided with a 1x1 strided projection shortcut; global avg pool, fc
+ *   (vgg-mini and resnet-mini: with batchnorm, conv -> batch norm -> relu, each conv without bias;
+ *   with dropout, a dropout node before the last linear layer)
  *   gpt          pre-LayerNorm GPT-2: token + position embedding, blocks of
  *                x + proj(attn(qkv(ln1(x)))), x + fcproj(gelu(fc(ln2(x)))), final layernorm, output
  *                tied to the token embedding; the data's vocabulary (bytes, or a
@@ -30,6 +32,12 @@ typedef struct zoo_opts {
     int nstages;
     int fc; /* width of the hidden fully-connected layer */
   } vgg;
+  char norm[16];      /* vgg-mini, resnet-mini: none | batchnorm (a batch norm after every convolution,
+                       * whose bias it makes redundant: the convolutions then have none), as VGG-BN and
+                       * ResNet (zoo_batchnorm) */
+  char batchnorm[16]; /* global | local: batch norm statistics of each rank's samples only (zoo_bn_local) */
+  double dropout;     /* vgg-mini, resnet-mini: dropout with this probability before the output layer
+                       * (0: no dropout node) */
   struct {
     int width;  /* stem channels */
     int blocks; /* residual blocks per stage */
@@ -42,6 +50,10 @@ typedef struct zoo_opts {
                                * (llm.c: 128); the padding is kept out of loss and gradients */
   } gpt;
 } zoo_opts_t;
+
+/* Whether o puts a batch norm after every convolution; whether its statistics are each rank's own. */
+int zoo_batchnorm(const zoo_opts_t *o);
+int zoo_bn_local(const zoo_opts_t *o);
 
 /* The [model] rows of the sizes, and their check (heads divide the width). */
 extern const cfg_part_t zoo_options;

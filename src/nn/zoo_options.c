@@ -17,6 +17,16 @@ static const cfg_key_t rows[] = {
     CFG_INT_KEY("model", "resnet_blocks", resnet.blocks, "2", 1, 64, "resnet-mini: residual blocks per stage"),
     CFG_INT_KEY("model", "resnet_stages", resnet.stages, "2", 1, 8,
                 "resnet-mini: stages (each after the first halves H,W and doubles channels)"),
+    CFG_ENUM_KEY("model", "norm", norm, "none", CFG_VALUES("none", "batchnorm"),
+                 "vgg-mini, resnet-mini: batchnorm puts a batch norm after every convolution (which then has no "
+                 "bias)"),
+    CFG_ENUM_KEY("model", "batchnorm", batchnorm, "global", CFG_VALUES("global", "local"),
+                 "batch norm statistics: global, of the whole batch a layer runs on, summed over its ranks (every "
+                 "layout computes one rank's numbers); local, of each rank's samples only (PyTorch DDP's default: "
+                 "the maths changes with the rank count)"),
+    CFG_FLOAT_KEY("model", "dropout", dropout, "0", 0, CFG_CLOSED, 1, CFG_OPEN,
+                  "vgg-mini, resnet-mini: dropout probability before the output layer (0: no dropout; the mask is "
+                  "a function of seed, step, sample id and element, the same in every layout)"),
     CFG_INT_KEY("model", "gpt_layers", gpt.layers, "4", 1, 256, "gpt: transformer blocks"),
     CFG_INT_KEY("model", "gpt_width", gpt.width, "256", 1, MAX_WIDTH, "gpt: embedding width (a multiple of gpt_heads)"),
     CFG_INT_KEY("model", "gpt_heads", gpt.heads, "4", 1, 256, "gpt: attention heads per block"),

@@ -20,6 +20,8 @@ typedef struct host_state {
   float *host[3];        /* [nslabs] host view of each local slab: params, moments (a copy unless in_place) */
   float *device[3];      /* the slabs themselves */
   state_tensor_t *pieces; /* the layout's description (data NULL) */
+  int nmodel;            /* the regions of the model file: /params, and /buffers where the model has any */
+  float *bufs_host;      /* host view of the model's buffer slab (a copy unless in_place), or NULL */
 } host_state_t;
 
 static void add_slab_region(host_state_t *h, const layout_t *l, const char *group, float *device) {
@@ -37,12 +39,31 @@ static void add_slab_region(host_state_t *h, const layout_t *l, const char *grou
   }
 }
 
+/* The model's buffers (batch norm's running statistics): whole tensors on every rank, the same
+ * everywhere after sync_replicas (layout_ops_t), so the ranks split their writing as replicas. */
+static void add_bufs_region(host_state_t *h, const trainer_t *t) {
+  const model_t *m = t->layout->m;
+  const slab_layout_t *L = &m->g->bufs;
+  if (L->n == 0) return;
+  h->bufs_host = h->in_place ? m->bufs : xcalloc(L->total, sizeof(float));
+  state_region_t *r = &h->r[h->n++];
+  snprintf(r->group, sizeof r->group, "/buffers");
+  r->n = L->n;
+  r->t = xcalloc((size_t)L->n, sizeof *r->t);
+  for (int i = 0; i < L->n; i++) {
+    state_tensor_replicated(&r->t[i], &L->t[i], t->world->rank, t->world->size);
+    r->t[i].data = h->bufs_host + L->t[i].off;
+  }
+}
+
 static void host_state_init(host_state_t *h, const trainer_t *t, int with_optimizer) {
   const layout_t *l = t->layout;
   *h = (host_state_t){.in_place = t->be->host_memory};
   h->pieces = xcalloc(l->local->n ? (size_t)l->local->n : 1, sizeof *h->pieces);
   l->ops->describe(l, h->pieces);
   add_slab_region(h, l, "/params", l->m->params);
+  add_bufs_region(h, t);
+  h->nmodel = h->n;
   if (!with_optimizer) return;
   if (t->opt.m) add_slab_region(h, l, "/optim/m", t->opt.m);
   if (t->opt.v) add_slab_region(h, l, "/optim/v", t->opt.v);
@@ -52,10 +73,10 @@ static void host_state_init(host_state_t *h, const trainer_t *t, int with_optimi
 }
 
 static void host_state_free(host_state_t *h) {
-  for (int k = 0; k < h->nslabs; k++) {
+  for (int k = 0; k < h->nslabs; k++)
     if (!h->in_place) free(h->host[k]);
-    free(h->r[k].t);
-  }
+  for (int k = 0; k < h->nslabs + h->nmodel - 1; k++) free(h->r[k].t); /* the slabs' and the buffers' */
+  if (!h->in_place) free(h->bufs_host);
   free(h->pieces);
 }
 
@@ -63,6 +84,8 @@ static void host_state_free(host_state_t *h) {
 static void gather(trainer_t *t, host_state_t *h) {
   trainer_sync_replicas(t);
   for (int k = 0; k < h->nslabs && !h->in_place; k++) t->be->download(h->host[k], h->device[k], t->layout->local->total);
+  const model_t *m = t->layout->m;
+  if (h->bufs_host && !h->in_place) t->be->download(h->bufs_host, m->bufs, m->g->bufs.total);
 }
 
 /* The token data's vocabulary as checkpoints record it: "SIZE" or "SIZE:HASH"; "" for other data. */
@@ -91,6 +114,7 @@ void trainer_resume(trainer_t *t, const char *path) {
   vocab_of(t, s.vocab);
   checkpoint_read(path, &s, &t->cfg, t->world);
   for (int k = 0; k < h.nslabs && !h.in_place; k++) t->be->upload(h.device[k], h.host[k], t->layout->local->total);
+  if (h.bufs_host && !h.in_place) t->be->upload(t->layout->m->bufs, h.bufs_host, t->layout->m->g->bufs.total);
   reducer_t *red = t->layout->sync->reducer;
   if (red->ops->loaded) red->ops->loaded(red);
   if (t->layout->ops->state_loaded) t->layout->ops->state_loaded(t->layout);
@@ -116,6 +140,12 @@ void trainer_load_params(trainer_t *t, const char *path) {
   if (!h.in_place) t->be->upload(h.device[0], h.host[0], t->layout->local->total);
   host_state_free(&h);
   slab_free(whole);
+  const slab_layout_t *B = &t->g.bufs; /* the running statistics, whole on every rank (as /buffers) */
+  if (B->n == 0) return;
+  float *bufs = slab_alloc(B);
+  weights_read_bufs(path, &t->g, bufs);
+  t->be->upload(t->layout->m->bufs, bufs, B->total);
+  slab_free(bufs);
 }
 
 void trainer_params_on_root(trainer_t *t, float *full) {
@@ -146,6 +176,6 @@ void trainer_write_model(trainer_t *t, const char *path, const char *deck_text) 
   gather(t, &h);
   char vocab[CHECKPOINT_VOCAB_LEN];
   vocab_of(t, vocab);
-  model_file_write(path, &h.r[0], t->step, t->cfg.zoo, deck_text, t->run_id, vocab, t->world);
+  model_file_write(path, h.r, h.nmodel, t->step, t->cfg.zoo, deck_text, t->run_id, vocab, t->world);
   host_state_free(&h);
 }

@@ -100,7 +100,7 @@ train_stats_t trainer_step(trainer_t *t, int stop_request) {
   double targets = (double)t->cfg.global_batch * (double)t->g.targets_per_sample;
   ev_raise(EV_WORK, EV_STEP, 0);
   sampler_batch(&t->sampler, t->step, t->cfg.global_batch, t->ids);
-  layout_step_t ls = {.stop = stop_request ? 1.0 : 0.0};
+  layout_step_t ls = {.stop = stop_request ? 1.0 : 0.0, .step = t->step};
   l->ops->step(l, t->ds, t->ids, (float)(1.0 / targets), &ls);
   if (np->sum == NORM_SUM_JOB && ls.summed)
     surge_runtime_error("the %s layout sums its metrics itself but leaves the norm to the job (a layout bug)", l->name);

@@ -150,14 +150,31 @@ static void test_chain(void) {
   burst_plan_free(&pl);
   burst_plan_free(&dp);
 
-  /* the rest of a step: data 0.5 us a sample on a (the input's reader), loss 0.25 us a sample and
-   * 30 us a step on c (the output): data parallel (8 samples a rank) pays 4 + 2 + 30 more */
+  /* the rest of a step: data 0.5 us a sample on a (the input's reader), loss 0.25 us a sample on c
+   * (the output), the 30 us of per-step work on b (the only node with parameters): data parallel
+   * (8 samples a rank) pays 4 + 2 + 30 more */
   p.step = (burst_step_costs_t){.data_us_per_sample = 0.5, .loss_us_per_sample = 0.25, .step_us = 30};
   burst_plan_data_parallel(&g, &p, &o, &dp);
-  tap_ok(NEAR(dp.iter_us, 285.04 + 36) && NEAR(dp.comp_us[1], 80 + 4) && NEAR(dp.comp_us[3], 80 + 2 + 30) &&
-             NEAR(dp.one_rank_us, 1380 + 32 + 16 + 30),
-         "step costs: data on the input's reader, loss and step on the output: %.6f us (285.04 + 36)", dp.iter_us);
+  tap_ok(NEAR(dp.iter_us, 285.04 + 36) && NEAR(dp.comp_us[1], 80 + 4) && NEAR(dp.comp_us[2], 100 + 30) &&
+             NEAR(dp.comp_us[3], 80 + 2) && NEAR(dp.one_rank_us, 1380 + 32 + 16 + 30),
+         "step costs: data on the input's reader, loss on the output, the update on the layer with parameters: "
+         "%.6f us (285.04 + 36)", dp.iter_us);
   burst_plan_free(&dp);
+
+  /* 1000 us of per-step work under A = 2: b pays it on every rank it holds (n (1100 + sync) > 2 x 1100
+   * for n >= 2: one rank), c has no parameters and still bursts (charged to the output as before,
+   * c would pay n (10 64/n + 1000) <= 2 (640 + 1000) and get 2 ranks) */
+  p.step = (burst_step_costs_t){.step_us = 1000};
+  set_net(&p, 1, 1e6, 1, 100);
+  o.amp = 2;
+  burst_plan_search(&g, &p, &o, &pl);
+  diag_plan(&pl);
+  tap_ok(plan_is(&pl, want_cheap, 4) && NEAR(pl.iter_us, 80 + 2.007168 + 1100 + 2.007168 + 80) &&
+             NEAR(pl.comp_us[2], 1100) && NEAR(pl.comp_us[3], 80) && NEAR(pl.amp[3], 1),
+         "A = 2, 1000 us a step: the update is the linear's (1 rank, 1100 us), the output relu keeps 8 ranks "
+         "(%.6f us)", pl.iter_us);
+  burst_plan_free(&pl);
+  o.amp = BURST_NO_LIMIT;
   p.step = (burst_step_costs_t){0, 0, 0};
 
   /* A = 1 with b a real linear that scales (10b) and a, c too: layers with parameters pay sync for

@@ -41,6 +41,7 @@ typedef struct burst_ctx {
   const burst_profile_t *p;
   burst_opts_t o;
   sp_seq_t top;
+  double grad_total;  /* bgraph_grad_total(g): the per-step work's shares (burst_ctx_comp_us) */
   /* candidate configurations (burst_ctx_tables): k = 0..C-1, cn ascending, cn[0] = 1 */
   int C;
   int *cn, *cb;       /* rank count, per-rank batch */
@@ -51,6 +52,9 @@ typedef struct burst_ctx {
 
 /* The graph part (series-parallel tree); checks the options and the profile's fit. */
 void burst_ctx_init(burst_ctx_t *c, const bgraph_t *g, const burst_profile_t *p, const burst_opts_t *o);
+/* Node v's compute at a per-rank batch: its pass and its share of the per-step work
+ * (burst_profile_us, without rescanning the graph). */
+double burst_ctx_comp_us(const burst_ctx_t *c, int v, int batch);
 /* The candidate tables: every candidate's time must be in the profile (an input error otherwise). */
 void burst_ctx_tables(burst_ctx_t *c);
 void burst_ctx_free(burst_ctx_t *c);

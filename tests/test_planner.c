@@ -253,6 +253,43 @@ static void test_branches(void) {
   graph_free(&g);
 }
 
+/* Four branches of 40 + 10b between a free fork and a free join, G = 8, B = 64: each branch on 2
+ * ranks (360 us), the four at once in lanes starting at ranks 0, 2, 4 and 6; the three later lanes
+ * move all 32 samples in and out, 2 (1 + 32*64/1000) = 6.096 us each way: 372.192 us. The lanes
+ * after the first lie on 6, 4 and 2 ranks; with them only on a candidate's last ranks (4, 2, 1) the
+ * best was 400 us (two branches on 2 ranks, two on 4). */
+static void test_four_lanes(void) {
+  bgraph_t g;
+  bgraph_init(&g, "fan4", "four branches");
+  bgraph_add(&g, "input", "input", 0, NULL, 64, 0, 0);
+  int in = 0, fork = bgraph_add(&g, "s", "relu", 1, &in, 64, 0, 0), br[4];
+  for (int b = 0; b < 4; b++) {
+    char name[8];
+    snprintf(name, sizeof name, "b%d", b + 1);
+    br[b] = bgraph_add(&g, name, "relu", 1, &fork, 64, 0, 0);
+  }
+  int join = bgraph_add(&g, "join", "concat", 4, br, 256, 0, 0);
+  burst_opts_t o = opts(8, 64, BURST_NO_LIMIT);
+  burst_profile_t p;
+  burst_profile_init(&p, g.n, "synthetic");
+  set_net(&p, 1, 1000, 1, 100);
+  for (int b = 8; b <= 64; b *= 2) {
+    burst_profile_set(&p, fork, b, 0);
+    burst_profile_set(&p, join, b, 0);
+    for (int x = 0; x < 4; x++) burst_profile_set(&p, br[x], b, 40 + 10 * b);
+  }
+  burst_plan_t pl;
+  burst_search(&g, &p, &o, &pl);
+  diag_plan(&pl);
+  int lanes = 0;
+  for (int x = 0; x < 4; x++) lanes |= (pl.n[br[x]] == 2 && pl.first[br[x]] % 2 == 0) << pl.first[br[x]] / 2;
+  tap_ok(lanes == 15 && NEAR(pl.iter_us, 360 + 2 * 6.096) && pl.ranks_used == 8,
+         "four branches on four 2-rank lanes at ranks 0, 2, 4, 6: %.6f us (372.192)", pl.iter_us);
+  burst_plan_free(&pl);
+  burst_profile_free(&p);
+  bgraph_free(&g);
+}
+
 /* ---- brute force ---- */
 
 /* Enumerate every rank count per node, and for a block of two branches each disjoint placement;
@@ -717,6 +754,7 @@ int main(void) {
   test_chain();
   test_limit();
   test_branches();
+  test_four_lanes();
   test_brute_force();
   test_tied_limit();
   test_branchy_and_pareto();

@@ -19,9 +19,8 @@
  * the fork: full re-shards in and out). W is a rank count, not only a candidate, so a lane may
  * start at any offset (four 2-rank lanes on 8 ranks: the last three on 6, 4 and 2 ranks). Every
  * lane's own width is a candidate; the enclosing range caps every lane, so no plan needs more ranks
- * than the job has. Direct
- * fork -> join edges (residual identities) re-shard alongside. Blocks with more than
- * PF_LANE_BRANCHES non-empty branches run them one after another.
+ * than the job has. Direct fork -> join edges (residual identities) re-shard alongside. Blocks with
+ * more than PF_LANE_BRANCHES non-empty branches run them one after another.
  *
  * Only configurations the per-layer amplification limit allows (w < inf) are visited. With
  * keep_one the sets hold only their fastest point (the fastest plan: burst_plan_search); with

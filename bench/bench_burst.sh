@@ -6,8 +6,9 @@
 # false: on one node dp otherwise sums through node-shared memory, faster than that model), and set
 # the measured median step time (the log's /metrics/step_time, the slowest rank) beside the
 # prediction. Rank-time: predicted = the planner's; measured = the sum over ranks of each rank's
-# median forward + backward + comm time per step (the log's /ranks/phase_*; comm includes time blocked
-# in collectives and re-shards). This machine has 2 cores: 4 ranks are oversubscribed.
+# median forward + backward + comm + optimizer time per step (the log's /ranks/phase_*; comm includes
+# time blocked in collectives and re-shards; the optimizer phase is the update the planner charges
+# to each node's ranks). This machine has 2 cores: 4 ranks are oversubscribed.
 # Called by bench/run-bench.sh with SURGE_TRAIN, MPIEXEC and SURGE_BUILD set.
 set -eu
 train=${SURGE_TRAIN:-./surge-train}
@@ -23,12 +24,14 @@ trap 'rm -rf "$tmp"' EXIT
 cores=$(nproc 2>/dev/null || echo 1)
 
 . "$src/bench/lib.sh"
-# rank_ms LOG NP: sum over ranks of each rank's median (forward + backward + comm) per step, in ms
+# rank_ms LOG NP: sum over ranks of each rank's median (forward + backward + comm + optimizer) per
+# step, in ms
 rank_ms() {
-  for ph in forward backward comm; do
+  for ph in forward backward comm optimizer; do
     h5vals "$1" /ranks/phase_$ph >"$tmp/$ph.txt" || { echo nan; return; }
   done
-  paste "$tmp/forward.txt" "$tmp/backward.txt" "$tmp/comm.txt" | awk '{ print $1 + $2 + $3 }' >"$tmp/busy.txt"
+  paste "$tmp/forward.txt" "$tmp/backward.txt" "$tmp/comm.txt" "$tmp/optimizer.txt" |
+    awk '{ print $1 + $2 + $3 + $4 }' >"$tmp/busy.txt"
   total=0
   r=0
   while [ $r -lt "$2" ]; do

@@ -424,7 +424,37 @@ static void check_update_sumsq(const backend_t *be) {
     from_backend(be, pb, dpb, N);
     from_backend(be, ma, a.m, N);
     from_backend(be, mb, b.m, N);
-    tap_ok(memcmp(pa, pb, N * sizeof *pa) == 0 && memcmp(ma, mb, N * sizeof *ma) == 0 && a.t == b.t &&
+    int same = memcmp(pa, pb, N * sizeof *pa) == 0 && memcmp(ma, mb, N * sizeof *ma) == 0;
+    { /* a fourth step over the ranges only (optim_step_ranges): those floats as the whole range's
+       * update gives them, the others (parameters and moments) untouched, one step counted */
+      double only = optim_step_ranges(&b, dpb, dg, 0.05f, ranges, 3, NULL, 0, 1);
+      double none = optim_step_ranges(&b, dpb, dg, 0.0f, ranges, 0, NULL, 0, 1);
+      optim_step_part(&a, dpa, dg, 0.05f, LO, HI);
+      float *qa = xcalloc(N, sizeof *qa), *qb = xcalloc(N, sizeof *qb), *na = xcalloc(N, sizeof *na),
+            *nb = xcalloc(N, sizeof *nb);
+      from_backend(be, qa, dpa, N);
+      from_backend(be, qb, dpb, N);
+      from_backend(be, na, a.m, N);
+      from_backend(be, nb, b.m, N);
+      int in = 0, out = 0, inside_ok = 1, outside_ok = 1;
+      for (int i = 0; i < N; i++) {
+        int r = 0;
+        while (r < 3 && !((size_t)i >= ranges[2 * r] && (size_t)i < ranges[2 * r + 1])) r++;
+        if (r < 3) {
+          in++;
+          inside_ok &= qa[i] == qb[i] && na[i] == nb[i];
+        } else {
+          out++;
+          outside_ok &= qb[i] == pb[i] && nb[i] == mb[i];
+        }
+      }
+      tap_ok(inside_ok && outside_ok && in > 0 && out > 0 && b.t == 5 && none == 0 &&
+                 fabs(only - want_ranges) <= 1e-12 * want_ranges,
+             "%s: %s update of 3 ranges only: %d floats as the whole update's, %d untouched, t %ld, sum of squares "
+             "%.15g (%.15g)", be->name, cfg.name, in, out, b.t, only, want_ranges);
+      free(qa), free(qb), free(na), free(nb);
+    }
+    tap_ok(same && a.t + 1 == b.t &&
                fabs(got[0] - want) <= 1e-12 * want && got[1] == got[0] &&
                fabs(in_ranges - want_ranges) <= 1e-12 * want_ranges,
            "%s: %s update with the sum of squares: parameters and moments bitwise the plain update's, sum of "

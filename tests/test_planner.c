@@ -150,14 +150,31 @@ static void test_chain(void) {
   burst_plan_free(&pl);
   burst_plan_free(&dp);
 
-  /* the rest of a step: data 0.5 us a sample on a (the input's reader), loss 0.25 us a sample and
-   * 30 us a step on c (the output): data parallel (8 samples a rank) pays 4 + 2 + 30 more */
+  /* the rest of a step: data 0.5 us a sample on a (the input's reader), loss 0.25 us a sample on c
+   * (the output), the 30 us of per-step work on b (the only node with parameters): data parallel
+   * (8 samples a rank) pays 4 + 2 + 30 more */
   p.step = (burst_step_costs_t){.data_us_per_sample = 0.5, .loss_us_per_sample = 0.25, .step_us = 30};
   burst_plan_data_parallel(&g, &p, &o, &dp);
-  tap_ok(NEAR(dp.iter_us, 285.04 + 36) && NEAR(dp.comp_us[1], 80 + 4) && NEAR(dp.comp_us[3], 80 + 2 + 30) &&
-             NEAR(dp.one_rank_us, 1380 + 32 + 16 + 30),
-         "step costs: data on the input's reader, loss and step on the output: %.6f us (285.04 + 36)", dp.iter_us);
+  tap_ok(NEAR(dp.iter_us, 285.04 + 36) && NEAR(dp.comp_us[1], 80 + 4) && NEAR(dp.comp_us[2], 100 + 30) &&
+             NEAR(dp.comp_us[3], 80 + 2) && NEAR(dp.one_rank_us, 1380 + 32 + 16 + 30),
+         "step costs: data on the input's reader, loss on the output, the update on the layer with parameters: "
+         "%.6f us (285.04 + 36)", dp.iter_us);
   burst_plan_free(&dp);
+
+  /* 1000 us of per-step work under A = 2: b pays it on every rank it holds (n (1100 + sync) > 2 x 1100
+   * for n >= 2: one rank), c has no parameters and still bursts (charged to the output as before,
+   * c would pay n (10 64/n + 1000) <= 2 (640 + 1000) and get 2 ranks) */
+  p.step = (burst_step_costs_t){.step_us = 1000};
+  set_net(&p, 1, 1e6, 1, 100);
+  o.amp = 2;
+  burst_plan_search(&g, &p, &o, &pl);
+  diag_plan(&pl);
+  tap_ok(plan_is(&pl, want_cheap, 4) && NEAR(pl.iter_us, 80 + 2.007168 + 1100 + 2.007168 + 80) &&
+             NEAR(pl.comp_us[2], 1100) && NEAR(pl.comp_us[3], 80) && NEAR(pl.amp[3], 1),
+         "A = 2, 1000 us a step: the update is the linear's (1 rank, 1100 us), the output relu keeps 8 ranks "
+         "(%.6f us)", pl.iter_us);
+  burst_plan_free(&pl);
+  o.amp = BURST_NO_LIMIT;
   p.step = (burst_step_costs_t){0, 0, 0};
 
   /* A = 1 with b a real linear that scales (10b) and a, c too: layers with parameters pay sync for
@@ -234,6 +251,43 @@ static void test_branches(void) {
   }
   burst_profile_free(&p);
   graph_free(&g);
+}
+
+/* Four branches of 40 + 10b between a free fork and a free join, G = 8, B = 64: each branch on 2
+ * ranks (360 us), the four at once in lanes starting at ranks 0, 2, 4 and 6; the three later lanes
+ * move all 32 samples in and out, 2 (1 + 32*64/1000) = 6.096 us each way: 372.192 us. The lanes
+ * after the first lie on 6, 4 and 2 ranks; with them only on a candidate's last ranks (4, 2, 1) the
+ * best was 400 us (two branches on 2 ranks, two on 4). */
+static void test_four_lanes(void) {
+  bgraph_t g;
+  bgraph_init(&g, "fan4", "four branches");
+  bgraph_add(&g, "input", "input", 0, NULL, 64, 0, 0);
+  int in = 0, fork = bgraph_add(&g, "s", "relu", 1, &in, 64, 0, 0), br[4];
+  for (int b = 0; b < 4; b++) {
+    char name[8];
+    snprintf(name, sizeof name, "b%d", b + 1);
+    br[b] = bgraph_add(&g, name, "relu", 1, &fork, 64, 0, 0);
+  }
+  int join = bgraph_add(&g, "join", "concat", 4, br, 256, 0, 0);
+  burst_opts_t o = opts(8, 64, BURST_NO_LIMIT);
+  burst_profile_t p;
+  burst_profile_init(&p, g.n, "synthetic");
+  set_net(&p, 1, 1000, 1, 100);
+  for (int b = 8; b <= 64; b *= 2) {
+    burst_profile_set(&p, fork, b, 0);
+    burst_profile_set(&p, join, b, 0);
+    for (int x = 0; x < 4; x++) burst_profile_set(&p, br[x], b, 40 + 10 * b);
+  }
+  burst_plan_t pl;
+  burst_search(&g, &p, &o, &pl);
+  diag_plan(&pl);
+  int lanes = 0;
+  for (int x = 0; x < 4; x++) lanes |= (pl.n[br[x]] == 2 && pl.first[br[x]] % 2 == 0) << pl.first[br[x]] / 2;
+  tap_ok(lanes == 15 && NEAR(pl.iter_us, 360 + 2 * 6.096) && pl.ranks_used == 8,
+         "four branches on four 2-rank lanes at ranks 0, 2, 4, 6: %.6f us (372.192)", pl.iter_us);
+  burst_plan_free(&pl);
+  burst_profile_free(&p);
+  bgraph_free(&g);
 }
 
 /* ---- brute force ---- */
@@ -700,6 +754,7 @@ int main(void) {
   test_chain();
   test_limit();
   test_branches();
+  test_four_lanes();
   test_brute_force();
   test_tied_limit();
   test_branchy_and_pareto();

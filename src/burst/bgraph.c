@@ -117,3 +117,9 @@ const char *bgraph_where(const bgraph_t *bg, int node, char *buf, int len) {
   if (node >= 0 && node < bg->n && bg->v[node].line > 0) snprintf(buf, (size_t)len, "%s:%d: ", bg->source, bg->v[node].line);
   return buf;
 }
+
+double bgraph_grad_total(const bgraph_t *bg) {
+  double total = 0;
+  for (int v = 0; v < bg->n; v++) total += bg->v[v].grad_bytes;
+  return total;
+}

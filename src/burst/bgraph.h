@@ -47,6 +47,8 @@ int bgraph_add(bgraph_t *bg, const char *name, const char *kind, int nin, const 
 /* The fingerprint of a graph that did not come from a graph_t: names, kinds, inputs and bytes. */
 uint64_t bgraph_fingerprint(const bgraph_t *bg);
 void bgraph_free(bgraph_t *bg);
+/* The gradient bytes of all nodes: the parameters a training step zeroes, sums and updates. */
+double bgraph_grad_total(const bgraph_t *bg);
 /* "file:line: " for a node defined in a file, "" otherwise (into buf). */
 const char *bgraph_where(const bgraph_t *bg, int node, char *buf, int len);
 

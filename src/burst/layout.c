@@ -18,6 +18,7 @@ typedef struct burst_layout {
   char *plan_text; /* the plan file's text, for the log (burst mode) */
   char note[400];   /* layout_t.note: how dp sums, where it is worth saying */
   size_t *norm_ranges; /* layout_t.norm's ranges, where the plan has them */
+  size_t *update_ranges; /* layout_t.update_ranges, where the plan has them */
 } burst_layout_t;
 
 static burst_layout_t *impl(const layout_t *l) { return l->impl; }
@@ -82,6 +83,24 @@ static norm_plan_t plan_norm(burst_layout_t *b) {
   return (norm_plan_t){.ranges = b->norm_ranges, .nranges = norm_ranges_merge(b->norm_ranges, n), .sum = NORM_SUM_JOB};
 }
 
+/* The parameters this rank updates (layout_t.update_ranges): where some node is not on every rank,
+ * the tensors of the nodes whose set holds it, so a node's update costs its ranks only, as the
+ * planner charges it (burst_profile_update_us); the others' stay stale here, never read before
+ * burst_exec_gather brings them. Everywhere else: the whole slab (NULL). */
+static void plan_update(burst_layout_t *b) {
+  const burst_exec_t *ex = &b->ex;
+  if (ex->shared || ex->all_ranks_everywhere) return;
+  const slab_layout_t *L = &ex->g->params;
+  b->update_ranges = xcalloc(2 * (size_t)(L->n ? L->n : 1), sizeof *b->update_ranges);
+  int n = 0, r = ex->world->rank;
+  for (int t = 0; t < L->n; t++) {
+    int v = L->t[t].owner;
+    if (r >= ex->first[v] && r < ex->first[v] + ex->n[v]) norm_ranges_push(b->update_ranges, &n, L->t[t].off, L->t[t].n);
+  }
+  b->base.update_ranges = b->update_ranges;
+  b->base.nupdate_ranges = norm_ranges_merge(b->update_ranges, n);
+}
+
 static void step(layout_t *l, const dataset_t *ds, const uint64_t *ids, float grad_scale, layout_step_t *out) {
   burst_exec_t *ex = &impl(l)->ex;
   burst_times_t t;
@@ -142,6 +161,7 @@ static void free_layout(layout_t *l) {
   burst_plan_free(&b->plan);
   free(b->plan_text);
   free(b->norm_ranges);
+  free(b->update_ranges);
   free(b);
 }
 
@@ -181,5 +201,6 @@ layout_t *burst_layout_build(const layout_opts_t *o, const graph_t *g, const bac
   }
   if (b->note[0]) b->base.note = b->note;
   b->base.norm = plan_norm(b);
+  plan_update(b);
   return &b->base;
 }

@@ -66,6 +66,11 @@ void burst_ctx_init(burst_ctx_t *c, const bgraph_t *g, const burst_profile_t *p,
   c->p = p;
   c->o = *o;
   sp_build(g, &c->top);
+  c->grad_total = bgraph_grad_total(g);
+}
+
+double burst_ctx_comp_us(const burst_ctx_t *c, int v, int batch) {
+  return burst_profile_pass_us(c->p, c->g, v, batch) + burst_profile_update_us(c->p, c->g, v, c->grad_total);
 }
 
 void burst_ctx_tables(burst_ctx_t *c) {
@@ -82,7 +87,7 @@ void burst_ctx_tables(burst_ctx_t *c) {
   c->w = xmalloc(cells * sizeof *c->w);
   for (int i = 0; i < g->n; i++) {
     for (int k = 0; k < C; k++) {
-      c->comp[i * C + k] = burst_profile_us(c->p, g, i, c->cb[k]);
+      c->comp[i * C + k] = burst_ctx_comp_us(c, i, c->cb[k]);
       c->sync[i * C + k] = burst_sync_us(&c->p->net, g->v[i].grad_bytes, c->cn[k]);
     }
     /* the hard per-layer limit: n (comp + sync)(n) <= A comp(1), with a rounding allowance; a fused

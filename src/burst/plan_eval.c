@@ -67,9 +67,9 @@ static double eval_block(const burst_ctx_t *c, burst_plan_t *pl, const sp_block_
 }
 
 static void node_costs(const burst_ctx_t *c, burst_plan_t *pl, int v) {
-  pl->comp_us[v] = burst_profile_us(c->p, c->g, v, pl->per_rank[v]);
+  pl->comp_us[v] = burst_ctx_comp_us(c, v, pl->per_rank[v]);
   pl->sync_us[v] = burst_sync_us(&c->p->net, c->g->v[v].grad_bytes, pl->n[v]);
-  double one = burst_profile_us(c->p, c->g, v, c->o.batch);
+  double one = burst_ctx_comp_us(c, v, c->o.batch);
   double used = pl->n[v] * (pl->comp_us[v] + pl->sync_us[v]);
   pl->amp[v] = one > 0 ? used / one : (used > 0 ? BURST_INF : 1);
   if (c->g->v[v].tied) pl->amp[v] = 1; /* a fused ReLU: the pair's amplification is its node's */
@@ -120,7 +120,7 @@ void burst_ctx_evaluate(const burst_ctx_t *c, burst_plan_t *pl) {
   for (int v = 0; v < g->n; v++) {
     pl->rank_us += pl->n[v] * (pl->xfer_us[v] + pl->comp_us[v] + pl->sync_us[v]);
     if (pl->first[v] + pl->n[v] > pl->ranks_used) pl->ranks_used = pl->first[v] + pl->n[v];
-    pl->one_rank_us += burst_profile_us(c->p, g, v, c->o.batch);
+    pl->one_rank_us += burst_ctx_comp_us(c, v, c->o.batch);
   }
 }
 

@@ -51,7 +51,7 @@ static void frontier_run(const bgraph_t *g, const burst_profile_t *p, const burs
   f->n = F->front.n;
   f->pt = xmalloc((size_t)f->n * sizeof *f->pt);
   for (int x = 0; x < f->n; x++) f->pt[x] = (burst_front_point_t){F->front.p[x].t, F->front.p[x].r};
-  for (int v = 0; v < g->n; v++) f->one_rank_us += burst_profile_us(p, g, v, o->batch);
+  for (int v = 0; v < g->n; v++) f->one_rank_us += burst_ctx_comp_us(&F->c, v, o->batch);
   f->impl = F;
 }
 

@@ -41,6 +41,7 @@ typedef struct burst_ctx {
   const burst_profile_t *p;
   burst_opts_t o;
   sp_seq_t top;
+  double grad_total;  /* bgraph_grad_total(g): the per-step work's shares (burst_ctx_comp_us) */
   /* candidate configurations (burst_ctx_tables): k = 0..C-1, cn ascending, cn[0] = 1 */
   int C;
   int *cn, *cb;       /* rank count, per-rank batch */
@@ -51,6 +52,9 @@ typedef struct burst_ctx {
 
 /* The graph part (series-parallel tree); checks the options and the profile's fit. */
 void burst_ctx_init(burst_ctx_t *c, const bgraph_t *g, const burst_profile_t *p, const burst_opts_t *o);
+/* Node v's compute at a per-rank batch: its pass and its share of the per-step work
+ * (burst_profile_us, without rescanning the graph). */
+double burst_ctx_comp_us(const burst_ctx_t *c, int v, int batch);
 /* The candidate tables: every candidate's time must be in the profile (an input error otherwise). */
 void burst_ctx_tables(burst_ctx_t *c);
 void burst_ctx_free(burst_ctx_t *c);
@@ -148,6 +152,14 @@ typedef struct pf_span {
   pf_set_t *sp; /* [C] */
 } pf_span_t;
 
+/* Lane sets of one (branch set, off) by range width (any rank count): lanes(mask, width[x], off)
+ * = sets[x], each [C]. */
+typedef struct pf_lane_memo {
+  int n, cap;
+  int *width;
+  pf_set_t **sets;
+} pf_lane_memo_t;
+
 typedef struct pf_block {
   const pf_engine_t *E;
   const sp_block_t *blk;
@@ -156,7 +168,7 @@ typedef struct pf_block {
   double *dmax, *dsum; /* [C] direct edges into the join in e: the longest, and all together */
   pf_span_t *span;     /* [(x * C + cap) * 2 + off] */
   pf_set_t **serial;   /* [(mask slot * C + cap) * 2 + off] -> [C] sets, or NULL */
-  pf_set_t **lanes;    /* the same, for lane arrangements */
+  pf_lane_memo_t *lanes; /* [mask slot * 2 + off]: lane arrangements by range width */
   pf_set_t *arr;       /* [C] arrival sets: a point's i indexes lanes(all, jcap, 0) */
   pf_set_t tmp;
 } pf_block_t;
@@ -164,12 +176,13 @@ typedef struct pf_block {
 /* The memoised sets of a block (planner.c): the span sets of its non-empty branch x (index into bi)
  * on configurations <= cap, placed at the enclosing range's start (off = 0) or after another lane
  * (off = 1: every sample moves in and out); the branches of mask one after another (a point's i
- * indexes the lowest branch's span set, j serial(the others)); every lane arrangement of mask (k =
- * -1 and i indexing serial(mask), or k = first * C + m: the first lane's branches, the others on m
- * ranks after it, i indexing serial(first, the ranks left), j lanes(the others, m, 1)). */
+ * indexes the lowest branch's span set, j serial(the others)); every lane arrangement of mask in a
+ * range of `width` ranks, any count (k = -1 and i indexing serial(mask, cap_for(width)), or k =
+ * first * C + f: the first lane's branches on candidate f, the others on the width - cn[f] ranks
+ * after it, i indexing serial(first, f), j lanes(the others, width - cn[f], 1)). */
 const pf_set_t *pf_block_span(pf_block_t *b, int x, int cap, int off);
 const pf_set_t *pf_block_serial(pf_block_t *b, int mask, int cap, int off);
-const pf_set_t *pf_block_lanes(pf_block_t *b, int mask, int cap, int off);
+const pf_set_t *pf_block_lanes(pf_block_t *b, int mask, int width, int off);
 pf_block_t *pf_block_solve(const pf_engine_t *E, const sp_block_t *blk, int fork, int join, int a, int jcap,
                            int moved_in, int keep);
 const pf_set_t *pf_block_arrival(const pf_block_t *b, int e);

@@ -48,24 +48,25 @@ static void recover_serial(pf_block_t *b, int mask, int cap, int off, int e, int
   recover_serial(b, rest, cap, off, e, p->j, base, plan);
 }
 
-static void recover_lanes(pf_block_t *b, int mask, int cap, int off, int e, int q, int base, burst_plan_t *plan) {
+static void recover_lanes(pf_block_t *b, int mask, int width, int off, int e, int q, int base,
+                          burst_plan_t *plan) {
   const burst_ctx_t *c = b->E->c;
-  const pf_pt_t *p = &pf_block_lanes(b, mask, cap, off)[e].p[q];
+  const pf_pt_t *p = &pf_block_lanes(b, mask, width, off)[e].p[q];
   if (p->k < 0) {
-    recover_serial(b, mask, cap, off, e, p->i, base, plan);
+    recover_serial(b, mask, burst_ctx_cap_for(c, width), off, e, p->i, base, plan);
     return;
   }
-  int first = p->k / c->C, m = p->k % c->C;
-  recover_serial(b, first, burst_ctx_cap_for(c, c->cn[cap] - c->cn[m]), off, e, p->i, base, plan);
+  int first = p->k / c->C, f = p->k % c->C;
+  recover_serial(b, first, f, off, e, p->i, base, plan);
   int lo = plan->ranks, hi = base;
   for (int x = 0; x < b->nb; x++)
     if (first >> x & 1) sp_seq_extent(&b->blk->branch[b->bi[x]], plan, &lo, &hi);
-  recover_lanes(b, mask & ~first, m, 1, e, p->j, hi, plan);
+  recover_lanes(b, mask & ~first, width - c->cn[f], 1, e, p->j, hi, plan);
 }
 
 void pf_recover_block(const pf_engine_t *E, pf_block_t *b, int e, int idx, int base, burst_plan_t *plan) {
   (void)E;
   if (b->nb == 0) return;
   const pf_pt_t *p = &pf_block_arrival(b, e)->p[idx];
-  recover_lanes(b, (int)((1u << b->nb) - 1), b->jcap, 0, e, p->i, base, plan);
+  recover_lanes(b, (int)((1u << b->nb) - 1), b->E->c->cn[b->jcap], 0, e, p->i, base, plan);
 }

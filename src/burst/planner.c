@@ -12,13 +12,15 @@
  * for every configuration e of the join. The branches are arranged in lanes: contiguous rank
  * ranges side by side inside the enclosing range, the branches of one lane one after another (spans
  * add), the lanes at once (the block takes the longest lane's time; rank-times add). Every ordered
- * arrangement is "a first lane at the range's start, then the other branches' arrangement on m
- * ranks after it", so lanes(S, cap) = serial(S, cap) united with, for every first lane S1 within
- * S and every candidate m, the max-combination of serial(S1, the ranks left) and lanes(S \ S1, m)
- * placed after it (whose branches start on other ranks than the fork: full re-shards in and out).
- * The enclosing range caps every lane, so no plan needs more ranks than the job has. Direct
- * fork -> join edges (residual identities) re-shard alongside. Blocks with more than
- * PF_LANE_BRANCHES non-empty branches run them one after another.
+ * arrangement is "a first lane at the range's start, then the other branches' arrangement on the
+ * ranks after it", so lanes(S, W) on W ranks = serial(S, the widest candidate within W) united
+ * with, for every first lane S1 within S and every candidate f < W, the max-combination of
+ * serial(S1, f) and lanes(S \ S1, W - f) placed after it (whose branches start on other ranks than
+ * the fork: full re-shards in and out). W is a rank count, not only a candidate, so a lane may
+ * start at any offset (four 2-rank lanes on 8 ranks: the last three on 6, 4 and 2 ranks). Every
+ * lane's own width is a candidate; the enclosing range caps every lane, so no plan needs more ranks
+ * than the job has. Direct fork -> join edges (residual identities) re-shard alongside. Blocks with
+ * more than PF_LANE_BRANCHES non-empty branches run them one after another.
  *
  * Only configurations the per-layer amplification limit allows (w < inf) are visited. With
  * keep_one the sets hold only their fastest point (the fastest plan: burst_plan_search); with
@@ -95,25 +97,43 @@ const pf_set_t *pf_block_serial(pf_block_t *b, int mask, int cap, int off) {
   return *slot = res;
 }
 
-/* Every lane arrangement of the branches of mask in cap ranks: a point has k = -1 and i = its index
- * in serial(mask), or k = first * C + m (the first lane's branches, the others on m after it), i =
- * its index in serial(first, the ranks left), j = in lanes(the others, m, 1). */
-const pf_set_t *pf_block_lanes(pf_block_t *b, int mask, int cap, int off) {
-  pf_set_t **slot = &b->lanes[memo_index(b, mask_slot(b, mask), cap, off)];
+/* The memo slot of lanes(mask, width, off): found, or added empty (sets NULL). */
+static pf_set_t **lanes_slot(pf_block_t *b, int mask, int width, int off) {
+  pf_lane_memo_t *m = &b->lanes[mask_slot(b, mask) * 2 + off];
+  for (int x = 0; x < m->n; x++)
+    if (m->width[x] == width) return &m->sets[x];
+  if (m->n == m->cap) {
+    m->cap = m->cap ? 2 * m->cap : 4;
+    m->width = xrealloc(m->width, (size_t)m->cap * sizeof *m->width);
+    m->sets = xrealloc(m->sets, (size_t)m->cap * sizeof *m->sets);
+  }
+  m->width[m->n] = width;
+  m->sets[m->n] = NULL;
+  return &m->sets[m->n++];
+}
+
+/* Every lane arrangement of the branches of mask in `width` ranks (any count, not only a
+ * candidate): a point has k = -1 and i = its index in serial(mask, the widest candidate that fits),
+ * or k = first * C + f (the first lane's branches on candidate f's ranks, the others on the
+ * width - cn[f] ranks after it, from any offset), i = its index in serial(first, f), j = in
+ * lanes(the others, width - cn[f], 1). */
+const pf_set_t *pf_block_lanes(pf_block_t *b, int mask, int width, int off) {
+  pf_set_t **slot = lanes_slot(b, mask, width, off);
   if (*slot) return *slot;
   const burst_ctx_t *c = b->E->c;
   int C = c->C, keep_one = b->E->keep_one;
   pf_set_t *res = xcalloc((size_t)C, sizeof *res);
-  const pf_set_t *ser = pf_block_serial(b, mask, cap, off);
+  const pf_set_t *ser = pf_block_serial(b, mask, burst_ctx_cap_for(c, width), off);
   for (int e = 0; e <= b->jcap; e++) pf_merge_shifted(&res[e], &ser[e], 0, 0, -1, -1, keep_one, &b->tmp);
   if ((mask & (mask - 1)) && b->nb <= PF_LANE_BRANCHES)
     for (int first = (mask - 1) & mask; first; first = (first - 1) & mask)
-      for (int m = 0; m < C && c->cn[m] < c->cn[cap]; m++) {
-        const pf_set_t *l1 = pf_block_serial(b, first, burst_ctx_cap_for(c, c->cn[cap] - c->cn[m]), off);
-        const pf_set_t *l2 = pf_block_lanes(b, mask & ~first, m, 1);
-        for (int e = 0; e <= b->jcap; e++) pf_merge_max(&res[e], &l1[e], &l2[e], first * C + m, keep_one, &b->tmp);
+      for (int f = 0; f < C && c->cn[f] < width; f++) {
+        const pf_set_t *l1 = pf_block_serial(b, first, f, off);
+        const pf_set_t *l2 = pf_block_lanes(b, mask & ~first, width - c->cn[f], 1);
+        for (int e = 0; e <= b->jcap; e++) pf_merge_max(&res[e], &l1[e], &l2[e], first * C + f, keep_one, &b->tmp);
       }
-  return *slot = res;
+  /* the memo may have grown (and moved) during the recursion */
+  return *lanes_slot(b, mask, width, off) = res;
 }
 
 pf_block_t *pf_block_solve(const pf_engine_t *E, const sp_block_t *blk, int fork, int join, int a, int jcap,
@@ -141,9 +161,9 @@ pf_block_t *pf_block_solve(const pf_engine_t *E, const sp_block_t *blk, int fork
   int slots = b->nb <= PF_LANE_BRANCHES ? 1 << b->nb : b->nb + 1;
   b->span = xcalloc((size_t)(b->nb ? b->nb : 1) * C * 2, sizeof *b->span);
   b->serial = xcalloc((size_t)slots * C * 2, sizeof *b->serial);
-  b->lanes = xcalloc((size_t)slots * C * 2, sizeof *b->lanes);
+  b->lanes = xcalloc((size_t)slots * 2, sizeof *b->lanes);
   b->arr = xcalloc((size_t)C, sizeof *b->arr);
-  const pf_set_t *all = b->nb ? pf_block_lanes(b, (int)((1u << b->nb) - 1), jcap, 0) : NULL;
+  const pf_set_t *all = b->nb ? pf_block_lanes(b, (int)((1u << b->nb) - 1), c->cn[jcap], 0) : NULL;
   for (int e = 0; e <= jcap; e++) {
     double dr = c->cn[e] * b->dsum[e];
     if (!all) {
@@ -183,7 +203,11 @@ void pf_block_free(pf_block_t *b) {
   free(b->span);
   /* a single branch's serial set is its span's: only sets of two or more were allocated here */
   free_sets(b->serial, slots * C * 2, C);
-  free_sets(b->lanes, slots * C * 2, C);
+  for (int x = 0; x < slots * 2; x++) {
+    free_sets(b->lanes[x].sets, b->lanes[x].n, C);
+    free(b->lanes[x].width);
+  }
+  free(b->lanes);
   for (int e = 0; e < C; e++) pf_free(&b->arr[e]);
   free(b->arr);
   pf_free(&b->tmp);

@@ -123,8 +123,13 @@ double burst_profile_pass_us(const burst_profile_t *p, const bgraph_t *bg, int n
   missing_batch(p, bgraph_where(bg, node, where, sizeof where), node, bg->v[node].name, batch);
 }
 
+double burst_profile_update_us(const burst_profile_t *p, const bgraph_t *bg, int node, double grad_total) {
+  if (!(grad_total > 0)) return node == bg->n - 1 ? p->step.step_us : 0;
+  return p->step.step_us * (bg->v[node].grad_bytes / grad_total);
+}
+
 double burst_profile_us(const burst_profile_t *p, const bgraph_t *bg, int node, int batch) {
-  return burst_profile_pass_us(p, bg, node, batch) + (node == bg->n - 1 ? p->step.step_us : 0);
+  return burst_profile_pass_us(p, bg, node, batch) + burst_profile_update_us(p, bg, node, bgraph_grad_total(bg));
 }
 
 void burst_step_costs_check(const burst_step_costs_t *s, const char *what) {

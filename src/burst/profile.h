@@ -52,9 +52,12 @@ typedef struct burst_profile {
   int interpolate;
   /* The rest of a training step, beside the nodes' forward and backward (surge-profile measures it;
    * 0 where a profile has none): the data fetch per sample of the nodes that read the input, the
-   * loss per sample of the output node, and per step the optimizer update and the metrics
-   * reduction, which every rank does whatever the plan. burst_profile_us charges them to the nodes:
-   * data to the input's readers, loss and step to the output node (always on the critical path). */
+   * loss per sample of the output node, and per step the zeroing of the parameter gradients, their
+   * norm, the optimizer update and the metrics reduction. burst_profile_us charges them to the
+   * nodes: data to the input's readers, loss to the output node, and the per-step work to every
+   * node in proportion to its parameter bytes (burst_profile_update_us): each rank that holds a
+   * node zeroes, sums and updates that node's parameters, so a node on n ranks pays its share n
+   * times; the metrics reduction (3 doubles, microseconds) is not measured apart and rides along. */
   burst_step_costs_t step;
 } burst_profile_t;
 
@@ -68,11 +71,16 @@ void burst_profile_set(burst_profile_t *p, int node, int batch, double us);
 int burst_profile_find(const burst_profile_t *p, int node, int batch, double *us);
 /* The time of node at batch; a missing entry is an input error naming the node and the batch. */
 double burst_profile_time(const burst_profile_t *p, const graph_t *g, int node, int batch);
-/* The same for a planner graph (bgraph.h), with the node's share of the step costs (p->step): the
- * input node costs 0; with p->interpolate a missing batch is interpolated; otherwise a missing one
- * is an input error naming the node (and its file line when it came from a file) and the batches
- * the row has. */
+/* The same for a planner graph (bgraph.h), with the node's share of the step costs (p->step; its
+ * share of the per-step work is burst_profile_update_us, O(nodes) here): the input node costs 0;
+ * with p->interpolate a missing batch is interpolated; otherwise a missing one is an input error
+ * naming the node (and its file line when it came from a file) and the batches the row has. */
 double burst_profile_us(const burst_profile_t *p, const bgraph_t *bg, int node, int batch);
+/* node's share of the per-step work p->step.step_us (us): step_us grad_bytes(node) / grad_total,
+ * with grad_total = bgraph_grad_total(bg) (a caller looping over nodes computes it once); where no
+ * node has parameters, the output node's whole. It does not depend on the node's rank count: each
+ * rank holding the node updates all of its parameters (they are replicated). */
+double burst_profile_update_us(const burst_profile_t *p, const bgraph_t *bg, int node, double grad_total);
 /* burst_profile_us without the per-step cost (optimizer and metrics, p->step.step_us): one pass of
  * the node over a batch, with its per-sample data and loss shares (a pipeline stage runs a node
  * once per micro-batch but steps its optimizer once). */

@@ -183,6 +183,8 @@ static double update_us(step_piece_t *s) {
   model_loss(m, 0, s->batch, 1.0f / (float)s->batch);
   model_backward(m, s->batch);
   m->be->synchronize();
+  comm_barrier(s->world); /* the ranks' passes end apart (more so on shared cores): their wait for each
+                           * other belongs to the passes, not to the metrics reduction timed below */
   t0 = surge_now();
   if (s->clips) { /* the norm first, for the clipping; lr 0: the work of a step, parameters kept */
     (void)m->be->sumsq(m->grads, m->g->params.total);

@@ -96,6 +96,10 @@ struct layout {
   size_t update_lo, update_hi; /* the floats [lo, hi) of the local slabs this rank's optimizer
                                 * updates (its gradients there are the step's sums): set by a
                                 * builder whose layout has an `updated` op, else the whole slab */
+  const size_t *update_ranges; /* NULL, or the sorted disjoint [r[2i], r[2i+1]) within [update_lo,
+                                * update_hi) that the optimizer updates, the rest left as it is (a
+                                * burst plan: the tensors of this rank's nodes); set by the builder */
+  int nupdate_ranges;
   norm_plan_t norm;         /* the gradients this rank counts in the norm, and how the ranks' parts
                              * add up (optim/norm.h): set by the builder */
   const char *note;         /* what the layout chose that the run's banner states; NULL: nothing */

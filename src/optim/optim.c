@@ -80,16 +80,40 @@ static double ranges_sumsq(const backend_t *be, const float *grads, size_t a, si
   return sumsq;
 }
 
-double optim_step_part_sumsq(optim_t *o, float *params, const float *grads, float lr, size_t lo, size_t hi,
-                             const size_t *ranges, int nranges) {
+/* The update of [lo, hi) at step t (t not advanced) with the squares of its gradients in the ranges
+ * from *r on, block by block. */
+static double update_sumsq(const optim_t *o, float *params, const float *grads, float lr, size_t lo, size_t hi,
+                           const size_t *ranges, int nranges, int *r) {
   check_range(o, lo, hi);
   const size_t block = o->be->host_memory ? SUMSQ_BLOCK_FLOATS : hi - lo; /* a device: one call each */
   double sumsq = 0;
-  int r = 0;
   for (size_t at = lo; at < hi; at += block) {
     size_t end = hi - at < block ? hi : at + block;
-    sumsq += ranges_sumsq(o->be, grads, at, end, ranges, nranges, &r);
+    sumsq += ranges_sumsq(o->be, grads, at, end, ranges, nranges, r);
     update_range(o, params, grads, lr, at, end);
+  }
+  return sumsq;
+}
+
+double optim_step_part_sumsq(optim_t *o, float *params, const float *grads, float lr, size_t lo, size_t hi,
+                             const size_t *ranges, int nranges) {
+  int r = 0;
+  double sumsq = update_sumsq(o, params, grads, lr, lo, hi, ranges, nranges, &r);
+  o->t++;
+  return sumsq;
+}
+
+double optim_step_ranges(optim_t *o, float *params, const float *grads, float lr, const size_t *upd, int nupd,
+                         const size_t *ranges, int nranges, int with_sumsq) {
+  double sumsq = 0;
+  int r = 0;
+  for (int i = 0; i < nupd; i++) {
+    if (with_sumsq) {
+      sumsq += update_sumsq(o, params, grads, lr, upd[2 * i], upd[2 * i + 1], ranges, nranges, &r);
+    } else {
+      check_range(o, upd[2 * i], upd[2 * i + 1]);
+      update_range(o, params, grads, lr, upd[2 * i], upd[2 * i + 1]);
+    }
   }
   o->t++;
   return sumsq;

@@ -74,6 +74,13 @@ void optim_step_part(optim_t *o, float *params, const float *grads, float lr, si
  * more for their norm (a trainer that does not clip takes the norm here). */
 double optim_step_part_sumsq(optim_t *o, float *params, const float *grads, float lr, size_t lo, size_t hi,
                              const size_t *ranges, int nranges);
+/* One step (t += 1) that updates only the sorted, disjoint float ranges [upd[2i], upd[2i+1]) of
+ * the slabs (nupd of them): a rank that updates only the tensors it holds (a burst plan's nodes of
+ * this rank; the others' parameters and moments stay as they were). with_sumsq: also returns, as
+ * optim_step_part_sumsq does, the sum of the squares of the gradients in `ranges` (NULL: all of
+ * upd) that lie within upd; else none are taken and it returns 0. */
+double optim_step_ranges(optim_t *o, float *params, const float *grads, float lr, const size_t *upd, int nupd,
+                         const size_t *ranges, int nranges, int with_sumsq);
 
 /* Learning rate at step (0-based). "constant": s->lr. "cosine": linear warm-up
  * lr*(step+1)/warmup for step < warmup, then min_lr + 0.5*(lr - min_lr)*(1 + cos(pi*progress))

@@ -16,8 +16,8 @@ void sim_bg_init(sim_bg_t *bg, const bgraph_t *g, const burst_profile_t *p, int 
   bg->batch = batch;
   snprintf(bg->model, sizeof bg->model, "%s", g->model);
   bg->piece_us = xmalloc((size_t)g->n * sizeof *bg->piece_us);
-  for (int v = 0; v < g->n; v++) {
-    double us = burst_profile_us(p, g, v, batch);
+  for (int v = 0; v < g->n; v++) { /* the step's update after the last layer, as a step runs it */
+    double us = burst_profile_pass_us(p, g, v, batch) + (v == g->n - 1 ? p->step.step_us : 0);
     if (us <= 0) continue; /* the input node */
     bg->piece_us[bg->npiece++] = us;
     bg->step_us += us;

@@ -83,7 +83,10 @@ static double update_part(trainer_t *t, float lr, int with_norm, double *update_
   layout_t *l = t->layout;
   ev_raise(EV_WORK, EV_UPDATE, 0);
   double u0 = surge_now(), part = 0;
-  if (with_norm)
+  if (l->update_ranges)
+    part = optim_step_ranges(&t->opt, l->m->params, l->m->grads, lr, l->update_ranges, l->nupdate_ranges,
+                             l->norm.ranges, l->norm.nranges, with_norm);
+  else if (with_norm)
     part = norm_update(&t->opt, l->m->params, l->m->grads, lr, l->update_lo, l->update_hi, &l->norm);
   else
     optim_step_part(&t->opt, l->m->params, l->m->grads, lr, l->update_lo, l->update_hi);

@@ -32,3 +32,5 @@ check_PROGRAMS += tests/test_zoo_nets
 tests_test_zoo_nets_SOURCES = tests/test_zoo_nets.c
 tests_test_zoo_nets_LDADD = $(SURGE_LIBS)
 TESTS += tests/test_zoo_nets
+dist_check_SCRIPTS += tests/test_zoo_nets_run.sh
+TESTS += tests/test_zoo_nets_run.sh

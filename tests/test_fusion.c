@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/rng.h"
 #include "nn/model.h"
+#include "model_step.h"
 #include "nn/zoo.h"
 #include "tap.h"
 
@@ -69,26 +70,11 @@ static double run(const graph_t *g, const backend_t *be, int fuse, int *fused, i
   *written = 0;
   for (int i = 0; i < g->n; i++) *written += m.written[i];
   model_init_params(&m, 11);
-  size_t xs = shape_size(g->l[0].out), ys = (size_t)B * (size_t)g->targets_per_sample;
-  float *x = xcalloc((size_t)B * xs, sizeof *x), *y = xcalloc(ys, sizeof *y);
-  rng_t r;
-  rng_seed_stream(&r, 5, 0, 0);
-  if (g->targets_per_sample > 1) /* token sequences: ids below the vocabulary, the next ones as targets */
-    for (size_t i = 0; i < (size_t)B * xs; i++) x[i] = (float)rng_below(&r, CLASSES);
-  else
-    rng_fill_normal(&r, x, (size_t)B * xs, 0.0f, 1.0f);
-  for (size_t i = 0; i < ys; i++) y[i] = (float)(i % CLASSES);
-  model_set_batch(&m, x, y, B);
-  model_zero_grads(&m);
-  model_forward(&m, B);
-  double loss = model_loss(&m, 0, B, 1.0f / B);
-  model_backward(&m, B);
+  double loss = test_model_step(&m, B, CLASSES, 5);
   int out = graph_output(g);
   be->download(logits, m.act[out], (size_t)B * shape_size(g->l[out].out));
   be->download(grads, m.grads, g->params.total);
   model_free(&m);
-  free(x);
-  free(y);
   return loss;
 }
 

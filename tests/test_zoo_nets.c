@@ -15,6 +15,7 @@
 
 #include "core/error.h"
 #include "core/rng.h"
+#include "model_step.h"
 #include "nn/model.h"
 #include "nn/zoo.h"
 #include "tap.h"
@@ -77,20 +78,9 @@ static double step(const graph_t *g, const backend_t *be, float *grads) {
   model_t m;
   model_init(&m, g, be, B);
   model_init_params(&m, 3);
-  size_t xs = shape_size(g->l[0].out);
-  float *x = xcalloc((size_t)B * xs, sizeof *x), y[B];
-  rng_t r;
-  rng_seed_stream(&r, 7, 0, 0);
-  rng_fill_normal(&r, x, (size_t)B * xs, 0.0f, 1.0f);
-  for (int i = 0; i < B; i++) y[i] = (float)(i % CLASSES);
-  model_set_batch(&m, x, y, B);
-  model_zero_grads(&m);
-  model_forward(&m, B);
-  double loss = model_loss(&m, 0, B, 1.0f / B);
-  model_backward(&m, B);
+  double loss = test_model_step(&m, B, CLASSES, 7);
   be->download(grads, m.grads, g->params.total);
   model_free(&m);
-  free(x);
   return loss / B;
 }
 

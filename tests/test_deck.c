@@ -325,7 +325,7 @@ static const err_case_t err_cases[] = {
      0,
      {0},
      {"bad.deck:2: [model] zoo: \"vgg\" is not an accepted value",
-      "did you mean vgg-mini? accepted: mlp, vgg-mini, resnet-mini, gpt"}},
+      "did you mean vgg16? accepted: mlp, vgg-mini, resnet-mini, gpt, vgg16, resnet18, resnet50, wrn50, wrn101"}},
     {"list too long",
      Z "mlp_hidden = 1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17\n",
      "bad.deck",

@@ -1,8 +1,10 @@
 /* A conv2d or a residual add fused with the ReLU after it (model_init_fused), and a gradient that
  * its only consumer (a conv2d, pooling, ReLU, GELU, add or flatten) overwrites rather than adds
  * into a zeroed buffer, compute the same step bit for bit as the plain model: vgg-mini,
- * resnet-mini (both also with batch norm, fused with its ReLU), mlp and gpt on both backends: logits, loss and every parameter gradient; a ReLU after any other node (vgg-mini's after its linear layer), or
- * after a node that has other consumers too, is never fused. */
+ * resnet-mini (both also with batch norm, fused with its ReLU), mlp, gpt, and the small forms of
+ * vgg16 (with and without batch norm) and resnet50 (bottleneck blocks) on both backends: logits,
+ * loss and every parameter gradient; a ReLU after any other node (vgg-mini's after its linear
+ * layer), or after a node that has other consumers too, is never fused. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +12,7 @@
 #include "core/error.h"
 #include "core/rng.h"
 #include "nn/model.h"
+#include "model_step.h"
 #include "nn/zoo.h"
 #include "tap.h"
 
@@ -69,26 +72,11 @@ static double run(const graph_t *g, const backend_t *be, int fuse, int *fused, i
   *written = 0;
   for (int i = 0; i < g->n; i++) *written += m.written[i];
   model_init_params(&m, 11);
-  size_t xs = shape_size(g->l[0].out), ys = (size_t)B * (size_t)g->targets_per_sample;
-  float *x = xcalloc((size_t)B * xs, sizeof *x), *y = xcalloc(ys, sizeof *y);
-  rng_t r;
-  rng_seed_stream(&r, 5, 0, 0);
-  if (g->targets_per_sample > 1) /* token sequences: ids below the vocabulary, the next ones as targets */
-    for (size_t i = 0; i < (size_t)B * xs; i++) x[i] = (float)rng_below(&r, CLASSES);
-  else
-    rng_fill_normal(&r, x, (size_t)B * xs, 0.0f, 1.0f);
-  for (size_t i = 0; i < ys; i++) y[i] = (float)(i % CLASSES);
-  model_set_batch(&m, x, y, B);
-  model_zero_grads(&m);
-  model_forward(&m, B);
-  double loss = model_loss(&m, 0, B, 1.0f / B);
-  model_backward(&m, B);
+  double loss = test_model_step(&m, B, CLASSES, 5);
   int out = graph_output(g);
   be->download(logits, m.act[out], (size_t)B * shape_size(g->l[out].out));
   be->download(grads, m.grads, g->params.total);
   model_free(&m);
-  free(x);
-  free(y);
   return loss;
 }
 
@@ -101,6 +89,8 @@ static void compare(const char *model, const char *backend_name, int batchnorm) 
   o.resnet.width = 4, o.resnet.blocks = 1, o.resnet.stages = 2;
   o.mlp.nhidden = 2, o.mlp.hidden[0] = 16, o.mlp.hidden[1] = 8;
   o.gpt.layers = 2, o.gpt.width = 16, o.gpt.heads = 2, o.gpt.context = 8;
+  snprintf(o.nets.stem, sizeof o.nets.stem, "small");
+  o.nets.width_mult = 1.0 / 16, o.nets.wrn_factor = 2;
   graph_t g;
   char err[256];
   const shape_t in = zoo_takes_sequences(model) ? shape1(o.gpt.context) : shape3(1, 28, 28);
@@ -131,11 +121,15 @@ static void compare(const char *model, const char *backend_name, int batchnorm) 
 }
 
 int main(void) {
-  const char *models[] = {"vgg-mini", "resnet-mini", "mlp", "gpt"}, *backends[] = {"cpu", "ref"};
-  for (int m = 0; m < 4; m++)
-    for (int b = 0; b < 2; b++) {
-      compare(models[m], backends[b], 0);
-      if (m < 2) compare(models[m], backends[b], 1); /* the CNNs with batch norm: BN + ReLU fused */
-    }
+  static const struct {
+    const char *model;
+    int batchnorm;
+  } cases[] = {
+      {"vgg-mini", 0}, {"vgg-mini", 1}, {"resnet-mini", 0}, {"resnet-mini", 1}, {"mlp", 0}, {"gpt", 0},
+      {"vgg16", 0},    {"vgg16", 1},    {"resnet50", 1}, /* small forms; resnet50 always has batch norm */
+  };
+  const char *backends[] = {"cpu", "ref"};
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
+    for (int b = 0; b < 2; b++) compare(cases[c].model, backends[b], cases[c].batchnorm);
   return tap_done();
 }

@@ -1,14 +1,14 @@
 #!/bin/sh
 # Full-length training results (not part of make check): trains the example decks to the lengths
 # the foundation issue names and prints each run's final metric beside its target.
-#   tools/full-results.sh [mlp|vgg|gpt|resnet-bn ...]   (default: all four; ~15-25 minutes on 2 cores)
+#   tools/full-results.sh [mlp|vgg|gpt|resnet-bn|resnet18|vgg16-bn ...]   (default: all six; ~35-50 minutes on 2 cores)
 # Results go to runs/full-*/ and the summary to stdout; doc/results.md records a measured run.
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=${SURGE_BUILD:-$top/_build}
 "$top/tools/build.sh" >/dev/null
 cd "$top"
-which=${*:-mlp vgg gpt resnet-bn}
+which=${*:-mlp vgg gpt resnet-bn resnet18 vgg16-bn}
 summary=""
 for m in $which; do
   case $m in
@@ -16,7 +16,9 @@ for m in $which; do
     vgg) deck=inputs/vgg-mini-fmnist.deck; metric="final test accuracy"; target=">= 82%" ;;
     gpt) deck=inputs/gpt-fortunes.deck; metric="final validation loss"; target="<= 2.65 nats/byte" ;;
     resnet-bn) deck=inputs/resnet-mini-bn-fmnist.deck; metric="final test accuracy"; target=">= 90%" ;;
-    *) echo "unknown model $m (mlp, vgg, gpt, resnet-bn)" >&2; exit 2 ;;
+    resnet18) deck=inputs/resnet18-fmnist.deck; metric="final test accuracy"; target=">= 91%" ;;
+    vgg16-bn) deck=inputs/vgg16-bn-fmnist.deck; metric="final test accuracy"; target=">= 89%" ;;
+    *) echo "unknown model $m (mlp, vgg, gpt, resnet-bn, resnet18, vgg16-bn)" >&2; exit 2 ;;
   esac
   log=$(mktemp)
   start=$(date +%s)

@@ -28,7 +28,8 @@ static const cfg_key_t core_rows[] = {
     CFG_STRING_KEY("run", "out_dir", out_dir, "runs/${run.name}", 1, "directory the run writes its files to"),
     CFG_BOOL_KEY("run", "overwrite", overwrite, "false", "replace the files of a finished run in out_dir"),
 
-    CFG_ENUM_KEY("model", "zoo", zoo, NULL, CFG_VALUES("mlp", "vgg-mini", "resnet-mini", "gpt"),
+    CFG_ENUM_KEY("model", "zoo", zoo, NULL, CFG_VALUES("mlp", "vgg-mini", "resnet-mini", "gpt", "vgg16", "resnet18", "resnet50",
+                                                         "wrn50", "wrn101"),
                  "model architecture from the zoo"),
     CFG_STRING_KEY("model", "init", model_init, "", 0,
                    "start from these parameters: model.h5, a checkpoint (its parameters only), safetensors (Hugging "

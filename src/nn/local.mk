@@ -2,7 +2,7 @@ libsurge_a_SOURCES += \
   src/nn/layer.c src/nn/layer.h src/nn/layer_input.c src/nn/layer_init.c \
   src/nn/graph.c src/nn/graph.h \
   src/nn/model.c src/nn/model.h \
-  src/nn/zoo.c src/nn/zoo_options.c src/nn/logit_mask.c src/nn/logit_mask.h src/nn/zoo.h
+  src/nn/zoo.c src/nn/zoo_nets.c src/nn/zoo_nets.h src/nn/zoo_options.c src/nn/logit_mask.c src/nn/logit_mask.h src/nn/zoo.h
 
 # transformer-family layers
 libsurge_a_SOURCES += \
@@ -26,3 +26,11 @@ check_PROGRAMS += tests/test_fusion
 tests_test_fusion_SOURCES = tests/test_fusion.c
 tests_test_fusion_LDADD = $(SURGE_LIBS)
 TESTS += tests/test_fusion
+
+# the networks of DeepPool's evaluation (nn/zoo_nets.c)
+check_PROGRAMS += tests/test_zoo_nets
+tests_test_zoo_nets_SOURCES = tests/test_zoo_nets.c
+tests_test_zoo_nets_LDADD = $(SURGE_LIBS)
+TESTS += tests/test_zoo_nets
+dist_check_SCRIPTS += tests/test_zoo_nets_run.sh
+TESTS += tests/test_zoo_nets_run.sh

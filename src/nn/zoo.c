@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "core/names.h"
+#include "nn/zoo_nets.h"
 
 static int build_mlp(const zoo_opts_t *o, graph_t *g, int classes) {
   int x = nn_flatten(g, 0, "flatten");
@@ -22,9 +23,7 @@ int zoo_batchnorm(const zoo_opts_t *o) { return strcmp(o->norm, "batchnorm") == 
 
 int zoo_bn_local(const zoo_opts_t *o) { return strcmp(o->batchnorm, "local") == 0; }
 
-/* A convolution named `name`, then with norm = batchnorm a batch norm "<name>_bn" (the convolution
- * without bias: the norm's shift replaces it). */
-static int conv_norm(const zoo_opts_t *o, graph_t *g, int x, int out, int k, int stride, int pad, const char *name) {
+int zoo_conv_norm(const zoo_opts_t *o, graph_t *g, int x, int out, int k, int stride, int pad, const char *name) {
   int with_bn = zoo_batchnorm(o);
   x = nn_conv2d_bias(g, x, out, k, stride, pad, !with_bn, name);
   if (!with_bn) return x;
@@ -33,8 +32,7 @@ static int conv_norm(const zoo_opts_t *o, graph_t *g, int x, int out, int k, int
   return nn_batchnorm(g, x, zoo_bn_local(o), bn);
 }
 
-/* The output layer, after a dropout node where o->dropout > 0. */
-static int output_layer(const zoo_opts_t *o, graph_t *g, int x, int classes, const char *name) {
+int zoo_output_layer(const zoo_opts_t *o, graph_t *g, int x, int classes, const char *name) {
   if (o->dropout > 0) x = nn_dropout(g, x, (float)o->dropout, "dropout");
   return nn_linear(g, x, classes, 1, name);
 }
@@ -45,7 +43,7 @@ static int build_vgg(const zoo_opts_t *o, graph_t *g, int classes) {
   for (int s = 0; s < o->vgg.nstages; s++) {
     for (int j = 0; j < 2; j++) {
       snprintf(name, sizeof name, "conv%d_%d", s + 1, j + 1);
-      x = conv_norm(o, g, x, o->vgg.channels[s], 3, 1, 1, name);
+      x = zoo_conv_norm(o, g, x, o->vgg.channels[s], 3, 1, 1, name);
       snprintf(name, sizeof name, "relu%d_%d", s + 1, j + 1);
       x = nn_relu(g, x, name);
     }
@@ -55,24 +53,26 @@ static int build_vgg(const zoo_opts_t *o, graph_t *g, int classes) {
   x = nn_flatten(g, x, "flatten");
   x = nn_linear(g, x, o->vgg.fc, 1, "fc1");
   x = nn_relu(g, x, "relu_fc1");
-  return output_layer(o, g, x, classes, "fc2");
+  return zoo_output_layer(o, g, x, classes, "fc2");
 }
 
-/* relu(shortcut(x) + conv_b(relu(conv_a(x)))); strided when stride > 1 or the width changes. */
-static int residual_block(const zoo_opts_t *o, graph_t *g, int x, int width, int stride, const char *prefix) {
-  char name[LAYER_NAME_MAX];
+int zoo_shortcut(const zoo_opts_t *o, graph_t *g, int x, int width, int stride, const char *prefix) {
   int in_width = x >= 0 && x < g->n ? g->l[x].out.d[0] : width;
-  int shortcut = x;
-  if (stride != 1 || in_width != width) {
-    snprintf(name, sizeof name, "%.30s.down", prefix);
-    shortcut = conv_norm(o, g, x, width, 1, stride, 0, name);
-  }
+  if (stride == 1 && in_width == width) return x;
+  char name[LAYER_NAME_MAX];
+  snprintf(name, sizeof name, "%.30s.down", prefix);
+  return zoo_conv_norm(o, g, x, width, 1, stride, 0, name);
+}
+
+int zoo_residual_block(const zoo_opts_t *o, graph_t *g, int x, int width, int stride, const char *prefix) {
+  char name[LAYER_NAME_MAX];
+  int shortcut = zoo_shortcut(o, g, x, width, stride, prefix);
   snprintf(name, sizeof name, "%.30s.conv_a", prefix);
-  int r = conv_norm(o, g, x, width, 3, stride, 1, name);
+  int r = zoo_conv_norm(o, g, x, width, 3, stride, 1, name);
   snprintf(name, sizeof name, "%.30s.relu_a", prefix);
   r = nn_relu(g, r, name);
   snprintf(name, sizeof name, "%.30s.conv_b", prefix);
-  r = conv_norm(o, g, r, width, 3, 1, 1, name);
+  r = zoo_conv_norm(o, g, r, width, 3, 1, 1, name);
   snprintf(name, sizeof name, "%.30s.add", prefix);
   int y = nn_add(g, shortcut, r, name);
   snprintf(name, sizeof name, "%.30s.relu", prefix);
@@ -80,18 +80,18 @@ static int residual_block(const zoo_opts_t *o, graph_t *g, int x, int width, int
 }
 
 static int build_resnet(const zoo_opts_t *o, graph_t *g, int classes) {
-  int x = conv_norm(o, g, 0, o->resnet.width, 3, 1, 1, "stem");
+  int x = zoo_conv_norm(o, g, 0, o->resnet.width, 3, 1, 1, "stem");
   x = nn_relu(g, x, "stem_relu");
   char prefix[LAYER_NAME_MAX];
   for (int s = 0; s < o->resnet.stages; s++) {
     int width = o->resnet.width << s;
     for (int b = 0; b < o->resnet.blocks; b++) {
       snprintf(prefix, sizeof prefix, "stage%d.block%d", s + 1, b + 1);
-      x = residual_block(o, g, x, width, s > 0 && b == 0 ? 2 : 1, prefix);
+      x = zoo_residual_block(o, g, x, width, s > 0 && b == 0 ? 2 : 1, prefix);
     }
   }
   x = nn_avgpool(g, x, "avgpool");
-  return output_layer(o, g, x, classes, "fc");
+  return zoo_output_layer(o, g, x, classes, "fc");
 }
 
 int zoo_gpt_block(graph_t *g, int x, int i, int width, int heads, int shards, int out_bias) {
@@ -193,13 +193,19 @@ typedef struct zoo_entry {
   int (*build)(const zoo_opts_t *o, graph_t *g, int classes);
   int sequences; /* 1: token sequences (T); 0: images (C,H,W) */
   init_scheme_t init;
+  int cnn;       /* 1: takes [model] norm and dropout; 2: also stem and width_mult (nn/zoo_nets.c) */
 } zoo_entry_t;
 
 static const zoo_entry_t zoo[] = {
-    {"mlp", build_mlp, 0, INIT_KAIMING_UNIFORM},
-    {"vgg-mini", build_vgg, 0, INIT_KAIMING_UNIFORM},
-    {"resnet-mini", build_resnet, 0, INIT_KAIMING_UNIFORM},
-    {"gpt", build_gpt, 1, INIT_NORMAL_002},
+    {"mlp", build_mlp, 0, INIT_KAIMING_UNIFORM, 0},
+    {"vgg-mini", build_vgg, 0, INIT_KAIMING_UNIFORM, 1},
+    {"resnet-mini", build_resnet, 0, INIT_KAIMING_UNIFORM, 1},
+    {"gpt", build_gpt, 1, INIT_NORMAL_002, 0},
+    {"vgg16", zoo_build_vgg16, 0, INIT_KAIMING_UNIFORM, 2},
+    {"resnet18", zoo_build_resnet18, 0, INIT_KAIMING_UNIFORM, 2},
+    {"resnet50", zoo_build_resnet50, 0, INIT_KAIMING_UNIFORM, 2},
+    {"wrn50", zoo_build_wrn50, 0, INIT_KAIMING_UNIFORM, 2},
+    {"wrn101", zoo_build_wrn101, 0, INIT_KAIMING_UNIFORM, 2},
 };
 enum { ZOO_SIZE = sizeof zoo / sizeof zoo[0], ZOO_NAMES_MAX = 256 };
 
@@ -235,15 +241,17 @@ int zoo_build(zoo_opts_t o, shape_t in, int classes, graph_t *g, char *err, size
     snprintf(err, errlen, "model %s needs token sequences (data source text or synthetic), not images", o.model);
     return -1;
   }
-  if ((zoo_batchnorm(&o) || o.dropout > 0) && z->build != build_vgg && z->build != build_resnet) {
-    snprintf(err, errlen, "model %s takes no %s (only vgg-mini and resnet-mini do)", o.model,
+  if ((zoo_batchnorm(&o) || o.dropout > 0) && !z->cnn) {
+    snprintf(err, errlen, "model %s takes no %s (only the CNNs do)", o.model,
              zoo_batchnorm(&o) ? "norm = batchnorm" : "dropout");
     return -1;
   }
   graph_init(g, in, z->init);
   if (z->sequences) g->targets_per_sample = in.d[0];
   if (z->build(&o, g, classes) < 0) {
-    snprintf(err, errlen, "model %s does not fit together: %s", o.model, g->err);
+    snprintf(err, errlen, "model %s does not fit together: %s%s", o.model, g->err,
+             z->cnn == 2 && strcmp(o.nets.stem, "small") != 0 ? " (hint: [model] stem = small for inputs under 224 x 224)"
+                                                                : "");
     return -1;
   }
   return 0;

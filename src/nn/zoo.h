@@ -5,6 +5,15 @@
  *                of later stages strided with a 1x1 strided projection shortcut; global avg pool, fc
  *   (vgg-mini and resnet-mini: with batchnorm, conv -> batch norm -> relu, each conv without bias;
  *   with dropout, a dropout node before the last linear layer)
+ * The networks of DeepPool's evaluation, torchvision's definitions (nn/zoo_nets.c; sized for 28 x 28
+ * by [model] stem = small and width_mult):
+ *   vgg16        13 3x3 convs in 5 stages (each + relu, a 2x2 max pool per stage), fc 4096, fc
+ *                4096, fc; with norm = batchnorm VGG-16-BN; with dropout, after both hidden fcs
+ *   resnet18     7x7/2 stem + 3x3/2 max pool, basic blocks 2,2,2,2 of 64..512 planes, batch norm,
+ *                global avg pool, fc
+ *   resnet50     the same with bottleneck blocks 3,4,6,3 (1x1, 3x3 strided, 1x1 to 4 x planes)
+ *   wrn50 wrn101 Wide-ResNet-50-2 and -101-2 (bottlenecks 3,4,6,3 and 3,4,23,3, the inner width
+ *                times wrn_factor)
  *   gpt          pre-LayerNorm GPT-2: token + position embedding, blocks of
  *                x + proj(attn(qkv(ln1(x)))), x + fcproj(gelu(fc(ln2(x)))), final layernorm, output
  *                tied to the token embedding; the data's vocabulary (bytes, or a
@@ -22,7 +31,7 @@
 /* What to build: a model of the zoo and its sizes (the deck's [model] section: the sizes are this
  * part's rows, nn/zoo_options.c; the name is the run's [model] zoo). */
 typedef struct zoo_opts {
-  char model[32]; /* mlp | vgg-mini | resnet-mini | gpt */
+  char model[32]; /* a name of zoo_names() */
   struct {
     int hidden[ZOO_MAX_LIST]; /* hidden layer widths, input to output */
     int nhidden;
@@ -43,6 +52,12 @@ typedef struct zoo_opts {
     int blocks; /* residual blocks per stage */
     int stages; /* each after the first halves H,W and doubles the channels */
   } resnet;
+  struct {
+    char stem[16];     /* vgg16, resnet*, wrn*: imagenet (the 224-pixel forms) | small (28 x 28: a 3x3
+                        * stride-1 stem, no early pooling; nn/zoo_nets.c) */
+    double width_mult; /* vgg16, resnet*, wrn*: every channel count (and VGG's classifier) times this */
+    int wrn_factor;    /* wrn50, wrn101: the bottleneck's inner width factor (torchvision's 2) */
+  } nets;
   struct {
     int layers, width, heads; /* transformer blocks, embedding width, attention heads per block */
     int context;              /* positions of the position embedding: tokens per sequence */

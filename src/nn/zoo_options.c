@@ -18,15 +18,24 @@ static const cfg_key_t rows[] = {
     CFG_INT_KEY("model", "resnet_stages", resnet.stages, "2", 1, 8,
                 "resnet-mini: stages (each after the first halves H,W and doubles channels)"),
     CFG_ENUM_KEY("model", "norm", norm, "none", CFG_VALUES("none", "batchnorm"),
-                 "vgg-mini, resnet-mini: batchnorm puts a batch norm after every convolution (which then has no "
-                 "bias)"),
+                 "vgg-mini, resnet-mini, vgg16: batchnorm puts a batch norm after every convolution (which then has no "
+                 "bias; resnet18, resnet50 and wrn* always have them)"),
     CFG_ENUM_KEY("model", "batchnorm", batchnorm, "global", CFG_VALUES("global", "local"),
                  "batch norm statistics: global, of the whole batch a layer runs on, summed over its ranks (every "
                  "layout computes one rank's numbers); local, of each rank's samples only (PyTorch DDP's default: "
                  "the maths changes with the rank count)"),
     CFG_FLOAT_KEY("model", "dropout", dropout, "0", 0, CFG_CLOSED, 1, CFG_OPEN,
-                  "vgg-mini, resnet-mini: dropout probability before the output layer (0: no dropout; the mask is "
+                  "the CNNs: dropout probability before the output layer (vgg16: after both hidden fcs) (0: no dropout; the mask is "
                   "a function of seed, step, sample id and element, the same in every layout)"),
+    CFG_ENUM_KEY("model", "stem", nets.stem, "imagenet", CFG_VALUES("imagenet", "small"),
+                 "vgg16, resnet*, wrn*: imagenet, the 224 x 224 forms (ResNet's 7x7 stride-2 stem and max pool, "
+                 "VGG's five max pools); small, for 28 x 28 inputs (a 3x3 stride-1 stem, no max pool; VGG without "
+                 "its last max pool, its classifier on the global average)"),
+    CFG_FLOAT_KEY("model", "width_mult", nets.width_mult, "1", 0, CFG_OPEN, 4, CFG_CLOSED,
+                  "vgg16, resnet*, wrn*: every channel count (and VGG's classifier width) times this, at least 1 "
+                  "(1: torchvision's widths)"),
+    CFG_INT_KEY("model", "wrn_factor", nets.wrn_factor, "2", 1, 64,
+                "wrn50, wrn101: the bottleneck's inner width factor (Wide-ResNet-50-2: 2)"),
     CFG_INT_KEY("model", "gpt_layers", gpt.layers, "4", 1, 256, "gpt: transformer blocks"),
     CFG_INT_KEY("model", "gpt_width", gpt.width, "256", 1, MAX_WIDTH, "gpt: embedding width (a multiple of gpt_heads)"),
     CFG_INT_KEY("model", "gpt_heads", gpt.heads, "4", 1, 256, "gpt: attention heads per block"),

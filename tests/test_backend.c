@@ -736,6 +736,7 @@ static void test_gemm_tn_rows(int M, int N, int K, int extra) { test_gemm_tn_row
 typedef struct seq_ctx {
   int rows, C, B, T, V;
   int lo, positions; /* embedding: the shard's first id; whether wpe takes part */
+  int write;         /* layer norm backward: dx written, not added into */
   float eps, scale;
   const float *x, *w, *b, *stats, *dy, *ids;
 } seq_ctx_t;
@@ -747,7 +748,7 @@ static double run_layernorm_fwd(const backend_t *be, const void *ctx, float **ou
 }
 static double run_layernorm_bwd(const backend_t *be, const void *ctx, float **out) {
   const seq_ctx_t *q = ctx;
-  be->layernorm_bwd(q->B, q->rows, q->C, q->x, q->w, q->stats, q->dy, out[0], out[1], out[2]);
+  be->layernorm_bwd(q->B, q->rows, q->C, q->x, q->w, q->stats, q->dy, out[0], q->write, out[1], out[2]);
   return 0.0;
 }
 /* Embedding: x is wte (V,C) holding ids [lo, lo+V), w is wpe (T,C) when positions. */
@@ -806,10 +807,13 @@ static void test_layernorm(int N, int rows, int C) {
                                 {{"y", n, OUT_WRITE, 0, NULL}, {"stats", ns, OUT_WRITE, 0, NULL}}, 0});
   backend_ref.layernorm_fwd(N, rows, C, x, w, b, q.eps, y, stats);
   q.stats = stats;
-  compare_backends(&(op_case_t){label, run_layernorm_bwd, &q, 3,
-                                {{"dx", n, OUT_ACCUM, 0, NULL},
-                                 {"dw", (size_t)C, OUT_ACCUM, 0, NULL},
-                                 {"db", (size_t)C, OUT_ACCUM, 0, NULL}}, 0});
+  for (q.write = 0; q.write <= 1; q.write++) { /* dx added into, then written (never read) */
+    snprintf(label, sizeof label, "layernorm N=%d rows=%d C=%d%s", N, rows, C, q.write ? " dx written" : "");
+    compare_backends(&(op_case_t){label, run_layernorm_bwd, &q, 3,
+                                  {{"dx", n, q.write ? OUT_WRITE : OUT_ACCUM, 0, NULL},
+                                   {"dw", (size_t)C, OUT_ACCUM, 0, NULL},
+                                   {"db", (size_t)C, OUT_ACCUM, 0, NULL}}, 0});
+  }
   tfree(x), tfree(w), tfree(b), tfree(dy), tfree(y), tfree(stats);
 }
 

@@ -1,5 +1,6 @@
 /* A conv2d or a residual add fused with the ReLU after it (model_init_fused), and a gradient that
- * its only consumer (a conv2d, pooling, ReLU, GELU, add or flatten) overwrites rather than adds
+ * its only consumer (a linear, conv2d, pooling, ReLU, GELU, add, flatten, layer norm, attention or tied
+ * linear) overwrites rather than adds
  * into a zeroed buffer, compute the same step bit for bit as the plain model: vgg-mini,
  * resnet-mini, mlp and gpt on both backends: logits, loss and every parameter gradient; a ReLU after any other node (vgg-mini's after its linear layer), or
  * after a node that has other consumers too, is never fused. */
@@ -36,8 +37,9 @@ static int fusable_relus(const graph_t *g, int *relus) {
   return n;
 }
 
-/* The gradients a consumer may overwrite: those of nodes that need one and feed only a conv2d, a
- * pooling layer, a ReLU, a GELU, an add or a flatten, but not a conv2d or an add that feeds only
+/* The gradients a consumer may overwrite: those of nodes that need one and feed only a linear, a
+ * conv2d, a pooling layer, a ReLU, a GELU, an add, a flatten, a layer norm, an attention or a tied
+ * linear, but not a conv2d or an add that feeds only
  * its ReLU (the pair fuses: the ReLU's gradient is theirs). Written from the graph, not from
  * layer_ops_t.writes_dx, so that a flag set or lost by mistake shows. */
 static int overwriter_fed(const graph_t *g) {
@@ -51,7 +53,8 @@ static int overwriter_fed(const graph_t *g) {
           readers++;
           relu = c == LAYER_RELU;
           writes = c == LAYER_CONV2D || c == LAYER_MAXPOOL2D || c == LAYER_AVGPOOL || c == LAYER_RELU ||
-                   c == LAYER_GELU || c == LAYER_ADD || c == LAYER_FLATTEN;
+                   c == LAYER_GELU || c == LAYER_ADD || c == LAYER_FLATTEN || c == LAYER_LINEAR ||
+                   c == LAYER_LAYERNORM || c == LAYER_ATTENTION || c == LAYER_TIED_LINEAR;
         }
     const int fuses = relu && (g->l[i].kind == LAYER_CONV2D || g->l[i].kind == LAYER_ADD);
     n += g->l[i].needs_grad && readers == 1 && writes && !fuses;

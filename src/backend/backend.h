@@ -181,8 +181,9 @@ typedef struct gemm_grid {
    * sum over all N*rows rows with a rounding error that does not grow with N. */ \
   X(void, layernorm_fwd, (int N, int rows, int C, const float *x, const float *w, const float *b, float eps, \
       float *y, float *stats)) \
+  /* dx += (dx_write: =, its old contents unread), dw, db += */ \
   X(void, layernorm_bwd, (int N, int rows, int C, const float *x, const float *w, const float *stats, \
-      const float *dy, float *dx, float *dw, float *db)) /* dx, dw, db += */ \
+      const float *dy, float *dx, int dx_write, float *dw, float *db)) \
   /* ---- token + position embedding: idx (B,T) token ids stored as float; wte (V,C) holds the rows of \
    * ids [lo, lo+V) (lo = 0, V = the vocabulary: the whole table; otherwise a vocabulary-parallel \
    * shard); wpe (Tmax,C) or NULL (no position term: another rank adds it); \

@@ -35,10 +35,12 @@ enum { CPU_LN_ROW_BLOCK = 16 };
 
 /* The layer norm backward of NR rows (a constant where this is inlined) at xr, dyr, dxr (row
  * stride C), with their means m and rstds rs: with xhat = (x - m) rs and g = dy w,
- * dx += rs (g - mean(g) - xhat mean(g xhat)), and the rows' dy xhat and dy added into pw and pb
+ * dx += rs (g - mean(g) - xhat mean(g xhat)) (WR, a constant too: dx =, its old contents unread),
+ * and the rows' dy xhat and dy added into pw and pb
  * in row order. Each row's two means are 8-lane float sums (cpu_dot_f); then one pass over the
  * channels serves all NR rows: pw and pb are read and written once per NR rows, not once a row. */
-static inline __attribute__((always_inline)) void ln_bwd_rows(const int NR, int C, const float *restrict xr,
+static inline __attribute__((always_inline)) void ln_bwd_rows(const int NR, const int WR, int C,
+                                                              const float *restrict xr,
                                                               const float *restrict dyr, float *restrict dxr,
                                                               const float *m, const float *rs,
                                                               const float *restrict w, float *restrict pw,
@@ -74,7 +76,8 @@ static inline __attribute__((always_inline)) void ln_bwd_rows(const int NR, int 
       const float d = dyr[at], h = xhat[at];
       aw += d * h;
       ab += d;
-      dxr[at] += rs[i] * (d * w[c] - mean_g[i] - h * mean_gx[i]);
+      const float g = rs[i] * (d * w[c] - mean_g[i] - h * mean_gx[i]);
+      dxr[at] = WR ? g : dxr[at] + g;
     }
     pw[c] = aw, pb[c] = ab;
   }
@@ -84,7 +87,7 @@ static inline __attribute__((always_inline)) void ln_bwd_rows(const int NR, int 
 enum { CPU_LN_ROW_GROUP = 4 };
 
 CPU_CLONES void cpu_layernorm_bwd(int N, int rows, int C, const float *restrict x, const float *restrict w,
-                       const float *restrict stats, const float *restrict dy, float *restrict dx,
+                       const float *restrict stats, const float *restrict dy, float *restrict dx, int dx_write,
                        float *restrict dw, float *restrict db) {
   _Static_assert(CPU_LN_ROW_BLOCK % CPU_LN_ROW_GROUP == 0, "groups of rows within a block");
   const size_t total = (size_t)N * rows;
@@ -104,10 +107,12 @@ CPU_CLONES void cpu_layernorm_bwd(int N, int rows, int C, const float *restrict 
         m[i] = st[0], rs[i] = st[rows];
       }
       const size_t at = row * C;
-      if (nr == CPU_LN_ROW_GROUP)
-        ln_bwd_rows(CPU_LN_ROW_GROUP, C, x + at, dy + at, dx + at, m, rs, w, pw, pb, xhat);
+      if (nr == CPU_LN_ROW_GROUP && dx_write)
+        ln_bwd_rows(CPU_LN_ROW_GROUP, 1, C, x + at, dy + at, dx + at, m, rs, w, pw, pb, xhat);
+      else if (nr == CPU_LN_ROW_GROUP)
+        ln_bwd_rows(CPU_LN_ROW_GROUP, 0, C, x + at, dy + at, dx + at, m, rs, w, pw, pb, xhat);
       else
-        ln_bwd_rows(1, C, x + at, dy + at, dx + at, m, rs, w, pw, pb, xhat);
+        ln_bwd_rows(1, dx_write, C, x + at, dy + at, dx + at, m, rs, w, pw, pb, xhat);
       row += (size_t)nr;
     }
     for (int c = 0; c < 2 * C; c++) acc[c] += (double)part[c];

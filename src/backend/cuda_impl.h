@@ -103,7 +103,7 @@ void cuda_avgpool_bwd(int P, int HW, const float *dy, float *dx, int dx_write);
 void cuda_layernorm_fwd(int N, int rows, int C, const float *x, const float *w, const float *b, float eps, float *y,
                         float *stats);
 void cuda_layernorm_bwd(int N, int rows, int C, const float *x, const float *w, const float *stats, const float *dy,
-                        float *dx, float *dw, float *db);
+                        float *dx, int dx_write, float *dw, float *db);
 void cuda_embed_fwd(int B, int T, int C, const float *idx, int lo, int V, const float *wte, const float *wpe,
                     float *y);
 void cuda_embed_bwd(int B, int T, int C, const float *idx, int lo, int V, const float *dy, float *dwte, float *dwpe);
@@ -130,9 +130,10 @@ void cuk_scale(float *x, size_t n, float a, cudaStream_t s);
 void cuk_axpy(size_t n, float a, const float *x, float *y, cudaStream_t s);
 void cuk_add(size_t n, const float *a, const float *b, float *y, cudaStream_t s);
 void cuk_relu_fwd(size_t n, const float *x, float *y, cudaStream_t s);
-void cuk_relu_bwd(size_t n, const float *x, const float *dy, float *dx, cudaStream_t s);
+/* the backwards' wr: dx = instead of dx += (the old contents unread) */
+void cuk_relu_bwd(size_t n, const float *x, const float *dy, float *dx, int wr, cudaStream_t s);
 void cuk_gelu_fwd(size_t n, const float *x, float *y, cudaStream_t s);
-void cuk_gelu_bwd(size_t n, const float *x, const float *dy, float *dx, cudaStream_t s);
+void cuk_gelu_bwd(size_t n, const float *x, const float *dy, float *dx, int wr, cudaStream_t s);
 /* y[r,c] += b[c], y (rows, cols) */
 void cuk_bias_add_rows(int rows, int cols, const float *b, float *y, cudaStream_t s);
 /* y[n,c,:] = act(y[n,c,:] + b[c]) over (N, C, HW); b may be NULL (no bias); act is max(0, .) when relu */
@@ -143,10 +144,10 @@ void cuk_adamw(size_t n, float *p, const float *g, float *m, float *v, float lr,
                float wd, float bc1, float bc2, cudaStream_t s);
 void cuk_embed_fwd(int B, int T, int C, const float *idx, int lo, int V, const float *wte, const float *wpe, float *y,
                    cudaStream_t s);
-/* dx[p,:] += dy[p] / HW */
-void cuk_avgpool_bwd(int P, int HW, const float *dy, float *dx, cudaStream_t s);
+/* dx[p,:] += (wr: =) dy[p] / HW */
+void cuk_avgpool_bwd(int P, int HW, const float *dy, float *dx, int wr, cudaStream_t s);
 void cuk_maxpool_fwd(int P, int H, int W, int k, int st, const float *x, float *y, float *argmax, cudaStream_t s);
-void cuk_maxpool_bwd(int P, int H, int W, int k, int st, const float *dy, const float *argmax, float *dx,
+void cuk_maxpool_bwd(int P, int H, int W, int k, int st, const float *dy, const float *argmax, float *dx, int wr,
                      cudaStream_t s);
 /* B images x (B,C,H,W) lowered into col (B, C*KH*KW, OH*OW); col2im adds the gather of col into dx. */
 void cuk_im2col(const float *x, int B, int C, int H, int W, int KH, int KW, int stride, int pad, float *col,
@@ -189,7 +190,7 @@ void cuk_softmax_rows(int rows, int n, float scale, const float *sc, float *p, c
 void cuk_layernorm_fwd(int N, int rows, int C, const float *x, const float *w, const float *b, float eps, float *y,
                        float *stats, cudaStream_t s);
 void cuk_layernorm_bwd_dx(int N, int rows, int C, const float *x, const float *w, const float *stats,
-                          const float *dy, float *dx, cudaStream_t s);
+                          const float *dy, float *dx, int wr, cudaStream_t s);
 /* loss[r] = -log softmax(logits[r])[target r] (double); dlogits (may be NULL) written */
 void cuk_xent_rows(int rows, int V, const float *logits, const float *targets, float grad_scale, float *dlogits,
                    double *loss, cudaStream_t s);

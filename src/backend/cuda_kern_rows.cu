@@ -81,7 +81,7 @@ __global__ void k_layernorm_fwd(long nrows, int rows, int C, const float *x, con
 }
 
 __global__ void k_layernorm_bwd_dx(long nrows, int rows, int C, const float *x, const float *w, const float *stats,
-                                   const float *dy, float *dx) {
+                                   const float *dy, float *dx, int wr) {
   long r = warp_row();
   if (r >= nrows) return;
   float mean = stats[stat_at(r, rows)], rstd = stats[stat_at(r, rows) + rows];
@@ -94,7 +94,8 @@ __global__ void k_layernorm_bwd_dx(long nrows, int rows, int C, const float *x, 
   }
   md = warp_sum(md) / C;
   mdx = warp_sum(mdx) / C;
-  for (int c = lane(); c < C; c += 32) dx[r * C + c] += ce_layernorm_dx(xr[c], dyr[c], w[c], mean, rstd, md, mdx);
+  for (int c = lane(); c < C; c += 32)
+    dx[r * C + c] = (wr ? 0.0f : dx[r * C + c]) + ce_layernorm_dx(xr[c], dyr[c], w[c], mean, rstd, md, mdx);
 }
 
 extern "C" void cuk_layernorm_fwd(int N, int rows, int C, const float *x, const float *w, const float *b, float eps,
@@ -106,10 +107,10 @@ extern "C" void cuk_layernorm_fwd(int N, int rows, int C, const float *x, const 
 }
 
 extern "C" void cuk_layernorm_bwd_dx(int N, int rows, int C, const float *x, const float *w, const float *stats,
-                                     const float *dy, float *dx, cudaStream_t s) {
+                                     const float *dy, float *dx, int wr, cudaStream_t s) {
   long nrows = (long)N * rows;
   if (nrows <= 0) return;
-  k_layernorm_bwd_dx<<<row_blocks(nrows), kRowWarps * 32, 0, s>>>(nrows, rows, C, x, w, stats, dy, dx);
+  k_layernorm_bwd_dx<<<row_blocks(nrows), kRowWarps * 32, 0, s>>>(nrows, rows, C, x, w, stats, dy, dx, wr);
   CUK_LAUNCHED("layernorm_bwd");
 }
 

@@ -14,10 +14,9 @@ void cuda_scale(float *x, size_t n, float a) { cuk_scale(x, n, a, cuda_stream())
 void cuda_axpy(size_t n, float a, const float *x, float *y) { cuk_axpy(n, a, x, y, cuda_stream()); }
 void cuda_add(size_t n, const float *a, const float *b, float *y) { cuk_add(n, a, b, y, cuda_stream()); }
 void cuda_relu_fwd(size_t n, const float *x, float *y) { cuk_relu_fwd(n, x, y, cuda_stream()); }
-/* a backward's write: the kernels add, after a fill (the cpu backend's is what saves a pass) */
+/* a backward's write: the kernel writes dx without reading it (no fill first) */
 void cuda_relu_bwd(size_t n, const float *x, const float *dy, float *dx, int write) {
-  if (write) cuda_fill(dx, n, 0.0f);
-  cuk_relu_bwd(n, x, dy, dx, cuda_stream());
+  cuk_relu_bwd(n, x, dy, dx, write, cuda_stream());
 }
 /* the fused residual join and ReLU from the existing kernels: the CPU's one pass saves memory
  * traffic, which the GPU path has not measured a need for */
@@ -31,8 +30,7 @@ void cuda_add_relu_bwd(size_t n, const float *y, const float *dy, float *da, flo
 }
 void cuda_gelu_fwd(size_t n, const float *x, float *y) { cuk_gelu_fwd(n, x, y, cuda_stream()); }
 void cuda_gelu_bwd(size_t n, const float *x, const float *dy, float *dx, int write) {
-  if (write) cuda_fill(dx, n, 0.0f);
-  cuk_gelu_bwd(n, x, dy, dx, cuda_stream());
+  cuk_gelu_bwd(n, x, dy, dx, write, cuda_stream());
 }
 
 double cuda_sumsq(const float *x, size_t n) {
@@ -98,15 +96,13 @@ void cuda_bias_grad_planes(int N, int C, int HW, const float *dy, float *db) {
 void cuda_maxpool_fwd(int P, int H, int W, int k, int s, const float *x, float *y, float *argmax) {
   cuk_maxpool_fwd(P, H, W, k, s, x, y, argmax, cuda_stream());
 }
-/* dx_write: the kernels add; a fill first (the cpu backend's is what saves a pass) */
+/* dx_write: the gather writes each pixel without reading it (no fill first) */
 void cuda_maxpool_bwd(int P, int H, int W, int k, int s, const float *dy, const float *argmax, float *dx, int dx_write) {
-  if (dx_write) cuda_fill(dx, (size_t)P * (size_t)H * (size_t)W, 0.0f);
-  cuk_maxpool_bwd(P, H, W, k, s, dy, argmax, dx, cuda_stream());
+  cuk_maxpool_bwd(P, H, W, k, s, dy, argmax, dx, dx_write, cuda_stream());
 }
 void cuda_avgpool_fwd(int P, int HW, const float *x, float *y) { cuk_avgpool_fwd(P, HW, x, y, cuda_stream()); }
 void cuda_avgpool_bwd(int P, int HW, const float *dy, float *dx, int dx_write) {
-  if (dx_write) cuda_fill(dx, (size_t)P * (size_t)HW, 0.0f);
-  cuk_avgpool_bwd(P, HW, dy, dx, cuda_stream());
+  cuk_avgpool_bwd(P, HW, dy, dx, dx_write, cuda_stream());
 }
 
 /* ---- layer norm */
@@ -117,9 +113,9 @@ void cuda_layernorm_fwd(int N, int rows, int C, const float *x, const float *w, 
 }
 
 void cuda_layernorm_bwd(int N, int rows, int C, const float *x, const float *w, const float *stats, const float *dy,
-                        float *dx, float *dw, float *db) {
+                        float *dx, int dx_write, float *dw, float *db) {
   if ((long)N * rows <= 0 || C <= 0) return;
-  cuk_layernorm_bwd_dx(N, rows, C, x, w, stats, dy, dx, cuda_stream());
+  cuk_layernorm_bwd_dx(N, rows, C, x, w, stats, dy, dx, dx_write, cuda_stream());
   double *acc = cuda_zeroed_acc(2 * (size_t)C); /* dw's sums, then db's */
   cuk_layernorm_param_acc((long)N * rows, rows, C, x, stats, dy, acc, acc + C, cuda_stream());
   cuk_add_acc(acc, C, 1, dw, 1, cuda_stream());

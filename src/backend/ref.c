@@ -344,7 +344,7 @@ static void ref_layernorm_fwd(int N, int rows, int C, const float *x, const floa
 }
 
 static void ref_layernorm_bwd(int N, int rows, int C, const float *x, const float *w, const float *stats,
-                              const float *dy, float *dx, float *dw, float *db) {
+                              const float *dy, float *dx, int dx_write, float *dw, float *db) {
   size_t total = (size_t)N * rows;
   for (size_t r = 0; r < total; r++) {
     const float *xr = x + r * C, *dyr = dy + r * C;
@@ -363,7 +363,7 @@ static void ref_layernorm_bwd(int N, int rows, int C, const float *x, const floa
       double xhat = (xr[c] - mean) * rstd;
       double dxhat = (double)dyr[c] * w[c];
       size_t i = r * C + c;
-      dx[i] = (float)(dx[i] + rstd * (dxhat - mean_dxhat - xhat * mean_dxhat_xhat));
+      dx[i] = (float)((dx_write ? 0.0 : dx[i]) + rstd * (dxhat - mean_dxhat - xhat * mean_dxhat_xhat));
     }
   }
   for (int c = 0; c < C; c++) {

@@ -90,17 +90,19 @@ static void attention_backward(const layer_t *l, const layer_ctx_t *c) {
   // dP_bh (T,T) = dY_bh (T,hs) V_bh^T
   gemm_grid_t g = att_grid(c->B, &d, out, d.hs, qkv, d.hs, d.probs, tt);
   be->gemm_grid(0, 1, d.T, d.T, d.hs, 1.0f, dy, d.C, v, d.ld, 0.0f, dP, d.T, &g);
-  // dV_bh (T,hs) += P_bh^T dY_bh
+  // dV_bh (T,hs) += (dx_write: =) P_bh^T dY_bh; the heads' blocks of dq, dk and dv cover dx whole
+  const float beta = layer_dx_beta(c, 0);
   g = att_grid(c->B, &d, d.probs, tt, out, d.hs, qkv, d.hs);
-  be->gemm_grid(1, 0, d.T, d.hs, d.T, 1.0f, P, d.T, dy, d.C, 1.0f, dv, d.ld, &g);
+  be->gemm_grid(1, 0, d.T, d.hs, d.T, 1.0f, P, d.T, dy, d.C, beta, dv, d.ld, &g);
   // dS_bh = softmax backward (includes the 1/sqrt(hs) scale)
   be->causal_softmax_bwd(c->B * d.H, d.T, d.scale, P, dP, dS);
-  // dQ_bh (T,hs) += dS_bh K_bh
+  // dQ_bh (T,hs) += (=) dS_bh K_bh
   g = att_grid(c->B, &d, d.probs, tt, qkv, d.hs, qkv, d.hs);
-  be->gemm_grid(0, 0, d.T, d.hs, d.T, 1.0f, dS, d.T, k, d.ld, 1.0f, dq, d.ld, &g);
-  // dK_bh (T,hs) += dS_bh^T Q_bh
-  be->gemm_grid(1, 0, d.T, d.hs, d.T, 1.0f, dS, d.T, q, d.ld, 1.0f, dk, d.ld, &g);
+  be->gemm_grid(0, 0, d.T, d.hs, d.T, 1.0f, dS, d.T, k, d.ld, beta, dq, d.ld, &g);
+  // dK_bh (T,hs) += (=) dS_bh^T Q_bh
+  be->gemm_grid(1, 0, d.T, d.hs, d.T, 1.0f, dS, d.T, q, d.ld, beta, dk, d.ld, &g);
 }
 
+/* writes its input's gradient whole where asked (dx_write: GEMMs with beta 0) */
 const layer_ops_t layer_attention_ops = {"attention", attention_infer, layer_init_none, attention_forward,
-                                         attention_backward, 0};
+                                         attention_backward, 1};

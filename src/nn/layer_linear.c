@@ -62,10 +62,11 @@ static void linear_backward(const layer_t *l, const layer_ctx_t *c) {
   // db (out) += column sums of dy (rows,out)
   if (l->bias && c->dw[1])
     be->bias_grad_rows(rows, out_f, c->dy, c->dw[1]);
-  // dx (rows,in) += dy (rows,out) W (out,in)
+  // dx (rows,in) += (dx_write: =) dy (rows,out) W (out,in)
   if (c->dx[0])
-    be->gemm(0, 0, rows, in_f, out_f, 1.0f, c->dy, out_f, c->w[0], in_f, 1.0f, c->dx[0], in_f);
+    be->gemm(0, 0, rows, in_f, out_f, 1.0f, c->dy, out_f, c->w[0], in_f, layer_dx_beta(c, 0), c->dx[0], in_f);
 }
 
+/* writes its input's gradient whole where asked (dx_write: a GEMM with beta 0) */
 const layer_ops_t layer_linear_ops = {"linear", linear_infer, linear_init, linear_forward,
-                                      linear_backward, 0};
+                                      linear_backward, 1};

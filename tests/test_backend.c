@@ -272,6 +272,16 @@ static double run_linear_fwd(const backend_t *be, const void *ctx, float **out) 
   return 0.0;
 }
 
+/* The linear forward with the GELU after it (a fused form): pre = x w^T + b and y = gelu(pre). */
+static double run_linear_gelu_fwd(const backend_t *be, const void *ctx, float **out) {
+  const linear_ctx_t *v = ctx;
+  float *ws = v->ws_n ? talloc(v->ws_n * sizeof *ws) : NULL;
+  be->linear_gelu_fwd(v->rows, v->out, v->in, v->x, v->w, v->bias ? v->b : NULL, out[0], out[1], ws, v->ws_n);
+  be->synchronize();
+  if (ws) tfree(ws);
+  return 0.0;
+}
+
 /* A linear layer's forward, y = x w^T + b, with the workspace any backend asks for and with none
  * (the general path). Where the CPU has AVX-512 the cpu backend computes few rows times many
  * outputs without packing w (cpu_linear.c): two row blocks (128), full and partial tiles of rows
@@ -299,6 +309,11 @@ static void test_linear_fwd(void) {
                  with_ws ? " workspace" : "");
         compare_backends(&(op_case_t){label, run_linear_fwd, &v, 1, {{"y", (size_t)rows * out, OUT_WRITE, 0, NULL}},
                                       0});
+        snprintf(label, sizeof label, "linear_gelu_fwd rows=%d out=%d in=%d%s%s", rows, out, in,
+                 bias ? " bias" : "", with_ws ? " workspace" : "");
+        compare_backends(&(op_case_t){label, run_linear_gelu_fwd, &v, 2,
+                                      {{"pre", (size_t)rows * out, OUT_WRITE, 0, NULL},
+                                       {"y", (size_t)rows * out, OUT_WRITE, 0, NULL}}, 0});
       }
     tfree(x), tfree(w), tfree(b);
   }
@@ -536,6 +551,27 @@ static void test_gelu_tails(void) {
   tfree(x);
   tfree(dy);
   tfree(y0);
+}
+
+/* The GELU's backward and the bias gradient of the linear before it in one pass (a fused form): x is
+ * the pre-activation, y the GELU output's gradient; with and without a bias. */
+static double run_gelu_bias_bwd(const backend_t *be, const void *ctx, float **out) {
+  const vec_ctx_t *v = ctx;
+  be->gelu_bias_bwd(v->rows, v->cols, v->x, v->y, out[0], v->write ? NULL : out[1]);
+  return 0.0;
+}
+
+static void test_gelu_bias_bwd(int rows, int cols) {
+  size_t n = (size_t)rows * cols;
+  float *x = buf_uniform(n, -4, 4), *dy = buf_uniform(n, -1, 1);
+  vec_ctx_t v = {.n = n, .rows = rows, .cols = cols, .x = x, .y = dy};
+  char label[80];
+  for (v.write = 0; v.write <= 1; v.write++) { /* write: no bias (db NULL) */
+    snprintf(label, sizeof label, "gelu_bias_bwd rows=%d cols=%d%s", rows, cols, v.write ? " no bias" : "");
+    compare_backends(&(op_case_t){label, run_gelu_bias_bwd, &v, v.write ? 1 : 2,
+                                  {{"dpre", n, OUT_WRITE, 0, NULL}, {"db", (size_t)cols, OUT_ACCUM, 0, NULL}}, 0});
+  }
+  tfree(x), tfree(dy);
 }
 
 static void test_bias(int rows, int cols, int N, int C, int HW) {
@@ -784,6 +820,12 @@ static double run_xent(const backend_t *be, const void *ctx, float **out) {
   const seq_ctx_t *q = ctx;
   return be->xent_fwd_bwd(q->rows, q->V, q->x, q->ids, q->scale, out[0]);
 }
+/* The gradient written over the logits (in place): out[0] starts as a copy of them. */
+static double run_xent_in_place(const backend_t *be, const void *ctx, float **out) {
+  const seq_ctx_t *q = ctx;
+  memcpy(out[0], q->x, (size_t)q->rows * (size_t)q->V * sizeof *out[0]);
+  return be->xent_fwd_bwd(q->rows, q->V, out[0], q->ids, q->scale, out[0]);
+}
 static double run_xent_loss_only(const backend_t *be, const void *ctx, float **out) {
   (void)out;
   const seq_ctx_t *q = ctx;
@@ -793,6 +835,13 @@ static double run_count_correct(const backend_t *be, const void *ctx, float **ou
   (void)out;
   const seq_ctx_t *q = ctx;
   return (double)be->count_correct(q->rows, q->V, q->x, q->ids);
+}
+
+/* The residual join and the layer norm after it (a fused form): x and dy are the two summands. */
+static double run_add_layernorm_fwd(const backend_t *be, const void *ctx, float **out) {
+  const seq_ctx_t *q = ctx;
+  be->add_layernorm_fwd(q->B, q->rows, q->C, q->x, q->dy, q->w, q->b, q->eps, out[0], out[1], out[2]);
+  return 0.0;
 }
 
 /* N samples of (rows, C). */
@@ -805,6 +854,10 @@ static void test_layernorm(int N, int rows, int C) {
   seq_ctx_t q = {.B = N, .rows = rows, .C = C, .eps = 1e-5f, .x = x, .w = w, .b = b, .dy = dy};
   compare_backends(&(op_case_t){label, run_layernorm_fwd, &q, 2,
                                 {{"y", n, OUT_WRITE, 0, NULL}, {"stats", ns, OUT_WRITE, 0, NULL}}, 0});
+  snprintf(label, sizeof label, "add_layernorm_fwd N=%d rows=%d C=%d", N, rows, C);
+  compare_backends(&(op_case_t){label, run_add_layernorm_fwd, &q, 3,
+                                {{"sum", n, OUT_WRITE, 0, NULL}, {"y", n, OUT_WRITE, 0, NULL},
+                                 {"stats", ns, OUT_WRITE, 0, NULL}}, 0});
   backend_ref.layernorm_fwd(N, rows, C, x, w, b, q.eps, y, stats);
   q.stats = stats;
   for (q.write = 0; q.write <= 1; q.write++) { /* dx added into, then written (never read) */
@@ -902,6 +955,18 @@ static void test_xent(int rows, int V, float offset, float spread) {
   seq_ctx_t q = {.rows = rows, .V = V, .scale = 1.0f / rows, .x = logits, .ids = targets};
   compare_backends(&(op_case_t){label, run_xent, &q, 1, {{"dlogits", n, OUT_WRITE, 0, NULL}}, SCALAR_CLOSE});
   compare_backends(&(op_case_t){label, run_xent_loss_only, &q, 0, {{0}}, SCALAR_CLOSE});
+  snprintf(label, sizeof label, "xent in place rows=%d V=%d logits %g+-%g", rows, V, offset, spread);
+  compare_backends(&(op_case_t){label, run_xent_in_place, &q, 1, {{"dlogits", n, OUT_WRITE, 0, NULL}}, SCALAR_CLOSE});
+  { /* in place equals apart, bit for bit, on the fast backend */
+    float *apart = talloc(n * sizeof *apart), *over = talloc(n * sizeof *over);
+    double l1 = backends[0]->xent_fwd_bwd(rows, V, logits, targets, 0.5f, apart);
+    memcpy(over, logits, n * sizeof *over);
+    double l2 = backends[0]->xent_fwd_bwd(rows, V, over, targets, 0.5f, over);
+    backends[0]->synchronize();
+    tap_ok(l1 == l2 && memcmp(apart, over, n * sizeof *over) == 0, "%s: %s in place = apart, loss and gradient bitwise",
+           label, backends[0]->name);
+    tfree(apart), tfree(over);
+  }
   double loss = backends[0]->xent_fwd_bwd(rows, V, logits, targets, 1.0f, NULL);
   tap_ok(isfinite(loss) && loss > 0.0, "%s: %s loss %.6g finite and positive", label, backends[0]->name, loss);
   // coarse logits (integers in [0,3]) give ties, which go to the first maximum
@@ -1325,6 +1390,9 @@ static void test_ops(void) {
   test_gelu_tails();
   test_bias(5, 7, 2, 3, 1);
   test_bias(33, 300, 3, 4, 49);
+  test_gelu_bias_bwd(5, 7);
+  test_gelu_bias_bwd(33, 300); /* two chunks of columns on cpu */
+  test_gelu_bias_bwd(64, 1030);
   test_avgpool(6, 49);
   test_avgpool(3, 1);
 

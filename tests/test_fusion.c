@@ -62,13 +62,44 @@ static int overwriter_fed(const graph_t *g) {
   return n;
 }
 
-/* One forward, loss and backward on a fixed batch; the logits, loss and gradients to host memory. */
-static double run(const graph_t *g, const backend_t *be, int fuse, int *fused, int *written, float *logits,
-                  float *grads) {
+/* The epilogues the graph offers (written from the graph, as above): linears whose only consumer is a
+ * GELU, and adds that feed a layer norm and no ReLU. */
+static int epilogues_offered(const graph_t *g) {
+  int n = 0;
+  for (int i = 1; i < g->n; i++) {
+    int readers = 0, gelu = 0, norm = 0, relu = 0;
+    for (int j = 0; j < g->n; j++)
+      for (int k = 0; k < g->l[j].nin; k++)
+        if (g->l[j].in[k] == i) {
+          readers++;
+          gelu = g->l[j].kind == LAYER_GELU;
+          norm |= g->l[j].kind == LAYER_LAYERNORM;
+          relu |= g->l[j].kind == LAYER_RELU;
+        }
+    n += (g->l[i].kind == LAYER_LINEAR && readers == 1 && gelu) || (g->l[i].kind == LAYER_ADD && norm && !relu);
+  }
+  return n;
+}
+
+/* The output's gradient may be written over the logits: a linear or tied linear output. */
+static int in_place_offered(const graph_t *g) {
+  const int k = g->l[graph_output(g)].kind;
+  return k == LAYER_LINEAR || k == LAYER_TIED_LINEAR;
+}
+
+/* What one run of the model fused. */
+typedef struct fusion_counts {
+  int pairs, written, epilogues, in_place;
+} fusion_counts_t;
+
+/* One forward, loss and backward on a fixed batch; the logits (before the loss, which may write the
+ * gradient over them), loss and gradients to host memory. */
+static double run(const graph_t *g, const backend_t *be, int fuse, fusion_counts_t *n, float *logits, float *grads) {
   model_t m;
-  *fused = model_init_fused(&m, g, be, B, fuse ? always : NULL, NULL);
-  *written = 0;
-  for (int i = 0; i < g->n; i++) *written += m.written[i];
+  memset(n, 0, sizeof *n);
+  n->pairs = model_init_fused(&m, g, be, B, fuse ? always : NULL, NULL);
+  n->in_place = m.grad_in_place;
+  for (int i = 0; i < g->n; i++) n->written += m.written[i], n->epilogues += m.epi[i] > 0;
   model_init_params(&m, 11);
   size_t xs = shape_size(g->l[0].out), ys = (size_t)B * (size_t)g->targets_per_sample;
   float *x = xcalloc((size_t)B * xs, sizeof *x), *y = xcalloc(ys, sizeof *y);
@@ -82,10 +113,10 @@ static double run(const graph_t *g, const backend_t *be, int fuse, int *fused, i
   model_set_batch(&m, x, y, B);
   model_zero_grads(&m);
   model_forward(&m, B);
-  double loss = model_loss(&m, 0, B, 1.0f / B);
-  model_backward(&m, B);
   int out = graph_output(g);
   be->download(logits, m.act[out], (size_t)B * shape_size(g->l[out].out));
+  double loss = model_loss(&m, 0, B, 1.0f / B);
+  model_backward(&m, B);
   be->download(grads, m.grads, g->params.total);
   model_free(&m);
   free(x);
@@ -112,20 +143,23 @@ static void compare(const char *model, const char *backend_name) {
   size_t nl = (size_t)B * shape_size(g.l[graph_output(&g)].out), ng = g.params.total; /* logits (B, out) */
   float *l1 = xcalloc(nl, sizeof *l1), *l2 = xcalloc(nl, sizeof *l2);
   float *g1 = xcalloc(ng, sizeof *g1), *g2 = xcalloc(ng, sizeof *g2);
-  int none, pairs, relus, fusable = fusable_relus(&g, &relus), unwritten, written;
-  double a = run(&g, be, 0, &none, &unwritten, l1, g1), b = run(&g, be, 1, &pairs, &written, l2, g2);
-  const int overwritable = overwriter_fed(&g);
+  int relus, fusable = fusable_relus(&g, &relus);
+  fusion_counts_t plain, f;
+  double a = run(&g, be, 0, &plain, l1, g1), b = run(&g, be, 1, &f, l2, g2);
+  const int overwritable = overwriter_fed(&g), offered = epilogues_offered(&g), in_place = in_place_offered(&g);
   int convs = 0; /* the CNNs fuse some pair; the mlp and the gpt have no ReLU after a conv2d or add */
   for (int i = 0; i < g.n; i++) convs += g.l[i].kind == LAYER_CONV2D;
-  tap_ok(none == 0 && unwritten == 0 && (pairs > 0) == (convs > 0) && pairs == fusable && written > 0 &&
-             written == overwritable,
+  tap_ok(plain.pairs == 0 && plain.written == 0 && plain.epilogues == 0 && !plain.in_place &&
+             (f.pairs > 0) == (convs > 0) && f.pairs == fusable && f.written > 0 &&
+             f.written == overwritable + in_place && f.epilogues == offered && f.in_place == in_place,
          "%s on %s: %d of %d ReLUs fused, the %d after a conv2d or add; %d gradients overwritten, the %d that feed only "
-         "an overwriting layer (none unasked)",
-         model, backend_name, pairs, relus, fusable, written, overwritable);
+         "an overwriting layer%s; %d epilogues (linear + GELU, add + layer norm) of %d offered (none unasked)",
+         model, backend_name, f.pairs, relus, fusable, f.written, overwritable,
+         f.in_place ? " and the logits' in place" : "", f.epilogues, offered);
   tap_ok(a == b && memcmp(l1, l2, nl * sizeof *l1) == 0 && memcmp(g1, g2, ng * sizeof *g1) == 0,
-         "%s on %s: %d node+ReLU pairs fused, %d gradients overwritten: loss, logits and all %zu gradients bitwise "
-         "those of the plain model",
-         model, backend_name, pairs, written, ng);
+         "%s on %s: %d node+ReLU pairs fused, %d gradients overwritten, %d epilogues: loss, logits and all %zu "
+         "gradients bitwise those of the plain model",
+         model, backend_name, f.pairs, f.written, f.epilogues, ng);
   free(l1), free(l2), free(g1), free(g2);
   graph_free(&g);
 }

@@ -204,7 +204,8 @@ typedef struct gemm_grid {
   X(void, softmax_rows, (int rows, int n, float scale, const float *s, float *p)) \
   /* ---- softmax cross-entropy: logits (rows, V), targets (rows) class ids stored as float. \
    * Returns the SUM over rows of -log softmax(logits)[target] (double). If dlogits is not NULL it \
-   * is written (not accumulated) with grad_scale * (softmax - onehot(target)). */ \
+   * is written (not accumulated) with grad_scale * (softmax - onehot(target)); it may be logits \
+   * itself (the gradient in place of the logits: model_init_fused). */ \
   X(double, xent_fwd_bwd, (int rows, int V, const float *logits, const float *targets, float grad_scale, \
       float *dlogits)) \
   /* Number of rows whose argmax (first maximum) equals the target. */ \
@@ -240,7 +241,20 @@ typedef struct gemm_grid {
   /* AdamW (PyTorch): p *= 1 - lr*wd; m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2; \
    *   p -= lr * (m / bc1) / (sqrt(v / bc2) + eps), with bc1 = 1 - b1^t, bc2 = 1 - b2^t. */ \
   X(void, adamw_step, (size_t n, float *p, const float *g, float *m, float *v, float lr, float b1, float b2, \
-      float eps, float wd, float bc1, float bc2))
+      float eps, float wd, float bc1, float bc2)) \
+  /* ---- fused forms (issue 32), chosen by the model's fusion pass (model_init_fused); each equals the \
+   * ops it replaces run one after the other (ref composes exactly those). \
+   * linear_gelu_fwd: pre (rows, out) = linear_fwd's x w^T + b (b may be NULL), kept for the backward; \
+   *   y = gelu(pre). Workspace as linear_fwd's. \
+   * gelu_bias_bwd: dpre (rows, cols) = dy * gelu'(pre) (written), and db (cols) += its column sums \
+   *   (db NULL: none) in the same pass, with bias_grad_rows's rounding. \
+   * add_layernorm_fwd: sum (N, rows, C) = a + b (written: the residual stream), then layernorm_fwd \
+   *   of sum into y and stats. */ \
+  X(void, linear_gelu_fwd, (int rows, int out, int in, const float *x, const float *w, const float *b, float *pre, \
+      float *y, float *ws, size_t ws_n)) \
+  X(void, gelu_bias_bwd, (int rows, int cols, const float *pre, const float *dy, float *dpre, float *db)) \
+  X(void, add_layernorm_fwd, (int N, int rows, int C, const float *a, const float *b, const float *w, \
+      const float *bias, float eps, float *sum, float *y, float *stats))
 
 typedef struct backend {
   const char *name;

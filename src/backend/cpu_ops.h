@@ -190,6 +190,10 @@ void cpu_col2im_ld(const float *col, size_t ld, int C, int H, int W, int KH, int
 #define CPU_CONV_BLOCK_COLUMNS 512
 int cpu_conv_lowered_blocks(const conv_shape_t *s, size_t ws_n);
 
+/* cpu_elementwise.c: pre[r,c] += b[c] (b NULL: none) and y = gelu(pre) over (rows, cols) in one pass
+ * (the linear + GELU forward's epilogue on OpenBLAS's path). */
+void cpu_bias_gelu_rows(int rows, int cols, const float *b, float *pre, float *y);
+
 /* cpu_linear.c: whether a shape takes the linear forward's path that does not pack the weight (few
  * rows, many outputs: faster than OpenBLAS there). */
 int cpu_linear_unpacked(int rows, int out, int in);

@@ -11,22 +11,37 @@
 
 /* ---- layer norm */
 
-/* Row statistics in double (C terms each), the rest of the row work in float. */
+/* One row of C: yr = layer norm of xr; its mean and rstd to st[0] and st[rows]. Row statistics in
+ * double (C terms each), the rest of the row work in float. */
+static inline __attribute__((always_inline)) void ln_fwd_row(int rows, int C, const float *restrict xr,
+                                                             const float *restrict w, const float *restrict b,
+                                                             float eps, float *restrict yr, float *restrict st) {
+  const float m = (float)(cpu_sum_d(xr, (size_t)C) / C);
+  // two passes: centre into y, then the variance of y
+  for (int c = 0; c < C; c++) yr[c] = xr[c] - m;
+  double var = 0.0;
+  for (int c = 0; c < C; c++) var += (double)yr[c] * yr[c];
+  const float rs = (float)(1.0 / sqrt(var / C + eps));
+  for (int c = 0; c < C; c++) yr[c] = yr[c] * rs * w[c] + b[c];
+  st[0] = m;
+  st[rows] = rs;
+}
+
 CPU_CLONES void cpu_layernorm_fwd(int N, int rows, int C, const float *restrict x, const float *restrict w,
                        const float *restrict b, float eps, float *restrict y, float *restrict stats) {
+  for (size_t row = 0; row < (size_t)N * rows; row++) /* stats: each sample's means, then its rstds */
+    ln_fwd_row(rows, C, x + row * C, w, b, eps, y + row * C, stats + (row / rows) * 2 * rows + row % rows);
+}
+
+/* The residual join and the layer norm after it, row by row: each row's sum is normalised while it
+ * is in L1 (apart, the norm read the whole sum back from memory). */
+CPU_CLONES void cpu_add_layernorm_fwd(int N, int rows, int C, const float *restrict a, const float *restrict b,
+                                      const float *restrict w, const float *restrict bias, float eps,
+                                      float *restrict sum, float *restrict y, float *restrict stats) {
   for (size_t row = 0; row < (size_t)N * rows; row++) {
-    const float *restrict xr = x + row * C;
-    float *restrict yr = y + row * C;
-    float *restrict st = stats + (row / rows) * 2 * rows + row % rows; /* mean; rstd rows later */
-    const float m = (float)(cpu_sum_d(xr, (size_t)C) / C);
-    // two passes: centre into y, then the variance of y
-    for (int c = 0; c < C; c++) yr[c] = xr[c] - m;
-    double var = 0.0;
-    for (int c = 0; c < C; c++) var += (double)yr[c] * yr[c];
-    const float rs = (float)(1.0 / sqrt(var / C + eps));
-    for (int c = 0; c < C; c++) yr[c] = yr[c] * rs * w[c] + b[c];
-    st[0] = m;
-    st[rows] = rs;
+    const size_t at = row * C;
+    for (int c = 0; c < C; c++) sum[at + c] = a[at + c] + b[at + c];
+    ln_fwd_row(rows, C, sum + at, w, bias, eps, y + at, stats + (row / rows) * 2 * rows + row % rows);
   }
 }
 
@@ -254,17 +269,18 @@ static int cpu_argmax_first(int n, const float *restrict x) {
   return best;
 }
 
-CPU_CLONES double cpu_xent_fwd_bwd(int rows, int V, const float *restrict logits, const float *restrict targets,
-                        float grad_scale, float *restrict dlogits) {
+/* dlogits may be logits (in place): a row's target logit is read before the row is written. */
+CPU_CLONES double cpu_xent_fwd_bwd(int rows, int V, const float *logits, const float *restrict targets,
+                        float grad_scale, float *dlogits) {
   double loss = 0.0;
   for (int r = 0; r < rows; r++) {
-    const float *restrict lr = logits + (size_t)r * V;
+    const float *lr = logits + (size_t)r * V;
     const int target = (int)targets[r];
-    const float mx = cpu_max_f(lr, V);
+    const float mx = cpu_max_f(lr, V), target_logit = lr[target];
     // log-sum-exp around the max; exps go straight into dlogits when it is wanted
     float sum;
     if (dlogits) {
-      float *restrict dr = dlogits + (size_t)r * V;
+      float *dr = dlogits + (size_t)r * V;
       sum = cpu_exp_shifted(V, mx, lr, dr);
       const float k = grad_scale / sum;
       for (int v = 0; v < V; v++) dr[v] *= k;
@@ -272,7 +288,7 @@ CPU_CLONES double cpu_xent_fwd_bwd(int rows, int V, const float *restrict logits
     } else {
       sum = cpu_sum_exp_shifted(V, mx, lr);
     }
-    loss += (double)mx + log((double)sum) - (double)lr[target];
+    loss += (double)mx + log((double)sum) - (double)target_logit;
   }
   return loss;
 }

@@ -123,6 +123,12 @@ void cuda_sgd_step(size_t n, float *p, const float *g, float *buf, float lr, flo
                    int first);
 void cuda_adamw_step(size_t n, float *p, const float *g, float *m, float *v, float lr, float b1, float b2, float eps,
                      float wd, float bc1, float bc2);
+/* the fused forms (cuda_ops.c), composed from the unfused kernels */
+void cuda_linear_gelu_fwd(int rows, int out, int in, const float *x, const float *w, const float *b, float *pre,
+                          float *y, float *ws, size_t ws_n);
+void cuda_gelu_bias_bwd(int rows, int cols, const float *pre, const float *dy, float *dpre, float *db);
+void cuda_add_layernorm_fwd(int N, int rows, int C, const float *a, const float *b, const float *w, const float *bias,
+                            float eps, float *sum, float *y, float *stats);
 
 /* ---- elementwise kernels (cuda_kern_elem.cu) */
 void cuk_fill(float *x, size_t n, float v, cudaStream_t s);

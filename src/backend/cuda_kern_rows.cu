@@ -128,7 +128,9 @@ __global__ void k_xent_rows(int rows, int V, const float *logits, const float *t
   double sum = 0.0;
   for (int v = lane(); v < V; v += 32) sum += expf(lr[v] - mx);
   sum = warp_sum(sum);
-  if (lane() == 0) loss[r] = ce_xent_loss(mx, sum, lr[t]);
+  const float target_logit = lr[t];
+  __syncwarp(); // dlogits may be logits (in place): every lane has read the target's logit before any writes
+  if (lane() == 0) loss[r] = ce_xent_loss(mx, sum, target_logit);
   if (dlogits)
     for (int v = lane(); v < V; v += 32) dlogits[r * V + v] = ce_xent_grad(lr[v], mx, (float)sum, v == t, grad_scale);
 }

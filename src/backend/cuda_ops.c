@@ -202,3 +202,24 @@ void cuda_adamw_step(size_t n, float *p, const float *g, float *m, float *v, flo
                      float wd, float bc1, float bc2) {
   cuk_adamw(n, p, g, m, v, lr, b1, b2, eps, wd, bc1, bc2, cuda_stream());
 }
+
+/* ---- the fused forms (issue 32), composed from the unfused ops' kernels for now: correct and
+ * compiled here, not yet run on a GPU, and no faster than the ops apart (one kernel each, cuBLASLt's
+ * bias + GELU epilogue, is the GPU work of issue 32 item 2) */
+
+void cuda_linear_gelu_fwd(int rows, int out, int in, const float *x, const float *w, const float *b, float *pre,
+                          float *y, float *ws, size_t ws_n) {
+  cuda_linear_fwd(rows, out, in, x, w, b, pre, ws, ws_n);
+  cuk_gelu_fwd((size_t)rows * (size_t)out, pre, y, cuda_stream());
+}
+
+void cuda_gelu_bias_bwd(int rows, int cols, const float *pre, const float *dy, float *dpre, float *db) {
+  cuda_gelu_bwd((size_t)rows * (size_t)cols, pre, dy, dpre, 1);
+  if (db) cuda_bias_grad_rows(rows, cols, dpre, db);
+}
+
+void cuda_add_layernorm_fwd(int N, int rows, int C, const float *a, const float *b, const float *w, const float *bias,
+                            float eps, float *sum, float *y, float *stats) {
+  cuda_add((size_t)N * (size_t)rows * (size_t)C, a, b, sum);
+  cuda_layernorm_fwd(N, rows, C, sum, w, bias, eps, y, stats);
+}

@@ -1,7 +1,7 @@
 libsurge_a_SOURCES += \
   src/backend/backend.c src/backend/backend.h src/backend/backend_open.h \
   src/backend/host_mem.c src/backend/host_mem.h src/backend/options.c src/backend/options.h \
-  src/backend/ref.c \
+  src/backend/ref.c src/backend/ref_fused.c src/backend/ref_fused.h \
   src/backend/cpu.c src/backend/cpu_ops.h src/backend/cpu_gemm.c src/backend/cpu_linear.c src/backend/cpu_elementwise.c \
   src/backend/cpu_conv.c src/backend/cpu_conv_batch.c src/backend/cpu_conv_direct.c src/backend/cpu_direct.h \
   src/backend/cpu_seq.c src/backend/cpu_optim.c src/backend/cpu_fpmode.c \

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/ref_fused.h" /* its fused forms, in the table below */
 #include "backend/backend.h"
 #include "backend/host_mem.h"
 #include "core/error.h"

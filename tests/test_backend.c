@@ -1068,31 +1068,36 @@ static void test_xent_shards(int rows, int vocab, int nshards, float spread) {
 typedef struct optim_ctx {
   size_t n;
   float lr, mom, wd, b1, b2, eps, bc1, bc2;
+  float gs; /* the gradient's scale (a clipping factor folded into the step) */
   int nesterov, first;
   const float *g;
 } optim_ctx_t;
 
 static double run_sgd(const backend_t *be, const void *ctx, float **out) {
   const optim_ctx_t *o = ctx;
-  be->sgd_step(o->n, out[0], o->g, o->mom == 0.0f ? NULL : out[1], o->lr, o->mom, o->nesterov, o->wd, o->first);
+  be->sgd_step(o->n, out[0], o->g, o->mom == 0.0f ? NULL : out[1], o->lr, o->mom, o->nesterov, o->wd, o->first, o->gs);
   return 0.0;
 }
 static double run_adamw(const backend_t *be, const void *ctx, float **out) {
   const optim_ctx_t *o = ctx;
-  be->adamw_step(o->n, out[0], o->g, out[1], out[2], o->lr, o->b1, o->b2, o->eps, o->wd, o->bc1, o->bc2);
+  be->adamw_step(o->n, out[0], o->g, out[1], out[2], o->lr, o->b1, o->b2, o->eps, o->wd, o->bc1, o->bc2, o->gs);
   return 0.0;
 }
 
 static void test_sgd(size_t n, float mom, int nesterov, float wd, int first) {
   float *p = buf_uniform(n, -1, 1), *g = buf_uniform(n, -1, 1), *buf = buf_uniform(n, -1, 1);
-  char label[80];
-  snprintf(label, sizeof label, "sgd n=%zu mom=%g nesterov=%d wd=%g first=%d", n, mom, nesterov, wd, first);
+  char label[96];
   optim_ctx_t o = {.n = n, .lr = 0.05f, .mom = mom, .wd = wd, .nesterov = nesterov, .first = first, .g = g};
   // the momentum buffer is written on the first step and read after; with mom == 0 it is unused,
   // so it is passed as NULL
   enum out_mode buf_mode = first ? OUT_WRITE : OUT_INOUT;
-  compare_backends(&(op_case_t){label, run_sgd, &o, mom == 0.0f ? 1 : 2,
-                                {{"p", n, OUT_INOUT, 0, p}, {"buf", n, buf_mode, 0, buf}}, 0});
+  for (int clipped = 0; clipped < 2; clipped++) { /* the gradient as it is, and scaled by a clipping factor */
+    o.gs = clipped ? 0.37f : 1.0f;
+    snprintf(label, sizeof label, "sgd n=%zu mom=%g nesterov=%d wd=%g first=%d gs=%g", n, mom, nesterov, wd, first,
+             o.gs);
+    compare_backends(&(op_case_t){label, run_sgd, &o, mom == 0.0f ? 1 : 2,
+                                  {{"p", n, OUT_INOUT, 0, p}, {"buf", n, buf_mode, 0, buf}}, 0});
+  }
   tfree(p), tfree(g), tfree(buf);
 }
 
@@ -1100,12 +1105,16 @@ static void test_adamw(size_t n, int t, float wd) {
   float *p = buf_uniform(n, -1, 1), *g = buf_uniform(n, -1, 1), *m = buf_uniform(n, -0.1f, 0.1f);
   float *v = buf_uniform(n, 0.0f, 0.02f);
   char label[64];
-  snprintf(label, sizeof label, "adamw n=%zu t=%d wd=%g", n, t, wd);
   optim_ctx_t o = {.n = n, .lr = 1e-3f, .wd = wd, .b1 = 0.9f, .b2 = 0.999f, .eps = 1e-8f, .g = g};
   o.bc1 = 1.0f - powf(o.b1, (float)t);
   o.bc2 = 1.0f - powf(o.b2, (float)t);
-  compare_backends(&(op_case_t){label, run_adamw, &o, 3,
-                                {{"p", n, OUT_INOUT, 0, p}, {"m", n, OUT_INOUT, 0, m}, {"v", n, OUT_INOUT, 0, v}}, 0});
+  for (int clipped = 0; clipped < 2; clipped++) { /* the gradient as it is, and scaled by a clipping factor */
+    o.gs = clipped ? 0.37f : 1.0f;
+    snprintf(label, sizeof label, "adamw n=%zu t=%d wd=%g gs=%g", n, t, wd, o.gs);
+    compare_backends(&(op_case_t){label, run_adamw, &o, 3,
+                                  {{"p", n, OUT_INOUT, 0, p}, {"m", n, OUT_INOUT, 0, m}, {"v", n, OUT_INOUT, 0, v}},
+                                  0});
+  }
   tfree(p), tfree(g), tfree(m), tfree(v);
 }
 
@@ -1254,14 +1263,14 @@ static void test_by_hand(const backend_t *be) {
          "%s: layernorm [1,2,3,4]: mean 2.5, rstd %.6f, y0 %.6f", nm, rstd, lny[0]);
 
   float sp[1] = {1}, sg[1] = {0.5f}, sb[1] = {0};
-  be->sgd_step(1, sp, sg, sb, 0.1f, 0.9f, 0, 0.0f, 1);
-  be->sgd_step(1, sp, sg, sb, 0.1f, 0.9f, 0, 0.0f, 0);
+  be->sgd_step(1, sp, sg, sb, 0.1f, 0.9f, 0, 0.0f, 1, 1.0f);
+  be->sgd_step(1, sp, sg, sb, 0.1f, 0.9f, 0, 0.0f, 0, 1.0f);
   tap_ok(near(sp[0], 0.855, 1e-6) && near(sb[0], 0.95, 1e-6), "%s: sgd momentum two steps p=%.6f", nm, sp[0]);
   sp[0] = 1;
-  be->sgd_step(1, sp, sg, sb, 0.1f, 0.9f, 1, 0.0f, 1);
+  be->sgd_step(1, sp, sg, sb, 0.1f, 0.9f, 1, 0.0f, 1, 1.0f);
   tap_ok(near(sp[0], 0.905, 1e-6), "%s: sgd nesterov first step p=%.6f", nm, sp[0]);
   float ap[1] = {1}, ag[1] = {0.5f}, amv[2] = {0, 0};
-  be->adamw_step(1, ap, ag, &amv[0], &amv[1], 0.1f, 0.9f, 0.999f, 1e-8f, 0.01f, 0.1f, 0.001f);
+  be->adamw_step(1, ap, ag, &amv[0], &amv[1], 0.1f, 0.9f, 0.999f, 1e-8f, 0.01f, 0.1f, 0.001f, 1.0f);
   tap_ok(near(ap[0], 0.899, 1e-6) && near(amv[0], 0.05, 1e-6) && near(amv[1], 0.00025, 1e-6),
          "%s: adamw first step p=%.7f", nm, ap[0]);
 }
@@ -1342,7 +1351,7 @@ static void test_denormal_mode(void) {
     tap_ok(backend_cpu.open(&o, &input_error) == NULL, "cpu: opens with flush_denormals = %d", on);
     float p[16], g[16], buf[16];
     for (int i = 0; i < 16; i++) p[i] = 1.0f, g[i] = 0.0f, buf[i] = 2e-38f; /* just above FLT_MIN */
-    backend_cpu.sgd_step(16, p, g, buf, 0.1f, 0.5f, 0, 0.0f, 0);              /* buf = 1e-38: a denormal */
+    backend_cpu.sgd_step(16, p, g, buf, 0.1f, 0.5f, 0, 0.0f, 0, 1.0f);              /* buf = 1e-38: a denormal */
     int zeros = 0, denormal = 0;
     for (int i = 0; i < 16; i++) zeros += buf[i] == 0.0f, denormal += buf[i] > 0.0f && buf[i] < 1.1754944e-38f;
     tap_ok(on ? zeros == 16 : denormal == 16, "cpu, flush_denormals = %d: a momentum decayed below FLT_MIN is %s (%d "

@@ -413,11 +413,11 @@ static void check_update_sumsq(const backend_t *be) {
     optim_init(&b, cfg, be, N);
     double got[2], in_ranges = 0;
     for (int step = 0; step < 2; step++) {
-      optim_step_part(&a, dpa, dg, 0.05f, LO, HI);
+      optim_step_part(&a, dpa, dg, 0.05f, 1.0f, LO, HI);
       got[step] = optim_step_part_sumsq(&b, dpb, dg, 0.05f, LO, HI, NULL, 0);
     }
     { /* a third step over the ranges only: the same parameters again, the squares of the ranges */
-      optim_step_part(&a, dpa, dg, 0.05f, LO, HI);
+      optim_step_part(&a, dpa, dg, 0.05f, 1.0f, LO, HI);
       in_ranges = optim_step_part_sumsq(&b, dpb, dg, 0.05f, LO, HI, ranges, 3);
     }
     from_backend(be, pa, dpa, N);

@@ -233,15 +233,17 @@ typedef struct gemm_grid {
    *   and written back as float (so P^T P = I to float rounding however ill-conditioned P was). */ \
   X(double, dot, (const float *x, const float *y, size_t n)) \
   X(void, orthonormalize, (int batch, int n, int r, float *P, size_t sP)) \
-  /* ---- optimizers over a flat slab of n floats (one call per step) \
+  /* ---- optimizers over a flat slab of n floats (one call per step). Both read the gradient as \
+   * gs * g: the clipping factor folded into the step (gs = 1: g as is; otherwise as if g had been \
+   * scaled by gs first, without a pass of its own). \
    * SGD (PyTorch semantics): g' = g + wd*p; buf = mom*buf + g' (buf = g' when first); \
    *   step = nesterov ? g' + mom*buf : buf; p -= lr*step.  With mom == 0, buf is unused. */ \
   X(void, sgd_step, (size_t n, float *p, const float *g, float *buf, float lr, float mom, int nesterov, float wd, \
-      int first)) \
+      int first, float gs)) \
   /* AdamW (PyTorch): p *= 1 - lr*wd; m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2; \
    *   p -= lr * (m / bc1) / (sqrt(v / bc2) + eps), with bc1 = 1 - b1^t, bc2 = 1 - b2^t. */ \
   X(void, adamw_step, (size_t n, float *p, const float *g, float *m, float *v, float lr, float b1, float b2, \
-      float eps, float wd, float bc1, float bc2)) \
+      float eps, float wd, float bc1, float bc2, float gs)) \
   /* ---- fused forms (issue 32), chosen by the model's fusion pass (model_init_fused); each equals the \
    * ops it replaces run one after the other (ref composes exactly those). \
    * linear_gelu_fwd: pre (rows, out) = linear_fwd's x w^T + b (b may be NULL), kept for the backward; \

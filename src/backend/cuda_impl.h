@@ -120,9 +120,9 @@ void cuda_xent_shard_bwd(int rows, int V, int lo, const float *logits, const flo
                          const float *sumexp, float grad_scale, float *dlogits);
 void cuda_row_first_index(int rows, int V, int lo, const float *logits, const float *mx, float *first);
 void cuda_sgd_step(size_t n, float *p, const float *g, float *buf, float lr, float mom, int nesterov, float wd,
-                   int first);
+                   int first, float gs);
 void cuda_adamw_step(size_t n, float *p, const float *g, float *m, float *v, float lr, float b1, float b2, float eps,
-                     float wd, float bc1, float bc2);
+                     float wd, float bc1, float bc2, float gs);
 /* the fused forms (cuda_ops.c), composed from the unfused kernels */
 void cuda_linear_gelu_fwd(int rows, int out, int in, const float *x, const float *w, const float *b, float *pre,
                           float *y, float *ws, size_t ws_n);
@@ -144,10 +144,11 @@ void cuk_gelu_bwd(size_t n, const float *x, const float *dy, float *dx, int wr, 
 void cuk_bias_add_rows(int rows, int cols, const float *b, float *y, cudaStream_t s);
 /* y[n,c,:] = act(y[n,c,:] + b[c]) over (N, C, HW); b may be NULL (no bias); act is max(0, .) when relu */
 void cuk_bias_planes(int N, int C, int HW, const float *b, int relu, float *y, cudaStream_t s);
+/* the optimizers read the gradient as gs g (the clipping factor folded in) */
 void cuk_sgd(size_t n, float *p, const float *g, float *buf, float lr, float mom, int nesterov, float wd, int first,
-             cudaStream_t s);
+             float gs, cudaStream_t s);
 void cuk_adamw(size_t n, float *p, const float *g, float *m, float *v, float lr, float b1, float b2, float eps,
-               float wd, float bc1, float bc2, cudaStream_t s);
+               float wd, float bc1, float bc2, float gs, cudaStream_t s);
 void cuk_embed_fwd(int B, int T, int C, const float *idx, int lo, int V, const float *wte, const float *wpe, float *y,
                    cudaStream_t s);
 /* dx[p,:] += (wr: =) dy[p] / HW */

@@ -77,28 +77,28 @@ extern "C" void cuk_bias_planes(int N, int C, int HW, const float *b, int relu, 
 // ---- optimizers
 
 __global__ void k_sgd(size_t n, float *p, const float *g, float *buf, float lr, float mom, int nesterov, float wd,
-                      int first) {
+                      int first, float gs) {
   for (size_t i = first_index(); i < n; i += grid_stride()) {
     float unused = 0.0f;
-    ce_sgd(&p[i], g[i], buf ? &buf[i] : &unused, lr, mom, nesterov, wd, first);
+    ce_sgd(&p[i], g[i] * gs, buf ? &buf[i] : &unused, lr, mom, nesterov, wd, first);
   }
 }
 __global__ void k_adamw(size_t n, float *p, const float *g, float *m, float *v, float lr, float b1, float b2,
-                        float eps, float wd, float bc1, float bc2) {
+                        float eps, float wd, float bc1, float bc2, float gs) {
   for (size_t i = first_index(); i < n; i += grid_stride())
-    ce_adamw(&p[i], g[i], &m[i], &v[i], lr, b1, b2, eps, wd, bc1, bc2);
+    ce_adamw(&p[i], g[i] * gs, &m[i], &v[i], lr, b1, b2, eps, wd, bc1, bc2);
 }
 
 extern "C" void cuk_sgd(size_t n, float *p, const float *g, float *buf, float lr, float mom, int nesterov, float wd,
-                        int first, cudaStream_t s) {
+                        int first, float gs, cudaStream_t s) {
   if (!n) return;
-  k_sgd<<<blocks_for(n), kThreads, 0, s>>>(n, p, g, mom != 0.0f ? buf : nullptr, lr, mom, nesterov, wd, first);
+  k_sgd<<<blocks_for(n), kThreads, 0, s>>>(n, p, g, mom != 0.0f ? buf : nullptr, lr, mom, nesterov, wd, first, gs);
   CUK_LAUNCHED("sgd_step");
 }
 extern "C" void cuk_adamw(size_t n, float *p, const float *g, float *m, float *v, float lr, float b1, float b2,
-                          float eps, float wd, float bc1, float bc2, cudaStream_t s) {
+                          float eps, float wd, float bc1, float bc2, float gs, cudaStream_t s) {
   if (!n) return;
-  k_adamw<<<blocks_for(n), kThreads, 0, s>>>(n, p, g, m, v, lr, b1, b2, eps, wd, bc1, bc2);
+  k_adamw<<<blocks_for(n), kThreads, 0, s>>>(n, p, g, m, v, lr, b1, b2, eps, wd, bc1, bc2, gs);
   CUK_LAUNCHED("adamw_step");
 }
 

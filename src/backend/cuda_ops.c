@@ -194,13 +194,13 @@ void cuda_row_first_index(int rows, int V, int lo, const float *logits, const fl
 /* ---- optimizers */
 
 void cuda_sgd_step(size_t n, float *p, const float *g, float *buf, float lr, float mom, int nesterov, float wd,
-                   int first) {
-  cuk_sgd(n, p, g, buf, lr, mom, nesterov, wd, first, cuda_stream());
+                   int first, float gs) {
+  cuk_sgd(n, p, g, buf, lr, mom, nesterov, wd, first, gs, cuda_stream());
 }
 
 void cuda_adamw_step(size_t n, float *p, const float *g, float *m, float *v, float lr, float b1, float b2, float eps,
-                     float wd, float bc1, float bc2) {
-  cuk_adamw(n, p, g, m, v, lr, b1, b2, eps, wd, bc1, bc2, cuda_stream());
+                     float wd, float bc1, float bc2, float gs) {
+  cuk_adamw(n, p, g, m, v, lr, b1, b2, eps, wd, bc1, bc2, gs, cuda_stream());
 }
 
 /* ---- the fused forms (issue 32), composed from the unfused ops' kernels for now: correct and

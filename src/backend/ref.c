@@ -550,12 +550,12 @@ static void ref_orthonormalize(int batch, int n, int r, float *P, size_t sP) {
   free(a);
 }
 
-/* ---- optimizers */
+/* ---- optimizers: the gradient read as gs g is the float product, as a scale op first would leave it */
 
 static void ref_sgd_step(size_t n, float *p, const float *g, float *buf, float lr, float mom,
-                         int nesterov, float wd, int first) {
+                         int nesterov, float wd, int first, float gs) {
   for (size_t i = 0; i < n; i++) {
-    double gi = (double)g[i] + (double)wd * p[i];
+    double gi = (double)(g[i] * gs) + (double)wd * p[i];
     double step = gi;
     if (mom != 0.0f) {
       double b = first ? gi : (double)mom * buf[i] + gi;
@@ -567,11 +567,12 @@ static void ref_sgd_step(size_t n, float *p, const float *g, float *buf, float l
 }
 
 static void ref_adamw_step(size_t n, float *p, const float *g, float *m, float *v, float lr,
-                           float b1, float b2, float eps, float wd, float bc1, float bc2) {
+                           float b1, float b2, float eps, float wd, float bc1, float bc2, float gs) {
   for (size_t i = 0; i < n; i++) {
+    const float gi = g[i] * gs;
     double pi = (double)p[i] * (1.0 - (double)lr * wd);
-    double mi = (double)b1 * m[i] + (1.0 - (double)b1) * g[i];
-    double vi = (double)b2 * v[i] + (1.0 - (double)b2) * g[i] * g[i];
+    double mi = (double)b1 * m[i] + (1.0 - (double)b1) * gi;
+    double vi = (double)b2 * v[i] + (1.0 - (double)b2) * gi * gi;
     pi -= (double)lr * (mi / bc1) / (sqrt(vi / bc2) + eps);
     m[i] = (float)mi;
     v[i] = (float)vi;

@@ -65,8 +65,9 @@ void optim_free(optim_t *o);
  * corrections use the step number t+1. */
 void optim_step(optim_t *o, float *params, const float *grads, float lr);
 /* optim_step on the floats [lo, hi) of the slabs only (params, grads and the moments there): a
- * rank that updates its part of a slab shared with others (sync/node_sum.h). */
-void optim_step_part(optim_t *o, float *params, const float *grads, float lr, size_t lo, size_t hi);
+ * rank that updates its part of a slab shared with others (sync/node_sum.h); the gradients are read
+ * as gs grads (clip_scale's factor folded into the step; 1: as they are), the slab left unscaled. */
+void optim_step_part(optim_t *o, float *params, const float *grads, float lr, float gs, size_t lo, size_t hi);
 /* optim_step_part that also returns the sum of the squares of the gradients it read (in double)
  * that lie in the sorted, disjoint float ranges [ranges[2i], ranges[2i+1]) (ranges NULL: all of
  * [lo, hi)): on a host-memory backend block by block, each block's squares taken just before its
@@ -90,5 +91,8 @@ double grad_global_norm(const backend_t *be, const float *grads, size_t n);
 double clip_by_global_norm(const backend_t *be, float *grads, size_t n, double max_norm);
 /* The same scaling for a norm computed elsewhere (e.g. over gradients spread across ranks). */
 void clip_to_norm(const backend_t *be, float *grads, size_t n, double norm, double max_norm);
+/* clip_to_norm's factor (1 where it leaves the gradients alone), for an optimizer step that reads
+ * the gradients scaled (optim_step_part's gs) instead of a pass of its own. */
+float clip_scale(double norm, double max_norm);
 
 #endif

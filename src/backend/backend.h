@@ -47,6 +47,9 @@ size_t conv_workspace_floats(const conv_shape_t *s);
 /* Workspace (floats) for linear_fwd with `out` outputs and `in` inputs: the largest any backend
  * wants. */
 size_t linear_workspace_floats(int out, int in);
+/* Workspace (floats) for attention_fwd and attention_bwd at context T and head size hs, any batch
+ * and heads: the largest any backend wants. */
+size_t attention_workspace_floats(int T, int hs);
 
 /* The arithmetic precision of the model's matrix products (the rest is float32 everywhere). */
 typedef enum backend_precision {
@@ -256,7 +259,20 @@ typedef struct gemm_grid {
       float *y, float *ws, size_t ws_n)) \
   X(void, gelu_bias_bwd, (int rows, int cols, const float *pre, const float *dy, float *dpre, float *db)) \
   X(void, add_layernorm_fwd, (int N, int rows, int C, const float *a, const float *b, const float *w, \
-      const float *bias, float eps, float *sum, float *y, float *stats))
+      const float *bias, float eps, float *sum, float *y, float *stats)) \
+  /* ---- causal multi-head self-attention as one op each way (issue 32 item 4): qkv (B, T, 3C) holds \
+   * q, k and v as consecutive blocks of C, head h owning columns h*hs..(h+1)*hs of each (hs = C/H); \
+   * per sample and head, with s = 1/sqrt(hs): P = causal softmax(s Q K^T), Y = P V written into \
+   * columns h*hs.. of y (B, T, C), and lse (B, H, T) = each row's log sum_j<=i exp(s q_i . k_j), \
+   * kept for the backward. attention_bwd: dqkv (B, T, 3C) += (dx_write: =, its old contents \
+   * unread) the gradients for dy (B, T, C), from qkv, y and lse. A workspace ws of ws_n >= \
+   * attention_workspace(T, hs) floats, one size for any B and H (attention_workspace_floats is \
+   * enough for every backend): cpu's blocked form (online softmax over key blocks, FlashAttention-2's \
+   * order) asks O(T hs), never T x T; ref computes the naive T x T form in memory of its own. */ \
+  X(size_t, attention_workspace, (int T, int hs)) \
+  X(void, attention_fwd, (int B, int T, int C, int H, const float *qkv, float *y, float *lse, float *ws, size_t ws_n)) \
+  X(void, attention_bwd, (int B, int T, int C, int H, const float *qkv, const float *y, const float *lse, \
+      const float *dy, float *dqkv, int dx_write, float *ws, size_t ws_n))
 
 typedef struct backend {
   const char *name;

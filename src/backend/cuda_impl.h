@@ -44,6 +44,7 @@ enum {
   CUDA_WS_PTR,    /* gemm_grid's pointer arrays */
   CUDA_WS_SCALAR, /* a result on its way to the host */
   CUDA_WS_MASKED, /* an op's input gradient through a fused ReLU's mask (conv_bwd) */
+  CUDA_WS_ATT,    /* attention's scores, probabilities and their gradients (B, H, T, T) each */
   CUDA_WS_SLOTS
 };
 void *cuda_workspace(int slot, size_t bytes);
@@ -123,6 +124,11 @@ void cuda_sgd_step(size_t n, float *p, const float *g, float *buf, float lr, flo
                    int first, float gs);
 void cuda_adamw_step(size_t n, float *p, const float *g, float *m, float *v, float lr, float b1, float b2, float eps,
                      float wd, float bc1, float bc2, float gs);
+/* causal attention (cuda_attention.c): the T x T form, composed from cuBLAS and the softmax kernels */
+size_t cuda_attention_workspace(int T, int hs);
+void cuda_attention_fwd(int B, int T, int C, int H, const float *qkv, float *y, float *lse, float *ws, size_t ws_n);
+void cuda_attention_bwd(int B, int T, int C, int H, const float *qkv, const float *y, const float *lse, const float *dy,
+                        float *dqkv, int dx_write, float *ws, size_t ws_n);
 /* the fused forms (cuda_ops.c), composed from the unfused kernels */
 void cuda_linear_gelu_fwd(int rows, int out, int in, const float *x, const float *w, const float *b, float *pre,
                           float *y, float *ws, size_t ws_n);
@@ -194,6 +200,8 @@ void cuk_layernorm_param_acc(long nrows, int rows, int C, const float *x, const 
 void cuk_softmax_fwd(int BH, int T, float scale, const float *sc, float *p, cudaStream_t s);
 void cuk_softmax_bwd(int BH, int T, float scale, const float *p, const float *dp, float *ds, cudaStream_t s);
 void cuk_softmax_rows(int rows, int n, float scale, const float *sc, float *p, cudaStream_t s);
+/* the causal softmax, and each row's log-sum-exp of its scaled scores into lse (BH, T) */
+void cuk_softmax_lse(int BH, int T, float scale, const float *sc, float *p, float *lse, cudaStream_t s);
 void cuk_layernorm_fwd(int N, int rows, int C, const float *x, const float *w, const float *b, float eps, float *y,
                        float *stats, cudaStream_t s);
 void cuk_layernorm_bwd_dx(int N, int rows, int C, const float *x, const float *w, const float *stats,

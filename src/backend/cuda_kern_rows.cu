@@ -9,8 +9,9 @@ using namespace cuk;
 // ---- softmax: causal (rows of length T in BH blocks of (T,T); row i of a block has i+1 valid
 // columns) and of whole rows (softmax_rows)
 
-// Rows of n; T > 0: row r has r % T + 1 valid columns (causal), T = 0: all n (softmax_rows).
-__global__ void k_softmax_fwd(long nrows, int n, int T, float scale, const float *sc, float *p) {
+// Rows of n; T > 0: row r has r % T + 1 valid columns (causal), T = 0: all n (softmax_rows). lse (or
+// NULL): each row's log-sum-exp of its scaled scores.
+__global__ void k_softmax_fwd(long nrows, int n, int T, float scale, const float *sc, float *p, float *lse) {
   long r = warp_row();
   if (r >= nrows) return;
   int valid = T ? (int)(r % T) + 1 : n;
@@ -24,6 +25,7 @@ __global__ void k_softmax_fwd(long nrows, int n, int T, float scale, const float
   sum = warp_sum(sum);
   float inv = (float)(1.0 / sum);
   for (int j = lane(); j < n; j += 32) pr[j] = j < valid ? ce_softmax_prob(sr[j], scale, mx, inv) : 0.0f;
+  if (lse && lane() == 0) lse[r] = mx + (float)log(sum);
 }
 
 __global__ void k_softmax_bwd(long nrows, int T, float scale, const float *p, const float *dp, float *ds) {
@@ -39,13 +41,20 @@ __global__ void k_softmax_bwd(long nrows, int T, float scale, const float *p, co
 extern "C" void cuk_softmax_fwd(int BH, int T, float scale, const float *sc, float *p, cudaStream_t s) {
   long rows = (long)BH * T;
   if (rows <= 0) return;
-  k_softmax_fwd<<<row_blocks(rows), kRowWarps * 32, 0, s>>>(rows, T, T, scale, sc, p);
+  k_softmax_fwd<<<row_blocks(rows), kRowWarps * 32, 0, s>>>(rows, T, T, scale, sc, p, nullptr);
   CUK_LAUNCHED("causal_softmax_fwd");
+}
+
+extern "C" void cuk_softmax_lse(int BH, int T, float scale, const float *sc, float *p, float *lse, cudaStream_t s) {
+  long rows = (long)BH * T;
+  if (rows <= 0) return;
+  k_softmax_fwd<<<row_blocks(rows), kRowWarps * 32, 0, s>>>(rows, T, T, scale, sc, p, lse);
+  CUK_LAUNCHED("attention_softmax");
 }
 
 extern "C" void cuk_softmax_rows(int rows, int n, float scale, const float *sc, float *p, cudaStream_t s) {
   if (rows <= 0 || n <= 0) return;
-  k_softmax_fwd<<<row_blocks(rows), kRowWarps * 32, 0, s>>>(rows, n, 0, scale, sc, p);
+  k_softmax_fwd<<<row_blocks(rows), kRowWarps * 32, 0, s>>>(rows, n, 0, scale, sc, p, nullptr);
   CUK_LAUNCHED("softmax_rows");
 }
 

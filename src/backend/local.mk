@@ -1,7 +1,8 @@
 libsurge_a_SOURCES += \
   src/backend/backend.c src/backend/backend.h src/backend/backend_open.h \
   src/backend/host_mem.c src/backend/host_mem.h src/backend/options.c src/backend/options.h \
-  src/backend/ref.c src/backend/ref_fused.c src/backend/ref_fused.h \
+  src/backend/ref.c src/backend/ref_fused.c src/backend/ref_fused.h src/backend/ref_attention.c \
+  src/backend/cpu_attention.c \
   src/backend/cpu.c src/backend/cpu_ops.h src/backend/cpu_gemm.c src/backend/cpu_linear.c src/backend/cpu_elementwise.c \
   src/backend/cpu_conv.c src/backend/cpu_conv_batch.c src/backend/cpu_conv_direct.c src/backend/cpu_direct.h \
   src/backend/cpu_seq.c src/backend/cpu_optim.c src/backend/cpu_fpmode.c \
@@ -17,7 +18,7 @@ AM_CPPFLAGS += $(CUDA_CFLAGS)
 SURGE_LIBS += $(CUDA_LIBS) -lstdc++
 cuda_kernel_sources = src/backend/cuda_kern_elem.cu src/backend/cuda_kern_reduce.cu src/backend/cuda_kern_rows.cu
 libsurge_a_SOURCES += src/backend/cuda.c src/backend/cuda_impl.h src/backend/cuda_blas.c src/backend/cuda_conv.c \
-  src/backend/cuda_ops.c src/backend/cuda_kern.cuh $(cuda_kernel_sources)
+  src/backend/cuda_ops.c src/backend/cuda_attention.c src/backend/cuda_kern.cuh $(cuda_kernel_sources)
 SUFFIXES = .cu
 .cu.o:
 	$(AM_V_CC)$(NVCC) $(NVCC_ARCH) -O3 -std=c++17 -Xcompiler -Wall -I$(top_srcdir)/src $(CUDA_CFLAGS) -c -o $@ $<

@@ -23,7 +23,7 @@ SUFFIXES = .cu
 .cu.o:
 	$(AM_V_CC)$(NVCC) $(NVCC_ARCH) -O3 -std=c++17 -Xcompiler -Wall -I$(top_srcdir)/src $(CUDA_CFLAGS) -c -o $@ $<
 # nvcc objects have no automatic dependencies: every kernel file depends on the kernel headers
-$(cuda_kernel_sources:.cu=.$(OBJEXT)): $(top_srcdir)/src/backend/cuda_kern.cuh $(top_srcdir)/src/backend/cuda_elem.h \
+$(cuda_kernel_sources:.cu=.$(OBJEXT)): $(top_srcdir)/src/backend/cuda_kern.cuh $(top_srcdir)/src/backend/cuda_elem.h $(top_srcdir)/src/backend/cuda_rows.h \
   $(top_srcdir)/src/backend/cuda_impl.h $(top_srcdir)/src/backend/backend.h
 else
 libsurge_a_SOURCES += src/backend/cuda_absent.c
@@ -39,3 +39,10 @@ check_PROGRAMS += tests/test_cuda_elem
 tests_test_cuda_elem_SOURCES = tests/test_cuda_elem.c tests/rel_diff.h
 tests_test_cuda_elem_LDADD = $(SURGE_LIBS)
 TESTS += tests/test_cuda_elem
+
+# The CUDA row kernels' phases (src/backend/cuda_rows.h) over each kernel's whole grid on the host
+# (every build: it needs no GPU).
+check_PROGRAMS += tests/test_cuda_rows
+tests_test_cuda_rows_SOURCES = tests/test_cuda_rows.c tests/rel_diff.h
+tests_test_cuda_rows_LDADD = $(SURGE_LIBS)
+TESTS += tests/test_cuda_rows

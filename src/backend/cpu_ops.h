@@ -134,8 +134,9 @@ static inline float cpu_expf(float x) {
 /* The table's numerical ops: cpu_NAME for every NAME of BACKEND_MATH_OPS (backend.h), in
  * cpu_gemm.c (the GEMMs, gemm_tn_rows), cpu_elementwise.c (elementwise ops, bias, activations,
  * dot, orthonormalize), cpu_conv.c (im2col, col2im, pooling), cpu_conv_batch.c (the convolution
- * ops), cpu_linear.c (the linear forward), cpu_seq.c (layer norm, embedding, causal softmax,
- * cross-entropy) and cpu_optim.c (the optimizers). */
+ * ops), cpu_linear.c (the linear forward and the linear + GELU one), cpu_seq.c (layer norm and
+ * add + layer norm, embedding, causal softmax, cross-entropy), cpu_attention.c (blocked causal
+ * attention) and cpu_optim.c (the optimizers). */
 #define CPU_DECLARE(ret, name, params) ret cpu_##name params;
 BACKEND_MATH_OPS(CPU_DECLARE)
 #undef CPU_DECLARE

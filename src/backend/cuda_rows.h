@@ -40,7 +40,8 @@ CE_FN double ce_softmax_lane_sum(const float *sr, int valid, float scale, float 
 CE_FN void ce_softmax_lane_write(long long r, int n, int valid, const float *sr, float scale, float mx, double sum,
                                  float *p, float *lse, int lane) {
   float inv = (float)(1.0 / sum);
-  for (int j = lane; j < n; j += CE_WARP) CE_STORE(p, r * n + j, j < valid ? ce_softmax_prob(sr[j], scale, mx, inv) : 0.0f);
+  for (int j = lane; j < n; j += CE_WARP)
+    CE_STORE(p, r * n + j, j < valid ? ce_softmax_prob(sr[j], scale, mx, inv) : 0.0f);
   if (lse && lane == 0) CE_STORE(lse, r, mx + (float)log(sum));
 }
 
@@ -114,7 +115,8 @@ CE_FN void ce_xent_lane_write(long long r, int V, const float *lr, int t, float 
                               float grad_scale, float *dlogits, double *loss, int lane) {
   if (lane == 0) CE_STORE(loss, r, ce_xent_loss(mx, sum, target_logit));
   if (dlogits)
-    for (int v = lane; v < V; v += CE_WARP) CE_STORE(dlogits, r * V + v, ce_xent_grad(lr[v], mx, (float)sum, v == t, grad_scale));
+    for (int v = lane; v < V; v += CE_WARP)
+      CE_STORE(dlogits, r * V + v, ce_xent_grad(lr[v], mx, (float)sum, v == t, grad_scale));
 }
 
 #ifndef __CUDACC__

@@ -72,7 +72,10 @@ void ref_attention_bwd(int B, int T, int C, int H, const float *qkv, const float
           ds[(size_t)i * T + j] = dp;
           dot += p[(size_t)i * T + j] * dp;
         }
-        for (int j = 0; j < T; j++) ds[(size_t)i * T + j] = j <= i ? s * p[(size_t)i * T + j] * (ds[(size_t)i * T + j] - dot) : 0.0;
+        for (int j = 0; j < T; j++) {
+          const size_t at = (size_t)i * T + j;
+          ds[at] = j <= i ? s * p[at] * (ds[at] - dot) : 0.0;
+        }
       }
       for (int t = 0; t < T; t++)
         for (int c = 0; c < hs; c++) {

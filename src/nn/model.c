@@ -83,7 +83,8 @@ static void plan_epilogues(model_t *m, int (*allowed)(void *arg, int node, int n
  * its input and weights but never its output (linear, tied linear), and fusion is asked for. */
 static int plan_grad_in_place(const model_t *m, int (*allowed)(void *arg, int node, int next)) {
   const int out = graph_output(m->g), kind = m->g->l[out].kind;
-  return allowed && m->g->l[out].needs_grad && m->fused[out] == 0 && (kind == LAYER_LINEAR || kind == LAYER_TIED_LINEAR);
+  return allowed && m->g->l[out].needs_grad && m->fused[out] == 0 &&
+         (kind == LAYER_LINEAR || kind == LAYER_TIED_LINEAR);
 }
 
 void model_init(model_t *m, const graph_t *g, const backend_t *be, int B_cap) {

@@ -272,6 +272,16 @@ static double run_linear_fwd(const backend_t *be, const void *ctx, float **out) 
   return 0.0;
 }
 
+/* The linear forward with the GELU after it (a fused form): pre = x w^T + b and y = gelu(pre). */
+static double run_linear_gelu_fwd(const backend_t *be, const void *ctx, float **out) {
+  const linear_ctx_t *v = ctx;
+  float *ws = v->ws_n ? talloc(v->ws_n * sizeof *ws) : NULL;
+  be->linear_gelu_fwd(v->rows, v->out, v->in, v->x, v->w, v->bias ? v->b : NULL, out[0], out[1], ws, v->ws_n);
+  be->synchronize();
+  if (ws) tfree(ws);
+  return 0.0;
+}
+
 /* A linear layer's forward, y = x w^T + b, with the workspace any backend asks for and with none
  * (the general path). Where the CPU has AVX-512 the cpu backend computes few rows times many
  * outputs without packing w (cpu_linear.c): two row blocks (128), full and partial tiles of rows
@@ -299,6 +309,11 @@ static void test_linear_fwd(void) {
                  with_ws ? " workspace" : "");
         compare_backends(&(op_case_t){label, run_linear_fwd, &v, 1, {{"y", (size_t)rows * out, OUT_WRITE, 0, NULL}},
                                       0});
+        snprintf(label, sizeof label, "linear_gelu_fwd rows=%d out=%d in=%d%s%s", rows, out, in,
+                 bias ? " bias" : "", with_ws ? " workspace" : "");
+        compare_backends(&(op_case_t){label, run_linear_gelu_fwd, &v, 2,
+                                      {{"pre", (size_t)rows * out, OUT_WRITE, 0, NULL},
+                                       {"y", (size_t)rows * out, OUT_WRITE, 0, NULL}}, 0});
       }
     tfree(x), tfree(w), tfree(b);
   }
@@ -538,6 +553,27 @@ static void test_gelu_tails(void) {
   tfree(y0);
 }
 
+/* The GELU's backward and the bias gradient of the linear before it in one pass (a fused form): x is
+ * the pre-activation, y the GELU output's gradient; with and without a bias. */
+static double run_gelu_bias_bwd(const backend_t *be, const void *ctx, float **out) {
+  const vec_ctx_t *v = ctx;
+  be->gelu_bias_bwd(v->rows, v->cols, v->x, v->y, out[0], v->write ? NULL : out[1]);
+  return 0.0;
+}
+
+static void test_gelu_bias_bwd(int rows, int cols) {
+  size_t n = (size_t)rows * cols;
+  float *x = buf_uniform(n, -4, 4), *dy = buf_uniform(n, -1, 1);
+  vec_ctx_t v = {.n = n, .rows = rows, .cols = cols, .x = x, .y = dy};
+  char label[80];
+  for (v.write = 0; v.write <= 1; v.write++) { /* write: no bias (db NULL) */
+    snprintf(label, sizeof label, "gelu_bias_bwd rows=%d cols=%d%s", rows, cols, v.write ? " no bias" : "");
+    compare_backends(&(op_case_t){label, run_gelu_bias_bwd, &v, v.write ? 1 : 2,
+                                  {{"dpre", n, OUT_WRITE, 0, NULL}, {"db", (size_t)cols, OUT_ACCUM, 0, NULL}}, 0});
+  }
+  tfree(x), tfree(dy);
+}
+
 static void test_bias(int rows, int cols, int N, int C, int HW) {
   size_t nrow = (size_t)rows * cols, nplane = (size_t)N * C * HW;
   float *brow = buf_uniform((size_t)cols, -1, 1), *yrow = buf_uniform(nrow, -1, 1);
@@ -736,6 +772,7 @@ static void test_gemm_tn_rows(int M, int N, int K, int extra) { test_gemm_tn_row
 typedef struct seq_ctx {
   int rows, C, B, T, V;
   int lo, positions; /* embedding: the shard's first id; whether wpe takes part */
+  int write;         /* layer norm backward: dx written, not added into */
   float eps, scale;
   const float *x, *w, *b, *stats, *dy, *ids;
 } seq_ctx_t;
@@ -747,7 +784,7 @@ static double run_layernorm_fwd(const backend_t *be, const void *ctx, float **ou
 }
 static double run_layernorm_bwd(const backend_t *be, const void *ctx, float **out) {
   const seq_ctx_t *q = ctx;
-  be->layernorm_bwd(q->B, q->rows, q->C, q->x, q->w, q->stats, q->dy, out[0], out[1], out[2]);
+  be->layernorm_bwd(q->B, q->rows, q->C, q->x, q->w, q->stats, q->dy, out[0], q->write, out[1], out[2]);
   return 0.0;
 }
 /* Embedding: x is wte (V,C) holding ids [lo, lo+V), w is wpe (T,C) when positions. */
@@ -783,6 +820,12 @@ static double run_xent(const backend_t *be, const void *ctx, float **out) {
   const seq_ctx_t *q = ctx;
   return be->xent_fwd_bwd(q->rows, q->V, q->x, q->ids, q->scale, out[0]);
 }
+/* The gradient written over the logits (in place): out[0] starts as a copy of them. */
+static double run_xent_in_place(const backend_t *be, const void *ctx, float **out) {
+  const seq_ctx_t *q = ctx;
+  memcpy(out[0], q->x, (size_t)q->rows * (size_t)q->V * sizeof *out[0]);
+  return be->xent_fwd_bwd(q->rows, q->V, out[0], q->ids, q->scale, out[0]);
+}
 static double run_xent_loss_only(const backend_t *be, const void *ctx, float **out) {
   (void)out;
   const seq_ctx_t *q = ctx;
@@ -792,6 +835,13 @@ static double run_count_correct(const backend_t *be, const void *ctx, float **ou
   (void)out;
   const seq_ctx_t *q = ctx;
   return (double)be->count_correct(q->rows, q->V, q->x, q->ids);
+}
+
+/* The residual join and the layer norm after it (a fused form): x and dy are the two summands. */
+static double run_add_layernorm_fwd(const backend_t *be, const void *ctx, float **out) {
+  const seq_ctx_t *q = ctx;
+  be->add_layernorm_fwd(q->B, q->rows, q->C, q->x, q->dy, q->w, q->b, q->eps, out[0], out[1], out[2]);
+  return 0.0;
 }
 
 /* N samples of (rows, C). */
@@ -804,12 +854,19 @@ static void test_layernorm(int N, int rows, int C) {
   seq_ctx_t q = {.B = N, .rows = rows, .C = C, .eps = 1e-5f, .x = x, .w = w, .b = b, .dy = dy};
   compare_backends(&(op_case_t){label, run_layernorm_fwd, &q, 2,
                                 {{"y", n, OUT_WRITE, 0, NULL}, {"stats", ns, OUT_WRITE, 0, NULL}}, 0});
+  snprintf(label, sizeof label, "add_layernorm_fwd N=%d rows=%d C=%d", N, rows, C);
+  compare_backends(&(op_case_t){label, run_add_layernorm_fwd, &q, 3,
+                                {{"sum", n, OUT_WRITE, 0, NULL}, {"y", n, OUT_WRITE, 0, NULL},
+                                 {"stats", ns, OUT_WRITE, 0, NULL}}, 0});
   backend_ref.layernorm_fwd(N, rows, C, x, w, b, q.eps, y, stats);
   q.stats = stats;
-  compare_backends(&(op_case_t){label, run_layernorm_bwd, &q, 3,
-                                {{"dx", n, OUT_ACCUM, 0, NULL},
-                                 {"dw", (size_t)C, OUT_ACCUM, 0, NULL},
-                                 {"db", (size_t)C, OUT_ACCUM, 0, NULL}}, 0});
+  for (q.write = 0; q.write <= 1; q.write++) { /* dx added into, then written (never read) */
+    snprintf(label, sizeof label, "layernorm N=%d rows=%d C=%d%s", N, rows, C, q.write ? " dx written" : "");
+    compare_backends(&(op_case_t){label, run_layernorm_bwd, &q, 3,
+                                  {{"dx", n, q.write ? OUT_WRITE : OUT_ACCUM, 0, NULL},
+                                   {"dw", (size_t)C, OUT_ACCUM, 0, NULL},
+                                   {"db", (size_t)C, OUT_ACCUM, 0, NULL}}, 0});
+  }
   tfree(x), tfree(w), tfree(b), tfree(dy), tfree(y), tfree(stats);
 }
 
@@ -1017,6 +1074,18 @@ static void test_xent(int rows, int V, float offset, float spread) {
   seq_ctx_t q = {.rows = rows, .V = V, .scale = 1.0f / rows, .x = logits, .ids = targets};
   compare_backends(&(op_case_t){label, run_xent, &q, 1, {{"dlogits", n, OUT_WRITE, 0, NULL}}, SCALAR_CLOSE});
   compare_backends(&(op_case_t){label, run_xent_loss_only, &q, 0, {{0}}, SCALAR_CLOSE});
+  snprintf(label, sizeof label, "xent in place rows=%d V=%d logits %g+-%g", rows, V, offset, spread);
+  compare_backends(&(op_case_t){label, run_xent_in_place, &q, 1, {{"dlogits", n, OUT_WRITE, 0, NULL}}, SCALAR_CLOSE});
+  { /* in place equals apart, bit for bit, on the fast backend */
+    float *apart = talloc(n * sizeof *apart), *over = talloc(n * sizeof *over);
+    double l1 = backends[0]->xent_fwd_bwd(rows, V, logits, targets, 0.5f, apart);
+    memcpy(over, logits, n * sizeof *over);
+    double l2 = backends[0]->xent_fwd_bwd(rows, V, over, targets, 0.5f, over);
+    backends[0]->synchronize();
+    tap_ok(l1 == l2 && memcmp(apart, over, n * sizeof *over) == 0, "%s: %s in place = apart, loss and gradient bitwise",
+           label, backends[0]->name);
+    tfree(apart), tfree(over);
+  }
   double loss = backends[0]->xent_fwd_bwd(rows, V, logits, targets, 1.0f, NULL);
   tap_ok(isfinite(loss) && loss > 0.0, "%s: %s loss %.6g finite and positive", label, backends[0]->name, loss);
   // coarse logits (integers in [0,3]) give ties, which go to the first maximum
@@ -1113,36 +1182,109 @@ static void test_xent_shards(int rows, int vocab, int nshards, float spread) {
   tfree(shard), tfree(a), tfree(b);
 }
 
+/* ---- causal attention (attention_fwd, attention_bwd): cpu's blocked form against ref's naive one */
+
+typedef struct att_ctx {
+  int B, T, C, H, write;
+  const float *qkv, *y, *lse, *dy;
+} att_ctx_t;
+
+/* Each backend with the workspace it asks for itself, and not a float more. */
+static float *att_ws(const backend_t *be, const att_ctx_t *a, size_t *n) {
+  *n = be->attention_workspace(a->T, a->C / a->H);
+  return *n ? talloc(*n * sizeof(float)) : NULL;
+}
+
+static double run_attention_fwd(const backend_t *be, const void *ctx, float **out) {
+  const att_ctx_t *a = ctx;
+  size_t n;
+  float *ws = att_ws(be, a, &n);
+  be->attention_fwd(a->B, a->T, a->C, a->H, a->qkv, out[0], out[1], ws, n);
+  be->synchronize();
+  if (ws) tfree(ws);
+  return 0.0;
+}
+
+static double run_attention_bwd(const backend_t *be, const void *ctx, float **out) {
+  const att_ctx_t *a = ctx;
+  size_t n;
+  float *ws = att_ws(be, a, &n);
+  be->attention_bwd(a->B, a->T, a->C, a->H, a->qkv, a->y, a->lse, a->dy, out[0], a->write, ws, n);
+  be->synchronize();
+  if (ws) tfree(ws);
+  return 0.0;
+}
+
+/* B samples of T tokens, width C in H heads: T within one tile, across tiles with a remainder, one
+ * token; y and lse for the backward from ref; dqkv added into and written. */
+static void test_attention(int B, int T, int C, int H) {
+  size_t nqkv = (size_t)B * T * 3 * C, ny = (size_t)B * T * C, nl = (size_t)B * H * T;
+  float *qkv = buf_uniform(nqkv, -2, 2), *dy = buf_uniform(ny, -1, 1);
+  float *y = talloc(ny * sizeof *y), *lse = talloc(nl * sizeof *lse);
+  att_ctx_t a = {B, T, C, H, 0, qkv, y, lse, dy};
+  char label[96];
+  snprintf(label, sizeof label, "attention_fwd B=%d T=%d C=%d H=%d", B, T, C, H);
+  compare_backends(&(op_case_t){label, run_attention_fwd, &a, 2,
+                                {{"y", ny, OUT_WRITE, 0, NULL}, {"lse", nl, OUT_WRITE, 0, NULL}}, 0});
+  size_t ref_n = backend_ref.attention_workspace(T, C / H);
+  float *ref_ws = ref_n ? talloc(ref_n * sizeof *ref_ws) : NULL;
+  backend_ref.attention_fwd(B, T, C, H, qkv, y, lse, ref_ws, ref_n);
+  for (a.write = 0; a.write <= 1; a.write++) {
+    snprintf(label, sizeof label, "attention_bwd B=%d T=%d C=%d H=%d%s", B, T, C, H, a.write ? " dqkv written" : "");
+    compare_backends(&(op_case_t){label, run_attention_bwd, &a, 1,
+                                  {{"dqkv", nqkv, a.write ? OUT_WRITE : OUT_ACCUM, 0, NULL}}, 0});
+  }
+  if (ref_ws) tfree(ref_ws);
+  tfree(qkv), tfree(dy), tfree(y), tfree(lse);
+}
+
+/* The workspace the blocked form asks for grows with T, not T^2: at T = 1024 and head size 64 (GPT-2's),
+ * per head, against the T^2 floats of one head's scores alone in the naive form, and linearly from
+ * T = 512 to 1024 to 2048. */
+static void test_attention_memory(const backend_t *be) {
+  const size_t w512 = be->attention_workspace(512, 64), w1k = be->attention_workspace(1024, 64),
+               w2k = be->attention_workspace(2048, 64);
+  tap_ok(w1k <= 2 * 1024 * (64 + 2) + 4 * 64 * 64 && w1k < 1024 * 1024 / 8 && w2k - w1k == 2 * (w1k - w512),
+         "%s attention at T = 1024, hs = 64 asks %zu floats for any batch and heads (%.3f of one head's T^2 scores; "
+         "T = 512: %zu, 2048: %zu: linear in T)",
+         be->name, w1k, (double)w1k / (1024.0 * 1024.0), w512, w2k);
+}
+
 /* ---- optimizers */
 
 typedef struct optim_ctx {
   size_t n;
   float lr, mom, wd, b1, b2, eps, bc1, bc2;
+  float gs; /* the gradient's scale (a clipping factor folded into the step) */
   int nesterov, first;
   const float *g;
 } optim_ctx_t;
 
 static double run_sgd(const backend_t *be, const void *ctx, float **out) {
   const optim_ctx_t *o = ctx;
-  be->sgd_step(o->n, out[0], o->g, o->mom == 0.0f ? NULL : out[1], o->lr, o->mom, o->nesterov, o->wd, o->first);
+  be->sgd_step(o->n, out[0], o->g, o->mom == 0.0f ? NULL : out[1], o->lr, o->mom, o->nesterov, o->wd, o->first, o->gs);
   return 0.0;
 }
 static double run_adamw(const backend_t *be, const void *ctx, float **out) {
   const optim_ctx_t *o = ctx;
-  be->adamw_step(o->n, out[0], o->g, out[1], out[2], o->lr, o->b1, o->b2, o->eps, o->wd, o->bc1, o->bc2);
+  be->adamw_step(o->n, out[0], o->g, out[1], out[2], o->lr, o->b1, o->b2, o->eps, o->wd, o->bc1, o->bc2, o->gs);
   return 0.0;
 }
 
 static void test_sgd(size_t n, float mom, int nesterov, float wd, int first) {
   float *p = buf_uniform(n, -1, 1), *g = buf_uniform(n, -1, 1), *buf = buf_uniform(n, -1, 1);
-  char label[80];
-  snprintf(label, sizeof label, "sgd n=%zu mom=%g nesterov=%d wd=%g first=%d", n, mom, nesterov, wd, first);
+  char label[96];
   optim_ctx_t o = {.n = n, .lr = 0.05f, .mom = mom, .wd = wd, .nesterov = nesterov, .first = first, .g = g};
   // the momentum buffer is written on the first step and read after; with mom == 0 it is unused,
   // so it is passed as NULL
   enum out_mode buf_mode = first ? OUT_WRITE : OUT_INOUT;
-  compare_backends(&(op_case_t){label, run_sgd, &o, mom == 0.0f ? 1 : 2,
-                                {{"p", n, OUT_INOUT, 0, p}, {"buf", n, buf_mode, 0, buf}}, 0});
+  for (int clipped = 0; clipped < 2; clipped++) { /* the gradient as it is, and scaled by a clipping factor */
+    o.gs = clipped ? 0.37f : 1.0f;
+    snprintf(label, sizeof label, "sgd n=%zu mom=%g nesterov=%d wd=%g first=%d gs=%g", n, mom, nesterov, wd, first,
+             o.gs);
+    compare_backends(&(op_case_t){label, run_sgd, &o, mom == 0.0f ? 1 : 2,
+                                  {{"p", n, OUT_INOUT, 0, p}, {"buf", n, buf_mode, 0, buf}}, 0});
+  }
   tfree(p), tfree(g), tfree(buf);
 }
 
@@ -1150,12 +1292,16 @@ static void test_adamw(size_t n, int t, float wd) {
   float *p = buf_uniform(n, -1, 1), *g = buf_uniform(n, -1, 1), *m = buf_uniform(n, -0.1f, 0.1f);
   float *v = buf_uniform(n, 0.0f, 0.02f);
   char label[64];
-  snprintf(label, sizeof label, "adamw n=%zu t=%d wd=%g", n, t, wd);
   optim_ctx_t o = {.n = n, .lr = 1e-3f, .wd = wd, .b1 = 0.9f, .b2 = 0.999f, .eps = 1e-8f, .g = g};
   o.bc1 = 1.0f - powf(o.b1, (float)t);
   o.bc2 = 1.0f - powf(o.b2, (float)t);
-  compare_backends(&(op_case_t){label, run_adamw, &o, 3,
-                                {{"p", n, OUT_INOUT, 0, p}, {"m", n, OUT_INOUT, 0, m}, {"v", n, OUT_INOUT, 0, v}}, 0});
+  for (int clipped = 0; clipped < 2; clipped++) { /* the gradient as it is, and scaled by a clipping factor */
+    o.gs = clipped ? 0.37f : 1.0f;
+    snprintf(label, sizeof label, "adamw n=%zu t=%d wd=%g gs=%g", n, t, wd, o.gs);
+    compare_backends(&(op_case_t){label, run_adamw, &o, 3,
+                                  {{"p", n, OUT_INOUT, 0, p}, {"m", n, OUT_INOUT, 0, m}, {"v", n, OUT_INOUT, 0, v}},
+                                  0});
+  }
   tfree(p), tfree(g), tfree(m), tfree(v);
 }
 
@@ -1304,14 +1450,14 @@ static void test_by_hand(const backend_t *be) {
          "%s: layernorm [1,2,3,4]: mean 2.5, rstd %.6f, y0 %.6f", nm, rstd, lny[0]);
 
   float sp[1] = {1}, sg[1] = {0.5f}, sb[1] = {0};
-  be->sgd_step(1, sp, sg, sb, 0.1f, 0.9f, 0, 0.0f, 1);
-  be->sgd_step(1, sp, sg, sb, 0.1f, 0.9f, 0, 0.0f, 0);
+  be->sgd_step(1, sp, sg, sb, 0.1f, 0.9f, 0, 0.0f, 1, 1.0f);
+  be->sgd_step(1, sp, sg, sb, 0.1f, 0.9f, 0, 0.0f, 0, 1.0f);
   tap_ok(near(sp[0], 0.855, 1e-6) && near(sb[0], 0.95, 1e-6), "%s: sgd momentum two steps p=%.6f", nm, sp[0]);
   sp[0] = 1;
-  be->sgd_step(1, sp, sg, sb, 0.1f, 0.9f, 1, 0.0f, 1);
+  be->sgd_step(1, sp, sg, sb, 0.1f, 0.9f, 1, 0.0f, 1, 1.0f);
   tap_ok(near(sp[0], 0.905, 1e-6), "%s: sgd nesterov first step p=%.6f", nm, sp[0]);
   float ap[1] = {1}, ag[1] = {0.5f}, amv[2] = {0, 0};
-  be->adamw_step(1, ap, ag, &amv[0], &amv[1], 0.1f, 0.9f, 0.999f, 1e-8f, 0.01f, 0.1f, 0.001f);
+  be->adamw_step(1, ap, ag, &amv[0], &amv[1], 0.1f, 0.9f, 0.999f, 1e-8f, 0.01f, 0.1f, 0.001f, 1.0f);
   tap_ok(near(ap[0], 0.899, 1e-6) && near(amv[0], 0.05, 1e-6) && near(amv[1], 0.00025, 1e-6),
          "%s: adamw first step p=%.7f", nm, ap[0]);
 }
@@ -1392,7 +1538,7 @@ static void test_denormal_mode(void) {
     tap_ok(backend_cpu.open(&o, &input_error) == NULL, "cpu: opens with flush_denormals = %d", on);
     float p[16], g[16], buf[16];
     for (int i = 0; i < 16; i++) p[i] = 1.0f, g[i] = 0.0f, buf[i] = 2e-38f; /* just above FLT_MIN */
-    backend_cpu.sgd_step(16, p, g, buf, 0.1f, 0.5f, 0, 0.0f, 0);              /* buf = 1e-38: a denormal */
+    backend_cpu.sgd_step(16, p, g, buf, 0.1f, 0.5f, 0, 0.0f, 0, 1.0f);              /* buf = 1e-38: a denormal */
     int zeros = 0, denormal = 0;
     for (int i = 0; i < 16; i++) zeros += buf[i] == 0.0f, denormal += buf[i] > 0.0f && buf[i] < 1.1754944e-38f;
     tap_ok(on ? zeros == 16 : denormal == 16, "cpu, flush_denormals = %d: a momentum decayed below FLT_MIN is %s (%d "
@@ -1440,6 +1586,14 @@ static void test_ops(void) {
   test_gelu_tails();
   test_bias(5, 7, 2, 3, 1);
   test_bias(33, 300, 3, 4, 49);
+  test_attention(2, 1, 8, 2);
+  test_attention(2, 5, 12, 3);
+  test_attention(1, 64, 16, 2);  /* one tile exactly */
+  test_attention(2, 70, 16, 4);  /* a tile and a remainder of 6 */
+  test_attention(1, 130, 8, 1);  /* three tiles */
+  test_gelu_bias_bwd(5, 7);
+  test_gelu_bias_bwd(33, 300); /* two chunks of columns on cpu */
+  test_gelu_bias_bwd(64, 1030);
   test_avgpool(6, 49);
   test_avgpool(3, 1);
 
@@ -1553,6 +1707,8 @@ int main(int argc, char **argv) {
       test_memory(backends[k]);
       test_by_hand(backends[k]);
     }
+    test_attention_memory(&backend_cpu);
+    test_attention(1, 1024, 32, 2); /* GPT-2's context, in the workspace that asks O(T) */
   }
 
   if (managed)

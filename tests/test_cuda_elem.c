@@ -74,7 +74,7 @@ static void test_sgd(size_t n, float mom, int nesterov, float wd, int first) {
   float *p = uniform(n, -1, 1), *g = uniform(n, -1, 1), *buf = uniform(n, -1, 1);
   float *p2 = copy_of(p, n), *buf2 = copy_of(buf, n);
   for (size_t i = 0; i < n; i++) ce_sgd(&p[i], g[i], &buf[i], 0.05f, mom, nesterov, wd, first);
-  ref->sgd_step(n, p2, g, mom == 0.0f ? NULL : buf2, 0.05f, mom, nesterov, wd, first);
+  ref->sgd_step(n, p2, g, mom == 0.0f ? NULL : buf2, 0.05f, mom, nesterov, wd, first, 1.0f);
   char what[80];
   snprintf(what, sizeof what, "sgd mom=%g nesterov=%d wd=%g first=%d: p", mom, nesterov, wd, first);
   agree(p, p2, n, what);
@@ -90,7 +90,7 @@ static void test_adamw(size_t n, int t, float wd) {
   float *p2 = copy_of(p, n), *m2 = copy_of(m, n), *v2 = copy_of(v, n);
   float b1 = 0.9f, b2 = 0.999f, bc1 = 1.0f - powf(b1, (float)t), bc2 = 1.0f - powf(b2, (float)t);
   for (size_t i = 0; i < n; i++) ce_adamw(&p[i], g[i], &m[i], &v[i], 1e-3f, b1, b2, 1e-8f, wd, bc1, bc2);
-  ref->adamw_step(n, p2, g, m2, v2, 1e-3f, b1, b2, 1e-8f, wd, bc1, bc2);
+  ref->adamw_step(n, p2, g, m2, v2, 1e-3f, b1, b2, 1e-8f, wd, bc1, bc2, 1.0f);
   char what[64];
   snprintf(what, sizeof what, "adamw t=%d wd=%g: p, m, v", t, wd);
   double e = fmax(rel_diff(p, p2, n), fmax(rel_diff(m, m2, n), rel_diff(v, v2, n)));
@@ -193,7 +193,7 @@ static void test_layernorm(int N, int rows, int C) {
     md /= C, mdx /= C;
     for (int c = 0; c < C; c++) dx[r * C + c] += ce_layernorm_dx(x[r * C + c], dy[r * C + c], w[c], mean, rstd, md, mdx);
   }
-  ref->layernorm_bwd(N, rows, C, x, w, stw, dy, dxw, dwr, dbr);
+  ref->layernorm_bwd(N, rows, C, x, w, stw, dy, dxw, 0, dwr, dbr);
   snprintf(what, sizeof what, "layernorm N=%d rows=%d C=%d: dx added", N, rows, C);
   agree(dx, dxw, n, what);
   free(x), free(w), free(b), free(dy), free(y), free(yw), free(st), free(stw), free(dx), free(dxw), free(dwr), free(dbr);

@@ -130,11 +130,48 @@ static void check_mutant(const char *what, layer_t l, backward_fn backward) {
          r.max_rel_err, r.worst);
 }
 
+/* The attention backward composed from the mutant backend's ops, the T x T way (its causal softmax
+ * backward is the mutant's): S = Q K^T, P = causal softmax, dP = dY V^T, dV += P^T dY, dS,
+ * dQ += dS K, dK += dS^T Q. With ref's own softmax backward it passes the gradient check. */
+static void composed_attention_bwd(int B, int T, int C, int H, const float *qkv, const float *y, const float *lse,
+                                   const float *dy, float *dqkv, int dx_write, float *ws, size_t ws_n) {
+  (void)y, (void)lse, (void)ws, (void)ws_n, (void)dx_write; /* the gradient check adds into dqkv */
+  const backend_t *be = &mutant_be;
+  const int hs = C / H, ld = 3 * C;
+  const size_t tt = (size_t)T * T, probs = (size_t)H * tt, qkv_n = (size_t)T * ld, out = (size_t)T * C;
+  float *S = calloc(3 * (size_t)B * probs, sizeof *S), *P = S + (size_t)B * probs, *dP = P + (size_t)B * probs;
+  gemm_grid_t g = {{B, H}, {qkv_n, (size_t)hs}, {qkv_n, (size_t)hs}, {probs, tt}};
+  be->gemm_grid(0, 1, T, T, hs, 1.0f, qkv, ld, qkv + C, ld, 0.0f, S, T, &g);
+  be->causal_softmax_fwd(B * H, T, 1.0f / sqrtf((float)hs), S, P);
+  g = (gemm_grid_t){{B, H}, {out, (size_t)hs}, {qkv_n, (size_t)hs}, {probs, tt}};
+  be->gemm_grid(0, 1, T, T, hs, 1.0f, dy, C, qkv + 2 * C, ld, 0.0f, dP, T, &g);
+  g = (gemm_grid_t){{B, H}, {probs, tt}, {out, (size_t)hs}, {qkv_n, (size_t)hs}};
+  be->gemm_grid(1, 0, T, hs, T, 1.0f, P, T, dy, C, 1.0f, dqkv + 2 * C, ld, &g);
+  be->causal_softmax_bwd(B * H, T, 1.0f / sqrtf((float)hs), P, dP, S);
+  g = (gemm_grid_t){{B, H}, {probs, tt}, {qkv_n, (size_t)hs}, {qkv_n, (size_t)hs}};
+  be->gemm_grid(0, 0, T, hs, T, 1.0f, S, T, qkv + C, ld, 1.0f, dqkv, ld, &g);
+  be->gemm_grid(1, 0, T, hs, T, 1.0f, S, T, qkv, ld, 1.0f, dqkv + C, ld, &g);
+  free(S);
+}
+
 static void check_attention_mutant(const char *what,
                                    void (*bwd)(int, int, float, const float *, const float *, float *)) {
   mutant_be = backend_ref;
   mutant_be.causal_softmax_bwd = bwd;
+  mutant_be.attention_bwd = composed_attention_bwd;
   check_mutant(what, attention_proto(6, 8, 2), backward_on_mutant_backend);
+}
+
+/* The composition itself, with ref's softmax backward, passes: a caught mutant is its mutation. */
+static void check_attention_composed(void) {
+  layer_t l = attention_proto(6, 8, 2);
+  layer_ops_t ops = *layer_ops_of(l.kind);
+  ops.backward = backward_on_mutant_backend;
+  mutant_be = backend_ref;
+  mutant_be.attention_bwd = composed_attention_bwd;
+  gradcheck_result_t r = gradcheck_layer(&ops, l, 2, &backend_ref, 99);
+  tap_ok(r.max_rel_err <= GRADCHECK_TOL, "attention backward composed of ref's T x T ops (the mutants' base) passes: "
+         "max_rel_err %.2e", r.max_rel_err);
 }
 
 /* ---- running a layer on a backend with host data */
@@ -490,6 +527,7 @@ int main(void) {
   check_gradients(tied_proto(shape1(6), 9, 6), 3, 12);
 
   /* the check catches bugs */
+  check_attention_composed();
   check_attention_mutant("attention: softmax backward without the subtraction term",
                          softmax_bwd_missing_term);
   check_attention_mutant("attention: transposed dS (anti-causal path)", softmax_bwd_transposed);
@@ -501,6 +539,17 @@ int main(void) {
   check_sample_ranges(layernorm_proto(shape2(5, 8)), 3);
   check_sample_ranges(embed_proto(6, 11, 8, 4), 3);
   check_sample_ranges(attention_proto(6, 12, 2), 3);
+  { /* GPT-2's attention (T = 1024, 12 heads of 64): it keeps each row's log-sum-exp, not the T x T
+     * probabilities, and its scratch is one size for any batch, O(T hs) (issue 32 item 4) */
+    layer_t at = attention_proto(1024, 768, 12);
+    char err[200];
+    const int ok = layer_ops_of(at.kind)->infer(&at, err, sizeof err) == 0;
+    const size_t scratch = layer_scratch_floats(&at, 64);
+    tap_ok(ok && at.aux_per_sample == 12 * 1024 && at.scratch_per_sample == 0 && scratch == layer_scratch_floats(&at, 1) &&
+               scratch <= 2 * 1024 * 65 + 4 * 64 * 64,
+           "attention T=1024 H=12: keeps %zu floats a sample (H T; the naive form kept H T^2 = %d), scratch %zu floats "
+           "for 1 or 64 samples", at.aux_per_sample, 12 * 1024 * 1024, scratch);
+  }
   check_sample_ranges(tied_proto(shape2(4, 6), 10, 6), 3);
   check_known_values();
   check_causal(&backend_ref);

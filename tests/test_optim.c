@@ -413,11 +413,11 @@ static void check_update_sumsq(const backend_t *be) {
     optim_init(&b, cfg, be, N);
     double got[2], in_ranges = 0;
     for (int step = 0; step < 2; step++) {
-      optim_step_part(&a, dpa, dg, 0.05f, LO, HI);
+      optim_step_part(&a, dpa, dg, 0.05f, 1.0f, LO, HI);
       got[step] = optim_step_part_sumsq(&b, dpb, dg, 0.05f, LO, HI, NULL, 0);
     }
     { /* a third step over the ranges only: the same parameters again, the squares of the ranges */
-      optim_step_part(&a, dpa, dg, 0.05f, LO, HI);
+      optim_step_part(&a, dpa, dg, 0.05f, 1.0f, LO, HI);
       in_ranges = optim_step_part_sumsq(&b, dpb, dg, 0.05f, LO, HI, ranges, 3);
     }
     from_backend(be, pa, dpa, N);
@@ -427,9 +427,9 @@ static void check_update_sumsq(const backend_t *be) {
     int same = memcmp(pa, pb, N * sizeof *pa) == 0 && memcmp(ma, mb, N * sizeof *ma) == 0;
     { /* a fourth step over the ranges only (optim_step_ranges): those floats as the whole range's
        * update gives them, the others (parameters and moments) untouched, one step counted */
-      double only = optim_step_ranges(&b, dpb, dg, 0.05f, ranges, 3, NULL, 0, 1);
-      double none = optim_step_ranges(&b, dpb, dg, 0.0f, ranges, 0, NULL, 0, 1);
-      optim_step_part(&a, dpa, dg, 0.05f, LO, HI);
+      double only = optim_step_ranges(&b, dpb, dg, 0.05f, 1.0f, ranges, 3, NULL, 0, 1);
+      double none = optim_step_ranges(&b, dpb, dg, 0.0f, 1.0f, ranges, 0, NULL, 0, 1);
+      optim_step_part(&a, dpa, dg, 0.05f, 1.0f, LO, HI);
       float *qa = xcalloc(N, sizeof *qa), *qb = xcalloc(N, sizeof *qb), *na = xcalloc(N, sizeof *na),
             *nb = xcalloc(N, sizeof *nb);
       from_backend(be, qa, dpa, N);

@@ -47,20 +47,17 @@ const backend_t *backend_open(const char *name, const backend_options_t *o, cons
   surge_runtime_error("backend %s: %s", name, why);
 }
 
-size_t linear_workspace_floats(int out, int in) {
-  size_t most = 0;
-  for (size_t i = 0; i < NBACKENDS; i++) {
-    size_t n = backends[i]->linear_workspace(out, in);
-    if (n > most) most = n;
-  }
-  return most;
-}
+/* The largest of every compiled-in backend's workspace op `op` called with ARGS. */
+#define WORKSPACE_MOST(op, ...)                                   \
+  do {                                                            \
+    size_t most = 0;                                              \
+    for (size_t i = 0; i < NBACKENDS; i++) {                      \
+      size_t n = backends[i]->op(__VA_ARGS__);                    \
+      if (n > most) most = n;                                     \
+    }                                                             \
+    return most;                                                  \
+  } while (0)
 
-size_t conv_workspace_floats(const conv_shape_t *s) {
-  size_t most = 0;
-  for (size_t i = 0; i < NBACKENDS; i++) {
-    size_t n = backends[i]->conv_workspace(s);
-    if (n > most) most = n;
-  }
-  return most;
-}
+size_t linear_workspace_floats(int out, int in) { WORKSPACE_MOST(linear_workspace, out, in); }
+size_t attention_workspace_floats(int T, int hs) { WORKSPACE_MOST(attention_workspace, T, hs); }
+size_t conv_workspace_floats(const conv_shape_t *s) { WORKSPACE_MOST(conv_workspace, s); }

@@ -47,6 +47,9 @@ size_t conv_workspace_floats(const conv_shape_t *s);
 /* Workspace (floats) for linear_fwd with `out` outputs and `in` inputs: the largest any backend
  * wants. */
 size_t linear_workspace_floats(int out, int in);
+/* Workspace (floats) for attention_fwd and attention_bwd at context T and head size hs, any batch
+ * and heads: the largest any backend wants. */
+size_t attention_workspace_floats(int T, int hs);
 
 /* The arithmetic precision of the model's matrix products (the rest is float32 everywhere). */
 typedef enum backend_precision {
@@ -181,8 +184,9 @@ typedef struct gemm_grid {
    * sum over all N*rows rows with a rounding error that does not grow with N. */ \
   X(void, layernorm_fwd, (int N, int rows, int C, const float *x, const float *w, const float *b, float eps, \
       float *y, float *stats)) \
+  /* dx += (dx_write: =, its old contents unread), dw, db += */ \
   X(void, layernorm_bwd, (int N, int rows, int C, const float *x, const float *w, const float *stats, \
-      const float *dy, float *dx, float *dw, float *db)) /* dx, dw, db += */ \
+      const float *dy, float *dx, int dx_write, float *dw, float *db)) \
   /* ---- batch normalisation over N samples of (C, HW) planes (HW = 1: the 1-D form on (N, C)); the \
    * statistics of channel c run over the values x[n, c, :] of all samples. \
    * bn_stats: part (1 + 3C) written: part[0] = N*HW (the count), part[1 + c] + part[1 + C + c] = the \
@@ -231,7 +235,8 @@ typedef struct gemm_grid {
   X(void, softmax_rows, (int rows, int n, float scale, const float *s, float *p)) \
   /* ---- softmax cross-entropy: logits (rows, V), targets (rows) class ids stored as float. \
    * Returns the SUM over rows of -log softmax(logits)[target] (double). If dlogits is not NULL it \
-   * is written (not accumulated) with grad_scale * (softmax - onehot(target)). */ \
+   * is written (not accumulated) with grad_scale * (softmax - onehot(target)); it may be logits \
+   * itself (the gradient in place of the logits: model_init_fused). */ \
   X(double, xent_fwd_bwd, (int rows, int V, const float *logits, const float *targets, float grad_scale, \
       float *dlogits)) \
   /* Number of rows whose argmax (first maximum) equals the target. */ \
@@ -259,15 +264,43 @@ typedef struct gemm_grid {
    *   and written back as float (so P^T P = I to float rounding however ill-conditioned P was). */ \
   X(double, dot, (const float *x, const float *y, size_t n)) \
   X(void, orthonormalize, (int batch, int n, int r, float *P, size_t sP)) \
-  /* ---- optimizers over a flat slab of n floats (one call per step) \
+  /* ---- optimizers over a flat slab of n floats (one call per step). Both read the gradient as \
+   * gs * g: the clipping factor folded into the step (gs = 1: g as is; otherwise as if g had been \
+   * scaled by gs first, without a pass of its own). \
    * SGD (PyTorch semantics): g' = g + wd*p; buf = mom*buf + g' (buf = g' when first); \
    *   step = nesterov ? g' + mom*buf : buf; p -= lr*step.  With mom == 0, buf is unused. */ \
   X(void, sgd_step, (size_t n, float *p, const float *g, float *buf, float lr, float mom, int nesterov, float wd, \
-      int first)) \
+      int first, float gs)) \
   /* AdamW (PyTorch): p *= 1 - lr*wd; m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2; \
    *   p -= lr * (m / bc1) / (sqrt(v / bc2) + eps), with bc1 = 1 - b1^t, bc2 = 1 - b2^t. */ \
   X(void, adamw_step, (size_t n, float *p, const float *g, float *m, float *v, float lr, float b1, float b2, \
-      float eps, float wd, float bc1, float bc2))
+      float eps, float wd, float bc1, float bc2, float gs)) \
+  /* ---- fused forms (issue 32), chosen by the model's fusion pass (model_init_fused); each equals the \
+   * ops it replaces run one after the other (ref composes exactly those). \
+   * linear_gelu_fwd: pre (rows, out) = linear_fwd's x w^T + b (b may be NULL), kept for the backward; \
+   *   y = gelu(pre). Workspace as linear_fwd's. \
+   * gelu_bias_bwd: dpre (rows, cols) = dy * gelu'(pre) (written), and db (cols) += its column sums \
+   *   (db NULL: none) in the same pass, with bias_grad_rows's rounding. \
+   * add_layernorm_fwd: sum (N, rows, C) = a + b (written: the residual stream), then layernorm_fwd \
+   *   of sum into y and stats. */ \
+  X(void, linear_gelu_fwd, (int rows, int out, int in, const float *x, const float *w, const float *b, float *pre, \
+      float *y, float *ws, size_t ws_n)) \
+  X(void, gelu_bias_bwd, (int rows, int cols, const float *pre, const float *dy, float *dpre, float *db)) \
+  X(void, add_layernorm_fwd, (int N, int rows, int C, const float *a, const float *b, const float *w, \
+      const float *bias, float eps, float *sum, float *y, float *stats)) \
+  /* ---- causal multi-head self-attention as one op each way (issue 32 item 4): qkv (B, T, 3C) holds \
+   * q, k and v as consecutive blocks of C, head h owning columns h*hs..(h+1)*hs of each (hs = C/H); \
+   * per sample and head, with s = 1/sqrt(hs): P = causal softmax(s Q K^T), Y = P V written into \
+   * columns h*hs.. of y (B, T, C), and lse (B, H, T) = each row's log sum_j<=i exp(s q_i . k_j), \
+   * kept for the backward. attention_bwd: dqkv (B, T, 3C) += (dx_write: =, its old contents \
+   * unread) the gradients for dy (B, T, C), from qkv, y and lse. A workspace ws of ws_n >= \
+   * attention_workspace(T, hs) floats, one size for any B and H (attention_workspace_floats is \
+   * enough for every backend): cpu's blocked form (online softmax over key blocks, FlashAttention-2's \
+   * order) asks O(T hs), never T x T; ref computes the naive T x T form in memory of its own. */ \
+  X(size_t, attention_workspace, (int T, int hs)) \
+  X(void, attention_fwd, (int B, int T, int C, int H, const float *qkv, float *y, float *lse, float *ws, size_t ws_n)) \
+  X(void, attention_bwd, (int B, int T, int C, int H, const float *qkv, const float *y, const float *lse, \
+      const float *dy, float *dqkv, int dx_write, float *ws, size_t ws_n))
 
 typedef struct backend {
   const char *name;

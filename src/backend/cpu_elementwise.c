@@ -163,6 +163,43 @@ CPU_CLONES void cpu_gelu_bwd(size_t n, const float *restrict x, const float *res
     for (size_t i = 0; i < n; i++) dx[i] += dy[i] * cpu_gelu_grad(x[i]);
 }
 
+/* ---- the fused forms' passes (issue 32) */
+
+// pre[r,c] += b[c] (b NULL: none), y[r,c] = gelu(pre[r,c]), in one pass.
+CPU_CLONES void cpu_bias_gelu_rows(int rows, int cols, const float *restrict b, float *restrict pre,
+                                   float *restrict y) {
+  for (int r = 0; r < rows; r++) {
+    float *restrict pr = pre + (size_t)r * cols, *restrict yr = y + (size_t)r * cols;
+    if (b)
+      for (int c = 0; c < cols; c++) pr[c] += b[c];
+    for (int c = 0; c < cols; c++) yr[c] = pr[c] * cpu_gelu_gate(pr[c]);
+  }
+}
+
+// dpre = dy gelu'(pre) (written) and db[c] += its column sums, in one pass over chunks of columns:
+// per column the rows are summed in order in double, as cpu_bias_grad_rows does.
+CPU_CLONES void cpu_gelu_bias_bwd(int rows, int cols, const float *restrict pre, const float *restrict dy,
+                                  float *restrict dpre, float *restrict db) {
+  if (!db) {
+    cpu_gelu_bwd((size_t)rows * (size_t)cols, pre, dy, dpre, 1);
+    return;
+  }
+  double acc[CPU_BIAS_CHUNK];
+  for (int c0 = 0; c0 < cols; c0 += CPU_BIAS_CHUNK) {
+    int width = cols - c0 < CPU_BIAS_CHUNK ? cols - c0 : CPU_BIAS_CHUNK;
+    for (int c = 0; c < width; c++) acc[c] = 0.0;
+    for (int r = 0; r < rows; r++) {
+      const size_t at = (size_t)r * cols + c0;
+      for (int c = 0; c < width; c++) {
+        const float g = dy[at + c] * cpu_gelu_grad(pre[at + c]);
+        dpre[at + c] = g;
+        acc[c] += g;
+      }
+    }
+    for (int c = 0; c < width; c++) db[c0 + c] = (float)(db[c0 + c] + acc[c]);
+  }
+}
+
 /* ---- low-rank compression */
 
 CPU_CLONES double cpu_dot(const float *restrict x, const float *restrict y, size_t n) {

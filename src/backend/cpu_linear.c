@@ -62,13 +62,33 @@ static void linear_unpacked(int M, int N, int K, const float *X, const float *W,
 #endif
 }
 
+/* Whether linear_fwd takes the unpacked path for these rows with a workspace of ws_n floats. */
+static int takes_unpacked(int rows, int out, int in, size_t ws_n) {
+  return cpu_linear_unpacked(rows, out, in) && ws_n >= (size_t)(rows + 15) / 16 * 16 * (size_t)in;
+}
+
 void cpu_linear_fwd(int rows, int out, int in, const float *x, const float *w, const float *b, float *y, float *ws,
                     size_t ws_n) {
   if (rows <= 0 || out <= 0) return;
-  if (cpu_linear_unpacked(rows, out, in) && ws_n >= (size_t)(rows + 15) / 16 * 16 * (size_t)in) {
+  if (takes_unpacked(rows, out, in, ws_n)) {
     linear_unpacked(rows, out, in, x, w, b, y, ws);
     return;
   }
   cpu_gemm(0, 1, rows, out, in, 1.0f, x, in, w, in, 0.0f, y, out);
   if (b) cpu_bias_add_rows(rows, out, b, y);
+}
+
+/* The linear forward and the GELU after it: on OpenBLAS's path the bias and the GELU are one pass
+ * over the product (pre = pre + b, y = gelu(pre)), where apart they were two; the unpacked tiles
+ * add the bias as they write, and the GELU follows. pre is bitwise linear_fwd's y either way. */
+void cpu_linear_gelu_fwd(int rows, int out, int in, const float *x, const float *w, const float *b, float *pre,
+                         float *y, float *ws, size_t ws_n) {
+  if (rows <= 0 || out <= 0) return;
+  if (takes_unpacked(rows, out, in, ws_n)) {
+    linear_unpacked(rows, out, in, x, w, b, pre, ws);
+    cpu_gelu_fwd((size_t)rows * (size_t)out, pre, y);
+    return;
+  }
+  cpu_gemm(0, 1, rows, out, in, 1.0f, x, in, w, in, 0.0f, pre, out);
+  cpu_bias_gelu_rows(rows, out, b, pre, y);
 }

@@ -134,8 +134,9 @@ static inline float cpu_expf(float x) {
 /* The table's numerical ops: cpu_NAME for every NAME of BACKEND_MATH_OPS (backend.h), in
  * cpu_gemm.c (the GEMMs, gemm_tn_rows), cpu_elementwise.c (elementwise ops, bias, activations,
  * dot, orthonormalize), cpu_conv.c (im2col, col2im, pooling), cpu_conv_batch.c (the convolution
- * ops), cpu_linear.c (the linear forward), cpu_seq.c (layer norm, embedding, causal softmax,
- * cross-entropy), cpu_norm.c (batch norm) and cpu_optim.c (the optimizers). */
+ * ops), cpu_linear.c (the linear forward and the linear + GELU one), cpu_seq.c (layer norm and
+ * add + layer norm, embedding, causal softmax, cross-entropy), cpu_attention.c (blocked causal
+ * attention), cpu_norm.c (batch norm) and cpu_optim.c (the optimizers). */
 #define CPU_DECLARE(ret, name, params) ret cpu_##name params;
 BACKEND_MATH_OPS(CPU_DECLARE)
 #undef CPU_DECLARE
@@ -189,6 +190,10 @@ void cpu_col2im_ld(const float *col, size_t ld, int C, int H, int W, int KH, int
  * cpu_conv_lowered_blocks is the samples per block a workspace of ws_n floats holds (0: not one). */
 #define CPU_CONV_BLOCK_COLUMNS 512
 int cpu_conv_lowered_blocks(const conv_shape_t *s, size_t ws_n);
+
+/* cpu_elementwise.c: pre[r,c] += b[c] (b NULL: none) and y = gelu(pre) over (rows, cols) in one pass
+ * (the linear + GELU forward's epilogue on OpenBLAS's path). */
+void cpu_bias_gelu_rows(int rows, int cols, const float *b, float *pre, float *y);
 
 /* cpu_linear.c: whether a shape takes the linear forward's path that does not pack the weight (few
  * rows, many outputs: faster than OpenBLAS there). */

@@ -11,22 +11,37 @@
 
 /* ---- layer norm */
 
-/* Row statistics in double (C terms each), the rest of the row work in float. */
+/* One row of C: yr = layer norm of xr; its mean and rstd to st[0] and st[rows]. Row statistics in
+ * double (C terms each), the rest of the row work in float. */
+static inline __attribute__((always_inline)) void ln_fwd_row(int rows, int C, const float *restrict xr,
+                                                             const float *restrict w, const float *restrict b,
+                                                             float eps, float *restrict yr, float *restrict st) {
+  const float m = (float)(cpu_sum_d(xr, (size_t)C) / C);
+  // two passes: centre into y, then the variance of y
+  for (int c = 0; c < C; c++) yr[c] = xr[c] - m;
+  double var = 0.0;
+  for (int c = 0; c < C; c++) var += (double)yr[c] * yr[c];
+  const float rs = (float)(1.0 / sqrt(var / C + eps));
+  for (int c = 0; c < C; c++) yr[c] = yr[c] * rs * w[c] + b[c];
+  st[0] = m;
+  st[rows] = rs;
+}
+
 CPU_CLONES void cpu_layernorm_fwd(int N, int rows, int C, const float *restrict x, const float *restrict w,
                        const float *restrict b, float eps, float *restrict y, float *restrict stats) {
+  for (size_t row = 0; row < (size_t)N * rows; row++) /* stats: each sample's means, then its rstds */
+    ln_fwd_row(rows, C, x + row * C, w, b, eps, y + row * C, stats + (row / rows) * 2 * rows + row % rows);
+}
+
+/* The residual join and the layer norm after it, row by row: each row's sum is normalised while it
+ * is in L1 (apart, the norm read the whole sum back from memory). */
+CPU_CLONES void cpu_add_layernorm_fwd(int N, int rows, int C, const float *restrict a, const float *restrict b,
+                                      const float *restrict w, const float *restrict bias, float eps,
+                                      float *restrict sum, float *restrict y, float *restrict stats) {
   for (size_t row = 0; row < (size_t)N * rows; row++) {
-    const float *restrict xr = x + row * C;
-    float *restrict yr = y + row * C;
-    float *restrict st = stats + (row / rows) * 2 * rows + row % rows; /* mean; rstd rows later */
-    const float m = (float)(cpu_sum_d(xr, (size_t)C) / C);
-    // two passes: centre into y, then the variance of y
-    for (int c = 0; c < C; c++) yr[c] = xr[c] - m;
-    double var = 0.0;
-    for (int c = 0; c < C; c++) var += (double)yr[c] * yr[c];
-    const float rs = (float)(1.0 / sqrt(var / C + eps));
-    for (int c = 0; c < C; c++) yr[c] = yr[c] * rs * w[c] + b[c];
-    st[0] = m;
-    st[rows] = rs;
+    const size_t at = row * C;
+    for (int c = 0; c < C; c++) sum[at + c] = a[at + c] + b[at + c];
+    ln_fwd_row(rows, C, sum + at, w, bias, eps, y + at, stats + (row / rows) * 2 * rows + row % rows);
   }
 }
 
@@ -35,10 +50,12 @@ enum { CPU_LN_ROW_BLOCK = 16 };
 
 /* The layer norm backward of NR rows (a constant where this is inlined) at xr, dyr, dxr (row
  * stride C), with their means m and rstds rs: with xhat = (x - m) rs and g = dy w,
- * dx += rs (g - mean(g) - xhat mean(g xhat)), and the rows' dy xhat and dy added into pw and pb
+ * dx += rs (g - mean(g) - xhat mean(g xhat)) (WR, a constant too: dx =, its old contents unread),
+ * and the rows' dy xhat and dy added into pw and pb
  * in row order. Each row's two means are 8-lane float sums (cpu_dot_f); then one pass over the
  * channels serves all NR rows: pw and pb are read and written once per NR rows, not once a row. */
-static inline __attribute__((always_inline)) void ln_bwd_rows(const int NR, int C, const float *restrict xr,
+static inline __attribute__((always_inline)) void ln_bwd_rows(const int NR, const int WR, int C,
+                                                              const float *restrict xr,
                                                               const float *restrict dyr, float *restrict dxr,
                                                               const float *m, const float *rs,
                                                               const float *restrict w, float *restrict pw,
@@ -74,7 +91,8 @@ static inline __attribute__((always_inline)) void ln_bwd_rows(const int NR, int 
       const float d = dyr[at], h = xhat[at];
       aw += d * h;
       ab += d;
-      dxr[at] += rs[i] * (d * w[c] - mean_g[i] - h * mean_gx[i]);
+      const float g = rs[i] * (d * w[c] - mean_g[i] - h * mean_gx[i]);
+      dxr[at] = WR ? g : dxr[at] + g;
     }
     pw[c] = aw, pb[c] = ab;
   }
@@ -84,7 +102,7 @@ static inline __attribute__((always_inline)) void ln_bwd_rows(const int NR, int 
 enum { CPU_LN_ROW_GROUP = 4 };
 
 CPU_CLONES void cpu_layernorm_bwd(int N, int rows, int C, const float *restrict x, const float *restrict w,
-                       const float *restrict stats, const float *restrict dy, float *restrict dx,
+                       const float *restrict stats, const float *restrict dy, float *restrict dx, int dx_write,
                        float *restrict dw, float *restrict db) {
   _Static_assert(CPU_LN_ROW_BLOCK % CPU_LN_ROW_GROUP == 0, "groups of rows within a block");
   const size_t total = (size_t)N * rows;
@@ -104,10 +122,12 @@ CPU_CLONES void cpu_layernorm_bwd(int N, int rows, int C, const float *restrict 
         m[i] = st[0], rs[i] = st[rows];
       }
       const size_t at = row * C;
-      if (nr == CPU_LN_ROW_GROUP)
-        ln_bwd_rows(CPU_LN_ROW_GROUP, C, x + at, dy + at, dx + at, m, rs, w, pw, pb, xhat);
+      if (nr == CPU_LN_ROW_GROUP && dx_write)
+        ln_bwd_rows(CPU_LN_ROW_GROUP, 1, C, x + at, dy + at, dx + at, m, rs, w, pw, pb, xhat);
+      else if (nr == CPU_LN_ROW_GROUP)
+        ln_bwd_rows(CPU_LN_ROW_GROUP, 0, C, x + at, dy + at, dx + at, m, rs, w, pw, pb, xhat);
       else
-        ln_bwd_rows(1, C, x + at, dy + at, dx + at, m, rs, w, pw, pb, xhat);
+        ln_bwd_rows(1, dx_write, C, x + at, dy + at, dx + at, m, rs, w, pw, pb, xhat);
       row += (size_t)nr;
     }
     for (int c = 0; c < 2 * C; c++) acc[c] += (double)part[c];
@@ -249,17 +269,18 @@ static int cpu_argmax_first(int n, const float *restrict x) {
   return best;
 }
 
-CPU_CLONES double cpu_xent_fwd_bwd(int rows, int V, const float *restrict logits, const float *restrict targets,
-                        float grad_scale, float *restrict dlogits) {
+/* dlogits may be logits (in place): a row's target logit is read before the row is written. */
+CPU_CLONES double cpu_xent_fwd_bwd(int rows, int V, const float *logits, const float *restrict targets,
+                        float grad_scale, float *dlogits) {
   double loss = 0.0;
   for (int r = 0; r < rows; r++) {
-    const float *restrict lr = logits + (size_t)r * V;
+    const float *lr = logits + (size_t)r * V;
     const int target = (int)targets[r];
-    const float mx = cpu_max_f(lr, V);
+    const float mx = cpu_max_f(lr, V), target_logit = lr[target];
     // log-sum-exp around the max; exps go straight into dlogits when it is wanted
     float sum;
     if (dlogits) {
-      float *restrict dr = dlogits + (size_t)r * V;
+      float *dr = dlogits + (size_t)r * V;
       sum = cpu_exp_shifted(V, mx, lr, dr);
       const float k = grad_scale / sum;
       for (int v = 0; v < V; v++) dr[v] *= k;
@@ -267,7 +288,7 @@ CPU_CLONES double cpu_xent_fwd_bwd(int rows, int V, const float *restrict logits
     } else {
       sum = cpu_sum_exp_shifted(V, mx, lr);
     }
-    loss += (double)mx + log((double)sum) - (double)lr[target];
+    loss += (double)mx + log((double)sum) - (double)target_logit;
   }
   return loss;
 }

@@ -20,6 +20,11 @@ static size_t absent_linear_workspace(int out, int in) {
   return 0;
 }
 
+static size_t absent_attention_workspace(int T, int hs) {
+  (void)T, (void)hs;
+  return 0;
+}
+
 const backend_t backend_cuda = {
     .name = "cuda",
     .host_memory = 0,
@@ -29,4 +34,5 @@ const backend_t backend_cuda = {
     .context = host_context,
     .conv_workspace = absent_conv_workspace,
     .linear_workspace = absent_linear_workspace,
+    .attention_workspace = absent_attention_workspace,
 };

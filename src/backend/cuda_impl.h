@@ -44,6 +44,7 @@ enum {
   CUDA_WS_PTR,    /* gemm_grid's pointer arrays */
   CUDA_WS_SCALAR, /* a result on its way to the host */
   CUDA_WS_MASKED, /* an op's input gradient through a fused ReLU's mask (conv_bwd) */
+  CUDA_WS_ATT,    /* attention's scores, probabilities and their gradients (B, H, T, T) each */
   CUDA_WS_SLOTS
 };
 void *cuda_workspace(int slot, size_t bytes);
@@ -103,7 +104,7 @@ void cuda_avgpool_bwd(int P, int HW, const float *dy, float *dx, int dx_write);
 void cuda_layernorm_fwd(int N, int rows, int C, const float *x, const float *w, const float *b, float eps, float *y,
                         float *stats);
 void cuda_layernorm_bwd(int N, int rows, int C, const float *x, const float *w, const float *stats, const float *dy,
-                        float *dx, float *dw, float *db);
+                        float *dx, int dx_write, float *dw, float *db);
 void cuda_bn_stats(int N, int C, int HW, const float *x, float *part);
 void cuda_bn_finish(int C, int R, const float *parts, float eps, float momentum, float *running, float *stats);
 void cuda_bn_fwd(int N, int C, int HW, const float *x, const float *stats, const float *w, const float *b, int relu,
@@ -129,9 +130,20 @@ void cuda_xent_shard_bwd(int rows, int V, int lo, const float *logits, const flo
                          const float *sumexp, float grad_scale, float *dlogits);
 void cuda_row_first_index(int rows, int V, int lo, const float *logits, const float *mx, float *first);
 void cuda_sgd_step(size_t n, float *p, const float *g, float *buf, float lr, float mom, int nesterov, float wd,
-                   int first);
+                   int first, float gs);
 void cuda_adamw_step(size_t n, float *p, const float *g, float *m, float *v, float lr, float b1, float b2, float eps,
-                     float wd, float bc1, float bc2);
+                     float wd, float bc1, float bc2, float gs);
+/* causal attention (cuda_attention.c): the T x T form, composed from cuBLAS and the softmax kernels */
+size_t cuda_attention_workspace(int T, int hs);
+void cuda_attention_fwd(int B, int T, int C, int H, const float *qkv, float *y, float *lse, float *ws, size_t ws_n);
+void cuda_attention_bwd(int B, int T, int C, int H, const float *qkv, const float *y, const float *lse, const float *dy,
+                        float *dqkv, int dx_write, float *ws, size_t ws_n);
+/* the fused forms (cuda_ops.c), composed from the unfused kernels */
+void cuda_linear_gelu_fwd(int rows, int out, int in, const float *x, const float *w, const float *b, float *pre,
+                          float *y, float *ws, size_t ws_n);
+void cuda_gelu_bias_bwd(int rows, int cols, const float *pre, const float *dy, float *dpre, float *db);
+void cuda_add_layernorm_fwd(int N, int rows, int C, const float *a, const float *b, const float *w, const float *bias,
+                            float eps, float *sum, float *y, float *stats);
 
 /* ---- elementwise kernels (cuda_kern_elem.cu) */
 void cuk_fill(float *x, size_t n, float v, cudaStream_t s);
@@ -139,23 +151,25 @@ void cuk_scale(float *x, size_t n, float a, cudaStream_t s);
 void cuk_axpy(size_t n, float a, const float *x, float *y, cudaStream_t s);
 void cuk_add(size_t n, const float *a, const float *b, float *y, cudaStream_t s);
 void cuk_relu_fwd(size_t n, const float *x, float *y, cudaStream_t s);
-void cuk_relu_bwd(size_t n, const float *x, const float *dy, float *dx, cudaStream_t s);
+/* the backwards' wr: dx = instead of dx += (the old contents unread) */
+void cuk_relu_bwd(size_t n, const float *x, const float *dy, float *dx, int wr, cudaStream_t s);
 void cuk_gelu_fwd(size_t n, const float *x, float *y, cudaStream_t s);
-void cuk_gelu_bwd(size_t n, const float *x, const float *dy, float *dx, cudaStream_t s);
+void cuk_gelu_bwd(size_t n, const float *x, const float *dy, float *dx, int wr, cudaStream_t s);
 /* y[r,c] += b[c], y (rows, cols) */
 void cuk_bias_add_rows(int rows, int cols, const float *b, float *y, cudaStream_t s);
 /* y[n,c,:] = act(y[n,c,:] + b[c]) over (N, C, HW); b may be NULL (no bias); act is max(0, .) when relu */
 void cuk_bias_planes(int N, int C, int HW, const float *b, int relu, float *y, cudaStream_t s);
+/* the optimizers read the gradient as gs g (the clipping factor folded in) */
 void cuk_sgd(size_t n, float *p, const float *g, float *buf, float lr, float mom, int nesterov, float wd, int first,
-             cudaStream_t s);
+             float gs, cudaStream_t s);
 void cuk_adamw(size_t n, float *p, const float *g, float *m, float *v, float lr, float b1, float b2, float eps,
-               float wd, float bc1, float bc2, cudaStream_t s);
+               float wd, float bc1, float bc2, float gs, cudaStream_t s);
 void cuk_embed_fwd(int B, int T, int C, const float *idx, int lo, int V, const float *wte, const float *wpe, float *y,
                    cudaStream_t s);
-/* dx[p,:] += dy[p] / HW */
-void cuk_avgpool_bwd(int P, int HW, const float *dy, float *dx, cudaStream_t s);
+/* dx[p,:] += (wr: =) dy[p] / HW */
+void cuk_avgpool_bwd(int P, int HW, const float *dy, float *dx, int wr, cudaStream_t s);
 void cuk_maxpool_fwd(int P, int H, int W, int k, int st, const float *x, float *y, float *argmax, cudaStream_t s);
-void cuk_maxpool_bwd(int P, int H, int W, int k, int st, const float *dy, const float *argmax, float *dx,
+void cuk_maxpool_bwd(int P, int H, int W, int k, int st, const float *dy, const float *argmax, float *dx, int wr,
                      cudaStream_t s);
 /* B images x (B,C,H,W) lowered into col (B, C*KH*KW, OH*OW); col2im adds the gather of col into dx. */
 void cuk_im2col(const float *x, int B, int C, int H, int W, int KH, int KW, int stride, int pad, float *col,
@@ -207,10 +221,12 @@ void cuk_mul(size_t n, const float *a, const float *b, float *y, int acc, cudaSt
 void cuk_softmax_fwd(int BH, int T, float scale, const float *sc, float *p, cudaStream_t s);
 void cuk_softmax_bwd(int BH, int T, float scale, const float *p, const float *dp, float *ds, cudaStream_t s);
 void cuk_softmax_rows(int rows, int n, float scale, const float *sc, float *p, cudaStream_t s);
+/* the causal softmax, and each row's log-sum-exp of its scaled scores into lse (BH, T) */
+void cuk_softmax_lse(int BH, int T, float scale, const float *sc, float *p, float *lse, cudaStream_t s);
 void cuk_layernorm_fwd(int N, int rows, int C, const float *x, const float *w, const float *b, float eps, float *y,
                        float *stats, cudaStream_t s);
 void cuk_layernorm_bwd_dx(int N, int rows, int C, const float *x, const float *w, const float *stats,
-                          const float *dy, float *dx, cudaStream_t s);
+                          const float *dy, float *dx, int wr, cudaStream_t s);
 /* loss[r] = -log softmax(logits[r])[target r] (double); dlogits (may be NULL) written */
 void cuk_xent_rows(int rows, int V, const float *logits, const float *targets, float grad_scale, float *dlogits,
                    double *loss, cudaStream_t s);

@@ -22,14 +22,15 @@ __global__ void k_add(size_t n, const float *a, const float *b, float *y) {
 __global__ void k_relu_fwd(size_t n, const float *x, float *y) {
   for (size_t i = first_index(); i < n; i += grid_stride()) y[i] = ce_relu(x[i]);
 }
-__global__ void k_relu_bwd(size_t n, const float *x, const float *dy, float *dx) {
-  for (size_t i = first_index(); i < n; i += grid_stride()) dx[i] += ce_relu_grad(x[i], dy[i]);
+// the backwards' wr: dx = (the old contents unread) instead of dx +=
+__global__ void k_relu_bwd(size_t n, const float *x, const float *dy, float *dx, int wr) {
+  for (size_t i = first_index(); i < n; i += grid_stride()) dx[i] = (wr ? 0.0f : dx[i]) + ce_relu_grad(x[i], dy[i]);
 }
 __global__ void k_gelu_fwd(size_t n, const float *x, float *y) {
   for (size_t i = first_index(); i < n; i += grid_stride()) y[i] = ce_gelu(x[i]);
 }
-__global__ void k_gelu_bwd(size_t n, const float *x, const float *dy, float *dx) {
-  for (size_t i = first_index(); i < n; i += grid_stride()) dx[i] += dy[i] * ce_gelu_grad(x[i]);
+__global__ void k_gelu_bwd(size_t n, const float *x, const float *dy, float *dx, int wr) {
+  for (size_t i = first_index(); i < n; i += grid_stride()) dx[i] = (wr ? 0.0f : dx[i]) + dy[i] * ce_gelu_grad(x[i]);
 }
 
 // A flat kernel's launcher: cuk_NAME(PARAMS..., stream) runs k_NAME over n elements (none: nothing).
@@ -44,9 +45,9 @@ CUK_FLAT(scale, (float *x, size_t n, float a, cudaStream_t s), (x, n, a))
 CUK_FLAT(axpy, (size_t n, float a, const float *x, float *y, cudaStream_t s), (n, a, x, y))
 CUK_FLAT(add, (size_t n, const float *a, const float *b, float *y, cudaStream_t s), (n, a, b, y))
 CUK_FLAT(relu_fwd, (size_t n, const float *x, float *y, cudaStream_t s), (n, x, y))
-CUK_FLAT(relu_bwd, (size_t n, const float *x, const float *dy, float *dx, cudaStream_t s), (n, x, dy, dx))
+CUK_FLAT(relu_bwd, (size_t n, const float *x, const float *dy, float *dx, int wr, cudaStream_t s), (n, x, dy, dx, wr))
 CUK_FLAT(gelu_fwd, (size_t n, const float *x, float *y, cudaStream_t s), (n, x, y))
-CUK_FLAT(gelu_bwd, (size_t n, const float *x, const float *dy, float *dx, cudaStream_t s), (n, x, dy, dx))
+CUK_FLAT(gelu_bwd, (size_t n, const float *x, const float *dy, float *dx, int wr, cudaStream_t s), (n, x, dy, dx, wr))
 
 // ---- bias
 
@@ -76,28 +77,28 @@ extern "C" void cuk_bias_planes(int N, int C, int HW, const float *b, int relu, 
 // ---- optimizers
 
 __global__ void k_sgd(size_t n, float *p, const float *g, float *buf, float lr, float mom, int nesterov, float wd,
-                      int first) {
+                      int first, float gs) {
   for (size_t i = first_index(); i < n; i += grid_stride()) {
     float unused = 0.0f;
-    ce_sgd(&p[i], g[i], buf ? &buf[i] : &unused, lr, mom, nesterov, wd, first);
+    ce_sgd(&p[i], g[i] * gs, buf ? &buf[i] : &unused, lr, mom, nesterov, wd, first);
   }
 }
 __global__ void k_adamw(size_t n, float *p, const float *g, float *m, float *v, float lr, float b1, float b2,
-                        float eps, float wd, float bc1, float bc2) {
+                        float eps, float wd, float bc1, float bc2, float gs) {
   for (size_t i = first_index(); i < n; i += grid_stride())
-    ce_adamw(&p[i], g[i], &m[i], &v[i], lr, b1, b2, eps, wd, bc1, bc2);
+    ce_adamw(&p[i], g[i] * gs, &m[i], &v[i], lr, b1, b2, eps, wd, bc1, bc2);
 }
 
 extern "C" void cuk_sgd(size_t n, float *p, const float *g, float *buf, float lr, float mom, int nesterov, float wd,
-                        int first, cudaStream_t s) {
+                        int first, float gs, cudaStream_t s) {
   if (!n) return;
-  k_sgd<<<blocks_for(n), kThreads, 0, s>>>(n, p, g, mom != 0.0f ? buf : nullptr, lr, mom, nesterov, wd, first);
+  k_sgd<<<blocks_for(n), kThreads, 0, s>>>(n, p, g, mom != 0.0f ? buf : nullptr, lr, mom, nesterov, wd, first, gs);
   CUK_LAUNCHED("sgd_step");
 }
 extern "C" void cuk_adamw(size_t n, float *p, const float *g, float *m, float *v, float lr, float b1, float b2,
-                          float eps, float wd, float bc1, float bc2, cudaStream_t s) {
+                          float eps, float wd, float bc1, float bc2, float gs, cudaStream_t s) {
   if (!n) return;
-  k_adamw<<<blocks_for(n), kThreads, 0, s>>>(n, p, g, m, v, lr, b1, b2, eps, wd, bc1, bc2);
+  k_adamw<<<blocks_for(n), kThreads, 0, s>>>(n, p, g, m, v, lr, b1, b2, eps, wd, bc1, bc2, gs);
   CUK_LAUNCHED("adamw_step");
 }
 
@@ -122,9 +123,9 @@ extern "C" void cuk_embed_fwd(int B, int T, int C, const float *idx, int lo, int
 
 // ---- pooling
 
-__global__ void k_avgpool_bwd(size_t n, int HW, const float *dy, float *dx) {
+__global__ void k_avgpool_bwd(size_t n, int HW, const float *dy, float *dx, int wr) {
   for (size_t i = first_index(); i < n; i += grid_stride())
-    dx[i] = (float)(dx[i] + (double)dy[i / (size_t)HW] / HW);
+    dx[i] = (float)((wr ? 0.0f : dx[i]) + (double)dy[i / (size_t)HW] / HW);
 }
 // one thread per output (P, OH, OW)
 __global__ void k_maxpool_fwd(size_t n, int H, int W, int k, int st, int OH, int OW, const float *x, float *y,
@@ -140,19 +141,19 @@ __global__ void k_maxpool_fwd(size_t n, int H, int W, int k, int st, int OH, int
 }
 // one thread per input (P, H, W): the gather of its routed gradients
 __global__ void k_maxpool_bwd(size_t n, int H, int W, int k, int st, int OH, int OW, const float *dy,
-                              const float *argmax, float *dx) {
+                              const float *argmax, float *dx, int wr) {
   for (size_t i = first_index(); i < n; i += grid_stride()) {
     size_t p = i / ((size_t)H * W);
     int at = (int)(i % ((size_t)H * W));
     size_t o = p * OH * OW;
-    dx[i] += ce_maxpool_grad_pixel(dy + o, argmax + o, at / W, at % W, W, k, st, OH, OW);
+    dx[i] = (wr ? 0.0f : dx[i]) + ce_maxpool_grad_pixel(dy + o, argmax + o, at / W, at % W, W, k, st, OH, OW);
   }
 }
 
-extern "C" void cuk_avgpool_bwd(int P, int HW, const float *dy, float *dx, cudaStream_t s) {
+extern "C" void cuk_avgpool_bwd(int P, int HW, const float *dy, float *dx, int wr, cudaStream_t s) {
   size_t n = (size_t)P * HW;
   if (!n) return;
-  k_avgpool_bwd<<<blocks_for(n), kThreads, 0, s>>>(n, HW, dy, dx);
+  k_avgpool_bwd<<<blocks_for(n), kThreads, 0, s>>>(n, HW, dy, dx, wr);
   CUK_LAUNCHED("avgpool_bwd");
 }
 extern "C" void cuk_maxpool_fwd(int P, int H, int W, int k, int st, const float *x, float *y, float *argmax,
@@ -164,11 +165,11 @@ extern "C" void cuk_maxpool_fwd(int P, int H, int W, int k, int st, const float 
   CUK_LAUNCHED("maxpool_fwd");
 }
 extern "C" void cuk_maxpool_bwd(int P, int H, int W, int k, int st, const float *dy, const float *argmax, float *dx,
-                                cudaStream_t s) {
+                                int wr, cudaStream_t s) {
   int OH = (H - k) / st + 1, OW = (W - k) / st + 1;
   size_t n = (size_t)P * H * W;
   if (!n) return;
-  k_maxpool_bwd<<<blocks_for(n), kThreads, 0, s>>>(n, H, W, k, st, OH, OW, dy, argmax, dx);
+  k_maxpool_bwd<<<blocks_for(n), kThreads, 0, s>>>(n, H, W, k, st, OH, OW, dy, argmax, dx, wr);
   CUK_LAUNCHED("maxpool_bwd");
 }
 

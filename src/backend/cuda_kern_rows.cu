@@ -1,51 +1,56 @@
 // Row kernels of the CUDA backend: one warp per row (softmax, layer norm, cross-entropy and its
 // vocabulary shards, average pooling). The lanes stride along the row (coalesced), the row's max and
 // sums come from the warp's fixed reduction tree (sums in double), then each lane writes its
-// elements with the arithmetic of cuda_elem.h.
+// elements with the arithmetic of cuda_elem.h. The softmax, layer norm and cross-entropy kernels
+// are cuda_rows.h's phases of (row, lane) between the warp's reductions, which
+// tests/test_cuda_rows runs on the host over each kernel's whole grid.
 #include "backend/cuda_kern.cuh"
+#include "backend/cuda_rows.h"
 
 using namespace cuk;
+
+static_assert(kRowWarps == CE_ROW_WARPS, "cuda_rows.h's grid is the row kernels' grid");
 
 // ---- softmax: causal (rows of length T in BH blocks of (T,T); row i of a block has i+1 valid
 // columns) and of whole rows (softmax_rows)
 
-// Rows of n; T > 0: row r has r % T + 1 valid columns (causal), T = 0: all n (softmax_rows).
-__global__ void k_softmax_fwd(long nrows, int n, int T, float scale, const float *sc, float *p) {
+// Rows of n; T > 0: row r has r % T + 1 valid columns (causal), T = 0: all n (softmax_rows). lse (or
+// NULL): each row's log-sum-exp of its scaled scores.
+__global__ void k_softmax_fwd(long nrows, int n, int T, float scale, const float *sc, float *p, float *lse) {
   long r = warp_row();
   if (r >= nrows) return;
-  int valid = T ? (int)(r % T) + 1 : n;
+  const int valid = ce_softmax_valid(r, n, T);
   const float *sr = sc + r * n;
-  float *pr = p + r * n;
-  float mx = -INFINITY;
-  for (int j = lane(); j < valid; j += 32) mx = fmaxf(mx, scale * sr[j]);
-  mx = warp_max(mx);
-  double sum = 0.0;
-  for (int j = lane(); j < valid; j += 32) sum += expf(scale * sr[j] - mx);
-  sum = warp_sum(sum);
-  float inv = (float)(1.0 / sum);
-  for (int j = lane(); j < n; j += 32) pr[j] = j < valid ? ce_softmax_prob(sr[j], scale, mx, inv) : 0.0f;
+  const float mx = warp_max(ce_softmax_lane_max(sr, valid, scale, lane()));
+  const double sum = warp_sum(ce_softmax_lane_sum(sr, valid, scale, mx, lane()));
+  ce_softmax_lane_write(r, n, valid, sr, scale, mx, sum, p, lse, lane());
 }
 
 __global__ void k_softmax_bwd(long nrows, int T, float scale, const float *p, const float *dp, float *ds) {
   long r = warp_row();
   if (r >= nrows) return;
   const float *pr = p + r * T, *dpr = dp + r * T;
-  double dot = 0.0;
-  for (int j = lane(); j < T; j += 32) dot += (double)pr[j] * dpr[j];
-  dot = warp_sum(dot);
-  for (int j = lane(); j < T; j += 32) ds[r * T + j] = ce_softmax_grad(pr[j], dpr[j], dot, scale);
+  const double dot = warp_sum(ce_softmax_bwd_lane_dot(pr, dpr, T, lane()));
+  ce_softmax_bwd_lane_write(r, T, pr, dpr, dot, scale, ds, lane());
 }
 
 extern "C" void cuk_softmax_fwd(int BH, int T, float scale, const float *sc, float *p, cudaStream_t s) {
   long rows = (long)BH * T;
   if (rows <= 0) return;
-  k_softmax_fwd<<<row_blocks(rows), kRowWarps * 32, 0, s>>>(rows, T, T, scale, sc, p);
+  k_softmax_fwd<<<row_blocks(rows), kRowWarps * 32, 0, s>>>(rows, T, T, scale, sc, p, nullptr);
   CUK_LAUNCHED("causal_softmax_fwd");
+}
+
+extern "C" void cuk_softmax_lse(int BH, int T, float scale, const float *sc, float *p, float *lse, cudaStream_t s) {
+  long rows = (long)BH * T;
+  if (rows <= 0) return;
+  k_softmax_fwd<<<row_blocks(rows), kRowWarps * 32, 0, s>>>(rows, T, T, scale, sc, p, lse);
+  CUK_LAUNCHED("attention_softmax");
 }
 
 extern "C" void cuk_softmax_rows(int rows, int n, float scale, const float *sc, float *p, cudaStream_t s) {
   if (rows <= 0 || n <= 0) return;
-  k_softmax_fwd<<<row_blocks(rows), kRowWarps * 32, 0, s>>>(rows, n, 0, scale, sc, p);
+  k_softmax_fwd<<<row_blocks(rows), kRowWarps * 32, 0, s>>>(rows, n, 0, scale, sc, p, nullptr);
   CUK_LAUNCHED("softmax_rows");
 }
 
@@ -59,42 +64,27 @@ extern "C" void cuk_softmax_bwd(int BH, int T, float scale, const float *p, cons
 
 // ---- layer norm over rows of C; stats (N, 2, rows): the sample's row means, then its row rstd
 
-__device__ inline long stat_at(long r, int rows) { return (r / rows) * 2 * rows + r % rows; }
-
 __global__ void k_layernorm_fwd(long nrows, int rows, int C, const float *x, const float *w, const float *b,
                                 float eps, float *y, float *stats) {
   long r = warp_row();
   if (r >= nrows) return;
   const float *xr = x + r * C;
-  double m = 0.0;
-  for (int c = lane(); c < C; c += 32) m += xr[c];
-  m = warp_sum(m) / C;
-  double var = 0.0;
-  for (int c = lane(); c < C; c += 32) var += ((double)xr[c] - m) * ((double)xr[c] - m);
-  var = warp_sum(var) / C;
-  float mean = (float)m, rstd = ce_layernorm_rstd(var, eps);
-  for (int c = lane(); c < C; c += 32) y[r * C + c] = ce_layernorm_y(xr[c], mean, rstd, w[c], b[c]);
-  if (lane() == 0) {
-    stats[stat_at(r, rows)] = mean;
-    stats[stat_at(r, rows) + rows] = rstd;
-  }
+  const double m = warp_sum(ce_ln_lane_sum(xr, C, lane())) / C;
+  const double var = warp_sum(ce_ln_lane_var(xr, C, m, lane())) / C;
+  ce_ln_lane_write(r, rows, C, xr, w, b, (float)m, ce_layernorm_rstd(var, eps), y, stats, lane());
 }
 
 __global__ void k_layernorm_bwd_dx(long nrows, int rows, int C, const float *x, const float *w, const float *stats,
-                                   const float *dy, float *dx) {
+                                   const float *dy, float *dx, int wr) {
   long r = warp_row();
   if (r >= nrows) return;
-  float mean = stats[stat_at(r, rows)], rstd = stats[stat_at(r, rows) + rows];
+  const float mean = stats[ce_stat_at(r, rows)], rstd = stats[ce_stat_at(r, rows) + rows];
   const float *xr = x + r * C, *dyr = dy + r * C;
-  double md = 0.0, mdx = 0.0;
-  for (int c = lane(); c < C; c += 32) {
-    double dxhat = (double)dyr[c] * w[c];
-    md += dxhat;
-    mdx += dxhat * (((double)xr[c] - mean) * rstd);
-  }
+  double md, mdx;
+  ce_ln_bwd_lane_sums(xr, dyr, w, C, mean, rstd, lane(), &md, &mdx);
   md = warp_sum(md) / C;
   mdx = warp_sum(mdx) / C;
-  for (int c = lane(); c < C; c += 32) dx[r * C + c] += ce_layernorm_dx(xr[c], dyr[c], w[c], mean, rstd, md, mdx);
+  ce_ln_bwd_lane_write(r, C, xr, dyr, w, mean, rstd, md, mdx, dx, wr, lane());
 }
 
 extern "C" void cuk_layernorm_fwd(int N, int rows, int C, const float *x, const float *w, const float *b, float eps,
@@ -106,10 +96,10 @@ extern "C" void cuk_layernorm_fwd(int N, int rows, int C, const float *x, const 
 }
 
 extern "C" void cuk_layernorm_bwd_dx(int N, int rows, int C, const float *x, const float *w, const float *stats,
-                                     const float *dy, float *dx, cudaStream_t s) {
+                                     const float *dy, float *dx, int wr, cudaStream_t s) {
   long nrows = (long)N * rows;
   if (nrows <= 0) return;
-  k_layernorm_bwd_dx<<<row_blocks(nrows), kRowWarps * 32, 0, s>>>(nrows, rows, C, x, w, stats, dy, dx);
+  k_layernorm_bwd_dx<<<row_blocks(nrows), kRowWarps * 32, 0, s>>>(nrows, rows, C, x, w, stats, dy, dx, wr);
   CUK_LAUNCHED("layernorm_bwd");
 }
 
@@ -120,16 +110,12 @@ __global__ void k_xent_rows(int rows, int V, const float *logits, const float *t
   long r = warp_row();
   if (r >= rows) return;
   const float *lr = logits + r * V;
-  int t = (int)targets[r];
-  float mx = -INFINITY;
-  for (int v = lane(); v < V; v += 32) mx = fmaxf(mx, lr[v]);
-  mx = warp_max(mx);
-  double sum = 0.0;
-  for (int v = lane(); v < V; v += 32) sum += expf(lr[v] - mx);
-  sum = warp_sum(sum);
-  if (lane() == 0) loss[r] = ce_xent_loss(mx, sum, lr[t]);
-  if (dlogits)
-    for (int v = lane(); v < V; v += 32) dlogits[r * V + v] = ce_xent_grad(lr[v], mx, (float)sum, v == t, grad_scale);
+  const int t = (int)targets[r];
+  const float mx = warp_max(ce_xent_lane_max(lr, V, lane()));
+  const double sum = warp_sum(ce_xent_lane_sum(lr, V, mx, lane()));
+  const float target_logit = lr[t];
+  __syncwarp(); // dlogits may be logits (in place): every lane has read the target's logit before any writes
+  ce_xent_lane_write(r, V, lr, t, target_logit, mx, sum, grad_scale, dlogits, loss, lane());
 }
 
 // The first maximum of a row: each lane's best (larger value, or the same value further left), then

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/ref_fused.h" /* its fused forms, in the table below */
 #include "backend/backend.h"
 #include "backend/host_mem.h"
 #include "core/error.h"
@@ -440,7 +441,7 @@ static void ref_layernorm_fwd(int N, int rows, int C, const float *x, const floa
 }
 
 static void ref_layernorm_bwd(int N, int rows, int C, const float *x, const float *w, const float *stats,
-                              const float *dy, float *dx, float *dw, float *db) {
+                              const float *dy, float *dx, int dx_write, float *dw, float *db) {
   size_t total = (size_t)N * rows;
   for (size_t r = 0; r < total; r++) {
     const float *xr = x + r * C, *dyr = dy + r * C;
@@ -459,7 +460,7 @@ static void ref_layernorm_bwd(int N, int rows, int C, const float *x, const floa
       double xhat = (xr[c] - mean) * rstd;
       double dxhat = (double)dyr[c] * w[c];
       size_t i = r * C + c;
-      dx[i] = (float)(dx[i] + rstd * (dxhat - mean_dxhat - xhat * mean_dxhat_xhat));
+      dx[i] = (float)((dx_write ? 0.0 : dx[i]) + rstd * (dxhat - mean_dxhat - xhat * mean_dxhat_xhat));
     }
   }
   for (int c = 0; c < C; c++) {
@@ -645,12 +646,12 @@ static void ref_orthonormalize(int batch, int n, int r, float *P, size_t sP) {
   free(a);
 }
 
-/* ---- optimizers */
+/* ---- optimizers: the gradient read as gs g is the float product, as a scale op first would leave it */
 
 static void ref_sgd_step(size_t n, float *p, const float *g, float *buf, float lr, float mom,
-                         int nesterov, float wd, int first) {
+                         int nesterov, float wd, int first, float gs) {
   for (size_t i = 0; i < n; i++) {
-    double gi = (double)g[i] + (double)wd * p[i];
+    double gi = (double)(g[i] * gs) + (double)wd * p[i];
     double step = gi;
     if (mom != 0.0f) {
       double b = first ? gi : (double)mom * buf[i] + gi;
@@ -662,11 +663,12 @@ static void ref_sgd_step(size_t n, float *p, const float *g, float *buf, float l
 }
 
 static void ref_adamw_step(size_t n, float *p, const float *g, float *m, float *v, float lr,
-                           float b1, float b2, float eps, float wd, float bc1, float bc2) {
+                           float b1, float b2, float eps, float wd, float bc1, float bc2, float gs) {
   for (size_t i = 0; i < n; i++) {
+    const float gi = g[i] * gs;
     double pi = (double)p[i] * (1.0 - (double)lr * wd);
-    double mi = (double)b1 * m[i] + (1.0 - (double)b1) * g[i];
-    double vi = (double)b2 * v[i] + (1.0 - (double)b2) * g[i] * g[i];
+    double mi = (double)b1 * m[i] + (1.0 - (double)b1) * gi;
+    double vi = (double)b2 * v[i] + (1.0 - (double)b2) * gi * gi;
     pi -= (double)lr * (mi / bc1) / (sqrt(vi / bc2) + eps);
     m[i] = (float)mi;
     v[i] = (float)vi;

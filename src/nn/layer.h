@@ -149,6 +149,14 @@ typedef struct layer_ctx {
   const uint64_t *ids;            /* (B) global sample ids of the call's rows */
   uint64_t seed, step;            /* the run's seed and the step's number */
   int node;                       /* this node's index in the graph */
+  /* a node that runs the node after it in its own epilogue (model_init_fused): a linear the GELU
+   * that is its only consumer, an add a layer norm it feeds. NULL / unset otherwise. */
+  const layer_t *epi;             /* that node */
+  float *epi_y;                   /* its output (B, epi->out): forward writes it */
+  float *epi_aux;                 /* its saved state (the layer norm's stats), forward writes it */
+  const float *epi_w[LAYER_MAX_PARAMS]; /* its parameters */
+  float *epi_grad;                /* backward of a linear + GELU: dy is the GELU output's gradient, and this
+                                   * node's own output gradient (B, out) is written here on the way */
   /* backward only */
   const float *dy;                /* (B, out) */
   float *dx[LAYER_MAX_IN];        /* += ; NULL when that input needs no gradient */

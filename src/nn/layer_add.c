@@ -28,10 +28,15 @@ static int add_infer(layer_t *l, char *err, size_t n) {
 
 static void add_forward(const layer_t *l, const layer_ctx_t *c) {
   const size_t count = (size_t)c->B * shape_size(l->out);
-  if (c->fuse_relu) /* y = relu(a + b): the ReLU after the join, fused */
+  if (c->fuse_relu) { /* y = relu(a + b): the ReLU after the join, fused */
     c->be->add_relu_fwd(count, c->x[0], c->x[1], c->y);
-  else
+  } else if (c->epi) { /* and the layer norm it feeds: (B, rows, C) into its output and stats */
+    const int C = c->epi->pdesc[0].d[0], rows = (int)(shape_size(l->out) / (size_t)C);
+    c->be->add_layernorm_fwd(c->B, rows, C, c->x[0], c->x[1], c->epi_w[0], c->epi_w[1], c->epi->eps, c->y, c->epi_y,
+                             c->epi_aux);
+  } else {
     c->be->add(count, c->x[0], c->x[1], c->y);
+  }
 }
 
 static void add_backward(const layer_t *l, const layer_ctx_t *c) {

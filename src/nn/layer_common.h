@@ -54,6 +54,10 @@ static inline void layer_pass_grad(const layer_ctx_t *c, int k, size_t n) {
     c->be->axpy(n, 1.0f, c->dy, c->dx[k]);
 }
 
+/* The beta of a GEMM that produces input k's gradient: 0 where the layer writes it whole
+ * (dx_write: its old contents are never read, so never zeroed), 1 where it adds into it. */
+static inline float layer_dx_beta(const layer_ctx_t *c, int k) { return c->dx_write[k] ? 0.0f : 1.0f; }
+
 /* infer's bookkeeping for a kind without parameters. */
 static inline void layer_set_no_params(layer_t *l, size_t aux_per_sample, double flops_per_sample) {
   l->np = 0;

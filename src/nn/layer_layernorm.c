@@ -69,15 +69,16 @@ static void layernorm_forward(const layer_t *l, const layer_ctx_t *c) {
 static void layernorm_backward(const layer_t *l, const layer_ctx_t *c) {
   ln_dims_t d = ln_dims(l);
   if (c->dx[0]) {
-    c->be->layernorm_bwd(c->B, d.rows, d.C, c->x[0], c->w[0], c->aux, c->dy, c->dx[0], c->dw[0], c->dw[1]);
+    c->be->layernorm_bwd(c->B, d.rows, d.C, c->x[0], c->w[0], c->aux, c->dy, c->dx[0], c->dx_write[0], c->dw[0],
+                         c->dw[1]);
     return;
   }
-  // no input gradient wanted: each sample's dx goes to the throw-away scratch (one sample's size)
-  c->be->fill(c->scratch, d.size, 0.0f);
+  // no input gradient wanted: each sample's dx is written to the throw-away scratch (one sample's size)
   for (int b = 0; b < c->B; b++)
     c->be->layernorm_bwd(1, d.rows, d.C, c->x[0] + (size_t)b * d.size, c->w[0], c->aux + (size_t)b * l->aux_per_sample,
-                         c->dy + (size_t)b * d.size, c->scratch, c->dw[0], c->dw[1]);
+                         c->dy + (size_t)b * d.size, c->scratch, 1, c->dw[0], c->dw[1]);
 }
 
+/* writes its input's gradient whole where asked (dx_write) */
 const layer_ops_t layer_layernorm_ops = {"layernorm", layernorm_infer, layernorm_init, layernorm_forward,
-                                         layernorm_backward, 0};
+                                         layernorm_backward, 1};

@@ -49,23 +49,33 @@ static int linear_rows(const layer_t *l, int B) {
 static void linear_forward(const layer_t *l, const layer_ctx_t *c) {
   const backend_t *be = c->be;
   int rows = linear_rows(l, c->B), out_f = l->pdesc[0].d[0], in_f = l->pdesc[0].d[1];
-  // y (rows,out) = x (rows,in) W^T + b, W (out,in)
-  be->linear_fwd(rows, out_f, in_f, c->x[0], c->w[0], l->bias ? c->w[1] : NULL, c->y, c->scratch, l->scratch);
+  const float *b = l->bias ? c->w[1] : NULL;
+  // y (rows,out) = x (rows,in) W^T + b, W (out,in); with the GELU after it (c->epi): its output too
+  if (c->epi)
+    be->linear_gelu_fwd(rows, out_f, in_f, c->x[0], c->w[0], b, c->y, c->epi_y, c->scratch, l->scratch);
+  else
+    be->linear_fwd(rows, out_f, in_f, c->x[0], c->w[0], b, c->y, c->scratch, l->scratch);
 }
 
 static void linear_backward(const layer_t *l, const layer_ctx_t *c) {
   const backend_t *be = c->be;
   int rows = linear_rows(l, c->B), out_f = l->pdesc[0].d[0], in_f = l->pdesc[0].d[1];
+  float *db = l->bias ? c->dw[1] : NULL;
+  const float *dy = c->dy;
+  if (c->epi) { // with its GELU: dy is the GELU output's; this output's (rows,out) = dy gelu'(y), db += its sums
+    be->gelu_bias_bwd(rows, out_f, c->y, c->dy, c->epi_grad, db);
+    dy = c->epi_grad;
+  } else if (db) { // db (out) += column sums of dy (rows,out)
+    be->bias_grad_rows(rows, out_f, dy, db);
+  }
   // dW (out,in) += dy^T (out,rows) x (rows,in), summed over rows without growing error
   if (c->dw[0])
-    be->gemm_tn_rows(out_f, in_f, rows, c->dy, out_f, c->x[0], in_f, c->dw[0], in_f);
-  // db (out) += column sums of dy (rows,out)
-  if (l->bias && c->dw[1])
-    be->bias_grad_rows(rows, out_f, c->dy, c->dw[1]);
-  // dx (rows,in) += dy (rows,out) W (out,in)
+    be->gemm_tn_rows(out_f, in_f, rows, dy, out_f, c->x[0], in_f, c->dw[0], in_f);
+  // dx (rows,in) += (dx_write: =) dy (rows,out) W (out,in)
   if (c->dx[0])
-    be->gemm(0, 0, rows, in_f, out_f, 1.0f, c->dy, out_f, c->w[0], in_f, 1.0f, c->dx[0], in_f);
+    be->gemm(0, 0, rows, in_f, out_f, 1.0f, dy, out_f, c->w[0], in_f, layer_dx_beta(c, 0), c->dx[0], in_f);
 }
 
+/* writes its input's gradient whole where asked (dx_write: a GEMM with beta 0) */
 const layer_ops_t layer_linear_ops = {"linear", linear_infer, linear_init, linear_forward,
-                                      linear_backward, 0};
+                                      linear_backward, 1};

@@ -40,9 +40,10 @@ static void tied_backward(const layer_t *l, const layer_ctx_t *c) {
   int rows = tied_rows(l, c->B), C = l->out_features, V = l->vocab;
   // dwte (V,C) += dy^T (V,rows) x (rows,C)
   if (c->dw[0]) c->be->gemm_tn_rows(V, C, rows, c->dy, V, c->x[0], C, c->dw[0], C);
-  // dx (rows,C) += dy (rows,V) wte (V,C)
-  if (c->dx[0]) c->be->gemm(0, 0, rows, C, V, 1.0f, c->dy, V, c->w[0], C, 1.0f, c->dx[0], C);
+  // dx (rows,C) += (dx_write: =) dy (rows,V) wte (V,C)
+  if (c->dx[0]) c->be->gemm(0, 0, rows, C, V, 1.0f, c->dy, V, c->w[0], C, layer_dx_beta(c, 0), c->dx[0], C);
 }
 
+/* writes its input's gradient whole where asked (dx_write: a GEMM with beta 0) */
 const layer_ops_t layer_tied_linear_ops = {"tied_linear", tied_infer, layer_init_none, tied_forward,
-                                           tied_backward, 0};
+                                           tied_backward, 1};

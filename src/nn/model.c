@@ -55,6 +55,39 @@ static void plan_writes(model_t *m, int (*allowed)(void *arg, int node, int next
   }
 }
 
+/* The node whose forward node i can run in its epilogue, or -1: the GELU that is a linear's only
+ * consumer, or a layer norm that reads an add (one not fused with a ReLU). */
+static int epilogue_of(const model_t *m, int i) {
+  const graph_t *g = m->g;
+  if (g->l[i].kind == LAYER_LINEAR) {
+    const int j = sole_consumer(g, i);
+    return j >= 0 && g->l[j].kind == LAYER_GELU && g->l[i].needs_grad == g->l[j].needs_grad ? j : -1;
+  }
+  if (g->l[i].kind == LAYER_ADD && m->fused[i] == 0)
+    for (int j = i + 1; j < g->n; j++)
+      if (g->l[j].kind == LAYER_LAYERNORM && g->l[j].in[0] == i) return j;
+  return -1;
+}
+
+/* Mark each node that runs the next one's forward in its epilogue where allowed() lets it:
+ * epi[node] = next, epi[next] = -node (model_t.epi). */
+static void plan_epilogues(model_t *m, int (*allowed)(void *arg, int node, int next), void *arg) {
+  for (int i = 1; i < m->g->n && allowed; i++) {
+    const int j = epilogue_of(m, i);
+    if (j < 0 || m->epi[j] != 0 || !allowed(arg, i, j)) continue;
+    m->epi[i] = j;
+    m->epi[j] = -i;
+  }
+}
+
+/* The loss may write the logits' gradient over the logits where the output layer's backward reads
+ * its input and weights but never its output (linear, tied linear), and fusion is asked for. */
+static int plan_grad_in_place(const model_t *m, int (*allowed)(void *arg, int node, int next)) {
+  const int out = graph_output(m->g), kind = m->g->l[out].kind;
+  return allowed && m->g->l[out].needs_grad && m->fused[out] == 0 &&
+         (kind == LAYER_LINEAR || kind == LAYER_TIED_LINEAR);
+}
+
 void model_init(model_t *m, const graph_t *g, const backend_t *be, int B_cap) {
   model_init_fused(m, g, be, B_cap, NULL, NULL);
 }
@@ -84,8 +117,12 @@ int model_init_on(model_t *m, const graph_t *g, const backend_t *be, int B_cap,
   m->keep = xcalloc((size_t)g->n, sizeof *m->keep);
   m->bufs = be->alloc(g->bufs.total ? g->bufs.total : 1);
   m->train = 1;
+  m->epi = xcalloc((size_t)g->n, sizeof *m->epi);
   int nfused = plan_fusion(m, allowed, arg);
   plan_writes(m, allowed, arg);
+  plan_epilogues(m, allowed, arg);
+  m->grad_in_place = plan_grad_in_place(m, allowed);
+  if (m->grad_in_place) m->written[graph_output(g)] = 1; /* the loss writes it whole */
   size_t scratch = 0;
   for (int i = 0; i < g->n; i++) {
     const layer_t *l = &g->l[i];
@@ -94,7 +131,8 @@ int model_init_on(model_t *m, const graph_t *g, const backend_t *be, int B_cap,
       m->act[i] = be->alloc(n);
       m->act_floats += n;
     }
-    if (l->needs_grad && m->fused[i] <= 0) { /* a fused node's is its ReLU's (below) */
+    if (l->needs_grad && m->fused[i] <= 0 && !(m->grad_in_place && i == graph_output(g))) {
+      /* a fused node's is its ReLU's; an in-place output's is its logits (below) */
       m->dact[i] = be->alloc(n);
       m->act_floats += n;
     }
@@ -119,6 +157,7 @@ int model_init_on(model_t *m, const graph_t *g, const backend_t *be, int B_cap,
       m->act[i] = m->act[m->fused[i]];
       m->dact[i] = m->dact[m->fused[i]];
     }
+  if (m->grad_in_place) m->dact[graph_output(g)] = m->act[graph_output(g)];
   model_wire_default(m);
   return nfused;
 }
@@ -136,7 +175,7 @@ void model_free(model_t *m) {
   const backend_t *be = m->be;
   for (int i = 0; i < m->g->n; i++) {
     if (m->fused[i] <= 0) be->free(m->act[i]); /* a fused node shares its ReLU's buffers */
-    if (m->dact[i] && m->fused[i] <= 0) be->free(m->dact[i]);
+    if (m->dact[i] && m->fused[i] <= 0 && m->dact[i] != m->act[i]) be->free(m->dact[i]); /* in place: one */
     if (m->aux[i]) be->free(m->aux[i]);
     if (m->keep[i]) be->free(m->keep[i]);
   }
@@ -147,6 +186,7 @@ void model_free(model_t *m) {
   free(m->aux);
   free(m->fused);
   free(m->written);
+  free(m->epi);
   free(m->in);
   free(m->din);
   be->free(m->scratch);
@@ -208,6 +248,22 @@ void model_zero_grads_rows(model_t *m, const int *rows) {
 
 void model_zero_grads(model_t *m) { model_zero_grads_rows(m, NULL); }
 
+/* The epilogue's part of node i's context (model_t.epi): node j's output, state and parameters;
+ * backward of a linear + GELU: dy is the GELU output's gradient, the linear's own is written. */
+static void epilogue_ctx(model_t *m, int i, int off, int backward, layer_ctx_t *c) {
+  const graph_t *g = m->g;
+  const int j = m->epi[i];
+  const layer_t *e = &g->l[j];
+  c->epi = e;
+  c->epi_y = m->act[j] + (size_t)off * shape_size(e->out);
+  if (m->aux[j]) c->epi_aux = m->aux[j] + (size_t)off * e->aux_per_sample;
+  for (int k = 0; k < e->np; k++) c->epi_w[k] = model_tensor(m->params, g, e->param[k]);
+  if (backward && e->kind == LAYER_GELU) {
+    c->epi_grad = m->dact[i] + (size_t)off * shape_size(g->l[i].out);
+    c->dy = m->dact[j] + (size_t)off * shape_size(e->out);
+  }
+}
+
 /* Build the call context of node i on samples [off, off+B). */
 static layer_ctx_t node_ctx(model_t *m, int i, int off, int B, int backward) {
   const graph_t *g = m->g;
@@ -245,11 +301,13 @@ static layer_ctx_t node_ctx(model_t *m, int i, int off, int B, int backward) {
     c.w[0] = model_tensor(m->params, g, l->tied_param);
     if (backward) c.dw[0] = model_tensor(m->grads, g, l->tied_param);
   }
+  if (m->epi[i] > 0) epilogue_ctx(m, i, off, backward, &c);
   return c;
 }
 
 void model_forward_node(model_t *m, int i, int off, int B) {
   if (m->fused[i] < 0) return; /* a ReLU fused into the conv2d or add before it, which writes its output */
+  if (m->epi[i] < 0) return;   /* run in the epilogue of the node before it */
   ev_raise(EV_WORK, EV_FORWARD, i);
   layer_ctx_t c = node_ctx(m, i, off, B, 0);
   layer_ops_of(m->g->l[i].kind)->forward(&m->g->l[i], &c);
@@ -258,6 +316,7 @@ void model_forward_node(model_t *m, int i, int off, int B) {
 void model_backward_node(model_t *m, int i, int off, int B) {
   if (!m->dact[i]) return; /* nothing before this node has parameters */
   if (m->fused[i] < 0) return; /* a ReLU fused into the conv2d or add before it, whose backward runs it */
+  if (m->epi[i] < 0 && m->g->l[i].kind == LAYER_GELU) return; /* its linear's backward runs it */
   ev_raise(EV_WORK, EV_BACKWARD, i);
   layer_ctx_t c = node_ctx(m, i, off, B, 1);
   layer_ops_of(m->g->l[i].kind)->backward(&m->g->l[i], &c);

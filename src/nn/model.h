@@ -32,6 +32,10 @@ typedef struct model {
                    * that ReLU node: -1; else 0 (model_init_fused) */
   int *written;   /* per node: 1 where its only consumer overwrites its gradient whole, which is
                    * then never zeroed (model_init_fused) */
+  int *epi;       /* per node: j > 0 where this node runs node j's forward in its epilogue (a linear
+                   * its GELU, both ways; an add a layer norm it feeds, forward only); node j: -(this
+                   * node); else 0 (model_init_fused) */
+  int grad_in_place; /* the loss writes the logits' gradient over the logits (one buffer for both) */
   float *scratch; /* max over nodes of layer scratch */
   float *targets; /* (B_cap, targets_per_sample) class ids as float */
   float *logit_mask; /* (classes) padded outputs' mask (g->classes_valid), or NULL */
@@ -49,15 +53,20 @@ typedef struct model {
 
 void model_init(model_t *m, const graph_t *g, const backend_t *be, int B_cap);
 /* model_init, fusing each conv2d or residual add with the ReLU that is its only consumer where
- * allowed(arg, node, relu) says so (a layout allows it where both nodes run on the same samples):
+ * allowed(arg, node, relu) says so (and the forms below) (a layout allows it where both nodes run on the same samples):
  * the node's forward applies the ReLU and writes the ReLU node's buffer, which both share (one
  * pass over the output fewer, and one activation and one gradient buffer fewer, never allocated);
  * its backward takes the ReLU output's gradient and masks it by that output (> 0 exactly where
  * the ReLU's input is) on the way; the ReLU node itself does nothing either way. And where a
  * node's only consumer is a layer that can overwrite its input gradient (layer_ops_t.writes_dx:
  * conv2d, pooling, ReLU, GELU, add, flatten) and allowed(arg, node, consumer) says so, that
- * gradient is overwritten, not zeroed first and added into (model_t.written). Returns the pairs
- * fused. */
+ * gradient is overwritten, not zeroed first and added into (model_t.written). Where allowed
+ * likewise (model_t.epi): a linear whose only consumer is a GELU computes both (linear_gelu_fwd,
+ * keeping its own output, the pre-activation, for gelu_bias_bwd's one pass); a residual add that
+ * feeds a layer norm computes the norm too (add_layernorm_fwd). With allowed given, an output
+ * layer whose backward does not read its output (linear, tied linear) shares its buffer with its
+ * gradient: the loss writes the gradient over the logits (model_t.grad_in_place). Returns the
+ * ReLU pairs fused. */
 int model_init_fused(model_t *m, const graph_t *g, const backend_t *be, int B_cap,
                      int (*allowed)(void *arg, int node, int next), void *arg);
 /* model_init_fused on parameter and gradient slabs the caller provides (params: g->params.total

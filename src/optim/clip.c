@@ -10,9 +10,13 @@ double grad_global_norm(const backend_t *be, const float *grads, size_t n) {
   return sqrt(be->sumsq(grads, n));
 }
 
+float clip_scale(double norm, double max_norm) {
+  return max_norm > 0.0 && isfinite(norm) && norm > max_norm ? (float)(max_norm / (norm + CLIP_NORM_EPS)) : 1.0f;
+}
+
 void clip_to_norm(const backend_t *be, float *grads, size_t n, double norm, double max_norm) {
-  if (max_norm > 0.0 && isfinite(norm) && norm > max_norm)
-    be->scale(grads, n, (float)(max_norm / (norm + CLIP_NORM_EPS)));
+  const float s = clip_scale(norm, max_norm);
+  if (s != 1.0f) be->scale(grads, n, s);
 }
 
 double clip_by_global_norm(const backend_t *be, float *grads, size_t n, double max_norm) {

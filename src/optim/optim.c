@@ -35,31 +35,34 @@ void optim_free(optim_t *o) {
   o->m = o->v = NULL;
 }
 
-void optim_step(optim_t *o, float *params, const float *grads, float lr) { optim_step_part(o, params, grads, lr, 0, o->n); }
+void optim_step(optim_t *o, float *params, const float *grads, float lr) {
+  optim_step_part(o, params, grads, lr, 1.0f, 0, o->n);
+}
 
 static void check_range(const optim_t *o, size_t lo, size_t hi) {
   if (hi > o->n || lo > hi) surge_runtime_error("optim_step_part: floats [%zu, %zu) of a slab of %zu", lo, hi, o->n);
 }
 
-/* The update of floats [lo, hi) at step t (t not advanced). */
-static void update_range(const optim_t *o, float *params, const float *grads, float lr, size_t lo, size_t hi) {
+/* The update of floats [lo, hi) at step t (t not advanced), reading the gradients as gs grads. */
+static void update_range(const optim_t *o, float *params, const float *grads, float lr, float gs, size_t lo,
+                         size_t hi) {
   const backend_t *be = o->be;
   size_t n = hi - lo;
   float *m = o->m ? o->m + lo : NULL, *v = o->v ? o->v + lo : NULL;
   if (o->kind == OPTIM_SGD) {
-    be->sgd_step(n, params + lo, grads + lo, m, lr, o->momentum, o->nesterov, o->weight_decay, o->t == 0);
+    be->sgd_step(n, params + lo, grads + lo, m, lr, o->momentum, o->nesterov, o->weight_decay, o->t == 0, gs);
   } else {
     // bias corrections for step number t+1, in double as PyTorch computes them
     double step = (double)(o->t + 1);
     float bc1 = (float)(1.0 - pow(o->beta1, step));
     float bc2 = (float)(1.0 - pow(o->beta2, step));
-    be->adamw_step(n, params + lo, grads + lo, m, v, lr, o->beta1, o->beta2, o->eps, o->weight_decay, bc1, bc2);
+    be->adamw_step(n, params + lo, grads + lo, m, v, lr, o->beta1, o->beta2, o->eps, o->weight_decay, bc1, bc2, gs);
   }
 }
 
-void optim_step_part(optim_t *o, float *params, const float *grads, float lr, size_t lo, size_t hi) {
+void optim_step_part(optim_t *o, float *params, const float *grads, float lr, float gs, size_t lo, size_t hi) {
   check_range(o, lo, hi);
-  update_range(o, params, grads, lr, lo, hi);
+  update_range(o, params, grads, lr, gs, lo, hi);
   o->t++;
 }
 
@@ -90,7 +93,7 @@ static double update_sumsq(const optim_t *o, float *params, const float *grads, 
   for (size_t at = lo; at < hi; at += block) {
     size_t end = hi - at < block ? hi : at + block;
     sumsq += ranges_sumsq(o->be, grads, at, end, ranges, nranges, r);
-    update_range(o, params, grads, lr, at, end);
+    update_range(o, params, grads, lr, 1.0f, at, end);
   }
   return sumsq;
 }
@@ -103,8 +106,8 @@ double optim_step_part_sumsq(optim_t *o, float *params, const float *grads, floa
   return sumsq;
 }
 
-double optim_step_ranges(optim_t *o, float *params, const float *grads, float lr, const size_t *upd, int nupd,
-                         const size_t *ranges, int nranges, int with_sumsq) {
+double optim_step_ranges(optim_t *o, float *params, const float *grads, float lr, float gs, const size_t *upd,
+                         int nupd, const size_t *ranges, int nranges, int with_sumsq) {
   double sumsq = 0;
   int r = 0;
   for (int i = 0; i < nupd; i++) {
@@ -112,7 +115,7 @@ double optim_step_ranges(optim_t *o, float *params, const float *grads, float lr
       sumsq += update_sumsq(o, params, grads, lr, upd[2 * i], upd[2 * i + 1], ranges, nranges, &r);
     } else {
       check_range(o, upd[2 * i], upd[2 * i + 1]);
-      update_range(o, params, grads, lr, upd[2 * i], upd[2 * i + 1]);
+      update_range(o, params, grads, lr, gs, upd[2 * i], upd[2 * i + 1]);
     }
   }
   o->t++;

@@ -65,8 +65,9 @@ void optim_free(optim_t *o);
  * corrections use the step number t+1. */
 void optim_step(optim_t *o, float *params, const float *grads, float lr);
 /* optim_step on the floats [lo, hi) of the slabs only (params, grads and the moments there): a
- * rank that updates its part of a slab shared with others (sync/node_sum.h). */
-void optim_step_part(optim_t *o, float *params, const float *grads, float lr, size_t lo, size_t hi);
+ * rank that updates its part of a slab shared with others (sync/node_sum.h); the gradients are read
+ * as gs grads (clip_scale's factor folded into the step; 1: as they are), the slab left unscaled. */
+void optim_step_part(optim_t *o, float *params, const float *grads, float lr, float gs, size_t lo, size_t hi);
 /* optim_step_part that also returns the sum of the squares of the gradients it read (in double)
  * that lie in the sorted, disjoint float ranges [ranges[2i], ranges[2i+1]) (ranges NULL: all of
  * [lo, hi)): on a host-memory backend block by block, each block's squares taken just before its
@@ -78,9 +79,10 @@ double optim_step_part_sumsq(optim_t *o, float *params, const float *grads, floa
  * the slabs (nupd of them): a rank that updates only the tensors it holds (a burst plan's nodes of
  * this rank; the others' parameters and moments stay as they were). with_sumsq: also returns, as
  * optim_step_part_sumsq does, the sum of the squares of the gradients in `ranges` (NULL: all of
- * upd) that lie within upd; else none are taken and it returns 0. */
-double optim_step_ranges(optim_t *o, float *params, const float *grads, float lr, const size_t *upd, int nupd,
-                         const size_t *ranges, int nranges, int with_sumsq);
+ * upd) that lie within upd (the gradients read as they are); else none are taken, the gradients
+ * are read scaled by gs (the clipping factor, as optim_step_part's), and it returns 0. */
+double optim_step_ranges(optim_t *o, float *params, const float *grads, float lr, float gs, const size_t *upd,
+                         int nupd, const size_t *ranges, int nranges, int with_sumsq);
 
 /* Learning rate at step (0-based). "constant": s->lr. "cosine": linear warm-up
  * lr*(step+1)/warmup for step < warmup, then min_lr + 0.5*(lr - min_lr)*(1 + cos(pi*progress))
@@ -97,5 +99,8 @@ double grad_global_norm(const backend_t *be, const float *grads, size_t n);
 double clip_by_global_norm(const backend_t *be, float *grads, size_t n, double max_norm);
 /* The same scaling for a norm computed elsewhere (e.g. over gradients spread across ranks). */
 void clip_to_norm(const backend_t *be, float *grads, size_t n, double norm, double max_norm);
+/* clip_to_norm's factor (1 where it leaves the gradients alone), for an optimizer step that reads
+ * the gradients scaled (optim_step_part's gs) instead of a pass of its own. */
+float clip_scale(double norm, double max_norm);
 
 #endif

@@ -78,18 +78,19 @@ static void check_finite(const trainer_t *t, const train_stats_t *s) {
 }
 
 /* This rank's part of the update at rate lr, its seconds added to *update_s; with_norm: returns
- * this rank's part of the squared gradient norm from the update's own pass (else 0). */
-static double update_part(trainer_t *t, float lr, int with_norm, double *update_s) {
+ * this rank's part of the squared gradient norm from the update's own pass (else 0); gs: the
+ * clipping factor the step applies to the gradients as it reads them (1: none). */
+static double update_part(trainer_t *t, float lr, int with_norm, float gs, double *update_s) {
   layout_t *l = t->layout;
   ev_raise(EV_WORK, EV_UPDATE, 0);
   double u0 = surge_now(), part = 0;
   if (l->update_ranges)
-    part = optim_step_ranges(&t->opt, l->m->params, l->m->grads, lr, l->update_ranges, l->nupdate_ranges,
+    part = optim_step_ranges(&t->opt, l->m->params, l->m->grads, lr, gs, l->update_ranges, l->nupdate_ranges,
                              l->norm.ranges, l->norm.nranges, with_norm);
   else if (with_norm)
     part = norm_update(&t->opt, l->m->params, l->m->grads, lr, l->update_lo, l->update_hi, &l->norm);
   else
-    optim_step_part(&t->opt, l->m->params, l->m->grads, lr, l->update_lo, l->update_hi);
+    optim_step_part(&t->opt, l->m->params, l->m->grads, lr, gs, l->update_lo, l->update_hi);
   *update_s += surge_now() - u0;
   return part;
 }
@@ -116,7 +117,7 @@ train_stats_t trainer_step(trainer_t *t, int stop_request) {
   double clip_norm = optim_opts(&t->cfg)->clip_norm;
   int clip = clip_norm > 0, at_updated = !clip && np->sum == NORM_SUM_LAYOUT;
   double part = clip ? norm_part(t->be, l->m->grads, l->update_lo, l->update_hi, np)
-                     : update_part(t, (float)s.lr, 1, &update_s);
+                     : update_part(t, (float)s.lr, 1, 1.0f, &update_s);
   if (clip && np->sum == NORM_SUM_LAYOUT) {
     ev_raise(EV_COLLECTIVE, EV_METRICS, 0);
     part = l->ops->norm_sum(l, part);
@@ -138,10 +139,8 @@ train_stats_t trainer_step(trainer_t *t, int stop_request) {
   /* a norm from the update is checked after it: the parameters in memory are lost with the run,
    * the checkpoint is not; one the layout sums at `updated` is checked there */
   if (!at_updated) check_finite(t, &s);
-  if (clip) {
-    clip_to_norm(t->be, l->m->grads + l->update_lo, l->update_hi - l->update_lo, s.grad_norm, clip_norm);
-    update_part(t, (float)s.lr, 0, &update_s);
-  }
+  if (clip) /* the clipping factor is folded into the update: no pass of its own over the gradients */
+    update_part(t, (float)s.lr, 0, clip_scale(s.grad_norm, clip_norm), &update_s);
   double t3 = surge_now();
   if (l->ops->updated) { /* the others' parts: waiting for them is communication, not the update */
     ev_raise(EV_COLLECTIVE, EV_SYNC, 0);

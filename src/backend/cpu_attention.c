@@ -1,0 +1,181 @@
+/* "cpu" backend: causal multi-head self-attention as one op each way, blocked so that no T x T
+ * matrix is ever held (backend.h: attention_fwd, attention_bwd; FlashAttention-2's algorithm on a
+ * CPU). Each sample and head is walked in tiles of ATT_BLOCK query rows x ATT_BLOCK key columns,
+ * tiles above the diagonal skipped; the products of a tile are OpenBLAS GEMMs reading q, k and v in
+ * place (row stride 3C).
+ *
+ * Forward, per block of query rows: an online softmax over the key blocks keeps each row's running
+ * maximum m and sum l of exp(s - m), rescales the row's output accumulator O by exp(m_old - m_new)
+ * when the maximum grows, and adds P V; at the end y = O / l and lse = m + log l.
+ * Backward, per block of key columns (outer) and the query blocks that see it (inner): P is
+ * recomputed from the scores and lse, then dV_j += P^T dY_i, dP = dY_i V_j^T,
+ * dS = P (dP - D_i) s with D_i = rowsum(dY_i * Y_i), dQ_i += dS K_j and dK_j += dS^T Q_i; dK_j and
+ * dV_j are written (or added) once their column block is done, dQ once the head is.
+ *
+ * Workspace for one call, whatever B and H (heads run one after another): forward a tile of scores
+ * and a block of accumulators, ATT_BLOCK (ATT_BLOCK + hs + 2) floats; backward two tiles, dK and dV
+ * of a key block, the head's dQ and D: 2 ATT_BLOCK^2 + 2 ATT_BLOCK hs + T (hs + 1) floats. At
+ * T = 1024, hs = 64: 91 Kfloats, where the naive form holds 2 B H T^2 (2 M floats a head). */
+#include <math.h>
+#include <string.h>
+
+#include "backend/cpu_ops.h"
+#include "core/error.h"
+
+enum { ATT_BLOCK = 64 }; /* query rows and key columns of a tile */
+
+/* One sample and head: q, k, v rows at stride ld (3C), y and dy rows at stride C. */
+typedef struct att_head {
+  int T, hs, ld, C;
+  float s; /* 1/sqrt(hs) */
+} att_head_t;
+
+static int min_int(int a, int b) { return a < b ? a : b; }
+
+size_t cpu_attention_workspace(int T, int hs) {
+  const size_t b = ATT_BLOCK, fwd = b * (b + (size_t)hs + 2);
+  const size_t bwd = 2 * b * b + 2 * b * (size_t)hs + (size_t)T * ((size_t)hs + 1);
+  return fwd > bwd ? fwd : bwd;
+}
+
+static void check_ws(int T, int hs, size_t ws_n) {
+  if (ws_n < cpu_attention_workspace(T, hs))
+    surge_runtime_error("attention: a workspace of %zu floats, %zu needed at T = %d, head size %d", ws_n,
+                        cpu_attention_workspace(T, hs), T, hs);
+}
+
+/* Row r of a tile whose rows start at query i0 and columns at key j0: the keys it may see. */
+static int tile_valid(int i0, int r, int j0, int nc) { return min_int(nc, i0 + r - j0 + 1); }
+
+/* The online softmax's step for one row of a score tile (nc scores, valid of them causal): the new
+ * maximum and sum in *m, *l, the row turned into exp(s - m) (0 past valid); returns the factor
+ * exp(m_old - m_new) by which the row's earlier output must be rescaled. */
+static float online_row(float *sr, int valid, int nc, float *m, float *l) {
+  float mx = *m, sum = 0.0f;
+  for (int j = 0; j < valid; j++) mx = sr[j] > mx ? sr[j] : mx;
+  for (int j = 0; j < valid; j++) {
+    sr[j] = cpu_expf(sr[j] - mx);
+    sum += sr[j];
+  }
+  for (int j = valid; j < nc; j++) sr[j] = 0.0f;
+  const float corr = cpu_expf(*m - mx); /* 0 on the first block: m starts at -inf */
+  *l = *l * corr + sum;
+  *m = mx;
+  return corr;
+}
+
+static void head_fwd(const att_head_t *a, const float *q, const float *k, const float *v, float *y, float *lse,
+                     float *ws) {
+  const int hs = a->hs, ld = a->ld;
+  float *S = ws, *O = S + ATT_BLOCK * ATT_BLOCK, *m = O + ATT_BLOCK * hs, *l = m + ATT_BLOCK;
+  for (int i0 = 0; i0 < a->T; i0 += ATT_BLOCK) {
+    const int nr = min_int(ATT_BLOCK, a->T - i0);
+    for (int r = 0; r < nr; r++) m[r] = -INFINITY, l[r] = 0.0f;
+    memset(O, 0, (size_t)nr * hs * sizeof *O);
+    for (int j0 = 0; j0 < i0 + nr; j0 += ATT_BLOCK) { /* key blocks at or left of the diagonal */
+      const int nc = min_int(ATT_BLOCK, i0 + nr - j0);
+      // S (nr, nc) = s Q_i (nr, hs) K_j^T
+      cpu_gemm(0, 1, nr, nc, hs, a->s, q + (size_t)i0 * ld, ld, k + (size_t)j0 * ld, ld, 0.0f, S, ATT_BLOCK);
+      for (int r = 0; r < nr; r++) {
+        const float corr = online_row(S + (size_t)r * ATT_BLOCK, tile_valid(i0, r, j0, nc), nc, &m[r], &l[r]);
+        if (corr != 1.0f)
+          for (int c = 0; c < hs; c++) O[(size_t)r * hs + c] *= corr;
+      }
+      // O (nr, hs) += P (nr, nc) V_j (nc, hs)
+      cpu_gemm(0, 0, nr, hs, nc, 1.0f, S, ATT_BLOCK, v + (size_t)j0 * ld, ld, 1.0f, O, hs);
+    }
+    for (int r = 0; r < nr; r++) {
+      const float inv = 1.0f / l[r];
+      for (int c = 0; c < hs; c++) y[(size_t)(i0 + r) * a->C + c] = O[(size_t)r * hs + c] * inv;
+      lse[i0 + r] = m[r] + logf(l[r]);
+    }
+  }
+}
+
+void cpu_attention_fwd(int B, int T, int C, int H, const float *qkv, float *y, float *lse, float *ws, size_t ws_n) {
+  const att_head_t a = {T, C / H, 3 * C, C, 1.0f / sqrtf((float)(C / H))};
+  check_ws(T, a.hs, ws_n);
+  for (int b = 0; b < B; b++)
+    for (int h = 0; h < H; h++) {
+      const float *q = qkv + (size_t)b * T * a.ld + (size_t)h * a.hs;
+      head_fwd(&a, q, q + C, q + 2 * C, y + (size_t)b * T * C + (size_t)h * a.hs, lse + ((size_t)b * H + h) * T, ws);
+    }
+}
+
+/* dst (n rows of hs at stride ld) = or += src (n rows of hs, packed). */
+static void put_rows(int n, int hs, const float *src, float *dst, int ld, int write) {
+  for (int r = 0; r < n; r++) {
+    float *d = dst + (size_t)r * ld;
+    const float *s = src + (size_t)r * hs;
+    if (write) memcpy(d, s, (size_t)hs * sizeof *d);
+    else
+      for (int c = 0; c < hs; c++) d[c] += s[c];
+  }
+}
+
+/* The pointers of one head's backward. */
+typedef struct att_grads {
+  const float *q, *k, *v, *y, *lse, *dy;
+  float *dq, *dk, *dv;
+} att_grads_t;
+
+/* One query block i0 (nr rows) against key block j0 (nc columns): the tile's contributions to dV_j,
+ * dQ_i and dK_j. P and dP are tiles of workspace. */
+static void tile_bwd(const att_head_t *a, const att_grads_t *g, int i0, int nr, int j0, int nc, const float *D,
+                     float *P, float *dP, float *dQ, float *dK, float *dV) {
+  const int hs = a->hs, ld = a->ld, C = a->C;
+  // P (nr, nc) = exp(s Q_i K_j^T - lse_i), 0 above the diagonal
+  cpu_gemm(0, 1, nr, nc, hs, a->s, g->q + (size_t)i0 * ld, ld, g->k + (size_t)j0 * ld, ld, 0.0f, P, ATT_BLOCK);
+  for (int r = 0; r < nr; r++) {
+    float *pr = P + (size_t)r * ATT_BLOCK;
+    const int valid = tile_valid(i0, r, j0, nc);
+    for (int j = 0; j < valid; j++) pr[j] = cpu_expf(pr[j] - g->lse[i0 + r]);
+    for (int j = valid; j < nc; j++) pr[j] = 0.0f;
+  }
+  // dV_j (nc, hs) += P^T dY_i; dP (nr, nc) = dY_i V_j^T
+  cpu_gemm(1, 0, nc, hs, nr, 1.0f, P, ATT_BLOCK, g->dy + (size_t)i0 * C, C, 1.0f, dV, hs);
+  cpu_gemm(0, 1, nr, nc, hs, 1.0f, g->dy + (size_t)i0 * C, C, g->v + (size_t)j0 * ld, ld, 0.0f, dP, ATT_BLOCK);
+  // dS = P (dP - D_i) s, over dP
+  for (int r = 0; r < nr; r++)
+    for (int j = 0; j < nc; j++) {
+      const size_t at = (size_t)r * ATT_BLOCK + j;
+      dP[at] = P[at] * (dP[at] - D[i0 + r]) * a->s;
+    }
+  // dQ_i (nr, hs) += dS K_j; dK_j (nc, hs) += dS^T Q_i
+  cpu_gemm(0, 0, nr, hs, nc, 1.0f, dP, ATT_BLOCK, g->k + (size_t)j0 * ld, ld, 1.0f, dQ + (size_t)i0 * hs, hs);
+  cpu_gemm(1, 0, nc, hs, nr, 1.0f, dP, ATT_BLOCK, g->q + (size_t)i0 * ld, ld, 1.0f, dK, hs);
+}
+
+static void head_bwd(const att_head_t *a, const att_grads_t *g, int write, float *ws) {
+  const int T = a->T, hs = a->hs;
+  float *P = ws, *dP = P + ATT_BLOCK * ATT_BLOCK, *dK = dP + ATT_BLOCK * ATT_BLOCK, *dV = dK + ATT_BLOCK * hs;
+  float *dQ = dV + ATT_BLOCK * hs, *D = dQ + (size_t)T * hs;
+  for (int i = 0; i < T; i++) { // D_i = dY_i . Y_i
+    float d = 0.0f;
+    for (int c = 0; c < hs; c++) d += g->dy[(size_t)i * a->C + c] * g->y[(size_t)i * a->C + c];
+    D[i] = d;
+  }
+  memset(dQ, 0, (size_t)T * hs * sizeof *dQ);
+  for (int j0 = 0; j0 < T; j0 += ATT_BLOCK) {
+    const int nc = min_int(ATT_BLOCK, T - j0);
+    memset(dK, 0, (size_t)2 * ATT_BLOCK * hs * sizeof *dK); /* dK and dV of the block */
+    for (int i0 = j0; i0 < T; i0 += ATT_BLOCK) /* the query blocks at or below the diagonal */
+      tile_bwd(a, g, i0, min_int(ATT_BLOCK, T - i0), j0, nc, D, P, dP, dQ, dK, dV);
+    put_rows(nc, hs, dK, g->dk + (size_t)j0 * a->ld, a->ld, write);
+    put_rows(nc, hs, dV, g->dv + (size_t)j0 * a->ld, a->ld, write);
+  }
+  put_rows(T, hs, dQ, g->dq, a->ld, write);
+}
+
+void cpu_attention_bwd(int B, int T, int C, int H, const float *qkv, const float *y, const float *lse, const float *dy,
+                       float *dqkv, int dx_write, float *ws, size_t ws_n) {
+  const att_head_t a = {T, C / H, 3 * C, C, 1.0f / sqrtf((float)(C / H))};
+  check_ws(T, a.hs, ws_n);
+  for (int b = 0; b < B; b++)
+    for (int h = 0; h < H; h++) {
+      const size_t at = (size_t)b * T * a.ld + (size_t)h * a.hs, out = (size_t)b * T * C + (size_t)h * a.hs;
+      const att_grads_t g = {qkv + at,      qkv + at + C,      qkv + at + 2 * C, y + out, lse + ((size_t)b * H + h) * T,
+                             dy + out,      dqkv + at,         dqkv + at + C,    dqkv + at + 2 * C};
+      head_bwd(&a, &g, dx_write, ws);
+    }
+}

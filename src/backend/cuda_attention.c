@@ -1,0 +1,76 @@
+/* The cuda backend's causal attention (backend.h: attention_fwd, attention_bwd), for now the T x T
+ * form of before composed from cuBLAS's grid of GEMMs over samples x heads and the softmax kernels,
+ * its scores and probabilities in the backend's own workspace (CUDA_WS_ATT, 3 B H T^2 floats at most),
+ * so it asks the layer for none. Compiled here, not yet run on a GPU. The backward recomputes the
+ * probabilities (the op keeps only lse). A fused kernel without the T x T (FlashAttention-2 on the
+ * GPU) is issue 32's GPU work. */
+#include <math.h>
+
+#include "backend/cuda_impl.h"
+#include "core/error.h"
+
+size_t cuda_attention_workspace(int T, int hs) {
+  (void)T, (void)hs;
+  return 0;
+}
+
+/* The geometry of one call: per sample, probs = H T^2 floats of scores; qkv rows of ld = 3C. */
+typedef struct att_dims {
+  int T, C, H, hs, ld;
+  size_t tt, probs, qkv, out;
+  float scale;
+} att_dims_t;
+
+static att_dims_t att_dims(int T, int C, int H) {
+  att_dims_t d = {T, C, H, C / H, 3 * C, (size_t)T * T, (size_t)H * T * T, (size_t)T * 3 * C, (size_t)T * C, 0.0f};
+  d.scale = 1.0f / sqrtf((float)d.hs);
+  return d;
+}
+
+/* S (B, H, T, T) = Q K^T and P its causal softmax (lse: each row's log-sum-exp, or NULL). */
+static void scores_and_probs(int B, const att_dims_t *d, const float *qkv, float *S, float *P, float *lse) {
+  gemm_grid_t g = {{B, d->H}, {d->qkv, (size_t)d->hs}, {d->qkv, (size_t)d->hs}, {d->probs, d->tt}};
+  cuda_gemm_grid(0, 1, d->T, d->T, d->hs, 1.0f, qkv, d->ld, qkv + d->C, d->ld, 0.0f, S, d->T, &g);
+  if (lse) cuk_softmax_lse(B * d->H, d->T, d->scale, S, P, lse, cuda_stream());
+  else cuda_causal_softmax_fwd(B * d->H, d->T, d->scale, S, P);
+}
+
+static float *att_buffers(int B, const att_dims_t *d, int n) {
+  return cuda_workspace(CUDA_WS_ATT, surge_mul_size(surge_mul_size((size_t)B, d->probs, "attention"),
+                                                    (size_t)n * sizeof(float), "attention"));
+}
+
+void cuda_attention_fwd(int B, int T, int C, int H, const float *qkv, float *y, float *lse, float *ws, size_t ws_n) {
+  (void)ws, (void)ws_n;
+  if (B <= 0 || T <= 0) return;
+  const att_dims_t d = att_dims(T, C, H);
+  float *S = att_buffers(B, &d, 2), *P = S + (size_t)B * d.probs;
+  scores_and_probs(B, &d, qkv, S, P, lse);
+  // Y_bh (T, hs) = P_bh V_bh into columns h*hs.. of y
+  gemm_grid_t g = {{B, H}, {d.probs, d.tt}, {d.qkv, (size_t)d.hs}, {d.out, (size_t)d.hs}};
+  cuda_gemm_grid(0, 0, T, d.hs, T, 1.0f, P, T, qkv + 2 * C, d.ld, 0.0f, y, C, &g);
+}
+
+void cuda_attention_bwd(int B, int T, int C, int H, const float *qkv, const float *y, const float *lse, const float *dy,
+                        float *dqkv, int dx_write, float *ws, size_t ws_n) {
+  (void)y, (void)lse, (void)ws, (void)ws_n;
+  if (B <= 0 || T <= 0) return;
+  const att_dims_t d = att_dims(T, C, H);
+  const float beta = dx_write ? 0.0f : 1.0f; /* the heads' blocks of dq, dk, dv cover dqkv whole */
+  float *S = att_buffers(B, &d, 3), *P = S + (size_t)B * d.probs, *dP = P + (size_t)B * d.probs;
+  const float *q = qkv, *k = qkv + C, *v = qkv + 2 * C;
+  float *dq = dqkv, *dk = dqkv + C, *dv = dqkv + 2 * C;
+  scores_and_probs(B, &d, qkv, S, P, NULL);
+  // dP_bh (T, T) = dY_bh V_bh^T
+  gemm_grid_t g = {{B, H}, {d.out, (size_t)d.hs}, {d.qkv, (size_t)d.hs}, {d.probs, d.tt}};
+  cuda_gemm_grid(0, 1, T, T, d.hs, 1.0f, dy, C, v, d.ld, 0.0f, dP, T, &g);
+  // dV_bh (T, hs) (+)= P_bh^T dY_bh
+  g = (gemm_grid_t){{B, H}, {d.probs, d.tt}, {d.out, (size_t)d.hs}, {d.qkv, (size_t)d.hs}};
+  cuda_gemm_grid(1, 0, T, d.hs, T, 1.0f, P, T, dy, C, beta, dv, d.ld, &g);
+  // dS_bh = softmax backward (with the scale), over S
+  cuda_causal_softmax_bwd(B * H, T, d.scale, P, dP, S);
+  // dQ_bh (+)= dS_bh K_bh; dK_bh (+)= dS_bh^T Q_bh
+  g = (gemm_grid_t){{B, H}, {d.probs, d.tt}, {d.qkv, (size_t)d.hs}, {d.qkv, (size_t)d.hs}};
+  cuda_gemm_grid(0, 0, T, d.hs, T, 1.0f, S, T, k, d.ld, beta, dq, d.ld, &g);
+  cuda_gemm_grid(1, 0, T, d.hs, T, 1.0f, S, T, q, d.ld, beta, dk, d.ld, &g);
+}

@@ -18,7 +18,7 @@ unit="tests/test_backend tests/test_deck tests/test_options tests/test_data test
   tests/test_mux tests/test_planner tests/test_frontier tests/test_graph_file tests/test_sim"
 input="tests/test_bad_input.sh tests/test_checkpoint.sh tests/test_log.sh tests/test_report.sh
   tests/test_sweep_programs.sh tests/test_hardening.sh tests/test_layering.sh tests/test_plan_files.sh
-  tests/test_profile_plan.sh tests/test_tokenize.sh tests/test_tokens.sh tests/test_sim.sh tests/test_sim_report.sh
+  tests/test_profile_plan.sh tests/test_tokenize.sh tests/test_tokens.sh tests/test_sim_programs.sh tests/test_sim_report.sh
   tests/test_fifo.sh tests/test_escape.sh tests/test_messages.sh"
 
 mkdir -p "$build" && cd "$build" || exit 1

@@ -9,8 +9,8 @@ check_PROGRAMS += tests/test_sim
 tests_test_sim_SOURCES = tests/test_sim.c tests/child.c tests/child.h
 tests_test_sim_LDADD = $(SURGE_LIBS)
 TESTS += tests/test_sim
-dist_check_SCRIPTS += tests/test_sim.sh
-TESTS += tests/test_sim.sh
+dist_check_SCRIPTS += tests/test_sim_programs.sh
+TESTS += tests/test_sim_programs.sh
 # surge-report on hostile surge-sim files (issue 36)
 dist_check_SCRIPTS += tests/test_sim_report.sh
 TESTS += tests/test_sim_report.sh

@@ -46,7 +46,12 @@ tap_ok $? "surge-report draws the 1F1B timelines (a bar for each of 4 x 2 x 16 o
 [ $? = 2 ] && [ "$(wc -l <"$tap_tmp/err.txt")" = 1 ] && grep -q -- '--batch has 3 values for 2 rank counts' "$tap_tmp/err.txt"
 tap_ok $? "bad input: a batch list that does not match the rank counts exits 2 with one line"
 "$sim" --graph "$top_src/inputs/gpt-2.5b.graph" --pp 600 --micro-batches 4 --micro-batch 1 >/dev/null 2>"$tap_tmp/err.txt"
-[ $? = 2 ] && grep -q -- '--pp 600: the graph .* has only' "$tap_tmp/err.txt"
+[ $? = 2 ] && grep -q -- '--pp 600: at most 64 stages' "$tap_tmp/err.txt"
+tap_ok $? "bad input: more pipeline stages than the simulator holds exits 2"
+# the shipped graph's header and its first block only: 5 places to cut
+{ head -n 23 "$top_src/inputs/gpt-2.5b.graph"; echo end; } >"$tap_tmp/one-block.graph"
+"$sim" --graph "$tap_tmp/one-block.graph" --pp 8 --micro-batches 4 --micro-batch 1 >/dev/null 2>"$tap_tmp/err.txt"
+[ $? = 2 ] && grep -q -- '--pp 8: the graph .* has only 5 places to cut' "$tap_tmp/err.txt"
 tap_ok $? "bad input: more pipeline stages than the graph can be cut into exits 2"
 "$sim" $vgg --ranks 8 --batch 32 --fg-slowdown 0.5 >/dev/null 2>"$tap_tmp/err.txt"
 [ $? = 2 ] && grep -q -- '--fg-slowdown 0.5: expected a number >= 1' "$tap_tmp/err.txt"

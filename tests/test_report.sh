@@ -289,9 +289,13 @@ refused_naming "$tap_tmp/dmg.h5" "/metrics/lr claims 100000000 values, but the f
 # surge-report reads logs and their decks, no model: linked with a BLAS, the BLAS's threads spun at
 # exit under the address-space limit below and the refusal never exited (the deck's layout key once
 # pulled the layouts' code in)
-found=$(ldd "$report" 2>/dev/null | grep -i "blas")
-[ -z "$found" ]
-tap_ok $? "surge-report links no BLAS library${found:+: $found}"
+if ldd "$report" 2>/dev/null | grep -q libasan; then # the sanitizers link every library named, used or not
+  tap_skip "surge-report links no BLAS library: not seen under AddressSanitizer (it links every -l library)"
+else
+  found=$(ldd "$report" 2>/dev/null | grep -i "blas")
+  [ -z "$found" ]
+  tap_ok $? "surge-report links no BLAS library${found:+: $found}"
+fi
 # found by fuzz_log: a string claimed 4 GiB long in a 180 KB file cost HDF5's reader 4 GB of memory
 big="$top_src/fuzz/regressions/log/events-text-length-4gib.h5"
 # (AddressSanitizer reserves terabytes of address space for its shadow: no limit under it)

@@ -6,11 +6,13 @@
 
 #include "backend/backend.h"
 #include "mux/mux.h"
+#include "mux/options.h"
 #include "io/config_schema.h"
 #include "io/deck.h"
 #include "layout/layout.h"
 #include "io/options.h"
 #include "io/strbuf.h"
+#include "train/train.h"
 #include "tap.h"
 
 static const char *const deck_text =
@@ -94,9 +96,14 @@ static void test_backend_opts(config_t cfg) {
   snprintf(bd->precision, sizeof bd->precision, "bf16");
   bd->tf32 = 1;
   bd->device = 2;
-  o = backend_opts_of(&cfg, 0);
+  multiplex_opts_t *mo = cfg_part_rw(&cfg, &multiplex_options);
+  o = trainer_backend_opts(&cfg, 0);
   tap_ok(o.device == 2 && o.precision == BACKEND_BF16 && o.tf32 && !o.low_priority,
-         "backend: device 2, bf16, TF32 (a background job's low priority is the trainer's to set)");
+         "backend: device 2, bf16, TF32, a job alone at normal priority");
+  mo->role = MUX_ROLE_BACKGROUND;
+  o = trainer_backend_opts(&cfg, 0);
+  tap_ok(o.device == 2 && o.precision == BACKEND_BF16 && o.tf32 && o.low_priority,
+         "backend: device 2, bf16, TF32, a background job's low priority");
 }
 
 int main(void) {

@@ -16,12 +16,17 @@
 #include "nn/zoo.h"
 #include "sync/options.h"
 
+backend_options_t trainer_backend_opts(const config_t *cfg, int local_rank) {
+  backend_options_t bo = backend_opts_of(cfg, local_rank);
+  bo.low_priority = multiplex_opts(cfg)->role == MUX_ROLE_BACKGROUND; /* its streams yield to the foreground's */
+  return bo;
+}
+
 void trainer_init(trainer_t *t, const config_t *cfg, const deck_t *deck, comm_t *world) {
   memset(t, 0, sizeof *t);
   t->cfg = *cfg;
   t->world = world;
-  backend_options_t bo = backend_opts_of(cfg, comm_local_rank(world));
-  bo.low_priority = multiplex_opts(cfg)->role == MUX_ROLE_BACKGROUND; /* its streams yield to the foreground's */
+  backend_options_t bo = trainer_backend_opts(cfg, comm_local_rank(world));
   t->be = backend_open(backend_deck(cfg)->name, &bo, backend_opts_where(cfg, deck), world->mpi);
   t->be->set_threads(backend_deck(cfg)->threads);
   if (!t->be->host_memory) { /* the layouts' groups, split from world, inherit its device side */

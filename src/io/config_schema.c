@@ -38,6 +38,11 @@ static const cfg_key_t core_rows[] = {
 
     CFG_INT_KEY("train", "global_batch", global_batch, "128", 1, 10000000,
                 "samples per optimizer step, over all ranks"),
+    CFG_INT_KEY("train", "micro_batches", micro_batches, "1", 1, 65536,
+                "micro-batches per step (gradient accumulation): the global batch runs in this many parts, "
+                "their gradients summed before the one update, activation buffers sized to one part; dp, burst: "
+                "at most global_batch, no batch norm; 3d: each replica's share splits into this many "
+                "(doc/burst.md, doc/3d.md)"),
 
     CFG_STRING_KEY("log", "file", log_file, "${run.out_dir}/log.h5", 1, "HDF5 metrics log of the run"),
     CFG_INT_KEY("log", "flush_every", log_flush_every, "10", 1, CFG_MAX_COUNT,

@@ -4,7 +4,8 @@
 # 1-rank run in one batch (per tensor ||w - w_1|| / ||w_1|| <= 1e-5):
 #   dp     mlp and gpt on 1, 2 and 4 ranks with M = 2, 4 (micro-batches of 5 split 2/3 and
 #          1/1/1/2: uneven shares), mlp with M = 8 on 4 ranks (micro-batches of 2 or 3 samples:
-#          some ranks hold none of one), resnet-mini with dropout (masks keyed by sample id);
+#          some ranks hold none of one), resnet-mini with dropout (masks keyed by sample id), and
+#          mlp and gpt on 2 ranks summed by gradsync's buckets instead of node-shared memory;
 #   burst  mlp and resnet-mini with dropout under tests/test_burst.sh's hand plan on 4 ranks, which
 #          changes the rank set at every layer, with M = 2, 4;
 #   restart 5 steps with M = 2 on 2 ranks resumed to 10 with M = 4 on 1 rank (micro_batches is not
@@ -61,9 +62,22 @@ train mlp-4-8 4 "$deck" $args -D train.micro_batches=8
 rc=$?
 same mlp-4-8 mlp-ref "mlp, dp on 4 ranks, 8 micro-batches of 2 or 3 samples (ranks idle in some) = 1 rank in one batch"
 
+# data parallelism through gradsync's buckets (overlapped with the last micro-batch's backward, the
+# loss riding in the side slots) rather than node-shared memory, the default on one node
+for model in mlp gpt; do
+  zoo_model $model 10
+  # shellcheck disable=SC2086
+  train "$model-ar" 2 "$deck" $args -D train.micro_batches=4 -D parallel.node_shared=false
+  rc=$?
+  # shellcheck disable=SC2086
+  same "$model-ar" "$model-ref" "$model, dp by allreduce on 2 ranks, 4 micro-batches = 1 rank in one batch" $extra
+done
+zoo_model mlp 10
+
 # the buffers hold one micro-batch: B/R = 10 samples per rank in one batch; 5-sample micro-batches
 # split 2/3 over 2 ranks: 3
-[ "$(window mlp-2-4)" = 3 ] && [ "$(window gpt-2-4)" = 3 ] && grep -q "dp: 4 micro-batches per step" "$tap_tmp/mlp-2-4.txt"
+[ "$(window mlp-2-4)" = 3 ] && [ "$(window gpt-2-4)" = 3 ] &&
+  grep -q "dp: 4 micro-batches per step, their gradients summed; buffers of at most 3 samples" "$tap_tmp/mlp-2-4.txt"
 tap_ok $? "4 micro-batches on 2 ranks: buffers of $(window mlp-2-4) samples per rank (mlp), $(window gpt-2-4) (gpt), stated in the banner"
 train mlp-2-1 2 "$deck" $args
 [ "$(window mlp-2-1)" = 10 ] && [ "$(window mlp-ref)" = 20 ] && [ "$(window mlp-1-4)" = 5 ]

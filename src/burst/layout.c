@@ -220,10 +220,12 @@ layout_t *burst_layout_build(const layout_opts_t *o, const graph_t *g, const bac
     snprintf(b->note, sizeof b->note, "dp: allreduce, not node-shared memory: %s", b->ex.shared_refused);
   }
   if (o->micro_batches > 1) {
+    double most = b->ex.window; /* the banner (rank 0's) states the job's largest window */
+    comm_allreduce_max_double(world, &most, 1, TRAFFIC_OTHER);
     size_t len = strlen(b->note);
     snprintf(b->note + len, sizeof b->note - len, "%s%s: %d micro-batches per step, their gradients summed; "
-             "buffers of at most %d samples per rank ([train] micro_batches)", len ? "\n" : "", o->mode,
-             o->micro_batches, b->ex.window);
+             "buffers of at most %.0f samples per rank ([train] micro_batches)", len ? "\n" : "", o->mode,
+             o->micro_batches, most);
   }
   if (b->note[0]) b->base.note = b->note;
   b->base.norm = plan_norm(b);

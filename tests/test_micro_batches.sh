@@ -12,7 +12,8 @@
 #          part of the checkpoint's configuration).
 # The option really shrinks the buffers (the run's "activations of N samples" and its banner), the
 # comparison can fail (a step on one micro-batch's samples alone is far off), and bad values are
-# refused with exit 2: 0, more than global_batch, a batch-norm model with M > 1, the old key name.
+# refused with exit 2: 0, more than global_batch, a batch-norm model with M > 1, the key set under
+# both its names; its former name [parallel] micro_batches still sets it.
 . "${SURGE_TOP_SRCDIR:-.}/tests/tap.sh"
 [ -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ] || tap_skip_all "dataset-fashion-mnist is not installed"
 . "$top_src/tests/zoo_models.sh"
@@ -21,10 +22,11 @@ make_plan="$top_build/tests/make_plan"
 
 B=20
 common="-D run.steps=10 -D run.print_every=10 -D train.global_batch=$B -D data.test_samples=40 -D run.overwrite=true"
-train() { # train OUT NP DECK ARGS...: train into $tap_tmp/OUT, output in $tap_tmp/OUT.txt
+train() { # train OUT NP DECK ARGS...: train into $tap_tmp/OUT, output in $tap_tmp/OUT.txt (DECK: in inputs/, or a path)
   t_out=$1; t_np=$2; t_deck=$3; shift 3
+  case $t_deck in /*) ;; *) t_deck=$top_src/inputs/$t_deck ;; esac
   # shellcheck disable=SC2086
-  timeout 300 "$mpiexec" -n "$t_np" "$SURGE_TRAIN" "$top_src/inputs/$t_deck" $common -D "run.out_dir=$tap_tmp/$t_out" "$@" \
+  timeout 300 "$mpiexec" -n "$t_np" "$SURGE_TRAIN" "$t_deck" $common -D "run.out_dir=$tap_tmp/$t_out" "$@" \
     >"$tap_tmp/$t_out.txt" 2>&1
 }
 same() { # same OUT REF DESCRIPTION EXTRA...: the training into OUT (its exit status in $rc) ended at REF's parameters
@@ -152,7 +154,16 @@ bad "more micro-batches than samples" "\[train\] micro_batches = 21, but \[train
   -D train.micro_batches=21
 bad "micro-batches with batch norm" "micro_batches = 2, but model resnet-mini normalises by batch statistics" 2 \
   resnet-mini-bn-fmnist.deck -D train.micro_batches=2 -D model.resnet_width=4 -D model.resnet_blocks=1
-bad "the old key [parallel] micro_batches" "did you mean \[train\] micro_batches" 1 mlp-fmnist.deck \
-  -D parallel.micro_batches=2
+{ cat "$top_src/inputs/mlp-fmnist.deck"; printf '[parallel]\nmicro_batches = 4\n[train]\nmicro_batches = 2\n'; } >"$tap_tmp/twice.deck"
+bad "the key under both names" "twice.deck:[0-9]*: \[train\] micro_batches: set twice" 1 "$tap_tmp/twice.deck"
+
+# the former name [parallel] micro_batches (decks stored in logs and model files before the key
+# moved) still sets it: 4 micro-batches on 2 ranks, buffers of 3 samples
+zoo_model mlp 10
+# shellcheck disable=SC2086
+train mlp-was 2 "$deck" $args -D parallel.micro_batches=4
+rc=$?
+[ $rc = 0 ] && [ "$(window mlp-was)" = 3 ] && grep -q "dp: 4 micro-batches per step" "$tap_tmp/mlp-was.txt"
+tap_ok $? "-D parallel.micro_batches=4, the former name, sets [train] micro_batches (exit $rc, window $(window mlp-was))"
 
 tap_done

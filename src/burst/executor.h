@@ -13,8 +13,10 @@
  *
  * Memory: every buffer holds at most `window` samples, the largest share this rank has at any node
  * in any micro-batch (B/R for data parallelism in one micro-batch, about B/(M R) in M). Node i's
- * output rows are this rank's positions [lo_i, lo_i + cnt_i) of the micro-batch being run. Where a node's share on this rank differs from its producer's, the node reads that input from
- * a staging buffer of its own (model_t.in) and adds its gradient there (model_t.din):
+ * output rows are this rank's positions [lo_i, lo_i + cnt_i) of the micro-batch being run. Where
+ * a node's share on this rank differs from its producer's (in a micro-batch of either size), the
+ * node reads that input from a staging buffer of its own (model_t.in) and adds its gradient there
+ * (model_t.din):
  *   data      each rank fetches by global sample id the positions of the input its nodes read and
  *             the targets of its share of the output node;
  *   forward   before node j runs, its staged inputs are filled: the positions this rank computed
@@ -91,19 +93,21 @@ typedef struct burst_metrics {
 } burst_metrics_t;
 
 /* Collective over world: bind a plan (already checked against g, world->size and B) run in M
- * micro-batches (1 <= M <= B) to buffers of its window on backend be. A tied output layer on another rank set than its embedding is an input
- * error. Parameters are not initialised (model_init_params). node_shared: where the plan is data
- * parallelism and node_sum_possible(world, be), sum and update through node-shared memory
- * (burst_exec_t.shared) instead of gradsync's reducer. */
+ * micro-batches (1 <= M <= B) to buffers of its window on backend be. A tied output layer on
+ * another rank set than its embedding is an input error. Parameters are not initialised
+ * (model_init_params). node_shared: where the plan is data parallelism and
+ * node_sum_possible(world, be), sum and update through node-shared memory (burst_exec_t.shared)
+ * instead of gradsync's reducer. */
 void burst_exec_init(burst_exec_t *ex, const burst_plan_t *plan, const graph_t *g, const backend_t *be,
                      comm_t *world, int B, int M, const gradsync_opts_t *sync, int node_shared);
 void burst_exec_free(burst_exec_t *ex);
 
 /* Collective: one step's gradients for the global batch ids[0..B) of ds's training split, in its
  * micro-batches, with the gradients scaled by grad_scale (1 / global targets); the loss and stop in
- * mx (see burst_metrics_t; the loss summed over the micro-batches). On return every rank holds, for every node of its sets, the node's gradient
- * summed over the batch; other nodes' gradients are 0. With shared, only this rank's slice of the
- * gradient slab is the sum (the rest is this rank's own part). */
+ * mx (see burst_metrics_t; the loss summed over the micro-batches). On return every rank holds, for
+ * every node of its sets, the node's gradient summed over the batch; other nodes' gradients are 0.
+ * With shared, only this rank's slice of the gradient slab is the sum (the rest is this rank's own
+ * part). */
 void burst_exec_step(burst_exec_t *ex, const dataset_t *ds, const uint64_t *ids, float grad_scale,
                      burst_metrics_t *mx, burst_times_t *times);
 

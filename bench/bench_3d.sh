@@ -39,7 +39,7 @@ for _ in $(seq "$repeat"); do
   for pp in 2 4; do
     for m in 1 4 8; do
       # shellcheck disable=SC2086
-      run "$pp" "b$pp-$m" gpt-fortunes.deck $small -D parallel.mode=3d -D parallel.pp="$pp" -D parallel.micro_batches="$m"
+      run "$pp" "b$pp-$m" gpt-fortunes.deck $small -D parallel.mode=3d -D parallel.pp="$pp" -D train.micro_batches="$m"
       "$report" "$tmp/b$pp-$m/log.h5" | sed -n 's/^  bubble: measured \([0-9.]*\) .* = \([0-9.]*\)$/\1 \2/p' |
         awk -v t="$(step_time "b$pp-$m")" '{ print $1, $2, t }' >>"$tmp/bubble-$pp-$m"
     done
@@ -56,7 +56,7 @@ done
 echo "-- 2. activation memory per stage, PP = 4, M = 8 (bytes of a rank's activation buffers)"
 for s in 1f1b gpipe; do
   # shellcheck disable=SC2086
-  run 4 "m-$s" gpt-fortunes.deck $small -D run.steps=2 -D parallel.mode=3d -D parallel.pp=4 -D parallel.micro_batches=8 \
+  run 4 "m-$s" gpt-fortunes.deck $small -D run.steps=2 -D parallel.mode=3d -D parallel.pp=4 -D train.micro_batches=8 \
     -D parallel.schedule="$s"
   h5vals "$tmp/m-$s/log.h5" /pipeline/stages/micro_batches_held >"$tmp/held-$s"
   h5vals "$tmp/m-$s/log.h5" /pipeline/stages/activation_bytes >"$tmp/bytes-$s"
@@ -80,7 +80,7 @@ $grid
 EOF2
       # shellcheck disable=SC2086
       run "$np" "t$np-$grid" gpt-3d.deck $big -D parallel.tp="$t" -D parallel.pp="$p" -D parallel.dp="$d" \
-        -D parallel.micro_batches="$m"
+        -D train.micro_batches="$m"
     fi
     step_time "t$np-$grid" >>"$tmp/steps-$np-$grid"
   done

@@ -39,7 +39,7 @@ trap 'rm -rf "$tmp"' EXIT
 want() { case " $parts " in *" $1 "*) return 0 ;; esac; return 1; }
 load() { awk '{ print $1 }' /proc/loadavg; }
 
-grid="-D parallel.mode=3d -D parallel.tp=2 -D parallel.pp=2 -D parallel.dp=2 -D parallel.micro_batches=4"
+grid="-D parallel.mode=3d -D parallel.tp=2 -D parallel.pp=2 -D parallel.dp=2 -D train.micro_batches=4"
 cb="-D compress.cb=true -D compress.cb_rank=16"
 fe="-D compress.fe=true"
 sc="-D compress.sc_stages=1 -D compress.dp_rank=32"

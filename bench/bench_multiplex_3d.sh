@@ -44,7 +44,7 @@ run() {
     done
   fi
   # shellcheck disable=SC2086
-  timeout 600 "$mpiexec" --map-by node -n "$pp" $fg -D parallel.pp="$pp" -D parallel.micro_batches="$m" \
+  timeout 600 "$mpiexec" --map-by node -n "$pp" $fg -D parallel.pp="$pp" -D train.micro_batches="$m" \
     -D "run.out_dir=$out" $bgs >"$out.txt" 2>&1 || { echo "bench_multiplex_3d: PP $pp M $m $mode failed:" >&2; tail -n 5 "$out.txt" >&2; exit 1; }
 }
 step() { h5vals "$1/log.h5" /metrics/step_time | awk 'NR > 2' | median; }

@@ -41,7 +41,7 @@ fg="$train $deck $common -D train.global_batch=$batch -D run.steps=$steps -D par
 bg="$train $deck --background $common -D train.global_batch=$bg_batch -D run.steps=1000000"
 gdeck="$src/inputs/gpt-fortunes.deck"
 gpt="$common -D model.gpt_width=128 -D model.gpt_context=64 -D train.global_batch=16"
-pipe="-D parallel.mode=3d -D parallel.pp=2 -D parallel.micro_batches=4 -D parallel.stages=2,2"
+pipe="-D parallel.mode=3d -D parallel.pp=2 -D train.micro_batches=4 -D parallel.stages=2,2"
 fg_ms() { h5vals "$1" /metrics/step_time | tail -n +4 | median | awk '{ print 1000 * $1 }'; }
 pred() { h5vals "$tmp/$1-sim.h5" "/sim/burst/plan_file_$2"; }
 # validate PLACE: the repeats and the table, with the launches of PLACE (two: 2 ranks; mux_run FG...:

@@ -38,6 +38,7 @@ mode = 3d
 tp = 2
 pp = 2
 dp = 2
+[train]
 micro_batches = $2
 DECK
 }

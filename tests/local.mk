@@ -1,7 +1,7 @@
 # Cross-area tests: whole models against PyTorch references, training runs, bad input.
 dist_check_SCRIPTS += tests/test_bad_input.sh tests/test_converge.sh
 TESTS += tests/test_bad_input.sh tests/test_converge.sh
-EXTRA_DIST += tests/tap.sh tests/zoo_models.sh tests/tap.h tests/tap_mpi.h tests/model_step.h tests/gradcheck.h tests/gradcheck.c tests/gpt3d.sh tests/small_gpt.h
+EXTRA_DIST += tests/tap.sh tests/zoo_models.sh tests/tap.h tests/tap_mpi.h tests/model_step.h tests/gradcheck.h tests/gradcheck.c tests/gpt3d.sh tests/small_gpt.h tests/hand_plan.sh
 check_PROGRAMS += tests/test_reference
 tests_test_reference_SOURCES = tests/test_reference.c tests/refdata.c tests/refdata.h
 tests_test_reference_LDADD = $(SURGE_LIBS)
@@ -13,8 +13,8 @@ tests_h5_compare_LDADD = $(SURGE_LIBS)
 check_PROGRAMS += tests/h5_hostile
 tests_h5_hostile_SOURCES = tests/h5_hostile.c
 tests_h5_hostile_LDADD = $(SURGE_LIBS)
-dist_check_SCRIPTS += tests/test_dp.sh tests/test_bn.sh
-TESTS += tests/test_dp.sh tests/test_bn.sh
+dist_check_SCRIPTS += tests/test_dp.sh tests/test_bn.sh tests/test_micro_batches.sh
+TESTS += tests/test_dp.sh tests/test_bn.sh tests/test_micro_batches.sh
 dist_check_SCRIPTS += tests/test_simd_widths.sh
 TESTS += tests/test_simd_widths.sh
 dist_check_SCRIPTS += tests/test_restart.sh

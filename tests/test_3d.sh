@@ -111,8 +111,8 @@ gpt3d_bad "vocabulary not divisible by tp" 3 "\[parallel\] tp = 3 does not divid
   "-D model.gpt_heads=3 -D model.gpt_width=48" "[parallel]" "mode = 3d" "tp = 3"
 gpt3d_bad "more stages than blocks" 3 "\[parallel\] pp = 3 stages, but the model has 2 transformer blocks" \
   "-D model.gpt_layers=2" "[parallel]" "mode = 3d" "pp = 3"
-gpt3d_bad "a micro-batch without samples on a replica" 2 "\[parallel\] micro_batches = 9, but a data-parallel replica gets only 8" \
-  "" "[parallel]" "mode = 3d" "dp = 2" "micro_batches = 9"
+gpt3d_bad "a micro-batch without samples on a replica" 2 "\[train\] micro_batches = 9, but a data-parallel replica gets only 8" \
+  "" "[parallel]" "mode = 3d" "dp = 2" "[train]" "micro_batches = 9"
 gpt3d_bad "stages that do not sum to the blocks" 2 "\[parallel\] stages: 2 entries summing to 3" "" "[parallel]" "mode = 3d" \
   "pp = 2" "stages = 1,2"
 cat >"$tap_tmp/mlp.deck" <<DECK

@@ -24,20 +24,7 @@ planner_plan() { # planner_plan NP DECK OUT MODEL_ARGS...: the planner's plan (i
   np=$1; deck=$2; out=$3; shift 3
   "$make_plan" "$top_src/inputs/$deck" "$np" "$out" train.global_batch=$B data.train_samples=400 "$@" >"$out.txt" 2>&1
 }
-# hand_plan NP PLANNER_PLAN: the same header, every node on another rank set than the one before:
-# node i on all ranks (i mod 3 = 0), on rank i mod NP alone (1), or on half the ranks (2), that half
-# starting at rank 0 or at the upper half in turn. The per-rank batch is ceil(B / ranks).
-hand_plan() {
-  awk -v G="$1" -v B=$B '
-    /^[0-9]+ / && NF == 5 {
-      i = $1
-      if (i == 0 || i % 3 == 0) { n = G; f = 0 }
-      else if (i % 3 == 1) { n = 1; f = i % G }
-      else { n = int(G / 2); f = (int(i / 3) % 2) ? G - n : 0 }
-      print i, $2, n, f, int((B + n - 1) / n); next
-    }
-    { print }' "$2"
-}
+. "$top_src/tests/hand_plan.sh" # hand_plan NP PLANNER_PLAN
 plan_args() { # the -D arguments of a model (small sizes, as tests/test_dp.sh)
   case $1 in
     mlp) echo "mlp-fmnist.deck model.mlp_hidden=64,32" ;;

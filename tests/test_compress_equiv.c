@@ -40,6 +40,7 @@ static const char *const deck_text = SMALL_GPT_DECK
                                      "tp = 2\n"
                                      "pp = 2\n"
                                      "dp = 2\n"
+                                     "[train]\n"
                                      "micro_batches = 4\n";
 
 enum { STEPS = 10, WIDTH = 32, MAX_OV = 12 };

@@ -96,15 +96,15 @@ report="$top_build/surge-report"
 tap_ok $? "surge-report shows the compression section: $(grep -E '^  (pipeline gradients|data-parallel) ' "$tap_tmp/report.txt" | tr -s ' ' | tr '\n' ';')"
 
 # bad input: exit 2, the first line names the deck's file:line
-g="[parallel]" m="mode = 3d" p="pp = 2" d="dp = 2" mb="micro_batches = 2"
-gpt3d_bad "cb rank 0" 4 "\[compress\] cb_rank: 0 is out of range" "" "$g" "$m" "$p" "$d" "$mb" "[compress]" "cb = true" "cb_rank = 0"
+g="[parallel]" m="mode = 3d" p="pp = 2" d="dp = 2" t="[train]" mb="micro_batches = 2"
+gpt3d_bad "cb rank 0" 4 "\[compress\] cb_rank: 0 is out of range" "" "$g" "$m" "$p" "$d" "$t" "$mb" "[compress]" "cb = true" "cb_rank = 0"
 gpt3d_bad "cb rank larger than the gradients" 4 \
   "\[compress\] cb_rank = 100, but an activation gradient is a \(tokens x width\) matrix of at most \(64 x 32\)" "" \
-  "$g" "$m" "$p" "$d" "$mb" "[compress]" "cb = true" "cb_rank = 100"
+  "$g" "$m" "$p" "$d" "$t" "$mb" "[compress]" "cb = true" "cb_rank = 100"
 gpt3d_bad "dp rank larger than every matrix" 4 "\[compress\] dp_rank = 200 is larger than every gradient matrix" "" \
-  "$g" "$m" "$p" "$d" "$mb" "[compress]" "sc_stages = 1" "dp_rank = 200"
+  "$g" "$m" "$p" "$d" "$t" "$mb" "[compress]" "sc_stages = 1" "dp_rank = 200"
 gpt3d_bad "sc_stages beyond the pipeline" 4 "\[compress\] sc_stages: sc_stages = 3, but the pipeline has 2 stages" "" \
-  "$g" "$m" "$p" "$d" "$mb" "[compress]" "sc_stages = 3"
+  "$g" "$m" "$p" "$d" "$t" "$mb" "[compress]" "sc_stages = 3"
 gpt3d_bad "cb without a pipeline" 2 "\[compress\] cb: the 3d layout has no pipeline \(\[parallel\] pp = 1\)" "" \
   "[parallel]" "mode = 3d" "tp = 1" "pp = 1" "dp = 2" "[compress]" "cb = true"
 gpt3d_bad "fe without a pipeline" 2 "\[compress\] fe: the 3d layout has no pipeline" "" \

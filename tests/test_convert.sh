@@ -77,7 +77,7 @@ for run in "dp 1 hf/model.safetensors" "dp 2 a.bin" "3d 4 a.bin" "burst 2 hf/mod
   set -- $run
   extra=""
   case $1 in
-    3d) extra="-D parallel.mode=3d -D parallel.tp=2 -D parallel.pp=2 -D parallel.dp=1 -D parallel.micro_batches=2" ;;
+    3d) extra="-D parallel.mode=3d -D parallel.tp=2 -D parallel.pp=2 -D parallel.dp=1 -D train.micro_batches=2" ;;
     burst) # the planner's plan with the embedding on the output's rank set and the first MLP's nodes
       # each on one rank, in turn
       # shellcheck disable=SC2086

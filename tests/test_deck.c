@@ -264,7 +264,7 @@ static const err_case_t err_cases[] = {
      "bad.deck",
      0,
      {0},
-     {"bad.deck:4: [train] foo: unknown key", "keys of [train]: global_batch, optimizer, lr,"}},
+     {"bad.deck:4: [train] foo: unknown key", "keys of [train]: global_batch, micro_batches, optimizer, lr,"}},
     {"key of another section",
      "[train]\nzoo = mlp\n",
      "bad.deck",

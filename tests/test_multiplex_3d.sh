@@ -21,6 +21,7 @@ mode = 3d
 tp = 1
 pp = 2
 dp = 1
+[train]
 micro_batches = 4
 DECK
 FG="$SURGE_TRAIN $deck -D run.steps=150 -D run.print_every=1000 -D checkpoint.every=0 -D model.gpt_width=64

@@ -1,7 +1,9 @@
 /* Gradient sync overlapped with the backward pass (sync/gradsync.h), seen from the comm layer's
  * trace: on 2 ranks, with [parallel] overlap = true the first bucket's allreduce starts before the
  * backward pass ends; with false every bucket starts after it; both give the same parameters, bit
- * for bit, since each bucket is the same sum either way. Run by tests/test_overlap.sh under mpiexec. */
+ * for bit, since each bucket is the same sum either way. With 4 micro-batches ([train]
+ * micro_batches) each bucket still starts once a step, before the last micro-batch's backward pass
+ * ends. Run by tests/test_overlap.sh under mpiexec. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,11 +41,13 @@ static double max_over_ranks(double x) {
 /* STEPS steps with overlap on or off; fills the final parameters (caller frees) and returns, over
  * the steps and ranks, the largest (first dp start - backward end) and the number of dp buckets a
  * step started on this rank. */
-static float *run(int overlap, double *start_minus_end, int *buckets, int *local_buckets, size_t *nparams) {
-  char *ov[1] = {overlap ? "parallel.overlap=true" : "parallel.overlap=false"};
+static float *run(int overlap, int micro, double *start_minus_end, int *buckets, int *local_buckets, size_t *nparams) {
+  char mb[48];
+  snprintf(mb, sizeof mb, "train.micro_batches=%d", micro);
+  char *ov[2] = {overlap ? "parallel.overlap=true" : "parallel.overlap=false", mb};
   config_t cfg;
   deck_t *deck;
-  deck_parse(deck_text, "test_overlap.deck", 1, ov, &cfg, &deck);
+  deck_parse(deck_text, "test_overlap.deck", 2, ov, &cfg, &deck);
   trainer_t t;
   trainer_init(&t, &cfg, deck, &world);
   const gradsync_t *gs = t.layout->sync;
@@ -75,11 +79,12 @@ static float *run(int overlap, double *start_minus_end, int *buckets, int *local
 
 int main(int argc, char **argv) {
   tap_mpi_world(&argc, &argv, &world, 2, "test_overlap");
-  double on_gap, off_gap;
-  int on_buckets, off_buckets, local_on, local_off;
-  size_t n_on, n_off;
-  float *on = run(1, &on_gap, &on_buckets, &local_on, &n_on);
-  float *off = run(0, &off_gap, &off_buckets, &local_off, &n_off);
+  double on_gap, off_gap, mb_gap;
+  int on_buckets, off_buckets, mb_buckets, local_on, local_off, local_mb;
+  size_t n_on, n_off, n_mb;
+  float *on = run(1, 1, &on_gap, &on_buckets, &local_on, &n_on);
+  float *off = run(0, 1, &off_gap, &off_buckets, &local_off, &n_off);
+  free(run(1, 4, &mb_gap, &mb_buckets, &local_mb, &n_mb));
   double differ = n_on != n_off || memcmp(on, off, n_on * sizeof *on) != 0;
   differ = max_over_ranks(differ);
   if (world.rank == 0) {
@@ -91,6 +96,9 @@ int main(int argc, char **argv) {
     tap_ok(off_buckets == local_off && off_gap >= 0,
            "overlap off: all %d buckets start after the backward pass ended (the first %.3f ms after)", off_buckets,
            1e3 * off_gap);
+    tap_ok(local_mb > 1 && mb_buckets == local_mb && mb_gap < 0,
+           "4 micro-batches, overlap on: each of the %d buckets starts once a step (%d traced), the first before the "
+           "last micro-batch's backward pass ends (%.3f ms before)", local_mb, mb_buckets, -1e3 * mb_gap);
   }
   if (world.rank == 0)
     tap_ok(differ == 0, "overlap on and off: the same parameters after %d steps, bit for bit (%zu floats)", STEPS,

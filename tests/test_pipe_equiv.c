@@ -72,7 +72,7 @@ static void run(int tp, int pp, int dp, int M, const char *sched, result_t *r) {
     snprintf(o[1], sizeof o[1], "parallel.tp=%d", tp ? tp : 1);
     snprintf(o[2], sizeof o[2], "parallel.pp=%d", tp ? pp : 1);
     snprintf(o[3], sizeof o[3], "parallel.dp=%d", tp ? dp : 1);
-    snprintf(o[4], sizeof o[4], "parallel.micro_batches=%d", M);
+    snprintf(o[4], sizeof o[4], "train.micro_batches=%d", M);
     snprintf(o[5], sizeof o[5], "parallel.schedule=%s", sched);
     char *ov[6] = {o[0], o[1], o[2], o[3], o[4], o[5]};
     config_t cfg;

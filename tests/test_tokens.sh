@@ -55,7 +55,7 @@ tap_ok $? "evaluated on the validation shard, in nats per token"
 train 4 "$t/four"
 res=$("$compare" "$t/four/model.h5" "$t/one/model.h5" 1e-5 --key-bias-bound 0.006 2>&1)
 tap_ok $? "dp on 4 ranks = 1 rank: $res"
-train 4 "$t/grid" -D parallel.mode=3d -D parallel.tp=2 -D parallel.pp=2 -D parallel.dp=1 -D parallel.micro_batches=2
+train 4 "$t/grid" -D parallel.mode=3d -D parallel.tp=2 -D parallel.pp=2 -D parallel.dp=1 -D train.micro_batches=2
 res=$("$compare" "$t/grid/model.h5" "$t/one/model.h5" 1e-5 --key-bias-bound 0.006 2>&1)
 tap_ok $? "3d on tp 2 x pp 2 = 1 rank: $res"
 rows() { # rows FILE DATASET FIRST COUNT: the values of rows FIRST.. of a (N, 32) dataset, one a line

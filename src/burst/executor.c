@@ -10,25 +10,30 @@
 #include "data/walk.h"
 #include "core/timer.h"
 
-/* Positions [lo, hi) of the global batch that `rank` computes in node's set (empty when the rank is
- * not in it). Returns whether the share is non-empty. */
+/* Whether `rank` is in node's set. */
+static int in_set(const burst_exec_t *ex, int node, int rank) {
+  return rank >= ex->first[node] && rank < ex->first[node] + ex->n[node];
+}
+
+/* Positions [lo, hi) of the global batch that `rank` computes in node's set in the micro-batch
+ * being run (empty when the rank is not in the set, or the micro-batch has too few samples to give
+ * it one). Returns whether the share is non-empty. */
 static int node_share(const burst_exec_t *ex, int node, int rank, int *lo, int *hi) {
-  int k = rank - ex->first[node], n = ex->n[node];
   *lo = *hi = 0;
-  if (k < 0 || k >= n) return 0;
-  share_t s = share_of((uint64_t)ex->batch, (uint64_t)k, (uint64_t)n);
-  *lo = (int)s.lo;
-  *hi = (int)s.hi;
+  if (!in_set(ex, node, rank)) return 0;
+  share_t s = share_of((uint64_t)ex->mb_n, (uint64_t)(rank - ex->first[node]), (uint64_t)ex->n[node]);
+  *lo = ex->mb_lo + (int)s.lo;
+  *hi = ex->mb_lo + (int)s.hi;
   return *hi > *lo;
 }
 
 static size_t out_floats(const graph_t *g, int node) { return shape_size(g->l[node].out); }
 
-/* Whether this rank holds rows of some node (with parameters, when `with_params`: then it has
- * gradients to reduce). */
+/* Whether this rank holds rows of some node in a step (with parameters, when `with_params`: then it
+ * has gradients to reduce). */
 static int holds_rows(const burst_exec_t *ex, int with_params) {
   for (int j = 1; j < ex->g->n; j++)
-    if (ex->cnt[j] > 0 && (!with_params || ex->g->l[j].np > 0)) return 1;
+    if (ex->cap[j] > 0 && (!with_params || ex->g->l[j].np > 0)) return 1;
   return 0;
 }
 
@@ -87,55 +92,83 @@ static void make_sets(burst_exec_t *ex) {
   free(rep);
 }
 
-/* This rank's share at every node; the input node takes its first consumer's. */
+/* Run the micro-batch of positions [lo, lo + n) next: this rank's share of it at every node (the
+ * input node's is its first consumer's, whose set it took). */
+static void set_micro(burst_exec_t *ex, int lo, int n) {
+  ex->mb_lo = lo;
+  ex->mb_n = n;
+  for (int i = 0; i < ex->g->n; i++) {
+    int a, b;
+    node_share(ex, i, ex->world->rank, &a, &b);
+    ex->lo[i] = a;
+    ex->cnt[i] = b - a;
+  }
+}
+
+/* Micro-batch u of the step: positions share(B, u, M). */
+static void micro_batch(burst_exec_t *ex, int u) {
+  share_t s = share_of((uint64_t)ex->batch, (uint64_t)u, (uint64_t)ex->micro);
+  set_micro(ex, (int)s.lo, (int)(s.hi - s.lo));
+}
+
+/* The sizes a micro-batch has: floor(B / M) and ceil(B / M) samples (the shares of one size depend on
+ * it alone). */
+static int micro_size(const burst_exec_t *ex, int larger) {
+  return ex->batch / ex->micro + (larger && ex->batch % ex->micro != 0);
+}
+
+/* The input node's set is its first consumer's; this rank's most rows at every node in any
+ * micro-batch (cap), and the largest of them (window, at least 1). */
 static void make_shares(burst_exec_t *ex) {
   const graph_t *g = ex->g;
   ex->lo = xcalloc((size_t)g->n, sizeof *ex->lo);
   ex->cnt = xcalloc((size_t)g->n, sizeof *ex->cnt);
-  for (int i = 1; i < g->n; i++) {
-    int lo, hi;
-    node_share(ex, i, ex->world->rank, &lo, &hi);
-    ex->lo[i] = lo;
-    ex->cnt[i] = hi - lo;
-  }
+  ex->cap = xcalloc((size_t)g->n, sizeof *ex->cap);
   for (int i = 1; i < g->n; i++)
     for (int k = 0; k < g->l[i].nin; k++)
       if (g->l[i].in[k] == 0 && ex->n[0] == 0) {
         ex->n[0] = ex->n[i]; /* the input "runs" where its first consumer does */
         ex->first[0] = ex->first[i];
-        ex->lo[0] = ex->lo[i];
-        ex->cnt[0] = ex->cnt[i];
       }
   ex->window = 1;
-  for (int i = 0; i < g->n; i++)
-    if (ex->cnt[i] > ex->window) ex->window = ex->cnt[i];
+  for (int larger = 0; larger < 2; larger++) {
+    set_micro(ex, 0, micro_size(ex, larger));
+    for (int i = 0; i < g->n; i++) {
+      if (ex->cnt[i] > ex->cap[i]) ex->cap[i] = ex->cnt[i];
+      if (ex->cnt[i] > ex->window) ex->window = ex->cnt[i];
+    }
+  }
 }
 
-/* Whether input slot k of node j needs a staging buffer on this rank: j runs here on other positions
- * than its producer. */
+/* Whether input slot k of node j needs a staging buffer on this rank in the micro-batch being run: j
+ * runs here on other positions than its producer. */
 static int staged(const burst_exec_t *ex, int j, int k) {
   int i = ex->g->l[j].in[k];
   return ex->cnt[j] > 0 && (ex->lo[j] != ex->lo[i] || ex->cnt[j] != ex->cnt[i]);
 }
 
-/* Staging buffers where they are needed, and the model's wiring to them. */
+/* Staging buffers where some micro-batch needs them (either size of micro-batch), and the model's
+ * wiring to them. */
 static void make_staging(burst_exec_t *ex, const backend_t *be) {
   const graph_t *g = ex->g;
   model_t *m = &ex->m;
   ex->stage = xcalloc((size_t)g->n, sizeof *ex->stage);
   ex->dstage = xcalloc((size_t)g->n, sizeof *ex->dstage);
-  for (int j = 1; j < g->n; j++)
-    for (int k = 0; k < g->l[j].nin; k++) {
-      int i = g->l[j].in[k];
-      if (!staged(ex, j, k)) continue;
-      size_t n = surge_mul_size((size_t)ex->window, out_floats(g, i), "staged activations");
-      m->in[j][k] = ex->stage[j][k] = be->alloc(n);
-      m->act_floats += n;
-      if (m->dact[i]) {
-        m->din[j][k] = ex->dstage[j][k] = be->alloc(n);
+  for (int larger = 0; larger < 2; larger++) {
+    set_micro(ex, 0, micro_size(ex, larger));
+    for (int j = 1; j < g->n; j++)
+      for (int k = 0; k < g->l[j].nin; k++) {
+        int i = g->l[j].in[k];
+        if (ex->stage[j][k] || !staged(ex, j, k)) continue;
+        size_t n = surge_mul_size((size_t)ex->window, out_floats(g, i), "staged activations");
+        m->in[j][k] = ex->stage[j][k] = be->alloc(n);
         m->act_floats += n;
+        if (m->dact[i]) {
+          m->din[j][k] = ex->dstage[j][k] = be->alloc(n);
+          m->act_floats += n;
+        }
       }
-    }
+  }
 }
 
 /* A node fuses with its ReLU, or has its gradient overwritten by its only consumer, where both run on
@@ -180,7 +213,7 @@ static void make_groups(burst_exec_t *ex, const backend_t *be) {
   ex->group_of = xcalloc((size_t)g->n, sizeof *ex->group_of);
   for (int i = 1; i < g->n; i++) {
     int s = ex->set_of[i];
-    if (ex->cnt[i] <= 0) continue;
+    if (ex->cap[i] <= 0) continue;
     ex->groups[s] = (layer_group_t){.ranks = ex->sets[s].size, .rank = ex->sets[s].rank, .batch = ex->batch,
                                     .sum = group_sum, .arg = &ex->sets[s], .buf = ex->group_buf};
     ex->group_of[i] = &ex->groups[s];
@@ -197,19 +230,21 @@ static size_t recv_floats(const burst_exec_t *ex) {
   for (int j = 1; j < g->n; j++)
     for (int k = 0; k < g->l[j].nin; k++) {
       int i = g->l[j].in[k];
-      size_t s = (size_t)ex->cnt[i] * out_floats(g, i);
+      size_t s = (size_t)ex->cap[i] * out_floats(g, i);
       if (ex->m.dact[i] && !same_set((void *)ex, i, j) && s > most) most = s;
     }
   return most;
 }
 
 void burst_exec_init(burst_exec_t *ex, const burst_plan_t *plan, const graph_t *g, const backend_t *be,
-                     comm_t *world, int B, const gradsync_opts_t *sync, int node_shared) {
+                     comm_t *world, int B, int M, const gradsync_opts_t *sync, int node_shared) {
   memset(ex, 0, sizeof *ex);
   if (plan->nodes != g->n) surge_input_error("burst plan: %d nodes for a graph of %d", plan->nodes, g->n);
+  if (M < 1 || M > B) surge_input_error("%d micro-batches of a batch of %d samples (1 .. %d)", M, B, B);
   ex->g = g;
   ex->world = world;
   ex->batch = B;
+  ex->micro = M;
   ex->n = xcalloc((size_t)g->n, sizeof *ex->n);
   ex->first = xcalloc((size_t)g->n, sizeof *ex->first);
   ex->all_ranks_everywhere = 1;
@@ -270,6 +305,7 @@ void burst_exec_free(burst_exec_t *ex) {
   free(ex->first);
   free(ex->lo);
   free(ex->cnt);
+  free(ex->cap);
   free(ex->x);
   free(ex->y);
   memset(ex, 0, sizeof *ex);
@@ -412,22 +448,32 @@ static void finalize_grads(burst_exec_t *ex, burst_metrics_t *mx, burst_times_t 
   if (ex->sync.side) get_side(ex, mx);
 }
 
-void burst_exec_step(burst_exec_t *ex, const dataset_t *ds, const uint64_t *ids, float grad_scale,
-                     burst_metrics_t *mx, burst_times_t *times) {
+/* The gradients the micro-batch being run starts from: the first zeroes the parameters' (each
+ * later one adds to them); every one zeroes the activation gradients on the rows this rank holds at
+ * each node (what it uses) and the staged ones. */
+static void zero_micro_grads(burst_exec_t *ex, int first) {
+  model_t *m = &ex->m;
+  if (first)
+    model_zero_grads_rows(m, ex->cnt);
+  else
+    for (int i = 1; i < ex->g->n; i++) model_zero_act_grad(m, i, ex->cnt[i]);
+  zero_staged_grads(ex);
+}
+
+/* One micro-batch forward and backward, its loss added into *loss. In the last one (last), the
+ * gradient sync starts bucket by bucket during the backward pass, with the step's loss (all
+ * micro-batches') and stop request in the side slots. */
+static void run_micro(burst_exec_t *ex, const dataset_t *ds, const uint64_t *ids, float grad_scale, int first,
+                      int last, const burst_metrics_t *mx, double *loss, burst_times_t *times) {
   const graph_t *g = ex->g;
   model_t *m = &ex->m;
   int out = graph_output(g);
-  memset(times, 0, sizeof *times);
   double t0 = surge_now();
   fetch(ex, ds, ids);
-  double t1 = surge_now();
-  times->data = t1 - t0;
+  times->data += surge_now() - t0;
 
-  m->ids = ids; /* node j's rows are positions lo[j].. of the batch (m->id_lo) */
-  m->step = (uint64_t)mx->step;
-  model_zero_grads_rows(m, ex->cnt); /* each node's rows on this rank: what it uses */
-  zero_staged_grads(ex);
-  gradsync_begin(&ex->sync);
+  zero_micro_grads(ex, first);
+  if (last) gradsync_begin(&ex->sync);
   for (int j = 1; j < g->n; j++) {
     double a = surge_now();
     int member = ex->cnt[j] > 0;
@@ -439,10 +485,10 @@ void burst_exec_step(burst_exec_t *ex, const dataset_t *ds, const uint64_t *ids,
     times->comm += b - a;
     times->forward += surge_now() - b;
   }
-  double loss = 0, l0 = surge_now();
+  double l0 = surge_now();
   ev_raise(EV_WORK, EV_LOSS, 0);
-  if (ex->cnt[out] > 0) loss = model_loss(m, 0, ex->cnt[out], grad_scale);
-  if (ex->sync.side) put_side(ex, loss, mx->stop);
+  if (ex->cnt[out] > 0) *loss += model_loss(m, 0, ex->cnt[out], grad_scale);
+  if (last && ex->sync.side) put_side(ex, *loss, mx->stop);
   times->forward += surge_now() - l0;
 
   for (int j = out; j >= 1; j--) {
@@ -453,9 +499,22 @@ void burst_exec_step(burst_exec_t *ex, const dataset_t *ds, const uint64_t *ids,
     route_event(ex, j, EV_ROUTE_OUT);
     for (int k = 0; k < g->l[j].nin; k++)
       if (g->l[j].in[k] != 0) route(ex, j, k, 1);
-    gradsync_node_done(&ex->sync, j);
+    if (last) gradsync_node_done(&ex->sync, j);
     times->backward += b - a;
     times->comm += surge_now() - b;
+  }
+}
+
+void burst_exec_step(burst_exec_t *ex, const dataset_t *ds, const uint64_t *ids, float grad_scale,
+                     burst_metrics_t *mx, burst_times_t *times) {
+  model_t *m = &ex->m;
+  memset(times, 0, sizeof *times);
+  m->ids = ids; /* node j's rows are positions lo[j].. of the batch (m->id_lo): dropout keys on ids */
+  m->step = (uint64_t)mx->step;
+  double loss = 0;
+  for (int u = 0; u < ex->micro; u++) {
+    micro_batch(ex, u);
+    run_micro(ex, ds, ids, grad_scale, u == 0, u == ex->micro - 1, mx, &loss, times);
   }
   mx->loss = loss;
   finalize_grads(ex, mx, times);

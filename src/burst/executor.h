@@ -3,10 +3,20 @@
  * share(B, k, n_i) = [floor(B k / n_i), floor(B (k+1) / n_i)) of the global batch. Data parallelism
  * is the plan in which every node has all ranks.
  *
+ * Micro-batches ([train] micro_batches = M, doc/burst.md): a step runs the global batch as M
+ * micro-batches, micro-batch u being positions share(B, u, M), each split over every node's ranks
+ * by the same rule: rank first_i + k holds positions mb_lo + share(mb_n, k, n_i) of micro-batch u
+ * (none where the micro-batch is smaller than n_i). Every node thus runs micro-batch u on the same
+ * positions, so the routes below stay within one micro-batch. Parameter gradients are zeroed before
+ * the first and summed over all M; the gradient sync runs in the last one's backward pass (its
+ * overlap kept). M = 1: the whole batch at once.
+ *
  * Memory: every buffer holds at most `window` samples, the largest share this rank has at any node
- * (B/R for data parallelism). Node i's output rows are this rank's positions [lo_i, lo_i + cnt_i) of
- * it. Where a node's share on this rank differs from its producer's, the node reads that input from
- * a staging buffer of its own (model_t.in) and adds its gradient there (model_t.din):
+ * in any micro-batch (B/R for data parallelism in one micro-batch, about B/(M R) in M). Node i's
+ * output rows are this rank's positions [lo_i, lo_i + cnt_i) of the micro-batch being run. Where
+ * a node's share on this rank differs from its producer's (in a micro-batch of either size), the
+ * node reads that input from a staging buffer of its own (model_t.in) and adds its gradient there
+ * (model_t.din):
  *   data      each rank fetches by global sample id the positions of the input its nodes read and
  *             the targets of its share of the output node;
  *   forward   before node j runs, its staged inputs are filled: the positions this rank computed
@@ -34,10 +44,13 @@ typedef struct burst_exec {
   model_t m;            /* this rank's buffers: B_cap = window */
   comm_t *world;
   int batch;            /* B */
-  int window;           /* most samples this rank holds at any node */
+  int micro;            /* M: micro-batches per step, 1 <= M <= B */
+  int mb_lo, mb_n;      /* the micro-batch being run: positions [mb_lo, mb_lo + mb_n) of the batch */
+  int window;           /* most samples this rank holds at any node in any micro-batch */
   int *n, *first;       /* [nodes] the plan's rank sets */
-  int *lo, *cnt;        /* [nodes] this rank's share: positions [lo, lo + cnt) (cnt 0: not a member); node
-                         * 0's is its first consumer's */
+  int *lo, *cnt;        /* [nodes] this rank's share of the micro-batch being run: positions [lo, lo +
+                         * cnt) of the batch (cnt 0: none); node 0's is its first consumer's */
+  int *cap;             /* [nodes] the most rows this rank holds at the node in any micro-batch */
   int nsets;
   int *set_of;          /* [nodes] index of the node's set in sets */
   comm_t *sets;         /* [nsets] communicator of each distinct set (size 0 where not a member) */
@@ -79,20 +92,22 @@ typedef struct burst_metrics {
   int summed;
 } burst_metrics_t;
 
-/* Collective over world: bind a plan (already checked against g, world->size and B) to buffers of
- * its window on backend be. A tied output layer on another rank set than its embedding is an input
- * error. Parameters are not initialised (model_init_params). node_shared: where the plan is data
- * parallelism and node_sum_possible(world, be), sum and update through node-shared memory
- * (burst_exec_t.shared) instead of gradsync's reducer. */
+/* Collective over world: bind a plan (already checked against g, world->size and B) run in M
+ * micro-batches (1 <= M <= B) to buffers of its window on backend be. A tied output layer on
+ * another rank set than its embedding is an input error. Parameters are not initialised
+ * (model_init_params). node_shared: where the plan is data parallelism and
+ * node_sum_possible(world, be), sum and update through node-shared memory (burst_exec_t.shared)
+ * instead of gradsync's reducer. */
 void burst_exec_init(burst_exec_t *ex, const burst_plan_t *plan, const graph_t *g, const backend_t *be,
-                     comm_t *world, int B, const gradsync_opts_t *sync, int node_shared);
+                     comm_t *world, int B, int M, const gradsync_opts_t *sync, int node_shared);
 void burst_exec_free(burst_exec_t *ex);
 
-/* Collective: one step's gradients for the global batch ids[0..B) of ds's training split, with
- * the gradients scaled by grad_scale (1 / global targets); the loss and stop in mx (see
- * burst_metrics_t). On return every rank holds, for every node of its sets, the node's gradient
- * summed over the batch; other nodes' gradients are 0. With shared, only this rank's slice of the
- * gradient slab is the sum (the rest is this rank's own part). */
+/* Collective: one step's gradients for the global batch ids[0..B) of ds's training split, in its
+ * micro-batches, with the gradients scaled by grad_scale (1 / global targets); the loss and stop in
+ * mx (see burst_metrics_t; the loss summed over the micro-batches). On return every rank holds, for
+ * every node of its sets, the node's gradient summed over the batch; other nodes' gradients are 0.
+ * With shared, only this rank's slice of the gradient slab is the sum (the rest is this rank's own
+ * part). */
 void burst_exec_step(burst_exec_t *ex, const dataset_t *ds, const uint64_t *ids, float grad_scale,
                      burst_metrics_t *mx, burst_times_t *times);
 

@@ -16,7 +16,7 @@ typedef struct burst_layout {
   burst_exec_t ex;
   burst_plan_t plan;
   char *plan_text; /* the plan file's text, for the log (burst mode) */
-  char note[400];   /* layout_t.note: how dp sums, where it is worth saying */
+  char note[800];   /* layout_t.note: how dp sums and the micro-batches, where it is worth saying */
   size_t *norm_ranges; /* layout_t.norm's ranges, where the plan has them */
   size_t *update_ranges; /* layout_t.update_ranges, where the plan has them */
 } burst_layout_t;
@@ -173,7 +173,26 @@ static const layout_ops_t shared_layout_ops = {
     .step = step, .eval = eval, .sync_replicas = sync_replicas, .describe = describe, .log = log_plan,
     .state_loaded = shared_written, .updated = shared_updated, .norm_sum = shared_norm_sum, .free = free_layout};
 
+/* [train] micro_batches against the batch and the model: every micro-batch has a sample, and no
+ * layer normalises by batch statistics (a micro-batch's differ from the batch's: no longer the
+ * step M = 1 takes). */
+static void check_micro(const layout_opts_t *o, const graph_t *g) {
+  int M = o->micro_batches;
+  if (M > o->global_batch)
+    surge_input_error("%s: [train] micro_batches = %d, but [train] global_batch = %ld: a micro-batch would have no "
+                      "samples (hint: 1 <= micro_batches <= global_batch)",
+                      layout_where(o, "train.micro_batches"), M, o->global_batch);
+  for (int i = 1; i < g->n && M > 1; i++)
+    if (g->l[i].kind == LAYER_BATCHNORM)
+      surge_input_error("%s: [train] micro_batches = %d, but model %s normalises by batch statistics (node %d '%s'): "
+                        "in %s mode they would be each micro-batch's, not the step's, and the run would no longer "
+                        "take the step of micro_batches = 1 (hint: micro_batches = 1 for a batch-norm model, or a "
+                        "model without batch norm; doc/burst.md)",
+                        layout_where(o, "train.micro_batches"), M, o->model, i, g->l[i].name, o->mode);
+}
+
 layout_t *burst_layout_build(const layout_opts_t *o, const graph_t *g, const backend_t *be, comm_t *world) {
+  check_micro(o, g);
   if (o->global_batch < world->size)
     surge_input_error("%s: [train] global_batch = %ld is smaller than the %d ranks (hint: every rank needs at least "
                       "one sample: raise global_batch or use fewer ranks)",
@@ -184,7 +203,8 @@ layout_t *burst_layout_build(const layout_opts_t *o, const graph_t *g, const bac
   else
     plan_everywhere(b, o, g, world);
   int node_shared = o->node_shared && strcmp(o->mode, "dp") == 0 && strcmp(o->sync.reducer, "exact") == 0;
-  burst_exec_init(&b->ex, &b->plan, g, be, world, (int)o->global_batch, &o->sync, node_shared);
+  burst_exec_init(&b->ex, &b->plan, g, be, world, (int)o->global_batch, o->micro_batches, &o->sync,
+                  node_shared);
   model_init_params(&b->ex.m, o->seed);
   b->ex.m.seed = o->seed; /* dropout's masks */
   b->base = (layout_t){.ops = &burst_layout_ops, .m = &b->ex.m, .local = &g->params, .sync = &b->ex.sync,
@@ -198,6 +218,14 @@ layout_t *burst_layout_build(const layout_opts_t *o, const graph_t *g, const bac
              "node-shared memory, each rank its slice ([parallel] node_shared)");
   } else if (b->ex.shared_refused[0]) {
     snprintf(b->note, sizeof b->note, "dp: allreduce, not node-shared memory: %s", b->ex.shared_refused);
+  }
+  if (o->micro_batches > 1) {
+    double most = b->ex.window; /* the banner (rank 0's) states the job's largest window */
+    comm_allreduce_max_double(world, &most, 1, TRAFFIC_OTHER);
+    size_t len = strlen(b->note);
+    snprintf(b->note + len, sizeof b->note - len, "%s%s: %d micro-batches per step, their gradients summed; "
+             "buffers of at most %.0f samples per rank ([train] micro_batches)", len ? "\n" : "", o->mode,
+             o->micro_batches, most);
   }
   if (b->note[0]) b->base.note = b->note;
   b->base.norm = plan_norm(b);

@@ -36,6 +36,8 @@ typedef struct cfg_key {
   size_t offset, size;       /* the field: in the part's struct (a part's rows), in config_t (merged) */
   size_t count_offset;       /* CFG_INT_LIST: offset of the int receiving the entry count (same base) */
   const char *doc;           /* one line of meaning */
+  const char *was;           /* NULL, or "section.key": the key's former name, which decks, -D and
+                              * [sweep] may still use (stored decks of logs, model files) */
 } cfg_key_t;
 
 struct config;

@@ -33,6 +33,7 @@ typedef struct config {
 
   /* [train] */
   long global_batch;
+  int micro_batches;   /* each step runs the global batch in this many micro-batches, summing gradients */
   /* the update rule: the optimizer's part (optim/optim.h) */
 
   /* [parallel] */

@@ -38,6 +38,12 @@ static const cfg_key_t core_rows[] = {
 
     CFG_INT_KEY("train", "global_batch", global_batch, "128", 1, 10000000,
                 "samples per optimizer step, over all ranks"),
+    {CFG_ROW("train", "micro_batches", CFG_INT, "1", micro_batches,
+             "micro-batches per step (gradient accumulation): the global batch runs in this many parts, their "
+             "gradients summed before the one update, activation buffers sized to one part; dp, burst: at most "
+             "global_batch, no batch norm; 3d: each replica's share splits into this many (doc/burst.md, "
+             "doc/3d.md); formerly [parallel] micro_batches, still read"),
+     .imin = 1, .imax = 65536, .was = "parallel.micro_batches"},
 
     CFG_STRING_KEY("log", "file", log_file, "${run.out_dir}/log.h5", 1, "HDF5 metrics log of the run"),
     CFG_INT_KEY("log", "flush_every", log_flush_every, "10", 1, CFG_MAX_COUNT,
@@ -145,6 +151,16 @@ int cfg_find_key(const char *section, const char *key) {
   for (int i = 0; i < cfg_nkeys; i++)
     if (strcmp(cfg_keys[i].section, section) == 0 && strcmp(cfg_keys[i].key, key) == 0) return i;
   return -1;
+}
+
+int cfg_find_key_or_former(const char *section, const char *key) {
+  int i = cfg_find_key(section, key);
+  size_t n = strlen(section);
+  for (int j = 0; i < 0 && j < cfg_nkeys; j++) {
+    const char *was = cfg_keys[j].was;
+    if (was && strncmp(was, section, n) == 0 && was[n] == '.' && strcmp(was + n + 1, key) == 0) i = j;
+  }
+  return i;
 }
 
 #define SUGGEST_MAX_LEN 64

@@ -37,6 +37,9 @@ extern const cfg_part_t cfg_core_options;
 /* Index of a section / of section.key in the tables, -1 if there is none. */
 int cfg_find_section(const char *section);
 int cfg_find_key(const char *section, const char *key);
+/* The same, where section.key may also be a key's former name (cfg_key_t.was): what a deck line,
+ * -D or [sweep] names. */
+int cfg_find_key_or_former(const char *section, const char *key);
 struct deck;
 /* Every part's check of keys against each other, in list order (the core part's first). */
 void cfg_check_parts(const struct deck *d, const config_t *cfg);

@@ -164,7 +164,7 @@ static void parse_assignment(line_ctx_t *c, const deck_line_t *l) {
     fail(c->blame.where, NULL, sb_str(&hint), "key \"%s\" before any [section]", key);
   }
   const char *section = cfg_sections[c->section].name;
-  int i = cfg_find_key(section, key);
+  int i = cfg_find_key_or_former(section, key);
   if (i < 0) fail_unknown_key(c->blame.where, section, key);
   deck_entry_t *e = &c->d->e[i];
   if (e->origin == FROM_DECK)
@@ -205,7 +205,7 @@ static void apply_override(deck_t *d, const char *arg) {
   snprintf(section, sizeof section, "%.*s", (int)(dot - arg), arg);
   snprintf(key, sizeof key, "%.*s", (int)(eq - dot - 1), dot + 1);
   if (cfg_find_section(section) < 0) fail_unknown_section(sb_str(&where), section);
-  int i = cfg_find_key(section, key);
+  int i = cfg_find_key_or_former(section, key);
   if (i < 0) fail_unknown_key(sb_str(&where), section, key);
   blame_t blame = {.where = sb_str(&where), .k = &cfg_keys[i]};
   deck_lexer_t lx;

@@ -53,7 +53,7 @@ static int find_swept_key(const sweep_t *s, int line, const char *name) {
   if (dot && dot - name < 64) {
     char section[64];
     snprintf(section, sizeof section, "%.*s", (int)(dot - name), name);
-    int k = cfg_find_key(section, dot + 1);
+    int k = cfg_find_key_or_former(section, dot + 1);
     if (k >= 0) return k;
   }
   char buf[128];

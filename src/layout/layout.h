@@ -112,6 +112,7 @@ typedef struct layout_opts {
   char mode[16];            /* dp | burst | 3d */
   const char *model;        /* the zoo name plan files are checked against */
   long global_batch;
+  int micro_batches;        /* [train] micro_batches: each step's batch in this many parts */
   long steps;               /* the run's optimizer steps */
   uint64_t seed;            /* parameter initialisation */
   gradsync_opts_t sync;     /* the gradient synchronisation's buckets and overlap */

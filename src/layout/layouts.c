@@ -41,6 +41,7 @@ layout_opts_t layout_opts_of(const config_t *cfg, const deck_t *deck) {
   layout_opts_t o = {
       .model = cfg->zoo,
       .global_batch = cfg->global_batch,
+      .micro_batches = cfg->micro_batches,
       .steps = cfg->steps,
       .seed = cfg->seed,
       .cfg = cfg,

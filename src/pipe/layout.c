@@ -42,7 +42,7 @@ static const char *blame(const layout_opts_t *o, const char *const *keys) {
 }
 
 static void check_grid(const layout_opts_t *o, const graph_t *g, const gpt_dims_t *d, int ranks) {
-  int tp = grid_of(o)->tp, pp = grid_of(o)->pp, dp = grid_of(o)->dp, M = grid_of(o)->micro_batches;
+  int tp = grid_of(o)->tp, pp = grid_of(o)->pp, dp = grid_of(o)->dp, M = o->micro_batches;
   const char *grid_keys[] = {"parallel.tp", "parallel.pp", "parallel.dp", "parallel.mode", NULL};
   if ((long)tp * pp * dp != ranks)
     surge_input_error("%s: [parallel] tp = %d, pp = %d, dp = %d: tp * pp * dp = %ld, but the job has %d rank%s "
@@ -62,9 +62,9 @@ static void check_grid(const layout_opts_t *o, const graph_t *g, const gpt_dims_
                       "gpt_layers) (hint: every stage holds at least one whole block: pp <= gpt_layers)",
                       layout_where(o, "parallel.pp"), pp, d->layers, d->layers == 1 ? "" : "s");
   long share = o->global_batch / dp; /* the smallest replica's share */
-  const char *mb_keys[] = {"parallel.micro_batches", "train.global_batch", NULL};
+  const char *mb_keys[] = {"train.micro_batches", "train.global_batch", NULL};
   if (share < M)
-    surge_input_error("%s: [parallel] micro_batches = %d, but a data-parallel replica gets only %ld of the %ld "
+    surge_input_error("%s: [train] micro_batches = %d, but a data-parallel replica gets only %ld of the %ld "
                       "samples of [train] global_batch over dp = %d: a micro-batch would have no samples (hint: "
                       "global_batch >= dp * micro_batches, here %ld)",
                       blame(o, mb_keys), M, share, o->global_batch, dp, (long)dp * M);
@@ -78,7 +78,7 @@ static void check_grid(const layout_opts_t *o, const graph_t *g, const gpt_dims_
  * matrices it approximates. The same on every rank (from the dimensions alone). */
 static void check_compress(const layout_opts_t *o, const compress_opts_t *c, const gpt_dims_t *d) {
   int tp = grid_of(o)->tp, C = d->width;
-  long samples = o->global_batch / grid_of(o)->dp / grid_of(o)->micro_batches; /* the smallest micro-batch */
+  long samples = o->global_batch / grid_of(o)->dp / o->micro_batches; /* the smallest micro-batch */
   long tokens = samples * d->T, cb_max = tokens < C ? tokens : C;
   if (c->cb && c->cb_rank > cb_max)
     surge_input_error("%s: [compress] cb_rank = %d, but an activation gradient is a (tokens x width) matrix of "
@@ -317,7 +317,7 @@ layout_t *pipe_layout_build(const layout_opts_t *o, const graph_t *g, const back
   pipe_layout_t *pl = xcalloc(1, sizeof *pl);
   make_stages(pl, o, g, &d);
   pipe_grid_t G = pipe_grid_of(grid_of(o)->tp, grid_of(o)->pp, grid_of(o)->dp, world->rank);
-  pipe_exec_init(&pl->ex, g, &d, &G, pl->first_block[G.p], pl->blocks[G.p], grid_of(o)->micro_batches,
+  pipe_exec_init(&pl->ex, g, &d, &G, pl->first_block[G.p], pl->blocks[G.p], o->micro_batches,
                  (pipe_sched_t)pipe_sched_of(grid_of(o)->schedule), (int)o->global_batch, be, world, &o->sync,
                  &co, o->seed);
   if (world->rank == 0 && compress_any(&co)) {

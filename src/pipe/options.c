@@ -1,5 +1,6 @@
 /* The deck's keys of the 3d layout ([parallel], [log] timeline_every; doc/3d.md), and the checks
- * that hold [compress] to a 3d grid with the axes its techniques need. */
+ * that hold [compress] to a 3d grid with the axes its techniques need. Its micro-batches are [train]
+ * micro_batches, every layout's key (io/config_schema.c). */
 #include "pipe/options.h"
 
 #include <stdio.h>
@@ -17,8 +18,6 @@ static const cfg_key_t rows[] = {
     CFG_INT_KEY("parallel", "pp", pp, "1", 1, 4096, "3d: pipeline stages (at most gpt_layers)"),
     CFG_INT_KEY("parallel", "dp", dp, "1", 1, 1000000,
                 "3d: data-parallel replicas of the pipeline (tp * pp * dp = the rank count)"),
-    CFG_INT_KEY("parallel", "micro_batches", micro_batches, "1", 1, 65536,
-                "3d: micro-batches per step; each replica's share of the global batch splits into this many"),
     CFG_ENUM_KEY("parallel", "schedule", schedule, "1f1b", CFG_VALUES("1f1b", "gpipe"),
                  "3d: pipeline schedule; 1f1b: warm-up forwards, then one forward and one backward alternating "
                  "(at most pp - s micro-batches held on stage s); gpipe: all forwards, then all backwards"),

@@ -1,4 +1,4 @@
-/* The 3d layout's grid and pipeline in a deck: tp x pp x dp, micro-batches, the schedule, blocks
+/* The 3d layout's grid and pipeline in a deck: tp x pp x dp, the schedule, blocks
  * per stage ([parallel]) and the timeline's interval ([log]), declared here as this part's rows
  * (core/keys.h). Its check also holds [compress] (compress/options.h) to the grid it applies to. */
 #ifndef SURGE_PIPE_OPTIONS_H
@@ -10,7 +10,6 @@ enum { PIPE_MAX_STAGE_LIST = 16 }; /* most entries of [parallel] stages */
 
 typedef struct pipe_opts {
   int tp, pp, dp;        /* tensor, pipeline and data parallel degrees (product: the rank count) */
-  int micro_batches;     /* per step */
   char schedule[8];      /* 1f1b | gpipe */
   int stages[PIPE_MAX_STAGE_LIST], nstages; /* blocks per pipeline stage; {0}: balanced by FLOPs */
   long timeline_every;   /* log the pipeline timeline every N steps (0: never) */

@@ -97,8 +97,8 @@ static void plan_recompute(model_t *m, int (*allowed)(void *arg, int node, int n
   m->shares = xcalloc((size_t)g->n, sizeof *m->shares);
   char why[256];
   if (recompute_plan(g, m->fused, m->epi, allowed, arg, m->seg_first, m->shares, why, sizeof why) < 0)
-    surge_input_error("[train] recompute = %s: %s (hint: recompute = none%s)", recompute_name(g->recompute), why,
-                      g->recompute == RECOMPUTE_BLOCK ? ", or attention" : "");
+    surge_input_error("[train] recompute = %s: %s (hint: recompute = none, or a [parallel] plan that runs each "
+                      "recomputed block on one rank set)", recompute_name(g->recompute), why);
 }
 
 void model_init(model_t *m, const graph_t *g, const backend_t *be, int B_cap) {
@@ -268,7 +268,8 @@ void model_zero_act_grad(model_t *m, int i, int B) {
 
 void model_zero_grads_rows(model_t *m, const int *rows) {
   m->be->fill(m->grads, m->g->params.total, 0.0f);
-  for (int i = 1; i < m->g->n; i++) model_zero_act_grad(m, i, rows ? rows[i] : m->B_cap);
+  for (int i = 1; i < m->g->n; i++) /* a borrowed buffer is its lender's, zeroed once there */
+    if (!m->shares[i]) model_zero_act_grad(m, i, rows ? rows[i] : m->B_cap);
 }
 
 void model_zero_grads(model_t *m) { model_zero_grads_rows(m, NULL); }

@@ -66,7 +66,7 @@ static int check_segment(const graph_t *g, int lo, int hi, const int *fused, con
         return -1;
       }
       if (j <= hi && p >= lo && allowed && !allowed(arg, p, j)) {
-        snprintf(err, errlen, "'%s' and '%s' run on different samples (burst plan rank sets)", L[p].name,
+        snprintf(err, errlen, "'%s' and '%s' run on different samples (the burst plan's rank sets)", L[p].name,
                  L[j].name);
         return -1;
       }

@@ -1,9 +1,10 @@
 #!/bin/sh
 # Activation recomputation ([train] recompute, doc/recompute.md) end to end on the small gpt of
 # tests/gpt3d.sh (10 steps of AdamW with clipping):
-#  - block and attention give bitwise the parameters of none on 1 rank, on the 3d layout (tp 2 x pp 2,
-#    4 micro-batches in 1F1B) and under a 2-rank burst plan whose second block runs on one rank alone
-#    (its input staged across rank sets);
+#  - block and attention give bitwise the parameters of none on 1 rank (cpu, and block on ref), on the
+#    3d layout (tp 2 x pp 2, 4 micro-batches in 1F1B) and under a 2-rank burst plan whose second block
+#    runs on one rank alone (its input staged across rank sets); a run checkpointed with block resumes
+#    with none and ends where none ends (the key is not in the checkpoint's configuration);
 #  - the memory they report drops: the training state of the memory line (1 rank), each pipeline
 #    stage's activation bytes (/pipeline/stages/activation_bytes, 3d);
 #  - bad input: exit 2 naming the deck's file:line (a bad value, a model without transformer blocks),
@@ -34,6 +35,18 @@ for mode in block attention; do
   same one-none "one-$mode"
   tap_ok $? "1 rank: recompute = $mode gives bitwise the parameters of none"
 done
+# not part of the trajectory: 5 steps with block, resumed to 10 with none = 10 steps of none
+train 1 resumed block -D run.steps=5 -D checkpoint.every=5 &&
+  train 1 resumed none --resume && grep -q "resumed from .*ckpt-00000005.h5" "$tap_tmp/resumed.txt"
+tap_ok $? "1 rank: 5 steps with recompute = block resume to 10 with none (the checkpoint's configuration allows it)"
+same one-none resumed
+tap_ok $? "1 rank: the resumed run ends bitwise where 10 steps of none end"
+# the ref backend (its fused add + layer norm composes its own layer norm) the same
+for mode in none block; do
+  train 1 "ref-$mode" "$mode" -D backend.name=ref
+done
+same ref-none ref-block
+tap_ok $? "1 rank, ref backend: recompute = block gives bitwise the parameters of none"
 a=$(state one-none) b=$(state one-block) c=$(state one-attention)
 awk -v a="$a" -v b="$b" -v c="$c" 'BEGIN { exit !(a > 0 && b < 0.6 * a && c < a) }'
 tap_ok $? "1 rank: the training state drops: none $a MiB, block $b MiB, attention $c MiB"

@@ -13,11 +13,12 @@
 
 /* Keys that change the trajectory of training: the model, the data, the update rule. [data]
  * test_samples only limits evaluation, so it may change; [model] init only gives the parameters of
- * step 0, which a checkpoint replaces. */
+ * step 0, which a checkpoint replaces; [train] recompute gives the same parameters bit for bit
+ * (nn/recompute.h), so a run may resume with another. */
 static int in_fingerprint(const cfg_key_t *k) {
   if (strcmp(k->section, "data") == 0) return strcmp(k->key, "test_samples") != 0;
   if (strcmp(k->section, "model") == 0) return strcmp(k->key, "init") != 0;
-  return strcmp(k->section, "train") == 0;
+  return strcmp(k->section, "train") == 0 && strcmp(k->key, "recompute") != 0;
 }
 
 char *ckpt_config_text(const config_t *cfg) {

@@ -6,7 +6,8 @@
 #     RSS above the data, for none, block and attention;
 #  2. the 3d layout (tp 1 x pp 2, 4 micro-batches, 1F1B): each stage's activation bytes
 #     (/pipeline/stages/activation_bytes) and the step time, none against block.
-# The gpt of inputs/gpt-fortunes.deck, shrunk for a CPU (BENCH_WIDTH, BENCH_CONTEXT, BENCH_BATCH).
+# The gpt of inputs/gpt-fortunes.deck (4 x 256, context 128, batch 16; BENCH_WIDTH, BENCH_CONTEXT,
+# BENCH_BATCH change it), 10 steps a run.
 # Run from the build directory (make bench BENCH=recompute).
 set -eu
 src=${SURGE_TOP_SRCDIR:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -17,8 +18,8 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/surge-bench-rc.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 . "$src/bench/lib.sh"
 [ -d /usr/share/games/fortunes ] || { echo "bench_recompute: the fortunes text is not installed (Debian fortunes)"; exit 0; }
-sizes="-D model.gpt_layers=4 -D model.gpt_width=${BENCH_WIDTH:-128} -D model.gpt_heads=4 \
-  -D model.gpt_context=${BENCH_CONTEXT:-128} -D train.global_batch=${BENCH_BATCH:-8} -D run.steps=10 \
+sizes="-D model.gpt_layers=4 -D model.gpt_width=${BENCH_WIDTH:-256} -D model.gpt_heads=4 \
+  -D model.gpt_context=${BENCH_CONTEXT:-128} -D train.global_batch=${BENCH_BATCH:-16} -D run.steps=10 \
   -D run.eval_every=0 -D data.test_samples=8 -D checkpoint.every=0 -D run.overwrite=true -D run.print_every=100"
 run() { # run NP NAME MODE ARGS...: surge-train into $tmp/NAME
   np=$1; name=$2; mode=$3; shift 3
@@ -30,7 +31,7 @@ step_time() { h5vals "$tmp/$1/log.h5" /metrics/step_time | awk 'NR > 2' | median
 mib() { sed -n "s/.*$2 \([0-9.]*\) MiB.*/\1/p" "$tmp/$1.txt"; }
 peak() { sed -n "s/.* peak \([0-9.]*\) MiB above.*/\1/p" "$tmp/$1.txt"; }
 
-echo "-- 1. one rank, gpt 4 x ${BENCH_WIDTH:-128}, context ${BENCH_CONTEXT:-128}, batch ${BENCH_BATCH:-8} ($repeat rounds)"
+echo "-- 1. one rank, gpt 4 x ${BENCH_WIDTH:-256}, context ${BENCH_CONTEXT:-128}, batch ${BENCH_BATCH:-16} ($repeat rounds)"
 for r in $(seq "$repeat"); do
   for mode in none block attention; do
     run 1 "$mode-$r" "$mode"

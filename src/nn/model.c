@@ -259,12 +259,15 @@ void model_set_batch(model_t *m, const float *x_host, const float *y_host, int B
   m->be->upload(m->targets, y_host, (size_t)B * (size_t)g->targets_per_sample);
 }
 
-static void zero_act_grad_rows(model_t *m, int i, int off, int B);
-
-void model_zero_act_grad(model_t *m, int i, int B) {
-  /* a fused node's gradient is its ReLU's, zeroed with it; a written one is overwritten whole */
-  zero_act_grad_rows(m, i, 0, B);
+/* Node i's activation gradient zeroed on samples [off, off+B): a fused node's gradient is its
+ * ReLU's, zeroed with it; a written one is overwritten whole. */
+static void zero_act_grad_rows(model_t *m, int i, int off, int B) {
+  size_t n = shape_size(m->g->l[i].out);
+  if (m->dact[i] && B > 0 && m->fused[i] <= 0 && !m->written[i])
+    m->be->fill(m->dact[i] + (size_t)off * n, (size_t)B * n, 0.0f);
 }
+
+void model_zero_act_grad(model_t *m, int i, int B) { zero_act_grad_rows(m, i, 0, B); }
 
 void model_zero_grads_rows(model_t *m, const int *rows) {
   m->be->fill(m->grads, m->g->params.total, 0.0f);
@@ -342,13 +345,6 @@ void model_forward_node(model_t *m, int i, int off, int B) {
   if (m->fused[i] < 0) return; /* a ReLU fused into the conv2d or add before it, which writes its output */
   if (m->epi[i] < 0) return;   /* run in the epilogue of the node before it */
   run_forward(m, i, off, B);
-}
-
-/* Node i's activation gradient zeroed on samples [off, off+B) (see model_zero_act_grad). */
-static void zero_act_grad_rows(model_t *m, int i, int off, int B) {
-  size_t n = shape_size(m->g->l[i].out);
-  if (m->dact[i] && B > 0 && m->fused[i] <= 0 && !m->written[i])
-    m->be->fill(m->dact[i] + (size_t)off * n, (size_t)B * n, 0.0f);
 }
 
 /* Re-fill the interior lo..hi-1 of the segment that node hi ends, on samples [off, off+B), before

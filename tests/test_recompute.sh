@@ -1,10 +1,11 @@
 #!/bin/sh
 # Activation recomputation ([train] recompute, doc/recompute.md) end to end on the small gpt of
 # tests/gpt3d.sh (10 steps of AdamW with clipping):
-#  - block and attention give bitwise the parameters of none on 1 rank (cpu, and block on ref), on the
-#    3d layout (tp 2 x pp 2, 4 micro-batches in 1F1B) and under a 2-rank burst plan whose second block
-#    runs on one rank alone (its input staged across rank sets); a run checkpointed with block resumes
-#    with none and ends where none ends (the key is not in the checkpoint's configuration);
+#  - block and attention give bitwise the parameters of none on 1 rank (cpu, and block on ref), block
+#    on dp 2 ranks, both on the 3d layout (tp 2 x pp 2, 4 micro-batches in 1F1B), block under a 2-rank
+#    burst plan whose second block runs on one rank alone (its input staged across rank sets); a run
+#    checkpointed with block resumes with none and ends where none ends (the key is not in the
+#    checkpoint's configuration);
 #  - the memory they report drops: the training state of the memory line (1 rank), each pipeline
 #    stage's activation bytes (/pipeline/stages/activation_bytes, 3d);
 #  - bad input: exit 2 naming the deck's file:line (a bad value, a model without transformer blocks),
@@ -50,6 +51,13 @@ tap_ok $? "1 rank, ref backend: recompute = block gives bitwise the parameters o
 a=$(state one-none) b=$(state one-block) c=$(state one-attention)
 awk -v a="$a" -v b="$b" -v c="$c" 'BEGIN { exit !(a > 0 && b < 0.6 * a && c < a) }'
 tap_ok $? "1 rank: the training state drops: none $a MiB, block $b MiB, attention $c MiB"
+
+# data parallelism on 2 ranks (each rank's half of the batch)
+for mode in none block; do
+  train 2 "dp-$mode" "$mode" -D parallel.mode=dp
+done
+same dp-none dp-block
+tap_ok $? "dp on 2 ranks: recompute = block gives bitwise the parameters of none"
 
 # 3d: tp 2 x pp 2, 4 micro-batches
 for mode in none block attention; do

@@ -215,7 +215,8 @@ static void reuse_slot(pipe_exec_t *ex, int k) {
   size_t off = (size_t)(k % ex->slots) * (size_t)ex->mb_cap;
   for (int i = 1; i < ex->lg.n; i++) {
     size_t n = out_floats(&ex->lg, i);
-    if (ex->m.dact[i]) be->fill(ex->m.dact[i] + off * n, (size_t)ex->mb_cap * n, 0.0f);
+    if (ex->m.dact[i] && !ex->m.shares[i]) /* a borrowed buffer (recomputation) is its lender's */
+      be->fill(ex->m.dact[i] + off * n, (size_t)ex->mb_cap * n, 0.0f);
   }
   size_t row = out_floats(&ex->lg, 0);
   if (ex->din) be->fill(ex->din + off * row, (size_t)ex->mb_cap * row, 0.0f);

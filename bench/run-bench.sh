@@ -54,6 +54,10 @@ if want 3d && [ -f "$src/bench/bench_3d.sh" ]; then
   echo "== 3D parallelism: bubble against theory, activation memory 1F1B against GPipe, throughput against data parallelism (bench/bench_3d.sh)"
   SURGE_TRAIN=./surge-train MPIEXEC="$mpiexec" sh "$src/bench/bench_3d.sh"
 fi
+if want recompute && [ -f "$src/bench/bench_recompute.sh" ]; then
+  echo "== activation recomputation: step time and memory of block and attention against none, 1 rank and 3d (bench/bench_recompute.sh)"
+  SURGE_TRAIN=./surge-train MPIEXEC="$mpiexec" sh "$src/bench/bench_recompute.sh"
+fi
 if want tokens && [ -f "$src/bench/bench_tokens.sh" ]; then
   echo "== tokenized text: surge-tokenize against Hugging Face tokenizers, gpt2-124m's data phase (bench/bench_tokens.sh)"
   MPIEXEC="$mpiexec" sh "$src/bench/bench_tokens.sh"

@@ -1,7 +1,7 @@
 dist_doc_DATA += doc/deck.md
 dist_doc_DATA += README.md doc/design.md doc/testing.md doc/results.md
 dist_doc_DATA += doc/formats.md
-dist_doc_DATA += doc/multiplexing.md doc/3d.md
+dist_doc_DATA += doc/multiplexing.md doc/3d.md doc/recompute.md
 dist_doc_DATA += doc/checkpoints.md
 dist_doc_DATA += doc/sweeps.md
 dist_man_MANS += doc/man/surge-sweep.1

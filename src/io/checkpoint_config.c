@@ -14,11 +14,13 @@
 /* Keys that change the trajectory of training: the model, the data, the update rule. [data]
  * test_samples only limits evaluation, so it may change; [model] init only gives the parameters of
  * step 0, which a checkpoint replaces; [train] micro_batches only splits a step's work (the same
- * step, as a layout's rank count: doc/burst.md), so a restart may change it too. */
+ * step, as a layout's rank count: doc/burst.md), and [train] recompute gives the same parameters
+ * bit for bit (nn/recompute.h), so a restart may change either. */
 static int in_fingerprint(const cfg_key_t *k) {
   if (strcmp(k->section, "data") == 0) return strcmp(k->key, "test_samples") != 0;
   if (strcmp(k->section, "model") == 0) return strcmp(k->key, "init") != 0;
-  return strcmp(k->section, "train") == 0 && strcmp(k->key, "micro_batches") != 0;
+  return strcmp(k->section, "train") == 0 && strcmp(k->key, "micro_batches") != 0 &&
+         strcmp(k->key, "recompute") != 0;
 }
 
 char *ckpt_config_text(const config_t *cfg) {

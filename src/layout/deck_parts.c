@@ -8,6 +8,7 @@
 #include "io/config_schema.h"
 #include "layout/layout.h"
 #include "mux/options.h"
+#include "nn/recompute.h"
 #include "nn/zoo.h"
 #include "optim/optim.h"
 #include "pipe/options.h"
@@ -29,7 +30,7 @@ const int cfg_deck_nsections = (int)(sizeof cfg_deck_sections / sizeof cfg_deck_
 
 /* Within a section, the core part's keys come first, then these parts' in this order. */
 const cfg_part_t *const cfg_deck_parts[] = {
-    &zoo_options, &data_options, &optim_options, &layout_options, &sync_options, &burst_options, &pipe_options, &compress_options, &multiplex_options,
+    &zoo_options, &data_options, &optim_options, &recompute_options, &layout_options, &sync_options, &burst_options, &pipe_options, &compress_options, &multiplex_options,
     &backend_deck_options,
 };
 const int cfg_deck_nparts = (int)(sizeof cfg_deck_parts / sizeof cfg_deck_parts[0]);

@@ -19,6 +19,9 @@ typedef struct graph {
   int targets_per_sample; /* 1 for classification, T for next-token prediction */
   int classes_valid;      /* outputs at or beyond this are padding, kept out of the loss and the
                            * gradients (nn/logit_mask.h); 0: every output is a class */
+  int recompute;          /* recompute_mode_t (nn/recompute.h): which activations the engine drops after
+                           * the forward pass and re-runs in the backward (a training run sets it from
+                           * [train] recompute before a layout binds the graph); 0: none */
   char err[256];          /* reason of the last failed add */
 } graph_t;
 

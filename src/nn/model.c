@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "core/events.h"
 #include "nn/logit_mask.h"
+#include "nn/recompute.h"
 
 /* The one consumer of node i, or -1 when it has none or several (input slots count). */
 static int sole_consumer(const graph_t *g, int i) {
@@ -88,6 +89,18 @@ static int plan_grad_in_place(const model_t *m, int (*allowed)(void *arg, int no
          (kind == LAYER_LINEAR || kind == LAYER_TIED_LINEAR);
 }
 
+/* The segments of activation recomputation (g->recompute, nn/recompute.h) into seg_first and
+ * shares; a graph that cannot be recomputed so is an input error. */
+static void plan_recompute(model_t *m, int (*allowed)(void *arg, int node, int next), void *arg) {
+  const graph_t *g = m->g;
+  m->seg_first = xcalloc((size_t)g->n, sizeof *m->seg_first);
+  m->shares = xcalloc((size_t)g->n, sizeof *m->shares);
+  char why[256];
+  if (recompute_plan(g, m->fused, m->epi, allowed, arg, m->seg_first, m->shares, why, sizeof why) < 0)
+    surge_input_error("[train] recompute = %s: %s (hint: recompute = none, or a [parallel] plan that runs each "
+                      "recomputed block on one rank set)", recompute_name(g->recompute), why);
+}
+
 void model_init(model_t *m, const graph_t *g, const backend_t *be, int B_cap) {
   model_init_fused(m, g, be, B_cap, NULL, NULL);
 }
@@ -123,10 +136,14 @@ int model_init_on(model_t *m, const graph_t *g, const backend_t *be, int B_cap,
   plan_epilogues(m, allowed, arg);
   m->grad_in_place = plan_grad_in_place(m, allowed);
   if (m->grad_in_place) m->written[graph_output(g)] = 1; /* the loss writes it whole */
+  plan_recompute(m, allowed, arg);
   size_t scratch = 0;
   for (int i = 0; i < g->n; i++) {
     const layer_t *l = &g->l[i];
     size_t n = surge_mul_size((size_t)B_cap, shape_size(l->out), "activations");
+    size_t need = layer_scratch_floats(l, B_cap);
+    if (need > scratch) scratch = need;
+    if (m->shares[i]) continue; /* an earlier segment's interior node lends its buffers (below) */
     if (m->fused[i] <= 0) { /* a fused node writes its ReLU's buffer (below): it has none of its own */
       m->act[i] = be->alloc(n);
       m->act_floats += n;
@@ -145,9 +162,13 @@ int model_init_on(model_t *m, const graph_t *g, const backend_t *be, int B_cap,
       m->keep[i] = be->alloc(l->keep);
       m->act_floats += l->keep;
     }
-    size_t need = layer_scratch_floats(l, B_cap);
-    if (need > scratch) scratch = need;
   }
+  for (int i = 0; i < g->n; i++)
+    if (m->shares[i]) {
+      m->act[i] = m->act[m->shares[i]];
+      m->dact[i] = m->dact[m->shares[i]];
+      m->aux[i] = m->aux[m->shares[i]];
+    }
   m->scratch = be->alloc(scratch);
   m->act_floats += scratch;
   m->targets = be->alloc(surge_mul_size((size_t)B_cap, (size_t)g->targets_per_sample, "targets"));
@@ -174,12 +195,15 @@ void model_wire_default(model_t *m) {
 void model_free(model_t *m) {
   const backend_t *be = m->be;
   for (int i = 0; i < m->g->n; i++) {
+    if (m->shares[i]) continue; /* another node's buffers */
     if (m->fused[i] <= 0) be->free(m->act[i]); /* a fused node shares its ReLU's buffers */
     if (m->dact[i] && m->fused[i] <= 0 && m->dact[i] != m->act[i]) be->free(m->dact[i]); /* in place: one */
     if (m->aux[i]) be->free(m->aux[i]);
     if (m->keep[i]) be->free(m->keep[i]);
   }
   free(m->keep);
+  free(m->seg_first);
+  free(m->shares);
   be->free(m->bufs);
   free(m->act);
   free(m->dact);
@@ -235,15 +259,20 @@ void model_set_batch(model_t *m, const float *x_host, const float *y_host, int B
   m->be->upload(m->targets, y_host, (size_t)B * (size_t)g->targets_per_sample);
 }
 
-void model_zero_act_grad(model_t *m, int i, int B) {
-  /* a fused node's gradient is its ReLU's, zeroed with it; a written one is overwritten whole */
+/* Node i's activation gradient zeroed on samples [off, off+B): a fused node's gradient is its
+ * ReLU's, zeroed with it; a written one is overwritten whole. */
+static void zero_act_grad_rows(model_t *m, int i, int off, int B) {
+  size_t n = shape_size(m->g->l[i].out);
   if (m->dact[i] && B > 0 && m->fused[i] <= 0 && !m->written[i])
-    m->be->fill(m->dact[i], (size_t)B * shape_size(m->g->l[i].out), 0.0f);
+    m->be->fill(m->dact[i] + (size_t)off * n, (size_t)B * n, 0.0f);
 }
+
+void model_zero_act_grad(model_t *m, int i, int B) { zero_act_grad_rows(m, i, 0, B); }
 
 void model_zero_grads_rows(model_t *m, const int *rows) {
   m->be->fill(m->grads, m->g->params.total, 0.0f);
-  for (int i = 1; i < m->g->n; i++) model_zero_act_grad(m, i, rows ? rows[i] : m->B_cap);
+  for (int i = 1; i < m->g->n; i++) /* a borrowed buffer is its lender's, zeroed once there */
+    if (!m->shares[i]) model_zero_act_grad(m, i, rows ? rows[i] : m->B_cap);
 }
 
 void model_zero_grads(model_t *m) { model_zero_grads_rows(m, NULL); }
@@ -305,15 +334,35 @@ static layer_ctx_t node_ctx(model_t *m, int i, int off, int B, int backward) {
   return c;
 }
 
-void model_forward_node(model_t *m, int i, int off, int B) {
-  if (m->fused[i] < 0) return; /* a ReLU fused into the conv2d or add before it, which writes its output */
-  if (m->epi[i] < 0) return;   /* run in the epilogue of the node before it */
+/* Node i's forward as it stands (with the epilogue it runs, if any). */
+static void run_forward(model_t *m, int i, int off, int B) {
   ev_raise(EV_WORK, EV_FORWARD, i);
   layer_ctx_t c = node_ctx(m, i, off, B, 0);
   layer_ops_of(m->g->l[i].kind)->forward(&m->g->l[i], &c);
 }
 
+void model_forward_node(model_t *m, int i, int off, int B) {
+  if (m->fused[i] < 0) return; /* a ReLU fused into the conv2d or add before it, which writes its output */
+  if (m->epi[i] < 0) return;   /* run in the epilogue of the node before it */
+  run_forward(m, i, off, B);
+}
+
+/* Re-fill the interior lo..hi-1 of the segment that node hi ends, on samples [off, off+B), before
+ * hi's backward: the interior's gradients from zero (their buffers served the segment after it),
+ * its forward re-run from the kept inputs. A node whose forward ran in the epilogue of a node
+ * before the segment (the layer norm after the previous block's residual add) runs standalone. */
+static void refill_segment(model_t *m, int hi, int off, int B) {
+  const int lo = m->seg_first[hi];
+  for (int i = lo; i < hi; i++) zero_act_grad_rows(m, i, off, B);
+  for (int i = lo; i < hi; i++) {
+    if (m->fused[i] < 0 || (m->epi[i] < 0 && -m->epi[i] >= lo)) continue; /* run by a node of the segment */
+    run_forward(m, i, off, B);
+    if (m->reforward_hook) m->reforward_hook(m->reforward_arg, i, off, B);
+  }
+}
+
 void model_backward_node(model_t *m, int i, int off, int B) {
+  if (m->seg_first[i] > 0) refill_segment(m, i, off, B);
   if (!m->dact[i]) return; /* nothing before this node has parameters */
   if (m->fused[i] < 0) return; /* a ReLU fused into the conv2d or add before it, whose backward runs it */
   if (m->epi[i] < 0 && m->g->l[i].kind == LAYER_GELU) return; /* its linear's backward runs it */

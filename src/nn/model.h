@@ -49,6 +49,15 @@ typedef struct model {
   const int *id_lo;    /* ... of which node i's row 0 is ids[id_lo[i]] (NULL: ids[0]) */
   uint64_t seed, step; /* the run's seed and the step's number (dropout's masks) */
   int own_params, own_grads; /* whether the model allocated them (model_init_on) */
+  /* activation recomputation (g->recompute, nn/recompute.h), planned by model_init_on: */
+  int *seg_first; /* per node: lo where the node ends a recomputed segment [lo, node], else 0: its
+                   * backward first zeroes the interior's gradients and re-runs the interior's forward
+                   * on the same rows */
+  int *shares;    /* per node: the node of an earlier segment whose act, dact and aux it uses, else 0 */
+  /* set by a layout: called after each re-run forward of a node (the sums a layout puts at node
+   * boundaries: the 3d layout's tensor-parallel one), or NULL */
+  void (*reforward_hook)(void *arg, int node, int off, int B);
+  void *reforward_arg;
 } model_t;
 
 void model_init(model_t *m, const graph_t *g, const backend_t *be, int B_cap);
@@ -65,8 +74,11 @@ void model_init(model_t *m, const graph_t *g, const backend_t *be, int B_cap);
  * keeping its own output, the pre-activation, for gelu_bias_bwd's one pass); a residual add that
  * feeds a layer norm computes the norm too (add_layernorm_fwd). With allowed given, an output
  * layer whose backward does not read its output (linear, tied linear) shares its buffer with its
- * gradient: the loss writes the gradient over the logits (model_t.grad_in_place). Returns the
- * ReLU pairs fused. */
+ * gradient: the loss writes the gradient over the logits (model_t.grad_in_place). Where
+ * g->recompute asks (nn/recompute.h), the segments it plans share their interiors' buffers and are
+ * re-filled before their backward (model_t.seg_first); allowed then also says which nodes run on
+ * the same samples (a segment must; NULL: all do), and a graph that cannot be recomputed so is an
+ * input error. Returns the ReLU pairs fused. */
 int model_init_fused(model_t *m, const graph_t *g, const backend_t *be, int B_cap,
                      int (*allowed)(void *arg, int node, int next), void *arg);
 /* model_init_fused on parameter and gradient slabs the caller provides (params: g->params.total
@@ -103,7 +115,8 @@ void model_zero_grads_rows(model_t *m, const int *rows);
  * to the node. */
 void model_zero_act_grad(model_t *m, int i, int B);
 
-/* Run node i forward / backward on samples [off, off+B). */
+/* Run node i forward / backward on samples [off, off+B). The backward of a recomputed segment's last
+ * node first re-fills the segment (model_t.seg_first). */
 void model_forward_node(model_t *m, int i, int off, int B);
 void model_backward_node(model_t *m, int i, int off, int B);
 

@@ -46,6 +46,14 @@ static void mark_reductions(pipe_exec_t *ex) {
   }
 }
 
+/* After node j's forward on rows [off, off + B): its output summed over the tensor-parallel shards
+ * where its role asks (a row-parallel layer's); also the model's hook after a recomputed forward. */
+static void reduce_out_of(void *arg, int j, int off, int B) {
+  pipe_exec_t *ex = arg;
+  size_t n = shape_size(ex->lg.l[j].out);
+  if (ex->reduce_out[j]) tp_allreduce(&ex->tp, ex->m.act[j] + (size_t)off * n, (size_t)B * n);
+}
+
 /* Every tensor of the part is summed over the data-parallel group (but the word embedding under fe);
  * its gradient is final after the backward of its first user (the embedding for the tied word
  * embedding). With sc every rank runs the PowerSGD reducer (so every rank lists its checkpoint
@@ -102,7 +110,10 @@ void pipe_exec_init(pipe_exec_t *ex, const graph_t *g, const gpt_dims_t *dims, c
   ex->mb_cap = (share_max + M - 1) / M;
   ex->slots = pipe_in_flight(sched, G->pp, M, G->p);
   int window = ex->slots * ex->mb_cap;
+  ex->lg.recompute = g->recompute;
   model_init(&ex->m, &ex->lg, be, window);
+  ex->m.reforward_hook = reduce_out_of;
+  ex->m.reforward_arg = ex;
   mark_reductions(ex);
   size_t row = (size_t)dims->T * (size_t)dims->width;
   if (!ex->part.first) { /* the input's gradient goes back to the previous stage */
@@ -188,11 +199,9 @@ static void fetch(pipe_exec_t *ex, const dataset_t *ds, data_split_t split, cons
 
 /* Forward of nodes 1.. on rows [off, off + B), with the tensor-parallel sums. */
 static void forward_nodes(pipe_exec_t *ex, int off, int B) {
-  model_t *m = &ex->m;
   for (int j = 1; j < ex->lg.n; j++) {
-    model_forward_node(m, j, off, B);
-    size_t n = out_floats(&ex->lg, j);
-    if (ex->reduce_out[j]) tp_allreduce(&ex->tp, m->act[j] + (size_t)off * n, (size_t)B * n);
+    model_forward_node(&ex->m, j, off, B);
+    reduce_out_of(ex, j, off, B);
   }
 }
 
@@ -206,7 +215,8 @@ static void reuse_slot(pipe_exec_t *ex, int k) {
   size_t off = (size_t)(k % ex->slots) * (size_t)ex->mb_cap;
   for (int i = 1; i < ex->lg.n; i++) {
     size_t n = out_floats(&ex->lg, i);
-    if (ex->m.dact[i]) be->fill(ex->m.dact[i] + off * n, (size_t)ex->mb_cap * n, 0.0f);
+    if (ex->m.dact[i] && !ex->m.shares[i]) /* a borrowed buffer (recomputation) is its lender's */
+      be->fill(ex->m.dact[i] + off * n, (size_t)ex->mb_cap * n, 0.0f);
   }
   size_t row = out_floats(&ex->lg, 0);
   if (ex->din) be->fill(ex->din + off * row, (size_t)ex->mb_cap * row, 0.0f);

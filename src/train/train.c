@@ -13,6 +13,7 @@
 #include "io/options.h"
 #include "mux/mux.h"
 #include "mux/options.h"
+#include "nn/recompute.h"
 #include "nn/zoo.h"
 #include "sync/options.h"
 
@@ -45,6 +46,7 @@ void trainer_init(trainer_t *t, const config_t *cfg, const deck_t *deck, comm_t 
   if (zoo_build(zoo_opts_of(cfg), dataset_sample_shape(t->ds), dataset_classes(t->ds), &t->g, err, sizeof err) != 0)
     surge_input_error("%s: [model] zoo = %s: %s (hint: check the [model] sizes)",
                       deck_where(deck, "model.zoo"), cfg->zoo, err);
+  t->g.recompute = recompute_mode_of(cfg); /* the layouts' models plan it (nn/recompute.h) */
   layout_opts_t lo = layout_opts_of(cfg, deck);
   t->layout = layout_build(&lo, &t->g, t->be, world);
   optim_init(&t->opt, optim_opts_of(cfg), t->be, t->layout->local->total);

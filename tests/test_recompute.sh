@@ -1,0 +1,108 @@
+#!/bin/sh
+# Activation recomputation ([train] recompute, doc/recompute.md) end to end on the small gpt of
+# tests/gpt3d.sh (10 steps of AdamW with clipping):
+#  - block and attention give bitwise the parameters of none on 1 rank (cpu, and block on ref), block
+#    on dp 2 ranks, both on the 3d layout (tp 2 x pp 2, 4 micro-batches in 1F1B), block under a 2-rank
+#    burst plan whose second block runs on one rank alone (its input staged across rank sets); a run
+#    checkpointed with block resumes with none and ends where none ends (the key is not in the
+#    checkpoint's configuration);
+#  - the memory they report drops: the training state of the memory line (1 rank), each pipeline
+#    stage's activation bytes (/pipeline/stages/activation_bytes, 3d);
+#  - bad input: exit 2 naming the deck's file:line (a bad value, a model without transformer blocks),
+#    or the plan's nodes (a burst plan splitting a block over rank sets).
+. "${SURGE_TOP_SRCDIR:-.}/tests/tap.sh"
+[ -d /usr/share/games/fortunes ] || tap_skip_all "the fortunes text (Debian package fortunes) is not installed"
+. "$top_src/tests/gpt3d.sh"
+base="$tap_tmp/base.deck"
+gpt3d_deck "$base" 100
+sed -i 's/^steps = 8/steps = 10/; s/^print_every = 8/print_every = 10/' "$base"
+grid="-D parallel.mode=3d -D parallel.tp=2 -D parallel.pp=2 -D parallel.dp=1 -D parallel.micro_batches=4"
+train() { # train NP OUT MODE ARGS...: surge-train into $tap_tmp/OUT (its output in OUT.txt)
+  np=$1; out=$2; mode=$3; shift 3
+  timeout 300 "$mpiexec" -n "$np" "$SURGE_TRAIN" "$base" -D "run.out_dir=$tap_tmp/$out" -D "train.recompute=$mode" \
+    "$@" >"$tap_tmp/$out.txt" 2>&1
+}
+same() { # same A B: the parameters of two runs bit for bit
+  h5diff "$tap_tmp/$1/model.h5" "$tap_tmp/$2/model.h5" /params /params >/dev/null 2>&1
+}
+state() { sed -n 's/.*training state \([0-9.]*\) MiB.*/\1/p' "$tap_tmp/$1.txt"; }
+
+# 1 rank
+for mode in none block attention; do
+  train 1 "one-$mode" "$mode"
+  tap_ok $? "1 rank, recompute = $mode: 10 steps"
+done
+for mode in block attention; do
+  same one-none "one-$mode"
+  tap_ok $? "1 rank: recompute = $mode gives bitwise the parameters of none"
+done
+# not part of the trajectory: 5 steps with block, resumed to 10 with none = 10 steps of none
+train 1 resumed block -D run.steps=5 -D checkpoint.every=5 &&
+  train 1 resumed none --resume && grep -q "resumed from .*ckpt-00000005.h5" "$tap_tmp/resumed.txt"
+tap_ok $? "1 rank: 5 steps with recompute = block resume to 10 with none (the checkpoint's configuration allows it)"
+same one-none resumed
+tap_ok $? "1 rank: the resumed run ends bitwise where 10 steps of none end"
+# the ref backend (its fused add + layer norm composes its own layer norm) the same
+for mode in none block; do
+  train 1 "ref-$mode" "$mode" -D backend.name=ref
+done
+same ref-none ref-block
+tap_ok $? "1 rank, ref backend: recompute = block gives bitwise the parameters of none"
+a=$(state one-none) b=$(state one-block) c=$(state one-attention)
+awk -v a="$a" -v b="$b" -v c="$c" 'BEGIN { exit !(a > 0 && b < 0.6 * a && c < a) }'
+tap_ok $? "1 rank: the training state drops: none $a MiB, block $b MiB, attention $c MiB"
+
+# data parallelism on 2 ranks (each rank's half of the batch)
+for mode in none block; do
+  train 2 "dp-$mode" "$mode" -D parallel.mode=dp
+done
+same dp-none dp-block
+tap_ok $? "dp on 2 ranks: recompute = block gives bitwise the parameters of none"
+
+# 3d: tp 2 x pp 2, 4 micro-batches
+for mode in none block attention; do
+  # shellcheck disable=SC2086
+  train 4 "3d-$mode" "$mode" $grid
+  tap_ok $? "3d tp 2 x pp 2, recompute = $mode: 10 steps"
+done
+for mode in block attention; do
+  same 3d-none "3d-$mode"
+  tap_ok $? "3d: recompute = $mode gives bitwise the parameters of none"
+done
+for mode in none block attention; do
+  h5vals "$tap_tmp/3d-$mode/log.h5" /pipeline/stages/activation_bytes >"$tap_tmp/bytes-$mode"
+done
+paste "$tap_tmp/bytes-none" "$tap_tmp/bytes-block" "$tap_tmp/bytes-attention" |
+  awk 'NF == 3 && $2 < $1 && $3 < $1 { n++ } END { exit !(n == 2 && NR == 2) }'
+tap_ok $? "3d: every stage's activation bytes drop (none, block, attention): $(paste -d/ "$tap_tmp/bytes-none" \
+  "$tap_tmp/bytes-block" "$tap_tmp/bytes-attention" | tr '\n' ' ')"
+
+# burst on 2 ranks: the planner's plan, block 1 moved to rank 1 alone and the tied output layer to
+# the embedding's rank set
+"$top_build/tests/make_plan" "$base" 2 "$tap_tmp/planner.plan" >"$tap_tmp/planner.txt" 2>&1
+awk '/^[0-9]+ / && NF == 5 && $2 ~ /^blocks\.1\./ { print $1, $2, 1, 1, 16; next }
+     /^[0-9]+ / && NF == 5 && $2 == "lm_head" { print $1, $2, 1, 0, 16; next }
+     /^[0-9]+ / && NF == 5 && $2 == "wte" { print $1, $2, 1, 0, 16; next } { print }' \
+  "$tap_tmp/planner.plan" >"$tap_tmp/moved.plan"
+burst="-D parallel.mode=burst -D parallel.plan=$tap_tmp/moved.plan"
+for mode in none block; do
+  # shellcheck disable=SC2086
+  train 2 "burst-$mode" "$mode" $burst
+  tap_ok $? "burst on 2 ranks, block 1 on rank 1 alone, recompute = $mode: 10 steps"
+done
+same burst-none burst-block
+tap_ok $? "burst: recompute = block gives bitwise the parameters of none"
+
+# bad input
+gpt3d_bad "a bad value" 1 ".*recompute.*(none|block|attention)" "" "[train]" "recompute = layers"
+gpt3d_bad "a model without transformer blocks" 1 ".*recompute = block needs the gpt" "-D model.zoo=mlp" \
+  "[train]" "recompute = block"
+sed 's/^\([0-9]* blocks\.2\.attn\) .*/\1 1 0 16/' "$tap_tmp/moved.plan" >"$tap_tmp/split.plan"
+timeout 120 "$mpiexec" -n 2 "$SURGE_TRAIN" "$base" -D "run.out_dir=$tap_tmp/split" -D train.recompute=block \
+  -D parallel.mode=burst -D "parallel.plan=$tap_tmp/split.plan" >"$tap_tmp/split.txt" 2>&1
+rc=$?
+msg=$(grep -m 1 "surge: error" "$tap_tmp/split.txt")
+[ $rc = 2 ] && echo "$msg" | grep -q "recompute = block: 'blocks.2.qkv' and 'blocks.2.attn' run on different samples"
+tap_ok $? "a burst plan splitting a block over rank sets: exit $rc: $msg"
+
+tap_done

@@ -32,6 +32,8 @@ const char *traffic_name(traffic_t t) {
       [TRAFFIC_DP_COMPRESSED] = "dp_compressed",
       [TRAFFIC_ACT_GRAD_COMPRESSED] = "activation_grad_compressed",
       [TRAFFIC_BN] = "batchnorm",
+      [TRAFFIC_DP_SCATTER] = "dp_scatter",
+      [TRAFFIC_DP_GATHER] = "dp_gather",
       [TRAFFIC_OTHER] = "other",
   };
   if ((int)t < 0 || t >= TRAFFIC_COUNT) return "unknown";
@@ -514,6 +516,36 @@ void comm_iallreduce_sum(comm_t *c, float *buf, size_t n, traffic_t t, comm_op_t
   meter_add(c, t, (uint64_t)n * sizeof(float), start);
 }
 
+void comm_ireduce_scatter_sum(comm_t *c, float *buf, size_t n, const size_t *off, const size_t *cnt, traffic_t t,
+                              comm_op_t *op) {
+  require_member(c, t, "comm_ireduce_scatter_sum");
+  if (comm_dev_owns(c, buf))
+    surge_runtime_error("comm_ireduce_scatter_sum: a device buffer (the sharded optimizer runs on host-memory "
+                        "backends only)");
+  int *counts = xcalloc((size_t)c->size, sizeof *counts);
+  size_t at = 0;
+  for (int r = 0; r < c->size; r++) {
+    if (off[r] != at || cnt[r] > INT_MAX)
+      surge_runtime_error("comm_ireduce_scatter_sum: rank %d's part (%zu floats at %zu) does not follow the one "
+                          "before (at %zu) or is beyond one MPI operation (%d)", r, cnt[r], off[r], at, INT_MAX);
+    counts[r] = (int)cnt[r];
+    at += cnt[r];
+  }
+  if (at != n) surge_runtime_error("comm_ireduce_scatter_sum: the parts hold %zu floats of %zu", at, n);
+  double start = surge_now();
+  *op = (comm_op_t){.c = c, .t = t, .event = trace_start(t, (uint64_t)n * sizeof(float), start),
+                    .req = MPI_REQUEST_NULL, .kind = COMM_KIND_HOST};
+  if (cnt[c->rank] > 0 && off[c->rank] > 0) {
+    op->shift_to = buf + off[c->rank];
+    op->shift_from = buf;
+    op->shift_n = cnt[c->rank];
+  }
+  comm_check_mpi(MPI_Ireduce_scatter(MPI_IN_PLACE, buf, counts, MPI_FLOAT, MPI_SUM, c->mpi, &op->req),
+                 "MPI_Ireduce_scatter", "comm_ireduce_scatter_sum");
+  meter_add(c, t, (uint64_t)n * sizeof(float), start);
+  free(counts);
+}
+
 /* The time of a test or wait, counted in the operation's category without another call. */
 static void meter_time(comm_t *c, traffic_t t, double start) {
   double seconds = surge_now() - start;
@@ -524,6 +556,7 @@ static void meter_time(comm_t *c, traffic_t t, double start) {
 /* op has completed: a staged result goes back to the device. */
 static void op_done(comm_op_t *op) {
   op->done = 1;
+  if (op->shift_to) memmove(op->shift_to, op->shift_from, op->shift_n * sizeof(float));
   if (op->kind == COMM_KIND_STAGED) finish_staged(op->c, op->dev, &op->host, op->n, op->kind);
   trace_done(op);
 }

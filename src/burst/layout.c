@@ -10,15 +10,17 @@
 #include "burst/plan_text.h"
 #include "burst/profiler.h"
 #include "core/error.h"
+#include "sync/shard.h"
 
 typedef struct burst_layout {
   layout_t base;
   burst_exec_t ex;
   burst_plan_t plan;
   char *plan_text; /* the plan file's text, for the log (burst mode) */
-  char note[400];   /* layout_t.note: how dp sums, where it is worth saying */
+  char note[720];   /* layout_t.note: how dp sums, where it is worth saying */
   size_t *norm_ranges; /* layout_t.norm's ranges, where the plan has them */
   size_t *update_ranges; /* layout_t.update_ranges, where the plan has them */
+  size_t *shard;         /* a sharded optimizer's bounds (world->size + 1, sync/shard.h), or NULL */
 } burst_layout_t;
 
 static burst_layout_t *impl(const layout_t *l) { return l->impl; }
@@ -144,6 +146,19 @@ static double shared_updated(layout_t *l, double norm_part) { return node_sum_up
 
 static double shared_norm_sum(layout_t *l, double norm_part) { return node_sum_total(impl(l)->ex.shared, norm_part); }
 
+/* A sharded optimizer: every rank updated its shard of the parameters; all-gather them in place. */
+static double sharded_updated(layout_t *l, double norm_part) {
+  burst_layout_t *b = impl(l);
+  comm_t *w = b->ex.world;
+  size_t *off = xcalloc((size_t)w->size, sizeof *off), *n = xcalloc((size_t)w->size, sizeof *n);
+  for (int r = 0; r < w->size; r++) off[r] = b->shard[r], n[r] = b->shard[r + 1] - b->shard[r];
+  comm_allgatherv_float(w, l->m->params, off, n, TRAFFIC_DP_GATHER);
+  free(off);
+  free(n);
+  (void)norm_part; /* the norm's parts ride on the trainer's metrics (NORM_SUM_JOB) */
+  return 0.0;
+}
+
 /* After sync_replicas every rank holds every tensor whole. */
 static void describe(const layout_t *l, state_tensor_t *out) {
   const burst_exec_t *ex = &impl(l)->ex;
@@ -162,6 +177,7 @@ static void free_layout(layout_t *l) {
   free(b->plan_text);
   free(b->norm_ranges);
   free(b->update_ranges);
+  free(b->shard);
   free(b);
 }
 
@@ -172,6 +188,33 @@ static const layout_ops_t burst_layout_ops = {
 static const layout_ops_t shared_layout_ops = {
     .step = step, .eval = eval, .sync_replicas = sync_replicas, .describe = describe, .log = log_plan,
     .state_loaded = shared_written, .updated = shared_updated, .norm_sum = shared_norm_sum, .free = free_layout};
+
+/* A distributed optimizer over the dp ranks ([parallel] shard_optimizer, sync/shard.h): gradients
+ * reduce-scattered to the shards, each rank updating its own, the parameters all-gathered at
+ * `updated`. */
+static const layout_ops_t sharded_layout_ops = {
+    .step = step, .eval = eval, .sync_replicas = sync_replicas, .describe = describe, .log = log_plan,
+    .updated = sharded_updated, .free = free_layout};
+
+/* [parallel] shard_optimizer: the shards' bounds for the gradient sync (sync), or nothing where it
+ * does not apply (1 rank); what it cannot do yet is an input error naming the keys. */
+static void plan_shards(burst_layout_t *b, const layout_opts_t *o, const graph_t *g, const backend_t *be,
+                        comm_t *world, gradsync_opts_t *sync) {
+  if (!o->shard_optimizer || world->size < 2) return;
+  const char *where = layout_where(o, "parallel.shard_optimizer");
+  if (strcmp(o->mode, "dp") != 0)
+    surge_input_error("%s: [parallel] shard_optimizer = true with [parallel] mode = %s: not implemented (a plan's "
+                      "rank sets would each shard their own tensors) (hint: use mode = dp, or turn shard_optimizer "
+                      "off)", where, o->mode);
+  if (!be->host_memory)
+    surge_input_error("%s: [parallel] shard_optimizer = true on the %s backend: not implemented (the reduce-scatter "
+                      "has no NCCL counterpart yet) (hint: a host-memory backend, cpu or ref, or shard_optimizer "
+                      "= false)", where, be->name);
+  b->shard = xcalloc((size_t)world->size + 1, sizeof *b->shard);
+  shard_bounds(&g->params, world->size, b->shard);
+  sync->shard = b->shard;
+  sync->shard_ranks = world->size;
+}
 
 layout_t *burst_layout_build(const layout_opts_t *o, const graph_t *g, const backend_t *be, comm_t *world) {
   if (o->global_batch < world->size)
@@ -184,7 +227,9 @@ layout_t *burst_layout_build(const layout_opts_t *o, const graph_t *g, const bac
   else
     plan_everywhere(b, o, g, world);
   int node_shared = o->node_shared && strcmp(o->mode, "dp") == 0 && strcmp(o->sync.reducer, "exact") == 0;
-  burst_exec_init(&b->ex, &b->plan, g, be, world, (int)o->global_batch, &o->sync, node_shared);
+  gradsync_opts_t sync = o->sync;
+  plan_shards(b, o, g, be, world, &sync);
+  burst_exec_init(&b->ex, &b->plan, g, be, world, (int)o->global_batch, &sync, node_shared);
   model_init_params(&b->ex.m, o->seed);
   b->ex.m.seed = o->seed; /* dropout's masks */
   b->base = (layout_t){.ops = &burst_layout_ops, .m = &b->ex.m, .local = &g->params, .sync = &b->ex.sync,
@@ -196,11 +241,24 @@ layout_t *burst_layout_build(const layout_opts_t *o, const graph_t *g, const bac
     shared_written(&b->base);
     snprintf(b->note, sizeof b->note, "dp: the ranks share one node: gradients summed and parameters updated through "
              "node-shared memory, each rank its slice ([parallel] node_shared)");
+    if (b->shard)
+      snprintf(b->note, sizeof b->note, "dp: the ranks share one node: gradients summed and parameters updated "
+               "through node-shared memory, each rank its slice ([parallel] node_shared, chosen over "
+               "shard_optimizer on one node; the moments stay whole)");
+  } else if (b->shard) {
+    b->base.ops = &sharded_layout_ops;
+    b->base.update_lo = b->shard[world->rank];
+    b->base.update_hi = b->shard[world->rank + 1];
+    b->base.sharded_state = 1;
+    snprintf(b->note, sizeof b->note, "dp: sharded optimizer ([parallel] shard_optimizer): gradients reduce-scattered "
+             "in buckets, each rank updating its 1/%d shard with moments for it alone, parameters all-gathered%s%s",
+             world->size, b->ex.shared_refused[0] ? "; not node-shared memory: " : "", b->ex.shared_refused);
   } else if (b->ex.shared_refused[0]) {
     snprintf(b->note, sizeof b->note, "dp: allreduce, not node-shared memory: %s", b->ex.shared_refused);
   }
   if (b->note[0]) b->base.note = b->note;
   b->base.norm = plan_norm(b);
+  if (b->base.sharded_state) b->base.norm = (norm_plan_t){.sum = NORM_SUM_JOB}; /* its shard, summed with the metrics */
   plan_update(b);
   return &b->base;
 }

@@ -1,7 +1,8 @@
 # Gradient synchronisation: buckets over the gradient slab and the reducers that sum them.
 libsurge_a_SOURCES += \
   src/sync/gradsync.c src/sync/gradsync.h \
-  src/sync/reducer.h src/sync/reducer_exact.c src/sync/reducer_powersgd.c \
+  src/sync/reducer.h src/sync/reducer_exact.c src/sync/reducer_powersgd.c src/sync/reducer_scatter.c \
+  src/sync/shard.c src/sync/shard.h \
   src/sync/node_sum.c src/sync/node_sum.h \
   src/sync/options.c src/sync/options.h
 check_PROGRAMS += tests/test_overlap

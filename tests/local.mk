@@ -44,6 +44,9 @@ dist_check_SCRIPTS += tests/test_cluster_slurm.sh
 TESTS += tests/test_cluster_slurm.sh
 dist_check_SCRIPTS += tests/test_accuracy.sh tests/test_dp_ranks.sh tests/test_node_shared.sh
 TESTS += tests/test_accuracy.sh tests/test_dp_ranks.sh tests/test_node_shared.sh
+# The distributed optimizer ([parallel] shard_optimizer): equivalence, memory accounting, resumes.
+dist_check_SCRIPTS += tests/test_shard_optimizer.sh
+TESTS += tests/test_shard_optimizer.sh
 # The GPU path (doc/gpu.md): skipped (exit 77) without a GPU; tests/gpu/device-check.sh runs them on one.
 check_PROGRAMS += tests/gpu/gpu_probe
 tests_gpu_gpu_probe_SOURCES = tests/gpu/gpu_probe.c

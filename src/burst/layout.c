@@ -222,13 +222,13 @@ layout_t *burst_layout_build(const layout_opts_t *o, const graph_t *g, const bac
                       "one sample: raise global_batch or use fewer ranks)",
                       layout_where(o, "train.global_batch"), o->global_batch, world->size);
   burst_layout_t *b = xcalloc(1, sizeof *b);
+  gradsync_opts_t sync = o->sync;
+  plan_shards(b, o, g, be, world, &sync); /* before a plan is searched: what it refuses, it refuses first */
   if (strcmp(o->mode, "burst") == 0)
     plan_burst(b, o, g, world);
   else
     plan_everywhere(b, o, g, world);
   int node_shared = o->node_shared && strcmp(o->mode, "dp") == 0 && strcmp(o->sync.reducer, "exact") == 0;
-  gradsync_opts_t sync = o->sync;
-  plan_shards(b, o, g, be, world, &sync);
   burst_exec_init(&b->ex, &b->plan, g, be, world, (int)o->global_batch, &sync, node_shared);
   model_init_params(&b->ex.m, o->seed);
   b->ex.m.seed = o->seed; /* dropout's masks */

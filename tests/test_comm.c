@@ -526,6 +526,20 @@ static void check_reduce_scatter(comm_t *c, size_t n) {
   comm_allreduce_sum_double(c, &bad, 1, TRAFFIC_OTHER);
   check(bad == 0, "reduce-scatter of %zu floats in uneven parts: every rank's part is the exact sum in place, "
         "metered as dp_scatter (%g wrong)", n, bad);
+  /* the parts all-gathered back, non-blocking: every rank holds every sum (an allreduce in two halves) */
+  before = c->meter.bytes[TRAFFIC_DP_GATHER];
+  comm_iallgatherv_float(c, x, off, cnt, TRAFFIC_DP_GATHER, &op);
+  comm_op_wait(&op);
+  wrong = 0;
+  for (size_t i = 0; i < n; i++) {
+    double sum = 0;
+    for (int r = 0; r < c->size; r++) sum += exact_input(r, i);
+    wrong += (double)x[i] != sum;
+  }
+  bad = (double)wrong + (c->meter.bytes[TRAFFIC_DP_GATHER] - before != cnt[c->rank] * sizeof(float));
+  comm_allreduce_sum_double(c, &bad, 1, TRAFFIC_OTHER);
+  check(bad == 0, "non-blocking all-gather of those %zu floats: every rank holds every sum, metered as its part in "
+        "dp_gather (%g wrong)", n, bad);
   free(x);
   free(off);
   free(cnt);

@@ -13,7 +13,8 @@ compare="$top_build/tests/h5_compare"
 
 common="-D run.print_every=10 -D train.global_batch=20 -D data.test_samples=40 -D run.overwrite=true
   -D train.optimizer=adamw -D train.lr=0.001 -D train.clip_norm=0.5"
-shard="-D parallel.shard_optimizer=true -D parallel.node_shared=false"
+# small buckets: several reduce-scatters and all-gathers per step, waited for node by node
+shard="-D parallel.shard_optimizer=true -D parallel.node_shared=false -D parallel.bucket_mb=0.02"
 run() { # run NAME NP DECK ARGS...: train into $tap_tmp/NAME
   name=$1; np=$2; deck=$3; shift 3
   # shellcheck disable=SC2086

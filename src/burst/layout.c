@@ -11,6 +11,7 @@
 #include "burst/profiler.h"
 #include "core/error.h"
 #include "sync/shard.h"
+#include "sync/shard_gather.h"
 
 typedef struct burst_layout {
   layout_t base;
@@ -21,6 +22,7 @@ typedef struct burst_layout {
   size_t *norm_ranges; /* layout_t.norm's ranges, where the plan has them */
   size_t *update_ranges; /* layout_t.update_ranges, where the plan has them */
   size_t *shard;         /* a sharded optimizer's bounds (world->size + 1, sync/shard.h), or NULL */
+  shard_gather_t gather; /* its all-gather of the updated parameters (sync/shard_gather.h) */
 } burst_layout_t;
 
 static burst_layout_t *impl(const layout_t *l) { return l->impl; }
@@ -146,17 +148,25 @@ static double shared_updated(layout_t *l, double norm_part) { return node_sum_up
 
 static double shared_norm_sum(layout_t *l, double norm_part) { return node_sum_total(impl(l)->ex.shared, norm_part); }
 
-/* A sharded optimizer: every rank updated its shard of the parameters; all-gather them in place. */
+/* A sharded optimizer: every rank updated its shard of the parameters; their all-gather starts, waited
+ * for node by node in the next step's forward pass (before_forward), or whole before anything else
+ * reads the slab (eval, sync_replicas). */
 static double sharded_updated(layout_t *l, double norm_part) {
-  burst_layout_t *b = impl(l);
-  comm_t *w = b->ex.world;
-  size_t *off = xcalloc((size_t)w->size, sizeof *off), *n = xcalloc((size_t)w->size, sizeof *n);
-  for (int r = 0; r < w->size; r++) off[r] = b->shard[r], n[r] = b->shard[r + 1] - b->shard[r];
-  comm_allgatherv_float(w, l->m->params, off, n, TRAFFIC_DP_GATHER);
-  free(off);
-  free(n);
+  shard_gather_start(&impl(l)->gather);
   (void)norm_part; /* the norm's parts ride on the trainer's metrics (NORM_SUM_JOB) */
   return 0.0;
+}
+
+static void gather_before(void *arg, int node) { shard_gather_before(arg, node); }
+
+static void sharded_eval(layout_t *l, const dataset_t *ds, data_split_t split, uint64_t n, double sums[2]) {
+  shard_gather_finish(&impl(l)->gather);
+  eval(l, ds, split, n, sums);
+}
+
+static void sharded_sync_replicas(layout_t *l, float *slabs[], int nslabs) {
+  shard_gather_finish(&impl(l)->gather);
+  sync_replicas(l, slabs, nslabs);
 }
 
 /* After sync_replicas every rank holds every tensor whole. */
@@ -172,6 +182,7 @@ static void log_plan(layout_t *l, run_log_t *log) {
 
 static void free_layout(layout_t *l) {
   burst_layout_t *b = impl(l);
+  if (b->shard) shard_gather_free(&b->gather); /* before the slab it gathers into goes */
   burst_exec_free(&b->ex);
   burst_plan_free(&b->plan);
   free(b->plan_text);
@@ -193,8 +204,8 @@ static const layout_ops_t shared_layout_ops = {
  * reduce-scattered to the shards, each rank updating its own, the parameters all-gathered at
  * `updated`. */
 static const layout_ops_t sharded_layout_ops = {
-    .step = step, .eval = eval, .sync_replicas = sync_replicas, .describe = describe, .log = log_plan,
-    .updated = sharded_updated, .free = free_layout};
+    .step = step, .eval = sharded_eval, .sync_replicas = sharded_sync_replicas, .describe = describe,
+    .log = log_plan, .updated = sharded_updated, .free = free_layout};
 
 /* [parallel] shard_optimizer: the shards' bounds for the gradient sync (sync), or nothing where it
  * does not apply (1 rank); what it cannot do yet is an input error naming the keys. */
@@ -250,6 +261,9 @@ layout_t *burst_layout_build(const layout_opts_t *o, const graph_t *g, const bac
     b->base.update_lo = b->shard[world->rank];
     b->base.update_hi = b->shard[world->rank + 1];
     b->base.sharded_state = 1;
+    shard_gather_init(&b->gather, &b->ex.sync, &g->params, b->shard, world, b->ex.m.params);
+    b->ex.before_forward = gather_before;
+    b->ex.before_arg = &b->gather;
     snprintf(b->note, sizeof b->note, "dp: sharded optimizer ([parallel] shard_optimizer): gradients reduce-scattered "
              "in buckets, each rank updating its 1/%d shard with moments for it alone, parameters all-gathered%s%s",
              world->size, b->ex.shared_refused[0] ? "; not node-shared memory: " : "", b->ex.shared_refused);

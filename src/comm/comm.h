@@ -173,6 +173,7 @@ typedef struct comm_op {
                      * it at the start of the buffer, shift_from), shift_n floats; NULL: none */
   float *shift_from;
   size_t shift_n;
+  int *counts;      /* a v-collective's counts and displacements, kept until completion (freed then) */
 } comm_op_t;
 /* Start an in-place sum over the group of n floats (one MPI_Iallreduce, however large). */
 void comm_iallreduce_sum(comm_t *c, float *buf, size_t n, traffic_t t, comm_op_t *op);
@@ -183,6 +184,9 @@ void comm_iallreduce_sum(comm_t *c, float *buf, size_t n, traffic_t t, comm_op_t
  * MPI_Ireduce_scatter, bytes counted as n floats. A device buffer is refused (no NCCL counterpart yet). */
 void comm_ireduce_scatter_sum(comm_t *c, float *buf, size_t n, const size_t *off, const size_t *cnt, traffic_t t,
                               comm_op_t *op);
+/* Start comm_allgatherv_float's in-place gather of rank r's part [off[r], off[r] + n[r]) of buf (host
+ * memory) to every rank, non-blocking (one MPI_Iallgatherv); bytes counted as this rank's part. */
+void comm_iallgatherv_float(comm_t *c, float *buf, const size_t *off, const size_t *n, traffic_t t, comm_op_t *op);
 /* Progress op; 1 when it has completed (then it needs no wait). */
 int comm_op_test(comm_op_t *op);
 /* Complete op (see poll_us). */

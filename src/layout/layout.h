@@ -76,7 +76,8 @@ typedef struct layout_ops {
   /* After a checkpoint was read into the regions state gave: take the values. NULL: nothing. */
   void (*state_loaded)(layout_t *l);
   /* Collective, after each rank updated its part of the parameters (layout_t.update_lo, hi): every
-   * rank may read all of them from then on; returns the sum over the ranks of norm_part (this rank's
+   * rank may read all of them from then on through the layout's ops (a sharded optimizer's all-gather
+   * may still be in flight, waited for where the next op reads them); returns the sum over the ranks of norm_part (this rank's
    * part of the squared gradient norm where the layout's norm plan sums there, else 0). NULL:
    * nothing to do (each rank updated all it holds). */
   double (*updated)(layout_t *l, double norm_part);

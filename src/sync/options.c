@@ -18,7 +18,7 @@ static const cfg_key_t rows[] = {
                  "dp, host-memory backends: a distributed optimizer (ZeRO stage 1): gradients reduce-scattered "
                  "in buckets, each rank updating its 1/R shard of the slab with moments held for that shard only, "
                  "the parameters all-gathered after the update; node-shared memory wins where it applies "
-                 "(doc/memory.md)"),
+                 "(doc/design.md)"),
 };
 // clang-format on
 

@@ -72,12 +72,13 @@ static void plan_everywhere(burst_layout_t *b, const layout_opts_t *o, const gra
 }
 
 /* The norm's plan (optim/norm.h): node-shared ranks count their slice, the slices summed at the
- * barrier after the update; where every rank holds every summed gradient (summed), every rank
- * counts all and its part is the norm; else each tensor is counted by the first rank of its node's
- * set, the parts summed over the job. */
+ * barrier after the update; a sharded optimizer's ranks their shard, summed over the job; where
+ * every rank holds every summed gradient (summed), every rank counts all and its part is the norm;
+ * else each tensor is counted by the first rank of its node's set, the parts summed over the job. */
 static norm_plan_t plan_norm(burst_layout_t *b) {
   const burst_exec_t *ex = &b->ex;
   if (ex->shared) return (norm_plan_t){.sum = NORM_SUM_LAYOUT};
+  if (b->base.sharded_state) return (norm_plan_t){.sum = NORM_SUM_JOB}; /* its shard, summed with the metrics */
   if (ex->summed) return (norm_plan_t){.sum = NORM_SUM_NONE};
   const slab_layout_t *L = &ex->g->params;
   b->norm_ranges = xcalloc(2 * (size_t)(L->n ? L->n : 1), sizeof *b->norm_ranges);
@@ -251,11 +252,8 @@ layout_t *burst_layout_build(const layout_opts_t *o, const graph_t *g, const bac
     b->base.update_hi = b->ex.shared->hi;
     shared_written(&b->base);
     snprintf(b->note, sizeof b->note, "dp: the ranks share one node: gradients summed and parameters updated through "
-             "node-shared memory, each rank its slice ([parallel] node_shared)");
-    if (b->shard)
-      snprintf(b->note, sizeof b->note, "dp: the ranks share one node: gradients summed and parameters updated "
-               "through node-shared memory, each rank its slice ([parallel] node_shared, chosen over "
-               "shard_optimizer on one node; the moments stay whole)");
+             "node-shared memory, each rank its slice ([parallel] node_shared%s)",
+             b->shard ? ", chosen over shard_optimizer on one node; the moments stay whole" : "");
   } else if (b->shard) {
     b->base.ops = &sharded_layout_ops;
     b->base.update_lo = b->shard[world->rank];
@@ -265,14 +263,14 @@ layout_t *burst_layout_build(const layout_opts_t *o, const graph_t *g, const bac
     b->ex.before_forward = gather_before;
     b->ex.before_arg = &b->gather;
     snprintf(b->note, sizeof b->note, "dp: sharded optimizer ([parallel] shard_optimizer): gradients reduce-scattered "
-             "in buckets, each rank updating its 1/%d shard with moments for it alone, parameters all-gathered%s%s",
+             "in buckets, each rank updating its 1/%d shard with moments for it alone, parameters all-gathered in "
+             "buckets before the next forward pass reads them%s%s",
              world->size, b->ex.shared_refused[0] ? "; not node-shared memory: " : "", b->ex.shared_refused);
   } else if (b->ex.shared_refused[0]) {
     snprintf(b->note, sizeof b->note, "dp: allreduce, not node-shared memory: %s", b->ex.shared_refused);
   }
   if (b->note[0]) b->base.note = b->note;
   b->base.norm = plan_norm(b);
-  if (b->base.sharded_state) b->base.norm = (norm_plan_t){.sum = NORM_SUM_JOB}; /* its shard, summed with the metrics */
   plan_update(b);
   return &b->base;
 }

@@ -100,12 +100,19 @@ grep -q "dp: sharded optimizer" "$tap_tmp/fwd-s3.txt"
 tap_ok $? "the unsharded checkpoint resumes sharded on 3 ranks"
 same fwd-s3 mlp-1 "unsharded 1 rank -> sharded 3 ranks = 1 rank"
 
-# on one node with node-shared memory possible, node_shared wins and says so (or says why not)
+# on one node node-shared memory sums (the banner says so, or why not), its slices the shards, so the
+# moments are the shards' there too; such a checkpoint resumes on 1 rank
 # shellcheck disable=SC2086
-run both-2 2 mlp-fmnist.deck $args -D parallel.shard_optimizer=true -D run.steps=10
-grep -q "chosen over shard_optimizer on one node\|sharded optimizer.*not node-shared memory" "$tap_tmp/both-2.txt"
+run both-3 3 mlp-fmnist.deck $args -D parallel.shard_optimizer=true -D run.steps=10
+grep -q "slices are its shards\|sharded optimizer.*not node-shared memory" "$tap_tmp/both-3.txt"
 tap_ok $? "node_shared and shard_optimizer on one node: the banner says which runs"
-same both-2 mlp-1 "node_shared with shard_optimizer on 2 ranks = 1 rank"
+same both-3 mlp-1 "node_shared with shard_optimizer on 3 ranks = 1 rank"
+opt_line both-3 | grep -q "bytes $(opt_line mlp-s3 | sed 's/.*bytes \(.*\) for.*/\1/') for"
+tap_ok $? "node_shared with shard_optimizer: each rank's optimizer state is its shard's, as without node_shared"
+# shellcheck disable=SC2086
+run both-half 3 mlp-fmnist.deck $args -D parallel.shard_optimizer=true -D run.steps=5
+resume both-back both-half 1
+same both-back mlp-1 "node_shared with shard_optimizer, 3 ranks -> 1 rank = 1 rank"
 
 # what it does not do is refused at start-up, naming the key and the layout
 refused() { # refused NAME PATTERN WHAT: NAME's run failed (non-zero) printing PATTERN

@@ -248,12 +248,17 @@ layout_t *burst_layout_build(const layout_opts_t *o, const graph_t *g, const bac
                        .window = b->ex.window, .impl = b};
   if (b->ex.shared) {
     b->base.ops = &shared_layout_ops;
+    if (b->shard) { /* the slices are the shards: the moments are held for them alone */
+      node_sum_set_slices(b->ex.shared, b->shard);
+      b->base.sharded_state = 1;
+    }
     b->base.update_lo = b->ex.shared->lo;
     b->base.update_hi = b->ex.shared->hi;
     shared_written(&b->base);
     snprintf(b->note, sizeof b->note, "dp: the ranks share one node: gradients summed and parameters updated through "
              "node-shared memory, each rank its slice ([parallel] node_shared%s)",
-             b->shard ? ", chosen over shard_optimizer on one node; the moments stay whole" : "");
+             b->shard ? "; with shard_optimizer the slices are its shards, each rank holding the moments of its "
+                        "own alone" : "");
   } else if (b->shard) {
     b->base.ops = &sharded_layout_ops;
     b->base.update_lo = b->shard[world->rank];

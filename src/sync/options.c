@@ -17,8 +17,8 @@ static const cfg_key_t rows[] = {
     CFG_BOOL_KEY("parallel", "shard_optimizer", shard_optimizer, "false",
                  "dp, host-memory backends: a distributed optimizer (ZeRO stage 1): gradients reduce-scattered "
                  "in buckets, each rank updating its 1/R shard of the slab with moments held for that shard only, "
-                 "the parameters all-gathered after the update; node-shared memory wins where it applies "
-                 "(doc/design.md)"),
+                 "the parameters all-gathered after the update; where node_shared applies, node-shared "
+                 "memory sums and its slices are the shards (doc/design.md)"),
 };
 // clang-format on
 

@@ -26,20 +26,27 @@ typedef struct host_state {
   float *bufs_host;      /* host view of the model's buffer slab (a copy unless in_place), or NULL */
 } host_state_t;
 
-static void add_slab_region(host_state_t *h, const layout_t *l, const char *group, float *device) {
+/* A region of one entry per local tensor (the layout's pieces, data NULL) over a slab of `floats`
+ * floats of backend memory, its host view in h->host[*k]. */
+static state_region_t *slab_region(host_state_t *h, const layout_t *l, const char *group, float *device,
+                                   size_t floats, int *k) {
   const slab_layout_t *L = l->local;
-  int k = h->nslabs++;
-  h->device[k] = device;
-  h->floats[k] = L->total;
-  h->host[k] = h->in_place ? device : xcalloc(L->total ? L->total : 1, sizeof(float));
+  *k = h->nslabs++;
+  h->device[*k] = device;
+  h->floats[*k] = floats;
+  h->host[*k] = h->in_place ? device : xcalloc(floats ? floats : 1, sizeof(float));
   state_region_t *r = &h->r[h->n++];
   snprintf(r->group, sizeof r->group, "%s", group);
   r->n = L->n;
   r->t = xcalloc(L->n ? (size_t)L->n : 1, sizeof *r->t);
-  for (int i = 0; i < L->n; i++) {
-    r->t[i] = h->pieces[i];
-    r->t[i].data = h->host[k] + L->t[i].off;
-  }
+  for (int i = 0; i < L->n; i++) r->t[i] = h->pieces[i];
+  return r;
+}
+
+static void add_slab_region(host_state_t *h, const layout_t *l, const char *group, float *device) {
+  int k;
+  state_region_t *r = slab_region(h, l, group, device, l->local->total, &k);
+  for (int i = 0; i < r->n; i++) r->t[i].data = h->host[k] + l->local->t[i].off;
 }
 
 /* A sharded optimizer's moments (sync/shard.h): device holds the floats [lo, hi) of the local slab
@@ -48,17 +55,10 @@ static void add_slab_region(host_state_t *h, const layout_t *l, const char *grou
 static void add_shard_region(host_state_t *h, const layout_t *l, const char *group, float *device, size_t lo,
                              size_t hi) {
   const slab_layout_t *L = l->local;
-  int k = h->nslabs++;
-  h->device[k] = device;
-  h->floats[k] = hi - lo;
-  h->host[k] = h->in_place ? device : xcalloc(hi > lo ? hi - lo : 1, sizeof(float));
-  state_region_t *r = &h->r[h->n++];
-  snprintf(r->group, sizeof r->group, "%s", group);
-  r->n = L->n;
-  r->t = xcalloc(L->n ? (size_t)L->n : 1, sizeof *r->t);
+  int k;
+  state_region_t *r = slab_region(h, l, group, device, hi - lo, &k);
   for (int i = 0; i < L->n; i++) {
     state_tensor_t *p = &r->t[i];
-    *p = h->pieces[i];
     for (int d = 0; d < p->ndim; d++)
       if (p->start[d] != 0 || p->count[d] != p->dims[d])
         surge_runtime_error("%s: the %s layout shards the optimizer but holds a part of tensor %s (a layout bug)",

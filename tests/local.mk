@@ -47,6 +47,9 @@ TESTS += tests/test_accuracy.sh tests/test_dp_ranks.sh tests/test_node_shared.sh
 # Activation recomputation (doc/recompute.md): bitwise the parameters without it, its memory saving
 dist_check_SCRIPTS += tests/test_recompute.sh
 TESTS += tests/test_recompute.sh
+# The distributed optimizer ([parallel] shard_optimizer): equivalence, memory accounting, resumes.
+dist_check_SCRIPTS += tests/test_shard_optimizer.sh
+TESTS += tests/test_shard_optimizer.sh
 # The GPU path (doc/gpu.md): skipped (exit 77) without a GPU; tests/gpu/device-check.sh runs them on one.
 check_PROGRAMS += tests/gpu/gpu_probe
 tests_gpu_gpu_probe_SOURCES = tests/gpu/gpu_probe.c

@@ -3,7 +3,8 @@
 # through the launch agent, each rank on the node its hostfile slot says; point-to-point bandwidth
 # between the nodes follows the configured link rate (100 Mbit/s, then 1 Gbit/s after a reshape),
 # within generous bounds (a loaded machine can only make it slower), while two ranks on one node
-# stay far faster (shared memory, not the link), and surge-profile's fits find the rate too; a data-parallel run and two burst plans across the
+# stay far faster (shared memory, not the link), and surge-profile's fits find the rate too; a data-parallel run (allreduce, and
+# the sharded optimizer with clipped AdamW) and two burst plans across the
 # nodes end with the parameters of the 1-rank run (1e-5), the log's internode_bytes_* count what
 # crossed, and the link counters show their
 # inter-node bytes; a rank killed on one node ends the job on both; and after a kill -9 of mpiexec
@@ -81,7 +82,7 @@ cluster_train() {
   ct_rc=$?
   crossed=$(($(link_bytes 0) - ct_before))
   if [ $ct_rc = 0 ]; then
-    res=$("$compare" "$tap_tmp/$ct_out/model.h5" "$tap_tmp/dp1/model.h5" 1e-5 2>&1)
+    res=$("$compare" "$tap_tmp/$ct_out/model.h5" "$tap_tmp/${ct_ref:-dp1}/model.h5" 1e-5 2>&1)
   else
     res="training failed (exit $ct_rc): $(tail -n 3 "$tap_tmp/$ct_out.txt")"
     return 1
@@ -97,6 +98,20 @@ tap_ok $? "its allreduce crossed the link: $crossed bytes through node 0's link,
 internode=$(sum_of "$tap_tmp/dp4/log.h5" /metrics/internode_bytes_dp)
 [ -n "$internode" ] && [ "$internode" -gt 0 ] && [ "$internode" = "$dp" ]
 tap_ok $? "the log counts the allreduce as crossing nodes: internode_bytes_dp $internode of bytes_dp $dp (the group spans both nodes)"
+# the sharded optimizer across the nodes: clipped AdamW against its own 1-rank run; its reduce-scatter
+# and all-gather cross the link and the log counts them in their own categories
+adamw="-D train.optimizer=adamw -D train.lr=0.001 -D train.clip_norm=0.5"
+# shellcheck disable=SC2086
+timeout 120 "$mpiexec" -n 1 "$SURGE_TRAIN" "$deck" "$@" $adamw -D "run.out_dir=$tap_tmp/adamw1" >"$tap_tmp/adamw1.txt" 2>&1
+tap_ok $? "vgg-mini with clipped AdamW on 1 rank (the sharded optimizer's reference)"
+# shellcheck disable=SC2086
+ct_ref=adamw1 cluster_train shard4 4 "$@" $adamw -D parallel.shard_optimizer=true
+tap_ok $? "the sharded optimizer on 2 nodes x 2 ranks = 1 rank: $res"
+scatter=$(sum_of "$tap_tmp/shard4/log.h5" /metrics/bytes_dp_scatter)
+gather=$(sum_of "$tap_tmp/shard4/log.h5" /metrics/internode_bytes_dp_gather)
+[ -n "$scatter" ] && [ "$scatter" -gt 0 ] && [ "$(sum_of "$tap_tmp/shard4/log.h5" /metrics/internode_bytes_dp_scatter)" = "$scatter" ] &&
+  [ -n "$gather" ] && [ "$gather" -gt 0 ] && grep -q "dp: sharded optimizer" "$tap_tmp/shard4.txt"
+tap_ok $? "its gradients crossed as dp_scatter ($scatter bytes), its parameters as dp_gather ($gather bytes), counted as crossing nodes"
 cluster_train dp2 2 "$@"
 tap_ok $? "data parallel on 2 ranks of node 0 = 1 rank: $res"
 dp=$(sum_of "$tap_tmp/dp2/log.h5" /metrics/bytes_dp)

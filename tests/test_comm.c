@@ -500,6 +500,51 @@ static void provoke_failure(const char *mode) {
   comm_free(&c);
 }
 
+/* comm_ireduce_scatter_sum: parts of uneven sizes (rank 0's empty where there are 2+ ranks, the last the
+ * largest), each rank's part the exact sum at its own position, metered as n floats of TRAFFIC_DP_SCATTER. */
+static void check_reduce_scatter(comm_t *c, size_t n) {
+  size_t *off = xcalloc((size_t)c->size, sizeof *off), *cnt = xcalloc((size_t)c->size, sizeof *cnt), at = 0;
+  for (int r = 0; r < c->size; r++) {
+    off[r] = at;
+    cnt[r] = r == c->size - 1 ? n - at : c->size > 1 && r == 0 ? 0 : n / (size_t)(2 * c->size);
+    at += cnt[r];
+  }
+  float *x = xmalloc((n ? n : 1) * sizeof(float));  // x is (n,)
+  for (size_t i = 0; i < n; i++) x[i] = exact_input(c->rank, i);
+  uint64_t before = c->meter.bytes[TRAFFIC_DP_SCATTER];
+  comm_op_t op;
+  comm_ireduce_scatter_sum(c, x, n, off, cnt, TRAFFIC_DP_SCATTER, &op);
+  while (!comm_op_test(&op)) {
+  }
+  size_t wrong = 0;
+  for (size_t i = off[c->rank]; i < off[c->rank] + cnt[c->rank]; i++) {
+    double sum = 0;
+    for (int r = 0; r < c->size; r++) sum += exact_input(r, i);
+    wrong += (double)x[i] != sum;
+  }
+  double bad = (double)wrong + (c->meter.bytes[TRAFFIC_DP_SCATTER] - before != n * sizeof(float));
+  comm_allreduce_sum_double(c, &bad, 1, TRAFFIC_OTHER);
+  check(bad == 0, "reduce-scatter of %zu floats in uneven parts: every rank's part is the exact sum in place, "
+        "metered as dp_scatter (%g wrong)", n, bad);
+  /* the parts all-gathered back, non-blocking: every rank holds every sum (an allreduce in two halves) */
+  before = c->meter.bytes[TRAFFIC_DP_GATHER];
+  comm_iallgatherv_float(c, x, off, cnt, TRAFFIC_DP_GATHER, &op);
+  comm_op_wait(&op);
+  wrong = 0;
+  for (size_t i = 0; i < n; i++) {
+    double sum = 0;
+    for (int r = 0; r < c->size; r++) sum += exact_input(r, i);
+    wrong += (double)x[i] != sum;
+  }
+  bad = (double)wrong + (c->meter.bytes[TRAFFIC_DP_GATHER] - before != cnt[c->rank] * sizeof(float));
+  comm_allreduce_sum_double(c, &bad, 1, TRAFFIC_OTHER);
+  check(bad == 0, "non-blocking all-gather of those %zu floats: every rank holds every sum, metered as its part in "
+        "dp_gather (%g wrong)", n, bad);
+  free(x);
+  free(off);
+  free(cnt);
+}
+
 int main(int argc, char **argv) {
   comm_init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
@@ -520,11 +565,12 @@ int main(int argc, char **argv) {
   for (int r = 0; r < w.size; r++) one_node &= w.node[r] == 0;
   check(one_node, "comm_world: every rank on node 0 of 1 (one machine; tests/test_cluster.sh checks several)");
   const char *want_names[TRAFFIC_COUNT] = {"dp", "activation", "activation_grad", "embedding", "tp", "dp_compressed",
-                                           "activation_grad_compressed", "batchnorm", "other"};
+                                           "activation_grad_compressed", "batchnorm", "dp_scatter", "dp_gather",
+                                           "other"};
   int names_ok = 1;
   for (int t = 0; t < TRAFFIC_COUNT; t++) names_ok &= strcmp(traffic_name((traffic_t)t), want_names[t]) == 0;
   check(names_ok, "traffic_name: dp, activation, activation_grad, embedding, tp, dp_compressed, "
-                  "activation_grad_compressed, batchnorm, other");
+                  "activation_grad_compressed, batchnorm, dp_scatter, dp_gather, other");
 
   const size_t one_bucket = (4 << 20) / sizeof(float);
   check_allreduce_exact(&w, 0, 4 << 20, "default buckets");
@@ -532,6 +578,8 @@ int main(int argc, char **argv) {
   check_allreduce_exact(&w, 7, 4 << 20, "default buckets");
   check_allreduce_exact(&w, one_bucket, 4 << 20, "exactly one 4 MiB bucket");
   check_allreduce_exact(&w, one_bucket + 1, 4 << 20, "one 4 MiB bucket and one float");
+  check_reduce_scatter(&w, 1000);
+  check_reduce_scatter(&w, 3);
   check_allreduce_exact(&w, 37, 16, "16-byte buckets, the last short");
   check_allreduce_exact(&w, 8, 16, "16-byte buckets, two exactly");
   check_allreduce_exact(&w, 5, 6, "6-byte buckets (one float each)");

@@ -477,6 +477,7 @@ static void run_micro(burst_exec_t *ex, const dataset_t *ds, const uint64_t *ids
   for (int j = 1; j < g->n; j++) {
     double a = surge_now();
     int member = ex->cnt[j] > 0;
+    if (ex->before_forward) ex->before_forward(ex->before_arg, j);
     route_event(ex, j, EV_ROUTE_IN);
     for (int k = 0; k < g->l[j].nin; k++)
       if (g->l[j].in[k] != 0) route(ex, j, k, 0);

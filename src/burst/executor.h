@@ -75,6 +75,10 @@ typedef struct burst_exec {
   float *group_buf;      /* the groups' buffer: the largest set times model_group_floats */
   int local_bufs;        /* some node keeps buffers of its own samples (local batch norm): replicas of
                           * the buffers differ until burst_exec_gather_bufs */
+  void (*before_forward)(void *arg, int node); /* NULL, or called before each node's forward pass in a
+                                                * step (a sharded optimizer's all-gather waits there,
+                                                * sync/shard_gather.h); its time counts as comm */
+  void *before_arg;
 } burst_exec_t;
 
 /* Phase times of a step on this rank (seconds), and when the backward pass ended (surge_now()). */

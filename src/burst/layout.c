@@ -10,6 +10,8 @@
 #include "burst/plan_text.h"
 #include "burst/profiler.h"
 #include "core/error.h"
+#include "sync/shard.h"
+#include "sync/shard_gather.h"
 
 typedef struct burst_layout {
   layout_t base;
@@ -19,6 +21,8 @@ typedef struct burst_layout {
   char note[800];   /* layout_t.note: how dp sums and the micro-batches, where it is worth saying */
   size_t *norm_ranges; /* layout_t.norm's ranges, where the plan has them */
   size_t *update_ranges; /* layout_t.update_ranges, where the plan has them */
+  size_t *shard;         /* a sharded optimizer's bounds (world->size + 1, sync/shard.h), or NULL */
+  shard_gather_t gather; /* its all-gather of the updated parameters (sync/shard_gather.h) */
 } burst_layout_t;
 
 static burst_layout_t *impl(const layout_t *l) { return l->impl; }
@@ -68,12 +72,13 @@ static void plan_everywhere(burst_layout_t *b, const layout_opts_t *o, const gra
 }
 
 /* The norm's plan (optim/norm.h): node-shared ranks count their slice, the slices summed at the
- * barrier after the update; where every rank holds every summed gradient (summed), every rank
- * counts all and its part is the norm; else each tensor is counted by the first rank of its node's
- * set, the parts summed over the job. */
+ * barrier after the update; a sharded optimizer's ranks their shard, summed over the job; where
+ * every rank holds every summed gradient (summed), every rank counts all and its part is the norm;
+ * else each tensor is counted by the first rank of its node's set, the parts summed over the job. */
 static norm_plan_t plan_norm(burst_layout_t *b) {
   const burst_exec_t *ex = &b->ex;
   if (ex->shared) return (norm_plan_t){.sum = NORM_SUM_LAYOUT};
+  if (b->base.sharded_state) return (norm_plan_t){.sum = NORM_SUM_JOB}; /* its shard, summed with the metrics */
   if (ex->summed) return (norm_plan_t){.sum = NORM_SUM_NONE};
   const slab_layout_t *L = &ex->g->params;
   b->norm_ranges = xcalloc(2 * (size_t)(L->n ? L->n : 1), sizeof *b->norm_ranges);
@@ -144,6 +149,27 @@ static double shared_updated(layout_t *l, double norm_part) { return node_sum_up
 
 static double shared_norm_sum(layout_t *l, double norm_part) { return node_sum_total(impl(l)->ex.shared, norm_part); }
 
+/* A sharded optimizer: every rank updated its shard of the parameters; their all-gather starts, waited
+ * for node by node in the next step's forward pass (before_forward), or whole before anything else
+ * reads the slab (eval, sync_replicas). */
+static double sharded_updated(layout_t *l, double norm_part) {
+  shard_gather_start(&impl(l)->gather);
+  (void)norm_part; /* the norm's parts ride on the trainer's metrics (NORM_SUM_JOB) */
+  return 0.0;
+}
+
+static void gather_before(void *arg, int node) { shard_gather_before(arg, node); }
+
+static void sharded_eval(layout_t *l, const dataset_t *ds, data_split_t split, uint64_t n, double sums[2]) {
+  shard_gather_finish(&impl(l)->gather);
+  eval(l, ds, split, n, sums);
+}
+
+static void sharded_sync_replicas(layout_t *l, float *slabs[], int nslabs) {
+  shard_gather_finish(&impl(l)->gather);
+  sync_replicas(l, slabs, nslabs);
+}
+
 /* After sync_replicas every rank holds every tensor whole. */
 static void describe(const layout_t *l, state_tensor_t *out) {
   const burst_exec_t *ex = &impl(l)->ex;
@@ -157,11 +183,13 @@ static void log_plan(layout_t *l, run_log_t *log) {
 
 static void free_layout(layout_t *l) {
   burst_layout_t *b = impl(l);
+  if (b->shard) shard_gather_free(&b->gather); /* before the slab it gathers into goes */
   burst_exec_free(&b->ex);
   burst_plan_free(&b->plan);
   free(b->plan_text);
   free(b->norm_ranges);
   free(b->update_ranges);
+  free(b->shard);
   free(b);
 }
 
@@ -191,6 +219,33 @@ static void check_micro(const layout_opts_t *o, const graph_t *g) {
                         layout_where(o, "train.micro_batches"), M, o->model, i, g->l[i].name, o->mode);
 }
 
+/* A distributed optimizer over the dp ranks ([parallel] shard_optimizer, sync/shard.h): gradients
+ * reduce-scattered to the shards, each rank updating its own, the parameters all-gathered at
+ * `updated`. */
+static const layout_ops_t sharded_layout_ops = {
+    .step = step, .eval = sharded_eval, .sync_replicas = sharded_sync_replicas, .describe = describe,
+    .log = log_plan, .updated = sharded_updated, .free = free_layout};
+
+/* [parallel] shard_optimizer: the shards' bounds for the gradient sync (sync), or nothing where it
+ * does not apply (1 rank); what it cannot do yet is an input error naming the keys. */
+static void plan_shards(burst_layout_t *b, const layout_opts_t *o, const graph_t *g, const backend_t *be,
+                        comm_t *world, gradsync_opts_t *sync) {
+  if (!o->shard_optimizer || world->size < 2) return;
+  const char *where = layout_where(o, "parallel.shard_optimizer");
+  if (strcmp(o->mode, "dp") != 0)
+    surge_input_error("%s: [parallel] shard_optimizer = true with [parallel] mode = %s: not implemented (a plan's "
+                      "rank sets would each shard their own tensors) (hint: use mode = dp, or turn shard_optimizer "
+                      "off)", where, o->mode);
+  if (!be->host_memory)
+    surge_input_error("%s: [parallel] shard_optimizer = true on the %s backend: not implemented (the reduce-scatter "
+                      "has no NCCL counterpart yet) (hint: a host-memory backend, cpu or ref, or shard_optimizer "
+                      "= false)", where, be->name);
+  b->shard = xcalloc((size_t)world->size + 1, sizeof *b->shard);
+  shard_bounds(&g->params, world->size, b->shard);
+  sync->shard = b->shard;
+  sync->shard_ranks = world->size;
+}
+
 layout_t *burst_layout_build(const layout_opts_t *o, const graph_t *g, const backend_t *be, comm_t *world) {
   check_micro(o, g);
   if (o->global_batch < world->size)
@@ -198,24 +253,43 @@ layout_t *burst_layout_build(const layout_opts_t *o, const graph_t *g, const bac
                       "one sample: raise global_batch or use fewer ranks)",
                       layout_where(o, "train.global_batch"), o->global_batch, world->size);
   burst_layout_t *b = xcalloc(1, sizeof *b);
+  gradsync_opts_t sync = o->sync;
+  plan_shards(b, o, g, be, world, &sync); /* before a plan is searched: what it refuses, it refuses first */
   if (strcmp(o->mode, "burst") == 0)
     plan_burst(b, o, g, world);
   else
     plan_everywhere(b, o, g, world);
   int node_shared = o->node_shared && strcmp(o->mode, "dp") == 0 && strcmp(o->sync.reducer, "exact") == 0;
-  burst_exec_init(&b->ex, &b->plan, g, be, world, (int)o->global_batch, o->micro_batches, &o->sync,
-                  node_shared);
+  burst_exec_init(&b->ex, &b->plan, g, be, world, (int)o->global_batch, o->micro_batches, &sync, node_shared);
   model_init_params(&b->ex.m, o->seed);
   b->ex.m.seed = o->seed; /* dropout's masks */
   b->base = (layout_t){.ops = &burst_layout_ops, .m = &b->ex.m, .local = &g->params, .sync = &b->ex.sync,
                        .window = b->ex.window, .impl = b};
   if (b->ex.shared) {
     b->base.ops = &shared_layout_ops;
+    if (b->shard) { /* the slices are the shards: the moments are held for them alone */
+      node_sum_set_slices(b->ex.shared, b->shard);
+      b->base.sharded_state = 1;
+    }
     b->base.update_lo = b->ex.shared->lo;
     b->base.update_hi = b->ex.shared->hi;
     shared_written(&b->base);
     snprintf(b->note, sizeof b->note, "dp: the ranks share one node: gradients summed and parameters updated through "
-             "node-shared memory, each rank its slice ([parallel] node_shared)");
+             "node-shared memory, each rank its slice ([parallel] node_shared%s)",
+             b->shard ? "; with shard_optimizer the slices are its shards, each rank holding the moments of its "
+                        "own alone" : "");
+  } else if (b->shard) {
+    b->base.ops = &sharded_layout_ops;
+    b->base.update_lo = b->shard[world->rank];
+    b->base.update_hi = b->shard[world->rank + 1];
+    b->base.sharded_state = 1;
+    shard_gather_init(&b->gather, &b->ex.sync, &g->params, b->shard, world, b->ex.m.params);
+    b->ex.before_forward = gather_before;
+    b->ex.before_arg = &b->gather;
+    snprintf(b->note, sizeof b->note, "dp: sharded optimizer ([parallel] shard_optimizer): gradients reduce-scattered "
+             "in buckets, each rank updating its 1/%d shard with moments for it alone, parameters all-gathered in "
+             "buckets before the next forward pass reads them%s%s",
+             world->size, b->ex.shared_refused[0] ? "; not node-shared memory: " : "", b->ex.shared_refused);
   } else if (b->ex.shared_refused[0]) {
     snprintf(b->note, sizeof b->note, "dp: allreduce, not node-shared memory: %s", b->ex.shared_refused);
   }

@@ -32,6 +32,8 @@ const char *traffic_name(traffic_t t) {
       [TRAFFIC_DP_COMPRESSED] = "dp_compressed",
       [TRAFFIC_ACT_GRAD_COMPRESSED] = "activation_grad_compressed",
       [TRAFFIC_BN] = "batchnorm",
+      [TRAFFIC_DP_SCATTER] = "dp_scatter",
+      [TRAFFIC_DP_GATHER] = "dp_gather",
       [TRAFFIC_OTHER] = "other",
   };
   if ((int)t < 0 || t >= TRAFFIC_COUNT) return "unknown";
@@ -414,23 +416,29 @@ void comm_waitall(comm_t *c, comm_request_t *r, int n, traffic_t t) {
   meter_add(c, t, 0, start);
 }
 
-void comm_allgatherv_float(comm_t *c, float *buf, const size_t *off, const size_t *n, traffic_t t) {
-  require_member(c, t, "comm_allgatherv_float");
-  int *counts = xcalloc((size_t)c->size, sizeof *counts), *displs = xcalloc((size_t)c->size, sizeof *displs);
+/* The counts (size) and then the displacements (size) of an in-place all-gather, as MPI takes them. */
+static int *gatherv_ints(const comm_t *c, const size_t *off, const size_t *n, const char *api_call) {
+  int *ints = xcalloc(2 * (size_t)c->size, sizeof *ints);
   for (int r = 0; r < c->size; r++) {
     if (n[r] > INT_MAX || off[r] > INT_MAX)
-      surge_runtime_error("comm_allgatherv_float: rank %d's part (%zu floats at %zu) is beyond what one MPI "
-                          "operation holds (%d)", r, n[r], off[r], INT_MAX);
-    counts[r] = (int)n[r];
-    displs[r] = (int)off[r];
+      surge_runtime_error("%s: rank %d's part (%zu floats at %zu) is beyond what one MPI operation holds (%d)",
+                          api_call, r, n[r], off[r], INT_MAX);
+    ints[r] = (int)n[r];
+    ints[c->size + r] = (int)off[r];
   }
+  return ints;
+}
+
+void comm_allgatherv_float(comm_t *c, float *buf, const size_t *off, const size_t *n, traffic_t t) {
+  require_member(c, t, "comm_allgatherv_float");
+  int *ints = gatherv_ints(c, off, n, "comm_allgatherv_float");
   double start = surge_now();
-  comm_check_mpi(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf, counts, displs, MPI_FLOAT, c->mpi),
+  comm_check_mpi(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf, ints, ints + c->size, MPI_FLOAT, c->mpi),
                  "MPI_Allgatherv", "comm_allgatherv_float");
   meter_add(c, t, (uint64_t)n[c->rank] * sizeof(float), start);
-  free(counts);
-  free(displs);
+  free(ints);
 }
+
 
 void comm_barrier(comm_t *c) { comm_barrier_as(c, TRAFFIC_OTHER, 0); }
 
@@ -514,6 +522,49 @@ void comm_iallreduce_sum(comm_t *c, float *buf, size_t n, traffic_t t, comm_op_t
   meter_add(c, t, (uint64_t)n * sizeof(float), start);
 }
 
+void comm_iallgatherv_float(comm_t *c, float *buf, const size_t *off, const size_t *n, traffic_t t, comm_op_t *op) {
+  require_member(c, t, "comm_iallgatherv_float");
+  if (comm_dev_owns(c, buf)) surge_runtime_error("comm_iallgatherv_float: a device buffer (host memory only)");
+  double start = surge_now();
+  *op = (comm_op_t){.c = c, .t = t, .event = trace_start(t, (uint64_t)n[c->rank] * sizeof(float), start),
+                    .req = MPI_REQUEST_NULL, .kind = COMM_KIND_HOST,
+                    .counts = gatherv_ints(c, off, n, "comm_iallgatherv_float")};
+  comm_check_mpi(MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf, op->counts, op->counts + c->size, MPI_FLOAT,
+                                 c->mpi, &op->req),
+                 "MPI_Iallgatherv", "comm_iallgatherv_float");
+  meter_add(c, t, (uint64_t)n[c->rank] * sizeof(float), start);
+}
+
+void comm_ireduce_scatter_sum(comm_t *c, float *buf, size_t n, const size_t *off, const size_t *cnt, traffic_t t,
+                              comm_op_t *op) {
+  require_member(c, t, "comm_ireduce_scatter_sum");
+  if (comm_dev_owns(c, buf))
+    surge_runtime_error("comm_ireduce_scatter_sum: a device buffer (the sharded optimizer runs on host-memory "
+                        "backends only)");
+  int *counts = xcalloc((size_t)c->size, sizeof *counts);
+  size_t at = 0;
+  for (int r = 0; r < c->size; r++) {
+    if (off[r] != at || cnt[r] > INT_MAX)
+      surge_runtime_error("comm_ireduce_scatter_sum: rank %d's part (%zu floats at %zu) does not follow the one "
+                          "before (at %zu) or is beyond one MPI operation (%d)", r, cnt[r], off[r], at, INT_MAX);
+    counts[r] = (int)cnt[r];
+    at += cnt[r];
+  }
+  if (at != n) surge_runtime_error("comm_ireduce_scatter_sum: the parts hold %zu floats of %zu", at, n);
+  double start = surge_now();
+  *op = (comm_op_t){.c = c, .t = t, .event = trace_start(t, (uint64_t)n * sizeof(float), start),
+                    .req = MPI_REQUEST_NULL, .kind = COMM_KIND_HOST};
+  if (cnt[c->rank] > 0 && off[c->rank] > 0) {
+    op->shift_to = buf + off[c->rank];
+    op->shift_from = buf;
+    op->shift_n = cnt[c->rank];
+  }
+  comm_check_mpi(MPI_Ireduce_scatter(MPI_IN_PLACE, buf, counts, MPI_FLOAT, MPI_SUM, c->mpi, &op->req),
+                 "MPI_Ireduce_scatter", "comm_ireduce_scatter_sum");
+  meter_add(c, t, (uint64_t)n * sizeof(float), start);
+  free(counts);
+}
+
 /* The time of a test or wait, counted in the operation's category without another call. */
 static void meter_time(comm_t *c, traffic_t t, double start) {
   double seconds = surge_now() - start;
@@ -524,6 +575,9 @@ static void meter_time(comm_t *c, traffic_t t, double start) {
 /* op has completed: a staged result goes back to the device. */
 static void op_done(comm_op_t *op) {
   op->done = 1;
+  if (op->shift_to) memmove(op->shift_to, op->shift_from, op->shift_n * sizeof(float));
+  free(op->counts);
+  op->counts = NULL;
   if (op->kind == COMM_KIND_STAGED) finish_staged(op->c, op->dev, &op->host, op->n, op->kind);
   trace_done(op);
 }

@@ -23,12 +23,14 @@ typedef enum traffic {
   TRAFFIC_DP_COMPRESSED,       /* data-parallel gradients as PowerSGD factors (sync/reducer.h) */
   TRAFFIC_ACT_GRAD_COMPRESSED, /* activation gradients as compressed messages (compress/cb.h) */
   TRAFFIC_BN,         /* batch norm's statistics summed over a node's rank set (nn/layer_batchnorm.c) */
+  TRAFFIC_DP_SCATTER, /* data-parallel gradients reduce-scattered to their shards (sharded optimizer) */
+  TRAFFIC_DP_GATHER,  /* updated parameter shards all-gathered (sharded optimizer) */
   TRAFFIC_OTHER,      /* metrics, control, checkpoints */
   TRAFFIC_COUNT
 } traffic_t;
 
 /* Names for logs: "dp", "activation", "activation_grad", "embedding", "tp", "dp_compressed",
- * "activation_grad_compressed", "batchnorm", "other". */
+ * "activation_grad_compressed", "batchnorm", "dp_scatter", "dp_gather", "other". */
 const char *traffic_name(traffic_t t);
 
 typedef struct comm_meter {
@@ -167,9 +169,24 @@ typedef struct comm_op {
   float *host;     /* staged: the host copy (freed at completion) */
   size_t n;
   void *completion; /* NCCL: the event the operation's end records (a cudaEvent_t) */
+  float *shift_to;  /* a reduce-scatter in place: where this rank's part goes at completion (MPI leaves
+                     * it at the start of the buffer, shift_from), shift_n floats; NULL: none */
+  float *shift_from;
+  size_t shift_n;
+  int *counts;      /* a v-collective's counts and displacements, kept until completion (freed then) */
 } comm_op_t;
 /* Start an in-place sum over the group of n floats (one MPI_Iallreduce, however large). */
 void comm_iallreduce_sum(comm_t *c, float *buf, size_t n, traffic_t t, comm_op_t *op);
+/* Start an in-place reduce-scatter (sum) over the group of the n floats of buf (host memory): rank r
+ * receives the sum of the floats [off[r], off[r] + cnt[r]) of every rank's buf, in place at that
+ * position of its own buf at completion (the rest of its buf is then undefined). The parts are
+ * consecutive (off[r + 1] = off[r] + cnt[r], off[0] = 0, their total n); a part may be empty. One
+ * MPI_Ireduce_scatter, bytes counted as n floats. A device buffer is refused (no NCCL counterpart yet). */
+void comm_ireduce_scatter_sum(comm_t *c, float *buf, size_t n, const size_t *off, const size_t *cnt, traffic_t t,
+                              comm_op_t *op);
+/* Start comm_allgatherv_float's in-place gather of rank r's part [off[r], off[r] + n[r]) of buf (host
+ * memory) to every rank, non-blocking (one MPI_Iallgatherv); bytes counted as this rank's part. */
+void comm_iallgatherv_float(comm_t *c, float *buf, const size_t *off, const size_t *n, traffic_t t, comm_op_t *op);
 /* Progress op; 1 when it has completed (then it needs no wait). */
 int comm_op_test(comm_op_t *op);
 /* Complete op (see poll_us). */

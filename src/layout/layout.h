@@ -76,7 +76,8 @@ typedef struct layout_ops {
   /* After a checkpoint was read into the regions state gave: take the values. NULL: nothing. */
   void (*state_loaded)(layout_t *l);
   /* Collective, after each rank updated its part of the parameters (layout_t.update_lo, hi): every
-   * rank may read all of them from then on; returns the sum over the ranks of norm_part (this rank's
+   * rank may read all of them from then on through the layout's ops (a sharded optimizer's all-gather
+   * may still be in flight, waited for where the next op reads them); returns the sum over the ranks of norm_part (this rank's
    * part of the squared gradient norm where the layout's norm plan sums there, else 0). NULL:
    * nothing to do (each rank updated all it holds). */
   double (*updated)(layout_t *l, double norm_part);
@@ -100,6 +101,9 @@ struct layout {
                                 * update_hi) that the optimizer updates, the rest left as it is (a
                                 * burst plan: the tensors of this rank's nodes); set by the builder */
   int nupdate_ranges;
+  int sharded_state;        /* 1: a distributed optimizer (sync/shard.h): [update_lo, update_hi) is this
+                             * rank's shard alone, the optimizer's state is held for it only, and
+                             * `updated` all-gathers the parameters; set by the builder */
   norm_plan_t norm;         /* the gradients this rank counts in the norm, and how the ranks' parts
                              * add up (optim/norm.h): set by the builder */
   const char *note;         /* what the layout chose that the run's banner states; NULL: nothing */
@@ -117,6 +121,7 @@ typedef struct layout_opts {
   uint64_t seed;            /* parameter initialisation */
   gradsync_opts_t sync;     /* the gradient synchronisation's buckets and overlap */
   int node_shared;          /* dp: through node-shared memory where possible (sync/node_sum.h) */
+  int shard_optimizer;      /* dp: a distributed optimizer (sync/shard.h); node_shared wins where it applies */
   const config_t *cfg;      /* the layouts' own options: cfg_part (core/keys.h) */
   const deck_t *deck;       /* blamed by input errors (deck_where); may be NULL */
 } layout_opts_t;

@@ -47,6 +47,7 @@ layout_opts_t layout_opts_of(const config_t *cfg, const deck_t *deck) {
       .cfg = cfg,
       .deck = deck,
       .node_shared = so->node_shared,
+      .shard_optimizer = so->shard_optimizer,
       .sync = {.bucket_bytes = sync_bucket_bytes(so), .overlap = so->overlap, .reducer = "exact"},
   };
   snprintf(o.mode, sizeof o.mode, "%s", cfg->parallel_mode);

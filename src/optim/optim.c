@@ -7,7 +7,12 @@
 #include "core/error.h"
 
 void optim_init(optim_t *o, optim_opts_t opts, const backend_t *be, size_t n) {
+  optim_init_shard(o, opts, be, n, 0, n);
+}
+
+void optim_init_shard(optim_t *o, optim_opts_t opts, const backend_t *be, size_t n, size_t lo, size_t hi) {
   memset(o, 0, sizeof *o);
+  if (lo > hi || hi > n) surge_runtime_error("optim_init_shard: floats [%zu, %zu) of a slab of %zu", lo, hi, n);
   if (strcmp(opts.name, "sgd") == 0)
     o->kind = OPTIM_SGD;
   else if (strcmp(opts.name, "adamw") == 0)
@@ -23,10 +28,17 @@ void optim_init(optim_t *o, optim_opts_t opts, const backend_t *be, size_t n) {
   o->schedule = opts.schedule;
   o->be = be;
   o->n = n;
+  o->lo = lo;
+  o->hi = hi;
   o->t = 0;
-  // sgd without momentum keeps no state; the backend ignores its buffer then
-  if (o->kind == OPTIM_ADAMW || o->momentum != 0.0f) o->m = be->alloc(n);
-  if (o->kind == OPTIM_ADAMW) o->v = be->alloc(n);
+  // sgd without momentum keeps no state; the backend ignores its buffer then (an empty shard: 1 float)
+  size_t floats = hi > lo ? hi - lo : 1;
+  if (o->kind == OPTIM_ADAMW || o->momentum != 0.0f) o->m = be->alloc(floats);
+  if (o->kind == OPTIM_ADAMW) o->v = be->alloc(floats);
+}
+
+size_t optim_state_bytes(const optim_t *o) {
+  return sizeof(float) * (o->hi - o->lo) * (size_t)((o->m ? 1 : 0) + (o->v ? 1 : 0));
 }
 
 void optim_free(optim_t *o) {
@@ -40,7 +52,9 @@ void optim_step(optim_t *o, float *params, const float *grads, float lr) {
 }
 
 static void check_range(const optim_t *o, size_t lo, size_t hi) {
-  if (hi > o->n || lo > hi) surge_runtime_error("optim_step_part: floats [%zu, %zu) of a slab of %zu", lo, hi, o->n);
+  if (hi > o->n || lo > hi || (hi > lo && (lo < o->lo || hi > o->hi)))
+    surge_runtime_error("optim_step_part: floats [%zu, %zu) of a slab of %zu whose state covers [%zu, %zu)", lo, hi,
+                        o->n, o->lo, o->hi);
 }
 
 /* The update of floats [lo, hi) at step t (t not advanced), reading the gradients as gs grads. */
@@ -48,7 +62,8 @@ static void update_range(const optim_t *o, float *params, const float *grads, fl
                          size_t hi) {
   const backend_t *be = o->be;
   size_t n = hi - lo;
-  float *m = o->m ? o->m + lo : NULL, *v = o->v ? o->v + lo : NULL;
+  if (n == 0) return; /* an empty range may lie outside the state */
+  float *m = o->m ? o->m + (lo - o->lo) : NULL, *v = o->v ? o->v + (lo - o->lo) : NULL; /* state from o->lo on */
   if (o->kind == OPTIM_SGD) {
     be->sgd_step(n, params + lo, grads + lo, m, lr, o->momentum, o->nesterov, o->weight_decay, o->t == 0, gs);
   } else {

@@ -47,17 +47,24 @@ typedef struct optim {
   float momentum, weight_decay, beta1, beta2, eps;
   int nesterov;
   lr_schedule_t schedule;
-  /* state: backend memory of n floats each, the same slab layout as the parameters.
+  /* state: backend memory of hi - lo floats each, the floats [lo, hi) of the parameter slab's layout
+   * (a sharded optimizer holds its shard only; else lo = 0, hi = n).
    * sgd: m is the momentum buffer (NULL when momentum == 0), v is NULL; adamw: m and v moments. */
   float *m, *v;
   long t; /* steps taken */
   const backend_t *be;
-  size_t n; /* floats in the parameter slab */
+  size_t n;      /* floats in the parameter slab */
+  size_t lo, hi; /* the floats the state covers: steps may update only within them */
 } optim_t;
 
 /* Set up an optimizer for a slab of n floats from opts.name ("sgd" or "adamw"; anything else is an
  * input error) with zeroed state; it keeps opts.schedule. */
 void optim_init(optim_t *o, optim_opts_t opts, const backend_t *be, size_t n);
+/* optim_init whose state covers only the floats [lo, hi) of the slab (a rank's shard of a distributed
+ * optimizer, sync/shard.h): m and v hold hi - lo floats, and steps update only within [lo, hi). */
+void optim_init_shard(optim_t *o, optim_opts_t opts, const backend_t *be, size_t n, size_t lo, size_t hi);
+/* Bytes of the optimizer's state (its moments) on this rank. */
+size_t optim_state_bytes(const optim_t *o);
 void optim_free(optim_t *o);
 
 /* One step over the whole slab: params (n) -= update from grads (n) at learning rate lr; t += 1.

@@ -311,6 +311,10 @@ layout_t *pipe_layout_build(const layout_opts_t *o, const graph_t *g, const back
                       "the gpt's transformer blocks, heads and vocabulary; other models run with mode = dp or burst)",
                       layout_where(o, "parallel.mode"), o->model);
   check_grid(o, g, &d, world->size);
+  if (o->shard_optimizer && grid_of(o)->dp > 1)
+    surge_input_error("%s: [parallel] shard_optimizer = true with [parallel] mode = 3d (dp = %d): not implemented "
+                      "(the dp axis would shard each stage's tensor-parallel slab) (hint: turn shard_optimizer off, "
+                      "or use mode = dp)", layout_where(o, "parallel.shard_optimizer"), grid_of(o)->dp);
   compress_opts_t co = *compress_opts(o->cfg);
   co.steps = o->steps;
   check_compress(o, &co, &d);

@@ -68,6 +68,15 @@ void gradsync_init(gradsync_t *s, const slab_layout_t *L, const int *tensor_grou
                                .t_count = s->b[k].t_count};
   reducer_setup_t setup = {.nbuckets = s->nbuckets, .b = rb, .L = L, .be = o->be, .job = o->job ? o->job : world,
                            .psgd = o->psgd};
+  if (o->shard && strcmp(name, "exact") != 0)
+    surge_input_error("[parallel] shard_optimizer = true with the %s gradient reducer: not implemented (hint: the "
+                      "distributed optimizer reduce-scatters exact sums; turn off shard_optimizer or the compression)",
+                      name);
+  for (int k = 0; k < s->nbuckets && o->shard; k++)
+    if (s->b[k].local && s->groups[s->b[k].group].size != o->shard_ranks)
+      surge_runtime_error("gradsync: a sharded bucket's group has %d ranks, not the shards' %d (a layout bug)",
+                          s->groups[s->b[k].group].size, o->shard_ranks);
+  if (o->shard) s->reducer = reducer_scatter(&setup, o->shard, o->shard_ranks);
   for (int i = 0; i < NREDUCERS && !s->reducer; i++)
     if (strcmp(reducers[i].name, name) == 0) s->reducer = reducers[i].make(&setup);
   free(rb);

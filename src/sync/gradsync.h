@@ -56,6 +56,11 @@ typedef struct gradsync_opts {
   const backend_t *be; /* the gradient slab's backend (powersgd) */
   comm_t *job;         /* every rank of the job, for the reducer's state; NULL: world */
   int side;            /* side slots wanted after the slab (see above), 0: none */
+  const size_t *shard; /* NULL, or a sharded optimizer's bounds (sync/shard.h: shard_ranks + 1 of them):
+                        * the exact reducer then reduce-scatters each bucket to the shards
+                        * (reducer_scatter), whose groups must all be those shard_ranks ranks;
+                        * another reducer is an input error */
+  int shard_ranks;
 } gradsync_opts_t;
 
 /* The reducers gradsync_init accepts, for messages: "exact, powersgd". */

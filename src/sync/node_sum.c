@@ -111,12 +111,24 @@ double node_sum_updated(node_sum_t *s, double sumsq) {
   return total;
 }
 
+void node_sum_set_slices(node_sum_t *s, const size_t *bounds) {
+  if (bounds[0] != 0 || bounds[s->c->size] != s->n)
+    surge_runtime_error("node_sum_set_slices: the slices cover [%zu, %zu) of %zu floats (a bug)", bounds[0],
+                        bounds[s->c->size], s->n);
+  s->bounds = bounds;
+  s->lo = bounds[s->c->rank];
+  s->hi = bounds[s->c->rank + 1];
+}
+
+/* Where rank r's slice starts. */
+static size_t start_of(const node_sum_t *s, int r) { return s->bounds ? s->bounds[r] : slice_start(s->n, r, s->c->size); }
+
 void node_sum_gather(node_sum_t *s, float *slab) {
   const int R = s->c->size;
   size_t *off = xcalloc((size_t)R, sizeof *off), *cnt = xcalloc((size_t)R, sizeof *cnt);
   for (int r = 0; r < R; r++) {
-    off[r] = slice_start(s->n, r, R);
-    cnt[r] = slice_start(s->n, r + 1, R) - off[r];
+    off[r] = start_of(s, r);
+    cnt[r] = start_of(s, r + 1) - off[r];
   }
   comm_allgatherv_float(s->c, slab, off, cnt, TRAFFIC_OTHER);
   free(off);

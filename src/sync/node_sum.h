@@ -42,6 +42,7 @@ typedef struct node_sum {
   const backend_t *be;   /* host memory */
   size_t n;              /* floats in the parameter slab */
   size_t lo, hi;         /* this rank's slice */
+  const size_t *bounds;  /* NULL, or every rank's slice (c->size + 1 bounds: node_sum_set_slices) */
   node_shm_t params;     /* rank 0's segment: the slab (n floats) */
   node_shm_t grads;      /* every rank's gradient slab (grad_floats) */
   node_shm_t scalars;    /* every rank's NODE_SUM_SLOTS doubles */
@@ -58,6 +59,10 @@ int node_sum_fits(comm_t *c, size_t n, size_t grad_floats, char *why, size_t why
  * grad_floats >= n (a caller's spare floats after the slab), zeroed. */
 void node_sum_init(node_sum_t *s, comm_t *c, const backend_t *be, size_t n, size_t grad_floats);
 void node_sum_free(node_sum_t *s);
+/* Before the first step: rank r's slice becomes [bounds[r], bounds[r + 1]) (borrowed; they tile the
+ * slab, in rank order) instead of whole 64-byte lines: a sharded optimizer's shards (sync/shard.h),
+ * so that its moments, held for the slice alone, go into checkpoints as whole rows. */
+void node_sum_set_slices(node_sum_t *s, const size_t *bounds);
 /* The node's parameter slab and this rank's gradient slab. */
 float *node_sum_params(const node_sum_t *s);
 float *node_sum_grads(const node_sum_t *s);

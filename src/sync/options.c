@@ -14,6 +14,11 @@ static const cfg_key_t rows[] = {
                  "dp with all ranks on one node and a host-memory backend (cpu, ref): sum gradients and update "
                  "parameters through node-shared memory, each rank its 1/R slice of the slab (false, or ranks "
                  "on several nodes: allreduce in buckets, every rank updates all; doc/design.md)"),
+    CFG_BOOL_KEY("parallel", "shard_optimizer", shard_optimizer, "false",
+                 "dp, host-memory backends: a distributed optimizer (ZeRO stage 1): gradients reduce-scattered "
+                 "in buckets, each rank updating its 1/R shard of the slab with moments held for that shard only, "
+                 "the parameters all-gathered after the update; where node_shared applies, node-shared "
+                 "memory sums and its slices are the shards (doc/design.md)"),
 };
 // clang-format on
 

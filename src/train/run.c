@@ -227,6 +227,8 @@ train_outcome_t train_run(const config_t *cfg, const deck_t *deck, const char *r
   double worst[5] = {mem.state_bytes, mem.peak_bytes, mem.peak_bytes / mem.state_bytes, mem.window,
                      mem.process_bytes}; /* max over ranks */
   comm_allreduce_max_double(world, worst, 5, TRAFFIC_OTHER);
+  double mine[2] = {mem.optim_bytes, mem.optim_floats}, *opt = xcalloc(2 * (size_t)world->size, sizeof *opt);
+  comm_gather_double(world, mine, 2, opt, 0, TRAFFIC_OTHER); /* (ranks, 2) on rank 0 */
   if (world->rank == 0) {
     long done = t.step - (resumed_at > 0 ? resumed_at : 0);
     printf("%sdone: %ld steps in %s (%.1f ms/step, %.0f samples/s)\n", p.label, done, dur,
@@ -241,7 +243,13 @@ train_outcome_t train_run(const config_t *cfg, const deck_t *deck, const char *r
     printf("%smemory per rank: training state %.1f MiB (parameters, gradients, optimizer moments, activations of "
            "%.0f samples), peak %.1f MiB above the data (%.2fx), process peak %.1f MiB (largest of the ranks)\n",
            p.label, worst[0] / 1048576.0, worst[3], worst[1] / 1048576.0, worst[2], worst[4] / 1048576.0);
+    printf("%soptimizer state per rank: bytes", p.label); /* a sharded optimizer's: each its shard's moments */
+    for (int r = 0; r < world->size; r++) printf(" %.0f", opt[2 * r]);
+    printf(" for slab floats");
+    for (int r = 0; r < world->size; r++) printf(" %.0f", opt[2 * r + 1]);
+    printf(" of %zu\n", t.layout->local->total);
   }
+  free(opt);
   trainer_free(&t);
   free(deck_text);
   train_claim_release(&claim);

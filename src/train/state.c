@@ -8,6 +8,7 @@
 #include "io/checkpoint.h"
 #include "io/model_file.h"
 #include "io/weights.h"
+#include "sync/shard.h"
 
 enum { MAX_REGIONS = 16 };
 
@@ -19,24 +20,70 @@ typedef struct host_state {
   int in_place;          /* the backend's memory is the host's: the slabs are read and written in place */
   float *host[3];        /* [nslabs] host view of each local slab: params, moments (a copy unless in_place) */
   float *device[3];      /* the slabs themselves */
+  size_t floats[3];      /* [nslabs] floats of each (a sharded optimizer's moments: its shard's) */
   state_tensor_t *pieces; /* the layout's description (data NULL) */
   int nmodel;            /* the regions of the model file: /params, and /buffers where the model has any */
   float *bufs_host;      /* host view of the model's buffer slab (a copy unless in_place), or NULL */
 } host_state_t;
 
-static void add_slab_region(host_state_t *h, const layout_t *l, const char *group, float *device) {
+/* A region of one entry per local tensor (the layout's pieces, data NULL) over a slab of `floats`
+ * floats of backend memory, its host view in h->host[*k]. */
+static state_region_t *slab_region(host_state_t *h, const layout_t *l, const char *group, float *device,
+                                   size_t floats, int *k) {
   const slab_layout_t *L = l->local;
-  int k = h->nslabs++;
-  h->device[k] = device;
-  h->host[k] = h->in_place ? device : xcalloc(L->total ? L->total : 1, sizeof(float));
+  *k = h->nslabs++;
+  h->device[*k] = device;
+  h->floats[*k] = floats;
+  h->host[*k] = h->in_place ? device : xcalloc(floats ? floats : 1, sizeof(float));
   state_region_t *r = &h->r[h->n++];
   snprintf(r->group, sizeof r->group, "%s", group);
   r->n = L->n;
   r->t = xcalloc(L->n ? (size_t)L->n : 1, sizeof *r->t);
+  for (int i = 0; i < L->n; i++) r->t[i] = h->pieces[i];
+  return r;
+}
+
+static void add_slab_region(host_state_t *h, const layout_t *l, const char *group, float *device) {
+  int k;
+  state_region_t *r = slab_region(h, l, group, device, l->local->total, &k);
+  for (int i = 0; i < r->n; i++) r->t[i].data = h->host[k] + l->local->t[i].off;
+}
+
+/* A sharded optimizer's moments (sync/shard.h): device holds the floats [lo, hi) of the local slab
+ * only; of each tensor (whole on every rank: the layouts that shard describe it so) this rank holds
+ * the rows within [lo, hi), one box written by it alone (no replicas), none where the shard misses it. */
+static void add_shard_region(host_state_t *h, const layout_t *l, const char *group, float *device, size_t lo,
+                             size_t hi) {
+  const slab_layout_t *L = l->local;
+  int k;
+  state_region_t *r = slab_region(h, l, group, device, hi - lo, &k);
   for (int i = 0; i < L->n; i++) {
-    r->t[i] = h->pieces[i];
-    r->t[i].data = h->host[k] + L->t[i].off;
+    state_tensor_t *p = &r->t[i];
+    for (int d = 0; d < p->ndim; d++)
+      if (p->start[d] != 0 || p->count[d] != p->dims[d])
+        surge_runtime_error("%s: the %s layout shards the optimizer but holds a part of tensor %s (a layout bug)",
+                            group, l->name, p->name);
+    size_t a, b;
+    shard_rows(&L->t[i], lo, hi, &a, &b);
+    p->replica = 0;
+    p->replicas = 1;
+    p->data = h->host[k];
+    if (b == a) {
+      memset(p->count, 0, sizeof p->count);
+      continue;
+    }
+    p->start[0] = a;
+    p->count[0] = b - a;
+    p->data = h->host[k] + (L->t[i].off + a * (L->t[i].n / p->dims[0]) - lo);
   }
+}
+
+/* The optimizer's moment slab: whole, or a sharded optimizer's shard. */
+static void add_moments(host_state_t *h, const trainer_t *t, const char *group, float *device) {
+  if (t->layout->sharded_state)
+    add_shard_region(h, t->layout, group, device, t->opt.lo, t->opt.hi);
+  else
+    add_slab_region(h, t->layout, group, device);
 }
 
 /* The model's buffers (batch norm's running statistics): whole tensors on every rank, the same
@@ -65,8 +112,8 @@ static void host_state_init(host_state_t *h, const trainer_t *t, int with_optimi
   add_bufs_region(h, t);
   h->nmodel = h->n;
   if (!with_optimizer) return;
-  if (t->opt.m) add_slab_region(h, l, "/optim/m", t->opt.m);
-  if (t->opt.v) add_slab_region(h, l, "/optim/v", t->opt.v);
+  if (t->opt.m) add_moments(h, t, "/optim/m", t->opt.m);
+  if (t->opt.v) add_moments(h, t, "/optim/v", t->opt.v);
   const reducer_t *red = l->sync->reducer;
   if (red->ops->state) h->n += red->ops->state(l->sync->reducer, h->r + h->n, MAX_REGIONS - h->n);
   if (l->ops->state) h->n += l->ops->state(t->layout, h->r + h->n, MAX_REGIONS - h->n);
@@ -83,7 +130,7 @@ static void host_state_free(host_state_t *h) {
 /* Collective: the true values of every slab, downloaded. */
 static void gather(trainer_t *t, host_state_t *h) {
   trainer_sync_replicas(t);
-  for (int k = 0; k < h->nslabs && !h->in_place; k++) t->be->download(h->host[k], h->device[k], t->layout->local->total);
+  for (int k = 0; k < h->nslabs && !h->in_place; k++) t->be->download(h->host[k], h->device[k], h->floats[k]);
   const model_t *m = t->layout->m;
   if (h->bufs_host && !h->in_place) t->be->download(h->bufs_host, m->bufs, m->g->bufs.total);
 }
@@ -113,7 +160,7 @@ void trainer_resume(trainer_t *t, const char *path) {
   ckpt_state_t s = {.regions = h.r, .nregions = h.n, .layout = t->layout->name};
   vocab_of(t, s.vocab);
   checkpoint_read(path, &s, &t->cfg, t->world);
-  for (int k = 0; k < h.nslabs && !h.in_place; k++) t->be->upload(h.device[k], h.host[k], t->layout->local->total);
+  for (int k = 0; k < h.nslabs && !h.in_place; k++) t->be->upload(h.device[k], h.host[k], h.floats[k]);
   if (h.bufs_host && !h.in_place) t->be->upload(t->layout->m->bufs, h.bufs_host, t->layout->m->g->bufs.total);
   reducer_t *red = t->layout->sync->reducer;
   if (red->ops->loaded) red->ops->loaded(red);

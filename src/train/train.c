@@ -49,7 +49,9 @@ void trainer_init(trainer_t *t, const config_t *cfg, const deck_t *deck, comm_t 
   t->g.recompute = recompute_mode_of(cfg); /* the layouts' models plan it (nn/recompute.h) */
   layout_opts_t lo = layout_opts_of(cfg, deck);
   t->layout = layout_build(&lo, &t->g, t->be, world);
-  optim_init(&t->opt, optim_opts_of(cfg), t->be, t->layout->local->total);
+  const layout_t *l = t->layout; /* a sharded optimizer holds the state of this rank's shard only */
+  optim_init_shard(&t->opt, optim_opts_of(cfg), t->be, l->local->total, l->sharded_state ? l->update_lo : 0,
+                   l->sharded_state ? l->update_hi : l->local->total);
   sampler_init_for(&t->sampler, t->ds, cfg->seed);
   t->ids = xcalloc((size_t)cfg->global_batch, sizeof *t->ids);
 }
@@ -66,9 +68,11 @@ void trainer_free(trainer_t *t) {
 
 train_memory_t trainer_memory(const trainer_t *t) {
   const layout_t *l = t->layout;
-  double moments = (t->opt.m ? 1 : 0) + (t->opt.v ? 1 : 0);
   train_memory_t m = {
-      .state_bytes = sizeof(float) * ((2 + moments) * (double)l->local->total + (double)l->m->act_floats),
+      .state_bytes = sizeof(float) * (2 * (double)l->local->total + (double)l->m->act_floats) +
+                     (double)optim_state_bytes(&t->opt),
+      .optim_bytes = (double)optim_state_bytes(&t->opt),
+      .optim_floats = (double)(t->opt.hi - t->opt.lo),
       .peak_bytes = rss_peak_bytes() - t->rss_before_model,
       .process_bytes = rss_peak_bytes(),
       .window = l->window,
@@ -190,6 +194,7 @@ eval_stats_t trainer_eval(trainer_t *t) {
 }
 
 void trainer_sync_replicas(trainer_t *t) {
-  float *slabs[3] = {t->layout->m->params, t->opt.m, t->opt.v};
+  int sharded = t->layout->sharded_state; /* the moments of a shard are its rank's alone: nothing to sync */
+  float *slabs[3] = {t->layout->m->params, sharded ? NULL : t->opt.m, sharded ? NULL : t->opt.v};
   t->layout->ops->sync_replicas(t->layout, slabs, 3);
 }

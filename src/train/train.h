@@ -56,6 +56,8 @@ typedef struct train_memory {
   double peak_bytes;   /* peak resident memory above rss_before_model */
   double process_bytes; /* peak resident memory of the process, data included */
   int window;          /* samples the activations hold */
+  double optim_bytes;  /* of state_bytes, the optimizer's moments (a sharded optimizer: its shard's) */
+  double optim_floats; /* the slab floats the moments cover (the whole slab, or this rank's shard) */
 } train_memory_t;
 train_memory_t trainer_memory(const trainer_t *t);
 

@@ -1,0 +1,68 @@
+#include "sync/shard_gather.h"
+
+#include <stdlib.h>
+
+#include "core/error.h"
+#include "sync/shard.h"
+
+void shard_gather_init(shard_gather_t *g, const gradsync_t *s, const slab_layout_t *L, const size_t *bounds,
+                       comm_t *c, float *params) {
+  *g = (shard_gather_t){.c = c, .params = params, .nbuckets = s->nbuckets};
+  size_t nb = s->nbuckets > 0 ? (size_t)s->nbuckets : 1, R = (size_t)c->size;
+  g->off = xcalloc(nb, sizeof *g->off);
+  g->first_node = xcalloc(nb, sizeof *g->first_node);
+  g->part_off = xcalloc(nb * R, sizeof *g->part_off);
+  g->part_cnt = xcalloc(nb * R, sizeof *g->part_cnt);
+  g->ops = xcalloc(nb, sizeof *g->ops);
+  size_t covered = 0;
+  for (int k = 0; k < s->nbuckets; k++) {
+    const grad_bucket_t *b = &s->b[k];
+    if (s->side && k == 0) surge_runtime_error("shard_gather_init: side slots ride on a sharded bucket (a bug)");
+    g->off[k] = b->off;
+    int first = L->t[b->t_first].owner;
+    for (int t = b->t_first; t < b->t_first + b->t_count; t++) first = L->t[t].owner < first ? L->t[t].owner : first;
+    g->first_node[k] = first;
+    shard_parts(bounds, c->size, b->off, b->n, g->part_off + (size_t)k * R, g->part_cnt + (size_t)k * R);
+    covered += b->n;
+  }
+  if (covered != L->total)
+    surge_runtime_error("shard_gather_init: the buckets cover %zu of the slab's %zu floats (a layout bug)", covered,
+                        L->total);
+}
+
+void shard_gather_free(shard_gather_t *g) {
+  shard_gather_finish(g);
+  free(g->off);
+  free(g->first_node);
+  free(g->part_off);
+  free(g->part_cnt);
+  free(g->ops);
+  *g = (shard_gather_t){0};
+}
+
+void shard_gather_start(shard_gather_t *g) {
+  shard_gather_finish(g);
+  size_t R = (size_t)g->c->size;
+  for (int k = g->nbuckets - 1; k >= 0; k--) /* the last bucket holds the first layers' tensors */
+    comm_iallgatherv_float(g->c, g->params + g->off[k], g->part_off + (size_t)k * R, g->part_cnt + (size_t)k * R,
+                           TRAFFIC_DP_GATHER, &g->ops[k]);
+  g->pending = g->nbuckets > 0;
+}
+
+void shard_gather_before(shard_gather_t *g, int node) {
+  if (!g->pending) return;
+  int open = 0;
+  for (int k = g->nbuckets - 1; k >= 0; k--) {
+    if (g->first_node[k] <= node)
+      comm_op_wait(&g->ops[k]);
+    else
+      open += !comm_op_test(&g->ops[k]);
+  }
+  g->pending = open > 0;
+}
+
+void shard_gather_finish(shard_gather_t *g) {
+  if (!g->pending) return;
+  for (int k = g->nbuckets - 1; k >= 0; k--) comm_op_wait(&g->ops[k]);
+  g->pending = 0;
+}

@@ -48,7 +48,7 @@ static int build_vgg(const zoo_opts_t *o, graph_t *g, int classes) {
       x = nn_relu(g, x, name);
     }
     snprintf(name, sizeof name, "pool%d", s + 1);
-    x = nn_maxpool2d(g, x, 2, 2, name);
+    x = nn_maxpool2d(g, x, 2, 2, 0, name);
   }
   x = nn_flatten(g, x, "flatten");
   x = nn_linear(g, x, o->vgg.fc, 1, "fc1");

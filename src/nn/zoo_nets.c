@@ -43,7 +43,7 @@ int zoo_build_vgg16(const zoo_opts_t *o, graph_t *g, int classes) {
     }
     if (small && s == 4) break;
     snprintf(name, sizeof name, "pool%d", s + 1);
-    x = nn_maxpool2d(g, x, 2, 2, name);
+    x = nn_maxpool2d(g, x, 2, 2, 0, name);
   }
   // imagenet: x (512 w, 7, 7) at 224 x 224 -> (25088 w); small: (512 w, 1, 1) at 28 x 28 -> (512 w)
   x = small ? nn_avgpool(g, x, "avgpool") : nn_flatten(g, x, "flatten");
@@ -69,7 +69,7 @@ static int resnet_stem(const zoo_opts_t *o, graph_t *g) {
   int small = small_stem(o);
   int x = zoo_conv_norm(o, g, 0, ch(o, 64), small ? 3 : 7, small ? 1 : 2, small ? 1 : 3, "conv1");
   x = nn_relu(g, x, "relu");
-  return small ? x : nn_maxpool2d(g, x, 3, 2, "maxpool");
+  return small ? x : nn_maxpool2d(g, x, 3, 2, 0, "maxpool");
 }
 
 /* relu(shortcut(x) + conv3(relu(conv2(relu(conv1(x)))))): conv1 1x1 to width, conv2 3x3 strided

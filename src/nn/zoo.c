@@ -206,6 +206,7 @@ static const zoo_entry_t zoo[] = {
     {"resnet50", zoo_build_resnet50, 0, INIT_KAIMING_UNIFORM, 2},
     {"wrn50", zoo_build_wrn50, 0, INIT_KAIMING_UNIFORM, 2},
     {"wrn101", zoo_build_wrn101, 0, INIT_KAIMING_UNIFORM, 2},
+    {"inception-v3", zoo_build_inception_v3, 0, INIT_KAIMING_UNIFORM, 2},
 };
 enum { ZOO_SIZE = sizeof zoo / sizeof zoo[0], ZOO_NAMES_MAX = 256 };
 

@@ -116,6 +116,15 @@ static void inception_shapes(void) {
          "norms (94 convolutions), %d without eps 1e-3",
          bad, concats, bns, bad_eps);
   graph_free(&g);
+  /* at 224 x 224 (DeepPool's input) the same parameters, the blocks at 25, 12 and 5 pixels */
+  if (zoo_build(opts("inception-v3", "none", "imagenet", 1), shape3(3, 224, 224), 1000, &g, err, sizeof err) != 0) {
+    tap_ok(0, "inception-v3 at 224 x 224: %s", err);
+    return;
+  }
+  tap_ok(g.params.total == 27161264 - 3326696 && node_is(&g, "Mixed_5d.cat3", 288, 25) &&
+             node_is(&g, "Mixed_6e.cat3", 768, 12) && node_is(&g, "Mixed_7c.cat3", 2048, 5),
+         "inception-v3 at 224 x 224: %zu parameters, blocks at 25, 12, 5 pixels", g.params.total);
+  graph_free(&g);
 }
 
 /* forward, loss and backward of B samples on backend `be`: the loss; the gradients to grads */
@@ -172,5 +181,7 @@ int main(void) {
   char err[256];
   int rc = zoo_build(opts("vgg16", "none", "imagenet", 1.0 / 16), shape3(1, 28, 28), CLASSES, &g, err, sizeof err);
   tap_ok(rc == -1 && strstr(err, "stem = small") != NULL, "vgg16's 224-pixel form on 28 x 28 is refused: %s", err);
+  rc = zoo_build(opts("inception-v3", "none", "imagenet", 1.0 / 16), shape3(1, 28, 28), CLASSES, &g, err, sizeof err);
+  tap_ok(rc == -1 && strstr(err, "stem = small") != NULL, "inception-v3's 299-pixel form on 28 x 28 is refused: %s", err);
   return tap_done();
 }

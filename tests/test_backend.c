@@ -609,44 +609,55 @@ static void test_avgpool(int P, int HW) {
   tfree(dy);
 }
 
-/* ---- convolution lowering and max pooling */
+/* ---- convolution lowering and pooling */
 
 typedef struct conv_ctx {
-  int C, H, W, KH, KW, stride, pad;
-  const float *in; /* x for im2col and maxpool_fwd, col for col2im, dy for maxpool_bwd */
+  int C, H, W, KH, KW, stride, ph, pw; /* the pools: pad ph, window KH (== KW) */
+  const float *in; /* x for im2col and the pools' forwards, col for col2im, dy for their backwards */
   const float *argmax;
-  int write; /* maxpool_bwd's dx_write */
+  int write; /* the pool backwards' dx_write */
 } conv_ctx_t;
 
 static double run_im2col(const backend_t *be, const void *ctx, float **out) {
   const conv_ctx_t *g = ctx;
-  be->im2col(g->in, g->C, g->H, g->W, g->KH, g->KW, g->stride, g->pad, out[0]);
+  be->im2col(g->in, g->C, g->H, g->W, g->KH, g->KW, g->stride, g->ph, g->pw, out[0]);
   return 0.0;
 }
 static double run_col2im(const backend_t *be, const void *ctx, float **out) {
   const conv_ctx_t *g = ctx;
-  be->col2im(g->in, g->C, g->H, g->W, g->KH, g->KW, g->stride, g->pad, out[0]);
+  be->col2im(g->in, g->C, g->H, g->W, g->KH, g->KW, g->stride, g->ph, g->pw, out[0]);
   return 0.0;
 }
-/* Max pooling: C planes, window KH (== KW) with stride `stride`. */
+/* Max pooling: C planes, window KH (== KW) with stride `stride`, padding ph. */
 static double run_maxpool_fwd(const backend_t *be, const void *ctx, float **out) {
   const conv_ctx_t *g = ctx;
-  be->maxpool_fwd(g->C, g->H, g->W, g->KH, g->stride, g->in, out[0], out[1]);
+  be->maxpool_fwd(g->C, g->H, g->W, g->KH, g->stride, g->ph, g->in, out[0], out[1]);
   return 0.0;
 }
 static double run_maxpool_bwd(const backend_t *be, const void *ctx, float **out) {
   const conv_ctx_t *g = ctx;
-  be->maxpool_bwd(g->C, g->H, g->W, g->KH, g->stride, g->in, g->argmax, out[0], g->write);
+  be->maxpool_bwd(g->C, g->H, g->W, g->KH, g->stride, g->ph, g->in, g->argmax, out[0], g->write);
+  return 0.0;
+}
+/* Windowed average pooling, the same geometry. */
+static double run_avgpool2d_fwd(const backend_t *be, const void *ctx, float **out) {
+  const conv_ctx_t *g = ctx;
+  be->avgpool2d_fwd(g->C, g->H, g->W, g->KH, g->stride, g->ph, g->in, out[0]);
+  return 0.0;
+}
+static double run_avgpool2d_bwd(const backend_t *be, const void *ctx, float **out) {
+  const conv_ctx_t *g = ctx;
+  be->avgpool2d_bwd(g->C, g->H, g->W, g->KH, g->stride, g->ph, g->in, out[0], g->write);
   return 0.0;
 }
 
-static void test_conv_lowering(int C, int H, int W, int KH, int KW, int stride, int pad) {
-  int OH = (H + 2 * pad - KH) / stride + 1, OW = (W + 2 * pad - KW) / stride + 1;
+static void test_conv_lowering(int C, int H, int W, int KH, int KW, int stride, int ph, int pw) {
+  int OH = (H + 2 * ph - KH) / stride + 1, OW = (W + 2 * pw - KW) / stride + 1;
   size_t nx = (size_t)C * H * W, ncol = (size_t)C * KH * KW * OH * OW;
   float *x = buf_uniform(nx, -1, 1), *col = buf_uniform(ncol, -1, 1);
   char label[96];
-  snprintf(label, sizeof label, "im2col/col2im C=%d H=%d W=%d K=%dx%d s=%d p=%d", C, H, W, KH, KW, stride, pad);
-  conv_ctx_t g = {C, H, W, KH, KW, stride, pad, x, NULL, 0};
+  snprintf(label, sizeof label, "im2col/col2im C=%d H=%d W=%d K=%dx%d s=%d p=%d,%d", C, H, W, KH, KW, stride, ph, pw);
+  conv_ctx_t g = {C, H, W, KH, KW, stride, ph, pw, x, NULL, 0};
   compare_backends(&(op_case_t){label, run_im2col, &g, 1, {{"col", ncol, OUT_WRITE, 0, NULL}}, 0});
   g.in = col;
   compare_backends(&(op_case_t){label, run_col2im, &g, 1, {{"dx", nx, OUT_ACCUM, 0, NULL}}, 0});
@@ -654,20 +665,22 @@ static void test_conv_lowering(int C, int H, int W, int KH, int KW, int stride, 
   tfree(col);
 }
 
-/* `relu_input`: half the inputs are 0, so windows hold ties that must go to the first maximum. */
-static void test_maxpool(int P, int H, int W, int k, int s, int relu_input) {
-  int OH = (H - k) / s + 1, OW = (W - k) / s + 1;
+/* `relu_input`: half the inputs are 0, so windows hold ties that must go to the first maximum (and,
+ * padded, the padding must never win over a window of zeros and negatives). */
+static void test_maxpool(int P, int H, int W, int k, int s, int pad, int relu_input) {
+  int OH = (H + 2 * pad - k) / s + 1, OW = (W + 2 * pad - k) / s + 1;
   size_t nx = (size_t)P * H * W, ny = (size_t)P * OH * OW;
   float *x = buf_uniform(nx, -1, 1), *dy = buf_uniform(ny, -1, 1), *argmax = talloc(ny * sizeof *argmax);
   float *y = talloc(ny * sizeof *y);
   if (relu_input)
     for (size_t i = 0; i < nx; i++) x[i] = fmaxf(x[i], 0.0f);
   char label[96];
-  snprintf(label, sizeof label, "maxpool P=%d H=%d W=%d k=%d s=%d%s", P, H, W, k, s, relu_input ? " ties" : "");
-  conv_ctx_t g = {P, H, W, k, k, s, 0, x, NULL, 0};
+  snprintf(label, sizeof label, "maxpool P=%d H=%d W=%d k=%d s=%d p=%d%s", P, H, W, k, s, pad,
+           relu_input ? " ties" : "");
+  conv_ctx_t g = {P, H, W, k, k, s, pad, pad, x, NULL, 0};
   compare_backends(&(op_case_t){label, run_maxpool_fwd, &g, 2,
                                 {{"y", ny, OUT_WRITE, 0, NULL}, {"argmax", ny, OUT_WRITE, 1, NULL}}, 0});
-  backend_ref.maxpool_fwd(P, H, W, k, s, x, y, argmax);
+  backend_ref.maxpool_fwd(P, H, W, k, s, pad, x, y, argmax);
   g.in = dy;
   g.argmax = argmax;
   compare_backends(&(op_case_t){label, run_maxpool_bwd, &g, 1, {{"dx", nx, OUT_ACCUM, 0, NULL}}, 0});
@@ -677,6 +690,55 @@ static void test_maxpool(int P, int H, int W, int k, int s, int relu_input) {
   tfree(y);
   tfree(dy);
   tfree(argmax);
+}
+
+/* Windowed average pool k x k, stride s, padding pad (count_include_pad): forward, backward adding
+ * and written. */
+static void test_avgpool2d(int P, int H, int W, int k, int s, int pad) {
+  int OH = (H + 2 * pad - k) / s + 1, OW = (W + 2 * pad - k) / s + 1;
+  size_t nx = (size_t)P * H * W, ny = (size_t)P * OH * OW;
+  float *x = buf_uniform(nx, -2, 3), *dy = buf_uniform(ny, -1, 1);
+  char label[96];
+  snprintf(label, sizeof label, "avgpool2d P=%d H=%d W=%d k=%d s=%d p=%d", P, H, W, k, s, pad);
+  conv_ctx_t g = {P, H, W, k, k, s, pad, pad, x, NULL, 0};
+  compare_backends(&(op_case_t){label, run_avgpool2d_fwd, &g, 1, {{"y", ny, OUT_WRITE, 0, NULL}}, 0});
+  g.in = dy;
+  compare_backends(&(op_case_t){label, run_avgpool2d_bwd, &g, 1, {{"dx", nx, OUT_ACCUM, 0, NULL}}, 0});
+  g.write = 1; /* dx overwritten, also where no window reaches */
+  compare_backends(&(op_case_t){label, run_avgpool2d_bwd, &g, 1, {{"dx written", nx, OUT_WRITE, 0, NULL}}, 0});
+  tfree(x);
+  tfree(dy);
+}
+
+/* ---- a block of columns (a concatenation's part) */
+
+typedef struct cols_ctx {
+  int rows, cols;
+  size_t lds, ldd;
+  const float *src;
+  int acc;
+} cols_ctx_t;
+
+static double run_copy_cols(const backend_t *be, const void *ctx, float **out) {
+  const cols_ctx_t *c = ctx;
+  be->copy_cols(c->rows, c->cols, c->src, c->lds, out[0], c->ldd, c->acc);
+  return 0.0;
+}
+
+/* rows x cols from a source lds wide into a destination ldd wide, written (the other columns of
+ * the destination kept: the comparison sees the whole destination) and added */
+static void test_copy_cols(int rows, int cols, size_t lds, size_t ldd) {
+  float *src = buf_uniform((size_t)rows * lds, -1, 1), *keep = buf_uniform((size_t)rows * ldd, -1, 1);
+  char label[80];
+  snprintf(label, sizeof label, "copy_cols %dx%d lds=%zu ldd=%zu", rows, cols, lds, ldd);
+  for (int acc = 0; acc <= 1; acc++) { /* written: the columns past cols keep their values (keep) */
+    cols_ctx_t c = {rows, cols, lds, ldd, src, acc};
+    compare_backends(&(op_case_t){label, run_copy_cols, &c, 1,
+                                  {acc ? (out_spec_t){"dst added", (size_t)rows * ldd, OUT_ACCUM, 0, NULL}
+                                       : (out_spec_t){"dst", (size_t)rows * ldd, OUT_INOUT, 0, keep}},
+                                  0});
+  }
+  tfree(src), tfree(keep);
 }
 
 /* ---- convolution over a batch */
@@ -710,10 +772,10 @@ static double run_conv_bwd(const backend_t *be, const void *ctx, float **out) {
 
 /* conv_fwd and conv_bwd on B samples; `tight`: a workspace for exactly one sample per block, else
  * the default (several samples per block where the output is small). */
-static void test_conv_batch(int B, int C, int H, int W, int O, int k, int stride, int pad, int bias, int relu,
-                            int tight) {
-  conv_shape_t s = conv_shape_make(C, H, W, O, k, k, stride, pad);
-  size_t nx = (size_t)B * C * H * W, ny = (size_t)B * O * s.OH * s.OW, nw = (size_t)O * C * k * k;
+static void test_conv_rect(int B, int C, int H, int W, int O, int kh, int kw, int stride, int ph, int pw, int bias,
+                           int relu, int tight) {
+  conv_shape_t s = conv_shape_make(C, H, W, O, kh, kw, stride, ph, pw);
+  size_t nx = (size_t)B * C * H * W, ny = (size_t)B * O * s.OH * s.OW, nw = (size_t)O * C * kh * kw;
   float *x = buf_uniform(nx, -1, 1), *w = buf_uniform(nw, -1, 1), *b = buf_uniform((size_t)O, -1, 1);
   float *dy = buf_uniform(ny, -1, 1), *relu_y = buf_uniform(ny, -1, 1);
   for (size_t i = 0; i < ny; i++) relu_y[i] = relu_y[i] > 0.0f ? relu_y[i] : 0.0f; /* about half are 0 */
@@ -723,8 +785,8 @@ static void test_conv_batch(int B, int C, int H, int W, int O, int k, int stride
   convb_ctx_t q = {s, B, relu, 1, 1, bias, ws_n, x, w, bias ? b : NULL, dy, relu_y, 0};
   char label[128];
   int direct = cpu_conv_direct_blocks(&s, ws_n); /* the cpu backend's path for this shape */
-  snprintf(label, sizeof label, "conv B=%d C=%d %dx%d O=%d k=%d s=%d p=%d%s%s, %s, %d per block", B, C, H, W, O,
-           k, stride, pad, bias ? " bias" : "", relu ? " relu" : "", direct ? "direct" : "lowered",
+  snprintf(label, sizeof label, "conv B=%d C=%d %dx%d O=%d k=%dx%d s=%d p=%d,%d%s%s, %s, %d per block", B, C, H, W,
+           O, kh, kw, stride, ph, pw, bias ? " bias" : "", relu ? " relu" : "", direct ? "direct" : "lowered",
            direct ? direct : cpu_conv_lowered_blocks(&s, ws_n));
   compare_backends(&(op_case_t){label, run_conv_fwd, &q, 1, {{"y", ny, OUT_WRITE, 0, NULL}}, 0});
   op_case_t bwd = {label, run_conv_bwd, &q, 0, {{0}}, 0};
@@ -741,6 +803,12 @@ static void test_conv_batch(int B, int C, int H, int W, int O, int k, int stride
   q.dx_write = 1;
   compare_backends(&(op_case_t){label, run_conv_bwd, &q, 1, {{"dx written", nx, OUT_WRITE, 0, NULL}}, 0});
   tfree(x), tfree(w), tfree(b), tfree(dy), tfree(relu_y);
+}
+
+/* a square k x k kernel padded pad each side */
+static void test_conv_batch(int B, int C, int H, int W, int O, int k, int stride, int pad, int bias, int relu,
+                            int tight) {
+  test_conv_rect(B, C, H, W, O, k, k, stride, pad, pad, bias, relu, tight);
 }
 
 typedef struct rows_ctx {
@@ -1313,7 +1381,7 @@ static void test_long_sums(void) {
   // conv weight and bias gradients over 8192 samples x 196 positions (one GEMM per sample adding
   // into dw, as before, drifts to 1.4e-6; one float GEMM over the 60000 rows below to 4.6e-6)
   {
-    conv_shape_t s = conv_shape_make(1, 14, 14, 2, 3, 3, 1, 1);
+    conv_shape_t s = conv_shape_make(1, 14, 14, 2, 3, 3, 1, 1, 1);
     int B = 8192;
     size_t nx = (size_t)B * 196, ny = (size_t)B * 2 * 196;
     float *x = buf_uniform(nx, 0.5f, 1.5f), *w = buf_uniform(18, -1, 1), *dy = buf_uniform(ny, 0.5f, 1.5f);
@@ -1426,21 +1494,34 @@ static void test_by_hand(const backend_t *be) {
 
   float plane[16], pooled[4], am[4];
   for (int i = 0; i < 16; i++) plane[i] = (float)i;
-  be->maxpool_fwd(1, 4, 4, 2, 2, plane, pooled, am);
+  be->maxpool_fwd(1, 4, 4, 2, 2, 0, plane, pooled, am);
   tap_ok(all_near(pooled, (float[]){5, 7, 13, 15}, 4, 0) && all_near(am, (float[]){5, 7, 13, 15}, 4, 0),
          "%s: maxpool 4x4 k2s2 of 0..15", nm);
+  float neg[4] = {-4, -3, -2, -1}, pooled4[4], am4[4]; /* 2x2 plane, 3x3 windows stride 1 pad 1 */
+  be->maxpool_fwd(1, 2, 2, 3, 1, 1, neg, pooled4, am4);
+  tap_ok(all_near(pooled4, (float[]){-1, -1, -1, -1}, 4, 0) && all_near(am4, (float[]){3, 3, 3, 3}, 4, 0),
+         "%s: maxpool k3s1p1 of a negative 2x2 plane: the padding is never the max", nm);
+  float avg[4];
+  be->avgpool2d_fwd(1, 2, 2, 3, 1, 1, neg, avg); /* every window holds the 4 elements and 5 of padding */
+  tap_ok(all_near(avg, (float[]){-10 / 9.f, -10 / 9.f, -10 / 9.f, -10 / 9.f}, 4, 1e-6),
+         "%s: avgpool2d k3s1p1 counts the padding in the divisor (-10/9)", nm);
   for (int i = 0; i < 16; i++) plane[i] = 1.0f;
-  be->maxpool_fwd(1, 4, 4, 2, 2, plane, pooled, am);
+  be->maxpool_fwd(1, 4, 4, 2, 2, 0, plane, pooled, am);
   tap_ok(all_near(am, (float[]){0, 2, 8, 10}, 4, 0), "%s: maxpool ties go to the window's first element", nm);
 
   float img[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9}, col[16];
-  be->im2col(img, 1, 3, 3, 2, 2, 1, 0, col);
+  be->im2col(img, 1, 3, 3, 2, 2, 1, 0, 0, col);
   tap_ok(all_near(col, (float[]){1, 2, 4, 5, 2, 3, 5, 6, 4, 5, 7, 8, 5, 6, 8, 9}, 16, 0),
          "%s: im2col 3x3 image, 2x2 kernel", nm);
   float padcol[9 * 9];
-  be->im2col(img, 1, 3, 3, 3, 3, 1, 1, padcol); /* row (kh=0,kw=0) sees the top-left padding */
+  be->im2col(img, 1, 3, 3, 3, 3, 1, 1, 1, padcol); /* row (kh=0,kw=0) sees the top-left padding */
   tap_ok(all_near(padcol, (float[]){0, 0, 0, 0, 1, 2, 0, 4, 5}, 9, 0) &&
              all_near(padcol + 4 * 9, img, 9, 0), "%s: im2col pad 1: corner row and centre row", nm);
+  float rowcol[3 * 9];
+  be->im2col(img, 1, 3, 3, 1, 3, 1, 0, 1, rowcol); /* a 1x3 kernel padded (0,1): only columns padded */
+  tap_ok(all_near(rowcol, (float[]){0, 1, 2, 0, 4, 5, 0, 7, 8}, 9, 0) && all_near(rowcol + 9, img, 9, 0) &&
+             all_near(rowcol + 18, (float[]){2, 3, 0, 5, 6, 0, 8, 9, 0}, 9, 0),
+         "%s: im2col 1x3 kernel padded (0,1): left, centre and right taps", nm);
 
   float ln[4] = {1, 2, 3, 4}, w1[4] = {1, 1, 1, 1}, b0[4] = {0}, lny[4], st[2];
   be->layernorm_fwd(1, 1, 4, ln, w1, b0, 1e-5f, lny, st);
@@ -1596,12 +1677,36 @@ static void test_ops(void) {
   test_gelu_bias_bwd(64, 1030);
   test_avgpool(6, 49);
   test_avgpool(3, 1);
+  // windowed average pools: Inception's 3x3/1 pad 1, strided, unpadded, a 5x5 pad 2, odd sizes
+  test_avgpool2d(4, 7, 7, 3, 1, 1);
+  test_avgpool2d(3, 9, 8, 3, 2, 1);
+  test_avgpool2d(2, 6, 5, 2, 2, 0);
+  test_avgpool2d(2, 6, 7, 5, 1, 2);
+  test_avgpool2d(3, 1, 1, 3, 1, 1); /* one pixel: 1/9 of it */
+  // the columns of a concatenation: each part into its slice of a wider row, and its gradient back
+  test_copy_cols(5, 7, 7, 12);
+  test_copy_cols(3, 5, 12, 5);
+  test_copy_cols(4, 300, 300, 1000);
 
-  const int convs[][7] = {{3, 7, 7, 3, 3, 1, 1}, {2, 8, 9, 3, 3, 2, 1}, {3, 6, 5, 2, 3, 1, 0},
-                          {1, 9, 9, 3, 2, 2, 0}, {2, 5, 5, 5, 5, 1, 2}, {4, 8, 8, 1, 1, 1, 0},
-                          {2, 7, 6, 3, 1, 2, 1}, {2, 4, 4, 3, 3, 2, 0}};
+  // per-axis padding: Inception's 1x7 (0,3), 7x1 (3,0), 1x3 (0,1), 3x1 (1,0), and a strided 3x1 (1,0)
+  const int convs[][8] = {{3, 7, 7, 3, 3, 1, 1, 1}, {2, 8, 9, 3, 3, 2, 1, 1}, {3, 6, 5, 2, 3, 1, 0, 0},
+                          {1, 9, 9, 3, 2, 2, 0, 0}, {2, 5, 5, 5, 5, 1, 2, 2}, {4, 8, 8, 1, 1, 1, 0, 0},
+                          {2, 7, 6, 3, 1, 2, 1, 1}, {2, 4, 4, 3, 3, 2, 0, 0}, {2, 8, 9, 1, 7, 1, 0, 3},
+                          {2, 9, 8, 7, 1, 1, 3, 0}, {3, 6, 5, 1, 3, 1, 0, 1}, {3, 5, 6, 3, 1, 1, 1, 0},
+                          {2, 9, 7, 3, 1, 2, 1, 0}};
   for (size_t i = 0; i < sizeof convs / sizeof convs[0]; i++)
-    test_conv_lowering(convs[i][0], convs[i][1], convs[i][2], convs[i][3], convs[i][4], convs[i][5], convs[i][6]);
+    test_conv_lowering(convs[i][0], convs[i][1], convs[i][2], convs[i][3], convs[i][4], convs[i][5], convs[i][6],
+                       convs[i][7]);
+  // conv over a batch with per-axis padding (the cpu backend's lowered path; the direct one takes
+  // square kernels only): 1x7 (0,3) and 7x1 (3,0) on 17x17 as Mixed_6*, 1x3 / 3x1 as Mixed_7*, a
+  // 3x3 padded only in rows, strided
+  for (int tight = 0; tight < 2; tight++) {
+    test_conv_rect(3, 4, 17, 17, 5, 1, 7, 1, 0, 3, 0, 1, tight);
+    test_conv_rect(3, 4, 17, 17, 5, 7, 1, 1, 3, 0, 1, 0, tight);
+  }
+  test_conv_rect(4, 6, 8, 8, 7, 1, 3, 1, 0, 1, 0, 1, 0);
+  test_conv_rect(4, 6, 8, 8, 7, 3, 1, 1, 1, 0, 1, 1, 0);
+  test_conv_rect(3, 3, 9, 10, 4, 3, 3, 2, 1, 0, 1, 0, 0);
   // conv over a batch: odd sizes, strides, padding, 1x1, blocks of one and of several samples
   for (int tight = 0; tight < 2; tight++) {
     test_conv_batch(5, 3, 7, 7, 4, 3, 1, 1, 1, 0, tight);
@@ -1627,13 +1732,18 @@ static void test_ops(void) {
   test_conv_batch(1, 3, 2, 4, 5, 3, 2, 1, 1, 0, 0); /* one output row: phases of one row and the pad */
   test_gemm_tn_rows(5, 7, 3, 0);
   test_gemm_tn_rows(17, 9, 1300, 3); /* several row blocks */
-  test_maxpool(3, 8, 8, 2, 2, 0);
-  test_maxpool(2, 9, 7, 3, 2, 0);
-  test_maxpool(2, 6, 6, 2, 1, 0);
-  test_maxpool(4, 8, 8, 2, 2, 1);
-  test_maxpool(3, 7, 9, 2, 2, 1); /* odd sides: the 2x2 fast path drops the last row and column */
-  test_maxpool(2, 6, 38, 2, 2, 0); /* 19 outputs a row: the 2x2 fast path's second block of 16 */
-  test_maxpool(2, 9, 9, 3, 2, 1);
+  test_maxpool(3, 8, 8, 2, 2, 0, 0);
+  test_maxpool(2, 9, 7, 3, 2, 0, 0);
+  test_maxpool(2, 6, 6, 2, 1, 0, 0);
+  test_maxpool(4, 8, 8, 2, 2, 0, 1);
+  test_maxpool(3, 7, 9, 2, 2, 0, 1); /* odd sides: the 2x2 fast path drops the last row and column */
+  test_maxpool(2, 6, 38, 2, 2, 0, 0); /* 19 outputs a row: the 2x2 fast path's second block of 16 */
+  test_maxpool(2, 9, 9, 3, 2, 0, 1);
+  // padded: ResNet's 3x3/2 pad 1 (odd and even sides), 3x3/1 pad 1, 2x2/2 pad 1 (not the fast path)
+  test_maxpool(3, 9, 9, 3, 2, 1, 0);
+  test_maxpool(2, 8, 10, 3, 2, 1, 1);
+  test_maxpool(2, 7, 6, 3, 1, 1, 1);
+  test_maxpool(2, 6, 6, 2, 2, 1, 0);
 
   test_layernorm(1, 5, 7);
   test_layernorm(3, 8, 64);

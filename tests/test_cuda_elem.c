@@ -246,28 +246,30 @@ static void test_batchnorm(int N, int C, int HW, int R) {
   free(sums), free(dx), free(dxw);
 }
 
-static void test_lowering(int C, int H, int W, int K, int stride, int pad) {
-  int OH = (H + 2 * pad - K) / stride + 1, OW = (W + 2 * pad - K) / stride + 1;
-  size_t rows = (size_t)C * K * K, pos = (size_t)OH * OW, nx = (size_t)C * H * W;
+static void test_lowering(int C, int H, int W, int KH, int KW, int stride, int ph, int pw) {
+  int OH = (H + 2 * ph - KH) / stride + 1, OW = (W + 2 * pw - KW) / stride + 1;
+  size_t rows = (size_t)C * KH * KW, pos = (size_t)OH * OW, nx = (size_t)C * H * W;
   float *x = uniform(nx, -1, 1), *col = zeros(rows * pos), *want = zeros(rows * pos);
   for (size_t r = 0; r < rows; r++)
-    for (size_t q = 0; q < pos; q++) col[r * pos + q] = ce_im2col_value(x, (long)r, (long)q, H, W, K, K, stride, pad, OW);
-  ref->im2col(x, C, H, W, K, K, stride, pad, want);
+    for (size_t q = 0; q < pos; q++)
+      col[r * pos + q] = ce_im2col_value(x, (long)r, (long)q, H, W, KH, KW, stride, ph, pw, OW);
+  ref->im2col(x, C, H, W, KH, KW, stride, ph, pw, want);
   char what[80];
-  snprintf(what, sizeof what, "im2col C=%d %dx%d k=%d s=%d p=%d", C, H, W, K, stride, pad);
+  snprintf(what, sizeof what, "im2col C=%d %dx%d k=%dx%d s=%d p=%d,%d", C, H, W, KH, KW, stride, ph, pw);
   same(col, want, rows * pos, what);
   float *g = uniform(rows * pos, -1, 1), *dx = uniform(nx, -1, 1), *dxw = copy_of(dx, nx);
   for (int c = 0; c < C; c++)
     for (int h = 0; h < H; h++)
-      for (int w = 0; w < W; w++) dx[((size_t)c * H + h) * W + w] += ce_col2im_pixel(g, c, h, w, K, K, stride, pad, OH, OW);
-  ref->col2im(g, C, H, W, K, K, stride, pad, dxw);
-  snprintf(what, sizeof what, "col2im gather C=%d %dx%d k=%d s=%d p=%d", C, H, W, K, stride, pad);
+      for (int w = 0; w < W; w++)
+        dx[((size_t)c * H + h) * W + w] += ce_col2im_pixel(g, c, h, w, KH, KW, stride, ph, pw, OH, OW);
+  ref->col2im(g, C, H, W, KH, KW, stride, ph, pw, dxw);
+  snprintf(what, sizeof what, "col2im gather C=%d %dx%d k=%dx%d s=%d p=%d,%d", C, H, W, KH, KW, stride, ph, pw);
   agree(dx, dxw, nx, what);
   free(x), free(col), free(want), free(g), free(dx), free(dxw);
 }
 
-static void test_maxpool(int P, int H, int W, int k, int s, int ties) {
-  int OH = (H - k) / s + 1, OW = (W - k) / s + 1;
+static void test_maxpool(int P, int H, int W, int k, int s, int pad, int ties) {
+  int OH = (H + 2 * pad - k) / s + 1, OW = (W + 2 * pad - k) / s + 1;
   size_t nx = (size_t)P * H * W, ny = (size_t)P * OH * OW;
   float *x = uniform(nx, -1, 1), *am = zeros(ny), *amw = zeros(ny), *yw = zeros(ny), *dy = uniform(ny, -1, 1);
   if (ties)
@@ -275,21 +277,47 @@ static void test_maxpool(int P, int H, int W, int k, int s, int ties) {
   for (int p = 0; p < P; p++)
     for (int oh = 0; oh < OH; oh++)
       for (int ow = 0; ow < OW; ow++)
-        am[((size_t)p * OH + oh) * OW + ow] = (float)ce_maxpool_argmax(x + (size_t)p * H * W, W, k, s, oh, ow);
-  ref->maxpool_fwd(P, H, W, k, s, x, yw, amw);
+        am[((size_t)p * OH + oh) * OW + ow] = (float)ce_maxpool_argmax(x + (size_t)p * H * W, H, W, k, s, pad, oh, ow);
+  ref->maxpool_fwd(P, H, W, k, s, pad, x, yw, amw);
   char what[80];
-  snprintf(what, sizeof what, "maxpool argmax P=%d %dx%d k=%d s=%d%s", P, H, W, k, s, ties ? " ties" : "");
+  snprintf(what, sizeof what, "maxpool argmax P=%d %dx%d k=%d s=%d p=%d%s", P, H, W, k, s, pad, ties ? " ties" : "");
   same(am, amw, ny, what);
   float *dx = uniform(nx, -1, 1), *dxw = copy_of(dx, nx);
   for (int p = 0; p < P; p++)
     for (int h = 0; h < H; h++)
       for (int w = 0; w < W; w++)
         dx[((size_t)p * H + h) * W + w] += ce_maxpool_grad_pixel(dy + (size_t)p * OH * OW, amw + (size_t)p * OH * OW,
-                                                                 h, w, W, k, s, OH, OW);
-  ref->maxpool_bwd(P, H, W, k, s, dy, amw, dxw, 0);
-  snprintf(what, sizeof what, "maxpool gather backward P=%d %dx%d k=%d s=%d%s", P, H, W, k, s, ties ? " ties" : "");
+                                                                 h, w, W, k, s, pad, OH, OW);
+  ref->maxpool_bwd(P, H, W, k, s, pad, dy, amw, dxw, 0);
+  snprintf(what, sizeof what, "maxpool gather backward P=%d %dx%d k=%d s=%d p=%d%s", P, H, W, k, s, pad,
+           ties ? " ties" : "");
   agree(dx, dxw, nx, what);
   free(x), free(am), free(amw), free(yw), free(dy), free(dx), free(dxw);
+}
+
+/* The windowed average pool's per-output value and per-pixel gather (the CUDA kernels') against
+ * ref. */
+static void test_avgpool2d(int P, int H, int W, int k, int s, int pad) {
+  int OH = (H + 2 * pad - k) / s + 1, OW = (W + 2 * pad - k) / s + 1;
+  size_t nx = (size_t)P * H * W, ny = (size_t)P * OH * OW;
+  float *x = uniform(nx, -1, 1), *y = zeros(ny), *yw = zeros(ny), *dy = uniform(ny, -1, 1);
+  for (int p = 0; p < P; p++)
+    for (int oh = 0; oh < OH; oh++)
+      for (int ow = 0; ow < OW; ow++)
+        y[((size_t)p * OH + oh) * OW + ow] = ce_avgpool2d_value(x + (size_t)p * H * W, H, W, k, s, pad, oh, ow);
+  ref->avgpool2d_fwd(P, H, W, k, s, pad, x, yw);
+  char what[80];
+  snprintf(what, sizeof what, "avgpool2d P=%d %dx%d k=%d s=%d p=%d", P, H, W, k, s, pad);
+  agree(y, yw, ny, what);
+  float *dx = uniform(nx, -1, 1), *dxw = copy_of(dx, nx);
+  for (int p = 0; p < P; p++)
+    for (int h = 0; h < H; h++)
+      for (int w = 0; w < W; w++)
+        dx[((size_t)p * H + h) * W + w] += ce_avgpool2d_grad_pixel(dy + (size_t)p * OH * OW, h, w, k, s, pad, OH, OW);
+  ref->avgpool2d_bwd(P, H, W, k, s, pad, dy, dxw, 0);
+  snprintf(what, sizeof what, "avgpool2d gather backward P=%d %dx%d k=%d s=%d p=%d", P, H, W, k, s, pad);
+  agree(dx, dxw, nx, what);
+  free(x), free(y), free(yw), free(dy), free(dx), free(dxw);
 }
 
 /* ce_window_range against a brute-force scan of the windows. */
@@ -355,15 +383,24 @@ int main(void) {
   test_batchnorm(6, 4, 49, 3);
   test_batchnorm(9, 7, 1, 4); /* the 1-D form */
   test_window_range();
-  const int convs[][6] = {{3, 7, 7, 3, 1, 1}, {2, 8, 9, 3, 2, 1}, {3, 6, 5, 3, 1, 0}, {1, 9, 9, 2, 2, 0},
-                          {2, 5, 5, 5, 1, 2}, {4, 8, 8, 1, 1, 0}, {2, 7, 6, 1, 2, 1}, {2, 4, 4, 3, 2, 0}};
+  const int convs[][8] = {{3, 7, 7, 3, 3, 1, 1, 1}, {2, 8, 9, 3, 3, 2, 1, 1}, {3, 6, 5, 3, 3, 1, 0, 0},
+                          {1, 9, 9, 2, 2, 2, 0, 0}, {2, 5, 5, 5, 5, 1, 2, 2}, {4, 8, 8, 1, 1, 1, 0, 0},
+                          {2, 7, 6, 1, 1, 2, 1, 1}, {2, 4, 4, 3, 3, 2, 0, 0}, {2, 8, 9, 1, 7, 1, 0, 3},
+                          {2, 9, 8, 7, 1, 1, 3, 0}, {3, 5, 6, 3, 1, 2, 1, 0}};
   for (size_t i = 0; i < sizeof convs / sizeof convs[0]; i++)
-    test_lowering(convs[i][0], convs[i][1], convs[i][2], convs[i][3], convs[i][4], convs[i][5]);
-  test_maxpool(3, 8, 8, 2, 2, 0);
-  test_maxpool(2, 9, 7, 3, 2, 0);
-  test_maxpool(2, 6, 6, 2, 1, 0);
-  test_maxpool(4, 8, 8, 2, 2, 1);
-  test_maxpool(2, 9, 9, 3, 2, 1);
+    test_lowering(convs[i][0], convs[i][1], convs[i][2], convs[i][3], convs[i][4], convs[i][5], convs[i][6],
+                  convs[i][7]);
+  test_maxpool(3, 8, 8, 2, 2, 0, 0);
+  test_maxpool(2, 9, 7, 3, 2, 0, 0);
+  test_maxpool(2, 6, 6, 2, 1, 0, 0);
+  test_maxpool(4, 8, 8, 2, 2, 0, 1);
+  test_maxpool(2, 9, 9, 3, 2, 0, 1);
+  test_maxpool(3, 9, 9, 3, 2, 1, 0);
+  test_maxpool(2, 8, 10, 3, 2, 1, 1);
+  test_maxpool(2, 7, 6, 3, 1, 1, 1);
+  test_avgpool2d(4, 7, 7, 3, 1, 1);
+  test_avgpool2d(3, 9, 8, 3, 2, 1);
+  test_avgpool2d(2, 6, 7, 5, 1, 2);
   test_embed(2, 5, 8, 11, 0, 11, 1);
   test_embed(3, 6, 8, 12, 4, 4, 0);
   return tap_done();

@@ -1,9 +1,9 @@
 /* A conv2d, a residual add or a batch norm fused with the ReLU after it (model_init_fused), and a
- * gradient that its only consumer (a linear, conv2d, pooling, ReLU, GELU, add, flatten, layer norm,
- * attention, tied linear, batch norm or dropout) overwrites rather than adds into a zeroed buffer,
- * compute the same step bit for bit as the plain model: vgg-mini, resnet-mini (both also with batch
- * norm), mlp, gpt, and the small forms of vgg16 (with and without batch norm) and resnet50
- * (bottleneck blocks) on both backends: logits, loss and every parameter gradient; a ReLU after any
+ * gradient that its only consumer (a linear, conv2d, pooling, ReLU, GELU, add, concat, flatten, layer
+ * norm, attention, tied linear, batch norm or dropout) overwrites rather than adds into a zeroed
+ * buffer, compute the same step bit for bit as the plain model: vgg-mini, resnet-mini (both also
+ * with batch norm), mlp, gpt, and the small forms of vgg16 (with and without batch norm), resnet50
+ * (bottleneck blocks) and inception-v3 (concats, average pools) on both backends: logits, loss and every parameter gradient; a ReLU after any
  * other node (vgg-mini's after its linear layer), or after a node that has other consumers too, is
  * never fused. The same for the epilogues (a linear and
  * its GELU, an add and the layer norm it feeds) and the logits' gradient written in place. And after
@@ -63,7 +63,7 @@ static int overwriter_fed(const graph_t *g) {
           writes = c == LAYER_CONV2D || c == LAYER_MAXPOOL2D || c == LAYER_AVGPOOL || c == LAYER_RELU ||
                    c == LAYER_GELU || c == LAYER_ADD || c == LAYER_FLATTEN || c == LAYER_LINEAR ||
                    c == LAYER_LAYERNORM || c == LAYER_ATTENTION || c == LAYER_TIED_LINEAR || c == LAYER_BATCHNORM ||
-                   c == LAYER_DROPOUT;
+                   c == LAYER_DROPOUT || c == LAYER_AVGPOOL2D || c == LAYER_CONCAT;
         }
     const layer_kind_t k = g->l[i].kind;
     const int fuses = relu && (k == LAYER_CONV2D || k == LAYER_ADD || k == LAYER_BATCHNORM);
@@ -249,6 +249,7 @@ int main(void) {
   } cases[] = {
       {"vgg-mini", 0}, {"vgg-mini", 1}, {"resnet-mini", 0}, {"resnet-mini", 1}, {"mlp", 0}, {"gpt", 0},
       {"vgg16", 0},    {"vgg16", 1},    {"resnet50", 1}, /* small forms; resnet50 always has batch norm */
+      {"inception-v3", 1}, /* small form: concats, windowed average pools, 1x7 / 7x1 convolutions */
   };
   const char *backends[] = {"cpu", "ref"};
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)

@@ -1,4 +1,5 @@
-/* CNN-family layers (linear, conv2d, maxpool2d, avgpool, flatten, relu, gelu, add):
+/* CNN-family layers (linear, conv2d (square and per-axis kernels and padding), maxpool2d (padded too),
+ * avgpool, avgpool2d, flatten, relu, gelu, add, concat):
  *  1. finite-difference gradient checks on the "ref" backend over several configurations;
  *  2. mutant backwards (wrong sign, transposed dW, missing bias / input / sample terms, overwrite
  *     instead of +=) that the same check must reject, so a pass above means something;
@@ -25,29 +26,43 @@ static layer_t linear_proto(shape_t in, int out_features, int bias) {
   return l;
 }
 
-static layer_t conv_proto(int C, int H, int W, int O, int k, int s, int p, int bias) {
+/* a kh x kw kernel padded ph rows and pw columns each side */
+static layer_t conv_rect_proto(int C, int H, int W, int O, int kh, int kw, int s, int ph, int pw, int bias) {
   layer_t l = gradcheck_proto(LAYER_CONV2D, shape3(C, H, W));
   l.out_channels = O;
-  l.kernel = k;
+  l.kernel = kh;
+  l.kernel_w = kw;
   l.stride = s;
-  l.pad = p;
+  l.pad = ph;
+  l.pad_w = pw;
   l.bias = bias;
   return l;
 }
 
-static layer_t maxpool_proto(shape_t in, int k, int s) {
-  layer_t l = gradcheck_proto(LAYER_MAXPOOL2D, in);
+static layer_t conv_proto(int C, int H, int W, int O, int k, int s, int p, int bias) {
+  return conv_rect_proto(C, H, W, O, k, k, s, p, p, bias);
+}
+
+/* a k x k pool (max or windowed average) with stride s and padding p */
+static layer_t pool_proto(layer_kind_t kind, shape_t in, int k, int s, int p) {
+  layer_t l = gradcheck_proto(kind, in);
   l.kernel = k;
   l.stride = s;
+  l.pad = p;
   return l;
 }
 
-static layer_t add_proto(shape_t a, shape_t b) {
-  layer_t l = gradcheck_proto(LAYER_ADD, a);
+static layer_t maxpool_proto(shape_t in, int k, int s) { return pool_proto(LAYER_MAXPOOL2D, in, k, s, 0); }
+
+static layer_t two_input_proto(layer_kind_t kind, shape_t a, shape_t b) {
+  layer_t l = gradcheck_proto(kind, a);
   l.nin = 2;
   l.in_shape[1] = b;
   return l;
 }
+
+static layer_t add_proto(shape_t a, shape_t b) { return two_input_proto(LAYER_ADD, a, b); }
+static layer_t concat_proto(shape_t a, shape_t b) { return two_input_proto(LAYER_CONCAT, a, b); }
 
 static const char *describe(const layer_t *l, char *buf, size_t n) {
   char s[64];
@@ -57,12 +72,18 @@ static const char *describe(const layer_t *l, char *buf, size_t n) {
     snprintf(buf, n, "linear %s -> %d%s", s, l->out_features, l->bias ? "" : " no bias");
     break;
   case LAYER_CONV2D:
-    snprintf(buf, n, "conv2d %s -> %d k%d s%d p%d%s", s, l->out_channels, l->kernel, l->stride,
-             l->pad, l->bias ? "" : " no bias");
+    snprintf(buf, n, "conv2d %s -> %d k%dx%d s%d p%d,%d%s", s, l->out_channels, l->kernel, l->kernel_w,
+             l->stride, l->pad, l->pad_w, l->bias ? "" : " no bias");
     break;
   case LAYER_MAXPOOL2D:
-    snprintf(buf, n, "maxpool2d %s k%d s%d", s, l->kernel, l->stride);
+  case LAYER_AVGPOOL2D:
+    snprintf(buf, n, "%s %s k%d s%d p%d", layer_kind_name(l->kind), s, l->kernel, l->stride, l->pad);
     break;
+  case LAYER_CONCAT: {
+    char b[64];
+    snprintf(buf, n, "concat %.40s %.40s", s, shape_str(l->in_shape[1], b, sizeof b));
+    break;
+  }
   default:
     snprintf(buf, n, "%s %s", layer_kind_name(l->kind), s);
   }
@@ -70,7 +91,7 @@ static const char *describe(const layer_t *l, char *buf, size_t n) {
 }
 
 /* The configurations checked on every backend (at most MAX_CONFIGS). */
-#define MAX_CONFIGS 32
+#define MAX_CONFIGS 48
 typedef struct config {
   layer_t l;
   int B;
@@ -89,11 +110,23 @@ static int make_configs(config_t *cf) {
   cf[n++] = (config_t){conv_proto(3, 5, 5, 2, 1, 2, 0, 1), 2}; /* 1x1 stride 2: im2col path */
   cf[n++] = (config_t){conv_proto(1, 4, 5, 4, 3, 1, 0, 0), 2};
   cf[n++] = (config_t){conv_proto(2, 4, 4, 2, 3, 1, 1, 0), 2};
+  /* per-axis kernels and padding (Inception-v3's 1x7 (0,3), 7x1 (3,0), 1x3 (0,1); a strided 3x1) */
+  cf[n++] = (config_t){conv_rect_proto(2, 5, 8, 3, 1, 7, 1, 0, 3, 0), 2};
+  cf[n++] = (config_t){conv_rect_proto(2, 8, 5, 3, 7, 1, 1, 3, 0, 1), 2};
+  cf[n++] = (config_t){conv_rect_proto(3, 4, 5, 2, 1, 3, 1, 0, 1, 0), 2};
+  cf[n++] = (config_t){conv_rect_proto(2, 7, 6, 2, 3, 1, 2, 1, 0, 1), 2};
   cf[n++] = (config_t){maxpool_proto(shape3(2, 6, 6), 2, 2), 2};
   cf[n++] = (config_t){maxpool_proto(shape3(2, 5, 5), 2, 2), 2};
   cf[n++] = (config_t){maxpool_proto(shape3(3, 7, 7), 3, 2), 2};
   cf[n++] = (config_t){maxpool_proto(shape3(2, 6, 5), 3, 2), 2};
   cf[n++] = (config_t){maxpool_proto(shape3(1, 5, 5), 2, 1), 2};
+  cf[n++] = (config_t){pool_proto(LAYER_MAXPOOL2D, shape3(2, 7, 7), 3, 2, 1), 2}; /* ResNet's stem pool */
+  cf[n++] = (config_t){pool_proto(LAYER_MAXPOOL2D, shape3(2, 4, 5), 3, 1, 1), 2};
+  cf[n++] = (config_t){pool_proto(LAYER_AVGPOOL2D, shape3(2, 5, 5), 3, 1, 1), 2}; /* Inception's branch pool */
+  cf[n++] = (config_t){pool_proto(LAYER_AVGPOOL2D, shape3(2, 6, 7), 3, 2, 1), 2};
+  cf[n++] = (config_t){pool_proto(LAYER_AVGPOOL2D, shape3(3, 4, 4), 2, 2, 0), 2};
+  cf[n++] = (config_t){concat_proto(shape3(2, 3, 3), shape3(3, 3, 3)), 2};
+  cf[n++] = (config_t){concat_proto(shape3(1, 2, 4), shape3(1, 2, 4)), 3};
   cf[n++] = (config_t){gradcheck_proto(LAYER_AVGPOOL, shape3(3, 4, 5)), 2};
   cf[n++] = (config_t){gradcheck_proto(LAYER_AVGPOOL, shape3(2, 1, 1)), 3};
   cf[n++] = (config_t){gradcheck_proto(LAYER_FLATTEN, shape3(2, 3, 4)), 2};
@@ -244,7 +277,8 @@ static void check_mutants(const backend_t *ref) {
   const layer_t with_weights[] = {
       linear_proto(shape1(7), 5, 1),      linear_proto(shape2(4, 6), 3, 1),
       conv_proto(2, 5, 5, 3, 3, 1, 1, 1), conv_proto(3, 6, 6, 2, 3, 2, 0, 1),
-      conv_proto(4, 5, 4, 3, 1, 1, 0, 1),
+      conv_proto(4, 5, 4, 3, 1, 1, 0, 1), conv_rect_proto(2, 5, 8, 3, 1, 7, 1, 0, 3, 1),
+      conv_rect_proto(2, 8, 5, 3, 7, 1, 1, 3, 0, 1),
   };
   for (size_t i = 0; i < sizeof with_weights / sizeof with_weights[0]; i++)
     for (size_t m = 0; m < sizeof weighted / sizeof weighted[0]; m++)
@@ -253,6 +287,8 @@ static void check_mutants(const backend_t *ref) {
       maxpool_proto(shape3(2, 5, 5), 2, 2),  gradcheck_proto(LAYER_AVGPOOL, shape3(2, 3, 3)),
       gradcheck_proto(LAYER_FLATTEN, shape3(2, 2, 3)), gradcheck_proto(LAYER_RELU, shape1(12)),
       gradcheck_proto(LAYER_GELU, shape2(3, 4)),       add_proto(shape2(3, 4), shape2(3, 4)),
+      pool_proto(LAYER_MAXPOOL2D, shape3(2, 5, 5), 3, 2, 1), pool_proto(LAYER_AVGPOOL2D, shape3(2, 5, 5), 3, 1, 1),
+      concat_proto(shape3(2, 3, 3), shape3(1, 3, 3)),
   };
   for (size_t i = 0; i < sizeof without_weights / sizeof without_weights[0]; i++) {
     check_mutant(without_weights[i], 3, MUT_DX_SIGN, ref);
@@ -404,11 +440,23 @@ static void expect_reject(layer_t l, const char *fragment) {
 
 static void check_rejections(void) {
   expect_reject(conv_proto(1, 3, 3, 2, 5, 1, 0, 1),
-                "conv2d: kernel 5 larger than padded input 3x3");
-  expect_reject(conv_proto(1, 3, 8, 2, 7, 1, 1, 1), "kernel 7 larger than padded input 5x10");
+                "conv2d: kernel 5x5 larger than padded input 3x3");
+  expect_reject(conv_proto(1, 3, 8, 2, 7, 1, 1, 1), "kernel 7x7 larger than padded input 5x10");
   expect_reject(conv_proto(1, 8, 8, 2, 3, 0, 0, 1), "conv2d: stride must be positive, got 0");
   expect_reject(conv_proto(1, 8, 8, 0, 3, 1, 0, 1), "conv2d: out_channels must be positive");
-  expect_reject(conv_proto(1, 8, 8, 2, 3, 1, -1, 1), "conv2d: pad must be at least 0, got -1");
+  expect_reject(conv_proto(1, 8, 8, 2, 3, 1, -1, 1), "conv2d: row padding must be at least 0, got -1");
+  expect_reject(conv_rect_proto(1, 8, 8, 2, 1, 7, 1, 0, -1, 1), "conv2d: column padding must be at least 0, got -1");
+  expect_reject(conv_rect_proto(1, 8, 8, 2, 1, 0, 1, 0, 0, 1), "conv2d: kernel width must be positive, got 0");
+  expect_reject(conv_rect_proto(1, 8, 4, 2, 1, 7, 1, 0, 1, 1),
+                "conv2d: kernel 1x7 larger than padded input 8x6 (input 8x4, padding 0,1)");
+  expect_reject(pool_proto(LAYER_MAXPOOL2D, shape3(2, 8, 8), 3, 2, 2),
+                "maxpool2d: pad 2 more than half the kernel 3 (a window would hold only padding)");
+  expect_reject(pool_proto(LAYER_AVGPOOL2D, shape3(2, 8, 8), 3, 1, -1), "avgpool2d: pad must be at least 0, got -1");
+  expect_reject(pool_proto(LAYER_AVGPOOL2D, shape3(2, 1, 1), 5, 1, 1),
+                "avgpool2d: kernel 5 larger than padded input 3x3 (input 1x1, pad 1)");
+  expect_reject(concat_proto(shape3(2, 8, 8), shape3(3, 8, 7)),
+                "concat: inputs (2,8,8) and (3,8,7) are not images of one height and width");
+  expect_reject(concat_proto(shape1(4), shape1(4)), "concat: input must be an image (C,H,W), got (4)");
   layer_t flat_conv = conv_proto(1, 8, 8, 2, 3, 1, 0, 1);
   flat_conv.in_shape[0] = shape1(64);
   expect_reject(flat_conv, "conv2d: input must be an image (C,H,W), got (64)");
@@ -418,8 +466,8 @@ static void check_rejections(void) {
   layer_t one_input_add = add_proto(shape1(3), shape1(3));
   one_input_add.nin = 1;
   expect_reject(one_input_add, "add: needs 2 inputs, got 1");
-  expect_reject(maxpool_proto(shape3(2, 2, 2), 3, 2), "maxpool2d: kernel 3 larger than input 2x2");
-  expect_reject(maxpool_proto(shape3(2, 4, 2), 3, 1), "kernel 3 larger than input 4x2");
+  expect_reject(maxpool_proto(shape3(2, 2, 2), 3, 2), "maxpool2d: kernel 3 larger than padded input 2x2");
+  expect_reject(maxpool_proto(shape3(2, 4, 2), 3, 1), "kernel 3 larger than padded input 4x2");
   expect_reject(maxpool_proto(shape2(4, 4), 2, 2), "maxpool2d: input must be an image");
   expect_reject(maxpool_proto(shape3(2, 4, 4), 2, 0), "maxpool2d: stride must be positive");
   expect_reject(gradcheck_proto(LAYER_AVGPOOL, shape1(8)), "avgpool: input must be an image");
@@ -464,6 +512,15 @@ static void check_infer_values(void) {
                "8*28*28 * (2*25 + 1)");
   expect_infer(maxpool_proto(shape3(3, 7, 7), 3, 2), shape3(3, 3, 3), 243, "27 outputs * 9");
   expect_infer(maxpool_proto(shape3(2, 5, 5), 2, 2), shape3(2, 2, 2), 32, "8 outputs * 4");
+  expect_infer(pool_proto(LAYER_MAXPOOL2D, shape3(64, 112, 112), 3, 2, 1), shape3(64, 56, 56), 64 * 56 * 56 * 9.0,
+               "ResNet's stem pool: 56x56 outputs * 9");
+  expect_infer(pool_proto(LAYER_AVGPOOL2D, shape3(3, 35, 35), 3, 1, 1), shape3(3, 35, 35), 3 * 35 * 35 * 9.0,
+               "Inception's branch pool keeps the size: 9 adds per output");
+  /* Inception's 1x7 (0,3) and 7x1 (3,0) keep 17x17: 2*C*7 per output */
+  expect_infer(conv_rect_proto(8, 17, 17, 4, 1, 7, 1, 0, 3, 0), shape3(4, 17, 17), 4 * 289 * 112.0, "4*289 * 2*8*7");
+  expect_infer(conv_rect_proto(8, 17, 17, 4, 7, 1, 1, 3, 0, 0), shape3(4, 17, 17), 4 * 289 * 112.0, "4*289 * 2*8*7");
+  expect_infer(conv_rect_proto(2, 9, 8, 3, 3, 1, 2, 1, 0, 1), shape3(3, 5, 4), 3 * 20 * 13.0, "3*5*4 * (2*2*3 + 1)");
+  expect_infer(concat_proto(shape3(64, 35, 35), shape3(96, 35, 35)), shape3(160, 35, 35), 0, "a copy");
   expect_infer(gradcheck_proto(LAYER_AVGPOOL, shape3(3, 4, 5)), shape1(3), 60, "one add per input");
   expect_infer(gradcheck_proto(LAYER_FLATTEN, shape3(2, 3, 4)), shape1(24), 0, "a copy");
   expect_infer(gradcheck_proto(LAYER_RELU, shape3(2, 3, 4)), shape3(2, 3, 4), 24, "1 per element");
@@ -491,7 +548,7 @@ static void check_infer_values(void) {
          conv.scratch);
   /* pointwise 5x5 outputs: at least the lowering of blocks of 20 samples (500 columns); a CPU with
    * the direct path may want more (padded images), and the scratch is what the backends want */
-  conv_shape_t pws = conv_shape_make(4, 5, 5, 2, 1, 1, 1, 0);
+  conv_shape_t pws = conv_shape_make(4, 5, 5, 2, 1, 1, 1, 0, 0);
   tap_ok(pw.np == 1 && pdesc_is(&pw.pdesc[0], "weight", 4, 2, 4, 1, 1) &&
              pw.scratch == conv_workspace_floats(&pws) && pw.scratch >= (size_t)(4 + 2) * 500 + 3 * 2 * 4 + 2 * 2 + 80,
          "pointwise conv2d without bias: weight (2,4,1,1) only; scratch %zu >= (4+2)*500 + 24 + 4 + 80", pw.scratch);

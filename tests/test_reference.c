@@ -248,9 +248,9 @@ static void build_cnn_tiny(graph_t *g) {
   int r = nn_relu(g, nn_conv2d(g, x, 4, 3, 1, 1, "res_a"), "res_relu");
   r = nn_conv2d(g, r, 4, 3, 1, 1, "res_b");
   x = nn_relu(g, nn_add(g, x, r, "res_add"), "relu2");
-  x = nn_maxpool2d(g, x, 2, 2, "pool1");
+  x = nn_maxpool2d(g, x, 2, 2, 0, "pool1");
   x = nn_relu(g, nn_conv2d(g, x, 8, 3, 1, 1, "conv2"), "relu3");
-  x = nn_maxpool2d(g, x, 2, 2, "pool2");
+  x = nn_maxpool2d(g, x, 2, 2, 0, "pool2");
   x = nn_flatten(g, x, "flatten");
   x = nn_relu(g, nn_linear(g, x, 16, 1, "fc1"), "relu4");
   if (nn_linear(g, x, 10, 1, "fc2") < 0) surge_runtime_error("cnn_tiny: %s", g->err);

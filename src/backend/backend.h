@@ -22,22 +22,24 @@
 #include <stddef.h>
 
 /* Geometry of a 2-D convolution over NCHW images: x (C,H,W) per sample, weight (O,C,KH,KW),
- * y (O,OH,OW) per sample with OH = (H + 2 pad - KH)/stride + 1, OW likewise. */
+ * y (O,OH,OW) per sample with OH = (H + 2 ph - KH)/stride + 1, OW = (W + 2 pw - KW)/stride + 1:
+ * zero padding ph rows above and below, pw columns left and right (Inception-v3's 1x7 and 7x1
+ * convolutions pad (0,3) and (3,0)). */
 typedef struct conv_shape {
-  int C, H, W, O, KH, KW, stride, pad, OH, OW;
+  int C, H, W, O, KH, KW, stride, ph, pw, OH, OW;
 } conv_shape_t;
 
 static inline conv_shape_t conv_shape_make(int C, int H, int W, int O, int KH, int KW, int stride,
-                                           int pad) {
-  conv_shape_t s = {C, H, W, O, KH, KW, stride, pad, 0, 0};
-  s.OH = (H + 2 * pad - KH) / stride + 1;
-  s.OW = (W + 2 * pad - KW) / stride + 1;
+                                           int ph, int pw) {
+  conv_shape_t s = {C, H, W, O, KH, KW, stride, ph, pw, 0, 0};
+  s.OH = (H + 2 * ph - KH) / stride + 1;
+  s.OW = (W + 2 * pw - KW) / stride + 1;
   return s;
 }
 
 /* A 1x1 convolution with stride 1 and no padding: a matrix product per sample, nothing to lower. */
 static inline int conv_is_pointwise(const conv_shape_t *s) {
-  return s->KH == 1 && s->KW == 1 && s->stride == 1 && s->pad == 0;
+  return s->KH == 1 && s->KW == 1 && s->stride == 1 && s->ph == 0 && s->pw == 0;
 }
 
 /* Workspace (floats) for conv_fwd and conv_bwd on a batch of any size: the largest that any
@@ -164,21 +166,32 @@ typedef struct gemm_grid {
    * not grow with K (blocks of rows, partial sums added in double). */ \
   X(void, gemm_tn_rows, (int M, int N, int K, const float *A, int lda, const float *B, int ldb, float *C, int ldc)) \
   /* ---- convolution lowering, one image: x is (C,H,W), col is (C*KH*KW, OH*OW) with \
-   * OH = (H + 2*pad - KH)/stride + 1; rows ordered (c, kh, kw) as PyTorch's weight (O, C, KH, KW). */ \
-  X(void, im2col, (const float *x, int C, int H, int W, int KH, int KW, int stride, int pad, float *col)) \
-  X(void, col2im, (const float *col, int C, int H, int W, int KH, int KW, int stride, int pad, \
+   * OH = (H + 2*ph - KH)/stride + 1, OW = (W + 2*pw - KW)/stride + 1 (zero padding ph rows, pw \
+   * columns each side); rows ordered (c, kh, kw) as PyTorch's weight (O, C, KH, KW). */ \
+  X(void, im2col, (const float *x, int C, int H, int W, int KH, int KW, int stride, int ph, int pw, float *col)) \
+  X(void, col2im, (const float *col, int C, int H, int W, int KH, int KW, int stride, int ph, int pw, \
       float *dx)) /* dx += scatter of col */ \
   /* ---- pooling over P = N*C planes of (H,W) \
-   * max pool k x k with stride s, no padding (floor): y (P, OH, OW); argmax (P, OH, OW) holds the \
-   * flat index h*W+w of the max inside its plane, stored as float (exact below 2^24). */ \
-  X(void, maxpool_fwd, (int P, int H, int W, int k, int s, const float *x, float *y, float *argmax)) \
+   * max pool k x k with stride s and padding pad <= k/2 (floor): y (P, OH, OW) with OH = \
+   * (H + 2 pad - k)/s + 1, OW likewise, the padding never chosen (PyTorch's -inf); argmax (P, OH, OW) \
+   * holds the flat index h*W+w of the max inside its plane, stored as float (exact below 2^24). */ \
+  X(void, maxpool_fwd, (int P, int H, int W, int k, int s, int pad, const float *x, float *y, float *argmax)) \
   /* dx += routed dy; dx_write: dx = routed dy (0 where no window's max is), its old contents unread \
    * (the model never zeroes a gradient that its only consumer overwrites, model_t.written) */ \
-  X(void, maxpool_bwd, (int P, int H, int W, int k, int s, const float *dy, const float *argmax, float *dx, \
+  X(void, maxpool_bwd, (int P, int H, int W, int k, int s, int pad, const float *dy, const float *argmax, float *dx, \
       int dx_write)) \
   X(void, avgpool_fwd, (int P, int HW, const float *x, float *y)) /* y[p] = mean x[p,:] */ \
   X(void, avgpool_bwd, (int P, int HW, const float *dy, float *dx, \
       int dx_write)) /* dx[p,:] += (dx_write: =) dy[p]/HW */ \
+  /* windowed average pool k x k, stride s, zero padding pad <= k/2 counted in the divisor \
+   * (PyTorch's count_include_pad, torchvision's default): y (P, OH, OW) as max pool's, each the sum \
+   * of its window's elements inside the plane over k*k; backward: dx (+)= each window's dy/(k*k) \
+   * on its elements inside the plane (dx_write: =, its old contents unread). */ \
+  X(void, avgpool2d_fwd, (int P, int H, int W, int k, int s, int pad, const float *x, float *y)) \
+  X(void, avgpool2d_bwd, (int P, int H, int W, int k, int s, int pad, const float *dy, float *dx, int dx_write)) \
+  /* ---- a block of columns: dst[r, 0..cols) = (acc: +=) src[r, 0..cols) for r < rows, rows lds and \
+   * ldd floats apart (a concatenation's parts: each input's rows into a slice of the output's). */ \
+  X(void, copy_cols, (int rows, int cols, const float *src, size_t lds, float *dst, size_t ldd, int acc)) \
   /* ---- layer norm over the last dim, N samples of (rows, C): x, y (N, rows, C); stats (N, 2, rows) \
    * holds each sample's row means then row rstd = 1/sqrt(var + eps), saved for backward. dw and db \
    * sum over all N*rows rows with a rounding error that does not grow with N. */ \

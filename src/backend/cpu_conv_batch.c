@@ -86,7 +86,7 @@ static const float *conv_lower_block(const conv_shape_t *s, const float *x, int 
   }
   *ld = (size_t)n * P;
   for (int j = 0; j < n; j++)
-    cpu_im2col_ld(x + (size_t)j * in_n, s->C, s->H, s->W, s->KH, s->KW, s->stride, s->pad, col + (size_t)j * P, *ld);
+    cpu_im2col_ld(x + (size_t)j * in_n, s->C, s->H, s->W, s->KH, s->KW, s->stride, s->ph, s->pw, col + (size_t)j * P, *ld);
   return col;
 }
 
@@ -190,7 +190,7 @@ void cpu_conv_bwd(const conv_shape_t *s, int B, const float *x, const float *w, 
     // dcol (CKK, n*P) = W^T dyb, then each sample's columns scattered into its dx
     cpu_gemm(1, 0, ckk, ld, s->O, 1.0f, w, ckk, dyb, ld, 0.0f, k.col, ld);
     for (int j = 0; j < n; j++)
-      cpu_col2im_ld(k.col + (size_t)j * P, (size_t)ld, s->C, s->H, s->W, s->KH, s->KW, s->stride, s->pad,
+      cpu_col2im_ld(k.col + (size_t)j * P, (size_t)ld, s->C, s->H, s->W, s->KH, s->KW, s->stride, s->ph, s->pw,
                     dxb + (size_t)j * in_n);
   }
   if (dw) // dw (O, CKK) += the transposed sum

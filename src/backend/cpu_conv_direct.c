@@ -57,7 +57,7 @@ static padded_t padded(int H, int W, int p, int k) {
 
 dgeom_t direct_geom(const conv_shape_t *s) {
   dgeom_t g;
-  g.s = s->stride, g.k = s->KH, g.p = s->pad, g.OH = s->OH, g.OW = s->OW;
+  g.s = s->stride, g.k = s->KH, g.p = s->ph, /* square: ph = pw (direct_applies) */ g.OH = s->OH, g.OW = s->OW;
   g.x = padded(s->H, s->W, g.p, g.k);
   g.dy = padded(g.OH, g.OW, g.p, g.k);
   g.ph = g.s == 1 || g.k == 1 ? 1 : 2;
@@ -103,7 +103,7 @@ dws_t direct_ws_split(const conv_shape_t *s, const dgeom_t *g, int nb, float *ws
 enum { DIRECT_BLOCK_POSITIONS = 1600 };
 
 static int direct_applies(const conv_shape_t *s) {
-  const int same = s->KH == s->KW && s->KH % 2 == 1 && 2 * s->pad == s->KH - 1;
+  const int same = s->KH == s->KW && s->KH % 2 == 1 && s->ph == s->pw && 2 * s->ph == s->KH - 1;
   return cpu_simd() != BACKEND_SIMD_NONE && same &&
          (s->stride == 1 || (s->stride == 2 && s->H % 2 == 0 && s->W % 2 == 0));
 }

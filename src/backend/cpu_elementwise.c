@@ -29,6 +29,19 @@ CPU_CLONES void cpu_add(size_t n, const float *a, const float *b, float *y) {
   for (size_t i = 0; i < n; i++) y[i] = a[i] + b[i];
 }
 
+/* a block of columns (a concatenation's part): row by row, each a contiguous run */
+CPU_CLONES void cpu_copy_cols(int rows, int cols, const float *restrict src, size_t lds, float *restrict dst,
+                              size_t ldd, int acc) {
+  for (int r = 0; r < rows; r++) {
+    const float *restrict in = src + (size_t)r * lds;
+    float *restrict out = dst + (size_t)r * ldd;
+    if (acc)
+      for (int c = 0; c < cols; c++) out[c] += in[c];
+    else
+      memcpy(out, in, (size_t)cols * sizeof *out);
+  }
+}
+
 double cpu_sumsq(const float *restrict x, size_t n) { return cpu_dot(x, x, n); }
 
 int cpu_all_finite(const float *restrict x, size_t n) {

@@ -180,9 +180,9 @@ CPU_WIDTH_KERNELS(8)
 void cpu_set_threads(int nthreads);
 
 /* cpu_conv.c */
-void cpu_im2col_ld(const float *x, int C, int H, int W, int KH, int KW, int stride, int pad, float *col,
+void cpu_im2col_ld(const float *x, int C, int H, int W, int KH, int KW, int stride, int ph, int pw, float *col,
                    size_t ld);
-void cpu_col2im_ld(const float *col, size_t ld, int C, int H, int W, int KH, int KW, int stride, int pad,
+void cpu_col2im_ld(const float *col, size_t ld, int C, int H, int W, int KH, int KW, int stride, int ph, int pw,
                    float *dx);
 
 /* cpu_conv_batch.c: the batch is lowered to GEMMs in blocks of whole samples of up to

@@ -32,7 +32,7 @@ static const float *lowered(const conv_shape_t *s, const float *x, int b0, int n
   if (conv_is_pointwise(s)) return x + (size_t)b0 * in;
   size_t n = surge_mul_size((size_t)nb, (size_t)s->C * s->KH * s->KW * s->OH * s->OW, "convolution lowering");
   float *col = cuda_workspace(CUDA_WS_COL, n * sizeof(float));
-  cuk_im2col(x + (size_t)b0 * in, nb, s->C, s->H, s->W, s->KH, s->KW, s->stride, s->pad, col, cuda_stream());
+  cuk_im2col(x + (size_t)b0 * in, nb, s->C, s->H, s->W, s->KH, s->KW, s->stride, s->ph, s->pw, col, cuda_stream());
   return col;
 }
 
@@ -83,16 +83,16 @@ void cuda_conv_bwd(const conv_shape_t *s, int B, const float *x, const float *w,
     // dcol_b (ckk, P) = W^T dY_b, then gathered into dx (the lowering's slot: the weight gradient is done with it)
     float *dcol = cuda_workspace(CUDA_WS_COL, surge_mul_size((size_t)nb, (size_t)ckk * P * sizeof(float), "conv"));
     cuda_gemm_strided(1, 0, ckk, P, s->O, 1.0f, w, ckk, 0, dyb, P, out, 0.0f, dcol, P, (size_t)ckk * P, nb);
-    cuk_col2im(dcol, nb, s->C, s->H, s->W, s->KH, s->KW, s->stride, s->pad, dx + (size_t)b0 * in, cuda_stream());
+    cuk_col2im(dcol, nb, s->C, s->H, s->W, s->KH, s->KW, s->stride, s->ph, s->pw, dx + (size_t)b0 * in, cuda_stream());
   }
   if (dw) cuk_add_acc(acc, (long)nw, 1, dw, 1, cuda_stream());
   if (db) cuda_bias_grad_planes(B, s->O, P, dy, db);
 }
 
-void cuda_im2col(const float *x, int C, int H, int W, int KH, int KW, int stride, int pad, float *col) {
-  cuk_im2col(x, 1, C, H, W, KH, KW, stride, pad, col, cuda_stream());
+void cuda_im2col(const float *x, int C, int H, int W, int KH, int KW, int stride, int ph, int pw, float *col) {
+  cuk_im2col(x, 1, C, H, W, KH, KW, stride, ph, pw, col, cuda_stream());
 }
 
-void cuda_col2im(const float *col, int C, int H, int W, int KH, int KW, int stride, int pad, float *dx) {
-  cuk_col2im(col, 1, C, H, W, KH, KW, stride, pad, dx, cuda_stream());
+void cuda_col2im(const float *col, int C, int H, int W, int KH, int KW, int stride, int ph, int pw, float *dx) {
+  cuk_col2im(col, 1, C, H, W, KH, KW, stride, ph, pw, dx, cuda_stream());
 }

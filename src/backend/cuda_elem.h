@@ -153,9 +153,9 @@ CE_FN float ce_layernorm_dx(float x, float dy, float w, float mean, float rstd, 
 /* ---- convolution and pooling geometry */
 
 /* The pixel of an image (C,H,W) that column (row = (c,kh,kw), position (oh,ow)) of the lowering
- * reads: its flat index, or -1 in the padding. */
-CE_FN long ce_conv_src(int c, int kh, int kw, int oh, int ow, int H, int W, int stride, int pad) {
-  int h = oh * stride - pad + kh, w = ow * stride - pad + kw;
+ * reads: its flat index, or -1 in the padding (ph rows, pw columns each side). */
+CE_FN long ce_conv_src(int c, int kh, int kw, int oh, int ow, int H, int W, int stride, int ph, int pw) {
+  int h = oh * stride - ph + kh, w = ow * stride - pw + kw;
   if (h < 0 || h >= H || w < 0 || w >= W) return -1;
   return ((long)c * H + h) * W + w;
 }
@@ -163,7 +163,7 @@ CE_FN long ce_conv_src(int c, int kh, int kw, int oh, int ow, int H, int W, int 
 /* The outputs (along one axis of length n_out) whose window of size k and step `stride`, starting
  * at out * stride - pad, covers input position i: [*lo, *hi) (empty when *lo >= *hi); output o
  * reads i through its tap i + pad - o * stride. Used where a kernel gathers instead of scattering
- * (col2im, max-pool backward), so no two threads write one element and sums keep one order. */
+ * (col2im, pool backwards), so no two threads write one element and sums keep one order. */
 CE_FN void ce_window_range(int i, int k, int stride, int pad, int n_out, int *lo, int *hi) {
   int a = i + pad - k + 1; /* the first output whose window may reach i: out * stride >= i + pad - k + 1 */
   int first = a <= 0 ? 0 : (a + stride - 1) / stride;
@@ -172,38 +172,73 @@ CE_FN void ce_window_range(int i, int k, int stride, int pad, int n_out, int *lo
   *hi = last + 1 < n_out ? last + 1 : n_out;
 }
 
-/* Max pool, one output: the flat index (h*W+w) of the first maximum of the k x k window at
- * (oh*s, ow*s) of a plane x (H,W). */
-CE_FN int ce_maxpool_argmax(const float *x, int W, int k, int s, int oh, int ow) {
-  int best = (oh * s) * W + ow * s;
-  for (int i = 0; i < k; i++)
-    for (int j = 0; j < k; j++) {
-      int at = (oh * s + i) * W + ow * s + j;
+/* A pool window along one axis: output o's window [o*s - pad, o*s - pad + k) clipped to [0, n). */
+CE_FN void ce_pool_span(int o, int k, int s, int pad, int n, int *lo, int *hi) {
+  int a = o * s - pad, b = a + k;
+  *lo = a < 0 ? 0 : a;
+  *hi = b < n ? b : n;
+}
+
+/* Max pool, one output: the flat index (h*W+w) of the first maximum (row by row) of the k x k
+ * window of output (oh, ow), stride s and padding pad, inside a plane x (H,W) (the padding is never
+ * chosen: PyTorch's -inf). */
+CE_FN int ce_maxpool_argmax(const float *x, int H, int W, int k, int s, int pad, int oh, int ow) {
+  int h0, h1, w0, w1;
+  ce_pool_span(oh, k, s, pad, H, &h0, &h1);
+  ce_pool_span(ow, k, s, pad, W, &w0, &w1);
+  int best = h0 * W + w0;
+  for (int i = h0; i < h1; i++)
+    for (int j = w0; j < w1; j++) {
+      int at = i * W + j;
       if (x[at] > x[best]) best = at;
     }
   return best;
 }
 
+/* Windowed average pool, one output of a plane x (H,W): the sum of the window's elements inside
+ * the plane over k*k (count_include_pad), the sum in float row by row. */
+CE_FN float ce_avgpool2d_value(const float *x, int H, int W, int k, int s, int pad, int oh, int ow) {
+  int h0, h1, w0, w1;
+  ce_pool_span(oh, k, s, pad, H, &h0, &h1);
+  ce_pool_span(ow, k, s, pad, W, &w0, &w1);
+  float acc = 0.0f;
+  for (int i = h0; i < h1; i++)
+    for (int j = w0; j < w1; j++) acc += x[i * W + j];
+  return acc / (float)(k * k);
+}
+
+/* Its backward as a gather: what pixel (h,w) receives, the dy (OH,OW) of every output whose window
+ * covers it, over k*k. */
+CE_FN float ce_avgpool2d_grad_pixel(const float *dy, int h, int w, int k, int s, int pad, int OH, int OW) {
+  int oh_lo, oh_hi, ow_lo, ow_hi;
+  ce_window_range(h, k, s, pad, OH, &oh_lo, &oh_hi);
+  ce_window_range(w, k, s, pad, OW, &ow_lo, &ow_hi);
+  float g = 0.0f;
+  for (int oh = oh_lo; oh < oh_hi; oh++)
+    for (int ow = ow_lo; ow < ow_hi; ow++) g += dy[oh * OW + ow];
+  return g / (float)(k * k);
+}
+
 /* im2col of one image x (C,H,W): the value at row (c,kh,kw) = `row`, output position `pos` of the
  * lowering (C*KH*KW, OH*OW): the pixel read, 0 in the padding. */
-CE_FN float ce_im2col_value(const float *x, long row, long pos, int H, int W, int KH, int KW, int stride, int pad,
-                            int OW) {
+CE_FN float ce_im2col_value(const float *x, long row, long pos, int H, int W, int KH, int KW, int stride, int ph,
+                            int pw, int OW) {
   int kw = (int)(row % KW), kh = (int)(row / KW % KH), c = (int)(row / ((long)KW * KH));
-  long at = ce_conv_src(c, kh, kw, (int)(pos / OW), (int)(pos % OW), H, W, stride, pad);
+  long at = ce_conv_src(c, kh, kw, (int)(pos / OW), (int)(pos % OW), H, W, stride, ph, pw);
   return at < 0 ? 0.0f : x[at];
 }
 
 /* col2im as a gather: what pixel (c,h,w) of the image receives from a lowering col (C*KH*KW, OH*OW),
  * the sum over every (kh, kw, oh, ow) that reads it, in that order. */
-CE_FN float ce_col2im_pixel(const float *col, int c, int h, int w, int KH, int KW, int stride, int pad, int OH,
-                            int OW) {
+CE_FN float ce_col2im_pixel(const float *col, int c, int h, int w, int KH, int KW, int stride, int ph, int pw,
+                            int OH, int OW) {
   int oh_lo, oh_hi, ow_lo, ow_hi;
-  ce_window_range(h, KH, stride, pad, OH, &oh_lo, &oh_hi);
-  ce_window_range(w, KW, stride, pad, OW, &ow_lo, &ow_hi);
+  ce_window_range(h, KH, stride, ph, OH, &oh_lo, &oh_hi);
+  ce_window_range(w, KW, stride, pw, OW, &ow_lo, &ow_hi);
   float s = 0.0f;
   for (int oh = oh_lo; oh < oh_hi; oh++)
     for (int ow = ow_lo; ow < ow_hi; ow++) {
-      int kh = h + pad - oh * stride, kw = w + pad - ow * stride;
+      int kh = h + ph - oh * stride, kw = w + pw - ow * stride;
       long row = ((long)c * KH + kh) * KW + kw;
       s += col[row * OH * OW + (long)oh * OW + ow];
     }
@@ -212,11 +247,11 @@ CE_FN float ce_col2im_pixel(const float *col, int c, int h, int w, int KH, int K
 
 /* Max-pool backward as a gather: what pixel (h,w) of a plane receives, the dy of every output of
  * that plane (dy and argmax (OH,OW)) whose window covers it and chose it. */
-CE_FN float ce_maxpool_grad_pixel(const float *dy, const float *argmax, int h, int w, int W, int k, int s, int OH,
-                                  int OW) {
+CE_FN float ce_maxpool_grad_pixel(const float *dy, const float *argmax, int h, int w, int W, int k, int s, int pad,
+                                  int OH, int OW) {
   int oh_lo, oh_hi, ow_lo, ow_hi;
-  ce_window_range(h, k, s, 0, OH, &oh_lo, &oh_hi);
-  ce_window_range(w, k, s, 0, OW, &ow_lo, &ow_hi);
+  ce_window_range(h, k, s, pad, OH, &oh_lo, &oh_hi);
+  ce_window_range(w, k, s, pad, OW, &ow_lo, &ow_hi);
   float g = 0.0f, me = (float)(h * W + w);
   for (int oh = oh_lo; oh < oh_hi; oh++)
     for (int ow = ow_lo; ow < ow_hi; ow++)

@@ -75,8 +75,8 @@ void cuda_conv_fwd(const conv_shape_t *s, int B, const float *x, const float *w,
                    float *ws, size_t ws_n);
 void cuda_conv_bwd(const conv_shape_t *s, int B, const float *x, const float *w, const float *dy, const float *relu_y,
                    float *dx, int dx_write, float *dw, float *db, float *ws, size_t ws_n);
-void cuda_im2col(const float *x, int C, int H, int W, int KH, int KW, int stride, int pad, float *col);
-void cuda_col2im(const float *col, int C, int H, int W, int KH, int KW, int stride, int pad, float *dx);
+void cuda_im2col(const float *x, int C, int H, int W, int KH, int KW, int stride, int ph, int pw, float *col);
+void cuda_col2im(const float *col, int C, int H, int W, int KH, int KW, int stride, int ph, int pw, float *dx);
 
 /* ---- the other ops of the table (cuda_ops.c): launch kernels, wait only to return a value */
 void cuda_fill(float *x, size_t n, float v);
@@ -97,8 +97,12 @@ void cuda_add_relu_fwd(size_t n, const float *a, const float *b, float *y);
 void cuda_add_relu_bwd(size_t n, const float *y, const float *dy, float *da, float *db, int write_a, int write_b);
 void cuda_gelu_fwd(size_t n, const float *x, float *y);
 void cuda_gelu_bwd(size_t n, const float *x, const float *dy, float *dx, int write);
-void cuda_maxpool_fwd(int P, int H, int W, int k, int s, const float *x, float *y, float *argmax);
-void cuda_maxpool_bwd(int P, int H, int W, int k, int s, const float *dy, const float *argmax, float *dx, int dx_write);
+void cuda_maxpool_fwd(int P, int H, int W, int k, int s, int pad, const float *x, float *y, float *argmax);
+void cuda_maxpool_bwd(int P, int H, int W, int k, int s, int pad, const float *dy, const float *argmax, float *dx,
+                      int dx_write);
+void cuda_avgpool2d_fwd(int P, int H, int W, int k, int s, int pad, const float *x, float *y);
+void cuda_avgpool2d_bwd(int P, int H, int W, int k, int s, int pad, const float *dy, float *dx, int dx_write);
+void cuda_copy_cols(int rows, int cols, const float *src, size_t lds, float *dst, size_t ldd, int acc);
 void cuda_avgpool_fwd(int P, int HW, const float *x, float *y);
 void cuda_avgpool_bwd(int P, int HW, const float *dy, float *dx, int dx_write);
 void cuda_layernorm_fwd(int N, int rows, int C, const float *x, const float *w, const float *b, float eps, float *y,
@@ -168,13 +172,18 @@ void cuk_embed_fwd(int B, int T, int C, const float *idx, int lo, int V, const f
                    cudaStream_t s);
 /* dx[p,:] += (wr: =) dy[p] / HW */
 void cuk_avgpool_bwd(int P, int HW, const float *dy, float *dx, int wr, cudaStream_t s);
-void cuk_maxpool_fwd(int P, int H, int W, int k, int st, const float *x, float *y, float *argmax, cudaStream_t s);
-void cuk_maxpool_bwd(int P, int H, int W, int k, int st, const float *dy, const float *argmax, float *dx, int wr,
+void cuk_maxpool_fwd(int P, int H, int W, int k, int st, int pad, const float *x, float *y, float *argmax,
                      cudaStream_t s);
+void cuk_maxpool_bwd(int P, int H, int W, int k, int st, int pad, const float *dy, const float *argmax, float *dx,
+                     int wr, cudaStream_t s);
+void cuk_avgpool2d_fwd(int P, int H, int W, int k, int st, int pad, const float *x, float *y, cudaStream_t s);
+void cuk_avgpool2d_bwd(int P, int H, int W, int k, int st, int pad, const float *dy, float *dx, int wr,
+                       cudaStream_t s);
+void cuk_copy_cols(int rows, int cols, const float *src, size_t lds, float *dst, size_t ldd, int acc, cudaStream_t s);
 /* B images x (B,C,H,W) lowered into col (B, C*KH*KW, OH*OW); col2im adds the gather of col into dx. */
-void cuk_im2col(const float *x, int B, int C, int H, int W, int KH, int KW, int stride, int pad, float *col,
+void cuk_im2col(const float *x, int B, int C, int H, int W, int KH, int KW, int stride, int ph, int pw, float *col,
                 cudaStream_t s);
-void cuk_col2im(const float *col, int B, int C, int H, int W, int KH, int KW, int stride, int pad, float *dx,
+void cuk_col2im(const float *col, int B, int C, int H, int W, int KH, int KW, int stride, int ph, int pw, float *dx,
                 cudaStream_t s);
 /* C = beta C over (M, N) with leading dim ldc (beta 0: zeros, whatever C held) */
 void cuk_scale_matrix(int M, int N, float beta, float *C, int ldc, cudaStream_t s);

@@ -128,25 +128,50 @@ __global__ void k_avgpool_bwd(size_t n, int HW, const float *dy, float *dx, int 
     dx[i] = (float)((wr ? 0.0f : dx[i]) + (double)dy[i / (size_t)HW] / HW);
 }
 // one thread per output (P, OH, OW)
-__global__ void k_maxpool_fwd(size_t n, int H, int W, int k, int st, int OH, int OW, const float *x, float *y,
-                              float *argmax) {
+__global__ void k_maxpool_fwd(size_t n, int H, int W, int k, int st, int pad, int OH, int OW, const float *x,
+                              float *y, float *argmax) {
   for (size_t i = first_index(); i < n; i += grid_stride()) {
     size_t p = i / ((size_t)OH * OW);
     int o = (int)(i % ((size_t)OH * OW));
     const float *plane = x + p * H * W;
-    int best = ce_maxpool_argmax(plane, W, k, st, o / OW, o % OW);
+    int best = ce_maxpool_argmax(plane, H, W, k, st, pad, o / OW, o % OW);
     y[i] = plane[best];
     argmax[i] = (float)best;
   }
 }
 // one thread per input (P, H, W): the gather of its routed gradients
-__global__ void k_maxpool_bwd(size_t n, int H, int W, int k, int st, int OH, int OW, const float *dy,
+__global__ void k_maxpool_bwd(size_t n, int H, int W, int k, int st, int pad, int OH, int OW, const float *dy,
                               const float *argmax, float *dx, int wr) {
   for (size_t i = first_index(); i < n; i += grid_stride()) {
     size_t p = i / ((size_t)H * W);
     int at = (int)(i % ((size_t)H * W));
     size_t o = p * OH * OW;
-    dx[i] = (wr ? 0.0f : dx[i]) + ce_maxpool_grad_pixel(dy + o, argmax + o, at / W, at % W, W, k, st, OH, OW);
+    dx[i] = (wr ? 0.0f : dx[i]) + ce_maxpool_grad_pixel(dy + o, argmax + o, at / W, at % W, W, k, st, pad, OH, OW);
+  }
+}
+// windowed average pool: one thread per output (P, OH, OW) forward, per input (P, H, W) backward
+__global__ void k_avgpool2d_fwd(size_t n, int H, int W, int k, int st, int pad, int OH, int OW, const float *x,
+                                float *y) {
+  for (size_t i = first_index(); i < n; i += grid_stride()) {
+    size_t p = i / ((size_t)OH * OW);
+    int o = (int)(i % ((size_t)OH * OW));
+    y[i] = ce_avgpool2d_value(x + p * H * W, H, W, k, st, pad, o / OW, o % OW);
+  }
+}
+__global__ void k_avgpool2d_bwd(size_t n, int H, int W, int k, int st, int pad, int OH, int OW, const float *dy,
+                                float *dx, int wr) {
+  for (size_t i = first_index(); i < n; i += grid_stride()) {
+    size_t p = i / ((size_t)H * W);
+    int at = (int)(i % ((size_t)H * W));
+    dx[i] = (wr ? 0.0f : dx[i]) + ce_avgpool2d_grad_pixel(dy + p * OH * OW, at / W, at % W, k, st, pad, OH, OW);
+  }
+}
+// dst (rows, ldd) columns [0, cols) = (+=) src (rows, lds): one thread per element
+__global__ void k_copy_cols(size_t n, int cols, const float *src, size_t lds, float *dst, size_t ldd, int acc) {
+  for (size_t i = first_index(); i < n; i += grid_stride()) {
+    size_t r = i / (size_t)cols, c = i % (size_t)cols;
+    float v = src[r * lds + c];
+    dst[r * ldd + c] = acc ? dst[r * ldd + c] + v : v;
   }
 }
 
@@ -156,57 +181,82 @@ extern "C" void cuk_avgpool_bwd(int P, int HW, const float *dy, float *dx, int w
   k_avgpool_bwd<<<blocks_for(n), kThreads, 0, s>>>(n, HW, dy, dx, wr);
   CUK_LAUNCHED("avgpool_bwd");
 }
-extern "C" void cuk_maxpool_fwd(int P, int H, int W, int k, int st, const float *x, float *y, float *argmax,
+extern "C" void cuk_maxpool_fwd(int P, int H, int W, int k, int st, int pad, const float *x, float *y, float *argmax,
                                 cudaStream_t s) {
-  int OH = (H - k) / st + 1, OW = (W - k) / st + 1;
+  int OH = (H + 2 * pad - k) / st + 1, OW = (W + 2 * pad - k) / st + 1;
   size_t n = (size_t)P * OH * OW;
   if (!n) return;
-  k_maxpool_fwd<<<blocks_for(n), kThreads, 0, s>>>(n, H, W, k, st, OH, OW, x, y, argmax);
+  k_maxpool_fwd<<<blocks_for(n), kThreads, 0, s>>>(n, H, W, k, st, pad, OH, OW, x, y, argmax);
   CUK_LAUNCHED("maxpool_fwd");
 }
-extern "C" void cuk_maxpool_bwd(int P, int H, int W, int k, int st, const float *dy, const float *argmax, float *dx,
-                                int wr, cudaStream_t s) {
-  int OH = (H - k) / st + 1, OW = (W - k) / st + 1;
+extern "C" void cuk_maxpool_bwd(int P, int H, int W, int k, int st, int pad, const float *dy, const float *argmax,
+                                float *dx, int wr, cudaStream_t s) {
+  int OH = (H + 2 * pad - k) / st + 1, OW = (W + 2 * pad - k) / st + 1;
   size_t n = (size_t)P * H * W;
   if (!n) return;
-  k_maxpool_bwd<<<blocks_for(n), kThreads, 0, s>>>(n, H, W, k, st, OH, OW, dy, argmax, dx, wr);
+  k_maxpool_bwd<<<blocks_for(n), kThreads, 0, s>>>(n, H, W, k, st, pad, OH, OW, dy, argmax, dx, wr);
   CUK_LAUNCHED("maxpool_bwd");
+}
+extern "C" void cuk_avgpool2d_fwd(int P, int H, int W, int k, int st, int pad, const float *x, float *y,
+                                  cudaStream_t s) {
+  int OH = (H + 2 * pad - k) / st + 1, OW = (W + 2 * pad - k) / st + 1;
+  size_t n = (size_t)P * OH * OW;
+  if (!n) return;
+  k_avgpool2d_fwd<<<blocks_for(n), kThreads, 0, s>>>(n, H, W, k, st, pad, OH, OW, x, y);
+  CUK_LAUNCHED("avgpool2d_fwd");
+}
+extern "C" void cuk_avgpool2d_bwd(int P, int H, int W, int k, int st, int pad, const float *dy, float *dx, int wr,
+                                  cudaStream_t s) {
+  int OH = (H + 2 * pad - k) / st + 1, OW = (W + 2 * pad - k) / st + 1;
+  size_t n = (size_t)P * H * W;
+  if (!n) return;
+  k_avgpool2d_bwd<<<blocks_for(n), kThreads, 0, s>>>(n, H, W, k, st, pad, OH, OW, dy, dx, wr);
+  CUK_LAUNCHED("avgpool2d_bwd");
+}
+extern "C" void cuk_copy_cols(int rows, int cols, const float *src, size_t lds, float *dst, size_t ldd, int acc,
+                              cudaStream_t s) {
+  size_t n = (size_t)rows * cols;
+  if (!n) return;
+  k_copy_cols<<<blocks_for(n), kThreads, 0, s>>>(n, cols, src, lds, dst, ldd, acc);
+  CUK_LAUNCHED("copy_cols");
 }
 
 // ---- convolution lowering of B images: col (B, C*KH*KW, OH*OW)
 
 __global__ void k_im2col(size_t n, size_t per_image_in, size_t rows, size_t pos, int H, int W, int KH, int KW,
-                         int stride, int pad, int OW, const float *x, float *col) {
+                         int stride, int ph, int pw, int OW, const float *x, float *col) {
   for (size_t i = first_index(); i < n; i += grid_stride()) {
     size_t b = i / (rows * pos), rem = i % (rows * pos);
-    col[i] = ce_im2col_value(x + b * per_image_in, (long)(rem / pos), (long)(rem % pos), H, W, KH, KW, stride, pad, OW);
+    col[i] = ce_im2col_value(x + b * per_image_in, (long)(rem / pos), (long)(rem % pos), H, W, KH, KW, stride, ph, pw,
+                             OW);
   }
 }
 // one thread per pixel of dx (B, C, H, W)
-__global__ void k_col2im(size_t n, int C, int H, int W, int KH, int KW, int stride, int pad, int OH, int OW,
+__global__ void k_col2im(size_t n, int C, int H, int W, int KH, int KW, int stride, int ph, int pw, int OH, int OW,
                          const float *col, float *dx) {
   size_t per_col = (size_t)C * KH * KW * OH * OW;
   for (size_t i = first_index(); i < n; i += grid_stride()) {
     size_t b = i / ((size_t)C * H * W), rem = i % ((size_t)C * H * W);
     int c = (int)(rem / ((size_t)H * W)), h = (int)(rem / W % H), w = (int)(rem % W);
-    dx[i] += ce_col2im_pixel(col + b * per_col, c, h, w, KH, KW, stride, pad, OH, OW);
+    dx[i] += ce_col2im_pixel(col + b * per_col, c, h, w, KH, KW, stride, ph, pw, OH, OW);
   }
 }
 
-extern "C" void cuk_im2col(const float *x, int B, int C, int H, int W, int KH, int KW, int stride, int pad,
+extern "C" void cuk_im2col(const float *x, int B, int C, int H, int W, int KH, int KW, int stride, int ph, int pw,
                            float *col, cudaStream_t s) {
-  int OH = (H + 2 * pad - KH) / stride + 1, OW = (W + 2 * pad - KW) / stride + 1;
+  int OH = (H + 2 * ph - KH) / stride + 1, OW = (W + 2 * pw - KW) / stride + 1;
   size_t rows = (size_t)C * KH * KW, pos = (size_t)OH * OW, n = (size_t)B * rows * pos;
   if (!n) return;
-  k_im2col<<<blocks_for(n), kThreads, 0, s>>>(n, (size_t)C * H * W, rows, pos, H, W, KH, KW, stride, pad, OW, x, col);
+  k_im2col<<<blocks_for(n), kThreads, 0, s>>>(n, (size_t)C * H * W, rows, pos, H, W, KH, KW, stride, ph, pw, OW, x,
+                                              col);
   CUK_LAUNCHED("im2col");
 }
-extern "C" void cuk_col2im(const float *col, int B, int C, int H, int W, int KH, int KW, int stride, int pad,
+extern "C" void cuk_col2im(const float *col, int B, int C, int H, int W, int KH, int KW, int stride, int ph, int pw,
                            float *dx, cudaStream_t s) {
-  int OH = (H + 2 * pad - KH) / stride + 1, OW = (W + 2 * pad - KW) / stride + 1;
+  int OH = (H + 2 * ph - KH) / stride + 1, OW = (W + 2 * pw - KW) / stride + 1;
   size_t n = (size_t)B * C * H * W;
   if (!n) return;
-  k_col2im<<<blocks_for(n), kThreads, 0, s>>>(n, C, H, W, KH, KW, stride, pad, OH, OW, col, dx);
+  k_col2im<<<blocks_for(n), kThreads, 0, s>>>(n, C, H, W, KH, KW, stride, ph, pw, OH, OW, col, dx);
   CUK_LAUNCHED("col2im");
 }
 

@@ -93,14 +93,24 @@ void cuda_bias_grad_planes(int N, int C, int HW, const float *dy, float *db) {
 
 /* ---- pooling */
 
-void cuda_maxpool_fwd(int P, int H, int W, int k, int s, const float *x, float *y, float *argmax) {
-  cuk_maxpool_fwd(P, H, W, k, s, x, y, argmax, cuda_stream());
+void cuda_maxpool_fwd(int P, int H, int W, int k, int s, int pad, const float *x, float *y, float *argmax) {
+  cuk_maxpool_fwd(P, H, W, k, s, pad, x, y, argmax, cuda_stream());
 }
 /* dx_write: the gather writes each pixel without reading it (no fill first) */
-void cuda_maxpool_bwd(int P, int H, int W, int k, int s, const float *dy, const float *argmax, float *dx, int dx_write) {
-  cuk_maxpool_bwd(P, H, W, k, s, dy, argmax, dx, dx_write, cuda_stream());
+void cuda_maxpool_bwd(int P, int H, int W, int k, int s, int pad, const float *dy, const float *argmax, float *dx,
+                      int dx_write) {
+  cuk_maxpool_bwd(P, H, W, k, s, pad, dy, argmax, dx, dx_write, cuda_stream());
 }
 void cuda_avgpool_fwd(int P, int HW, const float *x, float *y) { cuk_avgpool_fwd(P, HW, x, y, cuda_stream()); }
+void cuda_avgpool2d_fwd(int P, int H, int W, int k, int s, int pad, const float *x, float *y) {
+  cuk_avgpool2d_fwd(P, H, W, k, s, pad, x, y, cuda_stream());
+}
+void cuda_avgpool2d_bwd(int P, int H, int W, int k, int s, int pad, const float *dy, float *dx, int dx_write) {
+  cuk_avgpool2d_bwd(P, H, W, k, s, pad, dy, dx, dx_write, cuda_stream());
+}
+void cuda_copy_cols(int rows, int cols, const float *src, size_t lds, float *dst, size_t ldd, int acc) {
+  cuk_copy_cols(rows, cols, src, lds, dst, ldd, acc, cuda_stream());
+}
 void cuda_avgpool_bwd(int P, int HW, const float *dy, float *dx, int dx_write) {
   cuk_avgpool_bwd(P, HW, dy, dx, dx_write, cuda_stream());
 }

@@ -164,15 +164,15 @@ static void ref_gelu_bwd(size_t n, const float *x, const float *dy, float *dx, i
 /* Walks every element of col (C*KH*KW, OH*OW) with the element of the image (C,H,W) it reads:
  * gather (im2col) writes col from x, 0 in the padding; scatter (col2im) adds col into the image. */
 static void ref_conv_walk(float *img, float *col, int C, int H, int W, int KH, int KW, int stride,
-                          int pad, int scatter) {
-  int OH = (H + 2 * pad - KH) / stride + 1, OW = (W + 2 * pad - KW) / stride + 1;
+                          int ph, int pw, int scatter) {
+  int OH = (H + 2 * ph - KH) / stride + 1, OW = (W + 2 * pw - KW) / stride + 1;
   for (int c = 0; c < C; c++)
     for (int kh = 0; kh < KH; kh++)
       for (int kw = 0; kw < KW; kw++) {
         size_t row = ((size_t)c * KH + kh) * KW + kw;
         for (int oh = 0; oh < OH; oh++)
           for (int ow = 0; ow < OW; ow++) {
-            int h = oh * stride - pad + kh, w = ow * stride - pad + kw;
+            int h = oh * stride - ph + kh, w = ow * stride - pw + kw;
             int inside = h >= 0 && h < H && w >= 0 && w < W;
             float *cell = &col[row * OH * OW + (size_t)oh * OW + ow];
             float *pixel = inside ? &img[((size_t)c * H + h) * W + w] : NULL;
@@ -182,21 +182,21 @@ static void ref_conv_walk(float *img, float *col, int C, int H, int W, int KH, i
       }
 }
 
-static void ref_im2col(const float *x, int C, int H, int W, int KH, int KW, int stride, int pad,
+static void ref_im2col(const float *x, int C, int H, int W, int KH, int KW, int stride, int ph, int pw,
                        float *col) {
-  ref_conv_walk((float *)x, col, C, H, W, KH, KW, stride, pad, 0); /* x is only read */
+  ref_conv_walk((float *)x, col, C, H, W, KH, KW, stride, ph, pw, 0); /* x is only read */
 }
 
-static void ref_col2im(const float *col, int C, int H, int W, int KH, int KW, int stride, int pad,
+static void ref_col2im(const float *col, int C, int H, int W, int KH, int KW, int stride, int ph, int pw,
                        float *dx) {
-  ref_conv_walk(dx, (float *)col, C, H, W, KH, KW, stride, pad, 1); /* col is only read */
+  ref_conv_walk(dx, (float *)col, C, H, W, KH, KW, stride, ph, pw, 1); /* col is only read */
 }
 
 /* ---- convolution over a batch: the definition, summed in double */
 
 /* Input pixel of x (C,H,W) read by output (oh,ow) through kernel tap (kh,kw), or -1 in the padding. */
 static long ref_conv_tap(const conv_shape_t *s, int c, int oh, int ow, int kh, int kw) {
-  int h = oh * s->stride - s->pad + kh, w = ow * s->stride - s->pad + kw;
+  int h = oh * s->stride - s->ph + kh, w = ow * s->stride - s->pw + kw;
   if (h < 0 || h >= s->H || w < 0 || w >= s->W) return -1;
   return ((long)c * s->H + h) * s->W + w;
 }
@@ -281,16 +281,28 @@ static void ref_gemm_tn_rows(int M, int N, int K, const float *A, int lda, const
 
 /* ---- pooling */
 
-static void ref_maxpool_fwd(int P, int H, int W, int k, int s, const float *x, float *y,
+/* The window of output (oh, ow) of a k x k pool with stride s and padding pad over an H x W plane:
+ * rows [h0, h1) and columns [w0, w1), clipped to the plane. */
+static void ref_pool_window(int H, int W, int k, int s, int pad, int oh, int ow, int *h0, int *h1, int *w0,
+                            int *w1) {
+  *h0 = oh * s - pad, *w0 = ow * s - pad;
+  *h1 = *h0 + k < H ? *h0 + k : H, *w1 = *w0 + k < W ? *w0 + k : W;
+  if (*h0 < 0) *h0 = 0;
+  if (*w0 < 0) *w0 = 0;
+}
+
+static void ref_maxpool_fwd(int P, int H, int W, int k, int s, int pad, const float *x, float *y,
                             float *argmax) {
-  int OH = (H - k) / s + 1, OW = (W - k) / s + 1;
+  int OH = (H + 2 * pad - k) / s + 1, OW = (W + 2 * pad - k) / s + 1;
   for (int p = 0; p < P; p++)
     for (int oh = 0; oh < OH; oh++)
       for (int ow = 0; ow < OW; ow++) {
-        int best = (oh * s) * W + ow * s;
-        for (int i = 0; i < k; i++)
-          for (int j = 0; j < k; j++) {
-            int at = (oh * s + i) * W + ow * s + j;
+        int h0, h1, w0, w1;
+        ref_pool_window(H, W, k, s, pad, oh, ow, &h0, &h1, &w0, &w1);
+        int best = h0 * W + w0; /* the window's first element inside the plane; a later one wins if larger */
+        for (int i = h0; i < h1; i++)
+          for (int j = w0; j < w1; j++) {
+            int at = i * W + j;
             if (x[(size_t)p * H * W + at] > x[(size_t)p * H * W + best]) best = at;
           }
         size_t o = ((size_t)p * OH + oh) * OW + ow;
@@ -299,15 +311,55 @@ static void ref_maxpool_fwd(int P, int H, int W, int k, int s, const float *x, f
       }
 }
 
-static void ref_maxpool_bwd(int P, int H, int W, int k, int s, const float *dy, const float *argmax,
+static void ref_maxpool_bwd(int P, int H, int W, int k, int s, int pad, const float *dy, const float *argmax,
                             float *dx, int dx_write) {
-  int OH = (H - k) / s + 1, OW = (W - k) / s + 1;
+  int OH = (H + 2 * pad - k) / s + 1, OW = (W + 2 * pad - k) / s + 1;
   if (dx_write) memset(dx, 0, (size_t)P * H * W * sizeof *dx);
   for (int p = 0; p < P; p++)
     for (int o = 0; o < OH * OW; o++) {
       size_t at = (size_t)p * OH * OW + o;
       dx[(size_t)p * H * W + (size_t)argmax[at]] += dy[at];
     }
+}
+
+/* Windowed average pool, count_include_pad: each window's sum (in double) over k*k. */
+static void ref_avgpool2d_fwd(int P, int H, int W, int k, int s, int pad, const float *x, float *y) {
+  int OH = (H + 2 * pad - k) / s + 1, OW = (W + 2 * pad - k) / s + 1;
+  for (int p = 0; p < P; p++)
+    for (int oh = 0; oh < OH; oh++)
+      for (int ow = 0; ow < OW; ow++) {
+        int h0, h1, w0, w1;
+        ref_pool_window(H, W, k, s, pad, oh, ow, &h0, &h1, &w0, &w1);
+        double acc = 0.0;
+        for (int i = h0; i < h1; i++)
+          for (int j = w0; j < w1; j++) acc += x[((size_t)p * H + i) * W + j];
+        y[((size_t)p * OH + oh) * OW + ow] = (float)(acc / ((double)k * k));
+      }
+}
+
+static void ref_avgpool2d_bwd(int P, int H, int W, int k, int s, int pad, const float *dy, float *dx,
+                              int dx_write) {
+  int OH = (H + 2 * pad - k) / s + 1, OW = (W + 2 * pad - k) / s + 1;
+  double *g = xcalloc((size_t)H * W, sizeof *g);
+  for (int p = 0; p < P; p++) {
+    for (size_t i = 0; i < (size_t)H * W; i++) g[i] = 0.0;
+    for (int oh = 0; oh < OH; oh++)
+      for (int ow = 0; ow < OW; ow++) {
+        int h0, h1, w0, w1;
+        ref_pool_window(H, W, k, s, pad, oh, ow, &h0, &h1, &w0, &w1);
+        double share = dy[((size_t)p * OH + oh) * OW + ow] / ((double)k * k);
+        for (int i = h0; i < h1; i++)
+          for (int j = w0; j < w1; j++) g[(size_t)i * W + j] += share;
+      }
+    float *plane = dx + (size_t)p * H * W;
+    for (size_t i = 0; i < (size_t)H * W; i++) plane[i] = (float)((dx_write ? 0.0 : plane[i]) + g[i]);
+  }
+  free(g);
+}
+
+static void ref_copy_cols(int rows, int cols, const float *src, size_t lds, float *dst, size_t ldd, int acc) {
+  for (int r = 0; r < rows; r++)
+    for (int c = 0; c < cols; c++) dst[r * ldd + c] = acc ? dst[r * ldd + c] + src[r * lds + c] : src[r * lds + c];
 }
 
 static void ref_avgpool_fwd(int P, int HW, const float *x, float *y) {

@@ -29,7 +29,7 @@ static const cfg_key_t core_rows[] = {
     CFG_BOOL_KEY("run", "overwrite", overwrite, "false", "replace the files of a finished run in out_dir"),
 
     CFG_ENUM_KEY("model", "zoo", zoo, NULL, CFG_VALUES("mlp", "vgg-mini", "resnet-mini", "gpt", "vgg16", "resnet18", "resnet50",
-                                                         "wrn50", "wrn101"),
+                                                         "wrn50", "wrn101", "inception-v3"),
                  "model architecture from the zoo"),
     CFG_STRING_KEY("model", "init", model_init, "", 0,
                    "start from these parameters: model.h5, a checkpoint (its parameters only), safetensors (Hugging "

@@ -98,20 +98,37 @@ int nn_conv2d(graph_t *g, int x, int out_channels, int kernel, int stride, int p
 }
 
 int nn_conv2d_bias(graph_t *g, int x, int out_channels, int kernel, int stride, int pad, int bias, const char *name) {
+  return nn_conv2d_rect(g, x, out_channels, kernel, kernel, stride, pad, pad, bias, name);
+}
+
+int nn_conv2d_rect(graph_t *g, int x, int out_channels, int kh, int kw, int stride, int ph, int pw, int bias,
+                   const char *name) {
   layer_t l = proto1(LAYER_CONV2D, x, name);
   l.out_channels = out_channels;
-  l.kernel = kernel;
+  l.kernel = kh;
+  l.kernel_w = kw;
   l.stride = stride;
-  l.pad = pad;
+  l.pad = ph;
+  l.pad_w = pw;
   l.bias = bias;
   return graph_add(g, l);
 }
 
-int nn_maxpool2d(graph_t *g, int x, int kernel, int stride, const char *name) {
-  layer_t l = proto1(LAYER_MAXPOOL2D, x, name);
+/* a pool's prototype: kernel k x k, stride, padding */
+static layer_t pool_proto(layer_kind_t kind, int x, int kernel, int stride, int pad, const char *name) {
+  layer_t l = proto1(kind, x, name);
   l.kernel = kernel;
   l.stride = stride;
-  return graph_add(g, l);
+  l.pad = pad;
+  return l;
+}
+
+int nn_maxpool2d(graph_t *g, int x, int kernel, int stride, int pad, const char *name) {
+  return graph_add(g, pool_proto(LAYER_MAXPOOL2D, x, kernel, stride, pad, name));
+}
+
+int nn_avgpool2d(graph_t *g, int x, int kernel, int stride, int pad, const char *name) {
+  return graph_add(g, pool_proto(LAYER_AVGPOOL2D, x, kernel, stride, pad, name));
 }
 
 int nn_avgpool(graph_t *g, int x, const char *name) { return graph_add(g, proto1(LAYER_AVGPOOL, x, name)); }
@@ -119,12 +136,16 @@ int nn_flatten(graph_t *g, int x, const char *name) { return graph_add(g, proto1
 int nn_relu(graph_t *g, int x, const char *name) { return graph_add(g, proto1(LAYER_RELU, x, name)); }
 int nn_gelu(graph_t *g, int x, const char *name) { return graph_add(g, proto1(LAYER_GELU, x, name)); }
 
-int nn_add(graph_t *g, int a, int b, const char *name) {
-  layer_t l = proto1(LAYER_ADD, a, name);
+/* a two-input node's prototype */
+static layer_t proto2(layer_kind_t kind, int a, int b, const char *name) {
+  layer_t l = proto1(kind, a, name);
   l.nin = 2;
   l.in[1] = b;
-  return graph_add(g, l);
+  return l;
 }
+
+int nn_add(graph_t *g, int a, int b, const char *name) { return graph_add(g, proto2(LAYER_ADD, a, b, name)); }
+int nn_concat(graph_t *g, int a, int b, const char *name) { return graph_add(g, proto2(LAYER_CONCAT, a, b, name)); }
 
 int nn_layernorm(graph_t *g, int x, float eps, const char *name) {
   layer_t l = proto1(LAYER_LAYERNORM, x, name);
@@ -133,8 +154,13 @@ int nn_layernorm(graph_t *g, int x, float eps, const char *name) {
 }
 
 int nn_batchnorm(graph_t *g, int x, int local, const char *name) {
+  return nn_batchnorm_eps(g, x, local, 0.0f, name); /* eps 0: the layer's default */
+}
+
+int nn_batchnorm_eps(graph_t *g, int x, int local, float eps, const char *name) {
   layer_t l = proto1(LAYER_BATCHNORM, x, name);
   l.bn_local = local;
+  l.eps = eps;
   return graph_add(g, l);
 }
 

@@ -42,8 +42,15 @@ int nn_linear(graph_t *g, int x, int out_features, int bias, const char *name);
 int nn_conv2d(graph_t *g, int x, int out_channels, int kernel, int stride, int pad, const char *name);
 /* The same with bias = 0: no bias (a batch norm after it shifts instead). */
 int nn_conv2d_bias(graph_t *g, int x, int out_channels, int kernel, int stride, int pad, int bias, const char *name);
-int nn_maxpool2d(graph_t *g, int x, int kernel, int stride, const char *name);
+/* A kh x kw kernel padded ph rows and pw columns each side (Inception's 1x7: kh 1, kw 7, ph 0, pw 3). */
+int nn_conv2d_rect(graph_t *g, int x, int out_channels, int kh, int kw, int stride, int ph, int pw, int bias,
+                   const char *name);
+int nn_maxpool2d(graph_t *g, int x, int kernel, int stride, int pad, const char *name);
+/* Global average pool (C,H,W) -> (C); windowed k x k, stride, padding (count_include_pad) -> (C,OH,OW). */
 int nn_avgpool(graph_t *g, int x, const char *name);
+int nn_avgpool2d(graph_t *g, int x, int kernel, int stride, int pad, const char *name);
+/* Channel concatenation of images a (C0,H,W) and b (C1,H,W) -> (C0+C1,H,W). */
+int nn_concat(graph_t *g, int a, int b, const char *name);
 int nn_flatten(graph_t *g, int x, const char *name);
 int nn_relu(graph_t *g, int x, const char *name);
 int nn_gelu(graph_t *g, int x, const char *name);
@@ -52,6 +59,8 @@ int nn_layernorm(graph_t *g, int x, float eps, const char *name);
 /* Batch norm over the channels of an image (C,H,W) or of features (C) (layer_batchnorm.c); local:
  * statistics of each rank's samples only (layer_t.bn_local). */
 int nn_batchnorm(graph_t *g, int x, int local, const char *name);
+/* The same with its eps (PyTorch's default 1e-5; torchvision's Inception-v3 1e-3). */
+int nn_batchnorm_eps(graph_t *g, int x, int local, float eps, const char *name);
 /* Dropout with probability p (layer_dropout.c). */
 int nn_dropout(graph_t *g, int x, float p, const char *name);
 int nn_embed(graph_t *g, int x, int vocab, int context, int channels, const char *name);

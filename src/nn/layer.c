@@ -12,7 +12,8 @@ static const layer_ops_t *const ops_by_kind[LAYER_KIND_COUNT] = {
     [LAYER_ADD] = &layer_add_ops,             [LAYER_LAYERNORM] = &layer_layernorm_ops,
     [LAYER_EMBED] = &layer_embed_ops,         [LAYER_ATTENTION] = &layer_attention_ops,
     [LAYER_TIED_LINEAR] = &layer_tied_linear_ops, [LAYER_BATCHNORM] = &layer_batchnorm_ops,
-    [LAYER_DROPOUT] = &layer_dropout_ops,
+    [LAYER_DROPOUT] = &layer_dropout_ops,     [LAYER_AVGPOOL2D] = &layer_avgpool2d_ops,
+    [LAYER_CONCAT] = &layer_concat_ops,
 };
 
 const layer_ops_t *layer_ops_of(layer_kind_t kind) { return ops_by_kind[kind]; }

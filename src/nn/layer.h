@@ -18,8 +18,8 @@
 typedef enum layer_kind {
   LAYER_INPUT = 0,   /* the batch input: images (C,H,W) or token ids (T) */
   LAYER_LINEAR,      /* y = x W^T + b over the last dim: (..., in) -> (..., out); W (out, in) */
-  LAYER_CONV2D,      /* (C,H,W) -> (O,OH,OW); W (O, C, k, k), b (O); stride, pad */
-  LAYER_MAXPOOL2D,   /* (C,H,W) -> (C,OH,OW); kernel k, stride s, no padding */
+  LAYER_CONV2D,      /* (C,H,W) -> (O,OH,OW); W (O, C, kh, kw), b (O); stride, padding ph, pw */
+  LAYER_MAXPOOL2D,   /* (C,H,W) -> (C,OH,OW); kernel k, stride s, padding pad <= k/2 (never chosen) */
   LAYER_AVGPOOL,     /* global average pool: (C,H,W) -> (C) */
   LAYER_FLATTEN,     /* (C,H,W) -> (C*H*W), PyTorch's (C,H,W) order */
   LAYER_RELU,
@@ -32,6 +32,10 @@ typedef enum layer_kind {
   LAYER_BATCHNORM,   /* batch norm per channel: (C,H,W) (BatchNorm2d) or (C) (BatchNorm1d); weight,
                       * bias (C); buffers running_mean, running_var (C); eps, momentum */
   LAYER_DROPOUT,     /* zeroes each element with probability p, scales the rest by 1/(1-p); training only */
+  LAYER_AVGPOOL2D,   /* windowed average pool (C,H,W) -> (C,OH,OW); kernel k, stride s, zero padding
+                      * pad <= k/2 counted in the divisor (PyTorch's count_include_pad) */
+  LAYER_CONCAT,      /* channel concatenation of two images (C0,H,W), (C1,H,W) -> (C0+C1,H,W) (more
+                      * parts: a chain of them) */
   LAYER_KIND_COUNT
 } layer_kind_t;
 
@@ -75,7 +79,9 @@ typedef struct layer {
 
   /* hyperparameters (those the kind uses) */
   int out_features;                     /* linear */
-  int out_channels, kernel, stride, pad; /* conv2d; maxpool uses kernel, stride */
+  int out_channels, kernel, stride, pad; /* conv2d (kernel and pad: its height's); the pools: kernel,
+                                          * stride, pad (square) */
+  int kernel_w, pad_w;                  /* conv2d: the kernel's width and the columns' padding */
   int heads;                            /* attention */
   int vocab, context;                   /* embed */
   int vocab_lo;                         /* embed: id of the table's first row (a vocabulary-parallel
@@ -190,7 +196,7 @@ const char *layer_kind_name(layer_kind_t kind);
 extern const layer_ops_t layer_input_ops, layer_linear_ops, layer_conv2d_ops, layer_maxpool2d_ops,
     layer_avgpool_ops, layer_flatten_ops, layer_relu_ops, layer_gelu_ops, layer_add_ops,
     layer_layernorm_ops, layer_embed_ops, layer_attention_ops, layer_tied_linear_ops, layer_batchnorm_ops,
-    layer_dropout_ops;
+    layer_dropout_ops, layer_avgpool2d_ops, layer_concat_ops;
 
 /* Shared initialiser: Kaiming-uniform (PyTorch default, bound 1/sqrt(fan_in) for weight and bias)
  * or N(0, 0.02) weights with zero bias, for a weight of n_w floats and a bias of n_b floats. */

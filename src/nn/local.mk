@@ -2,7 +2,7 @@ libsurge_a_SOURCES += \
   src/nn/layer.c src/nn/layer.h src/nn/layer_input.c src/nn/layer_init.c \
   src/nn/graph.c src/nn/graph.h \
   src/nn/model.c src/nn/model.h \
-  src/nn/zoo.c src/nn/zoo_nets.c src/nn/zoo_nets.h src/nn/zoo_options.c src/nn/logit_mask.c src/nn/logit_mask.h src/nn/zoo.h
+  src/nn/zoo.c src/nn/zoo_nets.c src/nn/zoo_inception.c src/nn/zoo_nets.h src/nn/zoo_options.c src/nn/logit_mask.c src/nn/logit_mask.h src/nn/zoo.h
 
 # transformer-family layers
 libsurge_a_SOURCES += \
@@ -16,7 +16,7 @@ TESTS += tests/test_layers_gpt
 # CNN-family layers
 libsurge_a_SOURCES += \
   src/nn/layer_common.h src/nn/layer_linear.c src/nn/layer_conv2d.c src/nn/layer_pool.c \
-  src/nn/layer_flatten.c src/nn/layer_act.c src/nn/layer_add.c src/nn/layer_batchnorm.c src/nn/layer_dropout.c
+  src/nn/layer_flatten.c src/nn/layer_act.c src/nn/layer_add.c src/nn/layer_concat.c src/nn/layer_batchnorm.c src/nn/layer_dropout.c
 
 check_PROGRAMS += tests/test_layers_cnn
 tests_test_layers_cnn_SOURCES = tests/test_layers_cnn.c tests/gradcheck.c

@@ -48,7 +48,7 @@ static int build_vgg(const zoo_opts_t *o, graph_t *g, int classes) {
       x = nn_relu(g, x, name);
     }
     snprintf(name, sizeof name, "pool%d", s + 1);
-    x = nn_maxpool2d(g, x, 2, 2, name);
+    x = nn_maxpool2d(g, x, 2, 2, 0, name);
   }
   x = nn_flatten(g, x, "flatten");
   x = nn_linear(g, x, o->vgg.fc, 1, "fc1");
@@ -206,6 +206,7 @@ static const zoo_entry_t zoo[] = {
     {"resnet50", zoo_build_resnet50, 0, INIT_KAIMING_UNIFORM, 2},
     {"wrn50", zoo_build_wrn50, 0, INIT_KAIMING_UNIFORM, 2},
     {"wrn101", zoo_build_wrn101, 0, INIT_KAIMING_UNIFORM, 2},
+    {"inception-v3", zoo_build_inception_v3, 0, INIT_KAIMING_UNIFORM, 2},
 };
 enum { ZOO_SIZE = sizeof zoo / sizeof zoo[0], ZOO_NAMES_MAX = 256 };
 

@@ -8,22 +8,12 @@
  *                    no max pool; VGG without its fifth max pool, its classifier on the global
  *                    average (1x1 at 28 x 28)
  *   width_mult       every channel count and VGG's classifier width times this (at least 1)
- * One deviation: ResNet's max pool has no padding (the layer takes none), so at 224 x 224 its
- * map is 55 x 55, not 56 x 56; the later stages are 28, 14, 7 as torchvision's, and no parameter
- * count changes. */
+ * ResNet's stem max pool pads 1 as torchvision's (56 x 56 at 224). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "nn/zoo_nets.h"
-
-/* c channels times the width multiplier, at least 1 */
-static int ch(const zoo_opts_t *o, int c) {
-  long v = lround(c * o->nets.width_mult);
-  return v < 1 ? 1 : (int)v;
-}
-
-static int small_stem(const zoo_opts_t *o) { return strcmp(o->nets.stem, "small") == 0; }
 
 /* ---------------------------------------------------------------- VGG-16 */
 
@@ -32,22 +22,22 @@ static int small_stem(const zoo_opts_t *o) { return strcmp(o->nets.stem, "small"
 static const int vgg16_convs[5] = {2, 2, 3, 3, 3}, vgg16_channels[5] = {64, 128, 256, 512, 512};
 
 int zoo_build_vgg16(const zoo_opts_t *o, graph_t *g, int classes) {
-  int x = 0, small = small_stem(o);
+  int x = 0, small = zoo_small_stem(o);
   char name[LAYER_NAME_MAX];
   for (int s = 0; s < 5; s++) {
     for (int j = 0; j < vgg16_convs[s]; j++) {
       snprintf(name, sizeof name, "conv%d_%d", s + 1, j + 1);
-      x = zoo_conv_norm(o, g, x, ch(o, vgg16_channels[s]), 3, 1, 1, name);
+      x = zoo_conv_norm(o, g, x, zoo_ch(o, vgg16_channels[s]), 3, 1, 1, name);
       snprintf(name, sizeof name, "relu%d_%d", s + 1, j + 1);
       x = nn_relu(g, x, name);
     }
     if (small && s == 4) break;
     snprintf(name, sizeof name, "pool%d", s + 1);
-    x = nn_maxpool2d(g, x, 2, 2, name);
+    x = nn_maxpool2d(g, x, 2, 2, 0, name);
   }
   // imagenet: x (512 w, 7, 7) at 224 x 224 -> (25088 w); small: (512 w, 1, 1) at 28 x 28 -> (512 w)
   x = small ? nn_avgpool(g, x, "avgpool") : nn_flatten(g, x, "flatten");
-  const int fc = ch(o, 4096);
+  const int fc = zoo_ch(o, 4096);
   x = nn_relu(g, nn_linear(g, x, fc, 1, "fc1"), "relu_fc1");
   if (o->dropout > 0) x = nn_dropout(g, x, (float)o->dropout, "dropout1");
   x = nn_relu(g, nn_linear(g, x, fc, 1, "fc2"), "relu_fc2");
@@ -63,13 +53,13 @@ typedef struct resnet_spec {
   int wide;       /* bottleneck's inner width = planes * wide (torchvision's width_per_group / 64) */
 } resnet_spec_t;
 
-/* imagenet: conv1 7x7 stride 2 pad 3 (64), relu, maxpool 3x3 stride 2: (3,224,224) -> (64,55,55);
+/* imagenet: conv1 7x7 stride 2 pad 3 (64), relu, maxpool 3x3 stride 2 pad 1: (3,224,224) -> (64,56,56);
  * small: conv1 3x3 stride 1 pad 1 (64), relu: (1,28,28) -> (64,28,28) */
 static int resnet_stem(const zoo_opts_t *o, graph_t *g) {
-  int small = small_stem(o);
-  int x = zoo_conv_norm(o, g, 0, ch(o, 64), small ? 3 : 7, small ? 1 : 2, small ? 1 : 3, "conv1");
+  int small = zoo_small_stem(o);
+  int x = zoo_conv_norm(o, g, 0, zoo_ch(o, 64), small ? 3 : 7, small ? 1 : 2, small ? 1 : 3, "conv1");
   x = nn_relu(g, x, "relu");
-  return small ? x : nn_maxpool2d(g, x, 3, 2, "maxpool");
+  return small ? x : nn_maxpool2d(g, x, 3, 2, 1, "maxpool");
 }
 
 /* relu(shortcut(x) + conv3(relu(conv2(relu(conv1(x)))))): conv1 1x1 to width, conv2 3x3 strided
@@ -105,11 +95,11 @@ static int build_resnet(const zoo_opts_t *deck, const resnet_spec_t *sp, graph_t
   int x = resnet_stem(o, g);
   char prefix[LAYER_NAME_MAX];
   for (int s = 0; s < 4; s++) {
-    int planes = ch(o, 64 << s);
+    int planes = zoo_ch(o, 64 << s);
     for (int b = 0; b < sp->blocks[s]; b++) {
       int stride = s > 0 && b == 0 ? 2 : 1;
       snprintf(prefix, sizeof prefix, "layer%d.%d", s + 1, b);
-      x = sp->bottleneck ? bottleneck_block(o, g, x, ch(o, (64 << s) * sp->wide), 4 * planes, stride, prefix)
+      x = sp->bottleneck ? bottleneck_block(o, g, x, zoo_ch(o, (64 << s) * sp->wide), 4 * planes, stride, prefix)
                          : zoo_residual_block(o, g, x, planes, stride, prefix);
     }
   }

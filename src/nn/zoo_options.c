@@ -28,11 +28,12 @@ static const cfg_key_t rows[] = {
                   "the CNNs: dropout probability before the output layer (vgg16: after both hidden fcs) (0: no dropout; the mask is "
                   "a function of seed, step, sample id and element, the same in every layout)"),
     CFG_ENUM_KEY("model", "stem", nets.stem, "imagenet", CFG_VALUES("imagenet", "small"),
-                 "vgg16, resnet*, wrn*: imagenet, the 224 x 224 forms (ResNet's 7x7 stride-2 stem and max pool, "
-                 "VGG's five max pools); small, for 28 x 28 inputs (a 3x3 stride-1 stem, no max pool; VGG without "
-                 "its last max pool, its classifier on the global average)"),
+                 "vgg16, resnet*, wrn*, inception-v3: imagenet, the 224 x 224 forms (ResNet's 7x7 stride-2 stem and "
+                 "max pool, VGG's five max pools; Inception-v3's at 299 x 299); small, for 28 x 28 inputs (a 3x3 "
+                 "stride-1 stem, no max pool; VGG without its last max pool, its classifier on the global average; "
+                 "Inception-v3's stem convolutions at stride 1 keeping the size, without its max pools)"),
     CFG_FLOAT_KEY("model", "width_mult", nets.width_mult, "1", 0, CFG_OPEN, 4, CFG_CLOSED,
-                  "vgg16, resnet*, wrn*: every channel count (and VGG's classifier width) times this, at least 1 "
+                  "vgg16, resnet*, wrn*, inception-v3: every channel count (and VGG's classifier width) times this, at least 1 "
                   "(1: torchvision's widths)"),
     CFG_INT_KEY("model", "wrn_factor", nets.wrn_factor, "2", 1, 64,
                 "wrn50, wrn101: the bottleneck's inner width factor (Wide-ResNet-50-2: 2)"),

@@ -249,3 +249,14 @@ void graph_print(const graph_t *g, FILE *f) {
   fprintf(f, "total parameters: %zu, forward MFLOP/sample: %.3f\n", g->params.total,
           graph_flops_per_sample(g) / 1e6);
 }
+
+int graph_sole_consumer(const graph_t *g, int i) {
+  int who = -1;
+  for (int j = i + 1; j < g->n; j++)
+    for (int k = 0; k < g->l[j].nin; k++)
+      if (g->l[j].in[k] == i) {
+        if (who >= 0) return -1;
+        who = j;
+      }
+  return who;
+}

@@ -36,6 +36,8 @@ void graph_free(graph_t *g);
  * its parameters to the slab. Returns the node index, or -1 with g->err set. Once an add failed,
  * later adds return -1 too, so a builder can check once at the end. */
 int graph_add(graph_t *g, layer_t proto);
+/* The one consumer of node i, or -1 when it has none or several (input slots count). */
+int graph_sole_consumer(const graph_t *g, int i);
 
 /* Builders (return the new node index, or -1 on error). x, a, b are node indices. */
 int nn_linear(graph_t *g, int x, int out_features, int bias, const char *name);

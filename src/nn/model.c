@@ -8,21 +8,10 @@
 #include "nn/logit_mask.h"
 #include "nn/recompute.h"
 
-/* The one consumer of node i, or -1 when it has none or several (input slots count). */
-static int sole_consumer(const graph_t *g, int i) {
-  int who = -1;
-  for (int j = i + 1; j < g->n; j++)
-    for (int k = 0; k < g->l[j].nin; k++)
-      if (g->l[j].in[k] == i) {
-        if (who >= 0) return -1;
-        who = j;
-      }
-  return who;
-}
-
 int model_fusable_relu(const graph_t *g, int i) {
   const int kind = g->l[i].kind;
-  const int j = kind == LAYER_CONV2D || kind == LAYER_ADD || kind == LAYER_BATCHNORM ? sole_consumer(g, i) : -1;
+  const int fusable = kind == LAYER_CONV2D || kind == LAYER_ADD || kind == LAYER_BATCHNORM;
+  const int j = fusable ? graph_sole_consumer(g, i) : -1;
   return j >= 0 && g->l[j].kind == LAYER_RELU && g->l[i].needs_grad == g->l[j].needs_grad ? j : -1;
 }
 
@@ -50,7 +39,7 @@ static int plan_fusion(model_t *m, int (*allowed)(void *arg, int node, int next)
 static void plan_writes(model_t *m, int (*allowed)(void *arg, int node, int next), void *arg) {
   const graph_t *g = m->g;
   for (int i = 1; i < g->n && allowed; i++) {
-    const int j = m->fused[i] > 0 ? -1 : sole_consumer(g, i);
+    const int j = m->fused[i] > 0 ? -1 : graph_sole_consumer(g, i);
     if (j < 0 || m->fused[j] < 0 || !g->l[i].needs_grad || !layer_ops_of(g->l[j].kind)->writes_dx) continue;
     m->written[i] = allowed(arg, i, j);
   }
@@ -61,7 +50,7 @@ static void plan_writes(model_t *m, int (*allowed)(void *arg, int node, int next
 static int epilogue_of(const model_t *m, int i) {
   const graph_t *g = m->g;
   if (g->l[i].kind == LAYER_LINEAR) {
-    const int j = sole_consumer(g, i);
+    const int j = graph_sole_consumer(g, i);
     return j >= 0 && g->l[j].kind == LAYER_GELU && g->l[i].needs_grad == g->l[j].needs_grad ? j : -1;
   }
   if (g->l[i].kind == LAYER_ADD && m->fused[i] == 0)

@@ -20,18 +20,6 @@ static int block_of(const layer_t *l) {
   return sscanf(l->name, "blocks.%d.%n", &b, &n) == 1 && n > 0 ? b : -1;
 }
 
-/* The one consumer of node i, or -1 when it has none or several. */
-static int only_consumer(const graph_t *g, int i) {
-  int who = -1;
-  for (int j = i + 1; j < g->n; j++)
-    for (int k = 0; k < g->l[j].nin; k++)
-      if (g->l[j].in[k] == i) {
-        if (who >= 0) return -1;
-        who = j;
-      }
-  return who;
-}
-
 /* The candidate segments of the mode as pairs lo[s], hi[s]; returns how many. */
 static int find_segments(const graph_t *g, int mode, int *lo, int *hi) {
   int n = 0;
@@ -42,7 +30,7 @@ static int find_segments(const graph_t *g, int mode, int *lo, int *hi) {
       lo[n] = i, hi[n++] = j;
       i = j;
     } else if (mode == RECOMPUTE_ATTENTION && g->l[i].kind == LAYER_ATTENTION) {
-      int c = only_consumer(g, i);
+      int c = graph_sole_consumer(g, i);
       if (c == i + 1) lo[n] = i, hi[n++] = c;
     }
   }

@@ -4,6 +4,8 @@
 #   tap_pass_through LABEL NP PROGRAM ARGS...  (a TAP program under mpiexec; its results become ours;
 #                                               at most $tap_timeout seconds, default 60)
 #   tap_wait_until SECONDS COMMAND ARGS...     (poll until COMMAND succeeds; 1 on timeout)
+#   tap_refused DESCRIPTION PATTERN OUT COMMAND ARGS...  (COMMAND, whose output goes to OUT, exits 2
+#                                               with a line matching PATTERN)
 #   h5vals FILE DATASET, h5attr FILE OBJECT/ATTRIBUTE  (values read back with h5dump)
 #   log_worst_rel LOG_A LOG_B DATASET N, at_most VALUE BOUND  (two runs' logged values compared)
 tap_n=0
@@ -15,6 +17,17 @@ tap_ok() {
 tap_diag() { printf '%s\n' "$@" | sed 's/^/# /'; }
 tap_skip_all() { echo "1..0 # SKIP $1"; exit 0; }
 tap_skip() { tap_n=$((tap_n + 1)); echo "ok $tap_n # SKIP $1"; } # one check that cannot run here
+tap_refused() {
+  tr_what=$1; tr_pattern=$2; tr_out=$3; shift 3
+  "$@"
+  tr_rc=$?
+  grep -q "$tr_pattern" "$tr_out"
+  tr_found=$?
+  [ $tr_rc = 2 ] && [ $tr_found = 0 ]
+  tr_ok=$?
+  tap_ok $tr_ok "$tr_what is refused (exit $tr_rc)"
+  if [ $tr_ok != 0 ]; then tap_diag "$(tail -n 3 "$tr_out")"; fi
+}
 tap_done() {
   echo "1..$tap_n"
   [ "$tap_failed" = 0 ]

@@ -106,15 +106,8 @@ tap_ok $rc "mlp, adamw + clipping, 5 steps data parallel on 2 ranks, resumed to 
 
 # bad plans: exit 2 with one line naming the problem
 bad() { # bad DESCRIPTION PATTERN NP DECK ARGS...
-  what=$1; pattern=$2; np=$3; deck=$4; shift 4
-  train bad "$np" "$deck" "$@"
-  rc=$?
-  grep -q "$pattern" "$tap_tmp/bad.txt"
-  found=$?
-  [ $rc = 2 ] && [ $found = 0 ]
-  ok=$?
-  tap_ok $ok "$what is refused (exit $rc)"
-  if [ $ok != 0 ]; then tap_diag "$(tail -n 3 "$tap_tmp/bad.txt")"; fi
+  what=$1; pattern=$2; shift 2
+  tap_refused "$what" "$pattern" "$tap_tmp/bad.txt" train bad "$@"
 }
 mlp="mlp-fmnist.deck -D model.mlp_hidden=64,32"
 # shellcheck disable=SC2086

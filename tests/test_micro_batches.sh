@@ -139,15 +139,8 @@ same adamw-mb adamw-ref "mlp, adamw + clipping, 5 steps with 2 micro-batches on 
 
 # bad values: exit 2, the message names the key
 bad() { # bad DESCRIPTION PATTERN NP DECK ARGS...
-  what=$1; pattern=$2; np=$3; deck=$4; shift 4
-  train bad "$np" "$deck" "$@"
-  rc=$?
-  grep -q "$pattern" "$tap_tmp/bad.txt"
-  found=$?
-  [ $rc = 2 ] && [ $found = 0 ]
-  ok=$?
-  tap_ok $ok "$what is refused (exit $rc)"
-  if [ $ok != 0 ]; then tap_diag "$(tail -n 3 "$tap_tmp/bad.txt")"; fi
+  what=$1; pattern=$2; shift 2
+  tap_refused "$what" "$pattern" "$tap_tmp/bad.txt" train bad "$@"
 }
 bad "micro_batches = 0" "\[train\] micro_batches: 0 is out of range" 1 mlp-fmnist.deck -D train.micro_batches=0
 bad "more micro-batches than samples" "\[train\] micro_batches = 21, but \[train\] global_batch = 20" 2 mlp-fmnist.deck \

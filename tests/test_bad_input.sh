@@ -61,7 +61,7 @@ done
 expect_error "bad IDX magic" "badidx/.*magic" "$good" -D "data.path=$tap_tmp/badidx"
 
 sed 's/^zoo = mlp/zoo = vgg-mini\nvgg_channels = 4,4,4,4,4,4/' "$good" >"$tap_tmp/shapes.deck"
-expect_error "layer shapes that do not fit" "shapes.deck:7: \\[model\\] zoo = vgg-mini: .*pool5: maxpool2d: kernel 2 larger than input 1x1" \
+expect_error "layer shapes that do not fit" "shapes.deck:7: \\[model\\] zoo = vgg-mini: .*pool5: maxpool2d: kernel 2 larger than padded input 1x1" \
   "$tap_tmp/shapes.deck"
 
 # a byte-order mark (an editor's "UTF-8 with BOM") and an invisible character are named, not shown invisibly

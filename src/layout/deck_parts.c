@@ -8,7 +8,7 @@
 #include "io/config_schema.h"
 #include "layout/layout.h"
 #include "mux/options.h"
-#include "nn/recompute.h"
+#include "train/recompute_options.h"
 #include "nn/zoo.h"
 #include "optim/optim.h"
 #include "pipe/options.h"

@@ -36,4 +36,4 @@ dist_check_SCRIPTS += tests/test_zoo_nets_run.sh
 TESTS += tests/test_zoo_nets_run.sh
 
 # activation recomputation ([train] recompute, nn/recompute.h)
-libsurge_a_SOURCES += src/nn/recompute.c src/nn/recompute.h src/nn/recompute_options.c
+libsurge_a_SOURCES += src/nn/recompute.c src/nn/recompute.h

@@ -25,16 +25,6 @@ typedef enum recompute_mode {
   RECOMPUTE_ATTENTION,
 } recompute_mode_t;
 
-/* The deck's [train] recompute (recompute_options.c). */
-typedef struct recompute_opts {
-  char mode[16]; /* none | block | attention */
-} recompute_opts_t;
-
-extern const cfg_part_t recompute_options;
-
-/* The mode a parsed configuration asks for. */
-recompute_mode_t recompute_mode_of(const struct config *cfg);
-
 /* The plan of g->recompute over g's nodes, where fused (model_t.fused) and epi (model_t.epi) are the
  * model's fusion plans and allowed(arg, i, j) says nodes i and j run on the same samples (NULL: all
  * do): first[i] = lo for the last node i of a segment [lo, hi] (else 0); share[i] = the node of an

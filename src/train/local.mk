@@ -3,4 +3,5 @@ libsurge_a_SOURCES += \
   src/train/progress.c src/train/progress.h
 libsurge_a_SOURCES += src/train/run.c src/train/run.h src/train/claim.c src/train/claim.h
 libsurge_a_SOURCES += src/train/state.c src/train/state.h src/train/sample.c src/train/sample.h
+libsurge_a_SOURCES += src/train/recompute_options.c src/train/recompute_options.h
 libsurge_a_SOURCES += src/train/multiplex.c src/train/multiplex.h

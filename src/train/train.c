@@ -13,7 +13,7 @@
 #include "io/options.h"
 #include "mux/mux.h"
 #include "mux/options.h"
-#include "nn/recompute.h"
+#include "train/recompute_options.h"
 #include "nn/zoo.h"
 #include "sync/options.h"
 

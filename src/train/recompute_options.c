@@ -1,10 +1,10 @@
-/* The deck's [train] recompute (nn/recompute.h), and its check: only the gpt has the transformer
+/* The deck's [train] recompute (train/recompute_options.h), and its check: only the gpt has the transformer
  * blocks and attention layers it names. */
 #include <stdio.h>
 #include <string.h>
 
 #include "io/config.h"
-#include "nn/recompute.h"
+#include "train/recompute_options.h"
 
 #define CFG_OPTS recompute_opts_t
 // clang-format off: the table reads best one key per row
@@ -17,8 +17,14 @@ static const cfg_key_t rows[] = {
 };
 // clang-format on
 
+/* The mode's text. Not nn/recompute.c's recompute_name: this part is linked by programs that read
+ * decks without the engine (surge-report), and must not pull it in. */
+static const char *mode_text(const config_t *c) {
+  return ((const recompute_opts_t *)cfg_part(c, &recompute_options))->mode;
+}
+
 recompute_mode_t recompute_mode_of(const config_t *c) {
-  const char *m = ((const recompute_opts_t *)cfg_part(c, &recompute_options))->mode;
+  const char *m = mode_text(c);
   return strcmp(m, "block") == 0 ? RECOMPUTE_BLOCK : strcmp(m, "attention") == 0 ? RECOMPUTE_ATTENTION : RECOMPUTE_NONE;
 }
 
@@ -27,7 +33,7 @@ static int check(const config_t *c, cfg_problem_t *p) {
   snprintf(p->key, sizeof p->key, "train.recompute");
   snprintf(p->or_key, sizeof p->or_key, "model.zoo");
   snprintf(p->msg, sizeof p->msg, "recompute = %s needs the gpt's transformer blocks, but [model] zoo = %s (hint: "
-           "recompute = none, or zoo = gpt)", recompute_name(recompute_mode_of(c)), c->zoo);
+           "recompute = none, or zoo = gpt)", mode_text(c), c->zoo);
   return 1;
 }
 

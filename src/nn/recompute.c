@@ -1,6 +1,6 @@
 /* The segments of activation recomputation (nn/recompute.h): found from the graph's structure (a
- * GPT block is the run of nodes named blocks.N.*; an attention segment is an attention node and its
- * only consumer), checked to be self-contained, and matched form by form for the shared buffers. */
+ * GPT block is the run of nodes the zoo numbers as one block; an attention segment is an attention
+ * node and its only consumer), checked to be self-contained, and matched form by form for the shared buffers. */
 #include "nn/recompute.h"
 
 #include <stdio.h>
@@ -8,17 +8,15 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "nn/zoo.h"
 
 const char *recompute_name(int mode) {
   static const char *const names[] = {"none", "block", "attention"};
   return mode >= 0 && mode <= RECOMPUTE_ATTENTION ? names[mode] : "?";
 }
 
-/* The block number of a node named blocks.N.*, or -1. */
-static int block_of(const layer_t *l) {
-  int b, n = 0;
-  return sscanf(l->name, "blocks.%d.%n", &b, &n) == 1 && n > 0 ? b : -1;
-}
+/* The gpt block number of node l, or -1 (the zoo owns the names). */
+static int block_of(const layer_t *l) { return zoo_gpt_block_of(l->name); }
 
 /* The candidate segments of the mode as pairs lo[s], hi[s]; returns how many. */
 static int find_segments(const graph_t *g, int mode, int *lo, int *hi) {

@@ -94,6 +94,11 @@ static int build_resnet(const zoo_opts_t *o, graph_t *g, int classes) {
   return zoo_output_layer(o, g, x, classes, "fc");
 }
 
+int zoo_gpt_block_of(const char *node_name) {
+  int b, n = 0;
+  return sscanf(node_name, "blocks.%d.%n", &b, &n) == 1 && n > 0 ? b : -1;
+}
+
 int zoo_gpt_block(graph_t *g, int x, int i, int width, int heads, int shards, int out_bias) {
   int C = width;
   char name[LAYER_NAME_MAX];

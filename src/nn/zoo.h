@@ -99,6 +99,8 @@ int zoo_gpt_embed(graph_t *g, int vocab, int vocab_lo, int positions, int contex
  * replica of the embedding's rows). Returns the output node, or -1 with g->err set. */
 int zoo_gpt_head(graph_t *g, int x, int emb, int vocab);
 enum { ZOO_GPT_BLOCK_NODES = 10 };
+/* The block number i of a node that zoo_gpt_block named (blocks.i.*), or -1 for any other name. */
+int zoo_gpt_block_of(const char *node_name);
 
 /* The gpt's parameter tensors in GPT-2's order (llm.c's: wte, wpe, then per block ln1 w/b, qkv w/b,
  * proj w/b, ln2 w/b, fc w/b, fcproj w/b, then lnf w/b), for the weights formats (io/gpt2_map.h). */

@@ -24,13 +24,16 @@ for np in 1 4; do
   train $np "$tap_tmp/straight$np"
   tap_ok $? "20 steps straight on $np rank(s)"
 
-  # crash: SIGKILL once the step-10 checkpoint exists, then resume. 1000 steps, so the kill lands
-  # long before the end however fast the steps are (compared with a straight run of as many steps)
+  # crash: SIGKILL once the step-10 checkpoint exists, then resume for 1000 steps and compare with
+  # a straight run of 1000. The killed run is asked for a million steps, so the kill lands before
+  # its end however fast the steps are (the deck's learning rate is constant: the step count
+  # changes no arithmetic before the end)
   long="-D run.steps=1000 -D checkpoint.every=10"
+  endless="-D run.steps=1000000 -D checkpoint.every=10"
   train $np "$tap_tmp/straight-long$np" $long
   out="$tap_tmp/killed$np"
   # shellcheck disable=SC2086
-  timeout 300 "$mpiexec" -n $np "$SURGE_TRAIN" "$deck" $base $long -D "run.out_dir=$out" >"$out.txt" 2>&1 &
+  timeout 300 "$mpiexec" -n $np "$SURGE_TRAIN" "$deck" $base $endless -D "run.out_dir=$out" >"$out.txt" 2>&1 &
   pid=$!
   wait_for "$out/checkpoints/ckpt-00000010.h5"
   pkill -9 -f "^$SURGE_TRAIN .*run.out_dir=$out( |$)" 2>/dev/null # a crash: every rank dies at once
@@ -49,7 +52,7 @@ for np in 1 4; do
   # status --stopped-exit gives; the job scripts use 75 to requeue)
   out="$tap_tmp/signalled$np"
   # shellcheck disable=SC2086
-  timeout 300 "$mpiexec" -n $np "$SURGE_TRAIN" "$deck" $base $long -D "run.out_dir=$out" >"$out.txt" 2>&1 &
+  timeout 300 "$mpiexec" -n $np "$SURGE_TRAIN" "$deck" $base $endless -D "run.out_dir=$out" >"$out.txt" 2>&1 &
   pid=$!
   wait_for "$out/checkpoints/ckpt-00000010.h5"
   pkill -USR1 -f "^$SURGE_TRAIN .*run.out_dir=$out( |$)" 2>/dev/null

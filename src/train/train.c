@@ -76,6 +76,9 @@ train_memory_t trainer_memory(const trainer_t *t) {
       .peak_bytes = rss_peak_bytes() - t->rss_before_model,
       .process_bytes = rss_peak_bytes(),
       .window = l->window,
+      .act_bytes = sizeof(float) * (double)l->m->act_floats,
+      .before_bytes = t->rss_before_model,
+      .steps_peak_bytes = t->rss_peak_steps,
   };
   return m;
 }
@@ -173,6 +176,7 @@ train_stats_t trainer_step(trainer_t *t, int stop_request) {
   s.phase[PHASE_WAIT] = ls.wait;
   s.phase[PHASE_COMM] = ls.comm + (t3 - t1 - update_s) + (t4 - t3);
   s.phase[PHASE_OPTIMIZER] = update_s;
+  t->rss_peak_steps = rss_peak_bytes(); /* one getrusage: what the steps took, before evaluation and checkpoints */
   return s;
 }
 

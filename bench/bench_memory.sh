@@ -150,12 +150,12 @@ if want speed; then
   gpt="$src/inputs/gpt-fortunes.deck -D run.steps=$ssteps -D run.eval_every=0 -D data.test_samples=8
     -D run.print_every=1000 -D run.overwrite=true -D checkpoint.compression=none"
   srun() { # srun NAME HOSTS ARGS...: 2 ranks (on HOSTS, mpiexec's --host; "-": this node's) into $tmp/NAME
-    name=$1 hosts=""
-    [ "$2" = - ] || hosts="--host $2"
+    name=$1 on=""
+    [ "$2" = - ] || on="--host $2"
     shift 2
     # shellcheck disable=SC2086
-    "$mpiexec" -n 2 $hosts "$train" $gpt -D "run.out_dir=$tmp/$name" "$@" >"$tmp/$name.txt" 2>&1 ||
-      { echo "bench_memory: the $name run failed:" >&2; tail -n 5 "$tmp/$name.txt" >&2; exit 1; }
+    "$mpiexec" -n 2 $on "$train" $gpt -D "run.out_dir=$tmp/$name" "$@" >"$tmp/$name.txt" 2>&1 && return 0
+    echo "bench_memory: the $name run failed:" >&2; tail -n 5 "$tmp/$name.txt" >&2; exit 1
   }
   step_ms() { h5vals "$tmp/$1/log.h5" /metrics/step_time | awk 'NR > 2 { print 1e3 * $1 }' | median; }
   # wire_mib NAME CATEGORY...: mean bytes a step of the categories, summed over the ranks (MiB)

@@ -54,6 +54,7 @@ void trainer_init(trainer_t *t, const config_t *cfg, const deck_t *deck, comm_t 
                    l->sharded_state ? l->update_hi : l->local->total);
   sampler_init_for(&t->sampler, t->ds, cfg->seed);
   t->ids = xcalloc((size_t)cfg->global_batch, sizeof *t->ids);
+  t->rss_peak_steps = rss_peak_bytes(); /* a run without steps (resumed at its end): the set-up's */
 }
 
 void trainer_free(trainer_t *t) {

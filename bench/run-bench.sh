@@ -58,6 +58,10 @@ if want recompute && [ -f "$src/bench/bench_recompute.sh" ]; then
   echo "== activation recomputation: step time and memory of block and attention against none, 1 rank and 3d (bench/bench_recompute.sh)"
   SURGE_TRAIN=./surge-train MPIEXEC="$mpiexec" sh "$src/bench/bench_recompute.sh"
 fi
+if want memory && [ -f "$src/bench/bench_memory.sh" ]; then
+  echo "== memory at scale: peak RSS per rank of a 124M gpt on 1-8 dp ranks against its state, sharded optimizer and recompute; the sharded optimizer's step time on one node and 2 emulated nodes (bench/bench_memory.sh)"
+  SURGE_TRAIN=./surge-train MPIEXEC="$mpiexec" sh "$src/bench/bench_memory.sh"
+fi
 if want tokens && [ -f "$src/bench/bench_tokens.sh" ]; then
   echo "== tokenized text: surge-tokenize against Hugging Face tokenizers, gpt2-124m's data phase (bench/bench_tokens.sh)"
   MPIEXEC="$mpiexec" sh "$src/bench/bench_tokens.sh"

@@ -70,6 +70,28 @@ tap_ok $? "1 rank: the optimizer state is the whole slab's ($((8 * total)) bytes
 run mlp-u4 4 mlp-fmnist.deck -D model.mlp_hidden=64,32 -D data.train_samples=400 -D parallel.node_shared=false -D run.steps=1
 opt_line mlp-u4 | grep -q "bytes $((8 * total)) $((8 * total)) $((8 * total)) $((8 * total)) for"
 tap_ok $? "4 ranks unsharded: every rank holds the whole slab's moments (the accounting can tell them apart)"
+# the per-rank memory report (bench/bench_memory.sh reads it): "memory by rank (bytes): peak P...; steps
+# peak S...; before model B...; state T...; activations A..." with a value per rank in each list,
+# B < S <= P (the model is resident, the peak only grows); each rank's state is exactly the
+# parameters and gradients (4 bytes a slab float each), its activations and its optimizer-state
+# bytes (the optimizer line's); the largest is the "training state" of the memory line (in MiB)
+memory_ok() { # memory_ok NAME NP: NAME's memory report is well formed as above
+  { sed -n 's/^memory per rank: training state \([0-9.]*\) MiB.*/\1/p' "$tap_tmp/$1.txt"
+    opt_line "$1" | sed 's/.*bytes \(.*\) for slab.* of \([0-9]*\)$/\2 \1/'
+    sed -n 's/^memory by rank (bytes): //p' "$tap_tmp/$1.txt"; } | awk -v np="$2" -F';' '
+    NR == 1 { top = $1 } NR == 2 { no = split($1, o, " ") - 1 }
+    NR == 3 { for (q = 1; q <= NF; q++) { n = split($q, w, " "); k = 0
+        for (i = 1; i <= n; i++) if (w[i] ~ /^[0-9]+$/) v[++k, q] = w[i]; if (k != np) bad = 1 }
+      found = 1; for (r = 1; r <= np; r++) {
+        if (!(v[r, 3] < v[r, 2] && v[r, 2] <= v[r, 1])) bad = 1
+        if (v[r, 4] != 8 * o[1] + v[r, 5] + o[r + 1]) bad = 1
+        if (v[r, 4] > max) max = v[r, 4] } }
+    END { d = max / 1048576 - top; exit !(!bad && found && no == np && d < 0.05 && d > -0.05) }'
+}
+memory_ok mlp-u4 4
+tap_ok $? "4 ranks unsharded: the run reports each rank's peak, steps peak, memory before the model, and its state = 8 bytes a parameter + activations + moments"
+memory_ok mlp-s4 4
+tap_ok $? "4 ranks sharded: the same report, each rank's state holding its shard's moments"
 
 # checkpoints: sharded on 4 ranks for 5 steps, then 10 steps in all on 1 rank and on 2 ranks unsharded;
 # unsharded on 1 rank for 5 steps, then sharded on 3 ranks

@@ -99,6 +99,20 @@ static void checkpoint_now(trainer_t *t, run_log_t *log, progress_t *p, const ch
   progress_note(p, line);
 }
 
+/* Each rank's peak resident memory against what it holds, one ';'-separated list per quantity in bytes
+ * (exact, where the memory line above rounds to MiB), rank order: the peak at exit and at the end of the
+ * last step (before the final evaluation and checkpoint), the resident memory before the model existed,
+ * the training state and, of it, the activations. cols: (ranks, stride) as gathered, columns 2..6. */
+static void memory_by_rank(const char *label, const double *cols, int stride, int ranks) {
+  static const char *const names[] = {"peak", "steps peak", "before model", "state", "activations"};
+  printf("%smemory by rank (bytes):", label);
+  for (int q = 0; q < 5; q++) {
+    printf("%s %s", q ? ";" : "", names[q]);
+    for (int r = 0; r < ranks; r++) printf(" %.0f", cols[stride * r + 2 + q]);
+  }
+  printf("\n");
+}
+
 train_outcome_t train_run(const config_t *cfg, const deck_t *deck, const char *resume_cmd, comm_t *world) {
   char model_path[CFG_STR + 32];
   snprintf(model_path, sizeof model_path, "%s/model.h5", cfg->out_dir);
@@ -227,8 +241,11 @@ train_outcome_t train_run(const config_t *cfg, const deck_t *deck, const char *r
   double worst[5] = {mem.state_bytes, mem.peak_bytes, mem.peak_bytes / mem.state_bytes, mem.window,
                      mem.process_bytes}; /* max over ranks */
   comm_allreduce_max_double(world, worst, 5, TRAFFIC_OTHER);
-  double mine[2] = {mem.optim_bytes, mem.optim_floats}, *opt = xcalloc(2 * (size_t)world->size, sizeof *opt);
-  comm_gather_double(world, mine, 2, opt, 0, TRAFFIC_OTHER); /* (ranks, 2) on rank 0 */
+  enum { MINE = 7 }; /* per rank: the optimizer's bytes and floats, then the memory_by_rank columns */
+  double mine[MINE] = {mem.optim_bytes,  mem.optim_floats, mem.process_bytes, mem.steps_peak_bytes,
+                       mem.before_bytes, mem.state_bytes,  mem.act_bytes};
+  double *opt = xcalloc(MINE * (size_t)world->size, sizeof *opt);
+  comm_gather_double(world, mine, MINE, opt, 0, TRAFFIC_OTHER); /* (ranks, MINE) on rank 0 */
   if (world->rank == 0) {
     long done = t.step - (resumed_at > 0 ? resumed_at : 0);
     printf("%sdone: %ld steps in %s (%.1f ms/step, %.0f samples/s)\n", p.label, done, dur,
@@ -244,10 +261,11 @@ train_outcome_t train_run(const config_t *cfg, const deck_t *deck, const char *r
            "%.0f samples), peak %.1f MiB above the data (%.2fx), process peak %.1f MiB (largest of the ranks)\n",
            p.label, worst[0] / 1048576.0, worst[3], worst[1] / 1048576.0, worst[2], worst[4] / 1048576.0);
     printf("%soptimizer state per rank: bytes", p.label); /* a sharded optimizer's: each its shard's moments */
-    for (int r = 0; r < world->size; r++) printf(" %.0f", opt[2 * r]);
+    for (int r = 0; r < world->size; r++) printf(" %.0f", opt[MINE * r]);
     printf(" for slab floats");
-    for (int r = 0; r < world->size; r++) printf(" %.0f", opt[2 * r + 1]);
+    for (int r = 0; r < world->size; r++) printf(" %.0f", opt[MINE * r + 1]);
     printf(" of %zu\n", t.layout->local->total);
+    memory_by_rank(p.label, opt, MINE, world->size);
   }
   free(opt);
   trainer_free(&t);

@@ -54,6 +54,7 @@ void trainer_init(trainer_t *t, const config_t *cfg, const deck_t *deck, comm_t 
                    l->sharded_state ? l->update_hi : l->local->total);
   sampler_init_for(&t->sampler, t->ds, cfg->seed);
   t->ids = xcalloc((size_t)cfg->global_batch, sizeof *t->ids);
+  t->rss_peak_steps = rss_peak_bytes(); /* a run without steps (resumed at its end): the set-up's */
 }
 
 void trainer_free(trainer_t *t) {
@@ -76,6 +77,9 @@ train_memory_t trainer_memory(const trainer_t *t) {
       .peak_bytes = rss_peak_bytes() - t->rss_before_model,
       .process_bytes = rss_peak_bytes(),
       .window = l->window,
+      .act_bytes = sizeof(float) * (double)l->m->act_floats,
+      .before_bytes = t->rss_before_model,
+      .steps_peak_bytes = t->rss_peak_steps,
   };
   return m;
 }
@@ -173,6 +177,7 @@ train_stats_t trainer_step(trainer_t *t, int stop_request) {
   s.phase[PHASE_WAIT] = ls.wait;
   s.phase[PHASE_COMM] = ls.comm + (t3 - t1 - update_s) + (t4 - t3);
   s.phase[PHASE_OPTIMIZER] = update_s;
+  t->rss_peak_steps = rss_peak_bytes(); /* one getrusage: what the steps took, before evaluation and checkpoints */
   return s;
 }
 

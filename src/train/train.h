@@ -48,6 +48,7 @@ typedef struct trainer {
   char run_id[17];    /* the run's identity (io/run_dir.h), kept in its checkpoints and model file */
   uint64_t *ids;      /* (global batch) the step's sample ids */
   double rss_before_model; /* resident bytes after the data was opened, before the model existed */
+  double rss_peak_steps;   /* peak resident bytes at the end of the latest step (of the set-up before any) */
 } trainer_t;
 
 /* What this rank's training state needs and what the process took for it. */
@@ -58,6 +59,10 @@ typedef struct train_memory {
   int window;          /* samples the activations hold */
   double optim_bytes;  /* of state_bytes, the optimizer's moments (a sharded optimizer: its shard's) */
   double optim_floats; /* the slab floats the moments cover (the whole slab, or this rank's shard) */
+  double act_bytes;    /* of state_bytes, the activations (with staging) the layout's model holds */
+  double before_bytes; /* resident bytes before the model existed (the data, libraries, MPI) */
+  double steps_peak_bytes; /* peak resident bytes up to the end of the last step (not the evaluation and
+                            * checkpoint after it) */
 } train_memory_t;
 train_memory_t trainer_memory(const trainer_t *t);
 

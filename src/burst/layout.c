@@ -78,7 +78,9 @@ static void plan_everywhere(burst_layout_t *b, const layout_opts_t *o, const gra
 static norm_plan_t plan_norm(burst_layout_t *b) {
   const burst_exec_t *ex = &b->ex;
   if (ex->shared) return (norm_plan_t){.sum = NORM_SUM_LAYOUT};
-  if (b->base.sharded_state) return (norm_plan_t){.sum = NORM_SUM_JOB}; /* its shard, summed with the metrics */
+  if (b->base.sharded_state && ex->sync.shard) /* its shard, summed with the metrics */
+    return (norm_plan_t){.ranges = b->base.update_ranges, .nranges = b->base.nupdate_ranges, .sum = NORM_SUM_JOB};
+  if (b->base.sharded_state) return (norm_plan_t){.sum = NORM_SUM_JOB};
   if (ex->summed) return (norm_plan_t){.sum = NORM_SUM_NONE};
   const slab_layout_t *L = &ex->g->params;
   b->norm_ranges = xcalloc(2 * (size_t)(L->n ? L->n : 1), sizeof *b->norm_ranges);
@@ -94,7 +96,7 @@ static norm_plan_t plan_norm(burst_layout_t *b) {
  * burst_exec_gather brings them. Everywhere else: the whole slab (NULL). */
 static void plan_update(burst_layout_t *b) {
   const burst_exec_t *ex = &b->ex;
-  if (ex->shared || ex->all_ranks_everywhere) return;
+  if (ex->shared || ex->all_ranks_everywhere || b->base.sharded_state) return;
   const slab_layout_t *L = &ex->g->params;
   b->update_ranges = xcalloc(2 * (size_t)(L->n ? L->n : 1), sizeof *b->update_ranges);
   int n = 0, r = ex->world->rank;
@@ -226,24 +228,39 @@ static const layout_ops_t sharded_layout_ops = {
     .step = step, .eval = sharded_eval, .sync_replicas = sharded_sync_replicas, .describe = describe,
     .log = log_plan, .updated = sharded_updated, .free = free_layout};
 
-/* [parallel] shard_optimizer: the shards' bounds for the gradient sync (sync), or nothing where it
+/* [parallel] shard_optimizer: the gradient sync plans the shards of each rank set's tensors (sync), and
+ * node-shared memory takes the world's bounds as its slices where it runs (b->shard); nothing where it
  * does not apply (1 rank); what it cannot do yet is an input error naming the keys. */
 static void plan_shards(burst_layout_t *b, const layout_opts_t *o, const graph_t *g, const backend_t *be,
                         comm_t *world, gradsync_opts_t *sync) {
   if (!o->shard_optimizer || world->size < 2) return;
   const char *where = layout_where(o, "parallel.shard_optimizer");
-  if (strcmp(o->mode, "dp") != 0)
-    surge_input_error("%s: [parallel] shard_optimizer = true with [parallel] mode = %s: not implemented (a plan's "
-                      "rank sets would each shard their own tensors) (hint: use mode = dp, or turn shard_optimizer "
-                      "off)", where, o->mode);
   if (!be->host_memory)
     surge_input_error("%s: [parallel] shard_optimizer = true on the %s backend: not implemented (the reduce-scatter "
                       "has no NCCL counterpart yet) (hint: a host-memory backend, cpu or ref, or shard_optimizer "
                       "= false)", where, be->name);
   b->shard = xcalloc((size_t)world->size + 1, sizeof *b->shard);
   shard_bounds(&g->params, world->size, b->shard);
-  sync->shard = b->shard;
-  sync->shard_ranks = world->size;
+  sync->shard = 1;
+}
+
+/* A sharded optimizer without node-shared memory: this rank updates its shard (the gradient sync's
+ * plan: one range for data parallelism, a range per rank set's piece in a burst plan), counts it in
+ * the norm and holds its moments alone; the parameters are all-gathered over each set at `updated`. */
+static void use_shards(burst_layout_t *b) {
+  burst_exec_t *ex = &b->ex;
+  const shard_plan_t *p = ex->sync.shard;
+  b->base.ops = &sharded_layout_ops;
+  b->base.sharded_state = 1;
+  b->base.update_lo = p->nranges ? p->ranges[0] : 0;
+  b->base.update_hi = p->nranges ? p->ranges[2 * p->nranges - 1] : 0;
+  if (p->nranges > 1) { /* else [update_lo, update_hi) says it all */
+    b->base.update_ranges = p->ranges;
+    b->base.nupdate_ranges = p->nranges;
+  }
+  shard_gather_init(&b->gather, &ex->sync, &ex->g->params, ex->m.params);
+  ex->before_forward = gather_before;
+  ex->before_arg = &b->gather;
 }
 
 layout_t *burst_layout_build(const layout_opts_t *o, const graph_t *g, const backend_t *be, comm_t *world) {
@@ -278,18 +295,18 @@ layout_t *burst_layout_build(const layout_opts_t *o, const graph_t *g, const bac
              "node-shared memory, each rank its slice ([parallel] node_shared%s)",
              b->shard ? "; with shard_optimizer the slices are its shards, each rank holding the moments of its "
                         "own alone" : "");
-  } else if (b->shard) {
-    b->base.ops = &sharded_layout_ops;
-    b->base.update_lo = b->shard[world->rank];
-    b->base.update_hi = b->shard[world->rank + 1];
-    b->base.sharded_state = 1;
-    shard_gather_init(&b->gather, &b->ex.sync, &g->params, b->shard, world, b->ex.m.params);
-    b->ex.before_forward = gather_before;
-    b->ex.before_arg = &b->gather;
-    snprintf(b->note, sizeof b->note, "dp: sharded optimizer ([parallel] shard_optimizer): gradients reduce-scattered "
-             "in buckets, each rank updating its 1/%d shard with moments for it alone, parameters all-gathered in "
-             "buckets before the next forward pass reads them%s%s",
-             world->size, b->ex.shared_refused[0] ? "; not node-shared memory: " : "", b->ex.shared_refused);
+  } else if (b->ex.sync.shard) {
+    use_shards(b);
+    if (strcmp(o->mode, "dp") == 0)
+      snprintf(b->note, sizeof b->note, "dp: sharded optimizer ([parallel] shard_optimizer): gradients "
+               "reduce-scattered in buckets, each rank updating its 1/%d shard with moments for it alone, parameters "
+               "all-gathered in buckets before the next forward pass reads them%s%s",
+               world->size, b->ex.shared_refused[0] ? "; not node-shared memory: " : "", b->ex.shared_refused);
+    else
+      snprintf(b->note, sizeof b->note, "burst: sharded optimizer ([parallel] shard_optimizer): each rank set's "
+               "gradients reduce-scattered in buckets over the set, each rank updating its shard of every set it is "
+               "in (%zu floats) with moments for it alone, parameters all-gathered over each set before the next "
+               "forward pass reads them", b->ex.sync.shard->floats);
   } else if (b->ex.shared_refused[0]) {
     snprintf(b->note, sizeof b->note, "dp: allreduce, not node-shared memory: %s", b->ex.shared_refused);
   }

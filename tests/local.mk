@@ -50,6 +50,9 @@ TESTS += tests/test_recompute.sh
 # The distributed optimizer ([parallel] shard_optimizer): equivalence, memory accounting, resumes.
 dist_check_SCRIPTS += tests/test_shard_optimizer.sh
 TESTS += tests/test_shard_optimizer.sh
+# ... on the 3d layout's dp axis and on a burst plan: equivalence, memory accounting, resumes.
+dist_check_SCRIPTS += tests/test_shard_layouts.sh
+TESTS += tests/test_shard_layouts.sh
 # The GPU path (doc/gpu.md): skipped (exit 77) without a GPU; tests/gpu/device-check.sh runs them on one.
 check_PROGRAMS += tests/gpu/gpu_probe
 tests_gpu_gpu_probe_SOURCES = tests/gpu/gpu_probe.c

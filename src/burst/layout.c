@@ -160,8 +160,6 @@ static double sharded_updated(layout_t *l, double norm_part) {
   return 0.0;
 }
 
-static void gather_before(void *arg, int node) { shard_gather_before(arg, node); }
-
 static void sharded_eval(layout_t *l, const dataset_t *ds, data_split_t split, uint64_t n, double sums[2]) {
   shard_gather_finish(&impl(l)->gather);
   eval(l, ds, split, n, sums);
@@ -259,7 +257,7 @@ static void use_shards(burst_layout_t *b) {
     b->base.nupdate_ranges = p->nranges;
   }
   shard_gather_init(&b->gather, &ex->sync, &ex->g->params, ex->m.params);
-  ex->before_forward = gather_before;
+  ex->before_forward = shard_gather_hook;
   ex->before_arg = &b->gather;
 }
 

@@ -312,8 +312,6 @@ static double sharded_updated(layout_t *l, double norm_part) {
   return 0.0;
 }
 
-static void gather_before(void *arg, int node) { shard_gather_before(arg, node); }
-
 static void sharded_eval(layout_t *l, const dataset_t *ds, data_split_t split, uint64_t n, double sums[2]) {
   shard_gather_finish(&impl(l)->gather);
   eval(l, ds, split, n, sums);
@@ -356,9 +354,14 @@ static const layout_ops_t sharded_layout_ops = {
     .updated = sharded_updated, .shard_replica = shard_replica, .free = free_layout};
 
 /* [parallel] shard_optimizer on dp > 1 (else nothing to shard): the data-parallel gradient sync
- * reduce-scatters (sync). PowerSGD ([compress] sc_stages) is refused by the gradient sync. */
+ * reduce-scatters (sync). What it does not combine with is an input error naming the keys. */
 static void plan_shards(const layout_opts_t *o, const backend_t *be, gradsync_opts_t *sync) {
   if (!o->shard_optimizer || grid_of(o)->dp < 2) return;
+  if (compress_opts(o->cfg)->sc_stages > 0)
+    surge_input_error("%s: [parallel] shard_optimizer = true with [compress] sc_stages = %d (%s): not implemented "
+                      "(the distributed optimizer reduce-scatters exact sums; PowerSGD sums compressed factors) (hint: "
+                      "turn off shard_optimizer or sc_stages)", layout_where(o, "parallel.shard_optimizer"),
+                      compress_opts(o->cfg)->sc_stages, layout_where(o, "compress.sc_stages"));
   if (!be->host_memory)
     surge_input_error("%s: [parallel] shard_optimizer = true on the %s backend: not implemented (the reduce-scatter "
                       "has no NCCL counterpart yet) (hint: a host-memory backend, cpu or ref, or shard_optimizer "
@@ -378,7 +381,7 @@ static void use_shards(pipe_layout_t *pl) {
   b->update_lo = sp->nranges ? sp->ranges[0] : 0;
   b->update_hi = sp->nranges ? sp->ranges[2 * sp->nranges - 1] : 0;
   shard_gather_init(&pl->gather, &ex->sync, &ex->lg.params, ex->m.params);
-  ex->before_forward = gather_before;
+  ex->before_forward = shard_gather_hook;
   ex->before_arg = &pl->gather;
   b->note = "3d: sharded optimizer ([parallel] shard_optimizer): each stage's data-parallel group reduce-scatters its "
             "gradients in buckets, each rank updating its shard with moments for it alone (a layer norm never cut); "

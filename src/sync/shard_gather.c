@@ -69,6 +69,8 @@ void shard_gather_before(shard_gather_t *g, int node) {
   g->pending = open > 0;
 }
 
+void shard_gather_hook(void *g, int node) { shard_gather_before(g, node); }
+
 void shard_gather_finish(shard_gather_t *g) {
   if (!g->pending) return;
   for (int k = g->nbuckets - 1; k >= 0; k--)

@@ -33,6 +33,8 @@ void shard_gather_free(shard_gather_t *g);
 void shard_gather_start(shard_gather_t *g);
 /* Before node's forward pass: wait for the buckets it reads, progress the others. */
 void shard_gather_before(shard_gather_t *g, int node);
+/* shard_gather_before as an executor's before_forward hook (arg: the shard_gather_t). */
+void shard_gather_hook(void *g, int node);
 /* Wait for every bucket still in flight (nothing when none is). */
 void shard_gather_finish(shard_gather_t *g);
 

@@ -13,6 +13,7 @@
 # sharded burst plan, ending within 1e-5 of the straight 1-rank run; PowerSGD with it is refused at
 # start-up naming both keys.
 . "${SURGE_TOP_SRCDIR:-.}/tests/tap.sh"
+. "$top_src/tests/same_params.sh" # same NAME REF WHAT
 [ -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ] || tap_skip_all "dataset-fashion-mnist is not installed"
 [ -d /usr/share/games/fortunes ] || tap_skip_all "the fortunes text (Debian package fortunes) is not installed"
 compare="$top_build/tests/h5_compare"
@@ -30,16 +31,6 @@ run() { # run NAME NP DECK ARGS...: train into $tap_tmp/NAME, its exit status in
   timeout 300 "$mpiexec" -n "$np" "$SURGE_TRAIN" "$top_src/inputs/$deck" $common -D "run.out_dir=$tap_tmp/$name" "$@" \
     >"$tap_tmp/$name.txt" 2>&1
   echo $? >"$tap_tmp/$name.rc"
-}
-same() { # same NAME REF WHAT [h5_compare options]: NAME's parameters within 1e-5 of REF's
-  name=$1; ref=$2; what=$3; shift 3
-  if [ -f "$tap_tmp/$name/model.h5" ]; then
-    res=$("$compare" "$tap_tmp/$name/model.h5" "$tap_tmp/$ref/model.h5" 1e-5 "$@" 2>&1)
-    rc=$?
-  else
-    res="training failed: $(tail -n 3 "$tap_tmp/$name.txt")"; rc=1
-  fi
-  tap_ok $rc "$what: $res"
 }
 clipped() { # clipped NAME WHAT: every step's gradient norm is above clip_norm
   low=$(h5vals "$tap_tmp/$1/log.h5" /metrics/grad_norm | awk '$1 <= 0.5 { n++ } END { print (NR ? n + 0 : "no log") }')

@@ -6,6 +6,7 @@
 # resumes on 1 rank and on 2 ranks unsharded, and an unsharded one resumes sharded, all ending
 # within 1e-5 of the straight 1-rank run. The 3d layout and burst plans: tests/test_shard_layouts.sh.
 . "${SURGE_TOP_SRCDIR:-.}/tests/tap.sh"
+. "$top_src/tests/same_params.sh" # same NAME REF WHAT
 . "$top_src/tests/zoo_models.sh"
 [ -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ] || tap_skip_all "dataset-fashion-mnist is not installed"
 compare="$top_build/tests/h5_compare"
@@ -19,16 +20,6 @@ run() { # run NAME NP DECK ARGS...: train into $tap_tmp/NAME
   # shellcheck disable=SC2086
   timeout 300 "$mpiexec" -n "$np" "$SURGE_TRAIN" "$top_src/inputs/$deck" $common -D "run.out_dir=$tap_tmp/$name" "$@" \
     >"$tap_tmp/$name.txt" 2>&1
-}
-same() { # same NAME REF WHAT [h5_compare options]: NAME's parameters within 1e-5 of REF's
-  name=$1; ref=$2; what=$3; shift 3
-  if [ -f "$tap_tmp/$name/model.h5" ]; then
-    res=$("$compare" "$tap_tmp/$name/model.h5" "$tap_tmp/$ref/model.h5" 1e-5 "$@" 2>&1)
-    rc=$?
-  else
-    res="training failed: $(tail -n 3 "$tap_tmp/$name.txt")"; rc=1
-  fi
-  tap_ok $rc "$what: $res"
 }
 # opt_line NAME: the run's "optimizer state per rank: bytes B... for slab floats F... of N" line
 opt_line() { grep '^optimizer state per rank: bytes' "$tap_tmp/$1.txt"; }

@@ -126,13 +126,18 @@ static void step(layout_t *l, const dataset_t *ds, const uint64_t *ids, float gr
   out->backward_done = t.backward_done;
 }
 
+/* A sharded optimizer's all-gather of the last update is waited for first (nothing to wait for
+ * without one). */
 static void eval(layout_t *l, const dataset_t *ds, data_split_t split, uint64_t n, double sums[2]) {
+  shard_gather_finish(&impl(l)->gather);
   burst_exec_eval(&impl(l)->ex, ds, split, n, sums);
 }
 
 /* With node-shared memory the parameters are one slab; each rank's other slabs (moments) are right
- * on its slice only. */
+ * on its slice only. A sharded optimizer's all-gather of the last update completes the parameters
+ * first. */
 static void sync_replicas(layout_t *l, float *slabs[], int nslabs) {
+  shard_gather_finish(&impl(l)->gather);
   burst_exec_t *ex = &impl(l)->ex;
   burst_exec_gather_bufs(ex);
   if (!ex->shared) {
@@ -158,16 +163,6 @@ static double sharded_updated(layout_t *l, double norm_part) {
   shard_gather_start(&impl(l)->gather);
   (void)norm_part; /* the norm's parts ride on the trainer's metrics (NORM_SUM_JOB) */
   return 0.0;
-}
-
-static void sharded_eval(layout_t *l, const dataset_t *ds, data_split_t split, uint64_t n, double sums[2]) {
-  shard_gather_finish(&impl(l)->gather);
-  eval(l, ds, split, n, sums);
-}
-
-static void sharded_sync_replicas(layout_t *l, float *slabs[], int nslabs) {
-  shard_gather_finish(&impl(l)->gather);
-  sync_replicas(l, slabs, nslabs);
 }
 
 /* After sync_replicas every rank holds every tensor whole. */
@@ -223,7 +218,7 @@ static void check_micro(const layout_opts_t *o, const graph_t *g) {
  * reduce-scattered to the shards, each rank updating its own, the parameters all-gathered at
  * `updated`. */
 static const layout_ops_t sharded_layout_ops = {
-    .step = step, .eval = sharded_eval, .sync_replicas = sharded_sync_replicas, .describe = describe,
+    .step = step, .eval = eval, .sync_replicas = sync_replicas, .describe = describe,
     .log = log_plan, .updated = sharded_updated, .free = free_layout};
 
 /* [parallel] shard_optimizer: the gradient sync plans the shards of each rank set's tensors (sync), and
@@ -303,8 +298,8 @@ layout_t *burst_layout_build(const layout_opts_t *o, const graph_t *g, const bac
     else
       snprintf(b->note, sizeof b->note, "burst: sharded optimizer ([parallel] shard_optimizer): each rank set's "
                "gradients reduce-scattered in buckets over the set, each rank updating its shard of every set it is "
-               "in (%zu floats) with moments for it alone, parameters all-gathered over each set before the next "
-               "forward pass reads them", b->ex.sync.shard->floats);
+               "in (rank 0: %zu floats) with moments for it alone, parameters all-gathered over each set before the "
+               "next forward pass reads them", b->ex.sync.shard->floats);
   } else if (b->ex.shared_refused[0]) {
     snprintf(b->note, sizeof b->note, "dp: allreduce, not node-shared memory: %s", b->ex.shared_refused);
   }

@@ -224,13 +224,20 @@ static void step(layout_t *l, const dataset_t *ds, const uint64_t *ids, float gr
   pipe_exec_step(&impl(l)->ex, ds, ids, grad_scale, out);
 }
 
+/* A sharded optimizer's all-gather of the last update is waited for first (nothing to wait for
+ * without one). */
 static void eval(layout_t *l, const dataset_t *ds, data_split_t split, uint64_t n, double sums[2]) {
+  shard_gather_finish(&impl(l)->gather);
   pipe_exec_eval(&impl(l)->ex, ds, split, n, sums);
 }
 
 /* Replicas stay equal by construction: they apply the same sums (bitwise equal on every rank of a
- * group) through the same optimizer; checkpoints verify it (io/checkpoint.h). */
-static void sync_replicas(layout_t *l, float *slabs[], int nslabs) { (void)l, (void)slabs, (void)nslabs; }
+ * group) through the same optimizer; checkpoints verify it (io/checkpoint.h). A sharded optimizer's
+ * all-gather of the last update completes the parameters. */
+static void sync_replicas(layout_t *l, float *slabs[], int nslabs) {
+  shard_gather_finish(&impl(l)->gather);
+  (void)slabs, (void)nslabs;
+}
 
 static void describe(const layout_t *l, state_tensor_t *out) {
   const pipe_layout_t *pl = impl(l);
@@ -312,16 +319,6 @@ static double sharded_updated(layout_t *l, double norm_part) {
   return 0.0;
 }
 
-static void sharded_eval(layout_t *l, const dataset_t *ds, data_split_t split, uint64_t n, double sums[2]) {
-  shard_gather_finish(&impl(l)->gather);
-  eval(l, ds, split, n, sums);
-}
-
-static void sharded_sync_replicas(layout_t *l, float *slabs[], int nslabs) {
-  shard_gather_finish(&impl(l)->gather);
-  sync_replicas(l, slabs, nslabs);
-}
-
 /* The rows of a layer norm's moments are held by one rank of each tensor-parallel index's group (it
  * is never cut): those are replicas; every other box of a shard by its rank alone. */
 static void shard_replica(const layout_t *l, int t, int *replica, int *replicas) {
@@ -349,7 +346,7 @@ static const layout_ops_t pipe_layout_ops = {.step = step, .eval = eval, .sync_r
                                              .state = state, .state_loaded = state_loaded, .free = free_layout};
 /* With a sharded optimizer over the data-parallel axis (pipe/exec.h). */
 static const layout_ops_t sharded_layout_ops = {
-    .step = step, .eval = sharded_eval, .sync_replicas = sharded_sync_replicas, .describe = describe,
+    .step = step, .eval = eval, .sync_replicas = sync_replicas, .describe = describe,
     .log = log_pipeline, .log_step = log_step, .state = state, .state_loaded = state_loaded,
     .updated = sharded_updated, .shard_replica = shard_replica, .free = free_layout};
 

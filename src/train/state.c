@@ -51,8 +51,8 @@ static void add_slab_region(host_state_t *h, const layout_t *l, const char *grou
 
 /* A sharded optimizer's moments (sync/shard.h): device holds the floats of o's ranges one after the
  * other; of each tensor's piece (the layout's box of it) this rank holds the rows within them, one box,
- * written by it alone or by the ranks the layout's shard_replica names (which hold the same rows:
- * the 3d layout's tensor-parallel ranks of a layer norm), none where the shard misses it. */
+ * written by it alone or by the ranks the layout's shard_replica names (which hold the same rows),
+ * none where the shard misses it. */
 static void add_shard_region(host_state_t *h, const layout_t *l, const char *group, float *device, const optim_t *o) {
   const slab_layout_t *L = l->local;
   int k;

@@ -227,11 +227,7 @@ static const layout_ops_t sharded_layout_ops = {
 static void plan_shards(burst_layout_t *b, const layout_opts_t *o, const graph_t *g, const backend_t *be,
                         comm_t *world, gradsync_opts_t *sync) {
   if (!o->shard_optimizer || world->size < 2) return;
-  const char *where = layout_where(o, "parallel.shard_optimizer");
-  if (!be->host_memory)
-    surge_input_error("%s: [parallel] shard_optimizer = true on the %s backend: not implemented (the reduce-scatter "
-                      "has no NCCL counterpart yet) (hint: a host-memory backend, cpu or ref, or shard_optimizer "
-                      "= false)", where, be->name);
+  shard_check_backend(be, layout_where(o, "parallel.shard_optimizer"));
   b->shard = xcalloc((size_t)world->size + 1, sizeof *b->shard);
   shard_bounds(&g->params, world->size, b->shard);
   sync->shard = 1;

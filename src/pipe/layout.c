@@ -359,10 +359,7 @@ static void plan_shards(const layout_opts_t *o, const backend_t *be, gradsync_op
                       "(the distributed optimizer reduce-scatters exact sums; PowerSGD sums compressed factors) (hint: "
                       "turn off shard_optimizer or sc_stages)", layout_where(o, "parallel.shard_optimizer"),
                       compress_opts(o->cfg)->sc_stages, layout_where(o, "compress.sc_stages"));
-  if (!be->host_memory)
-    surge_input_error("%s: [parallel] shard_optimizer = true on the %s backend: not implemented (the reduce-scatter "
-                      "has no NCCL counterpart yet) (hint: a host-memory backend, cpu or ref, or shard_optimizer "
-                      "= false)", layout_where(o, "parallel.shard_optimizer"), be->name);
+  shard_check_backend(be, layout_where(o, "parallel.shard_optimizer"));
   sync->shard = 1;
 }
 

@@ -86,6 +86,7 @@ resume gpt-3d-back gpt-3d-half 1 gpt-3d.deck $gpt -D parallel.mode=dp
 tap_ok $? "the sharded 3d checkpoint resumes on 1 rank"
 # shellcheck disable=SC2086
 same gpt-3d-back gpt-1 "sharded 3d -> 1 rank = 1 rank" $key_bias
+# shellcheck disable=SC2086
 "$compare" "$tap_tmp/gpt-3d-half/model.h5" "$tap_tmp/gpt-1/model.h5" 1e-5 $key_bias >/dev/null 2>&1
 [ $? = 1 ]
 tap_ok $? "5 steps and 10 steps differ beyond the tolerance (the comparisons can fail)"

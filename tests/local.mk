@@ -1,7 +1,7 @@
 # Cross-area tests: whole models against PyTorch references, training runs, bad input.
 dist_check_SCRIPTS += tests/test_bad_input.sh tests/test_converge.sh
 TESTS += tests/test_bad_input.sh tests/test_converge.sh
-EXTRA_DIST += tests/tap.sh tests/zoo_models.sh tests/tap.h tests/tap_mpi.h tests/model_step.h tests/gradcheck.h tests/gradcheck.c tests/gpt3d.sh tests/small_gpt.h tests/hand_plan.sh
+EXTRA_DIST += tests/tap.sh tests/zoo_models.sh tests/tap.h tests/tap_mpi.h tests/model_step.h tests/gradcheck.h tests/gradcheck.c tests/gpt3d.sh tests/small_gpt.h tests/hand_plan.sh tests/same_params.sh
 check_PROGRAMS += tests/test_reference
 tests_test_reference_SOURCES = tests/test_reference.c tests/refdata.c tests/refdata.h
 tests_test_reference_LDADD = $(SURGE_LIBS)
@@ -50,6 +50,9 @@ TESTS += tests/test_recompute.sh
 # The distributed optimizer ([parallel] shard_optimizer): equivalence, memory accounting, resumes.
 dist_check_SCRIPTS += tests/test_shard_optimizer.sh
 TESTS += tests/test_shard_optimizer.sh
+# ... on the 3d layout's dp axis and on a burst plan: equivalence, memory accounting, resumes.
+dist_check_SCRIPTS += tests/test_shard_layouts.sh
+TESTS += tests/test_shard_layouts.sh
 # The GPU path (doc/gpu.md): skipped (exit 77) without a GPU; tests/gpu/device-check.sh runs them on one.
 check_PROGRAMS += tests/gpu/gpu_probe
 tests_gpu_gpu_probe_SOURCES = tests/gpu/gpu_probe.c

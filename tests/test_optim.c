@@ -467,6 +467,45 @@ static void check_update_sumsq(const backend_t *be) {
   free(p0), free(g), free(pa), free(pb), free(ma), free(mb);
 }
 
+/* optim_init_ranges (a sharded optimizer's state over several ranges of the slab, sync/shard.h): the
+ * moments of the ranges' floats one after the other; 3 AdamW steps over the ranges leave parameters
+ * and moments bitwise a whole-slab optimizer's doing the same, the rest of the slab untouched, and the
+ * state's bytes are 2 moments of the ranges' floats alone. */
+static void check_state_ranges(const backend_t *be) {
+  enum { N = 10007 };
+  const size_t ranges[6] = {3, 100, 4000, 4200, 9000, 9990}, floats = 97 + 200 + 990;
+  float *p0 = xcalloc(N, sizeof *p0), *g = xcalloc(N, sizeof *g), *pa = xcalloc(N, sizeof *pa),
+        *pb = xcalloc(N, sizeof *pb), *ma = xcalloc(N, sizeof *ma), *mb = xcalloc(floats, sizeof *mb),
+        *va = xcalloc(N, sizeof *va), *vb = xcalloc(floats, sizeof *vb);
+  for (int i = 0; i < N; i++) p0[i] = (float)sin(0.37 * i), g[i] = (float)cos(1.3 * i);
+  optim_opts_t cfg = {.name = "adamw", .schedule = {.kind = "constant", .lr = 0.01}};
+  cfg.beta1 = 0.9, cfg.beta2 = 0.95, cfg.eps = 1e-8, cfg.weight_decay = 0.1;
+  float *dpa = to_backend(be, p0, N), *dpb = to_backend(be, p0, N), *dg = to_backend(be, g, N);
+  optim_t a, b;
+  optim_init(&a, cfg, be, N);
+  optim_init_ranges(&b, cfg, be, N, ranges, 3);
+  for (int step = 0; step < 3; step++) {
+    optim_step_ranges(&a, dpa, dg, 0.05f, 0.5f, ranges, 3, NULL, 0, 0);
+    optim_step_ranges(&b, dpb, dg, 0.05f, 0.5f, ranges, 3, NULL, 0, 0);
+  }
+  from_backend(be, pa, dpa, N);
+  from_backend(be, pb, dpb, N);
+  from_backend(be, ma, a.m, N);
+  from_backend(be, va, a.v, N);
+  from_backend(be, mb, b.m, floats);
+  from_backend(be, vb, b.v, floats);
+  int ok = memcmp(pa, pb, N * sizeof *pa) == 0 && b.floats == floats &&
+           optim_state_bytes(&b) == 2 * sizeof(float) * floats && pb[0] == p0[0] && pb[N - 1] == p0[N - 1];
+  for (int r = 0, at = 0; r < 3; r++)
+    for (size_t i = ranges[2 * r]; i < ranges[2 * r + 1]; i++, at++) ok &= ma[i] == mb[at] && va[i] == vb[at];
+  tap_ok(ok, "%s: adamw state over 3 ranges (%zu floats, %zu bytes): 3 steps bitwise a whole-slab optimizer's "
+         "parameters and moments there, the rest untouched", be->name, b.floats, optim_state_bytes(&b));
+  optim_free(&a);
+  optim_free(&b);
+  be->free(dpa), be->free(dpb), be->free(dg);
+  free(p0), free(g), free(pa), free(pb), free(ma), free(mb), free(va), free(vb);
+}
+
 int main(void) {
   check_refdata_reader();
   check_schedule();
@@ -481,6 +520,7 @@ int main(void) {
     check_adamw(be);
     check_update_sumsq(be);
     check_norm_plan(be);
+    check_state_ranges(be);
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
       check_reference_step(be, files[i]);
   }

@@ -82,12 +82,13 @@ static void check_sync_and_gather(const slab_layout_t *L) {
   for (size_t i = 0; i < L->total; i++) grads[i] = value(world.rank, i);
   gradsync_t s;
   gradsync_opts_t o = {.bucket_bytes = 4096 * sizeof(float), .overlap = 1, .reducer = "exact", .side = 3,
-                       .shard = b, .shard_ranks = world.size};
+                       .shard = 1};
   gradsync_init(&s, L, group, ready, &world, &world, grads, &o);
   gradsync_begin(&s);
   for (int node = L->n; node >= 1; node--) gradsync_node_done(&s, node);
   gradsync_finish(&s);
-  int ok = s.side == 0 && s.nbuckets > 2;
+  int ok = s.side == 0 && s.nbuckets > 2 && s.shard->nranges <= 1 && s.shard->floats == hi - lo;
+  for (int r = 0; r <= world.size; r++) ok &= s.shard->bounds[0][r] == b[r]; /* one group: the slab's bounds */
   for (size_t i = lo; i < hi; i++) {
     double sum = 0;
     for (int r = 0; r < world.size; r++) sum += value(r, i);
@@ -104,7 +105,7 @@ static void check_sync_and_gather(const slab_layout_t *L) {
     if (r == world.rank)
       for (size_t i = lo; i < hi; i++) params[i] = value(r, i) * 3;
   shard_gather_t g;
-  shard_gather_init(&g, &s, L, b, &world, params);
+  shard_gather_init(&g, &s, L, params);
   shard_gather_start(&g);
   int before_ok = 1;
   for (int node = 1; node <= L->n; node++) {
@@ -141,12 +142,55 @@ static void check_sync_and_gather(const slab_layout_t *L) {
   free(b);
 }
 
+/* A plan over two groups (sync/shard.h), as a burst plan or the 3d layout has them: tensors a, c, e
+ * summed over every rank, b, d, f over the even ranks (none of them on an odd rank); c must not be
+ * cut. The ranks' shards tile every tensor exactly once, c lies whole in one rank's shard (on 3 and 4
+ * ranks a bound would cut it otherwise), and each rank's ranges (its floats counted) cut every tensor
+ * on row boundaries. */
+static void check_plan(const slab_layout_t *L) {
+  comm_t groups[2];
+  groups[0] = world;
+  comm_split(&world, world.rank % 2 == 0 ? 0 : -1, world.rank, &groups[1]);
+  int group[6] = {0, 1, 0, 1, 0, 1};
+  unsigned char atomic[6] = {0, 0, 1, 0, 0, 0};
+  shard_plan_t p;
+  shard_plan_init(&p, L, group, groups, 2, atomic);
+  float *count = xcalloc(L->total, sizeof *count);
+  size_t floats = 0;
+  int aligned = 1, c_whole = 1;
+  const slab_tensor_t *c = &L->t[2];
+  for (int i = 0; i < p.nranges; i++) {
+    size_t lo = p.ranges[2 * i], hi = p.ranges[2 * i + 1];
+    for (size_t x = lo; x < hi; x++) count[x] += 1.0f;
+    floats += hi - lo;
+    for (int t = 0; t < L->n; t++) {
+      size_t row = row_of(&L->t[t]), a = L->t[t].off, b = a + L->t[t].n;
+      if (lo > a && lo < b) aligned &= (lo - a) % row == 0;
+      if (hi > a && hi < b) aligned &= (hi - a) % row == 0;
+    }
+    size_t in_lo = lo > c->off ? lo : c->off, in_hi = hi < c->off + c->n ? hi : c->off + c->n;
+    if (in_hi > in_lo) c_whole &= in_lo == c->off && in_hi == c->off + c->n;
+  }
+  comm_allreduce_sum(&world, count, L->total, TRAFFIC_OTHER);
+  int tiled = 1;
+  for (size_t x = 0; x < L->total; x++) tiled &= count[x] == 1.0f;
+  int ok = all_ok(aligned && c_whole && floats == p.floats) && tiled;
+  if (world.rank == 0)
+    tap_ok(ok, "a plan over two groups (all ranks, the even ones) with an uncut tensor: the shards tile every tensor "
+           "once, on row boundaries, the uncut one whole on one rank (rank 0: %d ranges, %zu floats)", p.nranges,
+           p.floats);
+  shard_plan_free(&p);
+  free(count);
+  comm_free(&groups[1]);
+}
+
 int main(int argc, char **argv) {
   comm_init(&argc, &argv);
   comm_world(&world);
   slab_layout_t L;
   make_layout(&L, 1);
   check_bounds(&L);
+  check_plan(&L);
   slab_layout_free(&L);
   make_layout(&L, 40); /* large enough that the all-gathers take several rounds */
   check_sync_and_gather(&L);

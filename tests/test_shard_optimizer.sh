@@ -4,9 +4,9 @@
 # within 1e-5 (mlp, and the gpt with its tied embedding); each rank's optimizer-state bytes, as the
 # run prints them, are its shard's moments and the shards tile the slab; a sharded checkpoint
 # resumes on 1 rank and on 2 ranks unsharded, and an unsharded one resumes sharded, all ending
-# within 1e-5 of the straight 1-rank run; what it does not do (burst plans, 3d) is refused at
-# start-up naming the key.
+# within 1e-5 of the straight 1-rank run. The 3d layout and burst plans: tests/test_shard_layouts.sh.
 . "${SURGE_TOP_SRCDIR:-.}/tests/tap.sh"
+. "$top_src/tests/same_params.sh" # same NAME REF WHAT
 . "$top_src/tests/zoo_models.sh"
 [ -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ] || tap_skip_all "dataset-fashion-mnist is not installed"
 compare="$top_build/tests/h5_compare"
@@ -20,16 +20,6 @@ run() { # run NAME NP DECK ARGS...: train into $tap_tmp/NAME
   # shellcheck disable=SC2086
   timeout 300 "$mpiexec" -n "$np" "$SURGE_TRAIN" "$top_src/inputs/$deck" $common -D "run.out_dir=$tap_tmp/$name" "$@" \
     >"$tap_tmp/$name.txt" 2>&1
-}
-same() { # same NAME REF WHAT [h5_compare options]: NAME's parameters within 1e-5 of REF's
-  name=$1; ref=$2; what=$3; shift 3
-  if [ -f "$tap_tmp/$name/model.h5" ]; then
-    res=$("$compare" "$tap_tmp/$name/model.h5" "$tap_tmp/$ref/model.h5" 1e-5 "$@" 2>&1)
-    rc=$?
-  else
-    res="training failed: $(tail -n 3 "$tap_tmp/$name.txt")"; rc=1
-  fi
-  tap_ok $rc "$what: $res"
 }
 # opt_line NAME: the run's "optimizer state per rank: bytes B... for slab floats F... of N" line
 opt_line() { grep '^optimizer state per rank: bytes' "$tap_tmp/$1.txt"; }
@@ -135,27 +125,5 @@ tap_ok $? "node_shared with shard_optimizer: each rank's optimizer state is its 
 run both-half 3 mlp-fmnist.deck $args -D parallel.shard_optimizer=true -D run.steps=5
 resume both-back both-half 1
 same both-back mlp-1 "node_shared with shard_optimizer, 3 ranks -> 1 rank = 1 rank"
-
-# what it does not do is refused at start-up, naming the key and the layout
-refused() { # refused NAME PATTERN WHAT: NAME's run failed (non-zero) printing PATTERN
-  rc=$(cat "$tap_tmp/$1.rc"); grep -q "$2" "$tap_tmp/$1.txt"; found=$?
-  [ "$rc" != 0 ] && [ $found = 0 ]
-  tap_ok $? "$3 (exit $rc)"
-}
-zoo_model gpt 10
-# shellcheck disable=SC2086
-run no-3d 2 gpt-3d.deck $args -D parallel.tp=1 -D parallel.pp=1 -D parallel.dp=2 -D parallel.shard_optimizer=true \
-  -D run.steps=1; echo $? >"$tap_tmp/no-3d.rc"
-refused no-3d "shard_optimizer = true with \[parallel\] mode = 3d (dp = 2): not implemented" "3d with shard_optimizer is refused"
-zoo_model mlp 10
-# shellcheck disable=SC2086
-"$top_build/tests/make_plan" "$top_src/inputs/mlp-fmnist.deck" 2 "$tap_tmp/mlp-2.plan" train.global_batch=20 \
-  data.train_samples=400 model.mlp_hidden=64,32 >"$tap_tmp/mlp-2.plan.txt" 2>&1
-# shellcheck disable=SC2086
-run no-burst 2 mlp-fmnist.deck $args -D parallel.mode=burst -D "parallel.plan=$tap_tmp/mlp-2.plan" \
-  -D parallel.shard_optimizer=true -D run.steps=1
-echo $? >"$tap_tmp/no-burst.rc"
-refused no-burst "shard_optimizer = true with \[parallel\] mode = burst: not implemented" \
-  "a burst plan with shard_optimizer is refused"
 
 tap_done

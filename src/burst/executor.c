@@ -189,6 +189,7 @@ static void make_sync(burst_exec_t *ex, const gradsync_opts_t *o) {
   }
   gradsync_opts_t with_side = *o;
   with_side.side = ex->all_ranks_everywhere && !ex->shared ? MODEL_GRAD_SIDE : 0;
+  if (ex->shared) with_side.shard = 0; /* node_sum's slices are the shards (burst/layout.c) */
   gradsync_init(&ex->sync, L, group, ready, ex->sets, ex->world, ex->m.grads, &with_side);
   ex->summed = ex->all_ranks_everywhere &&
                (ex->world->size == 1 || ex->sync.side == MODEL_GRAD_SIDE || ex->shared);

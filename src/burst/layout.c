@@ -78,7 +78,9 @@ static void plan_everywhere(burst_layout_t *b, const layout_opts_t *o, const gra
 static norm_plan_t plan_norm(burst_layout_t *b) {
   const burst_exec_t *ex = &b->ex;
   if (ex->shared) return (norm_plan_t){.sum = NORM_SUM_LAYOUT};
-  if (b->base.sharded_state) return (norm_plan_t){.sum = NORM_SUM_JOB}; /* its shard, summed with the metrics */
+  if (b->base.sharded_state && ex->sync.shard) /* its shard, summed with the metrics */
+    return (norm_plan_t){.ranges = b->base.update_ranges, .nranges = b->base.nupdate_ranges, .sum = NORM_SUM_JOB};
+  if (b->base.sharded_state) return (norm_plan_t){.sum = NORM_SUM_JOB};
   if (ex->summed) return (norm_plan_t){.sum = NORM_SUM_NONE};
   const slab_layout_t *L = &ex->g->params;
   b->norm_ranges = xcalloc(2 * (size_t)(L->n ? L->n : 1), sizeof *b->norm_ranges);
@@ -94,7 +96,7 @@ static norm_plan_t plan_norm(burst_layout_t *b) {
  * burst_exec_gather brings them. Everywhere else: the whole slab (NULL). */
 static void plan_update(burst_layout_t *b) {
   const burst_exec_t *ex = &b->ex;
-  if (ex->shared || ex->all_ranks_everywhere) return;
+  if (ex->shared || ex->all_ranks_everywhere || b->base.sharded_state) return;
   const slab_layout_t *L = &ex->g->params;
   b->update_ranges = xcalloc(2 * (size_t)(L->n ? L->n : 1), sizeof *b->update_ranges);
   int n = 0, r = ex->world->rank;
@@ -124,13 +126,18 @@ static void step(layout_t *l, const dataset_t *ds, const uint64_t *ids, float gr
   out->backward_done = t.backward_done;
 }
 
+/* A sharded optimizer's all-gather of the last update is waited for first (nothing to wait for
+ * without one). */
 static void eval(layout_t *l, const dataset_t *ds, data_split_t split, uint64_t n, double sums[2]) {
+  shard_gather_finish(&impl(l)->gather);
   burst_exec_eval(&impl(l)->ex, ds, split, n, sums);
 }
 
 /* With node-shared memory the parameters are one slab; each rank's other slabs (moments) are right
- * on its slice only. */
+ * on its slice only. A sharded optimizer's all-gather of the last update completes the parameters
+ * first. */
 static void sync_replicas(layout_t *l, float *slabs[], int nslabs) {
+  shard_gather_finish(&impl(l)->gather);
   burst_exec_t *ex = &impl(l)->ex;
   burst_exec_gather_bufs(ex);
   if (!ex->shared) {
@@ -156,18 +163,6 @@ static double sharded_updated(layout_t *l, double norm_part) {
   shard_gather_start(&impl(l)->gather);
   (void)norm_part; /* the norm's parts ride on the trainer's metrics (NORM_SUM_JOB) */
   return 0.0;
-}
-
-static void gather_before(void *arg, int node) { shard_gather_before(arg, node); }
-
-static void sharded_eval(layout_t *l, const dataset_t *ds, data_split_t split, uint64_t n, double sums[2]) {
-  shard_gather_finish(&impl(l)->gather);
-  eval(l, ds, split, n, sums);
-}
-
-static void sharded_sync_replicas(layout_t *l, float *slabs[], int nslabs) {
-  shard_gather_finish(&impl(l)->gather);
-  sync_replicas(l, slabs, nslabs);
 }
 
 /* After sync_replicas every rank holds every tensor whole. */
@@ -223,27 +218,38 @@ static void check_micro(const layout_opts_t *o, const graph_t *g) {
  * reduce-scattered to the shards, each rank updating its own, the parameters all-gathered at
  * `updated`. */
 static const layout_ops_t sharded_layout_ops = {
-    .step = step, .eval = sharded_eval, .sync_replicas = sharded_sync_replicas, .describe = describe,
+    .step = step, .eval = eval, .sync_replicas = sync_replicas, .describe = describe,
     .log = log_plan, .updated = sharded_updated, .free = free_layout};
 
-/* [parallel] shard_optimizer: the shards' bounds for the gradient sync (sync), or nothing where it
+/* [parallel] shard_optimizer: the gradient sync plans the shards of each rank set's tensors (sync), and
+ * node-shared memory takes the world's bounds as its slices where it runs (b->shard); nothing where it
  * does not apply (1 rank); what it cannot do yet is an input error naming the keys. */
 static void plan_shards(burst_layout_t *b, const layout_opts_t *o, const graph_t *g, const backend_t *be,
                         comm_t *world, gradsync_opts_t *sync) {
   if (!o->shard_optimizer || world->size < 2) return;
-  const char *where = layout_where(o, "parallel.shard_optimizer");
-  if (strcmp(o->mode, "dp") != 0)
-    surge_input_error("%s: [parallel] shard_optimizer = true with [parallel] mode = %s: not implemented (a plan's "
-                      "rank sets would each shard their own tensors) (hint: use mode = dp, or turn shard_optimizer "
-                      "off)", where, o->mode);
-  if (!be->host_memory)
-    surge_input_error("%s: [parallel] shard_optimizer = true on the %s backend: not implemented (the reduce-scatter "
-                      "has no NCCL counterpart yet) (hint: a host-memory backend, cpu or ref, or shard_optimizer "
-                      "= false)", where, be->name);
+  shard_check_backend(be, layout_where(o, "parallel.shard_optimizer"));
   b->shard = xcalloc((size_t)world->size + 1, sizeof *b->shard);
   shard_bounds(&g->params, world->size, b->shard);
-  sync->shard = b->shard;
-  sync->shard_ranks = world->size;
+  sync->shard = 1;
+}
+
+/* A sharded optimizer without node-shared memory: this rank updates its shard (the gradient sync's
+ * plan: one range for data parallelism, a range per rank set's piece in a burst plan), counts it in
+ * the norm and holds its moments alone; the parameters are all-gathered over each set at `updated`. */
+static void use_shards(burst_layout_t *b) {
+  burst_exec_t *ex = &b->ex;
+  const shard_plan_t *p = ex->sync.shard;
+  b->base.ops = &sharded_layout_ops;
+  b->base.sharded_state = 1;
+  b->base.update_lo = p->nranges ? p->ranges[0] : 0;
+  b->base.update_hi = p->nranges ? p->ranges[2 * p->nranges - 1] : 0;
+  if (p->nranges > 1) { /* else [update_lo, update_hi) says it all */
+    b->base.update_ranges = p->ranges;
+    b->base.nupdate_ranges = p->nranges;
+  }
+  shard_gather_init(&b->gather, &ex->sync, &ex->g->params, ex->m.params);
+  ex->before_forward = shard_gather_hook;
+  ex->before_arg = &b->gather;
 }
 
 layout_t *burst_layout_build(const layout_opts_t *o, const graph_t *g, const backend_t *be, comm_t *world) {
@@ -278,18 +284,18 @@ layout_t *burst_layout_build(const layout_opts_t *o, const graph_t *g, const bac
              "node-shared memory, each rank its slice ([parallel] node_shared%s)",
              b->shard ? "; with shard_optimizer the slices are its shards, each rank holding the moments of its "
                         "own alone" : "");
-  } else if (b->shard) {
-    b->base.ops = &sharded_layout_ops;
-    b->base.update_lo = b->shard[world->rank];
-    b->base.update_hi = b->shard[world->rank + 1];
-    b->base.sharded_state = 1;
-    shard_gather_init(&b->gather, &b->ex.sync, &g->params, b->shard, world, b->ex.m.params);
-    b->ex.before_forward = gather_before;
-    b->ex.before_arg = &b->gather;
-    snprintf(b->note, sizeof b->note, "dp: sharded optimizer ([parallel] shard_optimizer): gradients reduce-scattered "
-             "in buckets, each rank updating its 1/%d shard with moments for it alone, parameters all-gathered in "
-             "buckets before the next forward pass reads them%s%s",
-             world->size, b->ex.shared_refused[0] ? "; not node-shared memory: " : "", b->ex.shared_refused);
+  } else if (b->ex.sync.shard) {
+    use_shards(b);
+    if (strcmp(o->mode, "dp") == 0)
+      snprintf(b->note, sizeof b->note, "dp: sharded optimizer ([parallel] shard_optimizer): gradients "
+               "reduce-scattered in buckets, each rank updating its 1/%d shard with moments for it alone, parameters "
+               "all-gathered in buckets before the next forward pass reads them%s%s",
+               world->size, b->ex.shared_refused[0] ? "; not node-shared memory: " : "", b->ex.shared_refused);
+    else
+      snprintf(b->note, sizeof b->note, "burst: sharded optimizer ([parallel] shard_optimizer): each rank set's "
+               "gradients reduce-scattered in buckets over the set, each rank updating its shard of every set it is "
+               "in (rank 0: %zu floats) with moments for it alone, parameters all-gathered over each set before the "
+               "next forward pass reads them", b->ex.sync.shard->floats);
   } else if (b->ex.shared_refused[0]) {
     snprintf(b->note, sizeof b->note, "dp: allreduce, not node-shared memory: %s", b->ex.shared_refused);
   }

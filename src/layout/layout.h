@@ -84,6 +84,10 @@ typedef struct layout_ops {
   /* Collective, where the norm plan sums in the layout (NORM_SUM_LAYOUT) and the step clips before
    * its update: the sum of norm_part over the ranks. NULL where the plan sums elsewhere. */
   double (*norm_sum)(layout_t *l, double norm_part);
+  /* With sharded_state: the ranks that hold the same rows of local tensor t's optimizer state as
+   * this one (a box of the checkpoint, sync/shard.h), this rank being *replica of *replicas. NULL:
+   * it alone (0 of 1). */
+  void (*shard_replica)(const layout_t *l, int t, int *replica, int *replicas);
   void (*free)(layout_t *l);
 } layout_ops_t;
 
@@ -121,7 +125,8 @@ typedef struct layout_opts {
   uint64_t seed;            /* parameter initialisation */
   gradsync_opts_t sync;     /* the gradient synchronisation's buckets and overlap */
   int node_shared;          /* dp: through node-shared memory where possible (sync/node_sum.h) */
-  int shard_optimizer;      /* dp: a distributed optimizer (sync/shard.h); node_shared wins where it applies */
+  int shard_optimizer;      /* a distributed optimizer (sync/shard.h): dp (node_shared wins where it
+                             * applies), burst rank sets, the 3d layout's dp axis */
   const config_t *cfg;      /* the layouts' own options: cfg_part (core/keys.h) */
   const deck_t *deck;       /* blamed by input errors (deck_where); may be NULL */
 } layout_opts_t;

@@ -2,6 +2,7 @@
 #include "optim/optim.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
@@ -11,8 +12,24 @@ void optim_init(optim_t *o, optim_opts_t opts, const backend_t *be, size_t n) {
 }
 
 void optim_init_shard(optim_t *o, optim_opts_t opts, const backend_t *be, size_t n, size_t lo, size_t hi) {
+  size_t r[2] = {lo, hi};
+  optim_init_ranges(o, opts, be, n, r, 1);
+}
+
+void optim_init_ranges(optim_t *o, optim_opts_t opts, const backend_t *be, size_t n, const size_t *ranges,
+                       int nranges) {
   memset(o, 0, sizeof *o);
-  if (lo > hi || hi > n) surge_runtime_error("optim_init_shard: floats [%zu, %zu) of a slab of %zu", lo, hi, n);
+  static const size_t none[2] = {0, 0};
+  if (nranges < 1) ranges = none, nranges = 1; /* a rank with an empty shard */
+  for (int i = 0; i < nranges; i++)
+    if (ranges[2 * i] > ranges[2 * i + 1] || ranges[2 * i + 1] > n || (i > 0 && ranges[2 * i] < ranges[2 * i - 1]))
+      surge_runtime_error("optim_init_ranges: floats [%zu, %zu) of a slab of %zu (range %d of %d)", ranges[2 * i],
+                          ranges[2 * i + 1], n, i, nranges);
+  o->ranges = xcalloc(2 * (size_t)nranges, sizeof *o->ranges);
+  memcpy(o->ranges, ranges, 2 * (size_t)nranges * sizeof *ranges);
+  o->nranges = nranges;
+  for (int i = 0; i < nranges; i++) o->floats += ranges[2 * i + 1] - ranges[2 * i];
+  size_t lo = ranges[0], hi = ranges[2 * nranges - 1];
   if (strcmp(opts.name, "sgd") == 0)
     o->kind = OPTIM_SGD;
   else if (strcmp(opts.name, "adamw") == 0)
@@ -32,19 +49,37 @@ void optim_init_shard(optim_t *o, optim_opts_t opts, const backend_t *be, size_t
   o->hi = hi;
   o->t = 0;
   // sgd without momentum keeps no state; the backend ignores its buffer then (an empty shard: 1 float)
-  size_t floats = hi > lo ? hi - lo : 1;
+  size_t floats = o->floats ? o->floats : 1;
   if (o->kind == OPTIM_ADAMW || o->momentum != 0.0f) o->m = be->alloc(floats);
   if (o->kind == OPTIM_ADAMW) o->v = be->alloc(floats);
 }
 
 size_t optim_state_bytes(const optim_t *o) {
-  return sizeof(float) * (o->hi - o->lo) * (size_t)((o->m ? 1 : 0) + (o->v ? 1 : 0));
+  return sizeof(float) * o->floats * (size_t)((o->m ? 1 : 0) + (o->v ? 1 : 0));
 }
 
 void optim_free(optim_t *o) {
   if (o->m) o->be->free(o->m);
   if (o->v) o->be->free(o->v);
   o->m = o->v = NULL;
+  free(o->ranges);
+  o->ranges = NULL;
+}
+
+/* The state range holding the floats [lo, hi) (lo < hi), or -1. */
+static int range_of(const optim_t *o, size_t lo, size_t hi) {
+  for (int i = 0; i < o->nranges; i++)
+    if (lo >= o->ranges[2 * i] && hi <= o->ranges[2 * i + 1]) return i;
+  return -1;
+}
+
+size_t optim_state_at(const optim_t *o, size_t i) {
+  size_t at = 0;
+  for (int k = 0; k < o->nranges; k++) {
+    if (i >= o->ranges[2 * k] && i <= o->ranges[2 * k + 1]) return at + (i - o->ranges[2 * k]);
+    at += o->ranges[2 * k + 1] - o->ranges[2 * k];
+  }
+  surge_runtime_error("optim_state_at: slab float %zu lies in none of the state's %d ranges (a bug)", i, o->nranges);
 }
 
 void optim_step(optim_t *o, float *params, const float *grads, float lr) {
@@ -52,9 +87,9 @@ void optim_step(optim_t *o, float *params, const float *grads, float lr) {
 }
 
 static void check_range(const optim_t *o, size_t lo, size_t hi) {
-  if (hi > o->n || lo > hi || (hi > lo && (lo < o->lo || hi > o->hi)))
-    surge_runtime_error("optim_step_part: floats [%zu, %zu) of a slab of %zu whose state covers [%zu, %zu)", lo, hi,
-                        o->n, o->lo, o->hi);
+  if (hi > o->n || lo > hi || (hi > lo && range_of(o, lo, hi) < 0))
+    surge_runtime_error("optim_step_part: floats [%zu, %zu) of a slab of %zu whose state covers %d range%s from %zu to "
+                        "%zu", lo, hi, o->n, o->nranges, o->nranges == 1 ? "" : "s", o->lo, o->hi);
 }
 
 /* The update of floats [lo, hi) at step t (t not advanced), reading the gradients as gs grads. */
@@ -63,7 +98,8 @@ static void update_range(const optim_t *o, float *params, const float *grads, fl
   const backend_t *be = o->be;
   size_t n = hi - lo;
   if (n == 0) return; /* an empty range may lie outside the state */
-  float *m = o->m ? o->m + (lo - o->lo) : NULL, *v = o->v ? o->v + (lo - o->lo) : NULL; /* state from o->lo on */
+  size_t at = optim_state_at(o, lo); /* the ranges' state one after the other */
+  float *m = o->m ? o->m + at : NULL, *v = o->v ? o->v + at : NULL;
   if (o->kind == OPTIM_SGD) {
     be->sgd_step(n, params + lo, grads + lo, m, lr, o->momentum, o->nesterov, o->weight_decay, o->t == 0, gs);
   } else {

@@ -47,14 +47,18 @@ typedef struct optim {
   float momentum, weight_decay, beta1, beta2, eps;
   int nesterov;
   lr_schedule_t schedule;
-  /* state: backend memory of hi - lo floats each, the floats [lo, hi) of the parameter slab's layout
-   * (a sharded optimizer holds its shard only; else lo = 0, hi = n).
+  /* state: backend memory of `floats` floats each, the floats of the ranges of the parameter slab's
+   * layout one after the other (a sharded optimizer holds its shard only; else the range [0, n)).
    * sgd: m is the momentum buffer (NULL when momentum == 0), v is NULL; adamw: m and v moments. */
   float *m, *v;
   long t; /* steps taken */
   const backend_t *be;
-  size_t n;      /* floats in the parameter slab */
-  size_t lo, hi; /* the floats the state covers: steps may update only within them */
+  size_t n;       /* floats in the parameter slab */
+  size_t *ranges; /* (nranges, 2) the sorted disjoint [ranges[2i], ranges[2i+1]) the state covers: a
+                   * step may update only within one of them */
+  int nranges;
+  size_t floats;  /* in all of them */
+  size_t lo, hi;  /* the first range's start, the last one's end */
 } optim_t;
 
 /* Set up an optimizer for a slab of n floats from opts.name ("sgd" or "adamw"; anything else is an
@@ -63,6 +67,12 @@ void optim_init(optim_t *o, optim_opts_t opts, const backend_t *be, size_t n);
 /* optim_init whose state covers only the floats [lo, hi) of the slab (a rank's shard of a distributed
  * optimizer, sync/shard.h): m and v hold hi - lo floats, and steps update only within [lo, hi). */
 void optim_init_shard(optim_t *o, optim_opts_t opts, const backend_t *be, size_t n, size_t lo, size_t hi);
+/* optim_init_shard over several ranges: sorted, disjoint [ranges[2i], ranges[2i+1]) (none: an empty shard) of
+ * the slab, their state held one after the other (a shard over several rank groups, sync/shard.h). */
+void optim_init_ranges(optim_t *o, optim_opts_t opts, const backend_t *be, size_t n, const size_t *ranges,
+                       int nranges);
+/* Where slab float i's state lies in m and v (i within a range, or the end of one). */
+size_t optim_state_at(const optim_t *o, size_t i);
 /* Bytes of the optimizer's state (its moments) on this rank. */
 size_t optim_state_bytes(const optim_t *o);
 void optim_free(optim_t *o);

@@ -24,11 +24,11 @@ static void split(pipe_exec_t *ex, int color, int key, comm_t *c) {
 static void make_groups(pipe_exec_t *ex) {
   const pipe_grid_t *G = &ex->grid;
   split(ex, G->p * G->dp + G->d, G->t, &ex->tp);
-  split(ex, G->p * G->tp + G->t, G->d, &ex->dp);
+  split(ex, G->p * G->tp + G->t, G->d, &ex->groups[PIPE_DP]);
   split(ex, G->d * G->tp + G->t, G->p, &ex->pp);
   int ends = G->pp > 1 && (G->p == 0 || G->p == G->pp - 1);
   split(ex, ends ? G->d * G->tp + G->t : -1, G->p, &ex->embed);
-  if (ex->co.fe) split(ex, ends ? G->t : -1, G->p * G->dp + G->d, &ex->fe);
+  if (ex->co.fe || ex->shard) split(ex, ends ? G->t : -1, G->p * G->dp + G->d, &ex->groups[PIPE_FE]);
 }
 
 /* The tensor-parallel sums at node boundaries (pipe/tp.h), from the nodes' roles (nn/layer.h): g after
@@ -58,12 +58,31 @@ static void reduce_out_of(void *arg, int j, int off, int B) {
  * its gradient is final after the backward of its first user (the embedding for the tied word
  * embedding). With sc every rank runs the PowerSGD reducer (so every rank lists its checkpoint
  * region), at rank dp_rank on stages below sc_stages and at rank 0 (exact) on the others. */
+/* Per tensor of the part: 1 for one every tensor-parallel rank holds whole (a layer norm's), where
+ * tensor parallelism puts it at another offset of each rank's slab: a sharded optimizer cuts none, so
+ * that each rank holding its moments holds all of them (sync/shard.h). NULL: tp = 1. */
+static unsigned char *every_shard_tensors(const pipe_exec_t *ex) {
+  if (ex->grid.tp == 1) return NULL;
+  const slab_layout_t *L = &ex->lg.params;
+  unsigned char *every = xcalloc((size_t)L->n + 1, 1);
+  gpt_piece_t q[GPT_MAX_PIECES];
+  for (int t = 0; t < ex->g->params.n; t++) {
+    int n = gpt_part_pieces(ex->g, &ex->part, &ex->lg, t, q);
+    for (int j = 0; j < n; j++)
+      for (int k = 0; k < L->n && q[j].n && q[j].hold == GPT_EVERY_SHARD; k++)
+        every[k] |= q[j].off >= L->t[k].off && q[j].off < L->t[k].off + L->t[k].n;
+  }
+  return every;
+}
+
 static void make_sync(pipe_exec_t *ex, const gradsync_opts_t *opts, uint64_t seed) {
   const slab_layout_t *L = &ex->lg.params;
   int *group = xcalloc((size_t)L->n + 1, sizeof *group), *ready = xcalloc((size_t)L->n + 1, sizeof *ready);
   for (int t = 0; t < L->n; t++) ready[t] = L->t[t].owner;
-  if (ex->fe.size > 0 && ex->wte >= 0) group[ex->wte] = -1;
+  if (ex->groups[PIPE_FE].size > 0 && ex->wte >= 0) group[ex->wte] = ex->shard ? PIPE_FE : -1;
   gradsync_opts_t o = *opts;
+  unsigned char *every = ex->shard ? every_shard_tensors(ex) : NULL;
+  o.shard_atomic = every;
   o.be = ex->m.be;
   o.job = ex->world;
   if (ex->co.sc_stages > 0) {
@@ -73,7 +92,8 @@ static void make_sync(pipe_exec_t *ex, const gradsync_opts_t *opts, uint64_t see
                                    .warmup_steps = (long)(ex->co.warmup_fraction * (double)ex->co.steps),
                                    .seed = seed};
   }
-  gradsync_init(&ex->sync, L, group, ready, &ex->dp, &ex->dp, ex->m.grads, &o);
+  gradsync_init(&ex->sync, L, group, ready, ex->groups, &ex->groups[PIPE_DP], ex->m.grads, &o);
+  free(every);
   free(group);
   free(ready);
 }
@@ -98,6 +118,7 @@ void pipe_exec_init(pipe_exec_t *ex, const graph_t *g, const gpt_dims_t *dims, c
   ex->M = M;
   ex->sched = sched;
   ex->batch = B;
+  ex->shard = sync->shard;
   make_groups(ex);
   const pipe_grid_t *G = grid;
   ex->part = (gpt_part_t){.tp = G->tp, .tp_rank = G->t, .first_block = first_block, .blocks = blocks,
@@ -170,10 +191,10 @@ void pipe_exec_free(pipe_exec_t *ex) {
   model_free(&ex->m);
   graph_free(&ex->lg);
   comm_free(&ex->tp);
-  comm_free(&ex->dp);
+  comm_free(&ex->groups[PIPE_DP]);
   comm_free(&ex->pp);
   comm_free(&ex->embed);
-  if (ex->co.fe) comm_free(&ex->fe);
+  if (ex->co.fe || ex->shard) comm_free(&ex->groups[PIPE_FE]);
   free(ex->mb_rows);
   free(ex->reduce_out);
   free(ex->reduce_in);
@@ -200,6 +221,7 @@ static void fetch(pipe_exec_t *ex, const dataset_t *ds, data_split_t split, cons
 /* Forward of nodes 1.. on rows [off, off + B), with the tensor-parallel sums. */
 static void forward_nodes(pipe_exec_t *ex, int off, int B) {
   for (int j = 1; j < ex->lg.n; j++) {
+    if (ex->before_forward) ex->before_forward(ex->before_arg, j);
     model_forward_node(&ex->m, j, off, B);
     reduce_out_of(ex, j, off, B);
   }
@@ -290,8 +312,8 @@ static void backward_pass(pipe_exec_t *ex, int k, int final, layout_step_t *t) {
  * gives sum_d g_first,d + sum_d g_last,d: the gradients are already scaled for the global batch, so the
  * data-parallel mean needs no division here. Only the embedding's own region is written. */
 static void embed_sync(pipe_exec_t *ex) {
-  comm_t *group = ex->fe.size > 0 ? &ex->fe : &ex->embed;
-  if (group->size < 2 || ex->wte < 0) return;
+  comm_t *group = ex->groups[PIPE_FE].size > 0 ? &ex->groups[PIPE_FE] : &ex->embed;
+  if (ex->shard || group->size < 2 || ex->wte < 0) return; /* sharded: its bucket summed all of it */
   const slab_tensor_t *w = &ex->lg.params.t[ex->wte];
   ev_raise(EV_COLLECTIVE, EV_SYNC, 1);
   comm_allreduce_sum(group, ex->m.grads + w->off, w->n, TRAFFIC_EMBED);

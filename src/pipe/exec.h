@@ -20,6 +20,14 @@
  * embedding's gradient summed over the embedding group (the first and last stage ranks of one
  * tensor- and data-parallel index; traffic category embedding).
  *
+ * A sharded optimizer (sync.shard, sync/shard.h) reduce-scatters the data-parallel buckets instead,
+ * each rank of the group receiving the sum of its shard of the stage's slab (a layer norm, which every
+ * tensor-parallel rank holds at another offset, never cut); the word embedding is then a bucket of the
+ * fused embedding group (as fe's, the first and last stage ranks of one tensor-parallel index, every
+ * data-parallel index), reduce-scattered over its 2 DP ranks: each receives the exact sum of both
+ * stages' gradients over every replica for its 1/(2 DP) of the rows, and no embedding sum follows.
+ * The layout updates the shards and all-gathers them over the same groups (before_forward waits).
+ *
  * Optimus-CC's compression (compress/options.h, doc/compression.md) changes three of these:
  *   cb  activation gradients cross stages through pipe/p2p_cb.h (compressed in each stage's epilogue)
  *   fe  the word embedding's gradient is in no data-parallel bucket; after the data-parallel sum it is
@@ -56,8 +64,11 @@ typedef struct pipe_exec {
   gpt_dims_t dims;
   pipe_grid_t grid;
   comm_t *world;
-  comm_t tp, dp, pp, embed; /* axis groups; embed has size 0 unless PP > 1 and the stage is first or last */
-  comm_t fe;             /* fused embedding group (fe on; first and last stage only), else size 0 */
+  comm_t tp, pp, embed;  /* axis groups; embed has size 0 unless PP > 1 and the stage is first or last */
+  comm_t groups[2];      /* the gradient sync's groups: [PIPE_DP] the data-parallel group, [PIPE_FE] the
+                          * fused embedding group (fe on, or a sharded optimizer's word embedding; first
+                          * and last stage only, else size 0) */
+  int shard;             /* a sharded optimizer over the data-parallel axis (gradsync_opts_t.shard) */
   compress_opts_t co;
   gpt_part_t part;
   graph_t lg;            /* this rank's part */
@@ -77,7 +88,12 @@ typedef struct pipe_exec {
   int wte;               /* lg's slab tensor of the tied word embedding rows (first, last stage), or -1 */
   int *mb_rows;          /* (M) tokens of each micro-batch of this replica */
   float *x, *y;          /* host staging of up to slots * mb_cap samples' ids and targets */
+  void (*before_forward)(void *arg, int node); /* NULL, or called before each node's forward pass (a
+                                                * sharded optimizer's all-gather waits there) */
+  void *before_arg;
 } pipe_exec_t;
+
+enum { PIPE_DP = 0, PIPE_FE = 1 }; /* pipe_exec_t.groups */
 
 /* Collective over world: the communicators, the part of the stage holding blocks
  * [first_block, first_block + blocks) (the caller checked the grid against the model), its buffers

@@ -11,6 +11,7 @@
 #include "pipe/p2p_cb.h"
 #include "pipe/partition.h"
 #include "pipe/pipe_log.h"
+#include "sync/shard_gather.h"
 
 typedef struct pipe_layout {
   layout_t base;
@@ -22,6 +23,7 @@ typedef struct pipe_layout {
   double *mflop;        /* (pp) training MFLOP per sample of each stage */
   long timeline_every;
   pipe_log_t log;       /* its groups in the run's log (log_pipeline) */
+  shard_gather_t gather; /* a sharded optimizer's all-gather of the updated parameters (ex.shard) */
 } pipe_layout_t;
 
 static pipe_layout_t *impl(const layout_t *l) { return l->impl; }
@@ -191,14 +193,29 @@ static void init_params(pipe_layout_t *pl, const graph_t *g, uint64_t seed) {
 /* ---- the layout's operations */
 
 /* The norm's plan: each global value counted once, by replica 0 of its box; the parts summed over
- * the job. */
+ * the job. A sharded optimizer's rank counts its shard (the only sums it has), of a box every
+ * tensor-parallel rank holds only on shard 0: the shards of a data-parallel group tile its stage's
+ * slab, and those of the fused embedding group the word embedding. */
 static norm_plan_t plan_norm(pipe_layout_t *pl) {
-  pl->norm_ranges = xcalloc(2 * (size_t)(pl->local.n ? pl->local.n : 1), sizeof *pl->norm_ranges);
+  const shard_plan_t *sp = pl->ex.sync.shard;
+  int most = sp ? pl->local.n * sp->nranges : pl->local.n;
+  pl->norm_ranges = xcalloc(2 * (size_t)(most ? most : 1), sizeof *pl->norm_ranges);
   int n = 0;
   for (int i = 0; i < pl->local.n; i++) {
+    const gpt_piece_t *q = &pl->piece[i];
     int replica, replicas;
-    replica_of(&pl->ex.grid, &pl->piece[i], &replica, &replicas);
-    if (pl->piece[i].n && replica == 0) norm_ranges_push(pl->norm_ranges, &n, pl->piece[i].off, pl->piece[i].n);
+    replica_of(&pl->ex.grid, q, &replica, &replicas);
+    if (!q->n) continue;
+    if (!sp) {
+      if (replica == 0) norm_ranges_push(pl->norm_ranges, &n, q->off, q->n);
+      continue;
+    }
+    if (q->hold == GPT_EVERY_SHARD && pl->ex.grid.t != 0) continue;
+    for (int k = 0; k < sp->nranges; k++) {
+      size_t a = q->off > sp->ranges[2 * k] ? q->off : sp->ranges[2 * k];
+      size_t b = q->off + q->n < sp->ranges[2 * k + 1] ? q->off + q->n : sp->ranges[2 * k + 1];
+      if (b > a) norm_ranges_push(pl->norm_ranges, &n, a, b - a);
+    }
   }
   return (norm_plan_t){.ranges = pl->norm_ranges, .nranges = norm_ranges_merge(pl->norm_ranges, n), .sum = NORM_SUM_JOB};
 }
@@ -207,13 +224,20 @@ static void step(layout_t *l, const dataset_t *ds, const uint64_t *ids, float gr
   pipe_exec_step(&impl(l)->ex, ds, ids, grad_scale, out);
 }
 
+/* A sharded optimizer's all-gather of the last update is waited for first (nothing to wait for
+ * without one). */
 static void eval(layout_t *l, const dataset_t *ds, data_split_t split, uint64_t n, double sums[2]) {
+  shard_gather_finish(&impl(l)->gather);
   pipe_exec_eval(&impl(l)->ex, ds, split, n, sums);
 }
 
 /* Replicas stay equal by construction: they apply the same sums (bitwise equal on every rank of a
- * group) through the same optimizer; checkpoints verify it (io/checkpoint.h). */
-static void sync_replicas(layout_t *l, float *slabs[], int nslabs) { (void)l, (void)slabs, (void)nslabs; }
+ * group) through the same optimizer; checkpoints verify it (io/checkpoint.h). A sharded optimizer's
+ * all-gather of the last update completes the parameters. */
+static void sync_replicas(layout_t *l, float *slabs[], int nslabs) {
+  shard_gather_finish(&impl(l)->gather);
+  (void)slabs, (void)nslabs;
+}
 
 static void describe(const layout_t *l, state_tensor_t *out) {
   const pipe_layout_t *pl = impl(l);
@@ -287,8 +311,26 @@ static void state_loaded(layout_t *l) {
   if (ex->co.cb) pipe_cb_loaded(&ex->p2p);
 }
 
+/* A sharded optimizer: each rank updated its shard; the all-gathers start, waited for node by node
+ * in the next step's forward pass, or whole before anything else reads the slab. */
+static double sharded_updated(layout_t *l, double norm_part) {
+  shard_gather_start(&impl(l)->gather);
+  (void)norm_part; /* the norm's parts ride on the trainer's metrics (NORM_SUM_JOB) */
+  return 0.0;
+}
+
+/* The rows of a layer norm's moments are held by one rank of each tensor-parallel index's group (it
+ * is never cut): those are replicas; every other box of a shard by its rank alone. */
+static void shard_replica(const layout_t *l, int t, int *replica, int *replicas) {
+  const pipe_layout_t *pl = impl(l);
+  int every = pl->piece[t].hold == GPT_EVERY_SHARD;
+  *replica = every ? pl->ex.grid.t : 0;
+  *replicas = every ? pl->ex.grid.tp : 1;
+}
+
 static void free_layout(layout_t *l) {
   pipe_layout_t *pl = impl(l);
+  if (pl->ex.shard) shard_gather_free(&pl->gather); /* before the slab it gathers into goes */
   pipe_exec_free(&pl->ex);
   slab_layout_free(&pl->local);
   free(pl->piece);
@@ -302,6 +344,45 @@ static void free_layout(layout_t *l) {
 static const layout_ops_t pipe_layout_ops = {.step = step, .eval = eval, .sync_replicas = sync_replicas,
                                              .describe = describe, .log = log_pipeline, .log_step = log_step,
                                              .state = state, .state_loaded = state_loaded, .free = free_layout};
+/* With a sharded optimizer over the data-parallel axis (pipe/exec.h). */
+static const layout_ops_t sharded_layout_ops = {
+    .step = step, .eval = eval, .sync_replicas = sync_replicas, .describe = describe,
+    .log = log_pipeline, .log_step = log_step, .state = state, .state_loaded = state_loaded,
+    .updated = sharded_updated, .shard_replica = shard_replica, .free = free_layout};
+
+/* [parallel] shard_optimizer on dp > 1 (else nothing to shard): the data-parallel gradient sync
+ * reduce-scatters (sync). What it does not combine with is an input error naming the keys. */
+static void plan_shards(const layout_opts_t *o, const backend_t *be, gradsync_opts_t *sync) {
+  if (!o->shard_optimizer || grid_of(o)->dp < 2) return;
+  if (compress_opts(o->cfg)->sc_stages > 0)
+    surge_input_error("%s: [parallel] shard_optimizer = true with [compress] sc_stages = %d (%s): not implemented "
+                      "(the distributed optimizer reduce-scatters exact sums; PowerSGD sums compressed factors) (hint: "
+                      "turn off shard_optimizer or sc_stages)", layout_where(o, "parallel.shard_optimizer"),
+                      compress_opts(o->cfg)->sc_stages, layout_where(o, "compress.sc_stages"));
+  shard_check_backend(be, layout_where(o, "parallel.shard_optimizer"));
+  sync->shard = 1;
+}
+
+/* The sharded optimizer's update ranges (the gradient sync's plan), its all-gather and the banner. */
+static void use_shards(pipe_layout_t *pl) {
+  pipe_exec_t *ex = &pl->ex;
+  const shard_plan_t *sp = ex->sync.shard;
+  layout_t *b = &pl->base;
+  b->ops = &sharded_layout_ops;
+  b->sharded_state = 1;
+  b->update_ranges = sp->ranges;
+  b->nupdate_ranges = sp->nranges;
+  b->update_lo = sp->nranges ? sp->ranges[0] : 0;
+  b->update_hi = sp->nranges ? sp->ranges[2 * sp->nranges - 1] : 0;
+  shard_gather_init(&pl->gather, &ex->sync, &ex->lg.params, ex->m.params);
+  ex->before_forward = shard_gather_hook;
+  ex->before_arg = &pl->gather;
+  b->note = "3d: sharded optimizer ([parallel] shard_optimizer): each stage's data-parallel group reduce-scatters its "
+            "gradients in buckets, each rank updating its shard with moments for it alone (a layer norm never cut); "
+            "the word embedding's gradient is reduce-scattered over the fused embedding group (the first and last "
+            "stage's ranks of its tensor-parallel index) in place of the embedding sum; parameters all-gathered "
+            "over the same groups before the next forward pass reads them";
+}
 
 layout_t *pipe_layout_build(const layout_opts_t *o, const graph_t *g, const backend_t *be, comm_t *world) {
   gpt_dims_t d;
@@ -311,10 +392,8 @@ layout_t *pipe_layout_build(const layout_opts_t *o, const graph_t *g, const back
                       "the gpt's transformer blocks, heads and vocabulary; other models run with mode = dp or burst)",
                       layout_where(o, "parallel.mode"), o->model);
   check_grid(o, g, &d, world->size);
-  if (o->shard_optimizer && grid_of(o)->dp > 1)
-    surge_input_error("%s: [parallel] shard_optimizer = true with [parallel] mode = 3d (dp = %d): not implemented "
-                      "(the dp axis would shard each stage's tensor-parallel slab) (hint: turn shard_optimizer off, "
-                      "or use mode = dp)", layout_where(o, "parallel.shard_optimizer"), grid_of(o)->dp);
+  gradsync_opts_t sync = o->sync;
+  plan_shards(o, be, &sync);
   compress_opts_t co = *compress_opts(o->cfg);
   co.steps = o->steps;
   check_compress(o, &co, &d);
@@ -322,7 +401,7 @@ layout_t *pipe_layout_build(const layout_opts_t *o, const graph_t *g, const back
   make_stages(pl, o, g, &d);
   pipe_grid_t G = pipe_grid_of(grid_of(o)->tp, grid_of(o)->pp, grid_of(o)->dp, world->rank);
   pipe_exec_init(&pl->ex, g, &d, &G, pl->first_block[G.p], pl->blocks[G.p], o->micro_batches,
-                 (pipe_sched_t)pipe_sched_of(grid_of(o)->schedule), (int)o->global_batch, be, world, &o->sync,
+                 (pipe_sched_t)pipe_sched_of(grid_of(o)->schedule), (int)o->global_batch, be, world, &sync,
                  &co, o->seed);
   if (world->rank == 0 && compress_any(&co)) {
     char text[1024];
@@ -335,6 +414,7 @@ layout_t *pipe_layout_build(const layout_opts_t *o, const graph_t *g, const back
   pl->timeline_every = grid_of(o)->timeline_every;
   pl->base = (layout_t){.ops = &pipe_layout_ops, .m = &pl->ex.m, .local = &pl->local, .sync = &pl->ex.sync,
                         .window = pl->ex.m.B_cap, .impl = pl};
+  if (pl->ex.shard) use_shards(pl);
   pl->base.norm = plan_norm(pl);
   return &pl->base;
 }

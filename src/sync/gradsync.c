@@ -72,11 +72,13 @@ void gradsync_init(gradsync_t *s, const slab_layout_t *L, const int *tensor_grou
     surge_input_error("[parallel] shard_optimizer = true with the %s gradient reducer: not implemented (hint: the "
                       "distributed optimizer reduce-scatters exact sums; turn off shard_optimizer or the compression)",
                       name);
-  for (int k = 0; k < s->nbuckets && o->shard; k++)
-    if (s->b[k].local && s->groups[s->b[k].group].size != o->shard_ranks)
-      surge_runtime_error("gradsync: a sharded bucket's group has %d ranks, not the shards' %d (a layout bug)",
-                          s->groups[s->b[k].group].size, o->shard_ranks);
-  if (o->shard) s->reducer = reducer_scatter(&setup, o->shard, o->shard_ranks);
+  if (o->shard) {
+    int ngroups = 0;
+    for (int t = 0; t < L->n; t++) ngroups = tensor_group[t] + 1 > ngroups ? tensor_group[t] + 1 : ngroups;
+    s->shard = xcalloc(1, sizeof *s->shard);
+    shard_plan_init(s->shard, L, tensor_group, groups, ngroups, o->shard_atomic);
+    s->reducer = reducer_scatter(&setup, s->shard);
+  }
   for (int i = 0; i < NREDUCERS && !s->reducer; i++)
     if (strcmp(reducers[i].name, name) == 0) s->reducer = reducers[i].make(&setup);
   free(rb);
@@ -91,6 +93,8 @@ void gradsync_init(gradsync_t *s, const slab_layout_t *L, const int *tensor_grou
 
 void gradsync_free(gradsync_t *s) {
   reducer_free(s->reducer);
+  if (s->shard) shard_plan_free(s->shard);
+  free(s->shard);
   free(s->b);
   memset(s, 0, sizeof *s);
 }

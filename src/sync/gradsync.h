@@ -24,6 +24,7 @@
 #include "comm/comm.h"
 #include "core/slab.h"
 #include "sync/reducer.h"
+#include "sync/shard.h"
 
 typedef struct grad_bucket {
   size_t off, n;  /* floats [off, off + n) of the gradient slab */
@@ -46,6 +47,7 @@ typedef struct gradsync {
   int next;         /* the first bucket not yet started in this step */
   double backward_done, first_start; /* this step: surge_now() at gradsync_backward_done, at the first start */
   double wait_s;    /* this step: barrier time without overlap */
+  shard_plan_t *shard; /* a sharded optimizer's plan over the groups (opts.shard), or NULL */
 } gradsync_t;
 
 typedef struct gradsync_opts {
@@ -56,11 +58,11 @@ typedef struct gradsync_opts {
   const backend_t *be; /* the gradient slab's backend (powersgd) */
   comm_t *job;         /* every rank of the job, for the reducer's state; NULL: world */
   int side;            /* side slots wanted after the slab (see above), 0: none */
-  const size_t *shard; /* NULL, or a sharded optimizer's bounds (sync/shard.h: shard_ranks + 1 of them):
-                        * the exact reducer then reduce-scatters each bucket to the shards
-                        * (reducer_scatter), whose groups must all be those shard_ranks ranks;
-                        * another reducer is an input error */
-  int shard_ranks;
+  int shard;           /* 1: a sharded optimizer (sync/shard.h): gradsync_t.shard plans the shards of each
+                        * group's tensors over its ranks, and the exact reducer reduce-scatters each
+                        * bucket to them (reducer_scatter); another reducer is an input error, and so
+                        * is a tensor of no group */
+  const unsigned char *shard_atomic; /* NULL, or per tensor 1 where no shard bound may cut it */
 } gradsync_opts_t;
 
 /* The reducers gradsync_init accepts, for messages: "exact, powersgd". */

@@ -12,7 +12,7 @@ typedef struct sync_opts {
   double bucket_mb; /* gradient allreduce bucket size, MiB */
   int overlap;      /* start gradient buckets during the backward pass */
   int node_shared;  /* dp on one node: sum and update through node-shared memory */
-  int shard_optimizer; /* dp: gradients reduce-scattered, each rank updating its shard (sync/shard.h) */
+  int shard_optimizer; /* dp, burst, 3d: gradients reduce-scattered, each rank updating its shard (sync/shard.h) */
 } sync_opts_t;
 
 /* The rows of sync_opts_t. */

@@ -77,10 +77,11 @@ typedef struct reducer_setup {
 
 /* The exact sum: one comm_iallreduce_sum per bucket (traffic category dp). */
 reducer_t *reducer_exact(int nbuckets);
-/* The exact sum for a sharded optimizer (sync/shard.h): one in-place reduce-scatter per bucket over a
- * group of `ranks` ranks, rank r receiving the sum of the floats of its shard [bounds[r], bounds[r + 1])
- * within the bucket (traffic dp_scatter); the bucket's other floats are left undefined. */
-reducer_t *reducer_scatter(const reducer_setup_t *s, const size_t *bounds, int ranks);
+/* The exact sum for a sharded optimizer (sync/shard.h): one in-place reduce-scatter per bucket over its
+ * group, each rank receiving the sum of the floats of its shard within the bucket (plan's parts;
+ * traffic dp_scatter); the bucket's other floats are left undefined. */
+typedef struct shard_plan shard_plan_t;
+reducer_t *reducer_scatter(const reducer_setup_t *s, const shard_plan_t *plan);
 /* Optimus-CC's PowerSGD of data-parallel gradients (reducer_powersgd.c): collective over s->job. */
 reducer_t *reducer_powersgd(const reducer_setup_t *s);
 void reducer_free(reducer_t *r);

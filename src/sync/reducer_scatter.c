@@ -13,17 +13,18 @@ typedef struct scatter {
   size_t *part_off;     /* (nbuckets, R) each rank's part of each bucket, relative to the bucket */
   size_t *part_cnt;     /* (nbuckets, R) */
   size_t *bucket_n;     /* [nbuckets] floats of each bucket */
-  int ranks;            /* R */
+  int *ranks;           /* [nbuckets] R of its group (0: this rank is not a member) */
+  int most;             /* the largest R: the row stride of part_off, part_cnt */
 } scatter_t;
 
 static scatter_t *of(reducer_t *r) { return r->impl; }
 
 static void scatter_start(reducer_t *r, int b, comm_t *c, float *data, size_t n) {
   scatter_t *s = of(r);
-  if (c->size != s->ranks || n != s->bucket_n[b])
+  if (c->size != s->ranks[b] || n != s->bucket_n[b])
     surge_runtime_error("reducer_scatter: bucket %d of %zu floats over %d ranks, planned %zu over %d (a bug)", b, n,
-                        c->size, s->bucket_n[b], s->ranks);
-  size_t at = (size_t)b * (size_t)s->ranks;
+                        c->size, s->bucket_n[b], s->ranks[b]);
+  size_t at = (size_t)b * (size_t)s->most;
   comm_ireduce_scatter_sum(c, data, n, s->part_off + at, s->part_cnt + at, TRAFFIC_DP_SCATTER, &s->ops[b]);
 }
 
@@ -37,6 +38,7 @@ static void scatter_free(reducer_t *r) {
   free(s->part_off);
   free(s->part_cnt);
   free(s->bucket_n);
+  free(s->ranks);
   free(s);
 }
 
@@ -45,19 +47,24 @@ static const reducer_ops_t scatter_ops = {.name = "exact (reduce-scatter)", .sum
                                           .start = scatter_start, .test = scatter_test, .wait = scatter_wait,
                                           .free = scatter_free};
 
-reducer_t *reducer_scatter(const reducer_setup_t *setup, const size_t *bounds, int ranks) {
+reducer_t *reducer_scatter(const reducer_setup_t *setup, const shard_plan_t *plan) {
   reducer_t *r = xcalloc(1, sizeof *r);
   scatter_t *s = xcalloc(1, sizeof *s);
   size_t nb = setup->nbuckets > 0 ? (size_t)setup->nbuckets : 1;
-  s->ranks = ranks;
+  s->most = 1;
+  for (int g = 0; g < plan->ngroups; g++) s->most = plan->ranks[g] > s->most ? plan->ranks[g] : s->most;
   s->ops = xcalloc(nb, sizeof *s->ops);
-  s->part_off = xcalloc(nb * (size_t)ranks, sizeof *s->part_off);
-  s->part_cnt = xcalloc(nb * (size_t)ranks, sizeof *s->part_cnt);
+  s->part_off = xcalloc(nb * (size_t)s->most, sizeof *s->part_off);
+  s->part_cnt = xcalloc(nb * (size_t)s->most, sizeof *s->part_cnt);
   s->bucket_n = xcalloc(nb, sizeof *s->bucket_n);
+  s->ranks = xcalloc(nb, sizeof *s->ranks);
   for (int b = 0; b < setup->nbuckets; b++) {
+    int t = setup->b[b].t_first;
     s->bucket_n[b] = setup->b[b].n;
-    shard_parts(bounds, ranks, setup->b[b].off, setup->b[b].n, s->part_off + (size_t)b * (size_t)ranks,
-                s->part_cnt + (size_t)b * (size_t)ranks);
+    s->ranks[b] = plan->ranks[plan->group[t]];
+    if (s->ranks[b] > 0)
+      shard_plan_parts(plan, t, setup->b[b].n, s->part_off + (size_t)b * (size_t)s->most,
+                       s->part_cnt + (size_t)b * (size_t)s->most);
   }
   r->ops = &scatter_ops;
   r->nbuckets = setup->nbuckets;

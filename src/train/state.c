@@ -49,39 +49,37 @@ static void add_slab_region(host_state_t *h, const layout_t *l, const char *grou
   for (int i = 0; i < r->n; i++) r->t[i].data = h->host[k] + l->local->t[i].off;
 }
 
-/* A sharded optimizer's moments (sync/shard.h): device holds the floats [lo, hi) of the local slab
- * only; of each tensor (whole on every rank: the layouts that shard describe it so) this rank holds
- * the rows within [lo, hi), one box written by it alone (no replicas), none where the shard misses it. */
-static void add_shard_region(host_state_t *h, const layout_t *l, const char *group, float *device, size_t lo,
-                             size_t hi) {
+/* A sharded optimizer's moments (sync/shard.h): device holds the floats of o's ranges one after the
+ * other; of each tensor's piece (the layout's box of it) this rank holds the rows within them, one box,
+ * written by it alone or by the ranks the layout's shard_replica names (which hold the same rows),
+ * none where the shard misses it. */
+static void add_shard_region(host_state_t *h, const layout_t *l, const char *group, float *device, const optim_t *o) {
   const slab_layout_t *L = l->local;
   int k;
-  state_region_t *r = slab_region(h, l, group, device, hi - lo, &k);
+  state_region_t *r = slab_region(h, l, group, device, o->floats, &k);
   for (int i = 0; i < L->n; i++) {
     state_tensor_t *p = &r->t[i];
-    for (int d = 0; d < p->ndim; d++)
-      if (p->start[d] != 0 || p->count[d] != p->dims[d])
-        surge_runtime_error("%s: the %s layout shards the optimizer but holds a part of tensor %s (a layout bug)",
-                            group, l->name, p->name);
-    size_t a, b;
-    shard_rows(&L->t[i], lo, hi, &a, &b);
+    size_t a = 0, b = 0;
+    for (int j = 0; j < o->nranges && b == a; j++) shard_rows(&L->t[i], o->ranges[2 * j], o->ranges[2 * j + 1], &a, &b);
     p->replica = 0;
     p->replicas = 1;
+    if (l->ops->shard_replica) l->ops->shard_replica(l, i, &p->replica, &p->replicas);
     p->data = h->host[k];
-    if (b == a) {
+    if (b == a || state_tensor_floats(p) == 0) {
       memset(p->count, 0, sizeof p->count);
       continue;
     }
-    p->start[0] = a;
+    size_t row = L->t[i].n / p->count[0]; /* floats per row of the piece */
+    p->data = h->host[k] + optim_state_at(o, L->t[i].off + a * row);
+    p->start[0] += a;
     p->count[0] = b - a;
-    p->data = h->host[k] + (L->t[i].off + a * (L->t[i].n / p->dims[0]) - lo);
   }
 }
 
 /* The optimizer's moment slab: whole, or a sharded optimizer's shard. */
 static void add_moments(host_state_t *h, const trainer_t *t, const char *group, float *device) {
   if (t->layout->sharded_state)
-    add_shard_region(h, t->layout, group, device, t->opt.lo, t->opt.hi);
+    add_shard_region(h, t->layout, group, device, &t->opt);
   else
     add_slab_region(h, t->layout, group, device);
 }

@@ -50,8 +50,11 @@ void trainer_init(trainer_t *t, const config_t *cfg, const deck_t *deck, comm_t 
   layout_opts_t lo = layout_opts_of(cfg, deck);
   t->layout = layout_build(&lo, &t->g, t->be, world);
   const layout_t *l = t->layout; /* a sharded optimizer holds the state of this rank's shard only */
-  optim_init_shard(&t->opt, optim_opts_of(cfg), t->be, l->local->total, l->sharded_state ? l->update_lo : 0,
-                   l->sharded_state ? l->update_hi : l->local->total);
+  if (l->sharded_state && l->update_ranges)
+    optim_init_ranges(&t->opt, optim_opts_of(cfg), t->be, l->local->total, l->update_ranges, l->nupdate_ranges);
+  else
+    optim_init_shard(&t->opt, optim_opts_of(cfg), t->be, l->local->total, l->sharded_state ? l->update_lo : 0,
+                     l->sharded_state ? l->update_hi : l->local->total);
   sampler_init_for(&t->sampler, t->ds, cfg->seed);
   t->ids = xcalloc((size_t)cfg->global_batch, sizeof *t->ids);
   t->rss_peak_steps = rss_peak_bytes(); /* a run without steps (resumed at its end): the set-up's */
@@ -73,7 +76,7 @@ train_memory_t trainer_memory(const trainer_t *t) {
       .state_bytes = sizeof(float) * (2 * (double)l->local->total + (double)l->m->act_floats) +
                      (double)optim_state_bytes(&t->opt),
       .optim_bytes = (double)optim_state_bytes(&t->opt),
-      .optim_floats = (double)(t->opt.hi - t->opt.lo),
+      .optim_floats = (double)t->opt.floats,
       .peak_bytes = rss_peak_bytes() - t->rss_before_model,
       .process_bytes = rss_peak_bytes(),
       .window = l->window,

@@ -1,9 +1,9 @@
 #!/bin/sh
 # Full-length training results (not part of make check): trains every example deck in inputs/ as
 # shipped and checks its final metric against the expectation doc/results.md states for it.
-#   tools/full-results.sh [NAME ...]     (default: all; about 1.5 hours on 2 cores)
+#   tools/full-results.sh [NAME ...]     (default: all; about 2 hours on 2 cores)
 #   tools/full-results.sh --list         the decks, their ranks and targets
-# NAMEs: demo mlp vgg vgg-bn resnet resnet-bn resnet18 vgg16-bn gpt gpt-bpe gpt-3d sweep gpt2-124m.
+# NAMEs: demo mlp vgg vgg-bn resnet resnet-bn resnet18 vgg16-bn inception gpt gpt-bpe gpt-3d sweep gpt2-124m.
 # A deck that would outlast a session on 2 cores runs with its batch or context shrunk (never its
 # layout or steps), as the table says; gpt2-124m is a GPU deck and is skipped without one.
 # Results go to runs/full-*/ and the summary to stdout, one line per check:
@@ -25,6 +25,7 @@ resnet|resnet-mini-fmnist.deck|1|acc|>= 35|
 resnet-bn|resnet-mini-bn-fmnist.deck|2|acc|>= 90|
 resnet18|resnet18-fmnist.deck|1|acc|>= 91|
 vgg16-bn|vgg16-bn-fmnist.deck|1|acc|>= 89|
+inception|inception-v3-fmnist.deck|1|acc|>= 90|
 gpt|gpt-fortunes.deck|1|loss|<= 2.65|
 gpt-bpe|gpt-bpe.deck|1|loss|<= 6.2|
 gpt-3d|gpt-3d.deck|8|loss|<= 2.9|-D model.gpt_context=64 -D train.global_batch=16'
@@ -40,7 +41,7 @@ fi
 
 "$top/tools/build.sh" >/dev/null
 cd "$top"
-which=${*:-demo mlp vgg vgg-bn resnet resnet-bn resnet18 vgg16-bn gpt gpt-bpe gpt-3d sweep gpt2-124m}
+which=${*:-demo mlp vgg vgg-bn resnet resnet-bn resnet18 vgg16-bn inception gpt gpt-bpe gpt-3d sweep gpt2-124m}
 summary=""
 failed=0
 

@@ -1,0 +1,135 @@
+#!/bin/sh
+# In-process backgrounds ([multiplex] placement = thread, doc/multiplexing.md): a foreground vgg-mini
+# burst job on 2 ranks whose plan leaves rank 1 idle for the second half of the network, and an mlp
+# background in a second thread of each foreground rank's process (surge-train --background-deck).
+#  - the foreground's parameters are bitwise those of the same run without a background, and each
+#    background's (on_foreground_end = continue, N steps) bitwise those of its deck run alone;
+#  - backgrounds stopped by their foreground's end leave checkpoints that resume as a separate
+#    background process, and a separate background process's checkpoints resume in-process, both
+#    ending bitwise where a straight run of the deck ends;
+#  - an error in a background thread ends that background only;
+#  - unsupported combinations exit 2 naming the key.
+. "$(dirname "$0")/tap.sh"
+[ -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ] || tap_skip_all "dataset-fashion-mnist is not installed"
+export OMPI_MCA_rmaps_base_oversubscribe=1
+h5_compare="$top_build/tests/h5_compare"
+vgg="model.vgg_channels=4,8 model.vgg_fc=32"
+"$top_build/tests/make_plan" "$top_src/inputs/vgg-mini-fmnist.deck" 2 "$tap_tmp/p.plan" train.global_batch=32 $vgg \
+  >/dev/null 2>&1
+awk '/^[0-9]+ / && $1 >= 6 { print $1, $2, 1, 0, 32; next } { print }' "$tap_tmp/p.plan" >"$tap_tmp/idle.plan"
+FG="$SURGE_TRAIN $top_src/inputs/vgg-mini-fmnist.deck -D model.vgg_channels=4,8 -D model.vgg_fc=32
+  -D train.global_batch=32 -D data.train_samples=2000 -D data.test_samples=100 -D run.steps=30 -D run.print_every=100
+  -D parallel.mode=burst -D parallel.plan=$tap_tmp/idle.plan"
+MLP="-D model.mlp_hidden=64 -D data.train_samples=5000 -D data.test_samples=100 -D run.eval_every=0
+  -D run.print_every=1000 -D train.lr=0.1"
+BG="$SURGE_TRAIN $top_src/inputs/mlp-fmnist.deck $MLP"                                  # a job of its own
+IN="--background-deck $top_src/inputs/mlp-fmnist.deck $(echo $MLP | sed 's/-D /-D bg:/g')" # in-process
+same() { "$h5_compare" "$1" "$2" 0 >"$tap_tmp/cmp.txt" 2>&1; }
+last_step() { h5vals "$1" /metrics/step | tail -1; }
+# thread OUT ARGS...: the foreground on 2 ranks with an in-process background per rank
+thread() {
+  out=$1
+  shift
+  # shellcheck disable=SC2086
+  timeout 300 "$mpiexec" -n 2 $FG -D multiplex.placement=thread $IN "$@" >"$out" 2>&1
+}
+
+# ---- the foreground alone; with in-process backgrounds that carry on to 25 steps after it ends
+timeout 300 "$mpiexec" -n 2 $FG -D "run.out_dir=$tap_tmp/solo" >"$tap_tmp/solo.txt" 2>&1
+timeout 300 "$mpiexec" -n 1 $BG -D run.steps=25 -D "run.out_dir=$tap_tmp/bgsolo" >"$tap_tmp/bgsolo.txt" 2>&1
+# (normal OS priority for the bitwise check: gated all the same, but not starved when other test
+# suites keep the cores busy; SCHED_IDLE is checked below)
+thread "$tap_tmp/cont.txt" -D "run.out_dir=$tap_tmp/fg" -D "multiplex.baseline=$tap_tmp/solo/log.h5" \
+  -D bg:run.steps=25 -D bg:multiplex.on_foreground_end=continue -D bg:multiplex.priority=none \
+  -D "bg:run.out_dir=$tap_tmp/bg"
+rc=$?
+tap_ok $rc "foreground on 2 ranks + an in-process background per rank: exit $rc"
+[ $rc = 0 ] || tap_diag "$(grep -av '^#\|^  \|^[a-z_0-9]* = ' "$tap_tmp/cont.txt" | tail -15)"
+same "$tap_tmp/fg/model.h5" "$tap_tmp/solo/model.h5"
+tap_ok $? "the foreground's parameters = the same run alone ($(cat "$tap_tmp/cmp.txt"))"
+same "$tap_tmp/bg/bg0/model.h5" "$tap_tmp/bgsolo/model.h5"
+tap_ok $? "rank 0's background (out_dir/bg0), 25 steps = its deck alone ($(cat "$tap_tmp/cmp.txt"))"
+same "$tap_tmp/bg/bg1/model.h5" "$tap_tmp/bgsolo/model.h5"
+tap_ok $? "rank 1's background (out_dir/bg1), 25 steps = its deck alone ($(cat "$tap_tmp/cmp.txt"))"
+grep -aq "^in-process backgrounds (one per rank): exit status 0 0" "$tap_tmp/cont.txt"
+tap_ok $? "the foreground reports both backgrounds' exit status"
+[ "$(h5attr "$tap_tmp/fg/log.h5" /multiplex/role)" = foreground ] &&
+  [ "$(h5attr "$tap_tmp/fg/log.h5" /multiplex/channel)" = in-process ] &&
+  [ "$(h5attr "$tap_tmp/bg/bg1/log.h5" /multiplex/role)" = background ] &&
+  h5vals "$tap_tmp/fg/log.h5" /multiplex/background_samples_per_sec | awk '$1 + 0 > 0 { f = 1 } END { exit !f }' &&
+  h5vals "$tap_tmp/fg/log.h5" /ranks/phase_background | awk '$1 + 0 > 0 { f = 1 } END { exit !f }' &&
+  awk -v g="$(h5attr "$tap_tmp/fg/log.h5" /multiplex/foreground_slowdown)" 'BEGIN { exit !(g > 0) }'
+tap_ok $? "accounting in the foreground's log: /multiplex (channel in-process) with background samples/s, /ranks/phase_background (its thread's CPU time), the slowdown"
+
+# ---- stopped by the foreground's end (SCHED_IDLE threads), resumed as a separate background process
+thread "$tap_tmp/stop.txt" -D "run.out_dir=$tap_tmp/fgs" -D bg:run.steps=100000 -D "bg:run.out_dir=$tap_tmp/bgs"
+rc=$?
+ok=$rc
+for r in 0 1; do
+  h5vals "$tap_tmp/bgs/bg$r/log.h5" /events/text | grep -q "stopped: the foreground ended" &&
+    ls "$tap_tmp/bgs/bg$r/checkpoints/"ckpt-*.h5 >/dev/null 2>&1 || ok=1
+done
+tap_ok $ok "on_foreground_end = stop: both background threads stop with a checkpoint when the foreground ends (exit $rc)"
+[ "$(h5attr "$tap_tmp/bgs/bg0/log.h5" /multiplex/priority)" = SCHED_IDLE ] &&
+  grep -aq "resume with: [^ ]*surge-train .*mlp-fmnist.deck .*run.out_dir=$tap_tmp/bgs/bg1 --resume" "$tap_tmp/stop.txt"
+tap_ok $? "each thread ran at SCHED_IDLE and prints the command that resumes it as a job of its own"
+# a separate MPMD pair with 1-rank background processes stopped by their foreground's end
+timeout 300 "$mpiexec" -n 2 $FG -D run.steps=10 -D "run.out_dir=$tap_tmp/fgp" \
+  : -n 1 $BG --background -D run.steps=100000 -D "run.out_dir=$tap_tmp/bgp/bg0" \
+  : -n 1 $BG --background -D run.steps=100000 -D "run.out_dir=$tap_tmp/bgp/bg1" -D multiplex.partner_offset=1 \
+  >"$tap_tmp/mpmd.txt" 2>&1
+rc=$?
+k=0
+for log in "$tap_tmp/bgs/bg0" "$tap_tmp/bgs/bg1" "$tap_tmp/bgp/bg0" "$tap_tmp/bgp/bg1"; do
+  s=$(last_step "$log/log.h5")
+  [ "${s:-0}" -gt $k ] && k=$s
+done
+K=$((k + 5))
+timeout 300 "$mpiexec" -n 1 $BG -D run.steps=$K -D "run.out_dir=$tap_tmp/straight" >"$tap_tmp/straight.txt" 2>&1
+tap_diag "stopped at steps $(last_step "$tap_tmp/bgs/bg0/log.h5") $(last_step "$tap_tmp/bgs/bg1/log.h5") (in-process), $(last_step "$tap_tmp/bgp/bg0/log.h5") $(last_step "$tap_tmp/bgp/bg1/log.h5") (processes, exit $rc); all resumed to $K"
+# in-process -> process: rank 1's thread's checkpoint resumed by a background process beside a foreground
+timeout 300 "$mpiexec" -n 2 $FG -D run.steps=5 -D "run.out_dir=$tap_tmp/fgr" \
+  : -n 1 $BG --background -D run.steps=$K -D multiplex.on_foreground_end=continue -D "run.out_dir=$tap_tmp/bgs/bg1" \
+  --resume >"$tap_tmp/resume1.txt" 2>&1
+rc=$?
+same "$tap_tmp/bgs/bg1/model.h5" "$tap_tmp/straight/model.h5" &&
+  grep -aq "\[background\] resumed from .*bgs/bg1/checkpoints" "$tap_tmp/resume1.txt"
+tap_ok $? "an in-process background's checkpoint resumes as a background process: step $K = a straight run (exit $rc; $(cat "$tap_tmp/cmp.txt"))"
+# process -> in-process: the MPMD backgrounds' checkpoints resumed by threads (out_dir/bgR is their directory)
+thread "$tap_tmp/resume2.txt" -D run.steps=5 -D "run.out_dir=$tap_tmp/fgr2" -D bg:run.steps=$K \
+  -D bg:multiplex.on_foreground_end=continue -D bg:checkpoint.resume=true -D "bg:run.out_dir=$tap_tmp/bgp"
+rc=$?
+same "$tap_tmp/bgp/bg0/model.h5" "$tap_tmp/straight/model.h5" && cp "$tap_tmp/cmp.txt" "$tap_tmp/cmp0.txt" &&
+  same "$tap_tmp/bgp/bg1/model.h5" "$tap_tmp/straight/model.h5" &&
+  grep -aq "\[background of rank 1\] resumed from .*bgp/bg1/checkpoints" "$tap_tmp/resume2.txt"
+tap_ok $? "background processes' checkpoints resume in-process: step $K = a straight run on both ranks (exit $rc; $(cat "$tap_tmp/cmp0.txt" 2>/dev/null); $(cat "$tap_tmp/cmp.txt"))"
+
+# ---- an error in a background thread ends that background, not the foreground
+thread "$tap_tmp/bgerr.txt" -D "run.out_dir=$tap_tmp/fgerr" -D bg:run.out_dir=/dev/null/bg
+rc=$?
+[ $rc = 0 ] && grep -aq "^surge: error: background of rank 1: " "$tap_tmp/bgerr.txt" &&
+  grep -aq "in-process backgrounds (one per rank): exit status [1-9] [1-9]" "$tap_tmp/bgerr.txt" &&
+  same "$tap_tmp/fgerr/model.h5" "$tap_tmp/solo/model.h5"
+tap_ok $? "a background thread's error is labelled and ends it only: exit $rc, its status reported, the foreground's parameters = alone"
+[ $rc = 0 ] || tap_diag "$(grep -av '^#\|^  \|^[a-z_0-9]* = ' "$tap_tmp/bgerr.txt" | tail -8)"
+
+# ---- combinations that placement = thread does not run
+# to OUT NP ARGS...: mpiexec -n NP ARGS, its output in OUT
+to() {
+  to_out=$1 to_np=$2
+  shift 2
+  timeout 60 "$mpiexec" -n "$to_np" "$@" >"$to_out" 2>&1
+}
+tap_refused "placement = thread without --background-deck" "\[multiplex\] placement = thread needs the background's deck" \
+  "$tap_tmp/r1.txt" to "$tap_tmp/r1.txt" 2 $FG -D multiplex.placement=thread -D "run.out_dir=$tap_tmp/r1"
+tap_refused "--background-deck with placement = process" "\[multiplex\] placement = process: --background-deck" \
+  "$tap_tmp/r2.txt" to "$tap_tmp/r2.txt" 2 $FG $IN -D "run.out_dir=$tap_tmp/r2"
+tap_refused "placement = thread with a cuda background" "\[backend\] name = cuda (the background's deck): \[multiplex\] placement = thread" \
+  "$tap_tmp/r3.txt" to "$tap_tmp/r3.txt" 2 $FG -D multiplex.placement=thread $IN -D bg:backend.name=cuda -D "run.out_dir=$tap_tmp/r3"
+tap_refused "placement = thread with BLAS threads" "\[backend\] threads = 2 (the foreground's deck)" \
+  "$tap_tmp/r4.txt" to "$tap_tmp/r4.txt" 2 $FG -D multiplex.placement=thread -D backend.threads=2 $IN -D "run.out_dir=$tap_tmp/r4"
+tap_refused "placement = thread with --background" "\[multiplex\] placement = thread: the foreground runs its background itself" \
+  "$tap_tmp/r5.txt" to "$tap_tmp/r5.txt" 2 $FG -D multiplex.placement=thread --background $IN -D "run.out_dir=$tap_tmp/r5"
+tap_refused "a bg: override without --background-deck" "bg:run.steps=3: a bg: override is for the deck of --background-deck" \
+  "$tap_tmp/r6.txt" to "$tap_tmp/r6.txt" 1 $BG -D bg:run.steps=3 -D "run.out_dir=$tap_tmp/r6"
+tap_done

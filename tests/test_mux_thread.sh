@@ -10,21 +10,9 @@
 #  - an error in a background thread ends that background only;
 #  - unsupported combinations exit 2 naming the key.
 . "$(dirname "$0")/tap.sh"
-[ -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ] || tap_skip_all "dataset-fashion-mnist is not installed"
-export OMPI_MCA_rmaps_base_oversubscribe=1
-h5_compare="$top_build/tests/h5_compare"
-vgg="model.vgg_channels=4,8 model.vgg_fc=32"
-"$top_build/tests/make_plan" "$top_src/inputs/vgg-mini-fmnist.deck" 2 "$tap_tmp/p.plan" train.global_batch=32 $vgg \
-  >/dev/null 2>&1
-awk '/^[0-9]+ / && $1 >= 6 { print $1, $2, 1, 0, 32; next } { print }' "$tap_tmp/p.plan" >"$tap_tmp/idle.plan"
-FG="$SURGE_TRAIN $top_src/inputs/vgg-mini-fmnist.deck -D model.vgg_channels=4,8 -D model.vgg_fc=32
-  -D train.global_batch=32 -D data.train_samples=2000 -D data.test_samples=100 -D run.steps=30 -D run.print_every=100
-  -D parallel.mode=burst -D parallel.plan=$tap_tmp/idle.plan"
-MLP="-D model.mlp_hidden=64 -D data.train_samples=5000 -D data.test_samples=100 -D run.eval_every=0
-  -D run.print_every=1000 -D train.lr=0.1"
-BG="$SURGE_TRAIN $top_src/inputs/mlp-fmnist.deck $MLP"                                  # a job of its own
+. "$(dirname "$0")/mux_pair.sh"
+FG="$FG -D run.steps=30"
 IN="--background-deck $top_src/inputs/mlp-fmnist.deck $(echo $MLP | sed 's/-D /-D bg:/g')" # in-process
-same() { "$h5_compare" "$1" "$2" 0 >"$tap_tmp/cmp.txt" 2>&1; }
 last_step() { h5vals "$1" /metrics/step | tail -1; }
 # thread OUT ARGS...: the foreground on 2 ranks with an in-process background per rank
 thread() {
@@ -112,6 +100,13 @@ rc=$?
   same "$tap_tmp/fgerr/model.h5" "$tap_tmp/solo/model.h5"
 tap_ok $? "a background thread's error is labelled and ends it only: exit $rc, its status reported, the foreground's parameters = alone"
 [ $rc = 0 ] || tap_diag "$(grep -av '^#\|^  \|^[a-z_0-9]* = ' "$tap_tmp/bgerr.txt" | tail -8)"
+# an error in the foreground (here its output directory) ends the process with the thread in it, at once
+timeout 120 "$mpiexec" -n 1 $FG -D parallel.mode=dp -D multiplex.placement=thread $IN -D run.out_dir=/dev/null/fg \
+  -D "bg:run.out_dir=$tap_tmp/bgfgerr" >"$tap_tmp/fgerr.txt" 2>&1
+rc=$?
+[ $rc != 0 ] && [ $rc != 124 ] && grep -aq "^surge: error: \[run\] out_dir: cannot create /dev/null" "$tap_tmp/fgerr.txt" &&
+  ! grep -aq "in-process backgrounds" "$tap_tmp/fgerr.txt"
+tap_ok $? "a foreground's error ends the whole job beside a running background thread: exit $rc, no hang"
 
 # ---- combinations that placement = thread does not run
 # to OUT NP ARGS...: mpiexec -n NP ARGS, its output in OUT

@@ -131,8 +131,7 @@ int main(int argc, char **argv) {
              resolved);
   free(resolved);
 
-  /* the command line as given (every -D, --variant, the role), quoted for a shell, plus --resume */
-  train_inproc_t *inproc = NULL;
+  train_inproc_t *inproc = NULL; /* [multiplex] placement = thread: this rank's background thread */
   if (bg_deck) {
     inproc_args_t ia = {.deck = bg_deck, .noverrides = nbg, .overrides = bg_overrides, .program = argv[0],
                         .mpi_thread_level = thread_level};
@@ -142,6 +141,7 @@ int main(int argc, char **argv) {
                       "--background-deck BG.deck; doc/multiplexing.md)", deck_where(deck, "multiplex.placement"),
                       cli.deck);
   }
+  /* the command line as given (every -D, --variant, the role), quoted for a shell, plus --resume */
   char *resume_cmd = cli_command_line(argc, argv, "--resume");
   int rc = train_run(&cfg, deck, resume_cmd, &world) == TRAIN_STOPPED ? stopped_exit : 0;
   if (inproc) train_inproc_join(inproc, &world); /* its status is printed; the job's is the foreground's */

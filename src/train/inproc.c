@@ -72,13 +72,9 @@ static void check_backend(const config_t *cfg, const deck_t *deck, const char *w
                       "thread share)", deck_where(deck, "backend.threads"), bd->threads, whose);
 }
 
-struct check_args {
-  const inproc_args_t *a;
-};
-
 /* rank 0's check of the background's deck before it is shared */
 static void check_deck(const char *text, void *arg) {
-  const inproc_args_t *a = ((const struct check_args *)arg)->a;
+  const inproc_args_t *a = arg;
   config_t probe;
   sweep_parse_run(text, a->deck, NULL, 1, a->noverrides, a->overrides, &probe, NULL);
 }
@@ -122,8 +118,7 @@ train_inproc_t *train_inproc_start(const inproc_args_t *a, config_t *fg_cfg, con
   check_backend(fg_cfg, fg_deck, "the foreground's");
 
   train_inproc_t *b = xcalloc(1, sizeof *b);
-  struct check_args ca = {a};
-  char *text = deck_read_checked(a->deck, world, check_deck, &ca);
+  char *text = deck_read_checked(a->deck, world, check_deck, (void *)a);
   config_t probe; /* its out_dir, of which this rank's background takes bgR */
   sweep_parse_run(text, a->deck, NULL, 0, a->noverrides, a->overrides, &probe, NULL);
   char out[CFG_STR + 32];

@@ -5,7 +5,20 @@
  * memory. It writes what a separate background job writes (log, checkpoints, model file) to
  * `[run] out_dir`/bgR of the background's deck (R: the foreground rank), with the same stop and
  * resume rules. An error in the background thread ends that thread only (its error line names it,
- * its exit status is reported); an error in the foreground ends the process. */
+ * its exit status is reported); an error in the foreground ends the process.
+ *
+ * Process-global state on the trainer's path, and how two trainers share a process:
+ *   per thread   the engine's event subscribers (core/events.c), the multiplexer's side and device
+ *                sync (mux/), the error state: job, label, hook, partial line, escape
+ *                (core/error.c), the CPU backend's SIMD width and its gemm scratch (backend/cpu_*),
+ *                the comm trace (comm/comm.c), the name lists built for error messages;
+ *   serialised   every HDF5 call (io/h5serial.h);
+ *   shared       the stop-signal flag (train/run.c: SIGTERM stops and checkpoints both), the deck
+ *                schema (built by a constructor before main), the const tables (backends, layers,
+ *                log formats), OpenBLAS (one thread: placement = thread refuses [backend] threads
+ *                other than 1, its own buffers are locked inside it), MPI (MPI_THREAD_MULTIPLE);
+ *   per trainer  the RNG streams, timers, data pipelines and optimizer state (all in trainer_t);
+ *   refused      the cuda backend's context (one per process, backend/cuda.c). */
 #ifndef SURGE_TRAIN_INPROC_H
 #define SURGE_TRAIN_INPROC_H
 

@@ -92,6 +92,23 @@ same "$tap_tmp/bgp/bg0/model.h5" "$tap_tmp/straight/model.h5" && cp "$tap_tmp/cm
   grep -aq "\[background of rank 1\] resumed from .*bgp/bg1/checkpoints" "$tap_tmp/resume2.txt"
 tap_ok $? "background processes' checkpoints resume in-process: step $K = a straight run on both ranks (exit $rc; $(cat "$tap_tmp/cmp0.txt" 2>/dev/null); $(cat "$tap_tmp/cmp.txt"))"
 
+# ---- SIGTERM (to the ranks, as Slurm sends it) stops both trainers of each process with a checkpoint
+thread "$tap_tmp/sig.txt" -D run.steps=100000 -D run.print_every=10 -D "run.out_dir=$tap_tmp/fgsig" \
+  -D bg:run.steps=100000 -D "bg:run.out_dir=$tap_tmp/bgsig" &
+job=$!
+tap_wait_until 120 grep -aq "^\[foreground\] step  *[0-9]*/100000" "$tap_tmp/sig.txt"
+for p in $(pgrep -f "^$SURGE_TRAIN .*run.out_dir=$tap_tmp/fgsig( |\$)"); do kill -TERM "$p"; done
+wait $job
+rc=$?
+ok=$rc
+grep -aq "^\[foreground\] stopped by a signal after step" "$tap_tmp/sig.txt" || ok=1
+for r in 0 1; do
+  grep -aq "^\[background of rank $r\] stopped" "$tap_tmp/sig.txt" &&
+    ls "$tap_tmp/bgsig/bg$r/checkpoints/"ckpt-*.h5 >/dev/null 2>&1 || ok=1
+done
+grep -aq "in-process backgrounds (one per rank): exit status 0 0" "$tap_tmp/sig.txt" || ok=1
+tap_ok $ok "SIGTERM: the foreground and both background threads stop with checkpoints (exit $rc)"
+
 # ---- an error in a background thread ends that background, not the foreground
 thread "$tap_tmp/bgerr.txt" -D "run.out_dir=$tap_tmp/fgerr" -D bg:run.out_dir=/dev/null/bg
 rc=$?

@@ -17,7 +17,7 @@
  *                schema (built by a constructor before main), the const tables (backends, layers,
  *                log formats), OpenBLAS (one thread: placement = thread refuses [backend] threads
  *                other than 1, its own buffers are locked inside it), MPI (MPI_THREAD_MULTIPLE);
- *   per trainer  the RNG streams, timers, data pipelines and optimizer state (all in trainer_t);
+ *   per trainer  the RNG streams, timers, data loaders and optimizer state (all in trainer_t);
  *   refused      the cuda backend's context (one per process, backend/cuda.c). */
 #ifndef SURGE_TRAIN_INPROC_H
 #define SURGE_TRAIN_INPROC_H

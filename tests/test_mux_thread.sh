@@ -110,26 +110,27 @@ grep -aq "in-process backgrounds (one per rank): exit status 0 0" "$tap_tmp/sig.
 tap_ok $ok "SIGTERM: the foreground and both background threads stop with checkpoints (exit $rc)"
 
 # ---- an error in a background thread ends that background, not the foreground
-thread "$tap_tmp/bgerr.txt" -D "run.out_dir=$tap_tmp/fgerr" -D bg:run.out_dir=/dev/null/bg
-rc=$?
-[ $rc = 0 ] && grep -aq "^surge: error: background of rank 1: " "$tap_tmp/bgerr.txt" &&
-  grep -aq "in-process backgrounds (one per rank): exit status [1-9] [1-9]" "$tap_tmp/bgerr.txt" &&
-  same "$tap_tmp/fgerr/model.h5" "$tap_tmp/solo/model.h5"
-tap_ok $? "a background thread's error is labelled and ends it only: exit $rc, its status reported, the foreground's parameters = alone"
-[ $rc = 0 ] || tap_diag "$(grep -av '^#\|^  \|^[a-z_0-9]* = ' "$tap_tmp/bgerr.txt" | tail -8)"
-# a background thread failing inside an HDF5 call (a checkpoint whose temporary name is a directory)
-# releases the process's HDF5 lock: the foreground writes its log, checkpoint and model after it
+# bg_fails NAME ERROR_PATTERN STATUSES WHAT BG_ARGS...: both background threads fail as ERROR_PATTERN
+# says, the foreground goes on and reports their exit statuses, its parameters = alone
+bg_fails() {
+  bf_name=$1 bf_pattern=$2 bf_status=$3 bf_what=$4
+  shift 4
+  thread "$tap_tmp/$bf_name.txt" -D "run.out_dir=$tap_tmp/fg$bf_name" "$@"
+  bf_rc=$?
+  [ $bf_rc = 0 ] && grep -aq "^surge: error: background of rank 1: $bf_pattern" "$tap_tmp/$bf_name.txt" &&
+    grep -aq "in-process backgrounds (one per rank): exit status $bf_status" "$tap_tmp/$bf_name.txt" &&
+    same "$tap_tmp/fg$bf_name/model.h5" "$tap_tmp/solo/model.h5"
+  tap_ok $? "$bf_what: exit $bf_rc, the statuses reported, the foreground's parameters = alone"
+  [ $bf_rc = 0 ] || tap_diag "$(grep -av '^#\|^  \|^[a-z_0-9]* = ' "$tap_tmp/$bf_name.txt" | tail -8)"
+}
+bg_fails err "" "[1-9] [1-9]" "a background thread's error is labelled and ends it only" -D bg:run.out_dir=/dev/null/bg
+# failing inside an HDF5 call (a checkpoint whose temporary name is a directory), a thread releases
+# the process's HDF5 lock: the foreground writes its log, checkpoint and model after it
 for r in 0 1; do
   for s in $(seq 1 40); do mkdir -p "$tap_tmp/bgck/bg$r/checkpoints/.ckpt-$(printf %08d "$s").h5.tmp"; done
 done
-thread "$tap_tmp/bgck.txt" -D "run.out_dir=$tap_tmp/fgck" -D bg:run.steps=100000 -D bg:checkpoint.every=1 \
-  -D "bg:run.out_dir=$tap_tmp/bgck"
-rc=$?
-[ $rc = 0 ] && grep -aq "^surge: error: background of rank 1: cannot write checkpoint" "$tap_tmp/bgck.txt" &&
-  grep -aq "in-process backgrounds (one per rank): exit status 1 1" "$tap_tmp/bgck.txt" &&
-  same "$tap_tmp/fgck/model.h5" "$tap_tmp/solo/model.h5"
-tap_ok $? "a background thread's error inside HDF5 releases the HDF5 lock: exit $rc, the foreground's files written, parameters = alone"
-[ $rc = 0 ] || tap_diag "$(grep -av '^#\|^  \|^[a-z_0-9]* = ' "$tap_tmp/bgck.txt" | tail -8)"
+bg_fails ck "cannot write checkpoint" "1 1" "a background thread's error inside HDF5 releases the HDF5 lock" \
+  -D bg:run.steps=100000 -D bg:checkpoint.every=1 -D "bg:run.out_dir=$tap_tmp/bgck"
 # an error in the foreground (here its output directory) ends the process with the thread in it, at once
 timeout 120 "$mpiexec" -n 1 $FG -D parallel.mode=dp -D multiplex.placement=thread $IN -D run.out_dir=/dev/null/fg \
   -D "bg:run.out_dir=$tap_tmp/bgfgerr" >"$tap_tmp/fgerr.txt" 2>&1

@@ -7,6 +7,8 @@
 #   dp     the data-parallel plan alone          (the baseline for total throughput)
 #   burst  the burst plan alone                  (the baseline for the foreground's slowdown)
 #   mux    the burst plan with the two backgrounds
+#   thread the burst plan with the same two backgrounds in-process ([multiplex] placement = thread:
+#          a second thread of each foreground rank's process, surge-train --background-deck)
 #   plain  the burst plan beside the same two jobs started plainly, one pinned to each core (no
 #          gating, normal priority): what sharing the cores costs without multiplexing
 #   polite the burst plan alone with --foreground and no partner: the cost of the polite waits,
@@ -43,6 +45,11 @@ bg="$train $src/inputs/vgg-mini-fmnist.deck --background -D data.source=syntheti
   -D backend.threads=1 -D data.test_samples=16 -D run.steps=1000000 -D run.eval_every=0 -D run.print_every=1000000
   -D run.overwrite=true"
 
+# the same backgrounds in-process: the background deck's keys as -D bg:section.key=value
+inproc="-D multiplex.placement=thread --background-deck $src/inputs/vgg-mini-fmnist.deck -D bg:data.source=synthetic
+  -D bg:train.global_batch=$bg_batch -D bg:data.test_samples=16 -D bg:run.steps=1000000 -D bg:run.eval_every=0
+  -D bg:run.print_every=1000000 -D bg:run.overwrite=true"
+
 # the same background jobs as plain jobs: no --background, stopped when the foreground ends; their
 # samples/s: samples of the steps they logged over those steps' time
 co="$train $src/inputs/vgg-mini-fmnist.deck -D data.source=synthetic -D train.global_batch=$bg_batch
@@ -65,6 +72,7 @@ run() {
       -D "run.out_dir=$2" ;;
     mux) "$mpiexec" --bind-to core --map-by core -n 2 $fg $burst -D "run.out_dir=$2" \
       : -n 1 $bg -D "run.out_dir=$2-b0" : -n 1 $bg -D "run.out_dir=$2-b1" -D multiplex.partner_offset=1 ;;
+    thread) "$mpiexec" --bind-to core -n 2 $fg $burst $inproc -D "run.out_dir=$2" -D "bg:run.out_dir=$2-b" ;;
     plain) # two plain 1-rank jobs pinned to the two cores, running until the foreground is done
       for k in 0 1; do
         taskset -c $k "$mpiexec" --bind-to none -n 1 $co -D "run.out_dir=$2-b$k" >"$2-b$k.txt" 2>&1 &
@@ -78,11 +86,12 @@ run() {
 }
 r=1
 while [ $r -le "$repeats" ]; do
-  for c in dp burst mux plain polite; do
+  for c in dp burst mux thread plain polite; do
     run $c "$tmp/$c-$r"
     fg_sps "$tmp/$c-$r/log.h5" >>"$tmp/$c.fg"
   done
   h5attr "$tmp/mux-$r/log.h5" /multiplex/background_samples_per_sec >>"$tmp/mux.bg"
+  h5attr "$tmp/thread-$r/log.h5" /multiplex/background_samples_per_sec >>"$tmp/thread.bg"
   echo "$(co_sps "$tmp/plain-$r-b0/log.h5") $(co_sps "$tmp/plain-$r-b1/log.h5")" | awk '{ print $1 + $2 }' >>"$tmp/plain.bg"
   for c in burst polite; do awk -v n="$steps" '{ print $1 / n }' "$tmp/$c-$r.cpu" >>"$tmp/$c.cpu"; done
   r=$((r + 1))
@@ -93,6 +102,8 @@ fgm=$(median <"$tmp/mux.fg")
 fgp=$(median <"$tmp/plain.fg")
 bgp=$(median <"$tmp/plain.bg")
 bgm=$(median <"$tmp/mux.bg")
+fgt=$(median <"$tmp/thread.fg")
+bgt=$(median <"$tmp/thread.bg")
 fgq=$(median <"$tmp/polite.fg")
 cpu_spin=$(median <"$tmp/burst.cpu")
 cpu_polite=$(median <"$tmp/polite.cpu")
@@ -100,10 +111,11 @@ printf '# vgg-mini, global batch %d, %d steps, synthetic data, 2 foreground rank
   "$batch" "$steps" "$(nproc 2>/dev/null || echo '?')" "$bg_batch"
 printf '# median of %d runs of each configuration (alternating); foreground samples/s from the median step time after 3 warm-up steps\n' "$repeats"
 printf '%-40s %12s %12s %12s %10s %10s\n' configuration "fg samp/s" "bg samp/s" "total" "fg slowdn" "total/dp"
-awk -v dp="$dp" -v a="$alone" -v f="$fgm" -v b="$bgm" -v p="$fgp" -v q="$bgp" 'BEGIN {
+awk -v dp="$dp" -v a="$alone" -v f="$fgm" -v b="$bgm" -v p="$fgp" -v q="$bgp" -v t="$fgt" -v u="$bgt" 'BEGIN {
   printf "%-40s %12.1f %12s %12.1f %10s %10.3f\n", "data-parallel plan alone", dp, "-", dp, "-", 1
   printf "%-40s %12.1f %12s %12.1f %10s %10.3f\n", "burst plan alone", a, "-", a, "-", a / dp
   printf "%-40s %12.1f %12.1f %12.1f %10.3f %10.3f\n", "burst plan + 2 backgrounds", f, b, f + b, a / f, (f + b) / dp
+  printf "%-40s %12.1f %12.1f %12.1f %10.3f %10.3f\n", "burst plan + 2 in-process backgrounds", t, u, t + u, a / t, (t + u) / dp
   printf "%-40s %12.1f %12.1f %12.1f %10.3f %10.3f\n", "burst plan + the 2 jobs, not multiplexed", p, q, p + q, a / p, (p + q) / dp }'
 echo "# fg slowdn: burst alone / burst with backgrounds (foreground samples/s; 1.10 is the 10% target);"
 echo "# total/dp: (foreground + background samples/s) / the data-parallel plan alone on the same ranks;"

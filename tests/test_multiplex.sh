@@ -12,20 +12,8 @@
 #    foreground stops the background or lets it carry on, as [multiplex] on_foreground_end says;
 #  - errors: no foreground, no channel, a bad channel name, a failing half of an MPMD job.
 . "$(dirname "$0")/tap.sh"
-[ -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ] || tap_skip_all "dataset-fashion-mnist is not installed"
-export OMPI_MCA_rmaps_base_oversubscribe=1
-h5_compare="$top_build/tests/h5_compare"
-vgg="model.vgg_channels=4,8 model.vgg_fc=32"
-"$top_build/tests/make_plan" "$top_src/inputs/vgg-mini-fmnist.deck" 2 "$tap_tmp/p.plan" train.global_batch=32 $vgg \
-  >/dev/null 2>&1
-awk '/^[0-9]+ / && $1 >= 6 { print $1, $2, 1, 0, 32; next } { print }' "$tap_tmp/p.plan" >"$tap_tmp/idle.plan"
-FG="$SURGE_TRAIN $top_src/inputs/vgg-mini-fmnist.deck -D model.vgg_channels=4,8 -D model.vgg_fc=32
-  -D train.global_batch=32 -D data.train_samples=2000 -D data.test_samples=100 -D run.steps=60 -D run.print_every=100
-  -D parallel.mode=burst -D parallel.plan=$tap_tmp/idle.plan"
-BG="$SURGE_TRAIN $top_src/inputs/mlp-fmnist.deck -D model.mlp_hidden=64 -D data.train_samples=5000
-  -D data.test_samples=100 -D run.eval_every=0 -D run.print_every=1000 -D train.lr=0.1"
-# same A B: bitwise equal parameters
-same() { "$h5_compare" "$1" "$2" 0 >"$tap_tmp/cmp.txt" 2>&1; }
+. "$(dirname "$0")/mux_pair.sh"
+FG="$FG -D run.steps=60"
 # falls LOG: the mean of the last 5 losses is below the mean of the first 5 (at least 10 steps)
 falls() {
   h5vals "$1" /metrics/loss | awk '{ v[NR] = $1 } END {

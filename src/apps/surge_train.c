@@ -14,11 +14,13 @@
 #include "io/sweep.h"
 #include "mux/launch.h"
 #include "mux/options.h"
+#include "train/inproc.h"
 #include "train/run.h"
 
 static const char usage[] =
     "usage: [mpiexec -n N] surge-train DECK [-D section.key=value ...] [--variant I] [--resume]\n"
     "                      [--stopped-exit N] [--foreground | --background]\n"
+    "                      [--background-deck BG_DECK [-D bg:section.key=value ...]]\n"
     "  Train the model the deck describes on all ranks in the layout of [parallel] mode: dp (data\n"
     "  parallel), burst (a burst plan: every layer its own rank set) or 3d (the gpt over tensor x\n"
     "  pipeline x data ranks, [compress] for Optimus-CC's compression); print progress; write the\n"
@@ -32,6 +34,10 @@ static const char usage[] =
     "  --background           run as a low-priority background job in its foreground partner's idle\n"
     "                         time; in one MPMD mpiexec (A : B --background) the other half is the\n"
     "                         foreground (doc/multiplexing.md)\n"
+    "  --background-deck BG_DECK  run BG_DECK as a background inside each rank's process, in a thread\n"
+    "                         at the lowest priority ([multiplex] placement = thread); it writes to\n"
+    "                         its [run] out_dir/bgR (R: the rank); -D bg:section.key=value overrides\n"
+    "                         its keys, --resume resumes both\n"
     "  --help, --version\n"
     "SIGTERM or SIGUSR1 finish the step, write a checkpoint and exit (0, or --stopped-exit N) saying how\n"
     "to resume. Exit codes: 0 finished, 2 bad input, 1 runtime failure. Deck keys: doc/deck.md.\n";
@@ -48,11 +54,34 @@ static void check_deck(const char *text, void *arg) {
   sweep_parse_run(text, a->cli->deck, a->variant, 1, a->cli->noverrides, a->cli->overrides, &probe, NULL);
 }
 
+/* Whether the command line asks for an in-process background (MPI must then allow threads). */
+static int wants_threads(int argc, char **argv) {
+  for (int i = 1; i < argc; i++)
+    if (strncmp(argv[i], "--background-deck", 17) == 0) return 1;
+  return 0;
+}
+
+/* Move the -D bg:section.key=value overrides (the prefix removed) out of cli into bg. */
+static int split_background_overrides(cli_t *cli, char **bg) {
+  int n = 0, kept = 0;
+  for (int i = 0; i < cli->noverrides; i++)
+    if (strncmp(cli->overrides[i], "bg:", 3) == 0)
+      bg[n++] = cli->overrides[i] + 3;
+    else
+      cli->overrides[kept++] = cli->overrides[i];
+  cli->noverrides = kept;
+  return n;
+}
+
 int main(int argc, char **argv) {
-  comm_init(&argc, &argv);
+  int thread_level = MPI_THREAD_SINGLE;
+  if (wants_threads(argc, argv))
+    thread_level = comm_init_threads(&argc, &argv);
+  else
+    comm_init(&argc, &argv);
   H5Eset_auto2(H5E_DEFAULT, NULL, NULL); /* errors are reported by Surge, one line each */
   static const char *const flags[] = {"--resume", "--variant I", "--stopped-exit N", "--foreground",
-                                      "--background", NULL};
+                                      "--background", "--background-deck BG_DECK", NULL};
   cli_t cli;
   cli_parse(argc, argv, usage, flags, &cli);
   const char *variant = cli_value(&cli, "--variant", 0);
@@ -65,9 +94,16 @@ int main(int argc, char **argv) {
       surge_input_error("--stopped-exit %s: expected an exit status 0..255", stopped_text);
     stopped_exit = (int)v;
   }
+  static char *bg_overrides[CLI_MAX_OVERRIDES + 1];
+  int nbg = split_background_overrides(&cli, bg_overrides);
+  const char *bg_deck = cli_value(&cli, "--background-deck", 0);
+  if (nbg && !bg_deck)
+    surge_input_error("-D bg:%s: a bg: override is for the deck of --background-deck, which was not given",
+                      bg_overrides[0]);
   if (cli_has(&cli, "--resume")) {
     if (cli.noverrides == CLI_MAX_OVERRIDES) surge_input_error("too many -D overrides");
     cli.overrides[cli.noverrides++] = (char *)"checkpoint.resume=true";
+    bg_overrides[nbg++] = (char *)"checkpoint.resume=true"; /* an in-process background resumes too */
   }
   if (cli_has(&cli, "--foreground") && cli_has(&cli, "--background"))
     surge_input_error("--foreground and --background: a job has one role");
@@ -95,9 +131,20 @@ int main(int argc, char **argv) {
              resolved);
   free(resolved);
 
+  train_inproc_t *inproc = NULL; /* [multiplex] placement = thread: this rank's background thread */
+  if (bg_deck) {
+    inproc_args_t ia = {.deck = bg_deck, .noverrides = nbg, .overrides = bg_overrides, .program = argv[0],
+                        .mpi_thread_level = thread_level};
+    inproc = train_inproc_start(&ia, &cfg, deck, &world);
+  } else if (strcmp(mo->placement, "thread") == 0) {
+    surge_input_error("%s: [multiplex] placement = thread needs the background's deck (hint: surge-train %s "
+                      "--background-deck BG.deck; doc/multiplexing.md)", deck_where(deck, "multiplex.placement"),
+                      cli.deck);
+  }
   /* the command line as given (every -D, --variant, the role), quoted for a shell, plus --resume */
   char *resume_cmd = cli_command_line(argc, argv, "--resume");
   int rc = train_run(&cfg, deck, resume_cmd, &world) == TRAIN_STOPPED ? stopped_exit : 0;
+  if (inproc) train_inproc_join(inproc, &world); /* its status is printed; the job's is the foreground's */
   free(resume_cmd);
   deck_free(deck);
   comm_free(&world);

@@ -19,7 +19,7 @@ const backend_t *backend_find(const char *name) {
 }
 
 const char *backend_names(void) {
-  static char names[NAMES_MAX];
+  static _Thread_local char names[NAMES_MAX];
   if (!names[0])
     for (size_t i = 0; i < NBACKENDS; i++) names_append(names, sizeof names, backends[i]->name);
   return names;

@@ -25,7 +25,8 @@ __attribute__((constructor)) static void simd_tables(void) {
   }
 }
 
-static backend_simd_t in_use = BACKEND_SIMD_AUTO; /* AUTO: not chosen yet, the best on first use */
+/* per thread: an in-process background's trainer opens its own backend with its own deck's simd */
+static _Thread_local backend_simd_t in_use = BACKEND_SIMD_AUTO; /* AUTO: not chosen yet, the best on first use */
 
 backend_simd_t cpu_simd_best(void) {
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -50,7 +51,7 @@ const char *cpu_simd_use(backend_simd_t want) {
   const backend_simd_t best = cpu_simd_best();
   if (want == BACKEND_SIMD_AUTO) want = best;
   if (want > best) {
-    static char why[160];
+    static _Thread_local char why[160];
     snprintf(why, sizeof why, "simd = %s, but this CPU runs at most %s (%s)", cpu_simd_name(want),
              cpu_simd_name(best),
              want == BACKEND_SIMD_AVX512 ? "no AVX-512F in its flags" : "no AVX2 and FMA in its flags");

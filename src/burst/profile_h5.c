@@ -8,6 +8,7 @@
 #include "burst/profiler.h"
 #include "core/error.h"
 #include "core/infile.h"
+#include "io/h5serial.h"
 #include "io/h5util.h"
 #include "io/printable.h"
 
@@ -79,6 +80,7 @@ static void write_network(const char *path, hid_t top, const burst_measured_t *m
 }
 
 void burst_profile_write(const char *path, const graph_t *g, const burst_measured_t *ms) {
+  H5_SERIAL(); /* io/h5serial.h: one HDF5 call at a time in the process */
   h5util_quiet_t q = h5util_quiet_begin();
   hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
   if (f < 0) {
@@ -138,6 +140,7 @@ static int read_count(const char *path, hid_t top, const char *name) {
 }
 
 void burst_profile_read_meta(const char *path, burst_profile_meta_t *meta) {
+  H5_SERIAL(); /* io/h5serial.h: one HDF5 call at a time in the process */
   memset(meta, 0, sizeof *meta);
   h5util_quiet_t q = h5util_quiet_begin();
   hid_t top, f = open_profile(path, &top);
@@ -229,6 +232,7 @@ static double read_scalar(const char *path, hid_t net, const char *name) {
 
 void burst_profile_read(const char *path, const graph_t *g, const char *model, const burst_opts_t *o,
                         burst_profile_t *p) {
+  H5_SERIAL(); /* io/h5serial.h: one HDF5 call at a time in the process */
   burst_profile_meta_t meta;
   burst_profile_read_meta(path, &meta);
   if (strcmp(meta.model, model) != 0)

@@ -104,20 +104,36 @@ static void comm_init_from(comm_t *c, MPI_Comm mpi, const char *api_call) {
   find_nodes(c, api_call);
 }
 
-void comm_init(int *argc, char ***argv) {
+static void mpi_settings(void) {
   setenv("OMPI_MCA_coll_libnbc_iallreduce_algorithm", "3", 0); /* 3: Rabenseifner (0 would let libnbc pick) */
+}
+
+void comm_init(int *argc, char ***argv) {
+  mpi_settings();
   MPI_Init(argc, argv);
 }
 
-void comm_world(comm_t *c) {
+int comm_init_threads(int *argc, char ***argv) {
+  mpi_settings();
+  int provided = MPI_THREAD_SINGLE;
+  MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided);
+  return provided;
+}
+
+/* A private duplicate of a predefined communicator (api_call names the caller in errors). */
+static void dup_of(comm_t *c, MPI_Comm of, const char *api_call) {
   int initialized = 0;
   MPI_Initialized(&initialized);
-  if (!initialized) surge_runtime_error("comm_world called before MPI_Init");
+  if (!initialized) surge_runtime_error("%s called before MPI_Init", api_call);
   MPI_Comm dup;
-  /* The dup inherits MPI_COMM_WORLD's abort-on-error handler until comm_init_from replaces it. */
-  comm_check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &dup), "MPI_Comm_dup", "comm_world");
-  comm_init_from(c, dup, "comm_world");
+  /* The dup inherits the original's abort-on-error handler until comm_init_from replaces it. */
+  comm_check_mpi(MPI_Comm_dup(of, &dup), "MPI_Comm_dup", api_call);
+  comm_init_from(c, dup, api_call);
 }
+
+void comm_world(comm_t *c) { dup_of(c, MPI_COMM_WORLD, "comm_world"); }
+
+void comm_self(comm_t *c) { dup_of(c, MPI_COMM_SELF, "comm_self"); }
 
 void comm_split(const comm_t *parent, int color, int key, comm_t *child) {
   if (parent->mpi == MPI_COMM_NULL) {
@@ -466,7 +482,7 @@ void comm_allreduce_sum_u64(comm_t *c, uint64_t *buf, int n, traffic_t t) {
 
 /* ---- non-blocking collectives and their trace */
 
-static struct {
+static _Thread_local struct { /* the calling thread's: an in-process background traces nothing of its foreground's */
   comm_event_t *ev;
   int n, cap;
 } trace;

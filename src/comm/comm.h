@@ -71,6 +71,9 @@ typedef struct comm {
  * than its blocking allreduce; Rabenseifner's algorithm matches the blocking one. Every program that
  * trains calls this instead of MPI_Init. */
 void comm_init(int *argc, char ***argv);
+/* comm_init asking for MPI_THREAD_MULTIPLE (two trainers in one process, each calling MPI from its
+ * own thread: an in-process background, doc/multiplexing.md); returns the level MPI provides. */
+int comm_init_threads(int *argc, char ***argv);
 
 /* An MPI return code other than MPI_SUCCESS ends the job with the call, the comm-layer function
  * it was made in (api_call) and MPI's own words (for the comm layer's own files). */
@@ -78,6 +81,8 @@ void comm_check_mpi(int rc, const char *mpi_call, const char *api_call);
 
 /* A duplicate of MPI_COMM_WORLD. */
 void comm_world(comm_t *c);
+/* A duplicate of MPI_COMM_SELF: a job of this one rank (an in-process background's). */
+void comm_self(comm_t *c);
 /* Collective over c: from now on the float calls below (and comm_bcast) accept device buffers of
  * a GPU backend as well as host buffers, told apart by their address; a device buffer travels as
  * `mode` says. stream: the backend's stream (a cudaStream_t), on which the work that writes and reads

@@ -2,22 +2,31 @@
 
 #include <mpi.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-/* The job this process belongs to: MPI_COMM_WORLD, or its half of an MPMD world. */
-static MPI_Comm job_comm = MPI_COMM_NULL;
-static char job_label[32] = "";
+/* The job this thread belongs to: MPI_COMM_WORLD, or its half of an MPMD world, or an in-process
+ * background's own (every setting here is per thread: a process may run a foreground and an
+ * in-process background, doc/multiplexing.md). */
+static _Thread_local MPI_Comm job_comm = MPI_COMM_NULL;
+static _Thread_local char job_label[64] = "";
+static _Thread_local surge_escape_t escape = NULL; /* an in-process background's way out */
+static atomic_int side_threads = 0;                 /* in-process backgrounds running */
 
 void surge_set_job(MPI_Comm job, const char *label) {
   job_comm = job;
   snprintf(job_label, sizeof job_label, "%s", label ? label : "");
 }
 
-static int partial_line = 0;
-static surge_fail_hook_t fail_hook = NULL;
+static _Thread_local int partial_line = 0;
+static _Thread_local surge_fail_hook_t fail_hook = NULL;
+
+void surge_set_escape(surge_escape_t e) { escape = e; }
+
+void surge_side_threads(int delta) { atomic_fetch_add(&side_threads, delta); }
 
 void surge_set_fail_hook(surge_fail_hook_t hook) { fail_hook = hook; }
 
@@ -59,7 +68,9 @@ static int print_error(const char *fmt, va_list ap) {
   const char *nl = partial_line ? "\n" : ""; /* the bar's line ends where the two streams meet */
   partial_line = 0;
   int n = mpi_size();
-  if (n > 1)
+  if (escape) /* an in-process background: its label names it, its job is one rank */
+    snprintf(line, sizeof line, "%ssurge: error: %s: %s\n", nl, job_label, msg);
+  else if (n > 1)
     snprintf(line, sizeof line, "%ssurge: error: %s%srank %d: %s\n", nl, job_label, job_label[0] ? " " : "",
              surge_rank(), msg);
   else
@@ -78,9 +89,15 @@ static int report(int exit_code, const char *fmt, va_list ap) {
   return print_error(fmt, ap);
 }
 
-/* Report, and end the whole job at once when it has other ranks (none may be left waiting). */
+/* Report, and end the whole job at once when it has other ranks (none may be left waiting). An
+ * in-process background's thread leaves by its escape instead, and ends only itself; any other
+ * thread of a process that runs one ends the process at once (no exit handler may run while the
+ * background thread still uses MPI and HDF5). */
 static void report_or_abort(int exit_code, const char *fmt, va_list ap) {
-  if (report(exit_code, fmt, ap) > 1) MPI_Abort(MPI_COMM_WORLD, exit_code);
+  int ranks = report(exit_code, fmt, ap);
+  if (escape) escape(exit_code);
+  if (ranks > 1) MPI_Abort(MPI_COMM_WORLD, exit_code);
+  if (atomic_load(&side_threads) > 0) _exit(exit_code);
 }
 
 _Noreturn void surge_fail(int exit_code, const char *fmt, ...) {

@@ -46,8 +46,19 @@ void surge_set_partial_line(int partial);
 /* Verbosity of informational output: messages print on rank 0 only. */
 void surge_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int surge_rank(void); /* this process's rank in its job, 0 when MPI is not initialised */
-/* The job's communicator when MPI_COMM_WORLD holds two jobs (mux/launch.h); label ("background")
- * prefixes the rank in error messages. Errors still abort the whole MPI world. */
+/* The calling thread's job communicator when MPI_COMM_WORLD holds two jobs (mux/launch.h) or the
+ * thread runs an in-process background (train/inproc.h); label ("background") prefixes the rank in
+ * error messages. Errors still abort the whole MPI world, except in a thread with an escape. All
+ * settings of this file (job, label, hook, partial line) are the calling thread's. */
 void surge_set_job(MPI_Comm job, const char *label);
+/* An in-process background's thread: an error prints "surge: error: LABEL: message" and calls
+ * escape(exit_code), which must not return (it longjmps to the thread's start); nothing else of
+ * the process ends. NULL: errors end the job as above. */
+typedef void (*surge_escape_t)(int exit_code);
+void surge_set_escape(surge_escape_t escape);
+/* +1 when an in-process background thread starts, -1 when it has ended: while one runs, an error
+ * in any other thread ends the process with _exit (after MPI_Abort where the job has other ranks),
+ * not through exit handlers that would pull MPI and HDF5 from under the background. */
+void surge_side_threads(int delta);
 
 #endif

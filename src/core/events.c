@@ -2,11 +2,13 @@
 
 #include "core/error.h"
 
-static struct {
+/* Per thread: an in-process background's trainer raises its events in its own thread, to its own
+ * subscribers (its gate), never to the foreground's beside it. */
+static _Thread_local struct {
   ev_handler_t fn;
   void *ctx;
 } subscribers[EV_MAX_SUBSCRIBERS];
-static int nsubscribers;
+static _Thread_local int nsubscribers;
 
 void ev_subscribe(ev_handler_t fn, void *ctx) {
   if (nsubscribers == EV_MAX_SUBSCRIBERS)

@@ -7,7 +7,8 @@
  * An event says what the rank does from now until the next event (its activity), in which part of
  * the step (its phase), and where in that phase (`where`: a node, a micro-batch; the same place
  * recurs at the same (phase, where) every step, so a subscriber can learn how long it lasts).
- * One list of subscribers per process (a process runs one trainer); raising with none costs a
+ * One list of subscribers per thread (a thread runs one trainer: a process may run a foreground
+ * and an in-process background, each subscribed to its own events); raising with none costs a
  * branch. */
 #ifndef SURGE_EVENTS_H
 #define SURGE_EVENTS_H
@@ -52,7 +53,7 @@ typedef void (*ev_handler_t)(void *ctx, const ev_t *e);
 
 enum { EV_MAX_SUBSCRIBERS = 8 };
 
-/* Deliver every later event to fn(ctx, e) until ev_unsubscribe(fn, ctx); more than
+/* Deliver every later event raised by the calling thread to fn(ctx, e) until ev_unsubscribe(fn, ctx); more than
  * EV_MAX_SUBSCRIBERS at once is a runtime error. */
 void ev_subscribe(ev_handler_t fn, void *ctx);
 void ev_unsubscribe(ev_handler_t fn, void *ctx);

@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "io/checkpoint.h"
 #include "io/checkpoint_impl.h"
+#include "io/h5serial.h"
 
 static int name_of(char *out, size_t out_len, long step, int temporary) {
   return snprintf(out, out_len, temporary ? ".ckpt-%08ld.h5.tmp" : "ckpt-%08ld.h5", step);
@@ -125,6 +126,7 @@ static void probe(const char *dir, long name_step, ckpt_found_t *f) {
 }
 
 int checkpoint_newest(const char *dir, ckpt_found_t *found) {
+  H5_SERIAL(); /* io/h5serial.h: one HDF5 call at a time in the process */
   memset(found, 0, sizeof *found);
   long *steps;
   int n = scan_steps(dir, 0, &steps);
@@ -144,6 +146,7 @@ int checkpoint_newest(const char *dir, ckpt_found_t *found) {
 }
 
 int checkpoint_latest(const char *dir, char *path, size_t path_len, comm_t *world) {
+  H5_SERIAL(); /* io/h5serial.h: one HDF5 call at a time in the process */
   ckpt_found_t found = {.count = 0};
   if (world->rank == 0) checkpoint_newest(dir, &found);
   comm_bcast(world, found.path, sizeof found.path, 0, TRAFFIC_OTHER);

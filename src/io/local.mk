@@ -2,7 +2,7 @@ libsurge_a_SOURCES += \
   src/io/config.h src/io/model_file.c src/io/model_file.h \
   src/io/weights.c src/io/weights.h src/io/weights_h5.c src/io/safetensors.c src/io/llmc_file.c \
   src/io/gpt2_map.c src/io/gpt2_map.h \
-  src/io/h5util.c src/io/h5util.h \
+  src/io/h5util.c src/io/h5util.h src/io/h5serial.c src/io/h5serial.h \
   src/io/deck_shared.c src/io/deck_shared.h \
   src/io/strbuf.c src/io/strbuf.h src/io/printable.c src/io/printable.h src/io/run_dir.c src/io/run_dir.h \
   src/io/config_schema.c src/io/config_schema.h \

@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "io/h5serial.h"
 #include "surge_build_config.h"
 #include "core/error.h"
 #include "io/log_impl.h"
@@ -360,6 +361,7 @@ static void open_file(run_log_t *L, const log_run_info_t *info, const char *deck
 
 run_log_t *run_log_open(const char *path, const log_run_info_t *info, const char *deck_text,
                         const slab_layout_t *params, comm_t *world, long resume_step) {
+  H5_SERIAL(); /* io/h5serial.h: one HDF5 call at a time in the process */
   run_log_t *L = xcalloc(1, sizeof *L);
   L->world = world;
   L->file = -1;
@@ -379,6 +381,7 @@ run_log_t *run_log_open(const char *path, const log_run_info_t *info, const char
 }
 
 void run_log_step(run_log_t *L, const log_row_t *row) {
+  H5_SERIAL(); /* io/h5serial.h: one HDF5 call at a time in the process */
   if (!row->rank_phase) comm_gather_double(L->world, row->phase, PHASE_COUNT, L->gathered, 0, TRAFFIC_OTHER);
   if (L->world->rank != 0) return;
   h5util_quiet_t q = h5util_quiet_begin();
@@ -411,6 +414,7 @@ void run_log_step(run_log_t *L, const log_row_t *row) {
 }
 
 void run_log_eval(run_log_t *L, long step, double loss, double accuracy) {
+  H5_SERIAL(); /* io/h5serial.h: one HDF5 call at a time in the process */
   if (L->world->rank != 0) return;
   h5util_quiet_t q = h5util_quiet_begin();
   note_resume(L);
@@ -423,6 +427,7 @@ void run_log_eval(run_log_t *L, long step, double loss, double accuracy) {
 }
 
 void run_log_event(run_log_t *L, long step, const char *text) {
+  H5_SERIAL(); /* io/h5serial.h: one HDF5 call at a time in the process */
   if (L->world->rank != 0) return;
   h5util_quiet_t q = h5util_quiet_begin();
   note_resume(L);
@@ -432,6 +437,7 @@ void run_log_event(run_log_t *L, long step, const char *text) {
 }
 
 void run_log_identify(run_log_t *L, const char *run_id) {
+  H5_SERIAL(); /* io/h5serial.h: one HDF5 call at a time in the process */
   if (L->world->rank != 0) return;
   h5util_quiet_t q = h5util_quiet_begin();
   hid_t run = log_group_open(L, LOG_RUN, 0);
@@ -443,6 +449,7 @@ void run_log_identify(run_log_t *L, const char *run_id) {
 }
 
 void run_log_close(run_log_t *L) {
+  H5_SERIAL(); /* io/h5serial.h: one HDF5 call at a time in the process */
   if (!L) return;
   if (L->world->rank == 0) {
     h5util_quiet_t q = h5util_quiet_begin();

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "io/h5serial.h"
 #include "io/log_impl.h"
 
 enum { PART_GROUPS_MAX = 256, PART_COLUMNS_MAX = 256 }; /* in a resumed file: groups with a step scale,
@@ -109,6 +110,7 @@ static void reopen_rows(log_rows_t *R) {
 }
 
 log_rows_t *run_log_rows(run_log_t *L, const log_group_decl_t *d) {
+  H5_SERIAL(); /* io/h5serial.h: one HDF5 call at a time in the process */
   log_rows_t *R = rows_find(L, d->path);
   if (R && R->declared) surge_runtime_error("log: group %s declared twice", d->path);
   if (!R) R = rows_add(L, d->path);
@@ -138,6 +140,7 @@ log_rows_t *run_log_rows(run_log_t *L, const log_group_decl_t *d) {
 int run_log_rows_active(const log_rows_t *R) { return R && R->active; }
 
 void run_log_append(log_rows_t *R, long step, const void *const *values) {
+  H5_SERIAL(); /* io/h5serial.h: one HDF5 call at a time in the process */
   if (!R || !R->active) return;
   int64_t s = step;
   h5_series_append(&R->step, &s);
@@ -330,6 +333,7 @@ static int takes_nothing(run_log_t *L, const char *path) {
 }
 
 void run_log_attrs(run_log_t *L, const char *path, const log_attr_t *attr, int nattr) {
+  H5_SERIAL(); /* io/h5serial.h: one HDF5 call at a time in the process */
   if (L->world->rank != 0 || takes_nothing(L, path)) return;
   h5util_quiet_t q = h5util_quiet_begin();
   hid_t g = log_group_open(L, path, !path_exists(L, path));
@@ -349,6 +353,7 @@ void run_log_attrs(run_log_t *L, const char *path, const log_attr_t *attr, int n
 
 void run_log_table(run_log_t *L, const char *path, const log_column_decl_t *column, const void *const *values,
                    int ncolumns, size_t n, const char *text_name, const char *text) {
+  H5_SERIAL(); /* io/h5serial.h: one HDF5 call at a time in the process */
   if (L->world->rank != 0) return;
   h5util_quiet_t q = h5util_quiet_begin();
   if (path_exists(L, path)) h5util_check(&L->chk, H5Ldelete(L->file, path, H5P_DEFAULT), "replace", path);

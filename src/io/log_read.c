@@ -18,6 +18,7 @@
 #include "io/config_schema.h"
 #include "io/deck.h"
 #include "io/deck_value.h"
+#include "io/h5serial.h"
 #include "io/h5util.h"
 #include "io/log_check.h"
 #include "io/log_format.h"
@@ -640,6 +641,7 @@ static hid_t open_log(log_reader_t *r) {
 }
 
 int log_peek_run_id(const char *path, char *id, size_t n) {
+  H5_SERIAL(); /* io/h5serial.h: one HDF5 call at a time in the process */
   if (n) id[0] = '\0';
   h5util_quiet_t q = h5util_quiet_begin();
   hid_t fapl = H5Pcreate(H5P_FILE_ACCESS), f = -1, run = -1;
@@ -699,6 +701,7 @@ static int multiplexed_phases(log_reader_t *r, hid_t f) {
 }
 
 log_data_t *log_read(const char *path) {
+  H5_SERIAL(); /* io/h5serial.h: one HDF5 call at a time in the process */
   log_data_t *L = xcalloc(1, sizeof *L);
   L->path = xstrdup(path);
   log_reader_t r = {.path = L->path, .chk = h5util_checker(L->path, H5UTIL_INPUT_ERROR)};
@@ -733,6 +736,7 @@ log_data_t *log_read(const char *path) {
 }
 
 void log_data_free(log_data_t *L) {
+  H5_SERIAL(); /* io/h5serial.h: one HDF5 call at a time in the process */
   if (!L) return;
   for (int i = 0; i < L->nsettings; i++) {
     free(L->setting[i].key);

@@ -8,9 +8,11 @@
 
 #include "core/error.h"
 #include "core/infile.h"
+#include "io/h5serial.h"
 
 
 weights_format_t weights_detect(const char *path) {
+  H5_SERIAL(); /* io/h5serial.h: one HDF5 call at a time in the process */
   FILE *f = infile_fopen(path, NULL);
   if (!f) surge_input_error("%s: cannot open weights: %s", path, strerror(errno));
   unsigned char b[9] = {0};
@@ -37,6 +39,7 @@ const char *weights_format_name(weights_format_t f) {
 }
 
 void weights_read(const char *path, const graph_t *g, float *params) {
+  H5_SERIAL(); /* io/h5serial.h: one HDF5 call at a time in the process */
   switch (weights_detect(path)) {
   case WEIGHTS_H5: weights_read_h5(path, g, params); break;
   case WEIGHTS_SAFETENSORS: weights_read_safetensors(path, g, params); break;
@@ -45,6 +48,7 @@ void weights_read(const char *path, const graph_t *g, float *params) {
 }
 
 void weights_read_bufs(const char *path, const graph_t *g, float *bufs) {
+  H5_SERIAL(); /* io/h5serial.h: one HDF5 call at a time in the process */
   weights_format_t f = weights_detect(path);
   if (f != WEIGHTS_H5)
     surge_input_error("%s: a %s file holds no running statistics, which this model's batch norms need (hint: start "
@@ -54,6 +58,7 @@ void weights_read_bufs(const char *path, const graph_t *g, float *bufs) {
 }
 
 void weights_gpt2_dims(const char *path, gpt2_dims_t *d) {
+  H5_SERIAL(); /* io/h5serial.h: one HDF5 call at a time in the process */
   switch (weights_detect(path)) {
   case WEIGHTS_H5: weights_h5_gpt2_dims(path, d); break;
   case WEIGHTS_SAFETENSORS: weights_safetensors_dims(path, d); break;

@@ -11,6 +11,7 @@
 #include "core/infile.h"
 #include "core/state.h"
 #include "io/deck.h"
+#include "io/h5serial.h"
 #include "io/h5util.h"
 #include "io/model_file.h"
 #include "io/options.h"
@@ -189,6 +190,7 @@ static int vocab_multiple(int V, int Vp) {
 }
 
 void weights_write_h5(const char *path, const graph_t *g, const float *params, comm_t *world) {
+  H5_SERIAL(); /* io/h5serial.h: one HDF5 call at a time in the process */
   gpt2_dims_t d;
   gpt2_dims_or_refuse(g, &d, path, "cannot write this model as a gpt");
   int m = vocab_multiple(d.V, d.Vp);

@@ -25,7 +25,7 @@ enum { NLAYOUTS = sizeof layouts / sizeof layouts[0] };
 
 
 const char *layout_names(void) {
-  static char names[128];
+  static _Thread_local char names[128];
   if (!names[0])
     for (int i = 0; i < NLAYOUTS; i++) names_append(names, sizeof names, layouts[i].name);
   return names;

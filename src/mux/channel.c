@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <math.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -22,7 +23,7 @@
 #include "core/error.h"
 #include "mux/mux_impl.h"
 
-mux_local_t *mux_self = NULL;
+_Thread_local mux_local_t *mux_self = NULL;
 
 const char *mux_role_name(mux_role_t r) {
   return r == MUX_ROLE_FOREGROUND ? "foreground" : r == MUX_ROLE_BACKGROUND ? "background" : "none";
@@ -149,6 +150,24 @@ static mux_shm_t *map_segment(const char *name, const char *channel) {
   return shm;
 }
 
+struct mux_shm *mux_channel_in_process(void) {
+  mux_shm_t *shm = xcalloc(1, sizeof *shm); /* zero: nobody attached */
+  atomic_store(&shm->magic, MUX_MAGIC);
+  shm->version = MUX_VERSION;
+  return shm;
+}
+
+void mux_channel_in_process_free(struct mux_shm *c) { free(c); }
+
+/* An in-process side publishes its thread's CPU clock: the process's would count both sides. */
+static void publish_thread_clock(mux_side_t *me) {
+  clockid_t clock;
+  atomic_store(&me->thread_clock_set, 0);
+  if (pthread_getcpuclockid(pthread_self(), &clock) != 0) return;
+  atomic_store(&me->thread_clock, (int64_t)clock);
+  atomic_store(&me->thread_clock_set, 1);
+}
+
 void mux_attach(mux_role_t role, const mux_options_t *o) {
   if (mux_self) surge_runtime_error("mux_attach: this process is already attached as %s", mux_role_name(mux_self->role));
   if (role != MUX_ROLE_FOREGROUND && role != MUX_ROLE_BACKGROUND) surge_runtime_error("mux_attach: no role");
@@ -160,8 +179,12 @@ void mux_attach(mux_role_t role, const mux_options_t *o) {
   L->role = role;
   L->opt = *o;
   L->site = -1;
-  snprintf(L->name, sizeof L->name, "/surge-mux-%s-%d", o->channel, o->index);
-  L->shm = map_segment(L->name, o->channel);
+  if (o->in_process) {
+    L->shm = o->in_process;
+  } else {
+    snprintf(L->name, sizeof L->name, "/surge-mux-%s-%d", o->channel, o->index);
+    L->shm = map_segment(L->name, o->channel);
+  }
   int mine = role == MUX_ROLE_FOREGROUND ? SIDE_FG : SIDE_BG;
   L->me = &L->shm->side[mine];
   L->partner = &L->shm->side[1 - mine];
@@ -182,6 +205,10 @@ void mux_attach(mux_role_t role, const mux_options_t *o) {
   atomic_store(&me->busy, 0);
   atomic_store(&me->cpuset_bytes, 0);
   publish_cpus(me);
+  if (o->in_process)
+    publish_thread_clock(me);
+  else
+    atomic_store(&me->thread_clock_set, 0);
   atomic_store(&me->pid, (int64_t)getpid());
   atomic_fetch_add(&me->generation, 1);
   atomic_store(&me->attached, ATTACH_LIVE);
@@ -195,7 +222,7 @@ void mux_attach(mux_role_t role, const mux_options_t *o) {
 }
 
 void mux_forget_name(void) {
-  if (mux_self) shm_unlink(mux_self->name); /* both sides may call it: the second finds no name */
+  if (mux_self && mux_self->name[0]) shm_unlink(mux_self->name); /* both sides may call it: the second finds no name */
 }
 
 void mux_detach(void) {
@@ -205,23 +232,34 @@ void mux_detach(void) {
   else mux_bg_listen(0);
   atomic_store(&L->me->attached, ATTACH_ENDED);
   mux_wake(L->me);
-  if (!mux_side_live(L->partner)) shm_unlink(L->name); /* the partner, if any, keeps its mapping */
-  munmap(L->shm, sizeof(mux_shm_t));
+  if (L->name[0]) { /* an in-process channel belongs to whoever made it (mux_channel_in_process_free) */
+    if (!mux_side_live(L->partner)) shm_unlink(L->name); /* the partner, if any, keeps its mapping */
+    munmap(L->shm, sizeof(mux_shm_t));
+  }
   free(L);
   mux_self = NULL;
+}
+
+/* CPU seconds of a CPU clock (a process's or a thread's), or 0 when unreadable. */
+static double cpu_seconds_of_clock(clockid_t clock) {
+  struct timespec ts;
+  if (clock_gettime(clock, &ts) != 0) return 0;
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 /* CPU seconds process pid has used so far (its own and its threads'), or 0 when unreadable. */
 static double cpu_seconds_of(int64_t pid) {
   clockid_t clock;
-  struct timespec ts;
-  if (pid <= 0 || clock_getcpuclockid((pid_t)pid, &clock) != 0 || clock_gettime(clock, &ts) != 0) return 0;
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+  if (pid <= 0 || clock_getcpuclockid((pid_t)pid, &clock) != 0) return 0;
+  return cpu_seconds_of_clock(clock);
 }
 
 static void counters_of(const mux_side_t *s, int side, mux_counters_t *c) {
   memset(c, 0, sizeof *c);
-  if (side == SIDE_BG) c->bg_work_s = cpu_seconds_of(atomic_load(&s->pid));
+  if (side == SIDE_BG && atomic_load(&s->thread_clock_set))
+    c->bg_work_s = cpu_seconds_of_clock((clockid_t)atomic_load(&s->thread_clock));
+  else if (side == SIDE_BG)
+    c->bg_work_s = cpu_seconds_of(atomic_load(&s->pid));
   c->bg_paused_s = (double)atomic_load(&s->paused_ns) * 1e-9;
   c->bg_pieces = (double)atomic_load(&s->pieces);
   c->bg_samples = (double)atomic_load(&s->samples_milli) * 1e-3;

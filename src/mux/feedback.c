@@ -11,7 +11,7 @@
 
 enum { RECENT_WEIGHT_PERCENT = 12 }; /* running averages over recent pieces: new = old + 12% (x - old) */
 
-void (*mux_device_sync)(void);
+_Thread_local void (*mux_device_sync)(void);
 
 void mux_set_device_sync(void (*sync)(void)) { mux_device_sync = sync; }
 

@@ -25,8 +25,11 @@
  *      feedback). With a device, the background's gate also waits for its previous piece's device
  *      work, so at most one of its pieces is queued at a time.
  *
- * One process has at most one channel (its role is fixed for the run), so the hooks below are
- * free functions that do nothing when the process is not multiplexed. */
+ * One trainer has at most one channel (its role is fixed for the run), so the hooks below are free
+ * functions that do nothing when the calling thread's trainer is not multiplexed. A trainer is a
+ * process, or a thread: with [multiplex] placement = thread a foreground process runs its
+ * background in a second thread, on a channel in ordinary process memory (mux_channel_in_process),
+ * and every hook acts for the calling thread's side. */
 #ifndef SURGE_MUX_H
 #define SURGE_MUX_H
 
@@ -55,7 +58,14 @@ typedef struct mux_options {
   int follow_affinity;   /* background: take the partner's CPU set when it attaches */
   double slowdown_limit; /* background: hold back while the foreground's recent pieces take more than this
                           * many times their time alone (0: no slowdown feedback) */
+  struct mux_shm *in_process; /* NULL: the /dev/shm segment of channel and index; else this channel in
+                               * process memory, whose two sides are two threads of this process */
 } mux_options_t;
+
+/* A channel in ordinary process memory for a foreground thread and an in-process background thread
+ * (nothing in /dev/shm); free it once both sides have detached. */
+struct mux_shm *mux_channel_in_process(void);
+void mux_channel_in_process_free(struct mux_shm *c);
 
 /* A device backend's synchronize (backend_t), or NULL for host backends: with it, a foreground's
  * state ends when the device work queued in it has, and a background's gate first waits for the
@@ -65,7 +75,7 @@ void mux_set_device_sync(void (*sync)(void));
 /* Whether name is a valid channel name (the segment name is built from it; nothing else). */
 int mux_channel_name_ok(const char *name);
 
-/* Attach this process to its partner slot as role (foreground or background): create or open the
+/* Attach the calling thread's trainer to its partner slot as role (foreground or background): create or open the
  * segment, check it, and claim the role's side (an error when a live process holds it). */
 void mux_attach(mux_role_t role, const mux_options_t *o);
 /* Mark this side ended (cleanly) and detach; the side that leaves last removes the segment. */
@@ -104,8 +114,9 @@ void mux_bg_step_done(double samples);
 
 /* ---- the operating system's share ---- */
 
-/* Lower this process's CPU priority: policy "idle" (SCHED_IDLE, falling back to nice 19 when the
- * kernel refuses), "nice" (nice 19) or "none". Returns what was applied, for the log: "SCHED_IDLE",
+/* Lower the calling thread's CPU priority (a background process: its main thread, which threads it
+ * starts later inherit): policy "idle" (SCHED_IDLE, falling back to nice 19 when the kernel
+ * refuses), "nice" (nice 19) or "none". Returns what was applied, for the log: "SCHED_IDLE",
  * "nice 19" or "none". */
 const char *mux_lower_priority(const char *policy);
 

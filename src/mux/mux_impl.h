@@ -9,7 +9,7 @@
 #include "mux/mux.h"
 
 #define MUX_MAGIC 0x58554d4547525553ULL /* "SURGEMUX" little-endian */
-enum { MUX_VERSION = 2, MUX_CPUSET_BYTES = 128, MUX_SITES = 4096 };
+enum { MUX_VERSION = 3, MUX_CPUSET_BYTES = 128, MUX_SITES = 4096 };
 enum { SIDE_FG = 0, SIDE_BG = 1 };
 enum { ATTACH_NONE = 0, ATTACH_LIVE = 1, ATTACH_ENDED = 2 };
 
@@ -29,6 +29,8 @@ typedef struct mux_side {
   _Atomic int64_t pressure_milli; /* foreground: recent pieces' time over their time alone, x 1000 (0: not known) */
   _Atomic int32_t busy;          /* background: 1 between its gate letting a piece through and the next gate */
   _Atomic int32_t cpuset_bytes;  /* valid bytes of cpuset (0: not published) */
+  _Atomic int32_t thread_clock_set; /* an in-process side: thread_clock is its thread's CPU clock */
+  _Atomic int64_t thread_clock;  /* clockid_t of that thread (readable by any thread of the process) */
   unsigned char cpuset[MUX_CPUSET_BYTES];
 } mux_side_t;
 
@@ -52,13 +54,14 @@ typedef struct mux_feedback {
 void mux_feedback_piece(mux_feedback_t *f, int slot, double ns, int solo);
 /* The recent pieces' time over their time alone; 0 while no piece with a known solo time was seen. */
 double mux_feedback_pressure(const mux_feedback_t *f);
-extern void (*mux_device_sync)(void); /* mux_set_device_sync */
+extern _Thread_local void (*mux_device_sync)(void); /* mux_set_device_sync (the calling thread's) */
 
-/* This process's end (one per process). */
+/* This thread's end (one per trainer: a process's, or an in-process background's and the foreground
+ * thread beside it each their own). */
 typedef struct mux_local {
   mux_role_t role;
   mux_options_t opt;
-  char name[MUX_CHANNEL_MAX + 32]; /* shm name "/surge-mux-CHANNEL-I" */
+  char name[MUX_CHANNEL_MAX + 32]; /* shm name "/surge-mux-CHANNEL-I"; "" for an in-process channel */
   mux_shm_t *shm;
   mux_side_t *me, *partner;
   /* foreground */
@@ -77,7 +80,7 @@ typedef struct mux_local {
   int partner_ended, released, affinity_done;
 } mux_local_t;
 
-extern mux_local_t *mux_self; /* NULL when the process is not multiplexed */
+extern _Thread_local mux_local_t *mux_self; /* NULL when the calling thread's trainer is not multiplexed */
 
 int64_t mux_now_ns(void);
 /* Whether pid is a running process (not gone, not a zombie). */

@@ -7,6 +7,11 @@ static const cfg_key_t rows[] = {
     CFG_STRING_KEY("multiplex", "channel", channel, "", 0,
                    "name both partners use (1..64 of A-Z a-z 0-9 . _ -); empty: chosen automatically in one "
                    "MPMD mpiexec, slurm-JOBID inside a Slurm job; separate jobs elsewhere must set it"),
+    CFG_ENUM_KEY("multiplex", "placement", placement, "process", CFG_VALUES("process", "thread"),
+                 "foreground: where its background runs; process: a job of its own (surge-train --background, "
+                 "paired through the channel); thread: inside each foreground rank's process, in a second thread "
+                 "at the lowest priority, the deck given by surge-train --background-deck (host backends, one "
+                 "background rank per foreground rank)"),
     CFG_ENUM_KEY("multiplex", "on_foreground_end", on_fg_end, "stop", CFG_VALUES("stop", "continue"),
                  "background: when its foreground ends, stop after the step with a checkpoint, or continue at "
                  "full speed"),

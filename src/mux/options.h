@@ -8,8 +8,11 @@
 
 enum { MUX_PATH_MAX = 256 }; /* channel and baseline keys: text of at most 255 characters */
 
+struct mux_shm; /* mux/mux.h */
+
 typedef struct multiplex_opts {
   char channel[MUX_PATH_MAX];   /* partner channel name; "" = automatic (MPMD, or Slurm's job id) */
+  char placement[8];            /* foreground: process | thread (its background in this process) */
   char on_fg_end[16];           /* background: stop | continue when the foreground ends */
   double min_wait_us;           /* background: a waiting foreground counts as idle from this expected wait */
   double poll_us;               /* foreground: longest sleep between polls while waiting (0: spin in MPI) */
@@ -23,7 +26,9 @@ typedef struct multiplex_opts {
   /* set by surge-train's command line and launch (mux/launch.h), not by deck keys */
   int role;                     /* mux_role_t: --foreground, --background, or MPMD partner */
   char auto_channel[72];        /* MPMD with a background: the channel all its jobs agreed on */
-  char job_label[24];           /* MPMD: this job's name in shared output ("background", "job 2"); "" alone */
+  char job_label[48];           /* MPMD: this job's name in shared output ("background", "job 2"), an
+                                 * in-process background's ("background of rank 1"); "" alone */
+  struct mux_shm *in_process;   /* placement = thread: the channel between this rank's two threads */
 } multiplex_opts_t;
 
 /* The [multiplex] rows. */

@@ -1,5 +1,8 @@
-/* The operating system's layer of priority: a background process asks the kernel to run it only
- * when nothing else wants the core. */
+/* The operating system's layer of priority: a background asks the kernel to run it only when
+ * nothing else wants the core. Linux schedules threads: the policy and the nice value are set for
+ * the calling thread, named by its tid, so an in-process background's thread runs at SCHED_IDLE
+ * while its foreground, the other thread of the process, keeps its priority (for a background
+ * process the caller is its main thread, whose tid is the pid, and threads it starts later inherit). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -7,13 +10,26 @@
 #include <sched.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <unistd.h>
+#ifdef __linux__
+#include <sys/syscall.h>
+#endif
 
 #include "core/error.h"
 #include "mux/mux.h"
 
+/* The calling thread's id for the scheduler calls (0, the calling process, where threads have none). */
+static pid_t this_thread(void) {
+#ifdef __linux__
+  return (pid_t)syscall(SYS_gettid);
+#else
+  return 0;
+#endif
+}
+
 static int nice_19(void) {
   errno = 0;
-  return setpriority(PRIO_PROCESS, 0, 19) == 0;
+  return setpriority(PRIO_PROCESS, (id_t)this_thread(), 19) == 0;
 }
 
 const char *mux_lower_priority(const char *policy) {
@@ -22,7 +38,7 @@ const char *mux_lower_priority(const char *policy) {
 #ifdef SCHED_IDLE
     struct sched_param sp;
     memset(&sp, 0, sizeof sp);
-    if (sched_setscheduler(0, SCHED_IDLE, &sp) == 0) {
+    if (sched_setscheduler(this_thread(), SCHED_IDLE, &sp) == 0) {
       nice_19(); /* also nice 19: the weight a kernel without SCHED_IDLE semantics would use */
       return "SCHED_IDLE";
     }

@@ -216,7 +216,7 @@ static const zoo_entry_t zoo[] = {
 enum { ZOO_SIZE = sizeof zoo / sizeof zoo[0], ZOO_NAMES_MAX = 256 };
 
 const char *zoo_names(void) {
-  static char names[ZOO_NAMES_MAX];
+  static _Thread_local char names[ZOO_NAMES_MAX];
   if (!names[0])
     for (size_t i = 0; i < ZOO_SIZE; i++) names_append(names, sizeof names, zoo[i].name);
   return names;

@@ -19,7 +19,7 @@ static const reducer_entry_t reducers[] = {{"exact", make_exact}, {"powersgd", r
 enum { NREDUCERS = sizeof reducers / sizeof reducers[0] };
 
 const char *gradsync_reducer_names(void) {
-  static char names[128];
+  static _Thread_local char names[128];
   if (!names[0])
     for (int i = 0; i < NREDUCERS; i++) names_append(names, sizeof names, reducers[i].name);
   return names;

@@ -66,7 +66,10 @@ void run_mux_begin(run_mux_t *x, trainer_t *t, const deck_t *deck) {
   x->partner_slowdown = NAN;
   if (x->role == MUX_ROLE_NONE) return;
   if (x->role == MUX_ROLE_FOREGROUND) x->baseline_sps = read_baseline(mo, deck, t->world);
-  choose_channel(x, mo, deck);
+  if (mo->in_process) /* the two threads of this process (train/inproc.h) */
+    snprintf(x->channel, sizeof x->channel, "in-process");
+  else
+    choose_channel(x, mo, deck);
   comm_t node;
   comm_split_node(t->world, &node);
   int device = !t->be->host_memory; /* a GPU: the slowdown feedback's home ([multiplex] slowdown_feedback) */
@@ -76,7 +79,8 @@ void run_mux_begin(run_mux_t *x, trainer_t *t, const deck_t *deck) {
                      .min_wait_us = mo->min_wait_us,
                      .partner_wait_s = mo->partner_wait_s,
                      .follow_affinity = mo->follow_affinity,
-                     .slowdown_limit = feedback ? mo->slowdown_limit : 0};
+                     .slowdown_limit = feedback ? mo->slowdown_limit : 0,
+                     .in_process = mo->in_process};
   if (device) mux_set_device_sync(t->be->synchronize);
   comm_free(&node);
   snprintf(o.channel, sizeof o.channel, "%s", x->channel);

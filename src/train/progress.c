@@ -16,7 +16,7 @@ void progress_init(progress_t *p, long total_steps, long samples_per_step, long 
 
 void progress_share_output(progress_t *p, const char *label) {
   p->tty = 0;
-  snprintf(p->label, sizeof p->label, "[%.20s] ", label);
+  snprintf(p->label, sizeof p->label, "[%.48s] ", label);
 }
 
 void progress_format_duration(double sec, char *buf, int n) {

@@ -10,7 +10,7 @@ typedef struct progress {
   long samples_per_step;
   long print_every;
   int tty;            /* stdout is a terminal: draw the live bar */
-  char label[24];     /* put before every line ("" or e.g. "[background] ": two jobs share stdout) */
+  char label[52];     /* put before every line ("" or e.g. "[background] ": two jobs share stdout) */
   int bar_drawn;      /* a live bar is on screen (erase before a normal line) */
   double window_sec;  /* time of the steps since the last printed line */
   long window_steps;

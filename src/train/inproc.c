@@ -1,0 +1,173 @@
+#include "train/inproc.h"
+
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/options.h"
+#include "core/cli.h"
+#include "core/error.h"
+#include "io/deck_shared.h"
+#include "io/h5serial.h"
+#include "io/sweep.h"
+#include "mux/mux.h"
+#include "mux/options.h"
+#include "train/run.h"
+
+struct train_inproc {
+  pthread_t thread;
+  config_t cfg;               /* the background's */
+  deck_t *deck;
+  comm_t world;               /* its job: this rank alone (MPI_COMM_SELF) */
+  struct mux_shm *channel;    /* shared with the foreground's configuration */
+  char *resume_cmd;
+  char label[48];             /* "background of rank R" */
+  int status;                 /* its exit status: 0, or its error's */
+};
+
+/* ---- the background thread: an error's escape ends the thread only */
+
+static _Thread_local jmp_buf escape_to;
+static _Thread_local int escape_status;
+
+static void escape(int exit_code) {
+  escape_status = exit_code;
+  longjmp(escape_to, 1);
+}
+
+static void *background_main(void *arg) {
+  train_inproc_t *b = arg;
+  surge_set_job(b->world.mpi, b->label);
+  surge_set_escape(escape);
+  if (setjmp(escape_to) == 0) {
+    train_run(&b->cfg, b->deck, b->resume_cmd, &b->world); /* finished, stopped or alone: all exit 0 */
+    b->status = 0;
+  } else {
+    /* an error: its line is printed. What it left half done is left (its memory, its open files,
+     * which keep what was written); what the foreground could wait for is released: the HDF5
+     * lock, and the channel's side, which now reads "ended" */
+    h5_serial_release_all();
+    mux_detach();
+    b->status = escape_status;
+  }
+  surge_set_escape(NULL);
+  fflush(stdout);
+  return NULL;
+}
+
+/* ---- the checks on the main thread */
+
+/* What placement = thread cannot run: a GPU backend, BLAS threads (one setting per process). */
+static void check_backend(const config_t *cfg, const deck_t *deck, const char *whose) {
+  const backend_deck_t *bd = backend_deck(cfg);
+  if (strcmp(bd->name, "cuda") == 0)
+    surge_input_error("%s: [backend] name = cuda (%s deck): [multiplex] placement = thread runs on the host backends "
+                      "(cpu, ref) only (hint: a GPU background is a separate process, placement = process; "
+                      "doc/multiplexing.md)", deck_where(deck, "backend.name"), whose);
+  if (bd->threads != 1)
+    surge_input_error("%s: [backend] threads = %d (%s deck): [multiplex] placement = thread needs 1 (OpenBLAS's "
+                      "thread count is one setting of the whole process, which the foreground and its background "
+                      "thread share)", deck_where(deck, "backend.threads"), bd->threads, whose);
+}
+
+/* rank 0's check of the background's deck before it is shared */
+static void check_deck(const char *text, void *arg) {
+  const inproc_args_t *a = arg;
+  config_t probe;
+  sweep_parse_run(text, a->deck, NULL, 1, a->noverrides, a->overrides, &probe, NULL);
+}
+
+/* The background's command line as a separate job would run it (its deck, its overrides, its
+ * out_dir): what its stop prints as the resume command. */
+static char *resume_command(const inproc_args_t *a, const char *out_override) {
+  int n = 0;
+  char **argv = xcalloc((size_t)(2 + 2 * (a->noverrides + 1)), sizeof *argv);
+  argv[n++] = (char *)a->program;
+  argv[n++] = (char *)a->deck;
+  for (int i = 0; i < a->noverrides; i++) {
+    if (strncmp(a->overrides[i], "run.out_dir=", 12) == 0 || strcmp(a->overrides[i], "checkpoint.resume=true") == 0)
+      continue; /* its own out_dir follows; --resume is appended */
+    argv[n++] = (char *)"-D";
+    argv[n++] = a->overrides[i];
+  }
+  argv[n++] = (char *)"-D";
+  argv[n++] = (char *)out_override;
+  char *cmd = cli_command_line(n, argv, "--resume");
+  free(argv);
+  return cmd;
+}
+
+train_inproc_t *train_inproc_start(const inproc_args_t *a, config_t *fg_cfg, const deck_t *fg_deck, comm_t *world) {
+  multiplex_opts_t *fg_mo = cfg_part_rw(fg_cfg, &multiplex_options);
+  if (strcmp(fg_mo->placement, "thread") != 0)
+    surge_input_error("%s: [multiplex] placement = %s: --background-deck %s runs the background in this "
+                      "process, which needs placement = thread (hint: -D multiplex.placement=thread; or start the "
+                      "background as a job of its own, surge-train --background, doc/multiplexing.md)",
+                      deck_where(fg_deck, "multiplex.placement"), fg_mo->placement, a->deck);
+  if (fg_mo->role != MUX_ROLE_NONE)
+    surge_input_error("%s: [multiplex] placement = thread: the foreground runs its background itself, with no "
+                      "--foreground, --background or MPMD partner (hint: one surge-train FG.deck --background-deck "
+                      "BG.deck per launch)", deck_where(fg_deck, "multiplex.placement"));
+  if (a->mpi_thread_level < MPI_THREAD_MULTIPLE)
+    surge_runtime_error("%s: [multiplex] placement = thread: this MPI provides thread level %d, not "
+                        "MPI_THREAD_MULTIPLE (%d), which two trainers in one process need (hint: an MPI built with "
+                        "thread support, or placement = process)", deck_where(fg_deck, "multiplex.placement"),
+                        a->mpi_thread_level, MPI_THREAD_MULTIPLE);
+  check_backend(fg_cfg, fg_deck, "the foreground's");
+
+  train_inproc_t *b = xcalloc(1, sizeof *b);
+  char *text = deck_read_checked(a->deck, world, check_deck, (void *)a);
+  config_t probe; /* its out_dir, of which this rank's background takes bgR */
+  sweep_parse_run(text, a->deck, NULL, 0, a->noverrides, a->overrides, &probe, NULL);
+  char out[CFG_STR + 32];
+  snprintf(out, sizeof out, "run.out_dir=%s/bg%d", probe.out_dir, world->rank);
+  char **ov = xcalloc((size_t)a->noverrides + 1, sizeof *ov);
+  memcpy(ov, a->overrides, sizeof *ov * (size_t)a->noverrides);
+  ov[a->noverrides] = out;
+  sweep_parse_run(text, a->deck, NULL, 0, a->noverrides + 1, ov, &b->cfg, &b->deck);
+  free(ov);
+  free(text);
+  check_backend(&b->cfg, b->deck, "the background's");
+
+  b->channel = mux_channel_in_process();
+  fg_mo->role = MUX_ROLE_FOREGROUND;
+  fg_mo->in_process = b->channel;
+  snprintf(fg_mo->job_label, sizeof fg_mo->job_label, "foreground"); /* the two share stdout: lines, not a bar */
+  multiplex_opts_t *bg_mo = cfg_part_rw(&b->cfg, &multiplex_options);
+  bg_mo->role = MUX_ROLE_BACKGROUND;
+  bg_mo->in_process = b->channel;
+  snprintf(b->label, sizeof b->label, "background of rank %d", world->rank);
+  snprintf(bg_mo->job_label, sizeof bg_mo->job_label, "%s", b->label);
+  b->resume_cmd = resume_command(a, out);
+  comm_self(&b->world); /* made here: the thread creates no communicator beside the foreground's */
+  surge_side_threads(1);
+  if (pthread_create(&b->thread, NULL, background_main, b) != 0)
+    surge_runtime_error("[multiplex] placement = thread: cannot start the background's thread");
+  return b;
+}
+
+int train_inproc_join(train_inproc_t *b, comm_t *world) {
+  pthread_join(b->thread, NULL);
+  surge_side_threads(-1);
+  double *status = xcalloc((size_t)world->size, sizeof *status), mine = b->status;
+  comm_gather_double(world, &mine, 1, status, 0, TRAFFIC_OTHER);
+  int worst = 0;
+  if (world->rank == 0) {
+    printf("in-process backgrounds (one per rank): exit status");
+    for (int r = 0; r < world->size; r++) {
+      printf(" %d", (int)status[r]);
+      if ((int)status[r] > worst) worst = (int)status[r];
+    }
+    printf("\n");
+    fflush(stdout);
+  }
+  free(status);
+  comm_free(&b->world);
+  deck_free(b->deck);
+  mux_channel_in_process_free(b->channel);
+  free(b->resume_cmd);
+  free(b);
+  return worst;
+}

@@ -1,0 +1,161 @@
+#!/bin/sh
+# In-process backgrounds ([multiplex] placement = thread, doc/multiplexing.md): a foreground vgg-mini
+# burst job on 2 ranks whose plan leaves rank 1 idle for the second half of the network, and an mlp
+# background in a second thread of each foreground rank's process (surge-train --background-deck).
+#  - the foreground's parameters are bitwise those of the same run without a background, and each
+#    background's (on_foreground_end = continue, N steps) bitwise those of its deck run alone;
+#  - backgrounds stopped by their foreground's end leave checkpoints that resume as a separate
+#    background process, and a separate background process's checkpoints resume in-process, both
+#    ending bitwise where a straight run of the deck ends;
+#  - an error in a background thread ends that background only;
+#  - unsupported combinations exit 2 naming the key.
+. "$(dirname "$0")/tap.sh"
+. "$(dirname "$0")/mux_pair.sh"
+FG="$FG -D run.steps=30"
+IN="--background-deck $top_src/inputs/mlp-fmnist.deck $(echo $MLP | sed 's/-D /-D bg:/g')" # in-process
+last_step() { h5vals "$1" /metrics/step | tail -1; }
+# thread OUT ARGS...: the foreground on 2 ranks with an in-process background per rank
+thread() {
+  out=$1
+  shift
+  # shellcheck disable=SC2086
+  timeout 300 "$mpiexec" -n 2 $FG -D multiplex.placement=thread $IN "$@" >"$out" 2>&1
+}
+
+# ---- the foreground alone; with in-process backgrounds that carry on to 25 steps after it ends
+timeout 300 "$mpiexec" -n 2 $FG -D "run.out_dir=$tap_tmp/solo" >"$tap_tmp/solo.txt" 2>&1
+timeout 300 "$mpiexec" -n 1 $BG -D run.steps=25 -D "run.out_dir=$tap_tmp/bgsolo" >"$tap_tmp/bgsolo.txt" 2>&1
+# (normal OS priority for the bitwise check: gated all the same, but not starved when other test
+# suites keep the cores busy; SCHED_IDLE is checked below)
+thread "$tap_tmp/cont.txt" -D "run.out_dir=$tap_tmp/fg" -D "multiplex.baseline=$tap_tmp/solo/log.h5" \
+  -D bg:run.steps=25 -D bg:multiplex.on_foreground_end=continue -D bg:multiplex.priority=none \
+  -D "bg:run.out_dir=$tap_tmp/bg"
+rc=$?
+tap_ok $rc "foreground on 2 ranks + an in-process background per rank: exit $rc"
+[ $rc = 0 ] || tap_diag "$(grep -av '^#\|^  \|^[a-z_0-9]* = ' "$tap_tmp/cont.txt" | tail -15)"
+same "$tap_tmp/fg/model.h5" "$tap_tmp/solo/model.h5"
+tap_ok $? "the foreground's parameters = the same run alone ($(cat "$tap_tmp/cmp.txt"))"
+same "$tap_tmp/bg/bg0/model.h5" "$tap_tmp/bgsolo/model.h5"
+tap_ok $? "rank 0's background (out_dir/bg0), 25 steps = its deck alone ($(cat "$tap_tmp/cmp.txt"))"
+same "$tap_tmp/bg/bg1/model.h5" "$tap_tmp/bgsolo/model.h5"
+tap_ok $? "rank 1's background (out_dir/bg1), 25 steps = its deck alone ($(cat "$tap_tmp/cmp.txt"))"
+grep -aq "^in-process backgrounds (one per rank): exit status 0 0" "$tap_tmp/cont.txt"
+tap_ok $? "the foreground reports both backgrounds' exit status"
+[ "$(h5attr "$tap_tmp/fg/log.h5" /multiplex/role)" = foreground ] &&
+  [ "$(h5attr "$tap_tmp/fg/log.h5" /multiplex/channel)" = in-process ] &&
+  [ "$(h5attr "$tap_tmp/bg/bg1/log.h5" /multiplex/role)" = background ] &&
+  h5vals "$tap_tmp/fg/log.h5" /multiplex/background_samples_per_sec | awk '$1 + 0 > 0 { f = 1 } END { exit !f }' &&
+  h5vals "$tap_tmp/fg/log.h5" /ranks/phase_background | awk '$1 + 0 > 0 { f = 1 } END { exit !f }' &&
+  awk -v g="$(h5attr "$tap_tmp/fg/log.h5" /multiplex/foreground_slowdown)" 'BEGIN { exit !(g > 0) }'
+tap_ok $? "accounting in the foreground's log: /multiplex (channel in-process) with background samples/s, /ranks/phase_background (its thread's CPU time), the slowdown"
+
+# ---- stopped by the foreground's end (SCHED_IDLE threads), resumed as a separate background process
+thread "$tap_tmp/stop.txt" -D "run.out_dir=$tap_tmp/fgs" -D bg:run.steps=100000 -D "bg:run.out_dir=$tap_tmp/bgs"
+rc=$?
+ok=$rc
+for r in 0 1; do
+  h5vals "$tap_tmp/bgs/bg$r/log.h5" /events/text | grep -q "stopped: the foreground ended" &&
+    ls "$tap_tmp/bgs/bg$r/checkpoints/"ckpt-*.h5 >/dev/null 2>&1 || ok=1
+done
+tap_ok $ok "on_foreground_end = stop: both background threads stop with a checkpoint when the foreground ends (exit $rc)"
+[ "$(h5attr "$tap_tmp/bgs/bg0/log.h5" /multiplex/priority)" = SCHED_IDLE ] &&
+  grep -aq "resume with: [^ ]*surge-train .*mlp-fmnist.deck .*run.out_dir=$tap_tmp/bgs/bg1 --resume" "$tap_tmp/stop.txt"
+tap_ok $? "each thread ran at SCHED_IDLE and prints the command that resumes it as a job of its own"
+# a separate MPMD pair with 1-rank background processes stopped by their foreground's end
+timeout 300 "$mpiexec" -n 2 $FG -D run.steps=10 -D "run.out_dir=$tap_tmp/fgp" \
+  : -n 1 $BG --background -D run.steps=100000 -D "run.out_dir=$tap_tmp/bgp/bg0" \
+  : -n 1 $BG --background -D run.steps=100000 -D "run.out_dir=$tap_tmp/bgp/bg1" -D multiplex.partner_offset=1 \
+  >"$tap_tmp/mpmd.txt" 2>&1
+rc=$?
+k=0
+for log in "$tap_tmp/bgs/bg0" "$tap_tmp/bgs/bg1" "$tap_tmp/bgp/bg0" "$tap_tmp/bgp/bg1"; do
+  s=$(last_step "$log/log.h5")
+  [ "${s:-0}" -gt $k ] && k=$s
+done
+K=$((k + 5))
+timeout 300 "$mpiexec" -n 1 $BG -D run.steps=$K -D "run.out_dir=$tap_tmp/straight" >"$tap_tmp/straight.txt" 2>&1
+tap_diag "stopped at steps $(last_step "$tap_tmp/bgs/bg0/log.h5") $(last_step "$tap_tmp/bgs/bg1/log.h5") (in-process), $(last_step "$tap_tmp/bgp/bg0/log.h5") $(last_step "$tap_tmp/bgp/bg1/log.h5") (processes, exit $rc); all resumed to $K"
+# in-process -> process: rank 1's thread's checkpoint resumed by a background process beside a foreground
+timeout 300 "$mpiexec" -n 2 $FG -D run.steps=5 -D "run.out_dir=$tap_tmp/fgr" \
+  : -n 1 $BG --background -D run.steps=$K -D multiplex.on_foreground_end=continue -D "run.out_dir=$tap_tmp/bgs/bg1" \
+  --resume >"$tap_tmp/resume1.txt" 2>&1
+rc=$?
+same "$tap_tmp/bgs/bg1/model.h5" "$tap_tmp/straight/model.h5" &&
+  grep -aq "\[background\] resumed from .*bgs/bg1/checkpoints" "$tap_tmp/resume1.txt"
+tap_ok $? "an in-process background's checkpoint resumes as a background process: step $K = a straight run (exit $rc; $(cat "$tap_tmp/cmp.txt"))"
+# process -> in-process: the MPMD backgrounds' checkpoints resumed by threads (out_dir/bgR is their directory)
+thread "$tap_tmp/resume2.txt" -D run.steps=5 -D "run.out_dir=$tap_tmp/fgr2" -D bg:run.steps=$K \
+  -D bg:multiplex.on_foreground_end=continue -D bg:checkpoint.resume=true -D "bg:run.out_dir=$tap_tmp/bgp"
+rc=$?
+same "$tap_tmp/bgp/bg0/model.h5" "$tap_tmp/straight/model.h5" && cp "$tap_tmp/cmp.txt" "$tap_tmp/cmp0.txt" &&
+  same "$tap_tmp/bgp/bg1/model.h5" "$tap_tmp/straight/model.h5" &&
+  grep -aq "\[background of rank 1\] resumed from .*bgp/bg1/checkpoints" "$tap_tmp/resume2.txt"
+tap_ok $? "background processes' checkpoints resume in-process: step $K = a straight run on both ranks (exit $rc; $(cat "$tap_tmp/cmp0.txt" 2>/dev/null); $(cat "$tap_tmp/cmp.txt"))"
+
+# ---- SIGTERM (to the ranks, as Slurm sends it) stops both trainers of each process with a checkpoint
+thread "$tap_tmp/sig.txt" -D run.steps=100000 -D run.print_every=10 -D "run.out_dir=$tap_tmp/fgsig" \
+  -D bg:run.steps=100000 -D "bg:run.out_dir=$tap_tmp/bgsig" &
+job=$!
+tap_wait_until 120 grep -aq "^\[foreground\] step  *[0-9]*/100000" "$tap_tmp/sig.txt"
+for p in $(pgrep -f "^$SURGE_TRAIN .*run.out_dir=$tap_tmp/fgsig( |\$)"); do kill -TERM "$p"; done
+wait $job
+rc=$?
+ok=$rc
+grep -aq "^\[foreground\] stopped by a signal after step" "$tap_tmp/sig.txt" || ok=1
+for r in 0 1; do
+  grep -aq "^\[background of rank $r\] stopped" "$tap_tmp/sig.txt" &&
+    ls "$tap_tmp/bgsig/bg$r/checkpoints/"ckpt-*.h5 >/dev/null 2>&1 || ok=1
+done
+grep -aq "in-process backgrounds (one per rank): exit status 0 0" "$tap_tmp/sig.txt" || ok=1
+tap_ok $ok "SIGTERM: the foreground and both background threads stop with checkpoints (exit $rc)"
+
+# ---- an error in a background thread ends that background, not the foreground
+# bg_fails NAME ERROR_PATTERN STATUSES WHAT BG_ARGS...: both background threads fail as ERROR_PATTERN
+# says, the foreground goes on and reports their exit statuses, its parameters = alone
+bg_fails() {
+  bf_name=$1 bf_pattern=$2 bf_status=$3 bf_what=$4
+  shift 4
+  thread "$tap_tmp/$bf_name.txt" -D "run.out_dir=$tap_tmp/fg$bf_name" "$@"
+  bf_rc=$?
+  [ $bf_rc = 0 ] && grep -aq "^surge: error: background of rank 1: $bf_pattern" "$tap_tmp/$bf_name.txt" &&
+    grep -aq "in-process backgrounds (one per rank): exit status $bf_status" "$tap_tmp/$bf_name.txt" &&
+    same "$tap_tmp/fg$bf_name/model.h5" "$tap_tmp/solo/model.h5"
+  tap_ok $? "$bf_what: exit $bf_rc, the statuses reported, the foreground's parameters = alone"
+  [ $bf_rc = 0 ] || tap_diag "$(grep -av '^#\|^  \|^[a-z_0-9]* = ' "$tap_tmp/$bf_name.txt" | tail -8)"
+}
+bg_fails err "" "[1-9] [1-9]" "a background thread's error is labelled and ends it only" -D bg:run.out_dir=/dev/null/bg
+# failing inside an HDF5 call (a checkpoint whose temporary name is a directory), a thread releases
+# the process's HDF5 lock: the foreground writes its log, checkpoint and model after it
+for r in 0 1; do
+  for s in $(seq 1 40); do mkdir -p "$tap_tmp/bgck/bg$r/checkpoints/.ckpt-$(printf %08d "$s").h5.tmp"; done
+done
+bg_fails ck "cannot write checkpoint" "1 1" "a background thread's error inside HDF5 releases the HDF5 lock" \
+  -D bg:run.steps=100000 -D bg:checkpoint.every=1 -D "bg:run.out_dir=$tap_tmp/bgck"
+# an error in the foreground (here its output directory) ends the process with the thread in it, at once
+timeout 120 "$mpiexec" -n 1 $FG -D parallel.mode=dp -D multiplex.placement=thread $IN -D run.out_dir=/dev/null/fg \
+  -D "bg:run.out_dir=$tap_tmp/bgfgerr" >"$tap_tmp/fgerr.txt" 2>&1
+rc=$?
+[ $rc != 0 ] && [ $rc != 124 ] && grep -aq "^surge: error: \[run\] out_dir: cannot create /dev/null" "$tap_tmp/fgerr.txt" &&
+  ! grep -aq "in-process backgrounds" "$tap_tmp/fgerr.txt"
+tap_ok $? "a foreground's error ends the whole job beside a running background thread: exit $rc, no hang"
+
+# ---- combinations that placement = thread does not run
+# to OUT NP ARGS...: mpiexec -n NP ARGS, its output in OUT
+to() {
+  to_out=$1 to_np=$2
+  shift 2
+  timeout 60 "$mpiexec" -n "$to_np" "$@" >"$to_out" 2>&1
+}
+tap_refused "placement = thread without --background-deck" "\[multiplex\] placement = thread needs the background's deck" \
+  "$tap_tmp/r1.txt" to "$tap_tmp/r1.txt" 2 $FG -D multiplex.placement=thread -D "run.out_dir=$tap_tmp/r1"
+tap_refused "--background-deck with placement = process" "\[multiplex\] placement = process: --background-deck" \
+  "$tap_tmp/r2.txt" to "$tap_tmp/r2.txt" 2 $FG $IN -D "run.out_dir=$tap_tmp/r2"
+tap_refused "placement = thread with a cuda background" "\[backend\] name = cuda (the background's deck): \[multiplex\] placement = thread" \
+  "$tap_tmp/r3.txt" to "$tap_tmp/r3.txt" 2 $FG -D multiplex.placement=thread $IN -D bg:backend.name=cuda -D "run.out_dir=$tap_tmp/r3"
+tap_refused "placement = thread with BLAS threads" "\[backend\] threads = 2 (the foreground's deck)" \
+  "$tap_tmp/r4.txt" to "$tap_tmp/r4.txt" 2 $FG -D multiplex.placement=thread -D backend.threads=2 $IN -D "run.out_dir=$tap_tmp/r4"
+tap_refused "placement = thread with --background" "\[multiplex\] placement = thread: the foreground runs its background itself" \
+  "$tap_tmp/r5.txt" to "$tap_tmp/r5.txt" 2 $FG -D multiplex.placement=thread --background $IN -D "run.out_dir=$tap_tmp/r5"
+tap_refused "a bg: override without --background-deck" "bg:run.steps=3: a bg: override is for the deck of --background-deck" \
+  "$tap_tmp/r6.txt" to "$tap_tmp/r6.txt" 1 $BG -D bg:run.steps=3 -D "run.out_dir=$tap_tmp/r6"
+tap_done

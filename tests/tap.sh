@@ -40,7 +40,7 @@ SURGE_TRAIN="$top_build/surge-train"
 mpiexec=${MPIEXEC:-mpiexec}
 # A private scratch directory, removed at exit.
 tap_tmp=$(mktemp -d "${TMPDIR:-/tmp}/surge-test.XXXXXX")
-trap 'rm -rf "$tap_tmp"' EXIT
+trap '[ -n "${SURGE_KEEP_TMP:-}" ] || rm -rf "$tap_tmp"' EXIT
 # tap_pass_through LABEL NP PROGRAM ARGS...: run PROGRAM on NP ranks under $mpiexec; its TAP lines
 # become ours, labelled "LABEL: ", and one more result checks that it exited 0 with as many results
 # as its plan. Its stdout stays in $tap_tmp/pass_through.txt until the next call.

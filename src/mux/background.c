@@ -26,12 +26,18 @@ static int held_back(const mux_local_t *L) {
 
 /* The partner this background paired with is gone: it ended, died, or a new foreground took the
  * slot. Before the first pairing, a foreground that attached after this background did and is gone
- * already was its partner (a short one); a slot dead or ended from before is stale: wait. */
+ * already was its partner (a short one); a slot dead or ended from before is stale: wait. An
+ * in-process channel (no name) is new with its process, so an ended foreground there is this
+ * process's own, which may finish before its background thread gets to attach. */
 static int partner_gone(mux_local_t *L) {
   mux_side_t *p = L->partner;
   if (!L->partner_gen) {
     mux_bg_try_pair(L);
     uint64_t gen = atomic_load(&p->generation);
+    if (!L->name[0] && !L->partner_gen && gen > 0 && atomic_load(&p->attached) == ATTACH_ENDED) {
+      L->partner_gen = gen;
+      return 1;
+    }
     if (L->partner_gen || gen == L->gen_at_attach) return 0;
     int32_t state = atomic_load(&p->attached); /* NONE: it is attaching right now */
     if (state != ATTACH_ENDED && !(state == ATTACH_LIVE && !mux_pid_alive(atomic_load(&p->pid)))) return 0;

@@ -161,18 +161,21 @@ static double rss_now_mib(void) {
 }
 
 /* A deck for `model` on synthetic data, one BLAS thread, the kernels' width BENCH_SIMD (default
- * auto; the deck's check refuses other values and widths this CPU lacks). The CNNs' learning rate is one that
+ * auto; the deck's check refuses other values and widths this CPU lacks) and the SGEMM BENCH_GEMM
+ * (auto or blas, default auto). The CNNs' learning rate is one that
  * trains on the synthetic data for as many steps as BENCH_SECONDS may ask (the default 0.05 made
  * vgg-mini's loss NaN at step 55 on 2 ranks, which a 3-second run reached once the step got
  * faster). */
 static void bench_config(const char *model, config_t *cfg) {
-  const char *text = deck_for(model), *simd = getenv("BENCH_SIMD");
+  const char *text = deck_for(model), *simd = getenv("BENCH_SIMD"), *gemm = getenv("BENCH_GEMM");
   if (!text) surge_input_error("unknown model %s (mlp, vgg-mini, resnet-mini, gpt)", model);
   if (!simd || !*simd) simd = "auto";
+  if (!gemm || !*gemm) gemm = "auto";
   if (strlen(simd) > 16) surge_input_error("BENCH_SIMD=%s: expected auto, avx512, avx2 or none", simd);
+  if (strlen(gemm) > 16) surge_input_error("BENCH_GEMM=%s: expected auto or blas", gemm);
   char full[1024];
   snprintf(full, sizeof full, "[run]\nname = bench\nsteps = 1000\n[data]\nsource = synthetic\nsynthetic_samples = 2048\n"
-           "[backend]\nname = cpu\nthreads = 1\nsimd = %s\n%s", simd, text);
+           "[backend]\nname = cpu\nthreads = 1\nsimd = %s\ngemm = %s\n%s", simd, gemm, text);
   deck_parse(full, "bench", 0, NULL, cfg, NULL);
 }
 

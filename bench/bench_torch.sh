@@ -2,7 +2,8 @@
 # make bench BENCH=torch: Surge against PyTorch's CPU training of the same models (bench/torch_models.py,
 # the decks of bench_models.c: mlp 784-512-512-10 and vgg-mini at batch 128, gpt 4 x 256 with context
 # 128 at batch 16; same optimizers), in one invocation: per model and kernel width (BENCH_TORCH_SIMD,
-# default "auto avx2"), BENCH_TORCH_PAIRS (default 3) rounds of alternating runs, each round Surge on
+# default "auto avx2"; WIDTH/blas: Surge with backend.gemm = blas, OpenBLAS for every matrix product
+# instead of its own AVX-512 SGEMM), BENCH_TORCH_PAIRS (default 3) rounds of alternating runs, each round Surge on
 # 1 rank, PyTorch on 1 thread, Surge on 2 ranks (data parallel, one BLAS thread each), PyTorch on 2
 # threads; the medians, and the ratios PyTorch ms / Surge ms (above 1: Surge is faster).
 #
@@ -40,13 +41,14 @@ else
   torch_blas="the system's libblas (libopenblas0-openmp is not installed)"
   torch_path=${LD_LIBRARY_PATH:-}
 fi
-torch_ms() { # torch_ms MODEL THREADS SIMD: ms a step
-  isa=$(case $3 in avx2) echo AVX2 ;; *) echo ALL ;; esac)
+torch_ms() { # torch_ms MODEL THREADS SIMD[/blas]: ms a step
+  isa=$(case ${3%/blas} in avx2) echo AVX2 ;; *) echo ALL ;; esac)
   env LD_LIBRARY_PATH="$torch_path" OMP_NUM_THREADS="$2" OPENBLAS_NUM_THREADS="$2" ONEDNN_MAX_CPU_ISA="$isa" \
     DNNL_MAX_CPU_ISA="$isa" "$python" "$src/bench/torch_models.py" "$1" "$2" "$seconds"
 }
-surge_ms() { # surge_ms MODEL RANKS SIMD: ms a step (the global batch over the samples/s of all ranks)
-  rate=$(BENCH_SIMD=$3 BENCH_SECONDS=$seconds "$mpiexec" -n "$2" ./bench/bench_models --rate "$1")
+surge_ms() { # surge_ms MODEL RANKS SIMD[/blas]: ms a step (the global batch over the samples/s of all ranks)
+  gemm=$(case $3 in */blas) echo blas ;; *) echo auto ;; esac)
+  rate=$(BENCH_SIMD=${3%/blas} BENCH_GEMM=$gemm BENCH_SECONDS=$seconds "$mpiexec" -n "$2" ./bench/bench_models --rate "$1")
   batch=$(case $1 in gpt) echo 16 ;; *) echo 128 ;; esac)
   awk -v b="$batch" -v r="$rate" 'BEGIN { printf "%.3f\n", 1e3 * b / r }'
 }
@@ -54,7 +56,7 @@ surge_ms() { # surge_ms MODEL RANKS SIMD: ms a step (the global batch over the s
 echo "# CPU: $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'), $(nproc) cores; AVX-512F: $(grep -q avx512f /proc/cpuinfo && echo yes || echo no), AVX2: $(grep -q avx2 /proc/cpuinfo && echo yes || echo no)"
 echo "# PyTorch $("$python" -c 'import torch; print(torch.__version__)'), BLAS: $torch_blas"
 echo "# medians of $pairs alternating rounds, ms a step; ratio: PyTorch ms / Surge ms; simd = avx2 rows: oneDNN capped at AVX2"
-printf '%-9s %-7s %9s %9s %7s %9s %9s %7s\n' model simd "surge 1r" "torch 1t" ratio "surge 2r" "torch 2t" ratio
+printf '%-9s %-9s %9s %9s %7s %9s %9s %7s\n' model simd "surge 1r" "torch 1t" ratio "surge 2r" "torch 2t" ratio
 for m in $models; do
   for w in $widths; do
     : >"$tmp/s1"; : >"$tmp/t1"; : >"$tmp/s2"; : >"$tmp/t2"
@@ -68,6 +70,6 @@ for m in $models; do
     done
     s1=$(median <"$tmp/s1"); t1=$(median <"$tmp/t1"); s2=$(median <"$tmp/s2"); t2=$(median <"$tmp/t2")
     awk -v m="$m" -v w="$w" -v s1="$s1" -v t1="$t1" -v s2="$s2" -v t2="$t2" \
-      'BEGIN { printf "%-9s %-7s %9.2f %9.2f %7.2f %9.2f %9.2f %7.2f\n", m, w, s1, t1, t1 / s1, s2, t2, t2 / s2 }'
+      'BEGIN { printf "%-9s %-9s %9.2f %9.2f %7.2f %9.2f %9.2f %7.2f\n", m, w, s1, t1, t1 / s1, s2, t2, t2 / s2 }'
   done
 done

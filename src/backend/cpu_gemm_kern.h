@@ -37,50 +37,37 @@ static float *SIMD_NAME(gk_buffer)(int which) {
   return buf[which];
 }
 
-/* Rows i0.. (mc of them) and k0.. (kc) of op(A) into MR-row strips at ap. */
-SIMD_TARGET static void gk_pack_a(int ta, const float *A, int lda, int i0, int mc, int k0, int kc, float *ap) {
-  for (int s = 0; s < mc; s += GK_MR) {
-    const int rows = mc - s < GK_MR ? mc - s : GK_MR;
-    float *restrict p = ap + (size_t)s * kc;
-    if (!ta) {
-      for (int r = 0; r < rows; r++) {
-        const float *restrict a = A + (size_t)(i0 + s + r) * lda + k0;
-        for (int k = 0; k < kc; k++) p[(size_t)k * GK_MR + r] = a[k];
+/* Strips of S along x (A's rows, S = MR; B's columns, S = NR) from elements (x, k), x0 <= x < x0 + nx,
+ * k0 <= k < k0 + kc, of a matrix stored x-major (X[x ld + k]: A untransposed, B transposed) or
+ * k-major (X[k ld + x]); strip t holds (x0 + t S + r, k0 + k) at p[t S kc + k S + r], zeros past nx. */
+SIMD_INLINE void gk_pack(const float *X, int ld, int k_major, int x0, int nx, int k0, int kc, float *p, const int S) {
+  for (int t = 0; t < nx; t += S) {
+    const int n = nx - t < S ? nx - t : S;
+    float *restrict q = p + (size_t)t * kc;
+    if (!k_major) {
+      for (int r = 0; r < n; r++) {
+        const float *restrict x = X + (size_t)(x0 + t + r) * ld + k0;
+        for (int k = 0; k < kc; k++) q[(size_t)k * S + r] = x[k];
       }
-      for (int r = rows; r < GK_MR; r++)
-        for (int k = 0; k < kc; k++) p[(size_t)k * GK_MR + r] = 0.0f;
+      for (int r = n; r < S; r++)
+        for (int k = 0; k < kc; k++) q[(size_t)k * S + r] = 0.0f;
     } else {
       for (int k = 0; k < kc; k++) {
-        const float *restrict a = A + (size_t)(k0 + k) * lda + i0 + s;
-        float *restrict q = p + (size_t)k * GK_MR;
-        for (int r = 0; r < rows; r++) q[r] = a[r];
-        for (int r = rows; r < GK_MR; r++) q[r] = 0.0f;
+        const float *restrict x = X + (size_t)(k0 + k) * ld + x0 + t;
+        for (int r = 0; r < n; r++) q[(size_t)k * S + r] = x[r];
+        for (int r = n; r < S; r++) q[(size_t)k * S + r] = 0.0f;
       }
     }
   }
 }
 
-/* Rows k0.. (kc) and columns j0.. (nc) of op(B) into NR-column strips at bp. */
+/* op(A)'s rows i0.. (mc) and k0.. (kc) into MR-row strips; op(B)'s k0.. (kc) and columns j0.. (nc) into
+ * NR-column strips. */
+SIMD_TARGET static void gk_pack_a(int ta, const float *A, int lda, int i0, int mc, int k0, int kc, float *ap) {
+  gk_pack(A, lda, ta, i0, mc, k0, kc, ap, GK_MR);
+}
 SIMD_TARGET static void gk_pack_b(int tb, const float *B, int ldb, int k0, int kc, int j0, int nc, float *bp) {
-  for (int s = 0; s < nc; s += GK_NR) {
-    const int cols = nc - s < GK_NR ? nc - s : GK_NR;
-    float *restrict p = bp + (size_t)s * kc;
-    if (!tb) {
-      for (int k = 0; k < kc; k++) {
-        const float *restrict b = B + (size_t)(k0 + k) * ldb + j0 + s;
-        float *restrict q = p + (size_t)k * GK_NR;
-        for (int j = 0; j < cols; j++) q[j] = b[j];
-        for (int j = cols; j < GK_NR; j++) q[j] = 0.0f;
-      }
-    } else {
-      for (int j = 0; j < cols; j++) {
-        const float *restrict b = B + (size_t)(j0 + s + j) * ldb + k0;
-        for (int k = 0; k < kc; k++) p[(size_t)k * GK_NR + j] = b[k];
-      }
-      for (int j = cols; j < GK_NR; j++)
-        for (int k = 0; k < kc; k++) p[(size_t)k * GK_NR + j] = 0.0f;
-    }
-  }
+  gk_pack(B, ldb, !tb, j0, nc, k0, kc, bp, GK_NR);
 }
 
 /* C's tile (mr <= MR rows, nr <= NR columns) = beta C + alpha (the strips' product over kc); beta == 0

@@ -39,25 +39,48 @@ static float *SIMD_NAME(gk_buffer)(int which) {
 
 /* Strips of S along x (A's rows, S = MR; B's columns, S = NR) from elements (x, k), x0 <= x < x0 + nx,
  * k0 <= k < k0 + kc, of a matrix stored x-major (X[x ld + k]: A untransposed, B transposed) or
- * k-major (X[k ld + x]); strip t holds (x0 + t S + r, k0 + k) at p[t S kc + k S + r], zeros past nx. */
+ * k-major (X[k ld + x]); strip t holds (x0 + t S + r, k0 + k) at p[t S kc + k S + r], zeros past nx.
+ * k-major strips are copied a vector of x at a time (masked past nx and S); x-major ones as W x W
+ * blocks of (x, k) loaded by rows and transposed, the last kc % W values of k one at a time. */
 SIMD_INLINE void gk_pack(const float *X, int ld, int k_major, int x0, int nx, int k0, int kc, float *p, const int S) {
+  if (k_major) { /* row by row of X, each read once from end to end */
+    for (int k = 0; k < kc; k++) {
+      const float *x = X + (size_t)(k0 + k) * ld + x0;
+      for (int t = 0; t < nx; t += S) {
+        const int n = nx - t < S ? nx - t : S;
+        float *q = p + (size_t)t * kc + (size_t)k * S;
+#pragma GCC unroll 4
+        for (int r0 = 0; r0 < S; r0 += SIMD_W) {
+          const int w = S - r0 < SIMD_W ? S - r0 : SIMD_W, m = n - r0 < 0 ? 0 : n - r0 < w ? n - r0 : w;
+          const vf v = m == SIMD_W ? vf_loadu(x + t + r0) : vf_loadu_n(x + t + r0, m);
+          if (w == SIMD_W) vf_storeu(q + r0, v);
+          else vf_storeu_n(q + r0, w, v);
+        }
+      }
+    }
+    return;
+  }
   for (int t = 0; t < nx; t += S) {
     const int n = nx - t < S ? nx - t : S;
     float *restrict q = p + (size_t)t * kc;
-    if (!k_major) {
-      for (int r = 0; r < n; r++) {
-        const float *restrict x = X + (size_t)(x0 + t + r) * ld + k0;
-        for (int k = 0; k < kc; k++) q[(size_t)k * S + r] = x[k];
+    int k = 0;
+    for (; k + SIMD_W <= kc; k += SIMD_W)
+#pragma GCC unroll 4
+      for (int r0 = 0; r0 < S; r0 += SIMD_W) {
+        vf v[SIMD_W];
+#pragma GCC unroll 16
+        for (int i = 0; i < SIMD_W; i++)
+          v[i] = r0 + i < n ? vf_loadu(X + (size_t)(x0 + t + r0 + i) * ld + k0 + k) : vf_zero();
+        vf_transpose(v);
+        const int w = S - r0 < SIMD_W ? S - r0 : SIMD_W;
+#pragma GCC unroll 16
+        for (int i = 0; i < SIMD_W; i++) {
+          if (w == SIMD_W) vf_storeu(q + (size_t)(k + i) * S + r0, v[i]);
+          else vf_storeu_n(q + (size_t)(k + i) * S + r0, w, v[i]);
+        }
       }
-      for (int r = n; r < S; r++)
-        for (int k = 0; k < kc; k++) q[(size_t)k * S + r] = 0.0f;
-    } else {
-      for (int k = 0; k < kc; k++) {
-        const float *restrict x = X + (size_t)(k0 + k) * ld + x0 + t;
-        for (int r = 0; r < n; r++) q[(size_t)k * S + r] = x[r];
-        for (int r = n; r < S; r++) q[(size_t)k * S + r] = 0.0f;
-      }
-    }
+    for (; k < kc; k++)
+      for (int r = 0; r < S; r++) q[(size_t)k * S + r] = r < n ? X[(size_t)(x0 + t + r) * ld + k0 + k] : 0.0f;
   }
 }
 

@@ -3,9 +3,10 @@
 # the decks of bench_models.c: mlp 784-512-512-10 and vgg-mini at batch 128, gpt 4 x 256 with context
 # 128 at batch 16; same optimizers), in one invocation: per model and kernel width (BENCH_TORCH_SIMD,
 # default "auto avx2"; WIDTH/blas: Surge with backend.gemm = blas, OpenBLAS for every matrix product
-# instead of its own AVX-512 SGEMM), BENCH_TORCH_PAIRS (default 3) rounds of alternating runs, each round Surge on
-# 1 rank, PyTorch on 1 thread, Surge on 2 ranks (data parallel, one BLAS thread each), PyTorch on 2
-# threads; the medians, and the ratios PyTorch ms / Surge ms (above 1: Surge is faster).
+# instead of its own AVX-512 SGEMM), BENCH_TORCH_PAIRS (default 3) rounds of alternating runs, each round
+# every width in turn: Surge on 1 rank, PyTorch on 1 thread, Surge on 2 ranks (data parallel, one BLAS
+# thread each), PyTorch on 2 threads (BENCH_TORCH_COUNTS="1 2"; 1 or 2: those runs alone, the others
+# "-"); the medians, and the ratios PyTorch ms / Surge ms (above 1: Surge is faster).
 #
 # PyTorch runs the OpenMP OpenBLAS of libopenblas0-openmp where it is installed, for itself alone
 # (LD_LIBRARY_PATH; the system's libblas alternative, which Surge links, is left as it is), with
@@ -23,8 +24,10 @@ python=${BENCH_PYTHON:-/usr/bin/python3}
 models=${BENCH_TORCH_MODELS:-mlp vgg-mini gpt}
 widths=${BENCH_TORCH_SIMD:-auto avx2}
 pairs=${BENCH_TORCH_PAIRS:-3}
+counts=${BENCH_TORCH_COUNTS:-1 2}
 seconds=${BENCH_SECONDS:-3}
 case $pairs in '' | *[!0-9]* | 0) echo "bench_torch.sh: BENCH_TORCH_PAIRS=$pairs: expected a positive count" >&2; exit 2 ;; esac
+case $counts in "1 2" | 1 | 2) ;; *) echo "bench_torch.sh: BENCH_TORCH_COUNTS=$counts: expected 1, 2 or \"1 2\"" >&2; exit 2 ;; esac
 if ! why=$("$python" -c 'import torch' 2>&1); then
   echo "-- torch: skipped: $python cannot import torch (Debian: apt-get install python3-torch): $(echo "$why" | tail -n 1)"
   exit 0
@@ -58,18 +61,29 @@ echo "# PyTorch $("$python" -c 'import torch; print(torch.__version__)'), BLAS: 
 echo "# medians of $pairs alternating rounds, ms a step; ratio: PyTorch ms / Surge ms; simd = avx2 rows: oneDNN capped at AVX2"
 printf '%-9s %-9s %9s %9s %7s %9s %9s %7s\n' model simd "surge 1r" "torch 1t" ratio "surge 2r" "torch 2t" ratio
 for m in $models; do
-  for w in $widths; do
-    : >"$tmp/s1"; : >"$tmp/t1"; : >"$tmp/s2"; : >"$tmp/t2"
-    i=0
-    while [ $i -lt "$pairs" ]; do
-      surge_ms "$m" 1 "$w" >>"$tmp/s1"
-      torch_ms "$m" 1 "$w" >>"$tmp/t1"
-      surge_ms "$m" 2 "$w" >>"$tmp/s2"
-      torch_ms "$m" 2 "$w" >>"$tmp/t2"
-      i=$((i + 1))
+  i=0
+  while [ $i -lt "$pairs" ]; do # every width in each round, so the widths' rows meet the same load
+    j=0
+    for w in $widths; do
+      j=$((j + 1))
+      for n in $counts; do
+        surge_ms "$m" "$n" "$w" >>"$tmp/s$n.$j"
+        torch_ms "$m" "$n" "$w" >>"$tmp/t$n.$j"
+      done
     done
-    s1=$(median <"$tmp/s1"); t1=$(median <"$tmp/t1"); s2=$(median <"$tmp/s2"); t2=$(median <"$tmp/t2")
-    awk -v m="$m" -v w="$w" -v s1="$s1" -v t1="$t1" -v s2="$s2" -v t2="$t2" \
-      'BEGIN { printf "%-9s %-9s %9.2f %9.2f %7.2f %9.2f %9.2f %7.2f\n", m, w, s1, t1, t1 / s1, s2, t2, t2 / s2 }'
+    i=$((i + 1))
+  done
+  j=0
+  for w in $widths; do
+    j=$((j + 1))
+    printf '%-9s %-9s' "$m" "$w"
+    for n in 1 2; do
+      if [ -f "$tmp/s$n.$j" ]; then
+        awk -v s="$(median <"$tmp/s$n.$j")" -v t="$(median <"$tmp/t$n.$j")" 'BEGIN { printf " %9.2f %9.2f %7.2f", s, t, t / s }'
+      else
+        printf ' %9s %9s %7s' - - -
+      fi
+    done
+    echo
   done
 done

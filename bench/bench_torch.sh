@@ -61,6 +61,7 @@ echo "# PyTorch $("$python" -c 'import torch; print(torch.__version__)'), BLAS: 
 echo "# medians of $pairs alternating rounds, ms a step; ratio: PyTorch ms / Surge ms; simd = avx2 rows: oneDNN capped at AVX2"
 printf '%-9s %-9s %9s %9s %7s %9s %9s %7s\n' model simd "surge 1r" "torch 1t" ratio "surge 2r" "torch 2t" ratio
 for m in $models; do
+  rm -f "$tmp"/s[12].* "$tmp"/t[12].* # this model's times alone
   i=0
   while [ $i -lt "$pairs" ]; do # every width in each round, so the widths' rows meet the same load
     j=0

@@ -1,5 +1,5 @@
 /* The cpu backend's own SGEMM, written once over the vector width SIMD_W of cpu_simd.h and included
- * once per width (cpu_kern_w16.c, cpu_kern_w8.c); cpu_sgemm.c decides when it runs instead of
+ * once per width (cpu_kern_w16.c, cpu_kern_w8.c); cpu_gemm.c decides when it runs instead of
  * OpenBLAS. Row-major C (M,N) = alpha op(A) op(B) + beta C, op(A) (M,K), op(B) (K,N).
  *
  * BLIS's loops: columns in blocks of GK_NC, the sum over K in blocks of GK_KC, rows in blocks of
@@ -153,7 +153,7 @@ SIMD_TARGET static void gk_tile_edge(int kc, const float *ap, const float *bp, f
   gk_tile(kc, ap, bp, c, ldc, alpha, beta, mr, nr, 0);
 }
 
-/* C (M,N) = alpha op(A) op(B) + beta C for M, N, K >= 1 (cpu_sgemm.c's contract). */
+/* C (M,N) = alpha op(A) op(B) + beta C for M, N, K >= 1 (what cpu_gemm.c hands it). */
 SIMD_TARGET void SIMD_NAME(cpu_sgemm)(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
                                       const float *B, int ldb, float beta, float *C, int ldc) {
   float *ap = SIMD_NAME(gk_buffer)(0), *bp = SIMD_NAME(gk_buffer)(1);

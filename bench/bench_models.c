@@ -1,5 +1,6 @@
 /* Training throughput of each zoo model on one rank with one BLAS thread, against a large square
- * OpenBLAS SGEMM (the machine's practical peak) measured in the same run, with the data-parallel
+ * SGEMM of the cpu backend (the machine's practical peak: OpenBLAS, or the backend's own AVX-512
+ * kernel where backend.gemm = auto takes it, cpu_gemm.c) measured in the same run, with the data-parallel
  * speed-up at 2 ranks in the same table.
  *
  *   bench_models [--dp MODEL=R1,R2 ...] [MODEL ...]   (default: mlp vgg-mini resnet-mini gpt)
@@ -7,7 +8,8 @@
  *
  * For each model: a short run on synthetic data records every GEMM call of one training step
  * (through a recording copy of the cpu backend), then times those same GEMMs alone ("shapes": what
- * OpenBLAS reaches on the model's own GEMMs), and a 2048^3 SGEMM right after the model ("square").
+ * the backend's GEMM reaches on the model's own shapes), and a 2048^3 SGEMM right after the model
+ * ("square").
  * The layer FLOP counts (graph_train_flops_per_sample) give the model's rate. Peak resident memory
  * is compared with parameters + gradients + optimizer moments + activations, workspace included.
  * Each model runs in a child process so its peak memory is its own. The --dp rates come from
@@ -161,18 +163,21 @@ static double rss_now_mib(void) {
 }
 
 /* A deck for `model` on synthetic data, one BLAS thread, the kernels' width BENCH_SIMD (default
- * auto; the deck's check refuses other values and widths this CPU lacks). The CNNs' learning rate is one that
+ * auto; the deck's check refuses other values and widths this CPU lacks) and the SGEMM BENCH_GEMM
+ * (auto or blas, default auto). The CNNs' learning rate is one that
  * trains on the synthetic data for as many steps as BENCH_SECONDS may ask (the default 0.05 made
  * vgg-mini's loss NaN at step 55 on 2 ranks, which a 3-second run reached once the step got
  * faster). */
 static void bench_config(const char *model, config_t *cfg) {
-  const char *text = deck_for(model), *simd = getenv("BENCH_SIMD");
+  const char *text = deck_for(model), *simd = getenv("BENCH_SIMD"), *gemm = getenv("BENCH_GEMM");
   if (!text) surge_input_error("unknown model %s (mlp, vgg-mini, resnet-mini, gpt)", model);
   if (!simd || !*simd) simd = "auto";
+  if (!gemm || !*gemm) gemm = "auto";
   if (strlen(simd) > 16) surge_input_error("BENCH_SIMD=%s: expected auto, avx512, avx2 or none", simd);
+  if (strlen(gemm) > 16) surge_input_error("BENCH_GEMM=%s: expected auto or blas", gemm);
   char full[1024];
   snprintf(full, sizeof full, "[run]\nname = bench\nsteps = 1000\n[data]\nsource = synthetic\nsynthetic_samples = 2048\n"
-           "[backend]\nname = cpu\nthreads = 1\nsimd = %s\n%s", simd, text);
+           "[backend]\nname = cpu\nthreads = 1\nsimd = %s\ngemm = %s\n%s", simd, gemm, text);
   deck_parse(full, "bench", 0, NULL, cfg, NULL);
 }
 
@@ -315,8 +320,8 @@ int main(int argc, char **argv) {
   for (int i = 0; i < n; i++) /* here, not in a forked child, where an abort would not end the job */
     if (!deck_for(models[i])) surge_input_error("unknown model %s (mlp, vgg-mini, resnet-mini, gpt)", models[i]);
   printf("# one rank, one BLAS thread, synthetic data; 1-rank times are this process's CPU time. square: a\n"
-         "# 2048^3 OpenBLAS SGEMM timed right after the model (the practical peak); /sq: GFLOP/s over it.\n"
-         "# shapes: OpenBLAS alone on the GEMMs one step of the model runs (recorded); /sh: step GFLOP/s over\n"
+         "# 2048^3 SGEMM of the backend timed right after the model (the practical peak); /sq: GFLOP/s over it.\n"
+         "# shapes: the backend's GEMM alone on the GEMMs one step of the model runs (recorded); /sh: step GFLOP/s over\n"
          "# it. step: forward + backward + optimizer + fetching the\n"
          "# batch; compute: the step without the fetch. GFLOP/s from the layer FLOP counts. dp: samples/s of\n"
          "# data parallelism on 1 and 2 ranks (one BLAS thread each, same global batch) and the speed-up.\n"

@@ -1647,6 +1647,43 @@ static int open_gpu(char *why, size_t len) {
   return 1;
 }
 
+/* The cpu backend's own packed SGEMM (cpu_gemm_kern.h; cpu_gemm routes to it at AVX-512 from 64^3
+ * multiply-adds up, cpu_gemm_own) at shapes that are awkward for its tiles (AVX-512: 12 rows x 32
+ * columns) and blocks (K in blocks of 256, rows of 240, columns of 2048): M, N, K past a block by 1
+ * or by part of a tile; 2 rows; one column; K of 1000; every ta, tb; beta 0 (C's old NaN never
+ * read) and 1; leading dimensions past the shape; alpha 1.3 (test_gemm). Against ref's double sums
+ * at the GEMM tests' bound. Then its results depend on the shape alone: the same product from
+ * operands copied one float further along gives the same bits. */
+static void test_own_gemm(void) {
+  const int shapes[][3] = {{241, 47, 513}, {37, 2083, 30}, {300, 1, 1000}, {2, 200, 700}, {1000, 3, 100}, {64, 64, 64}};
+  for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+    const int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
+    const int own = cpu_gemm_own(M, N, K);
+    if (!managed) /* the cpu backend under test */
+      tap_ok(own == (cpu_simd() == BACKEND_SIMD_AVX512), "gemm M=%d N=%d K=%d: %s", M, N, K,
+             own ? "the own packed kernel" : "OpenBLAS");
+    for (int t = 0; t < 4; t++) {
+      test_gemm(t >> 1, t & 1, M, N, K, 0.0f, 0, 1);
+      test_gemm(t >> 1, t & 1, M, N, K, 1.0f, 5, 1);
+    }
+  }
+  test_gemm_tn_rows(70, 90, 2100, 2); /* weight gradients: blocks of 1024 rows on the own kernel */
+  if (managed) return;
+  const int M = 241, N = 47, K = 513;
+  float *A = buf_uniform((size_t)M * K + 1, -1, 1), *B = buf_uniform((size_t)K * N + 1, -1, 1);
+  float *C0 = buf_uniform((size_t)M * N, -1, 1), *C1 = buf_uniform((size_t)M * N, -1, 1);
+  backend_cpu.gemm(0, 1, M, N, K, 0.7f, A, K, B, K, 0.0f, C0, N);
+  memmove(A + 1, A, (size_t)M * K * sizeof(float));
+  memmove(B + 1, B, (size_t)K * N * sizeof(float));
+  backend_cpu.gemm(0, 1, M, N, K, 0.7f, A + 1, K, B + 1, K, 0.0f, C1, N);
+  tap_ok(memcmp(C0, C1, (size_t)M * N * sizeof(float)) == 0,
+         "gemm M=%d N=%d K=%d: the same bits from operands one float further along", M, N, K);
+  tfree(A);
+  tfree(B);
+  tfree(C0);
+  tfree(C1);
+}
+
 /* Every op against ref, at the kernel width in use. */
 static void test_ops(void) {
   /* one row (M = 1, cpu: a matrix-vector product) with leading dimensions past the shapes (extra) */
@@ -1659,6 +1696,7 @@ static void test_ops(void) {
       test_gemm(t >> 1, t & 1, d[0], d[1], d[2], 0.0f, 2, 3);
       test_gemm(t >> 1, t & 1, d[0], d[1], d[2], 0.5f, 1, 4);
     }
+  test_own_gemm();
   test_linear_fwd();
 
   test_flat_ops(1);

@@ -49,6 +49,10 @@ expect_error "out of range" "range.deck:14: .*global_batch.*" "$tap_tmp/range.de
 
 expect_error "out of range via -D" "-D.*train.lr" "$good" -D train.lr=-1
 
+# a [backend] enum (here gemm, whose values are auto and blas) named by its line
+{ cat "$good"; printf '[backend]\ngemm = fast\n'; } >"$tap_tmp/gemm.deck"
+expect_error "bad backend.gemm" "gemm.deck:$(($(wc -l <"$good") + 2)): .*gemm.*fast.*(auto.*blas)" "$tap_tmp/gemm.deck"
+
 mkdir -p "$tap_tmp/nodata"
 expect_error "missing data file" "$tap_tmp/nodata/train-images-idx3-ubyte.gz.*(no such|missing|cannot open)" \
   "$good" -D "data.path=$tap_tmp/nodata"

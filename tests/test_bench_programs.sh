@@ -48,6 +48,13 @@ run "bench_models refuses a width that is no deck value" sh -c "BENCH_SIMD=sse9 
 grep -q 'simd: "sse9" is not an accepted value' "$tap_tmp/err.txt"
 tap_ok $? "bench_models names the refused width"
 
+run "bench_gemm, one round" "$bench/bench_gemm" 1
+grep -q '^gpt fc1 fwd .*[0-9.]*x$' "$out" && grep -q '^# CPU: ' "$out" && grep -q '^# load average after' "$out"
+tap_ok $? "bench_gemm prints the CPU, the load and a ratio per shape"
+BENCH_GEMM=blas BENCH_SECONDS=0.1 run "bench_models --rate gpt with gemm = blas" "$bench/bench_models" --rate gpt
+positive "$(cat "$out")"
+tap_ok $? "bench_models --rate at BENCH_GEMM=blas prints samples/s ($(cat "$out"))"
+
 # make bench BENCH=torch without PyTorch: it says so and skips (never part of make check's needs)
 run "bench_torch.sh without torch" env BENCH_PYTHON="$tap_tmp/no-python" sh "$top_src/bench/bench_torch.sh"
 grep -q '^-- torch: skipped: .*cannot import torch' "$out"

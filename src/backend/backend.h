@@ -68,6 +68,12 @@ typedef enum backend_simd {
   BACKEND_SIMD_AVX512    /* 16 floats: AVX-512F */
 } backend_simd_t;
 
+/* Which SGEMM the cpu backend runs (deck key backend.gemm). */
+typedef enum backend_gemm {
+  BACKEND_GEMM_AUTO = 0, /* its own packed kernel at the shapes where it beats OpenBLAS, OpenBLAS elsewhere */
+  BACKEND_GEMM_BLAS      /* OpenBLAS always */
+} backend_gemm_t;
+
 /* What a process opens its backend with (backend_open). */
 typedef struct backend_options {
   int device;       /* GPU index; -1: this rank's index among its job's ranks on the node, modulo the GPUs */
@@ -79,6 +85,7 @@ typedef struct backend_options {
                         * DAZ): decaying optimizer moments otherwise reach them and every op on them
                         * takes the CPU's slow path */
   backend_simd_t simd; /* cpu: the kernels' vector width; a width the CPU lacks fails the open */
+  backend_gemm_t gemm; /* cpu: whose SGEMM runs the matrix products */
 } backend_options_t;
 
 /* What an opened backend runs on: for logs, benchmarks and the comm layer. */

@@ -55,6 +55,7 @@ const char *cpu_open(const backend_options_t *o, int *input_error) {
     *input_error = 1;
     return why;
   }
+  cpu_gemm_use(o->gemm);
   cpu_set_flush_denormals(o->flush_denormals);
   return NULL;
 }

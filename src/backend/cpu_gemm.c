@@ -1,12 +1,31 @@
-/* "cpu" backend GEMMs: OpenBLAS cblas_sgemm, row-major. */
+/* "cpu" backend GEMMs, row-major: OpenBLAS cblas_sgemm, or the backend's own packed kernel
+ * (cpu_gemm_kern.h) at the kernels' width where that beats OpenBLAS (bench/bench_gemm.c). */
 #include <cblas.h>
 #include <stdlib.h>
 
 #include "backend/cpu_ops.h"
 #include "core/error.h"
 
+static int blas_threads = 1;
+static backend_gemm_t gemm_mode = BACKEND_GEMM_AUTO;
+
 void cpu_set_threads(int nthreads) {
-  if (nthreads > 0) openblas_set_num_threads(nthreads);
+  if (nthreads <= 0) return;
+  openblas_set_num_threads(nthreads);
+  blas_threads = nthreads;
+}
+
+void cpu_gemm_use(backend_gemm_t g) { gemm_mode = g; }
+
+/* Whether the own kernel runs this product: single-threaded (it has no threads of its own), at
+ * AVX-512 (this Zen 5 runs OpenBLAS 0.3.21's Haswell kernels, at half its FMA width; at AVX2 the
+ * kernel is about level with those, bench/bench_gemm.c, so OpenBLAS stays), with at least 64^3
+ * multiply-adds (below, OpenBLAS's small-matrix paths skip the packing and win) and more than one
+ * row (one row is cpu_gemm's matrix-vector product). The route depends on the shape and the deck
+ * alone, so results stay reproducible. */
+int cpu_gemm_own(int M, int N, int K) {
+  return CPU_KERNELS_BUILT && gemm_mode == BACKEND_GEMM_AUTO && blas_threads == 1 &&
+         cpu_simd() == BACKEND_SIMD_AVX512 && M >= 2 && N >= 1 && K >= 1 && (double)M * N * K >= 262144.0;
 }
 
 static enum CBLAS_TRANSPOSE cpu_trans(int t) { return t ? CblasTrans : CblasNoTrans; }
@@ -20,6 +39,12 @@ void cpu_gemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, 
                 ta ? lda : 1, beta, C, 1);
     return;
   }
+#if CPU_KERNELS_BUILT
+  if (cpu_gemm_own(M, N, K)) {
+    cpu_sgemm_w16(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    return;
+  }
+#endif
   cblas_sgemm(CblasRowMajor, cpu_trans(ta), cpu_trans(tb), M, N, K, alpha, A, lda, B, ldb, beta, C,
               ldc);
 }

@@ -4,6 +4,7 @@
 #if CPU_KERNELS_BUILT
 #define SIMD_W 16
 #include "backend/cpu_direct_kern.h"
+#include "backend/cpu_gemm_kern.h"
 #include "backend/cpu_linear_kern.h"
 #include "backend/cpu_pool_kern.h"
 #endif

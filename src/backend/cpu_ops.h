@@ -164,20 +164,26 @@ const char *cpu_simd_use(backend_simd_t want);
 const char *cpu_simd_name(backend_simd_t w);
 
 /* The kernels at 16 floats (AVX-512F) and 8 (AVX2 + FMA), cpu_kern_w16.c and cpu_kern_w8.c: the
- * 2x2 stride-2 max-pool (cpu_pool_kern.h; H/2 x W/2 outputs a plane) and the unpacked linear
+ * 2x2 stride-2 max-pool (cpu_pool_kern.h; H/2 x W/2 outputs a plane), the unpacked linear
  * forward's tiles (cpu_linear_kern.h: Y (M,N) = Xt^T W^T + b from Xt (K, Mp), Mp >= M a multiple
- * of 16). */
+ * of 16) and the packed SGEMM (cpu_gemm_kern.h: cblas_sgemm's row-major contract, M, N, K >= 1). */
 #define CPU_WIDTH_KERNELS(W)                                                                                  \
   void cpu_maxpool_2x2_w##W(int P, int H, int Wd, const float *restrict x, float *restrict y,              \
                             float *restrict argmax);                                                        \
   void cpu_linear_tiles_w##W(int M, int N, int K, const float *Xt, int Mp, const float *Wt, const float *b, \
-                             float *Y);
+                             float *Y);                                                                     \
+  void cpu_sgemm_w##W(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,            \
+                      const float *B, int ldb, float beta, float *C, int ldc);
 CPU_WIDTH_KERNELS(16)
 CPU_WIDTH_KERNELS(8)
 #undef CPU_WIDTH_KERNELS
 
-/* cpu_gemm.c */
+/* cpu_gemm.c: OpenBLAS's threads per rank; which GEMM runs the shapes where the own kernel
+ * (cpu_sgemm_w16) beats OpenBLAS (backend.gemm: AUTO there, BLAS never); whether cpu_gemm runs a
+ * shape (M, N, K) on the own kernel now. */
 void cpu_set_threads(int nthreads);
+void cpu_gemm_use(backend_gemm_t g);
+int cpu_gemm_own(int M, int N, int K);
 
 /* cpu_conv.c */
 void cpu_im2col_ld(const float *x, int C, int H, int W, int KH, int KW, int stride, int ph, int pw, float *col,

@@ -174,6 +174,7 @@ SIMD_INLINE vf vf_loadu(const float *p) { return SIMD_OP(loadu_ps)(p); }
 SIMD_INLINE void vf_store(float *p, vf v) { SIMD_OP(store_ps)(p, v); }
 SIMD_INLINE void vf_storeu(float *p, vf v) { SIMD_OP(storeu_ps)(p, v); }
 SIMD_INLINE vf vf_add(vf a, vf b) { return SIMD_OP(add_ps)(a, b); }
+SIMD_INLINE vf vf_mul(vf a, vf b) { return SIMD_OP(mul_ps)(a, b); }
 SIMD_INLINE vf vf_max(vf a, vf b) { return SIMD_OP(max_ps)(a, b); }
 SIMD_INLINE vf vf_fmadd(vf a, vf b, vf c) { return SIMD_OP(fmadd_ps)(a, b, c); }
 SIMD_INLINE vi vi_set1(int a) { return SIMD_OP(set1_epi32)(a); }

@@ -26,6 +26,10 @@ static const cfg_key_t rows[] = {
                  "unpacked linear forward); auto: the widest this CPU executes; avx512 (16 floats) or avx2 (8, with FMA) "
                  "force one, an error where the CPU lacks it; none: convolutions lowered to OpenBLAS GEMMs, the general "
                  "loops elsewhere"),
+    CFG_ENUM_KEY("backend", "gemm", gemm, "auto", CFG_VALUES("auto", "blas"),
+                 "cpu: whose SGEMM runs the matrix products; auto: the backend's own packed AVX-512 kernel where it "
+                 "beats OpenBLAS (simd = avx512 or auto on an AVX-512 CPU, threads = 1, every dimension >= 16), "
+                 "OpenBLAS elsewhere; blas: OpenBLAS always"),
     CFG_ENUM_KEY("backend", "device_comm", device_comm, "auto", CFG_VALUES("auto", "nccl", "staged"),
                  "cuda: how GPU buffers travel between ranks; nccl: NCCL collectives and grouped send/receive; "
                  "staged: copied through host memory and sent with MPI; auto: NCCL unless ranks of a group share a "

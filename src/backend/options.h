@@ -13,6 +13,7 @@ typedef struct backend_deck {
   int tf32;            /* cuda: float32 products may use TF32 */
   int flush_denormals; /* cpu: flush-to-zero and denormals-are-zero on the rank's thread */
   char simd[8];        /* cpu: auto | avx512 | avx2 | none (the kernels' vector width) */
+  char gemm[8];        /* cpu: auto | blas (whose SGEMM) */
   char device_comm[8]; /* cuda: auto | nccl | staged */
 } backend_deck_t;
 

@@ -35,6 +35,7 @@ backend_options_t backend_opts_of(const config_t *cfg, int local_rank) {
            : strcmp(d->simd, "avx2") == 0 ? BACKEND_SIMD_AVX2
            : strcmp(d->simd, "none") == 0 ? BACKEND_SIMD_NONE
                                            : BACKEND_SIMD_AUTO;
+  o.gemm = strcmp(d->gemm, "blas") == 0 ? BACKEND_GEMM_BLAS : BACKEND_GEMM_AUTO;
   return o;
 }
 

@@ -1,0 +1,147 @@
+/* make bench BENCH=gemm: the cpu backend's own packed SGEMM (cpu_gemm_kern.h) at each vector width
+ * this CPU runs, against OpenBLAS's cblas_sgemm, at the gpt bench deck's shapes (4 x 256, context
+ * 128, batch 16: 2048 rows; widths 256, 768 = 3 x 256, 1024 = 4 x 256; the weight gradients'
+ * 1024-row blocks; attention's 64 x 64 tiles) and a few square ones, one thread.
+ *
+ *   bench/bench_gemm [rounds]        (default 7)
+ *
+ * Per shape the methods alternate (blas, w16, w8, blas, ...) for `rounds` rounds, each round
+ * timing as many calls as fill 0.05 s; the table gives each one's median GFLOP/s and own / blas.
+ * The CPU's name and the load average are printed before and after: read the ratios, not the
+ * rates, on a shared machine. */
+#include <cblas.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "backend/cpu_ops.h"
+#include "core/error.h"
+
+typedef void (*gemm_fn)(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
+                        int ldb, float beta, float *C, int ldc);
+
+static void blas_gemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
+                      int ldb, float beta, float *C, int ldc) {
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda,
+              B, ldb, beta, C, ldc);
+}
+
+typedef struct shape {
+  const char *what;
+  int ta, tb, M, N, K;
+  float beta;
+} shape_t;
+
+/* gpt (bench_models' deck): forward Y = X W^T, input gradient dX = dY W, weight gradient dW += dY^T X
+ * over a block of 1024 rows (cpu_gemm_tn_rows), attention's tiles */
+static const shape_t shapes[] = {
+    {"gpt qkv fwd", 0, 1, 2048, 768, 256, 0.0f},      {"gpt proj fwd", 0, 1, 2048, 256, 256, 0.0f},
+    {"gpt fc1 fwd", 0, 1, 2048, 1024, 256, 0.0f},     {"gpt fc2 fwd", 0, 1, 2048, 256, 1024, 0.0f},
+    {"gpt qkv dx", 0, 0, 2048, 256, 768, 0.0f},       {"gpt fc1 dx", 0, 0, 2048, 256, 1024, 0.0f},
+    {"gpt fc2 dx", 0, 0, 2048, 1024, 256, 0.0f},      {"gpt qkv dw", 1, 0, 768, 256, 1024, 0.0f},
+    {"gpt fc1 dw", 1, 0, 1024, 256, 1024, 0.0f},      {"gpt fc2 dw", 1, 0, 256, 1024, 1024, 0.0f},
+    {"gpt proj dw", 1, 0, 256, 256, 1024, 0.0f},      {"attn QK^T", 0, 1, 64, 64, 64, 0.0f},
+    {"attn PV", 0, 0, 64, 64, 64, 1.0f},              {"attn P^T dY", 1, 0, 64, 64, 64, 1.0f},
+    {"small 16^3", 0, 0, 16, 16, 16, 0.0f},           {"small 32^3", 0, 1, 32, 32, 32, 0.0f},
+    {"square 512", 0, 0, 512, 512, 512, 0.0f},        {"square 2048", 0, 0, 2048, 2048, 2048, 0.0f},
+    {"odd 1000x300x77", 1, 1, 1000, 300, 77, 0.5f},
+};
+
+static double now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  const double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static void print_load(const char *when) {
+  double l[3] = {0};
+  FILE *f = fopen("/proc/loadavg", "r");
+  if (f) {
+    if (fscanf(f, "%lf %lf %lf", &l[0], &l[1], &l[2]) != 3) l[0] = NAN;
+    fclose(f);
+  }
+  printf("# load average %s: %.2f %.2f %.2f\n", when, l[0], l[1], l[2]);
+}
+
+static void print_cpu(void) {
+  char line[256], name[256] = "unknown";
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  while (f && fgets(line, sizeof line, f))
+    if (strncmp(line, "model name", 10) == 0) {
+      const char *v = strchr(line, ':');
+      snprintf(name, sizeof name, "%s", v ? v + 2 : line);
+      name[strcspn(name, "\n")] = 0;
+      break;
+    }
+  if (f) fclose(f);
+  printf("# CPU: %s\n", name);
+}
+
+/* GFLOP/s of one round: calls of fn on the shape until 0.05 s have passed. */
+static double round_gflops(gemm_fn fn, const shape_t *s, const float *A, const float *B, float *C) {
+  const int lda = s->ta ? s->M : s->K, ldb = s->tb ? s->K : s->N;
+  const double t0 = now();
+  double t = t0;
+  long calls = 0;
+  while (t - t0 < 0.05) {
+    fn(s->ta, s->tb, s->M, s->N, s->K, 1.0f, A, lda, B, ldb, s->beta, C, s->N);
+    calls++;
+    t = now();
+  }
+  return 2.0 * s->M * s->N * s->K * (double)calls / (t - t0) * 1e-9;
+}
+
+int main(int argc, char **argv) {
+  const int rounds = argc > 1 ? atoi(argv[1]) : 7;
+  if (rounds < 1 || rounds > 1000) surge_input_error("bench_gemm: rounds %s: expected 1..1000", argv[1]);
+  openblas_set_num_threads(1);
+  const backend_simd_t best = cpu_simd_best();
+  gemm_fn fns[3] = {blas_gemm, NULL, NULL};
+  const char *names[3] = {"blas", "own w16", "own w8"};
+  int nfn = 1;
+#if CPU_KERNELS_BUILT
+  if (best >= BACKEND_SIMD_AVX512) fns[nfn++] = cpu_sgemm_w16;
+  if (best >= BACKEND_SIMD_AVX2) fns[nfn++] = cpu_sgemm_w8;
+  if (best < BACKEND_SIMD_AVX512) names[1] = names[2];
+#endif
+  print_cpu();
+  print_load("before");
+  printf("# 1 thread; GFLOP/s medians of %d alternating rounds of 0.05 s; ratio = own / blas\n", rounds);
+  printf("%-18s %2s %2s %5s %5s %5s", "shape", "ta", "tb", "M", "N", "K");
+  for (int f = 0; f < nfn; f++) printf(" %9s", names[f]);
+  for (int f = 1; f < nfn; f++) printf(" %9s", f == 1 && nfn == 3 ? "w16/blas" : "w8/blas");
+  printf("\n");
+  for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+    const shape_t *s = &shapes[i];
+    const size_t na = (size_t)s->M * s->K, nb = (size_t)s->K * s->N, nc = (size_t)s->M * s->N;
+    float *A = xmalloc(na * sizeof(float)), *B = xmalloc(nb * sizeof(float)), *C = xmalloc(nc * sizeof(float));
+    for (size_t j = 0; j < na; j++) A[j] = (float)((j * 7919) % 1000) * 1e-3f - 0.5f;
+    for (size_t j = 0; j < nb; j++) B[j] = (float)((j * 104729) % 1000) * 1e-3f - 0.5f;
+    for (size_t j = 0; j < nc; j++) C[j] = 0.0f;
+    double g[3][1000];
+    for (int r = 0; r < rounds; r++)
+      for (int f = 0; f < nfn; f++) g[f][r] = round_gflops(fns[f], s, A, B, C);
+    double med[3];
+    for (int f = 0; f < nfn; f++) {
+      qsort(g[f], (size_t)rounds, sizeof(double), cmp_double);
+      med[f] = g[f][rounds / 2];
+    }
+    printf("%-18s %2d %2d %5d %5d %5d", s->what, s->ta, s->tb, s->M, s->N, s->K);
+    for (int f = 0; f < nfn; f++) printf(" %9.1f", med[f]);
+    for (int f = 1; f < nfn; f++) printf(" %8.2fx", med[f] / med[0]);
+    printf("\n");
+    fflush(stdout);
+    free(A);
+    free(B);
+    free(C);
+  }
+  print_load("after");
+  return 0;
+}

@@ -18,7 +18,7 @@ src=${SURGE_TOP_SRCDIR:-$(cd "$(dirname "$0")/.." && pwd)}
 batch=${BURST_BATCH:-64}
 steps=${BURST_STEPS:-30}
 ranks_list=${BURST_RANKS:-2 4}
-models=${BURST_MODELS:-mlp vgg-mini resnet-mini}
+models=${BURST_MODELS:-mlp vgg-mini resnet-mini resnet-mini-bn resnet18} # batch-norm networks: their sums are in the profile's node times
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cores=$(nproc 2>/dev/null || echo 1)
@@ -57,6 +57,8 @@ for m in $models; do
     mlp) deck=mlp-fmnist.deck ;;
     vgg-mini) deck=vgg-mini-fmnist.deck ;;
     resnet-mini) deck=resnet-mini-fmnist.deck ;;
+    resnet-mini-bn) deck=resnet-mini-bn-fmnist.deck ;;
+    resnet18) deck=resnet18-fmnist.deck ;;
     *) echo "bench_burst: unknown model $m" >&2; exit 2 ;;
   esac
   set -- "$src/inputs/$deck" -D data.source=synthetic -D "train.global_batch=$batch" -D backend.threads=1 \

@@ -6,8 +6,9 @@
 #include "backend/cpu_ops.h"
 #include "core/error.h"
 
-static int blas_threads = 1;
-static backend_gemm_t gemm_mode = BACKEND_GEMM_AUTO;
+static int blas_threads = 1; /* OpenBLAS's setting is the process's: an in-process background must use 1 too */
+/* Per thread, as the kernel width (cpu_simd.c): an in-process background's deck sets its own. */
+static _Thread_local backend_gemm_t gemm_mode = BACKEND_GEMM_AUTO;
 
 void cpu_set_threads(int nthreads) {
   if (nthreads <= 0) return;
@@ -25,7 +26,7 @@ void cpu_gemm_use(backend_gemm_t g) { gemm_mode = g; }
  * alone, so results stay reproducible. */
 int cpu_gemm_own(int M, int N, int K) {
   return CPU_KERNELS_BUILT && gemm_mode == BACKEND_GEMM_AUTO && blas_threads == 1 &&
-         cpu_simd() == BACKEND_SIMD_AVX512 && M >= 2 && N >= 1 && K >= 1 && (double)M * N * K >= 262144.0;
+         cpu_simd() == BACKEND_SIMD_AVX512 && M >= 2 && (double)M * N * K >= 262144.0;
 }
 
 static enum CBLAS_TRANSPOSE cpu_trans(int t) { return t ? CblasTrans : CblasNoTrans; }

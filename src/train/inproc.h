@@ -10,7 +10,7 @@
  * Process-global state on the trainer's path, and how two trainers share a process:
  *   per thread   the engine's event subscribers (core/events.c), the multiplexer's side and device
  *                sync (mux/), the error state: job, label, hook, partial line, escape
- *                (core/error.c), the CPU backend's SIMD width and its gemm scratch (backend/cpu_*),
+ *                (core/error.c), the CPU backend's SIMD width, GEMM choice and scratch (backend/cpu_*),
  *                the comm trace (comm/comm.c), the name lists built for error messages;
  *   serialised   every HDF5 call (io/h5serial.h);
  *   shared       the stop-signal flag (train/run.c: SIGTERM stops and checkpoints both), the deck

@@ -227,6 +227,13 @@ static void cuda_copy(float *dst, const float *src, size_t n) {
     cuda_check(cudaMemcpyAsync(dst, src, n * sizeof(float), cudaMemcpyDeviceToDevice, ctx.stream), "copy");
 }
 
+static size_t cuda_device_used(void) {
+  require_open("device_used");
+  size_t free_b = 0, total_b = 0;
+  cuda_check(cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo");
+  return total_b - free_b;
+}
+
 /* Every numerical op of backend.h from this backend's function cuda_NAME. */
 #define CUDA_OP(ret, name, params) .name = cuda_##name,
 const backend_t backend_cuda = {
@@ -243,5 +250,6 @@ const backend_t backend_cuda = {
     .upload = cuda_upload,
     .download = cuda_download,
     .copy = cuda_copy,
+    .device_used = cuda_device_used,
     BACKEND_MATH_OPS(CUDA_OP)
 };

@@ -113,6 +113,16 @@ static void memory_by_rank(const char *label, const double *cols, int stride, in
   printf("\n");
 }
 
+/* A device backend's memory (rank 0's view of its device; ranks sharing a GPU all count there): the
+ * most in use at the end of a step, what was in use before the model (the context, cuBLAS, NCCL, and
+ * other processes), and the difference against the training state (the largest rank's). */
+static void device_memory_line(const char *label, const train_memory_t *m, double state_bytes) {
+  double used = m->dev_peak_bytes - m->dev_before_bytes;
+  printf("%sdevice memory: peak %.1f MiB in use, %.1f MiB before the model, so %.1f MiB for training against a "
+         "training state of %.1f MiB (%.2fx)\n", label, m->dev_peak_bytes / 1048576.0, m->dev_before_bytes / 1048576.0,
+         used / 1048576.0, state_bytes / 1048576.0, state_bytes > 0 ? used / state_bytes : 0.0);
+}
+
 train_outcome_t train_run(const config_t *cfg, const deck_t *deck, const char *resume_cmd, comm_t *world) {
   char model_path[CFG_STR + 32];
   snprintf(model_path, sizeof model_path, "%s/model.h5", cfg->out_dir);
@@ -266,6 +276,7 @@ train_outcome_t train_run(const config_t *cfg, const deck_t *deck, const char *r
     for (int r = 0; r < world->size; r++) printf(" %.0f", opt[MINE * r + 1]);
     printf(" of %zu\n", t.layout->local->total);
     memory_by_rank(p.label, opt, MINE, world->size);
+    if (t.be->device_used) device_memory_line(p.label, &mem, worst[0]);
   }
   free(opt);
   trainer_free(&t);

@@ -23,6 +23,15 @@ backend_options_t trainer_backend_opts(const config_t *cfg, int local_rank) {
   return bo;
 }
 
+/* A device backend's memory in use now, kept when it is the most so far. Allocations are made before
+ * the steps and scratch only grows, so the end of a step sees the step's peak (cudaMalloc is
+ * synchronous); one driver query a step. */
+static void note_device_peak(trainer_t *t) {
+  if (!t->be->device_used) return;
+  double now = (double)t->be->device_used();
+  if (now > t->dev_peak_steps) t->dev_peak_steps = now;
+}
+
 void trainer_init(trainer_t *t, const config_t *cfg, const deck_t *deck, comm_t *world) {
   memset(t, 0, sizeof *t);
   t->cfg = *cfg;
@@ -42,6 +51,7 @@ void trainer_init(trainer_t *t, const config_t *cfg, const deck_t *deck, comm_t 
 
   t->ds = dataset_open(data_opts_of(cfg));
   t->rss_before_model = rss_now_bytes();
+  t->dev_before_model = t->be->device_used ? (double)t->be->device_used() : 0;
   char err[320];
   if (zoo_build(zoo_opts_of(cfg), dataset_sample_shape(t->ds), dataset_classes(t->ds), &t->g, err, sizeof err) != 0)
     surge_input_error("%s: [model] zoo = %s: %s (hint: check the [model] sizes)",
@@ -58,6 +68,7 @@ void trainer_init(trainer_t *t, const config_t *cfg, const deck_t *deck, comm_t 
   sampler_init_for(&t->sampler, t->ds, cfg->seed);
   t->ids = xcalloc((size_t)cfg->global_batch, sizeof *t->ids);
   t->rss_peak_steps = rss_peak_bytes(); /* a run without steps (resumed at its end): the set-up's */
+  note_device_peak(t);
 }
 
 void trainer_free(trainer_t *t) {
@@ -83,6 +94,8 @@ train_memory_t trainer_memory(const trainer_t *t) {
       .act_bytes = sizeof(float) * (double)l->m->act_floats,
       .before_bytes = t->rss_before_model,
       .steps_peak_bytes = t->rss_peak_steps,
+      .dev_before_bytes = t->dev_before_model,
+      .dev_peak_bytes = t->dev_peak_steps,
   };
   return m;
 }
@@ -181,6 +194,7 @@ train_stats_t trainer_step(trainer_t *t, int stop_request) {
   s.phase[PHASE_COMM] = ls.comm + (t3 - t1 - update_s) + (t4 - t3);
   s.phase[PHASE_OPTIMIZER] = update_s;
   t->rss_peak_steps = rss_peak_bytes(); /* one getrusage: what the steps took, before evaluation and checkpoints */
+  note_device_peak(t);
   return s;
 }
 

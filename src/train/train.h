@@ -49,6 +49,8 @@ typedef struct trainer {
   uint64_t *ids;      /* (global batch) the step's sample ids */
   double rss_before_model; /* resident bytes after the data was opened, before the model existed */
   double rss_peak_steps;   /* peak resident bytes at the end of the latest step (of the set-up before any) */
+  double dev_before_model; /* a device backend's bytes in use on the device before the model existed */
+  double dev_peak_steps;   /* the most in use at the end of a step (of the set-up before any); 0 on the host */
 } trainer_t;
 
 /* What this rank's training state needs and what the process took for it. */
@@ -63,6 +65,8 @@ typedef struct train_memory {
   double before_bytes; /* resident bytes before the model existed (the data, libraries, MPI) */
   double steps_peak_bytes; /* peak resident bytes up to the end of the last step (not the evaluation and
                             * checkpoint after it) */
+  double dev_before_bytes; /* a device backend's: device bytes in use before the model (context, libraries) */
+  double dev_peak_bytes;   /* and the most in use at the end of a step; both 0 on a host backend */
 } train_memory_t;
 train_memory_t trainer_memory(const trainer_t *t);
 

@@ -14,6 +14,10 @@ libsurge_a_SOURCES += \
 # CUDA C++ (cuda_kern_*.cu, compiled by nvcc for NVCC_ARCH). Without the toolkit, cuda_absent.c
 # keeps the name and explains at open.
 if HAVE_CUDA
+# nvcc's flags for the kernel files but the architecture (NVCC_ARCH): the .cu rule below and
+# tests/test_cuda_spills.sh (through the tests' environment, Makefile.am) use the same ones; empty
+# without the toolkit, and the spill test then skips.
+NVCC_FLAGS = -O3 -std=c++17 -Xcompiler -Wall -I$(top_srcdir)/src $(CUDA_CFLAGS)
 AM_CPPFLAGS += $(CUDA_CFLAGS)
 SURGE_LIBS += $(CUDA_LIBS) -lstdc++
 cuda_kernel_sources = src/backend/cuda_kern_elem.cu src/backend/cuda_kern_reduce.cu src/backend/cuda_kern_rows.cu \
@@ -22,7 +26,7 @@ libsurge_a_SOURCES += src/backend/cuda.c src/backend/cuda_impl.h src/backend/cud
   src/backend/cuda_ops.c src/backend/cuda_attention.c src/backend/cuda_kern.cuh $(cuda_kernel_sources)
 SUFFIXES = .cu
 .cu.o:
-	$(AM_V_CC)$(NVCC) $(NVCC_ARCH) -O3 -std=c++17 -Xcompiler -Wall -I$(top_srcdir)/src $(CUDA_CFLAGS) -c -o $@ $<
+	$(AM_V_CC)$(NVCC) $(NVCC_ARCH) $(NVCC_FLAGS) -c -o $@ $<
 # nvcc objects have no automatic dependencies: every kernel file depends on the kernel headers
 $(cuda_kernel_sources:.cu=.$(OBJEXT)): $(top_srcdir)/src/backend/cuda_kern.cuh $(top_srcdir)/src/backend/cuda_elem.h \
   $(top_srcdir)/src/backend/cuda_rows.h \
@@ -48,3 +52,7 @@ check_PROGRAMS += tests/test_cuda_rows
 tests_test_cuda_rows_SOURCES = tests/test_cuda_rows.c tests/rel_diff.h
 tests_test_cuda_rows_LDADD = $(SURGE_LIBS)
 TESTS += tests/test_cuda_rows
+
+# ptxas's register spills in every kernel file, for sm_90 (every build with nvcc: it needs no GPU).
+dist_check_SCRIPTS += tests/test_cuda_spills.sh
+TESTS += tests/test_cuda_spills.sh

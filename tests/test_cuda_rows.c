@@ -11,72 +11,12 @@
 #include <string.h>
 
 #include "backend/backend.h"
-#include "core/error.h"
-#include "core/rng.h"
-#include "rel_diff.h"
-#include "tap.h"
-
-/* ---- the recording store: outputs are registered with their length; a store counts once per
- * element and is refused (not made) out of bounds */
-typedef struct tracked {
-  const void *base;
-  long long n;
-  int *count;
-  long long out_of_bounds;
-} tracked_t;
-
-enum { MAX_TRACKED = 3 };
-static tracked_t tracked[MAX_TRACKED];
-static int ntracked;
-
-static int ce_record(const void *base, long long i) {
-  for (int t = 0; t < ntracked; t++)
-    if (tracked[t].base == base) {
-      if (i < 0 || i >= tracked[t].n) {
-        tracked[t].out_of_bounds++;
-        return 0;
-      }
-      tracked[t].count[i]++;
-      return 1;
-    }
-  surge_runtime_error("test_cuda_rows: a store to an unregistered output");
-}
-
-#define CE_STORE(p, i, v) (ce_record((p), (long long)(i)) ? (void)((p)[i] = (v)) : (void)0)
+#include "cuda_harness.h" /* before the kernels: its CE_STORE records every store */
 #include "backend/cuda_rows.h"
 
 #define TOL 1e-5
 
-static rng_t rng;
 static const backend_t *ref = &backend_ref;
-
-static void track(const void *base, long long n) {
-  tracked[ntracked++] = (tracked_t){base, n, xcalloc((size_t)(n ? n : 1), sizeof(int)), 0};
-}
-
-/* Every registered output written exactly once per element, nothing out of bounds; then forgotten. */
-static void check_writes(const char *what) {
-  for (int t = 0; t < ntracked; t++) {
-    long long unwritten = 0, again = 0;
-    for (long long i = 0; i < tracked[t].n; i++) unwritten += tracked[t].count[i] == 0, again += tracked[t].count[i] > 1;
-    tap_ok(unwritten == 0 && again == 0 && tracked[t].out_of_bounds == 0,
-           "%s: output %d: each of %lld elements written once (%lld unwritten, %lld more than once, %lld stores out of "
-           "bounds)", what, t, tracked[t].n, unwritten, again, tracked[t].out_of_bounds);
-    free(tracked[t].count);
-  }
-  ntracked = 0;
-}
-
-static void agree(const float *ours, const float *want, size_t n, const char *what) {
-  double e = rel_diff(ours, want, n);
-  tap_ok(e <= TOL, "%s: rel %.1e <= %.0e", what, e, TOL);
-}
-
-static float *uniform(size_t n, float lo, float hi) {
-  float *x = xmalloc((n ? n : 1) * sizeof *x);
-  rng_fill_uniform(&rng, x, n, lo, hi);
-  return x;
-}
 
 /* The whole grid of a row kernel over nrows rows: blocks of CE_ROW_WARPS warps (the launchers'
  * row_blocks), each warp its row (ce_warp_row) or, past the last row, nothing. */
@@ -137,7 +77,7 @@ static void test_softmax(int rows, int n, int T) {
   check_writes(what);
   if (T) ref->causal_softmax_fwd(rows / T, T, a.scale, s, want);
   else ref->softmax_rows(rows, n, a.scale, s, want);
-  agree(p, want, total, what);
+  agree(p, want, total, TOL, what);
   for (int r = 0; r < rows; r++) { /* lse: log of the sum of exp(scale s) over the valid columns, in double */
     const int valid = T ? r % T + 1 : n;
     double mx = -INFINITY, sum = 0;
@@ -146,14 +86,14 @@ static void test_softmax(int rows, int n, int T) {
     want_lse[r] = (float)(mx + log(sum));
   }
   snprintf(what, sizeof what, "softmax %s rows=%d n=%d: lse", T ? "causal" : "whole", rows, n);
-  agree(lse, want_lse, (size_t)rows, what);
+  agree(lse, want_lse, (size_t)rows, TOL, what);
   if (T) {
     snprintf(what, sizeof what, "causal softmax backward rows=%d T=%d", rows, T);
     track(ds, (long long)total);
     run_grid(rows, softmax_bwd_warp, &a);
     check_writes(what);
     ref->causal_softmax_bwd(rows / T, T, a.scale, p, dp, want);
-    agree(ds, want, total, what);
+    agree(ds, want, total, TOL, what);
   }
   free(s), free(dp), free(p), free(lse), free(ds), free(want), free(want_lse);
 }
@@ -203,8 +143,8 @@ static void test_layernorm(int N, int rows, int C) {
   run_grid((long long)N * rows, ln_warp, &a);
   check_writes(what);
   ref->layernorm_fwd(N, rows, C, x, w, b, a.eps, wy, wst);
-  agree(y, wy, n, what);
-  agree(st, wst, ns, what);
+  agree(y, wy, n, TOL, what);
+  agree(st, wst, ns, TOL, what);
   a.stats = wst;
   for (a.wr = 0; a.wr <= 1; a.wr++) { /* added into a random dx, then written over NaN */
     for (size_t i = 0; i < n; i++) dx[i] = a.wr ? NAN : sinf((float)i), wdx[i] = a.wr ? 0.0f : sinf((float)i);
@@ -213,7 +153,7 @@ static void test_layernorm(int N, int rows, int C) {
     run_grid((long long)N * rows, ln_bwd_warp, &a);
     check_writes(what);
     ref->layernorm_bwd(N, rows, C, x, w, wst, dy, wdx, 0, dw, db);
-    agree(dx, wdx, n, what);
+    agree(dx, wdx, n, TOL, what);
   }
   free(x), free(w), free(b), free(dy), free(y), free(st), free(wy), free(wst), free(dx), free(wdx), free(dw), free(db);
 }
@@ -248,7 +188,7 @@ static void test_xent(int rows, int V, int in_place) {
   float *logits = uniform(n, -4, 4), *targets = xmalloc((size_t)rows * sizeof *targets);
   float *dl = xmalloc(n * sizeof *dl), *want = xmalloc(n * sizeof *want);
   double *loss = xmalloc((size_t)rows * sizeof *loss);
-  for (int r = 0; r < rows; r++) targets[r] = (float)rng_below(&rng, (uint64_t)V);
+  for (int r = 0; r < rows; r++) targets[r] = (float)rng_below(&harness_rng, (uint64_t)V);
   const double want_loss = ref->xent_fwd_bwd(rows, V, logits, targets, 0.5f, want);
   if (in_place) memcpy(dl, logits, n * sizeof *dl);
   xe_arg_t a = {V, 0.5f, in_place ? dl : logits, targets, dl, loss};
@@ -258,7 +198,7 @@ static void test_xent(int rows, int V, int in_place) {
   track(loss, rows);
   run_grid(rows, xent_warp, &a);
   check_writes(what);
-  agree(dl, want, n, what);
+  agree(dl, want, n, TOL, what);
   double sum = 0;
   for (int r = 0; r < rows; r++) sum += loss[r];
   tap_ok(fabs(sum - want_loss) <= TOL * fabs(want_loss), "%s: loss %.9g vs ref %.9g", what, sum, want_loss);
@@ -266,7 +206,7 @@ static void test_xent(int rows, int V, int in_place) {
 }
 
 int main(void) {
-  rng_seed(&rng, 32);
+  harness_seed(32);
   test_softmax(3 * 1, 1, 1);   /* T = 1: one valid column */
   test_softmax(2 * 33, 33, 33); /* one lane past a warp */
   test_softmax(3 * 70, 70, 70); /* 210 rows: blocks of 8 warps and a tail of 2 */

@@ -5,14 +5,16 @@
  * of CE_ROW_WARPS warps, as the launchers size it) runs its 32 lanes phase by phase with the host's
  * copies of the warp reductions (the same xor tree), and every store is recorded: none out of
  * bounds, exactly one per output element (rows and widths that are not multiples of the block and
- * the warp: the tails), and the values against ref within 1e-5. */
+ * the warp: the tails), and the values against ref within 1e-5. Layer norm's backward in one kernel
+ * with its parameter sums (cuda_ln_bwd.h) runs block by block, its parts and their finish recorded
+ * too, dw and db within 1e-6 of ref and the same bits with the blocks in the opposite order. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backend/backend.h"
 #include "cuda_harness.h" /* before the kernels: its CE_STORE records every store */
-#include "backend/cuda_rows.h"
+#include "backend/cuda_ln_bwd.h"
 
 #define TOL 1e-5
 
@@ -158,6 +160,69 @@ static void test_layernorm(int N, int rows, int C) {
   free(x), free(w), free(b), free(dy), free(y), free(st), free(wy), free(wst), free(dx), free(wdx), free(dw), free(db);
 }
 
+/* Layer norm's backward in one kernel (cuda_ln_bwd.h): block b (blocks in reverse order when
+ * reverse) runs its groups of rows, each group's warps (the input gradient) before its threads (the
+ * parameter terms), then its threads' parts; then the finish. */
+static void ln_bwd_fused_grid(ln_arg_t *a, ce_cols_t *s, int reverse) {
+  const long long blocks = s->chunks;
+  double *acc = xmalloc(2 * (size_t)a->C * sizeof *acc);
+  for (long long n = 0; n < blocks; n++) {
+    const long long b = reverse ? blocks - 1 - n : n;
+    for (int i = 0; i < 2 * a->C; i++) acc[i] = NAN; /* shared memory starts undefined */
+    for (int t = 0; t < CE_LNB_THREADS; t++) ce_lnb_thread_zero(s, t, acc);
+    for (long long g = b; g * CE_ROW_WARPS < s->rows; g += blocks) {
+      for (int w = 0; w < CE_ROW_WARPS; w++)
+        if (g * CE_ROW_WARPS + w < s->rows) ln_bwd_warp(g * CE_ROW_WARPS + w, a);
+      for (int t = 0; t < CE_LNB_THREADS; t++) ce_lnb_thread_add(s, g * CE_ROW_WARPS, t, acc);
+    }
+    for (int t = 0; t < CE_LNB_THREADS; t++) ce_lnb_thread_write(s, b, t, acc);
+  }
+  for (long long i = 0; i < 2LL * a->C; i++) ce_cols_finish(s, reverse ? 2LL * a->C - 1 - i : i);
+  free(acc);
+}
+
+static void test_layernorm_fused(int N, int rows, int C) {
+  const size_t n = (size_t)N * rows * C, ns = (size_t)N * 2 * rows;
+  const long long nrows = (long long)N * rows;
+  float *x = uniform(n, 1, 4), *w = uniform((size_t)C, 0.5f, 1.5f), *b = uniform((size_t)C, -1, 1);
+  float *dy = uniform(n, -1, 1), *y = xmalloc(n * sizeof *y), *st = xmalloc(ns * sizeof *st);
+  float *dx = xmalloc(n * sizeof *dx), *wdx = xmalloc(n * sizeof *wdx), *dx1 = xmalloc(n * sizeof *dx1);
+  float *dw0 = uniform((size_t)C, -1, 1), *db0 = uniform((size_t)C, -1, 1);
+  float *dw[2], *db[2], *wdw = xmalloc((size_t)C * sizeof *wdw), *wdb = xmalloc((size_t)C * sizeof *wdb);
+  double *part = xmalloc((size_t)ce_lnb_blocks(nrows) * 2 * C * sizeof *part);
+  ref->layernorm_fwd(N, rows, C, x, w, b, 1e-5f, y, st);
+  ln_arg_t a = {rows, C, 0, 1e-5f, x, w, b, dy, st, NULL, NULL, dx};
+  char what[128];
+  for (int reverse = 0; reverse <= 1; reverse++) {
+    a.wr = !reverse; /* written over NaN in order, added into sin(i) in reverse */
+    a.dx = reverse ? dx1 : dx;
+    dw[reverse] = xmalloc((size_t)C * sizeof(float)), db[reverse] = xmalloc((size_t)C * sizeof(float));
+    memcpy(dw[reverse], dw0, (size_t)C * sizeof(float));
+    memcpy(db[reverse], db0, (size_t)C * sizeof(float));
+    for (size_t i = 0; i < n; i++) a.dx[i] = a.wr ? NAN : sinf((float)i), wdx[i] = a.wr ? 0.0f : sinf((float)i);
+    memcpy(wdw, dw0, (size_t)C * sizeof *wdw);
+    memcpy(wdb, db0, (size_t)C * sizeof *wdb);
+    ref->layernorm_bwd(N, rows, C, x, w, st, dy, wdx, 0, wdw, wdb);
+    ce_cols_t s = ce_lnb_sums(nrows, rows, C, x, st, dy, dw[reverse], db[reverse], part);
+    snprintf(what, sizeof what, "layernorm backward in one kernel N=%d rows=%d C=%d (%lld blocks%s): dx %s", N, rows,
+             C, s.chunks, reverse ? ", in reverse" : "", a.wr ? "written" : "added");
+    track(a.dx, (long long)n);
+    track(part, s.chunks * 2 * C);
+    track(dw[reverse], C);
+    track(db[reverse], C);
+    ln_bwd_fused_grid(&a, &s, reverse);
+    check_writes(what);
+    agree(a.dx, wdx, n, TOL, what);
+    agree(dw[reverse], wdw, (size_t)C, 1e-6, what);
+    agree(db[reverse], wdb, (size_t)C, 1e-6, what);
+  }
+  tap_ok(memcmp(dw[0], dw[1], (size_t)C * sizeof(float)) == 0 && memcmp(db[0], db[1], (size_t)C * sizeof(float)) == 0,
+         "layernorm backward in one kernel N=%d rows=%d C=%d: dw, db the same bits with the blocks reversed", N, rows,
+         C);
+  free(x), free(w), free(b), free(dy), free(y), free(st), free(dx), free(wdx), free(dx1), free(dw0), free(db0);
+  free(dw[0]), free(dw[1]), free(db[0]), free(db[1]), free(wdw), free(wdb), free(part);
+}
+
 /* ---- cross-entropy */
 
 typedef struct xe_arg {
@@ -215,6 +280,10 @@ int main(void) {
   test_layernorm(3, 5, 33);
   test_layernorm(2, 7, 64);
   test_layernorm(2, 11, 100);
+  test_layernorm_fused(1, 9, 1);
+  test_layernorm_fused(3, 5, 33);
+  test_layernorm_fused(2, 7, 300);   /* columns past the block's 256 threads */
+  test_layernorm_fused(2, 2101, 40); /* 526 groups of rows over 512 blocks, the last group of 2 rows */
   test_xent(11, 37, 0);
   test_xent(9, 300, 0);
   test_xent(9, 300, 1);

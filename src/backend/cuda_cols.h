@@ -125,4 +125,10 @@ CE_FN void ce_cols_finish(const ce_cols_t *s, long long i) {
   }
 }
 
+#ifdef __CUDACC__
+/* The finish kernel over s's parts (s->chunks of them) on stream st (cuda_kern_cols.cu), for the
+ * kernels elsewhere that write their column sums' parts themselves (layer norm's backward). */
+void cuk_cols_finish(const ce_cols_t *s, cudaStream_t st);
+#endif
+
 #endif

@@ -241,8 +241,10 @@ void cuk_softmax_rows(int rows, int n, float scale, const float *sc, float *p, c
 void cuk_softmax_lse(int BH, int T, float scale, const float *sc, float *p, float *lse, cudaStream_t s);
 void cuk_layernorm_fwd(int N, int rows, int C, const float *x, const float *w, const float *b, float eps, float *y,
                        float *stats, cudaStream_t s);
-void cuk_layernorm_bwd_dx(int N, int rows, int C, const float *x, const float *w, const float *stats,
-                          const float *dy, float *dx, int wr, cudaStream_t s);
+/* layernorm_bwd: dx (wr: =, else +=), dw and db += in one pass (cuda_ln_bwd.h) and the blocks' parts
+ * added in order */
+void cuk_layernorm_bwd(int N, int rows, int C, const float *x, const float *w, const float *stats, const float *dy,
+                       float *dx, int wr, float *dw, float *db, cudaStream_t s);
 /* loss[r] = -log softmax(logits[r])[target r] (double); dlogits (may be NULL) written */
 void cuk_xent_rows(int rows, int V, const float *logits, const float *targets, float grad_scale, float *dlogits,
                    double *loss, cudaStream_t s);

@@ -31,8 +31,7 @@ void cols_run(ce_cols_t s, cudaStream_t st, const char *what) {
   dim3 grid((unsigned)ce_cols_tiles(&s), (unsigned)s.chunks), block(CE_COL_TILE, CE_COL_ROWS);
   k_cols_parts<<<grid, block, 0, st>>>(s);
   CUK_LAUNCHED(what);
-  k_cols_finish<<<blocks_for((size_t)s.nterms * s.cols), kThreads, 0, st>>>(s);
-  CUK_LAUNCHED(what);
+  cuk_cols_finish(&s, st);
 }
 
 // A one-term sum of a matrix (rows, cols), row r at r ld, into out (rows of ocols, ld_out apart) or acc.
@@ -44,6 +43,11 @@ ce_cols_t matrix_sum(int kind, long rows, int cols, long ld, float *out, int oco
 }
 
 }  // namespace
+
+void cuk_cols_finish(const ce_cols_t *s, cudaStream_t st) {
+  k_cols_finish<<<blocks_for((size_t)s->nterms * s->cols), kThreads, 0, st>>>(*s);
+  CUK_LAUNCHED("column sums (finish)");
+}
 
 extern "C" void cuk_colsum_acc(const float *x, long rows, int cols, long ld, double *acc, cudaStream_t st) {
   ce_cols_t s = matrix_sum(CE_COLS_MATRIX, rows, cols, ld, nullptr, cols, cols, acc);

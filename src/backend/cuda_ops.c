@@ -119,9 +119,7 @@ void cuda_layernorm_fwd(int N, int rows, int C, const float *x, const float *w, 
 
 void cuda_layernorm_bwd(int N, int rows, int C, const float *x, const float *w, const float *stats, const float *dy,
                         float *dx, int dx_write, float *dw, float *db) {
-  if ((long)N * rows <= 0 || C <= 0) return;
-  cuk_layernorm_bwd_dx(N, rows, C, x, w, stats, dy, dx, dx_write, cuda_stream());
-  cuk_layernorm_params((long)N * rows, rows, C, x, stats, dy, dw, db, cuda_stream());
+  cuk_layernorm_bwd(N, rows, C, x, w, stats, dy, dx, dx_write, dw, db, cuda_stream());
 }
 
 /* ---- batch norm and the elementwise product (cuda_kern_norm.cu) */

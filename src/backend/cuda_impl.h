@@ -217,7 +217,8 @@ void cuk_dot(const float *x, const float *y, size_t n, double *out, cudaStream_t
 void cuk_orthonormalize(int batch, int n, int r, float *P, size_t sP, double *work, cudaStream_t s);
 /* *flag = 1 when some x[i] is NaN or infinite (flag set to 0 first by the caller) */
 void cuk_any_nonfinite(const float *x, size_t n, int *flag, cudaStream_t s);
-/* embedding backward: dwte[v,:] += the sum of dy over the positions holding id lo + v (for rows used) */
+/* embedding backward (cuda_kern_embed.cu): dwte[v,:] += the sum of dy over the positions holding id
+ * lo + v in position order (rows used only): the positions sorted by token, then one block per token */
 void cuk_embed_bwd_wte(int B, int T, int C, const float *idx, int lo, int V, const float *dy, float *dwte,
                        cudaStream_t s);
 

@@ -152,24 +152,3 @@ extern "C" void cuk_any_nonfinite(const float *x, size_t n, int *flag, cudaStrea
   k_any_nonfinite<<<blocks_for(n), kThreads, 0, s>>>(x, n, flag);
   CUK_LAUNCHED("all_finite");
 }
-
-// One block per row v of the table: each thread owns channels c, tid + k*blockDim, and walks every
-// position in order, adding dy where the position's token is lo + v.
-__global__ void k_embed_bwd_wte(long bt, int C, const float *idx, int lo, int V, const float *dy, float *dwte) {
-  int v = blockIdx.x;
-  for (int c = threadIdx.x; c < C; c += blockDim.x) {
-    double acc = 0.0;
-    int used = 0;
-    for (long i = 0; i < bt; i++)
-      if (ce_embed_row(idx[i], lo, V) == v) acc += dy[i * C + c], used = 1;
-    if (used) dwte[(long)v * C + c] = (float)((double)dwte[(long)v * C + c] + acc);
-  }
-}
-
-extern "C" void cuk_embed_bwd_wte(int B, int T, int C, const float *idx, int lo, int V, const float *dy, float *dwte,
-                                  cudaStream_t s) {
-  if (V <= 0 || C <= 0 || (long)B * T <= 0) return;
-  int threads = C < kThreads ? ((C + 31) / 32) * 32 : kThreads;
-  k_embed_bwd_wte<<<(unsigned)V, threads, 0, s>>>((long)B * T, C, idx, lo, V, dy, dwte);
-  CUK_LAUNCHED("embed_bwd");
-}

@@ -8,7 +8,8 @@ libsurge_a_SOURCES += \
   src/backend/cpu_seq.c src/backend/cpu_norm.c src/backend/cpu_optim.c src/backend/cpu_fpmode.c \
   src/backend/cpu_simd.c src/backend/cpu_simd.h src/backend/cpu_simd_tables.h src/backend/cpu_kern_w16.c \
   src/backend/cpu_kern_w8.c src/backend/cpu_direct_kern.h src/backend/cpu_gemm_kern.h src/backend/cpu_linear_kern.h src/backend/cpu_pool_kern.h \
-  src/backend/cuda_elem.h src/backend/cuda_rows.h src/backend/cuda_cols.h src/backend/cuda_ln_bwd.h
+  src/backend/cuda_elem.h src/backend/cuda_rows.h src/backend/cuda_cols.h src/backend/cuda_ln_bwd.h \
+  src/backend/cuda_embed.h
 
 # The CUDA backend (doc/gpu.md): host code in C (cuda*.c, with the toolkit's headers), kernels in
 # CUDA C++ (cuda_kern_*.cu, compiled by nvcc for NVCC_ARCH). Without the toolkit, cuda_absent.c
@@ -21,7 +22,7 @@ NVCC_FLAGS = -O3 -std=c++17 -Xcompiler -Wall -I$(top_srcdir)/src $(CUDA_CFLAGS)
 AM_CPPFLAGS += $(CUDA_CFLAGS)
 SURGE_LIBS += $(CUDA_LIBS) -lstdc++
 cuda_kernel_sources = src/backend/cuda_kern_elem.cu src/backend/cuda_kern_reduce.cu src/backend/cuda_kern_rows.cu \
-  src/backend/cuda_kern_norm.cu src/backend/cuda_kern_cols.cu
+  src/backend/cuda_kern_norm.cu src/backend/cuda_kern_cols.cu src/backend/cuda_kern_embed.cu
 libsurge_a_SOURCES += src/backend/cuda.c src/backend/cuda_impl.h src/backend/cuda_blas.c src/backend/cuda_conv.c \
   src/backend/cuda_ops.c src/backend/cuda_attention.c src/backend/cuda_kern.cuh $(cuda_kernel_sources)
 SUFFIXES = .cu
@@ -30,6 +31,7 @@ SUFFIXES = .cu
 # nvcc objects have no automatic dependencies: every kernel file depends on the kernel headers
 $(cuda_kernel_sources:.cu=.$(OBJEXT)): $(top_srcdir)/src/backend/cuda_kern.cuh $(top_srcdir)/src/backend/cuda_elem.h \
   $(top_srcdir)/src/backend/cuda_rows.h $(top_srcdir)/src/backend/cuda_cols.h $(top_srcdir)/src/backend/cuda_ln_bwd.h \
+  $(top_srcdir)/src/backend/cuda_embed.h \
   $(top_srcdir)/src/backend/cuda_impl.h $(top_srcdir)/src/backend/backend.h
 else
 libsurge_a_SOURCES += src/backend/cuda_absent.c
@@ -59,6 +61,13 @@ check_PROGRAMS += tests/test_cuda_cols
 tests_test_cuda_cols_SOURCES = tests/test_cuda_cols.c tests/cuda_harness.h tests/rel_diff.h
 tests_test_cuda_cols_LDADD = $(SURGE_LIBS)
 TESTS += tests/test_cuda_cols
+
+# The CUDA embedding gradient by sorted positions (src/backend/cuda_embed.h): the sort's launches
+# and the gradient's blocks on the host, bitwise against ref (every build: it needs no GPU).
+check_PROGRAMS += tests/test_cuda_embed
+tests_test_cuda_embed_SOURCES = tests/test_cuda_embed.c tests/cuda_harness.h
+tests_test_cuda_embed_LDADD = $(SURGE_LIBS)
+TESTS += tests/test_cuda_embed
 
 # ptxas's register spills in every kernel file, for sm_90 (every build with nvcc: it needs no GPU).
 dist_check_SCRIPTS += tests/test_cuda_spills.sh

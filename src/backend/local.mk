@@ -48,26 +48,20 @@ tests_test_cuda_elem_SOURCES = tests/test_cuda_elem.c tests/rel_diff.h
 tests_test_cuda_elem_LDADD = $(SURGE_LIBS)
 TESTS += tests/test_cuda_elem
 
-# The CUDA row kernels' phases (src/backend/cuda_rows.h) over each kernel's whole grid on the host
-# (every build: it needs no GPU).
-check_PROGRAMS += tests/test_cuda_rows
-tests_test_cuda_rows_SOURCES = tests/test_cuda_rows.c tests/cuda_harness.h tests/rel_diff.h
+# The CUDA kernels of (row, lane) and (block, thread) over each kernel's whole grid on the host, every
+# store recorded (tests/cuda_harness.h; every build: they need no GPU): the row kernels and layer
+# norm's one-kernel backward (cuda_rows.h, cuda_ln_bwd.h), the column sums (cuda_cols.h), the
+# embedding gradient by sorted positions (cuda_embed.h, bitwise against ref).
+cuda_harness_tests = tests/test_cuda_rows tests/test_cuda_cols tests/test_cuda_embed
+check_PROGRAMS += $(cuda_harness_tests)
+TESTS += $(cuda_harness_tests)
+cuda_harness_sources = tests/cuda_harness.h tests/rel_diff.h
+tests_test_cuda_rows_SOURCES = tests/test_cuda_rows.c $(cuda_harness_sources)
+tests_test_cuda_cols_SOURCES = tests/test_cuda_cols.c $(cuda_harness_sources)
+tests_test_cuda_embed_SOURCES = tests/test_cuda_embed.c $(cuda_harness_sources)
 tests_test_cuda_rows_LDADD = $(SURGE_LIBS)
-TESTS += tests/test_cuda_rows
-
-# The CUDA column sums (src/backend/cuda_cols.h: bias, layer-norm parameter and GELU-bias gradients)
-# over each kernel's whole grid on the host (every build: it needs no GPU).
-check_PROGRAMS += tests/test_cuda_cols
-tests_test_cuda_cols_SOURCES = tests/test_cuda_cols.c tests/cuda_harness.h tests/rel_diff.h
 tests_test_cuda_cols_LDADD = $(SURGE_LIBS)
-TESTS += tests/test_cuda_cols
-
-# The CUDA embedding gradient by sorted positions (src/backend/cuda_embed.h): the sort's launches
-# and the gradient's blocks on the host, bitwise against ref (every build: it needs no GPU).
-check_PROGRAMS += tests/test_cuda_embed
-tests_test_cuda_embed_SOURCES = tests/test_cuda_embed.c tests/cuda_harness.h
 tests_test_cuda_embed_LDADD = $(SURGE_LIBS)
-TESTS += tests/test_cuda_embed
 
 # ptxas's register spills in every kernel file, for sm_90 (every build with nvcc: it needs no GPU).
 dist_check_SCRIPTS += tests/test_cuda_spills.sh

@@ -5,78 +5,20 @@
  * of CE_ROW_WARPS warps, as the launchers size it) runs its 32 lanes phase by phase with the host's
  * copies of the warp reductions (the same xor tree), and every store is recorded: none out of
  * bounds, exactly one per output element (rows and widths that are not multiples of the block and
- * the warp: the tails), and the values against ref within 1e-5. */
+ * the warp: the tails), and the values against ref within 1e-5. Layer norm's backward in one kernel
+ * with its parameter sums (cuda_ln_bwd.h) runs block by block, its parts and their finish recorded
+ * too, dw and db within 1e-6 of ref and the same bits with the blocks in the opposite order. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backend/backend.h"
-#include "core/error.h"
-#include "core/rng.h"
-#include "rel_diff.h"
-#include "tap.h"
-
-/* ---- the recording store: outputs are registered with their length; a store counts once per
- * element and is refused (not made) out of bounds */
-typedef struct tracked {
-  const void *base;
-  long long n;
-  int *count;
-  long long out_of_bounds;
-} tracked_t;
-
-enum { MAX_TRACKED = 3 };
-static tracked_t tracked[MAX_TRACKED];
-static int ntracked;
-
-static int ce_record(const void *base, long long i) {
-  for (int t = 0; t < ntracked; t++)
-    if (tracked[t].base == base) {
-      if (i < 0 || i >= tracked[t].n) {
-        tracked[t].out_of_bounds++;
-        return 0;
-      }
-      tracked[t].count[i]++;
-      return 1;
-    }
-  surge_runtime_error("test_cuda_rows: a store to an unregistered output");
-}
-
-#define CE_STORE(p, i, v) (ce_record((p), (long long)(i)) ? (void)((p)[i] = (v)) : (void)0)
-#include "backend/cuda_rows.h"
+#include "cuda_harness.h" /* before the kernels: its CE_STORE records every store */
+#include "backend/cuda_ln_bwd.h"
 
 #define TOL 1e-5
 
-static rng_t rng;
 static const backend_t *ref = &backend_ref;
-
-static void track(const void *base, long long n) {
-  tracked[ntracked++] = (tracked_t){base, n, xcalloc((size_t)(n ? n : 1), sizeof(int)), 0};
-}
-
-/* Every registered output written exactly once per element, nothing out of bounds; then forgotten. */
-static void check_writes(const char *what) {
-  for (int t = 0; t < ntracked; t++) {
-    long long unwritten = 0, again = 0;
-    for (long long i = 0; i < tracked[t].n; i++) unwritten += tracked[t].count[i] == 0, again += tracked[t].count[i] > 1;
-    tap_ok(unwritten == 0 && again == 0 && tracked[t].out_of_bounds == 0,
-           "%s: output %d: each of %lld elements written once (%lld unwritten, %lld more than once, %lld stores out of "
-           "bounds)", what, t, tracked[t].n, unwritten, again, tracked[t].out_of_bounds);
-    free(tracked[t].count);
-  }
-  ntracked = 0;
-}
-
-static void agree(const float *ours, const float *want, size_t n, const char *what) {
-  double e = rel_diff(ours, want, n);
-  tap_ok(e <= TOL, "%s: rel %.1e <= %.0e", what, e, TOL);
-}
-
-static float *uniform(size_t n, float lo, float hi) {
-  float *x = xmalloc((n ? n : 1) * sizeof *x);
-  rng_fill_uniform(&rng, x, n, lo, hi);
-  return x;
-}
 
 /* The whole grid of a row kernel over nrows rows: blocks of CE_ROW_WARPS warps (the launchers'
  * row_blocks), each warp its row (ce_warp_row) or, past the last row, nothing. */
@@ -137,7 +79,7 @@ static void test_softmax(int rows, int n, int T) {
   check_writes(what);
   if (T) ref->causal_softmax_fwd(rows / T, T, a.scale, s, want);
   else ref->softmax_rows(rows, n, a.scale, s, want);
-  agree(p, want, total, what);
+  agree(p, want, total, TOL, what);
   for (int r = 0; r < rows; r++) { /* lse: log of the sum of exp(scale s) over the valid columns, in double */
     const int valid = T ? r % T + 1 : n;
     double mx = -INFINITY, sum = 0;
@@ -146,14 +88,14 @@ static void test_softmax(int rows, int n, int T) {
     want_lse[r] = (float)(mx + log(sum));
   }
   snprintf(what, sizeof what, "softmax %s rows=%d n=%d: lse", T ? "causal" : "whole", rows, n);
-  agree(lse, want_lse, (size_t)rows, what);
+  agree(lse, want_lse, (size_t)rows, TOL, what);
   if (T) {
     snprintf(what, sizeof what, "causal softmax backward rows=%d T=%d", rows, T);
     track(ds, (long long)total);
     run_grid(rows, softmax_bwd_warp, &a);
     check_writes(what);
     ref->causal_softmax_bwd(rows / T, T, a.scale, p, dp, want);
-    agree(ds, want, total, what);
+    agree(ds, want, total, TOL, what);
   }
   free(s), free(dp), free(p), free(lse), free(ds), free(want), free(want_lse);
 }
@@ -203,8 +145,8 @@ static void test_layernorm(int N, int rows, int C) {
   run_grid((long long)N * rows, ln_warp, &a);
   check_writes(what);
   ref->layernorm_fwd(N, rows, C, x, w, b, a.eps, wy, wst);
-  agree(y, wy, n, what);
-  agree(st, wst, ns, what);
+  agree(y, wy, n, TOL, what);
+  agree(st, wst, ns, TOL, what);
   a.stats = wst;
   for (a.wr = 0; a.wr <= 1; a.wr++) { /* added into a random dx, then written over NaN */
     for (size_t i = 0; i < n; i++) dx[i] = a.wr ? NAN : sinf((float)i), wdx[i] = a.wr ? 0.0f : sinf((float)i);
@@ -213,9 +155,72 @@ static void test_layernorm(int N, int rows, int C) {
     run_grid((long long)N * rows, ln_bwd_warp, &a);
     check_writes(what);
     ref->layernorm_bwd(N, rows, C, x, w, wst, dy, wdx, 0, dw, db);
-    agree(dx, wdx, n, what);
+    agree(dx, wdx, n, TOL, what);
   }
   free(x), free(w), free(b), free(dy), free(y), free(st), free(wy), free(wst), free(dx), free(wdx), free(dw), free(db);
+}
+
+/* Layer norm's backward in one kernel (cuda_ln_bwd.h): block b (blocks in reverse order when
+ * reverse) runs its groups of rows, each group's warps (the input gradient) before its threads (the
+ * parameter terms), then its threads' parts; then the finish. */
+static void ln_bwd_fused_grid(ln_arg_t *a, ce_cols_t *s, int reverse) {
+  const long long blocks = s->chunks;
+  double *acc = xmalloc(2 * (size_t)a->C * sizeof *acc);
+  for (long long n = 0; n < blocks; n++) {
+    const long long b = reverse ? blocks - 1 - n : n;
+    for (int i = 0; i < 2 * a->C; i++) acc[i] = NAN; /* shared memory starts undefined */
+    for (int t = 0; t < CE_LNB_THREADS; t++) ce_lnb_thread_zero(s, t, acc);
+    for (long long g = b; g * CE_ROW_WARPS < s->rows; g += blocks) {
+      for (int w = 0; w < CE_ROW_WARPS; w++)
+        if (g * CE_ROW_WARPS + w < s->rows) ln_bwd_warp(g * CE_ROW_WARPS + w, a);
+      for (int t = 0; t < CE_LNB_THREADS; t++) ce_lnb_thread_add(s, g * CE_ROW_WARPS, t, acc);
+    }
+    for (int t = 0; t < CE_LNB_THREADS; t++) ce_lnb_thread_write(s, b, t, acc);
+  }
+  for (long long i = 0; i < 2LL * a->C; i++) ce_cols_finish(s, reverse ? 2LL * a->C - 1 - i : i);
+  free(acc);
+}
+
+static void test_layernorm_fused(int N, int rows, int C) {
+  const size_t n = (size_t)N * rows * C, ns = (size_t)N * 2 * rows;
+  const long long nrows = (long long)N * rows;
+  float *x = uniform(n, 1, 4), *w = uniform((size_t)C, 0.5f, 1.5f), *b = uniform((size_t)C, -1, 1);
+  float *dy = uniform(n, -1, 1), *y = xmalloc(n * sizeof *y), *st = xmalloc(ns * sizeof *st);
+  float *dx = xmalloc(n * sizeof *dx), *wdx = xmalloc(n * sizeof *wdx), *dx1 = xmalloc(n * sizeof *dx1);
+  float *dw0 = uniform((size_t)C, -1, 1), *db0 = uniform((size_t)C, -1, 1);
+  float *dw[2], *db[2], *wdw = xmalloc((size_t)C * sizeof *wdw), *wdb = xmalloc((size_t)C * sizeof *wdb);
+  double *part = xmalloc((size_t)ce_lnb_blocks(nrows) * 2 * C * sizeof *part);
+  ref->layernorm_fwd(N, rows, C, x, w, b, 1e-5f, y, st);
+  ln_arg_t a = {rows, C, 0, 1e-5f, x, w, b, dy, st, NULL, NULL, dx};
+  char what[128];
+  for (int reverse = 0; reverse <= 1; reverse++) {
+    a.wr = !reverse; /* written over NaN in order, added into sin(i) in reverse */
+    a.dx = reverse ? dx1 : dx;
+    dw[reverse] = xmalloc((size_t)C * sizeof(float)), db[reverse] = xmalloc((size_t)C * sizeof(float));
+    memcpy(dw[reverse], dw0, (size_t)C * sizeof(float));
+    memcpy(db[reverse], db0, (size_t)C * sizeof(float));
+    for (size_t i = 0; i < n; i++) a.dx[i] = a.wr ? NAN : sinf((float)i), wdx[i] = a.wr ? 0.0f : sinf((float)i);
+    memcpy(wdw, dw0, (size_t)C * sizeof *wdw);
+    memcpy(wdb, db0, (size_t)C * sizeof *wdb);
+    ref->layernorm_bwd(N, rows, C, x, w, st, dy, wdx, 0, wdw, wdb);
+    ce_cols_t s = ce_lnb_sums(nrows, rows, C, x, st, dy, dw[reverse], db[reverse], part);
+    snprintf(what, sizeof what, "layernorm backward in one kernel N=%d rows=%d C=%d (%lld blocks%s): dx %s", N, rows,
+             C, s.chunks, reverse ? ", in reverse" : "", a.wr ? "written" : "added");
+    track(a.dx, (long long)n);
+    track(part, s.chunks * 2 * C);
+    track(dw[reverse], C);
+    track(db[reverse], C);
+    ln_bwd_fused_grid(&a, &s, reverse);
+    check_writes(what);
+    agree(a.dx, wdx, n, TOL, what);
+    agree(dw[reverse], wdw, (size_t)C, 1e-6, what);
+    agree(db[reverse], wdb, (size_t)C, 1e-6, what);
+  }
+  tap_ok(memcmp(dw[0], dw[1], (size_t)C * sizeof(float)) == 0 && memcmp(db[0], db[1], (size_t)C * sizeof(float)) == 0,
+         "layernorm backward in one kernel N=%d rows=%d C=%d: dw, db the same bits with the blocks reversed", N, rows,
+         C);
+  free(x), free(w), free(b), free(dy), free(y), free(st), free(dx), free(wdx), free(dx1), free(dw0), free(db0);
+  free(dw[0]), free(dw[1]), free(db[0]), free(db[1]), free(wdw), free(wdb), free(part);
 }
 
 /* ---- cross-entropy */
@@ -248,7 +253,7 @@ static void test_xent(int rows, int V, int in_place) {
   float *logits = uniform(n, -4, 4), *targets = xmalloc((size_t)rows * sizeof *targets);
   float *dl = xmalloc(n * sizeof *dl), *want = xmalloc(n * sizeof *want);
   double *loss = xmalloc((size_t)rows * sizeof *loss);
-  for (int r = 0; r < rows; r++) targets[r] = (float)rng_below(&rng, (uint64_t)V);
+  for (int r = 0; r < rows; r++) targets[r] = (float)rng_below(&harness_rng, (uint64_t)V);
   const double want_loss = ref->xent_fwd_bwd(rows, V, logits, targets, 0.5f, want);
   if (in_place) memcpy(dl, logits, n * sizeof *dl);
   xe_arg_t a = {V, 0.5f, in_place ? dl : logits, targets, dl, loss};
@@ -258,7 +263,7 @@ static void test_xent(int rows, int V, int in_place) {
   track(loss, rows);
   run_grid(rows, xent_warp, &a);
   check_writes(what);
-  agree(dl, want, n, what);
+  agree(dl, want, n, TOL, what);
   double sum = 0;
   for (int r = 0; r < rows; r++) sum += loss[r];
   tap_ok(fabs(sum - want_loss) <= TOL * fabs(want_loss), "%s: loss %.9g vs ref %.9g", what, sum, want_loss);
@@ -266,7 +271,7 @@ static void test_xent(int rows, int V, int in_place) {
 }
 
 int main(void) {
-  rng_seed(&rng, 32);
+  harness_seed(32);
   test_softmax(3 * 1, 1, 1);   /* T = 1: one valid column */
   test_softmax(2 * 33, 33, 33); /* one lane past a warp */
   test_softmax(3 * 70, 70, 70); /* 210 rows: blocks of 8 warps and a tail of 2 */
@@ -275,6 +280,10 @@ int main(void) {
   test_layernorm(3, 5, 33);
   test_layernorm(2, 7, 64);
   test_layernorm(2, 11, 100);
+  test_layernorm_fused(1, 9, 1);
+  test_layernorm_fused(3, 5, 33);
+  test_layernorm_fused(2, 7, 300);   /* columns past the block's 256 threads */
+  test_layernorm_fused(2, 2101, 40); /* 526 groups of rows over 512 blocks, the last group of 2 rows */
   test_xent(11, 37, 0);
   test_xent(9, 300, 0);
   test_xent(9, 300, 1);

@@ -106,7 +106,5 @@ void cuda_gemm_tn_rows(int M, int N, int K, const float *A, int lda, const float
   if (rest)
     cuda_gemm(1, 0, M, N, rest, 1.0f, A + (size_t)full * rb * lda, lda, B + (size_t)full * rb * ldb, ldb, 0.0f,
               part + (size_t)full * mn, N);
-  double *acc = cuda_zeroed_acc(mn);
-  cuk_colsum_acc(part, blocks, (int)mn, (long)mn, acc, cuda_stream());
-  cuk_add_acc(acc, M, N, C, ldc, cuda_stream());
+  cuk_colsum_add(part, blocks, (int)mn, (long)mn, C, N, ldc, cuda_stream());
 }

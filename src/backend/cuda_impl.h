@@ -191,10 +191,21 @@ void cuk_scale_matrix(int M, int N, float beta, float *C, int ldc, cudaStream_t 
  * matrix i*batch[1] + j at base + i s[0] + j s[1]. */
 void cuk_grid_pointers(const float *A, const float *B, float *C, const gemm_grid_t *g, void **ptr, cudaStream_t s);
 
-/* ---- reductions (cuda_kern_reduce.cu); acc and out rows are added to, never overwritten */
-/* acc[c] += sum over r < rows of x[r*ld + c], c < cols, in double. */
+/* ---- column sums (cuda_kern_cols.cu, cuda_cols.h): over r < rows of x[r*ld + c], c < cols, in
+ * double over a fixed split; added to, never overwritten */
+/* acc[c] += the sum of column c */
 void cuk_colsum_acc(const float *x, long rows, int cols, long ld, double *acc, cudaStream_t s);
-void cuk_colsum_acc_d(const double *x, long rows, int cols, long ld, double *acc, cudaStream_t s);
+/* out[(c / ocols) ld_out + c % ocols] = (float)(that + the sum of column c): one rounding */
+void cuk_colsum_add(const float *x, long rows, int cols, long ld, float *out, int ocols, long ld_out, cudaStream_t s);
+void cuk_colsum_add_d(const double *x, long rows, int cols, long ld, float *out, cudaStream_t s);
+/* layer norm's parameter gradients over all nrows rows (samples of `rows`): dw[c] += sum dy xhat,
+ * db[c] += sum dy */
+void cuk_layernorm_params(long nrows, int rows, int C, const float *x, const float *stats, const float *dy, float *dw,
+                          float *db, cudaStream_t s);
+/* dpre (rows, cols) = dy gelu'(pre) (written), and db (cols, unless NULL) += its column sums, in one pass */
+void cuk_gelu_bias_bwd(int rows, int cols, const float *pre, const float *dy, float *dpre, float *db, cudaStream_t s);
+
+/* ---- reductions (cuda_kern_reduce.cu); acc and out rows are added to, never overwritten */
 /* out[r] = sum of x[r*len .. r*len + len) in double, r < rows */
 void cuk_rowsum(const float *x, long rows, int len, double *out, cudaStream_t s);
 /* out[r*ld + c] = (float)(out[r*ld + c] + acc[r*cols + c]) over (rows, cols): one rounding of the whole sum */
@@ -206,13 +217,10 @@ void cuk_dot(const float *x, const float *y, size_t n, double *out, cudaStream_t
 void cuk_orthonormalize(int batch, int n, int r, float *P, size_t sP, double *work, cudaStream_t s);
 /* *flag = 1 when some x[i] is NaN or infinite (flag set to 0 first by the caller) */
 void cuk_any_nonfinite(const float *x, size_t n, int *flag, cudaStream_t s);
-/* embedding backward: dwte[v,:] += the sum of dy over the positions holding id lo + v (for rows used) */
+/* embedding backward (cuda_kern_embed.cu): dwte[v,:] += the sum of dy over the positions holding id
+ * lo + v in position order (rows used only): the positions sorted by token, then one block per token */
 void cuk_embed_bwd_wte(int B, int T, int C, const float *idx, int lo, int V, const float *dy, float *dwte,
                        cudaStream_t s);
-/* layer norm parameter gradients, partial sums over all N*rows rows: dw_acc[c] += sum dy xhat,
- * db_acc[c] += sum dy */
-void cuk_layernorm_param_acc(long nrows, int rows, int C, const float *x, const float *stats, const float *dy,
-                             double *dw_acc, double *db_acc, cudaStream_t s);
 
 /* ---- batch norm (cuda_kern_norm.cu): backend.h's bn ops on the stream; the elementwise product */
 void cuk_bn_stats(int N, int C, int HW, const float *x, float *part, cudaStream_t s);
@@ -234,8 +242,10 @@ void cuk_softmax_rows(int rows, int n, float scale, const float *sc, float *p, c
 void cuk_softmax_lse(int BH, int T, float scale, const float *sc, float *p, float *lse, cudaStream_t s);
 void cuk_layernorm_fwd(int N, int rows, int C, const float *x, const float *w, const float *b, float eps, float *y,
                        float *stats, cudaStream_t s);
-void cuk_layernorm_bwd_dx(int N, int rows, int C, const float *x, const float *w, const float *stats,
-                          const float *dy, float *dx, int wr, cudaStream_t s);
+/* layernorm_bwd: dx (wr: =, else +=), dw and db += in one pass (cuda_ln_bwd.h) and the blocks' parts
+ * added in order */
+void cuk_layernorm_bwd(int N, int rows, int C, const float *x, const float *w, const float *stats, const float *dy,
+                       float *dx, int wr, float *dw, float *db, cudaStream_t s);
 /* loss[r] = -log softmax(logits[r])[target r] (double); dlogits (may be NULL) written */
 void cuk_xent_rows(int rows, int V, const float *logits, const float *targets, float grad_scale, float *dlogits,
                    double *loss, cudaStream_t s);

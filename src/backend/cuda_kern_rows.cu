@@ -5,7 +5,7 @@
 // are cuda_rows.h's phases of (row, lane) between the warp's reductions, which
 // tests/test_cuda_rows runs on the host over each kernel's whole grid.
 #include "backend/cuda_kern.cuh"
-#include "backend/cuda_rows.h"
+#include "backend/cuda_ln_bwd.h"
 
 using namespace cuk;
 
@@ -74,10 +74,9 @@ __global__ void k_layernorm_fwd(long nrows, int rows, int C, const float *x, con
   ce_ln_lane_write(r, rows, C, xr, w, b, (float)m, ce_layernorm_rstd(var, eps), y, stats, lane());
 }
 
-__global__ void k_layernorm_bwd_dx(long nrows, int rows, int C, const float *x, const float *w, const float *stats,
-                                   const float *dy, float *dx, int wr) {
-  long r = warp_row();
-  if (r >= nrows) return;
+// The input gradient of row r (warp-wide): dx = (wr) or += (layernorm_bwd).
+__device__ inline void layernorm_dx_row(long r, int rows, int C, const float *x, const float *w, const float *stats,
+                                        const float *dy, float *dx, int wr) {
   const float mean = stats[ce_stat_at(r, rows)], rstd = stats[ce_stat_at(r, rows) + rows];
   const float *xr = x + r * C, *dyr = dy + r * C;
   double md, mdx;
@@ -85,6 +84,27 @@ __global__ void k_layernorm_bwd_dx(long nrows, int rows, int C, const float *x, 
   md = warp_sum(md) / C;
   mdx = warp_sum(mdx) / C;
   ce_ln_bwd_lane_write(r, C, xr, dyr, w, mean, rstd, md, mdx, dx, wr, lane());
+}
+
+__global__ void k_layernorm_bwd_dx(long nrows, int rows, int C, const float *x, const float *w, const float *stats,
+                                   const float *dy, float *dx, int wr) {
+  long r = warp_row();
+  if (r >= nrows) return;
+  layernorm_dx_row(r, rows, C, x, w, stats, dy, dx, wr);
+}
+
+// The input gradient and the blocks' parts of dw and db in one pass (cuda_ln_bwd.h); acc: 2C doubles
+// of dynamic shared memory.
+__global__ void k_layernorm_bwd(ce_cols_t s, const float *w, float *dx, int wr) {
+  extern __shared__ double acc[];
+  const int t = (int)threadIdx.x;
+  ce_lnb_thread_zero(&s, t, acc);
+  for (long long g = blockIdx.x; g * CE_ROW_WARPS < s.rows; g += gridDim.x) {
+    const long long r = g * CE_ROW_WARPS + (t >> 5);
+    if (r < s.rows) layernorm_dx_row((long)r, s.per, s.cols, s.b, w, s.stats, s.a, dx, wr);
+    ce_lnb_thread_add(&s, g * CE_ROW_WARPS, t, acc);
+  }
+  ce_lnb_thread_write(&s, blockIdx.x, t, acc);
 }
 
 extern "C" void cuk_layernorm_fwd(int N, int rows, int C, const float *x, const float *w, const float *b, float eps,
@@ -95,12 +115,40 @@ extern "C" void cuk_layernorm_fwd(int N, int rows, int C, const float *x, const 
   CUK_LAUNCHED("layernorm_fwd");
 }
 
-extern "C" void cuk_layernorm_bwd_dx(int N, int rows, int C, const float *x, const float *w, const float *stats,
-                                     const float *dy, float *dx, int wr, cudaStream_t s) {
+// The fused kernel's shared memory (2C doubles) where the device allows it (above 48 KiB by opting
+// in); 0 where it does not.
+static size_t layernorm_bwd_shared(int C) {
+  static int optin = -1, granted = 48 << 10;
+  const size_t need = 2 * (size_t)C * sizeof(double);
+  if (need <= (size_t)granted) return need;
+  if (optin < 0) {
+    int dev = 0;
+    cuda_check(cudaGetDevice(&dev), "cudaGetDevice");
+    cuda_check(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev), "shared memory limit");
+  }
+  if (need > (size_t)optin) return 0;
+  cuda_check(cudaFuncSetAttribute(k_layernorm_bwd, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)need),
+             "layernorm_bwd shared memory");
+  granted = (int)need;
+  return need;
+}
+
+extern "C" void cuk_layernorm_bwd(int N, int rows, int C, const float *x, const float *w, const float *stats,
+                                  const float *dy, float *dx, int wr, float *dw, float *db, cudaStream_t s) {
   long nrows = (long)N * rows;
-  if (nrows <= 0) return;
-  k_layernorm_bwd_dx<<<row_blocks(nrows), kRowWarps * 32, 0, s>>>(nrows, rows, C, x, w, stats, dy, dx, wr);
+  if (nrows <= 0 || C <= 0) return;
+  const size_t shared = layernorm_bwd_shared(C);
+  if (!shared) { // a row too wide for one block's accumulators: the input gradient, then the column sums
+    k_layernorm_bwd_dx<<<row_blocks(nrows), kRowWarps * 32, 0, s>>>(nrows, rows, C, x, w, stats, dy, dx, wr);
+    CUK_LAUNCHED("layernorm_bwd");
+    cuk_layernorm_params(nrows, rows, C, x, stats, dy, dw, db, s);
+    return;
+  }
+  ce_cols_t sums = ce_lnb_sums(nrows, rows, C, x, stats, dy, dw, db, nullptr);
+  sums.part = (double *)cuda_workspace(CUDA_WS_RED, (size_t)sums.chunks * 2 * C * sizeof(double));
+  k_layernorm_bwd<<<(unsigned)sums.chunks, CE_LNB_THREADS, shared, s>>>(sums, w, dx, wr);
   CUK_LAUNCHED("layernorm_bwd");
+  cuk_cols_finish(&sums, s);
 }
 
 // ---- cross-entropy over rows of V logits

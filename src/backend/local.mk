@@ -45,6 +45,6 @@ TESTS += tests/test_cuda_elem
 # The CUDA row kernels' phases (src/backend/cuda_rows.h) over each kernel's whole grid on the host
 # (every build: it needs no GPU).
 check_PROGRAMS += tests/test_cuda_rows
-tests_test_cuda_rows_SOURCES = tests/test_cuda_rows.c tests/rel_diff.h
+tests_test_cuda_rows_SOURCES = tests/test_cuda_rows.c tests/kernel_harness.h tests/rel_diff.h
 tests_test_cuda_rows_LDADD = $(SURGE_LIBS)
 TESTS += tests/test_cuda_rows

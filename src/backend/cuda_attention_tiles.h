@@ -169,6 +169,41 @@ CE_FN void fa_dots(const float *a, const float *b, int hs, int ld, int t, float 
 
 CE_FN int fa_row_of(int t, int k) { return t / CE_WARP + FA_WARPS * k; }
 
+/* ---- the tiles' products: out (FA_TILE rows of hs at stride ld) = out (x) rescale[x] (NULL: 1)
+ * + sum_i A(x, i) B(i, :), A (FA_TILE x FA_TILE) at a[x sx + i si] (sx = FA_TILE, si = 1: A;
+ * sx = 1, si = FA_TILE: a tile transposed), B FA_TILE rows of hs at stride ld. Thread t's elements
+ * are the rows x = fa_row_of(t, k) of its warp (A's values broadcast across the warp) and the
+ * columns lane + 32 j (B's rows read one a lane), FA_COL_GROUPS groups of 32 columns at a time:
+ * FA_ROWS_PER_WARP x FA_COL_GROUPS sums in registers, (rows + groups) / (rows x groups) loads of
+ * shared memory a multiply-add. */
+enum { FA_COL_GROUPS = 4 };
+
+CE_FN void fa_tile_product(float *out, const float *rescale, const float *a, int sx, int si, const float *b, int hs,
+                           int ld, int t) {
+  const int lane = t % CE_WARP;
+  for (int d0 = lane; d0 < hs; d0 += CE_WARP * FA_COL_GROUPS) {
+    float acc[FA_ROWS_PER_WARP][FA_COL_GROUPS];
+    for (int k = 0; k < FA_ROWS_PER_WARP; k++) {
+      const int x = fa_row_of(t, k);
+      for (int j = 0; j < FA_COL_GROUPS; j++) {
+        const int d = d0 + CE_WARP * j;
+        acc[k][j] = d < hs ? out[x * ld + d] * (rescale ? rescale[x] : 1.0f) : 0.0f;
+      }
+    }
+    for (int i = 0; i < FA_TILE; i++) {
+      float bi[FA_COL_GROUPS];
+      for (int j = 0; j < FA_COL_GROUPS; j++) bi[j] = d0 + CE_WARP * j < hs ? b[i * ld + d0 + CE_WARP * j] : 0.0f;
+      for (int k = 0; k < FA_ROWS_PER_WARP; k++) {
+        const float ai = a[fa_row_of(t, k) * sx + i * si];
+        for (int j = 0; j < FA_COL_GROUPS; j++) acc[k][j] += ai * bi[j];
+      }
+    }
+    for (int k = 0; k < FA_ROWS_PER_WARP; k++)
+      for (int j = 0; j < FA_COL_GROUPS; j++)
+        if (d0 + CE_WARP * j < hs) out[fa_row_of(t, k) * ld + d0 + CE_WARP * j] = acc[k][j];
+  }
+}
+
 /* ---- forward */
 
 /* phase 0: the block's query tile; O = 0, m = -inf, l = 0 */
@@ -209,12 +244,7 @@ CE_FN void fa_row_update(const fa_smem_t *s, int r, float mx, double sum) {
 
 /* phase 4: O (FA_TILE, hs) = O corr + P V (thread t's elements of O) */
 CE_FN void fa_fwd_accumulate(const fa_smem_t *s, int hs, int t) {
-  for (int e = t; e < FA_TILE * hs; e += FA_THREADS) {
-    const int r = e / hs, d = e % hs;
-    float o = s->acc[r * s->ld + d] * s->corr[r];
-    for (int c = 0; c < FA_TILE; c++) o += s->p[r * FA_TILE + c] * s->v[c * s->ld + d];
-    s->acc[r * s->ld + d] = o;
-  }
+  fa_tile_product(s->acc, s->corr, s->p, FA_TILE, 1, s->v, hs, s->ld, t);
 }
 
 /* last phase: y = O / l and lse = m + log l of the block's real rows */
@@ -280,12 +310,7 @@ CE_FN void fa_row_d(const fa_geom_t *g, long long block, const fa_smem_t *s, int
 
 /* dQ kernel, per key tile jt <= its own: fa_load_kv, fa_bwd_scores, then dQ += dS K */
 CE_FN void fa_dq_accumulate(const fa_smem_t *s, int hs, int t) {
-  for (int e = t; e < FA_TILE * hs; e += FA_THREADS) {
-    const int r = e / hs, d = e % hs;
-    float a = s->acc[r * s->ld + d];
-    for (int c = 0; c < FA_TILE; c++) a += s->ds[r * FA_TILE + c] * s->k[c * s->ld + d];
-    s->acc[r * s->ld + d] = a;
-  }
+  fa_tile_product(s->acc, NULL, s->ds, FA_TILE, 1, s->k, hs, s->ld, t);
 }
 
 /* dQ kernel, last phase: dq (q's columns of dqkv) = or += dQ */
@@ -303,17 +328,10 @@ CE_FN void fa_dkv_begin(const fa_geom_t *g, const float *qkv, long long block, c
 }
 
 /* dK, dV kernel, per query tile it >= its own: fa_load_q_dy (with D), fa_bwd_scores, then
- * dV += P^T dY and dK += dS^T Q (thread t's elements (key row c, column d)) */
+ * dV += P^T dY and dK += dS^T Q */
 CE_FN void fa_dkv_accumulate(const fa_smem_t *s, int hs, int t) {
-  for (int e = t; e < FA_TILE * hs; e += FA_THREADS) {
-    const int c = e / hs, d = e % hs;
-    float dk = s->acc[c * s->ld + d], dv = s->acc2[c * s->ld + d];
-    for (int r = 0; r < FA_TILE; r++) {
-      dv += s->p[r * FA_TILE + c] * s->dy[r * s->ld + d];
-      dk += s->ds[r * FA_TILE + c] * s->q[r * s->ld + d];
-    }
-    s->acc[c * s->ld + d] = dk, s->acc2[c * s->ld + d] = dv;
-  }
+  fa_tile_product(s->acc2, NULL, s->p, 1, FA_TILE, s->dy, hs, s->ld, t);
+  fa_tile_product(s->acc, NULL, s->ds, 1, FA_TILE, s->q, hs, s->ld, t);
 }
 
 /* dK, dV kernel, last phase: dk and dv (dqkv's second and third blocks of C) = or += dK, dV */

@@ -19,8 +19,8 @@
  * reductions); each phase is a function of (block, thread) here, and the state between phases lives
  * in shared memory (fa_smem_t), so tests/test_cuda_attention runs every block of a grid on the host
  * phase by phase, thread by thread, with cuda_rows.h's host copies of the warp reductions. Every
- * store to global memory goes through CE_STORE. Sums are float (the tiles' dot products) but for the
- * softmax's row sum (double, the warp's fixed tree).
+ * store to global memory goes through CE_STORE. Sums are float (the tiles' products, in a fixed
+ * order) but for the softmax's row sum and D (double, the warp's fixed tree).
  *
  * Shared memory, floats, at head size hs (tiles padded to rows of hs + 1 so that rows read across a
  * warp's lanes fall in different banks): forward 4 tiles of FA_TILE (hs + 1), one FA_TILE^2 score

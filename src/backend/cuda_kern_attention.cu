@@ -41,6 +41,19 @@ __global__ void __launch_bounds__(FA_THREADS) k_attention_fwd(fa_geom_t g, const
   fa_fwd_end(&g, block, &s, y, lse, t);
 }
 
+// One score tile of a backward kernel: after the last tile's products, `load` the other side's
+// tiles, then P and dS of query tile it against key tile jt, then `accumulate` into this block's.
+template <typename Load, typename Accumulate>
+__device__ inline void bwd_tile(const fa_geom_t *g, int it, int jt, const fa_smem_t *s, Load load,
+                                Accumulate accumulate) {
+  __syncthreads();
+  load();
+  __syncthreads();
+  fa_bwd_scores(g, it, jt, s, threadIdx.x);
+  __syncthreads();
+  accumulate();
+}
+
 __global__ void __launch_bounds__(FA_THREADS)
     k_attention_bwd_dq(fa_geom_t g, const float *qkv, const float *y, const float *lse, const float *dy, float *dqkv,
                        int write, float *dd) {
@@ -54,14 +67,9 @@ __global__ void __launch_bounds__(FA_THREADS)
     const int r = fa_row_of(t, k);
     fa_row_d(&g, block, &s, r, warp_sum(fa_lane_d(&g, y, block, &s, r, lane())), dd);
   }
-  for (int jt = 0; jt <= it; jt++) {
-    __syncthreads();  // D is in; the last tile's dS K is done with K
-    fa_load_kv(&g, qkv, fa_block_bh(&g, block), jt, &s, t);
-    __syncthreads();
-    fa_bwd_scores(&g, it, jt, &s, t);
-    __syncthreads();
-    fa_dq_accumulate(&s, g.hs, t);
-  }
+  for (int jt = 0; jt <= it; jt++)  // the first tile's leading __syncthreads: D is in
+    bwd_tile(&g, it, jt, &s, [&] { fa_load_kv(&g, qkv, fa_block_bh(&g, block), jt, &s, t); },
+             [&] { fa_dq_accumulate(&s, g.hs, t); });
   __syncthreads();
   fa_dq_end(&g, block, &s, dqkv, write, t);
 }
@@ -74,14 +82,9 @@ __global__ void __launch_bounds__(FA_THREADS)
   const long long block = blockIdx.x;
   const int t = threadIdx.x, jt = fa_block_key_tile(&g, block), bh = fa_block_bh(&g, block);
   fa_dkv_begin(&g, qkv, block, &s, t);
-  for (int it = jt; it < g.tiles; it++) {
-    __syncthreads();  // the last tile's dV and dK sums are done with Q and dY
-    fa_load_q_dy(&g, qkv, dy, lse, dd, bh, it, &s, t);
-    __syncthreads();
-    fa_bwd_scores(&g, it, jt, &s, t);
-    __syncthreads();
-    fa_dkv_accumulate(&s, g.hs, t);
-  }
+  for (int it = jt; it < g.tiles; it++)
+    bwd_tile(&g, it, jt, &s, [&] { fa_load_q_dy(&g, qkv, dy, lse, dd, bh, it, &s, t); },
+             [&] { fa_dkv_accumulate(&s, g.hs, t); });
   __syncthreads();
   fa_dkv_end(&g, block, &s, dqkv, write, t);
 }

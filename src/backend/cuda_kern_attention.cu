@@ -92,25 +92,31 @@ __global__ void __launch_bounds__(FA_THREADS)
 // Bytes of dynamic shared memory a kernel's block takes at head size hs.
 static size_t smem_bytes(int hs, fa_kernel_t kind) { return (size_t)fa_smem_floats(hs, kind) * sizeof(float); }
 
-// Set kernel's dynamic shared memory limit to what it takes (beyond 48 KiB only by opting in).
-template <typename K>
-static void allow_smem(K kernel, size_t bytes, const char *name) {
-  cuda_check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes), name);
-}
-
-extern "C" int cuk_attention_fits(int hs) {
+// The most dynamic shared memory a block of this device may take (opting in beyond 48 KiB).
+static size_t optin_bytes(void) {
   int dev = 0, optin = 0;
   cuda_check(cudaGetDevice(&dev), "cudaGetDevice (attention)");
   cuda_check(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev),
              "cudaDeviceGetAttribute (shared memory per block)");
-  return hs > 0 && smem_bytes(hs, FA_BWD_DKV) <= (size_t)optin; /* the largest of the three */
+  return (size_t)optin;
+}
+
+// Let kernel's blocks take up to the device's most: one value whatever the head size, so threads
+// launching at different head sizes (an in-process background deck) never undo each other's.
+template <typename K>
+static void allow_smem(K kernel, const char *name) {
+  cuda_check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)optin_bytes()), name);
+}
+
+extern "C" int cuk_attention_fits(int hs) {
+  return hs > 0 && smem_bytes(hs, FA_BWD_DKV) <= optin_bytes(); /* the largest of the three */
 }
 
 extern "C" void cuk_attention_fwd(int B, int T, int C, int H, const float *qkv, float *y, float *lse, cudaStream_t s) {
   const fa_geom_t g = fa_geom(B, T, C, H);
   if (fa_blocks(&g) <= 0) return;
   const size_t bytes = smem_bytes(g.hs, FA_FWD);
-  allow_smem(k_attention_fwd, bytes, "attention_fwd shared memory");
+  allow_smem(k_attention_fwd, "attention_fwd shared memory");
   k_attention_fwd<<<(unsigned)fa_blocks(&g), FA_THREADS, bytes, s>>>(g, qkv, y, lse);
   CUK_LAUNCHED("attention_fwd");
 }
@@ -120,11 +126,11 @@ extern "C" void cuk_attention_bwd(int B, int T, int C, int H, const float *qkv, 
   const fa_geom_t g = fa_geom(B, T, C, H);
   if (fa_blocks(&g) <= 0) return;
   size_t bytes = smem_bytes(g.hs, FA_BWD_DQ);
-  allow_smem(k_attention_bwd_dq, bytes, "attention_bwd_dq shared memory");
+  allow_smem(k_attention_bwd_dq, "attention_bwd_dq shared memory");
   k_attention_bwd_dq<<<(unsigned)fa_blocks(&g), FA_THREADS, bytes, s>>>(g, qkv, y, lse, dy, dqkv, write, dd);
   CUK_LAUNCHED("attention_bwd_dq");
   bytes = smem_bytes(g.hs, FA_BWD_DKV);
-  allow_smem(k_attention_bwd_dkv, bytes, "attention_bwd_dkv shared memory");
+  allow_smem(k_attention_bwd_dkv, "attention_bwd_dkv shared memory");
   k_attention_bwd_dkv<<<(unsigned)fa_blocks(&g), FA_THREADS, bytes, s>>>(g, qkv, lse, dd, dy, dqkv, write);
   CUK_LAUNCHED("attention_bwd_dkv");
 }

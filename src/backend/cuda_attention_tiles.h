@@ -25,7 +25,7 @@
  * Shared memory, floats, at head size hs (tiles padded to rows of hs + 1 so that rows read across a
  * warp's lanes fall in different banks): forward 4 tiles of FA_TILE (hs + 1), one FA_TILE^2 score
  * tile and 5 FA_TILE row values; dQ 5 tiles and two score tiles; dK, dV 6 tiles and two score
- * tiles (at hs = 128: 69, 86 and 103 KiB: the launcher opts in beyond 48 KiB). */
+ * tiles (at hs = 128: 69, 89 and 105 KiB: the launchers opt in beyond 48 KiB). */
 #ifndef SURGE_BACKEND_CUDA_ATTENTION_TILES_H
 #define SURGE_BACKEND_CUDA_ATTENTION_TILES_H
 

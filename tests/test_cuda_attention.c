@@ -217,8 +217,12 @@ static void test_shape(int B, int T, int C, int H) {
 }
 
 /* The shared memory the launchers give each kernel at the zoo's head sizes: what fa_smem carves
- * fits in it, and the largest (dK, dV at hs = 128) fits an H100's or H200's 227 KiB per block. */
+ * fits in it, and the largest (dK, dV at hs = 128) fits an H100's or H200's 227 KiB per block;
+ * the head sizes the fused kernels take there (cuda_attention.c: wider ones the T x T form). */
 static void test_smem_sizes(void) {
+  const long h100 = 227 * 1024;
+  tap_ok(fa_fits(290, h100) && !fa_fits(291, h100) && fa_fits(1, h100) && !fa_fits(0, h100),
+         "the fused kernels take head sizes 1 to 290 in an H100's or H200's 227 KiB a block");
   const fa_kernel_t kinds[] = {FA_FWD, FA_BWD_DQ, FA_BWD_DKV};
   for (int hs = 32; hs <= 128; hs *= 2)
     for (int k = 0; k < 3; k++) {

@@ -95,6 +95,12 @@ CE_FN long fa_smem_floats(int hs, fa_kernel_t kind) {
          FA_ROW_VALUES * FA_TILE;
 }
 
+/* The three kernels' blocks at head size hs fit `optin` bytes of shared memory (the dK, dV
+ * kernel's is the largest). */
+CE_FN int fa_fits(int hs, long optin) {
+  return hs > 0 && fa_smem_floats(hs, FA_BWD_DKV) * (long)sizeof(float) <= optin;
+}
+
 /* The tiles of `kind`, carved from base (fa_smem_floats(hs, kind) floats); absent ones NULL. */
 CE_FN fa_smem_t fa_smem(float *base, int hs, fa_kernel_t kind) {
   fa_smem_t s;

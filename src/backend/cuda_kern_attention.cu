@@ -109,7 +109,7 @@ static void allow_smem(K kernel, const char *name) {
 }
 
 extern "C" int cuk_attention_fits(int hs) {
-  return hs > 0 && smem_bytes(hs, FA_BWD_DKV) <= optin_bytes(); /* the largest of the three */
+  return fa_fits(hs, (long)optin_bytes());
 }
 
 extern "C" void cuk_attention_fwd(int B, int T, int C, int H, const float *qkv, float *y, float *lse, cudaStream_t s) {

@@ -184,29 +184,42 @@ CE_FN int fa_row_of(int t, int k) { return t / CE_WARP + FA_WARPS * k; }
  * shared memory a multiply-add. */
 enum { FA_COL_GROUPS = 4 };
 
+/* The columns from base + lane, ng (<= FA_COL_GROUPS) groups of 32 (a constant where it is called:
+ * the compiler keeps only the sums used). */
+CE_FN void fa_tile_chunk(float *out, const float *rescale, const float *a, int sx, int si, const float *b, int hs,
+                         int ld, int base, int ng, int t) {
+  const int d0 = base + t % CE_WARP;
+  float acc[FA_ROWS_PER_WARP][FA_COL_GROUPS];
+  for (int k = 0; k < FA_ROWS_PER_WARP; k++) {
+    const int x = fa_row_of(t, k);
+    for (int j = 0; j < ng; j++) {
+      const int d = d0 + CE_WARP * j;
+      acc[k][j] = d < hs ? out[x * ld + d] * (rescale ? rescale[x] : 1.0f) : 0.0f;
+    }
+  }
+  for (int i = 0; i < FA_TILE; i++) {
+    float bi[FA_COL_GROUPS];
+    for (int j = 0; j < ng; j++) bi[j] = d0 + CE_WARP * j < hs ? b[i * ld + d0 + CE_WARP * j] : 0.0f;
+    for (int k = 0; k < FA_ROWS_PER_WARP; k++) {
+      const float ai = a[fa_row_of(t, k) * sx + i * si];
+      for (int j = 0; j < ng; j++) acc[k][j] += ai * bi[j];
+    }
+  }
+  for (int k = 0; k < FA_ROWS_PER_WARP; k++)
+    for (int j = 0; j < ng; j++)
+      if (d0 + CE_WARP * j < hs) out[fa_row_of(t, k) * ld + d0 + CE_WARP * j] = acc[k][j];
+}
+
 CE_FN void fa_tile_product(float *out, const float *rescale, const float *a, int sx, int si, const float *b, int hs,
                            int ld, int t) {
-  const int lane = t % CE_WARP;
-  for (int d0 = lane; d0 < hs; d0 += CE_WARP * FA_COL_GROUPS) {
-    float acc[FA_ROWS_PER_WARP][FA_COL_GROUPS];
-    for (int k = 0; k < FA_ROWS_PER_WARP; k++) {
-      const int x = fa_row_of(t, k);
-      for (int j = 0; j < FA_COL_GROUPS; j++) {
-        const int d = d0 + CE_WARP * j;
-        acc[k][j] = d < hs ? out[x * ld + d] * (rescale ? rescale[x] : 1.0f) : 0.0f;
-      }
+  for (int base = 0; base < hs; base += CE_WARP * FA_COL_GROUPS) {
+    const int groups = (hs - base + CE_WARP - 1) / CE_WARP; /* hs = 64: 2, not 4 of which 2 idle */
+    switch (groups) {
+    case 1: fa_tile_chunk(out, rescale, a, sx, si, b, hs, ld, base, 1, t); break;
+    case 2: fa_tile_chunk(out, rescale, a, sx, si, b, hs, ld, base, 2, t); break;
+    case 3: fa_tile_chunk(out, rescale, a, sx, si, b, hs, ld, base, 3, t); break;
+    default: fa_tile_chunk(out, rescale, a, sx, si, b, hs, ld, base, FA_COL_GROUPS, t);
     }
-    for (int i = 0; i < FA_TILE; i++) {
-      float bi[FA_COL_GROUPS];
-      for (int j = 0; j < FA_COL_GROUPS; j++) bi[j] = d0 + CE_WARP * j < hs ? b[i * ld + d0 + CE_WARP * j] : 0.0f;
-      for (int k = 0; k < FA_ROWS_PER_WARP; k++) {
-        const float ai = a[fa_row_of(t, k) * sx + i * si];
-        for (int j = 0; j < FA_COL_GROUPS; j++) acc[k][j] += ai * bi[j];
-      }
-    }
-    for (int k = 0; k < FA_ROWS_PER_WARP; k++)
-      for (int j = 0; j < FA_COL_GROUPS; j++)
-        if (d0 + CE_WARP * j < hs) out[fa_row_of(t, k) * ld + d0 + CE_WARP * j] = acc[k][j];
   }
 }
 

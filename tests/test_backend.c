@@ -1250,7 +1250,8 @@ static void test_xent_shards(int rows, int vocab, int nshards, float spread) {
   tfree(shard), tfree(a), tfree(b);
 }
 
-/* ---- causal attention (attention_fwd, attention_bwd): cpu's blocked form against ref's naive one */
+/* ---- causal attention (attention_fwd, attention_bwd): cpu's blocked form (cuda's fused kernels)
+ * against ref's naive one */
 
 typedef struct att_ctx {
   int B, T, C, H, write;
@@ -1847,6 +1848,11 @@ int main(int argc, char **argv) {
       return 77;
     }
     test_memory(backends[0]);
+    /* the fused attention kernels at GPT-2's context, head sizes 64 and 128, and a head too wide for
+     * their shared memory (the composed T x T form) */
+    test_attention(2, 1024, 256, 4);
+    test_attention(1, 1024, 256, 2);
+    test_attention(1, 40, 640, 1);
   } else {
     test_registry();
     test_denormal_mode();

@@ -316,7 +316,8 @@ typedef struct gemm_grid {
    * unread) the gradients for dy (B, T, C), from qkv, y and lse. A workspace ws of ws_n >= \
    * attention_workspace(T, hs) floats, one size for any B and H (attention_workspace_floats is \
    * enough for every backend): cpu's blocked form (online softmax over key blocks, FlashAttention-2's \
-   * order) asks O(T hs), never T x T; ref computes the naive T x T form in memory of its own. */ \
+   * order) asks O(T hs), never T x T; cuda's fused kernels none (their D, B H T floats, in its own \
+   * memory); ref computes the naive T x T form in memory of its own. */ \
   X(size_t, attention_workspace, (int T, int hs)) \
   X(void, attention_fwd, (int B, int T, int C, int H, const float *qkv, float *y, float *lse, float *ws, size_t ws_n)) \
   X(void, attention_bwd, (int B, int T, int C, int H, const float *qkv, const float *y, const float *lse, \

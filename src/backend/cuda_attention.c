@@ -1,9 +1,14 @@
-/* The cuda backend's causal attention (backend.h: attention_fwd, attention_bwd), for now the T x T
- * form of before composed from cuBLAS's grid of GEMMs over samples x heads and the softmax kernels,
- * its scores and probabilities in the backend's own workspace (CUDA_WS_ATT, 3 B H T^2 floats at most),
- * so it asks the layer for none. Compiled here, not yet run on a GPU. The backward recomputes the
- * probabilities (the op keeps only lse). A fused kernel without the T x T (FlashAttention-2 on the
- * GPU) is issue 32's GPU work. */
+/* The cuda backend's causal attention (backend.h: attention_fwd, attention_bwd): the fused kernels
+ * of cuda_kern_attention.cu (FlashAttention-2: no T x T in memory; the backward's only scratch is D,
+ * B H T floats in the backend's own workspace CUDA_WS_ATT), so it asks the layer for none. Their
+ * grids have a block per 32 rows of each head: B H T / 32 blocks, below the launch limit of 2^31
+ * whenever qkv fits in a GPU's memory.
+ *
+ * Where a head's tiles exceed the device's shared memory (the dK, dV kernel's 6 tiles of 32 rows of
+ * hs + 1 floats: hs above about 290 on an H100 or H200), the T x T form of before instead: composed
+ * from cuBLAS's grid of GEMMs over samples x heads and the softmax kernels, its scores and
+ * probabilities in CUDA_WS_ATT (3 B H T^2 floats at most), the backward recomputing the
+ * probabilities (the op keeps only lse). */
 #include <math.h>
 
 #include "backend/cuda_impl.h"
@@ -43,6 +48,10 @@ static float *att_buffers(int B, const att_dims_t *d, int n) {
 void cuda_attention_fwd(int B, int T, int C, int H, const float *qkv, float *y, float *lse, float *ws, size_t ws_n) {
   (void)ws, (void)ws_n;
   if (B <= 0 || T <= 0) return;
+  if (cuk_attention_fits(C / H)) {
+    cuk_attention_fwd(B, T, C, H, qkv, y, lse, cuda_stream());
+    return;
+  }
   const att_dims_t d = att_dims(T, C, H);
   float *S = att_buffers(B, &d, 2), *P = S + (size_t)B * d.probs;
   scores_and_probs(B, &d, qkv, S, P, lse);
@@ -53,8 +62,13 @@ void cuda_attention_fwd(int B, int T, int C, int H, const float *qkv, float *y, 
 
 void cuda_attention_bwd(int B, int T, int C, int H, const float *qkv, const float *y, const float *lse, const float *dy,
                         float *dqkv, int dx_write, float *ws, size_t ws_n) {
-  (void)y, (void)lse, (void)ws, (void)ws_n;
+  (void)ws, (void)ws_n;
   if (B <= 0 || T <= 0) return;
+  if (cuk_attention_fits(C / H)) {
+    float *dd = cuda_workspace(CUDA_WS_ATT, surge_mul_size((size_t)B * H, (size_t)T * sizeof(float), "attention"));
+    cuk_attention_bwd(B, T, C, H, qkv, y, lse, dy, dqkv, dx_write, dd, cuda_stream());
+    return;
+  }
   const att_dims_t d = att_dims(T, C, H);
   const float beta = dx_write ? 0.0f : 1.0f; /* the heads' blocks of dq, dk, dv cover dqkv whole */
   float *S = att_buffers(B, &d, 3), *P = S + (size_t)B * d.probs, *dP = P + (size_t)B * d.probs;

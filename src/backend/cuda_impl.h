@@ -44,7 +44,8 @@ enum {
   CUDA_WS_PTR,    /* gemm_grid's pointer arrays */
   CUDA_WS_SCALAR, /* a result on its way to the host */
   CUDA_WS_MASKED, /* an op's input gradient through a fused ReLU's mask (conv_bwd) */
-  CUDA_WS_ATT,    /* attention's scores, probabilities and their gradients (B, H, T, T) each */
+  CUDA_WS_ATT,    /* attention: the fused backward's D (B, H, T); the composed form's scores,
+                   * probabilities and their gradients (B, H, T, T) each */
   CUDA_WS_SLOTS
 };
 void *cuda_workspace(int slot, size_t bytes);
@@ -137,7 +138,8 @@ void cuda_sgd_step(size_t n, float *p, const float *g, float *buf, float lr, flo
                    int first, float gs);
 void cuda_adamw_step(size_t n, float *p, const float *g, float *m, float *v, float lr, float b1, float b2, float eps,
                      float wd, float bc1, float bc2, float gs);
-/* causal attention (cuda_attention.c): the T x T form, composed from cuBLAS and the softmax kernels */
+/* causal attention (cuda_attention.c): the fused kernels, or the T x T form composed from cuBLAS and
+ * the softmax kernels where a head's tiles exceed the device's shared memory */
 size_t cuda_attention_workspace(int T, int hs);
 void cuda_attention_fwd(int B, int T, int C, int H, const float *qkv, float *y, float *lse, float *ws, size_t ws_n);
 void cuda_attention_bwd(int B, int T, int C, int H, const float *qkv, const float *y, const float *lse, const float *dy,
@@ -258,6 +260,12 @@ void cuk_xent_shard_bwd(int rows, int V, int lo, const float *logits, const floa
                         const float *sumexp, float grad_scale, float *dlogits, cudaStream_t s);
 void cuk_row_first_index(int rows, int V, int lo, const float *logits, const float *mx, float *first,
                          cudaStream_t s);
+/* ---- the fused causal attention (cuda_kern_attention.cu, cuda_attention_tiles.h): backend.h's
+ * attention_fwd and attention_bwd without the T x T; the backward keeps D (B, H, T) in dd */
+int cuk_attention_fits(int hs); /* 1: the kernels' tiles at head size hs fit this device's shared memory */
+void cuk_attention_fwd(int B, int T, int C, int H, const float *qkv, float *y, float *lse, cudaStream_t s);
+void cuk_attention_bwd(int B, int T, int C, int H, const float *qkv, const float *y, const float *lse, const float *dy,
+                       float *dqkv, int write, float *dd, cudaStream_t s);
 /* y[p] = mean of x[p, 0..HW) */
 void cuk_avgpool_fwd(int P, int HW, const float *x, float *y, cudaStream_t s);
 

@@ -9,7 +9,7 @@ libsurge_a_SOURCES += \
   src/backend/cpu_simd.c src/backend/cpu_simd.h src/backend/cpu_simd_tables.h src/backend/cpu_kern_w16.c \
   src/backend/cpu_kern_w8.c src/backend/cpu_direct_kern.h src/backend/cpu_gemm_kern.h src/backend/cpu_linear_kern.h src/backend/cpu_pool_kern.h \
   src/backend/cuda_elem.h src/backend/cuda_rows.h src/backend/cuda_cols.h src/backend/cuda_ln_bwd.h \
-  src/backend/cuda_embed.h
+  src/backend/cuda_embed.h src/backend/cuda_attention_tiles.h
 
 # The CUDA backend (doc/gpu.md): host code in C (cuda*.c, with the toolkit's headers), kernels in
 # CUDA C++ (cuda_kern_*.cu, compiled by nvcc for NVCC_ARCH). Without the toolkit, cuda_absent.c
@@ -22,7 +22,8 @@ NVCC_FLAGS = -O3 -std=c++17 -Xcompiler -Wall -I$(top_srcdir)/src $(CUDA_CFLAGS)
 AM_CPPFLAGS += $(CUDA_CFLAGS)
 SURGE_LIBS += $(CUDA_LIBS) -lstdc++
 cuda_kernel_sources = src/backend/cuda_kern_elem.cu src/backend/cuda_kern_reduce.cu src/backend/cuda_kern_rows.cu \
-  src/backend/cuda_kern_norm.cu src/backend/cuda_kern_cols.cu src/backend/cuda_kern_embed.cu
+  src/backend/cuda_kern_norm.cu src/backend/cuda_kern_cols.cu src/backend/cuda_kern_embed.cu \
+  src/backend/cuda_kern_attention.cu
 libsurge_a_SOURCES += src/backend/cuda.c src/backend/cuda_impl.h src/backend/cuda_blas.c src/backend/cuda_conv.c \
   src/backend/cuda_ops.c src/backend/cuda_attention.c src/backend/cuda_kern.cuh $(cuda_kernel_sources)
 SUFFIXES = .cu
@@ -31,7 +32,7 @@ SUFFIXES = .cu
 # nvcc objects have no automatic dependencies: every kernel file depends on the kernel headers
 $(cuda_kernel_sources:.cu=.$(OBJEXT)): $(top_srcdir)/src/backend/cuda_kern.cuh $(top_srcdir)/src/backend/cuda_elem.h \
   $(top_srcdir)/src/backend/cuda_rows.h $(top_srcdir)/src/backend/cuda_cols.h $(top_srcdir)/src/backend/cuda_ln_bwd.h \
-  $(top_srcdir)/src/backend/cuda_embed.h \
+  $(top_srcdir)/src/backend/cuda_embed.h $(top_srcdir)/src/backend/cuda_attention_tiles.h \
   $(top_srcdir)/src/backend/cuda_impl.h $(top_srcdir)/src/backend/backend.h
 else
 libsurge_a_SOURCES += src/backend/cuda_absent.c
@@ -51,17 +52,20 @@ TESTS += tests/test_cuda_elem
 # The CUDA kernels of (row, lane) and (block, thread) over each kernel's whole grid on the host, every
 # store recorded (tests/cuda_harness.h; every build: they need no GPU): the row kernels and layer
 # norm's one-kernel backward (cuda_rows.h, cuda_ln_bwd.h), the column sums (cuda_cols.h), the
-# embedding gradient by sorted positions (cuda_embed.h, bitwise against ref).
-cuda_harness_tests = tests/test_cuda_rows tests/test_cuda_cols tests/test_cuda_embed
+# embedding gradient by sorted positions (cuda_embed.h, bitwise against ref), the fused causal
+# attention (cuda_attention_tiles.h).
+cuda_harness_tests = tests/test_cuda_rows tests/test_cuda_cols tests/test_cuda_embed tests/test_cuda_attention
 check_PROGRAMS += $(cuda_harness_tests)
 TESTS += $(cuda_harness_tests)
 cuda_harness_sources = tests/cuda_harness.h tests/rel_diff.h
 tests_test_cuda_rows_SOURCES = tests/test_cuda_rows.c $(cuda_harness_sources)
 tests_test_cuda_cols_SOURCES = tests/test_cuda_cols.c $(cuda_harness_sources)
 tests_test_cuda_embed_SOURCES = tests/test_cuda_embed.c $(cuda_harness_sources)
+tests_test_cuda_attention_SOURCES = tests/test_cuda_attention.c $(cuda_harness_sources)
 tests_test_cuda_rows_LDADD = $(SURGE_LIBS)
 tests_test_cuda_cols_LDADD = $(SURGE_LIBS)
 tests_test_cuda_embed_LDADD = $(SURGE_LIBS)
+tests_test_cuda_attention_LDADD = $(SURGE_LIBS)
 
 # ptxas's register spills in every kernel file, for sm_90 (every build with nvcc: it needs no GPU).
 dist_check_SCRIPTS += tests/test_cuda_spills.sh

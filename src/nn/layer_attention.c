@@ -6,8 +6,9 @@
  *   S = Q K^T (T,T),  P = causal_softmax(S / sqrt(hs)),  Y = P V.
  * One backend op each way over the call's samples x heads (attention_fwd, attention_bwd). Each
  * sample saves only its rows' log-sum-exp, (H,T), in aux; the backward recomputes P from it. The
- * call's scratch is the backend's attention workspace: O(T hs) on cpu (blocked, no T x T; the
- * largest any backend asks, attention_workspace_floats), whatever the batch. */
+ * call's scratch is the backend's attention workspace: O(T hs) on cpu (blocked, no T x T), none on
+ * cuda (fused kernels; the largest any backend asks, attention_workspace_floats), whatever the
+ * batch. */
 #include <math.h>
 #include "nn/layer.h"
 #include "nn/layer_common.h"

@@ -1,0 +1,248 @@
+/* The fused causal attention's CUDA kernels run on the host (issue 32 items 4 and 5): the forward,
+ * the backward's dQ kernel and its dK, dV kernel are cuda_attention_tiles.h's phases of (block,
+ * thread), which cuda_kern_attention.cu runs between __syncthreads and the warp's shuffles. Here
+ * every block of each kernel's grid runs in a poisoned (NaN) shared memory of the size the launcher
+ * gives it, phase by phase, each phase's FA_THREADS threads one after another, the softmax's warps
+ * lane by lane with the host's copies of the warp reductions (the same xor tree). Checked:
+ *  - every store to global memory in bounds, exactly one per element of y, lse, dqkv (its q, k and
+ *    v columns by two kernels) and D, at T within a tile, across tiles with a tail, T = 1, head
+ *    sizes 4 to 128 (40: not a multiple of the warp), batch x heads > 1;
+ *  - y, lse and dqkv (added into and written) against ref within 1e-5 (relative), and D;
+ *  - causal masking exact: with the keys and values from position p on replaced by others, y, lse
+ *    and dQ of the rows before p keep their bits;
+ *  - the threads of a phase (and the blocks of a grid) run in the reverse order give the same bits:
+ *    no thread reads, within a phase, what another writes. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/backend.h"
+#include "core/error.h"
+
+#include "cuda_harness.h"
+#include "backend/cuda_attention_tiles.h"
+
+static const backend_t *ref = &backend_ref;
+
+/* Threads of a phase, lanes of a warp and blocks of a grid run in this order or its reverse. */
+static int reverse;
+static int nth(int i, int n) { return reverse ? n - 1 - i : i; }
+#define EACH_THREAD(t) for (int t##_i = 0, t; t##_i < FA_THREADS && (t = nth(t##_i, FA_THREADS), 1); t##_i++)
+
+/* One call of the kernels: inputs, and the outputs they store to. */
+typedef struct att_call {
+  fa_geom_t g;
+  const float *qkv, *y_in, *lse_in, *dy;
+  float *y, *lse, *dqkv, *dd;
+  int write;
+} att_call_t;
+
+typedef void (*block_fn)(const att_call_t *a, long long block, const fa_smem_t *s);
+
+/* Every block of a kernel's grid (fa_blocks), each in shared memory of fa_smem_floats floats
+ * filled with NaN. */
+static void run_grid(const att_call_t *a, fa_kernel_t kind, block_fn run) {
+  const long n = fa_smem_floats(a->g.hs, kind);
+  float *smem = xmalloc((size_t)n * sizeof *smem);
+  const long long blocks = fa_blocks(&a->g);
+  for (long long i = 0; i < blocks; i++) {
+    for (long j = 0; j < n; j++) smem[j] = NAN;
+    const fa_smem_t s = fa_smem(smem, a->g.hs, kind);
+    run(a, reverse ? blocks - 1 - i : i, &s);
+  }
+  free(smem);
+}
+
+/* ---- the kernels, phase by phase in k_attention_fwd's, k_attention_bwd_dq's and
+ * k_attention_bwd_dkv's order */
+
+static void softmax_rows(const fa_smem_t *s) {
+  for (int w = 0; w < FA_WARPS; w++)
+    for (int k = 0; k < FA_ROWS_PER_WARP; k++) {
+      const int r = fa_row_of(w * CE_WARP, k);
+      float v[CE_WARP];
+      double e[CE_WARP];
+      for (int i = 0; i < CE_WARP; i++) v[nth(i, CE_WARP)] = fa_lane_score(s, r, nth(i, CE_WARP));
+      const float mx = fmaxf(s->m[r], ce_host_warp_max(v));
+      for (int i = 0; i < CE_WARP; i++) e[nth(i, CE_WARP)] = fa_lane_exp(s, r, nth(i, CE_WARP), mx);
+      fa_row_update(s, r, mx, ce_host_warp_sum(e));
+    }
+}
+
+static void fwd_block(const att_call_t *a, long long block, const fa_smem_t *s) {
+  const fa_geom_t *g = &a->g;
+  EACH_THREAD(t) fa_fwd_begin(g, a->qkv, block, s, t);
+  for (int jt = 0; jt <= fa_block_query_tile(g, block); jt++) {
+    EACH_THREAD(t) fa_load_kv(g, a->qkv, fa_block_bh(g, block), jt, s, t);
+    EACH_THREAD(t) fa_fwd_scores(g, block, jt, s, t);
+    softmax_rows(s);
+    EACH_THREAD(t) fa_fwd_accumulate(s, g->hs, t);
+  }
+  EACH_THREAD(t) fa_fwd_end(g, block, s, a->y, a->lse, t);
+}
+
+static void dq_block(const att_call_t *a, long long block, const fa_smem_t *s) {
+  const fa_geom_t *g = &a->g;
+  const int it = fa_block_query_tile(g, block);
+  EACH_THREAD(t) fa_dq_begin(g, a->qkv, a->dy, a->lse_in, block, s, t);
+  for (int w = 0; w < FA_WARPS; w++)
+    for (int k = 0; k < FA_ROWS_PER_WARP; k++) {
+      const int r = fa_row_of(w * CE_WARP, k);
+      double d[CE_WARP];
+      for (int i = 0; i < CE_WARP; i++) d[nth(i, CE_WARP)] = fa_lane_d(g, a->y_in, block, s, r, nth(i, CE_WARP));
+      fa_row_d(g, block, s, r, ce_host_warp_sum(d), a->dd);
+    }
+  for (int jt = 0; jt <= it; jt++) {
+    EACH_THREAD(t) fa_load_kv(g, a->qkv, fa_block_bh(g, block), jt, s, t);
+    EACH_THREAD(t) fa_bwd_scores(g, it, jt, s, t);
+    EACH_THREAD(t) fa_dq_accumulate(s, g->hs, t);
+  }
+  EACH_THREAD(t) fa_dq_end(g, block, s, a->dqkv, a->write, t);
+}
+
+static void dkv_block(const att_call_t *a, long long block, const fa_smem_t *s) {
+  const fa_geom_t *g = &a->g;
+  const int jt = fa_block_key_tile(g, block);
+  EACH_THREAD(t) fa_dkv_begin(g, a->qkv, block, s, t);
+  for (int it = jt; it < g->tiles; it++) {
+    EACH_THREAD(t) fa_load_q_dy(g, a->qkv, a->dy, a->lse_in, a->dd, fa_block_bh(g, block), it, s, t);
+    EACH_THREAD(t) fa_bwd_scores(g, it, jt, s, t);
+    EACH_THREAD(t) fa_dkv_accumulate(s, g->hs, t);
+  }
+  EACH_THREAD(t) fa_dkv_end(g, block, s, a->dqkv, a->write, t);
+}
+
+/* The forward's grid, its stores recorded: y (B, T, C), lse (B, H, T). */
+static void run_fwd(const att_call_t *a, const char *what) {
+  const fa_geom_t *g = &a->g;
+  track(a->y, (long long)g->B * g->T * g->C);
+  track(a->lse, (long long)g->B * g->H * g->T);
+  run_grid(a, FA_FWD, fwd_block);
+  check_writes(what);
+}
+
+/* The backward's two grids, their stores recorded: dqkv (B, T, 3C) whole, D (B, H, T). */
+static void run_bwd(const att_call_t *a, const char *what) {
+  const fa_geom_t *g = &a->g;
+  track(a->dqkv, (long long)g->B * g->T * 3 * g->C);
+  track(a->dd, (long long)g->B * g->H * g->T);
+  run_grid(a, FA_BWD_DQ, dq_block);
+  run_grid(a, FA_BWD_DKV, dkv_block);
+  check_writes(what);
+}
+
+/* dqkv's start: something to add to (write 0), or NaN that writing must not read (write 1). */
+static void fill_dqkv(float *d, size_t n, int write) {
+  for (size_t i = 0; i < n; i++) d[i] = write ? NAN : sinf((float)i);
+}
+
+static int same_bits(const float *a, const float *b, size_t n) { return memcmp(a, b, n * sizeof *a) == 0; }
+
+/* Rows before p of every (sample, head) of x (B, T, width), columns [c0, c0 + cols): the same bits. */
+static int same_rows_before(const float *a, const float *b, int B, int T, long long width, int c0, int cols, int p) {
+  for (int s = 0; s < B; s++)
+    for (int i = 0; i < p; i++)
+      if (!same_bits(a + ((long long)s * T + i) * width + c0, b + ((long long)s * T + i) * width + c0, (size_t)cols))
+        return 0;
+  return 1;
+}
+
+static void test_shape(int B, int T, int C, int H) {
+  const size_t nqkv = (size_t)B * T * 3 * C, ny = (size_t)B * T * C, nl = (size_t)B * H * T;
+  float *qkv = uniform(nqkv, -2, 2), *dy = uniform(ny, -1, 1);
+  float *y = xmalloc(ny * sizeof *y), *lse = xmalloc(nl * sizeof *lse), *wy = xmalloc(ny * sizeof *wy);
+  float *wlse = xmalloc(nl * sizeof *wlse), *dqkv = xmalloc(nqkv * sizeof *dqkv), *wd = xmalloc(nqkv * sizeof *wd);
+  float *dd = xmalloc(nl * sizeof *dd), *wdd = xmalloc(nl * sizeof *wdd);
+  float *y2 = xmalloc(ny * sizeof *y2), *lse2 = xmalloc(nl * sizeof *lse2), *d2 = xmalloc(nqkv * sizeof *d2);
+  att_call_t a = {fa_geom(B, T, C, H), qkv, wy, wlse, dy, y, lse, dqkv, dd, 0};
+  const int hs = a.g.hs;
+  char what[128];
+
+  snprintf(what, sizeof what, "attention forward B=%d T=%d C=%d H=%d (hs %d)", B, T, C, H, hs);
+  reverse = 0;
+  run_fwd(&a, what);
+  ref->attention_fwd(B, T, C, H, qkv, wy, wlse, NULL, 0);
+  agree(y, wy, ny, TOL, what);
+  snprintf(what, sizeof what, "attention forward B=%d T=%d C=%d H=%d (hs %d): lse", B, T, C, H, hs);
+  agree(lse, wlse, nl, TOL, what);
+  snprintf(what, sizeof what, "attention forward B=%d T=%d C=%d H=%d (hs %d)", B, T, C, H, hs);
+  a.y = y2, a.lse = lse2, reverse = 1;
+  run_fwd(&a, "  in reverse order");
+  tap_ok(same_bits(y, y2, ny) && same_bits(lse, lse2, nl), "%s: threads and blocks in reverse order, the same bits",
+         what);
+
+  for (int i = 0; i < B * H * T; i++) { /* D = dY . Y of each row, from ref's y, in double */
+    const long long at = fa_out_row(&a.g, i / T, i % T);
+    double d = 0.0;
+    for (int c = 0; c < hs; c++) d += (double)dy[at + c] * wy[at + c];
+    wdd[i] = (float)d;
+  }
+  for (a.write = 0; a.write <= 1; a.write++) {
+    snprintf(what, sizeof what, "attention backward B=%d T=%d C=%d H=%d (hs %d): dqkv %s", B, T, C, H, hs,
+             a.write ? "written" : "added");
+    fill_dqkv(dqkv, nqkv, a.write);
+    fill_dqkv(wd, nqkv, a.write);
+    a.dqkv = dqkv, reverse = 0;
+    run_bwd(&a, what);
+    ref->attention_bwd(B, T, C, H, qkv, wy, wlse, dy, wd, a.write, NULL, 0);
+    agree(dqkv, wd, nqkv, TOL, what);
+    agree(dd, wdd, nl, TOL, "  and D = rowsum(dY Y)");
+    fill_dqkv(d2, nqkv, a.write);
+    a.dqkv = d2, reverse = 1;
+    run_bwd(&a, "  in reverse order");
+    tap_ok(same_bits(dqkv, d2, nqkv), "%s: threads and blocks in reverse order, the same bits", what);
+  }
+
+  /* causal masking: keys and values from position p on replaced (by others 50 times as large);
+   * rows before p keep their bits */
+  const int p = T / 2;
+  float *masked = uniform(nqkv, -100, 100);
+  for (int s = 0; s < B; s++)
+    for (int i = 0; i < T; i++)
+      for (int c = 0; c < 3 * C; c++)
+        if (i < p || c < C) masked[((size_t)s * T + i) * 3 * C + c] = qkv[((size_t)s * T + i) * 3 * C + c];
+  a.qkv = masked, a.y = y2, a.lse = lse2, a.dqkv = d2, a.write = 1, reverse = 0;
+  run_fwd(&a, "  with other keys and values from the middle on");
+  int same = same_rows_before(y, y2, B, T, C, 0, C, p);
+  for (int bh = 0; bh < B * H; bh++) same = same && same_bits(lse + (size_t)bh * T, lse2 + (size_t)bh * T, (size_t)p);
+  fill_dqkv(d2, nqkv, 1);
+  run_bwd(&a, "  with other keys and values from the middle on");
+  same = same && same_rows_before(dqkv, d2, B, T, 3LL * C, 0, C, p);
+  snprintf(what, sizeof what, "attention B=%d T=%d C=%d H=%d (hs %d)", B, T, C, H, hs);
+  tap_ok(same, "%s: keys and values from position %d on replaced: y, lse and dQ of the %d rows before keep their bits",
+         what, p, p);
+
+  free(qkv), free(dy), free(y), free(lse), free(wy), free(wlse), free(dqkv), free(wd), free(dd), free(wdd);
+  free(y2), free(lse2), free(d2), free(masked);
+}
+
+/* The shared memory the launchers give each kernel at the zoo's head sizes: what fa_smem carves
+ * fits in it, and the largest (dK, dV at hs = 128) fits an H100's or H200's 227 KiB per block;
+ * the head sizes the fused kernels take there (cuda_attention.c: wider ones the T x T form). */
+static void test_smem_sizes(void) {
+  const long h100 = 227 * 1024;
+  tap_ok(fa_fits(290, h100) && !fa_fits(291, h100) && fa_fits(1, h100) && !fa_fits(0, h100),
+         "the fused kernels take head sizes 1 to 290 in an H100's or H200's 227 KiB a block");
+  const fa_kernel_t kinds[] = {FA_FWD, FA_BWD_DQ, FA_BWD_DKV};
+  for (int hs = 32; hs <= 128; hs *= 2)
+    for (int k = 0; k < 3; k++) {
+      const long n = fa_smem_floats(hs, kinds[k]);
+      float *base = xmalloc((size_t)n * sizeof *base);
+      const fa_smem_t s = fa_smem(base, hs, kinds[k]);
+      tap_ok(s.dd + FA_TILE == base + n && n * 4 <= 227 * 1024,
+             "shared memory of kernel %d at hs = %d: %ld floats (%.1f KiB), all carved", k, hs, n, n * 4 / 1024.0);
+      free(base);
+    }
+}
+
+int main(void) {
+  harness_seed(3204);
+  test_smem_sizes();
+  test_shape(2, 1, 8, 2);    /* one token, hs 4 */
+  test_shape(1, 33, 96, 3);  /* one row past a tile, hs 32 */
+  test_shape(2, 70, 128, 2); /* three tiles, a tail of 6, hs 64 */
+  test_shape(1, 64, 256, 2); /* two whole tiles, hs 128 */
+  test_shape(1, 100, 120, 3); /* hs 40: rows of a tile straddle the warps */
+  test_shape(1, 257, 128, 2); /* nine tiles, a tail of 1 */
+  return tap_done();
+}

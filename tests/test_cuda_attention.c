@@ -22,6 +22,8 @@
 #include "cuda_harness.h"
 #include "backend/cuda_attention_tiles.h"
 
+#define TOL 1e-5 /* relative, against ref */
+
 static const backend_t *ref = &backend_ref;
 
 /* Threads of a phase, lanes of a warp and blocks of a grid run in this order or its reverse. */

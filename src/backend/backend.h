@@ -357,7 +357,8 @@ typedef struct backend {
   void (*copy)(float *dst, const float *src, size_t n);
   /* Bytes of device memory in use on this process's device, as the driver counts them (total - free:
    * the context, library workspaces and every allocation, of every process on the device), for the
-   * memory report; NULL for host backends. Valid after open. */
+   * memory report; 0 on host backends (their memory is the process's, counted as resident memory).
+   * Valid after open. */
   size_t (*device_used)(void);
 
   /* ---- the numerical ops: one pointer per entry of BACKEND_MATH_OPS (above, with their

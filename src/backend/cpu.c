@@ -17,6 +17,7 @@ const backend_t backend_cpu = {
     .upload = host_mem_copy,
     .download = host_mem_copy,
     .copy = host_mem_copy,
+    .device_used = host_mem_device_used,
     .set_threads = cpu_set_threads,
     .open = cpu_open,
     BACKEND_MATH_OPS(CPU_OP)

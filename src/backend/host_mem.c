@@ -26,6 +26,8 @@ void host_mem_copy(float *dst, const float *src, size_t n) {
   if (n && dst != src) memcpy(dst, src, n * sizeof(float));
 }
 
+size_t host_mem_device_used(void) { return 0; }
+
 const char *host_set_priority(int low) {
   (void)low;
   return "host threads: the OS priority applies";

@@ -12,6 +12,8 @@ float *host_mem_alloc(size_t n);
 void host_mem_free(float *p);
 /* dst = src, n floats; serves as upload, download and copy. */
 void host_mem_copy(float *dst, const float *src, size_t n);
+/* device_used of host backends: no device, 0. */
+size_t host_mem_device_used(void);
 /* set_priority of host backends: the work runs on the process's own threads, whose priority is
  * the OS's (mux/priority.c); nothing to change here. */
 const char *host_set_priority(int low);

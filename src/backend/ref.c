@@ -743,6 +743,7 @@ const backend_t backend_ref = {
     .upload = host_mem_copy,
     .download = host_mem_copy,
     .copy = host_mem_copy,
+    .device_used = host_mem_device_used,
     .set_threads = ref_set_threads,
     BACKEND_MATH_OPS(REF_OP)
 };

@@ -276,7 +276,7 @@ train_outcome_t train_run(const config_t *cfg, const deck_t *deck, const char *r
     for (int r = 0; r < world->size; r++) printf(" %.0f", opt[MINE * r + 1]);
     printf(" of %zu\n", t.layout->local->total);
     memory_by_rank(p.label, opt, MINE, world->size);
-    if (t.be->device_used) device_memory_line(p.label, &mem, worst[0]);
+    if (!t.be->host_memory) device_memory_line(p.label, &mem, worst[0]);
   }
   free(opt);
   trainer_free(&t);

@@ -27,7 +27,6 @@ backend_options_t trainer_backend_opts(const config_t *cfg, int local_rank) {
  * the steps and scratch only grows, so the end of a step sees the step's peak (cudaMalloc is
  * synchronous); one driver query a step. */
 static void note_device_peak(trainer_t *t) {
-  if (!t->be->device_used) return;
   double now = (double)t->be->device_used();
   if (now > t->dev_peak_steps) t->dev_peak_steps = now;
 }
@@ -51,7 +50,7 @@ void trainer_init(trainer_t *t, const config_t *cfg, const deck_t *deck, comm_t 
 
   t->ds = dataset_open(data_opts_of(cfg));
   t->rss_before_model = rss_now_bytes();
-  t->dev_before_model = t->be->device_used ? (double)t->be->device_used() : 0;
+  t->dev_before_model = (double)t->be->device_used();
   char err[320];
   if (zoo_build(zoo_opts_of(cfg), dataset_sample_shape(t->ds), dataset_classes(t->ds), &t->g, err, sizeof err) != 0)
     surge_input_error("%s: [model] zoo = %s: %s (hint: check the [model] sizes)",

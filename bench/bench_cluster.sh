@@ -10,9 +10,13 @@
 #              cluster, plan, train the plan and data parallelism, predicted against measured)
 #   multiplex  per rate (CLUSTER_PLAN_RATES): a vgg-mini foreground on the 4 ranks under the plan the
 #              planner makes from a profile on this cluster, with one 1-rank vgg-mini background
-#              per foreground rank beside it on its node (MPMD launch), against data parallelism
-#              alone and the burst plan alone on the same ranks; REPEATS runs of each (alternating),
-#              medians: foreground samples/s, background samples/s, total / data parallel
+#              per foreground rank beside it on its node, as separate processes (MPMD launch) and
+#              in-process ([multiplex] placement = thread, a background thread in each foreground
+#              rank's process), against data parallelism alone and the burst plan alone on the same
+#              ranks; MUX_REPEATS runs of each (alternating), medians: foreground samples/s, its
+#              slowdown (burst alone / with backgrounds), background samples/s, total / data parallel
+# CLUSTER_SHORT=1: a quick check that it all runs (a few minutes): the multiplex part only, at
+# 1gbit, one run of each, MUX_STEPS 12, a shorter profile (the figures are then rough).
 # Needs root and network namespaces (tools/cluster-local-up.sh --check); elsewhere it says why and
 # measures nothing. Called by bench/run-bench.sh with SURGE_TRAIN, MPIEXEC and SURGE_BUILD set.
 set -eu
@@ -20,13 +24,16 @@ train=${SURGE_TRAIN:-./surge-train}
 build=${SURGE_BUILD:-$(dirname "$train")}
 mpiexec=${MPIEXEC:-mpiexec}
 src=${SURGE_TOP_SRCDIR:-$(cd "$(dirname "$0")/.." && pwd)}
+short=${CLUSTER_SHORT:-0}
+[ "$short" = 1 ] && short_plan=1gbit short_parts=multiplex short_steps=12 short_repeats=1
 rates=${CLUSTER_RATES:-10gbit 1gbit 100mbit}
-plan_rates=${CLUSTER_PLAN_RATES:-1gbit 100mbit}
-parts=${CLUSTER_PARTS:-net burst multiplex}
+plan_rates=${CLUSTER_PLAN_RATES:-${short_plan:-1gbit 100mbit}}
+parts=${CLUSTER_PARTS:-${short_parts:-net burst multiplex}}
 batch=${MUX_BATCH:-64}
 bg_batch=${MUX_BG_BATCH:-16}
-steps=${MUX_STEPS:-30}
-repeats=${MUX_REPEATS:-3}
+steps=${MUX_STEPS:-${short_steps:-30}}
+repeats=${MUX_REPEATS:-${short_repeats:-3}}
+prof_repeats=$([ "$short" = 1 ] && echo 3 || echo 10)
 up="$src/tools/cluster-local-up.sh"
 down="$src/tools/cluster-local-down.sh"
 case $train in /*) ;; *) train=$(pwd)/$train ;; esac
@@ -83,13 +90,17 @@ fi
 
 if want multiplex; then
   [ -x "$build/surge-plan" ] || { echo "bench_cluster: $build/surge-plan is missing" >&2; exit 1; }
-  model="$src/inputs/vgg-mini-fmnist.deck -D data.source=synthetic -D backend.threads=1 -D data.test_samples=16
-    -D run.eval_every=0 -D run.overwrite=true"
+  deck="$src/inputs/vgg-mini-fmnist.deck"
+  keys="-D data.source=synthetic -D backend.threads=1 -D data.test_samples=16 -D run.eval_every=0 -D run.overwrite=true"
+  model="$deck $keys"
   fg="$train $model -D train.global_batch=$batch -D run.steps=$steps -D run.print_every=1000"
-  bg="$train $model --background -D train.global_batch=$bg_batch -D run.steps=1000000 -D run.print_every=1000000"
+  bg_keys="$keys -D train.global_batch=$bg_batch -D run.steps=1000000 -D run.print_every=1000000"
+  bg="$train $deck --background $bg_keys"
+  # the same backgrounds in-process: the background deck's keys as -D bg:section.key=value
+  inproc="-D multiplex.placement=thread --background-deck $deck $(echo "$bg_keys" | sed 's/-D /-D bg:/g')"
   # fg_sps LOG: global batch / median step time, skipping the first 3 steps (warm-up)
   fg_sps() { h5vals "$1" /metrics/step_time | tail -n +4 | median | awk -v b="$batch" '{ print b / $1 }'; }
-  # run CONFIG DIR: dp, burst or mux; the foreground's log is DIR/log.h5
+  # run CONFIG DIR: dp, burst, mux or thread; the foreground's log is DIR/log.h5
   # shellcheck disable=SC2086
   run() {
     case $1 in
@@ -98,6 +109,7 @@ if want multiplex; then
       mux) "$mpiexec" -n 4 --host "$n0:2,$n1:2" $fg $burst -D "run.out_dir=$2" \
         : -n 1 --host "$n0" $bg -D "run.out_dir=$2-b0" : -n 1 --host "$n0" $bg -D "run.out_dir=$2-b1" -D multiplex.partner_offset=1 \
         : -n 1 --host "$n1" $bg -D "run.out_dir=$2-b2" : -n 1 --host "$n1" $bg -D "run.out_dir=$2-b3" -D multiplex.partner_offset=1 ;;
+      thread) "$mpiexec" -n 4 --host "$n0:2,$n1:2" $fg $burst $inproc -D "run.out_dir=$2" -D "bg:run.out_dir=$2-b" ;;
     esac >"$2.txt" 2>&1 || { echo "bench_cluster: the $1 run failed:" >&2; tail -n 5 "$2.txt" >&2; exit 1; }
   }
   for rate in $plan_rates; do
@@ -105,7 +117,7 @@ if want multiplex; then
     d="$tmp/mux-$rate"
     mkdir -p "$d"
     # shellcheck disable=SC2086
-    "$mpiexec" -n 4 "$build/surge-profile" $model -D train.global_batch=$batch -o "$d/prof.h5" --warmup 3 --repeats 10 \
+    "$mpiexec" -n 4 "$build/surge-profile" $model -D train.global_batch=$batch -o "$d/prof.h5" --warmup 3 --repeats "$prof_repeats" \
       >"$d/prof.txt" 2>&1 || { echo "bench_cluster: surge-profile failed:" >&2; tail -n 3 "$d/prof.txt" >&2; exit 1; }
     # shellcheck disable=SC2086
     "$build/surge-plan" $model -D train.global_batch=$batch --profile "$d/prof.h5" -o "$d/plan.txt" >"$d/plan.out" 2>&1 ||
@@ -113,24 +125,22 @@ if want multiplex; then
     burst="-D parallel.mode=burst -D parallel.plan=$d/plan.txt"
     r=1
     while [ $r -le "$repeats" ]; do
-      for c in dp burst mux; do
+      for c in dp burst mux thread; do
         run $c "$d/$c-$r"
         fg_sps "$d/$c-$r/log.h5" >>"$d/$c.fg"
       done
-      h5attr "$d/mux-$r/log.h5" /multiplex/background_samples_per_sec >>"$d/mux.bg"
+      for c in mux thread; do h5attr "$d/$c-$r/log.h5" /multiplex/background_samples_per_sec >>"$d/$c.bg"; done
       r=$((r + 1))
     done
     echo "== multiplexing on 2 nodes x 2 ranks, links at $rate: vgg-mini foreground (batch $batch, $steps steps), one 1-rank vgg-mini background (batch $bg_batch) per foreground rank; load $(load)"
     awk '/^ranks used:/ { print "# the planner'"'"'s plan: " $0 }' "$d/plan.out"
     awk '/^[0-9]+ / { r = r " " $3 } END { print "# ranks per layer:" r }' "$d/plan.txt"
     sed -n 's/^predicted iteration time: /# predicted iteration time: /p' "$d/plan.out"
-    printf '%-36s %12s %12s %12s %10s\n' configuration "fg samp/s" "bg samp/s" total total/dp
-    awk -v dp="$(median <"$d/dp.fg")" -v a="$(median <"$d/burst.fg")" -v f="$(median <"$d/mux.fg")" \
-      -v b="$(median <"$d/mux.bg")" 'BEGIN {
-      printf "%-36s %12.1f %12s %12.1f %10.3f\n", "data-parallel plan alone", dp, "-", dp, 1
-      printf "%-36s %12.1f %12s %12.1f %10.3f\n", "burst plan alone", a, "-", a, a / dp
-      printf "%-36s %12.1f %12.1f %12.1f %10.3f\n", "burst plan + 4 backgrounds", f, b, f + b, (f + b) / dp }'
+    mux_table "$(median <"$d/dp.fg")" "$(median <"$d/burst.fg")" \
+      "burst plan + 4 backgrounds (processes)" "$(median <"$d/mux.fg")" "$(median <"$d/mux.bg")" \
+      "burst plan + 4 in-process backgrounds" "$(median <"$d/thread.fg")" "$(median <"$d/thread.bg")"
   done
   echo "# median of $repeats runs of each (alternating); foreground samples/s from the median step time after 3"
-  echo "# warm-up steps; background samples/s: the foreground log's /multiplex@background_samples_per_sec"
+  echo "# warm-up steps; background samples/s: the foreground log's /multiplex@background_samples_per_sec;"
+  echo "# fg slowdn: burst alone / burst with backgrounds; load: at the end of the rate's runs"
 fi

@@ -110,13 +110,8 @@ cpu_polite=$(median <"$tmp/polite.cpu")
 printf '# vgg-mini, global batch %d, %d steps, synthetic data, 2 foreground ranks on %s cores; backgrounds: 2 x vgg-mini at batch %d\n' \
   "$batch" "$steps" "$(nproc 2>/dev/null || echo '?')" "$bg_batch"
 printf '# median of %d runs of each configuration (alternating); foreground samples/s from the median step time after 3 warm-up steps\n' "$repeats"
-printf '%-40s %12s %12s %12s %10s %10s\n' configuration "fg samp/s" "bg samp/s" "total" "fg slowdn" "total/dp"
-awk -v dp="$dp" -v a="$alone" -v f="$fgm" -v b="$bgm" -v p="$fgp" -v q="$bgp" -v t="$fgt" -v u="$bgt" 'BEGIN {
-  printf "%-40s %12.1f %12s %12.1f %10s %10.3f\n", "data-parallel plan alone", dp, "-", dp, "-", 1
-  printf "%-40s %12.1f %12s %12.1f %10s %10.3f\n", "burst plan alone", a, "-", a, "-", a / dp
-  printf "%-40s %12.1f %12.1f %12.1f %10.3f %10.3f\n", "burst plan + 2 backgrounds", f, b, f + b, a / f, (f + b) / dp
-  printf "%-40s %12.1f %12.1f %12.1f %10.3f %10.3f\n", "burst plan + 2 in-process backgrounds", t, u, t + u, a / t, (t + u) / dp
-  printf "%-40s %12.1f %12.1f %12.1f %10.3f %10.3f\n", "burst plan + the 2 jobs, not multiplexed", p, q, p + q, a / p, (p + q) / dp }'
+mux_table "$dp" "$alone" "burst plan + 2 backgrounds" "$fgm" "$bgm" "burst plan + 2 in-process backgrounds" "$fgt" "$bgt" \
+  "burst plan + the 2 jobs, not multiplexed" "$fgp" "$bgp"
 echo "# fg slowdn: burst alone / burst with backgrounds (foreground samples/s; 1.10 is the 10% target);"
 echo "# total/dp: (foreground + background samples/s) / the data-parallel plan alone on the same ranks;"
 echo "# not multiplexed: the same two jobs started plainly on the two cores (normal priority, no gating)"

@@ -25,3 +25,20 @@ cluster_up() {
   "$cu_up" --nodes "$2" --slots "$3" --link "$4" >"$tmp/up.txt" 2>&1 || { cat "$tmp/up.txt" >&2; exit 1; }
   . "$CLUSTER_LOCAL_DIR/cluster.env"
 }
+# mux_table DP ALONE [LABEL FG BG]...: the multiplexing benchmarks' table: the data-parallel plan
+# alone (DP samples/s), the burst plan alone (ALONE), then a row per burst plan with backgrounds
+# (LABEL, its foreground's and its backgrounds' samples/s): total, fg slowdown = ALONE / FG,
+# total / DP.
+mux_table() {
+  mt_dp=$1 mt_alone=$2
+  shift 2
+  printf '%-44s %12s %12s %12s %10s %10s\n' configuration "fg samp/s" "bg samp/s" total "fg slowdn" total/dp
+  awk -v dp="$mt_dp" -v a="$mt_alone" 'BEGIN {
+    printf "%-44s %12.1f %12s %12.1f %10s %10.3f\n", "data-parallel plan alone", dp, "-", dp, "-", 1
+    printf "%-44s %12.1f %12s %12.1f %10s %10.3f\n", "burst plan alone", a, "-", a, "-", a / dp }'
+  while [ $# -ge 3 ]; do
+    awk -v dp="$mt_dp" -v a="$mt_alone" -v l="$1" -v f="$2" -v b="$3" 'BEGIN {
+      printf "%-44s %12.1f %12.1f %12.1f %10.3f %10.3f\n", l, f, b, f + b, a / f, (f + b) / dp }'
+    shift 3
+  done
+}

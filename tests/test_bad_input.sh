@@ -53,6 +53,11 @@ expect_error "out of range via -D" "-D.*train.lr" "$good" -D train.lr=-1
 { cat "$good"; printf '[backend]\ngemm = fast\n'; } >"$tap_tmp/gemm.deck"
 expect_error "bad backend.gemm" "gemm.deck:$(($(wc -l <"$good") + 2)): .*gemm.*fast.*(auto.*blas)" "$tap_tmp/gemm.deck"
 
+# [multiplex] piece_ms below 0 (0 is a piece per pass) or above 1000 ms, named by its line
+{ cat "$good"; printf '[multiplex]\npiece_ms = -0.5\n'; } >"$tap_tmp/piece.deck"
+expect_error "bad multiplex.piece_ms" "piece.deck:$(($(wc -l <"$good") + 2)): .*piece_ms.*-0.5" "$tap_tmp/piece.deck"
+expect_error "multiplex.piece_ms above its bound via -D" "-D.*multiplex.piece_ms.*1000" "$good" -D multiplex.piece_ms=5000
+
 mkdir -p "$tap_tmp/nodata"
 expect_error "missing data file" "$tap_tmp/nodata/train-images-idx3-ubyte.gz.*(no such|missing|cannot open)" \
   "$good" -D "data.path=$tap_tmp/nodata"

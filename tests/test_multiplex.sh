@@ -7,7 +7,8 @@
 #    test suites keep the cores busy; SCHED_IDLE itself is tested in test_mux);
 #  - the foreground's parameters are bitwise those of the same run without a background;
 #  - a background's parameters after N steps are bitwise those of a standalone run of its deck,
-#    also when it was stopped by its foreground's end and resumed;
+#    also when it was stopped by its foreground's end and resumed, and in pieces spanning steps
+#    ([multiplex] piece_ms = 1000);
 #  - separate mpiexec jobs: killing the background never disturbs the foreground; killing the
 #    foreground stops the background or lets it carry on, as [multiplex] on_foreground_end says;
 #  - errors: no foreground, no channel, a bad channel name, a failing half of an MPMD job.
@@ -103,7 +104,8 @@ tap_ok $? "its log says it went on without multiplexing: /multiplex rows read Na
 
 # ---- a 2-rank background that carries on after its foreground: N steps = a standalone run
 timeout 300 "$mpiexec" -n 2 $FG -D run.steps=5 -D "run.out_dir=$tap_tmp/fg5" \
-  : -n 2 $BG --background -D run.steps=30 -D multiplex.on_foreground_end=continue -D "run.out_dir=$tap_tmp/bc" \
+  : -n 2 $BG --background -D run.steps=30 -D multiplex.on_foreground_end=continue -D multiplex.piece_ms=1000 \
+    -D "run.out_dir=$tap_tmp/bc" \
   >"$tap_tmp/cont.txt" 2>&1
 rc=$?
 timeout 300 "$mpiexec" -n 2 $BG -D run.steps=30 -D "run.out_dir=$tap_tmp/bcsolo" >"$tap_tmp/bcsolo.txt" 2>&1
@@ -112,6 +114,9 @@ tap_ok $? "a 2-rank background that continues after its foreground: 30 steps = s
 [ $rc = 0 ] || tap_diag "$(grep -av "^  \|^#\|^\[\|^[a-z_]* = " "$tap_tmp/cont.txt" | tail -15)"
 h5vals "$tap_tmp/bc/log.h5" /events/text | grep -q "the foreground ended: continuing at full speed"
 tap_ok $? "and its log says when it went on at full speed"
+n=$(grep -a "pieces through the gate" "$tap_tmp/cont.txt" | sed 's/.*pieces through the gate \([0-9]*\).*/\1/')
+[ "${n:-30}" -lt 30 ]
+tap_ok $? "with piece_ms = 1000 (a background process) its rank 0 passed its gate ${n:-no} times in 30 steps: pieces span steps"
 
 # ---- separate jobs: kill -9 the background, the foreground does not notice
 chan="sep-$$"

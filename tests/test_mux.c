@@ -2,7 +2,8 @@
  * DeepPool allows (inactive; waiting with a long expected duration) and stays shut while its
  * foreground computes or sits in an allreduce; a foreground that ends or is killed releases it; a
  * missing foreground is a clear error; a slot holds one live process per side; the accounting
- * counters travel both ways; SCHED_IDLE is applied; segments are removed after both leave.
+ * counters travel both ways; SCHED_IDLE is applied; segments are removed after both leave; a
+ * background's passes group into pieces of about piece_ms from their earlier times alone.
  * Foreground and background are two forked processes talking through the real shared segment. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -123,6 +124,49 @@ static void test_feedback_arithmetic(void) {
   mux_feedback_piece(&f, 2, 0, 1);
   mux_feedback_piece(&f, MUX_SITES, 5e7, 1);
   tap_ok(mux_feedback_pressure(&f) == p3, "feedback: empty pieces and sites out of range are ignored");
+}
+
+/* One step of n passes (sites 0..n-1) of ms[i] milliseconds each on a made-up CPU clock: the
+ * passes that start a piece, as a string of 0/1. */
+static const char *pieces_step(mux_pieces_t *p, const double *ms, int n, int64_t *clock) {
+  static char starts[64];
+  for (int i = 0; i < n; i++) {
+    mux_pieces_end(p, *clock);
+    starts[i] = mux_pieces_begin(p, i) ? '1' : '0';
+    mux_pieces_clock(p, *clock);
+    *clock += (int64_t)(ms[i] * 1e6);
+  }
+  mux_pieces_end(p, *clock);
+  starts[n] = 0;
+  return starts;
+}
+
+/* [multiplex] piece_ms: which passes start a piece, from the passes' earlier times only. */
+static void test_pieces_rule(void) {
+  static mux_pieces_t p; /* 32 KiB: not on the stack */
+  int64_t clock = 0;
+  const double ms[] = {0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 2.0, 0.3, 0.3, 0.3};
+  int n = (int)(sizeof ms / sizeof ms[0]);
+  mux_pieces_init(&p, 0.5);
+  const char *s1 = pieces_step(&p, ms, n, &clock);
+  tap_ok(strcmp(s1, "11111111111") == 0, "pieces: the first step, its passes not yet timed, gates every pass (%s)", s1);
+  const char *s2 = pieces_step(&p, ms, n, &clock);
+  tap_ok(strcmp(s2, "10000101101") == 0,
+         "pieces of about 0.5 ms: five passes of 0.1 ms, two more, 2 ms alone, 0.3 + 0.3, 0.3 (%s)", s2);
+  const char *s3 = pieces_step(&p, ms, n, &clock);
+  tap_ok(strcmp(s3, "00100001101") == 0,
+         "pieces run on across steps: the last 0.3 ms + 0.1 + 0.1, then five of 0.1, 2 ms, 0.3 + 0.3, 0.3 (%s)", s3);
+  mux_pieces_init(&p, 0);
+  pieces_step(&p, ms, n, &clock);
+  const char *s4 = pieces_step(&p, ms, n, &clock);
+  tap_ok(strcmp(s4, "11111111111") == 0, "piece_ms = 0: every pass is a piece (%s)", s4);
+  mux_pieces_init(&p, 1000);
+  pieces_step(&p, ms, n, &clock);
+  char s5[64];
+  snprintf(s5, sizeof s5, "%s", pieces_step(&p, ms, n, &clock));
+  const char *s6 = pieces_step(&p, ms, n, &clock);
+  tap_ok(strcmp(s5, "10000000000") == 0 && strcmp(s6, "00000000000") == 0,
+         "piece_ms = 1000: one piece from the first timed pass on (%s, %s)", s5, s6);
 }
 
 static int device_syncs;
@@ -342,6 +386,7 @@ int main(void) {
   snprintf(channel, sizeof channel, "test-%ld", (long)getpid());
   test_gate();
   test_feedback_arithmetic();
+  test_pieces_rule();
   test_feedback();
   test_killed_foreground(1);
   test_killed_foreground(0);

@@ -4,6 +4,8 @@
 # background in a second thread of each foreground rank's process (surge-train --background-deck).
 #  - the foreground's parameters are bitwise those of the same run without a background, and each
 #    background's (on_foreground_end = continue, N steps) bitwise those of its deck run alone;
+#  - [multiplex] piece_ms groups the background's passes into fewer pieces (a gate per pass at 0,
+#    one piece after the first step at 1000 ms), its parameters bitwise the same;
 #  - backgrounds stopped by their foreground's end leave checkpoints that resume as a separate
 #    background process, and a separate background process's checkpoints resume in-process, both
 #    ending bitwise where a straight run of the deck ends;
@@ -48,6 +50,25 @@ tap_ok $? "the foreground reports both backgrounds' exit status"
   h5vals "$tap_tmp/fg/log.h5" /ranks/phase_background | awk '$1 + 0 > 0 { f = 1 } END { exit !f }' &&
   awk -v g="$(h5attr "$tap_tmp/fg/log.h5" /multiplex/foreground_slowdown)" 'BEGIN { exit !(g > 0) }'
 tap_ok $? "accounting in the foreground's log: /multiplex (channel in-process) with background samples/s, /ranks/phase_background (its thread's CPU time), the slowdown"
+
+# ---- [multiplex] piece_ms: the same 25 background steps gated before every pass (0), in pieces of
+# about 0.5 ms (the run above), and in one piece after the first step (1000 ms, longer than the run)
+# pieces_of OUT: the pieces both background threads passed their gates with (their summaries' sum)
+pieces_of() { grep -a "pieces through the gate" "$1" | sed 's/.*pieces through the gate \([0-9]*\).*/\1/' |
+  awk '{ n += $1 } END { print n + 0 }'; }
+for pm in 0 1000; do
+  thread "$tap_tmp/pm$pm.txt" -D "run.out_dir=$tap_tmp/fgpm$pm" -D bg:run.steps=25 -D bg:multiplex.on_foreground_end=continue \
+    -D bg:multiplex.priority=none -D bg:multiplex.piece_ms=$pm -D "bg:run.out_dir=$tap_tmp/bgpm$pm"
+  rc=$?
+  same "$tap_tmp/bgpm$pm/bg0/model.h5" "$tap_tmp/bgsolo/model.h5" && cp "$tap_tmp/cmp.txt" "$tap_tmp/cmp0.txt" &&
+    same "$tap_tmp/bgpm$pm/bg1/model.h5" "$tap_tmp/bgsolo/model.h5"
+  tap_ok $? "piece_ms = $pm: both backgrounds' parameters = their deck alone (exit $rc; $(cat "$tap_tmp/cmp0.txt" 2>/dev/null); $(cat "$tap_tmp/cmp.txt"))"
+done
+p0=$(pieces_of "$tap_tmp/pm0.txt") p05=$(pieces_of "$tap_tmp/cont.txt") p1000=$(pieces_of "$tap_tmp/pm1000.txt")
+# every step raises the same passes: at 0 each is a piece (25 steps x E), at 1000 the first step's
+# (not yet timed) and one more (E + 1), per background
+[ "$p1000" -gt 2 ] && [ "$p0" = $((25 * (p1000 - 2))) ] && [ "$p1000" -le "$p05" ] && [ "$p05" -lt "$p0" ]
+tap_ok $? "pieces through the gates of both backgrounds: $p0 at piece_ms = 0 (25 steps x the passes of one), $p05 at 0.5, $p1000 at 1000 (one step's passes + 1 each)"
 
 # ---- stopped by the foreground's end (SCHED_IDLE threads), resumed as a separate background process
 thread "$tap_tmp/stop.txt" -D "run.out_dir=$tap_tmp/fgs" -D bg:run.steps=100000 -D "bg:run.out_dir=$tap_tmp/bgs"

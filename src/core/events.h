@@ -49,6 +49,9 @@ typedef struct ev {
   int where;
 } ev_t;
 
+/* A number for the event's place in the step, (phase, where), the same there every step. */
+static inline int ev_site(const ev_t *e) { return (int)((unsigned)e->where * EV_PHASES + (unsigned)e->phase); }
+
 typedef void (*ev_handler_t)(void *ctx, const ev_t *e);
 
 enum { EV_MAX_SUBSCRIBERS = 8 };

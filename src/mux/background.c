@@ -1,5 +1,6 @@
-/* The background's side: the gate in front of every piece of its work, the partner's end, and its
- * accounting (time paused, samples; the CPU time it used is its process's own clock). */
+/* The background's side: the gate in front of every piece of its work (pieces.c groups its passes
+ * into pieces), the partner's end, and its accounting (time paused, samples; the CPU time it used
+ * is its process's own clock). */
 #include <stdatomic.h>
 
 #include "core/error.h"
@@ -55,10 +56,20 @@ void mux_bg_try_pair(mux_local_t *L) {
   if (L->opt.follow_affinity) mux_follow_partner_cpus(p);
 }
 
-/* The engine's events (core/events.h): the gate before every piece of the background's own work. */
+/* The engine's events (core/events.h): every event ends the pass before it; a pass of the
+ * background's own work (EV_WORK) that starts a piece (pieces.c) passes the gate first. */
 static void on_event(void *ctx, const ev_t *e) {
   (void)ctx;
-  if (e->activity == EV_WORK) mux_bg_gate();
+  mux_local_t *L = mux_self;
+  if (!L || L->role != MUX_ROLE_BACKGROUND) return;
+  int64_t now = mux_thread_cpu_ns();
+  mux_pieces_end(&L->pieces, now);
+  if (e->activity != EV_WORK) return;
+  if (mux_pieces_begin(&L->pieces, ev_site(e))) {
+    mux_bg_gate();
+    now = mux_thread_cpu_ns(); /* the gate's own time is not the pass's */
+  }
+  mux_pieces_clock(&L->pieces, now);
 }
 
 void mux_bg_listen(int on) {
@@ -70,7 +81,11 @@ void mux_bg_listen(int on) {
 
 void mux_bg_gate(void) {
   mux_local_t *L = mux_self;
-  if (!L || L->role != MUX_ROLE_BACKGROUND || L->released) return;
+  if (!L || L->role != MUX_ROLE_BACKGROUND) return;
+  if (L->released) { /* the partner is gone: every piece passes, and is counted as one */
+    atomic_fetch_add(&L->me->pieces, 1);
+    return;
+  }
   if (mux_device_sync) mux_device_sync(); /* the previous piece's device work is done: one piece queued at most */
   atomic_store(&L->me->busy, 0);
   int64_t t0 = mux_now_ns();

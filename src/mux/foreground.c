@@ -7,8 +7,6 @@
 #include "core/events.h"
 #include "mux/mux_impl.h"
 
-enum { EXPECTED_WEIGHT_PERCENT = 25 }; /* running average: new = old + 25% of (last - old) */
-
 /* A piece of the foreground's own work (a COMPUTING state) ended after `ns`: it feeds the slowdown
  * feedback; solo when the background neither was inside a piece at its start nor let one through
  * since. Returns whether the published pressure changed. */
@@ -33,8 +31,8 @@ void mux_fg_set(mux_state_t s, int site) {
   int64_t now = mux_now_ns();
   int slot = (int)((unsigned)site % MUX_SITES), changed = 0;
   if (L->site >= 0) { /* the state that ends now teaches its site how long it lasts */
-    double last = (double)(now - L->state_start), *e = &L->expected_ns[L->site];
-    *e = *e == 0 ? last : *e + (last - *e) * EXPECTED_WEIGHT_PERCENT / 100.0;
+    double last = (double)(now - L->state_start);
+    mux_running_average(&L->expected_ns[L->site], last);
     if (L->state == MUX_COMPUTING) changed |= piece_done(L, last);
     if (L->state == MUX_INACTIVE || L->state == MUX_WAITING) L->offered_ns += last;
   }
@@ -71,7 +69,7 @@ static mux_state_t state_of(ev_activity_t a) {
 
 static void on_event(void *ctx, const ev_t *e) {
   (void)ctx;
-  mux_fg_set(state_of(e->activity), (int)((unsigned)e->where * EV_PHASES + (unsigned)e->phase));
+  mux_fg_set(state_of(e->activity), ev_site(e));
 }
 
 void mux_fg_listen(int on) {

@@ -5,6 +5,7 @@ libsurge_a_SOURCES += \
 	src/mux/channel.c \
 	src/mux/foreground.c \
 	src/mux/background.c \
+	src/mux/pieces.c \
 	src/mux/feedback.c \
 	src/mux/priority.c \
 	src/mux/launch.h \

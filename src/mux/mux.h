@@ -12,9 +12,10 @@
  *      kernel gives the core to the foreground the moment it is runnable;
  *   2. cooperative gating: the foreground publishes what it is doing (computing, inactive for a
  *      layer range, waiting on a receive, in an allreduce) with the duration it expects from the
- *      previous steps; the background runs one piece of its own step (one node's forward or
- *      backward, the data fetch, the optimizer) only while its partner is inactive or blocked on a
- *      wait expected to last at least min_wait_us, and never during the partner's allreduce;
+ *      previous steps; the background runs one piece of its own step at a time (its passes, each
+ *      node's forward or backward, the data fetch, the optimizer, grouped into pieces of about
+ *      piece_ms from its own profile) only while its partner is inactive or blocked on a wait
+ *      expected to last at least min_wait_us, and never during the partner's allreduce;
  *   3. a polite foreground: its receives and barriers poll and sleep (comm_t.poll_us) instead of
  *      spinning, so the core is free while it waits;
  *   4. devices: backend_t.set_priority gives the background low-priority streams on a GPU backend,
@@ -56,6 +57,7 @@ typedef struct mux_options {
   double min_wait_us;    /* background: a WAITING partner counts as idle if it expects >= this */
   double partner_wait_s; /* background: give up (exit 1) when no foreground attached in this time */
   int follow_affinity;   /* background: take the partner's CPU set when it attaches */
+  double piece_ms;       /* background: group its passes into pieces of about this many ms (0: a piece per pass) */
   double slowdown_limit; /* background: hold back while the foreground's recent pieces take more than this
                           * many times their time alone (0: no slowdown feedback) */
   struct mux_shm *in_process; /* NULL: the /dev/shm segment of channel and index; else this channel in
@@ -124,7 +126,7 @@ const char *mux_lower_priority(const char *policy);
 typedef struct mux_counters {
   double bg_work_s;      /* background: CPU seconds its process has used (the kernel's clock) */
   double bg_paused_s;    /* background: seconds blocked in mux_bg_gate */
-  double bg_pieces;      /* background: pieces of work its gate let through */
+  double bg_pieces;      /* background: pieces of work its gate let through (all, once the partner is gone) */
   double bg_samples;     /* background: samples of this rank's share of finished steps */
   double fg_samples_per_sec; /* foreground: the job's samples/s at its last step (0 before) */
   double fg_slowdown;    /* foreground: its slowdown as it last published it (NaN: not known) */

@@ -56,6 +56,29 @@ void mux_feedback_piece(mux_feedback_t *f, int slot, double ns, int solo);
 double mux_feedback_pressure(const mux_feedback_t *f);
 extern _Thread_local void (*mux_device_sync)(void); /* mux_set_device_sync (the calling thread's) */
 
+/* A background's pieces (pieces.c, [multiplex] piece_ms): its passes grouped from their profile. */
+typedef struct mux_pieces {
+  double piece_ns;             /* the pieces' target length (0: every pass is a piece) */
+  double pass_ns[MUX_SITES];   /* per site: running average of its pass's CPU time (0: not seen) */
+  double since_gate_ns;        /* expected time of the passes since the last gate (INFINITY: a piece is due) */
+  int open_site;               /* site of the pass running now (-1: none) */
+  int64_t open_t0;             /* its start on the thread's CPU clock */
+} mux_pieces_t;
+void mux_pieces_init(mux_pieces_t *p, double piece_ms);
+/* A pass at site begins: whether it starts a piece (the caller gates first, then mux_pieces_clock). */
+int mux_pieces_begin(mux_pieces_t *p, int site);
+/* The pass begun last starts running at now_ns (the thread's CPU clock). */
+void mux_pieces_clock(mux_pieces_t *p, int64_t now_ns);
+/* The running pass, if any, ended at now_ns: its site learns how long it took. */
+void mux_pieces_end(mux_pieces_t *p, int64_t now_ns);
+/* Nanoseconds of the calling thread's CPU clock. */
+int64_t mux_thread_cpu_ns(void);
+
+/* A running average of durations: the first value as it is, then 25% of each new one's difference. */
+static inline void mux_running_average(double *avg, double last) {
+  *avg = *avg == 0 ? last : *avg + (last - *avg) * 0.25;
+}
+
 /* This thread's end (one per trainer: a process's, or an in-process background's and the foreground
  * thread beside it each their own). */
 typedef struct mux_local {
@@ -78,6 +101,7 @@ typedef struct mux_local {
   uint64_t partner_gen;          /* generation of the foreground it paired with, 0: none yet */
   uint64_t gen_at_attach;        /* the foreground slot's generation when this background attached */
   int partner_ended, released, affinity_done;
+  mux_pieces_t pieces;           /* which passes start a piece (gate) */
 } mux_local_t;
 
 extern _Thread_local mux_local_t *mux_self; /* NULL when the calling thread's trainer is not multiplexed */

@@ -15,6 +15,7 @@ typedef struct multiplex_opts {
   char placement[8];            /* foreground: process | thread (its background in this process) */
   char on_fg_end[16];           /* background: stop | continue when the foreground ends */
   double min_wait_us;           /* background: a waiting foreground counts as idle from this expected wait */
+  double piece_ms;              /* background: pieces of about this many ms of its passes (0: a piece per pass) */
   double poll_us;               /* foreground: longest sleep between polls while waiting (0: spin in MPI) */
   double partner_wait_s;        /* background: how long to wait for a foreground to attach */
   char priority[16];            /* background: idle | nice | none (OS priority) */

@@ -80,6 +80,8 @@ void run_mux_begin(run_mux_t *x, trainer_t *t, const deck_t *deck) {
                      .partner_wait_s = mo->partner_wait_s,
                      .follow_affinity = mo->follow_affinity,
                      .slowdown_limit = feedback ? mo->slowdown_limit : 0,
+                     /* on a device the thread's CPU clock sees a pass's launch, not its kernels */
+                     .piece_ms = device ? 0 : mo->piece_ms,
                      .in_process = mo->in_process};
   if (device) mux_set_device_sync(t->be->synchronize);
   comm_free(&node);
@@ -256,8 +258,11 @@ void run_mux_end(run_mux_t *x, trainer_t *t) {
     else {
       char slow[64] = "not measured by the foreground";
       if (isfinite(info.fg_slowdown)) snprintf(slow, sizeof slow, "%.3f (as the foreground measured it)", info.fg_slowdown);
-      printf("paused %.0f%% of the time waiting for the foreground (CPU priority %s); foreground slowdown %s\n",
-             x->run_sec > 0 ? 100.0 * x->paused_sec / x->run_sec : 0.0, x->priority, slow);
+      mux_counters_t me, fg;
+      mux_read(&me, &fg);
+      printf("paused %.0f%% of the time waiting for the foreground (CPU priority %s); pieces through the gate %.0f; "
+             "foreground slowdown %s\n", x->run_sec > 0 ? 100.0 * x->paused_sec / x->run_sec : 0.0, x->priority,
+             me.bg_pieces, slow);
     }
   }
   mux_detach();

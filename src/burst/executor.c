@@ -567,8 +567,13 @@ static void backward_event(burst_exec_t *ex, const pass_event_t *e, int last, bu
   times->comm += surge_now() - b;
 }
 
-/* One micro-batch forward and backward, its loss added into *loss, in the pass order's events (the
- * same sequence on every rank, each doing its own part: see pass_order.h). In the last one (last),
+/* One micro-batch forward and backward, its loss added into *loss, in the pass order's events. Every
+ * rank runs the same sequence of events, each doing its own part of an event (a rank outside a
+ * node's set only its routes), because MPI wants the collectives of one communicator started in
+ * the same order on all of its ranks: a node's sum on its set's communicator, the gradient buckets
+ * on theirs, and the routes' messages on world (each route waits for its own before the next) all
+ * start at fixed events of that one sequence, computed from the graph and the plan alone
+ * (pass_order.h), not from what this rank happens to be waiting for. In the last one (last),
  * the gradient sync starts bucket by bucket during the backward pass, with the step's loss (all
  * micro-batches') and stop request in the side slots. */
 static void run_micro(burst_exec_t *ex, const dataset_t *ds, const uint64_t *ids, float grad_scale, int first,

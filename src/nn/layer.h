@@ -113,7 +113,7 @@ typedef struct layer {
   size_t keep;           /* floats forward keeps for backward per call, whatever its B (batch norm's
                             mean and rstd) */
   size_t group_floats;   /* floats per rank of the sum over the node's rank set forward needs (the
-                            layer_group_t buffer holds ranks times the largest of them) */
+                            node's layer_group_t buffer holds ranks times them) */
   int needs_grad;        /* set by the graph: this node or one before it has parameters, so the
                             gradient of this node's output is needed (else backward skips it) */
   size_t aux_per_sample; /* floats forward saves for backward, per sample */

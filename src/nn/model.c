@@ -222,13 +222,6 @@ void model_init_params(model_t *m, uint64_t seed) {
   free(bufs);
 }
 
-size_t model_group_floats(const graph_t *g) {
-  size_t most = 0;
-  for (int i = 0; i < g->n; i++)
-    if (g->l[i].group_floats > most) most = g->l[i].group_floats;
-  return most;
-}
-
 void graph_init_params(const graph_t *g, uint64_t seed, float *host) {
   for (int i = 0; i < g->n; i++) {
     const layer_t *l = &g->l[i];

@@ -92,10 +92,6 @@ void model_free(model_t *m);
 /* Every input slot reads its producer's act and adds into its dact. */
 void model_wire_default(model_t *m);
 
-
-/* The largest layer_t.group_floats of g's nodes (0: no node sums over its rank set). */
-size_t model_group_floats(const graph_t *g);
-
 /* Initialise all parameters from the seed, and the buffers to their initial values; node i draws from its own stream (seed, i), so adding
  * a node never changes another node's initial weights. */
 void model_init_params(model_t *m, uint64_t seed);

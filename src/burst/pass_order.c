@@ -17,6 +17,7 @@ typedef struct sched {
   int **readers, *nreaders; /* [nodes] per buffer: the nodes reading it as an input (its gradient's adders) */
   int *state;               /* [nodes] UNSTARTED, STARTED, FINISHED */
   int *pending, npending;   /* started nodes whose finish is deferred, in the order they started */
+  int *since;               /* [nodes] a pending node: the nodes that did work since it started */
   int *final;               /* [nodes] backward: the node's parameter gradients are final */
   int frontier;             /* backward: every node >= frontier has final[] */
   pass_event_t *ev;
@@ -74,6 +75,8 @@ static void start(sched_t *s, int node) {
   int defer = s->overlap && s->sums[node];
   push(s, node, 0, defer);
   s->state[node] = STARTED;
+  for (int q = 0; q < s->npending && s->fused[node] >= 0; q++) s->since[s->pending[q]]++; /* a fused ReLU: no work */
+  s->since[node] = 0;
   if (defer) {
     s->pending[s->npending++] = node;
     advance_frontier(s, node); /* a deferred node's parameter gradients are final at its start */
@@ -92,8 +95,8 @@ static int next_ready(const sched_t *s) {
   return 0;
 }
 
-/* One pass's events: the next ready node's start while there is one; else the oldest deferred
- * finish. */
+/* One pass's events: the oldest deferred finish once another node worked since its start; else the
+ * next ready node's start; else the oldest deferred finish. */
 static void build_pass(sched_t *s) {
   const graph_t *g = s->g;
   for (int i = 0; i < g->n; i++) s->state[i] = s->final[i] = 0;
@@ -101,7 +104,7 @@ static void build_pass(sched_t *s) {
   s->frontier = g->n;
   s->npending = s->nev = 0;
   for (int done = 0; done < g->n - 1;) {
-    int k = next_ready(s);
+    int k = s->npending > 0 && s->since[s->pending[0]] > 0 ? 0 : next_ready(s);
     if (k > 0) {
       start(s, k);
       done += s->state[k] == FINISHED;
@@ -132,6 +135,7 @@ void pass_order_build(pass_order_t *o, const graph_t *g, const int *fused, const
   s.state = xcalloc(n, sizeof *s.state);
   s.final = xcalloc(n, sizeof *s.final);
   s.pending = xcalloc(n, sizeof *s.pending);
+  s.since = xcalloc(n, sizeof *s.since);
   s.ev = o->fwd = xcalloc(cap, sizeof *o->fwd);
   build_pass(&s);
   o->nfwd = s.nev;
@@ -145,6 +149,7 @@ void pass_order_build(pass_order_t *o, const graph_t *g, const int *fused, const
   free(s.state);
   free(s.final);
   free(s.pending);
+  free(s.since);
 }
 
 void pass_order_free(pass_order_t *o) {

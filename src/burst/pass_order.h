@@ -8,8 +8,10 @@
  * the same sequence whatever part of it is its own: the sums, the gradient buckets and the routes of
  * every communicator start in the same order on each of its ranks, as MPI requires of collectives
  * (and the routes' tags, one slot number per call, of point-to-point messages). A pass is a list
- * schedule: the next event is the start of the ready node first in the pass's node order (forward
- * 1..n-1, backward n-1..1), else the finish of the oldest deferred node. Ready:
+ * schedule: the next event is the finish of the oldest deferred node once another node has done work
+ * since it started (one node's work to hide its sum behind; its input is still close in cache), else
+ * the start of the ready node first in the pass's node order (forward 1..n-1, backward n-1..1), else
+ * the oldest deferred finish. Ready:
  *   forward   every input finished (through a fused ReLU's shared buffer too);
  *   backward  the output's gradient complete (every reader of the node's buffer finished: its
  *             consumers, its fused ReLU), and every node after it in node order that adds into one of

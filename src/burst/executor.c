@@ -197,27 +197,85 @@ static void make_sync(burst_exec_t *ex, const gradsync_opts_t *o) {
   free(ready);
 }
 
-/* A layer's sum over its node's rank set: comm_allreduce_sum over the set, metered as TRAFFIC_BN. */
-static void group_sum(void *arg, float *v, size_t n) { comm_allreduce_sum(arg, v, n, TRAFFIC_BN); }
+/* A node's sum over its rank set in flight (layer_group_t's start and wait): one non-blocking
+ * allreduce over the set's communicator, metered as TRAFFIC_BN, the same call whether or not other
+ * nodes run before its wait, so overlap changes no bit of it. */
+typedef struct burst_sum {
+  burst_exec_t *ex;
+  comm_t *set;
+  comm_op_t op;
+  int node;
+  int overlapped; /* another node's work ran on this rank while it was in flight */
+} burst_sum_t;
 
-/* Each set this rank is a member of, as its nodes' layers see it, where some node sums over its set
- * (batch norm). */
-static void make_groups(burst_exec_t *ex, const backend_t *be) {
+static void sum_start(void *arg, float *v, size_t n) {
+  burst_sum_t *s = arg;
+  comm_iallreduce_sum(s->set, v, n, TRAFFIC_BN, &s->op);
+  s->overlapped = 0;
+  s->ex->flying[s->ex->nflying++] = s->node;
+  s->ex->step_sums++;
+}
+
+static void sum_wait(void *arg) {
+  burst_sum_t *s = arg;
+  burst_exec_t *ex = s->ex;
+  comm_op_wait(&s->op);
+  ex->step_overlapped += s->overlapped;
+  int k = 0;
+  while (ex->flying[k] != s->node) k++;
+  ex->flying[k] = ex->flying[--ex->nflying];
+}
+
+/* Node j's own work is about to run here: the sums in flight overlap it, and MPI advances them (it
+ * does so only inside MPI calls). */
+static void overlap_flying(burst_exec_t *ex, int j) {
+  for (int k = 0; k < ex->nflying; k++) {
+    burst_sum_t *s = &ex->sums[ex->flying[k]];
+    if (s->node == j) continue;
+    s->overlapped = 1;
+    comm_op_test(&s->op);
+  }
+}
+
+/* Whether node i sums over its rank set (batch norm's global statistics on 2+ ranks): the same on
+ * every rank, from the graph and the plan. */
+static int node_sums(const burst_exec_t *ex, int i) {
+  const layer_t *l = &ex->g->l[i];
+  return l->group_floats > 0 && !l->bn_local && ex->n[i] > 1 && layer_ops_of(l->kind)->forward_finish;
+}
+
+/* Each node that sums over its set, as its layer sees the set (on the set's members), with a buffer
+ * of its own (a node's sums may be in flight beside another's); the passes' order of node phases. */
+static void make_groups(burst_exec_t *ex, const backend_t *be, int overlap) {
   const graph_t *g = ex->g;
-  size_t per = model_group_floats(g);
-  for (int i = 1; i < g->n; i++) ex->local_bufs |= g->l[i].nb > 0 && g->l[i].bn_local && ex->world->size > 1;
-  if (per == 0) return;
-  int most = 1;
-  for (int i = 1; i < g->n; i++) most = ex->n[i] > most ? ex->n[i] : most;
-  ex->group_buf = be->alloc(per * (size_t)most);
-  ex->groups = xcalloc((size_t)ex->nsets, sizeof *ex->groups);
-  ex->group_of = xcalloc((size_t)g->n, sizeof *ex->group_of);
+  int *sums = xcalloc((size_t)g->n, sizeof *sums), any = 0;
+  size_t floats = 0;
   for (int i = 1; i < g->n; i++) {
-    int s = ex->set_of[i];
-    if (ex->cap[i] <= 0) continue;
-    ex->groups[s] = (layer_group_t){.ranks = ex->sets[s].size, .rank = ex->sets[s].rank, .batch = ex->batch,
-                                    .sum = group_sum, .arg = &ex->sets[s], .buf = ex->group_buf};
-    ex->group_of[i] = &ex->groups[s];
+    ex->local_bufs |= g->l[i].nb > 0 && g->l[i].bn_local && ex->world->size > 1;
+    sums[i] = node_sums(ex, i);
+    any |= sums[i];
+    if (sums[i] && ex->cap[i] > 0) floats += (size_t)ex->n[i] * g->l[i].group_floats;
+  }
+  int recomputed = 0; /* a re-filled segment re-runs forwards inside a backward: keep the blocking order */
+  for (int i = 1; i < g->n; i++) recomputed |= ex->m.seg_first[i] > 0;
+  ex->overlap_sums = overlap && !recomputed;
+  pass_order_build(&ex->order, g, ex->m.fused, sums, ex->overlap_sums);
+  free(sums);
+  if (!any) return;
+  ex->group_buf = floats ? be->alloc(floats) : NULL;
+  ex->groups = xcalloc((size_t)g->n, sizeof *ex->groups);
+  ex->group_of = xcalloc((size_t)g->n, sizeof *ex->group_of);
+  ex->sums = xcalloc((size_t)g->n, sizeof *ex->sums);
+  ex->flying = xcalloc((size_t)g->n, sizeof *ex->flying);
+  float *buf = ex->group_buf;
+  for (int i = 1; i < g->n; i++) {
+    comm_t *set = &ex->sets[ex->set_of[i]];
+    if (!node_sums(ex, i) || ex->cap[i] <= 0) continue;
+    ex->sums[i] = (burst_sum_t){.ex = ex, .set = set, .node = i};
+    ex->groups[i] = (layer_group_t){.ranks = set->size, .rank = set->rank, .batch = ex->batch, .start = sum_start,
+                                    .wait = sum_wait, .arg = &ex->sums[i], .buf = buf};
+    ex->group_of[i] = &ex->groups[i];
+    buf += (size_t)set->size * g->l[i].group_floats;
   }
   ex->m.group = ex->group_of;
 }
@@ -238,7 +296,7 @@ static size_t recv_floats(const burst_exec_t *ex) {
 }
 
 void burst_exec_init(burst_exec_t *ex, const burst_plan_t *plan, const graph_t *g, const backend_t *be,
-                     comm_t *world, int B, int M, const gradsync_opts_t *sync, int node_shared) {
+                     comm_t *world, int B, int M, const gradsync_opts_t *sync, int node_shared, int overlap_sums) {
   memset(ex, 0, sizeof *ex);
   if (plan->nodes != g->n) surge_input_error("burst plan: %d nodes for a graph of %d", plan->nodes, g->n);
   if (M < 1 || M > B) surge_input_error("%d micro-batches of a batch of %d samples (1 .. %d)", M, B, B);
@@ -277,7 +335,7 @@ void burst_exec_init(burst_exec_t *ex, const burst_plan_t *plan, const graph_t *
   size_t recv = recv_floats(ex);
   ex->recv = be->alloc(recv);
   ex->m.act_floats += recv;
-  make_groups(ex, be);
+  make_groups(ex, be, overlap_sums);
   ex->m.id_lo = ex->lo;
   make_sync(ex, sync);
 }
@@ -295,6 +353,9 @@ void burst_exec_free(burst_exec_t *ex) {
   if (ex->group_buf) be->free(ex->group_buf);
   free(ex->groups);
   free(ex->group_of);
+  free(ex->sums);
+  free(ex->flying);
+  pass_order_free(&ex->order);
   model_free(&ex->m);
   if (ex->shared) node_sum_free(ex->shared);
   free(ex->shared);
@@ -461,8 +522,59 @@ static void zero_micro_grads(burst_exec_t *ex, int first) {
   zero_staged_grads(ex);
 }
 
-/* One micro-batch forward and backward, its loss added into *loss. In the last one (last), the
- * gradient sync starts bucket by bucket during the backward pass, with the step's loss (all
+/* Forward event e of the pass order: a start routes the node's inputs in and runs it up to its sum
+ * (or all of it), a finish completes it. */
+static void forward_event(burst_exec_t *ex, const pass_event_t *e, burst_times_t *times) {
+  int j = e->node, member = ex->cnt[j] > 0;
+  double a = surge_now(), b = a;
+  if (!e->finish) {
+    if (ex->before_forward) ex->before_forward(ex->before_arg, j);
+    route_event(ex, j, EV_ROUTE_IN);
+    for (int k = 0; k < ex->g->l[j].nin; k++)
+      if (ex->g->l[j].in[k] != 0) route(ex, j, k, 0);
+    b = surge_now();
+    if (member && model_node_runs(&ex->m, j, 0)) overlap_flying(ex, j);
+    if (member) model_forward_node_start(&ex->m, j, 0, ex->cnt[j]);
+  } else if (member) {
+    if (ex->group_of && ex->group_of[j]) overlap_flying(ex, j);
+    model_forward_node_finish(&ex->m, j, 0, ex->cnt[j]);
+  }
+  times->comm += b - a;
+  times->forward += surge_now() - b;
+}
+
+/* Backward event e: a start runs the node's backward up to its sum (or all of it), a finish
+ * completes it and sends its input gradients back to their producers' ranks; the gradient sync hears
+ * when parameter gradients are final (a batch norm's are this rank's sums, added before its sum
+ * starts; the others' after their routes, as before). */
+static void backward_event(burst_exec_t *ex, const pass_event_t *e, int last, burst_times_t *times) {
+  int j = e->node, member = ex->cnt[j] > 0;
+  double a = surge_now(), b;
+  if (!e->finish) {
+    if (member && model_node_runs(&ex->m, j, 1)) overlap_flying(ex, j);
+    if (member) model_backward_node_start(&ex->m, j, 0, ex->cnt[j]);
+    b = surge_now();
+  } else {
+    if (member && ex->group_of && ex->group_of[j]) overlap_flying(ex, j);
+    if (member) model_backward_node_finish(&ex->m, j, 0, ex->cnt[j]);
+    b = surge_now();
+    route_event(ex, j, EV_ROUTE_OUT);
+    for (int k = 0; k < ex->g->l[j].nin; k++)
+      if (ex->g->l[j].in[k] != 0) route(ex, j, k, 1);
+  }
+  if (last && e->sync_node > 0) gradsync_node_done(&ex->sync, e->sync_node);
+  times->backward += b - a;
+  times->comm += surge_now() - b;
+}
+
+/* One micro-batch forward and backward, its loss added into *loss, in the pass order's events. Every
+ * rank runs the same sequence of events, each doing its own part of an event (a rank outside a
+ * node's set only its routes), because MPI wants the collectives of one communicator started in
+ * the same order on all of its ranks: a node's sum on its set's communicator, the gradient buckets
+ * on theirs, and the routes' messages on world (each route waits for its own before the next) all
+ * start at fixed events of that one sequence, computed from the graph and the plan alone
+ * (pass_order.h), not from what this rank happens to be waiting for. In the last one (last),
+ * the gradient sync starts bucket by bucket during the backward pass, with the step's loss (all
  * micro-batches') and stop request in the side slots. */
 static void run_micro(burst_exec_t *ex, const dataset_t *ds, const uint64_t *ids, float grad_scale, int first,
                       int last, const burst_metrics_t *mx, double *loss, burst_times_t *times) {
@@ -475,36 +587,13 @@ static void run_micro(burst_exec_t *ex, const dataset_t *ds, const uint64_t *ids
 
   zero_micro_grads(ex, first);
   if (last) gradsync_begin(&ex->sync);
-  for (int j = 1; j < g->n; j++) {
-    double a = surge_now();
-    int member = ex->cnt[j] > 0;
-    if (ex->before_forward) ex->before_forward(ex->before_arg, j);
-    route_event(ex, j, EV_ROUTE_IN);
-    for (int k = 0; k < g->l[j].nin; k++)
-      if (g->l[j].in[k] != 0) route(ex, j, k, 0);
-    double b = surge_now();
-    if (member) model_forward_node(m, j, 0, ex->cnt[j]);
-    times->comm += b - a;
-    times->forward += surge_now() - b;
-  }
+  for (int e = 0; e < ex->order.nfwd; e++) forward_event(ex, &ex->order.fwd[e], times);
   double l0 = surge_now();
   ev_raise(EV_WORK, EV_LOSS, 0);
   if (ex->cnt[out] > 0) *loss += model_loss(m, 0, ex->cnt[out], grad_scale);
   if (last && ex->sync.side) put_side(ex, *loss, mx->stop);
   times->forward += surge_now() - l0;
-
-  for (int j = out; j >= 1; j--) {
-    double a = surge_now();
-    int member = ex->cnt[j] > 0;
-    if (member) model_backward_node(m, j, 0, ex->cnt[j]);
-    double b = surge_now();
-    route_event(ex, j, EV_ROUTE_OUT);
-    for (int k = 0; k < g->l[j].nin; k++)
-      if (g->l[j].in[k] != 0) route(ex, j, k, 1);
-    if (last) gradsync_node_done(&ex->sync, j);
-    times->backward += b - a;
-    times->comm += surge_now() - b;
-  }
+  for (int e = 0; e < ex->order.nbwd; e++) backward_event(ex, &ex->order.bwd[e], last, times);
 }
 
 void burst_exec_step(burst_exec_t *ex, const dataset_t *ds, const uint64_t *ids, float grad_scale,
@@ -513,12 +602,15 @@ void burst_exec_step(burst_exec_t *ex, const dataset_t *ds, const uint64_t *ids,
   memset(times, 0, sizeof *times);
   m->ids = ids; /* node j's rows are positions lo[j].. of the batch (m->id_lo): dropout keys on ids */
   m->step = (uint64_t)mx->step;
+  ex->step_sums = ex->step_overlapped = 0;
   double loss = 0;
   for (int u = 0; u < ex->micro; u++) {
     micro_batch(ex, u);
     run_micro(ex, ds, ids, grad_scale, u == 0, u == ex->micro - 1, mx, &loss, times);
   }
   mx->loss = loss;
+  mx->sums = ex->step_sums;
+  mx->sums_overlapped = ex->step_overlapped;
   finalize_grads(ex, mx, times);
 }
 

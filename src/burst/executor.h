@@ -25,13 +25,20 @@
  *             computed is added locally, the rest sent to the ranks that own it, who add it
  *             (TRAFFIC_ACT_GRAD);
  *   sync      each node's parameter gradients are summed over its set, bucket by bucket, started
- *             during the backward pass (sync/gradsync.h, one communicator per distinct set).
+ *             during the backward pass (sync/gradsync.h, one communicator per distinct set);
+ *   sums      a batch norm's statistics are summed over its set inside its forward and backward
+ *             (layer_group_t: a non-blocking allreduce over the set's communicator, TRAFFIC_BN); the
+ *             nodes run as pass_order.h's list schedule, which lets the nodes that do not depend on
+ *             a sum run while it is in flight ([parallel] bn_overlap), in a sequence that is the
+ *             same on every rank, so every communicator's collectives start in one order on all of
+ *             its ranks.
  * A rank outside a node's set holds stale parameters (and optimizer moments) for it, never used;
  * burst_exec_gather brings the true ones to every rank before anything reads the whole slab
  * (evaluation, model file, checkpoint). */
 #ifndef SURGE_BURST_EXECUTOR_H
 #define SURGE_BURST_EXECUTOR_H
 
+#include "burst/pass_order.h"
 #include "burst/plan.h"
 #include "comm/comm.h"
 #include "data/dataset.h"
@@ -69,10 +76,16 @@ typedef struct burst_exec {
                          * gradsync (which then has no bucket), and each rank updates only its
                          * slice (shared->lo, hi); NULL otherwise */
   char shared_refused[320]; /* why a possible shared run did not fit (node_sum_fits), or "" */
-  layer_group_t *groups; /* [nsets] each set as its nodes' layers see it (model_t.group: batch norm's
-                          * sums over a node's ranks, TRAFFIC_BN); NULL when no node needs one */
-  const layer_group_t **group_of; /* [nodes] the model's model_t.group */
-  float *group_buf;      /* the groups' buffer: the largest set times model_group_floats */
+  layer_group_t *groups; /* [nodes] each node's set as its layer sees it (model_t.group: batch norm's
+                          * sums over a node's ranks, TRAFFIC_BN), where it sums; NULL when no node does */
+  const layer_group_t **group_of; /* [nodes] the model's model_t.group: &groups[i] where node i sums
+                                   * here (a member of a set of 2+ ranks), else NULL */
+  struct burst_sum *sums; /* [nodes] each such node's sum in flight (executor.c) */
+  int *flying, nflying;  /* the nodes whose sums are in flight on this rank now */
+  int step_sums, step_overlapped; /* the step's sums so far, and those another node's work overlapped */
+  float *group_buf;      /* the groups' buffers, each node's its set's size times its group_floats */
+  int overlap_sums;      /* [parallel] bn_overlap: a node's sum in flight while later nodes run */
+  pass_order_t order;    /* the passes' node phases (pass_order.h) */
   int local_bufs;        /* some node keeps buffers of its own samples (local batch norm): replicas of
                           * the buffers differ until burst_exec_gather_bufs */
   void (*before_forward)(void *arg, int node); /* NULL, or called before each node's forward pass in a
@@ -94,6 +107,8 @@ typedef struct burst_metrics {
   double loss, stop;
   long step; /* in: the step's number (dropout's masks) */
   int summed;
+  int sums, sums_overlapped; /* this rank's sums over a node's ranks (batch norm's) in the step, and of
+                              * them those in flight while another node's work ran here */
 } burst_metrics_t;
 
 /* Collective over world: bind a plan (already checked against g, world->size and B) run in M
@@ -101,9 +116,10 @@ typedef struct burst_metrics {
  * another rank set than its embedding is an input error. Parameters are not initialised
  * (model_init_params). node_shared: where the plan is data parallelism and
  * node_sum_possible(world, be), sum and update through node-shared memory (burst_exec_t.shared)
- * instead of gradsync's reducer. */
+ * instead of gradsync's reducer. overlap_sums: a node's sum over its ranks (batch norm's) stays in
+ * flight while the nodes that do not depend on it run (pass_order.h); 0: each completes at once. */
 void burst_exec_init(burst_exec_t *ex, const burst_plan_t *plan, const graph_t *g, const backend_t *be,
-                     comm_t *world, int B, int M, const gradsync_opts_t *sync, int node_shared);
+                     comm_t *world, int B, int M, const gradsync_opts_t *sync, int node_shared, int overlap_sums);
 void burst_exec_free(burst_exec_t *ex);
 
 /* Collective: one step's gradients for the global batch ids[0..B) of ds's training split, in its

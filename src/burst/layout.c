@@ -124,6 +124,8 @@ static void step(layout_t *l, const dataset_t *ds, const uint64_t *ids, float gr
   out->comm = t.comm;
   out->wait = t.wait;
   out->backward_done = t.backward_done;
+  out->sums = mx.sums;
+  out->sums_overlapped = mx.sums_overlapped;
 }
 
 /* A sharded optimizer's all-gather of the last update is waited for first (nothing to wait for
@@ -266,7 +268,8 @@ layout_t *burst_layout_build(const layout_opts_t *o, const graph_t *g, const bac
   else
     plan_everywhere(b, o, g, world);
   int node_shared = o->node_shared && strcmp(o->mode, "dp") == 0 && strcmp(o->sync.reducer, "exact") == 0;
-  burst_exec_init(&b->ex, &b->plan, g, be, world, (int)o->global_batch, o->micro_batches, &sync, node_shared);
+  burst_exec_init(&b->ex, &b->plan, g, be, world, (int)o->global_batch, o->micro_batches, &sync, node_shared,
+                  burst_deck(o->cfg)->bn_overlap);
   model_init_params(&b->ex.m, o->seed);
   b->ex.m.seed = o->seed; /* dropout's masks */
   b->base = (layout_t){.ops = &burst_layout_ops, .m = &b->ex.m, .local = &g->params, .sync = &b->ex.sync,

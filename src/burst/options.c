@@ -28,6 +28,10 @@ static const cfg_key_t rows[] = {
                   "surge-plan, surge-sim: latency (us) of one allreduce step; negative: the profile's"),
     CFG_FLOAT_KEY("parallel", "net_ar_bytes_per_us", net_ar_bytes_per_us, "-1", -1, CFG_CLOSED, 1e15, CFG_CLOSED,
                   "surge-plan, surge-sim: allreduce bandwidth (bytes/us) per rank; negative: the profile's"),
+    CFG_BOOL_KEY("parallel", "bn_overlap", bn_overlap, "true",
+                 "dp and burst: each batch norm's sums over its node's ranks (forward and backward) stay in flight "
+                 "while the nodes that do not depend on them run, e.g. parallel branches (false: each completes "
+                 "before the next node; the same bits either way; doc/design.md)"),
 };
 // clang-format on
 

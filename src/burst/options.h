@@ -1,6 +1,7 @@
 /* DeepPool's burst parallelism in a deck: the plan file, the profile, the planner's amplification
  * limit and the cost model's network constants ([parallel] keys of surge-train in burst mode,
- * surge-profile, surge-plan and surge-sim), declared here as this part's rows (core/keys.h). */
+ * surge-profile, surge-plan and surge-sim), and the executor's overlap of batch norm's sums (dp and
+ * burst), declared here as this part's rows (core/keys.h). */
 #ifndef SURGE_BURST_OPTIONS_H
 #define SURGE_BURST_OPTIONS_H
 
@@ -14,6 +15,7 @@ typedef struct burst_deck {
   char profile_file[BURST_PATH_MAX]; /* surge-profile output / surge-plan input (burst/profiler.h) */
   double net_p2p_alpha_us, net_p2p_bytes_per_us, net_ar_alpha_us, net_ar_bytes_per_us; /* the cost
                                         model's network; negative: the profile's (burst/graph_file.h) */
+  int bn_overlap;                    /* dp, burst: batch norm's sums in flight while other nodes run */
 } burst_deck_t;
 
 /* The rows of burst_deck_t, and the check that burst mode has a plan or a profile. */

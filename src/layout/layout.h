@@ -43,6 +43,9 @@ typedef struct layout_step {
                  * waits for the others */
   double data, forward, backward, comm, wait; /* seconds */
   double backward_done;                       /* surge_now() when the backward pass ended */
+  int sums, sums_overlapped; /* this rank's sums over a node's ranks inside the passes (batch norm's
+                              * statistics), and of them those in flight while other work of the pass
+                              * ran here (0 where the layout has none) */
 } layout_step_t;
 
 typedef struct layout layout_t;

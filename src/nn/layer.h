@@ -113,7 +113,7 @@ typedef struct layer {
   size_t keep;           /* floats forward keeps for backward per call, whatever its B (batch norm's
                             mean and rstd) */
   size_t group_floats;   /* floats per rank of the sum over the node's rank set forward needs (the
-                            layer_group_t buffer holds ranks times the largest of them) */
+                            node's layer_group_t buffer holds ranks times them) */
   int needs_grad;        /* set by the graph: this node or one before it has parameters, so the
                             gradient of this node's output is needed (else backward skips it) */
   size_t aux_per_sample; /* floats forward saves for backward, per sample */
@@ -124,13 +124,17 @@ typedef struct layer {
 
 /* The ranks that run a node on the other samples of its batch (burst: its rank set; dp: all of a
  * job's ranks), as a layer whose maths spans the batch (batch norm) sees them: set by the layout
- * (model_t.group), NULL when the node runs alone. sum adds v[0..n) (backend memory) over the ranks
- * in place (collective over them; metered by the layout); buf holds ranks * the largest
- * group_floats of the model's nodes (backend memory). */
+ * (model_t.group), one per node, NULL when the node runs alone. start begins adding v[0..n)
+ * (backend memory) over the ranks in place (collective over them; metered by the layout) and
+ * returns at once; wait completes it (v then holds the sum). A layer that sums starts at the end of
+ * its forward or backward op and waits at the start of the matching finish op (layer_ops_t), so the
+ * layout may run other nodes in between; at most one sum of a node is in flight. buf holds ranks *
+ * the node's group_floats (backend memory), the node's own. */
 typedef struct layer_group {
   int ranks, rank;
   int batch; /* samples of the node's whole batch: the sum over the ranks of their calls' B */
-  void (*sum)(void *arg, float *v, size_t n);
+  void (*start)(void *arg, float *v, size_t n);
+  void (*wait)(void *arg);
   void *arg;
   float *buf;
 } layer_group_t;
@@ -183,6 +187,12 @@ typedef struct layer_ops {
   void (*forward)(const layer_t *l, const layer_ctx_t *c);
   void (*backward)(const layer_t *l, const layer_ctx_t *c);
   int writes_dx; /* backward honours layer_ctx_t.dx_write (0: it always adds into dx) */
+  /* NULL, or the rest of forward / backward after the node's sum over its ranks (c->group): forward
+   * and backward then end by starting the sum, and these, called with the same context once other
+   * nodes may have run, wait for it and finish the pass; without a group they do nothing (forward and
+   * backward did it all). Only the model calls them (model_*_node_finish), always. */
+  void (*forward_finish)(const layer_t *l, const layer_ctx_t *c);
+  void (*backward_finish)(const layer_t *l, const layer_ctx_t *c);
 } layer_ops_t;
 
 /* The scratch one forward or backward call of l on B samples needs. */

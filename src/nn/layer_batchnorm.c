@@ -8,7 +8,9 @@
  * The batch is every rank's: in training, forward sums each rank's (count, mean, M2) over the node's
  * rank set (layer_group_t: one sum of R x (1 + 3C) floats, each rank its own slot, combined by
  * Chan's formula in rank order), and backward sums the two per-channel sums of its input gradient
- * (2C floats), so every layout computes one rank's numbers. bn_local keeps each rank to its own
+ * (2C floats), so every layout computes one rank's numbers. Each sum is split in two: forward and
+ * backward end by starting it, their finish ops wait for it and do the rest, so a layout may run
+ * other nodes while it is in flight (the burst executor's overlap). bn_local keeps each rank to its own
  * samples (DDP's default; the maths then changes with the rank count). keep holds the mean and rstd
  * forward used, (2, C). */
 #include <string.h>
@@ -79,6 +81,8 @@ static const layer_group_t *bn_group(const layer_t *l, const layer_ctx_t *c) {
   return c->group && c->group->ranks > 1 && !l->bn_local ? c->group : NULL;
 }
 
+/* Forward: in evaluation the running estimates, in training the batch's statistics (summed over
+ * the node's ranks where it has them: this op starts that sum, batchnorm_forward_finish ends it). */
 static void batchnorm_forward(const layer_t *l, const layer_ctx_t *c) {
   const backend_t *be = c->be;
   bn_dims_t d = bn_dims(l);
@@ -93,28 +97,58 @@ static void batchnorm_forward(const layer_t *l, const layer_ctx_t *c) {
     size_t P = l->group_floats;
     be->fill(grp->buf, (size_t)grp->ranks * P, 0.0f);
     be->bn_stats(c->B, d.C, d.HW, c->x[0], grp->buf + (size_t)grp->rank * P);
-    grp->sum(grp->arg, grp->buf, (size_t)grp->ranks * P);
-    be->bn_finish(d.C, grp->ranks, grp->buf, l->eps, l->momentum, c->st[0], c->keep);
+    grp->start(grp->arg, grp->buf, (size_t)grp->ranks * P);
+    return; /* the rest in batchnorm_forward_finish */
   }
   // x, y (B, C, HW); keep (2, C): mean, rstd
   be->bn_fwd(c->B, d.C, d.HW, c->x[0], c->keep, c->w[0], c->w[1], c->fuse_relu, c->y);
 }
 
+static void batchnorm_forward_finish(const layer_t *l, const layer_ctx_t *c) {
+  const backend_t *be = c->be;
+  bn_dims_t d = bn_dims(l);
+  const layer_group_t *grp = bn_group(l, c);
+  if (!c->train || !grp) return; /* batchnorm_forward did it all */
+  grp->wait(grp->arg);
+  be->bn_finish(d.C, grp->ranks, grp->buf, l->eps, l->momentum, c->st[0], c->keep);
+  be->bn_fwd(c->B, d.C, d.HW, c->x[0], c->keep, c->w[0], c->w[1], c->fuse_relu, c->y);
+}
+
+/* The input gradient from the whole batch's per-channel sums (2, C) of g and g xhat. */
+static void batchnorm_input_grad(const layer_t *l, const layer_ctx_t *c, const float *sums) {
+  bn_dims_t d = bn_dims(l);
+  const layer_group_t *grp = bn_group(l, c);
+  const float *relu_y = c->fuse_relu ? c->y : NULL; /* dy is then the fused ReLU output's gradient */
+  double M = (double)(grp ? grp->batch : c->B) * d.HW;
+  if (c->dx[0])
+    c->be->bn_bwd(c->B, d.C, d.HW, M, c->x[0], c->keep, c->w[0], c->dy, relu_y, sums, c->dx[0], c->dx_write[0]);
+}
+
+/* Backward: this rank's sums (the weight's and bias's gradients), then, where the node has ranks to
+ * sum them over, that sum started (batchnorm_backward_finish ends it and writes the input gradient). */
 static void batchnorm_backward(const layer_t *l, const layer_ctx_t *c) {
   const backend_t *be = c->be;
   bn_dims_t d = bn_dims(l);
   const layer_group_t *grp = bn_group(l, c);
-  const float *relu_y = c->fuse_relu ? c->y : NULL; /* dy is then the fused ReLU output's gradient */
+  const float *relu_y = c->fuse_relu ? c->y : NULL;
   // part (2, C): sum g, sum g xhat over this rank's samples: the bias's and the weight's gradients
   float *part = grp ? grp->buf : c->scratch;
   be->bn_bwd_sums(c->B, d.C, d.HW, c->x[0], c->keep, c->dy, relu_y, part);
   be->axpy((size_t)d.C, 1.0f, part, c->dw[1]);
   be->axpy((size_t)d.C, 1.0f, part + d.C, c->dw[0]);
-  if (grp) grp->sum(grp->arg, part, 2 * (size_t)d.C); /* the whole batch's sums */
-  double M = (double)(grp ? grp->batch : c->B) * d.HW;
-  if (c->dx[0])
-    be->bn_bwd(c->B, d.C, d.HW, M, c->x[0], c->keep, c->w[0], c->dy, relu_y, part, c->dx[0], c->dx_write[0]);
+  if (grp)
+    grp->start(grp->arg, part, 2 * (size_t)d.C); /* the whole batch's sums, for batchnorm_backward_finish */
+  else
+    batchnorm_input_grad(l, c, part);
 }
 
-const layer_ops_t layer_batchnorm_ops = {"batchnorm", batchnorm_infer, batchnorm_init, batchnorm_forward,
-                                         batchnorm_backward, 1};
+static void batchnorm_backward_finish(const layer_t *l, const layer_ctx_t *c) {
+  const layer_group_t *grp = bn_group(l, c);
+  if (!grp) return; /* batchnorm_backward did it all */
+  grp->wait(grp->arg);
+  batchnorm_input_grad(l, c, grp->buf);
+}
+
+const layer_ops_t layer_batchnorm_ops = {"batchnorm",         batchnorm_infer, batchnorm_init,
+                                         batchnorm_forward,   batchnorm_backward, 1,
+                                         batchnorm_forward_finish, batchnorm_backward_finish};

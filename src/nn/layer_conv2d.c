@@ -66,4 +66,5 @@ static void conv2d_backward(const layer_t *l, const layer_ctx_t *c) {
                   c->dw[0], l->bias ? c->dw[1] : NULL, c->scratch, l->scratch);
 }
 
-const layer_ops_t layer_conv2d_ops = {"conv2d", conv2d_infer, conv2d_init, conv2d_forward, conv2d_backward, 1};
+const layer_ops_t layer_conv2d_ops = {"conv2d", conv2d_infer, conv2d_init, conv2d_forward, conv2d_backward,
+                                      1, NULL, NULL};

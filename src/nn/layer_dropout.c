@@ -60,4 +60,5 @@ static void dropout_backward(const layer_t *l, const layer_ctx_t *c) {
   c->be->mul(total, c->dy, c->aux, c->dx[0], !c->dx_write[0]); /* dx (+)= dy * mask */
 }
 
-const layer_ops_t layer_dropout_ops = {"dropout", dropout_infer, layer_init_none, dropout_forward, dropout_backward, 1};
+const layer_ops_t layer_dropout_ops = {"dropout", dropout_infer, layer_init_none, dropout_forward, dropout_backward,
+                                       1, NULL, NULL};

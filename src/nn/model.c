@@ -222,13 +222,6 @@ void model_init_params(model_t *m, uint64_t seed) {
   free(bufs);
 }
 
-size_t model_group_floats(const graph_t *g) {
-  size_t most = 0;
-  for (int i = 0; i < g->n; i++)
-    if (g->l[i].group_floats > most) most = g->l[i].group_floats;
-  return most;
-}
-
 void graph_init_params(const graph_t *g, uint64_t seed, float *host) {
   for (int i = 0; i < g->n; i++) {
     const layer_t *l = &g->l[i];
@@ -323,17 +316,50 @@ static layer_ctx_t node_ctx(model_t *m, int i, int off, int B, int backward) {
   return c;
 }
 
-/* Node i's forward as it stands (with the epilogue it runs, if any). */
-static void run_forward(model_t *m, int i, int off, int B) {
+/* Node i's forward as it stands (with the epilogue it runs, if any), up to its sum over its ranks
+ * where it starts one (layer_ops_t.forward_finish does the rest). */
+static void run_forward_start(model_t *m, int i, int off, int B) {
   ev_raise(EV_WORK, EV_FORWARD, i);
   layer_ctx_t c = node_ctx(m, i, off, B, 0);
   layer_ops_of(m->g->l[i].kind)->forward(&m->g->l[i], &c);
 }
 
+/* Whether node i has a second phase, after a sum over its group: a layer with finish ops and a group. */
+static int has_finish(const model_t *m, int i, int backward) {
+  const layer_ops_t *ops = layer_ops_of(m->g->l[i].kind);
+  return (backward ? ops->backward_finish : ops->forward_finish) && m->group && m->group[i];
+}
+
+static void run_finish(model_t *m, int i, int off, int B, int backward) {
+  if (!has_finish(m, i, backward)) return;
+  ev_raise(EV_WORK, backward ? EV_BACKWARD : EV_FORWARD, i); /* back at the node's work after the sum */
+  layer_ctx_t c = node_ctx(m, i, off, B, backward);
+  const layer_ops_t *ops = layer_ops_of(m->g->l[i].kind);
+  (backward ? ops->backward_finish : ops->forward_finish)(&m->g->l[i], &c);
+}
+
+static void run_forward(model_t *m, int i, int off, int B) {
+  run_forward_start(m, i, off, B);
+  run_finish(m, i, off, B, 0);
+}
+
+int model_node_runs(const model_t *m, int i, int backward) {
+  if (m->fused[i] < 0) return 0; /* a ReLU fused into the node before it, which runs it both ways */
+  if (!backward) return m->epi[i] >= 0;
+  return m->dact[i] && !(m->epi[i] < 0 && m->g->l[i].kind == LAYER_GELU);
+}
+
+void model_forward_node_start(model_t *m, int i, int off, int B) {
+  if (model_node_runs(m, i, 0)) run_forward_start(m, i, off, B);
+}
+
+void model_forward_node_finish(model_t *m, int i, int off, int B) {
+  if (model_node_runs(m, i, 0)) run_finish(m, i, off, B, 0);
+}
+
 void model_forward_node(model_t *m, int i, int off, int B) {
-  if (m->fused[i] < 0) return; /* a ReLU fused into the conv2d or add before it, which writes its output */
-  if (m->epi[i] < 0) return;   /* run in the epilogue of the node before it */
-  run_forward(m, i, off, B);
+  model_forward_node_start(m, i, off, B);
+  model_forward_node_finish(m, i, off, B);
 }
 
 /* Re-fill the interior lo..hi-1 of the segment that node hi ends, on samples [off, off+B), before
@@ -350,14 +376,21 @@ static void refill_segment(model_t *m, int hi, int off, int B) {
   }
 }
 
-void model_backward_node(model_t *m, int i, int off, int B) {
+void model_backward_node_start(model_t *m, int i, int off, int B) {
   if (m->seg_first[i] > 0) refill_segment(m, i, off, B);
-  if (!m->dact[i]) return; /* nothing before this node has parameters */
-  if (m->fused[i] < 0) return; /* a ReLU fused into the conv2d or add before it, whose backward runs it */
-  if (m->epi[i] < 0 && m->g->l[i].kind == LAYER_GELU) return; /* its linear's backward runs it */
+  if (!model_node_runs(m, i, 1)) return;
   ev_raise(EV_WORK, EV_BACKWARD, i);
   layer_ctx_t c = node_ctx(m, i, off, B, 1);
   layer_ops_of(m->g->l[i].kind)->backward(&m->g->l[i], &c);
+}
+
+void model_backward_node_finish(model_t *m, int i, int off, int B) {
+  if (model_node_runs(m, i, 1)) run_finish(m, i, off, B, 1);
+}
+
+void model_backward_node(model_t *m, int i, int off, int B) {
+  model_backward_node_start(m, i, off, B);
+  model_backward_node_finish(m, i, off, B);
 }
 
 int model_classes(const model_t *m) {

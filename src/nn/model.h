@@ -92,10 +92,6 @@ void model_free(model_t *m);
 /* Every input slot reads its producer's act and adds into its dact. */
 void model_wire_default(model_t *m);
 
-
-/* The largest layer_t.group_floats of g's nodes (0: no node sums over its rank set). */
-size_t model_group_floats(const graph_t *g);
-
 /* Initialise all parameters from the seed, and the buffers to their initial values; node i draws from its own stream (seed, i), so adding
  * a node never changes another node's initial weights. */
 void model_init_params(model_t *m, uint64_t seed);
@@ -119,6 +115,19 @@ void model_zero_act_grad(model_t *m, int i, int B);
  * node first re-fills the segment (model_t.seg_first). */
 void model_forward_node(model_t *m, int i, int off, int B);
 void model_backward_node(model_t *m, int i, int off, int B);
+/* The same in two phases, for a layout that runs other nodes while a node's sum over its ranks
+ * (model_t.group, layer_group_t) is in flight: _start runs the node up to where it starts that sum
+ * (the whole node where it has none), _finish waits for it and does the rest. Every _start needs its
+ * _finish before anything reads the node's output (forward) or its input gradients (backward), and
+ * before a second _start of the node. */
+void model_forward_node_start(model_t *m, int i, int off, int B);
+void model_forward_node_finish(model_t *m, int i, int off, int B);
+void model_backward_node_start(model_t *m, int i, int off, int B);
+void model_backward_node_finish(model_t *m, int i, int off, int B);
+/* Whether node i's forward (backward: 1) runs anything of its own: not a ReLU fused into the node
+ * before it, nor a node run in another's epilogue (backward: a GELU its linear runs), nor (backward)
+ * a node whose output needs no gradient. */
+int model_node_runs(const model_t *m, int i, int backward);
 
 /* Vocabulary (classes) of the output and rows of logits per sample. */
 int model_classes(const model_t *m);

@@ -186,6 +186,8 @@ train_stats_t trainer_step(trainer_t *t, int stop_request) {
 
   s.seconds = t4 - t0;
   s.backward_done = ls.backward_done;
+  s.sums = ls.sums;
+  s.sums_overlapped = ls.sums_overlapped;
   s.phase[PHASE_DATA] = ls.data;
   s.phase[PHASE_FORWARD] = ls.forward;
   s.phase[PHASE_BACKWARD] = ls.backward;

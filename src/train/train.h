@@ -26,6 +26,7 @@ typedef struct train_stats {
   double seconds;   /* wall time of the step on this rank */
   double phase[PHASE_COUNT]; /* this rank's time per phase (io/log.h) */
   double backward_done; /* surge_now() when this rank's backward pass ended */
+  int sums, sums_overlapped; /* this rank's sums inside the passes and those overlapped (layout_step_t) */
   int stop;         /* a rank saw SIGTERM/SIGUSR1 before this step's reduction (see trainer_step) */
 } train_stats_t;
 

@@ -1,0 +1,134 @@
+#include "comm/ring.h"
+
+#include <stdlib.h>
+
+#include "comm/comm_dev.h"
+#include "core/error.h"
+
+enum { RING_TAGS = 32768 }; /* MPI guarantees tags up to 32767 */
+
+struct comm_ring {
+  comm_t *c;
+  comm_ring_t *next;  /* the next ring in flight on c (c->rings, oldest first) */
+  float *buf;
+  size_t *off, *cnt;  /* [R] the parts */
+  float *scratch;     /* the part received in the step in flight: the largest part's floats */
+  int rank, size, tag;
+  int step;           /* the step in flight, 0 .. size-2; size-1 (or more): done */
+  MPI_Request req[2]; /* the step's receive and send (MPI_REQUEST_NULL: an empty part, or complete) */
+};
+
+static int mod(int a, int m) { return ((a % m) + m) % m; }
+static int done(const comm_ring_t *g) { return g->step >= g->size - 1; }
+/* The part rank sends in step s (its partial sums), and the one it receives (and adds to its own). */
+static int send_part(const comm_ring_t *g, int s) { return mod(g->rank - 1 - s, g->size); }
+static int recv_part(const comm_ring_t *g, int s) { return mod(g->rank - 2 - s, g->size); }
+
+static void post_step(comm_ring_t *g, const char *api_call) {
+  int in = recv_part(g, g->step), out = send_part(g, g->step);
+  g->req[0] = g->req[1] = MPI_REQUEST_NULL;
+  if (g->cnt[in] > 0)
+    comm_check_mpi(MPI_Irecv(g->scratch, (int)g->cnt[in], MPI_FLOAT, mod(g->rank - 1, g->size), g->tag,
+                             g->c->ring_mpi, &g->req[0]),
+                   "MPI_Irecv", api_call);
+  if (g->cnt[out] > 0)
+    comm_check_mpi(MPI_Isend(g->buf + g->off[out], (int)g->cnt[out], MPI_FLOAT, mod(g->rank + 1, g->size), g->tag,
+                             g->c->ring_mpi, &g->req[1]),
+                   "MPI_Isend", api_call);
+}
+
+/* Both requests of the step in flight have completed: add the received part in, post the next step. */
+static void finish_step(comm_ring_t *g, const char *api_call) {
+  int in = recv_part(g, g->step);
+  float *own = g->buf + g->off[in];
+  for (size_t i = 0; i < g->cnt[in]; i++) own[i] += g->scratch[i]; /* own + (the ranks to the left's sum) */
+  if (++g->step < g->size - 1) post_step(g, api_call);
+}
+
+/* Advance g without blocking, as many steps as have arrived. */
+static void advance(comm_ring_t *g, const char *api_call) {
+  while (!done(g)) {
+    int complete = 0;
+    comm_check_mpi(MPI_Testall(2, g->req, &complete, MPI_STATUSES_IGNORE), "MPI_Testall", api_call);
+    if (!complete) return;
+    finish_step(g, api_call);
+  }
+}
+
+static void advance_all(comm_t *c, const char *api_call) {
+  for (comm_ring_t *g = c->rings; g; g = g->next) advance(g, api_call);
+}
+
+comm_ring_t *comm_ring_start(comm_t *c, float *buf, const size_t *off, const size_t *cnt, const char *api_call) {
+  if (!c->ring_ready) { /* every rank of c starts its rings in one order: this is where all of them are */
+    comm_check_mpi(MPI_Comm_dup(c->mpi, &c->ring_mpi), "MPI_Comm_dup", api_call);
+    c->ring_ready = 1;
+  }
+  comm_ring_t *g = xcalloc(1, sizeof *g);
+  *g = (comm_ring_t){.c = c, .buf = buf, .rank = c->rank, .size = c->size, .tag = (int)(c->ring_ops++ % RING_TAGS),
+                     .req = {MPI_REQUEST_NULL, MPI_REQUEST_NULL}};
+  g->off = xcalloc(2 * (size_t)c->size, sizeof *g->off);
+  g->cnt = g->off + c->size;
+  size_t largest = 0;
+  for (int r = 0; r < c->size; r++) {
+    g->off[r] = off[r];
+    g->cnt[r] = cnt[r];
+    largest = cnt[r] > largest ? cnt[r] : largest;
+  }
+  if (!done(g)) {
+    g->scratch = xmalloc(largest ? largest * sizeof(float) : 1);
+    post_step(g, api_call);
+  }
+  comm_ring_t **end = &c->rings;
+  while (*end) end = &(*end)->next;
+  *end = g;
+  return g;
+}
+
+int comm_ring_test(comm_ring_t *g, const char *api_call) {
+  advance_all(g->c, api_call);
+  return done(g);
+}
+
+/* Block until some request of a ring in flight on c completes (MPI's own wait: poll_us is 0). */
+static void wait_any(comm_t *c, const char *api_call) {
+  int n = 0;
+  for (comm_ring_t *g = c->rings; g; g = g->next) n += 2 * !done(g);
+  MPI_Request few[16], *req = n <= 16 ? few : xmalloc((size_t)n * sizeof *req);
+  int k = 0;
+  for (comm_ring_t *g = c->rings; g; g = g->next)
+    if (!done(g)) req[k++] = g->req[0], req[k++] = g->req[1];
+  int which = MPI_UNDEFINED;
+  comm_check_mpi(MPI_Waitany(n, req, &which, MPI_STATUS_IGNORE), "MPI_Waitany", api_call);
+  k = 0; /* the completed request is MPI_REQUEST_NULL now: back into its ring */
+  for (comm_ring_t *g = c->rings; g; g = g->next)
+    if (!done(g)) g->req[0] = req[k++], g->req[1] = req[k++];
+  if (req != few) free(req);
+}
+
+void comm_ring_wait(comm_ring_t *g, const char *api_call) {
+  comm_pace_t pace = comm_pace_start(g->c->poll_us);
+  for (advance_all(g->c, api_call); !done(g); advance_all(g->c, api_call)) {
+    if (g->c->poll_us > 0)
+      comm_pace_next(&pace);
+    else
+      wait_any(g->c, api_call);
+  }
+}
+
+void comm_ring_free(comm_ring_t *g) {
+  if (!g) return;
+  if (!done(g)) surge_runtime_error("comm_ring_free: a ring still in flight (a bug)");
+  comm_ring_t **at = &g->c->rings;
+  while (*at && *at != g) at = &(*at)->next;
+  if (*at) *at = g->next;
+  free(g->scratch);
+  free(g->off);
+  free(g);
+}
+
+void comm_ring_close(comm_t *c) {
+  if (c->rings) surge_runtime_error("comm_free: a group with a ring still in flight (complete its operation first)");
+  if (c->ring_ready) comm_check_mpi(MPI_Comm_free(&c->ring_mpi), "MPI_Comm_free", "comm_free");
+  c->ring_ready = 0;
+}

@@ -1,0 +1,43 @@
+/* Inside the comm layer: Surge's own ring reduce-scatter over host buffers, behind
+ * comm_ireduce_scatter_sum (comm.h), in place of MPI_Ireduce_scatter: Open MPI 4.1's libnbc does
+ * that one as a binomial reduce to rank 0 followed by a scatter, so its reducing ranks receive whole
+ * buckets into temporaries and all traffic funnels through rank 0.
+ *
+ * The ring: R ranks in group order, each sending to its right neighbour (rank + 1) and receiving
+ * from its left (rank - 1). In step s (0 .. R-2) rank r sends its partial sums of part r-1-s and
+ * receives part r-2-s (indices mod R) into a scratch buffer, then adds it to its own floats of that
+ * part. After R-1 steps part r holds, on rank r, the sum of every rank's floats of it, accumulated
+ * along the ring in a fixed order: x[r+1] + x[r+2] + ... + x[r] (ranks mod R, left to right), the
+ * same bits every run. Each rank sends and receives (R-1)/R of the buffer (the parts it does not
+ * own), holds one part of scratch (the largest) and touches only its own buffer otherwise; parts
+ * may be of any size (an empty part is neither sent nor received).
+ *
+ * A step advances only inside this layer's calls: comm_op_test advances every ring in flight on its
+ * group as far as it can without blocking, comm_op_wait blocks until its own ring is done while
+ * advancing the others (so ranks that wait for their operations in different orders cannot block
+ * each other). The rings use a duplicate of the group's communicator (made at the group's first
+ * ring, every rank of it being in that start), one tag per operation, so they cannot match any
+ * other message of the group. */
+#ifndef SURGE_RING_H
+#define SURGE_RING_H
+
+#include <stddef.h>
+
+#include "comm/comm.h"
+
+typedef struct comm_ring comm_ring_t;
+
+/* Start the ring reduce-scatter (sum) of buf (host memory) over c: parts (off, cnt) as
+ * comm_ireduce_scatter_sum takes them, already checked (consecutive, each at most INT_MAX floats).
+ * The parts are copied. api_call names the caller in errors. */
+comm_ring_t *comm_ring_start(comm_t *c, float *buf, const size_t *off, const size_t *cnt, const char *api_call);
+/* Advance every ring in flight on g's group without blocking; 1 when g is done. */
+int comm_ring_test(comm_ring_t *g, const char *api_call);
+/* Block until g is done, advancing the group's other rings meanwhile (see comm_t.poll_us). */
+void comm_ring_wait(comm_ring_t *g, const char *api_call);
+/* Release a ring that is done. */
+void comm_ring_free(comm_ring_t *g);
+/* The group's ring communicator, if it was made (comm_free). */
+void comm_ring_close(comm_t *c);
+
+#endif

@@ -6,7 +6,8 @@
  * meter must count each bucket's bytes once in dp_scatter, and each rank must send exactly the
  * floats of the parts it does not own and receive those of the parts its left neighbour does not own
  * ((R-1)/R of the bucket in equal parts), counted through the MPI profiling interface. Then the
- * same with a polite wait (poll_us > 0). Run by tests/test_ring.sh. */
+ * same with a polite wait (poll_us > 0), and two groups started and waited for in opposite orders on
+ * even and odd ranks, which must not hang. Run by tests/test_ring.sh. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -106,6 +107,47 @@ static outcome_t reduce_buckets(comm_t *g) {
   return o;
 }
 
+/* Two fresh groups of the same 8 ranks (one in reverse order), each reduce-scattering one bucket:
+ * even ranks start and wait for the first group's before the second's, odd ranks the other way round.
+ * A rank blocked on one group must keep advancing the other, and nothing may block at a group's
+ * first ring; else this hangs (tests/test_ring.sh's timeout fails it). Returns the wrong floats. */
+static size_t crossed_groups(void) {
+  enum { N = 4099 };
+  comm_t g[2];
+  comm_split(&world, 0, world.rank, &g[0]);
+  comm_split(&world, 0, -world.rank, &g[1]);
+  size_t off[2][MOST], cnt[2][MOST];
+  float *x[2];
+  comm_op_t op[2];
+  for (int k = 0; k < 2; k++) {
+    x[k] = xmalloc(N * sizeof(float));
+    for (size_t i = 0; i < N; i++) x[k][i] = input(g[k].rank, i);
+    for (int r = 0, at = 0; r < g[k].size; r++) {
+      cnt[k][r] = r == g[k].size - 1 ? N - (size_t)at : N / (size_t)g[k].size;
+      off[k][r] = (size_t)at;
+      at += (int)cnt[k][r];
+    }
+  }
+  int first = world.rank % 2;
+  for (int k = 0; k < 2; k++) {
+    int j = k ^ first;
+    comm_ireduce_scatter_sum(&g[j], x[j], N, off[j], cnt[j], TRAFFIC_DP_SCATTER, &op[j]);
+  }
+  for (int k = 0; k < 2; k++) comm_op_wait(&op[k ^ first]);
+  size_t wrong = 0;
+  for (int k = 0; k < 2; k++) {
+    int R = g[k].size, me = g[k].rank;
+    for (size_t i = off[k][me]; i < off[k][me] + cnt[k][me]; i++) {
+      float ring = input((me + 1) % R, i);
+      for (int j = 2; j <= R; j++) ring += input((me + j) % R, i);
+      wrong += memcmp(&ring, &x[k][i], sizeof ring) != 0;
+    }
+    free(x[k]);
+    comm_free(&g[k]);
+  }
+  return wrong;
+}
+
 int main(int argc, char **argv) {
   tap_mpi_world(&argc, &argv, &world, 8, "test_ring");
   for (int polite = 0; polite < 2; polite++)
@@ -127,6 +169,9 @@ int main(int argc, char **argv) {
       check(o.sent_ok, "R=%d, %s: each rank sends the parts it does not own, receives its left neighbour's others", R,
             wait);
     }
+  size_t wrong = crossed_groups();
+  check(wrong == 0, "two groups of 8 ranks, started and waited for in opposite orders on even and odd ranks: no "
+        "hang, each part the ring-order sum (%zu wrong)", wrong);
   int rc = world.rank == 0 ? tap_done() : 0;
   comm_free(&world);
   MPI_Finalize();

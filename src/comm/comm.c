@@ -103,6 +103,7 @@ static void comm_init_from(comm_t *c, MPI_Comm mpi, const char *api_call) {
   comm_check_mpi(MPI_Comm_rank(mpi, &c->rank), "MPI_Comm_rank", api_call);
   comm_check_mpi(MPI_Comm_size(mpi, &c->size), "MPI_Comm_size", api_call);
   find_nodes(c, api_call);
+  comm_ring_open(c, api_call);
 }
 
 static void mpi_settings(void) {

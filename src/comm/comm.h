@@ -64,10 +64,9 @@ typedef struct comm {
   comm_device_t *dev;  /* NULL: host buffers only; else device buffers are accepted (comm_use_device) */
   int in_group;        /* comm_group_begin was called and its comm_waitall has not come yet */
   /* Surge's ring collectives (comm/ring.h), used by comm_ireduce_scatter_sum: */
-  MPI_Comm ring_mpi;   /* their duplicate of mpi, made at the group's first ring (ring_ready) */
+  MPI_Comm ring_mpi;   /* their duplicate of mpi, made with the group (ring_ready) */
   int ring_ready;
   unsigned ring_ops;   /* rings started on the group: the next one's tag */
-  struct comm_ring *rings; /* the rings in flight, oldest first */
 } comm_t;
 
 /* MPI_Init with the settings Surge's communication relies on, set before MPI starts (a setting the

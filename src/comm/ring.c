@@ -9,7 +9,7 @@ enum { RING_TAGS = 32768 }; /* MPI guarantees tags up to 32767 */
 
 struct comm_ring {
   comm_t *c;
-  comm_ring_t *next;  /* the next ring in flight on c (c->rings, oldest first) */
+  comm_ring_t *next;  /* the next ring in flight in this thread (rings, oldest first) */
   float *buf;
   size_t *off, *cnt;  /* [R] the parts */
   float *scratch;     /* the part received in the step in flight: the largest part's floats */
@@ -17,6 +17,10 @@ struct comm_ring {
   int step;           /* the step in flight, 0 .. size-2; size-1 (or more): done */
   MPI_Request req[2]; /* the step's receive and send (MPI_REQUEST_NULL: an empty part, or complete) */
 };
+
+/* The calling thread's rings in flight, on all of its groups (an in-process background's thread has
+ * its own). */
+static _Thread_local comm_ring_t *rings;
 
 static int mod(int a, int m) { return ((a % m) + m) % m; }
 static int done(const comm_ring_t *g) { return g->step >= g->size - 1; }
@@ -55,15 +59,12 @@ static void advance(comm_ring_t *g, const char *api_call) {
   }
 }
 
-static void advance_all(comm_t *c, const char *api_call) {
-  for (comm_ring_t *g = c->rings; g; g = g->next) advance(g, api_call);
+static void advance_all(const char *api_call) {
+  for (comm_ring_t *g = rings; g; g = g->next) advance(g, api_call);
 }
 
 comm_ring_t *comm_ring_start(comm_t *c, float *buf, const size_t *off, const size_t *cnt, const char *api_call) {
-  if (!c->ring_ready) { /* every rank of c starts its rings in one order: this is where all of them are */
-    comm_check_mpi(MPI_Comm_dup(c->mpi, &c->ring_mpi), "MPI_Comm_dup", api_call);
-    c->ring_ready = 1;
-  }
+  if (!c->ring_ready) surge_runtime_error("%s: the group has no ring communicator (a bug)", api_call);
   comm_ring_t *g = xcalloc(1, sizeof *g);
   *g = (comm_ring_t){.c = c, .buf = buf, .rank = c->rank, .size = c->size, .tag = (int)(c->ring_ops++ % RING_TAGS),
                      .req = {MPI_REQUEST_NULL, MPI_REQUEST_NULL}};
@@ -79,47 +80,47 @@ comm_ring_t *comm_ring_start(comm_t *c, float *buf, const size_t *off, const siz
     g->scratch = xmalloc(largest ? largest * sizeof(float) : 1);
     post_step(g, api_call);
   }
-  comm_ring_t **end = &c->rings;
+  comm_ring_t **end = &rings;
   while (*end) end = &(*end)->next;
   *end = g;
   return g;
 }
 
 int comm_ring_test(comm_ring_t *g, const char *api_call) {
-  advance_all(g->c, api_call);
+  advance_all(api_call);
   return done(g);
 }
 
-/* Block until some request of a ring in flight on c completes (MPI's own wait: poll_us is 0). */
-static void wait_any(comm_t *c, const char *api_call) {
+/* Block until some request of a ring in flight completes (MPI's own wait: poll_us is 0). */
+static void wait_any(const char *api_call) {
   int n = 0;
-  for (comm_ring_t *g = c->rings; g; g = g->next) n += 2 * !done(g);
+  for (comm_ring_t *g = rings; g; g = g->next) n += 2 * !done(g);
   MPI_Request few[16], *req = n <= 16 ? few : xmalloc((size_t)n * sizeof *req);
   int k = 0;
-  for (comm_ring_t *g = c->rings; g; g = g->next)
+  for (comm_ring_t *g = rings; g; g = g->next)
     if (!done(g)) req[k++] = g->req[0], req[k++] = g->req[1];
   int which = MPI_UNDEFINED;
   comm_check_mpi(MPI_Waitany(n, req, &which, MPI_STATUS_IGNORE), "MPI_Waitany", api_call);
   k = 0; /* the completed request is MPI_REQUEST_NULL now: back into its ring */
-  for (comm_ring_t *g = c->rings; g; g = g->next)
+  for (comm_ring_t *g = rings; g; g = g->next)
     if (!done(g)) g->req[0] = req[k++], g->req[1] = req[k++];
   if (req != few) free(req);
 }
 
 void comm_ring_wait(comm_ring_t *g, const char *api_call) {
   comm_pace_t pace = comm_pace_start(g->c->poll_us);
-  for (advance_all(g->c, api_call); !done(g); advance_all(g->c, api_call)) {
+  for (advance_all(api_call); !done(g); advance_all(api_call)) {
     if (g->c->poll_us > 0)
       comm_pace_next(&pace);
     else
-      wait_any(g->c, api_call);
+      wait_any(api_call);
   }
 }
 
 void comm_ring_free(comm_ring_t *g) {
   if (!g) return;
   if (!done(g)) surge_runtime_error("comm_ring_free: a ring still in flight (a bug)");
-  comm_ring_t **at = &g->c->rings;
+  comm_ring_t **at = &rings;
   while (*at && *at != g) at = &(*at)->next;
   if (*at) *at = g->next;
   free(g->scratch);
@@ -127,8 +128,14 @@ void comm_ring_free(comm_ring_t *g) {
   free(g);
 }
 
+void comm_ring_open(comm_t *c, const char *api_call) {
+  comm_check_mpi(MPI_Comm_dup(c->mpi, &c->ring_mpi), "MPI_Comm_dup", api_call);
+  c->ring_ready = 1;
+}
+
 void comm_ring_close(comm_t *c) {
-  if (c->rings) surge_runtime_error("comm_free: a group with a ring still in flight (complete its operation first)");
+  for (comm_ring_t *g = rings; g; g = g->next)
+    if (g->c == c) surge_runtime_error("comm_free: a group with a ring still in flight (complete its operation first)");
   if (c->ring_ready) comm_check_mpi(MPI_Comm_free(&c->ring_mpi), "MPI_Comm_free", "comm_free");
   c->ring_ready = 0;
 }

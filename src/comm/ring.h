@@ -12,12 +12,13 @@
  * own), holds one part of scratch (the largest) and touches only its own buffer otherwise; parts
  * may be of any size (an empty part is neither sent nor received).
  *
- * A step advances only inside this layer's calls: comm_op_test advances every ring in flight on its
- * group as far as it can without blocking, comm_op_wait blocks until its own ring is done while
- * advancing the others (so ranks that wait for their operations in different orders cannot block
- * each other). The rings use a duplicate of the group's communicator (made at the group's first
- * ring, every rank of it being in that start), one tag per operation, so they cannot match any
- * other message of the group. */
+ * A step advances only inside this layer's calls: comm_op_test advances every ring in flight in the
+ * calling thread, on any of its groups, as far as it can without blocking; comm_op_wait blocks until
+ * its own ring is done while advancing all the others (so ranks that wait for their operations in
+ * different orders, or on several groups, cannot block each other). The rings use a duplicate of the group's communicator, made with the group (one
+ * made at a group's first ring would be a blocking collective inside the backward pass, which ranks
+ * of several groups, or pipeline stages waiting for each other, reach in different orders: a
+ * deadlock), and one tag per operation, so they cannot match any other message of the group. */
 #ifndef SURGE_RING_H
 #define SURGE_RING_H
 
@@ -31,13 +32,16 @@ typedef struct comm_ring comm_ring_t;
  * comm_ireduce_scatter_sum takes them, already checked (consecutive, each at most INT_MAX floats).
  * The parts are copied. api_call names the caller in errors. */
 comm_ring_t *comm_ring_start(comm_t *c, float *buf, const size_t *off, const size_t *cnt, const char *api_call);
-/* Advance every ring in flight on g's group without blocking; 1 when g is done. */
+/* Advance every ring in flight (on any group of the calling thread) without blocking; 1 when g is
+ * done. */
 int comm_ring_test(comm_ring_t *g, const char *api_call);
-/* Block until g is done, advancing the group's other rings meanwhile (see comm_t.poll_us). */
+/* Block until g is done, advancing the other rings in flight meanwhile (see comm_t.poll_us). */
 void comm_ring_wait(comm_ring_t *g, const char *api_call);
 /* Release a ring that is done. */
 void comm_ring_free(comm_ring_t *g);
-/* The group's ring communicator, if it was made (comm_free). */
+/* Collective over c, where it is made (comm_init_from): its ring communicator. */
+void comm_ring_open(comm_t *c, const char *api_call);
+/* Free c's ring communicator, if it was made (comm_free). */
 void comm_ring_close(comm_t *c);
 
 #endif

@@ -1,13 +1,14 @@
 /* The ring reduce-scatter behind comm_ireduce_scatter_sum (src/comm/ring.h), on 8 ranks: groups of
  * the first R ranks for R = 1 .. 8, each reduce-scattering four buckets at once (uneven parts, empty
- * parts, an empty bucket, a bucket of fewer floats than ranks), progressed by comm_op_test in turn
- * and waited for in bucket order on even ranks and the reverse order on odd ones. Each rank's part
- * must be the sum in the ring's fixed order bit for bit (and a plain double sum within 1e-6), the
- * meter must count each bucket's bytes once in dp_scatter, and each rank must send exactly the
- * floats of the parts it does not own and receive those of the parts its left neighbour does not own
- * ((R-1)/R of the bucket in equal parts), counted through the MPI profiling interface. Then the
- * same with a polite wait (poll_us > 0), and two groups started and waited for in opposite orders on
- * even and odd ranks, which must not hang. Run by tests/test_ring.sh. */
+ * parts, an empty bucket, a bucket of fewer floats than ranks, a part that travels in several
+ * pieces), progressed by comm_op_test in turn and waited for in bucket order on even ranks and the
+ * reverse order on odd ones. Each rank's part must be the sum in the ring's fixed order bit for bit
+ * (and a plain double sum within 1e-6), the meter must count each bucket's bytes once in
+ * dp_scatter, and each rank must send exactly the floats of the parts it does not own and receive
+ * those of the parts its left neighbour does not own ((R-1)/R of the bucket in equal parts), counted
+ * through the MPI profiling interface. Then the same with a polite wait (poll_us > 0), and two groups
+ * started and waited for in opposite orders on even and odd ranks, which must not hang. Run by
+ * tests/test_ring.sh. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -19,6 +20,7 @@
 #include "tap_mpi.h"
 
 enum { NBUCKETS = 4, MOST = 8 };
+enum { PIECES_AND_SOME = 2 * (1 << 18) + 12345 }; /* a part of more than two of the ring's 1 MiB pieces */
 
 /* Floats this process hands to MPI_Isend and MPI_Irecv (the ring's messages are the only ones here). */
 static uint64_t sent_floats, received_floats;
@@ -57,7 +59,7 @@ static size_t parts(int b, int R, size_t *off, size_t *cnt) {
     case 0: cnt[r] = R > 2 && r == 1 ? 0 : 50 + (size_t)((r * 37) % 11) * 13; break; /* uneven, one empty */
     case 1: cnt[r] = r < 5 ? 1 : 0; break;                                          /* 5 floats: some empty */
     case 2: cnt[r] = 0; break;                                                      /* an empty bucket */
-    default: cnt[r] = 25001 + (size_t)(r % 2); break;                               /* large, near-equal */
+    default: cnt[r] = r == R / 2 ? PIECES_AND_SOME : 25001 + (size_t)(r % 2); break; /* large, one larger */
     }
     off[r] = at;
     at += cnt[r];

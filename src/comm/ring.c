@@ -6,16 +6,23 @@
 #include "core/error.h"
 
 enum { RING_TAGS = 32768 }; /* MPI guarantees tags up to 32767 */
+/* A step's part travels in pieces of at most this many floats (1 MiB), received one after the other
+ * into one piece of scratch: a part can be a large share of a large bucket (a word embedding's
+ * gradient, one bucket, may be one rank's whole shard). */
+enum { RING_PIECE = 1 << 18 };
 
 struct comm_ring {
   comm_t *c;
   comm_ring_t *next;  /* the next ring in flight in this thread (rings, oldest first) */
   float *buf;
   size_t *off, *cnt;  /* [R] the parts */
-  float *scratch;     /* the part received in the step in flight: the largest part's floats */
+  float *scratch;     /* the piece received in flight: RING_PIECE floats or the largest part if less;
+                       * made at the first piece this rank receives, freed when the ring is done */
+  size_t scratch_n;
   int rank, size, tag;
   int step;           /* the step in flight, 0 .. size-2; size-1 (or more): done */
-  MPI_Request req[2]; /* the step's receive and send (MPI_REQUEST_NULL: an empty part, or complete) */
+  size_t piece;       /* the step's piece in flight */
+  MPI_Request req[2]; /* the piece's receive and send (MPI_REQUEST_NULL: none, or complete) */
 };
 
 /* The calling thread's rings in flight, on all of its groups (an in-process background's thread has
@@ -27,26 +34,54 @@ static int done(const comm_ring_t *g) { return g->step >= g->size - 1; }
 /* The part rank sends in step s (its partial sums), and the one it receives (and adds to its own). */
 static int send_part(const comm_ring_t *g, int s) { return mod(g->rank - 1 - s, g->size); }
 static int recv_part(const comm_ring_t *g, int s) { return mod(g->rank - 2 - s, g->size); }
+/* Piece k of part p: its floats (0 past the part's end), from buf + *at. */
+static size_t piece_of(const comm_ring_t *g, int p, size_t k, size_t *at) {
+  size_t from = k * RING_PIECE;
+  *at = g->off[p] + from;
+  return from >= g->cnt[p] ? 0 : g->cnt[p] - from < RING_PIECE ? g->cnt[p] - from : RING_PIECE;
+}
+/* The pieces of the step in flight: those of the larger of its two parts (1 where both are empty). */
+static size_t pieces(const comm_ring_t *g) {
+  size_t in = g->cnt[recv_part(g, g->step)], out = g->cnt[send_part(g, g->step)], most = in > out ? in : out;
+  return most == 0 ? 1 : (most + RING_PIECE - 1) / RING_PIECE;
+}
 
-static void post_step(comm_ring_t *g, const char *api_call) {
-  int in = recv_part(g, g->step), out = send_part(g, g->step);
+static void post_piece(comm_ring_t *g, const char *api_call) {
+  size_t in_at, out_at, in_n = piece_of(g, recv_part(g, g->step), g->piece, &in_at),
+                        out_n = piece_of(g, send_part(g, g->step), g->piece, &out_at);
   g->req[0] = g->req[1] = MPI_REQUEST_NULL;
-  if (g->cnt[in] > 0)
-    comm_check_mpi(MPI_Irecv(g->scratch, (int)g->cnt[in], MPI_FLOAT, mod(g->rank - 1, g->size), g->tag,
-                             g->c->ring_mpi, &g->req[0]),
+  if (in_n > 0) {
+    if (!g->scratch) {
+      for (int r = 0; r < g->size; r++) g->scratch_n = g->cnt[r] > g->scratch_n ? g->cnt[r] : g->scratch_n;
+      g->scratch_n = g->scratch_n < RING_PIECE ? g->scratch_n : RING_PIECE;
+      g->scratch = xmalloc(g->scratch_n * sizeof(float));
+    }
+    comm_check_mpi(MPI_Irecv(g->scratch, (int)in_n, MPI_FLOAT, mod(g->rank - 1, g->size), g->tag, g->c->ring_mpi,
+                             &g->req[0]),
                    "MPI_Irecv", api_call);
-  if (g->cnt[out] > 0)
-    comm_check_mpi(MPI_Isend(g->buf + g->off[out], (int)g->cnt[out], MPI_FLOAT, mod(g->rank + 1, g->size), g->tag,
+  }
+  if (out_n > 0)
+    comm_check_mpi(MPI_Isend(g->buf + out_at, (int)out_n, MPI_FLOAT, mod(g->rank + 1, g->size), g->tag,
                              g->c->ring_mpi, &g->req[1]),
                    "MPI_Isend", api_call);
 }
 
-/* Both requests of the step in flight have completed: add the received part in, post the next step. */
-static void finish_step(comm_ring_t *g, const char *api_call) {
-  int in = recv_part(g, g->step);
-  float *own = g->buf + g->off[in];
-  for (size_t i = 0; i < g->cnt[in]; i++) own[i] += g->scratch[i]; /* own + (the ranks to the left's sum) */
-  if (++g->step < g->size - 1) post_step(g, api_call);
+/* Both requests of the piece in flight have completed: add the received floats in, post the next
+ * piece (of this step or the next); the scratch goes when the last step is done. */
+static void finish_piece(comm_ring_t *g, const char *api_call) {
+  size_t at, n = piece_of(g, recv_part(g, g->step), g->piece, &at);
+  float *own = g->buf + at;
+  for (size_t i = 0; i < n; i++) own[i] += g->scratch[i]; /* own + (the ranks to the left's sum) */
+  if (++g->piece == pieces(g)) {
+    g->piece = 0;
+    g->step++;
+  }
+  if (!done(g)) {
+    post_piece(g, api_call);
+  } else {
+    free(g->scratch);
+    g->scratch = NULL;
+  }
 }
 
 /* Advance g without blocking, as many steps as have arrived. */
@@ -55,7 +90,7 @@ static void advance(comm_ring_t *g, const char *api_call) {
     int complete = 0;
     comm_check_mpi(MPI_Testall(2, g->req, &complete, MPI_STATUSES_IGNORE), "MPI_Testall", api_call);
     if (!complete) return;
-    finish_step(g, api_call);
+    finish_piece(g, api_call);
   }
 }
 
@@ -70,16 +105,11 @@ comm_ring_t *comm_ring_start(comm_t *c, float *buf, const size_t *off, const siz
                      .req = {MPI_REQUEST_NULL, MPI_REQUEST_NULL}};
   g->off = xcalloc(2 * (size_t)c->size, sizeof *g->off);
   g->cnt = g->off + c->size;
-  size_t largest = 0;
   for (int r = 0; r < c->size; r++) {
     g->off[r] = off[r];
     g->cnt[r] = cnt[r];
-    largest = cnt[r] > largest ? cnt[r] : largest;
   }
-  if (!done(g)) {
-    g->scratch = xmalloc(largest ? largest * sizeof(float) : 1);
-    post_step(g, api_call);
-  }
+  if (!done(g)) post_piece(g, api_call);
   comm_ring_t **end = &rings;
   while (*end) end = &(*end)->next;
   *end = g;
@@ -123,7 +153,6 @@ void comm_ring_free(comm_ring_t *g) {
   comm_ring_t **at = &rings;
   while (*at && *at != g) at = &(*at)->next;
   if (*at) *at = g->next;
-  free(g->scratch);
   free(g->off);
   free(g);
 }

@@ -5,20 +5,24 @@
  *
  * The ring: R ranks in group order, each sending to its right neighbour (rank + 1) and receiving
  * from its left (rank - 1). In step s (0 .. R-2) rank r sends its partial sums of part r-1-s and
- * receives part r-2-s (indices mod R) into a scratch buffer, then adds it to its own floats of that
- * part. After R-1 steps part r holds, on rank r, the sum of every rank's floats of it, accumulated
- * along the ring in a fixed order: x[r+1] + x[r+2] + ... + x[r] (ranks mod R, left to right), the
- * same bits every run. Each rank sends and receives (R-1)/R of the buffer (the parts it does not
- * own), holds one part of scratch (the largest) and touches only its own buffer otherwise; parts
- * may be of any size (an empty part is neither sent nor received).
+ * receives part r-2-s (indices mod R), adding it to its own floats of that part. After R-1 steps
+ * part r holds, on rank r, the sum of every rank's floats of it, accumulated along the ring in a
+ * fixed order: x[r+1] + x[r+2] + ... + x[r] (ranks mod R, left to right), the same bits every run.
+ * Rank r sends every part but its own and receives every part but its left neighbour's: (R-1)/R of
+ * the buffer where the parts are equal (the bandwidth-optimal half of an allreduce). A part may be
+ * of any size: an empty one is neither sent nor received, and a large one travels in pieces of at
+ * most 1 MiB, each received into the same scratch (a ring holds at most 1 MiB of it, from the first
+ * piece this rank receives until the ring is done), so a bucket that lies within one rank's shard,
+ * as most of the sharded optimizer's do, is a chain of sums through the ring holding no more.
  *
  * A step advances only inside this layer's calls: comm_op_test advances every ring in flight in the
  * calling thread, on any of its groups, as far as it can without blocking; comm_op_wait blocks until
  * its own ring is done while advancing all the others (so ranks that wait for their operations in
- * different orders, or on several groups, cannot block each other). The rings use a duplicate of the group's communicator, made with the group (one
- * made at a group's first ring would be a blocking collective inside the backward pass, which ranks
- * of several groups, or pipeline stages waiting for each other, reach in different orders: a
- * deadlock), and one tag per operation, so they cannot match any other message of the group. */
+ * different orders, or on several groups, cannot block each other). The rings use a duplicate of
+ * the group's communicator, made with the group (one made at a group's first ring would be a
+ * blocking collective inside the backward pass, which ranks of several groups, or pipeline stages
+ * waiting for each other, reach in different orders: a deadlock), and one tag per operation, so
+ * they cannot match any other message of the group. */
 #ifndef SURGE_RING_H
 #define SURGE_RING_H
 

@@ -84,7 +84,7 @@ static void finish_piece(comm_ring_t *g, const char *api_call) {
   }
 }
 
-/* Advance g without blocking, as many steps as have arrived. */
+/* Advance g without blocking, through as many pieces as have arrived. */
 static void advance(comm_ring_t *g, const char *api_call) {
   while (!done(g)) {
     int complete = 0;

@@ -23,6 +23,9 @@
 #          rounds alternating the two: 2 ranks on this node (node-shared memory as a third
 #          reference), then 2 emulated nodes x 1 rank at SPEED_LINK (1gbit) (tools/cluster-local-up.sh;
 #          needs root, else that part says why and is skipped). Bytes per step from the log.
+# MEM_LAYERS (12) sets the gpt's blocks (9: 102M parameters, which 8 ranks fit in less memory);
+# MEM_SHARDED ("false true") which of the two runs on more than one rank.
+# SPEED_WHERE (default "node cluster") picks the speed part's places.
 # MEM_PARTS (default "memory speed") picks the parts. The default memory matrix is the full one
 # (1, 2, 4, 8 ranks x sharded x recompute: about 20 minutes on 2 cores; MEM_RANKS="1 2" for a quick
 # look). The token shards: MEM_SHARDS, else ~/.cache/surge/linux-doc/shards-50257 or shards-4096
@@ -64,12 +67,12 @@ if want memory; then
     echo "-- memory: skipped: no token shards (tools/make-corpus.sh, or MEM_SHARDS=DIR)"
   else
     ranks_list=${MEM_RANKS:-1 2 4 8} modes=${MEM_RECOMPUTE:-none block}
-    ctx=${MEM_CONTEXT:-64} batch=${MEM_BATCH:-8} steps=${MEM_STEPS:-2}
+    ctx=${MEM_CONTEXT:-64} batch=${MEM_BATCH:-8} steps=${MEM_STEPS:-2} layers=${MEM_LAYERS:-12}
     model="$src/inputs/gpt2-124m.deck -D data.path=$shards -D data.tokenizer= -D data.vocab_size=50257
       -D model.gpt_context=$ctx -D train.global_batch=$batch -D run.steps=$steps -D run.eval_every=0
       -D data.test_samples=8 -D run.print_every=1000 -D run.overwrite=true -D checkpoint.compression=none
-      -D parallel.node_shared=false"
-    echo "-- memory: gpt2-124m's shape, context $ctx, global batch $batch, $steps AdamW steps, dp, node_shared = false ($shards)"
+      -D parallel.node_shared=false -D model.gpt_layers=$layers"
+    echo "-- memory: gpt2-124m's shape with $layers blocks, context $ctx, global batch $batch, $steps AdamW steps, dp, node_shared = false ($shards)"
     mrun() { # mrun NAME NP ARGS...: surge-train into $tmp/NAME, its output in NAME.txt
       name=$1; np=$2; shift 2
       # shellcheck disable=SC2086
@@ -83,7 +86,7 @@ if want memory; then
     echo "# x: (peak - before model) / (params + grads + optim + act), the range over the ranks"
     n=""
     for np in $ranks_list; do
-      for sh in false true; do
+      for sh in ${MEM_SHARDED:-false true}; do
         [ "$np" -gt 1 ] || [ "$sh" = false ] || continue # one rank: nothing to shard
         for mode in $modes; do
           name=r$np-$sh-$mode
@@ -190,8 +193,12 @@ if want speed; then
     done
   }
   echo "-- speed: gpt 4 x 256 (3.3M parameters, 13 MB of gradients), context 128, global batch 16, 2 ranks, $ssteps steps, median after 2, $repeat alternating rounds"
-  echo "# one node (shared memory between the ranks)"
-  speed node - allreduce sharded node-shared
+  places=${SPEED_WHERE:-node cluster}
+  case " $places " in *" node "*)
+    echo "# one node (shared memory between the ranks)"
+    speed node - allreduce sharded node-shared ;;
+  esac
+  case " $places " in *" cluster "*) ;; *) exit 0 ;; esac
   cluster_up speed 2 1 "$link"
   echo "# 2 emulated nodes x 1 rank, links at $link (tools/cluster-local-up.sh)"
   speed cluster "$CLUSTER_NAME-n0,$CLUSTER_NAME-n1" allreduce sharded

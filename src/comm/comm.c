@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "comm/comm_dev.h"
+#include "comm/ring.h"
 #include "core/error.h"
 #include "core/timer.h"
 
@@ -102,6 +103,7 @@ static void comm_init_from(comm_t *c, MPI_Comm mpi, const char *api_call) {
   comm_check_mpi(MPI_Comm_rank(mpi, &c->rank), "MPI_Comm_rank", api_call);
   comm_check_mpi(MPI_Comm_size(mpi, &c->size), "MPI_Comm_size", api_call);
   find_nodes(c, api_call);
+  comm_ring_open(c, api_call);
 }
 
 static void mpi_settings(void) {
@@ -170,6 +172,7 @@ void comm_group_begin(comm_t *c) {
 
 void comm_free(comm_t *c) {
   comm_dev_free(c);
+  comm_ring_close(c);
   if (c->mpi != MPI_COMM_NULL) comm_check_mpi(MPI_Comm_free(&c->mpi), "MPI_Comm_free", "comm_free");
   free(c->node);
   c->node = NULL;
@@ -557,28 +560,19 @@ void comm_ireduce_scatter_sum(comm_t *c, float *buf, size_t n, const size_t *off
   if (comm_dev_owns(c, buf))
     surge_runtime_error("comm_ireduce_scatter_sum: a device buffer (the sharded optimizer runs on host-memory "
                         "backends only)");
-  int *counts = xcalloc((size_t)c->size, sizeof *counts);
   size_t at = 0;
   for (int r = 0; r < c->size; r++) {
     if (off[r] != at || cnt[r] > INT_MAX)
       surge_runtime_error("comm_ireduce_scatter_sum: rank %d's part (%zu floats at %zu) does not follow the one "
-                          "before (at %zu) or is beyond one MPI operation (%d)", r, cnt[r], off[r], at, INT_MAX);
-    counts[r] = (int)cnt[r];
+                          "before (at %zu) or is beyond one MPI message (%d)", r, cnt[r], off[r], at, INT_MAX);
     at += cnt[r];
   }
   if (at != n) surge_runtime_error("comm_ireduce_scatter_sum: the parts hold %zu floats of %zu", at, n);
   double start = surge_now();
   *op = (comm_op_t){.c = c, .t = t, .event = trace_start(t, (uint64_t)n * sizeof(float), start),
                     .req = MPI_REQUEST_NULL, .kind = COMM_KIND_HOST};
-  if (cnt[c->rank] > 0 && off[c->rank] > 0) {
-    op->shift_to = buf + off[c->rank];
-    op->shift_from = buf;
-    op->shift_n = cnt[c->rank];
-  }
-  comm_check_mpi(MPI_Ireduce_scatter(MPI_IN_PLACE, buf, counts, MPI_FLOAT, MPI_SUM, c->mpi, &op->req),
-                 "MPI_Ireduce_scatter", "comm_ireduce_scatter_sum");
+  op->ring = comm_ring_start(c, buf, off, cnt, "comm_ireduce_scatter_sum");
   meter_add(c, t, (uint64_t)n * sizeof(float), start);
-  free(counts);
 }
 
 /* The time of a test or wait, counted in the operation's category without another call. */
@@ -591,7 +585,8 @@ static void meter_time(comm_t *c, traffic_t t, double start) {
 /* op has completed: a staged result goes back to the device. */
 static void op_done(comm_op_t *op) {
   op->done = 1;
-  if (op->shift_to) memmove(op->shift_to, op->shift_from, op->shift_n * sizeof(float));
+  comm_ring_free(op->ring);
+  op->ring = NULL;
   free(op->counts);
   op->counts = NULL;
   if (op->kind == COMM_KIND_STAGED) finish_staged(op->c, op->dev, &op->host, op->n, op->kind);
@@ -604,6 +599,8 @@ int comm_op_test(comm_op_t *op) {
   int done = 0;
   if (op->kind == COMM_KIND_NCCL)
     done = comm_dev_test(op);
+  else if (op->ring)
+    done = comm_ring_test(op->ring, "comm_op_test");
   else
     comm_check_mpi(MPI_Test(&op->req, &done, MPI_STATUS_IGNORE), "MPI_Test", "comm_op_test");
   if (done) op_done(op);
@@ -616,6 +613,8 @@ void comm_op_wait(comm_op_t *op) {
   double start = surge_now();
   if (op->kind == COMM_KIND_NCCL)
     comm_dev_wait(op);
+  else if (op->ring)
+    comm_ring_wait(op->ring, "comm_op_wait");
   else
     wait_requests(op->c, &op->req, 1, "comm_op_wait");
   op_done(op);

@@ -63,6 +63,10 @@ typedef struct comm {
                              * log sees all their traffic. NULL after comm_world and comm_split. */
   comm_device_t *dev;  /* NULL: host buffers only; else device buffers are accepted (comm_use_device) */
   int in_group;        /* comm_group_begin was called and its comm_waitall has not come yet */
+  /* Surge's ring collectives (comm/ring.h), used by comm_ireduce_scatter_sum: */
+  MPI_Comm ring_mpi;   /* their duplicate of mpi, made with the group (ring_ready) */
+  int ring_ready;
+  unsigned ring_ops;   /* rings started on the group: the next one's tag */
 } comm_t;
 
 /* MPI_Init with the settings Surge's communication relies on, set before MPI starts (a setting the
@@ -174,10 +178,7 @@ typedef struct comm_op {
   float *host;     /* staged: the host copy (freed at completion) */
   size_t n;
   void *completion; /* NCCL: the event the operation's end records (a cudaEvent_t) */
-  float *shift_to;  /* a reduce-scatter in place: where this rank's part goes at completion (MPI leaves
-                     * it at the start of the buffer, shift_from), shift_n floats; NULL: none */
-  float *shift_from;
-  size_t shift_n;
+  struct comm_ring *ring; /* a ring reduce-scatter (comm/ring.h), freed at completion; NULL: none */
   int *counts;      /* a v-collective's counts and displacements, kept until completion (freed then) */
 } comm_op_t;
 /* Start an in-place sum over the group of n floats (one MPI_Iallreduce, however large). */
@@ -185,8 +186,10 @@ void comm_iallreduce_sum(comm_t *c, float *buf, size_t n, traffic_t t, comm_op_t
 /* Start an in-place reduce-scatter (sum) over the group of the n floats of buf (host memory): rank r
  * receives the sum of the floats [off[r], off[r] + cnt[r]) of every rank's buf, in place at that
  * position of its own buf at completion (the rest of its buf is then undefined). The parts are
- * consecutive (off[r + 1] = off[r] + cnt[r], off[0] = 0, their total n); a part may be empty. One
- * MPI_Ireduce_scatter, bytes counted as n floats. A device buffer is refused (no NCCL counterpart yet). */
+ * consecutive (off[r + 1] = off[r] + cnt[r], off[0] = 0, their total n); a part may be empty. Surge's
+ * ring (comm/ring.h: R-1 steps, each rank sending and receiving (R-1)/R of buf, scratch of one part,
+ * each part summed in a fixed order), advanced by comm_op_test and comm_op_wait on any operation of
+ * the group; bytes counted as n floats. A device buffer is refused (no NCCL counterpart yet). */
 void comm_ireduce_scatter_sum(comm_t *c, float *buf, size_t n, const size_t *off, const size_t *cnt, traffic_t t,
                               comm_op_t *op);
 /* Start comm_allgatherv_float's in-place gather of rank r's part [off[r], off[r] + n[r]) of buf (host

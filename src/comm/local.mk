@@ -1,6 +1,7 @@
 # The comm layer: metered MPI collectives and point-to-point transfers (src/comm/comm.h), and its
 # device side for GPU buffers: NCCL or staging (comm_nccl.c with CUDA, comm_dev_absent.c without).
-libsurge_a_SOURCES += src/comm/comm.c src/comm/comm.h src/comm/comm_dev.h src/comm/node_shm.c src/comm/node_shm.h
+libsurge_a_SOURCES += src/comm/comm.c src/comm/comm.h src/comm/comm_dev.h src/comm/node_shm.c src/comm/node_shm.h \
+  src/comm/ring.c src/comm/ring.h
 if HAVE_CUDA
 libsurge_a_SOURCES += src/comm/comm_nccl.c
 else
@@ -11,3 +12,8 @@ tests_test_comm_SOURCES = tests/test_comm.c
 tests_test_comm_LDADD = $(SURGE_LIBS)
 TESTS += tests/test_comm.sh
 dist_check_SCRIPTS += tests/test_comm.sh
+check_PROGRAMS += tests/test_ring
+tests_test_ring_SOURCES = tests/test_ring.c
+tests_test_ring_LDADD = $(SURGE_LIBS)
+TESTS += tests/test_ring.sh
+dist_check_SCRIPTS += tests/test_ring.sh

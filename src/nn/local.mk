@@ -37,3 +37,7 @@ TESTS += tests/test_zoo_nets_run.sh
 
 # activation recomputation ([train] recompute, nn/recompute.h)
 libsurge_a_SOURCES += src/nn/recompute.c src/nn/recompute.h
+check_PROGRAMS += tests/test_init_memory
+tests_test_init_memory_SOURCES = tests/test_init_memory.c
+tests_test_init_memory_LDADD = $(SURGE_LIBS)
+TESTS += tests/test_init_memory

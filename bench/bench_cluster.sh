@@ -139,6 +139,9 @@ if want multiplex; then
     mux_table "$(median <"$d/dp.fg")" "$(median <"$d/burst.fg")" \
       "burst plan + 4 backgrounds (processes)" "$(median <"$d/mux.fg")" "$(median <"$d/mux.bg")" \
       "burst plan + 4 in-process backgrounds" "$(median <"$d/thread.fg")" "$(median <"$d/thread.bg")"
+    # every run's figure, in run order, so a spread the medians hide shows
+    for f in dp.fg burst.fg mux.fg mux.bg thread.fg thread.bg; do printf '%s %s\n' "$f" "$(tr '\n' ' ' <"$d/$f")"; done |
+      awk '{ printf "%s%s:", (NR > 1 ? ";" : "# each run (samples/s):"), " " $1; for (i = 2; i <= NF; i++) printf " %.0f", $i } END { print "" }'
   done
   echo "# median of $repeats runs of each (alternating); foreground samples/s from the median step time after 3"
   echo "# warm-up steps; background samples/s: the foreground log's /multiplex@background_samples_per_sec;"

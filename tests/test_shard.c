@@ -1,6 +1,7 @@
 /* The sharded optimizer's pieces (sync/shard.h, sync/shard_gather.h, the reduce-scatter reducer) on any
  * rank count: shard bounds on row boundaries that tile the slab near-evenly; the gradient sync's
- * buckets reduce-scattered to the shards (every rank's shard the exact sum); and the all-gather of
+ * buckets reduce-scattered to the shards (every rank's shard the exact sum); with the PowerSGD
+ * reducer, every rank's shard bitwise the unsharded PowerSGD sum, step after step; and the all-gather of
  * the parameters, where each node's buckets hold every rank's values as soon as the wait before
  * that node's forward pass returns (nothing else runs in between: a wait that is missing fails). */
 #include <math.h>
@@ -8,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/backend.h"
 #include "comm/comm.h"
 #include "core/error.h"
 #include "sync/gradsync.h"
@@ -142,6 +144,52 @@ static void check_sync_and_gather(const slab_layout_t *L) {
   free(b);
 }
 
+/* One PowerSGD gradient sync (rank 2, its error feedback and warm factors carried over 3 steps), sharded
+ * or not, over the same buckets: the gradients of step k are value(rank, i) + k. */
+static float *psgd_steps(const slab_layout_t *L, int shard, double *raw_bytes, int *regions) {
+  int *group = xcalloc((size_t)L->n, sizeof *group), *ready = xcalloc((size_t)L->n, sizeof *ready);
+  for (int t = 0; t < L->n; t++) ready[t] = L->t[t].owner;
+  float *grads = backend_cpu.alloc(L->total);
+  gradsync_t s;
+  gradsync_opts_t o = {.bucket_bytes = 2048 * sizeof(float), .overlap = 1, .reducer = "powersgd", .be = &backend_cpu,
+                       .job = &world, .psgd = {.rank = 2, .seed = 91}, .shard = shard};
+  gradsync_init(&s, L, group, ready, &world, &world, grads, &o);
+  *raw_bytes = 0;
+  for (int k = 0; k < 3; k++) {
+    for (size_t i = 0; i < L->total; i++) grads[i] = value(world.rank, i) + (float)k;
+    gradsync_begin(&s);
+    for (int node = L->n; node >= 1; node--) gradsync_node_done(&s, node);
+    gradsync_finish(&s);
+    *raw_bytes += s.reducer->raw_bytes;
+  }
+  state_region_t r[4];
+  *regions = s.reducer->ops->state ? s.reducer->ops->state(s.reducer, r, 4) : 0;
+  float *out = xcalloc(L->total, sizeof *out);
+  memcpy(out, grads, L->total * sizeof *out);
+  gradsync_free(&s);
+  backend_cpu.free(grads);
+  free(group);
+  free(ready);
+  return out;
+}
+
+static void check_compressed(const slab_layout_t *L) {
+  size_t *b = xcalloc((size_t)world.size + 1, sizeof *b);
+  shard_bounds(L, world.size, b);
+  double raw_whole, raw_shard;
+  int regions_whole, regions_shard;
+  float *whole = psgd_steps(L, 0, &raw_whole, &regions_whole), *mine = psgd_steps(L, 1, &raw_shard, &regions_shard);
+  int ok = regions_shard == 1 && regions_whole == 1 && raw_shard == raw_whole && (world.size < 2 || raw_shard > 0);
+  for (size_t i = b[world.rank]; i < b[world.rank + 1]; i++) ok &= memcmp(&whole[i], &mine[i], sizeof *mine) == 0;
+  ok = all_ok(ok);
+  if (world.rank == 0)
+    tap_ok(ok, "PowerSGD sharded: after 3 steps every rank's shard is bitwise the unsharded PowerSGD sum, the same "
+           "bytes compressed (%.0f a rank), one checkpoint region", raw_shard);
+  free(whole);
+  free(mine);
+  free(b);
+}
+
 /* A plan over two groups (sync/shard.h), as a burst plan or the 3d layout has them: tensors a, c, e
  * summed over every rank, b, d, f over the even ranks (none of them on an odd rank); c must not be
  * cut. The ranks' shards tile every tensor exactly once, c lies whole in one rank's shard (on 3 and 4
@@ -194,6 +242,9 @@ int main(int argc, char **argv) {
   slab_layout_free(&L);
   make_layout(&L, 40); /* large enough that the all-gathers take several rounds */
   check_sync_and_gather(&L);
+  slab_layout_free(&L);
+  make_layout(&L, 1);
+  check_compressed(&L);
   slab_layout_free(&L);
   int rank = world.rank;
   comm_free(&world);

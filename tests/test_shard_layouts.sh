@@ -10,8 +10,10 @@
 # each rank's printed optimizer-state bytes are its shard's two moments and the shards tile the model
 # (3d: with a layer norm's moments on one rank of each tensor-parallel index, as its parameters are);
 # a sharded checkpoint resumes on 1 rank unsharded (both layouts) and an unsharded one resumes on the
-# sharded burst plan, ending within 1e-5 of the straight 1-rank run; PowerSGD with it is refused at
-# start-up naming both keys.
+# sharded burst plan, ending within 1e-5 of the straight 1-rank run; 3d with PowerSGD on stage 0
+# ([compress] sc_stages = 1) sharded reproduces the unsharded PowerSGD run (the compressed stage's
+# buckets summed whole by PowerSGD, each rank updating its shard; the other stage and the word
+# embedding reduce-scattered), its state bytes its shard's, and its checkpoint resumes on its layout.
 . "${SURGE_TOP_SRCDIR:-.}/tests/tap.sh"
 . "$top_src/tests/same_params.sh" # same NAME REF WHAT
 [ -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ] || tap_skip_all "dataset-fashion-mnist is not installed"
@@ -71,6 +73,7 @@ clipped gpt-3d "3d sharded"
 # the shards: every parameter's moments once, but a layer norm's (weight and bias of 2 per block and
 # the final one, width 32) once per tensor-parallel index (tp = 2), as every tp rank holds it
 total=$(model_floats gpt-1)
+total3d=$total
 ln=$((2 * 32 * (2 * 2 + 1)))
 echo "# 1 rank: $total floats; 3d sharded (bytes floats per rank): $(states gpt-3d | tr '\n' ' ')"
 tiles gpt-3d 8 $((total + ln))
@@ -128,13 +131,33 @@ resume mlp-fwd mlp-half 4 mlp-fmnist.deck $mlp $burst $shard
 tap_ok $? "the unsharded 1-rank checkpoint resumes on the sharded burst plan"
 same mlp-fwd mlp-1 "unsharded 1 rank -> sharded burst = 1 rank"
 
-# PowerSGD (3d's [compress] sc_stages) and the sharded optimizer: refused at start-up, naming both keys
+# ---- 3d with PowerSGD on stage 0 ([compress] sc_stages = 1; fe: the word embedding summed exactly over
+# the fused group, as the sharded optimizer sums it): the sharded run reproduces the unsharded one
+psgd="-D compress.sc_stages=1 -D compress.dp_rank=2 -D compress.fe=true -D parallel.bucket_mb=0.02"
 # shellcheck disable=SC2086
-run no-psgd 8 gpt-3d.deck $gpt $grid $shard -D compress.sc_stages=1 -D compress.dp_rank=2 -D run.steps=1
-grep -q "shard_optimizer = true with \[compress\] sc_stages = 1 (-D compress.sc_stages=1): not implemented" \
-  "$tap_tmp/no-psgd.txt"
-found=$?
-[ "$(cat "$tap_tmp/no-psgd.rc")" = 2 ] && [ $found = 0 ]
-tap_ok $? "3d with sc_stages and shard_optimizer is refused (exit $(cat "$tap_tmp/no-psgd.rc"))"
+run psgd-3d 8 gpt-3d.deck $gpt $grid $psgd -D run.steps=10
+tap_ok "$(cat "$tap_tmp/psgd-3d.rc")" "3d PowerSGD on stage 0, unsharded: 10 steps"
+# shellcheck disable=SC2086
+run psgd-3d-shard 8 gpt-3d.deck $gpt $grid $shard $psgd -D run.steps=10
+grep -q "3d: sharded optimizer" "$tap_tmp/psgd-3d-shard.txt"
+tap_ok $? "3d PowerSGD sharded: the banner says the optimizer is sharded (exit $(cat "$tap_tmp/psgd-3d-shard.rc"))"
+# shellcheck disable=SC2086
+same psgd-3d-shard psgd-3d "3d PowerSGD sharded = unsharded" $key_bias
+clipped psgd-3d-shard "3d PowerSGD sharded"
+tiles psgd-3d-shard 8 $((total3d + ln))
+tap_ok $? "3d PowerSGD: each rank's optimizer-state bytes are its shard's 2 moments, the shards $total3d + $ln floats"
+# shellcheck disable=SC2086
+"$compare" "$tap_tmp/psgd-3d-shard/model.h5" "$tap_tmp/gpt-3d/model.h5" 1e-5 $key_bias >/dev/null 2>&1
+[ $? = 1 ]
+tap_ok $? "3d PowerSGD sharded differs beyond the tolerance from the exact sharded run (the compression acts)"
+# a sharded PowerSGD checkpoint (moments of the shards, PowerSGD's per-rank errors and factors) resumes
+# on the same layout, ending where the straight run does
+# shellcheck disable=SC2086
+run psgd-3d-half 8 gpt-3d.deck $gpt $grid $shard $psgd -D run.steps=5
+# shellcheck disable=SC2086
+resume psgd-3d-again psgd-3d-half 8 gpt-3d.deck $gpt $grid $shard $psgd
+tap_ok $? "the sharded PowerSGD 3d checkpoint resumes on its layout"
+# shellcheck disable=SC2086
+same psgd-3d-again psgd-3d-shard "sharded PowerSGD 3d, 5 + 5 steps = 10 steps" $key_bias
 
 tap_done

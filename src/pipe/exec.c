@@ -57,7 +57,10 @@ static void reduce_out_of(void *arg, int j, int off, int B) {
 /* Every tensor of the part is summed over the data-parallel group (but the word embedding under fe);
  * its gradient is final after the backward of its first user (the embedding for the tied word
  * embedding). With sc every rank runs the PowerSGD reducer (so every rank lists its checkpoint
- * region), at rank dp_rank on stages below sc_stages and at rank 0 (exact) on the others. */
+ * region), at rank dp_rank on stages below sc_stages and at rank 0 (exact) on the others. Sharded,
+ * stages below sc_stages sum their data-parallel buckets with PowerSGD (whole sums, each rank
+ * updating its shard), the others reduce-scatter them, and the word embedding is reduce-scattered
+ * over the fused group on every stage (exact, as fe sums it). */
 /* Per tensor of the part: 1 for one every tensor-parallel rank holds whole (a layer norm's), where
  * tensor parallelism puts it at another offset of each rank's slab: a sharded optimizer cuts none, so
  * that each rank holding its moments holds all of them (sync/shard.h). NULL: tp = 1. */
@@ -85,6 +88,8 @@ static void make_sync(pipe_exec_t *ex, const gradsync_opts_t *opts, uint64_t see
   o.shard_atomic = every;
   o.be = ex->m.be;
   o.job = ex->world;
+  static const unsigned char fe_exact[2] = {[PIPE_FE] = 1}; /* sharded: the word embedding's fused sum stays exact */
+  o.exact_groups = fe_exact;
   if (ex->co.sc_stages > 0) {
     o.reducer = "powersgd";
     o.psgd = (reducer_psgd_opts_t){.rank = ex->grid.p < ex->co.sc_stages ? ex->co.dp_rank : 0,

@@ -351,14 +351,10 @@ static const layout_ops_t sharded_layout_ops = {
     .updated = sharded_updated, .shard_replica = shard_replica, .free = free_layout};
 
 /* [parallel] shard_optimizer on dp > 1 (else nothing to shard): the data-parallel gradient sync
- * reduce-scatters (sync). What it does not combine with is an input error naming the keys. */
+ * reduce-scatters (sync), or with [compress] sc_stages sums the compressed stages' buckets with
+ * PowerSGD, each rank updating its shard of the whole sums (pipe/exec.c). */
 static void plan_shards(const layout_opts_t *o, const backend_t *be, gradsync_opts_t *sync) {
   if (!o->shard_optimizer || grid_of(o)->dp < 2) return;
-  if (compress_opts(o->cfg)->sc_stages > 0)
-    surge_input_error("%s: [parallel] shard_optimizer = true with [compress] sc_stages = %d (%s): not implemented "
-                      "(the distributed optimizer reduce-scatters exact sums; PowerSGD sums compressed factors) (hint: "
-                      "turn off shard_optimizer or sc_stages)", layout_where(o, "parallel.shard_optimizer"),
-                      compress_opts(o->cfg)->sc_stages, layout_where(o, "compress.sc_stages"));
   shard_check_backend(be, layout_where(o, "parallel.shard_optimizer"));
   sync->shard = 1;
 }
@@ -378,7 +374,8 @@ static void use_shards(pipe_layout_t *pl) {
   ex->before_forward = shard_gather_hook;
   ex->before_arg = &pl->gather;
   b->note = "3d: sharded optimizer ([parallel] shard_optimizer): each stage's data-parallel group reduce-scatters its "
-            "gradients in buckets, each rank updating its shard with moments for it alone (a layer norm never cut); "
+            "gradients in buckets (stages below [compress] sc_stages sum them with PowerSGD instead, whole on every "
+            "rank), each rank updating its shard with moments for it alone (a layer norm never cut); "
             "the word embedding's gradient is reduce-scattered over the fused embedding group (the first and last "
             "stage's ranks of its tensor-parallel index) in place of the embedding sum; parameters all-gathered "
             "over the same groups before the next forward pass reads them";

@@ -11,11 +11,12 @@
 typedef struct reducer_entry {
   const char *name;
   reducer_t *(*make)(const reducer_setup_t *s);
+  int compresses; /* its sums are approximations, whole on every rank of the group (psgd's settings) */
 } reducer_entry_t;
 
 static reducer_t *make_exact(const reducer_setup_t *s) { return reducer_exact(s->nbuckets); }
 
-static const reducer_entry_t reducers[] = {{"exact", make_exact}, {"powersgd", reducer_powersgd}};
+static const reducer_entry_t reducers[] = {{"exact", make_exact, 0}, {"powersgd", reducer_powersgd, 1}};
 enum { NREDUCERS = sizeof reducers / sizeof reducers[0] };
 
 const char *gradsync_reducer_names(void) {
@@ -51,6 +52,29 @@ static void plan_buckets(gradsync_t *s, const slab_layout_t *L, const int *group
   for (int k = 0; k < s->nbuckets; k++) s->b[k].local = s->groups[s->b[k].group].size >= 2;
 }
 
+/* A sharded optimizer with a compressing reducer: the compressor sums the buckets it compresses (the
+ * psgd rank positive, the group not in o->exact_groups), leaving every rank of the group the whole
+ * approximate sum, of which each rank updates its shard; the other buckets are reduce-scattered. The
+ * compressor is made on every rank, with no bucket where it compresses none (its state is collective
+ * over the job). */
+static reducer_t *sharded_compressed(const gradsync_t *s, const reducer_setup_t *setup, const reducer_entry_t *e,
+                                     const gradsync_opts_t *o) {
+  int nb = s->nbuckets, *which = xcalloc((size_t)nb + 1, sizeof *which), count[2] = {0, 0};
+  reducer_bucket_t *mine[2] = {xcalloc((size_t)nb + 1, sizeof **mine), xcalloc((size_t)nb + 1, sizeof **mine)};
+  for (int k = 0; k < nb; k++) {
+    int exact = o->psgd.rank <= 0 || (o->exact_groups && o->exact_groups[s->b[k].group]);
+    which[k] = exact;
+    mine[exact][count[exact]++] = setup->b[k];
+  }
+  reducer_setup_t part[2] = {*setup, *setup};
+  for (int i = 0; i < 2; i++) part[i].nbuckets = count[i], part[i].b = mine[i];
+  reducer_t *r = reducer_split(nb, which, e->make(&part[0]), reducer_scatter(&part[1], s->shard));
+  free(mine[0]);
+  free(mine[1]);
+  free(which);
+  return r;
+}
+
 void gradsync_init(gradsync_t *s, const slab_layout_t *L, const int *tensor_group, const int *tensor_ready,
                    comm_t *groups, comm_t *world, float *grads, const gradsync_opts_t *o) {
   memset(s, 0, sizeof *s);
@@ -68,21 +92,20 @@ void gradsync_init(gradsync_t *s, const slab_layout_t *L, const int *tensor_grou
                                .t_count = s->b[k].t_count};
   reducer_setup_t setup = {.nbuckets = s->nbuckets, .b = rb, .L = L, .be = o->be, .job = o->job ? o->job : world,
                            .psgd = o->psgd};
-  if (o->shard && strcmp(name, "exact") != 0)
-    surge_input_error("[parallel] shard_optimizer = true with the %s gradient reducer: not implemented (hint: the "
-                      "distributed optimizer reduce-scatters exact sums; turn off shard_optimizer or the compression)",
-                      name);
+  const reducer_entry_t *e = NULL;
+  for (int i = 0; i < NREDUCERS && !e; i++)
+    if (strcmp(reducers[i].name, name) == 0) e = &reducers[i];
+  if (!e) surge_input_error("unknown gradient reducer '%s' (accepted: %s)", name, gradsync_reducer_names());
   if (o->shard) {
     int ngroups = 0;
     for (int t = 0; t < L->n; t++) ngroups = tensor_group[t] + 1 > ngroups ? tensor_group[t] + 1 : ngroups;
     s->shard = xcalloc(1, sizeof *s->shard);
     shard_plan_init(s->shard, L, tensor_group, groups, ngroups, o->shard_atomic);
-    s->reducer = reducer_scatter(&setup, s->shard);
+    s->reducer = e->compresses ? sharded_compressed(s, &setup, e, o) : reducer_scatter(&setup, s->shard);
+  } else {
+    s->reducer = e->make(&setup);
   }
-  for (int i = 0; i < NREDUCERS && !s->reducer; i++)
-    if (strcmp(reducers[i].name, name) == 0) s->reducer = reducers[i].make(&setup);
   free(rb);
-  if (!s->reducer) surge_input_error("unknown gradient reducer '%s' (accepted: %s)", name, gradsync_reducer_names());
   const grad_bucket_t *b0 = &s->b[0];
   if (o->side > 0 && s->nbuckets > 0 && s->reducer->ops->sums_extra_floats && b0->local && b0->off + b0->n == L->total &&
       s->groups[b0->group].size == world->size) {

@@ -60,9 +60,13 @@ typedef struct gradsync_opts {
   int side;            /* side slots wanted after the slab (see above), 0: none */
   int shard;           /* 1: a sharded optimizer (sync/shard.h): gradsync_t.shard plans the shards of each
                         * group's tensors over its ranks, and the exact reducer reduce-scatters each
-                        * bucket to them (reducer_scatter); another reducer is an input error, and so
-                        * is a tensor of no group */
+                        * bucket to them (reducer_scatter); a compressing reducer (powersgd, psgd.rank > 0)
+                        * sums its buckets whole on every rank, each rank updating its shard of them,
+                        * and the buckets of exact_groups are reduce-scattered (reducer_split); a tensor
+                        * of no group is an input error */
   const unsigned char *shard_atomic; /* NULL, or per tensor 1 where no shard bound may cut it */
+  const unsigned char *exact_groups; /* shard with a compressing reducer: NULL, or per group 1 where its buckets
+                                      * are reduce-scattered exactly all the same */
 } gradsync_opts_t;
 
 /* The reducers gradsync_init accepts, for messages: "exact, powersgd". */

@@ -2,6 +2,7 @@
 libsurge_a_SOURCES += \
   src/sync/gradsync.c src/sync/gradsync.h \
   src/sync/reducer.h src/sync/reducer_exact.c src/sync/reducer_powersgd.c src/sync/reducer_scatter.c \
+  src/sync/reducer_split.c \
   src/sync/shard.c src/sync/shard.h src/sync/shard_gather.c src/sync/shard_gather.h \
   src/sync/node_sum.c src/sync/node_sum.h \
   src/sync/options.c src/sync/options.h

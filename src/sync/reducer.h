@@ -84,6 +84,10 @@ typedef struct shard_plan shard_plan_t;
 reducer_t *reducer_scatter(const reducer_setup_t *s, const shard_plan_t *plan);
 /* Optimus-CC's PowerSGD of data-parallel gradients (reducer_powersgd.c): collective over s->job. */
 reducer_t *reducer_powersgd(const reducer_setup_t *s);
+/* Buckets shared by two reducers (reducer_split.c): bucket b goes to first where which[b] is 0, to second
+ * where it is 1, each reducer made for its buckets alone in their start order; the state is both
+ * reducers' regions. Takes both. sums_extra_floats 0. */
+reducer_t *reducer_split(int nbuckets, const int *which, reducer_t *first, reducer_t *second);
 void reducer_free(reducer_t *r);
 
 #endif

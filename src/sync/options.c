@@ -20,7 +20,8 @@ static const cfg_key_t rows[] = {
                  "set; 3d: each stage's dp group, the word embedding over the first and last stage's), each rank "
                  "updating its shard with moments held for that shard only, the parameters all-gathered after "
                  "the update; where node_shared applies (dp on one node), node-shared memory sums and its slices "
-                 "are the shards; refused on a GPU backend and with 3d's [compress] sc_stages (doc/design.md)"),
+                 "are the shards; with 3d's [compress] sc_stages the compressed stages sum with PowerSGD instead, "
+                 "each rank updating its shard of the whole sums; refused on a GPU backend (doc/design.md)"),
 };
 // clang-format on
 

@@ -20,17 +20,31 @@ train() { # train NP OUT ARGS...
 # wait_for FILE: up to 60 s
 wait_for() { tap_wait_until 60 test -e "$1"; }
 
+# long_steps OUT: the steps a resumed run and its straight twin take: 1000, or 100 past the newest
+# checkpoint in OUT when the interrupted run got further than that (a slow poll)
+long_steps() {
+  newest=$(ls "$1/checkpoints" 2>/dev/null | sed -n 's/^ckpt-0*\([0-9][0-9]*\)\.h5$/\1/p' | sort -n | tail -n 1)
+  echo $(( ${newest:-0} + 100 > 1000 ? ${newest:-0} + 100 : 1000 ))
+}
+
+# straight_as NP ARGS...: the out_dir of an uninterrupted run with ARGS, run once per NP and ARGS
+straight_as() {
+  np=$1; shift
+  dir="$tap_tmp/straight-$np-$(echo "$*" | tr -c 'A-Za-z0-9.\n' '_')"
+  [ -e "$dir/model.h5" ] || train "$np" "$dir" "$@"
+  echo "$dir"
+}
+
 for np in 1 4; do
   train $np "$tap_tmp/straight$np"
   tap_ok $? "20 steps straight on $np rank(s)"
 
-  # crash: SIGKILL once the step-10 checkpoint exists, then resume for 1000 steps and compare with
-  # a straight run of 1000. The killed run is asked for a million steps, so the kill lands before
-  # its end however fast the steps are (the deck's learning rate is constant: the step count
-  # changes no arithmetic before the end)
-  long="-D run.steps=1000 -D checkpoint.every=10"
-  endless="-D run.steps=1000000 -D checkpoint.every=10"
-  train $np "$tap_tmp/straight-long$np" $long
+  # crash: SIGKILL once the step-10 checkpoint exists, then resume to a step past the newest
+  # checkpoint and compare with a straight run as long. The killed run is asked for a million steps,
+  # so the kill lands before its end however fast the steps are (the deck's learning rate is
+  # constant: the step count changes no arithmetic before the end). It keeps every checkpoint: at
+  # a millisecond a step, the default keep = 3 removes ckpt-00000010.h5 before a poll can see it
+  endless="-D run.steps=1000000 -D checkpoint.every=10 -D checkpoint.keep=1000000"
   out="$tap_tmp/killed$np"
   # shellcheck disable=SC2086
   timeout 300 "$mpiexec" -n $np "$SURGE_TRAIN" "$deck" $base $endless -D "run.out_dir=$out" >"$out.txt" 2>&1 &
@@ -40,12 +54,15 @@ for np in 1 4; do
   wait $pid 2>/dev/null
   [ ! -e "$out/model.h5" ]
   tap_ok $? "$np rank(s): killed with SIGKILL after the step-10 checkpoint, before the end"
+  long="-D run.steps=$(long_steps "$out") -D checkpoint.every=10"
+  # shellcheck disable=SC2086
+  straight=$(straight_as $np $long)
   # shellcheck disable=SC2086
   train $np "$out" $long --resume
   tap_ok $? "$np rank(s): resumed after the kill"
   grep -q "resumed from .*ckpt-[0-9]\{8\}.h5" "$out.txt"
   tap_ok $? "$np rank(s): the resume says which checkpoint it took"
-  h5diff "$out/model.h5" "$tap_tmp/straight-long$np/model.h5" /params /params >/dev/null 2>&1
+  h5diff "$out/model.h5" "$straight/model.h5" /params /params >/dev/null 2>&1
   tap_ok $? "$np rank(s): kill + resume ends with bitwise the parameters of the straight run"
 
   # clean stop: SIGUSR1 (Slurm's --signal) to the ranks: finish the step, checkpoint, exit 0 (the
@@ -60,9 +77,12 @@ for np in 1 4; do
   rc=$?
   grep -q "stopped by a signal after step .*resume with: [^ ]*surge-train .* --resume" "$out.txt"
   tap_ok $(( rc + $? )) "$np rank(s): SIGUSR1 stops with exit $rc and says how to resume"
+  long="-D run.steps=$(long_steps "$out") -D checkpoint.every=10"
+  # shellcheck disable=SC2086
+  straight=$(straight_as $np $long)
   # shellcheck disable=SC2086
   train $np "$out" $long --resume
-  h5diff "$out/model.h5" "$tap_tmp/straight-long$np/model.h5" /params /params >/dev/null 2>&1
+  h5diff "$out/model.h5" "$straight/model.h5" /params /params >/dev/null 2>&1
   tap_ok $? "$np rank(s): signal + resume ends with bitwise the parameters of the straight run"
 done
 
@@ -101,7 +121,8 @@ tap_ok $? "the last checkpoint before the NaN ($last) is intact"
 # one rank killed mid-run: the whole job exits non-zero within 30 s, nothing hangs
 out="$tap_tmp/rankdeath"
 # shellcheck disable=SC2086
-timeout 120 "$mpiexec" -n 4 "$SURGE_TRAIN" "$deck" $base -D run.steps=100000 -D "run.out_dir=$out" >"$out.txt" 2>&1 &
+timeout 120 "$mpiexec" -n 4 "$SURGE_TRAIN" "$deck" $base -D run.steps=100000 -D checkpoint.keep=1000000 \
+  -D "run.out_dir=$out" >"$out.txt" 2>&1 &
 pid=$!
 wait_for "$out/checkpoints/ckpt-00000005.h5"
 victim=$(pgrep -f "^$SURGE_TRAIN .*run.out_dir=$out( |$)" | tail -n 1)

@@ -155,7 +155,8 @@ lap "sweep and report"
 # depends on it waits for the last attempt
 job=$(submit "$jobs/train.sbatch" train.deck -D run.out_dir=stopped)
 [ -x "$surge_report" ] && report=$(submit --dependency=afterok:"$job" "$jobs/report.sbatch" stopped/log.h5)
-tap_wait_until 30 test -e stopped/checkpoints/ckpt-00000100.h5
+# any checkpoint: the first may be pruned (keep = 3) before a poll sees it on a fast machine
+tap_wait_until 30 sh -c 'ls "$1"/ckpt-*.h5 >/dev/null 2>&1' sh stopped/checkpoints
 scancel --signal=USR1 "$job"
 wait_job "$job" 60
 out=surge-train-$job.out
@@ -263,7 +264,7 @@ EOF
   job=$(submit "$jobs/burst-bg.sbatch" fg.deck bg.deck -D run.out_dir=fg-stopped -D run.steps=1200 \
     -D checkpoint.every=100 -- -D run.out_dir=bg-stopped)
   out=surge-burst-bg-$job
-  tap_wait_until 30 test -e fg-stopped/checkpoints/ckpt-00000100.h5
+  tap_wait_until 30 sh -c 'ls "$1"/ckpt-*.h5 >/dev/null 2>&1' sh fg-stopped/checkpoints
   scancel --signal=USR1 "$job"
   wait_job "$job" 90
   restarts=$(job_field "$job" Restarts) state=$(job_field "$job" JobState) code=$(job_field "$job" ExitCode)

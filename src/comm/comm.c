@@ -8,7 +8,8 @@
  *
  * Device buffers (comm_use_device): each float call asks the device side (comm_dev.h) whether its
  * buffer is device memory; such a buffer goes through NCCL, or is staged: copied to the host, sent
- * with the same MPI calls as a host buffer, copied back. Meters count them the same way. */
+ * with the same MPI calls (or Surge's ring) as a host buffer, copied back. Meters count them the
+ * same way. */
 #include "comm/comm.h"
 
 #include <limits.h>
@@ -17,6 +18,7 @@
 #include <time.h>
 
 #include "comm/comm_dev.h"
+#include "comm/parts.h"
 #include "comm/ring.h"
 #include "core/error.h"
 #include "core/timer.h"
@@ -379,9 +381,11 @@ void comm_irecv(comm_t *c, float *buf, size_t n, int src, int tag, traffic_t t, 
   meter_call(c, t, 0, src, start);
 }
 
-/* After a staged request completed: the received copy goes to the device; the host copy is freed. */
-static void finish_staged(comm_t *c, float *dev, float **host, size_t n, int kind) {
-  if (kind == COMM_KIND_STAGED_RECV || kind == COMM_KIND_STAGED) comm_dev_stage_in(c, dev, *host, n * sizeof(float));
+/* After a staged request or operation completed: its result, the n floats from `at` of the host copy,
+ * goes to the same place of the device buffer; the host copy is freed. */
+static void finish_staged(comm_t *c, float *dev, float **host, size_t at, size_t n, int kind) {
+  if (kind == COMM_KIND_STAGED_RECV || kind == COMM_KIND_STAGED)
+    comm_dev_stage_in(c, dev + at, *host + at, n * sizeof(float));
   free(*host);
   *host = NULL;
 }
@@ -428,7 +432,7 @@ void comm_waitall(comm_t *c, comm_request_t *r, int n, traffic_t t) {
     for (int i = 0; i < n; i++) {
       r[i].req = MPI_REQUEST_NULL;
       if (r[i].kind == COMM_KIND_STAGED_SEND || r[i].kind == COMM_KIND_STAGED_RECV)
-        finish_staged(c, r[i].dev, &r[i].host, r[i].n, r[i].kind);
+        finish_staged(c, r[i].dev, &r[i].host, 0, r[i].n, r[i].kind);
       r[i].kind = COMM_KIND_HOST;
     }
   }
@@ -516,6 +520,17 @@ static void trace_done(const comm_op_t *op) {
   if (op->event >= 0 && op->event < trace.n && trace.ev[op->event].end == 0) trace.ev[op->event].end = surge_now();
 }
 
+/* A staged operation on the device buffer dev: the host copy of its first `out` floats, on which the
+ * MPI operation (or the ring) runs; at completion the floats [at, at + back) of it go back to dev
+ * (op_done). Returns the host copy. */
+static float *stage_op(comm_t *c, comm_op_t *op, float *dev, size_t out, size_t at, size_t back) {
+  op->kind = COMM_KIND_STAGED;
+  op->dev = dev;
+  op->at = at;
+  op->n = back;
+  return op->host = comm_dev_stage_out(c, dev, out * sizeof(float));
+}
+
 void comm_iallreduce_sum(comm_t *c, float *buf, size_t n, traffic_t t, comm_op_t *op) {
   require_member(c, t, "comm_iallreduce_sum");
   if (n > INT_MAX)
@@ -524,54 +539,52 @@ void comm_iallreduce_sum(comm_t *c, float *buf, size_t n, traffic_t t, comm_op_t
   double start = surge_now();
   *op = (comm_op_t){.c = c, .t = t, .event = trace_start(t, (uint64_t)n * sizeof(float), start),
                     .req = MPI_REQUEST_NULL, .kind = COMM_KIND_HOST};
-  float *host = buf;
-  if (comm_dev_owns(c, buf)) {
-    if (comm_dev_nccl(c)) {
-      comm_dev_iallreduce(c, buf, n, op);
-      meter_add(c, t, (uint64_t)n * sizeof(float), start);
-      return;
-    }
-    op->kind = COMM_KIND_STAGED; /* the host copy is reduced, and goes back at completion */
-    op->dev = buf;
-    op->n = n;
-    host = op->host = comm_dev_stage_out(c, buf, n * sizeof(float));
+  int device = comm_dev_owns(c, buf);
+  if (device && comm_dev_nccl(c)) {
+    comm_dev_iallreduce(c, buf, n, op);
+  } else { /* host memory, or a staged host copy reduced and sent back whole at completion */
+    float *host = device ? stage_op(c, op, buf, n, 0, n) : buf;
+    comm_check_mpi(MPI_Iallreduce(MPI_IN_PLACE, host, (int)n, MPI_FLOAT, MPI_SUM, c->mpi, &op->req),
+                   "MPI_Iallreduce", "comm_iallreduce_sum");
   }
-  comm_check_mpi(MPI_Iallreduce(MPI_IN_PLACE, host, (int)n, MPI_FLOAT, MPI_SUM, c->mpi, &op->req), "MPI_Iallreduce",
-                 "comm_iallreduce_sum");
   meter_add(c, t, (uint64_t)n * sizeof(float), start);
 }
 
 void comm_iallgatherv_float(comm_t *c, float *buf, const size_t *off, const size_t *n, traffic_t t, comm_op_t *op) {
   require_member(c, t, "comm_iallgatherv_float");
-  if (comm_dev_owns(c, buf)) surge_runtime_error("comm_iallgatherv_float: a device buffer (host memory only)");
   double start = surge_now();
   *op = (comm_op_t){.c = c, .t = t, .event = trace_start(t, (uint64_t)n[c->rank] * sizeof(float), start),
-                    .req = MPI_REQUEST_NULL, .kind = COMM_KIND_HOST,
-                    .counts = gatherv_ints(c, off, n, "comm_iallgatherv_float")};
-  comm_check_mpi(MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf, op->counts, op->counts + c->size, MPI_FLOAT,
-                                 c->mpi, &op->req),
-                 "MPI_Iallgatherv", "comm_iallgatherv_float");
+                    .req = MPI_REQUEST_NULL, .kind = COMM_KIND_HOST};
+  int device = comm_dev_owns(c, buf);
+  if (device && comm_dev_nccl(c)) {
+    comm_dev_iallgatherv(c, buf, off, n, op);
+  } else { /* host memory, or a staged host copy of the floats the parts span, gathered and sent back whole */
+    size_t span = comm_parts_extent(c->size, off, n);
+    float *host = device ? stage_op(c, op, buf, span, 0, span) : buf;
+    op->counts = gatherv_ints(c, off, n, "comm_iallgatherv_float");
+    comm_check_mpi(MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, host, op->counts, op->counts + c->size,
+                                   MPI_FLOAT, c->mpi, &op->req),
+                   "MPI_Iallgatherv", "comm_iallgatherv_float");
+  }
   meter_add(c, t, (uint64_t)n[c->rank] * sizeof(float), start);
 }
 
 void comm_ireduce_scatter_sum(comm_t *c, float *buf, size_t n, const size_t *off, const size_t *cnt, traffic_t t,
                               comm_op_t *op) {
   require_member(c, t, "comm_ireduce_scatter_sum");
-  if (comm_dev_owns(c, buf))
-    surge_runtime_error("comm_ireduce_scatter_sum: a device buffer (the sharded optimizer runs on host-memory "
-                        "backends only)");
-  size_t at = 0;
-  for (int r = 0; r < c->size; r++) {
-    if (off[r] != at || cnt[r] > INT_MAX)
-      surge_runtime_error("comm_ireduce_scatter_sum: rank %d's part (%zu floats at %zu) does not follow the one "
-                          "before (at %zu) or is beyond one MPI message (%d)", r, cnt[r], off[r], at, INT_MAX);
-    at += cnt[r];
-  }
-  if (at != n) surge_runtime_error("comm_ireduce_scatter_sum: the parts hold %zu floats of %zu", at, n);
+  char why[256];
+  if (comm_parts_consecutive(c->size, off, cnt, n, INT_MAX, why, sizeof why) != 0)
+    surge_runtime_error("comm_ireduce_scatter_sum: %s", why);
   double start = surge_now();
   *op = (comm_op_t){.c = c, .t = t, .event = trace_start(t, (uint64_t)n * sizeof(float), start),
                     .req = MPI_REQUEST_NULL, .kind = COMM_KIND_HOST};
-  op->ring = comm_ring_start(c, buf, off, cnt, "comm_ireduce_scatter_sum");
+  int device = comm_dev_owns(c, buf);
+  if (device && comm_dev_nccl(c)) {
+    comm_dev_ireduce_scatter(c, buf, off, cnt, op);
+  } else { /* host memory, or a staged host copy of it, summed by the ring; this rank's part goes back */
+    float *host = device ? stage_op(c, op, buf, n, off[c->rank], cnt[c->rank]) : buf;
+    op->ring = comm_ring_start(c, host, off, cnt, "comm_ireduce_scatter_sum");
+  }
   meter_add(c, t, (uint64_t)n * sizeof(float), start);
 }
 
@@ -589,7 +602,7 @@ static void op_done(comm_op_t *op) {
   op->ring = NULL;
   free(op->counts);
   op->counts = NULL;
-  if (op->kind == COMM_KIND_STAGED) finish_staged(op->c, op->dev, &op->host, op->n, op->kind);
+  if (op->kind == COMM_KIND_STAGED) finish_staged(op->c, op->dev, &op->host, op->at, op->n, op->kind);
   trace_done(op);
 }
 

@@ -176,7 +176,7 @@ typedef struct comm_op {
   int kind;        /* host MPI, staged through host memory, or NCCL */
   float *dev;      /* staged: the device buffer the result goes back to */
   float *host;     /* staged: the host copy (freed at completion) */
-  size_t n;
+  size_t at, n;    /* staged: the result, the floats [at, at + n) of host, goes to the same place of dev */
   void *completion; /* NCCL: the event the operation's end records (a cudaEvent_t) */
   struct comm_ring *ring; /* a ring reduce-scatter (comm/ring.h), freed at completion; NULL: none */
   int *counts;      /* a v-collective's counts and displacements, kept until completion (freed then) */
@@ -189,11 +189,16 @@ void comm_iallreduce_sum(comm_t *c, float *buf, size_t n, traffic_t t, comm_op_t
  * consecutive (off[r + 1] = off[r] + cnt[r], off[0] = 0, their total n); a part may be empty. Surge's
  * ring (comm/ring.h: R-1 steps, each rank sending and receiving (R-1)/R of buf, scratch of one part,
  * each part summed in a fixed order), advanced by comm_op_test and comm_op_wait on any operation of
- * the group; bytes counted as n floats. A device buffer is refused (no NCCL counterpart yet). */
+ * the group; bytes counted as n floats. A device buffer (comm_use_device) goes through NCCL as one
+ * group of ncclReduce calls, each non-empty part summed to its owner in place (comm/parts.h), or is
+ * staged: its host copy summed by the ring, this rank's part copied back at completion. */
 void comm_ireduce_scatter_sum(comm_t *c, float *buf, size_t n, const size_t *off, const size_t *cnt, traffic_t t,
                               comm_op_t *op);
-/* Start comm_allgatherv_float's in-place gather of rank r's part [off[r], off[r] + n[r]) of buf (host
- * memory) to every rank, non-blocking (one MPI_Iallgatherv); bytes counted as this rank's part. */
+/* Start comm_allgatherv_float's in-place gather of rank r's part [off[r], off[r] + n[r]) of buf to every
+ * rank, non-blocking (one MPI_Iallgatherv); bytes counted as this rank's part. A device buffer goes
+ * through NCCL as one group of ncclBroadcast calls, each non-empty part from its owner in place
+ * (comm/parts.h), or is staged: the floats up to the end of the last part copied to the host,
+ * gathered there with MPI and copied back at completion. */
 void comm_iallgatherv_float(comm_t *c, float *buf, const size_t *off, const size_t *n, traffic_t t, comm_op_t *op);
 /* Progress op; 1 when it has completed (then it needs no wait). */
 int comm_op_test(comm_op_t *op);

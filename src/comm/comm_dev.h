@@ -52,6 +52,10 @@ void comm_dev_allreduce(comm_t *c, float *buf, size_t n, MPI_Op op);
 void comm_dev_bcast(comm_t *c, void *buf, size_t bytes, int root);
 /* The non-blocking sum: started here, completed by comm_dev_test (1 when done) or comm_dev_wait. */
 void comm_dev_iallreduce(comm_t *c, float *buf, size_t n, comm_op_t *op);
+/* The non-blocking reduce-scatter (sum) and all-gather of the parts (off, cnt) of buf (comm.h): one
+ * NCCL group of rooted reduces or broadcasts (comm/parts.h), completed as comm_dev_iallreduce's. */
+void comm_dev_ireduce_scatter(comm_t *c, float *buf, const size_t *off, const size_t *cnt, comm_op_t *op);
+void comm_dev_iallgatherv(comm_t *c, float *buf, const size_t *off, const size_t *cnt, comm_op_t *op);
 int comm_dev_test(comm_op_t *op);
 void comm_dev_wait(comm_op_t *op);
 /* Point to point in c's open group (comm_group_begin), issued together by comm_dev_group_end, which

@@ -54,6 +54,14 @@ void comm_dev_iallreduce(comm_t *c, float *buf, size_t n, comm_op_t *op) {
   (void)c, (void)buf, (void)n, (void)op;
   no_device("comm_dev_iallreduce");
 }
+void comm_dev_ireduce_scatter(comm_t *c, float *buf, const size_t *off, const size_t *cnt, comm_op_t *op) {
+  (void)c, (void)buf, (void)off, (void)cnt, (void)op;
+  no_device("comm_dev_ireduce_scatter");
+}
+void comm_dev_iallgatherv(comm_t *c, float *buf, const size_t *off, const size_t *cnt, comm_op_t *op) {
+  (void)c, (void)buf, (void)off, (void)cnt, (void)op;
+  no_device("comm_dev_iallgatherv");
+}
 int comm_dev_test(comm_op_t *op) {
   (void)op;
   no_device("comm_dev_test");

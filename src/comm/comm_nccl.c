@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "comm/comm_dev.h"
+#include "comm/parts.h"
 #include "core/error.h"
 
 struct comm_device {
@@ -230,6 +231,14 @@ void comm_dev_bcast(comm_t *c, void *buf, size_t bytes, int root) {
   wait_event(c, d->done);
 }
 
+/* op completes when the work queued on the group's stream so far has (comm_dev_test, comm_dev_wait). */
+static void complete_at_end(comm_device_t *d, comm_op_t *op) {
+  cudaEvent_t ev;
+  cu(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming), "cudaEventCreate");
+  cu(cudaEventRecord(ev, d->stream), "cudaEventRecord");
+  op->completion = ev;
+}
+
 void comm_dev_iallreduce(comm_t *c, float *buf, size_t n, comm_op_t *op) {
   no_open_group("an allreduce of device memory");
   comm_device_t *d = c->dev;
@@ -238,10 +247,43 @@ void comm_dev_iallreduce(comm_t *c, float *buf, size_t n, comm_op_t *op) {
   if (c->size == 1 || n == 0) return; /* nothing to wait for */
   after_compute(d);
   nc(ncclAllReduce(buf, buf, n, ncclFloat, ncclSum, d->nccl, d->stream), d, "ncclAllReduce");
-  cudaEvent_t ev;
-  cu(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming), "cudaEventCreate");
-  cu(cudaEventRecord(ev, d->stream), "cudaEventRecord");
-  op->completion = ev;
+  complete_at_end(d, op);
+}
+
+/* One NCCL group of an operation per non-empty part of buf, rooted at its owner (comm/parts.h):
+ * reduce: ncclReduce (sum) to the owner, in place there (the reduce-scatter); else ncclBroadcast
+ * from the owner, in place everywhere (the all-gather). Every rank issues the same operations in the
+ * same order (the parts are the same on all). */
+static void rooted_parts(comm_t *c, float *buf, const size_t *off, const size_t *cnt, int reduce, comm_op_t *op) {
+  no_open_group(reduce ? "a reduce-scatter of device memory" : "an all-gather of device memory");
+  comm_device_t *d = c->dev;
+  op->kind = COMM_KIND_NCCL;
+  op->completion = NULL;
+  if (c->size == 1) return; /* the one part is its rank's already */
+  comm_part_t *parts = xcalloc((size_t)c->size, sizeof *parts);
+  int k = comm_parts_rooted(c->size, off, cnt, parts);
+  if (k > 0) {
+    after_compute(d);
+    nc(ncclGroupStart(), d, "ncclGroupStart");
+    for (int i = 0; i < k; i++) {
+      float *p = buf + parts[i].off;
+      if (reduce)
+        nc(ncclReduce(p, p, parts[i].n, ncclFloat, ncclSum, parts[i].root, d->nccl, d->stream), d, "ncclReduce");
+      else
+        nc(ncclBroadcast(p, p, parts[i].n, ncclFloat, parts[i].root, d->nccl, d->stream), d, "ncclBroadcast");
+    }
+    nc(ncclGroupEnd(), d, "ncclGroupEnd");
+    complete_at_end(d, op);
+  }
+  free(parts);
+}
+
+void comm_dev_ireduce_scatter(comm_t *c, float *buf, const size_t *off, const size_t *cnt, comm_op_t *op) {
+  rooted_parts(c, buf, off, cnt, 1, op);
+}
+
+void comm_dev_iallgatherv(comm_t *c, float *buf, const size_t *off, const size_t *cnt, comm_op_t *op) {
+  rooted_parts(c, buf, off, cnt, 0, op);
 }
 
 int comm_dev_test(comm_op_t *op) {

@@ -1,7 +1,7 @@
 # The comm layer: metered MPI collectives and point-to-point transfers (src/comm/comm.h), and its
 # device side for GPU buffers: NCCL or staging (comm_nccl.c with CUDA, comm_dev_absent.c without).
 libsurge_a_SOURCES += src/comm/comm.c src/comm/comm.h src/comm/comm_dev.h src/comm/node_shm.c src/comm/node_shm.h \
-  src/comm/ring.c src/comm/ring.h
+  src/comm/ring.c src/comm/ring.h src/comm/parts.c src/comm/parts.h
 if HAVE_CUDA
 libsurge_a_SOURCES += src/comm/comm_nccl.c
 else
@@ -17,3 +17,7 @@ tests_test_ring_SOURCES = tests/test_ring.c
 tests_test_ring_LDADD = $(SURGE_LIBS)
 TESTS += tests/test_ring.sh
 dist_check_SCRIPTS += tests/test_ring.sh
+check_PROGRAMS += tests/test_comm_parts
+tests_test_comm_parts_SOURCES = tests/test_comm_parts.c
+tests_test_comm_parts_LDADD = $(SURGE_LIBS)
+TESTS += tests/test_comm_parts

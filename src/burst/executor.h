@@ -75,7 +75,8 @@ typedef struct burst_exec {
                          * the parameter slab is the node's, gradients are summed there, not by
                          * gradsync (which then has no bucket), and each rank updates only its
                          * slice (shared->lo, hi); NULL otherwise */
-  char shared_refused[320]; /* why a possible shared run did not fit (node_sum_fits), or "" */
+  char shared_refused[320]; /* why node-shared memory did not run where it was asked for on one node (a device
+                             * backend; the slabs did not fit, node_sum_fits), or "" */
   layer_group_t *groups; /* [nodes] each node's set as its layer sees it (model_t.group: batch norm's
                           * sums over a node's ranks, TRAFFIC_BN), where it sums; NULL when no node does */
   const layer_group_t **group_of; /* [nodes] the model's model_t.group: &groups[i] where node i sums

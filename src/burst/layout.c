@@ -225,11 +225,10 @@ static const layout_ops_t sharded_layout_ops = {
 
 /* [parallel] shard_optimizer: the gradient sync plans the shards of each rank set's tensors (sync), and
  * node-shared memory takes the world's bounds as its slices where it runs (b->shard); nothing where it
- * does not apply (1 rank); what it cannot do yet is an input error naming the keys. */
-static void plan_shards(burst_layout_t *b, const layout_opts_t *o, const graph_t *g, const backend_t *be,
-                        comm_t *world, gradsync_opts_t *sync) {
+ * does not apply (1 rank). */
+static void plan_shards(burst_layout_t *b, const layout_opts_t *o, const graph_t *g, comm_t *world,
+                        gradsync_opts_t *sync) {
   if (!o->shard_optimizer || world->size < 2) return;
-  shard_check_backend(be, layout_where(o, "parallel.shard_optimizer"));
   b->shard = xcalloc((size_t)world->size + 1, sizeof *b->shard);
   shard_bounds(&g->params, world->size, b->shard);
   sync->shard = 1;
@@ -262,7 +261,7 @@ layout_t *burst_layout_build(const layout_opts_t *o, const graph_t *g, const bac
                       layout_where(o, "train.global_batch"), o->global_batch, world->size);
   burst_layout_t *b = xcalloc(1, sizeof *b);
   gradsync_opts_t sync = o->sync;
-  plan_shards(b, o, g, be, world, &sync); /* before a plan is searched: what it refuses, it refuses first */
+  plan_shards(b, o, g, world, &sync);
   if (strcmp(o->mode, "burst") == 0)
     plan_burst(b, o, g, world);
   else

@@ -353,9 +353,8 @@ static const layout_ops_t sharded_layout_ops = {
 /* [parallel] shard_optimizer on dp > 1 (else nothing to shard): the data-parallel gradient sync
  * reduce-scatters (sync), or with [compress] sc_stages sums the compressed stages' buckets with
  * PowerSGD, each rank updating its shard of the whole sums (pipe/exec.c). */
-static void plan_shards(const layout_opts_t *o, const backend_t *be, gradsync_opts_t *sync) {
+static void plan_shards(const layout_opts_t *o, gradsync_opts_t *sync) {
   if (!o->shard_optimizer || grid_of(o)->dp < 2) return;
-  shard_check_backend(be, layout_where(o, "parallel.shard_optimizer"));
   sync->shard = 1;
 }
 
@@ -390,7 +389,7 @@ layout_t *pipe_layout_build(const layout_opts_t *o, const graph_t *g, const back
                       layout_where(o, "parallel.mode"), o->model);
   check_grid(o, g, &d, world->size);
   gradsync_opts_t sync = o->sync;
-  plan_shards(o, be, &sync);
+  plan_shards(o, &sync);
   compress_opts_t co = *compress_opts(o->cfg);
   co.steps = o->steps;
   check_compress(o, &co, &d);

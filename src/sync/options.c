@@ -15,13 +15,14 @@ static const cfg_key_t rows[] = {
                  "parameters through node-shared memory, each rank its 1/R slice of the slab (false, or ranks "
                  "on several nodes: allreduce in buckets, every rank updates all; doc/design.md)"),
     CFG_BOOL_KEY("parallel", "shard_optimizer", shard_optimizer, "false",
-                 "dp, burst and 3d (dp > 1), host-memory backends: a distributed optimizer (ZeRO stage 1): "
+                 "dp, burst and 3d (dp > 1): a distributed optimizer (ZeRO stage 1): "
                  "gradients reduce-scattered in buckets over the ranks that sum them (dp: all; burst: each rank "
                  "set; 3d: each stage's dp group, the word embedding over the first and last stage's), each rank "
                  "updating its shard with moments held for that shard only, the parameters all-gathered after "
-                 "the update; where node_shared applies (dp on one node), node-shared memory sums and its slices "
-                 "are the shards; with 3d's [compress] sc_stages the compressed stages sum with PowerSGD instead, "
-                 "each rank updating its shard of the whole sums; refused on a GPU backend (doc/design.md)"),
+                 "the update; where node_shared applies (dp on one node, a host-memory backend), node-shared "
+                 "memory sums and its slices are the shards; with 3d's [compress] sc_stages the compressed stages "
+                 "sum with PowerSGD instead, each rank updating its shard of the whole sums; on a GPU backend the "
+                 "collectives go through NCCL or staged as [backend] device_comm says (doc/design.md)"),
 };
 // clang-format on
 

@@ -118,10 +118,3 @@ void shard_plan_parts(const shard_plan_t *p, int t, size_t n, size_t *part_off, 
   if (!p->bounds[g]) surge_runtime_error("shard_plan_parts: tensor %s of a group this rank is not in (a bug)", p->L->t[t].name);
   shard_parts(p->bounds[g], p->ranks[g], p->voff[t], n, part_off, part_cnt);
 }
-
-void shard_check_backend(const backend_t *be, const char *where) {
-  if (!be->host_memory)
-    surge_input_error("%s: [parallel] shard_optimizer = true on the %s backend: not implemented (the reduce-scatter "
-                      "has no NCCL counterpart yet) (hint: a host-memory backend, cpu or ref, or shard_optimizer "
-                      "= false)", where, be->name);
-}

@@ -14,7 +14,6 @@
 
 #include <stddef.h>
 
-#include "backend/backend.h"
 #include "comm/comm.h"
 #include "core/slab.h"
 
@@ -59,9 +58,5 @@ void shard_plan_free(shard_plan_t *p);
 /* The parts of each rank of tensor t's group (a member's) within the floats [L->t[t].off, + n): its
  * tensors t.. of that group (a gradient bucket), as shard_parts gives them. */
 void shard_plan_parts(const shard_plan_t *p, int t, size_t n, size_t *part_off, size_t *part_cnt);
-
-/* A layout's check of [parallel] shard_optimizer against the backend (where: the key's place in the
- * deck): a device backend is an input error, the reduce-scatter having no NCCL counterpart yet. */
-void shard_check_backend(const backend_t *be, const char *where);
 
 #endif

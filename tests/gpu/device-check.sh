@@ -4,7 +4,8 @@
 #   1. configure (--with-cuda, nvcc for the GPU's architecture) and build in $SURGE_BUILD
 #      (default: _build-gpu of the source tree);
 #   2. the GPU tests, tests/gpu/*.gpu: every op against ref, 20 steps of every zoo model cuda =
-#      cpu within 1e-4, data parallelism on 2 ranks sharing the GPU = 1 rank, a background beside a
+#      cpu within 1e-4, data parallelism on 2 ranks sharing the GPU = 1 rank (and sharded, the
+#      distributed optimizer's collectives on device buffers), a background beside a
 #      foreground (its loss falls, the foreground's parameters bitwise unchanged);
 #   3. the GPU benchmarks: the backend's GEMM against cuBLAS alone on the models' shapes (fp32 and
 #      bf16); GPT training throughput (tokens/s), model FLOP utilisation (two counts) and device

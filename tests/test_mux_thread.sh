@@ -112,6 +112,7 @@ same "$tap_tmp/bgp/bg0/model.h5" "$tap_tmp/straight/model.h5" && cp "$tap_tmp/cm
   same "$tap_tmp/bgp/bg1/model.h5" "$tap_tmp/straight/model.h5" &&
   grep -aq "\[background of rank 1\] resumed from .*bgp/bg1/checkpoints" "$tap_tmp/resume2.txt"
 tap_ok $? "background processes' checkpoints resume in-process: step $K = a straight run on both ranks (exit $rc; $(cat "$tap_tmp/cmp0.txt" 2>/dev/null); $(cat "$tap_tmp/cmp.txt"))"
+[ $rc = 0 ] || tap_diag "$(grep -av '^#\|^  \|^[a-z_0-9]* = ' "$tap_tmp/resume2.txt" | tail -15)"
 
 # ---- SIGTERM (to the ranks, as Slurm sends it) stops both trainers of each process with a checkpoint
 thread "$tap_tmp/sig.txt" -D run.steps=100000 -D run.print_every=10 -D "run.out_dir=$tap_tmp/fgsig" \

@@ -31,6 +31,7 @@ plan_rates=${CLUSTER_PLAN_RATES:-${short_plan:-1gbit 100mbit}}
 parts=${CLUSTER_PARTS:-${short_parts:-net burst multiplex}}
 batch=${MUX_BATCH:-64}
 bg_batch=${MUX_BG_BATCH:-16}
+bg_extra=${MUX_BG_KEYS:-} # more keys of the backgrounds' deck, e.g. "-D multiplex.min_wait_us=0"
 steps=${MUX_STEPS:-${short_steps:-30}}
 repeats=${MUX_REPEATS:-${short_repeats:-3}}
 prof_repeats=$([ "$short" = 1 ] && echo 3 || echo 10)
@@ -94,7 +95,7 @@ if want multiplex; then
   keys="-D data.source=synthetic -D backend.threads=1 -D data.test_samples=16 -D run.eval_every=0 -D run.overwrite=true"
   model="$deck $keys"
   fg="$train $model -D train.global_batch=$batch -D run.steps=$steps -D run.print_every=1000"
-  bg_keys="$keys -D train.global_batch=$bg_batch -D run.steps=1000000 -D run.print_every=1000000"
+  bg_keys="$keys -D train.global_batch=$bg_batch -D run.steps=1000000 -D run.print_every=1000000 $bg_extra"
   bg="$train $deck --background $bg_keys"
   # the same backgrounds in-process: the background deck's keys as -D bg:section.key=value
   inproc="-D multiplex.placement=thread --background-deck $deck $(echo "$bg_keys" | sed 's/-D /-D bg:/g')"

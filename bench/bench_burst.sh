@@ -18,7 +18,7 @@ src=${SURGE_TOP_SRCDIR:-$(cd "$(dirname "$0")/.." && pwd)}
 batch=${BURST_BATCH:-64}
 steps=${BURST_STEPS:-30}
 ranks_list=${BURST_RANKS:-2 4}
-models=${BURST_MODELS:-mlp vgg-mini resnet-mini resnet-mini-bn resnet18} # batch-norm networks: their sums are in the profile's node times
+models=${BURST_MODELS:-mlp vgg-mini resnet-mini resnet-mini-bn resnet18} # batch-norm networks: the planner costs their sums (doc/burst.md)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cores=$(nproc 2>/dev/null || echo 1)
@@ -89,5 +89,5 @@ for m in $models; do
     awk '/^[0-9]+ / { r = r " " $3 } END { print "#   burst plan, ranks per layer:" r }' "$d/plan.txt"
   done
 done
-echo "# pred: the planner's cost model (forward+backward, re-shards, gradient sync); meas: median over the"
+echo "# pred: the planner's cost model (forward+backward, re-shards, gradient sync, batch norm's sums); meas: median over the"
 echo "# steps of the log; the model includes the data, loss and optimizer costs surge-profile measured (profile format 2)"

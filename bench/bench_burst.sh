@@ -18,7 +18,7 @@ src=${SURGE_TOP_SRCDIR:-$(cd "$(dirname "$0")/.." && pwd)}
 batch=${BURST_BATCH:-64}
 steps=${BURST_STEPS:-30}
 ranks_list=${BURST_RANKS:-2 4}
-models=${BURST_MODELS:-mlp vgg-mini resnet-mini resnet-mini-bn resnet18} # batch-norm networks: their sums are in the profile's node times
+models=${BURST_MODELS:-mlp vgg-mini resnet-mini resnet-mini-bn resnet18} # batch-norm networks: the planner costs their sums (doc/burst.md)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cores=$(nproc 2>/dev/null || echo 1)
@@ -75,6 +75,10 @@ for m in $models; do
     # "predicted iteration time: I us (data parallel D us: ...)" and "rank-time: R rank-us, ... (data parallel Q rank-us, ...)"
     pred=$(sed -n 's/^predicted iteration time: \([0-9.]*\) us (data parallel \([0-9.]*\) us.*/\1 \2/p' "$d/plan.out")
     rpred=$(sed -n 's/^rank-time: \([0-9.]*\) rank-us.*(data parallel \([0-9.]*\) rank-us.*/\1 \2/p' "$d/plan.out")
+    # the same profile planned with local statistics (nothing summed): the data-parallel prediction
+    # without batch norm's sums, for their share of it
+    nobn=$("$build/surge-plan" "$@" -D model.batchnorm=local --profile "$d/prof.h5" -o "$d/plan-local.txt" 2>&1 |
+      sed -n 's/^predicted iteration time: [0-9.]* us (data parallel \([0-9.]*\) us.*/\1/p')
     for mode in burst dp; do
       if [ $mode = burst ]; then extra="-D parallel.mode=burst -D parallel.plan=$d/plan.txt"; else extra="-D parallel.node_shared=false"; fi
       # shellcheck disable=SC2086
@@ -84,10 +88,13 @@ for m in $models; do
     done
     row "$m" "$np" burst "${pred% *}" "${rpred% *}" "$d/burst/log.h5"
     row "$m" "$np" data-parallel "${pred#* }" "${rpred#* }" "$d/dp/log.h5"
+    awk -v with="${pred#* }" -v without="$nobn" 'BEGIN { if (without != "" && with - without > 0.0005)
+      printf "#   data parallel: %.2f ms of batch norm sums in its prediction (%.2f without)\n", (with - without) / 1000,
+        without / 1000 }'
     [ -n "$note" ] && echo "#   $m on $np ranks:$note"
     awk '/^ranks used:/ { print "#   burst plan " $0 }' "$d/plan.out"
     awk '/^[0-9]+ / { r = r " " $3 } END { print "#   burst plan, ranks per layer:" r }' "$d/plan.txt"
   done
 done
-echo "# pred: the planner's cost model (forward+backward, re-shards, gradient sync); meas: median over the"
+echo "# pred: the planner's cost model (forward+backward, re-shards, gradient sync, batch norm's sums); meas: median over the"
 echo "# steps of the log; the model includes the data, loss and optimizer costs surge-profile measured (profile format 2)"

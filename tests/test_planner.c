@@ -290,6 +290,86 @@ static void test_four_lanes(void) {
   bgraph_free(&g);
 }
 
+/* Batch norm's sums (plan_bn.c) on G = 4, B = 64, allreduce 1 us + 100 bytes/us: a 1-D batch norm
+ * of C = 16 features on 4 ranks sums 4 (1 + 48) floats forward, 2 (2) 1 + 2 (3/4) 784/100 = 15.76 us,
+ * and 32 floats backward, 4 + 1.5 (128/100) = 5.92 us. The graph s relu -> { y1 gelu -> y2 gelu |
+ * bn -> x2 gelu } -> add: the pass order hides nothing of the forward sum (nothing is ready beside
+ * it) and runs y2's backward (two thirds of its time) while the backward sum is in flight. The
+ * same graph with local statistics (nothing summed) is the baseline; every node runs everywhere. */
+static void bn_graph(graph_t *g, int local) {
+  graph_init(g, shape1(16), INIT_KAIMING_UNIFORM);
+  int s = nn_relu(g, 0, "s");
+  int y = nn_gelu(g, nn_gelu(g, s, "y1"), "y2");
+  int x = nn_gelu(g, nn_batchnorm(g, s, local, "bn"), "x2");
+  nn_add(g, y, x, "add");
+}
+
+/* The data-parallel step of bn_graph, global minus local statistics, with y2 taking y2_us. */
+static double bn_extra_us(int G, double y2_us, int blocking, double *bn_sync) {
+  double iter[2];
+  for (int local = 0; local < 2; local++) {
+    graph_t g;
+    bn_graph(&g, local);
+    burst_opts_t o = opts(G, 64, BURST_NO_LIMIT);
+    burst_profile_t p;
+    burst_profile_init(&p, g.n, "synthetic");
+    set_net(&p, 1, 1e6, 1, 100);
+    p.bn_blocking = blocking;
+    for (int v = 1; v < g.n; v++) set_node(&p, &o, v, v == 3 ? y2_us : 10, 0, 1);
+    burst_plan_t dp;
+    burst_plan_data_parallel(&g, &p, &o, &dp);
+    iter[local] = dp.iter_us;
+    if (!local && bn_sync) *bn_sync = dp.sync_us[4];
+    burst_plan_free(&dp);
+    burst_profile_free(&p);
+    graph_free(&g);
+  }
+  return iter[0] - iter[1];
+}
+
+static void test_bn_sums(void) {
+  double sync;
+  tap_ok(NEAR(burst_bn_sum_us(&(burst_net_t){1, 1e6, 1, 100}, 16, 4, 0), 15.76) &&
+             NEAR(burst_bn_sum_us(&(burst_net_t){1, 1e6, 1, 100}, 16, 4, 1), 5.92) &&
+             burst_bn_sum_us(&(burst_net_t){1, 1e6, 1, 100}, 16, 1, 0) == 0,
+         "a batch norm's sums on 4 ranks: 15.76 us forward, 5.92 backward; none on 1 rank");
+  double d = bn_extra_us(4, 30, 1, &sync);
+  tap_ok(NEAR(d, 15.76 + 5.92) && NEAR(sync, 5.92 + 15.76 + 5.92),
+         "a run that blocks on the sums: the step grows by both, 21.68 us (%.6f; the node's sync %.6f = its "
+         "gradient's 5.92 and the sums)", d, sync);
+  d = bn_extra_us(4, 30, 0, NULL);
+  tap_ok(NEAR(d, 15.76), "overlapped: y2's backward (20 us) hides the backward sum, the forward one stays: "
+         "15.76 us (%.6f)", d);
+  d = bn_extra_us(4, 3, 0, NULL);
+  tap_ok(NEAR(d, 15.76 + 5.92 - 2), "a y2 of 3 us hides 2 us of it: 19.68 us (%.6f)", d);
+  d = bn_extra_us(1, 30, 1, NULL);
+  tap_ok(d == 0, "on 1 rank nothing is summed (%g us)", d);
+
+  /* The search sees them: input -> a relu (10b) -> bn (1 us) -> c gelu (10b), allreduce 10 us + 100
+   * bytes/us, point-to-point 20 us + 1e6 bytes/us. The batch norm on 4 ranks costs its gradient's
+   * sync, 41.92 us, and the sums, 51.76 + 41.92 (none hidden: a chain); on 1 rank two re-shards of
+   * 48 x 64 bytes, 2 (20 + 0.003072) each. Local statistics keep it on 4 ranks (42.92 < 81.01). */
+  for (int local = 0; local < 2; local++) {
+    graph_t g;
+    graph_init(&g, shape1(16), INIT_KAIMING_UNIFORM);
+    nn_gelu(&g, nn_batchnorm(&g, nn_relu(&g, 0, "a"), local, "bn"), "c");
+    burst_opts_t o = opts(4, 64, BURST_NO_LIMIT);
+    burst_profile_t p;
+    burst_profile_init(&p, g.n, "synthetic");
+    set_net(&p, 20, 1e6, 10, 100);
+    for (int v = 1; v < g.n; v++) set_node(&p, &o, v, v == 2, v == 2 ? 0 : 10, 1); /* the relus 10b, bn 1 us */
+    burst_plan_t pl;
+    burst_plan_search(&g, &p, &o, &pl);
+    diag_plan(&pl);
+    double want = 160 + (local ? 1 + 41.92 : 2 * 40.006144 + 1) + 160;
+    tap_ok(pl.n[2] == (local ? 4 : 1) && NEAR(pl.iter_us, want), "%s statistics: the batch norm on %d rank%s, "
+           "%.6f us (%.6f)", local ? "local" : "global", local ? 4 : 1, local ? "s" : "", want, pl.iter_us);
+    burst_plan_free(&pl);
+    burst_profile_free(&p);
+    graph_free(&g);
+  }
+}
+
 /* ---- brute force ---- */
 
 /* Enumerate every rank count per node, and for a block of two branches each disjoint placement;
@@ -755,6 +835,7 @@ int main(void) {
   test_limit();
   test_branches();
   test_four_lanes();
+  test_bn_sums();
   test_brute_force();
   test_tied_limit();
   test_branchy_and_pareto();

@@ -132,6 +132,7 @@ int main(int argc, char **argv) {
     graph_free(&model);
     dataset_close(ds);
   }
+  if (cp) p.bn_blocking = !burst_deck(cp)->bn_overlap; /* batch norm's sums as the deck's run does them */
   options_t op;
   parse_options(&cli, cp, profile_ranks, &op);
 

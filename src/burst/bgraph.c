@@ -88,6 +88,7 @@ int bgraph_add(bgraph_t *bg, const char *name, const char *kind, int nin, const 
   if (nin) memcpy(v->in, in, (size_t)nin * sizeof *in);
   v->act_bytes = act_bytes;
   v->grad_bytes = grad_bytes;
+  if (strcmp(kind, "batchnorm") == 0 && grad_bytes > 0) v->bn_channels = grad_bytes / (2 * sizeof(float));
   v->line = line;
   return bg->n++;
 }
@@ -98,6 +99,7 @@ void bgraph_from_graph(const graph_t *g, const char *model, bgraph_t *bg) {
     const layer_t *l = &g->l[i];
     bgraph_add(bg, l->name, layer_kind_name(l->kind), l->nin, l->in, burst_act_bytes(g, i), burst_grad_bytes(g, i),
                0);
+    if (l->bn_local) bg->v[i].bn_channels = 0; /* each rank its own statistics: nothing summed */
   }
   for (int i = 0; i < g->n; i++) {
     const int relu = model_fusable_relu(g, i);

@@ -26,6 +26,10 @@ typedef struct bgraph_node {
   int line;                   /* line of the file that defined it (0: not from a file) */
   int tied;                   /* runs on its one input's ranks: a ReLU the executor fuses into that
                                * node (model_fusable_relu), whose profile holds the pair's cost */
+  double bn_channels;         /* a batch norm with the batch's statistics (kind "batchnorm", its
+                               * parameters a weight and a bias of C floats each): C, the channels
+                               * whose statistics it sums over its ranks each pass (burst_bn_us);
+                               * 0: no sums (another kind, or [model] batchnorm = local) */
 } bgraph_node_t;
 
 typedef struct bgraph {

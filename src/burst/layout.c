@@ -27,6 +27,13 @@ typedef struct burst_layout {
 
 static burst_layout_t *impl(const layout_t *l) { return l->impl; }
 
+/* The deck's profile, its batch norm sums costed as this run does them ([parallel] bn_overlap). */
+static void read_profile(const burst_deck_t *deck, const graph_t *g, const char *model, const burst_opts_t *bo,
+                         burst_profile_t *prof) {
+  burst_profile_read(deck->profile_file, g, model, bo, prof);
+  prof->bn_blocking = !deck->bn_overlap;
+}
+
 /* Burst mode: the plan is the plan file (its errors name file:line) or, without one, searched at
  * start-up from the profile under the amplification limit (rank 0 prints its table). With both,
  * the profile predicts the plan file's costs. */
@@ -39,13 +46,13 @@ static void plan_burst(burst_layout_t *b, const layout_opts_t *o, const graph_t 
   if (deck->plan_file[0]) {
     burst_plan_read(deck->plan_file, g, o->model, &bo, &b->plan);
     if (profiled) {
-      burst_profile_read(deck->profile_file, g, o->model, &bo, &prof);
+      read_profile(deck, g, o->model, &bo, &prof);
       burst_plan_evaluate(g, &prof, &bo, &b->plan);
     }
     b->plan_text = plan_text_read(deck->plan_file);
   } else {
     bo.amp = deck->amplification;
-    burst_profile_read(deck->profile_file, g, o->model, &bo, &prof);
+    read_profile(deck, g, o->model, &bo, &prof);
     burst_plan_search(g, &prof, &bo, &b->plan);
     b->plan_text = plan_text_of(g, o->model, &b->plan);
   }

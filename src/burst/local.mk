@@ -3,7 +3,7 @@ libsurge_a_SOURCES += \
   src/burst/options.c src/burst/options.h \
   src/burst/profile.c src/burst/profile.h src/burst/bgraph.c src/burst/bgraph.h \
   src/burst/plan.h src/burst/plan_impl.h \
-  src/burst/plan_graph.c src/burst/plan_cost.c src/burst/plan_eval.c src/burst/plan_pareto.c \
+  src/burst/plan_graph.c src/burst/plan_cost.c src/burst/plan_bn.c src/burst/plan_eval.c src/burst/plan_pareto.c \
   src/burst/planner.c src/burst/plan_recover.c src/burst/plan_frontier.c src/burst/plan_api.c src/burst/plan_log.h src/burst/plan_log.c src/burst/plan_log_part.c src/burst/report_plan.c \
   src/burst/plan_print.c src/burst/plan_file.c src/burst/textio.c src/burst/textio.h \
   src/burst/graph_file.c src/burst/graph_file.h src/burst/deeppool.c src/burst/plan_input.c src/burst/plan_input.h \

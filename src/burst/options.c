@@ -31,7 +31,8 @@ static const cfg_key_t rows[] = {
     CFG_BOOL_KEY("parallel", "bn_overlap", bn_overlap, "true",
                  "dp and burst: each batch norm's sums over its node's ranks (forward and backward) stay in flight "
                  "while the nodes that do not depend on them run, e.g. parallel branches (false: each completes "
-                 "before the next node; the same bits either way; doc/design.md)"),
+                 "before the next node; the same bits either way; doc/design.md); surge-plan's cost model "
+                 "charges the sums accordingly (doc/burst.md)"),
 };
 // clang-format on
 

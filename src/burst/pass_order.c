@@ -11,7 +11,9 @@ static int buffer_of(const int *fused, int i) { return fused[i] > 0 ? fused[i] :
 enum { UNSTARTED = 0, STARTED, FINISHED };
 
 typedef struct sched {
-  const graph_t *g;
+  int n;                    /* nodes; node 0 is the input */
+  const int *nin;           /* [n] inputs of each node */
+  const int *const *in;     /* [n][nin] earlier nodes */
   const int *fused, *sums;
   int overlap, backward;
   int **readers, *nreaders; /* [nodes] per buffer: the nodes reading it as an input (its gradient's adders) */
@@ -26,8 +28,8 @@ typedef struct sched {
 
 /* Forward: every input finished. */
 static int forward_ready(const sched_t *s, int k) {
-  for (int m = 0; m < s->g->l[k].nin; m++)
-    if (s->state[s->g->l[k].in[m]] != FINISHED) return 0;
+  for (int m = 0; m < s->nin[k]; m++)
+    if (s->state[s->in[k][m]] != FINISHED) return 0;
   return 1;
 }
 
@@ -45,8 +47,8 @@ static int readers_finished(const sched_t *s, int b, int k, int above) {
  * (the blocking executor's order of additions into a shared gradient, so its bits). */
 static int backward_ready(const sched_t *s, int k) {
   if (!readers_finished(s, buffer_of(s->fused, k), k, 0)) return 0;
-  for (int m = 0; m < s->g->l[k].nin; m++)
-    if (!readers_finished(s, buffer_of(s->fused, s->g->l[k].in[m]), k, k)) return 0;
+  for (int m = 0; m < s->nin[k]; m++)
+    if (!readers_finished(s, buffer_of(s->fused, s->in[k][m]), k, k)) return 0;
   return 1;
 }
 
@@ -87,7 +89,7 @@ static void start(sched_t *s, int node) {
 
 /* The ready node the pass runs next: forward the first in node order, backward the last; 0: none. */
 static int next_ready(const sched_t *s) {
-  const int n = s->g->n;
+  const int n = s->n;
   for (int t = 1; t < n; t++) {
     int k = s->backward ? n - t : t;
     if (s->state[k] == UNSTARTED && (s->backward ? backward_ready(s, k) : forward_ready(s, k))) return k;
@@ -98,12 +100,11 @@ static int next_ready(const sched_t *s) {
 /* One pass's events: the oldest deferred finish once another node worked since its start; else the
  * next ready node's start; else the oldest deferred finish. */
 static void build_pass(sched_t *s) {
-  const graph_t *g = s->g;
-  for (int i = 0; i < g->n; i++) s->state[i] = s->final[i] = 0;
+  for (int i = 0; i < s->n; i++) s->state[i] = s->final[i] = 0;
   s->state[0] = FINISHED; /* the input batch */
-  s->frontier = g->n;
+  s->frontier = s->n;
   s->npending = s->nev = 0;
-  for (int done = 0; done < g->n - 1;) {
+  for (int done = 0; done < s->n - 1;) {
     int k = s->npending > 0 && s->since[s->pending[0]] > 0 ? 0 : next_ready(s);
     if (k > 0) {
       start(s, k);
@@ -121,14 +122,15 @@ static void build_pass(sched_t *s) {
   }
 }
 
-void pass_order_build(pass_order_t *o, const graph_t *g, const int *fused, const int *sums, int overlap) {
-  size_t n = (size_t)g->n, cap = 2 * (n > 1 ? n - 1 : 1);
-  sched_t s = {.g = g, .fused = fused, .sums = sums, .overlap = overlap};
+void pass_order_build_dag(pass_order_t *o, int nodes, const int *nin, const int *const *in, const int *fused,
+                          const int *sums, int overlap) {
+  size_t n = (size_t)nodes, cap = 2 * (n > 1 ? n - 1 : 1);
+  sched_t s = {.n = nodes, .nin = nin, .in = in, .fused = fused, .sums = sums, .overlap = overlap};
   s.readers = xcalloc(n, sizeof *s.readers);
   s.nreaders = xcalloc(n, sizeof *s.nreaders);
-  for (int c = 1; c < g->n; c++)
-    for (int m = 0; m < g->l[c].nin; m++) {
-      int b = buffer_of(fused, g->l[c].in[m]);
+  for (int c = 1; c < nodes; c++)
+    for (int m = 0; m < nin[c]; m++) {
+      int b = buffer_of(fused, in[c][m]);
       s.readers[b] = xrealloc(s.readers[b], (size_t)(s.nreaders[b] + 1) * sizeof **s.readers);
       s.readers[b][s.nreaders[b]++] = c;
     }
@@ -150,6 +152,18 @@ void pass_order_build(pass_order_t *o, const graph_t *g, const int *fused, const
   free(s.final);
   free(s.pending);
   free(s.since);
+}
+
+void pass_order_build(pass_order_t *o, const graph_t *g, const int *fused, const int *sums, int overlap) {
+  int *nin = xcalloc((size_t)g->n, sizeof *nin);
+  const int **in = xcalloc((size_t)g->n, sizeof *in);
+  for (int i = 0; i < g->n; i++) {
+    nin[i] = g->l[i].nin;
+    in[i] = g->l[i].in;
+  }
+  pass_order_build_dag(o, g->n, nin, in, fused, sums, overlap);
+  free(in);
+  free(nin);
 }
 
 void pass_order_free(pass_order_t *o) {

@@ -40,6 +40,10 @@ typedef struct pass_order {
  * ReLU share one buffer) and sums[i] says that node i starts a sum over its ranks in each pass (the
  * same on every rank). overlap 0: each finish right after its start (the blocking order). */
 void pass_order_build(pass_order_t *o, const graph_t *g, const int *fused, const int *sums, int overlap);
+/* The same for a DAG given by its nodes' inputs (node 0 the input, inputs earlier nodes): the burst
+ * planner's graph (bgraph.h), whose cost model asks which nodes run while a sum is in flight. */
+void pass_order_build_dag(pass_order_t *o, int nodes, const int *nin, const int *const *in, const int *fused,
+                          const int *sums, int overlap);
 void pass_order_free(pass_order_t *o);
 
 #endif

@@ -7,7 +7,11 @@
  * Cost model (doc/burst.md has the derivations), all in microseconds:
  *   compute  comp(l, n) = profiled forward+backward time of l at per-rank batch ceil(B/n)
  *   sync     sync(l, n) = 0 for n = 1, else 2 ceil(log2 n) alpha_ar + 2 (n-1)/n P_l / beta_ar
- *            (P_l = gradient bytes of l's own parameter tensors)
+ *            (P_l = gradient bytes of l's own parameter tensors), plus for a batch norm its two sums
+ *            of statistics a step priced the same way (burst_bn_sum_us), each less the work of the
+ *            nodes the executor's pass order runs while it is in flight, at l's per-rank batch
+ *            (a third of their profiled time forward, two thirds backward; none when the profile's
+ *            run blocks on them, burst_profile_t.bn_blocking), at least 0
  *   re-shard between a node and its consumer (activations forward, their gradients backward):
  *            0 when both use the same ranks, else 2 (alpha_p2p + s S / beta_p2p), S = bytes per
  *            sample of the producer's output and s = samples on the busiest link:
@@ -77,6 +81,9 @@ static inline int burst_per_rank(int batch, int n) { return (batch + n - 1) / n;
 
 /* The cost primitives of the model above. */
 double burst_sync_us(const burst_net_t *net, double grad_bytes, int n);
+/* One of a batch norm's two sums a step over its n ranks (backward 0: the forward's n (1 + 3C)
+ * floats; 1: the backward's 2C), an allreduce priced as burst_sync_us; 0 for n = 1 or no channels. */
+double burst_bn_sum_us(const burst_net_t *net, double channels, int n, int backward);
 /* Samples on the busiest link when b_s per rank become b_d per rank. */
 double burst_link_samples(int b_s, int b_d, int moved);
 double burst_xfer_us(const burst_net_t *net, double bytes_per_sample, int n_s, int b_s, int n_d, int b_d,

@@ -67,6 +67,7 @@ void burst_ctx_init(burst_ctx_t *c, const bgraph_t *g, const burst_profile_t *p,
   c->o = *o;
   sp_build(g, &c->top);
   c->grad_total = bgraph_grad_total(g);
+  burst_ctx_bn_init(c);
 }
 
 double burst_ctx_comp_us(const burst_ctx_t *c, int v, int batch) {
@@ -88,7 +89,7 @@ void burst_ctx_tables(burst_ctx_t *c) {
   for (int i = 0; i < g->n; i++) {
     for (int k = 0; k < C; k++) {
       c->comp[i * C + k] = burst_ctx_comp_us(c, i, c->cb[k]);
-      c->sync[i * C + k] = burst_sync_us(&c->p->net, g->v[i].grad_bytes, c->cn[k]);
+      c->sync[i * C + k] = burst_ctx_sync_us(c, i, c->cb[k], c->cn[k]);
     }
     /* the hard per-layer limit: n (comp + sync)(n) <= A comp(1), with a rounding allowance; a fused
      * ReLU (tied) is judged with its node, whose row holds the pair (its own is a zeroing or nothing) */
@@ -110,6 +111,7 @@ void burst_ctx_tables(burst_ctx_t *c) {
 
 void burst_ctx_free(burst_ctx_t *c) {
   sp_free(&c->top);
+  burst_ctx_bn_free(c);
   free(c->cn);
   free(c->cb);
   free(c->comp);

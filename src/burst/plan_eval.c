@@ -68,7 +68,7 @@ static double eval_block(const burst_ctx_t *c, burst_plan_t *pl, const sp_block_
 
 static void node_costs(const burst_ctx_t *c, burst_plan_t *pl, int v) {
   pl->comp_us[v] = burst_ctx_comp_us(c, v, pl->per_rank[v]);
-  pl->sync_us[v] = burst_sync_us(&c->p->net, c->g->v[v].grad_bytes, pl->n[v]);
+  pl->sync_us[v] = burst_ctx_sync_us(c, v, pl->per_rank[v], pl->n[v]);
   double one = burst_ctx_comp_us(c, v, c->o.batch);
   double used = pl->n[v] * (pl->comp_us[v] + pl->sync_us[v]);
   pl->amp[v] = one > 0 ? used / one : (used > 0 ? BURST_INF : 1);

@@ -42,6 +42,9 @@ typedef struct burst_ctx {
   burst_opts_t o;
   sp_seq_t top;
   double grad_total;  /* bgraph_grad_total(g): the per-step work's shares (burst_ctx_comp_us) */
+  /* batch norm's sums (plan_bn.c): the nodes whose work hides node v's forward (pass 0) or backward
+   * (pass 1) sum, hid[hid_lo[2v + pass] .. hid_hi[2v + pass]); none when the run blocks on them */
+  int *hid_lo, *hid_hi, *hid;
   /* candidate configurations (burst_ctx_tables): k = 0..C-1, cn ascending, cn[0] = 1 */
   int C;
   int *cn, *cb;       /* rank count, per-rank batch */
@@ -55,6 +58,13 @@ void burst_ctx_init(burst_ctx_t *c, const bgraph_t *g, const burst_profile_t *p,
 /* Node v's compute at a per-rank batch: its pass and its share of the per-step work
  * (burst_profile_us, without rescanning the graph). */
 double burst_ctx_comp_us(const burst_ctx_t *c, int v, int batch);
+/* Node v's syncs on n ranks at a per-rank batch: its gradient's (burst_sync_us) and batch norm's sums
+ * less what the pass order hides of them (burst_ctx_bn_us; plan_bn.c). */
+double burst_ctx_sync_us(const burst_ctx_t *c, int v, int batch, int n);
+double burst_ctx_bn_us(const burst_ctx_t *c, int v, int batch, int n);
+/* The hiding nodes of every batch norm (burst_ctx_init calls it), and their release. */
+void burst_ctx_bn_init(burst_ctx_t *c);
+void burst_ctx_bn_free(burst_ctx_t *c);
 /* The candidate tables: every candidate's time must be in the profile (an input error otherwise). */
 void burst_ctx_tables(burst_ctx_t *c);
 void burst_ctx_free(burst_ctx_t *c);

@@ -19,7 +19,7 @@ const log_series_info_t log_plan_info[LOG_PLAN_COLUMN_COUNT] = {
     [LOG_PLAN_COMPUTE_US] = {"compute_us", "us", "predicted forward+backward time of the node on its busiest rank"},
     [LOG_PLAN_TRANSFER_IN_US] = {"transfer_in_us", "us",
                                  "predicted time of the re-shards into the node (activations and their gradients)"},
-    [LOG_PLAN_SYNC_US] = {"sync_us", "us", "predicted time of the gradient allreduce over the node's ranks"},
+    [LOG_PLAN_SYNC_US] = {"sync_us", "us", "predicted time of the gradient allreduce over the node's ranks and of batch norm's sums not hidden"},
 };
 
 static const log_range_t plan_range[LOG_PLAN_COLUMN_COUNT] = {

@@ -59,6 +59,11 @@ typedef struct burst_profile {
    * node zeroes, sums and updates that node's parameters, so a node on n ranks pays its share n
    * times; the metrics reduction (3 doubles, microseconds) is not measured apart and rides along. */
   burst_step_costs_t step;
+  /* Batch norm's sums (plan.h's sync): 0 (default) the run keeps each in flight while the nodes of
+   * its pass order run ([parallel] bn_overlap = true, as surge-train does by default); 1 it waits
+   * for each at once (bn_overlap = false). surge-plan and surge-sim take it from the deck when they
+   * have one; without a deck it is 0. */
+  int bn_blocking;
 } burst_profile_t;
 
 void burst_profile_init(burst_profile_t *p, int nodes, const char *source);

@@ -157,6 +157,16 @@ train_inproc_t *train_inproc_start(const inproc_args_t *a, config_t *fg_cfg, con
   multiplex_opts_t *bg_mo = cfg_part_rw(&b->cfg, &multiplex_options);
   bg_mo->role = MUX_ROLE_BACKGROUND;
   bg_mo->in_process = b->channel;
+  if (n > 1 && strcmp(bg_mo->priority, "idle") == 0) {
+    /* A multi-rank job's thread waits for its other ranks inside MPI, where (MPI_THREAD_MULTIPLE) it
+     * may be the thread that drives MPI's progress, which its foreground's own collective then waits
+     * for: at SCHED_IDLE beside a foreground spinning in that collective it would never run again.
+     * At nice 19 it gets a few percent of the core, enough to let go. */
+    snprintf(bg_mo->priority, sizeof bg_mo->priority, "nice");
+    if (world->rank == 0)
+      printf("multiplex: the %d-rank in-process background runs at nice 19, not SCHED_IDLE ([multiplex] priority "
+             "= idle): a multi-rank job's thread waits inside MPI, which its foreground must not starve\n", n);
+  }
   if (n == 1)
     snprintf(b->label, sizeof b->label, "background of rank %d", world->rank);
   else

@@ -15,27 +15,22 @@
 . "$(dirname "$0")/tap.sh"
 . "$(dirname "$0")/mux_pair.sh"
 FG="$FG -D run.steps=30"
-IN="--background-deck $top_src/inputs/mlp-fmnist.deck $(echo $MLP | sed 's/-D /-D bg:/g')" # in-process
-last_step() { h5vals "$1" /metrics/step | tail -1; }
 # job OUT ARGS...: the foreground on 2 ranks with one 2-rank in-process background job
 job() {
-  out=$1
+  job_out=$1
   shift
-  # shellcheck disable=SC2086
-  timeout 300 "$mpiexec" -n 2 $FG -D multiplex.placement=thread -D multiplex.background_ranks=0 $IN "$@" >"$out" 2>&1
+  in_process "$job_out" -D multiplex.background_ranks=0 "$@"
 }
 
 # ---- the foreground alone, the background deck alone on 2 ranks, and the two in one job
 timeout 300 "$mpiexec" -n 2 $FG -D "run.out_dir=$tap_tmp/solo" >"$tap_tmp/solo.txt" 2>&1
 timeout 300 "$mpiexec" -n 2 $BG -D run.steps=25 -D "run.out_dir=$tap_tmp/bgsolo" >"$tap_tmp/bgsolo.txt" 2>&1
-# (normal OS priority for the bitwise check, as in test_mux_thread.sh; SCHED_IDLE is used below)
+# (normal OS priority for the bitwise check, as in test_mux_thread.sh; priority = idle is used below)
 # (a background checkpoint every step: collective io of both jobs, each holding its process's HDF5
 # lock, which deadlocked before the background's ranks took their locks together, io/h5serial.h)
 job "$tap_tmp/cont.txt" -D "run.out_dir=$tap_tmp/fg" -D bg:run.steps=25 -D bg:multiplex.on_foreground_end=continue \
   -D bg:multiplex.priority=none -D bg:checkpoint.every=1 -D "bg:run.out_dir=$tap_tmp/bg"
-rc=$?
-tap_ok $rc "foreground on 2 ranks + one 2-rank in-process background: exit $rc"
-[ $rc = 0 ] || tap_diag "$(grep -av '^#\|^  \|^[a-z_0-9]* = ' "$tap_tmp/cont.txt" | tail -15)"
+exited_ok $? "$tap_tmp/cont.txt" "foreground on 2 ranks + one 2-rank in-process background"
 same "$tap_tmp/fg/model.h5" "$tap_tmp/solo/model.h5"
 tap_ok $? "the foreground's parameters = the same run alone ($(cat "$tap_tmp/cmp.txt"))"
 same "$tap_tmp/bg/bg0/model.h5" "$tap_tmp/bgsolo/model.h5"
@@ -61,25 +56,17 @@ tap_ok $? "on_foreground_end = stop: the 2-rank background stops at nice 19 (sai
 timeout 300 "$mpiexec" -n 2 $FG -D run.steps=10 -D "run.out_dir=$tap_tmp/fgp" \
   : -n 2 $BG --background -D run.steps=100000 -D "run.out_dir=$tap_tmp/bgp/bg0" >"$tap_tmp/mpmd.txt" 2>&1
 rc=$?
-k=0
-for log in "$tap_tmp/bgs/bg0" "$tap_tmp/bgp/bg0"; do
-  s=$(last_step "$log/log.h5")
-  [ "${s:-0}" -gt $k ] && k=$s
-done
-K=$((k + 5))
+K=$(($(newest_of "$tap_tmp/bgs/bg0" "$tap_tmp/bgp/bg0") + 5))
 timeout 300 "$mpiexec" -n 2 $BG -D run.steps=$K -D "run.out_dir=$tap_tmp/straight" >"$tap_tmp/straight.txt" 2>&1
 tap_diag "stopped at steps $(last_step "$tap_tmp/bgs/bg0/log.h5") (in-process), $(last_step "$tap_tmp/bgp/bg0/log.h5") (process, exit $rc); both resumed to $K"
 # in-process -> process: the thread job's checkpoint resumed by a 2-rank background process
-timeout 300 "$mpiexec" -n 2 $FG -D run.steps=5 -D "run.out_dir=$tap_tmp/fgr" \
-  : -n 2 $BG --background -D run.steps=$K -D multiplex.on_foreground_end=continue -D "run.out_dir=$tap_tmp/bgs/bg0" \
-  --resume >"$tap_tmp/resume1.txt" 2>&1
+resume_beside "$tap_tmp/resume1.txt" 2 "$tap_tmp/bgs/bg0" $K
 rc=$?
 same "$tap_tmp/bgs/bg0/model.h5" "$tap_tmp/straight/model.h5" &&
   grep -aq "\[background\] resumed from .*bgs/bg0/checkpoints" "$tap_tmp/resume1.txt"
 tap_ok $? "a 2-rank in-process background's checkpoint resumes as a 2-rank background process: step $K = a straight run (exit $rc; $(cat "$tap_tmp/cmp.txt"))"
 # process -> in-process: the MPMD background's checkpoint resumed by the threads (out_dir/bg0 is its directory)
-job "$tap_tmp/resume2.txt" -D run.steps=5 -D "run.out_dir=$tap_tmp/fgr2" -D bg:run.steps=$K \
-  -D bg:multiplex.on_foreground_end=continue -D bg:checkpoint.resume=true -D "bg:run.out_dir=$tap_tmp/bgp"
+resume_in_process "$tap_tmp/resume2.txt" "$tap_tmp/bgp" $K -D multiplex.background_ranks=0
 rc=$?
 same "$tap_tmp/bgp/bg0/model.h5" "$tap_tmp/straight/model.h5" &&
   grep -aq "\[background of ranks 0-1\] resumed from .*bgp/bg0/checkpoints" "$tap_tmp/resume2.txt"

@@ -10,6 +10,7 @@
 #  - stopped by its foreground's end (its threads at nice 19, not SCHED_IDLE), its checkpoint resumes as a separate 2-rank background process,
 #    and a separate 2-rank background process's checkpoint resumes in-process, both ending bitwise
 #    where a straight 2-rank run of the deck ends;
+#  - under a 4-rank foreground, background_ranks = 2 makes two such jobs, each bitwise the deck alone;
 #  - an error in a multi-rank background ends the processes (no hang), and a background_ranks the
 #    foreground's ranks cannot host exits 2 naming the key.
 . "$(dirname "$0")/tap.sh"
@@ -71,6 +72,19 @@ rc=$?
 same "$tap_tmp/bgp/bg0/model.h5" "$tap_tmp/straight/model.h5" &&
   grep -aq "\[background of ranks 0-1\] resumed from .*bgp/bg0/checkpoints" "$tap_tmp/resume2.txt"
 tap_ok $? "a 2-rank background process's checkpoint resumes in-process: step $K = a straight run (exit $rc; $(cat "$tap_tmp/cmp.txt"))"
+
+# ---- background_ranks = 2 under a 4-rank dp foreground: two 2-rank jobs, ranks 0-1 (bg0) and 2-3 (bg1)
+# shellcheck disable=SC2086
+timeout 300 "$mpiexec" -n 4 $FG -D parallel.mode=dp -D multiplex.placement=thread -D multiplex.background_ranks=2 $IN \
+  -D "run.out_dir=$tap_tmp/fg4" -D bg:run.steps=25 -D bg:multiplex.on_foreground_end=continue \
+  -D bg:multiplex.priority=none -D "bg:run.out_dir=$tap_tmp/bg4" >"$tap_tmp/four.txt" 2>&1
+rc=$?
+[ $rc = 0 ] || tap_diag "$(grep -av '^#\|^  \|^[a-z_0-9]* = ' "$tap_tmp/four.txt" | tail -15)"
+[ $rc = 0 ] && same "$tap_tmp/bg4/bg0/model.h5" "$tap_tmp/bgsolo/model.h5" && cp "$tap_tmp/cmp.txt" "$tap_tmp/cmp0.txt" &&
+  same "$tap_tmp/bg4/bg1/model.h5" "$tap_tmp/bgsolo/model.h5" &&
+  grep -aq "^in-process backgrounds (jobs of 2 ranks): exit status 0 0\$" "$tap_tmp/four.txt" &&
+  grep -aq "^\[background of ranks 2-3\] " "$tap_tmp/four.txt"
+tap_ok $? "background_ranks = 2 on 4 foreground ranks: two 2-rank jobs, each = the deck alone on 2 ranks (exit $rc; $(cat "$tap_tmp/cmp0.txt" 2>/dev/null); $(cat "$tap_tmp/cmp.txt"))"
 
 # ---- an error in a multi-rank background ends the processes: its other rank may wait for the
 # failed one in a collective, holding its process's HDF5 lock

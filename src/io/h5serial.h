@@ -10,7 +10,7 @@
  * checkpoints, the log's gathers: the functions that take the lock with H5_SERIAL_COLLECTIVE).
  * Suppose foreground rank A holds its lock inside such a collective and waits for foreground rank
  * B, whose thread waits for B's lock. B's lock is then held by B's background thread, and either
- *  - its job is one rank (MPI_COMM_SELF): its HDF5 calls are not collective, and it never waits for
+ *  - its job is one rank (background_ranks = 1): its HDF5 calls are not collective, and it never waits for
  *    its foreground while holding the lock, because its only wait on the foreground is the
  *    multiplexing gate, which runs at the engine's events (core/events.h), and no io function
  *    raises an event; so it finishes its call on its own and releases the lock; or

@@ -11,6 +11,7 @@
 #include "io/h5serial.h"
 
 int checkpoint_compression_available(const char *compression, char *why, size_t why_len) {
+  H5_SERIAL(); /* io/h5serial.h: HDF5's filter registry is not for two threads at once */
   h5util_quiet_t quiet = h5util_quiet_begin();
   int rc = ckpt_h5_compression_check(compression, why, why_len);
   h5util_quiet_end(quiet);

@@ -30,7 +30,8 @@ static const cfg_key_t rows[] = {
     CFG_FLOAT_KEY("multiplex", "poll_us", poll_us, "1000", 0, CFG_CLOSED, 1e6, CFG_CLOSED,
                   "foreground: a wait polls without sleeping for its first 100 microseconds (or poll_us if "
                   "shorter), then sleeps between polls, twice as long each time up to poll_us, leaving the core "
-                  "to the background (0: wait spinning inside MPI)"),
+                  "to the background (0: wait spinning inside MPI); also a multi-rank in-process background's waits for "
+                  "its other ranks"),
     CFG_FLOAT_KEY("multiplex", "partner_wait_s", partner_wait_s, "120", 0, CFG_OPEN, 1e6, CFG_CLOSED,
                   "background: give up (exit 1) when no foreground attached within this many seconds"),
     CFG_ENUM_KEY("multiplex", "priority", priority, "idle", CFG_VALUES("idle", "nice", "none"),

@@ -161,7 +161,8 @@ train_inproc_t *train_inproc_start(const inproc_args_t *a, config_t *fg_cfg, con
     /* A multi-rank job's thread waits for its other ranks inside MPI, where (MPI_THREAD_MULTIPLE) it
      * may be the thread that drives MPI's progress, which its foreground's own collective then waits
      * for: at SCHED_IDLE beside a foreground spinning in that collective it would never run again.
-     * At nice 19 it gets a few percent of the core, enough to let go. */
+     * At nice 19 it gets a few percent of the core, enough to let go (and its waits poll outside
+     * MPI, train/multiplex.c). */
     snprintf(bg_mo->priority, sizeof bg_mo->priority, "nice");
     if (world->rank == 0)
       printf("multiplex: the %d-rank in-process background runs at nice 19, not SCHED_IDLE ([multiplex] priority "

@@ -14,27 +14,16 @@
 . "$(dirname "$0")/tap.sh"
 . "$(dirname "$0")/mux_pair.sh"
 FG="$FG -D run.steps=30"
-IN="--background-deck $top_src/inputs/mlp-fmnist.deck $(echo $MLP | sed 's/-D /-D bg:/g')" # in-process
-last_step() { h5vals "$1" /metrics/step | tail -1; }
-# thread OUT ARGS...: the foreground on 2 ranks with an in-process background per rank
-thread() {
-  out=$1
-  shift
-  # shellcheck disable=SC2086
-  timeout 300 "$mpiexec" -n 2 $FG -D multiplex.placement=thread $IN "$@" >"$out" 2>&1
-}
 
 # ---- the foreground alone; with in-process backgrounds that carry on to 25 steps after it ends
 timeout 300 "$mpiexec" -n 2 $FG -D "run.out_dir=$tap_tmp/solo" >"$tap_tmp/solo.txt" 2>&1
 timeout 300 "$mpiexec" -n 1 $BG -D run.steps=25 -D "run.out_dir=$tap_tmp/bgsolo" >"$tap_tmp/bgsolo.txt" 2>&1
 # (normal OS priority for the bitwise check: gated all the same, but not starved when other test
 # suites keep the cores busy; SCHED_IDLE is checked below)
-thread "$tap_tmp/cont.txt" -D "run.out_dir=$tap_tmp/fg" -D "multiplex.baseline=$tap_tmp/solo/log.h5" \
+in_process "$tap_tmp/cont.txt" -D "run.out_dir=$tap_tmp/fg" -D "multiplex.baseline=$tap_tmp/solo/log.h5" \
   -D bg:run.steps=25 -D bg:multiplex.on_foreground_end=continue -D bg:multiplex.priority=none \
   -D "bg:run.out_dir=$tap_tmp/bg"
-rc=$?
-tap_ok $rc "foreground on 2 ranks + an in-process background per rank: exit $rc"
-[ $rc = 0 ] || tap_diag "$(grep -av '^#\|^  \|^[a-z_0-9]* = ' "$tap_tmp/cont.txt" | tail -15)"
+exited_ok $? "$tap_tmp/cont.txt" "foreground on 2 ranks + an in-process background per rank"
 same "$tap_tmp/fg/model.h5" "$tap_tmp/solo/model.h5"
 tap_ok $? "the foreground's parameters = the same run alone ($(cat "$tap_tmp/cmp.txt"))"
 same "$tap_tmp/bg/bg0/model.h5" "$tap_tmp/bgsolo/model.h5"
@@ -57,7 +46,7 @@ tap_ok $? "accounting in the foreground's log: /multiplex (channel in-process) w
 pieces_of() { grep -a "pieces through the gate" "$1" | sed 's/.*pieces through the gate \([0-9]*\).*/\1/' |
   awk '{ n += $1 } END { print n + 0 }'; }
 for pm in 0 1000; do
-  thread "$tap_tmp/pm$pm.txt" -D "run.out_dir=$tap_tmp/fgpm$pm" -D bg:run.steps=25 -D bg:multiplex.on_foreground_end=continue \
+  in_process "$tap_tmp/pm$pm.txt" -D "run.out_dir=$tap_tmp/fgpm$pm" -D bg:run.steps=25 -D bg:multiplex.on_foreground_end=continue \
     -D bg:multiplex.priority=none -D bg:multiplex.piece_ms=$pm -D "bg:run.out_dir=$tap_tmp/bgpm$pm"
   rc=$?
   same "$tap_tmp/bgpm$pm/bg0/model.h5" "$tap_tmp/bgsolo/model.h5" && cp "$tap_tmp/cmp.txt" "$tap_tmp/cmp0.txt" &&
@@ -71,7 +60,7 @@ p0=$(pieces_of "$tap_tmp/pm0.txt") p05=$(pieces_of "$tap_tmp/cont.txt") p1000=$(
 tap_ok $? "pieces through the gates of both backgrounds: $p0 at piece_ms = 0 (25 steps x the passes of one), $p05 at 0.5, $p1000 at 1000 (one step's passes + 1 each)"
 
 # ---- stopped by the foreground's end (SCHED_IDLE threads), resumed as a separate background process
-thread "$tap_tmp/stop.txt" -D "run.out_dir=$tap_tmp/fgs" -D bg:run.steps=100000 -D "bg:run.out_dir=$tap_tmp/bgs"
+in_process "$tap_tmp/stop.txt" -D "run.out_dir=$tap_tmp/fgs" -D bg:run.steps=100000 -D "bg:run.out_dir=$tap_tmp/bgs"
 rc=$?
 ok=$rc
 for r in 0 1; do
@@ -88,25 +77,17 @@ timeout 300 "$mpiexec" -n 2 $FG -D run.steps=10 -D "run.out_dir=$tap_tmp/fgp" \
   : -n 1 $BG --background -D run.steps=100000 -D "run.out_dir=$tap_tmp/bgp/bg1" -D multiplex.partner_offset=1 \
   >"$tap_tmp/mpmd.txt" 2>&1
 rc=$?
-k=0
-for log in "$tap_tmp/bgs/bg0" "$tap_tmp/bgs/bg1" "$tap_tmp/bgp/bg0" "$tap_tmp/bgp/bg1"; do
-  s=$(last_step "$log/log.h5")
-  [ "${s:-0}" -gt $k ] && k=$s
-done
-K=$((k + 5))
+K=$(($(newest_of "$tap_tmp/bgs/bg0" "$tap_tmp/bgs/bg1" "$tap_tmp/bgp/bg0" "$tap_tmp/bgp/bg1") + 5))
 timeout 300 "$mpiexec" -n 1 $BG -D run.steps=$K -D "run.out_dir=$tap_tmp/straight" >"$tap_tmp/straight.txt" 2>&1
 tap_diag "stopped at steps $(last_step "$tap_tmp/bgs/bg0/log.h5") $(last_step "$tap_tmp/bgs/bg1/log.h5") (in-process), $(last_step "$tap_tmp/bgp/bg0/log.h5") $(last_step "$tap_tmp/bgp/bg1/log.h5") (processes, exit $rc); all resumed to $K"
 # in-process -> process: rank 1's thread's checkpoint resumed by a background process beside a foreground
-timeout 300 "$mpiexec" -n 2 $FG -D run.steps=5 -D "run.out_dir=$tap_tmp/fgr" \
-  : -n 1 $BG --background -D run.steps=$K -D multiplex.on_foreground_end=continue -D "run.out_dir=$tap_tmp/bgs/bg1" \
-  --resume >"$tap_tmp/resume1.txt" 2>&1
+resume_beside "$tap_tmp/resume1.txt" 1 "$tap_tmp/bgs/bg1" $K
 rc=$?
 same "$tap_tmp/bgs/bg1/model.h5" "$tap_tmp/straight/model.h5" &&
   grep -aq "\[background\] resumed from .*bgs/bg1/checkpoints" "$tap_tmp/resume1.txt"
 tap_ok $? "an in-process background's checkpoint resumes as a background process: step $K = a straight run (exit $rc; $(cat "$tap_tmp/cmp.txt"))"
 # process -> in-process: the MPMD backgrounds' checkpoints resumed by threads (out_dir/bgR is their directory)
-thread "$tap_tmp/resume2.txt" -D run.steps=5 -D "run.out_dir=$tap_tmp/fgr2" -D bg:run.steps=$K \
-  -D bg:multiplex.on_foreground_end=continue -D bg:checkpoint.resume=true -D "bg:run.out_dir=$tap_tmp/bgp"
+resume_in_process "$tap_tmp/resume2.txt" "$tap_tmp/bgp" $K
 rc=$?
 same "$tap_tmp/bgp/bg0/model.h5" "$tap_tmp/straight/model.h5" && cp "$tap_tmp/cmp.txt" "$tap_tmp/cmp0.txt" &&
   same "$tap_tmp/bgp/bg1/model.h5" "$tap_tmp/straight/model.h5" &&
@@ -115,7 +96,7 @@ tap_ok $? "background processes' checkpoints resume in-process: step $K = a stra
 [ $rc = 0 ] || tap_diag "$(grep -av '^#\|^  \|^[a-z_0-9]* = ' "$tap_tmp/resume2.txt" | tail -15)"
 
 # ---- SIGTERM (to the ranks, as Slurm sends it) stops both trainers of each process with a checkpoint
-thread "$tap_tmp/sig.txt" -D run.steps=100000 -D run.print_every=10 -D "run.out_dir=$tap_tmp/fgsig" \
+in_process "$tap_tmp/sig.txt" -D run.steps=100000 -D run.print_every=10 -D "run.out_dir=$tap_tmp/fgsig" \
   -D bg:run.steps=100000 -D "bg:run.out_dir=$tap_tmp/bgsig" &
 job=$!
 tap_wait_until 120 grep -aq "^\[foreground\] step  *[0-9]*/100000" "$tap_tmp/sig.txt"
@@ -137,7 +118,7 @@ tap_ok $ok "SIGTERM: the foreground and both background threads stop with checkp
 bg_fails() {
   bf_name=$1 bf_pattern=$2 bf_status=$3 bf_what=$4
   shift 4
-  thread "$tap_tmp/$bf_name.txt" -D "run.out_dir=$tap_tmp/fg$bf_name" "$@"
+  in_process "$tap_tmp/$bf_name.txt" -D "run.out_dir=$tap_tmp/fg$bf_name" "$@"
   bf_rc=$?
   [ $bf_rc = 0 ] && grep -aq "^surge: error: background of rank 1: $bf_pattern" "$tap_tmp/$bf_name.txt" &&
     grep -aq "in-process backgrounds (one per rank): exit status $bf_status" "$tap_tmp/$bf_name.txt" &&

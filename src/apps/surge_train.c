@@ -35,9 +35,10 @@ static const char usage[] =
     "                         time; in one MPMD mpiexec (A : B --background) the other half is the\n"
     "                         foreground (doc/multiplexing.md)\n"
     "  --background-deck BG_DECK  run BG_DECK as a background inside each rank's process, in a thread\n"
-    "                         at the lowest priority ([multiplex] placement = thread); it writes to\n"
-    "                         its [run] out_dir/bgR (R: the rank); -D bg:section.key=value overrides\n"
-    "                         its keys, --resume resumes both\n"
+    "                         at the lowest priority ([multiplex] placement = thread), a 1-rank job\n"
+    "                         per rank or one job over N ranks' threads ([multiplex] background_ranks);\n"
+    "                         job J writes to its [run] out_dir/bgJ; -D bg:section.key=value\n"
+    "                         overrides its keys, --resume resumes both\n"
     "  --help, --version\n"
     "SIGTERM or SIGUSR1 finish the step, write a checkpoint and exit (0, or --stopped-exit N) saying how\n"
     "to resume. Exit codes: 0 finished, 2 bad input, 1 runtime failure. Deck keys: doc/deck.md.\n";

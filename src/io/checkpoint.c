@@ -11,6 +11,7 @@
 #include "io/h5serial.h"
 
 int checkpoint_compression_available(const char *compression, char *why, size_t why_len) {
+  H5_SERIAL(); /* io/h5serial.h: HDF5's filter registry is not for two threads at once */
   h5util_quiet_t quiet = h5util_quiet_begin();
   int rc = ckpt_h5_compression_check(compression, why, why_len);
   h5util_quiet_end(quiet);
@@ -33,7 +34,7 @@ static int put_root(hid_t file, const void *root, const char **failed) { return 
 
 void checkpoint_write(const char *dir, const ckpt_state_t *s, const config_t *cfg, const char *deck_text,
                       comm_t *world, char *written, size_t written_len) {
-  H5_SERIAL(); /* io/h5serial.h: one HDF5 call at a time in the process */
+  H5_SERIAL_COLLECTIVE(world); /* io/h5serial.h: one HDF5 call at a time in the process */
   char final[CKPT_PATH], temp[CKPT_PATH], created[32];
   ckpt_path(final, sizeof final, dir, s->step, 0);
   ckpt_path(temp, sizeof temp, dir, s->step, 1);

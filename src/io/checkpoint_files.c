@@ -146,7 +146,7 @@ int checkpoint_newest(const char *dir, ckpt_found_t *found) {
 }
 
 int checkpoint_latest(const char *dir, char *path, size_t path_len, comm_t *world) {
-  H5_SERIAL(); /* io/h5serial.h: one HDF5 call at a time in the process */
+  H5_SERIAL_COLLECTIVE(world); /* io/h5serial.h: one HDF5 call at a time in the process */
   ckpt_found_t found = {.count = 0};
   if (world->rank == 0) checkpoint_newest(dir, &found);
   comm_bcast(world, found.path, sizeof found.path, 0, TRAFFIC_OTHER);

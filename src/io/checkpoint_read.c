@@ -309,7 +309,7 @@ static void check_no_other_state(reader_t *r, const ckpt_state_t *s) {
 }
 
 void checkpoint_read(const char *path, ckpt_state_t *s, const config_t *cfg, comm_t *world) {
-  H5_SERIAL(); /* io/h5serial.h: one HDF5 call at a time in the process */
+  H5_SERIAL_COLLECTIVE(world); /* io/h5serial.h: one HDF5 call at a time in the process */
   h5util_quiet_t quiet = h5util_quiet_begin();
   reader_t r = {.path = path, .world = world, .file = -1, .dxpl = -1, .group = -1, .dset = -1};
   ckpt_status_init(&r.st, world);

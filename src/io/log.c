@@ -381,7 +381,7 @@ run_log_t *run_log_open(const char *path, const log_run_info_t *info, const char
 }
 
 void run_log_step(run_log_t *L, const log_row_t *row) {
-  H5_SERIAL(); /* io/h5serial.h: one HDF5 call at a time in the process */
+  H5_SERIAL_COLLECTIVE(L->world); /* io/h5serial.h: one HDF5 call at a time in the process */
   if (!row->rank_phase) comm_gather_double(L->world, row->phase, PHASE_COUNT, L->gathered, 0, TRAFFIC_OTHER);
   if (L->world->rank != 0) return;
   h5util_quiet_t q = h5util_quiet_begin();

@@ -31,7 +31,7 @@ static int put_root(hid_t file, const void *arg, const char **failed) {
 
 void model_file_write(const char *path, const state_region_t *regions, int nregions, long step, const char *model_name,
                       const char *deck_text, const char *run_id, const char *vocab, comm_t *world) {
-  H5_SERIAL(); /* io/h5serial.h: one HDF5 call at a time in the process */
+  H5_SERIAL_COLLECTIVE(world); /* io/h5serial.h: one HDF5 call at a time in the process */
   char tmp[CKPT_PATH], dir[CKPT_PATH];
   if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp) surge_input_error("%s: path too long", path);
   snprintf(dir, sizeof dir, "%s", path);

@@ -190,7 +190,7 @@ static int vocab_multiple(int V, int Vp) {
 }
 
 void weights_write_h5(const char *path, const graph_t *g, const float *params, comm_t *world) {
-  H5_SERIAL(); /* io/h5serial.h: one HDF5 call at a time in the process */
+  H5_SERIAL_COLLECTIVE(world); /* io/h5serial.h: one HDF5 call at a time in the process */
   gpt2_dims_t d;
   gpt2_dims_or_refuse(g, &d, path, "cannot write this model as a gpt");
   int m = vocab_multiple(d.V, d.Vp);

@@ -10,8 +10,12 @@ static const cfg_key_t rows[] = {
     CFG_ENUM_KEY("multiplex", "placement", placement, "process", CFG_VALUES("process", "thread"),
                  "foreground: where its background runs; process: a job of its own (surge-train --background, "
                  "paired through the channel); thread: inside each foreground rank's process, in a second thread "
-                 "at the lowest priority, the deck given by surge-train --background-deck (host backends, one "
-                 "background rank per foreground rank)"),
+                 "at the lowest priority, the deck given by surge-train --background-deck (host backends; its job's "
+                 "ranks: background_ranks)"),
+    CFG_INT_KEY("multiplex", "background_ranks", background_ranks, "1", 0, 1 << 20,
+                "foreground, placement = thread: ranks of each in-process background job; 1: a 1-rank background "
+                "per foreground rank; N (a divisor of the foreground's ranks): one N-rank job over each N "
+                "consecutive foreground ranks' threads; 0: one job over all of them"),
     CFG_ENUM_KEY("multiplex", "on_foreground_end", on_fg_end, "stop", CFG_VALUES("stop", "continue"),
                  "background: when its foreground ends, stop after the step with a checkpoint, or continue at "
                  "full speed"),
@@ -26,12 +30,13 @@ static const cfg_key_t rows[] = {
     CFG_FLOAT_KEY("multiplex", "poll_us", poll_us, "1000", 0, CFG_CLOSED, 1e6, CFG_CLOSED,
                   "foreground: a wait polls without sleeping for its first 100 microseconds (or poll_us if "
                   "shorter), then sleeps between polls, twice as long each time up to poll_us, leaving the core "
-                  "to the background (0: wait spinning inside MPI)"),
+                  "to the background (0: wait spinning inside MPI); also a multi-rank in-process background's waits for "
+                  "its other ranks"),
     CFG_FLOAT_KEY("multiplex", "partner_wait_s", partner_wait_s, "120", 0, CFG_OPEN, 1e6, CFG_CLOSED,
                   "background: give up (exit 1) when no foreground attached within this many seconds"),
     CFG_ENUM_KEY("multiplex", "priority", priority, "idle", CFG_VALUES("idle", "nice", "none"),
-                 "background: CPU priority; idle: SCHED_IDLE (nice 19 where refused), nice: nice 19, none: as "
-                 "started"),
+                 "background: CPU priority; idle: SCHED_IDLE (nice 19 where refused, and for the threads of a "
+                 "multi-rank in-process background), nice: nice 19, none: as started"),
     CFG_INT_KEY("multiplex", "partner_offset", partner_offset, "0", 0, 4095,
                 "pair local rank i of this job on a node with rank i + offset of the partner job there (e.g. one "
                 "1-rank background job per foreground rank: offsets 0, 1, ...)"),

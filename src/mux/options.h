@@ -13,6 +13,7 @@ struct mux_shm; /* mux/mux.h */
 typedef struct multiplex_opts {
   char channel[MUX_PATH_MAX];   /* partner channel name; "" = automatic (MPMD, or Slurm's job id) */
   char placement[8];            /* foreground: process | thread (its background in this process) */
+  long background_ranks;        /* foreground, placement = thread: ranks of each background job (0: all) */
   char on_fg_end[16];           /* background: stop | continue when the foreground ends */
   double min_wait_us;           /* background: a waiting foreground counts as idle from this expected wait */
   double piece_ms;              /* background: pieces of about this many ms of its passes (0: a piece per pass) */

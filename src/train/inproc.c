@@ -20,10 +20,10 @@ struct train_inproc {
   pthread_t thread;
   config_t cfg;               /* the background's */
   deck_t *deck;
-  comm_t world;               /* its job: this rank alone (MPI_COMM_SELF) */
+  comm_t world;               /* its job: this rank alone, or the threads of N foreground ranks */
   struct mux_shm *channel;    /* shared with the foreground's configuration */
   char *resume_cmd;
-  char label[48];             /* "background of rank R" */
+  char label[48];             /* "background of rank R", "background of ranks A-B" */
   int status;                 /* its exit status: 0, or its error's */
 };
 
@@ -40,7 +40,11 @@ static void escape(int exit_code) {
 static void *background_main(void *arg) {
   train_inproc_t *b = arg;
   surge_set_job(b->world.mpi, b->label);
-  surge_set_escape(escape);
+  /* a multi-rank job: its other ranks may wait for this one in a collective, holding their process's
+   * HDF5 lock, so an error ends the processes, as it ends a separate job (no escape); its collective
+   * io takes the HDF5 locks of all its ranks at once (io/h5serial.h) */
+  if (b->world.size > 1) h5_serial_yield(1);
+  surge_set_escape(b->world.size > 1 ? NULL : escape);
   if (setjmp(escape_to) == 0) {
     train_run(&b->cfg, b->deck, b->resume_cmd, &b->world); /* finished, stopped or alone: all exit 0 */
     b->status = 0;
@@ -99,6 +103,20 @@ static char *resume_command(const inproc_args_t *a, const char *out_override) {
   return cmd;
 }
 
+/* The ranks of each background job, [multiplex] background_ranks (0: all the foreground's): a
+ * divisor of the foreground's rank count, so that every rank's thread belongs to one job. */
+static int job_ranks(const multiplex_opts_t *mo, const deck_t *fg_deck, const comm_t *world) {
+  long n = mo->background_ranks == 0 ? world->size : mo->background_ranks;
+  if (n > world->size || world->size % n != 0)
+    surge_input_error("%s: [multiplex] background_ranks = %ld: the foreground's %d rank%s cannot host in-process "
+                      "background jobs of %ld ranks, one rank in each foreground rank's process (hint: a divisor "
+                      "of %d: 1 for a 1-rank background per foreground rank, 0 for one job over all of them; a "
+                      "background with more ranks is a job of its own, placement = process)",
+                      deck_where(fg_deck, "multiplex.background_ranks"), mo->background_ranks, world->size,
+                      world->size == 1 ? "" : "s", n, world->size);
+  return (int)n;
+}
+
 train_inproc_t *train_inproc_start(const inproc_args_t *a, config_t *fg_cfg, const deck_t *fg_deck, comm_t *world) {
   multiplex_opts_t *fg_mo = cfg_part_rw(fg_cfg, &multiplex_options);
   if (strcmp(fg_mo->placement, "thread") != 0)
@@ -116,13 +134,14 @@ train_inproc_t *train_inproc_start(const inproc_args_t *a, config_t *fg_cfg, con
                         "thread support, or placement = process)", deck_where(fg_deck, "multiplex.placement"),
                         a->mpi_thread_level, MPI_THREAD_MULTIPLE);
   check_backend(fg_cfg, fg_deck, "the foreground's");
+  int n = job_ranks(fg_mo, fg_deck, world), job = world->rank / n; /* this rank's thread: job's rank rank % n */
 
   train_inproc_t *b = xcalloc(1, sizeof *b);
   char *text = deck_read_checked(a->deck, world, check_deck, (void *)a);
-  config_t probe; /* its out_dir, of which this rank's background takes bgR */
+  config_t probe; /* its out_dir, of which this rank's background job takes bgJ */
   sweep_parse_run(text, a->deck, NULL, 0, a->noverrides, a->overrides, &probe, NULL);
   char out[CFG_STR + 32];
-  snprintf(out, sizeof out, "run.out_dir=%s/bg%d", probe.out_dir, world->rank);
+  snprintf(out, sizeof out, "run.out_dir=%s/bg%d", probe.out_dir, job);
   char **ov = xcalloc((size_t)a->noverrides + 1, sizeof *ov);
   memcpy(ov, a->overrides, sizeof *ov * (size_t)a->noverrides);
   ov[a->noverrides] = out;
@@ -138,10 +157,24 @@ train_inproc_t *train_inproc_start(const inproc_args_t *a, config_t *fg_cfg, con
   multiplex_opts_t *bg_mo = cfg_part_rw(&b->cfg, &multiplex_options);
   bg_mo->role = MUX_ROLE_BACKGROUND;
   bg_mo->in_process = b->channel;
-  snprintf(b->label, sizeof b->label, "background of rank %d", world->rank);
+  if (n > 1 && strcmp(bg_mo->priority, "idle") == 0) {
+    /* A multi-rank job's thread waits for its other ranks inside MPI, where (MPI_THREAD_MULTIPLE) it
+     * may be the thread that drives MPI's progress, which its foreground's own collective then waits
+     * for: at SCHED_IDLE beside a foreground spinning in that collective it would never run again.
+     * At nice 19 it gets a few percent of the core, enough to let go (and its waits poll outside
+     * MPI, train/multiplex.c). */
+    snprintf(bg_mo->priority, sizeof bg_mo->priority, "nice");
+    if (world->rank == 0)
+      printf("multiplex: the %d-rank in-process background runs at nice 19, not SCHED_IDLE ([multiplex] priority "
+             "= idle): a multi-rank job's thread waits inside MPI, which its foreground must not starve\n", n);
+  }
+  if (n == 1)
+    snprintf(b->label, sizeof b->label, "background of rank %d", world->rank);
+  else
+    snprintf(b->label, sizeof b->label, "background of ranks %d-%d", job * n, job * n + n - 1);
   snprintf(bg_mo->job_label, sizeof bg_mo->job_label, "%s", b->label);
   b->resume_cmd = resume_command(a, out);
-  comm_self(&b->world); /* made here: the thread creates no communicator beside the foreground's */
+  comm_split(world, job, world->rank, &b->world); /* made here, collective over the foreground's ranks */
   surge_side_threads(1);
   if (pthread_create(&b->thread, NULL, background_main, b) != 0)
     surge_runtime_error("[multiplex] placement = thread: cannot start the background's thread");
@@ -153,12 +186,18 @@ int train_inproc_join(train_inproc_t *b, comm_t *world) {
   surge_side_threads(-1);
   double *status = xcalloc((size_t)world->size, sizeof *status), mine = b->status;
   comm_gather_double(world, &mine, 1, status, 0, TRAFFIC_OTHER);
-  int worst = 0;
+  int worst = 0, n = b->world.size;
   if (world->rank == 0) {
-    printf("in-process backgrounds (one per rank): exit status");
-    for (int r = 0; r < world->size; r++) {
-      printf(" %d", (int)status[r]);
-      if ((int)status[r] > worst) worst = (int)status[r];
+    if (n == 1)
+      printf("in-process backgrounds (one per rank): exit status");
+    else
+      printf("in-process backgrounds (jobs of %d ranks): exit status", n);
+    for (int j = 0; j < world->size / n; j++) { /* a job's: its ranks' largest */
+      int s = 0;
+      for (int r = j * n; r < j * n + n; r++)
+        if ((int)status[r] > s) s = (int)status[r];
+      printf(" %d", s);
+      if (s > worst) worst = s;
     }
     printf("\n");
     fflush(stdout);

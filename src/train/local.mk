@@ -7,5 +7,5 @@ libsurge_a_SOURCES += src/train/recompute_options.c src/train/recompute_options.
 libsurge_a_SOURCES += src/train/multiplex.c src/train/multiplex.h
 # An in-process background ([multiplex] placement = thread): a second trainer in a thread.
 libsurge_a_SOURCES += src/train/inproc.c src/train/inproc.h
-TESTS += tests/test_mux_thread.sh
-dist_check_SCRIPTS += tests/test_mux_thread.sh
+TESTS += tests/test_mux_thread.sh tests/test_mux_thread_job.sh
+dist_check_SCRIPTS += tests/test_mux_thread.sh tests/test_mux_thread_job.sh

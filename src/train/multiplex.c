@@ -89,6 +89,9 @@ void run_mux_begin(run_mux_t *x, trainer_t *t, const deck_t *deck) {
   if (x->role == MUX_ROLE_BACKGROUND) {
     x->priority = mux_lower_priority(mo->priority);
     x->device_priority = t->be->set_priority(1);
+    /* a multi-rank in-process background waits for its other ranks outside MPI: a thread waiting
+     * inside it can hold the MPI progress its foreground's next call needs (train/inproc.h) */
+    if (mo->in_process && t->world->size > 1) t->world->poll_us = mo->poll_us;
   } else {
     t->world->poll_us = mo->poll_us;
   }

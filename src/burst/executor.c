@@ -320,10 +320,8 @@ void burst_exec_init(burst_exec_t *ex, const burst_plan_t *plan, const graph_t *
   make_shares(ex);
   float *params = NULL, *grads = NULL;
   size_t n = g->params.total, grad_floats = g->params.total + MODEL_GRAD_SIDE;
-  if (node_shared && ex->all_ranks_everywhere && world->size >= 2 && world->nodes == 1 && !be->host_memory)
-    snprintf(ex->shared_refused, sizeof ex->shared_refused, "node-shared memory holds host memory, and the %s "
-             "backend's slabs are device memory", be->name);
-  if (node_shared && ex->all_ranks_everywhere && node_sum_possible(world, be) &&
+  if (node_shared && ex->all_ranks_everywhere &&
+      node_sum_possible(world, be, ex->shared_refused, sizeof ex->shared_refused) &&
       node_sum_fits(world, n, grad_floats, ex->shared_refused, sizeof ex->shared_refused)) {
     ex->shared = xcalloc(1, sizeof *ex->shared);
     node_sum_init(ex->shared, world, be, n, grad_floats);

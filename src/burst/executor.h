@@ -116,7 +116,7 @@ typedef struct burst_metrics {
  * micro-batches (1 <= M <= B) to buffers of its window on backend be. A tied output layer on
  * another rank set than its embedding is an input error. Parameters are not initialised
  * (model_init_params). node_shared: where the plan is data parallelism and
- * node_sum_possible(world, be), sum and update through node-shared memory (burst_exec_t.shared)
+ * node_sum_possible, sum and update through node-shared memory (burst_exec_t.shared)
  * instead of gradsync's reducer. overlap_sums: a node's sum over its ranks (batch norm's) stays in
  * flight while the nodes that do not depend on it run (pass_order.h); 0: each completes at once. */
 void burst_exec_init(burst_exec_t *ex, const burst_plan_t *plan, const graph_t *g, const backend_t *be,

@@ -17,8 +17,12 @@ static size_t slice_start(size_t n, int r, int R) {
   return (size_t)share_start(n / LINE_FLOATS, (uint64_t)r, (uint64_t)R) * LINE_FLOATS;
 }
 
-int node_sum_possible(const comm_t *c, const backend_t *be) {
-  return c->size >= 2 && c->nodes == 1 && be->host_memory;
+int node_sum_possible(const comm_t *c, const backend_t *be, char *why, size_t why_len) {
+  if (c->size < 2 || c->nodes != 1) return 0;
+  if (!be->host_memory)
+    snprintf(why, why_len, "node-shared memory holds host memory, and the %s backend's slabs are device memory",
+             be->name);
+  return be->host_memory;
 }
 
 /* Bytes of the node's shared slabs: the parameters once, every rank's gradients and scalars, each

@@ -48,8 +48,9 @@ typedef struct node_sum {
   node_shm_t scalars;    /* every rank's NODE_SUM_SLOTS doubles */
 } node_sum_t;
 
-/* Whether a group can use it: 2+ ranks, all on one node, on a backend whose memory is the host's. */
-int node_sum_possible(const comm_t *c, const backend_t *be);
+/* Whether a group can use it: 2+ ranks, all on one node, on a backend whose memory is the host's.
+ * When only the backend's memory stands in the way, why says so (for the run's banner). */
+int node_sum_possible(const comm_t *c, const backend_t *be, char *why, size_t why_len);
 /* Collective over c (node_sum_possible): whether the shared slabs of node_sum_init(n, grad_floats)
  * fit in the free space of the file system that backs node-shared memory (Open MPI's
  * osc_sm_backing_directory, /dev/shm by default: a container's is often 64 MiB); when not, 0 and

@@ -102,8 +102,21 @@ static void test_backend_opts(config_t cfg) {
          "backend: device 2, bf16, TF32, a job alone at normal priority");
   mo->role = MUX_ROLE_BACKGROUND;
   o = trainer_backend_opts(&cfg, 0);
-  tap_ok(o.device == 2 && o.precision == BACKEND_BF16 && o.tf32 && o.low_priority,
+  tap_ok(o.device == 2 && o.precision == BACKEND_BF16 && o.tf32 && o.low_priority && !o.in_process &&
+             o.local_rank == 0,
          "backend: device 2, bf16, TF32, a background job's low priority");
+  /* an in-process background: its own job's local rank (0) gives way to its foreground rank's */
+  bd->device = -1;
+  mo->in_process = (struct mux_shm *)&cfg; /* any channel: only its presence is read */
+  mo->host_local_rank = 3;
+  o = trainer_backend_opts(&cfg, 0);
+  tap_ok(o.device == -1 && o.local_rank == 3 && o.low_priority && o.in_process,
+         "backend: an in-process background opens its foreground rank's device (local rank 3, not its job's 0), "
+         "low priority, in_process");
+  mo->role = MUX_ROLE_FOREGROUND;
+  o = trainer_backend_opts(&cfg, 1);
+  tap_ok(o.local_rank == 1 && !o.low_priority && !o.in_process,
+         "backend: the foreground beside it keeps its own local rank and priority");
 }
 
 int main(void) {

@@ -4,10 +4,11 @@
  * "backend memory": host memory for the CPU backends, device memory for a GPU backend.
  *
  * Backends: "cpu" and "ref" (host memory), and "cuda" (a GPU through cuBLAS and kernels; in a build
- * without the CUDA toolkit its open says so). A backend is opened once per process (backend_open)
- * before its ops run; its ops are queued in order on one stream of work (a GPU stream, or the
+ * without the CUDA toolkit its open says so). A backend is opened by each thread that runs a
+ * trainer (backend_open: a process's main thread, and an in-process background's thread) before its
+ * ops run; a thread's ops are queued in order on its own stream of work (a GPU stream, or the
  * calling thread), so an op sees every earlier op's results; synchronize waits for them all before
- * timing, and ops returning a value to the host wait by themselves.
+ * timing, and ops returning a value to the host wait by themselves (for that thread's work only).
  *
  * Conventions:
  *  - "+=" in a comment means the op accumulates into its output (gradients of forks and of
@@ -80,7 +81,9 @@ typedef struct backend_options {
   int local_rank;   /* this rank's index among its job's ranks on its node */
   backend_precision_t precision;
   int tf32;         /* float32 products may use TF32 tensor cores */
-  int low_priority; /* the process is a background job (mux/mux.h): its device work yields */
+  int low_priority; /* the opening thread runs a background job (mux/mux.h): its device work yields */
+  int in_process;   /* that thread is an in-process background in another job's process (train/inproc.h):
+                     * the process-wide settings (MPS client priority) stay its host's */
   int flush_denormals; /* cpu: float values below FLT_MIN count as zero on the opening thread (FTZ and
                         * DAZ): decaying optimizer moments otherwise reach them and every op on them
                         * takes the CPU's slow path */

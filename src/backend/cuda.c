@@ -1,10 +1,15 @@
-/* The CUDA backend "cuda": this process's GPU context (device, stream, cuBLAS handle, scratch),
- * device memory, and the op table. The ops' code is in cuda_blas.c (GEMMs), cuda_conv.c
+/* The CUDA backend "cuda": the opening thread's GPU context (device, stream, cuBLAS handle,
+ * scratch), device memory, and the op table. The ops' code is in cuda_blas.c (GEMMs), cuda_conv.c
  * (convolution), cuda_ops.c (the rest) and the kernels in cuda_kern_*.cu (doc/gpu.md).
  *
- * One stream carries all of the process's work, in order; its priority is the highest the device
- * offers for a foreground (or plain) job and the lowest for a background job, so that on a shared
- * GPU the foreground's kernels go first. Memory copies to the host wait for the stream. */
+ * The context is the calling thread's: each thread that runs a trainer opens its own (an
+ * in-process background, train/inproc.h, beside its foreground's main thread), on the same device,
+ * with its own stream, cuBLAS handle and scratch; device memory and the device's memory pool are
+ * the process's, as CUDA keeps them. One stream carries all of a thread's work, in order; its
+ * priority is the highest the device offers for a foreground (or plain) job and the lowest for a
+ * background job, so that on a shared GPU the foreground's kernels go first (and within one
+ * process, where both streams share the CUDA context, the device orders their pending blocks by
+ * it). Memory copies to the host and synchronize wait for the thread's stream only. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,7 +32,7 @@ typedef struct cuda_ctx {
   backend_context_t pub;
 } cuda_ctx_t;
 
-static cuda_ctx_t ctx;
+static _Thread_local cuda_ctx_t ctx; /* the calling thread's */
 
 void cuda_check(cudaError_t e, const char *what) {
   if (e != cudaSuccess) surge_runtime_error("cuda: %s: %s (%s)", what, cudaGetErrorString(e), cudaGetErrorName(e));
@@ -113,13 +118,14 @@ static void make_stream(int low) {
   ctx.pub.stream = ctx.stream;
 }
 
-static char open_error[512];
+static _Thread_local char open_error[512];
 
 static const char *cuda_open(const backend_options_t *o, int *input_error) {
   *input_error = 0;
   if (ctx.open) return NULL;
-  // a background job asks MPS (where it runs) to schedule it below normal; read at context creation
-  if (o->low_priority) setenv("CUDA_MPS_CLIENT_PRIORITY", "1", 0);
+  // a background process asks MPS (where it runs) to schedule it below normal; read at context
+  // creation. A thread of another job's process (in_process) leaves the process's setting alone.
+  if (o->low_priority && !o->in_process) setenv("CUDA_MPS_CLIENT_PRIORITY", "1", 0);
   int count = 0;
   cudaError_t e = cudaGetDeviceCount(&count);
   if (e != cudaSuccess || count == 0) {
@@ -184,7 +190,8 @@ static const char *cuda_set_priority(int low) {
   snprintf(ctx.priority_text, sizeof ctx.priority_text, "%s-priority stream (%d of %d..%d)%s",
            low ? "low" : "high", low ? ctx.least_priority : ctx.greatest_priority, ctx.greatest_priority,
            ctx.least_priority,
-           !mps ? "; no MPS: other processes' kernels are time-sliced with it"
+           ctx.opt.in_process ? "; in its foreground's process: one CUDA context, blocks ordered by priority"
+           : !mps             ? "; no MPS: other processes' kernels are time-sliced with it"
            : low && getenv("CUDA_MPS_CLIENT_PRIORITY") ? "; MPS client priority below normal"
                                                        : "; under MPS");
   return ctx.priority_text;

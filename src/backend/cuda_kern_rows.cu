@@ -116,21 +116,22 @@ extern "C" void cuk_layernorm_fwd(int N, int rows, int C, const float *x, const 
 }
 
 // The fused kernel's shared memory (2C doubles) where the device allows it (above 48 KiB by opting
-// in); 0 where it does not.
+// in); 0 where it does not. Beyond 48 KiB the kernel may take the device's most: one value whatever
+// C, so that threads of one process (an in-process background, each thread with its context and
+// device, backend/cuda.c) never lower what another one's launch needs; each thread asks once.
 static size_t layernorm_bwd_shared(int C) {
-  static int optin = -1, granted = 48 << 10;
+  static thread_local int optin = -1;
   const size_t need = 2 * (size_t)C * sizeof(double);
-  if (need <= (size_t)granted) return need;
+  if (need <= (size_t)(48 << 10)) return need;
   if (optin < 0) {
-    int dev = 0;
+    int dev = 0, most = 0;
     cuda_check(cudaGetDevice(&dev), "cudaGetDevice");
-    cuda_check(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev), "shared memory limit");
+    cuda_check(cudaDeviceGetAttribute(&most, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev), "shared memory limit");
+    cuda_check(cudaFuncSetAttribute(k_layernorm_bwd, cudaFuncAttributeMaxDynamicSharedMemorySize, most),
+               "layernorm_bwd shared memory");
+    optin = most;
   }
-  if (need > (size_t)optin) return 0;
-  cuda_check(cudaFuncSetAttribute(k_layernorm_bwd, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)need),
-             "layernorm_bwd shared memory");
-  granted = (int)need;
-  return need;
+  return need > (size_t)optin ? 0 : need;
 }
 
 extern "C" void cuk_layernorm_bwd(int N, int rows, int C, const float *x, const float *w, const float *stats,

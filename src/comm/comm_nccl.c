@@ -29,7 +29,9 @@ struct comm_device {
   char chose[192];
 };
 
-static const comm_device_t *open_group; /* the device side whose NCCL group is open (one per process) */
+/* the device side whose NCCL group is open: one per thread, as NCCL's groups (an in-process
+ * background's thread has its own comms beside its foreground's) */
+static _Thread_local const comm_device_t *open_group;
 
 static void cu(cudaError_t e, const char *what) {
   if (e != cudaSuccess) surge_runtime_error("comm: %s: %s", what, cudaGetErrorString(e));

@@ -31,6 +31,8 @@ typedef struct multiplex_opts {
   char job_label[48];           /* MPMD: this job's name in shared output ("background", "job 2"), an
                                  * in-process background's ("background of rank 1"); "" alone */
   struct mux_shm *in_process;   /* placement = thread: the channel between this rank's two threads */
+  int host_local_rank;          /* placement = thread, background: its foreground rank's index on its node,
+                                 * which picks the GPU both threads share ([backend] device = -1) */
 } multiplex_opts_t;
 
 /* The [multiplex] rows. */

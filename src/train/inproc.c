@@ -63,17 +63,28 @@ static void *background_main(void *arg) {
 
 /* ---- the checks on the main thread */
 
-/* What placement = thread cannot run: a GPU backend, BLAS threads (one setting per process). */
+/* What placement = thread cannot run: BLAS threads (one setting per process). */
 static void check_backend(const config_t *cfg, const deck_t *deck, const char *whose) {
   const backend_deck_t *bd = backend_deck(cfg);
-  if (strcmp(bd->name, "cuda") == 0)
-    surge_input_error("%s: [backend] name = cuda (%s deck): [multiplex] placement = thread runs on the host backends "
-                      "(cpu, ref) only (hint: a GPU background is a separate process, placement = process; "
-                      "doc/multiplexing.md)", deck_where(deck, "backend.name"), whose);
   if (bd->threads != 1)
     surge_input_error("%s: [backend] threads = %d (%s deck): [multiplex] placement = thread needs 1 (OpenBLAS's "
                       "thread count is one setting of the whole process, which the foreground and its background "
                       "thread share)", deck_where(deck, "backend.threads"), bd->threads, whose);
+}
+
+/* A background job of n ranks on the cuda backend: its device buffers between ranks go through
+ * host memory. NCCL would give each process a second communicator on the GPU of the first, driven
+ * by another thread, and NCCL's operations on two communicators of one device issued in parallel
+ * by two threads may hang (NCCL's thread-safety rules); the gate does not order the two jobs'
+ * collectives across ranks. A 1-rank background has no device collectives. */
+static void check_device_comm(const config_t *cfg, const deck_t *deck, int n) {
+  const backend_deck_t *bd = backend_deck(cfg);
+  if (n > 1 && strcmp(bd->name, "cuda") == 0 && strcmp(bd->device_comm, "staged") != 0)
+    surge_input_error("%s: [backend] device_comm = %s (the background's deck, cuda): an in-process background job "
+                      "of %d ranks would run NCCL beside its foreground's in the same processes, from another "
+                      "thread, which NCCL does not allow on one GPU (hint: -D bg:backend.device_comm=staged, its "
+                      "buffers between ranks through host memory; or [multiplex] background_ranks = 1; or "
+                      "placement = process)", deck_where(deck, "backend.device_comm"), bd->device_comm, n);
 }
 
 /* rank 0's check of the background's deck before it is shared */
@@ -149,6 +160,7 @@ train_inproc_t *train_inproc_start(const inproc_args_t *a, config_t *fg_cfg, con
   free(ov);
   free(text);
   check_backend(&b->cfg, b->deck, "the background's");
+  check_device_comm(&b->cfg, b->deck, n);
 
   b->channel = mux_channel_in_process();
   fg_mo->role = MUX_ROLE_FOREGROUND;
@@ -157,6 +169,7 @@ train_inproc_t *train_inproc_start(const inproc_args_t *a, config_t *fg_cfg, con
   multiplex_opts_t *bg_mo = cfg_part_rw(&b->cfg, &multiplex_options);
   bg_mo->role = MUX_ROLE_BACKGROUND;
   bg_mo->in_process = b->channel;
+  bg_mo->host_local_rank = comm_local_rank(world); /* the GPU its thread shares with this rank */
   if (n > 1 && strcmp(bg_mo->priority, "idle") == 0) {
     /* A multi-rank job's thread waits for its other ranks inside MPI, where (MPI_THREAD_MULTIPLE) it
      * may be the thread that drives MPI's progress, which its foreground's own collective then waits

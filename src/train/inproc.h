@@ -13,7 +13,10 @@
  *   per thread   the engine's event subscribers (core/events.c), the multiplexer's side and device
  *                sync (mux/), the error state: job, label, hook, partial line, escape
  *                (core/error.c), the CPU backend's SIMD width, GEMM choice and scratch (backend/cpu_*),
- *                the comm trace (comm/comm.c), the name lists built for error messages;
+ *                the cuda backend's context: stream (the background's at the device's lowest
+ *                priority, the foreground's at its highest), cuBLAS handle, scratch (backend/cuda.c),
+ *                the open NCCL group (comm/comm_nccl.c), the comm trace (comm/comm.c), the name lists
+ *                built for error messages;
  *   serialised   every HDF5 call (io/h5serial.h; a multi-rank background's collective io takes the
  *                lock of all its processes at once);
  *   shared       the stop-signal flag (train/run.c: SIGTERM stops and checkpoints both), the deck
@@ -21,7 +24,12 @@
  *                log formats), OpenBLAS (one thread: placement = thread refuses [backend] threads
  *                other than 1, its own buffers are locked inside it), MPI (MPI_THREAD_MULTIPLE);
  *   per trainer  the RNG streams, timers, data loaders and optimizer state (all in trainer_t);
- *   refused      the cuda backend's context (one per process, backend/cuda.c). */
+ *   shared (GPU) the CUDA context of the device and its memory pool (both threads open the device of
+ *                the foreground rank, [backend] device = -1 by its local rank), a kernel's shared
+ *                memory limit (raised to the device's most, the same value from every thread);
+ *   refused      NCCL for a multi-rank background on cuda (a second communicator per GPU driven by
+ *                another thread, which NCCL does not allow): its device buffers go through host
+ *                memory ([backend] device_comm = staged) or it is refused. */
 #ifndef SURGE_TRAIN_INPROC_H
 #define SURGE_TRAIN_INPROC_H
 
@@ -42,7 +50,7 @@ typedef struct inproc_args {
 
 /* Collective over the foreground's world, on its main thread, after its deck is parsed into
  * fg_cfg and before train_run: check that the combination is supported (errors name the key:
- * [multiplex] placement, background_ranks, [backend] name and threads), read and check the
+ * [multiplex] placement, background_ranks, [backend] threads and device_comm), read and check the
  * background's deck, make its job's communicator, give both configurations the channel, and start
  * this rank's background thread. */
 train_inproc_t *train_inproc_start(const inproc_args_t *a, config_t *fg_cfg, const deck_t *fg_deck, comm_t *world);

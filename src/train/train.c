@@ -18,8 +18,13 @@
 #include "sync/options.h"
 
 backend_options_t trainer_backend_opts(const config_t *cfg, int local_rank) {
+  const multiplex_opts_t *mo = multiplex_opts(cfg);
   backend_options_t bo = backend_opts_of(cfg, local_rank);
-  bo.low_priority = multiplex_opts(cfg)->role == MUX_ROLE_BACKGROUND; /* its streams yield to the foreground's */
+  bo.low_priority = mo->role == MUX_ROLE_BACKGROUND; /* its streams yield to the foreground's */
+  if (bo.low_priority && mo->in_process) { /* a thread of its foreground's process, on its GPU */
+    bo.in_process = 1;
+    bo.local_rank = mo->host_local_rank;
+  }
   return bo;
 }
 

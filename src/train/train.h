@@ -76,7 +76,8 @@ train_memory_t trainer_memory(const trainer_t *t);
  * outlive t). */
 void trainer_init(trainer_t *t, const config_t *cfg, const deck_t *deck, comm_t *world);
 /* The backend's options of a run (io/options.h's backend_opts_of), a background job's at low
- * priority (mux/options.h: its launch role). */
+ * priority (mux/options.h: its launch role); an in-process background's on its foreground rank's
+ * device (local_rank is then its host's, not the background job's own). */
 backend_options_t trainer_backend_opts(const config_t *cfg, int local_rank);
 void trainer_free(trainer_t *t);
 

@@ -9,8 +9,9 @@
 #  - backgrounds stopped by their foreground's end leave checkpoints that resume as a separate
 #    background process, and a separate background process's checkpoints resume in-process, both
 #    ending bitwise where a straight run of the deck ends;
-#  - an error in a background thread ends that background only;
-#  - unsupported combinations exit 2 naming the key.
+#  - an error in a background thread ends that background only (a cuda background's failed open
+#    without a GPU too: its context is its thread's, backend/cuda.c);
+#  - unsupported combinations exit 2 naming the key (a multi-rank cuda background over NCCL).
 . "$(dirname "$0")/tap.sh"
 . "$(dirname "$0")/mux_pair.sh"
 FG="$FG -D run.steps=30"
@@ -127,6 +128,24 @@ bg_fails() {
   [ $bf_rc = 0 ] || tap_diag "$(grep -av '^#\|^  \|^[a-z_0-9]* = ' "$tap_tmp/$bf_name.txt" | tail -8)"
 }
 bg_fails err "" "[1-9] [1-9]" "a background thread's error is labelled and ends it only" -D bg:run.out_dir=/dev/null/bg
+# a cuda background thread opens its own context (backend/cuda.c: per thread) where a GPU is usable
+# (tests/gpu/mux.gpu); here, without one, its open fails in its thread only, as a background's
+# runtime error, no longer as an input error before the start
+if "$top_build/tests/gpu/gpu_probe" >/dev/null 2>&1; then
+  tap_skip "a GPU is usable here: the cuda background runs (tests/gpu/mux.gpu checks it)"
+  tap_skip "a GPU is usable here: the staged 2-rank cuda background runs"
+else
+  bg_fails cuda "backend cuda: \(no CUDA GPU usable\|this build has no CUDA backend\)" "1 1" \
+    "a cuda background thread without a GPU fails its own open" -D bg:backend.name=cuda -D "bg:run.out_dir=$tap_tmp/bgcuda"
+  # a 2-rank cuda background staged through host memory is accepted; its open fails the job here
+  in_process "$tap_tmp/staged.txt" -D "run.out_dir=$tap_tmp/fgstaged" -D multiplex.background_ranks=0 \
+    -D bg:backend.name=cuda -D bg:backend.device_comm=staged -D "bg:run.out_dir=$tap_tmp/bgstaged"
+  rc=$?
+  [ $rc != 0 ] && [ $rc != 2 ] && [ $rc != 124 ] &&
+    grep -aq "^surge: error: background of ranks 0-1[^:]*: backend cuda: \(no CUDA GPU usable\|this build has no CUDA backend\)" "$tap_tmp/staged.txt"
+  tap_ok $? "a 2-rank cuda background with device_comm = staged passes the checks and fails only its open here (exit $rc)"
+  [ $rc != 2 ] || tap_diag "$(grep -a "^surge: " "$tap_tmp/staged.txt" | head -3)"
+fi
 # failing inside an HDF5 call (a checkpoint whose temporary name is a directory), a thread releases
 # the process's HDF5 lock: the foreground writes its log, checkpoint and model after it
 for r in 0 1; do
@@ -153,8 +172,9 @@ tap_refused "placement = thread without --background-deck" "\[multiplex\] placem
   "$tap_tmp/r1.txt" to "$tap_tmp/r1.txt" 2 $FG -D multiplex.placement=thread -D "run.out_dir=$tap_tmp/r1"
 tap_refused "--background-deck with placement = process" "\[multiplex\] placement = process: --background-deck" \
   "$tap_tmp/r2.txt" to "$tap_tmp/r2.txt" 2 $FG $IN -D "run.out_dir=$tap_tmp/r2"
-tap_refused "placement = thread with a cuda background" "\[backend\] name = cuda (the background's deck): \[multiplex\] placement = thread" \
-  "$tap_tmp/r3.txt" to "$tap_tmp/r3.txt" 2 $FG -D multiplex.placement=thread $IN -D bg:backend.name=cuda -D "run.out_dir=$tap_tmp/r3"
+tap_refused "placement = thread with a 2-rank cuda background over NCCL" "\[backend\] device_comm = auto (the background's deck, cuda): an in-process background job of 2 ranks would run NCCL" \
+  "$tap_tmp/r3.txt" to "$tap_tmp/r3.txt" 2 $FG -D multiplex.placement=thread -D multiplex.background_ranks=0 $IN \
+  -D bg:backend.name=cuda -D "run.out_dir=$tap_tmp/r3"
 tap_refused "placement = thread with BLAS threads" "\[backend\] threads = 2 (the foreground's deck)" \
   "$tap_tmp/r4.txt" to "$tap_tmp/r4.txt" 2 $FG -D multiplex.placement=thread -D backend.threads=2 $IN -D "run.out_dir=$tap_tmp/r4"
 tap_refused "placement = thread with --background" "\[multiplex\] placement = thread: the foreground runs its background itself" \

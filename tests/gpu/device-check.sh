@@ -13,7 +13,8 @@
 #      (inputs/gpt2-124m.deck on generated token shards, the largest batch that fits), data
 #      parallel on 1 rank, in bf16 and fp32; the kernels' GPU time; the foreground's slowdown
 #      with a background beside it on the GPU, and the background's throughput, against the
-#      foreground alone.
+#      foreground alone, with the background as a process of its own and in the foreground's
+#      process ([multiplex] placement = thread).
 # Writes OUTDIR/summary.md (the table), OUTDIR/logs/ (every test's TAP output, every run's output)
 # and OUTDIR/*.txt (the benchmarks' tables). Exit 0 when every test passed, 1 when one failed, 2 on
 # a bad argument, 77 (after one line saying so) where there is no GPU.
@@ -190,8 +191,11 @@ done
 # on the same GPU (one mpiexec), its slowdown against the solo log ([multiplex] baseline).
 FG="./surge-train $src/inputs/gpt-fortunes.deck -D backend.name=cuda -D run.steps=40 -D run.eval_every=0
   -D run.print_every=10 -D checkpoint.every=0 -D run.overwrite=true"
-BG="./surge-train $src/inputs/mlp-fmnist.deck -D backend.name=cuda -D run.steps=100000 -D run.eval_every=0
-  -D run.print_every=1000 -D checkpoint.every=0 -D run.overwrite=true"
+BGKEYS="-D backend.name=cuda -D run.steps=100000 -D run.eval_every=0 -D run.print_every=1000 -D checkpoint.every=0
+  -D run.overwrite=true"
+BG="./surge-train $src/inputs/mlp-fmnist.deck $BGKEYS"
+# the same background in the foreground's process ([multiplex] placement = thread)
+IN="--background-deck $src/inputs/mlp-fmnist.deck $(echo $BGKEYS | sed 's/-D /-D bg:/g')"
 # mux_row: from a pair's output, "slowdown S, foreground F samples/s, background B samples/s"
 mux_row() {
   awk '/^multiplex \(foreground/ && match($0, /: foreground [0-9.]+/) { fg = substr($0, RSTART + 13, RLENGTH - 13) }
@@ -205,6 +209,13 @@ mux_pair() {
     timeout 90 "$mpiexec" -n 1 $FG -D "run.out_dir=$out/mux-fg-$1" -D "multiplex.baseline=$out/mux-solo-$1/log.h5" \
       : -n 1 $BG --background -D "run.out_dir=$out/mux-bg-$1" >"$logs/mux-pair-$1.txt" 2>&1 &&
     mux_row <"$logs/mux-pair-$1.txt" && return
+  echo "failed"
+}
+# mux_thread TAG: after mux_pair TAG, the foreground with the background in its process; mux_row's line
+mux_thread() {
+  timeout 90 "$mpiexec" -n 1 $FG -D multiplex.placement=thread -D "run.out_dir=$out/mux-fgt-$1" \
+    -D "multiplex.baseline=$out/mux-solo-$1/log.h5" $IN -D "bg:run.out_dir=$out/mux-bgt-$1" \
+    >"$logs/mux-thread-$1.txt" 2>&1 && mux_row <"$logs/mux-thread-$1.txt" && return
   echo "failed"
 }
 # mps_start, mps_stop: NVIDIA's multi-process service for this check's processes, where the driver
@@ -222,7 +233,10 @@ mps_stop() {
   unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
 }
 mux_gpt=$(mux_pair plain)
+mux_gpt_thread=$(mux_thread plain)
+# tests/gpu/mux.gpu's diagnostics: the two-process pair's lines, then the in-process pair's
 mux_burst=$(sed -n 's/^# //p' "$logs/mux.tap" | mux_row)
+mux_burst_thread=$(sed -n 's/^# in-process //p' "$logs/mux.tap" | mux_row)
 mux_gpt_mps="no MPS on this machine"
 mux_burst_mps="no MPS on this machine"
 if mps_start; then
@@ -233,7 +247,7 @@ if mps_start; then
   fi
   mps_stop
 fi
-echo "device-check: multiplexing: gpt $mux_gpt; burst $mux_burst; under MPS: gpt $mux_gpt_mps; burst $mux_burst_mps ($(elapsed) s)"
+echo "device-check: multiplexing: gpt $mux_gpt, in-process $mux_gpt_thread; burst $mux_burst, in-process $mux_burst_thread; under MPS: gpt $mux_gpt_mps; burst $mux_burst_mps ($(elapsed) s)"
 
 # ---- the summary
 {
@@ -256,7 +270,9 @@ echo "device-check: multiplexing: gpt $mux_gpt; burst $mux_burst; under MPS: gpt
   echo "| GPT-2 124M's shape bf16 (1 rank) | $gpt2_bf16 | MFU >= 40%; device memory <= 1.2 x state + activations |"
   echo "| GPT-2 124M's shape fp32 (1 rank) | $gpt2_fp32 | |"
   echo "| gpt-fortunes foreground (1 rank) + mlp background | $mux_gpt | slowdown <= 1.10 |"
+  echo "| the gpt pair in-process (placement = thread, the background's own lowest-priority stream) | $mux_gpt_thread | slowdown <= 1.05 |"
   echo "| vgg burst foreground (2 ranks, one idle half the step) + 2 mlp backgrounds (tests/gpu/mux.gpu) | $mux_burst | slowdown <= 1.10 |"
+  echo "| the burst pair in-process (tests/gpu/mux.gpu, placement = thread) | $mux_burst_thread | slowdown <= 1.10 |"
   echo "| the gpt pair under MPS | $mux_gpt_mps | slowdown <= 1.10 |"
   echo "| tests/gpu/mux.gpu under MPS | $mux_burst_mps | slowdown <= 1.10 |"
   echo

@@ -2,7 +2,9 @@
  * few ops against hand-computed values on both backends, and the memory ops and the registry.
  * `test_backend cuda` (tests/gpu/ops.gpu) puts the cuda backend in cpu's place: every op against
  * ref within the same tolerance, its buffers CUDA managed memory that host and GPU both address;
- * without a usable GPU it skips, saying why.
+ * without a usable GPU it skips, saying why. `test_backend cuda-bf16` opens it with `precision =
+ * bf16` and checks the fused attention's tensor-core kernels against ref at BF16_ATT_TOL (and a
+ * head size they refuse, at the fp32 kernels' 1e-5).
  *
  * Agreement per output array: ||cpu - ref|| / max(||ref||, tiny) <= 1e-5 (exact for argmax,
  * count_correct and all_finite). Outputs the header marks "written" are pre-filled with NaN on cpu
@@ -32,6 +34,7 @@
 #define AGREE_TOL 1e-5
 #define LONG_SUM_TOL 1e-6 /* sums over a long batch of same-sign terms (test_long_sums) */
 #define ACCUM_CONST 0.25f
+#define BF16_ATT_TOL 2e-2 /* the tensor-core attention's operands are bf16: tests/test_cuda_attention.c */
 
 static const backend_t *backends[2] = {&backend_cpu, &backend_ref}; /* [0] fast, [1] truth */
 static int managed; /* backends[0] is on a GPU: test buffers are CUDA managed memory */
@@ -1629,9 +1632,11 @@ static void test_denormal_mode(void) {
   }
 }
 
-/* The cuda backend in cpu's place, on this process's GPU; 0 when there is none (why says so). */
-static int open_gpu(char *why, size_t len) {
+/* The cuda backend in cpu's place, on this process's GPU, its products in `precision`; 0 when there
+ * is none (why says so). */
+static int open_gpu(backend_precision_t precision, char *why, size_t len) {
   backend_options_t o = backend_default_options();
+  o.precision = precision;
   int input_error = 0;
   const char *err = backend_cuda.open(&o, &input_error);
   if (err) {
@@ -1641,8 +1646,9 @@ static int open_gpu(char *why, size_t len) {
   const backend_context_t *c = backend_cuda.context();
   tap_diag("cuda: %s (device %d), %s products, dense peak %.0f TFLOP/s", c->device, c->index, c->precision,
            c->peak_flops * 1e-12);
-  tap_ok(c->stream != NULL && c->index >= 0 && !backend_cuda.host_memory && strcmp(c->precision, "fp32") == 0,
-         "cuda: context on device %d with a stream, device memory, fp32 products", c->index);
+  const char *want = precision == BACKEND_BF16 ? "bf16" : "fp32";
+  tap_ok(c->stream != NULL && c->index >= 0 && !backend_cuda.host_memory && strcmp(c->precision, want) == 0,
+         "cuda: context on device %d with a stream, device memory, %s products", c->index, want);
   backends[0] = &backend_cuda;
   managed = 1;
   return 1;
@@ -1841,9 +1847,24 @@ static void test_every_width(void) {
 
 int main(int argc, char **argv) {
   rng_seed(&rng, 20240611);
-  if (argc > 1 && strcmp(argv[1], "cuda") == 0) {
+  const int bf16 = argc > 1 && strcmp(argv[1], "cuda-bf16") == 0;
+  if (bf16) {
     char why[400];
-    if (!open_gpu(why, sizeof why)) {
+    if (!open_gpu(BACKEND_BF16, why, sizeof why)) {
+      printf("1..0 # SKIP no GPU: %s\n", why);
+      return 77;
+    }
+    /* the tensor-core attention at a tail (70 = 2 tiles + 6), at GPT-2 124M's context and head size
+     * (1024, 64) and at hs 16; hs 40 (not a multiple of 16) takes the fp32 kernels: 1e-5 */
+    agree_tol = BF16_ATT_TOL;
+    test_attention(2, 70, 128, 2);
+    test_attention(2, 1024, 256, 4);
+    test_attention(1, 45, 32, 2);
+    agree_tol = AGREE_TOL;
+    test_attention(1, 70, 120, 3);
+  } else if (argc > 1 && strcmp(argv[1], "cuda") == 0) {
+    char why[400];
+    if (!open_gpu(BACKEND_FP32, why, sizeof why)) {
       printf("1..0 # SKIP no GPU: %s\n", why);
       return 77;
     }
@@ -1865,10 +1886,10 @@ int main(int argc, char **argv) {
     test_attention(1, 1024, 32, 2); /* GPT-2's context, in the workspace that asks O(T) */
   }
 
-  if (managed)
-    test_ops();
-  else
+  if (!managed)
     test_every_width();
+  else if (!bf16) /* (in bf16 every op's products are bf16: that mode checks the attention alone) */
+    test_ops();
 
   tap_diag("worst %s-vs-ref relative difference: %.2e (tolerance %.0e)", backends[0]->name, worst_agreement, AGREE_TOL);
   return tap_done();

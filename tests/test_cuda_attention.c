@@ -1,13 +1,20 @@
 /* The fused causal attention's CUDA kernels run on the host (issue 32 items 4 and 5): the forward,
  * the backward's dQ kernel and its dK, dV kernel are cuda_attention_tiles.h's phases of (block,
- * thread), which cuda_kern_attention.cu runs between __syncthreads and the warp's shuffles. Here
- * every block of each kernel's grid runs in a poisoned (NaN) shared memory of the size the launcher
- * gives it, phase by phase, each phase's FA_THREADS threads one after another, the softmax's warps
- * lane by lane with the host's copies of the warp reductions (the same xor tree). Checked:
+ * thread) or, for the bf16 form's tensor-core products, of (block, warp), which
+ * cuda_kern_attention.cu runs between __syncthreads and the warp's shuffles. Here every block of
+ * each kernel's grid runs in a poisoned (NaN) shared memory of the size the launcher gives it,
+ * phase by phase, each phase's FA_THREADS threads (or FA_WARPS warps) one after another, the
+ * softmax's warps lane by lane with the host's copies of the warp reductions (the same xor tree),
+ * the tensor-core products as cuda_attention_mma.h's host form (operands rounded to bf16 as
+ * __float2bfloat16 rounds). Both forms, FA_FP32 and FA_BF16, checked:
  *  - every store to global memory in bounds, exactly one per element of y, lse, dqkv (its q, k and
  *    v columns by two kernels) and D, at T within a tile, across tiles with a tail, T = 1, head
- *    sizes 4 to 128 (40: not a multiple of the warp), batch x heads > 1;
- *  - y, lse and dqkv (added into and written) against ref within 1e-5 (relative), and D;
+ *    sizes 4 to 128 (fp32; 40: not a multiple of the warp) and 16 to 128 (bf16), batch x heads > 1;
+ *  - y, lse and dqkv (added into and written) against ref within 1e-5 (relative) in fp32 and
+ *    BF16_TOL in bf16, and D (float sums of float inputs in both: 1e-5); the bf16 form's y farther
+ *    from ref than float rounding (its operands are rounded);
+ *  - bf16: every tensor-core product keeps WMMA's rules (pointers 32-byte aligned, ldm a multiple
+ *    of 8 bf16 or 4 floats, k a multiple of 16), so the shared-memory layout is one the GPU takes;
  *  - causal masking exact: with the keys and values from position p on replaced by others, y, lse
  *    and dQ of the rows before p keep their bits;
  *  - the threads of a phase (and the blocks of a grid) run in the reverse order give the same bits:
@@ -20,9 +27,20 @@
 #include "core/error.h"
 
 #include "cuda_harness.h"
+
+/* WMMA's rules as the bf16 products see them: the ones broken, the products checked */
+static long mma_broken, mma_checks;
+#define FA_MMA_CHECK(ok) (mma_checks++, mma_broken += !(ok))
 #include "backend/cuda_attention_tiles.h"
 
-#define TOL 1e-5 /* relative, against ref */
+#define TOL 1e-5 /* relative, against ref: fp32 */
+/* bf16: operands rounded to 8 significant bits (relative 2^-9 = 2e-3 each), the probabilities and
+ * dS too; the products' rounding errors add over hs and a tile's keys, so y is about 3e-3 from ref
+ * (norm-wise) and dqkv about 5e-3 (they grow at most with sqrt(hs)): 2e-2 leaves room for the GPU's
+ * own order of float sums and no room for a wrong tile or mask (those give 1e-1 and up). */
+#define BF16_TOL 2e-2
+
+static fa_form_t form; /* the form under test */
 
 static const backend_t *ref = &backend_ref;
 
@@ -30,6 +48,7 @@ static const backend_t *ref = &backend_ref;
 static int reverse;
 static int nth(int i, int n) { return reverse ? n - 1 - i : i; }
 #define EACH_THREAD(t) for (int t##_i = 0, t; t##_i < FA_THREADS && (t = nth(t##_i, FA_THREADS), 1); t##_i++)
+#define EACH_WARP(w) for (int w##_i = 0, w; w##_i < FA_WARPS && (w = nth(w##_i, FA_WARPS), 1); w##_i++)
 
 /* One call of the kernels: inputs, and the outputs they store to. */
 typedef struct att_call {
@@ -41,15 +60,16 @@ typedef struct att_call {
 
 typedef void (*block_fn)(const att_call_t *a, long long block, const fa_smem_t *s);
 
-/* Every block of a kernel's grid (fa_blocks), each in shared memory of fa_smem_floats floats
- * filled with NaN. */
+/* Every block of a kernel's grid (fa_blocks), each in shared memory of fa_smem_bytes bytes
+ * filled with NaN (all bits set: a NaN as float and as bf16), 128-byte aligned as the kernels'. */
 static void run_grid(const att_call_t *a, fa_kernel_t kind, block_fn run) {
-  const long n = fa_smem_floats(a->g.hs, kind);
-  float *smem = xmalloc((size_t)n * sizeof *smem);
+  const size_t n = (size_t)fa_smem_bytes(a->g.hs, kind, form), aligned = (n + 127) / 128 * 128;
+  unsigned char *smem = aligned_alloc(128, aligned);
+  if (!smem) surge_runtime_error("out of memory (%zu bytes of shared memory)", aligned);
   const long long blocks = fa_blocks(&a->g);
   for (long long i = 0; i < blocks; i++) {
-    for (long j = 0; j < n; j++) smem[j] = NAN;
-    const fa_smem_t s = fa_smem(smem, a->g.hs, kind);
+    memset(smem, 0xff, n);
+    const fa_smem_t s = fa_smem(smem, a->g.hs, kind, form);
     run(a, reverse ? blocks - 1 - i : i, &s);
   }
   free(smem);
@@ -76,11 +96,32 @@ static void fwd_block(const att_call_t *a, long long block, const fa_smem_t *s) 
   EACH_THREAD(t) fa_fwd_begin(g, a->qkv, block, s, t);
   for (int jt = 0; jt <= fa_block_query_tile(g, block); jt++) {
     EACH_THREAD(t) fa_load_kv(g, a->qkv, fa_block_bh(g, block), jt, s, t);
-    EACH_THREAD(t) fa_fwd_scores(g, block, jt, s, t);
+    if (form == FA_FP32) {
+      EACH_THREAD(t) fa_fwd_scores(g, block, jt, s, t);
+    } else {
+      EACH_WARP(w) fa_tc_fwd_scores(s, g->hs, w);
+      EACH_THREAD(t) fa_tc_fwd_mask(g, block, jt, s, t);
+    }
     softmax_rows(s);
-    EACH_THREAD(t) fa_fwd_accumulate(s, g->hs, t);
+    if (form == FA_FP32) {
+      EACH_THREAD(t) fa_fwd_accumulate(s, g->hs, t);
+    } else {
+      EACH_THREAD(t) fa_tc_fwd_rescale(s, g->hs, t);
+      EACH_WARP(w) fa_tc_fwd_accumulate(s, g->hs, w);
+    }
   }
   EACH_THREAD(t) fa_fwd_end(g, block, s, a->y, a->lse, t);
+}
+
+/* P and dS of query tile it against key tile jt: bwd_tile's phases between the loads and the
+ * products */
+static void bwd_scores(const fa_geom_t *g, int it, int jt, const fa_smem_t *s) {
+  if (form == FA_FP32) {
+    EACH_THREAD(t) fa_bwd_scores(g, it, jt, s, t);
+  } else {
+    EACH_WARP(w) fa_tc_bwd_scores(s, g->hs, w);
+    EACH_THREAD(t) fa_tc_bwd_probs(g, it, jt, s, t);
+  }
 }
 
 static void dq_block(const att_call_t *a, long long block, const fa_smem_t *s) {
@@ -91,13 +132,14 @@ static void dq_block(const att_call_t *a, long long block, const fa_smem_t *s) {
     for (int k = 0; k < FA_ROWS_PER_WARP; k++) {
       const int r = fa_row_of(w * CE_WARP, k);
       double d[CE_WARP];
-      for (int i = 0; i < CE_WARP; i++) d[nth(i, CE_WARP)] = fa_lane_d(g, a->y_in, block, s, r, nth(i, CE_WARP));
+      for (int i = 0; i < CE_WARP; i++) d[nth(i, CE_WARP)] = fa_lane_d(g, a->y_in, a->dy, block, r, nth(i, CE_WARP));
       fa_row_d(g, block, s, r, ce_host_warp_sum(d), a->dd);
     }
   for (int jt = 0; jt <= it; jt++) {
     EACH_THREAD(t) fa_load_kv(g, a->qkv, fa_block_bh(g, block), jt, s, t);
-    EACH_THREAD(t) fa_bwd_scores(g, it, jt, s, t);
-    EACH_THREAD(t) fa_dq_accumulate(s, g->hs, t);
+    bwd_scores(g, it, jt, s);
+    if (form == FA_FP32) EACH_THREAD(t) fa_dq_accumulate(s, g->hs, t);
+    else EACH_WARP(w) fa_tc_dq_accumulate(s, g->hs, w);
   }
   EACH_THREAD(t) fa_dq_end(g, block, s, a->dqkv, a->write, t);
 }
@@ -108,10 +150,19 @@ static void dkv_block(const att_call_t *a, long long block, const fa_smem_t *s) 
   EACH_THREAD(t) fa_dkv_begin(g, a->qkv, block, s, t);
   for (int it = jt; it < g->tiles; it++) {
     EACH_THREAD(t) fa_load_q_dy(g, a->qkv, a->dy, a->lse_in, a->dd, fa_block_bh(g, block), it, s, t);
-    EACH_THREAD(t) fa_bwd_scores(g, it, jt, s, t);
-    EACH_THREAD(t) fa_dkv_accumulate(s, g->hs, t);
+    bwd_scores(g, it, jt, s);
+    if (form == FA_FP32) EACH_THREAD(t) fa_dkv_accumulate(s, g->hs, t);
+    else EACH_WARP(w) fa_tc_dkv_accumulate(s, g->hs, w);
   }
   EACH_THREAD(t) fa_dkv_end(g, block, s, a->dqkv, a->write, t);
+}
+
+/* In the bf16 form: WMMA's rules held in every tensor-core product of the grids just run. */
+static void check_mma(const char *what) {
+  if (form == FA_BF16)
+    tap_ok(mma_checks > 0 && mma_broken == 0, "%s: WMMA's alignment and ldm rules hold (%ld of %ld checks broken)",
+           what, mma_broken, mma_checks);
+  mma_checks = mma_broken = 0;
 }
 
 /* The forward's grid, its stores recorded: y (B, T, C), lse (B, H, T). */
@@ -121,6 +172,7 @@ static void run_fwd(const att_call_t *a, const char *what) {
   track(a->lse, (long long)g->B * g->H * g->T);
   run_grid(a, FA_FWD, fwd_block);
   check_writes(what);
+  check_mma(what);
 }
 
 /* The backward's two grids, their stores recorded: dqkv (B, T, 3C) whole, D (B, H, T). */
@@ -131,6 +183,7 @@ static void run_bwd(const att_call_t *a, const char *what) {
   run_grid(a, FA_BWD_DQ, dq_block);
   run_grid(a, FA_BWD_DKV, dkv_block);
   check_writes(what);
+  check_mma(what);
 }
 
 /* dqkv's start: something to add to (write 0), or NaN that writing must not read (write 1). */
@@ -158,16 +211,21 @@ static void test_shape(int B, int T, int C, int H) {
   float *y2 = xmalloc(ny * sizeof *y2), *lse2 = xmalloc(nl * sizeof *lse2), *d2 = xmalloc(nqkv * sizeof *d2);
   att_call_t a = {fa_geom(B, T, C, H), qkv, wy, wlse, dy, y, lse, dqkv, dd, 0};
   const int hs = a.g.hs;
-  char what[128];
+  const char *fm = form == FA_BF16 ? "bf16" : "fp32";
+  const double tol = form == FA_BF16 ? BF16_TOL : TOL;
+  char what[160];
 
-  snprintf(what, sizeof what, "attention forward B=%d T=%d C=%d H=%d (hs %d)", B, T, C, H, hs);
+  snprintf(what, sizeof what, "attention %s forward B=%d T=%d C=%d H=%d (hs %d)", fm, B, T, C, H, hs);
   reverse = 0;
   run_fwd(&a, what);
   ref->attention_fwd(B, T, C, H, qkv, wy, wlse, NULL, 0);
-  agree(y, wy, ny, TOL, what);
-  snprintf(what, sizeof what, "attention forward B=%d T=%d C=%d H=%d (hs %d): lse", B, T, C, H, hs);
-  agree(lse, wlse, nl, TOL, what);
-  snprintf(what, sizeof what, "attention forward B=%d T=%d C=%d H=%d (hs %d)", B, T, C, H, hs);
+  agree(y, wy, ny, tol, what);
+  if (form == FA_BF16)
+    tap_ok(rel_diff(y, wy, ny) > 1e-4, "%s: y %.1e from ref, beyond float rounding: the operands are bf16", what,
+           rel_diff(y, wy, ny));
+  snprintf(what, sizeof what, "attention %s forward B=%d T=%d C=%d H=%d (hs %d): lse", fm, B, T, C, H, hs);
+  agree(lse, wlse, nl, tol, what);
+  snprintf(what, sizeof what, "attention %s forward B=%d T=%d C=%d H=%d (hs %d)", fm, B, T, C, H, hs);
   a.y = y2, a.lse = lse2, reverse = 1;
   run_fwd(&a, "  in reverse order");
   tap_ok(same_bits(y, y2, ny) && same_bits(lse, lse2, nl), "%s: threads and blocks in reverse order, the same bits",
@@ -180,14 +238,14 @@ static void test_shape(int B, int T, int C, int H) {
     wdd[i] = (float)d;
   }
   for (a.write = 0; a.write <= 1; a.write++) {
-    snprintf(what, sizeof what, "attention backward B=%d T=%d C=%d H=%d (hs %d): dqkv %s", B, T, C, H, hs,
+    snprintf(what, sizeof what, "attention %s backward B=%d T=%d C=%d H=%d (hs %d): dqkv %s", fm, B, T, C, H, hs,
              a.write ? "written" : "added");
     fill_dqkv(dqkv, nqkv, a.write);
     fill_dqkv(wd, nqkv, a.write);
     a.dqkv = dqkv, reverse = 0;
     run_bwd(&a, what);
     ref->attention_bwd(B, T, C, H, qkv, wy, wlse, dy, wd, a.write, NULL, 0);
-    agree(dqkv, wd, nqkv, TOL, what);
+    agree(dqkv, wd, nqkv, tol, what);
     agree(dd, wdd, nl, TOL, "  and D = rowsum(dY Y)");
     fill_dqkv(d2, nqkv, a.write);
     a.dqkv = d2, reverse = 1;
@@ -210,7 +268,7 @@ static void test_shape(int B, int T, int C, int H) {
   fill_dqkv(d2, nqkv, 1);
   run_bwd(&a, "  with other keys and values from the middle on");
   same = same && same_rows_before(dqkv, d2, B, T, 3LL * C, 0, C, p);
-  snprintf(what, sizeof what, "attention B=%d T=%d C=%d H=%d (hs %d)", B, T, C, H, hs);
+  snprintf(what, sizeof what, "attention %s B=%d T=%d C=%d H=%d (hs %d)", fm, B, T, C, H, hs);
   tap_ok(same, "%s: keys and values from position %d on replaced: y, lse and dQ of the %d rows before keep their bits",
          what, p, p);
 
@@ -220,31 +278,60 @@ static void test_shape(int B, int T, int C, int H) {
 
 /* The shared memory the launchers give each kernel at the zoo's head sizes: what fa_smem carves
  * fits in it, and the largest (dK, dV at hs = 128) fits an H100's or H200's 227 KiB per block;
- * the head sizes the fused kernels take there (cuda_attention.c: wider ones the T x T form). */
+ * the head sizes each form takes there (cuda_attention.c: wider ones the T x T form, and heads the
+ * bf16 form refuses the fp32 kernels). */
 static void test_smem_sizes(void) {
   const long h100 = 227 * 1024;
-  tap_ok(fa_fits(290, h100) && !fa_fits(291, h100) && fa_fits(1, h100) && !fa_fits(0, h100),
-         "the fused kernels take head sizes 1 to 290 in an H100's or H200's 227 KiB a block");
+  tap_ok(fa_fits(290, h100, FA_FP32) && !fa_fits(291, h100, FA_FP32) && fa_fits(1, h100, FA_FP32) &&
+             !fa_fits(0, h100, FA_FP32),
+         "the fp32 kernels take head sizes 1 to 290 in an H100's or H200's 227 KiB a block");
+  tap_ok(fa_fits(16, h100, FA_BF16) && fa_fits(64, h100, FA_BF16) && fa_fits(128, h100, FA_BF16) &&
+             fa_fits(416, h100, FA_BF16) && !fa_fits(432, h100, FA_BF16) && !fa_fits(40, h100, FA_BF16) &&
+             !fa_fits(8, h100, FA_BF16),
+         "the bf16 kernels take head sizes 16, 32, .. 416 there, not 40 or 8 (not a multiple of 16)");
   const fa_kernel_t kinds[] = {FA_FWD, FA_BWD_DQ, FA_BWD_DKV};
-  for (int hs = 32; hs <= 128; hs *= 2)
-    for (int k = 0; k < 3; k++) {
-      const long n = fa_smem_floats(hs, kinds[k]);
-      float *base = xmalloc((size_t)n * sizeof *base);
-      const fa_smem_t s = fa_smem(base, hs, kinds[k]);
-      tap_ok(s.dd + FA_TILE == base + n && n * 4 <= 227 * 1024,
-             "shared memory of kernel %d at hs = %d: %ld floats (%.1f KiB), all carved", k, hs, n, n * 4 / 1024.0);
-      free(base);
-    }
+  for (int f = 0; f < 2; f++)
+    for (int hs = f ? 16 : 32; hs <= 128; hs *= 2)
+      for (int k = 0; k < 3; k++) {
+        const long n = fa_smem_bytes(hs, kinds[k], (fa_form_t)f);
+        unsigned char *base = aligned_alloc(128, (size_t)(n + 127) / 128 * 128);
+        const fa_smem_t s = fa_smem(base, hs, kinds[k], (fa_form_t)f);
+        tap_ok((unsigned char *)(s.dd + FA_TILE) == base + n && n <= h100,
+               "shared memory of %s kernel %d at hs = %d: %ld bytes (%.1f KiB), all carved", f ? "bf16" : "fp32", k,
+               hs, n, n / 1024.0);
+        free(base);
+      }
+}
+
+/* fa_bf16_round: __float2bfloat16's rounding (to nearest, ties to even) on the host. */
+static void test_bf16_round(void) {
+  const float in[] = {1.0f, 1.0f + 0x1p-8f, 1.0f + 3 * 0x1p-8f, 1.0f + 0x1p-8f + 0x1p-20f, -2.5f, 3.4e38f, 1e-40f};
+  const uint16_t want[] = {0x3f80, 0x3f80, 0x3f82, 0x3f81, 0xc020, 0x7f80, 0x0001};
+  int ok = 1;
+  for (size_t i = 0; i < sizeof in / sizeof in[0]; i++) ok = ok && fa_bf16_round(in[i]) == want[i];
+  tap_ok(ok, "bf16 rounding: ties to even (1 + 2^-8 -> 1, 1 + 3 2^-8 -> 1 + 2^-6), above a tie up, overflow to "
+             "infinity, denormals kept");
+  const float back = fa_from_bf16(fa_bf16_round(NAN));
+  tap_ok(back != back && fa_from_bf16(0x3fc0) == 1.5f, "bf16: NaN stays NaN; 0x3fc0 reads back as 1.5");
 }
 
 int main(void) {
   harness_seed(3204);
+  test_bf16_round();
   test_smem_sizes();
-  test_shape(2, 1, 8, 2);    /* one token, hs 4 */
-  test_shape(1, 33, 96, 3);  /* one row past a tile, hs 32 */
-  test_shape(2, 70, 128, 2); /* three tiles, a tail of 6, hs 64 */
-  test_shape(1, 64, 256, 2); /* two whole tiles, hs 128 */
+  form = FA_FP32;
+  test_shape(2, 1, 8, 2);     /* one token, hs 4 */
+  test_shape(1, 33, 96, 3);   /* one row past a tile, hs 32 */
+  test_shape(2, 70, 128, 2);  /* three tiles, a tail of 6, hs 64 */
+  test_shape(1, 64, 256, 2);  /* two whole tiles, hs 128 */
   test_shape(1, 100, 120, 3); /* hs 40: rows of a tile straddle the warps */
+  test_shape(1, 257, 128, 2); /* nine tiles, a tail of 1 */
+  form = FA_BF16;
+  test_shape(2, 1, 32, 2);    /* one token, hs 16 */
+  test_shape(2, 45, 64, 4);   /* hs 16: fewer output tiles than warps; a tail of 13; 8 heads x samples */
+  test_shape(1, 33, 96, 3);   /* one row past a tile, hs 32 */
+  test_shape(2, 70, 128, 2);  /* three tiles, a tail of 6, hs 64 */
+  test_shape(1, 64, 256, 2);  /* two whole tiles, hs 128: two output tiles a warp */
   test_shape(1, 257, 128, 2); /* nine tiles, a tail of 1 */
   return tap_done();
 }

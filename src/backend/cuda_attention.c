@@ -4,11 +4,14 @@
  * grids have a block per 32 rows of each head: B H T / 32 blocks, below the launch limit of 2^31
  * whenever qkv fits in a GPU's memory.
  *
- * Where a head's tiles exceed the device's shared memory (the dK, dV kernel's 6 tiles of 32 rows of
- * hs + 1 floats: hs above about 290 on an H100 or H200), the T x T form of before instead: composed
- * from cuBLAS's grid of GEMMs over samples x heads and the softmax kernels, its scores and
- * probabilities in CUDA_WS_ATT (3 B H T^2 floats at most), the backward recomputing the
- * probabilities (the op keeps only lse). */
+ * Which kernels (doc/gpu.md): under `[backend] precision = bf16` the tensor-core form (bf16 x bf16
+ * products, float sums) where the head size is a multiple of 16 and the device has bf16 tensor
+ * cores (compute capability 8.0 on); otherwise, and always under fp32 (tf32 on or off: its
+ * attention stays exact float32), the fp32 form on the CUDA cores. Where a head's tiles exceed the
+ * device's shared memory (the fp32 dK, dV kernel's 6 tiles of 32 rows of hs + 1 floats: hs above
+ * about 290 on an H100 or H200), the T x T form of before instead: composed from cuBLAS's grid of
+ * GEMMs over samples x heads and the softmax kernels, its scores and probabilities in CUDA_WS_ATT
+ * (3 B H T^2 floats at most), the backward recomputing the probabilities (the op keeps only lse). */
 #include <math.h>
 
 #include "backend/cuda_impl.h"
@@ -17,6 +20,12 @@
 size_t cuda_attention_workspace(int T, int hs) {
   (void)T, (void)hs;
   return 0;
+}
+
+/* 1: the fused kernels on the tensor cores at head size hs (the model's products are bf16 and they
+ * run here); 0: the fp32 ones or the T x T form. */
+static int tensor_cores(int hs) {
+  return cuda_model_compute() == CUBLAS_COMPUTE_32F_FAST_16BF && cuk_attention_fits(hs, 1);
 }
 
 /* The geometry of one call: per sample, probs = H T^2 floats of scores; qkv rows of ld = 3C. */
@@ -48,8 +57,9 @@ static float *att_buffers(int B, const att_dims_t *d, int n) {
 void cuda_attention_fwd(int B, int T, int C, int H, const float *qkv, float *y, float *lse, float *ws, size_t ws_n) {
   (void)ws, (void)ws_n;
   if (B <= 0 || T <= 0) return;
-  if (cuk_attention_fits(C / H)) {
-    cuk_attention_fwd(B, T, C, H, qkv, y, lse, cuda_stream());
+  const int tc = tensor_cores(C / H);
+  if (tc || cuk_attention_fits(C / H, 0)) {
+    cuk_attention_fwd(B, T, C, H, qkv, y, lse, tc, cuda_stream());
     return;
   }
   const att_dims_t d = att_dims(T, C, H);
@@ -64,9 +74,10 @@ void cuda_attention_bwd(int B, int T, int C, int H, const float *qkv, const floa
                         float *dqkv, int dx_write, float *ws, size_t ws_n) {
   (void)ws, (void)ws_n;
   if (B <= 0 || T <= 0) return;
-  if (cuk_attention_fits(C / H)) {
+  const int tc = tensor_cores(C / H);
+  if (tc || cuk_attention_fits(C / H, 0)) {
     float *dd = cuda_workspace(CUDA_WS_ATT, surge_mul_size((size_t)B * H, (size_t)T * sizeof(float), "attention"));
-    cuk_attention_bwd(B, T, C, H, qkv, y, lse, dy, dqkv, dx_write, dd, cuda_stream());
+    cuk_attention_bwd(B, T, C, H, qkv, y, lse, dy, dqkv, dx_write, dd, tc, cuda_stream());
     return;
   }
   const att_dims_t d = att_dims(T, C, H);

@@ -22,13 +22,20 @@
  * store to global memory goes through CE_STORE. Sums are float (the tiles' products, in a fixed
  * order) but for the softmax's row sum and D (double, the warp's fixed tree).
  *
- * Shared memory, floats, at head size hs (tiles padded to rows of hs + 1 so that rows read across a
- * warp's lanes fall in different banks): forward 4 tiles of FA_TILE (hs + 1), one FA_TILE^2 score
- * tile and 5 FA_TILE row values; dQ 5 tiles and two score tiles; dK, dV 6 tiles and two score
- * tiles (at hs = 128: 69, 89 and 105 KiB: the launchers opt in beyond 48 KiB). */
+ * Two forms (fa_form_t): FA_FP32, every product in float on the CUDA cores, and FA_BF16, the tiles'
+ * products on the tensor cores (cuda_attention_mma.h: bf16 operands, float sums) as phases of
+ * (block, warp), with element-wise phases between them; the softmax, D and the accumulators are
+ * float in both, and every phase but the products is shared.
+ *
+ * Shared memory at head size hs (fa_smem): FA_FP32's tiles padded to rows of hs + 1 floats so
+ * that rows read across a warp's lanes fall in different banks: forward 4 tiles of FA_TILE rows,
+ * one FA_TILE^2 score tile and 5 FA_TILE row values; dQ 5 tiles and two score tiles; dK, dV 6
+ * tiles and two score tiles (at hs = 128: 69, 89 and 105 KiB: the launchers opt in beyond 48 KiB).
+ * FA_BF16's operand tiles are bf16 and its strides WMMA's (at hs = 128: 49, 62 and 81 KiB). */
 #ifndef SURGE_BACKEND_CUDA_ATTENTION_TILES_H
 #define SURGE_BACKEND_CUDA_ATTENTION_TILES_H
 
+#include "backend/cuda_attention_mma.h"
 #include "backend/cuda_rows.h"
 
 /* Query and key rows of a tile (one key column per lane), threads of a block, and the query rows
@@ -74,60 +81,105 @@ CE_FN long long fa_out_row(const fa_geom_t *g, int bh, int i) {
 /* Query i sees key j: causal, and only real queries (rows past T of a tail tile see nothing). */
 CE_FN int fa_visible(int i, int j, int T) { return j <= i && i < T; }
 
-/* ---- shared memory: tiles of FA_TILE rows at stride ld = hs + 1, score tiles FA_TILE x FA_TILE,
- * row values of FA_TILE */
+/* The two forms of the kernels: FA_FP32, every product in float on the CUDA cores; FA_BF16, the
+ * tiles' products on the tensor cores (cuda_attention_mma.h: bf16 x bf16, float sums), operands
+ * rounded to bfloat16 as they are stored in shared memory, the softmax and the row sums as FA_FP32's. */
+typedef enum fa_form { FA_FP32, FA_BF16 } fa_form_t;
+
+/* ---- shared memory. FA_FP32: float tiles of FA_TILE rows at stride ld = hs + 1 (rows read across
+ * a warp's lanes fall in different banks). FA_BF16: the operand tiles in bfloat16 at stride
+ * ldh = hs + 8 and the accumulators in float at ld = hs + 4, P and dS again in bfloat16 at stride
+ * FA_TC_LDS (WMMA: ldm a multiple of 8 bf16 or 4 floats; every region a multiple of 32 bytes, so
+ * from a 32-byte aligned base every fragment's pointer is 32-byte aligned). Both: score tiles
+ * FA_TILE x FA_TILE floats (stride FA_TILE) and FA_TILE row values each. */
+enum { FA_TC_LDS = FA_TILE + 8 };
+
 typedef struct fa_smem {
-  int ld;
-  float *q, *k, *v, *dy; /* operand tiles (dy: backward only) */
-  float *acc, *acc2;     /* accumulators: forward O; dQ kernel dQ; dK, dV kernel dK and (acc2) dV */
-  float *p, *ds;         /* probabilities and (backward) their gradients dS */
-  float *m, *l, *corr;   /* forward: each row's running maximum, sum, and this key tile's rescale */
-  float *lse, *dd;       /* backward: each row's log-sum-exp and D */
+  fa_form_t form;              /* (a constant in each kernel: its branches fold) */
+  int ld, ldh;                 /* strides of the float tiles and (FA_BF16) the bf16 ones */
+  float *q, *k, *v, *dy;       /* FA_FP32's operand tiles (dy: backward only), NULL in FA_BF16 */
+  fa_bf16 *qh, *kh, *vh, *dyh; /* FA_BF16's, NULL in FA_FP32 */
+  float *acc, *acc2;           /* accumulators: forward O; dQ kernel dQ; dK, dV kernel dK and (acc2) dV */
+  float *p, *ds;               /* scores, probabilities and (backward) their gradients dS (FA_BF16: dY V^T) */
+  fa_bf16 *ph, *dsh;           /* FA_BF16: P (forward, dK dV kernel) and dS (backward) as product operands */
+  float *m, *l, *corr;         /* forward: each row's running maximum, sum, and this key tile's rescale */
+  float *lse, *dd;             /* backward: each row's log-sum-exp and D */
 } fa_smem_t;
 
-CE_FN int fa_tiles_of(fa_kernel_t kind) { return kind == FA_FWD ? 4 : kind == FA_BWD_DQ ? 5 : 6; }
+CE_FN int fa_operands_of(fa_kernel_t kind) { return kind == FA_FWD ? 3 : 4; }
+CE_FN int fa_accs_of(fa_kernel_t kind) { return kind == FA_BWD_DKV ? 2 : 1; }
 CE_FN int fa_squares_of(fa_kernel_t kind) { return kind == FA_FWD ? 1 : 2; }
+CE_FN int fa_bf16_squares_of(fa_kernel_t kind) { return kind == FA_BWD_DKV ? 2 : 1; }
 enum { FA_ROW_VALUES = 5 }; /* m, l, corr, lse, dd */
 
-/* Floats of shared memory a block of `kind` needs at head size hs. */
-CE_FN long fa_smem_floats(int hs, fa_kernel_t kind) {
-  return (long)fa_tiles_of(kind) * FA_TILE * (hs + 1) + (long)fa_squares_of(kind) * FA_TILE * FA_TILE +
-         FA_ROW_VALUES * FA_TILE;
+CE_FN int fa_ld_of(int hs, fa_form_t form) { return form == FA_BF16 ? hs + 4 : hs + 1; }
+CE_FN int fa_ldh_of(int hs, fa_form_t form) { return form == FA_BF16 ? hs + 8 : 0; }
+
+/* Bytes of shared memory a block of `kind` needs at head size hs. */
+CE_FN long fa_smem_bytes(int hs, fa_kernel_t kind, fa_form_t form) {
+  const long ftile = 4L * FA_TILE * fa_ld_of(hs, form), htile = 2L * FA_TILE * fa_ldh_of(hs, form);
+  const long operands = fa_operands_of(kind) * (form == FA_BF16 ? htile : ftile);
+  const long bf16_squares = form == FA_BF16 ? fa_bf16_squares_of(kind) * 2L * FA_TILE * FA_TC_LDS : 0;
+  return operands + fa_accs_of(kind) * ftile + fa_squares_of(kind) * 4L * FA_TILE * FA_TILE + bf16_squares +
+         4L * FA_ROW_VALUES * FA_TILE;
 }
 
-/* The three kernels' blocks at head size hs fit `optin` bytes of shared memory (the dK, dV
- * kernel's is the largest). */
-CE_FN int fa_fits(int hs, long optin) {
-  return hs > 0 && fa_smem_floats(hs, FA_BWD_DKV) * (long)sizeof(float) <= optin;
+/* The three kernels' blocks of `form` at head size hs fit `optin` bytes of shared memory (the dK,
+ * dV kernel's is the largest); FA_BF16 also needs hs a multiple of the tensor cores' 16. */
+CE_FN int fa_fits(int hs, long optin, fa_form_t form) {
+  return hs > 0 && (form == FA_FP32 || hs % FA_MMA == 0) && fa_smem_bytes(hs, FA_BWD_DKV, form) <= optin;
 }
 
-/* The tiles of `kind`, carved from base (fa_smem_floats(hs, kind) floats); absent ones NULL. */
-CE_FN fa_smem_t fa_smem(float *base, int hs, fa_kernel_t kind) {
+/* The next `bytes` of the region at *at. */
+CE_FN void *fa_carve(char **at, long bytes) {
+  void *p = *at;
+  *at += bytes;
+  return p;
+}
+
+/* The tiles of `kind` in `form`, carved from base (fa_smem_bytes(hs, kind, form) bytes, 32-byte
+ * aligned); absent ones NULL. */
+CE_FN fa_smem_t fa_smem(void *base, int hs, fa_kernel_t kind, fa_form_t form) {
   fa_smem_t s;
-  const long tile = (long)FA_TILE * (hs + 1), square = FA_TILE * FA_TILE;
-  float *at = base;
-  s.ld = hs + 1;
-  s.q = at, at += tile;
-  s.k = at, at += tile;
-  s.v = at, at += tile;
-  s.acc = at, at += tile;
-  s.dy = s.acc2 = s.ds = NULL;
-  if (kind != FA_FWD) s.dy = at, at += tile;
-  if (kind == FA_BWD_DKV) s.acc2 = at, at += tile;
-  s.p = at, at += square;
-  if (kind != FA_FWD) s.ds = at, at += square;
-  s.m = at, s.l = at + FA_TILE, s.corr = at + 2 * FA_TILE, s.lse = at + 3 * FA_TILE, s.dd = at + 4 * FA_TILE;
+  char *at = (char *)base;
+  const int bf = form == FA_BF16, bwd = kind != FA_FWD;
+  s.form = form, s.ld = fa_ld_of(hs, form), s.ldh = fa_ldh_of(hs, form);
+  const long ftile = 4L * FA_TILE * s.ld, htile = 2L * FA_TILE * s.ldh, square = 4L * FA_TILE * FA_TILE,
+             hsquare = 2L * FA_TILE * FA_TC_LDS;
+  s.q = s.k = s.v = s.dy = NULL;
+  s.qh = s.kh = s.vh = s.dyh = NULL;
+  if (bf) {
+    s.qh = (fa_bf16 *)fa_carve(&at, htile), s.kh = (fa_bf16 *)fa_carve(&at, htile);
+    s.vh = (fa_bf16 *)fa_carve(&at, htile);
+    if (bwd) s.dyh = (fa_bf16 *)fa_carve(&at, htile);
+  } else {
+    s.q = (float *)fa_carve(&at, ftile), s.k = (float *)fa_carve(&at, ftile), s.v = (float *)fa_carve(&at, ftile);
+    if (bwd) s.dy = (float *)fa_carve(&at, ftile);
+  }
+  s.acc = (float *)fa_carve(&at, ftile);
+  s.acc2 = kind == FA_BWD_DKV ? (float *)fa_carve(&at, ftile) : NULL;
+  s.p = (float *)fa_carve(&at, square);
+  s.ds = bwd ? (float *)fa_carve(&at, square) : NULL;
+  s.ph = bf && kind != FA_BWD_DQ ? (fa_bf16 *)fa_carve(&at, hsquare) : NULL;
+  s.dsh = bf && bwd ? (fa_bf16 *)fa_carve(&at, hsquare) : NULL;
+  s.m = (float *)fa_carve(&at, 4L * FA_ROW_VALUES * FA_TILE);
+  s.l = s.m + FA_TILE, s.corr = s.m + 2 * FA_TILE, s.lse = s.m + 3 * FA_TILE, s.dd = s.m + 4 * FA_TILE;
   return s;
 }
 
 /* ---- loads and fills, thread t's elements t, t + FA_THREADS, .. of a tile (consecutive threads
  * on consecutive columns: coalesced) */
 
-/* dst (FA_TILE rows, stride ld) = FA_TILE rows of hs from src at stride src_ld, rows from `valid` on 0. */
-CE_FN void fa_load_rows(const float *src, long long src_ld, int valid, int hs, int ld, float *dst, int t) {
+/* An operand tile of s (FA_TILE rows of hs) = FA_TILE rows from src at stride src_ld, rows from
+ * `valid` on 0: in FA_FP32 into its float tile f (stride ld), in FA_BF16 rounded into its bf16
+ * tile h (stride ldh). */
+CE_FN void fa_load_operand(const float *src, long long src_ld, int valid, int hs, const fa_smem_t *s, float *f,
+                           fa_bf16 *h, int t) {
   for (int e = t; e < FA_TILE * hs; e += FA_THREADS) {
     const int r = e / hs, c = e % hs;
-    dst[r * ld + c] = r < valid ? src[r * src_ld + c] : 0.0f;
+    const float x = r < valid ? src[r * src_ld + c] : 0.0f;
+    if (s->form == FA_FP32) f[r * s->ld + c] = x;
+    else h[r * s->ldh + c] = fa_to_bf16(x);
   }
 }
 
@@ -148,16 +200,16 @@ CE_FN int fa_rows_from(const fa_geom_t *g, int tile) {
 /* Key tile jt's K and V (its rows of qkv's second and third blocks of C). */
 CE_FN void fa_load_kv(const fa_geom_t *g, const float *qkv, int bh, int jt, const fa_smem_t *s, int t) {
   const float *k = qkv + fa_qkv_row(g, bh, jt * FA_TILE) + g->C;
-  fa_load_rows(k, 3LL * g->C, fa_rows_from(g, jt), g->hs, s->ld, s->k, t);
-  fa_load_rows(k + g->C, 3LL * g->C, fa_rows_from(g, jt), g->hs, s->ld, s->v, t);
+  fa_load_operand(k, 3LL * g->C, fa_rows_from(g, jt), g->hs, s, s->k, s->kh, t);
+  fa_load_operand(k + g->C, 3LL * g->C, fa_rows_from(g, jt), g->hs, s, s->v, s->vh, t);
 }
 
 /* Query tile it's Q and dY, and its rows' lse and (dd not NULL) D. */
 CE_FN void fa_load_q_dy(const fa_geom_t *g, const float *qkv, const float *dy, const float *lse, const float *dd,
                         int bh, int it, const fa_smem_t *s, int t) {
   const int i0 = it * FA_TILE, valid = fa_rows_from(g, it);
-  fa_load_rows(qkv + fa_qkv_row(g, bh, i0), 3LL * g->C, valid, g->hs, s->ld, s->q, t);
-  fa_load_rows(dy + fa_out_row(g, bh, i0), g->C, valid, g->hs, s->ld, s->dy, t);
+  fa_load_operand(qkv + fa_qkv_row(g, bh, i0), 3LL * g->C, valid, g->hs, s, s->q, s->qh, t);
+  fa_load_operand(dy + fa_out_row(g, bh, i0), g->C, valid, g->hs, s, s->dy, s->dyh, t);
   fa_load_values(lse + (long long)bh * g->T + i0, valid, s->lse, t);
   if (dd) fa_load_values(dd + (long long)bh * g->T + i0, valid, s->dd, t);
 }
@@ -228,10 +280,15 @@ CE_FN void fa_tile_product(float *out, const float *rescale, const float *a, int
 /* phase 0: the block's query tile; O = 0, m = -inf, l = 0 */
 CE_FN void fa_fwd_begin(const fa_geom_t *g, const float *qkv, long long block, const fa_smem_t *s, int t) {
   const int it = fa_block_query_tile(g, block);
-  fa_load_rows(qkv + fa_qkv_row(g, fa_block_bh(g, block), it * FA_TILE), 3LL * g->C, fa_rows_from(g, it), g->hs,
-               s->ld, s->q, t);
+  fa_load_operand(qkv + fa_qkv_row(g, fa_block_bh(g, block), it * FA_TILE), 3LL * g->C, fa_rows_from(g, it), g->hs,
+                  s, s->q, s->qh, t);
   fa_zero_tile(s->acc, g->hs, s->ld, t);
   if (t < FA_TILE) s->m[t] = -INFINITY, s->l[t] = 0.0f;
+}
+
+/* The scaled score of query i and key j from their dot product, -inf where not visible. */
+CE_FN float fa_fwd_score(const fa_geom_t *g, int i, int j, float dot) {
+  return fa_visible(i, j, g->T) ? dot * g->scale : -INFINITY;
 }
 
 /* phase 1 of key tile jt: fa_load_kv. Phase 2: the scaled scores, -inf where not visible. */
@@ -241,7 +298,7 @@ CE_FN void fa_fwd_scores(const fa_geom_t *g, long long block, int jt, const fa_s
   fa_dots(s->q, s->k, g->hs, s->ld, t, dot);
   for (int k = 0; k < FA_ROWS_PER_WARP; k++) {
     const int r = fa_row_of(t, k);
-    s->p[r * FA_TILE + c] = fa_visible(i0 + r, jt * FA_TILE + c, g->T) ? dot[k] * g->scale : -INFINITY;
+    s->p[r * FA_TILE + c] = fa_fwd_score(g, i0 + r, jt * FA_TILE + c, dot[k]);
   }
 }
 
@@ -278,6 +335,13 @@ CE_FN void fa_fwd_end(const fa_geom_t *g, long long block, const fa_smem_t *s, f
 
 /* ---- backward */
 
+/* Query i's probability of key j from q.k and the row's lse, 0 where not visible; and its dS from
+ * dp = dy.v and the row's D. */
+CE_FN float fa_bwd_p(const fa_geom_t *g, int i, int j, float qk, float lse) {
+  return fa_visible(i, j, g->T) ? expf(qk * g->scale - lse) : 0.0f;
+}
+CE_FN float fa_bwd_ds(const fa_geom_t *g, float p, float dp, float d) { return p * (dp - d) * g->scale; }
+
 /* The score tile of query tile it against key tile jt (Q, dY, lse, D, K and V loaded): thread t's
  * P = exp(s q.k - lse) and dS = P (dy.v - D) s, both 0 where not visible. */
 CE_FN void fa_bwd_scores(const fa_geom_t *g, int it, int jt, const fa_smem_t *s, int t) {
@@ -287,9 +351,9 @@ CE_FN void fa_bwd_scores(const fa_geom_t *g, int it, int jt, const fa_smem_t *s,
   fa_dots(s->dy, s->v, g->hs, s->ld, t, dp);
   for (int k = 0; k < FA_ROWS_PER_WARP; k++) {
     const int r = fa_row_of(t, k), at = r * FA_TILE + c;
-    const float p = fa_visible(it * FA_TILE + r, jt * FA_TILE + c, g->T) ? expf(qk[k] * g->scale - s->lse[r]) : 0.0f;
+    const float p = fa_bwd_p(g, it * FA_TILE + r, jt * FA_TILE + c, qk[k], s->lse[r]);
     s->p[at] = p;
-    s->ds[at] = p * (dp[k] - s->dd[r]) * g->scale;
+    s->ds[at] = fa_bwd_ds(g, p, dp[k], s->dd[r]);
   }
 }
 
@@ -311,14 +375,15 @@ CE_FN void fa_dq_begin(const fa_geom_t *g, const float *qkv, const float *dy, co
 }
 
 /* dQ kernel, phase 1, for each row r = fa_row_of(thread, k) of the warp: lane's part of
- * D_r = dY_r . Y_r (columns lane, lane + 32, ..); after the warp's sum, lane 0 keeps it in dd and,
- * for a real row, stores it to dd_out (B, H, T) for the dK, dV kernel. */
-CE_FN double fa_lane_d(const fa_geom_t *g, const float *y, long long block, const fa_smem_t *s, int r, int lane) {
+ * D_r = dY_r . Y_r (columns lane, lane + 32, ..; both from global memory, in float whatever the
+ * form); after the warp's sum, lane 0 keeps it in dd and, for a real row, stores it to dd_out
+ * (B, H, T) for the dK, dV kernel. */
+CE_FN double fa_lane_d(const fa_geom_t *g, const float *y, const float *dy, long long block, int r, int lane) {
   const int it = fa_block_query_tile(g, block);
   double sum = 0.0;
   if (r >= fa_rows_from(g, it)) return sum;
-  const float *yr = y + fa_out_row(g, fa_block_bh(g, block), it * FA_TILE + r);
-  for (int d = lane; d < g->hs; d += CE_WARP) sum += (double)s->dy[r * s->ld + d] * yr[d];
+  const long long at = fa_out_row(g, fa_block_bh(g, block), it * FA_TILE + r);
+  for (int d = lane; d < g->hs; d += CE_WARP) sum += (double)dy[at + d] * y[at + d];
   return sum;
 }
 CE_FN void fa_row_d(const fa_geom_t *g, long long block, const fa_smem_t *s, int r, double sum, float *dd_out) {
@@ -359,6 +424,99 @@ CE_FN void fa_dkv_end(const fa_geom_t *g, long long block, const fa_smem_t *s, f
   const long long at = fa_qkv_row(g, fa_block_bh(g, block), jt * FA_TILE) + g->C;
   fa_put_rows(s->acc, s->ld, fa_rows_from(g, jt), g->hs, dqkv, at, 3LL * g->C, write, t);
   fa_put_rows(s->acc2, s->ld, fa_rows_from(g, jt), g->hs, dqkv, at + g->C, 3LL * g->C, write, t);
+}
+
+/* ---- FA_BF16: the tiles' products on the tensor cores, warp w of the block taking its share of
+ * 16 x 16 output tiles (fa_mma); the phases between them element-wise, thread t's elements t,
+ * t + FA_THREADS, .. as above. */
+
+/* One product of the block: C (FA_TILE x n floats at stride ldc) = (add 0) or += A B, A
+ * (FA_TILE x k) and B (k x n) bf16 tiles, each row-major or (a_col, b_col) column-major, as fa_mma. */
+typedef struct fa_product {
+  float *c;
+  int ldc;
+  const fa_bf16 *a;
+  int lda, a_col;
+  const fa_bf16 *b;
+  int ldb, b_col, n, k, add;
+} fa_product_t;
+
+CE_FN int fa_product_tiles(const fa_product_t *p) { return (FA_TILE / FA_MMA) * (p->n / FA_MMA); }
+
+/* Warp w's tiles of p: those numbered f (row tile by row tile) with first + f = w modulo FA_WARPS. */
+CE_FN void fa_product_share(const fa_product_t *p, int first, int w) {
+  const int cols = p->n / FA_MMA;
+  for (int f = ((w - first) % FA_WARPS + FA_WARPS) % FA_WARPS; f < fa_product_tiles(p); f += FA_WARPS) {
+    const int x = f / cols * FA_MMA, y = f % cols * FA_MMA;
+    fa_mma(p->c + x * p->ldc + y, p->ldc, p->a + (p->a_col ? x : x * p->lda), p->lda, p->a_col,
+           p->b + (p->b_col ? y * p->ldb : y), p->ldb, p->b_col, p->k, p->add);
+  }
+}
+
+/* The tiles of p0 and then p1 (or NULL), dealt round the warps. */
+CE_FN void fa_products(const fa_product_t *p0, const fa_product_t *p1, int w) {
+  fa_product_share(p0, 0, w);
+  if (p1) fa_product_share(p1, fa_product_tiles(p0), w);
+}
+
+/* The products of the block's query tile with key tile's K (FA_TILE x FA_TILE scores, raw dots):
+ * S = Q K^T into p; the backward's dY V^T into ds too. */
+CE_FN fa_product_t fa_tc_qk(const fa_smem_t *s, int hs) {
+  const fa_product_t p = {s->p, FA_TILE, s->qh, s->ldh, 0, s->kh, s->ldh, 1, FA_TILE, hs, 0};
+  return p;
+}
+
+/* forward, after fa_load_kv, warp w: S = Q K^T. Then fa_tc_fwd_mask, thread t: the scaled scores,
+ * -inf where not visible (fa_fwd_scores' values from the tensor cores' dots); then the softmax's
+ * phase as FA_FP32's. */
+CE_FN void fa_tc_fwd_scores(const fa_smem_t *s, int hs, int w) {
+  const fa_product_t qk = fa_tc_qk(s, hs);
+  fa_products(&qk, NULL, w);
+}
+CE_FN void fa_tc_fwd_mask(const fa_geom_t *g, long long block, int jt, const fa_smem_t *s, int t) {
+  const int i0 = fa_block_query_tile(g, block) * FA_TILE;
+  for (int e = t; e < FA_TILE * FA_TILE; e += FA_THREADS)
+    s->p[e] = fa_fwd_score(g, i0 + e / FA_TILE, jt * FA_TILE + e % FA_TILE, s->p[e]);
+}
+
+/* forward, after the softmax, thread t: O = O corr and P rounded to bf16; then, warp w, O += P V */
+CE_FN void fa_tc_fwd_rescale(const fa_smem_t *s, int hs, int t) {
+  for (int e = t; e < FA_TILE * hs; e += FA_THREADS) s->acc[(e / hs) * s->ld + e % hs] *= s->corr[e / hs];
+  for (int e = t; e < FA_TILE * FA_TILE; e += FA_THREADS)
+    s->ph[(e / FA_TILE) * FA_TC_LDS + e % FA_TILE] = fa_to_bf16(s->p[e]);
+}
+CE_FN void fa_tc_fwd_accumulate(const fa_smem_t *s, int hs, int w) {
+  const fa_product_t pv = {s->acc, s->ld, s->ph, FA_TC_LDS, 0, s->vh, s->ldh, 0, hs, FA_TILE, 1};
+  fa_products(&pv, NULL, w);
+}
+
+/* backward, after the loads, warp w: S = Q K^T into p and dP = dY V^T into ds. Then
+ * fa_tc_bwd_probs, thread t: P and dS of query tile it against key tile jt (fa_bwd_scores'
+ * values), rounded to bf16 into ph (the dK, dV kernel's; the dQ kernel has none) and dsh. */
+CE_FN void fa_tc_bwd_scores(const fa_smem_t *s, int hs, int w) {
+  const fa_product_t qk = fa_tc_qk(s, hs), dpv = {s->ds, FA_TILE, s->dyh, s->ldh, 0, s->vh, s->ldh, 1, FA_TILE, hs, 0};
+  fa_products(&qk, &dpv, w);
+}
+CE_FN void fa_tc_bwd_probs(const fa_geom_t *g, int it, int jt, const fa_smem_t *s, int t) {
+  for (int e = t; e < FA_TILE * FA_TILE; e += FA_THREADS) {
+    const int r = e / FA_TILE, c = e % FA_TILE;
+    const float p = fa_bwd_p(g, it * FA_TILE + r, jt * FA_TILE + c, s->p[e], s->lse[r]);
+    if (s->ph) s->ph[r * FA_TC_LDS + c] = fa_to_bf16(p); /* (a kernel's constant) */
+    s->dsh[r * FA_TC_LDS + c] = fa_to_bf16(fa_bwd_ds(g, p, s->ds[e], s->dd[r]));
+  }
+}
+
+/* dQ kernel, warp w: dQ += dS K */
+CE_FN void fa_tc_dq_accumulate(const fa_smem_t *s, int hs, int w) {
+  const fa_product_t dsk = {s->acc, s->ld, s->dsh, FA_TC_LDS, 0, s->kh, s->ldh, 0, hs, FA_TILE, 1};
+  fa_products(&dsk, NULL, w);
+}
+
+/* dK, dV kernel, warp w: dV += P^T dY and dK += dS^T Q (P and dS loaded column-major) */
+CE_FN void fa_tc_dkv_accumulate(const fa_smem_t *s, int hs, int w) {
+  const fa_product_t pdy = {s->acc2, s->ld, s->ph, FA_TC_LDS, 1, s->dyh, s->ldh, 0, hs, FA_TILE, 1},
+                     dsq = {s->acc, s->ld, s->dsh, FA_TC_LDS, 1, s->qh, s->ldh, 0, hs, FA_TILE, 1};
+  fa_products(&pdy, &dsq, w);
 }
 
 #endif

@@ -261,11 +261,13 @@ void cuk_xent_shard_bwd(int rows, int V, int lo, const float *logits, const floa
 void cuk_row_first_index(int rows, int V, int lo, const float *logits, const float *mx, float *first,
                          cudaStream_t s);
 /* ---- the fused causal attention (cuda_kern_attention.cu, cuda_attention_tiles.h): backend.h's
- * attention_fwd and attention_bwd without the T x T; the backward keeps D (B, H, T) in dd */
-int cuk_attention_fits(int hs); /* 1: the kernels' tiles at head size hs fit this device's shared memory */
-void cuk_attention_fwd(int B, int T, int C, int H, const float *qkv, float *y, float *lse, cudaStream_t s);
+ * attention_fwd and attention_bwd without the T x T; the backward keeps D (B, H, T) in dd. tc 0:
+ * the fp32 kernels (CUDA cores); tc 1: the bf16 tensor-core kernels (bf16 x bf16 products, float
+ * sums; head sizes a multiple of 16, compute capability 8.0 on) */
+int cuk_attention_fits(int hs, int tc); /* 1: that form's kernels run at head size hs on this device */
+void cuk_attention_fwd(int B, int T, int C, int H, const float *qkv, float *y, float *lse, int tc, cudaStream_t s);
 void cuk_attention_bwd(int B, int T, int C, int H, const float *qkv, const float *y, const float *lse, const float *dy,
-                       float *dqkv, int write, float *dd, cudaStream_t s);
+                       float *dqkv, int write, float *dd, int tc, cudaStream_t s);
 /* y[p] = mean of x[p, 0..HW) */
 void cuk_avgpool_fwd(int P, int HW, const float *x, float *y, cudaStream_t s);
 

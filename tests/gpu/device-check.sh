@@ -3,7 +3,8 @@
 # machine with one NVIDIA GPU (doc/gpu.md), in about 5 minutes:
 #   1. configure (--with-cuda, nvcc for the GPU's architecture) and build in $SURGE_BUILD
 #      (default: _build-gpu of the source tree);
-#   2. the GPU tests, tests/gpu/*.gpu: every op against ref, 20 steps of every zoo model cuda =
+#   2. the GPU tests, tests/gpu/*.gpu: every op against ref, the bf16 tensor-core attention against
+#      ref at the bf16 tolerance, 20 steps of every zoo model cuda =
 #      cpu within 1e-4, data parallelism on 2 ranks sharing the GPU = 1 rank (and sharded, the
 #      distributed optimizer's collectives on device buffers), a background beside a
 #      foreground (its loss falls, the foreground's parameters bitwise unchanged);
@@ -77,7 +78,7 @@ export SURGE_TOP_SRCDIR="$src" SURGE_TOP_BUILDDIR="$build" MPIEXEC="$mpiexec"
 failed=0
 test_rows=""
 limit=${DEVICE_TEST_LIMIT:-240} # seconds per GPU test; timeout ends the test's whole process group
-for t in ${DEVICE_TESTS:-ops zoo dp mux gen}; do
+for t in ${DEVICE_TESTS:-ops attention zoo dp mux gen}; do
   timeout "$limit" sh "$src/tests/gpu/$t.gpu" >"$logs/$t.tap" 2>&1
   rc=$?
   n_ok=$(grep -c "^ok " "$logs/$t.tap")
@@ -186,6 +187,8 @@ for p in bf16 fp32 bf16-b128; do
   f=$(ls -S "$logs"/kernels-gpt-$p.*.txt 2>/dev/null | head -n 1)
   echo "device-check: GPU time of gpt-3d.deck in $p, 10 steps ($(grep -a "^done:" "$logs/kernels-gpt-$p.out")):"
   [ -n "$f" ] && head -n 16 "$f" && tail -n 1 "$f"
+  # the fused attention's kernels wherever they rank (k_attention_*<0>: fp32, <1>: bf16 tensor cores)
+  [ -n "$f" ] && { grep "k_attention_" "$f" | sed 's/^/attention: /' || echo "attention: no k_attention_ kernel ran"; }
 done
 # The foreground (gpt-fortunes.deck, 1 rank, 40 steps) alone, then with an mlp background beside it
 # on the same GPU (one mpiexec), its slowdown against the solo log ([multiplex] baseline).

@@ -34,6 +34,12 @@ static const cfg_key_t rows[] = {
                  "cuda: how GPU buffers travel between ranks; nccl: NCCL collectives and grouped send/receive; "
                  "staged: copied through host memory and sent with MPI; auto: NCCL unless ranks of a group share a "
                  "GPU (which NCCL refuses)"),
+    CFG_ENUM_KEY("backend", "epilogues", epilogues, "auto", CFG_VALUES("auto", "bias", "off"),
+                 "cuda: the linear layers' bias (and a following GELU's) inside the matrix product (cuBLASLt "
+                 "epilogues) instead of kernels of their own after it; auto: bias and bias + GELU where cuBLASLt "
+                 "has an algorithm for the shape and the operands' alignment, the product and kernels elsewhere; "
+                 "bias: the bias only; off: never; the host backends accept it and compute the same either way "
+                 "(doc/gpu.md)"),
 };
 // clang-format on
 

@@ -71,3 +71,8 @@ tests_test_cuda_attention_LDADD = $(SURGE_LIBS)
 # ptxas's register spills in every kernel file, for sm_90 (every build with nvcc: it needs no GPU).
 dist_check_SCRIPTS += tests/test_cuda_spills.sh
 TESTS += tests/test_cuda_spills.sh
+
+# The linear forwards' objects reach cuBLASLt and the programs load it (every build with CUDA: it
+# needs no GPU).
+dist_check_SCRIPTS += tests/test_cuda_link.sh
+TESTS += tests/test_cuda_link.sh

@@ -35,11 +35,11 @@ static const cfg_key_t rows[] = {
                  "staged: copied through host memory and sent with MPI; auto: NCCL unless ranks of a group share a "
                  "GPU (which NCCL refuses)"),
     CFG_ENUM_KEY("backend", "epilogues", epilogues, "auto", CFG_VALUES("auto", "bias", "off"),
-                 "cuda: the linear layers' bias (and a following GELU's) inside the matrix product (cuBLASLt "
-                 "epilogues) instead of kernels of their own after it; auto: bias and bias + GELU where cuBLASLt "
-                 "has an algorithm for the shape and the operands' alignment, the product and kernels elsewhere; "
-                 "bias: the bias only; off: never; the host backends accept it and compute the same either way "
-                 "(doc/gpu.md)"),
+                 "cuda: a linear layer's bias, and the GELU after it, applied inside the matrix product (cuBLASLt "
+                 "epilogues) rather than by kernels of their own; auto: bias and bias + GELU wherever cuBLASLt has "
+                 "an algorithm for the shape and the operands' alignment, the product and the kernels elsewhere; "
+                 "bias: the bias only, GELU as a kernel; off: never; accepted by the host backends, where it changes "
+                 "nothing (doc/gpu.md)"),
 };
 // clang-format on
 

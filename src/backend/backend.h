@@ -98,6 +98,14 @@ typedef struct backend_options {
   backend_epilogues_t epilogues; /* cuda: the cuBLASLt epilogues of the linear forwards */
 } backend_options_t;
 
+/* The linear forwards that wanted a cuBLASLt epilogue since the backend's open (cuda; zeros on the
+ * host): of `bias_all` products with a bias (linear_fwd, and linear_gelu_fwd's where its GELU
+ * epilogue was ruled out), `bias` ran with the bias epilogue; of `gelu_all` linear_gelu_fwd calls,
+ * `gelu` with the bias + GELU one. The others ran as GEMM + kernels. */
+typedef struct backend_epilogue_counts {
+  long bias, bias_all, gelu, gelu_all;
+} backend_epilogue_counts_t;
+
 /* What an opened backend runs on: for logs, benchmarks and the comm layer. */
 typedef struct backend_context {
   const char *device;    /* "host", or the GPU's name */
@@ -106,6 +114,7 @@ typedef struct backend_context {
   const char *precision; /* "fp32", "tf32" or "bf16" */
   double peak_flops;     /* the device's dense peak in that precision (FLOP/s), 0 when not known */
   const char *epilogues; /* cuda: the epilogue setting in use, "auto", "bias" or "off"; "none" on the host */
+  backend_epilogue_counts_t epilogue_counts; /* as of this call of context() */
 } backend_context_t;
 
 /* The batch of gemm_grid: batch[0] x batch[1] matrices, each operand's start i*s[0] + j*s[1] floats

@@ -182,6 +182,7 @@ static void cuda_synchronize(void) {
 
 static const backend_context_t *cuda_context(void) {
   require_open("context");
+  ctx.pub.epilogue_counts = cuda_lt_counts();
   return &ctx.pub;
 }
 

@@ -82,8 +82,8 @@ void cuda_lt_close(void);
  * rule it out: the caller then runs cuBLAS's GEMM and the kernels. The same answer every time for
  * a shape and the operands' alignments. */
 int cuda_lt_linear(int rows, int out, int in, const float *x, const float *w, const float *b, float *pre, float *y);
-/* Calls since the open that ran fused, and those that fell back (tests/gpu/ops.gpu checks which). */
-void cuda_lt_counts(long *fused, long *fallback);
+/* The calls since the open, fused and all (backend.h; the context reports them). */
+backend_epilogue_counts_t cuda_lt_counts(void);
 
 /* ---- convolution (cuda_conv.c) */
 size_t cuda_conv_workspace(const conv_shape_t *s);

@@ -52,7 +52,7 @@ static struct {
   cublasLtHandle_t handle;
   lt_plan_t plans[LT_PLANS];
   int nplans;
-  long fused, fallback;
+  backend_epilogue_counts_t n;
 } lt;
 
 void cuda_lt_open(void) {
@@ -65,10 +65,7 @@ void cuda_lt_close(void) {
   memset(&lt, 0, sizeof lt);
 }
 
-void cuda_lt_counts(long *fused, long *fallback) {
-  *fused = lt.fused;
-  *fallback = lt.fallback;
-}
+backend_epilogue_counts_t cuda_lt_counts(void) { return lt.n; }
 
 /* The largest power of two up to 256 that divides p's address (NULL: 256, it constrains nothing). */
 static int alignment(const void *p) {
@@ -193,7 +190,7 @@ static int run_fused(int rows, int out, int in, const float *x, const float *w, 
 int cuda_lt_linear(int rows, int out, int in, const float *x, const float *w, const float *b, float *pre, float *y) {
   lt_key_t key;
   int done = eligible(rows, out, in, x, w, b, pre, y, &key) && run_fused(rows, out, in, x, w, b, pre, y, &key);
-  if (done) lt.fused++;
-  else lt.fallback++;
+  if (pre) lt.n.gelu_all++, lt.n.gelu += done;
+  else lt.n.bias_all++, lt.n.bias += done;
   return done;
 }

@@ -17,7 +17,7 @@
  *
  * Whether a call runs here is decided per call, the same way every time for a shape and the
  * operands' alignment: the setting (backend.epilogues), every operand 16-byte aligned, pre's ld
- * rule, and then cuBLASLt's heuristic, asked once per (shape, epilogue, compute type, alignments)
+ * rule (cuda_lt_rule.h, checked on the host), and then cuBLASLt's heuristic, asked once per (shape, epilogue, compute type, alignments)
  * and its answer kept, found or not. Only algorithms without split-K (reduction scheme NONE, one K
  * split) are taken, with a workspace of fixed size: the same algorithm and the same bits for a
  * shape on every call and every run (cuBLAS's reproducibility rule: one stream, a workspace of our
@@ -29,11 +29,11 @@
 #include <cublasLt.h>
 
 #include "backend/cuda_impl.h"
+#include "backend/cuda_lt_rule.h"
 #include "core/error.h"
 
 /* cuBLASLt's workspace: NVIDIA's recommendation for Hopper (cuBLAS's own default there) */
 #define LT_WORKSPACE_BYTES ((size_t)32 << 20)
-#define LT_MIN_ALIGN 16 /* bytes: every operand's start, else GEMM + kernels */
 #define LT_HEURISTICS 8 /* candidates asked for, the first without split-K taken */
 #define LT_PLANS 64     /* remembered answers (a model has a handful of linear shapes) */
 
@@ -66,14 +66,6 @@ void cuda_lt_close(void) {
 }
 
 backend_epilogue_counts_t cuda_lt_counts(void) { return lt.n; }
-
-/* The largest power of two up to 256 that divides p's address (NULL: 256, it constrains nothing). */
-static int alignment(const void *p) {
-  uintptr_t a = (uintptr_t)p;
-  int al = 256;
-  while (p && al > 1 && a % (uintptr_t)al) al /= 2;
-  return al;
-}
 
 static void set_desc(cublasLtMatmulDesc_t d, cublasLtMatmulDescAttributes_t attr, const void *v, size_t n) {
   cuda_check_blas(cublasLtMatmulDescSetAttribute(d, attr, v, n), "cublasLtMatmulDescSetAttribute");
@@ -132,20 +124,16 @@ static const lt_plan_t *plan_for(const lt_key_t *key, cublasLtMatmulDesc_t desc,
   return p->found ? p : NULL;
 }
 
-/* Whether the setting, the shape and the operands' alignment let the call run here; key filled. */
+/* Whether the setting, the shape and the operands' alignment let the call run here (cuda_lt_rule.h);
+ * key filled. */
 static int eligible(int rows, int out, int in, const float *x, const float *w, const float *b, const float *pre,
                     const float *y, lt_key_t *key) {
-  backend_epilogues_t mode = cuda_epilogues();
-  int gelu = pre != NULL;
-  if (mode == BACKEND_EPILOGUES_OFF || (gelu && mode != BACKEND_EPILOGUES_AUTO) || (!gelu && !b) || rows <= 0 ||
-      out <= 0 || in <= 0 || (gelu && out % 8 != 0))
-    return 0;
+  int align[5];
+  if (lt_rule(cuda_epilogues(), rows, out, in, x, w, b, pre, y, align) != LT_TAKEN) return 0;
   *key = (lt_key_t){.m = out, .n = rows, .k = in, .compute = (int)cuda_model_compute(),
-                    .epilogue = gelu ? (b ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX)
-                                     : CUBLASLT_EPILOGUE_BIAS,
-                    .align = {alignment(w), alignment(x), alignment(y), alignment(b), alignment(pre)}};
-  for (int i = 0; i < 5; i++)
-    if (key->align[i] < LT_MIN_ALIGN) return 0;
+                    .epilogue = pre ? (b ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX)
+                                    : CUBLASLT_EPILOGUE_BIAS};
+  memcpy(key->align, align, sizeof align);
   return 1;
 }
 

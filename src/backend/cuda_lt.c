@@ -17,8 +17,8 @@
  *
  * Whether a call runs here is decided per call, the same way every time for a shape and the
  * operands' alignment: the setting (backend.epilogues), every operand 16-byte aligned, pre's ld
- * rule (cuda_lt_rule.h, checked on the host), and then cuBLASLt's heuristic, asked once per (shape, epilogue, compute type, alignments)
- * and its answer kept, found or not. Only algorithms without split-K (reduction scheme NONE, one K
+ * rule (cuda_lt_rule.h, checked on the host), and then cuBLASLt's heuristic, asked once per
+ * (shape, epilogue, compute type, alignments) and its answer kept, found or not. Only algorithms without split-K (reduction scheme NONE, one K
  * split) are taken, with a workspace of fixed size: the same algorithm and the same bits for a
  * shape on every call and every run (cuBLAS's reproducibility rule: one stream, a workspace of our
  * own). Where none is found, or the rules above say no, the caller runs cuBLAS's GEMM and the

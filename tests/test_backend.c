@@ -1704,7 +1704,7 @@ static void test_epilogues(void) {
               {BACKEND_EPILOGUES_OFF, BACKEND_FP32, EPILOGUE_TOL, "off fp32"},
               {BACKEND_EPILOGUES_AUTO, BACKEND_BF16, EPILOGUE_BF16_TOL, "auto bf16"}};
   const int shapes[][4] = {/* rows, out, in, GPT-2 shape (must fuse where the setting allows) */
-                           {64, 3072, 768, 1}, {64, 768, 3072, 1}, {32, 2304, 768, 1}, {33, 512, 784, 1},
+                           {256, 3072, 768, 1}, {256, 768, 3072, 1}, {128, 2304, 768, 1}, {33, 512, 784, 1},
                            {17, 389, 100, 0},   {5, 7, 3, 0}};
   for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++) {
     reopen_gpu(runs[r].e, runs[r].p);

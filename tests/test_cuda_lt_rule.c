@@ -26,21 +26,30 @@ static void expect(lt_refusal_t want, backend_epilogues_t mode, int rows, int ou
 
 int main(void) {
   const backend_epilogues_t A = BACKEND_EPILOGUES_AUTO, B = BACKEND_EPILOGUES_BIAS, O = BACKEND_EPILOGUES_OFF;
-  // the settings
-  expect(LT_TAKEN, A, 4, 64, 32, x, w, b, NULL, y, "auto, linear_fwd with a bias");
-  expect(LT_TAKEN, A, 4, 64, 32, x, w, b, pre, y, "auto, linear + GELU with a bias");
-  expect(LT_TAKEN, A, 4, 64, 32, x, w, NULL, pre, y, "auto, linear + GELU without a bias (GELU_AUX)");
-  expect(LT_TAKEN, B, 4, 64, 32, x, w, b, NULL, y, "bias, linear_fwd with a bias");
-  expect(LT_SETTING, B, 4, 64, 32, x, w, b, pre, y, "bias, linear + GELU: GELU as a kernel");
-  expect(LT_SETTING, O, 4, 64, 32, x, w, b, NULL, y, "off, linear_fwd");
-  expect(LT_SETTING, O, 4, 64, 32, x, w, b, pre, y, "off, linear + GELU");
-  expect(LT_NO_BIAS, A, 4, 64, 32, x, w, NULL, NULL, y, "auto, linear_fwd without a bias");
-  // shapes
-  expect(LT_EMPTY, A, 0, 64, 32, x, w, b, NULL, y, "no rows");
-  expect(LT_EMPTY, A, 4, 64, 0, x, w, b, pre, y, "in = 0");
-  expect(LT_AUX_LD, A, 4, 60, 32, x, w, b, pre, y, "linear + GELU, out 60 (not a multiple of 8)");
-  expect(LT_TAKEN, A, 4, 60, 32, x, w, b, NULL, y, "linear_fwd, out 60 (no aux matrix)");
-  expect(LT_TAKEN, A, 3, 7, 3, x, w, b, NULL, y, "linear_fwd, odd sizes: for the heuristic to decide");
+  // the settings and shapes, every operand on a 256-byte boundary: mode, rows, out, in, with b, with pre
+  static const struct {
+    lt_refusal_t want;
+    backend_epilogues_t mode;
+    int rows, out, in, bias, gelu;
+    const char *what;
+  } cases[] = {
+      {LT_TAKEN, A, 4, 64, 32, 1, 0, "auto, linear_fwd with a bias"},
+      {LT_TAKEN, A, 4, 64, 32, 1, 1, "auto, linear + GELU with a bias"},
+      {LT_TAKEN, A, 4, 64, 32, 0, 1, "auto, linear + GELU without a bias (GELU_AUX)"},
+      {LT_TAKEN, B, 4, 64, 32, 1, 0, "bias, linear_fwd with a bias"},
+      {LT_SETTING, B, 4, 64, 32, 1, 1, "bias, linear + GELU: GELU as a kernel"},
+      {LT_SETTING, O, 4, 64, 32, 1, 0, "off, linear_fwd"},
+      {LT_SETTING, O, 4, 64, 32, 1, 1, "off, linear + GELU"},
+      {LT_NO_BIAS, A, 4, 64, 32, 0, 0, "auto, linear_fwd without a bias"},
+      {LT_EMPTY, A, 0, 64, 32, 1, 0, "no rows"},
+      {LT_EMPTY, A, 4, 64, 0, 1, 1, "in = 0"},
+      {LT_AUX_LD, A, 4, 60, 32, 1, 1, "linear + GELU, out 60 (not a multiple of 8)"},
+      {LT_TAKEN, A, 4, 60, 32, 1, 0, "linear_fwd, out 60 (no aux matrix)"},
+      {LT_TAKEN, A, 3, 7, 3, 1, 0, "linear_fwd, odd sizes: for the heuristic to decide"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+    expect(cases[i].want, cases[i].mode, cases[i].rows, cases[i].out, cases[i].in, x, w, cases[i].bias ? b : NULL,
+           cases[i].gelu ? pre : NULL, y, cases[i].what);
   // alignment: each operand in turn 4 bytes, then 8 bytes, off its boundary; 16 bytes off is fine
   const char *names[5] = {"w", "x", "y", "b", "pre"};
   for (int off = 1; off <= 4; off *= 2)

@@ -34,7 +34,7 @@
 
 /* cuBLASLt's workspace: NVIDIA's recommendation for Hopper (cuBLAS's own default there) */
 #define LT_WORKSPACE_BYTES ((size_t)32 << 20)
-#define LT_HEURISTICS 8 /* candidates asked for, the first without split-K taken */
+#define LT_HEURISTICS 16 /* candidates asked for, the first without split-K taken */
 #define LT_PLANS 64     /* remembered answers (a model has a handful of linear shapes) */
 
 typedef struct lt_key {

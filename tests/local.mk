@@ -57,7 +57,9 @@ TESTS += tests/test_shard_layouts.sh
 check_PROGRAMS += tests/gpu/gpu_probe
 tests_gpu_gpu_probe_SOURCES = tests/gpu/gpu_probe.c
 tests_gpu_gpu_probe_LDADD = $(SURGE_LIBS)
-dist_check_SCRIPTS += tests/gpu/ops.gpu tests/gpu/attention.gpu tests/gpu/zoo.gpu tests/gpu/dp.gpu tests/gpu/mux.gpu tests/gpu/gen.gpu tests/gpu/absent.sh
-TESTS += tests/gpu/ops.gpu tests/gpu/attention.gpu tests/gpu/zoo.gpu tests/gpu/dp.gpu tests/gpu/mux.gpu tests/gpu/gen.gpu tests/gpu/absent.sh
+dist_check_SCRIPTS += tests/gpu/ops.gpu tests/gpu/attention.gpu tests/gpu/zoo.gpu tests/gpu/dp.gpu tests/gpu/mux.gpu \
+  tests/gpu/gen.gpu tests/gpu/epilogues.gpu tests/gpu/absent.sh
+TESTS += tests/gpu/ops.gpu tests/gpu/attention.gpu tests/gpu/zoo.gpu tests/gpu/dp.gpu tests/gpu/mux.gpu \
+  tests/gpu/gen.gpu tests/gpu/epilogues.gpu tests/gpu/absent.sh
 EXTRA_DIST += tests/gpu/lib.sh tests/gpu/device-check.sh tests/gpu/device-pack.sh tests/gpu/device-run.sh \
   tests/gpu/build-kernel-times.sh tests/gpu/kernel_times.c

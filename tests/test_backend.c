@@ -33,6 +33,8 @@
 
 #define AGREE_TOL 1e-5
 #define LONG_SUM_TOL 1e-6 /* sums over a long batch of same-sign terms (test_long_sums) */
+#define EPILOGUE_TOL 1e-4 /* cuda: the linear forwards through cuBLASLt's epilogues, float32 */
+#define EPILOGUE_BF16_TOL 1e-2 /* the same with bf16 products (operands rounded to 8 bits of mantissa) */
 #define ACCUM_CONST 0.25f
 #define BF16_ATT_TOL 2e-2 /* the tensor-core attention's operands are bf16: tests/test_cuda_attention.c */
 
@@ -314,9 +316,13 @@ static void test_linear_fwd(void) {
                                       0});
         snprintf(label, sizeof label, "linear_gelu_fwd rows=%d out=%d in=%d%s%s", rows, out, in,
                  bias ? " bias" : "", with_ws ? " workspace" : "");
+        /* on cuda, cuBLASLt's GELU epilogue, whose tanh NVIDIA does not specify: held to 1e-4
+         * (test_epilogues) */
+        if (managed) agree_tol = EPILOGUE_TOL;
         compare_backends(&(op_case_t){label, run_linear_gelu_fwd, &v, 2,
                                       {{"pre", (size_t)rows * out, OUT_WRITE, 0, NULL},
                                        {"y", (size_t)rows * out, OUT_WRITE, 0, NULL}}, 0});
+        agree_tol = AGREE_TOL;
       }
     tfree(x), tfree(w), tfree(b);
   }
@@ -1607,8 +1613,9 @@ static void test_context(const backend_t *be) {
   why = be->open(&o, &input_error);
   tap_ok(why && input_error == 1 && strstr(why, "bf16"), "%s: bf16 refused as input: %s", be->name, why ? why : "-");
   const backend_context_t *c = be->context();
-  tap_ok(c && strcmp(c->device, "host") == 0 && c->stream == NULL && c->index == -1 && be->host_memory,
-         "%s: context on the host, no stream", be->name);
+  tap_ok(c && strcmp(c->device, "host") == 0 && c->stream == NULL && c->index == -1 && be->host_memory &&
+             strcmp(c->epilogues, "none") == 0 && c->epilogue_counts.bias_all == 0 && c->epilogue_counts.gelu_all == 0,
+         "%s: context on the host, no stream, no cuBLASLt epilogues", be->name);
   be->synchronize();
 }
 
@@ -1653,6 +1660,104 @@ static int open_gpu(backend_precision_t precision, char *why, size_t len) {
   managed = 1;
   return 1;
 }
+
+#if HAVE_CUDA
+/* The cuda backend reopened with these epilogues and precision (the test's managed buffers stay valid:
+ * the same device). */
+static void reopen_gpu(backend_epilogues_t e, backend_precision_t p) {
+  backend_cuda.close();
+  backend_options_t o = backend_default_options();
+  o.epilogues = e;
+  o.precision = p;
+  int input_error = 0;
+  const char *err = backend_cuda.open(&o, &input_error);
+  if (err) surge_runtime_error("cuda: reopening the backend: %s", err);
+}
+
+/* One linear case on cuda against ref at tol; returns 1 when cuBLASLt ran it with its epilogue (the
+ * context's counts: the GELU epilogue for linear_gelu_fwd, the bias one for linear_fwd), else 0. */
+static long epilogue_case(const char *what, op_run_fn run, const linear_ctx_t *v, double tol) {
+  char label[160];
+  snprintf(label, sizeof label, "epilogues: %s rows=%d out=%d in=%d%s", what, v->rows, v->out, v->in,
+           v->bias ? " bias" : "");
+  size_t n = (size_t)v->rows * v->out;
+  agree_tol = tol;
+  backend_epilogue_counts_t c0 = backend_cuda.context()->epilogue_counts;
+  if (run == run_linear_fwd)
+    compare_backends(&(op_case_t){label, run, v, 1, {{"y", n, OUT_WRITE, 0, NULL}}, 0});
+  else
+    compare_backends(&(op_case_t){label, run, v, 2, {{"pre", n, OUT_WRITE, 0, NULL}, {"y", n, OUT_WRITE, 0, NULL}}, 0});
+  backend_epilogue_counts_t c1 = backend_cuda.context()->epilogue_counts;
+  agree_tol = AGREE_TOL;
+  return run == run_linear_fwd ? c1.bias - c0.bias : c1.gelu - c0.gelu;
+}
+
+/* cuBLASLt's epilogues (cuda_lt.c, doc/gpu.md) at each setting: linear_fwd with a bias and
+ * linear_gelu_fwd against ref, float32 (TF32 off) within 1e-4 and bf16 products within 1e-2; which
+ * path each call took (cuda_lt_counts): GPT-2's shapes (out a multiple of 8, operands 256-byte
+ * aligned) fused at auto, the GELU ones fused only at auto; out % 8 != 0 (pre's ld rule) and an
+ * operand 4 bytes off its alignment never fused for GELU and alignment respectively; shapes the
+ * heuristic may refuse (in = 3, out = 7) right either way; off never fused; a fused call gives the
+ * same bits twice. The backend is left reopened at its defaults. */
+static void test_epilogues(void) {
+  const struct {
+    backend_epilogues_t e;
+    backend_precision_t p;
+    double tol;
+    const char *name;
+  } runs[] = {{BACKEND_EPILOGUES_AUTO, BACKEND_FP32, EPILOGUE_TOL, "auto fp32"},
+              {BACKEND_EPILOGUES_BIAS, BACKEND_FP32, EPILOGUE_TOL, "bias fp32"},
+              {BACKEND_EPILOGUES_OFF, BACKEND_FP32, EPILOGUE_TOL, "off fp32"},
+              {BACKEND_EPILOGUES_AUTO, BACKEND_BF16, EPILOGUE_BF16_TOL, "auto bf16"}};
+  const int shapes[][4] = {/* rows, out, in, GPT-2 shape (must fuse where the setting allows) */
+                           {256, 3072, 768, 1}, {256, 768, 3072, 1}, {128, 2304, 768, 1}, {33, 512, 784, 1},
+                           {17, 389, 100, 0},   {5, 7, 3, 0}};
+  for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++) {
+    reopen_gpu(runs[r].e, runs[r].p);
+    const int bias_ok = runs[r].e != BACKEND_EPILOGUES_OFF, gelu_ok = runs[r].e == BACKEND_EPILOGUES_AUTO;
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+      const int rows = shapes[s][0], out = shapes[s][1], in = shapes[s][2], nice = shapes[s][3];
+      float *x = buf_uniform((size_t)rows * in + 1, -1, 1), *w = buf_uniform((size_t)out * in, -1, 1),
+            *b = buf_uniform((size_t)out, -1, 1);
+      char what[64];
+      for (int bias = 0; bias < 2; bias++) {
+        linear_ctx_t v = {rows, out, in, bias, 0, x, w, b};
+        snprintf(what, sizeof what, "%s linear_gelu_fwd", runs[r].name);
+        long fused = epilogue_case(what, run_linear_gelu_fwd, &v, runs[r].tol);
+        if (nice || !gelu_ok || out % 8 != 0)
+          tap_ok(fused == (nice && gelu_ok), "epilogues: %s rows=%d out=%d in=%d%s: %s", what, rows, out, in,
+                 bias ? " bias" : "", fused ? "cuBLASLt's GELU epilogue" : "GEMM and kernels");
+        if (!bias) continue;
+        snprintf(what, sizeof what, "%s linear_fwd", runs[r].name);
+        fused = epilogue_case(what, run_linear_fwd, &v, runs[r].tol);
+        if (nice || !bias_ok)
+          tap_ok(fused == (nice && bias_ok), "epilogues: %s rows=%d out=%d in=%d bias: %s", what, rows, out, in,
+                 fused ? "cuBLASLt's bias epilogue" : "GEMM and bias kernel");
+      }
+      if (nice && bias_ok) { /* x one float off its 256-byte start: 4-byte aligned, never fused */
+        linear_ctx_t v = {rows, out, in, 1, 0, x + 1, w, b};
+        snprintf(what, sizeof what, "%s linear_fwd, x 4-byte aligned", runs[r].name);
+        tap_ok(epilogue_case(what, run_linear_fwd, &v, runs[r].tol) == 0,
+               "epilogues: %s rows=%d out=%d in=%d: GEMM and bias kernel", what, rows, out, in);
+      }
+      if (nice && gelu_ok) { /* the same bits from a second call (one algorithm per shape) */
+        size_t n = (size_t)rows * out;
+        float *pre[2], *y[2];
+        for (int k = 0; k < 2; k++) {
+          pre[k] = talloc(n * sizeof(float)), y[k] = talloc(n * sizeof(float));
+          backend_cuda.linear_gelu_fwd(rows, out, in, x, w, b, pre[k], y[k], NULL, 0);
+        }
+        backend_cuda.synchronize();
+        tap_ok(memcmp(pre[0], pre[1], n * sizeof(float)) == 0 && memcmp(y[0], y[1], n * sizeof(float)) == 0,
+               "epilogues: %s linear_gelu_fwd rows=%d out=%d in=%d: the same bits twice", runs[r].name, rows, out, in);
+        for (int k = 0; k < 2; k++) tfree(pre[k]), tfree(y[k]);
+      }
+      tfree(x), tfree(w), tfree(b);
+    }
+  }
+  reopen_gpu(BACKEND_EPILOGUES_AUTO, BACKEND_FP32);
+}
+#endif
 
 /* The cpu backend's own packed SGEMM (cpu_gemm_kern.h; cpu_gemm routes to it at AVX-512 from 64^3
  * multiply-adds up, cpu_gemm_own) at shapes that are awkward for its tiles (AVX-512: 12 rows x 32
@@ -1874,6 +1979,9 @@ int main(int argc, char **argv) {
     test_attention(2, 1024, 256, 4);
     test_attention(1, 1024, 256, 2);
     test_attention(1, 40, 640, 1);
+#if HAVE_CUDA
+    test_epilogues();
+#endif
   } else {
     test_registry();
     test_denormal_mode();

@@ -53,6 +53,15 @@ expect_error "out of range via -D" "-D.*train.lr" "$good" -D train.lr=-1
 { cat "$good"; printf '[backend]\ngemm = fast\n'; } >"$tap_tmp/gemm.deck"
 expect_error "bad backend.gemm" "gemm.deck:$(($(wc -l <"$good") + 2)): .*gemm.*fast.*(auto.*blas)" "$tap_tmp/gemm.deck"
 
+# [backend] epilogues (auto, bias, off; cuda's cuBLASLt epilogues) named by its line, on a host backend too
+{ cat "$good"; printf '[backend]\nepilogues = gelu\n'; } >"$tap_tmp/epilogues.deck"
+expect_error "bad backend.epilogues" "epilogues.deck:$(($(wc -l <"$good") + 2)): .*epilogues.*gelu.*(auto.*bias.*off)" \
+  "$tap_tmp/epilogues.deck"
+expect_error "bad backend.epilogues via -D" "-D.*backend.epilogues.*on" "$good" -D backend.epilogues=on
+{ cat "$good"; printf '[backend]\nepilogues = off\n'; } >"$tap_tmp/epilogues-off.deck"
+"$SURGE_TRAIN" "$tap_tmp/epilogues-off.deck" >"$tap_tmp/epilogues-off.txt" 2>&1
+tap_ok $? "backend.epilogues = off is accepted on the cpu backend (no effect there)"
+
 # [multiplex] piece_ms below 0 (0 is a piece per pass) or above 1000 ms, named by its line
 { cat "$good"; printf '[multiplex]\npiece_ms = -0.5\n'; } >"$tap_tmp/piece.deck"
 expect_error "bad multiplex.piece_ms" "piece.deck:$(($(wc -l <"$good") + 2)): .*piece_ms.*-0.5" "$tap_tmp/piece.deck"

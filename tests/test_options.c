@@ -90,7 +90,15 @@ static void test_backend_opts(config_t cfg) {
   tap_ok(o.device == -1 && o.local_rank == 3 && o.precision == BACKEND_FP32 && !o.tf32 && !o.low_priority &&
              o.flush_denormals,
          "backend: defaults: device by local rank (3), fp32, no TF32, normal priority, denormals flushed");
+  tap_ok(o.epilogues == BACKEND_EPILOGUES_AUTO, "backend: epilogues = auto by default");
   backend_deck_t *bd = cfg_part_rw(&cfg, &backend_deck_options);
+  const char *names[] = {"auto", "bias", "off"};
+  const backend_epilogues_t modes[] = {BACKEND_EPILOGUES_AUTO, BACKEND_EPILOGUES_BIAS, BACKEND_EPILOGUES_OFF};
+  for (int i = 0; i < 3; i++) {
+    snprintf(bd->epilogues, sizeof bd->epilogues, "%s", names[i]);
+    tap_ok(backend_opts_of(&cfg, 0).epilogues == modes[i], "backend: epilogues = %s reaches the options", names[i]);
+  }
+  snprintf(bd->epilogues, sizeof bd->epilogues, "auto");
   bd->flush_denormals = 0;
   tap_ok(!backend_opts_of(&cfg, 0).flush_denormals, "backend: flush_denormals = false reaches the options");
   snprintf(bd->precision, sizeof bd->precision, "bf16");

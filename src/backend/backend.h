@@ -75,6 +75,15 @@ typedef enum backend_gemm {
   BACKEND_GEMM_BLAS      /* OpenBLAS always */
 } backend_gemm_t;
 
+/* Which cuBLASLt epilogues the cuda backend's linear forwards use (deck key backend.epilogues,
+ * doc/gpu.md); the host backends accept every value and compute the same way whatever it is. */
+typedef enum backend_epilogues {
+  BACKEND_EPILOGUES_AUTO = 0, /* linear_fwd's bias and linear_gelu_fwd's bias + GELU in the GEMM's epilogue
+                               * where cuBLASLt has an algorithm for the shape, GEMM + kernels elsewhere */
+  BACKEND_EPILOGUES_BIAS,     /* the bias epilogue only: GELU as its own kernel */
+  BACKEND_EPILOGUES_OFF       /* cuBLAS's GEMM, then the bias and GELU kernels, always */
+} backend_epilogues_t;
+
 /* What a process opens its backend with (backend_open). */
 typedef struct backend_options {
   int device;       /* GPU index; -1: this rank's index among its job's ranks on the node, modulo the GPUs */
@@ -89,7 +98,16 @@ typedef struct backend_options {
                         * takes the CPU's slow path */
   backend_simd_t simd; /* cpu: the kernels' vector width; a width the CPU lacks fails the open */
   backend_gemm_t gemm; /* cpu: whose SGEMM runs the matrix products */
+  backend_epilogues_t epilogues; /* cuda: the cuBLASLt epilogues of the linear forwards */
 } backend_options_t;
+
+/* The linear forwards that wanted a cuBLASLt epilogue since the backend's open (cuda; zeros on the
+ * host): of `bias_all` products with a bias (linear_fwd, and linear_gelu_fwd's where its GELU
+ * epilogue was ruled out), `bias` ran with the bias epilogue; of `gelu_all` linear_gelu_fwd calls,
+ * `gelu` with the bias + GELU one. The others ran as GEMM + kernels. */
+typedef struct backend_epilogue_counts {
+  long bias, bias_all, gelu, gelu_all;
+} backend_epilogue_counts_t;
 
 /* What an opened backend runs on: for logs, benchmarks and the comm layer. */
 typedef struct backend_context {
@@ -98,6 +116,8 @@ typedef struct backend_context {
   void *stream;          /* the stream its ops are queued on (a cudaStream_t), NULL on the host */
   const char *precision; /* "fp32", "tf32" or "bf16" */
   double peak_flops;     /* the device's dense peak in that precision (FLOP/s), 0 when not known */
+  const char *epilogues; /* cuda: the epilogue setting in use, "auto", "bias" or "off"; "none" on the host */
+  backend_epilogue_counts_t epilogue_counts; /* as of this call of context() */
 } backend_context_t;
 
 /* The batch of gemm_grid: batch[0] x batch[1] matrices, each operand's start i*s[0] + j*s[1] floats

@@ -1,6 +1,7 @@
-/* The CUDA backend "cuda": the opening thread's GPU context (device, stream, cuBLAS handle,
- * scratch), device memory, and the op table. The ops' code is in cuda_blas.c (GEMMs), cuda_conv.c
- * (convolution), cuda_ops.c (the rest) and the kernels in cuda_kern_*.cu (doc/gpu.md).
+/* The CUDA backend "cuda": the opening thread's GPU context (device, stream, cuBLAS and cuBLASLt
+ * handles, scratch), device memory, and the op table. The ops' code is in cuda_blas.c (GEMMs),
+ * cuda_lt.c (the linear forwards with cuBLASLt epilogues), cuda_conv.c (convolution), cuda_ops.c
+ * (the rest) and the kernels in cuda_kern_*.cu (doc/gpu.md).
  *
  * The context is the calling thread's: each thread that runs a trainer opens its own (an
  * in-process background, train/inproc.h, beside its foreground's main thread), on the same device,
@@ -54,6 +55,11 @@ static void require_open(const char *op) {
 cudaStream_t cuda_stream(void) { return ctx.stream; }
 cublasHandle_t cuda_blas(void) { return ctx.blas; }
 cublasComputeType_t cuda_model_compute(void) { return ctx.compute; }
+backend_epilogues_t cuda_epilogues(void) { return ctx.opt.epilogues; }
+
+static const char *epilogues_name(backend_epilogues_t e) {
+  return e == BACKEND_EPILOGUES_OFF ? "off" : e == BACKEND_EPILOGUES_BIAS ? "bias" : "auto";
+}
 
 /* Float blocks of gemm_tn_rows: 1024 rows in float32 (as the cpu backend), longer where the
  * products are rounded to TF32 or bf16 anyway (their rounding, not the sum's, sets the error). */
@@ -150,6 +156,7 @@ static const char *cuda_open(const backend_options_t *o, int *input_error) {
   cuda_check(cudaDeviceGetStreamPriorityRange(&ctx.least_priority, &ctx.greatest_priority),
              "cudaDeviceGetStreamPriorityRange");
   cuda_check_blas(cublasCreate(&ctx.blas), "cublasCreate");
+  cuda_lt_open();
   ctx.compute = o->precision == BACKEND_BF16 ? CUBLAS_COMPUTE_32F_FAST_16BF
                 : o->tf32                     ? CUBLAS_COMPUTE_32F_FAST_TF32
                                               : CUBLAS_COMPUTE_32F;
@@ -157,7 +164,8 @@ static const char *cuda_open(const backend_options_t *o, int *input_error) {
   cuda_check_blas(cublasSetMathMode(ctx.blas, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
   make_stream(o->low_priority);
   ctx.pub = (backend_context_t){.device = ctx.name, .index = dev, .stream = ctx.stream,
-                                .precision = precision_name(ctx.compute), .peak_flops = peak_flops(ctx.name, ctx.compute)};
+                                .precision = precision_name(ctx.compute), .peak_flops = peak_flops(ctx.name, ctx.compute),
+                                .epilogues = epilogues_name(o->epilogues)};
   ctx.open = 1;
   return NULL;
 }
@@ -168,6 +176,7 @@ static void cuda_close(void) {
   for (int i = 0; i < CUDA_WS_SLOTS; i++)
     if (ctx.ws[i]) cuda_check(cudaFree(ctx.ws[i]), "cudaFree (workspace)");
   cuda_check_blas(cublasDestroy(ctx.blas), "cublasDestroy");
+  cuda_lt_close();
   cuda_check(cudaStreamDestroy(ctx.stream), "cudaStreamDestroy");
   memset(&ctx, 0, sizeof ctx);
 }
@@ -179,6 +188,7 @@ static void cuda_synchronize(void) {
 
 static const backend_context_t *cuda_context(void) {
   require_open("context");
+  ctx.pub.epilogue_counts = cuda_lt_counts();
   return &ctx.pub;
 }
 

@@ -26,6 +26,8 @@ cudaStream_t cuda_stream(void);
 cublasHandle_t cuda_blas(void);
 /* The compute type of the model's matrix products ([backend] precision, tf32). */
 cublasComputeType_t cuda_model_compute(void);
+/* The cuBLASLt epilogue setting the backend was opened with ([backend] epilogues). */
+backend_epilogues_t cuda_epilogues(void);
 /* Rows per float block of gemm_tn_rows (longer sums add blocks in double). */
 int cuda_row_block(void);
 /* A CUDA call that failed ends the job: "cuda: WHAT: CUDA's words". */
@@ -46,6 +48,7 @@ enum {
   CUDA_WS_MASKED, /* an op's input gradient through a fused ReLU's mask (conv_bwd) */
   CUDA_WS_ATT,    /* attention: the fused backward's D (B, H, T); the composed form's scores,
                    * probabilities and their gradients (B, H, T, T) each */
+  CUDA_WS_LT,     /* cuBLASLt's workspace (cuda_lt.c; one fixed size) */
   CUDA_WS_SLOTS
 };
 void *cuda_workspace(int slot, size_t bytes);
@@ -69,6 +72,18 @@ void cuda_gemm_tn_rows(int M, int N, int K, const float *A, int lda, const float
 size_t cuda_linear_workspace(int out, int in);
 void cuda_linear_fwd(int rows, int out, int in, const float *x, const float *w, const float *b, float *y, float *ws,
                      size_t ws_n);
+
+/* ---- the linear forwards with cuBLASLt epilogues (cuda_lt.c) */
+void cuda_lt_open(void);  /* the cuBLASLt handle, at the backend's open */
+void cuda_lt_close(void);
+/* y (rows, out) = x (rows, in) w (out, in)^T + b (out) with the bias in the product's epilogue; with
+ * pre, also GELU: pre = that sum, kept, and y = gelu(pre) (b may then be NULL). Returns 1 when queued,
+ * 0 (nothing queued) when the setting, the shape, the operands' alignment or cuBLASLt's heuristic
+ * rule it out: the caller then runs cuBLAS's GEMM and the kernels. The same answer every time for
+ * a shape and the operands' alignments. */
+int cuda_lt_linear(int rows, int out, int in, const float *x, const float *w, const float *b, float *pre, float *y);
+/* The calls since the open, fused and all (backend.h; the context reports them). */
+backend_epilogue_counts_t cuda_lt_counts(void);
 
 /* ---- convolution (cuda_conv.c) */
 size_t cuda_conv_workspace(const conv_shape_t *s);

@@ -222,11 +222,13 @@ void cuda_adamw_step(size_t n, float *p, const float *g, float *m, float *v, flo
 }
 
 /* ---- the fused forms (issue 32), compiled here and not yet run on a GPU: gelu_bias_bwd is one pass
- * (its kernels are checked on the host, tests/test_cuda_cols); linear_gelu_fwd and
- * add_layernorm_fwd are the unfused kernels composed (cuBLASLt's bias + GELU epilogue is still open) */
+ * (its kernels are checked on the host, tests/test_cuda_cols); linear_gelu_fwd is cuBLASLt's product
+ * with the bias + GELU epilogue where cuda_lt_linear takes it (cuda_lt.c), else the linear forward
+ * and the GELU kernel; add_layernorm_fwd is the unfused kernels composed */
 
 void cuda_linear_gelu_fwd(int rows, int out, int in, const float *x, const float *w, const float *b, float *pre,
                           float *y, float *ws, size_t ws_n) {
+  if (cuda_lt_linear(rows, out, in, x, w, b, pre, y)) return;
   cuda_linear_fwd(rows, out, in, x, w, b, pre, ws, ws_n);
   cuk_gelu_fwd((size_t)rows * (size_t)out, pre, y, cuda_stream());
 }

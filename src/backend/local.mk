@@ -9,7 +9,8 @@ libsurge_a_SOURCES += \
   src/backend/cpu_simd.c src/backend/cpu_simd.h src/backend/cpu_simd_tables.h src/backend/cpu_kern_w16.c \
   src/backend/cpu_kern_w8.c src/backend/cpu_direct_kern.h src/backend/cpu_gemm_kern.h src/backend/cpu_linear_kern.h src/backend/cpu_pool_kern.h \
   src/backend/cuda_elem.h src/backend/cuda_rows.h src/backend/cuda_cols.h src/backend/cuda_ln_bwd.h \
-  src/backend/cuda_embed.h src/backend/cuda_attention_tiles.h src/backend/cuda_attention_mma.h
+  src/backend/cuda_embed.h src/backend/cuda_attention_tiles.h src/backend/cuda_attention_mma.h \
+  src/backend/cuda_lt_rule.h
 
 # The CUDA backend (doc/gpu.md): host code in C (cuda*.c, with the toolkit's headers), kernels in
 # CUDA C++ (cuda_kern_*.cu, compiled by nvcc for NVCC_ARCH). Without the toolkit, cuda_absent.c
@@ -24,7 +25,8 @@ SURGE_LIBS += $(CUDA_LIBS) -lstdc++
 cuda_kernel_sources = src/backend/cuda_kern_elem.cu src/backend/cuda_kern_reduce.cu src/backend/cuda_kern_rows.cu \
   src/backend/cuda_kern_norm.cu src/backend/cuda_kern_cols.cu src/backend/cuda_kern_embed.cu \
   src/backend/cuda_kern_attention.cu
-libsurge_a_SOURCES += src/backend/cuda.c src/backend/cuda_impl.h src/backend/cuda_blas.c src/backend/cuda_conv.c \
+libsurge_a_SOURCES += src/backend/cuda.c src/backend/cuda_impl.h src/backend/cuda_blas.c src/backend/cuda_lt.c \
+  src/backend/cuda_conv.c \
   src/backend/cuda_ops.c src/backend/cuda_attention.c src/backend/cuda_kern.cuh $(cuda_kernel_sources)
 SUFFIXES = .cu
 .cu.o:
@@ -43,6 +45,12 @@ check_PROGRAMS += tests/test_backend
 tests_test_backend_SOURCES = tests/test_backend.c tests/rel_diff.h
 tests_test_backend_LDADD = $(SURGE_LIBS)
 TESTS += tests/test_backend
+
+# The cuda backend's rule for cuBLASLt's epilogues before the heuristic (every build: it needs no GPU).
+check_PROGRAMS += tests/test_cuda_lt_rule
+tests_test_cuda_lt_rule_SOURCES = tests/test_cuda_lt_rule.c
+tests_test_cuda_lt_rule_LDADD = $(SURGE_LIBS)
+TESTS += tests/test_cuda_lt_rule
 
 # The CUDA kernels' per-element arithmetic, tested on the host (every build: it needs no GPU).
 check_PROGRAMS += tests/test_cuda_elem
@@ -71,3 +79,8 @@ tests_test_cuda_attention_LDADD = $(SURGE_LIBS)
 # ptxas's register spills in every kernel file, for sm_90 (every build with nvcc: it needs no GPU).
 dist_check_SCRIPTS += tests/test_cuda_spills.sh
 TESTS += tests/test_cuda_spills.sh
+
+# The linear forwards' objects reach cuBLASLt and the programs load it (every build with CUDA: it
+# needs no GPU).
+dist_check_SCRIPTS += tests/test_cuda_link.sh
+TESTS += tests/test_cuda_link.sh

@@ -34,6 +34,12 @@ static const cfg_key_t rows[] = {
                  "cuda: how GPU buffers travel between ranks; nccl: NCCL collectives and grouped send/receive; "
                  "staged: copied through host memory and sent with MPI; auto: NCCL unless ranks of a group share a "
                  "GPU (which NCCL refuses)"),
+    CFG_ENUM_KEY("backend", "epilogues", epilogues, "auto", CFG_VALUES("auto", "bias", "off"),
+                 "cuda: a linear layer's bias, and the GELU after it, applied inside the matrix product (cuBLASLt "
+                 "epilogues) rather than by kernels of their own; auto: bias and bias + GELU wherever cuBLASLt has "
+                 "an algorithm for the shape and the operands' alignment, the product and the kernels elsewhere; "
+                 "bias: the bias only, GELU as a kernel; off: never; accepted by the host backends, where it changes "
+                 "nothing (doc/gpu.md)"),
 };
 // clang-format on
 

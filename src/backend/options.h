@@ -15,6 +15,7 @@ typedef struct backend_deck {
   char simd[8];        /* cpu: auto | avx512 | avx2 | none (the kernels' vector width) */
   char gemm[8];        /* cpu: auto | blas (whose SGEMM) */
   char device_comm[8]; /* cuda: auto | nccl | staged */
+  char epilogues[8];   /* cuda: auto | bias | off (cuBLASLt epilogues of the linear forwards) */
 } backend_deck_t;
 
 /* The [backend] rows. */

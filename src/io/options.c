@@ -36,6 +36,9 @@ backend_options_t backend_opts_of(const config_t *cfg, int local_rank) {
            : strcmp(d->simd, "none") == 0 ? BACKEND_SIMD_NONE
                                            : BACKEND_SIMD_AUTO;
   o.gemm = strcmp(d->gemm, "blas") == 0 ? BACKEND_GEMM_BLAS : BACKEND_GEMM_AUTO;
+  o.epilogues = strcmp(d->epilogues, "off") == 0    ? BACKEND_EPILOGUES_OFF
+                : strcmp(d->epilogues, "bias") == 0 ? BACKEND_EPILOGUES_BIAS
+                                                    : BACKEND_EPILOGUES_AUTO;
   return o;
 }
 

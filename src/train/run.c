@@ -123,6 +123,13 @@ static void device_memory_line(const char *label, const train_memory_t *m, doubl
          used / 1048576.0, state_bytes / 1048576.0, state_bytes > 0 ? used / state_bytes : 0.0);
 }
 
+/* Rank 0's linear forwards with and without cuBLASLt's epilogues over the whole run (a device backend). */
+static void epilogue_line(const char *label, const backend_context_t *c) {
+  const backend_epilogue_counts_t *n = &c->epilogue_counts;
+  printf("%scuBLASLt epilogues %s: bias in %ld of %ld linear products with a bias, bias + GELU in %ld of %ld linear + "
+         "GELU forwards (rank 0)\n", label, c->epilogues, n->bias, n->bias_all, n->gelu, n->gelu_all);
+}
+
 train_outcome_t train_run(const config_t *cfg, const deck_t *deck, const char *resume_cmd, comm_t *world) {
   char model_path[CFG_STR + 32];
   snprintf(model_path, sizeof model_path, "%s/model.h5", cfg->out_dir);
@@ -276,7 +283,10 @@ train_outcome_t train_run(const config_t *cfg, const deck_t *deck, const char *r
     for (int r = 0; r < world->size; r++) printf(" %.0f", opt[MINE * r + 1]);
     printf(" of %zu\n", t.layout->local->total);
     memory_by_rank(p.label, opt, MINE, world->size);
-    if (!t.be->host_memory) device_memory_line(p.label, &mem, worst[0]);
+    if (!t.be->host_memory) {
+      device_memory_line(p.label, &mem, worst[0]);
+      epilogue_line(p.label, t.be->context());
+    }
   }
   free(opt);
   trainer_free(&t);

@@ -7,12 +7,14 @@
 #      ref at the bf16 tolerance, 20 steps of every zoo model cuda =
 #      cpu within 1e-4, data parallelism on 2 ranks sharing the GPU = 1 rank (and sharded, the
 #      distributed optimizer's collectives on device buffers), a background beside a
-#      foreground (its loss falls, the foreground's parameters bitwise unchanged);
+#      foreground (its loss falls, the foreground's parameters bitwise unchanged), training with
+#      cuBLASLt's epilogues = without them within 1e-4;
 #   3. the GPU benchmarks: the backend's GEMM against cuBLAS alone on the models' shapes (fp32 and
 #      bf16); GPT training throughput (tokens/s), model FLOP utilisation (two counts) and device
 #      memory of the larger GPT deck (inputs/gpt-3d.deck) and of GPT-2 124M's shape
 #      (inputs/gpt2-124m.deck on generated token shards, the largest batch that fits), data
-#      parallel on 1 rank, in bf16 and fp32; the kernels' GPU time; the foreground's slowdown
+#      parallel on 1 rank, in bf16 and fp32 (and gpt-3d in bf16 with backend.epilogues = off beside
+#      the default auto); the kernels' GPU time; the foreground's slowdown
 #      with a background beside it on the GPU, and the background's throughput, against the
 #      foreground alone, with the background as a process of its own and in the foreground's
 #      process ([multiplex] placement = thread).
@@ -78,7 +80,7 @@ export SURGE_TOP_SRCDIR="$src" SURGE_TOP_BUILDDIR="$build" MPIEXEC="$mpiexec"
 failed=0
 test_rows=""
 limit=${DEVICE_TEST_LIMIT:-240} # seconds per GPU test; timeout ends the test's whole process group
-for t in ${DEVICE_TESTS:-ops attention zoo dp mux gen}; do
+for t in ${DEVICE_TESTS:-ops attention zoo dp mux gen epilogues}; do
   timeout "$limit" sh "$src/tests/gpu/$t.gpu" >"$logs/$t.tap" 2>&1
   rc=$?
   n_ok=$(grep -c "^ok " "$logs/$t.tap")
@@ -116,7 +118,8 @@ echo "device-check: GEMM benchmarks done ($(elapsed) s)"
 # tokens/s, the median step time after the first 5, and model FLOP utilisation counted two ways:
 # 3 x the forward FLOPs per sample the run prints (its graph's count: attention over the whole
 # T x T) and llm.c's (6 N + 6 L C T) per token (gpt2_estimate_mfu: N parameters, L layers, width
-# C, context T); then the GPU memory line the run prints. Exit 1 when the run failed.
+# C, context T), with the run's cuBLASLt epilogue setting (backend.epilogues) and how many of its
+# linear forwards took them; then the GPU memory line the run prints. Exit 1 when the run failed.
 gpt_run() {
   tag=$1 deck=$2 prec=$3
   shift 3
@@ -129,16 +132,18 @@ gpt_run() {
   key() { sed -n "s/^$1 = //p" "$logs/gpt-$tag.txt" | head -n 1; }
   peak=$peak_fp32
   [ "$prec" = bf16 ] && peak=$peak_bf16
+  epi=$(sed -n 's/^cuBLASLt epilogues \([a-z]*\): bias in \([0-9]*\) of \([0-9]*\) .*, bias + GELU in \([0-9]*\) of \([0-9]*\) .*/\1 (bias \2\/\3, bias + GELU \4\/\5 fused)/p' \
+    "$logs/gpt-$tag.txt" | head -n 1)
   h5vals "$d/log.h5" /metrics/step_time | awk 'NR > 5' | sort -g |
     awk -v mf="$mflop" -v pk="$peak" -v b="$(key global_batch)" -v T="$(key gpt_context)" -v N="${params:-0}" \
-      -v L="$(key gpt_layers)" -v C="$(key gpt_width)" '
+      -v L="$(key gpt_layers)" -v C="$(key gpt_width)" -v epi="${epi:-not reported}" '
     { v[++n] = $1 }
     END {
       if (n == 0 || mf == "" || b == 0 || pk <= 0) { print "failed"; exit 1 }
       t = v[int((n + 1) / 2)]; sps = b / t
       mfu = 100 * 3 * mf * 1e6 * sps / pk; llmc = 100 * (6 * N + 6 * L * C * T) * sps * T / pk
-      printf "batch %d x %d, %.0f tokens/s, step %.1f ms, MFU %.1f%% (3 x %.0f MFLOP/sample forward) or %.1f%% (llm.c 6N + 6LCT, N = %d) of %.0f TFLOP/s\n",
-        b, T, sps * T, t * 1e3, mfu, mf, llmc, N, pk * 1e-12
+      printf "batch %d x %d, %.0f tokens/s, step %.1f ms, MFU %.1f%% (3 x %.0f MFLOP/sample forward) or %.1f%% (llm.c 6N + 6LCT, N = %d) of %.0f TFLOP/s, epilogues %s\n",
+        b, T, sps * T, t * 1e3, mfu, mf, llmc, N, pk * 1e-12, epi
     }' || return 1
   grep -a "^device memory" "$logs/gpt-$tag.txt" | head -n 1
 }
@@ -164,8 +169,9 @@ gpt2_run() {
   echo "failed: no batch fits"
 }
 gpt_bf16=$(gpt_run 3d-bf16 "$src/inputs/gpt-3d.deck" bf16)
+gpt_bf16_off=$(gpt_run 3d-bf16-off "$src/inputs/gpt-3d.deck" bf16 -D backend.epilogues=off)
 gpt_fp32=$(gpt_run 3d-fp32 "$src/inputs/gpt-3d.deck" fp32)
-echo "device-check: GPT throughput, gpt-3d.deck: bf16 $gpt_bf16; fp32 $gpt_fp32 ($(elapsed) s)"
+echo "device-check: GPT throughput, gpt-3d.deck: bf16 $gpt_bf16; bf16 without epilogues $gpt_bf16_off; fp32 $gpt_fp32 ($(elapsed) s)"
 gpt2_bf16="no token shards (python3 missing)"
 gpt2_fp32=$gpt2_bf16
 if gpt2_data=$(gpt2_shards); then
@@ -269,6 +275,7 @@ echo "device-check: multiplexing: gpt $mux_gpt, in-process $mux_gpt_thread; burs
   echo "| GEMM gpt-3d fc1 fwd fp32 | $(gemm_best "$out/gemm-fp32.txt") | |"
   echo "| GEMM gpt-3d fc1 fwd bf16 | $(gemm_best "$out/gemm-bf16.txt") | |"
   echo "| GPT gpt-3d.deck bf16 (1 rank) | $gpt_bf16 | MFU >= 25% |"
+  echo "| GPT gpt-3d.deck bf16, backend.epilogues = off (1 rank) | $gpt_bf16_off | (the row above's gain) |"
   echo "| GPT gpt-3d.deck fp32 (1 rank) | $gpt_fp32 | |"
   echo "| GPT-2 124M's shape bf16 (1 rank) | $gpt2_bf16 | MFU >= 40%; device memory <= 1.2 x state + activations |"
   echo "| GPT-2 124M's shape fp32 (1 rank) | $gpt2_fp32 | |"

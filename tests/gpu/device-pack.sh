@@ -5,7 +5,8 @@
 #   PACKDIR/root.tar.xz   Open MPI (mpiexec.openmpi, orted, plugins, help files), parallel HDF5,
 #                         h5dump, OpenBLAS and every shared library they and the build's programs
 #                         load (ldd's closure, less the C library itself and the CUDA libraries,
-#                         which the GPU machine's driver and toolkit provide), Fashion-MNIST cut
+#                         cudart, cuBLAS and cuBLASLt, NCCL, which the GPU machine's driver and
+#                         toolkit provide: device-run.sh finds them there), Fashion-MNIST cut
 #                         to its first 12000 training and 2000 test images, and the fortunes;
 #   PACKDIR/build.tar.xz  the configured CUDA build tree BUILD (its programs stripped, no objects).
 # On the GPU machine, tests/gpu/device-run.sh unpacks both (never overwriting a file that is there)

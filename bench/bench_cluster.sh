@@ -15,6 +15,10 @@
 #              rank's process), against data parallelism alone and the burst plan alone on the same
 #              ranks; MUX_REPEATS runs of each (alternating), medians: foreground samples/s, its
 #              slowdown (burst alone / with backgrounds), background samples/s, total / data parallel
+# CLUSTER_AUTOGROUP=0 or 1: kernel.sched_autogroup_enabled for the benchmark's duration (restored at
+# its exit; unset: as the machine has it). With autogroups on, as Debian ships, the ranks of the two
+# emulated nodes are in two sessions, and the foreground stalled for 1-30 s at a time beside the
+# low-priority backgrounds (doc/cluster.md); each run's stalls are counted either way.
 # CLUSTER_SHORT=1: a quick check that it all runs (a few minutes): the multiplex part only, at
 # 1gbit, one run of each, MUX_STEPS 12, a shorter profile (the figures are then rough).
 # Needs root and network namespaces (tools/cluster-local-up.sh --check); elsewhere it says why and
@@ -46,7 +50,15 @@ if ! why=$("$up" --check 2>&1); then
 fi
 tmp=$(mktemp -d)
 export CLUSTER_LOCAL_DIR="$tmp/cluster"
-trap '"$down" >/dev/null 2>&1; rm -rf "$tmp"' EXIT
+autogroup=/proc/sys/kernel/sched_autogroup_enabled
+autogroup_was=$(cat "$autogroup" 2>/dev/null || echo none)
+trap '"$down" >/dev/null 2>&1; rm -rf "$tmp"; [ "$autogroup_was" = none ] || echo "$autogroup_was" >"$autogroup"' EXIT
+case ${CLUSTER_AUTOGROUP:-} in
+  "") ;;
+  0 | 1) echo "$CLUSTER_AUTOGROUP" >"$autogroup" 2>/dev/null ||
+    { echo "bench_cluster: cannot set $autogroup to $CLUSTER_AUTOGROUP" >&2; exit 1; } ;;
+  *) echo "bench_cluster: CLUSTER_AUTOGROUP=$CLUSTER_AUTOGROUP: expected 0 or 1" >&2; exit 2 ;;
+esac
 "$up" --nodes 2 --slots 2 --link 1gbit >"$tmp/up.txt" 2>&1 || { cat "$tmp/up.txt" >&2; exit 1; }
 . "$CLUSTER_LOCAL_DIR/cluster.env"
 . "$src/bench/lib.sh"
@@ -58,7 +70,7 @@ reshape() { "$up" --link "$1" >/dev/null || { echo "bench_cluster: reshaping to 
 mbit() { awk -v r="$1" 'BEGIN { v = r + 0; u = substr(r, length(v "") + 1)
   print v * (u == "gbit" ? 1000 : u == "mbit" ? 1 : u == "kbit" ? 0.001 : u == "tbit" ? 1e6 : 1e-6) }'; }
 load() { awk '{ print $1 }' /proc/loadavg; }
-echo "# 2 nodes x 2 ranks on $(nproc) cores, links shaped by tbf (burst: 1 ms at the rate, at least 64 KiB); load average $(load) at the start"
+echo "# 2 nodes x 2 ranks on $(nproc) cores, links shaped by tbf (burst: 1 ms at the rate, at least 64 KiB); load average $(load) at the start; sched_autogroup_enabled $(cat "$autogroup" 2>/dev/null || echo "-")"
 
 if want net; then
   echo "# point-to-point: one message of MIB MiB from rank 0, median of 5; allreduce: float32 sum of 4 MiB,"
@@ -101,6 +113,11 @@ if want multiplex; then
   inproc="-D multiplex.placement=thread --background-deck $deck $(echo "$bg_keys" | sed 's/-D /-D bg:/g')"
   # fg_sps LOG: global batch / median step time, skipping the first 3 steps (warm-up)
   fg_sps() { h5vals "$1" /metrics/step_time | tail -n +4 | median | awk -v b="$batch" '{ print b / $1 }'; }
+  # stalls LOG: the foreground's steps over 10 times the run's median step, and the longest step (s)
+  stalls() {
+    h5vals "$1" /metrics/step_time >"$tmp/steps.txt"
+    awk -v m="$(median <"$tmp/steps.txt")" '$1 > 10 * m { n++ } $1 > x { x = $1 } END { printf "%d/%.1f\n", n, x }' "$tmp/steps.txt"
+  }
   # run CONFIG DIR: dp, burst, mux or thread; the foreground's log is DIR/log.h5
   # shellcheck disable=SC2086
   run() {
@@ -129,6 +146,7 @@ if want multiplex; then
       for c in dp burst mux thread; do
         run $c "$d/$c-$r"
         fg_sps "$d/$c-$r/log.h5" >>"$d/$c.fg"
+        stalls "$d/$c-$r/log.h5" >>"$d/$c.stalls"
       done
       for c in mux thread; do h5attr "$d/$c-$r/log.h5" /multiplex/background_samples_per_sec >>"$d/$c.bg"; done
       r=$((r + 1))
@@ -143,8 +161,12 @@ if want multiplex; then
     # every run's figure, in run order, so a spread the medians hide shows
     for f in dp.fg burst.fg mux.fg mux.bg thread.fg thread.bg; do printf '%s %s\n' "$f" "$(tr '\n' ' ' <"$d/$f")"; done |
       awk '{ printf "%s%s:", (NR > 1 ? ";" : "# each run (samples/s):"), " " $1; for (i = 2; i <= NF; i++) printf " %.0f", $i } END { print "" }'
+    for f in dp burst mux thread; do printf '%s %s\n' "$f" "$(tr '\n' ' ' <"$d/$f.stalls")"; done |
+      awk '{ printf "%s %s:", (NR > 1 ? ";" : "# each run'"'"'s foreground stalls (steps over 10x its median / longest step, s):"), $1
+        for (i = 2; i <= NF; i++) printf " %s", $i } END { print "" }'
   done
   echo "# median of $repeats runs of each (alternating); foreground samples/s from the median step time after 3"
   echo "# warm-up steps; background samples/s: the foreground log's /multiplex@background_samples_per_sec;"
-  echo "# fg slowdn: burst alone / burst with backgrounds; load: at the end of the rate's runs"
+  echo "# fg slowdn: burst alone / burst with backgrounds; load: at the end of the rate's runs. A stall lets the"
+  echo "# backgrounds run alone and inflates their samples/s: quote them from runs without stalls"
 fi

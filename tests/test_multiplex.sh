@@ -135,6 +135,36 @@ rc=$?
 same "$tap_tmp/fgsep/model.h5" "$tap_tmp/solo/model.h5"
 tap_ok $? "killing the background job (kill -9) leaves the foreground job: exit $rc, parameters = alone ($(cat "$tap_tmp/cmp.txt"))"
 
+# ---- separate jobs in two sessions (Linux autogroups, doc/multiplexing.md): a background whose
+# foreground is in another session sets its own session's autogroup to nice 19; in the same
+# session (the case above) it leaves it alone
+if [ "$(cat /proc/sys/kernel/sched_autogroup_enabled 2>/dev/null)" = 1 ] && command -v setsid >/dev/null 2>&1; then
+  ! grep -q "autogroup" "$tap_tmp/bgsep.txt"
+  tap_ok $? "a separate background in its foreground's session leaves the session's autogroup alone"
+  mine=$(cat /proc/$$/autogroup)
+  timeout 300 "$mpiexec" -n 2 $FG --foreground -D parallel.mode=dp -D run.steps=100000 -D multiplex.channel=$chan-sess \
+    -D "run.out_dir=$tap_tmp/fgses" >"$tap_tmp/fgses.txt" 2>&1 &
+  fg_pid=$!
+  timeout 300 setsid -w "$mpiexec" -n 2 $BG --background -D run.steps=100000 -D multiplex.channel=$chan-sess \
+    -D "run.out_dir=$tap_tmp/bgses" >"$tap_tmp/bgses.txt" 2>&1 &
+  bg_pid=$!
+  tap_wait_until 120 grep -q "its session's autogroup .* set to nice 19" "$tap_tmp/bgses.txt"
+  seen=""
+  for p in $(pgrep -f "^$SURGE_TRAIN .*run.out_dir=$tap_tmp/bgses( |\$)"); do seen="$seen $(cat /proc/$p/autogroup 2>/dev/null)"; done
+  pkill -KILL -f "^$SURGE_TRAIN .*run.out_dir=$tap_tmp/fgses( |\$)"
+  wait $fg_pid
+  wait $bg_pid
+  grep -q "its session's autogroup /autogroup-[0-9]* set to nice 19 (was [0-9-]*) until it exits: its foreground (pid [0-9]*) is in /autogroup-" \
+    "$tap_tmp/bgses.txt" && [ "$(grep -c "autogroup" "$tap_tmp/bgses.txt")" = 1 ]
+  tap_ok $? "a background in a session of its own lowers that session's autogroup once, saying so"
+  [ "$(echo "$seen" | grep -o "nice -*[0-9]*" | sort -u)" = "nice 19" ]
+  tap_ok $? "while it runs, its ranks' autogroup is at nice 19 (${seen# })"
+  [ "$(cat /proc/$$/autogroup)" = "$mine" ]
+  tap_ok $? "the foreground's session keeps its autogroup ($mine)"
+else
+  for c in same-session other-session running foreground; do tap_skip "kernel autogroups off (kernel.sched_autogroup_enabled) or no setsid"; done
+fi
+
 # ---- separate jobs: kill -9 the foreground; the background stops, or goes on, as configured
 # (the foreground is data parallel here: never idle, so its background cannot finish before the kill)
 for policy in stop continue; do

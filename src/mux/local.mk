@@ -8,6 +8,7 @@ libsurge_a_SOURCES += \
 	src/mux/pieces.c \
 	src/mux/feedback.c \
 	src/mux/priority.c \
+	src/mux/session.c \
 	src/mux/launch.h \
 	src/mux/launch.c \
 	src/mux/mux_log.h \

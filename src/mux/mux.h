@@ -57,6 +57,8 @@ typedef struct mux_options {
   double min_wait_us;    /* background: a WAITING partner counts as idle if it expects >= this */
   double partner_wait_s; /* background: give up (exit 1) when no foreground attached in this time */
   int follow_affinity;   /* background: take the partner's CPU set when it attaches */
+  int lower_session;     /* background process: lower its session's autogroup when its partner's is
+                          * another (session.c) */
   double piece_ms;       /* background: group its passes into pieces of about this many ms (0: a piece per pass) */
   double slowdown_limit; /* background: hold back while the foreground's recent pieces take more than this
                           * many times their time alone (0: no slowdown feedback) */

@@ -122,5 +122,8 @@ void mux_fg_listen(int on);
 void mux_bg_listen(int on);
 /* Give this process the CPU set the partner published (background: follow_affinity). */
 void mux_follow_partner_cpus(const mux_side_t *partner);
+/* A background process whose foreground partner (partner_pid) is in another session's autogroup:
+ * its own session's autogroup to nice 19 until it exits, and a line saying so (session.c). */
+void mux_lower_session(int64_t partner_pid);
 
 #endif

@@ -36,7 +36,8 @@ static const cfg_key_t rows[] = {
                   "background: give up (exit 1) when no foreground attached within this many seconds"),
     CFG_ENUM_KEY("multiplex", "priority", priority, "idle", CFG_VALUES("idle", "nice", "none"),
                  "background: CPU priority; idle: SCHED_IDLE (nice 19 where refused, and for the threads of a "
-                 "multi-rank in-process background), nice: nice 19, none: as started"),
+                 "multi-rank in-process background), nice: nice 19, none: as started; idle and nice also set a background "
+                 "process's session (Linux autogroup) to nice 19 while its foreground is in another session"),
     CFG_INT_KEY("multiplex", "partner_offset", partner_offset, "0", 0, 4095,
                 "pair local rank i of this job on a node with rank i + offset of the partner job there (e.g. one "
                 "1-rank background job per foreground rank: offsets 0, 1, ...)"),

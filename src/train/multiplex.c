@@ -79,6 +79,7 @@ void run_mux_begin(run_mux_t *x, trainer_t *t, const deck_t *deck) {
                      .min_wait_us = mo->min_wait_us,
                      .partner_wait_s = mo->partner_wait_s,
                      .follow_affinity = mo->follow_affinity,
+                     .lower_session = strcmp(mo->priority, "none") != 0,
                      .slowdown_limit = feedback ? mo->slowdown_limit : 0,
                      /* on a device the thread's CPU clock sees a pass's launch, not its kernels */
                      .piece_ms = device ? 0 : mo->piece_ms,

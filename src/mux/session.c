@@ -4,8 +4,8 @@
  * nice value (SCHED_IDLE, nice 19: priority.c) order it only inside its own group. A background
  * process in a session of its own (its own mpiexec, srun or terminal) then shares a core with its
  * foreground half and half whenever both are runnable: measured on 2 cores, a separately launched
- * background in another session (setsid) slowed a 1 ms-a-step foreground 1.4-3.9x, in its
- * foreground's session not at all (doc/multiplexing.md). A session's group takes a nice value of
+ * background in another session (setsid) took a 0.9 ms-a-step foreground to 1.2-3.9 ms, in its
+ * foreground's session to 1.0-1.3 ms (doc/multiplexing.md). A session's group takes a nice value of
  * its own (/proc/self/autogroup): a background whose foreground is in another group sets its
  * group's to 19, and the process that changed it sets it back at exit. The group is the session's:
  * every process of that session (a terminal's shell too, when the background was started from

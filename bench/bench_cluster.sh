@@ -50,18 +50,11 @@ if ! why=$("$up" --check 2>&1); then
 fi
 tmp=$(mktemp -d)
 export CLUSTER_LOCAL_DIR="$tmp/cluster"
-autogroup=/proc/sys/kernel/sched_autogroup_enabled
-autogroup_was=$(cat "$autogroup" 2>/dev/null || echo none)
-trap '"$down" >/dev/null 2>&1; rm -rf "$tmp"; [ "$autogroup_was" = none ] || echo "$autogroup_was" >"$autogroup"' EXIT
-case ${CLUSTER_AUTOGROUP:-} in
-  "") ;;
-  0 | 1) echo "$CLUSTER_AUTOGROUP" >"$autogroup" 2>/dev/null ||
-    { echo "bench_cluster: cannot set $autogroup to $CLUSTER_AUTOGROUP" >&2; exit 1; } ;;
-  *) echo "bench_cluster: CLUSTER_AUTOGROUP=$CLUSTER_AUTOGROUP: expected 0 or 1" >&2; exit 2 ;;
-esac
+. "$src/bench/lib.sh"
+trap '"$down" >/dev/null 2>&1; rm -rf "$tmp"; autogroup_restore' EXIT
+autogroup_apply
 "$up" --nodes 2 --slots 2 --link 1gbit >"$tmp/up.txt" 2>&1 || { cat "$tmp/up.txt" >&2; exit 1; }
 . "$CLUSTER_LOCAL_DIR/cluster.env"
-. "$src/bench/lib.sh"
 n0=$CLUSTER_NAME-n0 n1=$CLUSTER_NAME-n1
 want() { case " $parts " in *" $1 "*) return 0 ;; esac; return 1; }
 # reshape RATE: every link at RATE
@@ -70,7 +63,7 @@ reshape() { "$up" --link "$1" >/dev/null || { echo "bench_cluster: reshaping to 
 mbit() { awk -v r="$1" 'BEGIN { v = r + 0; u = substr(r, length(v "") + 1)
   print v * (u == "gbit" ? 1000 : u == "mbit" ? 1 : u == "kbit" ? 0.001 : u == "tbit" ? 1e6 : 1e-6) }'; }
 load() { awk '{ print $1 }' /proc/loadavg; }
-echo "# 2 nodes x 2 ranks on $(nproc) cores, links shaped by tbf (burst: 1 ms at the rate, at least 64 KiB); load average $(load) at the start; sched_autogroup_enabled $(cat "$autogroup" 2>/dev/null || echo "-")"
+echo "# 2 nodes x 2 ranks on $(nproc) cores, links shaped by tbf (burst: 1 ms at the rate, at least 64 KiB); load average $(load) at the start; sched_autogroup_enabled $(autogroup_now)"
 
 if want net; then
   echo "# point-to-point: one message of MIB MiB from rank 0, median of 5; allreduce: float32 sum of 4 MiB,"

@@ -11,7 +11,8 @@
 # foreground offered (/ranks/phase_offered: published idle or waiting) and the time its partners ran
 # (/ranks/phase_background: their CPU seconds), each per rank and step, and used / predicted
 # (target: at least 0.5). MUX3D_FG_ARGS: more -D for the foreground (both modes; e.g.
-# "-D multiplex.poll_us=200", which only the multiplexed one uses). Called by bench/run-bench.sh with SURGE_TRAIN and MPIEXEC set; needs root
+# "-D multiplex.poll_us=200", which only the multiplexed one uses). CLUSTER_AUTOGROUP=0|1: the kernel's
+# autogroups for its duration (bench/lib.sh; with them on, the nodes' sessions stall the foreground). Called by bench/run-bench.sh with SURGE_TRAIN and MPIEXEC set; needs root
 # and network namespaces (cluster-local-up.sh --check), else it says why and skips.
 set -eu
 train=${SURGE_TRAIN:-./surge-train}
@@ -53,7 +54,7 @@ per_rank() {
   h5vals "$1/log.h5" "$2" | awk -v pp="$3" '{ s += $1 } NR % pp == 0 { if (NR / pp > 2) print s / pp; s = 0 }' | median
 }
 
-echo "-- a 3d foreground (tp 1, dp 1, 1F1B) on 2 nodes at $rate, with and without an mlp background per rank; $repeats runs alternating, medians of steps 3..$steps; load $(awk '{ print $1 }' /proc/loadavg)"
+echo "-- a 3d foreground (tp 1, dp 1, 1F1B) on 2 nodes at $rate, with and without an mlp background per rank; $repeats runs alternating, medians of steps 3..$steps; load $(awk '{ print $1 }' /proc/loadavg); sched_autogroup_enabled $(autogroup_now)"
 for i in $(seq "$repeats"); do
   for pp in 2 4; do
     for m in 4 8; do

@@ -11,6 +11,23 @@ median() { # the median of the numbers on standard input ("nan" when there are n
   sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "nan"; else if (NR % 2) print v[(NR + 1) / 2];
     else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
+# The kernel's autogroups (kernel.sched_autogroup_enabled) for an emulated-cluster benchmark: with
+# them on (Debian's default) the emulated nodes' ranks are in two sessions sharing the cores, and a
+# foreground beside low-priority backgrounds stalls for seconds (doc/cluster.md). autogroup_apply
+# sets them as CLUSTER_AUTOGROUP asks (0 or 1; unset: as they are), autogroup_restore (from the
+# EXIT trap) puts back what it found, autogroup_now prints the setting ("-": no autogroups).
+ag_file=/proc/sys/kernel/sched_autogroup_enabled
+ag_was=$(cat "$ag_file" 2>/dev/null || echo none)
+autogroup_now() { cat "$ag_file" 2>/dev/null || echo "-"; }
+autogroup_restore() { [ "$ag_was" = none ] || echo "$ag_was" >"$ag_file" 2>/dev/null || true; }
+autogroup_apply() {
+  case ${CLUSTER_AUTOGROUP:-} in
+    "") ;;
+    0 | 1) echo "$CLUSTER_AUTOGROUP" >"$ag_file" 2>/dev/null ||
+      { echo "$(basename "$0"): cannot set $ag_file to $CLUSTER_AUTOGROUP" >&2; exit 1; } ;;
+    *) echo "$(basename "$0"): CLUSTER_AUTOGROUP=$CLUSTER_AUTOGROUP: expected 0 or 1" >&2; exit 2 ;;
+  esac
+}
 # cluster_up WHAT NODES SLOTS RATE: bring up the emulated cluster (doc/cluster.md) in $tmp/cluster for
 # the rest of the script, taken down at its exit, and source its environment; where this machine
 # cannot run it, print "-- WHAT: skipped: why" and exit 0 (needs $src).
@@ -21,7 +38,8 @@ cluster_up() {
     exit 0
   fi
   export CLUSTER_LOCAL_DIR="$tmp/cluster"
-  trap '"$src/tools/cluster-local-down.sh" >/dev/null 2>&1; rm -rf "$tmp"' EXIT
+  trap '"$src/tools/cluster-local-down.sh" >/dev/null 2>&1; rm -rf "$tmp"; autogroup_restore' EXIT
+  autogroup_apply
   "$cu_up" --nodes "$2" --slots "$3" --link "$4" >"$tmp/up.txt" 2>&1 || { cat "$tmp/up.txt" >&2; exit 1; }
   . "$CLUSTER_LOCAL_DIR/cluster.env"
 }

@@ -19,12 +19,14 @@ median() { # the median of the numbers on standard input ("nan" when there are n
 ag_file=/proc/sys/kernel/sched_autogroup_enabled
 ag_was=$(cat "$ag_file" 2>/dev/null || echo none)
 autogroup_now() { cat "$ag_file" 2>/dev/null || echo "-"; }
-autogroup_restore() { [ "$ag_was" = none ] || echo "$ag_was" >"$ag_file" 2>/dev/null || true; }
+ag_set=0
+autogroup_restore() { [ $ag_set = 0 ] || [ "$ag_was" = none ] || { echo "$ag_was" >"$ag_file"; } 2>/dev/null || true; }
 autogroup_apply() {
   case ${CLUSTER_AUTOGROUP:-} in
     "") ;;
-    0 | 1) echo "$CLUSTER_AUTOGROUP" >"$ag_file" 2>/dev/null ||
-      { echo "$(basename "$0"): cannot set $ag_file to $CLUSTER_AUTOGROUP" >&2; exit 1; } ;;
+    0 | 1) { echo "$CLUSTER_AUTOGROUP" >"$ag_file"; } 2>/dev/null ||
+      { echo "$(basename "$0"): cannot set $ag_file to $CLUSTER_AUTOGROUP" >&2; exit 1; }
+      ag_set=1 ;;
     *) echo "$(basename "$0"): CLUSTER_AUTOGROUP=$CLUSTER_AUTOGROUP: expected 0 or 1" >&2; exit 2 ;;
   esac
 }

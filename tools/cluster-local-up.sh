@@ -282,4 +282,8 @@ CONF
 fi
 echo complete >>"$journal"
 echo "cluster-local-up: $nodes nodes $name-n0..$((nodes - 1)) on $subnet.0/24, link $link (burst $burst, latency $latency)$([ "$slurm" = 0 ] || echo ", Slurm on $head_ns")"
+# each node's ranks become a session of their own (Open MPI's daemon, slurmd), and with the kernel's
+# autogroups the sessions share this machine's cores as equals (doc/cluster.md, multiplexing)
+[ "$(cat /proc/sys/kernel/sched_autogroup_enabled 2>/dev/null)" = 1 ] &&
+  echo "cluster-local-up: note: kernel.sched_autogroup_enabled = 1: each node's processes are a session, and a foreground beside low-priority backgrounds can stall for seconds; measure multiplexing with it at 0 (doc/cluster.md)" >&2
 echo ". $env_file"

@@ -130,29 +130,40 @@ static size_t smem_bytes(int hs, fa_kernel_t kind, int form) {
   return (size_t)fa_smem_bytes(hs, kind, (fa_form_t)form);
 }
 
-// The most dynamic shared memory a block of this device may take (opting in beyond 48 KiB).
+// The most dynamic shared memory a block of this device may take (opting in beyond 48 KiB), asked
+// once per thread (a thread's device is fixed from its backend's open on).
 static size_t optin_bytes(void) {
-  int dev = 0, optin = 0;
-  cuda_check(cudaGetDevice(&dev), "cudaGetDevice (attention)");
-  cuda_check(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev),
-             "cudaDeviceGetAttribute (shared memory per block)");
+  static thread_local int optin = -1;
+  if (optin < 0) {
+    int dev = 0;
+    cuda_check(cudaGetDevice(&dev), "cudaGetDevice (attention)");
+    cuda_check(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev),
+               "cudaDeviceGetAttribute (shared memory per block)");
+  }
   return (size_t)optin;
 }
 
-// This device has bf16 tensor cores for WMMA (compute capability 8.0 on).
+// This device has bf16 tensor cores for WMMA (compute capability 8.0 on), asked once per thread.
 static int has_bf16_mma(void) {
-  int dev = 0, major = 0;
-  cuda_check(cudaGetDevice(&dev), "cudaGetDevice (attention)");
-  cuda_check(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev),
-             "cudaDeviceGetAttribute (compute capability)");
+  static thread_local int major = -1;
+  if (major < 0) {
+    int dev = 0;
+    cuda_check(cudaGetDevice(&dev), "cudaGetDevice (attention)");
+    cuda_check(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev),
+               "cudaDeviceGetAttribute (compute capability)");
+  }
   return major >= 8;
 }
 
 // Let kernel's blocks take up to the device's most: one value whatever the head size, so threads
-// launching at different head sizes (an in-process background deck) never undo each other's.
+// launching at different head sizes (an in-process background deck) never undo each other's. Once
+// per thread and kernel: *done is the caller's flag for that kernel (kernels of one signature share
+// a type, so the flag cannot live here).
 template <typename K>
-static void allow_smem(K kernel, const char *name) {
+static void allow_smem(K kernel, const char *name, bool *done) {
+  if (*done) return;
   cuda_check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)optin_bytes()), name);
+  *done = true;
 }
 
 static fa_form_t form_of(int tc) { return tc ? FA_BF16 : FA_FP32; }
@@ -163,7 +174,8 @@ extern "C" int cuk_attention_fits(int hs, int tc) {
 
 template <int F>
 static void attention_fwd(const fa_geom_t &g, const float *qkv, float *y, float *lse, cudaStream_t s) {
-  allow_smem(k_attention_fwd<F>, "attention_fwd shared memory");
+  static thread_local bool allowed = false;  // one per form F
+  allow_smem(k_attention_fwd<F>, "attention_fwd shared memory", &allowed);
   k_attention_fwd<F><<<(unsigned)fa_blocks(&g), FA_THREADS, smem_bytes(g.hs, FA_FWD, F), s>>>(g, qkv, y, lse);
   CUK_LAUNCHED(F == FA_BF16 ? "attention_fwd (bf16 tensor cores)" : "attention_fwd");
 }
@@ -171,11 +183,12 @@ static void attention_fwd(const fa_geom_t &g, const float *qkv, float *y, float 
 template <int F>
 static void attention_bwd(const fa_geom_t &g, const float *qkv, const float *y, const float *lse, const float *dy,
                           float *dqkv, int write, float *dd, cudaStream_t s) {
-  allow_smem(k_attention_bwd_dq<F>, "attention_bwd_dq shared memory");
+  static thread_local bool allowed[2] = {false, false};  // dQ, dK dV kernels of form F
+  allow_smem(k_attention_bwd_dq<F>, "attention_bwd_dq shared memory", &allowed[0]);
   k_attention_bwd_dq<F><<<(unsigned)fa_blocks(&g), FA_THREADS, smem_bytes(g.hs, FA_BWD_DQ, F), s>>>(
       g, qkv, y, lse, dy, dqkv, write, dd);
   CUK_LAUNCHED(F == FA_BF16 ? "attention_bwd_dq (bf16 tensor cores)" : "attention_bwd_dq");
-  allow_smem(k_attention_bwd_dkv<F>, "attention_bwd_dkv shared memory");
+  allow_smem(k_attention_bwd_dkv<F>, "attention_bwd_dkv shared memory", &allowed[1]);
   k_attention_bwd_dkv<F><<<(unsigned)fa_blocks(&g), FA_THREADS, smem_bytes(g.hs, FA_BWD_DKV, F), s>>>(
       g, qkv, lse, dd, dy, dqkv, write);
   CUK_LAUNCHED(F == FA_BF16 ? "attention_bwd_dkv (bf16 tensor cores)" : "attention_bwd_dkv");

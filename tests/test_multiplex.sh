@@ -52,13 +52,18 @@ tap_diag "the background beside the busy foreground rank ran $(h5vals "$tap_tmp/
 awk '/^[0-9]+ / { print $1, $2, 1, 0, 32; next } { print }' "$tap_tmp/p.plan" >"$tap_tmp/out.plan"
 timeout 120 "$mpiexec" -n 2 $FG -D run.steps=20 -D "parallel.plan=$tap_tmp/out.plan" -D "run.out_dir=$tap_tmp/outsolo" \
   >"$tap_tmp/outsolo.txt" 2>&1 &&
-  mpmd "$tap_tmp/outmpmd.txt" "$tap_tmp/outb0" "$tap_tmp/outb1" -D run.steps=20 -D "parallel.plan=$tap_tmp/out.plan" \
+  B1_ARGS="-D run.steps=12 -D multiplex.on_foreground_end=continue" \
+    mpmd "$tap_tmp/outmpmd.txt" "$tap_tmp/outb0" "$tap_tmp/outb1" -D run.steps=20 -D "parallel.plan=$tap_tmp/out.plan" \
     -D "run.out_dir=$tap_tmp/outfg"
 rc=$?
 tap_ok $rc "a rank left out of every node, backgrounds beside both ranks: exit $rc (no hang)"
 [ $rc = 0 ] || tap_diag "$(tail -5 "$tap_tmp/outmpmd.txt")"
-falls "$tap_tmp/outb1/log.h5"
-tap_ok $? "the background beside the rank left out trains: its loss falls ($(h5vals "$tap_tmp/outb1/log.h5" /metrics/loss | wc -l) steps)"
+# the backgrounds train while the foreground runs (its log counts the samples they finished during
+# its steps), and the one beside the rank left out then completes its 12 steps (continue), so its
+# loss is judged over 12 steps however loaded the machine is (under a full make check it once made
+# 7 of them in the foreground's 20 steps)
+falls "$tap_tmp/outb1/log.h5" && any_positive "$tap_tmp/outfg/log.h5" /multiplex/background_samples_per_sec
+tap_ok $? "the backgrounds train beside the foreground; the one beside the rank left out: its loss falls over $(h5vals "$tap_tmp/outb1/log.h5" /metrics/loss | wc -l) steps"
 same "$tap_tmp/outfg/model.h5" "$tap_tmp/outsolo/model.h5"
 tap_ok $? "and the foreground's parameters = the same plan alone ($(cat "$tap_tmp/cmp.txt"))"
 ended=0

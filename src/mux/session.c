@@ -9,7 +9,8 @@
  * its own (/proc/self/autogroup): a background whose foreground is in another group sets its
  * group's to 19, and the process that changed it sets it back at exit. The group is the session's:
  * every process of that session (a terminal's shell too, when the background was started from
- * one) runs at that weight until then. */
+ * one) runs at that weight until then. Two ranks of one session that pair at the same moment may
+ * both find it at its old value: both set it and say so, and each sets it back at its exit. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

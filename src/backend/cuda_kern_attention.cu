@@ -130,29 +130,28 @@ static size_t smem_bytes(int hs, fa_kernel_t kind, int form) {
   return (size_t)fa_smem_bytes(hs, kind, (fa_form_t)form);
 }
 
-// The most dynamic shared memory a block of this device may take (opting in beyond 48 KiB), asked
-// once per thread (a thread's device is fixed from its backend's open on).
-static size_t optin_bytes(void) {
-  static thread_local int optin = -1;
-  if (optin < 0) {
+// An attribute of the calling thread's device, asked once per thread into *cached (-1: not yet; a
+// thread's device is fixed from its backend's open on).
+static int device_attribute(cudaDeviceAttr what, int *cached, const char *name) {
+  if (*cached < 0) {
     int dev = 0;
     cuda_check(cudaGetDevice(&dev), "cudaGetDevice (attention)");
-    cuda_check(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev),
-               "cudaDeviceGetAttribute (shared memory per block)");
+    cuda_check(cudaDeviceGetAttribute(cached, what, dev), name);
   }
-  return (size_t)optin;
+  return *cached;
 }
 
-// This device has bf16 tensor cores for WMMA (compute capability 8.0 on), asked once per thread.
+// The most dynamic shared memory a block of this device may take (opting in beyond 48 KiB).
+static size_t optin_bytes(void) {
+  static thread_local int optin = -1;
+  return (size_t)device_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin, &optin,
+                                  "cudaDeviceGetAttribute (shared memory per block)");
+}
+
+// This device has bf16 tensor cores for WMMA (compute capability 8.0 on).
 static int has_bf16_mma(void) {
   static thread_local int major = -1;
-  if (major < 0) {
-    int dev = 0;
-    cuda_check(cudaGetDevice(&dev), "cudaGetDevice (attention)");
-    cuda_check(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev),
-               "cudaDeviceGetAttribute (compute capability)");
-  }
-  return major >= 8;
+  return device_attribute(cudaDevAttrComputeCapabilityMajor, &major, "cudaDeviceGetAttribute (compute capability)") >= 8;
 }
 
 // Let kernel's blocks take up to the device's most: one value whatever the head size, so threads

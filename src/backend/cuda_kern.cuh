@@ -53,6 +53,35 @@ __device__ inline int warp_min_int(int v) {
   return v;
 }
 
+// An attribute of the calling thread's device, asked once per thread into *cached (-1: not yet; a
+// thread's device is fixed from its backend's open on, backend/cuda.c).
+inline int device_attribute(cudaDeviceAttr what, int *cached, const char *name) {
+  if (*cached < 0) {
+    int dev = 0;
+    cuda_check(cudaGetDevice(&dev), "cudaGetDevice");
+    cuda_check(cudaDeviceGetAttribute(cached, what, dev), name);
+  }
+  return *cached;
+}
+
+// The most dynamic shared memory a block of this thread's device may take (opting in beyond 48 KiB).
+inline size_t optin_bytes() {
+  static thread_local int optin = -1;
+  return (size_t)device_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin, &optin,
+                                  "cudaDeviceGetAttribute (shared memory per block)");
+}
+
+// Let kernel's blocks take up to the device's most: one value whatever the size a launch needs, so
+// threads of one process (an in-process background) never lower what another one's launch needs.
+// Once per thread and kernel: *done is the caller's flag for that kernel (kernels of one signature
+// share a type, so the flag cannot live here).
+template <typename K>
+inline void allow_most_smem(K kernel, const char *name, bool *done) {
+  if (*done) return;
+  cuda_check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)optin_bytes()), name);
+  *done = true;
+}
+
 }  // namespace cuk
 
 // Check a launch right after it: a bad configuration ends the job naming the kernel.

@@ -130,39 +130,10 @@ static size_t smem_bytes(int hs, fa_kernel_t kind, int form) {
   return (size_t)fa_smem_bytes(hs, kind, (fa_form_t)form);
 }
 
-// An attribute of the calling thread's device, asked once per thread into *cached (-1: not yet; a
-// thread's device is fixed from its backend's open on).
-static int device_attribute(cudaDeviceAttr what, int *cached, const char *name) {
-  if (*cached < 0) {
-    int dev = 0;
-    cuda_check(cudaGetDevice(&dev), "cudaGetDevice (attention)");
-    cuda_check(cudaDeviceGetAttribute(cached, what, dev), name);
-  }
-  return *cached;
-}
-
-// The most dynamic shared memory a block of this device may take (opting in beyond 48 KiB).
-static size_t optin_bytes(void) {
-  static thread_local int optin = -1;
-  return (size_t)device_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin, &optin,
-                                  "cudaDeviceGetAttribute (shared memory per block)");
-}
-
 // This device has bf16 tensor cores for WMMA (compute capability 8.0 on).
 static int has_bf16_mma(void) {
   static thread_local int major = -1;
   return device_attribute(cudaDevAttrComputeCapabilityMajor, &major, "cudaDeviceGetAttribute (compute capability)") >= 8;
-}
-
-// Let kernel's blocks take up to the device's most: one value whatever the head size, so threads
-// launching at different head sizes (an in-process background deck) never undo each other's. Once
-// per thread and kernel: *done is the caller's flag for that kernel (kernels of one signature share
-// a type, so the flag cannot live here).
-template <typename K>
-static void allow_smem(K kernel, const char *name, bool *done) {
-  if (*done) return;
-  cuda_check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)optin_bytes()), name);
-  *done = true;
 }
 
 static fa_form_t form_of(int tc) { return tc ? FA_BF16 : FA_FP32; }
@@ -174,7 +145,7 @@ extern "C" int cuk_attention_fits(int hs, int tc) {
 template <int F>
 static void attention_fwd(const fa_geom_t &g, const float *qkv, float *y, float *lse, cudaStream_t s) {
   static thread_local bool allowed = false;  // one per form F
-  allow_smem(k_attention_fwd<F>, "attention_fwd shared memory", &allowed);
+  allow_most_smem(k_attention_fwd<F>, "attention_fwd shared memory", &allowed);
   k_attention_fwd<F><<<(unsigned)fa_blocks(&g), FA_THREADS, smem_bytes(g.hs, FA_FWD, F), s>>>(g, qkv, y, lse);
   CUK_LAUNCHED(F == FA_BF16 ? "attention_fwd (bf16 tensor cores)" : "attention_fwd");
 }
@@ -183,11 +154,11 @@ template <int F>
 static void attention_bwd(const fa_geom_t &g, const float *qkv, const float *y, const float *lse, const float *dy,
                           float *dqkv, int write, float *dd, cudaStream_t s) {
   static thread_local bool allowed[2] = {false, false};  // dQ, dK dV kernels of form F
-  allow_smem(k_attention_bwd_dq<F>, "attention_bwd_dq shared memory", &allowed[0]);
+  allow_most_smem(k_attention_bwd_dq<F>, "attention_bwd_dq shared memory", &allowed[0]);
   k_attention_bwd_dq<F><<<(unsigned)fa_blocks(&g), FA_THREADS, smem_bytes(g.hs, FA_BWD_DQ, F), s>>>(
       g, qkv, y, lse, dy, dqkv, write, dd);
   CUK_LAUNCHED(F == FA_BF16 ? "attention_bwd_dq (bf16 tensor cores)" : "attention_bwd_dq");
-  allow_smem(k_attention_bwd_dkv<F>, "attention_bwd_dkv shared memory", &allowed[1]);
+  allow_most_smem(k_attention_bwd_dkv<F>, "attention_bwd_dkv shared memory", &allowed[1]);
   k_attention_bwd_dkv<F><<<(unsigned)fa_blocks(&g), FA_THREADS, smem_bytes(g.hs, FA_BWD_DKV, F), s>>>(
       g, qkv, lse, dd, dy, dqkv, write);
   CUK_LAUNCHED(F == FA_BF16 ? "attention_bwd_dkv (bf16 tensor cores)" : "attention_bwd_dkv");

@@ -116,22 +116,13 @@ extern "C" void cuk_layernorm_fwd(int N, int rows, int C, const float *x, const 
 }
 
 // The fused kernel's shared memory (2C doubles) where the device allows it (above 48 KiB by opting
-// in); 0 where it does not. Beyond 48 KiB the kernel may take the device's most: one value whatever
-// C, so that threads of one process (an in-process background, each thread with its context and
-// device, backend/cuda.c) never lower what another one's launch needs; each thread asks once.
+// in, to the device's most: cuk::allow_most_smem); 0 where it does not.
 static size_t layernorm_bwd_shared(int C) {
-  static thread_local int optin = -1;
+  static thread_local bool allowed = false;
   const size_t need = 2 * (size_t)C * sizeof(double);
   if (need <= (size_t)(48 << 10)) return need;
-  if (optin < 0) {
-    int dev = 0, most = 0;
-    cuda_check(cudaGetDevice(&dev), "cudaGetDevice");
-    cuda_check(cudaDeviceGetAttribute(&most, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev), "shared memory limit");
-    cuda_check(cudaFuncSetAttribute(k_layernorm_bwd, cudaFuncAttributeMaxDynamicSharedMemorySize, most),
-               "layernorm_bwd shared memory");
-    optin = most;
-  }
-  return need > (size_t)optin ? 0 : need;
+  allow_most_smem(k_layernorm_bwd, "layernorm_bwd shared memory", &allowed);
+  return need > optin_bytes() ? 0 : need;
 }
 
 extern "C" void cuk_layernorm_bwd(int N, int rows, int C, const float *x, const float *w, const float *stats,

@@ -10,10 +10,18 @@
  * group's to 19, and the process that changed it sets it back at exit. The group is the session's:
  * every process of that session (a terminal's shell too, when the background was started from
  * one) runs at that weight until then. Two ranks of one session that pair at the same moment may
- * both find it at its old value: both set it and say so, and each sets it back at its exit. */
+ * both find it at its old value: both set it and say so, and each sets it back at its exit.
+ *
+ * The write goes to /proc/<pid>/autogroup, not /proc/self/autogroup: container profiles (Docker's
+ * AppArmor default) refuse writes under /proc/self while allowing them under /proc/<pid>. Without
+ * CAP_SYS_ADMIN the kernel takes one such write every 100 ms system-wide and answers EAGAIN
+ * in between (two ranks pairing at once): the write is retried for up to a second. Where it is
+ * refused all the same the background says so, with the kernel's reason, and runs on. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "mux/mux_impl.h"
@@ -45,15 +53,31 @@ static int autogroups_enabled(void) {
   return on == 1;
 }
 
-static int write_own_nice(int nice) {
-  FILE *f = fopen("/proc/self/autogroup", "w");
-  if (!f) return 0;
+/* 0 on success, else the errno of the refused open or write */
+static int write_own_nice_once(int nice) {
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%ld/autogroup", (long)getpid());
+  FILE *f = fopen(path, "w");
+  if (!f) return errno ? errno : EIO;
+  errno = 0;
   int ok = fprintf(f, "%d", nice) > 0;
-  return fclose(f) == 0 && ok;
+  int err = errno;
+  if (fclose(f) != 0 && !err) err = errno;
+  return ok && !err ? 0 : (err ? err : EIO);
+}
+
+/* the kernel's rate limit (EAGAIN within 100 ms of any such write) retried for about a second */
+static int write_own_nice(int nice) {
+  int err = write_own_nice_once(nice);
+  for (int tries = 0; err == EAGAIN && tries < 20; tries++) {
+    nanosleep(&(struct timespec){.tv_nsec = 50 * 1000 * 1000}, NULL);
+    err = write_own_nice_once(nice);
+  }
+  return err;
 }
 
 static void put_back(void) {
-  if (restore_nice != -100) write_own_nice(restore_nice);
+  if (restore_nice != -100) (void)write_own_nice(restore_nice);
 }
 
 void mux_lower_session(int64_t partner_pid) {
@@ -61,14 +85,22 @@ void mux_lower_session(int64_t partner_pid) {
   char mine[64], theirs[64], path[64];
   int my_nice = 0, their_nice = 0;
   snprintf(path, sizeof path, "/proc/%lld/autogroup", (long long)partner_pid);
-  if (partner_pid <= 0 || !autogroups_enabled() || !read_autogroup("/proc/self/autogroup", mine, sizeof mine, &my_nice) ||
-      !read_autogroup(path, theirs, sizeof theirs, &their_nice) || strcmp(mine, theirs) == 0 ||
-      my_nice >= SESSION_NICE)
+  if (partner_pid <= 0 || !autogroups_enabled() || !read_autogroup("/proc/self/autogroup", mine, sizeof mine, &my_nice))
     return;
-  if (!write_own_nice(SESSION_NICE)) {
-    printf("multiplex: background (pid %ld): its session's autogroup %s stays at nice %d, not lowered to %d (its "
-           "foreground, pid %lld, is in %s, which the kernel weighs as an equal; doc/multiplexing.md)\n",
-           (long)getpid(), mine, my_nice, SESSION_NICE, (long long)partner_pid, theirs);
+  if (!read_autogroup(path, theirs, sizeof theirs, &their_nice)) {
+    printf("multiplex: background (pid %ld): its session's autogroup %s stays at nice %d: its foreground's (%s) "
+           "cannot be read from here, so whether they share a group is unknown (doc/multiplexing.md)\n",
+           (long)getpid(), mine, my_nice, path);
+    fflush(stdout);
+    return;
+  }
+  if (strcmp(mine, theirs) == 0 || my_nice >= SESSION_NICE) return;
+  int err = write_own_nice(SESSION_NICE);
+  if (err) {
+    printf("multiplex: background (pid %ld): its session's autogroup %s stays at nice %d, not lowered to %d: the "
+           "kernel refused (%s; its foreground, pid %lld, is in %s, which the kernel weighs as an equal; "
+           "doc/multiplexing.md)\n",
+           (long)getpid(), mine, my_nice, SESSION_NICE, strerror(err), (long long)partner_pid, theirs);
     fflush(stdout);
     return;
   }

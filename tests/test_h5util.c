@@ -1,7 +1,8 @@
 /* The one check of HDF5 results (io/h5util.h): a failing call's message names the file, what was
  * being done, the HDF5 path, HDF5's own reason and the hint; the checker's policy decides between
  * an input error (exit 2), a runtime error (exit 1) and recording the first failure. Also the
- * helpers the log's reader and writer share: h5util_exists and the f64 attributes. */
+ * helpers the log's reader and writer share: h5util_exists, the f64 attributes and the check of a
+ * file's number types (the crafted layouts themselves: fuzz/regressions, tests/test_sim_report.sh). */
 #include <hdf5.h>
 #include <math.h>
 #include <stdio.h>
@@ -69,11 +70,39 @@ static void test_helpers(void) {
   unlink(path);
 }
 
+/* The number types every Surge file stores, in both byte orders, pass, and so does a type with its
+ * bits moved inside its size; strings, wide integers and long double do not. (HDF5's own H5Tset_*
+ * calls cannot make the impossible layouts a crafted file records: fuzz/regressions/sim has two,
+ * tests/test_sim_report.sh reads them.) */
+static void test_number_types(void) {
+  const hid_t sane[] = {H5T_NATIVE_INT8,  H5T_NATIVE_UINT8,  H5T_NATIVE_INT32, H5T_NATIVE_INT64,
+                        H5T_NATIVE_UINT64, H5T_NATIVE_FLOAT, H5T_NATIVE_DOUBLE, H5T_IEEE_F32BE,
+                        H5T_IEEE_F64BE,   H5T_STD_I64BE,    H5T_STD_U16LE,   H5T_NATIVE_HBOOL};
+  int all = 1;
+  for (size_t i = 0; i < sizeof sane / sizeof sane[0]; i++) all = all && h5util_number_type_ok(sane[i]) == 1;
+  tap_ok(all, "number types: the native and IEEE/standard integers and floats of 1-8 bytes, both orders, pass");
+  hid_t str = h5util_string_type(8, H5T_CSET_ASCII), wide = H5Tcopy(H5T_NATIVE_INT64);
+  H5Tset_precision(wide, 64);
+  H5Tset_size(wide, 16);
+  hid_t moved = H5Tcopy(H5T_NATIVE_INT32);
+  H5Tset_offset(moved, 8); /* 32 bits from bit 8 need 5 bytes: HDF5 grows the size to hold them */
+  int moved_ok = H5Tget_size(moved) == 5 && h5util_number_type_ok(moved) == 1;
+  tap_ok(h5util_number_type_ok(str) == 0 && h5util_number_type_ok(wide) == 0 && h5util_number_type_ok(-1) == 0 &&
+             moved_ok && (H5Tget_size(H5T_NATIVE_LDOUBLE) <= 8 || h5util_number_type_ok(H5T_NATIVE_LDOUBLE) == 0),
+         "number types: a string, a 16-byte integer, long double (%zu bytes) and no type are refused; 32 bits "
+         "from bit 8 of %zu bytes pass",
+         H5Tget_size(H5T_NATIVE_LDOUBLE), H5Tget_size(moved));
+  H5Tclose(str);
+  H5Tclose(wide);
+  H5Tclose(moved);
+}
+
 int main(void) {
   snprintf(dir, sizeof dir, "/tmp/surge-h5util.XXXXXX");
   if (!mkdtemp(dir)) return 99;
   test_policies();
   test_helpers();
+  test_number_types();
   rmdir(dir);
   return tap_done();
 }

@@ -74,4 +74,12 @@ hostile_case "a micro-batch past the grid" 3d "/sim/pipeline/plain_op_micro_batc
   value /sim/pipeline/plain_op_micro_batch 16@0
 hostile_case "a string where a column belongs" 3d "/sim/pipeline/plain_op_end_us is not a 1-D dataset of numbers" \
   strings_in /sim/pipeline/plain_op_end_us
+# found by fuzz_sim: integer columns whose recorded bits lie outside their 4 bytes made HDF5 1.10's
+# conversion overflow a local of its own (stack smashing, an abort) or read far past it (SIGBUS)
+for f in integer-precision-993-bits-in-4-bytes:compressed_op_compressed integer-offset-8192-bits-in-4-bytes:plain_op_stage; do
+  "$report" --plot "$tap_tmp/fig-${f%%:*}" "$top_src/fuzz/regressions/sim/${f%%:*}.h5" >/dev/null 2>"$tap_tmp/err.txt"
+  rc=$?
+  [ $rc = 2 ] && grep -q "^surge: error: .*${f%%:*}.h5: /sim/pipeline/${f#*:} holds numbers of a type whose recorded layout is impossible" "$tap_tmp/err.txt"
+  tap_ok $? "${f%%:*}: refused before HDF5 converts it (exit $rc): $(head -c 240 "$tap_tmp/err.txt")"
+done
 tap_done

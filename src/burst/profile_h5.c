@@ -209,11 +209,16 @@ static void *read_dataset(const char *path, hid_t loc, const char *name, hid_t m
   hid_t type = H5Dget_type(ds);
   unsigned long long stored = 0, want = 0;
   int whole = type < 0 ? -1 : h5util_chunks_whole(ds, rank, dims, H5Tget_size(type), &stored, &want);
+  int sane = type >= 0 && h5util_number_type_ok(type);
   if (type >= 0) H5Tclose(type);
   if (whole < 0) surge_input_error("profile %s: cannot read dataset /profile/%s", path, name);
   if (whole == 0) /* HDF5 would copy the missing bytes from beyond its buffer */
     surge_input_error("profile %s: dataset /profile/%s stores %llu bytes where its shape needs %llu (a damaged "
                       "file)", path, name, stored, want);
+  if (!sane) /* HDF5 would convert from the layout it records, past its own locals */
+    surge_input_error("profile %s: dataset /profile/%s holds values that are not numbers of a possible layout (a "
+                      "damaged or foreign file)",
+                      path, name);
   void *buf = xcalloc(count ? count : 1, elem);
   if (H5Dread(ds, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0)
     surge_input_error("profile %s: cannot read dataset /profile/%s", path, name);

@@ -166,7 +166,8 @@ static void check_dataset(reader_t *r, hid_t dset, const char *what, const state
     want[i] = (hsize_t)t->dims[i];
     same = same && ndim > 0 && dims[i] == want[i];
   }
-  if (type < 0 || H5Tget_class(type) != H5T_FLOAT || H5Tget_size(type) != sizeof(float))
+  if (type < 0 || H5Tget_class(type) != H5T_FLOAT || H5Tget_size(type) != sizeof(float) ||
+      !h5util_number_type_ok(type))
     ckpt_fail(&r->st, "%s: %s: not float32 data (%s)", r->path, what, DAMAGED);
   else if (ndim < 0 || ndim > H5S_MAX_RANK)
     ckpt_fail(&r->st, "%s: %s: unreadable shape (%s)", r->path, what, DAMAGED);

@@ -194,6 +194,22 @@ int h5util_attr_write_f64(hid_t obj, const char *name, double value) {
   return attr_write(obj, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &value);
 }
 
+int h5util_number_type_ok(hid_t type) {
+  if (type < 0) return 0;
+  H5T_class_t k = H5Tget_class(type);
+  H5T_order_t order = H5Tget_order(type);
+  size_t size = H5Tget_size(type), precision = H5Tget_precision(type);
+  int offset = H5Tget_offset(type);
+  if ((k != H5T_INTEGER && k != H5T_FLOAT) || (order != H5T_ORDER_LE && order != H5T_ORDER_BE) || size < 1 ||
+      size > 8 || precision < 1 || offset < 0 || (size_t)offset + precision > 8 * size)
+    return 0;
+  if (k == H5T_INTEGER) return 1;
+  size_t spos, epos, esize, mpos, msize;
+  if (H5Tget_fields(type, &spos, &epos, &esize, &mpos, &msize) < 0) return 0;
+  return spos < precision && esize >= 1 && esize <= 16 && epos + esize <= precision && msize >= 1 &&
+         mpos + msize <= precision;
+}
+
 /* Open a scalar attribute of the type class `want` or `also` (its type in *type): the attribute,
  * or -1 when an HDF5 call fails, or H5UTIL_ABSENT when it is missing or of another kind. */
 static hid_t attr_open(hid_t obj, const char *name, H5T_class_t want, H5T_class_t also, hid_t *type) {
@@ -206,7 +222,8 @@ static hid_t attr_open(hid_t obj, const char *name, H5T_class_t want, H5T_class_
   *type = H5Aget_type(a);
   int failed = space < 0 || *type < 0;
   H5T_class_t k = failed ? H5T_NO_CLASS : H5Tget_class(*type);
-  int ok = !failed && H5Sget_simple_extent_type(space) == H5S_SCALAR && (k == want || k == also);
+  int ok = !failed && H5Sget_simple_extent_type(space) == H5S_SCALAR && (k == want || k == also) &&
+           (k == H5T_STRING || h5util_number_type_ok(*type));
   if (ok) {
     H5Sclose(space);
     return a;

@@ -72,6 +72,14 @@ int h5util_exists(hid_t loc, const char *name, H5I_type_t type);
 int h5util_chunks_whole(hid_t d, int ndims, const hsize_t *dims, size_t type_bytes, unsigned long long *bytes,
                         unsigned long long *want);
 
+/* Whether a file's datatype is a number HDF5 can convert without trusting its layout: an integer or
+ * a floating-point type of 1 to 8 bytes, little- or big-endian, whose bits (offset + precision) lie
+ * inside its size and, for a float, whose sign, exponent (at most 16 bits) and mantissa lie inside
+ * those bits: 1, else 0. HDF5 1.10 converts from the layout a file's metadata records and copies
+ * bits past its own fixed-size locals when it is crafted (a stack overflow in H5T__bit_get_d): call
+ * it on the type of a dataset or attribute of a file that is not trusted before reading it. */
+int h5util_number_type_ok(hid_t type);
+
 /* A fixed-length, NUL-terminated string type of len bytes (at least 1) in character set cset;
  * -1 on failure. Close with H5Tclose. */
 hid_t h5util_string_type(size_t len, H5T_cset_t cset);

@@ -131,6 +131,12 @@ void h5_series_open(h5_series_t *s, h5util_check_t *chk, hid_t loc, const char *
   h5util_check(chk, H5Sclose(space), "close the dataspace of", s->path);
   if ((nd != 1 && nd != 2) || maxdims[0] != H5S_UNLIMITED || (nd == 2 && maxdims[1] != H5S_UNLIMITED))
     surge_input_error("%s: %s is not an extendible %s dataset of a Surge log", chk->file, s->path, nd == 2 ? "2-D" : "1-D");
+  hid_t ft = h5util_check(chk, H5Dget_type(s->d), "get the type of", s->path);
+  int sane = H5Tget_class(mem_type) == H5T_STRING || h5util_number_type_ok(ft);
+  h5util_check(chk, H5Tclose(ft), "close the type of", s->path);
+  if (!sane) /* HDF5 would convert from the layout it records, past its own locals */
+    surge_input_error("%s: damaged Surge log: %s holds numbers of a type whose recorded layout is impossible (hint: "
+                      "move it away to start a new log)", chk->file, s->path);
   s->ndims = nd;
   s->rows = dims[0];
   s->cols = nd == 2 ? dims[1] : 1;

@@ -80,7 +80,7 @@ static void read_tensor(h5in_t *h, hid_t group, const char *gname, const slab_te
   hid_t d = h5util_check(&h->c, H5Dopen2(group, t->name, H5P_DEFAULT), "open", where);
   hid_t type = h5util_check(&h->c, H5Dget_type(d), "read the type of", where);
   hid_t space = h5util_check(&h->c, H5Dget_space(d), "read the shape of", where);
-  if (H5Tget_class(type) != H5T_FLOAT || H5Tget_size(type) != sizeof(float))
+  if (H5Tget_class(type) != H5T_FLOAT || H5Tget_size(type) != sizeof(float) || !h5util_number_type_ok(type))
     surge_input_error("%s: %s: not float32 data", h->path, where);
   int nd = H5Sget_simple_extent_ndims(space);
   hsize_t dims[H5S_MAX_RANK];

@@ -26,7 +26,7 @@ static void out_of_range(const sim_group_t *g, const char *name, double v, size_
   refuse_at(g, name, is_attr, what);
 }
 
-/* The dataset's row count: 1-D, numeric, stored whole (HDF5 would copy a short storage's missing
+/* The dataset's row count: 1-D, numeric (of a sane layout: h5util_number_type_ok), stored whole (HDF5 would copy a short storage's missing
  * bytes from beyond its buffer). */
 static size_t rows_of(const sim_group_t *g, hid_t d, const char *name) {
   hid_t space = H5Dget_space(d), type = H5Dget_type(d);
@@ -35,6 +35,7 @@ static size_t rows_of(const sim_group_t *g, hid_t d, const char *name) {
   int ok = space >= 0 && H5Sget_simple_extent_ndims(space) == 1 && H5Sget_simple_extent_dims(space, &n, NULL) == 1;
   if (!ok || (cls != H5T_INTEGER && cls != H5T_FLOAT) || H5Tget_size(type) > 8)
     refuse(g, name, "is not a 1-D dataset of numbers");
+  if (!h5util_number_type_ok(type)) refuse(g, name, "holds numbers of a type whose recorded layout is impossible");
   if (n > LOG_READ_MAX_CELLS) {
     char what[128];
     snprintf(what, sizeof what, "claims %llu rows, more than the %zu a report reads", (unsigned long long)n,

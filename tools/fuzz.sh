@@ -136,6 +136,14 @@ for h in $harnesses; do
       # Surge's source, and whether HDF5's library lies inside it
       stack=$(awk '/ERROR: |runtime error:|deadly signal/ { on = 1 } on && /^ *#[0-9]+ / { print }' \
         "fuzz-$h.part")
+      # no stack: glibc's "stack smashing detected" aborts where the sanitizers cannot unwind; gdb
+      # can, from the input libFuzzer kept (the frames below the smashed one are garbage, the first
+      # ones are not)
+      unit=$(sed -n 's/.*Test unit written to \(fuzz-findings\/[^ ]*\).*/\1/p' "fuzz-$h.part" | tail -n 1)
+      if [ -z "$stack" ] && [ -n "$unit" ] && command -v gdb >/dev/null 2>&1; then
+        stack=$(timeout 120 gdb -batch -ex run -ex bt --args "fuzz/fuzz_$h" "$unit" 2>/dev/null | grep -E '^#[0-9]+ ')
+        printf 'fuzz: no stack in the report; gdb on %s:\n%s\n' "$unit" "$stack" >>"fuzz-$h.part"
+      fi
       frame=$(printf '%s\n' "$stack" | grep -m 1 -o -E "in [A-Za-z_0-9]+ $top/(src|fuzz)/[^ ]+" | sed "s|$top/||")
       if printf '%s\n' "$stack" | awk -v top="$top/" 'index($0, " " top "src/") || index($0, " " top "fuzz/") { exit }
           /libhdf5/ { h = 1 } END { exit !h }'; then

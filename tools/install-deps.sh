@@ -3,13 +3,14 @@
 # Idempotent: installs only what is missing. Run as root (or through sudo).
 #   tools/install-deps.sh           build + run + test dependencies
 # clang and its runtime libraries (libFuzzer, the sanitizers; only recommended by clang, so named here)
-# build the fuzzing harnesses (tools/fuzz.sh); python3-numpy runs the independent GPT-2 forward of
+# build the fuzzing harnesses (tools/fuzz.sh), gdb places a finding whose report has no stack (a
+# glibc stack-smashing abort); python3-numpy runs the independent GPT-2 forward of
 # tests/test_convert.sh (skipped without it).
 set -eu
 
 packages="build-essential autoconf automake libtool pkg-config
   libopenmpi-dev openmpi-bin libhdf5-openmpi-dev hdf5-tools libopenblas-dev zlib1g-dev libcjson-dev libpcre2-dev
-  clang libclang-rt-dev
+  clang libclang-rt-dev gdb
   python3-numpy
   dataset-fashion-mnist fortunes-min fortunes bitshuffle linux-doc-6.1
   slurmctld slurmd slurm-client munge libpmix-dev"

@@ -7,17 +7,7 @@
 #define CPU_OP(ret, name, params) .name = cpu_##name,
 const backend_t backend_cpu = {
     .name = "cpu",
-    .host_memory = 1,
-    .close = host_close,
-    .synchronize = host_synchronize,
-    .context = host_context,
-    .set_priority = host_set_priority,
-    .alloc = host_mem_alloc,
-    .free = host_mem_free,
-    .upload = host_mem_copy,
-    .download = host_mem_copy,
-    .copy = host_mem_copy,
-    .device_used = host_mem_device_used,
+    HOST_BACKEND_SLOTS,
     .set_threads = cpu_set_threads,
     .open = cpu_open,
     BACKEND_MATH_OPS(CPU_OP)

@@ -24,4 +24,11 @@ void host_close(void);
 void host_synchronize(void);
 const backend_context_t *host_context(void);
 
+/* The slots of a backend_t that every host backend fills alike (memory, context, priority); the
+ * backend adds its name, open, set_threads and its ops. */
+#define HOST_BACKEND_SLOTS                                                                                  \
+  .host_memory = 1, .close = host_close, .synchronize = host_synchronize, .context = host_context,         \
+  .set_priority = host_set_priority, .alloc = host_mem_alloc, .free = host_mem_free, .upload = host_mem_copy, \
+  .download = host_mem_copy, .copy = host_mem_copy, .device_used = host_mem_device_used
+
 #endif

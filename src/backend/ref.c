@@ -732,18 +732,8 @@ static void ref_adamw_step(size_t n, float *p, const float *g, float *m, float *
 #define REF_OP(ret, name, params) .name = ref_##name,
 const backend_t backend_ref = {
     .name = "ref",
-    .host_memory = 1,
+    HOST_BACKEND_SLOTS,
     .open = host_open,
-    .close = host_close,
-    .synchronize = host_synchronize,
-    .context = host_context,
-    .set_priority = host_set_priority,
-    .alloc = host_mem_alloc,
-    .free = host_mem_free,
-    .upload = host_mem_copy,
-    .download = host_mem_copy,
-    .copy = host_mem_copy,
-    .device_used = host_mem_device_used,
     .set_threads = ref_set_threads,
     BACKEND_MATH_OPS(REF_OP)
 };

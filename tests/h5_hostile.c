@@ -5,7 +5,15 @@
  *   h5_hostile FILE OBJECT f64:NAME=X    attribute NAME (re)written as a double X (nan, inf, 1e300)
  *   h5_hostile FILE OBJECT i64:NAME=V    ... as a 64-bit integer V
  *   h5_hostile FILE OBJECT str:NAME=T    ... as a UTF-8 string T, in which \xHH is the byte HH
- * Exit 0, or 99 when the file or the edit fails. */
+ *   h5_hostile FILE DATASET bits=B       the dataset (any shape, its values kept as far as a 32-bit
+ *                                        integer holds them) stored as 4-byte integers that claim
+ *                                        B bits of precision (B > 32: a layout HDF5's own calls never
+ *                                        make, which a crafted file can record)
+ *   h5_hostile FILE OBJECT bad:NAME=B    attribute NAME (re)written as such an integer (value 1)
+ * The last two write a marker type (4 bytes, 17 bits from bit 3), close the file and patch the
+ * marker's precision in the file's bytes: the file must hold the marker once, in an object header
+ * without a checksum (the default format, not a checkpoint's). Exit 0, or 99 when the file or the
+ * edit fails. */
 #include <hdf5.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -26,6 +34,55 @@ static int replace_rows(hid_t f, const char *name, hsize_t rows) {
   rc = d < 0 || (rows && H5Dwrite(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) < 0);
   free(v);
   H5Dclose(d), H5Sclose(s);
+  return rc;
+}
+
+/* The marker type: a 4-byte little-endian integer of 17 bits from bit 3. Its datatype message holds
+ * size, bit offset and precision as the bytes MARK (size 4, offset 3, precision 17). */
+static const unsigned char MARK[] = {4, 0, 0, 0, 3, 0, 17, 0};
+
+static hid_t marker_type(void) {
+  hid_t t = H5Tcopy(H5T_STD_I32LE);
+  if (t >= 0 && (H5Tset_precision(t, 17) < 0 || H5Tset_offset(t, 3) < 0)) return -1;
+  return t;
+}
+
+/* The only copy of MARK in file path gets precision bits: 0, or 1 when there is not exactly one. */
+static int patch_precision(const char *path, unsigned bits) {
+  FILE *f = fopen(path, "r+b");
+  if (!f || fseek(f, 0, SEEK_END) != 0) return 1;
+  long n = ftell(f);
+  unsigned char *b = n > 0 ? malloc((size_t)n) : NULL;
+  int rc = !b || fseek(f, 0, SEEK_SET) != 0 || fread(b, 1, (size_t)n, f) != (size_t)n;
+  long at = -1, found = 0;
+  for (long i = 0; !rc && i + (long)sizeof MARK <= n; i++)
+    if (memcmp(b + i, MARK, sizeof MARK) == 0) at = i, found++;
+  rc = rc || found != 1;
+  unsigned char le[2] = {(unsigned char)(bits & 0xff), (unsigned char)(bits >> 8)};
+  rc = rc || fseek(f, at + 6, SEEK_SET) != 0 || fwrite(le, 1, 2, f) != 2;
+  free(b);
+  return fclose(f) != 0 || rc;
+}
+
+/* Dataset name rewritten in the marker type, contiguous, same extent, values converted through int. */
+static int replace_marked(hid_t f, const char *name) {
+  hid_t d = H5Dopen2(f, name, H5P_DEFAULT), old = d < 0 ? -1 : H5Dget_space(d);
+  hsize_t dims[H5S_MAX_RANK];
+  int nd = old < 0 ? -1 : H5Sget_simple_extent_dims(old, dims, NULL);
+  if (old >= 0) H5Sclose(old);
+  hid_t s = nd < 0 ? -1 : nd == 0 ? H5Screate(H5S_SCALAR) : H5Screate_simple(nd, dims, NULL);
+  hssize_t n = s < 0 ? -1 : H5Sget_simple_extent_npoints(s);
+  int *v = n < 0 ? NULL : calloc((size_t)n + 1, sizeof *v);
+  int rc = !v || (n && H5Dread(d, H5T_NATIVE_INT, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) < 0);
+  if (d >= 0) H5Dclose(d);
+  hid_t t = marker_type();
+  rc = rc || t < 0 || H5Ldelete(f, name, H5P_DEFAULT) < 0;
+  d = rc ? -1 : H5Dcreate2(f, name, t, s, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+  rc = rc || d < 0 || (n && H5Dwrite(d, H5T_NATIVE_INT, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) < 0);
+  free(v);
+  if (d >= 0) H5Dclose(d);
+  if (t >= 0) H5Tclose(t);
+  if (s >= 0) H5Sclose(s);
   return rc;
 }
 
@@ -52,6 +109,9 @@ static int write_attr(hid_t f, const char *obj, const char *edit) {
     type = H5Tcopy(H5T_IEEE_F64LE), mem = H5Tcopy(H5T_NATIVE_DOUBLE), buf = &x;
   } else if (strcmp(kind, "i64") == 0) {
     type = H5Tcopy(H5T_STD_I64LE), mem = H5Tcopy(H5T_NATIVE_INT64), buf = &i;
+  } else if (strcmp(kind, "bad") == 0) {
+    static const int one = 1;
+    type = marker_type(), mem = H5Tcopy(H5T_NATIVE_INT), buf = &one;
   } else if (strcmp(kind, "str") == 0) {
     unescape(value);
     type = H5Tcopy(H5T_C_S1);
@@ -69,17 +129,23 @@ static int write_attr(hid_t f, const char *obj, const char *edit) {
 
 int main(int argc, char **argv) {
   unsigned long long rows;
+  unsigned bits = 0;
   if (argc != 4) {
-    fprintf(stderr, "usage: h5_hostile FILE OBJECT rows=N|f64:NAME=X|i64:NAME=V|str:NAME=T\n");
+    fprintf(stderr, "usage: h5_hostile FILE OBJECT rows=N|f64:NAME=X|i64:NAME=V|str:NAME=T|bits=B|bad:NAME=B\n");
     return 99;
   }
   hid_t f = H5Fopen(argv[1], H5F_ACC_RDWR, H5P_DEFAULT);
-  int rc = f < 0;
+  int rc = f < 0, dataset_bits = sscanf(argv[3], "bits=%u", &bits) == 1;
+  const char *attr_bits = strncmp(argv[3], "bad:", 4) == 0 ? strchr(argv[3], '=') : NULL;
   if (!rc && sscanf(argv[3], "rows=%llu", &rows) == 1)
     rc = replace_rows(f, argv[2], (hsize_t)rows);
+  else if (!rc && dataset_bits)
+    rc = replace_marked(f, argv[2]);
   else if (!rc)
     rc = write_attr(f, argv[2], argv[3]);
   if (f >= 0 && H5Fclose(f) < 0) rc = 1;
+  if (!rc && attr_bits) bits = (unsigned)strtoul(attr_bits + 1, NULL, 10);
+  if (!rc && (dataset_bits || attr_bits)) rc = patch_precision(argv[1], bits);
   if (rc) fprintf(stderr, "h5_hostile: %s %s %s failed\n", argv[1], argv[2], argv[3]);
   return rc ? 99 : 0;
 }

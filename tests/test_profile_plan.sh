@@ -156,6 +156,13 @@ damage="$top_build/tests/profile_damage"
 "$damage" "$tap_tmp/p2.h5" "$tap_tmp/t1e308.h5" time1e308 &&
   bad "a layer time of 1e308 us" "t1e308.h5: node .* time 1e+308 us is not a number in \[0, 1e+12\]" \
     "$plan" "$deck" --profile "$tap_tmp/t1e308.h5"
+if ! cp "$tap_tmp/p2.h5" "$tap_tmp/bits.h5" || ! "$top_build/tests/h5_hostile" "$tap_tmp/bits.h5" /profile/median_us bits=993; then
+  tap_ok 1 "a layer-time dataset of 4-byte integers claiming 993 bits: the edit failed"
+else
+  bad "a layer-time dataset of 4-byte integers claiming 993 bits (HDF5 would convert past its locals)" \
+    "bits.h5: dataset /profile/median_us holds values that are not numbers of a possible layout" \
+    "$plan" "$deck" --profile "$tap_tmp/bits.h5"
+fi
 bad "--amp below 1" "--amp 0.5" "$plan" "$deck" --profile "$tap_tmp/p2.h5" --amp 0.5
 # found by fuzz_profile: a dataset whose storage is smaller than its shape made HDF5 copy the rest
 # from beyond its buffer (a heap overflow under AddressSanitizer); a profile of mlp_hidden = 8

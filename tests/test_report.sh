@@ -274,6 +274,11 @@ for a in ranks flush_every global_batch; do
   cp "$log" "$tap_tmp/dmg.h5" && "$hostile" "$tap_tmp/dmg.h5" /run "i64:$a=-1"
   refused_naming "$tap_tmp/dmg.h5" "/run@$a is -1, outside" "/run@$a = -1"
 done
+# a column of 4-byte integers recorded with 993 bits of precision: HDF5 1.10 would convert past its
+# own locals (fuzz_sim found the like in a surge-sim file)
+cp "$log" "$tap_tmp/dmg.h5" && "$hostile" "$tap_tmp/dmg.h5" /metrics/loss bits=993
+refused_naming "$tap_tmp/dmg.h5" "damaged Surge log: /metrics/loss holds numbers of a type whose recorded layout is impossible" \
+  "/metrics/loss as integers claiming 993 bits in 4 bytes"
 rows=$(h5vals "$log" /metrics/step | wc -l)
 cp "$log" "$tap_tmp/dmg.h5" && "$hostile" "$tap_tmp/dmg.h5" /metrics/loss "rows=$((rows + 500))"
 refused_naming "$tap_tmp/dmg.h5" "/metrics/loss has $((rows + 500)) rows, 500 more than its step scale's $rows" \

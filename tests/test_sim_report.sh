@@ -38,6 +38,7 @@ value() { "$damage" damage "$f" "$1" "value=$2"; }
 attr() { "$hostile" "$f" "$1" "$2"; }
 strings_in() { "$damage" damage "$f" "$1" strings; }
 wide() { rows "$1" "$2" && value "$1" "$3"; } # an integer column made doubles, then a value beyond int32
+bits() { "$hostile" "$f" "$1" "bits=$2"; } # 4-byte integers recorded with $2 bits of precision
 
 hostile_case "a batch column shorter than /sim/burst/ranks" burst \
   "/sim/burst/global_batch has 1 rows where its table has 2" rows /sim/burst/global_batch 1
@@ -74,6 +75,11 @@ hostile_case "a micro-batch past the grid" 3d "/sim/pipeline/plain_op_micro_batc
   value /sim/pipeline/plain_op_micro_batch 16@0
 hostile_case "a string where a column belongs" 3d "/sim/pipeline/plain_op_end_us is not a 1-D dataset of numbers" \
   strings_in /sim/pipeline/plain_op_end_us
+hostile_case "a column of 4-byte integers recorded with 993 bits (HDF5 would convert past its locals)" 3d \
+  "/sim/pipeline/plain_op_micro_batch holds numbers of a type whose recorded layout is impossible" \
+  bits /sim/pipeline/plain_op_micro_batch 993
+hostile_case "an attribute of 4-byte integers recorded with 993 bits" 3d "/sim/pipeline@pp is missing or not a number" \
+  attr /sim/pipeline bad:pp=993
 # found by fuzz_sim: integer columns whose recorded bits lie outside their 4 bytes made HDF5 1.10's
 # conversion overflow a local of its own (stack smashing, an abort) or read far past it (SIGBUS)
 for f in integer-precision-993-bits-in-4-bytes:compressed_op_compressed integer-offset-8192-bits-in-4-bytes:plain_op_stage; do

@@ -26,8 +26,8 @@ static void out_of_range(const sim_group_t *g, const char *name, double v, size_
   refuse_at(g, name, is_attr, what);
 }
 
-/* The dataset's row count: 1-D, numeric (of a sane layout: h5util_number_type_ok), stored whole (HDF5 would copy a short storage's missing
- * bytes from beyond its buffer). */
+/* The dataset's row count: 1-D, numeric of a possible layout (h5util_number_type_ok), stored whole
+ * (HDF5 would copy a short storage's missing bytes from beyond its buffer). */
 static size_t rows_of(const sim_group_t *g, hid_t d, const char *name) {
   hid_t space = H5Dget_space(d), type = H5Dget_type(d);
   hsize_t n = 0;

@@ -5,8 +5,8 @@
  *   h5_hostile FILE OBJECT f64:NAME=X    attribute NAME (re)written as a double X (nan, inf, 1e300)
  *   h5_hostile FILE OBJECT i64:NAME=V    ... as a 64-bit integer V
  *   h5_hostile FILE OBJECT str:NAME=T    ... as a UTF-8 string T, in which \xHH is the byte HH
- *   h5_hostile FILE DATASET bits=B       the dataset (any shape, its values kept as far as a 32-bit
- *                                        integer holds them) stored as 4-byte integers that claim
+ *   h5_hostile FILE DATASET bits=B       the dataset (its extent and layout kept, its values as far
+ *                                        as a 32-bit integer holds them) stored as 4-byte integers that claim
  *                                        B bits of precision (B > 32: a layout HDF5's own calls never
  *                                        make, which a crafted file can record)
  *   h5_hostile FILE OBJECT bad:NAME=B    attribute NAME (re)written as such an integer (value 1)
@@ -64,24 +64,23 @@ static int patch_precision(const char *path, unsigned bits) {
   return fclose(f) != 0 || rc;
 }
 
-/* Dataset name rewritten in the marker type, contiguous, same extent, values converted through int. */
+/* Dataset name rewritten in the marker type, same extent and creation properties (a log's series
+ * stay chunked and extendible), values converted through int. */
 static int replace_marked(hid_t f, const char *name) {
-  hid_t d = H5Dopen2(f, name, H5P_DEFAULT), old = d < 0 ? -1 : H5Dget_space(d);
-  hsize_t dims[H5S_MAX_RANK];
-  int nd = old < 0 ? -1 : H5Sget_simple_extent_dims(old, dims, NULL);
-  if (old >= 0) H5Sclose(old);
-  hid_t s = nd < 0 ? -1 : nd == 0 ? H5Screate(H5S_SCALAR) : H5Screate_simple(nd, dims, NULL);
+  hid_t d = H5Dopen2(f, name, H5P_DEFAULT), s = d < 0 ? -1 : H5Dget_space(d);
+  hid_t dcpl = d < 0 ? -1 : H5Dget_create_plist(d);
   hssize_t n = s < 0 ? -1 : H5Sget_simple_extent_npoints(s);
   int *v = n < 0 ? NULL : calloc((size_t)n + 1, sizeof *v);
-  int rc = !v || (n && H5Dread(d, H5T_NATIVE_INT, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) < 0);
+  int rc = !v || dcpl < 0 || (n && H5Dread(d, H5T_NATIVE_INT, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) < 0);
   if (d >= 0) H5Dclose(d);
   hid_t t = marker_type();
   rc = rc || t < 0 || H5Ldelete(f, name, H5P_DEFAULT) < 0;
-  d = rc ? -1 : H5Dcreate2(f, name, t, s, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+  d = rc ? -1 : H5Dcreate2(f, name, t, s, H5P_DEFAULT, dcpl, H5P_DEFAULT);
   rc = rc || d < 0 || (n && H5Dwrite(d, H5T_NATIVE_INT, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) < 0);
   free(v);
   if (d >= 0) H5Dclose(d);
   if (t >= 0) H5Tclose(t);
+  if (dcpl >= 0) H5Pclose(dcpl);
   if (s >= 0) H5Sclose(s);
   return rc;
 }

@@ -30,6 +30,15 @@ for name in text.h5 norun.h5 other.h5; do
   tap_ok $? "resuming into $name: exit $rc, file unchanged, $msg"
 done
 
+# a series of 4-byte integers recorded with 993 bits of precision (HDF5 would convert past its own
+# locals): resuming into it is refused naming the series
+cp "$tap_tmp/log-1.h5" "$tap_tmp/bits.h5" && "$top_build/tests/h5_hostile" "$tap_tmp/bits.h5" /metrics/loss bits=993
+timeout 60 "$prog" resume "$tap_tmp/bits.h5" 5 >"$tap_tmp/out.txt" 2>"$tap_tmp/err.txt"
+rc=$?
+msg=$(grep '^surge: error:' "$tap_tmp/err.txt" | head -n 1)
+[ "$rc" = 2 ] && case $msg in *"bits.h5: damaged Surge log: /metrics/loss holds numbers of a type whose recorded layout is impossible"*) true ;; *) false ;; esac
+tap_ok $? "resuming into a log whose /metrics/loss claims 993 bits in 4 bytes: exit $rc, $msg"
+
 missing="$tap_tmp/no/such/dir/log.h5"
 timeout 60 "$prog" create "$missing" >/dev/null 2>"$tap_tmp/err.txt"
 rc=$?

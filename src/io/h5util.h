@@ -77,7 +77,9 @@ int h5util_chunks_whole(hid_t d, int ndims, const hsize_t *dims, size_t type_byt
  * inside its size and, for a float, whose sign, exponent (at most 16 bits) and mantissa lie inside
  * those bits: 1, else 0. HDF5 1.10 converts from the layout a file's metadata records and copies
  * bits past its own fixed-size locals when it is crafted (a stack overflow in H5T__bit_get_d): call
- * it on the type of a dataset or attribute of a file that is not trusted before reading it. */
+ * it on the type of a dataset or attribute of a file that is not trusted before reading it. (HDF5
+ * 1.10.8's own decoder already refuses a float's fields outside its bits, such an object does not
+ * open; the float checks stay for other versions, and cost nothing.) */
 int h5util_number_type_ok(hid_t type);
 
 /* A fixed-length, NUL-terminated string type of len bytes (at least 1) in character set cset;

@@ -1,6 +1,7 @@
 /* The linear forwards through cuBLASLt, the bias (and a following GELU) applied in the product's
  * epilogue instead of by kernels that read and write the whole output again (doc/gpu.md, "cuBLASLt
- * epilogues"). Written from cuBLASLt's documentation (cublasLt.h of CUDA 13); not yet run on a GPU.
+ * epilogues"). Written from cuBLASLt's documentation (cublasLt.h of CUDA 13); run on an H200 by
+ * tests/gpu/ops.gpu and epilogues.gpu.
  *
  * Row-major y (rows, out) = x (rows, in) w (out, in)^T + b is the column-major D (out, rows) =
  * op(A) B with A = w read as the column-major (in, out) matrix, ld in, transposed; B = x read as the
@@ -18,11 +19,12 @@
  * Whether a call runs here is decided per call, the same way every time for a shape and the
  * operands' alignment: the setting (backend.epilogues), every operand 16-byte aligned, pre's ld
  * rule (cuda_lt_rule.h, checked on the host), and then cuBLASLt's heuristic, asked once per
- * (shape, epilogue, compute type, alignments) and its answer kept, found or not. Only algorithms without split-K (reduction scheme NONE, one K
- * split) are taken, with a workspace of fixed size: the same algorithm and the same bits for a
- * shape on every call and every run (cuBLAS's reproducibility rule: one stream, a workspace of our
- * own). Where none is found, or the rules above say no, the caller runs cuBLAS's GEMM and the
- * kernels. */
+ * (shape, epilogue, compute type, alignments) and its answer kept, found or not. Only algorithms
+ * without split-K (reduction scheme NONE, one K split; a candidate that splits is run with one
+ * split where cuBLASLt accepts that) are taken, with a workspace of fixed size: the same algorithm
+ * and the same bits for a shape on every call and every run (cuBLAS's reproducibility rule: one
+ * stream, a workspace of our own). Where none is found, or the rules above say no, the caller runs
+ * cuBLAS's GEMM and the kernels. */
 #include <stdint.h>
 #include <string.h>
 
@@ -73,23 +75,46 @@ static void set_desc(cublasLtMatmulDesc_t d, cublasLtMatmulDescAttributes_t attr
   cuda_check_blas(cublasLtMatmulDescSetAttribute(d, attr, v, n), "cublasLtMatmulDescSetAttribute");
 }
 
-/* The first candidate that computes each output in one pass over K (no split-K, whose partial sums
- * another step reduces) and fits the workspace; 0 when there is none. */
-static int pick_algo(const cublasLtMatmulHeuristicResult_t *r, int n, cublasLtMatmulAlgo_t *algo) {
-  for (int i = 0; i < n; i++) {
-    if (r[i].state != CUBLAS_STATUS_SUCCESS || r[i].workspaceSize > LT_WORKSPACE_BYTES) continue;
-    uint32_t scheme = 1;
-    int32_t splits = 2;
-    size_t got = 0;
-    if (cublasLtMatmulAlgoConfigGetAttribute(&r[i].algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &scheme,
-                                             sizeof scheme, &got) != CUBLAS_STATUS_SUCCESS ||
-        cublasLtMatmulAlgoConfigGetAttribute(&r[i].algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splits, sizeof splits,
-                                             &got) != CUBLAS_STATUS_SUCCESS)
-      continue;
-    if (scheme == CUBLASLT_REDUCTION_SCHEME_NONE && splits <= 1) {
+/* Whether algo computes each output in one pass over K: no split-K, whose partial sums another step
+ * reduces (an order that may differ between algorithms; 0 also when the config cannot be read). */
+static int one_pass(const cublasLtMatmulAlgo_t *algo) {
+  uint32_t scheme = 1;
+  int32_t splits = 2;
+  size_t got = 0;
+  return cublasLtMatmulAlgoConfigGetAttribute(algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &scheme, sizeof scheme,
+                                              &got) == CUBLAS_STATUS_SUCCESS &&
+         cublasLtMatmulAlgoConfigGetAttribute(algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splits, sizeof splits, &got) ==
+             CUBLAS_STATUS_SUCCESS &&
+         scheme == CUBLASLT_REDUCTION_SCHEME_NONE && splits <= 1;
+}
+
+/* The first candidate that runs in one pass over K and fits the workspace; else the first candidate
+ * turned into one pass (split-K set to 1, no reduction) that cuBLASLt accepts for this call (on a
+ * small output, rows = 128 out = 2304 in float32 say, every candidate the heuristic offers on an
+ * H200 splits K to fill the GPU); 0 when there is none. */
+static int pick_algo(const cublasLtMatmulHeuristicResult_t *r, int n, cublasLtMatmulDesc_t desc,
+                     cublasLtMatrixLayout_t a, cublasLtMatrixLayout_t b, cublasLtMatrixLayout_t d,
+                     cublasLtMatmulAlgo_t *algo) {
+  for (int i = 0; i < n; i++)
+    if (r[i].state == CUBLAS_STATUS_SUCCESS && r[i].workspaceSize <= LT_WORKSPACE_BYTES && one_pass(&r[i].algo)) {
       *algo = r[i].algo;
       return 1;
     }
+  for (int i = 0; i < n; i++) {
+    if (r[i].state != CUBLAS_STATUS_SUCCESS) continue;
+    cublasLtMatmulAlgo_t one = r[i].algo;
+    const int32_t splits = 1;
+    const uint32_t scheme = CUBLASLT_REDUCTION_SCHEME_NONE;
+    cublasLtMatmulHeuristicResult_t check;
+    if (cublasLtMatmulAlgoConfigSetAttribute(&one, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splits, sizeof splits) !=
+            CUBLAS_STATUS_SUCCESS ||
+        cublasLtMatmulAlgoConfigSetAttribute(&one, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &scheme, sizeof scheme) !=
+            CUBLAS_STATUS_SUCCESS ||
+        cublasLtMatmulAlgoCheck(lt.handle, desc, a, b, d, d, &one, &check) != CUBLAS_STATUS_SUCCESS ||
+        check.workspaceSize > LT_WORKSPACE_BYTES || !one_pass(&one))
+      continue;
+    *algo = one;
+    return 1;
   }
   return 0;
 }
@@ -122,7 +147,7 @@ static const lt_plan_t *plan_for(const lt_key_t *key, cublasLtMatmulDesc_t desc,
   int n = 0;
   // NOT_SUPPORTED (no heuristic for this configuration) and an empty answer both mean: not here
   if (cublasLtMatmulAlgoGetHeuristic(lt.handle, desc, a, b, d, d, pref, LT_HEURISTICS, r, &n) == CUBLAS_STATUS_SUCCESS)
-    p->found = pick_algo(r, n, &p->algo);
+    p->found = pick_algo(r, n, desc, a, b, d, &p->algo);
   return p->found ? p : NULL;
 }
 

@@ -70,14 +70,18 @@ CE_FN float ce_relu_grad(float x, float dy) { return x > 0.0f ? dy : 0.0f; }
 #define CE_GELU_K 0.7978845608028654f /* sqrt(2/pi) */
 #define CE_GELU_C 0.044715f
 
-/* GELU, tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))). */
-CE_FN float ce_gelu(float x) { return 0.5f * x * (1.0f + tanhf(CE_GELU_K * (x + CE_GELU_C * x * x * x))); }
+/* GELU, tanh approximation: 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3), computed as
+ * x s with s = sigmoid(2u) = 0.5 (1 + tanh(u)) (the cpu backend's form): 1 + tanhf(u) loses the
+ * digits of a small result to cancellation where x is below -3 (1.2e-4 relative on an H200). */
+CE_FN float ce_gelu_u(float x) { return CE_GELU_K * (x + CE_GELU_C * x * x * x); }
+CE_FN float ce_gelu(float x) { return x / (1.0f + expf(-2.0f * ce_gelu_u(x))); }
 
-/* d gelu / dx at x. */
+/* d gelu / dx at x: s + 2 x s (1 - s) du/dx, 1 - s = sigmoid(-2u) computed as such (no cancellation
+ * either way). */
 CE_FN float ce_gelu_grad(float x) {
-  float t = tanhf(CE_GELU_K * (x + CE_GELU_C * x * x * x));
-  float du = CE_GELU_K * (1.0f + 3.0f * CE_GELU_C * x * x);
-  return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * du;
+  const float u = ce_gelu_u(x), s = 1.0f / (1.0f + expf(-2.0f * u)), r = 1.0f / (1.0f + expf(2.0f * u));
+  const float du = CE_GELU_K * (1.0f + 3.0f * CE_GELU_C * x * x);
+  return s + 2.0f * x * s * r * du;
 }
 
 /* The conv epilogue: v + bias, through max(0, .) when relu. */

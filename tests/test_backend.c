@@ -999,6 +999,7 @@ static void check_bn_chunks(const backend_t *be, int N, int C, int HW, int R, fl
     lo = hi;
   }
   be->bn_finish(C, R, parts, 0.0f, 0.1f, NULL, stats);
+  be->synchronize(); /* a GPU's work is queued: done before the host reads */
   double worst = 0;
   for (int c = 0; c < C; c++) {
     double m = 0, v = 0, n = (double)N * HW;
@@ -1132,6 +1133,7 @@ static void test_softmax_rows(int rows, int n) {
   backend_ref.causal_softmax_fwd(rows, n, q.scale, blocks, pb);
   for (int b = 0; b < 2; b++) {
     backends[b]->softmax_rows(rows, n, q.scale, s, p);
+    backends[b]->synchronize();
     double worst = 0;
     for (int r = 0; r < rows; r++)
       for (int j = 0; j < n; j++)

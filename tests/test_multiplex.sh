@@ -146,16 +146,23 @@ tap_ok $? "killing the background job (kill -9) leaves the foreground job: exit 
 if [ "$(cat /proc/sys/kernel/sched_autogroup_enabled 2>/dev/null)" = 1 ] && command -v setsid >/dev/null 2>&1; then
   ! grep -q "autogroup" "$tap_tmp/bgsep.txt"
   tap_ok $? "a separate background in its foreground's session leaves the session's autogroup alone"
-  mine=$(cat /proc/$$/autogroup)
+  # this session's group, read by a process of it through /proc/self: /proc/$$ may be another pid
+  # namespace's numbering (a container's /proc), where $$ names another process or none
+  mine=$(cat /proc/self/autogroup 2>/dev/null)
+  read -r procpid _ </proc/self/stat
+  tap_diag "this shell: pid $$, /proc numbers it ${procpid:-(unreadable)}, its session's group ${mine:-(unreadable)}"
   # can a process of a new session lower its own group here? (a container's profile may refuse the
-  # write, and without CAP_SYS_ADMIN the kernel takes one every 100 ms: three tries)
+  # write under /proc/self, so through /proc/<pid> as /proc numbers it; without CAP_SYS_ADMIN the
+  # kernel takes one every 100 ms: three tries)
   lowers=no
   for try in 1 2 3; do
-    if setsid sh -c 'echo 19 >/proc/$$/autogroup && grep -q " nice 19$" /proc/$$/autogroup' 2>"$tap_tmp/probe.txt"; then
+    if setsid sh -c 'read -r p _ </proc/self/stat && echo 19 >/proc/$p/autogroup && grep -q " nice 19$" /proc/self/autogroup' \
+      2>"$tap_tmp/probe.txt"; then
       lowers=yes; break
     fi
     sleep 0.3
   done
+  [ -n "$mine" ] || lowers=unknown
   timeout 300 "$mpiexec" -n 2 $FG --foreground -D parallel.mode=dp -D run.steps=100000 -D multiplex.channel=$chan-sess \
     -D "run.out_dir=$tap_tmp/fgses" >"$tap_tmp/fgses.txt" 2>&1 &
   fg_pid=$!
@@ -168,7 +175,10 @@ if [ "$(cat /proc/sys/kernel/sched_autogroup_enabled 2>/dev/null)" = 1 ] && comm
   pkill -KILL -f "^$SURGE_TRAIN .*run.out_dir=$tap_tmp/fgses( |\$)"
   wait $fg_pid
   wait $bg_pid
-  if [ $lowers = yes ]; then
+  if [ $lowers = unknown ]; then
+    tap_skip "this shell cannot read its own session's autogroup (/proc/self/autogroup)"
+    tap_skip "this shell cannot read its own session's autogroup (/proc/self/autogroup)"
+  elif [ $lowers = yes ]; then
     # (its two ranks may both find it at 0 when they pair at the same moment: then both say so)
     grep -q "its session's autogroup /autogroup-[0-9]* set to nice 19 (was [0-9-]*) until it exits: its foreground (pid [0-9]*) is in /autogroup-" \
       "$tap_tmp/bgses.txt" && ! grep -q "stays at nice" "$tap_tmp/bgses.txt"
@@ -181,10 +191,12 @@ if [ "$(cat /proc/sys/kernel/sched_autogroup_enabled 2>/dev/null)" = 1 ] && comm
     tap_ok $? "where this machine refuses a session's autogroup nice ($(head -c 200 "$tap_tmp/probe.txt")), the background says so with the reason and runs on"
     tap_skip "this machine refuses to lower a session's autogroup (a container profile or a missing capability)"
   fi
-  [ "$(cat /proc/$$/autogroup)" = "$mine" ]
+  [ "$(cat /proc/self/autogroup 2>/dev/null)" = "$mine" ]
   tap_ok $? "the foreground's session keeps its autogroup ($mine)"
+  [ -z "$mine" ] || ! grep -q "published no autogroup" "$tap_tmp/bgses.txt"
+  tap_ok $? "the background knew its foreground's group from the channel"
 else
-  for c in same-session other-session running foreground; do tap_skip "kernel autogroups off (kernel.sched_autogroup_enabled) or no setsid"; done
+  for c in same-session other-session running foreground channel; do tap_skip "kernel autogroups off (kernel.sched_autogroup_enabled) or no setsid"; done
 fi
 
 # ---- separate jobs: kill -9 the foreground; the background stops, or goes on, as configured

@@ -54,7 +54,7 @@ void mux_bg_try_pair(mux_local_t *L) {
   if (L->partner_gen || !mux_side_live(p)) return;
   L->partner_gen = gen;
   if (L->opt.follow_affinity) mux_follow_partner_cpus(p);
-  if (L->opt.lower_session && !L->opt.in_process) mux_lower_session(atomic_load(&p->pid));
+  if (L->opt.lower_session && !L->opt.in_process) mux_lower_session(p);
 }
 
 /* The engine's events (core/events.h): every event ends the pass before it; a pass of the

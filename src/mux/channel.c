@@ -206,6 +206,8 @@ void mux_attach(mux_role_t role, const mux_options_t *o) {
   atomic_store(&me->busy, 0);
   atomic_store(&me->cpuset_bytes, 0);
   publish_cpus(me);
+  atomic_store(&me->autogroup_bytes, 0);
+  mux_publish_autogroup(me);
   if (o->in_process)
     publish_thread_clock(me);
   else

@@ -9,7 +9,7 @@
 #include "mux/mux.h"
 
 #define MUX_MAGIC 0x58554d4547525553ULL /* "SURGEMUX" little-endian */
-enum { MUX_VERSION = 3, MUX_CPUSET_BYTES = 128, MUX_SITES = 4096 };
+enum { MUX_VERSION = 4, MUX_CPUSET_BYTES = 128, MUX_AUTOGROUP_BYTES = 64, MUX_SITES = 4096 };
 enum { SIDE_FG = 0, SIDE_BG = 1 };
 enum { ATTACH_NONE = 0, ATTACH_LIVE = 1, ATTACH_ENDED = 2 };
 
@@ -32,6 +32,8 @@ typedef struct mux_side {
   _Atomic int32_t thread_clock_set; /* an in-process side: thread_clock is its thread's CPU clock */
   _Atomic int64_t thread_clock;  /* clockid_t of that thread (readable by any thread of the process) */
   unsigned char cpuset[MUX_CPUSET_BYTES];
+  _Atomic int32_t autogroup_bytes; /* valid bytes of autogroup (0: not published) */
+  char autogroup[MUX_AUTOGROUP_BYTES]; /* its session's autogroup ("/autogroup-123"), as it read it */
 } mux_side_t;
 
 typedef struct mux_shm {
@@ -122,8 +124,11 @@ void mux_fg_listen(int on);
 void mux_bg_listen(int on);
 /* Give this process the CPU set the partner published (background: follow_affinity). */
 void mux_follow_partner_cpus(const mux_side_t *partner);
-/* A background process whose foreground partner (partner_pid) is in another session's autogroup:
- * its own session's autogroup to nice 19 until it exits, and a line saying so (session.c). */
-void mux_lower_session(int64_t partner_pid);
+/* This process's session autogroup into me->autogroup, read from /proc/self (session.c). */
+void mux_publish_autogroup(mux_side_t *me);
+/* A background process whose foreground partner is in another session's autogroup (as each
+ * published it): its own session's autogroup to nice 19 until it exits, and a line saying so
+ * (session.c). */
+void mux_lower_session(const mux_side_t *partner);
 
 #endif

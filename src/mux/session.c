@@ -12,11 +12,16 @@
  * one) runs at that weight until then. Two ranks of one session that pair at the same moment may
  * both find it at its old value: both set it and say so, and each sets it back at its exit.
  *
- * The write goes to /proc/<pid>/autogroup, not /proc/self/autogroup: container profiles (Docker's
- * AppArmor default) refuse writes under /proc/self while allowing them under /proc/<pid>. Without
- * CAP_SYS_ADMIN the kernel takes one such write every 100 ms system-wide and answers EAGAIN
- * in between (two ranks pairing at once): the write is retried for up to a second. Where it is
- * refused all the same the background says so, with the kernel's reason, and runs on. */
+ * Each side publishes its group's name in the channel at attach, as it reads it from
+ * /proc/self/autogroup, and the background compares the two names: not /proc/<partner pid>, since
+ * the pid a process knows itself by is its own pid namespace's while /proc may be mounted from
+ * another's (a container's), where that number names another process or none. The write goes to
+ * /proc/<pid>/autogroup with this process's pid as that /proc numbers it (the /proc/self link's
+ * target), not to /proc/self/autogroup: container profiles (Docker's AppArmor default) refuse
+ * writes under /proc/self while allowing them under /proc/<pid>. Without CAP_SYS_ADMIN the kernel
+ * takes one such write every 100 ms system-wide and answers EAGAIN in between (two ranks pairing
+ * at once): the write is retried for up to a second. Where it is refused all the same the
+ * background says so, with the kernel's reason, and runs on. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,10 +35,10 @@ enum { SESSION_NICE = 19 };
 
 static int restore_nice = -100; /* the nice this process found and changed; -100: it changed none */
 
-/* /proc/PID/autogroup ("/autogroup-123 nice 0"): its group's name into name, its nice into *nice;
- * 0 when unreadable (no autogroups in this kernel, or the process is gone). */
-static int read_autogroup(const char *path, char *name, size_t n, int *nice) {
-  FILE *f = fopen(path, "r");
+/* /proc/self/autogroup ("/autogroup-123 nice 0"): its group's name into name, its nice into *nice;
+ * 0 when unreadable (no autogroups in this kernel). */
+static int read_own_autogroup(char *name, size_t n, int *nice) {
+  FILE *f = fopen("/proc/self/autogroup", "r");
   if (!f) return 0;
   char line[128];
   int ok = fgets(line, sizeof line, f) != NULL;
@@ -55,8 +60,11 @@ static int autogroups_enabled(void) {
 
 /* 0 on success, else the errno of the refused open or write */
 static int write_own_nice_once(int nice) {
-  char path[64];
-  snprintf(path, sizeof path, "/proc/%ld/autogroup", (long)getpid());
+  char path[64], self[32];
+  ssize_t len = readlink("/proc/self", self, sizeof self - 1); /* this process's pid as /proc numbers it */
+  if (len > 0) self[len] = '\0';
+  else snprintf(self, sizeof self, "%ld", (long)getpid());
+  snprintf(path, sizeof path, "/proc/%s/autogroup", self);
   FILE *f = fopen(path, "w");
   if (!f) return errno ? errno : EIO;
   errno = 0;
@@ -80,27 +88,42 @@ static void put_back(void) {
   if (restore_nice != -100) (void)write_own_nice(restore_nice);
 }
 
-void mux_lower_session(int64_t partner_pid) {
+void mux_publish_autogroup(mux_side_t *me) {
 #ifdef __linux__
-  char mine[64], theirs[64], path[64];
-  int my_nice = 0, their_nice = 0;
-  snprintf(path, sizeof path, "/proc/%lld/autogroup", (long long)partner_pid);
-  if (partner_pid <= 0 || !autogroups_enabled() || !read_autogroup("/proc/self/autogroup", mine, sizeof mine, &my_nice))
-    return;
-  if (!read_autogroup(path, theirs, sizeof theirs, &their_nice)) {
-    printf("multiplex: background (pid %ld): its session's autogroup %s stays at nice %d: its foreground's (%s) "
-           "cannot be read from here, so whether they share a group is unknown (doc/multiplexing.md)\n",
-           (long)getpid(), mine, my_nice, path);
+  char name[MUX_AUTOGROUP_BYTES];
+  int nice = 0;
+  if (!autogroups_enabled() || !read_own_autogroup(name, sizeof name, &nice)) return;
+  size_t n = strlen(name) + 1;
+  memcpy(me->autogroup, name, n);
+  atomic_store(&me->autogroup_bytes, (int32_t)n);
+#else
+  (void)me;
+#endif
+}
+
+void mux_lower_session(const mux_side_t *partner) {
+#ifdef __linux__
+  char mine[MUX_AUTOGROUP_BYTES], theirs[MUX_AUTOGROUP_BYTES];
+  int my_nice = 0;
+  const long long partner_pid = (long long)atomic_load(&partner->pid);
+  if (!autogroups_enabled() || !read_own_autogroup(mine, sizeof mine, &my_nice)) return;
+  int32_t n = atomic_load(&partner->autogroup_bytes); /* the partner's bytes: a name that ends in it */
+  if (n <= 1 || n > MUX_AUTOGROUP_BYTES || partner->autogroup[n - 1] != '\0') {
+    printf("multiplex: background (pid %ld): its session's autogroup %s stays at nice %d: its foreground (pid %lld) "
+           "published no autogroup of its own (its /proc/self/autogroup could not be read), so whether they "
+           "share a group is unknown (doc/multiplexing.md)\n",
+           (long)getpid(), mine, my_nice, partner_pid);
     fflush(stdout);
     return;
   }
+  memcpy(theirs, partner->autogroup, (size_t)n);
   if (strcmp(mine, theirs) == 0 || my_nice >= SESSION_NICE) return;
   int err = write_own_nice(SESSION_NICE);
   if (err) {
     printf("multiplex: background (pid %ld): its session's autogroup %s stays at nice %d, not lowered to %d: the "
            "kernel refused (%s; its foreground, pid %lld, is in %s, which the kernel weighs as an equal; "
            "doc/multiplexing.md)\n",
-           (long)getpid(), mine, my_nice, SESSION_NICE, strerror(err), (long long)partner_pid, theirs);
+           (long)getpid(), mine, my_nice, SESSION_NICE, strerror(err), partner_pid, theirs);
     fflush(stdout);
     return;
   }
@@ -109,9 +132,9 @@ void mux_lower_session(int64_t partner_pid) {
   printf("multiplex: background (pid %ld): its session's autogroup %s set to nice %d (was %d) until it exits: its "
          "foreground (pid %lld) is in %s, and the kernel weighs sessions as equals whatever their threads' "
          "priority (doc/multiplexing.md)\n",
-         (long)getpid(), mine, SESSION_NICE, my_nice, (long long)partner_pid, theirs);
+         (long)getpid(), mine, SESSION_NICE, my_nice, partner_pid, theirs);
   fflush(stdout);
 #else
-  (void)partner_pid;
+  (void)partner;
 #endif
 }

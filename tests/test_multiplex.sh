@@ -182,7 +182,9 @@ if [ "$(cat /proc/sys/kernel/sched_autogroup_enabled 2>/dev/null)" = 1 ] && comm
     # (its two ranks may both find it at 0 when they pair at the same moment: then both say so)
     grep -q "its session's autogroup /autogroup-[0-9]* set to nice 19 (was [0-9-]*) until it exits: its foreground (pid [0-9]*) is in /autogroup-" \
       "$tap_tmp/bgses.txt" && ! grep -q "stays at nice" "$tap_tmp/bgses.txt"
-    tap_ok $? "a background in a session of its own lowers that session's autogroup, saying so"
+    rc=$?
+    tap_ok $rc "a background in a session of its own lowers that session's autogroup, saying so"
+    [ $rc = 0 ] || tap_diag "its lines on autogroups: $(grep "autogroup" "$tap_tmp/bgses.txt" | head -n 4)"
     [ "$(echo "$seen" | grep -o "nice -*[0-9]*" | sort -u)" = "nice 19" ]
     tap_ok $? "while it runs, its ranks' autogroup is at nice 19 (${seen# })"
   else

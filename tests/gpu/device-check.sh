@@ -202,9 +202,12 @@ for p in bf16 fp32 bf16-b128; do
 done
 fi # DEVICE_BENCH != mux
 # The foreground (gpt-fortunes.deck, 1 rank, 400 steps) alone, then with an mlp background beside it
-# on the same GPU (one mpiexec), its slowdown against the solo log ([multiplex] baseline). 400
-# steps, about 1.5 s on an H200: with 40 (0.15 s) the in-process background was still loading its
-# data when the foreground ended, and ran one step (2026-12-04).
+# on the same GPU (one mpiexec), its slowdown against the solo log ([multiplex] baseline). A
+# 1-rank data-parallel foreground is always computing, and the gate opens only while its partner
+# waits or is inactive (doc/multiplexing.md), so its background gets about one step through
+# (14 pieces on an H200, 2026-12-04, at 40 and at 400 steps): this pair checks that a busy
+# foreground is not slowed; mux.gpu's burst pair, that idle time is filled. 400 steps (about 1.5 s
+# on an H200) keep start-up out of the slowdown.
 FG="./surge-train $src/inputs/gpt-fortunes.deck -D backend.name=cuda -D run.steps=400 -D run.eval_every=0
   -D run.print_every=100 -D checkpoint.every=0 -D run.overwrite=true"
 BGKEYS="-D backend.name=cuda -D run.steps=100000 -D run.eval_every=0 -D run.print_every=1000 -D checkpoint.every=0

@@ -50,10 +50,10 @@ tap_diag "the background beside the busy foreground rank ran $(h5vals "$tap_tmp/
 # reduction (politely, as a wait, while rank 0 waits inside MPI: the two must match), so the
 # background beside it trains, and the foreground's parameters are those of the same plan alone
 awk '/^[0-9]+ / { print $1, $2, 1, 0, 32; next } { print }' "$tap_tmp/p.plan" >"$tap_tmp/out.plan"
-timeout 120 "$mpiexec" -n 2 $FG -D run.steps=20 -D "parallel.plan=$tap_tmp/out.plan" -D "run.out_dir=$tap_tmp/outsolo" \
+timeout 120 "$mpiexec" -n 2 $FG -D run.steps=100 -D "parallel.plan=$tap_tmp/out.plan" -D "run.out_dir=$tap_tmp/outsolo" \
   >"$tap_tmp/outsolo.txt" 2>&1 &&
   B1_ARGS="-D run.steps=12 -D multiplex.on_foreground_end=continue" \
-    mpmd "$tap_tmp/outmpmd.txt" "$tap_tmp/outb0" "$tap_tmp/outb1" -D run.steps=20 -D "parallel.plan=$tap_tmp/out.plan" \
+    mpmd "$tap_tmp/outmpmd.txt" "$tap_tmp/outb0" "$tap_tmp/outb1" -D run.steps=100 -D "parallel.plan=$tap_tmp/out.plan" \
     -D "run.out_dir=$tap_tmp/outfg"
 rc=$?
 tap_ok $rc "a rank left out of every node, backgrounds beside both ranks: exit $rc (no hang)"
@@ -61,9 +61,18 @@ tap_ok $rc "a rank left out of every node, backgrounds beside both ranks: exit $
 # the backgrounds train while the foreground runs (its log counts the samples they finished during
 # its steps), and the one beside the rank left out then completes its 12 steps (continue), so its
 # loss is judged over 12 steps however loaded the machine is (under a full make check it once made
-# 7 of them in the foreground's 20 steps)
-falls "$tap_tmp/outb1/log.h5" && any_positive "$tap_tmp/outfg/log.h5" /multiplex/background_samples_per_sec
+# 7 of them in the foreground's 20 steps). The foreground runs 100 steps (about 0.3 s here, AMD
+# EPYC Zen 5, 2 vCPUs): with 20 (60 ms) this check failed in one CI run, most likely because the
+# foreground ended before either background finished a step (the loss half is deterministic: the
+# same seed and data each run).
+falls "$tap_tmp/outb1/log.h5"
+fell=$?
+any_positive "$tap_tmp/outfg/log.h5" /multiplex/background_samples_per_sec
+counted=$?
+[ $fell = 0 ] && [ $counted = 0 ]
 tap_ok $? "the backgrounds train beside the foreground; the one beside the rank left out: its loss falls over $(h5vals "$tap_tmp/outb1/log.h5" /metrics/loss | wc -l) steps"
+[ $fell = 0 ] || tap_diag "its loss did not fall: $(h5vals "$tap_tmp/outb1/log.h5" /metrics/loss | tr '\n' ' ')"
+[ $counted = 0 ] || tap_diag "the foreground's log counts no background samples: $(grep -h "^multiplex (" "$tap_tmp/outmpmd.txt" | tr '\n' ' ')"
 same "$tap_tmp/outfg/model.h5" "$tap_tmp/outsolo/model.h5"
 tap_ok $? "and the foreground's parameters = the same plan alone ($(cat "$tap_tmp/cmp.txt"))"
 ended=0

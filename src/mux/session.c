@@ -107,8 +107,10 @@ void mux_lower_session(const mux_side_t *partner) {
   int my_nice = 0;
   const long long partner_pid = (long long)atomic_load(&partner->pid);
   if (!autogroups_enabled() || !read_own_autogroup(mine, sizeof mine, &my_nice)) return;
-  int32_t n = atomic_load(&partner->autogroup_bytes); /* the partner's bytes: a name that ends in it */
-  if (n <= 1 || n > MUX_AUTOGROUP_BYTES || partner->autogroup[n - 1] != '\0') {
+  /* the partner's name: its bytes, ending in a NUL, checked in the copy (the segment is shared) */
+  int32_t n = atomic_load(&partner->autogroup_bytes);
+  if (n > 1 && n <= MUX_AUTOGROUP_BYTES) memcpy(theirs, partner->autogroup, (size_t)n);
+  if (n <= 1 || n > MUX_AUTOGROUP_BYTES || theirs[n - 1] != '\0') {
     printf("multiplex: background (pid %ld): its session's autogroup %s stays at nice %d: its foreground (pid %lld) "
            "published no autogroup of its own (its /proc/self/autogroup could not be read), so whether they "
            "share a group is unknown (doc/multiplexing.md)\n",
@@ -116,7 +118,6 @@ void mux_lower_session(const mux_side_t *partner) {
     fflush(stdout);
     return;
   }
-  memcpy(theirs, partner->autogroup, (size_t)n);
   if (strcmp(mine, theirs) == 0 || my_nice >= SESSION_NICE) return;
   int err = write_own_nice(SESSION_NICE);
   if (err) {

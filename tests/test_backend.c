@@ -1616,8 +1616,9 @@ static void test_context(const backend_t *be) {
   tap_ok(why && input_error == 1 && strstr(why, "bf16"), "%s: bf16 refused as input: %s", be->name, why ? why : "-");
   const backend_context_t *c = be->context();
   tap_ok(c && strcmp(c->device, "host") == 0 && c->stream == NULL && c->index == -1 && be->host_memory &&
-             strcmp(c->epilogues, "none") == 0 && c->epilogue_counts.bias_all == 0 && c->epilogue_counts.gelu_all == 0,
-         "%s: context on the host, no stream, no cuBLASLt epilogues", be->name);
+             strcmp(c->epilogues, "none") == 0 && c->epilogue_counts.bias_all == 0 && c->epilogue_counts.gelu_all == 0 &&
+             strcmp(c->attention_tile, "none") == 0,
+         "%s: context on the host, no stream, no cuBLASLt epilogues or attention tiles", be->name);
   be->synchronize();
 }
 
@@ -1664,17 +1665,20 @@ static int open_gpu(backend_precision_t precision, char *why, size_t len) {
 }
 
 #if HAVE_CUDA
-/* The cuda backend reopened with these epilogues and precision (the test's managed buffers stay valid:
- * the same device). */
-static void reopen_gpu(backend_epilogues_t e, backend_precision_t p) {
+/* The cuda backend reopened with these epilogues, precision and attention tiles (the test's managed
+ * buffers stay valid: the same device). */
+static void reopen_gpu_tiles(backend_epilogues_t e, backend_precision_t p, int attention_tile) {
   backend_cuda.close();
   backend_options_t o = backend_default_options();
   o.epilogues = e;
   o.precision = p;
+  o.attention_tile = attention_tile;
   int input_error = 0;
   const char *err = backend_cuda.open(&o, &input_error);
   if (err) surge_runtime_error("cuda: reopening the backend: %s", err);
 }
+
+static void reopen_gpu(backend_epilogues_t e, backend_precision_t p) { reopen_gpu_tiles(e, p, 0); }
 
 /* One linear case on cuda against ref at tol; returns 1 when cuBLASLt ran it with its epilogue (the
  * context's counts: the GELU epilogue for linear_gelu_fwd, the bias one for linear_fwd), else 0. */
@@ -1961,14 +1965,23 @@ int main(int argc, char **argv) {
       printf("1..0 # SKIP no GPU: %s\n", why);
       return 77;
     }
-    /* the tensor-core attention at a tail (70 = 2 tiles + 6), at GPT-2 124M's context and head size
-     * (1024, 64) and at hs 16; hs 40 (not a multiple of 16) takes the fp32 kernels: 1e-5 */
+    /* the tensor-core attention (64-row tiles) at a tail (70 = a tile + 6), at GPT-2 124M's context
+     * and head size (1024, 64) and at hs 16; hs 40 (not a multiple of 16) takes the fp32 kernels:
+     * 1e-5; then the same in 32-row tiles (attention_tile = 32) */
     agree_tol = BF16_ATT_TOL;
     test_attention(2, 70, 128, 2);
     test_attention(2, 1024, 256, 4);
     test_attention(1, 45, 32, 2);
     agree_tol = AGREE_TOL;
     test_attention(1, 70, 120, 3);
+#if HAVE_CUDA
+    reopen_gpu_tiles(BACKEND_EPILOGUES_AUTO, BACKEND_BF16, 32);
+    tap_ok(strcmp(backend_cuda.context()->attention_tile, "32") == 0, "cuda reopened with attention_tile = 32");
+    agree_tol = BF16_ATT_TOL;
+    test_attention(2, 70, 128, 2);
+    test_attention(2, 1024, 256, 4);
+    agree_tol = AGREE_TOL;
+#endif
   } else if (argc > 1 && strcmp(argv[1], "cuda") == 0) {
     char why[400];
     if (!open_gpu(BACKEND_FP32, why, sizeof why)) {

@@ -9,7 +9,8 @@
  * __float2bfloat16 rounds). Both forms, FA_FP32 and FA_BF16, checked:
  *  - every store to global memory in bounds, exactly one per element of y, lse, dqkv (its q, k and
  *    v columns by two kernels) and D, at T within a tile, across tiles with a tail, T = 1, head
- *    sizes 4 to 128 (fp32; 40: not a multiple of the warp) and 16 to 128 (bf16), batch x heads > 1;
+ *    sizes 4 to 128 (fp32; 40: not a multiple of the warp) and 16 to 128 (bf16, in tiles of 64
+ *    rows and of 32), batch x heads > 1;
  *  - y, lse and dqkv (added into and written) against ref within 1e-5 (relative) in fp32 and
  *    BF16_TOL in bf16, and D (float sums of float inputs in both: 1e-5); the bf16 form's y farther
  *    from ref than float rounding (its operands are rounded);
@@ -41,6 +42,7 @@ static long mma_broken, mma_checks;
 #define BF16_TOL 2e-2
 
 static fa_form_t form; /* the form under test */
+static int tile;       /* and its tiles' rows */
 
 static const backend_t *ref = &backend_ref;
 
@@ -63,13 +65,13 @@ typedef void (*block_fn)(const att_call_t *a, long long block, const fa_smem_t *
 /* Every block of a kernel's grid (fa_blocks), each in shared memory of fa_smem_bytes bytes
  * filled with NaN (all bits set: a NaN as float and as bf16), 128-byte aligned as the kernels'. */
 static void run_grid(const att_call_t *a, fa_kernel_t kind, block_fn run) {
-  const size_t n = (size_t)fa_smem_bytes(a->g.hs, kind, form), aligned = (n + 127) / 128 * 128;
+  const size_t n = (size_t)fa_smem_bytes(a->g.hs, kind, form, a->g.tile), aligned = (n + 127) / 128 * 128;
   unsigned char *smem = aligned_alloc(128, aligned);
   if (!smem) surge_runtime_error("out of memory (%zu bytes of shared memory)", aligned);
   const long long blocks = fa_blocks(&a->g);
   for (long long i = 0; i < blocks; i++) {
     memset(smem, 0xff, n);
-    const fa_smem_t s = fa_smem(smem, a->g.hs, kind, form);
+    const fa_smem_t s = fa_smem(smem, a->g.hs, kind, form, a->g.tile);
     run(a, reverse ? blocks - 1 - i : i, &s);
   }
   free(smem);
@@ -80,7 +82,7 @@ static void run_grid(const att_call_t *a, fa_kernel_t kind, block_fn run) {
 
 static void softmax_rows(const fa_smem_t *s) {
   for (int w = 0; w < FA_WARPS; w++)
-    for (int k = 0; k < FA_ROWS_PER_WARP; k++) {
+    for (int k = 0; k < fa_rows_per_warp(s); k++) {
       const int r = fa_row_of(w * CE_WARP, k);
       float v[CE_WARP];
       double e[CE_WARP];
@@ -129,7 +131,7 @@ static void dq_block(const att_call_t *a, long long block, const fa_smem_t *s) {
   const int it = fa_block_query_tile(g, block);
   EACH_THREAD(t) fa_dq_begin(g, a->qkv, a->dy, a->lse_in, block, s, t);
   for (int w = 0; w < FA_WARPS; w++)
-    for (int k = 0; k < FA_ROWS_PER_WARP; k++) {
+    for (int k = 0; k < fa_rows_per_warp(s); k++) {
       const int r = fa_row_of(w * CE_WARP, k);
       double d[CE_WARP];
       for (int i = 0; i < CE_WARP; i++) d[nth(i, CE_WARP)] = fa_lane_d(g, a->y_in, a->dy, block, r, nth(i, CE_WARP));
@@ -209,9 +211,9 @@ static void test_shape(int B, int T, int C, int H) {
   float *wlse = xmalloc(nl * sizeof *wlse), *dqkv = xmalloc(nqkv * sizeof *dqkv), *wd = xmalloc(nqkv * sizeof *wd);
   float *dd = xmalloc(nl * sizeof *dd), *wdd = xmalloc(nl * sizeof *wdd);
   float *y2 = xmalloc(ny * sizeof *y2), *lse2 = xmalloc(nl * sizeof *lse2), *d2 = xmalloc(nqkv * sizeof *d2);
-  att_call_t a = {fa_geom(B, T, C, H), qkv, wy, wlse, dy, y, lse, dqkv, dd, 0};
+  att_call_t a = {fa_geom(B, T, C, H, tile), qkv, wy, wlse, dy, y, lse, dqkv, dd, 0};
   const int hs = a.g.hs;
-  const char *fm = form == FA_BF16 ? "bf16" : "fp32";
+  const char *fm = form == FA_FP32 ? "fp32" : tile == FA_TILE ? "bf16 (32-row tiles)" : "bf16 (64-row tiles)";
   const double tol = form == FA_BF16 ? BF16_TOL : TOL;
   char what[160];
 
@@ -278,27 +280,33 @@ static void test_shape(int B, int T, int C, int H) {
 
 /* The shared memory the launchers give each kernel at the zoo's head sizes: what fa_smem carves
  * fits in it, and the largest (dK, dV at hs = 128) fits an H100's or H200's 227 KiB per block;
- * the head sizes each form takes there (cuda_attention.c: wider ones the T x T form, and heads the
+ * the tiles each form takes there (cuda_attention.c: wider heads the T x T form, and heads the
  * bf16 form refuses the fp32 kernels). */
 static void test_smem_sizes(void) {
   const long h100 = 227 * 1024;
-  tap_ok(fa_fits(290, h100, FA_FP32) && !fa_fits(291, h100, FA_FP32) && fa_fits(1, h100, FA_FP32) &&
-             !fa_fits(0, h100, FA_FP32),
-         "the fp32 kernels take head sizes 1 to 290 in an H100's or H200's 227 KiB a block");
-  tap_ok(fa_fits(16, h100, FA_BF16) && fa_fits(64, h100, FA_BF16) && fa_fits(128, h100, FA_BF16) &&
-             fa_fits(416, h100, FA_BF16) && !fa_fits(432, h100, FA_BF16) && !fa_fits(40, h100, FA_BF16) &&
-             !fa_fits(8, h100, FA_BF16),
-         "the bf16 kernels take head sizes 16, 32, .. 416 there, not 40 or 8 (not a multiple of 16)");
+  tap_ok(fa_tile_for(290, h100, FA_FP32) == FA_TILE && !fa_fits(291, h100, FA_FP32) &&
+             fa_tile_for(1, h100, FA_FP32) == FA_TILE && !fa_fits(0, h100, FA_FP32),
+         "the fp32 kernels take head sizes 1 to 290 in an H100's or H200's 227 KiB a block, in 32-row tiles");
+  tap_ok(fa_tile_for(16, h100, FA_BF16) == FA_TILE_WIDE && fa_tile_for(64, h100, FA_BF16) == FA_TILE_WIDE &&
+             fa_tile_for(160, h100, FA_BF16) == FA_TILE_WIDE && fa_tile_for(176, h100, FA_BF16) == FA_TILE &&
+             fa_tile_for(416, h100, FA_BF16) == FA_TILE && !fa_fits(432, h100, FA_BF16) &&
+             !fa_fits(40, h100, FA_BF16) && !fa_fits(8, h100, FA_BF16),
+         "the bf16 kernels take head sizes 16, 32, .. 160 there in 64-row tiles, 176 .. 416 in 32-row ones, not 40 or 8 "
+         "(not a multiple of 16)");
   const fa_kernel_t kinds[] = {FA_FWD, FA_BWD_DQ, FA_BWD_DKV};
-  for (int f = 0; f < 2; f++)
-    for (int hs = f ? 16 : 32; hs <= 128; hs *= 2)
+  const struct {
+    fa_form_t form;
+    int tile, hs0;
+  } forms[] = {{FA_FP32, FA_TILE, 32}, {FA_BF16, FA_TILE, 16}, {FA_BF16, FA_TILE_WIDE, 16}};
+  for (size_t f = 0; f < sizeof forms / sizeof forms[0]; f++)
+    for (int hs = forms[f].hs0; hs <= 128; hs *= 2)
       for (int k = 0; k < 3; k++) {
-        const long n = fa_smem_bytes(hs, kinds[k], (fa_form_t)f);
+        const long n = fa_smem_bytes(hs, kinds[k], forms[f].form, forms[f].tile);
         unsigned char *base = aligned_alloc(128, (size_t)(n + 127) / 128 * 128);
-        const fa_smem_t s = fa_smem(base, hs, kinds[k], (fa_form_t)f);
-        tap_ok((unsigned char *)(s.dd + FA_TILE) == base + n && n <= h100,
-               "shared memory of %s kernel %d at hs = %d: %ld bytes (%.1f KiB), all carved", f ? "bf16" : "fp32", k,
-               hs, n, n / 1024.0);
+        const fa_smem_t s = fa_smem(base, hs, kinds[k], forms[f].form, forms[f].tile);
+        tap_ok((unsigned char *)(s.dd + forms[f].tile) == base + n && n <= h100,
+               "shared memory of %s kernel %d at hs = %d, %d-row tiles: %ld bytes (%.1f KiB), all carved",
+               forms[f].form == FA_BF16 ? "bf16" : "fp32", k, hs, forms[f].tile, n, n / 1024.0);
         free(base);
       }
 }
@@ -319,19 +327,26 @@ int main(void) {
   harness_seed(3204);
   test_bf16_round();
   test_smem_sizes();
-  form = FA_FP32;
+  form = FA_FP32, tile = FA_TILE;
   test_shape(2, 1, 8, 2);     /* one token, hs 4 */
   test_shape(1, 33, 96, 3);   /* one row past a tile, hs 32 */
   test_shape(2, 70, 128, 2);  /* three tiles, a tail of 6, hs 64 */
   test_shape(1, 64, 256, 2);  /* two whole tiles, hs 128 */
   test_shape(1, 100, 120, 3); /* hs 40: rows of a tile straddle the warps */
   test_shape(1, 257, 128, 2); /* nine tiles, a tail of 1 */
-  form = FA_BF16;
+  form = FA_BF16, tile = FA_TILE;
   test_shape(2, 1, 32, 2);    /* one token, hs 16 */
   test_shape(2, 45, 64, 4);   /* hs 16: fewer output tiles than warps; a tail of 13; 8 heads x samples */
   test_shape(1, 33, 96, 3);   /* one row past a tile, hs 32 */
   test_shape(2, 70, 128, 2);  /* three tiles, a tail of 6, hs 64 */
   test_shape(1, 64, 256, 2);  /* two whole tiles, hs 128: two output tiles a warp */
   test_shape(1, 257, 128, 2); /* nine tiles, a tail of 1 */
+  tile = FA_TILE_WIDE;
+  test_shape(2, 1, 32, 2);    /* one token, hs 16 */
+  test_shape(2, 45, 64, 4);   /* hs 16: one tile with a tail of 19; 8 heads x samples */
+  test_shape(1, 65, 96, 3);   /* one row past a tile, hs 32 */
+  test_shape(2, 140, 128, 2); /* three tiles, a tail of 12, hs 64: two score tiles a warp */
+  test_shape(1, 128, 256, 2); /* two whole tiles, hs 128: four output tiles a warp */
+  test_shape(1, 257, 128, 2); /* five tiles, a tail of 1 */
   return tap_done();
 }

@@ -99,6 +99,7 @@ typedef struct backend_options {
   backend_simd_t simd; /* cpu: the kernels' vector width; a width the CPU lacks fails the open */
   backend_gemm_t gemm; /* cpu: whose SGEMM runs the matrix products */
   backend_epilogues_t epilogues; /* cuda: the cuBLASLt epilogues of the linear forwards */
+  int attention_tile;            /* cuda, bf16: 0 (auto: 64 rows where they fit, else 32) or 32 */
 } backend_options_t;
 
 /* The linear forwards that wanted a cuBLASLt epilogue since the backend's open (cuda; zeros on the
@@ -117,6 +118,7 @@ typedef struct backend_context {
   const char *precision; /* "fp32", "tf32" or "bf16" */
   double peak_flops;     /* the device's dense peak in that precision (FLOP/s), 0 when not known */
   const char *epilogues; /* cuda: the epilogue setting in use, "auto", "bias" or "off"; "none" on the host */
+  const char *attention_tile; /* cuda: the fused attention's tile setting, "auto" or "32"; "none" on the host */
   backend_epilogue_counts_t epilogue_counts; /* as of this call of context() */
 } backend_context_t;
 

@@ -56,6 +56,7 @@ cudaStream_t cuda_stream(void) { return ctx.stream; }
 cublasHandle_t cuda_blas(void) { return ctx.blas; }
 cublasComputeType_t cuda_model_compute(void) { return ctx.compute; }
 backend_epilogues_t cuda_epilogues(void) { return ctx.opt.epilogues; }
+int cuda_attention_tile_setting(void) { return ctx.opt.attention_tile; }
 
 static const char *epilogues_name(backend_epilogues_t e) {
   return e == BACKEND_EPILOGUES_OFF ? "off" : e == BACKEND_EPILOGUES_BIAS ? "bias" : "auto";
@@ -165,7 +166,8 @@ static const char *cuda_open(const backend_options_t *o, int *input_error) {
   make_stream(o->low_priority);
   ctx.pub = (backend_context_t){.device = ctx.name, .index = dev, .stream = ctx.stream,
                                 .precision = precision_name(ctx.compute), .peak_flops = peak_flops(ctx.name, ctx.compute),
-                                .epilogues = epilogues_name(o->epilogues)};
+                                .epilogues = epilogues_name(o->epilogues),
+                                .attention_tile = o->attention_tile == 32 ? "32" : "auto"};
   ctx.open = 1;
   return NULL;
 }

@@ -1,12 +1,14 @@
 /* The cuda backend's causal attention (backend.h: attention_fwd, attention_bwd): the fused kernels
  * of cuda_kern_attention.cu (FlashAttention-2: no T x T in memory; the backward's only scratch is D,
  * B H T floats in the backend's own workspace CUDA_WS_ATT), so it asks the layer for none. Their
- * grids have a block per 32 rows of each head: B H T / 32 blocks, below the launch limit of 2^31
- * whenever qkv fits in a GPU's memory.
+ * grids have a block per tile of 32 or 64 rows of each head: at most B H T / 32 blocks, below the
+ * launch limit of 2^31 whenever qkv fits in a GPU's memory.
  *
  * Which kernels (doc/gpu.md): under `[backend] precision = bf16` the tensor-core form (bf16 x bf16
  * products, float sums) where the head size is a multiple of 16 and the device has bf16 tensor
- * cores (compute capability 8.0 on); otherwise, and always under fp32 (tf32 on or off: its
+ * cores (compute capability 8.0 on), its tiles 64 rows where they fit the device's shared memory
+ * (head sizes up to 160 on an H100 or H200) and 32 above, or 32 always under `[backend]
+ * attention_tile = 32`; otherwise, and always under fp32 (tf32 on or off: its
  * attention stays exact float32), the fp32 form on the CUDA cores. Where a head's tiles exceed the
  * device's shared memory (the fp32 dK, dV kernel's 6 tiles of 32 rows of hs + 1 floats: hs above
  * about 290 on an H100 or H200), the T x T form of before instead: composed from cuBLAS's grid of
@@ -22,10 +24,13 @@ size_t cuda_attention_workspace(int T, int hs) {
   return 0;
 }
 
-/* 1: the fused kernels on the tensor cores at head size hs (the model's products are bf16 and they
- * run here); 0: the fp32 ones or the T x T form. */
-static int tensor_cores(int hs) {
-  return cuda_model_compute() == CUBLAS_COMPUTE_32F_FAST_16BF && cuk_attention_fits(hs, 1);
+/* The fused kernels at head size hs: *tc 1 on the tensor cores (the model's products are bf16 and
+ * they run here), 0 the fp32 ones; their tiles' rows returned, 0 where neither fits (the T x T form). */
+static int fused_tile(int hs, int *tc) {
+  const int bf16 = cuda_model_compute() == CUBLAS_COMPUTE_32F_FAST_16BF;
+  const int tile = bf16 ? cuk_attention_tile(hs, 1, cuda_attention_tile_setting()) : 0;
+  *tc = tile > 0;
+  return tile > 0 ? tile : cuk_attention_tile(hs, 0, 0);
 }
 
 /* The geometry of one call: per sample, probs = H T^2 floats of scores; qkv rows of ld = 3C. */
@@ -57,9 +62,10 @@ static float *att_buffers(int B, const att_dims_t *d, int n) {
 void cuda_attention_fwd(int B, int T, int C, int H, const float *qkv, float *y, float *lse, float *ws, size_t ws_n) {
   (void)ws, (void)ws_n;
   if (B <= 0 || T <= 0) return;
-  const int tc = tensor_cores(C / H);
-  if (tc || cuk_attention_fits(C / H, 0)) {
-    cuk_attention_fwd(B, T, C, H, qkv, y, lse, tc, cuda_stream());
+  int tc;
+  const int tile = fused_tile(C / H, &tc);
+  if (tile > 0) {
+    cuk_attention_fwd(B, T, C, H, qkv, y, lse, tc, tile, cuda_stream());
     return;
   }
   const att_dims_t d = att_dims(T, C, H);
@@ -74,10 +80,11 @@ void cuda_attention_bwd(int B, int T, int C, int H, const float *qkv, const floa
                         float *dqkv, int dx_write, float *ws, size_t ws_n) {
   (void)ws, (void)ws_n;
   if (B <= 0 || T <= 0) return;
-  const int tc = tensor_cores(C / H);
-  if (tc || cuk_attention_fits(C / H, 0)) {
+  int tc;
+  const int tile = fused_tile(C / H, &tc);
+  if (tile > 0) {
     float *dd = cuda_workspace(CUDA_WS_ATT, surge_mul_size((size_t)B * H, (size_t)T * sizeof(float), "attention"));
-    cuk_attention_bwd(B, T, C, H, qkv, y, lse, dy, dqkv, dx_write, dd, tc, cuda_stream());
+    cuk_attention_bwd(B, T, C, H, qkv, y, lse, dy, dqkv, dx_write, dd, tc, tile, cuda_stream());
     return;
   }
   const att_dims_t d = att_dims(T, C, H);

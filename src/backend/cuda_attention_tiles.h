@@ -1,8 +1,9 @@
 /* The CUDA backend's fused causal attention (cuda_kern_attention.cu; backend.h: attention_fwd,
  * attention_bwd): FlashAttention-2's algorithm as functions of (block, thread) that compile for the
  * GPU and for the host, the way cuda_rows.h writes the row kernels. No T x T matrix is ever in
- * memory: a block holds tiles of FA_TILE query rows and FA_TILE key rows of one sample and head in
- * shared memory, and tiles above the diagonal are never visited.
+ * memory: a block holds tiles of `tile` query rows and as many key rows of one sample and head in
+ * shared memory (32 rows in FA_FP32, 64 in FA_BF16 where they fit: fa_tile_for), and tiles above
+ * the diagonal are never visited.
  *
  * Three kernels, each one block per tile of one (sample, head), FA_THREADS threads:
  *   forward (a query tile): over the key tiles 0 .. its own, an online softmax keeps each row's
@@ -28,33 +29,45 @@
  * float in both, and every phase but the products is shared.
  *
  * Shared memory at head size hs (fa_smem): FA_FP32's tiles padded to rows of hs + 1 floats so
- * that rows read across a warp's lanes fall in different banks: forward 4 tiles of FA_TILE rows,
- * one FA_TILE^2 score tile and 5 FA_TILE row values; dQ 5 tiles and two score tiles; dK, dV 6
- * tiles and two score tiles (at hs = 128: 69, 89 and 105 KiB: the launchers opt in beyond 48 KiB).
- * FA_BF16's operand tiles are bf16 and its strides WMMA's (at hs = 128: 49, 62 and 81 KiB). */
+ * that rows read across a warp's lanes fall in different banks: forward 4 tiles of 32 rows, one
+ * 32^2 score tile and 5 x 32 row values; dQ 5 tiles and two score tiles; dK, dV 6 tiles and two
+ * score tiles (at hs = 128: 69, 89 and 105 KiB: the launchers opt in beyond 48 KiB). FA_BF16's
+ * operand tiles are bf16 and its strides WMMA's (64-row tiles at hs = 64: 71, 95 and 121 KiB; at
+ * hs = 128: 107, 139 and 185 KiB; 64 rows fit an H100's or H200's 227 KiB up to hs = 160, 32 rows
+ * up to hs = 416). */
 #ifndef SURGE_BACKEND_CUDA_ATTENTION_TILES_H
 #define SURGE_BACKEND_CUDA_ATTENTION_TILES_H
 
 #include "backend/cuda_attention_mma.h"
 #include "backend/cuda_rows.h"
 
-/* Query and key rows of a tile (one key column per lane), threads of a block, and the query rows
- * of a score tile each warp owns (r = warp + FA_WARPS k, k < FA_ROWS_PER_WARP). */
-enum { FA_TILE = CE_WARP, FA_THREADS = 256, FA_WARPS = FA_THREADS / CE_WARP, FA_ROWS_PER_WARP = FA_TILE / FA_WARPS };
+/* Query and key rows of a tile: FA_TILE in FA_FP32 (one key column per lane), FA_TILE_WIDE in
+ * FA_BF16 where its tiles fit the device's shared memory (FA_TILE where only those fit: fa_tile_for);
+ * threads of a block; and the query rows of a score tile each warp owns (r = warp + FA_WARPS k,
+ * k < rows / FA_WARPS: FA_ROWS_PER_WARP in FA_FP32). A wider tile gives each of the block's
+ * __syncthreads four times the tensor cores' work (and all 8 warps a share of the score tile),
+ * and halves the K and V tiles each head reads. */
+enum {
+  FA_TILE = CE_WARP,
+  FA_TILE_WIDE = 2 * CE_WARP,
+  FA_THREADS = 256,
+  FA_WARPS = FA_THREADS / CE_WARP,
+  FA_ROWS_PER_WARP = FA_TILE / FA_WARPS
+};
 
 /* The kernels: which tiles each keeps in shared memory. */
 typedef enum fa_kernel { FA_FWD, FA_BWD_DQ, FA_BWD_DKV } fa_kernel_t;
 
 /* One call's geometry: B samples of T tokens, width C in H heads of hs = C / H; `tiles` tiles of
- * FA_TILE rows per sequence; scale = 1 / sqrt(hs). */
+ * `tile` rows (FA_TILE or FA_TILE_WIDE) per sequence; scale = 1 / sqrt(hs). */
 typedef struct fa_geom {
-  int B, T, C, H, hs, tiles;
+  int B, T, C, H, hs, tile, tiles;
   float scale;
 } fa_geom_t;
 
-CE_FN fa_geom_t fa_geom(int B, int T, int C, int H) {
+CE_FN fa_geom_t fa_geom(int B, int T, int C, int H, int tile) {
   fa_geom_t g;
-  g.B = B, g.T = T, g.C = C, g.H = H, g.hs = C / H, g.tiles = (T + FA_TILE - 1) / FA_TILE;
+  g.B = B, g.T = T, g.C = C, g.H = H, g.hs = C / H, g.tile = tile, g.tiles = (T + tile - 1) / tile;
   g.scale = 1.0f / sqrtf((float)g.hs);
   return g;
 }
@@ -86,17 +99,17 @@ CE_FN int fa_visible(int i, int j, int T) { return j <= i && i < T; }
  * rounded to bfloat16 as they are stored in shared memory, the softmax and the row sums as FA_FP32's. */
 typedef enum fa_form { FA_FP32, FA_BF16 } fa_form_t;
 
-/* ---- shared memory. FA_FP32: float tiles of FA_TILE rows at stride ld = hs + 1 (rows read across
- * a warp's lanes fall in different banks). FA_BF16: the operand tiles in bfloat16 at stride
+/* ---- shared memory, tiles of `tile` rows. FA_FP32: float tiles at stride ld = hs + 1 (rows read
+ * across a warp's lanes fall in different banks). FA_BF16: the operand tiles in bfloat16 at stride
  * ldh = hs + 8 and the accumulators in float at ld = hs + 4, P and dS again in bfloat16 at stride
- * FA_TC_LDS (WMMA: ldm a multiple of 8 bf16 or 4 floats; every region a multiple of 32 bytes, so
- * from a 32-byte aligned base every fragment's pointer is 32-byte aligned). Both: score tiles
- * FA_TILE x FA_TILE floats (stride FA_TILE) and FA_TILE row values each. */
-enum { FA_TC_LDS = FA_TILE + 8 };
-
+ * ldp = tile + 8 (WMMA: ldm a multiple of 8 bf16 or 4 floats; every region a multiple of 32 bytes,
+ * so from a 32-byte aligned base every fragment's pointer is 32-byte aligned). Both: score tiles
+ * tile x tile floats at stride lds (FA_FP32 tile, FA_BF16 tile + 4: rows a fragment stores fall in
+ * different banks) and `tile` row values each. */
 typedef struct fa_smem {
   fa_form_t form;              /* (a constant in each kernel: its branches fold) */
-  int ld, ldh;                 /* strides of the float tiles and (FA_BF16) the bf16 ones */
+  int tile;                    /* rows of every tile */
+  int ld, ldh, lds, ldp;       /* strides: float tiles, (FA_BF16) bf16 tiles, score tiles, bf16 P and dS */
   float *q, *k, *v, *dy;       /* FA_FP32's operand tiles (dy: backward only), NULL in FA_BF16 */
   fa_bf16 *qh, *kh, *vh, *dyh; /* FA_BF16's, NULL in FA_FP32 */
   float *acc, *acc2;           /* accumulators: forward O; dQ kernel dQ; dK, dV kernel dK and (acc2) dV */
@@ -114,21 +127,28 @@ enum { FA_ROW_VALUES = 5 }; /* m, l, corr, lse, dd */
 
 CE_FN int fa_ld_of(int hs, fa_form_t form) { return form == FA_BF16 ? hs + 4 : hs + 1; }
 CE_FN int fa_ldh_of(int hs, fa_form_t form) { return form == FA_BF16 ? hs + 8 : 0; }
+CE_FN int fa_lds_of(int tile, fa_form_t form) { return form == FA_BF16 ? tile + 4 : tile; }
+CE_FN int fa_ldp_of(int tile) { return tile + 8; }
 
-/* Bytes of shared memory a block of `kind` needs at head size hs. */
-CE_FN long fa_smem_bytes(int hs, fa_kernel_t kind, fa_form_t form) {
-  const long ftile = 4L * FA_TILE * fa_ld_of(hs, form), htile = 2L * FA_TILE * fa_ldh_of(hs, form);
+/* Bytes of shared memory a block of `kind` needs at head size hs with tiles of `tile` rows. */
+CE_FN long fa_smem_bytes(int hs, fa_kernel_t kind, fa_form_t form, int tile) {
+  const long ftile = 4L * tile * fa_ld_of(hs, form), htile = 2L * tile * fa_ldh_of(hs, form);
   const long operands = fa_operands_of(kind) * (form == FA_BF16 ? htile : ftile);
-  const long bf16_squares = form == FA_BF16 ? fa_bf16_squares_of(kind) * 2L * FA_TILE * FA_TC_LDS : 0;
-  return operands + fa_accs_of(kind) * ftile + fa_squares_of(kind) * 4L * FA_TILE * FA_TILE + bf16_squares +
-         4L * FA_ROW_VALUES * FA_TILE;
+  const long bf16_squares = form == FA_BF16 ? fa_bf16_squares_of(kind) * 2L * tile * fa_ldp_of(tile) : 0;
+  return operands + fa_accs_of(kind) * ftile + fa_squares_of(kind) * 4L * tile * fa_lds_of(tile, form) +
+         bf16_squares + 4L * FA_ROW_VALUES * tile;
 }
 
-/* The three kernels' blocks of `form` at head size hs fit `optin` bytes of shared memory (the dK,
- * dV kernel's is the largest); FA_BF16 also needs hs a multiple of the tensor cores' 16. */
-CE_FN int fa_fits(int hs, long optin, fa_form_t form) {
-  return hs > 0 && (form == FA_FP32 || hs % FA_MMA == 0) && fa_smem_bytes(hs, FA_BWD_DKV, form) <= optin;
+/* The rows of the tiles `form`'s kernels take at head size hs within `optin` bytes of shared memory
+ * a block (the dK, dV kernel's is the largest): FA_FP32 FA_TILE; FA_BF16 FA_TILE_WIDE, or FA_TILE
+ * where only those fit, and hs a multiple of the tensor cores' 16; 0 where none fit. */
+CE_FN int fa_tile_for(int hs, long optin, fa_form_t form) {
+  if (hs <= 0 || (form == FA_BF16 && hs % FA_MMA != 0)) return 0;
+  if (form == FA_BF16 && fa_smem_bytes(hs, FA_BWD_DKV, form, FA_TILE_WIDE) <= optin) return FA_TILE_WIDE;
+  return fa_smem_bytes(hs, FA_BWD_DKV, form, FA_TILE) <= optin ? FA_TILE : 0;
 }
+
+CE_FN int fa_fits(int hs, long optin, fa_form_t form) { return fa_tile_for(hs, optin, form) > 0; }
 
 /* The next `bytes` of the region at *at. */
 CE_FN void *fa_carve(char **at, long bytes) {
@@ -137,15 +157,16 @@ CE_FN void *fa_carve(char **at, long bytes) {
   return p;
 }
 
-/* The tiles of `kind` in `form`, carved from base (fa_smem_bytes(hs, kind, form) bytes, 32-byte
- * aligned); absent ones NULL. */
-CE_FN fa_smem_t fa_smem(void *base, int hs, fa_kernel_t kind, fa_form_t form) {
+/* The tiles of `kind` in `form`, `tile` rows each, carved from base (fa_smem_bytes(hs, kind, form,
+ * tile) bytes, 32-byte aligned); absent ones NULL. */
+CE_FN fa_smem_t fa_smem(void *base, int hs, fa_kernel_t kind, fa_form_t form, int tile) {
   fa_smem_t s;
   char *at = (char *)base;
   const int bf = form == FA_BF16, bwd = kind != FA_FWD;
-  s.form = form, s.ld = fa_ld_of(hs, form), s.ldh = fa_ldh_of(hs, form);
-  const long ftile = 4L * FA_TILE * s.ld, htile = 2L * FA_TILE * s.ldh, square = 4L * FA_TILE * FA_TILE,
-             hsquare = 2L * FA_TILE * FA_TC_LDS;
+  s.form = form, s.tile = tile, s.ld = fa_ld_of(hs, form), s.ldh = fa_ldh_of(hs, form);
+  s.lds = fa_lds_of(tile, form), s.ldp = fa_ldp_of(tile);
+  const long ftile = 4L * tile * s.ld, htile = 2L * tile * s.ldh, square = 4L * tile * s.lds,
+             hsquare = 2L * tile * s.ldp;
   s.q = s.k = s.v = s.dy = NULL;
   s.qh = s.kh = s.vh = s.dyh = NULL;
   if (bf) {
@@ -162,20 +183,20 @@ CE_FN fa_smem_t fa_smem(void *base, int hs, fa_kernel_t kind, fa_form_t form) {
   s.ds = bwd ? (float *)fa_carve(&at, square) : NULL;
   s.ph = bf && kind != FA_BWD_DQ ? (fa_bf16 *)fa_carve(&at, hsquare) : NULL;
   s.dsh = bf && bwd ? (fa_bf16 *)fa_carve(&at, hsquare) : NULL;
-  s.m = (float *)fa_carve(&at, 4L * FA_ROW_VALUES * FA_TILE);
-  s.l = s.m + FA_TILE, s.corr = s.m + 2 * FA_TILE, s.lse = s.m + 3 * FA_TILE, s.dd = s.m + 4 * FA_TILE;
+  s.m = (float *)fa_carve(&at, 4L * FA_ROW_VALUES * tile);
+  s.l = s.m + tile, s.corr = s.m + 2 * tile, s.lse = s.m + 3 * tile, s.dd = s.m + 4 * tile;
   return s;
 }
 
 /* ---- loads and fills, thread t's elements t, t + FA_THREADS, .. of a tile (consecutive threads
  * on consecutive columns: coalesced) */
 
-/* An operand tile of s (FA_TILE rows of hs) = FA_TILE rows from src at stride src_ld, rows from
+/* An operand tile of s (s->tile rows of hs) = that many rows from src at stride src_ld, rows from
  * `valid` on 0: in FA_FP32 into its float tile f (stride ld), in FA_BF16 rounded into its bf16
  * tile h (stride ldh). */
 CE_FN void fa_load_operand(const float *src, long long src_ld, int valid, int hs, const fa_smem_t *s, float *f,
                            fa_bf16 *h, int t) {
-  for (int e = t; e < FA_TILE * hs; e += FA_THREADS) {
+  for (int e = t; e < s->tile * hs; e += FA_THREADS) {
     const int r = e / hs, c = e % hs;
     const float x = r < valid ? src[r * src_ld + c] : 0.0f;
     if (s->form == FA_FP32) f[r * s->ld + c] = x;
@@ -183,23 +204,26 @@ CE_FN void fa_load_operand(const float *src, long long src_ld, int valid, int hs
   }
 }
 
-CE_FN void fa_zero_tile(float *dst, int hs, int ld, int t) {
-  for (int e = t; e < FA_TILE * hs; e += FA_THREADS) dst[(e / hs) * ld + e % hs] = 0.0f;
+/* A float tile of s (s->tile rows of hs at stride ld) = 0 */
+CE_FN void fa_zero_tile(const fa_smem_t *s, float *dst, int hs, int t) {
+  for (int e = t; e < s->tile * hs; e += FA_THREADS) dst[(e / hs) * s->ld + e % hs] = 0.0f;
 }
 
-/* dst[r] = src[r] for r < valid, else 0 (threads below FA_TILE) */
-CE_FN void fa_load_values(const float *src, int valid, float *dst, int t) {
-  if (t < FA_TILE) dst[t] = t < valid ? src[t] : 0.0f;
+/* dst[r] = src[r] for r < valid, else 0, r < s->tile (threads below it; a tile has at most
+ * FA_THREADS rows) */
+CE_FN void fa_load_values(const fa_smem_t *s, const float *src, int valid, float *dst, int t) {
+  if (t < s->tile) dst[t] = t < valid ? src[t] : 0.0f;
 }
 
+/* The real rows (below T) of tile `tile` of a sequence */
 CE_FN int fa_rows_from(const fa_geom_t *g, int tile) {
-  const int left = g->T - tile * FA_TILE;
-  return left < FA_TILE ? left : FA_TILE;
+  const int left = g->T - tile * g->tile;
+  return left < g->tile ? left : g->tile;
 }
 
 /* Key tile jt's K and V (its rows of qkv's second and third blocks of C). */
 CE_FN void fa_load_kv(const fa_geom_t *g, const float *qkv, int bh, int jt, const fa_smem_t *s, int t) {
-  const float *k = qkv + fa_qkv_row(g, bh, jt * FA_TILE) + g->C;
+  const float *k = qkv + fa_qkv_row(g, bh, jt * g->tile) + g->C;
   fa_load_operand(k, 3LL * g->C, fa_rows_from(g, jt), g->hs, s, s->k, s->kh, t);
   fa_load_operand(k + g->C, 3LL * g->C, fa_rows_from(g, jt), g->hs, s, s->v, s->vh, t);
 }
@@ -207,14 +231,15 @@ CE_FN void fa_load_kv(const fa_geom_t *g, const float *qkv, int bh, int jt, cons
 /* Query tile it's Q and dY, and its rows' lse and (dd not NULL) D. */
 CE_FN void fa_load_q_dy(const fa_geom_t *g, const float *qkv, const float *dy, const float *lse, const float *dd,
                         int bh, int it, const fa_smem_t *s, int t) {
-  const int i0 = it * FA_TILE, valid = fa_rows_from(g, it);
+  const int i0 = it * g->tile, valid = fa_rows_from(g, it);
   fa_load_operand(qkv + fa_qkv_row(g, bh, i0), 3LL * g->C, valid, g->hs, s, s->q, s->qh, t);
   fa_load_operand(dy + fa_out_row(g, bh, i0), g->C, valid, g->hs, s, s->dy, s->dyh, t);
-  fa_load_values(lse + (long long)bh * g->T + i0, valid, s->lse, t);
-  if (dd) fa_load_values(dd + (long long)bh * g->T + i0, valid, s->dd, t);
+  fa_load_values(s, lse + (long long)bh * g->T + i0, valid, s->lse, t);
+  if (dd) fa_load_values(s, dd + (long long)bh * g->T + i0, valid, s->dd, t);
 }
 
-/* ---- the score tile: thread t's entries are column c = its lane and the rows r of its warp;
+/* ---- FA_FP32's products, its tiles FA_TILE rows (one key column a lane, s->lds = FA_TILE).
+ * The score tile: thread t's entries are column c = its lane and the rows r of its warp;
  * out[k] = a_r . b_c over hs for each k (a's rows broadcast across the warp, b's rows one a lane) */
 CE_FN void fa_dots(const float *a, const float *b, int hs, int ld, int t, float *out) {
   const int c = t % CE_WARP, w = t / CE_WARP;
@@ -280,10 +305,10 @@ CE_FN void fa_tile_product(float *out, const float *rescale, const float *a, int
 /* phase 0: the block's query tile; O = 0, m = -inf, l = 0 */
 CE_FN void fa_fwd_begin(const fa_geom_t *g, const float *qkv, long long block, const fa_smem_t *s, int t) {
   const int it = fa_block_query_tile(g, block);
-  fa_load_operand(qkv + fa_qkv_row(g, fa_block_bh(g, block), it * FA_TILE), 3LL * g->C, fa_rows_from(g, it), g->hs,
+  fa_load_operand(qkv + fa_qkv_row(g, fa_block_bh(g, block), it * g->tile), 3LL * g->C, fa_rows_from(g, it), g->hs,
                   s, s->q, s->qh, t);
-  fa_zero_tile(s->acc, g->hs, s->ld, t);
-  if (t < FA_TILE) s->m[t] = -INFINITY, s->l[t] = 0.0f;
+  fa_zero_tile(s, s->acc, g->hs, t);
+  if (t < s->tile) s->m[t] = -INFINITY, s->l[t] = 0.0f;
 }
 
 /* The scaled score of query i and key j from their dot product, -inf where not visible. */
@@ -302,14 +327,24 @@ CE_FN void fa_fwd_scores(const fa_geom_t *g, long long block, int jt, const fa_s
   }
 }
 
-/* phase 3, for each row r = fa_row_of(thread, k) of the warp: lane c's score; then, with the
- * warp's maximum mx of those and the row's old maximum, its exp(s - mx) left in p and returned for
- * the warp's sum; then (after __syncwarp: every lane has read m) lane 0's update of m, l and corr. */
-CE_FN float fa_lane_score(const fa_smem_t *s, int r, int c) { return s->p[r * FA_TILE + c]; }
-CE_FN double fa_lane_exp(const fa_smem_t *s, int r, int c, float mx) {
-  float *x = &s->p[r * FA_TILE + c];
-  *x = *x == -INFINITY ? 0.0f : expf(*x - mx);
-  return *x;
+/* phase 3, for each row r = fa_row_of(thread, k), k < fa_rows_per_warp, of the warp: the largest of
+ * the lane's scores (columns lane, lane + 32, .. of the tile); then, with the warp's maximum mx of
+ * those and the row's old maximum, each of its exp(s - mx) left in p and their sum returned for the
+ * warp's; then (after __syncwarp: every lane has read m) lane 0's update of m, l and corr. */
+CE_FN int fa_rows_per_warp(const fa_smem_t *s) { return s->tile / FA_WARPS; }
+CE_FN float fa_lane_score(const fa_smem_t *s, int r, int lane) {
+  float mx = -INFINITY;
+  for (int c = lane; c < s->tile; c += CE_WARP) mx = fmaxf(mx, s->p[r * s->lds + c]);
+  return mx;
+}
+CE_FN double fa_lane_exp(const fa_smem_t *s, int r, int lane, float mx) {
+  double sum = 0.0;
+  for (int c = lane; c < s->tile; c += CE_WARP) {
+    float *x = &s->p[r * s->lds + c];
+    *x = *x == -INFINITY ? 0.0f : expf(*x - mx);
+    sum += *x;
+  }
+  return sum;
 }
 CE_FN void fa_row_update(const fa_smem_t *s, int r, float mx, double sum) {
   const float corr = s->m[r] == -INFINITY ? 0.0f : expf(s->m[r] - mx); /* 0: nothing seen before */
@@ -326,11 +361,11 @@ CE_FN void fa_fwd_accumulate(const fa_smem_t *s, int hs, int t) {
 /* last phase: y = O / l and lse = m + log l of the block's real rows */
 CE_FN void fa_fwd_end(const fa_geom_t *g, long long block, const fa_smem_t *s, float *y, float *lse, int t) {
   const int bh = fa_block_bh(g, block), it = fa_block_query_tile(g, block), valid = fa_rows_from(g, it);
-  for (int e = t; e < FA_TILE * g->hs; e += FA_THREADS) {
+  for (int e = t; e < s->tile * g->hs; e += FA_THREADS) {
     const int r = e / g->hs, d = e % g->hs;
-    if (r < valid) CE_STORE(y, fa_out_row(g, bh, it * FA_TILE + r) + d, s->acc[r * s->ld + d] / s->l[r]);
+    if (r < valid) CE_STORE(y, fa_out_row(g, bh, it * g->tile + r) + d, s->acc[r * s->ld + d] / s->l[r]);
   }
-  if (t < valid) CE_STORE(lse, (long long)bh * g->T + it * FA_TILE + t, s->m[t] + logf(s->l[t]));
+  if (t < valid) CE_STORE(lse, (long long)bh * g->T + it * g->tile + t, s->m[t] + logf(s->l[t]));
 }
 
 /* ---- backward */
@@ -357,10 +392,11 @@ CE_FN void fa_bwd_scores(const fa_geom_t *g, int it, int jt, const fa_smem_t *s,
   }
 }
 
-/* dst (n rows of hs at stride dst_ld) = (write) or += the first n rows of tile src */
-CE_FN void fa_put_rows(const float *src, int ld, int n, int hs, float *base, long long at, long long dst_ld, int write,
-                       int t) {
-  for (int e = t; e < FA_TILE * hs; e += FA_THREADS) {
+/* dst (n rows of hs at stride dst_ld) = (write) or += the first n rows of float tile src of s */
+CE_FN void fa_put_rows(const fa_smem_t *s, const float *src, int n, int hs, float *base, long long at,
+                       long long dst_ld, int write, int t) {
+  const int ld = s->ld;
+  for (int e = t; e < s->tile * hs; e += FA_THREADS) {
     const int r = e / hs, d = e % hs;
     const long long i = at + r * dst_ld + d;
     if (r < n) CE_STORE(base, i, (write ? 0.0f : base[i]) + src[r * ld + d]);
@@ -371,7 +407,7 @@ CE_FN void fa_put_rows(const float *src, int ld, int n, int hs, float *base, lon
 CE_FN void fa_dq_begin(const fa_geom_t *g, const float *qkv, const float *dy, const float *lse, long long block,
                        const fa_smem_t *s, int t) {
   fa_load_q_dy(g, qkv, dy, lse, NULL, fa_block_bh(g, block), fa_block_query_tile(g, block), s, t);
-  fa_zero_tile(s->acc, g->hs, s->ld, t);
+  fa_zero_tile(s, s->acc, g->hs, t);
 }
 
 /* dQ kernel, phase 1, for each row r = fa_row_of(thread, k) of the warp: lane's part of
@@ -382,14 +418,14 @@ CE_FN double fa_lane_d(const fa_geom_t *g, const float *y, const float *dy, long
   const int it = fa_block_query_tile(g, block);
   double sum = 0.0;
   if (r >= fa_rows_from(g, it)) return sum;
-  const long long at = fa_out_row(g, fa_block_bh(g, block), it * FA_TILE + r);
+  const long long at = fa_out_row(g, fa_block_bh(g, block), it * g->tile + r);
   for (int d = lane; d < g->hs; d += CE_WARP) sum += (double)dy[at + d] * y[at + d];
   return sum;
 }
 CE_FN void fa_row_d(const fa_geom_t *g, long long block, const fa_smem_t *s, int r, double sum, float *dd_out) {
   const int it = fa_block_query_tile(g, block);
   s->dd[r] = (float)sum;
-  if (r < fa_rows_from(g, it)) CE_STORE(dd_out, (long long)fa_block_bh(g, block) * g->T + it * FA_TILE + r, (float)sum);
+  if (r < fa_rows_from(g, it)) CE_STORE(dd_out, (long long)fa_block_bh(g, block) * g->T + it * g->tile + r, (float)sum);
 }
 
 /* dQ kernel, per key tile jt <= its own: fa_load_kv, fa_bwd_scores, then dQ += dS K */
@@ -400,15 +436,15 @@ CE_FN void fa_dq_accumulate(const fa_smem_t *s, int hs, int t) {
 /* dQ kernel, last phase: dq (q's columns of dqkv) = or += dQ */
 CE_FN void fa_dq_end(const fa_geom_t *g, long long block, const fa_smem_t *s, float *dqkv, int write, int t) {
   const int it = fa_block_query_tile(g, block);
-  fa_put_rows(s->acc, s->ld, fa_rows_from(g, it), g->hs, dqkv, fa_qkv_row(g, fa_block_bh(g, block), it * FA_TILE),
+  fa_put_rows(s, s->acc, fa_rows_from(g, it), g->hs, dqkv, fa_qkv_row(g, fa_block_bh(g, block), it * g->tile),
               3LL * g->C, write, t);
 }
 
 /* dK, dV kernel, phase 0: the block's K and V; dK = dV = 0 */
 CE_FN void fa_dkv_begin(const fa_geom_t *g, const float *qkv, long long block, const fa_smem_t *s, int t) {
   fa_load_kv(g, qkv, fa_block_bh(g, block), fa_block_key_tile(g, block), s, t);
-  fa_zero_tile(s->acc, g->hs, s->ld, t);
-  fa_zero_tile(s->acc2, g->hs, s->ld, t);
+  fa_zero_tile(s, s->acc, g->hs, t);
+  fa_zero_tile(s, s->acc2, g->hs, t);
 }
 
 /* dK, dV kernel, per query tile it >= its own: fa_load_q_dy (with D), fa_bwd_scores, then
@@ -421,27 +457,28 @@ CE_FN void fa_dkv_accumulate(const fa_smem_t *s, int hs, int t) {
 /* dK, dV kernel, last phase: dk and dv (dqkv's second and third blocks of C) = or += dK, dV */
 CE_FN void fa_dkv_end(const fa_geom_t *g, long long block, const fa_smem_t *s, float *dqkv, int write, int t) {
   const int jt = fa_block_key_tile(g, block);
-  const long long at = fa_qkv_row(g, fa_block_bh(g, block), jt * FA_TILE) + g->C;
-  fa_put_rows(s->acc, s->ld, fa_rows_from(g, jt), g->hs, dqkv, at, 3LL * g->C, write, t);
-  fa_put_rows(s->acc2, s->ld, fa_rows_from(g, jt), g->hs, dqkv, at + g->C, 3LL * g->C, write, t);
+  const long long at = fa_qkv_row(g, fa_block_bh(g, block), jt * g->tile) + g->C;
+  fa_put_rows(s, s->acc, fa_rows_from(g, jt), g->hs, dqkv, at, 3LL * g->C, write, t);
+  fa_put_rows(s, s->acc2, fa_rows_from(g, jt), g->hs, dqkv, at + g->C, 3LL * g->C, write, t);
 }
 
 /* ---- FA_BF16: the tiles' products on the tensor cores, warp w of the block taking its share of
  * 16 x 16 output tiles (fa_mma); the phases between them element-wise, thread t's elements t,
  * t + FA_THREADS, .. as above. */
 
-/* One product of the block: C (FA_TILE x n floats at stride ldc) = (add 0) or += A B, A
- * (FA_TILE x k) and B (k x n) bf16 tiles, each row-major or (a_col, b_col) column-major, as fa_mma. */
+/* One product of the block: C (m x n floats at stride ldc) = (add 0) or += A B, A (m x k) and
+ * B (k x n) bf16 tiles, each row-major or (a_col, b_col) column-major, as fa_mma; m, n and k
+ * multiples of 16 (m a tile's rows). */
 typedef struct fa_product {
   float *c;
   int ldc;
   const fa_bf16 *a;
   int lda, a_col;
   const fa_bf16 *b;
-  int ldb, b_col, n, k, add;
+  int ldb, b_col, m, n, k, add;
 } fa_product_t;
 
-CE_FN int fa_product_tiles(const fa_product_t *p) { return (FA_TILE / FA_MMA) * (p->n / FA_MMA); }
+CE_FN int fa_product_tiles(const fa_product_t *p) { return (p->m / FA_MMA) * (p->n / FA_MMA); }
 
 /* Warp w's tiles of p: those numbered f (row tile by row tile) with first + f = w modulo FA_WARPS. */
 CE_FN void fa_product_share(const fa_product_t *p, int first, int w) {
@@ -459,10 +496,10 @@ CE_FN void fa_products(const fa_product_t *p0, const fa_product_t *p1, int w) {
   if (p1) fa_product_share(p1, fa_product_tiles(p0), w);
 }
 
-/* The products of the block's query tile with key tile's K (FA_TILE x FA_TILE scores, raw dots):
+/* The products of the block's query tile with key tile's K (tile x tile scores, raw dots):
  * S = Q K^T into p; the backward's dY V^T into ds too. */
 CE_FN fa_product_t fa_tc_qk(const fa_smem_t *s, int hs) {
-  const fa_product_t p = {s->p, FA_TILE, s->qh, s->ldh, 0, s->kh, s->ldh, 1, FA_TILE, hs, 0};
+  const fa_product_t p = {s->p, s->lds, s->qh, s->ldh, 0, s->kh, s->ldh, 1, s->tile, s->tile, hs, 0};
   return p;
 }
 
@@ -474,19 +511,21 @@ CE_FN void fa_tc_fwd_scores(const fa_smem_t *s, int hs, int w) {
   fa_products(&qk, NULL, w);
 }
 CE_FN void fa_tc_fwd_mask(const fa_geom_t *g, long long block, int jt, const fa_smem_t *s, int t) {
-  const int i0 = fa_block_query_tile(g, block) * FA_TILE;
-  for (int e = t; e < FA_TILE * FA_TILE; e += FA_THREADS)
-    s->p[e] = fa_fwd_score(g, i0 + e / FA_TILE, jt * FA_TILE + e % FA_TILE, s->p[e]);
+  const int n = s->tile, i0 = fa_block_query_tile(g, block) * n;
+  for (int e = t; e < n * n; e += FA_THREADS) {
+    float *x = &s->p[(e / n) * s->lds + e % n];
+    *x = fa_fwd_score(g, i0 + e / n, jt * n + e % n, *x);
+  }
 }
 
 /* forward, after the softmax, thread t: O = O corr and P rounded to bf16; then, warp w, O += P V */
 CE_FN void fa_tc_fwd_rescale(const fa_smem_t *s, int hs, int t) {
-  for (int e = t; e < FA_TILE * hs; e += FA_THREADS) s->acc[(e / hs) * s->ld + e % hs] *= s->corr[e / hs];
-  for (int e = t; e < FA_TILE * FA_TILE; e += FA_THREADS)
-    s->ph[(e / FA_TILE) * FA_TC_LDS + e % FA_TILE] = fa_to_bf16(s->p[e]);
+  const int n = s->tile;
+  for (int e = t; e < n * hs; e += FA_THREADS) s->acc[(e / hs) * s->ld + e % hs] *= s->corr[e / hs];
+  for (int e = t; e < n * n; e += FA_THREADS) s->ph[(e / n) * s->ldp + e % n] = fa_to_bf16(s->p[(e / n) * s->lds + e % n]);
 }
 CE_FN void fa_tc_fwd_accumulate(const fa_smem_t *s, int hs, int w) {
-  const fa_product_t pv = {s->acc, s->ld, s->ph, FA_TC_LDS, 0, s->vh, s->ldh, 0, hs, FA_TILE, 1};
+  const fa_product_t pv = {s->acc, s->ld, s->ph, s->ldp, 0, s->vh, s->ldh, 0, s->tile, hs, s->tile, 1};
   fa_products(&pv, NULL, w);
 }
 
@@ -494,28 +533,30 @@ CE_FN void fa_tc_fwd_accumulate(const fa_smem_t *s, int hs, int w) {
  * fa_tc_bwd_probs, thread t: P and dS of query tile it against key tile jt (fa_bwd_scores'
  * values), rounded to bf16 into ph (the dK, dV kernel's; the dQ kernel has none) and dsh. */
 CE_FN void fa_tc_bwd_scores(const fa_smem_t *s, int hs, int w) {
-  const fa_product_t qk = fa_tc_qk(s, hs), dpv = {s->ds, FA_TILE, s->dyh, s->ldh, 0, s->vh, s->ldh, 1, FA_TILE, hs, 0};
+  const fa_product_t qk = fa_tc_qk(s, hs),
+                     dpv = {s->ds, s->lds, s->dyh, s->ldh, 0, s->vh, s->ldh, 1, s->tile, s->tile, hs, 0};
   fa_products(&qk, &dpv, w);
 }
 CE_FN void fa_tc_bwd_probs(const fa_geom_t *g, int it, int jt, const fa_smem_t *s, int t) {
-  for (int e = t; e < FA_TILE * FA_TILE; e += FA_THREADS) {
-    const int r = e / FA_TILE, c = e % FA_TILE;
-    const float p = fa_bwd_p(g, it * FA_TILE + r, jt * FA_TILE + c, s->p[e], s->lse[r]);
-    if (s->ph) s->ph[r * FA_TC_LDS + c] = fa_to_bf16(p); /* (a kernel's constant) */
-    s->dsh[r * FA_TC_LDS + c] = fa_to_bf16(fa_bwd_ds(g, p, s->ds[e], s->dd[r]));
+  const int n = s->tile;
+  for (int e = t; e < n * n; e += FA_THREADS) {
+    const int r = e / n, c = e % n, at = r * s->lds + c;
+    const float p = fa_bwd_p(g, it * n + r, jt * n + c, s->p[at], s->lse[r]);
+    if (s->ph) s->ph[r * s->ldp + c] = fa_to_bf16(p); /* (a kernel's constant) */
+    s->dsh[r * s->ldp + c] = fa_to_bf16(fa_bwd_ds(g, p, s->ds[at], s->dd[r]));
   }
 }
 
 /* dQ kernel, warp w: dQ += dS K */
 CE_FN void fa_tc_dq_accumulate(const fa_smem_t *s, int hs, int w) {
-  const fa_product_t dsk = {s->acc, s->ld, s->dsh, FA_TC_LDS, 0, s->kh, s->ldh, 0, hs, FA_TILE, 1};
+  const fa_product_t dsk = {s->acc, s->ld, s->dsh, s->ldp, 0, s->kh, s->ldh, 0, s->tile, hs, s->tile, 1};
   fa_products(&dsk, NULL, w);
 }
 
 /* dK, dV kernel, warp w: dV += P^T dY and dK += dS^T Q (P and dS loaded column-major) */
 CE_FN void fa_tc_dkv_accumulate(const fa_smem_t *s, int hs, int w) {
-  const fa_product_t pdy = {s->acc2, s->ld, s->ph, FA_TC_LDS, 1, s->dyh, s->ldh, 0, hs, FA_TILE, 1},
-                     dsq = {s->acc, s->ld, s->dsh, FA_TC_LDS, 1, s->qh, s->ldh, 0, hs, FA_TILE, 1};
+  const fa_product_t pdy = {s->acc2, s->ld, s->ph, s->ldp, 1, s->dyh, s->ldh, 0, s->tile, hs, s->tile, 1},
+                     dsq = {s->acc, s->ld, s->dsh, s->ldp, 1, s->qh, s->ldh, 0, s->tile, hs, s->tile, 1};
   fa_products(&pdy, &dsq, w);
 }
 

@@ -28,6 +28,8 @@ cublasHandle_t cuda_blas(void);
 cublasComputeType_t cuda_model_compute(void);
 /* The cuBLASLt epilogue setting the backend was opened with ([backend] epilogues). */
 backend_epilogues_t cuda_epilogues(void);
+/* The fused attention's tile setting ([backend] attention_tile): 0 auto, 32 at most 32 rows. */
+int cuda_attention_tile_setting(void);
 /* Rows per float block of gemm_tn_rows (longer sums add blocks in double). */
 int cuda_row_block(void);
 /* A CUDA call that failed ends the job: "cuda: WHAT: CUDA's words". */
@@ -278,11 +280,14 @@ void cuk_row_first_index(int rows, int V, int lo, const float *logits, const flo
 /* ---- the fused causal attention (cuda_kern_attention.cu, cuda_attention_tiles.h): backend.h's
  * attention_fwd and attention_bwd without the T x T; the backward keeps D (B, H, T) in dd. tc 0:
  * the fp32 kernels (CUDA cores); tc 1: the bf16 tensor-core kernels (bf16 x bf16 products, float
- * sums; head sizes a multiple of 16, compute capability 8.0 on) */
-int cuk_attention_fits(int hs, int tc); /* 1: that form's kernels run at head size hs on this device */
-void cuk_attention_fwd(int B, int T, int C, int H, const float *qkv, float *y, float *lse, int tc, cudaStream_t s);
+ * sums; head sizes a multiple of 16, compute capability 8.0 on); tile: the rows of their tiles. */
+/* The rows of the tiles that form's kernels take at head size hs on this device, at most `most`
+ * (0: any), or 0 where none fit (fp32: 32; bf16: 64 or 32). */
+int cuk_attention_tile(int hs, int tc, int most);
+void cuk_attention_fwd(int B, int T, int C, int H, const float *qkv, float *y, float *lse, int tc, int tile,
+                       cudaStream_t s);
 void cuk_attention_bwd(int B, int T, int C, int H, const float *qkv, const float *y, const float *lse, const float *dy,
-                       float *dqkv, int write, float *dd, int tc, cudaStream_t s);
+                       float *dqkv, int write, float *dd, int tc, int tile, cudaStream_t s);
 /* y[p] = mean of x[p, 0..HW) */
 void cuk_avgpool_fwd(int P, int HW, const float *x, float *y, cudaStream_t s);
 

@@ -2,15 +2,17 @@
 // phases of (block, thread), and of (block, warp) for the bf16 form's tensor-core products, between
 // __syncthreads and the warp's reductions, which tests/test_cuda_attention runs on the host over
 // each kernel's whole grid. Two forms of each kernel: fp32 (CUDA cores) and bf16 (tensor cores,
-// cuda_attention_mma.h); cuda_attention.c chooses. One block per tile of FA_TILE rows of one
-// (sample, head); the tiles live in dynamic shared memory sized by the head size (over 48 KiB from
-// hs = 64 up on the fp32 backward: the launchers opt in).
+// cuda_attention_mma.h); cuda_attention.c chooses. One block per tile of g.tile rows of one
+// (sample, head): 32 in fp32, 64 or 32 in bf16 (fa_tile_for); the tiles live in dynamic shared
+// memory sized by the head size and the tile (over 48 KiB from hs = 64 up on the fp32 backward and
+// for every 64-row bf16 kernel: the launchers opt in).
 #include "backend/cuda_attention_tiles.h"
 #include "backend/cuda_kern.cuh"
 
 using namespace cuk;
 
-static_assert(FA_TILE == 32 && FA_THREADS % 32 == 0, "one key column per lane, whole warps");
+static_assert(FA_TILE == 32 && FA_THREADS % 32 == 0, "fp32: one key column per lane, whole warps");
+static_assert(FA_TILE_WIDE % 32 == 0 && FA_TILE_WIDE <= FA_THREADS, "a tile's row values a thread each");
 
 // The block's dynamic shared memory (one declaration for every kernel of the file), 128-byte
 // aligned: FA_BF16's fragments need 32.
@@ -19,9 +21,9 @@ __device__ inline void *block_smem() {
   return fa_block_smem;
 }
 
-// The softmax phase of the forward: each warp's rows, one score a lane.
+// The softmax phase of the forward: each warp's rows, a score (FA_FP32) or tile / 32 scores a lane.
 __device__ inline void fwd_softmax_rows(const fa_smem_t *s) {
-  for (int k = 0; k < FA_ROWS_PER_WARP; k++) {
+  for (int k = 0; k < fa_rows_per_warp(s); k++) {
     const int r = fa_row_of(threadIdx.x, k);
     const float mx = fmaxf(s->m[r], warp_max(fa_lane_score(s, r, lane())));
     const double sum = warp_sum(fa_lane_exp(s, r, lane(), mx));
@@ -36,7 +38,7 @@ __device__ inline void fwd_softmax_rows(const fa_smem_t *s) {
 // threads (the element-wise work) take turns.
 template <int F>
 __global__ void __launch_bounds__(FA_THREADS) k_attention_fwd(fa_geom_t g, const float *qkv, float *y, float *lse) {
-  const fa_smem_t s = fa_smem(block_smem(), g.hs, FA_FWD, (fa_form_t)F);
+  const fa_smem_t s = fa_smem(block_smem(), g.hs, FA_FWD, (fa_form_t)F, g.tile);
   const long long block = blockIdx.x;
   const int t = threadIdx.x, w = t / CE_WARP, keys = fa_block_query_tile(&g, block) + 1;
   fa_fwd_begin(&g, qkv, block, &s, t);
@@ -89,11 +91,11 @@ template <int F>
 __global__ void __launch_bounds__(FA_THREADS)
     k_attention_bwd_dq(fa_geom_t g, const float *qkv, const float *y, const float *lse, const float *dy, float *dqkv,
                        int write, float *dd) {
-  const fa_smem_t s = fa_smem(block_smem(), g.hs, FA_BWD_DQ, (fa_form_t)F);
+  const fa_smem_t s = fa_smem(block_smem(), g.hs, FA_BWD_DQ, (fa_form_t)F, g.tile);
   const long long block = blockIdx.x;
   const int t = threadIdx.x, w = t / CE_WARP, it = fa_block_query_tile(&g, block);
   fa_dq_begin(&g, qkv, dy, lse, block, &s, t);
-  for (int k = 0; k < FA_ROWS_PER_WARP; k++) {
+  for (int k = 0; k < fa_rows_per_warp(&s); k++) {
     const int r = fa_row_of(t, k);
     fa_row_d(&g, block, &s, r, warp_sum(fa_lane_d(&g, y, dy, block, r, lane())), dd);
   }
@@ -111,7 +113,7 @@ template <int F>
 __global__ void __launch_bounds__(FA_THREADS)
     k_attention_bwd_dkv(fa_geom_t g, const float *qkv, const float *lse, const float *dd, const float *dy,
                         float *dqkv, int write) {
-  const fa_smem_t s = fa_smem(block_smem(), g.hs, FA_BWD_DKV, (fa_form_t)F);
+  const fa_smem_t s = fa_smem(block_smem(), g.hs, FA_BWD_DKV, (fa_form_t)F, g.tile);
   const long long block = blockIdx.x;
   const int t = threadIdx.x, w = t / CE_WARP, jt = fa_block_key_tile(&g, block), bh = fa_block_bh(&g, block);
   fa_dkv_begin(&g, qkv, block, &s, t);
@@ -125,9 +127,9 @@ __global__ void __launch_bounds__(FA_THREADS)
   fa_dkv_end(&g, block, &s, dqkv, write, t);
 }
 
-// Bytes of dynamic shared memory a kernel's block takes at head size hs.
-static size_t smem_bytes(int hs, fa_kernel_t kind, int form) {
-  return (size_t)fa_smem_bytes(hs, kind, (fa_form_t)form);
+// Bytes of dynamic shared memory a kernel's block of call g takes.
+static size_t smem_bytes(const fa_geom_t &g, fa_kernel_t kind, int form) {
+  return (size_t)fa_smem_bytes(g.hs, kind, (fa_form_t)form, g.tile);
 }
 
 // This device has bf16 tensor cores for WMMA (compute capability 8.0 on).
@@ -138,15 +140,19 @@ static int has_bf16_mma(void) {
 
 static fa_form_t form_of(int tc) { return tc ? FA_BF16 : FA_FP32; }
 
-extern "C" int cuk_attention_fits(int hs, int tc) {
-  return fa_fits(hs, (long)optin_bytes(), form_of(tc)) && (!tc || has_bf16_mma());
+extern "C" int cuk_attention_tile(int hs, int tc, int most) {
+  if (tc && !has_bf16_mma()) return 0;
+  const long optin = (long)optin_bytes();
+  const fa_form_t form = form_of(tc);
+  const int tile = fa_tile_for(hs, optin, form);
+  return most > 0 && tile > most ? FA_TILE : tile;  // (most is 32: where 64 rows fit, 32 do)
 }
 
 template <int F>
 static void attention_fwd(const fa_geom_t &g, const float *qkv, float *y, float *lse, cudaStream_t s) {
   static thread_local bool allowed = false;  // one per form F
   allow_most_smem(k_attention_fwd<F>, "attention_fwd shared memory", &allowed);
-  k_attention_fwd<F><<<(unsigned)fa_blocks(&g), FA_THREADS, smem_bytes(g.hs, FA_FWD, F), s>>>(g, qkv, y, lse);
+  k_attention_fwd<F><<<(unsigned)fa_blocks(&g), FA_THREADS, smem_bytes(g, FA_FWD, F), s>>>(g, qkv, y, lse);
   CUK_LAUNCHED(F == FA_BF16 ? "attention_fwd (bf16 tensor cores)" : "attention_fwd");
 }
 
@@ -155,26 +161,27 @@ static void attention_bwd(const fa_geom_t &g, const float *qkv, const float *y, 
                           float *dqkv, int write, float *dd, cudaStream_t s) {
   static thread_local bool allowed[2] = {false, false};  // dQ, dK dV kernels of form F
   allow_most_smem(k_attention_bwd_dq<F>, "attention_bwd_dq shared memory", &allowed[0]);
-  k_attention_bwd_dq<F><<<(unsigned)fa_blocks(&g), FA_THREADS, smem_bytes(g.hs, FA_BWD_DQ, F), s>>>(
+  k_attention_bwd_dq<F><<<(unsigned)fa_blocks(&g), FA_THREADS, smem_bytes(g, FA_BWD_DQ, F), s>>>(
       g, qkv, y, lse, dy, dqkv, write, dd);
   CUK_LAUNCHED(F == FA_BF16 ? "attention_bwd_dq (bf16 tensor cores)" : "attention_bwd_dq");
   allow_most_smem(k_attention_bwd_dkv<F>, "attention_bwd_dkv shared memory", &allowed[1]);
-  k_attention_bwd_dkv<F><<<(unsigned)fa_blocks(&g), FA_THREADS, smem_bytes(g.hs, FA_BWD_DKV, F), s>>>(
+  k_attention_bwd_dkv<F><<<(unsigned)fa_blocks(&g), FA_THREADS, smem_bytes(g, FA_BWD_DKV, F), s>>>(
       g, qkv, lse, dd, dy, dqkv, write);
   CUK_LAUNCHED(F == FA_BF16 ? "attention_bwd_dkv (bf16 tensor cores)" : "attention_bwd_dkv");
 }
 
 extern "C" void cuk_attention_fwd(int B, int T, int C, int H, const float *qkv, float *y, float *lse, int tc,
-                                  cudaStream_t s) {
-  const fa_geom_t g = fa_geom(B, T, C, H);
+                                  int tile, cudaStream_t s) {
+  const fa_geom_t g = fa_geom(B, T, C, H, tile);
   if (fa_blocks(&g) <= 0) return;
   if (tc) attention_fwd<FA_BF16>(g, qkv, y, lse, s);
   else attention_fwd<FA_FP32>(g, qkv, y, lse, s);
 }
 
 extern "C" void cuk_attention_bwd(int B, int T, int C, int H, const float *qkv, const float *y, const float *lse,
-                                  const float *dy, float *dqkv, int write, float *dd, int tc, cudaStream_t s) {
-  const fa_geom_t g = fa_geom(B, T, C, H);
+                                  const float *dy, float *dqkv, int write, float *dd, int tc, int tile,
+                                  cudaStream_t s) {
+  const fa_geom_t g = fa_geom(B, T, C, H, tile);
   if (fa_blocks(&g) <= 0) return;
   if (tc) attention_bwd<FA_BF16>(g, qkv, y, lse, dy, dqkv, write, dd, s);
   else attention_bwd<FA_FP32>(g, qkv, y, lse, dy, dqkv, write, dd, s);

@@ -47,6 +47,7 @@ void host_close(void) {}
 void host_synchronize(void) {}
 
 const backend_context_t *host_context(void) {
-  static const backend_context_t host = {.device = "host", .index = -1, .precision = "fp32", .epilogues = "none"};
+  static const backend_context_t host = {
+      .device = "host", .index = -1, .precision = "fp32", .epilogues = "none", .attention_tile = "none"};
   return &host;
 }

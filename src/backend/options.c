@@ -40,6 +40,11 @@ static const cfg_key_t rows[] = {
                  "an algorithm for the shape and the operands' alignment, the product and the kernels elsewhere; "
                  "bias: the bias only, GELU as a kernel; off: never; accepted by the host backends, where it changes "
                  "nothing (doc/gpu.md)"),
+    CFG_ENUM_KEY("backend", "attention_tile", attention_tile, "auto", CFG_VALUES("auto", "32"),
+                 "cuda, precision = bf16: the query and key rows of the fused attention's tensor-core tiles; auto: "
+                 "64 where the kernels' shared memory fits the device (head sizes up to 160 on an H100 or H200), "
+                 "32 above; 32: always 32 (the form measured before 64 existed); the fp32 kernels' tiles are 32 "
+                 "rows whatever it says; accepted by the host backends, where it changes nothing (doc/gpu.md)"),
 };
 // clang-format on
 

@@ -39,6 +39,7 @@ backend_options_t backend_opts_of(const config_t *cfg, int local_rank) {
   o.epilogues = strcmp(d->epilogues, "off") == 0    ? BACKEND_EPILOGUES_OFF
                 : strcmp(d->epilogues, "bias") == 0 ? BACKEND_EPILOGUES_BIAS
                                                     : BACKEND_EPILOGUES_AUTO;
+  o.attention_tile = strcmp(d->attention_tile, "32") == 0 ? 32 : 0;
   return o;
 }
 

@@ -1617,7 +1617,7 @@ static void test_context(const backend_t *be) {
   const backend_context_t *c = be->context();
   tap_ok(c && strcmp(c->device, "host") == 0 && c->stream == NULL && c->index == -1 && be->host_memory &&
              strcmp(c->epilogues, "none") == 0 && c->epilogue_counts.bias_all == 0 && c->epilogue_counts.gelu_all == 0 &&
-             strcmp(c->attention_tile, "none") == 0,
+             strcmp(c->attention, "none") == 0,
          "%s: context on the host, no stream, no cuBLASLt epilogues or attention tiles", be->name);
   be->synchronize();
 }
@@ -1665,20 +1665,20 @@ static int open_gpu(backend_precision_t precision, char *why, size_t len) {
 }
 
 #if HAVE_CUDA
-/* The cuda backend reopened with these epilogues, precision and attention tiles (the test's managed
- * buffers stay valid: the same device). */
-static void reopen_gpu_tiles(backend_epilogues_t e, backend_precision_t p, int attention_tile) {
+/* The cuda backend reopened with these epilogues, precision and attention kernels (the test's
+ * managed buffers stay valid: the same device). */
+static void reopen_gpu_as(backend_epilogues_t e, backend_precision_t p, backend_attention_t attention) {
   backend_cuda.close();
   backend_options_t o = backend_default_options();
   o.epilogues = e;
   o.precision = p;
-  o.attention_tile = attention_tile;
+  o.attention = attention;
   int input_error = 0;
   const char *err = backend_cuda.open(&o, &input_error);
   if (err) surge_runtime_error("cuda: reopening the backend: %s", err);
 }
 
-static void reopen_gpu(backend_epilogues_t e, backend_precision_t p) { reopen_gpu_tiles(e, p, 0); }
+static void reopen_gpu(backend_epilogues_t e, backend_precision_t p) { reopen_gpu_as(e, p, BACKEND_ATTENTION_AUTO); }
 
 /* One linear case on cuda against ref at tol; returns 1 when cuBLASLt ran it with its epilogue (the
  * context's counts: the GELU epilogue for linear_gelu_fwd, the bias one for linear_fwd), else 0. */
@@ -1965,9 +1965,10 @@ int main(int argc, char **argv) {
       printf("1..0 # SKIP no GPU: %s\n", why);
       return 77;
     }
-    /* the tensor-core attention (64-row tiles) at a tail (70 = a tile + 6), at GPT-2 124M's context
-     * and head size (1024, 64) and at hs 16; hs 40 (not a multiple of 16) takes the fp32 kernels:
-     * 1e-5; then the same in 32-row tiles (attention_tile = 32) */
+    /* the tensor-core attention (attention_kernels = auto: the forward in registers, the backward
+     * in 64-row WMMA tiles) at a tail (70 = a tile + 6), at GPT-2 124M's context and head size
+     * (1024, 64) and at hs 16; hs 40 (not a multiple of 16) takes the fp32 kernels: 1e-5; then the
+     * WMMA forward in 64-row tiles (wmma), and everything in 32-row tiles (wmma32) */
     agree_tol = BF16_ATT_TOL;
     test_attention(2, 70, 128, 2);
     test_attention(2, 1024, 256, 4);
@@ -1975,12 +1976,16 @@ int main(int argc, char **argv) {
     agree_tol = AGREE_TOL;
     test_attention(1, 70, 120, 3);
 #if HAVE_CUDA
-    reopen_gpu_tiles(BACKEND_EPILOGUES_AUTO, BACKEND_BF16, 32);
-    tap_ok(strcmp(backend_cuda.context()->attention_tile, "32") == 0, "cuda reopened with attention_tile = 32");
-    agree_tol = BF16_ATT_TOL;
-    test_attention(2, 70, 128, 2);
-    test_attention(2, 1024, 256, 4);
-    agree_tol = AGREE_TOL;
+    const backend_attention_t others[] = {BACKEND_ATTENTION_WMMA, BACKEND_ATTENTION_WMMA32};
+    for (int i = 0; i < 2; i++) {
+      reopen_gpu_as(BACKEND_EPILOGUES_AUTO, BACKEND_BF16, others[i]);
+      const char *name = others[i] == BACKEND_ATTENTION_WMMA ? "wmma" : "wmma32";
+      tap_ok(strcmp(backend_cuda.context()->attention, name) == 0, "cuda reopened with attention_kernels = %s", name);
+      agree_tol = BF16_ATT_TOL;
+      test_attention(2, 70, 128, 2);
+      test_attention(2, 1024, 256, 4);
+      agree_tol = AGREE_TOL;
+    }
 #endif
   } else if (argc > 1 && strcmp(argv[1], "cuda") == 0) {
     char why[400];

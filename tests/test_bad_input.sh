@@ -62,12 +62,12 @@ expect_error "bad backend.epilogues via -D" "-D.*backend.epilogues.*on" "$good" 
 "$SURGE_TRAIN" "$tap_tmp/epilogues-off.deck" >"$tap_tmp/epilogues-off.txt" 2>&1
 tap_ok $? "backend.epilogues = off is accepted on the cpu backend (no effect there)"
 
-# [backend] attention_tile (auto, 32; the bf16 fused attention's tiles) named by its line; 32 accepted on the host
-{ cat "$good"; printf '[backend]\nattention_tile = 64\n'; } >"$tap_tmp/tile.deck"
-expect_error "bad backend.attention_tile" "tile.deck:$(($(wc -l <"$good") + 2)): .*attention_tile.*64.*(auto.*32)" \
-  "$tap_tmp/tile.deck"
-"$SURGE_TRAIN" "$good" -D backend.attention_tile=32 >"$tap_tmp/tile-32.txt" 2>&1
-tap_ok $? "backend.attention_tile = 32 is accepted on the cpu backend (no effect there)"
+# [backend] attention_kernels (auto, wmma, wmma32: the bf16 fused attention's) named by its line; accepted on the host
+{ cat "$good"; printf '[backend]\nattention_kernels = flash\n'; } >"$tap_tmp/att.deck"
+expect_error "bad backend.attention_kernels" \
+  "att.deck:$(($(wc -l <"$good") + 2)): .*attention_kernels.*flash.*(auto.*wmma.*wmma32)" "$tap_tmp/att.deck"
+"$SURGE_TRAIN" "$good" -D backend.attention_kernels=wmma32 >"$tap_tmp/att-wmma32.txt" 2>&1
+tap_ok $? "backend.attention_kernels = wmma32 is accepted on the cpu backend (no effect there)"
 
 # [multiplex] piece_ms below 0 (0 is a piece per pass) or above 1000 ms, named by its line
 { cat "$good"; printf '[multiplex]\npiece_ms = -0.5\n'; } >"$tap_tmp/piece.deck"

@@ -32,7 +32,7 @@
 /* WMMA's rules as the bf16 products see them: the ones broken, the products checked */
 static long mma_broken, mma_checks;
 #define FA_MMA_CHECK(ok) (mma_checks++, mma_broken += !(ok))
-#include "backend/cuda_attention_tiles.h"
+#include "backend/cuda_attention_rf.h"
 
 #define TOL 1e-5 /* relative, against ref: fp32 */
 /* bf16: operands rounded to 8 significant bits (relative 2^-9 = 2e-3 each), the probabilities and
@@ -43,6 +43,7 @@ static long mma_broken, mma_checks;
 
 static fa_form_t form; /* the form under test */
 static int tile;       /* and its tiles' rows */
+static int rf;         /* 1: the forward is the register-fragment kernel (cuda_attention_rf.h) */
 
 static const backend_t *ref = &backend_ref;
 
@@ -51,6 +52,9 @@ static int reverse;
 static int nth(int i, int n) { return reverse ? n - 1 - i : i; }
 #define EACH_THREAD(t) for (int t##_i = 0, t; t##_i < FA_THREADS && (t = nth(t##_i, FA_THREADS), 1); t##_i++)
 #define EACH_WARP(w) for (int w##_i = 0, w; w##_i < FA_WARPS && (w = nth(w##_i, FA_WARPS), 1); w##_i++)
+#define EACH_RF_THREAD(t)                                                                                              \
+  for (int t##_i = 0, t; t##_i < FA_RF_THREADS && (t = nth(t##_i, FA_RF_THREADS), 1); t##_i++)
+#define EACH_RF_WARP(w) for (int w##_i = 0, w; w##_i < FA_RF_WARPS && (w = nth(w##_i, FA_RF_WARPS), 1); w##_i++)
 
 /* One call of the kernels: inputs, and the outputs they store to. */
 typedef struct att_call {
@@ -159,9 +163,77 @@ static void dkv_block(const att_call_t *a, long long block, const fa_smem_t *s) 
   EACH_THREAD(t) fa_dkv_end(g, block, s, a->dqkv, a->write, t);
 }
 
-/* In the bf16 form: WMMA's rules held in every tensor-core product of the grids just run. */
-static void check_mma(const char *what) {
-  if (form == FA_BF16)
+/* ---- the register-fragment forward (k_attention_fwd_rf): a block's warps one after another, the
+ * lanes' own pieces lane by lane, the collectives (mma, the quads' reductions) over the warp */
+
+/* Pointers to field f of the warp's lanes' registers, for fa_rf_mma_warp. */
+#define LANE_PTRS(ptrs, lanes, f)                                                                                        \
+  for (int l_ = 0; l_ < CE_WARP; l_++) (ptrs)[l_] = (lanes)[l_].f
+
+static void rf_warp_tile(const fa_geom_t *g, int i0, int jt, const fa_bf16 *k, const fa_bf16 *v, fa_rf_lane_t *x) {
+  const int ld = fa_rf_ld(g->hs);
+  float *d[CE_WARP];
+  uint32_t *ap[CE_WARP], *bp[CE_WARP], b[CE_WARP][2], a[CE_WARP][4];
+  for (int l = 0; l < CE_WARP; l++) bp[l] = b[l], ap[l] = a[l];
+  for (int j = 0; j < FA_RF_KT; j++) { /* S = Q K^T */
+    for (int l = 0; l < CE_WARP; l++) memset(x[l].s[j], 0, sizeof x[l].s[j]);
+    for (int kk = 0; kk < g->hs / 16; kk++) {
+      for (int i = 0; i < CE_WARP; i++) fa_rf_b_kt(k, ld, j, kk, nth(i, CE_WARP), b[nth(i, CE_WARP)]);
+      uint32_t *q[CE_WARP];
+      LANE_PTRS(d, x, s[j]);
+      LANE_PTRS(q, x, q[kk]);
+      fa_rf_mma_warp(d, q, bp);
+    }
+  }
+  for (int i = 0; i < CE_WARP; i++) fa_rf_mask(g, i0, jt, &x[nth(i, CE_WARP)], nth(i, CE_WARP));
+  fa_rf_quad_max_warp(x);
+  for (int i = 0; i < CE_WARP; i++) fa_rf_softmax(&x[nth(i, CE_WARP)], g->hs);
+  for (int kk = 0; kk < FA_RF_TILE / 16; kk++) { /* O += P V */
+    for (int i = 0; i < CE_WARP; i++) fa_rf_a_p(&x[nth(i, CE_WARP)], kk, a[nth(i, CE_WARP)]);
+    for (int n = 0; n < g->hs / 8; n++) {
+      for (int i = 0; i < CE_WARP; i++) fa_rf_b_v(v, ld, kk, n, nth(i, CE_WARP), b[nth(i, CE_WARP)]);
+      LANE_PTRS(d, x, o[n]);
+      fa_rf_mma_warp(d, ap, bp);
+    }
+  }
+}
+
+static void rf_block(const att_call_t *a, long long block, fa_bf16 *k, fa_bf16 *v) {
+  const fa_geom_t *g = &a->g;
+  const int bh = fa_block_bh(g, block), it = fa_block_query_tile(g, block);
+  static fa_rf_lane_t x[FA_RF_WARPS][CE_WARP];
+  memset(x, 0xff, sizeof x); /* registers start as NaN: what the pieces read they must have set */
+  EACH_RF_WARP(w) for (int i = 0; i < CE_WARP; i++)
+    fa_rf_begin(g, a->qkv, bh, it * FA_RF_TILE + w * FA_RF_ROWS, &x[w][nth(i, CE_WARP)], nth(i, CE_WARP));
+  for (int jt = 0; jt <= it; jt++) {
+    EACH_RF_THREAD(t) fa_rf_load_kv(g, a->qkv, bh, jt, k, v, t);
+    EACH_RF_WARP(w) rf_warp_tile(g, it * FA_RF_TILE + w * FA_RF_ROWS, jt, k, v, x[w]);
+  }
+  EACH_RF_WARP(w) {
+    fa_rf_quad_sum_warp(x[w]);
+    for (int i = 0; i < CE_WARP; i++)
+      fa_rf_end(g, bh, it * FA_RF_TILE + w * FA_RF_ROWS, &x[w][nth(i, CE_WARP)], a->y, a->lse, nth(i, CE_WARP));
+  }
+}
+
+/* Every block of the forward's grid in shared memory of fa_rf_smem_bytes, poisoned (NaN). */
+static void run_grid_rf(const att_call_t *a) {
+  const size_t n = (size_t)fa_rf_smem_bytes(a->g.hs), aligned = (n + 127) / 128 * 128;
+  unsigned char *smem = aligned_alloc(128, aligned);
+  if (!smem) surge_runtime_error("out of memory (%zu bytes of shared memory)", aligned);
+  fa_bf16 *k = (fa_bf16 *)smem, *v = k + FA_RF_TILE * fa_rf_ld(a->g.hs);
+  const long long blocks = fa_blocks(&a->g);
+  for (long long i = 0; i < blocks; i++) {
+    memset(smem, 0xff, n);
+    rf_block(a, reverse ? blocks - 1 - i : i, k, v);
+  }
+  free(smem);
+}
+
+/* Where the grids just run were WMMA's (wmma 1): its rules held in every tensor-core product
+ * (the register-fragment forward's operands are registers: no such rules). */
+static void check_mma(const char *what, int wmma) {
+  if (wmma)
     tap_ok(mma_checks > 0 && mma_broken == 0, "%s: WMMA's alignment and ldm rules hold (%ld of %ld checks broken)",
            what, mma_broken, mma_checks);
   mma_checks = mma_broken = 0;
@@ -172,9 +244,10 @@ static void run_fwd(const att_call_t *a, const char *what) {
   const fa_geom_t *g = &a->g;
   track(a->y, (long long)g->B * g->T * g->C);
   track(a->lse, (long long)g->B * g->H * g->T);
-  run_grid(a, FA_FWD, fwd_block);
+  if (rf) run_grid_rf(a);
+  else run_grid(a, FA_FWD, fwd_block);
   check_writes(what);
-  check_mma(what);
+  check_mma(what, form == FA_BF16 && !rf);
 }
 
 /* The backward's two grids, their stores recorded: dqkv (B, T, 3C) whole, D (B, H, T). */
@@ -185,7 +258,7 @@ static void run_bwd(const att_call_t *a, const char *what) {
   run_grid(a, FA_BWD_DQ, dq_block);
   run_grid(a, FA_BWD_DKV, dkv_block);
   check_writes(what);
-  check_mma(what);
+  check_mma(what, form == FA_BF16);
 }
 
 /* dqkv's start: something to add to (write 0), or NaN that writing must not read (write 1). */
@@ -213,7 +286,10 @@ static void test_shape(int B, int T, int C, int H) {
   float *y2 = xmalloc(ny * sizeof *y2), *lse2 = xmalloc(nl * sizeof *lse2), *d2 = xmalloc(nqkv * sizeof *d2);
   att_call_t a = {fa_geom(B, T, C, H, tile), qkv, wy, wlse, dy, y, lse, dqkv, dd, 0};
   const int hs = a.g.hs;
-  const char *fm = form == FA_FP32 ? "fp32" : tile == FA_TILE ? "bf16 (32-row tiles)" : "bf16 (64-row tiles)";
+  const char *fm = form == FA_FP32       ? "fp32"
+                   : rf                   ? "bf16 (forward in registers, backward in 64-row tiles)"
+                   : tile == FA_TILE      ? "bf16 (32-row tiles)"
+                                          : "bf16 (64-row tiles)";
   const double tol = form == FA_BF16 ? BF16_TOL : TOL;
   char what[160];
 
@@ -347,6 +423,13 @@ int main(void) {
   test_shape(1, 65, 96, 3);   /* one row past a tile, hs 32 */
   test_shape(2, 140, 128, 2); /* three tiles, a tail of 12, hs 64: two score tiles a warp */
   test_shape(1, 128, 256, 2); /* two whole tiles, hs 128: four output tiles a warp */
+  test_shape(1, 257, 128, 2); /* five tiles, a tail of 1 */
+  rf = 1; /* the forward with its tiles in registers: hs 16, 32, 64, 128 */
+  test_shape(2, 1, 32, 2);    /* one token, hs 16 */
+  test_shape(2, 45, 64, 4);   /* hs 16: one tile with a tail of 19; 8 heads x samples */
+  test_shape(1, 65, 64, 2);   /* one row past a tile, hs 32 */
+  test_shape(2, 140, 128, 2); /* three tiles, a tail of 12, hs 64 */
+  test_shape(1, 128, 256, 2); /* two whole tiles, hs 128 */
   test_shape(1, 257, 128, 2); /* five tiles, a tail of 1 */
   return tap_done();
 }

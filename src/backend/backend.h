@@ -84,6 +84,15 @@ typedef enum backend_epilogues {
   BACKEND_EPILOGUES_OFF       /* cuBLAS's GEMM, then the bias and GELU kernels, always */
 } backend_epilogues_t;
 
+/* Which kernels run the cuda backend's bf16 fused attention (deck key backend.attention_kernels,
+ * doc/gpu.md); fp32 and the host backends compute the same way whatever it is. */
+typedef enum backend_attention {
+  BACKEND_ATTENTION_AUTO = 0, /* forward in registers (mma.sync) where the head size allows, backward WMMA
+                               * in 64-row tiles where they fit (else 32) */
+  BACKEND_ATTENTION_WMMA,     /* WMMA both ways, 64-row tiles where they fit */
+  BACKEND_ATTENTION_WMMA32    /* WMMA both ways in 32-row tiles */
+} backend_attention_t;
+
 /* What a process opens its backend with (backend_open). */
 typedef struct backend_options {
   int device;       /* GPU index; -1: this rank's index among its job's ranks on the node, modulo the GPUs */
@@ -99,7 +108,7 @@ typedef struct backend_options {
   backend_simd_t simd; /* cpu: the kernels' vector width; a width the CPU lacks fails the open */
   backend_gemm_t gemm; /* cpu: whose SGEMM runs the matrix products */
   backend_epilogues_t epilogues; /* cuda: the cuBLASLt epilogues of the linear forwards */
-  int attention_tile;            /* cuda, bf16: 0 (auto: 64 rows where they fit, else 32) or 32 */
+  backend_attention_t attention; /* cuda, bf16: the fused attention's kernels */
 } backend_options_t;
 
 /* The linear forwards that wanted a cuBLASLt epilogue since the backend's open (cuda; zeros on the
@@ -118,7 +127,7 @@ typedef struct backend_context {
   const char *precision; /* "fp32", "tf32" or "bf16" */
   double peak_flops;     /* the device's dense peak in that precision (FLOP/s), 0 when not known */
   const char *epilogues; /* cuda: the epilogue setting in use, "auto", "bias" or "off"; "none" on the host */
-  const char *attention_tile; /* cuda: the fused attention's tile setting, "auto" or "32"; "none" on the host */
+  const char *attention; /* cuda: the attention_kernels setting, "auto", "wmma" or "wmma32"; "none" on the host */
   backend_epilogue_counts_t epilogue_counts; /* as of this call of context() */
 } backend_context_t;
 

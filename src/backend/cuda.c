@@ -56,7 +56,11 @@ cudaStream_t cuda_stream(void) { return ctx.stream; }
 cublasHandle_t cuda_blas(void) { return ctx.blas; }
 cublasComputeType_t cuda_model_compute(void) { return ctx.compute; }
 backend_epilogues_t cuda_epilogues(void) { return ctx.opt.epilogues; }
-int cuda_attention_tile_setting(void) { return ctx.opt.attention_tile; }
+backend_attention_t cuda_attention_setting(void) { return ctx.opt.attention; }
+
+static const char *attention_name(backend_attention_t a) {
+  return a == BACKEND_ATTENTION_WMMA ? "wmma" : a == BACKEND_ATTENTION_WMMA32 ? "wmma32" : "auto";
+}
 
 static const char *epilogues_name(backend_epilogues_t e) {
   return e == BACKEND_EPILOGUES_OFF ? "off" : e == BACKEND_EPILOGUES_BIAS ? "bias" : "auto";
@@ -167,7 +171,7 @@ static const char *cuda_open(const backend_options_t *o, int *input_error) {
   ctx.pub = (backend_context_t){.device = ctx.name, .index = dev, .stream = ctx.stream,
                                 .precision = precision_name(ctx.compute), .peak_flops = peak_flops(ctx.name, ctx.compute),
                                 .epilogues = epilogues_name(o->epilogues),
-                                .attention_tile = o->attention_tile == 32 ? "32" : "auto"};
+                                .attention = attention_name(o->attention)};
   ctx.open = 1;
   return NULL;
 }

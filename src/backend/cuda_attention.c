@@ -6,9 +6,11 @@
  *
  * Which kernels (doc/gpu.md): under `[backend] precision = bf16` the tensor-core form (bf16 x bf16
  * products, float sums) where the head size is a multiple of 16 and the device has bf16 tensor
- * cores (compute capability 8.0 on), its tiles 64 rows where they fit the device's shared memory
- * (head sizes up to 160 on an H100 or H200) and 32 above, or 32 always under `[backend]
- * attention_tile = 32`; otherwise, and always under fp32 (tf32 on or off: its
+ * cores (compute capability 8.0 on): under `[backend] attention_kernels = auto` the forward with
+ * its tiles in registers (mma.sync, head sizes 16, 32, 64 and 128; the WMMA forward at others) and
+ * the WMMA backward, its tiles 64 rows where they fit the device's shared memory (head sizes up to
+ * 160 on an H100 or H200) and 32 above; `wmma` the WMMA kernels both ways; `wmma32` those in 32-row
+ * tiles. Otherwise, and always under fp32 (tf32 on or off: its
  * attention stays exact float32), the fp32 form on the CUDA cores. Where a head's tiles exceed the
  * device's shared memory (the fp32 dK, dV kernel's 6 tiles of 32 rows of hs + 1 floats: hs above
  * about 290 on an H100 or H200), the T x T form of before instead: composed from cuBLAS's grid of
@@ -24,13 +26,19 @@ size_t cuda_attention_workspace(int T, int hs) {
   return 0;
 }
 
-/* The fused kernels at head size hs: *tc 1 on the tensor cores (the model's products are bf16 and
- * they run here), 0 the fp32 ones; their tiles' rows returned, 0 where neither fits (the T x T form). */
-static int fused_tile(int hs, int *tc) {
+/* The fused kernels at head size hs, the forward's (fwd 1) or the backward's: *kernels CUK_ATT_*
+ * (the tensor cores where the model's products are bf16 and they run here); the fp32 and WMMA
+ * kernels' tile rows returned, 0 where none fits (the T x T form). */
+static int fused_tile(int hs, int fwd, int *kernels) {
+  const backend_attention_t set = cuda_attention_setting();
   const int bf16 = cuda_model_compute() == CUBLAS_COMPUTE_32F_FAST_16BF;
-  const int tile = bf16 ? cuk_attention_tile(hs, 1, cuda_attention_tile_setting()) : 0;
-  *tc = tile > 0;
-  return tile > 0 ? tile : cuk_attention_tile(hs, 0, 0);
+  const int tile = bf16 ? cuk_attention_tile(hs, 1, set == BACKEND_ATTENTION_WMMA32 ? 32 : 0) : 0;
+  if (tile > 0) {
+    *kernels = fwd && set == BACKEND_ATTENTION_AUTO && cuk_attention_rf_fits(hs) ? CUK_ATT_RF : CUK_ATT_WMMA;
+    return tile;
+  }
+  *kernels = CUK_ATT_FP32;
+  return cuk_attention_tile(hs, 0, 0);
 }
 
 /* The geometry of one call: per sample, probs = H T^2 floats of scores; qkv rows of ld = 3C. */
@@ -62,10 +70,10 @@ static float *att_buffers(int B, const att_dims_t *d, int n) {
 void cuda_attention_fwd(int B, int T, int C, int H, const float *qkv, float *y, float *lse, float *ws, size_t ws_n) {
   (void)ws, (void)ws_n;
   if (B <= 0 || T <= 0) return;
-  int tc;
-  const int tile = fused_tile(C / H, &tc);
+  int kernels;
+  const int tile = fused_tile(C / H, 1, &kernels);
   if (tile > 0) {
-    cuk_attention_fwd(B, T, C, H, qkv, y, lse, tc, tile, cuda_stream());
+    cuk_attention_fwd(B, T, C, H, qkv, y, lse, kernels, tile, cuda_stream());
     return;
   }
   const att_dims_t d = att_dims(T, C, H);
@@ -80,11 +88,11 @@ void cuda_attention_bwd(int B, int T, int C, int H, const float *qkv, const floa
                         float *dqkv, int dx_write, float *ws, size_t ws_n) {
   (void)ws, (void)ws_n;
   if (B <= 0 || T <= 0) return;
-  int tc;
-  const int tile = fused_tile(C / H, &tc);
+  int kernels;
+  const int tile = fused_tile(C / H, 0, &kernels);
   if (tile > 0) {
     float *dd = cuda_workspace(CUDA_WS_ATT, surge_mul_size((size_t)B * H, (size_t)T * sizeof(float), "attention"));
-    cuk_attention_bwd(B, T, C, H, qkv, y, lse, dy, dqkv, dx_write, dd, tc, tile, cuda_stream());
+    cuk_attention_bwd(B, T, C, H, qkv, y, lse, dy, dqkv, dx_write, dd, kernels, tile, cuda_stream());
     return;
   }
   const att_dims_t d = att_dims(T, C, H);

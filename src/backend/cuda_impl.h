@@ -28,8 +28,8 @@ cublasHandle_t cuda_blas(void);
 cublasComputeType_t cuda_model_compute(void);
 /* The cuBLASLt epilogue setting the backend was opened with ([backend] epilogues). */
 backend_epilogues_t cuda_epilogues(void);
-/* The fused attention's tile setting ([backend] attention_tile): 0 auto, 32 at most 32 rows. */
-int cuda_attention_tile_setting(void);
+/* The bf16 fused attention's kernels the backend was opened with ([backend] attention_kernels). */
+backend_attention_t cuda_attention_setting(void);
 /* Rows per float block of gemm_tn_rows (longer sums add blocks in double). */
 int cuda_row_block(void);
 /* A CUDA call that failed ends the job: "cuda: WHAT: CUDA's words". */
@@ -277,17 +277,22 @@ void cuk_xent_shard_bwd(int rows, int V, int lo, const float *logits, const floa
                         const float *sumexp, float grad_scale, float *dlogits, cudaStream_t s);
 void cuk_row_first_index(int rows, int V, int lo, const float *logits, const float *mx, float *first,
                          cudaStream_t s);
-/* ---- the fused causal attention (cuda_kern_attention.cu, cuda_attention_tiles.h): backend.h's
- * attention_fwd and attention_bwd without the T x T; the backward keeps D (B, H, T) in dd. tc 0:
- * the fp32 kernels (CUDA cores); tc 1: the bf16 tensor-core kernels (bf16 x bf16 products, float
- * sums; head sizes a multiple of 16, compute capability 8.0 on); tile: the rows of their tiles. */
-/* The rows of the tiles that form's kernels take at head size hs on this device, at most `most`
- * (0: any), or 0 where none fit (fp32: 32; bf16: 64 or 32). */
-int cuk_attention_tile(int hs, int tc, int most);
-void cuk_attention_fwd(int B, int T, int C, int H, const float *qkv, float *y, float *lse, int tc, int tile,
+/* ---- the fused causal attention (cuda_kern_attention.cu, cuda_attention_tiles.h,
+ * cuda_attention_rf.h): backend.h's attention_fwd and attention_bwd without the T x T; the backward
+ * keeps D (B, H, T) in dd. Kernels: CUK_ATT_FP32 (CUDA cores), CUK_ATT_WMMA (bf16 x bf16 products
+ * on the tensor cores through WMMA, float sums; head sizes a multiple of 16, compute capability
+ * 8.0 on), CUK_ATT_RF (the forward's tiles in registers, mma.sync; head sizes 16, 32, 64, 128; the
+ * backward takes CUK_ATT_WMMA); tile: the rows of the fp32 and WMMA kernels' tiles. */
+enum { CUK_ATT_FP32 = 0, CUK_ATT_WMMA = 1, CUK_ATT_RF = 2 };
+/* The rows of the tiles the fp32 (wmma 0) or WMMA (1) kernels take at head size hs on this device,
+ * at most `most` (0: any), or 0 where none fit (fp32: 32; WMMA: 64 or 32). */
+int cuk_attention_tile(int hs, int wmma, int most);
+/* The register-fragment forward runs at head size hs on this device. */
+int cuk_attention_rf_fits(int hs);
+void cuk_attention_fwd(int B, int T, int C, int H, const float *qkv, float *y, float *lse, int kernels, int tile,
                        cudaStream_t s);
 void cuk_attention_bwd(int B, int T, int C, int H, const float *qkv, const float *y, const float *lse, const float *dy,
-                       float *dqkv, int write, float *dd, int tc, int tile, cudaStream_t s);
+                       float *dqkv, int write, float *dd, int kernels, int tile, cudaStream_t s);
 /* y[p] = mean of x[p, 0..HW) */
 void cuk_avgpool_fwd(int P, int HW, const float *x, float *y, cudaStream_t s);
 

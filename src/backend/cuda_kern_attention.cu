@@ -5,7 +5,9 @@
 // cuda_attention_mma.h); cuda_attention.c chooses. One block per tile of g.tile rows of one
 // (sample, head): 32 in fp32, 64 or 32 in bf16 (fa_tile_for); the tiles live in dynamic shared
 // memory sized by the head size and the tile (over 48 KiB from hs = 64 up on the fp32 backward and
-// for every 64-row bf16 kernel: the launchers opt in).
+// for every 64-row bf16 kernel: the launchers opt in). And the bf16 forward with its tiles in
+// registers (cuda_attention_rf.h: mma.sync, a block of 4 warps a tile of 64 query rows).
+#include "backend/cuda_attention_rf.h"
 #include "backend/cuda_attention_tiles.h"
 #include "backend/cuda_kern.cuh"
 
@@ -66,6 +68,53 @@ __global__ void __launch_bounds__(FA_THREADS) k_attention_fwd(fa_geom_t g, const
   }
   __syncthreads();
   fa_fwd_end(&g, block, &s, y, lse, t);
+}
+
+// The bf16 forward with its tiles in registers (cuda_attention_rf.h) at head size HS (a constant,
+// so every loop over hs unrolls and the lane's fragments stay in registers). A block: FA_RF_TILE
+// query rows of one (sample, head), warp w its rows 16 w ..; per key tile, K and V into shared
+// memory, then each warp's S = Q K^T, masked softmax and O += P V in registers.
+template <int HS>
+__global__ void __launch_bounds__(FA_RF_THREADS) k_attention_fwd_rf(fa_geom_t g, const float *qkv, float *y, float *lse) {
+  constexpr int ld = HS + 8;
+  fa_bf16 *k = (fa_bf16 *)block_smem(), *v = k + FA_RF_TILE * ld;
+  g.hs = HS;
+  const long long block = blockIdx.x;
+  const int t = threadIdx.x, ln = lane(), bh = fa_block_bh(&g, block), it = fa_block_query_tile(&g, block);
+  const int i0 = it * FA_RF_TILE + t / CE_WARP * FA_RF_ROWS;
+  fa_rf_lane_t x;
+  fa_rf_begin(&g, qkv, bh, i0, &x, ln);
+  for (int jt = 0; jt <= it; jt++) {
+    __syncthreads();  // every warp is done with the last tile's K and V
+    fa_rf_load_kv(&g, qkv, bh, jt, k, v, t);
+    __syncthreads();
+#pragma unroll
+    for (int j = 0; j < FA_RF_KT; j++) {
+      x.s[j][0] = x.s[j][1] = x.s[j][2] = x.s[j][3] = 0.0f;
+#pragma unroll
+      for (int kk = 0; kk < HS / 16; kk++) {
+        uint32_t b[2];
+        fa_rf_b_kt(k, ld, j, kk, ln, b);
+        fa_rf_mma(x.s[j], x.q[kk], b);
+      }
+    }
+    fa_rf_mask(&g, i0, jt, &x, ln);
+    fa_rf_quad_max(&x);
+    fa_rf_softmax(&x, HS);
+#pragma unroll
+    for (int kk = 0; kk < FA_RF_TILE / 16; kk++) {
+      uint32_t a[4];
+      fa_rf_a_p(&x, kk, a);
+#pragma unroll
+      for (int n = 0; n < HS / 8; n++) {
+        uint32_t b[2];
+        fa_rf_b_v(v, ld, kk, n, ln, b);
+        fa_rf_mma(x.o[n], a, b);
+      }
+    }
+  }
+  fa_rf_quad_sum(&x);
+  fa_rf_end(&g, bh, i0, &x, y, lse, ln);
 }
 
 // One score tile of a backward kernel: after the last tile's products, `load` the other side's
@@ -140,12 +189,25 @@ static int has_bf16_mma(void) {
 
 static fa_form_t form_of(int tc) { return tc ? FA_BF16 : FA_FP32; }
 
-extern "C" int cuk_attention_tile(int hs, int tc, int most) {
-  if (tc && !has_bf16_mma()) return 0;
+extern "C" int cuk_attention_tile(int hs, int wmma, int most) {
+  if (wmma && !has_bf16_mma()) return 0;
   const long optin = (long)optin_bytes();
-  const fa_form_t form = form_of(tc);
+  const fa_form_t form = form_of(wmma);
   const int tile = fa_tile_for(hs, optin, form);
   return most > 0 && tile > most ? FA_TILE : tile;  // (most is 32: where 64 rows fit, 32 do)
+}
+
+// The head sizes the register-fragment forward is compiled for (each an instance of its template).
+extern "C" int cuk_attention_rf_fits(int hs) {
+  return has_bf16_mma() && fa_rf_fits(hs) && (hs == 16 || hs == 32 || hs == 64 || hs == 128);
+}
+
+template <int HS>
+static void attention_fwd_rf(const fa_geom_t &g, const float *qkv, float *y, float *lse, cudaStream_t s) {
+  static thread_local bool allowed = false;  // one per HS
+  allow_most_smem(k_attention_fwd_rf<HS>, "attention_fwd_rf shared memory", &allowed);
+  k_attention_fwd_rf<HS><<<(unsigned)fa_blocks(&g), FA_RF_THREADS, (size_t)fa_rf_smem_bytes(HS), s>>>(g, qkv, y, lse);
+  CUK_LAUNCHED("attention_fwd (bf16, tiles in registers)");
 }
 
 template <int F>
@@ -170,19 +232,31 @@ static void attention_bwd(const fa_geom_t &g, const float *qkv, const float *y, 
   CUK_LAUNCHED(F == FA_BF16 ? "attention_bwd_dkv (bf16 tensor cores)" : "attention_bwd_dkv");
 }
 
-extern "C" void cuk_attention_fwd(int B, int T, int C, int H, const float *qkv, float *y, float *lse, int tc,
+extern "C" void cuk_attention_fwd(int B, int T, int C, int H, const float *qkv, float *y, float *lse, int kernels,
                                   int tile, cudaStream_t s) {
+  if (kernels == CUK_ATT_RF) {  // its own tiles of FA_RF_TILE query rows
+    const fa_geom_t g = fa_geom(B, T, C, H, FA_RF_TILE);
+    if (fa_blocks(&g) <= 0) return;
+    switch (g.hs) {
+    case 16: attention_fwd_rf<16>(g, qkv, y, lse, s); return;
+    case 32: attention_fwd_rf<32>(g, qkv, y, lse, s); return;
+    case 64: attention_fwd_rf<64>(g, qkv, y, lse, s); return;
+    case 128: attention_fwd_rf<128>(g, qkv, y, lse, s); return;
+    default: break;  // (cuk_attention_rf_fits refused it): the WMMA forward
+    }
+    kernels = CUK_ATT_WMMA;
+  }
   const fa_geom_t g = fa_geom(B, T, C, H, tile);
   if (fa_blocks(&g) <= 0) return;
-  if (tc) attention_fwd<FA_BF16>(g, qkv, y, lse, s);
+  if (kernels == CUK_ATT_WMMA) attention_fwd<FA_BF16>(g, qkv, y, lse, s);
   else attention_fwd<FA_FP32>(g, qkv, y, lse, s);
 }
 
 extern "C" void cuk_attention_bwd(int B, int T, int C, int H, const float *qkv, const float *y, const float *lse,
-                                  const float *dy, float *dqkv, int write, float *dd, int tc, int tile,
+                                  const float *dy, float *dqkv, int write, float *dd, int kernels, int tile,
                                   cudaStream_t s) {
   const fa_geom_t g = fa_geom(B, T, C, H, tile);
   if (fa_blocks(&g) <= 0) return;
-  if (tc) attention_bwd<FA_BF16>(g, qkv, y, lse, dy, dqkv, write, dd, s);
+  if (kernels != CUK_ATT_FP32) attention_bwd<FA_BF16>(g, qkv, y, lse, dy, dqkv, write, dd, s);
   else attention_bwd<FA_FP32>(g, qkv, y, lse, dy, dqkv, write, dd, s);
 }

@@ -48,6 +48,6 @@ void host_synchronize(void) {}
 
 const backend_context_t *host_context(void) {
   static const backend_context_t host = {
-      .device = "host", .index = -1, .precision = "fp32", .epilogues = "none", .attention_tile = "none"};
+      .device = "host", .index = -1, .precision = "fp32", .epilogues = "none", .attention = "none"};
   return &host;
 }

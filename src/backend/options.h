@@ -16,7 +16,7 @@ typedef struct backend_deck {
   char gemm[8];        /* cpu: auto | blas (whose SGEMM) */
   char device_comm[8]; /* cuda: auto | nccl | staged */
   char epilogues[8];   /* cuda: auto | bias | off (cuBLASLt epilogues of the linear forwards) */
-  char attention_tile[8]; /* cuda: auto | 32 (rows of the bf16 fused attention's tiles) */
+  char attention_kernels[8]; /* cuda: auto | wmma | wmma32 (the bf16 fused attention's kernels) */
 } backend_deck_t;
 
 /* The [backend] rows. */

@@ -13,8 +13,9 @@
 #      bf16); GPT training throughput (tokens/s), model FLOP utilisation (two counts) and device
 #      memory of the larger GPT deck (inputs/gpt-3d.deck) and of GPT-2 124M's shape
 #      (inputs/gpt2-124m.deck on generated token shards, the largest batch that fits), data
-#      parallel on 1 rank, in bf16 and fp32 (and gpt-3d in bf16 with backend.epilogues = off and
-#      with backend.attention_tile = 32 beside the defaults); the kernels' GPU time; the foreground's slowdown
+#      parallel on 1 rank, in bf16 and fp32 (and gpt-3d in bf16 with backend.epilogues = off, and
+#      with backend.attention_kernels = wmma and wmma32, beside the defaults); the kernels' GPU
+#      time; the foreground's slowdown
 #      with a background beside it on the GPU, and the background's throughput, against the
 #      foreground alone, with the background as a process of its own and in the foreground's
 #      process ([multiplex] placement = thread).
@@ -174,9 +175,10 @@ gpt2_run() {
 }
 gpt_bf16=$(gpt_run 3d-bf16 "$src/inputs/gpt-3d.deck" bf16)
 gpt_bf16_off=$(gpt_run 3d-bf16-off "$src/inputs/gpt-3d.deck" bf16 -D backend.epilogues=off)
-gpt_bf16_t32=$(gpt_run 3d-bf16-t32 "$src/inputs/gpt-3d.deck" bf16 -D backend.attention_tile=32)
+gpt_bf16_wmma=$(gpt_run 3d-bf16-wmma "$src/inputs/gpt-3d.deck" bf16 -D backend.attention_kernels=wmma)
+gpt_bf16_wmma32=$(gpt_run 3d-bf16-wmma32 "$src/inputs/gpt-3d.deck" bf16 -D backend.attention_kernels=wmma32)
 gpt_fp32=$(gpt_run 3d-fp32 "$src/inputs/gpt-3d.deck" fp32)
-echo "device-check: GPT throughput, gpt-3d.deck: bf16 $gpt_bf16; bf16 without epilogues $gpt_bf16_off; bf16 in 32-row attention tiles $gpt_bf16_t32; fp32 $gpt_fp32 ($(elapsed) s)"
+echo "device-check: GPT throughput, gpt-3d.deck: bf16 $gpt_bf16; bf16 without epilogues $gpt_bf16_off; bf16 with the WMMA attention $gpt_bf16_wmma, in 32-row tiles $gpt_bf16_wmma32; fp32 $gpt_fp32 ($(elapsed) s)"
 gpt2_bf16="no token shards (python3 missing)"
 gpt2_fp32=$gpt2_bf16
 if gpt2_data=$(gpt2_shards); then
@@ -187,12 +189,13 @@ echo "device-check: GPT throughput, GPT-2 124M's shape: bf16 $gpt2_bf16; fp32 $g
 # Where the GPU time of 10 steps goes, kernel by kernel (tests/gpu/kernel_times.c, when it was built):
 # one table per process that opened CUDA (Open MPI's launcher may, to look at the GPU), the rank's is
 # the largest. Then the same deck at 4x the batch, where fixed costs per kernel weigh less, and in
-# bf16 with the attention's 32-row tiles (its kernels' times against the 64-row ones').
-for p in bf16 fp32 bf16-b128 bf16-t32; do
+# bf16 with the WMMA attention kernels in 64- and in 32-row tiles (each kernel's time against auto's).
+for p in bf16 fp32 bf16-b128 bf16-wmma bf16-wmma32; do
   [ -f tests/gpu/libkernel_times.so ] || break
   extra=""
   [ "$p" = bf16-b128 ] && extra="-D train.global_batch=128"
-  [ "$p" = bf16-t32 ] && extra="-D backend.attention_tile=32"
+  [ "$p" = bf16-wmma ] && extra="-D backend.attention_kernels=wmma"
+  [ "$p" = bf16-wmma32 ] && extra="-D backend.attention_kernels=wmma32"
   CUDA_INJECTION64_PATH="$build/tests/gpu/libkernel_times.so" KERNEL_TIMES="$logs/kernels-gpt-$p.%p.txt" \
     timeout 60 "$mpiexec" -n 1 ./surge-train "$src/inputs/gpt-3d.deck" -D parallel.mode=dp -D backend.name=cuda \
     -D backend.precision=${p%-*} -D run.steps=10 -D run.eval_every=0 -D run.print_every=10 -D checkpoint.every=0 \
@@ -290,7 +293,8 @@ echo "device-check: multiplexing: gpt $mux_gpt, in-process $mux_gpt_thread; burs
   echo "| GEMM gpt-3d fc1 fwd bf16 | $(gemm_best "$out/gemm-bf16.txt") | |"
   echo "| GPT gpt-3d.deck bf16 (1 rank) | $gpt_bf16 | MFU >= 25% |"
   echo "| GPT gpt-3d.deck bf16, backend.epilogues = off (1 rank) | $gpt_bf16_off | (the row above's gain) |"
-  echo "| GPT gpt-3d.deck bf16, backend.attention_tile = 32 (1 rank) | $gpt_bf16_t32 | (the 64-row tiles' gain) |"
+  echo "| GPT gpt-3d.deck bf16, backend.attention_kernels = wmma (1 rank) | $gpt_bf16_wmma | (the register forward's gain) |"
+  echo "| GPT gpt-3d.deck bf16, backend.attention_kernels = wmma32 (1 rank) | $gpt_bf16_wmma32 | (the 64-row tiles' gain) |"
   echo "| GPT gpt-3d.deck fp32 (1 rank) | $gpt_fp32 | |"
   echo "| GPT-2 124M's shape bf16 (1 rank) | $gpt2_bf16 | MFU >= 40%; device memory <= 1.2 x state + activations |"
   echo "| GPT-2 124M's shape fp32 (1 rank) | $gpt2_fp32 | |"

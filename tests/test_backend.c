@@ -1965,10 +1965,10 @@ int main(int argc, char **argv) {
       printf("1..0 # SKIP no GPU: %s\n", why);
       return 77;
     }
-    /* the tensor-core attention (attention_kernels = auto: the forward in registers, the backward
-     * in 64-row WMMA tiles) at a tail (70 = a tile + 6), at GPT-2 124M's context and head size
-     * (1024, 64) and at hs 16; hs 40 (not a multiple of 16) takes the fp32 kernels: 1e-5; then the
-     * WMMA forward in 64-row tiles (wmma), and everything in 32-row tiles (wmma32) */
+    /* the tensor-core attention (attention_kernels = auto: tiles in registers at hs 16, 32, 64) at a
+     * tail (70 = a tile + 6), at GPT-2 124M's context and head size (1024, 64) and at hs 16; hs 40
+     * (not a multiple of 16) takes the fp32 kernels: 1e-5; then the WMMA kernels in 64-row tiles
+     * (wmma) and in 32-row tiles (wmma32) */
     agree_tol = BF16_ATT_TOL;
     test_attention(2, 70, 128, 2);
     test_attention(2, 1024, 256, 4);

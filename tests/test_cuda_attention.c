@@ -9,8 +9,10 @@
  * __float2bfloat16 rounds). Both forms, FA_FP32 and FA_BF16, checked:
  *  - every store to global memory in bounds, exactly one per element of y, lse, dqkv (its q, k and
  *    v columns by two kernels) and D, at T within a tile, across tiles with a tail, T = 1, head
- *    sizes 4 to 128 (fp32; 40: not a multiple of the warp) and 16 to 128 (bf16, in tiles of 64
- *    rows and of 32), batch x heads > 1;
+ *    sizes 4 to 128 (fp32; 40: not a multiple of the warp) and 16 to 128 (bf16: WMMA in tiles of 64
+ *    rows and of 32, and the kernels with their tiles in registers, cuda_attention_rf.h, whose
+ *    lanes' pieces run lane by lane and whose collectives, mma.sync and the quads' reductions, over
+ *    the warp's 32 lanes by the PTX ISA's fragment layouts), batch x heads > 1;
  *  - y, lse and dqkv (added into and written) against ref within 1e-5 (relative) in fp32 and
  *    BF16_TOL in bf16, and D (float sums of float inputs in both: 1e-5); the bf16 form's y farther
  *    from ref than float rounding (its operands are rounded);
@@ -230,6 +232,117 @@ static void run_grid_rf(const att_call_t *a) {
   free(smem);
 }
 
+/* The backward with its tiles in registers: a k16 step's S and dP (s, dp = A B, A2 B2 over hs, B
+ * from rows 16 kk .. of tiles t1, t2), and acc += A (the step's columns of c) B (rows 16 kk .. of t),
+ * over a warp's lanes as rf_scores and rf_accumulate in cuda_kern_attention.cu. */
+static void rf_bwd_scores(const fa_geom_t *g, fa_rf_bwd_lane_t *x, const fa_bf16 *t1, const fa_bf16 *t2, int kk) {
+  const int ld = fa_rf_ld(g->hs);
+  float *d[CE_WARP];
+  uint32_t *ap[CE_WARP], *bp[CE_WARP], b[CE_WARP][2];
+  for (int l = 0; l < CE_WARP; l++) bp[l] = b[l];
+  for (int jj = 0; jj < 2; jj++) {
+    for (int l = 0; l < CE_WARP; l++) memset(x[l].s[jj], 0, sizeof x[l].s[jj]), memset(x[l].dp[jj], 0, sizeof x[l].dp[jj]);
+    for (int ks = 0; ks < g->hs / 16; ks++) {
+      for (int i = 0; i < CE_WARP; i++) fa_rf_b_kt(t1, ld, 2 * kk + jj, ks, nth(i, CE_WARP), b[nth(i, CE_WARP)]);
+      LANE_PTRS(d, x, s[jj]);
+      LANE_PTRS(ap, x, a[ks]);
+      fa_rf_mma_warp(d, ap, bp);
+      for (int i = 0; i < CE_WARP; i++) fa_rf_b_kt(t2, ld, 2 * kk + jj, ks, nth(i, CE_WARP), b[nth(i, CE_WARP)]);
+      LANE_PTRS(d, x, dp[jj]);
+      LANE_PTRS(ap, x, a2[ks]);
+      fa_rf_mma_warp(d, ap, bp);
+    }
+  }
+}
+
+static void rf_bwd_accumulate(const fa_geom_t *g, fa_rf_bwd_lane_t *x, int acc2, int from_dp, const fa_bf16 *t,
+                              int kk) {
+  float *d[CE_WARP];
+  uint32_t *ap[CE_WARP], *bp[CE_WARP], a[CE_WARP][4], b[CE_WARP][2];
+  for (int l = 0; l < CE_WARP; l++) ap[l] = a[l], bp[l] = b[l];
+  for (int i = 0; i < CE_WARP; i++) {
+    const fa_rf_bwd_lane_t *xl = &x[nth(i, CE_WARP)];
+    fa_rf_a_of(from_dp ? xl->dp[0] : xl->s[0], from_dp ? xl->dp[1] : xl->s[1], a[nth(i, CE_WARP)]);
+  }
+  for (int n = 0; n < g->hs / 8; n++) {
+    for (int i = 0; i < CE_WARP; i++) fa_rf_b_v(t, fa_rf_ld(g->hs), kk, n, nth(i, CE_WARP), b[nth(i, CE_WARP)]);
+    if (acc2) LANE_PTRS(d, x, acc2[n]);
+    else LANE_PTRS(d, x, acc[n]);
+    fa_rf_mma_warp(d, ap, bp);
+  }
+}
+
+static fa_rf_bwd_lane_t rf_x[FA_RF_WARPS][CE_WARP]; /* a block's warps' registers */
+
+static void rf_dq_block(const att_call_t *a, long long block, unsigned char *smem) {
+  const fa_geom_t *g = &a->g;
+  const int bh = fa_block_bh(g, block), it = fa_block_query_tile(g, block);
+  fa_bf16 *k = (fa_bf16 *)smem, *v = k + FA_RF_TILE * fa_rf_ld(g->hs);
+  memset(rf_x, 0xff, sizeof rf_x);
+  EACH_RF_WARP(w) {
+    const int i0 = it * FA_RF_TILE + w * FA_RF_ROWS;
+    for (int i = 0; i < CE_WARP; i++)
+      fa_rf_dq_begin(g, a->qkv, a->y_in, a->lse_in, a->dy, bh, i0, &rf_x[w][nth(i, CE_WARP)], nth(i, CE_WARP));
+    fa_rf_quad_dsum_warp(rf_x[w]);
+    for (int i = 0; i < CE_WARP; i++) fa_rf_dq_d(g, bh, i0, &rf_x[w][nth(i, CE_WARP)], a->dd, nth(i, CE_WARP));
+  }
+  for (int jt = 0; jt <= it; jt++) {
+    EACH_RF_THREAD(t) fa_rf_load_kv(g, a->qkv, bh, jt, k, v, t);
+    EACH_RF_WARP(w) for (int kk = 0; kk < FA_RF_TILE / 16; kk++) {
+      rf_bwd_scores(g, rf_x[w], k, v, kk);
+      for (int i = 0; i < CE_WARP; i++)
+        fa_rf_dq_ds(g, it * FA_RF_TILE + w * FA_RF_ROWS, jt, kk, &rf_x[w][nth(i, CE_WARP)], nth(i, CE_WARP));
+      rf_bwd_accumulate(g, rf_x[w], 0, 0, k, kk);
+    }
+  }
+  EACH_RF_WARP(w) for (int i = 0; i < CE_WARP; i++)
+    fa_rf_put(g, a->dqkv, fa_qkv_row(g, bh, 0), 3LL * g->C, it * FA_RF_TILE + w * FA_RF_ROWS,
+              rf_x[w][nth(i, CE_WARP)].acc, a->write, nth(i, CE_WARP));
+}
+
+static void rf_dkv_block(const att_call_t *a, long long block, unsigned char *smem) {
+  const fa_geom_t *g = &a->g;
+  const int bh = fa_block_bh(g, block), jt = fa_block_key_tile(g, block);
+  fa_bf16 *q = (fa_bf16 *)smem, *dyt = q + FA_RF_TILE * fa_rf_ld(g->hs);
+  float *ls = (float *)(dyt + FA_RF_TILE * fa_rf_ld(g->hs)), *ds = ls + FA_RF_TILE;
+  memset(rf_x, 0xff, sizeof rf_x);
+  EACH_RF_WARP(w) for (int i = 0; i < CE_WARP; i++)
+    fa_rf_dkv_begin(g, a->qkv, bh, jt * FA_RF_TILE + w * FA_RF_ROWS, &rf_x[w][nth(i, CE_WARP)], nth(i, CE_WARP));
+  for (int it = jt; it < g->tiles; it++) {
+    EACH_RF_THREAD(t) fa_rf_load_q_dy(g, a->qkv, a->dy, a->lse_in, a->dd, bh, it, q, dyt, ls, ds, t);
+    EACH_RF_WARP(w) for (int kk = 0; kk < FA_RF_TILE / 16; kk++) {
+      rf_bwd_scores(g, rf_x[w], q, dyt, kk);
+      for (int i = 0; i < CE_WARP; i++)
+        fa_rf_dkv_ds(g, jt * FA_RF_TILE + w * FA_RF_ROWS, it, kk, ls, ds, &rf_x[w][nth(i, CE_WARP)], nth(i, CE_WARP));
+      rf_bwd_accumulate(g, rf_x[w], 1, 0, dyt, kk); /* dV += P^T dY */
+      rf_bwd_accumulate(g, rf_x[w], 0, 1, q, kk);   /* dK += dS^T Q */
+    }
+  }
+  const long long dk = fa_qkv_row(g, bh, 0) + g->C;
+  EACH_RF_WARP(w) for (int i = 0; i < CE_WARP; i++) {
+    const fa_rf_bwd_lane_t *xl = &rf_x[w][nth(i, CE_WARP)];
+    fa_rf_put(g, a->dqkv, dk, 3LL * g->C, jt * FA_RF_TILE + w * FA_RF_ROWS, xl->acc, a->write, nth(i, CE_WARP));
+    fa_rf_put(g, a->dqkv, dk + g->C, 3LL * g->C, jt * FA_RF_TILE + w * FA_RF_ROWS, xl->acc2, a->write,
+              nth(i, CE_WARP));
+  }
+}
+
+/* Every block of an rf backward grid in shared memory of `bytes`, poisoned (NaN). */
+static void run_grid_rf_bwd(const att_call_t *a, long bytes, void (*run)(const att_call_t *, long long, unsigned char *)) {
+  const size_t aligned = ((size_t)bytes + 127) / 128 * 128;
+  unsigned char *smem = aligned_alloc(128, aligned);
+  if (!smem) surge_runtime_error("out of memory (%zu bytes of shared memory)", aligned);
+  const long long blocks = fa_blocks(&a->g);
+  for (long long i = 0; i < blocks; i++) {
+    memset(smem, 0xff, (size_t)bytes);
+    run(a, reverse ? blocks - 1 - i : i, smem);
+  }
+  free(smem);
+}
+
+/* The rf backward runs where the GPU's dispatch takes it (cuda_kern_attention.cu: hs 16, 32, 64). */
+static int rf_bwd(const fa_geom_t *g) { return rf && g->hs <= 64; }
+
 /* Where the grids just run were WMMA's (wmma 1): its rules held in every tensor-core product
  * (the register-fragment forward's operands are registers: no such rules). */
 static void check_mma(const char *what, int wmma) {
@@ -255,10 +368,15 @@ static void run_bwd(const att_call_t *a, const char *what) {
   const fa_geom_t *g = &a->g;
   track(a->dqkv, (long long)g->B * g->T * 3 * g->C);
   track(a->dd, (long long)g->B * g->H * g->T);
-  run_grid(a, FA_BWD_DQ, dq_block);
-  run_grid(a, FA_BWD_DKV, dkv_block);
+  if (rf_bwd(g)) {
+    run_grid_rf_bwd(a, fa_rf_smem_bytes(g->hs), rf_dq_block);
+    run_grid_rf_bwd(a, fa_rf_bwd_smem_bytes(g->hs), rf_dkv_block);
+  } else {
+    run_grid(a, FA_BWD_DQ, dq_block);
+    run_grid(a, FA_BWD_DKV, dkv_block);
+  }
   check_writes(what);
-  check_mma(what, form == FA_BF16);
+  check_mma(what, form == FA_BF16 && !rf_bwd(g));
 }
 
 /* dqkv's start: something to add to (write 0), or NaN that writing must not read (write 1). */
@@ -287,6 +405,7 @@ static void test_shape(int B, int T, int C, int H) {
   att_call_t a = {fa_geom(B, T, C, H, tile), qkv, wy, wlse, dy, y, lse, dqkv, dd, 0};
   const int hs = a.g.hs;
   const char *fm = form == FA_FP32       ? "fp32"
+                   : rf && hs <= 64       ? "bf16 (tiles in registers)"
                    : rf                   ? "bf16 (forward in registers, backward in 64-row tiles)"
                    : tile == FA_TILE      ? "bf16 (32-row tiles)"
                                           : "bf16 (64-row tiles)";
@@ -424,7 +543,7 @@ int main(void) {
   test_shape(2, 140, 128, 2); /* three tiles, a tail of 12, hs 64: two score tiles a warp */
   test_shape(1, 128, 256, 2); /* two whole tiles, hs 128: four output tiles a warp */
   test_shape(1, 257, 128, 2); /* five tiles, a tail of 1 */
-  rf = 1; /* the forward with its tiles in registers: hs 16, 32, 64, 128 */
+  rf = 1; /* the tiles in registers: hs 16, 32, 64; at 128 the forward, the backward in 64-row tiles */
   test_shape(2, 1, 32, 2);    /* one token, hs 16 */
   test_shape(2, 45, 64, 4);   /* hs 16: one tile with a tail of 19; 8 heads x samples */
   test_shape(1, 65, 64, 2);   /* one row past a tile, hs 32 */

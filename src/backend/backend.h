@@ -87,9 +87,9 @@ typedef enum backend_epilogues {
 /* Which kernels run the cuda backend's bf16 fused attention (deck key backend.attention_kernels,
  * doc/gpu.md); fp32 and the host backends compute the same way whatever it is. */
 typedef enum backend_attention {
-  BACKEND_ATTENTION_AUTO = 0, /* forward in registers (mma.sync) where the head size allows, backward WMMA
+  BACKEND_ATTENTION_AUTO = 0, /* tiles in registers (mma.sync) where the head size allows, WMMA elsewhere
                                * in 64-row tiles where they fit (else 32) */
-  BACKEND_ATTENTION_WMMA,     /* WMMA both ways, 64-row tiles where they fit */
+  BACKEND_ATTENTION_WMMA,     /* WMMA everywhere, 64-row tiles where they fit */
   BACKEND_ATTENTION_WMMA32    /* WMMA both ways in 32-row tiles */
 } backend_attention_t;
 

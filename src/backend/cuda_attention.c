@@ -6,11 +6,11 @@
  *
  * Which kernels (doc/gpu.md): under `[backend] precision = bf16` the tensor-core form (bf16 x bf16
  * products, float sums) where the head size is a multiple of 16 and the device has bf16 tensor
- * cores (compute capability 8.0 on): under `[backend] attention_kernels = auto` the forward with
- * its tiles in registers (mma.sync, head sizes 16, 32, 64 and 128; the WMMA forward at others) and
- * the WMMA backward, its tiles 64 rows where they fit the device's shared memory (head sizes up to
- * 160 on an H100 or H200) and 32 above; `wmma` the WMMA kernels both ways; `wmma32` those in 32-row
- * tiles. Otherwise, and always under fp32 (tf32 on or off: its
+ * cores (compute capability 8.0 on): under `[backend] attention_kernels = auto` the kernels with
+ * their tiles in registers (mma.sync: head sizes 16, 32 and 64, and 128 for the forward), the WMMA
+ * kernels at other head sizes, their tiles 64 rows where they fit the device's shared memory (head
+ * sizes up to 160 on an H100 or H200) and 32 above; `wmma` the WMMA kernels everywhere; `wmma32`
+ * those in 32-row tiles. Otherwise, and always under fp32 (tf32 on or off: its
  * attention stays exact float32), the fp32 form on the CUDA cores. Where a head's tiles exceed the
  * device's shared memory (the fp32 dK, dV kernel's 6 tiles of 32 rows of hs + 1 floats: hs above
  * about 290 on an H100 or H200), the T x T form of before instead: composed from cuBLAS's grid of
@@ -34,7 +34,7 @@ static int fused_tile(int hs, int fwd, int *kernels) {
   const int bf16 = cuda_model_compute() == CUBLAS_COMPUTE_32F_FAST_16BF;
   const int tile = bf16 ? cuk_attention_tile(hs, 1, set == BACKEND_ATTENTION_WMMA32 ? 32 : 0) : 0;
   if (tile > 0) {
-    *kernels = fwd && set == BACKEND_ATTENTION_AUTO && cuk_attention_rf_fits(hs) ? CUK_ATT_RF : CUK_ATT_WMMA;
+    *kernels = set == BACKEND_ATTENTION_AUTO && cuk_attention_rf_fits(hs, fwd) ? CUK_ATT_RF : CUK_ATT_WMMA;
     return tile;
   }
   *kernels = CUK_ATT_FP32;

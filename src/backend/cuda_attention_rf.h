@@ -74,18 +74,25 @@ CE_FN uint32_t fa_rf_pair(fa_bf16 lo, fa_bf16 hi) {
 }
 CE_FN uint32_t fa_rf_pack(float lo, float hi) { return fa_rf_pair(fa_to_bf16(lo), fa_to_bf16(hi)); }
 
-/* ---- the block's loads (thread t of FA_RF_THREADS) */
+/* ---- the block's loads (thread t of FA_RF_THREADS). A head's matrix (Q, K, V of qkv, Y or dY)
+ * is given by its row 0 and its rows' stride: row i, column c at base[i ld + c]. */
 
-/* K and V of key tile jt, rounded to bf16 (rows past T 0). */
-CE_FN void fa_rf_load_kv(const fa_geom_t *g, const float *qkv, int bh, int jt, fa_bf16 *k, fa_bf16 *v, int t) {
-  const int valid = fa_rows_from(g, jt), ld = fa_rf_ld(g->hs);
-  const float *src = qkv + fa_qkv_row(g, bh, jt * FA_RF_TILE) + g->C;
+/* Tile `tile` (FA_RF_TILE rows) of the matrix at base rounded to bf16 into dst (stride hs + 8), rows
+ * past T 0. */
+CE_FN void fa_rf_load_tile(const fa_geom_t *g, const float *base, long long ld, int tile, fa_bf16 *dst, int t) {
+  const int valid = fa_rows_from(g, tile), dld = fa_rf_ld(g->hs);
+  const float *src = base + (long long)tile * FA_RF_TILE * ld;
   for (int e = t; e < FA_RF_TILE * g->hs; e += FA_RF_THREADS) {
     const int r = e / g->hs, c = e % g->hs;
-    const long long at = (long long)r * 3 * g->C + c;
-    k[r * ld + c] = fa_to_bf16(r < valid ? src[at] : 0.0f);
-    v[r * ld + c] = fa_to_bf16(r < valid ? src[at + g->C] : 0.0f);
+    dst[r * dld + c] = fa_to_bf16(r < valid ? src[r * ld + c] : 0.0f);
   }
+}
+
+/* K and V of key tile jt. */
+CE_FN void fa_rf_load_kv(const fa_geom_t *g, const float *qkv, int bh, int jt, fa_bf16 *k, fa_bf16 *v, int t) {
+  const float *q = qkv + fa_qkv_row(g, bh, 0);
+  fa_rf_load_tile(g, q + g->C, 3LL * g->C, jt, k, t);
+  fa_rf_load_tile(g, q + 2 * g->C, 3LL * g->C, jt, v, t);
 }
 
 /* ---- a lane's pieces. The warp's first query row i0 = tile it's first + 16 warp. */
@@ -93,17 +100,22 @@ CE_FN void fa_rf_load_kv(const fa_geom_t *g, const float *qkv, int bh, int jt, f
 /* Lane's rows of the warp: g and g + 8 (the fragments' rows of r = 0, 1). */
 CE_FN int fa_rf_row(int lane, int r) { return lane / 4 + 8 * r; }
 
-/* The start of a block: Q's fragments from qkv (rows past T 0), O = 0, m = -inf, l = 0. */
-CE_FN void fa_rf_begin(const fa_geom_t *g, const float *qkv, int bh, int i0, fa_rf_lane_t *x, int lane) {
-  const int tq = lane % 4;
+/* The A fragments of rows i0 .. i0 + 15 of the matrix at base (rows past T 0), a k16 step of hs
+ * each: a0 (g, 2t..), a1 (g + 8, 2t..), a2 (g, 2t + 8..), a3 (g + 8, 2t + 8..). */
+CE_FN void fa_rf_load_a(const fa_geom_t *g, const float *base, long long ld, int i0, uint32_t a[][4], int lane) {
   FA_UNROLL
   for (int kk = 0; kk < g->hs / 16; kk++)
     FA_UNROLL
-    for (int r = 0; r < 4; r++) { /* a0 (g, 2t), a1 (g + 8, 2t), a2 (g, 2t + 8), a3 (g + 8, 2t + 8) */
-      const int i = i0 + fa_rf_row(lane, r % 2), c = kk * 16 + 2 * tq + 8 * (r / 2);
-      const float *q = qkv + fa_qkv_row(g, bh, i < g->T ? i : 0) + c;
-      x->q[kk][r] = i < g->T ? fa_rf_pack(q[0], q[1]) : 0u;
+    for (int r = 0; r < 4; r++) {
+      const int i = i0 + fa_rf_row(lane, r % 2), c = kk * 16 + 2 * (lane % 4) + 8 * (r / 2);
+      const float *x = base + (i < g->T ? i : 0) * ld + c;
+      a[kk][r] = i < g->T ? fa_rf_pack(x[0], x[1]) : 0u;
     }
+}
+
+/* The start of a block: Q's fragments, O = 0, m = -inf, l = 0. */
+CE_FN void fa_rf_begin(const fa_geom_t *g, const float *qkv, int bh, int i0, fa_rf_lane_t *x, int lane) {
+  fa_rf_load_a(g, qkv + fa_qkv_row(g, bh, 0), 3LL * g->C, i0, x->q, lane);
   FA_UNROLL
   for (int n = 0; n < g->hs / 8; n++)
     FA_UNROLL
@@ -125,13 +137,15 @@ CE_FN void fa_rf_b_v(const fa_bf16 *v, int ld, int kk, int n, int lane, uint32_t
   b[0] = fa_rf_pair(col[0], col[ld]), b[1] = fa_rf_pair(col[8 * ld], col[9 * ld]);
 }
 
-/* A of O += P V for k16 step kk: P's 16 keys kk 16 .. as the score tiles 2 kk and 2 kk + 1 hold
- * them (C's (g, 2t..) is A's (g, 2t..) and the next tile's is A's (g, 2t + 8..)), rounded to bf16. */
-CE_FN void fa_rf_a_p(const fa_rf_lane_t *x, int kk, uint32_t a[4]) {
-  const float *lo = x->s[2 * kk], *hi = x->s[2 * kk + 1];
+/* The A fragment of 16 columns held as two C fragments of 8, lo then hi (C's (g, 2t..) is A's
+ * (g, 2t..), the next tile's is A's (g, 2t + 8..)), rounded to bf16. */
+CE_FN void fa_rf_a_of(const float lo[4], const float hi[4], uint32_t a[4]) {
   a[0] = fa_rf_pack(lo[0], lo[1]), a[1] = fa_rf_pack(lo[2], lo[3]);
   a[2] = fa_rf_pack(hi[0], hi[1]), a[3] = fa_rf_pack(hi[2], hi[3]);
 }
+
+/* A of O += P V for k16 step kk: P's 16 keys kk 16 .. in the score tiles 2 kk and 2 kk + 1. */
+CE_FN void fa_rf_a_p(const fa_rf_lane_t *x, int kk, uint32_t a[4]) { fa_rf_a_of(x->s[2 * kk], x->s[2 * kk + 1], a); }
 
 /* After S = Q K^T for key tile jt: the scores scaled, -inf where not visible, and the lane's
  * largest of each row into mx (for the quad's maximum). */
@@ -189,6 +203,138 @@ CE_FN void fa_rf_end(const fa_geom_t *g, int bh, int i0, const fa_rf_lane_t *x, 
   }
 }
 
+/* ---- the backward (k_attention_bwd_dq_rf, k_attention_bwd_dkv_rf): FlashAttention-2's two
+ * passes as cuda_attention_tiles.h's kernels (every gradient element one owner and one store), each
+ * warp 16 rows in registers, a k16 step (16 columns of the score tile) at a time:
+ *   dQ kernel, a warp's 16 query rows, per key tile jt <= its own (K, V in shared memory):
+ *     S = Q K^T, dP = dY V^T; P = exp(s S - lse), dS = P (dP - D) s; dQ += dS K.
+ *     First, D = rowsum(dY Y) of its rows, kept in dd for the other kernel.
+ *   dK, dV kernel, a warp's 16 key rows, per query tile from its own on (Q, dY, lse, D in shared
+ *     memory): S^T = K Q^T, dP^T = V dY^T; P^T, dS^T as above by columns; dV += P^T dY,
+ *     dK += dS^T Q.
+ * Each transposed product is computed as such (K Q^T where the WMMA kernels load Q K^T
+ * column-major), so its C fragments are again the next product's A operand. */
+
+typedef struct fa_rf_bwd_lane {
+  uint32_t a[FA_RF_MAX_HS / 16][4], a2[FA_RF_MAX_HS / 16][4]; /* dQ kernel: Q and dY; dK, dV kernel: K and V */
+  float s[2][4], dp[2][4]; /* a k16 step's S and dP; then P or dS (dQ kernel: dS in s; the other: P^T, dS^T) */
+  float acc[FA_RF_MAX_HS / 8][4], acc2[FA_RF_MAX_HS / 8][4]; /* dQ; or dK and dV */
+  float lse[2], d[2];                                        /* dQ kernel: rows g and g + 8 */
+  double dsum[2];                                            /* D's quad reduction */
+} fa_rf_bwd_lane_t;
+
+/* The dK, dV kernel's shared memory: Q and dY tiles as the forward's K and V, then lse and D of the
+ * query tile's rows. */
+CE_FN long fa_rf_bwd_smem_bytes(int hs) { return fa_rf_smem_bytes(hs) + 2L * 4 * FA_RF_TILE; }
+
+CE_FN void fa_rf_zero(float acc[][4], int hs) {
+  FA_UNROLL
+  for (int n = 0; n < hs / 8; n++)
+    FA_UNROLL
+    for (int c = 0; c < 4; c++) acc[n][c] = 0.0f;
+}
+
+/* dQ kernel, start (rows i0..): Q's and dY's fragments, dQ = 0, each row's lse, and the lane's part
+ * of D = dY . Y over its columns (in double, for the quad's sum). */
+CE_FN void fa_rf_dq_begin(const fa_geom_t *g, const float *qkv, const float *y, const float *lse, const float *dy,
+                          int bh, int i0, fa_rf_bwd_lane_t *x, int lane) {
+  fa_rf_load_a(g, qkv + fa_qkv_row(g, bh, 0), 3LL * g->C, i0, x->a, lane);
+  fa_rf_load_a(g, dy + fa_out_row(g, bh, 0), g->C, i0, x->a2, lane);
+  fa_rf_zero(x->acc, g->hs);
+  FA_UNROLL
+  for (int r = 0; r < 2; r++) {
+    const int i = i0 + fa_rf_row(lane, r);
+    double sum = 0.0;
+    x->lse[r] = i < g->T ? lse[(long long)bh * g->T + i] : 0.0f;
+    if (i < g->T) {
+      const long long at = fa_out_row(g, bh, i) + 2 * (lane % 4);
+      FA_UNROLL
+      for (int n = 0; n < g->hs / 8; n++)
+        FA_UNROLL
+        for (int e = 0; e < 2; e++) sum += (double)dy[at + n * 8 + e] * y[at + n * 8 + e];
+    }
+    x->dsum[r] = sum;
+  }
+}
+
+/* With D summed over the quad in dsum: each row's D, stored to dd (B, H, T) by the quad's first
+ * lane for the dK, dV kernel. */
+CE_FN void fa_rf_dq_d(const fa_geom_t *g, int bh, int i0, fa_rf_bwd_lane_t *x, float *dd, int lane) {
+  FA_UNROLL
+  for (int r = 0; r < 2; r++) {
+    const int i = i0 + fa_rf_row(lane, r);
+    x->d[r] = (float)x->dsum[r];
+    if (lane % 4 == 0 && i < g->T) CE_STORE(dd, (long long)bh * g->T + i, x->d[r]);
+  }
+}
+
+/* dQ kernel, k16 step kk of key tile jt, after S and dP: dS = P (dP - D) s into s. */
+CE_FN void fa_rf_dq_ds(const fa_geom_t *g, int i0, int jt, int kk, fa_rf_bwd_lane_t *x, int lane) {
+  FA_UNROLL
+  for (int jj = 0; jj < 2; jj++)
+    FA_UNROLL
+    for (int c = 0; c < 4; c++) {
+      const int r = c / 2, key = jt * FA_RF_TILE + (2 * kk + jj) * 8 + 2 * (lane % 4) + c % 2;
+      const float p = fa_bwd_p(g, i0 + fa_rf_row(lane, r), key, x->s[jj][c], x->lse[r]);
+      x->s[jj][c] = fa_bwd_ds(g, p, x->dp[jj][c], x->d[r]);
+    }
+}
+
+/* dK, dV kernel, the block's load of query tile it (thread t): Q and dY rounded to bf16 (q, dyt),
+ * lse and D of its rows (ls, ds; rows past T 0). */
+CE_FN void fa_rf_load_q_dy(const fa_geom_t *g, const float *qkv, const float *dy, const float *lse, const float *dd,
+                           int bh, int it, fa_bf16 *q, fa_bf16 *dyt, float *ls, float *ds, int t) {
+  fa_rf_load_tile(g, qkv + fa_qkv_row(g, bh, 0), 3LL * g->C, it, q, t);
+  fa_rf_load_tile(g, dy + fa_out_row(g, bh, 0), g->C, it, dyt, t);
+  if (t < FA_RF_TILE) {
+    const int i = it * FA_RF_TILE + t;
+    ls[t] = i < g->T ? lse[(long long)bh * g->T + i] : 0.0f;
+    ds[t] = i < g->T ? dd[(long long)bh * g->T + i] : 0.0f;
+  }
+}
+
+/* dK, dV kernel, start (key rows j0..): K's and V's fragments, dK = dV = 0. */
+CE_FN void fa_rf_dkv_begin(const fa_geom_t *g, const float *qkv, int bh, int j0, fa_rf_bwd_lane_t *x, int lane) {
+  const float *q = qkv + fa_qkv_row(g, bh, 0);
+  fa_rf_load_a(g, q + g->C, 3LL * g->C, j0, x->a, lane);
+  fa_rf_load_a(g, q + 2 * g->C, 3LL * g->C, j0, x->a2, lane);
+  fa_rf_zero(x->acc, g->hs);
+  fa_rf_zero(x->acc2, g->hs);
+}
+
+/* dK, dV kernel, k16 step kk of query tile it, after S^T and dP^T: P^T into s, dS^T into dp (the
+ * query columns' lse and D from the tile's ls, ds). */
+CE_FN void fa_rf_dkv_ds(const fa_geom_t *g, int j0, int it, int kk, const float *ls, const float *ds,
+                        fa_rf_bwd_lane_t *x, int lane) {
+  FA_UNROLL
+  for (int jj = 0; jj < 2; jj++)
+    FA_UNROLL
+    for (int c = 0; c < 4; c++) {
+      const int col = (2 * kk + jj) * 8 + 2 * (lane % 4) + c % 2, key = j0 + fa_rf_row(lane, c / 2);
+      const float p = fa_bwd_p(g, it * FA_RF_TILE + col, key, x->s[jj][c], ls[col]);
+      x->s[jj][c] = p;
+      x->dp[jj][c] = fa_bwd_ds(g, p, x->dp[jj][c], ds[col]);
+    }
+}
+
+/* The end: rows row0.. (below T) of the matrix at base + at0 (row i at at0 + i ld) = (write) or
+ * += acc (stores indexed from base, the output's start). */
+CE_FN void fa_rf_put(const fa_geom_t *g, float *base, long long at0, long long ld, int row0, const float acc[][4],
+                     int write, int lane) {
+  FA_UNROLL
+  for (int r = 0; r < 2; r++) {
+    const int i = row0 + fa_rf_row(lane, r);
+    if (i >= g->T) continue;
+    FA_UNROLL
+    for (int n = 0; n < g->hs / 8; n++)
+      FA_UNROLL
+      for (int e = 0; e < 2; e++) {
+        const long long at = at0 + (long long)i * ld + n * 8 + 2 * (lane % 4) + e;
+        CE_STORE(base, at, (write ? 0.0f : base[at]) + acc[n][2 * r + e]);
+      }
+  }
+}
+
 /* ---- the warp's collectives */
 
 #ifdef __CUDACC__
@@ -208,6 +354,10 @@ __device__ inline void fa_rf_mma(float d[4], const uint32_t a[4], const uint32_t
 __device__ inline void fa_rf_quad_max(fa_rf_lane_t *x) {
   for (int r = 0; r < 2; r++)
     for (int o = 1; o < 4; o <<= 1) x->mx[r] = fmaxf(x->mx[r], __shfl_xor_sync(0xffffffffu, x->mx[r], o));
+}
+__device__ inline void fa_rf_quad_dsum(fa_rf_bwd_lane_t *x) {
+  for (int r = 0; r < 2; r++)
+    for (int o = 1; o < 4; o <<= 1) x->dsum[r] += __shfl_xor_sync(0xffffffffu, x->dsum[r], o);
 }
 __device__ inline void fa_rf_quad_sum(fa_rf_lane_t *x) {
   for (int r = 0; r < 2; r++) {
@@ -249,6 +399,15 @@ static inline void fa_rf_quad_max_warp(fa_rf_lane_t *x) {
       for (int r = 0; r < 2; r++) n[l][r] = fmaxf(x[l].mx[r], x[l ^ o].mx[r]);
     for (int l = 0; l < CE_WARP; l++)
       for (int r = 0; r < 2; r++) x[l].mx[r] = n[l][r];
+  }
+}
+static inline void fa_rf_quad_dsum_warp(fa_rf_bwd_lane_t *x) {
+  for (int o = 1; o < 4; o <<= 1) {
+    double n[CE_WARP][2];
+    for (int l = 0; l < CE_WARP; l++)
+      for (int r = 0; r < 2; r++) n[l][r] = x[l].dsum[r] + x[l ^ o].dsum[r];
+    for (int l = 0; l < CE_WARP; l++)
+      for (int r = 0; r < 2; r++) x[l].dsum[r] = n[l][r];
   }
 }
 static inline void fa_rf_quad_sum_warp(fa_rf_lane_t *x) {

@@ -281,14 +281,14 @@ void cuk_row_first_index(int rows, int V, int lo, const float *logits, const flo
  * cuda_attention_rf.h): backend.h's attention_fwd and attention_bwd without the T x T; the backward
  * keeps D (B, H, T) in dd. Kernels: CUK_ATT_FP32 (CUDA cores), CUK_ATT_WMMA (bf16 x bf16 products
  * on the tensor cores through WMMA, float sums; head sizes a multiple of 16, compute capability
- * 8.0 on), CUK_ATT_RF (the forward's tiles in registers, mma.sync; head sizes 16, 32, 64, 128; the
- * backward takes CUK_ATT_WMMA); tile: the rows of the fp32 and WMMA kernels' tiles. */
+ * 8.0 on), CUK_ATT_RF (the tiles in registers, mma.sync; head sizes 16, 32, 64 and the forward's
+ * 128); tile: the rows of the fp32 and WMMA kernels' tiles. */
 enum { CUK_ATT_FP32 = 0, CUK_ATT_WMMA = 1, CUK_ATT_RF = 2 };
 /* The rows of the tiles the fp32 (wmma 0) or WMMA (1) kernels take at head size hs on this device,
  * at most `most` (0: any), or 0 where none fit (fp32: 32; WMMA: 64 or 32). */
 int cuk_attention_tile(int hs, int wmma, int most);
-/* The register-fragment forward runs at head size hs on this device. */
-int cuk_attention_rf_fits(int hs);
+/* The register-fragment forward (fwd 1) or backward (0) runs at head size hs on this device. */
+int cuk_attention_rf_fits(int hs, int fwd);
 void cuk_attention_fwd(int B, int T, int C, int H, const float *qkv, float *y, float *lse, int kernels, int tile,
                        cudaStream_t s);
 void cuk_attention_bwd(int B, int T, int C, int H, const float *qkv, const float *y, const float *lse, const float *dy,

@@ -117,6 +117,100 @@ __global__ void __launch_bounds__(FA_RF_THREADS) k_attention_fwd_rf(fa_geom_t g,
   fa_rf_end(&g, bh, i0, &x, y, lse, ln);
 }
 
+// One k16 step of a backward rf kernel's score tile: s (+)= A B and dp = A2 B2 over hs, B from the
+// tile's rows 16 kk .. of x and x2 in shared memory (the dQ kernel: K and V; the other: Q and dY).
+template <int HS>
+__device__ __forceinline__ void rf_scores(fa_rf_bwd_lane_t *x, const fa_bf16 *t1, const fa_bf16 *t2, int kk, int ln) {
+#pragma unroll
+  for (int jj = 0; jj < 2; jj++) {
+    x->s[jj][0] = x->s[jj][1] = x->s[jj][2] = x->s[jj][3] = 0.0f;
+    x->dp[jj][0] = x->dp[jj][1] = x->dp[jj][2] = x->dp[jj][3] = 0.0f;
+#pragma unroll
+    for (int ks = 0; ks < HS / 16; ks++) {
+      uint32_t b[2];
+      fa_rf_b_kt(t1, HS + 8, 2 * kk + jj, ks, ln, b);
+      fa_rf_mma(x->s[jj], x->a[ks], b);
+      fa_rf_b_kt(t2, HS + 8, 2 * kk + jj, ks, ln, b);
+      fa_rf_mma(x->dp[jj], x->a2[ks], b);
+    }
+  }
+}
+
+// acc (16 x HS) += A (the k16 step's 16 columns of c, two C fragments) B (rows 16 kk .. of tile t).
+template <int HS>
+__device__ __forceinline__ void rf_accumulate(float acc[][4], const float c[2][4], const fa_bf16 *t, int kk, int ln) {
+  uint32_t a[4];
+  fa_rf_a_of(c[0], c[1], a);
+#pragma unroll
+  for (int n = 0; n < HS / 8; n++) {
+    uint32_t b[2];
+    fa_rf_b_v(t, HS + 8, kk, n, ln, b);
+    fa_rf_mma(acc[n], a, b);
+  }
+}
+
+// The backward's dQ kernel with its tiles in registers (cuda_attention_rf.h): a block's warps 16
+// query rows each; D of its rows first (stored to dd), then per key tile K and V in shared memory.
+template <int HS>
+__global__ void __launch_bounds__(FA_RF_THREADS)
+    k_attention_bwd_dq_rf(fa_geom_t g, const float *qkv, const float *y, const float *lse, const float *dy,
+                          float *dqkv, int write, float *dd) {
+  fa_bf16 *k = (fa_bf16 *)block_smem(), *v = k + FA_RF_TILE * (HS + 8);
+  g.hs = HS;
+  const long long block = blockIdx.x;
+  const int t = threadIdx.x, ln = lane(), bh = fa_block_bh(&g, block), it = fa_block_query_tile(&g, block);
+  const int i0 = it * FA_RF_TILE + t / CE_WARP * FA_RF_ROWS;
+  fa_rf_bwd_lane_t x;
+  fa_rf_dq_begin(&g, qkv, y, lse, dy, bh, i0, &x, ln);
+  fa_rf_quad_dsum(&x);
+  fa_rf_dq_d(&g, bh, i0, &x, dd, ln);
+  for (int jt = 0; jt <= it; jt++) {
+    __syncthreads();
+    fa_rf_load_kv(&g, qkv, bh, jt, k, v, t);
+    __syncthreads();
+#pragma unroll
+    for (int kk = 0; kk < FA_RF_TILE / 16; kk++) {
+      rf_scores<HS>(&x, k, v, kk, ln);
+      fa_rf_dq_ds(&g, i0, jt, kk, &x, ln);
+      rf_accumulate<HS>(x.acc, x.s, k, kk, ln);
+    }
+  }
+  fa_rf_put(&g, dqkv, fa_qkv_row(&g, bh, 0), 3LL * g.C, i0, x.acc, write, ln);
+}
+
+// The backward's dK, dV kernel with its tiles in registers: a block's warps 16 key rows each; per
+// query tile from its own on, Q, dY, lse and D in shared memory. At least 1 block an SM is all it
+// asks (ptxas otherwise holds it to fewer registers for more blocks, and it spills); at HS = 128 its
+// K, V, dK and dV fragments need more than 255 registers, so it is not built there.
+template <int HS>
+__global__ void __launch_bounds__(FA_RF_THREADS, 1)
+    k_attention_bwd_dkv_rf(fa_geom_t g, const float *qkv, const float *lse, const float *dd, const float *dy,
+                           float *dqkv, int write) {
+  fa_bf16 *q = (fa_bf16 *)block_smem(), *dyt = q + FA_RF_TILE * (HS + 8);
+  float *ls = (float *)(dyt + FA_RF_TILE * (HS + 8)), *ds = ls + FA_RF_TILE;
+  g.hs = HS;
+  const long long block = blockIdx.x;
+  const int t = threadIdx.x, ln = lane(), bh = fa_block_bh(&g, block), jt = fa_block_key_tile(&g, block);
+  const int j0 = jt * FA_RF_TILE + t / CE_WARP * FA_RF_ROWS;
+  fa_rf_bwd_lane_t x;
+  fa_rf_dkv_begin(&g, qkv, bh, j0, &x, ln);
+  for (int it = jt; it < g.tiles; it++) {
+    __syncthreads();
+    fa_rf_load_q_dy(&g, qkv, dy, lse, dd, bh, it, q, dyt, ls, ds, t);
+    __syncthreads();
+#pragma unroll
+    for (int kk = 0; kk < FA_RF_TILE / 16; kk++) {
+      rf_scores<HS>(&x, q, dyt, kk, ln);
+      fa_rf_dkv_ds(&g, j0, it, kk, ls, ds, &x, ln);
+      rf_accumulate<HS>(x.acc2, x.s, dyt, kk, ln);  // dV += P^T dY
+      rf_accumulate<HS>(x.acc, x.dp, q, kk, ln);    // dK += dS^T Q
+    }
+  }
+  const long long dk = fa_qkv_row(&g, bh, 0) + g.C;  // (and dv C further)
+  fa_rf_put(&g, dqkv, dk, 3LL * g.C, j0, x.acc, write, ln);
+  fa_rf_put(&g, dqkv, dk + g.C, 3LL * g.C, j0, x.acc2, write, ln);
+}
+
 // One score tile of a backward kernel: after the last tile's products, `load` the other side's
 // tiles, then P and dS of query tile it against key tile jt, then `accumulate` into this block's.
 template <int F, typename Load, typename Accumulate>
@@ -197,9 +291,10 @@ extern "C" int cuk_attention_tile(int hs, int wmma, int most) {
   return most > 0 && tile > most ? FA_TILE : tile;  // (most is 32: where 64 rows fit, 32 do)
 }
 
-// The head sizes the register-fragment forward is compiled for (each an instance of its template).
-extern "C" int cuk_attention_rf_fits(int hs) {
-  return has_bf16_mma() && fa_rf_fits(hs) && (hs == 16 || hs == 32 || hs == 64 || hs == 128);
+// The head sizes the register-fragment kernels are compiled for (each an instance of their
+// templates): the forward 16, 32, 64, 128; the backward 16, 32, 64.
+extern "C" int cuk_attention_rf_fits(int hs, int fwd) {
+  return has_bf16_mma() && fa_rf_fits(hs) && (hs == 16 || hs == 32 || hs == 64 || (fwd && hs == 128));
 }
 
 template <int HS>
@@ -208,6 +303,20 @@ static void attention_fwd_rf(const fa_geom_t &g, const float *qkv, float *y, flo
   allow_most_smem(k_attention_fwd_rf<HS>, "attention_fwd_rf shared memory", &allowed);
   k_attention_fwd_rf<HS><<<(unsigned)fa_blocks(&g), FA_RF_THREADS, (size_t)fa_rf_smem_bytes(HS), s>>>(g, qkv, y, lse);
   CUK_LAUNCHED("attention_fwd (bf16, tiles in registers)");
+}
+
+template <int HS>
+static void attention_bwd_rf(const fa_geom_t &g, const float *qkv, const float *y, const float *lse, const float *dy,
+                             float *dqkv, int write, float *dd, cudaStream_t s) {
+  static thread_local bool allowed[2] = {false, false};  // one pair per HS
+  allow_most_smem(k_attention_bwd_dq_rf<HS>, "attention_bwd_dq_rf shared memory", &allowed[0]);
+  k_attention_bwd_dq_rf<HS><<<(unsigned)fa_blocks(&g), FA_RF_THREADS, (size_t)fa_rf_smem_bytes(HS), s>>>(
+      g, qkv, y, lse, dy, dqkv, write, dd);
+  CUK_LAUNCHED("attention_bwd_dq (bf16, tiles in registers)");
+  allow_most_smem(k_attention_bwd_dkv_rf<HS>, "attention_bwd_dkv_rf shared memory", &allowed[1]);
+  k_attention_bwd_dkv_rf<HS><<<(unsigned)fa_blocks(&g), FA_RF_THREADS, (size_t)fa_rf_bwd_smem_bytes(HS), s>>>(
+      g, qkv, lse, dd, dy, dqkv, write);
+  CUK_LAUNCHED("attention_bwd_dkv (bf16, tiles in registers)");
 }
 
 template <int F>
@@ -255,6 +364,16 @@ extern "C" void cuk_attention_fwd(int B, int T, int C, int H, const float *qkv, 
 extern "C" void cuk_attention_bwd(int B, int T, int C, int H, const float *qkv, const float *y, const float *lse,
                                   const float *dy, float *dqkv, int write, float *dd, int kernels, int tile,
                                   cudaStream_t s) {
+  if (kernels == CUK_ATT_RF) {  // its own tiles of FA_RF_TILE rows
+    const fa_geom_t g = fa_geom(B, T, C, H, FA_RF_TILE);
+    if (fa_blocks(&g) <= 0) return;
+    switch (g.hs) {
+    case 16: attention_bwd_rf<16>(g, qkv, y, lse, dy, dqkv, write, dd, s); return;
+    case 32: attention_bwd_rf<32>(g, qkv, y, lse, dy, dqkv, write, dd, s); return;
+    case 64: attention_bwd_rf<64>(g, qkv, y, lse, dy, dqkv, write, dd, s); return;
+    default: break;  // (cuk_attention_rf_fits refused it): the WMMA kernels
+    }
+  }
   const fa_geom_t g = fa_geom(B, T, C, H, tile);
   if (fa_blocks(&g) <= 0) return;
   if (kernels != CUK_ATT_FP32) attention_bwd<FA_BF16>(g, qkv, y, lse, dy, dqkv, write, dd, s);

@@ -41,12 +41,12 @@ static const cfg_key_t rows[] = {
                  "bias: the bias only, GELU as a kernel; off: never; accepted by the host backends, where it changes "
                  "nothing (doc/gpu.md)"),
     CFG_ENUM_KEY("backend", "attention_kernels", attention_kernels, "auto", CFG_VALUES("auto", "wmma", "wmma32"),
-                 "cuda, precision = bf16: the fused attention's tensor-core kernels; auto: the forward's tiles in "
-                 "registers (mma.sync; head sizes 16, 32, 64, 128) and the backward's WMMA kernels in 64-row tiles "
-                 "where they fit the device (head sizes up to 160 on an H100 or H200), 32 above; wmma: the WMMA "
-                 "kernels both ways, 64-row tiles as auto's backward; wmma32: the WMMA kernels in 32-row tiles (the "
-                 "form of 2026-12-04); fp32 runs its own kernels whatever it says; accepted by the host backends, "
-                 "where it changes nothing (doc/gpu.md)"),
+                 "cuda, precision = bf16: the fused attention's tensor-core kernels; auto: their tiles in registers "
+                 "(mma.sync) at head sizes 16, 32, 64 (and the forward's at 128), the WMMA kernels elsewhere, in "
+                 "64-row tiles where they fit the device (head sizes up to 160 on an H100 or H200), 32 above; wmma: "
+                 "the WMMA kernels everywhere; wmma32: the WMMA kernels in 32-row tiles (the form of 2026-12-04); "
+                 "fp32 runs its own kernels whatever it says; accepted by the host backends, where it changes "
+                 "nothing (doc/gpu.md)"),
 };
 // clang-format on
 

@@ -179,6 +179,7 @@ static void rf_warp_tile(const fa_geom_t *g, int i0, int jt, const fa_bf16 *k, c
   for (int l = 0; l < CE_WARP; l++) bp[l] = b[l], ap[l] = a[l];
   for (int j = 0; j < FA_RF_KT; j++) { /* S = Q K^T */
     for (int l = 0; l < CE_WARP; l++) memset(x[l].s[j], 0, sizeof x[l].s[j]);
+    if (!fa_rf_seen(i0, jt * FA_RF_TILE + j * 8)) continue;
     for (int kk = 0; kk < g->hs / 16; kk++) {
       for (int i = 0; i < CE_WARP; i++) fa_rf_b_kt(k, ld, j, kk, nth(i, CE_WARP), b[nth(i, CE_WARP)]);
       uint32_t *q[CE_WARP];
@@ -191,6 +192,7 @@ static void rf_warp_tile(const fa_geom_t *g, int i0, int jt, const fa_bf16 *k, c
   fa_rf_quad_max_warp(x);
   for (int i = 0; i < CE_WARP; i++) fa_rf_softmax(&x[nth(i, CE_WARP)], g->hs);
   for (int kk = 0; kk < FA_RF_TILE / 16; kk++) { /* O += P V */
+    if (!fa_rf_seen(i0, jt * FA_RF_TILE + kk * 16)) continue;
     for (int i = 0; i < CE_WARP; i++) fa_rf_a_p(&x[nth(i, CE_WARP)], kk, a[nth(i, CE_WARP)]);
     for (int n = 0; n < g->hs / 8; n++) {
       for (int i = 0; i < CE_WARP; i++) fa_rf_b_v(v, ld, kk, n, nth(i, CE_WARP), b[nth(i, CE_WARP)]);
@@ -289,6 +291,7 @@ static void rf_dq_block(const att_call_t *a, long long block, unsigned char *sme
   for (int jt = 0; jt <= it; jt++) {
     EACH_RF_THREAD(t) fa_rf_load_kv(g, a->qkv, bh, jt, k, v, t);
     EACH_RF_WARP(w) for (int kk = 0; kk < FA_RF_TILE / 16; kk++) {
+      if (!fa_rf_seen(it * FA_RF_TILE + w * FA_RF_ROWS, jt * FA_RF_TILE + kk * 16)) continue;
       rf_bwd_scores(g, rf_x[w], k, v, kk);
       for (int i = 0; i < CE_WARP; i++)
         fa_rf_dq_ds(g, it * FA_RF_TILE + w * FA_RF_ROWS, jt, kk, &rf_x[w][nth(i, CE_WARP)], nth(i, CE_WARP));
@@ -311,6 +314,7 @@ static void rf_dkv_block(const att_call_t *a, long long block, unsigned char *sm
   for (int it = jt; it < g->tiles; it++) {
     EACH_RF_THREAD(t) fa_rf_load_q_dy(g, a->qkv, a->dy, a->lse_in, a->dd, bh, it, q, dyt, ls, ds, t);
     EACH_RF_WARP(w) for (int kk = 0; kk < FA_RF_TILE / 16; kk++) {
+      if (!fa_rf_seen(it * FA_RF_TILE + kk * 16, jt * FA_RF_TILE + w * FA_RF_ROWS)) continue;
       rf_bwd_scores(g, rf_x[w], q, dyt, kk);
       for (int i = 0; i < CE_WARP; i++)
         fa_rf_dkv_ds(g, jt * FA_RF_TILE + w * FA_RF_ROWS, it, kk, ls, ds, &rf_x[w][nth(i, CE_WARP)], nth(i, CE_WARP));

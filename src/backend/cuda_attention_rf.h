@@ -100,6 +100,11 @@ CE_FN void fa_rf_load_kv(const fa_geom_t *g, const float *qkv, int bh, int jt, f
 /* Lane's rows of the warp: g and g + 8 (the fragments' rows of r = 0, 1). */
 CE_FN int fa_rf_row(int lane, int r) { return lane / 4 + 8 * r; }
 
+/* Some query of the 16 from q0 sees some key from k0 (causal: the first key is at most the last
+ * query). A block of the score tile where none does is all masked: its products are skipped (the
+ * same for every lane of the warp), its scores left for the mask, its P and dS 0. */
+CE_FN int fa_rf_seen(int q0, int k0) { return k0 <= q0 + FA_RF_ROWS - 1; }
+
 /* The A fragments of rows i0 .. i0 + 15 of the matrix at base (rows past T 0), a k16 step of hs
  * each: a0 (g, 2t..), a1 (g + 8, 2t..), a2 (g, 2t + 8..), a3 (g + 8, 2t + 8..). */
 CE_FN void fa_rf_load_a(const fa_geom_t *g, const float *base, long long ld, int i0, uint32_t a[][4], int lane) {

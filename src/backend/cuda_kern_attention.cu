@@ -70,12 +70,17 @@ __global__ void __launch_bounds__(FA_THREADS) k_attention_fwd(fa_geom_t g, const
   fa_fwd_end(&g, block, &s, y, lse, t);
 }
 
+// The register kernels ask for at least 2 blocks (8 warps) an SM, so up to 255 registers a thread:
+// held to fewer for more blocks (ptxas's own choice without a minimum), they spilled.
+constexpr int FA_RF_MIN_BLOCKS = 2;
+
 // The bf16 forward with its tiles in registers (cuda_attention_rf.h) at head size HS (a constant,
 // so every loop over hs unrolls and the lane's fragments stay in registers). A block: FA_RF_TILE
 // query rows of one (sample, head), warp w its rows 16 w ..; per key tile, K and V into shared
 // memory, then each warp's S = Q K^T, masked softmax and O += P V in registers.
 template <int HS>
-__global__ void __launch_bounds__(FA_RF_THREADS) k_attention_fwd_rf(fa_geom_t g, const float *qkv, float *y, float *lse) {
+__global__ void __launch_bounds__(FA_RF_THREADS, FA_RF_MIN_BLOCKS)
+    k_attention_fwd_rf(fa_geom_t g, const float *qkv, float *y, float *lse) {
   constexpr int ld = HS + 8;
   fa_bf16 *k = (fa_bf16 *)block_smem(), *v = k + FA_RF_TILE * ld;
   g.hs = HS;
@@ -91,6 +96,7 @@ __global__ void __launch_bounds__(FA_RF_THREADS) k_attention_fwd_rf(fa_geom_t g,
 #pragma unroll
     for (int j = 0; j < FA_RF_KT; j++) {
       x.s[j][0] = x.s[j][1] = x.s[j][2] = x.s[j][3] = 0.0f;
+      if (!fa_rf_seen(i0, jt * FA_RF_TILE + j * 8)) continue;
 #pragma unroll
       for (int kk = 0; kk < HS / 16; kk++) {
         uint32_t b[2];
@@ -103,6 +109,7 @@ __global__ void __launch_bounds__(FA_RF_THREADS) k_attention_fwd_rf(fa_geom_t g,
     fa_rf_softmax(&x, HS);
 #pragma unroll
     for (int kk = 0; kk < FA_RF_TILE / 16; kk++) {
+      if (!fa_rf_seen(i0, jt * FA_RF_TILE + kk * 16)) continue;  // (P is 0 there)
       uint32_t a[4];
       fa_rf_a_p(&x, kk, a);
 #pragma unroll
@@ -152,7 +159,7 @@ __device__ __forceinline__ void rf_accumulate(float acc[][4], const float c[2][4
 // The backward's dQ kernel with its tiles in registers (cuda_attention_rf.h): a block's warps 16
 // query rows each; D of its rows first (stored to dd), then per key tile K and V in shared memory.
 template <int HS>
-__global__ void __launch_bounds__(FA_RF_THREADS)
+__global__ void __launch_bounds__(FA_RF_THREADS, FA_RF_MIN_BLOCKS)
     k_attention_bwd_dq_rf(fa_geom_t g, const float *qkv, const float *y, const float *lse, const float *dy,
                           float *dqkv, int write, float *dd) {
   fa_bf16 *k = (fa_bf16 *)block_smem(), *v = k + FA_RF_TILE * (HS + 8);
@@ -170,6 +177,7 @@ __global__ void __launch_bounds__(FA_RF_THREADS)
     __syncthreads();
 #pragma unroll
     for (int kk = 0; kk < FA_RF_TILE / 16; kk++) {
+      if (!fa_rf_seen(i0, jt * FA_RF_TILE + kk * 16)) continue;  // (dS is 0 there)
       rf_scores<HS>(&x, k, v, kk, ln);
       fa_rf_dq_ds(&g, i0, jt, kk, &x, ln);
       rf_accumulate<HS>(x.acc, x.s, k, kk, ln);
@@ -179,11 +187,10 @@ __global__ void __launch_bounds__(FA_RF_THREADS)
 }
 
 // The backward's dK, dV kernel with its tiles in registers: a block's warps 16 key rows each; per
-// query tile from its own on, Q, dY, lse and D in shared memory. At least 1 block an SM is all it
-// asks (ptxas otherwise holds it to fewer registers for more blocks, and it spills); at HS = 128 its
-// K, V, dK and dV fragments need more than 255 registers, so it is not built there.
+// query tile from its own on, Q, dY, lse and D in shared memory. At HS = 128 its K, V, dK and dV
+// fragments need more than 255 registers, so it is not built there.
 template <int HS>
-__global__ void __launch_bounds__(FA_RF_THREADS, 1)
+__global__ void __launch_bounds__(FA_RF_THREADS, FA_RF_MIN_BLOCKS)
     k_attention_bwd_dkv_rf(fa_geom_t g, const float *qkv, const float *lse, const float *dd, const float *dy,
                            float *dqkv, int write) {
   fa_bf16 *q = (fa_bf16 *)block_smem(), *dyt = q + FA_RF_TILE * (HS + 8);
@@ -200,6 +207,7 @@ __global__ void __launch_bounds__(FA_RF_THREADS, 1)
     __syncthreads();
 #pragma unroll
     for (int kk = 0; kk < FA_RF_TILE / 16; kk++) {
+      if (!fa_rf_seen(it * FA_RF_TILE + kk * 16, j0)) continue;  // (P^T and dS^T are 0 there)
       rf_scores<HS>(&x, q, dyt, kk, ln);
       fa_rf_dkv_ds(&g, j0, it, kk, ls, ds, &x, ln);
       rf_accumulate<HS>(x.acc2, x.s, dyt, kk, ln);  // dV += P^T dY

@@ -396,35 +396,31 @@ static inline void fa_rf_mma_warp(float *d[CE_WARP], uint32_t *const a[CE_WARP],
     for (int c = 0; c < 4; c++) d[l][c] = D[l / 4 + 8 * (c / 2)][2 * (l % 4) + c % 2];
 }
 
-/* The quads' reductions, the shuffles' xor tree. */
-static inline void fa_rf_quad_max_warp(fa_rf_lane_t *x) {
-  for (int o = 1; o < 4; o <<= 1) {
-    float n[CE_WARP][2];
-    for (int l = 0; l < CE_WARP; l++)
-      for (int r = 0; r < 2; r++) n[l][r] = fmaxf(x[l].mx[r], x[l ^ o].mx[r]);
-    for (int l = 0; l < CE_WARP; l++)
-      for (int r = 0; r < 2; r++) x[l].mx[r] = n[l][r];
+/* The quads' reductions as the shuffles' xor tree leaves them in every lane of a quad:
+ * (v0 . v1) . (v2 . v3) (the same in each lane: the operations commute). The float at lane 0's
+ * `first`, and at the same place in each of the warp's lane structures `size` bytes apart. */
+static inline void fa_rf_quad_tree(float *first, size_t size, int max) {
+  for (int q = 0; q < CE_WARP; q += 4) {
+    float *v[4];
+    for (int i = 0; i < 4; i++) v[i] = (float *)((char *)first + (size_t)(q + i) * size);
+    const float a = max ? fmaxf(*v[0], *v[1]) : *v[0] + *v[1], b = max ? fmaxf(*v[2], *v[3]) : *v[2] + *v[3];
+    for (int i = 0; i < 4; i++) *v[i] = max ? fmaxf(a, b) : a + b;
   }
 }
-static inline void fa_rf_quad_dsum_warp(fa_rf_bwd_lane_t *x) {
-  for (int o = 1; o < 4; o <<= 1) {
-    double n[CE_WARP][2];
-    for (int l = 0; l < CE_WARP; l++)
-      for (int r = 0; r < 2; r++) n[l][r] = x[l].dsum[r] + x[l ^ o].dsum[r];
-    for (int l = 0; l < CE_WARP; l++)
-      for (int r = 0; r < 2; r++) x[l].dsum[r] = n[l][r];
-  }
+static inline void fa_rf_quad_max_warp(fa_rf_lane_t *x) {
+  for (int r = 0; r < 2; r++) fa_rf_quad_tree(&x[0].mx[r], sizeof *x, 1);
 }
 static inline void fa_rf_quad_sum_warp(fa_rf_lane_t *x) {
   for (int l = 0; l < CE_WARP; l++)
     for (int r = 0; r < 2; r++) x[l].sum[r] = x[l].l[r];
-  for (int o = 1; o < 4; o <<= 1) {
-    float n[CE_WARP][2];
-    for (int l = 0; l < CE_WARP; l++)
-      for (int r = 0; r < 2; r++) n[l][r] = x[l].sum[r] + x[l ^ o].sum[r];
-    for (int l = 0; l < CE_WARP; l++)
-      for (int r = 0; r < 2; r++) x[l].sum[r] = n[l][r];
-  }
+  for (int r = 0; r < 2; r++) fa_rf_quad_tree(&x[0].sum[r], sizeof *x, 0);
+}
+static inline void fa_rf_quad_dsum_warp(fa_rf_bwd_lane_t *x) {
+  for (int q = 0; q < CE_WARP; q += 4)
+    for (int r = 0; r < 2; r++) {
+      const double sum = (x[q].dsum[r] + x[q + 1].dsum[r]) + (x[q + 2].dsum[r] + x[q + 3].dsum[r]);
+      for (int i = 0; i < 4; i++) x[q + i].dsum[r] = sum;
+    }
 }
 #endif
 

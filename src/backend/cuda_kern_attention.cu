@@ -74,6 +74,22 @@ __global__ void __launch_bounds__(FA_THREADS) k_attention_fwd(fa_geom_t g, const
 // held to fewer for more blocks (ptxas's own choice without a minimum), they spilled.
 constexpr int FA_RF_MIN_BLOCKS = 2;
 
+// A register kernel's block (g's head size set to HS): its thread, lane, (sample, head), tile (the
+// query tile of the forward and dQ kernels, the key tile of the dK, dV kernel) and the first of its
+// warp's 16 rows there.
+struct rf_block {
+  int t, ln, bh, tile, row0;
+};
+template <int HS>
+__device__ inline rf_block rf_block_of(fa_geom_t *g, bool query_tiles) {
+  g->hs = HS;
+  rf_block b;
+  b.t = threadIdx.x, b.ln = lane(), b.bh = fa_block_bh(g, blockIdx.x);
+  b.tile = query_tiles ? fa_block_query_tile(g, blockIdx.x) : fa_block_key_tile(g, blockIdx.x);
+  b.row0 = b.tile * FA_RF_TILE + b.t / CE_WARP * FA_RF_ROWS;
+  return b;
+}
+
 // The bf16 forward with its tiles in registers (cuda_attention_rf.h) at head size HS (a constant,
 // so every loop over hs unrolls and the lane's fragments stay in registers). A block: FA_RF_TILE
 // query rows of one (sample, head), warp w its rows 16 w ..; per key tile, K and V into shared
@@ -83,10 +99,8 @@ __global__ void __launch_bounds__(FA_RF_THREADS, FA_RF_MIN_BLOCKS)
     k_attention_fwd_rf(fa_geom_t g, const float *qkv, float *y, float *lse) {
   constexpr int ld = HS + 8;
   fa_bf16 *k = (fa_bf16 *)block_smem(), *v = k + FA_RF_TILE * ld;
-  g.hs = HS;
-  const long long block = blockIdx.x;
-  const int t = threadIdx.x, ln = lane(), bh = fa_block_bh(&g, block), it = fa_block_query_tile(&g, block);
-  const int i0 = it * FA_RF_TILE + t / CE_WARP * FA_RF_ROWS;
+  const rf_block b = rf_block_of<HS>(&g, true);
+  const int t = b.t, ln = b.ln, bh = b.bh, it = b.tile, i0 = b.row0;
   fa_rf_lane_t x;
   fa_rf_begin(&g, qkv, bh, i0, &x, ln);
   for (int jt = 0; jt <= it; jt++) {
@@ -163,10 +177,8 @@ __global__ void __launch_bounds__(FA_RF_THREADS, FA_RF_MIN_BLOCKS)
     k_attention_bwd_dq_rf(fa_geom_t g, const float *qkv, const float *y, const float *lse, const float *dy,
                           float *dqkv, int write, float *dd) {
   fa_bf16 *k = (fa_bf16 *)block_smem(), *v = k + FA_RF_TILE * (HS + 8);
-  g.hs = HS;
-  const long long block = blockIdx.x;
-  const int t = threadIdx.x, ln = lane(), bh = fa_block_bh(&g, block), it = fa_block_query_tile(&g, block);
-  const int i0 = it * FA_RF_TILE + t / CE_WARP * FA_RF_ROWS;
+  const rf_block b = rf_block_of<HS>(&g, true);
+  const int t = b.t, ln = b.ln, bh = b.bh, it = b.tile, i0 = b.row0;
   fa_rf_bwd_lane_t x;
   fa_rf_dq_begin(&g, qkv, y, lse, dy, bh, i0, &x, ln);
   fa_rf_quad_dsum(&x);
@@ -195,10 +207,8 @@ __global__ void __launch_bounds__(FA_RF_THREADS, FA_RF_MIN_BLOCKS)
                            float *dqkv, int write) {
   fa_bf16 *q = (fa_bf16 *)block_smem(), *dyt = q + FA_RF_TILE * (HS + 8);
   float *ls = (float *)(dyt + FA_RF_TILE * (HS + 8)), *ds = ls + FA_RF_TILE;
-  g.hs = HS;
-  const long long block = blockIdx.x;
-  const int t = threadIdx.x, ln = lane(), bh = fa_block_bh(&g, block), jt = fa_block_key_tile(&g, block);
-  const int j0 = jt * FA_RF_TILE + t / CE_WARP * FA_RF_ROWS;
+  const rf_block b = rf_block_of<HS>(&g, false);
+  const int t = b.t, ln = b.ln, bh = b.bh, jt = b.tile, j0 = b.row0;
   fa_rf_bwd_lane_t x;
   fa_rf_dkv_begin(&g, qkv, bh, j0, &x, ln);
   for (int it = jt; it < g.tiles; it++) {

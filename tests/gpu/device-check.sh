@@ -203,7 +203,8 @@ for p in bf16 fp32 bf16-b128 bf16-wmma bf16-wmma32; do
   f=$(ls -S "$logs"/kernels-gpt-$p.*.txt 2>/dev/null | head -n 1)
   echo "device-check: GPU time of gpt-3d.deck in $p, 10 steps ($(grep -a "^done:" "$logs/kernels-gpt-$p.out")):"
   [ -n "$f" ] && head -n 16 "$f" && tail -n 1 "$f"
-  # the fused attention's kernels wherever they rank (k_attention_*<0>: fp32, <1>: bf16 tensor cores)
+  # the fused attention's kernels wherever they rank (k_attention_*<0>: fp32, <1>: bf16 WMMA,
+  # k_attention_*_rf<HS>: bf16 with the tiles in registers)
   [ -n "$f" ] && { grep "k_attention_" "$f" | sed 's/^/attention: /' || echo "attention: no k_attention_ kernel ran"; }
 done
 fi # DEVICE_BENCH != mux
@@ -293,7 +294,7 @@ echo "device-check: multiplexing: gpt $mux_gpt, in-process $mux_gpt_thread; burs
   echo "| GEMM gpt-3d fc1 fwd bf16 | $(gemm_best "$out/gemm-bf16.txt") | |"
   echo "| GPT gpt-3d.deck bf16 (1 rank) | $gpt_bf16 | MFU >= 25% |"
   echo "| GPT gpt-3d.deck bf16, backend.epilogues = off (1 rank) | $gpt_bf16_off | (the row above's gain) |"
-  echo "| GPT gpt-3d.deck bf16, backend.attention_kernels = wmma (1 rank) | $gpt_bf16_wmma | (the register forward's gain) |"
+  echo "| GPT gpt-3d.deck bf16, backend.attention_kernels = wmma (1 rank) | $gpt_bf16_wmma | (the register kernels' gain) |"
   echo "| GPT gpt-3d.deck bf16, backend.attention_kernels = wmma32 (1 rank) | $gpt_bf16_wmma32 | (the 64-row tiles' gain) |"
   echo "| GPT gpt-3d.deck fp32 (1 rank) | $gpt_fp32 | |"
   echo "| GPT-2 124M's shape bf16 (1 rank) | $gpt2_bf16 | MFU >= 40%; device memory <= 1.2 x state + activations |"

@@ -25,6 +25,9 @@ bench: tests/p2p_bw$(EXEEXT)
 # The cuda backend's GEMM against cuBLAS alone (tests/gpu/device-check.sh runs it on a GPU).
 bench_bench_gpu_gemm_SOURCES = bench/bench_gpu_gemm.c
 bench_bench_gpu_gemm_LDADD = $(SURGE_LIBS)
+# The cuda backend's fused attention under each attention_kernels setting (device-check.sh too).
+bench_bench_gpu_attention_SOURCES = bench/bench_gpu_attention.c
+bench_bench_gpu_attention_LDADD = $(SURGE_LIBS)
 if HAVE_CUDA
-bench_programs += bench/bench_gpu_gemm
+bench_programs += bench/bench_gpu_gemm bench/bench_gpu_attention
 endif

@@ -82,4 +82,13 @@ tap_ok $? "bench_planner prints its rows"
 rc=$?
 [ $rc = 0 ] || [ $rc = 77 ]
 tap_ok $? "bench_gpu_gemm runs or skips without a GPU (exit $rc)"
+
+if [ -x "$bench/bench_gpu_attention" ]; then
+  "$bench/bench_gpu_attention" >"$out" 2>&1
+  rc=$?
+  { [ $rc = 77 ] && grep -q "skipped, no GPU" "$out"; } || { [ $rc = 0 ] && grep -q "^gpt-3d .*auto" "$out"; }
+  tap_ok $? "bench_gpu_attention runs or skips without a GPU, saying why (exit $rc)"
+else
+  tap_skip "bench_gpu_attention: not built (no CUDA toolkit)"
+fi
 tap_done

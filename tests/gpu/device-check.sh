@@ -10,7 +10,7 @@
 #      foreground (its loss falls, the foreground's parameters bitwise unchanged), training with
 #      cuBLASLt's epilogues = without them within 1e-4;
 #   3. the GPU benchmarks: the backend's GEMM against cuBLAS alone on the models' shapes (fp32 and
-#      bf16); GPT training throughput (tokens/s), model FLOP utilisation (two counts) and device
+#      bf16); the fused attention forward and backward under each attention_kernels setting; GPT training throughput (tokens/s), model FLOP utilisation (two counts) and device
 #      memory of the larger GPT deck (inputs/gpt-3d.deck) and of GPT-2 124M's shape
 #      (inputs/gpt2-124m.deck on generated token shards, the largest batch that fits), data
 #      parallel on 1 rank, in bf16 and fp32 (and gpt-3d in bf16 with backend.epilogues = off, and
@@ -56,7 +56,7 @@ else
     { [ -x "$src/configure" ] || (cd "$src" && ./bootstrap); } &&
       mkdir -p "$build" && cd "$build" &&
       { [ -f Makefile ] || "$src/configure" --with-cuda NVCC_ARCH="$arch"; } &&
-      make -j"$jobs" && make -j"$jobs" check TESTS= && make -j"$jobs" bench/bench_gpu_gemm tests/make_plan &&
+      make -j"$jobs" && make -j"$jobs" check TESTS= && make -j"$jobs" bench/bench_gpu_gemm bench/bench_gpu_attention tests/make_plan &&
       { sh "$src/tests/gpu/build-kernel-times.sh" "$build" || echo "no kernel-time profiles"; }
   } >"$logs/build.txt" 2>&1
   build_rc=$?
@@ -118,6 +118,15 @@ gemm_range() {
 }
 gemm_best() { awk '/^gpt-3d fc1 fwd/ { printf "%s TFLOP/s (cuBLAS %s)", $(NF-2), $(NF-1) }' "$1"; }
 echo "device-check: GEMM benchmarks done ($(elapsed) s)"
+# The fused attention alone, forward and backward, under each attention_kernels setting
+# (bench/bench_gpu_attention: ms and TFLOP/s a call, fwd + bwd against wmma32's).
+timeout 90 ./bench/bench_gpu_attention >"$out/attention.txt" 2>&1
+# att_row SHAPE: each bf16 setting's forward + backward TFLOP/s at SHAPE, and auto's gain over wmma32
+att_row() {
+  awk -v s="$1" '$1 == s && $2 == "bf16" { v = v sprintf("%s%s %s TF/s", (v == "" ? "" : ", "), $3, $(NF-2)); if ($3 == "auto") g = $NF }
+       END { if (v == "") printf "not measured"; else printf "%s; auto %.2fx wmma32", v, g }' "$out/attention.txt"
+}
+echo "device-check: attention benchmark done ($(elapsed) s)"
 
 # gpt_run TAG DECK PRECISION [-D KEY=VALUE ...]: DECK data parallel on 1 rank, 30 steps; prints
 # tokens/s, the median step time after the first 5, and model FLOP utilisation counted two ways:
@@ -292,6 +301,9 @@ echo "device-check: multiplexing: gpt $mux_gpt, in-process $mux_gpt_thread; burs
   echo "| GEMM backend/cuBLAS bf16 | $(gemm_range "$out/gemm-bf16.txt") | ~1 |"
   echo "| GEMM gpt-3d fc1 fwd fp32 | $(gemm_best "$out/gemm-fp32.txt") | |"
   echo "| GEMM gpt-3d fc1 fwd bf16 | $(gemm_best "$out/gemm-bf16.txt") | |"
+  echo "| attention fwd + bwd, gpt-3d (8 heads of 64, T 256) | $(att_row gpt-3d) | |"
+  echo "| attention fwd + bwd, GPT-2 124M (12 heads of 64, T 1024) | $(att_row gpt2-124m) | |"
+  echo "| attention fwd + bwd, hs 128, T 1024 | $(att_row hs128) | |"
   echo "| GPT gpt-3d.deck bf16 (1 rank) | $gpt_bf16 | MFU >= 25% |"
   echo "| GPT gpt-3d.deck bf16, backend.epilogues = off (1 rank) | $gpt_bf16_off | (the row above's gain) |"
   echo "| GPT gpt-3d.deck bf16, backend.attention_kernels = wmma (1 rank) | $gpt_bf16_wmma | (the register kernels' gain) |"
@@ -307,7 +319,7 @@ echo "device-check: multiplexing: gpt $mux_gpt, in-process $mux_gpt_thread; burs
   echo "| the gpt pair under MPS | $mux_gpt_mps | slowdown <= 1.10 |"
   echo "| tests/gpu/mux.gpu under MPS | $mux_burst_mps | slowdown <= 1.10 |"
   echo
-  echo "Logs: logs/ (TAP of each test, each run's output); GEMM tables: gemm-fp32.txt, gemm-bf16.txt."
+  echo "Logs: logs/ (TAP of each test, each run's output); GEMM tables: gemm-fp32.txt, gemm-bf16.txt; attention: attention.txt."
 } >"$out/summary.md"
 cat "$out/summary.md"
 [ $failed = 0 ] && echo "device-check: all GPU tests passed ($(elapsed) s)" && exit 0

@@ -169,7 +169,7 @@ static void dkv_block(const att_call_t *a, long long block, const fa_smem_t *s) 
  * lanes' own pieces lane by lane, the collectives (mma, the quads' reductions) over the warp */
 
 /* Pointers to field f of the warp's lanes' registers, for fa_rf_mma_warp. */
-#define LANE_PTRS(ptrs, lanes, f)                                                                                        \
+#define LANE_PTRS(ptrs, lanes, f) \
   for (int l_ = 0; l_ < CE_WARP; l_++) (ptrs)[l_] = (lanes)[l_].f
 
 static void rf_warp_tile(const fa_geom_t *g, int i0, int jt, const fa_bf16 *k, const fa_bf16 *v, fa_rf_lane_t *x) {
@@ -243,7 +243,10 @@ static void rf_bwd_scores(const fa_geom_t *g, fa_rf_bwd_lane_t *x, const fa_bf16
   uint32_t *ap[CE_WARP], *bp[CE_WARP], b[CE_WARP][2];
   for (int l = 0; l < CE_WARP; l++) bp[l] = b[l];
   for (int jj = 0; jj < 2; jj++) {
-    for (int l = 0; l < CE_WARP; l++) memset(x[l].s[jj], 0, sizeof x[l].s[jj]), memset(x[l].dp[jj], 0, sizeof x[l].dp[jj]);
+    for (int l = 0; l < CE_WARP; l++) {
+      memset(x[l].s[jj], 0, sizeof x[l].s[jj]);
+      memset(x[l].dp[jj], 0, sizeof x[l].dp[jj]);
+    }
     for (int ks = 0; ks < g->hs / 16; ks++) {
       for (int i = 0; i < CE_WARP; i++) fa_rf_b_kt(t1, ld, 2 * kk + jj, ks, nth(i, CE_WARP), b[nth(i, CE_WARP)]);
       LANE_PTRS(d, x, s[jj]);
@@ -332,7 +335,9 @@ static void rf_dkv_block(const att_call_t *a, long long block, unsigned char *sm
 }
 
 /* Every block of an rf backward grid in shared memory of `bytes`, poisoned (NaN). */
-static void run_grid_rf_bwd(const att_call_t *a, long bytes, void (*run)(const att_call_t *, long long, unsigned char *)) {
+typedef void (*rf_block_fn)(const att_call_t *a, long long block, unsigned char *smem);
+
+static void run_grid_rf_bwd(const att_call_t *a, long bytes, rf_block_fn run) {
   const size_t aligned = ((size_t)bytes + 127) / 128 * 128;
   unsigned char *smem = aligned_alloc(128, aligned);
   if (!smem) surge_runtime_error("out of memory (%zu bytes of shared memory)", aligned);
@@ -490,8 +495,8 @@ static void test_smem_sizes(void) {
              fa_tile_for(160, h100, FA_BF16) == FA_TILE_WIDE && fa_tile_for(176, h100, FA_BF16) == FA_TILE &&
              fa_tile_for(416, h100, FA_BF16) == FA_TILE && !fa_fits(432, h100, FA_BF16) &&
              !fa_fits(40, h100, FA_BF16) && !fa_fits(8, h100, FA_BF16),
-         "the bf16 kernels take head sizes 16, 32, .. 160 there in 64-row tiles, 176 .. 416 in 32-row ones, not 40 or 8 "
-         "(not a multiple of 16)");
+         "the bf16 kernels take head sizes 16, 32, .. 160 there in 64-row tiles, 176 .. 416 in 32-row ones, not 40 "
+         "or 8 (not a multiple of 16)");
   const fa_kernel_t kinds[] = {FA_FWD, FA_BWD_DQ, FA_BWD_DKV};
   const struct {
     fa_form_t form;

@@ -1,6 +1,8 @@
-/* The fused attention's forward with its tiles in registers (FlashAttention-2's forward; the bf16
- * form's default forward, cuda_kern_attention.cu k_attention_fwd_rf): a block of FA_RF_WARPS warps
- * takes FA_RF_TILE query rows of one (sample, head), each warp 16 of them; the block loads each key
+/* The fused attention's kernels with their tiles in registers (FlashAttention-2 as its authors run
+ * it; the bf16 default, [backend] attention_kernels = auto; cuda_kern_attention.cu's
+ * k_attention_*_rf). The forward (the backward's two kernels: their section below): a block of
+ * FA_RF_WARPS warps takes FA_RF_TILE query rows of one (sample, head), each warp 16 of them; the
+ * block loads each key
  * tile (FA_RF_TILE keys: K and V rounded to bf16) into shared memory, and each warp then computes,
  * all in registers with the tensor cores' mma.sync.m16n8k16 (bf16 operands, float sums):
  *   S (16 x 64) = Q K^T, masked and scaled; the online softmax's row maximum m and sum l (each

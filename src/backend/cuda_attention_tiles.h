@@ -522,7 +522,8 @@ CE_FN void fa_tc_fwd_mask(const fa_geom_t *g, long long block, int jt, const fa_
 CE_FN void fa_tc_fwd_rescale(const fa_smem_t *s, int hs, int t) {
   const int n = s->tile;
   for (int e = t; e < n * hs; e += FA_THREADS) s->acc[(e / hs) * s->ld + e % hs] *= s->corr[e / hs];
-  for (int e = t; e < n * n; e += FA_THREADS) s->ph[(e / n) * s->ldp + e % n] = fa_to_bf16(s->p[(e / n) * s->lds + e % n]);
+  for (int e = t; e < n * n; e += FA_THREADS)
+    s->ph[(e / n) * s->ldp + e % n] = fa_to_bf16(s->p[(e / n) * s->lds + e % n]);
 }
 CE_FN void fa_tc_fwd_accumulate(const fa_smem_t *s, int hs, int w) {
   const fa_product_t pv = {s->acc, s->ld, s->ph, s->ldp, 0, s->vh, s->ldh, 0, s->tile, hs, s->tile, 1};

@@ -45,7 +45,7 @@ static long mma_broken, mma_checks;
 
 static fa_form_t form; /* the form under test */
 static int tile;       /* and its tiles' rows */
-static int rf;         /* 1: the forward is the register-fragment kernel (cuda_attention_rf.h) */
+static int rf;         /* 1: the register kernels (cuda_attention_rf.h): the forward, and the backward at hs <= 64 */
 
 static const backend_t *ref = &backend_ref;
 

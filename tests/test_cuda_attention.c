@@ -488,15 +488,19 @@ static void test_shape(int B, int T, int C, int H) {
  * bf16 form refuses the fp32 kernels). */
 static void test_smem_sizes(void) {
   const long h100 = 227 * 1024;
-  tap_ok(fa_tile_for(290, h100, FA_FP32) == FA_TILE && !fa_fits(291, h100, FA_FP32) &&
-             fa_tile_for(1, h100, FA_FP32) == FA_TILE && !fa_fits(0, h100, FA_FP32),
+  tap_ok(fa_tile_for(290, h100, FA_FP32) == FA_TILE && !fa_tile_for(291, h100, FA_FP32) &&
+             fa_tile_for(1, h100, FA_FP32) == FA_TILE && !fa_tile_for(0, h100, FA_FP32),
          "the fp32 kernels take head sizes 1 to 290 in an H100's or H200's 227 KiB a block, in 32-row tiles");
   tap_ok(fa_tile_for(16, h100, FA_BF16) == FA_TILE_WIDE && fa_tile_for(64, h100, FA_BF16) == FA_TILE_WIDE &&
              fa_tile_for(160, h100, FA_BF16) == FA_TILE_WIDE && fa_tile_for(176, h100, FA_BF16) == FA_TILE &&
-             fa_tile_for(416, h100, FA_BF16) == FA_TILE && !fa_fits(432, h100, FA_BF16) &&
-             !fa_fits(40, h100, FA_BF16) && !fa_fits(8, h100, FA_BF16),
+             fa_tile_for(416, h100, FA_BF16) == FA_TILE && !fa_tile_for(432, h100, FA_BF16) &&
+             !fa_tile_for(40, h100, FA_BF16) && !fa_tile_for(8, h100, FA_BF16),
          "the bf16 kernels take head sizes 16, 32, .. 160 there in 64-row tiles, 176 .. 416 in 32-row ones, not 40 "
          "or 8 (not a multiple of 16)");
+  const long rf_most = fa_rf_bwd_smem_bytes(FA_RF_MAX_HS);
+  tap_ok(rf_most <= 48 * 1024 && fa_rf_smem_bytes(FA_RF_MAX_HS) <= rf_most,
+         "the register kernels' shared memory, at most %ld bytes (hs = %d), needs no opt-in beyond 48 KiB", rf_most,
+         FA_RF_MAX_HS);
   const fa_kernel_t kinds[] = {FA_FWD, FA_BWD_DQ, FA_BWD_DKV};
   const struct {
     fa_form_t form;

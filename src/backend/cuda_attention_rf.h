@@ -60,8 +60,6 @@ typedef struct fa_rf_lane {
   float mx[2], sum[2];              /* (the quad's reductions: in, then out) */
 } fa_rf_lane_t;
 
-CE_FN int fa_rf_fits(int hs) { return hs > 0 && hs % 16 == 0 && hs <= FA_RF_MAX_HS; }
-
 /* The block's shared memory: the key tile's K and V, bf16, FA_RF_TILE rows at stride hs + 8. */
 CE_FN int fa_rf_ld(int hs) { return hs + 8; }
 CE_FN long fa_rf_smem_bytes(int hs) { return 2L * 2 * FA_RF_TILE * fa_rf_ld(hs); }

@@ -148,8 +148,6 @@ CE_FN int fa_tile_for(int hs, long optin, fa_form_t form) {
   return fa_smem_bytes(hs, FA_BWD_DKV, form, FA_TILE) <= optin ? FA_TILE : 0;
 }
 
-CE_FN int fa_fits(int hs, long optin, fa_form_t form) { return fa_tile_for(hs, optin, form) > 0; }
-
 /* The next `bytes` of the region at *at. */
 CE_FN void *fa_carve(char **at, long bytes) {
   void *p = *at;

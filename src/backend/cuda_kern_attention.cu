@@ -5,8 +5,9 @@
 // cuda_attention_mma.h); cuda_attention.c chooses. One block per tile of g.tile rows of one
 // (sample, head): 32 in fp32, 64 or 32 in bf16 (fa_tile_for); the tiles live in dynamic shared
 // memory sized by the head size and the tile (over 48 KiB from hs = 64 up on the fp32 backward and
-// for every 64-row bf16 kernel: the launchers opt in). And the bf16 forward with its tiles in
-// registers (cuda_attention_rf.h: mma.sync, a block of 4 warps a tile of 64 query rows).
+// for most 64-row bf16 kernels: the launchers opt in). And the bf16 kernels with their tiles in
+// registers (cuda_attention_rf.h: mma.sync, a block of 4 warps a tile of 64 rows; under 48 KiB of
+// shared memory, no opt-in).
 #include "backend/cuda_attention_rf.h"
 #include "backend/cuda_attention_tiles.h"
 #include "backend/cuda_kern.cuh"
@@ -312,13 +313,13 @@ extern "C" int cuk_attention_tile(int hs, int wmma, int most) {
 // The head sizes the register-fragment kernels are compiled for (each an instance of their
 // templates): the forward 16, 32, 64, 128; the backward 16, 32, 64.
 extern "C" int cuk_attention_rf_fits(int hs, int fwd) {
-  return has_bf16_mma() && fa_rf_fits(hs) && (hs == 16 || hs == 32 || hs == 64 || (fwd && hs == 128));
+  return has_bf16_mma() && (hs == 16 || hs == 32 || hs == 64 || (fwd && hs == 128));
 }
 
+// (The register kernels' shared memory is within the 48 KiB every launch may take, at most 35 KiB:
+// tests/test_cuda_attention checks it; they need no opt-in.)
 template <int HS>
 static void attention_fwd_rf(const fa_geom_t &g, const float *qkv, float *y, float *lse, cudaStream_t s) {
-  static thread_local bool allowed = false;  // one per HS
-  allow_most_smem(k_attention_fwd_rf<HS>, "attention_fwd_rf shared memory", &allowed);
   k_attention_fwd_rf<HS><<<(unsigned)fa_blocks(&g), FA_RF_THREADS, (size_t)fa_rf_smem_bytes(HS), s>>>(g, qkv, y, lse);
   CUK_LAUNCHED("attention_fwd (bf16, tiles in registers)");
 }
@@ -326,12 +327,9 @@ static void attention_fwd_rf(const fa_geom_t &g, const float *qkv, float *y, flo
 template <int HS>
 static void attention_bwd_rf(const fa_geom_t &g, const float *qkv, const float *y, const float *lse, const float *dy,
                              float *dqkv, int write, float *dd, cudaStream_t s) {
-  static thread_local bool allowed[2] = {false, false};  // one pair per HS
-  allow_most_smem(k_attention_bwd_dq_rf<HS>, "attention_bwd_dq_rf shared memory", &allowed[0]);
   k_attention_bwd_dq_rf<HS><<<(unsigned)fa_blocks(&g), FA_RF_THREADS, (size_t)fa_rf_smem_bytes(HS), s>>>(
       g, qkv, y, lse, dy, dqkv, write, dd);
   CUK_LAUNCHED("attention_bwd_dq (bf16, tiles in registers)");
-  allow_most_smem(k_attention_bwd_dkv_rf<HS>, "attention_bwd_dkv_rf shared memory", &allowed[1]);
   k_attention_bwd_dkv_rf<HS><<<(unsigned)fa_blocks(&g), FA_RF_THREADS, (size_t)fa_rf_bwd_smem_bytes(HS), s>>>(
       g, qkv, lse, dd, dy, dqkv, write);
   CUK_LAUNCHED("attention_bwd_dkv (bf16, tiles in registers)");

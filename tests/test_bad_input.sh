@@ -73,6 +73,8 @@ tap_ok $? "backend.attention_kernels = wmma32 is accepted on the cpu backend (no
 { cat "$good"; printf '[multiplex]\npiece_ms = -0.5\n'; } >"$tap_tmp/piece.deck"
 expect_error "bad multiplex.piece_ms" "piece.deck:$(($(wc -l <"$good") + 2)): .*piece_ms.*-0.5" "$tap_tmp/piece.deck"
 expect_error "multiplex.piece_ms above its bound via -D" "-D.*multiplex.piece_ms.*1000" "$good" -D multiplex.piece_ms=5000
+expect_error "multiplex.poll_fraction of 0 via -D (a fraction in (0, 1])" "-D.*multiplex.poll_fraction" "$good" \
+  -D multiplex.poll_fraction=0
 
 mkdir -p "$tap_tmp/nodata"
 expect_error "missing data file" "$tap_tmp/nodata/train-images-idx3-ubyte.gz.*(no such|missing|cannot open)" \

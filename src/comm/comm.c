@@ -21,6 +21,7 @@
 #include "comm/parts.h"
 #include "comm/ring.h"
 #include "core/error.h"
+#include "core/pace.h"
 #include "core/timer.h"
 
 enum { COMM_DEFAULT_BUCKET_BYTES = 4 << 20 };
@@ -244,7 +245,7 @@ void comm_allreduce_min(comm_t *c, float *buf, size_t n, traffic_t t) {
 
 static void wait_requests(const comm_t *c, MPI_Request *req, int n, const char *api_call);
 
-/* polite: with poll_us, wait at a polite pace (comm_pace_t) rather than inside MPI (spinning): for
+/* polite: with poll_us, wait at a polite pace (core/pace.h) rather than inside MPI (spinning): for
  * a rank that expects to wait long. Every rank of a collective must poll for it to progress, so a
  * sleeping rank delays the others by up to poll_us: ranks on the critical path wait inside MPI.
  * Every rank starts the same non-blocking reduction whichever way it waits (a blocking collective
@@ -390,30 +391,19 @@ static void finish_staged(comm_t *c, float *dev, float **host, size_t at, size_t
   *host = NULL;
 }
 
-comm_pace_t comm_pace_start(double poll_us) {
-  double spin_us = poll_us < COMM_SPIN_US ? poll_us : COMM_SPIN_US;
-  return (comm_pace_t){.start = surge_now(), .spin_s = spin_us * 1e-6, .sleep_ns = 1000, .max_ns = (long)(poll_us * 1e3)};
-}
-
-void comm_pace_next(comm_pace_t *p) {
-  if (surge_now() - p->start < p->spin_s) return;
-  nanosleep(&(struct timespec){0, p->sleep_ns}, NULL);
-  p->sleep_ns = p->sleep_ns * 2 < p->max_ns ? p->sleep_ns * 2 : p->max_ns;
-}
-
 /* Complete *req (n requests): MPI's own blocking wait when poll_us is 0; otherwise at a polite
- * pace (comm_pace_t), so that the core is free meanwhile. */
+ * pace (core/pace.h), so that the core is free meanwhile. */
 static void wait_requests(const comm_t *c, MPI_Request *req, int n, const char *api_call) {
   if (c->poll_us <= 0) {
     comm_check_mpi(MPI_Waitall(n, req, MPI_STATUSES_IGNORE), "MPI_Waitall", api_call);
     return;
   }
-  comm_pace_t pace = comm_pace_start(c->poll_us);
+  pace_t pace = pace_start(c->poll_us, c->poll_fraction);
   for (;;) {
     int done = 0;
     comm_check_mpi(MPI_Testall(n, req, &done, MPI_STATUSES_IGNORE), "MPI_Testall", api_call);
     if (done) return;
-    comm_pace_next(&pace);
+    pace_next(&pace);
   }
 }
 

@@ -58,6 +58,7 @@ typedef struct comm {
   double poll_us;      /* 0: waits and barriers block inside MPI (spinning); > 0: they poll for poll_us,
                         * then sleep up to poll_us between polls, leaving the core to other processes
                         * (a foreground with a background partner, mux/mux.h). Not inherited by splits. */
+  double poll_fraction; /* with poll_us: each sleep this fraction of the time waited (core/pace.h; 0: 1/16) */
   comm_meter_t *root_meter; /* NULL, or a meter (which must outlive the group) where this group's calls are
                              * also counted: a layout points its subgroups at the job's meter, so the job's
                              * log sees all their traffic. NULL after comm_world and comm_split. */

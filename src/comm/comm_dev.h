@@ -12,19 +12,6 @@
 
 #include "comm/comm.h"
 
-/* A polite wait's pace (comm_t.poll_us > 0): poll without sleeping for the first COMM_SPIN_US (or
- * poll_us if shorter), so short waits cost nothing, then sleep between polls, twice as long each
- * time up to poll_us. Every wake-up takes the core from whatever uses it meanwhile (a multiplexed
- * background), so the sleeps grow. */
-#define COMM_SPIN_US 100.0
-typedef struct comm_pace {
-  double start, spin_s;
-  long sleep_ns, max_ns;
-} comm_pace_t;
-comm_pace_t comm_pace_start(double poll_us);
-/* Between two polls: nothing while spinning, else the next sleep. */
-void comm_pace_next(comm_pace_t *p);
-
 /* How a request or non-blocking operation completes (comm_request_t.kind, comm_op_t.kind). */
 enum { COMM_KIND_HOST = 0, COMM_KIND_STAGED_SEND, COMM_KIND_STAGED_RECV, COMM_KIND_STAGED, COMM_KIND_NCCL };
 

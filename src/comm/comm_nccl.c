@@ -16,6 +16,7 @@
 #include "comm/comm_dev.h"
 #include "comm/parts.h"
 #include "core/error.h"
+#include "core/pace.h"
 
 struct comm_device {
   comm_device_mode_t mode;
@@ -184,18 +185,18 @@ static void after_compute(comm_device_t *d) {
   cu(cudaStreamWaitEvent(d->stream, d->ready, 0), "cudaStreamWaitEvent");
 }
 
-/* Wait until ev has passed: blocking when poll_us is 0, else at a polite pace (comm_pace_t). */
+/* Wait until ev has passed: blocking when poll_us is 0, else at a polite pace (core/pace.h). */
 static void wait_event(const comm_t *c, cudaEvent_t ev) {
   if (c->poll_us <= 0) {
     cu(cudaEventSynchronize(ev), "cudaEventSynchronize");
     return;
   }
-  comm_pace_t pace = comm_pace_start(c->poll_us);
+  pace_t pace = pace_start(c->poll_us, c->poll_fraction);
   for (;;) {
     cudaError_t e = cudaEventQuery(ev);
     if (e == cudaSuccess) return;
     if (e != cudaErrorNotReady) cu(e, "cudaEventQuery");
-    comm_pace_next(&pace);
+    pace_next(&pace);
   }
 }
 

@@ -4,6 +4,7 @@
 
 #include "comm/comm_dev.h"
 #include "core/error.h"
+#include "core/pace.h"
 
 enum { RING_TAGS = 32768 }; /* MPI guarantees tags up to 32767 */
 /* A step's part travels in pieces of at most this many floats (1 MiB), received one after the other
@@ -138,10 +139,10 @@ static void wait_any(const char *api_call) {
 }
 
 void comm_ring_wait(comm_ring_t *g, const char *api_call) {
-  comm_pace_t pace = comm_pace_start(g->c->poll_us);
+  pace_t pace = pace_start(g->c->poll_us, g->c->poll_fraction);
   for (advance_all(api_call); !done(g); advance_all(api_call)) {
     if (g->c->poll_us > 0)
-      comm_pace_next(&pace);
+      pace_next(&pace);
     else
       wait_any(api_call);
   }

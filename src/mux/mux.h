@@ -16,8 +16,8 @@
  *      node's forward or backward, the data fetch, the optimizer, grouped into pieces of about
  *      piece_ms from its own profile) only while its partner is inactive or blocked on a wait
  *      expected to last at least min_wait_us, and never during the partner's allreduce;
- *   3. a polite foreground: its receives and barriers poll and sleep (comm_t.poll_us) instead of
- *      spinning, so the core is free while it waits;
+ *   3. a polite foreground: its receives and barriers poll and sleep (comm_t.poll_us, core/pace.h)
+ *      instead of spinning, so the core is free while it waits;
  *   4. devices: backend_t.set_priority gives the background low-priority streams on a GPU backend,
  *      where its kernels can still overlap the foreground's; so the foreground also times its own
  *      pieces of work (each state's span, waiting for its queued device work at the end) against

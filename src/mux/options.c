@@ -29,9 +29,13 @@ static const cfg_key_t rows[] = {
                   "every pass is a piece)"),
     CFG_FLOAT_KEY("multiplex", "poll_us", poll_us, "1000", 0, CFG_CLOSED, 1e6, CFG_CLOSED,
                   "foreground: a wait polls without sleeping for its first 100 microseconds (or poll_us if "
-                  "shorter), then sleeps between polls, twice as long each time up to poll_us, leaving the core "
-                  "to the background (0: wait spinning inside MPI); also a multi-rank in-process background's waits for "
-                  "its other ranks"),
+                  "shorter), then sleeps between polls for poll_fraction of the time waited so far, at most poll_us, "
+                  "leaving the core to the background (0: wait spinning inside MPI); also a multi-rank in-process "
+                  "background's waits for its other ranks"),
+    CFG_FLOAT_KEY("multiplex", "poll_fraction", poll_fraction, "0.0625", 0, CFG_OPEN, 1, CFG_CLOSED,
+                  "foreground: a polite wait sleeps this fraction of the time it has waited between two polls: "
+                  "smaller notices a wait's end sooner (the foreground first), larger wakes less often (more of the "
+                  "core for the background)"),
     CFG_FLOAT_KEY("multiplex", "partner_wait_s", partner_wait_s, "120", 0, CFG_OPEN, 1e6, CFG_CLOSED,
                   "background: give up (exit 1) when no foreground attached within this many seconds"),
     CFG_ENUM_KEY("multiplex", "priority", priority, "idle", CFG_VALUES("idle", "nice", "none"),

@@ -18,6 +18,7 @@ typedef struct multiplex_opts {
   double min_wait_us;           /* background: a waiting foreground counts as idle from this expected wait */
   double piece_ms;              /* background: pieces of about this many ms of its passes (0: a piece per pass) */
   double poll_us;               /* foreground: longest sleep between polls while waiting (0: spin in MPI) */
+  double poll_fraction;         /* foreground: a sleep between polls, as a fraction of the time waited */
   double partner_wait_s;        /* background: how long to wait for a foreground to attach */
   char priority[16];            /* background: idle | nice | none (OS priority) */
   int follow_affinity;          /* background: run on its partner's CPU set */

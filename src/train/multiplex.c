@@ -58,6 +58,12 @@ static double slowdown_so_far(const run_mux_t *x) {
   return NAN;
 }
 
+/* The job's waits poll and sleep at the deck's pace (core/pace.h) instead of spinning in MPI. */
+static void polite_waits(comm_t *world, const multiplex_opts_t *mo) {
+  world->poll_us = mo->poll_us;
+  world->poll_fraction = mo->poll_fraction;
+}
+
 void run_mux_begin(run_mux_t *x, trainer_t *t, const deck_t *deck) {
   memset(x, 0, sizeof *x);
   const multiplex_opts_t *mo = multiplex_opts(&t->cfg);
@@ -92,9 +98,9 @@ void run_mux_begin(run_mux_t *x, trainer_t *t, const deck_t *deck) {
     x->device_priority = t->be->set_priority(1);
     /* a multi-rank in-process background waits for its other ranks outside MPI: a thread waiting
      * inside it can hold the MPI progress its foreground's next call needs (train/inproc.h) */
-    if (mo->in_process && t->world->size > 1) t->world->poll_us = mo->poll_us;
+    if (mo->in_process && t->world->size > 1) polite_waits(t->world, mo);
   } else {
-    t->world->poll_us = mo->poll_us;
+    polite_waits(t->world, mo);
   }
   mux_attach(x->role, &o);
   mux_launch_rendezvous();

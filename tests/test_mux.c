@@ -211,6 +211,7 @@ static void test_feedback(void) {
   pid_t pid = fork();
   if (pid == 0) feedback_child(report[1], go[0]);
   mux_options_t o = options(10);
+  o.slowdown_limit = 2.0; /* the foreground's deck asks for the feedback too: it waits for its device */
   mux_set_device_sync(count_sync);
   mux_attach(MUX_ROLE_FOREGROUND, &o);
   char c = 0, token = 'x';
@@ -257,6 +258,22 @@ static void test_feedback(void) {
     waitpid(pid, &status, 0);
   }
   close(report[0]), close(report[1]), close(go[0]), close(go[1]);
+}
+
+/* A foreground whose own deck turns the feedback off (slowdown_limit 0: [multiplex] slowdown_feedback
+ * = off, or device on a host backend) times its states by the host's clock and never waits for its
+ * device, partner or not. */
+static void test_feedback_off(void) {
+  mux_options_t o = options(10);
+  device_syncs = 0;
+  mux_set_device_sync(count_sync);
+  mux_attach(MUX_ROLE_FOREGROUND, &o);
+  pieces(5, 1000);
+  mux_fg_set(MUX_INACTIVE, 2);
+  mux_detach();
+  mux_set_device_sync(NULL);
+  tap_ok(device_syncs == 0, "feedback off in the foreground's deck: no wait for the device at its 11 state changes "
+         "(%d)", device_syncs);
 }
 
 /* A killed foreground (SIGKILL: no detach) releases the background too, zombie or reaped. */
@@ -388,6 +405,7 @@ int main(void) {
   test_feedback_arithmetic();
   test_pieces_rule();
   test_feedback();
+  test_feedback_off();
   test_killed_foreground(1);
   test_killed_foreground(0);
   test_short_foreground();

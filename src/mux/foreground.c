@@ -21,10 +21,12 @@ static int piece_done(mux_local_t *L, double ns) {
 void mux_fg_set(mux_state_t s, int site) {
   mux_local_t *L = mux_self;
   if (!L || L->role != MUX_ROLE_FOREGROUND) return;
-  if (mux_device_sync) {
-    /* On a GPU a state ends when its queued work does, so a new state waits for the device; but
-     * pieces of computing that follow one another are one piece there (timed under the first one's
-     * site): waiting between them would only starve the GPU's queue, a stall per layer. */
+  if (mux_device_sync && L->opt.slowdown_limit > 0) {
+    /* On a GPU a state ends when its queued work does, so a new state waits for the device, for the
+     * slowdown feedback's times (without it, [multiplex] slowdown_feedback = off in the foreground's
+     * deck, the host's clock times the states and nothing waits); but pieces of computing that
+     * follow one another are one piece there (timed under the first one's site): waiting between
+     * them would only starve the GPU's queue, a stall per layer. */
     if (s == MUX_COMPUTING && L->state == MUX_COMPUTING && L->site >= 0) return;
     mux_device_sync();
   }

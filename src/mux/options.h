@@ -23,7 +23,7 @@ typedef struct multiplex_opts {
   char priority[16];            /* background: idle | nice | none (OS priority) */
   int follow_affinity;          /* background: run on its partner's CPU set */
   double slowdown_limit;        /* background: hold back while the foreground runs over this x its solo time */
-  char slowdown_feedback[8];    /* background: device | always | off */
+  char slowdown_feedback[8];    /* device | always | off (background: holds back; foreground: times its device) */
   long partner_offset;          /* partner slot = this rank's index on its node + offset */
   char baseline[MUX_PATH_MAX];  /* foreground: the log of a foreground-only run ("" = none) */
   /* set by surge-train's command line and launch (mux/launch.h), not by deck keys */

@@ -18,7 +18,8 @@
 #      time; the foreground's slowdown
 #      with a background beside it on the GPU, and the background's throughput, against the
 #      foreground alone, with the background as a process of its own and in the foreground's
-#      process ([multiplex] placement = thread).
+#      process ([multiplex] placement = thread); and mux.gpu's burst foreground alone as a
+#      --foreground with no partner, with its state timing and without (slowdown_feedback off).
 # DEVICE_TESTS names the tests to run (default all: ops attention zoo dp mux gen epilogues);
 # DEVICE_BENCH=0 runs no benchmark, DEVICE_BENCH=mux only the multiplexing ones (a short recheck).
 # Writes OUTDIR/summary.md (the table), OUTDIR/logs/ (every test's TAP output, every run's output)
@@ -274,7 +275,10 @@ mux_burst=$(sed -n 's/^# //p' "$logs/mux.tap" | mux_row)
 mux_burst_thread=$(sed -n 's/^# in-process //p' "$logs/mux.tap" | mux_row)
 # and the burst foreground alone as a --foreground with no partner: the share of its polite waits and
 # its state timing (feedback device), and of its polite waits alone (feedback off)
-mux_alone() { sed -n "s/^# alone as a foreground, feedback $1: foreground slowdown \([0-9.]*\) .*/slowdown \1/p" "$logs/mux.tap"; }
+mux_alone() {
+  v=$(sed -n "s/^# alone as a foreground, feedback $1: foreground slowdown \([0-9.]*\) .*/slowdown \1/p" "$logs/mux.tap" 2>/dev/null)
+  echo "${v:-failed}"
+}
 mux_burst_alone="$(mux_alone device) (feedback device), $(mux_alone off) (feedback off)"
 mux_gpt_mps="no MPS on this machine"
 mux_burst_mps="no MPS on this machine"

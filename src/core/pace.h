@@ -9,7 +9,7 @@
  * wakes 38 times after its spin. The fraction trades the foreground's speed for its background's:
  * every wake-up takes the core back. Sleeps that doubled each time (before 2026-12-04; 10 wake-ups
  * in 1 ms) overslept by up to the whole wait so far: a 2-rank burst foreground of 1.4 ms steps ran
- * 1.20-1.34x slower with them and nothing beside it, 1.07-1.14x at 1/16 (doc/multiplexing.md).
+ * 1.20-1.33x slower with them and nothing beside it, 1.07-1.14x at 1/16 (doc/multiplexing.md).
  *
  * The thread's timer slack is set to 1 us before its first sleep (Linux's default, 50 us, would be
  * added to every wake-up).

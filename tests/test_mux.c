@@ -147,7 +147,7 @@ static void test_pieces_rule(void) {
   int64_t clock = 0;
   const double ms[] = {0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 2.0, 0.3, 0.3, 0.3};
   int n = (int)(sizeof ms / sizeof ms[0]);
-  mux_pieces_init(&p, 0.5);
+  mux_pieces_init(&p, 0.5, 0);
   const char *s1 = pieces_step(&p, ms, n, &clock);
   tap_ok(strcmp(s1, "11111111111") == 0, "pieces: the first step, its passes not yet timed, gates every pass (%s)", s1);
   const char *s2 = pieces_step(&p, ms, n, &clock);
@@ -156,17 +156,35 @@ static void test_pieces_rule(void) {
   const char *s3 = pieces_step(&p, ms, n, &clock);
   tap_ok(strcmp(s3, "00100001101") == 0,
          "pieces run on across steps: the last 0.3 ms + 0.1 + 0.1, then five of 0.1, 2 ms, 0.3 + 0.3, 0.3 (%s)", s3);
-  mux_pieces_init(&p, 0);
+  mux_pieces_init(&p, 0, 0);
   pieces_step(&p, ms, n, &clock);
   const char *s4 = pieces_step(&p, ms, n, &clock);
   tap_ok(strcmp(s4, "11111111111") == 0, "piece_ms = 0: every pass is a piece (%s)", s4);
-  mux_pieces_init(&p, 1000);
+  mux_pieces_init(&p, 1000, 0);
   pieces_step(&p, ms, n, &clock);
   char s5[64];
   snprintf(s5, sizeof s5, "%s", pieces_step(&p, ms, n, &clock));
   const char *s6 = pieces_step(&p, ms, n, &clock);
   tap_ok(strcmp(s5, "10000000000") == 0 && strcmp(s6, "00000000000") == 0,
          "piece_ms = 1000: one piece from the first timed pass on (%s, %s)", s5, s6);
+  /* device-timed (once): the first step's times are kept; a pass is timed only while its site is
+   * new, so later clocks (a pass inside a piece sees only its launch) change nothing */
+  mux_pieces_init(&p, 0.5, 1);
+  tap_ok(!mux_pieces_timing(&p), "pieces, once: nothing is timed before a pass begins");
+  mux_pieces_begin(&p, 0);
+  tap_ok(mux_pieces_timing(&p), "pieces, once: a pass at a new site is timed");
+  const double launch[] = {0.01, 0.01, 0.01, 0.01, 0.01, 0.01, 0.01, 0.01, 0.01, 0.01, 0.01};
+  int kept[2] = {1, 1};
+  for (int once = 0; once < 2; once++) {
+    mux_pieces_init(&p, 0.5, once);
+    pieces_step(&p, ms, n, &clock);
+    pieces_step(&p, launch, n, &clock); /* what a pass inside a piece sees on a device: its launch */
+    for (int i = 0; i < n; i++) kept[once] &= p.pass_ns[i] == (double)(int64_t)(ms[i] * 1e6);
+  }
+  mux_pieces_begin(&p, 3);
+  tap_ok(kept[1] && !kept[0] && !mux_pieces_timing(&p),
+         "pieces, once: the first step's times are kept through a step of launch-only clocks (a running "
+         "average is not), and a known site's pass is not timed");
 }
 
 static int device_syncs;

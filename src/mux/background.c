@@ -57,20 +57,26 @@ void mux_bg_try_pair(mux_local_t *L) {
   if (L->opt.lower_session && !L->opt.in_process) mux_lower_session(p);
 }
 
+/* The passes' clock (pieces.c): the thread's CPU time on a host; on a device the wall clock, after
+ * draining the device where the pass running now is being timed (its kernels are its length). */
+static int64_t pass_clock(mux_local_t *L) {
+  if (!L->opt.device_timed) return mux_thread_cpu_ns();
+  if (mux_device_sync && mux_pieces_timing(&L->pieces)) mux_device_sync();
+  return mux_now_ns();
+}
+
 /* The engine's events (core/events.h): every event ends the pass before it; a pass of the
  * background's own work (EV_WORK) that starts a piece (pieces.c) passes the gate first. */
 static void on_event(void *ctx, const ev_t *e) {
   (void)ctx;
   mux_local_t *L = mux_self;
   if (!L || L->role != MUX_ROLE_BACKGROUND) return;
-  int64_t now = mux_thread_cpu_ns();
-  mux_pieces_end(&L->pieces, now);
+  mux_pieces_end(&L->pieces, pass_clock(L));
   if (e->activity != EV_WORK) return;
-  if (mux_pieces_begin(&L->pieces, ev_site(e))) {
-    mux_bg_gate();
-    now = mux_thread_cpu_ns(); /* the gate's own time is not the pass's */
-  }
-  mux_pieces_clock(&L->pieces, now);
+  int starts = mux_pieces_begin(&L->pieces, ev_site(e));
+  if (starts) mux_bg_gate(); /* on a device, also drains the last piece's work */
+  /* the gate's own time is not the pass's; a device pass joining a piece is not timed */
+  mux_pieces_clock(&L->pieces, L->opt.device_timed ? mux_now_ns() : mux_thread_cpu_ns());
 }
 
 void mux_bg_listen(int on) {

@@ -179,7 +179,7 @@ void mux_attach(mux_role_t role, const mux_options_t *o) {
   L->role = role;
   L->opt = *o;
   L->site = -1;
-  mux_pieces_init(&L->pieces, o->piece_ms);
+  mux_pieces_init(&L->pieces, o->piece_ms, o->device_timed);
   if (o->in_process) {
     L->shm = o->in_process;
   } else {

@@ -60,6 +60,8 @@ typedef struct mux_options {
   int lower_session;     /* background process: lower its session's autogroup when its partner's is
                           * another (session.c) */
   double piece_ms;       /* background: group its passes into pieces of about this many ms (0: a piece per pass) */
+  int device_timed;      /* background on a GPU backend: its passes are its kernels, timed once per site in wall
+                          * time with its device work drained at both ends (pieces.c) */
   double slowdown_limit; /* background: hold back while the foreground's recent pieces take more than this
                           * many times their time alone (0: no slowdown feedback) */
   struct mux_shm *in_process; /* NULL: the /dev/shm segment of channel and index; else this channel in

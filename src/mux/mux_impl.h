@@ -61,12 +61,17 @@ extern _Thread_local void (*mux_device_sync)(void); /* mux_set_device_sync (the 
 /* A background's pieces (pieces.c, [multiplex] piece_ms): its passes grouped from their profile. */
 typedef struct mux_pieces {
   double piece_ns;             /* the pieces' target length (0: every pass is a piece) */
-  double pass_ns[MUX_SITES];   /* per site: running average of its pass's CPU time (0: not seen) */
+  int once;                    /* a site's time is learnt once and kept (device-timed passes) */
+  double pass_ns[MUX_SITES];   /* per site: running average of its pass's time (0: not seen) */
   double since_gate_ns;        /* expected time of the passes since the last gate (INFINITY: a piece is due) */
   int open_site;               /* site of the pass running now (-1: none) */
   int64_t open_t0;             /* its start on the thread's CPU clock */
 } mux_pieces_t;
-void mux_pieces_init(mux_pieces_t *p, double piece_ms);
+/* once: each site's time is learnt from its first pass and kept (else a running average). */
+void mux_pieces_init(mux_pieces_t *p, double piece_ms, int once);
+/* Whether the pass running now is being timed: on a device its kernels must be done before the
+ * clock is read at its end (mux_pieces_end). */
+int mux_pieces_timing(const mux_pieces_t *p);
 /* A pass at site begins: whether it starts a piece (the caller gates first, then mux_pieces_clock). */
 int mux_pieces_begin(mux_pieces_t *p, int site);
 /* The pass begun last starts running at now_ns (the thread's CPU clock). */

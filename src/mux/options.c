@@ -24,9 +24,9 @@ static const cfg_key_t rows[] = {
                   "microseconds (always while it is inactive, never during its allreduce)"),
     CFG_FLOAT_KEY("multiplex", "piece_ms", piece_ms, "0.5", 0, CFG_CLOSED, 1000, CFG_CLOSED,
                   "background: group its passes (each node's forward or backward, the data fetch, the update) "
-                  "into pieces of about this many milliseconds, from their CPU times in its earlier steps, and "
-                  "pass the gate only before each piece (0: before every pass; host backends: on a GPU backend "
-                  "every pass is a piece)"),
+                  "into pieces of about this many milliseconds, from their CPU times in its earlier steps (on a "
+                  "GPU backend: each pass's device time in its first step), and pass the gate only before each "
+                  "piece (0: before every pass)"),
     CFG_FLOAT_KEY("multiplex", "poll_us", poll_us, "1000", 0, CFG_CLOSED, 1e6, CFG_CLOSED,
                   "foreground: a wait polls without sleeping for its first 100 microseconds (or poll_us if "
                   "shorter), then sleeps between polls for poll_fraction of the time waited so far, at most poll_us, "

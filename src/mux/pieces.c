@@ -6,6 +6,13 @@
  * background's next event. CPU time, not wall time: a background at SCHED_IDLE is preempted
  * whenever its foreground runs, and that wait is not the pass's length.
  *
+ * On a GPU backend the CPU clock sees a pass's launches, not its kernels: there a site's time is
+ * the wall time of its first pass, with the device drained at both ends (the gate before it does
+ * that, background.c syncs again at its end), and is kept (`once`): a later pass inside a piece has
+ * its kernels still queued at its end, and its clock would see only their launch. (A pass whose
+ * site is not known yet always starts a piece, so its start is drained.) The first step then runs
+ * a piece per pass, as on a host, and the later ones in pieces of about piece_ms of device time.
+ *
  * The rule, a function of that profile only: a pass whose site has no time yet starts a piece, and
  * so does the pass after it (the first step is gated at every pass, as with piece_ms = 0); a known
  * pass of expected length e starts a piece when the passes since the last gate, s, are expected to
@@ -22,9 +29,10 @@ int64_t mux_thread_cpu_ns(void) {
   return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-void mux_pieces_init(mux_pieces_t *p, double piece_ms) {
+void mux_pieces_init(mux_pieces_t *p, double piece_ms, int once) {
   for (int s = 0; s < MUX_SITES; s++) p->pass_ns[s] = 0;
   p->piece_ns = piece_ms > 0 ? piece_ms * 1e6 : 0;
+  p->once = once;
   p->since_gate_ns = INFINITY; /* the first pass starts a piece */
   p->open_site = -1;
   p->open_t0 = 0;
@@ -45,8 +53,15 @@ int mux_pieces_begin(mux_pieces_t *p, int site) {
 
 void mux_pieces_clock(mux_pieces_t *p, int64_t now_ns) { p->open_t0 = now_ns; }
 
+int mux_pieces_timing(const mux_pieces_t *p) {
+  return p->open_site >= 0 && !(p->once && p->pass_ns[p->open_site] > 0);
+}
+
 void mux_pieces_end(mux_pieces_t *p, int64_t now_ns) {
-  if (p->open_site < 0) return;
+  if (!mux_pieces_timing(p)) {
+    p->open_site = -1;
+    return;
+  }
   /* at least 1 ns: a pass the clock saw take no time is known (0 means not seen) */
   mux_running_average(&p->pass_ns[p->open_site], fmax(1, (double)(now_ns - p->open_t0)));
   p->open_site = -1;

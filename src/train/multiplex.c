@@ -87,8 +87,8 @@ void run_mux_begin(run_mux_t *x, trainer_t *t, const deck_t *deck) {
                      .follow_affinity = mo->follow_affinity,
                      .lower_session = strcmp(mo->priority, "none") != 0,
                      .slowdown_limit = feedback ? mo->slowdown_limit : 0,
-                     /* on a device the thread's CPU clock sees a pass's launch, not its kernels */
-                     .piece_ms = device ? 0 : mo->piece_ms,
+                     .piece_ms = mo->piece_ms,
+                     .device_timed = device,
                      .in_process = mo->in_process};
   if (device) mux_set_device_sync(t->be->synchronize);
   comm_free(&node);

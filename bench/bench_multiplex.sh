@@ -13,6 +13,12 @@
 #          gating, normal priority): what sharing the cores costs without multiplexing
 #   polite the burst plan alone with --foreground and no partner: the cost of the polite waits,
 #          and the CPU time they leave free (CPU seconds of the whole job per step, burst vs polite)
+# Then short steps (about 1.4 ms alone: vgg-mini 4/8 channels wide, fc 32, global batch 32, the
+# same idle plan, MUX_SHORT_STEPS steps; MUX_SHORT_STEPS=0 skips it), the polite waits' pace by
+# [multiplex] poll_fraction: the foreground alone, alone as a --foreground, and with an in-process
+# mlp background per rank (synthetic data, batch 32), at each fraction of MUX_FRACTIONS; the
+# background's work is the steps it made beside the idle rank (doc/multiplexing.md, "Polite waits
+# on short steps").
 # Reported: foreground samples/s (global batch / median step time of the slowest rank), background
 # samples/s (summed over the background jobs while the foreground ran: the foreground log's
 # /multiplex@background_samples_per_sec), total, slowdown = burst / mux foreground samples/s, and
@@ -27,6 +33,8 @@ batch=${MUX_BATCH:-64}
 bg_batch=${MUX_BG_BATCH:-16}
 steps=${MUX_STEPS:-30}
 repeats=${MUX_REPEATS:-3}
+short_steps=${MUX_SHORT_STEPS:-300}
+fractions=${MUX_FRACTIONS:-0.0625 0.25}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 [ -x "$build/tests/make_plan" ] || { echo "bench_multiplex: $build/tests/make_plan is missing (make bench builds it)" >&2; exit 1; }
@@ -121,3 +129,55 @@ awk -v a="$alone" -v q="$fgq" -v s="$cpu_spin" -v p="$cpu_polite" 'BEGIN {
   printf "%-40s %12.1f %16.3f\n", "burst plan alone", a, s
   printf "%-40s %12.1f %16.3f\n", "burst plan alone, --foreground", q, p }'
 echo "# CPU s per step: user + system time of the whole job (2 ranks and mpiexec) over its steps, start-up included"
+
+# ---- short steps: the polite waits' pace by poll_fraction
+[ "$short_steps" -gt 0 ] || exit 0
+narrow="model.vgg_channels=4,8 model.vgg_fc=32"
+"$build/tests/make_plan" "$src/inputs/vgg-mini-fmnist.deck" 2 "$tmp/s.plan" data.source=synthetic train.global_batch=32 \
+  $narrow >/dev/null 2>&1 || { echo "bench_multiplex: make_plan (short steps) failed" >&2; exit 1; }
+awk '/^[0-9]+ / && $1 >= 6 { print $1, $2, 1, 0, 32; next } { print }' "$tmp/s.plan" >"$tmp/s-idle.plan"
+sfg="$train $src/inputs/vgg-mini-fmnist.deck -D data.source=synthetic -D train.global_batch=32 -D backend.threads=1
+  -D model.vgg_channels=4,8 -D model.vgg_fc=32 -D data.test_samples=16 -D run.steps=$short_steps -D run.eval_every=0
+  -D run.print_every=100000 -D run.overwrite=true -D parallel.mode=burst -D parallel.plan=$tmp/s-idle.plan"
+smlp="-D multiplex.placement=thread --background-deck $src/inputs/mlp-fmnist.deck -D bg:data.source=synthetic
+  -D bg:model.mlp_hidden=64 -D bg:train.global_batch=32 -D bg:data.test_samples=16 -D bg:run.steps=100000000
+  -D bg:run.eval_every=0 -D bg:run.print_every=100000000 -D bg:run.overwrite=true"
+# short_run KIND FRACTION DIR: one short-step run (alone, polite: --foreground alone, pair: with backgrounds)
+# shellcheck disable=SC2086
+short_run() {
+  case $1 in
+    alone) "$mpiexec" --bind-to core -n 2 $sfg -D "run.out_dir=$3" ;;
+    polite) "$mpiexec" --bind-to core -n 2 $sfg --foreground -D "multiplex.channel=bench-s$$" \
+      -D "multiplex.poll_fraction=$2" -D "run.out_dir=$3" ;;
+    pair) "$mpiexec" --bind-to core -n 2 $sfg $smlp -D "multiplex.poll_fraction=$2" -D "run.out_dir=$3" \
+      -D "bg:run.out_dir=$3-b" ;;
+  esac >"$3.txt" 2>&1 || { echo "bench_multiplex: the short-step $1 run failed:" >&2; tail -n 5 "$3.txt" >&2; exit 1; }
+}
+# sfg_sps LOG: 32 / the median step time after 3 warm-up steps
+sfg_sps() { h5vals "$1" /metrics/step_time | tail -n +4 | median | awk '{ print 32 / $1 }'; }
+r=1
+while [ $r -le "$repeats" ]; do
+  short_run alone - "$tmp/s-alone-$r"
+  sfg_sps "$tmp/s-alone-$r/log.h5" >>"$tmp/s-alone.fg"
+  for f in $fractions; do
+    for k in polite pair; do
+      short_run $k "$f" "$tmp/s-$k-$f-$r"
+      sfg_sps "$tmp/s-$k-$f-$r/log.h5" >>"$tmp/s-$k-$f.fg"
+    done
+    h5vals "$tmp/s-pair-$f-$r-b/bg1/log.h5" /metrics/step | tail -n 1 >>"$tmp/s-pair-$f.steps"
+  done
+  r=$((r + 1))
+done
+salone=$(median <"$tmp/s-alone.fg")
+printf '
+# short steps: vgg-mini 4/8 channels wide, fc 32, global batch 32, %d steps, the same idle plan; alone %.1f samples/s
+' \
+  "$short_steps" "$salone"
+printf '%-14s %22s %22s %22s
+' poll_fraction "polite alone: slowdn" "in-process pair: slowdn" "bg steps (idle rank)"
+for f in $fractions; do
+  awk -v f="$f" -v a="$salone" -v q="$(median <"$tmp/s-polite-$f.fg")" -v p="$(median <"$tmp/s-pair-$f.fg")" \
+    -v k="$(median <"$tmp/s-pair-$f.steps")" 'BEGIN { printf "%-14s %22.3f %22.3f %22d\n", f, a / q, a / p, k }'
+done
+echo "# slowdn: the foreground alone / the row's (medians of $repeats runs); bg steps: the in-process mlp background"
+echo "# beside the idle rank, steps made during the foreground's $short_steps (median)"

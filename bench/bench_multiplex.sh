@@ -40,8 +40,8 @@ trap 'rm -rf "$tmp"' EXIT
 [ -x "$build/tests/make_plan" ] || { echo "bench_multiplex: $build/tests/make_plan is missing (make bench builds it)" >&2; exit 1; }
 
 . "$src/bench/lib.sh"
-# fg_sps LOG: global batch / median step time, skipping the first 3 steps (warm-up)
-fg_sps() { h5vals "$1" /metrics/step_time | tail -n +4 | median | awk -v b="$batch" '{ print b / $1 }'; }
+# fg_sps LOG [BATCH]: global batch (default $batch) / median step time, skipping the first 3 steps (warm-up)
+fg_sps() { h5vals "$1" /metrics/step_time | tail -n +4 | median | awk -v b="${2:-$batch}" '{ print b / $1 }'; }
 
 fg="$train $src/inputs/vgg-mini-fmnist.deck -D data.source=synthetic -D train.global_batch=$batch -D backend.threads=1
   -D data.test_samples=16 -D run.steps=$steps -D run.eval_every=0 -D run.print_every=1000 -D run.overwrite=true"
@@ -153,16 +153,14 @@ short_run() {
       -D "bg:run.out_dir=$3-b" ;;
   esac >"$3.txt" 2>&1 || { echo "bench_multiplex: the short-step $1 run failed:" >&2; tail -n 5 "$3.txt" >&2; exit 1; }
 }
-# sfg_sps LOG: 32 / the median step time after 3 warm-up steps
-sfg_sps() { h5vals "$1" /metrics/step_time | tail -n +4 | median | awk '{ print 32 / $1 }'; }
 r=1
 while [ $r -le "$repeats" ]; do
   short_run alone - "$tmp/s-alone-$r"
-  sfg_sps "$tmp/s-alone-$r/log.h5" >>"$tmp/s-alone.fg"
+  fg_sps "$tmp/s-alone-$r/log.h5" 32 >>"$tmp/s-alone.fg"
   for f in $fractions; do
     for k in polite pair; do
       short_run $k "$f" "$tmp/s-$k-$f-$r"
-      sfg_sps "$tmp/s-$k-$f-$r/log.h5" >>"$tmp/s-$k-$f.fg"
+      fg_sps "$tmp/s-$k-$f-$r/log.h5" 32 >>"$tmp/s-$k-$f.fg"
     done
     h5vals "$tmp/s-pair-$f-$r-b/bg1/log.h5" /metrics/step | tail -n 1 >>"$tmp/s-pair-$f.steps"
   done

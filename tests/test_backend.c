@@ -1618,7 +1618,7 @@ static void test_context(const backend_t *be) {
   tap_ok(c && strcmp(c->device, "host") == 0 && c->stream == NULL && c->index == -1 && be->host_memory &&
              strcmp(c->epilogues, "none") == 0 && c->epilogue_counts.bias_all == 0 && c->epilogue_counts.gelu_all == 0 &&
              strcmp(c->attention, "none") == 0,
-         "%s: context on the host, no stream, no cuBLASLt epilogues or attention tiles", be->name);
+         "%s: context on the host, no stream, no cuBLASLt epilogues or attention kernels", be->name);
   be->synchronize();
 }
 

@@ -369,11 +369,10 @@ extern "C" void cuk_attention_fwd(int B, int T, int C, int H, const float *qkv, 
     case 128: attention_fwd_rf<128>(g, qkv, y, lse, s); return;
     default: break;  // (cuk_attention_rf_fits refused it): the WMMA forward
     }
-    kernels = CUK_ATT_WMMA;
   }
   const fa_geom_t g = fa_geom(B, T, C, H, tile);
   if (fa_blocks(&g) <= 0) return;
-  if (kernels == CUK_ATT_WMMA) attention_fwd<FA_BF16>(g, qkv, y, lse, s);
+  if (kernels != CUK_ATT_FP32) attention_fwd<FA_BF16>(g, qkv, y, lse, s);
   else attention_fwd<FA_FP32>(g, qkv, y, lse, s);
 }
 

@@ -57,12 +57,14 @@ void mux_bg_try_pair(mux_local_t *L) {
   if (L->opt.lower_session && !L->opt.in_process) mux_lower_session(p);
 }
 
-/* The passes' clock (pieces.c): the thread's CPU time on a host; on a device the wall clock, after
- * draining the device where the pass running now is being timed (its kernels are its length). */
-static int64_t pass_clock(mux_local_t *L) {
-  if (!L->opt.device_timed) return mux_thread_cpu_ns();
-  if (mux_device_sync && mux_pieces_timing(&L->pieces)) mux_device_sync();
-  return mux_now_ns();
+/* The passes' clock (pieces.c): the thread's CPU time on a host, the wall clock on a device. */
+static int64_t pass_now(const mux_local_t *L) { return L->opt.device_timed ? mux_now_ns() : mux_thread_cpu_ns(); }
+
+/* The end of the pass running now on that clock: on a device, after draining the device where the
+ * pass is being timed (its kernels are its length). */
+static int64_t pass_end(mux_local_t *L) {
+  if (L->opt.device_timed && mux_device_sync && mux_pieces_timing(&L->pieces)) mux_device_sync();
+  return pass_now(L);
 }
 
 /* The engine's events (core/events.h): every event ends the pass before it; a pass of the
@@ -71,12 +73,14 @@ static void on_event(void *ctx, const ev_t *e) {
   (void)ctx;
   mux_local_t *L = mux_self;
   if (!L || L->role != MUX_ROLE_BACKGROUND) return;
-  mux_pieces_end(&L->pieces, pass_clock(L));
+  int64_t now = pass_end(L);
+  mux_pieces_end(&L->pieces, now);
   if (e->activity != EV_WORK) return;
-  int starts = mux_pieces_begin(&L->pieces, ev_site(e));
-  if (starts) mux_bg_gate(); /* on a device, also drains the last piece's work */
-  /* the gate's own time is not the pass's; a device pass joining a piece is not timed */
-  mux_pieces_clock(&L->pieces, L->opt.device_timed ? mux_now_ns() : mux_thread_cpu_ns());
+  if (mux_pieces_begin(&L->pieces, ev_site(e))) {
+    mux_bg_gate();    /* on a device, also drains the last piece's work */
+    now = pass_now(L); /* the gate's own time is not the pass's */
+  }
+  mux_pieces_clock(&L->pieces, now); /* (on a device a pass joining a piece is not timed) */
 }
 
 void mux_bg_listen(int on) {

@@ -1616,8 +1616,8 @@ static void test_context(const backend_t *be) {
   tap_ok(why && input_error == 1 && strstr(why, "bf16"), "%s: bf16 refused as input: %s", be->name, why ? why : "-");
   const backend_context_t *c = be->context();
   tap_ok(c && strcmp(c->device, "host") == 0 && c->stream == NULL && c->index == -1 && be->host_memory &&
-             strcmp(c->epilogues, "none") == 0 && c->epilogue_counts.bias_all == 0 && c->epilogue_counts.gelu_all == 0 &&
-             strcmp(c->attention, "none") == 0,
+             strcmp(c->epilogues, "none") == 0 && c->epilogue_counts.bias_all == 0 &&
+             c->epilogue_counts.gelu_all == 0 && strcmp(c->attention, "none") == 0,
          "%s: context on the host, no stream, no cuBLASLt epilogues or attention kernels", be->name);
   be->synchronize();
 }

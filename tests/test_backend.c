@@ -1335,7 +1335,7 @@ static void test_attention_memory(const backend_t *be) {
 typedef struct optim_ctx {
   size_t n;
   float lr, mom, wd, b1, b2, eps, bc1, bc2;
-  float gs; /* the gradient's scale (a clipping factor folded into the step) */
+  const float *gs; /* the gradient's scale (a clipping factor folded into the step; a test buffer) or NULL */
   int nesterov, first;
   const float *g;
 } optim_ctx_t;
@@ -1358,14 +1358,15 @@ static void test_sgd(size_t n, float mom, int nesterov, float wd, int first) {
   // the momentum buffer is written on the first step and read after; with mom == 0 it is unused,
   // so it is passed as NULL
   enum out_mode buf_mode = first ? OUT_WRITE : OUT_INOUT;
+  float *gs = buf_const(1, 0.37f);
   for (int clipped = 0; clipped < 2; clipped++) { /* the gradient as it is, and scaled by a clipping factor */
-    o.gs = clipped ? 0.37f : 1.0f;
+    o.gs = clipped ? gs : NULL;
     snprintf(label, sizeof label, "sgd n=%zu mom=%g nesterov=%d wd=%g first=%d gs=%g", n, mom, nesterov, wd, first,
-             o.gs);
+             clipped ? *gs : 1.0f);
     compare_backends(&(op_case_t){label, run_sgd, &o, mom == 0.0f ? 1 : 2,
                                   {{"p", n, OUT_INOUT, 0, p}, {"buf", n, buf_mode, 0, buf}}, 0});
   }
-  tfree(p), tfree(g), tfree(buf);
+  tfree(p), tfree(g), tfree(buf), tfree(gs);
 }
 
 static void test_adamw(size_t n, int t, float wd) {
@@ -1375,14 +1376,15 @@ static void test_adamw(size_t n, int t, float wd) {
   optim_ctx_t o = {.n = n, .lr = 1e-3f, .wd = wd, .b1 = 0.9f, .b2 = 0.999f, .eps = 1e-8f, .g = g};
   o.bc1 = 1.0f - powf(o.b1, (float)t);
   o.bc2 = 1.0f - powf(o.b2, (float)t);
+  float *gs = buf_const(1, 0.37f);
   for (int clipped = 0; clipped < 2; clipped++) { /* the gradient as it is, and scaled by a clipping factor */
-    o.gs = clipped ? 0.37f : 1.0f;
-    snprintf(label, sizeof label, "adamw n=%zu t=%d wd=%g gs=%g", n, t, wd, o.gs);
+    o.gs = clipped ? gs : NULL;
+    snprintf(label, sizeof label, "adamw n=%zu t=%d wd=%g gs=%g", n, t, wd, clipped ? *gs : 1.0f);
     compare_backends(&(op_case_t){label, run_adamw, &o, 3,
                                   {{"p", n, OUT_INOUT, 0, p}, {"m", n, OUT_INOUT, 0, m}, {"v", n, OUT_INOUT, 0, v}},
                                   0});
   }
-  tfree(p), tfree(g), tfree(m), tfree(v);
+  tfree(p), tfree(g), tfree(m), tfree(v), tfree(gs);
 }
 
 /* ---- sums over a long batch: every term of the same sign, so a float sum that runs along the
@@ -1543,16 +1545,57 @@ static void test_by_hand(const backend_t *be) {
          "%s: layernorm [1,2,3,4]: mean 2.5, rstd %.6f, y0 %.6f", nm, rstd, lny[0]);
 
   float sp[1] = {1}, sg[1] = {0.5f}, sb[1] = {0};
-  be->sgd_step(1, sp, sg, sb, 0.1f, 0.9f, 0, 0.0f, 1, 1.0f);
-  be->sgd_step(1, sp, sg, sb, 0.1f, 0.9f, 0, 0.0f, 0, 1.0f);
+  be->sgd_step(1, sp, sg, sb, 0.1f, 0.9f, 0, 0.0f, 1, NULL);
+  be->sgd_step(1, sp, sg, sb, 0.1f, 0.9f, 0, 0.0f, 0, NULL);
   tap_ok(near(sp[0], 0.855, 1e-6) && near(sb[0], 0.95, 1e-6), "%s: sgd momentum two steps p=%.6f", nm, sp[0]);
   sp[0] = 1;
-  be->sgd_step(1, sp, sg, sb, 0.1f, 0.9f, 1, 0.0f, 1, 1.0f);
+  be->sgd_step(1, sp, sg, sb, 0.1f, 0.9f, 1, 0.0f, 1, NULL);
   tap_ok(near(sp[0], 0.905, 1e-6), "%s: sgd nesterov first step p=%.6f", nm, sp[0]);
   float ap[1] = {1}, ag[1] = {0.5f}, amv[2] = {0, 0};
-  be->adamw_step(1, ap, ag, &amv[0], &amv[1], 0.1f, 0.9f, 0.999f, 1e-8f, 0.01f, 0.1f, 0.001f, 1.0f);
+  be->adamw_step(1, ap, ag, &amv[0], &amv[1], 0.1f, 0.9f, 0.999f, 1e-8f, 0.01f, 0.1f, 0.001f, NULL);
   tap_ok(near(ap[0], 0.899, 1e-6) && near(amv[0], 0.05, 1e-6) && near(amv[1], 0.00025, 1e-6),
          "%s: adamw first step p=%.7f", nm, ap[0]);
+}
+
+/* ---- the scalars a trainer keeps in backend memory (train.c) */
+
+/* sumsq_add and xent_add add to what the accumulator holds, with the bits of the host's acc + sumsq
+ * and acc + xent_fwd_bwd; clip_factor writes PyTorch's factor (above max_norm only; 1 at it, below
+ * it, for a norm that is not finite and with clipping off); an optimizer reads its factor from
+ * backend memory. */
+static void test_step_scalars(const backend_t *be) {
+  enum { N = 1001, ROWS = 6, V = 10 };
+  const char *nm = be->name;
+  float *x = buf_uniform(N, -2, 2), *logits = buf_uniform(ROWS * V, -3, 3), *targets = buf_ids(ROWS, V);
+  double *acc = talloc(2 * sizeof *acc);
+  acc[0] = 0.25, acc[1] = 1.5;
+  be->sumsq_add(x, N, &acc[0]);
+  be->sumsq_add(x, N, &acc[0]);
+  be->xent_add(ROWS, V, logits, targets, 0.5f, NULL, &acc[1]);
+  be->synchronize();
+  const double s = be->sumsq(x, N), l = be->xent_fwd_bwd(ROWS, V, logits, targets, 0.5f, NULL);
+  tap_ok(acc[0] == (0.25 + s) + s && acc[1] == 1.5 + l,
+         "%s: sumsq_add twice onto 0.25: %.17g (0.25 + sumsq + sumsq %.17g); xent_add onto 1.5: %.17g (%.17g)", nm,
+         acc[0], (0.25 + s) + s, acc[1], 1.5 + l);
+
+  const double cases[][2] = {{4.0, 1.0}, {0.25, 1.0}, {1.0, 1.0}, {INFINITY, 1.0}, {NAN, 1.0}, {4.0, 0.0}};
+  const float want[] = {(float)(1.0 / (2.0 + 1e-6)), 1.0f, 1.0f, 1.0f, 1.0f, 1.0f};
+  float *gs = talloc(sizeof *gs);
+  for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+    acc[0] = cases[i][0];
+    be->clip_factor(&acc[0], cases[i][1], gs);
+    be->synchronize();
+    tap_ok(*gs == want[i], "%s: clip_factor of squared norm %g to max_norm %g: %.9g (%.9g)", nm, cases[i][0],
+           cases[i][1], *gs, want[i]);
+  }
+
+  float *p = buf_const(1, 1.0f), *g = buf_const(1, 0.5f);
+  *gs = 0.5f;
+  be->sgd_step(1, p, g, NULL, 0.1f, 0.0f, 0, 0.0f, 1, gs);
+  be->synchronize();
+  tap_ok(near(*p, 1.0 - 0.1 * 0.25, 1e-7), "%s: sgd reads the gradient 0.5 scaled by 0.5 from backend memory: p %.7f",
+         nm, *p);
+  tfree(x), tfree(logits), tfree(targets), tfree(acc), tfree(gs), tfree(p), tfree(g);
 }
 
 /* ---- memory ops and registry */
@@ -1633,7 +1676,7 @@ static void test_denormal_mode(void) {
     tap_ok(backend_cpu.open(&o, &input_error) == NULL, "cpu: opens with flush_denormals = %d", on);
     float p[16], g[16], buf[16];
     for (int i = 0; i < 16; i++) p[i] = 1.0f, g[i] = 0.0f, buf[i] = 2e-38f; /* just above FLT_MIN */
-    backend_cpu.sgd_step(16, p, g, buf, 0.1f, 0.5f, 0, 0.0f, 0, 1.0f);              /* buf = 1e-38: a denormal */
+    backend_cpu.sgd_step(16, p, g, buf, 0.1f, 0.5f, 0, 0.0f, 0, NULL);              /* buf = 1e-38: a denormal */
     int zeros = 0, denormal = 0;
     for (int i = 0; i < 16; i++) zeros += buf[i] == 0.0f, denormal += buf[i] > 0.0f && buf[i] < 1.1754944e-38f;
     tap_ok(on ? zeros == 16 : denormal == 16, "cpu, flush_denormals = %d: a momentum decayed below FLT_MIN is %s (%d "
@@ -1994,6 +2037,7 @@ int main(int argc, char **argv) {
       return 77;
     }
     test_memory(backends[0]);
+    test_step_scalars(backends[0]);
     /* the fused attention kernels at GPT-2's context, head sizes 64 and 128, and a head too wide for
      * their shared memory (the composed T x T form) */
     test_attention(2, 1024, 256, 4);
@@ -2008,6 +2052,7 @@ int main(int argc, char **argv) {
     for (int k = 0; k < 2; k++) {
       test_context(backends[k]);
       test_memory(backends[k]);
+      test_step_scalars(backends[k]);
       test_by_hand(backends[k]);
     }
     test_attention_memory(&backend_cpu);

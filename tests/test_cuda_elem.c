@@ -83,7 +83,7 @@ static void test_sgd(size_t n, float mom, int nesterov, float wd, int first) {
   float *p = uniform(n, -1, 1), *g = uniform(n, -1, 1), *buf = uniform(n, -1, 1);
   float *p2 = copy_of(p, n), *buf2 = copy_of(buf, n);
   for (size_t i = 0; i < n; i++) ce_sgd(&p[i], g[i], &buf[i], 0.05f, mom, nesterov, wd, first);
-  ref->sgd_step(n, p2, g, mom == 0.0f ? NULL : buf2, 0.05f, mom, nesterov, wd, first, 1.0f);
+  ref->sgd_step(n, p2, g, mom == 0.0f ? NULL : buf2, 0.05f, mom, nesterov, wd, first, NULL);
   char what[80];
   snprintf(what, sizeof what, "sgd mom=%g nesterov=%d wd=%g first=%d: p", mom, nesterov, wd, first);
   agree(p, p2, n, what);
@@ -99,7 +99,7 @@ static void test_adamw(size_t n, int t, float wd) {
   float *p2 = copy_of(p, n), *m2 = copy_of(m, n), *v2 = copy_of(v, n);
   float b1 = 0.9f, b2 = 0.999f, bc1 = 1.0f - powf(b1, (float)t), bc2 = 1.0f - powf(b2, (float)t);
   for (size_t i = 0; i < n; i++) ce_adamw(&p[i], g[i], &m[i], &v[i], 1e-3f, b1, b2, 1e-8f, wd, bc1, bc2);
-  ref->adamw_step(n, p2, g, m2, v2, 1e-3f, b1, b2, 1e-8f, wd, bc1, bc2, 1.0f);
+  ref->adamw_step(n, p2, g, m2, v2, 1e-3f, b1, b2, 1e-8f, wd, bc1, bc2, NULL);
   char what[64];
   snprintf(what, sizeof what, "adamw t=%d wd=%g: p, m, v", t, wd);
   double e = fmax(rel_diff(p, p2, n), fmax(rel_diff(m, m2, n), rel_diff(v, v2, n)));

@@ -154,6 +154,7 @@ static void train_steps(const graph_t *g, const backend_t *be, int fuse, float *
   optim_t o;
   optim_init(&o, oo, be, n);
   double max_norm = 0;
+  float *gs = be->alloc(1); /* the clipping factor, in backend memory as the optimizer reads it */
   for (int step = 0; step < STEPS; step++) {
     set_batch(&m, g, step);
     model_zero_grads(&m);
@@ -163,13 +164,16 @@ static void train_steps(const graph_t *g, const backend_t *be, int fuse, float *
     const double norm = grad_global_norm(be, m.grads, n);
     if (step == 0) max_norm = 0.5 * norm;
     if (fuse) {
-      optim_step_part(&o, m.params, m.grads, lr, clip_scale(norm, max_norm), 0, n);
+      const float f = clip_scale(norm, max_norm);
+      be->upload(gs, &f, 1);
+      optim_step_part(&o, m.params, m.grads, lr, gs, 0, n);
     } else {
       clip_to_norm(be, m.grads, n, norm, max_norm);
       optim_step(&o, m.params, m.grads, lr);
     }
   }
   be->download(params, m.params, n);
+  be->free(gs);
   optim_free(&o);
   model_free(&m);
 }

@@ -348,6 +348,35 @@ static void check_adamw(const backend_t *be) {
   optim_free(&o);
 }
 
+/* One double of backend memory, zero (the trainer's accumulators), and its value on the host as it
+ * is freed. */
+static double *acc_new(const backend_t *be) { return (double *)(void *)be->alloc(2); }
+static double acc_take(const backend_t *be, double *acc) {
+  double v;
+  be->download((float *)(void *)&v, (const float *)(void *)acc, 2);
+  be->free((float *)(void *)acc);
+  return v;
+}
+
+static double norm_part_value(const backend_t *be, const float *g, size_t lo, size_t hi, const norm_plan_t *p) {
+  double *acc = acc_new(be);
+  norm_part(be, g, lo, hi, p, acc);
+  return acc_take(be, acc);
+}
+
+static double update_sumsq_value(optim_t *o, float *p, const float *g, size_t lo, size_t hi, const size_t *ranges,
+                                 int nranges) {
+  double *acc = acc_new(o->be);
+  optim_step_part_sumsq(o, p, g, 0.05f, lo, hi, ranges, nranges, acc);
+  return acc_take(o->be, acc);
+}
+
+static double ranges_sumsq_value(optim_t *o, float *p, const float *g, float lr, const size_t *upd, int nupd) {
+  double *acc = acc_new(o->be);
+  optim_step_ranges(o, p, g, lr, NULL, upd, nupd, NULL, 0, acc);
+  return acc_take(o->be, acc);
+}
+
 /* norm_ranges_merge sorts ranges and merges those that touch or overlap, dropping empty ones;
  * norm_part sums the squares over the ranges within [lo, hi) (or over all of it without ranges), and
  * norm_update gives the same from the update's pass. */
@@ -367,12 +396,14 @@ static void check_norm_plan(const backend_t *be) {
   }
   float *dg = to_backend(be, g, N), *dp = to_backend(be, g, N);
   norm_plan_t whole = {0}, ranged = {.ranges = r, .nranges = n};
-  double got_all = norm_part(be, dg, 15, 85, &whole), got_in = norm_part(be, dg, 15, 85, &ranged);
+  double got_all = norm_part_value(be, dg, 15, 85, &whole), got_in = norm_part_value(be, dg, 15, 85, &ranged);
   optim_opts_t cfg;
   sgd_config(&cfg, 0.05, 0, 0, 0);
   optim_t o;
   optim_init(&o, cfg, be, N);
-  double fused = norm_update(&o, dp, dg, 0.05f, 15, 85, &ranged);
+  double *acc = acc_new(be);
+  norm_update(&o, dp, dg, 0.05f, 15, 85, &ranged, acc);
+  double fused = acc_take(be, acc);
   tap_ok(fabs(got_all - all) <= 1e-12 * all && fabs(got_in - in) <= 1e-12 * in && fabs(fused - in) <= 1e-12 * in,
          "%s: norm_part over [15, 85) %.6g (%.6g), over the ranges clipped to it %.6g (%.6g); from the update %.6g",
          be->name, got_all, all, got_in, in, fused);
@@ -413,12 +444,12 @@ static void check_update_sumsq(const backend_t *be) {
     optim_init(&b, cfg, be, N);
     double got[2], in_ranges = 0;
     for (int step = 0; step < 2; step++) {
-      optim_step_part(&a, dpa, dg, 0.05f, 1.0f, LO, HI);
-      got[step] = optim_step_part_sumsq(&b, dpb, dg, 0.05f, LO, HI, NULL, 0);
+      optim_step_part(&a, dpa, dg, 0.05f, NULL, LO, HI);
+      got[step] = update_sumsq_value(&b, dpb, dg, LO, HI, NULL, 0);
     }
     { /* a third step over the ranges only: the same parameters again, the squares of the ranges */
-      optim_step_part(&a, dpa, dg, 0.05f, 1.0f, LO, HI);
-      in_ranges = optim_step_part_sumsq(&b, dpb, dg, 0.05f, LO, HI, ranges, 3);
+      optim_step_part(&a, dpa, dg, 0.05f, NULL, LO, HI);
+      in_ranges = update_sumsq_value(&b, dpb, dg, LO, HI, ranges, 3);
     }
     from_backend(be, pa, dpa, N);
     from_backend(be, pb, dpb, N);
@@ -427,9 +458,9 @@ static void check_update_sumsq(const backend_t *be) {
     int same = memcmp(pa, pb, N * sizeof *pa) == 0 && memcmp(ma, mb, N * sizeof *ma) == 0;
     { /* a fourth step over the ranges only (optim_step_ranges): those floats as the whole range's
        * update gives them, the others (parameters and moments) untouched, one step counted */
-      double only = optim_step_ranges(&b, dpb, dg, 0.05f, 1.0f, ranges, 3, NULL, 0, 1);
-      double none = optim_step_ranges(&b, dpb, dg, 0.0f, 1.0f, ranges, 0, NULL, 0, 1);
-      optim_step_part(&a, dpa, dg, 0.05f, 1.0f, LO, HI);
+      double only = ranges_sumsq_value(&b, dpb, dg, 0.05f, ranges, 3);
+      double none = ranges_sumsq_value(&b, dpb, dg, 0.0f, ranges, 0);
+      optim_step_part(&a, dpa, dg, 0.05f, NULL, LO, HI);
       float *qa = xcalloc(N, sizeof *qa), *qb = xcalloc(N, sizeof *qb), *na = xcalloc(N, sizeof *na),
             *nb = xcalloc(N, sizeof *nb);
       from_backend(be, qa, dpa, N);
@@ -484,10 +515,13 @@ static void check_state_ranges(const backend_t *be) {
   optim_t a, b;
   optim_init(&a, cfg, be, N);
   optim_init_ranges(&b, cfg, be, N, ranges, 3);
+  const float half = 0.5f;
+  float *gs = to_backend(be, &half, 1); /* a clipping factor, in backend memory */
   for (int step = 0; step < 3; step++) {
-    optim_step_ranges(&a, dpa, dg, 0.05f, 0.5f, ranges, 3, NULL, 0, 0);
-    optim_step_ranges(&b, dpb, dg, 0.05f, 0.5f, ranges, 3, NULL, 0, 0);
+    optim_step_ranges(&a, dpa, dg, 0.05f, gs, ranges, 3, NULL, 0, NULL);
+    optim_step_ranges(&b, dpb, dg, 0.05f, gs, ranges, 3, NULL, 0, NULL);
   }
+  be->free(gs);
   from_backend(be, pa, dpa, N);
   from_backend(be, pb, dpb, N);
   from_backend(be, ma, a.m, N);

@@ -6,7 +6,9 @@
  * same global batch, a stop request on one rank stops both. Without clipping the norm comes from
  * the update's own pass over the gradients (train.c, optim_step_part_sumsq): a run that clips at a
  * bound never reached takes it in a pass of its own and must see the same norms and end with the
- * same parameters, bit for bit. Run by tests/test_step_collectives.sh. */
+ * same parameters, bit for bit. On 1 rank the loss and the norm stay in backend memory until the step
+ * reads both at once (train.c): one wait for the backend a step (backend_context_t.waits), with or
+ * without clipping (the factor computed there too). Run by tests/test_step_collectives.sh. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,6 +43,7 @@ typedef struct seen {
   double loss[STEPS], norm[STEPS];
   int stop[STEPS];
   long other_calls, dp_calls; /* over all steps */
+  long waits[STEPS];          /* the backend's waits for results (backend_context_t.waits), each step */
   int local_buckets;
   float *params; /* after the steps (host copy, n_params) */
   size_t n_params;
@@ -60,7 +63,9 @@ static void run(comm_t *c, int stopper, const char *clip, seen_t *out) {
   for (int k = 0; k < t.layout->sync->nbuckets; k++) out->local_buckets += t.layout->sync->b[k].local;
   for (int s = 0; s < STEPS; s++) {
     comm_meter_t before = c->meter;
+    long waits = t.be->context()->waits;
     train_stats_t st = trainer_step(&t, s == STOP_AT && c->rank == stopper);
+    out->waits[s] = t.be->context()->waits - waits;
     out->other_calls += (long)(c->meter.calls[TRAFFIC_OTHER] - before.calls[TRAFFIC_OTHER]);
     out->dp_calls += (long)(c->meter.calls[TRAFFIC_DP] - before.calls[TRAFFIC_DP]);
     out->loss[s] = st.loss;
@@ -78,12 +83,15 @@ static double rel(double a, double b) { return fabs(a - b) / (fabs(b) > 1e-30 ? 
 
 int main(int argc, char **argv) {
   tap_mpi_world(&argc, &argv, &world, 2, "test_step_collectives");
-  seen_t two, one, clipped;
+  seen_t two, one, one_clip, clipped;
   run(&world, 1, "", &two);
   run(&world, 1, "clip_norm = 1000000\n", &clipped);
   comm_t alone; /* rank 0 by itself: the same global batch on one rank */
   comm_split(&world, world.rank == 0 ? 0 : -1, 0, &alone);
-  if (world.rank == 0) run(&alone, -1, "", &one);
+  if (world.rank == 0) {
+    run(&alone, -1, "", &one);
+    run(&alone, -1, "clip_norm = 0.5\n", &one_clip);
+  }
   double w[3] = {(double)two.other_calls, (double)two.dp_calls, two.stop[STOP_AT]}; /* the largest of the ranks */
   double m[3] = {-w[0], -w[1], -w[2]};                                             /* and the smallest */
   comm_allreduce_max_double(&world, w, 3, TRAFFIC_OTHER);
@@ -113,7 +121,16 @@ int main(int argc, char **argv) {
                memcmp(two.params, clipped.params, two.n_params * sizeof *two.params) == 0,
            "2 ranks: the norm from the update's pass matches its own pass within 1e-12 (%.1e), and the %zu "
            "parameters end bitwise equal", dc, two.n_params);
+    int once = 1;
+    for (int s = 0; s < STEPS; s++) once &= one.waits[s] == 1 && one_clip.waits[s] == 1;
+    tap_ok(once, "1 rank: a step waits for the backend once, for its loss and norm together, without clipping and "
+                 "clipping (waits a step %ld %ld; %ld %ld; 2 ranks, whose loss rides on the gradients: %ld %ld)",
+           one.waits[0], one.waits[1], one_clip.waits[0], one_clip.waits[1], two.waits[0], two.waits[1]);
+    tap_ok(rel(one_clip.norm[0], one.norm[0]) < 1e-12 && one_clip.norm[0] > 0.5,
+           "1 rank: the step that clips (norm %.6g to 0.5) sees the norm of the step that does not (%.6g)",
+           one_clip.norm[0], one.norm[0]);
     free(one.params);
+    free(one_clip.params);
   }
   free(two.params);
   free(clipped.params);

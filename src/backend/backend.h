@@ -129,6 +129,9 @@ typedef struct backend_context {
   const char *epilogues; /* cuda: the epilogue setting in use, "auto", "bias" or "off"; "none" on the host */
   const char *attention; /* cuda: the attention_kernels setting, "auto", "wmma" or "wmma32"; "none" on the host */
   backend_epilogue_counts_t epilogue_counts; /* as of this call of context() */
+  long waits; /* a running count of the calling thread's waits for results of its queued work (compare two reads):
+               * each download, upload and op that returns a value to the host (on a GPU each synchronises
+               * its stream; host backends count the same calls, though nothing waits there) */
 } backend_context_t;
 
 /* The batch of gemm_grid: batch[0] x batch[1] matrices, each operand's start i*s[0] + j*s[1] floats
@@ -161,6 +164,9 @@ typedef struct gemm_grid {
   X(void, axpy, (size_t n, float a, const float *x, float *y)) /* y += a * x */ \
   X(void, add, (size_t n, const float *a, const float *b, float *y)) /* y = a + b */ \
   X(double, sumsq, (const float *x, size_t n)) /* sum of x^2 (double) */ \
+  /* *acc += sum of x^2, acc one double of backend memory: a norm's parts kept where the \
+   * gradients are, read by the host once a step (train.c); the same bits as acc + sumsq(x, n) */ \
+  X(void, sumsq_add, (const float *x, size_t n, double *acc)) \
   X(int, all_finite, (const float *x, size_t n)) /* 1 if no NaN/Inf */ \
   /* ---- bias: rows-major (rows, cols) with bias per column, or planes (N, C, HW) bias per channel */ \
   X(void, bias_add_rows, (int rows, int cols, const float *b, float *y)) /* y[r,c] += b[c] */ \
@@ -293,6 +299,10 @@ typedef struct gemm_grid {
    * itself (the gradient in place of the logits: model_init_fused). */ \
   X(double, xent_fwd_bwd, (int rows, int V, const float *logits, const float *targets, float grad_scale, \
       float *dlogits)) \
+  /* xent_fwd_bwd with its sum added to *loss (one double of backend memory) instead of returned: \
+   * the same bits as loss + xent_fwd_bwd(..), and no wait for the host on a device */ \
+  X(void, xent_add, (int rows, int V, const float *logits, const float *targets, float grad_scale, \
+      float *dlogits, double *loss)) \
   /* Number of rows whose argmax (first maximum) equals the target. */ \
   X(long, count_correct, (int rows, int V, const float *logits, const float *targets)) \
   /* ---- vocabulary-parallel cross-entropy: this rank holds columns [lo, lo+V) of logits whose rows \
@@ -319,16 +329,20 @@ typedef struct gemm_grid {
   X(double, dot, (const float *x, const float *y, size_t n)) \
   X(void, orthonormalize, (int batch, int n, int r, float *P, size_t sP)) \
   /* ---- optimizers over a flat slab of n floats (one call per step). Both read the gradient as \
-   * gs * g: the clipping factor folded into the step (gs = 1: g as is; otherwise as if g had been \
-   * scaled by gs first, without a pass of its own). \
+   * gs[0] * g: the clipping factor folded into the step, one float of backend memory (so a device \
+   * computes it without the host: clip_factor); gs NULL: g as is; otherwise as if g had been \
+   * scaled by gs[0] first, without a pass of its own. \
    * SGD (PyTorch semantics): g' = g + wd*p; buf = mom*buf + g' (buf = g' when first); \
    *   step = nesterov ? g' + mom*buf : buf; p -= lr*step.  With mom == 0, buf is unused. */ \
   X(void, sgd_step, (size_t n, float *p, const float *g, float *buf, float lr, float mom, int nesterov, float wd, \
-      int first, float gs)) \
+      int first, const float *gs)) \
   /* AdamW (PyTorch): p *= 1 - lr*wd; m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2; \
    *   p -= lr * (m / bc1) / (sqrt(v / bc2) + eps), with bc1 = 1 - b1^t, bc2 = 1 - b2^t. */ \
   X(void, adamw_step, (size_t n, float *p, const float *g, float *m, float *v, float lr, float b1, float b2, \
-      float eps, float wd, float bc1, float bc2, float gs)) \
+      float eps, float wd, float bc1, float bc2, const float *gs)) \
+  /* *gs = the factor that clips a gradient of squared norm *sumsq to the norm max_norm \
+   * (backend/clip_rule.h: max_norm / (norm + 1e-6) above it, else 1; always 1 for max_norm <= 0) */ \
+  X(void, clip_factor, (const double *sumsq, double max_norm, float *gs)) \
   /* ---- fused forms (issue 32), chosen by the model's fusion pass (model_init_fused); each equals the \
    * ops it replaces run one after the other (ref composes exactly those). \
    * linear_gelu_fwd: pre (rows, out) = linear_fwd's x w^T + b (b may be NULL), kept for the backward; \

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "backend/cpu_ops.h"
+#include "backend/host_mem.h"
 #include "core/error.h"
 
 void cpu_fill(float *restrict x, size_t n, float v) {
@@ -42,9 +43,17 @@ CPU_CLONES void cpu_copy_cols(int rows, int cols, const float *restrict src, siz
   }
 }
 
-double cpu_sumsq(const float *restrict x, size_t n) { return cpu_dot(x, x, n); }
+/* The ops that return a value to the host count a wait (backend_context_t.waits); sumsq_add, which
+ * keeps its value in backend memory, does not. */
+double cpu_sumsq(const float *restrict x, size_t n) {
+  host_mem_waited();
+  return cpu_dot_sum(x, x, n);
+}
+
+void cpu_sumsq_add(const float *restrict x, size_t n, double *acc) { *acc += cpu_dot_sum(x, x, n); }
 
 int cpu_all_finite(const float *restrict x, size_t n) {
+  host_mem_waited();
   // A float is NaN or Inf exactly when its exponent bits are all ones.
   const uint32_t exponent = 0x7f800000u;
   uint32_t bad = 0;
@@ -215,7 +224,12 @@ CPU_CLONES void cpu_gelu_bias_bwd(int rows, int cols, const float *restrict pre,
 
 /* ---- low-rank compression */
 
-CPU_CLONES double cpu_dot(const float *restrict x, const float *restrict y, size_t n) {
+double cpu_dot(const float *restrict x, const float *restrict y, size_t n) {
+  host_mem_waited();
+  return cpu_dot_sum(x, y, n);
+}
+
+CPU_CLONES double cpu_dot_sum(const float *restrict x, const float *restrict y, size_t n) {
   double lane[CPU_D_LANES] = {0};
   size_t i = 0;
   for (; i + CPU_D_LANES <= n; i += CPU_D_LANES)

@@ -141,6 +141,9 @@ static inline float cpu_expf(float x) {
 BACKEND_MATH_OPS(CPU_DECLARE)
 #undef CPU_DECLARE
 
+/* The table's dot without counting a wait (backend_context_t.waits): for the ops built on it. */
+double cpu_dot_sum(const float *x, const float *y, size_t n);
+
 /* cpu_fpmode.c: open = host_open, then the denormal modes of o->flush_denormals on this thread;
  * set/get return 0 where the CPU has no such modes (then denormals stay). */
 const char *cpu_open(const backend_options_t *o, int *input_error);

@@ -1,6 +1,7 @@
 /* "cpu" backend optimizer steps over a flat slab of parameters, in float. */
 #include <math.h>
 
+#include "backend/clip_rule.h"
 #include "backend/cpu_ops.h"
 
 /* The gradient as the step reads it: g, or gs g where the clipping factor is folded in (scaled, a
@@ -38,7 +39,8 @@ static inline __attribute__((always_inline)) void cpu_sgd(size_t n, float *restr
 }
 
 CPU_CLONES void cpu_sgd_step(size_t n, float *restrict p, const float *restrict g, float *restrict buf,
-                  float lr, float mom, int nesterov, float wd, int first, float gs) {
+                  float lr, float mom, int nesterov, float wd, int first, const float *gsp) {
+  const float gs = gsp ? *gsp : 1.0f;
   if (gs == 1.0f) cpu_sgd(n, p, g, buf, lr, mom, nesterov, wd, first, gs, 0);
   else cpu_sgd(n, p, g, buf, lr, mom, nesterov, wd, first, gs, 1);
 }
@@ -60,7 +62,10 @@ static inline __attribute__((always_inline)) void cpu_adamw(size_t n, float *res
 
 CPU_CLONES void cpu_adamw_step(size_t n, float *restrict p, const float *restrict g, float *restrict m,
                     float *restrict v, float lr, float b1, float b2, float eps, float wd, float bc1,
-                    float bc2, float gs) {
+                    float bc2, const float *gsp) {
+  const float gs = gsp ? *gsp : 1.0f;
   if (gs == 1.0f) cpu_adamw(n, p, g, m, v, lr, b1, b2, eps, wd, bc1, bc2, gs, 0);
   else cpu_adamw(n, p, g, m, v, lr, b1, b2, eps, wd, bc1, bc2, gs, 1);
 }
+
+void cpu_clip_factor(const double *sumsq, double max_norm, float *gs) { *gs = clip_rule_sumsq(*sumsq, max_norm); }

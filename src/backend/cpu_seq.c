@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "backend/cpu_ops.h"
+#include "backend/host_mem.h"
 #include "core/error.h"
 
 /* ---- layer norm */
@@ -270,8 +271,8 @@ static int cpu_argmax_first(int n, const float *restrict x) {
 }
 
 /* dlogits may be logits (in place): a row's target logit is read before the row is written. */
-CPU_CLONES double cpu_xent_fwd_bwd(int rows, int V, const float *logits, const float *restrict targets,
-                        float grad_scale, float *dlogits) {
+static CPU_CLONES double xent_sum(int rows, int V, const float *logits, const float *restrict targets,
+                                   float grad_scale, float *dlogits) {
   double loss = 0.0;
   for (int r = 0; r < rows; r++) {
     const float *lr = logits + (size_t)r * V;
@@ -293,7 +294,21 @@ CPU_CLONES double cpu_xent_fwd_bwd(int rows, int V, const float *logits, const f
   return loss;
 }
 
+/* The loss returned to the host counts a wait (backend_context_t.waits); kept in backend memory
+ * (xent_add) it does not. */
+double cpu_xent_fwd_bwd(int rows, int V, const float *logits, const float *targets, float grad_scale,
+                        float *dlogits) {
+  host_mem_waited();
+  return xent_sum(rows, V, logits, targets, grad_scale, dlogits);
+}
+
+void cpu_xent_add(int rows, int V, const float *logits, const float *targets, float grad_scale, float *dlogits,
+                  double *loss) {
+  *loss += xent_sum(rows, V, logits, targets, grad_scale, dlogits);
+}
+
 long cpu_count_correct(int rows, int V, const float *restrict logits, const float *restrict targets) {
+  host_mem_waited();
   long correct = 0;
   for (int r = 0; r < rows; r++) correct += cpu_argmax_first(V, logits + (size_t)r * V) == (int)targets[r];
   return correct;

@@ -90,6 +90,7 @@ double *cuda_zeroed_acc(size_t n) {
 }
 
 void cuda_to_host(void *host, const void *dev, size_t bytes) {
+  ctx.pub.waits++;
   cuda_check(cudaMemcpyAsync(host, dev, bytes, cudaMemcpyDeviceToHost, ctx.stream), "cudaMemcpyAsync to host");
   cuda_check(cudaStreamSynchronize(ctx.stream), "cudaStreamSynchronize");
 }
@@ -237,6 +238,7 @@ static void cuda_free(float *p) {
 
 static void cuda_upload(float *dst, const float *host_src, size_t n) {
   if (!n) return;
+  ctx.pub.waits++;
   cuda_check(cudaMemcpyAsync(dst, host_src, n * sizeof(float), cudaMemcpyHostToDevice, ctx.stream), "upload");
   cuda_check(cudaStreamSynchronize(ctx.stream), "cudaStreamSynchronize"); /* host_src is the caller's again */
 }

@@ -102,6 +102,7 @@ void cuda_scale(float *x, size_t n, float a);
 void cuda_axpy(size_t n, float a, const float *x, float *y);
 void cuda_add(size_t n, const float *a, const float *b, float *y);
 double cuda_sumsq(const float *x, size_t n);
+void cuda_sumsq_add(const float *x, size_t n, double *acc);
 double cuda_dot(const float *x, const float *y, size_t n);
 void cuda_orthonormalize(int batch, int n, int r, float *P, size_t sP);
 int cuda_all_finite(const float *x, size_t n);
@@ -144,6 +145,8 @@ void cuda_causal_softmax_bwd(int BH, int T, float scale, const float *p, const f
 void cuda_softmax_rows(int rows, int n, float scale, const float *s, float *p);
 double cuda_xent_fwd_bwd(int rows, int V, const float *logits, const float *targets, float grad_scale,
                          float *dlogits);
+void cuda_xent_add(int rows, int V, const float *logits, const float *targets, float grad_scale, float *dlogits,
+                   double *loss);
 long cuda_count_correct(int rows, int V, const float *logits, const float *targets);
 void cuda_row_max(int rows, int V, const float *logits, float *mx);
 void cuda_xent_shard_stats(int rows, int V, int lo, const float *logits, const float *targets, const float *mx,
@@ -152,9 +155,10 @@ void cuda_xent_shard_bwd(int rows, int V, int lo, const float *logits, const flo
                          const float *sumexp, float grad_scale, float *dlogits);
 void cuda_row_first_index(int rows, int V, int lo, const float *logits, const float *mx, float *first);
 void cuda_sgd_step(size_t n, float *p, const float *g, float *buf, float lr, float mom, int nesterov, float wd,
-                   int first, float gs);
+                   int first, const float *gs);
 void cuda_adamw_step(size_t n, float *p, const float *g, float *m, float *v, float lr, float b1, float b2, float eps,
-                     float wd, float bc1, float bc2, float gs);
+                     float wd, float bc1, float bc2, const float *gs);
+void cuda_clip_factor(const double *sumsq, double max_norm, float *gs);
 /* causal attention (cuda_attention.c): the fused kernels, or the T x T form composed from cuBLAS and
  * the softmax kernels where a head's tiles exceed the device's shared memory */
 size_t cuda_attention_workspace(int T, int hs);
@@ -182,11 +186,14 @@ void cuk_gelu_bwd(size_t n, const float *x, const float *dy, float *dx, int wr, 
 void cuk_bias_add_rows(int rows, int cols, const float *b, float *y, cudaStream_t s);
 /* y[n,c,:] = act(y[n,c,:] + b[c]) over (N, C, HW); b may be NULL (no bias); act is max(0, .) when relu */
 void cuk_bias_planes(int N, int C, int HW, const float *b, int relu, float *y, cudaStream_t s);
-/* the optimizers read the gradient as gs g (the clipping factor folded in) */
+/* the optimizers read the gradient as gs[0] g (the clipping factor folded in, from device memory;
+ * gs NULL: g) */
 void cuk_sgd(size_t n, float *p, const float *g, float *buf, float lr, float mom, int nesterov, float wd, int first,
-             float gs, cudaStream_t s);
+             const float *gs, cudaStream_t s);
 void cuk_adamw(size_t n, float *p, const float *g, float *m, float *v, float lr, float b1, float b2, float eps,
-               float wd, float bc1, float bc2, float gs, cudaStream_t s);
+               float wd, float bc1, float bc2, const float *gs, cudaStream_t s);
+/* *gs = clip_rule_sumsq(*sumsq, max_norm), one thread */
+void cuk_clip_factor(const double *sumsq, double max_norm, float *gs, cudaStream_t s);
 void cuk_embed_fwd(int B, int T, int C, const float *idx, int lo, int V, const float *wte, const float *wpe, float *y,
                    cudaStream_t s);
 /* dx[p,:] += (wr: =) dy[p] / HW */
@@ -230,8 +237,8 @@ void cuk_rowsum(const float *x, long rows, int len, double *out, cudaStream_t s)
 /* out[r*ld + c] = (float)(out[r*ld + c] + acc[r*cols + c]) over (rows, cols): one rounding of the whole sum */
 void cuk_add_acc(const double *acc, long rows, int cols, float *out, long ld, cudaStream_t s);
 /* *out = sum of x[0..n) (double), and *out = sum of squares of float x */
-void cuk_sum_d(const double *x, long n, double *out, cudaStream_t s);
-void cuk_sumsq(const float *x, size_t n, double *out, cudaStream_t s);
+void cuk_sum_d(const double *x, long n, double *out, int add, cudaStream_t s); /* add: *out += */
+void cuk_sumsq(const float *x, size_t n, double *out, int add, cudaStream_t s);
 void cuk_dot(const float *x, const float *y, size_t n, double *out, cudaStream_t s);
 void cuk_orthonormalize(int batch, int n, int r, float *P, size_t sP, double *work, cudaStream_t s);
 /* *flag = 1 when some x[i] is NaN or infinite (flag set to 0 first by the caller) */

@@ -1,6 +1,7 @@
 // Elementwise kernels of the CUDA backend: one thread per output element (grid-stride), the
 // arithmetic from cuda_elem.h. Gathers (col2im, max-pool backward) read every contribution of their
 // own element, so no two threads write one element.
+#include "backend/clip_rule.h"
 #include "backend/cuda_kern.cuh"
 
 using namespace cuk;
@@ -77,29 +78,36 @@ extern "C" void cuk_bias_planes(int N, int C, int HW, const float *b, int relu, 
 // ---- optimizers
 
 __global__ void k_sgd(size_t n, float *p, const float *g, float *buf, float lr, float mom, int nesterov, float wd,
-                      int first, float gs) {
+                      int first, const float *gsp) {
+  const float gs = gsp ? *gsp : 1.0f;
   for (size_t i = first_index(); i < n; i += grid_stride()) {
     float unused = 0.0f;
     ce_sgd(&p[i], g[i] * gs, buf ? &buf[i] : &unused, lr, mom, nesterov, wd, first);
   }
 }
 __global__ void k_adamw(size_t n, float *p, const float *g, float *m, float *v, float lr, float b1, float b2,
-                        float eps, float wd, float bc1, float bc2, float gs) {
+                        float eps, float wd, float bc1, float bc2, const float *gsp) {
+  const float gs = gsp ? *gsp : 1.0f;
   for (size_t i = first_index(); i < n; i += grid_stride())
     ce_adamw(&p[i], g[i] * gs, &m[i], &v[i], lr, b1, b2, eps, wd, bc1, bc2);
 }
 
 extern "C" void cuk_sgd(size_t n, float *p, const float *g, float *buf, float lr, float mom, int nesterov, float wd,
-                        int first, float gs, cudaStream_t s) {
+                        int first, const float *gs, cudaStream_t s) {
   if (!n) return;
   k_sgd<<<blocks_for(n), kThreads, 0, s>>>(n, p, g, mom != 0.0f ? buf : nullptr, lr, mom, nesterov, wd, first, gs);
   CUK_LAUNCHED("sgd_step");
 }
 extern "C" void cuk_adamw(size_t n, float *p, const float *g, float *m, float *v, float lr, float b1, float b2,
-                          float eps, float wd, float bc1, float bc2, float gs, cudaStream_t s) {
+                          float eps, float wd, float bc1, float bc2, const float *gs, cudaStream_t s) {
   if (!n) return;
   k_adamw<<<blocks_for(n), kThreads, 0, s>>>(n, p, g, m, v, lr, b1, b2, eps, wd, bc1, bc2, gs);
   CUK_LAUNCHED("adamw_step");
+}
+__global__ void k_clip_factor(const double *sumsq, double max_norm, float *gs) { *gs = clip_rule_sumsq(*sumsq, max_norm); }
+extern "C" void cuk_clip_factor(const double *sumsq, double max_norm, float *gs, cudaStream_t s) {
+  k_clip_factor<<<1, 1, 0, s>>>(sumsq, max_norm, gs);
+  CUK_LAUNCHED("clip_factor");
 }
 
 // ---- embedding: y (B,T,C)

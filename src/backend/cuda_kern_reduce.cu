@@ -35,21 +35,22 @@ __global__ void k_sum_part(size_t n, F f, double *part) {
   double s = block_sum(acc);
   if (threadIdx.x == 0) part[blockIdx.x] = s;
 }
-__global__ void k_sum_final(const double *part, int nparts, double *out) {
+// *out = the parts' sum, or *out + that sum (add: an accumulator kept on the device)
+__global__ void k_sum_final(const double *part, int nparts, double *out, int add) {
   double acc = 0.0;
   for (int i = (int)threadIdx.x; i < nparts; i += (int)blockDim.x) acc += part[i];
   double s = block_sum(acc);
-  if (threadIdx.x == 0) *out = s;
+  if (threadIdx.x == 0) *out = add ? *out + s : s;
 }
 
 template <typename F>
-void whole_sum(size_t n, F f, double *out, cudaStream_t s, const char *what) {
+void whole_sum(size_t n, F f, double *out, int add, cudaStream_t s, const char *what) {
   unsigned blocks = blocks_for(n);
   if (blocks > (unsigned)kSumBlocks) blocks = kSumBlocks;
   double *part = (double *)cuda_workspace(CUDA_WS_RED, blocks * sizeof(double));
   k_sum_part<<<blocks, kThreads, 0, s>>>(n, f, part);
   CUK_LAUNCHED(what);
-  k_sum_final<<<1, kThreads, 0, s>>>(part, (int)blocks, out);
+  k_sum_final<<<1, kThreads, 0, s>>>(part, (int)blocks, out, add);
   CUK_LAUNCHED(what);
 }
 
@@ -98,16 +99,16 @@ extern "C" void cuk_add_acc(const double *acc, long rows, int cols, float *out, 
   CUK_LAUNCHED("add sums");
 }
 
-extern "C" void cuk_sum_d(const double *x, long n, double *out, cudaStream_t s) {
-  whole_sum((size_t)(n > 0 ? n : 0), DoubleTerm{x}, out, s, "sum");
+extern "C" void cuk_sum_d(const double *x, long n, double *out, int add, cudaStream_t s) {
+  whole_sum((size_t)(n > 0 ? n : 0), DoubleTerm{x}, out, add, s, "sum");
 }
 
-extern "C" void cuk_sumsq(const float *x, size_t n, double *out, cudaStream_t s) {
-  whole_sum(n, SquareTerm{x}, out, s, "sumsq");
+extern "C" void cuk_sumsq(const float *x, size_t n, double *out, int add, cudaStream_t s) {
+  whole_sum(n, SquareTerm{x}, out, add, s, "sumsq");
 }
 
 extern "C" void cuk_dot(const float *x, const float *y, size_t n, double *out, cudaStream_t s) {
-  whole_sum(n, ProductTerm{x, y}, out, s, "dot");
+  whole_sum(n, ProductTerm{x, y}, out, 0, s, "dot");
 }
 
 // Modified Gram-Schmidt of one row-major (n, r) matrix per block (backend.h's orthonormalize): the

@@ -36,9 +36,13 @@ void cuda_gelu_bwd(size_t n, const float *x, const float *dy, float *dx, int wri
 double cuda_sumsq(const float *x, size_t n) {
   if (!n) return 0.0;
   double *dev = cuda_workspace(CUDA_WS_SCALAR, sizeof(double)), host = 0;
-  cuk_sumsq(x, n, dev, cuda_stream());
+  cuk_sumsq(x, n, dev, 0, cuda_stream());
   cuda_to_host(&host, dev, sizeof host);
   return host;
+}
+
+void cuda_sumsq_add(const float *x, size_t n, double *acc) {
+  if (n) cuk_sumsq(x, n, acc, 1, cuda_stream());
 }
 
 double cuda_dot(const float *x, const float *y, size_t n) {
@@ -173,7 +177,7 @@ void cuda_softmax_rows(int rows, int n, float scale, const float *s, float *p) {
 /* The sum of n per-row doubles, on the host. */
 static double sum_to_host(const double *rows, long n) {
   double *dev = cuda_workspace(CUDA_WS_SCALAR, sizeof(double)), host = 0;
-  cuk_sum_d(rows, n, dev, cuda_stream());
+  cuk_sum_d(rows, n, dev, 0, cuda_stream());
   cuda_to_host(&host, dev, sizeof host);
   return host;
 }
@@ -184,6 +188,14 @@ double cuda_xent_fwd_bwd(int rows, int V, const float *logits, const float *targ
   double *loss = cuda_workspace(CUDA_WS_PART, (size_t)rows * sizeof(double));
   cuk_xent_rows(rows, V, logits, targets, grad_scale, dlogits, loss, cuda_stream());
   return sum_to_host(loss, rows);
+}
+
+void cuda_xent_add(int rows, int V, const float *logits, const float *targets, float grad_scale, float *dlogits,
+                   double *loss) {
+  if (rows <= 0) return;
+  double *part = cuda_workspace(CUDA_WS_PART, (size_t)rows * sizeof(double));
+  cuk_xent_rows(rows, V, logits, targets, grad_scale, dlogits, part, cuda_stream());
+  cuk_sum_d(part, rows, loss, 1, cuda_stream());
 }
 
 long cuda_count_correct(int rows, int V, const float *logits, const float *targets) {
@@ -212,13 +224,17 @@ void cuda_row_first_index(int rows, int V, int lo, const float *logits, const fl
 /* ---- optimizers */
 
 void cuda_sgd_step(size_t n, float *p, const float *g, float *buf, float lr, float mom, int nesterov, float wd,
-                   int first, float gs) {
+                   int first, const float *gs) {
   cuk_sgd(n, p, g, buf, lr, mom, nesterov, wd, first, gs, cuda_stream());
 }
 
 void cuda_adamw_step(size_t n, float *p, const float *g, float *m, float *v, float lr, float b1, float b2, float eps,
-                     float wd, float bc1, float bc2, float gs) {
+                     float wd, float bc1, float bc2, const float *gs) {
   cuk_adamw(n, p, g, m, v, lr, b1, b2, eps, wd, bc1, bc2, gs, cuda_stream());
+}
+
+void cuda_clip_factor(const double *sumsq, double max_norm, float *gs) {
+  cuk_clip_factor(sumsq, max_norm, gs, cuda_stream());
 }
 
 /* ---- the fused forms (issue 32), compiled here and not yet run on a GPU: gelu_bias_bwd is one pass

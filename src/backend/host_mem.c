@@ -22,8 +22,22 @@ float *host_mem_alloc(size_t n) {
 
 void host_mem_free(float *p) { free(p); }
 
+static _Thread_local long host_waits; /* backend_context_t.waits of the calling thread */
+
+void host_mem_waited(void) { host_waits++; }
+
 void host_mem_copy(float *dst, const float *src, size_t n) {
   if (n && dst != src) memcpy(dst, src, n * sizeof(float));
+}
+
+void host_mem_upload(float *dst, const float *src, size_t n) {
+  if (n) host_waits++;
+  host_mem_copy(dst, src, n);
+}
+
+void host_mem_download(float *dst, const float *src, size_t n) {
+  if (n) host_waits++;
+  host_mem_copy(dst, src, n);
 }
 
 size_t host_mem_device_used(void) { return 0; }
@@ -47,7 +61,8 @@ void host_close(void) {}
 void host_synchronize(void) {}
 
 const backend_context_t *host_context(void) {
-  static const backend_context_t host = {
+  static _Thread_local backend_context_t host = {
       .device = "host", .index = -1, .precision = "fp32", .epilogues = "none", .attention = "none"};
+  host.waits = host_waits;
   return &host;
 }

@@ -10,8 +10,14 @@
 
 float *host_mem_alloc(size_t n);
 void host_mem_free(float *p);
-/* dst = src, n floats; serves as upload, download and copy. */
+/* dst = src, n floats; serves as copy, and (counted as a wait, backend_context_t.waits) as upload
+ * and download. */
 void host_mem_copy(float *dst, const float *src, size_t n);
+void host_mem_upload(float *dst, const float *src, size_t n);
+void host_mem_download(float *dst, const float *src, size_t n);
+/* Count a wait of the calling thread: a host backend's op that returns a value (what would wait for
+ * its stream on a device). */
+void host_mem_waited(void);
 /* device_used of host backends: no device, 0. */
 size_t host_mem_device_used(void);
 /* set_priority of host backends: the work runs on the process's own threads, whose priority is
@@ -28,7 +34,7 @@ const backend_context_t *host_context(void);
  * backend adds its name, open, set_threads and its ops. */
 #define HOST_BACKEND_SLOTS                                                                                  \
   .host_memory = 1, .close = host_close, .synchronize = host_synchronize, .context = host_context,         \
-  .set_priority = host_set_priority, .alloc = host_mem_alloc, .free = host_mem_free, .upload = host_mem_copy, \
-  .download = host_mem_copy, .copy = host_mem_copy, .device_used = host_mem_device_used
+  .set_priority = host_set_priority, .alloc = host_mem_alloc, .free = host_mem_free, .upload = host_mem_upload, \
+  .download = host_mem_download, .copy = host_mem_copy, .device_used = host_mem_device_used
 
 #endif

@@ -7,6 +7,7 @@
 
 #include "backend/ref_fused.h" /* its fused forms, in the table below */
 #include "backend/backend.h"
+#include "backend/clip_rule.h"
 #include "backend/host_mem.h"
 #include "core/error.h"
 
@@ -71,13 +72,23 @@ static void ref_add(size_t n, const float *a, const float *b, float *y) {
   for (size_t i = 0; i < n; i++) y[i] = a[i] + b[i];
 }
 
-static double ref_sumsq(const float *x, size_t n) {
+/* The ops that return a value to the host count a wait (backend_context_t.waits); their _add forms,
+ * which keep the value in backend memory, do not. */
+static double sum_squares(const float *x, size_t n) {
   double s = 0.0;
   for (size_t i = 0; i < n; i++) s += (double)x[i] * x[i];
   return s;
 }
 
+static double ref_sumsq(const float *x, size_t n) {
+  host_mem_waited();
+  return sum_squares(x, n);
+}
+
+static void ref_sumsq_add(const float *x, size_t n, double *acc) { *acc += sum_squares(x, n); }
+
 static int ref_all_finite(const float *x, size_t n) {
+  host_mem_waited();
   for (size_t i = 0; i < n; i++)
     if (!isfinite(x[i])) return 0;
   return 1;
@@ -594,8 +605,8 @@ static void ref_causal_softmax_bwd(int BH, int T, float scale, const float *p, c
 
 /* ---- softmax cross-entropy */
 
-static double ref_xent_fwd_bwd(int rows, int V, const float *logits, const float *targets,
-                               float grad_scale, float *dlogits) {
+static double xent_sum(int rows, int V, const float *logits, const float *targets, float grad_scale,
+                       float *dlogits) {
   double loss = 0.0;
   for (int r = 0; r < rows; r++) {
     const float *l = logits + (size_t)r * V;
@@ -616,7 +627,19 @@ static double ref_xent_fwd_bwd(int rows, int V, const float *logits, const float
   return loss;
 }
 
+static double ref_xent_fwd_bwd(int rows, int V, const float *logits, const float *targets, float grad_scale,
+                               float *dlogits) {
+  host_mem_waited();
+  return xent_sum(rows, V, logits, targets, grad_scale, dlogits);
+}
+
+static void ref_xent_add(int rows, int V, const float *logits, const float *targets, float grad_scale, float *dlogits,
+                         double *loss) {
+  *loss += xent_sum(rows, V, logits, targets, grad_scale, dlogits);
+}
+
 static long ref_count_correct(int rows, int V, const float *logits, const float *targets) {
+  host_mem_waited();
   long correct = 0;
   for (int r = 0; r < rows; r++) {
     int best = 0;
@@ -671,6 +694,7 @@ static void ref_row_first_index(int rows, int V, int lo, const float *logits, co
 /* ---- low-rank compression */
 
 static double ref_dot(const float *x, const float *y, size_t n) {
+  host_mem_waited();
   double s = 0.0;
   for (size_t i = 0; i < n; i++) s += (double)x[i] * y[i];
   return s;
@@ -701,7 +725,8 @@ static void ref_orthonormalize(int batch, int n, int r, float *P, size_t sP) {
 /* ---- optimizers: the gradient read as gs g is the float product, as a scale op first would leave it */
 
 static void ref_sgd_step(size_t n, float *p, const float *g, float *buf, float lr, float mom,
-                         int nesterov, float wd, int first, float gs) {
+                         int nesterov, float wd, int first, const float *gsp) {
+  const float gs = gsp ? *gsp : 1.0f;
   for (size_t i = 0; i < n; i++) {
     double gi = (double)(g[i] * gs) + (double)wd * p[i];
     double step = gi;
@@ -715,7 +740,8 @@ static void ref_sgd_step(size_t n, float *p, const float *g, float *buf, float l
 }
 
 static void ref_adamw_step(size_t n, float *p, const float *g, float *m, float *v, float lr,
-                           float b1, float b2, float eps, float wd, float bc1, float bc2, float gs) {
+                           float b1, float b2, float eps, float wd, float bc1, float bc2, const float *gsp) {
+  const float gs = gsp ? *gsp : 1.0f;
   for (size_t i = 0; i < n; i++) {
     const float gi = g[i] * gs;
     double pi = (double)p[i] * (1.0 - (double)lr * wd);
@@ -727,6 +753,8 @@ static void ref_adamw_step(size_t n, float *p, const float *g, float *m, float *
     p[i] = (float)pi;
   }
 }
+
+static void ref_clip_factor(const double *sumsq, double max_norm, float *gs) { *gs = clip_rule_sumsq(*sumsq, max_norm); }
 
 /* Every numerical op of backend.h from this backend's function ref_NAME. */
 #define REF_OP(ret, name, params) .name = ref_##name,

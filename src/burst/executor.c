@@ -188,7 +188,8 @@ static void make_sync(burst_exec_t *ex, const gradsync_opts_t *o) {
     group[t] = ex->shared ? -1 : ex->set_of[L->t[t].owner]; /* shared: node_sum sums every tensor */
   }
   gradsync_opts_t with_side = *o;
-  with_side.side = ex->all_ranks_everywhere && !ex->shared ? MODEL_GRAD_SIDE : 0;
+  /* one rank sums nothing: its loss may stay on the device (burst_metrics_t.loss_acc) */
+  with_side.side = ex->all_ranks_everywhere && !ex->shared && ex->world->size > 1 ? MODEL_GRAD_SIDE : 0;
   if (ex->shared) with_side.shard = 0; /* node_sum's slices are the shards (burst/layout.c) */
   gradsync_init(&ex->sync, L, group, ready, ex->sets, ex->world, ex->m.grads, &with_side);
   ex->summed = ex->all_ranks_everywhere &&
@@ -591,7 +592,10 @@ static void run_micro(burst_exec_t *ex, const dataset_t *ds, const uint64_t *ids
   for (int e = 0; e < ex->order.nfwd; e++) forward_event(ex, &ex->order.fwd[e], times);
   double l0 = surge_now();
   ev_raise(EV_WORK, EV_LOSS, 0);
-  if (ex->cnt[out] > 0) *loss += model_loss(m, 0, ex->cnt[out], grad_scale);
+  if (ex->cnt[out] > 0 && mx->loss_on_device)
+    model_loss_add(m, 0, ex->cnt[out], grad_scale, mx->loss_acc);
+  else if (ex->cnt[out] > 0)
+    *loss += model_loss(m, 0, ex->cnt[out], grad_scale);
   if (last && ex->sync.side) put_side(ex, *loss, mx->stop);
   times->forward += surge_now() - l0;
   for (int e = 0; e < ex->order.nbwd; e++) backward_event(ex, &ex->order.bwd[e], last, times);
@@ -604,6 +608,7 @@ void burst_exec_step(burst_exec_t *ex, const dataset_t *ds, const uint64_t *ids,
   m->ids = ids; /* node j's rows are positions lo[j].. of the batch (m->id_lo): dropout keys on ids */
   m->step = (uint64_t)mx->step;
   ex->step_sums = ex->step_overlapped = 0;
+  mx->loss_on_device = mx->loss_acc && !ex->sync.side && !ex->shared;
   double loss = 0;
   for (int u = 0; u < ex->micro; u++) {
     micro_batch(ex, u);

@@ -106,7 +106,11 @@ typedef struct burst_times {
  * the gradient reduction (the loss as a float pair, to about float precision of the sum). */
 typedef struct burst_metrics {
   double loss, stop;
-  long step; /* in: the step's number (dropout's masks) */
+  long step;        /* in: the step's number (dropout's masks) */
+  double *loss_acc; /* in: one double of backend memory (zero) the loss sum may go to, or NULL; it goes
+                     * there (loss_on_device, loss 0) when no reduction of this step needs it on the
+                     * host (no side slots, no node-shared sum) */
+  int loss_on_device;
   int summed;
   int sums, sums_overlapped; /* this rank's sums over a node's ranks (batch norm's) in the step, and of
                               * them those in flight while another node's work ran here */

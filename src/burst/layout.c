@@ -118,10 +118,12 @@ static void plan_update(burst_layout_t *b) {
 static void step(layout_t *l, const dataset_t *ds, const uint64_t *ids, float grad_scale, layout_step_t *out) {
   burst_exec_t *ex = &impl(l)->ex;
   burst_times_t t;
-  burst_metrics_t mx = {.stop = out->stop, .step = out->step};
+  burst_metrics_t mx = {.stop = out->stop, .step = out->step, .loss_acc = out->loss_acc};
   memset(out, 0, sizeof *out);
   burst_exec_step(ex, ds, ids, grad_scale, &mx, &t);
   out->loss = mx.loss;
+  out->loss_acc = mx.loss_acc;
+  out->loss_on_device = mx.loss_on_device;
   out->stop = mx.stop;
   out->summed = mx.summed;
   out->idle = burst_exec_idle(ex);

@@ -182,6 +182,7 @@ static double update_us(step_piece_t *s) {
   model_forward(m, s->batch);
   model_loss(m, 0, s->batch, 1.0f / (float)s->batch);
   model_backward(m, s->batch);
+  double *sumsq = (double *)(void *)m->be->alloc(2); /* one double of backend memory, as the trainer's */
   m->be->synchronize();
   comm_barrier(s->world); /* the ranks' passes end apart (more so on shared cores): their wait for each
                            * other belongs to the passes, not to the metrics reduction timed below */
@@ -190,12 +191,14 @@ static double update_us(step_piece_t *s) {
     (void)m->be->sumsq(m->grads, m->g->params.total);
     optim_step(s->opt, m->params, m->grads, 0.0f);
   } else {
-    (void)optim_step_part_sumsq(s->opt, m->params, m->grads, 0.0f, 0, m->g->params.total, NULL, 0);
+    optim_step_part_sumsq(s->opt, m->params, m->grads, 0.0f, 0, m->g->params.total, NULL, 0, sumsq);
   }
   double metrics[3] = {0, 0, 0};
   comm_allreduce_sum_double(s->world, metrics, 3, TRAFFIC_OTHER);
   m->be->synchronize();
-  return zero + us_since(t0);
+  double us = zero + us_since(t0);
+  m->be->free((float *)(void *)sumsq);
+  return us;
 }
 
 void burst_measure_step(model_t *m, const dataset_t *ds, optim_t *opt, int clips, comm_t *world,

@@ -41,6 +41,10 @@ typedef struct layout_step {
                  * reduction, no collective of their own); 0: sum them over world */
   int idle;     /* 1: this rank had no part in the step's work (a burst plan left it out): it only
                  * waits for the others */
+  double *loss_acc;   /* in: one double of backend memory, zero, where the layout may add the loss sum
+                       * instead of filling `loss` (a device then need not wait for it); NULL: it may not */
+  int loss_on_device; /* 1: the loss sum went to *loss_acc (loss is 0); 0: it is in `loss` (layouts that
+                       * sum it on the host, or keep no accumulator, leave this 0) */
   double data, forward, backward, comm, wait; /* seconds */
   double backward_done;                       /* surge_now() when the backward pass ended */
   int sums, sums_overlapped; /* this rank's sums over a node's ranks inside the passes (batch norm's

@@ -406,14 +406,31 @@ int model_classes(const model_t *m) {
   return (int)(shape_size(g->l[graph_output(g)].out) / (size_t)g->targets_per_sample);
 }
 
-double model_loss(model_t *m, int off, int B, float grad_scale) {
+/* Where samples [off, off+B) of the output's loss are: its logits (masked first), targets and (with
+ * a grad_scale) the logits' gradient, rows x V. */
+typedef struct loss_rows {
+  int rows, V;
+  float *logits, *targets, *dlogits;
+} loss_rows_t;
+
+static loss_rows_t loss_rows(model_t *m, int off, int B, float grad_scale) {
   const graph_t *g = m->g;
   int out = graph_output(g), tps = g->targets_per_sample, V = model_classes(m);
   size_t osz = shape_size(g->l[out].out);
-  logit_mask_apply(m->be, m->logit_mask, B * tps, V, m->act[out] + (size_t)off * osz);
-  float *dlogits = grad_scale != 0.0f ? m->dact[out] + (size_t)off * osz : NULL;
-  return m->be->xent_fwd_bwd(B * tps, V, m->act[out] + (size_t)off * osz, m->targets + (size_t)off * tps,
-                             grad_scale, dlogits);
+  loss_rows_t r = {B * tps, V, m->act[out] + (size_t)off * osz, m->targets + (size_t)off * tps,
+                   grad_scale != 0.0f ? m->dact[out] + (size_t)off * osz : NULL};
+  logit_mask_apply(m->be, m->logit_mask, r.rows, V, r.logits);
+  return r;
+}
+
+double model_loss(model_t *m, int off, int B, float grad_scale) {
+  loss_rows_t r = loss_rows(m, off, B, grad_scale);
+  return m->be->xent_fwd_bwd(r.rows, r.V, r.logits, r.targets, grad_scale, r.dlogits);
+}
+
+void model_loss_add(model_t *m, int off, int B, float grad_scale, double *acc) {
+  loss_rows_t r = loss_rows(m, off, B, grad_scale);
+  m->be->xent_add(r.rows, r.V, r.logits, r.targets, grad_scale, r.dlogits, acc);
 }
 
 long model_correct(const model_t *m, int off, int B) {

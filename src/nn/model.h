@@ -136,6 +136,9 @@ int model_classes(const model_t *m);
  * losses; writes d(loss)/d(logits) * grad_scale into the output's gradient when grad_scale != 0.
  * For a mean over a global batch of N targets, pass grad_scale = 1/N. */
 double model_loss(model_t *m, int off, int B, float grad_scale);
+/* model_loss with the sum added to *acc (one double of backend memory) instead of returned: on a
+ * device nothing waits for it (the trainer reads the step's loss once, train.c). */
+void model_loss_add(model_t *m, int off, int B, float grad_scale, double *acc);
 /* Targets predicted correctly (argmax) on samples [off, off+B). */
 long model_correct(const model_t *m, int off, int B);
 

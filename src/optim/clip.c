@@ -3,16 +3,13 @@
 
 #include <math.h>
 
-// PyTorch's clip_grad_norm_ divides by norm + 1e-6 so a tiny norm never blows up the scale.
-#define CLIP_NORM_EPS 1e-6
+#include "backend/clip_rule.h"
 
 double grad_global_norm(const backend_t *be, const float *grads, size_t n) {
   return sqrt(be->sumsq(grads, n));
 }
 
-float clip_scale(double norm, double max_norm) {
-  return max_norm > 0.0 && isfinite(norm) && norm > max_norm ? (float)(max_norm / (norm + CLIP_NORM_EPS)) : 1.0f;
-}
+float clip_scale(double norm, double max_norm) { return clip_rule(norm, max_norm); }
 
 void clip_to_norm(const backend_t *be, float *grads, size_t n, double norm, double max_norm) {
   const float s = clip_scale(norm, max_norm);

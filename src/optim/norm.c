@@ -23,17 +23,18 @@ int norm_ranges_merge(size_t *r, int n) {
   return k;
 }
 
-double norm_part(const backend_t *be, const float *grads, size_t lo, size_t hi, const norm_plan_t *p) {
-  if (!p->ranges) return hi > lo ? be->sumsq(grads + lo, hi - lo) : 0.0;
-  double sumsq = 0;
+void norm_part(const backend_t *be, const float *grads, size_t lo, size_t hi, const norm_plan_t *p, double *acc) {
+  if (!p->ranges) {
+    if (hi > lo) be->sumsq_add(grads + lo, hi - lo, acc);
+    return;
+  }
   for (int i = 0; i < p->nranges; i++) {
     size_t a = p->ranges[2 * i] > lo ? p->ranges[2 * i] : lo, b = p->ranges[2 * i + 1] < hi ? p->ranges[2 * i + 1] : hi;
-    if (b > a) sumsq += be->sumsq(grads + a, b - a);
+    if (b > a) be->sumsq_add(grads + a, b - a, acc);
   }
-  return sumsq;
 }
 
-double norm_update(optim_t *o, float *params, const float *grads, float lr, size_t lo, size_t hi,
-                   const norm_plan_t *p) {
-  return optim_step_part_sumsq(o, params, grads, lr, lo, hi, p->ranges, p->nranges);
+void norm_update(optim_t *o, float *params, const float *grads, float lr, size_t lo, size_t hi, const norm_plan_t *p,
+                 double *acc) {
+  optim_step_part_sumsq(o, params, grads, lr, lo, hi, p->ranges, p->nranges, acc);
 }

@@ -38,13 +38,14 @@ static inline void norm_ranges_push(size_t *r, int *count, size_t off, size_t n)
  * returns how many are left. For a layout building its plan. */
 int norm_ranges_merge(size_t *r, int n);
 
-/* This rank's part of the squared norm of grads (backend memory) within [lo, hi), apart. */
-double norm_part(const backend_t *be, const float *grads, size_t lo, size_t hi, const norm_plan_t *p);
+/* This rank's part of the squared norm of grads (backend memory) within [lo, hi), apart, added to
+ * *acc (one double of backend memory: on a device it stays there until the host reads it). */
+void norm_part(const backend_t *be, const float *grads, size_t lo, size_t hi, const norm_plan_t *p, double *acc);
 
-/* The optimizer's update of the floats [lo, hi) at rate lr (optim_step_part), returning this rank's
- * part of the squared norm from the same pass (norm_part's value, its blocks added in another
- * order). */
-double norm_update(optim_t *o, float *params, const float *grads, float lr, size_t lo, size_t hi,
-                   const norm_plan_t *p);
+/* The optimizer's update of the floats [lo, hi) at rate lr (optim_step_part), adding this rank's
+ * part of the squared norm from the same pass to *acc (norm_part's value, on a host backend its
+ * blocks added in another order). */
+void norm_update(optim_t *o, float *params, const float *grads, float lr, size_t lo, size_t hi, const norm_plan_t *p,
+                 double *acc);
 
 #endif

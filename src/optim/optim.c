@@ -83,7 +83,7 @@ size_t optim_state_at(const optim_t *o, size_t i) {
 }
 
 void optim_step(optim_t *o, float *params, const float *grads, float lr) {
-  optim_step_part(o, params, grads, lr, 1.0f, 0, o->n);
+  optim_step_part(o, params, grads, lr, NULL, 0, o->n);
 }
 
 static void check_range(const optim_t *o, size_t lo, size_t hi) {
@@ -92,8 +92,8 @@ static void check_range(const optim_t *o, size_t lo, size_t hi) {
                         "%zu", lo, hi, o->n, o->nranges, o->nranges == 1 ? "" : "s", o->lo, o->hi);
 }
 
-/* The update of floats [lo, hi) at step t (t not advanced), reading the gradients as gs grads. */
-static void update_range(const optim_t *o, float *params, const float *grads, float lr, float gs, size_t lo,
+/* The update of floats [lo, hi) at step t (t not advanced), reading the gradients as gs[0] grads. */
+static void update_range(const optim_t *o, float *params, const float *grads, float lr, const float *gs, size_t lo,
                          size_t hi) {
   const backend_t *be = o->be;
   size_t n = hi - lo;
@@ -111,7 +111,7 @@ static void update_range(const optim_t *o, float *params, const float *grads, fl
   }
 }
 
-void optim_step_part(optim_t *o, float *params, const float *grads, float lr, float gs, size_t lo, size_t hi) {
+void optim_step_part(optim_t *o, float *params, const float *grads, float lr, const float *gs, size_t lo, size_t hi) {
   check_range(o, lo, hi);
   update_range(o, params, grads, lr, gs, lo, hi);
   o->t++;
@@ -120,55 +120,51 @@ void optim_step_part(optim_t *o, float *params, const float *grads, float lr, fl
 /* Floats per block: 16 KiB of gradients, in L1 from their squares to their update. */
 enum { SUMSQ_BLOCK_FLOATS = 4096 };
 
-/* The sum of squares of grads over [a, b) within the ranges from *r on (ranges before a are
- * passed over for good: blocks come in order). */
-static double ranges_sumsq(const backend_t *be, const float *grads, size_t a, size_t b, const size_t *ranges,
-                           int nranges, int *r) {
-  if (!ranges) return be->sumsq(grads + a, b - a);
-  double sumsq = 0;
+/* *acc += the sum of squares of grads over [a, b) within the ranges from *r on (ranges before a are
+ * passed over for good: blocks come in order), range by range. */
+static void ranges_sumsq(const backend_t *be, const float *grads, size_t a, size_t b, const size_t *ranges,
+                         int nranges, int *r, double *acc) {
+  if (!ranges) {
+    be->sumsq_add(grads + a, b - a, acc);
+    return;
+  }
   while (*r < nranges && ranges[2 * *r + 1] <= a) ++*r;
   for (int k = *r; k < nranges && ranges[2 * k] < b; k++) {
     size_t from = ranges[2 * k] > a ? ranges[2 * k] : a, to = ranges[2 * k + 1] < b ? ranges[2 * k + 1] : b;
-    if (to > from) sumsq += be->sumsq(grads + from, to - from);
+    if (to > from) be->sumsq_add(grads + from, to - from, acc);
   }
-  return sumsq;
 }
 
 /* The update of [lo, hi) at step t (t not advanced) with the squares of its gradients in the ranges
- * from *r on, block by block. */
-static double update_sumsq(const optim_t *o, float *params, const float *grads, float lr, size_t lo, size_t hi,
-                           const size_t *ranges, int nranges, int *r) {
+ * from *r on added to *acc, block by block. */
+static void update_sumsq(const optim_t *o, float *params, const float *grads, float lr, size_t lo, size_t hi,
+                         const size_t *ranges, int nranges, int *r, double *acc) {
   check_range(o, lo, hi);
   const size_t block = o->be->host_memory ? SUMSQ_BLOCK_FLOATS : hi - lo; /* a device: one call each */
-  double sumsq = 0;
   for (size_t at = lo; at < hi; at += block) {
     size_t end = hi - at < block ? hi : at + block;
-    sumsq += ranges_sumsq(o->be, grads, at, end, ranges, nranges, r);
-    update_range(o, params, grads, lr, 1.0f, at, end);
+    ranges_sumsq(o->be, grads, at, end, ranges, nranges, r, acc);
+    update_range(o, params, grads, lr, NULL, at, end);
   }
-  return sumsq;
 }
 
-double optim_step_part_sumsq(optim_t *o, float *params, const float *grads, float lr, size_t lo, size_t hi,
-                             const size_t *ranges, int nranges) {
+void optim_step_part_sumsq(optim_t *o, float *params, const float *grads, float lr, size_t lo, size_t hi,
+                           const size_t *ranges, int nranges, double *acc) {
   int r = 0;
-  double sumsq = update_sumsq(o, params, grads, lr, lo, hi, ranges, nranges, &r);
+  update_sumsq(o, params, grads, lr, lo, hi, ranges, nranges, &r, acc);
   o->t++;
-  return sumsq;
 }
 
-double optim_step_ranges(optim_t *o, float *params, const float *grads, float lr, float gs, const size_t *upd,
-                         int nupd, const size_t *ranges, int nranges, int with_sumsq) {
-  double sumsq = 0;
+void optim_step_ranges(optim_t *o, float *params, const float *grads, float lr, const float *gs, const size_t *upd,
+                       int nupd, const size_t *ranges, int nranges, double *acc) {
   int r = 0;
   for (int i = 0; i < nupd; i++) {
-    if (with_sumsq) {
-      sumsq += update_sumsq(o, params, grads, lr, upd[2 * i], upd[2 * i + 1], ranges, nranges, &r);
+    if (acc) {
+      update_sumsq(o, params, grads, lr, upd[2 * i], upd[2 * i + 1], ranges, nranges, &r, acc);
     } else {
       check_range(o, upd[2 * i], upd[2 * i + 1]);
       update_range(o, params, grads, lr, gs, upd[2 * i], upd[2 * i + 1]);
     }
   }
   o->t++;
-  return sumsq;
 }

@@ -83,23 +83,25 @@ void optim_free(optim_t *o);
 void optim_step(optim_t *o, float *params, const float *grads, float lr);
 /* optim_step on the floats [lo, hi) of the slabs only (params, grads and the moments there): a
  * rank that updates its part of a slab shared with others (sync/node_sum.h); the gradients are read
- * as gs grads (clip_scale's factor folded into the step; 1: as they are), the slab left unscaled. */
-void optim_step_part(optim_t *o, float *params, const float *grads, float lr, float gs, size_t lo, size_t hi);
-/* optim_step_part that also returns the sum of the squares of the gradients it read (in double)
- * that lie in the sorted, disjoint float ranges [ranges[2i], ranges[2i+1]) (ranges NULL: all of
- * [lo, hi)): on a host-memory backend block by block, each block's squares taken just before its
- * update reads it again from L1, so the step reads the gradients from memory once rather than once
- * more for their norm (a trainer that does not clip takes the norm here). */
-double optim_step_part_sumsq(optim_t *o, float *params, const float *grads, float lr, size_t lo, size_t hi,
-                             const size_t *ranges, int nranges);
+ * as gs[0] grads (gs one float of backend memory: the clipping factor folded into the step,
+ * clip_scale's or the backend's clip_factor; NULL: as they are), the slab left unscaled. */
+void optim_step_part(optim_t *o, float *params, const float *grads, float lr, const float *gs, size_t lo, size_t hi);
+/* optim_step_part that also adds to *acc (one double of backend memory) the sum of the squares of
+ * the gradients it read that lie in the sorted, disjoint float ranges [ranges[2i], ranges[2i+1])
+ * (ranges NULL: all of [lo, hi)), range by range: on a host-memory backend block by block, each
+ * block's squares taken just before its update reads it again from L1, so the step reads the
+ * gradients from memory once rather than once more for their norm (a trainer that does not clip
+ * takes the norm here). */
+void optim_step_part_sumsq(optim_t *o, float *params, const float *grads, float lr, size_t lo, size_t hi,
+                           const size_t *ranges, int nranges, double *acc);
 /* One step (t += 1) that updates only the sorted, disjoint float ranges [upd[2i], upd[2i+1]) of
  * the slabs (nupd of them): a rank that updates only the tensors it holds (a burst plan's nodes of
- * this rank; the others' parameters and moments stay as they were). with_sumsq: also returns, as
- * optim_step_part_sumsq does, the sum of the squares of the gradients in `ranges` (NULL: all of
- * upd) that lie within upd (the gradients read as they are); else none are taken, the gradients
- * are read scaled by gs (the clipping factor, as optim_step_part's), and it returns 0. */
-double optim_step_ranges(optim_t *o, float *params, const float *grads, float lr, float gs, const size_t *upd,
-                         int nupd, const size_t *ranges, int nranges, int with_sumsq);
+ * this rank; the others' parameters and moments stay as they were). acc not NULL: also adds to
+ * *acc, as optim_step_part_sumsq does, the squares of the gradients in `ranges` (NULL: all of upd)
+ * that lie within upd (the gradients read as they are); acc NULL: none are taken, and the
+ * gradients are read scaled by gs (the clipping factor, as optim_step_part's). */
+void optim_step_ranges(optim_t *o, float *params, const float *grads, float lr, const float *gs, const size_t *upd,
+                       int nupd, const size_t *ranges, int nranges, double *acc);
 
 /* Learning rate at step (0-based). "constant": s->lr. "cosine": linear warm-up
  * lr*(step+1)/warmup for step < warmup, then min_lr + 0.5*(lr - min_lr)*(1 + cos(pi*progress))

@@ -72,11 +72,13 @@ void trainer_init(trainer_t *t, const config_t *cfg, const deck_t *deck, comm_t 
                      l->sharded_state ? l->update_hi : l->local->total);
   sampler_init_for(&t->sampler, t->ds, cfg->seed);
   t->ids = xcalloc((size_t)cfg->global_batch, sizeof *t->ids);
+  t->scalars = t->be->alloc(TRAIN_SCALAR_FLOATS);
   t->rss_peak_steps = rss_peak_bytes(); /* a run without steps (resumed at its end): the set-up's */
   note_device_peak(t);
 }
 
 void trainer_free(trainer_t *t) {
+  if (t->scalars) t->be->free(t->scalars);
   layout_free(t->layout);
   free(t->ids);
   sampler_free(&t->sampler);
@@ -113,21 +115,94 @@ static void check_finite(const trainer_t *t, const train_stats_t *s) {
                         t->step + 1, isfinite(s->loss) ? "gradient" : "loss", s->loss, s->grad_norm);
 }
 
-/* This rank's part of the update at rate lr, its seconds added to *update_s; with_norm: returns
- * this rank's part of the squared gradient norm from the update's own pass (else 0); gs: the
- * clipping factor the step applies to the gradients as it reads them (1: none). */
-static double update_part(trainer_t *t, float lr, int with_norm, float gs, double *update_s) {
+/* The trainer's scalars (train.h) in backend memory. */
+static double *loss_acc(const trainer_t *t) { return (double *)(void *)t->scalars; }
+static double *sumsq_acc(const trainer_t *t) { return (double *)(void *)t->scalars + 1; }
+static float *clip_factor(const trainer_t *t) { return (float *)(void *)((double *)(void *)t->scalars + 2); }
+
+/* The loss sum and the squared norm part, on the host: on a device, the step's one wait for it. */
+static void read_scalars(const trainer_t *t, double out[2]) {
+  t->be->download((float *)(void *)out, t->scalars, 2 * sizeof(double) / sizeof(float)); /* a byte copy */
+}
+
+/* This rank's part of the update at rate lr, its seconds added to *update_s; sumsq not NULL: adds
+ * this rank's part of the squared gradient norm, from the update's own pass, to it (backend
+ * memory); gs: the clipping factor (backend memory) the step applies to the gradients as it reads
+ * them (NULL: none). */
+static void update_part(trainer_t *t, float lr, double *sumsq, const float *gs, double *update_s) {
   layout_t *l = t->layout;
   ev_raise(EV_WORK, EV_UPDATE, 0);
-  double u0 = surge_now(), part = 0;
+  double u0 = surge_now();
   if (l->update_ranges)
-    part = optim_step_ranges(&t->opt, l->m->params, l->m->grads, lr, gs, l->update_ranges, l->nupdate_ranges,
-                             l->norm.ranges, l->norm.nranges, with_norm);
-  else if (with_norm)
-    part = norm_update(&t->opt, l->m->params, l->m->grads, lr, l->update_lo, l->update_hi, &l->norm);
+    optim_step_ranges(&t->opt, l->m->params, l->m->grads, lr, gs, l->update_ranges, l->nupdate_ranges,
+                      l->norm.ranges, l->norm.nranges, sumsq);
+  else if (sumsq)
+    norm_update(&t->opt, l->m->params, l->m->grads, lr, l->update_lo, l->update_hi, &l->norm, sumsq);
   else
     optim_step_part(&t->opt, l->m->params, l->m->grads, lr, gs, l->update_lo, l->update_hi);
   *update_s += surge_now() - u0;
+}
+
+/* The update where the host needs nothing before it: the norm is this rank's own (no sum over the
+ * ranks) and the loss and stop are summed already. The clipping factor is computed where the
+ * gradients are (clip_factor), and the loss and norm read once, after the update is queued: on a
+ * device the step waits for the host once. The norm is checked after the update (the parameters in
+ * memory are lost with the run, the checkpoint is not). */
+static void update_local(trainer_t *t, const layout_step_t *ls, double clip_norm, double targets, train_stats_t *s,
+                         double *update_s) {
+  layout_t *l = t->layout;
+  if (clip_norm > 0) {
+    norm_part(t->be, l->m->grads, l->update_lo, l->update_hi, &l->norm, sumsq_acc(t));
+    t->be->clip_factor(sumsq_acc(t), clip_norm, clip_factor(t));
+    update_part(t, (float)s->lr, NULL, clip_factor(t), update_s);
+  } else {
+    update_part(t, (float)s->lr, sumsq_acc(t), NULL, update_s);
+  }
+  double v[2];
+  read_scalars(t, v);
+  s->loss = (ls->loss_on_device ? v[0] : ls->loss) / targets;
+  s->grad_norm = sqrt(v[1]);
+  s->stop = ls->stop > 0;
+  check_finite(t, s);
+}
+
+/* The update where the host sums first: this rank's part of the squared norm (from the update's own
+ * pass without clipping; with clipping apart, before the update, and summed first where the layout
+ * sums it), then the loss, the norm's parts and stop requests of every rank, summed by the layout on
+ * the gradient reduction where it could, else here in one reduction. Returns this rank's part of
+ * the norm for a layout that sums it at `updated`. */
+static double update_summed(trainer_t *t, const layout_step_t *ls, int stop_request, double clip_norm,
+                            double targets, train_stats_t *s, double *update_s) {
+  layout_t *l = t->layout;
+  const norm_plan_t *np = &l->norm;
+  int clip = clip_norm > 0;
+  if (clip) norm_part(t->be, l->m->grads, l->update_lo, l->update_hi, np, sumsq_acc(t));
+  else update_part(t, (float)s->lr, sumsq_acc(t), NULL, update_s);
+  double v[2];
+  read_scalars(t, v);
+  double part = v[1], loss = ls->loss_on_device ? v[0] : ls->loss;
+  if (clip && np->sum == NORM_SUM_LAYOUT) {
+    ev_raise(EV_COLLECTIVE, EV_METRICS, 0);
+    part = l->ops->norm_sum(l, part);
+  }
+  double sums[3] = {loss, np->sum == NORM_SUM_JOB ? part : 0.0, ls->summed ? ls->stop : stop_request ? 1.0 : 0.0};
+  if (!ls->summed && ls->idle) { /* a rank left out of the step waits here for the others' whole step */
+    ev_raise(EV_WAIT, EV_METRICS, 0);
+    comm_allreduce_sum_double_waiting(t->world, sums, 3, TRAFFIC_OTHER);
+  } else if (!ls->summed) {
+    ev_raise(EV_COLLECTIVE, EV_METRICS, 0);
+    comm_allreduce_sum_double(t->world, sums, 3, TRAFFIC_OTHER);
+  }
+  s->stop = sums[2] > 0;
+  s->loss = sums[0] / targets;
+  s->grad_norm = sqrt(np->sum == NORM_SUM_JOB ? sums[1] : part); /* NaN or Inf when a gradient is */
+  /* a norm from the update is checked after it; one the layout sums at `updated` is checked there */
+  if (clip || np->sum != NORM_SUM_LAYOUT) check_finite(t, s);
+  if (clip) { /* the clipping factor is folded into the update: no pass of its own over the gradients */
+    float gs = clip_scale(s->grad_norm, clip_norm);
+    if (gs != 1.0f) t->be->upload(clip_factor(t), &gs, 1);
+    update_part(t, (float)s->lr, NULL, gs != 1.0f ? clip_factor(t) : NULL, update_s);
+  }
   return part;
 }
 
@@ -137,46 +212,24 @@ train_stats_t trainer_step(trainer_t *t, int stop_request) {
   layout_t *l = t->layout;
   const norm_plan_t *np = &l->norm;
   double t0 = surge_now();
+  long waits = t->be->context()->waits;
   double targets = (double)t->cfg.global_batch * (double)t->g.targets_per_sample;
   ev_raise(EV_WORK, EV_STEP, 0);
   sampler_batch(&t->sampler, t->step, t->cfg.global_batch, t->ids);
-  layout_step_t ls = {.stop = stop_request ? 1.0 : 0.0, .step = t->step};
+  t->be->fill(t->scalars, TRAIN_SCALAR_FLOATS, 0.0f); /* the step's sums start from zero */
+  layout_step_t ls = {.stop = stop_request ? 1.0 : 0.0, .step = t->step, .loss_acc = loss_acc(t)};
   l->ops->step(l, t->ds, t->ids, (float)(1.0 / targets), &ls);
   if (np->sum == NORM_SUM_JOB && ls.summed)
     surge_runtime_error("the %s layout sums its metrics itself but leaves the norm to the job (a layout bug)", l->name);
 
   s.lr = lr_at(&t->opt.schedule, t->step);
   double update_s = 0, t1 = surge_now();
-  /* this rank's part of the squared gradient norm (optim/norm.h): without clipping from the update's
-   * own pass, before the metrics; with clipping apart, before the update, and summed first where
-   * the layout sums it */
-  double clip_norm = optim_opts(&t->cfg)->clip_norm;
-  int clip = clip_norm > 0, at_updated = !clip && np->sum == NORM_SUM_LAYOUT;
-  double part = clip ? norm_part(t->be, l->m->grads, l->update_lo, l->update_hi, np)
-                     : update_part(t, (float)s.lr, 1, 1.0f, &update_s);
-  if (clip && np->sum == NORM_SUM_LAYOUT) {
-    ev_raise(EV_COLLECTIVE, EV_METRICS, 0);
-    part = l->ops->norm_sum(l, part);
-  }
-
-  /* loss, the norm's parts and stop requests of every rank: summed by the layout on the gradient
-   * reduction where it can, else here in one reduction */
-  double sums[3] = {ls.loss, np->sum == NORM_SUM_JOB ? part : 0.0, ls.summed ? ls.stop : stop_request ? 1.0 : 0.0};
-  if (!ls.summed && ls.idle) { /* a rank left out of the step waits here for the others' whole step */
-    ev_raise(EV_WAIT, EV_METRICS, 0);
-    comm_allreduce_sum_double_waiting(t->world, sums, 3, TRAFFIC_OTHER);
-  } else if (!ls.summed) {
-    ev_raise(EV_COLLECTIVE, EV_METRICS, 0);
-    comm_allreduce_sum_double(t->world, sums, 3, TRAFFIC_OTHER);
-  }
-  s.stop = sums[2] > 0;
-  s.loss = sums[0] / targets;
-  s.grad_norm = sqrt(np->sum == NORM_SUM_JOB ? sums[1] : part); /* NaN or Inf when a gradient is */
-  /* a norm from the update is checked after it: the parameters in memory are lost with the run,
-   * the checkpoint is not; one the layout sums at `updated` is checked there */
-  if (!at_updated) check_finite(t, &s);
-  if (clip) /* the clipping factor is folded into the update: no pass of its own over the gradients */
-    update_part(t, (float)s.lr, 0, clip_scale(s.grad_norm, clip_norm), &update_s);
+  double clip_norm = optim_opts(&t->cfg)->clip_norm, part = 0;
+  int at_updated = clip_norm <= 0 && np->sum == NORM_SUM_LAYOUT;
+  if (ls.summed && np->sum == NORM_SUM_NONE)
+    update_local(t, &ls, clip_norm, targets, &s, &update_s);
+  else
+    part = update_summed(t, &ls, stop_request, clip_norm, targets, &s, &update_s);
   double t3 = surge_now();
   if (l->ops->updated) { /* the others' parts: waiting for them is communication, not the update */
     ev_raise(EV_COLLECTIVE, EV_SYNC, 0);
@@ -188,6 +241,8 @@ train_stats_t trainer_step(trainer_t *t, int stop_request) {
   }
   t->step++;
   s.step = t->step;
+  t->step_waits += t->be->context()->waits - waits;
+  t->steps_run++;
   double t4 = surge_now();
 
   s.seconds = t4 - t0;

@@ -134,7 +134,8 @@ echo "device-check: attention benchmark done ($(elapsed) s)"
 # 3 x the forward FLOPs per sample the run prints (its graph's count: attention over the whole
 # T x T) and llm.c's (6 N + 6 L C T) per token (gpt2_estimate_mfu: N parameters, L layers, width
 # C, context T), with the run's cuBLASLt epilogue setting (backend.epilogues) and how many of its
-# linear forwards took them; then the GPU memory line the run prints. Exit 1 when the run failed.
+# linear forwards took them; then the GPU memory line the run prints and its waits for the device a
+# step (1 rank: the data's uploads and one read of the loss and norm). Exit 1 when the run failed.
 gpt_run() {
   tag=$1 deck=$2 prec=$3
   shift 3
@@ -161,6 +162,7 @@ gpt_run() {
         b, T, sps * T, t * 1e3, mfu, mf, llmc, N, pk * 1e-12, epi
     }' || return 1
   grep -a "^device memory" "$logs/gpt-$tag.txt" | head -n 1
+  grep -a "^waits for the device" "$logs/gpt-$tag.txt" | head -n 1
 }
 # gpt2_shards: llm.c token shards of GPT-2's vocabulary (a seeded text, tests/write_shard.py) for
 # inputs/gpt2-124m.deck at its full shape; prints the -D options that read them.

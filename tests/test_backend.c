@@ -1577,6 +1577,14 @@ static void test_step_scalars(const backend_t *be) {
   tap_ok(acc[0] == (0.25 + s) + s && acc[1] == 1.5 + l,
          "%s: sumsq_add twice onto 0.25: %.17g (0.25 + sumsq + sumsq %.17g); xent_add onto 1.5: %.17g (%.17g)", nm,
          acc[0], (0.25 + s) + s, acc[1], 1.5 + l);
+  float *pair = talloc(2 * sizeof *pair);
+  acc[0] = 1.0 / 3.0;
+  be->float_pair(&acc[0], pair);
+  be->synchronize();
+  tap_ok(pair[0] == (float)(1.0 / 3.0) && pair[1] == (float)(1.0 / 3.0 - (double)(float)(1.0 / 3.0)) &&
+             fabs((double)pair[0] + (double)pair[1] - 1.0 / 3.0) < 1e-15,
+         "%s: float_pair of 1/3: %.9g + %.9g, their sum within 1e-15", nm, pair[0], pair[1]);
+  tfree(pair);
 
   const double cases[][2] = {{4.0, 1.0}, {0.25, 1.0}, {1.0, 1.0}, {INFINITY, 1.0}, {NAN, 1.0}, {4.0, 0.0}};
   const float want[] = {(float)(1.0 / (2.0 + 1e-6)), 1.0f, 1.0f, 1.0f, 1.0f, 1.0f};

@@ -303,6 +303,9 @@ typedef struct gemm_grid {
    * the same bits as loss + xent_fwd_bwd(..), and no wait for the host on a device */ \
   X(void, xent_add, (int rows, int V, const float *logits, const float *targets, float grad_scale, \
       float *dlogits, double *loss)) \
+  /* pair[0] = (float)*x, pair[1] = (float)(*x - pair[0]), x and pair in backend memory: a double \
+   * carried through a float sum as two floats (the loss in the gradient sync's side slots) */ \
+  X(void, float_pair, (const double *x, float *pair)) \
   /* Number of rows whose argmax (first maximum) equals the target. */ \
   X(long, count_correct, (int rows, int V, const float *logits, const float *targets)) \
   /* ---- vocabulary-parallel cross-entropy: this rank holds columns [lo, lo+V) of logits whose rows \

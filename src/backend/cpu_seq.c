@@ -307,6 +307,11 @@ void cpu_xent_add(int rows, int V, const float *logits, const float *targets, fl
   *loss += xent_sum(rows, V, logits, targets, grad_scale, dlogits);
 }
 
+void cpu_float_pair(const double *x, float *pair) {
+  pair[0] = (float)*x;
+  pair[1] = (float)(*x - (double)pair[0]);
+}
+
 long cpu_count_correct(int rows, int V, const float *restrict logits, const float *restrict targets) {
   host_mem_waited();
   long correct = 0;

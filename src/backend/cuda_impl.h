@@ -147,6 +147,7 @@ double cuda_xent_fwd_bwd(int rows, int V, const float *logits, const float *targ
                          float *dlogits);
 void cuda_xent_add(int rows, int V, const float *logits, const float *targets, float grad_scale, float *dlogits,
                    double *loss);
+void cuda_float_pair(const double *x, float *pair);
 long cuda_count_correct(int rows, int V, const float *logits, const float *targets);
 void cuda_row_max(int rows, int V, const float *logits, float *mx);
 void cuda_xent_shard_stats(int rows, int V, int lo, const float *logits, const float *targets, const float *mx,
@@ -194,6 +195,8 @@ void cuk_adamw(size_t n, float *p, const float *g, float *m, float *v, float lr,
                float wd, float bc1, float bc2, const float *gs, cudaStream_t s);
 /* *gs = clip_rule_sumsq(*sumsq, max_norm), one thread */
 void cuk_clip_factor(const double *sumsq, double max_norm, float *gs, cudaStream_t s);
+/* backend.h's float_pair, one thread */
+void cuk_float_pair(const double *x, float *pair, cudaStream_t s);
 void cuk_embed_fwd(int B, int T, int C, const float *idx, int lo, int V, const float *wte, const float *wpe, float *y,
                    cudaStream_t s);
 /* dx[p,:] += (wr: =) dy[p] / HW */

@@ -104,7 +104,17 @@ extern "C" void cuk_adamw(size_t n, float *p, const float *g, float *m, float *v
   k_adamw<<<blocks_for(n), kThreads, 0, s>>>(n, p, g, m, v, lr, b1, b2, eps, wd, bc1, bc2, gs);
   CUK_LAUNCHED("adamw_step");
 }
-__global__ void k_clip_factor(const double *sumsq, double max_norm, float *gs) { *gs = clip_rule_sumsq(*sumsq, max_norm); }
+__global__ void k_float_pair(const double *x, float *pair) {
+  pair[0] = (float)*x;
+  pair[1] = (float)(*x - (double)pair[0]);
+}
+extern "C" void cuk_float_pair(const double *x, float *pair, cudaStream_t s) {
+  k_float_pair<<<1, 1, 0, s>>>(x, pair);
+  CUK_LAUNCHED("float_pair");
+}
+__global__ void k_clip_factor(const double *sumsq, double max_norm, float *gs) {
+  *gs = clip_rule_sumsq(*sumsq, max_norm);
+}
 extern "C" void cuk_clip_factor(const double *sumsq, double max_norm, float *gs, cudaStream_t s) {
   k_clip_factor<<<1, 1, 0, s>>>(sumsq, max_norm, gs);
   CUK_LAUNCHED("clip_factor");

@@ -198,6 +198,8 @@ void cuda_xent_add(int rows, int V, const float *logits, const float *targets, f
   cuk_sum_d(part, rows, loss, 1, cuda_stream());
 }
 
+void cuda_float_pair(const double *x, float *pair) { cuk_float_pair(x, pair, cuda_stream()); }
+
 long cuda_count_correct(int rows, int V, const float *logits, const float *targets) {
   if (rows <= 0) return 0;
   double *hit = cuda_workspace(CUDA_WS_PART, (size_t)rows * sizeof(double));

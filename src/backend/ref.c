@@ -638,6 +638,11 @@ static void ref_xent_add(int rows, int V, const float *logits, const float *targ
   *loss += xent_sum(rows, V, logits, targets, grad_scale, dlogits);
 }
 
+static void ref_float_pair(const double *x, float *pair) {
+  pair[0] = (float)*x;
+  pair[1] = (float)(*x - (double)pair[0]);
+}
+
 static long ref_count_correct(int rows, int V, const float *logits, const float *targets) {
   host_mem_waited();
   long correct = 0;
@@ -754,7 +759,9 @@ static void ref_adamw_step(size_t n, float *p, const float *g, float *m, float *
   }
 }
 
-static void ref_clip_factor(const double *sumsq, double max_norm, float *gs) { *gs = clip_rule_sumsq(*sumsq, max_norm); }
+static void ref_clip_factor(const double *sumsq, double max_norm, float *gs) {
+  *gs = clip_rule_sumsq(*sumsq, max_norm);
+}
 
 /* Every numerical op of backend.h from this backend's function ref_NAME. */
 #define REF_OP(ret, name, params) .name = ref_##name,

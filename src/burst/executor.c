@@ -476,10 +476,18 @@ static void zero_staged_grads(burst_exec_t *ex) {
 }
 
 /* The loss (a float pair: its float and what that misses) and the stop request into the side
- * slots after the gradient slab, before the first bucket starts. */
-static void put_side(burst_exec_t *ex, double loss, double stop) {
-  float hi = (float)loss, side[MODEL_GRAD_SIDE] = {hi, (float)(loss - (double)hi), (float)stop};
-  ex->m.be->upload(ex->m.grads + ex->g->params.total, side, MODEL_GRAD_SIDE);
+ * slots after the gradient slab, before the first bucket starts; a loss kept in backend memory
+ * (loss_acc) is split there, and nothing waits. */
+static void put_side(burst_exec_t *ex, double loss, const double *loss_acc, double stop) {
+  const backend_t *be = ex->m.be;
+  float *side = ex->m.grads + ex->g->params.total;
+  if (loss_acc) {
+    be->float_pair(loss_acc, side);
+    be->fill(side + 2, 1, (float)stop);
+    return;
+  }
+  float hi = (float)loss, host[MODEL_GRAD_SIDE] = {hi, (float)(loss - (double)hi), (float)stop};
+  be->upload(side, host, MODEL_GRAD_SIDE);
 }
 
 static void get_side(const burst_exec_t *ex, burst_metrics_t *mx) {
@@ -592,11 +600,12 @@ static void run_micro(burst_exec_t *ex, const dataset_t *ds, const uint64_t *ids
   for (int e = 0; e < ex->order.nfwd; e++) forward_event(ex, &ex->order.fwd[e], times);
   double l0 = surge_now();
   ev_raise(EV_WORK, EV_LOSS, 0);
-  if (ex->cnt[out] > 0 && mx->loss_on_device)
-    model_loss_add(m, 0, ex->cnt[out], grad_scale, mx->loss_acc);
+  double *acc = mx->loss_acc && !ex->shared ? mx->loss_acc : NULL; /* the loss kept in backend memory */
+  if (ex->cnt[out] > 0 && acc)
+    model_loss_add(m, 0, ex->cnt[out], grad_scale, acc);
   else if (ex->cnt[out] > 0)
     *loss += model_loss(m, 0, ex->cnt[out], grad_scale);
-  if (last && ex->sync.side) put_side(ex, *loss, mx->stop);
+  if (last && ex->sync.side) put_side(ex, *loss, acc, mx->stop);
   times->forward += surge_now() - l0;
   for (int e = 0; e < ex->order.nbwd; e++) backward_event(ex, &ex->order.bwd[e], last, times);
 }
@@ -608,6 +617,8 @@ void burst_exec_step(burst_exec_t *ex, const dataset_t *ds, const uint64_t *ids,
   m->ids = ids; /* node j's rows are positions lo[j].. of the batch (m->id_lo): dropout keys on ids */
   m->step = (uint64_t)mx->step;
   ex->step_sums = ex->step_overlapped = 0;
+  /* the step's loss is left in backend memory where it is this rank's alone: the side slots bring the
+   * job's sum back to the host (get_side) */
   mx->loss_on_device = mx->loss_acc && !ex->sync.side && !ex->shared;
   double loss = 0;
   for (int u = 0; u < ex->micro; u++) {

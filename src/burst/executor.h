@@ -107,9 +107,9 @@ typedef struct burst_times {
 typedef struct burst_metrics {
   double loss, stop;
   long step;        /* in: the step's number (dropout's masks) */
-  double *loss_acc; /* in: one double of backend memory (zero) the loss sum may go to, or NULL; it goes
-                     * there (loss_on_device, loss 0) when no reduction of this step needs it on the
-                     * host (no side slots, no node-shared sum) */
+  double *loss_acc; /* in: one double of backend memory (zero) the loss sum may go to, or NULL: it goes
+                     * there unless the node-shared sum needs it on the host, and stays there
+                     * (loss_on_device, loss 0) where no side slots bring the job's sum back */
   int loss_on_device;
   int summed;
   int sums, sums_overlapped; /* this rank's sums over a node's ranks (batch norm's) in the step, and of

@@ -146,7 +146,7 @@ static void update_part(trainer_t *t, float lr, double *sumsq, const float *gs, 
 /* The update where the host needs nothing before it: the norm is this rank's own (no sum over the
  * ranks) and the loss and stop are summed already. The clipping factor is computed where the
  * gradients are (clip_factor), and the loss and norm read once, after the update is queued: on a
- * device the step waits for the host once. The norm is checked after the update (the parameters in
+ * device the step waits for them once. The norm is checked after the update (the parameters in
  * memory are lost with the run, the checkpoint is not). */
 static void update_local(trainer_t *t, const layout_step_t *ls, double clip_norm, double targets, train_stats_t *s,
                          double *update_s) {

@@ -134,8 +134,9 @@ echo "device-check: attention benchmark done ($(elapsed) s)"
 # 3 x the forward FLOPs per sample the run prints (its graph's count: attention over the whole
 # T x T) and llm.c's (6 N + 6 L C T) per token (gpt2_estimate_mfu: N parameters, L layers, width
 # C, context T), with the run's cuBLASLt epilogue setting (backend.epilogues) and how many of its
-# linear forwards took them; then the GPU memory line the run prints and its waits for the device a
-# step (1 rank: the data's uploads and one read of the loss and norm). Exit 1 when the run failed.
+# linear forwards took them; then, on the same line, the GPU memory line the run prints and its
+# waits for the device a step (1 rank: the data's uploads and one read of the loss and norm). Exit 1
+# when the run failed.
 gpt_run() {
   tag=$1 deck=$2 prec=$3
   shift 3
@@ -150,7 +151,7 @@ gpt_run() {
   [ "$prec" = bf16 ] && peak=$peak_bf16
   epi=$(sed -n 's/^cuBLASLt epilogues \([a-z]*\): bias in \([0-9]*\) of \([0-9]*\) .*, bias + GELU in \([0-9]*\) of \([0-9]*\) .*/\1 (bias \2\/\3, bias + GELU \4\/\5 fused)/p' \
     "$logs/gpt-$tag.txt" | head -n 1)
-  h5vals "$d/log.h5" /metrics/step_time | awk 'NR > 5' | sort -g |
+  line=$(h5vals "$d/log.h5" /metrics/step_time | awk 'NR > 5' | sort -g |
     awk -v mf="$mflop" -v pk="$peak" -v b="$(key global_batch)" -v T="$(key gpt_context)" -v N="${params:-0}" \
       -v L="$(key gpt_layers)" -v C="$(key gpt_width)" -v epi="${epi:-not reported}" '
     { v[++n] = $1 }
@@ -160,9 +161,9 @@ gpt_run() {
       mfu = 100 * 3 * mf * 1e6 * sps / pk; llmc = 100 * (6 * N + 6 * L * C * T) * sps * T / pk
       printf "batch %d x %d, %.0f tokens/s, step %.1f ms, MFU %.1f%% (3 x %.0f MFLOP/sample forward) or %.1f%% (llm.c 6N + 6LCT, N = %d) of %.0f TFLOP/s, epilogues %s\n",
         b, T, sps * T, t * 1e3, mfu, mf, llmc, N, pk * 1e-12, epi
-    }' || return 1
-  grep -a "^device memory" "$logs/gpt-$tag.txt" | head -n 1
-  grep -a "^waits for the device" "$logs/gpt-$tag.txt" | head -n 1
+    }') || { echo "failed"; return 1; }
+  echo "$line; $(grep -a "^device memory" "$logs/gpt-$tag.txt" | head -n 1); $(grep -a "^waits for the device" \
+    "$logs/gpt-$tag.txt" | head -n 1)"
 }
 # gpt2_shards: llm.c token shards of GPT-2's vocabulary (a seeded text, tests/write_shard.py) for
 # inputs/gpt2-124m.deck at its full shape; prints the -D options that read them.

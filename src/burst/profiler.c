@@ -182,14 +182,17 @@ static double update_us(step_piece_t *s) {
   model_forward(m, s->batch);
   model_loss(m, 0, s->batch, 1.0f / (float)s->batch);
   model_backward(m, s->batch);
-  double *sumsq = (double *)(void *)m->be->alloc(2); /* one double of backend memory, as the trainer's */
+  /* the norm's accumulator and the clipping factor in backend memory, as the trainer keeps them */
+  double *sumsq = (double *)(void *)m->be->alloc(4);
+  float *gs = (float *)(void *)(sumsq + 1);
   m->be->synchronize();
   comm_barrier(s->world); /* the ranks' passes end apart (more so on shared cores): their wait for each
                            * other belongs to the passes, not to the metrics reduction timed below */
   t0 = surge_now();
-  if (s->clips) { /* the norm first, for the clipping; lr 0: the work of a step, parameters kept */
-    (void)m->be->sumsq(m->grads, m->g->params.total);
-    optim_step(s->opt, m->params, m->grads, 0.0f);
+  if (s->clips) { /* the norm first, the factor from it; lr 0: the work of a step, parameters kept */
+    m->be->sumsq_add(m->grads, m->g->params.total, sumsq);
+    m->be->clip_factor(sumsq, 1.0, gs);
+    optim_step_part(s->opt, m->params, m->grads, 0.0f, gs, 0, s->opt->n);
   } else {
     optim_step_part_sumsq(s->opt, m->params, m->grads, 0.0f, 0, m->g->params.total, NULL, 0, sumsq);
   }

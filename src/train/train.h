@@ -37,7 +37,7 @@ typedef struct eval_stats {
 } eval_stats_t;
 
 /* The trainer's scalars in backend memory: doubles [0] the loss sum, [1] the squared norm part; the
- * float after them, the clipping factor. */
+ * float after them, the clipping factor (5 floats, rounded up to whole doubles). */
 enum { TRAIN_SCALAR_FLOATS = 6 };
 
 typedef struct trainer {
@@ -57,8 +57,8 @@ typedef struct trainer {
   double dev_before_model; /* a device backend's bytes in use on the device before the model existed */
   double dev_peak_steps;   /* the most in use at the end of a step (of the set-up before any); 0 on the host */
   float *scalars; /* backend memory, TRAIN_SCALAR_FLOATS: the step's loss sum and squared norm part (two
-                   * doubles) and the clipping factor (a float), kept where the gradients are so a device
-                   * step waits for the host once (train.c) */
+                   * doubles) and the clipping factor (a float), kept where the gradients are so a step
+                   * on a device waits for them once (train.c) */
   long step_waits, steps_run; /* the backend's waits (backend_context_t.waits) in the steps this process ran,
                                * and those steps */
 } trainer_t;

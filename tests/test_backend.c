@@ -1560,9 +1560,9 @@ static void test_by_hand(const backend_t *be) {
 /* ---- the scalars a trainer keeps in backend memory (train.c) */
 
 /* sumsq_add and xent_add add to what the accumulator holds, with the bits of the host's acc + sumsq
- * and acc + xent_fwd_bwd; clip_factor writes PyTorch's factor (above max_norm only; 1 at it, below
- * it, for a norm that is not finite and with clipping off); an optimizer reads its factor from
- * backend memory. */
+ * and acc + xent_fwd_bwd; float_pair splits a double into the float pair the side slots carry;
+ * clip_factor writes PyTorch's factor (above max_norm only; 1 at it, below it, for a norm that is
+ * not finite and with clipping off); an optimizer reads its factor from backend memory. */
 static void test_step_scalars(const backend_t *be) {
   enum { N = 1001, ROWS = 6, V = 10 };
   const char *nm = be->name;

@@ -188,8 +188,7 @@ static void make_sync(burst_exec_t *ex, const gradsync_opts_t *o) {
     group[t] = ex->shared ? -1 : ex->set_of[L->t[t].owner]; /* shared: node_sum sums every tensor */
   }
   gradsync_opts_t with_side = *o;
-  /* one rank sums nothing: its loss may stay on the device (burst_metrics_t.loss_acc) */
-  with_side.side = ex->all_ranks_everywhere && !ex->shared && ex->world->size > 1 ? MODEL_GRAD_SIDE : 0;
+  with_side.side = ex->all_ranks_everywhere && !ex->shared ? MODEL_GRAD_SIDE : 0;
   if (ex->shared) with_side.shard = 0; /* node_sum's slices are the shards (burst/layout.c) */
   gradsync_init(&ex->sync, L, group, ready, ex->sets, ex->world, ex->m.grads, &with_side);
   ex->summed = ex->all_ranks_everywhere &&

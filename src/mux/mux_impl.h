@@ -62,10 +62,10 @@ extern _Thread_local void (*mux_device_sync)(void); /* mux_set_device_sync (the 
 typedef struct mux_pieces {
   double piece_ns;             /* the pieces' target length (0: every pass is a piece) */
   int once;                    /* a site's time is learnt once and kept (device-timed passes) */
-  double pass_ns[MUX_SITES];   /* per site: running average of its pass's time (0: not seen) */
+  double pass_ns[MUX_SITES];   /* per site: its pass's time, a running average (once: the first pass's; 0: not seen) */
   double since_gate_ns;        /* expected time of the passes since the last gate (INFINITY: a piece is due) */
   int open_site;               /* site of the pass running now (-1: none) */
-  int64_t open_t0;             /* its start on the thread's CPU clock */
+  int64_t open_t0;             /* its start on the passes' clock (the thread's CPU time; on a device, wall time) */
 } mux_pieces_t;
 /* once: each site's time is learnt from its first pass and kept (else a running average). */
 void mux_pieces_init(mux_pieces_t *p, double piece_ms, int once);
@@ -74,7 +74,7 @@ void mux_pieces_init(mux_pieces_t *p, double piece_ms, int once);
 int mux_pieces_timing(const mux_pieces_t *p);
 /* A pass at site begins: whether it starts a piece (the caller gates first, then mux_pieces_clock). */
 int mux_pieces_begin(mux_pieces_t *p, int site);
-/* The pass begun last starts running at now_ns (the thread's CPU clock). */
+/* The pass begun last starts running at now_ns (the passes' clock, background.c's pass_now). */
 void mux_pieces_clock(mux_pieces_t *p, int64_t now_ns);
 /* The running pass, if any, ended at now_ns: its site learns how long it took. */
 void mux_pieces_end(mux_pieces_t *p, int64_t now_ns);

@@ -1636,15 +1636,23 @@ static void test_registry(void) {
   tap_ok(backend_find("cuda-nope") == NULL && backend_find(NULL) == NULL, "backend_find of unknown is NULL");
   tap_ok(strcmp(backend_names(), "cpu, ref, cuda") == 0, "backend_names from the table: %s", backend_names());
   /* every slot after host_memory is an op: one left NULL crashes whoever calls it (the cuda table
-   * of a build without CUDA only opens, to say why it cannot) */
+   * of a build without CUDA only opens, to say why it cannot), except the graph recording a device
+   * backend may offer (NULL: none; the host backends have none) */
   const backend_t *const tables[] = {&backend_cpu, &backend_ref, &backend_cuda};
   for (size_t k = 0; k < 2 + BUILD_HAS_CUDA; k++) {
     size_t first = offsetof(backend_t, open), slots = (sizeof(backend_t) - first) / sizeof(void (*)(void)), unset = 0;
+    size_t optional[2] = {offsetof(backend_t, capture_begin), offsetof(backend_t, capture_end)};
     for (size_t i = 0; i < slots; i++) {
       void (*fn)(void);
-      memcpy(&fn, (const char *)tables[k] + first + i * sizeof fn, sizeof fn);
-      unset += fn == NULL;
+      size_t at = first + i * sizeof fn;
+      memcpy(&fn, (const char *)tables[k] + at, sizeof fn);
+      unset += fn == NULL && at != optional[0] && at != optional[1];
     }
+    if (tables[k]->host_memory)
+      tap_ok(!tables[k]->capture_begin && !tables[k]->capture_end, "%s: records no graphs", tables[k]->name);
+    else
+      tap_ok(!tables[k]->capture_begin == !tables[k]->capture_end, "%s: graph recording both ways or none",
+             tables[k]->name);
     const char *math_unset = "none"; /* the numerical ops by name, as backend.h lists them */
 #define FIRST_UNSET(ret, name, params) \
   if (!tables[k]->name && strcmp(math_unset, "none") == 0) math_unset = #name;
@@ -1653,6 +1661,62 @@ static void test_registry(void) {
     tap_ok(unset == 0, "%s: every one of the table's %zu ops is set (%zu unset; of the numerical ops: %s)",
            tables[k]->name, slots, unset, math_unset);
   }
+}
+
+/* ---- a device backend's recorded pieces (backend.h: capture_begin, capture_end; [multiplex] graphs) */
+
+static int graph_gates;
+static void count_gate(void) { graph_gates++; }
+
+/* A piece of work: y = 2 y + a x, then y += x (n floats). */
+static void graph_piece(const backend_t *be, size_t n, float a, const float *x, float *y) {
+  be->scale(y, n, 2.0f);
+  be->axpy(n, a, x, y);
+  be->add(n, y, x, y);
+}
+
+/* The piece recorded and launched equals it run as it comes, bitwise: built the first time, updated
+ * in place with another scalar, built again at another length; a copy to the host inside a
+ * recording ends it there (gate, launch: "cut") and the rest runs as it comes, with the same
+ * result; each recording passes its gate once. */
+static void test_graphs(const backend_t *be) {
+  enum { N = 3001 };
+  float *x = buf_uniform(N, -1, 1), *want = buf_uniform(N, -1, 1), *got = talloc(N * sizeof *got);
+  memcpy(got, want, N * sizeof *got);
+  const backend_context_t c0 = *be->context();
+  const float scalars[3] = {0.5f, 0.25f, 0.125f};
+  const size_t lengths[3] = {N, N, N - 1000};
+  int same = 1;
+  for (int i = 0; i < 3; i++) {
+    graph_piece(be, lengths[i], scalars[i], x, want);
+    be->capture_begin(7, count_gate);
+    graph_piece(be, lengths[i], scalars[i], x, got);
+    be->capture_end();
+    be->synchronize();
+    same &= memcmp(got, want, N * sizeof *got) == 0;
+  }
+  const backend_context_t *c = be->context();
+  tap_ok(same && graph_gates == 3 && c->graphs_launched - c0.graphs_launched == 3 &&
+             c->graphs_built - c0.graphs_built == 2 && c->graphs_updated - c0.graphs_updated == 1,
+         "%s: a piece recorded 3 times = run as it comes, bitwise (%s); %d gates; %ld launched, %ld built, %ld updated "
+         "in place (want 3, 2: the first and the new length, 1: the new scalar)", be->name, same ? "yes" : "no",
+         graph_gates, c->graphs_launched - c0.graphs_launched, c->graphs_built - c0.graphs_built,
+         c->graphs_updated - c0.graphs_updated);
+  float host[2];
+  graph_piece(be, N, 0.5f, x, want);
+  be->download(host, want, 2);
+  graph_piece(be, N, 0.5f, x, want);
+  be->capture_begin(8, count_gate);
+  graph_piece(be, N, 0.5f, x, got);
+  be->download(host, got, 2); /* cuts the recording */
+  graph_piece(be, N, 0.5f, x, got);
+  be->capture_end();          /* nothing open */
+  be->synchronize();
+  c = be->context();
+  tap_ok(memcmp(got, want, N * sizeof *got) == 0 && graph_gates == 4 && c->graphs_cut - c0.graphs_cut == 1,
+         "%s: a copy to the host cuts a recording (gate, launch, %ld cut), the rest runs as it comes: the same bits, "
+         "%d gates (want 4)", be->name, c->graphs_cut - c0.graphs_cut, graph_gates);
+  tfree(x), tfree(want), tfree(got);
 }
 
 /* The host backends' context: open accepts float32 and refuses bf16 as the deck's fault, and their
@@ -2046,6 +2110,7 @@ int main(int argc, char **argv) {
     }
     test_memory(backends[0]);
     test_step_scalars(backends[0]);
+    test_graphs(backends[0]);
     /* the fused attention kernels at GPT-2's context, head sizes 64 and 128, and a head too wide for
      * their shared memory (the composed T x T form) */
     test_attention(2, 1024, 256, 4);

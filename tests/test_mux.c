@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "child.h"
+#include "core/events.h"
 #include "mux/mux_impl.h"
 #include "tap.h"
 
@@ -343,6 +344,80 @@ static void test_short_foreground(void) {
   mux_detach();
 }
 
+/* A device that records pieces, faked: what the background asked of it, as a string. "rK": a
+ * recording of the piece starting at site K began; "L": a recording ended, its gate passed, launched;
+ * "W": a wait inside a recording ended it the same way before the rest of its piece ran. */
+static char graph_log[256];
+static int graph_recording;
+static void (*graph_gate)(void);
+static void fake_capture_begin(int key, void (*gate)(void)) {
+  graph_recording = 1;
+  graph_gate = gate;
+  size_t n = strlen(graph_log);
+  snprintf(graph_log + n, sizeof graph_log - n, "r%d", key);
+}
+/* End an open recording: its gate, then its launch ("L"), or, cut by a wait, "W". */
+static void fake_end_as(const char *what) {
+  if (!graph_recording) return;
+  graph_recording = 0;
+  graph_gate();
+  size_t n = strlen(graph_log);
+  snprintf(graph_log + n, sizeof graph_log - n, "%s", what);
+}
+static void fake_capture_end(void) { fake_end_as("L"); }
+static void fake_wait(void) { fake_end_as("W"); } /* the backend's cuda_capture_leave */
+
+/* [multiplex] graphs, a device background at piece_ms = 1000 (one piece from its second step on):
+ * its first step times its passes, nothing recorded; from the second, the piece is recorded across
+ * the step's end; a wait in pass 2 cuts it (gate, launch); from then on pass 2 is a piece of its own,
+ * run as it comes, and pass 3 starts the recorded piece [3 4 5 0 1], which ends where pass 2 begins;
+ * the last recording ends when the background detaches. Its foreground came and went before
+ * (as in test_short_foreground), so every gate is open; each piece passes one. */
+static void test_graph_recording(void) {
+  mux_options_t o = options(10);
+  o.device_timed = 1;
+  o.piece_ms = 1000;
+  o.graph_begin = fake_capture_begin;
+  o.graph_end = fake_capture_end;
+  int go[2];
+  if (pipe(go) != 0) abort();
+  pid_t pid = fork();
+  if (pid == 0) {
+    char c;
+    if (read(go[0], &c, 1) != 1) _exit(3);
+    mux_options_t f = options(10);
+    mux_attach(MUX_ROLE_FOREGROUND, &f);
+    mux_detach();
+    _exit(0);
+  }
+  mux_set_device_sync(fake_wait); /* a synchronize ends a recording as a wait does */
+  mux_attach(MUX_ROLE_BACKGROUND, &o);
+  char c = 'g';
+  if (write(go[1], &c, 1) != 1) abort();
+  waitpid(pid, NULL, 0);
+  close(go[0]), close(go[1]);
+  int recorded_in_step1 = 0;
+  for (int step = 1; step <= 4; step++)
+    for (int pass = 0; pass < 6; pass++) {
+      ev_raise(EV_WORK, EV_FORWARD, pass);
+      recorded_in_step1 |= step == 1 && graph_recording;
+      if (pass == 2) fake_wait(); /* say, a copy to the host: a cut where a recording is open */
+    }
+  mux_counters_t me, fg;
+  mux_read(&me, &fg);
+  mux_detach();
+  mux_set_device_sync(NULL);
+  tap_ok(!recorded_in_step1, "graphs: nothing is recorded in the first step (its passes are timed)");
+  int k0 = 0 * EV_PHASES + EV_FORWARD, k3 = 3 * EV_PHASES + EV_FORWARD; /* passes 0 and 3's sites (ev_site) */
+  char want[64];
+  snprintf(want, sizeof want, "r%dW" "r%dL" "r%dL", k0, k3, k3);
+  tap_ok(strcmp(graph_log, want) == 0, "graphs: recorded from step 2; cut by pass 2's wait, which then runs alone; "
+         "the pieces from pass 3 recorded across steps: %s (want %s)", graph_log, want);
+  /* step 1: 6; step 2: the cut; step 3: pass 2; step 4: the piece from step 3, pass 2 */
+  tap_ok(me.bg_pieces == 10, "graphs: each piece passed one gate (%.0f of 10; the 11th at the detach's launch)",
+         me.bg_pieces);
+}
+
 static void no_partner(const void *arg) {
   (void)arg;
   mux_options_t o = options(0.2);
@@ -427,6 +502,7 @@ int main(void) {
   test_killed_foreground(1);
   test_killed_foreground(0);
   test_short_foreground();
+  test_graph_recording();
   test_errors();
   test_stale_slot();
   child_result_t r = run_in_child(lower_priority, NULL);

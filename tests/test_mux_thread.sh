@@ -11,7 +11,8 @@
 #    ending bitwise where a straight run of the deck ends;
 #  - an error in a background thread ends that background only (a cuda background's failed open
 #    without a GPU too: its context is its thread's, backend/cuda.c);
-#  - unsupported combinations exit 2 naming the key (a multi-rank cuda background over NCCL).
+#  - unsupported combinations exit 2 naming the key (a multi-rank cuda background over NCCL; graphs
+#    = on for a host or a multi-rank background).
 . "$(dirname "$0")/tap.sh"
 . "$(dirname "$0")/mux_pair.sh"
 FG="$FG -D run.steps=30"
@@ -181,4 +182,14 @@ tap_refused "placement = thread with --background" "\[multiplex\] placement = th
   "$tap_tmp/r5.txt" to "$tap_tmp/r5.txt" 2 $FG -D multiplex.placement=thread --background $IN -D "run.out_dir=$tap_tmp/r5"
 tap_refused "a bg: override without --background-deck" "bg:run.steps=3: a bg: override is for the deck of --background-deck" \
   "$tap_tmp/r6.txt" to "$tap_tmp/r6.txt" 1 $BG -D bg:run.steps=3 -D "run.out_dir=$tap_tmp/r6"
+# [multiplex] graphs = on: pieces recorded as CUDA graphs, for a 1-rank cuda background only
+tap_refused "graphs = on for a cpu background" "\[multiplex\] graphs = on, but backend cpu records no graphs" \
+  "$tap_tmp/r7.txt" to "$tap_tmp/r7.txt" 2 $FG -D multiplex.placement=thread $IN -D bg:multiplex.graphs=on \
+  -D "run.out_dir=$tap_tmp/r7"
+tap_refused "graphs = on for a 2-rank cuda background" "\[multiplex\] graphs = on needs a 1-rank background, this one has 2" \
+  "$tap_tmp/r8.txt" to "$tap_tmp/r8.txt" 2 $FG -D multiplex.placement=thread -D multiplex.background_ranks=0 $IN \
+  -D bg:backend.name=cuda -D bg:backend.device_comm=staged -D bg:multiplex.graphs=on -D "run.out_dir=$tap_tmp/r8"
+tap_refused "graphs = on for a separate cpu background" "\[multiplex\] graphs = on, but backend cpu records no graphs" \
+  "$tap_tmp/r9.txt" to "$tap_tmp/r9.txt" 1 $BG --background -D multiplex.channel=graphs$$ -D multiplex.graphs=on \
+  -D "run.out_dir=$tap_tmp/r9"
 tap_done

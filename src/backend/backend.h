@@ -132,6 +132,9 @@ typedef struct backend_context {
   long waits; /* a running count of the calling thread's waits for results of its queued work (compare two reads):
                * each download, upload and op that returns a value to the host (on a GPU each synchronises
                * its stream; host backends count the same calls, though nothing waits there) */
+  /* cuda: the calling thread's recorded pieces (capture_begin): graphs launched, built (instantiated) and
+   * updated in place, and recordings an op that waits ended early; 0 on host backends */
+  long graphs_launched, graphs_built, graphs_updated, graphs_cut;
 } backend_context_t;
 
 /* The batch of gemm_grid: batch[0] x batch[1] matrices, each operand's start i*s[0] + j*s[1] floats
@@ -399,6 +402,17 @@ typedef struct backend {
    * since the OS priority the multiplexer sets already covers their threads. Returns what it did,
    * for the log. */
   const char *(*set_priority)(int low);
+
+  /* Recording a background's pieces as graphs (mux/background.c, [multiplex] graphs): NULL on host
+   * backends. capture_begin: the calling thread's next ops are recorded, not run, as the piece at
+   * key (an int that names the same place in every step). capture_end: the recording becomes a graph
+   * (the key's graph of an earlier step updated in place where its work has the same shape, else
+   * built anew), gate() runs (the background's gate: its turn), and the graph is launched on the
+   * thread's stream; nothing when no recording is open. An op that waits for the device (a copy to
+   * or from the host, a value returned, an allocation, synchronize) first ends an open recording
+   * the same way (its gate is called there), then runs, as does the rest of the piece. */
+  void (*capture_begin)(int key, void (*gate)(void));
+  void (*capture_end)(void);
 
   /* ---- memory (host <-> backend); alloc returns zeroed memory, 64-byte aligned */
   float *(*alloc)(size_t n);

@@ -1,7 +1,8 @@
 /* The CUDA backend "cuda": the opening thread's GPU context (device, stream, cuBLAS and cuBLASLt
  * handles, scratch), device memory, and the op table. The ops' code is in cuda_blas.c (GEMMs),
  * cuda_lt.c (the linear forwards with cuBLASLt epilogues), cuda_conv.c (convolution), cuda_ops.c
- * (the rest) and the kernels in cuda_kern_*.cu (doc/gpu.md).
+ * (the rest), cuda_graph.c (a background's pieces recorded as graphs) and the kernels in cuda_kern_*.cu
+ * (doc/gpu.md).
  *
  * The context is the calling thread's: each thread that runs a trainer opens its own (an
  * in-process background, train/inproc.h, beside its foreground's main thread), on the same device,
@@ -24,6 +25,7 @@ typedef struct cuda_ctx {
   int device;
   cudaStream_t stream;
   cublasHandle_t blas;
+  void *blas_ws; /* cuBLAS's workspace, fixed: a recorded piece allocates nothing (cuda_graph.c) */
   cublasComputeType_t compute;
   int least_priority, greatest_priority, low;
   void *ws[CUDA_WS_SLOTS];
@@ -34,6 +36,11 @@ typedef struct cuda_ctx {
 } cuda_ctx_t;
 
 static _Thread_local cuda_ctx_t ctx; /* the calling thread's */
+
+/* cuBLAS's workspace: NVIDIA's recommendation for Hopper, cuBLAS's own default there. Set once
+ * (and again after each cublasSetStream, which resets it), the same for every run, so that a
+ * recorded piece's products take no allocation and choose what unrecorded ones do. */
+enum { BLAS_WORKSPACE_BYTES = 32 << 20 };
 
 void cuda_check(cudaError_t e, const char *what) {
   if (e != cudaSuccess) surge_runtime_error("cuda: %s: %s (%s)", what, cudaGetErrorString(e), cudaGetErrorName(e));
@@ -75,6 +82,7 @@ void *cuda_workspace(int slot, size_t bytes) {
   if (bytes == 0) bytes = 1;
   if (ctx.ws_bytes[slot] >= bytes) return ctx.ws[slot];
   size_t grown = ctx.ws_bytes[slot] * 2 > bytes ? ctx.ws_bytes[slot] * 2 : bytes;
+  cuda_capture_leave(); /* a recorded piece would keep the old block's address */
   // stream-ordered: kernels queued before still read the old block, later ones get the new one
   if (ctx.ws[slot]) cuda_check(cudaFreeAsync(ctx.ws[slot], ctx.stream), "cudaFreeAsync (workspace)");
   ctx.ws[slot] = NULL;
@@ -90,6 +98,7 @@ double *cuda_zeroed_acc(size_t n) {
 }
 
 void cuda_to_host(void *host, const void *dev, size_t bytes) {
+  cuda_capture_leave();
   ctx.pub.waits++;
   cuda_check(cudaMemcpyAsync(host, dev, bytes, cudaMemcpyDeviceToHost, ctx.stream), "cudaMemcpyAsync to host");
   cuda_check(cudaStreamSynchronize(ctx.stream), "cudaStreamSynchronize");
@@ -119,13 +128,17 @@ static const char *precision_name(cublasComputeType_t ct) {
 
 /* The stream at the priority of the process's role: the lowest for a background job (low != 0). */
 static void make_stream(int low) {
+  cuda_capture_leave();
   if (ctx.stream) {
     cuda_check(cudaStreamSynchronize(ctx.stream), "cudaStreamSynchronize");
     cuda_check(cudaStreamDestroy(ctx.stream), "cudaStreamDestroy");
   }
   int prio = low ? ctx.least_priority : ctx.greatest_priority;
   cuda_check(cudaStreamCreateWithPriority(&ctx.stream, cudaStreamNonBlocking, prio), "cudaStreamCreateWithPriority");
-  if (ctx.blas) cuda_check_blas(cublasSetStream(ctx.blas, ctx.stream), "cublasSetStream");
+  if (ctx.blas) {
+    cuda_check_blas(cublasSetStream(ctx.blas, ctx.stream), "cublasSetStream"); /* (resets the workspace) */
+    cuda_check_blas(cublasSetWorkspace(ctx.blas, ctx.blas_ws, BLAS_WORKSPACE_BYTES), "cublasSetWorkspace");
+  }
   ctx.low = low;
   ctx.pub.stream = ctx.stream;
 }
@@ -162,6 +175,7 @@ static const char *cuda_open(const backend_options_t *o, int *input_error) {
   cuda_check(cudaDeviceGetStreamPriorityRange(&ctx.least_priority, &ctx.greatest_priority),
              "cudaDeviceGetStreamPriorityRange");
   cuda_check_blas(cublasCreate(&ctx.blas), "cublasCreate");
+  cuda_check(cudaMalloc(&ctx.blas_ws, BLAS_WORKSPACE_BYTES), "cudaMalloc (cuBLAS workspace)");
   cuda_lt_open();
   ctx.compute = o->precision == BACKEND_BF16 ? CUBLAS_COMPUTE_32F_FAST_16BF
                 : o->tf32                     ? CUBLAS_COMPUTE_32F_FAST_TF32
@@ -179,10 +193,12 @@ static const char *cuda_open(const backend_options_t *o, int *input_error) {
 
 static void cuda_close(void) {
   if (!ctx.open) return;
+  cuda_capture_close();
   cuda_check(cudaStreamSynchronize(ctx.stream), "cudaStreamSynchronize");
   for (int i = 0; i < CUDA_WS_SLOTS; i++)
     if (ctx.ws[i]) cuda_check(cudaFree(ctx.ws[i]), "cudaFree (workspace)");
   cuda_check_blas(cublasDestroy(ctx.blas), "cublasDestroy");
+  cuda_check(cudaFree(ctx.blas_ws), "cudaFree (cuBLAS workspace)");
   cuda_lt_close();
   cuda_check(cudaStreamDestroy(ctx.stream), "cudaStreamDestroy");
   memset(&ctx, 0, sizeof ctx);
@@ -190,12 +206,14 @@ static void cuda_close(void) {
 
 static void cuda_synchronize(void) {
   require_open("synchronize");
+  cuda_capture_leave();
   cuda_check(cudaStreamSynchronize(ctx.stream), "cudaStreamSynchronize");
 }
 
 static const backend_context_t *cuda_context(void) {
   require_open("context");
   ctx.pub.epilogue_counts = cuda_lt_counts();
+  cuda_capture_counts(&ctx.pub);
   return &ctx.pub;
 }
 
@@ -222,6 +240,7 @@ static float *cuda_alloc(size_t n) {
   require_open("alloc");
   size_t bytes = surge_mul_size(n ? n : 1, sizeof(float), "device allocation");
   void *p = NULL;
+  cuda_capture_leave();
   cudaError_t e = cudaMalloc(&p, bytes);
   if (e != cudaSuccess)
     surge_runtime_error("cuda: out of device memory allocating %zu bytes on GPU %d (%s) (hint: a smaller "
@@ -232,12 +251,14 @@ static float *cuda_alloc(size_t n) {
 
 static void cuda_free(float *p) {
   if (!p) return;
+  cuda_capture_leave();
   cuda_check(cudaStreamSynchronize(ctx.stream), "cudaStreamSynchronize"); /* no queued op still uses it */
   cuda_check(cudaFree(p), "cudaFree");
 }
 
 static void cuda_upload(float *dst, const float *host_src, size_t n) {
   if (!n) return;
+  cuda_capture_leave();
   ctx.pub.waits++;
   cuda_check(cudaMemcpyAsync(dst, host_src, n * sizeof(float), cudaMemcpyHostToDevice, ctx.stream), "upload");
   cuda_check(cudaStreamSynchronize(ctx.stream), "cudaStreamSynchronize"); /* host_src is the caller's again */
@@ -254,6 +275,7 @@ static void cuda_copy(float *dst, const float *src, size_t n) {
 
 static size_t cuda_device_used(void) {
   require_open("device_used");
+  cuda_capture_leave();
   size_t free_b = 0, total_b = 0;
   cuda_check(cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo");
   return total_b - free_b;
@@ -276,5 +298,7 @@ const backend_t backend_cuda = {
     .download = cuda_download,
     .copy = cuda_copy,
     .device_used = cuda_device_used,
+    .capture_begin = cuda_capture_begin,
+    .capture_end = cuda_capture_end,
     BACKEND_MATH_OPS(CUDA_OP)
 };

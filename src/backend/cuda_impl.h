@@ -59,6 +59,17 @@ double *cuda_zeroed_acc(size_t n);
 /* Wait for the stream, then copy bytes of device memory to the host. */
 void cuda_to_host(void *host, const void *dev, size_t bytes);
 
+/* ---- the recorded pieces (cuda_graph.c; backend.h: capture_begin, capture_end) */
+void cuda_capture_begin(int key, void (*gate)(void));
+void cuda_capture_end(void);
+/* Before anything that waits for the stream or is not stream-ordered (a copy with the host, an
+ * allocation or free, synchronize): end the calling thread's recording, if any, as capture_end would. */
+void cuda_capture_leave(void);
+/* The thread's counts into c (graphs_launched, _built, _updated, _cut). */
+void cuda_capture_counts(backend_context_t *c);
+/* End any recording and free the thread's graphs (backend close). */
+void cuda_capture_close(void);
+
 /* ---- GEMMs (cuda_blas.c): row-major, as backend.h; `exact` runs in true float32 whatever the
  * model's precision (internal sums), otherwise in the model's compute type */
 void cuda_gemm_strided_as(int exact, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,

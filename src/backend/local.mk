@@ -26,7 +26,7 @@ cuda_kernel_sources = src/backend/cuda_kern_elem.cu src/backend/cuda_kern_reduce
   src/backend/cuda_kern_norm.cu src/backend/cuda_kern_cols.cu src/backend/cuda_kern_embed.cu \
   src/backend/cuda_kern_attention.cu
 libsurge_a_SOURCES += src/backend/cuda.c src/backend/cuda_impl.h src/backend/cuda_blas.c src/backend/cuda_lt.c \
-  src/backend/cuda_conv.c \
+  src/backend/cuda_conv.c src/backend/cuda_graph.c \
   src/backend/cuda_ops.c src/backend/cuda_attention.c src/backend/cuda_kern.cuh $(cuda_kernel_sources)
 SUFFIXES = .cu
 .cu.o:

@@ -67,8 +67,43 @@ static int64_t pass_end(mux_local_t *L) {
   return pass_now(L);
 }
 
+/* The gate of a recorded piece, which the backend calls where the recording ends: at the piece's end
+ * (end_recording), or earlier, where an op of the pass running now waits for the device (a cut: the
+ * work recorded so far is launched after this gate, the rest of the piece runs as it comes). A pass
+ * that cut a recording is a piece of its own from then on (pieces.c), never recorded. */
+static void recording_gate(void) {
+  mux_local_t *L = mux_self;
+  if (L && L->recording) { /* the backend cut it */
+    L->recording = 0;
+    mux_pieces_waited(&L->pieces);
+  }
+  mux_bg_gate();
+}
+
+/* The piece being recorded, if any, goes to the device: its graph made, its gate passed, launched. */
+static void end_recording(mux_local_t *L) {
+  if (!L->recording) return;
+  L->recording = 0;
+  L->opt.graph_end();
+}
+
+/* A piece begins: the one recorded before it goes to the device; this one is recorded where the
+ * backend records pieces, unless it is being timed (a timed pass drains the device) or is a pass
+ * that waits for the device; its gate comes when it ends. Any other piece passes the gate now and
+ * runs as it comes. */
+static void piece_begins(mux_local_t *L, int site) {
+  end_recording(L);
+  if (L->opt.graph_begin && !mux_pieces_timing(&L->pieces) && !mux_pieces_alone(&L->pieces)) {
+    L->recording = 1;
+    L->opt.graph_begin(site, recording_gate);
+  } else {
+    mux_bg_gate(); /* on a device, also drains the last piece's work */
+  }
+}
+
 /* The engine's events (core/events.h): every event ends the pass before it; a pass of the
- * background's own work (EV_WORK) that starts a piece (pieces.c) passes the gate first. */
+ * background's own work (EV_WORK) that starts a piece (pieces.c) begins it (its gate, or its
+ * recording). */
 static void on_event(void *ctx, const ev_t *e) {
   (void)ctx;
   mux_local_t *L = mux_self;
@@ -77,17 +112,19 @@ static void on_event(void *ctx, const ev_t *e) {
   mux_pieces_end(&L->pieces, now);
   if (e->activity != EV_WORK) return;
   if (mux_pieces_begin(&L->pieces, ev_site(e))) {
-    mux_bg_gate();    /* on a device, also drains the last piece's work */
+    piece_begins(L, ev_site(e));
     now = pass_now(L); /* the gate's own time is not the pass's */
   }
   mux_pieces_clock(&L->pieces, now); /* (on a device a pass joining a piece is not timed) */
 }
 
 void mux_bg_listen(int on) {
-  if (on)
+  if (on) {
     ev_subscribe(on_event, NULL);
-  else
+  } else {
     ev_unsubscribe(on_event, NULL);
+    if (mux_self) end_recording(mux_self); /* its gate and launch, before the channel goes */
+  }
 }
 
 void mux_bg_gate(void) {

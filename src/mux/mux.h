@@ -66,6 +66,11 @@ typedef struct mux_options {
                           * many times their time alone (0: no slowdown feedback) */
   struct mux_shm *in_process; /* NULL: the /dev/shm segment of channel and index; else this channel in
                                * process memory, whose two sides are two threads of this process */
+  /* background on a GPU backend, [multiplex] graphs = on: its backend's capture_begin and capture_end
+   * (backend.h), which record each piece after the first step and launch it whole after its gate
+   * (background.c); NULL: its work is launched as it comes */
+  void (*graph_begin)(int key, void (*gate)(void));
+  void (*graph_end)(void);
 } mux_options_t;
 
 /* A channel in ordinary process memory for a foreground thread and an in-process background thread

@@ -64,6 +64,7 @@ typedef struct mux_pieces {
   int once;                    /* a site's time is learnt once and kept (device-timed passes) */
   double pass_ns[MUX_SITES];   /* per site: its pass's time, a running average (once: the first pass's; 0: not seen) */
   double since_gate_ns;        /* expected time of the passes since the last gate (INFINITY: a piece is due) */
+  unsigned char alone[MUX_SITES]; /* per site: its pass waits for the device, a piece of its own (never recorded) */
   int open_site;               /* site of the pass running now (-1: none) */
   int64_t open_t0;             /* its start on the passes' clock (the thread's CPU time; on a device, wall time) */
 } mux_pieces_t;
@@ -74,6 +75,11 @@ void mux_pieces_init(mux_pieces_t *p, double piece_ms, int once);
 int mux_pieces_timing(const mux_pieces_t *p);
 /* A pass at site begins: whether it starts a piece (the caller gates first, then mux_pieces_clock). */
 int mux_pieces_begin(mux_pieces_t *p, int site);
+/* The pass running now waited for the device inside a recorded piece ([multiplex] graphs): from now
+ * on its site is a piece of its own, and the pass after it starts one. No effect between passes. */
+void mux_pieces_waited(mux_pieces_t *p);
+/* Whether the pass running now is a piece of its own because it waits for the device. */
+int mux_pieces_alone(const mux_pieces_t *p);
 /* The pass begun last starts running at now_ns (the passes' clock, background.c's pass_now). */
 void mux_pieces_clock(mux_pieces_t *p, int64_t now_ns);
 /* The running pass, if any, ended at now_ns: its site learns how long it took. */
@@ -109,6 +115,7 @@ typedef struct mux_local {
   uint64_t gen_at_attach;        /* the foreground slot's generation when this background attached */
   int partner_ended, released, affinity_done;
   mux_pieces_t pieces;           /* which passes start a piece (gate) */
+  int recording;                 /* opt.graph_begin: a piece is being recorded */
 } mux_local_t;
 
 extern _Thread_local mux_local_t *mux_self; /* NULL when the calling thread's trainer is not multiplexed */

@@ -27,6 +27,11 @@ static const cfg_key_t rows[] = {
                   "into pieces of about this many milliseconds, from their CPU times in its earlier steps (on a "
                   "GPU backend: each pass's device time in its first step), and pass the gate only before each "
                   "piece (0: before every pass)"),
+    CFG_ENUM_KEY("multiplex", "graphs", graphs, "off", CFG_VALUES("off", "on"),
+                 "background on a GPU backend (1 rank): on: from its second step, record each piece as a CUDA "
+                 "graph (updated in place every step) and launch it whole after its gate; a piece that waits for "
+                 "the device (a copy with the host) runs as it comes; off: launch its kernels one by one (not yet "
+                 "run on a GPU: doc/gpu.md)"),
     CFG_FLOAT_KEY("multiplex", "poll_us", poll_us, "1000", 0, CFG_CLOSED, 1e6, CFG_CLOSED,
                   "foreground: a wait polls without sleeping for its first 100 microseconds (or poll_us if "
                   "shorter), then sleeps between polls for poll_fraction of the time waited so far, at most poll_us, "

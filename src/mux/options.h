@@ -17,6 +17,7 @@ typedef struct multiplex_opts {
   char on_fg_end[16];           /* background: stop | continue when the foreground ends */
   double min_wait_us;           /* background: a waiting foreground counts as idle from this expected wait */
   double piece_ms;              /* background: pieces of about this many ms of its passes (0: a piece per pass) */
+  char graphs[4];               /* background on a GPU: on | off (its pieces recorded as CUDA graphs) */
   double poll_us;               /* foreground: longest sleep between polls while waiting (0: spin in MPI) */
   double poll_fraction;         /* foreground: a sleep between polls, as a fraction of the time waited */
   double partner_wait_s;        /* background: how long to wait for a foreground to attach */

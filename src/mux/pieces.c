@@ -17,7 +17,9 @@
  * so does the pass after it (the first step is gated at every pass, as with piece_ms = 0); a known
  * pass of expected length e starts a piece when the passes since the last gate, s, are expected to
  * end nearer piece_ms without it than with it (s + e/2 > piece_ms); otherwise it joins the piece.
- * A pass longer than piece_ms is a piece of its own. */
+ * A pass longer than piece_ms is a piece of its own. So is a pass that waited for the device inside
+ * a recorded piece ([multiplex] graphs: a copy with the host, which a recording cannot hold): it
+ * and the pass after it start pieces, and the pieces between such passes are recorded whole. */
 #include <math.h>
 #include <time.h>
 
@@ -30,7 +32,7 @@ int64_t mux_thread_cpu_ns(void) {
 }
 
 void mux_pieces_init(mux_pieces_t *p, double piece_ms, int once) {
-  for (int s = 0; s < MUX_SITES; s++) p->pass_ns[s] = 0;
+  for (int s = 0; s < MUX_SITES; s++) p->pass_ns[s] = 0, p->alone[s] = 0;
   p->piece_ns = piece_ms > 0 ? piece_ms * 1e6 : 0;
   p->once = once;
   p->since_gate_ns = INFINITY; /* the first pass starts a piece */
@@ -41,17 +43,23 @@ void mux_pieces_init(mux_pieces_t *p, double piece_ms, int once) {
 int mux_pieces_begin(mux_pieces_t *p, int site) {
   int slot = (int)((unsigned)site % MUX_SITES), start = 1;
   double e = p->pass_ns[slot];
-  if (p->piece_ns > 0 && e > 0) {
+  if (p->piece_ns > 0 && e > 0 && !p->alone[slot]) {
     start = p->since_gate_ns + e / 2 > p->piece_ns;
     p->since_gate_ns = start ? e : p->since_gate_ns + e;
   } else {
-    p->since_gate_ns = INFINITY; /* unknown (or no grouping): the next pass starts a piece too */
+    p->since_gate_ns = INFINITY; /* unknown, alone (or no grouping): the next pass starts a piece too */
   }
   p->open_site = slot;
   return start;
 }
 
 void mux_pieces_clock(mux_pieces_t *p, int64_t now_ns) { p->open_t0 = now_ns; }
+
+void mux_pieces_waited(mux_pieces_t *p) {
+  if (p->open_site >= 0) p->alone[p->open_site] = 1;
+}
+
+int mux_pieces_alone(const mux_pieces_t *p) { return p->open_site >= 0 && p->alone[p->open_site]; }
 
 int mux_pieces_timing(const mux_pieces_t *p) {
   return p->open_site >= 0 && !(p->once && p->pass_ns[p->open_site] > 0);

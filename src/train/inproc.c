@@ -14,6 +14,7 @@
 #include "io/sweep.h"
 #include "mux/mux.h"
 #include "mux/options.h"
+#include "train/multiplex.h"
 #include "train/run.h"
 
 struct train_inproc {
@@ -161,6 +162,7 @@ train_inproc_t *train_inproc_start(const inproc_args_t *a, config_t *fg_cfg, con
   free(text);
   check_backend(&b->cfg, b->deck, "the background's");
   check_device_comm(&b->cfg, b->deck, n);
+  run_mux_check_graphs(&b->cfg, b->deck, n);
 
   b->channel = mux_channel_in_process();
   fg_mo->role = MUX_ROLE_FOREGROUND;

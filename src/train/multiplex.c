@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/options.h"
 #include "core/error.h"
 #include "core/timer.h"
 #include "mux/launch.h"
@@ -29,6 +30,27 @@ static void choose_channel(run_mux_t *x, const multiplex_opts_t *mo, const deck_
                       "[multiplex] channel = NAME in both decks, or -D multiplex.channel=NAME; inside one MPMD "
                       "mpiexec or one Slurm job it is chosen for you)", mux_role_name(x->role));
   }
+}
+
+void run_mux_check_graphs(const config_t *cfg, const deck_t *deck, int ranks) {
+  if (strcmp(multiplex_opts(cfg)->graphs, "on") != 0) return;
+  const char *backend = backend_deck(cfg)->name;
+  if (strcmp(backend, "cuda") != 0)
+    surge_input_error("%s: [multiplex] graphs = on, but backend %s records no graphs (hint: graphs are for a "
+                      "background on [backend] name = cuda; set graphs = off)",
+                      deck_where(deck, "multiplex.graphs"), backend);
+  if (ranks > 1)
+    surge_input_error("%s: [multiplex] graphs = on needs a 1-rank background, this one has %d ranks (hint: "
+                      "graphs = off, or [multiplex] background_ranks = 1 in its foreground's deck)",
+                      deck_where(deck, "multiplex.graphs"), ranks);
+}
+
+/* Background: its pieces recorded as CUDA graphs by its backend ([multiplex] graphs = on). */
+static void choose_graphs(mux_options_t *o, const trainer_t *t, const deck_t *deck) {
+  run_mux_check_graphs(&t->cfg, deck, t->world->size);
+  if (strcmp(multiplex_opts(&t->cfg)->graphs, "on") != 0) return;
+  o->graph_begin = t->be->capture_begin;
+  o->graph_end = t->be->capture_end;
 }
 
 /* Foreground: the samples/s of a foreground-only run's log after its warm-up steps, read on rank 0
@@ -94,6 +116,7 @@ void run_mux_begin(run_mux_t *x, trainer_t *t, const deck_t *deck) {
   comm_free(&node);
   snprintf(o.channel, sizeof o.channel, "%s", x->channel);
   if (x->role == MUX_ROLE_BACKGROUND) {
+    choose_graphs(&o, t, deck);
     x->priority = mux_lower_priority(mo->priority);
     x->device_priority = t->be->set_priority(1);
     /* a multi-rank in-process background waits for its other ranks outside MPI: a thread waiting
@@ -273,6 +296,10 @@ void run_mux_end(run_mux_t *x, trainer_t *t) {
       printf("paused %.0f%% of the time waiting for the foreground (CPU priority %s); pieces through the gate %.0f; "
              "foreground slowdown %s\n", x->run_sec > 0 ? 100.0 * x->paused_sec / x->run_sec : 0.0, x->priority,
              me.bg_pieces, slow);
+      const backend_context_t *c = t->be->context();
+      if (strcmp(multiplex_opts(&t->cfg)->graphs, "on") == 0)
+        printf("pieces recorded as CUDA graphs: %ld launched (%ld built, %ld updated in place), %ld recordings cut "
+               "short by a wait\n", c->graphs_launched, c->graphs_built, c->graphs_updated, c->graphs_cut);
     }
   }
   mux_detach();

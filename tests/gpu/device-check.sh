@@ -18,7 +18,8 @@
 #      time; the foreground's slowdown
 #      with a background beside it on the GPU, and the background's throughput, against the
 #      foreground alone, with the background as a process of its own and in the foreground's
-#      process ([multiplex] placement = thread); and mux.gpu's burst foreground alone as a
+#      process ([multiplex] placement = thread), there also with its pieces recorded as CUDA
+#      graphs ([multiplex] graphs = on); and mux.gpu's burst foreground alone as a
 #      --foreground with no partner, with its state timing and without (slowdown_feedback off).
 # DEVICE_TESTS names the tests to run (default all: ops attention zoo dp mux gen epilogues);
 # DEVICE_BENCH=0 runs no benchmark, DEVICE_BENCH=mux only the multiplexing ones (a short recheck).
@@ -250,11 +251,14 @@ mux_pair() {
     mux_row <"$logs/mux-pair-$1.txt" && return
   echo "failed"
 }
-# mux_thread TAG: after mux_pair TAG, the foreground with the background in its process; mux_row's line
+# mux_thread SOLO TAG [ARGS]: after mux_pair SOLO, the foreground with the background in its process
+# (the background's extra ARGS); mux_row's line
 mux_thread() {
-  timeout 90 "$mpiexec" -n 1 $FG -D multiplex.placement=thread -D "run.out_dir=$out/mux-fgt-$1" \
-    -D "multiplex.baseline=$out/mux-solo-$1/log.h5" $IN -D "bg:run.out_dir=$out/mux-bgt-$1" \
-    >"$logs/mux-thread-$1.txt" 2>&1 && mux_row <"$logs/mux-thread-$1.txt" && return
+  mt_solo=$1 mt_tag=$2
+  shift 2
+  timeout 90 "$mpiexec" -n 1 $FG -D multiplex.placement=thread -D "run.out_dir=$out/mux-fgt-$mt_tag" \
+    -D "multiplex.baseline=$out/mux-solo-$mt_solo/log.h5" $IN -D "bg:run.out_dir=$out/mux-bgt-$mt_tag" "$@" \
+    >"$logs/mux-thread-$mt_tag.txt" 2>&1 && mux_row <"$logs/mux-thread-$mt_tag.txt" && return
   echo "failed"
 }
 # mps_start, mps_stop: NVIDIA's multi-process service for this check's processes, where the driver
@@ -272,10 +276,14 @@ mps_stop() {
   unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
 }
 mux_gpt=$(mux_pair plain)
-mux_gpt_thread=$(mux_thread plain)
-# tests/gpu/mux.gpu's diagnostics: the two-process pair's lines, then the in-process pair's
+mux_gpt_thread=$(mux_thread plain plain)
+# with the background's pieces recorded as CUDA graphs ([multiplex] graphs = on), and how many ran
+mux_gpt_graphs="$(mux_thread plain graphs -D bg:multiplex.graphs=on); $(sed -n 's/^pieces recorded as CUDA graphs: //p' \
+  "$logs/mux-thread-graphs.txt" 2>/dev/null)"
+# tests/gpu/mux.gpu's diagnostics: the two-process pair's lines, then the in-process pairs'
 mux_burst=$(sed -n 's/^# //p' "$logs/mux.tap" | mux_row)
 mux_burst_thread=$(sed -n 's/^# in-process //p' "$logs/mux.tap" | mux_row)
+mux_burst_graphs=$(sed -n 's/^# in-process (pieces as CUDA graphs) //p' "$logs/mux.tap" | mux_row)
 # and the burst foreground alone as a --foreground with no partner: the share of its polite waits and
 # its state timing (feedback device), and of its polite waits alone (feedback off)
 mux_alone() {
@@ -293,7 +301,7 @@ if mps_start; then
   fi
   mps_stop
 fi
-echo "device-check: multiplexing: gpt $mux_gpt, in-process $mux_gpt_thread; burst $mux_burst, in-process $mux_burst_thread, alone as a foreground $mux_burst_alone; under MPS: gpt $mux_gpt_mps; burst $mux_burst_mps ($(elapsed) s)"
+echo "device-check: multiplexing: gpt $mux_gpt, in-process $mux_gpt_thread, as graphs $mux_gpt_graphs; burst $mux_burst, in-process $mux_burst_thread, as graphs $mux_burst_graphs, alone as a foreground $mux_burst_alone; under MPS: gpt $mux_gpt_mps; burst $mux_burst_mps ($(elapsed) s)"
 
 # ---- the summary
 {
@@ -325,8 +333,10 @@ echo "device-check: multiplexing: gpt $mux_gpt, in-process $mux_gpt_thread; burs
   }
   echo "| gpt-fortunes foreground (1 rank) + mlp background | $mux_gpt | slowdown <= 1.10 |"
   echo "| the gpt pair in-process (placement = thread, the background's own lowest-priority stream) | $mux_gpt_thread | slowdown <= 1.05 |"
+  echo "| the gpt pair in-process, the background's pieces as CUDA graphs ([multiplex] graphs = on) | $mux_gpt_graphs | slowdown <= 1.05 |"
   echo "| vgg burst foreground (2 ranks, one idle half the step) + 2 mlp backgrounds (tests/gpu/mux.gpu) | $mux_burst | slowdown <= 1.10 |"
   echo "| the burst pair in-process (tests/gpu/mux.gpu, placement = thread) | $mux_burst_thread | slowdown <= 1.10 |"
+  echo "| the burst pair in-process, pieces as CUDA graphs (tests/gpu/mux.gpu, graphs = on) | $mux_burst_graphs | slowdown <= 1.10 |"
   echo "| the burst foreground alone as a --foreground, no partner (polite waits and state timing; waits alone) | $mux_burst_alone | (the pairs' share of it) |"
   echo "| the gpt pair under MPS | $mux_gpt_mps | slowdown <= 1.10 |"
   echo "| tests/gpu/mux.gpu under MPS | $mux_burst_mps | slowdown <= 1.10 |"

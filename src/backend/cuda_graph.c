@@ -1,0 +1,113 @@
+/* A background's pieces recorded as CUDA graphs ([multiplex] graphs, doc/gpu.md): the calling
+ * thread's stream is captured from capture_begin to capture_end, the recording becomes a graph kept
+ * per key (the piece's place in the step), and the graph is launched whole after the piece's gate.
+ *
+ * Every step records its pieces again and updates the key's executable graph in place
+ * (cudaGraphExecUpdate): the kernels' arguments that change from step to step (the optimizer's
+ * learning rate and bias corrections, a new workspace) come with the recording, so a launch always
+ * runs what the host asked for this step, and the device gets the piece's kernels back to back
+ * instead of one launch at a time. A recording whose work changed shape (another batch size) cannot
+ * be updated: its graph is built anew.
+ *
+ * A capture forbids waiting for the stream. Every op of this backend that waits (or is not
+ * stream-ordered: allocations, frees, copies with the host) calls cuda_capture_leave first, which
+ * ends the recording there as capture_end would (gate, launch) and counts it as cut; the rest of the
+ * piece runs as usual, capture_end then finds nothing open, and the multiplexer makes the pass that
+ * waited a piece of its own, never recorded (mux/pieces.c). The mode is thread-local: the foreground thread beside an in-process background
+ * may allocate or wait while the background records. */
+#include <string.h>
+
+#include "backend/cuda_impl.h"
+#include "core/error.h"
+
+enum { GRAPH_KEYS = 256 }; /* places kept; a piece beyond them is built, launched and dropped */
+
+typedef struct graph_slot {
+  int key;
+  cudaGraphExec_t exec; /* NULL: free */
+} graph_slot_t;
+
+static _Thread_local struct {
+  int recording, key;
+  void (*gate)(void);
+  graph_slot_t slot[GRAPH_KEYS];
+  long launched, built, updated, cut;
+} g;
+
+void cuda_capture_begin(int key, void (*gate)(void)) {
+  cuda_capture_leave();
+  cuda_check(cudaStreamBeginCapture(cuda_stream(), cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
+  g.recording = 1;
+  g.key = key;
+  g.gate = gate;
+}
+
+/* The key's slot, or a free one for it; NULL when every slot is taken by other keys. */
+static graph_slot_t *slot_of(int key) {
+  graph_slot_t *free_slot = NULL;
+  for (int i = 0; i < GRAPH_KEYS; i++) {
+    if (g.slot[i].exec && g.slot[i].key == key) return &g.slot[i];
+    if (!g.slot[i].exec && !free_slot) free_slot = &g.slot[i];
+  }
+  return free_slot;
+}
+
+/* graph as the key's executable graph: updated in place when it has the same shape, else built. */
+static cudaGraphExec_t executable(graph_slot_t *s, cudaGraph_t graph) {
+  if (s && s->exec) {
+    cudaGraphExecUpdateResultInfo info;
+    if (cudaGraphExecUpdate(s->exec, graph, &info) == cudaSuccess) {
+      g.updated++;
+      return s->exec;
+    }
+    (void)cudaGetLastError(); /* the failed update's error is not the next kernel's */
+    cuda_check(cudaGraphExecDestroy(s->exec), "cudaGraphExecDestroy");
+    s->exec = NULL;
+  }
+  cudaGraphExec_t exec;
+  cuda_check(cudaGraphInstantiate(&exec, graph, 0), "cudaGraphInstantiate");
+  g.built++;
+  if (s) *s = (graph_slot_t){.key = g.key, .exec = exec};
+  return exec;
+}
+
+/* The recording as a graph, the gate, the launch. */
+static void finish(void) {
+  g.recording = 0;
+  cudaGraph_t graph;
+  cuda_check(cudaStreamEndCapture(cuda_stream(), &graph), "cudaStreamEndCapture");
+  size_t nodes = 0;
+  cuda_check(cudaGraphGetNodes(graph, NULL, &nodes), "cudaGraphGetNodes");
+  graph_slot_t *s = nodes ? slot_of(g.key) : NULL;
+  cudaGraphExec_t exec = nodes ? executable(s, graph) : NULL;
+  cuda_check(cudaGraphDestroy(graph), "cudaGraphDestroy");
+  if (g.gate) g.gate(); /* may synchronize: the recording has ended */
+  if (!exec) return;
+  cuda_check(cudaGraphLaunch(exec, cuda_stream()), "cudaGraphLaunch");
+  g.launched++;
+  if (!s) cuda_check(cudaGraphExecDestroy(exec), "cudaGraphExecDestroy"); /* freed once it has run */
+}
+
+void cuda_capture_end(void) {
+  if (g.recording) finish();
+}
+
+void cuda_capture_leave(void) {
+  if (!g.recording) return;
+  g.cut++;
+  finish();
+}
+
+void cuda_capture_counts(backend_context_t *c) {
+  c->graphs_launched = g.launched;
+  c->graphs_built = g.built;
+  c->graphs_updated = g.updated;
+  c->graphs_cut = g.cut;
+}
+
+void cuda_capture_close(void) {
+  cuda_capture_leave();
+  for (int i = 0; i < GRAPH_KEYS; i++)
+    if (g.slot[i].exec) cuda_check(cudaGraphExecDestroy(g.slot[i].exec), "cudaGraphExecDestroy");
+  memset(&g, 0, sizeof g);
+}

@@ -296,11 +296,12 @@ void run_mux_end(run_mux_t *x, trainer_t *t) {
       printf("paused %.0f%% of the time waiting for the foreground (CPU priority %s); pieces through the gate %.0f; "
              "foreground slowdown %s\n", x->run_sec > 0 ? 100.0 * x->paused_sec / x->run_sec : 0.0, x->priority,
              me.bg_pieces, slow);
-      const backend_context_t *c = t->be->context();
-      if (strcmp(multiplex_opts(&t->cfg)->graphs, "on") == 0)
-        printf("pieces recorded as CUDA graphs: %ld launched (%ld built, %ld updated in place), %ld recordings cut "
-               "short by a wait\n", c->graphs_launched, c->graphs_built, c->graphs_updated, c->graphs_cut);
     }
   }
-  mux_detach();
+  mux_detach(); /* (a background's last recorded piece is launched here) */
+  if (t->world->rank == 0 && x->role == MUX_ROLE_BACKGROUND && strcmp(multiplex_opts(&t->cfg)->graphs, "on") == 0) {
+    const backend_context_t *c = t->be->context();
+    printf("pieces recorded as CUDA graphs: %ld launched (%ld built, %ld updated in place), %ld recordings cut short "
+           "by a wait\n", c->graphs_launched, c->graphs_built, c->graphs_updated, c->graphs_cut);
+  }
 }

@@ -186,7 +186,8 @@ tap_refused "a bg: override without --background-deck" "bg:run.steps=3: a bg: ov
 tap_refused "graphs = on for a cpu background" "\[multiplex\] graphs = on, but backend cpu records no graphs" \
   "$tap_tmp/r7.txt" to "$tap_tmp/r7.txt" 2 $FG -D multiplex.placement=thread $IN -D bg:multiplex.graphs=on \
   -D "run.out_dir=$tap_tmp/r7"
-tap_refused "graphs = on for a 2-rank cuda background" "\[multiplex\] graphs = on needs a 1-rank background, this one has 2" \
+tap_refused "graphs = on for a 2-rank cuda background" \
+  "\[multiplex\] graphs = on needs a 1-rank background, this one has 2" \
   "$tap_tmp/r8.txt" to "$tap_tmp/r8.txt" 2 $FG -D multiplex.placement=thread -D multiplex.background_ranks=0 $IN \
   -D bg:backend.name=cuda -D bg:backend.device_comm=staged -D bg:multiplex.graphs=on -D "run.out_dir=$tap_tmp/r8"
 tap_refused "graphs = on for a separate cpu background" "\[multiplex\] graphs = on, but backend cpu records no graphs" \

@@ -13,8 +13,10 @@
  * stream-ordered: allocations, frees, copies with the host) calls cuda_capture_leave first, which
  * ends the recording there as capture_end would (gate, launch) and counts it as cut; the rest of the
  * piece runs as usual, capture_end then finds nothing open, and the multiplexer makes the pass that
- * waited a piece of its own, never recorded (mux/pieces.c). The mode is thread-local: the foreground thread beside an in-process background
- * may allocate or wait while the background records. */
+ * waited a piece of its own, never recorded (mux/pieces.c). The mode is thread-local: the
+ * foreground thread beside an in-process background may allocate or wait while the background
+ * records. A recording that CUDA invalidated anyway (a call that waits from outside this backend)
+ * cannot be run again, and ends the run with an error that names the key to turn graphs off. */
 #include <string.h>
 
 #include "backend/cuda_impl.h"
@@ -75,7 +77,11 @@ static cudaGraphExec_t executable(graph_slot_t *s, cudaGraph_t graph) {
 static void finish(void) {
   g.recording = 0;
   cudaGraph_t graph;
-  cuda_check(cudaStreamEndCapture(cuda_stream(), &graph), "cudaStreamEndCapture");
+  cudaError_t e = cudaStreamEndCapture(cuda_stream(), &graph);
+  if (e != cudaSuccess)
+    surge_runtime_error("cuda: recording a background's piece (place %d) as a graph failed: %s (%s); its work is "
+                        "lost (hint: [multiplex] graphs = off in the background's deck, and report the run)", g.key,
+                        cudaGetErrorString(e), cudaGetErrorName(e));
   size_t nodes = 0;
   cuda_check(cudaGraphGetNodes(graph, NULL, &nodes), "cudaGraphGetNodes");
   graph_slot_t *s = nodes ? slot_of(g.key) : NULL;

@@ -299,7 +299,8 @@ void run_mux_end(run_mux_t *x, trainer_t *t) {
     }
   }
   mux_detach(); /* (a background's last recorded piece is launched here) */
-  if (t->world->rank == 0 && x->role == MUX_ROLE_BACKGROUND && strcmp(multiplex_opts(&t->cfg)->graphs, "on") == 0) {
+  int graphs = x->role == MUX_ROLE_BACKGROUND && strcmp(multiplex_opts(&t->cfg)->graphs, "on") == 0;
+  if (graphs && t->world->rank == 0) {
     const backend_context_t *c = t->be->context();
     printf("pieces recorded as CUDA graphs: %ld launched (%ld built, %ld updated in place), %ld recordings cut short "
            "by a wait\n", c->graphs_launched, c->graphs_built, c->graphs_updated, c->graphs_cut);

@@ -1641,18 +1641,20 @@ static void test_registry(void) {
   const backend_t *const tables[] = {&backend_cpu, &backend_ref, &backend_cuda};
   for (size_t k = 0; k < 2 + BUILD_HAS_CUDA; k++) {
     size_t first = offsetof(backend_t, open), slots = (sizeof(backend_t) - first) / sizeof(void (*)(void)), unset = 0;
-    size_t optional[2] = {offsetof(backend_t, capture_begin), offsetof(backend_t, capture_end)};
+    const backend_t *b = tables[k];
+    size_t optional[3] = {offsetof(backend_t, capture_begin), offsetof(backend_t, capture_end),
+                          offsetof(backend_t, capture_abandon)};
     for (size_t i = 0; i < slots; i++) {
       void (*fn)(void);
       size_t at = first + i * sizeof fn;
-      memcpy(&fn, (const char *)tables[k] + at, sizeof fn);
-      unset += fn == NULL && at != optional[0] && at != optional[1];
+      memcpy(&fn, (const char *)b + at, sizeof fn);
+      unset += fn == NULL && at != optional[0] && at != optional[1] && at != optional[2];
     }
-    if (tables[k]->host_memory)
-      tap_ok(!tables[k]->capture_begin && !tables[k]->capture_end, "%s: records no graphs", tables[k]->name);
+    int recorders = !!b->capture_begin + !!b->capture_end + !!b->capture_abandon;
+    if (b->host_memory)
+      tap_ok(recorders == 0, "%s: records no graphs", b->name);
     else
-      tap_ok(!tables[k]->capture_begin == !tables[k]->capture_end, "%s: graph recording both ways or none",
-             tables[k]->name);
+      tap_ok(recorders == 0 || recorders == 3, "%s: graph recording's 3 functions, or none (%d)", b->name, recorders);
     const char *math_unset = "none"; /* the numerical ops by name, as backend.h lists them */
 #define FIRST_UNSET(ret, name, params) \
   if (!tables[k]->name && strcmp(math_unset, "none") == 0) math_unset = #name;

@@ -413,6 +413,9 @@ typedef struct backend {
    * the same way (its gate is called there), then runs, as does the rest of the piece. */
   void (*capture_begin)(int key, void (*gate)(void));
   void (*capture_end)(void);
+  /* After an error that ends the calling thread only (an in-process background's): an open
+   * recording is dropped, nothing launched, and nothing of the process waits for it any more. */
+  void (*capture_abandon)(void);
 
   /* ---- memory (host <-> backend); alloc returns zeroed memory, 64-byte aligned */
   float *(*alloc)(size_t n);

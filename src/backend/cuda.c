@@ -175,7 +175,10 @@ static const char *cuda_open(const backend_options_t *o, int *input_error) {
   cuda_check(cudaDeviceGetStreamPriorityRange(&ctx.least_priority, &ctx.greatest_priority),
              "cudaDeviceGetStreamPriorityRange");
   cuda_check_blas(cublasCreate(&ctx.blas), "cublasCreate");
-  cuda_check(cudaMalloc(&ctx.blas_ws, BLAS_WORKSPACE_BYTES), "cudaMalloc (cuBLAS workspace)");
+  cuda_device_call_begin();
+  e = cudaMalloc(&ctx.blas_ws, BLAS_WORKSPACE_BYTES);
+  cuda_device_call_end();
+  cuda_check(e, "cudaMalloc (cuBLAS workspace)");
   cuda_lt_open();
   ctx.compute = o->precision == BACKEND_BF16 ? CUBLAS_COMPUTE_32F_FAST_16BF
                 : o->tf32                     ? CUBLAS_COMPUTE_32F_FAST_TF32
@@ -195,10 +198,14 @@ static void cuda_close(void) {
   if (!ctx.open) return;
   cuda_capture_close();
   cuda_check(cudaStreamSynchronize(ctx.stream), "cudaStreamSynchronize");
-  for (int i = 0; i < CUDA_WS_SLOTS; i++)
-    if (ctx.ws[i]) cuda_check(cudaFree(ctx.ws[i]), "cudaFree (workspace)");
   cuda_check_blas(cublasDestroy(ctx.blas), "cublasDestroy");
-  cuda_check(cudaFree(ctx.blas_ws), "cudaFree (cuBLAS workspace)");
+  cudaError_t e = cudaSuccess, ei;
+  cuda_device_call_begin();
+  for (int i = 0; i < CUDA_WS_SLOTS; i++)
+    if (ctx.ws[i] && (ei = cudaFree(ctx.ws[i])) != cudaSuccess) e = ei;
+  if ((ei = cudaFree(ctx.blas_ws)) != cudaSuccess) e = ei;
+  cuda_device_call_end();
+  cuda_check(e, "cudaFree (workspaces)");
   cuda_lt_close();
   cuda_check(cudaStreamDestroy(ctx.stream), "cudaStreamDestroy");
   memset(&ctx, 0, sizeof ctx);
@@ -240,8 +247,9 @@ static float *cuda_alloc(size_t n) {
   require_open("alloc");
   size_t bytes = surge_mul_size(n ? n : 1, sizeof(float), "device allocation");
   void *p = NULL;
-  cuda_capture_leave();
+  cuda_device_call_begin();
   cudaError_t e = cudaMalloc(&p, bytes);
+  cuda_device_call_end();
   if (e != cudaSuccess)
     surge_runtime_error("cuda: out of device memory allocating %zu bytes on GPU %d (%s) (hint: a smaller "
                         "[train] global_batch or model, or more ranks)", bytes, ctx.device, cudaGetErrorString(e));
@@ -253,7 +261,10 @@ static void cuda_free(float *p) {
   if (!p) return;
   cuda_capture_leave();
   cuda_check(cudaStreamSynchronize(ctx.stream), "cudaStreamSynchronize"); /* no queued op still uses it */
-  cuda_check(cudaFree(p), "cudaFree");
+  cuda_device_call_begin();
+  cudaError_t e = cudaFree(p);
+  cuda_device_call_end();
+  cuda_check(e, "cudaFree");
 }
 
 static void cuda_upload(float *dst, const float *host_src, size_t n) {
@@ -275,9 +286,11 @@ static void cuda_copy(float *dst, const float *src, size_t n) {
 
 static size_t cuda_device_used(void) {
   require_open("device_used");
-  cuda_capture_leave();
   size_t free_b = 0, total_b = 0;
-  cuda_check(cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo");
+  cuda_device_call_begin();
+  cudaError_t e = cudaMemGetInfo(&free_b, &total_b);
+  cuda_device_call_end();
+  cuda_check(e, "cudaMemGetInfo");
   return total_b - free_b;
 }
 
@@ -300,5 +313,6 @@ const backend_t backend_cuda = {
     .device_used = cuda_device_used,
     .capture_begin = cuda_capture_begin,
     .capture_end = cuda_capture_end,
+    .capture_abandon = cuda_capture_abandon,
     BACKEND_MATH_OPS(CUDA_OP)
 };

@@ -15,8 +15,13 @@
  * piece runs as usual, capture_end then finds nothing open, and the multiplexer makes the pass that
  * waited a piece of its own, never recorded (mux/pieces.c). The mode is thread-local: the
  * foreground thread beside an in-process background may allocate or wait while the background
- * records. A recording that CUDA invalidated anyway (a call that waits from outside this backend)
- * cannot be run again, and ends the run with an error that names the key to turn graphs off. */
+ * records; its own stream's waits do not touch the recording. Its device-wide calls might (CUDA may
+ * invalidate a capture on a device that another thread synchronizes as a whole, and cudaFree and
+ * cudaMalloc can), so those of every thread of the process wait for an open recording to end
+ * (cuda_device_call_begin): the foreground's teardown beside a background that records on. A
+ * recording that CUDA invalidated anyway cannot be run again, and ends the run with an error that
+ * names the key to turn graphs off. */
+#include <pthread.h>
 #include <string.h>
 
 #include "backend/cuda_impl.h"
@@ -36,9 +41,33 @@ static _Thread_local struct {
   long launched, built, updated, cut;
 } g;
 
+/* Open recordings hold it shared, device-wide calls exclusively; writers first, so that a thread
+ * recording piece after piece cannot hold a free off. */
+static pthread_rwlock_t device_calls;
+static pthread_once_t device_calls_once = PTHREAD_ONCE_INIT;
+static void device_calls_init(void) {
+  pthread_rwlockattr_t a;
+  pthread_rwlockattr_init(&a);
+  pthread_rwlockattr_setkind_np(&a, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+  pthread_rwlock_init(&device_calls, &a);
+  pthread_rwlockattr_destroy(&a);
+}
+
+void cuda_device_call_begin(void) {
+  cuda_capture_leave();
+  pthread_once(&device_calls_once, device_calls_init);
+  pthread_rwlock_wrlock(&device_calls);
+}
+
+void cuda_device_call_end(void) { pthread_rwlock_unlock(&device_calls); }
+
 void cuda_capture_begin(int key, void (*gate)(void)) {
   cuda_capture_leave();
-  cuda_check(cudaStreamBeginCapture(cuda_stream(), cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
+  pthread_once(&device_calls_once, device_calls_init);
+  pthread_rwlock_rdlock(&device_calls);
+  cudaError_t e = cudaStreamBeginCapture(cuda_stream(), cudaStreamCaptureModeThreadLocal);
+  if (e != cudaSuccess) pthread_rwlock_unlock(&device_calls); /* (an error may end only this thread) */
+  cuda_check(e, "cudaStreamBeginCapture");
   g.recording = 1;
   g.key = key;
   g.gate = gate;
@@ -78,6 +107,7 @@ static void finish(void) {
   g.recording = 0;
   cudaGraph_t graph;
   cudaError_t e = cudaStreamEndCapture(cuda_stream(), &graph);
+  pthread_rwlock_unlock(&device_calls);
   if (e != cudaSuccess)
     surge_runtime_error("cuda: recording a background's piece (place %d) as a graph failed: %s (%s); its work is "
                         "lost (hint: [multiplex] graphs = off in the background's deck, and report the run)", g.key,
@@ -102,6 +132,15 @@ void cuda_capture_leave(void) {
   if (!g.recording) return;
   g.cut++;
   finish();
+}
+
+void cuda_capture_abandon(void) {
+  if (!g.recording) return;
+  g.recording = 0;
+  cudaGraph_t graph;
+  if (cudaStreamEndCapture(cuda_stream(), &graph) == cudaSuccess) cudaGraphDestroy(graph);
+  (void)cudaGetLastError();
+  pthread_rwlock_unlock(&device_calls);
 }
 
 void cuda_capture_counts(backend_context_t *c) {

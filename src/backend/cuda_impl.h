@@ -62,9 +62,15 @@ void cuda_to_host(void *host, const void *dev, size_t bytes);
 /* ---- the recorded pieces (cuda_graph.c; backend.h: capture_begin, capture_end) */
 void cuda_capture_begin(int key, void (*gate)(void));
 void cuda_capture_end(void);
+void cuda_capture_abandon(void);
 /* Before anything that waits for the stream or is not stream-ordered (a copy with the host, an
  * allocation or free, synchronize): end the calling thread's recording, if any, as capture_end would. */
 void cuda_capture_leave(void);
+/* Around a device-wide call (cudaMalloc, cudaFree, cudaMemGetInfo) of any thread: ends the calling
+ * thread's recording, then waits until no other thread of the process is recording. Nothing between
+ * the two may end the thread (check the call's error after the end). */
+void cuda_device_call_begin(void);
+void cuda_device_call_end(void);
 /* The thread's counts into c (graphs_launched, _built, _updated, _cut). */
 void cuda_capture_counts(backend_context_t *c);
 /* End any recording and free the thread's graphs (backend close). */

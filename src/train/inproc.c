@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/backend.h"
 #include "backend/options.h"
 #include "core/cli.h"
 #include "core/error.h"
@@ -52,8 +53,11 @@ static void *background_main(void *arg) {
   } else {
     /* an error: its line is printed. What it left half done is left (its memory, its open files,
      * which keep what was written); what the foreground could wait for is released: the HDF5
-     * lock, and the channel's side, which now reads "ended" */
+     * lock, a piece it was recording as a graph (the foreground's frees wait for those), and the
+     * channel's side, which now reads "ended" */
     h5_serial_release_all();
+    const backend_t *be = backend_find(backend_deck(&b->cfg)->name);
+    if (be && be->capture_abandon) be->capture_abandon(); /* a piece it was recording ([multiplex] graphs) */
     mux_detach();
     b->status = escape_status;
   }

@@ -37,6 +37,12 @@ $(cuda_kernel_sources:.cu=.$(OBJEXT)): $(top_srcdir)/src/backend/cuda_kern.cuh $
   $(top_srcdir)/src/backend/cuda_embed.h $(top_srcdir)/src/backend/cuda_attention_tiles.h \
   $(top_srcdir)/src/backend/cuda_attention_mma.h $(top_srcdir)/src/backend/clip_rule.h \
   $(top_srcdir)/src/backend/cuda_impl.h $(top_srcdir)/src/backend/backend.h
+# The recorded pieces' logic (cuda_graph.c, [multiplex] graphs) over a faked CUDA runtime, on the
+# host: it needs the toolkit's headers, not a GPU, and links no CUDA library.
+check_PROGRAMS += tests/test_cuda_graph
+tests_test_cuda_graph_SOURCES = tests/test_cuda_graph.c src/backend/cuda_graph.c
+tests_test_cuda_graph_LDADD = -lpthread
+TESTS += tests/test_cuda_graph
 else
 libsurge_a_SOURCES += src/backend/cuda_absent.c
 endif

@@ -286,11 +286,9 @@ static void cuda_copy(float *dst, const float *src, size_t n) {
 
 static size_t cuda_device_used(void) {
   require_open("device_used");
-  size_t free_b = 0, total_b = 0;
-  cuda_device_call_begin();
-  cudaError_t e = cudaMemGetInfo(&free_b, &total_b);
-  cuda_device_call_end();
-  cuda_check(e, "cudaMemGetInfo");
+  cuda_capture_leave();
+  size_t free_b = 0, total_b = 0; /* (a query, not a wait: another thread's recording goes on; once a step) */
+  cuda_check(cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo");
   return total_b - free_b;
 }
 

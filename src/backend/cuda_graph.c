@@ -18,7 +18,8 @@
  * records; its own stream's waits do not touch the recording. Its device-wide calls might (CUDA may
  * invalidate a capture on a device that another thread synchronizes as a whole, and cudaFree and
  * cudaMalloc can), so those of every thread of the process wait for an open recording to end
- * (cuda_device_call_begin): the foreground's teardown beside a background that records on. A
+ * (cuda_device_call_begin): the foreground's set-up and teardown beside a background that records
+ * on (nothing in its steps: their scratch is stream-ordered, cudaMallocAsync). A
  * recording that CUDA invalidated anyway cannot be run again, and ends the run with an error that
  * names the key to turn graphs off. */
 #include <pthread.h>

@@ -66,7 +66,7 @@ void cuda_capture_abandon(void);
 /* Before anything that waits for the stream or is not stream-ordered (a copy with the host, an
  * allocation or free, synchronize): end the calling thread's recording, if any, as capture_end would. */
 void cuda_capture_leave(void);
-/* Around a device-wide call (cudaMalloc, cudaFree, cudaMemGetInfo) of any thread: ends the calling
+/* Around a device-wide call (cudaMalloc, cudaFree: set-up and teardown) of any thread: ends the calling
  * thread's recording, then waits until no other thread of the process is recording. Nothing between
  * the two may end the thread (check the call's error after the end). */
 void cuda_device_call_begin(void);

@@ -347,7 +347,7 @@ typedef struct gemm_grid {
   X(void, adamw_step, (size_t n, float *p, const float *g, float *m, float *v, float lr, float b1, float b2, \
       float eps, float wd, float bc1, float bc2, const float *gs)) \
   /* *gs = the factor that clips a gradient of squared norm *sumsq to the norm max_norm \
-   * (backend/clip_rule.h: max_norm / (norm + 1e-6) above it, else 1; always 1 for max_norm <= 0) */ \
+   * (backend/step_rules.h: max_norm / (norm + 1e-6) above it, else 1; always 1 for max_norm <= 0) */ \
   X(void, clip_factor, (const double *sumsq, double max_norm, float *gs)) \
   /* ---- fused forms (issue 32), chosen by the model's fusion pass (model_init_fused); each equals the \
    * ops it replaces run one after the other (ref composes exactly those). \

@@ -1,7 +1,7 @@
 /* "cpu" backend optimizer steps over a flat slab of parameters, in float. */
 #include <math.h>
 
-#include "backend/clip_rule.h"
+#include "backend/step_rules.h"
 #include "backend/cpu_ops.h"
 
 /* The gradient as the step reads it: g, or gs g where the clipping factor is folded in (scaled, a

@@ -8,6 +8,7 @@
 
 #include "backend/cpu_ops.h"
 #include "backend/host_mem.h"
+#include "backend/step_rules.h"
 #include "core/error.h"
 
 /* ---- layer norm */
@@ -307,10 +308,7 @@ void cpu_xent_add(int rows, int V, const float *logits, const float *targets, fl
   *loss += xent_sum(rows, V, logits, targets, grad_scale, dlogits);
 }
 
-void cpu_float_pair(const double *x, float *pair) {
-  pair[0] = (float)*x;
-  pair[1] = (float)(*x - (double)pair[0]);
-}
+void cpu_float_pair(const double *x, float *pair) { float_pair_rule(*x, pair); }
 
 long cpu_count_correct(int rows, int V, const float *restrict logits, const float *restrict targets) {
   host_mem_waited();

@@ -1,7 +1,7 @@
 // Elementwise kernels of the CUDA backend: one thread per output element (grid-stride), the
 // arithmetic from cuda_elem.h. Gathers (col2im, max-pool backward) read every contribution of their
 // own element, so no two threads write one element.
-#include "backend/clip_rule.h"
+#include "backend/step_rules.h"
 #include "backend/cuda_kern.cuh"
 
 using namespace cuk;
@@ -104,10 +104,7 @@ extern "C" void cuk_adamw(size_t n, float *p, const float *g, float *m, float *v
   k_adamw<<<blocks_for(n), kThreads, 0, s>>>(n, p, g, m, v, lr, b1, b2, eps, wd, bc1, bc2, gs);
   CUK_LAUNCHED("adamw_step");
 }
-__global__ void k_float_pair(const double *x, float *pair) {
-  pair[0] = (float)*x;
-  pair[1] = (float)(*x - (double)pair[0]);
-}
+__global__ void k_float_pair(const double *x, float *pair) { float_pair_rule(*x, pair); }
 extern "C" void cuk_float_pair(const double *x, float *pair, cudaStream_t s) {
   k_float_pair<<<1, 1, 0, s>>>(x, pair);
   CUK_LAUNCHED("float_pair");

@@ -10,7 +10,7 @@ libsurge_a_SOURCES += \
   src/backend/cpu_kern_w8.c src/backend/cpu_direct_kern.h src/backend/cpu_gemm_kern.h src/backend/cpu_linear_kern.h src/backend/cpu_pool_kern.h \
   src/backend/cuda_elem.h src/backend/cuda_rows.h src/backend/cuda_cols.h src/backend/cuda_ln_bwd.h \
   src/backend/cuda_embed.h src/backend/cuda_attention_tiles.h src/backend/cuda_attention_mma.h \
-  src/backend/cuda_lt_rule.h src/backend/clip_rule.h
+  src/backend/cuda_lt_rule.h src/backend/step_rules.h
 
 # The CUDA backend (doc/gpu.md): host code in C (cuda*.c, with the toolkit's headers), kernels in
 # CUDA C++ (cuda_kern_*.cu, compiled by nvcc for NVCC_ARCH). Without the toolkit, cuda_absent.c
@@ -35,7 +35,7 @@ SUFFIXES = .cu
 $(cuda_kernel_sources:.cu=.$(OBJEXT)): $(top_srcdir)/src/backend/cuda_kern.cuh $(top_srcdir)/src/backend/cuda_elem.h \
   $(top_srcdir)/src/backend/cuda_rows.h $(top_srcdir)/src/backend/cuda_cols.h $(top_srcdir)/src/backend/cuda_ln_bwd.h \
   $(top_srcdir)/src/backend/cuda_embed.h $(top_srcdir)/src/backend/cuda_attention_tiles.h \
-  $(top_srcdir)/src/backend/cuda_attention_mma.h $(top_srcdir)/src/backend/clip_rule.h \
+  $(top_srcdir)/src/backend/cuda_attention_mma.h $(top_srcdir)/src/backend/step_rules.h \
   $(top_srcdir)/src/backend/cuda_impl.h $(top_srcdir)/src/backend/backend.h
 # The recorded pieces' logic (cuda_graph.c, [multiplex] graphs) over a faked CUDA runtime, on the
 # host: it needs the toolkit's headers, not a GPU, and links no CUDA library.

@@ -7,7 +7,7 @@
 
 #include "backend/ref_fused.h" /* its fused forms, in the table below */
 #include "backend/backend.h"
-#include "backend/clip_rule.h"
+#include "backend/step_rules.h"
 #include "backend/host_mem.h"
 #include "core/error.h"
 
@@ -638,10 +638,7 @@ static void ref_xent_add(int rows, int V, const float *logits, const float *targ
   *loss += xent_sum(rows, V, logits, targets, grad_scale, dlogits);
 }
 
-static void ref_float_pair(const double *x, float *pair) {
-  pair[0] = (float)*x;
-  pair[1] = (float)(*x - (double)pair[0]);
-}
+static void ref_float_pair(const double *x, float *pair) { float_pair_rule(*x, pair); }
 
 static long ref_count_correct(int rows, int V, const float *logits, const float *targets) {
   host_mem_waited();

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/step_rules.h"
 #include "core/error.h"
 #include "core/events.h"
 #include "core/share.h"
@@ -485,7 +486,8 @@ static void put_side(burst_exec_t *ex, double loss, const double *loss_acc, doub
     be->fill(side + 2, 1, (float)stop);
     return;
   }
-  float hi = (float)loss, host[MODEL_GRAD_SIDE] = {hi, (float)(loss - (double)hi), (float)stop};
+  float host[MODEL_GRAD_SIDE] = {0, 0, (float)stop};
+  float_pair_rule(loss, host);
   be->upload(side, host, MODEL_GRAD_SIDE);
 }
 

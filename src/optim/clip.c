@@ -3,7 +3,7 @@
 
 #include <math.h>
 
-#include "backend/clip_rule.h"
+#include "backend/step_rules.h"
 
 double grad_global_norm(const backend_t *be, const float *grads, size_t n) {
   return sqrt(be->sumsq(grads, n));

@@ -32,8 +32,10 @@ static void choose_channel(run_mux_t *x, const multiplex_opts_t *mo, const deck_
   }
 }
 
-void run_mux_check_graphs(const config_t *cfg, const deck_t *deck, int ranks) {
-  if (strcmp(multiplex_opts(cfg)->graphs, "on") != 0) return;
+static int graphs_on(const config_t *cfg) { return strcmp(multiplex_opts(cfg)->graphs, "on") == 0; }
+
+int run_mux_check_graphs(const config_t *cfg, const deck_t *deck, int ranks) {
+  if (!graphs_on(cfg)) return 0;
   const char *backend = backend_deck(cfg)->name;
   if (strcmp(backend, "cuda") != 0)
     surge_input_error("%s: [multiplex] graphs = on, but backend %s records no graphs (hint: graphs are for a "
@@ -43,12 +45,12 @@ void run_mux_check_graphs(const config_t *cfg, const deck_t *deck, int ranks) {
     surge_input_error("%s: [multiplex] graphs = on needs a 1-rank background, this one has %d ranks (hint: "
                       "graphs = off, or [multiplex] background_ranks = 1 in its foreground's deck)",
                       deck_where(deck, "multiplex.graphs"), ranks);
+  return 1;
 }
 
 /* Background: its pieces recorded as CUDA graphs by its backend ([multiplex] graphs = on). */
 static void choose_graphs(mux_options_t *o, const trainer_t *t, const deck_t *deck) {
-  run_mux_check_graphs(&t->cfg, deck, t->world->size);
-  if (strcmp(multiplex_opts(&t->cfg)->graphs, "on") != 0) return;
+  if (!run_mux_check_graphs(&t->cfg, deck, t->world->size)) return;
   o->graph_begin = t->be->capture_begin;
   o->graph_end = t->be->capture_end;
 }
@@ -299,8 +301,7 @@ void run_mux_end(run_mux_t *x, trainer_t *t) {
     }
   }
   mux_detach(); /* (a background's last recorded piece is launched here) */
-  int graphs = x->role == MUX_ROLE_BACKGROUND && strcmp(multiplex_opts(&t->cfg)->graphs, "on") == 0;
-  if (graphs && t->world->rank == 0) {
+  if (x->role == MUX_ROLE_BACKGROUND && graphs_on(&t->cfg) && t->world->rank == 0) {
     const backend_context_t *c = t->be->context();
     printf("pieces recorded as CUDA graphs: %ld launched (%ld built, %ld updated in place), %ld recordings cut short "
            "by a wait\n", c->graphs_launched, c->graphs_built, c->graphs_updated, c->graphs_cut);

@@ -43,10 +43,10 @@ typedef struct log_mux_info {
   double fg_slowdown;            /* foreground step time with / without a background partner */
 } log_mux_info_t;
 
-/* [multiplex] graphs = on where it can run, else an input error naming the key: a background on
- * the cuda backend, of 1 rank (a multi-rank one's transfers wait for the device inside its pieces,
+/* Whether [multiplex] graphs = on (1) or off (0), where it can run; else an input error naming the
+ * key: on is for a background on the cuda backend, of 1 rank (a multi-rank one's transfers wait for the device inside its pieces,
  * and NCCL's waits are not the backend's, which would break a recording rather than end it). */
-void run_mux_check_graphs(const config_t *cfg, const deck_t *deck, int ranks);
+int run_mux_check_graphs(const config_t *cfg, const deck_t *deck, int ranks);
 /* Collective over t->world: attach (channel from [multiplex] channel, the MPMD launch, or Slurm's
  * job id; bad names blame the deck's line), then set priorities, polite waits or the gate. */
 void run_mux_begin(run_mux_t *x, trainer_t *t, const deck_t *deck);

@@ -1636,25 +1636,31 @@ static void test_registry(void) {
   tap_ok(backend_find("cuda-nope") == NULL && backend_find(NULL) == NULL, "backend_find of unknown is NULL");
   tap_ok(strcmp(backend_names(), "cpu, ref, cuda") == 0, "backend_names from the table: %s", backend_names());
   /* every slot after host_memory is an op: one left NULL crashes whoever calls it (the cuda table
-   * of a build without CUDA only opens, to say why it cannot), except the graph recording a device
-   * backend may offer (NULL: none; the host backends have none) */
+   * of a build without CUDA only opens, to say why it cannot), except the graph recording and the
+   * timing marks a device backend may offer (NULL: none; the host backends have none) */
   const backend_t *const tables[] = {&backend_cpu, &backend_ref, &backend_cuda};
   for (size_t k = 0; k < 2 + BUILD_HAS_CUDA; k++) {
     size_t first = offsetof(backend_t, open), slots = (sizeof(backend_t) - first) / sizeof(void (*)(void)), unset = 0;
     const backend_t *b = tables[k];
-    size_t optional[3] = {offsetof(backend_t, capture_begin), offsetof(backend_t, capture_end),
-                          offsetof(backend_t, capture_abandon)};
+    const size_t optional[] = {offsetof(backend_t, capture_begin), offsetof(backend_t, capture_end),
+                               offsetof(backend_t, capture_abandon), offsetof(backend_t, mark),
+                               offsetof(backend_t, mark_passed), offsetof(backend_t, mark_ns)};
     for (size_t i = 0; i < slots; i++) {
       void (*fn)(void);
       size_t at = first + i * sizeof fn;
       memcpy(&fn, (const char *)b + at, sizeof fn);
-      unset += fn == NULL && at != optional[0] && at != optional[1] && at != optional[2];
+      int may_be_null = 0;
+      for (size_t j = 0; j < sizeof optional / sizeof optional[0]; j++) may_be_null |= at == optional[j];
+      unset += fn == NULL && !may_be_null;
     }
     int recorders = !!b->capture_begin + !!b->capture_end + !!b->capture_abandon;
+    int markers = !!b->mark + !!b->mark_passed + !!b->mark_ns;
     if (b->host_memory)
-      tap_ok(recorders == 0, "%s: records no graphs", b->name);
+      tap_ok(recorders == 0 && markers == 0, "%s: records no graphs and keeps no marks", b->name);
     else
-      tap_ok(recorders == 0 || recorders == 3, "%s: graph recording's 3 functions, or none (%d)", b->name, recorders);
+      tap_ok((recorders == 0 || recorders == 3) && (markers == 0 || markers == 3),
+             "%s: graph recording's 3 functions, or none (%d); the marks' 3, or none (%d)", b->name, recorders,
+             markers);
     const char *math_unset = "none"; /* the numerical ops by name, as backend.h lists them */
 #define FIRST_UNSET(ret, name, params) \
   if (!tables[k]->name && strcmp(math_unset, "none") == 0) math_unset = #name;
@@ -1719,6 +1725,31 @@ static void test_graphs(const backend_t *be) {
          "%s: a copy to the host cuts a recording (gate, launch, %ld cut), the rest runs as it comes: the same bits, "
          "%d gates (want 4)", be->name, c->graphs_cut - c0.graphs_cut, graph_gates);
   tfree(x), tfree(want), tfree(got);
+}
+
+/* A device backend's timing marks: a mark passes once the work queued before it has run, and is
+ * read without waiting; the time between two marks around a piece of work is positive, and a mark
+ * recorded again holds its new time. */
+static void test_marks(const backend_t *be) {
+  enum { N = 1 << 22 };
+  float *x = be->alloc(N), *y = be->alloc(N);
+  be->synchronize();
+  be->mark(0);
+  for (int i = 0; i < 200; i++) be->axpy(N, 0.5f, x, y); /* about 10 GB of traffic: milliseconds */
+  be->mark(1);
+  long waits = be->context()->waits;
+  int early = be->mark_passed(1); /* likely not yet; either answer is right, but it must not wait */
+  int waited = be->context()->waits != waits;
+  be->synchronize();
+  double ns = be->mark_ns(0, 1);
+  tap_ok(!waited && be->mark_passed(0) && be->mark_passed(1) && ns > 0,
+         "%s: marks around 200 passes over 16 MiB: %.3f ms between them, both passed after synchronize (mark 1 "
+         "had %spassed when queried at once; no wait counted)", be->name, ns / 1e6, early ? "" : "not ");
+  be->mark(0); /* again, after the work: no time to the old mark 1 */
+  be->synchronize();
+  tap_ok(be->mark_passed(0) && be->mark_ns(1, 0) >= 0 && be->mark_ns(1, 0) < ns,
+         "%s: a mark recorded again holds its new time (%.3f ms after mark 1)", be->name, be->mark_ns(1, 0) / 1e6);
+  be->free(x), be->free(y);
 }
 
 /* The host backends' context: open accepts float32 and refuses bf16 as the deck's fault, and their
@@ -2113,6 +2144,7 @@ int main(int argc, char **argv) {
     test_memory(backends[0]);
     test_step_scalars(backends[0]);
     test_graphs(backends[0]);
+    test_marks(backends[0]);
     /* the fused attention kernels at GPT-2's context, head sizes 64 and 128, and a head too wide for
      * their shared memory (the composed T x T form) */
     test_attention(2, 1024, 256, 4);

@@ -191,6 +191,19 @@ static void test_pieces_rule(void) {
 static int device_syncs;
 static void count_sync(void) { device_syncs++; }
 
+/* A device's timing marks, faked. Host marks: each mark holds the host's clock when recorded and has
+ * passed at once (a device that keeps up). Deferred marks: each holds the device time `fake_queued`
+ * at which the work before it ends, and passes once the device's clock `fake_done` reaches it. */
+static int marks_recorded, marks_deferred;
+static double mark_t[MUX_MARKS], fake_queued, fake_done;
+static void fake_mark(int i) {
+  marks_recorded++;
+  mark_t[i] = marks_deferred ? fake_queued : (double)mux_now_ns();
+}
+static int fake_passed(int i) { return !marks_deferred || mark_t[i] <= fake_done; }
+static double fake_ns(int i, int j) { return mark_t[j] - mark_t[i]; }
+static const mux_marks_t fake_marks = {fake_mark, fake_passed, fake_ns};
+
 /* The background child of the feedback test: its gate holds back above a slowdown of 2. */
 static void feedback_child(int report, int go) {
   mux_options_t o = options(10);
@@ -210,7 +223,7 @@ static void feedback_child(int report, int go) {
 }
 
 /* `n` pieces of the foreground's own work at site 1, each `us` long, each ended by a short wait at
- * site 3 (with a device hook, computing states in a row are one piece). */
+ * site 3 (timed on a device, computing states in a row are one piece). */
 static void pieces(int n, int us) {
   for (int i = 0; i < n; i++) {
     mux_fg_set(MUX_COMPUTING, 1);
@@ -221,17 +234,20 @@ static void pieces(int n, int us) {
 
 /* The feedback between two processes: a background busy beside pieces that run 5x their solo time
  * is held back while the foreground is inactive, and let in again once solo pieces brought the
- * pressure down; the foreground's device hook runs at every state change but between computing
- * states (one piece on a device). Pieces of 20 ms keep
- * the host's scheduling noise (a few ms on a loaded machine) well inside the limit of 2. */
+ * pressure down; the foreground times its states by marks on its device (faked: host marks), one at
+ * every state change but between computing states (one piece on a device), and never waits for its
+ * device. Pieces of 20 ms keep the host's scheduling noise (a few ms on a loaded machine) well inside
+ * the limit of 2. */
 static void test_feedback(void) {
   int report[2], go[2];
   if (pipe(report) != 0 || pipe(go) != 0) abort();
   pid_t pid = fork();
   if (pid == 0) feedback_child(report[1], go[0]);
   mux_options_t o = options(10);
-  o.slowdown_limit = 2.0; /* the foreground's deck asks for the feedback too: it waits for its device */
+  o.slowdown_limit = 2.0; /* the foreground's deck asks for the feedback too: it marks its device */
+  device_syncs = marks_recorded = marks_deferred = 0;
   mux_set_device_sync(count_sync);
+  mux_set_device_marks(&fake_marks);
   mux_attach(MUX_ROLE_FOREGROUND, &o);
   char c = 0, token = 'x';
   mux_counters_t bg, fg;
@@ -244,12 +260,14 @@ static void test_feedback(void) {
   mux_read(&bg, &fg);
   tap_ok(fg.fg_pressure > 0.7 && fg.fg_pressure < 1.5, "feedback: 10 solo pieces of 20 ms: pressure %.2f",
          fg.fg_pressure);
-  tap_ok(device_syncs == 20, "feedback: the device hook ran at each of the 20 state changes (%d)", device_syncs);
+  tap_ok(marks_recorded == 20 && device_syncs == 0,
+         "feedback: a mark on the device at each of the 20 state changes (%d), no wait for it (%d)", marks_recorded,
+         device_syncs);
   for (int site = 4; site < 7; site++) mux_fg_set(MUX_COMPUTING, site);
-  int for_three = device_syncs - 20;
+  int for_three = marks_recorded - 20;
   mux_fg_set(MUX_WAITING, 3);
-  tap_ok(for_three == 1 && device_syncs == 22, "feedback: 3 computing states in a row are one piece: the hook ran "
-         "once for them (%d), and once when the wait began", for_three);
+  tap_ok(for_three == 1 && marks_recorded == 22, "feedback: 3 computing states in a row are one piece: one mark for "
+         "them (%d), and one when the wait began", for_three);
   mux_fg_set(MUX_INACTIVE, 2);
   tap_ok(byte_within(report[0], 5000, &c) && c == 'G', "feedback: the gate opens for an inactive foreground");
   pieces(6, 100000); /* the background is inside its piece (busy) all along */
@@ -269,6 +287,7 @@ static void test_feedback(void) {
   if (write(go[1], &token, 1) != 1) abort();
   mux_detach();
   mux_set_device_sync(NULL);
+  mux_set_device_marks(NULL);
   tap_ok(byte_within(report[0], 5000, &c) && c == 'E', "feedback: the background is released at the end");
   int status = 0;
   for (int i = 0; i < 500 && waitpid(pid, &status, WNOHANG) == 0; i++) usleep(10000);
@@ -280,19 +299,75 @@ static void test_feedback(void) {
 }
 
 /* A foreground whose own deck turns the feedback off (slowdown_limit 0: [multiplex] slowdown_feedback
- * = off, or device on a host backend) times its states by the host's clock and never waits for its
- * device, partner or not. */
+ * = off, or device on a host backend) times its states by the host's clock: it neither waits for its
+ * device nor marks it, partner or not. */
 static void test_feedback_off(void) {
   mux_options_t o = options(10);
-  device_syncs = 0;
+  device_syncs = marks_recorded = marks_deferred = 0;
   mux_set_device_sync(count_sync);
+  mux_set_device_marks(&fake_marks);
   mux_attach(MUX_ROLE_FOREGROUND, &o);
   pieces(5, 1000);
   mux_fg_set(MUX_INACTIVE, 2);
   mux_detach();
   mux_set_device_sync(NULL);
-  tap_ok(device_syncs == 0, "feedback off in the foreground's deck: no wait for the device at its 11 state changes "
-         "(%d)", device_syncs);
+  mux_set_device_marks(NULL);
+  tap_ok(device_syncs == 0 && marks_recorded == 0,
+         "feedback off in the foreground's deck: no wait for the device (%d) and no mark (%d) at its 11 state changes",
+         device_syncs, marks_recorded);
+}
+
+/* On a device the foreground learns each state's time from the device's marks, and only once they
+ * have passed: the host queues 3 steps of work (a piece of 5 ms at site 1, a wait of 1 ms at site 3)
+ * in no time and learns nothing while the device is behind; once the device has run them, the
+ * sites' expected times are the device's (5 and 1 ms), published with the next wait. A host a
+ * whole ring of marks ahead drops the oldest spans unlearnt and never waits. */
+static void test_feedback_marks(void) {
+  mux_options_t o = options(10);
+  o.slowdown_limit = 2.0;
+  device_syncs = marks_recorded = 0;
+  marks_deferred = 1;
+  fake_queued = fake_done = 0;
+  mux_set_device_sync(count_sync);
+  mux_set_device_marks(&fake_marks);
+  mux_attach(MUX_ROLE_FOREGROUND, &o);
+  mux_local_t *L = mux_self;
+  for (int step = 0; step < 3; step++) {
+    mux_fg_set(MUX_COMPUTING, 1);
+    fake_queued += 5e6;
+    mux_fg_set(MUX_WAITING, 3);
+    fake_queued += 1e6;
+  }
+  tap_ok(L->expected_ns[1] == 0 && L->expected_ns[3] == 0 && L->mark_tail == 0,
+         "feedback marks: nothing learnt while the device is behind (site 1: %.0f ns, site 3: %.0f ns)",
+         L->expected_ns[1], L->expected_ns[3]);
+  fake_done = fake_queued; /* the device caught up, and keeps up with the next piece */
+  mux_fg_set(MUX_COMPUTING, 1);
+  fake_queued += 5e6;
+  fake_done = fake_queued;
+  mux_fg_set(MUX_WAITING, 3);
+  tap_ok(L->expected_ns[1] == 5e6 && L->expected_ns[3] == 1e6 && atomic_load(&L->me->expected_ns) == 1000000,
+         "feedback marks: the device's times once it caught up: site 1 %.3f ms, site 3 %.3f ms (published %.3f ms)",
+         L->expected_ns[1] / 1e6, L->expected_ns[3] / 1e6, (double)atomic_load(&L->me->expected_ns) / 1e6);
+  fake_done = fake_queued; /* the host runs far ahead: 300 state changes, a device that has run none */
+  for (int i = 0; i < 150; i++) {
+    mux_fg_set(MUX_COMPUTING, 1);
+    fake_queued += 7e6;
+    mux_fg_set(MUX_WAITING, 3);
+    fake_queued += 1e6;
+  }
+  uint64_t queued = L->mark_head - L->mark_tail;
+  fake_done = fake_queued;
+  mux_fg_set(MUX_INACTIVE, 2);
+  tap_ok(queued == MUX_MARKS && L->mark_head - L->mark_tail == 1 && L->expected_ns[1] > 6.9e6 &&
+             L->expected_ns[1] <= 7e6 && device_syncs == 0,
+         "feedback marks: %d state changes ahead of the device keep a ring of %llu marks (%d), learnt once passed "
+         "(site 1 now %.3f ms), no wait (%d)", 300, (unsigned long long)queued, MUX_MARKS, L->expected_ns[1] / 1e6,
+         device_syncs);
+  mux_detach();
+  mux_set_device_sync(NULL);
+  mux_set_device_marks(NULL);
+  marks_deferred = 0;
 }
 
 /* A killed foreground (SIGKILL: no detach) releases the background too, zombie or reaped. */
@@ -499,6 +574,7 @@ int main(void) {
   test_pieces_rule();
   test_feedback();
   test_feedback_off();
+  test_feedback_marks();
   test_killed_foreground(1);
   test_killed_foreground(0);
   test_short_foreground();

@@ -93,6 +93,8 @@ typedef enum backend_attention {
   BACKEND_ATTENTION_WMMA32    /* WMMA both ways in 32-row tiles */
 } backend_attention_t;
 
+enum { BACKEND_MARKS = 256 }; /* marks a device backend keeps per thread (backend_t.mark) */
+
 /* What a process opens its backend with (backend_open). */
 typedef struct backend_options {
   int device;       /* GPU index; -1: this rank's index among its job's ranks on the node, modulo the GPUs */
@@ -416,6 +418,17 @@ typedef struct backend {
   /* After an error that ends the calling thread only (an in-process background's): an open
    * recording is dropped, nothing launched, and nothing of the process waits for it any more. */
   void (*capture_abandon)(void);
+
+  /* Timing the device's work without waiting for it (a foreground's slowdown feedback,
+   * mux/foreground.c): NULL on host backends, where an op's work is done when it returns. mark(i)
+   * records mark i (0 <= i < BACKEND_MARKS; what it held before is forgotten) on the calling
+   * thread's stream: it passes once every op the thread queued before it has run. mark_passed(i):
+   * whether it has, without waiting. mark_ns(i, j): nanoseconds from mark i to mark j, both passed
+   * (the device's time between them, idle gaps included). Not inside a recording (capture_begin):
+   * mark ends an open one first. */
+  void (*mark)(int i);
+  int (*mark_passed)(int i);
+  double (*mark_ns)(int i, int j);
 
   /* ---- memory (host <-> backend); alloc returns zeroed memory, 64-byte aligned */
   float *(*alloc)(size_t n);

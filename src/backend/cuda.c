@@ -198,6 +198,7 @@ static void cuda_close(void) {
   if (!ctx.open) return;
   cuda_capture_close();
   cuda_check(cudaStreamSynchronize(ctx.stream), "cudaStreamSynchronize");
+  cuda_marks_close();
   cuda_check_blas(cublasDestroy(ctx.blas), "cublasDestroy");
   cudaError_t e = cudaSuccess, ei;
   cuda_device_call_begin();
@@ -312,5 +313,8 @@ const backend_t backend_cuda = {
     .capture_begin = cuda_capture_begin,
     .capture_end = cuda_capture_end,
     .capture_abandon = cuda_capture_abandon,
+    .mark = cuda_mark,
+    .mark_passed = cuda_mark_passed,
+    .mark_ns = cuda_mark_ns,
     BACKEND_MATH_OPS(CUDA_OP)
 };

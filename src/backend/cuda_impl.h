@@ -76,6 +76,13 @@ void cuda_capture_counts(backend_context_t *c);
 /* End any recording and free the thread's graphs (backend close). */
 void cuda_capture_close(void);
 
+/* ---- timing marks (cuda_marks.c; backend.h: mark, mark_passed, mark_ns) */
+void cuda_mark(int i);
+int cuda_mark_passed(int i);
+double cuda_mark_ns(int i, int j);
+/* Destroy the thread's marks (backend close). */
+void cuda_marks_close(void);
+
 /* ---- GEMMs (cuda_blas.c): row-major, as backend.h; `exact` runs in true float32 whatever the
  * model's precision (internal sums), otherwise in the model's compute type */
 void cuda_gemm_strided_as(int exact, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,

@@ -1,5 +1,7 @@
 /* The foreground's side: publishing what it does, with the duration each state lasted at the same
- * code site in earlier steps, and its throughput for the partner's accounting. */
+ * code site in earlier steps (on a device with the slowdown feedback, the device's time between
+ * marks on its stream, learnt once the device has passed them), and its throughput for the
+ * partner's accounting. */
 #include <math.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -7,42 +9,76 @@
 #include "core/events.h"
 #include "mux/mux_impl.h"
 
-/* A piece of the foreground's own work (a COMPUTING state) ended after `ns`: it feeds the slowdown
- * feedback; solo when the background neither was inside a piece at its start nor let one through
- * since. Returns whether the published pressure changed. */
-static int piece_done(mux_local_t *L, double ns) {
+_Thread_local mux_marks_t mux_device_marks;
+
+void mux_set_device_marks(const mux_marks_t *m) {
+  mux_device_marks = m ? *m : (mux_marks_t){0};
+}
+
+/* A piece of the foreground's own work (a COMPUTING span) took `ns`: it feeds the slowdown feedback;
+ * solo when the background neither was inside a piece at its start nor is now, nor let one through
+ * since (on a device "now" may come a while after the span's end: a piece the background began
+ * meanwhile makes it count as shared, never the other way). Returns whether the published pressure
+ * changed. */
+static int piece_done(mux_local_t *L, const mux_span_t *sp, double ns) {
   const mux_side_t *bg = L->partner;
-  int solo = !L->bg_busy_at_start && !atomic_load(&bg->busy) && atomic_load(&bg->pieces) == L->bg_pieces_at_start;
-  mux_feedback_piece(&L->fb, L->site, ns, solo);
+  int solo = !sp->bg_busy && !atomic_load(&bg->busy) && atomic_load(&bg->pieces) == sp->bg_pieces;
+  mux_feedback_piece(&L->fb, sp->site, ns, solo);
   int64_t p = (int64_t)(mux_feedback_pressure(&L->fb) * 1e3);
   return atomic_exchange(&L->me->pressure_milli, p) != p;
+}
+
+/* The span sp lasted ns: its site learns how long that state lasts there, a piece of computing feeds
+ * the slowdown feedback, an idle or waiting span was offered to the partner. Returns whether the
+ * published pressure changed. */
+static int span_done(mux_local_t *L, const mux_span_t *sp, double ns) {
+  mux_running_average(&L->expected_ns[sp->site], ns);
+  if (sp->state == MUX_INACTIVE || sp->state == MUX_WAITING) L->offered_ns += ns;
+  return sp->state == MUX_COMPUTING && piece_done(L, sp, ns);
+}
+
+/* Whether this foreground times its states on its device: it has the device's marks and the slowdown
+ * feedback wants device times. */
+static int device_timed(const mux_local_t *L) { return mux_device_marks.mark && L->opt.slowdown_limit > 0; }
+
+/* On a device: sp begins now, at a new mark on the stream; the spans whose end mark has passed learn
+ * the device's time between their marks, oldest first, and none is waited for. When the device is a
+ * whole ring of marks behind the host, the oldest span is dropped unlearnt. */
+static int device_span_begins(mux_local_t *L, const mux_span_t *sp) {
+  if (L->mark_head - L->mark_tail == MUX_MARKS) L->mark_tail++;
+  int k = (int)(L->mark_head % MUX_MARKS);
+  mux_device_marks.mark(k);
+  L->spans[k] = *sp;
+  L->mark_head++;
+  int changed = 0;
+  while (L->mark_tail + 1 < L->mark_head) {
+    int a = (int)(L->mark_tail % MUX_MARKS), b = (int)((L->mark_tail + 1) % MUX_MARKS);
+    if (!mux_device_marks.passed(b)) break;
+    changed |= span_done(L, &L->spans[a], mux_device_marks.ns(a, b));
+    L->mark_tail++;
+  }
+  return changed;
 }
 
 void mux_fg_set(mux_state_t s, int site) {
   mux_local_t *L = mux_self;
   if (!L || L->role != MUX_ROLE_FOREGROUND) return;
-  if (mux_device_sync && L->opt.slowdown_limit > 0) {
-    /* On a GPU a state ends when its queued work does, so a new state waits for the device, for the
-     * slowdown feedback's times (without it, [multiplex] slowdown_feedback = off in the foreground's
-     * deck, the host's clock times the states and nothing waits); but pieces of computing that
-     * follow one another are one piece there (timed under the first one's site): waiting between
-     * them would only starve the GPU's queue, a stall per layer. */
-    if (s == MUX_COMPUTING && L->state == MUX_COMPUTING && L->site >= 0) return;
-    mux_device_sync();
-  }
+  int on_device = device_timed(L);
+  /* On a device, pieces of computing that follow one another are one piece (timed under the first
+   * one's site): the layers of one stretch of work, which the background may not enter anyway. */
+  if (on_device && s == MUX_COMPUTING && L->state == MUX_COMPUTING && L->site >= 0) return;
   int64_t now = mux_now_ns();
   int slot = (int)((unsigned)site % MUX_SITES), changed = 0;
-  if (L->site >= 0) { /* the state that ends now teaches its site how long it lasts */
-    double last = (double)(now - L->state_start);
-    mux_running_average(&L->expected_ns[L->site], last);
-    if (L->state == MUX_COMPUTING) changed |= piece_done(L, last);
-    if (L->state == MUX_INACTIVE || L->state == MUX_WAITING) L->offered_ns += last;
-  }
+  mux_span_t begins = {.site = slot, .state = s, .bg_busy = atomic_load(&L->partner->busy),
+                       .bg_pieces = atomic_load(&L->partner->pieces)};
+  if (on_device)
+    changed |= device_span_begins(L, &begins);
+  else if (L->site >= 0) /* the state that ends now, by the host's clock */
+    changed |= span_done(L, &L->now, (double)(now - L->state_start));
   L->site = slot;
   L->state = s;
   L->state_start = now;
-  L->bg_busy_at_start = atomic_load(&L->partner->busy);
-  L->bg_pieces_at_start = atomic_load(&L->partner->pieces);
+  L->now = begins;
   mux_side_t *me = L->me;
   int64_t expected = (int64_t)L->expected_ns[slot];
   changed |= atomic_exchange(&me->expected_ns, expected) != expected; /* a longer wait may open the gate */

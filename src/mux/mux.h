@@ -20,7 +20,7 @@
  *      instead of spinning, so the core is free while it waits;
  *   4. devices: backend_t.set_priority gives the background low-priority streams on a GPU backend,
  *      where its kernels can still overlap the foreground's; so the foreground also times its own
- *      pieces of work (each state's span, waiting for its queued device work at the end) against
+ *      pieces of work (each state's span on the device, between marks on its stream) against
  *      their time with the background idle, publishes the ratio over its recent pieces, and the
  *      background holds back while that ratio is above its slowdown_limit (DeepPool's slowdown
  *      feedback). With a device, the background's gate also waits for its previous piece's device
@@ -78,10 +78,22 @@ typedef struct mux_options {
 struct mux_shm *mux_channel_in_process(void);
 void mux_channel_in_process_free(struct mux_shm *c);
 
-/* A device backend's synchronize (backend_t), or NULL for host backends: with it, a foreground's
- * state ends when the device work queued in it has, and a background's gate first waits for the
- * device work of its previous piece. Set before mux_attach. */
+/* A device backend's synchronize (backend_t), or NULL for host backends: with it, a background's
+ * gate first waits for the device work of its previous piece, and its device-timed passes wait for
+ * theirs. Set before mux_attach. */
 void mux_set_device_sync(void (*sync)(void));
+
+/* A device backend's timing marks (backend_t.mark, mark_passed, mark_ns: at least MUX_MARKS of them),
+ * or NULL for host backends: with them, a foreground with the slowdown feedback times each state on
+ * the device, between marks recorded on its stream at the changes of state, and never waits for its
+ * device to do so. Set before mux_attach (the calling thread's; copied). */
+enum { MUX_MARKS = 256 };
+typedef struct mux_marks {
+  void (*mark)(int i);
+  int (*passed)(int i);
+  double (*ns)(int i, int j);
+} mux_marks_t;
+void mux_set_device_marks(const mux_marks_t *m);
 
 /* Whether name is a valid channel name (the segment name is built from it; nothing else). */
 int mux_channel_name_ok(const char *name);

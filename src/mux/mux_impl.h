@@ -57,6 +57,15 @@ void mux_feedback_piece(mux_feedback_t *f, int slot, double ns, int solo);
 /* The recent pieces' time over their time alone; 0 while no piece with a known solo time was seen. */
 double mux_feedback_pressure(const mux_feedback_t *f);
 extern _Thread_local void (*mux_device_sync)(void); /* mux_set_device_sync (the calling thread's) */
+extern _Thread_local mux_marks_t mux_device_marks;  /* mux_set_device_marks (the calling thread's; NULLs: none) */
+
+/* A state of the foreground as it began: where, what, and what its background was doing then. */
+typedef struct mux_span {
+  int site;                /* its site's slot */
+  mux_state_t state;
+  int bg_busy;             /* the partner was inside a piece when it began */
+  uint64_t bg_pieces;      /* the partner's pieces counter when it began */
+} mux_span_t;
 
 /* A background's pieces (pieces.c, [multiplex] piece_ms): its passes grouped from their profile. */
 typedef struct mux_pieces {
@@ -105,8 +114,11 @@ typedef struct mux_local {
   int64_t state_start;
   double expected_ns[MUX_SITES]; /* running average per site (0: not seen) */
   mux_state_t state;             /* the current state */
-  uint64_t bg_pieces_at_start;   /* the partner's pieces counter when the current state began */
-  int bg_busy_at_start;          /* the partner was inside a piece when the current state began */
+  mux_span_t now;                /* the current state as it began (timed by the host's clock) */
+  /* timed on the device (mux_device_marks): span k began at mark k (slot k % MUX_MARKS) and ended at
+   * mark k + 1; spans from mark_tail on wait for their end to pass, mark_head marks were recorded */
+  mux_span_t spans[MUX_MARKS];
+  uint64_t mark_head, mark_tail;
   mux_feedback_t fb;
   double offered_ns;             /* time published as inactive or waiting, since attach */
   /* background */

@@ -63,8 +63,8 @@ static const cfg_key_t rows[] = {
                  "background: where slowdown_limit applies; device: on a GPU backend, whose kernels overlap the "
                  "foreground's; always: also on CPUs (where the OS priority already keeps it off the "
                  "foreground's core); off: never. In a foreground's deck: where it times its pieces for the "
-                 "feedback, on a GPU waiting for its device at each change of state (off: the host's clock, "
-                 "no wait)"),
+                 "feedback, on a GPU by marks on its stream at each change of state, read once the device has "
+                 "passed them (no wait; off: the host's clock)"),
 };
 // clang-format on
 

@@ -13,6 +13,8 @@
 #include "mux/options.h"
 #include "report/report.h"
 
+_Static_assert((int)BACKEND_MARKS >= (int)MUX_MARKS, "a device backend keeps the marks a foreground uses");
+
 /* The channel both partners use: the deck's, the MPMD launch's, or slurm-JOBID inside Slurm. */
 static void choose_channel(run_mux_t *x, const multiplex_opts_t *mo, const deck_t *deck) {
   const char *slurm = getenv("SLURM_JOB_ID");
@@ -114,7 +116,11 @@ void run_mux_begin(run_mux_t *x, trainer_t *t, const deck_t *deck) {
                      .piece_ms = mo->piece_ms,
                      .device_timed = device,
                      .in_process = mo->in_process};
-  if (device) mux_set_device_sync(t->be->synchronize);
+  if (device) {
+    mux_set_device_sync(t->be->synchronize);
+    mux_marks_t marks = {.mark = t->be->mark, .passed = t->be->mark_passed, .ns = t->be->mark_ns};
+    mux_set_device_marks(marks.mark && marks.passed && marks.ns ? &marks : NULL);
+  }
   comm_free(&node);
   snprintf(o.channel, sizeof o.channel, "%s", x->channel);
   if (x->role == MUX_ROLE_BACKGROUND) {

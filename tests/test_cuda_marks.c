@@ -1,0 +1,128 @@
+/* The cuda backend's timing marks (src/backend/cuda_marks.c; backend.h: mark, mark_passed,
+ * mark_ns) on the host: the file as built, over a faked CUDA runtime whose events hold the time
+ * at which the stream reaches them. It shows: nothing is created before the first mark, and a mark
+ * never recorded has passed; the first mark creates the thread's BACKEND_MARKS events; a mark
+ * passes once the stream reaches it, without waiting, and a "not ready" leaves no error for the next
+ * launch's check; the time between two marks in ns; a mark ends an open recording first; close
+ * destroys every event; a mark out of range ends the run naming it. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "backend/cuda_impl.h"
+#include "core/error.h"
+#include "tap.h"
+
+/* ---- the fake runtime: events at a time on the stream's clock; the stream has run up to `reached` */
+
+struct CUevent_st {
+  double t_ms; /* when the stream reaches it */
+};
+static double queued_ms, reached_ms; /* the time the stream's queued work ends; how far it has run */
+static int events_live, leaves;
+static cudaError_t last_error = cudaSuccess;
+
+cudaError_t cudaEventCreate(cudaEvent_t *e) {
+  *e = calloc(1, sizeof **e);
+  events_live++;
+  return cudaSuccess;
+}
+cudaError_t cudaEventDestroy(cudaEvent_t e) {
+  free(e);
+  events_live--;
+  return cudaSuccess;
+}
+cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
+  (void)s;
+  e->t_ms = queued_ms;
+  return cudaSuccess;
+}
+/* CUDA's runtime may keep a "not ready" as the last error: the fake does */
+cudaError_t cudaEventQuery(cudaEvent_t e) {
+  return e->t_ms <= reached_ms ? cudaSuccess : (last_error = cudaErrorNotReady);
+}
+cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b) {
+  *ms = (float)(b->t_ms - a->t_ms);
+  return cudaSuccess;
+}
+cudaError_t cudaGetLastError(void) {
+  cudaError_t e = last_error;
+  last_error = cudaSuccess;
+  return e;
+}
+
+/* ---- what cuda_marks.c takes from the rest of the backend and the library */
+
+cudaStream_t cuda_stream(void) { return NULL; }
+void cuda_capture_leave(void) { leaves++; }
+void cuda_check(cudaError_t e, const char *what) {
+  if (e != cudaSuccess) surge_fail(1, "cuda: %s failed", what);
+}
+_Noreturn void surge_fail(int code, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "surge: error: ");
+  vfprintf(stderr, fmt, ap);
+  fprintf(stderr, "\n");
+  va_end(ap);
+  exit(code);
+}
+
+/* ---- the tests */
+
+static void test_marks(void) {
+  tap_ok(cuda_mark_passed(3) && cuda_mark_ns(0, 1) == 0 && events_live == 0,
+         "before the first mark: nothing created, a mark has passed, no time");
+  queued_ms = 10;
+  cuda_mark(0);
+  queued_ms = 12.5; /* 2.5 ms of work queued after mark 0 */
+  cuda_mark(1);
+  tap_ok(events_live == BACKEND_MARKS && leaves == 2, "the first mark creates the thread's %d events (%d); each mark "
+         "ends an open recording first (%d calls)", BACKEND_MARKS, events_live, leaves);
+  reached_ms = 11;
+  int p0 = cuda_mark_passed(0), p1 = cuda_mark_passed(1);
+  tap_ok(p0 && !p1 && cudaGetLastError() == cudaSuccess,
+         "the stream past mark 0, not mark 1: passed %d and %d, and the 'not ready' left no error behind", p0, p1);
+  reached_ms = 13;
+  tap_ok(cuda_mark_passed(1) && cuda_mark_ns(0, 1) == 2.5e6, "once reached, mark 1 has passed; %.0f ns from mark 0",
+         cuda_mark_ns(0, 1));
+  queued_ms = 20;
+  cuda_mark(0); /* recorded again */
+  tap_ok(cuda_mark_ns(1, 0) == 7.5e6 && events_live == BACKEND_MARKS,
+         "a mark recorded again holds its new time (%.0f ns after mark 1), no new event", cuda_mark_ns(1, 0));
+  cuda_marks_close();
+  tap_ok(events_live == 0 && cuda_mark_passed(0), "close destroys every event (%d live); then nothing is marked",
+         events_live);
+}
+
+/* A mark out of range is a bug of the caller: the run ends naming it (exit 1), in a child. */
+static void test_out_of_range(void) {
+  int fd[2];
+  if (pipe(fd) != 0) abort();
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(fd[1], 2);
+    cuda_mark(BACKEND_MARKS);
+    _exit(0);
+  }
+  close(fd[1]);
+  char msg[512] = "";
+  size_t got = 0;
+  ssize_t n;
+  while (got < sizeof msg - 1 && (n = read(fd[0], msg + got, sizeof msg - 1 - got)) > 0) got += (size_t)n;
+  msg[got] = 0;
+  close(fd[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  tap_ok(WIFEXITED(status) && WEXITSTATUS(status) == 1 && strstr(msg, "mark 256"),
+         "mark %d ends the run (exit %d): %s", BACKEND_MARKS, WIFEXITED(status) ? WEXITSTATUS(status) : -1, msg);
+}
+
+int main(void) {
+  test_marks();
+  test_out_of_range();
+  return tap_done();
+}

@@ -19,8 +19,9 @@
 #      with a background beside it on the GPU, and the background's throughput, against the
 #      foreground alone, with the background as a process of its own and in the foreground's
 #      process ([multiplex] placement = thread), there also with its pieces recorded as CUDA
-#      graphs ([multiplex] graphs = on); and mux.gpu's burst foreground alone as a
-#      --foreground with no partner, with its state timing and without (slowdown_feedback off).
+#      graphs ([multiplex] graphs = on), for the burst pair also with the foreground's waits
+#      spinning (poll_us = 0); and mux.gpu's burst foreground alone as a --foreground with no
+#      partner, with its state timing and without (slowdown_feedback off), and spinning.
 # DEVICE_TESTS names the tests to run (default all: ops attention zoo dp mux gen epilogues);
 # DEVICE_BENCH=0 runs no benchmark, DEVICE_BENCH=mux only the multiplexing ones (a short recheck).
 # Writes OUTDIR/summary.md (the table), OUTDIR/logs/ (every test's TAP output, every run's output)
@@ -284,13 +285,16 @@ mux_gpt_graphs="$(mux_thread plain graphs -D bg:multiplex.graphs=on); $(sed -n '
 mux_burst=$(sed -n 's/^# //p' "$logs/mux.tap" | mux_row)
 mux_burst_thread=$(sed -n 's/^# in-process //p' "$logs/mux.tap" | mux_row)
 mux_burst_graphs=$(sed -n 's/^# in-process (pieces as CUDA graphs) //p' "$logs/mux.tap" | mux_row)
+mux_burst_spin=$(sed -n 's/^# in-process (graphs, waits spinning) //p' "$logs/mux.tap" | mux_row)
 # and the burst foreground alone as a --foreground with no partner: the share of its polite waits and
-# its state timing (feedback device), and of its polite waits alone (feedback off)
+# its state timing (feedback device), of its polite waits alone (feedback off), and of its state
+# timing alone (waits spinning)
 mux_alone() {
-  v=$(sed -n "s/^# alone as a foreground, feedback $1: foreground slowdown \([0-9.]*\) .*/slowdown \1/p" "$logs/mux.tap" 2>/dev/null)
+  v=$(sed -n "s/^# alone as a foreground, $1: foreground slowdown \([0-9.]*\) .*/slowdown \1/p" "$logs/mux.tap" 2>/dev/null)
   echo "${v:-failed}"
 }
-mux_burst_alone="$(mux_alone device) (feedback device), $(mux_alone off) (feedback off)"
+mux_burst_alone="$(mux_alone "feedback device") (feedback device), $(mux_alone "feedback off") (feedback off), \
+$(mux_alone "waits spinning") (waits spinning)"
 mux_gpt_mps="no MPS on this machine"
 mux_burst_mps="no MPS on this machine"
 if mps_start; then
@@ -301,7 +305,7 @@ if mps_start; then
   fi
   mps_stop
 fi
-echo "device-check: multiplexing: gpt $mux_gpt, in-process $mux_gpt_thread, as graphs $mux_gpt_graphs; burst $mux_burst, in-process $mux_burst_thread, as graphs $mux_burst_graphs, alone as a foreground $mux_burst_alone; under MPS: gpt $mux_gpt_mps; burst $mux_burst_mps ($(elapsed) s)"
+echo "device-check: multiplexing: gpt $mux_gpt, in-process $mux_gpt_thread, as graphs $mux_gpt_graphs; burst $mux_burst, in-process $mux_burst_thread, as graphs $mux_burst_graphs, graphs with spinning waits $mux_burst_spin, alone as a foreground $mux_burst_alone; under MPS: gpt $mux_gpt_mps; burst $mux_burst_mps ($(elapsed) s)"
 
 # ---- the summary
 {
@@ -337,7 +341,8 @@ echo "device-check: multiplexing: gpt $mux_gpt, in-process $mux_gpt_thread, as g
   echo "| vgg burst foreground (2 ranks, one idle half the step) + 2 mlp backgrounds (tests/gpu/mux.gpu) | $mux_burst | slowdown <= 1.10 |"
   echo "| the burst pair in-process (tests/gpu/mux.gpu, placement = thread) | $mux_burst_thread | slowdown <= 1.10 |"
   echo "| the burst pair in-process, pieces as CUDA graphs (tests/gpu/mux.gpu, graphs = on) | $mux_burst_graphs | slowdown <= 1.10 |"
-  echo "| the burst foreground alone as a --foreground, no partner (polite waits and state timing; waits alone) | $mux_burst_alone | (the pairs' share of it) |"
+  echo "| the burst pair in-process, graphs, the foreground's waits spinning (mux.gpu, poll_us = 0) | $mux_burst_spin | slowdown <= 1.10 |"
+  echo "| the burst foreground alone as a --foreground, no partner (polite waits and state timing; waits alone; timing alone) | $mux_burst_alone | (the pairs' share of it) |"
   echo "| the gpt pair under MPS | $mux_gpt_mps | slowdown <= 1.10 |"
   echo "| tests/gpu/mux.gpu under MPS | $mux_burst_mps | slowdown <= 1.10 |"
   echo

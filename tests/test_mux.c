@@ -22,6 +22,7 @@
 
 #include "child.h"
 #include "core/events.h"
+#include "core/pace.h"
 #include "mux/mux_impl.h"
 #include "tap.h"
 
@@ -60,6 +61,13 @@ static void background_child(int report, int go) {
   }
 }
 
+/* Whether a polite wait beginning now would sleep (core/pace.h): one second into it, a wait that may
+ * sleep sleeps; one that its thread's rule refuses still polls without sleeping. */
+static int wait_sleeps(void) {
+  pace_t p = pace_start(1000, 0);
+  return pace_sleep_s(&p, p.start + 1.0) > 0;
+}
+
 static void test_gate(void) {
   int report[2], go[2];
   if (pipe(report) != 0 || pipe(go) != 0) abort();
@@ -68,14 +76,20 @@ static void test_gate(void) {
   mux_options_t o = options(10);
   mux_attach(MUX_ROLE_FOREGROUND, &o);
   char c = 0, token = 'x';
+  int sleeps[6]; /* whether the foreground's waits would sleep: computing, allreduce, short wait, inactive,
+                  * long wait, after its end */
   mux_fg_set(MUX_COMPUTING, 1);
   tap_ok(!byte_within(report[0], 300, &c), "gate shut while the foreground computes");
+  sleeps[0] = wait_sleeps();
   mux_fg_set(MUX_ALLREDUCE, 2);
   tap_ok(!byte_within(report[0], 300, &c), "gate shut during the foreground's allreduce");
+  sleeps[1] = wait_sleeps();
   mux_fg_set(MUX_WAITING, 3); /* a site never seen: expected duration unknown (0 < min_wait_us) */
   tap_ok(!byte_within(report[0], 300, &c), "gate shut during a wait with no expected duration");
+  sleeps[2] = wait_sleeps();
   mux_fg_set(MUX_INACTIVE, 4);
   tap_ok(byte_within(report[0], 5000, &c) && c == 'G', "gate opens when the foreground is inactive");
+  sleeps[3] = wait_sleeps();
   mux_fg_set(MUX_COMPUTING, 1);
   if (write(go[1], &token, 1) != 1) abort();
   tap_ok(!byte_within(report[0], 300, &c), "and shuts again when it computes");
@@ -85,6 +99,7 @@ static void test_gate(void) {
   tap_ok(!byte_within(report[0], 100, &c), "shut again while it computes");
   mux_fg_set(MUX_WAITING, 5);
   tap_ok(byte_within(report[0], 5000, &c) && c == 'G', "gate opens for a wait expected to last >= min_wait_us");
+  sleeps[4] = wait_sleeps();
   mux_fg_set(MUX_COMPUTING, 1);
   mux_fg_step_done(512.5, 1.25);
   mux_counters_t bg, fg;
@@ -94,6 +109,11 @@ static void test_gate(void) {
          "1.25", bg.bg_samples);
   if (write(go[1], &token, 1) != 1) abort();
   mux_detach();
+  sleeps[5] = wait_sleeps();
+  tap_ok(!sleeps[0] && !sleeps[1] && !sleeps[2] && sleeps[3] && sleeps[4] && sleeps[5],
+         "the foreground's waits sleep only where the gate opens (computing %d, allreduce %d, short wait %d: no; "
+         "inactive %d, long wait %d: yes), and after its end as any thread's (%d)", sleeps[0], sleeps[1], sleeps[2],
+         sleeps[3], sleeps[4], sleeps[5]);
   tap_ok(byte_within(report[0], 5000, &c) && c == 'E', "a foreground that ends releases its background");
   int status = 0;
   waitpid(pid, &status, 0);
@@ -276,13 +296,14 @@ static void test_feedback(void) {
          fg.fg_pressure);
   if (write(go[1], &token, 1) != 1) abort();
   mux_fg_set(MUX_INACTIVE, 2);
-  tap_ok(!byte_within(report[0], 300, &c), "feedback: held back while the pressure is above the limit of 2");
+  tap_ok(!byte_within(report[0], 300, &c) && !wait_sleeps(),
+         "feedback: held back while the pressure is above the limit of 2 (and the foreground's waits do not sleep)");
   pieces(40, 20000); /* alone: the background waits at its gate */
   mux_read(&bg, &fg);
   double p = fg.fg_pressure;
   mux_fg_set(MUX_INACTIVE, 2);
-  tap_ok(p < 2.0 && byte_within(report[0], 5000, &c) && c == 'G',
-         "feedback: 40 solo pieces later (pressure %.2f) the gate opens again", p);
+  tap_ok(p < 2.0 && byte_within(report[0], 5000, &c) && c == 'G' && wait_sleeps(),
+         "feedback: 40 solo pieces later (pressure %.2f) the gate opens again (and the waits sleep)", p);
   mux_fg_set(MUX_COMPUTING, 1); /* the gate stays shut until the foreground ends */
   if (write(go[1], &token, 1) != 1) abort();
   mux_detach();
@@ -309,6 +330,7 @@ static void test_feedback_off(void) {
   mux_attach(MUX_ROLE_FOREGROUND, &o);
   pieces(5, 1000);
   mux_fg_set(MUX_INACTIVE, 2);
+  tap_ok(!wait_sleeps(), "no partner: an inactive foreground's waits do not sleep (nobody would use the core)");
   mux_detach();
   mux_set_device_sync(NULL);
   mux_set_device_marks(NULL);

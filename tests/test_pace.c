@@ -53,8 +53,27 @@ static void check_fraction(void) {
   tap_ok(near(d.fraction, 1.0 / 16), "a fraction <= 0 is the default, 1/16");
 }
 
+static int lends;
+static int rule(void) { return lends; }
+
+/* The thread's sleep rule, asked as a wait begins: a wait it refuses polls without sleeping however
+ * long it lasts; one it allows, or any wait without a rule, paces as above. */
+static void check_sleep_rule(void) {
+  pace_set_sleep_rule(rule);
+  lends = 0;
+  pace_t no = pace_at_zero(1000, 0);
+  lends = 1;
+  pace_t yes = pace_at_zero(1000, 0);
+  pace_set_sleep_rule(NULL);
+  pace_t none = pace_at_zero(1000, 0);
+  tap_ok(sleep_at(&no, 1.0) == 0 && sleep_at(&no, 1e3) == 0 && near(sleep_at(&yes, 1.0), 1e-3) &&
+             near(sleep_at(&none, 1.0), 1e-3),
+         "a wait its thread's rule refuses never sleeps (1 s, 1000 s in); allowed or without a rule it does");
+}
+
 int main(void) {
   check_sleeps();
   check_fraction();
+  check_sleep_rule();
   return tap_done();
 }

@@ -1,5 +1,6 @@
 #include "core/pace.h"
 
+#include <math.h>
 #include <time.h>
 #ifdef __linux__
 #include <sys/prctl.h>
@@ -7,8 +8,13 @@
 
 #include "core/timer.h"
 
+static _Thread_local int (*sleep_rule)(void);
+
+void pace_set_sleep_rule(int (*may_sleep)(void)) { sleep_rule = may_sleep; }
+
 pace_t pace_start(double max_us, double fraction) {
   double spin_us = max_us < PACE_SPIN_US ? max_us : PACE_SPIN_US;
+  if (sleep_rule && !sleep_rule()) spin_us = INFINITY;
   return (pace_t){.start = surge_now(),
                   .spin_s = spin_us * 1e-6,
                   .max_s = max_us * 1e-6,

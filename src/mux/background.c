@@ -10,20 +10,10 @@
 enum { POLL_NS = 50 * 1000 * 1000 }; /* re-check liveness at least this often while paused */
 
 /* Whether the partner's current state lets the background run. */
-static int partner_idle(const mux_local_t *L) {
-  const mux_side_t *p = L->partner;
-  mux_state_t s = (mux_state_t)atomic_load(&p->state);
-  if (s == MUX_INACTIVE) return 1;
-  if (s == MUX_WAITING) return (double)atomic_load(&p->expected_ns) >= L->opt.min_wait_us * 1e3;
-  return 0; /* computing, allreduce */
-}
+static int partner_idle(const mux_local_t *L) { return mux_gate_opens(L->partner, L->me); }
 
 /* DeepPool's slowdown feedback: the foreground's recent pieces run over the limit of their time alone. */
-static int held_back(const mux_local_t *L) {
-  if (!(L->opt.slowdown_limit > 0)) return 0;
-  int64_t p = atomic_load(&L->partner->pressure_milli);
-  return p > 0 && (double)p * 1e-3 > L->opt.slowdown_limit;
-}
+static int held_back(const mux_local_t *L) { return mux_gate_held_back(L->partner, L->me); }
 
 /* The partner this background paired with is gone: it ended, died, or a new foreground took the
  * slot. Before the first pairing, a foreground that attached after this background did and is gone

@@ -204,6 +204,8 @@ void mux_attach(mux_role_t role, const mux_options_t *o) {
   atomic_store(&me->slowdown_milli, 0);
   atomic_store(&me->pressure_milli, 0);
   atomic_store(&me->busy, 0);
+  atomic_store(&me->min_wait_ns, (int64_t)(o->min_wait_us * 1e3));
+  atomic_store(&me->limit_milli, o->slowdown_limit > 0 ? (int64_t)(o->slowdown_limit * 1e3) : 0);
   atomic_store(&me->cpuset_bytes, 0);
   publish_cpus(me);
   atomic_store(&me->autogroup_bytes, 0);

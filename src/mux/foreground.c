@@ -7,6 +7,7 @@
 #include <stddef.h>
 
 #include "core/events.h"
+#include "core/pace.h"
 #include "mux/mux_impl.h"
 
 _Thread_local mux_marks_t mux_device_marks;
@@ -86,6 +87,17 @@ void mux_fg_set(mux_state_t s, int site) {
   if (changed) mux_wake(me);
 }
 
+/* The foreground's waits (core/pace.h) sleep only where that frees the core for its background: the
+ * partner is attached and its gate opens for the state just published (the engine raises a wait's
+ * event before the wait); in any other wait (a short one, a collective, no partner or one that has
+ * ended) the background would not run, and the wait polls without sleeping. */
+static int wait_lends_core(void) {
+  const mux_local_t *L = mux_self;
+  if (!L || L->role != MUX_ROLE_FOREGROUND) return 1;
+  const mux_side_t *bg = L->partner;
+  return atomic_load(&bg->attached) == ATTACH_LIVE && mux_gate_opens(L->me, bg) && !mux_gate_held_back(L->me, bg);
+}
+
 double mux_fg_offered_s(void) {
   const mux_local_t *L = mux_self;
   return L && L->role == MUX_ROLE_FOREGROUND ? L->offered_ns / 1e9 : 0;
@@ -115,6 +127,7 @@ void mux_fg_listen(int on) {
     ev_subscribe(on_event, NULL);
   else
     ev_unsubscribe(on_event, NULL);
+  pace_set_sleep_rule(on ? wait_lends_core : NULL);
 }
 
 void mux_fg_step_done(double job_samples_per_sec, double slowdown) {

@@ -9,7 +9,7 @@
 #include "mux/mux.h"
 
 #define MUX_MAGIC 0x58554d4547525553ULL /* "SURGEMUX" little-endian */
-enum { MUX_VERSION = 4, MUX_CPUSET_BYTES = 128, MUX_AUTOGROUP_BYTES = 64, MUX_SITES = 4096 };
+enum { MUX_VERSION = 5, MUX_CPUSET_BYTES = 128, MUX_AUTOGROUP_BYTES = 64, MUX_SITES = 4096 };
 enum { SIDE_FG = 0, SIDE_BG = 1 };
 enum { ATTACH_NONE = 0, ATTACH_LIVE = 1, ATTACH_ENDED = 2 };
 
@@ -28,6 +28,8 @@ typedef struct mux_side {
   _Atomic int64_t slowdown_milli; /* foreground: its slowdown so far, x 1000 (0: not known) */
   _Atomic int64_t pressure_milli; /* foreground: recent pieces' time over their time alone, x 1000 (0: not known) */
   _Atomic int32_t busy;          /* background: 1 between its gate letting a piece through and the next gate */
+  _Atomic int64_t min_wait_ns;   /* background: its gate opens for a partner waiting at least this long */
+  _Atomic int64_t limit_milli;   /* background: it holds back above this pressure, x 1000 (0: no feedback) */
   _Atomic int32_t cpuset_bytes;  /* valid bytes of cpuset (0: not published) */
   _Atomic int32_t thread_clock_set; /* an in-process side: thread_clock is its thread's CPU clock */
   _Atomic int64_t thread_clock;  /* clockid_t of that thread (readable by any thread of the process) */
@@ -140,6 +142,20 @@ int mux_side_live(const mux_side_t *s);
 /* Wake sleepers on s->seq after a change; sleep on partner->seq while it equals seen (timeout_ns). */
 void mux_wake(mux_side_t *s);
 void mux_sleep(mux_side_t *partner, uint32_t seen, int64_t timeout_ns);
+/* The background's gate, as either side reads it (what bg published at its attach): whether the
+ * foreground's state (fg) lets the background run (inactive, or waiting on something expected to last
+ * at least bg's min_wait_ns), and whether its slowdown feedback holds the background back (fg's
+ * pressure above bg's limit). */
+static inline int mux_gate_opens(const mux_side_t *fg, const mux_side_t *bg) {
+  mux_state_t s = (mux_state_t)atomic_load(&fg->state);
+  if (s == MUX_INACTIVE) return 1;
+  return s == MUX_WAITING && atomic_load(&fg->expected_ns) >= atomic_load(&bg->min_wait_ns); /* not computing, allreduce */
+}
+static inline int mux_gate_held_back(const mux_side_t *fg, const mux_side_t *bg) {
+  int64_t limit = atomic_load(&bg->limit_milli), p = atomic_load(&fg->pressure_milli);
+  return limit > 0 && p > 0 && p > limit;
+}
+
 /* Background: pair with the foreground in the slot if it is live and none was paired yet. */
 void mux_bg_try_pair(mux_local_t *L);
 /* Foreground: publish the states from the engine's events (on), or stop (off). */

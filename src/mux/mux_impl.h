@@ -149,7 +149,8 @@ void mux_sleep(mux_side_t *partner, uint32_t seen, int64_t timeout_ns);
 static inline int mux_gate_opens(const mux_side_t *fg, const mux_side_t *bg) {
   mux_state_t s = (mux_state_t)atomic_load(&fg->state);
   if (s == MUX_INACTIVE) return 1;
-  return s == MUX_WAITING && atomic_load(&fg->expected_ns) >= atomic_load(&bg->min_wait_ns); /* not computing, allreduce */
+  /* never while it computes or reduces */
+  return s == MUX_WAITING && atomic_load(&fg->expected_ns) >= atomic_load(&bg->min_wait_ns);
 }
 static inline int mux_gate_held_back(const mux_side_t *fg, const mux_side_t *bg) {
   int64_t limit = atomic_load(&bg->limit_milli), p = atomic_load(&fg->pressure_milli);

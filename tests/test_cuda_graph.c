@@ -13,12 +13,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "backend/cuda_impl.h"
-#include "core/error.h"
+#include "child.h"
 #include "tap.h"
 
 /* ---- the fake runtime: one stream, its capture, graphs as lists of ops */
@@ -130,21 +129,7 @@ const char *cudaGetErrorName(cudaError_t e) { return e == cudaSuccess ? "cudaSuc
 
 /* ---- what cuda_graph.c takes from the rest of the backend and the library */
 
-cudaStream_t cuda_stream(void) { return (cudaStream_t)(void *)ran; }
-
-void cuda_check(cudaError_t e, const char *what) {
-  if (e != cudaSuccess) surge_fail(1, "cuda: %s failed", what);
-}
-
-_Noreturn void surge_fail(int code, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  fprintf(stderr, "surge: error: ");
-  vfprintf(stderr, fmt, ap);
-  fprintf(stderr, "\n");
-  va_end(ap);
-  exit(code);
-}
+cudaStream_t cuda_stream(void) { return (cudaStream_t)(void *)ran; } /* (cuda_check: cuda_host_fakes.c) */
 
 /* ---- the tests */
 
@@ -275,30 +260,18 @@ static void test_device_calls(void) {
   pthread_barrier_destroy(&started);
 }
 
+static void record_invalidated(const void *arg) {
+  (void)arg;
+  cuda_capture_begin(5, gate);
+  op('a', 1);
+  invalidate = 1;
+  cuda_capture_end();
+}
+
 static void test_invalidated(void) {
-  int err[2];
-  if (pipe(err) != 0) abort();
-  pid_t pid = fork();
-  if (pid == 0) {
-    dup2(err[1], 2);
-    cuda_capture_begin(5, gate);
-    op('a', 1);
-    invalidate = 1;
-    cuda_capture_end();
-    _exit(0);
-  }
-  close(err[1]);
-  char msg[512] = "";
-  size_t len = 0;
-  for (ssize_t n; len < sizeof msg - 1 && (n = read(err[0], msg + len, sizeof msg - 1 - len)) > 0;) len += (size_t)n;
-  msg[len] = 0;
-  if (len && msg[len - 1] == '\n') msg[len - 1] = 0;
-  close(err[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  tap_ok(WIFEXITED(status) && WEXITSTATUS(status) == 1 && strstr(msg, "place 5") &&
-             strstr(msg, "[multiplex] graphs = off"),
-         "a capture CUDA invalidated ends the run naming the place and [multiplex] graphs = off: %s", msg);
+  child_result_t r = run_in_child(record_invalidated, NULL);
+  tap_ok(r.status == 1 && strstr(r.err, "place 5") && strstr(r.err, "[multiplex] graphs = off"),
+         "a capture CUDA invalidated ends the run naming the place and [multiplex] graphs = off: %s", r.err);
 }
 
 int main(void) {

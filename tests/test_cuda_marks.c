@@ -5,15 +5,11 @@
  * passes once the stream reaches it, without waiting, and a "not ready" leaves no error for the next
  * launch's check; the time between two marks in ns; a mark ends an open recording first; close
  * destroys every event; a mark out of range ends the run naming it. */
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "backend/cuda_impl.h"
-#include "core/error.h"
+#include "child.h"
 #include "tap.h"
 
 /* ---- the fake runtime: events at a time on the stream's clock; the stream has run up to `reached` */
@@ -56,20 +52,8 @@ cudaError_t cudaGetLastError(void) {
 
 /* ---- what cuda_marks.c takes from the rest of the backend and the library */
 
-cudaStream_t cuda_stream(void) { return NULL; }
+cudaStream_t cuda_stream(void) { return NULL; } /* (cuda_check: cuda_host_fakes.c) */
 void cuda_capture_leave(void) { leaves++; }
-void cuda_check(cudaError_t e, const char *what) {
-  if (e != cudaSuccess) surge_fail(1, "cuda: %s failed", what);
-}
-_Noreturn void surge_fail(int code, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  fprintf(stderr, "surge: error: ");
-  vfprintf(stderr, fmt, ap);
-  fprintf(stderr, "\n");
-  va_end(ap);
-  exit(code);
-}
 
 /* ---- the tests */
 
@@ -98,27 +82,16 @@ static void test_marks(void) {
          events_live);
 }
 
+static void mark_past_the_end(const void *arg) {
+  (void)arg;
+  cuda_mark(BACKEND_MARKS);
+}
+
 /* A mark out of range is a bug of the caller: the run ends naming it (exit 1), in a child. */
 static void test_out_of_range(void) {
-  int fd[2];
-  if (pipe(fd) != 0) abort();
-  pid_t pid = fork();
-  if (pid == 0) {
-    dup2(fd[1], 2);
-    cuda_mark(BACKEND_MARKS);
-    _exit(0);
-  }
-  close(fd[1]);
-  char msg[512] = "";
-  size_t got = 0;
-  ssize_t n;
-  while (got < sizeof msg - 1 && (n = read(fd[0], msg + got, sizeof msg - 1 - got)) > 0) got += (size_t)n;
-  msg[got] = 0;
-  close(fd[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  tap_ok(WIFEXITED(status) && WEXITSTATUS(status) == 1 && strstr(msg, "mark 256"),
-         "mark %d ends the run (exit %d): %s", BACKEND_MARKS, WIFEXITED(status) ? WEXITSTATUS(status) : -1, msg);
+  child_result_t r = run_in_child(mark_past_the_end, NULL);
+  tap_ok(r.status == 1 && strstr(r.err, "mark 256"), "mark %d ends the run (exit %d): %s", BACKEND_MARKS, r.status,
+         r.err);
 }
 
 int main(void) {

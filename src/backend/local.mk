@@ -40,12 +40,12 @@ $(cuda_kernel_sources:.cu=.$(OBJEXT)): $(top_srcdir)/src/backend/cuda_kern.cuh $
 # The recorded pieces' logic (cuda_graph.c, [multiplex] graphs) over a faked CUDA runtime, on the
 # host: it needs the toolkit's headers, not a GPU, and links no CUDA library.
 check_PROGRAMS += tests/test_cuda_graph
-tests_test_cuda_graph_SOURCES = tests/test_cuda_graph.c src/backend/cuda_graph.c
+tests_test_cuda_graph_SOURCES = tests/test_cuda_graph.c src/backend/cuda_graph.c tests/cuda_host_fakes.c tests/child.c
 tests_test_cuda_graph_LDADD = -lpthread
 TESTS += tests/test_cuda_graph
 # The timing marks (cuda_marks.c) over a faked CUDA runtime, on the host likewise.
 check_PROGRAMS += tests/test_cuda_marks
-tests_test_cuda_marks_SOURCES = tests/test_cuda_marks.c src/backend/cuda_marks.c
+tests_test_cuda_marks_SOURCES = tests/test_cuda_marks.c src/backend/cuda_marks.c tests/cuda_host_fakes.c tests/child.c
 TESTS += tests/test_cuda_marks
 else
 libsurge_a_SOURCES += src/backend/cuda_absent.c

@@ -76,8 +76,8 @@ static void test_gate(void) {
   mux_options_t o = options(10);
   mux_attach(MUX_ROLE_FOREGROUND, &o);
   char c = 0, token = 'x';
-  int sleeps[6]; /* whether the foreground's waits would sleep: computing, allreduce, short wait, inactive,
-                  * long wait, after its end */
+  int sleeps[7]; /* whether the foreground's waits would sleep: computing, allreduce, short wait, inactive,
+                  * long wait, after its end, computing while the background is inside its piece */
   mux_fg_set(MUX_COMPUTING, 1);
   tap_ok(!byte_within(report[0], 300, &c), "gate shut while the foreground computes");
   sleeps[0] = wait_sleeps();
@@ -91,6 +91,7 @@ static void test_gate(void) {
   tap_ok(byte_within(report[0], 5000, &c) && c == 'G', "gate opens when the foreground is inactive");
   sleeps[3] = wait_sleeps();
   mux_fg_set(MUX_COMPUTING, 1);
+  sleeps[6] = wait_sleeps(); /* the background is inside the piece its gate let through */
   if (write(go[1], &token, 1) != 1) abort();
   tap_ok(!byte_within(report[0], 300, &c), "and shuts again when it computes");
   mux_fg_set(MUX_WAITING, 5); /* teach site 5 a 3 ms wait: the running average starts at it */
@@ -110,10 +111,11 @@ static void test_gate(void) {
   if (write(go[1], &token, 1) != 1) abort();
   mux_detach();
   sleeps[5] = wait_sleeps();
-  tap_ok(!sleeps[0] && !sleeps[1] && !sleeps[2] && sleeps[3] && sleeps[4] && sleeps[5],
-         "the foreground's waits sleep only where the gate opens (computing %d, allreduce %d, short wait %d: no; "
-         "inactive %d, long wait %d: yes), and after its end as any thread's (%d)", sleeps[0], sleeps[1], sleeps[2],
-         sleeps[3], sleeps[4], sleeps[5]);
+  tap_ok(!sleeps[0] && !sleeps[1] && !sleeps[2] && sleeps[3] && sleeps[4] && sleeps[5] && sleeps[6],
+         "the foreground's waits sleep only where the gate opens or the background is inside a piece (computing "
+         "%d, allreduce %d, short wait %d: no; inactive %d, long wait %d, computing beside a piece %d: yes), and "
+         "after its end as any thread's (%d)", sleeps[0], sleeps[1], sleeps[2], sleeps[3], sleeps[4], sleeps[6],
+         sleeps[5]);
   tap_ok(byte_within(report[0], 5000, &c) && c == 'E', "a foreground that ends releases its background");
   int status = 0;
   waitpid(pid, &status, 0);

@@ -15,10 +15,11 @@
  * added to every wake-up).
  *
  * A sleep only helps where something else may run meanwhile: a multiplexed foreground's waits sleep
- * only where its background's gate opens (pace_set_sleep_rule, mux/foreground.c); a short wait, a
- * collective, or a foreground whose background is not attached polls without sleeping. A 2-rank
- * burst foreground of 1.4 ms steps with no partner then ran 1.00-1.04x its time alone, against
- * 1.02-1.11x when every wait slept (doc/multiplexing.md, "Waits that lend the core").
+ * only where its background's gate opens or the background is inside a piece (pace_set_sleep_rule,
+ * mux/foreground.c); a short wait or a collective beside a background at its gate, or any wait of a
+ * foreground whose background is not attached, polls without sleeping. A 2-rank burst foreground
+ * of 1.5 ms steps with no partner then ran a median 1.00x its time alone, against 1.09x when every
+ * wait slept (doc/multiplexing.md, "Waits that lend the core").
  *
  * Not done: sleeping toward the end a wait is expected to have (the foreground's learnt duration
  * of its state at that site). Waking at a fraction f of an expectation learnt from the states'

@@ -88,14 +88,16 @@ void mux_fg_set(mux_state_t s, int site) {
 }
 
 /* The foreground's waits (core/pace.h) sleep only where that frees the core for its background: the
- * partner is attached and its gate opens for the state just published (the engine raises a wait's
- * event before the wait); in any other wait (a short one, a collective, no partner or one that has
- * ended) the background would not run, and the wait polls without sleeping. */
+ * partner is attached, and inside a piece of its work (which runs to its end whatever the foreground
+ * does), or its gate opens for the state just published (the engine raises a wait's event before
+ * the wait). In any other wait (a short one, a collective, no partner or one that has ended) the
+ * background would not run, and the wait polls without sleeping. */
 static int wait_lends_core(void) {
   const mux_local_t *L = mux_self;
   if (!L || L->role != MUX_ROLE_FOREGROUND) return 1;
   const mux_side_t *bg = L->partner;
-  return atomic_load(&bg->attached) == ATTACH_LIVE && mux_gate_opens(L->me, bg) && !mux_gate_held_back(L->me, bg);
+  if (atomic_load(&bg->attached) != ATTACH_LIVE) return 0;
+  return atomic_load(&bg->busy) || (mux_gate_opens(L->me, bg) && !mux_gate_held_back(L->me, bg));
 }
 
 double mux_fg_offered_s(void) {

@@ -18,7 +18,8 @@
  *      expected to last at least min_wait_us, and never during the partner's allreduce;
  *   3. a polite foreground: its receives and barriers poll and sleep (comm_t.poll_us, core/pace.h)
  *      instead of spinning, so the core is free while it waits, in the waits its background's gate
- *      opens for (others poll without sleeping: nothing would use the core);
+ *      opens for or while the background is inside a piece (others poll without sleeping: nothing
+ *      would use the core);
  *   4. devices: backend_t.set_priority gives the background low-priority streams on a GPU backend,
  *      where its kernels can still overlap the foreground's; so the foreground also times its own
  *      pieces of work (each state's span on the device, between marks on its stream) against

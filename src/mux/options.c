@@ -36,8 +36,8 @@ static const cfg_key_t rows[] = {
                   "foreground: a wait polls without sleeping for its first 100 microseconds (or poll_us if "
                   "shorter), then sleeps between polls for poll_fraction of the time waited so far, at most poll_us, "
                   "leaving the core to the background, where the background's gate opens for it (inactive, or a "
-                  "long wait; the others poll without sleeping); 0: wait spinning inside MPI; also a multi-rank "
-                  "in-process background's waits for its other ranks"),
+                  "long wait) or the background is inside a piece (the others poll without sleeping); 0: wait "
+                  "spinning inside MPI; also a multi-rank in-process background's waits for its other ranks"),
     CFG_FLOAT_KEY("multiplex", "poll_fraction", poll_fraction, "0.0625", 0, CFG_OPEN, 1, CFG_CLOSED,
                   "foreground: a polite wait sleeps this fraction of the time it has waited between two polls: "
                   "smaller notices a wait's end sooner (the foreground first), larger wakes less often (more of the "

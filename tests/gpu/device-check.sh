@@ -286,9 +286,9 @@ mux_burst=$(sed -n 's/^# //p' "$logs/mux.tap" | mux_row)
 mux_burst_thread=$(sed -n 's/^# in-process //p' "$logs/mux.tap" | mux_row)
 mux_burst_graphs=$(sed -n 's/^# in-process (pieces as CUDA graphs) //p' "$logs/mux.tap" | mux_row)
 mux_burst_spin=$(sed -n 's/^# in-process (graphs, waits spinning) //p' "$logs/mux.tap" | mux_row)
-# and the burst foreground alone as a --foreground with no partner: the share of its polite waits and
-# its state timing (feedback device), of its polite waits alone (feedback off), and of its state
-# timing alone (waits spinning)
+# and the burst foreground alone as a --foreground with no partner (its waits then never sleep): the
+# cost of its state timing by device marks (feedback device), by the host's clock (feedback off), and
+# with its waits inside MPI (waits spinning)
 mux_alone() {
   v=$(sed -n "s/^# alone as a foreground, $1: foreground slowdown \([0-9.]*\) .*/slowdown \1/p" "$logs/mux.tap" 2>/dev/null)
   echo "${v:-failed}"
@@ -342,7 +342,7 @@ echo "device-check: multiplexing: gpt $mux_gpt, in-process $mux_gpt_thread, as g
   echo "| the burst pair in-process (tests/gpu/mux.gpu, placement = thread) | $mux_burst_thread | slowdown <= 1.10 |"
   echo "| the burst pair in-process, pieces as CUDA graphs (tests/gpu/mux.gpu, graphs = on) | $mux_burst_graphs | slowdown <= 1.10 |"
   echo "| the burst pair in-process, graphs, the foreground's waits spinning (mux.gpu, poll_us = 0) | $mux_burst_spin | slowdown <= 1.10 |"
-  echo "| the burst foreground alone as a --foreground, no partner (polite waits and state timing; waits alone; timing alone) | $mux_burst_alone | (the pairs' share of it) |"
+  echo "| the burst foreground alone as a --foreground, no partner (state timing by device marks; by the host's clock; waits inside MPI) | $mux_burst_alone | (the pairs' share of it) |"
   echo "| the gpt pair under MPS | $mux_gpt_mps | slowdown <= 1.10 |"
   echo "| tests/gpu/mux.gpu under MPS | $mux_burst_mps | slowdown <= 1.10 |"
   echo

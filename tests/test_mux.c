@@ -298,7 +298,9 @@ static void test_feedback(void) {
          fg.fg_pressure);
   if (write(go[1], &token, 1) != 1) abort();
   mux_fg_set(MUX_INACTIVE, 2);
-  tap_ok(!byte_within(report[0], 300, &c) && !wait_sleeps(),
+  int shut = !byte_within(report[0], 300, &c);
+  for (int i = 0; i < 500 && (mux_read(&bg, &fg), bg.bg_busy); i++) usleep(10000); /* at its gate by now */
+  tap_ok(shut && !bg.bg_busy && !wait_sleeps(),
          "feedback: held back while the pressure is above the limit of 2 (and the foreground's waits do not sleep)");
   pieces(40, 20000); /* alone: the background waits at its gate */
   mux_read(&bg, &fg);

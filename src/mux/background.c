@@ -9,12 +9,6 @@
 
 enum { POLL_NS = 50 * 1000 * 1000 }; /* re-check liveness at least this often while paused */
 
-/* Whether the partner's current state lets the background run. */
-static int partner_idle(const mux_local_t *L) { return mux_gate_opens(L->partner, L->me); }
-
-/* DeepPool's slowdown feedback: the foreground's recent pieces run over the limit of their time alone. */
-static int held_back(const mux_local_t *L) { return mux_gate_held_back(L->partner, L->me); }
-
 /* The partner this background paired with is gone: it ended, died, or a new foreground took the
  * slot. Before the first pairing, a foreground that attached after this background did and is gone
  * already was its partner (a short one); a slot dead or ended from before is stale: wait. An
@@ -134,7 +128,7 @@ void mux_bg_gate(void) {
       L->released = 1; /* finish the step ungated; run.c stops or carries on ([multiplex] on_foreground_end) */
       break;
     }
-    if (L->partner_gen && partner_idle(L) && !held_back(L)) break;
+    if (L->partner_gen && mux_gate_open(L->partner, L->me)) break;
     int64_t now = mux_now_ns();
     if (!L->partner_gen && (double)(now - L->attached_ns) > L->opt.partner_wait_s * 1e9) {
       mux_options_t o = L->opt;

@@ -97,7 +97,7 @@ static int wait_lends_core(void) {
   if (!L || L->role != MUX_ROLE_FOREGROUND) return 1;
   const mux_side_t *bg = L->partner;
   if (atomic_load(&bg->attached) != ATTACH_LIVE) return 0;
-  return atomic_load(&bg->busy) || (mux_gate_opens(L->me, bg) && !mux_gate_held_back(L->me, bg));
+  return atomic_load(&bg->busy) || mux_gate_open(L->me, bg);
 }
 
 double mux_fg_offered_s(void) {

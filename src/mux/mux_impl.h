@@ -142,19 +142,15 @@ int mux_side_live(const mux_side_t *s);
 /* Wake sleepers on s->seq after a change; sleep on partner->seq while it equals seen (timeout_ns). */
 void mux_wake(mux_side_t *s);
 void mux_sleep(mux_side_t *partner, uint32_t seen, int64_t timeout_ns);
-/* The background's gate, as either side reads it (what bg published at its attach): whether the
+/* The background's gate, as either side reads it (what bg published at its attach): open while the
  * foreground's state (fg) lets the background run (inactive, or waiting on something expected to last
- * at least bg's min_wait_ns), and whether its slowdown feedback holds the background back (fg's
- * pressure above bg's limit). */
-static inline int mux_gate_opens(const mux_side_t *fg, const mux_side_t *bg) {
+ * at least bg's min_wait_ns; never while it computes or reduces) and its slowdown feedback does not
+ * hold the background back (fg's pressure above bg's limit). */
+static inline int mux_gate_open(const mux_side_t *fg, const mux_side_t *bg) {
+  int64_t limit = atomic_load(&bg->limit_milli);
+  if (limit > 0 && atomic_load(&fg->pressure_milli) > limit) return 0;
   mux_state_t s = (mux_state_t)atomic_load(&fg->state);
-  if (s == MUX_INACTIVE) return 1;
-  /* never while it computes or reduces */
-  return s == MUX_WAITING && atomic_load(&fg->expected_ns) >= atomic_load(&bg->min_wait_ns);
-}
-static inline int mux_gate_held_back(const mux_side_t *fg, const mux_side_t *bg) {
-  int64_t limit = atomic_load(&bg->limit_milli), p = atomic_load(&fg->pressure_milli);
-  return limit > 0 && p > 0 && p > limit;
+  return s == MUX_INACTIVE || (s == MUX_WAITING && atomic_load(&fg->expected_ns) >= atomic_load(&bg->min_wait_ns));
 }
 
 /* Background: pair with the foreground in the slot if it is live and none was paired yet. */

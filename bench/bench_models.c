@@ -15,7 +15,8 @@
  * Each model runs in a child process so its peak memory is its own. The --dp rates come from
  * --rate runs on 1 and 2 ranks (bench/bench_models.sh measures them and passes them on).
  * BENCH_SECONDS (default 3) is how long each model's steps are timed (tests run it with 0.1).
- * BENCH_PHASES set: --rate also prints rank 0's milliseconds a step per phase on stderr. */
+ * BENCH_PHASES set: --rate also prints rank 0's milliseconds a step per phase on stderr. BENCH_SIMD,
+ * BENCH_GEMM and BENCH_PRECISION set the deck's [backend] simd, gemm and precision (bench_bf16.sh). */
 #include <hdf5.h>
 #include <mpi.h>
 #include <stdio.h>
@@ -169,15 +170,18 @@ static double rss_now_mib(void) {
  * vgg-mini's loss NaN at step 55 on 2 ranks, which a 3-second run reached once the step got
  * faster). */
 static void bench_config(const char *model, config_t *cfg) {
-  const char *text = deck_for(model), *simd = getenv("BENCH_SIMD"), *gemm = getenv("BENCH_GEMM");
+  const char *text = deck_for(model), *simd = getenv("BENCH_SIMD"), *gemm = getenv("BENCH_GEMM"),
+             *precision = getenv("BENCH_PRECISION");
   if (!text) surge_input_error("unknown model %s (mlp, vgg-mini, resnet-mini, gpt)", model);
   if (!simd || !*simd) simd = "auto";
   if (!gemm || !*gemm) gemm = "auto";
+  if (!precision || !*precision) precision = "fp32";
   if (strlen(simd) > 16) surge_input_error("BENCH_SIMD=%s: expected auto, avx512, avx2 or none", simd);
   if (strlen(gemm) > 16) surge_input_error("BENCH_GEMM=%s: expected auto or blas", gemm);
+  if (strlen(precision) > 16) surge_input_error("BENCH_PRECISION=%s: expected fp32 or bf16", precision);
   char full[1024];
   snprintf(full, sizeof full, "[run]\nname = bench\nsteps = 1000\n[data]\nsource = synthetic\nsynthetic_samples = 2048\n"
-           "[backend]\nname = cpu\nthreads = 1\nsimd = %s\ngemm = %s\n%s", simd, gemm, text);
+           "[backend]\nname = cpu\nthreads = 1\nsimd = %s\ngemm = %s\nprecision = %s\n%s", simd, gemm, precision, text);
   deck_parse(full, "bench", 0, NULL, cfg, NULL);
 }
 

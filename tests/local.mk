@@ -1,6 +1,6 @@
 # Cross-area tests: whole models against PyTorch references, training runs, bad input.
-dist_check_SCRIPTS += tests/test_bad_input.sh tests/test_converge.sh
-TESTS += tests/test_bad_input.sh tests/test_converge.sh
+dist_check_SCRIPTS += tests/test_bad_input.sh tests/test_converge.sh tests/test_bf16_train.sh
+TESTS += tests/test_bad_input.sh tests/test_converge.sh tests/test_bf16_train.sh
 EXTRA_DIST += tests/tap.sh tests/time-limit.sh tests/mux_pair.sh tests/zoo_models.sh tests/tap.h tests/tap_mpi.h tests/model_step.h tests/gradcheck.h tests/gradcheck.c tests/gpt3d.sh tests/small_gpt.h tests/hand_plan.sh tests/same_params.sh
 check_PROGRAMS += tests/test_reference
 tests_test_reference_SOURCES = tests/test_reference.c tests/refdata.c tests/refdata.h

@@ -55,6 +55,16 @@ const char *cpu_open(const backend_options_t *o, int *input_error) {
     *input_error = 1;
     return why;
   }
+  if (o->precision == BACKEND_BF16 && (!CPU_KERNELS_BUILT || cpu_simd() == BACKEND_SIMD_NONE)) {
+    *input_error = 1; /* its bf16 products run on its own kernels (cpu_gemm.c) */
+    if (!CPU_KERNELS_BUILT)
+      return "cannot run precision = bf16 in this build: its bf16 products run on its own kernels, built for x86-64 "
+             "with GCC only (use precision = fp32)";
+    return o->simd == BACKEND_SIMD_NONE ? "cannot run precision = bf16 with simd = none: its bf16 products run on its "
+                                          "own kernels (use simd = auto, avx512 or avx2, or precision = fp32)"
+                                        : "cannot run precision = bf16 on this CPU: its bf16 products need AVX2 and "
+                                          "FMA at least (use precision = fp32)";
+  }
   cpu_gemm_use(o->gemm);
   cpu_set_flush_denormals(o->flush_denormals);
   return NULL;

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "backend/cpu_ops.h"
+#include "backend/host_mem.h"
 #include "core/error.h"
 
 static int blas_threads = 1; /* OpenBLAS's setting is the process's: an in-process background must use 1 too */
@@ -31,9 +32,36 @@ int cpu_gemm_own(int M, int N, int K) {
 
 static enum CBLAS_TRANSPOSE cpu_trans(int t) { return t ? CblasTrans : CblasNoTrans; }
 
+#if CPU_KERNELS_BUILT
+int cpu_gemm_bf16_pairs(void) {
+  static int has = -1;
+  if (has < 0) {
+    __builtin_cpu_init();
+    has = __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512bw");
+  }
+  return has && cpu_simd() == BACKEND_SIMD_AVX512;
+}
+
+/* precision = bf16: the own kernel's bf16 forms at every shape (cpu_open refused a width of none) */
+static void cpu_gemm_bf16(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
+                          int ldb, float beta, float *C, int ldc) {
+  if (cpu_gemm_bf16_pairs()) cpu_sgemm_bf16(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  else if (cpu_simd() == BACKEND_SIMD_AVX512) cpu_sgemm_round_w16(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  else cpu_sgemm_round_w8(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+#else
+int cpu_gemm_bf16_pairs(void) { return 0; }
+#endif
+
 void cpu_gemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
               const float *B, int ldb, float beta, float *C, int ldc) {
   if (M <= 0 || N <= 0) return;
+#if CPU_KERNELS_BUILT
+  if (host_products_bf16() && K > 0) {
+    cpu_gemm_bf16(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    return;
+  }
+#endif
   if (M == 1 && K > 0) { /* one row (a token generated at a time): a matrix-vector product, B read once and not
                           * copied into OpenBLAS's packed layout; c (N) = alpha op(B)^T a + beta c */
     cblas_sgemv(CblasRowMajor, tb ? CblasNoTrans : CblasTrans, tb ? N : K, tb ? K : N, alpha, B, ldb, A,

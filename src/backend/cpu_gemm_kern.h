@@ -11,11 +11,22 @@
  *
  * Each element of C is summed in one fixed order, k ascending within a K block, the blocks added to
  * C in turn (C = beta C + alpha P_0, then C += alpha P_1, ...): the result depends on the shape
- * alone, never on alignment or on what ran before. */
+ * alone, never on alignment or on what ran before.
+ *
+ * precision = bf16 (backend.h): the operands rounded to bfloat16, the sums in float. Two forms:
+ *  - cpu_sgemm_round_wW: the packed strips rounded in place (core/bf16.h's rounding), then the float
+ *    tile: products of bfloat16 values are exact in float, so only the operands change. Every width.
+ *  - cpu_sgemm_bf16 (GK_PAIRS, cpu_kern_bf16.c, AVX-512 BF16): each strip converted in place to
+ *    pairs of k, (k, k+1) of a row or column in one 32-bit word (the odd k's partner 0), and the
+ *    tile's multiply-adds are VDPBF16PS: per lane acc + a_{k+1} b_{k+1} + a_k b_k, twice the
+ *    multiply-adds of an FMA per instruction. The conversion (VCVTNE2PS2BF16) rounds as core/bf16.h
+ *    does but reads float denormals as 0, and VDPBF16PS flushes denormal results: the two forms'
+ *    results differ by the order of each pair's adds and by denormals. */
 #include <stdlib.h>
 
 #include "backend/cpu_ops.h"
 #include "backend/cpu_simd.h"
+#include "core/bf16.h"
 #include "core/error.h"
 
 #if SIMD_W == 16
@@ -27,6 +38,9 @@
 #define GK_KC 256
 #define GK_MC (GK_MR * 20)
 #define GK_NC 2048
+#ifndef GK_PAIRS
+#define GK_PAIRS 0
+#endif
 
 /* The packed blocks of this thread (64-byte aligned; kept until exit, as OpenBLAS keeps its own). */
 static float *SIMD_NAME(gk_buffer)(int which) {
@@ -93,6 +107,56 @@ SIMD_TARGET static void gk_pack_b(int tb, const float *B, int ldb, int k0, int k
   gk_pack(B, ldb, !tb, j0, nc, k0, kc, bp, GK_NR);
 }
 
+#if GK_PAIRS
+/* Strips of S = MR or NR floats a k (kc of them, each strip S kc floats from the last) converted in
+ * place to bfloat16 pairs of k: word w of pair row kp (at p + kp S) holds x(w, 2kp) in its low half and
+ * x(w, 2kp + 1) (0 past kc) in its high half. Pair row kp is written over floats the rows before 2kp
+ * held, so every row is read before it is overwritten. */
+SIMD_INLINE void gk_pairs(float *p, int strips, int kc, const int S) {
+  /* 16-bit lanes out[2w] = in[w], out[2w + 1] = in[off + w]: the two rows of a pair interleaved */
+  static const uint16_t zip_b[32] = {0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23,
+                                     8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
+  static const uint16_t zip_a[32] = {0, 12, 1, 13, 2, 14, 3, 15, 4, 16, 5, 17, 6, 18, 7, 19, 8, 20, 9, 21, 10, 22, 11, 23};
+  const __m512i zb = _mm512_loadu_si512(zip_b), za = _mm512_loadu_si512(zip_a);
+  const int pairs = (kc + 1) / 2;
+  for (int t = 0; t < strips; t++) {
+    float *q = p + (size_t)t * kc * S;
+    for (int kp = 0; kp < pairs; kp++) {
+      const float *r = q + (size_t)2 * kp * S;
+      const int last_alone = 2 * kp + 1 == kc;
+      if (S == 32) { /* B: two vectors a row; pair halves from the rows' low and high vectors */
+        const vf z = vf_zero(), lo1 = last_alone ? z : vf_load(r + 32), hi1 = last_alone ? z : vf_load(r + 48);
+        const __m512i v0 = (__m512i)_mm512_cvtne2ps_pbh(lo1, vf_load(r));
+        const __m512i v1 = (__m512i)_mm512_cvtne2ps_pbh(hi1, vf_load(r + 16));
+        _mm512_store_si512(q + (size_t)kp * S, _mm512_permutexvar_epi16(zb, v0));
+        _mm512_store_si512(q + (size_t)kp * S + 16, _mm512_permutexvar_epi16(zb, v1));
+      } else { /* A (S = 12): the pair's 24 floats in one vector and 8 lanes of a second */
+        const vf lo = last_alone ? _mm512_maskz_loadu_ps(0x0fff, r) : vf_loadu(r);
+        const vf hi = last_alone ? vf_zero() : _mm512_maskz_loadu_ps(0x00ff, r + 16);
+        const __m512i v = (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
+        _mm512_mask_storeu_epi32(q + (size_t)kp * S, 0x0fff, _mm512_permutexvar_epi16(za, v));
+      }
+    }
+  }
+}
+#else
+/* n floats of packed strips rounded in place to bfloat16 values (core/bf16.h) */
+SIMD_TARGET static void gk_round(float *p, size_t n) {
+  for (size_t i = 0; i < n; i++) p[i] = bf16_round(p[i]);
+}
+#endif
+
+/* The packed strips as the tile reads them: as packed (float), rounded, or in bfloat16 pairs. */
+SIMD_INLINE void gk_prepare(float *p, int nx, int kc, const int S, const int bf16) {
+  const int strips = (nx + S - 1) / S;
+#if GK_PAIRS
+  (void)bf16;
+  gk_pairs(p, strips, kc, S);
+#else
+  if (bf16) gk_round(p, (size_t)strips * kc * S);
+#endif
+}
+
 /* C's tile (mr <= MR rows, nr <= NR columns) = beta C + alpha (the strips' product over kc); beta == 0
  * does not read C. `full` (a constant where inlined): mr == MR and nr == NR, stored straight from
  * the registers; otherwise through a tile in memory. */
@@ -101,6 +165,19 @@ SIMD_INLINE void gk_tile(int kc, const float *restrict ap, const float *restrict
   vf acc[GK_MR][2];
 #pragma GCC unroll 16
   for (int r = 0; r < GK_MR; r++) acc[r][0] = acc[r][1] = vf_zero();
+#if GK_PAIRS /* pair rows of k (gk_pairs); a word of the A strip broadcast whole, as a float's bits */
+  for (int kp = 0; kp < (kc + 1) / 2; kp++) {
+    const __m512bh b0 = (__m512bh)vf_load(bp), b1 = (__m512bh)vf_load(bp + SIMD_W);
+#pragma GCC unroll 16
+    for (int r = 0; r < GK_MR; r++) {
+      const __m512bh a = (__m512bh)vf_set1(ap[r]);
+      acc[r][0] = _mm512_dpbf16_ps(acc[r][0], a, b0);
+      acc[r][1] = _mm512_dpbf16_ps(acc[r][1], a, b1);
+    }
+    ap += GK_MR;
+    bp += GK_NR;
+  }
+#else
   for (int k = 0; k < kc; k++) {
     const vf b0 = vf_load(bp), b1 = vf_load(bp + SIMD_W);
 #pragma GCC unroll 16
@@ -112,6 +189,7 @@ SIMD_INLINE void gk_tile(int kc, const float *restrict ap, const float *restrict
     ap += GK_MR;
     bp += GK_NR;
   }
+#endif
   const vf va = vf_set1(alpha), vb = vf_set1(beta);
   if (full) {
 #pragma GCC unroll 16
@@ -153,9 +231,10 @@ SIMD_TARGET static void gk_tile_edge(int kc, const float *ap, const float *bp, f
   gk_tile(kc, ap, bp, c, ldc, alpha, beta, mr, nr, 0);
 }
 
-/* C (M,N) = alpha op(A) op(B) + beta C for M, N, K >= 1 (what cpu_gemm.c hands it). */
-SIMD_TARGET void SIMD_NAME(cpu_sgemm)(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
-                                      const float *B, int ldb, float beta, float *C, int ldc) {
+/* C (M,N) = alpha op(A) op(B) + beta C for M, N, K >= 1 (what cpu_gemm.c hands it); bf16: the
+ * operands rounded to bfloat16 (always, in pairs). */
+SIMD_INLINE void gk_sgemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
+                          int ldb, float beta, float *C, int ldc, const int bf16) {
   float *ap = SIMD_NAME(gk_buffer)(0), *bp = SIMD_NAME(gk_buffer)(1);
   for (int j0 = 0; j0 < N; j0 += GK_NC) {
     const int nc = N - j0 < GK_NC ? N - j0 : GK_NC;
@@ -163,9 +242,11 @@ SIMD_TARGET void SIMD_NAME(cpu_sgemm)(int ta, int tb, int M, int N, int K, float
       const int kc = K - k0 < GK_KC ? K - k0 : GK_KC;
       const float b_eff = k0 == 0 ? beta : 1.0f;
       gk_pack_b(tb, B, ldb, k0, kc, j0, nc, bp);
+      gk_prepare(bp, nc, kc, GK_NR, bf16);
       for (int i0 = 0; i0 < M; i0 += GK_MC) {
         const int mc = M - i0 < GK_MC ? M - i0 : GK_MC;
         gk_pack_a(ta, A, lda, i0, mc, k0, kc, ap);
+        gk_prepare(ap, mc, kc, GK_MR, bf16);
         for (int jr = 0; jr < nc; jr += GK_NR)
           for (int ir = 0; ir < mc; ir += GK_MR) {
             const int mr = mc - ir < GK_MR ? mc - ir : GK_MR, nr = nc - jr < GK_NR ? nc - jr : GK_NR;
@@ -179,8 +260,25 @@ SIMD_TARGET void SIMD_NAME(cpu_sgemm)(int ta, int tb, int M, int N, int K, float
   }
 }
 
+#if GK_PAIRS
+SIMD_TARGET void cpu_sgemm_bf16(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
+                                const float *B, int ldb, float beta, float *C, int ldc) {
+  gk_sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, 1);
+}
+#else
+SIMD_TARGET void SIMD_NAME(cpu_sgemm)(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
+                                      const float *B, int ldb, float beta, float *C, int ldc) {
+  gk_sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, 0);
+}
+SIMD_TARGET void SIMD_NAME(cpu_sgemm_round)(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
+                                            const float *B, int ldb, float beta, float *C, int ldc) {
+  gk_sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, 1);
+}
+#endif
+
 #undef GK_MR
 #undef GK_NR
 #undef GK_KC
 #undef GK_MC
 #undef GK_NC
+#undef GK_PAIRS

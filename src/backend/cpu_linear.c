@@ -22,6 +22,7 @@
 #include <stdlib.h>
 
 #include "backend/cpu_ops.h"
+#include "backend/host_mem.h"
 #include "core/error.h"
 
 enum {
@@ -31,7 +32,8 @@ enum {
 };
 
 int cpu_linear_unpacked(int rows, int out, int in) {
-  return CPU_KERNELS_BUILT && cpu_simd() != BACKEND_SIMD_NONE && rows >= 2 && rows <= NT_MAX_ROWS &&
+  return CPU_KERNELS_BUILT && cpu_simd() != BACKEND_SIMD_NONE && !host_products_bf16() && rows >= 2 &&
+         rows <= NT_MAX_ROWS &&
          out >= NT_MIN_COLS && in >= NT_MIN_DEPTH;
 }
 

@@ -176,14 +176,23 @@ const char *cpu_simd_name(backend_simd_t w);
   void cpu_linear_tiles_w##W(int M, int N, int K, const float *Xt, int Mp, const float *Wt, const float *b, \
                              float *Y);                                                                     \
   void cpu_sgemm_w##W(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,            \
-                      const float *B, int ldb, float beta, float *C, int ldc);
+                      const float *B, int ldb, float beta, float *C, int ldc);                              \
+  void cpu_sgemm_round_w##W(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,      \
+                            const float *B, int ldb, float beta, float *C, int ldc);
 CPU_WIDTH_KERNELS(16)
 CPU_WIDTH_KERNELS(8)
 #undef CPU_WIDTH_KERNELS
+/* precision = bf16's packed GEMM: cpu_sgemm_round_wW rounds its operands to bfloat16 and multiplies
+ * in float (every width); cpu_sgemm_bf16 (cpu_kern_bf16.c) multiplies bfloat16 pairs (AVX-512 BF16,
+ * where cpu_gemm_bf16_pairs says the CPU has it). cpu_gemm_kern.h has the details. */
+void cpu_sgemm_bf16(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
+                    int ldb, float beta, float *C, int ldc);
+int cpu_gemm_bf16_pairs(void);
 
 /* cpu_gemm.c: OpenBLAS's threads per rank; which GEMM runs the shapes where the own kernel
  * (cpu_sgemm_w16) beats OpenBLAS (backend.gemm: AUTO there, BLAS never); whether cpu_gemm runs a
- * shape (M, N, K) on the own kernel now. */
+ * shape (M, N, K) on the own kernel now. In precision = bf16 (host_products_bf16) every product
+ * runs on the own kernel's bf16 forms, at any shape, thread count and gemm setting. */
 void cpu_set_threads(int nthreads);
 void cpu_gemm_use(backend_gemm_t g);
 int cpu_gemm_own(int M, int N, int K);

@@ -26,9 +26,14 @@
 #define SIMD_CAT_(a, b) a##b
 #define SIMD_CAT(a, b) SIMD_CAT_(a, b)
 
-#if SIMD_W == 16
+#if SIMD_W == 16 && defined(SIMD_BF16) /* AVX-512 with its bfloat16 instructions (cpu_kern_bf16.c) */
+#define SIMD_TARGET __attribute__((target("avx512f,avx512bw,avx512bf16,fma")))
+#define SIMD_NAME(x) SIMD_CAT(x, _bf16)
+#elif SIMD_W == 16
 #define SIMD_TARGET __attribute__((target("avx512f,fma")))
 #define SIMD_NAME(x) SIMD_CAT(x, _w16)
+#endif
+#if SIMD_W == 16
 #define SIMD_OP(x) _mm512_##x /* an intrinsic of the width */
 #define SIMD_INLINE SIMD_TARGET static inline __attribute__((always_inline))
 

@@ -36,18 +36,11 @@ enum { FA_MMA = 16 }; /* a tile's rows, columns and the k of one step */
 #include <type_traits>
 typedef __nv_bfloat16 fa_bf16;
 #else
-#include <string.h>
+#include "core/bf16.h"
 typedef uint16_t fa_bf16; /* the bits of a bfloat16 */
 
-/* x rounded to bfloat16 as __float2bfloat16 does: to nearest, ties to even (overflow to infinity);
- * a NaN stays a (quiet) NaN. */
-static inline uint16_t fa_bf16_round(float x) {
-  uint32_t u;
-  memcpy(&u, &x, sizeof u);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u);
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return (uint16_t)(u >> 16);
-}
+/* x rounded to bfloat16 as __float2bfloat16 does (core/bf16.h) */
+static inline uint16_t fa_bf16_round(float x) { return bf16_bits(x); }
 #endif
 
 CE_FN fa_bf16 fa_to_bf16(float x) {
@@ -62,10 +55,7 @@ CE_FN float fa_from_bf16(fa_bf16 h) {
 #ifdef __CUDACC__
   return __bfloat162float(h);
 #else
-  const uint32_t u = (uint32_t)h << 16;
-  float x;
-  memcpy(&x, &u, sizeof x);
-  return x;
+  return bf16_value(h);
 #endif
 }
 

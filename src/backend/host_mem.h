@@ -24,8 +24,12 @@ size_t host_mem_device_used(void);
  * the OS's (mux/priority.c); nothing to change here. */
 const char *host_set_priority(int low);
 
-/* The context of host backends: open accepts float32 (TF32 is moot on a CPU) and refuses bf16. */
+/* The context of host backends. open takes the precision of the thread's matrix products (tf32 is
+ * moot on a CPU): float32, or bf16 (operands rounded to bfloat16, sums in float32 or wider). The host
+ * backends share it: a thread's last open decides; host_products_bf16 says which. */
 const char *host_open(const backend_options_t *o, int *input_error);
+extern _Thread_local int host_bf16;
+static inline int host_products_bf16(void) { return host_bf16; }
 void host_close(void);
 void host_synchronize(void);
 const backend_context_t *host_context(void);

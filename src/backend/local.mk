@@ -7,7 +7,7 @@ libsurge_a_SOURCES += \
   src/backend/cpu_conv.c src/backend/cpu_conv_batch.c src/backend/cpu_conv_direct.c src/backend/cpu_direct.h \
   src/backend/cpu_seq.c src/backend/cpu_norm.c src/backend/cpu_optim.c src/backend/cpu_fpmode.c \
   src/backend/cpu_simd.c src/backend/cpu_simd.h src/backend/cpu_simd_tables.h src/backend/cpu_kern_w16.c \
-  src/backend/cpu_kern_w8.c src/backend/cpu_direct_kern.h src/backend/cpu_gemm_kern.h src/backend/cpu_linear_kern.h src/backend/cpu_pool_kern.h \
+  src/backend/cpu_kern_w8.c src/backend/cpu_kern_bf16.c src/backend/cpu_direct_kern.h src/backend/cpu_gemm_kern.h src/backend/cpu_linear_kern.h src/backend/cpu_pool_kern.h \
   src/backend/cuda_elem.h src/backend/cuda_rows.h src/backend/cuda_cols.h src/backend/cuda_ln_bwd.h \
   src/backend/cuda_embed.h src/backend/cuda_attention_tiles.h src/backend/cuda_attention_mma.h \
   src/backend/cuda_lt_rule.h src/backend/step_rules.h
@@ -55,6 +55,10 @@ check_PROGRAMS += tests/test_backend
 tests_test_backend_SOURCES = tests/test_backend.c tests/rel_diff.h
 tests_test_backend_LDADD = $(SURGE_LIBS)
 TESTS += tests/test_backend
+check_PROGRAMS += tests/test_bf16
+tests_test_bf16_SOURCES = tests/test_bf16.c tests/rel_diff.h
+tests_test_bf16_LDADD = $(SURGE_LIBS)
+TESTS += tests/test_bf16
 
 # The cuda backend's rule for cuBLASLt's epilogues before the heuristic (every build: it needs no GPU).
 check_PROGRAMS += tests/test_cuda_lt_rule

@@ -17,12 +17,12 @@ static void ref_set_threads(int nthreads) { (void)nthreads; }
 
 // Element (i,k) of op(A) where op(A) is (M,K); A is stored (K,M) when transposed.
 static double ref_op_a(int ta, const float *A, int lda, int i, int k) {
-  return ta ? A[(size_t)k * lda + i] : A[(size_t)i * lda + k];
+  return ref_operand(ta ? A[(size_t)k * lda + i] : A[(size_t)i * lda + k]);
 }
 
 // Element (k,j) of op(B) where op(B) is (K,N); B is stored (N,K) when transposed.
 static double ref_op_b(int tb, const float *B, int ldb, int k, int j) {
-  return tb ? B[(size_t)j * ldb + k] : B[(size_t)k * ldb + j];
+  return ref_operand(tb ? B[(size_t)j * ldb + k] : B[(size_t)k * ldb + j]);
 }
 
 static void ref_gemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
@@ -230,7 +230,9 @@ static void ref_conv_fwd(const conv_shape_t *s, int B, const float *x, const flo
             for (int kh = 0; kh < s->KH; kh++)
               for (int kw = 0; kw < s->KW; kw++) {
                 long at = ref_conv_tap(s, c, oh, ow, kh, kw);
-                if (at >= 0) acc += (double)w[(((size_t)o * s->C + c) * s->KH + kh) * s->KW + kw] * x[b * in_n + (size_t)at];
+                if (at >= 0)
+                  acc += ref_operand(w[(((size_t)o * s->C + c) * s->KH + kh) * s->KW + kw]) *
+                         ref_operand(x[b * in_n + (size_t)at]);
               }
           // the bias is added to the float result, as the float backends do: a sum in double
           // rounded with its bias would turn some exact zeros into tiny values and so move ReLU
@@ -251,7 +253,8 @@ static void ref_conv_bwd(const conv_shape_t *s, int B, const float *x, const flo
       for (int oh = 0; oh < s->OH; oh++)
         for (int ow = 0; ow < s->OW; ow++) {
           const size_t at = (((size_t)b * s->O + o) * s->OH + oh) * s->OW + ow;
-          double g = relu_y && !(relu_y[at] > 0.0f) ? 0.0 : dy[at]; /* through the fused ReLU */
+          const double g = relu_y && !(relu_y[at] > 0.0f) ? 0.0 : dy[at]; /* through the fused ReLU */
+          const double gp = ref_operand(g); /* the products' operand; the bias sum is no product */
           gb[o] += g;
           for (int c = 0; c < s->C; c++)
             for (int kh = 0; kh < s->KH; kh++)
@@ -259,8 +262,8 @@ static void ref_conv_bwd(const conv_shape_t *s, int B, const float *x, const flo
                 long at = ref_conv_tap(s, c, oh, ow, kh, kw);
                 size_t wi = (((size_t)o * s->C + c) * s->KH + kh) * s->KW + kw;
                 if (at < 0) continue;
-                gw[wi] += g * x[b * in_n + (size_t)at];
-                gx[at] += g * w[wi];
+                gw[wi] += gp * ref_operand(x[b * in_n + (size_t)at]);
+                gx[at] += gp * ref_operand(w[wi]);
               }
         }
     if (dx)

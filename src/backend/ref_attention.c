@@ -1,6 +1,7 @@
 /* The ref backend's causal attention (backend.h: attention_fwd, attention_bwd): the naive form, the
  * whole T x T of scores and probabilities of one sample and head in memory of its own, every sum in
- * double. The truth the blocked cpu form is tested against. */
+ * double (in precision = bf16 each product's operands rounded to bfloat16 first, ref_operand). The
+ * truth the blocked cpu form is tested against. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -13,7 +14,7 @@ static void head_probs(int T, int hs, int ld, double s, const float *q, const fl
     double mx = -INFINITY, sum = 0.0;
     for (int j = 0; j <= i; j++) {
       double d = 0.0;
-      for (int c = 0; c < hs; c++) d += (double)q[(size_t)i * ld + c] * k[(size_t)j * ld + c];
+      for (int c = 0; c < hs; c++) d += ref_operand(q[(size_t)i * ld + c]) * ref_operand(k[(size_t)j * ld + c]);
       p[(size_t)i * T + j] = s * d;
       if (s * d > mx) mx = s * d;
     }
@@ -40,7 +41,7 @@ void ref_attention_fwd(int B, int T, int C, int H, const float *qkv, float *y, f
       for (int i = 0; i < T; i++) {
         for (int c = 0; c < hs; c++) { // Y = P V
           double acc = 0.0;
-          for (int j = 0; j <= i; j++) acc += p[(size_t)i * T + j] * v[(size_t)j * ld + c];
+          for (int j = 0; j <= i; j++) acc += ref_operand(p[(size_t)i * T + j]) * ref_operand(v[(size_t)j * ld + c]);
           y[((size_t)b * T + i) * C + (size_t)h * hs + c] = (float)acc;
         }
         lse[((size_t)b * H + h) * T + i] = (float)l[i];
@@ -68,7 +69,7 @@ void ref_attention_bwd(int B, int T, int C, int H, const float *qkv, const float
         double dot = 0.0;
         for (int j = 0; j <= i; j++) {
           double dp = 0.0;
-          for (int c = 0; c < hs; c++) dp += (double)g[(size_t)i * C + c] * v[(size_t)j * ld + c];
+          for (int c = 0; c < hs; c++) dp += ref_operand(g[(size_t)i * C + c]) * ref_operand(v[(size_t)j * ld + c]);
           ds[(size_t)i * T + j] = dp;
           dot += p[(size_t)i * T + j] * dp;
         }
@@ -81,9 +82,9 @@ void ref_attention_bwd(int B, int T, int C, int H, const float *qkv, const float
         for (int c = 0; c < hs; c++) {
           double gq = 0.0, gk = 0.0, gv = 0.0;
           for (int u = 0; u < T; u++) {
-            gq += ds[(size_t)t * T + u] * k[(size_t)u * ld + c];
-            gk += ds[(size_t)u * T + t] * q[(size_t)u * ld + c];
-            gv += p[(size_t)u * T + t] * g[(size_t)u * C + c];
+            gq += ref_operand(ds[(size_t)t * T + u]) * ref_operand(k[(size_t)u * ld + c]);
+            gk += ref_operand(ds[(size_t)u * T + t]) * ref_operand(q[(size_t)u * ld + c]);
+            gv += ref_operand(p[(size_t)u * T + t]) * ref_operand(g[(size_t)u * C + c]);
           }
           const size_t at = (size_t)t * ld + c;
           dq[at] = (float)((dx_write ? 0.0 : dq[at]) + gq);

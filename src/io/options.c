@@ -47,9 +47,9 @@ backend_options_t backend_opts_of(const config_t *cfg, int local_rank) {
 
 const char *backend_opts_where(const config_t *cfg, const deck_t *deck) {
   const backend_deck_t *d = backend_deck(cfg);
-  return deck_where(deck, strcmp(d->precision, "fp32") != 0 ? "backend.precision"
-                         : strcmp(d->simd, "auto") != 0    ? "backend.simd"
-                                                           : "backend.name");
+  return deck_where(deck, strcmp(d->simd, "auto") != 0        ? "backend.simd"
+                         : strcmp(d->precision, "fp32") != 0 ? "backend.precision"
+                                                             : "backend.name");
 }
 
 comm_device_mode_t device_comm_of(const config_t *cfg) {

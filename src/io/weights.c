@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/bf16.h"
 #include "core/error.h"
 #include "core/infile.h"
 #include "io/h5serial.h"
@@ -131,8 +132,7 @@ void weights_encode(weights_dtype_t t, const float *in, size_t n, unsigned char 
     }
     uint16_t h;
     if (t == WEIGHTS_F16) h = float_to_half(in[i]);
-    else if ((x & 0x7fffffffu) > 0x7f800000u) h = (uint16_t)(x >> 16 | 0x40); /* NaN stays NaN */
-    else h = (uint16_t)((x + 0x7fffu + ((x >> 16) & 1)) >> 16);
+    else h = bf16_bits(in[i]);
     out[2 * i] = (unsigned char)h;
     out[2 * i + 1] = (unsigned char)(h >> 8);
   }

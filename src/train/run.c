@@ -38,12 +38,13 @@ static void report_setup(const trainer_t *t) {
   printf("model %s: %zu parameters, %.2f MFLOP forward per sample, %d nodes\n", t->cfg.zoo,
          t->g.params.total, graph_flops_per_sample(&t->g) / 1e6, t->g.n);
   graph_print(&t->g, stdout);
+  const int bf16 = strcmp(t->be->context()->precision, "bf16") == 0;
   printf("data %s: %llu training samples, %llu %s samples; global batch %ld on %d rank%s (%s); backend %s "
-         "(%d thread%s per rank)\n",
+         "(%d thread%s per rank%s)\n",
          dataset_name(t->ds), (unsigned long long)dataset_size(t->ds, SPLIT_TRAIN),
          (unsigned long long)dataset_size(t->ds, SPLIT_TEST), dataset_is_tokens(t->ds) ? "validation" : "test",
          t->cfg.global_batch, t->world->size, t->world->size == 1 ? "" : "s", t->cfg.parallel_mode, t->be->name,
-         backend_deck(&t->cfg)->threads, backend_deck(&t->cfg)->threads == 1 ? "" : "s");
+         backend_deck(&t->cfg)->threads, backend_deck(&t->cfg)->threads == 1 ? "" : "s", bf16 ? ", bf16 products" : "");
   if (t->layout->note) printf("%s\n", t->layout->note);
   fflush(stdout);
 }

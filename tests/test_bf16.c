@@ -1,0 +1,276 @@
+/* precision = bf16 on the host backends (backend.h): every matrix product's operands rounded to
+ * bfloat16, sums in float (cpu) or double (ref). core/bf16.h's rounding; ref's and cpu's products
+ * against each other where both round the same operands (GEMMs through every kernel form, the
+ * linear forward, weight gradients, convolutions), where fp32 would differ 100 times more; the
+ * attention at the precision's tolerance; the opens that refuse bf16. */
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/backend.h"
+#include "backend/cpu_ops.h"
+#include "core/bf16.h"
+#include "core/rng.h"
+#include "rel_diff.h"
+#include "tap.h"
+
+#define SAME_OPERANDS_TOL 1e-5 /* cpu and ref rounding the same operands: float against double sums */
+#define FP32_APART 1e-4        /* bf16 against fp32 products at least this far apart (about 2^-9 relative) */
+#define ATT_TOL 2e-2           /* the attention: cpu rounds unnormalised probabilities, ref normalised ones */
+
+static rng_t rng;
+
+static float *uniform(size_t n, float lo, float hi) {
+  float *x = malloc((n ? n : 1) * sizeof *x);
+  if (!x) abort();
+  rng_fill_uniform(&rng, x, n, lo, hi);
+  return x;
+}
+
+static float *copy_of(const float *x, size_t n) {
+  float *y = malloc((n ? n : 1) * sizeof *y);
+  if (!y) abort();
+  memcpy(y, x, n * sizeof *y);
+  return y;
+}
+
+/* Open both host backends in `precision` on this thread (they share it: host_mem.h). */
+static void open_host(backend_precision_t precision) {
+  backend_options_t o = backend_default_options();
+  o.precision = precision;
+  int input_error = 0;
+  const char *why = backend_cpu.open(&o, &input_error);
+  if (!why) why = backend_ref.open(&o, &input_error);
+  if (why) {
+    printf("Bail out! host backends refused precision %d: %s\n", (int)precision, why);
+    exit(1);
+  }
+}
+
+static void test_rounding(void) {
+  const struct {
+    uint32_t in;
+    uint16_t want;
+  } cases[] = {
+      {0x3f800000u, 0x3f80}, /* 1 */
+      {0x3f808000u, 0x3f80}, /* 1 + 2^-8: a tie, to the even 1 */
+      {0x3f818000u, 0x3f82}, /* 1 + 3 2^-8: a tie, to the even 1 + 2^-6 */
+      {0x3f808001u, 0x3f81}, /* just past the tie: up */
+      {0xbf807fffu, 0xbf80}, /* just below it, negative: down in magnitude */
+      {0x7f7fffffu, 0x7f80}, /* FLT_MAX: past the largest bfloat16, to infinity */
+      {0x80000000u, 0x8000}, /* -0 */
+      {0x00000001u, 0x0000}, /* the smallest denormal: to 0 */
+      {0x7f800000u, 0x7f80}, /* infinity */
+  };
+  int ok = 1;
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    float x;
+    memcpy(&x, &cases[i].in, sizeof x);
+    if (bf16_bits(x) != cases[i].want) {
+      ok = 0;
+      tap_diag("bf16_bits(0x%08x) = 0x%04x, want 0x%04x", cases[i].in, bf16_bits(x), cases[i].want);
+    }
+  }
+  tap_ok(ok, "bf16_bits rounds to nearest, ties to even, overflow to infinity (%zu cases)",
+         sizeof cases / sizeof cases[0]);
+  const float nan_in = nanf(""), back = bf16_round(nan_in);
+  uint32_t low_nan = 0x7f800001u; /* a NaN whose payload sits in the bits rounding drops */
+  float low;
+  memcpy(&low, &low_nan, sizeof low);
+  tap_ok(isnan(back) && isnan(bf16_round(low)) && bf16_round(-1.5f) == -1.5f,
+         "a NaN stays a NaN (also one whose payload is only in the low bits); a bfloat16 value is itself");
+}
+
+/* C = alpha op(A) op(B) + beta C by `gemm` and by ref in bf16, and by ref in fp32: the bf16 products
+ * agree with ref's to float sums, and stand apart from fp32's. */
+typedef void gemm_fn(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
+                     int ldb, float beta, float *C, int ldc);
+
+static void check_gemm(const char *name, gemm_fn *gemm, int ta, int tb, int M, int N, int K, float beta) {
+  const int lda = (ta ? M : K) + 3, ldb = (tb ? K : N) + 1, ldc = N + 2;
+  const size_t na = (size_t)(ta ? K : M) * lda, nb = (size_t)(tb ? N : K) * ldb, nc = (size_t)M * ldc;
+  float *A = uniform(na, -1, 1), *B = uniform(nb, -1, 1), *C0 = uniform(nc, -1, 1);
+  float *C = copy_of(C0, nc), *R = copy_of(C0, nc), *F = copy_of(C0, nc);
+  gemm(ta, tb, M, N, K, 1.3f, A, lda, B, ldb, beta, C, ldc);
+  backend_ref.gemm(ta, tb, M, N, K, 1.3f, A, lda, B, ldb, beta, R, ldc);
+  open_host(BACKEND_FP32);
+  backend_ref.gemm(ta, tb, M, N, K, 1.3f, A, lda, B, ldb, beta, F, ldc);
+  open_host(BACKEND_BF16);
+  const double d = rel_diff(C, R, nc), f = rel_diff(C, F, nc);
+  tap_ok(d < SAME_OPERANDS_TOL && (f > FP32_APART || K == 1), /* K = 1: one product, no sum to tell apart */
+         "%s ta=%d tb=%d M=%d N=%d K=%d beta=%g: %.1e from ref's bf16, %.1e from fp32", name, ta, tb, M, N, K,
+         (double)beta, d, f);
+  free(A), free(B), free(C0), free(C), free(R), free(F);
+}
+
+/* Through the table (cpu_gemm's route: every shape to the bf16 kernel), and each kernel form itself. */
+static void test_gemms(void) {
+  const int shapes[][3] = {{241, 47, 513}, {37, 2083, 30}, {1, 300, 700}, {300, 1, 1000},
+                           {5, 7, 1},      {20, 40, 257},  {64, 64, 64}};
+  for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+    for (int t = 0; t < 4; t++)
+      check_gemm("cpu gemm", backend_cpu.gemm, t >> 1, t & 1, shapes[s][0], shapes[s][1], shapes[s][2],
+                 t == 3 ? 0.5f : 0.0f);
+#if CPU_KERNELS_BUILT
+  const backend_simd_t best = cpu_simd_best();
+  struct {
+    const char *name;
+    gemm_fn *fn;
+    int runs;
+  } forms[] = {{"cpu_sgemm_bf16 (bf16 pairs)", cpu_sgemm_bf16, 0},
+               {"cpu_sgemm_round_w16", cpu_sgemm_round_w16, best >= BACKEND_SIMD_AVX512},
+               {"cpu_sgemm_round_w8", cpu_sgemm_round_w8, best >= BACKEND_SIMD_AVX2}};
+  __builtin_cpu_init();
+  forms[0].runs = best >= BACKEND_SIMD_AVX512 && __builtin_cpu_supports("avx512bf16");
+  for (size_t f = 0; f < sizeof forms / sizeof forms[0]; f++) {
+    if (!forms[f].runs) {
+      tap_skip("%s: this CPU lacks its instructions", forms[f].name);
+      continue;
+    }
+    check_gemm(forms[f].name, forms[f].fn, 0, 1, 241, 47, 513, 0.0f);
+    check_gemm(forms[f].name, forms[f].fn, 1, 0, 37, 100, 257, 0.5f);
+  }
+  tap_ok(cpu_gemm_bf16_pairs() == forms[0].runs, "cpu_gemm runs the pairs form where the CPU has AVX-512 BF16 (%s)",
+         forms[0].runs ? "here: yes" : "here: no");
+#endif
+}
+
+/* An op through both tables in bf16: outputs within tol of ref's; fp32 ref's at least `apart` away
+ * (0: not asked). run(be, out) fills out (n floats, zeroed first). */
+typedef void op_run(const backend_t *be, float *out, const void *ctx);
+
+static void check_op(const char *label, op_run *run, const void *ctx, size_t n, double tol, double apart) {
+  float *c = calloc(n, sizeof *c), *r = calloc(n, sizeof *r), *f = calloc(n, sizeof *f);
+  if (!c || !r || !f) abort();
+  run(&backend_cpu, c, ctx);
+  run(&backend_ref, r, ctx);
+  open_host(BACKEND_FP32);
+  run(&backend_ref, f, ctx);
+  open_host(BACKEND_BF16);
+  const double d = rel_diff(c, r, n), a = rel_diff(c, f, n);
+  tap_ok(d < tol && (apart == 0 || a > apart), "%s: %.1e from ref's bf16 (tolerance %.0e), %.1e from fp32", label, d,
+         tol, a);
+  free(c), free(r), free(f);
+}
+
+typedef struct lin_ctx {
+  int rows, out, in;
+  const float *x, *w, *b;
+} lin_ctx_t;
+
+static void run_linear(const backend_t *be, float *y, const void *ctx) {
+  const lin_ctx_t *l = ctx;
+  size_t wn = linear_workspace_floats(l->out, l->in);
+  float *ws = wn ? malloc(wn * sizeof *ws) : NULL;
+  be->linear_fwd(l->rows, l->out, l->in, l->x, l->w, l->b, y, ws, wn);
+  free(ws);
+}
+
+static void run_tn_rows(const backend_t *be, float *c, const void *ctx) { /* C (in, out) += X^T W over rows */
+  const lin_ctx_t *l = ctx;
+  be->gemm_tn_rows(l->in, l->out, l->rows, l->x, l->in, l->w, l->out, c, l->out);
+}
+
+typedef struct conv_ctx {
+  conv_shape_t s;
+  int B;
+  const float *x, *w, *bias, *dy;
+  int part; /* 0: y, 1: dx, 2: dw */
+} conv_ctx_t;
+
+static void run_conv(const backend_t *be, float *out, const void *ctx) {
+  const conv_ctx_t *k = ctx;
+  const size_t wn = conv_workspace_floats(&k->s);
+  float *ws = malloc((wn ? wn : 1) * sizeof *ws), *db = calloc((size_t)k->s.O, sizeof *db);
+  if (!ws || !db) abort();
+  if (k->part == 0) be->conv_fwd(&k->s, k->B, k->x, k->w, k->bias, 0, out, ws, wn);
+  else be->conv_bwd(&k->s, k->B, k->x, k->w, k->dy, NULL, k->part == 1 ? out : NULL, 1, k->part == 2 ? out : NULL, db,
+                    ws, wn);
+  free(ws), free(db);
+}
+
+typedef struct att_ctx {
+  int B, T, C, H, bwd;
+  const float *qkv, *dy;
+} att_ctx_t;
+
+static void run_attention(const backend_t *be, float *out, const void *ctx) {
+  const att_ctx_t *a = ctx;
+  const size_t wn = attention_workspace_floats(a->T, a->C / a->H), ny = (size_t)a->B * a->T * a->C;
+  float *ws = malloc((wn ? wn : 1) * sizeof *ws), *y = malloc(ny * sizeof *y),
+        *lse = malloc((size_t)a->B * a->H * a->T * sizeof *lse);
+  if (!ws || !y || !lse) abort();
+  be->attention_fwd(a->B, a->T, a->C, a->H, a->qkv, a->bwd ? y : out, lse, ws, wn);
+  if (a->bwd) be->attention_bwd(a->B, a->T, a->C, a->H, a->qkv, y, lse, a->dy, out, 1, ws, wn);
+  free(ws), free(y), free(lse);
+}
+
+static void test_ops(void) {
+  /* 64 rows of 784 into 512: fp32 takes the unpacked tiles here (cpu_linear.c); bf16 the GEMM's forms */
+  lin_ctx_t l = {64, 512, 784, NULL, NULL, NULL};
+  float *x = uniform((size_t)l.rows * l.in, -1, 1), *w = uniform((size_t)l.out * l.in, -1, 1), *b = uniform(512, -1, 1);
+  l.x = x, l.w = w, l.b = b;
+  check_op("linear_fwd rows=64 out=512 in=784", run_linear, &l, (size_t)l.rows * l.out, SAME_OPERANDS_TOL, FP32_APART);
+  free(x), free(w);
+  /* weight gradients over 2100 rows: blocks of 1024 rows added in double */
+  lin_ctx_t g = {2100, 90, 70, NULL, NULL, NULL};
+  x = uniform((size_t)g.rows * g.in, -1, 1), w = uniform((size_t)g.rows * g.out, -1, 1);
+  g.x = x, g.w = w;
+  check_op("gemm_tn_rows M=70 N=90 K=2100", run_tn_rows, &g, (size_t)g.in * g.out, SAME_OPERANDS_TOL, FP32_APART);
+  free(x), free(w), free(b);
+
+  /* a "same" 3x3 convolution (fp32 runs it on the direct AVX-512 tiles; bf16 lowers it) */
+  conv_ctx_t k = {conv_shape_make(8, 12, 12, 16, 3, 3, 1, 1, 1), 3, NULL, NULL, NULL, NULL, 0};
+  const size_t nx = (size_t)k.B * 8 * 12 * 12, ny = (size_t)k.B * 16 * 12 * 12, nw = (size_t)16 * 8 * 9;
+  float *cx = uniform(nx, -1, 1), *cw = uniform(nw, -1, 1), *cb = uniform(16, -1, 1), *cdy = uniform(ny, -1, 1);
+  k.x = cx, k.w = cw, k.bias = cb, k.dy = cdy;
+  const char *parts[] = {"conv_fwd y", "conv_bwd dx", "conv_bwd dw"};
+  const size_t sizes[] = {ny, nx, nw};
+  for (k.part = 0; k.part < 3; k.part++) {
+    char label[96];
+    snprintf(label, sizeof label, "%s C=8 12x12 O=16 3x3 pad 1 B=3", parts[k.part]);
+    check_op(label, run_conv, &k, sizes[k.part], SAME_OPERANDS_TOL, FP32_APART);
+  }
+  free(cx), free(cw), free(cb), free(cdy);
+
+  att_ctx_t a = {2, 70, 64, 2, 0, NULL, NULL};
+  float *qkv = uniform((size_t)a.B * a.T * 3 * a.C, -2, 2), *dy = uniform((size_t)a.B * a.T * a.C, -1, 1);
+  a.qkv = qkv, a.dy = dy;
+  check_op("attention_fwd B=2 T=70 C=64 H=2", run_attention, &a, (size_t)a.B * a.T * a.C, ATT_TOL, 0);
+  a.bwd = 1;
+  check_op("attention_bwd B=2 T=70 C=64 H=2 (dqkv)", run_attention, &a, (size_t)a.B * a.T * 3 * a.C, ATT_TOL, 0);
+  free(qkv), free(dy);
+}
+
+/* What the opens say: both host backends take bf16 and report it; cpu refuses it where its own
+ * kernels are off (simd = none), naming the key; a later fp32 open turns it off again. */
+static void test_opens(void) {
+  open_host(BACKEND_BF16);
+  tap_ok(strcmp(backend_cpu.context()->precision, "bf16") == 0 && strcmp(backend_ref.context()->precision, "bf16") == 0,
+         "cpu and ref opened in bf16 report precision bf16");
+  backend_options_t o = backend_default_options();
+  o.precision = BACKEND_BF16;
+  o.simd = BACKEND_SIMD_NONE;
+  int input_error = 0;
+  const char *why = backend_cpu.open(&o, &input_error);
+  tap_ok(why && input_error && strstr(why, "bf16") && strstr(why, "simd"), "cpu refuses bf16 with simd = none: %s",
+         why ? why : "(accepted)");
+  open_host(BACKEND_FP32);
+  tap_ok(strcmp(backend_cpu.context()->precision, "fp32") == 0, "an fp32 open after it reports fp32");
+  open_host(BACKEND_BF16);
+}
+
+int main(void) {
+  rng_seed(&rng, 20261205);
+  test_rounding();
+  if (!CPU_KERNELS_BUILT || cpu_simd_best() == BACKEND_SIMD_NONE) {
+    tap_skip("the cpu backend's bf16 products: its own kernels are not built or this CPU has no AVX2 + FMA");
+    return tap_done();
+  }
+  test_opens();
+  test_gemms();
+  test_ops();
+  return tap_done();
+}

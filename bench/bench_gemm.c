@@ -5,8 +5,10 @@
  *
  *   bench/bench_gemm [rounds]        (default 7)
  *
- * Per shape the methods alternate (blas, w16, w8, blas, ...) for `rounds` rounds, each round
+ * Per shape the methods alternate (blas, w16, w8, bf16, blas, ...) for `rounds` rounds, each round
  * timing as many calls as fill 0.05 s; the table gives each one's median GFLOP/s and own / blas.
+ * Where the CPU has AVX-512 BF16, precision = bf16's packed GEMM in bfloat16 pairs (cpu_sgemm_bf16)
+ * runs too, with its ratio to the own float kernel at 16 floats.
  * The CPU's name and the load average are printed before and after: read the ratios, not the
  * rates, on a shared machine. */
 #include <cblas.h>
@@ -103,20 +105,25 @@ int main(int argc, char **argv) {
   if (rounds < 1 || rounds > 1000) surge_input_error("bench_gemm: rounds %s: expected 1..1000", argv[1]);
   openblas_set_num_threads(1);
   const backend_simd_t best = cpu_simd_best();
-  gemm_fn fns[3] = {blas_gemm, NULL, NULL};
-  const char *names[3] = {"blas", "own w16", "own w8"};
-  int nfn = 1;
+  gemm_fn fns[4] = {blas_gemm, NULL, NULL, NULL};
+  const char *names[4] = {"blas", NULL, NULL, NULL};
+  int nfn = 1, w16 = -1, pairs = -1; /* where own w16 and the bf16 pairs are in fns, -1 where not run */
 #if CPU_KERNELS_BUILT
-  if (best >= BACKEND_SIMD_AVX512) fns[nfn++] = cpu_sgemm_w16;
-  if (best >= BACKEND_SIMD_AVX2) fns[nfn++] = cpu_sgemm_w8;
-  if (best < BACKEND_SIMD_AVX512) names[1] = names[2];
+  if (best >= BACKEND_SIMD_AVX512) w16 = nfn, names[nfn] = "own w16", fns[nfn++] = cpu_sgemm_w16;
+  if (best >= BACKEND_SIMD_AVX2) names[nfn] = "own w8", fns[nfn++] = cpu_sgemm_w8;
+  __builtin_cpu_init();
+  if (best >= BACKEND_SIMD_AVX512 && __builtin_cpu_supports("avx512bf16"))
+    pairs = nfn, names[nfn] = "bf16", fns[nfn++] = cpu_sgemm_bf16;
 #endif
   print_cpu();
   print_load("before");
-  printf("# 1 thread; GFLOP/s medians of %d alternating rounds of 0.05 s; ratio = own / blas\n", rounds);
+  printf("# 1 thread; GFLOP/s medians of %d alternating rounds of 0.05 s; ratio = own / blas%s\n", rounds,
+         pairs > 0 ? "; bf16: precision = bf16's products (bfloat16 pairs), bf16/w16 against the own float kernel" : "");
   printf("%-18s %2s %2s %5s %5s %5s", "shape", "ta", "tb", "M", "N", "K");
   for (int f = 0; f < nfn; f++) printf(" %9s", names[f]);
-  for (int f = 1; f < nfn; f++) printf(" %9s", f == 1 && nfn == 3 ? "w16/blas" : "w8/blas");
+  for (int f = 1; f < nfn; f++)
+    if (f != pairs) printf(" %9s", strcmp(names[f], "own w16") == 0 ? "w16/blas" : "w8/blas");
+  if (pairs > 0 && w16 > 0) printf(" %9s", "bf16/w16");
   printf("\n");
   for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
     const shape_t *s = &shapes[i];
@@ -125,17 +132,19 @@ int main(int argc, char **argv) {
     for (size_t j = 0; j < na; j++) A[j] = (float)((j * 7919) % 1000) * 1e-3f - 0.5f;
     for (size_t j = 0; j < nb; j++) B[j] = (float)((j * 104729) % 1000) * 1e-3f - 0.5f;
     for (size_t j = 0; j < nc; j++) C[j] = 0.0f;
-    double g[3][1000];
+    double g[4][1000];
     for (int r = 0; r < rounds; r++)
       for (int f = 0; f < nfn; f++) g[f][r] = round_gflops(fns[f], s, A, B, C);
-    double med[3];
+    double med[4];
     for (int f = 0; f < nfn; f++) {
       qsort(g[f], (size_t)rounds, sizeof(double), cmp_double);
       med[f] = g[f][rounds / 2];
     }
     printf("%-18s %2d %2d %5d %5d %5d", s->what, s->ta, s->tb, s->M, s->N, s->K);
     for (int f = 0; f < nfn; f++) printf(" %9.1f", med[f]);
-    for (int f = 1; f < nfn; f++) printf(" %8.2fx", med[f] / med[0]);
+    for (int f = 1; f < nfn; f++)
+      if (f != pairs) printf(" %8.2fx", med[f] / med[0]);
+    if (pairs > 0 && w16 > 0) printf(" %8.2fx", med[pairs] / med[w16]);
     printf("\n");
     fflush(stdout);
     free(A);

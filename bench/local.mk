@@ -2,7 +2,7 @@
 EXTRA_DIST += bench/lib.sh bench/bench_models.sh bench/bench_dp.sh bench/bench_layout.sh bench/bench_burst.sh \
   bench/bench_multiplex.sh bench/bench_multiplex_3d.sh bench/bench_sim.sh bench/bench_3d.sh bench/bench_compress.sh \
   bench/bench_tokens.sh bench/tok_reference.py bench/bench_torch.sh bench/torch_models.py \
-  bench/bench_simd.sh bench/bench_sample.sh
+  bench/bench_simd.sh bench/bench_sample.sh bench/bench_bf16.sh
 EXTRA_DIST += bench/bench_recompute.sh bench/bench_memory.sh
 bench_programs += bench/bench_models
 bench_bench_models_SOURCES = bench/bench_models.c

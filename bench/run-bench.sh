@@ -70,6 +70,10 @@ if want simd && [ -f "$src/bench/bench_simd.sh" ]; then
   echo "== the cpu kernels' widths (avx2, avx512) against simd = none, the im2col + OpenBLAS fallback, 1 rank (bench/bench_simd.sh)"
   MPIEXEC="$mpiexec" sh "$src/bench/bench_simd.sh"
 fi
+if want bf16 && [ -f "$src/bench/bench_bf16.sh" ]; then
+  echo "== the cpu backend's bf16 products against fp32, 1 rank (bench/bench_bf16.sh)"
+  MPIEXEC="$mpiexec" sh "$src/bench/bench_bf16.sh"
+fi
 if want gemm && [ -x bench/bench_gemm ]; then
   echo "== the cpu backend's own SGEMM against OpenBLAS at gpt's shapes, 1 thread (bench/bench_gemm)"
   ./bench/bench_gemm

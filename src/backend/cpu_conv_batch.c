@@ -13,11 +13,13 @@
  * 1x1 stride-1 unpadded convolution uses the image itself as its lowering. The epilogue runs on the
  * block while it is still in cache, so bias and ReLU cost no pass over memory. "Same" convolutions
  * of stride 1, and of stride 2 on even sizes, go to the direct AVX-512 path (cpu_conv_direct.c)
- * where the CPU has it. */
+ * where the CPU has it (in precision = bf16 through cpu_conv_bf16.c; the lowered GEMMs take the bf16
+ * forms of cpu_gemm by themselves). */
 #include <stdint.h>
 #include <string.h>
 
 #include "backend/cpu_ops.h"
+#include "backend/host_mem.h"
 #include "core/error.h"
 
 /* Workspace pieces, in the order lowered_floats counts them, each 64-byte aligned. */
@@ -111,7 +113,8 @@ CPU_SHORT_ROWS static void conv_epilogue(const conv_shape_t *s, int n, const flo
 void cpu_conv_fwd(const conv_shape_t *s, int B, const float *x, const float *w, const float *bias, int relu,
                   float *y, float *ws, size_t ws_n) {
   if (cpu_conv_direct_blocks(s, ws_n) > 0) {
-    cpu_conv_direct_fwd(s, B, x, w, bias, relu, y, ws, ws_n);
+    if (host_products_bf16()) cpu_conv_direct_fwd_bf16(s, B, x, w, bias, relu, y, ws, ws_n);
+    else cpu_conv_direct_fwd(s, B, x, w, bias, relu, y, ws, ws_n);
     return;
   }
   const int nb = conv_blocks(s, ws_n, "conv_fwd");
@@ -154,7 +157,8 @@ CPU_SHORT_ROWS static const float *conv_gather_dy(const conv_shape_t *s, int n, 
 void cpu_conv_bwd(const conv_shape_t *s, int B, const float *x, const float *w, const float *dy, const float *relu_y,
                   float *dx, int dx_write, float *dw, float *db, float *ws, size_t ws_n) {
   if (cpu_conv_direct_blocks(s, ws_n) > 0) { /* writes dx in place of adding where asked */
-    cpu_conv_direct_bwd(s, B, x, w, dy, relu_y, dx, dx_write, dw, db, ws, ws_n);
+    if (host_products_bf16()) cpu_conv_direct_bwd_bf16(s, B, x, w, dy, relu_y, dx, dx_write, dw, db, ws, ws_n);
+    else cpu_conv_direct_bwd(s, B, x, w, dy, relu_y, dx, dx_write, dw, db, ws, ws_n);
     return;
   }
   const int nb = conv_blocks(s, ws_n, "conv_bwd");

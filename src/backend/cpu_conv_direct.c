@@ -40,7 +40,6 @@
 
 #include "backend/cpu_direct.h"
 #include "backend/cpu_ops.h"
-#include "backend/host_mem.h"
 #include "core/error.h"
 
 /* Floats of a plane of `rows` x `width` that tiles over a grid of it read with taps up to k - 1
@@ -121,7 +120,7 @@ size_t cpu_conv_direct_floats(const conv_shape_t *s) {
 }
 
 int cpu_conv_direct_blocks(const conv_shape_t *s, size_t ws_n) {
-  if (host_products_bf16() || !direct_applies(s)) return 0; /* bf16: lowered to the GEMM's bf16 forms */
+  if (!direct_applies(s)) return 0;
   dgeom_t g = direct_geom(s);
   int nb = direct_default_block(s);
   while (nb > 0 && dws_floats(s, &g, nb) > ws_n) nb--;

@@ -108,10 +108,7 @@ static CPU_CLONES void cpu_add_widened(const float *restrict x, double *restrict
 /* Rows per block of gemm_tn_rows: one GEMM sums at most this many rows in float. */
 enum { CPU_GEMM_ROW_BLOCK = 1024 };
 
-/* A buffer of at least `bytes` kept for the thread's next call: gemm_tn_rows runs every step with
- * the same shapes, and fresh megabytes each call cost page faults (1% of a gpt step). Reachable
- * until exit, like OpenBLAS's own buffers. */
-static void *kept_buffer(void **buf, size_t *cap, size_t bytes) {
+void *cpu_kept_buffer(void **buf, size_t *cap, size_t bytes) {
   if (bytes > *cap) {
     free(*buf);
     *buf = xmalloc(bytes);
@@ -136,8 +133,8 @@ void cpu_gemm_tn_rows(int M, int N, int K, const float *A, int lda, const float 
   static _Thread_local void *blk_buf, *acc_buf;
   static _Thread_local size_t blk_cap, acc_cap;
   size_t mn = surge_mul_size((size_t)M, (size_t)N, "gemm_tn_rows temporary");
-  float *blk = kept_buffer(&blk_buf, &blk_cap, surge_mul_size(mn, sizeof(float), "gemm_tn_rows temporary"));
-  double *acc = kept_buffer(&acc_buf, &acc_cap, surge_mul_size(mn, sizeof(double), "gemm_tn_rows temporary"));
+  float *blk = cpu_kept_buffer(&blk_buf, &blk_cap, surge_mul_size(mn, sizeof(float), "gemm_tn_rows temporary"));
+  double *acc = cpu_kept_buffer(&acc_buf, &acc_cap, surge_mul_size(mn, sizeof(double), "gemm_tn_rows temporary"));
   for (int k0 = 0; k0 < K; k0 += CPU_GEMM_ROW_BLOCK) {
     const int kb = K - k0 < CPU_GEMM_ROW_BLOCK ? K - k0 : CPU_GEMM_ROW_BLOCK;
     const int first = k0 == 0, last = k0 + kb == K;

@@ -14,7 +14,7 @@
  * alone, never on alignment or on what ran before.
  *
  * precision = bf16 (backend.h): the operands rounded to bfloat16, the sums in float. Two forms:
- *  - cpu_sgemm_round_wW: the packed strips rounded in place (core/bf16.h's rounding), then the float
+ *  - cpu_sgemm_round_wW: the packed strips rounded in place (cpu_round_bf16), then the float
  *    tile: products of bfloat16 values are exact in float, so only the operands change. Every width.
  *  - cpu_sgemm_bf16 (GK_PAIRS, cpu_kern_bf16.c, AVX-512 BF16): each strip converted in place to
  *    pairs of k, (k, k+1) of a row or column in one 32-bit word (the odd k's partner 0), and the
@@ -26,7 +26,6 @@
 
 #include "backend/cpu_ops.h"
 #include "backend/cpu_simd.h"
-#include "core/bf16.h"
 #include "core/error.h"
 
 #if SIMD_W == 16
@@ -140,10 +139,6 @@ SIMD_INLINE void gk_pairs(float *p, int strips, int kc, const int S) {
   }
 }
 #else
-/* n floats of packed strips rounded in place to bfloat16 values (core/bf16.h) */
-SIMD_TARGET static void gk_round(float *p, size_t n) {
-  for (size_t i = 0; i < n; i++) p[i] = bf16_round(p[i]);
-}
 #endif
 
 /* The packed strips as the tile reads them: as packed (float), rounded, or in bfloat16 pairs. */
@@ -153,7 +148,7 @@ SIMD_INLINE void gk_prepare(float *p, int nx, int kc, const int S, const int bf1
   (void)bf16;
   gk_pairs(p, strips, kc, S);
 #else
-  if (bf16) gk_round(p, (size_t)strips * kc * S);
+  if (bf16) cpu_round_bf16(p, p, (size_t)strips * kc * S);
 #endif
 }
 

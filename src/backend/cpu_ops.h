@@ -197,6 +197,15 @@ void cpu_set_threads(int nthreads);
 void cpu_gemm_use(backend_gemm_t g);
 int cpu_gemm_own(int M, int N, int K);
 
+/* A buffer of at least `bytes` (*buf, *cap bytes; both start 0) kept for the thread's next call: ops
+ * that run every step with the same shapes would pay page faults for fresh megabytes each call (1%
+ * of a gpt step in gemm_tn_rows). Reachable until exit, like OpenBLAS's own buffers. */
+void *cpu_kept_buffer(void **buf, size_t *cap, size_t bytes);
+
+/* y[0..n) = x[0..n) rounded to bfloat16 values (core/bf16.h's rounding, vectorised; y may be x):
+ * precision = bf16's operands for kernels that multiply floats (cpu_gemm_kern.h, cpu_conv_bf16.c). */
+void cpu_round_bf16(const float *x, float *y, size_t n);
+
 /* cpu_conv.c */
 void cpu_im2col_ld(const float *x, int C, int H, int W, int KH, int KW, int stride, int ph, int pw, float *col,
                    size_t ld);
@@ -216,6 +225,13 @@ void cpu_bias_gelu_rows(int rows, int cols, const float *b, float *pre, float *y
 /* cpu_linear.c: whether a shape takes the linear forward's path that does not pack the weight (few
  * rows, many outputs: faster than OpenBLAS there). */
 int cpu_linear_unpacked(int rows, int out, int in);
+
+/* cpu_conv_bf16.c: the direct convolutions in precision = bf16 (their operands rounded first). */
+void cpu_conv_direct_fwd_bf16(const conv_shape_t *s, int B, const float *x, const float *w, const float *bias,
+                              int relu, float *y, float *ws, size_t ws_n);
+void cpu_conv_direct_bwd_bf16(const conv_shape_t *s, int B, const float *x, const float *w, const float *dy,
+                              const float *relu_y, float *dx, int dx_write, float *dw, float *db, float *ws,
+                              size_t ws_n);
 
 /* cpu_conv_direct.c: "same" convolutions (stride 1; stride 2 on even sizes) with AVX-512 tiles.
  * cpu_conv_direct_blocks is the samples per block it can run in ws_n floats, 0 where it does not

@@ -12,8 +12,10 @@ static const cfg_key_t rows[] = {
                 "cuda: the GPU of this rank; -1: its index among its job's ranks on the node, modulo the GPUs there"),
     CFG_ENUM_KEY("backend", "precision", precision, "fp32", CFG_VALUES("fp32", "bf16"),
                  "matrix products in float32, or bf16 (operands rounded to bfloat16, float32 sums; parameters, "
-                 "gradients, optimizer state and activations stay float32, gradients are reduced in float32; cuda "
-                 "only)"),
+                 "gradients, optimizer state and activations stay float32, gradients are reduced in float32); every "
+                 "backend: cuda on cuBLAS's bf16 compute type and tensor cores, cpu in bfloat16 pairs where the CPU "
+                 "has AVX-512 BF16 (about 1.8x its float GEMM; elsewhere, and in its direct convolutions, the "
+                 "operands are rounded and multiplied in float: no faster), ref as their truth"),
     CFG_BOOL_KEY("backend", "tf32", tf32, "false",
                  "cuda: float32 products may use TF32 tensor cores (false: true float32, as the equivalence tests "
                  "need)"),

@@ -1,0 +1,34 @@
+#!/bin/sh
+# make bench BENCH=bf16: the cpu backend's [backend] precision = bf16 (products of bfloat16
+# operands, doc/gpu.md) against fp32 in one invocation: per model (BENCH_BF16_MODELS, default gpt
+# mlp vgg-mini resnet-mini), BENCH_BF16_ROUNDS (default 5) rounds of alternating bench_models --rate
+# runs on 1 rank; the median samples/s of each and bf16 / fp32. The CPU's bfloat16 instructions
+# decide the gain (AVX-512 BF16: bfloat16 pairs; without: the operands rounded, no faster).
+# Called by bench/run-bench.sh from the build directory with MPIEXEC set.
+set -eu
+mpiexec=${MPIEXEC:-mpiexec}
+src=${SURGE_TOP_SRCDIR:-$(cd "$(dirname "$0")/.." && pwd)}
+models=${BENCH_BF16_MODELS:-gpt mlp vgg-mini resnet-mini}
+rounds=${BENCH_BF16_ROUNDS:-5}
+case $rounds in '' | *[!0-9]* | 0) echo "bench_bf16.sh: BENCH_BF16_ROUNDS=$rounds: expected a positive count" >&2; exit 2 ;; esac
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+. "$src/bench/lib.sh"
+form="operands rounded, float multiply-adds"
+grep -q '\bavx512_bf16\b' /proc/cpuinfo && grep -q '\bavx512bw\b' /proc/cpuinfo && form="bfloat16 pairs (AVX-512 BF16)"
+echo "# CPU: $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'), $(nproc) cores; bf16 products here: $form"
+echo "# 1 rank, 1 BLAS thread, synthetic data; medians of $rounds alternating rounds, samples/s; load $(cut -d' ' -f1-3 /proc/loadavg)"
+printf '%-12s %10s %10s %10s\n' model fp32 bf16 bf16/fp32
+for m in $models; do
+  : >"$tmp/fp32"
+  : >"$tmp/bf16"
+  i=0
+  while [ $i -lt "$rounds" ]; do
+    for p in fp32 bf16; do BENCH_PRECISION=$p "$mpiexec" -n 1 ./bench/bench_models --rate "$m" >>"$tmp/$p"; done
+    i=$((i + 1))
+  done
+  f=$(median <"$tmp/fp32")
+  b=$(median <"$tmp/bf16")
+  awk -v m="$m" -v f="$f" -v b="$b" 'BEGIN { printf "%-12s %10.1f %10.1f %9.2fx\n", m, f, b, b / f }'
+done
+echo "# load after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -10,14 +10,17 @@ mpiexec=${MPIEXEC:-mpiexec}
 src=${SURGE_TOP_SRCDIR:-$(cd "$(dirname "$0")/.." && pwd)}
 models=${BENCH_BF16_MODELS:-gpt mlp vgg-mini resnet-mini}
 rounds=${BENCH_BF16_ROUNDS:-5}
-case $rounds in '' | *[!0-9]* | 0) echo "bench_bf16.sh: BENCH_BF16_ROUNDS=$rounds: expected a positive count" >&2; exit 2 ;; esac
+case $rounds in
+  '' | *[!0-9]* | 0) echo "bench_bf16.sh: BENCH_BF16_ROUNDS=$rounds: expected a positive count" >&2; exit 2 ;;
+esac
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 . "$src/bench/lib.sh"
 form="operands rounded, float multiply-adds"
 grep -q '\bavx512_bf16\b' /proc/cpuinfo && grep -q '\bavx512bw\b' /proc/cpuinfo && form="bfloat16 pairs (AVX-512 BF16)"
 echo "# CPU: $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'), $(nproc) cores; bf16 products here: $form"
-echo "# 1 rank, 1 BLAS thread, synthetic data; medians of $rounds alternating rounds, samples/s; load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# 1 rank, 1 BLAS thread, synthetic data; medians of $rounds alternating rounds, samples/s;" \
+  "load $(cut -d' ' -f1-3 /proc/loadavg)"
 printf '%-12s %10s %10s %10s\n' model fp32 bf16 bf16/fp32
 for m in $models; do
   : >"$tmp/fp32"

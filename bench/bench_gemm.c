@@ -118,7 +118,8 @@ int main(int argc, char **argv) {
   print_cpu();
   print_load("before");
   printf("# 1 thread; GFLOP/s medians of %d alternating rounds of 0.05 s; ratio = own / blas%s\n", rounds,
-         pairs > 0 ? "; bf16: precision = bf16's products (bfloat16 pairs), bf16/w16 against the own float kernel" : "");
+         pairs > 0 ? "; bf16: precision = bf16's products (bfloat16 pairs), bf16/w16 against the own float kernel"
+                   : "");
   printf("%-18s %2s %2s %5s %5s %5s", "shape", "ta", "tb", "M", "N", "K");
   for (int f = 0; f < nfn; f++) printf(" %9s", names[f]);
   for (int f = 1; f < nfn; f++)

@@ -180,8 +180,10 @@ static void bench_config(const char *model, config_t *cfg) {
   if (strlen(gemm) > 16) surge_input_error("BENCH_GEMM=%s: expected auto or blas", gemm);
   if (strlen(precision) > 16) surge_input_error("BENCH_PRECISION=%s: expected fp32 or bf16", precision);
   char full[1024];
-  snprintf(full, sizeof full, "[run]\nname = bench\nsteps = 1000\n[data]\nsource = synthetic\nsynthetic_samples = 2048\n"
-           "[backend]\nname = cpu\nthreads = 1\nsimd = %s\ngemm = %s\nprecision = %s\n%s", simd, gemm, precision, text);
+  snprintf(full, sizeof full,
+           "[run]\nname = bench\nsteps = 1000\n[data]\nsource = synthetic\nsynthetic_samples = 2048\n"
+           "[backend]\nname = cpu\nthreads = 1\nsimd = %s\ngemm = %s\nprecision = %s\n%s",
+           simd, gemm, precision, text);
   deck_parse(full, "bench", 0, NULL, cfg, NULL);
 }
 

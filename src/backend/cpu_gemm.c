@@ -33,13 +33,9 @@ int cpu_gemm_own(int M, int N, int K) {
 static enum CBLAS_TRANSPOSE cpu_trans(int t) { return t ? CblasTrans : CblasNoTrans; }
 
 #if CPU_KERNELS_BUILT
-int cpu_gemm_bf16_pairs(void) {
-  static int has = -1;
-  if (has < 0) {
-    __builtin_cpu_init();
-    has = __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512bw");
-  }
-  return has && cpu_simd() == BACKEND_SIMD_AVX512;
+int cpu_gemm_bf16_pairs(void) { /* cpu_simd() has initialised the CPU's flags */
+  return cpu_simd() == BACKEND_SIMD_AVX512 && __builtin_cpu_supports("avx512bf16") &&
+         __builtin_cpu_supports("avx512bw");
 }
 
 /* precision = bf16: the own kernel's bf16 forms at every shape (cpu_open refused a width of none) */

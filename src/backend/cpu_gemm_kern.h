@@ -40,6 +40,9 @@
 #ifndef GK_PAIRS
 #define GK_PAIRS 0
 #endif
+#if GK_PAIRS && SIMD_W != 16
+#error "the bfloat16 pairs (GK_PAIRS) are written for AVX-512 (SIMD_W 16) only"
+#endif
 
 /* The packed blocks of this thread (64-byte aligned; kept until exit, as OpenBLAS keeps its own). */
 static float *SIMD_NAME(gk_buffer)(int which) {
@@ -112,10 +115,11 @@ SIMD_TARGET static void gk_pack_b(int tb, const float *B, int ldb, int k0, int k
  * x(w, 2kp + 1) (0 past kc) in its high half. Pair row kp is written over floats the rows before 2kp
  * held, so every row is read before it is overwritten. */
 SIMD_INLINE void gk_pairs(float *p, int strips, int kc, const int S) {
-  /* 16-bit lanes out[2w] = in[w], out[2w + 1] = in[off + w]: the two rows of a pair interleaved */
+  /* 16-bit lanes out[2w] = in[w], out[2w + 1] = in[off + w] (off = 16 for B, 12 for A): a pair's rows interleaved */
   static const uint16_t zip_b[32] = {0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23,
                                      8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
-  static const uint16_t zip_a[32] = {0, 12, 1, 13, 2, 14, 3, 15, 4, 16, 5, 17, 6, 18, 7, 19, 8, 20, 9, 21, 10, 22, 11, 23};
+  static const uint16_t zip_a[32] = {0, 12, 1, 13, 2,  14, 3,  15, 4,  16, 5,  17,
+                                     6, 18, 7, 19, 8, 20, 9, 21, 10, 22, 11, 23};
   const __m512i zb = _mm512_loadu_si512(zip_b), za = _mm512_loadu_si512(zip_a);
   const int pairs = (kc + 1) / 2;
   for (int t = 0; t < strips; t++) {
@@ -138,7 +142,6 @@ SIMD_INLINE void gk_pairs(float *p, int strips, int kc, const int S) {
     }
   }
 }
-#else
 #endif
 
 /* The packed strips as the tile reads them: as packed (float), rounded, or in bfloat16 pairs. */

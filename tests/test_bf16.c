@@ -36,10 +36,13 @@ static float *copy_of(const float *x, size_t n) {
   return y;
 }
 
-/* Open both host backends in `precision` on this thread (they share it: host_mem.h). */
+static backend_simd_t simd = BACKEND_SIMD_AUTO; /* the cpu's kernel width the checks run at */
+
+/* Open both host backends in `precision` on this thread (they share it: host_mem.h), cpu at `simd`. */
 static void open_host(backend_precision_t precision) {
   backend_options_t o = backend_default_options();
   o.precision = precision;
+  o.simd = simd;
   int input_error = 0;
   const char *why = backend_cpu.open(&o, &input_error);
   if (!why) why = backend_ref.open(&o, &input_error);
@@ -126,12 +129,21 @@ static void check_gemm(const char *name, gemm_fn *gemm, int ta, int tb, int M, i
 
 /* Through the table (cpu_gemm's route: every shape to the bf16 kernel), and each kernel form itself. */
 static void test_gemms(void) {
-  const int shapes[][3] = {{241, 47, 513}, {37, 2083, 30}, {1, 300, 700}, {300, 1, 1000},
-                           {5, 7, 1},      {20, 40, 257},  {64, 64, 64}};
+  /* one row (M = 1) takes cpu_bf16.c's matrix-vector product: K = 700, 17 and 5 leave 28, 17 and 5
+   * past its 32-value vectors */
+  const int shapes[][3] = {{241, 47, 513}, {37, 2083, 30}, {1, 300, 700}, {1, 40, 17}, {1, 33, 5},
+                           {300, 1, 1000}, {5, 7, 1},      {20, 40, 257}, {64, 64, 64}};
   for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
     for (int t = 0; t < 4; t++)
       check_gemm("cpu gemm", backend_cpu.gemm, t >> 1, t & 1, shapes[s][0], shapes[s][1], shapes[s][2],
                  t == 3 ? 0.5f : 0.0f);
+  /* at simd = avx2 the one-row product rounds as it reads, without bfloat16 pairs */
+  simd = BACKEND_SIMD_AVX2;
+  open_host(BACKEND_BF16);
+  tap_ok(!cpu_gemm_bf16_pairs(), "at simd = avx2 no bfloat16 pairs run");
+  for (int t = 0; t < 4; t++) check_gemm("cpu gemm at simd = avx2", backend_cpu.gemm, t >> 1, t & 1, 1, 40, 17, 0.0f);
+  simd = BACKEND_SIMD_AUTO;
+  open_host(BACKEND_BF16);
 #if CPU_KERNELS_BUILT
   const backend_simd_t best = cpu_simd_best();
   struct {
@@ -241,7 +253,7 @@ static void test_ops(void) {
   free(x), free(w), free(b);
 
   /* "same" 3x3 convolutions at stride 1 and 2, which the cpu runs on its direct kernels (with bf16's
-   * operands rounded first: cpu_conv_bf16.c), and one at stride 3, which it lowers to the bf16 GEMM;
+   * operands rounded first: cpu_bf16.c), and one at stride 3, which it lowers to the bf16 GEMM;
    * the bias gradient is no product (as fp32's, through a fused ReLU's mask) */
   const int strides[] = {1, 2, 3};
   for (int si = 0; si < 3; si++) {

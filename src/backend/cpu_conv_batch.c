@@ -13,7 +13,7 @@
  * 1x1 stride-1 unpadded convolution uses the image itself as its lowering. The epilogue runs on the
  * block while it is still in cache, so bias and ReLU cost no pass over memory. "Same" convolutions
  * of stride 1, and of stride 2 on even sizes, go to the direct AVX-512 path (cpu_conv_direct.c)
- * where the CPU has it (in precision = bf16 through cpu_conv_bf16.c; the lowered GEMMs take the bf16
+ * where the CPU has it (in precision = bf16 through cpu_bf16.c; the lowered GEMMs take the bf16
  * forms of cpu_gemm by themselves). */
 #include <stdint.h>
 #include <string.h>

@@ -38,10 +38,12 @@ int cpu_gemm_bf16_pairs(void) { /* cpu_simd() has initialised the CPU's flags */
          __builtin_cpu_supports("avx512bw");
 }
 
-/* precision = bf16: the own kernel's bf16 forms at every shape (cpu_open refused a width of none) */
+/* precision = bf16: the own kernel's bf16 forms at every shape but one row (cpu_bf16.c reads the matrix
+ * once there); cpu_open refused a width of none */
 static void cpu_gemm_bf16(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
                           int ldb, float beta, float *C, int ldc) {
-  if (cpu_gemm_bf16_pairs()) cpu_sgemm_bf16(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  if (M == 1) cpu_gemv_bf16(ta, tb, N, K, alpha, A, lda, B, ldb, beta, C);
+  else if (cpu_gemm_bf16_pairs()) cpu_sgemm_bf16(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
   else if (cpu_simd() == BACKEND_SIMD_AVX512) cpu_sgemm_round_w16(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
   else cpu_sgemm_round_w8(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }

@@ -187,6 +187,8 @@ CPU_WIDTH_KERNELS(8)
  * where cpu_gemm_bf16_pairs says the CPU has it). cpu_gemm_kern.h has the details. */
 void cpu_sgemm_bf16(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
                     int ldb, float beta, float *C, int ldc);
+/* out[j] = sum_k a[k] B[j ldb + k] (j < N, k < K) in bfloat16 pairs (cpu_kern_bf16.c) */
+void cpu_gemv_bf16_dots(int N, int K, const float *a, const float *B, int ldb, float *out);
 int cpu_gemm_bf16_pairs(void);
 
 /* cpu_gemm.c: OpenBLAS's threads per rank; which GEMM runs the shapes where the own kernel
@@ -203,7 +205,7 @@ int cpu_gemm_own(int M, int N, int K);
 void *cpu_kept_buffer(void **buf, size_t *cap, size_t bytes);
 
 /* y[0..n) = x[0..n) rounded to bfloat16 values (core/bf16.h's rounding, vectorised; y may be x):
- * precision = bf16's operands for kernels that multiply floats (cpu_gemm_kern.h, cpu_conv_bf16.c). */
+ * precision = bf16's operands for kernels that multiply floats (cpu_gemm_kern.h, cpu_bf16.c). */
 void cpu_round_bf16(const float *x, float *y, size_t n);
 
 /* cpu_conv.c */
@@ -226,7 +228,11 @@ void cpu_bias_gelu_rows(int rows, int cols, const float *b, float *pre, float *y
  * rows, many outputs: faster than OpenBLAS there). */
 int cpu_linear_unpacked(int rows, int out, int in);
 
-/* cpu_conv_bf16.c: the direct convolutions in precision = bf16 (their operands rounded first). */
+/* cpu_bf16.c: one row in precision = bf16, c (N) = alpha op(A) op(B) + beta c for op(A) of one row
+ * (M = 1; its leading dimension lda), reading B once; and the direct convolutions in bf16 (their
+ * operands rounded first). */
+void cpu_gemv_bf16(int ta, int tb, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
+                   float beta, float *C);
 void cpu_conv_direct_fwd_bf16(const conv_shape_t *s, int B, const float *x, const float *w, const float *bias,
                               int relu, float *y, float *ws, size_t ws_n);
 void cpu_conv_direct_bwd_bf16(const conv_shape_t *s, int B, const float *x, const float *w, const float *dy,

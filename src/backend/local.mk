@@ -4,7 +4,7 @@ libsurge_a_SOURCES += \
   src/backend/ref.c src/backend/ref_fused.c src/backend/ref_fused.h src/backend/ref_attention.c \
   src/backend/cpu_attention.c \
   src/backend/cpu.c src/backend/cpu_ops.h src/backend/cpu_gemm.c src/backend/cpu_linear.c src/backend/cpu_elementwise.c \
-  src/backend/cpu_conv.c src/backend/cpu_conv_batch.c src/backend/cpu_conv_direct.c src/backend/cpu_conv_bf16.c src/backend/cpu_direct.h \
+  src/backend/cpu_conv.c src/backend/cpu_conv_batch.c src/backend/cpu_conv_direct.c src/backend/cpu_bf16.c src/backend/cpu_direct.h \
   src/backend/cpu_seq.c src/backend/cpu_norm.c src/backend/cpu_optim.c src/backend/cpu_fpmode.c \
   src/backend/cpu_simd.c src/backend/cpu_simd.h src/backend/cpu_simd_tables.h src/backend/cpu_kern_w16.c \
   src/backend/cpu_kern_w8.c src/backend/cpu_kern_bf16.c src/backend/cpu_direct_kern.h src/backend/cpu_gemm_kern.h src/backend/cpu_linear_kern.h src/backend/cpu_pool_kern.h \

@@ -14,25 +14,19 @@
 "$top_build/tests/test_bf16" | grep -q "^ok [0-9]* # SKIP the cpu backend's bf16" &&
   tap_skip_all "the cpu backend cannot run bf16 here (tests/test_bf16 says why)"
 compare="$top_build/tests/h5_compare"
-common="-D run.steps=10 -D run.print_every=10 -D train.global_batch=20 -D data.test_samples=40 -D run.overwrite=true"
-run() { # run NAME DECK ARGS...: train on 1 rank into $tap_tmp/NAME; the exit status
-  name=$1; deck=$2; shift 2
-  timeout 300 "$mpiexec" -n 1 "$SURGE_TRAIN" "$top_src/inputs/$deck" $common -D "run.out_dir=$tap_tmp/$name" "$@" \
-    >"$tap_tmp/$name.txt" 2>&1
-}
 widths=avx2
 grep -q '\bavx512f\b' /proc/cpuinfo && widths="avx512 avx2"
 if [ -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]; then
   for model in mlp vgg resnet; do
     zoo_model $model 10
     # shellcheck disable=SC2086
-    run "$model-ref" "$deck" $args -D backend.name=ref -D backend.precision=bf16
+    zoo_run "$model-ref" "$deck" $args -D backend.name=ref -D backend.precision=bf16
     tap_ok $? "$model in bf16 on the ref backend"
     for w in $widths fp32; do
       p=bf16 simd=$w
       [ $w = fp32 ] && p=fp32 simd=auto
       # shellcheck disable=SC2086
-      run "$model-$w" "$deck" $args -D backend.precision=$p -D backend.simd=$simd
+      zoo_run "$model-$w" "$deck" $args -D backend.precision=$p -D backend.simd=$simd
       rc=$?
       tol=1e-5
       [ $w = fp32 ] && tol=1e-4

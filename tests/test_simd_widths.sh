@@ -10,12 +10,6 @@
 . "$top_src/tests/zoo_models.sh"
 [ -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ] || tap_skip_all "dataset-fashion-mnist is not installed"
 compare="$top_build/tests/h5_compare"
-common="-D run.steps=10 -D run.print_every=10 -D train.global_batch=20 -D data.test_samples=40 -D run.overwrite=true"
-run() { # run NAME DECK ARGS...: train on 1 rank into $tap_tmp/NAME; the exit status
-  name=$1; deck=$2; shift 2
-  timeout 300 "$mpiexec" -n 1 "$SURGE_TRAIN" "$top_src/inputs/$deck" $common -D "run.out_dir=$tap_tmp/$name" "$@" \
-    >"$tap_tmp/$name.txt" 2>&1
-}
 
 # mlp-wide: the mlp at its deck's width (784-512-512-10), whose layers take the unpacked linear
 # forward at the kernel widths (the test size's 64 and 32 outputs are too few for it)
@@ -26,12 +20,12 @@ for model in mlp mlp-wide vgg resnet gpt; do
     zoo_model $model 10
   fi
   # shellcheck disable=SC2086
-  run "$model-ref" "$deck" $args -D backend.name=ref
+  zoo_run "$model-ref" "$deck" $args -D backend.name=ref
   tap_ok $? "$model on the ref backend"
   done_widths=""
   for w in none avx2 avx512; do
     # shellcheck disable=SC2086
-    run "$model-$w" "$deck" $args -D backend.simd=$w
+    zoo_run "$model-$w" "$deck" $args -D backend.simd=$w
     rc=$?
     if [ $rc = 2 ] && grep -q "simd = $w, but this CPU runs at most" "$tap_tmp/$model-$w.txt"; then
       tap_skip "$model at simd = $w: $(grep -o "simd = $w, but this CPU.*" "$tap_tmp/$model-$w.txt" | head -n 1)"

@@ -74,7 +74,10 @@ void cpu_conv_direct_bwd_bf16(const conv_shape_t *s, int B, const float *x, cons
     for (int b = 0; b < B; b++) {
       const size_t at = ((size_t)b * s->O + o) * P;
       const float *g = dy + at; /* the plane's gradient through the ReLU, unrounded */
-      if (relu_y) relu_masked(g, relu_y + at, dyr + at, P), g = dyr + at;
+      if (relu_y) {
+        relu_masked(g, relu_y + at, dyr + at, P);
+        g = dyr + at;
+      }
       if (db) sum += cpu_sum_d(g, P);
       cpu_round_bf16(g, dyr + at, P); /* in place where masked: the plane is still in cache */
     }

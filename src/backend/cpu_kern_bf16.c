@@ -8,9 +8,7 @@
 #define SIMD_BF16 1
 #define GK_PAIRS 1
 #include "backend/cpu_gemm_kern.h"
-#endif
 
-#if CPU_KERNELS_BUILT
 /* out[j] = sum over k of a[k] B[j ldb + k], j < N, k < K: one row times a matrix stored (N, K), in
  * bfloat16 pairs (cpu_bf16.c's one-row product where the CPU has them). Both sides converted in
  * natural order, 32 values a vector (VCVTNE2PS2BF16 puts its second operand's 16 in the low half), so

@@ -3,7 +3,10 @@
 # operands, doc/gpu.md) against fp32 in one invocation: per model (BENCH_BF16_MODELS, default gpt
 # mlp vgg-mini resnet-mini), BENCH_BF16_ROUNDS (default 5) rounds of alternating bench_models --rate
 # runs on 1 rank; the median samples/s of each and bf16 / fp32. The CPU's bfloat16 instructions
-# decide the gain (AVX-512 BF16: bfloat16 pairs; without: the operands rounded, no faster).
+# decide the gain (AVX-512 BF16: bfloat16 pairs; without: the operands rounded, no faster). Then
+# generation (surge-sample with the key/value cache, the fortunes gpt freshly initialised, greedy,
+# BENCH_BF16_TOKENS new tokens, default 120) at 1 and 16 samples, fp32 and bf16 alternating, the
+# median tokens/s of the rounds.
 # Called by bench/run-bench.sh from the build directory with MPIEXEC set.
 set -eu
 mpiexec=${MPIEXEC:-mpiexec}
@@ -33,5 +36,24 @@ for m in $models; do
   f=$(median <"$tmp/fp32")
   b=$(median <"$tmp/bf16")
   awk -v m="$m" -v f="$f" -v b="$b" 'BEGIN { printf "%-12s %10.1f %10.1f %9.2fx\n", m, f, b, b / f }'
+done
+tokens=${BENCH_BF16_TOKENS:-120}
+echo "# generation: surge-sample, fortunes gpt (--init 1), $tokens new tokens, key/value cache; median tokens/s"
+printf '%-12s %10s %10s %10s\n' samples fp32 bf16 bf16/fp32
+for b in 1 16; do
+  : >"$tmp/fp32"
+  : >"$tmp/bf16"
+  i=0
+  while [ $i -lt "$rounds" ]; do
+    for p in fp32 bf16; do
+      ./surge-sample --deck "$src/inputs/gpt-fortunes.deck" --init 1 --ids 10 --samples $b --tokens "$tokens" --greedy \
+        --print-ids --threads 1 -D backend.precision=$p 2>&1 >/dev/null | sed -n 's/.*: \([0-9.]*\) tokens\/s.*/\1/p' \
+        >>"$tmp/$p"
+    done
+    i=$((i + 1))
+  done
+  f=$(median <"$tmp/fp32")
+  b16=$(median <"$tmp/bf16")
+  awk -v m="$b" -v f="$f" -v b="$b16" 'BEGIN { printf "%-12s %10.1f %10.1f %9.2fx\n", m, f, b, b / f }'
 done
 echo "# load after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -54,11 +54,12 @@ tap_ok $? "bench_gemm prints the CPU, the load and a ratio per shape"
 BENCH_GEMM=blas BENCH_SECONDS=0.1 run "bench_models --rate gpt with gemm = blas" "$bench/bench_models" --rate gpt
 positive "$(cat "$out")"
 tap_ok $? "bench_models --rate at BENCH_GEMM=blas prints samples/s ($(cat "$out"))"
-(cd "$top_build" && BENCH_SECONDS=0.1 BENCH_BF16_ROUNDS=1 BENCH_BF16_MODELS=mlp MPIEXEC="$mpiexec" \
-  sh "$top_src/bench/bench_bf16.sh") >"$out" 2>"$tap_tmp/err.txt"
-tap_ok $? "bench_bf16.sh, one round of mlp: exit 0"
-positive $(awk '$1 == "mlp" { print $2, $3, $4 }' "$out") && grep -q '^# CPU: .*bf16 products here: ' "$out"
-tap_ok $? "bench_bf16.sh prints the CPU, its bf16 form and mlp's fp32 and bf16 samples/s with their ratio"
+(cd "$top_build" && BENCH_SECONDS=0.1 BENCH_BF16_ROUNDS=1 BENCH_BF16_MODELS=mlp BENCH_BF16_TOKENS=8 \
+  MPIEXEC="$mpiexec" sh "$top_src/bench/bench_bf16.sh") >"$out" 2>"$tap_tmp/err.txt"
+tap_ok $? "bench_bf16.sh, one round of mlp and of 8 generated tokens: exit 0"
+positive $(awk '$1 == "mlp" || $1 == "1" || $1 == "16" { print $2, $3, $4 }' "$out") &&
+  grep -q '^# CPU: .*bf16 products here: ' "$out" && [ "$(awk '$1 == "1" || $1 == "16"' "$out" | wc -l)" = 2 ]
+tap_ok $? "bench_bf16.sh prints the CPU, its bf16 form, mlp's and generation's fp32 and bf16 rates with their ratios"
 
 # make bench BENCH=torch without PyTorch: it says so and skips (never part of make check's needs)
 run "bench_torch.sh without torch" env BENCH_PYTHON="$tap_tmp/no-python" sh "$top_src/bench/bench_torch.sh"

@@ -6,6 +6,7 @@
 #    measured 4e-8 to 2.5e-6), while the cpu's fp32 run is at least 1e-4 from it (the comparison can
 #    fail; measured 2e-3 to 1e-2). The gpt is left out: cpu's blocked attention rounds its
 #    probabilities before they are normalised and ref's after (tests/test_bf16 checks that op at 2e-2).
+#  - threads = 2 in bf16 is noted as having no effect (the own kernels are single-threaded).
 #  - Float32: a small gpt on the fortunes text, 200 steps, from the same seed in fp32 and in bf16.
 #    The bf16 run says so, ends with its validation loss within 2% of the fp32 run's (0.03% when
 #    written), and with parameters of its own.
@@ -44,6 +45,13 @@ if [ -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]; then
 else
   tap_skip "the bf16 twins: dataset-fashion-mnist is not installed"
 fi
+
+# threads > 1 does nothing in bf16 on cpu (its own kernels are single-threaded): the run says so
+"$mpiexec" -n 1 "$SURGE_TRAIN" "$top_src/inputs/mlp-fmnist.deck" -D data.source=synthetic -D run.steps=1 \
+  -D backend.threads=2 -D backend.precision=bf16 -D "run.out_dir=$tap_tmp/threads" >"$tap_tmp/threads.txt" 2>&1 &&
+  grep -q "^note: in bf16 the cpu backend multiplies on its own single-threaded kernels: \[backend\] threads = 2" \
+    "$tap_tmp/threads.txt"
+tap_ok $? "bf16 with threads = 2 on cpu: the run notes that threads has no effect"
 
 if [ ! -d /usr/share/games/fortunes ]; then
   tap_skip "bf16 against fp32: the fortunes text (Debian package fortunes) is not installed"

@@ -24,36 +24,28 @@ grep -q '\bavx512_bf16\b' /proc/cpuinfo && grep -q '\bavx512bw\b' /proc/cpuinfo 
 echo "# CPU: $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'), $(nproc) cores; bf16 products here: $form"
 echo "# 1 rank, 1 BLAS thread, synthetic data; medians of $rounds alternating rounds, samples/s;" \
   "load $(cut -d' ' -f1-3 /proc/loadavg)"
-printf '%-12s %10s %10s %10s\n' model fp32 bf16 bf16/fp32
-for m in $models; do
+# row LABEL RATE: `rounds` alternating rounds of "RATE fp32" and "RATE bf16" (each prints one rate),
+# then the label, the two medians and bf16 / fp32 as one table row
+row() {
   : >"$tmp/fp32"
   : >"$tmp/bf16"
   i=0
   while [ $i -lt "$rounds" ]; do
-    for p in fp32 bf16; do BENCH_PRECISION=$p "$mpiexec" -n 1 ./bench/bench_models --rate "$m" >>"$tmp/$p"; done
+    for p in fp32 bf16; do "$2" $p >>"$tmp/$p"; done
     i=$((i + 1))
   done
-  f=$(median <"$tmp/fp32")
-  b=$(median <"$tmp/bf16")
-  awk -v m="$m" -v f="$f" -v b="$b" 'BEGIN { printf "%-12s %10.1f %10.1f %9.2fx\n", m, f, b, b / f }'
-done
+  awk -v m="$1" -v f="$(median <"$tmp/fp32")" -v b="$(median <"$tmp/bf16")" \
+    'BEGIN { printf "%-12s %10.1f %10.1f %9.2fx\n", m, f, b, b / f }'
+}
+model_rate() { BENCH_PRECISION=$1 "$mpiexec" -n 1 ./bench/bench_models --rate "$m"; }
+sample_rate() {
+  ./surge-sample --deck "$src/inputs/gpt-fortunes.deck" --init 1 --ids 10 --samples "$b" --tokens "$tokens" --greedy \
+    --print-ids --threads 1 -D backend.precision="$1" 2>&1 >/dev/null | sed -n 's/.*: \([0-9.]*\) tokens\/s.*/\1/p'
+}
+printf '%-12s %10s %10s %10s\n' model fp32 bf16 bf16/fp32
+for m in $models; do row "$m" model_rate; done
 tokens=${BENCH_BF16_TOKENS:-120}
 echo "# generation: surge-sample, fortunes gpt (--init 1), $tokens new tokens, key/value cache; median tokens/s"
 printf '%-12s %10s %10s %10s\n' samples fp32 bf16 bf16/fp32
-for b in 1 16; do
-  : >"$tmp/fp32"
-  : >"$tmp/bf16"
-  i=0
-  while [ $i -lt "$rounds" ]; do
-    for p in fp32 bf16; do
-      ./surge-sample --deck "$src/inputs/gpt-fortunes.deck" --init 1 --ids 10 --samples $b --tokens "$tokens" --greedy \
-        --print-ids --threads 1 -D backend.precision=$p 2>&1 >/dev/null | sed -n 's/.*: \([0-9.]*\) tokens\/s.*/\1/p' \
-        >>"$tmp/$p"
-    done
-    i=$((i + 1))
-  done
-  f=$(median <"$tmp/fp32")
-  b16=$(median <"$tmp/bf16")
-  awk -v m="$b" -v f="$f" -v b="$b16" 'BEGIN { printf "%-12s %10.1f %10.1f %9.2fx\n", m, f, b, b / f }'
-done
+for b in 1 16; do row "$b" sample_rate; done
 echo "# load after: $(cut -d' ' -f1-3 /proc/loadavg)"

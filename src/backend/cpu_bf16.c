@@ -16,18 +16,11 @@
 #include <string.h>
 
 #include "backend/cpu_ops.h"
+#include "core/bf16.h"
 #include "core/error.h"
 
-/* core/bf16.h's bf16_round without branches, so the loop vectorises: to nearest, ties to even, a NaN
- * kept a (quiet) NaN */
-static inline float bf16_near(float x) {
-  const uint32_t u = cpu_float_bits(x);
-  const uint32_t nearest = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u, nan = (u | 0x400000u) & 0xffff0000u;
-  return cpu_bits_float((u & 0x7fffffffu) > 0x7f800000u ? nan : nearest);
-}
-
 CPU_CLONES void cpu_round_bf16(const float *x, float *y, size_t n) {
-  for (size_t i = 0; i < n; i++) y[i] = bf16_near(x[i]);
+  for (size_t i = 0; i < n; i++) y[i] = bf16_round(x[i]);
 }
 
 /* out[0..n) = dy where the fused ReLU passed (relu_y > 0), else 0 */
@@ -91,16 +84,16 @@ static CPU_CLONES float dot_rounding_b(const float *restrict a, const float *res
   float lane[16] = {0};
   int i = 0;
   for (; i + 16 <= n; i += 16)
-    for (int l = 0; l < 16; l++) lane[l] += a[i + l] * bf16_near(b[i + l]);
+    for (int l = 0; l < 16; l++) lane[l] += a[i + l] * bf16_round(b[i + l]);
   float s = 0.0f;
   for (int l = 0; l < 16; l++) s += lane[l];
-  for (; i < n; i++) s += a[i] * bf16_near(b[i]);
+  for (; i < n; i++) s += a[i] * bf16_round(b[i]);
   return s;
 }
 
 /* acc[0..n) += a b[0..n) with b rounded as read */
 static CPU_CLONES void axpy_rounding_b(float a, const float *restrict b, float *restrict acc, int n) {
-  for (int i = 0; i < n; i++) acc[i] += a * bf16_near(b[i]);
+  for (int i = 0; i < n; i++) acc[i] += a * bf16_round(b[i]);
 }
 
 void cpu_gemv_bf16(int ta, int tb, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
@@ -109,7 +102,7 @@ void cpu_gemv_bf16(int ta, int tb, int N, int K, float alpha, const float *A, in
   static _Thread_local size_t cap;
   float *a = cpu_kept_buffer(&buf, &cap, surge_mul_size((size_t)K + (size_t)N, sizeof(float), "gemv bf16 operand"));
   float *acc = a + K; /* (N): the sums before alpha and beta */
-  for (int k = 0; k < K; k++) a[k] = bf16_near(A[ta ? (size_t)k * lda : (size_t)k]); /* op(A)'s one row */
+  for (int k = 0; k < K; k++) a[k] = bf16_round(A[ta ? (size_t)k * lda : (size_t)k]); /* op(A)'s one row */
   if (tb && cpu_gemm_bf16_pairs()) /* B stored (N, K): a dot product per output, in bfloat16 pairs */
     cpu_gemv_bf16_dots(N, K, a, B, ldb, acc);
   else if (tb) /* rounding B's elements as they are read */

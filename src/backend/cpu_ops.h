@@ -204,7 +204,7 @@ int cpu_gemm_own(int M, int N, int K);
  * of a gpt step in gemm_tn_rows). Reachable until exit, like OpenBLAS's own buffers. */
 void *cpu_kept_buffer(void **buf, size_t *cap, size_t bytes);
 
-/* y[0..n) = x[0..n) rounded to bfloat16 values (core/bf16.h's rounding, vectorised; y may be x):
+/* y[0..n) = x[0..n) rounded to bfloat16 values (core/bf16.h's bf16_round, vectorised; y may be x):
  * precision = bf16's operands for kernels that multiply floats (cpu_gemm_kern.h, cpu_bf16.c). */
 void cpu_round_bf16(const float *x, float *y, size_t n);
 

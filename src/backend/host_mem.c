@@ -61,7 +61,8 @@ void host_close(void) { host_bf16 = 0; }
 void host_synchronize(void) {}
 
 const backend_context_t *host_context(void) {
-  static _Thread_local backend_context_t host = {.device = "host", .index = -1, .epilogues = "none", .attention = "none"};
+  static _Thread_local backend_context_t host = {
+      .device = "host", .index = -1, .epilogues = "none", .attention = "none"};
   host.precision = host_bf16 ? "bf16" : "fp32";
   host.waits = host_waits;
   return &host;

@@ -4,7 +4,7 @@
  * Direct convolutions (cpu_conv_direct.c) get their operands rounded to bfloat16 values first, into
  * buffers kept per thread (x, w and dy: an extra copy of a layer's largest activation while it
  * runs); a product of two bfloat16 values is exact in float, so the float kernels then compute what
- * bf16 products with float sums do, at 0.93-0.95x fp32's speed (vgg-mini, resnet-mini: the rounding
+ * bf16 products with float sums do, at 0.91-0.95x fp32's speed (vgg-mini, resnet-mini: the rounding
  * passes); lowered to the bf16 GEMM instead they ran 0.63-0.88x. The bias gradient is a sum, no
  * product: it reads dy unrounded, as ref does.
  *

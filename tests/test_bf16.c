@@ -130,9 +130,12 @@ static void check_gemm(const char *name, gemm_fn *gemm, int ta, int tb, int M, i
 /* Through the table (cpu_gemm's route: every shape to the bf16 kernel), and each kernel form itself. */
 static void test_gemms(void) {
   /* one row (M = 1) takes cpu_bf16.c's matrix-vector product: K = 700, 17 and 5 leave 28, 17 and 5
-   * past its 32-value vectors */
+   * past its 32-value vectors. Up to CPU_BF16_FEW_ROWS rows with B stored (N, K) take its dot products
+   * of a few rows where the CPU has bfloat16 pairs: B's rows 4 at a time converted as read (M <= 8) or
+   * once into a buffer (more), a's in blocks of 4; N and M off multiples of 4 leave partial blocks. */
   const int shapes[][3] = {{241, 47, 513}, {37, 2083, 30}, {1, 300, 700}, {1, 40, 17}, {1, 33, 5},
-                           {300, 1, 1000}, {5, 7, 1},      {20, 40, 257}, {64, 64, 64}};
+                           {300, 1, 1000}, {5, 7, 1},      {20, 40, 257}, {64, 64, 64}, {2, 3, 45},
+                           {3, 33, 700},   {8, 5, 17},     {9, 41, 96},   {13, 18, 5},  {32, 66, 257}};
   for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
     for (int t = 0; t < 4; t++)
       check_gemm("cpu gemm", backend_cpu.gemm, t >> 1, t & 1, shapes[s][0], shapes[s][1], shapes[s][2],

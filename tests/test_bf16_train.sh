@@ -6,6 +6,8 @@
 #    measured 4e-8 to 2.5e-6), while the cpu's fp32 run is at least 1e-4 from it (the comparison can
 #    fail; measured 2e-3 to 1e-2). The gpt is left out: cpu's blocked attention rounds its
 #    probabilities before they are normalised and ref's after (tests/test_bf16 checks that op at 2e-2).
+#  - The mlp's bf16 run on 2 data-parallel ranks is that twin too (within 1e-5): every rank's products
+#    are bf16 (a rank in fp32 would be 1e-4 or more away).
 #  - threads = 2 in bf16 is noted as having no effect (the own kernels are single-threaded).
 #  - Float32: a small gpt on the fortunes text, 200 steps, from the same seed in fp32 and in bf16.
 #    The bf16 run says so, ends with its validation loss within 2% of the fp32 run's (0.03% when
@@ -42,6 +44,15 @@ if [ -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]; then
       fi
     done
   done
+  # a layout in bf16: every rank multiplies in bf16 (data parallelism on 2 ranks = 1 rank, to float sums)
+  zoo_model mlp 10
+  # shellcheck disable=SC2086
+  zoo_ranks=2 zoo_run mlp-dp2 "$deck" $args -D parallel.mode=dp -D backend.precision=bf16
+  rc=$?
+  res=$("$compare" "$tap_tmp/mlp-dp2/model.h5" "$tap_tmp/mlp-ref/model.h5" 1e-5 2>&1)
+  same=$?
+  [ $rc = 0 ] && [ $same = 0 ]
+  tap_ok $? "mlp in bf16 on 2 data-parallel ranks = ref's 1-rank bf16 run (exit $rc): $res"
 else
   tap_skip "the bf16 twins: dataset-fashion-mnist is not installed"
 fi

@@ -11,7 +11,9 @@
  * One row (a token generated at a time) is a matrix-vector product that reads the matrix once:
  * in bfloat16 pairs where the CPU has them and the matrix is stored (N, K) (a linear layer's weight,
  * cpu_kern_bf16.c), rounding each element as it goes elsewhere; the packed GEMM would convert the
- * whole weight for one row (generation ran 10x slower through it). */
+ * whole weight for one row (generation ran 10x slower through it). A few rows (several samples
+ * generated at once) take the same dot products where the CPU has the pairs, each row of the matrix
+ * read once for all of them (up to CPU_BF16_FEW_ROWS, cpu_ops.h). */
 #include <stdint.h>
 #include <string.h>
 
@@ -96,20 +98,33 @@ static CPU_CLONES void axpy_rounding_b(float a, const float *restrict b, float *
   for (int i = 0; i < n; i++) acc[i] += a * bf16_round(b[i]);
 }
 
-void cpu_gemv_bf16(int ta, int tb, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
-                   float beta, float *C) {
+void cpu_gemm_rows_bf16(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
+                        int ldb, float beta, float *C, int ldc) {
   static _Thread_local void *buf;
   static _Thread_local size_t cap;
-  float *a = cpu_kept_buffer(&buf, &cap, surge_mul_size((size_t)K + (size_t)N, sizeof(float), "gemv bf16 operand"));
-  float *acc = a + K; /* (N): the sums before alpha and beta */
-  for (int k = 0; k < K; k++) a[k] = bf16_round(A[ta ? (size_t)k * lda : (size_t)k]); /* op(A)'s one row */
-  if (tb && cpu_gemm_bf16_pairs()) /* B stored (N, K): a dot product per output, in bfloat16 pairs */
-    cpu_gemv_bf16_dots(N, K, a, B, ldb, acc);
-  else if (tb) /* rounding B's elements as they are read */
-    for (int j = 0; j < N; j++) acc[j] = dot_rounding_b(a, B + (size_t)j * ldb, K);
-  else { /* B stored (K, N): its rows added in k order */
-    memset(acc, 0, (size_t)N * sizeof *acc);
-    for (int k = 0; k < K; k++) axpy_rounding_b(a[k], B + (size_t)k * ldb, acc, N);
-  }
-  for (int j = 0; j < N; j++) C[j] = alpha * acc[j] + (beta == 0.0f ? 0.0f : beta * C[j]); /* beta 0: C unread */
+  const size_t mk = surge_mul_size((size_t)M, (size_t)K, "bf16 rows"), mn = surge_mul_size((size_t)M, (size_t)N, "");
+  float *a = cpu_kept_buffer(&buf, &cap, surge_mul_size(mk + mn, sizeof(float), "bf16 rows operand"));
+  float *acc = a + mk; /* (M, N): the sums before alpha and beta */
+  for (int i = 0; i < M; i++) /* op(A)'s rows (M, K), rounded */
+    if (ta)
+      for (int k = 0; k < K; k++) a[(size_t)i * K + k] = bf16_round(A[(size_t)k * lda + i]);
+    else
+      cpu_round_bf16(A + (size_t)i * lda, a + (size_t)i * K, (size_t)K);
+  if (tb && cpu_gemm_bf16_pairs()) /* B stored (N, K): dot products in bfloat16 pairs, B read once */
+    cpu_gemv_bf16_dots(M, N, K, a, K, B, ldb, acc, N);
+  else
+    for (int i = 0; i < M; i++) {
+      float *out = acc + (size_t)i * N;
+      if (tb) /* rounding B's elements as they are read */
+        for (int j = 0; j < N; j++) out[j] = dot_rounding_b(a + (size_t)i * K, B + (size_t)j * ldb, K);
+      else { /* B stored (K, N): its rows added in k order */
+        memset(out, 0, (size_t)N * sizeof *out);
+        for (int k = 0; k < K; k++) axpy_rounding_b(a[(size_t)i * K + k], B + (size_t)k * ldb, out, N);
+      }
+    }
+  for (int i = 0; i < M; i++) /* beta 0: C unread */
+    for (int j = 0; j < N; j++) {
+      float *c = C + (size_t)i * ldc + j;
+      *c = alpha * acc[(size_t)i * N + j] + (beta == 0.0f ? 0.0f : beta * *c);
+    }
 }

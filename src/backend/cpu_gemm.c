@@ -38,11 +38,13 @@ int cpu_gemm_bf16_pairs(void) { /* cpu_simd() has initialised the CPU's flags */
          __builtin_cpu_supports("avx512bw");
 }
 
-/* precision = bf16: the own kernel's bf16 forms at every shape but one row (cpu_bf16.c reads the matrix
- * once there); cpu_open refused a width of none */
+/* precision = bf16: the own kernel's bf16 forms at every shape but one row and, where the CPU has
+ * bfloat16 pairs, a few rows times B stored (N, K) (cpu_bf16.c reads B once there); cpu_open refused a
+ * width of none */
 static void cpu_gemm_bf16(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
                           int ldb, float beta, float *C, int ldc) {
-  if (M == 1) cpu_gemv_bf16(ta, tb, N, K, alpha, A, lda, B, ldb, beta, C);
+  if (M == 1 || (M <= CPU_BF16_FEW_ROWS && tb && cpu_gemm_bf16_pairs()))
+    cpu_gemm_rows_bf16(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
   else if (cpu_gemm_bf16_pairs()) cpu_sgemm_bf16(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
   else if (cpu_simd() == BACKEND_SIMD_AVX512) cpu_sgemm_round_w16(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
   else cpu_sgemm_round_w8(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
@@ -108,8 +110,8 @@ enum { CPU_GEMM_ROW_BLOCK = 1024 };
 
 void *cpu_kept_buffer(void **buf, size_t *cap, size_t bytes) {
   if (bytes > *cap) {
-    free(*buf);
-    *buf = xmalloc(bytes);
+    host_mem_free(*buf);
+    *buf = host_mem_alloc(bytes / sizeof(float) + 1); /* 64-byte aligned: vectors do not straddle cache lines */
     *cap = bytes;
   }
   return *buf;

@@ -1,6 +1,6 @@
 /* "cpu" backend: precision = bf16's products in bfloat16 pairs (AVX-512 BF16's VDPBF16PS: Zen 4 and
  * later, Cooper Lake, Sapphire Rapids and later): the packed GEMM, from the template written once over
- * the width (cpu_gemm_kern.h, GK_PAIRS), and the one-row product's dot products; cpu_gemm.c and
+ * the width (cpu_gemm_kern.h, GK_PAIRS), and the dot products of a few rows; cpu_gemm.c and
  * cpu_bf16.c run them where the CPU has the instructions. */
 #include "backend/cpu_ops.h"
 #if CPU_KERNELS_BUILT
@@ -9,32 +9,111 @@
 #define GK_PAIRS 1
 #include "backend/cpu_gemm_kern.h"
 
-/* out[j] = sum over k of a[k] B[j ldb + k], j < N, k < K: one row times a matrix stored (N, K), in
- * bfloat16 pairs (cpu_bf16.c's one-row product where the CPU has them). Both sides converted in
- * natural order, 32 values a vector (VCVTNE2PS2BF16 puts its second operand's 16 in the low half), so
- * VDPBF16PS pairs k and k + 1 of each; the tail masked to zeros; 16 lanes added at the end. */
-SIMD_TARGET void cpu_gemv_bf16_dots(int N, int K, const float *a, const float *B, int ldb, float *out) {
-  static _Thread_local void *buf;
-  static _Thread_local size_t cap;
-  const int nv = (K + 31) / 32;
-  __m512i *av = cpu_kept_buffer(&buf, &cap, (size_t)nv * sizeof *av); /* 16-byte aligned: unaligned moves */
+/* Rows of x converted to bfloat16 pairs, 32 values a vector in natural order (VCVTNE2PS2BF16 puts its
+ * second operand's 16 in the low half, so VDPBF16PS pairs k and k + 1 of each), the tail masked to
+ * zeros: out[r nv + v] holds row r's values 32 v .. 32 v + 31; rows from R to `pad` are zeros. */
+SIMD_TARGET static void rows_to_pairs(int R, int pad, int K, const float *x, int ldx, int nv, __m512i *out) {
+  for (int r = 0; r < pad; r++)
+    for (int v = 0; v < nv; v++) {
+      const float *p = x + (size_t)r * ldx + 32 * v;
+      const int n = r < R ? K - 32 * v : 0, lo = n < 16 ? n : 16, hi = n < 16 ? 0 : n - 16 < 16 ? n - 16 : 16;
+      _mm512_storeu_si512(out + (size_t)r * nv + v,
+                          (__m512i)_mm512_cvtne2ps_pbh(_mm512_maskz_loadu_ps(simd_prefix(hi), p + 16),
+                                                       _mm512_maskz_loadu_ps(simd_prefix(lo), p)));
+    }
+}
+
+/* Sums of pairs of neighbouring lanes of x (lanes 0-7) and of y (lanes 8-15). Applied to 16 vectors
+ * in 4 rounds (8 + 4 + 2 + 1 calls) it leaves one vector whose lane i is the sum of vector i's lanes. */
+SIMD_TARGET static inline vf fold_pairs(vf x, vf y) {
+  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+  return _mm512_add_ps(_mm512_permutex2var_ps(x, even, y), _mm512_permutex2var_ps(x, odd, y));
+}
+
+/* 32 values of x from k = 32 v on (of K), as pairs; zeros past K */
+SIMD_TARGET static inline __m512bh pairs_at(const float *x, int v, int K) {
+  const int n = K - 32 * v;
+  if (n >= 32) return _mm512_cvtne2ps_pbh(vf_loadu(x + 32 * v + 16), vf_loadu(x + 32 * v));
+  const int lo = n < 16 ? n : 16, hi = n < 16 ? 0 : n - 16;
+  return _mm512_cvtne2ps_pbh(_mm512_maskz_loadu_ps(simd_prefix(hi), x + 32 * v + 16),
+                             _mm512_maskz_loadu_ps(simd_prefix(lo), x + 32 * v));
+}
+
+/* One block of 4 rows of a (in pairs, nv vectors a row) and 4 rows of B: in pairs (b, bf NULL), or
+ * floats converted as they are read (bf, ldb; its rows past J repeat its last: results not kept).
+ * Lane 4 r + j of the result is the dot product of a's row r with B's row j. */
+SIMD_TARGET static inline __attribute__((always_inline)) vf dots_4x4(int nv, int K, const __m512i *a,
+                                                                       const __m512i *b, const float *bf, int ldb,
+                                                                       int J) {
+  vf acc[16];
+#pragma GCC unroll 16
+  for (int i = 0; i < 16; i++) acc[i] = vf_zero();
   for (int v = 0; v < nv; v++) {
-    const int n = K - 32 * v, lo = n < 16 ? n : 16, hi = n < 16 ? 0 : n - 16 < 16 ? n - 16 : 16;
-    _mm512_storeu_si512(av + v, (__m512i)_mm512_cvtne2ps_pbh(_mm512_maskz_loadu_ps(simd_prefix(hi), a + 32 * v + 16),
-                                                             _mm512_maskz_loadu_ps(simd_prefix(lo), a + 32 * v)));
+    __m512bh bv[4];
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; j++)
+      bv[j] = bf ? pairs_at(bf + (size_t)(j < J ? j : J - 1) * ldb, v, K)
+                 : (__m512bh)_mm512_loadu_si512(b + (size_t)j * nv + v);
+#pragma GCC unroll 4
+    for (int r = 0; r < 4; r++) {
+      const __m512bh av = (__m512bh)_mm512_loadu_si512(a + (size_t)r * nv + v);
+#pragma GCC unroll 4
+      for (int j = 0; j < 4; j++) acc[4 * r + j] = _mm512_dpbf16_ps(acc[4 * r + j], av, bv[j]);
+    }
   }
+#pragma GCC unroll 4
+  for (int n = 16; n > 1; n /= 2)
+#pragma GCC unroll 8
+    for (int i = 0; i < n / 2; i++) acc[i] = fold_pairs(acc[2 * i], acc[2 * i + 1]);
+  return acc[0];
+}
+
+/* out[j] = the dot product of one row a (in pairs) with B's row j, j < N, each of B's rows converted as
+ * it is read: a matrix-vector product, bound by reading B */
+SIMD_TARGET static void dots_1(int N, int K, const __m512i *a, const float *B, int ldb, float *out) {
   const int full = K / 32, rest = K - 32 * full, lo = rest < 16 ? rest : 16, hi = rest < 16 ? 0 : rest - 16;
   for (int j = 0; j < N; j++) {
     const float *b = B + (size_t)j * ldb;
     vf acc = vf_zero();
     for (int v = 0; v < full; v++)
-      acc = _mm512_dpbf16_ps(acc, (__m512bh)_mm512_loadu_si512(av + v),
+      acc = _mm512_dpbf16_ps(acc, (__m512bh)_mm512_loadu_si512(a + v),
                              _mm512_cvtne2ps_pbh(vf_loadu(b + 32 * v + 16), vf_loadu(b + 32 * v)));
     if (rest)
-      acc = _mm512_dpbf16_ps(acc, (__m512bh)_mm512_loadu_si512(av + full),
+      acc = _mm512_dpbf16_ps(acc, (__m512bh)_mm512_loadu_si512(a + full),
                              _mm512_cvtne2ps_pbh(_mm512_maskz_loadu_ps(simd_prefix(hi), b + 32 * full + 16),
                                                  _mm512_maskz_loadu_ps(simd_prefix(lo), b + 32 * full)));
     out[j] = _mm512_reduce_add_ps(acc);
+  }
+}
+
+/* out[i ldo + j] = sum over k of a[i lda + k] B[j ldb + k], i < M, j < N, k < K: a few rows times a
+ * matrix stored (N, K), in bfloat16 pairs (cpu_bf16.c's product of a few rows where the CPU has them),
+ * each row of B read from memory once. a's rows are converted once. One row takes B's rows one at a
+ * time; up to 8, 4 of them at a time converted as they are read; more, 4 of them converted once into a
+ * buffer that meets every 4 rows of a while it is in the first-level cache. */
+SIMD_TARGET void cpu_gemv_bf16_dots(int M, int N, int K, const float *a, int lda, const float *B, int ldb, float *out,
+                                    int ldo) {
+  static _Thread_local void *buf;
+  static _Thread_local size_t cap;
+  const int nv = (K + 31) / 32, buffered = M > 8, Mp = M == 1 ? 1 : (M + 3) / 4 * 4; /* a's rows in blocks of 4 */
+  __m512i *ap = cpu_kept_buffer(&buf, &cap, surge_mul_size((size_t)Mp + 4 * buffered, (size_t)nv * sizeof *ap, "bf16 pairs")),
+          *bp = ap + (size_t)Mp * nv; /* B's 4 rows where buffered */
+  rows_to_pairs(M, Mp, K, a, lda, nv, ap);
+  if (M == 1) {
+    dots_1(N, K, ap, B, ldb, out);
+    return;
+  }
+  for (int j = 0; j < N; j += 4) {
+    const int J = N - j < 4 ? N - j : 4;
+    const float *bj = B + (size_t)j * ldb;
+    if (buffered) rows_to_pairs(J, 4, K, bj, ldb, nv, bp);
+    for (int i = 0; i < M; i += 4) {
+      float d[16]; /* lanes 4 r .. 4 r + J - 1: row i + r */
+      const __m512i *ai = ap + (size_t)i * nv;
+      _mm512_storeu_ps(d, buffered ? dots_4x4(nv, K, ai, bp, NULL, 0, 4) : dots_4x4(nv, K, ai, NULL, bj, ldb, J));
+      for (int r = 0; r < 4 && i + r < M; r++) memcpy(out + (size_t)(i + r) * ldo + j, d + 4 * r, (size_t)J * sizeof *d);
+    }
   }
 }
 #endif

@@ -187,8 +187,9 @@ CPU_WIDTH_KERNELS(8)
  * where cpu_gemm_bf16_pairs says the CPU has it). cpu_gemm_kern.h has the details. */
 void cpu_sgemm_bf16(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
                     int ldb, float beta, float *C, int ldc);
-/* out[j] = sum_k a[k] B[j ldb + k] (j < N, k < K) in bfloat16 pairs (cpu_kern_bf16.c) */
-void cpu_gemv_bf16_dots(int N, int K, const float *a, const float *B, int ldb, float *out);
+/* out[i ldo + j] = sum_k a[i lda + k] B[j ldb + k] (i < M, j < N, k < K) in bfloat16 pairs, each row of B
+ * read once for all M rows (cpu_kern_bf16.c) */
+void cpu_gemv_bf16_dots(int M, int N, int K, const float *a, int lda, const float *B, int ldb, float *out, int ldo);
 int cpu_gemm_bf16_pairs(void);
 
 /* cpu_gemm.c: OpenBLAS's threads per rank; which GEMM runs the shapes where the own kernel
@@ -201,7 +202,7 @@ int cpu_gemm_own(int M, int N, int K);
 
 /* A buffer of at least `bytes` (*buf, *cap bytes; both start 0) kept for the thread's next call: ops
  * that run every step with the same shapes would pay page faults for fresh megabytes each call (1%
- * of a gpt step in gemm_tn_rows). Reachable until exit, like OpenBLAS's own buffers. */
+ * of a gpt step in gemm_tn_rows). 64-byte aligned. Reachable until exit, like OpenBLAS's own buffers. */
 void *cpu_kept_buffer(void **buf, size_t *cap, size_t bytes);
 
 /* y[0..n) = x[0..n) rounded to bfloat16 values (core/bf16.h's bf16_round, vectorised; y may be x):
@@ -228,11 +229,12 @@ void cpu_bias_gelu_rows(int rows, int cols, const float *b, float *pre, float *y
  * rows, many outputs: faster than OpenBLAS there). */
 int cpu_linear_unpacked(int rows, int out, int in);
 
-/* cpu_bf16.c: one row in precision = bf16, c (N) = alpha op(A) op(B) + beta c for op(A) of one row
- * (M = 1; its leading dimension lda), reading B once; and the direct convolutions in bf16 (their
- * operands rounded first). */
-void cpu_gemv_bf16(int ta, int tb, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
-                   float beta, float *C);
+/* cpu_bf16.c: a few rows in precision = bf16, C (M, N) = alpha op(A) op(B) + beta C, reading B once (one
+ * row; several where B is stored (N, K) and the CPU has bfloat16 pairs); and the direct convolutions in
+ * bf16 (their operands rounded first). */
+enum { CPU_BF16_FEW_ROWS = 32 }; /* the most rows cpu_gemm gives cpu_gemm_rows_bf16 beside one */
+void cpu_gemm_rows_bf16(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
+                        int ldb, float beta, float *C, int ldc);
 void cpu_conv_direct_fwd_bf16(const conv_shape_t *s, int B, const float *x, const float *w, const float *bias,
                               int relu, float *y, float *ws, size_t ws_n);
 void cpu_conv_direct_bwd_bf16(const conv_shape_t *s, int B, const float *x, const float *w, const float *dy,

@@ -13,8 +13,8 @@
  * 1x1 stride-1 unpadded convolution uses the image itself as its lowering. The epilogue runs on the
  * block while it is still in cache, so bias and ReLU cost no pass over memory. "Same" convolutions
  * of stride 1, and of stride 2 on even sizes, go to the direct AVX-512 path (cpu_conv_direct.c)
- * where the CPU has it (in precision = bf16 through cpu_bf16.c; the lowered GEMMs take the bf16
- * forms of cpu_gemm by themselves). */
+ * where the CPU has it (in precision = bf16 it rounds its operands as it pads and packs them; the
+ * lowered GEMMs take the bf16 forms of cpu_gemm by themselves). */
 #include <stdint.h>
 #include <string.h>
 
@@ -113,8 +113,7 @@ CPU_SHORT_ROWS static void conv_epilogue(const conv_shape_t *s, int n, const flo
 void cpu_conv_fwd(const conv_shape_t *s, int B, const float *x, const float *w, const float *bias, int relu,
                   float *y, float *ws, size_t ws_n) {
   if (cpu_conv_direct_blocks(s, ws_n) > 0) {
-    if (host_products_bf16()) cpu_conv_direct_fwd_bf16(s, B, x, w, bias, relu, y, ws, ws_n);
-    else cpu_conv_direct_fwd(s, B, x, w, bias, relu, y, ws, ws_n);
+    cpu_conv_direct_fwd(s, B, x, w, bias, relu, y, ws, ws_n);
     return;
   }
   const int nb = conv_blocks(s, ws_n, "conv_fwd");
@@ -157,8 +156,7 @@ CPU_SHORT_ROWS static const float *conv_gather_dy(const conv_shape_t *s, int n, 
 void cpu_conv_bwd(const conv_shape_t *s, int B, const float *x, const float *w, const float *dy, const float *relu_y,
                   float *dx, int dx_write, float *dw, float *db, float *ws, size_t ws_n) {
   if (cpu_conv_direct_blocks(s, ws_n) > 0) { /* writes dx in place of adding where asked */
-    if (host_products_bf16()) cpu_conv_direct_bwd_bf16(s, B, x, w, dy, relu_y, dx, dx_write, dw, db, ws, ws_n);
-    else cpu_conv_direct_bwd(s, B, x, w, dy, relu_y, dx, dx_write, dw, db, ws, ws_n);
+    cpu_conv_direct_bwd(s, B, x, w, dy, relu_y, dx, dx_write, dw, db, ws, ws_n);
     return;
   }
   const int nb = conv_blocks(s, ws_n, "conv_bwd");

@@ -40,6 +40,8 @@
 
 #include "backend/cpu_direct.h"
 #include "backend/cpu_ops.h"
+#include "backend/host_mem.h"
+#include "core/bf16.h"
 #include "core/error.h"
 
 /* Floats of a plane of `rows` x `width` that tiles over a grid of it read with taps up to k - 1
@@ -128,12 +130,14 @@ int cpu_conv_direct_blocks(const conv_shape_t *s, size_t ws_n) {
 }
 
 void direct_pack_weights(int rows, int ntaps, const size_t *widx, size_t rstride, const float *w, float *wp, int mr) {
+  const int round = host_products_bf16();
   for (int r0 = 0; r0 < rows; r0 += mr)
     for (int t = 0; t < ntaps; t++)
       for (int r = 0; r < mr; r++) {
         const int row = r0 + r;
         const size_t at = widx ? widx[t] : (size_t)t;
-        wp[((size_t)(r0 / mr) * ntaps + t) * mr + r] = row < rows ? w[(size_t)row * rstride + at] : 0.0f;
+        const float v = row < rows ? w[(size_t)row * rstride + at] : 0.0f;
+        wp[((size_t)(r0 / mr) * ntaps + t) * mr + r] = round ? bf16_round(v) : v;
       }
 }
 

@@ -63,7 +63,8 @@ static inline size_t direct_round16(int n) { return (size_t)(n + 15) / 16 * 16; 
 dgeom_t direct_geom(const conv_shape_t *s);
 dws_t direct_ws_split(const conv_shape_t *s, const dgeom_t *g, int nb, float *ws);
 size_t direct_x_floats(const conv_shape_t *s, const dgeom_t *g); /* a sample's input planes */
-/* wp[panel][tap][row] = w[row * rstride + widx[tap]] (widx NULL: the tap), panels of mr rows */
+/* wp[panel][tap][row] = w[row * rstride + widx[tap]] (widx NULL: the tap), panels of mr rows; rounded to
+ * bfloat16 values in precision = bf16 (host_products_bf16), as the padded planes are */
 void direct_pack_weights(int rows, int ntaps, const size_t *widx, size_t rstride, const float *w, float *wp, int mr);
 size_t *direct_forward_taps(const conv_shape_t *s, const dgeom_t *g); /* C*k*k offsets (free them) */
 dx_taps_t direct_dx_taps(const conv_shape_t *s, const dgeom_t *g, const float *w, float *wb, int mr);

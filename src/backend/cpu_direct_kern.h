@@ -11,6 +11,7 @@
 
 #include "backend/cpu_direct.h"
 #include "backend/cpu_ops.h"
+#include "backend/host_mem.h"
 #include "backend/cpu_simd.h"
 #include "core/error.h"
 
@@ -30,9 +31,11 @@
  * one aligned store per vector of a plane (chunk from direct_pad_chunks). Where relu_y (n planes
  * like img) is not NULL, a value is copied only where relu_y > 0, else 0 (a fused ReLU's backward).
  * Where sums is not NULL, sums[c] += the sum of plane c as copied, in double lanes (the bias
- * gradient of dy, from the values in registers rather than a second read of dy and relu_y). */
+ * gradient of dy, from the values in registers rather than a second read of dy and relu_y). With
+ * round (precision = bf16), each plane is then rounded to bfloat16 values while it is in cache: the
+ * products' operands (the sums above are of the values before). */
 SIMD_TARGET static void pad_planes(const padded_t *g, const uint32_t *chunk, int n, const float *img,
-                                   const float *relu_y, float *xp, double *sums) {
+                                   const float *relu_y, float *xp, double *sums, int round) {
   _Static_assert(CPU_D_LANES >= SIMD_W, "a vector's lanes are the sum's lanes");
   const size_t chunks = g->plane / VL;
   const vf zero = vf_zero();
@@ -60,6 +63,7 @@ SIMD_TARGET static void pad_planes(const padded_t *g, const uint32_t *chunk, int
       vd_storeu(lane + VL / 2, hi);
       sums[c] += cpu_lanes_total(lane);
     }
+    if (round) cpu_round_bf16(dst, dst, g->plane);
   }
 }
 
@@ -300,8 +304,9 @@ SIMD_INLINE vf load_in_row(const float *row, int x0, int W) {
 /* qp (ph*ph planes per channel, qplane floats apart) = the n channels (H, W) of img split into
  * stride 2's phases: phase (a, b)'s row i, column j is padded pixel (2i + a, 2j + b), i.e. image
  * pixel (2i + a - p, 2j + b - p); zero outside the image and in each plane's slack. VL columns at
- * a time from the 2 VL image pixels they come from, every other one kept. */
-SIMD_TARGET static void phase_planes(const dgeom_t *g, int n, const float *img, float *qp) {
+ * a time from the 2 VL image pixels they come from, every other one kept. With round, each plane
+ * is then rounded to bfloat16 values, as pad_planes does. */
+SIMD_TARGET static void phase_planes(const dgeom_t *g, int n, const float *img, float *qp, int round) {
   const int H = g->x.H, W = g->x.W, rows = g->OH + g->p;
   for (int c = 0; c < n; c++)
     for (int a = 0; a < g->ph; a++)
@@ -317,6 +322,7 @@ SIMD_TARGET static void phase_planes(const dgeom_t *g, int n, const float *img, 
           }
         }
         for (size_t q = (size_t)rows * g->Wq; q < g->qplane; q++) dst[q] = 0.0f;
+        if (round) cpu_round_bf16(dst, dst, g->qplane);
       }
 }
 
@@ -356,11 +362,12 @@ void SIMD_NAME(direct_fwd)(const conv_shape_t *s, int B, const float *x, const f
   uint32_t *chunk = g.s == 1 ? direct_pad_chunks(&g.x, VL) : NULL;
   tile_lanes_t *table = direct_tile_lanes(&g, VL);
   const size_t in_n = (size_t)s->C * s->H * s->W, out_n = (size_t)s->O * g.OH * g.OW;
+  const int round = host_products_bf16(); /* the products' operands rounded to bfloat16 (weights: when packed) */
   for (int b = 0; b < B; b++) {
     if (g.s == 1)
-      pad_planes(&g.x, chunk, s->C, x + (size_t)b * in_n, NULL, d.xp, NULL);
+      pad_planes(&g.x, chunk, s->C, x + (size_t)b * in_n, NULL, d.xp, NULL, round);
     else
-      phase_planes(&g, s->C, x + (size_t)b * in_n, d.xp);
+      phase_planes(&g, s->C, x + (size_t)b * in_n, d.xp, round);
     direct_image(&g, table, ckk, toff, s->O, d.xp, d.wf, bias, relu, 0, y + (size_t)b * out_n);
   }
   free(table);
@@ -404,14 +411,15 @@ void SIMD_NAME(direct_bwd)(const conv_shape_t *s, int B, const float *x, const f
   /* at stride 1 dy pads like x: one table */
   uint32_t *xchunk = direct_pad_chunks(&g.x, VL), *dychunk = g.s == 1 ? xchunk : direct_pad_chunks(&g.dy, VL);
   tile_lanes_t *table = dx ? direct_tile_lanes(&g, VL) : NULL;
+  const int round = host_products_bf16(); /* the products' operands rounded (dy after its bias sums) */
   for (int b0 = 0; b0 < B; b0 += nb) {
     const int n = B - b0 < nb ? B - b0 : nb;
     for (int j = 0; j < n; j++) {
       const float *dyj = dy + (size_t)(b0 + j) * out_n, *yj = relu_y ? relu_y + (size_t)(b0 + j) * out_n : NULL;
-      pad_planes(&g.dy, dychunk, s->O, dyj, yj, d.dyp + (size_t)j * dystride, db ? db_acc : NULL);
+      pad_planes(&g.dy, dychunk, s->O, dyj, yj, d.dyp + (size_t)j * dystride, db ? db_acc : NULL, round);
       if (dw) {
         transpose_dy(&g.dy, s->O, d.dyp + (size_t)j * dystride, d.dyT + (size_t)j * OHW_op);
-        pad_planes(&g.x, xchunk, s->C, x + (size_t)(b0 + j) * in_n, NULL, d.xp + (size_t)j * xstride, NULL);
+        pad_planes(&g.x, xchunk, s->C, x + (size_t)(b0 + j) * in_n, NULL, d.xp + (size_t)j * xstride, NULL, round);
       }
     }
     if (dw) direct_wgrad(s, &g, n, d.xp, d.dyT, d.dwT);

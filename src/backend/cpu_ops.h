@@ -230,16 +230,10 @@ void cpu_bias_gelu_rows(int rows, int cols, const float *b, float *pre, float *y
 int cpu_linear_unpacked(int rows, int out, int in);
 
 /* cpu_bf16.c: a few rows in precision = bf16, C (M, N) = alpha op(A) op(B) + beta C, reading B once (one
- * row; several where B is stored (N, K) and the CPU has bfloat16 pairs); and the direct convolutions in
- * bf16 (their operands rounded first). */
+ * row; several where B is stored (N, K) and the CPU has bfloat16 pairs). */
 enum { CPU_BF16_FEW_ROWS = 32 }; /* the most rows cpu_gemm gives cpu_gemm_rows_bf16 beside one */
 void cpu_gemm_rows_bf16(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
                         int ldb, float beta, float *C, int ldc);
-void cpu_conv_direct_fwd_bf16(const conv_shape_t *s, int B, const float *x, const float *w, const float *bias,
-                              int relu, float *y, float *ws, size_t ws_n);
-void cpu_conv_direct_bwd_bf16(const conv_shape_t *s, int B, const float *x, const float *w, const float *dy,
-                              const float *relu_y, float *dx, int dx_write, float *dw, float *db, float *ws,
-                              size_t ws_n);
 
 /* cpu_conv_direct.c: "same" convolutions (stride 1; stride 2 on even sizes) with AVX-512 tiles.
  * cpu_conv_direct_blocks is the samples per block it can run in ws_n floats, 0 where it does not

@@ -8,7 +8,8 @@
  * Per shape the methods alternate (blas, w16, w8, bf16, blas, ...) for `rounds` rounds, each round
  * timing as many calls as fill 0.05 s; the table gives each one's median GFLOP/s and own / blas.
  * Where the CPU has AVX-512 BF16, precision = bf16's packed GEMM in bfloat16 pairs (cpu_sgemm_bf16)
- * runs too, with its ratio to the own float kernel at 16 floats.
+ * runs too, with its ratio to the own float kernel at 16 floats, and a second table puts its few-row
+ * products (1 to 64 rows times gpt's weights) against the dot products cpu_gemm gives them instead.
  * The CPU's name and the load average are printed before and after: read the ratios, not the
  * rates, on a shared machine. */
 #include <cblas.h>
@@ -100,6 +101,48 @@ static double round_gflops(gemm_fn fn, const shape_t *s, const float *A, const f
   return 2.0 * s->M * s->N * s->K * (double)calls / (t - t0) * 1e-9;
 }
 
+/* med[f] = the median GFLOP/s of fns[f] on the shape over `rounds` rounds, the functions alternating. */
+static void shape_medians(const shape_t *s, gemm_fn *fns, int nfn, int rounds, double *med) {
+  const size_t na = (size_t)s->M * s->K, nb = (size_t)s->K * s->N, nc = (size_t)s->M * s->N;
+  float *A = xmalloc(na * sizeof(float)), *B = xmalloc(nb * sizeof(float)), *C = xmalloc(nc * sizeof(float));
+  for (size_t j = 0; j < na; j++) A[j] = (float)((j * 7919) % 1000) * 1e-3f - 0.5f;
+  for (size_t j = 0; j < nb; j++) B[j] = (float)((j * 104729) % 1000) * 1e-3f - 0.5f;
+  for (size_t j = 0; j < nc; j++) C[j] = 0.0f;
+  double g[4][1000];
+  for (int r = 0; r < rounds; r++)
+    for (int f = 0; f < nfn; f++) g[f][r] = round_gflops(fns[f], s, A, B, C);
+  for (int f = 0; f < nfn; f++) {
+    qsort(g[f], (size_t)rounds, sizeof(double), cmp_double);
+    med[f] = g[f][rounds / 2];
+  }
+  free(A);
+  free(B);
+  free(C);
+}
+
+#if CPU_KERNELS_BUILT
+/* precision = bf16's products of a few rows times a weight stored (N, K) (generation's samples): the
+ * dot products of cpu_gemm_rows_bf16 against the packed GEMM in pairs, at gpt's weights, by rows
+ * (cpu_gemm sends up to CPU_BF16_FEW_ROWS rows to the first). */
+static void few_rows_table(int rounds) {
+  static const int weights[][2] = {{768, 256}, {1024, 256}, {256, 1024}}, rows[] = {1, 4, 16, 32, 64};
+  gemm_fn fns[2] = {cpu_sgemm_bf16, cpu_gemm_rows_bf16};
+  printf("# bf16, a few rows times a weight stored (N, K): dot products (rows) against the packed GEMM (packed); "
+         "cpu_gemm takes rows up to M = %d\n", CPU_BF16_FEW_ROWS);
+  printf("%-18s %2s %2s %5s %5s %5s %9s %9s %9s\n", "shape", "ta", "tb", "M", "N", "K", "packed", "rows",
+         "rows/pack");
+  for (size_t w = 0; w < sizeof weights / sizeof weights[0]; w++)
+    for (size_t m = 0; m < sizeof rows / sizeof rows[0]; m++) {
+      const shape_t s = {"bf16 few rows", 0, 1, rows[m], weights[w][0], weights[w][1], 0.0f};
+      double med[2];
+      shape_medians(&s, fns, 2, rounds, med);
+      printf("%-18s %2d %2d %5d %5d %5d %9.1f %9.1f %8.2fx\n", s.what, 0, 1, s.M, s.N, s.K, med[0], med[1],
+             med[1] / med[0]);
+      fflush(stdout);
+    }
+}
+#endif
+
 int main(int argc, char **argv) {
   const int rounds = argc > 1 ? atoi(argv[1]) : 7;
   if (rounds < 1 || rounds > 1000) surge_input_error("bench_gemm: rounds %s: expected 1..1000", argv[1]);
@@ -128,19 +171,8 @@ int main(int argc, char **argv) {
   printf("\n");
   for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
     const shape_t *s = &shapes[i];
-    const size_t na = (size_t)s->M * s->K, nb = (size_t)s->K * s->N, nc = (size_t)s->M * s->N;
-    float *A = xmalloc(na * sizeof(float)), *B = xmalloc(nb * sizeof(float)), *C = xmalloc(nc * sizeof(float));
-    for (size_t j = 0; j < na; j++) A[j] = (float)((j * 7919) % 1000) * 1e-3f - 0.5f;
-    for (size_t j = 0; j < nb; j++) B[j] = (float)((j * 104729) % 1000) * 1e-3f - 0.5f;
-    for (size_t j = 0; j < nc; j++) C[j] = 0.0f;
-    double g[4][1000];
-    for (int r = 0; r < rounds; r++)
-      for (int f = 0; f < nfn; f++) g[f][r] = round_gflops(fns[f], s, A, B, C);
     double med[4];
-    for (int f = 0; f < nfn; f++) {
-      qsort(g[f], (size_t)rounds, sizeof(double), cmp_double);
-      med[f] = g[f][rounds / 2];
-    }
+    shape_medians(s, fns, nfn, rounds, med);
     printf("%-18s %2d %2d %5d %5d %5d", s->what, s->ta, s->tb, s->M, s->N, s->K);
     for (int f = 0; f < nfn; f++) printf(" %9.1f", med[f]);
     for (int f = 1; f < nfn; f++)
@@ -148,10 +180,10 @@ int main(int argc, char **argv) {
     if (pairs > 0 && w16 > 0) printf(" %8.2fx", med[pairs] / med[w16]);
     printf("\n");
     fflush(stdout);
-    free(A);
-    free(B);
-    free(C);
   }
+#if CPU_KERNELS_BUILT
+  if (pairs > 0) few_rows_table(rounds);
+#endif
   print_load("after");
   return 0;
 }

@@ -51,6 +51,13 @@ tap_ok $? "bench_models names the refused width"
 run "bench_gemm, one round" "$bench/bench_gemm" 1
 grep -q '^gpt fc1 fwd .*[0-9.]*x$' "$out" && grep -q '^# CPU: ' "$out" && grep -q '^# load average after' "$out"
 tap_ok $? "bench_gemm prints the CPU, the load and a ratio per shape"
+if grep -q '\bavx512_bf16\b' /proc/cpuinfo && grep -q '\bavx512bw\b' /proc/cpuinfo; then
+  grep -q '^bf16 few rows  *0  1  *16  *768  *256 .*[0-9.]*x$' "$out"
+  tap_ok $? "bench_gemm puts bf16's few-row products against the packed GEMM"
+else
+  ! grep -q '^bf16 few rows' "$out"
+  tap_ok $? "bench_gemm has no few-row bf16 table without AVX-512 BF16"
+fi
 BENCH_GEMM=blas BENCH_SECONDS=0.1 run "bench_models --rate gpt with gemm = blas" "$bench/bench_models" --rate gpt
 positive "$(cat "$out")"
 tap_ok $? "bench_models --rate at BENCH_GEMM=blas prints samples/s ($(cat "$out"))"

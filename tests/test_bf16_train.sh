@@ -1,11 +1,15 @@
 #!/bin/sh
 # precision = bf16 on the cpu backend trains as its exact twin and as float32 do.
-#  - The twin: mlp, vgg and resnet at test sizes, 10 steps in bf16 on cpu at every kernel width the
-#    CPU has (avx512: bfloat16 pairs where it has AVX-512 BF16; avx2: rounded operands) end with the
-#    parameters of the ref backend's bf16 run within 1e-5 per tensor (both round the same operands;
-#    measured 4e-8 to 2.5e-6), while the cpu's fp32 run is at least 1e-4 from it (the comparison can
-#    fail; measured 2e-3 to 1e-2). The gpt is left out: cpu's blocked attention rounds its
-#    probabilities before they are normalised and ref's after (tests/test_bf16 checks that op at 2e-2).
+#  - The twin: mlp, vgg, resnet and gpt at test sizes, 10 steps in bf16 on cpu at every kernel width
+#    the CPU has (avx512: bfloat16 pairs where it has AVX-512 BF16; avx2: rounded operands) end with
+#    the parameters of the ref backend's bf16 run within 1e-5 per tensor (both round the same
+#    operands; measured 4e-8 to 2.5e-6), while the cpu's fp32 run is at least 1e-4 from it (the
+#    comparison can fail; 2e-3 to 1e-2). The gpt within 2e-3, its fp32 run at least 4e-3 away
+#    (measured 7.5e-4 to 8.4e-4 and 1.6e-2; its key bias bounded apart, as in tests/test_dp.sh): a
+#    float operand one ulp apart (float against double sums) can round to the neighbouring bfloat16,
+#    and AdamW's first steps turn such a change of a gradient that nearly cancels (the query bias's,
+#    5e-8) into a step of its own. Before the cpu's attention normalised its probabilities before
+#    rounding them, as ref does, the gpt was 2.4e-3 away.
 #  - The mlp's bf16 run on 2 data-parallel ranks is that twin too (within 1e-5): every rank's products
 #    are bf16 (a rank in fp32 would be 1e-4 or more away).
 #  - threads = 2 in bf16 is noted as having no effect (the own kernels are single-threaded).
@@ -19,8 +23,11 @@
 compare="$top_build/tests/h5_compare"
 widths=avx2
 grep -q '\bavx512f\b' /proc/cpuinfo && widths="avx512 avx2"
-if [ -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]; then
-  for model in mlp vgg resnet; do
+models=""
+[ -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ] && models="mlp vgg resnet"
+[ -d /usr/share/games/fortunes ] && models="$models gpt"
+if [ -n "$models" ]; then
+  for model in $models; do
     zoo_model $model 10
     # shellcheck disable=SC2086
     zoo_run "$model-ref" "$deck" $args -D backend.name=ref -D backend.precision=bf16
@@ -31,19 +38,24 @@ if [ -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]; then
       # shellcheck disable=SC2086
       zoo_run "$model-$w" "$deck" $args -D backend.precision=$p -D backend.simd=$simd
       rc=$?
-      tol=1e-5
-      [ $w = fp32 ] && tol=1e-4
-      res=$("$compare" "$tap_tmp/$model-$w/model.h5" "$tap_tmp/$model-ref/model.h5" $tol 2>&1)
+      twin=1e-5 apart=1e-4
+      [ $model = gpt ] && twin=2e-3 apart=4e-3
+      tol=$twin
+      [ $w = fp32 ] && tol=$apart
+      # shellcheck disable=SC2086
+      res=$("$compare" "$tap_tmp/$model-$w/model.h5" "$tap_tmp/$model-ref/model.h5" $tol $extra 2>&1)
       same=$?
       if [ $w = fp32 ]; then
         [ $rc = 0 ] && [ $same = 1 ]
-        tap_ok $? "$model in fp32 on cpu is no bf16 twin, at least 1e-4 away (exit $rc): $res"
+        tap_ok $? "$model in fp32 on cpu is no bf16 twin, at least $apart away (exit $rc): $res"
       else
         [ $rc = 0 ] && [ $same = 0 ]
-        tap_ok $? "$model in bf16 on cpu at simd = $w = ref's bf16 run (exit $rc): $res"
+        tap_ok $? "$model in bf16 on cpu at simd = $w = ref's bf16 run within $twin (exit $rc): $res"
       fi
     done
   done
+fi
+if [ -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]; then
   # a layout in bf16: every rank multiplies in bf16 (data parallelism on 2 ranks = 1 rank, to float sums)
   zoo_model mlp 10
   # shellcheck disable=SC2086
@@ -54,8 +66,9 @@ if [ -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]; then
   [ $rc = 0 ] && [ $same = 0 ]
   tap_ok $? "mlp in bf16 on 2 data-parallel ranks = ref's 1-rank bf16 run (exit $rc): $res"
 else
-  tap_skip "the bf16 twins: dataset-fashion-mnist is not installed"
+  tap_skip "the bf16 layout twin: dataset-fashion-mnist is not installed"
 fi
+[ -z "$models" ] && tap_skip "the bf16 twins: neither dataset-fashion-mnist nor fortunes is installed"
 
 # threads > 1 does nothing in bf16 on cpu (its own kernels are single-threaded): the run says so
 "$mpiexec" -n 1 "$SURGE_TRAIN" "$top_src/inputs/mlp-fmnist.deck" -D data.source=synthetic -D run.steps=1 \

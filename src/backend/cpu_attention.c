@@ -6,7 +6,8 @@
  *
  * Forward, per block of query rows: an online softmax over the key blocks keeps each row's running
  * maximum m and sum l of exp(s - m), rescales the row's output accumulator O by exp(m_old - m_new)
- * when the maximum grows, and adds P V; at the end y = O / l and lse = m + log l.
+ * when the maximum grows, and adds P V; at the end y = O / l and lse = m + log l. In precision = bf16
+ * the probabilities are normalised before they are rounded (as ref does): two passes, head_fwd_normalised.
  * Backward, per block of key columns (outer) and the query blocks that see it (inner): P is
  * recomputed from the scores and lse, then dV_j += P^T dY_i, dP = dY_i V_j^T,
  * dS = P (dP - D_i) s with D_i = rowsum(dY_i * Y_i), dQ_i += dS K_j and dK_j += dS^T Q_i; dK_j and
@@ -20,6 +21,7 @@
 #include <string.h>
 
 #include "backend/cpu_ops.h"
+#include "backend/host_mem.h"
 #include "core/error.h"
 
 enum { ATT_BLOCK = 64 }; /* query rows and key columns of a tile */
@@ -64,10 +66,51 @@ static float online_row(float *sr, int valid, int nc, float *m, float *l) {
   return corr;
 }
 
+/* precision = bf16 (the products' operands rounded): the probabilities are rounded as ref rounds them,
+ * normalised, so this form computes each block of query rows in two passes over its keys: the online
+ * softmax's maximum and sum first (the scores' tiles thrown away), then each tile's P = exp(S - lse)
+ * and O += P V. The scores are computed twice (attention's forward products 1.5 times). */
+static void head_fwd_normalised(const att_head_t *a, const float *q, const float *k, const float *v, float *y,
+                                float *lse, float *ws) {
+  const int hs = a->hs, ld = a->ld;
+  float *S = ws, *O = S + ATT_BLOCK * ATT_BLOCK, *m = O + ATT_BLOCK * hs, *l = m + ATT_BLOCK;
+  for (int i0 = 0; i0 < a->T; i0 += ATT_BLOCK) {
+    const int nr = min_int(ATT_BLOCK, a->T - i0);
+    for (int r = 0; r < nr; r++) m[r] = -INFINITY, l[r] = 0.0f;
+    for (int pass = 0; pass < 2; pass++) {
+      for (int j0 = 0; j0 < i0 + nr; j0 += ATT_BLOCK) {
+        const int nc = min_int(ATT_BLOCK, i0 + nr - j0);
+        // S (nr, nc) = s Q_i (nr, hs) K_j^T
+        cpu_gemm(0, 1, nr, nc, hs, a->s, q + (size_t)i0 * ld, ld, k + (size_t)j0 * ld, ld, 0.0f, S, ATT_BLOCK);
+        for (int r = 0; r < nr; r++) {
+          float *sr = S + (size_t)r * ATT_BLOCK;
+          const int valid = tile_valid(i0, r, j0, nc);
+          if (pass == 0) {
+            online_row(sr, valid, nc, &m[r], &l[r]);
+            continue;
+          }
+          for (int j = 0; j < nc; j++) sr[j] = j < valid ? cpu_expf(sr[j] - lse[i0 + r]) : 0.0f;
+        }
+        // O (nr, hs) += P (nr, nc) V_j (nc, hs), P normalised
+        if (pass == 1) cpu_gemm(0, 0, nr, hs, nc, 1.0f, S, ATT_BLOCK, v + (size_t)j0 * ld, ld, 1.0f, O, hs);
+      }
+      if (pass == 0) {
+        for (int r = 0; r < nr; r++) lse[i0 + r] = m[r] + logf(l[r]);
+        memset(O, 0, (size_t)nr * hs * sizeof *O);
+      }
+    }
+    for (int r = 0; r < nr; r++) memcpy(y + (size_t)(i0 + r) * a->C, O + (size_t)r * hs, (size_t)hs * sizeof *O);
+  }
+}
+
 static void head_fwd(const att_head_t *a, const float *q, const float *k, const float *v, float *y, float *lse,
                      float *ws) {
   const int hs = a->hs, ld = a->ld;
   float *S = ws, *O = S + ATT_BLOCK * ATT_BLOCK, *m = O + ATT_BLOCK * hs, *l = m + ATT_BLOCK;
+  if (host_products_bf16()) {
+    head_fwd_normalised(a, q, k, v, y, lse, ws);
+    return;
+  }
   for (int i0 = 0; i0 < a->T; i0 += ATT_BLOCK) {
     const int nr = min_int(ATT_BLOCK, a->T - i0);
     for (int r = 0; r < nr; r++) m[r] = -INFINITY, l[r] = 0.0f;

@@ -8,8 +8,10 @@
  * Per shape the methods alternate (blas, w16, w8, bf16, blas, ...) for `rounds` rounds, each round
  * timing as many calls as fill 0.05 s; the table gives each one's median GFLOP/s and own / blas.
  * Where the CPU has AVX-512 BF16, precision = bf16's packed GEMM in bfloat16 pairs (cpu_sgemm_bf16)
- * runs too, with its ratio to the own float kernel at 16 floats, and a second table puts its few-row
- * products (1 to 64 rows times gpt's weights) against the dot products cpu_gemm gives them instead.
+ * runs too, with its ratio to the own float kernel at 16 floats. Then the products of a few rows times
+ * a weight (generation's samples): in fp32 the few-row kernel against OpenBLAS and the own packed
+ * kernel, and in bf16 (with AVX-512 BF16) the packed pairs against the dot products cpu_gemm gives
+ * them instead.
  * The CPU's name and the load average are printed before and after: read the ratios, not the
  * rates, on a shared machine. */
 #include <cblas.h>
@@ -30,6 +32,19 @@ static void blas_gemm(int ta, int tb, int M, int N, int K, float alpha, const fl
   cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda,
               B, ldb, beta, C, ldc);
 }
+
+#if CPU_KERNELS_BUILT
+static void few_rows_w16(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
+                         int ldb, float beta, float *C, int ldc) {
+  (void)ta, (void)tb; /* A as stored, B stored (N, K) */
+  cpu_gemm_rows_w16(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+static void few_rows_w8(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
+                        int ldb, float beta, float *C, int ldc) {
+  (void)ta, (void)tb;
+  cpu_gemm_rows_w8(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+#endif
 
 typedef struct shape {
   const char *what;
@@ -121,6 +136,33 @@ static void shape_medians(const shape_t *s, gemm_fn *fns, int nfn, int rounds, d
 }
 
 #if CPU_KERNELS_BUILT
+/* fp32 products of a few rows times a weight stored (N, K) (generation's samples): the few-row kernel
+ * at the widest width against OpenBLAS and, at AVX-512, the own packed kernel: the two routes
+ * cpu_gemm took before it (cpu_gemm_few_rows says where it runs now). */
+static void few_rows_fp32_table(int rounds, backend_simd_t best) {
+  static const int weights[][2] = {{256, 256}, {768, 256}, {1024, 256}, {256, 1024}}, rows[] = {2, 4, 8, 16, 32};
+  gemm_fn fns[3] = {blas_gemm, best >= BACKEND_SIMD_AVX512 ? few_rows_w16 : few_rows_w8, cpu_sgemm_w16};
+  const int nfn = best >= BACKEND_SIMD_AVX512 ? 3 : 2;
+  printf("# fp32, a few rows times a weight stored (N, K): the few-row kernel (rows, at %s) against OpenBLAS%s; "
+         "ratios rows / the others; * where cpu_gemm takes it\n",
+         cpu_simd_name(best), nfn == 3 ? " and the own packed kernel (own)" : "");
+  printf("%-18s %2s %2s %5s %5s %5s %9s %9s%s %9s%s\n", "shape", "ta", "tb", "M", "N", "K", "blas", "rows",
+         nfn == 3 ? "       own" : "", "rows/blas", nfn == 3 ? "  rows/own" : "");
+  for (size_t w = 0; w < sizeof weights / sizeof weights[0]; w++)
+    for (size_t m = 0; m < sizeof rows / sizeof rows[0]; m++) {
+      const shape_t s = {"fp32 few rows", 0, 1, rows[m], weights[w][0], weights[w][1], 0.0f};
+      double med[3];
+      shape_medians(&s, fns, nfn, rounds, med);
+      printf("%-17s%c %2d %2d %5d %5d %5d %9.1f %9.1f", s.what, cpu_gemm_few_rows(0, 1, s.M, s.N, s.K) ? '*' : ' ',
+             0, 1, s.M, s.N, s.K, med[0], med[1]);
+      if (nfn == 3) printf(" %9.1f", med[2]);
+      printf(" %8.2fx", med[1] / med[0]);
+      if (nfn == 3) printf(" %8.2fx", med[1] / med[2]);
+      printf("\n");
+      fflush(stdout);
+    }
+}
+
 /* precision = bf16's products of a few rows times a weight stored (N, K) (generation's samples): the
  * dot products of cpu_gemm_rows_bf16 against the packed GEMM in pairs, at gpt's weights, by rows
  * (cpu_gemm sends up to CPU_BF16_FEW_ROWS rows to the first). */
@@ -182,6 +224,7 @@ int main(int argc, char **argv) {
     fflush(stdout);
   }
 #if CPU_KERNELS_BUILT
+  if (best >= BACKEND_SIMD_AVX2) few_rows_fp32_table(rounds, best);
   if (pairs > 0) few_rows_table(rounds);
 #endif
   print_load("after");

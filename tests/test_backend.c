@@ -1955,6 +1955,29 @@ static void test_own_gemm(void) {
   tfree(C1);
 }
 
+/* The cpu backend's product of a few rows times a matrix stored (N, K) (cpu_rows_kern.h; cpu_gemm
+ * routes fp32 products of 2 to CPU_FEW_ROWS rows to it where it wins, cpu_gemm_few_rows), at shapes
+ * that leave partial blocks (rows not a multiple of 4, B's rows of the block's, K of the width) and
+ * K below one vector; beta 0 (C's NaN never read) and 0.7 with leading dimensions past the shape.
+ * Against ref's double sums at the GEMM tests' bound. At 2 and 3 rows it runs where the own packed
+ * kernel would (AVX-512), from 4 rows wherever a kernel width is in use. */
+static void test_few_rows_gemm(void) {
+  const int shapes[][3] = {{2, 769, 300}, {3, 130, 700}, {4, 257, 300}, {5, 1030, 61},
+                           {8, 67, 999},  {13, 130, 160}, {16, 2000, 9}};
+  for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+    const int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
+    if (!managed) {
+      const int want = cpu_simd() == BACKEND_SIMD_AVX512 || (cpu_simd() == BACKEND_SIMD_AVX2 && M >= 4);
+      tap_ok(cpu_gemm_few_rows(0, 1, M, N, K) == want && !cpu_gemm_few_rows(1, 1, M, N, K) &&
+                 !cpu_gemm_few_rows(0, 0, M, N, K),
+             "gemm M=%d N=%d K=%d at simd = %s: %s (never with A transposed or B stored (K, N))", M, N, K,
+             cpu_simd_name(cpu_simd()), want ? "the few-row kernel" : "not the few-row kernel");
+    }
+    test_gemm(0, 1, M, N, K, 0.0f, 0, 1);
+    test_gemm(0, 1, M, N, K, 0.7f, 3, 1);
+  }
+}
+
 /* Every op against ref, at the kernel width in use. */
 static void test_ops(void) {
   /* one row (M = 1, cpu: a matrix-vector product) with leading dimensions past the shapes (extra) */
@@ -1968,6 +1991,7 @@ static void test_ops(void) {
       test_gemm(t >> 1, t & 1, d[0], d[1], d[2], 0.5f, 1, 4);
     }
   test_own_gemm();
+  test_few_rows_gemm();
   test_linear_fwd();
 
   test_flat_ops(1);

@@ -30,6 +30,17 @@ int cpu_gemm_own(int M, int N, int K) {
          cpu_simd() == BACKEND_SIMD_AVX512 && M >= 2 && (double)M * N * K >= 262144.0;
 }
 
+/* Where the few-row kernel beats the route a product of up to CPU_FEW_ROWS rows times a weight would
+ * take otherwise (bench/bench_gemm.c's fp32 few-row table): everywhere the own packed kernel would run
+ * it, and from 4 rows on above 64^3 multiply-adds where OpenBLAS would (at 2 rows its own small path
+ * wins on some shapes). */
+int cpu_gemm_few_rows(int ta, int tb, int M, int N, int K) {
+  if (!(CPU_KERNELS_BUILT && gemm_mode == BACKEND_GEMM_AUTO && blas_threads == 1 && cpu_simd() != BACKEND_SIMD_NONE &&
+        !ta && tb && M >= 2 && M <= CPU_FEW_ROWS))
+    return 0;
+  return cpu_gemm_own(M, N, K) || (M >= 4 && (double)M * N * K > 262144.0);
+}
+
 static enum CBLAS_TRANSPOSE cpu_trans(int t) { return t ? CblasTrans : CblasNoTrans; }
 
 #if CPU_KERNELS_BUILT
@@ -69,6 +80,11 @@ void cpu_gemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, 
     return;
   }
 #if CPU_KERNELS_BUILT
+  if (K > 0 && cpu_gemm_few_rows(ta, tb, M, N, K)) { /* a few rows times a weight: B read once, not packed */
+    if (cpu_simd() == BACKEND_SIMD_AVX512) cpu_gemm_rows_w16(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    else cpu_gemm_rows_w8(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    return;
+  }
   if (cpu_gemm_own(M, N, K)) {
     cpu_sgemm_w16(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
     return;

@@ -23,14 +23,6 @@ SIMD_TARGET static void rows_to_pairs(int R, int pad, int K, const float *x, int
     }
 }
 
-/* Sums of pairs of neighbouring lanes of x (lanes 0-7) and of y (lanes 8-15). Applied to 16 vectors
- * in 4 rounds (8 + 4 + 2 + 1 calls) it leaves one vector whose lane i is the sum of vector i's lanes. */
-SIMD_TARGET static inline vf fold_pairs(vf x, vf y) {
-  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-  const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
-  return _mm512_add_ps(_mm512_permutex2var_ps(x, even, y), _mm512_permutex2var_ps(x, odd, y));
-}
-
 /* 32 values of x from k = 32 v on (of K), as pairs; zeros past K */
 SIMD_TARGET static inline __m512bh pairs_at(const float *x, int v, int K) {
   const int n = K - 32 * v;
@@ -65,7 +57,7 @@ SIMD_TARGET static inline __attribute__((always_inline)) vf dots_4x4(int nv, int
 #pragma GCC unroll 4
   for (int n = 16; n > 1; n /= 2)
 #pragma GCC unroll 8
-    for (int i = 0; i < n / 2; i++) acc[i] = fold_pairs(acc[2 * i], acc[2 * i + 1]);
+    for (int i = 0; i < n / 2; i++) acc[i] = vf_pair_sums(acc[2 * i], acc[2 * i + 1]);
   return acc[0];
 }
 
@@ -97,7 +89,8 @@ SIMD_TARGET void cpu_gemv_bf16_dots(int M, int N, int K, const float *a, int lda
   static _Thread_local void *buf;
   static _Thread_local size_t cap;
   const int nv = (K + 31) / 32, buffered = M > 8, Mp = M == 1 ? 1 : (M + 3) / 4 * 4; /* a's rows in blocks of 4 */
-  __m512i *ap = cpu_kept_buffer(&buf, &cap, surge_mul_size((size_t)Mp + 4 * buffered, (size_t)nv * sizeof *ap, "bf16 pairs")),
+  const size_t vectors = surge_mul_size((size_t)Mp + 4 * (size_t)buffered, (size_t)nv, "bf16 pairs");
+  __m512i *ap = cpu_kept_buffer(&buf, &cap, surge_mul_size(vectors, sizeof *ap, "bf16 pairs")),
           *bp = ap + (size_t)Mp * nv; /* B's 4 rows where buffered */
   rows_to_pairs(M, Mp, K, a, lda, nv, ap);
   if (M == 1) {
@@ -112,7 +105,8 @@ SIMD_TARGET void cpu_gemv_bf16_dots(int M, int N, int K, const float *a, int lda
       float d[16]; /* lanes 4 r .. 4 r + J - 1: row i + r */
       const __m512i *ai = ap + (size_t)i * nv;
       _mm512_storeu_ps(d, buffered ? dots_4x4(nv, K, ai, bp, NULL, 0, 4) : dots_4x4(nv, K, ai, NULL, bj, ldb, J));
-      for (int r = 0; r < 4 && i + r < M; r++) memcpy(out + (size_t)(i + r) * ldo + j, d + 4 * r, (size_t)J * sizeof *d);
+      for (int r = 0; r < 4 && i + r < M; r++)
+        memcpy(out + (size_t)(i + r) * ldo + j, d + 4 * r, (size_t)J * sizeof *d);
     }
   }
 }

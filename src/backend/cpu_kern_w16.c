@@ -7,4 +7,5 @@
 #include "backend/cpu_gemm_kern.h"
 #include "backend/cpu_linear_kern.h"
 #include "backend/cpu_pool_kern.h"
+#include "backend/cpu_rows_kern.h"
 #endif

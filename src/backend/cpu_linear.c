@@ -33,8 +33,8 @@ enum {
 
 int cpu_linear_unpacked(int rows, int out, int in) {
   return CPU_KERNELS_BUILT && cpu_simd() != BACKEND_SIMD_NONE && !host_products_bf16() && rows >= 2 &&
-         rows <= NT_MAX_ROWS &&
-         out >= NT_MIN_COLS && in >= NT_MIN_DEPTH;
+         rows <= NT_MAX_ROWS && out >= NT_MIN_COLS && in >= NT_MIN_DEPTH &&
+         !cpu_gemm_few_rows(0, 1, rows, out, in); /* its tiles compute 16 rows however few there are */
 }
 
 /* Xt for up to NT_MAX_ROWS rows where this CPU takes the unpacked path for the layer's shape. */

@@ -169,7 +169,8 @@ const char *cpu_simd_name(backend_simd_t w);
 /* The kernels at 16 floats (AVX-512F) and 8 (AVX2 + FMA), cpu_kern_w16.c and cpu_kern_w8.c: the
  * 2x2 stride-2 max-pool (cpu_pool_kern.h; H/2 x W/2 outputs a plane), the unpacked linear
  * forward's tiles (cpu_linear_kern.h: Y (M,N) = Xt^T W^T + b from Xt (K, Mp), Mp >= M a multiple
- * of 16) and the packed SGEMM (cpu_gemm_kern.h: cblas_sgemm's row-major contract, M, N, K >= 1). */
+ * of 16), the packed SGEMM (cpu_gemm_kern.h: cblas_sgemm's row-major contract, M, N, K >= 1) and
+ * the product of a few rows (cpu_rows_kern.h: C (M,N) = alpha A B^T + beta C, B stored (N, K)). */
 #define CPU_WIDTH_KERNELS(W)                                                                                  \
   void cpu_maxpool_2x2_w##W(int P, int H, int Wd, const float *restrict x, float *restrict y,              \
                             float *restrict argmax);                                                        \
@@ -178,7 +179,9 @@ const char *cpu_simd_name(backend_simd_t w);
   void cpu_sgemm_w##W(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,            \
                       const float *B, int ldb, float beta, float *C, int ldc);                              \
   void cpu_sgemm_round_w##W(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,      \
-                            const float *B, int ldb, float beta, float *C, int ldc);
+                            const float *B, int ldb, float beta, float *C, int ldc);                        \
+  void cpu_gemm_rows_w##W(int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb, \
+                          float beta, float *C, int ldc);
 CPU_WIDTH_KERNELS(16)
 CPU_WIDTH_KERNELS(8)
 #undef CPU_WIDTH_KERNELS
@@ -199,6 +202,11 @@ int cpu_gemm_bf16_pairs(void);
 void cpu_set_threads(int nthreads);
 void cpu_gemm_use(backend_gemm_t g);
 int cpu_gemm_own(int M, int N, int K);
+/* Whether cpu_gemm runs an fp32 product on the few-row kernel (cpu_gemm_rows_wW): A as stored, B
+ * stored (N, K), 2 to CPU_FEW_ROWS rows, single-threaded, gemm = auto, a kernel width, at the shapes
+ * where it wins. */
+enum { CPU_FEW_ROWS = 16 };
+int cpu_gemm_few_rows(int ta, int tb, int M, int N, int K);
 
 /* A buffer of at least `bytes` (*buf, *cap bytes; both start 0) kept for the thread's next call: ops
  * that run every step with the same shapes would pay page faults for fresh megabytes each call (1%

@@ -182,6 +182,9 @@ SIMD_INLINE vf vf_add(vf a, vf b) { return SIMD_OP(add_ps)(a, b); }
 SIMD_INLINE vf vf_mul(vf a, vf b) { return SIMD_OP(mul_ps)(a, b); }
 SIMD_INLINE vf vf_max(vf a, vf b) { return SIMD_OP(max_ps)(a, b); }
 SIMD_INLINE vf vf_fmadd(vf a, vf b, vf c) { return SIMD_OP(fmadd_ps)(a, b, c); }
+/* lanes 0 .. W/2-1: the sums of x's neighbouring lanes (0+1, 2+3, ...), the rest y's: applied to W
+ * vectors in rounds (W/2 calls, W/4, ... 1) it leaves one vector whose lane i is the sum of vector i */
+SIMD_INLINE vf vf_pair_sums(vf x, vf y) { return vf_add(vf_even(x, y), vf_odd(x, y)); }
 SIMD_INLINE vi vi_set1(int a) { return SIMD_OP(set1_epi32)(a); }
 SIMD_INLINE vi vi_add(vi a, vi b) { return SIMD_OP(add_epi32)(a, b); }
 SIMD_INLINE vf vf_of_vi(vi a) { return SIMD_OP(cvtepi32_ps)(a); }

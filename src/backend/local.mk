@@ -7,7 +7,7 @@ libsurge_a_SOURCES += \
   src/backend/cpu_conv.c src/backend/cpu_conv_batch.c src/backend/cpu_conv_direct.c src/backend/cpu_bf16.c src/backend/cpu_direct.h \
   src/backend/cpu_seq.c src/backend/cpu_norm.c src/backend/cpu_optim.c src/backend/cpu_fpmode.c \
   src/backend/cpu_simd.c src/backend/cpu_simd.h src/backend/cpu_simd_tables.h src/backend/cpu_kern_w16.c \
-  src/backend/cpu_kern_w8.c src/backend/cpu_kern_bf16.c src/backend/cpu_direct_kern.h src/backend/cpu_gemm_kern.h src/backend/cpu_linear_kern.h src/backend/cpu_pool_kern.h \
+  src/backend/cpu_kern_w8.c src/backend/cpu_kern_bf16.c src/backend/cpu_direct_kern.h src/backend/cpu_gemm_kern.h src/backend/cpu_linear_kern.h src/backend/cpu_pool_kern.h src/backend/cpu_rows_kern.h \
   src/backend/cuda_elem.h src/backend/cuda_rows.h src/backend/cuda_cols.h src/backend/cuda_ln_bwd.h \
   src/backend/cuda_embed.h src/backend/cuda_attention_tiles.h src/backend/cuda_attention_mma.h \
   src/backend/cuda_lt_rule.h src/backend/step_rules.h

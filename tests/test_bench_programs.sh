@@ -51,6 +51,10 @@ tap_ok $? "bench_models names the refused width"
 run "bench_gemm, one round" "$bench/bench_gemm" 1
 grep -q '^gpt fc1 fwd .*[0-9.]*x$' "$out" && grep -q '^# CPU: ' "$out" && grep -q '^# load average after' "$out"
 tap_ok $? "bench_gemm prints the CPU, the load and a ratio per shape"
+if grep -q '\bavx2\b' /proc/cpuinfo && grep -q '\bfma\b' /proc/cpuinfo; then
+  grep -q '^fp32 few rows  *\* *0  1  *16  *768  *256 .*[0-9.]*x$' "$out"
+  tap_ok $? "bench_gemm puts fp32's few-row kernel against OpenBLAS, marking the shapes cpu_gemm gives it"
+fi
 if grep -q '\bavx512_bf16\b' /proc/cpuinfo && grep -q '\bavx512bw\b' /proc/cpuinfo; then
   grep -q '^bf16 few rows  *0  1  *16  *768  *256 .*[0-9.]*x$' "$out"
   tap_ok $? "bench_gemm puts bf16's few-row products against the packed GEMM"

@@ -107,10 +107,6 @@ static void head_fwd(const att_head_t *a, const float *q, const float *k, const 
                      float *ws) {
   const int hs = a->hs, ld = a->ld;
   float *S = ws, *O = S + ATT_BLOCK * ATT_BLOCK, *m = O + ATT_BLOCK * hs, *l = m + ATT_BLOCK;
-  if (host_products_bf16()) {
-    head_fwd_normalised(a, q, k, v, y, lse, ws);
-    return;
-  }
   for (int i0 = 0; i0 < a->T; i0 += ATT_BLOCK) {
     const int nr = min_int(ATT_BLOCK, a->T - i0);
     for (int r = 0; r < nr; r++) m[r] = -INFINITY, l[r] = 0.0f;
@@ -141,7 +137,8 @@ void cpu_attention_fwd(int B, int T, int C, int H, const float *qkv, float *y, f
   for (int b = 0; b < B; b++)
     for (int h = 0; h < H; h++) {
       const float *q = qkv + (size_t)b * T * a.ld + (size_t)h * a.hs;
-      head_fwd(&a, q, q + C, q + 2 * C, y + (size_t)b * T * C + (size_t)h * a.hs, lse + ((size_t)b * H + h) * T, ws);
+      float *yh = y + (size_t)b * T * C + (size_t)h * a.hs, *lh = lse + ((size_t)b * H + h) * T;
+      (host_products_bf16() ? head_fwd_normalised : head_fwd)(&a, q, q + C, q + 2 * C, yh, lh, ws);
     }
 }
 

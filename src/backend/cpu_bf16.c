@@ -49,7 +49,7 @@ void cpu_gemm_rows_bf16(int ta, int tb, int M, int N, int K, float alpha, const 
     else
       cpu_round_bf16(A + (size_t)i * lda, a + (size_t)i * K, (size_t)K);
   if (tb && cpu_gemm_bf16_pairs()) /* B stored (N, K): dot products in bfloat16 pairs, B read once */
-    cpu_gemv_bf16_dots(M, N, K, a, K, B, ldb, acc, N);
+    cpu_rows_bf16_dots(M, N, K, a, K, B, ldb, acc, N);
   else
     for (int i = 0; i < M; i++) {
       float *out = acc + (size_t)i * N;

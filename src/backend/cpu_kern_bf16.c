@@ -9,27 +9,23 @@
 #define GK_PAIRS 1
 #include "backend/cpu_gemm_kern.h"
 
-/* Rows of x converted to bfloat16 pairs, 32 values a vector in natural order (VCVTNE2PS2BF16 puts its
- * second operand's 16 in the low half, so VDPBF16PS pairs k and k + 1 of each), the tail masked to
- * zeros: out[r nv + v] holds row r's values 32 v .. 32 v + 31; rows from R to `pad` are zeros. */
-SIMD_TARGET static void rows_to_pairs(int R, int pad, int K, const float *x, int ldx, int nv, __m512i *out) {
-  for (int r = 0; r < pad; r++)
-    for (int v = 0; v < nv; v++) {
-      const float *p = x + (size_t)r * ldx + 32 * v;
-      const int n = r < R ? K - 32 * v : 0, lo = n < 16 ? n : 16, hi = n < 16 ? 0 : n - 16 < 16 ? n - 16 : 16;
-      _mm512_storeu_si512(out + (size_t)r * nv + v,
-                          (__m512i)_mm512_cvtne2ps_pbh(_mm512_maskz_loadu_ps(simd_prefix(hi), p + 16),
-                                                       _mm512_maskz_loadu_ps(simd_prefix(lo), p)));
-    }
-}
-
-/* 32 values of x from k = 32 v on (of K), as pairs; zeros past K */
+/* 32 values of x from k = 32 v on (of K), as bfloat16 pairs in natural order (VCVTNE2PS2BF16 puts its
+ * second operand's 16 in the low half, so VDPBF16PS pairs k and k + 1 of each); zeros past K */
 SIMD_TARGET static inline __m512bh pairs_at(const float *x, int v, int K) {
   const int n = K - 32 * v;
   if (n >= 32) return _mm512_cvtne2ps_pbh(vf_loadu(x + 32 * v + 16), vf_loadu(x + 32 * v));
   const int lo = n < 16 ? n : 16, hi = n < 16 ? 0 : n - 16;
   return _mm512_cvtne2ps_pbh(_mm512_maskz_loadu_ps(simd_prefix(hi), x + 32 * v + 16),
                              _mm512_maskz_loadu_ps(simd_prefix(lo), x + 32 * v));
+}
+
+/* Rows of x converted to bfloat16 pairs (pairs_at): out[r nv + v] holds row r's values 32 v .. 32 v + 31;
+ * rows from R to `pad` are zeros. */
+SIMD_TARGET static void rows_to_pairs(int R, int pad, int K, const float *x, int ldx, int nv, __m512i *out) {
+  for (int r = 0; r < pad; r++)
+    for (int v = 0; v < nv; v++)
+      _mm512_storeu_si512(out + (size_t)r * nv + v, r < R ? (__m512i)pairs_at(x + (size_t)r * ldx, v, K)
+                                                          : _mm512_setzero_si512());
 }
 
 /* One block of 4 rows of a (in pairs, nv vectors a row) and 4 rows of B: in pairs (b, bf NULL), or
@@ -64,17 +60,14 @@ SIMD_TARGET static inline __attribute__((always_inline)) vf dots_4x4(int nv, int
 /* out[j] = the dot product of one row a (in pairs) with B's row j, j < N, each of B's rows converted as
  * it is read: a matrix-vector product, bound by reading B */
 SIMD_TARGET static void dots_1(int N, int K, const __m512i *a, const float *B, int ldb, float *out) {
-  const int full = K / 32, rest = K - 32 * full, lo = rest < 16 ? rest : 16, hi = rest < 16 ? 0 : rest - 16;
+  const int full = K / 32; /* whole vectors; the tail (pairs_at's masks) after them */
   for (int j = 0; j < N; j++) {
     const float *b = B + (size_t)j * ldb;
     vf acc = vf_zero();
     for (int v = 0; v < full; v++)
       acc = _mm512_dpbf16_ps(acc, (__m512bh)_mm512_loadu_si512(a + v),
                              _mm512_cvtne2ps_pbh(vf_loadu(b + 32 * v + 16), vf_loadu(b + 32 * v)));
-    if (rest)
-      acc = _mm512_dpbf16_ps(acc, (__m512bh)_mm512_loadu_si512(a + full),
-                             _mm512_cvtne2ps_pbh(_mm512_maskz_loadu_ps(simd_prefix(hi), b + 32 * full + 16),
-                                                 _mm512_maskz_loadu_ps(simd_prefix(lo), b + 32 * full)));
+    if (K > 32 * full) acc = _mm512_dpbf16_ps(acc, (__m512bh)_mm512_loadu_si512(a + full), pairs_at(b, full, K));
     out[j] = _mm512_reduce_add_ps(acc);
   }
 }
@@ -84,7 +77,7 @@ SIMD_TARGET static void dots_1(int N, int K, const __m512i *a, const float *B, i
  * each row of B read from memory once. a's rows are converted once. One row takes B's rows one at a
  * time; up to 8, 4 of them at a time converted as they are read; more, 4 of them converted once into a
  * buffer that meets every 4 rows of a while it is in the first-level cache. */
-SIMD_TARGET void cpu_gemv_bf16_dots(int M, int N, int K, const float *a, int lda, const float *B, int ldb, float *out,
+SIMD_TARGET void cpu_rows_bf16_dots(int M, int N, int K, const float *a, int lda, const float *B, int ldb, float *out,
                                     int ldo) {
   static _Thread_local void *buf;
   static _Thread_local size_t cap;

@@ -192,7 +192,7 @@ void cpu_sgemm_bf16(int ta, int tb, int M, int N, int K, float alpha, const floa
                     int ldb, float beta, float *C, int ldc);
 /* out[i ldo + j] = sum_k a[i lda + k] B[j ldb + k] (i < M, j < N, k < K) in bfloat16 pairs, each row of B
  * read once for all M rows (cpu_kern_bf16.c) */
-void cpu_gemv_bf16_dots(int M, int N, int K, const float *a, int lda, const float *B, int ldb, float *out, int ldo);
+void cpu_rows_bf16_dots(int M, int N, int K, const float *a, int lda, const float *B, int ldb, float *out, int ldo);
 int cpu_gemm_bf16_pairs(void);
 
 /* cpu_gemm.c: OpenBLAS's threads per rank; which GEMM runs the shapes where the own kernel

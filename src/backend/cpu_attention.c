@@ -7,7 +7,7 @@
  * Forward, per block of query rows: an online softmax over the key blocks keeps each row's running
  * maximum m and sum l of exp(s - m), rescales the row's output accumulator O by exp(m_old - m_new)
  * when the maximum grows, and adds P V; at the end y = O / l and lse = m + log l. In precision = bf16
- * the probabilities are normalised before they are rounded (as ref does): two passes, head_fwd_normalised.
+ * the probabilities are normalised before they are rounded (as ref does): two passes (head_fwd).
  * Backward, per block of key columns (outer) and the query blocks that see it (inner): P is
  * recomputed from the scores and lse, then dV_j += P^T dY_i, dP = dY_i V_j^T,
  * dS = P (dP - D_i) s with D_i = rowsum(dY_i * Y_i), dQ_i += dS K_j and dK_j += dS^T Q_i; dK_j and
@@ -66,57 +66,41 @@ static float online_row(float *sr, int valid, int nc, float *m, float *l) {
   return corr;
 }
 
-/* precision = bf16 (the products' operands rounded): the probabilities are rounded as ref rounds them,
- * normalised, so this form computes each block of query rows in two passes over its keys: the online
- * softmax's maximum and sum first (the scores' tiles thrown away), then each tile's P = exp(S - lse)
- * and O += P V. The scores are computed twice (attention's forward products 1.5 times). */
-static void head_fwd_normalised(const att_head_t *a, const float *q, const float *k, const float *v, float *y,
-                                float *lse, float *ws) {
-  const int hs = a->hs, ld = a->ld;
-  float *S = ws, *O = S + ATT_BLOCK * ATT_BLOCK, *m = O + ATT_BLOCK * hs, *l = m + ATT_BLOCK;
-  for (int i0 = 0; i0 < a->T; i0 += ATT_BLOCK) {
-    const int nr = min_int(ATT_BLOCK, a->T - i0);
-    for (int r = 0; r < nr; r++) m[r] = -INFINITY, l[r] = 0.0f;
-    for (int pass = 0; pass < 2; pass++) {
-      for (int j0 = 0; j0 < i0 + nr; j0 += ATT_BLOCK) {
-        const int nc = min_int(ATT_BLOCK, i0 + nr - j0);
-        // S (nr, nc) = s Q_i (nr, hs) K_j^T
-        cpu_gemm(0, 1, nr, nc, hs, a->s, q + (size_t)i0 * ld, ld, k + (size_t)j0 * ld, ld, 0.0f, S, ATT_BLOCK);
-        for (int r = 0; r < nr; r++) {
-          float *sr = S + (size_t)r * ATT_BLOCK;
-          const int valid = tile_valid(i0, r, j0, nc);
-          if (pass == 0) {
-            online_row(sr, valid, nc, &m[r], &l[r]);
-            continue;
-          }
-          for (int j = 0; j < nc; j++) sr[j] = j < valid ? cpu_expf(sr[j] - lse[i0 + r]) : 0.0f;
-        }
-        // O (nr, hs) += P (nr, nc) V_j (nc, hs), P normalised
-        if (pass == 1) cpu_gemm(0, 0, nr, hs, nc, 1.0f, S, ATT_BLOCK, v + (size_t)j0 * ld, ld, 1.0f, O, hs);
-      }
-      if (pass == 0) {
-        for (int r = 0; r < nr; r++) lse[i0 + r] = m[r] + logf(l[r]);
-        memset(O, 0, (size_t)nr * hs * sizeof *O);
-      }
-    }
-    for (int r = 0; r < nr; r++) memcpy(y + (size_t)(i0 + r) * a->C, O + (size_t)r * hs, (size_t)hs * sizeof *O);
-  }
+/* S (nr, nc) = s Q_i (nr, hs) K_j^T for the query block at i0 and the key block at j0 */
+static void score_tile(const att_head_t *a, const float *q, const float *k, int i0, int nr, int j0, int nc, float *S) {
+  cpu_gemm(0, 1, nr, nc, a->hs, a->s, q + (size_t)i0 * a->ld, a->ld, k + (size_t)j0 * a->ld, a->ld, 0.0f, S, ATT_BLOCK);
 }
 
+/* One sample and head. normalised (precision = bf16: the products' operands rounded) rounds the
+ * probabilities as ref does, normalised: each block of query rows then takes two passes over its keys,
+ * the online softmax's maximum and sum first (the score tiles thrown away, lse known after it), then
+ * each tile's P = exp(S - lse) and O += P V, so y = O; the scores are computed twice (the forward's
+ * products 1.5 times). Otherwise one pass, O rescaled as the maximum grows and y = O / l. */
 static void head_fwd(const att_head_t *a, const float *q, const float *k, const float *v, float *y, float *lse,
-                     float *ws) {
+                     float *ws, int normalised) {
   const int hs = a->hs, ld = a->ld;
   float *S = ws, *O = S + ATT_BLOCK * ATT_BLOCK, *m = O + ATT_BLOCK * hs, *l = m + ATT_BLOCK;
   for (int i0 = 0; i0 < a->T; i0 += ATT_BLOCK) {
     const int nr = min_int(ATT_BLOCK, a->T - i0);
     for (int r = 0; r < nr; r++) m[r] = -INFINITY, l[r] = 0.0f;
     memset(O, 0, (size_t)nr * hs * sizeof *O);
+    for (int j0 = 0; normalised && j0 < i0 + nr; j0 += ATT_BLOCK) { /* the first pass: statistics only */
+      const int nc = min_int(ATT_BLOCK, i0 + nr - j0);
+      score_tile(a, q, k, i0, nr, j0, nc, S);
+      for (int r = 0; r < nr; r++) online_row(S + (size_t)r * ATT_BLOCK, tile_valid(i0, r, j0, nc), nc, &m[r], &l[r]);
+    }
+    for (int r = 0; normalised && r < nr; r++) lse[i0 + r] = m[r] + logf(l[r]);
     for (int j0 = 0; j0 < i0 + nr; j0 += ATT_BLOCK) { /* key blocks at or left of the diagonal */
       const int nc = min_int(ATT_BLOCK, i0 + nr - j0);
-      // S (nr, nc) = s Q_i (nr, hs) K_j^T
-      cpu_gemm(0, 1, nr, nc, hs, a->s, q + (size_t)i0 * ld, ld, k + (size_t)j0 * ld, ld, 0.0f, S, ATT_BLOCK);
+      score_tile(a, q, k, i0, nr, j0, nc, S);
       for (int r = 0; r < nr; r++) {
-        const float corr = online_row(S + (size_t)r * ATT_BLOCK, tile_valid(i0, r, j0, nc), nc, &m[r], &l[r]);
+        float *sr = S + (size_t)r * ATT_BLOCK;
+        const int valid = tile_valid(i0, r, j0, nc);
+        if (normalised) {
+          for (int j = 0; j < nc; j++) sr[j] = j < valid ? cpu_expf(sr[j] - lse[i0 + r]) : 0.0f;
+          continue;
+        }
+        const float corr = online_row(sr, valid, nc, &m[r], &l[r]);
         if (corr != 1.0f)
           for (int c = 0; c < hs; c++) O[(size_t)r * hs + c] *= corr;
       }
@@ -124,9 +108,9 @@ static void head_fwd(const att_head_t *a, const float *q, const float *k, const 
       cpu_gemm(0, 0, nr, hs, nc, 1.0f, S, ATT_BLOCK, v + (size_t)j0 * ld, ld, 1.0f, O, hs);
     }
     for (int r = 0; r < nr; r++) {
-      const float inv = 1.0f / l[r];
+      const float inv = normalised ? 1.0f : 1.0f / l[r];
       for (int c = 0; c < hs; c++) y[(size_t)(i0 + r) * a->C + c] = O[(size_t)r * hs + c] * inv;
-      lse[i0 + r] = m[r] + logf(l[r]);
+      if (!normalised) lse[i0 + r] = m[r] + logf(l[r]);
     }
   }
 }
@@ -134,11 +118,12 @@ static void head_fwd(const att_head_t *a, const float *q, const float *k, const 
 void cpu_attention_fwd(int B, int T, int C, int H, const float *qkv, float *y, float *lse, float *ws, size_t ws_n) {
   const att_head_t a = {T, C / H, 3 * C, C, 1.0f / sqrtf((float)(C / H))};
   check_ws(T, a.hs, ws_n);
+  const int normalised = host_products_bf16();
   for (int b = 0; b < B; b++)
     for (int h = 0; h < H; h++) {
       const float *q = qkv + (size_t)b * T * a.ld + (size_t)h * a.hs;
       float *yh = y + (size_t)b * T * C + (size_t)h * a.hs, *lh = lse + ((size_t)b * H + h) * T;
-      (host_products_bf16() ? head_fwd_normalised : head_fwd)(&a, q, q + C, q + 2 * C, yh, lh, ws);
+      head_fwd(&a, q, q + C, q + 2 * C, yh, lh, ws, normalised);
     }
 }
 
@@ -165,7 +150,7 @@ static void tile_bwd(const att_head_t *a, const att_grads_t *g, int i0, int nr, 
                      float *P, float *dP, float *dQ, float *dK, float *dV) {
   const int hs = a->hs, ld = a->ld, C = a->C;
   // P (nr, nc) = exp(s Q_i K_j^T - lse_i), 0 above the diagonal
-  cpu_gemm(0, 1, nr, nc, hs, a->s, g->q + (size_t)i0 * ld, ld, g->k + (size_t)j0 * ld, ld, 0.0f, P, ATT_BLOCK);
+  score_tile(a, g->q, g->k, i0, nr, j0, nc, P);
   for (int r = 0; r < nr; r++) {
     float *pr = P + (size_t)r * ATT_BLOCK;
     const int valid = tile_valid(i0, r, j0, nc);

@@ -19,7 +19,6 @@
 #include <string.h>
 
 #include "backend/cpu_ops.h"
-#include "backend/host_mem.h"
 #include "core/error.h"
 
 /* Workspace pieces, in the order lowered_floats counts them, each 64-byte aligned. */

@@ -255,8 +255,9 @@ static void test_ops(void) {
   check_op("gemm_tn_rows M=70 N=90 K=2100", run_tn_rows, &g, (size_t)g.in * g.out, SAME_OPERANDS_TOL, FP32_APART);
   free(x), free(w), free(b);
 
-  /* "same" 3x3 convolutions at stride 1 and 2, which the cpu runs on its direct kernels (with bf16's
-   * operands rounded first: cpu_bf16.c), and one at stride 3, which it lowers to the bf16 GEMM;
+  /* "same" 3x3 convolutions at stride 1 and 2, which the cpu runs on its direct kernels (bf16's operands
+   * rounded as they are padded and packed: cpu_direct_kern.h), and one at stride 3, which it lowers to the
+   * bf16 GEMM;
    * the bias gradient is no product (as fp32's, through a fused ReLU's mask) */
   const int strides[] = {1, 2, 3};
   for (int si = 0; si < 3; si++) {

@@ -18,7 +18,7 @@ zoo_model() {
 
 zoo_run() {
   zr_name=$1; zr_deck=$2; shift 2
-  timeout 300 "$mpiexec" -n "${zoo_ranks:-1}" "$SURGE_TRAIN" "$top_src/inputs/$zr_deck" -D run.steps=10 -D run.print_every=10 \
-    -D train.global_batch=20 -D data.test_samples=40 -D run.overwrite=true -D "run.out_dir=$tap_tmp/$zr_name" "$@" \
-    >"$tap_tmp/$zr_name.txt" 2>&1
+  timeout 300 "$mpiexec" -n "${zoo_ranks:-1}" "$SURGE_TRAIN" "$top_src/inputs/$zr_deck" -D run.steps=10 \
+    -D run.print_every=10 -D train.global_batch=20 -D data.test_samples=40 -D run.overwrite=true \
+    -D "run.out_dir=$tap_tmp/$zr_name" "$@" >"$tap_tmp/$zr_name.txt" 2>&1
 }

@@ -13,8 +13,13 @@
  * kernel, and in bf16 (with AVX-512 BF16) the packed pairs against the dot products cpu_gemm gives
  * them instead.
  * The CPU's name and the load average are printed before and after: read the ratios, not the
- * rates, on a shared machine. */
+ * rates, on a shared machine. Before the table, the core's float multiply-add peak at each width
+ * (independent FMA chains, nothing loaded) with its best round, and each own kernel's share of it in
+ * the table: what the kernels leave to gain. */
 #include <cblas.h>
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#endif
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,6 +77,51 @@ static double now(void) {
   clock_gettime(CLOCK_MONOTONIC, &t);
   return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
+
+#if CPU_KERNELS_BUILT
+/* The float multiply-add peak of one core at a width: 12 independent chains of FMAs (more than the
+ * pipes times the latency on every x86 with FMA), nothing loaded or stored, for about 0.05 s;
+ * GFLOP/s with a multiply-add counted as 2. The chains' sum goes to a volatile so the loop stays. */
+static volatile float fma_sink;
+#define FMA_PEAK_CHAINS 12
+#define FMA_PEAK_BODY(vec, set1, fmadd, add, lanes)                                                            \
+  vec a[FMA_PEAK_CHAINS];                                                                                    \
+  const vec x = set1(0.999999f), y = set1(1e-6f);                                                            \
+  for (int c = 0; c < FMA_PEAK_CHAINS; c++) a[c] = set1((float)c);                                           \
+  const double t0 = now();                                                                                   \
+  long iters = 0;                                                                                            \
+  do {                                                                                                       \
+    for (int i = 0; i < 4096; i++) {                                                                         \
+      _Pragma("GCC unroll 12") for (int c = 0; c < FMA_PEAK_CHAINS; c++) a[c] = fmadd(a[c], x, y);           \
+    }                                                                                                        \
+    iters += 4096;                                                                                           \
+  } while (now() - t0 < 0.05);                                                                               \
+  const double t = now() - t0;                                                                               \
+  vec s = a[0];                                                                                              \
+  for (int c = 1; c < FMA_PEAK_CHAINS; c++) s = add(s, a[c]);                                                \
+  float v[lanes];                                                                                            \
+  memcpy(v, &s, sizeof v);                                                                                   \
+  fma_sink = v[0];                                                                                             \
+  return 2.0 * lanes * FMA_PEAK_CHAINS * (double)iters / t * 1e-9;
+
+__attribute__((target("avx512f"))) static double fma_peak_w16(void) {
+  FMA_PEAK_BODY(__m512, _mm512_set1_ps, _mm512_fmadd_ps, _mm512_add_ps, 16)
+}
+__attribute__((target("avx2,fma"))) static double fma_peak_w8(void) {
+  FMA_PEAK_BODY(__m256, _mm256_set1_ps, _mm256_fmadd_ps, _mm256_add_ps, 8)
+}
+
+/* The best of `rounds` measurements of fn (the peak is a ceiling: the best round is the one least
+ * disturbed by the machine's other work). */
+static double fma_peak(double (*fn)(void), int rounds) {
+  double best = 0.0;
+  for (int r = 0; r < rounds; r++) {
+    const double g = fn();
+    if (g > best) best = g;
+  }
+  return best;
+}
+#endif
 
 static int cmp_double(const void *a, const void *b) {
   const double x = *(const double *)a, y = *(const double *)b;
@@ -202,6 +252,15 @@ int main(int argc, char **argv) {
 #endif
   print_cpu();
   print_load("before");
+  double peak[4] = {0}; /* per method in fns: the FMA peak at its width (own w16, own w8), 0 where none */
+#if CPU_KERNELS_BUILT
+  const double peak16 = best >= BACKEND_SIMD_AVX512 ? fma_peak(fma_peak_w16, rounds) : 0.0;
+  const double peak8 = best >= BACKEND_SIMD_AVX2 ? fma_peak(fma_peak_w8, rounds) : 0.0;
+  if (peak16 > 0.0) printf("# float FMA peak at 16 floats (AVX-512F): %.1f GFLOP/s, best of %d\n", peak16, rounds);
+  if (peak8 > 0.0) printf("# float FMA peak at 8 floats (AVX2 + FMA): %.1f GFLOP/s, best of %d\n", peak8, rounds);
+  for (int f = 1; f < nfn; f++)
+    if (f != pairs) peak[f] = f == w16 ? peak16 : peak8;
+#endif
   printf("# 1 thread; GFLOP/s medians of %d alternating rounds of 0.05 s; ratio = own / blas%s\n", rounds,
          pairs > 0 ? "; bf16: precision = bf16's products (bfloat16 pairs), bf16/w16 against the own float kernel"
                    : "");
@@ -210,6 +269,8 @@ int main(int argc, char **argv) {
   for (int f = 1; f < nfn; f++)
     if (f != pairs) printf(" %9s", strcmp(names[f], "own w16") == 0 ? "w16/blas" : "w8/blas");
   if (pairs > 0 && w16 > 0) printf(" %9s", "bf16/w16");
+  for (int f = 1; f < nfn; f++)
+    if (peak[f] > 0.0) printf(" %9s", f == w16 ? "w16/peak" : "w8/peak");
   printf("\n");
   for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
     const shape_t *s = &shapes[i];
@@ -220,6 +281,8 @@ int main(int argc, char **argv) {
     for (int f = 1; f < nfn; f++)
       if (f != pairs) printf(" %8.2fx", med[f] / med[0]);
     if (pairs > 0 && w16 > 0) printf(" %8.2fx", med[pairs] / med[w16]);
+    for (int f = 1; f < nfn; f++)
+      if (peak[f] > 0.0) printf(" %9.2f", med[f] / peak[f]);
     printf("\n");
     fflush(stdout);
   }

@@ -49,9 +49,12 @@ grep -q 'simd: "sse9" is not an accepted value' "$tap_tmp/err.txt"
 tap_ok $? "bench_models names the refused width"
 
 run "bench_gemm, one round" "$bench/bench_gemm" 1
-grep -q '^gpt fc1 fwd .*[0-9.]*x$' "$out" && grep -q '^# CPU: ' "$out" && grep -q '^# load average after' "$out"
+grep -q '^gpt fc1 fwd .*[0-9]x\( \|$\)' "$out" && grep -q '^# CPU: ' "$out" && grep -q '^# load average after' "$out"
 tap_ok $? "bench_gemm prints the CPU, the load and a ratio per shape"
 if grep -q '\bavx2\b' /proc/cpuinfo && grep -q '\bfma\b' /proc/cpuinfo; then
+  grep -q '^# float FMA peak at 8 floats (AVX2 + FMA): [1-9][0-9.]* GFLOP/s' "$out" &&
+    grep -q '^gpt fc1 fwd .* 0\.[0-9][0-9] *$\|^gpt fc1 fwd .* [1-9]\.[0-9][0-9] *$' "$out"
+  tap_ok $? "bench_gemm measures the FMA peak and gives each own kernel's share of it"
   grep -q '^fp32 few rows  *\* *0  1  *16  *768  *256 .*[0-9.]*x$' "$out"
   tap_ok $? "bench_gemm puts fp32's few-row kernel against OpenBLAS, marking the shapes cpu_gemm gives it"
 fi

@@ -190,7 +190,7 @@ static void shape_medians(const shape_t *s, gemm_fn *fns, int nfn, int rounds, d
  * at the widest width against OpenBLAS and, at AVX-512, the own packed kernel: the two routes
  * cpu_gemm took before it (cpu_gemm_few_rows says where it runs now). */
 static void few_rows_fp32_table(int rounds, backend_simd_t best) {
-  static const int weights[][2] = {{256, 256}, {768, 256}, {1024, 256}, {256, 1024}}, rows[] = {2, 4, 8, 16, 32};
+  static const int weights[][2] = {{256, 256}, {768, 256}, {1024, 256}, {256, 1024}}, rows[] = {2, 3, 4, 8, 16, 32};
   gemm_fn fns[3] = {blas_gemm, best >= BACKEND_SIMD_AVX512 ? few_rows_w16 : few_rows_w8, cpu_sgemm_w16};
   const int nfn = best >= BACKEND_SIMD_AVX512 ? 3 : 2;
   printf("# fp32, a few rows times a weight stored (N, K): the few-row kernel (rows, at %s) against OpenBLAS%s; "

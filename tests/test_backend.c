@@ -1921,17 +1921,19 @@ static void test_epilogues(void) {
 /* The cpu backend's own packed SGEMM (cpu_gemm_kern.h; cpu_gemm routes to it at AVX-512 from 64^3
  * multiply-adds up, cpu_gemm_own) at shapes that are awkward for its tiles (AVX-512: 12 rows x 32
  * columns) and blocks (K in blocks of 256, rows of 240, columns of 2048): M, N, K past a block by 1
- * or by part of a tile; 2 rows; one column; K of 1000; every ta, tb; beta 0 (C's old NaN never
- * read) and 1; leading dimensions past the shape; alpha 1.3 (test_gemm). Against ref's double sums
- * at the GEMM tests' bound. Then its results depend on the shape alone: the same product from
- * operands copied one float further along gives the same bits. */
+ * or by part of a tile; 2 rows; one column; K of 1000; 4 rows that OpenBLAS keeps; every ta, tb;
+ * beta 0 (C's old NaN never read) and 1; leading dimensions past the shape; alpha 1.3 (test_gemm).
+ * Against ref's double sums at the GEMM tests' bound. Then its results depend on the shape alone:
+ * the same product from operands copied one float further along gives the same bits. */
 static void test_own_gemm(void) {
-  const int shapes[][3] = {{241, 47, 513}, {37, 2083, 30}, {300, 1, 1000}, {2, 200, 700}, {1000, 3, 100}, {64, 64, 64}};
+  /* M, N, K, whether the own kernel runs it at AVX-512 (4 x 256 x 256: OpenBLAS's small-matrix path) */
+  const int shapes[][4] = {{241, 47, 513, 1}, {37, 2083, 30, 1}, {300, 1, 1000, 1}, {2, 600, 700, 1},
+                           {1000, 3, 100, 1},  {64, 64, 64, 1},    {4, 256, 256, 0}};
   for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
     const int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
     const int own = cpu_gemm_own(M, N, K);
     if (!managed) /* the cpu backend under test */
-      tap_ok(own == (cpu_simd() == BACKEND_SIMD_AVX512), "gemm M=%d N=%d K=%d: %s", M, N, K,
+      tap_ok(own == (shapes[s][3] && cpu_simd() == BACKEND_SIMD_AVX512), "gemm M=%d N=%d K=%d: %s", M, N, K,
              own ? "the own packed kernel" : "OpenBLAS");
     for (int t = 0; t < 4; t++) {
       test_gemm(t >> 1, t & 1, M, N, K, 0.0f, 0, 1);
@@ -1960,14 +1962,18 @@ static void test_own_gemm(void) {
  * that leave partial blocks (rows not a multiple of 4, B's rows of the block's, K of the width) and
  * K below one vector; beta 0 (C's NaN never read) and 0.7 with leading dimensions past the shape.
  * Against ref's double sums at the GEMM tests' bound. At 2 and 3 rows it runs where the own packed
- * kernel would (AVX-512), from 4 rows wherever a kernel width is in use. */
+ * kernel would (AVX-512), from 4 rows wherever a kernel width is in use, never where OpenBLAS's
+ * small-matrix path wins (up to 4 rows, 1024 outputs and 2^20 multiply-adds: 3 x 130 x 700 and
+ * 4 x 256 x 256 here). */
 static void test_few_rows_gemm(void) {
-  const int shapes[][3] = {{2, 769, 300}, {3, 130, 700}, {4, 257, 300}, {5, 1030, 61},
-                           {8, 67, 999},  {13, 130, 160}, {16, 2000, 9}};
+  /* M, N, K, whether the kernel runs it at AVX-512, at AVX2 */
+  const int shapes[][5] = {{2, 769, 300, 1, 0}, {3, 130, 700, 0, 0}, {4, 257, 300, 1, 1}, {4, 256, 256, 0, 0},
+                           {5, 1030, 61, 1, 1}, {8, 67, 999, 1, 1},  {13, 130, 160, 1, 1}, {16, 2000, 9, 1, 1}};
   for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
     const int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
     if (!managed) {
-      const int want = cpu_simd() == BACKEND_SIMD_AVX512 || (cpu_simd() == BACKEND_SIMD_AVX2 && M >= 4);
+      const backend_simd_t w = cpu_simd();
+      const int want = w == BACKEND_SIMD_AVX512 ? shapes[s][3] : w == BACKEND_SIMD_AVX2 && shapes[s][4];
       tap_ok(cpu_gemm_few_rows(0, 1, M, N, K) == want && !cpu_gemm_few_rows(1, 1, M, N, K) &&
                  !cpu_gemm_few_rows(0, 0, M, N, K),
              "gemm M=%d N=%d K=%d at simd = %s: %s (never with A transposed or B stored (K, N))", M, N, K,

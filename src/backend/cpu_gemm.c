@@ -19,24 +19,34 @@ void cpu_set_threads(int nthreads) {
 
 void cpu_gemm_use(backend_gemm_t g) { gemm_mode = g; }
 
+/* Where OpenBLAS's small-matrix path (no packing) beats both own kernels: up to 4 rows, up to 1024
+ * outputs (M N) and under 2^20 multiply-adds. There it ran 59-104 GFLOP/s against the few-row kernel's
+ * 36-68 and the own packed kernel's 8-16; past 1024 outputs or 2^20 multiply-adds it fell to 12-19
+ * (bench/bench_gemm.c's fp32 few-row table: 2 to 4 rows times weights of 256 x 256 and 256 x 1024,
+ * B stored (N, K), on AMD EPYC Zen 5). */
+static int blas_small_path(int M, int N, int K) {
+  return M <= 4 && (double)M * N <= 1024.0 && (double)M * N * K < 1048576.0;
+}
+
 /* Whether the own kernel runs this product: single-threaded (it has no threads of its own), at
  * AVX-512 (this Zen 5 runs OpenBLAS 0.3.21's Haswell kernels, at half its FMA width; at AVX2 the
  * kernel is about level with those, bench/bench_gemm.c, so OpenBLAS stays), with at least 64^3
- * multiply-adds (below, OpenBLAS's small-matrix paths skip the packing and win) and more than one
- * row (one row is cpu_gemm's matrix-vector product). The route depends on the shape and the deck
- * alone, so results stay reproducible. */
+ * multiply-adds (below, OpenBLAS's small-matrix paths skip the packing and win; blas_small_path at a
+ * few rows above it) and more than one row (one row is cpu_gemm's matrix-vector product). The route
+ * depends on the shape and the deck alone, so results stay reproducible. */
 int cpu_gemm_own(int M, int N, int K) {
   return CPU_KERNELS_BUILT && gemm_mode == BACKEND_GEMM_AUTO && blas_threads == 1 &&
-         cpu_simd() == BACKEND_SIMD_AVX512 && M >= 2 && (double)M * N * K >= 262144.0;
+         cpu_simd() == BACKEND_SIMD_AVX512 && M >= 2 && (double)M * N * K >= 262144.0 && !blas_small_path(M, N, K);
 }
 
 /* Where the few-row kernel beats the route a product of up to CPU_FEW_ROWS rows times a weight would
  * take otherwise (bench/bench_gemm.c's fp32 few-row table): everywhere the own packed kernel would run
- * it, and from 4 rows on above 64^3 multiply-adds where OpenBLAS would (at 2 rows its own small path
- * wins on some shapes). */
+ * it, and from 4 rows on above 64^3 multiply-adds where OpenBLAS would, except where OpenBLAS's
+ * small-matrix path wins (blas_small_path). */
 int cpu_gemm_few_rows(int ta, int tb, int M, int N, int K) {
   if (!(CPU_KERNELS_BUILT && gemm_mode == BACKEND_GEMM_AUTO && blas_threads == 1 && cpu_simd() != BACKEND_SIMD_NONE &&
-        !ta && tb && M >= 2 && M <= CPU_FEW_ROWS))
+        !ta && tb && M >= 2 && M <= CPU_FEW_ROWS) ||
+      blas_small_path(M, N, K))
     return 0;
   return cpu_gemm_own(M, N, K) || (M >= 4 && (double)M * N * K > 262144.0);
 }

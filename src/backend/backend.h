@@ -416,7 +416,8 @@ typedef struct backend {
   void (*capture_begin)(int key, void (*gate)(void));
   void (*capture_end)(void);
   /* After an error that ends the calling thread only (an in-process background's): an open
-   * recording is dropped, nothing launched, and nothing of the process waits for it any more. */
+   * recording is dropped, nothing launched, nothing of the process waits for it any more, and the
+   * thread's kept graphs are freed. */
   void (*capture_abandon)(void);
 
   /* Timing the device's work without waiting for it (a foreground's slowdown feedback,

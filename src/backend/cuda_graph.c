@@ -84,23 +84,28 @@ static graph_slot_t *slot_of(int key) {
   return free_slot;
 }
 
-/* graph as the key's executable graph: updated in place when it has the same shape, else built. */
-static cudaGraphExec_t executable(graph_slot_t *s, cudaGraph_t graph) {
+/* graph as the key's executable graph in *exec: updated in place when it has the same shape, else
+ * built. An update that fails for another reason than the shape (an earlier launch's fault reported
+ * here) is that error; so is a failed build. */
+static cudaError_t executable(graph_slot_t *s, cudaGraph_t graph, cudaGraphExec_t *exec) {
   if (s && s->exec) {
     cudaGraphExecUpdateResultInfo info;
-    if (cudaGraphExecUpdate(s->exec, graph, &info) == cudaSuccess) {
+    const cudaError_t e = cudaGraphExecUpdate(s->exec, graph, &info);
+    if (e == cudaSuccess) {
       g.updated++;
-      return s->exec;
+      *exec = s->exec;
+      return e;
     }
-    (void)cudaGetLastError(); /* the failed update's error is not the next kernel's */
+    if (e != cudaErrorGraphExecUpdateFailure) return e;
+    (void)cudaGetLastError(); /* the refused update's error is not the next kernel's */
     cuda_check(cudaGraphExecDestroy(s->exec), "cudaGraphExecDestroy");
     s->exec = NULL;
   }
-  cudaGraphExec_t exec;
-  cuda_check(cudaGraphInstantiate(&exec, graph, 0), "cudaGraphInstantiate");
+  const cudaError_t e = cudaGraphInstantiate(exec, graph, 0);
+  if (e != cudaSuccess) return e;
   g.built++;
-  if (s) *s = (graph_slot_t){.key = g.key, .exec = exec};
-  return exec;
+  if (s) *s = (graph_slot_t){.key = g.key, .exec = *exec};
+  return e;
 }
 
 /* The recording as a graph, the gate, the launch. */
@@ -114,10 +119,15 @@ static void finish(void) {
                         "lost (hint: [multiplex] graphs = off in the background's deck, and report the run)", g.key,
                         cudaGetErrorString(e), cudaGetErrorName(e));
   size_t nodes = 0;
-  cuda_check(cudaGraphGetNodes(graph, NULL, &nodes), "cudaGraphGetNodes");
-  graph_slot_t *s = nodes ? slot_of(g.key) : NULL;
-  cudaGraphExec_t exec = nodes ? executable(s, graph) : NULL;
-  cuda_check(cudaGraphDestroy(graph), "cudaGraphDestroy");
+  graph_slot_t *s = NULL;
+  cudaGraphExec_t exec = NULL;
+  e = cudaGraphGetNodes(graph, NULL, &nodes);
+  if (e == cudaSuccess && nodes) e = executable(s = slot_of(g.key), graph, &exec);
+  (void)cudaGraphDestroy(graph); /* the executable graph is a copy */
+  if (e != cudaSuccess)
+    surge_runtime_error("cuda: making a background's piece (place %d) an executable graph failed: %s (%s) "
+                        "(hint: [multiplex] graphs = off in the background's deck, and report the run)", g.key,
+                        cudaGetErrorString(e), cudaGetErrorName(e));
   if (g.gate) g.gate(); /* may synchronize: the recording has ended */
   if (!exec) return;
   cuda_check(cudaGraphLaunch(exec, cuda_stream()), "cudaGraphLaunch");
@@ -135,13 +145,28 @@ void cuda_capture_leave(void) {
   finish();
 }
 
+/* The kept executable graphs destroyed (one still running is freed once it has run); the first
+ * error, or success. */
+static cudaError_t drop_slots(void) {
+  cudaError_t first = cudaSuccess;
+  for (int i = 0; i < GRAPH_KEYS; i++)
+    if (g.slot[i].exec) {
+      const cudaError_t e = cudaGraphExecDestroy(g.slot[i].exec);
+      if (first == cudaSuccess) first = e;
+      g.slot[i].exec = NULL;
+    }
+  return first;
+}
+
 void cuda_capture_abandon(void) {
-  if (!g.recording) return;
-  g.recording = 0;
-  cudaGraph_t graph;
-  if (cudaStreamEndCapture(cuda_stream(), &graph) == cudaSuccess) cudaGraphDestroy(graph);
+  if (g.recording) {
+    g.recording = 0;
+    cudaGraph_t graph;
+    if (cudaStreamEndCapture(cuda_stream(), &graph) == cudaSuccess) cudaGraphDestroy(graph);
+    pthread_rwlock_unlock(&device_calls);
+  }
+  (void)drop_slots(); /* the thread ends: its graphs are not launched again */
   (void)cudaGetLastError();
-  pthread_rwlock_unlock(&device_calls);
 }
 
 void cuda_capture_counts(backend_context_t *c) {
@@ -153,7 +178,6 @@ void cuda_capture_counts(backend_context_t *c) {
 
 void cuda_capture_close(void) {
   cuda_capture_leave();
-  for (int i = 0; i < GRAPH_KEYS; i++)
-    if (g.slot[i].exec) cuda_check(cudaGraphExecDestroy(g.slot[i].exec), "cudaGraphExecDestroy");
+  cuda_check(drop_slots(), "cudaGraphExecDestroy");
   memset(&g, 0, sizeof g);
 }

@@ -216,6 +216,9 @@ static void allreduce_any(comm_t *c, float *buf, size_t n, MPI_Op op, int bucket
   double start = surge_now();
   if (!comm_dev_owns(c, buf)) {
     allreduce_host(c, buf, n, op, buckets, api_call);
+  } else if (c->size == 1) {
+    /* the sum of one rank's values: nothing to move (staging would copy and wait on the device, which a
+     * background recording its piece as a graph must not) */
   } else if (comm_dev_nccl(c)) {
     comm_dev_allreduce(c, buf, n, op);
   } else {
@@ -311,6 +314,8 @@ void comm_bcast(comm_t *c, void *buf, size_t bytes, int root, traffic_t t) {
   double start = surge_now();
   if (!comm_dev_owns(c, buf)) {
     bcast_host(c, buf, bytes, root);
+  } else if (c->size == 1) {
+    /* the root's own bytes: nothing to move, as allreduce_any */
   } else if (comm_dev_nccl(c)) {
     comm_dev_bcast(c, buf, bytes, root);
   } else { /* staged: the root sends its bytes, the others receive theirs into the host copy */

@@ -102,6 +102,19 @@ static void test_rounding(void) {
     same = same && (isnan(want) ? isnan(y[i]) : memcmp(&want, &y[i], sizeof want) == 0);
   }
   tap_ok(same, "cpu_round_bf16 gives bf16_round's bits (%d values: the cases, NaNs, 80 binades)", (int)N);
+  /* the kernels' form in registers (vf_round_bf16: the convolutions' planes, the packed strips), at
+   * each width this CPU runs, over the same values and a tail of N % W */
+  for (int w = 0; w < 2; w++) {
+    if (cpu_simd_best() < (w == 0 ? BACKEND_SIMD_AVX512 : BACKEND_SIMD_AVX2)) continue;
+    memset(y, 0, sizeof y);
+    (w == 0 ? cpu_round_bf16_w16 : cpu_round_bf16_w8)(x, y, N);
+    same = 1;
+    for (int i = 0; i < N; i++) {
+      const float want = bf16_round(x[i]);
+      same = same && (isnan(want) ? isnan(y[i]) : memcmp(&want, &y[i], sizeof want) == 0);
+    }
+    tap_ok(same, "cpu_round_bf16_w%d gives bf16_round's bits (the same %d values)", w == 0 ? 16 : 8, (int)N);
+  }
 #endif
 }
 

@@ -32,7 +32,7 @@
  * like img) is not NULL, a value is copied only where relu_y > 0, else 0 (a fused ReLU's backward).
  * Where sums is not NULL, sums[c] += the sum of plane c as copied, in double lanes (the bias
  * gradient of dy, from the values in registers rather than a second read of dy and relu_y). With
- * round (precision = bf16), each plane is then rounded to bfloat16 values while it is in cache: the
+ * round (precision = bf16), the values stored are rounded to bfloat16 values in registers: the
  * products' operands (the sums above are of the values before). */
 SIMD_TARGET static void pad_planes(const padded_t *g, const uint32_t *chunk, int n, const float *img,
                                    const float *relu_y, float *xp, double *sums, int round) {
@@ -51,7 +51,7 @@ SIMD_TARGET static void pad_planes(const padded_t *g, const uint32_t *chunk, int
         y += chunk[i] >> 16;
       }
       src += chunk[i] >> 16;
-      vf_store(dst + i * VL, v);
+      vf_store(dst + i * VL, round ? vf_round_bf16(v) : v);
       if (sums) {
         lo = vd_add(lo, vd_lo(v));
         hi = vd_add(hi, vd_hi(v));
@@ -63,7 +63,6 @@ SIMD_TARGET static void pad_planes(const padded_t *g, const uint32_t *chunk, int
       vd_storeu(lane + VL / 2, hi);
       sums[c] += cpu_lanes_total(lane);
     }
-    if (round) cpu_round_bf16(dst, dst, g->plane);
   }
 }
 
@@ -304,8 +303,8 @@ SIMD_INLINE vf load_in_row(const float *row, int x0, int W) {
 /* qp (ph*ph planes per channel, qplane floats apart) = the n channels (H, W) of img split into
  * stride 2's phases: phase (a, b)'s row i, column j is padded pixel (2i + a, 2j + b), i.e. image
  * pixel (2i + a - p, 2j + b - p); zero outside the image and in each plane's slack. VL columns at
- * a time from the 2 VL image pixels they come from, every other one kept. With round, each plane
- * is then rounded to bfloat16 values, as pad_planes does. */
+ * a time from the 2 VL image pixels they come from, every other one kept. With round, the values
+ * stored are rounded to bfloat16 values, as pad_planes does. */
 SIMD_TARGET static void phase_planes(const dgeom_t *g, int n, const float *img, float *qp, int round) {
   const int H = g->x.H, W = g->x.W, rows = g->OH + g->p;
   for (int c = 0; c < n; c++)
@@ -318,11 +317,10 @@ SIMD_TARGET static void phase_planes(const dgeom_t *g, int n, const float *img, 
           for (int j0 = 0; j0 < g->Wq; j0 += VL) {
             const int x0 = 2 * j0 + b - g->p;
             const vf v = row ? vf_even(load_in_row(row, x0, W), load_in_row(row, x0 + VL, W)) : vf_zero();
-            vf_storeu_n(dst + (size_t)i * g->Wq + j0, g->Wq - j0 < VL ? g->Wq - j0 : VL, v);
+            vf_storeu_n(dst + (size_t)i * g->Wq + j0, g->Wq - j0 < VL ? g->Wq - j0 : VL, round ? vf_round_bf16(v) : v);
           }
         }
         for (size_t q = (size_t)rows * g->Wq; q < g->qplane; q++) dst[q] = 0.0f;
-        if (round) cpu_round_bf16(dst, dst, g->qplane);
       }
 }
 

@@ -14,7 +14,7 @@
  * alone, never on alignment or on what ran before.
  *
  * precision = bf16 (backend.h): the operands rounded to bfloat16, the sums in float. Two forms:
- *  - cpu_sgemm_round_wW: the packed strips rounded in place (cpu_round_bf16), then the float
+ *  - cpu_sgemm_round_wW: the packed strips rounded in place (cpu_round_bf16_wW), then the float
  *    tile: products of bfloat16 values are exact in float, so only the operands change. Every width.
  *  - cpu_sgemm_bf16 (GK_PAIRS, cpu_kern_bf16.c, AVX-512 BF16): each strip converted in place to
  *    pairs of k, (k, k+1) of a row or column in one 32-bit word (the odd k's partner 0), and the
@@ -144,6 +144,15 @@ SIMD_INLINE void gk_pairs(float *p, int strips, int kc, const int S) {
 }
 #endif
 
+#if !GK_PAIRS
+/* y = x rounded to bfloat16 values in registers (vf_round_bf16: bf16_round's bits), any n */
+SIMD_TARGET void SIMD_NAME(cpu_round_bf16)(const float *x, float *y, size_t n) {
+  size_t i = 0;
+  for (; i + SIMD_W <= n; i += SIMD_W) vf_storeu(y + i, vf_round_bf16(vf_loadu(x + i)));
+  if (i < n) vf_storeu_n(y + i, (int)(n - i), vf_round_bf16(vf_loadu_n(x + i, (int)(n - i))));
+}
+#endif
+
 /* The packed strips as the tile reads them: as packed (float), rounded, or in bfloat16 pairs. */
 SIMD_INLINE void gk_prepare(float *p, int nx, int kc, const int S, const int bf16) {
   const int strips = (nx + S - 1) / S;
@@ -151,7 +160,7 @@ SIMD_INLINE void gk_prepare(float *p, int nx, int kc, const int S, const int bf1
   (void)bf16;
   gk_pairs(p, strips, kc, S);
 #else
-  if (bf16) cpu_round_bf16(p, p, (size_t)strips * kc * S);
+  if (bf16) SIMD_NAME(cpu_round_bf16)(p, p, (size_t)strips * kc * S);
 #endif
 }
 

@@ -169,8 +169,9 @@ const char *cpu_simd_name(backend_simd_t w);
 /* The kernels at 16 floats (AVX-512F) and 8 (AVX2 + FMA), cpu_kern_w16.c and cpu_kern_w8.c: the
  * 2x2 stride-2 max-pool (cpu_pool_kern.h; H/2 x W/2 outputs a plane), the unpacked linear
  * forward's tiles (cpu_linear_kern.h: Y (M,N) = Xt^T W^T + b from Xt (K, Mp), Mp >= M a multiple
- * of 16), the packed SGEMM (cpu_gemm_kern.h: cblas_sgemm's row-major contract, M, N, K >= 1) and
- * the product of a few rows (cpu_rows_kern.h: C (M,N) = alpha A B^T + beta C, B stored (N, K)). */
+ * of 16), the packed SGEMM (cpu_gemm_kern.h: cblas_sgemm's row-major contract, M, N, K >= 1), its
+ * rounding to bfloat16 values (as cpu_round_bf16, in registers) and the product of a few rows
+ * (cpu_rows_kern.h: C (M,N) = alpha A B^T + beta C, B stored (N, K)). */
 #define CPU_WIDTH_KERNELS(W)                                                                                  \
   void cpu_maxpool_2x2_w##W(int P, int H, int Wd, const float *restrict x, float *restrict y,              \
                             float *restrict argmax);                                                        \
@@ -181,7 +182,8 @@ const char *cpu_simd_name(backend_simd_t w);
   void cpu_sgemm_round_w##W(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,      \
                             const float *B, int ldb, float beta, float *C, int ldc);                        \
   void cpu_gemm_rows_w##W(int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb, \
-                          float beta, float *C, int ldc);
+                          float beta, float *C, int ldc);                                                   \
+  void cpu_round_bf16_w##W(const float *x, float *y, size_t n);
 CPU_WIDTH_KERNELS(16)
 CPU_WIDTH_KERNELS(8)
 #undef CPU_WIDTH_KERNELS

@@ -51,6 +51,11 @@ SIMD_INLINE vm vf_gt(vf a, vf b) { return _mm512_cmp_ps_mask(a, b, _CMP_GT_OQ); 
 SIMD_INLINE vf vf_keep(vm m, vf v) { return _mm512_maskz_mov_ps(m, v); }
 SIMD_INLINE vf vf_pick(vm m, vf if_clear, vf if_set) { return _mm512_mask_blend_ps(m, if_clear, if_set); }
 SIMD_INLINE vi vi_pick(vm m, vi if_clear, vi if_set) { return _mm512_mask_blend_epi32(m, if_clear, if_set); }
+SIMD_INLINE vm vf_unordered(vf v) { return _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q); } /* NaN lanes */
+SIMD_INLINE vi vi_of_bits(vf v) { return _mm512_castps_si512(v); }
+SIMD_INLINE vf vf_of_bits(vi v) { return _mm512_castsi512_ps(v); }
+SIMD_INLINE vi vi_and(vi a, vi b) { return _mm512_and_si512(a, b); }
+SIMD_INLINE vi vi_or(vi a, vi b) { return _mm512_or_si512(a, b); }
 SIMD_INLINE vi vi_even_lanes(void) { /* 0, 2, 4, ... */
   return _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
 }
@@ -131,6 +136,11 @@ SIMD_INLINE vf vf_pick(vm m, vf if_clear, vf if_set) { return _mm256_blendv_ps(i
 SIMD_INLINE vi vi_pick(vm m, vi if_clear, vi if_set) {
   return _mm256_castps_si256(_mm256_blendv_ps(_mm256_castsi256_ps(if_clear), _mm256_castsi256_ps(if_set), m));
 }
+SIMD_INLINE vm vf_unordered(vf v) { return _mm256_cmp_ps(v, v, _CMP_UNORD_Q); } /* NaN lanes */
+SIMD_INLINE vi vi_of_bits(vf v) { return _mm256_castps_si256(v); }
+SIMD_INLINE vf vf_of_bits(vi v) { return _mm256_castsi256_ps(v); }
+SIMD_INLINE vi vi_and(vi a, vi b) { return _mm256_and_si256(a, b); }
+SIMD_INLINE vi vi_or(vi a, vi b) { return _mm256_or_si256(a, b); }
 SIMD_INLINE vi vi_even_lanes(void) { return _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14); }
 /* within 128-bit lanes, then the 64-bit quarters reordered (a's two halves first) */
 SIMD_INLINE vf vf_even(vf a, vf b) {
@@ -188,6 +198,15 @@ SIMD_INLINE vf vf_pair_sums(vf x, vf y) { return vf_add(vf_even(x, y), vf_odd(x,
 SIMD_INLINE vi vi_set1(int a) { return SIMD_OP(set1_epi32)(a); }
 SIMD_INLINE vi vi_add(vi a, vi b) { return SIMD_OP(add_epi32)(a, b); }
 SIMD_INLINE vf vf_of_vi(vi a) { return SIMD_OP(cvtepi32_ps)(a); }
+SIMD_INLINE vi vi_shr16(vi a) { return SIMD_OP(srli_epi32)(a, 16); }
+/* v's lanes rounded to the nearest bfloat16 values, as core/bf16.h's bf16_round: to nearest, ties to
+ * even, past the largest to infinity; a NaN stays a quiet NaN */
+SIMD_INLINE vf vf_round_bf16(vf v) {
+  const vi u = vi_of_bits(v), top = vi_set1((int)0xffff0000u);
+  const vi nearest = vi_and(vi_add(vi_add(u, vi_set1(0x7fff)), vi_and(vi_shr16(u), vi_set1(1))), top);
+  const vi quiet = vi_and(vi_or(u, vi_set1(0x00400000)), top);
+  return vf_of_bits(vi_pick(vf_unordered(v), nearest, quiet));
+}
 SIMD_INLINE vd vd_zero(void) { return SIMD_OP(setzero_pd)(); }
 SIMD_INLINE vd vd_add(vd a, vd b) { return SIMD_OP(add_pd)(a, b); }
 SIMD_INLINE vd vd_load(const double *p) { return SIMD_OP(load_pd)(p); }

@@ -49,3 +49,4 @@ EXTRA_DIST += tools/fuzz.sh tools/sanitize.sh
 EXTRA_DIST += fuzz/regressions/log/events-text-length-4gib.h5 fuzz/regressions/log/chunk-smaller-than-its-chunks.h5
 EXTRA_DIST += fuzz/regressions/profile/median-stores-less-than-its-shape.h5
 EXTRA_DIST += fuzz/regressions/sim/integer-precision-993-bits-in-4-bytes.h5 fuzz/regressions/sim/integer-offset-8192-bits-in-4-bytes.h5
+EXTRA_DIST += fuzz/regressions/checkpoint/chunk-index-past-its-extent.h5

@@ -2,7 +2,8 @@
  * being done, the HDF5 path, HDF5's own reason and the hint; the checker's policy decides between
  * an input error (exit 2), a runtime error (exit 1) and recording the first failure. Also the
  * helpers the log's reader and writer share: h5util_exists, the f64 attributes and the check of a
- * file's number types (the crafted layouts themselves: fuzz/regressions, tests/test_sim_report.sh). */
+ * file's number types (the crafted layouts themselves: fuzz/regressions, tests/test_sim_report.sh) and
+ * of a dataset's chunk index. */
 #include <hdf5.h>
 #include <math.h>
 #include <stdio.h>
@@ -97,12 +98,49 @@ static void test_number_types(void) {
   H5Tclose(moved);
 }
 
+/* The chunk index of a crafted checkpoint (fuzz/regressions/checkpoint: 10 chunks listed for a
+ * dataset of one, at offsets outside it, on which HDF5's Fletcher32 filter read past its buffer) is
+ * refused with what is wrong; the file's sound datasets, and a contiguous one, pass. */
+static void test_chunk_index(void) {
+  const char *top = getenv("SURGE_TOP_SRCDIR");
+  char path[512], why[256] = "";
+  snprintf(path, sizeof path, "%s/fuzz/regressions/checkpoint/chunk-index-past-its-extent.h5", top ? top : ".");
+  h5util_quiet_t q = h5util_quiet_begin();
+  hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+  hid_t bad = f < 0 ? -1 : H5Dopen2(f, "/optim/v/fc2.weight", H5P_DEFAULT);
+  hid_t good = f < 0 ? -1 : H5Dopen2(f, "/params/fc1.weight", H5P_DEFAULT);
+  const int rb = bad < 0 ? -2 : h5util_chunk_index_sane(bad, 4, why, sizeof why);
+  tap_ok(rb == 0 && strstr(why, "lists 10 chunks, more than the 1") != NULL,
+         "chunk index: a damaged one is refused (%d: %s)", rb, why);
+  char unused[256];
+  const int rg = good < 0 ? -2 : h5util_chunk_index_sane(good, 4, unused, sizeof unused);
+  tap_ok(rg == 1, "chunk index: the same file's sound dataset passes (%d)", rg);
+  if (bad >= 0) H5Dclose(bad);
+  if (good >= 0) H5Dclose(good);
+  if (f >= 0) H5Fclose(f);
+  snprintf(path, sizeof path, "%s/c.h5", dir);
+  f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  hsize_t n = 8;
+  hid_t space = H5Screate_simple(1, &n, NULL);
+  hid_t d = H5Dcreate2(f, "contiguous", H5T_NATIVE_FLOAT, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+  const float v[8] = {0};
+  H5Dwrite(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, v);
+  tap_ok(h5util_chunk_index_sane(d, 4, unused, sizeof unused) == 1, "chunk index: a contiguous dataset passes");
+  tap_ok(h5util_chunk_index_sane(-1, 4, unused, sizeof unused) == -1, "chunk index: no dataset says -1");
+  H5Dclose(d);
+  H5Sclose(space);
+  H5Fclose(f);
+  unlink(path);
+  h5util_quiet_end(q);
+}
+
 int main(void) {
   snprintf(dir, sizeof dir, "/tmp/surge-h5util.XXXXXX");
   if (!mkdtemp(dir)) return 99;
   test_policies();
   test_helpers();
   test_number_types();
+  test_chunk_index();
   rmdir(dir);
   return tap_done();
 }

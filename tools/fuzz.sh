@@ -107,16 +107,18 @@ for h in deck sweep checkpoint log plan profile tok sim graph deeppool weights; 
 done
 rm -rf "$seeds"/run* "$seeds/tiny.deck" "$bd"
 
-# ---- run: each harness in chunks of at most $chunk seconds, a fresh process each, which starts from
-# the corpus the last one left. A reader stopped by an input error leaves what it had allocated (the
-# programs exit there), about 8 KB per input for the deck parser: a new process frees it. A finding
+# ---- run: each harness in chunks of at most $chunk seconds and $chunk_runs inputs, a fresh process
+# each, which starts from the corpus the last one left. A reader stopped by an input error leaves what
+# it had allocated (the programs exit there), about 14 KB per input for the deck parser: a new process
+# frees it. Bounded by time alone, a fast machine's chunk outgrew the memory limit (the deck harness:
+# 200000 inputs in 30 s, 3.1 GB, stopped as out of memory with an input that passes alone). A finding
 # ends its chunk; the next goes on, so a run always lasts its time and reports every finding, each
 # under the innermost stack frame that names a source file of Surge. One whose stack passes through
 # HDF5's library below that frame is counted apart, as inside HDF5: a crash in the library while it
 # parses a crafted file's own metadata, before Surge can check anything (HDF5's to fix; the finding
 # is reported and its input kept, but it does not fail the run). The exit status is 1 for findings
 # in Surge.
-chunk=${SURGE_FUZZ_CHUNK:-30}
+chunk=${SURGE_FUZZ_CHUNK:-30} chunk_runs=${SURGE_FUZZ_CHUNK_RUNS:-100000}
 findings=0 hdf5_total=0
 mkdir -p fuzz-corpus fuzz-findings
 for h in $harnesses; do
@@ -128,8 +130,8 @@ for h in $harnesses; do
     began=$(date +%s)
     # a single allocation may be large (HDF5 sizes some buffers by what a file says, without touching
     # them: malloc_limit_mb), memory really used may not (rss_limit_mb)
-    "fuzz/fuzz_$h" -max_total_time="$t" -print_final_stats=1 -timeout=20 -rss_limit_mb=3072 -malloc_limit_mb=16384 \
-      -max_len=262144 \
+    "fuzz/fuzz_$h" -max_total_time="$t" -runs="$chunk_runs" -print_final_stats=1 -timeout=20 -rss_limit_mb=3072 \
+      -malloc_limit_mb=16384 -max_len=262144 \
       -artifact_prefix="fuzz-findings/$h-" "fuzz-corpus/$h" "$seeds/$h" >"fuzz-$h.part" 2>&1
     if [ $? != 0 ]; then
       # the report's stack (libFuzzer's lines before it name functions too): its innermost frame in

@@ -141,6 +141,55 @@ int h5util_chunks_whole(hid_t d, int ndims, const hsize_t *dims, size_t type_byt
   return 1;
 }
 
+int h5util_chunk_index_sane(hid_t d, unsigned long long min_bytes, char *why, size_t why_len) {
+  hid_t dcpl = H5Dget_create_plist(d), space = H5Dget_space(d), file = H5Iget_file_id(d);
+  hsize_t dims[H5S_MAX_RANK], chunk[H5S_MAX_RANK], file_bytes = 0, entries = 0;
+  int ndims = space < 0 ? -1 : H5Sget_simple_extent_ndims(space), rc = 1;
+  if (dcpl < 0 || ndims < 0 || ndims > H5S_MAX_RANK || file < 0 || H5Fget_filesize(file, &file_bytes) < 0)
+    rc = -1;
+  else if (H5Pget_layout(dcpl) == H5D_CHUNKED) {
+    if (H5Sget_simple_extent_dims(space, dims, NULL) < 0 || H5Pget_chunk(dcpl, ndims, chunk) < 0 ||
+        H5Dget_num_chunks(d, space, &entries) < 0)
+      rc = -1;
+    double most = 1.0; /* chunks the extent holds */
+    for (int k = 0; rc > 0 && k < ndims; k++) {
+      if (chunk[k] == 0) rc = -1;
+      else most *= (double)((dims[k] + chunk[k] - 1) / chunk[k]);
+    }
+    if (rc > 0 && (double)entries > most) {
+      snprintf(why, why_len, "its chunk index lists %llu chunks, more than the %.0f its extent holds",
+               (unsigned long long)entries, most);
+      rc = 0;
+    }
+    for (hsize_t i = 0; rc > 0 && i < entries; i++) {
+      hsize_t at[H5S_MAX_RANK], size = 0;
+      unsigned mask;
+      haddr_t addr;
+      if (H5Dget_chunk_info(d, space, i, at, &mask, &addr, &size) < 0) {
+        rc = -1;
+        break;
+      }
+      for (int k = 0; rc > 0 && k < ndims; k++)
+        if (at[k] >= dims[k] || at[k] % chunk[k] != 0) {
+          snprintf(why, why_len, "chunk %llu of its index lies at %llu in dimension %d, not at a chunk's corner "
+                   "inside its extent %llu", (unsigned long long)i, (unsigned long long)at[k], k,
+                   (unsigned long long)dims[k]);
+          rc = 0;
+        }
+      if (rc > 0 && addr != HADDR_UNDEF && (size < min_bytes || size > file_bytes || addr > file_bytes - size)) {
+        snprintf(why, why_len, "chunk %llu of its index claims %llu bytes at byte %llu of a %llu-byte file (at "
+                 "least %llu, inside the file)", (unsigned long long)i, (unsigned long long)size,
+                 (unsigned long long)addr, (unsigned long long)file_bytes, min_bytes);
+        rc = 0;
+      }
+    }
+  }
+  if (dcpl >= 0) H5Pclose(dcpl);
+  if (space >= 0) H5Sclose(space);
+  if (file >= 0) H5Fclose(file);
+  return rc;
+}
+
 hid_t h5util_string_type(size_t len, H5T_cset_t cset) {
   hid_t type = H5Tcopy(H5T_C_S1);
   if (type < 0) return -1;

@@ -100,12 +100,66 @@ SIMD_INLINE void gk_pack(const float *X, int ld, int k_major, int x0, int nx, in
   }
 }
 
+#if GK_PAIRS
+/* 32 values of x from k = 32 v on (of K), as bfloat16 pairs in natural order (VCVTNE2PS2BF16 puts its
+ * second operand's 16 in the low half, so VDPBF16PS pairs k and k + 1 of each); zeros past K */
+SIMD_INLINE __m512bh pairs_at(const float *x, int v, int K) {
+  const int n = K - 32 * v;
+  if (n >= 32) return _mm512_cvtne2ps_pbh(vf_loadu(x + 32 * v + 16), vf_loadu(x + 32 * v));
+  const int lo = n < 16 ? n : 16, hi = n < 16 ? 0 : n - 16;
+  return _mm512_cvtne2ps_pbh(_mm512_maskz_loadu_ps(simd_prefix(hi), x + 32 * v + 16),
+                             _mm512_maskz_loadu_ps(simd_prefix(lo), x + 32 * v));
+}
+
+/* gk_pack's strips of an x-major X straight in bfloat16 pairs (gk_pairs' layout) in one pass: per 16
+ * of a strip's x and 32 of k, each x's 32 values converted to 16 pair words (pairs_at), the 16 x 16
+ * words transposed (moves only: a word's bits are kept), and pair row kp's words stored at p + kp S. */
+SIMD_INLINE void gk_pack_pairs_xmajor(const float *X, int ld, int x0, int nx, int k0, int kc, float *p,
+                                      const int S) {
+  const int pairs = (kc + 1) / 2;
+  for (int t = 0; t < nx; t += S) {
+    float *restrict q = p + (size_t)t * kc;
+    for (int r0 = 0; r0 < S; r0 += SIMD_W) {
+      const int w = S - r0 < SIMD_W ? S - r0 : SIMD_W, n = nx - t - r0; /* words stored; rows of X left */
+      for (int v = 0; v * 32 < kc; v++) {
+        vf r[SIMD_W];
+#pragma GCC unroll 16
+        for (int i = 0; i < SIMD_W; i++)
+          r[i] = i < n && i < w ? (vf)pairs_at(X + (size_t)(x0 + t + r0 + i) * ld + k0, v, kc) : vf_zero();
+        vf_transpose(r);
+        const int rows = pairs - 16 * v; /* pair rows of this block: SIMD_W, or fewer in the last */
+#pragma GCC unroll 16
+        for (int i = 0; i < SIMD_W; i++) { /* unrolled whole, so r stays in registers */
+          float *dst = q + (size_t)(16 * v + i) * S + r0;
+          if (i >= rows) break;
+          if (w == SIMD_W) vf_storeu(dst, r[i]);
+          else vf_storeu_n(dst, w, r[i]);
+        }
+      }
+    }
+  }
+}
+#endif
+
 /* op(A)'s rows i0.. (mc) and k0.. (kc) into MR-row strips; op(B)'s k0.. (kc) and columns j0.. (nc) into
- * NR-column strips. */
+ * NR-column strips. In bfloat16 pairs (GK_PAIRS) an x-major operand (A as stored, B transposed) is
+ * packed and converted in one pass; a k-major one is packed, then converted (gk_prepare). */
 SIMD_TARGET static void gk_pack_a(int ta, const float *A, int lda, int i0, int mc, int k0, int kc, float *ap) {
+#if GK_PAIRS
+  if (!ta) {
+    gk_pack_pairs_xmajor(A, lda, i0, mc, k0, kc, ap, GK_MR);
+    return;
+  }
+#endif
   gk_pack(A, lda, ta, i0, mc, k0, kc, ap, GK_MR);
 }
 SIMD_TARGET static void gk_pack_b(int tb, const float *B, int ldb, int k0, int kc, int j0, int nc, float *bp) {
+#if GK_PAIRS
+  if (tb) {
+    gk_pack_pairs_xmajor(B, ldb, j0, nc, k0, kc, bp, GK_NR);
+    return;
+  }
+#endif
   gk_pack(B, ldb, !tb, j0, nc, k0, kc, bp, GK_NR);
 }
 
@@ -153,13 +207,15 @@ SIMD_TARGET void SIMD_NAME(cpu_round_bf16)(const float *x, float *y, size_t n) {
 }
 #endif
 
-/* The packed strips as the tile reads them: as packed (float), rounded, or in bfloat16 pairs. */
-SIMD_INLINE void gk_prepare(float *p, int nx, int kc, const int S, const int bf16) {
+/* The packed strips as the tile reads them: as packed (float), rounded, or in bfloat16 pairs (those
+ * of an x-major operand already are: `packed_pairs`). */
+SIMD_INLINE void gk_prepare(float *p, int nx, int kc, const int S, const int bf16, const int packed_pairs) {
   const int strips = (nx + S - 1) / S;
 #if GK_PAIRS
   (void)bf16;
-  gk_pairs(p, strips, kc, S);
+  if (!packed_pairs) gk_pairs(p, strips, kc, S);
 #else
+  (void)packed_pairs;
   if (bf16) SIMD_NAME(cpu_round_bf16)(p, p, (size_t)strips * kc * S);
 #endif
 }
@@ -249,11 +305,11 @@ SIMD_INLINE void gk_sgemm(int ta, int tb, int M, int N, int K, float alpha, cons
       const int kc = K - k0 < GK_KC ? K - k0 : GK_KC;
       const float b_eff = k0 == 0 ? beta : 1.0f;
       gk_pack_b(tb, B, ldb, k0, kc, j0, nc, bp);
-      gk_prepare(bp, nc, kc, GK_NR, bf16);
+      gk_prepare(bp, nc, kc, GK_NR, bf16, tb);
       for (int i0 = 0; i0 < M; i0 += GK_MC) {
         const int mc = M - i0 < GK_MC ? M - i0 : GK_MC;
         gk_pack_a(ta, A, lda, i0, mc, k0, kc, ap);
-        gk_prepare(ap, mc, kc, GK_MR, bf16);
+        gk_prepare(ap, mc, kc, GK_MR, bf16, !ta);
         for (int jr = 0; jr < nc; jr += GK_NR)
           for (int ir = 0; ir < mc; ir += GK_MR) {
             const int mr = mc - ir < GK_MR ? mc - ir : GK_MR, nr = nc - jr < GK_NR ? nc - jr : GK_NR;

@@ -9,16 +9,6 @@
 #define GK_PAIRS 1
 #include "backend/cpu_gemm_kern.h"
 
-/* 32 values of x from k = 32 v on (of K), as bfloat16 pairs in natural order (VCVTNE2PS2BF16 puts its
- * second operand's 16 in the low half, so VDPBF16PS pairs k and k + 1 of each); zeros past K */
-SIMD_TARGET static inline __m512bh pairs_at(const float *x, int v, int K) {
-  const int n = K - 32 * v;
-  if (n >= 32) return _mm512_cvtne2ps_pbh(vf_loadu(x + 32 * v + 16), vf_loadu(x + 32 * v));
-  const int lo = n < 16 ? n : 16, hi = n < 16 ? 0 : n - 16;
-  return _mm512_cvtne2ps_pbh(_mm512_maskz_loadu_ps(simd_prefix(hi), x + 32 * v + 16),
-                             _mm512_maskz_loadu_ps(simd_prefix(lo), x + 32 * v));
-}
-
 /* Rows of x converted to bfloat16 pairs (pairs_at): out[r nv + v] holds row r's values 32 v .. 32 v + 31;
  * rows from R to `pad` are zeros. */
 SIMD_TARGET static void rows_to_pairs(int R, int pad, int K, const float *x, int ldx, int nv, __m512i *out) {

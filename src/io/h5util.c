@@ -141,13 +141,20 @@ int h5util_chunks_whole(hid_t d, int ndims, const hsize_t *dims, size_t type_byt
   return 1;
 }
 
-int h5util_chunk_index_sane(hid_t d, unsigned long long min_bytes, char *why, size_t why_len) {
+int h5util_chunk_index_sane(hid_t d, char *why, size_t why_len) {
   hid_t dcpl = H5Dget_create_plist(d), space = H5Dget_space(d), file = H5Iget_file_id(d);
   hsize_t dims[H5S_MAX_RANK], chunk[H5S_MAX_RANK], file_bytes = 0, entries = 0;
   int ndims = space < 0 ? -1 : H5Sget_simple_extent_ndims(space), rc = 1;
   if (dcpl < 0 || ndims < 0 || ndims > H5S_MAX_RANK || file < 0 || H5Fget_filesize(file, &file_bytes) < 0)
     rc = -1;
   else if (H5Pget_layout(dcpl) == H5D_CHUNKED) {
+    unsigned long long min_bytes = 1; /* a Fletcher32 checksum's 4 where it is among the filters */
+    for (int i = 0, n = H5Pget_nfilters(dcpl); i < n; i++) {
+      unsigned flags = 0, config = 0;
+      size_t nvalues = 0;
+      if (H5Pget_filter2(dcpl, (unsigned)i, &flags, &nvalues, NULL, 0, NULL, &config) == H5Z_FILTER_FLETCHER32)
+        min_bytes = 4;
+    }
     if (H5Sget_simple_extent_dims(space, dims, NULL) < 0 || H5Pget_chunk(dcpl, ndims, chunk) < 0 ||
         H5Dget_num_chunks(d, space, &entries) < 0)
       rc = -1;

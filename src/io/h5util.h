@@ -74,12 +74,13 @@ int h5util_chunks_whole(hid_t d, int ndims, const hsize_t *dims, size_t type_byt
 
 /* Whether the chunk index of dataset d describes chunks its extent can have: at most one entry per
  * chunk of the extent, each at a chunk's corner inside it, with its stored bytes inside the file and
- * at least min_bytes (4 under a Fletcher32 checksum, which HDF5 subtracts from a chunk's size before
+ * not empty (at least 4 under a Fletcher32 checksum, which HDF5 subtracts from a chunk's size before
  * it sums the rest): 1 (also for a dataset that is not chunked); 0 with what is wrong in why; -1 when
  * an HDF5 call fails. HDF5 1.10 reads a damaged index's entries as they are (a fuzzed checkpoint
  * listed 10 chunks for a dataset of one, at offsets outside it, and Fletcher32 then summed far past
- * its buffer): call it before reading a filtered dataset of a file that is not trusted. */
-int h5util_chunk_index_sane(hid_t d, unsigned long long min_bytes, char *why, size_t why_len);
+ * its buffer): call it before reading a filtered dataset of a file that is not trusted
+ * (h5util_chunks_whole checks unfiltered ones). */
+int h5util_chunk_index_sane(hid_t d, char *why, size_t why_len);
 
 /* Whether a file's datatype is a number HDF5 can convert without trusting its layout: an integer or
  * a floating-point type of 1 to 8 bytes, little- or big-endian, whose bits (offset + precision) lie

@@ -72,7 +72,8 @@ static double stored_bound(log_reader_t *r, hid_t d, const char *h5path) {
   return (double)H5Dget_storage_size(d) * (filters > 0 ? 1032.0 : 1.0) + slack;
 }
 
-/* The chunks a read of dims touches must be whole (h5util_chunks_whole), or the log is damaged. */
+/* The chunks a read of dims touches must be whole (h5util_chunks_whole), and the chunk index sound
+ * (h5util_chunk_index_sane: a Surge log writes no filters, a crafted one may), or the log is damaged. */
 static void check_chunks(log_reader_t *r, hid_t d, const char *h5path, int ndims, const hsize_t *dims, size_t type_bytes) {
   unsigned long long bytes, want;
   int rc = h5util_chunks_whole(d, ndims, dims, type_bytes, &bytes, &want);
@@ -80,6 +81,10 @@ static void check_chunks(log_reader_t *r, hid_t d, const char *h5path, int ndims
   if (rc == 0)
     surge_input_error("%s: damaged Surge log: %s has a chunk of %llu bytes where its chunks hold %llu", r->path,
                       h5path, bytes, want);
+  char why[256];
+  rc = h5util_chunk_index_sane(d, why, sizeof why);
+  if (rc < 0) h5util_fail(&r->chk, "look up the chunk index of", h5path);
+  if (rc == 0) surge_input_error("%s: damaged Surge log: %s: %s", r->path, h5path, why);
 }
 
 /* ---- attributes: absent, or of another kind, reads as "", -1 or NaN ---- */

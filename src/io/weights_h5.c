@@ -100,6 +100,10 @@ static void read_tensor(h5in_t *h, hid_t group, const char *gname, const slab_te
   int whole = storage_whole(d, nd, dims);
   if (whole < 0) h5util_fail(&h->c, "read the storage of", where);
   if (!whole) surge_input_error("%s: %s: its storage is smaller than its shape: the file is damaged", h->path, where);
+  char why[256];
+  const int sane = h5util_chunk_index_sane(d, why, sizeof why); /* filtered chunks, which storage_whole trusts */
+  if (sane < 0) h5util_fail(&h->c, "read the chunk index of", where);
+  if (!sane) surge_input_error("%s: %s: %s: the file is damaged", h->path, where, why);
   h5util_check(&h->c, H5Dread(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, out), "read", where);
   uint64_t stored;
   int rc = h5util_attr_read_u64(d, "hash64", &stored);

@@ -314,8 +314,8 @@ void comm_bcast(comm_t *c, void *buf, size_t bytes, int root, traffic_t t) {
   double start = surge_now();
   if (!comm_dev_owns(c, buf)) {
     bcast_host(c, buf, bytes, root);
-  } else if (c->size == 1) {
-    /* the root's own bytes: nothing to move, as allreduce_any */
+  } else if (c->size == 1 && root == 0) {
+    /* the root's own bytes: nothing to move, as allreduce_any (a bad root still goes to MPI, which says so) */
   } else if (comm_dev_nccl(c)) {
     comm_dev_bcast(c, buf, bytes, root);
   } else { /* staged: the root sends its bytes, the others receive theirs into the host copy */

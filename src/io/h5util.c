@@ -147,7 +147,8 @@ int h5util_chunk_index_sane(hid_t d, char *why, size_t why_len) {
   int ndims = space < 0 ? -1 : H5Sget_simple_extent_ndims(space), rc = 1;
   if (dcpl < 0 || ndims < 0 || ndims > H5S_MAX_RANK || file < 0 || H5Fget_filesize(file, &file_bytes) < 0)
     rc = -1;
-  else if (H5Pget_layout(dcpl) == H5D_CHUNKED) {
+  else if (H5Pget_layout(dcpl) == H5D_CHUNKED && H5Pget_nfilters(dcpl) != 0) {
+    /* (HDF5 1.10 finds an entry by walking the index: n entries cost n^2 steps, 2.4 ms at 600) */
     unsigned long long min_bytes = 1; /* a Fletcher32 checksum's 4 where it is among the filters */
     for (int i = 0, n = H5Pget_nfilters(dcpl); i < n; i++) {
       unsigned flags = 0, config = 0;

@@ -78,8 +78,8 @@ int h5util_chunks_whole(hid_t d, int ndims, const hsize_t *dims, size_t type_byt
  * it sums the rest): 1 (also for a dataset that is not chunked); 0 with what is wrong in why; -1 when
  * an HDF5 call fails. HDF5 1.10 reads a damaged index's entries as they are (a fuzzed checkpoint
  * listed 10 chunks for a dataset of one, at offsets outside it, and Fletcher32 then summed far past
- * its buffer): call it before reading a filtered dataset of a file that is not trusted
- * (h5util_chunks_whole checks unfiltered ones). */
+ * its buffer): call it before reading a filtered dataset of a file that is not trusted. Unfiltered
+ * datasets answer 1: HDF5 reads their chunks by coordinates, and h5util_chunks_whole checks those. */
 int h5util_chunk_index_sane(hid_t d, char *why, size_t why_len);
 
 /* Whether a file's datatype is a number HDF5 can convert without trusting its layout: an integer or

@@ -101,7 +101,7 @@ static volatile float fma_sink;
   for (int c = 1; c < FMA_PEAK_CHAINS; c++) s = add(s, a[c]);                                                \
   float v[lanes];                                                                                            \
   memcpy(v, &s, sizeof v);                                                                                   \
-  fma_sink = v[0];                                                                                             \
+  fma_sink = v[0];                                                                                           \
   return 2.0 * lanes * FMA_PEAK_CHAINS * (double)iters / t * 1e-9;
 
 __attribute__((target("avx512f"))) static double fma_peak_w16(void) {

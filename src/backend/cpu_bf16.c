@@ -40,7 +40,7 @@ void cpu_gemm_rows_bf16(int ta, int tb, int M, int N, int K, float alpha, const 
                         int ldb, float beta, float *C, int ldc) {
   static _Thread_local void *buf;
   static _Thread_local size_t cap;
-  const size_t mk = surge_mul_size((size_t)M, (size_t)K, "bf16 rows"), mn = surge_mul_size((size_t)M, (size_t)N, "");
+  const size_t mk = surge_mul_size((size_t)M, (size_t)K, "bf16 rows"), mn = surge_mul_size((size_t)M, (size_t)N, "bf16 rows");
   float *a = cpu_kept_buffer(&buf, &cap, surge_mul_size(mk + mn, sizeof(float), "bf16 rows operand"));
   float *acc = a + mk; /* (M, N): the sums before alpha and beta */
   for (int i = 0; i < M; i++) /* op(A)'s rows (M, K), rounded */

@@ -24,7 +24,7 @@ SIMD_TARGET static void rows_to_pairs(int R, int pad, int K, const float *x, int
 SIMD_TARGET static inline __attribute__((always_inline)) vf dots_4x4(int nv, int K, const __m512i *a,
                                                                        const __m512i *b, const float *bf, int ldb,
                                                                        int J) {
-  vf acc[16];
+  vf acc[SIMD_W];
 #pragma GCC unroll 16
   for (int i = 0; i < 16; i++) acc[i] = vf_zero();
   for (int v = 0; v < nv; v++) {
@@ -40,11 +40,7 @@ SIMD_TARGET static inline __attribute__((always_inline)) vf dots_4x4(int nv, int
       for (int j = 0; j < 4; j++) acc[4 * r + j] = _mm512_dpbf16_ps(acc[4 * r + j], av, bv[j]);
     }
   }
-#pragma GCC unroll 4
-  for (int n = 16; n > 1; n /= 2)
-#pragma GCC unroll 8
-    for (int i = 0; i < n / 2; i++) acc[i] = vf_pair_sums(acc[2 * i], acc[2 * i + 1]);
-  return acc[0];
+  return vf_fold_sums(acc);
 }
 
 /* out[j] = the dot product of one row a (in pairs) with B's row j, j < N, each of B's rows converted as

@@ -35,11 +35,7 @@ SIMD_TARGET static vf SIMD_NAME(rows_block)(int K, const float *a, int lda, int 
       for (int j = 0; j < RB_COLS; j++) acc[RB_COLS * r + j] = vf_fmadd(av, bv[j], acc[RB_COLS * r + j]);
     }
   }
-#pragma GCC unroll 4
-  for (int n = SIMD_W; n > 1; n /= 2)
-#pragma GCC unroll 8
-    for (int i = 0; i < n / 2; i++) acc[i] = vf_pair_sums(acc[2 * i], acc[2 * i + 1]);
-  return acc[0];
+  return vf_fold_sums(acc);
 }
 
 /* C (M, N) = alpha A (M, K) B^T + beta C, B stored (N, K); beta 0: C unread. */

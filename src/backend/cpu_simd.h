@@ -195,6 +195,15 @@ SIMD_INLINE vf vf_fmadd(vf a, vf b, vf c) { return SIMD_OP(fmadd_ps)(a, b, c); }
 /* lanes 0 .. W/2-1: the sums of x's neighbouring lanes (0+1, 2+3, ...), the rest y's: applied to W
  * vectors in rounds (W/2 calls, W/4, ... 1) it leaves one vector whose lane i is the sum of vector i */
 SIMD_INLINE vf vf_pair_sums(vf x, vf y) { return vf_add(vf_even(x, y), vf_odd(x, y)); }
+/* One vector whose lane i is the sum of acc[i]'s lanes, from SIMD_W vectors (acc is overwritten):
+ * vf_pair_sums in rounds */
+SIMD_INLINE vf vf_fold_sums(vf acc[SIMD_W]) {
+#pragma GCC unroll 4
+  for (int n = SIMD_W; n > 1; n /= 2)
+#pragma GCC unroll 8
+    for (int i = 0; i < n / 2; i++) acc[i] = vf_pair_sums(acc[2 * i], acc[2 * i + 1]);
+  return acc[0];
+}
 SIMD_INLINE vi vi_set1(int a) { return SIMD_OP(set1_epi32)(a); }
 SIMD_INLINE vi vi_add(vi a, vi b) { return SIMD_OP(add_epi32)(a, b); }
 SIMD_INLINE vf vf_of_vi(vi a) { return SIMD_OP(cvtepi32_ps)(a); }

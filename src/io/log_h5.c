@@ -233,6 +233,12 @@ int64_t *h5_series_read_int64(h5_series_t *s) {
   if (whole == 0)
     surge_input_error("%s: damaged Surge log: %s has a chunk of %llu bytes where its chunks hold %llu (hint: move it "
                       "away to start a new log)", s->chk->file, s->path, bytes, want);
+  char why[256];
+  const int sane = h5util_chunk_index_sane(s->d, why, sizeof why); /* filtered chunks, which a crafted log may carry */
+  if (sane < 0) h5util_fail(s->chk, "look up the chunk index of", s->path);
+  if (sane == 0)
+    surge_input_error("%s: damaged Surge log: %s: %s (hint: move it away to start a new log)", s->chk->file, s->path,
+                      why);
   int64_t *v = xcalloc(s->rows ? s->rows : 1, sizeof *v);
   if (s->rows) h5util_check(s->chk, H5Dread(s->d, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, v), "read", s->path);
   return v;

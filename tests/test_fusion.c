@@ -1,14 +1,15 @@
 /* A conv2d, a residual add or a batch norm fused with the ReLU after it (model_init_fused), and a
- * gradient that its only consumer (a linear, conv2d, pooling, ReLU, GELU, add, concat, flatten, layer
+ * gradient that its first consumer (a linear, conv2d, pooling, ReLU, GELU, add, concat, flatten, layer
  * norm, attention, tied linear, batch norm or dropout) overwrites rather than adds into a zeroed
  * buffer, compute the same step bit for bit as the plain model: vgg-mini, resnet-mini (both also
  * with batch norm), mlp, gpt, and the small forms of vgg16 (with and without batch norm), resnet50
  * (bottleneck blocks) and inception-v3 (concats, average pools) on both backends: logits, loss and every parameter gradient; a ReLU after any
  * other node (vgg-mini's after its linear layer), or after a node that has other consumers too, is
  * never fused. The same for the epilogues (a linear and
- * its GELU, an add and the layer norm it feeds) and the logits' gradient written in place. And after
- * 10 training steps with clipping, fused (the clipping factor folded into the update) and plain
- * give every parameter tensor within 1e-6 (issue 32). */
+ * its GELU, an add and the layer norm it feeds) and the logits' gradient written in place; and with the
+ * activation gradients in shared buffers besides (model_pool_grads), fewer floats. And after 10
+ * training steps with clipping, fused and pooled (the clipping factor folded into the update) and
+ * plain give every parameter tensor within 1e-6 (issue 32). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,28 +47,31 @@ static int fusable_relus(const graph_t *g, int *relus) {
   return n;
 }
 
-/* The gradients a consumer may overwrite: those of nodes that need one and feed only a linear, a
- * conv2d, a pooling layer, a ReLU, a GELU, an add, a flatten, a layer norm, an attention, a tied
- * linear, a batch norm or a dropout, but not a conv2d, an add or a batch norm that feeds only its ReLU (the pair fuses: the ReLU's gradient is theirs). Written from the graph, not from
- * layer_ops_t.writes_dx, so that a flag set or lost by mistake shows. */
+/* The gradients a consumer may overwrite: those of nodes that need one whose first consumer to run
+ * backward (the highest-numbered) reads them once and is a linear, a conv2d, a pooling layer, a ReLU,
+ * a GELU, an add, a flatten, a layer norm, an attention, a tied linear, a batch norm, a dropout or a
+ * concat, but not a conv2d, an add or a batch norm that feeds only its ReLU (the pair fuses: the
+ * ReLU's gradient is theirs). Written from the graph, not from layer_ops_t.writes_dx, so that a flag
+ * set or lost by mistake shows. */
 static int overwriter_fed(const graph_t *g) {
   int n = 0;
   for (int i = 1; i < g->n; i++) {
-    int readers = 0, writes = 0, relu = 0;
-    for (int j = 0; j < g->n; j++)
+    int readers = 0, first = 0, slots = 0;
+    for (int j = g->n - 1; j > i; j--)
       for (int k = 0; k < g->l[j].nin; k++)
         if (g->l[j].in[k] == i) {
-          const layer_kind_t c = g->l[j].kind;
           readers++;
-          relu = c == LAYER_RELU;
-          writes = c == LAYER_CONV2D || c == LAYER_MAXPOOL2D || c == LAYER_AVGPOOL || c == LAYER_RELU ||
-                   c == LAYER_GELU || c == LAYER_ADD || c == LAYER_FLATTEN || c == LAYER_LINEAR ||
-                   c == LAYER_LAYERNORM || c == LAYER_ATTENTION || c == LAYER_TIED_LINEAR || c == LAYER_BATCHNORM ||
-                   c == LAYER_DROPOUT || c == LAYER_AVGPOOL2D || c == LAYER_CONCAT;
+          if (!first) first = j;
+          slots += j == first;
         }
-    const layer_kind_t k = g->l[i].kind;
-    const int fuses = relu && (k == LAYER_CONV2D || k == LAYER_ADD || k == LAYER_BATCHNORM);
-    n += g->l[i].needs_grad && readers == 1 && writes && !fuses;
+    if (!first) continue;
+    const layer_kind_t c = g->l[first].kind, k = g->l[i].kind;
+    const int writes = c == LAYER_CONV2D || c == LAYER_MAXPOOL2D || c == LAYER_AVGPOOL || c == LAYER_RELU ||
+                       c == LAYER_GELU || c == LAYER_ADD || c == LAYER_FLATTEN || c == LAYER_LINEAR ||
+                       c == LAYER_LAYERNORM || c == LAYER_ATTENTION || c == LAYER_TIED_LINEAR ||
+                       c == LAYER_BATCHNORM || c == LAYER_DROPOUT || c == LAYER_AVGPOOL2D || c == LAYER_CONCAT;
+    const int fuses = readers == 1 && c == LAYER_RELU && (k == LAYER_CONV2D || k == LAYER_ADD || k == LAYER_BATCHNORM);
+    n += g->l[i].needs_grad && slots == 1 && writes && !fuses;
   }
   return n;
 }
@@ -99,8 +103,22 @@ static int in_place_offered(const graph_t *g) {
 
 /* What one run of the model fused. */
 typedef struct fusion_counts {
-  int pairs, written, epilogues, in_place;
+  int pairs, written, epilogues, in_place, pooled, buffers;
+  size_t act_floats; /* the model's activation memory (model_t.act_floats) */
 } fusion_counts_t;
+
+/* The modes of a run: plain, fused, and fused with the gradients in shared buffers
+ * (model_pool_grads, in model_backward's order: nodes n-1 down to 1). */
+enum { PLAIN = 0, FUSED, POOLED };
+
+static void init_model(model_t *m, const graph_t *g, const backend_t *be, int mode) {
+  model_init_fused(m, g, be, B, mode != PLAIN ? always : NULL, NULL);
+  if (mode != POOLED) return;
+  int *bwd = xcalloc((size_t)g->n, sizeof *bwd);
+  for (int i = g->n - 1; i >= 1; i--) bwd[g->n - 1 - i] = i;
+  model_pool_grads(m, bwd, g->n - 1);
+  free(bwd);
+}
 
 /* The batch of a step: token ids below the vocabulary with the next ones as targets, or normal
  * images, drawn from the step's stream. */
@@ -121,12 +139,16 @@ static void set_batch(model_t *m, const graph_t *g, int step) {
 
 /* One forward, loss and backward on a fixed batch; the logits (before the loss, which may write the
  * gradient over them), loss and gradients to host memory. */
-static double run(const graph_t *g, const backend_t *be, int fuse, fusion_counts_t *n, float *logits, float *grads) {
+static double run(const graph_t *g, const backend_t *be, int mode, fusion_counts_t *n, float *logits, float *grads) {
   model_t m;
   memset(n, 0, sizeof *n);
-  n->pairs = model_init_fused(&m, g, be, B, fuse ? always : NULL, NULL);
+  init_model(&m, g, be, mode);
+  for (int i = 0; i < g->n; i++) n->pairs += m.fused[i] > 0;
   n->in_place = m.grad_in_place;
-  for (int i = 0; i < g->n; i++) n->written += m.written[i], n->epilogues += m.epi[i] > 0;
+  for (int i = 0; i < g->n; i++)
+    n->written += m.writer[i] != 0, n->epilogues += m.epi[i] > 0, n->pooled += m.pooled ? m.pooled[i] : 0;
+  n->buffers = m.npool;
+  n->act_floats = m.act_floats;
   model_init_params(&m, 11);
   set_batch(&m, g, 0);
   model_zero_grads(&m);
@@ -143,12 +165,12 @@ static double run(const graph_t *g, const backend_t *be, int fuse, fusion_counts
 /* STEPS AdamW steps (a new batch each) with the gradient norm clipped to half the first step's, so
  * every step clips: fused, the model's fusion pass and the clipping factor read by the update
  * (optim_step_part's gs); plain, neither (the gradients scaled by a pass of their own, then the
- * update). The parameters to host memory. */
+ * update), with the gradients pooled. The parameters to host memory. */
 static void train_steps(const graph_t *g, const backend_t *be, int fuse, float *params) {
   const size_t n = g->params.total;
   const float lr = 1e-2f;
   model_t m;
-  model_init_fused(&m, g, be, B, fuse ? always : NULL, NULL);
+  init_model(&m, g, be, fuse ? POOLED : PLAIN);
   model_init_params(&m, 11);
   optim_opts_t oo = {.name = "adamw", .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8, .weight_decay = 0.01};
   optim_t o;
@@ -225,24 +247,31 @@ static void compare(const char *model, const char *backend_name, int batchnorm) 
   char name[64];
   snprintf(name, sizeof name, "%s%s", model, batchnorm ? " (batch norm)" : "");
   int relus, fusable = fusable_relus(&g, &relus);
-  fusion_counts_t plain, f;
-  double a = run(&g, be, 0, &plain, l1, g1), b = run(&g, be, 1, &f, l2, g2);
+  fusion_counts_t plain, f, p;
+  float *l3 = xcalloc(nl, sizeof *l3), *g3 = xcalloc(ng, sizeof *g3);
+  double a = run(&g, be, PLAIN, &plain, l1, g1), b = run(&g, be, FUSED, &f, l2, g2), c = run(&g, be, POOLED, &p, l3, g3);
   const int overwritable = overwriter_fed(&g), offered = epilogues_offered(&g), in_place = in_place_offered(&g);
   int convs = 0; /* the CNNs fuse some pair; the mlp and the gpt have no ReLU after a conv2d, add or batch norm */
   for (int i = 0; i < g.n; i++) convs += g.l[i].kind == LAYER_CONV2D;
   tap_ok(plain.pairs == 0 && plain.written == 0 && plain.epilogues == 0 && !plain.in_place &&
              (f.pairs > 0) == (convs > 0) && f.pairs == fusable && f.written > 0 &&
              f.written == overwritable + in_place && f.epilogues == offered && f.in_place == in_place,
-         "%s on %s: %d of %d ReLUs fused, the %d after a conv2d, add or batch norm; %d gradients overwritten, the %d that feed only "
-         "an overwriting layer%s; %d epilogues (linear + GELU, add + layer norm) of %d offered (none unasked)",
+         "%s on %s: %d of %d ReLUs fused, the %d after a conv2d, add or batch norm; %d gradients overwritten, the %d whose "
+         "first consumer overwrites%s; %d epilogues (linear + GELU, add + layer norm) of %d offered (none unasked)",
          name, backend_name, f.pairs, relus, fusable, f.written, overwritable,
          f.in_place ? " and the logits' in place" : "", f.epilogues, offered);
   tap_ok(a == b && memcmp(l1, l2, nl * sizeof *l1) == 0 && memcmp(g1, g2, ng * sizeof *g1) == 0,
          "%s on %s: %d node+ReLU pairs fused, %d gradients overwritten, %d epilogues: loss, logits and all %zu "
          "gradients bitwise those of the plain model",
          name, backend_name, f.pairs, f.written, f.epilogues, ng);
+  /* every overwritten gradient but the output's is pooled; a step holds fewer of them than nodes */
+  tap_ok(a == c && memcmp(l1, l3, nl * sizeof *l1) == 0 && memcmp(g1, g3, ng * sizeof *g1) == 0 &&
+             p.pooled == overwritable && p.buffers > 0 && p.buffers < p.pooled && p.act_floats < f.act_floats,
+         "%s on %s: %d gradients in %d shared buffers (model_pool_grads), activation memory %zu -> %zu floats: loss, "
+         "logits and all %zu gradients bitwise those of the plain model",
+         name, backend_name, p.pooled, p.buffers, f.act_floats, p.act_floats, ng);
   compare_steps(name, &g, be);
-  free(l1), free(l2), free(g1), free(g2);
+  free(l1), free(l2), free(l3), free(g1), free(g2), free(g3);
   graph_free(&g);
 }
 

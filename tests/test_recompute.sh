@@ -49,8 +49,9 @@ done
 same ref-none ref-block
 tap_ok $? "1 rank, ref backend: recompute = block gives bitwise the parameters of none"
 a=$(state one-none) b=$(state one-block) c=$(state one-attention)
-awk -v a="$a" -v b="$b" -v c="$c" 'BEGIN { exit !(a > 0 && b < 0.6 * a && c < a) }'
-tap_ok $? "1 rank: the training state drops: none $a MiB, block $b MiB, attention $c MiB"
+# (the gradients are pooled in every mode, model_pool_grads: what recomputation saves is activations)
+awk -v a="$a" -v b="$b" -v c="$c" 'BEGIN { exit !(a > 0 && b < c && c < a) }'
+tap_ok $? "1 rank: the training state drops, the more so the more is recomputed: none $a MiB, attention $c MiB, block $b MiB"
 
 # data parallelism on 2 ranks (each rank's half of the batch)
 for mode in none block; do

@@ -83,7 +83,7 @@ int main(int argc, char **argv) {
   /* the largest per-rank batch (the whole batch on one rank), as the executor runs it: each fusable
    * ReLU fused (its node's row holds the pair's cost, the ReLU's the shared gradient's zeroing, and
    * the planner keeps the two on one rank set: bgraph_node_t.tied), and a gradient a conv2d
-   * overwrites not zeroed (model_t.written) */
+   * overwrites not zeroed (model_t.writer) */
   model_init_fused(&m, &g, be, ms.batch[0], fuse_every_pair, NULL);
   model_init_params(&m, cfg.seed);
   burst_measure_prepare(&m, ds, ms.batch[0]);

@@ -179,7 +179,7 @@ typedef struct gemm_grid {
   X(void, bias_add_planes, (int N, int C, int HW, const float *b, float *y)) /* y[n,c,:] += b[c] */ \
   X(void, bias_grad_planes, (int N, int C, int HW, const float *dy, float *db)) /* db[c] += sum dy[n,c,:] */ \
   /* ---- activations (n elements). A backward's `write` (per input gradient): = instead of +=, the \
-   * old contents unread (a gradient its only consumer overwrites, model_t.written; never one that \
+   * old contents unread (a gradient its first consumer overwrites, model_t.writer; never one that \
    * two inputs share, as in x + x, which has two consumer slots) */ \
   X(void, relu_fwd, (size_t n, const float *x, float *y)) \
   X(void, relu_bwd, (size_t n, const float *x, const float *dy, float *dx, int write)) /* dx += dy * (x > 0) */ \
@@ -229,7 +229,7 @@ typedef struct gemm_grid {
    * holds the flat index h*W+w of the max inside its plane, stored as float (exact below 2^24). */ \
   X(void, maxpool_fwd, (int P, int H, int W, int k, int s, int pad, const float *x, float *y, float *argmax)) \
   /* dx += routed dy; dx_write: dx = routed dy (0 where no window's max is), its old contents unread \
-   * (the model never zeroes a gradient that its only consumer overwrites, model_t.written) */ \
+   * (the model never zeroes a gradient that its first consumer overwrites, model_t.writer) */ \
   X(void, maxpool_bwd, (int P, int H, int W, int k, int s, int pad, const float *dy, const float *argmax, float *dx, \
       int dx_write)) \
   X(void, avgpool_fwd, (int P, int HW, const float *x, float *y)) /* y[p] = mean x[p,:] */ \

@@ -296,6 +296,15 @@ static size_t recv_floats(const burst_exec_t *ex) {
   return most;
 }
 
+/* Activation gradients that are never live at once share buffers (model_pool_grads), as the backward
+ * pass's phases run them. */
+static void pool_grads(burst_exec_t *ex) {
+  int *nodes = xcalloc((size_t)ex->order.nbwd + 1, sizeof *nodes);
+  for (int e = 0; e < ex->order.nbwd; e++) nodes[e] = ex->order.bwd[e].node;
+  model_pool_grads(&ex->m, nodes, ex->order.nbwd);
+  free(nodes);
+}
+
 void burst_exec_init(burst_exec_t *ex, const burst_plan_t *plan, const graph_t *g, const backend_t *be,
                      comm_t *world, int B, int M, const gradsync_opts_t *sync, int node_shared, int overlap_sums) {
   memset(ex, 0, sizeof *ex);
@@ -338,6 +347,7 @@ void burst_exec_init(burst_exec_t *ex, const burst_plan_t *plan, const graph_t *
   ex->recv = be->alloc(recv);
   ex->m.act_floats += recv;
   make_groups(ex, be, overlap_sums);
+  pool_grads(ex);
   ex->m.id_lo = ex->lo;
   make_sync(ex, sync);
 }

@@ -33,16 +33,30 @@ static int plan_fusion(model_t *m, int (*allowed)(void *arg, int node, int next)
   return fused;
 }
 
-/* Mark each gradient buffer that its producer's only consumer overwrites whole in its backward
- * (a layer whose ops say writes_dx, on the same samples: allowed()), so it is never zeroed:
- * written[node] = 1. A fused node's buffer is its ReLU's, marked (or not) there. */
-static void plan_writes(model_t *m, int (*allowed)(void *arg, int node, int next), void *arg) {
+/* The consumer that overwrites node i's gradient (model_t.writer), or 0: the first of its consumers
+ * to run backward (the highest-numbered), where it reads node i in one slot, its layer can overwrite
+ * (layer_ops_t.writes_dx) and allowed() says every consumer runs on node i's samples (nothing is
+ * added in from elsewhere before it writes). Not a node fused with its ReLU: their buffer is the
+ * ReLU's, planned there. */
+static int overwriter(const model_t *m, int i, int (*allowed)(void *arg, int node, int next), void *arg) {
   const graph_t *g = m->g;
-  for (int i = 1; i < g->n && allowed; i++) {
-    const int j = m->fused[i] > 0 ? -1 : graph_sole_consumer(g, i);
-    if (j < 0 || m->fused[j] < 0 || !g->l[i].needs_grad || !layer_ops_of(g->l[j].kind)->writes_dx) continue;
-    m->written[i] = allowed(arg, i, j);
-  }
+  if (m->fused[i] > 0 || !g->l[i].needs_grad) return 0;
+  int first = 0, slots = 0;
+  for (int j = g->n - 1; j > i; j--)
+    for (int k = 0; k < g->l[j].nin; k++)
+      if (g->l[j].in[k] == i) {
+        if (!allowed(arg, i, j)) return 0;
+        if (!first) first = j;
+        slots += j == first;
+      }
+  if (!first || slots != 1 || m->fused[first] < 0 || !layer_ops_of(g->l[first].kind)->writes_dx) return 0;
+  return first;
+}
+
+/* Mark each gradient buffer its first consumer overwrites whole in its backward, so it is never
+ * zeroed: writer[node] = that consumer. */
+static void plan_writes(model_t *m, int (*allowed)(void *arg, int node, int next), void *arg) {
+  for (int i = 1; i < m->g->n && allowed; i++) m->writer[i] = overwriter(m, i, allowed, arg);
 }
 
 /* The node whose forward node i can run in its epilogue, or -1: the GELU that is a linear's only
@@ -115,7 +129,7 @@ int model_init_on(model_t *m, const graph_t *g, const backend_t *be, int B_cap,
   m->in = xcalloc((size_t)g->n, sizeof *m->in);
   m->din = xcalloc((size_t)g->n, sizeof *m->din);
   m->fused = xcalloc((size_t)g->n, sizeof *m->fused);
-  m->written = xcalloc((size_t)g->n, sizeof *m->written);
+  m->writer = xcalloc((size_t)g->n, sizeof *m->writer);
   m->keep = xcalloc((size_t)g->n, sizeof *m->keep);
   m->bufs = be->alloc(g->bufs.total ? g->bufs.total : 1);
   m->train = 1;
@@ -124,7 +138,7 @@ int model_init_on(model_t *m, const graph_t *g, const backend_t *be, int B_cap,
   plan_writes(m, allowed, arg);
   plan_epilogues(m, allowed, arg);
   m->grad_in_place = plan_grad_in_place(m, allowed);
-  if (m->grad_in_place) m->written[graph_output(g)] = 1; /* the loss writes it whole */
+  if (m->grad_in_place) m->writer[graph_output(g)] = graph_output(g); /* the loss writes it whole */
   plan_recompute(m, allowed, arg);
   size_t scratch = 0;
   for (int i = 0; i < g->n; i++) {
@@ -186,7 +200,8 @@ void model_free(model_t *m) {
   for (int i = 0; i < m->g->n; i++) {
     if (m->shares[i]) continue; /* another node's buffers */
     if (m->fused[i] <= 0) be->free(m->act[i]); /* a fused node shares its ReLU's buffers */
-    if (m->dact[i] && m->fused[i] <= 0 && m->dact[i] != m->act[i]) be->free(m->dact[i]); /* in place: one */
+    if (m->dact[i] && m->fused[i] <= 0 && m->dact[i] != m->act[i] && !(m->pooled && m->pooled[i]))
+      be->free(m->dact[i]); /* in place: one; a pooled one is a shared buffer's (below) */
     if (m->aux[i]) be->free(m->aux[i]);
     if (m->keep[i]) be->free(m->keep[i]);
   }
@@ -198,7 +213,10 @@ void model_free(model_t *m) {
   free(m->dact);
   free(m->aux);
   free(m->fused);
-  free(m->written);
+  free(m->writer);
+  free(m->pooled);
+  for (int p = 0; p < m->npool; p++) be->free(m->pool[p]);
+  free(m->pool);
   free(m->epi);
   free(m->in);
   free(m->din);
@@ -250,10 +268,10 @@ void model_set_batch(model_t *m, const float *x_host, const float *y_host, int B
 }
 
 /* Node i's activation gradient zeroed on samples [off, off+B): a fused node's gradient is its
- * ReLU's, zeroed with it; a written one is overwritten whole. */
+ * ReLU's, zeroed with it; one with a writer is overwritten whole. */
 static void zero_act_grad_rows(model_t *m, int i, int off, int B) {
   size_t n = shape_size(m->g->l[i].out);
-  if (m->dact[i] && B > 0 && m->fused[i] <= 0 && !m->written[i])
+  if (m->dact[i] && B > 0 && m->fused[i] <= 0 && !m->writer[i])
     m->be->fill(m->dact[i] + (size_t)off * n, (size_t)B * n, 0.0f);
 }
 
@@ -296,7 +314,7 @@ static layer_ctx_t node_ctx(model_t *m, int i, int off, int B, int backward) {
     size_t sz = shape_size(g->l[src].out);
     c.x[k] = m->in[i][k] + (size_t)off * sz;
     if (backward && m->din[i][k]) c.dx[k] = m->din[i][k] + (size_t)off * sz;
-    c.dx_write[k] = backward && m->written[src];
+    c.dx_write[k] = backward && m->writer[src] == i;
   }
   size_t osz = shape_size(l->out);
   c.y = m->act[i] + (size_t)off * osz;

@@ -30,8 +30,10 @@ typedef struct model {
   float *(*din)[LAYER_MAX_IN]; /* per node, per input slot: its gradient (+=), or NULL */
   int *fused;     /* per node: a conv2d or add whose ReLU is fused into it: the ReLU node's index;
                    * that ReLU node: -1; else 0 (model_init_fused) */
-  int *written;   /* per node: 1 where its only consumer overwrites its gradient whole, which is
-                   * then never zeroed (model_init_fused) */
+  int *writer;    /* per node: the consumer whose backward overwrites the node's gradient whole, its
+                   * first (the highest-numbered: a gradient's adders run in decreasing node order
+                   * in every layout), so it is never zeroed; the output: itself where the loss
+                   * writes it; else 0: zeroed once a step and added into (model_init_fused) */
   int *epi;       /* per node: j > 0 where this node runs node j's forward in its epilogue (a linear
                    * its GELU, both ways; an add a layer norm it feeds, forward only); node j: -(this
                    * node); else 0 (model_init_fused) */
@@ -58,6 +60,10 @@ typedef struct model {
    * boundaries: the 3d layout's tensor-parallel one), or NULL */
   void (*reforward_hook)(void *arg, int node, int off, int B);
   void *reforward_arg;
+  /* gradient buffers shared by nodes whose gradients are never live at once (model_pool_grads) */
+  float **pool;   /* [npool] the shared buffers */
+  int npool;
+  int *pooled;    /* per node: 1 where its gradient lives in a shared buffer */
 } model_t;
 
 void model_init(model_t *m, const graph_t *g, const backend_t *be, int B_cap);
@@ -69,7 +75,9 @@ void model_init(model_t *m, const graph_t *g, const backend_t *be, int B_cap);
  * the ReLU's input is) on the way; the ReLU node itself does nothing either way. And where a
  * node's only consumer is a layer that can overwrite its input gradient (layer_ops_t.writes_dx:
  * conv2d, pooling, ReLU, GELU, add, flatten) and allowed(arg, node, consumer) says so, that
- * gradient is overwritten, not zeroed first and added into (model_t.written). Where allowed
+ * gradient is overwritten, not zeroed first and added into (model_t.writer); so is one read by several
+ * consumers where allowed(arg, node, c) holds for each and the first of them (the highest-numbered)
+ * overwrites (it reads the node once). Where allowed
  * likewise (model_t.epi): a linear whose only consumer is a GELU computes both (linear_gelu_fwd,
  * keeping its own output, the pre-activation, for gelu_bias_bwd's one pass); a residual add that
  * feeds a layer norm computes the norm too (add_layernorm_fwd). With allowed given, an output
@@ -86,6 +94,17 @@ int model_init_fused(model_t *m, const graph_t *g, const backend_t *be, int B_ca
  * (node-shared memory, sync/node_sum.h); NULL: the model allocates that slab itself. */
 int model_init_on(model_t *m, const graph_t *g, const backend_t *be, int B_cap,
                   int (*allowed)(void *arg, int node, int next), void *arg, float *params, float *grads);
+/* Let nodes whose activation gradients are never live at the same time share one buffer: those
+ * that are overwritten by their first consumer (model_t.writer, so never zeroed), other than the
+ * output's and those inside recomputed segments (which share buffers already). bwd[0..nbwd) are
+ * the nodes of the layout's backward pass in the order their phases run (a node once, or twice when
+ * its finish comes later: pass_order.h); a gradient lives from the first phase of the first node
+ * that writes or reads it to the last phase of the last, and a buffer serves nodes whose lives do
+ * not overlap (greedy, the smallest free buffer that fits first). The layout must touch activation
+ * gradients only inside those phases, and call this once, before any step and after its own wiring
+ * (its staged slots are left as they are). Returns the gradients pooled; model_t.act_floats
+ * counts the shared buffers instead of theirs. */
+int model_pool_grads(model_t *m, const int *bwd, int nbwd);
 /* The ReLU node i may fuse with (its only consumer, after a conv2d or add i), or -1. */
 int model_fusable_relu(const graph_t *g, int i);
 void model_free(model_t *m);

@@ -85,11 +85,12 @@ static void plan_epilogues(model_t *m, int (*allowed)(void *arg, int node, int n
 }
 
 /* The loss may write the logits' gradient over the logits where the output layer's backward reads
- * its input and weights but never its output (linear, tied linear), and fusion is asked for. */
-static int plan_grad_in_place(const model_t *m, int (*allowed)(void *arg, int node, int next)) {
+ * its input and weights but never its output (linear, tied linear), and allowed(arg, out, out) says
+ * the layout's loss may (the 3d layout's vocabulary-parallel one may not). */
+static int plan_grad_in_place(const model_t *m, int (*allowed)(void *arg, int node, int next), void *arg) {
   const int out = graph_output(m->g), kind = m->g->l[out].kind;
   return allowed && m->g->l[out].needs_grad && m->fused[out] == 0 &&
-         (kind == LAYER_LINEAR || kind == LAYER_TIED_LINEAR);
+         (kind == LAYER_LINEAR || kind == LAYER_TIED_LINEAR) && allowed(arg, out, out);
 }
 
 /* The segments of activation recomputation (g->recompute, nn/recompute.h) into seg_first and
@@ -137,7 +138,7 @@ int model_init_on(model_t *m, const graph_t *g, const backend_t *be, int B_cap,
   int nfused = plan_fusion(m, allowed, arg);
   plan_writes(m, allowed, arg);
   plan_epilogues(m, allowed, arg);
-  m->grad_in_place = plan_grad_in_place(m, allowed);
+  m->grad_in_place = plan_grad_in_place(m, allowed, arg);
   if (m->grad_in_place) m->writer[graph_output(g)] = graph_output(g); /* the loss writes it whole */
   plan_recompute(m, allowed, arg);
   size_t scratch = 0;

@@ -82,7 +82,8 @@ void model_init(model_t *m, const graph_t *g, const backend_t *be, int B_cap);
  * keeping its own output, the pre-activation, for gelu_bias_bwd's one pass); a residual add that
  * feeds a layer norm computes the norm too (add_layernorm_fwd). With allowed given, an output
  * layer whose backward does not read its output (linear, tied linear) shares its buffer with its
- * gradient: the loss writes the gradient over the logits (model_t.grad_in_place). Where
+ * gradient where allowed(arg, output, output) says the layout's loss may write the gradient over the
+ * logits (model_t.grad_in_place). Where
  * g->recompute asks (nn/recompute.h), the segments it plans share their interiors' buffers and are
  * re-filled before their backward (model_t.seg_first); allowed then also says which nodes run on
  * the same samples (a segment must; NULL: all do), and a graph that cannot be recomputed so is an

@@ -46,6 +46,24 @@ static void mark_reductions(pipe_exec_t *ex) {
   }
 }
 
+/* The fusion pass's question (model_init_fused): a stage runs every node on the same samples, so
+ * every fused form, epilogue and overwritten gradient is allowed; but the logits' gradient is not
+ * written over the logits (node == next: the vocabulary-parallel loss, tp_xent_loss, reads them
+ * while it writes it). */
+static int stage_allows(void *arg, int node, int next) {
+  (void)arg;
+  return node != next;
+}
+
+/* Activation gradients that are never live at once share buffers (model_pool_grads): a stage's
+ * backward runs its nodes from the last down, one micro-batch at a time, each in its slot's rows. */
+static void pool_grads(pipe_exec_t *ex) {
+  int n = ex->lg.n, *bwd = xcalloc((size_t)n, sizeof *bwd);
+  for (int j = n - 1; j >= 1; j--) bwd[n - 1 - j] = j;
+  model_pool_grads(&ex->m, bwd, n - 1);
+  free(bwd);
+}
+
 /* After node j's forward on rows [off, off + B): its output summed over the tensor-parallel shards
  * where its role asks (a row-parallel layer's); also the model's hook after a recomputed forward. */
 static void reduce_out_of(void *arg, int j, int off, int B) {
@@ -137,7 +155,7 @@ void pipe_exec_init(pipe_exec_t *ex, const graph_t *g, const gpt_dims_t *dims, c
   ex->slots = pipe_in_flight(sched, G->pp, M, G->p);
   int window = ex->slots * ex->mb_cap;
   ex->lg.recompute = g->recompute;
-  model_init(&ex->m, &ex->lg, be, window);
+  model_init_fused(&ex->m, &ex->lg, be, window, stage_allows, ex);
   ex->m.reforward_hook = reduce_out_of;
   ex->m.reforward_arg = ex;
   mark_reductions(ex);
@@ -151,6 +169,7 @@ void pipe_exec_init(pipe_exec_t *ex, const graph_t *g, const gpt_dims_t *dims, c
       for (int k = 0; k < ex->lg.l[j].nin; k++)
         if (ex->lg.l[j].in[k] == 0) ex->m.din[j][k] = ex->din;
   }
+  pool_grads(ex);
   if (ex->part.last) {
     int V = dims->vocab / G->tp;
     tp_xent_init(&ex->xent, be, &ex->tp, V, G->t * V, dims->vocab_valid, window * dims->T);
@@ -242,7 +261,8 @@ static void reuse_slot(pipe_exec_t *ex, int k) {
   size_t off = (size_t)(k % ex->slots) * (size_t)ex->mb_cap;
   for (int i = 1; i < ex->lg.n; i++) {
     size_t n = out_floats(&ex->lg, i);
-    if (ex->m.dact[i] && !ex->m.shares[i]) /* a borrowed buffer (recomputation) is its lender's */
+    /* a borrowed buffer (recomputation) is its lender's; an overwritten one (model_t.writer) needs none */
+    if (ex->m.dact[i] && !ex->m.shares[i] && !ex->m.writer[i])
       be->fill(ex->m.dact[i] + off * n, (size_t)ex->mb_cap * n, 0.0f);
   }
   size_t row = out_floats(&ex->lg, 0);

@@ -7,7 +7,7 @@
  * other node (vgg-mini's after its linear layer), or after a node that has other consumers too, is
  * never fused. The same for the epilogues (a linear and
  * its GELU, an add and the layer norm it feeds) and the logits' gradient written in place; and with the
- * activation gradients in shared buffers besides (model_pool_grads), fewer floats. And after 10
+ * activation gradients in shared buffers besides (model_init_on's order), fewer floats. And after 10
  * training steps with clipping, fused and pooled (the clipping factor folded into the update) and
  * plain give every parameter tensor within 1e-6 (issue 32). */
 #include <stdio.h>
@@ -107,17 +107,18 @@ typedef struct fusion_counts {
   size_t act_floats; /* the model's activation memory (model_t.act_floats) */
 } fusion_counts_t;
 
-/* The modes of a run: plain, fused, and fused with the gradients in shared buffers
- * (model_pool_grads, in model_backward's order: nodes n-1 down to 1). */
+/* The modes of a run: plain, fused, and fused with the gradients in shared buffers (model_init_on's
+ * order: model_backward's, nodes n-1 down to 1). */
 enum { PLAIN = 0, FUSED, POOLED };
 
+static int backward_order(void *arg, const model_t *m, int *bwd) {
+  (void)arg;
+  for (int i = m->g->n - 1; i >= 1; i--) bwd[m->g->n - 1 - i] = i;
+  return m->g->n - 1;
+}
+
 static void init_model(model_t *m, const graph_t *g, const backend_t *be, int mode) {
-  model_init_fused(m, g, be, B, mode != PLAIN ? always : NULL, NULL);
-  if (mode != POOLED) return;
-  int *bwd = xcalloc((size_t)g->n, sizeof *bwd);
-  for (int i = g->n - 1; i >= 1; i--) bwd[g->n - 1 - i] = i;
-  model_pool_grads(m, bwd, g->n - 1);
-  free(bwd);
+  model_init_on(m, g, be, B, mode != PLAIN ? always : NULL, NULL, NULL, NULL, mode == POOLED ? backward_order : NULL);
 }
 
 /* The batch of a step: token ids below the vocabulary with the next ones as targets, or normal
@@ -267,7 +268,7 @@ static void compare(const char *model, const char *backend_name, int batchnorm) 
   /* every overwritten gradient but the output's is pooled; a step holds fewer of them than nodes */
   tap_ok(a == c && memcmp(l1, l3, nl * sizeof *l1) == 0 && memcmp(g1, g3, ng * sizeof *g1) == 0 &&
              p.pooled == overwritable && p.buffers > 0 && p.buffers < p.pooled && p.act_floats < f.act_floats,
-         "%s on %s: %d gradients in %d shared buffers (model_pool_grads), activation memory %zu -> %zu floats: loss, "
+         "%s on %s: %d gradients in %d shared buffers (model_init_on's order), activation memory %zu -> %zu floats: loss, "
          "logits and all %zu gradients bitwise those of the plain model",
          name, backend_name, p.pooled, p.buffers, f.act_floats, p.act_floats, ng);
   compare_steps(name, &g, be);

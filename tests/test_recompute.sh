@@ -49,7 +49,7 @@ done
 same ref-none ref-block
 tap_ok $? "1 rank, ref backend: recompute = block gives bitwise the parameters of none"
 a=$(state one-none) b=$(state one-block) c=$(state one-attention)
-# (the gradients are pooled in every mode, model_pool_grads: what recomputation saves is activations)
+# (the gradients are pooled in every mode, model_init_on's order: what recomputation saves is activations)
 awk -v a="$a" -v b="$b" -v c="$c" 'BEGIN { exit !(a > 0 && b < c && c < a) }'
 tap_ok $? "1 rank: the training state drops, the more so the more is recomputed: none $a MiB, attention $c MiB, block $b MiB"
 

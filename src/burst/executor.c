@@ -247,21 +247,15 @@ static int node_sums(const burst_exec_t *ex, int i) {
 
 /* Each node that sums over its set, as its layer sees the set (on the set's members), with a buffer
  * of its own (a node's sums may be in flight beside another's); the passes' order of node phases. */
-static void make_groups(burst_exec_t *ex, const backend_t *be, int overlap) {
+static void make_groups(burst_exec_t *ex, const backend_t *be) {
   const graph_t *g = ex->g;
-  int *sums = xcalloc((size_t)g->n, sizeof *sums), any = 0;
+  int any = 0;
   size_t floats = 0;
   for (int i = 1; i < g->n; i++) {
     ex->local_bufs |= g->l[i].nb > 0 && g->l[i].bn_local && ex->world->size > 1;
-    sums[i] = node_sums(ex, i);
-    any |= sums[i];
-    if (sums[i] && ex->cap[i] > 0) floats += (size_t)ex->n[i] * g->l[i].group_floats;
+    any |= node_sums(ex, i);
+    if (node_sums(ex, i) && ex->cap[i] > 0) floats += (size_t)ex->n[i] * g->l[i].group_floats;
   }
-  int recomputed = 0; /* a re-filled segment re-runs forwards inside a backward: keep the blocking order */
-  for (int i = 1; i < g->n; i++) recomputed |= ex->m.seg_first[i] > 0;
-  ex->overlap_sums = overlap && !recomputed;
-  pass_order_build(&ex->order, g, ex->m.fused, sums, ex->overlap_sums);
-  free(sums);
   if (!any) return;
   ex->group_buf = floats ? be->alloc(floats) : NULL;
   ex->groups = xcalloc((size_t)g->n, sizeof *ex->groups);
@@ -281,6 +275,24 @@ static void make_groups(burst_exec_t *ex, const backend_t *be, int overlap) {
   ex->m.group = ex->group_of;
 }
 
+/* The passes' order of node phases (pass_order.h), from the model's fusion plan and recomputed
+ * segments, with the nodes of the backward pass's phases in bwd for the model (model_order_fn: the
+ * model shares the buffers of gradients whose lives do not overlap in it). */
+static int build_order(void *arg, const model_t *m, int *bwd) {
+  burst_exec_t *ex = arg;
+  const graph_t *g = ex->g;
+  int *sums = xcalloc((size_t)g->n, sizeof *sums), recomputed = 0;
+  for (int i = 1; i < g->n; i++) {
+    sums[i] = node_sums(ex, i);
+    recomputed |= m->seg_first[i] > 0; /* a re-filled segment re-runs forwards inside a backward: keep the blocking order */
+  }
+  ex->overlap_sums = ex->overlap_sums && !recomputed;
+  pass_order_build(&ex->order, g, m->fused, sums, ex->overlap_sums);
+  free(sums);
+  for (int e = 0; e < ex->order.nbwd; e++) bwd[e] = ex->order.bwd[e].node;
+  return ex->order.nbwd;
+}
+
 /* Floats of the buffer an owner receives its consumers' gradient parts into: the largest share of
  * a producer with a gradient whose consumer runs on another rank set (the only backward routes
  * that receive); 1 when every node runs on the same set, as in data parallelism. */
@@ -294,15 +306,6 @@ static size_t recv_floats(const burst_exec_t *ex) {
       if (ex->m.dact[i] && !same_set((void *)ex, i, j) && s > most) most = s;
     }
   return most;
-}
-
-/* Activation gradients that are never live at once share buffers (model_pool_grads), as the backward
- * pass's phases run them. */
-static void pool_grads(burst_exec_t *ex) {
-  int *nodes = xcalloc((size_t)ex->order.nbwd + 1, sizeof *nodes);
-  for (int e = 0; e < ex->order.nbwd; e++) nodes[e] = ex->order.bwd[e].node;
-  model_pool_grads(&ex->m, nodes, ex->order.nbwd);
-  free(nodes);
 }
 
 void burst_exec_init(burst_exec_t *ex, const burst_plan_t *plan, const graph_t *g, const backend_t *be,
@@ -338,7 +341,8 @@ void burst_exec_init(burst_exec_t *ex, const burst_plan_t *plan, const graph_t *
     params = node_sum_params(ex->shared);
     grads = node_sum_grads(ex->shared);
   }
-  model_init_on(&ex->m, g, be, ex->window, same_set, ex, params, grads);
+  ex->overlap_sums = overlap_sums; /* as asked; build_order keeps it where nothing is recomputed */
+  model_init_on(&ex->m, g, be, ex->window, same_set, ex, params, grads, build_order);
   make_staging(ex, be);
   size_t xs = out_floats(g, 0), ys = (size_t)g->targets_per_sample;
   ex->x = xcalloc(surge_mul_size((size_t)ex->window, xs, "input batch"), sizeof(float));
@@ -346,8 +350,7 @@ void burst_exec_init(burst_exec_t *ex, const burst_plan_t *plan, const graph_t *
   size_t recv = recv_floats(ex);
   ex->recv = be->alloc(recv);
   ex->m.act_floats += recv;
-  make_groups(ex, be, overlap_sums);
-  pool_grads(ex);
+  make_groups(ex, be);
   ex->m.id_lo = ex->lo;
   make_sync(ex, sync);
 }

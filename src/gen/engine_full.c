@@ -28,7 +28,7 @@ static void full_step(gen_engine_t *base, const float *tok, int pos, float *logi
   graph_t g;
   gen_model_graph(e->gm, L, &g);
   model_t m;
-  model_init_on(&m, &g, e->be, B, NULL, NULL, e->params, e->grads);
+  model_init_on(&m, &g, e->be, B, NULL, NULL, e->params, e->grads, NULL);
   model_set_batch(&m, e->x, e->y, B);
   model_forward(&m, B);
   const float *out = m.act[graph_output(&g)]; /* (B, L, V) */

@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "core/events.h"
+#include "nn/grad_pool.h"
 #include "nn/logit_mask.h"
 #include "nn/recompute.h"
 
@@ -111,11 +112,25 @@ void model_init(model_t *m, const graph_t *g, const backend_t *be, int B_cap) {
 
 int model_init_fused(model_t *m, const graph_t *g, const backend_t *be, int B_cap,
                      int (*allowed)(void *arg, int node, int next), void *arg) {
-  return model_init_on(m, g, be, B_cap, allowed, arg, NULL, NULL);
+  return model_init_on(m, g, be, B_cap, allowed, arg, NULL, NULL, NULL);
+}
+
+/* The shared gradient buffers of the layout's order (grad_pool_plan): slot_of[i] per node (-1: its
+ * own buffer), the buffers' sizes in floats; 0 buffers without an order. */
+static int plan_pool(const model_t *m, model_order_fn order, void *arg, int *slot_of, size_t *slot_floats) {
+  const int n = m->g->n;
+  for (int i = 0; i < n; i++) slot_of[i] = -1;
+  if (!order) return 0;
+  int *bwd = xcalloc(2 * (size_t)n, sizeof *bwd);
+  const int nbwd = order(arg, m, bwd);
+  const int slots = grad_pool_plan(m, bwd, nbwd, slot_of, slot_floats);
+  free(bwd);
+  return slots;
 }
 
 int model_init_on(model_t *m, const graph_t *g, const backend_t *be, int B_cap,
-                  int (*allowed)(void *arg, int node, int next), void *arg, float *params, float *grads) {
+                  int (*allowed)(void *arg, int node, int next), void *arg, float *params, float *grads,
+                  model_order_fn order) {
   memset(m, 0, sizeof *m);
   m->g = g;
   m->be = be;
@@ -141,6 +156,15 @@ int model_init_on(model_t *m, const graph_t *g, const backend_t *be, int B_cap,
   m->grad_in_place = plan_grad_in_place(m, allowed, arg);
   if (m->grad_in_place) m->writer[graph_output(g)] = graph_output(g); /* the loss writes it whole */
   plan_recompute(m, allowed, arg);
+  int *slot_of = xcalloc((size_t)g->n, sizeof *slot_of);
+  size_t *slot_floats = xcalloc((size_t)g->n, sizeof *slot_floats);
+  m->npool = plan_pool(m, order, arg, slot_of, slot_floats);
+  m->pool = xcalloc((size_t)m->npool + 1, sizeof *m->pool);
+  m->pooled = xcalloc((size_t)g->n, sizeof *m->pooled);
+  for (int p = 0; p < m->npool; p++) {
+    m->pool[p] = be->alloc(slot_floats[p]);
+    m->act_floats += slot_floats[p];
+  }
   size_t scratch = 0;
   for (int i = 0; i < g->n; i++) {
     const layer_t *l = &g->l[i];
@@ -152,7 +176,10 @@ int model_init_on(model_t *m, const graph_t *g, const backend_t *be, int B_cap,
       m->act[i] = be->alloc(n);
       m->act_floats += n;
     }
-    if (l->needs_grad && m->fused[i] <= 0 && !(m->grad_in_place && i == graph_output(g))) {
+    if (slot_of[i] >= 0) { /* a shared buffer (plan_pool) */
+      m->dact[i] = m->pool[slot_of[i]];
+      m->pooled[i] = 1;
+    } else if (l->needs_grad && m->fused[i] <= 0 && !(m->grad_in_place && i == graph_output(g))) {
       /* a fused node's is its ReLU's; an in-place output's is its logits (below) */
       m->dact[i] = be->alloc(n);
       m->act_floats += n;
@@ -173,6 +200,8 @@ int model_init_on(model_t *m, const graph_t *g, const backend_t *be, int B_cap,
       m->dact[i] = m->dact[m->shares[i]];
       m->aux[i] = m->aux[m->shares[i]];
     }
+  free(slot_of);
+  free(slot_floats);
   m->scratch = be->alloc(scratch);
   m->act_floats += scratch;
   m->targets = be->alloc(surge_mul_size((size_t)B_cap, (size_t)g->targets_per_sample, "targets"));
@@ -201,7 +230,7 @@ void model_free(model_t *m) {
   for (int i = 0; i < m->g->n; i++) {
     if (m->shares[i]) continue; /* another node's buffers */
     if (m->fused[i] <= 0) be->free(m->act[i]); /* a fused node shares its ReLU's buffers */
-    if (m->dact[i] && m->fused[i] <= 0 && m->dact[i] != m->act[i] && !(m->pooled && m->pooled[i]))
+    if (m->dact[i] && m->fused[i] <= 0 && m->dact[i] != m->act[i] && !m->pooled[i])
       be->free(m->dact[i]); /* in place: one; a pooled one is a shared buffer's (below) */
     if (m->aux[i]) be->free(m->aux[i]);
     if (m->keep[i]) be->free(m->keep[i]);

@@ -60,7 +60,7 @@ typedef struct model {
    * boundaries: the 3d layout's tensor-parallel one), or NULL */
   void (*reforward_hook)(void *arg, int node, int off, int B);
   void *reforward_arg;
-  /* gradient buffers shared by nodes whose gradients are never live at once (model_pool_grads) */
+  /* gradient buffers shared by nodes whose gradients are never live at once (model_init_on's order) */
   float **pool;   /* [npool] the shared buffers */
   int npool;
   int *pooled;    /* per node: 1 where its gradient lives in a shared buffer */
@@ -90,22 +90,22 @@ void model_init(model_t *m, const graph_t *g, const backend_t *be, int B_cap);
  * input error. Returns the ReLU pairs fused. */
 int model_init_fused(model_t *m, const graph_t *g, const backend_t *be, int B_cap,
                      int (*allowed)(void *arg, int node, int next), void *arg);
+/* A layout's backward pass for the model being planned (fusion, writers, epilogues and recomputed
+ * segments are known, no buffer yet): the nodes of its phases in the order they run into bwd (room
+ * for 2 (g->n - 1)), a node once, or twice when its finish comes later (pass_order.h); returns how
+ * many. The layout must touch activation gradients only inside those phases. */
+typedef int (*model_order_fn)(void *arg, const model_t *m, int *bwd);
+
 /* model_init_fused on parameter and gradient slabs the caller provides (params: g->params.total
  * floats, grads: that + MODEL_GRAD_SIDE; backend memory), which the model uses and never frees
- * (node-shared memory, sync/node_sum.h); NULL: the model allocates that slab itself. */
+ * (node-shared memory, sync/node_sum.h); NULL: the model allocates that slab itself. With an order
+ * (called with arg), gradients whose lives do not overlap in it share buffers (model_t.pool): those
+ * their first consumer overwrites (model_t.writer, so never zeroed), other than the output's and
+ * those inside recomputed segments (which share buffers already); model_t.act_floats counts the
+ * shared buffers. NULL: a buffer per gradient. */
 int model_init_on(model_t *m, const graph_t *g, const backend_t *be, int B_cap,
-                  int (*allowed)(void *arg, int node, int next), void *arg, float *params, float *grads);
-/* Let nodes whose activation gradients are never live at the same time share one buffer: those
- * that are overwritten by their first consumer (model_t.writer, so never zeroed), other than the
- * output's and those inside recomputed segments (which share buffers already). bwd[0..nbwd) are
- * the nodes of the layout's backward pass in the order their phases run (a node once, or twice when
- * its finish comes later: pass_order.h); a gradient lives from the first phase of the first node
- * that writes or reads it to the last phase of the last, and a buffer serves nodes whose lives do
- * not overlap (greedy, the smallest free buffer that fits first). The layout must touch activation
- * gradients only inside those phases, and call this once, before any step and after its own wiring
- * (its staged slots are left as they are). Returns the gradients pooled; model_t.act_floats
- * counts the shared buffers instead of theirs. */
-int model_pool_grads(model_t *m, const int *bwd, int nbwd);
+                  int (*allowed)(void *arg, int node, int next), void *arg, float *params, float *grads,
+                  model_order_fn order);
 /* The ReLU node i may fuse with (its only consumer, after a conv2d or add i), or -1. */
 int model_fusable_relu(const graph_t *g, int i);
 void model_free(model_t *m);

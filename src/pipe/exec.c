@@ -55,13 +55,13 @@ static int stage_allows(void *arg, int node, int next) {
   return node != next;
 }
 
-/* Activation gradients that are never live at once share buffers (model_pool_grads): a stage's
- * backward runs its nodes from the last down, one micro-batch at a time, each in its slot's rows. */
-static void pool_grads(pipe_exec_t *ex) {
-  int n = ex->lg.n, *bwd = xcalloc((size_t)n, sizeof *bwd);
+/* A stage's backward order (model_order_fn: gradients whose lives do not overlap in it share
+ * buffers): its nodes from the last down, one micro-batch at a time, each in its slot's rows. */
+static int stage_order(void *arg, const model_t *m, int *bwd) {
+  (void)arg;
+  const int n = m->g->n;
   for (int j = n - 1; j >= 1; j--) bwd[n - 1 - j] = j;
-  model_pool_grads(&ex->m, bwd, n - 1);
-  free(bwd);
+  return n - 1;
 }
 
 /* After node j's forward on rows [off, off + B): its output summed over the tensor-parallel shards
@@ -155,7 +155,7 @@ void pipe_exec_init(pipe_exec_t *ex, const graph_t *g, const gpt_dims_t *dims, c
   ex->slots = pipe_in_flight(sched, G->pp, M, G->p);
   int window = ex->slots * ex->mb_cap;
   ex->lg.recompute = g->recompute;
-  model_init_fused(&ex->m, &ex->lg, be, window, stage_allows, ex);
+  model_init_on(&ex->m, &ex->lg, be, window, stage_allows, ex, NULL, NULL, stage_order);
   ex->m.reforward_hook = reduce_out_of;
   ex->m.reforward_arg = ex;
   mark_reductions(ex);
@@ -169,7 +169,6 @@ void pipe_exec_init(pipe_exec_t *ex, const graph_t *g, const gpt_dims_t *dims, c
       for (int k = 0; k < ex->lg.l[j].nin; k++)
         if (ex->lg.l[j].in[k] == 0) ex->m.din[j][k] = ex->din;
   }
-  pool_grads(ex);
   if (ex->part.last) {
     int V = dims->vocab / G->tp;
     tp_xent_init(&ex->xent, be, &ex->tp, V, G->t * V, dims->vocab_valid, window * dims->T);

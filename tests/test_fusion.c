@@ -7,7 +7,8 @@
  * other node (vgg-mini's after its linear layer), or after a node that has other consumers too, is
  * never fused. The same for the epilogues (a linear and
  * its GELU, an add and the layer norm it feeds) and the logits' gradient written in place; and with the
- * activation gradients in shared buffers besides (model_init_on's order), fewer floats. And after 10
+ * activation gradients in shared buffers besides (model_init_on's order), fewer floats; a model that
+ * only runs forward (model_init_forward) the same logits without gradients. And after 10
  * training steps with clipping, fused and pooled (the clipping factor folded into the update) and
  * plain give every parameter tensor within 1e-6 (issue 32). */
 #include <stdio.h>
@@ -223,6 +224,29 @@ static void compare_steps(const char *model, const graph_t *g, const backend_t *
   free(plain), free(fused), free(init);
 }
 
+/* A model that only runs forward (model_init_forward: generation, evaluation) gives the plain
+ * model's logits bitwise, without a gradient slab or any activation gradient. */
+static void forward_only(const char *name, const graph_t *g, const backend_t *be, const float *logits,
+                         size_t plain_floats) {
+  model_t m;
+  model_init_forward(&m, g, be, B, NULL);
+  model_init_params(&m, 11);
+  set_batch(&m, g, 0);
+  model_forward(&m, B);
+  const int out = graph_output(g);
+  const size_t nl = (size_t)B * shape_size(g->l[out].out);
+  float *got = xcalloc(nl, sizeof *got);
+  be->download(got, m.act[out], nl);
+  int grads = m.grads != NULL;
+  for (int i = 0; i < g->n; i++) grads |= m.dact[i] != NULL;
+  tap_ok(!grads && m.act_floats < plain_floats && memcmp(got, logits, nl * sizeof *got) == 0,
+         "%s on %s: forward only (model_init_forward), no gradients, %zu activation floats (the plain training model: "
+         "%zu): the plain model's logits bitwise",
+         name, be->name, m.act_floats, plain_floats);
+  free(got);
+  model_free(&m);
+}
+
 static void compare(const char *model, const char *backend_name, int batchnorm) {
   zoo_opts_t o;
   memset(&o, 0, sizeof o);
@@ -250,15 +274,17 @@ static void compare(const char *model, const char *backend_name, int batchnorm) 
   int relus, fusable = fusable_relus(&g, &relus);
   fusion_counts_t plain, f, p;
   float *l3 = xcalloc(nl, sizeof *l3), *g3 = xcalloc(ng, sizeof *g3);
-  double a = run(&g, be, PLAIN, &plain, l1, g1), b = run(&g, be, FUSED, &f, l2, g2), c = run(&g, be, POOLED, &p, l3, g3);
+  double a = run(&g, be, PLAIN, &plain, l1, g1), b = run(&g, be, FUSED, &f, l2, g2);
+  double c = run(&g, be, POOLED, &p, l3, g3);
   const int overwritable = overwriter_fed(&g), offered = epilogues_offered(&g), in_place = in_place_offered(&g);
   int convs = 0; /* the CNNs fuse some pair; the mlp and the gpt have no ReLU after a conv2d, add or batch norm */
   for (int i = 0; i < g.n; i++) convs += g.l[i].kind == LAYER_CONV2D;
   tap_ok(plain.pairs == 0 && plain.written == 0 && plain.epilogues == 0 && !plain.in_place &&
              (f.pairs > 0) == (convs > 0) && f.pairs == fusable && f.written > 0 &&
              f.written == overwritable + in_place && f.epilogues == offered && f.in_place == in_place,
-         "%s on %s: %d of %d ReLUs fused, the %d after a conv2d, add or batch norm; %d gradients overwritten, the %d whose "
-         "first consumer overwrites%s; %d epilogues (linear + GELU, add + layer norm) of %d offered (none unasked)",
+         "%s on %s: %d of %d ReLUs fused, the %d after a conv2d, add or batch norm; %d gradients overwritten, "
+         "the %d whose first consumer overwrites%s; %d epilogues (linear + GELU, add + layer norm) of %d offered "
+         "(none unasked)",
          name, backend_name, f.pairs, relus, fusable, f.written, overwritable,
          f.in_place ? " and the logits' in place" : "", f.epilogues, offered);
   tap_ok(a == b && memcmp(l1, l2, nl * sizeof *l1) == 0 && memcmp(g1, g2, ng * sizeof *g1) == 0,
@@ -268,9 +294,10 @@ static void compare(const char *model, const char *backend_name, int batchnorm) 
   /* every overwritten gradient but the output's is pooled; a step holds fewer of them than nodes */
   tap_ok(a == c && memcmp(l1, l3, nl * sizeof *l1) == 0 && memcmp(g1, g3, ng * sizeof *g1) == 0 &&
              p.pooled == overwritable && p.buffers > 0 && p.buffers < p.pooled && p.act_floats < f.act_floats,
-         "%s on %s: %d gradients in %d shared buffers (model_init_on's order), activation memory %zu -> %zu floats: loss, "
-         "logits and all %zu gradients bitwise those of the plain model",
+         "%s on %s: %d gradients in %d shared buffers (model_init_on's order), activation memory %zu -> %zu "
+         "floats: loss, logits and all %zu gradients bitwise those of the plain model",
          name, backend_name, p.pooled, p.buffers, f.act_floats, p.act_floats, ng);
+  forward_only(name, &g, be, l1, plain.act_floats);
   compare_steps(name, &g, be);
   free(l1), free(l2), free(l3), free(g1), free(g2), free(g3);
   graph_free(&g);

@@ -51,7 +51,7 @@ tap_ok $? "1 rank, ref backend: recompute = block gives bitwise the parameters o
 a=$(state one-none) b=$(state one-block) c=$(state one-attention)
 # (the gradients are pooled in every mode, model_init_on's order: what recomputation saves is activations)
 awk -v a="$a" -v b="$b" -v c="$c" 'BEGIN { exit !(a > 0 && b < c && c < a) }'
-tap_ok $? "1 rank: the training state drops, the more so the more is recomputed: none $a MiB, attention $c MiB, block $b MiB"
+tap_ok $? "1 rank: the training state drops, the more so the more is recomputed: none $a, attention $c, block $b MiB"
 
 # data parallelism on 2 ranks (each rank's half of the batch)
 for mode in none block; do

@@ -284,8 +284,9 @@ static int build_order(void *arg, const model_t *m, int *bwd) {
   int *sums = xcalloc((size_t)g->n, sizeof *sums), recomputed = 0;
   for (int i = 1; i < g->n; i++) {
     sums[i] = node_sums(ex, i);
-    recomputed |= m->seg_first[i] > 0; /* a re-filled segment re-runs forwards inside a backward: keep the blocking order */
+    recomputed |= m->seg_first[i] > 0; /* a re-filled segment re-runs forwards inside a backward */
   }
+  /* (so keep the blocking order) */
   ex->overlap_sums = ex->overlap_sums && !recomputed;
   pass_order_build(&ex->order, g, m->fused, sums, ex->overlap_sums);
   free(sums);

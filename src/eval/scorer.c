@@ -15,7 +15,7 @@ void scorer_open(scorer_t *s, const char *path, const backend_t *be, int T, int 
   gpt2_graph(&s->d, s->T, &s->g);
   float *host = slab_alloc(&s->g.params);
   weights_read(path, &s->g, host);
-  model_init(&s->m, &s->g, be, B);
+  model_init_forward(&s->m, &s->g, be, B, NULL);
   be->upload(s->m.params, host, s->g.params.total);
   slab_free(host);
   size_t cells = surge_mul_size((size_t)B, (size_t)s->T, "rows x tokens");

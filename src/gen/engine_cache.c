@@ -83,7 +83,7 @@ gen_engine_t *gen_engine_cache(const gen_model_t *gm, const backend_t *be, int B
   e->gm = gm;
   e->be = be;
   gen_model_graph(gm, 1, &e->g);
-  model_init(&e->m, &e->g, be, B);
+  model_init_forward(&e->m, &e->g, be, B, NULL);
   be->upload(e->m.params, gm->params, gm->g.params.total);
   e->k = xcalloc((size_t)e->g.n, sizeof *e->k);
   e->v = xcalloc((size_t)e->g.n, sizeof *e->v);

@@ -12,7 +12,7 @@ typedef struct full_engine {
   gen_engine_t base;
   const gen_model_t *gm;
   const backend_t *be;
-  float *params, *grads; /* backend slabs the per-step models share (grads: unused by a forward) */
+  float *params;         /* the backend slab the per-step models share (forward only: no gradients) */
   float *tokens;         /* (B, context) host: the tokens fed so far */
   float *x, *y;          /* (B, context) host: one step's batch (tokens 0..pos) and zero targets */
 } full_engine_t;
@@ -28,7 +28,7 @@ static void full_step(gen_engine_t *base, const float *tok, int pos, float *logi
   graph_t g;
   gen_model_graph(e->gm, L, &g);
   model_t m;
-  model_init_on(&m, &g, e->be, B, NULL, NULL, e->params, e->grads, NULL);
+  model_init_forward(&m, &g, e->be, B, e->params);
   model_set_batch(&m, e->x, e->y, B);
   model_forward(&m, B);
   const float *out = m.act[graph_output(&g)]; /* (B, L, V) */
@@ -41,7 +41,6 @@ static void full_step(gen_engine_t *base, const float *tok, int pos, float *logi
 static void full_free(gen_engine_t *base) {
   full_engine_t *e = (full_engine_t *)base;
   e->be->free(e->params);
-  e->be->free(e->grads);
   free(e->tokens), free(e->x), free(e->y);
   free(e);
 }
@@ -53,7 +52,6 @@ gen_engine_t *gen_engine_full(const gen_model_t *gm, const backend_t *be, int B)
   e->be = be;
   size_t total = gm->g.params.total;
   e->params = be->alloc(total);
-  e->grads = be->alloc(total + MODEL_GRAD_SIDE);
   be->upload(e->params, gm->params, total);
   size_t n = surge_mul_size((size_t)B, (size_t)gm->context, "token buffer");
   e->tokens = xcalloc(n, sizeof *e->tokens);

@@ -128,17 +128,18 @@ static int plan_pool(const model_t *m, model_order_fn order, void *arg, int *slo
   return slots;
 }
 
-int model_init_on(model_t *m, const graph_t *g, const backend_t *be, int B_cap,
-                  int (*allowed)(void *arg, int node, int next), void *arg, float *params, float *grads,
-                  model_order_fn order) {
+/* model_init_on, or with forward_only a model without gradients (model_init_forward). */
+static int init_model(model_t *m, const graph_t *g, const backend_t *be, int B_cap,
+                      int (*allowed)(void *arg, int node, int next), void *arg, float *params, float *grads,
+                      model_order_fn order, int forward_only) {
   memset(m, 0, sizeof *m);
   m->g = g;
   m->be = be;
   m->B_cap = B_cap;
   m->own_params = params == NULL;
-  m->own_grads = grads == NULL;
+  m->own_grads = grads == NULL && !forward_only;
   m->params = params ? params : be->alloc(g->params.total);
-  m->grads = grads ? grads : be->alloc(g->params.total + MODEL_GRAD_SIDE);
+  m->grads = grads || forward_only ? grads : be->alloc(g->params.total + MODEL_GRAD_SIDE);
   m->act = xcalloc((size_t)g->n, sizeof *m->act);
   m->dact = xcalloc((size_t)g->n, sizeof *m->dact);
   m->aux = xcalloc((size_t)g->n, sizeof *m->aux);
@@ -179,7 +180,7 @@ int model_init_on(model_t *m, const graph_t *g, const backend_t *be, int B_cap,
     if (slot_of[i] >= 0) { /* a shared buffer (plan_pool) */
       m->dact[i] = m->pool[slot_of[i]];
       m->pooled[i] = 1;
-    } else if (l->needs_grad && m->fused[i] <= 0 && !(m->grad_in_place && i == graph_output(g))) {
+    } else if (!forward_only && l->needs_grad && m->fused[i] <= 0 && !(m->grad_in_place && i == graph_output(g))) {
       /* a fused node's is its ReLU's; an in-place output's is its logits (below) */
       m->dact[i] = be->alloc(n);
       m->act_floats += n;
@@ -214,6 +215,16 @@ int model_init_on(model_t *m, const graph_t *g, const backend_t *be, int B_cap,
   if (m->grad_in_place) m->dact[graph_output(g)] = m->act[graph_output(g)];
   model_wire_default(m);
   return nfused;
+}
+
+int model_init_on(model_t *m, const graph_t *g, const backend_t *be, int B_cap,
+                  int (*allowed)(void *arg, int node, int next), void *arg, float *params, float *grads,
+                  model_order_fn order) {
+  return init_model(m, g, be, B_cap, allowed, arg, params, grads, order, 0);
+}
+
+void model_init_forward(model_t *m, const graph_t *g, const backend_t *be, int B_cap, float *params) {
+  init_model(m, g, be, B_cap, NULL, NULL, params, NULL, NULL, 1);
 }
 
 void model_wire_default(model_t *m) {
@@ -464,6 +475,8 @@ typedef struct loss_rows {
 static loss_rows_t loss_rows(model_t *m, int off, int B, float grad_scale) {
   const graph_t *g = m->g;
   int out = graph_output(g), tps = g->targets_per_sample, V = model_classes(m);
+  if (grad_scale != 0.0f && !m->dact[out])
+    surge_runtime_error("the loss's gradient asked of a model without gradients (model_init_forward; a bug)");
   size_t osz = shape_size(g->l[out].out);
   loss_rows_t r = {B * tps, V, m->act[out] + (size_t)off * osz, m->targets + (size_t)off * tps,
                    grad_scale != 0.0f ? m->dact[out] + (size_t)off * osz : NULL};

@@ -106,6 +106,11 @@ typedef int (*model_order_fn)(void *arg, const model_t *m, int *bwd);
 int model_init_on(model_t *m, const graph_t *g, const backend_t *be, int B_cap,
                   int (*allowed)(void *arg, int node, int next), void *arg, float *params, float *grads,
                   model_order_fn order);
+/* A model that only runs forward (generation, evaluation): no gradient slab and no activation
+ * gradients (model_t.grads and every dact NULL), so it holds the parameters and the activations;
+ * forward, the loss without a gradient (grad_scale 0) and model_correct run on it, nothing
+ * backward. params: the caller's slab (never freed by the model), or NULL: its own. */
+void model_init_forward(model_t *m, const graph_t *g, const backend_t *be, int B_cap, float *params);
 /* The ReLU node i may fuse with (its only consumer, after a conv2d or add i), or -1. */
 int model_fusable_relu(const graph_t *g, int i);
 void model_free(model_t *m);

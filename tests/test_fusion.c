@@ -109,17 +109,12 @@ typedef struct fusion_counts {
 } fusion_counts_t;
 
 /* The modes of a run: plain, fused, and fused with the gradients in shared buffers (model_init_on's
- * order: model_backward's, nodes n-1 down to 1). */
+ * order: model_backward's, model_reverse_order). */
 enum { PLAIN = 0, FUSED, POOLED };
 
-static int backward_order(void *arg, const model_t *m, int *bwd) {
-  (void)arg;
-  for (int i = m->g->n - 1; i >= 1; i--) bwd[m->g->n - 1 - i] = i;
-  return m->g->n - 1;
-}
-
 static void init_model(model_t *m, const graph_t *g, const backend_t *be, int mode) {
-  model_init_on(m, g, be, B, mode != PLAIN ? always : NULL, NULL, NULL, NULL, mode == POOLED ? backward_order : NULL);
+  model_init_on(m, g, be, B, mode != PLAIN ? always : NULL, NULL, NULL, NULL,
+                mode == POOLED ? model_reverse_order : NULL);
 }
 
 /* The batch of a step: token ids below the vocabulary with the next ones as targets, or normal

@@ -253,8 +253,9 @@ static void make_groups(burst_exec_t *ex, const backend_t *be) {
   size_t floats = 0;
   for (int i = 1; i < g->n; i++) {
     ex->local_bufs |= g->l[i].nb > 0 && g->l[i].bn_local && ex->world->size > 1;
-    any |= node_sums(ex, i);
-    if (node_sums(ex, i) && ex->cap[i] > 0) floats += (size_t)ex->n[i] * g->l[i].group_floats;
+    const int sums = node_sums(ex, i);
+    any |= sums;
+    if (sums && ex->cap[i] > 0) floats += (size_t)ex->n[i] * g->l[i].group_floats;
   }
   if (!any) return;
   ex->group_buf = floats ? be->alloc(floats) : NULL;
@@ -284,9 +285,9 @@ static int build_order(void *arg, const model_t *m, int *bwd) {
   int *sums = xcalloc((size_t)g->n, sizeof *sums), recomputed = 0;
   for (int i = 1; i < g->n; i++) {
     sums[i] = node_sums(ex, i);
-    recomputed |= m->seg_first[i] > 0; /* a re-filled segment re-runs forwards inside a backward */
+    recomputed |= m->seg_first[i] > 0;
   }
-  /* (so keep the blocking order) */
+  /* a re-filled segment re-runs forwards inside a backward: keep the blocking order */
   ex->overlap_sums = ex->overlap_sums && !recomputed;
   pass_order_build(&ex->order, g, m->fused, sums, ex->overlap_sums);
   free(sums);
@@ -543,7 +544,7 @@ static void zero_micro_grads(burst_exec_t *ex, int first) {
   if (first)
     model_zero_grads_rows(m, ex->cnt);
   else
-    for (int i = 1; i < ex->g->n; i++) model_zero_act_grad(m, i, ex->cnt[i]);
+    for (int i = 1; i < ex->g->n; i++) model_zero_act_grad(m, i, 0, ex->cnt[i]);
   zero_staged_grads(ex);
 }
 

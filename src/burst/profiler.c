@@ -85,7 +85,7 @@ typedef enum { PASS_ZERO, PASS_FORWARD, PASS_BACKWARD } pass_t;
 static double timed_pass(model_t *m, pass_t pass, int i, int b) {
   m->be->synchronize();
   double t0 = surge_now();
-  if (pass == PASS_ZERO) model_zero_act_grad(m, i, b);
+  if (pass == PASS_ZERO) model_zero_act_grad(m, i, 0, b);
   else if (pass == PASS_FORWARD) model_forward_node(m, i, 0, b);
   else model_backward_node(m, i, 0, b);
   m->be->synchronize();

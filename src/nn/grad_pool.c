@@ -43,14 +43,13 @@ static int span(const model_t *m, const int *first, const int *last, int b, int 
   return ok && *lo >= 0;
 }
 
-/* Whether node b's gradient may share a buffer: one the model allocates (needed, not a node's whose
- * buffer is its fused ReLU's, not the logits' in place), overwritten by its first consumer (whose
- * consumers all run on its samples: no layout stages it), not the output's (the loss writes it, in
- * forward), and not inside a recomputed segment (whose interiors share their buffers already,
- * zeroed when re-filled). */
+/* Whether node b's gradient may share a buffer: overwritten by its first consumer (model_t.writer:
+ * so a gradient the model allocates, of a node not fused into its ReLU, whose consumers all run on
+ * its samples and none is staged), not the output's (the loss writes it, in forward), and not
+ * inside a recomputed segment (whose interiors share their buffers already, zeroed when
+ * re-filled). */
 static int poolable(const model_t *m, const int *interior, int b) {
-  const graph_t *g = m->g;
-  return g->l[b].needs_grad && m->fused[b] <= 0 && m->writer[b] && b != graph_output(g) && !interior[b];
+  return m->writer[b] && b != graph_output(m->g) && !interior[b];
 }
 
 /* The smallest free slot (free after its last phase, before lo) that holds `need`; else the largest

@@ -227,6 +227,13 @@ void model_init_forward(model_t *m, const graph_t *g, const backend_t *be, int B
   init_model(m, g, be, B_cap, NULL, NULL, params, NULL, NULL, 1);
 }
 
+int model_reverse_order(void *arg, const model_t *m, int *bwd) {
+  (void)arg;
+  const int n = m->g->n;
+  for (int j = n - 1; j >= 1; j--) bwd[n - 1 - j] = j;
+  return n - 1;
+}
+
 void model_wire_default(model_t *m) {
   const graph_t *g = m->g;
   for (int i = 0; i < g->n; i++)
@@ -308,20 +315,17 @@ void model_set_batch(model_t *m, const float *x_host, const float *y_host, int B
   m->be->upload(m->targets, y_host, (size_t)B * (size_t)g->targets_per_sample);
 }
 
-/* Node i's activation gradient zeroed on samples [off, off+B): a fused node's gradient is its
- * ReLU's, zeroed with it; one with a writer is overwritten whole. */
-static void zero_act_grad_rows(model_t *m, int i, int off, int B) {
+/* A fused node's gradient is its ReLU's, zeroed with it; one with a writer is overwritten whole. */
+void model_zero_act_grad(model_t *m, int i, int off, int B) {
   size_t n = shape_size(m->g->l[i].out);
   if (m->dact[i] && B > 0 && m->fused[i] <= 0 && !m->writer[i])
     m->be->fill(m->dact[i] + (size_t)off * n, (size_t)B * n, 0.0f);
 }
 
-void model_zero_act_grad(model_t *m, int i, int B) { zero_act_grad_rows(m, i, 0, B); }
-
 void model_zero_grads_rows(model_t *m, const int *rows) {
   m->be->fill(m->grads, m->g->params.total, 0.0f);
   for (int i = 1; i < m->g->n; i++) /* a borrowed buffer is its lender's, zeroed once there */
-    if (!m->shares[i]) model_zero_act_grad(m, i, rows ? rows[i] : m->B_cap);
+    if (!m->shares[i]) model_zero_act_grad(m, i, 0, rows ? rows[i] : m->B_cap);
 }
 
 void model_zero_grads(model_t *m) { model_zero_grads_rows(m, NULL); }
@@ -435,7 +439,7 @@ void model_forward_node(model_t *m, int i, int off, int B) {
  * before the segment (the layer norm after the previous block's residual add) runs standalone. */
 static void refill_segment(model_t *m, int hi, int off, int B) {
   const int lo = m->seg_first[hi];
-  for (int i = lo; i < hi; i++) zero_act_grad_rows(m, i, off, B);
+  for (int i = lo; i < hi; i++) model_zero_act_grad(m, i, off, B);
   for (int i = lo; i < hi; i++) {
     if (m->fused[i] < 0 || (m->epi[i] < 0 && -m->epi[i] >= lo)) continue; /* run by a node of the segment */
     run_forward(m, i, off, B);

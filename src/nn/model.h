@@ -73,19 +73,17 @@ void model_init(model_t *m, const graph_t *g, const backend_t *be, int B_cap);
  * pass over the output fewer, and one activation and one gradient buffer fewer, never allocated);
  * its backward takes the ReLU output's gradient and masks it by that output (> 0 exactly where
  * the ReLU's input is) on the way; the ReLU node itself does nothing either way. And where a
- * node's only consumer is a layer that can overwrite its input gradient (layer_ops_t.writes_dx:
- * conv2d, pooling, ReLU, GELU, add, flatten) and allowed(arg, node, consumer) says so, that
- * gradient is overwritten, not zeroed first and added into (model_t.writer); so is one read by several
- * consumers where allowed(arg, node, c) holds for each and the first of them (the highest-numbered)
- * overwrites (it reads the node once). Where allowed
- * likewise (model_t.epi): a linear whose only consumer is a GELU computes both (linear_gelu_fwd,
- * keeping its own output, the pre-activation, for gelu_bias_bwd's one pass); a residual add that
- * feeds a layer norm computes the norm too (add_layernorm_fwd). With allowed given, an output
- * layer whose backward does not read its output (linear, tied linear) shares its buffer with its
- * gradient where allowed(arg, output, output) says the layout's loss may write the gradient over the
- * logits (model_t.grad_in_place). Where
- * g->recompute asks (nn/recompute.h), the segments it plans share their interiors' buffers and are
- * re-filled before their backward (model_t.seg_first); allowed then also says which nodes run on
+ * node's first consumer to run backward (the highest-numbered) is a layer that can overwrite its
+ * input gradient (layer_ops_t.writes_dx: every kind that has an input gradient), reads the node
+ * once, and allowed(arg, node, c) holds for every consumer c, that gradient is overwritten by it,
+ * not zeroed first and added into (model_t.writer). Where allowed likewise (model_t.epi): a linear
+ * whose only consumer is a GELU computes both (linear_gelu_fwd, keeping its own output, the
+ * pre-activation, for gelu_bias_bwd's one pass); a residual add that feeds a layer norm computes the
+ * norm too (add_layernorm_fwd). With allowed given, an output layer whose backward does not read
+ * its output (linear, tied linear) shares its buffer with its gradient where allowed(arg, output,
+ * output) says the layout's loss may write the gradient over the logits (model_t.grad_in_place).
+ * Where g->recompute asks (nn/recompute.h), the segments it plans share their interiors' buffers
+ * and are re-filled before their backward (model_t.seg_first); allowed then also says which nodes run on
  * the same samples (a segment must; NULL: all do), and a graph that cannot be recomputed so is an
  * input error. Returns the ReLU pairs fused. */
 int model_init_fused(model_t *m, const graph_t *g, const backend_t *be, int B_cap,
@@ -95,6 +93,8 @@ int model_init_fused(model_t *m, const graph_t *g, const backend_t *be, int B_ca
  * for 2 (g->n - 1)), a node once, or twice when its finish comes later (pass_order.h); returns how
  * many. The layout must touch activation gradients only inside those phases. */
 typedef int (*model_order_fn)(void *arg, const model_t *m, int *bwd);
+/* model_backward's order: nodes n-1 down to 1, each once (a 3d stage's, one micro-batch at a time). */
+int model_reverse_order(void *arg, const model_t *m, int *bwd);
 
 /* model_init_fused on parameter and gradient slabs the caller provides (params: g->params.total
  * floats, grads: that + MODEL_GRAD_SIDE; backend memory), which the model uses and never frees
@@ -132,9 +132,10 @@ void model_zero_grads(model_t *m);
 /* The same with each node's activation gradient zeroed on its first rows[i] samples only (the
  * samples this rank holds at the node; 0: none): a burst rank zeroes what it uses. */
 void model_zero_grads_rows(model_t *m, const int *rows);
-/* Zero node i's activation gradient on samples [0, B): the once-a-step cost surge-profile charges
- * to the node. */
-void model_zero_act_grad(model_t *m, int i, int B);
+/* Zero node i's activation gradient on samples [off, off+B) where it needs it (not one its first
+ * consumer overwrites, model_t.writer): the once-a-step cost surge-profile charges to the node; a
+ * 3d slot's rows when the slot is used again. */
+void model_zero_act_grad(model_t *m, int i, int off, int B);
 
 /* Run node i forward / backward on samples [off, off+B). The backward of a recomputed segment's last
  * node first re-fills the segment (model_t.seg_first). */

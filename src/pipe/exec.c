@@ -55,15 +55,6 @@ static int stage_allows(void *arg, int node, int next) {
   return node != next;
 }
 
-/* A stage's backward order (model_order_fn: gradients whose lives do not overlap in it share
- * buffers): its nodes from the last down, one micro-batch at a time, each in its slot's rows. */
-static int stage_order(void *arg, const model_t *m, int *bwd) {
-  (void)arg;
-  const int n = m->g->n;
-  for (int j = n - 1; j >= 1; j--) bwd[n - 1 - j] = j;
-  return n - 1;
-}
-
 /* After node j's forward on rows [off, off + B): its output summed over the tensor-parallel shards
  * where its role asks (a row-parallel layer's); also the model's hook after a recomputed forward. */
 static void reduce_out_of(void *arg, int j, int off, int B) {
@@ -155,7 +146,9 @@ void pipe_exec_init(pipe_exec_t *ex, const graph_t *g, const gpt_dims_t *dims, c
   ex->slots = pipe_in_flight(sched, G->pp, M, G->p);
   int window = ex->slots * ex->mb_cap;
   ex->lg.recompute = g->recompute;
-  model_init_on(&ex->m, &ex->lg, be, window, stage_allows, ex, NULL, NULL, stage_order);
+  /* a stage's backward runs its nodes from the last down, one micro-batch at a time in its slot's
+   * rows: gradients whose lives do not overlap there share buffers */
+  model_init_on(&ex->m, &ex->lg, be, window, stage_allows, ex, NULL, NULL, model_reverse_order);
   ex->m.reforward_hook = reduce_out_of;
   ex->m.reforward_arg = ex;
   mark_reductions(ex);
@@ -250,20 +243,16 @@ static void forward_nodes(pipe_exec_t *ex, int off, int B) {
   }
 }
 
-/* A slot used again: its gradients start from zero (rows of every gradient buffer), after the send
- * of its output has completed. */
+/* A slot used again: its gradients start from zero (its rows of every gradient buffer that is added
+ * into), after the send of its output has completed. */
 static void reuse_slot(pipe_exec_t *ex, int k) {
   int old = k - ex->slots;
   if (old < 0) return;
   p2p_wait_send(&ex->p2p, P2P_SEND_ACT, old);
   const backend_t *be = ex->m.be;
-  size_t off = (size_t)(k % ex->slots) * (size_t)ex->mb_cap;
-  for (int i = 1; i < ex->lg.n; i++) {
-    size_t n = out_floats(&ex->lg, i);
-    /* a borrowed buffer (recomputation) is its lender's; an overwritten one (model_t.writer) needs none */
-    if (ex->m.dact[i] && !ex->m.shares[i] && !ex->m.writer[i])
-      be->fill(ex->m.dact[i] + off * n, (size_t)ex->mb_cap * n, 0.0f);
-  }
+  const int off = (k % ex->slots) * ex->mb_cap;
+  for (int i = 1; i < ex->lg.n; i++) /* a borrowed buffer (recomputation) is its lender's */
+    if (!ex->m.shares[i]) model_zero_act_grad(&ex->m, i, off, ex->mb_cap);
   size_t row = out_floats(&ex->lg, 0);
   if (ex->din) be->fill(ex->din + off * row, (size_t)ex->mb_cap * row, 0.0f);
 }

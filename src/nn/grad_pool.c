@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "core/error.h"
+#include "nn/buffer_pool.h"
 
 /* The first and last position of each node in the backward pass's list (-1: not in it). */
 static void positions(int n, const int *bwd, int nbwd, int *first, int *last) {
@@ -52,18 +53,6 @@ static int poolable(const model_t *m, const int *interior, int b) {
   return m->writer[b] && b != graph_output(m->g) && !interior[b];
 }
 
-/* The smallest free slot (free after its last phase, before lo) that holds `need`; else the largest
- * free one (it grows); else -1. */
-static int pick(const size_t *floats, const int *free_after, int ns, int lo, size_t need) {
-  int fit = -1, big = -1;
-  for (int p = 0; p < ns; p++) {
-    if (free_after[p] >= lo) continue;
-    if (floats[p] >= need && (fit < 0 || floats[p] < floats[fit])) fit = p;
-    if (big < 0 || floats[p] > floats[big]) big = p;
-  }
-  return fit >= 0 ? fit : big;
-}
-
 int grad_pool_plan(const model_t *m, const int *bwd, int nbwd, int *slot_of, size_t *slot_floats) {
   const graph_t *g = m->g;
   const int n = g->n;
@@ -72,33 +61,14 @@ int grad_pool_plan(const model_t *m, const int *bwd, int nbwd, int *slot_of, siz
     for (int i = m->seg_first[hi]; i > 0 && i < hi; i++) interior[i] = 1;
   int *first = xcalloc((size_t)n, sizeof *first), *last = xcalloc((size_t)n, sizeof *last);
   int *lo = xcalloc((size_t)n, sizeof *lo), *hi = xcalloc((size_t)n, sizeof *hi);
-  int *order = xcalloc((size_t)n, sizeof *order), *free_after = xcalloc((size_t)n, sizeof *free_after);
+  size_t *need = xcalloc((size_t)n, sizeof *need);
   positions(n, bwd, nbwd, first, last);
-  int nc = 0; /* candidates, in the order their spans begin */
   for (int b = 0; b < n; b++) {
     lo[b] = hi[b] = -1;
-    slot_of[b] = -1;
-    if (b > 0 && poolable(m, interior, b) && span(m, first, last, b, &lo[b], &hi[b])) order[nc++] = b;
+    if (b > 0 && poolable(m, interior, b) && !span(m, first, last, b, &lo[b], &hi[b])) lo[b] = -1;
+    need[b] = surge_mul_size((size_t)m->B_cap, shape_size(g->l[b].out), "activation gradients");
   }
-  for (int a = 1; a < nc; a++) /* insertion sort by the span's start: a few hundred nodes at most */
-    for (int c = a; c > 0 && lo[order[c]] < lo[order[c - 1]]; c--) {
-      const int t = order[c];
-      order[c] = order[c - 1];
-      order[c - 1] = t;
-    }
-  int ns = 0;
-  for (int c = 0; c < nc; c++) {
-    const int b = order[c];
-    const size_t need = surge_mul_size((size_t)m->B_cap, shape_size(g->l[b].out), "activation gradients");
-    int p = pick(slot_floats, free_after, ns, lo[b], need);
-    if (p < 0) {
-      p = ns++;
-      slot_floats[p] = 0;
-    }
-    if (need > slot_floats[p]) slot_floats[p] = need;
-    free_after[p] = hi[b];
-    slot_of[b] = p;
-  }
-  free(interior), free(first), free(last), free(lo), free(hi), free(order), free(free_after);
+  const int ns = buffer_pool_assign(n, lo, hi, need, slot_of, slot_floats);
+  free(interior), free(first), free(last), free(lo), free(hi), free(need);
   return ns;
 }

@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "core/events.h"
+#include "nn/act_pool.h"
 #include "nn/grad_pool.h"
 #include "nn/logit_mask.h"
 #include "nn/recompute.h"
@@ -95,11 +96,13 @@ static int plan_grad_in_place(const model_t *m, int (*allowed)(void *arg, int no
 }
 
 /* The segments of activation recomputation (g->recompute, nn/recompute.h) into seg_first and
- * shares; a graph that cannot be recomputed so is an input error. */
-static void plan_recompute(model_t *m, int (*allowed)(void *arg, int node, int next), void *arg) {
+ * shares; a graph that cannot be recomputed so is an input error. None in a forward-only model:
+ * nothing runs backward. */
+static void plan_recompute(model_t *m, int (*allowed)(void *arg, int node, int next), void *arg, int forward_only) {
   const graph_t *g = m->g;
   m->seg_first = xcalloc((size_t)g->n, sizeof *m->seg_first);
   m->shares = xcalloc((size_t)g->n, sizeof *m->shares);
+  if (forward_only) return;
   char why[256];
   if (recompute_plan(g, m->fused, m->epi, allowed, arg, m->seg_first, m->shares, why, sizeof why) < 0)
     surge_input_error("[train] recompute = %s: %s (hint: recompute = none, or a [parallel] plan that runs each "
@@ -115,17 +118,26 @@ int model_init_fused(model_t *m, const graph_t *g, const backend_t *be, int B_ca
   return model_init_on(m, g, be, B_cap, allowed, arg, NULL, NULL, NULL);
 }
 
-/* The shared gradient buffers of the layout's order (grad_pool_plan): slot_of[i] per node (-1: its
- * own buffer), the buffers' sizes in floats; 0 buffers without an order. */
-static int plan_pool(const model_t *m, model_order_fn order, void *arg, int *slot_of, size_t *slot_floats) {
+/* The shared buffers: a forward-only model's activations (act_pool_plan), else the gradients of the
+ * layout's order (grad_pool_plan); slot_of[i] per node (-1: its own buffer), the buffers' sizes in
+ * floats; 0 buffers for a training model without an order. */
+static int plan_pool(const model_t *m, model_order_fn order, void *arg, int forward_only, int *slot_of,
+                     size_t *slot_floats) {
   const int n = m->g->n;
   for (int i = 0; i < n; i++) slot_of[i] = -1;
+  if (forward_only) return act_pool_plan(m, slot_of, slot_floats);
   if (!order) return 0;
   int *bwd = xcalloc(2 * (size_t)n, sizeof *bwd);
   const int nbwd = order(arg, m, bwd);
   const int slots = grad_pool_plan(m, bwd, nbwd, slot_of, slot_floats);
   free(bwd);
   return slots;
+}
+
+/* Every pair of nodes runs on the same samples (one rank, forward only: fusion and epilogues). */
+static int alone(void *arg, int node, int next) {
+  (void)arg, (void)node, (void)next;
+  return 1;
 }
 
 /* model_init_on, or with forward_only a model without gradients (model_init_forward). */
@@ -151,41 +163,55 @@ static int init_model(model_t *m, const graph_t *g, const backend_t *be, int B_c
   m->bufs = be->alloc(g->bufs.total ? g->bufs.total : 1);
   m->train = 1;
   m->epi = xcalloc((size_t)g->n, sizeof *m->epi);
+  if (forward_only) allowed = alone, arg = NULL;
   int nfused = plan_fusion(m, allowed, arg);
-  plan_writes(m, allowed, arg);
+  if (!forward_only) plan_writes(m, allowed, arg);
   plan_epilogues(m, allowed, arg);
-  m->grad_in_place = plan_grad_in_place(m, allowed, arg);
+  m->grad_in_place = !forward_only && plan_grad_in_place(m, allowed, arg);
   if (m->grad_in_place) m->writer[graph_output(g)] = graph_output(g); /* the loss writes it whole */
-  plan_recompute(m, allowed, arg);
+  plan_recompute(m, allowed, arg, forward_only);
   int *slot_of = xcalloc((size_t)g->n, sizeof *slot_of);
   size_t *slot_floats = xcalloc((size_t)g->n, sizeof *slot_floats);
-  m->npool = plan_pool(m, order, arg, slot_of, slot_floats);
+  m->npool = plan_pool(m, order, arg, forward_only, slot_of, slot_floats);
   m->pool = xcalloc((size_t)m->npool + 1, sizeof *m->pool);
   m->pooled = xcalloc((size_t)g->n, sizeof *m->pooled);
   for (int p = 0; p < m->npool; p++) {
     m->pool[p] = be->alloc(slot_floats[p]);
     m->act_floats += slot_floats[p];
   }
-  size_t scratch = 0;
+  size_t scratch = 0, aux_most = 0;
+  for (int i = 0; i < g->n; i++) aux_most = g->l[i].aux_per_sample > aux_most ? g->l[i].aux_per_sample : aux_most;
+  /* forward only: what a node saves for its backward is read by nobody, so the nodes take turns in
+   * one buffer (a node run in an epilogue of one that has state of its own keeps its own) */
+  if (forward_only && aux_most) {
+    m->aux_pool = be->alloc(surge_mul_size((size_t)B_cap, aux_most, "layer state"));
+    m->act_floats += (size_t)B_cap * aux_most;
+  }
   for (int i = 0; i < g->n; i++) {
     const layer_t *l = &g->l[i];
     size_t n = surge_mul_size((size_t)B_cap, shape_size(l->out), "activations");
     size_t need = layer_scratch_floats(l, B_cap);
     if (need > scratch) scratch = need;
     if (m->shares[i]) continue; /* an earlier segment's interior node lends its buffers (below) */
-    if (m->fused[i] <= 0) { /* a fused node writes its ReLU's buffer (below): it has none of its own */
+    if (forward_only && slot_of[i] >= 0) { /* a shared activation buffer (plan_pool) */
+      m->act[i] = m->pool[slot_of[i]];
+      m->pooled[i] = MODEL_POOLED_ACT;
+    } else if (m->fused[i] <= 0) { /* a fused node writes its ReLU's buffer (below): it has none of its own */
       m->act[i] = be->alloc(n);
       m->act_floats += n;
     }
-    if (slot_of[i] >= 0) { /* a shared buffer (plan_pool) */
+    if (!forward_only && slot_of[i] >= 0) { /* a shared gradient buffer (plan_pool) */
       m->dact[i] = m->pool[slot_of[i]];
-      m->pooled[i] = 1;
+      m->pooled[i] = MODEL_POOLED_GRAD;
     } else if (!forward_only && l->needs_grad && m->fused[i] <= 0 && !(m->grad_in_place && i == graph_output(g))) {
       /* a fused node's is its ReLU's; an in-place output's is its logits (below) */
       m->dact[i] = be->alloc(n);
       m->act_floats += n;
     }
-    if (l->aux_per_sample) {
+    if (l->aux_per_sample && m->aux_pool && !(m->epi[i] < 0 && g->l[-m->epi[i]].aux_per_sample)) {
+      m->aux[i] = m->aux_pool;
+      m->pooled[i] |= MODEL_POOLED_AUX;
+    } else if (l->aux_per_sample) {
       size_t na = surge_mul_size((size_t)B_cap, l->aux_per_sample, "layer state");
       m->aux[i] = be->alloc(na);
       m->act_floats += na;
@@ -247,10 +273,11 @@ void model_free(model_t *m) {
   const backend_t *be = m->be;
   for (int i = 0; i < m->g->n; i++) {
     if (m->shares[i]) continue; /* another node's buffers */
-    if (m->fused[i] <= 0) be->free(m->act[i]); /* a fused node shares its ReLU's buffers */
-    if (m->dact[i] && m->fused[i] <= 0 && m->dact[i] != m->act[i] && !m->pooled[i])
-      be->free(m->dact[i]); /* in place: one; a pooled one is a shared buffer's (below) */
-    if (m->aux[i]) be->free(m->aux[i]);
+    /* a fused node shares its ReLU's buffers; a pooled one is a shared buffer's (below) */
+    if (m->fused[i] <= 0 && !(m->pooled[i] & MODEL_POOLED_ACT)) be->free(m->act[i]);
+    if (m->dact[i] && m->fused[i] <= 0 && m->dact[i] != m->act[i] && !(m->pooled[i] & MODEL_POOLED_GRAD))
+      be->free(m->dact[i]); /* in place: one */
+    if (m->aux[i] && !(m->pooled[i] & MODEL_POOLED_AUX)) be->free(m->aux[i]);
     if (m->keep[i]) be->free(m->keep[i]);
   }
   free(m->keep);
@@ -264,6 +291,7 @@ void model_free(model_t *m) {
   free(m->writer);
   free(m->pooled);
   for (int p = 0; p < m->npool; p++) be->free(m->pool[p]);
+  if (m->aux_pool) be->free(m->aux_pool);
   free(m->pool);
   free(m->epi);
   free(m->in);

@@ -60,11 +60,17 @@ typedef struct model {
    * boundaries: the 3d layout's tensor-parallel one), or NULL */
   void (*reforward_hook)(void *arg, int node, int off, int B);
   void *reforward_arg;
-  /* gradient buffers shared by nodes whose gradients are never live at once (model_init_on's order) */
+  /* buffers shared by nodes whose tensors are never live at once: a training model's activation
+   * gradients (model_init_on's order), a forward-only model's activations (model_init_forward) */
   float **pool;   /* [npool] the shared buffers */
   int npool;
-  int *pooled;    /* per node: 1 where its gradient lives in a shared buffer */
+  int *pooled;    /* per node: MODEL_POOLED_* flags, where its tensors live in shared buffers */
+  float *aux_pool; /* forward only: the one buffer the nodes' saved state (aux) takes turns in, or NULL */
 } model_t;
+
+/* model_t.pooled: node i's gradient is in a shared buffer (model_init_on's order), its activation
+ * is (model_init_forward), its saved state is the forward-only model's aux_pool */
+enum { MODEL_POOLED_GRAD = 1, MODEL_POOLED_ACT = 2, MODEL_POOLED_AUX = 4 };
 
 void model_init(model_t *m, const graph_t *g, const backend_t *be, int B_cap);
 /* model_init, fusing each conv2d or residual add with the ReLU that is its only consumer where
@@ -107,9 +113,13 @@ int model_init_on(model_t *m, const graph_t *g, const backend_t *be, int B_cap,
                   int (*allowed)(void *arg, int node, int next), void *arg, float *params, float *grads,
                   model_order_fn order);
 /* A model that only runs forward (generation, evaluation): no gradient slab and no activation
- * gradients (model_t.grads and every dact NULL), so it holds the parameters and the activations;
- * forward, the loss without a gradient (grad_scale 0) and model_correct run on it, nothing
- * backward. params: the caller's slab (never freed by the model), or NULL: its own. */
+ * gradients (model_t.grads and every dact NULL). It runs on one rank, so it fuses what
+ * model_init_fused fuses where every pair is allowed (ReLUs, epilogues); its activations take turns
+ * in shared buffers (nn/act_pool.h: the nodes run in order, 1 to n-1, and nothing reads an activation
+ * after its last consumer's forward; only the input's and the output's stay whole), and the state
+ * nodes save for a backward in one (model_t.aux_pool). So it holds the parameters and a few
+ * activations. forward, the loss without a gradient (grad_scale 0) and model_correct run on it,
+ * nothing backward. params: the caller's slab (never freed by the model), or NULL: its own. */
 void model_init_forward(model_t *m, const graph_t *g, const backend_t *be, int B_cap, float *params);
 /* The ReLU node i may fuse with (its only consumer, after a conv2d or add i), or -1. */
 int model_fusable_relu(const graph_t *g, int i);

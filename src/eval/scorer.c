@@ -13,11 +13,14 @@ void scorer_open(scorer_t *s, const char *path, const backend_t *be, int T, int 
   s->T = T > 0 ? T : s->d.maxT;
   s->B = B;
   gpt2_graph(&s->d, s->T, &s->g);
-  float *host = slab_alloc(&s->g.params);
-  weights_read(path, &s->g, host);
   model_init_forward(&s->m, &s->g, be, B, NULL);
-  be->upload(s->m.params, host, s->g.params.total);
-  slab_free(host);
+  /* a host backend's slab is read in place; a device's through a host copy */
+  float *host = be->host_memory ? s->m.params : slab_alloc(&s->g.params);
+  weights_read(path, &s->g, host);
+  if (host != s->m.params) {
+    be->upload(s->m.params, host, s->g.params.total);
+    slab_free(host);
+  }
   size_t cells = surge_mul_size((size_t)B, (size_t)s->T, "rows x tokens");
   s->x = xcalloc(cells, sizeof *s->x);
   s->y = xcalloc(cells, sizeof *s->y);

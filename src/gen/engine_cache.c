@@ -83,8 +83,9 @@ gen_engine_t *gen_engine_cache(const gen_model_t *gm, const backend_t *be, int B
   e->gm = gm;
   e->be = be;
   gen_model_graph(gm, 1, &e->g);
-  model_init_forward(&e->m, &e->g, be, B, NULL);
-  be->upload(e->m.params, gm->params, gm->g.params.total);
+  /* a host backend reads the model's own slab in place; a device gets a copy */
+  model_init_forward(&e->m, &e->g, be, B, be->host_memory ? gm->params : NULL);
+  if (!be->host_memory) be->upload(e->m.params, gm->params, gm->g.params.total);
   e->k = xcalloc((size_t)e->g.n, sizeof *e->k);
   e->v = xcalloc((size_t)e->g.n, sizeof *e->v);
   size_t widest = 1;

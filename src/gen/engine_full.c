@@ -12,7 +12,8 @@ typedef struct full_engine {
   gen_engine_t base;
   const gen_model_t *gm;
   const backend_t *be;
-  float *params;         /* the backend slab the per-step models share (forward only: no gradients) */
+  float *params;         /* the backend slab the per-step models share (forward only: no gradients): on a
+                          * host backend the model's own (gen_model_t.params) */
   float *tokens;         /* (B, context) host: the tokens fed so far */
   float *x, *y;          /* (B, context) host: one step's batch (tokens 0..pos) and zero targets */
 } full_engine_t;
@@ -40,7 +41,7 @@ static void full_step(gen_engine_t *base, const float *tok, int pos, float *logi
 
 static void full_free(gen_engine_t *base) {
   full_engine_t *e = (full_engine_t *)base;
-  e->be->free(e->params);
+  if (e->params != e->gm->params) e->be->free(e->params);
   free(e->tokens), free(e->x), free(e->y);
   free(e);
 }
@@ -50,9 +51,9 @@ gen_engine_t *gen_engine_full(const gen_model_t *gm, const backend_t *be, int B)
   e->base = (gen_engine_t){.name = "full", .B = B, .V = gm->vocab_out, .step = full_step, .free = full_free};
   e->gm = gm;
   e->be = be;
-  size_t total = gm->g.params.total;
-  e->params = be->alloc(total);
-  be->upload(e->params, gm->params, total);
+  /* a host backend reads the model's own slab in place; a device gets a copy */
+  e->params = be->host_memory ? gm->params : be->alloc(gm->g.params.total);
+  if (!be->host_memory) be->upload(e->params, gm->params, gm->g.params.total);
   size_t n = surge_mul_size((size_t)B, (size_t)gm->context, "token buffer");
   e->tokens = xcalloc(n, sizeof *e->tokens);
   e->x = xcalloc(n, sizeof *e->x);

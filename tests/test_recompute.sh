@@ -7,7 +7,9 @@
 #    checkpointed with block resumes with none and ends where none ends (the key is not in the
 #    checkpoint's configuration);
 #  - the memory they report drops: the training state of the memory line (1 rank), each pipeline
-#    stage's activation bytes (/pipeline/stages/activation_bytes, 3d);
+#    stage's activation bytes (/pipeline/stages/activation_bytes, 3d); and with none, every rank of
+#    every layout (1 rank, dp, 3d, burst) has its activation gradients in shared buffers, fewer than
+#    the gradients (model_init_on's order: the burst executor's, the 3d stage's);
 #  - bad input: exit 2 naming the deck's file:line (a bad value, a model without transformer blocks),
 #    or the plan's nodes (a burst plan splitting a block over rank sets).
 . "${SURGE_TOP_SRCDIR:-.}/tests/tap.sh"
@@ -26,6 +28,15 @@ same() { # same A B: the parameters of two runs bit for bit
   h5diff "$tap_tmp/$1/model.h5" "$tap_tmp/$2/model.h5" /params /params >/dev/null 2>&1
 }
 state() { sed -n 's/.*training state \([0-9.]*\) MiB.*/\1/p' "$tap_tmp/$1.txt"; }
+# shared NAME: every rank's activation gradients take turns in shared buffers, fewer than the
+# gradients in them (the line "activation gradients per rank: shared buffers B... for gradients N...")
+shared() {
+  grep '^activation gradients per rank: shared buffers' "$tap_tmp/$1.txt" | awk '{
+    for (f = 7; f <= NF && $f != "for"; f++) b[++k] = $f
+    ok = k > 0 && NF == f + 1 + k
+    for (i = 1; i <= k; i++) ok = ok && b[i] > 0 && b[i] < $(f + 1 + i)
+    print; exit !ok } END { if (NR == 0) exit 1 }'
+}
 
 # 1 rank
 for mode in none block attention; do
@@ -52,6 +63,8 @@ a=$(state one-none) b=$(state one-block) c=$(state one-attention)
 # (the gradients are pooled in every mode, model_init_on's order: what recomputation saves is activations)
 awk -v a="$a" -v b="$b" -v c="$c" 'BEGIN { exit !(a > 0 && b < c && c < a) }'
 tap_ok $? "1 rank: the training state drops, the more so the more is recomputed: none $a, attention $c, block $b MiB"
+line=$(shared one-none)
+tap_ok $? "1 rank: the activation gradients share buffers: $line"
 
 # data parallelism on 2 ranks (each rank's half of the batch)
 for mode in none block; do
@@ -59,6 +72,8 @@ for mode in none block; do
 done
 same dp-none dp-block
 tap_ok $? "dp on 2 ranks: recompute = block gives bitwise the parameters of none"
+line=$(shared dp-none)
+tap_ok $? "dp on 2 ranks: each rank's activation gradients share buffers (the burst executor's order): $line"
 
 # 3d: tp 2 x pp 2, 4 micro-batches
 for mode in none block attention; do
@@ -70,6 +85,8 @@ for mode in block attention; do
   same 3d-none "3d-$mode"
   tap_ok $? "3d: recompute = $mode gives bitwise the parameters of none"
 done
+line=$(shared 3d-none)
+tap_ok $? "3d: each stage's activation gradients share buffers (one micro-batch's backward at a time): $line"
 for mode in none block attention; do
   h5vals "$tap_tmp/3d-$mode/log.h5" /pipeline/stages/activation_bytes >"$tap_tmp/bytes-$mode"
 done
@@ -93,6 +110,8 @@ for mode in none block; do
 done
 same burst-none burst-block
 tap_ok $? "burst: recompute = block gives bitwise the parameters of none"
+line=$(shared burst-none)
+tap_ok $? "burst on 2 ranks: each rank's activation gradients share buffers (staged inputs keep their own): $line"
 
 # bad input
 gpt3d_bad "a bad value" 1 ".*recompute.*(none|block|attention)" "" "[train]" "recompute = layers"

@@ -118,6 +118,16 @@ static void memory_by_rank(const char *label, const double *cols, int stride, in
   printf("\n");
 }
 
+/* Each rank's activation gradients in shared buffers (model_t.pool: those never live at once take
+ * turns), rank order: the buffers, then the gradients in them. cols: (ranks, stride), columns 7, 8. */
+static void shared_grads(const char *label, const double *cols, int stride, int ranks) {
+  printf("%sactivation gradients per rank: shared buffers", label);
+  for (int r = 0; r < ranks; r++) printf(" %.0f", cols[stride * r + 7]);
+  printf(" for gradients");
+  for (int r = 0; r < ranks; r++) printf(" %.0f", cols[stride * r + 8]);
+  printf("\n");
+}
+
 /* A device backend's memory (rank 0's view of its device; ranks sharing a GPU all count there): the
  * most in use at the end of a step, what was in use before the model (the context, cuBLAS, NCCL, and
  * other processes), and the difference against the training state (the largest rank's). */
@@ -267,9 +277,9 @@ train_outcome_t train_run(const config_t *cfg, const deck_t *deck, const char *r
   double worst[5] = {mem.state_bytes, mem.peak_bytes, mem.peak_bytes / mem.state_bytes, mem.window,
                      mem.process_bytes}; /* max over ranks */
   comm_allreduce_max_double(world, worst, 5, TRAFFIC_OTHER);
-  enum { MINE = 7 }; /* per rank: the optimizer's bytes and floats, then the memory_by_rank columns */
-  double mine[MINE] = {mem.optim_bytes,  mem.optim_floats, mem.process_bytes, mem.steps_peak_bytes,
-                       mem.before_bytes, mem.state_bytes,  mem.act_bytes};
+  enum { MINE = 9 }; /* per rank: the optimizer's bytes and floats, the memory_by_rank columns, shared_grads's */
+  double mine[MINE] = {mem.optim_bytes,  mem.optim_floats, mem.process_bytes,       mem.steps_peak_bytes,
+                       mem.before_bytes, mem.state_bytes,  mem.act_bytes, mem.grad_buffers, mem.grads_shared};
   double *opt = xcalloc(MINE * (size_t)world->size, sizeof *opt);
   comm_gather_double(world, mine, MINE, opt, 0, TRAFFIC_OTHER); /* (ranks, MINE) on rank 0 */
   if (world->rank == 0) {
@@ -292,6 +302,7 @@ train_outcome_t train_run(const config_t *cfg, const deck_t *deck, const char *r
     for (int r = 0; r < world->size; r++) printf(" %.0f", opt[MINE * r + 1]);
     printf(" of %zu\n", t.layout->local->total);
     memory_by_rank(p.label, opt, MINE, world->size);
+    shared_grads(p.label, opt, MINE, world->size);
     if (!t.be->host_memory) {
       device_memory_line(p.label, &mem, worst[0]);
       device_use_lines(p.label, &t);

@@ -77,6 +77,8 @@ typedef struct train_memory {
                             * checkpoint after it) */
   double dev_before_bytes; /* a device backend's: device bytes in use before the model (context, libraries) */
   double dev_peak_bytes;   /* and the most in use at the end of a step; both 0 on a host backend */
+  int grad_buffers;        /* the shared buffers the activation gradients take turns in (model_t.pool) */
+  int grads_shared;        /* the activation gradients in them */
 } train_memory_t;
 train_memory_t trainer_memory(const trainer_t *t);
 

@@ -24,7 +24,7 @@ EXTRA_DIST += bench/bench_cluster.sh
 bench: tests/p2p_bw$(EXEEXT)
 # The cuda backend's GEMM against cuBLAS alone (tests/gpu/device-check.sh runs it on a GPU).
 bench_bench_gpu_gemm_SOURCES = bench/bench_gpu_gemm.c
-bench_bench_gpu_gemm_LDADD = $(SURGE_LIBS)
+bench_bench_gpu_gemm_LDADD = $(SURGE_LIBS) $(CUDA_BLAS_LIBS)
 # The cuda backend's fused attention under each attention_kernels setting (device-check.sh too).
 bench_bench_gpu_attention_SOURCES = bench/bench_gpu_attention.c
 bench_bench_gpu_attention_LDADD = $(SURGE_LIBS)

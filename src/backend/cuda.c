@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/cuda_blas_api.h"
 #include "backend/cuda_impl.h"
 #include "core/error.h"
 
@@ -164,6 +165,12 @@ static const char *cuda_open(const backend_options_t *o, int *input_error) {
     *input_error = 1;
     snprintf(open_error, sizeof open_error, "device = %d, but this node has %d GPU%s (hint: device = -1 picks one "
              "by local rank)", dev, count, count == 1 ? "" : "s");
+    return open_error;
+  }
+  char why[512]; /* cuBLAS is loaded now, not at the program's start (cuda_blas_api.h) */
+  if (cuda_blas_api_load(why, sizeof why) != 0) {
+    snprintf(open_error, sizeof open_error, "cuBLAS is not usable: %.400s (hint: put the CUDA toolkit's lib64 on "
+             "LD_LIBRARY_PATH, or choose [backend] name = cpu)", why);
     return open_error;
   }
   ctx.opt = *o;

@@ -9,6 +9,7 @@
  * (the conversions cost what the kernels saved: doc/gpu.md). */
 #include <stdint.h>
 
+#include "backend/cuda_blas_api.h"
 #include "backend/cuda_impl.h"
 #include "core/error.h"
 

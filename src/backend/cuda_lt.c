@@ -28,8 +28,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include <cublasLt.h>
 
+#include "backend/cuda_blas_api.h"
 #include "backend/cuda_impl.h"
 #include "backend/cuda_lt_rule.h"
 #include "core/error.h"

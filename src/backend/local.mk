@@ -26,6 +26,7 @@ cuda_kernel_sources = src/backend/cuda_kern_elem.cu src/backend/cuda_kern_reduce
   src/backend/cuda_kern_norm.cu src/backend/cuda_kern_cols.cu src/backend/cuda_kern_embed.cu \
   src/backend/cuda_kern_attention.cu
 libsurge_a_SOURCES += src/backend/cuda.c src/backend/cuda_impl.h src/backend/cuda_blas.c src/backend/cuda_lt.c \
+  src/backend/cuda_blas_api.c src/backend/cuda_blas_api.h \
   src/backend/cuda_conv.c src/backend/cuda_graph.c src/backend/cuda_marks.c \
   src/backend/cuda_ops.c src/backend/cuda_attention.c src/backend/cuda_kern.cuh $(cuda_kernel_sources)
 SUFFIXES = .cu
@@ -43,6 +44,12 @@ check_PROGRAMS += tests/test_cuda_graph
 tests_test_cuda_graph_SOURCES = tests/test_cuda_graph.c src/backend/cuda_graph.c tests/cuda_host_fakes.c tests/child.c
 tests_test_cuda_graph_LDADD = -lpthread
 TESTS += tests/test_cuda_graph
+# cuBLAS and cuBLASLt loaded when the backend opens (cuda_blas_api.c): the load and every entry
+# point, on the host (it needs the toolkit's libraries, not a GPU).
+check_PROGRAMS += tests/test_cuda_blas_api
+tests_test_cuda_blas_api_SOURCES = tests/test_cuda_blas_api.c src/backend/cuda_blas_api.c
+tests_test_cuda_blas_api_LDADD = -ldl -lpthread
+TESTS += tests/test_cuda_blas_api
 # The timing marks (cuda_marks.c) over a faked CUDA runtime, on the host likewise.
 check_PROGRAMS += tests/test_cuda_marks
 tests_test_cuda_marks_SOURCES = tests/test_cuda_marks.c src/backend/cuda_marks.c tests/cuda_host_fakes.c tests/child.c

@@ -21,7 +21,9 @@ typedef struct scorer {
   graph_t g;
   model_t m;
   float *x, *y;   /* (B, T) host staging of ids and (unused) targets */
-  float *logits;  /* (B, T, Vp) host copy of the output */
+  const float *logits; /* (B, T, Vp) the output on the host: the model's own buffer on a host backend,
+                        * else copy */
+  float *copy;    /* (B, T, Vp) a device backend's host copy of the output, else NULL */
 } scorer_t;
 
 /* The model at path (any weights format, io/weights.h) on backend be, rows of T tokens (0: its

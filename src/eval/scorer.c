@@ -24,7 +24,9 @@ void scorer_open(scorer_t *s, const char *path, const backend_t *be, int T, int 
   size_t cells = surge_mul_size((size_t)B, (size_t)s->T, "rows x tokens");
   s->x = xcalloc(cells, sizeof *s->x);
   s->y = xcalloc(cells, sizeof *s->y);
-  s->logits = xmalloc(surge_mul_size(cells, (size_t)s->d.Vp, "logits") * sizeof *s->logits);
+  /* a host backend's logits are read where the model wrote them: at GPT-2's shape, batch 8, 1.5 GiB */
+  s->copy = be->host_memory ? NULL : xmalloc(surge_mul_size(cells, (size_t)s->d.Vp, "logits") * sizeof *s->copy);
+  s->logits = be->host_memory ? s->m.act[graph_output(&s->g)] : s->copy;
 }
 
 void scorer_close(scorer_t *s) {
@@ -32,7 +34,7 @@ void scorer_close(scorer_t *s) {
   graph_free(&s->g);
   free(s->x);
   free(s->y);
-  free(s->logits);
+  free(s->copy);
   memset(s, 0, sizeof *s);
 }
 
@@ -41,7 +43,7 @@ void scorer_forward(scorer_t *s, const int32_t *x, int n) {
   for (size_t i = 0; i < cells; i++) s->x[i] = (float)x[i];
   model_set_batch(&s->m, s->x, s->y, n);
   model_forward(&s->m, n);
-  s->m.be->download(s->logits, s->m.act[graph_output(&s->g)], cells * (size_t)s->d.Vp);
+  if (s->copy) s->m.be->download(s->copy, s->m.act[graph_output(&s->g)], cells * (size_t)s->d.Vp);
 }
 
 /* log p(target) of one row of logits (V real classes of Vp). */

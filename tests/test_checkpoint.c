@@ -21,7 +21,9 @@
  *                                              4 ranks fc1.weight in 4 row blocks; prints whether
  *                                              every piece is bitwise the unsharded state's
  * OPTS: -D section.key=value (the run's deck), -G section.key=value (the model's graph only, to
- * make a shape differ), --file-size-limit BYTES (RLIMIT_FSIZE: writes past it fail). */
+ * make a shape differ), --file-size-limit BYTES (RLIMIT_FSIZE: writes past it fail), --call-chunks N
+ * (chunks a rank filters in one collective transfer, ckpt_set_call_chunks: fewer than the default
+ * 64, so the test's small tensors take several transfers). */
 #include <float.h>
 #include <hdf5.h>
 #include <math.h>
@@ -503,7 +505,9 @@ static void parse_opts(int argc, char **argv, int first, opts_t *o) {
         perror("setrlimit");
         exit(99);
       }
-    } else {
+    } else if (strcmp(argv[i], "--call-chunks") == 0 && i + 1 < argc)
+      ckpt_set_call_chunks(atoi(argv[++i])); // several transfers for a tensor of a few MiB
+    else {
       fprintf(stderr, "test_checkpoint: unknown option %s\n", argv[i]);
       exit(99);
     }

@@ -3,7 +3,8 @@
 #  - round trips on 4, 2 and 1 ranks (its TAP lines, renumbered into this stream), each run also
 #    reading what the runs on the other rank counts wrote before it;
 #  - sharded state: halves written by 2 ranks read bitwise by 1 and 4 ranks (whole and in other
-#    pieces); a version 1 checkpoint refused naming its version;
+#    pieces); a version 1 checkpoint refused naming its version; a tensor of more chunks than one
+#    transfer takes, written on 2 ranks and read on 1 and 3;
 #  - damaged files (a flipped byte in a chunk, data rewritten behind the hash64's back with a valid
 #    Fletcher32, an edited attribute, a truncated copy, bytes scrambled all over, not HDF5 at all) and checkpoints of
 #    another model, configuration, seed or shape, a filter plugin that cannot be found, counters out
@@ -87,6 +88,17 @@ done
 quiet 1 damage "$sharded" "$tap_tmp/v1.h5" version1
 expect_error 2 1 "v1\.h5: checkpoint format version 1; this Surge reads version 2 \(hint: version 1" \
   "a version 1 checkpoint is refused naming its version" read "$tap_tmp/v1.h5"
+
+# ---- a tensor of more chunks than one transfer takes (--call-chunks 16 instead of 64, chunks of at
+# most 1 MiB): fc2.weight of 4200 x 2048 floats is 33 chunks of 128 rows; 2 ranks write 17 and 16 of
+# them in 2 transfers each (the second rank's second one empty), 1 rank reads it in 3 and 3 ranks in 1
+wide="model.mlp_hidden=2048,4200"
+quiet 2 write "$tap_tmp/wide" 5 -D "$wide" --call-chunks 16
+tap_ok $? "np=2: a state with a tensor of 33 chunks is written, 16 chunks a transfer (2 transfers a rank)"
+for np in 1 3; do
+  expect_load "$np" "$tap_tmp/wide/ckpt-00000005.h5" 5 "the tensor of 33 chunks reads back, 16 chunks a transfer" \
+    -D "$wide" --call-chunks 16
+done
 
 # ---- damaged files and refusals
 good="$tap_tmp/good/ckpt-00000007.h5"

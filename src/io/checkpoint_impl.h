@@ -136,6 +136,16 @@ typedef struct ckpt_chunking {
 } ckpt_chunking_t;
 ckpt_chunking_t ckpt_chunking(const state_tensor_t *t);
 
+/* Chunks a rank filters in one collective transfer, writing or reading (ckpt_call_chunks; 64 unless
+ * a test set fewer). Parallel HDF5 keeps every filtered chunk of a transfer in memory until it
+ * completes, so one transfer per tensor held a second copy of the largest tensor (147 MiB for a 124M
+ * gpt's token embedding: most of a run's peak over its steps', and of a resumed run's set-up). More
+ * transfers cost time: at 16 chunks the 124M checkpoint's write took 35% longer, at 64 as long as
+ * one transfer per tensor (doc/checkpoints.md). */
+int ckpt_call_chunks(void);
+/* Tests only (tests/test_checkpoint.c): fewer chunks a transfer, so small tensors take several. */
+void ckpt_set_call_chunks(int chunks);
+
 /* ---- writing state regions (checkpoint_write.c) */
 
 /* A file of state regions: created as temp, given its root attributes by put_root (0, or -1 with

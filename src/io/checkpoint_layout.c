@@ -113,6 +113,12 @@ void ckpt_root_free(ckpt_root_t *r) {
 #define CKPT_CHUNK_MAX_BYTES (1u << 20)
 #define CKPT_CHUNK_MIN_BYTES (64u << 10)
 
+static int call_chunks = 64;
+
+int ckpt_call_chunks(void) { return call_chunks; }
+
+void ckpt_set_call_chunks(int chunks) { call_chunks = chunks > 0 ? chunks : 1; }
+
 ckpt_chunking_t ckpt_chunking(const state_tensor_t *t) {
   ckpt_chunking_t none = {0, 0, 0};
   size_t rows = t->count[0], floats = state_tensor_floats(t);

@@ -207,6 +207,21 @@ static void check_values(reader_t *r, const char *group, const state_tensor_t *t
   }
 }
 
+/* Rows of t a transfer reads: ckpt_call_chunks() of the dataset's chunks (a chunk of whole rows, as
+ * Surge writes them), or every row where the dataset is not chunked so (check_dataset vets the
+ * rest). At least 1. */
+static size_t rows_per_call(hid_t dset, const state_tensor_t *t) {
+  size_t rows = t->count[0] ? t->count[0] : 1, call = rows;
+  hid_t dcpl = H5Dget_create_plist(dset);
+  hsize_t chunk[SLAB_MAX_DIMS];
+  if (dcpl >= 0 && H5Pget_layout(dcpl) == H5D_CHUNKED && H5Pget_chunk(dcpl, SLAB_MAX_DIMS, chunk) == t->ndim &&
+      chunk[0] > 0 && chunk[0] <= rows / (size_t)ckpt_call_chunks())
+    call = (size_t)chunk[0] * (size_t)ckpt_call_chunks();
+  if (dcpl >= 0) H5Pclose(dcpl);
+  H5Eclear2(H5E_DEFAULT);
+  return call;
+}
+
 /* Collective: this rank's hyperslab of tensor t of the open group into t->data, checked; *hash gets
  * the stored hash and *mine the hash of the rows this rank answers for. */
 static void read_tensor(reader_t *r, const char *group_name, const state_tensor_t *t, uint64_t *stored,
@@ -222,25 +237,37 @@ static void read_tensor(reader_t *r, const char *group_name, const state_tensor_
     check_dataset(r, r->dset, what, t);
   agree_or_refuse(r);
 
-  size_t floats = state_tensor_floats(t);
-  hsize_t start[SLAB_MAX_DIMS], count[SLAB_MAX_DIMS];
-  for (int i = 0; i < t->ndim; i++) {
-    start[i] = (hsize_t)t->start[i];
-    count[i] = floats ? (hsize_t)t->count[i] : 1;
+  const size_t floats = state_tensor_floats(t), rows = floats ? t->count[0] : 0;
+  const size_t per_row = rows ? floats / rows : 0, call_rows = rows_per_call(r->dset, t);
+  double calls = rows ? (double)((rows + call_rows - 1) / call_rows) : 1; /* the most any rank needs */
+  comm_allreduce_max_double(r->world, &calls, 1, TRAFFIC_OTHER);
+  int failed = 0; /* after a failure the rest of the transfers are still made, as every rank makes them */
+  for (int k = 0; k < (int)calls; k++) {
+    const size_t lo = (size_t)k * call_rows < rows ? (size_t)k * call_rows : rows;
+    const size_t hi = lo + call_rows < rows ? lo + call_rows : rows;
+    hsize_t start[SLAB_MAX_DIMS], count[SLAB_MAX_DIMS];
+    for (int i = 0; i < t->ndim; i++) {
+      start[i] = (hsize_t)t->start[i];
+      count[i] = hi > lo ? (hsize_t)t->count[i] : 1; // (1, ...) with nothing selected when no rows
+    }
+    start[0] += lo;
+    if (hi > lo) count[0] = hi - lo;
+    hid_t fspace = H5Dget_space(r->dset), mspace = H5Screate_simple(t->ndim, count, NULL);
+    int bad = fspace < 0 || mspace < 0;
+    if (!bad && hi > lo)
+      bad = H5Sselect_hyperslab(fspace, H5S_SELECT_SET, start, NULL, count, NULL) < 0;
+    else if (!bad)
+      bad = H5Sselect_none(fspace) < 0 || H5Sselect_none(mspace) < 0;
+    bad = bad || H5Dread(r->dset, H5T_NATIVE_FLOAT, mspace, fspace, r->dxpl, hi > lo ? t->data + lo * per_row : NULL) < 0;
+    if (bad && !failed++) /* HDF5's reason, before the next call clears it */
+      h5util_error_text(why, sizeof why, CKPT_H5_NO_ERROR);
+    if (mspace >= 0) H5Sclose(mspace);
+    if (fspace >= 0) H5Sclose(fspace);
   }
-  hid_t fspace = H5Dget_space(r->dset), mspace = H5Screate_simple(t->ndim, count, NULL);
-  int bad = fspace < 0 || mspace < 0;
-  if (!bad && floats)
-    bad = H5Sselect_hyperslab(fspace, H5S_SELECT_SET, start, NULL, count, NULL) < 0;
-  else if (!bad)
-    bad = H5Sselect_none(fspace) < 0 || H5Sselect_none(mspace) < 0;
-  if (bad || H5Dread(r->dset, H5T_NATIVE_FLOAT, mspace, fspace, r->dxpl, floats ? t->data : NULL) < 0) {
-    h5util_error_text(why, sizeof why, CKPT_H5_NO_ERROR);
+  if (failed)
     ckpt_fail(&r->st, "%s: %s: cannot read (%s): %s", r->path, what, why, DAMAGED);
-  } else if (h5util_attr_read_u64(r->dset, "hash64", stored) != 0)
+  else if (h5util_attr_read_u64(r->dset, "hash64", stored) != 0)
     ckpt_fail(&r->st, "%s: %s: attribute hash64 is missing (%s)", r->path, what, DAMAGED);
-  if (mspace >= 0) H5Sclose(mspace);
-  if (fspace >= 0) H5Sclose(fspace);
   agree_or_refuse(r);
   ckpt_chunking_t c = ckpt_chunking(t);
   *mine = state_hash_rows(t, c.lo, c.hi);

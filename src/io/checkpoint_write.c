@@ -63,10 +63,21 @@ static void agree_or_abandon(writer_t *w) {
   ckpt_report(&w->st, SURGE_EXIT_RUNTIME);
 }
 
+/* The collective calls this rank needs for its rows of t: at least 1 (with nothing selected, a rank
+ * without rows still takes part in the transfer). */
+static int calls_for(const state_tensor_t *t) {
+  ckpt_chunking_t c = ckpt_chunking(t);
+  if (c.hi <= c.lo) return 1;
+  size_t chunks = (c.hi - c.lo + c.chunk_rows - 1) / c.chunk_rows;
+  const size_t per_call = (size_t)ckpt_call_chunks();
+  return (int)((chunks + per_call - 1) / per_call);
+}
+
 /* What the ranks learn together about the tensors of a region before writing them. */
 enum { SUM_WRITTEN, SUM_HASH, SUM_PIECES, SUM_REPLICAS, NSUMS };
 
-/* Collective: every tensor's chunk shape (the largest any rank asks for) and sums over the ranks:
+/* Collective: every tensor's chunk shape (the largest any rank asks for), the calls each entry's
+ * write takes (the most any rank needs: chunk[r->n * SLAB_MAX_DIMS + i]) and sums over the ranks:
  * floats written (must be the tensor's), the file's hash, and two sums that agree only when every
  * replica of a piece holds the same values. Fails (on every rank alike) on a bad description. */
 static void agree_on_tensors(writer_t *w, const state_region_t *r, double *chunk, uint64_t *sums) {
@@ -80,13 +91,14 @@ static void agree_on_tensors(writer_t *w, const state_region_t *r, double *chunk
         ckpt_fail(&w->st, "cannot write %s %s: %s/%s: this rank's piece lies outside the tensor (a layout bug)",
                   w->f->kind, w->f->final, r->group, t->name);
     }
+    chunk[r->n * SLAB_MAX_DIMS + i] = calls_for(t);
     uint64_t h = state_hash_rows(t, c.lo, c.hi);
     sums[i * NSUMS + SUM_WRITTEN] = (uint64_t)((c.hi - c.lo) * per_row);
     sums[i * NSUMS + SUM_HASH] = h;
     sums[i * NSUMS + SUM_PIECES] = state_hash_rows(t, 0, t->count[0]);
     sums[i * NSUMS + SUM_REPLICAS] = (uint64_t)t->replicas * h;
   }
-  comm_allreduce_max_double(w->world, chunk, r->n * SLAB_MAX_DIMS, TRAFFIC_OTHER);
+  comm_allreduce_max_double(w->world, chunk, r->n * (SLAB_MAX_DIMS + 1), TRAFFIC_OTHER);
   comm_allreduce_sum_u64(w->world, sums, r->n * NSUMS, TRAFFIC_OTHER);
   for (int i = 0; i < r->n && !w->st.failed; i = state_tensor_end(r, i)) {
     const state_tensor_t *t = &r->t[i];
@@ -127,51 +139,58 @@ static hid_t create_tensor(writer_t *w, const char *what, const state_tensor_t *
   return dset;
 }
 
-/* Collective: this rank writes its rows of one box t of dataset dset (an empty selection when it has
- * none: filtered datasets need every rank in the transfer). */
-static void write_box(writer_t *w, const char *what, hid_t dset, const state_tensor_t *t) {
-  errno = 0;
-  hsize_t start[SLAB_MAX_DIMS], count[SLAB_MAX_DIMS];
-  ckpt_chunking_t c = ckpt_chunking(t);
-  size_t per_row = t->count[0] ? state_tensor_floats(t) / t->count[0] : 0;
-  for (int i = 0; i < t->ndim; i++) {
-    start[i] = (hsize_t)t->start[i];
-    count[i] = c.hi > c.lo ? (hsize_t)t->count[i] : 1; // (1, ...) with nothing selected when no rows
+/* Collective: this rank writes its rows of one box t of dataset dset in `calls` transfers of at most
+ * ckpt_call_chunks() chunks (an empty selection where it has no more: filtered datasets need every rank
+ * in each transfer). After a failure it still makes the rest, as every other rank does, and the
+ * first failure is recorded. */
+static void write_box(writer_t *w, const char *what, hid_t dset, const state_tensor_t *t, int calls) {
+  const ckpt_chunking_t c = ckpt_chunking(t);
+  const size_t per_row = t->count[0] ? state_tensor_floats(t) / t->count[0] : 0;
+  const size_t call_rows = c.chunk_rows * (size_t)ckpt_call_chunks();
+  int failed = 0;
+  for (int k = 0; k < calls; k++) {
+    errno = 0;
+    const size_t lo = c.lo + (size_t)k * call_rows < c.hi ? c.lo + (size_t)k * call_rows : c.hi;
+    const size_t hi = lo + call_rows < c.hi ? lo + call_rows : c.hi;
+    hsize_t start[SLAB_MAX_DIMS], count[SLAB_MAX_DIMS];
+    for (int i = 0; i < t->ndim; i++) {
+      start[i] = (hsize_t)t->start[i];
+      count[i] = hi > lo ? (hsize_t)t->count[i] : 1; // (1, ...) with nothing selected when no rows
+    }
+    start[0] += lo;
+    if (hi > lo) count[0] = hi - lo;
+    // the memory space has the selection's shape: HDF5 then maps it to chunks block by block
+    hid_t fspace = dset < 0 ? -1 : H5Dget_space(dset);
+    hid_t mspace = H5Screate_simple(t->ndim, count, NULL);
+    int bad = fspace < 0 || mspace < 0;
+    if (!bad) {
+      if (hi > lo)
+        bad = H5Sselect_hyperslab(fspace, H5S_SELECT_SET, start, NULL, count, NULL) < 0;
+      else
+        bad = H5Sselect_none(fspace) < 0 || H5Sselect_none(mspace) < 0;
+    }
+    const float *rows = hi > lo ? t->data + lo * per_row : NULL;
+    bad = bad || H5Dwrite(dset, H5T_NATIVE_FLOAT, mspace, fspace, w->dxpl, rows) < 0;
+    if (bad && !failed++) fail_h5(w, what);
+    if (mspace >= 0) H5Sclose(mspace);
+    if (fspace >= 0) H5Sclose(fspace);
   }
-  start[0] += c.lo;
-  if (c.hi > c.lo) count[0] = c.hi - c.lo;
-
-  // the memory space has the selection's shape: HDF5 then maps it to chunks block by block
-  hid_t fspace = dset < 0 ? -1 : H5Dget_space(dset);
-  hid_t mspace = H5Screate_simple(t->ndim, count, NULL);
-  int bad = fspace < 0 || mspace < 0;
-  if (!bad) {
-    if (c.hi > c.lo)
-      bad = H5Sselect_hyperslab(fspace, H5S_SELECT_SET, start, NULL, count, NULL) < 0;
-    else
-      bad = H5Sselect_none(fspace) < 0 || H5Sselect_none(mspace) < 0;
-  }
-  const float *rows = c.hi > c.lo ? t->data + c.lo * per_row : NULL;
-  bad = bad || H5Dwrite(dset, H5T_NATIVE_FLOAT, mspace, fspace, w->dxpl, rows) < 0;
-  if (bad) fail_h5(w, what);
-  if (mspace >= 0) H5Sclose(mspace);
-  if (fspace >= 0) H5Sclose(fspace);
 }
 
 /* Collective: the dataset of the tensor whose boxes are entries [i, end) of r, and its hash. */
 static void write_tensor(writer_t *w, const state_region_t *r, int i, int end, const double *chunk_dims,
-                         uint64_t hash) {
+                         const double *calls, uint64_t hash) {
   char what[256];
   snprintf(what, sizeof what, "%s/%s", r->group, r->t[i].name);
   hid_t dset = create_tensor(w, what, &r->t[i], chunk_dims);
-  for (int j = i; j < end; j++) write_box(w, what, dset, &r->t[j]);
+  for (int j = i; j < end; j++) write_box(w, what, dset, &r->t[j], (int)calls[j]);
   errno = 0;
   if (dset >= 0 && h5util_attr_write_u64(dset, "hash64", hash) < 0) fail_h5(w, what);
   if (dset >= 0) H5Dclose(dset);
 }
 
 static void write_region(writer_t *w, const state_region_t *r) {
-  double *chunk = xcalloc((size_t)r->n * SLAB_MAX_DIMS + 1, sizeof *chunk);
+  double *chunk = xcalloc((size_t)r->n * (SLAB_MAX_DIMS + 1) + 1, sizeof *chunk); /* then the calls */
   uint64_t *sums = xcalloc((size_t)r->n * NSUMS + 1, sizeof *sums);
   agree_on_tensors(w, r, chunk, sums);
   agree_or_abandon(w);
@@ -183,7 +202,8 @@ static void write_region(writer_t *w, const state_region_t *r) {
   if (lcpl >= 0) H5Pclose(lcpl);
   agree_or_abandon(w);
   for (int i = 0; i < r->n; i = state_tensor_end(r, i)) {
-    write_tensor(w, r, i, state_tensor_end(r, i), chunk + i * SLAB_MAX_DIMS, sums[i * NSUMS + SUM_HASH]);
+    write_tensor(w, r, i, state_tensor_end(r, i), chunk + i * SLAB_MAX_DIMS, chunk + (size_t)r->n * SLAB_MAX_DIMS,
+                 sums[i * NSUMS + SUM_HASH]);
     agree_or_abandon(w); // a rank that failed must not leave the others in a collective call
   }
   free(chunk);

@@ -145,7 +145,8 @@ static double run(const graph_t *g, const backend_t *be, int mode, fusion_counts
   for (int i = 0; i < g->n; i++) n->pairs += m.fused[i] > 0;
   n->in_place = m.grad_in_place;
   for (int i = 0; i < g->n; i++)
-    n->written += m.writer[i] != 0, n->epilogues += m.epi[i] > 0, n->pooled += m.pooled && (m.pooled[i] & MODEL_POOLED_GRAD);
+    n->written += m.writer[i] != 0, n->epilogues += m.epi[i] > 0,
+    n->pooled += m.pooled && (m.pooled[i] & MODEL_POOLED_GRAD);
   n->buffers = m.npool;
   n->act_floats = m.act_floats;
   model_init_params(&m, 11);

@@ -41,7 +41,8 @@ static void *find(void *h, const char *lib, const char *symbol) {
 }
 
 static void load(void) {
-  static const char *const blas = SONAME("libcublas", CUBLAS_VER_MAJOR), *const lt = SONAME("libcublasLt", CUBLAS_VER_MAJOR);
+  static const char *const blas = SONAME("libcublas", CUBLAS_VER_MAJOR);
+  static const char *const lt = SONAME("libcublasLt", CUBLAS_VER_MAJOR);
   void *hl = open_lib(lt), *hb = hl ? open_lib(blas) : NULL;
   if (!hb) return;
   /* an object pointer into a function pointer: copied, as POSIX's dlsym intends */

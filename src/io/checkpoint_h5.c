@@ -113,3 +113,18 @@ hid_t ckpt_h5_dcpl(int ndim, const hsize_t *chunk, const char *compression) {
 uint32_t ckpt_crc32_text(const char *s) {
   return (uint32_t)crc32_z(crc32_z(0, Z_NULL, 0), (const Bytef *)s, strlen(s));
 }
+
+int ckpt_h5_select_rows(hid_t dset, const state_tensor_t *t, size_t lo, size_t hi, hid_t *fspace, hid_t *mspace) {
+  hsize_t start[SLAB_MAX_DIMS], count[SLAB_MAX_DIMS];
+  for (int i = 0; i < t->ndim; i++) {
+    start[i] = (hsize_t)t->start[i];
+    count[i] = hi > lo ? (hsize_t)t->count[i] : 1; // (1, ...) with nothing selected when no rows
+  }
+  start[0] += lo;
+  if (hi > lo) count[0] = hi - lo;
+  *fspace = dset < 0 ? -1 : H5Dget_space(dset);
+  *mspace = H5Screate_simple(t->ndim, count, NULL);
+  if (*fspace < 0 || *mspace < 0) return -1;
+  if (hi > lo) return H5Sselect_hyperslab(*fspace, H5S_SELECT_SET, start, NULL, count, NULL) < 0 ? -1 : 0;
+  return H5Sselect_none(*fspace) < 0 || H5Sselect_none(*mspace) < 0 ? -1 : 0;
+}

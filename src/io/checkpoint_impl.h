@@ -65,6 +65,12 @@ int ckpt_h5_compression_check(const char *compression, char *why, size_t why_len
 /* Whether a filter of dataset dset cannot decode here: 1 with what is missing and the fix in why,
  * else 0. */
 int ckpt_h5_missing_filter(hid_t dset, char *why, size_t why_len);
+/* Rows [lo, hi) of this rank's piece t of dataset dset as a transfer's spaces: *fspace selects them in
+ * the file, *mspace has the selection's shape (HDF5 then maps it to chunks block by block); lo == hi:
+ * both select nothing (a rank takes part in a collective transfer without data). 0, or -1 with
+ * HDF5's error stack set (the spaces that were made are in *fspace, *mspace, else -1). */
+int ckpt_h5_select_rows(hid_t dset, const state_tensor_t *t, size_t lo, size_t hi, hid_t *fspace, hid_t *mspace);
+
 /* Creation list of a dataset of ndim dimensions in chunks of chunk[] (ckpt_chunk_dims), the
  * compression's filter, Fletcher32. Negative on failure. */
 hid_t ckpt_h5_dcpl(int ndim, const hsize_t *chunk, const char *compression);

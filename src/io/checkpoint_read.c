@@ -245,20 +245,10 @@ static void read_tensor(reader_t *r, const char *group_name, const state_tensor_
   for (int k = 0; k < (int)calls; k++) {
     const size_t lo = (size_t)k * call_rows < rows ? (size_t)k * call_rows : rows;
     const size_t hi = lo + call_rows < rows ? lo + call_rows : rows;
-    hsize_t start[SLAB_MAX_DIMS], count[SLAB_MAX_DIMS];
-    for (int i = 0; i < t->ndim; i++) {
-      start[i] = (hsize_t)t->start[i];
-      count[i] = hi > lo ? (hsize_t)t->count[i] : 1; // (1, ...) with nothing selected when no rows
-    }
-    start[0] += lo;
-    if (hi > lo) count[0] = hi - lo;
-    hid_t fspace = H5Dget_space(r->dset), mspace = H5Screate_simple(t->ndim, count, NULL);
-    int bad = fspace < 0 || mspace < 0;
-    if (!bad && hi > lo)
-      bad = H5Sselect_hyperslab(fspace, H5S_SELECT_SET, start, NULL, count, NULL) < 0;
-    else if (!bad)
-      bad = H5Sselect_none(fspace) < 0 || H5Sselect_none(mspace) < 0;
-    bad = bad || H5Dread(r->dset, H5T_NATIVE_FLOAT, mspace, fspace, r->dxpl, hi > lo ? t->data + lo * per_row : NULL) < 0;
+    hid_t fspace, mspace;
+    int bad = ckpt_h5_select_rows(r->dset, t, lo, hi, &fspace, &mspace) < 0;
+    float *into = hi > lo ? t->data + lo * per_row : NULL;
+    bad = bad || H5Dread(r->dset, H5T_NATIVE_FLOAT, mspace, fspace, r->dxpl, into) < 0;
     if (bad && !failed++) /* HDF5's reason, before the next call clears it */
       h5util_error_text(why, sizeof why, CKPT_H5_NO_ERROR);
     if (mspace >= 0) H5Sclose(mspace);

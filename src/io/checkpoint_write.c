@@ -152,23 +152,8 @@ static void write_box(writer_t *w, const char *what, hid_t dset, const state_ten
     errno = 0;
     const size_t lo = c.lo + (size_t)k * call_rows < c.hi ? c.lo + (size_t)k * call_rows : c.hi;
     const size_t hi = lo + call_rows < c.hi ? lo + call_rows : c.hi;
-    hsize_t start[SLAB_MAX_DIMS], count[SLAB_MAX_DIMS];
-    for (int i = 0; i < t->ndim; i++) {
-      start[i] = (hsize_t)t->start[i];
-      count[i] = hi > lo ? (hsize_t)t->count[i] : 1; // (1, ...) with nothing selected when no rows
-    }
-    start[0] += lo;
-    if (hi > lo) count[0] = hi - lo;
-    // the memory space has the selection's shape: HDF5 then maps it to chunks block by block
-    hid_t fspace = dset < 0 ? -1 : H5Dget_space(dset);
-    hid_t mspace = H5Screate_simple(t->ndim, count, NULL);
-    int bad = fspace < 0 || mspace < 0;
-    if (!bad) {
-      if (hi > lo)
-        bad = H5Sselect_hyperslab(fspace, H5S_SELECT_SET, start, NULL, count, NULL) < 0;
-      else
-        bad = H5Sselect_none(fspace) < 0 || H5Sselect_none(mspace) < 0;
-    }
+    hid_t fspace, mspace;
+    int bad = ckpt_h5_select_rows(dset, t, lo, hi, &fspace, &mspace) < 0;
     const float *rows = hi > lo ? t->data + lo * per_row : NULL;
     bad = bad || H5Dwrite(dset, H5T_NATIVE_FLOAT, mspace, fspace, w->dxpl, rows) < 0;
     if (bad && !failed++) fail_h5(w, what);

@@ -28,8 +28,10 @@ if [ ! -f Makefile ]; then
   "$top/configure" -q CFLAGS="-g -O1 $flags" LDFLAGS="$flags" ||
     { echo "sanitize: configure failed (see $build/config.log)"; exit 1; }
 fi
-# a CUDA build (configure found the toolkit) also has the graph recording's and the marks' host tests
-grep -q 'S\["HAVE_CUDA_TRUE"\]=""' config.status 2>/dev/null && unit="$unit tests/test_cuda_graph tests/test_cuda_marks"
+# a CUDA build (configure found the toolkit) also has the graph recording's and the marks' host tests,
+# and the loading of cuBLAS
+grep -q 'S\["HAVE_CUDA_TRUE"\]=""' config.status 2>/dev/null &&
+  unit="$unit tests/test_cuda_graph tests/test_cuda_marks tests/test_cuda_blas_api"
 if [ "${1:-}" = all ]; then
   make -j"$(nproc)" check >make-check.out 2>&1
 else

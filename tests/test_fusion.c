@@ -28,11 +28,6 @@
 enum { B = 6, CLASSES = 10, STEPS = 10 };
 #define STEPS_TOL 1e-6 /* fused against plain after STEPS training steps, per tensor */
 
-static int always(void *arg, int node, int next) {
-  (void)arg, (void)node, (void)next;
-  return 1;
-}
-
 /* The ReLUs fusion may take: those whose input is a conv2d, an add or a batch norm that feeds
  * nothing else. */
 static int fusable_relus(const graph_t *g, int *relus) {
@@ -115,7 +110,7 @@ typedef struct fusion_counts {
 enum { PLAIN = 0, FUSED, POOLED };
 
 static void init_model(model_t *m, const graph_t *g, const backend_t *be, int mode) {
-  model_init_on(m, g, be, B, mode != PLAIN ? always : NULL, NULL, NULL, NULL,
+  model_init_on(m, g, be, B, mode != PLAIN ? model_allow_all : NULL, NULL, NULL, NULL,
                 mode == POOLED ? model_reverse_order : NULL);
 }
 

@@ -20,11 +20,6 @@
 #include "nn/zoo.h"
 #include "tap.h"
 
-static int same_set(void *arg, int node, int next) {
-  (void)arg, (void)node, (void)next;
-  return 1; /* data parallelism: every node on every rank, so every fusion is allowed */
-}
-
 static int buffer_of(const int *fused, int i) { return fused[i] > 0 ? fused[i] : i; }
 
 /* Whether c reads buffer b (one of its inputs lives there). */
@@ -195,7 +190,7 @@ static void check_model(const char *model, const char *norm) {
   char err[320];
   if (zoo_build(o, shape3(1, 28, 28), 10, &g, err, sizeof err) != 0) surge_input_error("%s: %s", model, err);
   model_t m;
-  model_init_fused(&m, &g, &backend_ref, 1, same_set, NULL);
+  model_init_fused(&m, &g, &backend_ref, 1, model_allow_all, NULL);
   int *sums = xcalloc((size_t)g.n, sizeof *sums), *none = xcalloc((size_t)g.n, sizeof *none), nbn = 0;
   for (int i = 1; i < g.n; i++) nbn += sums[i] = g.l[i].kind == LAYER_BATCHNORM;
 

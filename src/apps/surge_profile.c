@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "io/deck.h"
 #include "io/options.h"
+#include "nn/model.h"
 #include "sync/options.h"
 #include "io/deck_shared.h"
 
@@ -37,11 +38,6 @@ static void check_deck(const char *text, void *arg) {
   const cli_t *cli = arg;
   config_t probe;
   deck_parse(text, cli->deck, cli->noverrides, cli->overrides, &probe, NULL);
-}
-
-static int fuse_every_pair(void *arg, int node, int next) {
-  (void)arg, (void)node, (void)next;
-  return 1;
 }
 
 int main(int argc, char **argv) {
@@ -84,7 +80,7 @@ int main(int argc, char **argv) {
    * ReLU fused (its node's row holds the pair's cost, the ReLU's the shared gradient's zeroing, and
    * the planner keeps the two on one rank set: bgraph_node_t.tied), and a gradient a conv2d
    * overwrites not zeroed (model_t.writer) */
-  model_init_fused(&m, &g, be, ms.batch[0], fuse_every_pair, NULL);
+  model_init_fused(&m, &g, be, ms.batch[0], model_allow_all, NULL);
   model_init_params(&m, cfg.seed);
   burst_measure_prepare(&m, ds, ms.batch[0]);
   burst_measure_compute(&m, &world, &ms);

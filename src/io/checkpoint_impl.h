@@ -146,8 +146,8 @@ ckpt_chunking_t ckpt_chunking(const state_tensor_t *t);
  * a test set fewer). Parallel HDF5 keeps every filtered chunk of a transfer in memory until it
  * completes, so one transfer per tensor held a second copy of the largest tensor (147 MiB for a 124M
  * gpt's token embedding: most of a run's peak over its steps', and of a resumed run's set-up). More
- * transfers cost time: at 16 chunks the 124M checkpoint's write took 35% longer, at 64 as long as
- * one transfer per tensor (doc/checkpoints.md). */
+ * transfers cost time: at 16 chunks the 124M checkpoint's writes took up to 35% longer, at 64 about
+ * as long as one transfer per tensor (doc/checkpoints.md). */
 int ckpt_call_chunks(void);
 /* Tests only (tests/test_checkpoint.c): fewer chunks a transfer, so small tensors take several. */
 void ckpt_set_call_chunks(int chunks);

@@ -63,12 +63,11 @@ static void agree_or_abandon(writer_t *w) {
   ckpt_report(&w->st, SURGE_EXIT_RUNTIME);
 }
 
-/* The collective calls this rank needs for its rows of t: at least 1 (with nothing selected, a rank
- * without rows still takes part in the transfer). */
-static int calls_for(const state_tensor_t *t) {
-  ckpt_chunking_t c = ckpt_chunking(t);
-  if (c.hi <= c.lo) return 1;
-  size_t chunks = (c.hi - c.lo + c.chunk_rows - 1) / c.chunk_rows;
+/* The collective calls this rank needs for its rows of a piece chunked as c: at least 1 (with nothing
+ * selected, a rank without rows still takes part in the transfer). */
+static int calls_for(const ckpt_chunking_t *c) {
+  if (c->hi <= c->lo) return 1;
+  size_t chunks = (c->hi - c->lo + c->chunk_rows - 1) / c->chunk_rows;
   const size_t per_call = (size_t)ckpt_call_chunks();
   return (int)((chunks + per_call - 1) / per_call);
 }
@@ -91,7 +90,7 @@ static void agree_on_tensors(writer_t *w, const state_region_t *r, double *chunk
         ckpt_fail(&w->st, "cannot write %s %s: %s/%s: this rank's piece lies outside the tensor (a layout bug)",
                   w->f->kind, w->f->final, r->group, t->name);
     }
-    chunk[r->n * SLAB_MAX_DIMS + i] = calls_for(t);
+    chunk[r->n * SLAB_MAX_DIMS + i] = calls_for(&c);
     uint64_t h = state_hash_rows(t, c.lo, c.hi);
     sums[i * NSUMS + SUM_WRITTEN] = (uint64_t)((c.hi - c.lo) * per_row);
     sums[i * NSUMS + SUM_HASH] = h;

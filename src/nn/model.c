@@ -134,8 +134,7 @@ static int plan_pool(const model_t *m, model_order_fn order, void *arg, int forw
   return slots;
 }
 
-/* Every pair of nodes runs on the same samples (one rank, forward only: fusion and epilogues). */
-static int alone(void *arg, int node, int next) {
+int model_allow_all(void *arg, int node, int next) {
   (void)arg, (void)node, (void)next;
   return 1;
 }
@@ -163,7 +162,7 @@ static int init_model(model_t *m, const graph_t *g, const backend_t *be, int B_c
   m->bufs = be->alloc(g->bufs.total ? g->bufs.total : 1);
   m->train = 1;
   m->epi = xcalloc((size_t)g->n, sizeof *m->epi);
-  if (forward_only) allowed = alone, arg = NULL;
+  if (forward_only) allowed = model_allow_all, arg = NULL;
   int nfused = plan_fusion(m, allowed, arg);
   if (!forward_only) plan_writes(m, allowed, arg);
   plan_epilogues(m, allowed, arg);

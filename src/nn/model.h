@@ -94,6 +94,10 @@ void model_init(model_t *m, const graph_t *g, const backend_t *be, int B_cap);
  * input error. Returns the ReLU pairs fused. */
 int model_init_fused(model_t *m, const graph_t *g, const backend_t *be, int B_cap,
                      int (*allowed)(void *arg, int node, int next), void *arg);
+/* allowed() where every node runs on the same samples (one rank; data parallelism, where every node
+ * runs on every rank): every fused form, epilogue and overwritten gradient, the logits' gradient in
+ * place. */
+int model_allow_all(void *arg, int node, int next);
 /* A layout's backward pass for the model being planned (fusion, writers, epilogues and recomputed
  * segments are known, no buffer yet): the nodes of its phases in the order they run into bwd (room
  * for 2 (g->n - 1)), a node once, or twice when its finish comes later (pass_order.h); returns how

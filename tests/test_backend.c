@@ -271,7 +271,7 @@ typedef struct linear_ctx {
 static double run_linear_fwd(const backend_t *be, const void *ctx, float **out) {
   const linear_ctx_t *v = ctx;
   float *ws = v->ws_n ? talloc(v->ws_n * sizeof *ws) : NULL;
-  be->linear_fwd(v->rows, v->out, v->in, v->x, v->w, v->bias ? v->b : NULL, out[0], ws, v->ws_n);
+  be->linear_fwd(v->rows, v->out, v->in, v->x, v->w, NULL, v->bias ? v->b : NULL, out[0], ws, v->ws_n);
   be->synchronize();
   if (ws) tfree(ws);
   return 0.0;
@@ -281,7 +281,7 @@ static double run_linear_fwd(const backend_t *be, const void *ctx, float **out) 
 static double run_linear_gelu_fwd(const backend_t *be, const void *ctx, float **out) {
   const linear_ctx_t *v = ctx;
   float *ws = v->ws_n ? talloc(v->ws_n * sizeof *ws) : NULL;
-  be->linear_gelu_fwd(v->rows, v->out, v->in, v->x, v->w, v->bias ? v->b : NULL, out[0], out[1], ws, v->ws_n);
+  be->linear_gelu_fwd(v->rows, v->out, v->in, v->x, v->w, NULL, v->bias ? v->b : NULL, out[0], out[1], ws, v->ws_n);
   be->synchronize();
   if (ws) tfree(ws);
   return 0.0;
@@ -1904,7 +1904,7 @@ static void test_epilogues(void) {
         float *pre[2], *y[2];
         for (int k = 0; k < 2; k++) {
           pre[k] = talloc(n * sizeof(float)), y[k] = talloc(n * sizeof(float));
-          backend_cuda.linear_gelu_fwd(rows, out, in, x, w, b, pre[k], y[k], NULL, 0);
+          backend_cuda.linear_gelu_fwd(rows, out, in, x, w, NULL, b, pre[k], y[k], NULL, 0);
         }
         backend_cuda.synchronize();
         tap_ok(memcmp(pre[0], pre[1], n * sizeof(float)) == 0 && memcmp(y[0], y[1], n * sizeof(float)) == 0,

@@ -211,8 +211,81 @@ static void run_linear(const backend_t *be, float *y, const void *ctx) {
   const lin_ctx_t *l = ctx;
   size_t wn = linear_workspace_floats(l->out, l->in);
   float *ws = wn ? malloc(wn * sizeof *ws) : NULL;
-  be->linear_fwd(l->rows, l->out, l->in, l->x, l->w, l->b, y, ws, wn);
+  be->linear_fwd(l->rows, l->out, l->in, l->x, l->w, NULL, l->b, y, ws, wn);
   free(ws);
+}
+
+/* to_bf16 on both host backends: bf16_bits' bits for every value, the special ones included, at a length
+ * off the vectors' (the copy of a forward-only model's weights) */
+static void test_to_bf16(void) {
+  const uint32_t special[] = {0x3f808000u, 0x3f818000u, 0xbf807fffu, 0x7f7fffffu, 0x80000000u,
+                              0x00000001u, 0x7f800000u, 0xff800000u, 0x7fc00001u, 0xffa00000u};
+  const size_t ns = sizeof special / sizeof special[0], n = 1000 + ns;
+  float *x = uniform(n, -3e4f, 3e4f);
+  for (size_t i = 0; i < ns; i++) memcpy(&x[37 * i + 5], &special[i], sizeof(float));
+  uint16_t *y = malloc(n * sizeof *y);
+  if (!y) abort();
+  const backend_t *be[] = {&backend_cpu, &backend_ref};
+  for (int b = 0; b < 2; b++) {
+    memset(y, 0xab, n * sizeof *y);
+    be[b]->to_bf16(n, x, y);
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++) bad += y[i] != bf16_bits(x[i]);
+    tap_ok(bad == 0, "%s: to_bf16 gives bf16_bits of %zu values, infinities and NaNs among them (%zu differ)",
+           be[b]->name, n, bad);
+  }
+  free(x), free(y);
+}
+
+/* linear_fwd and linear_gelu_fwd given the weight's bfloat16 copy (w16, as a forward-only model's:
+ * model_weights16) give the bits they give without it, at one row, at a few (4 at a time, up to
+ * CPU_BF16_FEW_ROWS: where the copy is read) and past them, with tails of K off the 32-value vectors. */
+static void check_w16_bits(const char *where) {
+  const int shapes[][3] = {{1, 300, 700}, {1, 33, 5}, {3, 33, 70}, {8, 5, 17}, {9, 41, 96}, {32, 66, 257}, {33, 20, 64}};
+  for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+    const int rows = shapes[s][0], out = shapes[s][1], in = shapes[s][2];
+    const size_t ny = (size_t)rows * out, wn = linear_workspace_floats(out, in);
+    float *x = uniform((size_t)rows * in, -1, 1), *w = uniform((size_t)out * in, -1, 1), *b = uniform((size_t)out, -1, 1);
+    float *y[2], *pre[2], *ws = malloc((wn ? wn : 1) * sizeof *ws);
+    uint16_t *w16 = malloc((size_t)out * in * sizeof *w16);
+    if (!ws || !w16) abort();
+    backend_cpu.to_bf16((size_t)out * in, w, w16);
+    int same = 1;
+    for (int k = 0; k < 2; k++) {
+      y[k] = uniform(ny, 0, 1), pre[k] = uniform(ny, 0, 1);
+      backend_cpu.linear_fwd(rows, out, in, x, w, k ? w16 : NULL, b, y[k], ws, wn);
+    }
+    same &= memcmp(y[0], y[1], ny * sizeof(float)) == 0;
+    for (int k = 0; k < 2; k++)
+      backend_cpu.linear_gelu_fwd(rows, out, in, x, w, k ? w16 : NULL, s % 2 ? NULL : b, pre[k], y[k], ws, wn);
+    same &= memcmp(y[0], y[1], ny * sizeof(float)) == 0 && memcmp(pre[0], pre[1], ny * sizeof(float)) == 0;
+    /* where the copy is read, a copy of other weights (w + 1) shows in y; elsewhere it does not */
+    const int reads = rows == 1 || (rows <= CPU_BF16_FEW_ROWS && cpu_gemm_bf16_pairs());
+    float *w1 = copy_of(w, (size_t)out * in);
+    for (size_t i = 0; i < (size_t)out * in; i++) w1[i] += 1.0f;
+    backend_cpu.to_bf16((size_t)out * in, w1, w16);
+    backend_cpu.linear_fwd(rows, out, in, x, w, NULL, b, y[0], ws, wn);
+    backend_cpu.linear_fwd(rows, out, in, x, w, w16, b, y[1], ws, wn);
+    const int shows = memcmp(y[0], y[1], ny * sizeof(float)) != 0;
+    tap_ok(same && shows == reads, "%s: linear_fwd and linear_gelu_fwd rows=%d out=%d in=%d: the same bits with the "
+           "bfloat16 copy, which is read %s", where, rows, out, in, reads ? "(another copy shows)" : "nowhere here");
+    free(w1);
+    for (int k = 0; k < 2; k++) free(y[k]), free(pre[k]);
+    free(x), free(w), free(b), free(ws), free(w16);
+  }
+}
+
+static void test_weights16(void) {
+  tap_ok(backend_cpu.context()->weights16 && !backend_ref.context()->weights16,
+         "in bf16 cpu's context says weights16 (its products read a copy), ref's not");
+  check_w16_bits("cpu");
+  simd = BACKEND_SIMD_AVX2; /* no pairs: the one-row product reads the copy's values, the rest its floats */
+  open_host(BACKEND_BF16);
+  check_w16_bits("cpu at simd = avx2");
+  simd = BACKEND_SIMD_AUTO;
+  open_host(BACKEND_FP32);
+  tap_ok(!backend_cpu.context()->weights16, "in fp32 cpu's context does not say weights16");
+  open_host(BACKEND_BF16);
 }
 
 static void run_tn_rows(const backend_t *be, float *c, const void *ctx) { /* C (in, out) += X^T W over rows */
@@ -328,5 +401,7 @@ int main(void) {
   test_opens();
   test_gemms();
   test_ops();
+  test_to_bf16();
+  test_weights16();
   return tap_done();
 }

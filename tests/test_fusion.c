@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/cpu_ops.h"
 #include "core/error.h"
 #include "core/rng.h"
 #include "nn/model.h"
@@ -255,6 +256,68 @@ static void forward_only(const char *name, const graph_t *g, const backend_t *be
   model_free(&m);
 }
 
+/* Open the cpu backend on this thread in `precision`. */
+static void open_cpu(backend_precision_t precision) {
+  backend_options_t o = backend_default_options();
+  o.precision = precision;
+  int input_error = 0;
+  const char *why = backend_cpu.open(&o, &input_error);
+  if (why) surge_runtime_error("the cpu backend refused precision %d: %s", (int)precision, why);
+}
+
+/* In bf16 on cpu a forward-only model keeps its parameters' bfloat16 copy (model_weights16), which its
+ * linear layers and tied projection give their products: one sample's logits are those of the model
+ * without the copy, bitwise, and a copy of other weights (the parameters + 1) shows in them where the
+ * products read it (one row: a CNN's or mlp's classifier; the gpt's context of rows where the CPU has
+ * bfloat16 pairs). In fp32 there is no copy. */
+static void weights16(const char *name, const graph_t *g, int sequences) {
+  if (!CPU_KERNELS_BUILT || cpu_simd_best() == BACKEND_SIMD_NONE) {
+    tap_skip("%s: the cpu backend's bf16 products (its own kernels are not built or this CPU lacks AVX2 + FMA)", name);
+    return;
+  }
+  open_cpu(BACKEND_BF16);
+  model_t m[2];
+  const int out = graph_output(g);
+  const size_t nl = shape_size(g->l[out].out), np = g->params.total; /* one sample's logits */
+  float *got[3];
+  int made[2];
+  for (int k = 0; k < 2; k++) {
+    model_init_forward(&m[k], g, &backend_cpu, B, NULL);
+    model_init_params(&m[k], 11);
+    set_batch(&m[k], g, 0);
+    made[k] = k ? model_weights16(&m[k]) : 0;
+    model_forward(&m[k], 1);
+    got[k] = xcalloc(nl, sizeof *got[k]);
+    backend_cpu.download(got[k], m[k].act[out], nl);
+  }
+  /* the other copy: of every parameter, then (a tied projection's) of its table alone */
+  float *other = xcalloc(np, sizeof *other);
+  got[2] = xcalloc(nl, sizeof *got[2]);
+  int tied = -1, shows = 1;
+  for (int i = 0; i < g->n; i++)
+    if (g->l[i].kind == LAYER_TIED_LINEAR) tied = g->l[i].tied_param;
+  for (int pass = 0; pass < (tied >= 0 ? 2 : 1); pass++) {
+    const size_t lo = pass ? g->params.t[tied].off : 0, n = pass ? g->params.t[tied].n : np;
+    memcpy(other, m[1].params, np * sizeof *other);
+    for (size_t i = lo; i < lo + n; i++) other[i] += 1.0f;
+    backend_cpu.to_bf16(np, other, m[1].params16);
+    model_forward(&m[1], 1);
+    backend_cpu.download(got[2], m[1].act[out], nl);
+    shows &= memcmp(got[0], got[2], nl * sizeof(float)) != 0;
+  }
+  const int reads = !sequences || cpu_gemm_bf16_pairs();
+  tap_ok(made[1] && m[1].params16 && memcmp(got[0], got[1], nl * sizeof(float)) == 0 && shows == reads,
+         "%s on cpu in bf16: forward only with the parameters' bfloat16 copy (model_weights16): one sample's logits "
+         "bitwise those without it; the products read it %s", name,
+         !reads ? "nowhere here" : tied >= 0 ? "(another copy shows, of the tied table alone too)" : "(another copy shows)");
+  for (int k = 0; k < 3; k++) free(got[k]);
+  free(other);
+  model_free(&m[1]);
+  open_cpu(BACKEND_FP32);
+  tap_ok(model_weights16(&m[0]) == 0 && m[0].params16 == NULL, "%s on cpu in fp32: no bfloat16 copy", name);
+  model_free(&m[0]);
+}
+
 static void compare(const char *model, const char *backend_name, int batchnorm) {
   zoo_opts_t o;
   memset(&o, 0, sizeof o);
@@ -306,6 +369,7 @@ static void compare(const char *model, const char *backend_name, int batchnorm) 
          "floats: loss, logits and all %zu gradients bitwise those of the plain model",
          name, backend_name, p.pooled, p.buffers, f.act_floats, p.act_floats, ng);
   forward_only(name, &g, be, l1, f.act_floats);
+  if (be == &backend_cpu) weights16(name, &g, zoo_takes_sequences(model));
   compare_steps(name, &g, be);
   free(l1), free(l2), free(l3), free(g1), free(g2), free(g3);
   graph_free(&g);

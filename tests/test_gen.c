@@ -35,7 +35,7 @@ static void make_model(gen_model_t *m) {
 
 /* Step both engines through the same tokens: the logits agree at every position. */
 static void test_logits(const gen_model_t *m, const backend_t *be) {
-  gen_engine_t *c = gen_engine_cache(m, be, B), *f = gen_engine_full(m, be, B);
+  gen_engine_t *c = gen_engine_cache(m, be, B, 1), *f = gen_engine_full(m, be, B);
   tap_ok(c->V == 256 && f->V == 256, "%s: the engines give the padded vocabulary's 256 logits", be->name);
   float tok[B], *lc = malloc(sizeof(float) * B * 256), *lf = malloc(sizeof(float) * B * 256);
   double worst = 0, scale = 0;

@@ -53,6 +53,16 @@ set -- --prompt "Once upon a time" --ids "10 65 66" --prompt "x" --greedy --toke
 sample "$t/cache3" 1 "$model" "$@" && sample "$t/full3" 1 "$model" "$@" --no-cache && cmp -s "$t/cache3" "$t/full3" &&
   [ "$(grep -c '^--- sample' "$t/cache3")" = 3 ]
 tap_ok $? "a batch of three prompts of 16, 3 and 1 tokens: the same ids with and without the cache"
+if "$top_build/tests/test_bf16" | grep -q "^ok [0-9]* # SKIP the cpu backend's bf16"; then
+  tap_skip "bf16: the cpu backend cannot run it here (tests/test_bf16 says why)"
+else # the cache's products of 3 rows read the weights' bfloat16 copy (model_weights16; tests/test_fusion: bitwise)
+  sample "$t/cache3b" 1 "$model" "$@" -D backend.precision=bf16 &&
+    sample "$t/full3b" 1 "$model" "$@" -D backend.precision=bf16 --no-cache && cmp -s "$t/cache3b" "$t/full3b" &&
+    grep -q "(key/value cache, weights read as bfloat16, cpu backend" "$t/cache3b.err" &&
+    grep -q "(no cache, cpu backend" "$t/full3b.err"
+  tap_ok $? "bf16: the batch of three gives the same ids with the cache, whose products read a bfloat16 copy of the \
+weights, and without it: $(cat "$t/cache3b.err")"
+fi
 head -2 "$t/cache3" | tail -1 | cut -d' ' -f1-16 | grep -qx "79 110 99 101 32 117 112 111 110 32 97 32 116 105 109 101"
 tap_ok $? "a text prompt of a byte-level model is its bytes, kept at the start of the sample"
 

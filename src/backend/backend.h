@@ -21,6 +21,7 @@
 #define SURGE_BACKEND_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* Geometry of a 2-D convolution over NCHW images: x (C,H,W) per sample, weight (O,C,KH,KW),
  * y (O,OH,OW) per sample with OH = (H + 2 ph - KH)/stride + 1, OW = (W + 2 pw - KW)/stride + 1:
@@ -131,6 +132,9 @@ typedef struct backend_context {
   const char *epilogues; /* cuda: the epilogue setting in use, "auto", "bias" or "off"; "none" on the host */
   const char *attention; /* cuda: the attention_kernels setting, "auto", "wmma" or "wmma32"; "none" on the host */
   backend_epilogue_counts_t epilogue_counts; /* as of this call of context() */
+  int weights16; /* 1: linear_fwd and linear_gelu_fwd read a bfloat16 copy of the weight where given (w16), a
+                  * forward-only model keeps one (model_weights16): cpu in bf16, where its products of a few
+                  * rows read the weights once (generation), half the bytes from the copy; 0 elsewhere */
   long waits; /* a running count of the calling thread's waits for results of its queued work (compare two reads):
                * each download, upload and op that returns a value to the host (on a GPU each synchronises
                * its stream; host backends count the same calls, though nothing waits there) */
@@ -209,10 +213,12 @@ typedef struct gemm_grid {
   /* ---- a linear layer's forward: y (rows, out) = x (rows, in) w (out, in)^T + b (out; NULL: none), \
    * with a workspace ws of ws_n >= linear_workspace(out, in) floats (linear_workspace_floats is \
    * enough for every backend), one size for any number of rows; a smaller ws only takes the \
-   * backend's general path. */ \
+   * backend's general path. w16: NULL, or w as bfloat16 (to_bf16, a forward-only model's copy: \
+   * model_weights16) where the context says weights16; the backend may read it instead of w where \
+   * that is faster, and y is the same bits either way. */ \
   X(size_t, linear_workspace, (int out, int in)) \
-  X(void, linear_fwd, (int rows, int out, int in, const float *x, const float *w, const float *b, float *y, \
-      float *ws, size_t ws_n)) \
+  X(void, linear_fwd, (int rows, int out, int in, const float *x, const float *w, const uint16_t *w16, const float *b, \
+      float *y, float *ws, size_t ws_n)) \
   /* ---- weight gradient of a linear map over many rows: C (M,N) += A^T B with A (K,M), B (K,N) \
    * row-major (leading dims lda, ldb, ldc), summed over the K rows with a rounding error that does \
    * not grow with K (blocks of rows, partial sums added in double). */ \
@@ -311,6 +317,9 @@ typedef struct gemm_grid {
   /* pair[0] = (float)*x, pair[1] = (float)(*x - pair[0]), x and pair in backend memory: a double \
    * carried through a float sum as two floats (the loss in the gradient sync's side slots) */ \
   X(void, float_pair, (const double *x, float *pair)) \
+  /* y[i] = x[i] as bfloat16 (core/bf16.h's bf16_bits: to nearest, ties to even; a NaN stays a NaN), \
+   * n elements: a forward-only model's bfloat16 copy of its weights (model_weights16) */ \
+  X(void, to_bf16, (size_t n, const float *x, uint16_t *y)) \
   /* Number of rows whose argmax (first maximum) equals the target. */ \
   X(long, count_correct, (int rows, int V, const float *logits, const float *targets)) \
   /* ---- vocabulary-parallel cross-entropy: this rank holds columns [lo, lo+V) of logits whose rows \
@@ -354,13 +363,13 @@ typedef struct gemm_grid {
   /* ---- fused forms (issue 32), chosen by the model's fusion pass (model_init_fused); each equals the \
    * ops it replaces run one after the other (ref composes exactly those). \
    * linear_gelu_fwd: pre (rows, out) = linear_fwd's x w^T + b (b may be NULL), kept for the backward; \
-   *   y = gelu(pre). Workspace as linear_fwd's. \
+   *   y = gelu(pre). Workspace and w16 as linear_fwd's. \
    * gelu_bias_bwd: dpre (rows, cols) = dy * gelu'(pre) (written), and db (cols) += its column sums \
    *   (db NULL: none) in the same pass, with bias_grad_rows's rounding. \
    * add_layernorm_fwd: sum (N, rows, C) = a + b (written: the residual stream), then layernorm_fwd \
    *   of sum into y and stats. */ \
-  X(void, linear_gelu_fwd, (int rows, int out, int in, const float *x, const float *w, const float *b, float *pre, \
-      float *y, float *ws, size_t ws_n)) \
+  X(void, linear_gelu_fwd, (int rows, int out, int in, const float *x, const float *w, const uint16_t *w16, \
+      const float *b, float *pre, float *y, float *ws, size_t ws_n)) \
   X(void, gelu_bias_bwd, (int rows, int cols, const float *pre, const float *dy, float *dpre, float *db)) \
   X(void, add_layernorm_fwd, (int N, int rows, int C, const float *a, const float *b, const float *w, \
       const float *bias, float eps, float *sum, float *y, float *stats)) \

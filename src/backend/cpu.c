@@ -10,5 +10,6 @@ const backend_t backend_cpu = {
     HOST_BACKEND_SLOTS,
     .set_threads = cpu_set_threads,
     .open = cpu_open,
+    .context = cpu_context,
     BACKEND_MATH_OPS(CPU_OP)
 };

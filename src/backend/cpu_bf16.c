@@ -7,7 +7,8 @@
  * cpu_kern_bf16.c), rounding each element as it goes elsewhere; the packed GEMM would convert the
  * whole weight for one row (generation ran 10x slower through it). A few rows (several samples
  * generated at once) take the same dot products where the CPU has the pairs, each row of the matrix
- * read once for all of them (up to CPU_BF16_FEW_ROWS, cpu_ops.h). */
+ * read once for all of them (up to CPU_BF16_FEW_ROWS, cpu_ops.h). A forward-only model's bfloat16 copy of a
+ * weight (linear_fwd's w16) is read in its place there: the same values in half the bytes. */
 #include <stdint.h>
 #include <string.h>
 
@@ -19,15 +20,32 @@ CPU_CLONES void cpu_round_bf16(const float *x, float *y, size_t n) {
   for (size_t i = 0; i < n; i++) y[i] = bf16_round(x[i]);
 }
 
-/* sum over k of a[k] b[k] with b rounded as read (a already rounded), in float with 16 lanes */
-static CPU_CLONES float dot_rounding_b(const float *restrict a, const float *restrict b, int n) {
-  float lane[16] = {0};
+CPU_CLONES void cpu_to_bf16(size_t n, const float *x, uint16_t *y) {
+  for (size_t i = 0; i < n; i++) y[i] = bf16_bits(x[i]);
+}
+
+/* b[0..m) = b's elements i.. as bfloat16 values: read from its bfloat16 copy bh where given, else bf's rounded
+ * (the same values); a loop each, so both vectorise */
+static inline void b_rounded(const float *restrict bf, const uint16_t *restrict bh, int i, int m, float *restrict b) {
+  if (bh)
+    for (int l = 0; l < m; l++) b[l] = bf16_value(bh[i + l]);
+  else
+    for (int l = 0; l < m; l++) b[l] = bf16_round(bf[i + l]);
+}
+
+/* sum over k of a[k] b[k] with b rounded (a already rounded), in float with 16 lanes */
+static CPU_CLONES float dot_rounded_b(const float *restrict a, const float *restrict bf, const uint16_t *restrict bh,
+                                      int n) {
+  float lane[16] = {0}, b[16];
   int i = 0;
-  for (; i + 16 <= n; i += 16)
-    for (int l = 0; l < 16; l++) lane[l] += a[i + l] * bf16_round(b[i + l]);
+  for (; i + 16 <= n; i += 16) {
+    b_rounded(bf, bh, i, 16, b);
+    for (int l = 0; l < 16; l++) lane[l] += a[i + l] * b[l];
+  }
   float s = 0.0f;
   for (int l = 0; l < 16; l++) s += lane[l];
-  for (; i < n; i++) s += a[i] * bf16_round(b[i]);
+  b_rounded(bf, bh, i, n - i, b);
+  for (int l = 0; i + l < n; l++) s += a[i + l] * b[l];
   return s;
 }
 
@@ -37,7 +55,8 @@ static CPU_CLONES void axpy_rounding_b(float a, const float *restrict b, float *
 }
 
 void cpu_gemm_rows_bf16(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
-                        int ldb, float beta, float *C, int ldc) {
+                        const uint16_t *B16, int ldb, float beta, float *C, int ldc) {
+  if (B16 && !tb) surge_runtime_error("bf16 rows: a bfloat16 copy of B needs B stored (N, K) (a bug)");
   static _Thread_local void *buf;
   static _Thread_local size_t cap;
   const size_t mk = surge_mul_size((size_t)M, (size_t)K, "bf16 rows"), mn = surge_mul_size((size_t)M, (size_t)N, "bf16 rows");
@@ -49,12 +68,13 @@ void cpu_gemm_rows_bf16(int ta, int tb, int M, int N, int K, float alpha, const 
     else
       cpu_round_bf16(A + (size_t)i * lda, a + (size_t)i * K, (size_t)K);
   if (tb && cpu_gemm_bf16_pairs()) /* B stored (N, K): dot products in bfloat16 pairs, B read once */
-    cpu_rows_bf16_dots(M, N, K, a, K, B, ldb, acc, N);
+    cpu_rows_bf16_dots(M, N, K, a, K, B, B16, ldb, acc, N);
   else
     for (int i = 0; i < M; i++) {
       float *out = acc + (size_t)i * N;
-      if (tb) /* rounding B's elements as they are read */
-        for (int j = 0; j < N; j++) out[j] = dot_rounding_b(a + (size_t)i * K, B + (size_t)j * ldb, K);
+      if (tb) /* rounding B's elements as they are read, or reading its bfloat16 copy */
+        for (int j = 0; j < N; j++)
+          out[j] = dot_rounded_b(a + (size_t)i * K, B + (size_t)j * ldb, B16 ? B16 + (size_t)j * ldb : NULL, K);
       else { /* B stored (K, N): its rows added in k order */
         memset(out, 0, (size_t)N * sizeof *out);
         for (int k = 0; k < K; k++) axpy_rounding_b(a[(size_t)i * K + k], B + (size_t)k * ldb, out, N);

@@ -6,7 +6,8 @@
  * its beta every step and is a denormal after ~800 steps at 0.9; every multiply and FMA on one then
  * takes a microcode assist: on 2 ranks of mlp the update was 18% of the time of the rank whose
  * slice held them, against 10.5% once flushed (perf). The values lost are below 1.2e-38, far under
- * any tolerance here. */
+ * any tolerance here. The backend's open (which sets it, with the precision and the kernel width) and its
+ * context are here too. */
 #include "backend/cpu_ops.h"
 #include "backend/host_mem.h"
 
@@ -68,4 +69,11 @@ const char *cpu_open(const backend_options_t *o, int *input_error) {
   cpu_gemm_use(o->gemm);
   cpu_set_flush_denormals(o->flush_denormals);
   return NULL;
+}
+
+const backend_context_t *cpu_context(void) {
+  static _Thread_local backend_context_t c;
+  c = *host_context();
+  c.weights16 = host_products_bf16();
+  return &c;
 }

@@ -62,16 +62,18 @@ int cpu_gemm_bf16_pairs(void) { /* cpu_simd() has initialised the CPU's flags */
 /* precision = bf16: the own kernel's bf16 forms at every shape but one row and, where the CPU has
  * bfloat16 pairs, a few rows times B stored (N, K) (cpu_bf16.c reads B once there); cpu_open refused a
  * width of none */
+int cpu_gemm_bf16_rows(int M, int tb) { return M == 1 || (M <= CPU_BF16_FEW_ROWS && tb && cpu_gemm_bf16_pairs()); }
+
 static void cpu_gemm_bf16(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
                           int ldb, float beta, float *C, int ldc) {
-  if (M == 1 || (M <= CPU_BF16_FEW_ROWS && tb && cpu_gemm_bf16_pairs()))
-    cpu_gemm_rows_bf16(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  if (cpu_gemm_bf16_rows(M, tb)) cpu_gemm_rows_bf16(ta, tb, M, N, K, alpha, A, lda, B, NULL, ldb, beta, C, ldc);
   else if (cpu_gemm_bf16_pairs()) cpu_sgemm_bf16(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
   else if (cpu_simd() == BACKEND_SIMD_AVX512) cpu_sgemm_round_w16(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
   else cpu_sgemm_round_w8(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 #else
 int cpu_gemm_bf16_pairs(void) { return 0; }
+int cpu_gemm_bf16_rows(int M, int tb) { return (void)M, (void)tb, 0; }
 #endif
 
 void cpu_gemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,

@@ -18,7 +18,7 @@
  * mlp (784-512-512-10) on 1 rank at batch 128 +0-4%, on 2 ranks at 64 each +10-12% (bench_models
  * --rate, side by side). Hence the limits below (AVX2: doc/results.md). One row (generation, a token
  * at a time) is a matrix-vector product: cpu_gemm's, which reads W once in place (the tile would pad
- * it to 16). */
+ * it to 16); in precision = bf16 it reads a forward-only model's bfloat16 copy of W where one is given. */
 #include <stdlib.h>
 
 #include "backend/cpu_ops.h"
@@ -64,33 +64,42 @@ static void linear_unpacked(int M, int N, int K, const float *X, const float *W,
 #endif
 }
 
+/* Y (M, N) = X (M, K) W (N, K)^T through cpu_gemm, or in precision = bf16 from W16 (W as bfloat16) on the
+ * paths that read the weight once (cpu_gemm_bf16_rows: generation's rows): the same values summed in the
+ * same order, half the bytes read. */
+static void product(int M, int N, int K, const float *X, const float *W, const uint16_t *W16, float *Y) {
+  if (W16 && K > 0 && host_products_bf16() && cpu_gemm_bf16_rows(M, 1))
+    cpu_gemm_rows_bf16(0, 1, M, N, K, 1.0f, X, K, W, W16, K, 0.0f, Y, N);
+  else cpu_gemm(0, 1, M, N, K, 1.0f, X, K, W, K, 0.0f, Y, N);
+}
+
 /* Whether linear_fwd takes the unpacked path for these rows with a workspace of ws_n floats. */
 static int takes_unpacked(int rows, int out, int in, size_t ws_n) {
   return cpu_linear_unpacked(rows, out, in) && ws_n >= (size_t)(rows + 15) / 16 * 16 * (size_t)in;
 }
 
-void cpu_linear_fwd(int rows, int out, int in, const float *x, const float *w, const float *b, float *y, float *ws,
-                    size_t ws_n) {
+void cpu_linear_fwd(int rows, int out, int in, const float *x, const float *w, const uint16_t *w16, const float *b,
+                    float *y, float *ws, size_t ws_n) {
   if (rows <= 0 || out <= 0) return;
   if (takes_unpacked(rows, out, in, ws_n)) {
     linear_unpacked(rows, out, in, x, w, b, y, ws);
     return;
   }
-  cpu_gemm(0, 1, rows, out, in, 1.0f, x, in, w, in, 0.0f, y, out);
+  product(rows, out, in, x, w, w16, y);
   if (b) cpu_bias_add_rows(rows, out, b, y);
 }
 
 /* The linear forward and the GELU after it: on OpenBLAS's path the bias and the GELU are one pass
  * over the product (pre = pre + b, y = gelu(pre)), where apart they were two; the unpacked tiles
  * add the bias as they write, and the GELU follows. pre is bitwise linear_fwd's y either way. */
-void cpu_linear_gelu_fwd(int rows, int out, int in, const float *x, const float *w, const float *b, float *pre,
-                         float *y, float *ws, size_t ws_n) {
+void cpu_linear_gelu_fwd(int rows, int out, int in, const float *x, const float *w, const uint16_t *w16, const float *b,
+                         float *pre, float *y, float *ws, size_t ws_n) {
   if (rows <= 0 || out <= 0) return;
   if (takes_unpacked(rows, out, in, ws_n)) {
     linear_unpacked(rows, out, in, x, w, b, pre, ws);
     cpu_gelu_fwd((size_t)rows * (size_t)out, pre, y);
     return;
   }
-  cpu_gemm(0, 1, rows, out, in, 1.0f, x, in, w, in, 0.0f, pre, out);
+  product(rows, out, in, x, w, w16, pre);
   cpu_bias_gelu_rows(rows, out, b, pre, y);
 }

@@ -147,6 +147,8 @@ double cpu_dot_sum(const float *x, const float *y, size_t n);
 /* cpu_fpmode.c: open = host_open, then the denormal modes of o->flush_denormals on this thread;
  * set/get return 0 where the CPU has no such modes (then denormals stay). */
 const char *cpu_open(const backend_options_t *o, int *input_error);
+/* host_context with weights16 set in precision = bf16 (cpu_linear.c reads the bfloat16 copy) */
+const backend_context_t *cpu_context(void);
 int cpu_set_flush_denormals(int on);
 int cpu_flush_denormals_on(void);
 
@@ -194,7 +196,8 @@ void cpu_sgemm_bf16(int ta, int tb, int M, int N, int K, float alpha, const floa
                     int ldb, float beta, float *C, int ldc);
 /* out[i ldo + j] = sum_k a[i lda + k] B[j ldb + k] (i < M, j < N, k < K) in bfloat16 pairs, each row of B
  * read once for all M rows (cpu_kern_bf16.c) */
-void cpu_rows_bf16_dots(int M, int N, int K, const float *a, int lda, const float *B, int ldb, float *out, int ldo);
+void cpu_rows_bf16_dots(int M, int N, int K, const float *a, int lda, const float *B, const uint16_t *B16, int ldb,
+                        float *out, int ldo);
 int cpu_gemm_bf16_pairs(void);
 
 /* cpu_gemm.c: OpenBLAS's threads per rank; which GEMM runs the shapes where the own kernel
@@ -240,10 +243,12 @@ void cpu_bias_gelu_rows(int rows, int cols, const float *b, float *pre, float *y
 int cpu_linear_unpacked(int rows, int out, int in);
 
 /* cpu_bf16.c: a few rows in precision = bf16, C (M, N) = alpha op(A) op(B) + beta C, reading B once (one
- * row; several where B is stored (N, K) and the CPU has bfloat16 pairs). */
+ * row; several where B is stored (N, K) and the CPU has bfloat16 pairs), from B16 (B as bfloat16, B stored
+ * (N, K) only) where it is not NULL. cpu_gemm_bf16_rows: whether cpu_gemm takes that path for M rows. */
 enum { CPU_BF16_FEW_ROWS = 32 }; /* the most rows cpu_gemm gives cpu_gemm_rows_bf16 beside one */
 void cpu_gemm_rows_bf16(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
-                        int ldb, float beta, float *C, int ldc);
+                        const uint16_t *B16, int ldb, float beta, float *C, int ldc);
+int cpu_gemm_bf16_rows(int M, int tb);
 
 /* cpu_conv_direct.c: "same" convolutions (stride 1; stride 2 on even sizes) with AVX-512 tiles.
  * cpu_conv_direct_blocks is the samples per block it can run in ws_n floats, 0 where it does not

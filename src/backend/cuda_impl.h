@@ -96,8 +96,8 @@ void cuda_gemm_grid(int ta, int tb, int M, int N, int K, float alpha, const floa
                     int ldb, float beta, float *C, int ldc, const gemm_grid_t *g);
 void cuda_gemm_tn_rows(int M, int N, int K, const float *A, int lda, const float *B, int ldb, float *C, int ldc);
 size_t cuda_linear_workspace(int out, int in);
-void cuda_linear_fwd(int rows, int out, int in, const float *x, const float *w, const float *b, float *y, float *ws,
-                     size_t ws_n);
+void cuda_linear_fwd(int rows, int out, int in, const float *x, const float *w, const uint16_t *w16, const float *b,
+                     float *y, float *ws, size_t ws_n);
 
 /* ---- the linear forwards with cuBLASLt epilogues (cuda_lt.c) */
 void cuda_lt_open(void);  /* the cuBLASLt handle, at the backend's open */
@@ -172,6 +172,7 @@ double cuda_xent_fwd_bwd(int rows, int V, const float *logits, const float *targ
 void cuda_xent_add(int rows, int V, const float *logits, const float *targets, float grad_scale, float *dlogits,
                    double *loss);
 void cuda_float_pair(const double *x, float *pair);
+void cuda_to_bf16(size_t n, const float *x, uint16_t *y);
 long cuda_count_correct(int rows, int V, const float *logits, const float *targets);
 void cuda_row_max(int rows, int V, const float *logits, float *mx);
 void cuda_xent_shard_stats(int rows, int V, int lo, const float *logits, const float *targets, const float *mx,
@@ -191,8 +192,8 @@ void cuda_attention_fwd(int B, int T, int C, int H, const float *qkv, float *y, 
 void cuda_attention_bwd(int B, int T, int C, int H, const float *qkv, const float *y, const float *lse, const float *dy,
                         float *dqkv, int dx_write, float *ws, size_t ws_n);
 /* the fused forms (cuda_ops.c), composed from the unfused kernels */
-void cuda_linear_gelu_fwd(int rows, int out, int in, const float *x, const float *w, const float *b, float *pre,
-                          float *y, float *ws, size_t ws_n);
+void cuda_linear_gelu_fwd(int rows, int out, int in, const float *x, const float *w, const uint16_t *w16,
+                          const float *b, float *pre, float *y, float *ws, size_t ws_n);
 void cuda_gelu_bias_bwd(int rows, int cols, const float *pre, const float *dy, float *dpre, float *db);
 void cuda_add_layernorm_fwd(int N, int rows, int C, const float *a, const float *b, const float *w, const float *bias,
                             float eps, float *sum, float *y, float *stats);
@@ -221,6 +222,8 @@ void cuk_adamw(size_t n, float *p, const float *g, float *m, float *v, float lr,
 void cuk_clip_factor(const double *sumsq, double max_norm, float *gs, cudaStream_t s);
 /* backend.h's float_pair, one thread */
 void cuk_float_pair(const double *x, float *pair, cudaStream_t s);
+/* backend.h's to_bf16: __float2bfloat16_rn's bits (a NaN becomes the canonical one) */
+void cuk_to_bf16(size_t n, const float *x, uint16_t *y, cudaStream_t s);
 void cuk_embed_fwd(int B, int T, int C, const float *idx, int lo, int V, const float *wte, const float *wpe, float *y,
                    cudaStream_t s);
 /* dx[p,:] += (wr: =) dy[p] / HW */

@@ -1,6 +1,8 @@
 // Elementwise kernels of the CUDA backend: one thread per output element (grid-stride), the
 // arithmetic from cuda_elem.h. Gathers (col2im, max-pool backward) read every contribution of their
 // own element, so no two threads write one element.
+#include <cuda_bf16.h>
+
 #include "backend/step_rules.h"
 #include "backend/cuda_kern.cuh"
 
@@ -104,6 +106,10 @@ extern "C" void cuk_adamw(size_t n, float *p, const float *g, float *m, float *v
   k_adamw<<<blocks_for(n), kThreads, 0, s>>>(n, p, g, m, v, lr, b1, b2, eps, wd, bc1, bc2, gs);
   CUK_LAUNCHED("adamw_step");
 }
+__global__ void k_to_bf16(size_t n, const float *x, uint16_t *y) {
+  for (size_t i = first_index(); i < n; i += grid_stride()) y[i] = __bfloat16_as_ushort(__float2bfloat16_rn(x[i]));
+}
+CUK_FLAT(to_bf16, (size_t n, const float *x, uint16_t *y, cudaStream_t s), (n, x, y))
 __global__ void k_float_pair(const double *x, float *pair) { float_pair_rule(*x, pair); }
 extern "C" void cuk_float_pair(const double *x, float *pair, cudaStream_t s) {
   k_float_pair<<<1, 1, 0, s>>>(x, pair);

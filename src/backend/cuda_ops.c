@@ -199,6 +199,7 @@ void cuda_xent_add(int rows, int V, const float *logits, const float *targets, f
 }
 
 void cuda_float_pair(const double *x, float *pair) { cuk_float_pair(x, pair, cuda_stream()); }
+void cuda_to_bf16(size_t n, const float *x, uint16_t *y) { cuk_to_bf16(n, x, y, cuda_stream()); }
 
 long cuda_count_correct(int rows, int V, const float *logits, const float *targets) {
   if (rows <= 0) return 0;
@@ -244,10 +245,10 @@ void cuda_clip_factor(const double *sumsq, double max_norm, float *gs) {
  * with the bias + GELU epilogue where cuda_lt_linear takes it (cuda_lt.c), else the linear forward
  * and the GELU kernel; add_layernorm_fwd is the unfused kernels composed */
 
-void cuda_linear_gelu_fwd(int rows, int out, int in, const float *x, const float *w, const float *b, float *pre,
-                          float *y, float *ws, size_t ws_n) {
+void cuda_linear_gelu_fwd(int rows, int out, int in, const float *x, const float *w, const uint16_t *w16,
+                          const float *b, float *pre, float *y, float *ws, size_t ws_n) {
   if (cuda_lt_linear(rows, out, in, x, w, b, pre, y)) return;
-  cuda_linear_fwd(rows, out, in, x, w, b, pre, ws, ws_n);
+  cuda_linear_fwd(rows, out, in, x, w, w16, b, pre, ws, ws_n);
   cuk_gelu_fwd((size_t)rows * (size_t)out, pre, y, cuda_stream());
 }
 

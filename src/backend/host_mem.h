@@ -34,10 +34,10 @@ void host_close(void);
 void host_synchronize(void);
 const backend_context_t *host_context(void);
 
-/* The slots of a backend_t that every host backend fills alike (memory, context, priority); the
- * backend adds its name, open, set_threads and its ops. */
+/* The slots of a backend_t that every host backend fills alike (memory, priority); the backend adds its
+ * name, open, context (host_context, or its own from it), set_threads and its ops. */
 #define HOST_BACKEND_SLOTS                                                                                  \
-  .host_memory = 1, .close = host_close, .synchronize = host_synchronize, .context = host_context,         \
+  .host_memory = 1, .close = host_close, .synchronize = host_synchronize,                                  \
   .set_priority = host_set_priority, .alloc = host_mem_alloc, .free = host_mem_free, .upload = host_mem_upload, \
   .download = host_mem_download, .copy = host_mem_copy, .device_used = host_mem_device_used
 

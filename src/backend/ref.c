@@ -9,6 +9,7 @@
 #include "backend/backend.h"
 #include "backend/step_rules.h"
 #include "backend/host_mem.h"
+#include "core/bf16.h"
 #include "core/error.h"
 
 static void ref_set_threads(int nthreads) { (void)nthreads; }
@@ -281,9 +282,10 @@ static size_t ref_linear_workspace(int out, int in) {
   return 0;
 }
 
-static void ref_linear_fwd(int rows, int out, int in, const float *x, const float *w, const float *b, float *y,
-                           float *ws, size_t ws_n) {
-  (void)ws, (void)ws_n;
+/* w16 unread: the truth is w's products (its bfloat16 copy holds the same rounded values) */
+static void ref_linear_fwd(int rows, int out, int in, const float *x, const float *w, const uint16_t *w16,
+                           const float *b, float *y, float *ws, size_t ws_n) {
+  (void)w16, (void)ws, (void)ws_n;
   ref_gemm(0, 1, rows, out, in, 1.0f, x, in, w, in, 0.0f, y, out);
   if (b) ref_bias_add_rows(rows, out, b, y);
 }
@@ -643,6 +645,10 @@ static void ref_xent_add(int rows, int V, const float *logits, const float *targ
 
 static void ref_float_pair(const double *x, float *pair) { float_pair_rule(*x, pair); }
 
+static void ref_to_bf16(size_t n, const float *x, uint16_t *y) {
+  for (size_t i = 0; i < n; i++) y[i] = bf16_bits(x[i]);
+}
+
 static long ref_count_correct(int rows, int V, const float *logits, const float *targets) {
   host_mem_waited();
   long correct = 0;
@@ -769,6 +775,7 @@ const backend_t backend_ref = {
     .name = "ref",
     HOST_BACKEND_SLOTS,
     .open = host_open,
+    .context = host_context,
     .set_threads = ref_set_threads,
     BACKEND_MATH_OPS(REF_OP)
 };

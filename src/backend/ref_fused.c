@@ -4,9 +4,9 @@
 #include "backend/backend.h"
 
 // pre (rows,out) = x (rows,in) w^T + b; y = gelu(pre)
-void ref_linear_gelu_fwd(int rows, int out, int in, const float *x, const float *w, const float *b, float *pre,
-                         float *y, float *ws, size_t ws_n) {
-  backend_ref.linear_fwd(rows, out, in, x, w, b, pre, ws, ws_n);
+void ref_linear_gelu_fwd(int rows, int out, int in, const float *x, const float *w, const uint16_t *w16, const float *b,
+                         float *pre, float *y, float *ws, size_t ws_n) {
+  backend_ref.linear_fwd(rows, out, in, x, w, w16, b, pre, ws, ws_n);
   backend_ref.gelu_fwd((size_t)rows * (size_t)out, pre, y);
 }
 

@@ -14,8 +14,8 @@
  * it: itself, or in precision = bf16 the nearest bfloat16 (backend.h); products and sums stay double. */
 static inline double ref_operand(double x) { return host_products_bf16() ? (double)bf16_round((float)x) : x; }
 
-void ref_linear_gelu_fwd(int rows, int out, int in, const float *x, const float *w, const float *b, float *pre,
-                         float *y, float *ws, size_t ws_n);
+void ref_linear_gelu_fwd(int rows, int out, int in, const float *x, const float *w, const uint16_t *w16, const float *b,
+                         float *pre, float *y, float *ws, size_t ws_n);
 void ref_gelu_bias_bwd(int rows, int cols, const float *pre, const float *dy, float *dpre, float *db);
 void ref_add_layernorm_fwd(int N, int rows, int C, const float *a, const float *b, const float *w, const float *bias,
                            float eps, float *sum, float *y, float *stats);

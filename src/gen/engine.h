@@ -23,10 +23,12 @@ struct gen_engine {
 };
 
 /* Engines over model m (which must outlive them) on backend be (opened), B >= 1 sequences; the
- * parameters are uploaded once when the engine opens. */
-gen_engine_t *gen_engine_cache(const gen_model_t *m, const backend_t *be, int B);
+ * parameters are uploaded once when the engine opens. weights16: the cache engine keeps a bfloat16 copy
+ * of the parameters where the backend's products read one (model_weights16: cpu in bf16; half the
+ * parameters' memory again, and one pass over them to make it), for generation long enough to repay it. */
+gen_engine_t *gen_engine_cache(const gen_model_t *m, const backend_t *be, int B, int weights16);
 gen_engine_t *gen_engine_full(const gen_model_t *m, const backend_t *be, int B);
-/* By name ("cache" or "full"); NULL for another name. */
+/* By name ("cache" or "full"; the cache with weights16); NULL for another name. */
 gen_engine_t *gen_engine_open(const char *name, const gen_model_t *m, const backend_t *be, int B);
 
 #endif

@@ -77,7 +77,7 @@ static void cache_free(gen_engine_t *base) {
   free(e);
 }
 
-gen_engine_t *gen_engine_cache(const gen_model_t *gm, const backend_t *be, int B) {
+gen_engine_t *gen_engine_cache(const gen_model_t *gm, const backend_t *be, int B, int weights16) {
   cache_engine_t *e = xcalloc(1, sizeof *e);
   e->base = (gen_engine_t){.name = "cache", .B = B, .V = gm->vocab_out, .step = cache_step, .free = cache_free};
   e->gm = gm;
@@ -86,6 +86,9 @@ gen_engine_t *gen_engine_cache(const gen_model_t *gm, const backend_t *be, int B
   /* a host backend reads the model's own slab in place; a device gets a copy */
   model_init_forward(&e->m, &e->g, be, B, be->host_memory ? gm->params : NULL);
   if (!be->host_memory) be->upload(e->m.params, gm->params, gm->g.params.total);
+  /* every product has B rows, a few: where the backend reads the weights once for them (cpu in bf16), it
+   * reads a bfloat16 copy, half the bytes (a token's time is mostly reading the weights) */
+  if (weights16) model_weights16(&e->m);
   e->k = xcalloc((size_t)e->g.n, sizeof *e->k);
   e->v = xcalloc((size_t)e->g.n, sizeof *e->v);
   size_t widest = 1;

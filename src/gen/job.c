@@ -184,9 +184,11 @@ void gen_job_run(const gen_job_opts_t *o, MPI_Comm job) {
     }
     if (fflush(stdout) != 0) surge_runtime_error("writing standard output failed");
     long made = total * o->tokens;
+    const int cache = !strcmp(o->engine, "cache");
     fprintf(stderr, "surge-sample: %ld samples x %d new tokens in %.3f s: %.1f tokens/s (%s, %s backend, %d rank%s x "
             "%d thread%s)\n", total, o->tokens, secs, secs > 0 ? (double)made / secs : 0.0,
-            !strcmp(o->engine, "cache") ? "key/value cache" : "no cache", be->name, size, size > 1 ? "s" : "",
+            !cache ? "no cache" : be->context()->weights16 ? "key/value cache, weights read as bfloat16" : "key/value cache",
+            be->name, size, size > 1 ? "s" : "",
             backend_deck(&L.cfg)->threads, backend_deck(&L.cfg)->threads > 1 ? "s" : "");
   }
   free(tokens), free(len), free(counts), free(displs);

@@ -50,11 +50,12 @@ static void linear_forward(const layer_t *l, const layer_ctx_t *c) {
   const backend_t *be = c->be;
   int rows = linear_rows(l, c->B), out_f = l->pdesc[0].d[0], in_f = l->pdesc[0].d[1];
   const float *b = l->bias ? c->w[1] : NULL;
-  // y (rows,out) = x (rows,in) W^T + b, W (out,in); with the GELU after it (c->epi): its output too
+  // y (rows,out) = x (rows,in) W^T + b, W (out,in); with the GELU after it (c->epi): its output too; W's
+  // bfloat16 copy (c->w16[0]) where the model keeps one
   if (c->epi)
-    be->linear_gelu_fwd(rows, out_f, in_f, c->x[0], c->w[0], b, c->y, c->epi_y, c->scratch, l->scratch);
+    be->linear_gelu_fwd(rows, out_f, in_f, c->x[0], c->w[0], c->w16[0], b, c->y, c->epi_y, c->scratch, l->scratch);
   else
-    be->linear_fwd(rows, out_f, in_f, c->x[0], c->w[0], b, c->y, c->scratch, l->scratch);
+    be->linear_fwd(rows, out_f, in_f, c->x[0], c->w[0], c->w16[0], b, c->y, c->scratch, l->scratch);
 }
 
 static void linear_backward(const layer_t *l, const layer_ctx_t *c) {

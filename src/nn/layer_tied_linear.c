@@ -32,8 +32,10 @@ static int tied_rows(const layer_t *l, int B) {
 
 static void tied_forward(const layer_t *l, const layer_ctx_t *c) {
   int rows = tied_rows(l, c->B), C = l->out_features, V = l->vocab;
-  // y (rows,V) = x (rows,C) wte^T, wte (V,C)
-  c->be->gemm(0, 1, rows, V, C, 1.0f, c->x[0], C, c->w[0], C, 0.0f, c->y, V);
+  // y (rows,V) = x (rows,C) wte^T, wte (V,C): a linear forward without a bias where the model keeps wte's
+  // bfloat16 copy (c->w16[0], for the backend to read instead: the same products)
+  if (c->w16[0]) c->be->linear_fwd(rows, V, C, c->x[0], c->w[0], c->w16[0], NULL, c->y, NULL, 0);
+  else c->be->gemm(0, 1, rows, V, C, 1.0f, c->x[0], C, c->w[0], C, 0.0f, c->y, V);
 }
 
 static void tied_backward(const layer_t *l, const layer_ctx_t *c) {

@@ -252,6 +252,14 @@ void model_init_forward(model_t *m, const graph_t *g, const backend_t *be, int B
   init_model(m, g, be, B_cap, NULL, NULL, params, NULL, NULL, 1);
 }
 
+int model_weights16(model_t *m) {
+  if (m->grads || !m->be->context()->weights16) return 0; /* training models keep float32 products */
+  const size_t n = m->g->params.total;
+  if (!m->params16) m->params16 = (uint16_t *)m->be->alloc(n / 2 + 1); /* floats holding n bfloat16 */
+  m->be->to_bf16(n, m->params, m->params16);
+  return 1;
+}
+
 int model_reverse_order(void *arg, const model_t *m, int *bwd) {
   (void)arg;
   const int n = m->g->n;
@@ -291,6 +299,7 @@ void model_free(model_t *m) {
   free(m->pooled);
   for (int p = 0; p < m->npool; p++) be->free(m->pool[p]);
   if (m->aux_pool) be->free(m->aux_pool);
+  if (m->params16) be->free((float *)m->params16);
   free(m->pool);
   free(m->epi);
   free(m->in);
@@ -404,10 +413,12 @@ static layer_ctx_t node_ctx(model_t *m, int i, int off, int B, int backward) {
   for (int k = 0; k < l->nb; k++) c.st[k] = m->bufs + g->bufs.t[l->buf[k]].off;
   for (int k = 0; k < l->np; k++) {
     c.w[k] = model_tensor(m->params, g, l->param[k]);
+    if (m->params16) c.w16[k] = m->params16 + g->params.t[l->param[k]].off;
     if (backward) c.dw[k] = model_tensor(m->grads, g, l->param[k]);
   }
   if (l->kind == LAYER_TIED_LINEAR) {
     c.w[0] = model_tensor(m->params, g, l->tied_param);
+    if (m->params16) c.w16[0] = m->params16 + g->params.t[l->tied_param].off;
     if (backward) c.dw[0] = model_tensor(m->grads, g, l->tied_param);
   }
   if (m->epi[i] > 0) epilogue_ctx(m, i, off, backward, &c);

@@ -66,6 +66,7 @@ typedef struct model {
   int npool;
   int *pooled;    /* per node: MODEL_POOLED_* flags, where its tensors live in shared buffers */
   float *aux_pool; /* forward only: the one buffer the nodes' saved state (aux) takes turns in, or NULL */
+  uint16_t *params16; /* forward only: the parameters as bfloat16 (model_weights16), backend memory, or NULL */
 } model_t;
 
 /* model_t.pooled: node i's gradient is in a shared buffer (model_init_on's order), its activation
@@ -125,6 +126,13 @@ int model_init_on(model_t *m, const graph_t *g, const backend_t *be, int B_cap,
  * activations. forward, the loss without a gradient (grad_scale 0) and model_correct run on it,
  * nothing backward. params: the caller's slab (never freed by the model), or NULL: its own. */
 void model_init_forward(model_t *m, const graph_t *g, const backend_t *be, int B_cap, float *params);
+/* A forward-only model whose backend's context says weights16 (cpu in precision = bf16): (re)makes the
+ * parameters' bfloat16 copy (model_t.params16) from params, which the linear layers and the tied output
+ * projection then give their products (linear_fwd's w16: the same results, half the bytes of the
+ * weights read where the backend reads them once: a token generated at a time). Call it once the
+ * parameters are in place, and again after they change; elsewhere it does nothing. Returns whether the
+ * model has the copy. */
+int model_weights16(model_t *m);
 /* The ReLU node i may fuse with (its only consumer, after a conv2d or add i), or -1. */
 int model_fusable_relu(const graph_t *g, int i);
 void model_free(model_t *m);

@@ -213,23 +213,43 @@ static void few_rows_fp32_table(int rounds, backend_simd_t best) {
     }
 }
 
+/* cpu_gemm_rows_bf16 reading B's floats, or a bfloat16 copy of them (a forward-only model's, linear_fwd's
+ * w16), made when B first comes (shape_medians fills B alike for a shape: a copy kept for the same
+ * address and size holds the same values) */
+static void rows_floats(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
+                        int ldb, float beta, float *C, int ldc) {
+  cpu_gemm_rows_bf16(ta, tb, M, N, K, alpha, A, lda, B, NULL, ldb, beta, C, ldc);
+}
+static void rows_copy(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
+                      int ldb, float beta, float *C, int ldc) {
+  static uint16_t *copy;
+  static const float *of;
+  static size_t n;
+  if (B != of || (size_t)N * K != n) {
+    free(copy);
+    n = (size_t)N * K, of = B, copy = xmalloc(n * sizeof *copy);
+    backend_cpu.to_bf16(n, B, copy);
+  }
+  cpu_gemm_rows_bf16(ta, tb, M, N, K, alpha, A, lda, B, copy, ldb, beta, C, ldc);
+}
+
 /* precision = bf16's products of a few rows times a weight stored (N, K) (generation's samples): the
- * dot products of cpu_gemm_rows_bf16 against the packed GEMM in pairs, at gpt's weights, by rows
- * (cpu_gemm sends up to CPU_BF16_FEW_ROWS rows to the first). */
+ * dot products of cpu_gemm_rows_bf16, from the floats and from a bfloat16 copy, against the packed GEMM in
+ * pairs, at gpt's weights, by rows (cpu_gemm sends up to CPU_BF16_FEW_ROWS rows to the first). */
 static void few_rows_table(int rounds) {
-  static const int weights[][2] = {{768, 256}, {1024, 256}, {256, 1024}}, rows[] = {1, 4, 16, 32, 64};
-  gemm_fn fns[2] = {cpu_sgemm_bf16, cpu_gemm_rows_bf16};
-  printf("# bf16, a few rows times a weight stored (N, K): dot products (rows) against the packed GEMM (packed); "
-         "cpu_gemm takes rows up to M = %d\n", CPU_BF16_FEW_ROWS);
-  printf("%-18s %2s %2s %5s %5s %5s %9s %9s %9s\n", "shape", "ta", "tb", "M", "N", "K", "packed", "rows",
-         "rows/pack");
+  static const int weights[][2] = {{768, 256}, {1024, 256}, {256, 1024}, {2304, 768}}, rows[] = {1, 4, 16, 32, 64};
+  gemm_fn fns[3] = {cpu_sgemm_bf16, rows_floats, rows_copy};
+  printf("# bf16, a few rows times a weight stored (N, K): dot products (rows; copy: from a bfloat16 copy of the "
+         "weight) against the packed GEMM (packed); cpu_gemm takes rows up to M = %d\n", CPU_BF16_FEW_ROWS);
+  printf("%-18s %2s %2s %5s %5s %5s %9s %9s %9s %9s %9s\n", "shape", "ta", "tb", "M", "N", "K", "packed", "rows",
+         "copy", "rows/pack", "copy/rows");
   for (size_t w = 0; w < sizeof weights / sizeof weights[0]; w++)
     for (size_t m = 0; m < sizeof rows / sizeof rows[0]; m++) {
       const shape_t s = {"bf16 few rows", 0, 1, rows[m], weights[w][0], weights[w][1], 0.0f};
-      double med[2];
-      shape_medians(&s, fns, 2, rounds, med);
-      printf("%-18s %2d %2d %5d %5d %5d %9.1f %9.1f %8.2fx\n", s.what, 0, 1, s.M, s.N, s.K, med[0], med[1],
-             med[1] / med[0]);
+      double med[3];
+      shape_medians(&s, fns, 3, rounds, med);
+      printf("%-18s %2d %2d %5d %5d %5d %9.1f %9.1f %9.1f %8.2fx %8.2fx\n", s.what, 0, 1, s.M, s.N, s.K, med[0],
+             med[1], med[2], med[1] / med[0], med[2] / med[1]);
       fflush(stdout);
     }
 }

@@ -6,6 +6,8 @@
 # (taskset -c ${BENCH_CORE:-0}) and 1 BLAS thread; every sample starts from one token and adds
 # BENCH_SAMPLE_TOKENS (default 64); the best of BENCH_REPEAT runs (default 3: other work on the
 # machine only ever slows a run down). The "same" column: both greedy samples agree id for id.
+# A second table: the cache in [backend] precision = bf16 against fp32 (the baseline), where the cpu
+# can run bf16: its products of a few rows read a bfloat16 copy of the weights (model_weights16).
 # Run from the build directory (make bench BENCH=sample).
 set -eu
 src=${SURGE_TOP_SRCDIR:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -18,23 +20,29 @@ pin=""
 command -v taskset >/dev/null 2>&1 && pin="taskset -c $core"
 tps() { sed -n 's/.*: \([0-9.]*\) tokens\/s.*/\1/p' "$@" | sort -g | tail -1; } # the best of the runs' files
 echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'), 1 core, 1 thread; $n new tokens per sample"
+model_args() { # model_args MODEL: surge-sample's arguments for it, in $@ of the caller (set -- ...)
+  case $1 in
+    fortunes) echo "--deck $src/inputs/gpt-fortunes.deck" ;;
+    gpt2-124m) echo "--deck $src/inputs/gpt2-124m.deck -D data.tokenizer= -D data.vocab_size=50257" ;;
+  esac
+}
+runs() { # runs NAME BATCH ARGS...: BENCH_REPEAT runs into $tmp/NAME.out and $tmp/NAME.R.err
+  name=$1 b=$2
+  shift 2
+  r=0
+  while [ $r -lt "$repeat" ]; do
+    $pin ./surge-sample "$@" --init 1 --ids 10 --samples "$b" --tokens "$n" --greedy --print-ids --threads 1 \
+      >"$tmp/$name.out" 2>"$tmp/$name.$r.err"
+    r=$((r + 1))
+  done
+}
 printf '%-10s %5s %14s %14s %8s %5s\n' model batch "cache tok/s" "no-cache tok/s" speedup same
 for model in fortunes gpt2-124m; do
-  case $model in
-    fortunes) set -- --deck "$src/inputs/gpt-fortunes.deck" ;;
-    gpt2-124m) set -- --deck "$src/inputs/gpt2-124m.deck" -D data.tokenizer= -D data.vocab_size=50257 ;;
-  esac
+  # shellcheck disable=SC2046 # the deck's path and -D settings, split on purpose (no spaces in them)
+  set -- $(model_args $model)
   for b in 1 8; do
-    for e in cache full; do
-      flag=""
-      [ $e = full ] && flag=--no-cache
-      r=0
-      while [ $r -lt "$repeat" ]; do
-        $pin ./surge-sample "$@" --init 1 --ids 10 --samples $b --tokens "$n" --greedy --print-ids --threads 1 $flag \
-          >"$tmp/$e.out" 2>"$tmp/$e.$r.err"
-        r=$((r + 1))
-      done
-    done
+    runs cache $b "$@"
+    runs full $b "$@" --no-cache
     c=$(tps "$tmp"/cache.*.err)
     f=$(tps "$tmp"/full.*.err)
     same=no
@@ -43,3 +51,23 @@ for model in fortunes gpt2-124m; do
     printf '%-10s %5d %14s %14s %7.1fx %5s\n' $model $b "$c" "$f" "$(echo "$c $f" | awk '{ print $1 / $2 }')" $same
   done
 done
+if ./surge-sample --deck "$src/inputs/gpt-fortunes.deck" --init 1 --ids 10 --tokens 1 -D backend.precision=bf16 \
+  >/dev/null 2>"$tmp/bf16.err"; then
+  echo
+  printf '%-10s %5s %14s %14s %8s  %s\n' model batch "fp32 tok/s" "bf16 tok/s" bf16/fp32 "(the cache; bf16's line)"
+  for model in fortunes gpt2-124m; do
+    # shellcheck disable=SC2046
+    set -- $(model_args $model)
+    for b in 1 8; do
+      runs fp32 $b "$@" -D backend.precision=fp32
+      runs bf16 $b "$@" -D backend.precision=bf16
+      f=$(tps "$tmp"/fp32.*.err)
+      h=$(tps "$tmp"/bf16.*.err)
+      how=$(sed -n 's/.*tokens\/s (\(.*\))$/\1/p' "$tmp/bf16.0.err")
+      rm -f "$tmp"/*.err
+      printf '%-10s %5d %14s %14s %7.2fx  %s\n' $model $b "$f" "$h" "$(echo "$h $f" | awk '{ print $1 / $2 }')" "$how"
+    done
+  done
+else
+  echo "bf16: the cpu backend cannot run it here: $(tail -1 "$tmp/bf16.err")"
+fi

@@ -49,6 +49,11 @@ extern cuda_blas_api_t cuda_blas_api; /* filled by cuda_blas_api_load */
  * configured toolkit's lib64) and every entry point, once per process (later calls return at once).
  * 0, or -1 with the reason in err (err_n bytes). */
 int cuda_blas_api_load(char *err, size_t err_n);
+/* What it does, from the sonames blas and lt (then under dir, unless NULL) into api, every time: 0, or -1
+ * with api zeroed and the reason in err (a library the loader cannot find; the first entry point one
+ * lacks). The load's failures are tested through it (tests/test_cuda_blas_api). */
+int cuda_blas_api_load_from(const char *blas, const char *lt, const char *dir, cuda_blas_api_t *api, char *err,
+                            size_t err_n);
 
 #ifdef __cplusplus
 }

@@ -12,6 +12,7 @@
 
 #include "backend/backend.h"
 #include "backend/cpu_ops.h"
+#include "backend/cpu_team.h"
 #include "core/bf16.h"
 #include "core/rng.h"
 #include "rel_diff.h"
@@ -241,11 +242,13 @@ static void test_to_bf16(void) {
  * model_weights16) give the bits they give without it, at one row, at a few (4 at a time, up to
  * CPU_BF16_FEW_ROWS: where the copy is read) and past them, with tails of K off the 32-value vectors. */
 static void check_w16_bits(const char *where) {
-  const int shapes[][3] = {{1, 300, 700}, {1, 33, 5}, {3, 33, 70}, {8, 5, 17}, {9, 41, 96}, {32, 66, 257}, {33, 20, 64}};
+  const int shapes[][3] = {{1, 300, 700}, {1, 33, 5},     {3, 33, 70},  {8, 5, 17},
+                           {9, 41, 96},   {32, 66, 257}, {33, 20, 64}};
   for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
     const int rows = shapes[s][0], out = shapes[s][1], in = shapes[s][2];
     const size_t ny = (size_t)rows * out, wn = linear_workspace_floats(out, in);
-    float *x = uniform((size_t)rows * in, -1, 1), *w = uniform((size_t)out * in, -1, 1), *b = uniform((size_t)out, -1, 1);
+    float *x = uniform((size_t)rows * in, -1, 1), *w = uniform((size_t)out * in, -1, 1);
+    float *b = uniform((size_t)out, -1, 1);
     float *y[2], *pre[2], *ws = malloc((wn ? wn : 1) * sizeof *ws);
     uint16_t *w16 = malloc((size_t)out * in * sizeof *w16);
     if (!ws || !w16) abort();
@@ -275,13 +278,44 @@ static void check_w16_bits(const char *where) {
   }
 }
 
+/* [backend] threads = 2 splits the products of a few rows over a team (cpu_team.h): the same bits as one
+ * thread, with and without the weight's copy, and the team ran (parts on a worker). Shapes large enough
+ * for two parts, N off a multiple of 4 (a part's last block partial). */
+static void check_threads(const char *where) {
+  const int shapes[][3] = {{1, 300, 700}, {1, 1030, 130}, {4, 522, 600}, {9, 301, 512}, {32, 258, 520}};
+  for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+    const int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
+    float *x = uniform((size_t)M * K, -1, 1), *w = uniform((size_t)N * K, -1, 1), *y[4];
+    uint16_t *w16 = malloc((size_t)N * K * sizeof *w16);
+    if (!w16) abort();
+    backend_cpu.to_bf16((size_t)N * K, w, w16);
+    const long parts = cpu_team_worker_parts();
+    for (int k = 0; k < 4; k++) { /* threads 1, 2; without the copy, with it */
+      cpu_set_threads(k % 2 ? 2 : 1);
+      y[k] = uniform((size_t)M * N, 0, 1);
+      backend_cpu.linear_fwd(M, N, K, x, w, k / 2 ? w16 : NULL, NULL, y[k], NULL, 0);
+    }
+    cpu_set_threads(1);
+    const size_t bytes = (size_t)M * N * sizeof(float);
+    const int split = M == 1 || cpu_gemm_bf16_pairs(); /* the products of a few rows; the packed GEMM's are not */
+    tap_ok(memcmp(y[0], y[1], bytes) == 0 && memcmp(y[2], y[3], bytes) == 0 && memcmp(y[0], y[2], bytes) == 0 &&
+               cpu_team_worker_parts() - parts == (split ? 2 : 0),
+           "%s: linear_fwd rows=%d out=%d in=%d on 2 threads: the bits of 1, with and without the copy (%ld parts "
+           "on a worker%s)", where, M, N, K, cpu_team_worker_parts() - parts, split ? "" : ": the packed GEMM's");
+    for (int k = 0; k < 4; k++) free(y[k]);
+    free(x), free(w), free(w16);
+  }
+}
+
 static void test_weights16(void) {
   tap_ok(backend_cpu.context()->weights16 && !backend_ref.context()->weights16,
          "in bf16 cpu's context says weights16 (its products read a copy), ref's not");
   check_w16_bits("cpu");
+  check_threads("cpu");
   simd = BACKEND_SIMD_AVX2; /* no pairs: the one-row product reads the copy's values, the rest its floats */
   open_host(BACKEND_BF16);
   check_w16_bits("cpu at simd = avx2");
+  check_threads("cpu at simd = avx2");
   simd = BACKEND_SIMD_AUTO;
   open_host(BACKEND_FP32);
   tap_ok(!backend_cpu.context()->weights16, "in fp32 cpu's context does not say weights16");

@@ -309,7 +309,9 @@ static void weights16(const char *name, const graph_t *g, int sequences) {
   tap_ok(made[1] && m[1].params16 && memcmp(got[0], got[1], nl * sizeof(float)) == 0 && shows == reads,
          "%s on cpu in bf16: forward only with the parameters' bfloat16 copy (model_weights16): one sample's logits "
          "bitwise those without it; the products read it %s", name,
-         !reads ? "nowhere here" : tied >= 0 ? "(another copy shows, of the tied table alone too)" : "(another copy shows)");
+         !reads       ? "nowhere here"
+         : tied >= 0 ? "(another copy shows, of the tied table alone too)"
+                     : "(another copy shows)");
   for (int k = 0; k < 3; k++) free(got[k]);
   free(other);
   model_free(&m[1]);

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "backend/cpu_ops.h"
+#include "backend/cpu_team.h"
 #include "core/bf16.h"
 #include "core/error.h"
 
@@ -54,6 +55,51 @@ static CPU_CLONES void axpy_rounding_b(float a, const float *restrict b, float *
   for (int i = 0; i < n; i++) acc[i] += a * bf16_round(b[i]);
 }
 
+/* acc (M, N) = a (M, K, rounded) op(B): its columns [lo, hi) are part t of T */
+typedef struct rows_job {
+  int pairs; /* the caller's choice (its kernel width: simd is the opening thread's setting, not a worker's) */
+  int tb, M, N, K;
+  const float *a, *B;
+  const uint16_t *B16;
+  int ldb;
+  float *acc;
+} rows_job_t;
+
+/* Part t of T: the columns of a run of whole blocks of 4 (the dot products' blocks, cpu_kern_bf16.c), each
+ * column computed as a single thread computes it. */
+static void rows_part(void *arg, int t, int T) {
+  const rows_job_t *r = arg;
+  const int blocks = (r->N + 3) / 4, lo = 4 * (int)((long)blocks * t / T), end = 4 * (int)((long)blocks * (t + 1) / T);
+  const int hi = end < r->N ? end : r->N, M = r->M, N = r->N, K = r->K, ldb = r->ldb;
+  if (lo >= hi) return;
+  const float *a = r->a, *B = r->B;
+  const uint16_t *B16 = r->B16;
+  if (r->pairs) { /* B stored (N, K): dot products in bfloat16 pairs, B read once */
+    cpu_rows_bf16_dots(M, hi - lo, K, a, K, B + (size_t)lo * ldb, B16 ? B16 + (size_t)lo * ldb : NULL, ldb,
+                       r->acc + lo, N);
+    return;
+  }
+  for (int i = 0; i < M; i++) {
+    float *out = r->acc + (size_t)i * N;
+    if (r->tb) /* rounding B's elements as they are read, or reading its bfloat16 copy */
+      for (int j = lo; j < hi; j++)
+        out[j] = dot_rounded_b(a + (size_t)i * K, B + (size_t)j * ldb, B16 ? B16 + (size_t)j * ldb : NULL, K);
+    else { /* B stored (K, N): its rows added in k order */
+      memset(out + lo, 0, (size_t)(hi - lo) * sizeof *out);
+      for (int k = 0; k < K; k++) axpy_rounding_b(a[(size_t)i * K + k], B + (size_t)k * ldb + lo, out + lo, hi - lo);
+    }
+  }
+}
+
+/* The team for a product: [backend] threads, fewer where a part would read less than CPU_TEAM_MIN_WORK
+ * of B's elements (a thread's wake-up costs microseconds), none below. */
+enum { CPU_TEAM_MIN_WORK = 1 << 16 };
+static int team_for(int N, int K) {
+  const double work = (double)N * K;
+  const int most = (int)(work / CPU_TEAM_MIN_WORK), T = cpu_threads();
+  return most < 1 ? 1 : T < most ? T : most;
+}
+
 void cpu_gemm_rows_bf16(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
                         const uint16_t *B16, int ldb, float beta, float *C, int ldc) {
   if (B16 && !tb) surge_runtime_error("bf16 rows: a bfloat16 copy of B needs B stored (N, K) (a bug)");
@@ -67,19 +113,8 @@ void cpu_gemm_rows_bf16(int ta, int tb, int M, int N, int K, float alpha, const 
       for (int k = 0; k < K; k++) a[(size_t)i * K + k] = bf16_round(A[(size_t)k * lda + i]);
     else
       cpu_round_bf16(A + (size_t)i * lda, a + (size_t)i * K, (size_t)K);
-  if (tb && cpu_gemm_bf16_pairs()) /* B stored (N, K): dot products in bfloat16 pairs, B read once */
-    cpu_rows_bf16_dots(M, N, K, a, K, B, B16, ldb, acc, N);
-  else
-    for (int i = 0; i < M; i++) {
-      float *out = acc + (size_t)i * N;
-      if (tb) /* rounding B's elements as they are read, or reading its bfloat16 copy */
-        for (int j = 0; j < N; j++)
-          out[j] = dot_rounded_b(a + (size_t)i * K, B + (size_t)j * ldb, B16 ? B16 + (size_t)j * ldb : NULL, K);
-      else { /* B stored (K, N): its rows added in k order */
-        memset(out, 0, (size_t)N * sizeof *out);
-        for (int k = 0; k < K; k++) axpy_rounding_b(a[(size_t)i * K + k], B + (size_t)k * ldb, out, N);
-      }
-    }
+  rows_job_t job = {tb && cpu_gemm_bf16_pairs(), tb, M, N, K, a, B, B16, ldb, acc};
+  cpu_team_run(team_for(N, K), rows_part, &job);
   for (int i = 0; i < M; i++) /* beta 0: C unread */
     for (int j = 0; j < N; j++) {
       float *c = C + (size_t)i * ldc + j;

@@ -19,6 +19,8 @@ void cpu_set_threads(int nthreads) {
 
 void cpu_gemm_use(backend_gemm_t g) { gemm_mode = g; }
 
+int cpu_threads(void) { return blas_threads; }
+
 /* Where OpenBLAS's small-matrix path (no packing) beats both own kernels: up to 4 rows, up to 1024
  * outputs (M N) and under 2^20 multiply-adds. There it ran 59-104 GFLOP/s against the few-row kernel's
  * 36-68 and the own packed kernel's 8-16; past 1024 outputs or 2^20 multiply-adds it fell to 12-19

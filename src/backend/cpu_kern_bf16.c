@@ -32,7 +32,8 @@ SIMD_INLINE __m512bh b_row_at(b_rows_t B, int j, int v, int K) {
 SIMD_TARGET static void rows_to_pairs(int R, int pad, int K, b_rows_t x, int j0, int nv, __m512i *out) {
   for (int r = 0; r < pad; r++)
     for (int v = 0; v < nv; v++)
-      _mm512_storeu_si512(out + (size_t)r * nv + v, r < R ? (__m512i)b_row_at(x, j0 + r, v, K) : _mm512_setzero_si512());
+      _mm512_storeu_si512(out + (size_t)r * nv + v,
+                          r < R ? (__m512i)b_row_at(x, j0 + r, v, K) : _mm512_setzero_si512());
 }
 
 /* One block of 4 rows of a (in pairs, nv vectors a row) and 4 rows of B: in pairs (b; B NULL), or

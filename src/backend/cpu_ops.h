@@ -205,6 +205,8 @@ int cpu_gemm_bf16_pairs(void);
  * shape (M, N, K) on the own kernel now. In precision = bf16 (host_products_bf16) every product
  * runs on the own kernel's bf16 forms, at any shape, thread count and gemm setting. */
 void cpu_set_threads(int nthreads);
+/* [backend] threads as set (OpenBLAS's, and the team's of the kernels that split their work: cpu_team.h) */
+int cpu_threads(void);
 void cpu_gemm_use(backend_gemm_t g);
 int cpu_gemm_own(int M, int N, int K);
 /* Whether cpu_gemm runs an fp32 product on the few-row kernel (cpu_gemm_rows_wW): A as stored, B

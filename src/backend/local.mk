@@ -5,6 +5,7 @@ libsurge_a_SOURCES += \
   src/backend/cpu_attention.c \
   src/backend/cpu.c src/backend/cpu_ops.h src/backend/cpu_gemm.c src/backend/cpu_linear.c src/backend/cpu_elementwise.c \
   src/backend/cpu_conv.c src/backend/cpu_conv_batch.c src/backend/cpu_conv_direct.c src/backend/cpu_bf16.c src/backend/cpu_direct.h \
+  src/backend/cpu_team.c src/backend/cpu_team.h \
   src/backend/cpu_seq.c src/backend/cpu_norm.c src/backend/cpu_optim.c src/backend/cpu_fpmode.c \
   src/backend/cpu_simd.c src/backend/cpu_simd.h src/backend/cpu_simd_tables.h src/backend/cpu_kern_w16.c \
   src/backend/cpu_kern_w8.c src/backend/cpu_kern_bf16.c src/backend/cpu_direct_kern.h src/backend/cpu_gemm_kern.h src/backend/cpu_linear_kern.h src/backend/cpu_pool_kern.h src/backend/cpu_rows_kern.h \
@@ -66,6 +67,11 @@ check_PROGRAMS += tests/test_bf16
 tests_test_bf16_SOURCES = tests/test_bf16.c tests/rel_diff.h
 tests_test_bf16_LDADD = $(SURGE_LIBS)
 TESTS += tests/test_bf16
+# The cpu backend's team of threads (cpu_team.c alone).
+check_PROGRAMS += tests/test_cpu_team
+tests_test_cpu_team_SOURCES = tests/test_cpu_team.c src/backend/cpu_team.c
+tests_test_cpu_team_LDADD = -lpthread
+TESTS += tests/test_cpu_team
 
 # The cuda backend's rule for cuBLASLt's epilogues before the heuristic (every build: it needs no GPU).
 check_PROGRAMS += tests/test_cuda_lt_rule

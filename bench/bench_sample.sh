@@ -7,7 +7,8 @@
 # BENCH_SAMPLE_TOKENS (default 64); the best of BENCH_REPEAT runs (default 3: other work on the
 # machine only ever slows a run down). The "same" column: both greedy samples agree id for id.
 # A second table: the cache in [backend] precision = bf16 against fp32 (the baseline), where the cpu
-# can run bf16: its products of a few rows read a bfloat16 copy of the weights (model_weights16).
+# can run bf16: its products of a few rows read a bfloat16 copy of the weights (model_weights16). A third:
+# bf16 on one thread against a team of min(nproc, 4) (--threads; the same ids).
 # Run from the build directory (make bench BENCH=sample).
 set -eu
 src=${SURGE_TOP_SRCDIR:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -26,12 +27,13 @@ model_args() { # model_args MODEL: surge-sample's arguments for it, in $@ of the
     gpt2-124m) echo "--deck $src/inputs/gpt2-124m.deck -D data.tokenizer= -D data.vocab_size=50257" ;;
   esac
 }
-runs() { # runs NAME BATCH ARGS...: BENCH_REPEAT runs into $tmp/NAME.out and $tmp/NAME.R.err
-  name=$1 b=$2
+runs() { # runs NAME BATCH ARGS...: BENCH_REPEAT runs into $tmp/NAME.out and $tmp/NAME.R.err, on $th threads
+  name=$1 b=$2 on=$pin
   shift 2
+  [ "${th:-1}" -gt 1 ] && on="" # a team of threads needs the cores
   r=0
   while [ $r -lt "$repeat" ]; do
-    $pin ./surge-sample "$@" --init 1 --ids 10 --samples "$b" --tokens "$n" --greedy --print-ids --threads 1 \
+    $on ./surge-sample "$@" --init 1 --ids 10 --samples "$b" --tokens "$n" --greedy --print-ids --threads "${th:-1}" \
       >"$tmp/$name.out" 2>"$tmp/$name.$r.err"
     r=$((r + 1))
   done
@@ -41,8 +43,8 @@ for model in fortunes gpt2-124m; do
   # shellcheck disable=SC2046 # the deck's path and -D settings, split on purpose (no spaces in them)
   set -- $(model_args $model)
   for b in 1 8; do
-    runs cache $b "$@"
-    runs full $b "$@" --no-cache
+    runs cache "$b" "$@"
+    runs full "$b" "$@" --no-cache
     c=$(tps "$tmp"/cache.*.err)
     f=$(tps "$tmp"/full.*.err)
     same=no
@@ -59,8 +61,8 @@ if ./surge-sample --deck "$src/inputs/gpt-fortunes.deck" --init 1 --ids 10 --tok
     # shellcheck disable=SC2046
     set -- $(model_args $model)
     for b in 1 8; do
-      runs fp32 $b "$@" -D backend.precision=fp32
-      runs bf16 $b "$@" -D backend.precision=bf16
+      runs fp32 "$b" "$@" -D backend.precision=fp32
+      runs bf16 "$b" "$@" -D backend.precision=bf16
       f=$(tps "$tmp"/fp32.*.err)
       h=$(tps "$tmp"/bf16.*.err)
       how=$(sed -n 's/.*tokens\/s (\(.*\))$/\1/p' "$tmp/bf16.0.err")
@@ -68,6 +70,28 @@ if ./surge-sample --deck "$src/inputs/gpt-fortunes.deck" --init 1 --ids 10 --tok
       printf '%-10s %5d %14s %14s %7.2fx  %s\n' $model $b "$f" "$h" "$(echo "$h $f" | awk '{ print $1 / $2 }')" "$how"
     done
   done
+  team=$(nproc)
+  [ "$team" -gt 4 ] && team=4
+  if [ "$team" -gt 1 ]; then
+    echo
+    printf '%-10s %5s %14s %14s %8s %5s  %s\n' model batch "1 thread" "$team threads" ratio same \
+      "(bf16, the cache; 1 thread pinned, $team not)"
+    # shellcheck disable=SC2046
+    set -- $(model_args gpt2-124m) -D backend.precision=bf16
+    for b in 1 8; do
+      th=1
+      runs one "$b" "$@"
+      th=$team
+      runs team "$b" "$@"
+      th=1
+      o=$(tps "$tmp"/one.*.err)
+      m=$(tps "$tmp"/team.*.err)
+      same=no
+      cmp -s "$tmp/one.out" "$tmp/team.out" && same=yes
+      rm -f "$tmp"/*.err
+      printf '%-10s %5d %14s %14s %7.2fx %5s\n' gpt2-124m $b "$o" "$m" "$(echo "$m $o" | awk '{ print $1 / $2 }')" $same
+    done
+  fi
 else
   echo "bf16: the cpu backend cannot run it here: $(tail -1 "$tmp/bf16.err")"
 fi

@@ -71,8 +71,8 @@ static void rec_gemm_strided(int ta, int tb, int M, int N, int K, float alpha, c
 }
 
 /* A linear layer's forward is the GEMM x w^T however the backend computes it. */
-static void rec_linear_fwd(int rows, int out, int in, const float *x, const float *w, const uint16_t *w16, const float *b,
-                           float *y, float *ws, size_t ws_n) {
+static void rec_linear_fwd(int rows, int out, int in, const float *x, const float *w, const uint16_t *w16,
+                           const float *b, float *y, float *ws, size_t ws_n) {
   record(0, 1, rows, out, in, 1);
   backend_cpu.linear_fwd(rows, out, in, x, w, w16, b, y, ws, ws_n);
 }

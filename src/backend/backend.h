@@ -132,9 +132,10 @@ typedef struct backend_context {
   const char *epilogues; /* cuda: the epilogue setting in use, "auto", "bias" or "off"; "none" on the host */
   const char *attention; /* cuda: the attention_kernels setting, "auto", "wmma" or "wmma32"; "none" on the host */
   backend_epilogue_counts_t epilogue_counts; /* as of this call of context() */
-  int weights16; /* 1: linear_fwd and linear_gelu_fwd read a bfloat16 copy of the weight where given (w16), a
-                  * forward-only model keeps one (model_weights16): cpu in bf16, where its products of a few
-                  * rows read the weights once (generation), half the bytes from the copy; 0 elsewhere */
+  int weights16_rows; /* > 0: linear_fwd and linear_gelu_fwd of up to this many rows read a bfloat16 copy of the
+                       * weight where given (w16; a forward-only model's: model_weights16): cpu in bf16, whose
+                       * products of a few rows read the weights once (generation), half the bytes from the
+                       * copy (32 rows where the CPU has bfloat16 pairs, else 1); 0: none */
   long waits; /* a running count of the calling thread's waits for results of its queued work (compare two reads):
                * each download, upload and op that returns a value to the host (on a GPU each synchronises
                * its stream; host backends count the same calls, though nothing waits there) */
@@ -214,7 +215,7 @@ typedef struct gemm_grid {
    * with a workspace ws of ws_n >= linear_workspace(out, in) floats (linear_workspace_floats is \
    * enough for every backend), one size for any number of rows; a smaller ws only takes the \
    * backend's general path. w16: NULL, or w as bfloat16 (to_bf16, a forward-only model's copy: \
-   * model_weights16) where the context says weights16; the backend may read it instead of w where \
+   * model_weights16) where the context says weights16_rows; the backend may read it instead of w where \
    * that is faster, and y is the same bits either way. */ \
   X(size_t, linear_workspace, (int out, int in)) \
   X(void, linear_fwd, (int rows, int out, int in, const float *x, const float *w, const uint16_t *w16, const float *b, \

@@ -147,7 +147,8 @@ double cpu_dot_sum(const float *x, const float *y, size_t n);
 /* cpu_fpmode.c: open = host_open, then the denormal modes of o->flush_denormals on this thread;
  * set/get return 0 where the CPU has no such modes (then denormals stay). */
 const char *cpu_open(const backend_options_t *o, int *input_error);
-/* host_context with weights16 set in precision = bf16 (cpu_linear.c reads the bfloat16 copy) */
+/* host_context with weights16_rows set in precision = bf16 (cpu_linear.c reads the bfloat16 copy where
+ * cpu_gemm_bf16_rows says) */
 const backend_context_t *cpu_context(void);
 int cpu_set_flush_denormals(int on);
 int cpu_flush_denormals_on(void);

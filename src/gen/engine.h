@@ -17,6 +17,7 @@ struct gen_engine {
   const char *name; /* "cache" or "full" */
   int B;            /* sequences */
   int V;            /* logits per sequence: the output's columns, padding included */
+  int weights16;    /* its products read a bfloat16 copy of the weights (gen_engine_cache) */
   /* tok (B) token ids stored as float (host); logits (B, V) host, written */
   void (*step)(gen_engine_t *e, const float *tok, int pos, float *logits);
   void (*free)(gen_engine_t *e);
@@ -24,8 +25,9 @@ struct gen_engine {
 
 /* Engines over model m (which must outlive them) on backend be (opened), B >= 1 sequences; the
  * parameters are uploaded once when the engine opens. weights16: the cache engine keeps a bfloat16 copy
- * of the parameters where the backend's products read one (model_weights16: cpu in bf16; half the
- * parameters' memory again, and one pass over them to make it), for generation long enough to repay it. */
+ * of the parameters where the backend's products of B rows read one (model_weights16: cpu in bf16, B up
+ * to the context's weights16_rows; half the parameters' memory again, and one pass over them to make
+ * it), and says so in gen_engine_t.weights16. */
 gen_engine_t *gen_engine_cache(const gen_model_t *m, const backend_t *be, int B, int weights16);
 gen_engine_t *gen_engine_full(const gen_model_t *m, const backend_t *be, int B);
 /* By name ("cache" or "full"; the cache with weights16); NULL for another name. */

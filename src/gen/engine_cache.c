@@ -88,7 +88,7 @@ gen_engine_t *gen_engine_cache(const gen_model_t *gm, const backend_t *be, int B
   if (!be->host_memory) be->upload(e->m.params, gm->params, gm->g.params.total);
   /* every product has B rows, a few: where the backend reads the weights once for them (cpu in bf16), it
    * reads a bfloat16 copy, half the bytes (a token's time is mostly reading the weights) */
-  if (weights16) model_weights16(&e->m);
+  if (weights16 && B <= be->context()->weights16_rows) e->base.weights16 = model_weights16(&e->m);
   e->k = xcalloc((size_t)e->g.n, sizeof *e->k);
   e->v = xcalloc((size_t)e->g.n, sizeof *e->v);
   size_t widest = 1;

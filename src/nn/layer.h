@@ -152,7 +152,7 @@ typedef struct layer_ctx {
                                    * the ReLU's backward on the way */
   const float *w[LAYER_MAX_PARAMS]; /* parameter tensors */
   const uint16_t *w16[LAYER_MAX_PARAMS]; /* their bfloat16 copies (model_weights16: a forward-only model whose
-                                          * backend's context says weights16), or NULL */
+                                          * backend's context says weights16_rows), or NULL */
   float *st[LAYER_MAX_PARAMS];    /* buffers (running statistics): forward in training updates them */
   float *keep;                    /* layer_t.keep floats: forward writes, backward reads */
   int train;                      /* 1: training (batch statistics, dropout), 0: evaluation */

@@ -126,12 +126,12 @@ int model_init_on(model_t *m, const graph_t *g, const backend_t *be, int B_cap,
  * activations. forward, the loss without a gradient (grad_scale 0) and model_correct run on it,
  * nothing backward. params: the caller's slab (never freed by the model), or NULL: its own. */
 void model_init_forward(model_t *m, const graph_t *g, const backend_t *be, int B_cap, float *params);
-/* A forward-only model whose backend's context says weights16 (cpu in precision = bf16): (re)makes the
+/* A forward-only model whose backend's context says weights16_rows (cpu in precision = bf16): (re)makes the
  * parameters' bfloat16 copy (model_t.params16) from params, which the linear layers and the tied output
  * projection then give their products (linear_fwd's w16: the same results, half the bytes of the
- * weights read where the backend reads them once: a token generated at a time). Call it once the
- * parameters are in place, and again after they change; elsewhere it does nothing. Returns whether the
- * model has the copy. */
+ * weights read where the backend reads them once: its products of up to weights16_rows rows, a token
+ * generated at a time). Call it once the parameters are in place, and again after they change;
+ * elsewhere it does nothing. Returns whether the model has the copy. */
 int model_weights16(model_t *m);
 /* The ReLU node i may fuse with (its only consumer, after a conv2d or add i), or -1. */
 int model_fusable_relu(const graph_t *g, int i);

@@ -141,6 +141,30 @@ static void check_gemm(const char *name, gemm_fn *gemm, int ta, int tb, int M, i
   free(A), free(B), free(C0), free(C), free(R), free(F);
 }
 
+/* A kernel form on 1 and on 2 threads (cpu_gemm_team splits C's rows between them): the same bits, with the
+ * team's parts on a worker, at shapes of several row blocks (MC 240 at 16 floats, 120 at 8), rows off the
+ * strips of 12 or 6, two panels of k, transposes and beta. */
+static void check_gemm_threads(const char *name, gemm_fn *gemm) {
+  const int shapes[][5] = {{0, 1, 500, 70, 300}, {1, 0, 263, 129, 600}, {0, 0, 37, 1000, 700}};
+  for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+    const int ta = shapes[s][0], tb = shapes[s][1], M = shapes[s][2], N = shapes[s][3], K = shapes[s][4];
+    const float beta = s == 1 ? 0.5f : 0.0f;
+    const int lda = ta ? M : K, ldb = tb ? K : N;
+    float *A = uniform((size_t)(ta ? K : M) * lda, -1, 1), *B = uniform((size_t)(tb ? N : K) * ldb, -1, 1);
+    float *C1 = uniform((size_t)M * N, -1, 1), *C2 = copy_of(C1, (size_t)M * N);
+    gemm(ta, tb, M, N, K, 1.3f, A, lda, B, ldb, beta, C1, N);
+    const long parts = cpu_team_worker_parts();
+    cpu_set_threads(2);
+    gemm(ta, tb, M, N, K, 1.3f, A, lda, B, ldb, beta, C2, N);
+    cpu_set_threads(1);
+    const long ran = cpu_team_worker_parts() - parts;
+    tap_ok(memcmp(C1, C2, (size_t)M * N * sizeof *C1) == 0 && ran > 0,
+           "%s ta=%d tb=%d M=%d N=%d K=%d on 2 threads: the bits of 1 (%ld parts on a worker)", name, ta, tb, M, N, K,
+           ran);
+    free(A), free(B), free(C1), free(C2);
+  }
+}
+
 /* Through the table (cpu_gemm's route: every shape to the bf16 kernel), and each kernel form itself. */
 static void test_gemms(void) {
   /* one row (M = 1) takes cpu_bf16.c's matrix-vector product: K = 700, 17 and 5 leave 28, 17 and 5
@@ -179,6 +203,7 @@ static void test_gemms(void) {
     }
     check_gemm(forms[f].name, forms[f].fn, 0, 1, 241, 47, 513, 0.0f);
     check_gemm(forms[f].name, forms[f].fn, 1, 0, 37, 100, 257, 0.5f);
+    check_gemm_threads(forms[f].name, forms[f].fn);
   }
   tap_ok(cpu_gemm_bf16_pairs() == forms[0].runs, "cpu_gemm runs the pairs form where the CPU has AVX-512 BF16 (%s)",
          forms[0].runs ? "here: yes" : "here: no");

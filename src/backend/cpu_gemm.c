@@ -21,6 +21,16 @@ void cpu_gemm_use(backend_gemm_t g) { gemm_mode = g; }
 
 int cpu_threads(void) { return blas_threads; }
 
+/* Parts of at least 2^21 multiply-adds (a millisecond's hundredth, beside a wake-up's microseconds), and
+ * at least one strip of 12 rows each. */
+int cpu_gemm_team(int M, int N, int K) {
+  const double parts = (double)M * N * K / 2097152.0;
+  int T = blas_threads;
+  if (parts < T) T = (int)parts;
+  if (M / 12 < T) T = M / 12;
+  return T < 1 ? 1 : T;
+}
+
 /* Where OpenBLAS's small-matrix path (no packing) beats both own kernels: up to 4 rows, up to 1024
  * outputs (M N) and under 2^20 multiply-adds. There it ran 59-104 GFLOP/s against the few-row kernel's
  * 36-68 and the own packed kernel's 8-16; past 1024 outputs or 2^20 multiply-adds it fell to 12-19

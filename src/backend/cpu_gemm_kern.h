@@ -26,6 +26,7 @@
 
 #include "backend/cpu_ops.h"
 #include "backend/cpu_simd.h"
+#include "backend/cpu_team.h"
 #include "core/error.h"
 
 #if SIMD_W == 16
@@ -294,31 +295,61 @@ SIMD_TARGET static void gk_tile_edge(int kc, const float *ap, const float *bp, f
   gk_tile(kc, ap, bp, c, ldc, alpha, beta, mr, nr, 0);
 }
 
+/* One packed panel of B (kc values of k from k0, nc columns from j0) against rows of op(A): what a
+ * thread of the team needs (gk_panel_part). */
+typedef struct gk_panel {
+  int ta, M, k0, kc, j0, nc, bf16;
+  const float *A, *bp;
+  int lda, ldc;
+  float *C;
+  float alpha, b_eff;
+} gk_panel_t;
+
+/* C's rows [lo, hi) against the panel: blocks of up to MC rows of op(A) packed into this thread's buffer,
+ * then the tiles */
+SIMD_TARGET static void gk_panel_rows(const gk_panel_t *g, int lo, int hi) {
+  float *ap = SIMD_NAME(gk_buffer)(0);
+  const int kc = g->kc, nc = g->nc;
+  for (int i0 = lo; i0 < hi; i0 += GK_MC) {
+    const int mc = hi - i0 < GK_MC ? hi - i0 : GK_MC;
+    gk_pack_a(g->ta, g->A, g->lda, i0, mc, g->k0, kc, ap);
+    gk_prepare(ap, mc, kc, GK_MR, g->bf16, !g->ta);
+    for (int jr = 0; jr < nc; jr += GK_NR)
+      for (int ir = 0; ir < mc; ir += GK_MR) {
+        const int mr = mc - ir < GK_MR ? mc - ir : GK_MR, nr = nc - jr < GK_NR ? nc - jr : GK_NR;
+        float *c = g->C + (size_t)(i0 + ir) * g->ldc + g->j0 + jr;
+        const float *a = ap + (size_t)ir * kc, *b = g->bp + (size_t)jr * kc;
+        if (mr == GK_MR && nr == GK_NR) gk_tile_full(kc, a, b, c, g->ldc, g->alpha, g->b_eff);
+        else gk_tile_edge(kc, a, b, c, g->ldc, g->alpha, g->b_eff, mr, nr);
+      }
+  }
+}
+
+/* Part t of T (cpu_team.h): a run of whole strips of MR rows. A tile's sums do not depend on which
+ * rows share it, so the bits do not depend on T. */
+static void gk_panel_part(void *arg, int t, int T) {
+  const gk_panel_t *g = arg;
+  const int strips = (g->M + GK_MR - 1) / GK_MR, lo = GK_MR * (int)((long)strips * t / T);
+  const int end = GK_MR * (int)((long)strips * (t + 1) / T), hi = end < g->M ? end : g->M;
+  if (lo < hi) gk_panel_rows(g, lo, hi);
+}
+
 /* C (M,N) = alpha op(A) op(B) + beta C for M, N, K >= 1 (what cpu_gemm.c hands it); bf16: the
- * operands rounded to bfloat16 (always, in pairs). */
+ * operands rounded to bfloat16 (always, in pairs). Each panel of B is packed once, by the calling
+ * thread, and its rows of C split over the team cpu_gemm_team gives (one thread: all of them here). */
 SIMD_INLINE void gk_sgemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
                           int ldb, float beta, float *C, int ldc, const int bf16) {
-  float *ap = SIMD_NAME(gk_buffer)(0), *bp = SIMD_NAME(gk_buffer)(1);
+  float *bp = SIMD_NAME(gk_buffer)(1);
+  const int T = cpu_gemm_team(M, N, K);
   for (int j0 = 0; j0 < N; j0 += GK_NC) {
     const int nc = N - j0 < GK_NC ? N - j0 : GK_NC;
     for (int k0 = 0; k0 < K; k0 += GK_KC) {
       const int kc = K - k0 < GK_KC ? K - k0 : GK_KC;
-      const float b_eff = k0 == 0 ? beta : 1.0f;
       gk_pack_b(tb, B, ldb, k0, kc, j0, nc, bp);
       gk_prepare(bp, nc, kc, GK_NR, bf16, tb);
-      for (int i0 = 0; i0 < M; i0 += GK_MC) {
-        const int mc = M - i0 < GK_MC ? M - i0 : GK_MC;
-        gk_pack_a(ta, A, lda, i0, mc, k0, kc, ap);
-        gk_prepare(ap, mc, kc, GK_MR, bf16, !ta);
-        for (int jr = 0; jr < nc; jr += GK_NR)
-          for (int ir = 0; ir < mc; ir += GK_MR) {
-            const int mr = mc - ir < GK_MR ? mc - ir : GK_MR, nr = nc - jr < GK_NR ? nc - jr : GK_NR;
-            float *c = C + (size_t)(i0 + ir) * ldc + j0 + jr;
-            const float *a = ap + (size_t)ir * kc, *b = bp + (size_t)jr * kc;
-            if (mr == GK_MR && nr == GK_NR) gk_tile_full(kc, a, b, c, ldc, alpha, b_eff);
-            else gk_tile_edge(kc, a, b, c, ldc, alpha, b_eff, mr, nr);
-          }
-      }
+      gk_panel_t g = {ta, M, k0, kc, j0, nc, bf16, A, bp, lda, ldc, C, alpha, k0 == 0 ? beta : 1.0f};
+      if (T > 1) cpu_team_run(T, gk_panel_part, &g);
+      else gk_panel_rows(&g, 0, M);
     }
   }
 }

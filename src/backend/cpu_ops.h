@@ -208,6 +208,9 @@ int cpu_gemm_bf16_pairs(void);
 void cpu_set_threads(int nthreads);
 /* [backend] threads as set (OpenBLAS's, and the team's of the kernels that split their work: cpu_team.h) */
 int cpu_threads(void);
+/* The team the own packed GEMM splits a product of (M, N, K) over (cpu_gemm_kern.h): [backend] threads, fewer
+ * for a small product; 1: none. */
+int cpu_gemm_team(int M, int N, int K);
 void cpu_gemm_use(backend_gemm_t g);
 int cpu_gemm_own(int M, int N, int K);
 /* Whether cpu_gemm runs an fp32 product on the few-row kernel (cpu_gemm_rows_wW): A as stored, B

@@ -46,8 +46,9 @@ static void report_setup(const trainer_t *t) {
          t->cfg.global_batch, t->world->size, t->world->size == 1 ? "" : "s", t->cfg.parallel_mode, t->be->name,
          backend_deck(&t->cfg)->threads, backend_deck(&t->cfg)->threads == 1 ? "" : "s", bf16 ? ", bf16 products" : "");
   if (bf16 && strcmp(t->be->name, "cpu") == 0 && backend_deck(&t->cfg)->threads > 1)
-    printf("note: in bf16 the cpu backend multiplies on its own kernels: [backend] threads = %d splits only the "
-           "products of a few rows (up to 32), the others run on one thread (doc/design.md, \"bf16 on the host\")\n",
+    printf("note: in bf16 the cpu backend multiplies on its own kernels: [backend] threads = %d splits their matrix "
+           "products; the direct convolutions and the other ops run on one thread (doc/design.md, \"bf16 on the "
+           "host\")\n",
            backend_deck(&t->cfg)->threads);
   if (t->layout->note) printf("%s\n", t->layout->note);
   fflush(stdout);

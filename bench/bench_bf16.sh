@@ -6,7 +6,8 @@
 # decide the gain (AVX-512 BF16: bfloat16 pairs; without: the operands rounded, no faster). Then
 # generation (surge-sample with the key/value cache, the fortunes gpt freshly initialised, greedy,
 # BENCH_BF16_TOKENS new tokens, default 120) at 1 and 16 samples, fp32 and bf16 alternating, the
-# median tokens/s of the rounds.
+# median tokens/s of the rounds. Last, where the machine has 2 cores or more: bf16 on 1 thread against
+# a team of min(nproc, 4) ([backend] threads: the own kernels split their products), per model.
 # Called by bench/run-bench.sh from the build directory with MPIEXEC set.
 set -eu
 mpiexec=${MPIEXEC:-mpiexec}
@@ -26,18 +27,22 @@ echo "# 1 rank, 1 BLAS thread, synthetic data; medians of $rounds alternating ro
   "load $(cut -d' ' -f1-3 /proc/loadavg)"
 # row LABEL RATE: `rounds` alternating rounds of "RATE fp32" and "RATE bf16" (each prints one rate),
 # then the label, the two medians and bf16 / fp32 as one table row
+# (row LABEL RATE A B: the same with RATE's arguments A and B, default fp32 and bf16)
 row() {
-  : >"$tmp/fp32"
-  : >"$tmp/bf16"
+  a=${3:-fp32} b2=${4:-bf16}
+  : >"$tmp/a"
+  : >"$tmp/b"
   i=0
   while [ $i -lt "$rounds" ]; do
-    for p in fp32 bf16; do "$2" $p >>"$tmp/$p"; done
+    "$2" "$a" >>"$tmp/a"
+    "$2" "$b2" >>"$tmp/b"
     i=$((i + 1))
   done
-  awk -v m="$1" -v f="$(median <"$tmp/fp32")" -v b="$(median <"$tmp/bf16")" \
+  awk -v m="$1" -v f="$(median <"$tmp/a")" -v b="$(median <"$tmp/b")" \
     'BEGIN { printf "%-12s %10.1f %10.1f %9.2fx\n", m, f, b, b / f }'
 }
 model_rate() { BENCH_PRECISION=$1 "$mpiexec" -n 1 ./bench/bench_models --rate "$m"; }
+threads_rate() { BENCH_PRECISION=bf16 BENCH_THREADS=$1 "$mpiexec" -n 1 --bind-to none ./bench/bench_models --rate "$m"; }
 sample_rate() {
   ./surge-sample --deck "$src/inputs/gpt-fortunes.deck" --init 1 --ids 10 --samples "$b" --tokens "$tokens" --greedy \
     --print-ids --threads 1 -D backend.precision="$1" 2>&1 >/dev/null | sed -n 's/.*: \([0-9.]*\) tokens\/s.*/\1/p'
@@ -48,4 +53,11 @@ tokens=${BENCH_BF16_TOKENS:-120}
 echo "# generation: surge-sample, fortunes gpt (--init 1), $tokens new tokens, key/value cache; median tokens/s"
 printf '%-12s %10s %10s %10s\n' samples fp32 bf16 bf16/fp32
 for b in 1 16; do row "$b" sample_rate; done
+team=$(nproc)
+[ "$team" -gt 4 ] && team=4
+if [ "$team" -gt 1 ]; then
+  echo "# bf16 on 1 thread against $team ([backend] threads; the rank not bound to a core); median samples/s"
+  printf '%-12s %10s %10s %10s\n' model "1 thread" "$team threads" ratio
+  for m in $models; do row "$m" threads_rate 1 "$team"; done
+fi
 echo "# load after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -7,7 +7,9 @@ static const cfg_key_t rows[] = {
     CFG_ENUM_KEY("backend", "name", name, "cpu", CFG_VALUES("cpu", "ref", "cuda"),
                  "cpu: OpenBLAS; ref: naive reference (tests only); cuda: an NVIDIA GPU per rank (cuBLAS, kernels, "
                  "NCCL; doc/gpu.md)"),
-    CFG_INT_KEY("backend", "threads", threads, "1", 1, 1024, "BLAS threads per rank"),
+    CFG_INT_KEY("backend", "threads", threads, "1", 1, 1024,
+                "threads per rank: OpenBLAS's, and in bf16 the cpu's own matrix products (the same bits on any "
+                "number); under mpiexec give the rank the cores: --bind-to none, or --map-by slot:PE=N"),
     CFG_INT_KEY("backend", "device", device, "-1", -1, 1023,
                 "cuda: the GPU of this rank; -1: its index among its job's ranks on the node, modulo the GPUs there"),
     CFG_ENUM_KEY("backend", "precision", precision, "fp32", CFG_VALUES("fp32", "bf16"),

@@ -2,10 +2,13 @@
  * caller and the others on workers, in the caller's floating-point mode; a team held by another caller
  * (a part that starts a team of its own) runs the parts alone; T of 1 or less; five thousand jobs of 2
  * to 4 parts in a row, so a lost wake-up or a job run twice would show as a hang (the test's timeout)
- * or a wrong count; T past the cap last (its 63 workers then sit out). */
+ * or a wrong count; a child of fork makes a team of its own; T past the cap last (its 63 workers then
+ * sit out). */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "backend/cpu_team.h"
 #include "tap.h"
@@ -96,6 +99,24 @@ int main(void) {
   }
   tap_ok(atomic_load(&total) == want, "%d jobs of 2, 3 and 4 parts in a row: every part once (sum %ld, want %ld)",
          JOBS, atomic_load(&total), want);
+
+  /* a child of fork has none of the workers: its team starts anew (a hang would be killed by alarm);
+   * ThreadSanitizer does not support threads started after a multi-threaded fork */
+#if defined(__SANITIZE_THREAD__)
+  tap_skip("after fork: ThreadSanitizer does not support threads started in a child of a threaded process");
+#else
+  const pid_t pid = fork();
+  if (pid == 0) {
+    alarm(20);
+    memset(&r, 0, sizeof r);
+    cpu_team_run(3, note, &r);
+    _exit(r.runs[0] == 1 && r.runs[1] == 1 && r.runs[2] == 1 && !pthread_equal(r.who[1], pthread_self()) ? 0 : 1);
+  }
+  int status = 0;
+  const int waited = pid > 0 && waitpid(pid, &status, 0) == pid;
+  tap_ok(waited && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+         "after fork the child's team of 3 runs each part once, on workers of its own (status 0x%x)", status);
+#endif
   memset(&r, 0, sizeof r);
   cpu_team_run(CPU_TEAM_MAX + 5, note, &r);
   int capped = r.runs[CPU_TEAM_MAX] == 0;

@@ -71,8 +71,21 @@ static void *worker(void *arg) {
   return NULL;
 }
 
+/* A child of fork has none of the parent's workers: it starts a team of its own (if it multiplies at all
+ * before it execs). */
+static void forked(void) {
+  workers = 0;
+  atomic_store(&pending, 0);
+  pthread_mutex_init(&held, NULL);
+  pthread_mutex_init(&lock, NULL);
+  pthread_cond_init(&go, NULL);
+  pthread_cond_init(&done, NULL);
+}
+
 /* Workers 1 .. T-1 exist (the caller holds the team); 0, or -1 where the system refused a thread. */
 static int enlist(int T) {
+  static int registered;
+  if (!registered && pthread_atfork(NULL, NULL, forked) == 0) registered = 1;
   while (workers < T - 1) {
     pthread_t th;
     pthread_attr_t at;

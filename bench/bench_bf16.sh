@@ -42,7 +42,9 @@ row() {
     'BEGIN { printf "%-12s %10.1f %10.1f %9.2fx\n", m, f, b, b / f }'
 }
 model_rate() { BENCH_PRECISION=$1 "$mpiexec" -n 1 ./bench/bench_models --rate "$m"; }
-threads_rate() { BENCH_PRECISION=bf16 BENCH_THREADS=$1 "$mpiexec" -n 1 --bind-to none ./bench/bench_models --rate "$m"; }
+threads_rate() {
+  BENCH_PRECISION=bf16 BENCH_THREADS=$1 "$mpiexec" -n 1 --bind-to none ./bench/bench_models --rate "$m"
+}
 sample_rate() {
   ./surge-sample --deck "$src/inputs/gpt-fortunes.deck" --init 1 --ids 10 --samples "$b" --tokens "$tokens" --greedy \
     --print-ids --threads 1 -D backend.precision="$1" 2>&1 >/dev/null | sed -n 's/.*: \([0-9.]*\) tokens\/s.*/\1/p'

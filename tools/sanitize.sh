@@ -1,8 +1,9 @@
 #!/bin/sh
 # Build Surge once more with AddressSanitizer and UndefinedBehaviorSanitizer in a build directory of
 # its own ($SURGE_ASAN_BUILD, default _build-asan) and run the C unit tests and the input-handling
-# tests under them (doc/testing.md); and the cpu backend's team of threads under ThreadSanitizer. Every sanitizer report ends its test (halt_on_error), so the
-# suite fails on the first one. Prints "N passed, N failed, N skipped" last, like run-tests.sh.
+# tests under them (doc/testing.md); and the cpu backend's team of threads under ThreadSanitizer.
+# Every sanitizer report ends its test (halt_on_error), so the suite fails on the first one. Prints
+# "N passed, N failed, N skipped" last, like run-tests.sh.
 #   tools/sanitize.sh              the tests below
 #   tools/sanitize.sh all          the whole of make check
 set -u
@@ -13,8 +14,8 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:halt_on_error=1:abort_on_erro
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
 # the instrumented programs run 2 to 5 times slower: a multi-rank unit test gets 4 minutes, not 1
 export tap_timeout=${tap_timeout:-240}
-unit="tests/test_backend tests/test_bf16 tests/test_cpu_team tests/test_deck tests/test_options tests/test_data tests/test_h5util
-  tests/test_sweep tests/test_optim tests/test_layers_cnn tests/test_layers_gpt tests/test_reference tests/test_report_lib
+unit="tests/test_backend tests/test_bf16 tests/test_cpu_team tests/test_deck tests/test_options tests/test_data
+  tests/test_h5util tests/test_sweep tests/test_optim tests/test_layers_cnn tests/test_layers_gpt tests/test_reference tests/test_report_lib
   tests/test_mux tests/test_planner tests/test_frontier tests/test_graph_file tests/test_sim"
 input="tests/test_bad_input.sh tests/test_checkpoint.sh tests/test_log.sh tests/test_report.sh
   tests/test_sweep_programs.sh tests/test_hardening.sh tests/test_layering.sh tests/test_plan_files.sh
@@ -59,8 +60,9 @@ else
   tail -n 30 tsan.out | sed 's/^/    /'
   rc=1
 fi
-awk -v tp="$tsan_ok" -v tf="$tsan_failed" -v ts="$tsan_skipped" '/^# PASS:/{p=$3} /^# FAIL:/{f=$3} /^# XPASS:/{f+=$3}
-     /^# ERROR:/{e=$3} /^# SKIP:/{s=$3}
-     END{printf "sanitizers: %d passed, %d failed, %d skipped\n", p + tp, f + e + tf, s + ts}' test-suite.log 2>/dev/null ||
+awk -v tp="$tsan_ok" -v tf="$tsan_failed" -v ts="$tsan_skipped" '/^# PASS:/{p=$3} /^# FAIL:/{f=$3}
+     /^# XPASS:/{f+=$3} /^# ERROR:/{e=$3} /^# SKIP:/{s=$3}
+     END{printf "sanitizers: %d passed, %d failed, %d skipped\n", p + tp, f + e + tf, s + ts}' \
+  test-suite.log 2>/dev/null ||
   echo "sanitizers: 0 passed, 1 failed, 0 skipped"
 exit $rc

@@ -69,8 +69,9 @@ typedef struct rows_job {
  * column computed as a single thread computes it. */
 static void rows_part(void *arg, int t, int T) {
   const rows_job_t *r = arg;
-  const int blocks = (r->N + 3) / 4, lo = 4 * (int)((long)blocks * t / T), end = 4 * (int)((long)blocks * (t + 1) / T);
-  const int hi = end < r->N ? end : r->N, M = r->M, N = r->N, K = r->K, ldb = r->ldb;
+  const int blocks = (r->N + 3) / 4, lo = 4 * (int)((long)blocks * t / T);
+  const int end = 4 * (int)((long)blocks * (t + 1) / T), hi = end < r->N ? end : r->N;
+  const int M = r->M, N = r->N, K = r->K, ldb = r->ldb;
   if (lo >= hi) return;
   const float *a = r->a, *B = r->B;
   const uint16_t *B16 = r->B16;
@@ -105,7 +106,8 @@ void cpu_gemm_rows_bf16(int ta, int tb, int M, int N, int K, float alpha, const 
   if (B16 && !tb) surge_runtime_error("bf16 rows: a bfloat16 copy of B needs B stored (N, K) (a bug)");
   static _Thread_local void *buf;
   static _Thread_local size_t cap;
-  const size_t mk = surge_mul_size((size_t)M, (size_t)K, "bf16 rows"), mn = surge_mul_size((size_t)M, (size_t)N, "bf16 rows");
+  const size_t mk = surge_mul_size((size_t)M, (size_t)K, "bf16 rows");
+  const size_t mn = surge_mul_size((size_t)M, (size_t)N, "bf16 rows");
   float *a = cpu_kept_buffer(&buf, &cap, surge_mul_size(mk + mn, sizeof(float), "bf16 rows operand"));
   float *acc = a + mk; /* (M, N): the sums before alpha and beta */
   for (int i = 0; i < M; i++) /* op(A)'s rows (M, K), rounded */

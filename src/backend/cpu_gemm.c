@@ -71,11 +71,11 @@ int cpu_gemm_bf16_pairs(void) { /* cpu_simd() has initialised the CPU's flags */
          __builtin_cpu_supports("avx512bw");
 }
 
+int cpu_gemm_bf16_rows(int M, int tb) { return M == 1 || (M <= CPU_BF16_FEW_ROWS && tb && cpu_gemm_bf16_pairs()); }
+
 /* precision = bf16: the own kernel's bf16 forms at every shape but one row and, where the CPU has
  * bfloat16 pairs, a few rows times B stored (N, K) (cpu_bf16.c reads B once there); cpu_open refused a
  * width of none */
-int cpu_gemm_bf16_rows(int M, int tb) { return M == 1 || (M <= CPU_BF16_FEW_ROWS && tb && cpu_gemm_bf16_pairs()); }
-
 static void cpu_gemm_bf16(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
                           int ldb, float beta, float *C, int ldc) {
   if (cpu_gemm_bf16_rows(M, tb)) cpu_gemm_rows_bf16(ta, tb, M, N, K, alpha, A, lda, B, NULL, ldb, beta, C, ldc);

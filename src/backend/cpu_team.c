@@ -2,10 +2,9 @@
  * for the whole run (a second caller runs its parts alone). The caller writes the job, then publishes
  * it as one word, (generation << 8) | T, under `lock`, and wakes the workers; a worker numbered t < T
  * runs its part and counts `pending` down, the last one waking the caller. A worker numbered t >= T
- * sits the job out and sleeps. Both sides spin a little before they sleep: a thread's wake-up through the
- * kernel took about as long as a 768 x 768 product of one row (tens of microseconds on a virtual
- * machine), so a team that slept between the products of a generated token was no faster than one
- * thread. */
+ * sits the job out and sleeps. Both sides spin a little before they sleep: a team that slept between
+ * the products of a generated token (a wake-up through the kernel for each) was no faster than one
+ * thread, though its parts split evenly (doc/results.md). */
 #include "backend/cpu_team.h"
 
 #include <pthread.h>

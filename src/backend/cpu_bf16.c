@@ -93,7 +93,7 @@ static void rows_part(void *arg, int t, int T) {
 }
 
 /* The team for a product: [backend] threads, fewer where a part would read less than CPU_TEAM_MIN_WORK
- * of B's elements (a thread's wake-up costs microseconds), none below. */
+ * of B's elements (a part must outweigh handing it to a worker and waiting for it), none below. */
 enum { CPU_TEAM_MIN_WORK = 1 << 16 };
 static int team_for(int N, int K) {
   const double work = (double)N * K;

@@ -74,6 +74,6 @@ const char *cpu_open(const backend_options_t *o, int *input_error) {
 const backend_context_t *cpu_context(void) {
   static _Thread_local backend_context_t c;
   c = *host_context();
-  c.weights16_rows = !host_products_bf16() ? 0 : cpu_gemm_bf16_pairs() ? CPU_BF16_FEW_ROWS : 1;
+  c.weights16_rows = host_products_bf16() ? cpu_gemm_bf16_rows_max() : 0;
   return &c;
 }

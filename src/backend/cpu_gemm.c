@@ -21,8 +21,8 @@ void cpu_gemm_use(backend_gemm_t g) { gemm_mode = g; }
 
 int cpu_threads(void) { return blas_threads; }
 
-/* Parts of at least 2^21 multiply-adds (a millisecond's hundredth, beside a wake-up's microseconds), and
- * at least one strip of 12 rows each. */
+/* Parts of at least 2^21 multiply-adds (20-40 microseconds at the packed kernels' 100-200 GFLOP/s,
+ * bench/bench_gemm), and at least one strip of 12 rows each. */
 int cpu_gemm_team(int M, int N, int K) {
   const double parts = (double)M * N * K / 2097152.0;
   int T = blas_threads;
@@ -71,7 +71,9 @@ int cpu_gemm_bf16_pairs(void) { /* cpu_simd() has initialised the CPU's flags */
          __builtin_cpu_supports("avx512bw");
 }
 
-int cpu_gemm_bf16_rows(int M, int tb) { return M == 1 || (M <= CPU_BF16_FEW_ROWS && tb && cpu_gemm_bf16_pairs()); }
+int cpu_gemm_bf16_rows_max(void) { return cpu_gemm_bf16_pairs() ? CPU_BF16_FEW_ROWS : 1; }
+
+int cpu_gemm_bf16_rows(int M, int tb) { return M == 1 || (tb && M <= cpu_gemm_bf16_rows_max()); }
 
 /* precision = bf16: the own kernel's bf16 forms at every shape but one row and, where the CPU has
  * bfloat16 pairs, a few rows times B stored (N, K) (cpu_bf16.c reads B once there); cpu_open refused a
@@ -85,6 +87,7 @@ static void cpu_gemm_bf16(int ta, int tb, int M, int N, int K, float alpha, cons
 }
 #else
 int cpu_gemm_bf16_pairs(void) { return 0; }
+int cpu_gemm_bf16_rows_max(void) { return 0; }
 int cpu_gemm_bf16_rows(int M, int tb) { return (void)M, (void)tb, 0; }
 #endif
 

@@ -250,11 +250,13 @@ int cpu_linear_unpacked(int rows, int out, int in);
 
 /* cpu_bf16.c: a few rows in precision = bf16, C (M, N) = alpha op(A) op(B) + beta C, reading B once (one
  * row; several where B is stored (N, K) and the CPU has bfloat16 pairs), from B16 (B as bfloat16, B stored
- * (N, K) only) where it is not NULL. cpu_gemm_bf16_rows: whether cpu_gemm takes that path for M rows. */
+ * (N, K) only) where it is not NULL. cpu_gemm_bf16_rows: whether cpu_gemm takes that path for M rows;
+ * cpu_gemm_bf16_rows_max: the most rows it takes there with B stored (N, K) (the context's weights16_rows). */
 enum { CPU_BF16_FEW_ROWS = 32 }; /* the most rows cpu_gemm gives cpu_gemm_rows_bf16 beside one */
 void cpu_gemm_rows_bf16(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
                         const uint16_t *B16, int ldb, float beta, float *C, int ldc);
 int cpu_gemm_bf16_rows(int M, int tb);
+int cpu_gemm_bf16_rows_max(void);
 
 /* cpu_conv_direct.c: "same" convolutions (stride 1; stride 2 on even sizes) with AVX-512 tiles.
  * cpu_conv_direct_blocks is the samples per block it can run in ws_n floats, 0 where it does not

@@ -26,6 +26,7 @@
 
 #include "backend/backend.h"
 #include "backend/cpu_ops.h" /* cpu_conv_direct_blocks: which conv path a case takes; the denormal modes */
+#include "core/bf16.h"
 #include "core/error.h"
 #include "core/rng.h"
 #include "rel_diff.h"
@@ -204,6 +205,7 @@ typedef struct gemm_ctx {
   size_t sA, sB, sC;
   float alpha, beta;
   const float *A, *B;
+  const uint16_t *B16; /* B as bfloat16 (gemm_grid_b16) */
 } gemm_ctx_t;
 
 static double run_gemm(const backend_t *be, const void *ctx, float **out) {
@@ -227,11 +229,19 @@ static double run_gemm_grid(const backend_t *be, const void *ctx, float **out) {
   return 0.0;
 }
 
+static double run_gemm_grid_b16(const backend_t *be, const void *ctx, float **out) {
+  const gemm_ctx_t *g = ctx;
+  gemm_grid_t grid = {{g->batch, 2}, {2 * g->sA, g->sA}, {2 * g->sB, g->sB}, {2 * g->sC, g->sC}};
+  be->gemm_grid_b16(g->ta, g->tb, g->M, g->N, g->K, g->alpha, g->A, g->lda, g->B16, g->ldb, g->beta, out[0], g->ldc,
+                    &grid);
+  return 0.0;
+}
+
 /* op(A) (M,K) times op(B) (K,N) with leading dimensions `extra` wider than needed; `batch` > 1 uses
  * gemm_strided with matrices `extra` floats apart. */
 static void test_gemm(int ta, int tb, int M, int N, int K, float beta, int extra, int batch) {
   gemm_ctx_t g = {ta, tb, M, N, K, (ta ? M : K) + extra, (tb ? K : N) + extra, N + extra, batch,
-                  0, 0, 0, 1.3f, beta, NULL, NULL};
+                  0, 0, 0, 1.3f, beta, NULL, NULL, NULL};
   g.sA = (size_t)(ta ? K : M) * g.lda + extra;
   g.sB = (size_t)(tb ? N : K) * g.ldb + extra;
   g.sC = (size_t)M * g.ldc + extra;
@@ -256,6 +266,15 @@ static void test_gemm(int ta, int tb, int M, int N, int K, float beta, int extra
              K, beta, extra);
     c.run = run_gemm_grid;
     compare_backends(&c);
+    /* the same grid with B held as bfloat16 (a key/value cache's form) */
+    uint16_t *B16 = talloc(g.sB * batch * sizeof *B16);
+    for (size_t i = 0; i < g.sB * batch; i++) B16[i] = bf16_bits(B[i]);
+    g.B16 = B16;
+    snprintf(label, sizeof label, "gemm_grid_b16 %dx2 ta=%d tb=%d M=%d N=%d K=%d beta=%g ld+%d", g.batch, ta, tb, M,
+             N, K, beta, extra);
+    c.run = run_gemm_grid_b16;
+    compare_backends(&c);
+    tfree(B16);
   }
   tfree(A);
   tfree(B);
@@ -1764,9 +1783,12 @@ static void test_context(const backend_t *be) {
   why = be->open(&o, &input_error);
   tap_ok(why == NULL && strcmp(be->context()->precision, "bf16") == 0, "%s: opens in bf16 and says so: %s", be->name,
          why ? why : "accepted");
+  tap_ok(be->context()->kv16 == 1, "%s in bf16: a key/value cache may be held in bfloat16 (its products round it)",
+         be->name);
   o.precision = BACKEND_FP32;
   why = be->open(&o, &input_error);
   tap_ok(why == NULL && strcmp(be->context()->precision, "fp32") == 0, "%s: opened in fp32 again, says fp32", be->name);
+  tap_ok(be->context()->kv16 == 0, "%s in fp32: a key/value cache stays in floats", be->name);
   const backend_context_t *c = be->context();
   tap_ok(c && strcmp(c->device, "host") == 0 && c->stream == NULL && c->index == -1 && be->host_memory &&
              strcmp(c->epilogues, "none") == 0 && c->epilogue_counts.bias_all == 0 &&

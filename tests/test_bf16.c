@@ -335,6 +335,43 @@ static void check_threads(const char *where) {
   }
 }
 
+/* A key/value cache's products with the cache in bfloat16 (gen/engine_cache.c, where the context says kv16):
+ * gemm_grid_b16 gives the bits gemm_grid gives for the cache's values as floats, on 1 thread and on 2, and is
+ * within float sums of ref's; at one query a sequence and head (the scores against the keys, tb = 1; the values'
+ * weighted sum, tb = 0, at a length past the team's split), at a few rows and past them (the widened path). The
+ * grid is 2 x 3 matrices, its operands off their rows' ends (lda, ldb, strides). */
+static void check_cache_bits(const char *where) {
+  const int shapes[][3] = {{1, 2100, 64}, {1, 64, 2100}, {3, 37, 64}, {40, 64, 70}}; /* M, N, K */
+  for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+    for (int tb = 0; tb < 2; tb++) {
+      const int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2], lda = K + 2, ldb = (tb ? K : N) + 5;
+      const size_t a1 = (size_t)M * lda, b1 = (size_t)(tb ? N : K) * ldb + 3, c1 = (size_t)M * N;
+      const gemm_grid_t g = {{2, 3}, {3 * a1, a1}, {3 * b1, b1}, {3 * c1, c1}};
+      float *A = uniform(6 * a1, -1, 1), *B = uniform(6 * b1, -1, 1), *y[4];
+      uint16_t *B16 = malloc(6 * b1 * sizeof *B16);
+      if (!B16) abort();
+      backend_cpu.to_bf16(6 * b1, B, B16);
+      for (size_t i = 0; i < 6 * b1; i++) B[i] = bf16_value(B16[i]); /* the values the cache holds */
+      const long parts = cpu_team_worker_parts();
+      for (int k = 0; k < 4; k++) { /* gemm_grid on floats; gemm_grid_b16 on 1 thread, 2; ref's */
+        y[k] = uniform(6 * c1, -1, 1);
+        cpu_set_threads(k == 2 ? 2 : 1);
+        if (k == 0) backend_cpu.gemm_grid(0, tb, M, N, K, 1.0f, A, lda, B, ldb, 0.0f, y[k], N, &g);
+        else (k < 3 ? &backend_cpu : &backend_ref)->gemm_grid_b16(0, tb, M, N, K, 1.0f, A, lda, B16, ldb, 0.0f, y[k], N, &g);
+      }
+      cpu_set_threads(1);
+      const size_t bytes = 6 * c1 * sizeof(float);
+      const double d = rel_diff(y[1], y[3], 6 * c1);
+      const long ran = cpu_team_worker_parts() - parts; /* the long products split (2^17 of B's elements) */
+      tap_ok(memcmp(y[0], y[1], bytes) == 0 && memcmp(y[1], y[2], bytes) == 0 && d < SAME_OPERANDS_TOL &&
+                 (M > 1 || (ran > 0) == ((double)N * K >= 131072)),
+             "%s: gemm_grid_b16 tb=%d M=%d N=%d K=%d: gemm_grid's bits on the floats, 1 thread and 2 (%ld parts on a "
+             "worker); %.1e from ref's", where, tb, M, N, K, ran, d);
+      for (int k = 0; k < 4; k++) free(y[k]);
+      free(A), free(B), free(B16);
+    }
+}
+
 static void test_weights16(void) {
   const int rows16 = cpu_gemm_bf16_pairs() ? CPU_BF16_FEW_ROWS : 1;
   tap_ok(backend_cpu.context()->weights16_rows == rows16 && backend_ref.context()->weights16_rows == 0,
@@ -342,10 +379,12 @@ static void test_weights16(void) {
          backend_cpu.context()->weights16_rows);
   check_w16_bits("cpu");
   check_threads("cpu");
+  check_cache_bits("cpu");
   simd = BACKEND_SIMD_AVX2; /* no pairs: the one-row product reads the copy's values, the rest its floats */
   open_host(BACKEND_BF16);
   check_w16_bits("cpu at simd = avx2");
   check_threads("cpu at simd = avx2");
+  check_cache_bits("cpu at simd = avx2");
   simd = BACKEND_SIMD_AUTO;
   open_host(BACKEND_FP32);
   tap_ok(backend_cpu.context()->weights16_rows == 0, "in fp32 cpu's context says weights16_rows = 0");

@@ -35,7 +35,7 @@ static void make_model(gen_model_t *m) {
 
 /* Step both engines through the same tokens: the logits agree at every position. */
 static void test_logits(const gen_model_t *m, const backend_t *be) {
-  gen_engine_t *c = gen_engine_cache(m, be, B, 1), *f = gen_engine_full(m, be, B);
+  gen_engine_t *c = gen_engine_cache(m, be, B, GEN_WEIGHTS16 | GEN_KV16), *f = gen_engine_full(m, be, B);
   tap_ok(c->V == 256 && f->V == 256, "%s: the engines give the padded vocabulary's 256 logits", be->name);
   float tok[B], *lc = malloc(sizeof(float) * B * 256), *lf = malloc(sizeof(float) * B * 256);
   double worst = 0, scale = 0;
@@ -163,6 +163,24 @@ static void test_pick(void) {
   gen_pick_work_free(&w);
 }
 
+/* precision = bf16: the cache held in bfloat16 (kv16, where the context allows it) gives the bits of the cache
+ * in floats at every position, as it should, its products rounding the keys and values anyway. */
+static void test_kv16(const gen_model_t *m, const backend_t *be) {
+  gen_engine_t *e[2] = {gen_engine_cache(m, be, B, 0), gen_engine_cache(m, be, B, GEN_KV16)};
+  tap_ok(!e[0]->kv16 && e[1]->kv16 == be->context()->kv16 && e[1]->kv16,
+         "%s in bf16: the cache is held in bfloat16 when asked (kv16), and in floats when not", be->name);
+  float tok[B], *l[2] = {malloc(sizeof(float) * B * 256), malloc(sizeof(float) * B * 256)};
+  int same = 1;
+  for (int pos = 0; pos < CONTEXT; pos++) {
+    for (int b = 0; b < B; b++) tok[b] = (float)((pos * 37 + b * 101 + 5) % VOCAB);
+    for (int k = 0; k < 2; k++) e[k]->step(e[k], tok, pos, l[k]);
+    same &= !memcmp(l[0], l[1], sizeof(float) * B * 256);
+  }
+  tap_ok(same, "%s in bf16: the cache in bfloat16 gives the logits of the cache in floats, bit for bit, at all %d "
+         "positions", be->name, CONTEXT);
+  for (int k = 0; k < 2; k++) free(l[k]), e[k]->free(e[k]);
+}
+
 int main(void) {
   gen_model_t m;
   make_model(&m);
@@ -176,6 +194,14 @@ int main(void) {
     if (why) return tap_ok(0, "%s opens: %s", bes[i]->name, why), 1;
     test_logits(&m, bes[i]);
     test_generation(&m, bes[i]);
+  }
+  for (int i = 0; i < 2; i++) {
+    int input_error;
+    backend_options_t bo = backend_default_options();
+    bo.precision = BACKEND_BF16;
+    const char *why = bes[i]->open(&bo, &input_error);
+    if (why) tap_skip("%s in bf16: %s", bes[i]->name, why);
+    else test_kv16(&m, bes[i]);
   }
   test_pick();
   gen_model_free(&m);

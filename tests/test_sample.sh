@@ -64,8 +64,9 @@ else # the cache's products of a few rows read the weights' bfloat16 copy (model
   sample "$t/cache1b" 1 "$model" --ids "10 65 66" --greedy --tokens 16 --print-ids -D backend.precision=bf16 &&
     sample "$t/full1b" 1 "$model" --ids "10 65 66" --greedy --tokens 16 --print-ids -D backend.precision=bf16 \
       --no-cache && cmp -s "$t/cache1b" "$t/full1b" &&
-    grep -q "(key/value cache, weights read as bfloat16, cpu backend" "$t/cache1b.err"
-  tap_ok $? "bf16, one sample: the cache reads a bfloat16 copy of the weights and gives the ids of no cache: \
+    grep -q "(key/value cache in bfloat16, weights read as bfloat16, cpu backend" "$t/cache1b.err"
+  tap_ok $? "bf16, one sample: the cache, held in bfloat16, reads a bfloat16 copy of the weights and gives the ids \
+of no cache: \
 $(cat "$t/cache1b.err")"
 fi
 head -2 "$t/cache3" | tail -1 | cut -d' ' -f1-16 | grep -qx "79 110 99 101 32 117 112 111 110 32 97 32 116 105 109 101"

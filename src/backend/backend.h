@@ -136,6 +136,8 @@ typedef struct backend_context {
                        * weight where given (w16; a forward-only model's: model_weights16): cpu in bf16, whose
                        * products of a few rows read the weights once (generation), half the bytes from the
                        * copy (32 rows where the CPU has bfloat16 pairs, else 1); 0: none */
+  int kv16; /* 1: a forward-only model's key/value cache is held in bfloat16 and read by gemm_grid_b16, the same
+             * results in half the memory (cpu and ref in bf16, whose products round their operands anyway) */
   long waits; /* a running count of the calling thread's waits for results of its queued work (compare two reads):
                * each download, upload and op that returns a value to the host (on a GPU each synchronises
                * its stream; host backends count the same calls, though nothing waits there) */
@@ -168,6 +170,11 @@ typedef struct gemm_grid {
    * (attention: samples x heads, whose heads are not one stride apart). */ \
   X(void, gemm_grid, (int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, \
       int ldb, float beta, float *C, int ldc, const gemm_grid_t *g)) \
+  /* gemm_grid with B held only as bfloat16 (B16: bf16_bits, strides and ldb in its elements), its \
+   * values the floats they stand for: a key/value cache in bfloat16 (gen/engine_cache.c, where the \
+   * context says kv16). In precision = bf16 C is the bits gemm_grid gives for B widened to floats. */ \
+  X(void, gemm_grid_b16, (int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, \
+      const uint16_t *B16, int ldb, float beta, float *C, int ldc, const gemm_grid_t *g)) \
   /* ---- elementwise and reductions */ \
   X(void, fill, (float *x, size_t n, float v)) \
   X(void, scale, (float *x, size_t n, float a)) /* x *= a */ \

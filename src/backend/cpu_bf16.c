@@ -50,9 +50,13 @@ static CPU_CLONES float dot_rounded_b(const float *restrict a, const float *rest
   return s;
 }
 
-/* acc[0..n) += a b[0..n) with b rounded as read */
-static CPU_CLONES void axpy_rounding_b(float a, const float *restrict b, float *restrict acc, int n) {
-  for (int i = 0; i < n; i++) acc[i] += a * bf16_round(b[i]);
+/* acc[0..n) += a b[0..n) with b rounded as read, or read from its bfloat16 copy bh where given (a loop each) */
+static CPU_CLONES void axpy_rounding_b(float a, const float *restrict bf, const uint16_t *restrict bh,
+                                       float *restrict acc, int n) {
+  if (bh)
+    for (int i = 0; i < n; i++) acc[i] += a * bf16_value(bh[i]);
+  else
+    for (int i = 0; i < n; i++) acc[i] += a * bf16_round(bf[i]);
 }
 
 /* acc (M, N) = a (M, K, rounded) op(B): its columns [lo, hi) are part t of T */
@@ -76,18 +80,22 @@ static void rows_part(void *arg, int t, int T) {
   const float *a = r->a, *B = r->B;
   const uint16_t *B16 = r->B16;
   if (r->pairs) { /* B stored (N, K): dot products in bfloat16 pairs, B read once */
-    cpu_rows_bf16_dots(M, hi - lo, K, a, K, B + (size_t)lo * ldb, B16 ? B16 + (size_t)lo * ldb : NULL, ldb,
-                       r->acc + lo, N);
+    const size_t at = (size_t)lo * ldb;
+    cpu_rows_bf16_dots(M, hi - lo, K, a, K, B16 ? NULL : B + at, B16 ? B16 + at : NULL, ldb, r->acc + lo, N);
     return;
   }
   for (int i = 0; i < M; i++) {
     float *out = r->acc + (size_t)i * N;
     if (r->tb) /* rounding B's elements as they are read, or reading its bfloat16 copy */
       for (int j = lo; j < hi; j++)
-        out[j] = dot_rounded_b(a + (size_t)i * K, B + (size_t)j * ldb, B16 ? B16 + (size_t)j * ldb : NULL, K);
+        out[j] = dot_rounded_b(a + (size_t)i * K, B16 ? NULL : B + (size_t)j * ldb, B16 ? B16 + (size_t)j * ldb : NULL,
+                               K);
     else { /* B stored (K, N): its rows added in k order */
       memset(out + lo, 0, (size_t)(hi - lo) * sizeof *out);
-      for (int k = 0; k < K; k++) axpy_rounding_b(a[(size_t)i * K + k], B + (size_t)k * ldb + lo, out + lo, hi - lo);
+      for (int k = 0; k < K; k++) {
+        const size_t at = (size_t)k * ldb + lo;
+        axpy_rounding_b(a[(size_t)i * K + k], B16 ? NULL : B + at, B16 ? B16 + at : NULL, out + lo, hi - lo);
+      }
     }
   }
 }
@@ -103,7 +111,6 @@ static int team_for(int N, int K) {
 
 void cpu_gemm_rows_bf16(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
                         const uint16_t *B16, int ldb, float beta, float *C, int ldc) {
-  if (B16 && !tb) surge_runtime_error("bf16 rows: a bfloat16 copy of B needs B stored (N, K) (a bug)");
   static _Thread_local void *buf;
   static _Thread_local size_t cap;
   const size_t mk = surge_mul_size((size_t)M, (size_t)K, "bf16 rows");

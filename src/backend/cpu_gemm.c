@@ -5,6 +5,7 @@
 
 #include "backend/cpu_ops.h"
 #include "backend/host_mem.h"
+#include "core/bf16.h"
 #include "core/error.h"
 
 static int blas_threads = 1; /* OpenBLAS's setting is the process's: an in-process background must use 1 too */
@@ -134,6 +135,35 @@ void cpu_gemm_grid(int ta, int tb, int M, int N, int K, float alpha, const float
   for (int i = 0; i < g->batch[0]; i++)
     cpu_gemm_strided(ta, tb, M, N, K, alpha, A + i * g->sA[0], lda, g->sA[1], B + i * g->sB[0], ldb, g->sB[1], beta,
                      C + i * g->sC[0], ldc, g->sC[1], g->batch[1]);
+}
+
+/* One matrix of gemm_grid_b16: in precision = bf16, where cpu_gemm takes the few-row path (a key/value cache's
+ * one query a sequence and head), that path reads B16 as it would read B's rounded floats; elsewhere op(B) is
+ * widened into floats first (the values B16 stands for) and cpu_gemm runs on them. Either way the bits of
+ * cpu_gemm on B widened. */
+static void gemm_b16(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const uint16_t *B16,
+                     int ldb, float beta, float *C, int ldc) {
+  if (M <= 0 || N <= 0) return;
+  if (host_products_bf16() && K > 0 && cpu_gemm_bf16_rows(M, tb)) {
+    cpu_gemm_rows_bf16(ta, tb, M, N, K, alpha, A, lda, NULL, B16, ldb, beta, C, ldc);
+    return;
+  }
+  static _Thread_local void *buf;
+  static _Thread_local size_t cap;
+  const int rows = tb ? N : K, cols = tb ? K : N; /* B as stored */
+  const size_t n = surge_mul_size((size_t)rows, (size_t)cols, "bfloat16 operand");
+  float *b = cpu_kept_buffer(&buf, &cap, surge_mul_size(n, sizeof(float), "bfloat16 operand"));
+  for (int r = 0; r < rows; r++)
+    for (int c = 0; c < cols; c++) b[(size_t)r * cols + c] = bf16_value(B16[(size_t)r * ldb + c]);
+  cpu_gemm(ta, tb, M, N, K, alpha, A, lda, b, cols > 0 ? cols : 1, beta, C, ldc);
+}
+
+void cpu_gemm_grid_b16(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const uint16_t *B16,
+                       int ldb, float beta, float *C, int ldc, const gemm_grid_t *g) {
+  for (int i = 0; i < g->batch[0]; i++)
+    for (int j = 0; j < g->batch[1]; j++)
+      gemm_b16(ta, tb, M, N, K, alpha, A + i * g->sA[0] + j * g->sA[1], lda, B16 + i * g->sB[0] + j * g->sB[1], ldb,
+               beta, C + i * g->sC[0] + j * g->sC[1], ldc);
 }
 
 /* d[i] = c[i] + b[i] in double; c[i] = d[i] + b[i] rounded; acc[i] += x[i] widened: built per ISA

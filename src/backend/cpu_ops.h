@@ -249,8 +249,8 @@ void cpu_bias_gelu_rows(int rows, int cols, const float *b, float *pre, float *y
 int cpu_linear_unpacked(int rows, int out, int in);
 
 /* cpu_bf16.c: a few rows in precision = bf16, C (M, N) = alpha op(A) op(B) + beta C, reading B once (one
- * row; several where B is stored (N, K) and the CPU has bfloat16 pairs), from B16 (B as bfloat16, B stored
- * (N, K) only) where it is not NULL. cpu_gemm_bf16_rows: whether cpu_gemm takes that path for M rows;
+ * row; several where B is stored (N, K) and the CPU has bfloat16 pairs), from B16 (B as bfloat16, B then
+ * unread: it may be NULL) where it is not NULL. cpu_gemm_bf16_rows: whether cpu_gemm takes that path for M rows;
  * cpu_gemm_bf16_rows_max: the most rows it takes there with B stored (N, K) (the context's weights16_rows). */
 enum { CPU_BF16_FEW_ROWS = 32 }; /* the most rows cpu_gemm gives cpu_gemm_rows_bf16 beside one */
 void cpu_gemm_rows_bf16(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,

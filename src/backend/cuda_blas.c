@@ -76,6 +76,20 @@ void cuda_gemm_grid(int ta, int tb, int M, int N, int K, float alpha, const floa
                   "cublasGemmBatchedEx");
 }
 
+/* B's span, whatever it covers of the grid (strides and ldb in elements), widened into floats and given to
+ * cuda_gemm_grid (the bfloat16 cache is a host backend's: the context's kv16 is 0 here, so this runs in the
+ * op tests alone). */
+void cuda_gemm_grid_b16(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const uint16_t *B16,
+                        int ldb, float beta, float *C, int ldc, const gemm_grid_t *g) {
+  if (g->batch[0] <= 0 || g->batch[1] <= 0 || M <= 0 || N <= 0) return;
+  const size_t rows = (size_t)(tb ? N : K), cols = (size_t)(tb ? K : N);
+  const size_t span = rows == 0 ? 0 : (size_t)(g->batch[0] - 1) * g->sB[0] + (size_t)(g->batch[1] - 1) * g->sB[1] +
+                                          (rows - 1) * (size_t)ldb + cols;
+  float *B = cuda_workspace(CUDA_WS_WIDE, surge_mul_size(span ? span : 1, sizeof(float), "bfloat16 operand"));
+  cuk_from_bf16(span, B16, B, cuda_stream());
+  cuda_gemm_grid(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, g);
+}
+
 size_t cuda_linear_workspace(int out, int in) {
   (void)out, (void)in;
   return 0;

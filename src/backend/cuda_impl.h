@@ -51,6 +51,7 @@ enum {
   CUDA_WS_ATT,    /* attention: the fused backward's D (B, H, T); the composed form's scores,
                    * probabilities and their gradients (B, H, T, T) each */
   CUDA_WS_LT,     /* cuBLASLt's workspace (cuda_lt.c; one fixed size) */
+  CUDA_WS_WIDE,   /* gemm_grid_b16: its bfloat16 operand widened to floats */
   CUDA_WS_SLOTS
 };
 void *cuda_workspace(int slot, size_t bytes);
@@ -94,6 +95,8 @@ void cuda_gemm_strided(int ta, int tb, int M, int N, int K, float alpha, const f
                        const float *B, int ldb, size_t sB, float beta, float *C, int ldc, size_t sC, int batch);
 void cuda_gemm_grid(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
                     int ldb, float beta, float *C, int ldc, const gemm_grid_t *g);
+void cuda_gemm_grid_b16(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const uint16_t *B16,
+                        int ldb, float beta, float *C, int ldc, const gemm_grid_t *g);
 void cuda_gemm_tn_rows(int M, int N, int K, const float *A, int lda, const float *B, int ldb, float *C, int ldc);
 size_t cuda_linear_workspace(int out, int in);
 void cuda_linear_fwd(int rows, int out, int in, const float *x, const float *w, const uint16_t *w16, const float *b,
@@ -224,6 +227,8 @@ void cuk_clip_factor(const double *sumsq, double max_norm, float *gs, cudaStream
 void cuk_float_pair(const double *x, float *pair, cudaStream_t s);
 /* backend.h's to_bf16: __float2bfloat16_rn's bits (a NaN becomes the canonical one) */
 void cuk_to_bf16(size_t n, const float *x, uint16_t *y, cudaStream_t s);
+/* y[i] = the float bfloat16 x[i] stands for (exact) */
+void cuk_from_bf16(size_t n, const uint16_t *x, float *y, cudaStream_t s);
 void cuk_embed_fwd(int B, int T, int C, const float *idx, int lo, int V, const float *wte, const float *wpe, float *y,
                    cudaStream_t s);
 /* dx[p,:] += (wr: =) dy[p] / HW */

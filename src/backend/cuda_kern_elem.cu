@@ -110,6 +110,10 @@ __global__ void k_to_bf16(size_t n, const float *x, uint16_t *y) {
   for (size_t i = first_index(); i < n; i += grid_stride()) y[i] = __bfloat16_as_ushort(__float2bfloat16_rn(x[i]));
 }
 CUK_FLAT(to_bf16, (size_t n, const float *x, uint16_t *y, cudaStream_t s), (n, x, y))
+__global__ void k_from_bf16(size_t n, const uint16_t *x, float *y) {
+  for (size_t i = first_index(); i < n; i += grid_stride()) y[i] = __bfloat162float(__ushort_as_bfloat16(x[i]));
+}
+CUK_FLAT(from_bf16, (size_t n, const uint16_t *x, float *y, cudaStream_t s), (n, x, y))
 __global__ void k_float_pair(const double *x, float *pair) { float_pair_rule(*x, pair); }
 extern "C" void cuk_float_pair(const double *x, float *pair, cudaStream_t s) {
   k_float_pair<<<1, 1, 0, s>>>(x, pair);

@@ -64,6 +64,7 @@ const backend_context_t *host_context(void) {
   static _Thread_local backend_context_t host = {
       .device = "host", .index = -1, .epilogues = "none", .attention = "none"};
   host.precision = host_bf16 ? "bf16" : "fp32";
+  host.kv16 = host_bf16;
   host.waits = host_waits;
   return &host;
 }

@@ -21,23 +21,30 @@ static double ref_op_a(int ta, const float *A, int lda, int i, int k) {
   return ref_operand(ta ? A[(size_t)k * lda + i] : A[(size_t)i * lda + k]);
 }
 
-// Element (k,j) of op(B) where op(B) is (K,N); B is stored (N,K) when transposed.
-static double ref_op_b(int tb, const float *B, int ldb, int k, int j) {
-  return ref_operand(tb ? B[(size_t)j * ldb + k] : B[(size_t)k * ldb + j]);
+// Element (k,j) of op(B) where op(B) is (K,N); B is stored (N,K) when transposed; B16 in B's place where given
+// (bfloat16).
+static double ref_op_b(int tb, const float *B, const uint16_t *B16, int ldb, int k, int j) {
+  const size_t at = tb ? (size_t)j * ldb + k : (size_t)k * ldb + j;
+  return ref_operand(B16 ? bf16_value(B16[at]) : B[at]);
 }
 
-static void ref_gemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
-                     const float *B, int ldb, float beta, float *C, int ldc) {
+static void ref_gemm_either(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
+                            const float *B, const uint16_t *B16, int ldb, float beta, float *C, int ldc) {
   for (int i = 0; i < M; i++) {
     for (int j = 0; j < N; j++) {
       double acc = 0.0;
-      for (int k = 0; k < K; k++) acc += ref_op_a(ta, A, lda, i, k) * ref_op_b(tb, B, ldb, k, j);
+      for (int k = 0; k < K; k++) acc += ref_op_a(ta, A, lda, i, k) * ref_op_b(tb, B, B16, ldb, k, j);
       float *c = &C[(size_t)i * ldc + j];
       // BLAS semantics: with beta == 0 the old C is not read (it may hold NaN)
       double old = beta == 0.0f ? 0.0 : (double)beta * *c;
       *c = (float)(alpha * acc + old);
     }
   }
+}
+
+static void ref_gemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
+                     const float *B, int ldb, float beta, float *C, int ldc) {
+  ref_gemm_either(ta, tb, M, N, K, alpha, A, lda, B, NULL, ldb, beta, C, ldc);
 }
 
 static void ref_gemm_strided(int ta, int tb, int M, int N, int K, float alpha, const float *A,
@@ -53,6 +60,14 @@ static void ref_gemm_grid(int ta, int tb, int M, int N, int K, float alpha, cons
     for (int j = 0; j < g->batch[1]; j++)
       ref_gemm(ta, tb, M, N, K, alpha, A + i * g->sA[0] + j * g->sA[1], lda, B + i * g->sB[0] + j * g->sB[1], ldb,
                beta, C + i * g->sC[0] + j * g->sC[1], ldc);
+}
+
+static void ref_gemm_grid_b16(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
+                              const uint16_t *B16, int ldb, float beta, float *C, int ldc, const gemm_grid_t *g) {
+  for (int i = 0; i < g->batch[0]; i++)
+    for (int j = 0; j < g->batch[1]; j++)
+      ref_gemm_either(ta, tb, M, N, K, alpha, A + i * g->sA[0] + j * g->sA[1], lda, NULL,
+                      B16 + i * g->sB[0] + j * g->sB[1], ldb, beta, C + i * g->sC[0] + j * g->sC[1], ldc);
 }
 
 /* ---- elementwise and reductions */

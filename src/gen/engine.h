@@ -18,19 +18,24 @@ struct gen_engine {
   int B;            /* sequences */
   int V;            /* logits per sequence: the output's columns, padding included */
   int weights16;    /* its products read a bfloat16 copy of the weights (gen_engine_cache) */
+  int kv16;         /* its key/value cache is held in bfloat16 (gen_engine_cache, where the context says kv16) */
   /* tok (B) token ids stored as float (host); logits (B, V) host, written */
   void (*step)(gen_engine_t *e, const float *tok, int pos, float *logits);
   void (*free)(gen_engine_t *e);
 };
 
+/* gen_engine_cache's halves, each taken where the backend's context allows it and said in gen_engine_t:
+ *   GEN_WEIGHTS16  a bfloat16 copy of the parameters where the backend's products of B rows read one
+ *                  (model_weights16: cpu in bf16, B up to the context's weights16_rows; half the parameters'
+ *                  memory again, and one pass over them to make it)
+ *   GEN_KV16       the key/value cache held in bfloat16 where the context says kv16 (cpu and ref in bf16:
+ *                  the same results, half the cache) */
+enum { GEN_WEIGHTS16 = 1, GEN_KV16 = 2 };
 /* Engines over model m (which must outlive them) on backend be (opened), B >= 1 sequences; the
- * parameters are uploaded once when the engine opens. weights16: the cache engine keeps a bfloat16 copy
- * of the parameters where the backend's products of B rows read one (model_weights16: cpu in bf16, B up
- * to the context's weights16_rows; half the parameters' memory again, and one pass over them to make
- * it), and says so in gen_engine_t.weights16. */
-gen_engine_t *gen_engine_cache(const gen_model_t *m, const backend_t *be, int B, int weights16);
+ * parameters are uploaded once when the engine opens. half: GEN_* flags (the cache engine). */
+gen_engine_t *gen_engine_cache(const gen_model_t *m, const backend_t *be, int B, int half);
 gen_engine_t *gen_engine_full(const gen_model_t *m, const backend_t *be, int B);
-/* By name ("cache" or "full"; the cache with weights16); NULL for another name. */
+/* By name ("cache" or "full"; the cache with both halves); NULL for another name. */
 gen_engine_t *gen_engine_open(const char *name, const gen_model_t *m, const backend_t *be, int B);
 
 #endif

@@ -1,9 +1,11 @@
 /* The cached engine: the model built for one position per sequence, so every layer but two runs
  * its own forward on (B, 1, ...) rows; the embedding adds position pos's row of the position table,
  * and attention appends this position's key and value to its cache and attends to positions 0..pos:
- *   k_cache, v_cache (B, context, C); q (B, 1, C) from qkv (B, 3C); per sequence b and head h
+ *   k_cache, v_cache (B, context, C) (bfloat16 where the context says kv16); q (B, 1, C) from qkv (B, 3C);
+ *   per sequence b and head h
  *   S_bh (1, pos+1) = q_bh K_bh^T,  P_bh = softmax(S_bh / sqrt(hs)),  y_bh (1, hs) = P_bh V_bh. */
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "core/error.h"
@@ -16,7 +18,8 @@ typedef struct cache_engine {
   const backend_t *be;
   graph_t g;       /* the model at T = 1 */
   model_t m;       /* its buffers for B sequences; the parameters uploaded */
-  float **k, **v;  /* per node: an attention node's key and value cache (B, context, C), else NULL */
+  void **k, **v;   /* per node: an attention node's key and value cache (B, context, C), else NULL: floats, or
+                    * bfloat16 where base.kv16 */
   float *s, *p;    /* (B, H, context) scores and probabilities of the widest attention */
 } cache_engine_t;
 
@@ -29,24 +32,37 @@ static void embed_at(cache_engine_t *e, int i, int pos) {
   e->be->embed_fwd(e->base.B, 1, C, m->in[i][0], l->vocab_lo, l->vocab, wte, wpe, m->act[i]);
 }
 
+/* Row `row` of a cache (C elements) = src: the floats, or their bfloat16 */
+static void cache_put(const cache_engine_t *e, void *cache, size_t row, int C, const float *src) {
+  if (e->base.kv16) e->be->to_bf16((size_t)C, src, (uint16_t *)cache + row * C);
+  else e->be->copy((float *)cache + row * C, src, (size_t)C);
+}
+
+/* gemm_grid whose B is a cache (backend.h: gemm_grid_b16 reads the bfloat16 one) */
+static void cache_gemm(const cache_engine_t *e, int tb, int M, int N, int K, const float *A, int lda, const void *cache,
+                       int ldb, float *C, int ldc, const gemm_grid_t *g) {
+  if (e->base.kv16) e->be->gemm_grid_b16(0, tb, M, N, K, 1.0f, A, lda, cache, ldb, 0.0f, C, ldc, g);
+  else e->be->gemm_grid(0, tb, M, N, K, 1.0f, A, lda, cache, ldb, 0.0f, C, ldc, g);
+}
+
 static void attend_at(cache_engine_t *e, int i, int pos) {
   const layer_t *l = &e->g.l[i];
   const backend_t *be = e->be;
   int B = e->base.B, Tm = e->gm->context, ld = l->in_shape[0].d[1], C = ld / 3, H = l->heads, hs = C / H, L = pos + 1;
   const float *qkv = e->m.in[i][0]; /* (B, 3C) */
-  float *K = e->k[i], *V = e->v[i], *y = e->m.act[i];
+  float *y = e->m.act[i];
   for (int b = 0; b < B; b++) {
-    be->copy(K + ((size_t)b * Tm + pos) * C, qkv + (size_t)b * ld + C, (size_t)C);
-    be->copy(V + ((size_t)b * Tm + pos) * C, qkv + (size_t)b * ld + 2 * C, (size_t)C);
+    cache_put(e, e->k[i], (size_t)b * Tm + pos, C, qkv + (size_t)b * ld + C);
+    cache_put(e, e->v[i], (size_t)b * Tm + pos, C, qkv + (size_t)b * ld + 2 * C);
   }
   size_t cache = (size_t)Tm * C, rows = (size_t)H * L;
   // S_bh (1, L) = q_bh (1, hs) K_bh (L, hs)^T: S (B, H, L)
   gemm_grid_t g = {{B, H}, {(size_t)ld, (size_t)hs}, {cache, (size_t)hs}, {rows, (size_t)L}};
-  be->gemm_grid(0, 1, 1, L, hs, 1.0f, qkv, ld, K, C, 0.0f, e->s, L, &g);
+  cache_gemm(e, 1, 1, L, hs, qkv, ld, e->k[i], C, e->s, L, &g);
   be->softmax_rows(B * H, L, 1.0f / sqrtf((float)hs), e->s, e->p);
   // y_bh (1, hs) = P_bh (1, L) V_bh (L, hs), into columns h*hs.. of y (B, C)
   g = (gemm_grid_t){{B, H}, {rows, (size_t)L}, {cache, (size_t)hs}, {(size_t)C, (size_t)hs}};
-  be->gemm_grid(0, 0, 1, hs, L, 1.0f, e->p, L, V, C, 0.0f, y, C, &g);
+  cache_gemm(e, 0, 1, hs, L, e->p, L, e->v[i], C, y, C, &g);
 }
 
 static void cache_step(gen_engine_t *base, const float *tok, int pos, float *logits) {
@@ -66,8 +82,8 @@ static void cache_step(gen_engine_t *base, const float *tok, int pos, float *log
 static void cache_free(gen_engine_t *base) {
   cache_engine_t *e = (cache_engine_t *)base;
   for (int i = 0; i < e->g.n; i++) {
-    if (e->k[i]) e->be->free(e->k[i]);
-    if (e->v[i]) e->be->free(e->v[i]);
+    if (e->k[i]) e->be->free((float *)e->k[i]);
+    if (e->v[i]) e->be->free((float *)e->v[i]);
   }
   if (e->s) e->be->free(e->s);
   if (e->p) e->be->free(e->p);
@@ -77,7 +93,7 @@ static void cache_free(gen_engine_t *base) {
   free(e);
 }
 
-gen_engine_t *gen_engine_cache(const gen_model_t *gm, const backend_t *be, int B, int weights16) {
+gen_engine_t *gen_engine_cache(const gen_model_t *gm, const backend_t *be, int B, int half) {
   cache_engine_t *e = xcalloc(1, sizeof *e);
   e->base = (gen_engine_t){.name = "cache", .B = B, .V = gm->vocab_out, .step = cache_step, .free = cache_free};
   e->gm = gm;
@@ -88,7 +104,9 @@ gen_engine_t *gen_engine_cache(const gen_model_t *gm, const backend_t *be, int B
   if (!be->host_memory) be->upload(e->m.params, gm->params, gm->g.params.total);
   /* every product has B rows, a few: where the backend reads the weights once for them (cpu in bf16), it
    * reads a bfloat16 copy, half the bytes (a token's time is mostly reading the weights) */
-  if (weights16 && B <= be->context()->weights16_rows) e->base.weights16 = model_weights16(&e->m);
+  if ((half & GEN_WEIGHTS16) && B <= be->context()->weights16_rows) e->base.weights16 = model_weights16(&e->m);
+  /* the keys and values in bfloat16 where the products read them so anyway: half the cache, the same results */
+  e->base.kv16 = (half & GEN_KV16) && be->context()->kv16;
   e->k = xcalloc((size_t)e->g.n, sizeof *e->k);
   e->v = xcalloc((size_t)e->g.n, sizeof *e->v);
   size_t widest = 1;
@@ -97,6 +115,7 @@ gen_engine_t *gen_engine_cache(const gen_model_t *gm, const backend_t *be, int B
     if (l->kind != LAYER_ATTENTION) continue;
     size_t n = surge_mul_size(surge_mul_size((size_t)B, (size_t)gm->context, "key/value cache"),
                               (size_t)l->in_shape[0].d[1] / 3, "key/value cache");
+    if (e->base.kv16) n = n / 2 + 1; /* floats holding n bfloat16 */
     e->k[i] = be->alloc(n);
     e->v[i] = be->alloc(n);
     size_t s = (size_t)B * l->heads * gm->context;

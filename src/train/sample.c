@@ -52,8 +52,9 @@ void trainer_sample(trainer_t *t, log_rows_t *samples, progress_t *p) {
   gen_batch_t b = {.B = 1, .prompt = prompt, .len = len, .stream = stream, .out = dst};
   gen_pick_opts_t pick = {.temperature = 1.0, .top_p = 1.0};
   /* no bfloat16 copy of the weights: it would hold half the parameters' memory again beside the run's own
-   * state (the run's peak matters more than a short sample's speed) */
-  gen_engine_t *e = gen_engine_cache(&m, t->be, 1, 0);
+   * state (the run's peak matters more than a short sample's speed); the cache in bfloat16 where it can be,
+   * which holds less */
+  gen_engine_t *e = gen_engine_cache(&m, t->be, 1, GEN_KV16);
   gen_stats_t st = gen_run(e, &b, n, m.context, m.classes, &pick, t->cfg.seed);
   e->free(e);
   uint32_t *ids = xcalloc((size_t)n, sizeof *ids);

@@ -11,7 +11,8 @@
  * runs too, with its ratio to the own float kernel at 16 floats. Then the products of a few rows times
  * a weight (generation's samples): in fp32 the few-row kernel against OpenBLAS and the own packed
  * kernel, and in bf16 (with AVX-512 BF16) the packed pairs against the dot products cpu_gemm gives
- * them instead.
+ * them instead. Last, in bf16, a generated token's attention products against a key/value cache held in
+ * floats and in bfloat16 (gen/engine_cache.c), at GPT-2 124M's heads, 8 sequences, by length.
  * The CPU's name and the load average are printed before and after: read the ratios, not the
  * rates, on a shared machine. Before the table, the core's float multiply-add peak at each width
  * (independent FMA chains, nothing loaded) with its best round, and each own kernel's share of it in
@@ -253,6 +254,72 @@ static void few_rows_table(int rounds) {
       fflush(stdout);
     }
 }
+
+/* One product of a key/value cache of B sequences x H heads (gen/engine_cache.c's attend_at, its grid): the
+ * scores of one query against L keys (tb = 1, N = L, K = hs) or the values' sum weighted by L probabilities
+ * (tb = 0, N = hs, K = L), the cache (B, H, context, hs) in floats (gemm_grid) or in bfloat16 (gemm_grid_b16) */
+typedef struct cache_case {
+  int B, H, hs, L, context, tb;
+  const float *A, *Kf;
+  const uint16_t *K16;
+  float *C;
+} cache_case_t;
+
+/* Microseconds per call, the median of `rounds` rounds of 0.05 s, in bfloat16 (b16) or floats. */
+static double cache_round_us(const cache_case_t *c, int b16) {
+  const int C = c->H * c->hs, M = 1, N = c->tb ? c->L : c->hs, K = c->tb ? c->hs : c->L;
+  const size_t rows = (size_t)c->H * c->L;
+  const gemm_grid_t g = c->tb ? (gemm_grid_t){{c->B, c->H}, {3 * (size_t)C, (size_t)c->hs},
+                                              {(size_t)c->context * C, (size_t)c->context * c->hs}, {rows, (size_t)c->L}}
+                              : (gemm_grid_t){{c->B, c->H}, {rows, (size_t)c->L},
+                                              {(size_t)c->context * C, (size_t)c->context * c->hs}, {(size_t)C, (size_t)c->hs}};
+  const int lda = c->tb ? 3 * C : c->L, ldc = c->tb ? c->L : C;
+  const double t0 = now();
+  double t = t0;
+  long calls = 0;
+  while (t - t0 < 0.05) {
+    if (b16) backend_cpu.gemm_grid_b16(0, c->tb, M, N, K, 1.0f, c->A, lda, c->K16, c->hs, 0.0f, c->C, ldc, &g);
+    else backend_cpu.gemm_grid(0, c->tb, M, N, K, 1.0f, c->A, lda, c->Kf, c->hs, 0.0f, c->C, ldc, &g);
+    calls++;
+    t = now();
+  }
+  return (t - t0) / (double)calls * 1e6;
+}
+
+/* precision = bf16: a generated token's attention products against a key/value cache held in floats and in
+ * bfloat16 (the context's kv16: the same bits), at GPT-2 124M's heads (12 x 64), 8 sequences, by length */
+static void cache_table(int rounds) {
+  backend_options_t o = backend_default_options();
+  o.precision = BACKEND_BF16;
+  int input_error = 0;
+  if (backend_cpu.open(&o, &input_error)) return;
+  enum { B = 8, H = 12, HS = 64, CONTEXT = 1024 };
+  const size_t C = (size_t)H * HS, cache = (size_t)B * CONTEXT * C;
+  float *A = xmalloc((size_t)B * 3 * C * sizeof *A), *Kf = xmalloc(cache * sizeof *Kf);
+  float *out = xmalloc((size_t)B * H * CONTEXT * sizeof *out);
+  uint16_t *K16 = xmalloc(cache * sizeof *K16);
+  for (size_t j = 0; j < (size_t)B * 3 * C; j++) A[j] = (float)((j * 7919) % 1000) * 1e-3f - 0.5f;
+  for (size_t j = 0; j < cache; j++) Kf[j] = (float)((j * 104729) % 1000) * 1e-3f - 0.5f;
+  backend_cpu.to_bf16(cache, Kf, K16);
+  printf("# bf16, a key/value cache's products (%d sequences x %d heads of %d, one query each): the cache in floats "
+         "against bfloat16 (kv16); microseconds per call, medians of %d alternating rounds\n", B, H, HS, rounds);
+  printf("%-8s %5s %10s %10s %9s %11s\n", "product", "L", "floats us", "bf16 us", "speedup", "bf16 GB/s");
+  static const int lengths[] = {128, 512, 1024};
+  for (int tb = 1; tb >= 0; tb--)
+    for (size_t i = 0; i < sizeof lengths / sizeof lengths[0]; i++) {
+      const cache_case_t c = {B, H, HS, lengths[i], CONTEXT, tb, A, Kf, K16, out};
+      double us[2][1000];
+      for (int r = 0; r < rounds; r++)
+        for (int k = 0; k < 2; k++) us[k][r] = cache_round_us(&c, k);
+      for (int k = 0; k < 2; k++) qsort(us[k], (size_t)rounds, sizeof(double), cmp_double);
+      const double f = us[0][rounds / 2], h = us[1][rounds / 2], bytes = 2.0 * B * lengths[i] * C;
+      printf("%-8s %5d %10.1f %10.1f %8.2fx %11.1f\n", tb ? "q K^T" : "P V", lengths[i], f, h, f / h, bytes / h * 1e-3);
+      fflush(stdout);
+    }
+  free(A), free(Kf), free(out), free(K16);
+  o.precision = BACKEND_FP32;
+  backend_cpu.open(&o, &input_error);
+}
 #endif
 
 int main(int argc, char **argv) {
@@ -309,6 +376,7 @@ int main(int argc, char **argv) {
 #if CPU_KERNELS_BUILT
   if (best >= BACKEND_SIMD_AVX2) few_rows_fp32_table(rounds, best);
   if (pairs > 0) few_rows_table(rounds);
+  if (best >= BACKEND_SIMD_AVX2) cache_table(rounds);
 #endif
   print_load("after");
   return 0;

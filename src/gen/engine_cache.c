@@ -1,8 +1,8 @@
 /* The cached engine: the model built for one position per sequence, so every layer but two runs
  * its own forward on (B, 1, ...) rows; the embedding adds position pos's row of the position table,
  * and attention appends this position's key and value to its cache and attends to positions 0..pos:
- *   k_cache, v_cache (B, context, C) (bfloat16 where the context says kv16); q (B, 1, C) from qkv (B, 3C);
- *   per sequence b and head h
+ *   k_cache, v_cache (B, H, context, hs) (bfloat16 where the context says kv16: the same results, its products
+ *   rounding them anyway); q (B, 1, C) from qkv (B, 3C); per sequence b and head h
  *   S_bh (1, pos+1) = q_bh K_bh^T,  P_bh = softmax(S_bh / sqrt(hs)),  y_bh (1, hs) = P_bh V_bh. */
 #include <math.h>
 #include <stdint.h>
@@ -18,8 +18,10 @@ typedef struct cache_engine {
   const backend_t *be;
   graph_t g;       /* the model at T = 1 */
   model_t m;       /* its buffers for B sequences; the parameters uploaded */
-  void **k, **v;   /* per node: an attention node's key and value cache (B, context, C), else NULL: floats, or
-                    * bfloat16 where base.kv16 */
+  void **k, **v;   /* per node: an attention node's key and value cache (B, H, context, hs), else NULL: floats,
+                    * or bfloat16 where base.kv16. Each head's rows lie together: a product reads one run of
+                    * memory (in rows of C, (B, context, C), it read 64 of every 768 values and ran 3-4x slower
+                    * at GPT-2 124M's context, bench/bench_gemm's cache table) */
   float *s, *p;    /* (B, H, context) scores and probabilities of the widest attention */
 } cache_engine_t;
 
@@ -32,10 +34,14 @@ static void embed_at(cache_engine_t *e, int i, int pos) {
   e->be->embed_fwd(e->base.B, 1, C, m->in[i][0], l->vocab_lo, l->vocab, wte, wpe, m->act[i]);
 }
 
-/* Row `row` of a cache (C elements) = src: the floats, or their bfloat16 */
-static void cache_put(const cache_engine_t *e, void *cache, size_t row, int C, const float *src) {
-  if (e->base.kv16) e->be->to_bf16((size_t)C, src, (uint16_t *)cache + row * C);
-  else e->be->copy((float *)cache + row * C, src, (size_t)C);
+/* Position pos of sequence b in a cache (B, H, context, hs) = src (C = H hs): floats, or their bfloat16 */
+static void cache_put(const cache_engine_t *e, void *cache, int b, int pos, int H, int hs, const float *src) {
+  const size_t Tm = (size_t)e->gm->context, at = (size_t)b * H * Tm * hs + (size_t)pos * hs;
+  if (!e->base.kv16) {
+    e->be->copy_cols(H, hs, src, (size_t)hs, (float *)cache + at, Tm * hs, 0);
+    return;
+  }
+  for (int h = 0; h < H; h++) e->be->to_bf16((size_t)hs, src + (size_t)h * hs, (uint16_t *)cache + at + h * Tm * hs);
 }
 
 /* gemm_grid whose B is a cache (backend.h: gemm_grid_b16 reads the bfloat16 one) */
@@ -52,17 +58,17 @@ static void attend_at(cache_engine_t *e, int i, int pos) {
   const float *qkv = e->m.in[i][0]; /* (B, 3C) */
   float *y = e->m.act[i];
   for (int b = 0; b < B; b++) {
-    cache_put(e, e->k[i], (size_t)b * Tm + pos, C, qkv + (size_t)b * ld + C);
-    cache_put(e, e->v[i], (size_t)b * Tm + pos, C, qkv + (size_t)b * ld + 2 * C);
+    cache_put(e, e->k[i], b, pos, H, hs, qkv + (size_t)b * ld + C);
+    cache_put(e, e->v[i], b, pos, H, hs, qkv + (size_t)b * ld + 2 * C);
   }
-  size_t cache = (size_t)Tm * C, rows = (size_t)H * L;
+  const size_t head = (size_t)Tm * hs, rows = (size_t)H * L; /* a head's cache; S's rows of a sequence */
   // S_bh (1, L) = q_bh (1, hs) K_bh (L, hs)^T: S (B, H, L)
-  gemm_grid_t g = {{B, H}, {(size_t)ld, (size_t)hs}, {cache, (size_t)hs}, {rows, (size_t)L}};
-  cache_gemm(e, 1, 1, L, hs, qkv, ld, e->k[i], C, e->s, L, &g);
+  gemm_grid_t g = {{B, H}, {(size_t)ld, (size_t)hs}, {H * head, head}, {rows, (size_t)L}};
+  cache_gemm(e, 1, 1, L, hs, qkv, ld, e->k[i], hs, e->s, L, &g);
   be->softmax_rows(B * H, L, 1.0f / sqrtf((float)hs), e->s, e->p);
   // y_bh (1, hs) = P_bh (1, L) V_bh (L, hs), into columns h*hs.. of y (B, C)
-  g = (gemm_grid_t){{B, H}, {rows, (size_t)L}, {cache, (size_t)hs}, {(size_t)C, (size_t)hs}};
-  cache_gemm(e, 0, 1, hs, L, e->p, L, e->v[i], C, y, C, &g);
+  g = (gemm_grid_t){{B, H}, {rows, (size_t)L}, {H * head, head}, {(size_t)C, (size_t)hs}};
+  cache_gemm(e, 0, 1, hs, L, e->p, L, e->v[i], hs, y, C, &g);
 }
 
 static void cache_step(gen_engine_t *base, const float *tok, int pos, float *logits) {

@@ -35,7 +35,7 @@ static void make_model(gen_model_t *m) {
 
 /* Step both engines through the same tokens: the logits agree at every position. */
 static void test_logits(const gen_model_t *m, const backend_t *be) {
-  gen_engine_t *c = gen_engine_cache(m, be, B, GEN_WEIGHTS16 | GEN_KV16), *f = gen_engine_full(m, be, B);
+  gen_engine_t *c = gen_engine_cache(m, be, B, CONTEXT, GEN_WEIGHTS16 | GEN_KV16), *f = gen_engine_full(m, be, B);
   tap_ok(c->V == 256 && f->V == 256, "%s: the engines give the padded vocabulary's 256 logits", be->name);
   float tok[B], *lc = malloc(sizeof(float) * B * 256), *lf = malloc(sizeof(float) * B * 256);
   double worst = 0, scale = 0;
@@ -76,7 +76,8 @@ static void generate(const gen_model_t *m, const backend_t *be, const char *engi
     dst[s] = out[s];
     if (len[s] > longest) longest = len[s];
   }
-  gen_engine_t *e = gen_engine_open(engine, m, be, nseq);
+  /* the cache engine holds exactly the positions the steps reach (the last token chosen is not fed) */
+  gen_engine_t *e = gen_engine_open(engine, m, be, nseq, longest + CONTEXT - 5 - 1);
   gen_batch_t batch = {.B = nseq, .prompt = prompt, .len = len, .stream = streams, .out = dst};
   gen_stats_t st = gen_run(e, &batch, CONTEXT - 5, CONTEXT, VOCAB, o, 11);
   tap_ok(st.tokens == (long)nseq * (CONTEXT - 5) && st.steps == longest + CONTEXT - 5 - 1,
@@ -166,7 +167,7 @@ static void test_pick(void) {
 /* precision = bf16: the cache held in bfloat16 (kv16, where the context allows it) gives the bits of the cache
  * in floats at every position, as it should, its products rounding the keys and values anyway. */
 static void test_kv16(const gen_model_t *m, const backend_t *be) {
-  gen_engine_t *e[2] = {gen_engine_cache(m, be, B, 0), gen_engine_cache(m, be, B, GEN_KV16)};
+  gen_engine_t *e[2] = {gen_engine_cache(m, be, B, CONTEXT, 0), gen_engine_cache(m, be, B, CONTEXT, GEN_KV16)};
   tap_ok(!e[0]->kv16 && e[1]->kv16 == be->context()->kv16 && e[1]->kv16,
          "%s in bf16: the cache is held in bfloat16 when asked (kv16), and in floats when not", be->name);
   float tok[B], *l[2] = {malloc(sizeof(float) * B * 256), malloc(sizeof(float) * B * 256)};

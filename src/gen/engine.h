@@ -32,10 +32,11 @@ struct gen_engine {
  *                  the same results, half the cache) */
 enum { GEN_WEIGHTS16 = 1, GEN_KV16 = 2 };
 /* Engines over model m (which must outlive them) on backend be (opened), B >= 1 sequences; the
- * parameters are uploaded once when the engine opens. half: GEN_* flags (the cache engine). */
-gen_engine_t *gen_engine_cache(const gen_model_t *m, const backend_t *be, int B, int half);
+ * parameters are uploaded once when the engine opens. The cache engine holds `positions` of each sequence
+ * (1 to the context: the most its steps reach, prompt and new tokens), half: GEN_* flags. */
+gen_engine_t *gen_engine_cache(const gen_model_t *m, const backend_t *be, int B, int positions, int half);
 gen_engine_t *gen_engine_full(const gen_model_t *m, const backend_t *be, int B);
 /* By name ("cache" or "full"; the cache with both halves); NULL for another name. */
-gen_engine_t *gen_engine_open(const char *name, const gen_model_t *m, const backend_t *be, int B);
+gen_engine_t *gen_engine_open(const char *name, const gen_model_t *m, const backend_t *be, int B, int positions);
 
 #endif

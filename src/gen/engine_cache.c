@@ -1,7 +1,7 @@
 /* The cached engine: the model built for one position per sequence, so every layer but two runs
  * its own forward on (B, 1, ...) rows; the embedding adds position pos's row of the position table,
  * and attention appends this position's key and value to its cache and attends to positions 0..pos:
- *   k_cache, v_cache (B, H, context, hs) (bfloat16 where the context says kv16: the same results, its products
+ *   k_cache, v_cache (B, H, positions, hs) (bfloat16 where the context says kv16: the same results, its products
  *   rounding them anyway); q (B, 1, C) from qkv (B, 3C); per sequence b and head h
  *   S_bh (1, pos+1) = q_bh K_bh^T,  P_bh = softmax(S_bh / sqrt(hs)),  y_bh (1, hs) = P_bh V_bh. */
 #include <math.h>
@@ -18,11 +18,12 @@ typedef struct cache_engine {
   const backend_t *be;
   graph_t g;       /* the model at T = 1 */
   model_t m;       /* its buffers for B sequences; the parameters uploaded */
-  void **k, **v;   /* per node: an attention node's key and value cache (B, H, context, hs), else NULL: floats,
+  int positions;   /* the most a sequence takes (prompt and new tokens), at most the context */
+  void **k, **v;   /* per node: an attention node's key and value cache (B, H, positions, hs), else NULL: floats,
                     * or bfloat16 where base.kv16. Each head's rows lie together: a product reads one run of
                     * memory (in rows of C, (B, context, C), it read 64 of every 768 values and ran 3-4x slower
                     * at GPT-2 124M's context, bench/bench_gemm's cache table) */
-  float *s, *p;    /* (B, H, context) scores and probabilities of the widest attention */
+  float *s, *p;    /* (B, H, positions) scores and probabilities of the widest attention */
 } cache_engine_t;
 
 static void embed_at(cache_engine_t *e, int i, int pos) {
@@ -34,9 +35,9 @@ static void embed_at(cache_engine_t *e, int i, int pos) {
   e->be->embed_fwd(e->base.B, 1, C, m->in[i][0], l->vocab_lo, l->vocab, wte, wpe, m->act[i]);
 }
 
-/* Position pos of sequence b in a cache (B, H, context, hs) = src (C = H hs): floats, or their bfloat16 */
+/* Position pos of sequence b in a cache (B, H, positions, hs) = src (C = H hs): floats, or their bfloat16 */
 static void cache_put(const cache_engine_t *e, void *cache, int b, int pos, int H, int hs, const float *src) {
-  const size_t Tm = (size_t)e->gm->context, at = (size_t)b * H * Tm * hs + (size_t)pos * hs;
+  const size_t Tm = (size_t)e->positions, at = (size_t)b * H * Tm * hs + (size_t)pos * hs;
   if (!e->base.kv16) {
     e->be->copy_cols(H, hs, src, (size_t)hs, (float *)cache + at, Tm * hs, 0);
     return;
@@ -54,7 +55,7 @@ static void cache_gemm(const cache_engine_t *e, int tb, int M, int N, int K, con
 static void attend_at(cache_engine_t *e, int i, int pos) {
   const layer_t *l = &e->g.l[i];
   const backend_t *be = e->be;
-  int B = e->base.B, Tm = e->gm->context, ld = l->in_shape[0].d[1], C = ld / 3, H = l->heads, hs = C / H, L = pos + 1;
+  int B = e->base.B, Tm = e->positions, ld = l->in_shape[0].d[1], C = ld / 3, H = l->heads, hs = C / H, L = pos + 1;
   const float *qkv = e->m.in[i][0]; /* (B, 3C) */
   float *y = e->m.act[i];
   for (int b = 0; b < B; b++) {
@@ -73,7 +74,8 @@ static void attend_at(cache_engine_t *e, int i, int pos) {
 
 static void cache_step(gen_engine_t *base, const float *tok, int pos, float *logits) {
   cache_engine_t *e = (cache_engine_t *)base;
-  if (pos < 0 || pos >= e->gm->context) surge_runtime_error("position %d outside the context %d (a bug)", pos, e->gm->context);
+  if (pos < 0 || pos >= e->positions)
+    surge_runtime_error("position %d outside the engine's %d positions (a bug)", pos, e->positions);
   model_t *m = &e->m;
   e->be->upload(m->act[0], tok, (size_t)base->B);
   for (int i = 1; i < e->g.n; i++) {
@@ -99,10 +101,13 @@ static void cache_free(gen_engine_t *base) {
   free(e);
 }
 
-gen_engine_t *gen_engine_cache(const gen_model_t *gm, const backend_t *be, int B, int half) {
+gen_engine_t *gen_engine_cache(const gen_model_t *gm, const backend_t *be, int B, int positions, int half) {
+  if (positions < 1 || positions > gm->context)
+    surge_runtime_error("a key/value cache of %d positions for a context of %d (a bug)", positions, gm->context);
   cache_engine_t *e = xcalloc(1, sizeof *e);
   e->base = (gen_engine_t){.name = "cache", .B = B, .V = gm->vocab_out, .step = cache_step, .free = cache_free};
   e->gm = gm;
+  e->positions = positions;
   e->be = be;
   gen_model_graph(gm, 1, &e->g);
   /* a host backend reads the model's own slab in place; a device gets a copy */
@@ -119,12 +124,12 @@ gen_engine_t *gen_engine_cache(const gen_model_t *gm, const backend_t *be, int B
   for (int i = 0; i < e->g.n; i++) {
     const layer_t *l = &e->g.l[i];
     if (l->kind != LAYER_ATTENTION) continue;
-    size_t n = surge_mul_size(surge_mul_size((size_t)B, (size_t)gm->context, "key/value cache"),
+    size_t n = surge_mul_size(surge_mul_size((size_t)B, (size_t)positions, "key/value cache"),
                               (size_t)l->in_shape[0].d[1] / 3, "key/value cache");
     if (e->base.kv16) n = n / 2 + 1; /* floats holding n bfloat16 */
     e->k[i] = be->alloc(n);
     e->v[i] = be->alloc(n);
-    size_t s = (size_t)B * l->heads * gm->context;
+    size_t s = (size_t)B * l->heads * positions;
     if (s > widest) widest = s;
   }
   e->s = be->alloc(widest);

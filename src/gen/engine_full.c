@@ -61,8 +61,8 @@ gen_engine_t *gen_engine_full(const gen_model_t *gm, const backend_t *be, int B)
   return &e->base;
 }
 
-gen_engine_t *gen_engine_open(const char *name, const gen_model_t *m, const backend_t *be, int B) {
-  if (!strcmp(name, "cache")) return gen_engine_cache(m, be, B, GEN_WEIGHTS16 | GEN_KV16);
+gen_engine_t *gen_engine_open(const char *name, const gen_model_t *m, const backend_t *be, int B, int positions) {
+  if (!strcmp(name, "cache")) return gen_engine_cache(m, be, B, positions, GEN_WEIGHTS16 | GEN_KV16);
   if (!strcmp(name, "full")) return gen_engine_full(m, be, B);
   return NULL;
 }

@@ -167,7 +167,9 @@ void gen_job_run(const gen_job_opts_t *o, MPI_Comm job) {
       stream[s] = (uint64_t)(lo + s);
       at += pid[s] + o->tokens;
     }
-    gen_engine_t *e = gen_engine_open(o->engine, &L.m, be, B);
+    int longest = 0; /* the engine holds the positions its steps reach: the longest prompt and the new tokens */
+    for (int s = 0; s < B; s++) longest = pid[s] > longest ? pid[s] : longest;
+    gen_engine_t *e = gen_engine_open(o->engine, &L.m, be, B, longest + o->tokens);
     half[0] = e->weights16, half[1] = e->kv16;
     gen_batch_t batch = {.B = B, .prompt = pr, .len = pid, .stream = stream, .out = out};
     st = gen_run(e, &batch, o->tokens, L.m.context, L.vocab.classes, &o->pick, seed);

@@ -54,7 +54,7 @@ void trainer_sample(trainer_t *t, log_rows_t *samples, progress_t *p) {
   /* no bfloat16 copy of the weights: it would hold half the parameters' memory again beside the run's own
    * state (the run's peak matters more than a short sample's speed); the cache in bfloat16 where it can be,
    * which holds less */
-  gen_engine_t *e = gen_engine_cache(&m, t->be, 1, GEN_KV16);
+  gen_engine_t *e = gen_engine_cache(&m, t->be, 1, n + 1, GEN_KV16);
   gen_stats_t st = gen_run(e, &b, n, m.context, m.classes, &pick, t->cfg.seed);
   e->free(e);
   uint32_t *ids = xcalloc((size_t)n, sizeof *ids);

@@ -269,10 +269,10 @@ typedef struct cache_case {
 static double cache_round_us(const cache_case_t *c, int b16) {
   const int C = c->H * c->hs, M = 1, N = c->tb ? c->L : c->hs, K = c->tb ? c->hs : c->L;
   const size_t rows = (size_t)c->H * c->L;
-  const gemm_grid_t g = c->tb ? (gemm_grid_t){{c->B, c->H}, {3 * (size_t)C, (size_t)c->hs},
-                                              {(size_t)c->context * C, (size_t)c->context * c->hs}, {rows, (size_t)c->L}}
-                              : (gemm_grid_t){{c->B, c->H}, {rows, (size_t)c->L},
-                                              {(size_t)c->context * C, (size_t)c->context * c->hs}, {(size_t)C, (size_t)c->hs}};
+  const size_t head = (size_t)c->context * c->hs, seq = (size_t)c->H * head; /* the cache's strides */
+  const gemm_grid_t scores = {{c->B, c->H}, {3 * (size_t)C, (size_t)c->hs}, {seq, head}, {rows, (size_t)c->L}};
+  const gemm_grid_t sum = {{c->B, c->H}, {rows, (size_t)c->L}, {seq, head}, {(size_t)C, (size_t)c->hs}};
+  const gemm_grid_t g = c->tb ? scores : sum;
   const int lda = c->tb ? 3 * C : c->L, ldc = c->tb ? c->L : C;
   const double t0 = now();
   double t = t0;

@@ -357,7 +357,10 @@ static void check_cache_bits(const char *where) {
         y[k] = uniform(6 * c1, -1, 1);
         cpu_set_threads(k == 2 ? 2 : 1);
         if (k == 0) backend_cpu.gemm_grid(0, tb, M, N, K, 1.0f, A, lda, B, ldb, 0.0f, y[k], N, &g);
-        else (k < 3 ? &backend_cpu : &backend_ref)->gemm_grid_b16(0, tb, M, N, K, 1.0f, A, lda, B16, ldb, 0.0f, y[k], N, &g);
+        else {
+          const backend_t *be = k < 3 ? &backend_cpu : &backend_ref;
+          be->gemm_grid_b16(0, tb, M, N, K, 1.0f, A, lda, B16, ldb, 0.0f, y[k], N, &g);
+        }
       }
       cpu_set_threads(1);
       const size_t bytes = 6 * c1 * sizeof(float);

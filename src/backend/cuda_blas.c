@@ -82,9 +82,11 @@ void cuda_gemm_grid(int ta, int tb, int M, int N, int K, float alpha, const floa
 void cuda_gemm_grid_b16(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const uint16_t *B16,
                         int ldb, float beta, float *C, int ldc, const gemm_grid_t *g) {
   if (g->batch[0] <= 0 || g->batch[1] <= 0 || M <= 0 || N <= 0) return;
-  const size_t rows = (size_t)(tb ? N : K), cols = (size_t)(tb ? K : N);
-  const size_t span = rows == 0 ? 0 : (size_t)(g->batch[0] - 1) * g->sB[0] + (size_t)(g->batch[1] - 1) * g->sB[1] +
-                                          (rows - 1) * (size_t)ldb + cols;
+  const int rows = tb ? N : K, cols = tb ? K : N; /* B as stored */
+  size_t span = 0;                                 /* its elements from the first to the last, gaps included */
+  if (rows > 0 && cols > 0)
+    span = (size_t)(g->batch[0] - 1) * g->sB[0] + (size_t)(g->batch[1] - 1) * g->sB[1] + (size_t)(rows - 1) * ldb +
+           (size_t)cols;
   float *B = cuda_workspace(CUDA_WS_WIDE, surge_mul_size(span ? span : 1, sizeof(float), "bfloat16 operand"));
   cuk_from_bf16(span, B16, B, cuda_stream());
   cuda_gemm_grid(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, g);

@@ -190,7 +190,8 @@ void gen_job_run(const gen_job_opts_t *o, MPI_Comm job) {
     if (fflush(stdout) != 0) surge_runtime_error("writing standard output failed");
     long made = total * o->tokens;
     const int cache = !strcmp(o->engine, "cache");
-    fprintf(stderr, "surge-sample: %ld samples x %d new tokens in %.3f s: %.1f tokens/s (%s%s%s, %s backend, %d rank%s x "
+    fprintf(stderr,
+            "surge-sample: %ld samples x %d new tokens in %.3f s: %.1f tokens/s (%s%s%s, %s backend, %d rank%s x "
             "%d thread%s)\n", total, o->tokens, secs, secs > 0 ? (double)made / secs : 0.0,
             cache ? "key/value cache" : "no cache", cache && half[1] ? " in bfloat16" : "",
             half[0] ? ", weights read as bfloat16" : "", be->name, size,

@@ -172,7 +172,7 @@ typedef struct gemm_grid {
       int ldb, float beta, float *C, int ldc, const gemm_grid_t *g)) \
   /* gemm_grid with B held only as bfloat16 (B16: bf16_bits, strides and ldb in its elements), its \
    * values the floats they stand for: a key/value cache in bfloat16 (gen/engine_cache.c, where the \
-   * context says kv16). In precision = bf16 C is the bits gemm_grid gives for B widened to floats. */ \
+   * context says kv16). C is gemm_grid's on B widened to floats (bit for bit in bf16: tests/test_bf16). */ \
   X(void, gemm_grid_b16, (int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, \
       const uint16_t *B16, int ldb, float beta, float *C, int ldc, const gemm_grid_t *g)) \
   /* ---- elementwise and reductions */ \

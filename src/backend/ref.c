@@ -21,8 +21,8 @@ static double ref_op_a(int ta, const float *A, int lda, int i, int k) {
   return ref_operand(ta ? A[(size_t)k * lda + i] : A[(size_t)i * lda + k]);
 }
 
-// Element (k,j) of op(B) where op(B) is (K,N); B is stored (N,K) when transposed; B16 in B's place where given
-// (bfloat16).
+// Element (k,j) of op(B) where op(B) is (K,N); B is stored (N,K) when transposed; read from B16 (bfloat16)
+// instead where given.
 static double ref_op_b(int tb, const float *B, const uint16_t *B16, int ldb, int k, int j) {
   const size_t at = tb ? (size_t)j * ldb + k : (size_t)k * ldb + j;
   return ref_operand(B16 ? bf16_value(B16[at]) : B[at]);

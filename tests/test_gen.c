@@ -76,12 +76,16 @@ static void generate(const gen_model_t *m, const backend_t *be, const char *engi
     dst[s] = out[s];
     if (len[s] > longest) longest = len[s];
   }
-  /* the cache engine holds exactly the positions the steps reach (the last token chosen is not fed) */
-  gen_engine_t *e = gen_engine_open(engine, m, be, nseq, longest + CONTEXT - 5 - 1);
+  /* the cache engine holds exactly the positions the steps reach (the last token chosen is not fed): 2 layers'
+   * keys and values of width 32, floats */
+  const int positions = longest + CONTEXT - 5 - 1;
+  gen_engine_t *e = gen_engine_open(engine, m, be, nseq, positions);
+  const size_t bytes = strcmp(engine, "cache") ? 0 : (size_t)2 * 2 * nseq * positions * 32 * sizeof(float);
   gen_batch_t batch = {.B = nseq, .prompt = prompt, .len = len, .stream = streams, .out = dst};
   gen_stats_t st = gen_run(e, &batch, CONTEXT - 5, CONTEXT, VOCAB, o, 11);
-  tap_ok(st.tokens == (long)nseq * (CONTEXT - 5) && st.steps == longest + CONTEXT - 5 - 1,
-         "%s %s: %ld new tokens in %ld steps", be->name, engine, st.tokens, st.steps);
+  tap_ok(st.tokens == (long)nseq * (CONTEXT - 5) && st.steps == longest + CONTEXT - 5 - 1 && e->cache_bytes == bytes,
+         "%s %s: %ld new tokens in %ld steps, a cache of %zu bytes", be->name, engine, st.tokens, st.steps,
+         e->cache_bytes);
   e->free(e);
 }
 
@@ -168,8 +172,9 @@ static void test_pick(void) {
  * in floats at every position, as it should, its products rounding the keys and values anyway. */
 static void test_kv16(const gen_model_t *m, const backend_t *be) {
   gen_engine_t *e[2] = {gen_engine_cache(m, be, B, CONTEXT, 0), gen_engine_cache(m, be, B, CONTEXT, GEN_KV16)};
-  tap_ok(!e[0]->kv16 && e[1]->kv16 == be->context()->kv16 && e[1]->kv16,
-         "%s in bf16: the cache is held in bfloat16 when asked (kv16), and in floats when not", be->name);
+  tap_ok(!e[0]->kv16 && e[1]->kv16 == be->context()->kv16 && e[1]->kv16 && 2 * e[1]->cache_bytes == e[0]->cache_bytes,
+         "%s in bf16: the cache is held in bfloat16 when asked (kv16), in half the bytes (%zu against %zu), and in "
+         "floats when not", be->name, e[1]->cache_bytes, e[0]->cache_bytes);
   float tok[B], *l[2] = {malloc(sizeof(float) * B * 256), malloc(sizeof(float) * B * 256)};
   int same = 1;
   for (int pos = 0; pos < CONTEXT; pos++) {

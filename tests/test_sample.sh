@@ -46,7 +46,8 @@ rc=$?
 sample "$t/full" 1 "$model" --prompt "The " --greedy --tokens 28 --print-ids --no-cache
 [ $rc = 0 ] && [ $? = 0 ] && [ "$(wc -w <"$t/cache")" = 32 ] && cmp -s "$t/cache" "$t/full"
 tap_ok $? "greedy, 28 tokens after a 4-byte prompt: the cache gives the ids of recomputing the context: $(cut -c1-60 "$t/cache")"
-grep -q "^surge-sample: 1 samples x 28 new tokens in [0-9.]* s: [0-9.]* tokens/s (key/value cache, cpu backend" \
+line="^surge-sample: 1 samples x 28 new tokens in [0-9.]* s: [0-9.]* tokens/s (key/value cache of [0-9.]* [KM]iB, cpu"
+grep -q "$line backend" \
   "$t/cache.err"
 tap_ok $? "tokens/s printed: $(cat "$t/cache.err")"
 set -- --prompt "Once upon a time" --ids "10 65 66" --prompt "x" --greedy --tokens 16 --print-ids
@@ -64,7 +65,7 @@ else # the cache's products of a few rows read the weights' bfloat16 copy (model
   sample "$t/cache1b" 1 "$model" --ids "10 65 66" --greedy --tokens 16 --print-ids -D backend.precision=bf16 &&
     sample "$t/full1b" 1 "$model" --ids "10 65 66" --greedy --tokens 16 --print-ids -D backend.precision=bf16 \
       --no-cache && cmp -s "$t/cache1b" "$t/full1b" &&
-    grep -q "(key/value cache in bfloat16, weights read as bfloat16, cpu backend" "$t/cache1b.err"
+    grep -q "(key/value cache of [0-9.]* [KM]iB in bfloat16, weights read as bfloat16, cpu backend" "$t/cache1b.err"
   tap_ok $? "bf16, one sample: the cache, held in bfloat16, reads a bfloat16 copy of the weights and gives the ids \
 of no cache: \
 $(cat "$t/cache1b.err")"

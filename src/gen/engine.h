@@ -19,6 +19,7 @@ struct gen_engine {
   int V;            /* logits per sequence: the output's columns, padding included */
   int weights16;    /* its products read a bfloat16 copy of the weights (gen_engine_cache) */
   int kv16;         /* its key/value cache is held in bfloat16 (gen_engine_cache, where the context says kv16) */
+  size_t cache_bytes; /* the key/value cache's size, every layer's keys and values (0: the full engine) */
   /* tok (B) token ids stored as float (host); logits (B, V) host, written */
   void (*step)(gen_engine_t *e, const float *tok, int pos, float *logits);
   void (*free)(gen_engine_t *e);

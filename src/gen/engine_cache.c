@@ -126,6 +126,7 @@ gen_engine_t *gen_engine_cache(const gen_model_t *gm, const backend_t *be, int B
     if (l->kind != LAYER_ATTENTION) continue;
     size_t n = surge_mul_size(surge_mul_size((size_t)B, (size_t)positions, "key/value cache"),
                               (size_t)l->in_shape[0].d[1] / 3, "key/value cache");
+    e->base.cache_bytes += 2 * n * (e->base.kv16 ? sizeof(uint16_t) : sizeof(float));
     if (e->base.kv16) n = n / 2 + 1; /* floats holding n bfloat16 */
     e->k[i] = be->alloc(n);
     e->v[i] = be->alloc(n);

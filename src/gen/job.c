@@ -152,6 +152,7 @@ void gen_job_run(const gen_job_opts_t *o, MPI_Comm job) {
   int *tokens = xcalloc((size_t)all, sizeof *tokens); /* every sample's ids, in sample order */
   gen_stats_t st = {0};
   int half[2] = {0, 0}; /* this rank's engine read a bfloat16 copy of the weights; held its cache in bfloat16 */
+  double cache_mib = 0;  /* its key/value cache */
   if (B > 0) {
     const int **pr = xcalloc((size_t)B, sizeof *pr);
     int **out = xcalloc((size_t)B, sizeof *out);
@@ -171,6 +172,7 @@ void gen_job_run(const gen_job_opts_t *o, MPI_Comm job) {
     for (int s = 0; s < B; s++) longest = pid[s] > longest ? pid[s] : longest;
     gen_engine_t *e = gen_engine_open(o->engine, &L.m, be, B, longest + o->tokens);
     half[0] = e->weights16, half[1] = e->kv16;
+    cache_mib = (double)e->cache_bytes / 1048576.0;
     gen_batch_t batch = {.B = B, .prompt = pr, .len = pid, .stream = stream, .out = out};
     st = gen_run(e, &batch, o->tokens, L.m.context, L.vocab.classes, &o->pick, seed);
     e->free(e);
@@ -182,6 +184,7 @@ void gen_job_run(const gen_job_opts_t *o, MPI_Comm job) {
   double secs = st.seconds;
   MPI_Reduce(rank == 0 ? MPI_IN_PLACE : &secs, &secs, 1, MPI_DOUBLE, MPI_MAX, 0, job);
   MPI_Reduce(rank == 0 ? MPI_IN_PLACE : half, half, 2, MPI_INT, MPI_MAX, 0, job); /* any rank's engine */
+  MPI_Reduce(rank == 0 ? MPI_IN_PLACE : &cache_mib, &cache_mib, 1, MPI_DOUBLE, MPI_MAX, 0, job); /* the largest */
   if (rank == 0) {
     for (long j = 0, at = 0; j < total; j++) {
       print_sample(o, &L.vocab, (int)j, (int)total, tokens + at, len[j] + o->tokens);
@@ -189,13 +192,14 @@ void gen_job_run(const gen_job_opts_t *o, MPI_Comm job) {
     }
     if (fflush(stdout) != 0) surge_runtime_error("writing standard output failed");
     long made = total * o->tokens;
-    const int cache = !strcmp(o->engine, "cache");
+    char how[96] = "no cache"; /* the cache's size: the largest rank's */
+    if (!strcmp(o->engine, "cache"))
+      snprintf(how, sizeof how, "key/value cache of %.1f %s%s%s", cache_mib < 1.0 ? cache_mib * 1024.0 : cache_mib,
+               cache_mib < 1.0 ? "KiB" : "MiB", size > 1 ? " a rank at most" : "", half[1] ? " in bfloat16" : "");
     fprintf(stderr,
-            "surge-sample: %ld samples x %d new tokens in %.3f s: %.1f tokens/s (%s%s%s, %s backend, %d rank%s x "
-            "%d thread%s)\n", total, o->tokens, secs, secs > 0 ? (double)made / secs : 0.0,
-            cache ? "key/value cache" : "no cache", cache && half[1] ? " in bfloat16" : "",
-            half[0] ? ", weights read as bfloat16" : "", be->name, size,
-            size > 1 ? "s" : "",
+            "surge-sample: %ld samples x %d new tokens in %.3f s: %.1f tokens/s (%s%s, %s backend, %d rank%s x "
+            "%d thread%s)\n", total, o->tokens, secs, secs > 0 ? (double)made / secs : 0.0, how,
+            half[0] ? ", weights read as bfloat16" : "", be->name, size, size > 1 ? "s" : "",
             backend_deck(&L.cfg)->threads, backend_deck(&L.cfg)->threads > 1 ? "s" : "");
   }
   free(tokens), free(len), free(counts), free(displs);

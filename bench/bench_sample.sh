@@ -7,7 +7,8 @@
 # BENCH_SAMPLE_TOKENS (default 64); the best of BENCH_REPEAT runs (default 3: other work on the
 # machine only ever slows a run down). The "same" column: both greedy samples agree id for id.
 # A second table: the cache in [backend] precision = bf16 against fp32 (the baseline), where the cpu
-# can run bf16: its products of a few rows read a bfloat16 copy of the weights (model_weights16). A third:
+# can run bf16: its products of a few rows read a bfloat16 copy of the weights (model_weights16), and the
+# cache is held in bfloat16 (half fp32's size, both printed). A third:
 # bf16 on one thread against a team of min(nproc, 4) (--threads; the same ids).
 # Run from the build directory (make bench BENCH=sample).
 set -eu
@@ -56,7 +57,8 @@ done
 if ./surge-sample --deck "$src/inputs/gpt-fortunes.deck" --init 1 --ids 10 --tokens 1 -D backend.precision=bf16 \
   >/dev/null 2>"$tmp/bf16.err"; then
   echo
-  printf '%-10s %5s %14s %14s %8s  %s\n' model batch "fp32 tok/s" "bf16 tok/s" bf16/fp32 "(the cache; bf16's line)"
+  printf '%-10s %5s %14s %14s %8s  %s\n' model batch "fp32 tok/s" "bf16 tok/s" bf16/fp32 \
+    "(the cache; fp32's cache size, bf16's line)"
   for model in fortunes gpt2-124m; do
     # shellcheck disable=SC2046
     set -- $(model_args $model)
@@ -66,8 +68,10 @@ if ./surge-sample --deck "$src/inputs/gpt-fortunes.deck" --init 1 --ids 10 --tok
       f=$(tps "$tmp"/fp32.*.err)
       h=$(tps "$tmp"/bf16.*.err)
       how=$(sed -n 's/.*tokens\/s (\(.*\))$/\1/p' "$tmp/bf16.0.err")
+      size=$(sed -n 's/.*(key\/value cache of \([0-9.]* [KM]iB\).*/\1/p' "$tmp/fp32.0.err")
       rm -f "$tmp"/*.err
-      printf '%-10s %5d %14s %14s %7.2fx  %s\n' $model $b "$f" "$h" "$(echo "$h $f" | awk '{ print $1 / $2 }')" "$how"
+      printf '%-10s %5d %14s %14s %7.2fx  %s\n' $model $b "$f" "$h" "$(echo "$h $f" | awk '{ print $1 / $2 }')" \
+        "$size; $how"
     done
   done
   team=$(nproc)

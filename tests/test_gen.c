@@ -1,7 +1,8 @@
 /* Generation (src/gen): the key/value cache gives the logits of recomputing the whole context at
  * every token (cpu and ref, a vocabulary with padding), so greedy generation is the same token for
- * token; a sample does not depend on the batch it is generated in; and the choice of a token
- * (greedy, temperature, top-k, top-p) follows its definition. */
+ * token; it holds the positions the steps reach, and in bf16 its bfloat16 form gives the bits of its
+ * float form in half the bytes; a sample does not depend on the batch it is generated in; and the
+ * choice of a token (greedy, temperature, top-k, top-p) follows its definition. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -480,5 +480,8 @@ const backend_t *backend_find(const char *name);
 backend_options_t backend_default_options(void);
 /* Comma-separated list of known backend names, for error messages. */
 const char *backend_names(void);
+/* n bfloat16 values of be's memory (be->alloc's floats, two values a float; be->free((float *)p) frees them):
+ * a forward-only model's weight copy, a key/value cache in bfloat16 */
+static inline uint16_t *backend_alloc_bf16(const backend_t *be, size_t n) { return (uint16_t *)be->alloc(n / 2 + 1); }
 
 #endif

@@ -137,15 +137,15 @@ void cpu_gemm_grid(int ta, int tb, int M, int N, int K, float alpha, const float
                      C + i * g->sC[0], ldc, g->sC[1], g->batch[1]);
 }
 
-/* One matrix of gemm_grid_b16: in precision = bf16, where cpu_gemm takes the few-row path (a key/value cache's
- * one query a sequence and head), that path reads B16 as it would read B's rounded floats; elsewhere op(B) is
- * widened into floats first (the values B16 stands for) and cpu_gemm runs on them. Either way the bits of
- * cpu_gemm on B widened. */
-static void gemm_b16(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const uint16_t *B16,
-                     int ldb, float beta, float *C, int ldc) {
+void cpu_gemm_b16(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
+                  const uint16_t *B16, int ldb, float beta, float *C, int ldc) {
   if (M <= 0 || N <= 0) return;
-  if (host_products_bf16() && K > 0 && cpu_gemm_bf16_rows(M, tb)) {
-    cpu_gemm_rows_bf16(ta, tb, M, N, K, alpha, A, lda, NULL, B16, ldb, beta, C, ldc);
+  if (B16 && host_products_bf16() && K > 0 && cpu_gemm_bf16_rows(M, tb)) {
+    cpu_gemm_rows_bf16(ta, tb, M, N, K, alpha, A, lda, B, B16, ldb, beta, C, ldc);
+    return;
+  }
+  if (B) {
+    cpu_gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
     return;
   }
   static _Thread_local void *buf;
@@ -162,8 +162,8 @@ void cpu_gemm_grid_b16(int ta, int tb, int M, int N, int K, float alpha, const f
                        int ldb, float beta, float *C, int ldc, const gemm_grid_t *g) {
   for (int i = 0; i < g->batch[0]; i++)
     for (int j = 0; j < g->batch[1]; j++)
-      gemm_b16(ta, tb, M, N, K, alpha, A + i * g->sA[0] + j * g->sA[1], lda, B16 + i * g->sB[0] + j * g->sB[1], ldb,
-               beta, C + i * g->sC[0] + j * g->sC[1], ldc);
+      cpu_gemm_b16(ta, tb, M, N, K, alpha, A + i * g->sA[0] + j * g->sA[1], lda, NULL,
+                   B16 + i * g->sB[0] + j * g->sB[1], ldb, beta, C + i * g->sC[0] + j * g->sC[1], ldc);
 }
 
 /* d[i] = c[i] + b[i] in double; c[i] = d[i] + b[i] rounded; acc[i] += x[i] widened: built per ISA

@@ -64,13 +64,9 @@ static void linear_unpacked(int M, int N, int K, const float *X, const float *W,
 #endif
 }
 
-/* Y (M, N) = X (M, K) W (N, K)^T through cpu_gemm, or in precision = bf16 from W16 (W as bfloat16) on the
- * paths that read the weight once (cpu_gemm_bf16_rows: generation's rows): the same values summed in the
- * same order, half the bytes read. */
+/* Y (M, N) = X (M, K) W (N, K)^T, reading W16 (W as bfloat16) where cpu_gemm_b16 does */
 static void product(int M, int N, int K, const float *X, const float *W, const uint16_t *W16, float *Y) {
-  if (W16 && K > 0 && host_products_bf16() && cpu_gemm_bf16_rows(M, 1))
-    cpu_gemm_rows_bf16(0, 1, M, N, K, 1.0f, X, K, W, W16, K, 0.0f, Y, N);
-  else cpu_gemm(0, 1, M, N, K, 1.0f, X, K, W, K, 0.0f, Y, N);
+  cpu_gemm_b16(0, 1, M, N, K, 1.0f, X, K, W, W16, K, 0.0f, Y, N);
 }
 
 /* Whether linear_fwd takes the unpacked path for these rows with a workspace of ws_n floats. */

@@ -212,6 +212,12 @@ int cpu_threads(void);
  * for a small product; 1: none. */
 int cpu_gemm_team(int M, int N, int K);
 void cpu_gemm_use(backend_gemm_t g);
+/* cpu_gemm with B's bfloat16 copy B16 beside it (or NULL), the same bits as cpu_gemm on B: in precision = bf16
+ * the paths that read B once for a few rows (cpu_gemm_bf16_rows: generation's products, a linear layer's w16, a
+ * key/value cache's queries) read B16, half the bytes. B may be NULL where B16 is given (B held only as
+ * bfloat16, gemm_grid_b16): elsewhere op(B) is then widened into floats first. */
+void cpu_gemm_b16(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
+                  const uint16_t *B16, int ldb, float beta, float *C, int ldc);
 int cpu_gemm_own(int M, int N, int K);
 /* Whether cpu_gemm runs an fp32 product on the few-row kernel (cpu_gemm_rows_wW): A as stored, B
  * stored (N, K), 2 to CPU_FEW_ROWS rows, single-threaded, gemm = auto, a kernel width, at the shapes

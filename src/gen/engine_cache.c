@@ -21,7 +21,7 @@ typedef struct cache_engine {
   int positions;   /* the most a sequence takes (prompt and new tokens), at most the context */
   void **k, **v;   /* per node: an attention node's key and value cache (B, H, positions, hs), else NULL: floats,
                     * or bfloat16 where base.kv16. Each head's rows lie together: a product reads one run of
-                    * memory (in rows of C, (B, context, C), it read 64 of every 768 values and ran 3-4x slower
+                    * memory (in rows of C, (B, context, C), it read 64 of every 768 values and ran 3.5-4.3x slower
                     * at GPT-2 124M's context, bench/bench_gemm's cache table) */
   float *s, *p;    /* (B, H, positions) scores and probabilities of the widest attention */
 } cache_engine_t;
@@ -127,9 +127,8 @@ gen_engine_t *gen_engine_cache(const gen_model_t *gm, const backend_t *be, int B
     size_t n = surge_mul_size(surge_mul_size((size_t)B, (size_t)positions, "key/value cache"),
                               (size_t)l->in_shape[0].d[1] / 3, "key/value cache");
     e->base.cache_bytes += 2 * n * (e->base.kv16 ? sizeof(uint16_t) : sizeof(float));
-    if (e->base.kv16) n = n / 2 + 1; /* floats holding n bfloat16 */
-    e->k[i] = be->alloc(n);
-    e->v[i] = be->alloc(n);
+    e->k[i] = e->base.kv16 ? (void *)backend_alloc_bf16(be, n) : be->alloc(n);
+    e->v[i] = e->base.kv16 ? (void *)backend_alloc_bf16(be, n) : be->alloc(n);
     size_t s = (size_t)B * l->heads * positions;
     if (s > widest) widest = s;
   }

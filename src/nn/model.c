@@ -255,7 +255,7 @@ void model_init_forward(model_t *m, const graph_t *g, const backend_t *be, int B
 int model_weights16(model_t *m) {
   if (m->grads || m->be->context()->weights16_rows <= 0) return 0; /* training models keep float32 products */
   const size_t n = m->g->params.total;
-  if (!m->params16) m->params16 = (uint16_t *)m->be->alloc(n / 2 + 1); /* floats holding n bfloat16 */
+  if (!m->params16) m->params16 = backend_alloc_bf16(m->be, n);
   m->be->to_bf16(n, m->params, m->params16);
   return 1;
 }

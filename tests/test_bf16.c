@@ -242,7 +242,8 @@ static void run_linear(const backend_t *be, float *y, const void *ctx) {
 }
 
 /* to_bf16 on both host backends: bf16_bits' bits for every value, the special ones included, at a length
- * off the vectors' (the copy of a forward-only model's weights) */
+ * off the vectors' (the copy of a forward-only model's weights, a training model's held activations); from_bf16
+ * gives those values back as floats, exactly (bf16_value; a NaN's bits kept) */
 static void test_to_bf16(void) {
   const uint32_t special[] = {0x3f808000u, 0x3f818000u, 0xbf807fffu, 0x7f7fffffu, 0x80000000u,
                               0x00000001u, 0x7f800000u, 0xff800000u, 0x7fc00001u, 0xffa00000u};
@@ -250,7 +251,8 @@ static void test_to_bf16(void) {
   float *x = uniform(n, -3e4f, 3e4f);
   for (size_t i = 0; i < ns; i++) memcpy(&x[37 * i + 5], &special[i], sizeof(float));
   uint16_t *y = malloc(n * sizeof *y);
-  if (!y) abort();
+  float *back = malloc(n * sizeof *back);
+  if (!y || !back) abort();
   const backend_t *be[] = {&backend_cpu, &backend_ref};
   for (int b = 0; b < 2; b++) {
     memset(y, 0xab, n * sizeof *y);
@@ -259,8 +261,16 @@ static void test_to_bf16(void) {
     for (size_t i = 0; i < n; i++) bad += y[i] != bf16_bits(x[i]);
     tap_ok(bad == 0, "%s: to_bf16 gives bf16_bits of %zu values, infinities and NaNs among them (%zu differ)",
            be[b]->name, n, bad);
+    memset(back, 0xab, n * sizeof *back);
+    be[b]->from_bf16(n, y, back);
+    bad = 0;
+    for (size_t i = 0; i < n; i++) {
+      const float v = bf16_value(y[i]);
+      bad += memcmp(&back[i], &v, sizeof v) != 0;
+    }
+    tap_ok(bad == 0, "%s: from_bf16 gives those %zu values back as floats, bit for bit (%zu differ)", be[b]->name, n, bad);
   }
-  free(x), free(y);
+  free(x), free(y), free(back);
 }
 
 /* linear_fwd and linear_gelu_fwd given the weight's bfloat16 copy (w16, as a forward-only model's:
@@ -485,7 +495,16 @@ static void test_opens(void) {
   open_host(BACKEND_BF16);
   tap_ok(strcmp(backend_cpu.context()->precision, "bf16") == 0 && strcmp(backend_ref.context()->precision, "bf16") == 0,
          "cpu and ref opened in bf16 report precision bf16");
+  tap_ok(backend_cpu.context()->act16 && backend_ref.context()->act16,
+         "cpu and ref in bf16 hold activations in bfloat16 (act16) unless told otherwise");
   backend_options_t o = backend_default_options();
+  o.precision = BACKEND_BF16;
+  o.bf16_activations = 0;
+  int err = 0;
+  tap_ok(!backend_cpu.open(&o, &err) && !backend_cpu.context()->act16 && !backend_ref.open(&o, &err) &&
+             !backend_ref.context()->act16,
+         "in bf16 with bf16_activations = 0 ([backend] activations = float32) neither does");
+  o = backend_default_options();
   o.precision = BACKEND_BF16;
   o.simd = BACKEND_SIMD_NONE;
   int input_error = 0;
@@ -493,7 +512,8 @@ static void test_opens(void) {
   tap_ok(why && input_error && strstr(why, "bf16") && strstr(why, "simd"), "cpu refuses bf16 with simd = none: %s",
          why ? why : "(accepted)");
   open_host(BACKEND_FP32);
-  tap_ok(strcmp(backend_cpu.context()->precision, "fp32") == 0, "an fp32 open after it reports fp32");
+  tap_ok(strcmp(backend_cpu.context()->precision, "fp32") == 0 && !backend_cpu.context()->act16,
+         "an fp32 open after it reports fp32, and no activations in bfloat16");
   open_host(BACKEND_BF16);
 }
 

@@ -26,7 +26,7 @@ const char *backend_names(void) {
 }
 
 backend_options_t backend_default_options(void) {
-  return (backend_options_t){.device = -1, .precision = BACKEND_FP32, .flush_denormals = 1};
+  return (backend_options_t){.device = -1, .precision = BACKEND_FP32, .flush_denormals = 1, .bf16_activations = 1};
 }
 
 const backend_t *backend_open(const char *name, const backend_options_t *o, const char *where, MPI_Comm job) {

@@ -58,8 +58,9 @@ size_t attention_workspace_floats(int T, int hs);
 /* The arithmetic precision of the model's matrix products (the rest is float32 everywhere). */
 typedef enum backend_precision {
   BACKEND_FP32 = 0, /* float32 products (TF32 tensor cores only when tf32 is set) */
-  BACKEND_BF16      /* products of operands rounded to bfloat16, summed in float32; parameters, gradients,
-                     * optimizer state and activations stay float32 (the master copy) */
+  BACKEND_BF16      /* products of operands rounded to bfloat16, summed in float32; parameters, gradients and
+                     * optimizer state stay float32 (the master copy), activations too but where the context says
+                     * act16 (nn/act16.h) */
 } backend_precision_t;
 
 /* The vector width of the cpu backend's hand-written kernels (deck key backend.simd). */
@@ -112,6 +113,8 @@ typedef struct backend_options {
   backend_gemm_t gemm; /* cpu: whose SGEMM runs the matrix products */
   backend_epilogues_t epilogues; /* cuda: the cuBLASLt epilogues of the linear forwards */
   backend_attention_t attention; /* cuda, bf16: the fused attention's kernels */
+  int bf16_activations; /* bf16 on a host backend: activations every reader rounds are held in bfloat16 (the
+                         * context's act16; deck key backend.activations) */
 } backend_options_t;
 
 /* The linear forwards that wanted a cuBLASLt epilogue since the backend's open (cuda; zeros on the
@@ -138,6 +141,9 @@ typedef struct backend_context {
                        * copy (32 rows where the CPU has bfloat16 pairs, else 1); 0: none */
   int kv16; /* 1: a forward-only model's key/value cache is held in bfloat16 and read by gemm_grid_b16, the same
              * results in half the memory (cpu and ref in bf16, whose products round their operands anyway) */
+  int act16; /* 1: a training model holds an activation in bfloat16 where every layer that reads it rounds it to
+              * bfloat16 anyway (model.h; cpu and ref in bf16 unless backend_options_t.bf16_activations is 0): the
+              * same results in half its memory; 0: float32 (fp32, and cuda, where it has not run) */
   long waits; /* a running count of the calling thread's waits for results of its queued work (compare two reads):
                * each download, upload and op that returns a value to the host (on a GPU each synchronises
                * its stream; host backends count the same calls, though nothing waits there) */
@@ -326,8 +332,12 @@ typedef struct gemm_grid {
    * carried through a float sum as two floats (the loss in the gradient sync's side slots) */ \
   X(void, float_pair, (const double *x, float *pair)) \
   /* y[i] = x[i] as bfloat16 (core/bf16.h's bf16_bits: to nearest, ties to even; a NaN stays a NaN), \
-   * n elements: a forward-only model's bfloat16 copy of its weights (model_weights16) */ \
+   * n elements: a forward-only model's bfloat16 copy of its weights (model_weights16), a training model's
+   * activations held in bfloat16 (model.h, act16) */ \
   X(void, to_bf16, (size_t n, const float *x, uint16_t *y)) \
+  /* y[i] = x[i]'s value as a float (exact), n elements: an activation held in bfloat16 (model.h, act16) \
+   * widened for the layer that reads it */ \
+  X(void, from_bf16, (size_t n, const uint16_t *x, float *y)) \
   /* Number of rows whose argmax (first maximum) equals the target. */ \
   X(long, count_correct, (int rows, int V, const float *logits, const float *targets)) \
   /* ---- vocabulary-parallel cross-entropy: this rank holds columns [lo, lo+V) of logits whose rows \

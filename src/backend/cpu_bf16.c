@@ -25,6 +25,10 @@ CPU_CLONES void cpu_to_bf16(size_t n, const float *x, uint16_t *y) {
   for (size_t i = 0; i < n; i++) y[i] = bf16_bits(x[i]);
 }
 
+CPU_CLONES void cpu_from_bf16(size_t n, const uint16_t *x, float *y) {
+  for (size_t i = 0; i < n; i++) y[i] = bf16_value(x[i]);
+}
+
 /* b[0..m) = b's elements i.. as bfloat16 values: read from its bfloat16 copy bh where given, else bf's rounded
  * (the same values); a loop each, so both vectorise */
 static inline void b_rounded(const float *restrict bf, const uint16_t *restrict bh, int i, int m, float *restrict b) {

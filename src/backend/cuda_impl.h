@@ -176,6 +176,7 @@ void cuda_xent_add(int rows, int V, const float *logits, const float *targets, f
                    double *loss);
 void cuda_float_pair(const double *x, float *pair);
 void cuda_to_bf16(size_t n, const float *x, uint16_t *y);
+void cuda_from_bf16(size_t n, const uint16_t *x, float *y);
 long cuda_count_correct(int rows, int V, const float *logits, const float *targets);
 void cuda_row_max(int rows, int V, const float *logits, float *mx);
 void cuda_xent_shard_stats(int rows, int V, int lo, const float *logits, const float *targets, const float *mx,

@@ -200,6 +200,7 @@ void cuda_xent_add(int rows, int V, const float *logits, const float *targets, f
 
 void cuda_float_pair(const double *x, float *pair) { cuk_float_pair(x, pair, cuda_stream()); }
 void cuda_to_bf16(size_t n, const float *x, uint16_t *y) { cuk_to_bf16(n, x, y, cuda_stream()); }
+void cuda_from_bf16(size_t n, const uint16_t *x, float *y) { cuk_from_bf16(n, x, y, cuda_stream()); }
 
 long cuda_count_correct(int rows, int V, const float *logits, const float *targets) {
   if (rows <= 0) return 0;

@@ -49,14 +49,16 @@ const char *host_set_priority(int low) {
 
 /* per thread, as the backend is opened per thread (an in-process background's deck has its own) */
 _Thread_local int host_bf16;
+static _Thread_local int host_act16;
 
 const char *host_open(const backend_options_t *o, int *input_error) {
   *input_error = 0;
   host_bf16 = o->precision == BACKEND_BF16;
+  host_act16 = host_bf16 && o->bf16_activations;
   return NULL;
 }
 
-void host_close(void) { host_bf16 = 0; }
+void host_close(void) { host_bf16 = host_act16 = 0; }
 
 void host_synchronize(void) {}
 
@@ -65,6 +67,7 @@ const backend_context_t *host_context(void) {
       .device = "host", .index = -1, .epilogues = "none", .attention = "none"};
   host.precision = host_bf16 ? "bf16" : "fp32";
   host.kv16 = host_bf16;
+  host.act16 = host_act16;
   host.waits = host_waits;
   return &host;
 }

@@ -14,7 +14,8 @@ static const cfg_key_t rows[] = {
                 "cuda: the GPU of this rank; -1: its index among its job's ranks on the node, modulo the GPUs there"),
     CFG_ENUM_KEY("backend", "precision", precision, "fp32", CFG_VALUES("fp32", "bf16"),
                  "matrix products in float32, or bf16 (operands rounded to bfloat16, float32 sums; parameters, "
-                 "gradients, optimizer state and activations stay float32, gradients are reduced in float32); every "
+                 "gradients and optimizer state stay float32, gradients are reduced in float32, activations as "
+                 "backend.activations says); every "
                  "backend: cuda on cuBLAS's bf16 compute type and tensor cores, cpu in bfloat16 pairs where the CPU "
                  "has AVX-512 BF16 (about 1.8x its float GEMM; elsewhere, and in its direct convolutions, the "
                  "operands are rounded and multiplied in float: no faster), ref as their truth"),
@@ -51,6 +52,11 @@ static const cfg_key_t rows[] = {
                  "the WMMA kernels everywhere; wmma32: the WMMA kernels in 32-row tiles (the form of 2026-12-04); "
                  "fp32 runs its own kernels whatever it says; accepted by the host backends, where it changes "
                  "nothing (doc/gpu.md)"),
+    CFG_ENUM_KEY("backend", "activations", activations, "auto", CFG_VALUES("auto", "float32"),
+                 "precision = bf16: auto holds an activation in bfloat16 where every layer that reads it rounds it "
+                 "to bfloat16 anyway (the input of a linear layer or of the tied output projection: the output of a "
+                 "layer norm or of a GELU), on cpu and ref: the same results in half its memory (doc/design.md); "
+                 "float32: every activation in float32; fp32 and cuda hold them in float32 whatever it says"),
 };
 // clang-format on
 

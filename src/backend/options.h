@@ -17,6 +17,7 @@ typedef struct backend_deck {
   char device_comm[8]; /* cuda: auto | nccl | staged */
   char epilogues[8];   /* cuda: auto | bias | off (cuBLASLt epilogues of the linear forwards) */
   char attention_kernels[8]; /* cuda: auto | wmma | wmma32 (the bf16 fused attention's kernels) */
+  char activations[12];       /* auto | float32 (bf16: activations held in bfloat16 where every reader rounds them) */
 } backend_deck_t;
 
 /* The [backend] rows. */

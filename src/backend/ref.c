@@ -664,6 +664,10 @@ static void ref_to_bf16(size_t n, const float *x, uint16_t *y) {
   for (size_t i = 0; i < n; i++) y[i] = bf16_bits(x[i]);
 }
 
+static void ref_from_bf16(size_t n, const uint16_t *x, float *y) {
+  for (size_t i = 0; i < n; i++) y[i] = bf16_value(x[i]);
+}
+
 static long ref_count_correct(int rows, int V, const float *logits, const float *targets) {
   host_mem_waited();
   long correct = 0;

@@ -39,6 +39,7 @@ backend_options_t backend_opts_of(const config_t *cfg, int local_rank) {
   o.epilogues = strcmp(d->epilogues, "off") == 0    ? BACKEND_EPILOGUES_OFF
                 : strcmp(d->epilogues, "bias") == 0 ? BACKEND_EPILOGUES_BIAS
                                                     : BACKEND_EPILOGUES_AUTO;
+  o.bf16_activations = strcmp(d->activations, "float32") != 0;
   o.attention = strcmp(d->attention_kernels, "wmma") == 0     ? BACKEND_ATTENTION_WMMA
                 : strcmp(d->attention_kernels, "wmma32") == 0 ? BACKEND_ATTENTION_WMMA32
                                                               : BACKEND_ATTENTION_AUTO;

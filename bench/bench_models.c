@@ -16,8 +16,9 @@
  * --rate runs on 1 and 2 ranks (bench/bench_models.sh measures them and passes them on).
  * BENCH_SECONDS (default 3) is how long each model's steps are timed (tests run it with 0.1).
  * BENCH_PHASES set: --rate also prints rank 0's milliseconds a step per phase on stderr. BENCH_SIMD,
- * BENCH_GEMM, BENCH_PRECISION and BENCH_THREADS set the deck's [backend] simd, gemm, precision and
- * threads (bench_bf16.sh; the deck's check refuses a bad value, with the variable's text in it). */
+ * BENCH_GEMM, BENCH_PRECISION, BENCH_THREADS and BENCH_ACTIVATIONS set the deck's [backend] simd, gemm,
+ * precision, threads and activations (bench_bf16.sh; the deck's check refuses a bad value, with the variable's
+ * text in it). */
 #include <hdf5.h>
 #include <mpi.h>
 #include <stdio.h>
@@ -172,21 +173,24 @@ static double rss_now_mib(void) {
  * faster). */
 static void bench_config(const char *model, config_t *cfg) {
   const char *text = deck_for(model), *simd = getenv("BENCH_SIMD"), *gemm = getenv("BENCH_GEMM"),
-             *precision = getenv("BENCH_PRECISION"), *threads = getenv("BENCH_THREADS");
+             *precision = getenv("BENCH_PRECISION"), *threads = getenv("BENCH_THREADS"),
+             *activations = getenv("BENCH_ACTIVATIONS");
   if (!text) surge_input_error("unknown model %s (mlp, vgg-mini, resnet-mini, gpt)", model);
   if (!simd || !*simd) simd = "auto";
   if (!gemm || !*gemm) gemm = "auto";
   if (!precision || !*precision) precision = "fp32";
   if (!threads || !*threads) threads = "1";
+  if (!activations || !*activations) activations = "auto";
   if (strlen(simd) > 16) surge_input_error("BENCH_SIMD=%s: expected auto, avx512, avx2 or none", simd);
   if (strlen(gemm) > 16) surge_input_error("BENCH_GEMM=%s: expected auto or blas", gemm);
   if (strlen(precision) > 16) surge_input_error("BENCH_PRECISION=%s: expected fp32 or bf16", precision);
   if (strlen(threads) > 8) surge_input_error("BENCH_THREADS=%s: expected a thread count", threads);
+  if (strlen(activations) > 16) surge_input_error("BENCH_ACTIVATIONS=%s: expected auto or float32", activations);
   char full[1024];
   snprintf(full, sizeof full,
            "[run]\nname = bench\nsteps = 1000\n[data]\nsource = synthetic\nsynthetic_samples = 2048\n"
-           "[backend]\nname = cpu\nthreads = %s\nsimd = %s\ngemm = %s\nprecision = %s\n%s",
-           threads, simd, gemm, precision, text);
+           "[backend]\nname = cpu\nthreads = %s\nsimd = %s\ngemm = %s\nprecision = %s\nactivations = %s\n%s",
+           threads, simd, gemm, precision, activations, text);
   deck_parse(full, "bench", 0, NULL, cfg, NULL);
 }
 

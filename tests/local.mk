@@ -47,6 +47,8 @@ TESTS += tests/test_accuracy.sh tests/test_dp_ranks.sh tests/test_node_shared.sh
 # Activation recomputation (doc/recompute.md): bitwise the parameters without it, its memory saving
 dist_check_SCRIPTS += tests/test_recompute.sh
 TESTS += tests/test_recompute.sh
+dist_check_SCRIPTS += tests/test_act16.sh
+TESTS += tests/test_act16.sh
 # The distributed optimizer ([parallel] shard_optimizer): equivalence, memory accounting, resumes.
 dist_check_SCRIPTS += tests/test_shard_optimizer.sh
 TESTS += tests/test_shard_optimizer.sh

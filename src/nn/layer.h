@@ -195,6 +195,10 @@ typedef struct layer_ops {
    * backward did it all). Only the model calls them (model_*_node_finish), always. */
   void (*forward_finish)(const layer_t *l, const layer_ctx_t *c);
   void (*backward_finish)(const layer_t *l, const layer_ctx_t *c);
+  /* what lets a training model hold an activation in bfloat16 in precision = bf16 (nn/act16.h): */
+  int rounds_input;  /* forward and backward read input 0 only as a matrix product's operand, which bf16 rounds to
+                      * bfloat16 (linear, tied linear) */
+  int output_unread; /* backward never reads the node's own output (c->y) (layer norm, GELU) */
 } layer_ops_t;
 
 /* The scratch one forward or backward call of l on B samples needs. */

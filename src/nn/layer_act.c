@@ -44,6 +44,6 @@ static void gelu_backward(const layer_t *l, const layer_ctx_t *c) {
 
 /* both write their input gradient whole where asked (dx_write) */
 const layer_ops_t layer_relu_ops = {"relu", relu_infer, layer_init_none, relu_forward,
-                                    relu_backward, 1, NULL, NULL};
+                                    relu_backward, 1, NULL, NULL, 0, 0};
 const layer_ops_t layer_gelu_ops = {"gelu", gelu_infer, layer_init_none, gelu_forward,
-                                    gelu_backward, 1, NULL, NULL};
+                                    gelu_backward, 1, NULL, NULL, .output_unread = 1};

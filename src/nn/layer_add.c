@@ -49,4 +49,4 @@ static void add_backward(const layer_t *l, const layer_ctx_t *c) {
 }
 
 /* writes an input's gradient whole where asked (dx_write) */
-const layer_ops_t layer_add_ops = {"add", add_infer, layer_init_none, add_forward, add_backward, 1, NULL, NULL};
+const layer_ops_t layer_add_ops = {"add", add_infer, layer_init_none, add_forward, add_backward, 1, NULL, NULL, 0, 0};

@@ -81,4 +81,4 @@ static void layernorm_backward(const layer_t *l, const layer_ctx_t *c) {
 
 /* writes its input's gradient whole where asked (dx_write) */
 const layer_ops_t layer_layernorm_ops = {"layernorm", layernorm_infer, layernorm_init, layernorm_forward,
-                                         layernorm_backward, 1, NULL, NULL};
+                                         layernorm_backward, 1, NULL, NULL, .output_unread = 1};

@@ -79,4 +79,4 @@ static void linear_backward(const layer_t *l, const layer_ctx_t *c) {
 
 /* writes its input's gradient whole where asked (dx_write: a GEMM with beta 0) */
 const layer_ops_t layer_linear_ops = {"linear", linear_infer, linear_init, linear_forward,
-                                      linear_backward, 1, NULL, NULL};
+                                      linear_backward, 1, NULL, NULL, .rounds_input = 1};

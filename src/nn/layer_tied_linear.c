@@ -48,4 +48,4 @@ static void tied_backward(const layer_t *l, const layer_ctx_t *c) {
 
 /* writes its input's gradient whole where asked (dx_write: a GEMM with beta 0) */
 const layer_ops_t layer_tied_linear_ops = {"tied_linear", tied_infer, layer_init_none, tied_forward,
-                                           tied_backward, 1, NULL, NULL};
+                                           tied_backward, 1, NULL, NULL, .rounds_input = 1};

@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "core/events.h"
+#include "nn/act16.h"
 #include "nn/act_pool.h"
 #include "nn/grad_pool.h"
 #include "nn/logit_mask.h"
@@ -169,6 +170,10 @@ static int init_model(model_t *m, const graph_t *g, const backend_t *be, int B_c
   m->grad_in_place = !forward_only && plan_grad_in_place(m, allowed, arg);
   if (m->grad_in_place) m->writer[graph_output(g)] = graph_output(g); /* the loss writes it whole */
   plan_recompute(m, allowed, arg, forward_only);
+  int *held = xcalloc((size_t)g->n, sizeof *held);
+  if (!forward_only) m->nact16 = act16_plan(m, allowed, arg, held);
+  if (m->nact16) m->act16 = xcalloc((size_t)g->n, sizeof *m->act16);
+  size_t held_most = 0; /* floats of the largest held activation */
   int *slot_of = xcalloc((size_t)g->n, sizeof *slot_of);
   size_t *slot_floats = xcalloc((size_t)g->n, sizeof *slot_floats);
   m->npool = plan_pool(m, order, arg, forward_only, slot_of, slot_floats);
@@ -195,6 +200,10 @@ static int init_model(model_t *m, const graph_t *g, const backend_t *be, int B_c
     if (forward_only && slot_of[i] >= 0) { /* a shared activation buffer (plan_pool) */
       m->act[i] = m->pool[slot_of[i]];
       m->pooled[i] = MODEL_POOLED_ACT;
+    } else if (held[i]) { /* in bfloat16 (act16.h) */
+      m->act16[i] = backend_alloc_bf16(be, n);
+      m->act_floats += n / 2 + 1;
+      held_most = n > held_most ? n : held_most;
     } else if (m->fused[i] <= 0) { /* a fused node writes its ReLU's buffer (below): it has none of its own */
       m->act[i] = be->alloc(n);
       m->act_floats += n;
@@ -228,6 +237,11 @@ static int init_model(model_t *m, const graph_t *g, const backend_t *be, int B_c
     }
   free(slot_of);
   free(slot_floats);
+  free(held);
+  if (m->nact16) { /* a call widens at most one held input and writes at most one held output */
+    for (int b = 0; b < 2; b++) m->act_f32[b] = be->alloc(held_most);
+    m->act_floats += 2 * held_most;
+  }
   m->scratch = be->alloc(scratch);
   m->act_floats += scratch;
   m->targets = be->alloc(surge_mul_size((size_t)B_cap, (size_t)g->targets_per_sample, "targets"));
@@ -286,7 +300,12 @@ void model_free(model_t *m) {
       be->free(m->dact[i]); /* in place: one */
     if (m->aux[i] && !(m->pooled[i] & MODEL_POOLED_AUX)) be->free(m->aux[i]);
     if (m->keep[i]) be->free(m->keep[i]);
+    if (m->act16 && m->act16[i]) be->free((float *)m->act16[i]);
   }
+  if (m->nact16) {
+    for (int b = 0; b < 2; b++) be->free(m->act_f32[b]);
+  }
+  free(m->act16);
   free(m->keep);
   free(m->seg_first);
   free(m->shares);
@@ -373,7 +392,7 @@ static void epilogue_ctx(model_t *m, int i, int off, int backward, layer_ctx_t *
   const int j = m->epi[i];
   const layer_t *e = &g->l[j];
   c->epi = e;
-  c->epi_y = m->act[j] + (size_t)off * shape_size(e->out);
+  c->epi_y = backward && m->act16 && m->act16[j] ? NULL : act16_output(m, j, off, c->B); /* held: backward never reads it */
   if (m->aux[j]) c->epi_aux = m->aux[j] + (size_t)off * e->aux_per_sample;
   for (int k = 0; k < e->np; k++) c->epi_w[k] = model_tensor(m->params, g, e->param[k]);
   if (backward && e->kind == LAYER_GELU) {
@@ -393,12 +412,12 @@ static layer_ctx_t node_ctx(model_t *m, int i, int off, int B, int backward) {
   for (int k = 0; k < l->nin; k++) {
     int src = l->in[k];
     size_t sz = shape_size(g->l[src].out);
-    c.x[k] = m->in[i][k] + (size_t)off * sz;
+    c.x[k] = act16_input(m, i, k, off, B);
     if (backward && m->din[i][k]) c.dx[k] = m->din[i][k] + (size_t)off * sz;
     c.dx_write[k] = backward && m->writer[src] == i;
   }
   size_t osz = shape_size(l->out);
-  c.y = m->act[i] + (size_t)off * osz;
+  c.y = backward && m->act16 && m->act16[i] ? NULL : act16_output(m, i, off, B); /* held: backward never reads it */
   if (backward) c.dy = m->dact[i] + (size_t)off * osz;
   if (m->aux[i]) c.aux = m->aux[i] + (size_t)off * l->aux_per_sample;
   c.scratch = m->scratch;
@@ -431,6 +450,8 @@ static void run_forward_start(model_t *m, int i, int off, int B) {
   ev_raise(EV_WORK, EV_FORWARD, i);
   layer_ctx_t c = node_ctx(m, i, off, B, 0);
   layer_ops_of(m->g->l[i].kind)->forward(&m->g->l[i], &c);
+  act16_store(m, i, off, B); /* a held output (none has a sum to finish: act16.h) */
+  if (m->epi[i] > 0) act16_store(m, m->epi[i], off, B);
 }
 
 /* Whether node i has a second phase, after a sum over its group: a layer with finish ops and a group. */

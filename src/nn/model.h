@@ -23,7 +23,7 @@ typedef struct model {
   int B_cap;      /* samples the buffers hold */
   float *params;  /* slab (g->params layout), backend memory */
   float *grads;   /* same layout, then MODEL_GRAD_SIDE spare floats (gradsync's side slots) */
-  float **act;    /* per node: (B_cap, out); act[0] is the input batch */
+  float **act;    /* per node: (B_cap, out); act[0] is the input batch; NULL where held in bfloat16 (act16) */
   float **dact;   /* per node: gradient of act; NULL where not needed (!needs_grad, e.g. the input) */
   float **aux;    /* per node: (B_cap, aux_per_sample) or NULL */
   float *(*in)[LAYER_MAX_IN];  /* per node, per input slot: (B_cap, input shape) read by forward */
@@ -67,6 +67,16 @@ typedef struct model {
   int *pooled;    /* per node: MODEL_POOLED_* flags, where its tensors live in shared buffers */
   float *aux_pool; /* forward only: the one buffer the nodes' saved state (aux) takes turns in, or NULL */
   uint16_t *params16; /* forward only: the parameters as bfloat16 (model_weights16), backend memory, or NULL */
+  /* activations held in bfloat16 (nn/act16.h: a training model where the context says act16): */
+  uint16_t **act16;  /* per node: its activation (B_cap, out) as bfloat16, act[i] then NULL; else NULL */
+  float *act_f32[2]; /* two buffers of floats the size of the largest held activation: a held node's output as its
+                      * forward writes it (then rounded into act16), or a held input widened for the layer that
+                      * reads it */
+  int act_f32_of[2][3]; /* what each holds: (node, off, B), floats that round to that node's held rows (what a
+                         * reader's products use), so a reader in the forward takes them as they are; node 0:
+                         * nothing */
+  int act_f32_last;  /* the buffer used last (the other one is taken next) */
+  int nact16;        /* nodes held so */
 } model_t;
 
 /* model_t.pooled: node i's gradient is in a shared buffer (model_init_on's order), its activation

@@ -129,6 +129,17 @@ static void shared_grads(const char *label, const double *cols, int stride, int 
   printf("\n");
 }
 
+/* Each rank's activations held in bfloat16 (model_t.act16), rank order, where some rank holds any.
+ * cols: (ranks, stride), column 9. */
+static void held_acts(const char *label, const double *cols, int stride, int ranks) {
+  double any = 0;
+  for (int r = 0; r < ranks; r++) any += cols[stride * r + 9];
+  if (!any) return;
+  printf("%sactivations held in bfloat16 per rank ([backend] activations = auto):", label);
+  for (int r = 0; r < ranks; r++) printf(" %.0f", cols[stride * r + 9]);
+  printf("\n");
+}
+
 /* A device backend's memory (rank 0's view of its device; ranks sharing a GPU all count there): the
  * most in use at the end of a step, what was in use before the model (the context, cuBLAS, NCCL, and
  * other processes), and the difference against the training state (the largest rank's). */
@@ -278,9 +289,10 @@ train_outcome_t train_run(const config_t *cfg, const deck_t *deck, const char *r
   double worst[5] = {mem.state_bytes, mem.peak_bytes, mem.peak_bytes / mem.state_bytes, mem.window,
                      mem.process_bytes}; /* max over ranks */
   comm_allreduce_max_double(world, worst, 5, TRAFFIC_OTHER);
-  enum { MINE = 9 }; /* per rank: the optimizer's bytes and floats, the memory_by_rank columns, shared_grads's */
-  double mine[MINE] = {mem.optim_bytes,  mem.optim_floats, mem.process_bytes,       mem.steps_peak_bytes,
-                       mem.before_bytes, mem.state_bytes,  mem.act_bytes, mem.grad_buffers, mem.grads_shared};
+  enum { MINE = 10 }; /* per rank: the optimizer's bytes and floats, the memory_by_rank columns, shared_grads's, held_acts's */
+  double mine[MINE] = {mem.optim_bytes, mem.optim_floats, mem.process_bytes, mem.steps_peak_bytes,
+                       mem.before_bytes, mem.state_bytes, mem.act_bytes, mem.grad_buffers, mem.grads_shared,
+                       mem.acts_held16};
   double *opt = xcalloc(MINE * (size_t)world->size, sizeof *opt);
   comm_gather_double(world, mine, MINE, opt, 0, TRAFFIC_OTHER); /* (ranks, MINE) on rank 0 */
   if (world->rank == 0) {
@@ -304,6 +316,7 @@ train_outcome_t train_run(const config_t *cfg, const deck_t *deck, const char *r
     printf(" of %zu\n", t.layout->local->total);
     memory_by_rank(p.label, opt, MINE, world->size);
     shared_grads(p.label, opt, MINE, world->size);
+    held_acts(p.label, opt, MINE, world->size);
     if (!t.be->host_memory) {
       device_memory_line(p.label, &mem, worst[0]);
       device_use_lines(p.label, &t);

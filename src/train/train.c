@@ -104,6 +104,7 @@ train_memory_t trainer_memory(const trainer_t *t) {
       .dev_before_bytes = t->dev_before_model,
       .dev_peak_bytes = t->dev_peak_steps,
       .grad_buffers = l->m->npool,
+      .acts_held16 = l->m->nact16,
   };
   for (int i = 0; i < l->m->g->n; i++) m.grads_shared += (l->m->pooled[i] & MODEL_POOLED_GRAD) != 0;
   return m;

@@ -79,6 +79,7 @@ typedef struct train_memory {
   double dev_peak_bytes;   /* and the most in use at the end of a step; both 0 on a host backend */
   int grad_buffers;        /* the shared buffers the activation gradients take turns in (model_t.pool) */
   int grads_shared;        /* the activation gradients in them */
+  int acts_held16;         /* the activations held in bfloat16 (model_t.act16: [backend] activations) */
 } train_memory_t;
 train_memory_t trainer_memory(const trainer_t *t);
 

@@ -1,7 +1,8 @@
 /* Activations held in bfloat16 by a training model (model_t.act16): in precision = bf16 every matrix
  * product rounds its operands to bfloat16, so an activation that only products read (a layer norm's
  * output, a GELU's, read by linear layers and the tied output projection) loses nothing when it is
- * stored rounded: its readers get the same values, and the model holds half its bytes. */
+ * stored rounded: its readers get the same values, and the model holds half its bytes. In a gpt: the
+ * layer norms' outputs, the query-key-value products' (read by attention) and the GELUs'. */
 #ifndef SURGE_ACT16_H
 #define SURGE_ACT16_H
 
@@ -10,7 +11,7 @@
 /* Which nodes a training model being planned (fusion, epilogues and recomputed segments known, no buffer
  * yet) holds in bfloat16, into held[i] (g->n entries); returns how many. None unless the backend's context
  * says act16 and the layout gives allowed(). A node is held where its backward never reads its output
- * (layer_ops_t.output_unread), every reader takes it as input 0 of a layer that only multiplies it
+ * (layer_ops_t.output_unread; and it runs no other node's forward in its epilogue), every reader takes it as input 0 of a layer that only multiplies it
  * (layer_ops_t.rounds_input) and runs on its samples (allowed(arg, node, reader): nothing moves between
  * ranks), and it is not the input, the output, a node fused with its ReLU, or one whose buffers a
  * recomputed segment lends or borrows. A call reads a held input and writes a held output in floats (two

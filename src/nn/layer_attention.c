@@ -63,4 +63,4 @@ static void attention_backward(const layer_t *l, const layer_ctx_t *c) {
 
 /* writes its input's gradient whole where asked (dx_write) */
 const layer_ops_t layer_attention_ops = {"attention", attention_infer, layer_init_none, attention_forward,
-                                         attention_backward, 1, NULL, NULL, 0, 0};
+                                         attention_backward, 1, NULL, NULL, .rounds_input = 1};

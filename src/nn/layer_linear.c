@@ -77,6 +77,9 @@ static void linear_backward(const layer_t *l, const layer_ctx_t *c) {
     be->gemm(0, 0, rows, in_f, out_f, 1.0f, dy, out_f, c->w[0], in_f, layer_dx_beta(c, 0), c->dx[0], in_f);
 }
 
-/* writes its input's gradient whole where asked (dx_write: a GEMM with beta 0) */
+/* writes its input's gradient whole where asked (dx_write: a GEMM with beta 0); its backward reads its own output
+ * only where it runs its GELU (gelu_bias_bwd's pre-activation), and a node that runs another's forward is never
+ * held in bfloat16 (act16.h) */
 const layer_ops_t layer_linear_ops = {"linear", linear_infer, linear_init, linear_forward,
-                                      linear_backward, 1, NULL, NULL, .rounds_input = 1};
+                                      linear_backward, 1, NULL, NULL, .rounds_input = 1,
+                                      .output_unread = 1};

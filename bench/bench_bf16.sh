@@ -7,7 +7,9 @@
 # generation (surge-sample with the key/value cache, the fortunes gpt freshly initialised, greedy,
 # BENCH_BF16_TOKENS new tokens, default 120) at 1 and 16 samples, fp32 and bf16 alternating, the
 # median tokens/s of the rounds. Last, where the machine has 2 cores or more: bf16 on 1 thread against
-# a team of min(nproc, 4) ([backend] threads: the own kernels split their products), per model.
+# a team of min(nproc, 4) ([backend] threads: the own kernels split their products), per model. Last, bf16
+# with [backend] activations = float32 against auto: the gpt's rate (the same rounds), and at GPT-2 124M's
+# shape (context BENCH_BF16_CONTEXT, default 128, batch 8) the run's activation bytes, peak and step time.
 # Called by bench/run-bench.sh from the build directory with MPIEXEC set.
 set -eu
 mpiexec=${MPIEXEC:-mpiexec}
@@ -62,4 +64,26 @@ if [ "$team" -gt 1 ]; then
   printf '%-12s %10s %10s %10s\n' model "1 thread" "$team threads" ratio
   for m in $models; do row "$m" threads_rate 1 "$team"; done
 fi
+# activations that only products read held in bfloat16 ([backend] activations = auto, doc/design.md) against all
+# in float32: the gpt's rate, then GPT-2 124M's shape, what the run counts and its peak
+echo "# bf16 with activations = float32 against auto (held in bfloat16 where only products read them); median samples/s"
+printf '%-12s %10s %10s %10s\n' model float32 auto auto/float32
+act_rate() { BENCH_PRECISION=bf16 BENCH_ACTIVATIONS=$1 "$mpiexec" -n 1 ./bench/bench_models --rate "$m"; }
+m=gpt
+row gpt act_rate float32 auto
+ctx=${BENCH_BF16_CONTEXT:-128}
+echo "# GPT-2 124M's blocks (12 x 768, 12 heads; the fortunes text's bytes, 256 ids), context $ctx, batch 8, 4 AdamW steps on the" \
+  "fortunes text in bf16: the run's activations and peak (MiB), its ms/step (the first step included)"
+printf '%-12s %6s %12s %10s %10s\n' activations held activations peak ms/step
+for a in float32 auto; do
+  "$mpiexec" -n 1 ./surge-train "$src/inputs/gpt-fortunes.deck" -D model.gpt_layers=12 -D model.gpt_width=768 \
+    -D model.gpt_heads=12 -D model.gpt_context="$ctx" -D train.global_batch=8 -D run.steps=4 \
+    -D run.eval_every=0 -D data.test_samples=8 -D checkpoint.compression=none -D backend.precision=bf16 \
+    -D backend.activations=$a -D "run.out_dir=$tmp/act-$a" >"$tmp/act-$a.txt" 2>&1 ||
+    { echo "surge-train with activations = $a failed:" >&2; tail -3 "$tmp/act-$a.txt" >&2; exit 1; }
+  awk -v a=$a '/^memory by rank/ { for (f = 1; f < NF; f++) { if ($f == "activations") act = $(f + 1); if ($f == "peak") pk = $(f + 1) } }
+    /^activations held in bfloat16/ { held = $NF }
+    /done: / { sub(/.*\(/, ""); ms = $1 }
+    END { printf "%-12s %6d %12.1f %10.1f %10.1f\n", a, held, act / 1048576, pk / 1048576, ms }' "$tmp/act-$a.txt"
+done
 echo "# load after: $(cut -d' ' -f1-3 /proc/loadavg)"

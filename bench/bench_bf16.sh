@@ -72,8 +72,9 @@ act_rate() { BENCH_PRECISION=bf16 BENCH_ACTIVATIONS=$1 "$mpiexec" -n 1 ./bench/b
 m=gpt
 row gpt act_rate float32 auto
 ctx=${BENCH_BF16_CONTEXT:-128}
-echo "# GPT-2 124M's blocks (12 x 768, 12 heads; the fortunes text's bytes, 256 ids), context $ctx, batch 8, 4 AdamW steps on the" \
-  "fortunes text in bf16: the run's activations and peak (MiB), its ms/step (the first step included)"
+echo "# GPT-2 124M's blocks (12 x 768, 12 heads; the fortunes text's bytes, 256 ids), context $ctx, batch 8," \
+  "4 AdamW steps on the fortunes text in bf16: the run's activations and peak (MiB), its ms/step (the first" \
+  "step included)"
 printf '%-12s %6s %12s %10s %10s\n' activations held activations peak ms/step
 for a in float32 auto; do
   "$mpiexec" -n 1 ./surge-train "$src/inputs/gpt-fortunes.deck" -D model.gpt_layers=12 -D model.gpt_width=768 \
@@ -81,7 +82,8 @@ for a in float32 auto; do
     -D run.eval_every=0 -D data.test_samples=8 -D checkpoint.compression=none -D backend.precision=bf16 \
     -D backend.activations=$a -D "run.out_dir=$tmp/act-$a" >"$tmp/act-$a.txt" 2>&1 ||
     { echo "surge-train with activations = $a failed:" >&2; tail -3 "$tmp/act-$a.txt" >&2; exit 1; }
-  awk -v a=$a '/^memory by rank/ { for (f = 1; f < NF; f++) { if ($f == "activations") act = $(f + 1); if ($f == "peak") pk = $(f + 1) } }
+  awk -v a=$a '/^memory by rank/ {
+      for (f = 1; f < NF; f++) { if ($f == "activations") act = $(f + 1); if ($f == "peak") pk = $(f + 1) } }
     /^activations held in bfloat16/ { held = $NF }
     /done: / { sub(/.*\(/, ""); ms = $1 }
     END { printf "%-12s %6d %12.1f %10.1f %10.1f\n", a, held, act / 1048576, pk / 1048576, ms }' "$tmp/act-$a.txt"

@@ -268,7 +268,8 @@ static void test_to_bf16(void) {
       const float v = bf16_value(y[i]);
       bad += memcmp(&back[i], &v, sizeof v) != 0;
     }
-    tap_ok(bad == 0, "%s: from_bf16 gives those %zu values back as floats, bit for bit (%zu differ)", be[b]->name, n, bad);
+    tap_ok(bad == 0, "%s: from_bf16 gives those %zu values back as floats, bit for bit (%zu differ)", be[b]->name, n,
+           bad);
   }
   free(x), free(y), free(back);
 }

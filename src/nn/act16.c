@@ -15,8 +15,8 @@ static int segment_shared(const model_t *m, int i) {
 
 static int holdable(const model_t *m, int i, int (*allowed)(void *arg, int node, int next), void *arg) {
   const graph_t *g = m->g;
-  if (i == 0 || i == graph_output(g) || m->fused[i] != 0 || m->epi[i] > 0 || !layer_ops_of(g->l[i].kind)->output_unread ||
-      segment_shared(m, i))
+  if (i == 0 || i == graph_output(g) || m->fused[i] != 0 || m->epi[i] > 0 ||
+      !layer_ops_of(g->l[i].kind)->output_unread || segment_shared(m, i))
     return 0;
   int readers = 0;
   for (int j = i + 1; j < g->n; j++)

@@ -11,10 +11,10 @@
 /* Which nodes a training model being planned (fusion, epilogues and recomputed segments known, no buffer
  * yet) holds in bfloat16, into held[i] (g->n entries); returns how many. None unless the backend's context
  * says act16 and the layout gives allowed(). A node is held where its backward never reads its output
- * (layer_ops_t.output_unread; and it runs no other node's forward in its epilogue), every reader takes it as input 0 of a layer that only multiplies it
- * (layer_ops_t.rounds_input) and runs on its samples (allowed(arg, node, reader): nothing moves between
- * ranks), and it is not the input, the output, a node fused with its ReLU, or one whose buffers a
- * recomputed segment lends or borrows. A call reads a held input and writes a held output in floats (two
+ * (layer_ops_t.output_unread) and it runs no other node's forward in its epilogue, every reader takes it as
+ * input 0 of a layer that only multiplies it (layer_ops_t.rounds_input) and runs on its samples
+ * (allowed(arg, node, reader): nothing moves between ranks), and it is not the input, the output, a node
+ * fused with its ReLU, or one whose buffers a recomputed segment lends or borrows. A call reads a held input and writes a held output in floats (two
  * buffers of the largest held activation, model_t.act_f32): where they would take more than holding saves (a
  * model of few blocks), none is held. */
 int act16_plan(const model_t *m, int (*allowed)(void *arg, int node, int next), void *arg, int *held);

@@ -64,4 +64,5 @@ static void embed_backward(const layer_t *l, const layer_ctx_t *c) {
                    l->no_positions ? NULL : c->dw[1]);
 }
 
-const layer_ops_t layer_embed_ops = {"embed", embed_infer, embed_init, embed_forward, embed_backward, 0, NULL, NULL, 0, 0};
+const layer_ops_t layer_embed_ops = {"embed", embed_infer, embed_init, embed_forward, embed_backward, 0, NULL, NULL,
+                                     0, 0};

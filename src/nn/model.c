@@ -392,7 +392,8 @@ static void epilogue_ctx(model_t *m, int i, int off, int backward, layer_ctx_t *
   const int j = m->epi[i];
   const layer_t *e = &g->l[j];
   c->epi = e;
-  c->epi_y = backward && m->act16 && m->act16[j] ? NULL : act16_output(m, j, off, c->B); /* held: backward never reads it */
+  /* held: the backward never reads it */
+  c->epi_y = backward && m->act16 && m->act16[j] ? NULL : act16_output(m, j, off, c->B);
   if (m->aux[j]) c->epi_aux = m->aux[j] + (size_t)off * e->aux_per_sample;
   for (int k = 0; k < e->np; k++) c->epi_w[k] = model_tensor(m->params, g, e->param[k]);
   if (backward && e->kind == LAYER_GELU) {

@@ -289,7 +289,7 @@ train_outcome_t train_run(const config_t *cfg, const deck_t *deck, const char *r
   double worst[5] = {mem.state_bytes, mem.peak_bytes, mem.peak_bytes / mem.state_bytes, mem.window,
                      mem.process_bytes}; /* max over ranks */
   comm_allreduce_max_double(world, worst, 5, TRAFFIC_OTHER);
-  enum { MINE = 10 }; /* per rank: the optimizer's bytes and floats, the memory_by_rank columns, shared_grads's, held_acts's */
+  enum { MINE = 10 }; /* per rank: the optimizer's bytes and floats, memory_by_rank's, shared_grads's, held_acts's */
   double mine[MINE] = {mem.optim_bytes, mem.optim_floats, mem.process_bytes, mem.steps_peak_bytes,
                        mem.before_bytes, mem.state_bytes, mem.act_bytes, mem.grad_buffers, mem.grads_shared,
                        mem.acts_held16};

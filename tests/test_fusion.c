@@ -9,8 +9,9 @@
  * its GELU, an add and the layer norm it feeds) and the logits' gradient written in place; and with the
  * activation gradients in shared buffers besides (model_init_on's order), fewer floats; a model that
  * only runs forward (model_init_forward) the same logits without gradients, its activations in shared
- * buffers. And after 10
- * training steps with clipping, fused and pooled (the clipping factor folded into the update) and
+ * buffers. In bf16 on both backends, the activations that only products read held in bfloat16 (act16:
+ * the gpt's 9, none elsewhere) give the step of the model that holds none, bitwise, in fewer floats. And
+ * after 10 training steps with clipping, fused and pooled (the clipping factor folded into the update) and
  * plain give every parameter tensor within 1e-6 (issue 32). */
 #include <math.h>
 #include <stdio.h>
@@ -102,7 +103,7 @@ static int in_place_offered(const graph_t *g) {
 
 /* What one run of the model fused. */
 typedef struct fusion_counts {
-  int pairs, written, epilogues, in_place, pooled, buffers;
+  int pairs, written, epilogues, in_place, pooled, buffers, held16;
   size_t act_floats; /* the model's activation memory (model_t.act_floats) */
 } fusion_counts_t;
 
@@ -144,6 +145,7 @@ static double run(const graph_t *g, const backend_t *be, int mode, fusion_counts
     n->written += m.writer[i] != 0, n->epilogues += m.epi[i] > 0,
     n->pooled += m.pooled && (m.pooled[i] & MODEL_POOLED_GRAD);
   n->buffers = m.npool;
+  n->held16 = m.nact16;
   n->act_floats = m.act_floats;
   model_init_params(&m, 11);
   set_batch(&m, g, 0);
@@ -320,6 +322,48 @@ static void weights16(const char *name, const graph_t *g, int sequences) {
   model_free(&m[0]);
 }
 
+/* Open backend be on this thread in bf16, holding activations in bfloat16 where it may (act16) or not. */
+static void open_bf16(const backend_t *be, int act16) {
+  backend_options_t o = backend_default_options();
+  o.precision = BACKEND_BF16;
+  o.bf16_activations = act16;
+  int input_error = 0;
+  const char *why = be->open(&o, &input_error);
+  if (why) surge_runtime_error("the %s backend refused bf16: %s", be->name, why);
+}
+
+/* In bf16, where the context says act16, a training model holds in bfloat16 the activations that only
+ * products read (nn/act16.h): loss, logits and every gradient of a step bitwise those of the model that
+ * holds none (bf16_activations = 0), in fewer activation floats. The gpt (2 blocks) holds 9: each block's
+ * layer norms' outputs, its query-key-value product's and its GELU's, and the final norm's; the other zoo
+ * models none (no activation only products read, or too few to pay for the two float buffers). */
+static void held16(const char *name, const graph_t *g, const backend_t *be, int sequences, size_t nl, size_t ng) {
+  if (be == &backend_cpu && (!CPU_KERNELS_BUILT || cpu_simd_best() == BACKEND_SIMD_NONE)) {
+    tap_skip("%s: the cpu backend's bf16 products (its own kernels are not built or this CPU lacks AVX2 + FMA)", name);
+    return;
+  }
+  fusion_counts_t n[2];
+  float *logits[2], *grads[2];
+  double loss[2];
+  for (int k = 0; k < 2; k++) {
+    open_bf16(be, k);
+    logits[k] = xcalloc(nl, sizeof *logits[k]);
+    grads[k] = xcalloc(ng, sizeof *grads[k]);
+    loss[k] = run(g, be, POOLED, &n[k], logits[k], grads[k]);
+  }
+  const int want = sequences ? 4 * 2 + 1 : 0;
+  tap_ok(n[0].held16 == 0 && n[1].held16 == want && (want ? n[1].act_floats < n[0].act_floats : n[1].act_floats ==
+         n[0].act_floats) && loss[0] == loss[1] && memcmp(logits[0], logits[1], nl * sizeof(float)) == 0 &&
+             memcmp(grads[0], grads[1], ng * sizeof(float)) == 0,
+         "%s on %s in bf16: %d activations held in bfloat16 (%d expected), activation memory %zu -> %zu floats: loss, "
+         "logits and all %zu gradients bitwise those of the model holding none",
+         name, be->name, n[1].held16, want, n[0].act_floats, n[1].act_floats, ng);
+  for (int k = 0; k < 2; k++) free(logits[k]), free(grads[k]);
+  backend_options_t o = backend_default_options();
+  int input_error = 0;
+  be->open(&o, &input_error); /* back to fp32 */
+}
+
 static void compare(const char *model, const char *backend_name, int batchnorm) {
   zoo_opts_t o;
   memset(&o, 0, sizeof o);
@@ -372,6 +416,7 @@ static void compare(const char *model, const char *backend_name, int batchnorm) 
          name, backend_name, p.pooled, p.buffers, f.act_floats, p.act_floats, ng);
   forward_only(name, &g, be, l1, f.act_floats);
   if (be == &backend_cpu) weights16(name, &g, zoo_takes_sequences(model));
+  held16(name, &g, be, zoo_takes_sequences(model), nl, ng);
   compare_steps(name, &g, be);
   free(l1), free(l2), free(l3), free(g1), free(g2), free(g3);
   graph_free(&g);

@@ -332,7 +332,7 @@ typedef struct gemm_grid {
    * carried through a float sum as two floats (the loss in the gradient sync's side slots) */ \
   X(void, float_pair, (const double *x, float *pair)) \
   /* y[i] = x[i] as bfloat16 (core/bf16.h's bf16_bits: to nearest, ties to even; a NaN stays a NaN), \
-   * n elements: a forward-only model's bfloat16 copy of its weights (model_weights16), a training model's
+   * n elements: a forward-only model's bfloat16 copy of its weights (model_weights16), a training model's \
    * activations held in bfloat16 (model.h, act16) */ \
   X(void, to_bf16, (size_t n, const float *x, uint16_t *y)) \
   /* y[i] = x[i]'s value as a float (exact), n elements: an activation held in bfloat16 (model.h, act16) \

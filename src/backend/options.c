@@ -54,9 +54,10 @@ static const cfg_key_t rows[] = {
                  "nothing (doc/gpu.md)"),
     CFG_ENUM_KEY("backend", "activations", activations, "auto", CFG_VALUES("auto", "float32"),
                  "precision = bf16: auto holds an activation in bfloat16 where every layer that reads it rounds it "
-                 "to bfloat16 anyway (the input of a linear layer or of the tied output projection: the output of a "
-                 "layer norm or of a GELU), on cpu and ref: the same results in half its memory (doc/design.md); "
-                 "float32: every activation in float32; fp32 and cuda hold them in float32 whatever it says"),
+                 "to bfloat16 anyway (the input of a linear layer, of the tied output projection or of attention: "
+                 "a layer norm's, a GELU's or a query-key-value product's output), on cpu and ref: the same results "
+                 "in half its memory (doc/design.md); float32: every activation in float32; fp32 and cuda hold them "
+                 "in float32 whatever it says"),
 };
 // clang-format on
 

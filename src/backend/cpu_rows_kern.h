@@ -35,7 +35,10 @@ SIMD_TARGET static vf SIMD_NAME(rows_block)(int K, const float *a, int lda, int 
       for (int j = 0; j < RB_COLS; j++) acc[RB_COLS * r + j] = vf_fmadd(av, bv[j], acc[RB_COLS * r + j]);
     }
   }
-  return vf_fold_sums(acc);
+  vf sums[SIMD_W]; /* acc's address is never taken, so it stays in registers through the loop */
+#pragma GCC unroll 16
+  for (int i = 0; i < SIMD_W; i++) sums[i] = acc[i];
+  return vf_fold_sums(sums);
 }
 
 /* C (M, N) = alpha A (M, K) B^T + beta C, B stored (N, K); beta 0: C unread. */

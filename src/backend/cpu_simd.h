@@ -196,7 +196,8 @@ SIMD_INLINE vf vf_fmadd(vf a, vf b, vf c) { return SIMD_OP(fmadd_ps)(a, b, c); }
  * vectors in rounds (W/2 calls, W/4, ... 1) it leaves one vector whose lane i is the sum of vector i */
 SIMD_INLINE vf vf_pair_sums(vf x, vf y) { return vf_add(vf_even(x, y), vf_odd(x, y)); }
 /* One vector whose lane i is the sum of acc[i]'s lanes, from SIMD_W vectors (acc is overwritten):
- * vf_pair_sums in rounds */
+ * vf_pair_sums in rounds. Give it a copy of a loop's accumulators made after the loop: an array whose
+ * address it takes GCC keeps in memory through the loop, a store after every multiply-add. */
 SIMD_INLINE vf vf_fold_sums(vf acc[SIMD_W]) {
 #pragma GCC unroll 4
   for (int n = SIMD_W; n > 1; n /= 2)

@@ -16,24 +16,20 @@ SIMD_INLINE __m512bh pairs16_at(const uint16_t *x, int v, int K) {
   return (__m512bh)_mm512_maskz_loadu_epi16((__mmask32)((1ull << n) - 1), x + 32 * v);
 }
 
-/* Rows as bfloat16 pairs, from floats converted as they are read (f) or from bfloat16 itself (h) */
+/* Rows as stored: floats (f) or bfloat16 (h), ld elements apart */
 typedef struct b_rows {
   const float *f;
   const uint16_t *h;
   int ld;
 } b_rows_t;
 
-SIMD_INLINE __m512bh b_row_at(b_rows_t B, int j, int v, int K) {
-  return B.h ? pairs16_at(B.h + (size_t)j * B.ld, v, K) : pairs_at(B.f + (size_t)j * B.ld, v, K);
-}
-
-/* Rows j0 .. j0 + R - 1 of x as bfloat16 pairs (b_row_at): out[r nv + v] holds row j0 + r's values 32 v ..
- * 32 v + 31; rows from R to `pad` are zeros. */
-SIMD_TARGET static void rows_to_pairs(int R, int pad, int K, b_rows_t x, int j0, int nv, __m512i *out) {
+/* Rows j0 .. j0 + R - 1 of floats x (ld apart) as bfloat16 pairs (pairs_at): out[r nv + v] holds row j0 + r's
+ * values 32 v .. 32 v + 31; rows from R to `pad` are zeros. */
+SIMD_TARGET static void rows_to_pairs(int R, int pad, int K, const float *x, int ld, int j0, int nv, __m512i *out) {
   for (int r = 0; r < pad; r++)
     for (int v = 0; v < nv; v++)
       _mm512_storeu_si512(out + (size_t)r * nv + v,
-                          r < R ? (__m512i)b_row_at(x, j0 + r, v, K) : _mm512_setzero_si512());
+                          r < R ? (__m512i)pairs_at(x + (size_t)(j0 + r) * ld, v, K) : _mm512_setzero_si512());
 }
 
 /* Where the dot products read B's rows: pairs made before (B_PAIRS), floats converted as they are read
@@ -107,7 +103,7 @@ SIMD_TARGET void cpu_rows_bf16_dots(int M, int N, int K, const float *a, int lda
   const size_t vectors = surge_mul_size((size_t)Mp + 4 * (size_t)buffered, (size_t)nv, "bf16 pairs");
   __m512i *ap = cpu_kept_buffer(&buf, &cap, surge_mul_size(vectors, sizeof *ap, "bf16 pairs")),
           *bp = ap + (size_t)Mp * nv; /* B's 4 rows where buffered */
-  rows_to_pairs(M, Mp, K, (b_rows_t){a, NULL, lda}, 0, nv, ap);
+  rows_to_pairs(M, Mp, K, a, lda, 0, nv, ap);
   if (M == 1) {
     if (B16) dots_1(N, K, ap, rows, B_HALVES, out);
     else dots_1(N, K, ap, rows, B_FLOATS, out);
@@ -119,7 +115,7 @@ SIMD_TARGET void cpu_rows_bf16_dots(int M, int N, int K, const float *a, int lda
     for (int r = 0; r < 4; r++)
       row[r] = buffered ? (const void *)(bp + (size_t)r * nv)
                         : b_row(rows, B16 ? B_HALVES : B_FLOATS, j + (r < J ? r : J - 1));
-    if (buffered) rows_to_pairs(J, 4, K, rows, j, nv, bp);
+    if (buffered) rows_to_pairs(J, 4, K, B, ldb, j, nv, bp); /* floats only */
     for (int i = 0; i < M; i += 4) {
       float d[16]; /* lanes 4 r .. 4 r + J - 1: row i + r */
       const __m512i *ai = ap + (size_t)i * nv;

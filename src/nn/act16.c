@@ -65,7 +65,7 @@ static float *take(model_t *m, int b, int j, int off, int B) {
 float *act16_input(model_t *m, int i, int k, int off, int B) {
   const int src = m->g->l[i].in[k];
   const size_t sz = shape_size(m->g->l[src].out);
-  if (!m->act16 || !m->act16[src]) return m->in[i][k] + (size_t)off * sz;
+  if (!model_held16(m, src)) return m->in[i][k] + (size_t)off * sz;
   if (m->in[i][k])
     surge_runtime_error("node %d reads node %d from a buffer of its layout's, but that activation is held in bfloat16 "
                         "(a bug: act16_plan holds only activations whose readers run on the same samples)", i, src);
@@ -80,12 +80,12 @@ float *act16_input(model_t *m, int i, int k, int off, int B) {
 }
 
 float *act16_output(model_t *m, int j, int off, int B) {
-  if (!m->act16 || !m->act16[j]) return m->act[j] + (size_t)off * shape_size(m->g->l[j].out);
+  if (!model_held16(m, j)) return m->act[j] + (size_t)off * shape_size(m->g->l[j].out);
   return take(m, 1 - m->act_f32_last, j, off, B);
 }
 
 void act16_store(model_t *m, int j, int off, int B) {
-  if (!m->act16 || !m->act16[j]) return;
+  if (!model_held16(m, j)) return;
   const int b = holding(m, j, off, B);
   if (b < 0) surge_runtime_error("node %d's output is not in a float buffer to be rounded (a bug)", j);
   const size_t sz = shape_size(m->g->l[j].out);

@@ -1,7 +1,7 @@
 /* Activations held in bfloat16 by a training model (model_t.act16): in precision = bf16 every matrix
- * product rounds its operands to bfloat16, so an activation that only products read (a layer norm's
- * output, a GELU's, read by linear layers and the tied output projection) loses nothing when it is
- * stored rounded: its readers get the same values, and the model holds half its bytes. In a gpt: the
+ * product rounds its operands to bfloat16, so an activation that only products read (linear layers,
+ * attention, the tied output projection) loses nothing when it is stored rounded: its readers get the
+ * same values, and the model holds half its bytes. In a gpt: the
  * layer norms' outputs, the query-key-value products' (read by attention) and the GELUs'. */
 #ifndef SURGE_ACT16_H
 #define SURGE_ACT16_H
@@ -14,9 +14,9 @@
  * (layer_ops_t.output_unread) and it runs no other node's forward in its epilogue, every reader takes it as
  * input 0 of a layer that only multiplies it (layer_ops_t.rounds_input) and runs on its samples
  * (allowed(arg, node, reader): nothing moves between ranks), and it is not the input, the output, a node
- * fused with its ReLU, or one whose buffers a recomputed segment lends or borrows. A call reads a held input and writes a held output in floats (two
- * buffers of the largest held activation, model_t.act_f32): where they would take more than holding saves (a
- * model of few blocks), none is held. */
+ * fused with its ReLU, or one whose buffers a recomputed segment lends or borrows. A call reads a held input
+ * and writes a held output in floats (two buffers of the largest held activation, model_t.act_f32): where they
+ * would take more than holding saves (few held activations beside a large one), none is held. */
 int act16_plan(const model_t *m, int (*allowed)(void *arg, int node, int next), void *arg, int *held);
 
 /* Node i's input slot k on samples [off, off + B) as its layer reads it: the wiring's buffer (m->in), or, for a

@@ -300,7 +300,7 @@ void model_free(model_t *m) {
       be->free(m->dact[i]); /* in place: one */
     if (m->aux[i] && !(m->pooled[i] & MODEL_POOLED_AUX)) be->free(m->aux[i]);
     if (m->keep[i]) be->free(m->keep[i]);
-    if (m->act16 && m->act16[i]) be->free((float *)m->act16[i]);
+    if (model_held16(m, i)) be->free((float *)m->act16[i]);
   }
   if (m->nact16) {
     for (int b = 0; b < 2; b++) be->free(m->act_f32[b]);
@@ -393,7 +393,7 @@ static void epilogue_ctx(model_t *m, int i, int off, int backward, layer_ctx_t *
   const layer_t *e = &g->l[j];
   c->epi = e;
   /* held: the backward never reads it */
-  c->epi_y = backward && m->act16 && m->act16[j] ? NULL : act16_output(m, j, off, c->B);
+  c->epi_y = backward && model_held16(m, j) ? NULL : act16_output(m, j, off, c->B);
   if (m->aux[j]) c->epi_aux = m->aux[j] + (size_t)off * e->aux_per_sample;
   for (int k = 0; k < e->np; k++) c->epi_w[k] = model_tensor(m->params, g, e->param[k]);
   if (backward && e->kind == LAYER_GELU) {
@@ -418,7 +418,7 @@ static layer_ctx_t node_ctx(model_t *m, int i, int off, int B, int backward) {
     c.dx_write[k] = backward && m->writer[src] == i;
   }
   size_t osz = shape_size(l->out);
-  c.y = backward && m->act16 && m->act16[i] ? NULL : act16_output(m, i, off, B); /* held: backward never reads it */
+  c.y = backward && model_held16(m, i) ? NULL : act16_output(m, i, off, B); /* held: backward never reads it */
   if (backward) c.dy = m->dact[i] + (size_t)off * osz;
   if (m->aux[i]) c.aux = m->aux[i] + (size_t)off * l->aux_per_sample;
   c.scratch = m->scratch;

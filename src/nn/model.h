@@ -79,6 +79,9 @@ typedef struct model {
   int nact16;        /* nodes held so */
 } model_t;
 
+/* Whether node i's activation is held in bfloat16 (model_t.act16). */
+static inline int model_held16(const model_t *m, int i) { return m->act16 && m->act16[i]; }
+
 /* model_t.pooled: node i's gradient is in a shared buffer (model_init_on's order), its activation
  * is (model_init_forward), its saved state is the forward-only model's aux_pool */
 enum { MODEL_POOLED_GRAD = 1, MODEL_POOLED_ACT = 2, MODEL_POOLED_AUX = 4 };

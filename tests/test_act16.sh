@@ -1,7 +1,8 @@
 #!/bin/sh
 # [backend] activations = auto in precision = bf16 (nn/act16.h): a training model holds an activation in
 # bfloat16 where every layer that reads it rounds it to bfloat16 anyway (the layer norms', query-key-value
-# products' and GELUs' outputs, read by linear layers, attention and the tied output projection). The small
+# products' and GELUs' outputs and the GELUs' inputs, read by linear layers, attention, the tied output projection
+# and GELU). The small
 # gpt of tests/gpt3d.sh,
 # 10 AdamW steps with clipping, in bf16:
 #  - auto ends with bitwise the parameters of activations = float32 (h5diff of /params) on 1 rank (cpu
@@ -10,7 +11,7 @@
 #    with [train] recompute = attention and block; each of those runs says on which ranks it holds how
 #    many, and every rank of the 1-rank, ref, dp, 3d, burst and recompute = attention runs holds some (the line
 #    "activations held in bfloat16 per rank"; block holds none: its segments' interiors share buffers
-#    already, and what stays outside them would save less than the two float buffers cost);
+#    already, and what stays outside them would save less than the float buffers cost);
 #  - the 1-rank run's activations (the memory line's bytes) are fewer with auto than with float32;
 #  - 5 steps with auto resume to 10 with float32, bitwise the 10 of float32;
 #  - fp32 holds none and says nothing of it; a bad value exits 2 naming the deck key.

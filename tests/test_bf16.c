@@ -274,6 +274,63 @@ static void test_to_bf16(void) {
   free(x), free(y), free(back);
 }
 
+/* The GELU ops of `be` on x (n = rows x cols) in the precision open: y, dx written, dx added onto dy, dpre and db
+ * (zero first) of gelu_bias_bwd, into out[0..4] (out[4]: cols floats). */
+static void gelu_ops(const backend_t *be, int rows, int cols, const float *x, const float *dy, float *out[5]) {
+  const size_t n = (size_t)rows * cols;
+  be->gelu_fwd(n, x, out[0]);
+  be->gelu_bwd(n, x, dy, out[1], 1);
+  memcpy(out[2], dy, n * sizeof *dy);
+  be->gelu_bwd(n, x, dy, out[2], 0);
+  memset(out[4], 0, (size_t)cols * sizeof *out[4]);
+  be->gelu_bias_bwd(rows, cols, x, dy, out[3], out[4]);
+}
+
+/* GELU reads its input rounded to bfloat16 in bf16, both ways (backend.h's gelu_fwd), as a product's operand is, so
+ * an input held so (nn/act16.h: a linear's output before its GELU) gives the same bits: on both host backends,
+ * gelu_fwd, gelu_bwd (written and added) and gelu_bias_bwd (with its bias sums) of x in bf16 are bitwise the fp32
+ * ops of x rounded, and apart from the fp32 ops of x; linear_gelu_fwd's GELU output is gelu_fwd's of its own
+ * pre-activation (the unfused pair's bits). */
+static void test_gelu_rounds(void) {
+  enum { ROWS = 37, COLS = 70 }; /* off the vectors' widths */
+  const size_t n = (size_t)ROWS * COLS, sizes[5] = {n, n, n, n, COLS};
+  float *x = uniform(n, -4, 4), *dy = uniform(n, -1, 1), *xr = copy_of(x, n);
+  for (size_t i = 0; i < n; i++) xr[i] = bf16_round(x[i]);
+  const backend_t *be[] = {&backend_cpu, &backend_ref};
+  for (int b = 0; b < 2; b++) {
+    float *o[3][5]; /* fp32 of xr, bf16 of x, fp32 of x */
+    for (int k = 0; k < 3; k++)
+      for (int t = 0; t < 5; t++) o[k][t] = uniform(sizes[t], 0, 1);
+    open_host(BACKEND_FP32);
+    gelu_ops(be[b], ROWS, COLS, xr, dy, o[0]);
+    gelu_ops(be[b], ROWS, COLS, x, dy, o[2]);
+    open_host(BACKEND_BF16);
+    gelu_ops(be[b], ROWS, COLS, x, dy, o[1]);
+    int same = 1, apart = 1;
+    for (int t = 0; t < 5; t++) {
+      same &= memcmp(o[0][t], o[1][t], sizes[t] * sizeof(float)) == 0;
+      apart &= memcmp(o[2][t], o[1][t], sizes[t] * sizeof(float)) != 0;
+    }
+    tap_ok(same && apart, "%s in bf16: gelu_fwd, gelu_bwd (written, added) and gelu_bias_bwd of x are bitwise the fp32 "
+           "ops of x rounded to bfloat16 (%d rows x %d), and not those of x", be[b]->name, ROWS, COLS);
+    /* the fused forward: its y against gelu_fwd of the pre-activation it kept */
+    const int in = 40;
+    float *xi = uniform((size_t)ROWS * in, -1, 1), *w = uniform((size_t)COLS * in, -1, 1), *bias = uniform(COLS, -1, 1);
+    float *pre = uniform(n, 0, 1), *y = uniform(n, 0, 1), *y2 = uniform(n, 0, 1);
+    const size_t wn = linear_workspace_floats(COLS, in);
+    float *ws = malloc(wn * sizeof *ws);
+    if (!ws) abort();
+    be[b]->linear_gelu_fwd(ROWS, COLS, in, xi, w, NULL, bias, pre, y, ws, wn);
+    be[b]->gelu_fwd(n, pre, y2);
+    tap_ok(memcmp(y, y2, n * sizeof *y) == 0, "%s in bf16: linear_gelu_fwd's GELU output is gelu_fwd's of its "
+           "pre-activation, bit for bit", be[b]->name);
+    free(xi), free(w), free(bias), free(pre), free(y), free(y2), free(ws);
+    for (int k = 0; k < 3; k++)
+      for (int t = 0; t < 5; t++) free(o[k][t]);
+  }
+  free(x), free(dy), free(xr);
+}
+
 /* linear_fwd and linear_gelu_fwd given the weight's bfloat16 copy (w16, as a forward-only model's:
  * model_weights16) give the bits they give without it, at one row, at a few (4 at a time, up to
  * CPU_BF16_FEW_ROWS: where the copy is read) and past them, with tails of K off the 32-value vectors. */
@@ -529,6 +586,7 @@ int main(void) {
   test_gemms();
   test_ops();
   test_to_bf16();
+  test_gelu_rounds();
   test_weights16();
   return tap_done();
 }

@@ -58,9 +58,10 @@ size_t attention_workspace_floats(int T, int hs);
 /* The arithmetic precision of the model's matrix products (the rest is float32 everywhere). */
 typedef enum backend_precision {
   BACKEND_FP32 = 0, /* float32 products (TF32 tensor cores only when tf32 is set) */
-  BACKEND_BF16      /* products of operands rounded to bfloat16, summed in float32; parameters, gradients and
-                     * optimizer state stay float32 (the master copy), activations too but where the context says
-                     * act16 (nn/act16.h) */
+  BACKEND_BF16      /* products of operands rounded to bfloat16, summed in float32, and GELU of its input rounded
+                     * so (the host backends; cuda's GELU reads floats: within bf16's tolerance of ref); parameters,
+                     * gradients and optimizer state stay float32 (the master copy), activations too but where the
+                     * context says act16 (nn/act16.h) */
 } backend_precision_t;
 
 /* The vector width of the cpu backend's hand-written kernels (deck key backend.simd). */
@@ -205,7 +206,8 @@ typedef struct gemm_grid {
    * da += dy * (y > 0) and db likewise, each skipped where NULL */ \
   X(void, add_relu_fwd, (size_t n, const float *a, const float *b, float *y)) \
   X(void, add_relu_bwd, (size_t n, const float *y, const float *dy, float *da, float *db, int write_a, int write_b)) \
-  /* GELU, tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */ \
+  /* GELU, tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))); in precision = bf16 the host \
+   * backends take x rounded to bfloat16, both ways, as a product's operand (so x may be held so: nn/act16.h) */ \
   X(void, gelu_fwd, (size_t n, const float *x, float *y)) \
   X(void, gelu_bwd, (size_t n, const float *x, const float *dy, float *dx, int write)) /* dx += dy * gelu'(x) */ \
   /* ---- convolution over a whole batch of B samples (NCHW), workspace ws of ws_n >= \

@@ -7,6 +7,7 @@
 
 #include "backend/cpu_ops.h"
 #include "backend/host_mem.h"
+#include "core/bf16.h"
 #include "core/error.h"
 
 void cpu_fill(float *restrict x, size_t n, float v) {
@@ -172,8 +173,20 @@ static inline float cpu_gelu_gate(float v) {
   return 1.0f / (1.0f + cpu_expf(-2.0f * CPU_GELU_K * v * (1.0f + CPU_GELU_C * v * v)));
 }
 
+/* GELU's input as GELU reads it, both ways: rounded to bfloat16 where r (precision = bf16), as a matrix product's
+ * operand is, so an input held in bfloat16 (nn/act16.h) gives the same bits. r is a constant where this is inlined. */
+static inline float cpu_gelu_in(float v, const int r) { return r ? bf16_round(v) : v; }
+
+static inline float cpu_gelu(float v) { return v * cpu_gelu_gate(v); }
+
+static inline __attribute__((always_inline)) void gelu_fwd_r(size_t n, const float *restrict x, float *restrict y,
+                                                              const int r) {
+  for (size_t i = 0; i < n; i++) y[i] = cpu_gelu(cpu_gelu_in(x[i], r));
+}
+
 CPU_CLONES void cpu_gelu_fwd(size_t n, const float *restrict x, float *restrict y) {
-  for (size_t i = 0; i < n; i++) y[i] = x[i] * cpu_gelu_gate(x[i]);
+  if (host_products_bf16()) gelu_fwd_r(n, x, y, 1);
+  else gelu_fwd_r(n, x, y, 0);
 }
 
 static inline float cpu_gelu_grad(float v) {
@@ -181,35 +194,46 @@ static inline float cpu_gelu_grad(float v) {
   return s + 2.0f * v * s * (1.0f - s) * du;
 }
 
+static inline __attribute__((always_inline)) void gelu_bwd_r(size_t n, const float *restrict x,
+                                                              const float *restrict dy, float *restrict dx, int write,
+                                                              const int r) {
+  if (write)
+    for (size_t i = 0; i < n; i++) dx[i] = dy[i] * cpu_gelu_grad(cpu_gelu_in(x[i], r));
+  else
+    for (size_t i = 0; i < n; i++) dx[i] += dy[i] * cpu_gelu_grad(cpu_gelu_in(x[i], r));
+}
+
 CPU_CLONES void cpu_gelu_bwd(size_t n, const float *restrict x, const float *restrict dy, float *restrict dx,
                              int write) {
-  if (write)
-    for (size_t i = 0; i < n; i++) dx[i] = dy[i] * cpu_gelu_grad(x[i]);
-  else
-    for (size_t i = 0; i < n; i++) dx[i] += dy[i] * cpu_gelu_grad(x[i]);
+  if (host_products_bf16()) gelu_bwd_r(n, x, dy, dx, write, 1);
+  else gelu_bwd_r(n, x, dy, dx, write, 0);
 }
 
 /* ---- the fused forms' passes (issue 32) */
 
-// pre[r,c] += b[c] (b NULL: none), y[r,c] = gelu(pre[r,c]), in one pass.
-CPU_CLONES void cpu_bias_gelu_rows(int rows, int cols, const float *restrict b, float *restrict pre,
-                                   float *restrict y) {
+static inline __attribute__((always_inline)) void bias_gelu_rows_r(int rows, int cols, const float *restrict b,
+                                                                    float *restrict pre, float *restrict y,
+                                                                    const int rnd) {
   for (int r = 0; r < rows; r++) {
     float *restrict pr = pre + (size_t)r * cols, *restrict yr = y + (size_t)r * cols;
     if (b)
       for (int c = 0; c < cols; c++) pr[c] += b[c];
-    for (int c = 0; c < cols; c++) yr[c] = pr[c] * cpu_gelu_gate(pr[c]);
+    for (int c = 0; c < cols; c++) yr[c] = cpu_gelu(cpu_gelu_in(pr[c], rnd));
   }
+}
+
+// pre[r,c] += b[c] (b NULL: none), y[r,c] = gelu(pre[r,c]), in one pass.
+CPU_CLONES void cpu_bias_gelu_rows(int rows, int cols, const float *restrict b, float *restrict pre,
+                                   float *restrict y) {
+  if (host_products_bf16()) bias_gelu_rows_r(rows, cols, b, pre, y, 1);
+  else bias_gelu_rows_r(rows, cols, b, pre, y, 0);
 }
 
 // dpre = dy gelu'(pre) (written) and db[c] += its column sums, in one pass over chunks of columns:
 // per column the rows are summed in order in double, as cpu_bias_grad_rows does.
-CPU_CLONES void cpu_gelu_bias_bwd(int rows, int cols, const float *restrict pre, const float *restrict dy,
-                                  float *restrict dpre, float *restrict db) {
-  if (!db) {
-    cpu_gelu_bwd((size_t)rows * (size_t)cols, pre, dy, dpre, 1);
-    return;
-  }
+static inline __attribute__((always_inline)) void gelu_bias_bwd_r(int rows, int cols, const float *restrict pre,
+                                                                   const float *restrict dy, float *restrict dpre,
+                                                                   float *restrict db, const int rnd) {
   double acc[CPU_BIAS_CHUNK];
   for (int c0 = 0; c0 < cols; c0 += CPU_BIAS_CHUNK) {
     int width = cols - c0 < CPU_BIAS_CHUNK ? cols - c0 : CPU_BIAS_CHUNK;
@@ -217,13 +241,20 @@ CPU_CLONES void cpu_gelu_bias_bwd(int rows, int cols, const float *restrict pre,
     for (int r = 0; r < rows; r++) {
       const size_t at = (size_t)r * cols + c0;
       for (int c = 0; c < width; c++) {
-        const float g = dy[at + c] * cpu_gelu_grad(pre[at + c]);
+        const float g = dy[at + c] * cpu_gelu_grad(cpu_gelu_in(pre[at + c], rnd));
         dpre[at + c] = g;
         acc[c] += g;
       }
     }
     for (int c = 0; c < width; c++) db[c0 + c] = (float)(db[c0 + c] + acc[c]);
   }
+}
+
+CPU_CLONES void cpu_gelu_bias_bwd(int rows, int cols, const float *restrict pre, const float *restrict dy,
+                                  float *restrict dpre, float *restrict db) {
+  if (!db) cpu_gelu_bwd((size_t)rows * (size_t)cols, pre, dy, dpre, 1);
+  else if (host_products_bf16()) gelu_bias_bwd_r(rows, cols, pre, dy, dpre, db, 1);
+  else gelu_bias_bwd_r(rows, cols, pre, dy, dpre, db, 0);
 }
 
 /* ---- low-rank compression */

@@ -13,7 +13,8 @@ static const cfg_key_t rows[] = {
     CFG_INT_KEY("backend", "device", device, "-1", -1, 1023,
                 "cuda: the GPU of this rank; -1: its index among its job's ranks on the node, modulo the GPUs there"),
     CFG_ENUM_KEY("backend", "precision", precision, "fp32", CFG_VALUES("fp32", "bf16"),
-                 "matrix products in float32, or bf16 (operands rounded to bfloat16, float32 sums; parameters, "
+                 "matrix products in float32, or bf16 (operands rounded to bfloat16, float32 sums, and GELU's input "
+                 "rounded so on cpu and ref; parameters, "
                  "gradients and optimizer state stay float32, gradients are reduced in float32, activations as "
                  "backend.activations says); every "
                  "backend: cuda on cuBLAS's bf16 compute type and tensor cores, cpu in bfloat16 pairs where the CPU "
@@ -54,8 +55,9 @@ static const cfg_key_t rows[] = {
                  "nothing (doc/gpu.md)"),
     CFG_ENUM_KEY("backend", "activations", activations, "auto", CFG_VALUES("auto", "float32"),
                  "precision = bf16: auto holds an activation in bfloat16 where every layer that reads it rounds it "
-                 "to bfloat16 anyway (the input of a linear layer, of the tied output projection or of attention: "
-                 "a layer norm's, a GELU's or a query-key-value product's output), on cpu and ref: the same results "
+                 "to bfloat16 anyway (the input of a linear layer, of the tied output projection, of attention or "
+                 "of a GELU: a layer norm's, a GELU's, a query-key-value product's or the linear output a GELU "
+                 "reads), on cpu and ref: the same results "
                  "in half its memory (doc/design.md); float32: every activation in float32; fp32 and cuda hold them "
                  "in float32 whatever it says"),
 };

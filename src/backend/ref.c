@@ -169,16 +169,17 @@ static void ref_add_relu_bwd(size_t n, const float *y, const float *dy, float *d
 static const double ref_gelu_k = 0.7978845608028654; /* sqrt(2/pi) */
 static const double ref_gelu_c = 0.044715;
 
+/* GELU reads its input as a product's operand: rounded to bfloat16 in precision = bf16 (ref_operand), both ways */
 static void ref_gelu_fwd(size_t n, const float *x, float *y) {
   for (size_t i = 0; i < n; i++) {
-    double v = x[i];
+    double v = ref_operand(x[i]);
     y[i] = (float)(0.5 * v * (1.0 + tanh(ref_gelu_k * (v + ref_gelu_c * v * v * v))));
   }
 }
 
 static void ref_gelu_bwd(size_t n, const float *x, const float *dy, float *dx, int write) {
   for (size_t i = 0; i < n; i++) {
-    double v = x[i];
+    double v = ref_operand(x[i]);
     double t = tanh(ref_gelu_k * (v + ref_gelu_c * v * v * v));
     double du = ref_gelu_k * (1.0 + 3.0 * ref_gelu_c * v * v);
     double grad = 0.5 * (1.0 + t) + 0.5 * v * (1.0 - t * t) * du;

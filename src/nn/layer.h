@@ -196,10 +196,10 @@ typedef struct layer_ops {
   void (*forward_finish)(const layer_t *l, const layer_ctx_t *c);
   void (*backward_finish)(const layer_t *l, const layer_ctx_t *c);
   /* what lets a training model hold an activation in bfloat16 in precision = bf16 (nn/act16.h): */
-  int rounds_input;  /* forward and backward read input 0 only as a matrix product's operand, which bf16 rounds to
-                      * bfloat16 (linear, tied linear, attention: its queries, keys and values) */
+  int rounds_input;  /* forward and backward read input 0 only rounded to bfloat16 in bf16: as a matrix product's
+                      * operand (linear, tied linear, attention: its queries, keys and values) or GELU's */
   int output_unread; /* backward never reads the node's own output (c->y) unless the node runs another's forward
-                      * in its epilogue (layer norm, GELU, linear) */
+                      * in its epilogue, and then only as that node's input (layer norm, GELU, linear) */
 } layer_ops_t;
 
 /* The scratch one forward or backward call of l on B samples needs. */

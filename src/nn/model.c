@@ -171,7 +171,7 @@ static int init_model(model_t *m, const graph_t *g, const backend_t *be, int B_c
   if (m->grad_in_place) m->writer[graph_output(g)] = graph_output(g); /* the loss writes it whole */
   plan_recompute(m, allowed, arg, forward_only);
   int *held = xcalloc((size_t)g->n, sizeof *held);
-  if (!forward_only) m->nact16 = act16_plan(m, allowed, arg, held);
+  if (!forward_only) m->nact16 = act16_plan(m, allowed, arg, held, &m->nact_f32);
   if (m->nact16) m->act16 = xcalloc((size_t)g->n, sizeof *m->act16);
   size_t held_most = 0; /* floats of the largest held activation */
   int *slot_of = xcalloc((size_t)g->n, sizeof *slot_of);
@@ -238,9 +238,9 @@ static int init_model(model_t *m, const graph_t *g, const backend_t *be, int B_c
   free(slot_of);
   free(slot_floats);
   free(held);
-  if (m->nact16) { /* a call widens at most one held input and writes at most one held output */
-    for (int b = 0; b < 2; b++) m->act_f32[b] = be->alloc(held_most);
-    m->act_floats += 2 * held_most;
+  if (m->nact16) { /* as many as one call takes (act16_plan) */
+    for (int b = 0; b < m->nact_f32; b++) m->act_f32[b] = be->alloc(held_most);
+    m->act_floats += (size_t)m->nact_f32 * held_most;
   }
   m->scratch = be->alloc(scratch);
   m->act_floats += scratch;
@@ -303,7 +303,7 @@ void model_free(model_t *m) {
     if (model_held16(m, i)) be->free((float *)m->act16[i]);
   }
   if (m->nact16) {
-    for (int b = 0; b < 2; b++) be->free(m->act_f32[b]);
+    for (int b = 0; b < m->nact_f32; b++) be->free(m->act_f32[b]);
   }
   free(m->act16);
   free(m->keep);
@@ -410,6 +410,7 @@ static layer_ctx_t node_ctx(model_t *m, int i, int off, int B, int backward) {
   memset(&c, 0, sizeof c);
   c.be = m->be;
   c.B = B;
+  act16_call(m);
   for (int k = 0; k < l->nin; k++) {
     int src = l->in[k];
     size_t sz = shape_size(g->l[src].out);
@@ -418,7 +419,9 @@ static layer_ctx_t node_ctx(model_t *m, int i, int off, int B, int backward) {
     c.dx_write[k] = backward && m->writer[src] == i;
   }
   size_t osz = shape_size(l->out);
-  c.y = backward && model_held16(m, i) ? NULL : act16_output(m, i, off, B); /* held: backward never reads it */
+  if (!backward) c.y = act16_output(m, i, off, B);
+  else if (!model_held16(m, i) || m->epi[i] > 0) c.y = act16_own(m, i, off, B); /* held: read by the epilogue's */
+  /* derivative only, which rounds it (act16_plan); without an epilogue the backward never reads it */
   if (backward) c.dy = m->dact[i] + (size_t)off * osz;
   if (m->aux[i]) c.aux = m->aux[i] + (size_t)off * l->aux_per_sample;
   c.scratch = m->scratch;

@@ -17,6 +17,10 @@
  * reduction (sync/gradsync.h, side slots), so they need no collective of their own. */
 #define MODEL_GRAD_SIDE 3
 
+/* Float buffers for activations held in bfloat16 (nn/act16.h): a call reads at most one held input and writes a
+ * held output and the held output of the node its epilogue runs. */
+enum { MODEL_ACT_F32_MAX = 3 };
+
 typedef struct model {
   const graph_t *g;
   const backend_t *be;
@@ -69,13 +73,16 @@ typedef struct model {
   uint16_t *params16; /* forward only: the parameters as bfloat16 (model_weights16), backend memory, or NULL */
   /* activations held in bfloat16 (nn/act16.h: a training model where the context says act16): */
   uint16_t **act16;  /* per node: its activation (B_cap, out) as bfloat16, act[i] then NULL; else NULL */
-  float *act_f32[2]; /* two buffers of floats the size of the largest held activation: a held node's output as its
-                      * forward writes it (then rounded into act16), or a held input widened for the layer that
-                      * reads it */
-  int act_f32_of[2][3]; /* what each holds: (node, off, B), floats that round to that node's held rows (what a
-                         * reader's products use), so a reader in the forward takes them as they are; node 0:
-                         * nothing */
-  int act_f32_last;  /* the buffer used last (the other one is taken next) */
+  float *act_f32[MODEL_ACT_F32_MAX]; /* nact_f32 buffers of floats the size of the largest held activation: a held
+                                      * node's output as its forward writes it (then rounded into act16), or held
+                                      * rows widened for the layer that reads them */
+  int act_f32_of[MODEL_ACT_F32_MAX][3]; /* what each holds: (node, off, B), floats that round to that node's held
+                                         * rows (what its readers use), so a reader in the forward takes them as they
+                                         * are; node 0: nothing */
+  unsigned act_f32_used[MODEL_ACT_F32_MAX]; /* when each was last given to a call (act_f32_clock's count) */
+  unsigned act_f32_clock;
+  unsigned act_f32_busy; /* bit b: buffer b is given to the call being built */
+  int nact_f32;          /* buffers: the most one call reads or writes (act16_plan) */
   int nact16;        /* nodes held so */
 } model_t;
 

@@ -64,9 +64,10 @@ if [ "$team" -gt 1 ]; then
   printf '%-12s %10s %10s %10s\n' model "1 thread" "$team threads" ratio
   for m in $models; do row "$m" threads_rate 1 "$team"; done
 fi
-# activations that only products read held in bfloat16 ([backend] activations = auto, doc/design.md) against all
-# in float32: the gpt's rate, then GPT-2 124M's shape, what the run counts and its peak
-echo "# bf16 with activations = float32 against auto (held in bfloat16 where only products read them); median samples/s"
+# activations that only products and GELU read held in bfloat16 ([backend] activations = auto, doc/design.md)
+# against all in float32: the gpt's rate, then GPT-2 124M's shape, what the run counts and its peak
+echo "# bf16 with activations = float32 against auto (held in bfloat16 where only products and GELU read them);" \
+  "median samples/s"
 printf '%-12s %10s %10s %10s\n' model float32 auto auto/float32
 act_rate() { BENCH_PRECISION=bf16 BENCH_ACTIVATIONS=$1 "$mpiexec" -n 1 ./bench/bench_models --rate "$m"; }
 m=gpt

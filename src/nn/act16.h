@@ -1,8 +1,8 @@
 /* Activations held in bfloat16 by a training model (model_t.act16): in precision = bf16 every matrix
  * product rounds its operands to bfloat16, so an activation that only products read (linear layers,
  * attention, the tied output projection) loses nothing when it is stored rounded: its readers get the
- * same values, and the model holds half its bytes. GELU, which reads its input rounded too, likewise. In a gpt:
- * the layer norms' outputs, the query-key-value products' (read by attention), the GELUs' and their inputs. */
+ * same values, and the model holds half its bytes. GELU, which reads its input rounded too, likewise. In a
+ * gpt: the layer norms' outputs, the query-key-value products' (read by attention), the GELUs' and their inputs. */
 #ifndef SURGE_ACT16_H
 #define SURGE_ACT16_H
 

@@ -103,7 +103,7 @@ static int in_place_offered(const graph_t *g) {
 
 /* What one run of the model fused. */
 typedef struct fusion_counts {
-  int pairs, written, epilogues, in_place, pooled, buffers, held16;
+  int pairs, written, epilogues, in_place, pooled, buffers, held16, passing;
   size_t act_floats; /* the model's activation memory (model_t.act_floats) */
 } fusion_counts_t;
 
@@ -146,6 +146,7 @@ static double run(const graph_t *g, const backend_t *be, int mode, fusion_counts
     n->pooled += m.pooled && (m.pooled[i] & MODEL_POOLED_GRAD);
   n->buffers = m.npool;
   n->held16 = m.nact16;
+  n->passing = m.npass;
   n->act_floats = m.act_floats;
   model_init_params(&m, 11);
   set_batch(&m, g, 0);
@@ -409,6 +410,14 @@ static void compare(const char *model, const char *backend_name, int batchnorm) 
          "%s on %s: %d node+ReLU pairs fused, %d gradients overwritten, %d epilogues: loss, logits and all %zu "
          "gradients bitwise those of the plain model",
          name, backend_name, f.pairs, f.written, f.epilogues, ng);
+  /* the outputs only the forward reads (nn/act_pass.h) take turns in one buffer: in a gpt each block's attention and
+   * feed-forward projections (read by the residual adds); the CNNs' adds are fused with their ReLUs, which read
+   * their output back */
+  const int passing = zoo_takes_sequences(model) ? 2 * o.gpt.layers : 0;
+  tap_ok(plain.passing == 0 && f.passing == passing && (passing ? f.act_floats < plain.act_floats : 1),
+         "%s on %s: %d activations only the forward reads (%d expected) share one buffer, the plain model's none; "
+         "activation memory %zu -> %zu floats (the step bitwise: above)",
+         name, backend_name, f.passing, passing, plain.act_floats, f.act_floats);
   /* every overwritten gradient but the output's is pooled; a step holds fewer of them than nodes */
   tap_ok(a == c && memcmp(l1, l3, nl * sizeof *l1) == 0 && memcmp(g1, g3, ng * sizeof *g1) == 0 &&
              p.pooled == overwritable && p.buffers > 0 && p.buffers < p.pooled && p.act_floats < f.act_floats,

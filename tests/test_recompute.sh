@@ -27,7 +27,8 @@ train() { # train NP OUT MODE ARGS...: surge-train into $tap_tmp/OUT (its output
 same() { # same A B: the parameters of two runs bit for bit
   h5diff "$tap_tmp/$1/model.h5" "$tap_tmp/$2/model.h5" /params /params >/dev/null 2>&1
 }
-state() { sed -n 's/.*training state \([0-9.]*\) MiB.*/\1/p' "$tap_tmp/$1.txt"; }
+# state NAME: the run's training state in bytes (the memory line's MiB round too coarsely for this small gpt)
+state() { sed -n 's/^memory by rank (bytes): .*; state \([0-9]*\);.*/\1/p' "$tap_tmp/$1.txt"; }
 # shared NAME: every rank's activation gradients take turns in shared buffers, fewer than the
 # gradients in them (the line "activation gradients per rank: shared buffers B... for gradients N...")
 shared() {
@@ -62,7 +63,7 @@ tap_ok $? "1 rank, ref backend: recompute = block gives bitwise the parameters o
 a=$(state one-none) b=$(state one-block) c=$(state one-attention)
 # (the gradients are pooled in every mode, model_init_on's order: what recomputation saves is activations)
 awk -v a="$a" -v b="$b" -v c="$c" 'BEGIN { exit !(a > 0 && b < c && c < a) }'
-tap_ok $? "1 rank: the training state drops, the more so the more is recomputed: none $a, attention $c, block $b MiB"
+tap_ok $? "1 rank: the training state drops, the more so the more is recomputed: none $a, attention $c, block $b bytes"
 line=$(shared one-none)
 tap_ok $? "1 rank: the activation gradients share buffers: $line"
 

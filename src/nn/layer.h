@@ -200,6 +200,8 @@ typedef struct layer_ops {
                       * operand (linear, tied linear, attention: its queries, keys and values) or GELU's */
   int output_unread; /* backward never reads the node's own output (c->y) unless the node runs another's forward
                       * in its epilogue, and then only as that node's input (layer norm, GELU, linear) */
+  int inputs_unread; /* backward never reads the node's inputs (c->x): the add; with output_unread on the producer,
+                      * an output only the forward reads (nn/act_pass.h) */
 } layer_ops_t;
 
 /* The scratch one forward or backward call of l on B samples needs. */

@@ -48,5 +48,7 @@ static void add_backward(const layer_t *l, const layer_ctx_t *c) {
   for (int k = 0; k < 2; k++) layer_pass_grad(c, k, count);
 }
 
-/* writes an input's gradient whole where asked (dx_write) */
-const layer_ops_t layer_add_ops = {"add", add_infer, layer_init_none, add_forward, add_backward, 1, NULL, NULL, 0, 0};
+/* writes an input's gradient whole where asked (dx_write); its backward reads only dy (and, fused with its ReLU, its
+ * own output) */
+const layer_ops_t layer_add_ops = {"add", add_infer, layer_init_none, add_forward, add_backward, 1, NULL, NULL,
+                                   .inputs_unread = 1};

@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "core/events.h"
 #include "nn/act16.h"
+#include "nn/act_pass.h"
 #include "nn/act_pool.h"
 #include "nn/grad_pool.h"
 #include "nn/logit_mask.h"
@@ -173,6 +174,9 @@ static int init_model(model_t *m, const graph_t *g, const backend_t *be, int B_c
   int *held = xcalloc((size_t)g->n, sizeof *held);
   if (!forward_only) m->nact16 = act16_plan(m, allowed, arg, held, &m->nact_f32);
   if (m->nact16) m->act16 = xcalloc((size_t)g->n, sizeof *m->act16);
+  int *pass = xcalloc((size_t)g->n, sizeof *pass);
+  if (!forward_only) m->npass = act_pass_plan(m, allowed, arg, held, pass);
+  size_t pass_most = 0; /* floats of the largest passing activation */
   size_t held_most = 0; /* floats of the largest held activation */
   int *slot_of = xcalloc((size_t)g->n, sizeof *slot_of);
   size_t *slot_floats = xcalloc((size_t)g->n, sizeof *slot_floats);
@@ -204,6 +208,8 @@ static int init_model(model_t *m, const graph_t *g, const backend_t *be, int B_c
       m->act16[i] = backend_alloc_bf16(be, n);
       m->act_floats += n / 2 + 1;
       held_most = n > held_most ? n : held_most;
+    } else if (pass[i]) { /* the buffer shared by the forward's passing outputs (act_pass.h, below) */
+      pass_most = n > pass_most ? n : pass_most;
     } else if (m->fused[i] <= 0) { /* a fused node writes its ReLU's buffer (below): it has none of its own */
       m->act[i] = be->alloc(n);
       m->act_floats += n;
@@ -235,6 +241,13 @@ static int init_model(model_t *m, const graph_t *g, const backend_t *be, int B_c
       m->dact[i] = m->dact[m->shares[i]];
       m->aux[i] = m->aux[m->shares[i]];
     }
+  if (m->npass) {
+    m->act_pass = be->alloc(pass_most);
+    m->act_floats += pass_most;
+    for (int i = 0; i < g->n; i++)
+      if (pass[i]) m->act[i] = m->act_pass;
+  }
+  free(pass);
   free(slot_of);
   free(slot_floats);
   free(held);
@@ -295,7 +308,8 @@ void model_free(model_t *m) {
   for (int i = 0; i < m->g->n; i++) {
     if (m->shares[i]) continue; /* another node's buffers */
     /* a fused node shares its ReLU's buffers; a pooled one is a shared buffer's (below) */
-    if (m->fused[i] <= 0 && !(m->pooled[i] & MODEL_POOLED_ACT)) be->free(m->act[i]);
+    if (m->fused[i] <= 0 && !(m->pooled[i] & MODEL_POOLED_ACT) && (!m->act_pass || m->act[i] != m->act_pass))
+      be->free(m->act[i]);
     if (m->dact[i] && m->fused[i] <= 0 && m->dact[i] != m->act[i] && !(m->pooled[i] & MODEL_POOLED_GRAD))
       be->free(m->dact[i]); /* in place: one */
     if (m->aux[i] && !(m->pooled[i] & MODEL_POOLED_AUX)) be->free(m->aux[i]);
@@ -305,6 +319,7 @@ void model_free(model_t *m) {
   if (m->nact16) {
     for (int b = 0; b < m->nact_f32; b++) be->free(m->act_f32[b]);
   }
+  if (m->act_pass) be->free(m->act_pass);
   free(m->act16);
   free(m->keep);
   free(m->seg_first);
@@ -415,6 +430,7 @@ static layer_ctx_t node_ctx(model_t *m, int i, int off, int B, int backward) {
     int src = l->in[k];
     size_t sz = shape_size(g->l[src].out);
     c.x[k] = act16_input(m, i, k, off, B);
+    if (!backward) act_pass_check(m, i, src, off, B);
     if (backward && m->din[i][k]) c.dx[k] = m->din[i][k] + (size_t)off * sz;
     c.dx_write[k] = backward && m->writer[src] == i;
   }
@@ -455,6 +471,7 @@ static void run_forward_start(model_t *m, int i, int off, int B) {
   layer_ctx_t c = node_ctx(m, i, off, B, 0);
   layer_ops_of(m->g->l[i].kind)->forward(&m->g->l[i], &c);
   act16_store(m, i, off, B); /* a held output (none has a sum to finish: act16.h) */
+  act_pass_wrote(m, i, off, B);
   if (m->epi[i] > 0) act16_store(m, m->epi[i], off, B);
 }
 

@@ -84,6 +84,10 @@ typedef struct model {
   unsigned act_f32_busy; /* bit b: buffer b is given to the call being built */
   int nact_f32;          /* buffers: the most one call reads or writes (act16_plan) */
   int nact16;        /* nodes held so */
+  /* activations only the forward reads (nn/act_pass.h: a training model where the layout allows) */
+  float *act_pass;   /* the buffer they take turns in (the largest of them), or NULL; act[i] of each is it */
+  int act_pass_of[3]; /* whose rows it holds: (node, off, B) */
+  int npass;         /* nodes passing so */
 } model_t;
 
 /* Whether node i's activation is held in bfloat16 (model_t.act16). */

@@ -1,0 +1,56 @@
+/* Activations that live only through the forward pass (act_pass.h). */
+#include "nn/act_pass.h"
+
+#include "core/error.h"
+
+/* Whether no backward reads node i's output, and every reader runs on its samples; *last = its last reader. */
+static int forward_only_output(const model_t *m, int i, int (*allowed)(void *arg, int node, int next), void *arg,
+                               int *last) {
+  const graph_t *g = m->g;
+  const layer_ops_t *ops = layer_ops_of(g->l[i].kind);
+  if (!ops->output_unread || ops->forward_finish) return 0;
+  *last = 0;
+  for (int j = i + 1; j < g->n; j++)
+    for (int k = 0; k < g->l[j].nin; k++) {
+      if (g->l[j].in[k] != i) continue;
+      if (!layer_ops_of(g->l[j].kind)->inputs_unread || m->fused[j] != 0 || !allowed(arg, i, j)) return 0;
+      *last = j;
+    }
+  return *last > 0;
+}
+
+static int shared_by_segment(const model_t *m, int i) {
+  if (m->shares[i]) return 1;
+  for (int j = 1; j < m->g->n; j++)
+    if (m->shares[j] == i) return 1;
+  return 0;
+}
+
+int act_pass_plan(const model_t *m, int (*allowed)(void *arg, int node, int next), void *arg, const int *held,
+                  int *pass) {
+  const graph_t *g = m->g;
+  int n = 0, busy_until = 0; /* the last reader of the node passing before */
+  for (int i = 0; i < g->n; i++) {
+    int last = 0;
+    pass[i] = allowed && i > 0 && i != graph_output(g) && i > busy_until && m->fused[i] == 0 && m->epi[i] == 0 &&
+              !held[i] && !shared_by_segment(m, i) && forward_only_output(m, i, allowed, arg, &last);
+    if (!pass[i]) continue;
+    busy_until = last;
+    n++;
+  }
+  return n;
+}
+
+void act_pass_wrote(model_t *m, int j, int off, int B) {
+  if (!m->act_pass || m->act[j] != m->act_pass) return;
+  m->act_pass_of[0] = j, m->act_pass_of[1] = off, m->act_pass_of[2] = B;
+}
+
+void act_pass_check(const model_t *m, int i, int src, int off, int B) {
+  if (!m->act_pass || m->act[src] != m->act_pass) return;
+  if (m->act_pass_of[0] != src || m->act_pass_of[1] > off || off + B > m->act_pass_of[1] + m->act_pass_of[2])
+    surge_runtime_error("node %d reads rows %d..%d of node %d's output, which passed through the shared buffer, but "
+                        "the buffer holds rows %d..%d of node %d (a bug: act_pass_plan assumed the forward's node "
+                        "order)", i, off, off + B - 1, src, m->act_pass_of[1], m->act_pass_of[1] + m->act_pass_of[2] - 1,
+                        m->act_pass_of[0]);
+}

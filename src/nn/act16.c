@@ -5,14 +5,6 @@
 
 #include "core/error.h"
 
-/* Whether a recomputed segment's buffers involve node i: it borrows another's, or lends its own. */
-static int segment_shared(const model_t *m, int i) {
-  if (m->shares[i]) return 1;
-  for (int j = 1; j < m->g->n; j++)
-    if (m->shares[j] == i) return 1;
-  return 0;
-}
-
 /* Whether node i's backward reads its output only rounded: never (layer_ops_t.output_unread), or, where it runs a
  * node's forward in its epilogue (a linear its GELU), only as that node's input, which that node rounds. */
 static int output_read_rounded(const model_t *m, int i) {
@@ -23,7 +15,7 @@ static int output_read_rounded(const model_t *m, int i) {
 
 static int holdable(const model_t *m, int i, int (*allowed)(void *arg, int node, int next), void *arg) {
   const graph_t *g = m->g;
-  if (i == 0 || i == graph_output(g) || m->fused[i] != 0 || !output_read_rounded(m, i) || segment_shared(m, i))
+  if (i == 0 || i == graph_output(g) || m->fused[i] != 0 || !output_read_rounded(m, i) || model_segment_shared(m, i))
     return 0;
   int readers = 0;
   for (int j = i + 1; j < g->n; j++)

@@ -4,7 +4,7 @@
 #include "core/error.h"
 
 /* Whether no backward reads node i's output, and every reader runs on its samples; *last = its last reader. */
-static int forward_only_output(const model_t *m, int i, int (*allowed)(void *arg, int node, int next), void *arg,
+static int read_by_forward_only(const model_t *m, int i, int (*allowed)(void *arg, int node, int next), void *arg,
                                int *last) {
   const graph_t *g = m->g;
   const layer_ops_t *ops = layer_ops_of(g->l[i].kind);
@@ -19,13 +19,6 @@ static int forward_only_output(const model_t *m, int i, int (*allowed)(void *arg
   return *last > 0;
 }
 
-static int shared_by_segment(const model_t *m, int i) {
-  if (m->shares[i]) return 1;
-  for (int j = 1; j < m->g->n; j++)
-    if (m->shares[j] == i) return 1;
-  return 0;
-}
-
 int act_pass_plan(const model_t *m, int (*allowed)(void *arg, int node, int next), void *arg, const int *held,
                   int *pass) {
   const graph_t *g = m->g;
@@ -33,7 +26,7 @@ int act_pass_plan(const model_t *m, int (*allowed)(void *arg, int node, int next
   for (int i = 0; i < g->n; i++) {
     int last = 0;
     pass[i] = allowed && i > 0 && i != graph_output(g) && i > busy_until && m->fused[i] == 0 && m->epi[i] == 0 &&
-              !held[i] && !shared_by_segment(m, i) && forward_only_output(m, i, allowed, arg, &last);
+              !held[i] && !model_segment_shared(m, i) && read_by_forward_only(m, i, allowed, arg, &last);
     if (!pass[i]) continue;
     busy_until = last;
     n++;

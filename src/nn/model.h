@@ -93,6 +93,14 @@ typedef struct model {
 /* Whether node i's activation is held in bfloat16 (model_t.act16). */
 static inline int model_held16(const model_t *m, int i) { return m->act16 && m->act16[i]; }
 
+/* Whether a recomputed segment's buffers involve node i (model_t.shares): it borrows another's, or lends its own. */
+static inline int model_segment_shared(const model_t *m, int i) {
+  if (m->shares[i]) return 1;
+  for (int j = 1; j < m->g->n; j++)
+    if (m->shares[j] == i) return 1;
+  return 0;
+}
+
 /* model_t.pooled: node i's gradient is in a shared buffer (model_init_on's order), its activation
  * is (model_init_forward), its saved state is the forward-only model's aux_pool */
 enum { MODEL_POOLED_GRAD = 1, MODEL_POOLED_ACT = 2, MODEL_POOLED_AUX = 4 };

@@ -44,6 +44,6 @@ void act_pass_check(const model_t *m, int i, int src, int off, int B) {
   if (m->act_pass_of[0] != src || m->act_pass_of[1] > off || off + B > m->act_pass_of[1] + m->act_pass_of[2])
     surge_runtime_error("node %d reads rows %d..%d of node %d's output, which passed through the shared buffer, but "
                         "the buffer holds rows %d..%d of node %d (a bug: act_pass_plan assumed the forward's node "
-                        "order)", i, off, off + B - 1, src, m->act_pass_of[1], m->act_pass_of[1] + m->act_pass_of[2] - 1,
-                        m->act_pass_of[0]);
+                        "order)", i, off, off + B - 1, src, m->act_pass_of[1],
+                        m->act_pass_of[1] + m->act_pass_of[2] - 1, m->act_pass_of[0]);
 }

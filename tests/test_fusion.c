@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "backend/cpu_ops.h"
+#include "child.h"
 #include "core/error.h"
 #include "core/rng.h"
 #include "nn/model.h"
@@ -334,6 +335,53 @@ static void open_bf16(const backend_t *be, int act16) {
   if (why) surge_runtime_error("the %s backend refused bf16: %s", be->name, why);
 }
 
+/* A model whose passing outputs (nn/act_pass.h) are read out of the forward's order, for passing_order. */
+typedef struct pass_case {
+  model_t *m;
+  int writer, reader; /* the forward of writer (a later passing node), then of reader (an earlier one's reader) */
+} pass_case_t;
+
+static void forward_out_of_order(const void *arg) {
+  const pass_case_t *pc = arg;
+  model_forward_node(pc->m, pc->writer, 0, B);
+  model_forward_node(pc->m, pc->reader, 0, B);
+}
+
+/* The buffer of the passing outputs says whose rows it holds: after a whole forward, the last passing node's reader
+ * runs again (its rows are still there); a reader that runs after a later passing node wrote the buffer stops the
+ * run, exit 1, naming both nodes (a layout that broke the forward's order could not read stale values). */
+static void passing_order(const graph_t *g, const backend_t *be) {
+  model_t m;
+  init_model(&m, g, be, FUSED);
+  model_init_params(&m, 11);
+  set_batch(&m, g, 0);
+  model_forward(&m, B);
+  int first = 0, later = 0, first_reader = 0, last_reader = 0;
+  for (int i = 1; i < g->n; i++)
+    if (m.act_pass && m.act[i] == m.act_pass) {
+      if (!first) first = i;
+      else later = i;
+    }
+  for (int j = 1; j < g->n; j++)
+    for (int k = 0; k < g->l[j].nin; k++) {
+      if (first && g->l[j].in[k] == first && !first_reader) first_reader = j;
+      if (later && g->l[j].in[k] == later) last_reader = j;
+    }
+  if (!later || !first_reader || !last_reader) {
+    tap_ok(0, "gpt on %s: two passing outputs and their readers (found %d, %d)", be->name, first, later);
+    model_free(&m);
+    return;
+  }
+  pass_case_t again = {&m, later, last_reader}, stale = {&m, later, first_reader};
+  child_result_t ok = run_in_child(forward_out_of_order, &again), bad = run_in_child(forward_out_of_order, &stale);
+  char want[64];
+  snprintf(want, sizeof want, "node %d reads rows 0..%d of node %d", first_reader, B - 1, first);
+  tap_ok(ok.status == 0 && bad.status == 1 && strstr(bad.err, want) && strstr(bad.err, "a bug"),
+         "gpt on %s: node %d's forward again after %d's runs (exit %d); node %d's after %d's stops the run (exit %d): %s",
+         be->name, last_reader, later, ok.status, first_reader, later, bad.status, bad.err);
+  model_free(&m);
+}
+
 /* In bf16, where the context says act16, a training model holds in bfloat16 the activations that only
  * products read (nn/act16.h): loss, logits and every gradient of a step bitwise those of the model that
  * holds none (bf16_activations = 0), in fewer activation floats. The gpt (2 blocks) holds 11: each block's
@@ -428,6 +476,7 @@ static void compare(const char *model, const char *backend_name, int batchnorm) 
   forward_only(name, &g, be, l1, f.act_floats);
   if (be == &backend_cpu) weights16(name, &g, zoo_takes_sequences(model));
   held16(name, &g, be, zoo_takes_sequences(model), nl, ng);
+  if (zoo_takes_sequences(model) && !batchnorm) passing_order(&g, be);
   compare_steps(name, &g, be);
   free(l1), free(l2), free(l3), free(g1), free(g2), free(g3);
   graph_free(&g);

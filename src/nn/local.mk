@@ -25,7 +25,7 @@ tests_test_layers_cnn_SOURCES = tests/test_layers_cnn.c tests/gradcheck.c
 tests_test_layers_cnn_LDADD = $(SURGE_LIBS)
 TESTS += tests/test_layers_cnn
 check_PROGRAMS += tests/test_fusion
-tests_test_fusion_SOURCES = tests/test_fusion.c
+tests_test_fusion_SOURCES = tests/test_fusion.c tests/child.c
 tests_test_fusion_LDADD = $(SURGE_LIBS)
 TESTS += tests/test_fusion
 

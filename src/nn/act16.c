@@ -66,7 +66,7 @@ int act16_plan(const model_t *m, int (*allowed)(void *arg, int node, int next), 
 /* The buffer that holds rows [off, off + B) of held node j, or -1. */
 static int holding(const model_t *m, int j, int off, int B) {
   for (int b = 0; b < m->nact_f32; b++)
-    if (m->act_f32_of[b][0] == j && m->act_f32_of[b][1] == off && m->act_f32_of[b][2] == B) return b;
+    if (m->act_f32_of[b].node == j && m->act_f32_of[b].off == off && m->act_f32_of[b].B == B) return b;
   return -1;
 }
 
@@ -91,8 +91,8 @@ static float *give(model_t *m, int b) {
  * j's rows (they change). */
 static void tag(model_t *m, int b, int j, int off, int B, int fresh) {
   for (int o = 0; fresh && o < m->nact_f32; o++)
-    if (o != b && m->act_f32_of[o][0] == j) m->act_f32_of[o][0] = 0;
-  m->act_f32_of[b][0] = j, m->act_f32_of[b][1] = off, m->act_f32_of[b][2] = B;
+    if (o != b && m->act_f32_of[o].node == j) m->act_f32_of[o].node = 0;
+  m->act_f32_of[b] = (model_rows_t){j, off, B};
 }
 
 void act16_call(model_t *m) { m->act_f32_busy = 0; }
@@ -121,7 +121,7 @@ float *act16_input(model_t *m, int i, int k, int off, int B) {
 
 float *act16_own(model_t *m, int i, int off, int B) {
   if (!model_held16(m, i)) return m->act[i] + (size_t)off * shape_size(m->g->l[i].out);
-  return held_rows(m, i, off, B);
+  return m->epi[i] > 0 ? held_rows(m, i, off, B) : NULL; /* output_read_rounded: read only by its epilogue's */
 }
 
 float *act16_output(model_t *m, int j, int off, int B) {

@@ -27,8 +27,9 @@ void act16_call(model_t *m);
  * held producer, a float buffer holding values that round to its rows: the producer's own output where a buffer
  * still holds it (the forward: the reader runs soon after the writer), else its rows widened into one. */
 float *act16_input(model_t *m, int i, int k, int off, int B);
-/* Node i's own output on samples [off, off + B) for its backward, which reads it rounded (act16_plan): its
- * activation, or, held, a float buffer that rounds to its rows, as act16_input gives them. */
+/* Node i's own output on samples [off, off + B) for its backward: its activation; held, NULL where its backward never
+ * reads it, else (a linear whose GELU's derivative reads it, rounded: act16_plan) a float buffer that rounds to its
+ * rows, as act16_input gives them. */
 float *act16_own(model_t *m, int i, int off, int B);
 /* Where node j's forward writes its output on samples [off, off + B): its activation, or for a held node one of
  * the float buffers (not the one the call's input was just given), which act16_store then rounds into

@@ -34,16 +34,17 @@ int act_pass_plan(const model_t *m, int (*allowed)(void *arg, int node, int next
   return n;
 }
 
+/* Whether node j passes its output through the shared buffer. */
+static int passes(const model_t *m, int j) { return m->act_pass && (m->pooled[j] & MODEL_POOLED_ACT); }
+
 void act_pass_wrote(model_t *m, int j, int off, int B) {
-  if (!m->act_pass || m->act[j] != m->act_pass) return;
-  m->act_pass_of[0] = j, m->act_pass_of[1] = off, m->act_pass_of[2] = B;
+  if (passes(m, j)) m->act_pass_of = (model_rows_t){j, off, B};
 }
 
 void act_pass_check(const model_t *m, int i, int src, int off, int B) {
-  if (!m->act_pass || m->act[src] != m->act_pass) return;
-  if (m->act_pass_of[0] != src || m->act_pass_of[1] > off || off + B > m->act_pass_of[1] + m->act_pass_of[2])
+  const model_rows_t h = m->act_pass_of;
+  if (passes(m, src) && (h.node != src || h.off > off || off + B > h.off + h.B))
     surge_runtime_error("node %d reads rows %d..%d of node %d's output, which passed through the shared buffer, but "
                         "the buffer holds rows %d..%d of node %d (a bug: act_pass_plan assumed the forward's node "
-                        "order)", i, off, off + B - 1, src, m->act_pass_of[1],
-                        m->act_pass_of[1] + m->act_pass_of[2] - 1, m->act_pass_of[0]);
+                        "order)", i, off, off + B - 1, src, h.off, h.off + h.B - 1, h.node);
 }

@@ -245,7 +245,7 @@ static int init_model(model_t *m, const graph_t *g, const backend_t *be, int B_c
     m->act_pass = be->alloc(pass_most);
     m->act_floats += pass_most;
     for (int i = 0; i < g->n; i++)
-      if (pass[i]) m->act[i] = m->act_pass;
+      if (pass[i]) m->act[i] = m->act_pass, m->pooled[i] |= MODEL_POOLED_ACT;
   }
   free(pass);
   free(slot_of);
@@ -308,8 +308,7 @@ void model_free(model_t *m) {
   for (int i = 0; i < m->g->n; i++) {
     if (m->shares[i]) continue; /* another node's buffers */
     /* a fused node shares its ReLU's buffers; a pooled one is a shared buffer's (below) */
-    if (m->fused[i] <= 0 && !(m->pooled[i] & MODEL_POOLED_ACT) && (!m->act_pass || m->act[i] != m->act_pass))
-      be->free(m->act[i]);
+    if (m->fused[i] <= 0 && !(m->pooled[i] & MODEL_POOLED_ACT)) be->free(m->act[i]);
     if (m->dact[i] && m->fused[i] <= 0 && m->dact[i] != m->act[i] && !(m->pooled[i] & MODEL_POOLED_GRAD))
       be->free(m->dact[i]); /* in place: one */
     if (m->aux[i] && !(m->pooled[i] & MODEL_POOLED_AUX)) be->free(m->aux[i]);
@@ -407,8 +406,7 @@ static void epilogue_ctx(model_t *m, int i, int off, int backward, layer_ctx_t *
   const int j = m->epi[i];
   const layer_t *e = &g->l[j];
   c->epi = e;
-  /* held: the backward never reads it */
-  c->epi_y = backward && model_held16(m, j) ? NULL : act16_output(m, j, off, c->B);
+  c->epi_y = backward ? act16_own(m, j, off, c->B) : act16_output(m, j, off, c->B);
   if (m->aux[j]) c->epi_aux = m->aux[j] + (size_t)off * e->aux_per_sample;
   for (int k = 0; k < e->np; k++) c->epi_w[k] = model_tensor(m->params, g, e->param[k]);
   if (backward && e->kind == LAYER_GELU) {
@@ -435,9 +433,7 @@ static layer_ctx_t node_ctx(model_t *m, int i, int off, int B, int backward) {
     c.dx_write[k] = backward && m->writer[src] == i;
   }
   size_t osz = shape_size(l->out);
-  if (!backward) c.y = act16_output(m, i, off, B);
-  else if (!model_held16(m, i) || m->epi[i] > 0) c.y = act16_own(m, i, off, B); /* held: read by the epilogue's */
-  /* derivative only, which rounds it (act16_plan); without an epilogue the backward never reads it */
+  c.y = backward ? act16_own(m, i, off, B) : act16_output(m, i, off, B);
   if (backward) c.dy = m->dact[i] + (size_t)off * osz;
   if (m->aux[i]) c.aux = m->aux[i] + (size_t)off * l->aux_per_sample;
   c.scratch = m->scratch;

@@ -17,6 +17,11 @@
  * reduction (sync/gradsync.h, side slots), so they need no collective of their own. */
 #define MODEL_GRAD_SIDE 3
 
+/* Rows [off, off + B) of node `node`'s output: what a shared activation buffer holds (node 0: nothing). */
+typedef struct model_rows {
+  int node, off, B;
+} model_rows_t;
+
 /* Float buffers for activations held in bfloat16 (nn/act16.h): a call reads at most one held input and writes a
  * held output and the held output of the node its epilogue runs. */
 enum { MODEL_ACT_F32_MAX = 3 };
@@ -76,9 +81,8 @@ typedef struct model {
   float *act_f32[MODEL_ACT_F32_MAX]; /* nact_f32 buffers of floats the size of the largest held activation: a held
                                       * node's output as its forward writes it (then rounded into act16), or held
                                       * rows widened for the layer that reads them */
-  int act_f32_of[MODEL_ACT_F32_MAX][3]; /* what each holds: (node, off, B), floats that round to that node's held
-                                         * rows (what its readers use), so a reader in the forward takes them as they
-                                         * are; node 0: nothing */
+  model_rows_t act_f32_of[MODEL_ACT_F32_MAX]; /* what each holds: floats that round to that node's held rows (what
+                                               * its readers use), so a reader in the forward takes them as they are */
   unsigned act_f32_used[MODEL_ACT_F32_MAX]; /* when each was last given to a call (act_f32_clock's count) */
   unsigned act_f32_clock;
   unsigned act_f32_busy; /* bit b: buffer b is given to the call being built */
@@ -86,7 +90,7 @@ typedef struct model {
   int nact16;        /* nodes held so */
   /* activations only the forward reads (nn/act_pass.h: a training model where the layout allows) */
   float *act_pass;   /* the buffer they take turns in (the largest of them), or NULL; act[i] of each is it */
-  int act_pass_of[3]; /* whose rows it holds: (node, off, B) */
+  model_rows_t act_pass_of; /* whose rows it holds */
   int npass;         /* nodes passing so */
 } model_t;
 
@@ -102,7 +106,8 @@ static inline int model_segment_shared(const model_t *m, int i) {
 }
 
 /* model_t.pooled: node i's gradient is in a shared buffer (model_init_on's order), its activation
- * is (model_init_forward), its saved state is the forward-only model's aux_pool */
+ * is (model_init_forward's pool, or a training model's act_pass: nn/act_pass.h), its saved state is the
+ * forward-only model's aux_pool */
 enum { MODEL_POOLED_GRAD = 1, MODEL_POOLED_ACT = 2, MODEL_POOLED_AUX = 4 };
 
 void model_init(model_t *m, const graph_t *g, const backend_t *be, int B_cap);

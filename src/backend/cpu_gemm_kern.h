@@ -54,11 +54,50 @@ static float *SIMD_NAME(gk_buffer)(int which) {
   return buf[which];
 }
 
+/* Stores row k of a strip: S floats at q (kc rows of S in all). Where S is not a whole number of vectors (the
+ * A strips: MR = 12 at 16 floats, 6 at 8), its last vector is stored whole while row k + 1 of the same strip
+ * follows, the extra lanes landing there before that row is written; the last row masked. Masked stores in every
+ * row had cost the packed GEMM at 8 floats (AVX2's VMASKMOVPS) 1.1-1.4x at the gpt bench's shapes (doc/results.md). */
+SIMD_INLINE void gk_strip_store(float *q, int r0, int S, int k, int kc, vf v) {
+  const int w = S - r0 < SIMD_W ? S - r0 : SIMD_W;
+  if (w == SIMD_W || k + 1 < kc) vf_storeu(q + r0, v);
+  else vf_storeu_n(q + r0, w, v);
+}
+
+/* Values r0.. of a strip's row in k-major X, from x on: n of the strip's S lie in the matrix, `left` of the block
+ * from x on. A whole vector is read wherever the block holds one; its lanes past S are stored only into the next
+ * row (gk_strip_store), those past n of a last strip (fewer than S) read masked, as zeros. */
+SIMD_INLINE vf gk_kmajor_load(const float *x, int r0, int n, int left) {
+  const int m = n - r0 < 0 ? 0 : n - r0 < SIMD_W ? n - r0 : SIMD_W;
+  return m == SIMD_W || left - r0 >= SIMD_W ? vf_loadu(x + r0) : vf_loadu_n(x + r0, m);
+}
+
+/* x-major strips of S from x0 + t on (n of them valid, `full`: n == S, a constant where inlined): per W values of k
+ * a W x W block of (x, k) loaded by rows and transposed, the last kc % W values of k one at a time */
+SIMD_INLINE void gk_pack_xmajor_strip(const float *X, int ld, int x, int n, int k0, int kc, float *restrict q,
+                                      const int S, const int full) {
+  int k = 0;
+  for (; k + SIMD_W <= kc; k += SIMD_W)
+#pragma GCC unroll 4
+    for (int r0 = 0; r0 < S; r0 += SIMD_W) {
+      vf v[SIMD_W];
+      const float *row = X + (size_t)(x + r0) * ld + k0 + k; /* one pointer stepped along: 16 held would spill */
+#pragma GCC unroll 16
+      for (int i = 0; i < SIMD_W; i++, row += ld) v[i] = r0 + i < (full ? S : n) ? vf_loadu(row) : vf_zero();
+      vf_transpose(v);
+#pragma GCC unroll 16
+      for (int i = 0; i < SIMD_W; i++) gk_strip_store(q + (size_t)(k + i) * S, r0, S, k + i, kc, v[i]);
+    }
+  for (; k < kc; k++)
+    for (int r = 0; r < S; r++) q[(size_t)k * S + r] = r < n ? X[(size_t)(x + r) * ld + k0 + k] : 0.0f;
+}
+
 /* Strips of S along x (A's rows, S = MR; B's columns, S = NR) from elements (x, k), x0 <= x < x0 + nx,
  * k0 <= k < k0 + kc, of a matrix stored x-major (X[x ld + k]: A untransposed, B transposed) or
  * k-major (X[k ld + x]); strip t holds (x0 + t S + r, k0 + k) at p[t S kc + k S + r], zeros past nx.
- * k-major strips are copied a vector of x at a time (masked past nx and S); x-major ones as W x W
- * blocks of (x, k) loaded by rows and transposed, the last kc % W values of k one at a time. */
+ * k-major strips are copied a vector of x at a time, row by row of X; x-major ones transposed in blocks
+ * (gk_pack_xmajor_strip). Rows are stored in ascending k within a strip and strips in ascending t, so a
+ * store's extra lanes (gk_strip_store) never land on a row already written. */
 SIMD_INLINE void gk_pack(const float *X, int ld, int k_major, int x0, int nx, int k0, int kc, float *p, const int S) {
   if (k_major) { /* row by row of X, each read once from end to end */
     for (int k = 0; k < kc; k++) {
@@ -67,37 +106,15 @@ SIMD_INLINE void gk_pack(const float *X, int ld, int k_major, int x0, int nx, in
         const int n = nx - t < S ? nx - t : S;
         float *q = p + (size_t)t * kc + (size_t)k * S;
 #pragma GCC unroll 4
-        for (int r0 = 0; r0 < S; r0 += SIMD_W) {
-          const int w = S - r0 < SIMD_W ? S - r0 : SIMD_W, m = n - r0 < 0 ? 0 : n - r0 < w ? n - r0 : w;
-          const vf v = m == SIMD_W ? vf_loadu(x + t + r0) : vf_loadu_n(x + t + r0, m);
-          if (w == SIMD_W) vf_storeu(q + r0, v);
-          else vf_storeu_n(q + r0, w, v);
-        }
+        for (int r0 = 0; r0 < S; r0 += SIMD_W) gk_strip_store(q, r0, S, k, kc, gk_kmajor_load(x + t, r0, n, nx - t));
       }
     }
     return;
   }
   for (int t = 0; t < nx; t += S) {
-    const int n = nx - t < S ? nx - t : S;
-    float *restrict q = p + (size_t)t * kc;
-    int k = 0;
-    for (; k + SIMD_W <= kc; k += SIMD_W)
-#pragma GCC unroll 4
-      for (int r0 = 0; r0 < S; r0 += SIMD_W) {
-        vf v[SIMD_W];
-#pragma GCC unroll 16
-        for (int i = 0; i < SIMD_W; i++)
-          v[i] = r0 + i < n ? vf_loadu(X + (size_t)(x0 + t + r0 + i) * ld + k0 + k) : vf_zero();
-        vf_transpose(v);
-        const int w = S - r0 < SIMD_W ? S - r0 : SIMD_W;
-#pragma GCC unroll 16
-        for (int i = 0; i < SIMD_W; i++) {
-          if (w == SIMD_W) vf_storeu(q + (size_t)(k + i) * S + r0, v[i]);
-          else vf_storeu_n(q + (size_t)(k + i) * S + r0, w, v[i]);
-        }
-      }
-    for (; k < kc; k++)
-      for (int r = 0; r < S; r++) q[(size_t)k * S + r] = r < n ? X[(size_t)(x0 + t + r) * ld + k0 + k] : 0.0f;
+    float *q = p + (size_t)t * kc;
+    if (nx - t >= S) gk_pack_xmajor_strip(X, ld, x0 + t, S, k0, kc, q, S, 1);
+    else gk_pack_xmajor_strip(X, ld, x0 + t, nx - t, k0, kc, q, S, 0);
   }
 }
 

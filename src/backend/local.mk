@@ -67,6 +67,11 @@ check_PROGRAMS += tests/test_bf16
 tests_test_bf16_SOURCES = tests/test_bf16.c tests/rel_diff.h
 tests_test_bf16_LDADD = $(SURGE_LIBS)
 TESTS += tests/test_bf16
+# The own packed SGEMM's order of sums, bit for bit, at every width.
+check_PROGRAMS += tests/test_gemm_order
+tests_test_gemm_order_SOURCES = tests/test_gemm_order.c
+tests_test_gemm_order_LDADD = $(SURGE_LIBS)
+TESTS += tests/test_gemm_order
 # The cpu backend's team of threads (cpu_team.c alone).
 check_PROGRAMS += tests/test_cpu_team
 tests_test_cpu_team_SOURCES = tests/test_cpu_team.c src/backend/cpu_team.c

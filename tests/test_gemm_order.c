@@ -1,0 +1,103 @@
+/* The cpu backend's own packed SGEMM (src/backend/cpu_gemm_kern.h) sums each element of C in the order its
+ * header states, at every vector width this CPU runs: a scalar model of that order (per block of 256 values of
+ * k, a chain of fused multiply-adds from zero in ascending k, times alpha, added to C in turn: beta C first)
+ * gives the same bits as cpu_sgemm_w16 and cpu_sgemm_w8, and, on operands rounded to bfloat16 first, as
+ * cpu_sgemm_round_w16 and _w8. The shapes are those awkward for the packing: rows around the strips of 12
+ * (AVX-512) and 6 (AVX2), columns around the strips of 32 and 16, K around the transposed blocks of 16 and 8
+ * and the blocks of 256, every ta and tb, leading dimensions past the shape, operands at the very end of their
+ * allocations (a read past them shows under the sanitizers). The packing only moves values, so a value lost,
+ * doubled or zeroed there shows as a wrong bit here. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/cpu_ops.h"
+#include "core/bf16.h"
+#include "core/rng.h"
+#include "tap.h"
+
+#define KBLOCK 256 /* cpu_gemm_kern.h's GK_KC */
+
+typedef void gemm_fn(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
+                     int ldb, float beta, float *C, int ldc);
+
+static rng_t rng;
+
+/* n floats in [-1, 1) at the end of their own allocation */
+static float *operand(size_t n) {
+  float *x = malloc((n ? n : 1) * sizeof *x);
+  if (!x) abort();
+  rng_fill_uniform(&rng, x, n, -1.0f, 1.0f);
+  return x;
+}
+
+/* C = alpha op(A) op(B) + beta C in the kernel's order; `round`: the operands rounded to bfloat16 first */
+static void model(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
+                  float beta, float *C, int ldc, int round) {
+  for (int i = 0; i < M; i++)
+    for (int j = 0; j < N; j++) {
+      float c = C[(size_t)i * ldc + j];
+      for (int k0 = 0; k0 < K; k0 += KBLOCK) {
+        float s = 0.0f;
+        for (int k = k0; k < K && k < k0 + KBLOCK; k++) {
+          float a = ta ? A[(size_t)k * lda + i] : A[(size_t)i * lda + k];
+          float b = tb ? B[(size_t)j * ldb + k] : B[(size_t)k * ldb + j];
+          if (round) a = bf16_round(a), b = bf16_round(b);
+          s = fmaf(a, b, s);
+        }
+        const float p = alpha * s;
+        c = k0 > 0 ? fmaf(1.0f, c, p) : beta != 0.0f ? fmaf(beta, c, p) : p;
+      }
+      C[(size_t)i * ldc + j] = c;
+    }
+}
+
+/* One shape through fn: the bits of the model's C, and C's elements past each row's N untouched */
+static int same_as_model(gemm_fn *fn, int round, int ta, int tb, int M, int N, int K, float beta) {
+  const int lda = (ta ? M : K) + 3, ldb = (tb ? K : N) + 3, ldc = N + 3;
+  const size_t na = (size_t)(ta ? K : M) * lda - 3, nb = (size_t)(tb ? N : K) * ldb - 3, nc = (size_t)M * ldc;
+  float *A = operand(na), *B = operand(nb), *C = operand(nc), *want = malloc(nc * sizeof *want);
+  if (!want) abort();
+  memcpy(want, C, nc * sizeof *C);
+  fn(ta, tb, M, N, K, 1.3f, A, lda, B, ldb, beta, C, ldc);
+  model(ta, tb, M, N, K, 1.3f, A, lda, B, ldb, beta, want, ldc, round);
+  const int same = memcmp(C, want, nc * sizeof *C) == 0;
+  free(A), free(B), free(C), free(want);
+  return same;
+}
+
+int main(void) {
+  rng_seed(&rng, 17);
+#if CPU_KERNELS_BUILT
+  const backend_simd_t best = cpu_simd_best();
+  const struct {
+    const char *name;
+    gemm_fn *fn;
+    int round, runs;
+  } forms[] = {{"cpu_sgemm_w16", cpu_sgemm_w16, 0, best >= BACKEND_SIMD_AVX512},
+               {"cpu_sgemm_w8", cpu_sgemm_w8, 0, best >= BACKEND_SIMD_AVX2},
+               {"cpu_sgemm_round_w16", cpu_sgemm_round_w16, 1, best >= BACKEND_SIMD_AVX512},
+               {"cpu_sgemm_round_w8", cpu_sgemm_round_w8, 1, best >= BACKEND_SIMD_AVX2}};
+  /* M, N, K: strips of rows (12, 6) and columns (32, 16) past by one or short by one; K past the
+   * transposed blocks (16, 8) and the sum's blocks (256); one row, one column, one k */
+  const int shapes[][3] = {{13, 33, 17}, {12, 32, 16}, {11, 31, 15}, {7, 17, 9},   {25, 65, 257},
+                           {1, 1, 1},    {1, 40, 300}, {241, 3, 7},  {37, 97, 513}, {6, 16, 256}};
+  for (size_t f = 0; f < sizeof forms / sizeof forms[0]; f++) {
+    if (!forms[f].runs) {
+      tap_skip("%s: this CPU lacks its instructions", forms[f].name);
+      continue;
+    }
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+      for (int t = 0; t < 4; t++) {
+        const int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
+        const float beta = t == 3 ? 0.5f : 0.0f;
+        tap_ok(same_as_model(forms[f].fn, forms[f].round, t >> 1, t & 1, M, N, K, beta),
+               "%s ta=%d tb=%d M=%d N=%d K=%d beta=%g: the bits of the stated order", forms[f].name, t >> 1, t & 1, M,
+               N, K, beta);
+      }
+  }
+#else
+  tap_skip("the cpu backend's own kernels are not built on this architecture");
+#endif
+  return tap_done();
+}

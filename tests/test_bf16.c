@@ -331,6 +331,34 @@ static void test_gelu_rounds(void) {
   free(x), free(dy), free(xr);
 }
 
+/* attention_bwd in bf16 reads its output y only rounded to bfloat16 (its D = rowsum(dY Y) is a product of rounded
+ * operands, backend.h), so y may be held rounded (nn/act16.h): on cpu and ref, y and y rounded give the same bits
+ * in bf16, and different ones in fp32 (the test sees the rounding). y and lse from the backend's own forward. */
+static void test_attention_reads_rounded(void) {
+  const int B = 2, T = 70, C = 64, H = 2; /* T past one of cpu's tiles */
+  const size_t nqkv = (size_t)B * T * 3 * C, ny = (size_t)B * T * C, wn = attention_workspace_floats(T, C / H);
+  float *qkv = uniform(nqkv, -2, 2), *dy = uniform(ny, -1, 1), *y = malloc(ny * sizeof *y);
+  float *yr = malloc(ny * sizeof *yr);
+  float *lse = malloc((size_t)B * H * T * sizeof *lse), *ws = malloc((wn ? wn : 1) * sizeof *ws);
+  float *d[2] = {malloc(nqkv * sizeof(float)), malloc(nqkv * sizeof(float))};
+  if (!y || !yr || !lse || !ws || !d[0] || !d[1]) abort();
+  const backend_t *be[] = {&backend_cpu, &backend_ref};
+  for (int b = 0; b < 2; b++) {
+    int same[2];
+    for (int bf16 = 0; bf16 < 2; bf16++) {
+      open_host(bf16 ? BACKEND_BF16 : BACKEND_FP32);
+      be[b]->attention_fwd(B, T, C, H, qkv, y, lse, ws, wn);
+      for (size_t i = 0; i < ny; i++) yr[i] = bf16_round(y[i]);
+      be[b]->attention_bwd(B, T, C, H, qkv, y, lse, dy, d[0], 1, ws, wn);
+      be[b]->attention_bwd(B, T, C, H, qkv, yr, lse, dy, d[1], 1, ws, wn);
+      same[bf16] = memcmp(d[0], d[1], nqkv * sizeof(float)) == 0;
+    }
+    tap_ok(same[1] && !same[0], "%s: attention_bwd reads y rounded to bfloat16 in bf16 (y and y rounded give the same "
+           "bits), and y as it is in fp32", be[b]->name);
+  }
+  free(qkv), free(dy), free(y), free(yr), free(lse), free(ws), free(d[0]), free(d[1]);
+}
+
 /* linear_fwd and linear_gelu_fwd given the weight's bfloat16 copy (w16, as a forward-only model's:
  * model_weights16) give the bits they give without it, at one row, at a few (4 at a time, up to
  * CPU_BF16_FEW_ROWS: where the copy is read) and past them, with tails of K off the 32-value vectors. */
@@ -587,6 +615,7 @@ int main(void) {
   test_ops();
   test_to_bf16();
   test_gelu_rounds();
+  test_attention_reads_rounded();
   test_weights16();
   return tap_done();
 }

@@ -10,8 +10,8 @@
  * the probabilities are normalised before they are rounded (as ref does): two passes (head_fwd).
  * Backward, per block of key columns (outer) and the query blocks that see it (inner): P is
  * recomputed from the scores and lse, then dV_j += P^T dY_i, dP = dY_i V_j^T,
- * dS = P (dP - D_i) s with D_i = rowsum(dY_i * Y_i), dQ_i += dS K_j and dK_j += dS^T Q_i; dK_j and
- * dV_j are written (or added) once their column block is done, dQ once the head is.
+ * dS = P (dP - D_i) s with D_i = rowsum(dY_i * Y_i) (in bf16 of dY and Y rounded, backend.h), dQ_i += dS K_j and
+ * dK_j += dS^T Q_i; dK_j and dV_j are written (or added) once their column block is done, dQ once the head is.
  *
  * Workspace for one call, whatever B and H (heads run one after another): forward a tile of scores
  * and a block of accumulators, ATT_BLOCK (ATT_BLOCK + hs + 2) floats; backward two tiles, dK and dV
@@ -22,6 +22,7 @@
 
 #include "backend/cpu_ops.h"
 #include "backend/host_mem.h"
+#include "core/bf16.h"
 #include "core/error.h"
 
 enum { ATT_BLOCK = 64 }; /* query rows and key columns of a tile */
@@ -179,9 +180,14 @@ static void head_bwd(const att_head_t *a, const att_grads_t *g, int write, float
   const int T = a->T, hs = a->hs;
   float *P = ws, *dP = P + ATT_BLOCK * ATT_BLOCK, *dK = dP + ATT_BLOCK * ATT_BLOCK, *dV = dK + ATT_BLOCK * hs;
   float *dQ = dV + ATT_BLOCK * hs, *D = dQ + (size_t)T * hs;
+  const int rounded = host_products_bf16(); /* D a product of rounded operands in bf16 (backend.h) */
   for (int i = 0; i < T; i++) { // D_i = dY_i . Y_i
+    const float *y = g->y + (size_t)i * a->C, *dy = g->dy + (size_t)i * a->C;
     float d = 0.0f;
-    for (int c = 0; c < hs; c++) d += g->dy[(size_t)i * a->C + c] * g->y[(size_t)i * a->C + c];
+    if (rounded)
+      for (int c = 0; c < hs; c++) d += bf16_round(dy[c]) * bf16_round(y[c]);
+    else
+      for (int c = 0; c < hs; c++) d += dy[c] * y[c];
     D[i] = d;
   }
   memset(dQ, 0, (size_t)T * hs * sizeof *dQ);

@@ -51,12 +51,13 @@ void ref_attention_fwd(int B, int T, int C, int H, const float *qkv, float *y, f
   free(l);
 }
 
-/* dV = P^T dY, dP = dY V^T, dS = P (dP - D) s with D = rowsum(dY Y), dQ = dS K, dK = dS^T Q; lse and y
- * unused: the truth recomputes P and Y whole. (D = rowsum(P dP) in exact arithmetic; in bf16, where Y
- * is a product of rounded operands, dY Y is what FlashAttention-2 and the cpu and cuda forms sum.) */
+/* dV = P^T dY, dP = dY V^T, dS = P (dP - D) s with D = rowsum(dY Y), dQ = dS K, dK = dS^T Q; lse unused: the
+ * truth recomputes P whole. D reads the given Y, the forward's output, as the cpu and cuda forms do (D = rowsum(P dP)
+ * in exact arithmetic; in bf16, where Y is a product of rounded operands, dY Y is what FlashAttention-2 sums), and in
+ * bf16 is a product of rounded operands, as FlashAttention-2's of its bf16 dY and Y (backend.h). */
 void ref_attention_bwd(int B, int T, int C, int H, const float *qkv, const float *y, const float *lse, const float *dy,
                        float *dqkv, int dx_write, float *ws, size_t ws_n) {
-  (void)y, (void)lse, (void)ws, (void)ws_n;
+  (void)lse, (void)ws, (void)ws_n;
   const int hs = C / H, ld = 3 * C;
   const double s = 1.0 / sqrt((double)hs);
   double *p = xmalloc((size_t)T * T * sizeof *p), *ds = xmalloc((size_t)T * T * sizeof *ds);
@@ -67,12 +68,9 @@ void ref_attention_bwd(int B, int T, int C, int H, const float *qkv, const float
       float *dq = dqkv + base, *dk = dq + C, *dv = dq + 2 * C;
       head_probs(T, hs, ld, s, q, k, p, NULL);
       for (int i = 0; i < T; i++) { // dS row i
-        double dot = 0.0;
-        for (int c = 0; c < hs; c++) { // D_i = dY_i . Y_i, Y_i = P_i V as the forward computes it
-          double yc = 0.0;
-          for (int j = 0; j <= i; j++) yc += ref_operand(p[(size_t)i * T + j]) * ref_operand(v[(size_t)j * ld + c]);
-          dot += (double)g[(size_t)i * C + c] * (float)yc;
-        }
+        const float *yi = y + (size_t)b * T * C + (size_t)i * C + (size_t)h * hs;
+        double dot = 0.0; // D_i = dY_i . Y_i
+        for (int c = 0; c < hs; c++) dot += ref_operand(g[(size_t)i * C + c]) * ref_operand(yi[c]);
         for (int j = 0; j <= i; j++) {
           double dp = 0.0;
           for (int c = 0; c < hs; c++) dp += ref_operand(g[(size_t)i * C + c]) * ref_operand(v[(size_t)j * ld + c]);

@@ -5,10 +5,12 @@
 
 #include "core/error.h"
 
-/* Whether node i's backward reads its output only rounded: never (layer_ops_t.output_unread), or, where it runs a
- * node's forward in its epilogue (a linear its GELU), only as that node's input, which that node rounds. */
+/* Whether node i's backward reads its output only rounded: itself (layer_ops_t.output_rounded: attention), never
+ * (output_unread), or, where it runs a node's forward in its epilogue (a linear its GELU), only as that node's input,
+ * which that node rounds. */
 static int output_read_rounded(const model_t *m, int i) {
   const graph_t *g = m->g;
+  if (layer_ops_of(g->l[i].kind)->output_rounded) return 1;
   if (!layer_ops_of(g->l[i].kind)->output_unread) return 0;
   return m->epi[i] <= 0 || layer_ops_of(g->l[m->epi[i]].kind)->rounds_input;
 }
@@ -121,7 +123,8 @@ float *act16_input(model_t *m, int i, int k, int off, int B) {
 
 float *act16_own(model_t *m, int i, int off, int B) {
   if (!model_held16(m, i)) return m->act[i] + (size_t)off * shape_size(m->g->l[i].out);
-  return m->epi[i] > 0 ? held_rows(m, i, off, B) : NULL; /* output_read_rounded: read only by its epilogue's */
+  const int reads = m->epi[i] > 0 || layer_ops_of(m->g->l[i].kind)->output_rounded; /* output_read_rounded */
+  return reads ? held_rows(m, i, off, B) : NULL;
 }
 
 float *act16_output(model_t *m, int j, int off, int B) {

@@ -202,6 +202,8 @@ typedef struct layer_ops {
                       * in its epilogue, and then only as that node's input (layer norm, GELU, linear) */
   int inputs_unread; /* backward never reads the node's inputs (c->x): the add; with output_unread on the producer,
                       * an output only the forward reads (nn/act_pass.h) */
+  int output_rounded; /* backward reads the node's own output only rounded to bfloat16 in bf16: attention, whose
+                       * D = rowsum(dY Y) is a product of rounded operands (backend.h) */
 } layer_ops_t;
 
 /* The scratch one forward or backward call of l on B samples needs. */

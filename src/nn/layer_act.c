@@ -44,7 +44,7 @@ static void gelu_backward(const layer_t *l, const layer_ctx_t *c) {
 
 /* both write their input gradient whole where asked (dx_write) */
 const layer_ops_t layer_relu_ops = {"relu", relu_infer, layer_init_none, relu_forward,
-                                    relu_backward, 1, NULL, NULL, 0, 0, 0};
+                                    relu_backward, 1, NULL, NULL, 0, 0, 0, 0};
 /* reads its input rounded to bfloat16 in bf16, both ways (backend.h's gelu_fwd): rounds_input, as a product */
 const layer_ops_t layer_gelu_ops = {"gelu", gelu_infer, layer_init_none, gelu_forward,
                                     gelu_backward, 1, NULL, NULL, .rounds_input = 1, .output_unread = 1};

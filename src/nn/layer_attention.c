@@ -61,6 +61,7 @@ static void attention_backward(const layer_t *l, const layer_ctx_t *c) {
                        l->scratch);
 }
 
-/* writes its input's gradient whole where asked (dx_write) */
+/* writes its input's gradient whole where asked (dx_write); in bf16 its backward reads y only rounded (backend.h's
+ * attention_bwd), as the output projection does */
 const layer_ops_t layer_attention_ops = {"attention", attention_infer, layer_init_none, attention_forward,
-                                         attention_backward, 1, NULL, NULL, .rounds_input = 1};
+                                         attention_backward, 1, NULL, NULL, .rounds_input = 1, .output_rounded = 1};

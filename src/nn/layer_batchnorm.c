@@ -151,4 +151,4 @@ static void batchnorm_backward_finish(const layer_t *l, const layer_ctx_t *c) {
 
 const layer_ops_t layer_batchnorm_ops = {"batchnorm",         batchnorm_infer, batchnorm_init,
                                          batchnorm_forward,   batchnorm_backward, 1,
-                                         batchnorm_forward_finish, batchnorm_backward_finish, 0, 0, 0};
+                                         batchnorm_forward_finish, batchnorm_backward_finish, 0, 0, 0, 0};

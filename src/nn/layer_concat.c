@@ -36,4 +36,4 @@ static void concat_backward(const layer_t *l, const layer_ctx_t *c) {
 
 /* writes an input's gradient whole where asked (dx_write) */
 const layer_ops_t layer_concat_ops = {"concat", concat_infer, layer_init_none, concat_forward, concat_backward,
-                                      1, NULL, NULL, 0, 0, 0};
+                                      1, NULL, NULL, 0, 0, 0, 0};

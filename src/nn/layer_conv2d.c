@@ -67,4 +67,4 @@ static void conv2d_backward(const layer_t *l, const layer_ctx_t *c) {
 }
 
 const layer_ops_t layer_conv2d_ops = {"conv2d", conv2d_infer, conv2d_init, conv2d_forward, conv2d_backward,
-                                      1, NULL, NULL, 0, 0, 0};
+                                      1, NULL, NULL, 0, 0, 0, 0};

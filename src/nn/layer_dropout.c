@@ -61,4 +61,4 @@ static void dropout_backward(const layer_t *l, const layer_ctx_t *c) {
 }
 
 const layer_ops_t layer_dropout_ops = {"dropout", dropout_infer, layer_init_none, dropout_forward, dropout_backward,
-                                       1, NULL, NULL, 0, 0, 0};
+                                       1, NULL, NULL, 0, 0, 0, 0};

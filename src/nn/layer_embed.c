@@ -65,4 +65,4 @@ static void embed_backward(const layer_t *l, const layer_ctx_t *c) {
 }
 
 const layer_ops_t layer_embed_ops = {"embed", embed_infer, embed_init, embed_forward, embed_backward, 0, NULL, NULL,
-                                     0, 0, 0};
+                                     0, 0, 0, 0};

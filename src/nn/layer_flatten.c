@@ -28,4 +28,4 @@ static void flatten_backward(const layer_t *l, const layer_ctx_t *c) {
 }
 
 const layer_ops_t layer_flatten_ops = {"flatten", flatten_infer, layer_init_none, flatten_forward,
-                                       flatten_backward, 1, NULL, NULL, 0, 0, 0};
+                                       flatten_backward, 1, NULL, NULL, 0, 0, 0, 0};

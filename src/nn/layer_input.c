@@ -12,4 +12,5 @@ static void input_init(const layer_t *l, float *const *w, rng_t *r, init_scheme_
 }
 static void input_pass(const layer_t *l, const layer_ctx_t *c) { (void)l, (void)c; }
 
-const layer_ops_t layer_input_ops = {"input", input_infer, input_init, input_pass, input_pass, 0, NULL, NULL, 0, 0, 0};
+const layer_ops_t layer_input_ops = {"input", input_infer, input_init, input_pass, input_pass, 0, NULL, NULL,
+                                     0,       0,           0,          0};

@@ -85,8 +85,8 @@ static void avgpool_backward(const layer_t *l, const layer_ctx_t *c) {
 
 /* all three write their input gradient whole where asked (dx_write) */
 const layer_ops_t layer_maxpool2d_ops = {"maxpool2d", maxpool2d_infer, layer_init_none,
-                                         maxpool2d_forward, maxpool2d_backward, 1, NULL, NULL, 0, 0, 0};
+                                         maxpool2d_forward, maxpool2d_backward, 1, NULL, NULL, 0, 0, 0, 0};
 const layer_ops_t layer_avgpool_ops = {"avgpool", avgpool_infer, layer_init_none, avgpool_forward,
-                                       avgpool_backward, 1, NULL, NULL, 0, 0, 0};
+                                       avgpool_backward, 1, NULL, NULL, 0, 0, 0, 0};
 const layer_ops_t layer_avgpool2d_ops = {"avgpool2d", avgpool2d_infer, layer_init_none, avgpool2d_forward,
-                                         avgpool2d_backward, 1, NULL, NULL, 0, 0, 0};
+                                         avgpool2d_backward, 1, NULL, NULL, 0, 0, 0, 0};

@@ -6,7 +6,9 @@
  * (AVX-512) and 6 (AVX2), columns around the strips of 32 and 16, K around the transposed blocks of 16 and 8
  * and the blocks of 256, every ta and tb, leading dimensions past the shape, operands at the very end of their
  * allocations (a read past them shows under the sanitizers). The packing only moves values, so a value lost,
- * doubled or zeroed there shows as a wrong bit here. */
+ * doubled or zeroed there shows as a wrong bit here. The form in bfloat16 pairs (cpu_sgemm_bf16, AVX-512 BF16)
+ * sums each pair in an order of its own; its packing reads A and B stored either way into the same pairs, so at the
+ * same shapes every ta and tb gives the same bits. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,6 +68,29 @@ static int same_as_model(gemm_fn *fn, int round, int ta, int tb, int M, int N, i
   return same;
 }
 
+/* One product through fn with its operands stored each way: op(A) (M,K) as A or as A's transpose, op(B) (K,N) as B or
+ * B's transpose. The packing reads either into the same strips, so all four give the same bits. */
+static int transposes_agree(gemm_fn *fn, int M, int N, int K) {
+  float *a = operand((size_t)M * K), *at = malloc((size_t)M * K * sizeof *at); /* a (M,K), at (K,M) */
+  float *b = operand((size_t)K * N), *bt = malloc((size_t)K * N * sizeof *bt); /* b (K,N), bt (N,K) */
+  float *c[4];
+  if (!at || !bt) abort();
+  for (int i = 0; i < M; i++)
+    for (int k = 0; k < K; k++) at[(size_t)k * M + i] = a[(size_t)i * K + k];
+  for (int k = 0; k < K; k++)
+    for (int j = 0; j < N; j++) bt[(size_t)j * K + k] = b[(size_t)k * N + j];
+  int same = 1;
+  for (int t = 0; t < 4; t++) {
+    const int ta = t >> 1, tb = t & 1;
+    if (!(c[t] = malloc((size_t)M * N * sizeof(float)))) abort();
+    fn(ta, tb, M, N, K, 1.0f, ta ? at : a, ta ? M : K, tb ? bt : b, tb ? K : N, 0.0f, c[t], N);
+    same &= memcmp(c[t], c[0], (size_t)M * N * sizeof(float)) == 0;
+  }
+  for (int t = 0; t < 4; t++) free(c[t]);
+  free(a), free(at), free(b), free(bt);
+  return same;
+}
+
 int main(void) {
   rng_seed(&rng, 17);
 #if CPU_KERNELS_BUILT
@@ -95,6 +120,16 @@ int main(void) {
                "%s ta=%d tb=%d M=%d N=%d K=%d beta=%g: the bits of the stated order", forms[f].name, t >> 1, t & 1, M,
                N, K, beta);
       }
+  }
+  /* the pairs form (AVX-512 BF16) sums each pair in an order of its own, but packs as the others do */
+  const int pairs = best >= BACKEND_SIMD_AVX512 && (__builtin_cpu_init(), __builtin_cpu_supports("avx512bf16"));
+  for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+    const int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
+    if (!pairs)
+      tap_skip("cpu_sgemm_bf16 M=%d N=%d K=%d: this CPU lacks AVX-512 BF16", M, N, K);
+    else
+      tap_ok(transposes_agree(cpu_sgemm_bf16, M, N, K), "cpu_sgemm_bf16 M=%d N=%d K=%d: the same bits with A and B "
+             "stored either way (every ta, tb)", M, N, K);
   }
 #else
   tap_skip("the cpu backend's own kernels are not built on this architecture");

@@ -16,7 +16,7 @@
  * precision = bf16 (backend.h): the operands rounded to bfloat16, the sums in float. Two forms:
  *  - cpu_sgemm_round_wW: the packed strips rounded in place (cpu_round_bf16_wW), then the float
  *    tile: products of bfloat16 values are exact in float, so only the operands change. Every width.
- *  - cpu_sgemm_bf16 (GK_PAIRS, cpu_kern_bf16.c, AVX-512 BF16): each strip converted in place to
+ *  - cpu_sgemm_bf16 (GK_PAIRS, cpu_kern_bf16.c, AVX-512 BF16): each strip packed straight into
  *    pairs of k, (k, k+1) of a row or column in one 32-bit word (the odd k's partner 0), and the
  *    tile's multiply-adds are VDPBF16PS: per lane acc + a_{k+1} b_{k+1} + a_k b_k, twice the
  *    multiply-adds of an FMA per instruction. The conversion (VCVTNE2PS2BF16) rounds as core/bf16.h
@@ -129,9 +129,11 @@ SIMD_INLINE __m512bh pairs_at(const float *x, int v, int K) {
                              _mm512_maskz_loadu_ps(simd_prefix(lo), x + 32 * v));
 }
 
-/* gk_pack's strips of an x-major X straight in bfloat16 pairs (gk_pairs' layout) in one pass: per 16
- * of a strip's x and 32 of k, each x's 32 values converted to 16 pair words (pairs_at), the 16 x 16
- * words transposed (moves only: a word's bits are kept), and pair row kp's words stored at p + kp S. */
+/* gk_pack's strips in bfloat16 pairs of k: strip t (at p + t kc, S kc floats of room) holds (kc + 1) / 2 pair rows of
+ * S words, word w of pair row kp (at + kp S) x(t + w, 2kp) in its low half and x(t + w, 2kp + 1) (0 past kc) in its
+ * high half. From an x-major X in one pass: per 16 of a strip's x and 32 of k, each x's 32 values converted to
+ * 16 pair words (pairs_at), the 16 x 16 words transposed (moves only: a word's bits are kept), and pair row kp's
+ * words stored at p + kp S. */
 SIMD_INLINE void gk_pack_pairs_xmajor(const float *X, int ld, int x0, int nx, int k0, int kc, float *p,
                                       const int S) {
   const int pairs = (kc + 1) / 2;
@@ -157,64 +159,53 @@ SIMD_INLINE void gk_pack_pairs_xmajor(const float *X, int ld, int x0, int nx, in
     }
   }
 }
-#endif
 
-/* op(A)'s rows i0.. (mc) and k0.. (kc) into MR-row strips; op(B)'s k0.. (kc) and columns j0.. (nc) into
- * NR-column strips. In bfloat16 pairs (GK_PAIRS) an x-major operand (A as stored, B transposed) is
- * packed and converted in one pass; a k-major one is packed, then converted (gk_prepare). */
-SIMD_TARGET static void gk_pack_a(int ta, const float *A, int lda, int i0, int mc, int k0, int kc, float *ap) {
-#if GK_PAIRS
-  if (!ta) {
-    gk_pack_pairs_xmajor(A, lda, i0, mc, k0, kc, ap, GK_MR);
-    return;
-  }
-#endif
-  gk_pack(A, lda, ta, i0, mc, k0, kc, ap, GK_MR);
-}
-SIMD_TARGET static void gk_pack_b(int tb, const float *B, int ldb, int k0, int kc, int j0, int nc, float *bp) {
-#if GK_PAIRS
-  if (tb) {
-    gk_pack_pairs_xmajor(B, ldb, j0, nc, k0, kc, bp, GK_NR);
-    return;
-  }
-#endif
-  gk_pack(B, ldb, !tb, j0, nc, k0, kc, bp, GK_NR);
-}
-
-#if GK_PAIRS
-/* Strips of S = MR or NR floats a k (kc of them, each strip S kc floats from the last) converted in
- * place to bfloat16 pairs of k: word w of pair row kp (at p + kp S) holds x(w, 2kp) in its low half and
- * x(w, 2kp + 1) (0 past kc) in its high half. Pair row kp is written over floats the rows before 2kp
- * held, so every row is read before it is overwritten. */
-SIMD_INLINE void gk_pairs(float *p, int strips, int kc, const int S) {
-  /* 16-bit lanes out[2w] = in[w], out[2w + 1] = in[off + w] (off = 16 for B, 12 for A): a pair's rows interleaved */
-  static const uint16_t zip_b[32] = {0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23,
-                                     8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
-  static const uint16_t zip_a[32] = {0, 12, 1, 13, 2,  14, 3,  15, 4,  16, 5,  17,
-                                     6, 18, 7, 19, 8, 20, 9, 21, 10, 22, 11, 23};
-  const __m512i zb = _mm512_loadu_si512(zip_b), za = _mm512_loadu_si512(zip_a);
+/* gk_pack's strips of a k-major X straight in bfloat16 pairs (gk_pack_pairs_xmajor's layout) in one pass: per
+ * pair row kp, rows 2kp and 2kp + 1 of X (the second zeros past kc) read a vector of x at a time, converted
+ * together (VCVTNE2PS2BF16: the first row's 16 values in the low half) and interleaved into 16 pair words, stored
+ * as gk_strip_store stores a row (pair rows in ascending kp, strips in ascending t). */
+SIMD_INLINE void gk_pack_pairs_kmajor(const float *X, int ld, int x0, int nx, int k0, int kc, float *p, const int S) {
+  /* 16-bit lanes out[2w] = in[w], out[2w + 1] = in[16 + w]: word w of the pair row from lane w of each row */
+  static const uint16_t zip[32] = {0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23,
+                                   8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
+  const __m512i z = _mm512_loadu_si512(zip);
   const int pairs = (kc + 1) / 2;
-  for (int t = 0; t < strips; t++) {
-    float *q = p + (size_t)t * kc * S;
-    for (int kp = 0; kp < pairs; kp++) {
-      const float *r = q + (size_t)2 * kp * S;
-      const int last_alone = 2 * kp + 1 == kc;
-      if (S == 32) { /* B: two vectors a row; pair halves from the rows' low and high vectors */
-        const vf z = vf_zero(), lo1 = last_alone ? z : vf_load(r + 32), hi1 = last_alone ? z : vf_load(r + 48);
-        const __m512i v0 = (__m512i)_mm512_cvtne2ps_pbh(lo1, vf_load(r));
-        const __m512i v1 = (__m512i)_mm512_cvtne2ps_pbh(hi1, vf_load(r + 16));
-        _mm512_store_si512(q + (size_t)kp * S, _mm512_permutexvar_epi16(zb, v0));
-        _mm512_store_si512(q + (size_t)kp * S + 16, _mm512_permutexvar_epi16(zb, v1));
-      } else { /* A (S = 12): the pair's 24 floats in one vector and 8 lanes of a second */
-        const vf lo = last_alone ? _mm512_maskz_loadu_ps(0x0fff, r) : vf_loadu(r);
-        const vf hi = last_alone ? vf_zero() : _mm512_maskz_loadu_ps(0x00ff, r + 16);
-        const __m512i v = (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
-        _mm512_mask_storeu_epi32(q + (size_t)kp * S, 0x0fff, _mm512_permutexvar_epi16(za, v));
+  for (int kp = 0; kp < pairs; kp++) {
+    const float *x = X + (size_t)(k0 + 2 * kp) * ld + x0;
+    const int alone = 2 * kp + 1 == kc;
+    for (int t = 0; t < nx; t += S) {
+      const int n = nx - t < S ? nx - t : S;
+      float *q = p + (size_t)t * kc + (size_t)kp * S;
+#pragma GCC unroll 4
+      for (int r0 = 0; r0 < S; r0 += SIMD_W) {
+        const vf lo = gk_kmajor_load(x + t, r0, n, nx - t);
+        const vf hi = alone ? vf_zero() : gk_kmajor_load(x + ld + t, r0, n, nx - t);
+        const __m512i v = _mm512_permutexvar_epi16(z, (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
+        gk_strip_store(q, r0, S, kp, pairs, (vf)v);
       }
     }
   }
 }
 #endif
+
+/* op(A)'s rows i0.. (mc) and k0.. (kc) into MR-row strips; op(B)'s k0.. (kc) and columns j0.. (nc) into
+ * NR-column strips; in bfloat16 pairs (GK_PAIRS) packed and converted in one pass. */
+SIMD_TARGET static void gk_pack_a(int ta, const float *A, int lda, int i0, int mc, int k0, int kc, float *ap) {
+#if GK_PAIRS
+  if (ta) gk_pack_pairs_kmajor(A, lda, i0, mc, k0, kc, ap, GK_MR);
+  else gk_pack_pairs_xmajor(A, lda, i0, mc, k0, kc, ap, GK_MR);
+#else
+  gk_pack(A, lda, ta, i0, mc, k0, kc, ap, GK_MR);
+#endif
+}
+SIMD_TARGET static void gk_pack_b(int tb, const float *B, int ldb, int k0, int kc, int j0, int nc, float *bp) {
+#if GK_PAIRS
+  if (tb) gk_pack_pairs_xmajor(B, ldb, j0, nc, k0, kc, bp, GK_NR);
+  else gk_pack_pairs_kmajor(B, ldb, j0, nc, k0, kc, bp, GK_NR);
+#else
+  gk_pack(B, ldb, !tb, j0, nc, k0, kc, bp, GK_NR);
+#endif
+}
 
 #if !GK_PAIRS
 /* y = x rounded to bfloat16 values in registers (vf_round_bf16: bf16_round's bits), any n */
@@ -225,16 +216,12 @@ SIMD_TARGET void SIMD_NAME(cpu_round_bf16)(const float *x, float *y, size_t n) {
 }
 #endif
 
-/* The packed strips as the tile reads them: as packed (float), rounded, or in bfloat16 pairs (those
- * of an x-major operand already are: `packed_pairs`). */
-SIMD_INLINE void gk_prepare(float *p, int nx, int kc, const int S, const int bf16, const int packed_pairs) {
-  const int strips = (nx + S - 1) / S;
+/* The packed strips as the tile reads them: as packed (float: already so in bfloat16 pairs), or rounded. */
+SIMD_INLINE void gk_prepare(float *p, int nx, int kc, const int S, const int bf16) {
 #if GK_PAIRS
-  (void)bf16;
-  if (!packed_pairs) gk_pairs(p, strips, kc, S);
+  (void)p, (void)nx, (void)kc, (void)S, (void)bf16;
 #else
-  (void)packed_pairs;
-  if (bf16) SIMD_NAME(cpu_round_bf16)(p, p, (size_t)strips * kc * S);
+  if (bf16) SIMD_NAME(cpu_round_bf16)(p, p, (size_t)((nx + S - 1) / S) * kc * S);
 #endif
 }
 
@@ -246,7 +233,7 @@ SIMD_INLINE void gk_tile(int kc, const float *restrict ap, const float *restrict
   vf acc[GK_MR][2];
 #pragma GCC unroll 16
   for (int r = 0; r < GK_MR; r++) acc[r][0] = acc[r][1] = vf_zero();
-#if GK_PAIRS /* pair rows of k (gk_pairs); a word of the A strip broadcast whole, as a float's bits */
+#if GK_PAIRS /* pair rows of k (gk_pack_pairs_xmajor); a word of the A strip broadcast whole, as a float's bits */
   for (int kp = 0; kp < (kc + 1) / 2; kp++) {
     const __m512bh b0 = (__m512bh)vf_load(bp), b1 = (__m512bh)vf_load(bp + SIMD_W);
 #pragma GCC unroll 16
@@ -330,7 +317,7 @@ SIMD_TARGET static void gk_panel_rows(const gk_panel_t *g, int lo, int hi) {
   for (int i0 = lo; i0 < hi; i0 += GK_MC) {
     const int mc = hi - i0 < GK_MC ? hi - i0 : GK_MC;
     gk_pack_a(g->ta, g->A, g->lda, i0, mc, g->k0, kc, ap);
-    gk_prepare(ap, mc, kc, GK_MR, g->bf16, !g->ta);
+    gk_prepare(ap, mc, kc, GK_MR, g->bf16);
     for (int jr = 0; jr < nc; jr += GK_NR)
       for (int ir = 0; ir < mc; ir += GK_MR) {
         const int mr = mc - ir < GK_MR ? mc - ir : GK_MR, nr = nc - jr < GK_NR ? nc - jr : GK_NR;
@@ -363,7 +350,7 @@ SIMD_INLINE void gk_sgemm(int ta, int tb, int M, int N, int K, float alpha, cons
     for (int k0 = 0; k0 < K; k0 += GK_KC) {
       const int kc = K - k0 < GK_KC ? K - k0 : GK_KC;
       gk_pack_b(tb, B, ldb, k0, kc, j0, nc, bp);
-      gk_prepare(bp, nc, kc, GK_NR, bf16, tb);
+      gk_prepare(bp, nc, kc, GK_NR, bf16);
       gk_panel_t g = {ta, M, k0, kc, j0, nc, bf16, A, bp, lda, ldc, C, alpha, k0 == 0 ? beta : 1.0f};
       if (T > 1) cpu_team_run(T, gk_panel_part, &g);
       else gk_panel_rows(&g, 0, M);

@@ -14,7 +14,7 @@
  *    lanes' pieces run lane by lane and whose collectives, mma.sync and the quads' reductions, over
  *    the warp's 32 lanes by the PTX ISA's fragment layouts), batch x heads > 1;
  *  - y, lse and dqkv (added into and written) against ref within 1e-5 (relative) in fp32 and
- *    BF16_TOL in bf16, and D (float sums of float inputs in both: 1e-5); the bf16 form's y farther
+ *    BF16_TOL in bf16, and D (1e-5: in bf16 of dY and Y rounded, as the products read dY); the bf16 form's y farther
  *    from ref than float rounding (its operands are rounded);
  *  - bf16: every tensor-core product keeps WMMA's rules (pointers 32-byte aligned, ldm a multiple
  *    of 8 bf16 or 4 floats, k a multiple of 16), so the shared-memory layout is one the GPU takes;
@@ -140,7 +140,8 @@ static void dq_block(const att_call_t *a, long long block, const fa_smem_t *s) {
     for (int k = 0; k < fa_rows_per_warp(s); k++) {
       const int r = fa_row_of(w * CE_WARP, k);
       double d[CE_WARP];
-      for (int i = 0; i < CE_WARP; i++) d[nth(i, CE_WARP)] = fa_lane_d(g, a->y_in, a->dy, block, r, nth(i, CE_WARP));
+      for (int i = 0; i < CE_WARP; i++)
+        d[nth(i, CE_WARP)] = fa_lane_d(g, a->y_in, a->dy, block, r, nth(i, CE_WARP), form == FA_BF16);
       fa_row_d(g, block, s, r, ce_host_warp_sum(d), a->dd);
     }
   for (int jt = 0; jt <= it; jt++) {
@@ -437,10 +438,11 @@ static void test_shape(int B, int T, int C, int H) {
   tap_ok(same_bits(y, y2, ny) && same_bits(lse, lse2, nl), "%s: threads and blocks in reverse order, the same bits",
          what);
 
-  for (int i = 0; i < B * H * T; i++) { /* D = dY . Y of each row, from ref's y, in double */
+  for (int i = 0; i < B * H * T; i++) { /* D = dY . Y of each row, from ref's y, in double; in bf16 of both rounded */
     const long long at = fa_out_row(&a.g, i / T, i % T);
     double d = 0.0;
-    for (int c = 0; c < hs; c++) d += (double)dy[at + c] * wy[at + c];
+    for (int c = 0; c < hs; c++)
+      d += form == FA_BF16 ? (double)bf16_round(dy[at + c]) * bf16_round(wy[at + c]) : (double)dy[at + c] * wy[at + c];
     wdd[i] = (float)d;
   }
   for (a.write = 0; a.write <= 1; a.write++) {

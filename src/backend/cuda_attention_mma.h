@@ -59,6 +59,9 @@ CE_FN float fa_from_bf16(fa_bf16 h) {
 #endif
 }
 
+/* x as the bf16 products read it: rounded to bfloat16, as a float */
+CE_FN float fa_bf16_value(float x) { return fa_from_bf16(fa_to_bf16(x)); }
+
 #if defined(__CUDACC__) && (!defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800)
 /* The device form, layouts as template arguments (WMMA's fragments are typed by them). */
 template <bool ACol, bool BCol>

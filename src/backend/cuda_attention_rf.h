@@ -240,7 +240,8 @@ CE_FN void fa_rf_zero(float acc[][4], int hs) {
 }
 
 /* dQ kernel, start (rows i0..): Q's and dY's fragments, dQ = 0, each row's lse, and the lane's part
- * of D = dY . Y over its columns (in double, for the quad's sum). */
+ * of D = dY . Y over its columns (of dY and Y rounded to bfloat16, as the products read dY: backend.h; in double,
+ * for the quad's sum). */
 CE_FN void fa_rf_dq_begin(const fa_geom_t *g, const float *qkv, const float *y, const float *lse, const float *dy,
                           int bh, int i0, fa_rf_bwd_lane_t *x, int lane) {
   fa_rf_load_a(g, qkv + fa_qkv_row(g, bh, 0), 3LL * g->C, i0, x->a, lane);
@@ -256,7 +257,7 @@ CE_FN void fa_rf_dq_begin(const fa_geom_t *g, const float *qkv, const float *y, 
       FA_UNROLL
       for (int n = 0; n < g->hs / 8; n++)
         FA_UNROLL
-        for (int e = 0; e < 2; e++) sum += (double)dy[at + n * 8 + e] * y[at + n * 8 + e];
+        for (int e = 0; e < 2; e++) sum += (double)fa_bf16_value(dy[at + n * 8 + e]) * fa_bf16_value(y[at + n * 8 + e]);
     }
     x->dsum[r] = sum;
   }

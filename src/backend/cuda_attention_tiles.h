@@ -409,15 +409,17 @@ CE_FN void fa_dq_begin(const fa_geom_t *g, const float *qkv, const float *dy, co
 }
 
 /* dQ kernel, phase 1, for each row r = fa_row_of(thread, k) of the warp: lane's part of
- * D_r = dY_r . Y_r (columns lane, lane + 32, ..; both from global memory, in float whatever the
- * form); after the warp's sum, lane 0 keeps it in dd and, for a real row, stores it to dd_out
- * (B, H, T) for the dK, dV kernel. */
-CE_FN double fa_lane_d(const fa_geom_t *g, const float *y, const float *dy, long long block, int r, int lane) {
+ * D_r = dY_r . Y_r (columns lane, lane + 32, ..; both from global memory, as floats in fp32 and, `rounded`, in bf16
+ * rounded to bfloat16 as the products read dY: backend.h); after the warp's sum, lane 0 keeps it in dd and, for a
+ * real row, stores it to dd_out (B, H, T) for the dK, dV kernel. */
+CE_FN double fa_lane_d(const fa_geom_t *g, const float *y, const float *dy, long long block, int r, int lane,
+                       int rounded) {
   const int it = fa_block_query_tile(g, block);
   double sum = 0.0;
   if (r >= fa_rows_from(g, it)) return sum;
   const long long at = fa_out_row(g, fa_block_bh(g, block), it * g->tile + r);
-  for (int d = lane; d < g->hs; d += CE_WARP) sum += (double)dy[at + d] * y[at + d];
+  for (int d = lane; d < g->hs; d += CE_WARP)
+    sum += rounded ? (double)fa_bf16_value(dy[at + d]) * fa_bf16_value(y[at + d]) : (double)dy[at + d] * y[at + d];
   return sum;
 }
 CE_FN void fa_row_d(const fa_geom_t *g, long long block, const fa_smem_t *s, int r, double sum, float *dd_out) {

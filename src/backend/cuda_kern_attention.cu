@@ -259,7 +259,7 @@ __global__ void __launch_bounds__(FA_THREADS)
   fa_dq_begin(&g, qkv, dy, lse, block, &s, t);
   for (int k = 0; k < fa_rows_per_warp(&s); k++) {
     const int r = fa_row_of(t, k);
-    fa_row_d(&g, block, &s, r, warp_sum(fa_lane_d(&g, y, dy, block, r, lane())), dd);
+    fa_row_d(&g, block, &s, r, warp_sum(fa_lane_d(&g, y, dy, block, r, lane(), F == FA_BF16)), dd);
   }
   for (int jt = 0; jt <= it; jt++)  // the first tile's leading __syncthreads: D is in
     bwd_tile<F>(&g, it, jt, &s, [&] { fa_load_kv(&g, qkv, fa_block_bh(&g, block), jt, &s, t); },

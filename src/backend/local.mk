@@ -33,10 +33,12 @@ libsurge_a_SOURCES += src/backend/cuda.c src/backend/cuda_impl.h src/backend/cud
 SUFFIXES = .cu
 .cu.o:
 	$(AM_V_CC)$(NVCC) $(NVCC_ARCH) $(NVCC_FLAGS) -c -o $@ $<
-# nvcc objects have no automatic dependencies: every kernel file depends on the kernel headers
+# nvcc objects have no automatic dependencies: every kernel file depends on the kernel headers (every header a .cu
+# includes, directly or not, belongs here: cuda_attention_rf.h was missing, so a change to it rebuilt nothing)
 $(cuda_kernel_sources:.cu=.$(OBJEXT)): $(top_srcdir)/src/backend/cuda_kern.cuh $(top_srcdir)/src/backend/cuda_elem.h \
   $(top_srcdir)/src/backend/cuda_rows.h $(top_srcdir)/src/backend/cuda_cols.h $(top_srcdir)/src/backend/cuda_ln_bwd.h \
   $(top_srcdir)/src/backend/cuda_embed.h $(top_srcdir)/src/backend/cuda_attention_tiles.h \
+  $(top_srcdir)/src/backend/cuda_attention_rf.h \
   $(top_srcdir)/src/backend/cuda_attention_mma.h $(top_srcdir)/src/backend/step_rules.h \
   $(top_srcdir)/src/backend/cuda_impl.h $(top_srcdir)/src/backend/backend.h
 # The recorded pieces' logic (cuda_graph.c, [multiplex] graphs) over a faked CUDA runtime, on the

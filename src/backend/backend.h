@@ -398,10 +398,10 @@ typedef struct gemm_grid {
    * per sample and head, with s = 1/sqrt(hs): P = causal softmax(s Q K^T), Y = P V written into \
    * columns h*hs.. of y (B, T, C), and lse (B, H, T) = each row's log sum_j<=i exp(s q_i . k_j), \
    * kept for the backward. attention_bwd: dqkv (B, T, 3C) += (dx_write: =, its old contents \
-   * unread) the gradients for dy (B, T, C), from qkv, y and lse; in precision = bf16 the host backends' \
-   * D = rowsum(dY Y) is a product of rounded operands, dY as dP = dY V^T reads it (else D and dP, equal in \
+   * unread) the gradients for dy (B, T, C), from qkv, y and lse; in precision = bf16 its D = rowsum(dY Y) \
+   * is a product of rounded operands on every backend, dY as dP = dY V^T reads it (else D and dP, equal in \
    * a row that sees one key, differ by dY's rounding) and y as the products after it read it (so y may be \
-   * held rounded: nn/act16.h); cuda's reads floats, within bf16's tolerance of ref. A workspace ws of ws_n >= \
+   * held rounded: nn/act16.h). A workspace ws of ws_n >= \
    * attention_workspace(T, hs) floats, one size for any B and H (attention_workspace_floats is \
    * enough for every backend): cpu's blocked form (online softmax over key blocks, FlashAttention-2's \
    * order) asks O(T hs), never T x T; cuda's fused kernels none (their D, B H T floats, in its own \

@@ -385,9 +385,9 @@ static void passing_order(const graph_t *g, const backend_t *be) {
 /* In bf16, where the context says act16, a training model holds in bfloat16 the activations that only
  * products read (nn/act16.h): loss, logits and every gradient of a step bitwise those of the model that
  * holds none (bf16_activations = 0), in fewer activation floats. The gpt (2 blocks) holds 13: each block's
- * layer norms' outputs, its query-key-value product's, its attention's (whose backward reads it rounded), its GELU's
- * and the GELU's input (the linear before it, which runs it: GELU rounds its input), and the final norm's; the other zoo models none (no activation only products
- * read, or too few to pay for the float buffers). */
+ * layer norms' outputs, its query-key-value product's, its attention's (whose backward reads it rounded), its
+ * GELU's and the GELU's input (the linear before it, which runs it: GELU rounds its input), and the final norm's;
+ * the other zoo models none (no activation only products read, or too few to pay for the float buffers). */
 static void held16(const char *name, const graph_t *g, const backend_t *be, int sequences, size_t nl, size_t ng) {
   if (be == &backend_cpu && (!CPU_KERNELS_BUILT || cpu_simd_best() == BACKEND_SIMD_NONE)) {
     tap_skip("%s: the cpu backend's bf16 products (its own kernels are not built or this CPU lacks AVX2 + FMA)", name);

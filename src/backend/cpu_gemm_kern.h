@@ -130,8 +130,8 @@ SIMD_INLINE __m512bh pairs_at(const float *x, int v, int K) {
 }
 
 /* gk_pack's strips in bfloat16 pairs of k: strip t (at p + t kc, S kc floats of room) holds (kc + 1) / 2 pair rows of
- * S words, word w of pair row kp (at + kp S) x(t + w, 2kp) in its low half and x(t + w, 2kp + 1) (0 past kc) in its
- * high half. From an x-major X in one pass: per 16 of a strip's x and 32 of k, each x's 32 values converted to
+ * S words, word w of pair row kp (at p + t kc + kp S) x(x0 + t + w, k0 + 2kp) in its low half and
+ * x(x0 + t + w, k0 + 2kp + 1) (0 past kc) in its high half. From an x-major X in one pass: per 16 of a strip's x and 32 of k, each x's 32 values converted to
  * 16 pair words (pairs_at), the 16 x 16 words transposed (moves only: a word's bits are kept), and pair row kp's
  * words stored at p + kp S. */
 SIMD_INLINE void gk_pack_pairs_xmajor(const float *X, int ld, int x0, int nx, int k0, int kc, float *p,

@@ -56,8 +56,8 @@ static const cfg_key_t rows[] = {
     CFG_ENUM_KEY("backend", "activations", activations, "auto", CFG_VALUES("auto", "float32"),
                  "precision = bf16: auto holds an activation in bfloat16 where every layer that reads it rounds it "
                  "to bfloat16 anyway (the input of a linear layer, of the tied output projection, of attention or "
-                 "of a GELU: a layer norm's, a GELU's, a query-key-value product's or the linear output a GELU "
-                 "reads), on cpu and ref: the same results "
+                 "of a GELU: a layer norm's, a GELU's, a query-key-value product's, an attention's or the linear "
+                 "output a GELU reads), on cpu and ref: the same results "
                  "in half its memory (doc/design.md); float32: every activation in float32; fp32 and cuda hold them "
                  "in float32 whatever it says"),
 };

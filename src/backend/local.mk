@@ -31,16 +31,14 @@ libsurge_a_SOURCES += src/backend/cuda.c src/backend/cuda_impl.h src/backend/cud
   src/backend/cuda_conv.c src/backend/cuda_graph.c src/backend/cuda_marks.c \
   src/backend/cuda_ops.c src/backend/cuda_attention.c src/backend/cuda_kern.cuh $(cuda_kernel_sources)
 SUFFIXES = .cu
+# nvcc writes each kernel object's dependencies beside it (-MD -MF: every header it includes, directly or not; -MP: an
+# empty rule for each, so a header removed breaks nothing), which make reads on the next build: a change to any of them
+# rebuilds the objects that include it (a hand-kept list of the headers had missed one). A tree built before these
+# lines has no such files: remove its src/backend/cuda_kern_*.o once.
 .cu.o:
-	$(AM_V_CC)$(NVCC) $(NVCC_ARCH) $(NVCC_FLAGS) -c -o $@ $<
-# nvcc objects have no automatic dependencies: every kernel file depends on the kernel headers (every header a .cu
-# includes, directly or not, belongs here: cuda_attention_rf.h was missing, so a change to it rebuilt nothing)
-$(cuda_kernel_sources:.cu=.$(OBJEXT)): $(top_srcdir)/src/backend/cuda_kern.cuh $(top_srcdir)/src/backend/cuda_elem.h \
-  $(top_srcdir)/src/backend/cuda_rows.h $(top_srcdir)/src/backend/cuda_cols.h $(top_srcdir)/src/backend/cuda_ln_bwd.h \
-  $(top_srcdir)/src/backend/cuda_embed.h $(top_srcdir)/src/backend/cuda_attention_tiles.h \
-  $(top_srcdir)/src/backend/cuda_attention_rf.h \
-  $(top_srcdir)/src/backend/cuda_attention_mma.h $(top_srcdir)/src/backend/step_rules.h \
-  $(top_srcdir)/src/backend/cuda_impl.h $(top_srcdir)/src/backend/backend.h
+	$(AM_V_CC)$(NVCC) $(NVCC_ARCH) $(NVCC_FLAGS) -MD -MP -MF $*.d -c -o $@ $<
+-include $(cuda_kernel_sources:.cu=.d)
+CLEANFILES += $(cuda_kernel_sources:.cu=.d)
 # The recorded pieces' logic (cuda_graph.c, [multiplex] graphs) over a faked CUDA runtime, on the
 # host: it needs the toolkit's headers, not a GPU, and links no CUDA library.
 check_PROGRAMS += tests/test_cuda_graph

@@ -25,7 +25,7 @@ trap 'rm -rf "$work"' EXIT
 sh "$(dirname "$0")/build-kernel-times.sh" "$build" || echo "device-pack: no kernel-time profiles (no CUPTI)" >&2
 # ---- the build tree: programs (stripped) and the test scripts' inputs, no objects or archives
 bname=$(basename "$build")
-(cd "$build/.." && find "$bname" -type f ! -name '*.o' ! -name '*.a' ! -name '*.Po' ! -name '*.log' \
+(cd "$build/.." && find "$bname" -type f ! -name '*.o' ! -name '*.a' ! -name '*.Po' ! -name '*.d' ! -name '*.log' \
   ! -name '*.trs' ! -name '*.tar.gz' ! -path '*/.deps/*' ! -path '*/_tmp*' ! -path '*/tmp.*' >"$work/build.list")
 mkdir -p "$work/b"
 (cd "$build/.." && tar -cf - -T "$work/build.list") | (cd "$work/b" && tar -xf -)

@@ -52,9 +52,9 @@ void ref_attention_fwd(int B, int T, int C, int H, const float *qkv, float *y, f
 }
 
 /* dV = P^T dY, dP = dY V^T, dS = P (dP - D) s with D = rowsum(dY Y), dQ = dS K, dK = dS^T Q; lse unused: the
- * truth recomputes P whole. D reads the given Y, the forward's output, as the cpu and cuda forms do (D = rowsum(P dP)
- * in exact arithmetic; in bf16, where Y is a product of rounded operands, dY Y is what FlashAttention-2 sums), and in
- * bf16 is a product of rounded operands, as FlashAttention-2's of its bf16 dY and Y (backend.h). */
+ * truth recomputes P whole. D = rowsum(P dP) in exact arithmetic; like FlashAttention-2 and the cpu and cuda forms,
+ * it is summed as dY . Y of the given Y, the forward's output, and in bf16 as a product of rounded operands
+ * (backend.h). */
 void ref_attention_bwd(int B, int T, int C, int H, const float *qkv, const float *y, const float *lse, const float *dy,
                        float *dqkv, int dx_write, float *ws, size_t ws_n) {
   (void)lse, (void)ws, (void)ws_n;

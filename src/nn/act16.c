@@ -123,7 +123,8 @@ float *act16_input(model_t *m, int i, int k, int off, int B) {
 
 float *act16_own(model_t *m, int i, int off, int B) {
   if (!model_held16(m, i)) return m->act[i] + (size_t)off * shape_size(m->g->l[i].out);
-  const int reads = m->epi[i] > 0 || layer_ops_of(m->g->l[i].kind)->output_rounded; /* output_read_rounded */
+  /* its backward reads it (rounded: output_read_rounded) as its epilogue's GELU input or, attention, for its D */
+  const int reads = m->epi[i] > 0 || layer_ops_of(m->g->l[i].kind)->output_rounded;
   return reads ? held_rows(m, i, off, B) : NULL;
 }
 

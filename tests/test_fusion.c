@@ -377,7 +377,8 @@ static void passing_order(const graph_t *g, const backend_t *be) {
   char want[64];
   snprintf(want, sizeof want, "node %d reads rows 0..%d of node %d", first_reader, B - 1, first);
   tap_ok(ok.status == 0 && bad.status == 1 && strstr(bad.err, want) && strstr(bad.err, "a bug"),
-         "gpt on %s: node %d's forward again after %d's runs (exit %d); node %d's after %d's stops the run (exit %d): %s",
+         "gpt on %s: node %d's forward again after %d's runs (exit %d); node %d's after %d's stops the run "
+         "(exit %d): %s",
          be->name, last_reader, later, ok.status, first_reader, later, bad.status, bad.err);
   model_free(&m);
 }

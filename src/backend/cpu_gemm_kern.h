@@ -57,7 +57,8 @@ static float *SIMD_NAME(gk_buffer)(int which) {
 /* Stores row k of a strip: S floats at q (kc rows of S in all). Where S is not a whole number of vectors (the
  * A strips: MR = 12 at 16 floats, 6 at 8), its last vector is stored whole while row k + 1 of the same strip
  * follows, the extra lanes landing there before that row is written; the last row masked. Masked stores in every
- * row had cost the packed GEMM at 8 floats (AVX2's VMASKMOVPS) 1.1-1.4x at the gpt bench's shapes (doc/results.md). */
+ * row had cost the packed GEMM at 8 floats (AVX2's VMASKMOVPS) 1.02-1.45x at the gpt bench's shapes
+ * (doc/results.md). */
 SIMD_INLINE void gk_strip_store(float *q, int r0, int S, int k, int kc, vf v) {
   const int w = S - r0 < SIMD_W ? S - r0 : SIMD_W;
   if (w == SIMD_W || k + 1 < kc) vf_storeu(q + r0, v);
@@ -131,9 +132,9 @@ SIMD_INLINE __m512bh pairs_at(const float *x, int v, int K) {
 
 /* gk_pack's strips in bfloat16 pairs of k: strip t (at p + t kc, S kc floats of room) holds (kc + 1) / 2 pair rows of
  * S words, word w of pair row kp (at p + t kc + kp S) x(x0 + t + w, k0 + 2kp) in its low half and
- * x(x0 + t + w, k0 + 2kp + 1) (0 past kc) in its high half. From an x-major X in one pass: per 16 of a strip's x and 32 of k, each x's 32 values converted to
- * 16 pair words (pairs_at), the 16 x 16 words transposed (moves only: a word's bits are kept), and pair row kp's
- * words stored at p + kp S. */
+ * x(x0 + t + w, k0 + 2kp + 1) (0 past kc) in its high half. From an x-major X in one pass: per 16 of a strip's x
+ * and 32 of k, each x's 32 values converted to 16 pair words (pairs_at), the 16 x 16 words transposed (moves only:
+ * a word's bits are kept), and pair row kp's words stored at p + kp S. */
 SIMD_INLINE void gk_pack_pairs_xmajor(const float *X, int ld, int x0, int nx, int k0, int kc, float *p,
                                       const int S) {
   const int pairs = (kc + 1) / 2;

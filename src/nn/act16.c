@@ -123,8 +123,8 @@ float *act16_input(model_t *m, int i, int k, int off, int B) {
 
 float *act16_own(model_t *m, int i, int off, int B) {
   if (!model_held16(m, i)) return m->act[i] + (size_t)off * shape_size(m->g->l[i].out);
-  /* its backward reads it (rounded: output_read_rounded) as its epilogue's GELU input or, attention, for its D */
-  const int reads = m->epi[i] > 0 || layer_ops_of(m->g->l[i].kind)->output_rounded;
+  /* held, so any read is rounded (output_read_rounded): by its own backward, or as its epilogue's input */
+  const int reads = !layer_ops_of(m->g->l[i].kind)->output_unread || m->epi[i] > 0;
   return reads ? held_rows(m, i, off, B) : NULL;
 }
 

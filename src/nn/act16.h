@@ -1,8 +1,9 @@
 /* Activations held in bfloat16 by a training model (model_t.act16): in precision = bf16 every matrix
  * product rounds its operands to bfloat16, so an activation that only products read (linear layers,
  * attention, the tied output projection) loses nothing when it is stored rounded: its readers get the
- * same values, and the model holds half its bytes. GELU, which reads its input rounded too, likewise. In a
- * gpt: the layer norms' outputs, the query-key-value products' (read by attention), the GELUs' and their inputs. */
+ * same values, and the model holds half its bytes. GELU, which reads its input rounded too, likewise, and attention,
+ * whose backward reads its own output rounded. In a gpt: the layer norms' outputs, the query-key-value products'
+ * (read by attention), the attentions', the GELUs' and their inputs. */
 #ifndef SURGE_ACT16_H
 #define SURGE_ACT16_H
 
@@ -28,8 +29,8 @@ void act16_call(model_t *m);
  * still holds it (the forward: the reader runs soon after the writer), else its rows widened into one. */
 float *act16_input(model_t *m, int i, int k, int off, int B);
 /* Node i's own output on samples [off, off + B) for its backward: its activation; held, NULL where its backward never
- * reads it, else (a linear whose GELU's derivative reads it, rounded: act16_plan) a float buffer that rounds to its
- * rows, as act16_input gives them. */
+ * reads it, else (attention's D, or a linear whose GELU's derivative reads it: rounded, act16_plan) a float buffer
+ * that rounds to its rows, as act16_input gives them. */
 float *act16_own(model_t *m, int i, int off, int B);
 /* Where node j's forward writes its output on samples [off, off + B): its activation, or for a held node one of
  * the float buffers (not the one the call's input was just given), which act16_store then rounds into

@@ -10,8 +10,8 @@
  * activation gradients in shared buffers besides (model_init_on's order), fewer floats; a model that
  * only runs forward (model_init_forward) the same logits without gradients, its activations in shared
  * buffers; the outputs only the forward reads in one buffer (act_pass: the gpt's projections). In bf16 on both
- * backends, the activations that only products and GELU read held in bfloat16 (act16: the gpt's 11, none
- * elsewhere) give the step of the model that holds none, bitwise, in fewer floats. And
+ * backends, the activations that only products, GELU and attention's backward read held in bfloat16 (act16: the
+ * gpt's 13, none elsewhere) give the step of the model that holds none, bitwise, in fewer floats. And
  * after 10 training steps with clipping, fused and pooled (the clipping factor folded into the update) and
  * plain give every parameter tensor within 1e-6 (issue 32). */
 #include <math.h>

@@ -8,12 +8,17 @@
  * allocations (a read past them shows under the sanitizers). The packing only moves values, so a value lost,
  * doubled or zeroed there shows as a wrong bit here. The form in bfloat16 pairs (cpu_sgemm_bf16, AVX-512 BF16)
  * sums each pair in an order of its own; its packing reads A and B stored either way into the same pairs, so at the
- * same shapes every ta and tb gives the same bits. */
+ * same shapes every ta and tb gives the same bits.
+ *
+ * gemm_tn_rows (backend.h) runs C's rows in parts (src/backend/tn_parts.h) to bound its temporaries; as an element's
+ * sum does not depend on the rows beside it, the parts give the bits of one whole product per block of 1024 rows,
+ * the blocks added in double: checked where the own kernel runs the products, with C's parts at awkward offsets. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backend/cpu_ops.h"
+#include "backend/tn_parts.h"
 #include "core/bf16.h"
 #include "core/rng.h"
 #include "tap.h"
@@ -91,6 +96,33 @@ static int transposes_agree(gemm_fn *fn, int M, int N, int K) {
   return same;
 }
 
+/* C (M,N) += A^T B over K rows as backend.h states it, in one part: per block of up to 1024 rows the whole M x N
+ * product in float, the blocks added to C in double, one rounding; against cpu_gemm_tn_rows's parts, bit for bit,
+ * with C's elements past N untouched (ldc > N) */
+static int tn_rows_same_as_whole(int M, int N, int K) {
+  enum { ROWS = 1024 }; /* cpu_gemm.c's CPU_GEMM_ROW_BLOCK */
+  const int lda = M + 5, ldb = N + 2, ldc = N + 3;
+  const size_t nc = (size_t)M * ldc;
+  float *A = operand((size_t)K * lda), *B = operand((size_t)K * ldb), *C = operand(nc);
+  float *want = malloc(nc * sizeof *want), *blk = malloc((size_t)M * N * sizeof *blk);
+  double *acc = malloc((size_t)M * N * sizeof *acc);
+  if (!want || !blk || !acc) abort();
+  memcpy(want, C, nc * sizeof *C);
+  for (int i = 0; i < M; i++)
+    for (int j = 0; j < N; j++) acc[(size_t)i * N + j] = want[(size_t)i * ldc + j];
+  for (int k0 = 0; k0 < K; k0 += ROWS) {
+    cpu_gemm(1, 0, M, N, K - k0 < ROWS ? K - k0 : ROWS, 1.0f, A + (size_t)k0 * lda, lda, B + (size_t)k0 * ldb, ldb,
+             0.0f, blk, N);
+    for (size_t e = 0; e < (size_t)M * N; e++) acc[e] += blk[e];
+  }
+  for (int i = 0; i < M; i++)
+    for (int j = 0; j < N; j++) want[(size_t)i * ldc + j] = (float)acc[(size_t)i * N + j];
+  cpu_gemm_tn_rows(M, N, K, A, lda, B, ldb, C, ldc);
+  const int same = memcmp(C, want, nc * sizeof *C) == 0;
+  free(A), free(B), free(C), free(want), free(blk), free(acc);
+  return same;
+}
+
 int main(void) {
   rng_seed(&rng, 17);
 #if CPU_KERNELS_BUILT
@@ -130,6 +162,27 @@ int main(void) {
     else
       tap_ok(transposes_agree(cpu_sgemm_bf16, M, N, K), "cpu_sgemm_bf16 M=%d N=%d K=%d: the same bits with A and B "
              "stored either way (every ta, tb)", M, N, K);
+  }
+  /* gemm_tn_rows's parts: 16 MiB of temporaries at 12 bytes an element of C, at least 64 rows a part */
+  tap_ok(tn_parts(50304, 768, 12) == 28 && tn_parts(1500, 1000, 12) == 2 && tn_parts(200, 20000, 12) == 3 &&
+             tn_parts(1000, 1000, 12) == 1 && tn_parts(100, 1 << 20, 12) == 1,
+         "tn_parts: a 124M classifier's gradient in 28 parts, small ones whole, never under 64 rows a part");
+  int bounded = 1;
+  for (int p = 0; p < 28; p++) {
+    const int rows = tn_part_row(50304, 28, p + 1) - tn_part_row(50304, 28, p);
+    bounded &= rows >= TN_PART_MIN_ROWS && (size_t)rows * 768 * 12 <= TN_PART_BYTES;
+  }
+  tap_ok(bounded && tn_part_row(50304, 28, 0) == 0 && tn_part_row(50304, 28, 28) == 50304,
+         "tn_part_row: the parts cover the rows, each within the temporaries' bound");
+  /* 2 parts of 750 rows over 3 blocks (1024, 1024, 52); 3 parts of 66-67 rows (the 64-row floor binding) over 2 */
+  const int tn_shapes[][3] = {{1500, 1000, 2100}, {200, 20000, 1100}};
+  for (size_t s = 0; s < sizeof tn_shapes / sizeof tn_shapes[0]; s++) {
+    const int M = tn_shapes[s][0], N = tn_shapes[s][1], K = tn_shapes[s][2];
+    if (!cpu_gemm_own(M, N, 1024))
+      tap_skip("gemm_tn_rows M=%d N=%d K=%d: OpenBLAS runs these products here (its order is its own)", M, N, K);
+    else
+      tap_ok(tn_rows_same_as_whole(M, N, K), "gemm_tn_rows M=%d N=%d K=%d in %d parts: the bits of one whole product "
+             "per block of rows", M, N, K, tn_parts(M, N, 12));
   }
 #else
   tap_skip("the cpu backend's own kernels are not built on this architecture");

@@ -5,6 +5,7 @@
 
 #include "backend/cpu_ops.h"
 #include "backend/host_mem.h"
+#include "backend/tn_parts.h"
 #include "core/bf16.h"
 #include "core/error.h"
 
@@ -195,7 +196,9 @@ void *cpu_kept_buffer(void **buf, size_t *cap, size_t bytes) {
  * one block whatever K is. The widening of C is fused into the first block's add and the rounding
  * back into the last one's: per element of C, two blocks (a gpt weight gradient at 2048 rows)
  * move 40 bytes through memory where a widening pass, an add per block and a narrowing pass moved
- * 72. */
+ * 72. C's rows run in parts (tn_parts.h), so the temporaries stay within 16 MiB; an element's sum does not
+ * depend on which rows share its product (the own kernel's order, tests/test_gemm_order), so the parts give the
+ * bits of one whole product. */
 void cpu_gemm_tn_rows(int M, int N, int K, const float *A, int lda, const float *B, int ldb, float *C,
                       int ldc) {
   if (M <= 0 || N <= 0 || K <= 0) return;
@@ -203,22 +206,26 @@ void cpu_gemm_tn_rows(int M, int N, int K, const float *A, int lda, const float 
     cpu_gemm(1, 0, M, N, K, 1.0f, A, lda, B, ldb, 1.0f, C, ldc);
     return;
   }
+  const int parts = tn_parts(M, N, sizeof(float) + sizeof(double)), rows_most = (M + parts - 1) / parts;
   static _Thread_local void *blk_buf, *acc_buf;
   static _Thread_local size_t blk_cap, acc_cap;
-  size_t mn = surge_mul_size((size_t)M, (size_t)N, "gemm_tn_rows temporary");
+  size_t mn = surge_mul_size((size_t)rows_most, (size_t)N, "gemm_tn_rows temporary");
   float *blk = cpu_kept_buffer(&blk_buf, &blk_cap, surge_mul_size(mn, sizeof(float), "gemm_tn_rows temporary"));
   double *acc = cpu_kept_buffer(&acc_buf, &acc_cap, surge_mul_size(mn, sizeof(double), "gemm_tn_rows temporary"));
-  for (int k0 = 0; k0 < K; k0 += CPU_GEMM_ROW_BLOCK) {
-    const int kb = K - k0 < CPU_GEMM_ROW_BLOCK ? K - k0 : CPU_GEMM_ROW_BLOCK;
-    const int first = k0 == 0, last = k0 + kb == K;
-    cpu_gemm(1, 0, M, N, kb, 1.0f, A + (size_t)k0 * lda, lda, B + (size_t)k0 * ldb, ldb, 0.0f, blk, N);
-    for (int i = 0; i < M; i++) {
-      float *c = C + (size_t)i * ldc;
-      const float *b = blk + (size_t)i * N;
-      double *a = acc + (size_t)i * N;
-      if (first) cpu_widen_add_row(c, b, a, N);
-      else if (last) cpu_add_narrow_row(a, b, c, N);
-      else cpu_add_widened(b, a, (size_t)N);
+  for (int p = 0; p < parts; p++) {
+    const int i0 = tn_part_row(M, parts, p), m = tn_part_row(M, parts, p + 1) - i0; /* this part's rows of C */
+    for (int k0 = 0; k0 < K; k0 += CPU_GEMM_ROW_BLOCK) {
+      const int kb = K - k0 < CPU_GEMM_ROW_BLOCK ? K - k0 : CPU_GEMM_ROW_BLOCK;
+      const int first = k0 == 0, last = k0 + kb == K;
+      cpu_gemm(1, 0, m, N, kb, 1.0f, A + (size_t)k0 * lda + i0, lda, B + (size_t)k0 * ldb, ldb, 0.0f, blk, N);
+      for (int i = 0; i < m; i++) {
+        float *c = C + (size_t)(i0 + i) * ldc;
+        const float *b = blk + (size_t)i * N;
+        double *a = acc + (size_t)i * N;
+        if (first) cpu_widen_add_row(c, b, a, N);
+        else if (last) cpu_add_narrow_row(a, b, c, N);
+        else cpu_add_widened(b, a, (size_t)N);
+      }
     }
   }
 }

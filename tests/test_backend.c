@@ -1963,6 +1963,9 @@ static void test_own_gemm(void) {
     }
   }
   test_gemm_tn_rows(70, 90, 2100, 2); /* weight gradients: blocks of 1024 rows on the own kernel */
+  /* cuda (its float partials, 2 blocks here, in 2 parts of C's rows: src/backend/tn_parts.h); the cpu's parts are
+   * tests/test_gemm_order's, bit for bit, without this product's 2.3 G multiply-adds in ref */
+  if (managed) test_gemm_tn_rows(1500, 1500, 1025, 1);
   if (managed) return;
   const int M = 241, N = 47, K = 513;
   float *A = buf_uniform((size_t)M * K + 1, -1, 1), *B = buf_uniform((size_t)K * N + 1, -1, 1);

@@ -6,7 +6,8 @@
  * (AVX-512) and 6 (AVX2), columns around the strips of 32 and 16, K around the transposed blocks of 16 and 8
  * and the blocks of 256, every ta and tb, leading dimensions past the shape, operands at the very end of their
  * allocations (a read past them shows under the sanitizers). The packing only moves values, so a value lost,
- * doubled or zeroed there shows as a wrong bit here. The form in bfloat16 pairs (cpu_sgemm_bf16, AVX-512 BF16)
+ * doubled or zeroed there shows as a wrong bit here. In float an x-major A (ta = 0) is read where it is stored, whole
+ * strips of rows at a time, and only a last strip of fewer rows packed: the rows around the strips take both. The form in bfloat16 pairs (cpu_sgemm_bf16, AVX-512 BF16)
  * sums each pair in an order of its own; its packing reads A and B stored either way into the same pairs, so at the
  * same shapes every ta and tb gives the same bits.
  *

@@ -5,7 +5,8 @@
  * BLIS's loops: columns in blocks of GK_NC, the sum over K in blocks of GK_KC, rows in blocks of
  * GK_MC. B's block (KC x NC, kept in L2/L3) is packed into strips of GK_NR columns, strip s holding
  * op(B)(k, s NR + j) at [s KC NR + k NR + j]; A's block (MC x KC, L2) into strips of GK_MR rows,
- * op(A)(s MR + r, k) at [s KC MR + k MR + r]; both zero past the matrix's edge. A micro-tile is
+ * op(A)(s MR + r, k) at [s KC MR + k MR + r]; both zero past the matrix's edge. In float, an A stored x-major is
+ * read in place, its strips of MR rows as they lie (gk_panel_rows). A micro-tile is
  * GK_MR rows x 2 vectors of columns in accumulators (AVX-512: 12 x 32, 24 zmm; AVX2: 6 x 16, 12 ymm):
  * per k it loads 2 vectors of the B strip (L1) and broadcasts GK_MR values of the A strip.
  *
@@ -227,14 +228,16 @@ SIMD_INLINE void gk_prepare(float *p, int nx, int kc, const int S, const int bf1
 }
 
 /* C's tile (mr <= MR rows, nr <= NR columns) = beta C + alpha (the strips' product over kc); beta == 0
- * does not read C. `full` (a constant where inlined): mr == MR and nr == NR, stored straight from
- * the registers; otherwise through a tile in memory. */
-SIMD_INLINE void gk_tile(int kc, const float *restrict ap, const float *restrict bp, float *restrict c, int ldc,
-                         float alpha, float beta, int mr, int nr, const int full) {
+ * does not read C. A's value (r, k) at ap[r ar + k ak]: a packed strip (ar 1, ak MR), or in float an x-major A
+ * where it is stored (ar its ld, ak 1). `full` (a constant where inlined): mr == MR and nr == NR, stored straight
+ * from the registers; otherwise through a tile in memory. */
+SIMD_INLINE void gk_tile(int kc, const float *restrict ap, size_t ar, size_t ak, const float *restrict bp,
+                         float *restrict c, int ldc, float alpha, float beta, int mr, int nr, const int full) {
   vf acc[GK_MR][2];
 #pragma GCC unroll 16
   for (int r = 0; r < GK_MR; r++) acc[r][0] = acc[r][1] = vf_zero();
 #if GK_PAIRS /* pair rows of k (gk_pack_pairs_xmajor); a word of the A strip broadcast whole, as a float's bits */
+  (void)ar, (void)ak; /* always packed */
   for (int kp = 0; kp < (kc + 1) / 2; kp++) {
     const __m512bh b0 = (__m512bh)vf_load(bp), b1 = (__m512bh)vf_load(bp + SIMD_W);
 #pragma GCC unroll 16
@@ -251,11 +254,11 @@ SIMD_INLINE void gk_tile(int kc, const float *restrict ap, const float *restrict
     const vf b0 = vf_load(bp), b1 = vf_load(bp + SIMD_W);
 #pragma GCC unroll 16
     for (int r = 0; r < GK_MR; r++) {
-      const vf a = vf_set1(ap[r]);
+      const vf a = vf_set1(ap[r * ar]);
       acc[r][0] = vf_fmadd(a, b0, acc[r][0]);
       acc[r][1] = vf_fmadd(a, b1, acc[r][1]);
     }
-    ap += GK_MR;
+    ap += ak;
     bp += GK_NR;
   }
 #endif
@@ -293,12 +296,20 @@ SIMD_INLINE void gk_tile(int kc, const float *restrict ap, const float *restrict
 
 SIMD_TARGET static void gk_tile_full(int kc, const float *ap, const float *bp, float *c, int ldc, float alpha,
                                      float beta) {
-  gk_tile(kc, ap, bp, c, ldc, alpha, beta, GK_MR, GK_NR, 1);
+  gk_tile(kc, ap, 1, GK_MR, bp, c, ldc, alpha, beta, GK_MR, GK_NR, 1);
 }
 SIMD_TARGET static void gk_tile_edge(int kc, const float *ap, const float *bp, float *c, int ldc, float alpha,
                                      float beta, int mr, int nr) {
-  gk_tile(kc, ap, bp, c, ldc, alpha, beta, mr, nr, 0);
+  gk_tile(kc, ap, 1, GK_MR, bp, c, ldc, alpha, beta, mr, nr, 0);
 }
+#if !GK_PAIRS
+/* A whole strip of MR rows of an x-major A read where it is stored, its rows ld apart */
+SIMD_TARGET static void gk_tile_xmajor(int kc, const float *a, size_t ld, const float *bp, float *c, int ldc,
+                                       float alpha, float beta, int nr) {
+  if (nr == GK_NR) gk_tile(kc, a, ld, 1, bp, c, ldc, alpha, beta, GK_MR, GK_NR, 1);
+  else gk_tile(kc, a, ld, 1, bp, c, ldc, alpha, beta, GK_MR, nr, 0);
+}
+#endif
 
 /* One packed panel of B (kc values of k from k0, nc columns from j0) against rows of op(A): what a
  * thread of the team needs (gk_panel_part). */
@@ -310,11 +321,30 @@ typedef struct gk_panel {
   float alpha, b_eff;
 } gk_panel_t;
 
-/* C's rows [lo, hi) against the panel: blocks of up to MC rows of op(A) packed into this thread's buffer,
- * then the tiles */
+/* C's rows [lo, hi) against the panel: blocks of up to MC rows of op(A) packed into this thread's buffer, then the
+ * tiles. In float, an x-major A's whole strips are read where A is stored instead (gk_tile_xmajor: the same products
+ * in the same order, so the same bits), blocks of MC rows at a time; only a last strip of fewer than MR rows is
+ * packed (with zeros past the matrix). The packing's copy cost more than its contiguous strips saved: the gpt bench's
+ * attention tiles 1.07-1.23x and its step about 1.025x without it (doc/results.md). A k-major A (ta) stays packed:
+ * read in place, fc1's weight gradient in the gpt bench ran 0.85-0.94x (rows of k 4 KiB apart share a set of the
+ * L1), the other weight gradients level. */
 SIMD_TARGET static void gk_panel_rows(const gk_panel_t *g, int lo, int hi) {
   float *ap = SIMD_NAME(gk_buffer)(0);
   const int kc = g->kc, nc = g->nc;
+#if !GK_PAIRS
+  if (!g->bf16 && !g->ta) {
+    const int whole = lo + (hi - lo) / GK_MR * GK_MR;
+    for (int i0 = lo; i0 < whole; i0 += GK_MC) {
+      const int i1 = whole - i0 < GK_MC ? whole : i0 + GK_MC;
+      for (int jr = 0; jr < nc; jr += GK_NR)
+        for (int i = i0; i < i1; i += GK_MR)
+          gk_tile_xmajor(kc, g->A + (size_t)i * g->lda + g->k0, (size_t)g->lda, g->bp + (size_t)jr * kc,
+                         g->C + (size_t)i * g->ldc + g->j0 + jr, g->ldc, g->alpha, g->b_eff,
+                         nc - jr < GK_NR ? nc - jr : GK_NR);
+    }
+    lo = whole;
+  }
+#endif
   for (int i0 = lo; i0 < hi; i0 += GK_MC) {
     const int mc = hi - i0 < GK_MC ? hi - i0 : GK_MC;
     gk_pack_a(g->ta, g->A, g->lda, i0, mc, g->k0, kc, ap);

@@ -7,9 +7,9 @@
  * and the blocks of 256, every ta and tb, leading dimensions past the shape, operands at the very end of their
  * allocations (a read past them shows under the sanitizers). The packing only moves values, so a value lost,
  * doubled or zeroed there shows as a wrong bit here. In float an x-major A (ta = 0) is read where it is stored, whole
- * strips of rows at a time, and only a last strip of fewer rows packed: the rows around the strips take both. The form in bfloat16 pairs (cpu_sgemm_bf16, AVX-512 BF16)
- * sums each pair in an order of its own; its packing reads A and B stored either way into the same pairs, so at the
- * same shapes every ta and tb gives the same bits.
+ * strips of rows at a time, and only a last strip of fewer rows packed: the rows around the strips take both. The
+ * form in bfloat16 pairs (cpu_sgemm_bf16, AVX-512 BF16) sums each pair in an order of its own; its packing reads A
+ * and B stored either way into the same pairs, so at the same shapes every ta and tb gives the same bits.
  *
  * gemm_tn_rows (backend.h) runs C's rows in parts (src/backend/tn_parts.h) to bound its temporaries; as an element's
  * sum does not depend on the rows beside it, the parts give the bits of one whole product per block of 1024 rows,

@@ -324,10 +324,10 @@ typedef struct gk_panel {
 /* C's rows [lo, hi) against the panel: blocks of up to MC rows of op(A) packed into this thread's buffer, then the
  * tiles. In float, an x-major A's whole strips are read where A is stored instead (gk_tile_xmajor: the same products
  * in the same order, so the same bits), blocks of MC rows at a time; only a last strip of fewer than MR rows is
- * packed (with zeros past the matrix). The packing's copy cost more than its contiguous strips saved: the gpt bench's
- * attention tiles 1.07-1.23x and its step about 1.025x without it (doc/results.md). A k-major A (ta) stays packed:
- * read in place, fc1's weight gradient in the gpt bench ran 0.85-0.94x (rows of k 4 KiB apart share a set of the
- * L1), the other weight gradients level. */
+ * packed (with zeros past the matrix). The packing's copy cost more than its contiguous strips saved: without it the
+ * attention's 64^3 tiles ran 1.17-1.19x and the gpt bench's step 1.018x (doc/results.md). A k-major A (ta) stays
+ * packed: read in place, fc1's weight gradient in the gpt bench ran 0.85-0.94x (rows of k 4 KiB apart share a set of
+ * the L1), the other weight gradients level. */
 SIMD_TARGET static void gk_panel_rows(const gk_panel_t *g, int lo, int hi) {
   float *ap = SIMD_NAME(gk_buffer)(0);
   const int kc = g->kc, nc = g->nc;

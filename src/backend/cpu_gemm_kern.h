@@ -18,7 +18,8 @@
  *  - cpu_sgemm_round_wW: the packed strips rounded in place (cpu_round_bf16_wW), then the float
  *    tile: products of bfloat16 values are exact in float, so only the operands change. Every width.
  *  - cpu_sgemm_bf16 (GK_PAIRS, cpu_kern_bf16.c, AVX-512 BF16): each strip packed straight into
- *    pairs of k, (k, k+1) of a row or column in one 32-bit word (the odd k's partner 0), and the
+ *    pairs of k, (k, k+1) of a row or column in one 32-bit word (the odd k's partner 0; an x-major
+ *    A's rows converted in their own order instead, gk_rows_pairs, the same words), and the
  *    tile's multiply-adds are VDPBF16PS: per lane acc + a_{k+1} b_{k+1} + a_k b_k, twice the
  *    multiply-adds of an FMA per instruction. The conversion (VCVTNE2PS2BF16) rounds as core/bf16.h
  *    does but reads float denormals as 0, and VDPBF16PS flushes denormal results: the two forms'
@@ -229,7 +230,8 @@ SIMD_INLINE void gk_prepare(float *p, int nx, int kc, const int S, const int bf1
 
 /* C's tile (mr <= MR rows, nr <= NR columns) = beta C + alpha (the strips' product over kc); beta == 0
  * does not read C. A's value (r, k) at ap[r ar + k ak]: a packed strip (ar 1, ak MR), or in float an x-major A
- * where it is stored (ar its ld, ak 1). `full` (a constant where inlined): mr == MR and nr == NR, stored straight
+ * where it is stored (ar its ld, ak 1); in pairs, the word of pair kp at ap[r ar + kp ak]: a packed strip (ar 1, ak
+ * MR) or rows of A converted in place of k (gk_rows_pairs: ar the row's words, ak 1). `full` (a constant where inlined): mr == MR and nr == NR, stored straight
  * from the registers; otherwise through a tile in memory. */
 SIMD_INLINE void gk_tile(int kc, const float *restrict ap, size_t ar, size_t ak, const float *restrict bp,
                          float *restrict c, int ldc, float alpha, float beta, int mr, int nr, const int full) {
@@ -237,16 +239,15 @@ SIMD_INLINE void gk_tile(int kc, const float *restrict ap, size_t ar, size_t ak,
 #pragma GCC unroll 16
   for (int r = 0; r < GK_MR; r++) acc[r][0] = acc[r][1] = vf_zero();
 #if GK_PAIRS /* pair rows of k (gk_pack_pairs_xmajor); a word of the A strip broadcast whole, as a float's bits */
-  (void)ar, (void)ak; /* always packed */
   for (int kp = 0; kp < (kc + 1) / 2; kp++) {
     const __m512bh b0 = (__m512bh)vf_load(bp), b1 = (__m512bh)vf_load(bp + SIMD_W);
 #pragma GCC unroll 16
     for (int r = 0; r < GK_MR; r++) {
-      const __m512bh a = (__m512bh)vf_set1(ap[r]);
+      const __m512bh a = (__m512bh)vf_set1(ap[r * ar]);
       acc[r][0] = _mm512_dpbf16_ps(acc[r][0], a, b0);
       acc[r][1] = _mm512_dpbf16_ps(acc[r][1], a, b1);
     }
-    ap += GK_MR;
+    ap += ak;
     bp += GK_NR;
   }
 #else
@@ -302,7 +303,26 @@ SIMD_TARGET static void gk_tile_edge(int kc, const float *ap, const float *bp, f
                                      float beta, int mr, int nr) {
   gk_tile(kc, ap, 1, GK_MR, bp, c, ldc, alpha, beta, mr, nr, 0);
 }
-#if !GK_PAIRS
+#if GK_PAIRS
+/* Rows i0.. (mc of them, zeros up to a whole strip of MR) and k0.. (kc) of an x-major A converted to bfloat16 in their
+ * own order: row r's pair kp is the word at ap[r w + kp], w = 16 ceil(kc / 32) words a row, (k0 + 2kp, k0 + 2kp + 1)
+ * in its low and high half (0 past kc); the words pairs_at gives, so the tiles see the values gk_pack_pairs_xmajor
+ * would have given them, without its transposes. Returns w. */
+SIMD_INLINE int gk_rows_pairs(const float *A, int lda, int i0, int mc, int k0, int kc, float *restrict ap) {
+  const int v_row = (kc + 31) / 32, w = 16 * v_row, rows = (mc + GK_MR - 1) / GK_MR * GK_MR;
+  for (int r = 0; r < rows; r++)
+    for (int v = 0; v < v_row; v++)
+      vf_storeu(ap + (size_t)r * w + 16 * v, r < mc ? (vf)pairs_at(A + (size_t)(i0 + r) * lda + k0, v, kc) : vf_zero());
+  return w;
+}
+
+/* A tile whose strip is gk_rows_pairs's rows, w words apart (zeros past the matrix: only mr rows are stored) */
+SIMD_TARGET static void gk_tile_rows(int kc, const float *a, size_t w, const float *bp, float *c, int ldc, float alpha,
+                                     float beta, int mr, int nr) {
+  if (mr == GK_MR && nr == GK_NR) gk_tile(kc, a, w, 1, bp, c, ldc, alpha, beta, GK_MR, GK_NR, 1);
+  else gk_tile(kc, a, w, 1, bp, c, ldc, alpha, beta, mr, nr, 0);
+}
+#else
 /* A whole strip of MR rows of an x-major A read where it is stored, its rows ld apart */
 SIMD_TARGET static void gk_tile_xmajor(int kc, const float *a, size_t ld, const float *bp, float *c, int ldc,
                                        float alpha, float beta, int nr) {
@@ -327,7 +347,9 @@ typedef struct gk_panel {
  * packed (with zeros past the matrix). The packing's copy cost more than its contiguous strips saved: without it the
  * attention's 64^3 tiles ran 1.17-1.19x and the gpt bench's step 1.018x (doc/results.md). A k-major A (ta) stays
  * packed: read in place, fc1's weight gradient in the gpt bench ran 0.85-0.94x (rows of k 4 KiB apart share a set of
- * the L1), the other weight gradients level. */
+ * the L1), the other weight gradients level. In bfloat16 pairs, an x-major A's rows are converted in their own order
+ * (gk_rows_pairs: the pairs of a row are its consecutive values), not transposed into strips: attention's 64^3 tiles
+ * 1.09-1.16x, the bf16 gpt step 1.01-1.03x. */
 SIMD_TARGET static void gk_panel_rows(const gk_panel_t *g, int lo, int hi) {
   float *ap = SIMD_NAME(gk_buffer)(0);
   const int kc = g->kc, nc = g->nc;
@@ -343,6 +365,21 @@ SIMD_TARGET static void gk_panel_rows(const gk_panel_t *g, int lo, int hi) {
                          nc - jr < GK_NR ? nc - jr : GK_NR);
     }
     lo = whole;
+  }
+#else
+  if (!g->ta) { /* blocks of MC rows converted in their own order (gk_rows_pairs), no transposes */
+    for (int i0 = lo; i0 < hi; i0 += GK_MC) {
+      const int mc = hi - i0 < GK_MC ? hi - i0 : GK_MC;
+      const size_t w = (size_t)gk_rows_pairs(g->A, g->lda, i0, mc, g->k0, kc, ap);
+      for (int jr = 0; jr < nc; jr += GK_NR)
+        for (int ir = 0; ir < mc; ir += GK_MR) {
+          const int mr = mc - ir < GK_MR ? mc - ir : GK_MR, nr = nc - jr < GK_NR ? nc - jr : GK_NR;
+          float *c = g->C + (size_t)(i0 + ir) * g->ldc + g->j0 + jr;
+          const float *a = ap + (size_t)ir * w, *b = g->bp + (size_t)jr * kc;
+          gk_tile_rows(kc, a, w, b, c, g->ldc, g->alpha, g->b_eff, mr, nr);
+        }
+    }
+    return;
   }
 #endif
   for (int i0 = lo; i0 < hi; i0 += GK_MC) {

@@ -192,11 +192,12 @@ SIMD_INLINE void gk_pack_pairs_kmajor(const float *X, int ld, int x0, int nx, in
 #endif
 
 /* op(A)'s rows i0.. (mc) and k0.. (kc) into MR-row strips; op(B)'s k0.. (kc) and columns j0.. (nc) into
- * NR-column strips; in bfloat16 pairs (GK_PAIRS) packed and converted in one pass. */
+ * NR-column strips; in bfloat16 pairs (GK_PAIRS) packed and converted in one pass. In pairs only a k-major A is
+ * packed: gk_panel_rows converts an x-major one's rows in their own order (gk_rows_pairs). */
 SIMD_TARGET static void gk_pack_a(int ta, const float *A, int lda, int i0, int mc, int k0, int kc, float *ap) {
 #if GK_PAIRS
-  if (ta) gk_pack_pairs_kmajor(A, lda, i0, mc, k0, kc, ap, GK_MR);
-  else gk_pack_pairs_xmajor(A, lda, i0, mc, k0, kc, ap, GK_MR);
+  (void)ta;
+  gk_pack_pairs_kmajor(A, lda, i0, mc, k0, kc, ap, GK_MR);
 #else
   gk_pack(A, lda, ta, i0, mc, k0, kc, ap, GK_MR);
 #endif
@@ -307,7 +308,8 @@ SIMD_TARGET static void gk_tile_edge(int kc, const float *ap, const float *bp, f
 /* Rows i0.. (mc of them, zeros up to a whole strip of MR) and k0.. (kc) of an x-major A converted to bfloat16 in their
  * own order: row r's pair kp is the word at ap[r w + kp], w = 16 ceil(kc / 32) words a row, (k0 + 2kp, k0 + 2kp + 1)
  * in its low and high half (0 past kc); the words pairs_at gives, so the tiles see the values gk_pack_pairs_xmajor
- * would have given them, without its transposes. Returns w. */
+ * would have given them, without its transposes. At most MC rows of KC / 2 words: half the packing buffer. Returns
+ * w. */
 SIMD_INLINE int gk_rows_pairs(const float *A, int lda, int i0, int mc, int k0, int kc, float *restrict ap) {
   const int v_row = (kc + 31) / 32, w = 16 * v_row, rows = (mc + GK_MR - 1) / GK_MR * GK_MR;
   for (int r = 0; r < rows; r++)
@@ -315,21 +317,15 @@ SIMD_INLINE int gk_rows_pairs(const float *A, int lda, int i0, int mc, int k0, i
       vf_storeu(ap + (size_t)r * w + 16 * v, r < mc ? (vf)pairs_at(A + (size_t)(i0 + r) * lda + k0, v, kc) : vf_zero());
   return w;
 }
-
-/* A tile whose strip is gk_rows_pairs's rows, w words apart (zeros past the matrix: only mr rows are stored) */
-SIMD_TARGET static void gk_tile_rows(int kc, const float *a, size_t w, const float *bp, float *c, int ldc, float alpha,
-                                     float beta, int mr, int nr) {
-  if (mr == GK_MR && nr == GK_NR) gk_tile(kc, a, w, 1, bp, c, ldc, alpha, beta, GK_MR, GK_NR, 1);
-  else gk_tile(kc, a, w, 1, bp, c, ldc, alpha, beta, mr, nr, 0);
-}
-#else
-/* A whole strip of MR rows of an x-major A read where it is stored, its rows ld apart */
-SIMD_TARGET static void gk_tile_xmajor(int kc, const float *a, size_t ld, const float *bp, float *c, int ldc,
-                                       float alpha, float beta, int nr) {
-  if (nr == GK_NR) gk_tile(kc, a, ld, 1, bp, c, ldc, alpha, beta, GK_MR, GK_NR, 1);
-  else gk_tile(kc, a, ld, 1, bp, c, ldc, alpha, beta, GK_MR, nr, 0);
-}
 #endif
+
+/* A tile whose A strip is rows of A's values (float) or pair words (gk_rows_pairs) in the order of k, ar apart:
+ * all MR rows are read (a whole strip of A where it is stored, or gk_rows_pairs's rows with their zeros), mr stored */
+SIMD_TARGET static void gk_tile_rows(int kc, const float *a, size_t ar, const float *bp, float *c, int ldc,
+                                     float alpha, float beta, int mr, int nr) {
+  if (mr == GK_MR && nr == GK_NR) gk_tile(kc, a, ar, 1, bp, c, ldc, alpha, beta, GK_MR, GK_NR, 1);
+  else gk_tile(kc, a, ar, 1, bp, c, ldc, alpha, beta, mr, nr, 0);
+}
 
 /* One packed panel of B (kc values of k from k0, nc columns from j0) against rows of op(A): what a
  * thread of the team needs (gk_panel_part). */
@@ -342,46 +338,37 @@ typedef struct gk_panel {
 } gk_panel_t;
 
 /* C's rows [lo, hi) against the panel: blocks of up to MC rows of op(A) packed into this thread's buffer, then the
- * tiles. In float, an x-major A's whole strips are read where A is stored instead (gk_tile_xmajor: the same products
- * in the same order, so the same bits), blocks of MC rows at a time; only a last strip of fewer than MR rows is
- * packed (with zeros past the matrix). The packing's copy cost more than its contiguous strips saved: without it the
- * attention's 64^3 tiles ran 1.17-1.19x and the gpt bench's step 1.018x (doc/results.md). A k-major A (ta) stays
- * packed: read in place, fc1's weight gradient in the gpt bench ran 0.85-0.94x (rows of k 4 KiB apart share a set of
- * the L1), the other weight gradients level. In bfloat16 pairs, an x-major A's rows are converted in their own order
- * (gk_rows_pairs: the pairs of a row are its consecutive values), not transposed into strips: attention's 64^3 tiles
- * 1.09-1.16x, the bf16 gpt step 1.01-1.03x. */
+ * tiles. An x-major A (ta = 0) is not packed: in float its whole strips are read where A is stored (rows lda apart),
+ * and only a last strip of fewer than MR rows is packed (with zeros past the matrix); in bfloat16 pairs its rows are
+ * converted in their own order (gk_rows_pairs: the pairs of a row are its consecutive values), not transposed into
+ * strips. The same products in the same order, so the same bits. The packing's copy cost more than it saved: without
+ * it the attention's 64^3 tiles ran 1.17-1.19x in float and 1.09-1.16x in pairs, the gpt bench's step 1.018x and
+ * 1.01-1.03x (doc/results.md). A k-major A (ta) stays packed: read in place, fc1's weight gradient in the gpt bench
+ * ran 0.85-0.94x (rows of k 4 KiB apart share a set of the L1), the other weight gradients level. */
 SIMD_TARGET static void gk_panel_rows(const gk_panel_t *g, int lo, int hi) {
   float *ap = SIMD_NAME(gk_buffer)(0);
   const int kc = g->kc, nc = g->nc;
-#if !GK_PAIRS
-  if (!g->bf16 && !g->ta) {
-    const int whole = lo + (hi - lo) / GK_MR * GK_MR;
-    for (int i0 = lo; i0 < whole; i0 += GK_MC) {
-      const int i1 = whole - i0 < GK_MC ? whole : i0 + GK_MC;
-      for (int jr = 0; jr < nc; jr += GK_NR)
-        for (int i = i0; i < i1; i += GK_MR)
-          gk_tile_xmajor(kc, g->A + (size_t)i * g->lda + g->k0, (size_t)g->lda, g->bp + (size_t)jr * kc,
-                         g->C + (size_t)i * g->ldc + g->j0 + jr, g->ldc, g->alpha, g->b_eff,
-                         nc - jr < GK_NR ? nc - jr : GK_NR);
-    }
-    lo = whole;
-  }
+#if GK_PAIRS
+  const int in_place = g->ta ? lo : hi; /* rows [lo, in_place) of A not packed */
 #else
-  if (!g->ta) { /* blocks of MC rows converted in their own order (gk_rows_pairs), no transposes */
-    for (int i0 = lo; i0 < hi; i0 += GK_MC) {
-      const int mc = hi - i0 < GK_MC ? hi - i0 : GK_MC;
-      const size_t w = (size_t)gk_rows_pairs(g->A, g->lda, i0, mc, g->k0, kc, ap);
-      for (int jr = 0; jr < nc; jr += GK_NR)
-        for (int ir = 0; ir < mc; ir += GK_MR) {
-          const int mr = mc - ir < GK_MR ? mc - ir : GK_MR, nr = nc - jr < GK_NR ? nc - jr : GK_NR;
-          float *c = g->C + (size_t)(i0 + ir) * g->ldc + g->j0 + jr;
-          const float *a = ap + (size_t)ir * w, *b = g->bp + (size_t)jr * kc;
-          gk_tile_rows(kc, a, w, b, c, g->ldc, g->alpha, g->b_eff, mr, nr);
-        }
-    }
-    return;
-  }
+  const int in_place = g->ta || g->bf16 ? lo : lo + (hi - lo) / GK_MR * GK_MR;
 #endif
+  for (int i0 = lo; i0 < in_place; i0 += GK_MC) {
+    const int mc = in_place - i0 < GK_MC ? in_place - i0 : GK_MC;
+#if GK_PAIRS
+    const float *rows = ap;
+    const size_t ar = (size_t)gk_rows_pairs(g->A, g->lda, i0, mc, g->k0, kc, ap);
+#else
+    const float *rows = g->A + (size_t)i0 * g->lda + g->k0;
+    const size_t ar = (size_t)g->lda;
+#endif
+    for (int jr = 0; jr < nc; jr += GK_NR)
+      for (int ir = 0; ir < mc; ir += GK_MR)
+        gk_tile_rows(kc, rows + (size_t)ir * ar, ar, g->bp + (size_t)jr * kc,
+                     g->C + (size_t)(i0 + ir) * g->ldc + g->j0 + jr, g->ldc, g->alpha, g->b_eff,
+                     mc - ir < GK_MR ? mc - ir : GK_MR, nc - jr < GK_NR ? nc - jr : GK_NR);
+  }
+  lo = in_place;
   for (int i0 = lo; i0 < hi; i0 += GK_MC) {
     const int mc = hi - i0 < GK_MC ? hi - i0 : GK_MC;
     gk_pack_a(g->ta, g->A, g->lda, i0, mc, g->k0, kc, ap);

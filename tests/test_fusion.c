@@ -105,7 +105,7 @@ static int in_place_offered(const graph_t *g) {
 
 /* What one run of the model fused. */
 typedef struct fusion_counts {
-  int pairs, written, epilogues, in_place, pooled, buffers, held16, passing;
+  int pairs, written, epilogues, in_place, pooled, buffers, held16, passing, add_shared;
   size_t act_floats; /* the model's activation memory (model_t.act_floats) */
 } fusion_counts_t;
 
@@ -147,6 +147,7 @@ static double run(const graph_t *g, const backend_t *be, int mode, fusion_counts
     n->written += m.writer[i] != 0, n->epilogues += m.epi[i] > 0,
     n->pooled += m.pooled && (m.pooled[i] & MODEL_POOLED_GRAD);
   n->buffers = m.npool;
+  n->add_shared = m.nadd_shared;
   n->held16 = m.nact16;
   n->passing = m.npass;
   n->act_floats = m.act_floats;
@@ -468,18 +469,48 @@ static void compare(const char *model, const char *backend_name, int batchnorm) 
          "%s on %s: %d activations only the forward reads (%d expected) share one buffer, the plain model's none; "
          "activation memory %zu -> %zu floats (the step bitwise: above)",
          name, backend_name, f.passing, passing, plain.act_floats, f.act_floats);
-  /* every overwritten gradient but the output's is pooled; a step holds fewer of them than nodes */
+  /* every overwritten gradient but the output's is pooled; a step holds fewer of them than nodes; a gpt block's two
+   * residual adds pass their gradient's buffer to both inputs (the stream and the projection: nn/grad_alias.h), the
+   * CNNs' adds are fused with their ReLUs and pass none */
+  const int add_shared = zoo_takes_sequences(model) ? 4 * o.gpt.layers : 0;
   tap_ok(a == c && memcmp(l1, l3, nl * sizeof *l1) == 0 && memcmp(g1, g3, ng * sizeof *g1) == 0 &&
-             p.pooled == overwritable && p.buffers > 0 && p.buffers < p.pooled && p.act_floats < f.act_floats,
-         "%s on %s: %d gradients in %d shared buffers (model_init_on's order), activation memory %zu -> %zu "
-         "floats: loss, logits and all %zu gradients bitwise those of the plain model",
-         name, backend_name, p.pooled, p.buffers, f.act_floats, p.act_floats, ng);
+             p.pooled == overwritable && p.buffers > 0 && p.buffers < p.pooled && p.act_floats < f.act_floats &&
+             p.add_shared == add_shared && f.add_shared == 0,
+         "%s on %s: %d gradients in %d shared buffers (model_init_on's order), %d add inputs in their add's buffer "
+         "(%d expected; unpooled none), activation memory %zu -> %zu floats: loss, logits and all %zu gradients "
+         "bitwise those of the plain model",
+         name, backend_name, p.pooled, p.buffers, p.add_shared, add_shared, f.act_floats, p.act_floats, ng);
   forward_only(name, &g, be, l1, f.act_floats);
   if (be == &backend_cpu) weights16(name, &g, zoo_takes_sequences(model));
   held16(name, &g, be, zoo_takes_sequences(model), nl, ng);
   if (zoo_takes_sequences(model) && !batchnorm) passing_order(&g, be);
   compare_steps(name, &g, be);
   free(l1), free(l2), free(l3), free(g1), free(g2), free(g3);
+  graph_free(&g);
+}
+
+/* Two residual adds where the second input of the first cannot share its gradient's buffer: a = fc1(x), b = fc2(a),
+ * c = fc3(a), s = a + b, y = s + c, out = fc4(y). y passes its buffer to s and to the branch c; at s, a's gradient may
+ * not take it too: fc3 (c's backward) reads dc from the buffer and adds into da, and a backward that wrote into its
+ * own dy would read a sum. b takes it (nn/grad_alias.h): 3 inputs share, and the pooled step is the plain one. */
+static void add_order(const char *backend_name) {
+  graph_t g;
+  graph_init(&g, shape1(12), INIT_KAIMING_UNIFORM);
+  const int a = nn_linear(&g, 0, 12, 1, "fc1"), b = nn_linear(&g, a, 12, 1, "fc2"), c = nn_linear(&g, a, 12, 1, "fc3");
+  const int s = nn_add(&g, a, b, "s"), y = nn_add(&g, s, c, "y");
+  nn_linear(&g, y, CLASSES, 1, "fc4");
+  const backend_t *be = backend_find(backend_name);
+  const size_t nl = (size_t)B * CLASSES, ng = g.params.total;
+  float *l1 = xcalloc(nl, sizeof *l1), *l2 = xcalloc(nl, sizeof *l2), *g1 = xcalloc(ng, sizeof *g1),
+        *g2 = xcalloc(ng, sizeof *g2);
+  fusion_counts_t plain, pooled;
+  const double loss1 = run(&g, be, PLAIN, &plain, l1, g1), loss2 = run(&g, be, POOLED, &pooled, l2, g2);
+  tap_ok(g.err[0] == 0 && pooled.add_shared == 3 && loss1 == loss2 && memcmp(l1, l2, nl * sizeof *l1) == 0 &&
+             memcmp(g1, g2, ng * sizeof *g1) == 0,
+         "two adds, a stream read by a branch's backward on %s: %d add inputs in their add's buffer (3 expected: "
+         "not fc1's), loss, logits and all %zu gradients bitwise those of the plain model",
+         be->name, pooled.add_shared, ng);
+  free(l1), free(l2), free(g1), free(g2);
   graph_free(&g);
 }
 
@@ -495,5 +526,6 @@ int main(void) {
   const char *backends[] = {"cpu", "ref"};
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
     for (int b = 0; b < 2; b++) compare(cases[c].model, backends[b], cases[c].batchnorm);
+  for (int b = 0; b < 2; b++) add_order(backends[b]);
   return tap_done();
 }

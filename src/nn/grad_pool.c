@@ -1,13 +1,15 @@
 /* Activation gradients in shared buffers (model_init_on's order, model.h): a node's gradient is
  * needed only from the backward of its first consumer, which writes it whole (model_t.writer), to
  * its own backward, which reads it last; nodes whose spans do not overlap take turns in one buffer.
- * A gpt then holds a few gradients at a time instead of one per node. */
+ * A gpt then holds a few gradients at a time instead of one per node. A residual add's inputs may take the add's
+ * own buffer (grad_alias.h). */
 #include "nn/grad_pool.h"
 
 #include <stdlib.h>
 
 #include "core/error.h"
 #include "nn/buffer_pool.h"
+#include "nn/grad_alias.h"
 
 /* The first and last position of each node in the backward pass's list (-1: not in it). */
 static void positions(int n, const int *bwd, int nbwd, int *first, int *last) {
@@ -68,7 +70,16 @@ int grad_pool_plan(const model_t *m, const int *bwd, int nbwd, int *slot_of, siz
     if (b > 0 && poolable(m, interior, b) && !span(m, first, last, b, &lo[b], &hi[b])) lo[b] = -1;
     need[b] = surge_mul_size((size_t)m->B_cap, shape_size(g->l[b].out), "activation gradients");
   }
+  int *group = xcalloc((size_t)n, sizeof *group);
+  grad_alias_plan(m, first, last, lo, hi, group);
+  for (int b = 0; b < n; b++)
+    if (group[b] != b) { /* in another's buffer: its span and size are that one's */
+      if (need[b] > need[group[b]]) need[group[b]] = need[b];
+      lo[b] = -1;
+    }
   const int ns = buffer_pool_assign(n, lo, hi, need, slot_of, slot_floats);
-  free(interior), free(first), free(last), free(lo), free(hi), free(need);
+  for (int b = 0; b < n; b++)
+    if (group[b] != b) slot_of[b] = slot_of[group[b]];
+  free(interior), free(first), free(last), free(lo), free(hi), free(need), free(group);
   return ns;
 }

@@ -1,5 +1,6 @@
 /* Residual join: y = a + b for two inputs of one shape; the gradient flows to both unchanged (or,
  * with the ReLU after it fused, y = relu(a + b) and the gradient passes where y > 0). */
+#include "core/error.h"
 #include "nn/layer.h"
 #include "nn/layer_common.h"
 
@@ -45,7 +46,13 @@ static void add_backward(const layer_t *l, const layer_ctx_t *c) {
     c->be->add_relu_bwd(count, c->y, c->dy, c->dx[0], c->dx[1], c->dx_write[0], c->dx_write[1]);
     return;
   }
-  for (int k = 0; k < 2; k++) layer_pass_grad(c, k, count);
+  for (int k = 0; k < 2; k++) {
+    if (c->dx[k] == c->dy) { /* the input's gradient takes this one's buffer (nn/grad_alias.h): it is dy already */
+      if (!c->dx_write[k]) surge_runtime_error("add: an input's gradient in the add's own buffer is added into");
+      continue;
+    }
+    layer_pass_grad(c, k, count);
+  }
 }
 
 /* writes an input's gradient whole where asked (dx_write); its backward reads only dy (and, fused with its ReLU, its

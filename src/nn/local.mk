@@ -2,6 +2,7 @@ libsurge_a_SOURCES += \
   src/nn/layer.c src/nn/layer.h src/nn/layer_input.c src/nn/layer_init.c \
   src/nn/graph.c src/nn/graph.h \
   src/nn/model.c src/nn/model.h src/nn/grad_pool.c src/nn/grad_pool.h src/nn/act_pool.c src/nn/act_pool.h \
+  src/nn/grad_alias.c src/nn/grad_alias.h \
   src/nn/act16.c src/nn/act16.h src/nn/act_pass.c src/nn/act_pass.h \
   src/nn/buffer_pool.c src/nn/buffer_pool.h \
   src/nn/zoo.c src/nn/zoo_nets.c src/nn/zoo_inception.c src/nn/zoo_nets.h src/nn/zoo_options.c src/nn/logit_mask.c src/nn/logit_mask.h src/nn/zoo.h

@@ -74,6 +74,7 @@ typedef struct model {
   float **pool;   /* [npool] the shared buffers */
   int npool;
   int *pooled;    /* per node: MODEL_POOLED_* flags, where its tensors live in shared buffers */
+  int nadd_shared; /* add inputs whose gradient is the add's own buffer (nn/grad_alias.h): no copy */
   float *aux_pool; /* forward only: the one buffer the nodes' saved state (aux) takes turns in, or NULL */
   uint16_t *params16; /* forward only: the parameters as bfloat16 (model_weights16), backend memory, or NULL */
   /* activations held in bfloat16 (nn/act16.h: a training model where the context says act16): */

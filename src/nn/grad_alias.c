@@ -112,7 +112,7 @@ int grad_alias_plan(const model_t *m, const int *first, const int *last, int *lo
     const layer_t *l = &g->l[i];
     if (l->kind != LAYER_ADD || m->fused[i] != 0 || lo[i] < 0 || p.closed[i] || l->in[0] == l->in[1]) continue;
     const int a = l->in[0], b = l->in[1];
-    if (group[i] == i) others_fit(&p, i, 0, i, 1); /* a buffer's first add: its own gradient's writers */
+    if (group[i] == i && !others_fit(&p, i, 0, i, 1)) continue; /* a buffer's first add: its gradient's writers */
     if (may_take(&p, i, a) && may_take(&p, i, b) && (join_both(&p, i, b, a) || join_both(&p, i, a, b))) {
       taken += 2;
       continue;

@@ -219,11 +219,14 @@ killed="$tap_tmp/killed/log.h5"
 n=$(h5vals "$killed" /metrics/step | wc -l)
 "$report" "$killed" --csv "$tap_tmp/killed.csv" >"$tap_tmp/killed-sum.txt" 2>&1
 rc=$?
-[ $rc = 0 ] && [ "$n" -ge 40 ] && [ $((n % 5)) = 0 ] &&
-  grep -q "^  steps       $n logged (steps 1 to $n) of 1000000;" "$tap_tmp/killed-sum.txt" &&
+# the steps it reports: every flushed one, or, where the kill fell inside a flush (some datasets extended by it,
+# others not: once under make -j2 check), those of the flush before, the others noted as incomplete rows
+m=$(sed -n 's/^  steps       \([0-9]*\) logged (steps 1 to \1) of 1000000;.*/\1/p' "$tap_tmp/killed-sum.txt")
+[ $rc = 0 ] && [ "${m:-0}" -ge 35 ] && [ $((m % 5)) = 0 ] && [ "$m" -le "$n" ] &&
+  { [ "$m" = "$n" ] || grep -q "^  note        /metrics: [0-9]* incomplete rows left out" "$tap_tmp/killed-sum.txt"; } &&
   grep -q "^  note        short of step 1000000" "$tap_tmp/killed-sum.txt" &&
-  [ "$(wc -l <"$tap_tmp/killed.csv")" = $((n + 1)) ]
-tap_ok $? "the log of a run killed with SIGKILL reports its $n flushed steps (exit $rc)"
+  [ "$(wc -l <"$tap_tmp/killed.csv")" = $((m + 1)) ]
+tap_ok $? "the log of a run killed with SIGKILL reports its ${m:-no} flushed steps ($n of /metrics/step; exit $rc)"
 
 # ---- partial logs: unequal lengths (a kill during a flush), no /eval and /events
 n=$(h5vals "$log" /metrics/step | wc -l)

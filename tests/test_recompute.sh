@@ -9,7 +9,9 @@
 #  - the memory they report drops: the training state of the memory line (1 rank), each pipeline
 #    stage's activation bytes (/pipeline/stages/activation_bytes, 3d); and with none, every rank of
 #    every layout (1 rank, dp, 3d, burst) has its activation gradients in shared buffers, fewer than
-#    the gradients (model_init_on's order: the burst executor's, the 3d stage's);
+#    the gradients (model_init_on's order: the burst executor's, the 3d stage's), and on every rank residual
+#    adds pass their gradient's buffer to their inputs (nn/grad_alias.h), with the parameters bitwise those of
+#    block and attention (whose segments' interiors share buffers their own way);
 #  - bad input: exit 2 naming the deck's file:line (a bad value, a model without transformer blocks),
 #    or the plan's nodes (a burst plan splitting a block over rank sets).
 . "${SURGE_TOP_SRCDIR:-.}/tests/tap.sh"
@@ -36,6 +38,13 @@ shared() {
     for (f = 7; f <= NF && $f != "for"; f++) b[++k] = $f
     ok = k > 0 && NF == f + 1 + k
     for (i = 1; i <= k; i++) ok = ok && b[i] > 0 && b[i] < $(f + 1 + i)
+    print; exit !ok } END { if (NR == 0) exit 1 }'
+}
+# passing NAME: on every rank, residual adds pass their gradient's buffer to their inputs (nn/grad_alias.h; the line
+# "add inputs whose gradient is the add's own buffer per rank (no copy): N...", a count for each rank)
+passing() {
+  grep "^add inputs whose gradient is the add's own buffer per rank" "$tap_tmp/$1.txt" | awk -v ranks="$2" '{
+    ok = NF == 13 + ranks; for (f = 14; f <= NF; f++) ok = ok && $f > 0
     print; exit !ok } END { if (NR == 0) exit 1 }'
 }
 
@@ -66,6 +75,8 @@ awk -v a="$a" -v b="$b" -v c="$c" 'BEGIN { exit !(a > 0 && b < c && c < a) }'
 tap_ok $? "1 rank: the training state drops, the more so the more is recomputed: none $a, attention $c, block $b bytes"
 line=$(shared one-none)
 tap_ok $? "1 rank: the activation gradients share buffers: $line"
+line=$(passing one-none 1)
+tap_ok $? "1 rank: the residual adds' inputs take their add's gradient buffer on every rank: $line"
 
 # data parallelism on 2 ranks (each rank's half of the batch)
 for mode in none block; do
@@ -75,6 +86,8 @@ same dp-none dp-block
 tap_ok $? "dp on 2 ranks: recompute = block gives bitwise the parameters of none"
 line=$(shared dp-none)
 tap_ok $? "dp on 2 ranks: each rank's activation gradients share buffers (the burst executor's order): $line"
+line=$(passing dp-none 2)
+tap_ok $? "dp on 2 ranks: the residual adds' inputs take their add's gradient buffer on every rank: $line"
 
 # 3d: tp 2 x pp 2, 4 micro-batches
 for mode in none block attention; do
@@ -88,6 +101,8 @@ for mode in block attention; do
 done
 line=$(shared 3d-none)
 tap_ok $? "3d: each stage's activation gradients share buffers (one micro-batch's backward at a time): $line"
+line=$(passing 3d-none 4)
+tap_ok $? "3d: the residual adds' inputs take their add's gradient buffer on every rank: $line"
 for mode in none block attention; do
   h5vals "$tap_tmp/3d-$mode/log.h5" /pipeline/stages/activation_bytes >"$tap_tmp/bytes-$mode"
 done
@@ -113,6 +128,8 @@ same burst-none burst-block
 tap_ok $? "burst: recompute = block gives bitwise the parameters of none"
 line=$(shared burst-none)
 tap_ok $? "burst on 2 ranks: each rank's activation gradients share buffers (staged inputs keep their own): $line"
+line=$(passing burst-none 2)
+tap_ok $? "burst on 2 ranks: the residual adds' inputs take their add's gradient buffer on every rank: $line"
 
 # bad input
 gpt3d_bad "a bad value" 1 ".*recompute.*(none|block|attention)" "" "[train]" "recompute = layers"

@@ -129,14 +129,13 @@ static void shared_grads(const char *label, const double *cols, int stride, int 
   printf("\n");
 }
 
-/* Each rank's activations held in bfloat16 (model_t.act16), rank order, where some rank holds any.
- * cols: (ranks, stride), column 9. */
-static void held_acts(const char *label, const double *cols, int stride, int ranks) {
+/* A count per rank, rank order, after `text`, where some rank's is not 0. cols: (ranks, stride), column col. */
+static void counts_line(const char *label, const char *text, const double *cols, int stride, int ranks, int col) {
   double any = 0;
-  for (int r = 0; r < ranks; r++) any += cols[stride * r + 9];
+  for (int r = 0; r < ranks; r++) any += cols[stride * r + col];
   if (!any) return;
-  printf("%sactivations held in bfloat16 per rank ([backend] activations = auto):", label);
-  for (int r = 0; r < ranks; r++) printf(" %.0f", cols[stride * r + 9]);
+  printf("%s%s", label, text);
+  for (int r = 0; r < ranks; r++) printf(" %.0f", cols[stride * r + col]);
   printf("\n");
 }
 
@@ -289,10 +288,10 @@ train_outcome_t train_run(const config_t *cfg, const deck_t *deck, const char *r
   double worst[5] = {mem.state_bytes, mem.peak_bytes, mem.peak_bytes / mem.state_bytes, mem.window,
                      mem.process_bytes}; /* max over ranks */
   comm_allreduce_max_double(world, worst, 5, TRAFFIC_OTHER);
-  enum { MINE = 10 }; /* per rank: the optimizer's bytes and floats, memory_by_rank's, shared_grads's, held_acts's */
+  enum { MINE = 11 }; /* per rank: the optimizer's bytes and floats, memory_by_rank's, shared_grads's, the counts */
   double mine[MINE] = {mem.optim_bytes, mem.optim_floats, mem.process_bytes, mem.steps_peak_bytes,
                        mem.before_bytes, mem.state_bytes, mem.act_bytes, mem.grad_buffers, mem.grads_shared,
-                       mem.acts_held16};
+                       mem.acts_held16, mem.adds_passing};
   double *opt = xcalloc(MINE * (size_t)world->size, sizeof *opt);
   comm_gather_double(world, mine, MINE, opt, 0, TRAFFIC_OTHER); /* (ranks, MINE) on rank 0 */
   if (world->rank == 0) {
@@ -316,7 +315,10 @@ train_outcome_t train_run(const config_t *cfg, const deck_t *deck, const char *r
     printf(" of %zu\n", t.layout->local->total);
     memory_by_rank(p.label, opt, MINE, world->size);
     shared_grads(p.label, opt, MINE, world->size);
-    held_acts(p.label, opt, MINE, world->size);
+    counts_line(p.label, "activations held in bfloat16 per rank ([backend] activations = auto):", opt, MINE,
+                world->size, 9);
+    counts_line(p.label, "add inputs whose gradient is the add's own buffer per rank (no copy):", opt, MINE, world->size,
+                10);
     if (!t.be->host_memory) {
       device_memory_line(p.label, &mem, worst[0]);
       device_use_lines(p.label, &t);

@@ -105,6 +105,7 @@ train_memory_t trainer_memory(const trainer_t *t) {
       .dev_peak_bytes = t->dev_peak_steps,
       .grad_buffers = l->m->npool,
       .acts_held16 = l->m->nact16,
+      .adds_passing = l->m->nadd_shared,
   };
   for (int i = 0; i < l->m->g->n; i++) m.grads_shared += (l->m->pooled[i] & MODEL_POOLED_GRAD) != 0;
   return m;

@@ -80,6 +80,7 @@ typedef struct train_memory {
   int grad_buffers;        /* the shared buffers the activation gradients take turns in (model_t.pool) */
   int grads_shared;        /* the activation gradients in them */
   int acts_held16;         /* the activations held in bfloat16 (model_t.act16: [backend] activations) */
+  int adds_passing;        /* add inputs whose gradient takes the add's buffer (model_t.nadd_shared) */
 } train_memory_t;
 train_memory_t trainer_memory(const trainer_t *t);
 

@@ -265,9 +265,10 @@ static int init_model(model_t *m, const graph_t *g, const backend_t *be, int B_c
       m->dact[i] = m->dact[m->fused[i]];
     }
   if (m->grad_in_place) m->dact[graph_output(g)] = m->act[graph_output(g)];
-  for (int i = 1; i < g->n; i++)
-    for (int k = 0; k < g->l[i].nin && g->l[i].kind == LAYER_ADD && m->dact[i]; k++)
-      m->nadd_shared += m->dact[g->l[i].in[k]] == m->dact[i];
+  for (int i = 1; i < g->n; i++) { /* add inputs in the add's gradient buffer (grad_alias.h) */
+    if (g->l[i].kind != LAYER_ADD || !m->dact[i]) continue;
+    for (int k = 0; k < g->l[i].nin; k++) m->nadd_shared += m->dact[g->l[i].in[k]] == m->dact[i];
+  }
   model_wire_default(m);
   return nfused;
 }

@@ -223,7 +223,8 @@ rc=$?
 # others not: once under make -j2 check), those of the flush before, the others noted as incomplete rows
 m=$(sed -n 's/^  steps       \([0-9]*\) logged (steps 1 to \1) of 1000000;.*/\1/p' "$tap_tmp/killed-sum.txt")
 [ $rc = 0 ] && [ "${m:-0}" -ge 35 ] && [ $((m % 5)) = 0 ] && [ "$m" -le "$n" ] &&
-  { [ "$m" = "$n" ] || grep -q "^  note        /metrics: [0-9]* incomplete rows left out" "$tap_tmp/killed-sum.txt"; } &&
+  { [ "$m" = "$n" ] ||
+    grep -q "^  note        /metrics: [0-9]* incomplete rows left out" "$tap_tmp/killed-sum.txt"; } &&
   grep -q "^  note        short of step 1000000" "$tap_tmp/killed-sum.txt" &&
   [ "$(wc -l <"$tap_tmp/killed.csv")" = $((m + 1)) ]
 tap_ok $? "the log of a run killed with SIGKILL reports its ${m:-no} flushed steps ($n of /metrics/step; exit $rc)"

@@ -317,8 +317,8 @@ train_outcome_t train_run(const config_t *cfg, const deck_t *deck, const char *r
     shared_grads(p.label, opt, MINE, world->size);
     counts_line(p.label, "activations held in bfloat16 per rank ([backend] activations = auto):", opt, MINE,
                 world->size, 9);
-    counts_line(p.label, "add inputs whose gradient is the add's own buffer per rank (no copy):", opt, MINE, world->size,
-                10);
+    counts_line(p.label, "add inputs whose gradient is the add's own buffer per rank (no copy):", opt, MINE,
+                world->size, 10);
     if (!t.be->host_memory) {
       device_memory_line(p.label, &mem, worst[0]);
       device_use_lines(p.label, &t);

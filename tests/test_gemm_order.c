@@ -137,9 +137,11 @@ int main(void) {
                {"cpu_sgemm_round_w16", cpu_sgemm_round_w16, 1, best >= BACKEND_SIMD_AVX512},
                {"cpu_sgemm_round_w8", cpu_sgemm_round_w8, 1, best >= BACKEND_SIMD_AVX2}};
   /* M, N, K: strips of rows (12, 6) and columns (32, 16) past by one or short by one; K past the
-   * transposed blocks (16, 8) and the sum's blocks (256); one row, one column, one k */
-  const int shapes[][3] = {{13, 33, 17}, {12, 32, 16}, {11, 31, 15}, {7, 17, 9},   {25, 65, 257},
-                           {1, 1, 1},    {1, 40, 300}, {241, 3, 7},  {37, 97, 513}, {6, 16, 256}};
+   * transposed blocks (16, 8) and the sum's blocks (256); one row, one column, one k; last strips of 4, 8 and 5
+   * rows (the tiles of 4 and 8 rows, stored straight where their columns are whole) */
+  const int shapes[][3] = {{13, 33, 17}, {12, 32, 16}, {11, 31, 15},  {7, 17, 9},    {25, 65, 257}, {1, 1, 1},
+                           {1, 40, 300}, {241, 3, 7},  {37, 97, 513}, {6, 16, 256},  {16, 32, 40},  {20, 64, 33},
+                           {17, 48, 20}};
   for (size_t f = 0; f < sizeof forms / sizeof forms[0]; f++) {
     if (!forms[f].runs) {
       tap_skip("%s: this CPU lacks its instructions", forms[f].name);

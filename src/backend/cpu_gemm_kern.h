@@ -229,22 +229,24 @@ SIMD_INLINE void gk_prepare(float *p, int nx, int kc, const int S, const int bf1
 #endif
 }
 
-/* C's tile (mr <= MR rows, nr <= NR columns) = beta C + alpha (the strips' product over kc); beta == 0
- * does not read C. A's value (r, k) at ap[r ar + k ak]: a packed strip (ar 1, ak MR), or in float an x-major A
+/* C's tile (mr <= rows rows, nr <= NR columns) = beta C + alpha (the strips' product over kc); beta == 0
+ * does not read C; the products of `rows` rows of the strip (MR, or 8 or 4 for the last rows of A: a constant where
+ * inlined), those past mr not stored. A's value (r, k) at ap[r ar + k ak]: a packed strip (ar 1, ak MR), or in float an x-major A
  * where it is stored (ar its ld, ak 1); in pairs, the word of pair kp at ap[r ar + kp ak]: a packed strip (ar 1,
  * ak MR) or rows of A converted in their own order (gk_rows_pairs: ar a row's words, ak 1). `full` (a constant
- * where inlined): mr == MR and nr == NR, stored straight from the registers; otherwise through a tile in memory. */
+ * where inlined): mr == rows and nr == NR, stored straight from the registers; otherwise through a tile in memory. */
 SIMD_INLINE void gk_tile(int kc, const float *restrict ap, size_t ar, size_t ak, const float *restrict bp,
-                         float *restrict c, int ldc, float alpha, float beta, int mr, int nr, const int full) {
+                         float *restrict c, int ldc, float alpha, float beta, int mr, int nr, const int rows,
+                         const int full) {
   vf acc[GK_MR][2];
 #pragma GCC unroll 16
-  for (int r = 0; r < GK_MR; r++) acc[r][0] = acc[r][1] = vf_zero();
+  for (int r = 0; r < rows; r++) acc[r][0] = acc[r][1] = vf_zero();
   /* C's lines asked for now, so that they are in L1 when the sums are stored: where C is larger than the L2 (the
    * forward's outputs, 2048 x 768 floats in the gpt bench) each tile's stores otherwise waited on 24 misses. Not in
    * short sums, whose C is small and near: attention's 64^3 tiles lost 1-2% to the prefetches. */
   if (full && kc > 64)
 #pragma GCC unroll 16
-    for (int r = 0; r < GK_MR; r++) {
+    for (int r = 0; r < rows; r++) {
       __builtin_prefetch(c + (size_t)r * ldc, 1, 3);
       __builtin_prefetch(c + (size_t)r * ldc + GK_NR - 1, 1, 3);
     }
@@ -252,7 +254,7 @@ SIMD_INLINE void gk_tile(int kc, const float *restrict ap, size_t ar, size_t ak,
   for (int kp = 0; kp < (kc + 1) / 2; kp++) {
     const __m512bh b0 = (__m512bh)vf_load(bp), b1 = (__m512bh)vf_load(bp + SIMD_W);
 #pragma GCC unroll 16
-    for (int r = 0; r < GK_MR; r++) {
+    for (int r = 0; r < rows; r++) {
       const __m512bh a = (__m512bh)vf_set1(ap[r * ar]);
       acc[r][0] = _mm512_dpbf16_ps(acc[r][0], a, b0);
       acc[r][1] = _mm512_dpbf16_ps(acc[r][1], a, b1);
@@ -264,7 +266,7 @@ SIMD_INLINE void gk_tile(int kc, const float *restrict ap, size_t ar, size_t ak,
   for (int k = 0; k < kc; k++) {
     const vf b0 = vf_load(bp), b1 = vf_load(bp + SIMD_W);
 #pragma GCC unroll 16
-    for (int r = 0; r < GK_MR; r++) {
+    for (int r = 0; r < rows; r++) {
       const vf a = vf_set1(ap[r * ar]);
       acc[r][0] = vf_fmadd(a, b0, acc[r][0]);
       acc[r][1] = vf_fmadd(a, b1, acc[r][1]);
@@ -276,7 +278,7 @@ SIMD_INLINE void gk_tile(int kc, const float *restrict ap, size_t ar, size_t ak,
   const vf va = vf_set1(alpha), vb = vf_set1(beta);
   if (full) {
 #pragma GCC unroll 16
-    for (int r = 0; r < GK_MR; r++) {
+    for (int r = 0; r < rows; r++) {
       float *cr = c + (size_t)r * ldc;
       vf x0 = vf_mul(va, acc[r][0]), x1 = vf_mul(va, acc[r][1]);
       if (beta != 0.0f) {
@@ -290,7 +292,7 @@ SIMD_INLINE void gk_tile(int kc, const float *restrict ap, size_t ar, size_t ak,
   }
   float T[GK_MR][GK_NR] __attribute__((aligned(64)));
 #pragma GCC unroll 16
-  for (int r = 0; r < GK_MR; r++) {
+  for (int r = 0; r < rows; r++) {
     vf_store(T[r], vf_mul(va, acc[r][0]));
     vf_store(T[r] + SIMD_W, vf_mul(va, acc[r][1]));
   }
@@ -307,11 +309,24 @@ SIMD_INLINE void gk_tile(int kc, const float *restrict ap, size_t ar, size_t ak,
 
 SIMD_TARGET static void gk_tile_full(int kc, const float *ap, const float *bp, float *c, int ldc, float alpha,
                                      float beta) {
-  gk_tile(kc, ap, 1, GK_MR, bp, c, ldc, alpha, beta, GK_MR, GK_NR, 1);
+  gk_tile(kc, ap, 1, GK_MR, bp, c, ldc, alpha, beta, GK_MR, GK_NR, GK_MR, 1);
+}
+/* A tile short of MR rows or NR columns: the products of the fewest of 4, 8 or MR rows that hold its mr (the last
+ * rows of A: 8 of a gpt's 2048, 4 of attention's 64, where all 12 were multiplied), stored straight where whole. */
+SIMD_INLINE void gk_tile_part(int kc, const float *ap, size_t ar, size_t ak, const float *bp, float *c, int ldc,
+                              float alpha, float beta, int mr, int nr) {
+  const int whole = nr == GK_NR;
+  if (mr == 4 && whole) gk_tile(kc, ap, ar, ak, bp, c, ldc, alpha, beta, mr, nr, 4, 1);
+  else if (mr <= 4) gk_tile(kc, ap, ar, ak, bp, c, ldc, alpha, beta, mr, nr, 4, 0);
+#if GK_MR > 8
+  else if (mr == 8 && whole) gk_tile(kc, ap, ar, ak, bp, c, ldc, alpha, beta, mr, nr, 8, 1);
+  else if (mr <= 8) gk_tile(kc, ap, ar, ak, bp, c, ldc, alpha, beta, mr, nr, 8, 0);
+#endif
+  else gk_tile(kc, ap, ar, ak, bp, c, ldc, alpha, beta, mr, nr, GK_MR, 0);
 }
 SIMD_TARGET static void gk_tile_edge(int kc, const float *ap, const float *bp, float *c, int ldc, float alpha,
                                      float beta, int mr, int nr) {
-  gk_tile(kc, ap, 1, GK_MR, bp, c, ldc, alpha, beta, mr, nr, 0);
+  gk_tile_part(kc, ap, 1, GK_MR, bp, c, ldc, alpha, beta, mr, nr);
 }
 #if GK_PAIRS
 /* Rows i0.. (mc of them, zeros up to a whole strip of MR) and k0.. (kc) of an x-major A converted to bfloat16 in their
@@ -332,8 +347,8 @@ SIMD_INLINE int gk_rows_pairs(const float *A, int lda, int i0, int mc, int k0, i
  * all MR rows are read (a whole strip of A where it is stored, or gk_rows_pairs's rows with their zeros), mr stored */
 SIMD_TARGET static void gk_tile_rows(int kc, const float *a, size_t ar, const float *bp, float *c, int ldc,
                                      float alpha, float beta, int mr, int nr) {
-  if (mr == GK_MR && nr == GK_NR) gk_tile(kc, a, ar, 1, bp, c, ldc, alpha, beta, GK_MR, GK_NR, 1);
-  else gk_tile(kc, a, ar, 1, bp, c, ldc, alpha, beta, mr, nr, 0);
+  if (mr == GK_MR && nr == GK_NR) gk_tile(kc, a, ar, 1, bp, c, ldc, alpha, beta, GK_MR, GK_NR, GK_MR, 1);
+  else gk_tile_part(kc, a, ar, 1, bp, c, ldc, alpha, beta, mr, nr);
 }
 
 /* One packed panel of B (kc values of k from k0, nc columns from j0) against rows of op(A): what a

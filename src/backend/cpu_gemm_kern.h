@@ -8,7 +8,8 @@
  * op(A)(s MR + r, k) at [s KC MR + k MR + r]; both zero past the matrix's edge. In float, an A stored x-major is
  * read in place, its strips of MR rows as they lie (gk_panel_rows). A micro-tile is
  * GK_MR rows x 2 vectors of columns in accumulators (AVX-512: 12 x 32, 24 zmm; AVX2: 6 x 16, 12 ymm):
- * per k it loads 2 vectors of the B strip (L1) and broadcasts GK_MR values of the A strip.
+ * per k it loads 2 vectors of the B strip (L1) and broadcasts GK_MR values of the A strip; a last strip of fewer
+ * rows takes a tile of 4 or 8 (gk_tile_part).
  *
  * Each element of C is summed in one fixed order, k ascending within a K block, the blocks added to
  * C in turn (C = beta C + alpha P_0, then C += alpha P_1, ...): the result depends on the shape

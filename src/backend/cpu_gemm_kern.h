@@ -232,8 +232,8 @@ SIMD_INLINE void gk_prepare(float *p, int nx, int kc, const int S, const int bf1
 
 /* C's tile (mr <= rows rows, nr <= NR columns) = beta C + alpha (the strips' product over kc); beta == 0
  * does not read C; the products of `rows` rows of the strip (MR, or 8 or 4 for the last rows of A: a constant where
- * inlined), those past mr not stored. A's value (r, k) at ap[r ar + k ak]: a packed strip (ar 1, ak MR), or in float an x-major A
- * where it is stored (ar its ld, ak 1); in pairs, the word of pair kp at ap[r ar + kp ak]: a packed strip (ar 1,
+ * inlined), those past mr not stored. A's value (r, k) at ap[r ar + k ak]: a packed strip (ar 1, ak MR), or in
+ * float an x-major A where it is stored (ar its ld, ak 1); in pairs, the word of pair kp at ap[r ar + kp ak]: a packed strip (ar 1,
  * ak MR) or rows of A converted in their own order (gk_rows_pairs: ar a row's words, ak 1). `full` (a constant
  * where inlined): mr == rows and nr == NR, stored straight from the registers; otherwise through a tile in memory. */
 SIMD_INLINE void gk_tile(int kc, const float *restrict ap, size_t ar, size_t ak, const float *restrict bp,
@@ -344,8 +344,9 @@ SIMD_INLINE int gk_rows_pairs(const float *A, int lda, int i0, int mc, int k0, i
 }
 #endif
 
-/* A tile whose A strip is rows of A's values (float) or pair words (gk_rows_pairs) in the order of k, ar apart:
- * all MR rows are read (a whole strip of A where it is stored, or gk_rows_pairs's rows with their zeros), mr stored */
+/* A tile whose A strip is rows of A's values (float) or pair words (gk_rows_pairs) in the order of k, ar apart: a
+ * whole strip of A where it is stored, or gk_rows_pairs's rows with their zeros (a short last strip read as far as
+ * gk_tile_part's tile goes), mr rows stored */
 SIMD_TARGET static void gk_tile_rows(int kc, const float *a, size_t ar, const float *bp, float *c, int ldc,
                                      float alpha, float beta, int mr, int nr) {
   if (mr == GK_MR && nr == GK_NR) gk_tile(kc, a, ar, 1, bp, c, ldc, alpha, beta, GK_MR, GK_NR, GK_MR, 1);

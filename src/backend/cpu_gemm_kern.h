@@ -233,9 +233,10 @@ SIMD_INLINE void gk_prepare(float *p, int nx, int kc, const int S, const int bf1
 /* C's tile (mr <= rows rows, nr <= NR columns) = beta C + alpha (the strips' product over kc); beta == 0
  * does not read C; the products of `rows` rows of the strip (MR, or 8 or 4 for the last rows of A: a constant where
  * inlined), those past mr not stored. A's value (r, k) at ap[r ar + k ak]: a packed strip (ar 1, ak MR), or in
- * float an x-major A where it is stored (ar its ld, ak 1); in pairs, the word of pair kp at ap[r ar + kp ak]: a packed strip (ar 1,
- * ak MR) or rows of A converted in their own order (gk_rows_pairs: ar a row's words, ak 1). `full` (a constant
- * where inlined): mr == rows and nr == NR, stored straight from the registers; otherwise through a tile in memory. */
+ * float an x-major A where it is stored (ar its ld, ak 1); in pairs, the word of pair kp at ap[r ar + kp ak]: a
+ * packed strip (ar 1, ak MR) or rows of A converted in their own order (gk_rows_pairs: ar a row's words, ak 1).
+ * `full` (a constant where inlined): mr == rows and nr == NR, stored straight from the registers; otherwise through
+ * a tile in memory. */
 SIMD_INLINE void gk_tile(int kc, const float *restrict ap, size_t ar, size_t ak, const float *restrict bp,
                          float *restrict c, int ldc, float alpha, float beta, int mr, int nr, const int rows,
                          const int full) {

@@ -46,8 +46,9 @@ static int consumer_phases(const plan_t *p, int c, int *lo, int *hi) {
   return *lo >= 0;
 }
 
-/* Whether node s's consumers other than add i (which writes its gradient) can add into the buffer of `group` without
- * meeting a branch's reads there; with `record`, their phases are recorded as the buffer's writes. */
+/* Whether node s's consumers other than add i (which writes its gradient; i = 0: none is left out) can add into the
+ * buffer of `group` without meeting a branch's reads there; with `record`, their phases are recorded as the buffer's
+ * writes. */
 static int others_fit(plan_t *p, int s, int i, int group, int record) {
   const graph_t *g = p->m->g;
   for (int c = s + 1; c < g->n; c++) {
@@ -99,7 +100,7 @@ static int join_both(plan_t *p, int i, int branch, int stream) {
 /* Whether add i may pass its buffer on to input s: both pooled, i writes s's gradient. */
 static int may_take(const plan_t *p, int i, int s) { return p->lo[s] >= 0 && p->m->writer[s] == i; }
 
-int grad_alias_plan(const model_t *m, const int *first, const int *last, int *lo, int *hi, int *group) {
+void grad_alias_plan(const model_t *m, const int *first, const int *last, int *lo, int *hi, int *group) {
   const graph_t *g = m->g;
   const int n = g->n;
   plan_t p = {m, first, last, lo, hi, group, xcalloc((size_t)n, sizeof *p.closed), {NULL, 0}, {NULL, 0}, 0};
@@ -107,25 +108,19 @@ int grad_alias_plan(const model_t *m, const int *first, const int *last, int *lo
   p.writes.s = xcalloc((size_t)p.edges + 1, sizeof *p.writes.s);
   p.reads.s = xcalloc((size_t)n, sizeof *p.reads.s);
   for (int b = 0; b < n; b++) group[b] = b;
-  int taken = 0;
   for (int i = n - 1; i > 0; i--) { /* an add's own buffer is settled before its inputs' */
     const layer_t *l = &g->l[i];
     if (l->kind != LAYER_ADD || m->fused[i] != 0 || lo[i] < 0 || p.closed[i] || l->in[0] == l->in[1]) continue;
     const int a = l->in[0], b = l->in[1];
     if (group[i] == i && !others_fit(&p, i, 0, i, 1)) continue; /* a buffer's first add: its gradient's writers */
-    if (may_take(&p, i, a) && may_take(&p, i, b) && (join_both(&p, i, b, a) || join_both(&p, i, a, b))) {
-      taken += 2;
-      continue;
-    }
+    if (may_take(&p, i, a) && may_take(&p, i, b) && (join_both(&p, i, b, a) || join_both(&p, i, a, b))) continue;
     for (int k = 0; k < 2; k++) {
       const int s = l->in[k];
       if (may_take(&p, i, s) && others_fit(&p, s, i, group[i], 0)) {
         join(&p, s, i, group[i]);
-        taken++;
         break;
       }
     }
   }
   free(p.closed), free(p.writes.s), free(p.reads.s);
-  return taken;
 }

@@ -12,11 +12,11 @@
 /* For grad_pool_plan: first[j], last[j] the phases of node j in the layout's backward pass (-1: none), lo[b], hi[b]
  * the span of node b's gradient (lo[b] < 0: not pooled). Sets group[b] = the node whose buffer b's gradient takes
  * (b itself where it takes its own) and widens each such node's span over those of the gradients that take its
- * buffer. Returns how many gradients take another's buffer. An add i that is not fused with a ReLU passes its
- * buffer on to an input s when both are pooled and i writes s's gradient (model_t.writer), and no node that adds
+ * buffer (model_t.nadd_shared counts them once the buffers are given). An add i that is not fused with a ReLU passes
+ * its buffer on to an input s when both are pooled and i writes s's gradient (model_t.writer), and no node that adds
  * into s's gradient later does so while a gradient already in the buffer is still to be read. Both inputs take
  * it only where one of them (the branch) has the add as its only consumer and nothing adds into the buffer before
  * the branch's backward has read it; the branch passes the buffer on no further. */
-int grad_alias_plan(const model_t *m, const int *first, const int *last, int *lo, int *hi, int *group);
+void grad_alias_plan(const model_t *m, const int *first, const int *last, int *lo, int *hi, int *group);
 
 #endif

@@ -3,6 +3,7 @@
  * device took between two marks once both have passed, instead of waiting for its device at every
  * change (mux/foreground.c). A mark is a CUDA event with timing; the calling thread keeps
  * BACKEND_MARKS of them, created at its first mark and destroyed at close. */
+#include "backend/cuda_event.h"
 #include "backend/cuda_impl.h"
 #include "core/error.h"
 
@@ -27,11 +28,8 @@ void cuda_mark(int i) {
 
 int cuda_mark_passed(int i) {
   if (!m.made) return 1; /* nothing recorded: nothing to wait for */
-  cudaError_t e = cudaEventQuery(event_of(i, "query"));
-  if (e == cudaErrorNotReady) {
-    (void)cudaGetLastError(); /* not an error: kept from the next launch's check (as PyTorch's allocator does) */
-    return 0;
-  }
+  const cudaError_t e = cuda_event_poll(event_of(i, "query"));
+  if (e == cudaErrorNotReady) return 0;
   cuda_check(e, "cudaEventQuery (mark)");
   return 1;
 }

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/cuda_event.h"
 #include "comm/comm_dev.h"
 #include "comm/parts.h"
 #include "core/error.h"
@@ -185,6 +186,14 @@ static void after_compute(comm_device_t *d) {
   cu(cudaStreamWaitEvent(d->stream, d->ready, 0), "cudaStreamWaitEvent");
 }
 
+/* 1 when ev has passed, 0 when not yet (cuda_event.h) */
+static int event_passed(cudaEvent_t ev) {
+  const cudaError_t e = cuda_event_poll(ev);
+  if (e == cudaErrorNotReady) return 0;
+  cu(e, "cudaEventQuery");
+  return 1;
+}
+
 /* Wait until ev has passed: blocking when poll_us is 0, else at a polite pace (core/pace.h). */
 static void wait_event(const comm_t *c, cudaEvent_t ev) {
   if (c->poll_us <= 0) {
@@ -192,12 +201,7 @@ static void wait_event(const comm_t *c, cudaEvent_t ev) {
     return;
   }
   pace_t pace = pace_start(c->poll_us, c->poll_fraction);
-  for (;;) {
-    cudaError_t e = cudaEventQuery(ev);
-    if (e == cudaSuccess) return;
-    if (e != cudaErrorNotReady) cu(e, "cudaEventQuery");
-    pace_next(&pace);
-  }
+  while (!event_passed(ev)) pace_next(&pace);
 }
 
 static void no_open_group(const char *call) {
@@ -291,9 +295,7 @@ void comm_dev_iallgatherv(comm_t *c, float *buf, const size_t *off, const size_t
 
 int comm_dev_test(comm_op_t *op) {
   if (!op->completion) return 1;
-  cudaError_t e = cudaEventQuery((cudaEvent_t)op->completion);
-  if (e == cudaErrorNotReady) return 0;
-  cu(e, "cudaEventQuery");
+  if (!event_passed((cudaEvent_t)op->completion)) return 0;
   cu(cudaEventDestroy((cudaEvent_t)op->completion), "cudaEventDestroy");
   op->completion = NULL;
   return 1;

@@ -1695,54 +1695,56 @@ static void test_registry(void) {
 static int graph_gates;
 static void count_gate(void) { graph_gates++; }
 
-/* A piece of work: y = 2 y + a x, then y += x (n floats). */
-static void graph_piece(const backend_t *be, size_t n, float a, const float *x, float *y) {
+/* A piece of work: y = 2 y + a x, then y += x (n floats); with halve, then y *= 0.5 (a fourth kernel). */
+static void graph_piece(const backend_t *be, size_t n, float a, const float *x, float *y, int halve) {
   be->scale(y, n, 2.0f);
   be->axpy(n, a, x, y);
   be->add(n, y, x, y);
+  if (halve) be->scale(y, n, 0.5f);
 }
 
 /* The piece recorded and launched equals it run as it comes, bitwise: built the first time, updated
- * in place with another scalar, built again at another length; a copy to the host inside a
- * recording ends it there (gate, launch: "cut") and the rest runs as it comes, with the same
- * result; each recording passes its gate once. */
+ * in place with another scalar and again at another length (the same kernels with other arguments
+ * and grids: CUDA updates those), built again with a kernel more (another graph's shape); a copy to
+ * the host inside a recording ends it there (gate, launch: "cut") and the rest runs as it comes,
+ * with the same result; each recording passes its gate once. */
 static void test_graphs(const backend_t *be) {
   enum { N = 3001 };
   float *x = buf_uniform(N, -1, 1), *want = buf_uniform(N, -1, 1), *got = talloc(N * sizeof *got);
   memcpy(got, want, N * sizeof *got);
   const backend_context_t c0 = *be->context();
-  const float scalars[3] = {0.5f, 0.25f, 0.125f};
-  const size_t lengths[3] = {N, N, N - 1000};
+  const float scalars[4] = {0.5f, 0.25f, 0.125f, 0.0625f};
+  const size_t lengths[4] = {N, N, N - 1000, N - 1000};
   int same = 1;
-  for (int i = 0; i < 3; i++) {
-    graph_piece(be, lengths[i], scalars[i], x, want);
+  for (int i = 0; i < 4; i++) {
+    graph_piece(be, lengths[i], scalars[i], x, want, i == 3);
     be->capture_begin(7, count_gate);
-    graph_piece(be, lengths[i], scalars[i], x, got);
+    graph_piece(be, lengths[i], scalars[i], x, got, i == 3);
     be->capture_end();
     be->synchronize();
     same &= memcmp(got, want, N * sizeof *got) == 0;
   }
   const backend_context_t *c = be->context();
-  tap_ok(same && graph_gates == 3 && c->graphs_launched - c0.graphs_launched == 3 &&
-             c->graphs_built - c0.graphs_built == 2 && c->graphs_updated - c0.graphs_updated == 1,
-         "%s: a piece recorded 3 times = run as it comes, bitwise (%s); %d gates; %ld launched, %ld built, %ld updated "
-         "in place (want 3, 2: the first and the new length, 1: the new scalar)", be->name, same ? "yes" : "no",
-         graph_gates, c->graphs_launched - c0.graphs_launched, c->graphs_built - c0.graphs_built,
+  tap_ok(same && graph_gates == 4 && c->graphs_launched - c0.graphs_launched == 4 &&
+             c->graphs_built - c0.graphs_built == 2 && c->graphs_updated - c0.graphs_updated == 2,
+         "%s: a piece recorded 4 times = run as it comes, bitwise (%s); %d gates; %ld launched, %ld built, %ld updated "
+         "in place (want 4; 2: the first and the kernel more; 2: the new scalar, the new length)", be->name,
+         same ? "yes" : "no", graph_gates, c->graphs_launched - c0.graphs_launched, c->graphs_built - c0.graphs_built,
          c->graphs_updated - c0.graphs_updated);
   float host[2];
-  graph_piece(be, N, 0.5f, x, want);
+  graph_piece(be, N, 0.5f, x, want, 0);
   be->download(host, want, 2);
-  graph_piece(be, N, 0.5f, x, want);
+  graph_piece(be, N, 0.5f, x, want, 0);
   be->capture_begin(8, count_gate);
-  graph_piece(be, N, 0.5f, x, got);
+  graph_piece(be, N, 0.5f, x, got, 0);
   be->download(host, got, 2); /* cuts the recording */
-  graph_piece(be, N, 0.5f, x, got);
+  graph_piece(be, N, 0.5f, x, got, 0);
   be->capture_end();          /* nothing open */
   be->synchronize();
   c = be->context();
-  tap_ok(memcmp(got, want, N * sizeof *got) == 0 && graph_gates == 4 && c->graphs_cut - c0.graphs_cut == 1,
+  tap_ok(memcmp(got, want, N * sizeof *got) == 0 && graph_gates == 5 && c->graphs_cut - c0.graphs_cut == 1,
          "%s: a copy to the host cuts a recording (gate, launch, %ld cut), the rest runs as it comes: the same bits, "
-         "%d gates (want 4)", be->name, c->graphs_cut - c0.graphs_cut, graph_gates);
+         "%d gates (want 5)", be->name, c->graphs_cut - c0.graphs_cut, graph_gates);
   tfree(x), tfree(want), tfree(got);
 }
 

@@ -172,7 +172,7 @@ static void test_record_update_rebuild(void) {
   cuda_capture_end();
   c = counts();
   tap_ok(ran_is("G a5 ") && c.graphs_built == 2 && execs_live == 1 && cudaGetLastError() == cudaSuccess,
-         "another shape: the update fails, the graph is built anew, the old one freed, the failure's error cleared");
+         "other nodes: the update fails, the graph is built anew, the old one freed, the failure's error cleared");
 }
 
 static void test_cut(void) {

@@ -6,8 +6,10 @@
  * (cudaGraphExecUpdate): the kernels' arguments that change from step to step (the optimizer's
  * learning rate and bias corrections, a new workspace) come with the recording, so a launch always
  * runs what the host asked for this step, and the device gets the piece's kernels back to back
- * instead of one launch at a time. A recording whose work changed shape (another batch size) cannot
- * be updated: its graph is built anew.
+ * instead of one launch at a time. CUDA updates a graph whose kernels are the same functions in the
+ * same order, whatever their arguments and grids (another batch size, where cuBLAS keeps its kernels);
+ * a recording of another shape (other nodes: a kernel more, a product cuBLAS splits otherwise) cannot
+ * be updated, and its graph is built anew.
  *
  * A capture forbids waiting for the stream. Every op of this backend that waits (or is not
  * stream-ordered: allocations, frees, copies with the host) calls cuda_capture_leave first, which

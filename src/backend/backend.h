@@ -439,12 +439,13 @@ typedef struct backend {
 
   /* Recording a background's pieces as graphs (mux/background.c, [multiplex] graphs): NULL on host
    * backends. capture_begin: the calling thread's next ops are recorded, not run, as the piece at
-   * key (an int that names the same place in every step). capture_end: the recording becomes a graph
-   * (the key's graph of an earlier step updated in place where its work has the same nodes, with
-   * any arguments and grids, else built anew), gate() runs (the background's gate: its turn), and the graph is launched on the
-   * thread's stream; nothing when no recording is open. An op that waits for the device (a copy to
-   * or from the host, a value returned, an allocation, synchronize) first ends an open recording
-   * the same way (its gate is called there), then runs, as does the rest of the piece. */
+   * key (an int that names the same place in every step). capture_end: the recording becomes a
+   * graph (the key's graph of an earlier step updated in place where its work has the same nodes,
+   * with any arguments and grids, else built anew), gate() runs (the background's gate: its turn),
+   * and the graph is launched on the thread's stream; nothing when no recording is open. An op that
+   * waits for the device (a copy to or from the host, a value returned, an allocation, synchronize)
+   * first ends an open recording the same way (its gate is called there), then runs, as does the
+   * rest of the piece. */
   void (*capture_begin)(int key, void (*gate)(void));
   void (*capture_end)(void);
   /* After an error that ends the calling thread only (an in-process background's): an open

@@ -181,10 +181,11 @@ static const char *cuda_open(const backend_options_t *o, int *input_error) {
   snprintf(ctx.name, sizeof ctx.name, "%s", prop.name);
   cuda_check(cudaDeviceGetStreamPriorityRange(&ctx.least_priority, &ctx.greatest_priority),
              "cudaDeviceGetStreamPriorityRange");
-  cuda_check_blas(cublasCreate(&ctx.blas), "cublasCreate");
-  cuda_device_call_begin();
-  e = cudaMalloc(&ctx.blas_ws, BLAS_WORKSPACE_BYTES);
+  cuda_device_call_begin(); /* a cuBLAS handle holds device memory of its own, made and freed with it */
+  const cublasStatus_t made = cublasCreate(&ctx.blas);
+  e = made == CUBLAS_STATUS_SUCCESS ? cudaMalloc(&ctx.blas_ws, BLAS_WORKSPACE_BYTES) : cudaSuccess;
   cuda_device_call_end();
+  cuda_check_blas(made, "cublasCreate");
   cuda_check(e, "cudaMalloc (cuBLAS workspace)");
   cuda_lt_open();
   ctx.compute = o->precision == BACKEND_BF16 ? CUBLAS_COMPUTE_32F_FAST_16BF
@@ -206,13 +207,14 @@ static void cuda_close(void) {
   cuda_capture_close();
   cuda_check(cudaStreamSynchronize(ctx.stream), "cudaStreamSynchronize");
   cuda_marks_close();
-  cuda_check_blas(cublasDestroy(ctx.blas), "cublasDestroy");
   cudaError_t e = cudaSuccess, ei;
   cuda_device_call_begin();
+  const cublasStatus_t freed = cublasDestroy(ctx.blas); /* (it synchronizes the device) */
   for (int i = 0; i < CUDA_WS_SLOTS; i++)
     if (ctx.ws[i] && (ei = cudaFree(ctx.ws[i])) != cudaSuccess) e = ei;
   if ((ei = cudaFree(ctx.blas_ws)) != cudaSuccess) e = ei;
   cuda_device_call_end();
+  cuda_check_blas(freed, "cublasDestroy");
   cuda_check(e, "cudaFree (workspaces)");
   cuda_lt_close();
   cuda_check(cudaStreamDestroy(ctx.stream), "cudaStreamDestroy");

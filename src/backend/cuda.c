@@ -43,8 +43,18 @@ static _Thread_local cuda_ctx_t ctx; /* the calling thread's */
  * recorded piece's products take no allocation and choose what unrecorded ones do. */
 enum { BLAS_WORKSPACE_BYTES = 32 << 20 };
 
+/* The hint for an error of stream capture (900-908: a background's pieces recorded as graphs, cuda_graph.c, met
+ * where an op runs, not where the recording ends), else "". */
+static const char *capture_hint(cudaError_t e) {
+  return e >= cudaErrorStreamCaptureUnsupported && e <= cudaErrorStreamCaptureWrongThread
+             ? " (a background's piece was being recorded as a CUDA graph; hint: [multiplex] graphs = off in the "
+               "background's deck, and report the run)"
+             : "";
+}
+
 void cuda_check(cudaError_t e, const char *what) {
-  if (e != cudaSuccess) surge_runtime_error("cuda: %s: %s (%s)", what, cudaGetErrorString(e), cudaGetErrorName(e));
+  if (e != cudaSuccess)
+    surge_runtime_error("cuda: %s: %s (%s)%s", what, cudaGetErrorString(e), cudaGetErrorName(e), capture_hint(e));
 }
 
 void cuda_check_blas(cublasStatus_t e, const char *what) {
@@ -53,7 +63,9 @@ void cuda_check_blas(cublasStatus_t e, const char *what) {
 
 void cuda_check_launch(const char *kernel) {
   cudaError_t e = cudaGetLastError();
-  if (e != cudaSuccess) surge_runtime_error("cuda: kernel %s: %s", kernel, cudaGetErrorString(e));
+  if (e != cudaSuccess)
+    surge_runtime_error("cuda: kernel %s: %s (%s)%s", kernel, cudaGetErrorString(e), cudaGetErrorName(e),
+                        capture_hint(e));
 }
 
 static void require_open(const char *op) {

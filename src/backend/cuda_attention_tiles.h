@@ -32,8 +32,8 @@
  * that rows read across a warp's lanes fall in different banks: forward 4 tiles of 32 rows, one
  * 32^2 score tile and 5 x 32 row values; dQ 5 tiles and two score tiles; dK, dV 6 tiles and two
  * score tiles (at hs = 128: 69, 89 and 105 KiB: the launchers opt in beyond 48 KiB). FA_BF16's
- * operand tiles are bf16 and its strides WMMA's (64-row tiles at hs = 64: 71, 95 and 121 KiB; at
- * hs = 128: 107, 139 and 185 KiB; 64 rows fit an H100's or H200's 227 KiB up to hs = 160, 32 rows
+ * operand tiles are bf16 and its strides WMMA's (64-row tiles at hs = 64: 71, 97 and 123 KiB; at
+ * hs = 128: 111, 145 and 187 KiB; 64 rows fit an H100's or H200's 227 KiB up to hs = 160, 32 rows
  * up to hs = 416). */
 #ifndef SURGE_BACKEND_CUDA_ATTENTION_TILES_H
 #define SURGE_BACKEND_CUDA_ATTENTION_TILES_H

@@ -63,5 +63,5 @@ dist_check_SCRIPTS += tests/gpu/ops.gpu tests/gpu/attention.gpu tests/gpu/zoo.gp
   tests/gpu/gen.gpu tests/gpu/epilogues.gpu tests/gpu/absent.sh
 TESTS += tests/gpu/ops.gpu tests/gpu/attention.gpu tests/gpu/zoo.gpu tests/gpu/dp.gpu tests/gpu/mux.gpu \
   tests/gpu/gen.gpu tests/gpu/epilogues.gpu tests/gpu/absent.sh
-EXTRA_DIST += tests/gpu/lib.sh tests/gpu/device-check.sh tests/gpu/device-pack.sh tests/gpu/device-run.sh \
+EXTRA_DIST += tests/gpu/lib.sh tests/gpu/limited.sh tests/gpu/device-check.sh tests/gpu/device-pack.sh tests/gpu/device-run.sh \
   tests/gpu/build-kernel-times.sh tests/gpu/kernel_times.c

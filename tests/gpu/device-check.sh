@@ -24,15 +24,19 @@
 #      partner, with its state timing and without (slowdown_feedback off), and spinning.
 # DEVICE_TESTS names the tests to run (default all: ops attention zoo dp mux gen epilogues);
 # DEVICE_BENCH=0 runs no benchmark, DEVICE_BENCH=mux only the multiplexing ones (a short recheck).
-# Writes OUTDIR/summary.md (the table), OUTDIR/logs/ (every test's TAP output, every run's output)
-# and OUTDIR/*.txt (the benchmarks' tables). Exit 0 when every test passed, 1 when one failed, 2 on
-# a bad argument, 77 (after one line saying so) where there is no GPU.
+# Writes the runs' files under OUTDIR, and the report under DEVICE_REPORT (default OUTDIR): summary.md
+# (the table, written again after each part, so a check stopped early leaves what it reached), logs/
+# (every test's TAP output, every run's output) and *.txt (the benchmarks' tables). Exit 0 when every
+# test passed, 1 when one failed, 2 on a bad argument, 77 (after one line saying so) where there is no
+# GPU.
 set -u
 [ $# = 1 ] || { echo "usage: tests/gpu/device-check.sh OUTDIR" >&2; exit 2; }
 src=$(cd "$(dirname "$0")/../.." && pwd)
-mkdir -p "$1/logs" || exit 2
+mkdir -p "$1" "${DEVICE_REPORT:-$1}/logs" || exit 2
 out=$(cd "$1" && pwd)
-logs=$out/logs
+report=$(cd "${DEVICE_REPORT:-$1}" && pwd)
+logs=$report/logs
+. "$src/tests/gpu/limited.sh"
 t0=$(date +%s)
 elapsed() { echo $(($(date +%s) - t0)); }
 
@@ -80,14 +84,80 @@ gpu=${probe#* }
 peak_fp32=$(./tests/gpu/gpu_probe fp32 | cut -d' ' -f1)
 echo "device-check: $gpu, built in $(elapsed) s"
 
+# ---- the summary: summary.md from what has been reached (written after each part, so that a check
+# stopped early leaves its rows so far; a part not reached says so)
+# gemm_range FILE: the backend's TFLOP/s over cuBLAS's, lowest and highest over the shapes
+gemm_range() {
+  [ -f "$1" ] || { printf "not reached"; return; }
+  awk '/^gpt|^mlp/ { r = $(NF); if (n == 0 || r < lo) lo = r; if (n == 0 || r > hi) hi = r; n++ }
+       END { if (n) printf "%.2f-%.2f (%d shapes)", lo, hi, n; else printf "not measured" }' "$1"
+}
+gemm_best() {
+  [ -f "$1" ] || { printf "not reached"; return; }
+  awk '/^gpt-3d fc1 fwd/ { printf "%s TFLOP/s (cuBLAS %s)", $(NF-2), $(NF-1) }' "$1"
+}
+# att_row SHAPE: each bf16 setting's forward + backward TFLOP/s at SHAPE, and auto's gain over wmma32
+att_row() {
+  [ -f "$report/attention.txt" ] || { printf "not reached"; return; }
+  awk -v s="$1" '$1 == s && $2 == "bf16" { v = v sprintf("%s%s %s TF/s", (v == "" ? "" : ", "), $3, $(NF-2)); if ($3 == "auto") g = $NF }
+       END { if (v == "") printf "not measured"; else printf "%s; auto %.2fx wmma32", v, g }' "$report/attention.txt"
+}
+summary() {
+  {
+    echo "# device-check on $gpu ($(date -u '+%Y-%m-%d %H:%M UTC'), $(elapsed) s)"
+    echo
+    echo "commit ${SURGE_COMMIT:-$(git -C "$src" rev-parse --short HEAD 2>/dev/null || echo unknown)}, $arch"
+    echo
+    echo "| test | results | verdict |"
+    echo "|---|---|---|"
+    printf '%s' "$test_rows"
+    echo
+    echo "| measure | value | target |"
+    echo "|---|---|---|"
+    [ "$bench" != mux ] && {
+    echo "| GEMM backend/cuBLAS fp32 | $(gemm_range "$report/gemm-fp32.txt") | ~1 |"
+    echo "| GEMM backend/cuBLAS bf16 | $(gemm_range "$report/gemm-bf16.txt") | ~1 |"
+    echo "| GEMM gpt-3d fc1 fwd fp32 | $(gemm_best "$report/gemm-fp32.txt") | |"
+    echo "| GEMM gpt-3d fc1 fwd bf16 | $(gemm_best "$report/gemm-bf16.txt") | |"
+    echo "| attention fwd + bwd, gpt-3d (8 heads of 64, T 256) | $(att_row gpt-3d) | |"
+    echo "| attention fwd + bwd, GPT-2 124M (12 heads of 64, T 1024) | $(att_row gpt2-124m) | |"
+    echo "| attention fwd + bwd, hs 128, T 1024 | $(att_row hs128) | |"
+    echo "| GPT gpt-3d.deck bf16 (1 rank) | $gpt_bf16 | MFU >= 25% |"
+    echo "| GPT gpt-3d.deck bf16, backend.epilogues = off (1 rank) | $gpt_bf16_off | (the row above's gain) |"
+    echo "| GPT gpt-3d.deck bf16, backend.attention_kernels = wmma (1 rank) | $gpt_bf16_wmma | (the register kernels' gain) |"
+    echo "| GPT gpt-3d.deck bf16, backend.attention_kernels = wmma32 (1 rank) | $gpt_bf16_wmma32 | (the 64-row tiles' gain) |"
+    echo "| GPT gpt-3d.deck fp32 (1 rank) | $gpt_fp32 | |"
+    echo "| GPT-2 124M's shape bf16 (1 rank) | $gpt2_bf16 | MFU >= 40%; device memory <= 1.2 x state + activations |"
+    echo "| GPT-2 124M's shape fp32 (1 rank) | $gpt2_fp32 | |"
+    }
+    echo "| gpt-fortunes foreground (1 rank) + mlp background | $mux_gpt | slowdown <= 1.10 |"
+    echo "| the gpt pair in-process (placement = thread, the background's own lowest-priority stream) | $mux_gpt_thread | slowdown <= 1.05 |"
+    echo "| the gpt pair in-process, the background's pieces as CUDA graphs ([multiplex] graphs = on) | $mux_gpt_graphs | slowdown <= 1.05 |"
+    echo "| vgg burst foreground (2 ranks, one idle half the step) + 2 mlp backgrounds (tests/gpu/mux.gpu) | $mux_burst | slowdown <= 1.10 |"
+    echo "| the burst pair in-process (tests/gpu/mux.gpu, placement = thread) | $mux_burst_thread | slowdown <= 1.10 |"
+    echo "| the burst pair in-process, pieces as CUDA graphs (tests/gpu/mux.gpu, graphs = on) | $mux_burst_graphs | slowdown <= 1.10 |"
+    echo "| the burst pair in-process, graphs, the foreground's waits spinning (mux.gpu, poll_us = 0) | $mux_burst_spin | slowdown <= 1.10 |"
+    echo "| the burst foreground alone as a --foreground, no partner (state timing by device marks; by the host's clock; waits inside MPI) | $mux_burst_alone | (the pairs' share of it) |"
+    echo "| the gpt pair under MPS | $mux_gpt_mps | slowdown <= 1.10 |"
+    echo "| tests/gpu/mux.gpu under MPS | $mux_burst_mps | slowdown <= 1.10 |"
+    echo
+    echo "Logs: logs/ (TAP of each test, each run's output); GEMM tables: gemm-fp32.txt, gemm-bf16.txt; attention: attention.txt."
+  } >"$report/summary.md"
+}
+for v in gpt_bf16 gpt_bf16_off gpt_bf16_wmma gpt_bf16_wmma32 gpt_fp32 gpt2_bf16 gpt2_fp32 mux_gpt mux_gpt_thread \
+  mux_gpt_graphs mux_burst mux_burst_thread mux_burst_graphs mux_burst_spin mux_burst_alone mux_gpt_mps mux_burst_mps; do
+  eval "$v='not reached'"
+done
+bench=${DEVICE_BENCH:-1}
+test_rows=""
+
 # ---- 2. the GPU tests
 export SURGE_TOP_SRCDIR="$src" SURGE_TOP_BUILDDIR="$build" MPIEXEC="$mpiexec"
 . "$src/tests/tap.sh" # h5vals, h5attr
 failed=0
-test_rows=""
-limit=${DEVICE_TEST_LIMIT:-240} # seconds per GPU test; timeout ends the test's whole process group
+limit=${DEVICE_TEST_LIMIT:-240} # seconds per GPU test; limited ends everything the test started
 for t in ${DEVICE_TESTS:-ops attention zoo dp mux gen epilogues}; do
-  timeout "$limit" sh "$src/tests/gpu/$t.gpu" >"$logs/$t.tap" 2>&1
+  limited "$limit" sh "$src/tests/gpu/$t.gpu" >"$logs/$t.tap" 2>&1
   rc=$?
   n_ok=$(grep -c "^ok " "$logs/$t.tap")
   n_bad=$(grep -c "^not ok " "$logs/$t.tap")
@@ -103,33 +173,23 @@ for t in ${DEVICE_TESTS:-ops attention zoo dp mux gen epilogues}; do
 "
   echo "device-check: tests/gpu/$t.gpu: $verdict ($n_ok ok, $n_bad not ok; $(elapsed) s)"
 done
+summary
 
 # ---- 3. benchmarks (DEVICE_BENCH=0: none; mux: only the multiplexing pairs)
-bench=${DEVICE_BENCH:-1}
 if [ "$bench" = 0 ]; then
   echo "device-check: benchmarks not asked for (DEVICE_BENCH=0)"
   [ $failed = 0 ] && exit 0
   exit 1
 fi
 if [ "$bench" != mux ]; then
-timeout 60 ./bench/bench_gpu_gemm fp32 >"$out/gemm-fp32.txt" 2>&1
-timeout 60 ./bench/bench_gpu_gemm bf16 >"$out/gemm-bf16.txt" 2>&1
-# gemm_range FILE: the backend's TFLOP/s over cuBLAS's, lowest and highest over the shapes
-gemm_range() {
-  awk '/^gpt|^mlp/ { r = $(NF); if (n == 0 || r < lo) lo = r; if (n == 0 || r > hi) hi = r; n++ }
-       END { if (n) printf "%.2f-%.2f (%d shapes)", lo, hi, n; else printf "not measured" }' "$1"
-}
-gemm_best() { awk '/^gpt-3d fc1 fwd/ { printf "%s TFLOP/s (cuBLAS %s)", $(NF-2), $(NF-1) }' "$1"; }
+timeout 60 ./bench/bench_gpu_gemm fp32 >"$report/gemm-fp32.txt" 2>&1
+timeout 60 ./bench/bench_gpu_gemm bf16 >"$report/gemm-bf16.txt" 2>&1
 echo "device-check: GEMM benchmarks done ($(elapsed) s)"
 # The fused attention alone, forward and backward, under each attention_kernels setting
 # (bench/bench_gpu_attention: ms and TFLOP/s a call, fwd + bwd against wmma32's).
-timeout 90 ./bench/bench_gpu_attention >"$out/attention.txt" 2>&1
-# att_row SHAPE: each bf16 setting's forward + backward TFLOP/s at SHAPE, and auto's gain over wmma32
-att_row() {
-  awk -v s="$1" '$1 == s && $2 == "bf16" { v = v sprintf("%s%s %s TF/s", (v == "" ? "" : ", "), $3, $(NF-2)); if ($3 == "auto") g = $NF }
-       END { if (v == "") printf "not measured"; else printf "%s; auto %.2fx wmma32", v, g }' "$out/attention.txt"
-}
+timeout 90 ./bench/bench_gpu_attention >"$report/attention.txt" 2>&1
 echo "device-check: attention benchmark done ($(elapsed) s)"
+summary
 
 # gpt_run TAG DECK PRECISION [-D KEY=VALUE ...]: DECK data parallel on 1 rank, 30 steps; prints
 # tokens/s, the median step time after the first 5, and model FLOP utilisation counted two ways:
@@ -201,6 +261,7 @@ if gpt2_data=$(gpt2_shards); then
   gpt2_fp32=$(gpt2_run fp32)
 fi
 echo "device-check: GPT throughput, GPT-2 124M's shape: bf16 $gpt2_bf16; fp32 $gpt2_fp32 ($(elapsed) s)"
+summary
 # Where the GPU time of 10 steps goes, kernel by kernel (tests/gpu/kernel_times.c, when it was built):
 # one table per process that opened CUDA (Open MPI's launcher may, to look at the GPU), the rank's is
 # the largest. Then the same deck at 4x the batch, where fixed costs per kernel weigh less, and in
@@ -220,7 +281,9 @@ for p in bf16 fp32 bf16-b128 bf16-wmma bf16-wmma32; do
   [ -n "$f" ] && head -n 16 "$f" && tail -n 1 "$f"
   # the fused attention's kernels wherever they rank (k_attention_*<0>: fp32, <1>: bf16 WMMA,
   # k_attention_*_rf<HS>: bf16 with the tiles in registers)
-  [ -n "$f" ] && { grep "k_attention_" "$f" | sed 's/^/attention: /' || echo "attention: no k_attention_ kernel ran"; }
+  if [ -n "$f" ]; then
+    if grep -q "k_attention_" "$f"; then grep "k_attention_" "$f" | sed 's/^/attention: /'; else echo "attention: no k_attention_ kernel ran"; fi
+  fi
 done
 fi # DEVICE_BENCH != mux
 # The foreground (gpt-fortunes.deck, 1 rank, 400 steps) alone, then with an mlp background beside it
@@ -237,10 +300,12 @@ BGKEYS="-D backend.name=cuda -D run.steps=100000 -D run.eval_every=0 -D run.prin
 BG="./surge-train $src/inputs/mlp-fmnist.deck $BGKEYS"
 # the same background in the foreground's process ([multiplex] placement = thread)
 IN="--background-deck $src/inputs/mlp-fmnist.deck $(echo $BGKEYS | sed 's/-D /-D bg:/g')"
-# mux_row: from a pair's output, "slowdown S, foreground F samples/s, background B samples/s"
+# mux_row: from a pair's output, "slowdown S, foreground F samples/s, background B samples/s" (B each
+# background's, in the order of their lines: the burst pair has one beside each rank)
 mux_row() {
   awk '/^multiplex \(foreground/ && match($0, /: foreground [0-9.]+/) { fg = substr($0, RSTART + 13, RLENGTH - 13) }
-       /^multiplex \(background/ && match($0, /background [0-9.]+ samples/) { bg = substr($0, RSTART + 11, RLENGTH - 19) }
+       /^multiplex \(background/ && match($0, /background [0-9.]+ samples/) {
+         bg = bg (bg == "" ? "" : " + ") substr($0, RSTART + 11, RLENGTH - 19) }
        /^foreground slowdown [0-9.]+ against/ { sd = $3 }
        END { if (fg == "") print "failed"; else printf "slowdown %s, foreground %s samples/s, background %s samples/s\n", sd, fg, bg }'
 }
@@ -282,10 +347,10 @@ mux_gpt_thread=$(mux_thread plain plain)
 mux_gpt_graphs="$(mux_thread plain graphs -D bg:multiplex.graphs=on); $(sed -n 's/^pieces recorded as CUDA graphs: //p' \
   "$logs/mux-thread-graphs.txt" 2>/dev/null)"
 # tests/gpu/mux.gpu's diagnostics: the two-process pair's lines, then the in-process pairs'
-mux_burst=$(sed -n 's/^# //p' "$logs/mux.tap" | mux_row)
-mux_burst_thread=$(sed -n 's/^# in-process //p' "$logs/mux.tap" | mux_row)
-mux_burst_graphs=$(sed -n 's/^# in-process (pieces as CUDA graphs) //p' "$logs/mux.tap" | mux_row)
-mux_burst_spin=$(sed -n 's/^# in-process (graphs, waits spinning) //p' "$logs/mux.tap" | mux_row)
+mux_burst=$(sed -n 's/^# //p' "$logs/mux.tap" 2>/dev/null | mux_row)
+mux_burst_thread=$(sed -n 's/^# in-process //p' "$logs/mux.tap" 2>/dev/null | mux_row)
+mux_burst_graphs=$(sed -n 's/^# in-process (pieces as CUDA graphs) //p' "$logs/mux.tap" 2>/dev/null | mux_row)
+mux_burst_spin=$(sed -n 's/^# in-process (graphs, waits spinning) //p' "$logs/mux.tap" 2>/dev/null | mux_row)
 # and the burst foreground alone as a --foreground with no partner (its waits then never sleep): the
 # cost of its state timing by device marks (feedback device), by the host's clock (feedback off), and
 # with its waits inside MPI (waits spinning)
@@ -297,58 +362,19 @@ mux_burst_alone="$(mux_alone "feedback device") (feedback device), $(mux_alone "
 $(mux_alone "waits spinning") (waits spinning)"
 mux_gpt_mps="no MPS on this machine"
 mux_burst_mps="no MPS on this machine"
+summary
 if mps_start; then
   mux_gpt_mps=$(mux_pair mps)
-  if [ -f "$logs/mux.tap" ]; then
-    timeout "$limit" sh "$src/tests/gpu/mux.gpu" >"$logs/mux-mps.tap" 2>&1
+  if [ "$mux_burst" != failed ]; then # the two-process pair again (MUX_PAIR_ONLY), where mux.gpu ran it
+    MUX_PAIR_ONLY=1 limited "$limit" sh "$src/tests/gpu/mux.gpu" >"$logs/mux-mps.tap" 2>&1
     mux_burst_mps="$(sed -n 's/^# //p' "$logs/mux-mps.tap" | mux_row) ($(grep -c "^ok " "$logs/mux-mps.tap") ok, $(grep -c "^not ok " "$logs/mux-mps.tap") not ok)"
   fi
   mps_stop
 fi
 echo "device-check: multiplexing: gpt $mux_gpt, in-process $mux_gpt_thread, as graphs $mux_gpt_graphs; burst $mux_burst, in-process $mux_burst_thread, as graphs $mux_burst_graphs, graphs with spinning waits $mux_burst_spin, alone as a foreground $mux_burst_alone; under MPS: gpt $mux_gpt_mps; burst $mux_burst_mps ($(elapsed) s)"
 
-# ---- the summary
-{
-  echo "# device-check on $gpu ($(date -u '+%Y-%m-%d %H:%M UTC'), $(elapsed) s)"
-  echo
-  echo "commit ${SURGE_COMMIT:-$(git -C "$src" rev-parse --short HEAD 2>/dev/null || echo unknown)}, $arch"
-  echo
-  echo "| test | results | verdict |"
-  echo "|---|---|---|"
-  printf '%s' "$test_rows"
-  echo
-  echo "| measure | value | target |"
-  echo "|---|---|---|"
-  [ "$bench" != mux ] && {
-  echo "| GEMM backend/cuBLAS fp32 | $(gemm_range "$out/gemm-fp32.txt") | ~1 |"
-  echo "| GEMM backend/cuBLAS bf16 | $(gemm_range "$out/gemm-bf16.txt") | ~1 |"
-  echo "| GEMM gpt-3d fc1 fwd fp32 | $(gemm_best "$out/gemm-fp32.txt") | |"
-  echo "| GEMM gpt-3d fc1 fwd bf16 | $(gemm_best "$out/gemm-bf16.txt") | |"
-  echo "| attention fwd + bwd, gpt-3d (8 heads of 64, T 256) | $(att_row gpt-3d) | |"
-  echo "| attention fwd + bwd, GPT-2 124M (12 heads of 64, T 1024) | $(att_row gpt2-124m) | |"
-  echo "| attention fwd + bwd, hs 128, T 1024 | $(att_row hs128) | |"
-  echo "| GPT gpt-3d.deck bf16 (1 rank) | $gpt_bf16 | MFU >= 25% |"
-  echo "| GPT gpt-3d.deck bf16, backend.epilogues = off (1 rank) | $gpt_bf16_off | (the row above's gain) |"
-  echo "| GPT gpt-3d.deck bf16, backend.attention_kernels = wmma (1 rank) | $gpt_bf16_wmma | (the register kernels' gain) |"
-  echo "| GPT gpt-3d.deck bf16, backend.attention_kernels = wmma32 (1 rank) | $gpt_bf16_wmma32 | (the 64-row tiles' gain) |"
-  echo "| GPT gpt-3d.deck fp32 (1 rank) | $gpt_fp32 | |"
-  echo "| GPT-2 124M's shape bf16 (1 rank) | $gpt2_bf16 | MFU >= 40%; device memory <= 1.2 x state + activations |"
-  echo "| GPT-2 124M's shape fp32 (1 rank) | $gpt2_fp32 | |"
-  }
-  echo "| gpt-fortunes foreground (1 rank) + mlp background | $mux_gpt | slowdown <= 1.10 |"
-  echo "| the gpt pair in-process (placement = thread, the background's own lowest-priority stream) | $mux_gpt_thread | slowdown <= 1.05 |"
-  echo "| the gpt pair in-process, the background's pieces as CUDA graphs ([multiplex] graphs = on) | $mux_gpt_graphs | slowdown <= 1.05 |"
-  echo "| vgg burst foreground (2 ranks, one idle half the step) + 2 mlp backgrounds (tests/gpu/mux.gpu) | $mux_burst | slowdown <= 1.10 |"
-  echo "| the burst pair in-process (tests/gpu/mux.gpu, placement = thread) | $mux_burst_thread | slowdown <= 1.10 |"
-  echo "| the burst pair in-process, pieces as CUDA graphs (tests/gpu/mux.gpu, graphs = on) | $mux_burst_graphs | slowdown <= 1.10 |"
-  echo "| the burst pair in-process, graphs, the foreground's waits spinning (mux.gpu, poll_us = 0) | $mux_burst_spin | slowdown <= 1.10 |"
-  echo "| the burst foreground alone as a --foreground, no partner (state timing by device marks; by the host's clock; waits inside MPI) | $mux_burst_alone | (the pairs' share of it) |"
-  echo "| the gpt pair under MPS | $mux_gpt_mps | slowdown <= 1.10 |"
-  echo "| tests/gpu/mux.gpu under MPS | $mux_burst_mps | slowdown <= 1.10 |"
-  echo
-  echo "Logs: logs/ (TAP of each test, each run's output); GEMM tables: gemm-fp32.txt, gemm-bf16.txt; attention: attention.txt."
-} >"$out/summary.md"
-cat "$out/summary.md"
+summary
+cat "$report/summary.md"
 [ $failed = 0 ] && echo "device-check: all GPU tests passed ($(elapsed) s)" && exit 0
 echo "device-check: some GPU tests failed (logs in $logs)"
 exit 1

@@ -6,8 +6,10 @@
 #      tree PACK/build.tar.xz into the source tree;
 #   2. find the CUDA libraries the programs ask for where the machine keeps them (the toolkit, or
 #      the NVIDIA wheels of its Python) and put their folders on LD_LIBRARY_PATH;
-#   3. run the check with at most DEVICE_LIMIT seconds (default 420) and copy what it wrote to OUT:
-#      device-check.txt (its output, written as it runs), summary.md, gemm-*.txt and logs.tgz.
+#   3. run the check with at most DEVICE_LIMIT seconds (default 480), its report written into OUT as
+#      it runs (device-check.txt, its output; summary.md, after each part; gemm-*.txt, attention.txt;
+#      logs/), so that a check stopped early, or a device call's own limit, leaves what it reached;
+#      at its end logs/ and the runs' log.h5 files go into OUT/logs.tgz.
 # Exit: the check's (0 all passed, 1 a test failed, 77 no GPU, 124 out of time), or 2 when the pack
 # cannot be unpacked.
 set -u
@@ -49,10 +51,12 @@ export OMPI_MCA_plm="${OMPI_MCA_plm:-isolated}"
 export SURGE_COMMIT="$(cat "$pack/commit" 2>/dev/null || echo unknown)"
 export MPIEXEC="$mpiexec" SURGE_BUILD="$build" SURGE_PREBUILT=1 DEVICE_TEST_LIMIT="${DEVICE_TEST_LIMIT:-120}"
 work=$(mktemp -d)
-timeout "${DEVICE_LIMIT:-420}" sh "$src/tests/gpu/device-check.sh" "$work" >>"$log" 2>&1
+. "$src/tests/gpu/limited.sh"
+DEVICE_REPORT="$out" limited "${DEVICE_LIMIT:-480}" sh "$src/tests/gpu/device-check.sh" "$work" >>"$log" 2>&1
 rc=$?
-[ $rc = 124 ] && say "the check ran past ${DEVICE_LIMIT:-420} s and was stopped"
-cp "$work"/summary.md "$work"/gemm-*.txt "$out/" 2>/dev/null
-tar -czf "$out/logs.tgz" -C "$work" logs $(cd "$work" && ls -d */log.h5 2>/dev/null)
+[ $rc = 124 ] && say "the check ran past ${DEVICE_LIMIT:-480} s and was stopped"
+h5=$(cd "$work" && ls -d */log.h5 2>/dev/null)
+if [ -n "$h5" ]; then tar -czf "$out/logs.tgz" -C "$out" logs -C "$work" $h5; else tar -czf "$out/logs.tgz" -C "$out" logs; fi &&
+  rm -rf "$out/logs"
 say "exit $rc"
 exit $rc

@@ -850,18 +850,22 @@ static double run_gemm_tn_rows(const backend_t *be, const void *ctx, float **out
   return 0.0;
 }
 
-/* C (M,N) += A^T B over K rows, leading dims `extra` wider than needed, entries in [lo, hi). */
-static void test_gemm_tn_rows_range(int M, int N, int K, int extra, float lo, float hi) {
+/* C (M,N) += A^T B over K rows, leading dims `extra` wider than needed, entries in [lo, hi); once: C from one
+ * random start only (OUT_INOUT: ref runs once, not thrice as for its accumulation checks). */
+static void test_gemm_tn_rows_range(int M, int N, int K, int extra, float lo, float hi, int once) {
   rows_ctx_t r = {M, N, K, M + extra, N + extra, N + extra, NULL, NULL};
   float *A = buf_uniform((size_t)K * r.lda, lo, hi), *B = buf_uniform((size_t)K * r.ldb, lo, hi);
+  float *C0 = once ? buf_uniform((size_t)M * r.ldc, -1, 1) : NULL;
   r.A = A, r.B = B;
   char label[80];
   snprintf(label, sizeof label, "gemm_tn_rows M=%d N=%d K=%d ld+%d in [%g,%g)", M, N, K, extra, lo, hi);
-  compare_backends(&(op_case_t){label, run_gemm_tn_rows, &r, 1, {{"C", (size_t)M * r.ldc, OUT_ACCUM, 0, NULL}}, 0});
+  compare_backends(&(op_case_t){label, run_gemm_tn_rows, &r, 1,
+                                {{"C", (size_t)M * r.ldc, once ? OUT_INOUT : OUT_ACCUM, 0, C0}}, 0});
   tfree(A), tfree(B);
+  if (C0) tfree(C0);
 }
 
-static void test_gemm_tn_rows(int M, int N, int K, int extra) { test_gemm_tn_rows_range(M, N, K, extra, -1, 1); }
+static void test_gemm_tn_rows(int M, int N, int K, int extra) { test_gemm_tn_rows_range(M, N, K, extra, -1, 1, 0); }
 
 /* ---- layer norm, embedding, causal softmax, cross-entropy */
 
@@ -1424,7 +1428,7 @@ static void test_long_sums(void) {
     tfree(x), tfree(w), tfree(dy);
   }
   // a linear layer's weight gradient over 60000 rows
-  test_gemm_tn_rows_range(3, 4, 60000, 0, 0.5f, 1.5f);
+  test_gemm_tn_rows_range(3, 4, 60000, 0, 0.5f, 1.5f, 0);
   // layer norm weight and bias gradients over 8192 x 8 rows
   {
     int N = 8192, rows = 8, C = 4;
@@ -1966,8 +1970,9 @@ static void test_own_gemm(void) {
   }
   test_gemm_tn_rows(70, 90, 2100, 2); /* weight gradients: blocks of 1024 rows on the own kernel */
   /* cuda (its float partials, 2 blocks here, in 2 parts of C's rows: src/backend/tn_parts.h); the cpu's parts are
-   * tests/test_gemm_order's, bit for bit, without this product's 2.3 G multiply-adds in ref */
-  if (managed) test_gemm_tn_rows(1500, 1500, 1025, 1);
+   * tests/test_gemm_order's, bit for bit, without this product's 2.3 G multiply-adds in ref (about 12 s on the host:
+   * once, onto a random C, not also the accumulation checks' two more; the case above makes those) */
+  if (managed) test_gemm_tn_rows_range(1500, 1500, 1025, 1, -1, 1, 1);
   if (managed) return;
   const int M = 241, N = 47, K = 513;
   float *A = buf_uniform((size_t)M * K + 1, -1, 1), *B = buf_uniform((size_t)K * N + 1, -1, 1);

@@ -33,13 +33,23 @@ ldconfig
 unxz "$pack/build.tar.xz" | tar -x -C "$src" || { say "cannot unpack $pack/build.tar.xz"; exit 2; }
 build=$src/$(unxz "$pack/build.tar.xz" | tar -t | head -n 1 | cut -d/ -f1)
 
-# CUDA libraries the loader does not find: the first folder under the usual places holding each
+# CUDA libraries the loader does not find: the first folder under the usual places holding each.
 libpath=""
+add_lib() {
+  f=$(find /usr/local /opt /usr/lib -name "$1" 2>/dev/null | head -n 1)
+  [ -n "$f" ] && libpath="$libpath${libpath:+:}${f%/*}"
+  say "$1: ${f:-not found anywhere}"
+}
 for lib in $(ldd "$build/surge-train" "$build/tests/gpu/libkernel_times.so" 2>/dev/null |
   sed -n 's/^[[:space:]]*\([^ ]*\) => not found.*/\1/p' | sort -u); do
-  f=$(find /usr/local /opt /usr/lib -name "$lib" 2>/dev/null | head -n 1)
-  [ -n "$f" ] && libpath="$libpath${libpath:+:}${f%/*}"
-  say "$lib: ${f:-not found anywhere}"
+  add_lib "$lib"
+done
+# Also cuBLAS and cuBLASLt, which the backend loads itself (dlopen: src/backend/cuda_blas_api.c) in the
+# major version of the CUDA runtime the programs link, where neither the loader's cache nor the
+# configured toolkit's lib64 has them.
+major=$(readelf -d "$build/surge-train" 2>/dev/null | sed -n 's/.*\[libcudart\.so\.\([0-9]*\)\].*/\1/p' | head -n 1)
+for lib in "libcublas.so.${major:-13}" "libcublasLt.so.${major:-13}"; do
+  ldconfig -p 2>/dev/null | grep -q "[[:space:]]$lib " || [ -e "/usr/local/cuda/lib64/$lib" ] || add_lib "$lib"
 done
 export LD_LIBRARY_PATH="$libpath${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 ldd "$build/surge-train" | grep -q "not found" && say "surge-train still misses: $(ldd "$build/surge-train" | grep "not found" | tr -s ' \n' ' ')"

@@ -59,7 +59,7 @@ say "$(uname -sr), $(nproc) cores, $(grep -m1 PRETTY_NAME /etc/os-release 2>/dev
 # one node: Open MPI starts its ranks without ssh (plm isolated), whether or not ssh is there
 export OMPI_MCA_plm="${OMPI_MCA_plm:-isolated}"
 export SURGE_COMMIT="$(cat "$pack/commit" 2>/dev/null || echo unknown)"
-export MPIEXEC="$mpiexec" SURGE_BUILD="$build" SURGE_PREBUILT=1 DEVICE_TEST_LIMIT="${DEVICE_TEST_LIMIT:-120}"
+export MPIEXEC="$mpiexec" SURGE_BUILD="$build" SURGE_PREBUILT=1 DEVICE_TEST_LIMIT="${DEVICE_TEST_LIMIT:-150}"
 work=$(mktemp -d)
 . "$src/tests/gpu/limited.sh"
 DEVICE_REPORT="$out" limited "${DEVICE_LIMIT:-480}" sh "$src/tests/gpu/device-check.sh" "$work" >>"$log" 2>&1

@@ -94,7 +94,8 @@ gemm_range() {
 }
 gemm_best() {
   [ -f "$1" ] || { printf "not reached"; return; }
-  awk '/^gpt-3d fc1 fwd/ { printf "%s TFLOP/s (cuBLAS %s)", $(NF-2), $(NF-1) }' "$1"
+  awk '/^gpt-3d fc1 fwd/ { v = sprintf("%s TFLOP/s (cuBLAS %s)", $(NF-2), $(NF-1)) }
+       END { printf "%s", v == "" ? "not measured" : v }' "$1"
 }
 # att_row SHAPE: each bf16 setting's forward + backward TFLOP/s at SHAPE, and auto's gain over wmma32
 att_row() {

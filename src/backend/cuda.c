@@ -193,13 +193,15 @@ static const char *cuda_open(const backend_options_t *o, int *input_error) {
   snprintf(ctx.name, sizeof ctx.name, "%s", prop.name);
   cuda_check(cudaDeviceGetStreamPriorityRange(&ctx.least_priority, &ctx.greatest_priority),
              "cudaDeviceGetStreamPriorityRange");
-  cuda_device_call_begin(); /* a cuBLAS handle holds device memory of its own, made and freed with it */
+  /* cuBLAS's and cuBLASLt's handles hold device memory of their own, made and freed with them */
+  cuda_device_call_begin();
   const cublasStatus_t made = cublasCreate(&ctx.blas);
   e = made == CUBLAS_STATUS_SUCCESS ? cudaMalloc(&ctx.blas_ws, BLAS_WORKSPACE_BYTES) : cudaSuccess;
+  const cublasStatus_t lt_made = made == CUBLAS_STATUS_SUCCESS && e == cudaSuccess ? cuda_lt_open() : made;
   cuda_device_call_end();
   cuda_check_blas(made, "cublasCreate");
   cuda_check(e, "cudaMalloc (cuBLAS workspace)");
-  cuda_lt_open();
+  cuda_check_blas(lt_made, "cublasLtCreate");
   ctx.compute = o->precision == BACKEND_BF16 ? CUBLAS_COMPUTE_32F_FAST_16BF
                 : o->tf32                     ? CUBLAS_COMPUTE_32F_FAST_TF32
                                               : CUBLAS_COMPUTE_32F;
@@ -225,10 +227,11 @@ static void cuda_close(void) {
   for (int i = 0; i < CUDA_WS_SLOTS; i++)
     if (ctx.ws[i] && (ei = cudaFree(ctx.ws[i])) != cudaSuccess) e = ei;
   if ((ei = cudaFree(ctx.blas_ws)) != cudaSuccess) e = ei;
+  const cublasStatus_t lt_freed = cuda_lt_close();
   cuda_device_call_end();
   cuda_check_blas(freed, "cublasDestroy");
   cuda_check(e, "cudaFree (workspaces)");
-  cuda_lt_close();
+  cuda_check_blas(lt_freed, "cublasLtDestroy");
   cuda_check(cudaStreamDestroy(ctx.stream), "cudaStreamDestroy");
   memset(&ctx, 0, sizeof ctx);
 }

@@ -103,8 +103,10 @@ void cuda_linear_fwd(int rows, int out, int in, const float *x, const float *w, 
                      float *y, float *ws, size_t ws_n);
 
 /* ---- the linear forwards with cuBLASLt epilogues (cuda_lt.c) */
-void cuda_lt_open(void);  /* the cuBLASLt handle, at the backend's open */
-void cuda_lt_close(void);
+/* the cuBLASLt handle, made at the backend's open and freed at its close (cublasLtCreate's and cublasLtDestroy's
+ * status: the caller checks it, after the device-wide lock it calls them under) */
+cublasStatus_t cuda_lt_open(void);
+cublasStatus_t cuda_lt_close(void);
 /* y (rows, out) = x (rows, in) w (out, in)^T + b (out) with the bias in the product's epilogue; with
  * pre, also GELU: pre = that sum, kept, and y = gelu(pre) (b may then be NULL). Returns 1 when queued,
  * 0 (nothing queued) when the setting, the shape, the operands' alignment or cuBLASLt's heuristic

@@ -59,14 +59,15 @@ static _Thread_local struct {
   backend_epilogue_counts_t n;
 } lt;
 
-void cuda_lt_open(void) {
+cublasStatus_t cuda_lt_open(void) {
   memset(&lt, 0, sizeof lt);
-  cuda_check_blas(cublasLtCreate(&lt.handle), "cublasLtCreate");
+  return cublasLtCreate(&lt.handle);
 }
 
-void cuda_lt_close(void) {
-  if (lt.handle) cuda_check_blas(cublasLtDestroy(lt.handle), "cublasLtDestroy");
+cublasStatus_t cuda_lt_close(void) {
+  const cublasStatus_t e = lt.handle ? cublasLtDestroy(lt.handle) : CUBLAS_STATUS_SUCCESS;
   memset(&lt, 0, sizeof lt);
+  return e;
 }
 
 backend_epilogue_counts_t cuda_lt_counts(void) { return lt.n; }

@@ -361,16 +361,19 @@ mux_alone() {
 }
 mux_burst_alone="$(mux_alone "feedback device") (feedback device), $(mux_alone "feedback off") (feedback off), \
 $(mux_alone "waits spinning") (waits spinning)"
-mux_gpt_mps="no MPS on this machine"
-mux_burst_mps="no MPS on this machine"
 summary
 if mps_start; then
   mux_gpt_mps=$(mux_pair mps)
   if [ "$mux_burst" != failed ]; then # the two-process pair again (MUX_PAIR_ONLY), where mux.gpu ran it
     MUX_PAIR_ONLY=1 limited "$limit" sh "$src/tests/gpu/mux.gpu" >"$logs/mux-mps.tap" 2>&1
     mux_burst_mps="$(sed -n 's/^# //p' "$logs/mux-mps.tap" | mux_row) ($(grep -c "^ok " "$logs/mux-mps.tap") ok, $(grep -c "^not ok " "$logs/mux-mps.tap") not ok)"
+  else
+    mux_burst_mps="not run (mux.gpu's two-process pair did not run or failed)"
   fi
   mps_stop
+else
+  mux_gpt_mps="no MPS on this machine"
+  mux_burst_mps=$mux_gpt_mps
 fi
 echo "device-check: multiplexing: gpt $mux_gpt, in-process $mux_gpt_thread, as graphs $mux_gpt_graphs; burst $mux_burst, in-process $mux_burst_thread, as graphs $mux_burst_graphs, graphs with spinning waits $mux_burst_spin, alone as a foreground $mux_burst_alone; under MPS: gpt $mux_gpt_mps; burst $mux_burst_mps ($(elapsed) s)"
 

@@ -1970,8 +1970,8 @@ static void test_own_gemm(void) {
   }
   test_gemm_tn_rows(70, 90, 2100, 2); /* weight gradients: blocks of 1024 rows on the own kernel */
   /* cuda (its float partials, 2 blocks here, in 2 parts of C's rows: src/backend/tn_parts.h); the cpu's parts are
-   * tests/test_gemm_order's, bit for bit, without this product's 2.3 G multiply-adds in ref (about 12 s on the host:
-   * once, onto a random C, not also the accumulation checks' two more; the case above makes those) */
+   * tests/test_gemm_order's, bit for bit, without this product's 2.3 G multiply-adds in ref (14 s on an AMD EPYC
+   * core: once, onto a random C, not also the accumulation checks' two more; the case above makes those) */
   if (managed) test_gemm_tn_rows_range(1500, 1500, 1025, 1, -1, 1, 1);
   if (managed) return;
   const int M = 241, N = 47, K = 513;
@@ -2184,7 +2184,7 @@ int main(int argc, char **argv) {
      * tail (70 = a tile + 6), at GPT-2 124M's context and head size (1024, 64) and at hs 16; hs 40
      * (not a multiple of 16) takes the fp32 kernels: 1e-5; then the WMMA kernels in 64-row tiles
      * (wmma) and in 32-row tiles (wmma32), at T = 200 (3 tiles of 64 and a tail, 6 of 32 and a tail)
-     * instead of 1024, whose ref took about 20 s a setting on the host */
+     * instead of 1024, whose ref took about 27 s a setting on an AMD EPYC core (4 backwards of 6.4 s) */
     agree_tol = BF16_ATT_TOL;
     test_attention(2, 70, 128, 2);
     test_attention(2, 1024, 256, 4);

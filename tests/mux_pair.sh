@@ -54,5 +54,5 @@ resume_in_process() {
 # exited_ok RC OUT WHAT: the check that a run exited 0 (its output's last lines shown when not)
 exited_ok() {
   tap_ok "$1" "$3: exit $1"
-  [ "$1" = 0 ] || tap_diag "$(grep -av '^#\|^  \|^[a-z_0-9]* = ' "$2" | tail -15)"
+  [ "$1" = 0 ] || tap_diag "$(shown "$2" | tail -15)"
 }

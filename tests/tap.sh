@@ -93,3 +93,9 @@ log_worst_rel() {
 }
 # at_most VALUE BOUND: status 0 when VALUE is a number no larger than BOUND
 at_most() { [ "$1" != missing ] && awk -v v="$1" -v b="$2" 'BEGIN { exit !(v <= b) }'; }
+# unlabelled FILE: surge-train's output without the "[job] " its lines start with where two jobs
+# share it (core/say.h: "[foreground] ", "[background of rank 1] ")
+unlabelled() { sed 's/^\[[^]]*\] //' "$1"; }
+# shown FILE: the lines of surge-train's output worth showing (its resolved decks and layer tables
+# left out)
+shown() { unlabelled "$1" | grep -av '^#\|^  \|^[a-z_0-9]* = \|^\[[a-z]*\]$\|^$'; }

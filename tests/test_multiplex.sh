@@ -72,7 +72,7 @@ counted=$?
 [ $fell = 0 ] && [ $counted = 0 ]
 tap_ok $? "the backgrounds train beside the foreground; the one beside the rank left out: its loss falls over $(h5vals "$tap_tmp/outb1/log.h5" /metrics/loss | wc -l) steps"
 [ $fell = 0 ] || tap_diag "its loss did not fall: $(h5vals "$tap_tmp/outb1/log.h5" /metrics/loss | tr '\n' ' ')"
-[ $counted = 0 ] || tap_diag "the foreground's log counts no background samples: $(grep -h "^multiplex (" "$tap_tmp/outmpmd.txt" | tr '\n' ' ')"
+[ $counted = 0 ] || tap_diag "the foreground's log counts no background samples: $(unlabelled "$tap_tmp/outmpmd.txt" | grep "^multiplex (" | tr '\n' ' ')"
 same "$tap_tmp/outfg/model.h5" "$tap_tmp/outsolo/model.h5"
 tap_ok $? "and the foreground's parameters = the same plan alone ($(cat "$tap_tmp/cmp.txt"))"
 ended=0
@@ -125,7 +125,7 @@ rc=$?
 timeout 300 "$mpiexec" -n 2 $BG -D run.steps=30 -D "run.out_dir=$tap_tmp/bcsolo" >"$tap_tmp/bcsolo.txt" 2>&1
 [ $rc = 0 ] && same "$tap_tmp/bc/model.h5" "$tap_tmp/bcsolo/model.h5"
 tap_ok $? "a 2-rank background that continues after its foreground: 30 steps = standalone (exit $rc; $(cat "$tap_tmp/cmp.txt"))"
-[ $rc = 0 ] || tap_diag "$(grep -av "^  \|^#\|^\[\|^[a-z_]* = " "$tap_tmp/cont.txt" | tail -15)"
+[ $rc = 0 ] || tap_diag "$(shown "$tap_tmp/cont.txt" | tail -15)"
 h5vals "$tap_tmp/bc/log.h5" /events/text | grep -q "the foreground ended: continuing at full speed"
 tap_ok $? "and its log says when it went on at full speed"
 n=$(grep -a "pieces through the gate" "$tap_tmp/cont.txt" | sed 's/.*pieces through the gate \([0-9]*\).*/\1/')

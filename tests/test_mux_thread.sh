@@ -32,8 +32,15 @@ same "$tap_tmp/bg/bg0/model.h5" "$tap_tmp/bgsolo/model.h5"
 tap_ok $? "rank 0's background (out_dir/bg0), 25 steps = its deck alone ($(cat "$tap_tmp/cmp.txt"))"
 same "$tap_tmp/bg/bg1/model.h5" "$tap_tmp/bgsolo/model.h5"
 tap_ok $? "rank 1's background (out_dir/bg1), 25 steps = its deck alone ($(cat "$tap_tmp/cmp.txt"))"
-grep -aq "^in-process backgrounds (one per rank): exit status 0 0" "$tap_tmp/cont.txt"
+grep -aq "^\[foreground\] in-process backgrounds (one per rank): exit status 0 0" "$tap_tmp/cont.txt"
 tap_ok $? "the foreground reports both backgrounds' exit status"
+# every line of the shared output names its job: the foreground's, each background thread's (its
+# layer table, data and multiplexing lines, summaries, progress), none unlabelled but blank ones
+! grep -av '^\[foreground\] \|^\[background of rank [01]\] \|^$' "$tap_tmp/cont.txt" | grep -q . &&
+  [ "$(grep -ac '^\[background of rank 1\] model mlp: ' "$tap_tmp/cont.txt")" = 1 ] &&
+  [ "$(grep -ac '^\[background of rank 0\] multiplex (background, channel in-process)' "$tap_tmp/cont.txt")" = 1 ] &&
+  [ "$(grep -ac '^\[foreground\] done: 30 steps' "$tap_tmp/cont.txt")" = 1 ]
+tap_ok $? "every line names its job ($(grep -av '^\[foreground\] \|^\[background of rank [01]\] \|^$' "$tap_tmp/cont.txt" | grep -c .) unlabelled)"
 [ "$(h5attr "$tap_tmp/fg/log.h5" /multiplex/role)" = foreground ] &&
   [ "$(h5attr "$tap_tmp/fg/log.h5" /multiplex/channel)" = in-process ] &&
   [ "$(h5attr "$tap_tmp/bg/bg1/log.h5" /multiplex/role)" = background ] &&
@@ -95,7 +102,7 @@ same "$tap_tmp/bgp/bg0/model.h5" "$tap_tmp/straight/model.h5" && cp "$tap_tmp/cm
   same "$tap_tmp/bgp/bg1/model.h5" "$tap_tmp/straight/model.h5" &&
   grep -aq "\[background of rank 1\] resumed from .*bgp/bg1/checkpoints" "$tap_tmp/resume2.txt"
 tap_ok $? "background processes' checkpoints resume in-process: step $K = a straight run on both ranks (exit $rc; $(cat "$tap_tmp/cmp0.txt" 2>/dev/null); $(cat "$tap_tmp/cmp.txt"))"
-[ $rc = 0 ] || tap_diag "$(grep -av '^#\|^  \|^[a-z_0-9]* = ' "$tap_tmp/resume2.txt" | tail -15)"
+[ $rc = 0 ] || tap_diag "$(shown "$tap_tmp/resume2.txt" | tail -15)"
 
 # ---- SIGTERM (to the ranks, as Slurm sends it) stops both trainers of each process with a checkpoint
 in_process "$tap_tmp/sig.txt" -D run.steps=100000 -D run.print_every=10 -D "run.out_dir=$tap_tmp/fgsig" \
@@ -126,7 +133,7 @@ bg_fails() {
     grep -aq "in-process backgrounds (one per rank): exit status $bf_status" "$tap_tmp/$bf_name.txt" &&
     same "$tap_tmp/fg$bf_name/model.h5" "$tap_tmp/solo/model.h5"
   tap_ok $? "$bf_what: exit $bf_rc, the statuses reported, the foreground's parameters = alone"
-  [ $bf_rc = 0 ] || tap_diag "$(grep -av '^#\|^  \|^[a-z_0-9]* = ' "$tap_tmp/$bf_name.txt" | tail -8)"
+  [ $bf_rc = 0 ] || tap_diag "$(shown "$tap_tmp/$bf_name.txt" | tail -8)"
 }
 bg_fails err "" "[1-9] [1-9]" "a background thread's error is labelled and ends it only" -D bg:run.out_dir=/dev/null/bg
 # a cuda background thread opens its own context (backend/cuda.c: per thread) where a GPU is usable

@@ -38,8 +38,8 @@ same "$tap_tmp/bg/bg0/model.h5" "$tap_tmp/bgsolo/model.h5"
 tap_ok $? "the background (out_dir/bg0), 25 steps = its deck alone on 2 ranks ($(cat "$tap_tmp/cmp.txt"))"
 [ "$(h5vals "$tap_tmp/bg/bg0/log.h5" /ranks/rank | wc -l)" = 2 ] && [ ! -e "$tap_tmp/bg/bg1" ] &&
   [ "$(h5attr "$tap_tmp/bg/bg0/checkpoints/ckpt-00000025.h5" /ranks)" = 2 ] &&
-  grep -aq "^in-process backgrounds (jobs of 2 ranks): exit status 0\$" "$tap_tmp/cont.txt" &&
-  grep -aq "^multiplex: background on channel in-process (2 ranks" "$tap_tmp/cont.txt"
+  grep -aq "^\[foreground\] in-process backgrounds (jobs of 2 ranks): exit status 0\$" "$tap_tmp/cont.txt" &&
+  grep -aq "^\[background of ranks 0-1\] multiplex: background on channel in-process (2 ranks" "$tap_tmp/cont.txt"
 tap_ok $? "one job's files: a log of 2 ranks and a 2-rank checkpoint in out_dir/bg0 (no bg1), one exit status"
 
 # ---- stopped by the foreground's end (priority = idle: nice 19 for a multi-rank job's threads,
@@ -50,7 +50,7 @@ rc=$?
 h5vals "$tap_tmp/bgs/bg0/log.h5" /events/text | grep -q "stopped: the foreground ended" &&
   ls "$tap_tmp/bgs/bg0/checkpoints/"ckpt-*.h5 >/dev/null 2>&1 &&
   [ "$(h5attr "$tap_tmp/bgs/bg0/log.h5" /multiplex/priority)" = "nice 19" ] &&
-  grep -aq "^multiplex: the 2-rank in-process background runs at nice 19, not SCHED_IDLE" "$tap_tmp/stop.txt" &&
+  grep -aq "^\[foreground\] multiplex: the 2-rank in-process background runs at nice 19, not SCHED_IDLE" "$tap_tmp/stop.txt" &&
   grep -aq "resume with: [^ ]*surge-train .*mlp-fmnist.deck .*run.out_dir=$tap_tmp/bgs/bg0 --resume" "$tap_tmp/stop.txt"
 tap_ok $? "on_foreground_end = stop: the 2-rank background stops at nice 19 (said so) with a checkpoint and prints its resume command (exit $rc)"
 # an MPMD pair with a 2-rank background process stopped by its foreground's end
@@ -79,10 +79,10 @@ timeout 300 "$mpiexec" -n 4 $FG -D parallel.mode=dp -D multiplex.placement=threa
   -D "run.out_dir=$tap_tmp/fg4" -D bg:run.steps=25 -D bg:multiplex.on_foreground_end=continue \
   -D bg:multiplex.priority=none -D "bg:run.out_dir=$tap_tmp/bg4" >"$tap_tmp/four.txt" 2>&1
 rc=$?
-[ $rc = 0 ] || tap_diag "$(grep -av '^#\|^  \|^[a-z_0-9]* = ' "$tap_tmp/four.txt" | tail -15)"
+[ $rc = 0 ] || tap_diag "$(shown "$tap_tmp/four.txt" | tail -15)"
 [ $rc = 0 ] && same "$tap_tmp/bg4/bg0/model.h5" "$tap_tmp/bgsolo/model.h5" && cp "$tap_tmp/cmp.txt" "$tap_tmp/cmp0.txt" &&
   same "$tap_tmp/bg4/bg1/model.h5" "$tap_tmp/bgsolo/model.h5" &&
-  grep -aq "^in-process backgrounds (jobs of 2 ranks): exit status 0 0\$" "$tap_tmp/four.txt" &&
+  grep -aq "^\[foreground\] in-process backgrounds (jobs of 2 ranks): exit status 0 0\$" "$tap_tmp/four.txt" &&
   grep -aq "^\[background of ranks 2-3\] " "$tap_tmp/four.txt"
 tap_ok $? "background_ranks = 2 on 4 foreground ranks: two 2-rank jobs, each = the deck alone on 2 ranks (exit $rc; $(cat "$tap_tmp/cmp0.txt" 2>/dev/null); $(cat "$tap_tmp/cmp.txt"))"
 

@@ -9,6 +9,7 @@
 #include "comm/comm.h"
 #include "core/cli.h"
 #include "core/error.h"
+#include "core/say.h"
 #include "io/deck.h"
 #include "io/deck_shared.h"
 #include "io/sweep.h"
@@ -115,6 +116,8 @@ int main(int argc, char **argv) {
   mux_launch_t launch;
   mux_launch_split(asked, &world, &launch);
   if (launch.mpmd) surge_set_job(world.mpi, launch.label);
+  /* two jobs share stdout: this one's lines start with its name (core/say.h) */
+  say_set_label(launch.mpmd ? launch.label : bg_deck ? "foreground" : "");
 
   /* rank 0 validates the deck (every variant of a sweep) before it is shared */
   struct deck_args da = {&cli, variant};
@@ -126,7 +129,6 @@ int main(int argc, char **argv) {
   multiplex_opts_t *mo = cfg_part_rw(&cfg, &multiplex_options);
   mo->role = (int)launch.role;
   snprintf(mo->auto_channel, sizeof mo->auto_channel, "%s", launch.channel);
-  snprintf(mo->job_label, sizeof mo->job_label, "%s", launch.label);
   char *resolved = deck_resolved_text(&cfg);
   surge_info("# resolved deck (%s%s%s)\n%s\n", cli.deck, variant ? ", variant " : "", variant ? variant : "",
              resolved);

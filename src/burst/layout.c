@@ -10,6 +10,7 @@
 #include "burst/plan_text.h"
 #include "burst/profiler.h"
 #include "core/error.h"
+#include "core/say.h"
 #include "sync/shard.h"
 #include "sync/shard_gather.h"
 
@@ -60,8 +61,10 @@ static void plan_burst(burst_layout_t *b, const layout_opts_t *o, const graph_t 
     if (world->rank == 0) {
       burst_plan_t dp;
       burst_plan_data_parallel(g, &prof, &bo, &dp);
-      printf("burst plan from profile %s%s\n", deck->profile_file, deck->plan_file[0] ? " (evaluating the plan file)" : "");
-      burst_plan_print(stdout, g, &b->plan, &dp);
+      say("burst plan from profile %s%s\n", deck->profile_file, deck->plan_file[0] ? " (evaluating the plan file)" : "");
+      say_stream_t table;
+      burst_plan_print(say_open(&table), g, &b->plan, &dp);
+      say_close(&table);
       burst_plan_free(&dp);
     }
     burst_profile_free(&prof);

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/say.h"
+
 /* The job this thread belongs to: MPI_COMM_WORLD, or its half of an MPMD world, or an in-process
  * background's own (every setting here is per thread: a process may run a foreground and an
  * in-process background, doc/multiplexing.md). */
@@ -124,9 +126,8 @@ void surge_info(const char *fmt, ...) {
   if (surge_rank() != 0) return;
   va_list ap;
   va_start(ap, fmt);
-  vprintf(fmt, ap);
+  say_v(fmt, ap);
   va_end(ap);
-  fflush(stdout);
 }
 
 void *surge_malloc_at(size_t bytes, const char *file, int line) {

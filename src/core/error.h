@@ -43,7 +43,7 @@ size_t surge_mul_size(size_t a, size_t b, const char *what);
  * then starts on a line of its own. */
 void surge_set_partial_line(int partial);
 
-/* Verbosity of informational output: messages print on rank 0 only. */
+/* Informational output: rank 0 of the job says it (core/say.h: the thread's label before each line). */
 void surge_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int surge_rank(void); /* this process's rank in its job, 0 when MPI is not initialised */
 /* The calling thread's job communicator when MPI_COMM_WORLD holds two jobs (mux/launch.h) or the

@@ -1,5 +1,6 @@
 libsurge_a_SOURCES += \
   src/core/error.c src/core/error.h \
+  src/core/say.c src/core/say.h \
   src/core/rng.c src/core/rng.h \
   src/core/slab.c src/core/slab.h \
   src/core/state.c src/core/state.h \
@@ -15,3 +16,7 @@ check_PROGRAMS += tests/test_pace
 tests_test_pace_SOURCES = tests/test_pace.c
 tests_test_pace_LDADD = $(SURGE_LIBS)
 TESTS += tests/test_pace
+check_PROGRAMS += tests/test_say
+tests_test_say_SOURCES = tests/test_say.c
+tests_test_say_LDADD = $(SURGE_LIBS)
+TESTS += tests/test_say

@@ -30,8 +30,6 @@ typedef struct multiplex_opts {
   /* set by surge-train's command line and launch (mux/launch.h), not by deck keys */
   int role;                     /* mux_role_t: --foreground, --background, or MPMD partner */
   char auto_channel[72];        /* MPMD with a background: the channel all its jobs agreed on */
-  char job_label[48];           /* MPMD: this job's name in shared output ("background", "job 2"), an
-                                 * in-process background's ("background of rank 1"); "" alone */
   struct mux_shm *in_process;   /* placement = thread: the channel between this rank's two threads */
   int host_local_rank;          /* placement = thread, background: its foreground rank's index on its node,
                                  * which picks the GPU both threads share ([backend] device = -1) */

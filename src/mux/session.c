@@ -29,6 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/say.h"
 #include "mux/mux_impl.h"
 
 enum { SESSION_NICE = 19 };
@@ -111,30 +112,27 @@ void mux_lower_session(const mux_side_t *partner) {
   int32_t n = atomic_load(&partner->autogroup_bytes);
   if (n > 1 && n <= MUX_AUTOGROUP_BYTES) memcpy(theirs, partner->autogroup, (size_t)n);
   if (n <= 1 || n > MUX_AUTOGROUP_BYTES || theirs[n - 1] != '\0') {
-    printf("multiplex: background (pid %ld): its session's autogroup %s stays at nice %d: its foreground (pid %lld) "
-           "published no autogroup of its own (its /proc/self/autogroup could not be read), so whether they "
-           "share a group is unknown (doc/multiplexing.md)\n",
-           (long)getpid(), mine, my_nice, partner_pid);
-    fflush(stdout);
+    say("multiplex: background (pid %ld): its session's autogroup %s stays at nice %d: its foreground (pid %lld) "
+        "published no autogroup of its own (its /proc/self/autogroup could not be read), so whether they "
+        "share a group is unknown (doc/multiplexing.md)\n",
+        (long)getpid(), mine, my_nice, partner_pid);
     return;
   }
   if (strcmp(mine, theirs) == 0 || my_nice >= SESSION_NICE) return;
   int err = write_own_nice(SESSION_NICE);
   if (err) {
-    printf("multiplex: background (pid %ld): its session's autogroup %s stays at nice %d, not lowered to %d: the "
-           "kernel refused (%s; its foreground, pid %lld, is in %s, which the kernel weighs as an equal; "
-           "doc/multiplexing.md)\n",
-           (long)getpid(), mine, my_nice, SESSION_NICE, strerror(err), partner_pid, theirs);
-    fflush(stdout);
+    say("multiplex: background (pid %ld): its session's autogroup %s stays at nice %d, not lowered to %d: the "
+        "kernel refused (%s; its foreground, pid %lld, is in %s, which the kernel weighs as an equal; "
+        "doc/multiplexing.md)\n",
+        (long)getpid(), mine, my_nice, SESSION_NICE, strerror(err), partner_pid, theirs);
     return;
   }
   restore_nice = my_nice;
   atexit(put_back);
-  printf("multiplex: background (pid %ld): its session's autogroup %s set to nice %d (was %d) until it exits: its "
-         "foreground (pid %lld) is in %s, and the kernel weighs sessions as equals whatever their threads' "
-         "priority (doc/multiplexing.md)\n",
-         (long)getpid(), mine, SESSION_NICE, my_nice, partner_pid, theirs);
-  fflush(stdout);
+  say("multiplex: background (pid %ld): its session's autogroup %s set to nice %d (was %d) until it exits: its "
+      "foreground (pid %lld) is in %s, and the kernel weighs sessions as equals whatever their threads' "
+      "priority (doc/multiplexing.md)\n",
+      (long)getpid(), mine, SESSION_NICE, my_nice, partner_pid, theirs);
 #else
   (void)partner;
 #endif

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/say.h"
 #include "compress/options.h"
 #include "pipe/exec.h"
 #include "pipe/options.h"
@@ -402,8 +403,7 @@ layout_t *pipe_layout_build(const layout_opts_t *o, const graph_t *g, const back
   if (world->rank == 0 && compress_any(&co)) {
     char text[1024];
     pipe_compress_summary(&pl->ex, text, sizeof text);
-    printf("%s\n", text);
-    fflush(stdout);
+    say("%s\n", text);
   }
   make_pieces(pl, g);
   init_params(pl, g, o->seed);

@@ -10,6 +10,7 @@
 #include "backend/options.h"
 #include "core/cli.h"
 #include "core/error.h"
+#include "core/say.h"
 #include "io/deck_shared.h"
 #include "io/h5serial.h"
 #include "io/sweep.h"
@@ -42,6 +43,7 @@ static void escape(int exit_code) {
 static void *background_main(void *arg) {
   train_inproc_t *b = arg;
   surge_set_job(b->world.mpi, b->label);
+  say_set_label(b->label); /* its lines on the stdout it shares with its foreground */
   /* a multi-rank job: its other ranks may wait for this one in a collective, holding their process's
    * HDF5 lock, so an error ends the processes, as it ends a separate job (no escape); its collective
    * io takes the HDF5 locks of all its ranks at once (io/h5serial.h) */
@@ -171,7 +173,6 @@ train_inproc_t *train_inproc_start(const inproc_args_t *a, config_t *fg_cfg, con
   b->channel = mux_channel_in_process();
   fg_mo->role = MUX_ROLE_FOREGROUND;
   fg_mo->in_process = b->channel;
-  snprintf(fg_mo->job_label, sizeof fg_mo->job_label, "foreground"); /* the two share stdout: lines, not a bar */
   multiplex_opts_t *bg_mo = cfg_part_rw(&b->cfg, &multiplex_options);
   bg_mo->role = MUX_ROLE_BACKGROUND;
   bg_mo->in_process = b->channel;
@@ -184,14 +185,13 @@ train_inproc_t *train_inproc_start(const inproc_args_t *a, config_t *fg_cfg, con
      * MPI, train/multiplex.c). */
     snprintf(bg_mo->priority, sizeof bg_mo->priority, "nice");
     if (world->rank == 0)
-      printf("multiplex: the %d-rank in-process background runs at nice 19, not SCHED_IDLE ([multiplex] priority "
-             "= idle): a multi-rank job's thread waits inside MPI, which its foreground must not starve\n", n);
+      say("multiplex: the %d-rank in-process background runs at nice 19, not SCHED_IDLE ([multiplex] priority "
+          "= idle): a multi-rank job's thread waits inside MPI, which its foreground must not starve\n", n);
   }
   if (n == 1)
     snprintf(b->label, sizeof b->label, "background of rank %d", world->rank);
   else
     snprintf(b->label, sizeof b->label, "background of ranks %d-%d", job * n, job * n + n - 1);
-  snprintf(bg_mo->job_label, sizeof bg_mo->job_label, "%s", b->label);
   b->resume_cmd = resume_command(a, out);
   comm_split(world, job, world->rank, &b->world); /* made here, collective over the foreground's ranks */
   surge_side_threads(1);
@@ -208,18 +208,17 @@ int train_inproc_join(train_inproc_t *b, comm_t *world) {
   int worst = 0, n = b->world.size;
   if (world->rank == 0) {
     if (n == 1)
-      printf("in-process backgrounds (one per rank): exit status");
+      say("in-process backgrounds (one per rank): exit status");
     else
-      printf("in-process backgrounds (jobs of %d ranks): exit status", n);
+      say("in-process backgrounds (jobs of %d ranks): exit status", n);
     for (int j = 0; j < world->size / n; j++) { /* a job's: its ranks' largest */
       int s = 0;
       for (int r = j * n; r < j * n + n; r++)
         if ((int)status[r] > s) s = (int)status[r];
-      printf(" %d", s);
+      say(" %d", s);
       if (s > worst) worst = s;
     }
-    printf("\n");
-    fflush(stdout);
+    say("\n");
   }
   free(status);
   comm_free(&b->world);

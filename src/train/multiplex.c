@@ -7,6 +7,7 @@
 
 #include "backend/options.h"
 #include "core/error.h"
+#include "core/say.h"
 #include "core/timer.h"
 #include "mux/launch.h"
 #include "mux/mux_log.h"
@@ -137,8 +138,8 @@ void run_mux_begin(run_mux_t *x, trainer_t *t, const deck_t *deck) {
   mux_launch_rendezvous();
   if (mo->auto_channel[0]) mux_forget_name(); /* MPMD: every job is attached now */
   if (t->world->rank == 0)
-    printf("multiplex: %s on channel %s (%d rank%s; CPU priority %s; device: %s)\n", mux_role_name(x->role),
-           x->channel, t->world->size, t->world->size == 1 ? "" : "s", x->priority, x->device_priority);
+    say("multiplex: %s on channel %s (%d rank%s; CPU priority %s; device: %s)\n", mux_role_name(x->role),
+        x->channel, t->world->size, t->world->size == 1 ? "" : "s", x->priority, x->device_priority);
 }
 
 void run_mux_step_begin(run_mux_t *x) {
@@ -284,32 +285,32 @@ void run_mux_end(run_mux_t *x, trainer_t *t) {
   run_mux_info(x, &t->cfg, &info);
   if (t->world->rank == 0) {
     char fg[48], bg[48], total[48];
-    printf("multiplex (%s, channel %s): foreground %s, background %s, total %s\n", info.role, x->channel,
-           rate_text(info.fg_samples_per_sec, fg, sizeof fg), rate_text(info.bg_samples_per_sec, bg, sizeof bg),
-           rate_text(info.total_samples_per_sec, total, sizeof total));
+    say("multiplex (%s, channel %s): foreground %s, background %s, total %s\n", info.role, x->channel,
+        rate_text(info.fg_samples_per_sec, fg, sizeof fg), rate_text(info.bg_samples_per_sec, bg, sizeof bg),
+        rate_text(info.total_samples_per_sec, total, sizeof total));
     if (x->role == MUX_ROLE_FOREGROUND && x->baseline_sps > 0)
-      printf("foreground slowdown %.3f against the foreground-only run %s (%.1f samples/s)\n", info.fg_slowdown,
-             multiplex_opts(&t->cfg)->baseline, x->baseline_sps);
+      say("foreground slowdown %.3f against the foreground-only run %s (%.1f samples/s)\n", info.fg_slowdown,
+          multiplex_opts(&t->cfg)->baseline, x->baseline_sps);
     else if (x->role == MUX_ROLE_FOREGROUND && isfinite(info.fg_slowdown))
-      printf("foreground slowdown %.3f (mean step with a background partner / without: %ld and %ld steps)\n",
-             info.fg_slowdown, x->with_n, x->without_n);
+      say("foreground slowdown %.3f (mean step with a background partner / without: %ld and %ld steps)\n",
+          info.fg_slowdown, x->with_n, x->without_n);
     else if (x->role == MUX_ROLE_FOREGROUND)
-      printf("foreground slowdown: not measured (%ld steps had a background partner, %ld had none; give the log "
-             "of a foreground-only run as [multiplex] baseline)\n", x->with_n, x->without_n);
+      say("foreground slowdown: not measured (%ld steps had a background partner, %ld had none; give the log "
+          "of a foreground-only run as [multiplex] baseline)\n", x->with_n, x->without_n);
     else {
       char slow[64] = "not measured by the foreground";
       if (isfinite(info.fg_slowdown)) snprintf(slow, sizeof slow, "%.3f (as the foreground measured it)", info.fg_slowdown);
       mux_counters_t me, fg;
       mux_read(&me, &fg);
-      printf("paused %.0f%% of the time waiting for the foreground (CPU priority %s); pieces through the gate %.0f; "
-             "foreground slowdown %s\n", x->run_sec > 0 ? 100.0 * x->paused_sec / x->run_sec : 0.0, x->priority,
-             me.bg_pieces, slow);
+      say("paused %.0f%% of the time waiting for the foreground (CPU priority %s); pieces through the gate %.0f; "
+          "foreground slowdown %s\n", x->run_sec > 0 ? 100.0 * x->paused_sec / x->run_sec : 0.0, x->priority,
+          me.bg_pieces, slow);
     }
   }
   mux_detach(); /* (a background's last recorded piece is launched here) */
   if (x->role == MUX_ROLE_BACKGROUND && graphs_on(&t->cfg) && t->world->rank == 0) {
     const backend_context_t *c = t->be->context();
-    printf("pieces recorded as CUDA graphs: %ld launched (%ld built, %ld updated in place), %ld recordings cut short "
-           "by a wait\n", c->graphs_launched, c->graphs_built, c->graphs_updated, c->graphs_cut);
+    say("pieces recorded as CUDA graphs: %ld launched (%ld built, %ld updated in place), %ld recordings cut short "
+        "by a wait\n", c->graphs_launched, c->graphs_built, c->graphs_updated, c->graphs_cut);
   }
 }

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "core/error.h"
+#include "core/say.h"
 
 void progress_init(progress_t *p, long total_steps, long samples_per_step, long print_every) {
   memset(p, 0, sizeof *p);
@@ -14,10 +15,7 @@ void progress_init(progress_t *p, long total_steps, long samples_per_step, long 
   p->tty = surge_rank() == 0 && isatty(fileno(stdout));
 }
 
-void progress_share_output(progress_t *p, const char *label) {
-  p->tty = 0;
-  snprintf(p->label, sizeof p->label, "[%.48s] ", label);
-}
+void progress_share_output(progress_t *p) { p->tty = 0; }
 
 void progress_format_duration(double sec, char *buf, int n) {
   long s = sec > 0 ? (long)(sec + 0.5) : 0;
@@ -55,7 +53,7 @@ void progress_step(progress_t *p, const train_stats_t *s) {
   if (s->step % p->print_every == 0 || s->step == p->total_steps) {
     format_line(p, s, 1e3 * p->window_sec / (double)p->window_steps, line, sizeof line);
     clear_bar(p);
-    printf("%s%s\n", p->label, line);
+    say("%s\n", line);
     p->window_sec = 0;
     p->window_steps = 0;
   } else if (p->tty) {
@@ -76,17 +74,15 @@ void progress_eval(progress_t *p, long step, const eval_stats_t *e, const char *
   if (surge_rank() != 0) return;
   clear_bar(p);
   if (token_unit)
-    printf("%seval step %ld | validation loss %.4f nats/%s | next-%s accuracy %.2f%% | %ld sequences\n", p->label,
-           step, e->loss, token_unit, token_unit, 100.0 * e->accuracy, e->samples);
+    say("eval step %ld | validation loss %.4f nats/%s | next-%s accuracy %.2f%% | %ld sequences\n", step, e->loss,
+        token_unit, token_unit, 100.0 * e->accuracy, e->samples);
   else
-    printf("%seval step %ld | test loss %.4f | test accuracy %.2f%% | %ld samples\n", p->label, step, e->loss,
-           100.0 * e->accuracy, e->samples);
-  fflush(stdout);
+    say("eval step %ld | test loss %.4f | test accuracy %.2f%% | %ld samples\n", step, e->loss, 100.0 * e->accuracy,
+        e->samples);
 }
 
 void progress_note(progress_t *p, const char *line) {
   if (surge_rank() != 0) return;
   clear_bar(p);
-  printf("%s%s\n", p->label, line);
-  fflush(stdout);
+  say("%s\n", line);
 }

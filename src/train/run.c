@@ -7,6 +7,7 @@
 
 #include "backend/options.h"
 #include "core/error.h"
+#include "core/say.h"
 #include "io/checkpoint.h"
 #include "io/log.h"
 #include "io/strbuf.h"
@@ -35,23 +36,24 @@ static void install_stop_handlers(void) {
 
 static void report_setup(const trainer_t *t) {
   if (surge_rank() != 0) return;
-  printf("model %s: %zu parameters, %.2f MFLOP forward per sample, %d nodes\n", t->cfg.zoo,
-         t->g.params.total, graph_flops_per_sample(&t->g) / 1e6, t->g.n);
-  graph_print(&t->g, stdout);
+  say("model %s: %zu parameters, %.2f MFLOP forward per sample, %d nodes\n", t->cfg.zoo, t->g.params.total,
+      graph_flops_per_sample(&t->g) / 1e6, t->g.n);
+  say_stream_t table;
+  graph_print(&t->g, say_open(&table));
+  say_close(&table);
   const int bf16 = strcmp(t->be->context()->precision, "bf16") == 0;
-  printf("data %s: %llu training samples, %llu %s samples; global batch %ld on %d rank%s (%s); backend %s "
-         "(%d thread%s per rank%s)\n",
-         dataset_name(t->ds), (unsigned long long)dataset_size(t->ds, SPLIT_TRAIN),
-         (unsigned long long)dataset_size(t->ds, SPLIT_TEST), dataset_is_tokens(t->ds) ? "validation" : "test",
-         t->cfg.global_batch, t->world->size, t->world->size == 1 ? "" : "s", t->cfg.parallel_mode, t->be->name,
-         backend_deck(&t->cfg)->threads, backend_deck(&t->cfg)->threads == 1 ? "" : "s", bf16 ? ", bf16 products" : "");
+  say("data %s: %llu training samples, %llu %s samples; global batch %ld on %d rank%s (%s); backend %s (%d thread%s "
+      "per rank%s)\n",
+      dataset_name(t->ds), (unsigned long long)dataset_size(t->ds, SPLIT_TRAIN),
+      (unsigned long long)dataset_size(t->ds, SPLIT_TEST), dataset_is_tokens(t->ds) ? "validation" : "test",
+      t->cfg.global_batch, t->world->size, t->world->size == 1 ? "" : "s", t->cfg.parallel_mode, t->be->name,
+      backend_deck(&t->cfg)->threads, backend_deck(&t->cfg)->threads == 1 ? "" : "s", bf16 ? ", bf16 products" : "");
   if (bf16 && strcmp(t->be->name, "cpu") == 0 && backend_deck(&t->cfg)->threads > 1)
-    printf("note: in bf16 the cpu backend multiplies on its own kernels: [backend] threads = %d splits their matrix "
-           "products; the direct convolutions and the other ops run on one thread (doc/design.md, \"bf16 on the "
-           "host\")\n",
-           backend_deck(&t->cfg)->threads);
-  if (t->layout->note) printf("%s\n", t->layout->note);
-  fflush(stdout);
+    say("note: in bf16 the cpu backend multiplies on its own kernels: [backend] threads = %d splits their matrix "
+        "products; the direct convolutions and the other ops run on one thread (doc/design.md, \"bf16 on the "
+        "host\")\n",
+        backend_deck(&t->cfg)->threads);
+  if (t->layout->note) say("%s\n", t->layout->note);
 }
 
 /* The log row of a step: the step's bytes summed over ranks, the slowest rank's step time, and with
@@ -109,55 +111,55 @@ static void checkpoint_now(trainer_t *t, run_log_t *log, progress_t *p, const ch
  * (exact, where the memory line above rounds to MiB), rank order: the peak at exit and at the end of the
  * last step (before the final evaluation and checkpoint), the resident memory before the model existed,
  * the training state and, of it, the activations. cols: (ranks, stride) as gathered, columns 2..6. */
-static void memory_by_rank(const char *label, const double *cols, int stride, int ranks) {
+static void memory_by_rank(const double *cols, int stride, int ranks) {
   static const char *const names[] = {"peak", "steps peak", "before model", "state", "activations"};
-  printf("%smemory by rank (bytes):", label);
+  say("memory by rank (bytes):");
   for (int q = 0; q < 5; q++) {
-    printf("%s %s", q ? ";" : "", names[q]);
-    for (int r = 0; r < ranks; r++) printf(" %.0f", cols[stride * r + 2 + q]);
+    say("%s %s", q ? ";" : "", names[q]);
+    for (int r = 0; r < ranks; r++) say(" %.0f", cols[stride * r + 2 + q]);
   }
-  printf("\n");
+  say("\n");
 }
 
 /* Each rank's activation gradients in shared buffers (model_t.pool: those never live at once take
  * turns), rank order: the buffers, then the gradients in them. cols: (ranks, stride), columns 7, 8. */
-static void shared_grads(const char *label, const double *cols, int stride, int ranks) {
-  printf("%sactivation gradients per rank: shared buffers", label);
-  for (int r = 0; r < ranks; r++) printf(" %.0f", cols[stride * r + 7]);
-  printf(" for gradients");
-  for (int r = 0; r < ranks; r++) printf(" %.0f", cols[stride * r + 8]);
-  printf("\n");
+static void shared_grads(const double *cols, int stride, int ranks) {
+  say("activation gradients per rank: shared buffers");
+  for (int r = 0; r < ranks; r++) say(" %.0f", cols[stride * r + 7]);
+  say(" for gradients");
+  for (int r = 0; r < ranks; r++) say(" %.0f", cols[stride * r + 8]);
+  say("\n");
 }
 
 /* A count per rank, rank order, after `text`, where some rank's is not 0. cols: (ranks, stride), column col. */
-static void counts_line(const char *label, const char *text, const double *cols, int stride, int ranks, int col) {
+static void counts_line(const char *text, const double *cols, int stride, int ranks, int col) {
   double any = 0;
   for (int r = 0; r < ranks; r++) any += cols[stride * r + col];
   if (!any) return;
-  printf("%s%s", label, text);
-  for (int r = 0; r < ranks; r++) printf(" %.0f", cols[stride * r + col]);
-  printf("\n");
+  say("%s", text);
+  for (int r = 0; r < ranks; r++) say(" %.0f", cols[stride * r + col]);
+  say("\n");
 }
 
 /* A device backend's memory (rank 0's view of its device; ranks sharing a GPU all count there): the
  * most in use at the end of a step, what was in use before the model (the context, cuBLAS, NCCL, and
  * other processes), and the difference against the training state (the largest rank's). */
-static void device_memory_line(const char *label, const train_memory_t *m, double state_bytes) {
+static void device_memory_line(const train_memory_t *m, double state_bytes) {
   double used = m->dev_peak_bytes - m->dev_before_bytes;
-  printf("%sdevice memory: peak %.1f MiB in use, %.1f MiB before the model, so %.1f MiB for training against a "
-         "training state of %.1f MiB (%.2fx)\n", label, m->dev_peak_bytes / 1048576.0, m->dev_before_bytes / 1048576.0,
+  say("device memory: peak %.1f MiB in use, %.1f MiB before the model, so %.1f MiB for training against a training "
+      "state of %.1f MiB (%.2fx)\n", m->dev_peak_bytes / 1048576.0, m->dev_before_bytes / 1048576.0,
          used / 1048576.0, state_bytes / 1048576.0, state_bytes > 0 ? used / state_bytes : 0.0);
 }
 
 /* Rank 0's linear forwards with and without cuBLASLt's epilogues over the whole run, and its waits
  * for the device a step (a device backend). */
-static void device_use_lines(const char *label, const trainer_t *t) {
+static void device_use_lines(const trainer_t *t) {
   const backend_context_t *c = t->be->context();
   const backend_epilogue_counts_t *n = &c->epilogue_counts;
-  printf("%scuBLASLt epilogues %s: bias in %ld of %ld linear products with a bias, bias + GELU in %ld of %ld linear + "
-         "GELU forwards (rank 0)\n", label, c->epilogues, n->bias, n->bias_all, n->gelu, n->gelu_all);
-  printf("%swaits for the device: %.2f a step (rank 0: uploads, downloads and values read back; a step on 1 rank "
-         "reads its loss and norm in one)\n", label, t->steps_run ? (double)t->step_waits / (double)t->steps_run : 0.0);
+  say("cuBLASLt epilogues %s: bias in %ld of %ld linear products with a bias, bias + GELU in %ld of %ld linear + GELU "
+      "forwards (rank 0)\n", c->epilogues, n->bias, n->bias_all, n->gelu, n->gelu_all);
+  say("waits for the device: %.2f a step (rank 0: uploads, downloads and values read back; a step on 1 rank reads "
+      "its loss and norm in one)\n", t->steps_run ? (double)t->step_waits / (double)t->steps_run : 0.0);
 }
 
 train_outcome_t train_run(const config_t *cfg, const deck_t *deck, const char *resume_cmd, comm_t *world) {
@@ -179,7 +181,7 @@ train_outcome_t train_run(const config_t *cfg, const deck_t *deck, const char *r
   progress_t p;
   progress_init(&p, cfg->steps, cfg->global_batch, cfg->print_every);
   const multiplex_opts_t *mo = multiplex_opts(cfg);
-  if (mo->job_label[0]) progress_share_output(&p, mo->job_label);
+  if (say_label()[0]) progress_share_output(&p);
   long resumed_at = -1;
   if (cfg->resume) {
     char line[sizeof claim.resume_from + 160];
@@ -296,32 +298,29 @@ train_outcome_t train_run(const config_t *cfg, const deck_t *deck, const char *r
   comm_gather_double(world, mine, MINE, opt, 0, TRAFFIC_OTHER); /* (ranks, MINE) on rank 0 */
   if (world->rank == 0) {
     long done = t.step - (resumed_at > 0 ? resumed_at : 0);
-    printf("%sdone: %ld steps in %s (%.1f ms/step, %.0f samples/s)\n", p.label, done, dur,
-           done ? 1e3 * p.run_sec / (double)done : 0.0,
-           p.run_sec > 0 ? (double)(done * cfg->global_batch) / p.run_sec : 0.0);
+    say("done: %ld steps in %s (%.1f ms/step, %.0f samples/s)\n", done, dur, done ? 1e3 * p.run_sec / (double)done : 0.0,
+        p.run_sec > 0 ? (double)(done * cfg->global_batch) / p.run_sec : 0.0);
     if (tokens)
-      printf("%sfinal validation loss %.4f nats/%s\n", p.label, e.loss, tokens);
+      say("final validation loss %.4f nats/%s\n", e.loss, tokens);
     else
-      printf("%sfinal test accuracy %.2f%%\n", p.label, 100.0 * e.accuracy);
-    printf("%soutput: %s (final parameters), %s (metrics log), %s (checkpoints)\n", p.label, model_path, cfg->log_file,
-           cfg->ckpt_dir);
-    printf("%smemory per rank: training state %.1f MiB (parameters, gradients, optimizer moments, activations of "
-           "%.0f samples), peak %.1f MiB above the data (%.2fx), process peak %.1f MiB (largest of the ranks)\n",
-           p.label, worst[0] / 1048576.0, worst[3], worst[1] / 1048576.0, worst[2], worst[4] / 1048576.0);
-    printf("%soptimizer state per rank: bytes", p.label); /* a sharded optimizer's: each its shard's moments */
-    for (int r = 0; r < world->size; r++) printf(" %.0f", opt[MINE * r]);
-    printf(" for slab floats");
-    for (int r = 0; r < world->size; r++) printf(" %.0f", opt[MINE * r + 1]);
-    printf(" of %zu\n", t.layout->local->total);
-    memory_by_rank(p.label, opt, MINE, world->size);
-    shared_grads(p.label, opt, MINE, world->size);
-    counts_line(p.label, "activations held in bfloat16 per rank ([backend] activations = auto):", opt, MINE,
-                world->size, 9);
-    counts_line(p.label, "add inputs whose gradient is the add's own buffer per rank (no copy):", opt, MINE,
-                world->size, 10);
+      say("final test accuracy %.2f%%\n", 100.0 * e.accuracy);
+    say("output: %s (final parameters), %s (metrics log), %s (checkpoints)\n", model_path, cfg->log_file,
+        cfg->ckpt_dir);
+    say("memory per rank: training state %.1f MiB (parameters, gradients, optimizer moments, activations of %.0f "
+        "samples), peak %.1f MiB above the data (%.2fx), process peak %.1f MiB (largest of the ranks)\n",
+        worst[0] / 1048576.0, worst[3], worst[1] / 1048576.0, worst[2], worst[4] / 1048576.0);
+    say("optimizer state per rank: bytes"); /* a sharded optimizer's: each its shard's moments */
+    for (int r = 0; r < world->size; r++) say(" %.0f", opt[MINE * r]);
+    say(" for slab floats");
+    for (int r = 0; r < world->size; r++) say(" %.0f", opt[MINE * r + 1]);
+    say(" of %zu\n", t.layout->local->total);
+    memory_by_rank(opt, MINE, world->size);
+    shared_grads(opt, MINE, world->size);
+    counts_line("activations held in bfloat16 per rank ([backend] activations = auto):", opt, MINE, world->size, 9);
+    counts_line("add inputs whose gradient is the add's own buffer per rank (no copy):", opt, MINE, world->size, 10);
     if (!t.be->host_memory) {
-      device_memory_line(p.label, &mem, worst[0]);
-      device_use_lines(p.label, &t);
+      device_memory_line(&mem, worst[0]);
+      device_use_lines(&t);
     }
   }
   free(opt);

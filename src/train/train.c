@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "core/events.h"
 #include "core/rss.h"
+#include "core/say.h"
 #include "core/timer.h"
 #include "io/options.h"
 #include "mux/mux.h"
@@ -47,9 +48,9 @@ void trainer_init(trainer_t *t, const config_t *cfg, const deck_t *deck, comm_t 
     const backend_context_t *bc = t->be->context();
     const char *how = comm_use_device(world, device_comm_of(cfg), bc->stream);
     if (world->rank == 0)
-      printf("backend %s: %s (device %d of rank 0), %s products, cuBLASLt epilogues %s, attention kernels %s; device "
-             "buffers between ranks: %s\n",
-             t->be->name, bc->device, bc->index, bc->precision, bc->epilogues, bc->attention, how);
+      say("backend %s: %s (device %d of rank 0), %s products, cuBLASLt epilogues %s, attention kernels %s; device "
+          "buffers between ranks: %s\n",
+          t->be->name, bc->device, bc->index, bc->precision, bc->epilogues, bc->attention, how);
   }
   if (cfg->global_batch > INT32_MAX) surge_input_error("[train] global_batch %ld is too large", cfg->global_batch);
   world->bucket_bytes = sync_bucket_bytes(sync_opts(cfg));

@@ -302,9 +302,10 @@ BG="./surge-train $src/inputs/mlp-fmnist.deck $BGKEYS"
 # the same background in the foreground's process ([multiplex] placement = thread)
 IN="--background-deck $src/inputs/mlp-fmnist.deck $(echo $BGKEYS | sed 's/-D /-D bg:/g')"
 # mux_row: from a pair's output, "slowdown S, foreground F samples/s, background B samples/s" (B each
-# background's, in the order of their lines: the burst pair has one beside each rank)
+# background's, in the order of their lines: the burst pair has one beside each rank); the jobs'
+# labels ("[foreground] ", core/say.h) taken off first
 mux_row() {
-  awk '/^multiplex \(foreground/ && match($0, /: foreground [0-9.]+/) { fg = substr($0, RSTART + 13, RLENGTH - 13) }
+  sed 's/^\[[^]]*\] //' | awk '/^multiplex \(foreground/ && match($0, /: foreground [0-9.]+/) { fg = substr($0, RSTART + 13, RLENGTH - 13) }
        /^multiplex \(background/ && match($0, /background [0-9.]+ samples/) {
          bg = bg (bg == "" ? "" : " + ") substr($0, RSTART + 11, RLENGTH - 19) }
        /^foreground slowdown [0-9.]+ against/ { sd = $3 }
@@ -345,7 +346,7 @@ mps_stop() {
 mux_gpt=$(mux_pair plain)
 mux_gpt_thread=$(mux_thread plain plain)
 # with the background's pieces recorded as CUDA graphs ([multiplex] graphs = on), and how many ran
-mux_gpt_graphs="$(mux_thread plain graphs -D bg:multiplex.graphs=on); $(sed -n 's/^pieces recorded as CUDA graphs: //p' \
+mux_gpt_graphs="$(mux_thread plain graphs -D bg:multiplex.graphs=on); $(sed -n 's/^\[[^]]*\] pieces recorded as CUDA graphs: //p' \
   "$logs/mux-thread-graphs.txt" 2>/dev/null)"
 # tests/gpu/mux.gpu's diagnostics: the two-process pair's lines, then the in-process pairs'
 mux_burst=$(sed -n 's/^# //p' "$logs/mux.tap" 2>/dev/null | mux_row)

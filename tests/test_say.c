@@ -1,0 +1,116 @@
+/* A program's lines on standard output (core/say.h): two threads, each with its label, say lines in
+ * pieces at once, as a foreground and its in-process background do; stdout goes to a file:
+ *  - every line arrives whole, its label first, its pieces in order, none lost (a line said in pieces
+ *    with plain printf would interleave with the other thread's);
+ *  - text that ends in several lines, and one longer than say's own buffer, arrives line by line,
+ *    each labelled; an empty line keeps no label; without a label lines arrive as said;
+ *  - say_open / say_close: what a printer wrote to the stream arrives as said. */
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/say.h"
+#include "tap.h"
+
+enum { LINES = 3000 };
+
+static pthread_barrier_t start; /* both threads speak at once */
+
+static void *speaker(void *arg) {
+  const char *name = arg;
+  say_set_label(name);
+  pthread_barrier_wait(&start);
+  for (int i = 0; i < LINES; i++) {
+    say("line %d", i); /* one line in three pieces, the other thread let in between */
+    sched_yield();
+    say(" of %s", name);
+    sched_yield();
+    say_text(" ends\n");
+  }
+  return NULL;
+}
+
+/* stdout into a fresh temporary file while fn runs; returns the file, read back from its start */
+static FILE *captured(void (*fn)(void)) {
+  fflush(stdout);
+  FILE *f = tmpfile();
+  if (!f) exit(99);
+  const int saved = dup(1);
+  dup2(fileno(f), 1);
+  fn();
+  fflush(stdout);
+  dup2(saved, 1);
+  close(saved);
+  rewind(f);
+  return f;
+}
+
+static void two_threads(void) {
+  pthread_t a, b;
+  pthread_barrier_init(&start, NULL, 2);
+  pthread_create(&a, NULL, speaker, "fg");
+  pthread_create(&b, NULL, speaker, "bg");
+  pthread_join(a, NULL);
+  pthread_join(b, NULL);
+  pthread_barrier_destroy(&start);
+}
+
+static void check_threads(void) {
+  FILE *f = captured(two_threads);
+  int next[2] = {0, 0}, bad = 0, total = 0;
+  char line[256], want[256];
+  while (fgets(line, sizeof line, f)) {
+    total++;
+    const int who = strncmp(line, "[bg] ", 5) == 0;
+    const char *name = who ? "bg" : "fg";
+    snprintf(want, sizeof want, "[%s] line %d of %s ends\n", name, next[who], name);
+    if (strcmp(line, want) != 0) {
+      if (bad++ < 3) tap_diag("unexpected line %d: %.80s (wanted %.80s)", total, line, want);
+    } else {
+      next[who]++;
+    }
+  }
+  fclose(f);
+  tap_ok(bad == 0 && next[0] == LINES && next[1] == LINES && total == 2 * LINES,
+         "two threads saying %d lines each in pieces: every line whole, labelled and in order (%d lines, %d "
+         "unexpected)", LINES, total, bad);
+}
+
+static void many_lines(void) {
+  say_set_label("job 2");
+  char big[2000];
+  memset(big, 'x', sizeof big - 1);
+  big[sizeof big - 1] = 0;
+  say("a\n\nb\n%s\n", big);
+  say_set_label(NULL);
+  say("plain\n");
+  say_stream_t s;
+  fprintf(say_open(&s), "from a printer\nand more\n");
+  say_close(&s);
+}
+
+static void check_many_lines(void) {
+  FILE *f = captured(many_lines);
+  char *text = NULL;
+  size_t cap = 0;
+  const ssize_t n = getdelim(&text, &cap, '\0', f);
+  fclose(f);
+  char big[2000];
+  memset(big, 'x', sizeof big - 1);
+  big[sizeof big - 1] = 0;
+  char want[2200];
+  snprintf(want, sizeof want, "[job 2] a\n\n[job 2] b\n[job 2] %s\nplain\nfrom a printer\nand more\n", big);
+  tap_ok(n > 0 && strcmp(text, want) == 0,
+         "several lines in one call, an empty one and one of 2000 bytes: each labelled but the empty one; no "
+         "label: as said; a printer's stream: as written (%zd bytes)", n);
+  free(text);
+}
+
+int main(void) {
+  check_threads();
+  check_many_lines();
+  return tap_done();
+}

@@ -10,7 +10,8 @@ static const cfg_key_t rows[] = {
                    "fashion-mnist: directory; text: file or directory (empty: the default location); tokens: the "
                    "training shards, a glob (shards/x_train_*.bin) or a directory (its *train*.bin)"),
     CFG_STRING_KEY("data", "val_path", val_path, "", 0,
-                   "tokens: the validation shards, a glob or a directory (empty: the *val*.bin of path's directory)"),
+                   "tokens: the validation shards, a glob or a directory (empty: the *val*.bin of path when path is a "
+                   "directory; a path that is a glob needs val_path)"),
     CFG_STRING_KEY("data", "tokenizer", tokenizer, "", 0,
                    "tokens: directory of the vocab.json + merges.txt that made the shards (gives the vocabulary)"),
     CFG_INT_KEY("data", "vocab_size", vocab_size, "0", 0, 65536,

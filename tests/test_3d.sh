@@ -59,6 +59,21 @@ dp_tp=$(h5vals "$tap_tmp/one/log.h5" /metrics/bytes_tp | awk 'NR > 4 { s += $1 }
 [ "$tp_bytes" -gt 0 ] && [ "$dp_tp" = 0 ]
 tap_ok $? "the log counts tensor-parallel traffic in /metrics/bytes_tp: $tp_bytes bytes over 8 steps (0 on 1 rank)"
 
+# scatter-gather ([parallel] scatter_gather, on by default): each tp rank sends its half of an
+# activation or gradient, the receivers all-gather the halves; off: every rank sends the whole tensor.
+# The same parameters bit for bit, half the pipeline's bytes, and the gathers' bytes as tensor-parallel
+# traffic (each receiving rank counts the half it contributes: as many bytes as the halves sent)
+train 8 "$tap_tmp/whole" -D parallel.scatter_gather=false
+h5diff "$tap_tmp/whole/model.h5" "$tap_tmp/straight/model.h5" /params /params >/dev/null 2>&1
+tap_ok $? "scatter_gather = false: bitwise the parameters of the run with it (the default)"
+total() { h5vals "$1/log.h5" "/metrics/bytes_$2" | awk '{ s += $1 } END { printf "%.0f\n", s }'; }
+act=$(total "$tap_tmp/straight" activation) grad=$(total "$tap_tmp/straight" activation_grad)
+act_whole=$(total "$tap_tmp/whole" activation) grad_whole=$(total "$tap_tmp/whole" activation_grad)
+tp_more=$(($(total "$tap_tmp/straight" tp) - $(total "$tap_tmp/whole" tp)))
+[ "$act" -gt 0 ] && [ "$grad" -gt 0 ] && [ $((2 * act)) = "$act_whole" ] && [ $((2 * grad)) = "$grad_whole" ] &&
+  [ "$tp_more" = $((act + grad)) ]
+tap_ok $? "scatter-gather halves the pipeline's bytes at tp 2: activations $act (whole: $act_whole), gradients $grad ($grad_whole); the gathers add $tp_more tensor-parallel bytes"
+
 # the timeline: step 1's passes of rank 0 (stage 0) and rank 4 (stage 1), as "kind:micro-batch"
 log="$tap_tmp/straight/log.h5"
 passes() { # passes RANK

@@ -257,6 +257,14 @@ static void reuse_slot(pipe_exec_t *ex, int k) {
   if (ex->din) be->fill(ex->din + off * row, (size_t)ex->mb_cap * row, 0.0f);
 }
 
+/* The receive of micro-batch k's input into its slot (its rows exactly: scatter-gather splits them). */
+static void post_recv_act(pipe_exec_t *ex, int k) {
+  int lo, B;
+  micro_batch(ex, k, &lo, &B);
+  size_t row = out_floats(&ex->lg, 0), off = (size_t)(k % ex->slots) * (size_t)ex->mb_cap;
+  p2p_post_recv_act(&ex->p2p, k, ex->m.act[0] + off * row, (size_t)B * row);
+}
+
 static double forward_pass(pipe_exec_t *ex, const dataset_t *ds, const uint64_t *ids, int k, float grad_scale,
                            layout_step_t *t) {
   int lo, B, off = (k % ex->slots) * ex->mb_cap, out = ex->lg.n - 1;
@@ -315,8 +323,7 @@ static void backward_pass(pipe_exec_t *ex, int k, int final, layout_step_t *t) {
     m->be->copy(send, ex->din + (size_t)off * row, (size_t)B * row);
     ex->p2p.grad->send(&ex->p2p, k, send, (size_t)B * row);
     if (k + ex->slots < ex->M) /* the slot is free: its next micro-batch may arrive */
-      p2p_post_recv_act(&ex->p2p, k + ex->slots, m->act[0] + (size_t)off * row,
-                        (size_t)ex->mb_cap * row);
+      post_recv_act(ex, k + ex->slots);
   }
 }
 
@@ -357,10 +364,7 @@ void pipe_exec_step(pipe_exec_t *ex, const dataset_t *ds, const uint64_t *ids, f
   if (ex->din) m->be->fill(ex->din, (size_t)m->B_cap * row, 0.0f);
   gradsync_begin(&ex->sync);
   if (!ex->part.first) /* every free slot may receive its micro-batch */
-    for (int k = 0; k < ex->slots && k < ex->M; k++) {
-      int off = k * ex->mb_cap;
-      p2p_post_recv_act(&ex->p2p, k, m->act[0] + (size_t)off * row, (size_t)ex->mb_cap * row);
-    }
+    for (int k = 0; k < ex->slots && k < ex->M; k++) post_recv_act(ex, k);
   for (int i = 0; i < 2 * ex->M; i++) {
     const pipe_op_t *op = &ex->ops[i];
     if (op->pass == PIPE_FORWARD) t->loss += forward_pass(ex, ds, ids, op->mb, grad_scale, t);

@@ -400,6 +400,7 @@ layout_t *pipe_layout_build(const layout_opts_t *o, const graph_t *g, const back
   pipe_exec_init(&pl->ex, g, &d, &G, pl->first_block[G.p], pl->blocks[G.p], o->micro_batches,
                  (pipe_sched_t)pipe_sched_of(grid_of(o)->schedule), (int)o->global_batch, be, world, &sync,
                  &co, o->seed);
+  if (grid_of(o)->scatter_gather && G.tp > 1) pipe_p2p_scatter_gather(&pl->ex.p2p, &pl->ex.tp);
   if (world->rank == 0 && compress_any(&co)) {
     char text[1024];
     pipe_compress_summary(&pl->ex, text, sizeof text);

@@ -12,6 +12,7 @@ typedef struct pipe_opts {
   int tp, pp, dp;        /* tensor, pipeline and data parallel degrees (product: the rank count) */
   char schedule[8];      /* 1f1b | gpipe */
   int stages[PIPE_MAX_STAGE_LIST], nstages; /* blocks per pipeline stage; {0}: balanced by FLOPs */
+  int scatter_gather;    /* pipeline transfers in 1/tp chunks, all-gathered by the receivers (pipe/p2p.h) */
   long timeline_every;   /* log the pipeline timeline every N steps (0: never) */
 } pipe_opts_t;
 

@@ -4,6 +4,13 @@
  * pipeline group (rank in the group = stage). Each wait for a transfer is raised as an event
  * (core/events.h), which the timeline and multiplexing subscribe to.
  *
+ * Scatter-gather (Megatron-LM's scatter_gather_tensors_in_pipeline; [parallel] scatter_gather): the
+ * tensor-parallel ranks of a stage hold the same activation (and the same gradient of the stage's
+ * input), so each sends only its 1/tp contiguous chunk of it, and the receivers all-gather the chunks
+ * over their stage's tensor-parallel group (traffic tp) when the receive completes: the pipeline
+ * carries each tensor once instead of tp times. It applies to activations, evaluation chunks and the
+ * exact gradient transfer; a compressor's messages go whole.
+ *
  * Activation gradients cross stages only through p2p.grad (send, post_recv, wait_recv): the exact
  * transfer here; a compressor of pipeline back-propagation (Optimus-CC's CB) installs its own table,
  * encoding before the send and decoding when the receive completes. Tags: 2 mb for activations,
@@ -38,14 +45,22 @@ struct pipe_p2p {
   comm_request_t *req;   /* (P2P_KINDS, M) */
   unsigned char *live;   /* (P2P_KINDS, M): a request in flight */
   unsigned char *traffic; /* (P2P_KINDS, M): its traffic category */
+  comm_t *tp;            /* scatter-gather over this tensor-parallel group; NULL: whole transfers */
+  float **gather_buf;    /* (P2P_KINDS, M): a chunked receive's whole buffer, gathered at completion */
+  size_t *gather_n;      /* (P2P_KINDS, M): its floats (0: nothing to gather) */
+  size_t *part_off, *part_n; /* (tp size): scratch of the gathers */
   const pipe_grad_ops_t *grad;
   void *grad_state;      /* a compressor's */
 };
 
 void pipe_p2p_init(pipe_p2p_t *p, comm_t *pp, int M);
 void pipe_p2p_free(pipe_p2p_t *p);
+/* Scatter-gather over tp (its size > 1; every transfer's floats then a multiple of it): on every rank
+ * of the job or on none, before the first transfer. */
+void pipe_p2p_scatter_gather(pipe_p2p_t *p, comm_t *tp);
 
-/* Activations: receive micro-batch mb's input from the previous stage, send its output onwards. */
+/* Activations: receive micro-batch mb's input from the previous stage, send its output onwards (n:
+ * the micro-batch's floats, exactly: scatter-gather cuts them in chunks). */
 void p2p_post_recv_act(pipe_p2p_t *p, int mb, float *x, size_t n);
 void p2p_wait_recv_act(pipe_p2p_t *p, int mb);
 void p2p_send_act(pipe_p2p_t *p, int mb, const float *y, size_t n);

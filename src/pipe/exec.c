@@ -121,8 +121,11 @@ static void micro_batch(const pipe_exec_t *ex, int k, int *lo, int *cnt) {
 }
 
 void pipe_exec_init(pipe_exec_t *ex, const graph_t *g, const gpt_dims_t *dims, const pipe_grid_t *grid,
-                    int first_block, int blocks, int M, pipe_sched_t sched, int B, const backend_t *be,
-                    comm_t *world, const gradsync_opts_t *sync, const compress_opts_t *co, uint64_t seed) {
+                    const pipe_exec_opts_t *o, const backend_t *be, comm_t *world, const gradsync_opts_t *sync,
+                    const compress_opts_t *co) {
+  const int first_block = o->first_block, blocks = o->blocks, M = o->M, B = o->B;
+  const pipe_sched_t sched = o->sched;
+  const uint64_t seed = o->seed;
   memset(ex, 0, sizeof *ex);
   ex->co = *co;
   ex->g = g;
@@ -174,6 +177,7 @@ void pipe_exec_init(pipe_exec_t *ex, const graph_t *g, const gpt_dims_t *dims, c
   int cap = 6 * M + 4; /* passes, receive and send waits of every micro-batch, and the syncs */
   pipe_timeline_init(&ex->tl, cap < PIPE_TIMELINE_MAX ? cap : PIPE_TIMELINE_MAX, world->rank, G->p, epoch - offset);
   pipe_p2p_init(&ex->p2p, &ex->pp, M);
+  if (o->scatter_gather && G->tp > 1) pipe_p2p_scatter_gather(&ex->p2p, &ex->tp);
   /* the word embedding: the first stage's table, or the last stage's output weight (its replica) */
   ex->wte = ex->part.first ? ex->lg.l[1].param[0] : ex->part.last ? ex->lg.l[ex->lg.n - 1].param[0] : -1;
   size_t host = surge_mul_size((size_t)window, (size_t)dims->T, "host batch");
@@ -186,11 +190,12 @@ void pipe_exec_init(pipe_exec_t *ex, const graph_t *g, const gpt_dims_t *dims, c
     ex->mb_rows[k] = cnt * dims->T;
   }
   if (co->cb) {
-    pipe_cb_opts_t o = {.be = be, .sched = sched, .width = dims->width, .rank = co->cb_rank, .lep = co->lep,
-                        .epilogue_only = co->epilogue_only, .min_rate = co->min_rate, .rows = ex->mb_rows,
-                        .ring = ex->ring ? ex->ring : 1, .slots = ex->slots, .inputs = ex->m.act[0],
-                        .slot_floats = (size_t)ex->mb_cap * row, .seed = seed, .job = world};
-    pipe_cb_install(&ex->p2p, &o);
+    pipe_cb_opts_t cb = {.be = be, .sched = sched, .width = dims->width, .rank = co->cb_rank, .lep = co->lep,
+                         .parts = pipe_cb_parts(o->scatter_gather, G->tp, dims->T),
+                         .epilogue_only = co->epilogue_only, .min_rate = co->min_rate, .rows = ex->mb_rows,
+                         .ring = ex->ring ? ex->ring : 1, .slots = ex->slots, .inputs = ex->m.act[0],
+                         .slot_floats = (size_t)ex->mb_cap * row, .seed = seed, .job = world};
+    pipe_cb_install(&ex->p2p, &cb);
   }
   make_sync(ex, sync, seed);
 }

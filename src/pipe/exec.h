@@ -95,13 +95,22 @@ typedef struct pipe_exec {
 
 enum { PIPE_DP = 0, PIPE_FE = 1 }; /* pipe_exec_t.groups */
 
-/* Collective over world: the communicators, the part of the stage holding blocks
- * [first_block, first_block + blocks) (the caller checked the grid against the model), its buffers
- * and gradient sync, and the compression co asks for (checked by the caller; its initial factors
- * from seed). B: the global batch (each replica's share holds at least M samples). */
+/* What a stage runs besides the model and its place in the grid. */
+typedef struct pipe_exec_opts {
+  int first_block, blocks; /* its transformer blocks: [first_block, first_block + blocks) */
+  int M;                   /* micro-batches */
+  pipe_sched_t sched;
+  int B;                   /* the global batch (each replica's share holds at least M samples) */
+  int scatter_gather;      /* pipeline transfers in 1/tp chunks, all-gathered by the receivers (pipe/p2p.h) */
+  uint64_t seed;           /* compression's initial factors */
+} pipe_exec_opts_t;
+
+/* Collective over world: the communicators, the part of the stage (the caller checked the grid
+ * against the model), its buffers and gradient sync, and the compression co asks for (checked by
+ * the caller). */
 void pipe_exec_init(pipe_exec_t *ex, const graph_t *g, const gpt_dims_t *dims, const pipe_grid_t *grid,
-                    int first_block, int blocks, int M, pipe_sched_t sched, int B, const backend_t *be,
-                    comm_t *world, const gradsync_opts_t *sync, const compress_opts_t *co, uint64_t seed);
+                    const pipe_exec_opts_t *o, const backend_t *be, comm_t *world, const gradsync_opts_t *sync,
+                    const compress_opts_t *co);
 void pipe_exec_free(pipe_exec_t *ex);
 
 /* Collective: one step's gradients for the global batch ids[0..B) (scaled by grad_scale), summed

@@ -18,12 +18,14 @@ void pipe_compress_summary(const pipe_exec_t *ex, char *buf, size_t n) {
     int sent = 0, all = (G->pp - 1) * ex->M;
     for (int s = 1; s < G->pp; s++)
       for (int k = 0; k < ex->M; k++) sent += pipe_cb_compressed(&ex->p2p, s, k);
-    int rows = ex->mb_rows[0], C = ex->dims.width;
+    const int parts = pipe_cb_parts(ex->p2p.tp != NULL, G->tp, ex->dims.T); /* scatter-gather's */
+    int rows = ex->mb_rows[0] / parts, C = ex->dims.width;
     len += snprintf(buf + len, n - (size_t)len,
                     " cb rank %d (lep %s, %s): %d of %d activation-gradient sends per pipeline and step compressed, "
-                    "a (%d x %d) gradient sent as %zu floats (compression ratio %.1f);",
+                    "%s (%d x %d) gradient sent as %zu floats (compression ratio %.1f);",
                     c->cb_rank, c->lep ? "on" : "off", c->epilogue_only ? "epilogue only" : "every backward", sent,
-                    all, rows, C, psgd_payload(rows, C, c->cb_rank),
+                    all, parts > 1 ? "each tensor-parallel rank's part of a" : "a", rows, C,
+                    psgd_payload(rows, C, c->cb_rank),
                     (double)rows * C / (double)psgd_payload(rows, C, c->cb_rank));
   }
   if (c->fe)

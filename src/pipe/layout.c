@@ -80,13 +80,15 @@ static void check_grid(const layout_opts_t *o, const graph_t *g, const gpt_dims_
 /* [compress] against the shapes (the deck checked it against the grid): a rank no larger than the
  * matrices it approximates. The same on every rank (from the dimensions alone). */
 static void check_compress(const layout_opts_t *o, const compress_opts_t *c, const gpt_dims_t *d) {
-  int tp = grid_of(o)->tp, C = d->width;
+  int tp = grid_of(o)->tp, C = d->width, parts = pipe_cb_parts(grid_of(o)->scatter_gather, tp, d->T);
   long samples = o->global_batch / grid_of(o)->dp / o->micro_batches; /* the smallest micro-batch */
-  long tokens = samples * d->T, cb_max = tokens < C ? tokens : C;
+  long tokens = samples * d->T / parts, cb_max = tokens < C ? tokens : C; /* a rank's part of its rows */
   if (c->cb && c->cb_rank > cb_max)
-    surge_input_error("%s: [compress] cb_rank = %d, but an activation gradient is a (tokens x width) matrix of "
+    surge_input_error("%s: [compress] cb_rank = %d, but an activation gradient%s is a (tokens x width) matrix of "
                       "at most (%ld x %d), of rank at most %ld (hint: cb_rank <= %ld)",
-                      layout_where(o, "compress.cb_rank"), c->cb_rank, tokens, C, cb_max, cb_max);
+                      layout_where(o, "compress.cb_rank"), c->cb_rank,
+                      parts > 1 ? " (a tensor-parallel rank's part of its tokens: [parallel] scatter_gather)" : "",
+                      tokens, C, cb_max, cb_max);
   if (c->sc_stages > 0) {
     int sides[][2] = {{3 * C / tp, C}, {C, C / tp}, {4 * C / tp, C}, {C, 4 * C / tp}, {d->context, C},
                       {d->vocab / tp, C}};
@@ -397,10 +399,11 @@ layout_t *pipe_layout_build(const layout_opts_t *o, const graph_t *g, const back
   pipe_layout_t *pl = xcalloc(1, sizeof *pl);
   make_stages(pl, o, g, &d);
   pipe_grid_t G = pipe_grid_of(grid_of(o)->tp, grid_of(o)->pp, grid_of(o)->dp, world->rank);
-  pipe_exec_init(&pl->ex, g, &d, &G, pl->first_block[G.p], pl->blocks[G.p], o->micro_batches,
-                 (pipe_sched_t)pipe_sched_of(grid_of(o)->schedule), (int)o->global_batch, be, world, &sync,
-                 &co, o->seed);
-  if (grid_of(o)->scatter_gather && G.tp > 1) pipe_p2p_scatter_gather(&pl->ex.p2p, &pl->ex.tp);
+  const pipe_exec_opts_t eo = {.first_block = pl->first_block[G.p], .blocks = pl->blocks[G.p],
+                               .M = o->micro_batches, .sched = (pipe_sched_t)pipe_sched_of(grid_of(o)->schedule),
+                               .B = (int)o->global_batch, .scatter_gather = grid_of(o)->scatter_gather,
+                               .seed = o->seed};
+  pipe_exec_init(&pl->ex, g, &d, &G, &eo, be, world, &sync, &co);
   if (world->rank == 0 && compress_any(&co)) {
     char text[1024];
     pipe_compress_summary(&pl->ex, text, sizeof text);

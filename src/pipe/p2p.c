@@ -77,8 +77,7 @@ static ev_phase_t wait_phase(int kind) {
 
 /* ---- scatter-gather: this rank's chunk of n floats, and the chunks gathered */
 
-/* [*off, *off + *len): all n floats, or with scatter-gather this tensor-parallel rank's 1/tp of them */
-static void chunk_of(const pipe_p2p_t *p, size_t n, size_t *off, size_t *len) {
+void p2p_chunk(const pipe_p2p_t *p, size_t n, size_t *off, size_t *len) {
   *off = 0;
   *len = n;
   if (!p->tp) return;
@@ -90,9 +89,7 @@ static void chunk_of(const pipe_p2p_t *p, size_t n, size_t *off, size_t *len) {
   *off = (size_t)p->tp->rank * *len;
 }
 
-/* Every rank's chunk of buf (n floats, host or device memory) to every rank of the stage's
- * tensor-parallel group. */
-static void gather(pipe_p2p_t *p, float *buf, size_t n) {
+void p2p_gather(pipe_p2p_t *p, float *buf, size_t n) {
   const size_t len = n / (size_t)p->tp->size;
   for (int r = 0; r < p->tp->size; r++) p->part_off[r] = (size_t)r * len, p->part_n[r] = len;
   comm_op_t op;
@@ -100,19 +97,18 @@ static void gather(pipe_p2p_t *p, float *buf, size_t n) {
   comm_op_wait(&op);
 }
 
-/* A receive of kind for mb into buf (n floats): its chunk, the rest gathered at completion. */
-static void irecv_chunk(pipe_p2p_t *p, int kind, int mb, float *buf, size_t n) {
+void p2p_irecv_chunk(pipe_p2p_t *p, int kind, int mb, float *buf, size_t n) {
   size_t off, len;
-  chunk_of(p, n, &off, &len);
+  p2p_chunk(p, n, &off, &len);
   p2p_irecv(p, kind, mb, buf + off, len);
   const size_t s = slot(p, kind, mb);
   p->gather_buf[s] = p->tp ? buf : NULL;
   p->gather_n[s] = p->tp ? n : 0;
 }
 
-static void isend_chunk(pipe_p2p_t *p, int kind, int mb, const float *buf, size_t n) {
+void p2p_isend_chunk(pipe_p2p_t *p, int kind, int mb, const float *buf, size_t n) {
   size_t off, len;
-  chunk_of(p, n, &off, &len);
+  p2p_chunk(p, n, &off, &len);
   p2p_isend(p, kind, mb, buf + off, len);
 }
 
@@ -121,15 +117,15 @@ void p2p_complete(pipe_p2p_t *p, int kind, int mb) {
   if (!p->live[s]) return;
   ev_raise(EV_WAIT, wait_phase(kind), mb); /* a bubble: the stage has nothing to do until it arrives */
   comm_waitall(p->pp, &p->req[s], 1, (traffic_t)p->traffic[s]);
-  if (p->gather_n[s]) gather(p, p->gather_buf[s], p->gather_n[s]); /* (its group waits for its slowest) */
+  if (p->gather_n[s]) p2p_gather(p, p->gather_buf[s], p->gather_n[s]); /* (its group waits for its slowest) */
   ev_raise(EV_WORK, wait_phase(kind), mb);
   p->live[s] = 0;
   p->gather_n[s] = 0;
 }
 
-void p2p_post_recv_act(pipe_p2p_t *p, int mb, float *x, size_t n) { irecv_chunk(p, P2P_RECV_ACT, mb, x, n); }
+void p2p_post_recv_act(pipe_p2p_t *p, int mb, float *x, size_t n) { p2p_irecv_chunk(p, P2P_RECV_ACT, mb, x, n); }
 void p2p_wait_recv_act(pipe_p2p_t *p, int mb) { p2p_complete(p, P2P_RECV_ACT, mb); }
-void p2p_send_act(pipe_p2p_t *p, int mb, const float *y, size_t n) { isend_chunk(p, P2P_SEND_ACT, mb, y, n); }
+void p2p_send_act(pipe_p2p_t *p, int mb, const float *y, size_t n) { p2p_isend_chunk(p, P2P_SEND_ACT, mb, y, n); }
 void p2p_wait_send(pipe_p2p_t *p, int kind, int mb) { p2p_complete(p, kind, mb); }
 
 void p2p_wait_sends(pipe_p2p_t *p) {
@@ -139,16 +135,16 @@ void p2p_wait_sends(pipe_p2p_t *p) {
 
 void p2p_eval_recv(pipe_p2p_t *p, int c, float *x, size_t n) {
   size_t off, len;
-  chunk_of(p, n, &off, &len);
+  p2p_chunk(p, n, &off, &len);
   comm_request_t r;
   comm_irecv(p->pp, x + off, len, p->stage - 1, EVAL_TAG + c, TRAFFIC_ACT, &r);
   comm_waitall(p->pp, &r, 1, TRAFFIC_ACT);
-  if (p->tp) gather(p, x, n);
+  if (p->tp) p2p_gather(p, x, n);
 }
 
 void p2p_eval_send(pipe_p2p_t *p, int c, const float *y, size_t n) {
   size_t off, len;
-  chunk_of(p, n, &off, &len);
+  p2p_chunk(p, n, &off, &len);
   comm_request_t r;
   comm_isend(p->pp, y + off, len, p->stage + 1, EVAL_TAG + c, TRAFFIC_ACT, &r);
   comm_waitall(p->pp, &r, 1, TRAFFIC_ACT);
@@ -156,8 +152,12 @@ void p2p_eval_send(pipe_p2p_t *p, int c, const float *y, size_t n) {
 
 /* ---- the exact gradient transfer */
 
-static void exact_send(pipe_p2p_t *p, int mb, const float *g, size_t n) { isend_chunk(p, P2P_SEND_GRAD, mb, g, n); }
-static void exact_post_recv(pipe_p2p_t *p, int mb, float *g, size_t n) { irecv_chunk(p, P2P_RECV_GRAD, mb, g, n); }
+static void exact_send(pipe_p2p_t *p, int mb, const float *g, size_t n) {
+  p2p_isend_chunk(p, P2P_SEND_GRAD, mb, g, n);
+}
+static void exact_post_recv(pipe_p2p_t *p, int mb, float *g, size_t n) {
+  p2p_irecv_chunk(p, P2P_RECV_GRAD, mb, g, n);
+}
 static void exact_wait_recv(pipe_p2p_t *p, int mb) { p2p_complete(p, P2P_RECV_GRAD, mb); }
 
 const pipe_grad_ops_t pipe_grad_exact = {"exact", exact_send, exact_post_recv, exact_wait_recv};

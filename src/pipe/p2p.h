@@ -82,5 +82,13 @@ void p2p_irecv(pipe_p2p_t *p, int kind, int mb, float *buf, size_t n);
 void p2p_isend_as(pipe_p2p_t *p, int kind, int mb, const float *buf, size_t n, traffic_t t);
 void p2p_irecv_as(pipe_p2p_t *p, int kind, int mb, float *buf, size_t n, traffic_t t);
 void p2p_complete(pipe_p2p_t *p, int kind, int mb);
+/* Scatter-gather's pieces (the whole of n floats without it): this rank's chunk [*off, *off + *len)
+ * of n floats; the exact isend of its chunk; the irecv of its chunk into buf, the other chunks
+ * gathered when p2p_complete completes it; and the gather itself, every rank's chunk of buf (host or
+ * device memory) to every rank of the stage's tensor-parallel group (collective over it). */
+void p2p_chunk(const pipe_p2p_t *p, size_t n, size_t *off, size_t *len);
+void p2p_isend_chunk(pipe_p2p_t *p, int kind, int mb, const float *buf, size_t n);
+void p2p_irecv_chunk(pipe_p2p_t *p, int kind, int mb, float *buf, size_t n);
+void p2p_gather(pipe_p2p_t *p, float *buf, size_t n);
 
 #endif

@@ -15,7 +15,8 @@
 
 typedef struct pipe_cb {
   pipe_cb_opts_t o;
-  int *rows;             /* (M) */
+  int *rows;             /* (M) this rank's part's rows: a micro-batch's tokens / parts */
+  int part;              /* which part this rank compresses (its tensor-parallel rank), of o.parts */
   int first[2];          /* first compressed micro-batch sent by this stage [0] and the next one [1] */
   float *x_prev;         /* backend (rows, width): the stage input of the last compressed send ... */
   int prev_rows;         /* ... and its rows (0: none yet) */
@@ -23,7 +24,8 @@ typedef struct pipe_cb {
   cb_sender_t tx;        /* stages > 0 */
   float *send_msg;       /* backend (ring, msg_cap) */
   float *recv_msg;       /* backend (slots, msg_cap) */
-  float **dst;           /* (M) where a compressed receive is decoded to */
+  float **dst;           /* (M) where a compressed receive is decoded to (the whole gradient) ... */
+  size_t *dst_n;         /* (M) ... of these floats */
   rank_state_t st;
   pipe_cb_stats_t stats;
 } pipe_cb_t;
@@ -46,11 +48,17 @@ int pipe_cb_compressed(const pipe_p2p_t *p, int sender, int k) {
   return compressed(c, first_of(&c->o, p->stages, p->M, sender), k);
 }
 
+/* This rank's part of micro-batch k's buffer whose rows are the micro-batch's tokens. */
+static size_t part_offset(const pipe_cb_t *c, int k) {
+  return (size_t)c->part * (size_t)c->rows[k] * (size_t)c->o.width;
+}
+
 /* Before compressing micro-batch k: E is still the residual e of the previous compressed send, whose
- * stage input x_prev was kept; cos(e, x_prev - x_k) over the rows both have. Then x_k is kept. */
+ * stage input x_prev (the same part of its rows) was kept; cos(e, x_prev - x_k) over the rows both
+ * have. Then x_k is kept. */
 static void lep_diagnostic(pipe_cb_t *c, int k) {
   const backend_t *be = c->o.be;
-  const float *x = c->o.inputs + (size_t)(k % c->o.slots) * c->o.slot_floats;
+  const float *x = c->o.inputs + (size_t)(k % c->o.slots) * c->o.slot_floats + part_offset(c, k);
   if (c->prev_rows > 0) {
     int rows = c->prev_rows < c->rows[k] ? c->prev_rows : c->rows[k];
     size_t n = (size_t)rows * (size_t)c->o.width;
@@ -69,15 +77,15 @@ static void lep_diagnostic(pipe_cb_t *c, int k) {
 static void cb_send(pipe_p2p_t *p, int mb, const float *g, size_t n) {
   pipe_cb_t *c = cb_of(p);
   if (!compressed(c, c->first[0], mb)) {
-    p2p_isend(p, P2P_SEND_GRAD, mb, g, n);
+    p2p_isend_chunk(p, P2P_SEND_GRAD, mb, g, n);
     return;
   }
   lep_diagnostic(c, mb);
   double t0 = surge_now();
   float *msg = c->send_msg + (size_t)(mb % c->o.ring) * c->msg_cap;
-  cb_encode(&c->tx, g, c->rows[mb], msg);
+  cb_encode(&c->tx, g + part_offset(c, mb), c->rows[mb], msg);
   c->stats.seconds += surge_now() - t0;
-  c->stats.raw_bytes += (double)n * sizeof(float);
+  c->stats.raw_bytes += (double)n / c->o.parts * sizeof(float);
   c->stats.sends++;
   p2p_isend_as(p, P2P_SEND_GRAD, mb, msg, cb_payload(&c->tx, c->rows[mb]), TRAFFIC_ACT_GRAD_COMPRESSED);
 }
@@ -86,10 +94,11 @@ static void cb_post_recv(pipe_p2p_t *p, int mb, float *g, size_t n) {
   pipe_cb_t *c = cb_of(p);
   if (!compressed(c, c->first[1], mb)) {
     c->dst[mb] = NULL;
-    p2p_irecv(p, P2P_RECV_GRAD, mb, g, n);
+    p2p_irecv_chunk(p, P2P_RECV_GRAD, mb, g, n);
     return;
   }
   c->dst[mb] = g;
+  c->dst_n[mb] = n;
   float *msg = c->recv_msg + (size_t)(mb % c->o.slots) * c->msg_cap;
   size_t payload = psgd_payload(c->rows[mb], c->o.width, c->o.rank);
   p2p_irecv_as(p, P2P_RECV_GRAD, mb, msg, payload, TRAFFIC_ACT_GRAD_COMPRESSED);
@@ -101,8 +110,9 @@ static void cb_wait_recv(pipe_p2p_t *p, int mb) {
   if (!c->dst[mb]) return;
   double t0 = surge_now();
   cb_decode(c->o.be, c->recv_msg + (size_t)(mb % c->o.slots) * c->msg_cap, c->rows[mb], c->o.width, c->o.rank,
-            c->dst[mb]);
+            c->dst[mb] + part_offset(c, mb));
   c->stats.seconds += surge_now() - t0;
+  if (c->o.parts > 1) p2p_gather(p, c->dst[mb], c->dst_n[mb]); /* the other ranks' decoded parts */
   c->stats.recvs++;
   c->dst[mb] = NULL;
 }
@@ -113,10 +123,19 @@ void pipe_cb_install(pipe_p2p_t *p, const pipe_cb_opts_t *o) {
   pipe_cb_t *c = xcalloc(1, sizeof *c);
   c->o = *o;
   int M = p->M, s = p->stage, PP = p->stages, rows_cap = 0;
+  const int parts = o->parts > 1 ? o->parts : 1;
+  c->o.parts = parts;
+  if (parts > 1 && (!p->tp || p->tp->size != parts))
+    surge_runtime_error("compressed back-propagation: %d parts of a gradient without scatter-gather over as many "
+                        "tensor-parallel ranks", parts);
+  c->part = parts > 1 ? p->tp->rank : 0;
   c->rows = xcalloc((size_t)M, sizeof *c->rows);
   for (int k = 0; k < M; k++) {
-    c->rows[k] = o->rows[k];
-    if (o->rows[k] > rows_cap) rows_cap = o->rows[k];
+    if (o->rows[k] % parts != 0)
+      surge_runtime_error("compressed back-propagation: micro-batch %d's %d tokens do not split into %d parts", k,
+                          o->rows[k], parts);
+    c->rows[k] = o->rows[k] / parts;
+    if (c->rows[k] > rows_cap) rows_cap = c->rows[k];
   }
   c->o.rows = c->rows;
   c->first[0] = first_of(o, PP, M, s);
@@ -130,6 +149,7 @@ void pipe_cb_install(pipe_p2p_t *p, const pipe_cb_opts_t *o) {
   }
   if (s + 1 < PP) c->recv_msg = be->alloc(c->msg_cap * (size_t)o->slots);
   c->dst = xcalloc((size_t)M, sizeof *c->dst);
+  c->dst_n = xcalloc((size_t)M, sizeof *c->dst_n);
   const char *names[] = {"error", "q"};
   float *dev[] = {c->tx.E, c->tx.Q};
   size_t len[] = {s > 0 ? (size_t)rows_cap * (size_t)o->width : 0, s > 0 ? (size_t)o->width * (size_t)o->rank : 0};
@@ -149,6 +169,7 @@ void pipe_cb_remove(pipe_p2p_t *p) {
   if (c->recv_msg) be->free(c->recv_msg);
   free(c->rows);
   free(c->dst);
+  free(c->dst_n);
   free(c);
   p->grad = &pipe_grad_exact;
   p->grad_state = NULL;

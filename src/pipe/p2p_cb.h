@@ -1,6 +1,12 @@
 /* Compressed back-propagation on the pipeline (Optimus-CC's CB with lazy error propagation and
  * epilogue-only compression; compress/cb.h) as the gradient transfer table of pipe/p2p.h.
  *
+ * With scatter-gather (pipe/p2p.h) each tensor-parallel rank compresses its own chunk of the
+ * gradient, a (tokens / tp, width) matrix of whole rows, and the receivers all-gather the decoded
+ * chunks, as Megatron-based Optimus-CC does; where the tokens do not split into whole rows (the
+ * context not a multiple of tp) each rank compresses the whole gradient. Below, "the gradient" is
+ * this rank's part of it.
+ *
  * Stage s sends the gradient of micro-batch k's input, a (tokens, width) matrix, compressed when k is
  * in its epilogue (k >= pipe_epilogue_first of stage s; every k when epilogue_only is off) and the
  * minimum compression rate allows it; stage s - 1 applies the same rule with s's numbers, so both
@@ -28,6 +34,7 @@ typedef struct pipe_cb_opts {
   const backend_t *be;
   pipe_sched_t sched;
   int width, rank, lep, epilogue_only;
+  int parts;            /* the gradient's parts, one per tensor-parallel rank (pipe_cb_parts); 0 or 1: whole */
   double min_rate;
   const int *rows;      /* (M) tokens of each micro-batch */
   int ring;             /* the stage's gradient sends of k and k + ring never overlap */
@@ -48,6 +55,12 @@ typedef struct pipe_cb_stats {
   long sends, recvs;    /* compressed messages sent and received */
   double error_sumsq;   /* ||E||^2 after the step (0 on the first stage) */
 } pipe_cb_stats_t;
+
+/* The parts CB splits each micro-batch's gradient into: tp with scatter-gather where every
+ * micro-batch's tokens split into whole rows (context a multiple of tp), else 1. */
+static inline int pipe_cb_parts(int scatter_gather, int tp, int context) {
+  return scatter_gather && tp > 1 && context % tp == 0 ? tp : 1;
+}
 
 /* Whether stage `sender` sends micro-batch k's gradient compressed (k in 0..M-1), as both ends
  * derive it. */

@@ -35,7 +35,8 @@ typedef enum ev_phase {
   EV_MB_FORWARD,   /* a pipeline stage's forward pass of micro-batch `where` (its nodes follow) */
   EV_MB_BACKWARD,  /* a pipeline stage's backward pass of micro-batch `where` */
   EV_MB_DONE,      /* the pass of micro-batch `where` is done */
-  EV_TP_SUM,       /* a tensor-parallel sum inside a pass */
+  EV_TP_SUM,       /* a tensor-parallel sum inside a pass, or the all-gather of a pipeline transfer's
+                    * chunks (pipe/p2p.h) */
   EV_SYNC,         /* the gradient reductions after the backward pass (where: 0 the data-parallel
                     * buckets, 1 the tied embedding's); work in this phase: the reduction is done */
   EV_METRICS,      /* the loss, norm and stop reduction */

@@ -92,9 +92,11 @@ void p2p_chunk(const pipe_p2p_t *p, size_t n, size_t *off, size_t *len) {
 void p2p_gather(pipe_p2p_t *p, float *buf, size_t n) {
   const size_t len = n / (size_t)p->tp->size;
   for (int r = 0; r < p->tp->size; r++) p->part_off[r] = (size_t)r * len, p->part_n[r] = len;
+  ev_raise(EV_COLLECTIVE, EV_TP_SUM, 0); /* a collective of the stage (a background partner holds back) */
   comm_op_t op;
   comm_iallgatherv_float(p->tp, buf, p->part_off, p->part_n, TRAFFIC_TP, &op);
   comm_op_wait(&op);
+  ev_raise(EV_WORK, EV_TP_SUM, 0);
 }
 
 void p2p_irecv_chunk(pipe_p2p_t *p, int kind, int mb, float *buf, size_t n) {

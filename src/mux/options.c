@@ -10,8 +10,8 @@ static const cfg_key_t rows[] = {
     CFG_ENUM_KEY("multiplex", "placement", placement, "process", CFG_VALUES("process", "thread"),
                  "foreground: where its background runs; process: a job of its own (surge-train --background, "
                  "paired through the channel); thread: inside each foreground rank's process, in a second thread "
-                 "at the lowest priority, the deck given by surge-train --background-deck (host backends; its job's "
-                 "ranks: background_ranks)"),
+                 "at the lowest priority, the deck given by surge-train --background-deck (its job's ranks: "
+                 "background_ranks; on cuda the device's lowest-priority stream)"),
     CFG_INT_KEY("multiplex", "background_ranks", background_ranks, "1", 0, 1 << 20,
                 "foreground, placement = thread: ranks of each in-process background job; 1: a 1-rank background "
                 "per foreground rank; N (a divisor of the foreground's ranks): one N-rank job over each N "

@@ -17,7 +17,7 @@ export tap_timeout=${tap_timeout:-240}
 unit="tests/test_backend tests/test_bf16 tests/test_gemm_order tests/test_cpu_team tests/test_deck tests/test_options
   tests/test_data tests/test_h5util tests/test_sweep tests/test_optim tests/test_layers_cnn tests/test_layers_gpt
   tests/test_reference tests/test_report_lib tests/test_mux tests/test_planner tests/test_frontier tests/test_graph_file
-  tests/test_sim tests/test_gen"
+  tests/test_sim tests/test_gen tests/test_say"
 input="tests/test_bad_input.sh tests/test_checkpoint.sh tests/test_log.sh tests/test_report.sh
   tests/test_sweep_programs.sh tests/test_hardening.sh tests/test_layering.sh tests/test_plan_files.sh
   tests/test_profile_plan.sh tests/test_tokenize.sh tests/test_tokens.sh tests/test_sim_programs.sh tests/test_sim_report.sh

@@ -60,10 +60,10 @@ int surge_rank(void) {
   return r;
 }
 
-/* Print the one line of an error (on a line of its own) and return how many ranks the job has. The
- * line goes out in one write: mpiexec forwards stdout and stderr separately, and a progress bar's
- * text could fall between two writes. */
-static int print_error(const char *fmt, va_list ap) {
+/* Print the one line of an error or warning (kind; on a line of its own) and return how many ranks
+ * the job has. The line goes out in one write: mpiexec forwards stdout and stderr separately, and a
+ * progress bar's text could fall between two writes. */
+static int print_line(const char *kind, const char *fmt, va_list ap) {
   char msg[2048], line[2200];
   vsnprintf(msg, sizeof msg, fmt, ap);
   fflush(stdout);
@@ -71,12 +71,12 @@ static int print_error(const char *fmt, va_list ap) {
   partial_line = 0;
   int n = mpi_size();
   if (escape) /* an in-process background: its label names it, its job is one rank */
-    snprintf(line, sizeof line, "%ssurge: error: %s: %s\n", nl, job_label, msg);
+    snprintf(line, sizeof line, "%ssurge: %s: %s: %s\n", nl, kind, job_label, msg);
   else if (n > 1)
-    snprintf(line, sizeof line, "%ssurge: error: %s%srank %d: %s\n", nl, job_label, job_label[0] ? " " : "",
+    snprintf(line, sizeof line, "%ssurge: %s: %s%srank %d: %s\n", nl, kind, job_label, job_label[0] ? " " : "",
              surge_rank(), msg);
   else
-    snprintf(line, sizeof line, "%ssurge: error: %s\n", nl, msg);
+    snprintf(line, sizeof line, "%ssurge: %s: %s\n", nl, kind, msg);
   fputs(line, stderr);
   fflush(stderr);
   return n;
@@ -88,7 +88,7 @@ static int report(int exit_code, const char *fmt, va_list ap) {
   va_copy(again, ap);
   to_hook(exit_code, fmt, again);
   va_end(again);
-  return print_error(fmt, ap);
+  return print_line("error", fmt, ap);
 }
 
 /* Report, and end the whole job at once when it has other ranks (none may be left waiting). An
@@ -120,6 +120,13 @@ _Noreturn void surge_abandon(int exit_code, const char *fmt, ...) {
   report_or_abort(exit_code, fmt, ap);
   va_end(ap);
   _exit(exit_code);
+}
+
+void surge_warning(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  print_line("warning", fmt, ap);
+  va_end(ap);
 }
 
 void surge_info(const char *fmt, ...) {

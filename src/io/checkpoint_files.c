@@ -72,7 +72,7 @@ static void remove_file(const char *dir, long step, int temporary) {
   char path[CKPT_PATH];
   ckpt_path(path, sizeof path, dir, step, temporary);
   if (unlink(path) != 0 && errno != ENOENT)
-    fprintf(stderr, "surge: warning: cannot remove old checkpoint file %s: %s\n", path, strerror(errno));
+    surge_warning("cannot remove old checkpoint file %s: %s", path, strerror(errno));
 }
 
 void ckpt_prune(const char *dir, long written_step, int keep) {

@@ -26,8 +26,7 @@ static int lock_dir(const char *key, const char *dir) {
     surge_input_error("%s = %s is in use by another run: %s (hint: wait for that run to end, or give this one "
                       "another %s)", key, dir, why, key);
   if (fd == -2)
-    fprintf(stderr, "surge: warning: %s: two runs writing there at once would not be noticed (the file system "
-                    "has no locks)\n", why);
+    surge_warning("%s: two runs writing there at once would not be noticed (the file system has no locks)", why);
   return fd;
 }
 

@@ -85,7 +85,8 @@ if want traffic; then
       -v dpx="$(per_step t-exact /metrics/bytes_dp)" 'BEGIN {
       C = 256; T = 128; V = 256; TP = 2; PP = 2; DP = 2; M = 4; n = 2 * T; rcb = 16; R = 32
       pipes = TP * DP; pp_sends = (PP - 1) * M
-      f_ag = (pp_sends - c) * n * C * 4 * pipes; f_agc = c * (n + C) * rcb * 4 * pipes; f_agr = c * n * C * 4 * pipes
+      np = n / TP # scatter-gather ([parallel] scatter_gather, the default): each tp rank sends its part of the rows
+      f_ag = (pp_sends - c) * np * C * 4 * pipes; f_agc = c * (np + C) * rcb * 4 * pipes; f_agr = c * np * C * 4 * pipes
       f_emb = 2 * TP * DP * (V / TP) * C * 4
       # per tensor-parallel rank of a block: qkv (3C/TP, C), proj (C, C/TP), fc (4C/TP, C), fcproj (C, 4C/TP)
       nm[1] = 3 * C / TP; mm[1] = C; nm[2] = C; mm[2] = C / TP; nm[3] = 4 * C / TP; mm[3] = C; nm[4] = C; mm[4] = 4 * C / TP

@@ -102,6 +102,11 @@ gpt3d_bad "cb rank 0" 4 "\[compress\] cb_rank: 0 is out of range" "" "$g" "$m" "
 gpt3d_bad "cb rank larger than the gradients" 4 \
   "\[compress\] cb_rank = 100, but an activation gradient is a \(tokens x width\) matrix of at most \(64 x 32\)" "" \
   "$g" "$m" "$p" "$d" "$t" "$mb" "[compress]" "cb = true" "cb_rank = 100"
+# with scatter-gather (tp 2, 4 micro-batches of 2 samples) each rank compresses its 16 of a micro-batch's
+# 32 tokens: rank 20 is too large (whole gradients would take it)
+gpt3d_bad "cb rank larger than a tensor-parallel rank's part" 8 \
+  "\[compress\] cb_rank = 20, but an activation gradient \(a tensor-parallel rank's part of its tokens: \[parallel\] scatter_gather\) is a \(tokens x width\) matrix of at most \(16 x 32\).*or \[parallel\] scatter_gather = false" "" \
+  "$g" "$m" "tp = 2" "$p" "$d" "$t" "micro_batches = 4" "[compress]" "cb = true" "cb_rank = 20"
 gpt3d_bad "dp rank larger than every matrix" 4 "\[compress\] dp_rank = 200 is larger than every gradient matrix" "" \
   "$g" "$m" "$p" "$d" "$t" "$mb" "[compress]" "sc_stages = 1" "dp_rank = 200"
 gpt3d_bad "sc_stages beyond the pipeline" 4 "\[compress\] sc_stages: sc_stages = 3, but the pipeline has 2 stages" "" \

@@ -35,12 +35,14 @@ tap_ok $? "rank 1's background (out_dir/bg1), 25 steps = its deck alone ($(cat "
 grep -aq "^\[foreground\] in-process backgrounds (one per rank): exit status 0 0" "$tap_tmp/cont.txt"
 tap_ok $? "the foreground reports both backgrounds' exit status"
 # every line of the shared output names its job: the foreground's, each background thread's (its
-# layer table, data and multiplexing lines, summaries, progress), none unlabelled but blank ones
-! grep -av '^\[foreground\] \|^\[background of rank [01]\] \|^$' "$tap_tmp/cont.txt" | grep -q . &&
+# layer table, data and multiplexing lines, summaries, progress), none unlabelled but blank ones and
+# stderr's warnings and errors, which name their job themselves ("surge: warning: background of rank 1: ")
+unnamed() { grep -av '^\[foreground\] \|^\[background of rank [01]\] \|^$\|^surge: ' "$1"; }
+! unnamed "$tap_tmp/cont.txt" | grep -q . &&
   [ "$(grep -ac '^\[background of rank 1\] model mlp: ' "$tap_tmp/cont.txt")" = 1 ] &&
   [ "$(grep -ac '^\[background of rank 0\] multiplex (background, channel in-process)' "$tap_tmp/cont.txt")" = 1 ] &&
   [ "$(grep -ac '^\[foreground\] done: 30 steps' "$tap_tmp/cont.txt")" = 1 ]
-tap_ok $? "every line names its job ($(grep -av '^\[foreground\] \|^\[background of rank [01]\] \|^$' "$tap_tmp/cont.txt" | grep -c .) unlabelled)"
+tap_ok $? "every line names its job ($(unnamed "$tap_tmp/cont.txt" | grep -c .) unlabelled)"
 [ "$(h5attr "$tap_tmp/fg/log.h5" /multiplex/role)" = foreground ] &&
   [ "$(h5attr "$tap_tmp/fg/log.h5" /multiplex/channel)" = in-process ] &&
   [ "$(h5attr "$tap_tmp/bg/bg1/log.h5" /multiplex/role)" = background ] &&

@@ -9,7 +9,7 @@ static const cfg_key_t rows[] = {
                  "go as PowerSGD factors P, Q of rank cb_rank (needs pp > 1)"),
     CFG_INT_KEY("compress", "cb_rank", cb_rank, "16", 1, 65536,
                 "3d: rank of the compressed activation gradients (at most the width and the tokens of a "
-                "micro-batch)"),
+                "micro-batch; with scatter-gather, a tensor-parallel rank's part of the tokens)"),
     CFG_BOOL_KEY("compress", "lep", lep, "true",
                  "3d: lazy error propagation: what a compressed gradient missed is added to the next one sent "
                  "over the same boundary (across micro-batches and steps)"),

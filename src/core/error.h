@@ -43,8 +43,9 @@ size_t surge_mul_size(size_t a, size_t b, const char *what);
  * then starts on a line of its own. */
 void surge_set_partial_line(int partial);
 
-/* A warning on stderr, one line, named as an error is ("surge: warning: [LABEL ]rank N: ..."); the
- * run goes on. */
+/* A warning on stderr, one line, named as an error is: "surge: warning: msg" in a job of one rank,
+ * "surge: warning: [LABEL ]rank N: msg" in a job of several, "surge: warning: LABEL: msg" in a
+ * 1-rank in-process background; the run goes on. */
 void surge_warning(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Informational output: rank 0 of the job says it (core/say.h: the thread's label before each line). */
 void surge_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

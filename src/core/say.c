@@ -15,16 +15,28 @@ void say_set_label(const char *l) { snprintf(label, sizeof label, "%s", l ? l : 
 
 const char *say_label(void) { return label; }
 
+void say_thread_end(void) {
+  if (npending) say_text("\n");
+  free(pending);
+  pending = NULL;
+  npending = cap = 0;
+}
+
+/* Room for `need` bytes of pending text (an allocation's failure ends the thread: never under the lock). */
+static void reserve(size_t need) {
+  if (need + 1 <= cap) return;
+  cap = 2 * (need + 1);
+  pending = xrealloc(pending, cap);
+}
+
 static void keep(const char *s, size_t n) {
-  if (npending + n + 1 > cap) {
-    cap = 2 * (npending + n + 1);
-    pending = xrealloc(pending, cap);
-  }
-  memcpy(pending + npending, s, n);
+  memcpy(pending + npending, s, n); /* (reserved before the lock) */
   npending += n;
 }
 
 void say_text(const char *text) {
+  const char *last = strrchr(text, '\n');
+  reserve(last ? strlen(last + 1) : npending + strlen(text)); /* the text that will be kept */
   flockfile(stdout); /* the lines of one call together, whatever other threads say */
   for (const char *s = text; *s;) {
     const char *nl = strchr(s, '\n');
@@ -36,7 +48,7 @@ void say_text(const char *text) {
     if (label[0] && npending + n > 0) fprintf(stdout, "[%s] ", label);
     if (npending) fwrite(pending, 1, npending, stdout);
     fwrite(s, 1, n + 1, stdout);
-    fflush(stdout); /* a write of its own: another process's output never lands mid-line */
+    fflush(stdout); /* a write of its own (up to stdout's buffer): no other process's output lands mid-line */
     npending = 0;
     s = nl + 1;
   }

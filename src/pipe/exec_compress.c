@@ -54,7 +54,10 @@ void pipe_compress_row(pipe_exec_t *ex, log_compress_row_t *row, double *per_bou
     pipe_cb_take_stats(&ex->p2p, &st);
     v[0] = st.raw_bytes;
     slowest += st.seconds;
-    if (G->p > 0 && G->t == 0) { /* the tensor-parallel ranks of a stage send the same: count one */
+    /* the tensor-parallel ranks of a stage send the same whole gradient (count one), or each its own
+     * part with scatter-gather (count all: the parts' squared errors add up to the whole's) */
+    const int parts = pipe_cb_parts(ex->p2p.tp != NULL, G->tp, ex->dims.T);
+    if (G->p > 0 && (G->t == 0 || parts > 1)) {
       double *b = v + 2 + 3 * (G->p - 1);
       b[0] = st.cos_sum, b[1] = (double)st.cos_n, b[2] = st.error_sumsq;
     }

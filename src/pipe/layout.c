@@ -85,10 +85,11 @@ static void check_compress(const layout_opts_t *o, const compress_opts_t *c, con
   long tokens = samples * d->T / parts, cb_max = tokens < C ? tokens : C; /* a rank's part of its rows */
   if (c->cb && c->cb_rank > cb_max)
     surge_input_error("%s: [compress] cb_rank = %d, but an activation gradient%s is a (tokens x width) matrix of "
-                      "at most (%ld x %d), of rank at most %ld (hint: cb_rank <= %ld)",
+                      "at most (%ld x %d), of rank at most %ld (hint: cb_rank <= %ld%s)",
                       layout_where(o, "compress.cb_rank"), c->cb_rank,
                       parts > 1 ? " (a tensor-parallel rank's part of its tokens: [parallel] scatter_gather)" : "",
-                      tokens, C, cb_max, cb_max);
+                      tokens, C, cb_max, cb_max,
+                      parts > 1 ? ", or [parallel] scatter_gather = false to compress whole gradients" : "");
   if (c->sc_stages > 0) {
     int sides[][2] = {{3 * C / tp, C}, {C, C / tp}, {4 * C / tp, C}, {C, 4 * C / tp}, {d->context, C},
                       {d->vocab / tp, C}};

@@ -9,7 +9,8 @@
  * input), so each sends only its 1/tp contiguous chunk of it, and the receivers all-gather the chunks
  * over their stage's tensor-parallel group (traffic tp) when the receive completes: the pipeline
  * carries each tensor once instead of tp times. It applies to activations, evaluation chunks and the
- * exact gradient transfer; a compressor's messages go whole.
+ * exact gradient transfer; CB (pipe/p2p_cb.h) compresses each rank's own part, gathers the decoded
+ * parts after its receive completes, and chunks its exact sends.
  *
  * Activation gradients cross stages only through p2p.grad (send, post_recv, wait_recv): the exact
  * transfer here; a compressor of pipeline back-propagation (Optimus-CC's CB) installs its own table,

@@ -112,7 +112,9 @@ static void cb_wait_recv(pipe_p2p_t *p, int mb) {
   cb_decode(c->o.be, c->recv_msg + (size_t)(mb % c->o.slots) * c->msg_cap, c->rows[mb], c->o.width, c->o.rank,
             c->dst[mb] + part_offset(c, mb));
   c->stats.seconds += surge_now() - t0;
-  if (c->o.parts > 1) p2p_gather(p, c->dst[mb], c->dst_n[mb]); /* the other ranks' decoded parts */
+  /* the other ranks' decoded parts: a collective of the stage after the receive's wait (its own events;
+   * the timeline's receive interval ended with the wait) */
+  if (c->o.parts > 1) p2p_gather(p, c->dst[mb], c->dst_n[mb]);
   c->stats.recvs++;
   c->dst[mb] = NULL;
 }

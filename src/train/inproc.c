@@ -64,7 +64,7 @@ static void *background_main(void *arg) {
     b->status = escape_status;
   }
   surge_set_escape(NULL);
-  fflush(stdout);
+  say_thread_end();
   return NULL;
 }
 

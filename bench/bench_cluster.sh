@@ -1,6 +1,6 @@
 #!/bin/sh
 # The emulated cluster (doc/cluster.md): 2 nodes x 2 ranks started by mpiexec through the cluster's
-# launch agent, links shaped to each rate in turn. Three parts (CLUSTER_PARTS, default all):
+# launch agent, links shaped to each rate in turn. Four parts (CLUSTER_PARTS, default all):
 #   net        per rate (CLUSTER_RATES, default 10gbit 1gbit 100mbit): point-to-point bandwidth
 #              from rank 0 to the other node and within its own (tests/p2p_bw, median of 5
 #              transfers), and allreduce bus bandwidth at 4 MiB, raw MPI_Allreduce and the comm
@@ -15,6 +15,11 @@
 #              rank's process), against data parallelism alone and the burst plan alone on the same
 #              ranks; MUX_REPEATS runs of each (alternating), medians: foreground samples/s, its
 #              slowdown (burst alone / with backgrounds), background samples/s, total / data parallel
+#   pipeline   per rate (CLUSTER_PLAN_RATES): the 3d layout's scatter-gather (doc/3d.md): a gpt of 4
+#              blocks (width 256, context 128, batch 16 in 4 micro-batches; synthetic tokens) on tp 2 x
+#              pp 2, each stage's tp pair on one node so the pipeline crosses the link, with
+#              [parallel] scatter_gather true and false alternating (MUX_REPEATS runs of 12 steps),
+#              median step of 3..12 and the pipeline's bytes a step that crossed nodes
 # CLUSTER_AUTOGROUP=0 or 1: kernel.sched_autogroup_enabled for the benchmark's duration (restored at
 # its exit; unset: as the machine has it). With autogroups on, as Debian ships, the ranks of the two
 # emulated nodes are in two sessions, and the foreground stalled for 1-30 s at a time beside the
@@ -32,7 +37,7 @@ short=${CLUSTER_SHORT:-0}
 [ "$short" = 1 ] && short_plan=1gbit short_parts=multiplex short_steps=12 short_repeats=1
 rates=${CLUSTER_RATES:-10gbit 1gbit 100mbit}
 plan_rates=${CLUSTER_PLAN_RATES:-${short_plan:-1gbit 100mbit}}
-parts=${CLUSTER_PARTS:-${short_parts:-net burst multiplex}}
+parts=${CLUSTER_PARTS:-${short_parts:-net burst multiplex pipeline}}
 batch=${MUX_BATCH:-64}
 bg_batch=${MUX_BG_BATCH:-16}
 bg_extra=${MUX_BG_KEYS:-} # more keys of the backgrounds' deck, e.g. "-D multiplex.min_wait_us=0"
@@ -162,4 +167,44 @@ if want multiplex; then
   echo "# warm-up steps; background samples/s: the foreground log's /multiplex@background_samples_per_sec;"
   echo "# fg slowdn: burst alone / burst with backgrounds; load: at the end of the rate's runs. A stall lets the"
   echo "# backgrounds run alone and inflates their samples/s: quote them from runs without stalls"
+fi
+
+if want pipeline; then
+  gpt="$train $src/inputs/gpt-fortunes.deck -D data.source=synthetic -D backend.threads=1 -D model.gpt_layers=4
+    -D model.gpt_width=256 -D model.gpt_heads=4 -D model.gpt_context=128 -D train.global_batch=16
+    -D train.micro_batches=4 -D parallel.mode=3d -D parallel.tp=2 -D parallel.pp=2 -D run.steps=12
+    -D run.eval_every=0 -D run.print_every=1000 -D checkpoint.every=0 -D run.overwrite=true"
+  # step_s LOG: the median step time of steps 3..12 (s)
+  step_s() { h5vals "$1" /metrics/step_time | tail -n +3 | median; }
+  # crossed LOG: the activation and gradient bytes a step that crossed nodes
+  crossed() {
+    h5vals "$1" /metrics/internode_bytes_activation >"$tmp/a.txt" && h5vals "$1" /metrics/internode_bytes_activation_grad >"$tmp/g.txt" &&
+      paste "$tmp/a.txt" "$tmp/g.txt" | awk '{ s += $1 + $2 } END { printf "%.0f", s / NR }'
+  }
+  echo "== scatter-gather on 2 nodes x 2 ranks: a gpt of 4 x 256 (context 128, batch 16, 4 micro-batches) on tp 2 x pp 2"
+  printf '%-8s %-14s %10s %14s %s
+' link scatter_gather "step s" "crossed B/step" "each run (s)"
+  for rate in $plan_rates; do
+    reshape "$rate"
+    d="$tmp/pipe-$rate"
+    mkdir -p "$d"
+    r=1
+    while [ $r -le "$repeats" ]; do
+      for sg in true false; do
+        # shellcheck disable=SC2086
+        "$mpiexec" -n 4 --host "$n0:2,$n1:2" $gpt -D parallel.scatter_gather=$sg -D "run.out_dir=$d/$sg-$r" \
+          >"$d/$sg-$r.txt" 2>&1 || { echo "bench_cluster: the pipeline run failed:" >&2; tail -n 5 "$d/$sg-$r.txt" >&2; exit 1; }
+        step_s "$d/$sg-$r/log.h5" >>"$d/$sg.s"
+      done
+      r=$((r + 1))
+    done
+    for sg in true false; do
+      printf '%-8s %-14s %10.4f %14s %s
+' "$rate" "$sg" "$(median <"$d/$sg.s")" "$(crossed "$d/$sg-1/log.h5")" \
+        "$(tr '\n' ' ' <"$d/$sg.s")"
+    done
+    awk -v a="$(median <"$d/false.s")" -v b="$(median <"$d/true.s")" -v l="$(load)" -v r="$rate" \
+      'BEGIN { printf "# %s: scatter-gather %.2fx the whole-tensor step (medians); load %s\n", r, a / b, l }'
+  done
+  echo "# median of $repeats runs of each (alternating); crossed: /metrics/internode_bytes_activation(_grad) a step"
 fi

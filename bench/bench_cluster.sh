@@ -178,10 +178,12 @@ if want pipeline; then
   step_s() { h5vals "$1" /metrics/step_time | tail -n +3 | median; }
   # crossed LOG: the activation and gradient bytes a step that crossed nodes
   crossed() {
-    h5vals "$1" /metrics/internode_bytes_activation >"$tmp/a.txt" && h5vals "$1" /metrics/internode_bytes_activation_grad >"$tmp/g.txt" &&
+    h5vals "$1" /metrics/internode_bytes_activation >"$tmp/a.txt" &&
+      h5vals "$1" /metrics/internode_bytes_activation_grad >"$tmp/g.txt" &&
       paste "$tmp/a.txt" "$tmp/g.txt" | awk '{ s += $1 + $2 } END { printf "%.0f", s / NR }'
   }
-  echo "== scatter-gather on 2 nodes x 2 ranks: a gpt of 4 x 256 (context 128, batch 16, 4 micro-batches) on tp 2 x pp 2"
+  echo "== scatter-gather on 2 nodes x 2 ranks: a gpt of 4 x 256 (context 128, batch 16, 4 micro-batches)" \
+    "on tp 2 x pp 2"
   printf '%-8s %-14s %10s %14s %s
 ' link scatter_gather "step s" "crossed B/step" "each run (s)"
   for rate in $plan_rates; do
@@ -193,7 +195,8 @@ if want pipeline; then
       for sg in true false; do
         # shellcheck disable=SC2086
         "$mpiexec" -n 4 --host "$n0:2,$n1:2" $gpt -D parallel.scatter_gather=$sg -D "run.out_dir=$d/$sg-$r" \
-          >"$d/$sg-$r.txt" 2>&1 || { echo "bench_cluster: the pipeline run failed:" >&2; tail -n 5 "$d/$sg-$r.txt" >&2; exit 1; }
+          >"$d/$sg-$r.txt" 2>&1 ||
+          { echo "bench_cluster: the pipeline run failed:" >&2; tail -n 5 "$d/$sg-$r.txt" >&2; exit 1; }
         step_s "$d/$sg-$r/log.h5" >>"$d/$sg.s"
       done
       r=$((r + 1))

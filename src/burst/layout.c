@@ -61,7 +61,8 @@ static void plan_burst(burst_layout_t *b, const layout_opts_t *o, const graph_t 
     if (world->rank == 0) {
       burst_plan_t dp;
       burst_plan_data_parallel(g, &prof, &bo, &dp);
-      say("burst plan from profile %s%s\n", deck->profile_file, deck->plan_file[0] ? " (evaluating the plan file)" : "");
+      say("burst plan from profile %s%s\n", deck->profile_file,
+          deck->plan_file[0] ? " (evaluating the plan file)" : "");
       say_stream_t table;
       burst_plan_print(say_open(&table), g, &b->plan, &dp);
       say_close(&table);

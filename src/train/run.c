@@ -298,7 +298,8 @@ train_outcome_t train_run(const config_t *cfg, const deck_t *deck, const char *r
   comm_gather_double(world, mine, MINE, opt, 0, TRAFFIC_OTHER); /* (ranks, MINE) on rank 0 */
   if (world->rank == 0) {
     long done = t.step - (resumed_at > 0 ? resumed_at : 0);
-    say("done: %ld steps in %s (%.1f ms/step, %.0f samples/s)\n", done, dur, done ? 1e3 * p.run_sec / (double)done : 0.0,
+    say("done: %ld steps in %s (%.1f ms/step, %.0f samples/s)\n", done, dur,
+        done ? 1e3 * p.run_sec / (double)done : 0.0,
         p.run_sec > 0 ? (double)(done * cfg->global_batch) / p.run_sec : 0.0);
     if (tokens)
       say("final validation loss %.4f nats/%s\n", e.loss, tokens);

@@ -22,9 +22,10 @@ void pipe_compress_summary(const pipe_exec_t *ex, char *buf, size_t n) {
     int rows = ex->mb_rows[0] / parts, C = ex->dims.width;
     len += snprintf(buf + len, n - (size_t)len,
                     " cb rank %d (lep %s, %s): %d of %d activation-gradient sends per pipeline and step compressed, "
-                    "%s (%d x %d) gradient sent as %zu floats (compression ratio %.1f);",
+                    "%s (%d x %d) %s sent as %zu floats (compression ratio %.1f);",
                     c->cb_rank, c->lep ? "on" : "off", c->epilogue_only ? "epilogue only" : "every backward", sent,
-                    all, parts > 1 ? "each tensor-parallel rank's part of a" : "a", rows, C,
+                    all, parts > 1 ? "each tensor-parallel rank's" : "a", rows, C,
+                    parts > 1 ? "part of a gradient" : "gradient",
                     psgd_payload(rows, C, c->cb_rank),
                     (double)rows * C / (double)psgd_payload(rows, C, c->cb_rank));
   }

@@ -25,9 +25,9 @@ static const cfg_key_t rows[] = {
                  "3d: transformer blocks per pipeline stage, first to last (pp entries, summing to gpt_layers); "
                  "0: balanced by training FLOPs"),
     CFG_BOOL_KEY("parallel", "scatter_gather", scatter_gather, "true",
-                 "3d: each tensor-parallel rank sends only its 1/tp chunk of an activation or an exact "
-                 "gradient to the next stage, whose ranks all-gather the chunks (Megatron-LM's default); "
-                 "false: every rank sends the whole tensor"),
+                 "3d: each tensor-parallel rank sends only its 1/tp chunk of an activation (to the next "
+                 "stage) or an exact gradient (to the previous), whose ranks all-gather the chunks "
+                 "(Megatron-LM's default); false: every rank sends the whole tensor"),
     CFG_INT_KEY("log", "timeline_every", timeline_every, "1", 0, CFG_MAX_COUNT,
                 "3d: record every rank's pipeline events (/pipeline/events) every N steps (0: never)"),
 };

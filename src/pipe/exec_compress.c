@@ -18,7 +18,7 @@ void pipe_compress_summary(const pipe_exec_t *ex, char *buf, size_t n) {
     int sent = 0, all = (G->pp - 1) * ex->M;
     for (int s = 1; s < G->pp; s++)
       for (int k = 0; k < ex->M; k++) sent += pipe_cb_compressed(&ex->p2p, s, k);
-    const int parts = pipe_cb_parts(ex->p2p.tp != NULL, G->tp, ex->dims.T); /* scatter-gather's */
+    const int parts = pipe_cb_parts_of(&ex->p2p); /* scatter-gather's */
     int rows = ex->mb_rows[0] / parts, C = ex->dims.width;
     len += snprintf(buf + len, n - (size_t)len,
                     " cb rank %d (lep %s, %s): %d of %d activation-gradient sends per pipeline and step compressed, "
@@ -57,7 +57,7 @@ void pipe_compress_row(pipe_exec_t *ex, log_compress_row_t *row, double *per_bou
     slowest += st.seconds;
     /* the tensor-parallel ranks of a stage send the same whole gradient (count one), or each its own
      * part with scatter-gather (count all: the parts' squared errors add up to the whole's) */
-    const int parts = pipe_cb_parts(ex->p2p.tp != NULL, G->tp, ex->dims.T);
+    const int parts = pipe_cb_parts_of(&ex->p2p);
     if (G->p > 0 && (G->t == 0 || parts > 1)) {
       double *b = v + 2 + 3 * (G->p - 1);
       b[0] = st.cos_sum, b[1] = (double)st.cos_n, b[2] = st.error_sumsq;

@@ -103,9 +103,7 @@ void p2p_irecv_chunk(pipe_p2p_t *p, int kind, int mb, float *buf, size_t n) {
   size_t off, len;
   p2p_chunk(p, n, &off, &len);
   p2p_irecv(p, kind, mb, buf + off, len);
-  const size_t s = slot(p, kind, mb);
-  p->gather_buf[s] = p->tp ? buf : NULL;
-  p->gather_n[s] = p->tp ? n : 0;
+  if (p->tp) p->gather_buf[slot(p, kind, mb)] = buf, p->gather_n[slot(p, kind, mb)] = n; /* p2p_complete gathers */
 }
 
 void p2p_isend_chunk(pipe_p2p_t *p, int kind, int mb, const float *buf, size_t n) {

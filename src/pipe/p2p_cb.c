@@ -43,6 +43,8 @@ static int first_of(const pipe_cb_opts_t *o, int PP, int M, int sender) {
   return o->epilogue_only ? pipe_epilogue_first(o->sched, PP, M, sender) : 0;
 }
 
+int pipe_cb_parts_of(const pipe_p2p_t *p) { return cb_of(p)->o.parts; }
+
 int pipe_cb_compressed(const pipe_p2p_t *p, int sender, int k) {
   const pipe_cb_t *c = cb_of(p);
   return compressed(c, first_of(&c->o, p->stages, p->M, sender), k);

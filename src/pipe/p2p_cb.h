@@ -62,6 +62,9 @@ static inline int pipe_cb_parts(int scatter_gather, int tp, int context) {
   return scatter_gather && tp > 1 && context % tp == 0 ? tp : 1;
 }
 
+/* The parts each gradient is compressed in, as installed (1: whole). */
+int pipe_cb_parts_of(const pipe_p2p_t *p);
+
 /* Whether stage `sender` sends micro-batch k's gradient compressed (k in 0..M-1), as both ends
  * derive it. */
 int pipe_cb_compressed(const pipe_p2p_t *p, int sender, int k);

@@ -12,10 +12,9 @@ void progress_init(progress_t *p, long total_steps, long samples_per_step, long 
   p->total_steps = total_steps;
   p->samples_per_step = samples_per_step;
   p->print_every = print_every > 0 ? print_every : 1;
-  p->tty = surge_rank() == 0 && isatty(fileno(stdout));
+  /* a live bar only on a terminal that no other job shares (its lines carry a label: core/say.h) */
+  p->tty = surge_rank() == 0 && isatty(fileno(stdout)) && !say_label()[0];
 }
-
-void progress_share_output(progress_t *p) { p->tty = 0; }
 
 void progress_format_duration(double sec, char *buf, int n) {
   long s = sec > 0 ? (long)(sec + 0.5) : 0;

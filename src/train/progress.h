@@ -9,7 +9,7 @@ typedef struct progress {
   long total_steps;
   long samples_per_step;
   long print_every;
-  int tty;            /* stdout is a terminal: draw the live bar */
+  int tty;            /* stdout is a terminal no other job shares: draw the live bar */
   int bar_drawn;      /* a live bar is on screen (erase before a normal line) */
   double window_sec;  /* time of the steps since the last printed line */
   long window_steps;
@@ -18,9 +18,6 @@ typedef struct progress {
 } progress_t;
 
 void progress_init(progress_t *p, long total_steps, long samples_per_step, long print_every);
-/* Two jobs share the terminal (an MPMD launch, an in-process background): no live bar; every line
- * starts with the thread's label (core/say.h). */
-void progress_share_output(progress_t *p);
 /* After each step. */
 void progress_step(progress_t *p, const train_stats_t *s);
 /* After an evaluation; tokens: report per-byte loss (text) rather than accuracy. */

@@ -181,7 +181,6 @@ train_outcome_t train_run(const config_t *cfg, const deck_t *deck, const char *r
   progress_t p;
   progress_init(&p, cfg->steps, cfg->global_batch, cfg->print_every);
   const multiplex_opts_t *mo = multiplex_opts(cfg);
-  if (say_label()[0]) progress_share_output(&p);
   long resumed_at = -1;
   if (cfg->resume) {
     char line[sizeof claim.resume_from + 160];

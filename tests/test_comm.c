@@ -6,14 +6,13 @@
  *   test_comm --fail MODE           provoke one error (bad-root, zero-bucket, empty-group); the
  *                                   shell test expects exit 1 and a one-line message */
 #include <math.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "comm/comm.h"
 #include "comm/node_shm.h"
 #include "core/error.h"
-#include "tap.h"
+#include "tap_mpi.h"
 
 static int world_rank, world_size;
 
@@ -24,31 +23,6 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype da
   allreduce_calls++;
   if (count > allreduce_max_count) allreduce_max_count = count;
   return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
-}
-
-/* Collective: one TAP line from rank 0, ok when `ok` holds on every rank (failing ranks named). */
-static void check(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void check(int ok, const char *fmt, ...) {
-  int oks[256] = {0};
-  int *all = world_size <= 256 ? oks : xcalloc((size_t)world_size, sizeof(int));
-  MPI_Gather(&ok, 1, MPI_INT, all, 1, MPI_INT, 0, MPI_COMM_WORLD);
-  if (world_rank == 0) {
-    char desc[512], bad[256] = "";
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(desc, sizeof desc, fmt, ap);
-    va_end(ap);
-    int every = 1;
-    size_t used = 0;
-    for (int r = 0; r < world_size; r++) {
-      if (all[r]) continue;
-      every = 0;
-      if (used < sizeof bad) used += (size_t)snprintf(bad + used, sizeof bad - used, "%s%d", used ? "," : " (failed on rank ", r);
-    }
-    if (!every && used < sizeof bad) snprintf(bad + used, sizeof bad - used, ")");
-    tap_ok(every, "%s%s", desc, bad);
-  }
-  if (all != oks) free(all);
 }
 
 /* Collective: every rank's `bytes` bytes, concatenated in rank order on rank 0 (NULL elsewhere). */
@@ -98,14 +72,14 @@ static void check_allreduce_exact(comm_t *c, size_t n, size_t bucket_bytes, cons
     exact = wrong == 0;
     for (int r = 1; r < world_size; r++) identical &= memcmp(results + (size_t)r * n, results, n * sizeof(float)) == 0;
   }
-  check(exact, "allreduce sum of %zu floats, %s: equals the double sum of the gathered inputs (%zu wrong)", n, what,
-        wrong);
-  check(identical, "allreduce sum of %zu floats, %s: bitwise identical on every rank", n, what);
+  tap_all(exact, "allreduce sum of %zu floats, %s: equals the double sum of the gathered inputs (%zu wrong)", n, what,
+          wrong);
+  tap_all(identical, "allreduce sum of %zu floats, %s: bitwise identical on every rank", n, what);
   int want_calls = bucket_count(n, bucket_bytes);
   int want_max = n == 0 ? 0 : (int)(n < bucket_bytes / sizeof(float) ? n : bucket_bytes / sizeof(float));
-  check(calls == want_calls && max_count == want_max,
-        "allreduce sum of %zu floats, %s: %d MPI_Allreduce calls of at most %d floats (want %d of at most %d)", n,
-        what, calls, max_count, want_calls, want_max);
+  tap_all(calls == want_calls && max_count == want_max,
+          "allreduce sum of %zu floats, %s: %d MPI_Allreduce calls of at most %d floats (want %d of at most %d)", n,
+          what, calls, max_count, want_calls, want_max);
   c->bucket_bytes = 4 << 20;
   free(x);
   free(inputs);
@@ -146,9 +120,9 @@ static void check_allreduce_rounding(comm_t *c) {
     for (size_t i = 0; i < n * sizeof(float); i++) digest = (digest ^ bytes[i]) * 1099511628211ull;
     tap_diag("digest %016llx", (unsigned long long)digest);
   }
-  check(identical, "order-sensitive allreduce of %zu floats in 4 KiB buckets: bitwise identical on every rank", n);
-  check(repeatable, "order-sensitive allreduce repeated: the same bits both times");
-  check(close, "order-sensitive allreduce: within size*eps*sum|x| of the double sum");
+  tap_all(identical, "order-sensitive allreduce of %zu floats in 4 KiB buckets: bitwise identical on every rank", n);
+  tap_all(repeatable, "order-sensitive allreduce repeated: the same bits both times");
+  tap_all(close, "order-sensitive allreduce: within size*eps*sum|x| of the double sum");
   c->bucket_bytes = 4 << 20;
   free(x);
   free(again);
@@ -185,14 +159,14 @@ static void check_iallreduce(comm_t *c) {
     exact &= (double)y[i] == sum;
   }
   if (world_rank == 0) compare_sums(inputs, results, n, &identical, &close);
-  check(identical && close && exact, "iallreduce: two sums in flight (%d polls): bitwise identical on every rank, "
-        "close to the double sum, exact on integers", polls);
-  check(c->meter.bytes[TRAFFIC_DP] - before.bytes[TRAFFIC_DP] == n * sizeof(float) &&
+  tap_all(identical && close && exact, "iallreduce: two sums in flight (%d polls): bitwise identical on every rank, "
+          "close to the double sum, exact on integers", polls);
+  tap_all(c->meter.bytes[TRAFFIC_DP] - before.bytes[TRAFFIC_DP] == n * sizeof(float) &&
             c->meter.calls[TRAFFIC_DP] - before.calls[TRAFFIC_DP] == 1 &&
             c->meter.bytes[TRAFFIC_ACT] - before.bytes[TRAFFIC_ACT] == m * sizeof(float),
-        "iallreduce: bytes and one call counted at the start, in each operation's category");
-  check(traced, "iallreduce: the trace holds both operations in start order with their categories, bytes and an "
-        "end after the start (%d events)", nev);
+          "iallreduce: bytes and one call counted at the start, in each operation's category");
+  tap_all(traced, "iallreduce: the trace holds both operations in start order with their categories, bytes and an "
+          "end after the start (%d events)", nev);
   uint64_t u[2] = {0xfffffffffffffff0ull + (uint64_t)c->rank, (uint64_t)c->rank};
   comm_allreduce_sum_u64(c, u, 2, TRAFFIC_OTHER);
   uint64_t want0 = 0, want1 = 0;
@@ -200,7 +174,7 @@ static void check_iallreduce(comm_t *c) {
     want0 += 0xfffffffffffffff0ull + (uint64_t)r;
     want1 += (uint64_t)r;
   }
-  check(u[0] == want0 && u[1] == want1, "allreduce of unsigned 64-bit integers wraps modulo 2^64 exactly");
+  tap_all(u[0] == want0 && u[1] == want1, "allreduce of unsigned 64-bit integers wraps modulo 2^64 exactly");
   free(x);
   free(y);
   free(inputs);
@@ -221,8 +195,8 @@ static void check_doubles(comm_t *c) {
       sum_ok &= a[0] == s * (s - 1) / 2 + 0.5 * s && a[1] == -s * (s - 1) / 2 && a[2] == 1e300;
       max_ok &= b[0] == s - 1 && b[1] == 0 && b[2] == 7.25;
     }
-  check(sum_ok, "allreduce sum of 3 doubles: sum of ranks + size/2, minus that, 1e300 from rank 0, on every rank");
-  check(max_ok, "allreduce max of 3 doubles: size-1, 0, 7.25 from the last rank, on every rank");
+  tap_all(sum_ok, "allreduce sum of 3 doubles: sum of ranks + size/2, minus that, 1e300 from rank 0, on every rank");
+  tap_all(max_ok, "allreduce max of 3 doubles: size-1, 0, 7.25 from the last rank, on every rank");
   free(sums);
   free(maxes);
 }
@@ -239,7 +213,7 @@ static void check_float_max_min(comm_t *c) {
     const float *a = maxes + 3 * q, *b = mins + 3 * q;
     ok &= a[0] == s - 1 && a[1] == 0 && a[2] == 3.5f && b[0] == 0 && b[1] == 1 - s && b[2] == -2.5f;
   }
-  check(ok, "allreduce max and min of 3 floats, on every rank");
+  tap_all(ok, "allreduce max and min of 3 floats, on every rank");
   free(maxes);
   free(mins);
 }
@@ -248,8 +222,8 @@ static void check_float_max_min(comm_t *c) {
 static void check_clock_offset(comm_t *c) {
   double off = comm_clock_offset(c, 5), worst = fabs(off);
   comm_allreduce_max_double(c, &worst, 1, TRAFFIC_OTHER);
-  check(worst < 0.05 && (c->rank != 0 || off == 0),
-        "clock offset to rank 0 on one machine: at most %.2g s over the ranks (< 0.05), 0 on rank 0", worst);
+  tap_all(worst < 0.05 && (c->rank != 0 || off == 0),
+          "clock offset to rank 0 on one machine: at most %.2g s over the ranks (< 0.05), 0 on rank 0", worst);
 }
 
 static void check_bcast(comm_t *c) {
@@ -262,9 +236,9 @@ static void check_bcast(comm_t *c) {
   for (int i = 0; i < N; i++) wrong += buf[i] != (unsigned char)(i * 31 + 7);
   int *wrongs = gather_to_root(&wrong, sizeof wrong), total = 0;
   for (int q = 0; world_rank == 0 && q < world_size; q++) total += wrongs[q];
-  check(total == 0, "bcast of %d bytes from root %d (the last rank): %d wrong bytes over all ranks", N, root, total);
+  tap_all(total == 0, "bcast of %d bytes from root %d (the last rank): %d wrong bytes over all ranks", N, root, total);
   comm_bcast(c, buf, 0, 0, TRAFFIC_OTHER);
-  check(1, "bcast of 0 bytes returns on every rank");
+  tap_all(1, "bcast of 0 bytes returns on every rank");
   free(wrongs);
 }
 
@@ -277,7 +251,7 @@ static void check_gather(comm_t *c) {
     int ok = 1;
     for (int q = 0; out && q < c->size; q++)
       for (int j = 0; j < 3; j++) ok &= out[3 * q + j] == q * 10 + j + 0.25;
-    check(ok, "gather of 3 doubles to root %d: every rank's values in rank order", root);
+    tap_all(ok, "gather of 3 doubles to root %d: every rank's values in rank order", root);
     free(out);
   }
 }
@@ -301,7 +275,7 @@ static void check_ring(comm_t *c) {
   int ok = 1;
   for (int i = 0; i < N; i++)
     ok &= from_left[i] == left * 100 + i + 0.5f && from_right[i] == -(float)(right * 100 + i);
-  check(ok, "isend/irecv ring: %d floats from each neighbour, both directions in flight at once", N);
+  tap_all(ok, "isend/irecv ring: %d floats from each neighbour, both directions in flight at once", N);
 }
 
 static void check_split_parity(comm_t *world) {
@@ -322,21 +296,21 @@ static void check_split_parity(comm_t *world) {
     sum_ok &= m[2] == parity_sum;
     order_ok &= m[3] == world_size - 1 - r;
   }
-  check(layout_ok, "split even/odd: child rank = rank/2, child size = ranks of that parity");
-  check(sum_ok, "split even/odd: allreduce in the child sums only the ranks of its parity");
-  check(order_ok, "split with key = -rank: child ranks in reverse order");
-  check(half.mpi != world->mpi && half.bucket_bytes == 4 << 20 && half.meter.calls[TRAFFIC_OTHER] == 1 &&
+  tap_all(layout_ok, "split even/odd: child rank = rank/2, child size = ranks of that parity");
+  tap_all(sum_ok, "split even/odd: allreduce in the child sums only the ranks of its parity");
+  tap_all(order_ok, "split with key = -rank: child ranks in reverse order");
+  tap_all(half.mpi != world->mpi && half.bucket_bytes == 4 << 20 && half.meter.calls[TRAFFIC_OTHER] == 1 &&
             half.meter.bytes[TRAFFIC_OTHER] == 8 && half.root_meter == NULL &&
             memcmp(&world->meter, &world_before, sizeof world_before) == 0,
-        "split child: its own communicator, default 4 MiB buckets, its own meter (the parent's unchanged)");
+          "split child: its own communicator, default 4 MiB buckets, its own meter (the parent's unchanged)");
   half.root_meter = &world->meter;
   comm_allreduce_sum_double(&half, &ranks_sum, 1, TRAFFIC_DP);
-  check(half.meter.bytes[TRAFFIC_DP] == 8 && world->meter.bytes[TRAFFIC_DP] == world_before.bytes[TRAFFIC_DP] + 8 &&
+  tap_all(half.meter.bytes[TRAFFIC_DP] == 8 && world->meter.bytes[TRAFFIC_DP] == world_before.bytes[TRAFFIC_DP] + 8 &&
             world->meter.calls[TRAFFIC_DP] == world_before.calls[TRAFFIC_DP] + 1,
-        "split child with root_meter: its calls are counted in its own meter and the root meter");
+          "split child with root_meter: its calls are counted in its own meter and the root meter");
   comm_free(&half);
   comm_free(&reversed);
-  check(half.mpi == MPI_COMM_NULL && half.size == 0, "comm_free: the communicator is null, size 0");
+  tap_all(half.mpi == MPI_COMM_NULL && half.size == 0, "comm_free: the communicator is null, size 0");
   free(all);
 }
 
@@ -365,8 +339,8 @@ static void check_split_excluded(comm_t *world) {
     }
     member_ok &= m[0] == 0 && m[1] == size && m[2] == rank && m[3] == size && m[4] == size;
   }
-  check(empty_ok, "split with color -1: excluded ranks get a null communicator, size 0 (and so does a split of it)");
-  check(member_ok, "split with some ranks excluded: members' sizes, ranks and allreduce count only members");
+  tap_all(empty_ok, "split with color -1: excluded ranks get a null communicator, size 0 (and so does a split of it)");
+  tap_all(member_ok, "split with some ranks excluded: members' sizes, ranks and allreduce count only members");
   comm_free(&child);
   comm_free(&grandchild);
 }
@@ -377,7 +351,7 @@ static void check_meters(void) {
   comm_world(&m);
   comm_meter_t zero;
   memset(&zero, 0, sizeof zero);
-  check(memcmp(&m.meter, &zero, sizeof zero) == 0, "a new communicator's meter is zero");
+  tap_all(memcmp(&m.meter, &zero, sizeof zero) == 0, "a new communicator's meter is zero");
   float f[7] = {0};
   double d[3] = {0}, g[3] = {0};
   unsigned char b[100] = {0};
@@ -413,15 +387,15 @@ static void check_meters(void) {
     calls_ok &= m.meter.calls[t] == want_calls[t];
     seconds_ok &= m.meter.seconds[t] >= 0 && m.meter.seconds[t] < 60;
   }
-  check(bytes_ok, "meter bytes: dp 40, activation 40, activation_grad 4*(rank+1), embedding 100, tp 20, other 24");
-  check(calls_ok, "meter calls: dp 3, activation 2, activation_grad 3, embedding 1, tp 2, other 2");
-  check(seconds_ok, "meter seconds: each category in [0, 60)");
+  tap_all(bytes_ok, "meter bytes: dp 40, activation 40, activation_grad 4*(rank+1), embedding 100, tp 20, other 24");
+  tap_all(calls_ok, "meter calls: dp 3, activation 2, activation_grad 3, embedding 1, tp 2, other 2");
+  tap_all(seconds_ok, "meter seconds: each category in [0, 60)");
 
   comm_meter_t before = m.meter, total, aliased = m.meter;
   comm_meter_total(&m, &m.meter, &total);
   comm_meter_total(&m, &aliased, &aliased);
-  check(memcmp(&before, &m.meter, sizeof before) == 0, "comm_meter_total does not meter itself");
-  check(memcmp(&total, &aliased, sizeof total) == 0, "comm_meter_total with the output aliasing the input");
+  tap_all(memcmp(&before, &m.meter, sizeof before) == 0, "comm_meter_total does not meter itself");
+  tap_all(memcmp(&total, &aliased, sizeof total) == 0, "comm_meter_total with the output aliasing the input");
   double *seconds = gather_to_root(m.meter.seconds, sizeof m.meter.seconds);
   comm_meter_t *totals = gather_to_root(&total, sizeof total);
   uint64_t s = (uint64_t)world_size;
@@ -434,14 +408,14 @@ static void check_meters(void) {
     seconds_total_ok &= fabs(total.seconds[t] - sum) <= 1e-12 * (1 + sum);
     for (int r = 1; r < world_size; r++) same_everywhere &= memcmp(&totals[r], &totals[0], sizeof total) == 0;
   }
-  check(total_ok, "comm_meter_total: bytes (activation_grad 2*size*(size+1)) and calls summed over ranks");
-  check(seconds_total_ok, "comm_meter_total: seconds equal the sum of every rank's seconds");
-  check(same_everywhere, "comm_meter_total: the same totals on every rank");
+  tap_all(total_ok, "comm_meter_total: bytes (activation_grad 2*size*(size+1)) and calls summed over ranks");
+  tap_all(seconds_total_ok, "comm_meter_total: seconds equal the sum of every rank's seconds");
+  tap_all(same_everywhere, "comm_meter_total: the same totals on every rank");
   free(seconds);
   free(totals);
 
   comm_meter_reset(&m);
-  check(memcmp(&m.meter, &zero, sizeof zero) == 0, "comm_meter_reset zeroes bytes, seconds and calls");
+  tap_all(memcmp(&m.meter, &zero, sizeof zero) == 0, "comm_meter_reset zeroes bytes, seconds and calls");
   comm_free(&m);
 }
 
@@ -458,13 +432,14 @@ static void check_node_shm(comm_t *w) {
     aligned &= (uintptr_t)s.seg[r] % NODE_SHM_ALIGN == 0;
     sizes &= s.bytes[r] >= 4 * (size_t)r + 3;
   }
-  check(aligned && sizes, "node_shm_alloc: every rank's segment (4r + 3 bytes asked) 64-byte aligned, at least as large");
+  tap_all(aligned && sizes,
+          "node_shm_alloc: every rank's segment (4r + 3 bytes asked) 64-byte aligned, at least as large");
   for (size_t i = 0; i < mine; i++) s.seg[w->rank][i] = (char)(w->rank * 7 + (int)i);
   node_shm_barrier(&s, w, TRAFFIC_OTHER, 0);
   int seen = 1;
   for (int r = 0; r < w->size; r++)
     for (size_t i = 0; i < 4 * (size_t)r + 3; i++) seen &= s.seg[r][i] == (char)(r * 7 + (int)i);
-  check(seen, "node_shm_barrier: every rank reads what each wrote into its own segment");
+  tap_all(seen, "node_shm_barrier: every rank reads what each wrote into its own segment");
   node_shm_free(&s);
 
   /* rank r's part: r + 1 floats after the parts of the lower ranks */
@@ -476,7 +451,7 @@ static void check_node_shm(comm_t *w) {
   int whole = 1;
   for (int r = 0; r < w->size; r++)
     for (size_t i = 0; i < n[r]; i++) whole &= buf[off[r] + i] == (float)(100 * r + (int)i);
-  check(whole, "comm_allgatherv_float: every rank's uneven part (r + 1 floats) on every rank, in place");
+  tap_all(whole, "comm_allgatherv_float: every rank's uneven part (r + 1 floats) on every rank, in place");
   free(buf), free(off), free(n);
 }
 
@@ -524,8 +499,8 @@ static void check_reduce_scatter(comm_t *c, size_t n) {
   }
   double bad = (double)wrong + (c->meter.bytes[TRAFFIC_DP_SCATTER] - before != n * sizeof(float));
   comm_allreduce_sum_double(c, &bad, 1, TRAFFIC_OTHER);
-  check(bad == 0, "reduce-scatter of %zu floats in uneven parts: every rank's part is the exact sum in place, "
-        "metered as dp_scatter (%g wrong)", n, bad);
+  tap_all(bad == 0, "reduce-scatter of %zu floats in uneven parts: every rank's part is the exact sum in place, "
+          "metered as dp_scatter (%g wrong)", n, bad);
   /* the parts all-gathered back, non-blocking: every rank holds every sum (an allreduce in two halves) */
   before = c->meter.bytes[TRAFFIC_DP_GATHER];
   comm_iallgatherv_float(c, x, off, cnt, TRAFFIC_DP_GATHER, &op);
@@ -538,8 +513,8 @@ static void check_reduce_scatter(comm_t *c, size_t n) {
   }
   bad = (double)wrong + (c->meter.bytes[TRAFFIC_DP_GATHER] - before != cnt[c->rank] * sizeof(float));
   comm_allreduce_sum_double(c, &bad, 1, TRAFFIC_OTHER);
-  check(bad == 0, "non-blocking all-gather of those %zu floats: every rank holds every sum, metered as its part in "
-        "dp_gather (%g wrong)", n, bad);
+  tap_all(bad == 0, "non-blocking all-gather of those %zu floats: every rank holds every sum, metered as its part in "
+          "dp_gather (%g wrong)", n, bad);
   free(x);
   free(off);
   free(cnt);
@@ -559,17 +534,17 @@ int main(int argc, char **argv) {
   comm_world(&w);
   int compare = MPI_UNEQUAL;
   MPI_Comm_compare(w.mpi, MPI_COMM_WORLD, &compare);
-  check(compare == MPI_CONGRUENT && w.rank == world_rank && w.size == world_size && w.bucket_bytes == 4 << 20,
-        "comm_world: a duplicate of MPI_COMM_WORLD (same ranks), 4 MiB buckets");
+  tap_all(compare == MPI_CONGRUENT && w.rank == world_rank && w.size == world_size && w.bucket_bytes == 4 << 20,
+          "comm_world: a duplicate of MPI_COMM_WORLD (same ranks), 4 MiB buckets");
   int one_node = w.nodes == 1;
   for (int r = 0; r < w.size; r++) one_node &= w.node[r] == 0;
-  check(one_node, "comm_world: every rank on node 0 of 1 (one machine; tests/test_cluster.sh checks several)");
+  tap_all(one_node, "comm_world: every rank on node 0 of 1 (one machine; tests/test_cluster.sh checks several)");
   const char *want_names[TRAFFIC_COUNT] = {"dp", "activation", "activation_grad", "embedding", "tp", "dp_compressed",
                                            "activation_grad_compressed", "batchnorm", "dp_scatter", "dp_gather",
                                            "other"};
   int names_ok = 1;
   for (int t = 0; t < TRAFFIC_COUNT; t++) names_ok &= strcmp(traffic_name((traffic_t)t), want_names[t]) == 0;
-  check(names_ok, "traffic_name: dp, activation, activation_grad, embedding, tp, dp_compressed, "
+  tap_all(names_ok, "traffic_name: dp, activation, activation_grad, embedding, tp, dp_compressed, "
                   "activation_grad_compressed, batchnorm, dp_scatter, dp_gather, other");
 
   const size_t one_bucket = (4 << 20) / sizeof(float);

@@ -18,6 +18,7 @@
 
 #include "backend/cuda_impl.h"
 #include "child.h"
+#include "cuda_fake_error.h"
 #include "tap.h"
 
 /* ---- the fake runtime: one stream, its capture, graphs as lists of ops */
@@ -39,7 +40,6 @@ struct CUgraphExec_st {
 static char ran[4096];          /* what the device ran, in order, and the gates */
 static int capturing, invalidate; /* the stream records; the next end of a capture fails */
 static struct CUgraph_st *recording;
-static cudaError_t last_error = cudaSuccess;
 static int execs_live;
 
 static void note(const char *fmt, ...) {
@@ -96,7 +96,7 @@ cudaError_t cudaGraphExecUpdate(cudaGraphExec_t e, cudaGraph_t g, cudaGraphExecU
   (void)info;
   int same = e->n == g->n;
   for (int i = 0; same && i < g->n; i++) same = e->op[i].name == g->op[i].name;
-  if (!same) return last_error = cudaErrorGraphExecUpdateFailure;
+  if (!same) return fake_cuda_error(cudaErrorGraphExecUpdateFailure);
   memcpy(e->op, g->op, sizeof g->op);
   return cudaSuccess;
 }
@@ -118,14 +118,6 @@ cudaError_t cudaGraphDestroy(cudaGraph_t g) {
   return cudaSuccess;
 }
 
-cudaError_t cudaGetLastError(void) {
-  cudaError_t e = last_error;
-  last_error = cudaSuccess;
-  return e;
-}
-
-const char *cudaGetErrorString(cudaError_t e) { return e == cudaSuccess ? "no error" : "a fake error"; }
-const char *cudaGetErrorName(cudaError_t e) { return e == cudaSuccess ? "cudaSuccess" : "cudaErrorFake"; }
 
 /* ---- what cuda_graph.c takes from the rest of the backend and the library */
 

@@ -10,6 +10,7 @@
 
 #include "backend/cuda_impl.h"
 #include "child.h"
+#include "cuda_fake_error.h"
 #include "tap.h"
 
 /* ---- the fake runtime: events at a time on the stream's clock; the stream has run up to `reached` */
@@ -19,7 +20,6 @@ struct CUevent_st {
 };
 static double queued_ms, reached_ms; /* the time the stream's queued work ends; how far it has run */
 static int events_live, leaves;
-static cudaError_t last_error = cudaSuccess;
 
 cudaError_t cudaEventCreate(cudaEvent_t *e) {
   *e = calloc(1, sizeof **e);
@@ -38,16 +38,11 @@ cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
 }
 /* CUDA's runtime may keep a "not ready" as the last error: the fake does */
 cudaError_t cudaEventQuery(cudaEvent_t e) {
-  return e->t_ms <= reached_ms ? cudaSuccess : (last_error = cudaErrorNotReady);
+  return e->t_ms <= reached_ms ? cudaSuccess : fake_cuda_error(cudaErrorNotReady);
 }
 cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b) {
   *ms = (float)(b->t_ms - a->t_ms);
   return cudaSuccess;
-}
-cudaError_t cudaGetLastError(void) {
-  cudaError_t e = last_error;
-  last_error = cudaSuccess;
-  return e;
 }
 
 /* ---- what cuda_marks.c takes from the rest of the backend and the library */

@@ -10,7 +10,6 @@
  * started and waited for in opposite orders on even and odd ranks, which must not hang. Run by
  * tests/test_ring.sh. */
 #include <math.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -34,19 +33,6 @@ int MPI_Irecv(void *buf, int count, MPI_Datatype type, int src, int tag, MPI_Com
 }
 
 static comm_t world;
-
-/* Collective over the world: one TAP line from rank 0, ok when ok holds on every rank. */
-static void check(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void check(int ok, const char *fmt, ...) {
-  MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-  if (world.rank != 0) return;
-  char desc[400];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(desc, sizeof desc, fmt, ap);
-  va_end(ap);
-  tap_ok(ok, "%s", desc);
-}
 
 /* Rank r's float i: fractions of many digits, so that the order of a sum shows in its bits. */
 static float input(int r, size_t i) { return (float)((i * 2654435761u + (size_t)r * 40503u) % 100003u) / 997.0f - 50.0f; }
@@ -164,16 +150,16 @@ int main(int argc, char **argv) {
       }
       comm_free(&g);
       const char *wait = polite ? "a polite wait (poll_us 50)" : "MPI's wait";
-      check(o.wrong_bits == 0, "R=%d, %s: 4 buckets at once, each part the ring-order sum bit for bit (%zu wrong)", R,
-            wait, o.wrong_bits);
-      check(o.wrong_sum == 0, "R=%d, %s: each part the plain sum within 1e-6 (%zu off)", R, wait, o.wrong_sum);
-      check(o.meter_ok, "R=%d, %s: dp_scatter counts each bucket's bytes, one call each", R, wait);
-      check(o.sent_ok, "R=%d, %s: each rank sends the parts it does not own, receives its left neighbour's others", R,
-            wait);
+      tap_all(o.wrong_bits == 0, "R=%d, %s: 4 buckets at once, each part the ring-order sum bit for bit (%zu wrong)",
+              R, wait, o.wrong_bits);
+      tap_all(o.wrong_sum == 0, "R=%d, %s: each part the plain sum within 1e-6 (%zu off)", R, wait, o.wrong_sum);
+      tap_all(o.meter_ok, "R=%d, %s: dp_scatter counts each bucket's bytes, one call each", R, wait);
+      tap_all(o.sent_ok, "R=%d, %s: each rank sends the parts it does not own, receives its left neighbour's others", R,
+              wait);
     }
   size_t wrong = crossed_groups();
-  check(wrong == 0, "two groups of 8 ranks, started and waited for in opposite orders on even and odd ranks: no "
-        "hang, each part the ring-order sum (%zu wrong)", wrong);
+  tap_all(wrong == 0, "two groups of 8 ranks, started and waited for in opposite orders on even and odd ranks: no "
+          "hang, each part the ring-order sum (%zu wrong)", wrong);
   int rc = world.rank == 0 ? tap_done() : 0;
   comm_free(&world);
   MPI_Finalize();

@@ -42,7 +42,8 @@ CLEANFILES += $(cuda_kernel_sources:.cu=.d)
 # The recorded pieces' logic (cuda_graph.c, [multiplex] graphs) over a faked CUDA runtime, on the
 # host: it needs the toolkit's headers, not a GPU, and links no CUDA library.
 check_PROGRAMS += tests/test_cuda_graph
-tests_test_cuda_graph_SOURCES = tests/test_cuda_graph.c src/backend/cuda_graph.c tests/cuda_host_fakes.c tests/child.c
+tests_test_cuda_graph_SOURCES = tests/test_cuda_graph.c src/backend/cuda_graph.c tests/cuda_host_fakes.c tests/child.c \
+  tests/cuda_fake_error.c tests/cuda_fake_error.h
 tests_test_cuda_graph_LDADD = -lpthread
 TESTS += tests/test_cuda_graph
 # cuBLAS and cuBLASLt loaded when the backend opens (cuda_blas_api.c): the load and every entry
@@ -53,7 +54,8 @@ tests_test_cuda_blas_api_LDADD = -ldl -lpthread
 TESTS += tests/test_cuda_blas_api
 # The timing marks (cuda_marks.c) over a faked CUDA runtime, on the host likewise.
 check_PROGRAMS += tests/test_cuda_marks
-tests_test_cuda_marks_SOURCES = tests/test_cuda_marks.c src/backend/cuda_marks.c tests/cuda_host_fakes.c tests/child.c
+tests_test_cuda_marks_SOURCES = tests/test_cuda_marks.c src/backend/cuda_marks.c tests/cuda_host_fakes.c tests/child.c \
+  tests/cuda_fake_error.c tests/cuda_fake_error.h
 TESTS += tests/test_cuda_marks
 else
 libsurge_a_SOURCES += src/backend/cuda_absent.c

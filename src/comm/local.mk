@@ -4,6 +4,14 @@ libsurge_a_SOURCES += src/comm/comm.c src/comm/comm.h src/comm/comm_dev.h src/co
   src/comm/ring.c src/comm/ring.h src/comm/parts.c src/comm/parts.h
 if HAVE_CUDA
 libsurge_a_SOURCES += src/comm/comm_nccl.c
+# The device side as a GPU build has it, over a faked CUDA runtime and NCCL made of MPI (tests/comm_dev_fakes.h):
+# it needs the toolkit's headers, not a GPU, and links no CUDA library.
+check_PROGRAMS += tests/test_comm_dev
+tests_test_comm_dev_SOURCES = tests/test_comm_dev.c tests/comm_dev_fakes.c tests/comm_dev_fakes.h src/comm/comm.c \
+  src/comm/comm_nccl.c src/comm/ring.c src/comm/parts.c tests/cuda_fake_error.c tests/cuda_fake_error.h
+tests_test_comm_dev_LDADD = libsurge.a -lm
+TESTS += tests/test_comm_dev.sh
+dist_check_SCRIPTS += tests/test_comm_dev.sh
 else
 libsurge_a_SOURCES += src/comm/comm_dev_absent.c
 endif

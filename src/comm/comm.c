@@ -515,6 +515,12 @@ static void trace_done(const comm_op_t *op) {
   if (op->event >= 0 && op->event < trace.n && trace.ev[op->event].end == 0) trace.ev[op->event].end = surge_now();
 }
 
+/* A device buffer in a group of one rank: the operation's result is the buffer as it is, so nothing is
+ * copied or waited for (a staged copy would wait on the device, which a background recording its piece
+ * as a graph must not, as allreduce_any). */
+static int device_alone(const comm_t *c, int device) { return device && c->size == 1; }
+static void op_done(comm_op_t *op);
+
 /* A staged operation on the device buffer dev: the host copy of its first `out` floats, on which the
  * MPI operation (or the ring) runs; at completion the floats [at, at + back) of it go back to dev
  * (op_done). Returns the host copy. */
@@ -535,7 +541,9 @@ void comm_iallreduce_sum(comm_t *c, float *buf, size_t n, traffic_t t, comm_op_t
   *op = (comm_op_t){.c = c, .t = t, .event = trace_start(t, (uint64_t)n * sizeof(float), start),
                     .req = MPI_REQUEST_NULL, .kind = COMM_KIND_HOST};
   int device = comm_dev_owns(c, buf);
-  if (device && comm_dev_nccl(c)) {
+  if (device_alone(c, device)) {
+    op_done(op);
+  } else if (device && comm_dev_nccl(c)) {
     comm_dev_iallreduce(c, buf, n, op);
   } else { /* host memory, or a staged host copy reduced and sent back whole at completion */
     float *host = device ? stage_op(c, op, buf, n, 0, n) : buf;
@@ -551,7 +559,9 @@ void comm_iallgatherv_float(comm_t *c, float *buf, const size_t *off, const size
   *op = (comm_op_t){.c = c, .t = t, .event = trace_start(t, (uint64_t)n[c->rank] * sizeof(float), start),
                     .req = MPI_REQUEST_NULL, .kind = COMM_KIND_HOST};
   int device = comm_dev_owns(c, buf);
-  if (device && comm_dev_nccl(c)) {
+  if (device_alone(c, device)) {
+    op_done(op);
+  } else if (device && comm_dev_nccl(c)) {
     comm_dev_iallgatherv(c, buf, off, n, op);
   } else { /* host memory, or a staged host copy of the floats the parts span, gathered and sent back whole */
     size_t span = comm_parts_extent(c->size, off, n);
@@ -574,7 +584,9 @@ void comm_ireduce_scatter_sum(comm_t *c, float *buf, size_t n, const size_t *off
   *op = (comm_op_t){.c = c, .t = t, .event = trace_start(t, (uint64_t)n * sizeof(float), start),
                     .req = MPI_REQUEST_NULL, .kind = COMM_KIND_HOST};
   int device = comm_dev_owns(c, buf);
-  if (device && comm_dev_nccl(c)) {
+  if (device_alone(c, device)) {
+    op_done(op);
+  } else if (device && comm_dev_nccl(c)) {
     comm_dev_ireduce_scatter(c, buf, off, cnt, op);
   } else { /* host memory, or a staged host copy of it, summed by the ring; this rank's part goes back */
     float *host = device ? stage_op(c, op, buf, n, off[c->rank], cnt[c->rank]) : buf;

@@ -167,7 +167,9 @@ void comm_allreduce_sum_u64(comm_t *c, uint64_t *buf, int n, traffic_t t);
  * comm_op_test that returned 1) before its buffer is read or the group is freed. Operations on one
  * group must be started in the same order on all of its ranks. MPI advances them only inside MPI
  * calls: callers that overlap them with compute call comm_op_test between pieces of work. Bytes
- * count at the start; seconds are the time inside the start, test and wait calls. */
+ * count at the start; seconds are the time inside the start, test and wait calls. On a device buffer
+ * in a group of one rank they complete at their start and touch nothing (no copy, no wait on the
+ * device: a background may be recording its piece as a CUDA graph). */
 typedef struct comm_op {
   MPI_Request req;
   comm_t *c;

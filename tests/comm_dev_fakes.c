@@ -133,6 +133,29 @@ void fake_dev_get(float *host, const float *dev, size_t n) {
   dev_close();
 }
 
+/* ---- the backend's recorded pieces (backend/cuda_device_calls.h) */
+
+static int recording, device_call;
+
+void fake_record(void) { recording = 1; }
+
+void cuda_capture_leave(void) {
+  counts.cuts += recording;
+  recording = 0;
+}
+
+void cuda_device_call_begin(void) {
+  cuda_capture_leave();
+  device_call++;
+}
+
+void cuda_device_call_end(void) { device_call--; }
+
+/* A call that waits for the stream or copies with the host: not while the thread records. */
+static void not_recording(const char *what) {
+  if (recording) misuse("%s while the thread records a piece (no cuda_capture_leave before it)", what);
+}
+
 /* ---- the runtime: device, streams, events, copies, errors */
 
 struct CUstream_st {
@@ -168,6 +191,7 @@ cudaError_t cudaStreamGetPriority(cudaStream_t s, int *priority) {
 
 cudaError_t cudaStreamSynchronize(cudaStream_t s) {
   (void)s;
+  not_recording("cudaStreamSynchronize");
   return cudaSuccess;
 }
 
@@ -226,6 +250,7 @@ cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *a, const void
 
 cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, enum cudaMemcpyKind kind, cudaStream_t s) {
   (void)s;
+  not_recording("cudaMemcpyAsync with the host");
   int out = kind == cudaMemcpyDeviceToHost;
   const void *dev = out ? src : dst, *host = out ? dst : src;
   if ((kind != cudaMemcpyDeviceToHost && kind != cudaMemcpyHostToDevice) || !on_device(dev, bytes) ||
@@ -263,6 +288,7 @@ ncclResult_t ncclGetUniqueId(ncclUniqueId *id) {
 /* The ranks of an id meet at its root (point to point on MPI_COMM_WORLD, tags of that id), which
  * sends every member the world ranks in NCCL's order; they make an MPI communicator of them. */
 ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank) {
+  if (!device_call) misuse("ncclCommInitRank outside a device-wide call (cuda_device_call_begin)");
   int made[2];
   memcpy(made, id.internal, sizeof made);
   const int root = made[0], tag = 20000 + 2 * made[1];
@@ -299,6 +325,7 @@ ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id, int
 }
 
 ncclResult_t ncclCommDestroy(ncclComm_t comm) {
+  if (!device_call) misuse("ncclCommDestroy outside a device-wide call (cuda_device_call_begin)");
   MPI_Comm_free(&comm->mpi);
   free(comm);
   counts.nccl_comms--;

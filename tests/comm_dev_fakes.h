@@ -7,6 +7,10 @@
  * these fakes can find is what the comm layer asks for (which bytes, which ranks, which kind of
  * copy, which completion, what it frees), not the order a real device would run it in.
  *
+ * The backend's rules for recorded pieces (backend/cuda_device_calls.h) are faked too: a thread may
+ * pretend to record (fake_record), and then a copy or a wait of the stream before the recording ended
+ * (cuda_capture_leave) is misuse, as are NCCL's set-up and teardown outside a device-wide call.
+ *
  * Every rank's GPU has its own PCI bus id, unless SURGE_FAKE_SHARED_GPU is set in the environment:
  * then all ranks share one (the case that NCCL refuses). */
 #ifndef SURGE_TESTS_COMM_DEV_FAKES_H
@@ -27,9 +31,12 @@ typedef struct fake_counts {
   int ops;                 /* NCCL operations run (each send, receive, reduce, broadcast, allreduce) */
   int copies_out, copies_in; /* device-to-host and host-to-device copies */
   int not_ready;           /* event queries answered cudaErrorNotReady (each record's first query is) */
+  int cuts;                /* recordings ended by cuda_capture_leave or a device-wide call */
   int misuse;              /* calls the real library would refuse or fault on; fake_misuse says the first */
 } fake_counts_t;
 fake_counts_t fake_counts(void);
 const char *fake_misuse(void);
+/* The calling thread records a piece from now until its recording is ended (a cut). */
+void fake_record(void);
 
 #endif

@@ -248,6 +248,22 @@ int main(int argc, char **argv) {
           "%s, %d ranks%s: the world chose \"%s\"", mode, world_size, shared ? ", one GPU" : "", chose);
   checks(&w, nccl, "world");
 
+  if (!nccl && world_size > 1) { /* an in-process background's staged sums, started while it records a piece */
+    twin_t x = twin(100, world_rank, 10);
+    fake_counts_t was = fake_counts();
+    fake_record();
+    comm_allreduce_sum(&w, x.dev, x.n, TRAFFIC_DP);
+    fake_record();
+    comm_op_t op;
+    comm_iallreduce_sum(&w, x.dev, x.n, TRAFFIC_DP, &op);
+    comm_op_wait(&op);
+    fake_counts_t now = fake_counts();
+    tap_all(now.cuts - was.cuts == 2 && now.misuse == 0,
+            "staged sums started while the thread records a piece end the recording first (%d of 2 cut, %d misuse)",
+            now.cuts - was.cuts, now.misuse);
+    twin_free(&x);
+  }
+
   // a split group inherits the device side and makes its NCCL communicator at its first collective
   comm_t half;
   comm_split(&w, world_rank % 2, world_rank, &half);

@@ -15,6 +15,7 @@
 #include <cuda_runtime_api.h>
 
 #include "backend/backend.h"
+#include "backend/cuda_device_calls.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -64,14 +65,7 @@ void cuda_to_host(void *host, const void *dev, size_t bytes);
 void cuda_capture_begin(int key, void (*gate)(void));
 void cuda_capture_end(void);
 void cuda_capture_abandon(void);
-/* Before anything that waits for the stream or is not stream-ordered (a copy with the host, an
- * allocation or free, synchronize): end the calling thread's recording, if any, as capture_end would. */
-void cuda_capture_leave(void);
-/* Around a device-wide call (cudaMalloc, cudaFree: set-up and teardown) of any thread: ends the calling
- * thread's recording, then waits until no other thread of the process is recording. Nothing between
- * the two may end the thread (check the call's error after the end). */
-void cuda_device_call_begin(void);
-void cuda_device_call_end(void);
+/* cuda_capture_leave, cuda_device_call_begin and _end: backend/cuda_device_calls.h */
 /* The thread's counts into c (graphs_launched, _built, _updated, _cut). */
 void cuda_capture_counts(backend_context_t *c);
 /* End any recording and free the thread's graphs (backend close). */

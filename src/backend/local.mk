@@ -26,7 +26,8 @@ SURGE_LIBS += $(CUDA_LIBS) -lstdc++
 cuda_kernel_sources = src/backend/cuda_kern_elem.cu src/backend/cuda_kern_reduce.cu src/backend/cuda_kern_rows.cu \
   src/backend/cuda_kern_norm.cu src/backend/cuda_kern_cols.cu src/backend/cuda_kern_embed.cu \
   src/backend/cuda_kern_attention.cu
-libsurge_a_SOURCES += src/backend/cuda.c src/backend/cuda_impl.h src/backend/cuda_event.h src/backend/cuda_blas.c \
+libsurge_a_SOURCES += src/backend/cuda.c src/backend/cuda_impl.h src/backend/cuda_event.h \
+  src/backend/cuda_device_calls.h src/backend/cuda_blas.c \
   src/backend/cuda_lt.c src/backend/cuda_blas_api.c src/backend/cuda_blas_api.h \
   src/backend/cuda_conv.c src/backend/cuda_graph.c src/backend/cuda_marks.c \
   src/backend/cuda_ops.c src/backend/cuda_attention.c src/backend/cuda_kern.cuh $(cuda_kernel_sources)

@@ -7,12 +7,19 @@
  * has seen it pass. So a transfer overlaps the backend's later work (the gradient buckets with the
  * rest of the backward pass), and whatever the host queues after its completion sees the result.
  *
- * Waits honour comm_t.poll_us like MPI waits: poll the event, then sleep between polls. */
+ * Waits honour comm_t.poll_us like MPI waits: poll the event, then sleep between polls.
+ *
+ * The backend's recorded pieces (backend/cuda_device_calls.h): staging waits for the compute stream,
+ * so it first ends the calling thread's recording (an in-process background's piece, cut there as the
+ * backend's own copies to the host cut it); NCCL's set-up and teardown allocate and free device memory,
+ * so they run as device-wide calls, while no thread records. (NCCL itself is never used by a thread
+ * that records: an in-process background on cuda stages, doc/multiplexing.md.) */
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/cuda_device_calls.h"
 #include "backend/cuda_event.h"
 #include "comm/comm_dev.h"
 #include "comm/parts.h"
@@ -83,7 +90,10 @@ static void make_nccl(comm_t *c, comm_device_t *d) {
   memset(&id, 0, sizeof id);
   if (c->rank == 0) nc(ncclGetUniqueId(&id), d, "ncclGetUniqueId");
   mpi(MPI_Bcast(&id, (int)sizeof id, MPI_BYTE, 0, c->mpi), "MPI_Bcast of the NCCL id");
-  nc(ncclCommInitRank(&d->nccl, c->size, id, c->rank), d, "ncclCommInitRank");
+  cuda_device_call_begin();
+  const ncclResult_t made = ncclCommInitRank(&d->nccl, c->size, id, c->rank);
+  cuda_device_call_end();
+  nc(made, d, "ncclCommInitRank");
   int prio = 0;
   cu(cudaStreamGetPriority(d->compute, &prio), "cudaStreamGetPriority");
   cu(cudaStreamCreateWithPriority(&d->stream, cudaStreamNonBlocking, prio), "cudaStreamCreateWithPriority");
@@ -134,7 +144,10 @@ void comm_dev_free(comm_t *c) {
   if (!d) return;
   if (d->nccl) {
     cu(cudaStreamSynchronize(d->stream), "cudaStreamSynchronize");
-    nc(ncclCommDestroy(d->nccl), d, "ncclCommDestroy");
+    cuda_device_call_begin();
+    const ncclResult_t freed = ncclCommDestroy(d->nccl);
+    cuda_device_call_end();
+    nc(freed, d, "ncclCommDestroy");
     cu(cudaStreamDestroy(d->stream), "cudaStreamDestroy");
     cu(cudaEventDestroy(d->ready), "cudaEventDestroy");
     cu(cudaEventDestroy(d->done), "cudaEventDestroy");
@@ -166,6 +179,7 @@ int comm_dev_nccl_ready(const comm_t *c) { return c->dev && c->dev->decided && c
 void *comm_dev_stage_out(const comm_t *c, const void *dev, size_t bytes) {
   void *host = xmalloc(bytes ? bytes : 1);
   if (bytes) {
+    cuda_capture_leave();
     cu(cudaMemcpyAsync(host, dev, bytes, cudaMemcpyDeviceToHost, c->dev->compute), "staging to the host");
     cu(cudaStreamSynchronize(c->dev->compute), "cudaStreamSynchronize");
   }
@@ -174,6 +188,7 @@ void *comm_dev_stage_out(const comm_t *c, const void *dev, size_t bytes) {
 
 void comm_dev_stage_in(const comm_t *c, void *dev, const void *host, size_t bytes) {
   if (!bytes) return;
+  cuda_capture_leave();
   cu(cudaMemcpyAsync(dev, host, bytes, cudaMemcpyHostToDevice, c->dev->compute), "staging to the device");
   cu(cudaStreamSynchronize(c->dev->compute), "cudaStreamSynchronize"); /* the caller frees host next */
 }

@@ -53,6 +53,11 @@ check_PROGRAMS += tests/test_cuda_blas_api
 tests_test_cuda_blas_api_SOURCES = tests/test_cuda_blas_api.c src/backend/cuda_blas_api.c
 tests_test_cuda_blas_api_LDADD = -ldl -lpthread
 TESTS += tests/test_cuda_blas_api
+# The GEMMs (cuda_blas.c) over a cuBLAS of host loops, on the host likewise.
+check_PROGRAMS += tests/test_cuda_gemm
+tests_test_cuda_gemm_SOURCES = tests/test_cuda_gemm.c src/backend/cuda_blas.c
+tests_test_cuda_gemm_LDADD = libsurge.a -lm
+TESTS += tests/test_cuda_gemm
 # The timing marks (cuda_marks.c) over a faked CUDA runtime, on the host likewise.
 check_PROGRAMS += tests/test_cuda_marks
 tests_test_cuda_marks_SOURCES = tests/test_cuda_marks.c src/backend/cuda_marks.c tests/cuda_host_fakes.c tests/child.c \

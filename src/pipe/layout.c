@@ -178,16 +178,35 @@ static void replica_of(const pipe_grid_t *G, const gpt_piece_t *q, int *replica,
   *replica = G->d + G->dp * ((every ? G->t : 0) + tps * (tied && G->p == G->pp - 1));
 }
 
-/* The whole model's initial values (the same on every layout and rank count), each piece copied. */
+/* The model's initial values (the same on every layout and rank count) of this rank's pieces: each
+ * node that holds one computes its parameters alone (graph_init_layer), and its pieces are copied.
+ * So a rank's host memory for this is its slab and one node's parameters (the largest: the token
+ * table), not the whole model's. */
 static void init_params(pipe_layout_t *pl, const graph_t *g, uint64_t seed) {
   const slab_layout_t *L = &pl->local, *G = &g->params;
-  float *whole = xcalloc(G->total ? G->total : 1, sizeof(float)), *mine = xcalloc(L->total ? L->total : 1, sizeof(float));
-  graph_init_params(g, seed, whole);
-  for (int i = 0; i < L->n; i++) {
-    const gpt_piece_t *q = &pl->piece[i];
-    if (q->n == 0) continue;
-    const slab_tensor_t *t = &G->t[slab_layout_find(G, L->t[i].name)];
-    state_box_copy(whole + t->off, mine + q->off, q->ndim, q->dims, q->start, q->count, 1);
+  float *mine = xcalloc(L->total ? L->total : 1, sizeof(float));
+  int *whole = xcalloc(L->n ? (size_t)L->n : 1, sizeof *whole); /* each piece's tensor of the model */
+  for (int j = 0; j < L->n; j++) whole[j] = pl->piece[j].n ? slab_layout_find(G, L->t[j].name) : -1;
+  for (int i = 0; i < g->n; i++) {
+    const layer_t *l = &g->l[i];
+    int held = 0;
+    size_t floats = 0;
+    for (int k = 0; k < l->np; k++) {
+      floats += G->t[l->param[k]].n;
+      for (int j = 0; j < L->n; j++) held |= whole[j] == l->param[k];
+    }
+    if (!held) continue;
+    float *node = xcalloc(floats, sizeof(float)), *w[LAYER_MAX_PARAMS] = {0}; /* its parameters, one after another */
+    size_t at = 0;
+    for (int k = 0; k < l->np; k++) w[k] = node + at, at += G->t[l->param[k]].n;
+    graph_init_layer(g, seed, i, w);
+    for (int k = 0; k < l->np; k++)
+      for (int j = 0; j < L->n; j++)
+        if (whole[j] == l->param[k]) {
+          const gpt_piece_t *q = &pl->piece[j];
+          state_box_copy(w[k], mine + q->off, q->ndim, q->dims, q->start, q->count, 1);
+        }
+    free(node);
   }
   pl->ex.m.be->upload(pl->ex.m.params, mine, L->total);
   free(whole);

@@ -192,6 +192,14 @@ refused "offsets that disagree with the shape" "c_fc.bias: data_offsets .* hold 
 edit "$st" "$t/shape.safetensors" 'h["transformer.h.0.attn.c_attn.weight"]["shape"] = [96, 32]'
 refused "a tensor of the wrong shape" "transformer.h.0.attn.c_attn.weight: shape (96,32) in the file, (32,96) in this model" \
   "$convert" "$t/shape.safetensors" "$t/x.h5"
+# a head beside the embedding: the same bytes (tied) are read, other values are refused (Surge's gpt ties it)
+edit "$st" "$t/tied.safetensors" 'h["lm_head.weight"] = dict(h["transformer.wte.weight"])'
+"$convert" "$t/tied.safetensors" "$t/tied.h5" >/dev/null 2>&1 && h5diff "$t/tied.h5" "$t/a/model.h5" /params /params >/dev/null 2>&1
+tap_ok $? "an lm_head.weight equal to the token embedding is read as the tied output (bitwise the same model)"
+edit "$st" "$t/untied.safetensors" 'o = h["transformer.wte.weight"]["data_offsets"]
+h["lm_head.weight"] = dict(h["transformer.wte.weight"], data_offsets=[o[0] + 4, o[1] + 4])'
+refused "an untied output layer" "lm_head.weight is not the token embedding: the output is untied" \
+  "$convert" "$t/untied.safetensors" "$t/x.h5"
 cp "$t/a.bin" "$t/magic.bin" && printf '\177' | dd of="$t/magic.bin" bs=1 seek=0 conv=notrunc 2>/dev/null
 refused "llm.c's magic wrong" "magic 20240255 at offset 0, not llm.c's 20240326" "$convert" "$t/magic.bin" "$t/x.h5"
 cp "$t/a.bin" "$t/version.bin" && printf '\007' | dd of="$t/version.bin" bs=1 seek=4 conv=notrunc 2>/dev/null

@@ -66,7 +66,7 @@ void weights_llmc_dims(const char *path, gpt2_dims_t *d) {
   fclose(l.f);
 }
 
-void weights_read_llmc(const char *path, const graph_t *g, float *params) {
+void weights_read_llmc(const char *path, const graph_t *g, const weights_sink_t *sink) {
   gpt2_dims_t d;
   gpt2_dims_or_refuse(g, &d, path, "a GPT-2 file cannot fill this model");
   llmc_file_t l;
@@ -95,7 +95,9 @@ void weights_read_llmc(const char *path, const graph_t *g, float *params) {
         surge_input_error("%s: %s: cannot read %zu values at offset %lld", path, name, n, at);
       }
       weights_decode(l.dtype, raw, n, v);
-      gpt2_import(&d, k, rows, 0, v, params + g->params.t[gpt2_find(g, k, b)].off);
+      const int t = gpt2_find(g, k, b);
+      gpt2_import(&d, k, rows, 0, v, sink->place(sink->ctx, t));
+      sink->put(sink->ctx, t);
       at += (long long)(n * eb);
     }
   free(raw);

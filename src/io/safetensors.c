@@ -171,7 +171,7 @@ static int is_buffer(const char *name) {
   return !strncmp(p, "h.", 2) && ((n > 10 && !strcmp(p + n - 10, ".attn.bias")) || (n > 17 && !strcmp(p + n - 17, ".attn.masked_bias")));
 }
 
-void weights_read_safetensors(const char *path, const graph_t *g, float *params) {
+void weights_read_safetensors(const char *path, const graph_t *g, const weights_sink_t *sink) {
   gpt2_dims_t d;
   gpt2_dims_or_refuse(g, &d, path, "a GPT-2 file cannot fill this model");
   st_file_t s;
@@ -193,7 +193,9 @@ void weights_read_safetensors(const char *path, const graph_t *g, float *params)
                           k == ZOO_GPT_WTE && e->ndim == 2 && e->d[1] == want[1] ? " (the vocabularies differ)" : "");
       }
       float *v = st_values(&s, e);
-      gpt2_import(&d, k, d.V, gpt2_tensors[k].transposed, v, params + g->params.t[gpt2_find(g, k, b)].off);
+      const int t = gpt2_find(g, k, b);
+      gpt2_import(&d, k, d.V, gpt2_tensors[k].transposed, v, sink->place(sink->ctx, t));
+      sink->put(sink->ctx, t);
       free(v);
       e->used = 1;
     }
@@ -205,10 +207,13 @@ void weights_read_safetensors(const char *path, const graph_t *g, float *params)
       surge_input_error("%s: tensor %s has no counterpart in this model (a GPT-2 of %d blocks)", path,
                         printable(e->name, shown, sizeof shown), d.L);
     float *head = e->ndim == 2 && e->d[0] == d.V && e->d[1] == d.C ? st_values(&s, e) : NULL;
-    const float *wte = params + g->params.t[gpt2_find(g, ZOO_GPT_WTE, 0)].off;
+    char table[ST_NAME_MAX];
+    hf_name(ZOO_GPT_WTE, 0, table, sizeof table);
+    float *wte = st_values(&s, st_find(&s, table)); /* (V, C), read above: the file's own */
     if (!head || memcmp(head, wte, (size_t)d.V * (size_t)d.C * sizeof *head) != 0)
       surge_input_error("%s: %s is not the token embedding: the output is untied, Surge's gpt ties it", path, gpt2_hf_head);
     free(head);
+    free(wte);
   }
   st_close(&s);
 }

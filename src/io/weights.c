@@ -39,13 +39,27 @@ const char *weights_format_name(weights_format_t f) {
   return f == WEIGHTS_H5 ? "HDF5" : f == WEIGHTS_SAFETENSORS ? "safetensors" : "llm.c";
 }
 
-void weights_read(const char *path, const graph_t *g, float *params) {
+void weights_read_each(const char *path, const graph_t *g, const weights_sink_t *sink) {
   H5_SERIAL(); /* io/h5serial.h: one HDF5 call at a time in the process */
   switch (weights_detect(path)) {
-  case WEIGHTS_H5: weights_read_h5(path, g, params); break;
-  case WEIGHTS_SAFETENSORS: weights_read_safetensors(path, g, params); break;
-  case WEIGHTS_LLMC: weights_read_llmc(path, g, params); break;
+  case WEIGHTS_H5: weights_read_h5(path, g, sink); break;
+  case WEIGHTS_SAFETENSORS: weights_read_safetensors(path, g, sink); break;
+  case WEIGHTS_LLMC: weights_read_llmc(path, g, sink); break;
   }
+}
+
+static float *slab_place(void *ctx, int t) {
+  weights_slab_t *s = ctx;
+  return s->base + s->L->t[t].off;
+}
+static void slab_put(void *ctx, int t) { (void)ctx, (void)t; }
+
+weights_sink_t weights_slab_sink(weights_slab_t *s) { return (weights_sink_t){slab_place, slab_put, s}; }
+
+void weights_read(const char *path, const graph_t *g, float *params) {
+  weights_slab_t s = {&g->params, params};
+  weights_sink_t sink = weights_slab_sink(&s);
+  weights_read_each(path, g, &sink);
 }
 
 void weights_read_bufs(const char *path, const graph_t *g, float *bufs) {

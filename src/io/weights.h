@@ -31,6 +31,23 @@ const char *weights_format_name(weights_format_t f);
  * does not hold, or a model with no GPT-2 counterpart for a GPT-2 format, is an input error (exit
  * 2). Padding rows of the token table that the file does not hold are zeroed. */
 void weights_read(const char *path, const graph_t *g, float *params);
+/* Where a reader puts the tensors of a slab layout (g->params, or g->bufs): place(ctx, t) gives room
+ * for tensor t's n floats, which the reader fills with its values (PyTorch's shapes) before it calls
+ * put(ctx, t). A reader asks for every tensor once, one at a time. */
+typedef struct weights_sink {
+  float *(*place)(void *ctx, int t);
+  void (*put)(void *ctx, int t);
+  void *ctx;
+} weights_sink_t;
+/* The sink that reads each tensor in place into the slab base of layout L (s: its storage). */
+typedef struct weights_slab {
+  const slab_layout_t *L;
+  float *base;
+} weights_slab_t;
+weights_sink_t weights_slab_sink(weights_slab_t *s);
+/* weights_read's checks and values, each tensor handed to sink as it is read: a layout that holds
+ * pieces of the model copies its pieces from it, holding one tensor at a time, not the whole slab. */
+void weights_read_each(const char *path, const graph_t *g, const weights_sink_t *sink);
 /* On one process, for a model with buffers (g->bufs: batch norm's running statistics): fill the
  * host buffer slab bufs from the file's /buffers, each of g's buffers with its shape and nothing
  * else. Only Surge's HDF5 files (model.h5, checkpoints) hold buffers; any other file, or one without
@@ -44,10 +61,10 @@ void weights_read_bufs(const char *path, const graph_t *g, float *bufs);
 void weights_gpt2_dims(const char *path, gpt2_dims_t *d);
 
 /* ---- the formats (io/weights_h5.c, io/safetensors.c, io/llmc_file.c) */
-void weights_read_h5(const char *path, const graph_t *g, float *params);
+void weights_read_h5(const char *path, const graph_t *g, const weights_sink_t *sink);
 void weights_read_bufs_h5(const char *path, const graph_t *g, float *bufs);
-void weights_read_safetensors(const char *path, const graph_t *g, float *params);
-void weights_read_llmc(const char *path, const graph_t *g, float *params);
+void weights_read_safetensors(const char *path, const graph_t *g, const weights_sink_t *sink);
+void weights_read_llmc(const char *path, const graph_t *g, const weights_sink_t *sink);
 void weights_h5_gpt2_dims(const char *path, gpt2_dims_t *d);
 void weights_safetensors_dims(const char *path, gpt2_dims_t *d);
 void weights_llmc_dims(const char *path, gpt2_dims_t *d);

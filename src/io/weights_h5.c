@@ -120,28 +120,31 @@ static void read_tensor(h5in_t *h, hid_t group, const char *gname, const slab_te
   H5Dclose(d);
 }
 
-/* Every tensor of L from group gname (exactly those) into the slab out. */
-static void read_group(h5in_t *h, const char *gname, const slab_layout_t *L, float *out) {
+/* Every tensor of L from group gname (exactly those), each where sink places it. */
+static void read_group(h5in_t *h, const char *gname, const slab_layout_t *L, const weights_sink_t *sink) {
   if (h5util_exists(h->file, gname + 1, H5I_GROUP) != 1)
     surge_input_error("%s: no group %s: the file holds a model without %s", h->path, gname,
                       strcmp(gname, "/buffers") == 0 ? "running statistics (batch norm's buffers)" : "parameters");
   hid_t group = h5util_check(&h->c, H5Gopen2(h->file, gname + 1, H5P_DEFAULT), "open", gname);
   H5G_info_t info;
   h5util_check(&h->c, H5Gget_info(group, &info), "list", gname);
-  for (int i = 0; i < L->n; i++) read_tensor(h, group, gname, &L->t[i], out + L->t[i].off);
+  for (int i = 0; i < L->n; i++) {
+    read_tensor(h, group, gname, &L->t[i], sink->place(sink->ctx, i));
+    sink->put(sink->ctx, i);
+  }
   if (info.nlinks != (hsize_t)L->n)
     surge_input_error("%s: %s holds %llu tensors, this model %d (the file holds another model)", h->path, gname,
                       (unsigned long long)info.nlinks, L->n);
   H5Gclose(group);
 }
 
-void weights_read_h5(const char *path, const graph_t *g, float *params) {
+void weights_read_h5(const char *path, const graph_t *g, const weights_sink_t *sink) {
   h5util_quiet_t quiet = h5util_quiet_begin();
   h5in_t h = h5_open(path);
   long vocab = file_vocab(&h);
   if (vocab && vocab != model_vocab(g))
     surge_input_error("%s: a model of vocabulary %ld, this model's is %d", path, vocab, model_vocab(g));
-  read_group(&h, "/params", &g->params, params);
+  read_group(&h, "/params", &g->params, sink);
   h5util_check(&h.c, H5Fclose(h.file), "close", "");
   h5util_quiet_end(quiet);
 }
@@ -149,7 +152,9 @@ void weights_read_h5(const char *path, const graph_t *g, float *params) {
 void weights_read_bufs_h5(const char *path, const graph_t *g, float *bufs) {
   h5util_quiet_t quiet = h5util_quiet_begin();
   h5in_t h = h5_open(path);
-  read_group(&h, "/buffers", &g->bufs, bufs);
+  weights_slab_t slab = {&g->bufs, bufs};
+  weights_sink_t sink = weights_slab_sink(&slab);
+  read_group(&h, "/buffers", &g->bufs, &sink);
   h5util_check(&h.c, H5Fclose(h.file), "close", "");
   h5util_quiet_end(quiet);
 }

@@ -180,11 +180,13 @@ static void replica_of(const pipe_grid_t *G, const gpt_piece_t *q, int *replica,
 
 /* The model's initial values (the same on every layout and rank count) of this rank's pieces: each
  * node that holds one computes its parameters alone (graph_init_layer), and its pieces are copied.
- * So a rank's host memory for this is its slab and one node's parameters (the largest: the token
- * table), not the whole model's. */
+ * So a rank's host memory for this is one node's parameters (the largest: the token table), not the
+ * whole model's; a host backend's slab is written in place (as model_init_params does), a device's
+ * through a host copy of it. */
 static void init_params(pipe_layout_t *pl, const graph_t *g, uint64_t seed) {
   const slab_layout_t *L = &pl->local, *G = &g->params;
-  float *mine = xcalloc(L->total ? L->total : 1, sizeof(float));
+  const backend_t *be = pl->ex.m.be;
+  float *mine = be->host_memory ? pl->ex.m.params : xcalloc(L->total ? L->total : 1, sizeof(float));
   int *whole = xcalloc(L->n ? (size_t)L->n : 1, sizeof *whole); /* each piece's tensor of the model */
   for (int j = 0; j < L->n; j++) whole[j] = pl->piece[j].n ? slab_layout_find(G, L->t[j].name) : -1;
   for (int i = 0; i < g->n; i++) {
@@ -208,9 +210,11 @@ static void init_params(pipe_layout_t *pl, const graph_t *g, uint64_t seed) {
         }
     free(node);
   }
-  pl->ex.m.be->upload(pl->ex.m.params, mine, L->total);
+  if (!be->host_memory) {
+    be->upload(pl->ex.m.params, mine, L->total);
+    free(mine);
+  }
   free(whole);
-  free(mine);
 }
 
 /* ---- the layout's operations */

@@ -32,3 +32,6 @@ tests/zoo_renamed.c: $(top_srcdir)/src/nn/zoo.c
 	  $(top_srcdir)/src/nn/zoo.c >$@.tmp && mv $@.tmp $@
 dist_check_SCRIPTS += tests/test_3d.sh
 TESTS += tests/test_3d.sh
+# A rank's host memory at start-up: its pieces' values, never the whole model's.
+dist_check_SCRIPTS += tests/test_3d_memory.sh
+TESTS += tests/test_3d_memory.sh

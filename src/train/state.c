@@ -169,22 +169,51 @@ void trainer_resume(trainer_t *t, const char *path) {
   host_state_free(&h);
 }
 
+/* The rank's pieces as a weights sink: each of the model's tensors read into one buffer, its pieces
+ * copied out of it (host memory of the largest tensor, not of the whole model). */
+typedef struct piece_sink {
+  const slab_layout_t *G;
+  const state_region_t *r; /* the pieces, their data the local slab's host view */
+  int *tensor;             /* [r->n] the model's tensor each piece is of (-1: none of its floats here) */
+  float *buf;
+  size_t cap;
+} piece_sink_t;
+
+static float *piece_place(void *ctx, int t) {
+  piece_sink_t *s = ctx;
+  if (s->G->t[t].n > s->cap) {
+    free(s->buf);
+    s->cap = s->G->t[t].n;
+    s->buf = xmalloc(s->cap * sizeof(float));
+  }
+  return s->buf;
+}
+
+static void piece_put(void *ctx, int t) {
+  piece_sink_t *s = ctx;
+  for (int i = 0; i < s->r->n; i++)
+    if (s->tensor[i] == t) {
+      const state_tensor_t *p = &s->r->t[i];
+      state_box_copy(s->buf, p->data, p->ndim, p->dims, p->start, p->count, 1);
+    }
+}
+
 void trainer_load_params(trainer_t *t, const char *path) {
   const slab_layout_t *G = &t->g.params;
-  float *whole = slab_alloc(G);
-  weights_read(path, &t->g, whole);
   host_state_t h;
   host_state_init(&h, t, 0);
+  piece_sink_t s = {.G = G, .r = &h.r[0], .tensor = xcalloc(h.r[0].n ? (size_t)h.r[0].n : 1, sizeof(int))};
   for (int i = 0; i < h.r[0].n; i++) {
     state_tensor_t *p = &h.r[0].t[i];
-    if (!state_tensor_floats(p)) continue;
-    int g = slab_layout_find(G, p->name);
-    if (g < 0) surge_runtime_error("layout tensor %s is not in the model (a layout bug)", p->name);
-    state_box_copy(whole + G->t[g].off, p->data, p->ndim, p->dims, p->start, p->count, 1);
+    s.tensor[i] = state_tensor_floats(p) ? slab_layout_find(G, p->name) : -1;
+    if (state_tensor_floats(p) && s.tensor[i] < 0)
+      surge_runtime_error("layout tensor %s is not in the model (a layout bug)", p->name);
   }
+  weights_read_each(path, &t->g, &(weights_sink_t){piece_place, piece_put, &s});
+  free(s.tensor);
+  free(s.buf);
   if (!h.in_place) t->be->upload(h.device[0], h.host[0], t->layout->local->total);
   host_state_free(&h);
-  slab_free(whole);
   const slab_layout_t *B = &t->g.bufs; /* the running statistics, whole on every rank (as /buffers) */
   if (B->n == 0) return;
   float *bufs = slab_alloc(B);

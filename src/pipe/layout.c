@@ -187,15 +187,15 @@ static void init_params(pipe_layout_t *pl, const graph_t *g, uint64_t seed) {
   const slab_layout_t *L = &pl->local, *G = &g->params;
   const backend_t *be = pl->ex.m.be;
   float *mine = be->host_memory ? pl->ex.m.params : xcalloc(L->total ? L->total : 1, sizeof(float));
-  int *whole = xcalloc(L->n ? (size_t)L->n : 1, sizeof *whole); /* each piece's tensor of the model */
-  for (int j = 0; j < L->n; j++) whole[j] = pl->piece[j].n ? slab_layout_find(G, L->t[j].name) : -1;
+  int *tensor = xcalloc(L->n ? (size_t)L->n : 1, sizeof *tensor); /* each piece's tensor of the model */
+  for (int j = 0; j < L->n; j++) tensor[j] = pl->piece[j].n ? slab_layout_find(G, L->t[j].name) : -1;
   for (int i = 0; i < g->n; i++) {
     const layer_t *l = &g->l[i];
     int held = 0;
     size_t floats = 0;
     for (int k = 0; k < l->np; k++) {
       floats += G->t[l->param[k]].n;
-      for (int j = 0; j < L->n; j++) held |= whole[j] == l->param[k];
+      for (int j = 0; j < L->n; j++) held |= tensor[j] == l->param[k];
     }
     if (!held) continue;
     float *node = xcalloc(floats, sizeof(float)), *w[LAYER_MAX_PARAMS] = {0}; /* its parameters, one after another */
@@ -204,7 +204,7 @@ static void init_params(pipe_layout_t *pl, const graph_t *g, uint64_t seed) {
     graph_init_layer(g, seed, i, w);
     for (int k = 0; k < l->np; k++)
       for (int j = 0; j < L->n; j++)
-        if (whole[j] == l->param[k]) {
+        if (tensor[j] == l->param[k]) {
           const gpt_piece_t *q = &pl->piece[j];
           state_box_copy(w[k], mine + q->off, q->ndim, q->dims, q->start, q->count, 1);
         }
@@ -214,7 +214,7 @@ static void init_params(pipe_layout_t *pl, const graph_t *g, uint64_t seed) {
     be->upload(pl->ex.m.params, mine, L->total);
     free(mine);
   }
-  free(whole);
+  free(tensor);
 }
 
 /* ---- the layout's operations */

@@ -88,10 +88,10 @@ sample "$t/ckpt" 1 "$ckpt" --prompt "The " --greedy --tokens 28 --print-ids && c
 tap_ok $? "the step-30 checkpoint $(basename "$ckpt") samples like model.h5"
 
 # [run] sample_every: a sample after evaluations, printed and logged; surge-sample gives the last again.
-for layout in dp tp; do
+for layout in dp 3d; do
   case $layout in
     dp) np=1; set -- ;;
-    tp) np=2; set -- -D parallel.mode=3d -D parallel.tp=2 -D parallel.pp=1 -D parallel.dp=1 ;;
+    3d) np=4; set -- -D parallel.mode=3d -D parallel.tp=2 -D parallel.pp=2 -D parallel.dp=1 ;;
   esac
   out="$t/s-$layout"
   timeout 300 "$mpiexec" -n $np "$SURGE_TRAIN" "$deck" -D run.steps=20 -D run.eval_every=10 -D run.sample_every=10 \

@@ -337,6 +337,30 @@ void comm_gather_double(comm_t *c, const double *in, int count, double *out, int
   meter_add(c, t, (uint64_t)count * sizeof(double), start);
 }
 
+void comm_gatherv_bytes(comm_t *c, const void *in, size_t bytes, void *out, const size_t *n, int root, traffic_t t) {
+  require_member(c, t, "comm_gatherv_bytes");
+  if (bytes > INT_MAX)
+    surge_runtime_error("comm_gatherv_bytes: %zu bytes is more than one MPI operation holds (%d)", bytes, INT_MAX);
+  int *ints = NULL; /* root: the counts, then the displacements */
+  if (c->rank == root) {
+    ints = xcalloc(2 * (size_t)c->size, sizeof *ints);
+    size_t at = 0;
+    for (int r = 0; r < c->size; r++) {
+      if (n[r] > INT_MAX || at > INT_MAX)
+        surge_runtime_error("comm_gatherv_bytes: rank %d's part (%zu bytes at %zu) is beyond what one MPI operation "
+                            "holds (%d)", r, n[r], at, INT_MAX);
+      ints[r] = (int)n[r];
+      ints[c->size + r] = (int)at;
+      at += n[r];
+    }
+  }
+  double start = surge_now();
+  comm_check_mpi(MPI_Gatherv(in, (int)bytes, MPI_BYTE, out, ints, ints ? ints + c->size : NULL, MPI_BYTE, root, c->mpi),
+                 "MPI_Gatherv", "comm_gatherv_bytes");
+  meter_add(c, t, (uint64_t)bytes, start);
+  free(ints);
+}
+
 static int point_to_point_count(size_t n, const char *api_call) {
   if (n > INT_MAX)
     surge_runtime_error("%s: %zu floats is more than one MPI message holds (%d); split the transfer", api_call,

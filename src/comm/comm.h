@@ -132,6 +132,10 @@ int comm_allreduce_max_double_within(comm_t *c, double *buf, int n, double timeo
 void comm_bcast(comm_t *c, void *buf, size_t bytes, int root, traffic_t t);
 /* Gather `count` doubles from every rank to root's out (size*count), in rank order. */
 void comm_gather_double(comm_t *c, const double *in, int count, double *out, int root, traffic_t t);
+/* Gather bytes to root: this rank's `bytes` bytes of in, and on root every rank r's n[r] bytes into out, one
+ * after another in rank order (n and out are root's alone; n[r] must be what rank r gives). Each rank's
+ * part at most INT_MAX bytes (one MPI_Gatherv); bytes counted as this rank's part. */
+void comm_gatherv_bytes(comm_t *c, const void *in, size_t bytes, void *out, const size_t *n, int root, traffic_t t);
 
 /* Point to point (floats). Tags must be unique per pair and message in flight. Device buffers
  * (comm_use_device) are staged through host memory, unless the transfers are posted in a group. */

@@ -222,25 +222,84 @@ void trainer_load_params(trainer_t *t, const char *path) {
   slab_free(bufs);
 }
 
+/* A piece on its way to the root: the model's tensor it is of, and its box there. */
+typedef struct piece_box {
+  int32_t tensor, ndim;
+  uint64_t start[SLAB_MAX_DIMS], count[SLAB_MAX_DIMS];
+} piece_box_t;
+
+/* Root: the floats of piece x (of rank `from`) into the slab full; checked against the model's tensors. */
+static void place_piece(const slab_layout_t *G, const piece_box_t *x, float *data, float *full, int from) {
+  if (x->tensor < 0 || x->tensor >= G->n || x->ndim != G->t[x->tensor].ndim)
+    surge_runtime_error("rank %d sent a piece of no tensor of the model (a bug)", from);
+  size_t dims[SLAB_MAX_DIMS], start[SLAB_MAX_DIMS], count[SLAB_MAX_DIMS];
+  for (int d = 0; d < x->ndim; d++) {
+    dims[d] = (size_t)G->t[x->tensor].d[d], start[d] = (size_t)x->start[d], count[d] = (size_t)x->count[d];
+    if (start[d] > dims[d] || count[d] > dims[d] - start[d])
+      surge_runtime_error("rank %d sent a piece beyond its tensor (a bug)", from);
+  }
+  state_box_copy(full + G->t[x->tensor].off, data, x->ndim, dims, start, count, 0);
+}
+
+static size_t box_floats(const piece_box_t *x) {
+  size_t n = 1;
+  for (int d = 0; d < x->ndim; d++) n *= (size_t)x->count[d];
+  return n;
+}
+
 void trainer_params_on_root(trainer_t *t, float *full) {
   host_state_t h;
   host_state_init(&h, t, 0);
   gather(t, &h);
-  /* every rank puts the pieces it writes (replica 0: they tile each tensor once) into a zeroed slab;
-   * the sum over the ranks is the whole, exactly (each float is added to zeros only) */
+  /* every rank sends the pieces it writes (replica 0: they tile each tensor once) to the root, a piece at a
+   * time, straight from its slab: the root holds the whole slab and one piece, the other ranks nothing more */
   const slab_layout_t *G = &t->g.params;
-  float *mine = t->world->rank == 0 ? full : xcalloc(G->total ? G->total : 1, sizeof *mine);
-  if (t->world->rank == 0) memset(full, 0, G->total * sizeof *full);
   const state_region_t *r = &h.r[0];
+  comm_t *w = t->world;
+  const int root = w->rank == 0;
+  const state_tensor_t **mine = xcalloc(r->n ? (size_t)r->n : 1, sizeof *mine);
+  piece_box_t *box = xcalloc(r->n ? (size_t)r->n : 1, sizeof *box);
+  int nbox = 0;
   for (int i = 0; i < r->n; i++) {
     const state_tensor_t *p = &r->t[i];
     int k = slab_layout_find(G, p->name);
     if (k < 0) surge_runtime_error("parameter %s of the layout is not in the model (a bug)", p->name);
-    if (p->replica == 0 && state_tensor_floats(p) > 0)
-      state_box_copy(mine + G->t[k].off, p->data, p->ndim, p->dims, p->start, p->count, 0);
+    if (p->replica != 0 || state_tensor_floats(p) == 0) continue;
+    mine[nbox] = p;
+    box[nbox] = (piece_box_t){.tensor = k, .ndim = p->ndim};
+    for (int d = 0; d < p->ndim; d++) box[nbox].start[d] = p->start[d], box[nbox].count[d] = p->count[d];
+    nbox++;
   }
-  comm_allreduce_sum(t->world, mine, G->total, TRAFFIC_OTHER);
-  if (t->world->rank != 0) free(mine);
+  double *pieces = xcalloc((size_t)w->size, sizeof *pieces), own = nbox; /* every rank's count, on every rank */
+  comm_gather_double(w, &own, 1, pieces, 0, TRAFFIC_OTHER);
+  comm_bcast(w, pieces, (size_t)w->size * sizeof *pieces, 0, TRAFFIC_OTHER);
+  if (root) {
+    memset(full, 0, G->total * sizeof *full);
+    for (int b = 0; b < nbox; b++) place_piece(G, &box[b], mine[b]->data, full, 0);
+  }
+  size_t *n = root ? xcalloc((size_t)w->size, sizeof *n) : NULL, cap = 0; /* root: what each rank gives now */
+  float *got = NULL;
+  for (int from = 1; from < w->size; from++) { /* rank `from` alone gives bytes in these rounds */
+    const int me = w->rank == from, nb = (int)pieces[from];
+    piece_box_t *got_box = root ? xcalloc(nb ? (size_t)nb : 1, sizeof *got_box) : NULL;
+    if (root) n[from] = (size_t)nb * sizeof *got_box;
+    comm_gatherv_bytes(w, box, me ? (size_t)nbox * sizeof *box : 0, got_box, n, 0, TRAFFIC_OTHER);
+    for (int b = 0; b < nb; b++) {
+      const size_t floats = root ? box_floats(&got_box[b]) : 0;
+      if (root && floats > cap) free(got), cap = floats, got = xmalloc(cap * sizeof *got);
+      if (root) n[from] = floats * sizeof *got;
+      comm_gatherv_bytes(w, me ? mine[b]->data : NULL, me ? state_tensor_floats(mine[b]) * sizeof(float) : 0, got, n,
+                         0, TRAFFIC_OTHER);
+      if (root) place_piece(G, &got_box[b], got, full, from);
+    }
+    if (root) n[from] = 0;
+    free(got_box);
+  }
+  free(got);
+  free(n);
+  free(pieces);
+  free(box);
+  free(mine);
   host_state_free(&h);
 }
 

@@ -254,6 +254,26 @@ static void check_gather(comm_t *c) {
     tap_all(ok, "gather of 3 doubles to root %d: every rank's values in rank order", root);
     free(out);
   }
+  // bytes of uneven sizes (rank r gives 3r + 1, rank 1 none), one after another on the last rank
+  const int root = c->size - 1;
+  size_t mine = c->rank == 1 ? 0 : 3 * (size_t)c->rank + 1, total = 0;
+  size_t *n = c->rank == root ? xcalloc((size_t)c->size, sizeof *n) : NULL;
+  for (int q = 0; q < c->size; q++) {
+    size_t nq = q == 1 ? 0 : 3 * (size_t)q + 1;
+    total += nq;
+    if (n) n[q] = nq;
+  }
+  unsigned char in[64], *out = n ? xcalloc(total + 1, 1) : NULL;
+  for (size_t i = 0; i < mine; i++) in[i] = (unsigned char)(c->rank * 16 + i);
+  uint64_t before = c->meter.bytes[TRAFFIC_OTHER];
+  comm_gatherv_bytes(c, in, mine, out, n, root, TRAFFIC_OTHER);
+  int ok = c->meter.bytes[TRAFFIC_OTHER] - before == mine;
+  for (int q = 0, at = 0; out && q < c->size; q++)
+    for (size_t i = 0; i < n[q]; i++) ok &= out[at++] == (unsigned char)(q * 16 + i);
+  tap_all(ok, "gatherv of 3r + 1 bytes from rank r (rank 1 none) to rank %d: in rank order, each rank's part metered",
+          root);
+  free(n);
+  free(out);
 }
 
 /* Each rank sends n floats to its right neighbour and n to its left at once, tags unique per

@@ -135,7 +135,7 @@ void fake_dev_get(float *host, const float *dev, size_t n) {
 
 /* ---- the backend's recorded pieces (backend/cuda_device_calls.h) */
 
-static int recording, device_call;
+static _Thread_local int recording, device_call; /* as the backend's: per thread */
 
 void fake_record(void) { recording = 1; }
 
@@ -274,6 +274,7 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, enum cudaM
 struct ncclComm {
   MPI_Comm mpi; /* the same ranks, in NCCL's order */
   int rank, size;
+  unsigned char *sent_to, *received_from; /* [size] pairs connected (NCCL connects a pair at its first transfer) */
 };
 
 static unsigned id_seq;
@@ -289,6 +290,10 @@ ncclResult_t ncclGetUniqueId(ncclUniqueId *id) {
  * sends every member the world ranks in NCCL's order; they make an MPI communicator of them. */
 ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank) {
   if (!device_call) misuse("ncclCommInitRank outside a device-wide call (cuda_device_call_begin)");
+  const char *connect = getenv("NCCL_RUNTIME_CONNECT");
+  if (!connect || strcmp(connect, "0") != 0)
+    misuse("ncclCommInitRank with NCCL_RUNTIME_CONNECT %s: the collectives would connect at their first call",
+           connect ? connect : "unset (1)");
   int made[2];
   memcpy(made, id.internal, sizeof made);
   const int root = made[0], tag = 20000 + 2 * made[1];
@@ -319,6 +324,8 @@ ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id, int
   MPI_Group_free(&all);
   free(world);
   c->rank = rank, c->size = nranks;
+  c->sent_to = calloc((size_t)nranks, 1);
+  c->received_from = calloc((size_t)nranks, 1);
   *comm = c;
   counts.nccl_comms++;
   return ncclSuccess;
@@ -327,6 +334,8 @@ ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id, int
 ncclResult_t ncclCommDestroy(ncclComm_t comm) {
   if (!device_call) misuse("ncclCommDestroy outside a device-wide call (cuda_device_call_begin)");
   MPI_Comm_free(&comm->mpi);
+  free(comm->sent_to);
+  free(comm->received_from);
   free(comm);
   counts.nccl_comms--;
   return ncclSuccess;
@@ -358,6 +367,14 @@ static int group_depth, group_n;
 static void run_ops(nccl_op_t *ops, int n) {
   MPI_Request req[MAX_GROUP];
   int nreq = 0;
+  for (int i = 0; i < n; i++) { /* a pair's first transfer connects it: device memory, under the lock */
+    nccl_op_t *o = &ops[i];
+    unsigned char *seen = o->kind == OP_SEND ? o->comm->sent_to : o->kind == OP_RECV ? o->comm->received_from : NULL;
+    if (!seen || seen[o->peer]) continue;
+    seen[o->peer] = 1;
+    if (!device_call)
+      misuse("a first transfer with rank %d (NCCL connects the pair) outside a device-wide call", o->peer);
+  }
   dev_open();
   for (int i = 0; i < n; i++) { /* sends and receives posted together, as NCCL issues a group */
     nccl_op_t *o = &ops[i];
@@ -394,7 +411,7 @@ static ncclResult_t issue(nccl_op_t o, ncclDataType_t type, ncclRedOp_t red, cud
   o.red = red == ncclSum ? MPI_SUM : red == ncclMax ? MPI_MAX : red == ncclMin ? MPI_MIN : MPI_OP_NULL;
   size_t bytes = o.count * (type == ncclFloat ? 4 : 1);
   int root = o.comm->rank == o.peer;
-  int reads = o.kind == OP_SEND || o.kind == OP_ALLREDUCE || ((o.kind == OP_BCAST || o.kind == OP_REDUCE) && root);
+  int reads = o.kind == OP_SEND || o.kind == OP_ALLREDUCE || o.kind == OP_REDUCE || (o.kind == OP_BCAST && root);
   int writes = o.kind == OP_RECV || o.kind == OP_ALLREDUCE || o.kind == OP_BCAST || (o.kind == OP_REDUCE && root);
   if (o.type == MPI_DATATYPE_NULL || o.count > INT32_MAX || o.peer < 0 || o.peer >= o.comm->size ||
       (o.kind == OP_ALLREDUCE || o.kind == OP_REDUCE ? o.red == MPI_OP_NULL : 0) ||

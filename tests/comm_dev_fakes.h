@@ -9,7 +9,9 @@
  *
  * The backend's rules for recorded pieces (backend/cuda_device_calls.h) are faked too: a thread may
  * pretend to record (fake_record), and then a copy or a wait of the stream before the recording ended
- * (cuda_capture_leave) is misuse, as are NCCL's set-up and teardown outside a device-wide call.
+ * (cuda_capture_leave) is misuse, as are NCCL's set-up, teardown and connections (a communicator
+ * made with NCCL_RUNTIME_CONNECT other than 0, a pair's first send or receive) outside a device-wide
+ * call.
  *
  * Every rank's GPU has its own PCI bus id, unless SURGE_FAKE_SHARED_GPU is set in the environment:
  * then all ranks share one (the case that NCCL refuses). */
@@ -32,7 +34,9 @@ typedef struct fake_counts {
   int copies_out, copies_in; /* device-to-host and host-to-device copies */
   int not_ready;           /* event queries answered cudaErrorNotReady (each record's first query is) */
   int cuts;                /* recordings ended by cuda_capture_leave or a device-wide call */
-  int misuse;              /* calls the real library would refuse or fault on; fake_misuse says the first */
+  int misuse;              /* calls the real library would refuse or fault on, and calls Surge must not make
+                            * (above; also work on the default stream, a wait on an event never recorded, a
+                            * send to oneself); fake_misuse says the first */
 } fake_counts_t;
 fake_counts_t fake_counts(void);
 const char *fake_misuse(void);

@@ -275,7 +275,7 @@ int main(int argc, char **argv) {
   fake_counts_t f = fake_counts();
   tap_all(f.events == 0 && f.streams == 0 && f.nccl_comms == 0 && f.misuse == 0,
           "after comm_free: %d events, %d streams, %d NCCL communicators left; %d calls the real libraries would "
-          "refuse%s%s", f.events, f.streams, f.nccl_comms, f.misuse, f.misuse ? ", the first: " : "", fake_misuse());
+          "refuse or Surge must not make%s%s", f.events, f.streams, f.nccl_comms, f.misuse, f.misuse ? ", the first: " : "", fake_misuse());
   MPI_Finalize();
   return world_rank == 0 ? tap_done() : 0;
 }

@@ -11,9 +11,14 @@
  *
  * The backend's recorded pieces (backend/cuda_device_calls.h): staging waits for the compute stream,
  * so it first ends the calling thread's recording (an in-process background's piece, cut there as the
- * backend's own copies to the host cut it); NCCL's set-up and teardown allocate and free device memory,
- * so they run as device-wide calls, while no thread records. (NCCL itself is never used by a thread
- * that records: an in-process background on cuda stages, doc/multiplexing.md.) */
+ * backend's own copies to the host cut it). NCCL allocates and frees device memory when it connects
+ * ranks and at the communicator's end, so those run as device-wide calls, while no thread records:
+ * the communicator's creation (after a barrier of the group, so that the lock is held while every
+ * rank is there), with its collectives' connections made there (NCCL_RUNTIME_CONNECT=0 unless the
+ * environment says otherwise: NCCL 2.22 and later would make them at each collective's first call),
+ * a group of sends and receives with a pair's first transfer (NCCL connects a pair then), and the
+ * destruction. (NCCL itself is never used by a thread that records: an in-process background on
+ * cuda stages, doc/multiplexing.md.) */
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 #include <stdlib.h>
@@ -35,6 +40,8 @@ struct comm_device {
   cudaStream_t stream;  /* NCCL's */
   cudaEvent_t ready, done;
   int group_open;       /* an NCCL group of this comm's sends and receives is open */
+  unsigned char *sent_to, *received_from; /* [size] a send to, a receive from, each rank has run (connected) */
+  int connects;         /* the open group has a pair's first send or receive: NCCL connects it at the group's end */
   char chose[192];
 };
 
@@ -90,6 +97,8 @@ static void make_nccl(comm_t *c, comm_device_t *d) {
   memset(&id, 0, sizeof id);
   if (c->rank == 0) nc(ncclGetUniqueId(&id), d, "ncclGetUniqueId");
   mpi(MPI_Bcast(&id, (int)sizeof id, MPI_BYTE, 0, c->mpi), "MPI_Bcast of the NCCL id");
+  setenv("NCCL_RUNTIME_CONNECT", "0", 0); /* the collectives' connections at creation (see the top) */
+  mpi(MPI_Barrier(c->mpi), "MPI_Barrier before the NCCL communicator");
   cuda_device_call_begin();
   const ncclResult_t made = ncclCommInitRank(&d->nccl, c->size, id, c->rank);
   cuda_device_call_end();
@@ -99,6 +108,8 @@ static void make_nccl(comm_t *c, comm_device_t *d) {
   cu(cudaStreamCreateWithPriority(&d->stream, cudaStreamNonBlocking, prio), "cudaStreamCreateWithPriority");
   cu(cudaEventCreateWithFlags(&d->ready, cudaEventDisableTiming), "cudaEventCreate");
   cu(cudaEventCreateWithFlags(&d->done, cudaEventDisableTiming), "cudaEventCreate");
+  d->sent_to = xcalloc((size_t)c->size, 1);
+  d->received_from = xcalloc((size_t)c->size, 1);
 }
 
 /* Collective over c: NCCL or staging for this group, and its NCCL communicator. */
@@ -152,6 +163,8 @@ void comm_dev_free(comm_t *c) {
     cu(cudaEventDestroy(d->ready), "cudaEventDestroy");
     cu(cudaEventDestroy(d->done), "cudaEventDestroy");
   }
+  free(d->sent_to);
+  free(d->received_from);
   free(d);
   c->dev = NULL;
 }
@@ -331,13 +344,24 @@ static void join_group(comm_t *c) {
   c->dev->group_open = 1;
 }
 
+/* Whether this is the first transfer of its kind with peer (NCCL connects the pair for it); marked. */
+static int first_with(const comm_t *c, unsigned char *seen, int peer) {
+  if (peer < 0 || peer >= c->size)
+    surge_runtime_error("comm: a device transfer with rank %d of a group of %d", peer, c->size);
+  const int first = !seen[peer];
+  seen[peer] = 1;
+  return first;
+}
+
 void comm_dev_send(comm_t *c, const float *buf, size_t n, int peer) {
   join_group(c);
+  c->dev->connects |= first_with(c, c->dev->sent_to, peer);
   nc(ncclSend(buf, n, ncclFloat, peer, c->dev->nccl, c->dev->stream), c->dev, "ncclSend");
 }
 
 void comm_dev_recv(comm_t *c, float *buf, size_t n, int peer) {
   join_group(c);
+  c->dev->connects |= first_with(c, c->dev->received_from, peer);
   nc(ncclRecv(buf, n, ncclFloat, peer, c->dev->nccl, c->dev->stream), c->dev, "ncclRecv");
 }
 
@@ -345,7 +369,12 @@ void comm_dev_group_end(comm_t *c) {
   comm_device_t *d = c->dev;
   if (!d || !d->group_open) return;
   after_compute(d); /* queued before the group's transfers, which ncclGroupEnd issues */
-  nc(ncclGroupEnd(), d, "ncclGroupEnd");
+  const int connect = d->connects; /* NCCL connects new pairs now: a device-wide call */
+  if (connect) cuda_device_call_begin();
+  const ncclResult_t ended = ncclGroupEnd();
+  if (connect) cuda_device_call_end();
+  nc(ended, d, "ncclGroupEnd");
+  d->connects = 0;
   open_group = NULL;
   d->group_open = 0;
   cu(cudaEventRecord(d->done, d->stream), "cudaEventRecord");

@@ -47,10 +47,10 @@ static inline void tap_all(int ok, const char *fmt, ...) {
   for (int r = 0; r < size; r++) {
     if (all[r]) continue;
     every = 0;
-    if (named++ < 64)
+    if (named++ < 64 && used < sizeof bad)
       used += (size_t)snprintf(bad + used, sizeof bad - used, "%s%d", used ? "," : " (failed on rank ", r);
   }
-  if (!every) snprintf(bad + used, sizeof bad - used, "%s)", named > 64 ? ",..." : "");
+  if (!every && used < sizeof bad) snprintf(bad + used, sizeof bad - used, "%s)", named > 64 ? ",..." : "");
   free(all);
   tap_ok(every, "%s%s", desc, bad);
 }

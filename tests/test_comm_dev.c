@@ -1,7 +1,7 @@
 /* The comm layer's device side (src/comm/comm_nccl.c, as a GPU build has it) on the host, over the
  * fakes of tests/comm_dev_fakes.h: every call of comm.h that takes device buffers, staged through
  * host memory and through NCCL, against the same call on host buffers (same values, same metered
- * bytes). tests/test_comm_dev.sh runs it on 1 to 4 ranks. Rank 0 prints TAP.
+ * bytes, summed over the calls). tests/test_comm_dev.sh runs it on 1 to 4 ranks. Rank 0 prints TAP.
  *
  *   test_comm_dev auto|nccl|staged      the checks, [backend] device_comm as given; auto expects NCCL
  *                                       unless SURGE_FAKE_SHARED_GPU is set (then staging)
@@ -54,6 +54,16 @@ static void twin_free(twin_t *t) {
 
 static uint64_t bytes_of(const comm_t *c, traffic_t t) { return c->meter.bytes[t]; }
 
+/* The bytes c's meter counted, every category. */
+static uint64_t metered(const comm_t *c) {
+  uint64_t sum = 0;
+  for (int t = 0; t < TRAFFIC_COUNT; t++) sum += c->meter.bytes[t];
+  return sum;
+}
+/* Run a call on host buffers (HOST) or device ones (DEVICE), adding what the meter counted to the side's total. */
+#define HOST(call) do { uint64_t m_ = metered(c); call; host_metered += metered(c) - m_; } while (0)
+#define DEVICE(call) do { uint64_t m_ = metered(c); call; device_metered += metered(c) - m_; } while (0)
+
 /* The parts of an all-gather: rank 1's empty (with 3 or more ranks), two floats of gap between parts
  * that the gather must leave alone. Returns the buffer's floats (the parts' extent and a tail of 3). */
 static size_t gather_parts(int size, size_t *off, size_t *n) {
@@ -81,6 +91,7 @@ static void scatter_parts(int size, size_t n, size_t *off, size_t *cnt) {
 static void checks(comm_t *c, int nccl, const char *label) {
   const int me = c->rank, size = c->size;
   fake_counts_t before = fake_counts();
+  uint64_t host_metered = 0, device_metered = 0;
 
   // blocking sums in buckets of 256 floats (the staged copy bucketed as a host buffer is)
   c->bucket_bytes = 1024;
@@ -102,18 +113,18 @@ static void checks(comm_t *c, int nccl, const char *label) {
   twin_free(&s);
 
   twin_t mx = twin(37, me, 2), mn = twin(37, me, 3);
-  comm_allreduce_max(c, mx.host, mx.n, TRAFFIC_TP);
-  comm_allreduce_max(c, mx.dev, mx.n, TRAFFIC_TP);
-  comm_allreduce_min(c, mn.host, mn.n, TRAFFIC_TP);
-  comm_allreduce_min(c, mn.dev, mn.n, TRAFFIC_TP);
+  HOST(comm_allreduce_max(c, mx.host, mx.n, TRAFFIC_TP));
+  DEVICE(comm_allreduce_max(c, mx.dev, mx.n, TRAFFIC_TP));
+  HOST(comm_allreduce_min(c, mn.host, mn.n, TRAFFIC_TP));
+  DEVICE(comm_allreduce_min(c, mn.dev, mn.n, TRAFFIC_TP));
   tap_all(same(&mx) && same(&mn), "%s: comm_allreduce_max and _min of device floats = the host results", label);
   twin_free(&mx);
   twin_free(&mn);
 
   // a broadcast from the last rank, as bytes
   twin_t bc = twin(37, me, 4);
-  comm_bcast(c, bc.host, bc.n * sizeof(float), size - 1, TRAFFIC_OTHER);
-  comm_bcast(c, bc.dev, bc.n * sizeof(float), size - 1, TRAFFIC_OTHER);
+  HOST(comm_bcast(c, bc.host, bc.n * sizeof(float), size - 1, TRAFFIC_OTHER));
+  DEVICE(comm_bcast(c, bc.dev, bc.n * sizeof(float), size - 1, TRAFFIC_OTHER));
   float from_last[37];
   values(from_last, 37, size - 1, 4);
   tap_all(same(&bc) && memcmp(bc.host, from_last, sizeof from_last) == 0,
@@ -123,16 +134,16 @@ static void checks(comm_t *c, int nccl, const char *label) {
   // a non-blocking sum, completed by tests; then one completed by a polite wait
   twin_t ia = twin(300, me, 5);
   comm_op_t op;
-  comm_iallreduce_sum(c, ia.host, ia.n, TRAFFIC_DP, &op);
+  HOST(comm_iallreduce_sum(c, ia.host, ia.n, TRAFFIC_DP, &op));
   comm_op_wait(&op);
-  comm_iallreduce_sum(c, ia.dev, ia.n, TRAFFIC_DP, &op);
+  DEVICE(comm_iallreduce_sum(c, ia.dev, ia.n, TRAFFIC_DP, &op));
   int tests = 1;
   while (!comm_op_test(&op)) tests++;
   int ok = same(&ia);
   c->poll_us = 20;
-  comm_iallreduce_sum(c, ia.host, ia.n, TRAFFIC_DP, &op);
+  HOST(comm_iallreduce_sum(c, ia.host, ia.n, TRAFFIC_DP, &op));
   comm_op_wait(&op);
-  comm_iallreduce_sum(c, ia.dev, ia.n, TRAFFIC_DP, &op);
+  DEVICE(comm_iallreduce_sum(c, ia.dev, ia.n, TRAFFIC_DP, &op));
   comm_op_wait(&op);
   c->poll_us = 0;
   tap_all(ok && same(&ia), "%s: comm_iallreduce_sum of device floats = the host sum (completed by %d tests, then by "
@@ -143,9 +154,9 @@ static void checks(comm_t *c, int nccl, const char *label) {
   size_t off[8], n[8], cnt[8];
   size_t total = gather_parts(size, off, n);
   twin_t g = twin(total, me, 6);
-  comm_iallgatherv_float(c, g.host, off, n, TRAFFIC_TP, &op);
+  HOST(comm_iallgatherv_float(c, g.host, off, n, TRAFFIC_TP, &op));
   comm_op_wait(&op);
-  comm_iallgatherv_float(c, g.dev, off, n, TRAFFIC_TP, &op);
+  DEVICE(comm_iallgatherv_float(c, g.dev, off, n, TRAFFIC_TP, &op));
   comm_op_wait(&op);
   float mine[64];
   values(mine, total, me, 6);
@@ -164,9 +175,9 @@ static void checks(comm_t *c, int nccl, const char *label) {
   // the reduce-scatter: this rank's part is the sum
   scatter_parts(size, 61, off, cnt);
   twin_t rs = twin(61, me, 7);
-  comm_ireduce_scatter_sum(c, rs.host, rs.n, off, cnt, TRAFFIC_DP_SCATTER, &op);
+  HOST(comm_ireduce_scatter_sum(c, rs.host, rs.n, off, cnt, TRAFFIC_DP_SCATTER, &op));
   comm_op_wait(&op);
-  comm_ireduce_scatter_sum(c, rs.dev, rs.n, off, cnt, TRAFFIC_DP_SCATTER, &op);
+  DEVICE(comm_ireduce_scatter_sum(c, rs.dev, rs.n, off, cnt, TRAFFIC_DP_SCATTER, &op));
   comm_op_wait(&op);
   fake_dev_get(rs.got, rs.dev, rs.n);
   ok = memcmp(rs.got + off[me], rs.host + off[me], cnt[me] * sizeof(float)) == 0;
@@ -179,6 +190,9 @@ static void checks(comm_t *c, int nccl, const char *label) {
           cnt[me]);
   twin_free(&rs);
 
+  tap_all(host_metered == device_metered,
+          "%s: every call metered the same bytes on device buffers as on host ones (%llu, %llu)", label,
+          (unsigned long long)device_metered, (unsigned long long)host_metered);
   fake_counts_t after = fake_counts();
   int ops = after.ops - before.ops, staged = after.copies_out - before.copies_out;
   if (size == 1)
@@ -275,7 +289,8 @@ int main(int argc, char **argv) {
   fake_counts_t f = fake_counts();
   tap_all(f.events == 0 && f.streams == 0 && f.nccl_comms == 0 && f.misuse == 0,
           "after comm_free: %d events, %d streams, %d NCCL communicators left; %d calls the real libraries would "
-          "refuse or Surge must not make%s%s", f.events, f.streams, f.nccl_comms, f.misuse, f.misuse ? ", the first: " : "", fake_misuse());
+          "refuse or Surge must not make%s%s", f.events, f.streams, f.nccl_comms, f.misuse,
+          f.misuse ? ", the first: " : "", fake_misuse());
   MPI_Finalize();
   return world_rank == 0 ? tap_done() : 0;
 }

@@ -194,7 +194,8 @@ refused "a tensor of the wrong shape" "transformer.h.0.attn.c_attn.weight: shape
   "$convert" "$t/shape.safetensors" "$t/x.h5"
 # a head beside the embedding: the same bytes (tied) are read, other values are refused (Surge's gpt ties it)
 edit "$st" "$t/tied.safetensors" 'h["lm_head.weight"] = dict(h["transformer.wte.weight"])'
-"$convert" "$t/tied.safetensors" "$t/tied.h5" >/dev/null 2>&1 && h5diff "$t/tied.h5" "$t/a/model.h5" /params /params >/dev/null 2>&1
+"$convert" "$t/tied.safetensors" "$t/tied.h5" >/dev/null 2>&1 &&
+  h5diff "$t/tied.h5" "$t/a/model.h5" /params /params >/dev/null 2>&1
 tap_ok $? "an lm_head.weight equal to the token embedding is read as the tied output (bitwise the same model)"
 edit "$st" "$t/untied.safetensors" 'o = h["transformer.wte.weight"]["data_offsets"]
 h["lm_head.weight"] = dict(h["transformer.wte.weight"], data_offsets=[o[0] + 4, o[1] + 4])'

@@ -119,6 +119,7 @@ void *cuda_workspace(int s, size_t bytes) {
   if (s < 0 || s >= CUDA_WS_SLOTS) abort();
   if (bytes > slot_bytes[s]) slot[s] = realloc(slot[s], bytes), slot_bytes[s] = bytes;
   if (s == CUDA_WS_PART && bytes > most_part) most_part = bytes;
+  for (size_t i = 0; i < bytes / sizeof(float); i++) ((float *)slot[s])[i] = NAN; /* what a call left is not read */
   return slot[s];
 }
 
@@ -179,7 +180,8 @@ static double worst(int ta, int tb, int M, int N, int K, float alpha, const floa
         s += a * b, size += fabs(a * b);
       }
       double want = alpha * s + (double)beta * C0[(size_t)i * ldc + j];
-      double d = fabs(C[(size_t)i * ldc + j] - want) / (fabs(alpha) * size + fabs(beta * C0[(size_t)i * ldc + j]) + 1e-30);
+      double scale = fabs(alpha) * size + fabs(beta * C0[(size_t)i * ldc + j]) + 1e-30;
+      double d = fabs(C[(size_t)i * ldc + j] - want) / scale;
       if (d > w) w = d;
     }
   return w;

@@ -33,7 +33,8 @@ fi
 # a CUDA build (configure found the toolkit) also has the host tests of the graph recording, the marks, the GEMMs and
 # the comm layer's device side, and the loading of cuBLAS
 grep -q 'S\["HAVE_CUDA_TRUE"\]=""' config.status 2>/dev/null &&
-  unit="$unit tests/test_cuda_graph tests/test_cuda_marks tests/test_cuda_blas_api tests/test_cuda_gemm tests/test_comm_dev.sh"
+  unit="$unit tests/test_cuda_graph tests/test_cuda_marks tests/test_cuda_blas_api tests/test_cuda_gemm
+    tests/test_comm_dev.sh"
 if [ "${1:-}" = all ]; then
   make -j"$(nproc)" check >make-check.out 2>&1
 else

@@ -46,7 +46,8 @@ typedef struct weights_slab {
 } weights_slab_t;
 weights_sink_t weights_slab_sink(weights_slab_t *s);
 /* weights_read's checks and values, each tensor handed to sink as it is read: a layout that holds
- * pieces of the model copies its pieces from it, holding one tensor at a time, not the whole slab. */
+ * pieces of the model copies its pieces from it, holding a tensor at a time (and the reader its file's
+ * copy of it), not the whole slab. */
 void weights_read_each(const char *path, const graph_t *g, const weights_sink_t *sink);
 /* On one process, for a model with buffers (g->bufs: batch norm's running statistics): fill the
  * host buffer slab bufs from the file's /buffers, each of g's buffers with its shape and nothing

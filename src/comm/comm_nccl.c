@@ -108,8 +108,6 @@ static void make_nccl(comm_t *c, comm_device_t *d) {
   cu(cudaStreamCreateWithPriority(&d->stream, cudaStreamNonBlocking, prio), "cudaStreamCreateWithPriority");
   cu(cudaEventCreateWithFlags(&d->ready, cudaEventDisableTiming), "cudaEventCreate");
   cu(cudaEventCreateWithFlags(&d->done, cudaEventDisableTiming), "cudaEventCreate");
-  d->sent_to = xcalloc((size_t)c->size, 1);
-  d->received_from = xcalloc((size_t)c->size, 1);
 }
 
 /* Collective over c: NCCL or staging for this group, and its NCCL communicator. */
@@ -125,6 +123,8 @@ static void decide(comm_t *c, comm_device_t *d) {
     snprintf(d->chose, sizeof d->chose, "staged through host memory (ranks %d and %d share the GPU at %s)", a, b, bus);
   } else {
     d->use_nccl = 1;
+    d->sent_to = xcalloc((size_t)c->size, 1);
+    d->received_from = xcalloc((size_t)c->size, 1);
     if (c->size > 1) make_nccl(c, d);
     snprintf(d->chose, sizeof d->chose, "nccl %d.%d.%d", NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH);
   }

@@ -206,12 +206,15 @@ static void checks(comm_t *c, int nccl, const char *label) {
     tap_all(ops == 0 && staged > 0, "%s: the collectives staged: %d copies to the host, %d NCCL operations", label,
             staged, ops);
 
-  // point to point around the ring: staged (no group), then in a group (NCCL where the group has it); a rank
-  // in a group of one has nothing to send, but is in the world's checks
+  // point to point around the ring: staged (no group), then in a group (NCCL where the group has it), where
+  // some group has two ranks or more (rank 0's, the largest: its line describes it); a rank alone in its group
+  // has nothing to send and passes its part of the world's check
+  int most = size;
+  MPI_Allreduce(MPI_IN_PLACE, &most, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
   const int next = (me + 1) % size, prev = (me + size - 1) % size;
-  for (int grouped = 0; grouped <= 1 && world_size > 1; grouped++) {
+  for (int grouped = 0; grouped <= 1 && most > 1; grouped++) {
     if (size == 1) {
-      tap_all(1, "(a group of one rank)");
+      tap_all(1, "(only rank 0's line is read)");
       continue;
     }
     {

@@ -379,14 +379,12 @@ void graph_init_params(const graph_t *g, uint64_t seed, float *host) {
   }
 }
 
-void graph_init_layer(const graph_t *g, uint64_t seed, int i, float *const *w) {
+void graph_init_layer(const graph_t *g, uint64_t seed, int i, float **w) {
   const layer_t *l = &g->l[i];
   if (l->np == 0) return;
   rng_t r;
   rng_seed_stream(&r, seed, (uint64_t)i, 0x1417);
-  float *params[LAYER_MAX_PARAMS] = {0};
-  for (int k = 0; k < l->np; k++) params[k] = w[k];
-  layer_ops_of(l->kind)->init(l, params, &r, g->init);
+  layer_ops_of(l->kind)->init(l, w, &r, g->init);
 }
 
 void model_set_batch(model_t *m, const float *x_host, const float *y_host, int B) {

@@ -185,7 +185,7 @@ void model_init_params(model_t *m, uint64_t seed);
 void graph_init_params(const graph_t *g, uint64_t seed, float *host);
 /* Node i's parameters alone, the same values: w[k] holds its parameter k (g->params.t[l->param[k]]'s
  * floats), anywhere in memory. A layout that holds pieces of the model computes them a node at a time. */
-void graph_init_layer(const graph_t *g, uint64_t seed, int i, float *const *w);
+void graph_init_layer(const graph_t *g, uint64_t seed, int i, float **w);
 
 /* Copy a batch of B samples from host memory: x (B, input shape), y (B, targets_per_sample). */
 void model_set_batch(model_t *m, const float *x_host, const float *y_host, int B);

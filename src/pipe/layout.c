@@ -181,8 +181,8 @@ static void replica_of(const pipe_grid_t *G, const gpt_piece_t *q, int *replica,
 /* The model's initial values (the same on every layout and rank count) of this rank's pieces: each
  * node that holds one computes its parameters alone (graph_init_layer), and its pieces are copied.
  * So a rank's host memory for this is one node's parameters (the largest: a block's feed-forward layer,
- * or the token table of a large vocabulary), not the whole model's; a host backend's slab is written in place (as model_init_params does), a device's
- * through a host copy of it. */
+ * or the token table of a large vocabulary), not the whole model's; a host backend's slab is written in
+ * place (as model_init_params does), a device's through a host copy of it. */
 static void init_params(pipe_layout_t *pl, const graph_t *g, uint64_t seed) {
   const slab_layout_t *L = &pl->local, *G = &g->params;
   const backend_t *be = pl->ex.m.be;

@@ -270,9 +270,9 @@ void trainer_params_on_root(trainer_t *t, float *full) {
     for (int d = 0; d < p->ndim; d++) box[nbox].start[d] = p->start[d], box[nbox].count[d] = p->count[d];
     nbox++;
   }
-  double *pieces = xcalloc((size_t)w->size, sizeof *pieces), own = nbox; /* every rank's count, on every rank */
-  comm_gather_double(w, &own, 1, pieces, 0, TRAFFIC_OTHER);
-  comm_bcast(w, pieces, (size_t)w->size * sizeof *pieces, 0, TRAFFIC_OTHER);
+  double *pieces = xcalloc((size_t)w->size, sizeof *pieces); /* every rank's count, on every rank */
+  pieces[w->rank] = nbox;
+  comm_allreduce_sum_double(w, pieces, w->size, TRAFFIC_OTHER);
   if (root) {
     memset(full, 0, G->total * sizeof *full);
     for (int b = 0; b < nbox; b++) place_piece(G, &box[b], mine[b]->data, full, 0);

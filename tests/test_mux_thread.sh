@@ -153,7 +153,9 @@ else
   rc=$?
   [ $rc != 0 ] && [ $rc != 2 ] && [ $rc != 124 ] &&
     grep -aq "^surge: error: background of ranks 0-1[^:]*: backend cuda: \(no CUDA GPU usable\|this build has no CUDA backend\)" "$tap_tmp/staged.txt"
-  tap_ok $? "a 2-rank cuda background with device_comm = staged passes the checks and fails only its open here (exit $rc)"
+  ok=$?
+  tap_ok $ok "a 2-rank cuda background with device_comm = staged passes the checks and fails only its open here (exit $rc)"
+  [ $ok = 0 ] || tap_diag "$(shown "$tap_tmp/staged.txt" | tail -12)"
   [ $rc != 2 ] || tap_diag "$(grep -a "^surge: " "$tap_tmp/staged.txt" | head -3)"
 fi
 # failing inside an HDF5 call (a checkpoint whose temporary name is a directory), a thread releases

@@ -4,7 +4,10 @@
  *    with plain printf would interleave with the other thread's);
  *  - text that ends in several lines, and one longer than say's own buffer, arrives line by line,
  *    each labelled; an empty line keeps no label; without a label lines arrive as said;
- *  - say_open / say_close: what a printer wrote to the stream arrives as said. */
+ *  - say_open / say_close: what a printer wrote to the stream arrives as said;
+ *  - surge_stdout_by_lines (core/error.h): stdout into a pipe goes out a whole line at a time, none
+ *    held back and none cut (mpiexec's pipes then never end a block in the middle of a line). */
+#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
@@ -12,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/error.h"
 #include "core/say.h"
 #include "tap.h"
 
@@ -109,7 +113,36 @@ static void check_many_lines(void) {
   free(text);
 }
 
+/* what the pipe holds now (the bytes read, -1 when nothing) */
+static ssize_t pipe_holds(int fd, char *buf, size_t cap) {
+  const ssize_t n = read(fd, buf, cap - 1);
+  buf[n > 0 ? n : 0] = 0;
+  return n;
+}
+
+static void check_stdout_by_lines(void) {
+  surge_stdout_by_lines(); /* before stdout's first output, as every program's main */
+  int p[2];
+  if (pipe(p) != 0 || fcntl(p[0], F_SETFL, O_NONBLOCK) != 0) exit(99);
+  const int saved = dup(1);
+  dup2(p[1], 1);
+  char half[64], whole[64];
+  printf("half a line");
+  const ssize_t n_half = pipe_holds(p[0], half, sizeof half);
+  printf(", then its end\nand half of the next");
+  const ssize_t n_whole = pipe_holds(p[0], whole, sizeof whole);
+  fflush(stdout);
+  dup2(saved, 1);
+  close(saved);
+  close(p[0]);
+  close(p[1]);
+  tap_ok(n_half < 0 && strcmp(whole, "half a line, then its end\n") == 0,
+         "stdout into a pipe by lines: half a line waits, its end sends it whole, the next line's half waits (%zd "
+         "bytes, then %zd)", n_half, n_whole);
+}
+
 int main(void) {
+  check_stdout_by_lines();
   check_threads();
   check_many_lines();
   return tap_done();

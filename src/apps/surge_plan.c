@@ -90,6 +90,7 @@ static void choose_plan(const bgraph_t *g, const burst_profile_t *p, const optio
 }
 
 int main(int argc, char **argv) {
+  surge_stdout_by_lines();
   MPI_Init(&argc, &argv);
   H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
   static const char *const flags[] = {"--profile FILE", "--ranks G", "--batch B", "--amp A", "--policy P", "-o FILE",

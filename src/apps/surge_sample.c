@@ -119,6 +119,7 @@ static void parse(int argc, char **argv, args_t *a) {
 }
 
 int main(int argc, char **argv) {
+  surge_stdout_by_lines();
   MPI_Init(&argc, &argv);
   args_t a;
   parse(argc, argv, &a);

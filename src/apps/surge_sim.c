@@ -175,6 +175,7 @@ static void run_3d(const cli_t *cli, const plan_input_t *in, sim3d_opts_t *o, si
 }
 
 int main(int argc, char **argv) {
+  surge_stdout_by_lines();
   MPI_Init(&argc, &argv);
   H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
   static const char *const flags[] = {PLAN_INPUT_FLAGS, "--ranks LIST", "--batch LIST", "--amp A", "--policy P",

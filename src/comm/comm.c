@@ -110,6 +110,7 @@ static void comm_init_from(comm_t *c, MPI_Comm mpi, const char *api_call) {
 }
 
 static void mpi_settings(void) {
+  surge_stdout_by_lines();
   setenv("OMPI_MCA_coll_libnbc_iallreduce_algorithm", "3", 0); /* 3: Rabenseifner (0 would let libnbc pick) */
 }
 

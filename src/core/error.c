@@ -40,6 +40,8 @@ static void to_hook(int exit_code, const char *fmt, va_list ap) {
   fail_hook(exit_code, msg);
 }
 
+void surge_stdout_by_lines(void) { setvbuf(stdout, NULL, _IOLBF, 0); }
+
 void surge_set_partial_line(int partial) { partial_line = partial; }
 
 static MPI_Comm job(void) { return job_comm == MPI_COMM_NULL ? MPI_COMM_WORLD : job_comm; }

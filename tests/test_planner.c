@@ -10,6 +10,7 @@
 #include "burst/plan_impl.h"
 #include "core/error.h"
 #include "core/rng.h"
+#include "nn/recompute.h"
 #include "nn/zoo.h"
 #include "child.h"
 #include "tap.h"
@@ -383,11 +384,17 @@ typedef struct brute {
   int fork_branch[2][8], nfb[2]; /* nodes of the two branches of the block (if any) */
 } brute_t;
 
-/* A fused ReLU (bgraph_node_t.tied) on its input's ranks, as every plan must keep it. */
+/* Nodes u and v on the same ranks in plan pl. */
+static int same_ranks(const burst_plan_t *pl, int u, int v) {
+  return pl->n[u] == pl->n[v] && pl->first[u] == pl->first[v];
+}
+
+/* Every node on the ranks of the node its set follows (bgraph_node_t.with: a fused ReLU or GELU, a
+ * recomputed segment's nodes), a tied weight's user on its owner's, as every plan must keep them. */
 static int keeps_ties(const bgraph_t *bg, const burst_plan_t *pl) {
   for (int v = 0; v < pl->nodes; v++) {
-    const int in = bg->v[v].in[0];
-    if (bg->v[v].tied && (pl->n[v] != pl->n[in] || pl->first[v] != pl->first[in])) return 0;
+    if (!same_ranks(pl, v, bgraph_set_of(bg, v))) return 0;
+    if (bg->v[v].weight_of && !same_ranks(pl, v, bg->v[v].weight_of)) return 0;
   }
   return 1;
 }
@@ -424,8 +431,11 @@ static void brute_rec(brute_t *b, int v) {
     brute_place(b);
     return;
   }
+  /* a node tied to an earlier one takes its count only (keeps_ties then checks the placement) */
+  const int with = bgraph_set_of(&b->bg, v), owner = b->bg.v[v].weight_of;
   for (int k = 0; k < b->C; k++) {
     b->pl.n[v] = b->cand[k];
+    if ((with != v && b->pl.n[v] != b->pl.n[with]) || (owner && b->pl.n[v] != b->pl.n[owner])) continue;
     brute_rec(b, v + 1);
   }
 }
@@ -643,6 +653,92 @@ static void test_zoo(void) {
   }
 }
 
+static int node_named(const graph_t *g, const char *name) {
+  for (int v = 0; v < g->n; v++)
+    if (strcmp(g->l[v].name, name) == 0) return v;
+  return -1;
+}
+
+/* The zoo's gpt (1 block) as the trainer runs it: the output layer on its embedding's ranks (a tied
+ * weight), the GELU on its linear's, and with [train] recompute = block the block on one rank set, its
+ * last node charged a third of the others' profiled time (their re-run forwards). A profile that pulls
+ * each pair apart (the embedding, the GELU and the attention core fastest alone, the output layer and
+ * the feed-forward linear on both ranks): the search equals brute force over the plans that keep every
+ * tie, and its plan with one of those nodes moved alone is faster (so the ties bind); every point of
+ * the frontier keeps them too. */
+static void test_gpt_ties(void) {
+  zoo_opts_t zo = {.gpt = {.layers = 1, .width = 16, .heads = 2, .context = 8}};
+  snprintf(zo.model, sizeof zo.model, "gpt");
+  graph_t g;
+  char err[256] = "";
+  if (!tap_ok(zoo_build(zo, shape1(8), 256, &g, err, sizeof err) == 0, "the 1-block gpt builds (%s)", err)) return;
+  const int wte = node_named(&g, "wte"), head = node_named(&g, "lm_head"), fc = node_named(&g, "blocks.0.fc");
+  const int gelu = node_named(&g, "blocks.0.gelu"), attn = node_named(&g, "blocks.0.attn");
+  const int ln1 = node_named(&g, "blocks.0.ln1"), add2 = node_named(&g, "blocks.0.add2");
+  burst_opts_t o = opts(2, 16, BURST_NO_LIMIT);
+  burst_profile_t p;
+  burst_profile_init(&p, g.n, "pulled apart");
+  set_net(&p, 1, 1e5, 1, 1e5);
+  for (int v = 1; v < g.n; v++) set_node(&p, &o, v, 5, 2, 1);
+  const int alone[] = {wte, gelu, attn}, everywhere[] = {head, fc};
+  for (int x = 0; x < 3; x++) set_node(&p, &o, alone[x], 0, 400, -0.5); /* 400 / sqrt(b): fastest on 1 rank */
+  for (int x = 0; x < 2; x++) set_node(&p, &o, everywhere[x], 0, 300, 1); /* 300 b: fastest on 2 */
+  for (int mode = RECOMPUTE_NONE; mode <= RECOMPUTE_BLOCK; mode++) {
+    const char *name = mode ? "recompute = block" : "recompute = none";
+    g.recompute = mode;
+    bgraph_t bg;
+    bgraph_from_graph(&g, "", &bg);
+    burst_plan_t pl;
+    burst_plan_search(&g, &p, &o, &pl);
+    double want = brute_force(&g, &p, &o, NULL, 0, NULL, 0);
+    /* the plan with one of the nodes that pull away moved to rank 0 alone: faster, and not allowed */
+    int moved_faster = 0;
+    burst_plan_t mv;
+    burst_plan_alloc(&mv, g.n, &o);
+    const int tied = mode ? 3 : 2; /* without recompute the attention core may go alone: it does */
+    for (int x = 0; x < tied; x++) {
+      memcpy(mv.n, pl.n, (size_t)g.n * sizeof *mv.n);
+      mv.n[alone[x]] = 1;
+      burst_evaluate(&bg, &p, &o, &mv);
+      moved_faster += mv.iter_us < pl.iter_us * (1 - 1e-9);
+    }
+    burst_plan_free(&mv);
+    if (!tap_ok(keeps_ties(&bg, &pl) && same_ranks(&pl, head, wte) && same_ranks(&pl, gelu, fc) &&
+                    (mode ? same_ranks(&pl, attn, ln1) : pl.n[attn] == 1 && pl.n[ln1] == 2) &&
+                    NEAR(pl.iter_us, want) && moved_faster == tied,
+                "gpt, %s: the output layer on the embedding's %d ranks, the GELU on its linear's %d, the attention "
+                "on %d of the block's %d; %.3f us = brute force over the plans keeping them (%.3f); the embedding "
+                "or the GELU%s alone would be faster (%d of %d)",
+                name, pl.n[wte], pl.n[fc], pl.n[attn], pl.n[ln1], pl.iter_us, want, mode ? " or the attention" : "",
+                moved_faster, tied))
+      diag_plan(&pl);
+    if (mode) {
+      double rerun = 0;
+      for (int v = ln1; v < add2; v++) rerun += burst_profile_pass_us(&p, &bg, v, pl.per_rank[add2]) / 3;
+      double own = burst_profile_pass_us(&p, &bg, add2, pl.per_rank[add2]);
+      tap_ok(NEAR(pl.comp_us[add2], own + rerun) && rerun > 0,
+             "gpt, %s: the block's last node costs its own pass and a third of the block's others' (%.3f us = "
+             "%.3f + %.3f)", name, pl.comp_us[add2], own, rerun);
+    }
+    burst_frontier_t fr;
+    burst_frontier_build(&bg, &p, &o, 0, &fr);
+    int kept = 0;
+    for (int i = 0; i < fr.n; i++) {
+      burst_plan_t fp;
+      burst_frontier_plan(&fr, i, &fp);
+      kept += keeps_ties(&bg, &fp);
+      burst_plan_free(&fp);
+    }
+    tap_ok(kept == fr.n && fr.n > 1, "gpt, %s: every point of the frontier keeps the ties (%d of %d)", name, kept,
+           fr.n);
+    burst_frontier_free(&fr);
+    burst_plan_free(&pl);
+    bgraph_free(&bg);
+  }
+  burst_profile_free(&p);
+  graph_free(&g);
+}
+
 /* ---- plan files and bad input ---- */
 
 typedef struct read_case {
@@ -840,6 +936,7 @@ int main(void) {
   test_tied_limit();
   test_branchy_and_pareto();
   test_zoo();
+  test_gpt_ties();
   test_files();
   char path[128];
   snprintf(path, sizeof path, "%s/plan.txt", tmpdir);

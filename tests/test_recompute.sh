@@ -12,6 +12,9 @@
 #    the gradients (model_init_on's order: the burst executor's, the 3d stage's), and on every rank residual
 #    adds pass their gradient's buffer to their inputs (nn/grad_alias.h), with the parameters bitwise those of
 #    block and attention (whose segments' interiors share buffers their own way);
+#  - profile, plan, run: surge-plan's plan of the gpt measured by surge-profile, with recompute = block,
+#    keeps each block on one rank set and the tied output layer on its embedding's, and runs with
+#    block and none, bitwise the same;
 #  - bad input: exit 2 naming the deck's file:line (a bad value, a model without transformer blocks),
 #    or the plan's nodes (a burst plan splitting a block over rank sets).
 . "${SURGE_TOP_SRCDIR:-.}/tests/tap.sh"
@@ -130,6 +133,30 @@ line=$(shared burst-none)
 tap_ok $? "burst on 2 ranks: each rank's activation gradients share buffers (staged inputs keep their own): $line"
 line=$(passing burst-none 2)
 tap_ok $? "burst on 2 ranks: the residual adds' inputs take their add's gradient buffer on every rank: $line"
+
+# profile, plan, run: surge-profile measures the gpt on 2 ranks, surge-plan plans it with recompute =
+# block under A = 2, and the plan runs as it is, with block and with none (bitwise the same): each
+# block on one rank set, the output layer on the embedding's, each GELU on its linear's
+timeout 120 "$mpiexec" -n 2 "$top_build/surge-profile" "$base" --warmup 1 --repeats 3 -o "$tap_tmp/gpt.prof.h5" \
+  >"$tap_tmp/profile.txt" 2>&1 &&
+  "$top_build/surge-plan" "$base" -D train.recompute=block --profile "$tap_tmp/gpt.prof.h5" --amp 2 \
+    -o "$tap_tmp/measured.plan" >"$tap_tmp/plan.txt" 2>&1
+rc=$?
+# the plan's rank sets as "name n@first" lines; kept: every block's nodes, the tied pair, GELU and fc agree
+sets=$(awk '/^[0-9]+ / && NF == 5 { print $2, $3 "@" $4 }' "$tap_tmp/measured.plan")
+echo "$sets" | awk '{ split($1, p, "."); k = p[1] == "blocks" ? "b" p[2] : $1 == "lm_head" ? "wte" : $1; n++ }
+  k in set && set[k] != $2 { bad++ } { set[k] = $2 } END { exit !(n == 44 && bad == 0) }'
+[ $? = 0 ] && [ $rc = 0 ]
+kept=$?
+runs=$(echo "$sets" | awk '{ print $2 }' | uniq -c | awk '{ printf "%s%sx%s", s, $1, $2; s = " " }')
+what="surge-profile on 2 ranks, surge-plan with recompute = block, A = 2: each block on one rank set"
+tap_ok $kept "$what, the output layer on the embedding's (exit $rc; runs of nodes: $runs)"
+for mode in none block; do
+  train 2 "measured-$mode" "$mode" -D parallel.mode=burst -D "parallel.plan=$tap_tmp/measured.plan"
+  tap_ok $? "the measured plan runs with recompute = $mode: 10 steps"
+done
+same measured-none measured-block
+tap_ok $? "the measured plan: recompute = block gives bitwise the parameters of none"
 
 # bad input
 gpt3d_bad "a bad value" 1 ".*recompute.*(none|block|attention)" "" "[train]" "recompute = layers"

@@ -13,6 +13,7 @@
 #include "core/cli.h"
 #include "core/error.h"
 #include "io/deck.h"
+#include "train/recompute_options.h"
 
 static const char usage[] =
     "usage: surge-plan DECK [-D section.key=value ...] [--profile PROFILE.h5] [options]\n"
@@ -118,6 +119,7 @@ int main(int argc, char **argv) {
     if (!profile[0]) surge_input_error("surge-plan: no profile (give --profile FILE or set [parallel] profile)");
     graph_t model;
     dataset_t *ds = burst_deck_graph(&cfg, deck, &model);
+    model.recompute = recompute_mode_of(&cfg); /* its segments on one rank set, their forwards re-run */
     burst_profile_meta_t meta;
     burst_profile_read_meta(profile, &meta);
     profile_ranks = meta.ranks;

@@ -77,9 +77,11 @@ int main(int argc, char **argv) {
   burst_measured_init(&ms, &g, cfg.zoo, backend_deck(&cfg)->name, (int)cfg.global_batch, ranks, world.size, warmup, repeats);
   model_t m;
   /* the largest per-rank batch (the whole batch on one rank), as the executor runs it: each fusable
-   * ReLU fused (its node's row holds the pair's cost, the ReLU's the shared gradient's zeroing, and
-   * the planner keeps the two on one rank set: bgraph_node_t.tied), and a gradient a conv2d
-   * overwrites not zeroed (model_t.writer) */
+   * ReLU fused, and a linear's GELU (its node's row holds the pair's cost, the ReLU's or GELU's the
+   * rest, and the planner keeps the two on one rank set: bgraph_node_t.tied), and a gradient a conv2d
+   * overwrites not zeroed (model_t.writer). Never recomputed (g.recompute none): surge-plan adds the
+   * re-run forwards of the deck's [train] recompute to these rows (burst_ctx_comp_us), so one profile
+   * serves every mode. */
   model_init_fused(&m, &g, be, ms.batch[0], model_allow_all, NULL);
   model_init_params(&m, cfg.seed);
   burst_measure_prepare(&m, ds, ms.batch[0]);

@@ -93,6 +93,8 @@ int bgraph_add(bgraph_t *bg, const char *name, const char *kind, int nin, const 
   return bg->n++;
 }
 
+static int l_in0(const graph_t *g, int i) { return g->l[i].in[0]; }
+
 void bgraph_from_graph(const graph_t *g, const char *model, bgraph_t *bg) {
   bgraph_init(bg, model, "model graph");
   for (int i = 0; i < g->n; i++) {
@@ -101,10 +103,26 @@ void bgraph_from_graph(const graph_t *g, const char *model, bgraph_t *bg) {
                0);
     if (l->bn_local) bg->v[i].bn_channels = 0; /* each rank its own statistics: nothing summed */
   }
-  for (int i = 0; i < g->n; i++) {
-    const int relu = model_fusable_relu(g, i);
-    if (relu >= 0) bg->v[relu].tied = 1;
+  int *fused = xcalloc((size_t)g->n, sizeof *fused), *epi = xcalloc((size_t)g->n, sizeof *epi);
+  int *seg_first = xcalloc((size_t)g->n, sizeof *seg_first);
+  model_fusion_plan(g, fused, epi, seg_first);
+  for (int i = 1; i < g->n; i++) {
+    bgraph_node_t *v = &bg->v[i];
+    /* a fused ReLU (fused -1), or a GELU its linear runs both ways (a layer norm an add runs in its
+     * epilogue runs its backward alone: it may go elsewhere, and then runs unfused) */
+    if (fused[i] < 0 || (epi[i] < 0 && g->l[i].kind == LAYER_GELU)) {
+      v->tied = 1;
+      v->with = bgraph_set_of(bg, l_in0(g, i));
+    }
+    if (g->l[i].kind == LAYER_TIED_LINEAR) v->weight_of = g->params.t[g->l[i].tied_param].owner;
+    if (seg_first[i] > 0) {
+      v->recompute_from = seg_first[i];
+      for (int j = seg_first[i] + 1; j <= i; j++) bg->v[j].with = bgraph_set_of(bg, seg_first[i]);
+    }
   }
+  free(fused);
+  free(epi);
+  free(seg_first);
   bg->fingerprint = burst_graph_fingerprint(g);
 }
 

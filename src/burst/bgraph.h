@@ -24,8 +24,18 @@ typedef struct bgraph_node {
   double act_bytes;           /* bytes per sample of the output (moved by re-shards) */
   double grad_bytes;          /* gradient bytes of the node's own parameters (allreduced) */
   int line;                   /* line of the file that defined it (0: not from a file) */
-  int tied;                   /* runs on its one input's ranks: a ReLU the executor fuses into that
-                               * node (model_fusable_relu), whose profile holds the pair's cost */
+  int tied;                   /* runs on its one input's ranks: a ReLU or GELU the executor fuses into
+                               * that node (model_fusion_plan: a ReLU, or a linear's epilogue), whose
+                               * profile holds the pair's cost */
+  int with;                   /* 0, or the earlier node whose rank set this one must run on: tied's
+                               * input, and the first node of a recomputed segment for the others
+                               * (their backward re-runs it on one set); always a node whose own
+                               * with is 0 */
+  int recompute_from;         /* the last node of a recomputed segment: its first node (its backward
+                               * re-runs the forward of nodes recompute_from .. this - 1); else 0 */
+  int weight_of;              /* 0, or the earlier node whose weight this one uses (a tied output
+                               * layer: its embedding's); both run on the same ranks (the executor
+                               * does not sum a tied weight's gradient across two sets) */
   double bn_channels;         /* a batch norm with the batch's statistics (kind "batchnorm", its
                                * parameters a weight and a bias of C floats each): C, the channels
                                * whose statistics it sums over its ranks each pass (burst_bn_us);
@@ -41,7 +51,10 @@ typedef struct bgraph {
 } bgraph_t;
 
 /* The planner graph of a model graph: activations and gradients in fp32, fingerprint
- * burst_graph_fingerprint(g) (so plan files of zoo models keep theirs). */
+ * burst_graph_fingerprint(g) (so plan files of zoo models keep theirs); what runs on one rank set
+ * (tied, with, weight_of) and what is re-run (recompute_from: g->recompute's segments) as a model of
+ * g plans them where every node runs on every rank (model_fusion_plan), which is what surge-profile
+ * measured. */
 void bgraph_from_graph(const graph_t *g, const char *model, bgraph_t *bg);
 /* Start an empty graph (nodes are appended with bgraph_add). */
 void bgraph_init(bgraph_t *bg, const char *model, const char *source);
@@ -53,6 +66,8 @@ uint64_t bgraph_fingerprint(const bgraph_t *bg);
 void bgraph_free(bgraph_t *bg);
 /* The gradient bytes of all nodes: the parameters a training step zeroes, sums and updates. */
 double bgraph_grad_total(const bgraph_t *bg);
+/* The node whose rank set node v runs on: v's with, else v. */
+static inline int bgraph_set_of(const bgraph_t *bg, int v) { return bg->v[v].with ? bg->v[v].with : v; }
 /* "file:line: " for a node defined in a file, "" otherwise (into buf). */
 const char *bgraph_where(const bgraph_t *bg, int node, char *buf, int len);
 

@@ -5,12 +5,12 @@
  * the pass order starts between the batch norm's start and finish run: those nodes' forward (a third
  * of their profiled pass) or backward (two thirds) hides as much of the sum. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "burst/pass_order.h"
 #include "burst/plan_impl.h"
 #include "core/error.h"
 
-#define FORWARD_SHARE (1.0 / 3) /* of a node's forward + backward time: backward is about twice forward */
 
 double burst_bn_sum_us(const burst_net_t *net, double channels, int n, int backward) {
   if (n <= 1 || !(channels > 0)) return 0;
@@ -30,7 +30,7 @@ void burst_ctx_bn_init(burst_ctx_t *c) {
     any |= sums[v] = g->v[v].bn_channels > 0;
     nin[v] = g->v[v].nin;
     in[v] = g->v[v].in;
-    if (g->v[v].tied && g->v[v].nin == 1) {
+    if (g->v[v].tied && g->v[v].nin == 1 && strcmp(g->v[v].kind, "relu") == 0) { /* (a fused GELU: no batch norm) */
       fused[g->v[v].in[0]] = v;
       fused[v] = -1;
     }
@@ -70,7 +70,7 @@ double burst_ctx_bn_us(const burst_ctx_t *c, int v, int batch, int n) {
   if (n <= 1 || !(channels > 0)) return 0;
   for (int pass = 0; pass < 2; pass++) {
     double sum = burst_bn_sum_us(&c->p->net, channels, n, pass), work = 0;
-    double share = pass ? 1 - FORWARD_SHARE : FORWARD_SHARE;
+    double share = pass ? 1 - BURST_FORWARD_SHARE : BURST_FORWARD_SHARE;
     for (int h = c->hid_lo[2 * v + pass]; h < c->hid_hi[2 * v + pass] && work < sum; h++)
       work += share * burst_profile_pass_us(c->p, c->g, c->hid[h], batch);
     us += sum > work ? sum - work : 0;

@@ -16,9 +16,56 @@
 typedef struct frontier_impl {
   burst_ctx_t c;
   pf_engine_t E;
-  pf_run_t top;
-  pf_set_t front; /* k = the last node's configuration, i = the point's index in its set */
+  int ties;        /* nodes that use an earlier node's weight (bgraph_node_t.weight_of) */
+  int *tie;        /* [ties] those nodes */
+  double *w;       /* [nodes * C] the cost table before a run's exclusions (c.w) */
+  int runs;        /* the searches: one per choice of configurations of the ties, C^ties */
+  pf_run_t *top;   /* [runs] */
+  pf_set_t front;  /* k = run * C + the last node's configuration, i = the point's index in its set */
 } frontier_impl_t;
+
+/* A node that uses another's weight runs on its ranks (the executor does not sum a tied weight's
+ * gradient across two sets), which the series search cannot ask of two nodes far apart: it runs once
+ * for each configuration the pairs share, all others of both nodes excluded, and the front is the
+ * union of the runs'. Both must be steps of the top series, where every configuration starts at the
+ * first rank. */
+static void find_ties(frontier_impl_t *F) {
+  const bgraph_t *g = F->c.g;
+  unsigned char *on_top = xcalloc((size_t)g->n, 1);
+  for (int i = 0; i < F->c.top.n; i++) on_top[F->c.top.step[i].node] = 1;
+  F->tie = xmalloc((size_t)g->n * sizeof *F->tie);
+  F->runs = 1;
+  for (int v = 0; v < g->n; v++) {
+    int o = g->v[v].weight_of;
+    if (!o) continue;
+    if (!on_top[v] || !on_top[o])
+      surge_input_error("burst planner: node %d '%s' uses the weight of node %d '%s', and the planner keeps such "
+                        "pairs on one rank set only on the model's main chain (hint: write the plan by hand)",
+                        v, g->v[v].name, o, g->v[o].name);
+    if (F->runs > 4096 / F->c.C)
+      surge_input_error("burst planner: %d or more tied weights (at most 4096 searches, one per choice of their "
+                        "rank counts)", F->ties + 1);
+    F->tie[F->ties++] = v;
+    F->runs *= F->c.C;
+  }
+  free(on_top);
+  size_t cells = (size_t)g->n * (size_t)F->c.C;
+  F->w = xmalloc(cells * sizeof *F->w);
+  memcpy(F->w, F->c.w, cells * sizeof *F->w);
+}
+
+/* The cost table of run r (-1: none excluded): tie x and its weight's owner in configuration
+ * (r / C^x) mod C only. */
+static void restrict_run(frontier_impl_t *F, int r) {
+  burst_ctx_t *c = &F->c;
+  int C = c->C;
+  memcpy(c->w, F->w, (size_t)c->g->n * C * sizeof *c->w);
+  for (int x = 0, rest = r; r >= 0 && x < F->ties; x++, rest /= C) {
+    int v = F->tie[x], o = c->g->v[v].weight_of;
+    for (int k = 0; k < C; k++)
+      if (k != rest % C) c->w[(size_t)v * C + k] = c->w[(size_t)o * C + k] = BURST_INF;
+  }
+}
 
 static int count_blocks(const sp_seq_t *s) {
   int n = 0;
@@ -42,10 +89,16 @@ static void frontier_run(const bgraph_t *g, const burst_profile_t *p, const burs
   f->blocks = count_blocks(&F->c.top);
   f->tol = tol;
   F->E = (pf_engine_t){&F->c, keep_one, tol > 0 && f->blocks ? log1p(tol) / (2.0 * f->blocks) : 0};
-  pf_seq_run(&F->E, &F->c.top, -1, -1, C - 1, 0, &F->top);
+  find_ties(F);
+  F->top = xcalloc((size_t)F->runs, sizeof *F->top);
   pf_set_t tmp = {0, 0, NULL};
-  const pf_set_t *last = F->top.st + (size_t)(F->top.n - 1) * C;
-  for (int e = 0; e < C; e++) pf_merge_shifted(&F->front, &last[e], 0, 0, e, -1, keep_one, &tmp);
+  for (int r = 0; r < F->runs; r++) {
+    restrict_run(F, F->ties ? r : -1);
+    pf_seq_run(&F->E, &F->c.top, -1, -1, C - 1, 0, &F->top[r]);
+    const pf_set_t *last = F->top[r].st + (size_t)(F->top[r].n - 1) * C;
+    for (int e = 0; e < C; e++) pf_merge_shifted(&F->front, &last[e], 0, 0, r * C + e, -1, keep_one, &tmp);
+  }
+  restrict_run(F, -1);
   pf_free(&tmp);
   if (F->front.n == 0) surge_runtime_error("burst planner: no plan found (every configuration was excluded)");
   f->n = F->front.n;
@@ -67,7 +120,10 @@ void burst_frontier_plan(const burst_frontier_t *f, int i, burst_plan_t *plan) {
   if (i < 0 || i >= f->n) surge_runtime_error("burst frontier: no point %d (it has %d)", i, f->n);
   burst_plan_alloc(plan, F->c.g->n, &F->c.o);
   const pf_pt_t *q = &F->front.p[i];
-  pf_recover_seq(&F->E, &F->c.top, -1, F->c.C - 1, 0, &F->top, q->k, q->i, 0, plan);
+  int C = F->c.C, r = q->k / C;
+  restrict_run(F, F->ties ? r : -1); /* the run's blocks are solved again on its table */
+  pf_recover_seq(&F->E, &F->c.top, -1, C - 1, 0, &F->top[r], q->k % C, q->i, 0, plan);
+  restrict_run(F, -1);
   burst_ctx_evaluate(&F->c, plan);
   if (!agrees(plan->iter_us, q->t) || !agrees(plan->rank_us, q->r))
     surge_runtime_error("burst planner: the search predicted %.6f us and %.6f rank-us but its plan evaluates to "
@@ -90,7 +146,10 @@ int burst_frontier_leanest_within(const burst_frontier_t *f, double iter_us) {
 void burst_frontier_free(burst_frontier_t *f) {
   frontier_impl_t *F = f->impl;
   if (F) {
-    pf_run_free(&F->top);
+    for (int r = 0; r < F->runs; r++) pf_run_free(&F->top[r]);
+    free(F->top);
+    free(F->tie);
+    free(F->w);
     pf_free(&F->front);
     burst_ctx_free(&F->c);
     free(F);

@@ -30,6 +30,11 @@ void burst_plan_print_bg(FILE *f, const bgraph_t *g, const burst_plan_t *plan, c
   fprintf(f, "rank-time: %.3f rank-us, amplification %.3f", plan->rank_us, plan->rank_us / plan->one_rank_us);
   if (dp) fprintf(f, " (data parallel %.3f rank-us, amplification %.3f)", dp->rank_us, dp->rank_us / dp->one_rank_us);
   fprintf(f, "\nranks used: %d of %d\n", plan->ranks_used, plan->ranks);
+  int segments = 0;
+  for (int v = 0; v < g->n; v++) segments += g->v[v].recompute_from > 0;
+  if (segments)
+    fprintf(f, "recomputed segments: %d, each on one rank set; its last node's comp_us holds its re-run forwards "
+               "(doc/recompute.md)\n", segments);
 }
 
 /* The largest node amplification of a plan: the least per-layer limit A that admits it. */

@@ -44,6 +44,9 @@ void pf_run_free(pf_run_t *run) {
   memset(run, 0, sizeof *run);
 }
 
+/* Whether nodes u and v must run on the same ranks (bgraph_node_t.with). */
+static int one_set(const burst_ctx_t *c, int u, int v) { return bgraph_set_of(c->g, u) == bgraph_set_of(c->g, v); }
+
 /* ---- blocks ---- */
 
 static int memo_index(const pf_block_t *b, int x, int cap, int off) { return (x * b->E->c->C + cap) * 2 + off; }
@@ -72,9 +75,12 @@ const pf_set_t *pf_block_span(pf_block_t *b, int x, int cap, int off) {
   s->sp = xcalloc((size_t)C, sizeof *s->sp);
   int last = br->step[br->n - 1].node;
   const pf_set_t *end = s->run.st + (size_t)(br->n - 1) * C;
+  /* a join that must run on the branch's last node's ranks: in its configuration, from the range's start */
+  int with_last = one_set(c, b->join, last);
   for (int e = 0; e <= b->jcap; e++) {
     if (c->w[(size_t)b->join * C + e] == BURST_INF) continue;
     for (int f = 0; f <= cap; f++) {
+      if (with_last && (f != e || off)) continue;
       double x_out = burst_ctx_xfer(c, last, f, e, off);
       pf_merge_shifted(&s->sp[e], &end[f], x_out, c->cn[e] * x_out, f, -1, b->E->keep_one, &b->tmp);
     }
@@ -244,7 +250,7 @@ static void block_step(const pf_engine_t *E, const sp_step_t *step, int fork, co
     if (w[e] == BURST_INF) continue;
     int n = 0;
     for (int k = 0; k < C; k++)
-      for (int y = 0; y < arr[(size_t)k * C + e].n; y++) {
+      for (int y = 0; y < arr[(size_t)k * C + e].n && !(one_set(c, v, fork) && k != e); y++) {
         const pf_pt_t *q = &arr[(size_t)k * C + e].p[y];
         st[n++] = (pf_stream_t){&from[k], q->t + w[e], q->r + c->cn[e] * w[e], k, y, PF_TAG_I, 0};
       }
@@ -282,7 +288,7 @@ void pf_seq_run(const pf_engine_t *E, const sp_seq_t *s, int src, int a, int cap
         if (w[e] == BURST_INF) continue;
         int n = 0;
         for (int k = 0; k < C; k++) {
-          if (from[k].n == 0 || (c->g->v[v].tied && k != e)) continue; /* a fused ReLU stays with its node */
+          if (from[k].n == 0 || (one_set(c, v, prev) && k != e)) continue; /* bgraph_node_t.with */
           double d = burst_ctx_xfer(c, prev, k, e, moved) + w[e];
           st[n++] = (pf_stream_t){&from[k], d, c->cn[e] * d, k, -1, PF_TAG_I, 0};
         }

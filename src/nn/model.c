@@ -111,6 +111,22 @@ static void plan_recompute(model_t *m, int (*allowed)(void *arg, int node, int n
                       "recomputed block on one rank set)", recompute_name(g->recompute), why);
 }
 
+void model_fusion_plan(const graph_t *g, int *fused, int *epi, int *seg_first) {
+  model_t m = {.g = g};
+  m.fused = xcalloc((size_t)g->n, sizeof *m.fused);
+  m.epi = xcalloc((size_t)g->n, sizeof *m.epi);
+  plan_fusion(&m, model_allow_all, NULL);
+  plan_epilogues(&m, model_allow_all, NULL);
+  plan_recompute(&m, model_allow_all, NULL, 0);
+  memcpy(fused, m.fused, (size_t)g->n * sizeof *fused);
+  memcpy(epi, m.epi, (size_t)g->n * sizeof *epi);
+  memcpy(seg_first, m.seg_first, (size_t)g->n * sizeof *seg_first);
+  free(m.fused);
+  free(m.epi);
+  free(m.seg_first);
+  free(m.shares);
+}
+
 void model_init(model_t *m, const graph_t *g, const backend_t *be, int B_cap) {
   model_init_fused(m, g, be, B_cap, NULL, NULL);
 }

@@ -13,7 +13,8 @@ static const cfg_key_t rows[] = {
                  "gpt: activation recomputation; block: each transformer block keeps only its input and re-runs "
                  "its forward just before its backward (its interior's buffers shared by all blocks); attention: "
                  "only the attention core's output and log-sum-exp are re-run; the parameters are bit for bit "
-                 "those of none (doc/recompute.md)"),
+                 "those of none; surge-plan keeps each re-run segment on one rank set and counts its time "
+                 "(doc/recompute.md)"),
 };
 // clang-format on
 

@@ -157,6 +157,43 @@ static void test_pipeline(void) {
   burst_profile_free(&p);
 }
 
+/* [train] recompute in the 3D model: input -> s -> x -> y (attention) -> add(s, y) -> out, one stage,
+ * one micro-batch; each node 3 us a pass at batch 1 (1 us forward): the unit x y add re-runs x and y
+ * (block: 2 us more backward) or y alone (attention: 1 us); s and out, units of one node, nothing. */
+static void test_recompute_3d(void) {
+  bgraph_t g;
+  bgraph_init(&g, "res", "test");
+  int x = bgraph_add(&g, "input", "input", 0, NULL, 4, 0, 0);
+  int s = bgraph_add(&g, "s", "linear", 1, &x, 4, 0, 0);
+  x = bgraph_add(&g, "x", "linear", 1, &s, 4, 0, 0);
+  int y = bgraph_add(&g, "y", "attention", 1, &x, 4, 0, 0);
+  int in[2] = {s, y};
+  x = bgraph_add(&g, "add", "add", 2, in, 4, 0, 0);
+  bgraph_add(&g, "out", "linear", 1, &x, 4, 0, 0);
+  g.fingerprint = bgraph_fingerprint(&g);
+  burst_profile_t p;
+  burst_profile_init(&p, g.n, "test");
+  for (int v = 1; v < g.n; v++) burst_profile_set(&p, v, 1, 3);
+  sim3d_opts_t o = {.tp = 1, .pp = 1, .dp = 1, .micro_batches = 1, .micro_batch = 1, .fwd_fraction = 1.0 / 3,
+                    .tp_link = {0, 1e9}, .pp_link = {0, 1e9}, .dp_link = {0, 1e9}, .cb_ratio = 1, .dp_ratio = 1};
+  const double want[3] = {0, 2, 1};
+  int ok = 0;
+  double got[3];
+  for (int m = RECOMPUTE_NONE; m <= RECOMPUTE_ATTENTION; m++) {
+    sim3d_result_t r;
+    o.recompute = m;
+    sim3d_run(&g, &p, &o, 0, &r);
+    got[m] = r.rerun_us[0];
+    ok += NEAR(r.rerun_us[0], want[m]) && NEAR(r.bwd_us[0], 10 + want[m]) && NEAR(r.fwd_us[0], 5) &&
+          NEAR(r.iter_us, 15 + want[m]);
+    sim3d_free(&r);
+  }
+  tap_ok(ok == 3, "3D recompute: a backward re-runs none, the block's inside (x, y: 2 us) or its attention (1 us): "
+         "%g, %g, %g us, in the backward and the iteration", got[0], got[1], got[2]);
+  bgraph_free(&g);
+  burst_profile_free(&p);
+}
+
 typedef struct bad3d {
   sim3d_opts_t o;
 } bad3d_t;
@@ -233,6 +270,7 @@ int main(void) {
   test_timeline();
   test_cluster();
   test_pipeline();
+  test_recompute_3d();
   test_partition();
   test_bad();
   return tap_done();

@@ -1,6 +1,7 @@
 #!/bin/sh
 # surge-sim end to end: VGG-16's A100 profile at G = 8 and 64 (burst plans with a background against
-# data parallelism), the example GPT graph's 3D iteration with and without compression, the HDF5
+# data parallelism), the example GPT graph's 3D iteration with and without compression (and with
+# --recompute block, longer), the HDF5
 # file's layout (h5dump), surge-report's summary and SVG figures of it, and bad input (exit 2, one
 # line).
 . "${SURGE_TOP_SRCDIR:-.}/tests/tap.sh"
@@ -38,6 +39,19 @@ plain=$(sed -n 's/^  without compression *\([0-9.]*\) .*/\1/p' "$tap_tmp/gpt.txt
 comp=$(sed -n 's/^  with compression *\([0-9.]*\) .*/\1/p' "$tap_tmp/gpt.txt")
 awk -v a="$plain" -v b="$comp" 'BEGIN { exit !(a > 0 && b > 0 && b < a) }'
 tap_ok $? "compression shortens the iteration ($plain -> $comp us)"
+# [train] recompute = block: every stage's backward re-runs its blocks' forwards, so the iteration grows
+"$sim" --graph "$top_src/inputs/gpt-2.5b.graph" --tp 8 --pp 4 --dp 4 --micro-batches 16 --micro-batch 8 \
+  --tp-link 5:300000 --recompute block -o "$tap_tmp/gpt-re.h5" >"$tap_tmp/gpt-re.txt" 2>&1
+re=$(sed -n 's/^  without compression *\([0-9.]*\) .*/\1/p' "$tap_tmp/gpt-re.txt")
+[ "$(h5dump -a /sim/pipeline/recompute "$tap_tmp/gpt-re.h5" 2>/dev/null | grep -c '"block"')" = 1 ] &&
+  h5dump -d /sim/pipeline/plain_rerun_us -y -w 0 "$tap_tmp/gpt-re.h5" >/dev/null 2>&1 &&
+  grep -q '^  recompute = block: each backward first re-runs a forward of' "$tap_tmp/gpt-re.txt" &&
+  awk -v a="$plain" -v b="$re" 'BEGIN { exit !(b > 1.2 * a && b < 1.5 * a) }'
+tap_ok $? "--recompute block: each stage's backward re-runs its forward ($plain -> $re us; /sim/pipeline/recompute)"
+"$sim" --graph "$top_src/inputs/gpt-2.5b.graph" --pp 4 --micro-batches 4 --micro-batch 1 --recompute layers \
+  >/dev/null 2>"$tap_tmp/err.txt"
+[ $? = 2 ] && grep -q -- '--recompute layers: expected none, block or attention' "$tap_tmp/err.txt"
+tap_ok $? "bad input: an unknown --recompute mode exits 2"
 "$report" --plot "$tap_tmp/fig" "$tap_tmp/gpt.h5" >"$tap_tmp/rep3.txt" 2>&1 && grep -q '^3D iteration:' "$tap_tmp/rep3.txt" &&
   [ "$(grep -c '<rect' "$tap_tmp/fig/pipeline.svg")" -gt 128 ] && [ -s "$tap_tmp/fig/pipeline-compressed.svg" ]
 tap_ok $? "surge-report draws the 1F1B timelines (a bar for each of 4 x 2 x 16 operations)"

@@ -41,6 +41,8 @@ static const char usage[] =
     "  --stage-nodes L  nodes per stage in graph order, one per stage (default: balanced by time;\n"
     "                   e.g. the split surge-train's [parallel] stages makes)\n"
     "  --fwd-fraction F forward share of a node's forward+backward time (default 0.3333)\n"
+    "  --recompute MODE none (default), block or attention: each backward first re-runs the forward\n"
+    "                   of a block's nodes but its last, or of the attention nodes ([train] recompute)\n"
     "  -o SIM.h5        write the results (HDF5, doc/sim.md)\n"
     "Exit codes: 0 done, 2 bad input (named with its file and line), 1 runtime failure.\n";
 
@@ -128,6 +130,14 @@ static int run_burst(const cli_t *cli, const plan_input_t *in, const sim_bg_t *b
   return ng;
 }
 
+/* --recompute's mode (absent: none). */
+static int recompute_of(const char *text) {
+  for (int m = RECOMPUTE_NONE; text && m <= RECOMPUTE_ATTENTION; m++)
+    if (strcmp(text, recompute_name(m)) == 0) return m;
+  if (text) surge_input_error("--recompute %s: expected none, block or attention", text);
+  return RECOMPUTE_NONE;
+}
+
 static void run_3d(const cli_t *cli, const plan_input_t *in, sim3d_opts_t *o, sim3d_result_t *plain,
                    sim3d_result_t *comp) {
   const burst_net_t *n = &in->p.net;
@@ -143,7 +153,8 @@ static void run_3d(const cli_t *cli, const plan_input_t *in, sim3d_opts_t *o, si
                       .cb_ratio = opt_double(cli, "--cb-ratio", 1, 1),
                       .cb_epilogue_only = cli_has(cli, "--epilogue-only"),
                       .dp_ratio = opt_double(cli, "--dp-ratio", 1, 1),
-                      .dp_stages = opt_int(cli, "--dp-stages", 0, 0)};
+                      .dp_stages = opt_int(cli, "--dp-stages", 0, 0),
+                      .recompute = recompute_of(cli_value(cli, "--recompute", 0))};
   if (!o->micro_batches || !o->micro_batch) surge_input_error("3D: give --micro-batches M and --micro-batch B");
   if (!cli_value(cli, "--dp-stages", 0)) o->dp_stages = o->pp;
   const char *stages = cli_value(cli, "--stage-nodes", 0);
@@ -161,6 +172,11 @@ static void run_3d(const cli_t *cli, const plan_input_t *in, sim3d_opts_t *o, si
   for (int s = 0; s < plain->nstage; s++)
     printf("  %-6d %7d %11.1f %11.1f %9.1f %11.1f %11.1f %11.1f\n", s, plain->stage_nodes[s], plain->fwd_us[s],
            plain->bwd_us[s], plain->tp_us[s], plain->dp_us[s], comp->dp_us[s], plain->opt_us[s]);
+  if (o->recompute) {
+    printf("  recompute = %s: each backward first re-runs a forward of", recompute_name(o->recompute));
+    for (int s = 0; s < plain->nstage; s++) printf("%s %.1f", s ? "," : "", plain->rerun_us[s]);
+    printf(" us (stage 0 first; in bwd_us)\n");
+  }
   printf("  pipeline transfer: forward %.1f us, backward %.1f us (compressed %.1f us)\n", plain->pp_fwd_us,
          plain->pp_bwd_us, plain->pp_bwd_compressed_us);
   printf("  %-24s %12s %12s %8s %14s %14s\n", "", "iter_us", "pipeline_us", "bubble", "pp_bytes", "dp_bytes");
@@ -183,7 +199,8 @@ int main(int argc, char **argv) {
                                       "--bg-structure FILE", "--bg-batch B", "--fg-slowdown S", "-o FILE", "--tp N",
                                       "--pp N", "--dp N", "--micro-batches M", "--micro-batch B", "--fwd-fraction F",
                                       "--tp-link A:B", "--pp-link A:B", "--dp-link A:B", "--cb-ratio R",
-                                      "--epilogue-only", "--dp-ratio R", "--dp-stages K", "--stage-nodes L", NULL};
+                                      "--epilogue-only", "--dp-ratio R", "--dp-stages K", "--stage-nodes L",
+                                      "--recompute MODE", NULL};
   cli_t cli;
   cli_parse_deck_optional(argc, argv, usage, flags, &cli);
   if (cli.deck) surge_input_error("surge-sim takes no deck: give --graph or --deeppool (surge-plan DECK --write-graph F "

@@ -160,16 +160,24 @@ void sim3d_run(const bgraph_t *g, const burst_profile_t *p, const sim3d_opts_t *
   /* per unit: compute, tp allreduces (per pass), parameter bytes; unit u = nodes (cut[u], cut[u+1]] */
   double *comp = xcalloc((size_t)U, sizeof *comp), *tpc = xcalloc((size_t)U, sizeof *tpc);
   double *grad = xcalloc((size_t)U, sizeof *grad), *cost = xcalloc((size_t)U, sizeof *cost);
+  double *rerun = xcalloc((size_t)U, sizeof *rerun); /* the forward a backward re-runs first (recompute) */
   int *nodes = xcalloc((size_t)U, sizeof *nodes), linear = 0;
   for (int u = 0; u < U; u++)
     for (int v = cut[u] + 1; v <= cut[u + 1]; v++) {
-      comp[u] += burst_profile_pass_us(p, g, v, o->micro_batch) / tp; /* the optimizer: opt_us below */
+      double pass = burst_profile_pass_us(p, g, v, o->micro_batch) / tp; /* the optimizer: opt_us below */
+      comp[u] += pass;
       grad[u] += g->v[v].grad_bytes / tp;
       nodes[u]++;
+      double sum = 0;
       if (strcmp(g->v[v].kind, "linear") == 0 && linear++ % 2 == 1)
-        tpc[u] += ring_allreduce(&o->tp_link, tp, g->v[v].act_bytes * o->micro_batch);
+        tpc[u] += sum = ring_allreduce(&o->tp_link, tp, g->v[v].act_bytes * o->micro_batch);
+      /* block: a unit (a transformer block: a residual edge jumps over its inside) keeps its last
+       * node's output only; attention: the attention core is re-run, its projection kept */
+      if ((o->recompute == RECOMPUTE_BLOCK && v < cut[u + 1]) ||
+          (o->recompute == RECOMPUTE_ATTENTION && strcmp(g->v[v].kind, "attention") == 0))
+        rerun[u] += o->fwd_fraction * pass + sum;
     }
-  for (int u = 0; u < U; u++) cost[u] = comp[u] + 2 * tpc[u];
+  for (int u = 0; u < U; u++) cost[u] = comp[u] + 2 * tpc[u] + rerun[u];
   int *from = xmalloc((size_t)(pp + 1) * sizeof *from);
   if (o->stage_nodes[0]) given_partition(g, nodes, U, o, from);
   else sim3d_partition(cost, U, pp, from);
@@ -178,6 +186,7 @@ void sim3d_run(const bgraph_t *g, const burst_profile_t *p, const sim3d_opts_t *
   r->stage_nodes = xcalloc((size_t)pp, sizeof *r->stage_nodes);
   r->fwd_us = xcalloc((size_t)pp, sizeof *r->fwd_us);
   r->bwd_us = xcalloc((size_t)pp, sizeof *r->bwd_us);
+  r->rerun_us = xcalloc((size_t)pp, sizeof *r->rerun_us);
   r->tp_us = xcalloc((size_t)pp, sizeof *r->tp_us);
   r->dp_us = xcalloc((size_t)pp, sizeof *r->dp_us);
   r->opt_us = xcalloc((size_t)pp, sizeof *r->opt_us);
@@ -186,10 +195,12 @@ void sim3d_run(const bgraph_t *g, const burst_profile_t *p, const sim3d_opts_t *
   double all_grad = 0;
   for (int u = 0; u < U; u++) all_grad += grad[u];
   for (int s = 0; s < pp; s++) {
-    double c = 0, t = 0, gb = 0;
-    for (int u = from[s]; u < from[s + 1]; u++) c += comp[u], t += tpc[u], gb += grad[u], r->stage_nodes[s] += nodes[u];
+    double c = 0, t = 0, gb = 0, re = 0;
+    for (int u = from[s]; u < from[s + 1]; u++)
+      c += comp[u], t += tpc[u], gb += grad[u], re += rerun[u], r->stage_nodes[s] += nodes[u];
     r->fwd_us[s] = o->fwd_fraction * c + t;
-    r->bwd_us[s] = (1 - o->fwd_fraction) * c + t;
+    r->bwd_us[s] = (1 - o->fwd_fraction) * c + t + re;
+    r->rerun_us[s] = re;
     r->tp_us[s] = 2 * t;
     double ratio = compressed && s < o->dp_stages ? o->dp_ratio : 1;
     r->dp_us[s] = ring_allreduce(&o->dp_link, o->dp, gb / ratio);
@@ -292,6 +303,7 @@ void sim3d_run(const bgraph_t *g, const burst_profile_t *p, const sim3d_opts_t *
   free(from);
   free(nodes);
   free(cost);
+  free(rerun);
   free(grad);
   free(tpc);
   free(comp);
@@ -302,6 +314,7 @@ void sim3d_free(sim3d_result_t *r) {
   free(r->stage_nodes);
   free(r->fwd_us);
   free(r->bwd_us);
+  free(r->rerun_us);
   free(r->tp_us);
   free(r->dp_us);
   free(r->opt_us);

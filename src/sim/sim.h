@@ -14,6 +14,7 @@
 #define SURGE_SIM_H
 
 #include "burst/plan.h"
+#include "nn/recompute.h"
 
 /* ---- a plan's ranks over one iteration (timeline.c) ---- */
 
@@ -111,6 +112,9 @@ typedef struct sim3d_opts {
   double dp_ratio;            /* PowerSGD data-parallel gradients: bytes divided by this (1: off) */
   int dp_stages;              /* ... on stages 0 .. dp_stages-1 (selective stage compression) */
   int stage_nodes[SIM3D_MAX_PP]; /* nodes per stage in graph order (all 0: balanced by time) */
+  int recompute;              /* recompute_mode_t (nn/recompute.h): each backward first re-runs the
+                               * forward of every unit's nodes but its last (block), or of its
+                               * attention nodes (attention), their tensor-parallel sums included */
 } sim3d_opts_t;
 
 enum { SIM3D_FWD = 0, SIM3D_BWD = 1 };
@@ -125,6 +129,7 @@ typedef struct sim3d_result {
   int nstage;
   int *stage_nodes;           /* [pp] nodes per stage */
   double *fwd_us, *bwd_us;    /* [pp] per micro-batch, tensor parallelism's allreduces included */
+  double *rerun_us;           /* [pp] of bwd_us: the forward it re-runs first (sim3d_opts_t.recompute) */
   double *tp_us;              /* [pp] of which tensor-parallel allreduces */
   double *dp_us;              /* [pp] data-parallel gradient allreduce after the last backward */
   double *opt_us;             /* [pp] the optimizer on the stage's share of the parameters, last */

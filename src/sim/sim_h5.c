@@ -183,6 +183,8 @@ static void write_pipeline(const h5w_t *w, hid_t top, const sim3d_opts_t *o, con
   attr_d(w, g, "cb_ratio", o->cb_ratio);
   attr_d(w, g, "dp_ratio", o->dp_ratio);
   attr_d(w, g, "fwd_fraction", o->fwd_fraction);
+  ok(w, h5util_attr_write_string(g, "recompute", recompute_name(o->recompute), H5T_CSET_ASCII) == 0,
+     "/sim/pipeline attribute recompute");
   const sim_link_t *links[3] = {&o->tp_link, &o->pp_link, &o->dp_link};
   const char *ln[3] = {"tp", "pp", "dp"};
   for (int k = 0; k < 3; k++) {
@@ -201,7 +203,8 @@ static void write_pipeline(const h5w_t *w, hid_t top, const sim3d_opts_t *o, con
     snprintf(name, sizeof name, "%sstage_nodes", pre[k]);
     put_i(w, g, name, n, r->stage_nodes, "nodes");
     const struct { const char *s; const double *v; } per_stage[] = {
-        {"fwd_us", r->fwd_us}, {"bwd_us", r->bwd_us}, {"tp_us", r->tp_us}, {"dp_us", r->dp_us},
+        {"fwd_us", r->fwd_us}, {"bwd_us", r->bwd_us}, {"rerun_us", r->rerun_us}, {"tp_us", r->tp_us},
+        {"dp_us", r->dp_us},
         {"opt_us", r->opt_us}, {"stage_end_us", r->stage_end_us}};
     for (size_t q = 0; q < sizeof per_stage / sizeof per_stage[0]; q++) {
       snprintf(name, sizeof name, "%s%s", pre[k], per_stage[q].s);

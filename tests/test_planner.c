@@ -735,6 +735,26 @@ static void test_gpt_ties(void) {
     burst_plan_free(&pl);
     bgraph_free(&bg);
   }
+  /* random profiles: the fastest plan (whose search skips the runs its bound rules out) equals brute
+   * force over the plans that keep the ties */
+  rng_t r;
+  rng_seed(&r, 11);
+  int agree = 0;
+  for (int trial = 0; trial < 16; trial++) {
+    g.recompute = trial % 2 ? RECOMPUTE_BLOCK : RECOMPUTE_NONE;
+    burst_profile_t rp;
+    burst_profile_init(&rp, g.n, "random");
+    random_profile(&rp, &g, &o, &r);
+    burst_plan_t pl;
+    burst_plan_search(&g, &rp, &o, &pl);
+    double want = brute_force(&g, &rp, &o, NULL, 0, NULL, 0);
+    agree += NEAR(pl.iter_us, want);
+    if (!NEAR(pl.iter_us, want)) tap_diag("random gpt profile %d: search %.6f, brute force %.6f", trial, pl.iter_us, want);
+    burst_plan_free(&pl);
+    burst_profile_free(&rp);
+  }
+  tap_ok(agree == 16, "gpt, 16 random profiles (recompute none and block): the fastest plan equals brute force over "
+         "the plans keeping the ties (%d of 16)", agree);
   burst_profile_free(&p);
   graph_free(&g);
 }

@@ -13,6 +13,8 @@
 
 #include "burst/graph_file.h"
 #include "burst/plan.h"
+#include "nn/recompute.h"
+#include "nn/zoo.h"
 #include "core/error.h"
 #include "child.h"
 #include "tap.h"
@@ -102,6 +104,55 @@ static void test_read_write(void) {
   burst_profile_free(&p);
 }
 
+/* The rank-set rules (graph_ties.h) of the zoo's gpt with recompute = block, exported and read back:
+ * every node's fused, same-ranks, shared-weight and recompute rule the same, so a plan from the file is
+ * the deck's; and a node named like a rule is a node where its line has a node's columns. */
+static void test_ties(void) {
+  zoo_opts_t zo = {.gpt = {.layers = 2, .width = 16, .heads = 2, .context = 8}};
+  snprintf(zo.model, sizeof zo.model, "gpt");
+  graph_t model;
+  char err[256] = "";
+  if (zoo_build(zo, shape1(8), 256, &model, err, sizeof err) != 0) {
+    tap_ok(0, "the gpt builds: %s", err);
+    return;
+  }
+  model.recompute = RECOMPUTE_BLOCK;
+  bgraph_t g;
+  bgraph_from_graph(&model, "gpt", &g);
+  burst_profile_t p;
+  burst_profile_init(&p, g.n, "flat");
+  p.net = (burst_net_t){1, 1e4, 1, 1e4};
+  for (int v = 1; v < g.n; v++) burst_profile_set(&p, v, 4, 10);
+  const char *path = tmp("ties.graph");
+  graph_file_write(path, &g, &p);
+  bgraph_t back;
+  burst_profile_t pb;
+  graph_file_read(path, 0, &back, &pb);
+  int same = back.n == g.n, rules = 0;
+  for (int v = 0; v < g.n && same; v++) {
+    const bgraph_node_t *a = &g.v[v], *b = &back.v[v];
+    same = a->tied == b->tied && a->with == b->with && a->weight_of == b->weight_of &&
+           a->recompute_from == b->recompute_from && strcmp(a->name, b->name) == 0;
+    rules += (a->with != 0) + (a->weight_of != 0) + (a->recompute_from != 0);
+  }
+  tap_ok(same && rules > 20 && back.v[find(&back, "lm_head")].weight_of == find(&back, "wte") &&
+             back.v[find(&back, "blocks.1.gelu")].tied && back.v[find(&back, "blocks.1.add2")].recompute_from,
+         "graph file: the gpt's rank-set rules (recompute = block) written and read back the same (%d)", rules);
+  bgraph_free(&back);
+  burst_profile_free(&pb);
+  /* a node named 'fused' (five columns and times) is a node */
+  write_text(path, "surge-graph 1\nbatches 1\ninput input - 4 0\na linear input 4 4 1\nfused relu a 4 0 1\n"
+                   "same_ranks fused a\nend\n");
+  graph_file_read(path, 0, &back, &pb);
+  tap_ok(back.n == 3 && strcmp(back.v[2].name, "fused") == 0 && back.v[2].with == 1 && !back.v[2].tied,
+         "graph file: a node named 'fused' is a node; a rule may name it");
+  bgraph_free(&back);
+  burst_profile_free(&pb);
+  bgraph_free(&g);
+  burst_profile_free(&p);
+  graph_free(&model);
+}
+
 /* ---- bad input ---- */
 
 typedef struct bad_case {
@@ -171,6 +222,17 @@ static void test_bad_input(void) {
       {4, 0, "step_us 1e13\n", "an optimizer time beyond 1e12 us", "bad.graph:4: step_us 1e+13 out of range 0..1e+12"},
       {17, 0, "", "a truncated file", "file ends without 'end'"},
       {1, 0, "surge-graph 7\n", "a future format", "bad.graph:1: graph format version 7"},
+      /* rank-set rules (line 17, before end) */
+      {17, 0, "same_ranks b2 nope\nend\n", "a rule naming an unknown node", "bad.graph:17: same_ranks: no node 'nope'"},
+      {17, 0, "same_ranks s head\nend\n", "a rule naming a later node",
+       "bad.graph:17: same_ranks s head: 'head' must come before 's'"},
+      {17, 0, "fused cat\nend\n", "a fused node of three inputs", "bad.graph:17: fused cat: the node has 3 inputs"},
+      {17, 0, "fused b2\nfused b2\nend\n", "a rule given twice", "bad.graph:18: fused b2 given twice (first on line 17)"},
+      {17, 0, "fused b2\nsame_ranks b2 s\nend\n", "fused and same_ranks on one node",
+       "bad.graph:18: node 'b2' is both fused and same_ranks (line 17)"},
+      {17, 0, "shares_weight head\nend\n", "a rule missing its node", "bad.graph:17: expected 'shares_weight NODE EARLIER_NODE'"},
+      {17, 0, "same_ranks s input\nend\n", "a rule naming the input node",
+       "bad.graph:17: same_ranks s input: the input node holds no work"},
   };
   for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++)
     expect_bad(cases[k].line, cases[k].repl, cases[k].plan, cases[k].what, cases[k].needle);
@@ -301,6 +363,7 @@ int main(void) {
   snprintf(tmpdir, sizeof tmpdir, "/tmp/surge-graph-XXXXXX");
   if (!mkdtemp(tmpdir)) return 1;
   test_read_write();
+  test_ties();
   test_bad_input();
   test_deeppool();
   test_deeppool_bad();

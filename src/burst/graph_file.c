@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "burst/graph_ties.h"
 #include "burst/textio.h"
 #include "core/error.h"
 
@@ -320,6 +321,7 @@ void graph_file_read(const char *path, int structure, bgraph_t *g, burst_profile
   char *dot = strchr(h.model, '.');
   if (dot && dot != h.model) *dot = '\0';
   raw_node_t *nodes = NULL;
+  graph_ties_t ties = {0};
   int n = 0, cap = 0, ended = 0;
   while (tin_next(&t)) {
     if (ended) tin_error(&t, "text after 'end'");
@@ -331,6 +333,7 @@ void graph_file_read(const char *path, int structure, bgraph_t *g, burst_profile
       if (n) tin_error(&t, "'%s' after the node lines (header keys come first)", t.word[0]);
       continue;
     }
+    if (graph_ties_line(&t, &ties)) continue; /* applied once the nodes are in order */
     if (!structure && !h.batch_line) tin_error(&t, "node line before 'batches B1 B2 ...' (the per-rank batches of the time columns)");
     if (n == BGRAPH_MAX_NODES) tin_error(&t, "more than %d nodes", BGRAPH_MAX_NODES);
     if (n == cap) {
@@ -360,6 +363,8 @@ void graph_file_read(const char *path, int structure, bgraph_t *g, burst_profile
       if (!isnan(v->us[k])) burst_profile_set(p, i, h.batch[k], v->us[k]);
   }
   g->fingerprint = h.fingerprint ? h.fingerprint : bgraph_fingerprint(g);
+  graph_ties_apply(&ties, g, path);
+  graph_ties_free(&ties);
   free(in);
   free(pos);
   free(order);
@@ -421,6 +426,7 @@ void graph_file_write(const char *path, const bgraph_t *g, const burst_profile_t
     }
     fprintf(f, "\n");
   }
+  graph_ties_write(f, g);
   fprintf(f, "end\n");
   free(b);
   int failed = ferror(f);

@@ -15,6 +15,7 @@
  *   input   input   -       602112     0
  *   conv1   conv2d  input   12845056   7168         2157 ...
  *   cat     concat  a,b,c   ...
+ *   fused   b2                      optional rules: what runs on one rank set (graph_ties.h)
  *   end
  *
  * out_bytes: bytes per sample of the node's output; param_bytes: bytes of its parameters (their

@@ -6,7 +6,7 @@ libsurge_a_SOURCES += \
   src/burst/plan_graph.c src/burst/plan_cost.c src/burst/plan_bn.c src/burst/plan_eval.c src/burst/plan_pareto.c \
   src/burst/planner.c src/burst/plan_recover.c src/burst/plan_frontier.c src/burst/plan_api.c src/burst/plan_log.h src/burst/plan_log.c src/burst/plan_log_part.c src/burst/report_plan.c \
   src/burst/plan_print.c src/burst/plan_file.c src/burst/textio.c src/burst/textio.h \
-  src/burst/graph_file.c src/burst/graph_file.h src/burst/deeppool.c src/burst/plan_input.c src/burst/plan_input.h \
+  src/burst/graph_file.c src/burst/graph_file.h src/burst/graph_ties.c src/burst/graph_ties.h src/burst/deeppool.c src/burst/plan_input.c src/burst/plan_input.h \
   src/burst/executor.c src/burst/executor.h src/burst/pass_order.c src/burst/pass_order.h \
   src/burst/layout.c src/burst/layout.h \
   src/burst/plan_text.c src/burst/plan_text.h

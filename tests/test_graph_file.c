@@ -140,6 +140,39 @@ static void test_ties(void) {
          "graph file: the gpt's rank-set rules (recompute = block) written and read back the same (%d)", rules);
   bgraph_free(&back);
   burst_profile_free(&pb);
+  /* a branch's first node on its fork's ranks: the same count and first rank in every frontier plan,
+   * though the lanes would place it elsewhere */
+  char text[sizeof good + 64];
+  snprintf(text, sizeof text, "%.*ssame_ranks b1 s\nsame_ranks b2 s\nend\n", (int)(strlen(good) - 4), good);
+  write_text(path, text);
+  graph_file_read(path, 0, &back, &pb);
+  burst_opts_t o = {8, 8, BURST_NO_LIMIT, BURST_RANKS_POW2};
+  burst_frontier_t fr;
+  burst_frontier_build(&back, &pb, &o, 0, &fr);
+  int kept = 0, s_ = find(&back, "s"), b1 = find(&back, "b1"), b2 = find(&back, "b2");
+  for (int i = 0; i < fr.n; i++) {
+    burst_plan_t pl;
+    burst_frontier_plan(&fr, i, &pl);
+    kept += pl.n[b1] == pl.n[s_] && pl.first[b1] == pl.first[s_] && pl.n[b2] == pl.n[s_] && pl.first[b2] == pl.first[s_];
+    burst_plan_free(&pl);
+  }
+  tap_ok(kept == fr.n && fr.n > 1, "graph file: a branch kept on its fork's ranks (same_ranks) in every frontier plan (%d "
+         "of %d)", kept, fr.n);
+  burst_frontier_free(&fr);
+  bgraph_free(&back);
+  burst_profile_free(&pb);
+  /* rules that overlap join their sets: c fused into b and the segment a .. d, one set from a; e
+   * same_ranks d joins it too */
+  write_text(path, "surge-graph 1\nbatches 1\ninput input - 4 0\na linear input 4 4 1\nb linear a 4 4 1\n"
+                   "c relu b 4 0 1\nd linear c 4 4 1\ne linear d 4 4 1\nfused c\nrecompute d a\nsame_ranks e d\nend\n");
+  graph_file_read(path, 0, &back, &pb);
+  int joined = back.v[find(&back, "a")].with == 0;
+  for (const char *const *x = (const char *const[]){"b", "c", "d", "e", NULL}; *x; x++)
+    joined &= back.v[find(&back, *x)].with == find(&back, "a");
+  tap_ok(joined && back.v[find(&back, "d")].recompute_from == find(&back, "a"),
+         "graph file: overlapping rules join one set (fused c, recompute d a, same_ranks e d: all on a's ranks)");
+  bgraph_free(&back);
+  burst_profile_free(&pb);
   /* a node named 'fused' (five columns and times) is a node */
   write_text(path, "surge-graph 1\nbatches 1\ninput input - 4 0\na linear input 4 4 1\nfused relu a 4 0 1\n"
                    "same_ranks fused a\nend\n");
@@ -233,6 +266,8 @@ static void test_bad_input(void) {
       {17, 0, "shares_weight head\nend\n", "a rule missing its node", "bad.graph:17: expected 'shares_weight NODE EARLIER_NODE'"},
       {17, 0, "same_ranks s input\nend\n", "a rule naming the input node",
        "bad.graph:17: same_ranks s input: the input node holds no work"},
+      {17, 1, "same_ranks head s\nend\n", "a rule the search cannot keep (no neighbour in the set)",
+       "bad.graph:16: burst planner: node 7 'head' must run on the ranks of node 1 's'"},
   };
   for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++)
     expect_bad(cases[k].line, cases[k].repl, cases[k].plan, cases[k].what, cases[k].needle);

@@ -52,6 +52,9 @@ tap_ok $? "--recompute block: each stage's backward re-runs its forward ($plain 
   >/dev/null 2>"$tap_tmp/err.txt"
 [ $? = 2 ] && grep -q -- '--recompute layers: expected none, block or attention' "$tap_tmp/err.txt"
 tap_ok $? "bad input: an unknown --recompute mode exits 2"
+"$sim" --graph "$top_src/inputs/gpt-2.5b.graph" --ranks 8 --batch 16 --recompute block >/dev/null 2>"$tap_tmp/err.txt"
+[ $? = 2 ] && grep -q -- '--recompute applies to 3D runs' "$tap_tmp/err.txt"
+tap_ok $? "bad input: --recompute without a 3D layout exits 2 (a burst graph says what it recomputes)"
 "$report" --plot "$tap_tmp/fig" "$tap_tmp/gpt.h5" >"$tap_tmp/rep3.txt" 2>&1 && grep -q '^3D iteration:' "$tap_tmp/rep3.txt" &&
   [ "$(grep -c '<rect' "$tap_tmp/fig/pipeline.svg")" -gt 128 ] && [ -s "$tap_tmp/fig/pipeline-compressed.svg" ]
 tap_ok $? "surge-report draws the 1F1B timelines (a bar for each of 4 x 2 x 16 operations)"

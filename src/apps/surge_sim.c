@@ -42,7 +42,7 @@ static const char usage[] =
     "                   e.g. the split surge-train's [parallel] stages makes)\n"
     "  --fwd-fraction F forward share of a node's forward+backward time (default 0.3333)\n"
     "  --recompute MODE none (default), block or attention: each backward first re-runs the forward\n"
-    "                   of a block's nodes but its last, or of the attention nodes ([train] recompute)\n"
+    "                   of a unit's nodes but its last, or of the attention nodes ([train] recompute)\n"
     "  -o SIM.h5        write the results (HDF5, doc/sim.md)\n"
     "Exit codes: 0 done, 2 bad input (named with its file and line), 1 runtime failure.\n";
 
@@ -208,6 +208,9 @@ int main(int argc, char **argv) {
   int burst = cli_has(&cli, "--ranks");
   int three_d = cli_has(&cli, "--pp") || cli_has(&cli, "--tp") || cli_has(&cli, "--dp") || cli_has(&cli, "--micro-batches");
   if (!burst && !three_d) surge_input_error("surge-sim: nothing to simulate: give --ranks (burst) or --pp/--tp/--dp (3D)");
+  if (!three_d && cli_has(&cli, "--recompute"))
+    surge_input_error("surge-sim: --recompute applies to 3D runs (give --pp/--tp/--dp); a burst plan's graph file says "
+                      "what it recomputes (its recompute lines, doc/burst.md)");
   plan_input_t in;
   plan_input_load(&cli, NULL, &in, stdout);
 

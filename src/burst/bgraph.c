@@ -93,8 +93,6 @@ int bgraph_add(bgraph_t *bg, const char *name, const char *kind, int nin, const 
   return bg->n++;
 }
 
-static int l_in0(const graph_t *g, int i) { return g->l[i].in[0]; }
-
 void bgraph_from_graph(const graph_t *g, const char *model, bgraph_t *bg) {
   bgraph_init(bg, model, "model graph");
   for (int i = 0; i < g->n; i++) {
@@ -106,24 +104,68 @@ void bgraph_from_graph(const graph_t *g, const char *model, bgraph_t *bg) {
   int *fused = xcalloc((size_t)g->n, sizeof *fused), *epi = xcalloc((size_t)g->n, sizeof *epi);
   int *seg_first = xcalloc((size_t)g->n, sizeof *seg_first);
   model_fusion_plan(g, fused, epi, seg_first);
+  bgraph_sets_t sets;
+  bgraph_sets_init(&sets, g->n);
   for (int i = 1; i < g->n; i++) {
     bgraph_node_t *v = &bg->v[i];
     /* a fused ReLU (fused -1), or a GELU its linear runs both ways (a layer norm an add runs in its
      * epilogue runs its backward alone: it may go elsewhere, and then runs unfused) */
     if (fused[i] < 0 || (epi[i] < 0 && g->l[i].kind == LAYER_GELU)) {
       v->tied = 1;
-      v->with = bgraph_set_of(bg, l_in0(g, i));
+      bgraph_sets_join(&sets, i, g->l[i].in[0]);
     }
     if (g->l[i].kind == LAYER_TIED_LINEAR) v->weight_of = g->params.t[g->l[i].tied_param].owner;
     if (seg_first[i] > 0) {
       v->recompute_from = seg_first[i];
-      for (int j = seg_first[i] + 1; j <= i; j++) bg->v[j].with = bgraph_set_of(bg, seg_first[i]);
+      bgraph_sets_join_range(&sets, seg_first[i], i);
     }
   }
+  bgraph_sets_apply(&sets, bg);
   free(fused);
   free(epi);
   free(seg_first);
   bg->fingerprint = burst_graph_fingerprint(g);
+}
+
+void bgraph_sets_init(bgraph_sets_t *s, int n) {
+  s->n = n;
+  s->parent = xmalloc((size_t)n * sizeof *s->parent);
+  s->next = xmalloc(((size_t)n + 1) * sizeof *s->next);
+  for (int i = 0; i < n; i++) s->parent[i] = s->next[i] = i;
+  s->next[n] = n;
+}
+
+static int root_of(bgraph_sets_t *s, int x) {
+  while (s->parent[x] != x) x = s->parent[x] = s->parent[s->parent[x]];
+  return x;
+}
+
+void bgraph_sets_join(bgraph_sets_t *s, int a, int b) {
+  int ra = root_of(s, a), rb = root_of(s, b);
+  if (ra != rb) s->parent[ra > rb ? ra : rb] = ra < rb ? ra : rb; /* the earlier node stays the root */
+}
+
+/* The first node at or after x not yet joined to the node before it by a range. */
+static int unjoined_from(bgraph_sets_t *s, int x) {
+  while (s->next[x] != x) x = s->next[x] = s->next[s->next[x]];
+  return x;
+}
+
+void bgraph_sets_join_range(bgraph_sets_t *s, int lo, int hi) {
+  for (int j = unjoined_from(s, lo + 1); j <= hi; j = unjoined_from(s, j + 1)) {
+    bgraph_sets_join(s, j - 1, j);
+    s->next[j] = j + 1;
+  }
+}
+
+void bgraph_sets_apply(bgraph_sets_t *s, bgraph_t *g) {
+  for (int v = 0; v < s->n; v++) {
+    int r = root_of(s, v);
+    g->v[v].with = r == v ? 0 : r;
+  }
+  free(s->parent);
+  free(s->next);
+  memset(s, 0, sizeof *s);
 }
 
 void bgraph_free(bgraph_t *bg) {

@@ -66,6 +66,22 @@ uint64_t bgraph_fingerprint(const bgraph_t *bg);
 void bgraph_free(bgraph_t *bg);
 /* The gradient bytes of all nodes: the parameters a training step zeroes, sums and updates. */
 double bgraph_grad_total(const bgraph_t *bg);
+/* Building bgraph_node_t.with from rules that join nodes into one rank set (a union-find whose
+ * roots are the sets' first nodes; ranges join in time linear in the nodes, however they overlap). */
+typedef struct bgraph_sets {
+  int n;
+  int *parent; /* [n] */
+  int *next;   /* [n + 1] the first node at or after i not yet joined to the node before it */
+} bgraph_sets_t;
+
+void bgraph_sets_init(bgraph_sets_t *s, int n);
+/* Nodes a and b on one rank set. */
+void bgraph_sets_join(bgraph_sets_t *s, int a, int b);
+/* Nodes lo .. hi on one rank set. */
+void bgraph_sets_join_range(bgraph_sets_t *s, int lo, int hi);
+/* Every node's with: its set's first node (0 for that node itself); frees s. */
+void bgraph_sets_apply(bgraph_sets_t *s, bgraph_t *g);
+
 /* The node whose rank set node v runs on: v's with, else v. */
 static inline int bgraph_set_of(const bgraph_t *bg, int v) { return bg->v[v].with ? bg->v[v].with : v; }
 /* "file:line: " for a node defined in a file, "" otherwise (into buf). */

@@ -98,7 +98,8 @@ void graph_ties_apply(const graph_ties_t *ties, bgraph_t *g, const char *path) {
   names_t t;
   names_of(&t, g);
   int *by = rules_by_node(ties, &t, path);
-  /* in node order, so that a rule's earlier node already has its own */
+  bgraph_sets_t sets;
+  bgraph_sets_init(&sets, g->n);
   for (int v = 1; v < g->n; v++)
     for (int k = 0; k < 4; k++) {
       int x = by[(size_t)v * 4 + (size_t)k];
@@ -111,7 +112,7 @@ void graph_ties_apply(const graph_ties_t *ties, bgraph_t *g, const char *path) {
         if (node->in[0] == 0)
           tin_error_at(path, r->line, "fused %s: its input is the input node, which holds no work", r->node);
         node->tied = 1;
-        node->with = bgraph_set_of(g, node->in[0]);
+        bgraph_sets_join(&sets, v, node->in[0]);
         continue;
       }
       int o = node_of(&t, r, 1, path);
@@ -120,13 +121,14 @@ void graph_ties_apply(const graph_ties_t *ties, bgraph_t *g, const char *path) {
       if (o >= v)
         tin_error_at(path, r->line, "%s %s %s: '%s' must come before '%s' in the graph", tie_words[k], r->node,
                      r->other, r->other, r->node);
-      if (k == TIE_SAME_RANKS) node->with = bgraph_set_of(g, o);
+      if (k == TIE_SAME_RANKS) bgraph_sets_join(&sets, v, o);
       if (k == TIE_SHARES_WEIGHT) node->weight_of = o;
       if (k == TIE_RECOMPUTE) { /* the segment o .. v on one rank set, as bgraph_from_graph */
         node->recompute_from = o;
-        for (int j = o + 1; j <= v; j++) g->v[j].with = bgraph_set_of(g, o);
+        bgraph_sets_join_range(&sets, o, v);
       }
     }
+  bgraph_sets_apply(&sets, g);
   free(by);
   free(t.slot);
 }

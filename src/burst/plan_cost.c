@@ -58,6 +58,32 @@ double burst_xfer_us(const burst_net_t *net, double bytes_per_sample, int n_s, i
 
 /* ---- context ---- */
 
+/* The search keeps a node on the ranks of its set's first node (bgraph_node_t.with) through its
+ * neighbours in the series-parallel tree: the node before it in a series (a branch's first node: the
+ * fork), and at a join its fork or a branch's last node. Each node of a set must have such a
+ * neighbour in the set (an earlier node, so the links reach the set's first); a rule a graph file
+ * gives between other nodes is refused here rather than broken by the plan. */
+static void check_sets(const bgraph_t *g, const sp_seq_t *s, int src) {
+  for (int i = 0; i < s->n; i++) {
+    int v = s->step[i].node, prev = i ? s->step[i - 1].node : src, linked = 0;
+    const sp_block_t *b = s->step[i].via;
+    for (int k = 0; b && k < b->nbranch; k++) {
+      check_sets(g, &b->branch[k], prev);
+      if (b->branch[k].n) linked |= bgraph_set_of(g, b->branch[k].step[b->branch[k].n - 1].node) == bgraph_set_of(g, v);
+    }
+    linked |= prev >= 0 && bgraph_set_of(g, prev) == bgraph_set_of(g, v);
+    if (bgraph_set_of(g, v) != v && !linked) {
+      char where[320];
+      surge_input_error("%sburst planner: node %d '%s' must run on the ranks of node %d '%s', but the search keeps a "
+                        "node on another's ranks only through a neighbour in the graph in the same set (the node "
+                        "before it in a chain, or at a join its fork or a branch's last node) (hint: name such a "
+                        "neighbour in the rule)",
+                        bgraph_where(g, v, where, (int)sizeof where), v, g->v[v].name, bgraph_set_of(g, v),
+                        g->v[bgraph_set_of(g, v)].name);
+    }
+  }
+}
+
 void burst_ctx_init(burst_ctx_t *c, const bgraph_t *g, const burst_profile_t *p, const burst_opts_t *o) {
   memset(c, 0, sizeof *c);
   check_opts(o);
@@ -66,6 +92,7 @@ void burst_ctx_init(burst_ctx_t *c, const bgraph_t *g, const burst_profile_t *p,
   c->p = p;
   c->o = *o;
   sp_build(g, &c->top);
+  check_sets(g, &c->top, -1);
   c->grad_total = bgraph_grad_total(g);
   burst_ctx_bn_init(c);
 }

@@ -42,9 +42,10 @@ static void find_ties(frontier_impl_t *F) {
       surge_input_error("burst planner: node %d '%s' uses the weight of node %d '%s', and the planner keeps such "
                         "pairs on one rank set only on the model's main chain (hint: write the plan by hand)",
                         v, g->v[v].name, o, g->v[o].name);
-    if (F->runs > 4096 / F->c.C)
-      surge_input_error("burst planner: %d or more tied weights (at most 4096 searches, one per choice of their "
-                        "rank counts)", F->ties + 1);
+    if ((double)F->runs * F->c.C > 4096)
+      surge_input_error("burst planner: %d tied weights over %d rank counts need %.0f searches, one per choice of "
+                        "their rank counts (at most 4096) (hint: --policy pow2 or divisors has fewer counts)",
+                        F->ties + 1, F->c.C, (double)F->runs * F->c.C);
     F->tie[F->ties++] = v;
     F->runs *= F->c.C;
   }

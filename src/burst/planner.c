@@ -288,7 +288,8 @@ void pf_seq_run(const pf_engine_t *E, const sp_seq_t *s, int src, int a, int cap
         if (w[e] == BURST_INF) continue;
         int n = 0;
         for (int k = 0; k < C; k++) {
-          if (from[k].n == 0 || (one_set(c, v, prev) && k != e)) continue; /* bgraph_node_t.with */
+          /* bgraph_node_t.with: the same count, and the same first rank (not a moved start) */
+          if (from[k].n == 0 || (one_set(c, v, prev) && (k != e || moved))) continue;
           double d = burst_ctx_xfer(c, prev, k, e, moved) + w[e];
           st[n++] = (pf_stream_t){&from[k], d, c->cn[e] * d, k, -1, PF_TAG_I, 0};
         }

@@ -171,8 +171,10 @@ void sim3d_run(const bgraph_t *g, const burst_profile_t *p, const sim3d_opts_t *
       double sum = 0;
       if (strcmp(g->v[v].kind, "linear") == 0 && linear++ % 2 == 1)
         tpc[u] += sum = ring_allreduce(&o->tp_link, tp, g->v[v].act_bytes * o->micro_batch);
-      /* block: a unit (a transformer block: a residual edge jumps over its inside) keeps its last
-       * node's output only; attention: the attention core is re-run, its projection kept */
+      /* block: a unit (the nodes after a cut point up to the next: a residual branch and its add)
+       * keeps its last node's output only, so a gpt block's two units re-run all but its two adds
+       * (the trainer re-runs the first add too: microseconds); attention: the attention core is
+       * re-run, its projection kept */
       if ((o->recompute == RECOMPUTE_BLOCK && v < cut[u + 1]) ||
           (o->recompute == RECOMPUTE_ATTENTION && strcmp(g->v[v].kind, "attention") == 0))
         rerun[u] += o->fwd_fraction * pass + sum;

@@ -113,8 +113,9 @@ typedef struct sim3d_opts {
   int dp_stages;              /* ... on stages 0 .. dp_stages-1 (selective stage compression) */
   int stage_nodes[SIM3D_MAX_PP]; /* nodes per stage in graph order (all 0: balanced by time) */
   int recompute;              /* recompute_mode_t (nn/recompute.h): each backward first re-runs the
-                               * forward of every unit's nodes but its last (block), or of its
-                               * attention nodes (attention), their tensor-parallel sums included */
+                               * forward of every unit's nodes but its last (block; a unit runs from a
+                               * cut point to the next), or of its attention nodes (attention), their
+                               * tensor-parallel sums included */
 } sim3d_opts_t;
 
 enum { SIM3D_FWD = 0, SIM3D_BWD = 1 };

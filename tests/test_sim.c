@@ -190,6 +190,13 @@ static void test_recompute_3d(void) {
   }
   tap_ok(ok == 3, "3D recompute: a backward re-runs none, the block's inside (x, y: 2 us) or its attention (1 us): "
          "%g, %g, %g us, in the backward and the iteration", got[0], got[1], got[2]);
+  /* a background whose graph recomputes x and y before add's backward (a graph file's recompute line) */
+  g.v[x].recompute_from = s + 1;
+  sim_bg_t bg;
+  sim_bg_init(&bg, &g, &p, 1);
+  tap_ok(NEAR(bg.step_us, 5 * 3 + 2), "a background's step holds its re-run forwards: %g us (5 passes of 3 us + 2)",
+         bg.step_us);
+  sim_bg_free(&bg);
   bgraph_free(&g);
   burst_profile_free(&p);
 }

@@ -98,10 +98,8 @@ void burst_ctx_init(burst_ctx_t *c, const bgraph_t *g, const burst_profile_t *p,
 }
 
 double burst_ctx_comp_us(const burst_ctx_t *c, int v, int batch) {
-  double us = burst_profile_pass_us(c->p, c->g, v, batch) + burst_profile_update_us(c->p, c->g, v, c->grad_total);
-  for (int u = c->g->v[v].recompute_from; u > 0 && u < v; u++)
-    us += BURST_FORWARD_SHARE * burst_profile_pass_us(c->p, c->g, u, batch);
-  return us;
+  return burst_profile_pass_us(c->p, c->g, v, batch) + burst_profile_update_us(c->p, c->g, v, c->grad_total) +
+         burst_profile_rerun_us(c->p, c->g, v, batch);
 }
 
 void burst_ctx_tables(burst_ctx_t *c) {

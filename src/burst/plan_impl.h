@@ -55,12 +55,10 @@ typedef struct burst_ctx {
 
 /* The graph part (series-parallel tree); checks the options and the profile's fit. */
 void burst_ctx_init(burst_ctx_t *c, const bgraph_t *g, const burst_profile_t *p, const burst_opts_t *o);
-/* A node's forward share of its profiled forward + backward time (backward is about twice forward). */
-#define BURST_FORWARD_SHARE (1.0 / 3)
 /* Node v's compute at a per-rank batch: its pass and its share of the per-step work
  * (burst_profile_us, without rescanning the graph); the last node of a recomputed segment also
- * re-runs the forward of the segment's other nodes (bgraph_node_t.recompute_from) before its
- * backward: BURST_FORWARD_SHARE of their passes at that batch (they run on its ranks). */
+ * re-runs the forward of the segment's other nodes before its backward (burst_profile_rerun_us:
+ * they run on its ranks). */
 double burst_ctx_comp_us(const burst_ctx_t *c, int v, int batch);
 /* Node v's syncs on n ranks at a per-rank batch: its gradient's (burst_sync_us) and batch norm's sums
  * less what the pass order hides of them (burst_ctx_bn_us; plan_bn.c). */

@@ -123,6 +123,12 @@ double burst_profile_pass_us(const burst_profile_t *p, const bgraph_t *bg, int n
   missing_batch(p, bgraph_where(bg, node, where, sizeof where), node, bg->v[node].name, batch);
 }
 
+double burst_profile_rerun_us(const burst_profile_t *p, const bgraph_t *bg, int node, int batch) {
+  double us = 0;
+  for (int u = bg->v[node].recompute_from; u > 0 && u < node; u++) us += burst_profile_pass_us(p, bg, u, batch);
+  return BURST_FORWARD_SHARE * us;
+}
+
 double burst_profile_update_us(const burst_profile_t *p, const bgraph_t *bg, int node, double grad_total) {
   if (!(grad_total > 0)) return node == bg->n - 1 ? p->step.step_us : 0;
   return p->step.step_us * (bg->v[node].grad_bytes / grad_total);

@@ -90,6 +90,12 @@ double burst_profile_update_us(const burst_profile_t *p, const bgraph_t *bg, int
  * the node over a batch, with its per-sample data and loss shares (a pipeline stage runs a node
  * once per micro-batch but steps its optimizer once). */
 double burst_profile_pass_us(const burst_profile_t *p, const bgraph_t *bg, int node, int batch);
+/* A node's forward share of its profiled forward + backward time (backward is about twice forward). */
+#define BURST_FORWARD_SHARE (1.0 / 3)
+/* The forward the backward of node re-runs first when it ends a recomputed segment
+ * (bgraph_node_t.recompute_from; [train] recompute): BURST_FORWARD_SHARE of the passes of the
+ * segment's other nodes at the batch; 0 for any other node. */
+double burst_profile_rerun_us(const burst_profile_t *p, const bgraph_t *bg, int node, int batch);
 /* Check that p fits g (node count, fingerprint when recorded) and that the network numbers are
  * positive and finite: an input error otherwise. */
 void burst_profile_check(const burst_profile_t *p, const graph_t *g);

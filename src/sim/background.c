@@ -16,8 +16,10 @@ void sim_bg_init(sim_bg_t *bg, const bgraph_t *g, const burst_profile_t *p, int 
   bg->batch = batch;
   snprintf(bg->model, sizeof bg->model, "%s", g->model);
   bg->piece_us = xmalloc((size_t)g->n * sizeof *bg->piece_us);
-  for (int v = 0; v < g->n; v++) { /* the step's update after the last layer, as a step runs it */
-    double us = burst_profile_pass_us(p, g, v, batch) + (v == g->n - 1 ? p->step.step_us : 0);
+  for (int v = 0; v < g->n; v++) { /* the step's update after the last layer, as a step runs it; a
+                                     * recomputed segment's re-run forwards in its last node's piece */
+    double us = burst_profile_pass_us(p, g, v, batch) + burst_profile_rerun_us(p, g, v, batch) +
+                (v == g->n - 1 ? p->step.step_us : 0);
     if (us <= 0) continue; /* the input node */
     bg->piece_us[bg->npiece++] = us;
     bg->step_us += us;

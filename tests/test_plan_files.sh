@@ -42,6 +42,12 @@ tap_ok $? "--deadline 20000: the leanest plan within 20000 us ($iter us)"
 [ $? = 2 ] && grep -q 'no plan is that fast (the fastest takes 10842.355 us)' "$tap_tmp/err.txt"
 tap_ok $? "an impossible deadline exits 2 naming the fastest plan's time"
 
+# a limit that data parallelism breaks: the table says so, naming the first nodes that break it
+"$plan" $vgg --ranks 8 --batch 32 --amp 1.2 >"$tap_tmp/amp.txt" 2>&1 &&
+  grep -q '^note: data parallelism predicts 13911.988 us, faster, but 13 nodes break the limit A = 1.2 there (conv2d_1+relu 1.21, ' \
+    "$tap_tmp/amp.txt" && ! "$plan" $vgg --ranks 8 --batch 32 --amp 2 2>&1 | grep -q '^note: data parallelism'
+tap_ok $? "a limit data parallelism breaks is named under the table (A = 1.2), none where the plan wins (A = 2)"
+
 "$plan" $vgg --ranks 8 --batch 32 --write-graph "$tap_tmp/vgg.graph" >"$tap_tmp/w.txt" 2>&1 &&
   "$plan" --graph "$tap_tmp/vgg.graph" --ranks 8 --batch 32 >"$tap_tmp/g.txt" 2>&1 &&
   [ "$(grep '^predicted iteration' "$tap_tmp/w.txt")" = "$(grep '^predicted iteration' "$tap_tmp/g.txt")" ]

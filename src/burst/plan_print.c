@@ -1,5 +1,6 @@
 /* Human-readable plan tables and the Pareto frontier (doc/burst.md explains how to read them). */
 #include <math.h>
+#include <string.h>
 
 #include "burst/plan.h"
 
@@ -30,6 +31,19 @@ void burst_plan_print_bg(FILE *f, const bgraph_t *g, const burst_plan_t *plan, c
   fprintf(f, "rank-time: %.3f rank-us, amplification %.3f", plan->rank_us, plan->rank_us / plan->one_rank_us);
   if (dp) fprintf(f, " (data parallel %.3f rank-us, amplification %.3f)", dp->rank_us, dp->rank_us / dp->one_rank_us);
   fprintf(f, "\nranks used: %d of %d\n", plan->ranks_used, plan->ranks);
+  if (dp && dp->iter_us < plan->iter_us && !isinf(plan->amp_limit)) { /* why the limit loses to data parallelism */
+    int over = 0;
+    char names[200] = "";
+    for (int v = 0; v < g->n; v++) {
+      if (!(dp->amp[v] > plan->amp_limit * (1 + 1e-12))) continue;
+      size_t used = strlen(names);
+      if (over++ < 3) snprintf(names + used, sizeof names - used, "%s%s %.2f", used ? ", " : "", g->v[v].name, dp->amp[v]);
+    }
+    if (over)
+      fprintf(f, "note: data parallelism predicts %.3f us, faster, but %d node%s break%s the limit A = %g there (%s%s); "
+                 "surge-plan --amp none, or a larger [parallel] amplification, plans without it\n",
+              dp->iter_us, over, over == 1 ? "" : "s", over == 1 ? "s" : "", plan->amp_limit, names, over > 3 ? ", ..." : "");
+  }
   int segments = 0;
   for (int v = 0; v < g->n; v++) segments += g->v[v].recompute_from > 0;
   if (segments)

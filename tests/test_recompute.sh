@@ -137,8 +137,9 @@ tap_ok $? "burst on 2 ranks: the residual adds' inputs take their add's gradient
 # profile, plan, run: surge-profile measures the gpt on 2 ranks, surge-plan plans it with recompute =
 # block under A = 2, and the plan runs as it is, with block and with none (bitwise the same): each
 # block on one rank set, the output layer on the embedding's, each GELU on its linear's
-timeout 120 "$mpiexec" -n 2 "$top_build/surge-profile" "$base" --warmup 1 --repeats 3 -o "$tap_tmp/gpt.prof.h5" \
-  >"$tap_tmp/profile.txt" 2>&1 &&
+timeout 120 "$mpiexec" -n 2 "$top_build/surge-profile" "$base" -D train.recompute=block --warmup 1 --repeats 3 \
+  -o "$tap_tmp/gpt.prof.h5" >"$tap_tmp/profile.txt" 2>&1 &&
+  grep -q '^note: measured without \[train\] recompute = block: surge-plan adds' "$tap_tmp/profile.txt" &&
   "$top_build/surge-plan" "$base" -D train.recompute=block --profile "$tap_tmp/gpt.prof.h5" --amp 2 \
     -o "$tap_tmp/measured.plan" >"$tap_tmp/plan.txt" 2>&1
 rc=$?

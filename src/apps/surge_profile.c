@@ -15,6 +15,7 @@
 #include "io/options.h"
 #include "nn/model.h"
 #include "sync/options.h"
+#include "train/recompute_options.h"
 #include "io/deck_shared.h"
 
 static const char usage[] =
@@ -95,6 +96,9 @@ int main(int argc, char **argv) {
     burst_profile_write(out, &g, &ms);
     burst_measured_print(stdout, &g, &ms);
     printf("wrote %s\n", out);
+    if (recompute_mode_of(&cfg) != RECOMPUTE_NONE)
+      printf("note: measured without [train] recompute = %s: surge-plan adds its re-run forwards from the deck "
+             "(doc/recompute.md)\n", recompute_name(recompute_mode_of(&cfg)));
   }
   burst_measured_free(&ms);
   model_free(&m);

@@ -18,7 +18,11 @@
  * plan's (below 1: the plan is faster). front_s: time of the exact frontier (every plan no other
  * beats in both time and rank-time; one run), front_cpu its CPU time (the same unless other work
  * shares the cores); points: its size. The frontier and the "any" policy
- * on branchy graphs are skipped when there are more than 24 candidates (they take minutes). */
+ * on branchy graphs are skipped when there are more than 24 candidates (they take minutes).
+ *   gpt      the zoo's gpt (9 blocks of width 256, context 64: 94 nodes): its output layer uses the
+ *            embedding's weight, so the search runs once per rank count the two may share (the
+ *            fastest plan skips the runs a search without the tie rules out; plan.h)
+ *   gpt-free the same graph with the output layer a plain linear layer: the baseline of gpt's rows */
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -26,6 +30,7 @@
 #include "burst/plan.h"
 #include "core/error.h"
 #include "core/timer.h"
+#include "nn/zoo.h"
 
 enum { BATCH = 3072, NODES = 100 };
 
@@ -70,6 +75,15 @@ static void build_branchy(graph_t *g) {
   if (g->err[0]) surge_runtime_error("bench graph: %s", g->err);
 }
 
+/* The zoo's gpt; untied: its output layer a plain linear layer (no weight shared with the embedding). */
+static void build_gpt(graph_t *g, int untied) {
+  zoo_opts_t zo = {.gpt = {.layers = 9, .width = 256, .heads = 4, .context = 64}};
+  snprintf(zo.model, sizeof zo.model, "gpt");
+  char err[256];
+  if (zoo_build(zo, shape1(64), 256, g, err, sizeof err) != 0) surge_runtime_error("bench gpt: %s", err);
+  if (untied) g->l[g->n - 1].kind = LAYER_LINEAR;
+}
+
 static void synthetic_profile(const graph_t *g, const burst_opts_t *o, burst_profile_t *p) {
   burst_profile_init(p, g->n, "synthetic");
   p->net = (burst_net_t){5, 25e3, 5, 25e3};
@@ -88,12 +102,15 @@ int main(int argc, char **argv) {
   const char *policy_names[] = {"divisors", "pow2", "any"};
   printf("%-8s %5s %5s %-9s %4s %10s %10s %12s %12s %12s %8s %10s %10s %6s\n", "graph", "nodes", "G", "policy", "C",
          "search_s", "eval_s", "search/eval", "plan_us", "dp_us", "plan/dp", "front_s", "front_cpu", "points");
-  for (int gi = 0; gi < 2; gi++) {
+  const char *graph_names[] = {"chain", "branchy", "gpt", "gpt-free"};
+  for (int gi = 0; gi < 4; gi++) {
     graph_t g;
     if (gi == 0)
       build_chain(&g);
-    else
+    else if (gi == 1)
       build_branchy(&g);
+    else
+      build_gpt(&g, gi == 3);
     for (int i = 0; i < 3; i++)
       for (int pi = 0; pi < 3; pi++) {
         burst_opts_t o = {Gs[i], BATCH, BURST_NO_LIMIT, policies[pi]};
@@ -143,11 +160,11 @@ int main(int argc, char **argv) {
         }
         if (front_s < 0)
           printf("%-8s %5d %5d %-9s %4d %10.6f %10.6f %12.1f %12.1f %12.1f %8.3f %10s %10s %6s\n",
-                 gi ? "branchy" : "chain", g.n, o.ranks, policy_names[pi], C, best, eval, best / eval, plan.iter_us,
+                 graph_names[gi], g.n, o.ranks, policy_names[pi], C, best, eval, best / eval, plan.iter_us,
                  dp.iter_us, plan.iter_us / dp.iter_us, "-", "-", "-");
         else
           printf("%-8s %5d %5d %-9s %4d %10.6f %10.6f %12.1f %12.1f %12.1f %8.3f %10.4f %10.4f %6d\n",
-                 gi ? "branchy" : "chain", g.n, o.ranks, policy_names[pi], C, best, eval, best / eval, plan.iter_us,
+                 graph_names[gi], g.n, o.ranks, policy_names[pi], C, best, eval, best / eval, plan.iter_us,
                  dp.iter_us, plan.iter_us / dp.iter_us, front_s, front_cpu, npts);
         fflush(stdout);
         burst_plan_free(&plan);

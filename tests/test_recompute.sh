@@ -7,7 +7,8 @@
 #    checkpointed with block resumes with none and ends where none ends (the key is not in the
 #    checkpoint's configuration);
 #  - the memory they report drops: the training state of the memory line (1 rank), each pipeline
-#    stage's activation bytes (/pipeline/stages/activation_bytes, 3d); and with none, every rank of
+#    stage's activation bytes (/pipeline/stages/activation_bytes, 3d); the 3d stage balance counts the
+#    re-run forwards (a narrow gpt splits 3 + 1 with none, 2 + 2 with block); and with none, every rank of
 #    every layout (1 rank, dp, 3d, burst) has its activation gradients in shared buffers, fewer than
 #    the gradients (model_init_on's order: the burst executor's, the 3d stage's), and on every rank residual
 #    adds pass their gradient's buffer to their inputs (nn/grad_alias.h), with the parameters bitwise those of
@@ -113,6 +114,16 @@ paste "$tap_tmp/bytes-none" "$tap_tmp/bytes-block" "$tap_tmp/bytes-attention" |
   awk 'NF == 3 && $2 < $1 && $3 < $1 { n++ } END { exit !(n == 2 && NR == 2) }'
 tap_ok $? "3d: every stage's activation bytes drop (none, block, attention): $(paste -d/ "$tap_tmp/bytes-none" \
   "$tap_tmp/bytes-block" "$tap_tmp/bytes-attention" | tr '\n' ' ')"
+# [parallel] stages = 0 balances the re-run forwards too: a gpt of width 16 (4 blocks, pp 2) whose
+# output layer weighs about a block splits 3 + 1 without recomputation and 2 + 2 with block
+for mode in none block; do
+  train 2 "narrow-$mode" "$mode" -D model.gpt_width=16 -D model.gpt_heads=2 -D parallel.mode=3d -D parallel.pp=2 \
+    -D parallel.micro_batches=2 -D run.steps=1 -D run.print_every=1 -D checkpoint.every=0
+  echo "$(h5vals "$tap_tmp/narrow-$mode/log.h5" /pipeline/stages/blocks | tr '\n' ' ')" >"$tap_tmp/split-$mode"
+done
+[ "$(cat "$tap_tmp/split-none")" = "3 1 " ] && [ "$(cat "$tap_tmp/split-block")" = "2 2 " ]
+tap_ok $? "3d stages = 0: recompute = block counts the re-run forwards in the balance (blocks per stage: none $(cat \
+  "$tap_tmp/split-none")-> block $(cat "$tap_tmp/split-block"))"
 
 # burst on 2 ranks: the planner's plan, block 1 moved to rank 1 alone and the tied output layer to
 # the embedding's rank set

@@ -8,6 +8,7 @@
 #include "compress/options.h"
 #include "pipe/exec.h"
 #include "pipe/options.h"
+#include "nn/recompute.h"
 #include "nn/zoo.h"
 #include "pipe/p2p_cb.h"
 #include "pipe/partition.h"
@@ -105,7 +106,23 @@ static void check_compress(const layout_opts_t *o, const compress_opts_t *c, con
   }
 }
 
-/* Blocks per stage: [parallel] stages, or balanced by training FLOPs. */
+/* With [train] recompute, the forward FLOPs each block re-runs before its backward (the segments of
+ * nn/recompute.h, all inside the blocks), added to cost[block]. */
+static void add_rerun_flops(const graph_t *g, int L, double *cost) {
+  if (g->recompute == RECOMPUTE_NONE) return;
+  int *fused = xcalloc((size_t)g->n, sizeof *fused), *epi = xcalloc((size_t)g->n, sizeof *epi);
+  int *seg_first = xcalloc((size_t)g->n, sizeof *seg_first);
+  model_fusion_plan(g, fused, epi, seg_first);
+  for (int v = gpt_block_node(0); v < gpt_block_node(L); v++)
+    for (int u = seg_first[v]; u > 0 && u < v; u++)
+      cost[(v - gpt_block_node(0)) / ZOO_GPT_BLOCK_NODES] += g->l[u].flops_per_sample;
+  free(fused);
+  free(epi);
+  free(seg_first);
+}
+
+/* Blocks per stage: [parallel] stages, or balanced by training FLOPs (with [train] recompute, the
+ * re-run forwards' too). */
 static void make_stages(pipe_layout_t *pl, const layout_opts_t *o, const graph_t *g, const gpt_dims_t *d) {
   int pp = grid_of(o)->pp, L = d->layers;
   pl->first_block = xcalloc((size_t)pp, sizeof(int));
@@ -114,6 +131,7 @@ static void make_stages(pipe_layout_t *pl, const layout_opts_t *o, const graph_t
   double *cost = xcalloc((size_t)L, sizeof *cost);
   for (int b = 0; b < L; b++)
     for (int k = 0; k < ZOO_GPT_BLOCK_NODES; k++) cost[b] += graph_node_train_flops(g, gpt_block_node(b) + k);
+  add_rerun_flops(g, L, cost);
   double head = graph_node_train_flops(g, 1), tail = graph_node_train_flops(g, g->n - 2) + graph_node_train_flops(g, g->n - 1);
   int automatic = grid_of(o)->nstages == 1 && grid_of(o)->stages[0] == 0;
   if (automatic) {

@@ -23,7 +23,7 @@ static const cfg_key_t rows[] = {
                  "(at most pp - s micro-batches held on stage s); gpipe: all forwards, then all backwards"),
     CFG_LIST_KEY("parallel", "stages", stages, nstages, "0", 0, 4096,
                  "3d: transformer blocks per pipeline stage, first to last (pp entries, summing to gpt_layers); "
-                 "0: balanced by training FLOPs"),
+                 "0: balanced by training FLOPs (with [train] recompute, the re-run forwards' too)"),
     CFG_BOOL_KEY("parallel", "scatter_gather", scatter_gather, "true",
                  "3d: each tensor-parallel rank sends only its 1/tp chunk of an activation (to the next "
                  "stage) or an exact gradient (to the previous), whose ranks all-gather the chunks "

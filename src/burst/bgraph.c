@@ -135,13 +135,13 @@ void bgraph_sets_init(bgraph_sets_t *s, int n) {
   s->next[n] = n;
 }
 
-static int root_of(bgraph_sets_t *s, int x) {
+int bgraph_sets_root(bgraph_sets_t *s, int x) {
   while (s->parent[x] != x) x = s->parent[x] = s->parent[s->parent[x]];
   return x;
 }
 
 void bgraph_sets_join(bgraph_sets_t *s, int a, int b) {
-  int ra = root_of(s, a), rb = root_of(s, b);
+  int ra = bgraph_sets_root(s, a), rb = bgraph_sets_root(s, b);
   if (ra != rb) s->parent[ra > rb ? ra : rb] = ra < rb ? ra : rb; /* the earlier node stays the root */
 }
 
@@ -160,9 +160,13 @@ void bgraph_sets_join_range(bgraph_sets_t *s, int lo, int hi) {
 
 void bgraph_sets_apply(bgraph_sets_t *s, bgraph_t *g) {
   for (int v = 0; v < s->n; v++) {
-    int r = root_of(s, v);
+    int r = bgraph_sets_root(s, v);
     g->v[v].with = r == v ? 0 : r;
   }
+  bgraph_sets_free(s);
+}
+
+void bgraph_sets_free(bgraph_sets_t *s) {
   free(s->parent);
   free(s->next);
   memset(s, 0, sizeof *s);

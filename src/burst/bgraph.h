@@ -79,8 +79,11 @@ void bgraph_sets_init(bgraph_sets_t *s, int n);
 void bgraph_sets_join(bgraph_sets_t *s, int a, int b);
 /* Nodes lo .. hi on one rank set. */
 void bgraph_sets_join_range(bgraph_sets_t *s, int lo, int hi);
+/* The first node of v's set. */
+int bgraph_sets_root(bgraph_sets_t *s, int v);
 /* Every node's with: its set's first node (0 for that node itself); frees s. */
 void bgraph_sets_apply(bgraph_sets_t *s, bgraph_t *g);
+void bgraph_sets_free(bgraph_sets_t *s);
 
 /* The node whose rank set node v runs on: v's with, else v. */
 static inline int bgraph_set_of(const bgraph_t *bg, int v) { return bg->v[v].with ? bg->v[v].with : v; }

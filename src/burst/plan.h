@@ -22,7 +22,8 @@
  *            another, groups of branches on disjoint ranges run at once
  *   rank-time  sum over nodes of n (re-shard in + comp + sync); amplification = rank-time over the
  *            time of one rank running the whole batch (sum of comp(l, 1)).
- * Limit: a node may use n ranks only if n (comp + sync)(l, n) <= A comp(l, 1).
+ * Limit: a node may use n ranks only if n (comp + sync)(l, n) <= A comp(l, 1); nodes that must share
+ * a rank set (bgraph_node_t.with, weight_of) are judged as one, by their sums.
  *
  * The planner works on a bgraph_t (bgraph.h); the functions taking a graph_t convert it. */
 #ifndef SURGE_BURST_PLAN_H

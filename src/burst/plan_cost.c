@@ -93,6 +93,15 @@ void burst_ctx_init(burst_ctx_t *c, const bgraph_t *g, const burst_profile_t *p,
   c->o = *o;
   sp_build(g, &c->top);
   check_sets(g, &c->top, -1);
+  bgraph_sets_t sets;
+  bgraph_sets_init(&sets, g->n);
+  for (int v = 0; v < g->n; v++) {
+    bgraph_sets_join(&sets, v, bgraph_set_of(g, v));
+    if (g->v[v].weight_of) bgraph_sets_join(&sets, v, g->v[v].weight_of);
+  }
+  c->group = xmalloc((size_t)g->n * sizeof *c->group);
+  for (int v = 0; v < g->n; v++) c->group[v] = bgraph_sets_root(&sets, v);
+  bgraph_sets_free(&sets);
   c->grad_total = bgraph_grad_total(g);
   burst_ctx_bn_init(c);
 }
@@ -114,20 +123,27 @@ void burst_ctx_tables(burst_ctx_t *c) {
   c->comp = xmalloc(cells * sizeof *c->comp);
   c->sync = xmalloc(cells * sizeof *c->sync);
   c->w = xmalloc(cells * sizeof *c->w);
+  /* [group * C + k] the group's comp + sync at k, and [group] its comp on one rank */
+  double *gt = xcalloc(cells, sizeof *gt), *gbase = xcalloc((size_t)g->n, sizeof *gbase);
   for (int i = 0; i < g->n; i++) {
     for (int k = 0; k < C; k++) {
       c->comp[i * C + k] = burst_ctx_comp_us(c, i, c->cb[k]);
       c->sync[i * C + k] = burst_ctx_sync_us(c, i, c->cb[k], c->cn[k]);
+      gt[(size_t)c->group[i] * C + k] += c->comp[i * C + k] + c->sync[i * C + k];
     }
-    /* the hard per-layer limit: n (comp + sync)(n) <= A comp(1), with a rounding allowance; a fused
-     * ReLU (tied) is judged with its node, whose row holds the pair (its own is a zeroing or nothing) */
-    double base = c->comp[i * C];
-    for (int k = 0; k < C; k++) {
-      double t = c->comp[i * C + k] + c->sync[i * C + k];
-      int ok = isinf(c->o.amp) || g->v[i].tied || c->cn[k] * t <= c->o.amp * base * (1 + 1e-12);
-      c->w[i * C + k] = ok ? t : BURST_INF;
-    }
+    gbase[c->group[i]] += c->comp[i * C];
   }
+  /* the hard per-layer limit: n (comp + sync)(n) <= A comp(1), with a rounding allowance, judged per
+   * limit group (burst_ctx_t.group): a fused ReLU with its node, whose row holds the pair (its own is a
+   * zeroing or nothing), a recomputed block or a tied weight's users as one */
+  for (int i = 0; i < g->n; i++)
+    for (int k = 0; k < C; k++) {
+      int r = c->group[i];
+      int ok = isinf(c->o.amp) || c->cn[k] * gt[(size_t)r * C + k] <= c->o.amp * gbase[r] * (1 + 1e-12);
+      c->w[i * C + k] = ok ? c->comp[i * C + k] + c->sync[i * C + k] : BURST_INF;
+    }
+  free(gt);
+  free(gbase);
   c->lk = xmalloc((size_t)C * C * sizeof *c->lk);
   c->lm = xmalloc((size_t)C * C * sizeof *c->lm);
   for (int a = 0; a < C; a++)
@@ -139,6 +155,7 @@ void burst_ctx_tables(burst_ctx_t *c) {
 
 void burst_ctx_free(burst_ctx_t *c) {
   sp_free(&c->top);
+  free(c->group);
   burst_ctx_bn_free(c);
   free(c->cn);
   free(c->cb);

@@ -72,7 +72,6 @@ static void node_costs(const burst_ctx_t *c, burst_plan_t *pl, int v) {
   double one = burst_ctx_comp_us(c, v, c->o.batch);
   double used = pl->n[v] * (pl->comp_us[v] + pl->sync_us[v]);
   pl->amp[v] = one > 0 ? used / one : (used > 0 ? BURST_INF : 1);
-  if (c->g->v[v].tied) pl->amp[v] = 1; /* a fused ReLU: the pair's amplification is its node's */
 }
 
 /* Time the series' last node is done, its source done at t (src < 0: the top series). A node's
@@ -97,6 +96,26 @@ static double eval_seq(const burst_ctx_t *c, burst_plan_t *pl, const sp_seq_t *s
   return t;
 }
 
+/* A limit group's members (burst_ctx_t.group) report the group's amplification, which the limit
+ * judges: its rank-time over its one-rank time. */
+static void group_amp(const burst_ctx_t *c, burst_plan_t *pl) {
+  int n = c->g->n;
+  double *used = xcalloc((size_t)n, sizeof *used), *one = xcalloc((size_t)n, sizeof *one);
+  int *size = xcalloc((size_t)n, sizeof *size);
+  for (int v = 0; v < n; v++) {
+    used[c->group[v]] += pl->n[v] * (pl->comp_us[v] + pl->sync_us[v]);
+    one[c->group[v]] += burst_ctx_comp_us(c, v, c->o.batch);
+    size[c->group[v]]++;
+  }
+  for (int v = 0; v < n; v++) {
+    int r = c->group[v];
+    if (size[r] > 1) pl->amp[v] = one[r] > 0 ? used[r] / one[r] : (used[r] > 0 ? BURST_INF : 1);
+  }
+  free(used);
+  free(one);
+  free(size);
+}
+
 static void check_ranges(const bgraph_t *g, const burst_plan_t *pl) {
   for (int v = 0; v < g->n; v++) {
     if (pl->n[v] < 1 || pl->n[v] > pl->batch)
@@ -117,6 +136,7 @@ void burst_ctx_evaluate(const burst_ctx_t *c, burst_plan_t *pl) {
   pl->rank_us = 0;
   pl->ranks_used = 0;
   pl->one_rank_us = 0;
+  group_amp(c, pl);
   for (int v = 0; v < g->n; v++) {
     pl->rank_us += pl->n[v] * (pl->xfer_us[v] + pl->comp_us[v] + pl->sync_us[v]);
     if (pl->first[v] + pl->n[v] > pl->ranks_used) pl->ranks_used = pl->first[v] + pl->n[v];

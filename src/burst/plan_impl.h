@@ -42,6 +42,10 @@ typedef struct burst_ctx {
   burst_opts_t o;
   sp_seq_t top;
   double grad_total;  /* bgraph_grad_total(g): the per-step work's shares (burst_ctx_comp_us) */
+  /* [node] the first node of its limit group: the nodes that run on one rank set (bgraph_node_t.with)
+   * and a tied weight's users are one choice of rank count, which the amplification limit judges by
+   * their sums (a fused ReLU with its node, a recomputed block as a whole); the node itself when alone */
+  int *group;
   /* batch norm's sums (plan_bn.c): the nodes whose work hides node v's forward (pass 0) or backward
    * (pass 1) sum, hid[hid_lo[2v + pass] .. hid_hi[2v + pass]); none when the run blocks on them */
   int *hid_lo, *hid_hi, *hid;

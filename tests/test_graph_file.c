@@ -153,11 +153,12 @@ static void test_ties(void) {
   for (int i = 0; i < fr.n; i++) {
     burst_plan_t pl;
     burst_frontier_plan(&fr, i, &pl);
-    kept += pl.n[b1] == pl.n[s_] && pl.first[b1] == pl.first[s_] && pl.n[b2] == pl.n[s_] && pl.first[b2] == pl.first[s_];
+    kept += pl.n[b1] == pl.n[s_] && pl.first[b1] == pl.first[s_] && pl.n[b2] == pl.n[s_] &&
+            pl.first[b2] == pl.first[s_];
     burst_plan_free(&pl);
   }
-  tap_ok(kept == fr.n && fr.n > 1, "graph file: a branch kept on its fork's ranks (same_ranks) in every frontier plan (%d "
-         "of %d)", kept, fr.n);
+  tap_ok(kept == fr.n && fr.n > 1,
+         "graph file: a branch kept on its fork's ranks (same_ranks) in every frontier plan (%d of %d)", kept, fr.n);
   burst_frontier_free(&fr);
   bgraph_free(&back);
   burst_profile_free(&pb);
@@ -260,10 +261,12 @@ static void test_bad_input(void) {
       {17, 0, "same_ranks s head\nend\n", "a rule naming a later node",
        "bad.graph:17: same_ranks s head: 'head' must come before 's'"},
       {17, 0, "fused cat\nend\n", "a fused node of three inputs", "bad.graph:17: fused cat: the node has 3 inputs"},
-      {17, 0, "fused b2\nfused b2\nend\n", "a rule given twice", "bad.graph:18: fused b2 given twice (first on line 17)"},
+      {17, 0, "fused b2\nfused b2\nend\n", "a rule given twice",
+       "bad.graph:18: fused b2 given twice (first on line 17)"},
       {17, 0, "fused b2\nsame_ranks b2 s\nend\n", "fused and same_ranks on one node",
        "bad.graph:18: node 'b2' is both fused and same_ranks (line 17)"},
-      {17, 0, "shares_weight head\nend\n", "a rule missing its node", "bad.graph:17: expected 'shares_weight NODE EARLIER_NODE'"},
+      {17, 0, "shares_weight head\nend\n", "a rule missing its node",
+       "bad.graph:17: expected 'shares_weight NODE EARLIER_NODE'"},
       {17, 0, "same_ranks s input\nend\n", "a rule naming the input node",
        "bad.graph:17: same_ranks s input: the input node holds no work"},
       {17, 1, "same_ranks head s\nend\n", "a rule the search cannot keep (no neighbour in the set)",

@@ -749,7 +749,8 @@ static void test_gpt_ties(void) {
     burst_plan_search(&g, &rp, &o, &pl);
     double want = brute_force(&g, &rp, &o, NULL, 0, NULL, 0);
     agree += NEAR(pl.iter_us, want);
-    if (!NEAR(pl.iter_us, want)) tap_diag("random gpt profile %d: search %.6f, brute force %.6f", trial, pl.iter_us, want);
+    if (!NEAR(pl.iter_us, want))
+      tap_diag("random gpt profile %d: search %.6f, brute force %.6f", trial, pl.iter_us, want);
     burst_plan_free(&pl);
     burst_profile_free(&rp);
   }

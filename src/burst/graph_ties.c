@@ -19,7 +19,8 @@ int graph_ties_line(tin_t *t, graph_ties_t *ties) {
   if (t->nword != words)
     tin_error(t, kind == TIE_FUSED ? "expected 'fused NODE'" : "expected '%s NODE EARLIER_NODE'", tie_words[kind]);
   for (int w = 1; w < words; w++)
-    if (strlen(t->word[w]) >= BGRAPH_NAME_MAX) tin_error(t, "%s: node name '%s' is too long", tie_words[kind], t->word[w]);
+    if (strlen(t->word[w]) >= BGRAPH_NAME_MAX)
+      tin_error(t, "%s: node name '%s' is too long", tie_words[kind], t->word[w]);
   if (ties->n == BGRAPH_MAX_NODES * 4) tin_error(t, "more than %d rules", BGRAPH_MAX_NODES * 4);
   if (ties->n == ties->cap) {
     ties->cap = ties->cap ? 2 * ties->cap : 16;

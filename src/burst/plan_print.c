@@ -37,12 +37,14 @@ void burst_plan_print_bg(FILE *f, const bgraph_t *g, const burst_plan_t *plan, c
     for (int v = 0; v < g->n; v++) {
       if (!(dp->amp[v] > plan->amp_limit * (1 + 1e-12))) continue;
       size_t used = strlen(names);
-      if (over++ < 3) snprintf(names + used, sizeof names - used, "%s%s %.2f", used ? ", " : "", g->v[v].name, dp->amp[v]);
+      if (over++ < 3)
+        snprintf(names + used, sizeof names - used, "%s%s %.2f", used ? ", " : "", g->v[v].name, dp->amp[v]);
     }
     if (over)
-      fprintf(f, "note: data parallelism predicts %.3f us, faster, but %d node%s break%s the limit A = %g there (%s%s); "
-                 "surge-plan --amp none, or a larger [parallel] amplification, plans without it\n",
-              dp->iter_us, over, over == 1 ? "" : "s", over == 1 ? "s" : "", plan->amp_limit, names, over > 3 ? ", ..." : "");
+      fprintf(f, "note: data parallelism predicts %.3f us, faster, but %d node%s break%s the limit A = %g there "
+                 "(%s%s); surge-plan --amp none, or a larger [parallel] amplification, plans without it\n",
+              dp->iter_us, over, over == 1 ? "" : "s", over == 1 ? "s" : "", plan->amp_limit, names,
+              over > 3 ? ", ..." : "");
   }
   int segments = 0;
   for (int v = 0; v < g->n; v++) segments += g->v[v].recompute_from > 0;

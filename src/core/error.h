@@ -40,9 +40,9 @@ char *surge_strdup_at(const char *s, const char *file, int line);
 size_t surge_mul_size(size_t a, size_t b, const char *what);
 
 /* Standard output written a whole line at a time (call before the first output; the main of every
- * program that runs under mpiexec does, through comm_init or itself). mpiexec forwards a rank's stdout and stderr through two
- * pipes and writes whatever it read from either: stdout in 4 KiB blocks (a pipe's default) ends
- * mid-line, and an error line then lands in the middle of another line. */
+ * program that runs under mpiexec does, through comm_init or itself). mpiexec forwards a rank's stdout
+ * and stderr through two pipes and writes whatever it read from either: stdout in 4 KiB blocks (a
+ * pipe's default) ends mid-line, and an error line then lands in the middle of another line. */
 void surge_stdout_by_lines(void);
 
 /* Whether standard output ends in the middle of a line (a progress bar drawn with '\r'): an error

@@ -6,13 +6,18 @@
  *    each labelled; an empty line keeps no label; without a label lines arrive as said;
  *  - say_open / say_close: what a printer wrote to the stream arrives as said;
  *  - surge_stdout_by_lines (core/error.h): stdout into a pipe goes out a whole line at a time, none
- *    held back and none cut (mpiexec's pipes then never end a block in the middle of a line). */
+ *    held back and none cut (mpiexec's pipes then never end a block in the middle of a line);
+ *  - a warning (stderr) after a burst of stdout lines that a reader of both pipes, as mpiexec, takes in
+ *    4 KiB blocks and late: the warning comes after the whole burst, never inside one of its lines. */
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/error.h"
@@ -141,8 +146,70 @@ static void check_stdout_by_lines(void) {
          "bytes, then %zd)", n_half, n_whole);
 }
 
+/* ---- mpiexec's reader: stdout and stderr pipes read apart, in 4 KiB blocks, into one stream */
+
+typedef struct reader {
+  int out, err;  /* the read ends */
+  char *text;    /* what it read, in its order */
+  size_t len, cap;
+} reader_t;
+
+static void *read_both(void *arg) {
+  reader_t *r = arg;
+  const struct timespec late = {0, 20000000}; /* 20 ms behind the writer */
+  nanosleep(&late, NULL);
+  struct pollfd fd[2] = {{r->out, POLLIN, 0}, {r->err, POLLIN, 0}};
+  int open_fds = 2;
+  while (open_fds > 0 && poll(fd, 2, -1) > 0)
+    for (int k = 0; k < 2; k++) { /* one block from each ready pipe a round, as an event loop */
+      if (fd[k].fd < 0 || !(fd[k].revents & (POLLIN | POLLHUP))) continue;
+      if (r->len + 4096 > r->cap) r->text = realloc(r->text, r->cap = 2 * r->cap + 4096);
+      ssize_t n = read(fd[k].fd, r->text + r->len, 4096);
+      if (n <= 0) {
+        fd[k].fd = -1;
+        open_fds--;
+      } else {
+        r->len += (size_t)n;
+      }
+    }
+  return NULL;
+}
+
+static void check_warning_after_stdout(void) {
+  int out[2], err[2];
+  if (pipe(out) != 0 || pipe(err) != 0) exit(99);
+  fflush(stdout);
+  fflush(stderr);
+  const int saved_out = dup(1), saved_err = dup(2);
+  dup2(out[1], 1);
+  dup2(err[1], 2);
+  close(out[1]);
+  close(err[1]);
+  reader_t r = {out[0], err[0], NULL, 0, 0};
+  pthread_t t;
+  pthread_create(&t, NULL, read_both, &r);
+  for (int i = 0; i < 200; i++) printf("a line of the burst, number %03d, about forty bytes\n", i); /* 10 KiB */
+  surge_warning("after the burst");
+  fflush(stdout);
+  dup2(saved_out, 1); /* the pipes' last write ends close: the reader ends */
+  dup2(saved_err, 2);
+  close(saved_out);
+  close(saved_err);
+  pthread_join(t, NULL);
+  r.text = realloc(r.text, r.len + 1);
+  r.text[r.len] = 0;
+  const char *w = strstr(r.text, "surge: warning: after the burst\n");
+  tap_ok(w && w > r.text && w[-1] == '\n' && strstr(r.text, "number 199, about forty bytes\n") < w,
+         "a warning after 10 KiB of stdout lines, both pipes read apart in 4 KiB blocks by a late reader: after the "
+         "whole burst, on a line of its own (at byte %td of %zu)", w ? w - r.text : (ptrdiff_t)-1, r.len);
+  free(r.text);
+  close(out[0]);
+  close(err[0]);
+}
+
 int main(void) {
   check_stdout_by_lines();
+  check_warning_after_stdout();
   check_threads();
   check_many_lines();
   return tap_done();

@@ -6,6 +6,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/say.h"
@@ -62,6 +65,22 @@ int surge_rank(void) {
   return r;
 }
 
+/* Wait, at most 0.2 s, until a pipe on stdout has been read empty. mpiexec reads a rank's stdout and
+ * stderr pipes apart, in blocks of up to 4 KiB: a line written to stderr while stdout's pipe still
+ * holds text (a reader behind a burst of lines, as a deck's dump) came out inside one of stdout's
+ * lines, cut where mpiexec's read of stdout ended. Once stdout's pipe is empty, mpiexec has taken
+ * all of it first. */
+static void stdout_read(void) {
+  struct stat st;
+  if (fstat(STDOUT_FILENO, &st) != 0 || !S_ISFIFO(st.st_mode)) return;
+  const struct timespec ms = {0, 1000000};
+  for (int i = 0; i < 200; i++) {
+    int unread = 0;
+    if (ioctl(STDOUT_FILENO, FIONREAD, &unread) != 0 || unread <= 0) return;
+    nanosleep(&ms, NULL);
+  }
+}
+
 /* Print the one line of an error or warning (kind; on a line of its own) and return how many ranks
  * the job has. The line goes out in one write: mpiexec forwards stdout and stderr separately, and a
  * progress bar's text could fall between two writes. */
@@ -69,6 +88,7 @@ static int print_line(const char *kind, const char *fmt, va_list ap) {
   char msg[2048], line[2200];
   vsnprintf(msg, sizeof msg, fmt, ap);
   fflush(stdout);
+  stdout_read();
   const char *nl = partial_line ? "\n" : ""; /* the bar's line ends where the two streams meet */
   partial_line = 0;
   int n = mpi_size();

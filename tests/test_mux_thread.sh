@@ -124,6 +124,10 @@ grep -aq "in-process backgrounds (one per rank): exit status 0 0" "$tap_tmp/sig.
 tap_ok $ok "SIGTERM: the foreground and both background threads stop with checkpoints (exit $rc)"
 
 # ---- an error in a background thread ends that background, not the foreground
+# (An error line is matched anywhere in a line: under Open MPI a rank's stdout is a terminal device and
+# its stderr a pipe, which mpiexec reads apart, in blocks, so an error may land inside a stdout line
+# printed just before it; CI saw it behind the deck's 4 KiB dump. Nothing on the rank can see that
+# backlog: core/error.c.)
 # bg_fails NAME ERROR_PATTERN STATUSES WHAT BG_ARGS...: both background threads fail as ERROR_PATTERN
 # says, the foreground goes on and reports their exit statuses, its parameters = alone
 bg_fails() {
@@ -131,7 +135,7 @@ bg_fails() {
   shift 4
   in_process "$tap_tmp/$bf_name.txt" -D "run.out_dir=$tap_tmp/fg$bf_name" "$@"
   bf_rc=$?
-  [ $bf_rc = 0 ] && grep -aq "^surge: error: background of rank 1: $bf_pattern" "$tap_tmp/$bf_name.txt" &&
+  [ $bf_rc = 0 ] && grep -aq "surge: error: background of rank 1: $bf_pattern" "$tap_tmp/$bf_name.txt" &&
     grep -aq "in-process backgrounds (one per rank): exit status $bf_status" "$tap_tmp/$bf_name.txt" &&
     same "$tap_tmp/fg$bf_name/model.h5" "$tap_tmp/solo/model.h5"
   tap_ok $? "$bf_what: exit $bf_rc, the statuses reported, the foreground's parameters = alone"
@@ -152,7 +156,7 @@ else
     -D bg:backend.name=cuda -D bg:backend.device_comm=staged -D "bg:run.out_dir=$tap_tmp/bgstaged"
   rc=$?
   [ $rc != 0 ] && [ $rc != 2 ] && [ $rc != 124 ] &&
-    grep -aq "^surge: error: background of ranks 0-1[^:]*: backend cuda: \(no CUDA GPU usable\|this build has no CUDA backend\)" "$tap_tmp/staged.txt"
+    grep -aq "surge: error: background of ranks 0-1[^:]*: backend cuda: \(no CUDA GPU usable\|this build has no CUDA backend\)" "$tap_tmp/staged.txt"
   ok=$?
   tap_ok $ok "a 2-rank cuda background with device_comm = staged passes the checks and fails only its open here (exit $rc)"
   [ $ok = 0 ] || tap_diag "$(shown "$tap_tmp/staged.txt" | tail -12)"
@@ -169,7 +173,7 @@ bg_fails ck "cannot write checkpoint" "1 1" "a background thread's error inside 
 timeout 120 "$mpiexec" -n 1 $FG -D parallel.mode=dp -D multiplex.placement=thread $IN -D run.out_dir=/dev/null/fg \
   -D "bg:run.out_dir=$tap_tmp/bgfgerr" >"$tap_tmp/fgerr.txt" 2>&1
 rc=$?
-[ $rc != 0 ] && [ $rc != 124 ] && grep -aq "^surge: error: \[run\] out_dir: cannot create /dev/null" "$tap_tmp/fgerr.txt" &&
+[ $rc != 0 ] && [ $rc != 124 ] && grep -aq "surge: error: \[run\] out_dir: cannot create /dev/null" "$tap_tmp/fgerr.txt" &&
   ! grep -aq "in-process backgrounds" "$tap_tmp/fgerr.txt"
 tap_ok $? "a foreground's error ends the whole job beside a running background thread: exit $rc, no hang"
 

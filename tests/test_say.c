@@ -7,8 +7,9 @@
  *  - say_open / say_close: what a printer wrote to the stream arrives as said;
  *  - surge_stdout_by_lines (core/error.h): stdout into a pipe goes out a whole line at a time, none
  *    held back and none cut (mpiexec's pipes then never end a block in the middle of a line);
- *  - a warning (stderr) after a burst of stdout lines that a reader of both pipes, as mpiexec, takes in
- *    4 KiB blocks and late: the warning comes after the whole burst, never inside one of its lines. */
+ *  - a warning (stderr) after a burst of stdout lines into a pipe that a launcher reading both pipes
+ *    takes in 4 KiB blocks and late: the warning comes after the whole burst, never inside one of its
+ *    lines (Open MPI gives a rank a terminal device as stdout instead: core/error.c). */
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
@@ -146,7 +147,7 @@ static void check_stdout_by_lines(void) {
          "bytes, then %zd)", n_half, n_whole);
 }
 
-/* ---- mpiexec's reader: stdout and stderr pipes read apart, in 4 KiB blocks, into one stream */
+/* ---- a launcher's reader: stdout and stderr pipes read apart, in 4 KiB blocks, into one stream */
 
 typedef struct reader {
   int out, err;  /* the read ends */

@@ -41,8 +41,8 @@ void burst_plan_print_bg(FILE *f, const bgraph_t *g, const burst_plan_t *plan, c
         snprintf(names + used, sizeof names - used, "%s%s %.2f", used ? ", " : "", g->v[v].name, dp->amp[v]);
     }
     if (over)
-      fprintf(f, "note: data parallelism predicts %.3f us, faster, but %d node%s break%s the limit A = %g there "
-                 "(%s%s); surge-plan --amp none, or a larger [parallel] amplification, plans without it\n",
+      fprintf(f, "note: data parallelism predicts %.3f us, faster than this plan, and %d node%s break%s the limit "
+                 "A = %g there (%s%s)\n",
               dp->iter_us, over, over == 1 ? "" : "s", over == 1 ? "s" : "", plan->amp_limit, names,
               over > 3 ? ", ..." : "");
   }

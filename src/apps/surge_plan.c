@@ -25,8 +25,9 @@ static const char usage[] =
     "  --profile FILE   the surge-profile profile of the deck's model (default: [parallel] profile)\n" PLAN_INPUT_USAGE
     "  --ranks G        ranks of the job (default: the G the profile was made for; needed without one)\n"
     "  --batch B        global batch (default: the deck's [train] global_batch; needed without a deck)\n"
-    "  --amp A          per-layer amplification limit, a number >= 1 or 'none' (default: [parallel]\n"
-    "                   amplification, or none without a deck)\n"
+    "  --amp A          amplification limit, a number >= 1 or 'none', judged per layer (layers that\n"
+    "                   must share a rank set by their sums; default: [parallel] amplification, or\n"
+    "                   none without a deck)\n"
     "  --policy P       rank counts a layer may get: divisors (of B, default), pow2 or any\n"
     "  --frontier       also print the Pareto frontier of iteration time against rank-time\n"
     "  --rows N         rows of the frontier printed (default 24; the fastest and leanest always)\n"

@@ -22,7 +22,7 @@ static const char usage[] =
     "Burst parallelism and background jobs, for each rank count:\n"
     "  --ranks LIST     rank counts G, comma-separated (e.g. 8,64,256,1024)\n"
     "  --batch LIST     the global batch: one for every G, or one per G\n"
-    "  --amp A          per-layer amplification limit (default none)\n"
+    "  --amp A          amplification limit, judged per layer as surge-plan does (default none)\n"
     "  --policy P       rank counts a layer may get: divisors (default), pow2, any\n"
     "  --tolerance T    frontier within a factor 1 + T (default 0: exact)\n"
     "  --eval N         frontier plans evaluated with a background (default 64, evenly spread)\n"

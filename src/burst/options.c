@@ -13,8 +13,9 @@ static const cfg_key_t rows[] = {
                    "burst: the plan file (surge-burst-plan text) giving each layer its ranks; without one, burst "
                    "plans at start-up from [parallel] profile"),
     CFG_FLOAT_KEY("parallel", "amplification", amplification, "2", 1, CFG_CLOSED, 1e6, CFG_CLOSED,
-                  "surge-plan: per-layer amplification limit A (a layer may use n ranks only if n times its "
-                  "time there is at most A times its one-rank time; doc/burst.md); --amp overrides it"),
+                  "surge-plan: amplification limit A (a layer may use n ranks only if n times its time there is "
+                  "at most A times its one-rank time; layers that must share a rank set are judged by their "
+                  "sums; doc/burst.md); --amp overrides it"),
     CFG_STRING_KEY("parallel", "profile", profile_file, "", 0,
                    "the burst cost profile (HDF5): surge-profile writes it (default profile.h5 when empty), "
                    "surge-plan reads it; --profile / -o override it; surge-train in burst mode plans from it (or "

@@ -69,9 +69,6 @@ static double eval_block(const burst_ctx_t *c, burst_plan_t *pl, const sp_block_
 static void node_costs(const burst_ctx_t *c, burst_plan_t *pl, int v) {
   pl->comp_us[v] = burst_ctx_comp_us(c, v, pl->per_rank[v]);
   pl->sync_us[v] = burst_ctx_sync_us(c, v, pl->per_rank[v], pl->n[v]);
-  double one = burst_ctx_comp_us(c, v, c->o.batch);
-  double used = pl->n[v] * (pl->comp_us[v] + pl->sync_us[v]);
-  pl->amp[v] = one > 0 ? used / one : (used > 0 ? BURST_INF : 1);
 }
 
 /* Time the series' last node is done, its source done at t (src < 0: the top series). A node's
@@ -96,24 +93,25 @@ static double eval_seq(const burst_ctx_t *c, burst_plan_t *pl, const sp_seq_t *s
   return t;
 }
 
-/* A limit group's members (burst_ctx_t.group) report the group's amplification, which the limit
- * judges: its rank-time over its one-rank time. */
-static void group_amp(const burst_ctx_t *c, burst_plan_t *pl) {
+/* Every node's amplification, its limit group's (burst_ctx_t.group: a node alone, or the nodes that
+ * share a rank set), which the limit judges: the group's rank-time over its one-rank time. Sets the
+ * plan's one-rank time. */
+static void set_amps(const burst_ctx_t *c, burst_plan_t *pl) {
   int n = c->g->n;
   double *used = xcalloc((size_t)n, sizeof *used), *one = xcalloc((size_t)n, sizeof *one);
-  int *size = xcalloc((size_t)n, sizeof *size);
+  pl->one_rank_us = 0;
   for (int v = 0; v < n; v++) {
+    double one_v = burst_ctx_comp_us(c, v, c->o.batch);
     used[c->group[v]] += pl->n[v] * (pl->comp_us[v] + pl->sync_us[v]);
-    one[c->group[v]] += burst_ctx_comp_us(c, v, c->o.batch);
-    size[c->group[v]]++;
+    one[c->group[v]] += one_v;
+    pl->one_rank_us += one_v;
   }
   for (int v = 0; v < n; v++) {
     int r = c->group[v];
-    if (size[r] > 1) pl->amp[v] = one[r] > 0 ? used[r] / one[r] : (used[r] > 0 ? BURST_INF : 1);
+    pl->amp[v] = one[r] > 0 ? used[r] / one[r] : (used[r] > 0 ? BURST_INF : 1);
   }
   free(used);
   free(one);
-  free(size);
 }
 
 static void check_ranges(const bgraph_t *g, const burst_plan_t *pl) {
@@ -135,12 +133,10 @@ void burst_ctx_evaluate(const burst_ctx_t *c, burst_plan_t *pl) {
   pl->iter_us = eval_seq(c, pl, &c->top, -1, 0);
   pl->rank_us = 0;
   pl->ranks_used = 0;
-  pl->one_rank_us = 0;
-  group_amp(c, pl);
+  set_amps(c, pl);
   for (int v = 0; v < g->n; v++) {
     pl->rank_us += pl->n[v] * (pl->xfer_us[v] + pl->comp_us[v] + pl->sync_us[v]);
     if (pl->first[v] + pl->n[v] > pl->ranks_used) pl->ranks_used = pl->first[v] + pl->n[v];
-    pl->one_rank_us += burst_ctx_comp_us(c, v, c->o.batch);
   }
 }
 

@@ -12,7 +12,7 @@ static void print_limit(FILE *f, double a) {
 }
 
 void burst_plan_print_bg(FILE *f, const bgraph_t *g, const burst_plan_t *plan, const burst_plan_t *dp) {
-  fprintf(f, "burst plan: %d ranks, global batch %d, amplification limit per layer A = ", plan->ranks, plan->batch);
+  fprintf(f, "burst plan: %d ranks, global batch %d, amplification limit A = ", plan->ranks, plan->batch);
   print_limit(f, plan->amp_limit);
   fprintf(f, "\n%4s  %-24s %-12s %5s %5s %6s %11s %11s %11s %7s", "node", "name", "kind", "ranks", "first", "batch",
           "comp_us", "xfer_us", "sync_us", "amp");
@@ -53,7 +53,7 @@ void burst_plan_print_bg(FILE *f, const bgraph_t *g, const burst_plan_t *plan, c
                "(doc/recompute.md)\n", segments);
 }
 
-/* The largest node amplification of a plan: the least per-layer limit A that admits it. */
+/* The largest node amplification of a plan: the least limit A that admits it. */
 static double plan_max_amp(const burst_plan_t *pl) {
   double a = 1;
   for (int v = 0; v < pl->nodes; v++)

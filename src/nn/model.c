@@ -118,9 +118,9 @@ void model_fusion_plan(const graph_t *g, int *fused, int *epi, int *seg_first) {
   plan_fusion(&m, model_allow_all, NULL);
   plan_epilogues(&m, model_allow_all, NULL);
   plan_recompute(&m, model_allow_all, NULL, 0);
-  memcpy(fused, m.fused, (size_t)g->n * sizeof *fused);
-  memcpy(epi, m.epi, (size_t)g->n * sizeof *epi);
-  memcpy(seg_first, m.seg_first, (size_t)g->n * sizeof *seg_first);
+  if (fused) memcpy(fused, m.fused, (size_t)g->n * sizeof *fused);
+  if (epi) memcpy(epi, m.epi, (size_t)g->n * sizeof *epi);
+  if (seg_first) memcpy(seg_first, m.seg_first, (size_t)g->n * sizeof *seg_first);
   free(m.fused);
   free(m.epi);
   free(m.seg_first);

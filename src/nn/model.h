@@ -172,8 +172,9 @@ void model_init_forward(model_t *m, const graph_t *g, const backend_t *be, int B
  * elsewhere it does nothing. Returns whether the model has the copy. */
 int model_weights16(model_t *m);
 /* The plans model_init_fused makes where every pair is allowed (one rank: what surge-profile measures),
- * without a buffer: fused, epi and seg_first as model_t holds them (arrays of g->n the caller gives);
- * seg_first where g->recompute asks (a graph that cannot be recomputed so is an input error). */
+ * without a buffer: fused, epi and seg_first as model_t holds them (arrays of g->n the caller gives, or
+ * NULL where one is not wanted); seg_first where g->recompute asks (a graph that cannot be recomputed so
+ * is an input error). */
 void model_fusion_plan(const graph_t *g, int *fused, int *epi, int *seg_first);
 /* The ReLU node i may fuse with (its only consumer, after a conv2d or add i), or -1. */
 int model_fusable_relu(const graph_t *g, int i);

@@ -110,14 +110,11 @@ static void check_compress(const layout_opts_t *o, const compress_opts_t *c, con
  * nn/recompute.h, all inside the blocks), added to cost[block]. */
 static void add_rerun_flops(const graph_t *g, int L, double *cost) {
   if (g->recompute == RECOMPUTE_NONE) return;
-  int *fused = xcalloc((size_t)g->n, sizeof *fused), *epi = xcalloc((size_t)g->n, sizeof *epi);
   int *seg_first = xcalloc((size_t)g->n, sizeof *seg_first);
-  model_fusion_plan(g, fused, epi, seg_first);
+  model_fusion_plan(g, NULL, NULL, seg_first);
   for (int v = gpt_block_node(0); v < gpt_block_node(L); v++)
     for (int u = seg_first[v]; u > 0 && u < v; u++)
       cost[(v - gpt_block_node(0)) / ZOO_GPT_BLOCK_NODES] += g->l[u].flops_per_sample;
-  free(fused);
-  free(epi);
   free(seg_first);
 }
 

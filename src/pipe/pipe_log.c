@@ -52,7 +52,8 @@ const log_series_info_t log_pipe_stage_info[LOG_PIPE_STAGE_COLUMN_COUNT] = {
     [LOG_PIPE_STAGE_FIRST_BLOCK] = {"first_block", "1", "the stage's first transformer block"},
     [LOG_PIPE_STAGE_BLOCKS] = {"blocks", "1", "transformer blocks of the stage"},
     [LOG_PIPE_STAGE_MFLOP] = {"train_mflop_per_sample", "MFLOP",
-                              "training FLOPs per sample of the stage's layers (whole, before tensor parallelism)"},
+                              "training FLOPs per sample of the stage's layers (whole, before tensor parallelism), with [train] "
+                              "recompute the re-run forwards' too"},
     [LOG_PIPE_STAGE_HELD] = {"micro_batches_held", "1",
                              "most micro-batches whose activations a rank of the stage holds at once (measured)"},
     [LOG_PIPE_STAGE_ACT_BYTES] = {"activation_bytes", "bytes",

@@ -1,7 +1,7 @@
 /* What the graph-file and DeepPool harnesses share: an input read by one of the two readers, and
  * a check beyond "no crash": a graph they accept, written as a graph file (surge-plan
- * --write-graph), must read back (graph_file_read) with the same nodes; a refusal there is a
- * finding (the writer wrote what the reader refuses). */
+ * --write-graph), must read back (graph_file_read) with the same nodes and the same rules of what
+ * shares a rank set; a refusal there is a finding (the writer wrote what the reader refuses). */
 #ifndef SURGE_FUZZ_GRAPH_H
 #define SURGE_FUZZ_GRAPH_H
 

@@ -24,6 +24,16 @@ static void round_trip(const bgraph_t *g, const burst_profile_t *p) {
     fprintf(stderr, "fuzz: %d nodes accepted, %d read back from the graph file written\n", g->n, g2.n);
     abort();
   }
+  for (int v = 0; v < g->n; v++) { /* the rules of what shares a rank set (burst/graph_ties.h) */
+    const bgraph_node_t *a = &g->v[v], *b = &g2.v[v];
+    if (a->tied != b->tied || a->with != b->with || a->weight_of != b->weight_of ||
+        a->recompute_from != b->recompute_from) {
+      fprintf(stderr, "fuzz: node %d's rules (fused %d, with %d, weight of %d, recompute from %d) read back as "
+              "(%d, %d, %d, %d)\n", v, a->tied, a->with, a->weight_of, a->recompute_from, b->tied, b->with,
+              b->weight_of, b->recompute_from);
+      abort();
+    }
+  }
   memcpy(fuzz_env, outer, sizeof outer);
   fuzz_fds_close();
   bgraph_free(&g2);

@@ -206,10 +206,10 @@ if [ "$(id -u)" = 0 ] && [ "${SURGE_TEST_NO_MOUNT:-0}" != 1 ] && mount -t tmpfs 
     dd if=/dev/zero of="$full/filler" bs=1k count="$fill" 2>/dev/null
     o="$tap_tmp/full$np-$fill"
     timeout 120 "$mpiexec" -n "$np" "$SURGE_TRAIN" "$deck" -D "run.out_dir=$o" -D "log.file=$full/log.h5" \
-      -D run.steps=100000 -D log.flush_every=1 -D checkpoint.every=0 -D run.eval_every=50 >"$o.txt" 2>&1
-    rc=$?
-    errors=$(grep -c '^surge: error:' "$o.txt")
-    grep '^surge: error:' "$o.txt" | grep -q "log\.h5.*[Nn]o space left on device"
+      -D run.steps=100000 -D log.flush_every=1 -D checkpoint.every=0 -D run.eval_every=50 >"$o.txt" 2>"$o.err"
+    rc=$? # (stderr apart: mpiexec reads a rank's two streams apart, so an error may land inside a stdout line)
+    errors=$(grep -c '^surge: error:' "$o.err")
+    grep '^surge: error:' "$o.err" | grep -q "log\.h5.*[Nn]o space left on device"
     found=$?
     steps=none
     if [ -e "$full/log.h5" ]; then # as its last flush left it, which surge-report reads
@@ -220,7 +220,7 @@ if [ "$(id -u)" = 0 ] && [ "${SURGE_TEST_NO_MOUNT:-0}" != 1 ] && mount -t tmpfs 
       report_rc=0
     fi
     [ $rc = 1 ] && [ "$errors" = 1 ] && [ $found = 0 ] && [ $report_rc = 0 ] && { [ "$fill" != 600 ] || [ "${steps:-0}" -gt 0 ]; }
-    tap_ok $? "np=$np, ${fill} KiB of 1 MiB taken: the log's disk fills: exit $rc, $errors error line(s), the log reads back (steps: ${steps:-0}): $(error_of "$o.txt")"
+    tap_ok $? "np=$np, ${fill} KiB of 1 MiB taken: the log's disk fills: exit $rc, $errors error line(s), the log reads back (steps: ${steps:-0}): $(error_of "$o.err")"
   done
 else
   tap_diag "a full disk under the log: not checked (no permission to mount a tmpfs)"

@@ -47,6 +47,12 @@ tap_ok $? "an impossible deadline exits 2 naming the fastest plan's time"
   grep -q '^note: data parallelism predicts 13911.988 us, faster than this plan, and 13 nodes break the limit A = 1.2 there (conv2d_1+relu 1.21, ' \
     "$tap_tmp/amp.txt" && ! "$plan" $vgg --ranks 8 --batch 32 --amp 2 2>&1 | grep -q '^note: data parallelism'
 tap_ok $? "a limit data parallelism breaks is named under the table (A = 1.2), none where the plan wins (A = 2)"
+# ... by its groups where nodes share a rank set: the embedding with its tied output layer, each GELU
+# with its linear, all nodes counted
+"$plan" --graph "$top_src/inputs/gpt-2.5b.graph" --ranks 16 --batch 16 --amp 2 >"$tap_tmp/amp-gpt.txt" 2>&1 &&
+  grep -q '^note: data parallelism predicts 881701.532 us, faster than this plan, and 471 nodes break the limit A = 2 there (embed with 1 more 6.99, l0.ln1 122.55, l0.qkv 7.01, ...)$' \
+    "$tap_tmp/amp-gpt.txt"
+tap_ok $? "the note names a group of nodes on one rank set once, by its first node: $(grep '^note' "$tap_tmp/amp-gpt.txt")"
 
 "$plan" $vgg --ranks 8 --batch 32 --write-graph "$tap_tmp/vgg.graph" >"$tap_tmp/w.txt" 2>&1 &&
   "$plan" --graph "$tap_tmp/vgg.graph" --ranks 8 --batch 32 >"$tap_tmp/g.txt" 2>&1 &&

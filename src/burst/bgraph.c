@@ -166,6 +166,17 @@ void bgraph_sets_apply(bgraph_sets_t *s, bgraph_t *g) {
   bgraph_sets_free(s);
 }
 
+void bgraph_limit_groups(const bgraph_t *g, int *group) {
+  bgraph_sets_t sets;
+  bgraph_sets_init(&sets, g->n);
+  for (int v = 0; v < g->n; v++) {
+    bgraph_sets_join(&sets, v, bgraph_set_of(g, v));
+    if (g->v[v].weight_of) bgraph_sets_join(&sets, v, g->v[v].weight_of);
+  }
+  for (int v = 0; v < g->n; v++) group[v] = bgraph_sets_root(&sets, v);
+  bgraph_sets_free(&sets);
+}
+
 void bgraph_sets_free(bgraph_sets_t *s) {
   free(s->parent);
   free(s->next);

@@ -85,6 +85,10 @@ int bgraph_sets_root(bgraph_sets_t *s, int v);
 void bgraph_sets_apply(bgraph_sets_t *s, bgraph_t *g);
 void bgraph_sets_free(bgraph_sets_t *s);
 
+/* Each node's limit group into group[g->n]: its set's first node, the sets of a tied weight's users
+ * joined (what the amplification limit judges as one choice of rank count: doc/burst.md). */
+void bgraph_limit_groups(const bgraph_t *g, int *group);
+
 /* The node whose rank set node v runs on: v's with, else v. */
 static inline int bgraph_set_of(const bgraph_t *bg, int v) { return bg->v[v].with ? bg->v[v].with : v; }
 /* "file:line: " for a node defined in a file, "" otherwise (into buf). */

@@ -93,15 +93,8 @@ void burst_ctx_init(burst_ctx_t *c, const bgraph_t *g, const burst_profile_t *p,
   c->o = *o;
   sp_build(g, &c->top);
   check_sets(g, &c->top, -1);
-  bgraph_sets_t sets;
-  bgraph_sets_init(&sets, g->n);
-  for (int v = 0; v < g->n; v++) {
-    bgraph_sets_join(&sets, v, bgraph_set_of(g, v));
-    if (g->v[v].weight_of) bgraph_sets_join(&sets, v, g->v[v].weight_of);
-  }
   c->group = xmalloc((size_t)g->n * sizeof *c->group);
-  for (int v = 0; v < g->n; v++) c->group[v] = bgraph_sets_root(&sets, v);
-  bgraph_sets_free(&sets);
+  bgraph_limit_groups(g, c->group);
   c->grad_total = bgraph_grad_total(g);
   burst_ctx_bn_init(c);
 }

@@ -1,14 +1,45 @@
 /* Human-readable plan tables and the Pareto frontier (doc/burst.md explains how to read them). */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "burst/plan.h"
+#include "core/error.h"
 
 static void print_limit(FILE *f, double a) {
   if (isinf(a))
     fprintf(f, "none");
   else
     fprintf(f, "%g", a);
+}
+
+/* Why the limit loses to data parallelism: how many nodes break it there, and the first three of
+ * its limit groups that do (a group by its first node and how many more it holds, its amplification
+ * the group's). */
+static void print_dp_note(FILE *f, const bgraph_t *g, const burst_plan_t *plan, const burst_plan_t *dp) {
+  int *group = xmalloc((size_t)g->n * sizeof *group), *size = xcalloc((size_t)g->n, sizeof *size);
+  bgraph_limit_groups(g, group);
+  for (int v = 0; v < g->n; v++) size[group[v]]++;
+  int over = 0, named = 0, groups = 0;
+  char names[240] = "";
+  for (int v = 0; v < g->n; v++) {
+    if (!(dp->amp[v] > plan->amp_limit * (1 + 1e-12))) continue;
+    over++;
+    if (group[v] != v) continue; /* the group's first node names it */
+    groups++;
+    size_t used = strlen(names);
+    char more[32] = "";
+    if (size[v] > 1) snprintf(more, sizeof more, " with %d more", size[v] - 1);
+    if (named++ < 3)
+      snprintf(names + used, sizeof names - used, "%s%s%s %.2f", used ? ", " : "", g->v[v].name, more, dp->amp[v]);
+  }
+  if (over)
+    fprintf(f, "note: data parallelism predicts %.3f us, faster than this plan, and %d node%s break%s the limit "
+               "A = %g there (%s%s)\n",
+            dp->iter_us, over, over == 1 ? "" : "s", over == 1 ? "s" : "", plan->amp_limit, names,
+            groups > 3 ? ", ..." : "");
+  free(group);
+  free(size);
 }
 
 void burst_plan_print_bg(FILE *f, const bgraph_t *g, const burst_plan_t *plan, const burst_plan_t *dp) {
@@ -31,21 +62,7 @@ void burst_plan_print_bg(FILE *f, const bgraph_t *g, const burst_plan_t *plan, c
   fprintf(f, "rank-time: %.3f rank-us, amplification %.3f", plan->rank_us, plan->rank_us / plan->one_rank_us);
   if (dp) fprintf(f, " (data parallel %.3f rank-us, amplification %.3f)", dp->rank_us, dp->rank_us / dp->one_rank_us);
   fprintf(f, "\nranks used: %d of %d\n", plan->ranks_used, plan->ranks);
-  if (dp && dp->iter_us < plan->iter_us && !isinf(plan->amp_limit)) { /* why the limit loses to data parallelism */
-    int over = 0;
-    char names[200] = "";
-    for (int v = 0; v < g->n; v++) {
-      if (!(dp->amp[v] > plan->amp_limit * (1 + 1e-12))) continue;
-      size_t used = strlen(names);
-      if (over++ < 3)
-        snprintf(names + used, sizeof names - used, "%s%s %.2f", used ? ", " : "", g->v[v].name, dp->amp[v]);
-    }
-    if (over)
-      fprintf(f, "note: data parallelism predicts %.3f us, faster than this plan, and %d node%s break%s the limit "
-                 "A = %g there (%s%s)\n",
-              dp->iter_us, over, over == 1 ? "" : "s", over == 1 ? "s" : "", plan->amp_limit, names,
-              over > 3 ? ", ..." : "");
-  }
+  if (dp && dp->iter_us < plan->iter_us && !isinf(plan->amp_limit)) print_dp_note(f, g, plan, dp);
   int segments = 0;
   for (int v = 0; v < g->n; v++) segments += g->v[v].recompute_from > 0;
   if (segments)

@@ -155,6 +155,19 @@ void burst_frontier_build(const bgraph_t *g, const burst_profile_t *p, const bur
 
 static int agrees(double a, double b) { return fabs(a - b) <= 1e-9 * (1 + fabs(b)); }
 
+/* The search's plan keeps every rule of what shares a rank set (bgraph_node_t.with, weight_of). */
+static void check_kept(const bgraph_t *g, const burst_plan_t *pl) {
+  for (int v = 0; v < g->n; v++) {
+    int u = g->v[v].weight_of ? g->v[v].weight_of : bgraph_set_of(g, v);
+    for (int pass = 0; pass < 2; pass++, u = bgraph_set_of(g, v))
+      if (pl->n[v] != pl->n[u] || pl->first[v] != pl->first[u])
+        surge_runtime_error("burst planner: its plan puts node %d '%s' on ranks %d..%d, not on those of node %d '%s' "
+                            "(%d..%d), which it must share (a bug)",
+                            v, g->v[v].name, pl->first[v], pl->first[v] + pl->n[v] - 1, u, g->v[u].name,
+                            pl->first[u], pl->first[u] + pl->n[u] - 1);
+  }
+}
+
 void burst_frontier_plan(const burst_frontier_t *f, int i, burst_plan_t *plan) {
   frontier_impl_t *F = f->impl;
   if (i < 0 || i >= f->n) surge_runtime_error("burst frontier: no point %d (it has %d)", i, f->n);
@@ -164,6 +177,7 @@ void burst_frontier_plan(const burst_frontier_t *f, int i, burst_plan_t *plan) {
   restrict_run(F, F->ties ? r : -1); /* the run's blocks are solved again on its table */
   pf_recover_seq(&F->E, &F->c.top, -1, C - 1, 0, &F->top[r], q->k % C, q->i, 0, plan);
   restrict_run(F, -1);
+  check_kept(F->c.g, plan);
   burst_ctx_evaluate(&F->c, plan);
   if (!agrees(plan->iter_us, q->t) || !agrees(plan->rank_us, q->r))
     surge_runtime_error("burst planner: the search predicted %.6f us and %.6f rank-us but its plan evaluates to "

@@ -250,7 +250,8 @@ static void block_step(const pf_engine_t *E, const sp_step_t *step, int fork, co
     if (w[e] == BURST_INF) continue;
     int n = 0;
     for (int k = 0; k < C; k++)
-      for (int y = 0; y < arr[(size_t)k * C + e].n && !(one_set(c, v, fork) && k != e); y++) {
+      /* a join on its fork's ranks: the same count, and not in a branch that starts elsewhere */
+      for (int y = 0; y < arr[(size_t)k * C + e].n && !(one_set(c, v, fork) && (k != e || moved)); y++) {
         const pf_pt_t *q = &arr[(size_t)k * C + e].p[y];
         st[n++] = (pf_stream_t){&from[k], q->t + w[e], q->r + c->cn[e] * w[e], k, y, PF_TAG_I, 0};
       }

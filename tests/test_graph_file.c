@@ -146,6 +146,17 @@ static void test_ties(void) {
   snprintf(text, sizeof text, "%.*ssame_ranks b1 s\nsame_ranks b2 s\nend\n", (int)(strlen(good) - 4), good);
   write_text(path, text);
   graph_file_read(path, 0, &back, &pb);
+  {
+    bgraph_t plain; /* the rules are part of the fingerprint that plan files check */
+    burst_profile_t pp;
+    write_text(tmp("plain.graph"), good);
+    graph_file_read(tmp("plain.graph"), 0, &plain, &pp);
+    tap_ok(back.fingerprint != plain.fingerprint && plain.fingerprint == bgraph_fingerprint(&plain),
+           "graph file: rules change the graph's fingerprint (%016llx with, %016llx without)",
+           (unsigned long long)back.fingerprint, (unsigned long long)plain.fingerprint);
+    bgraph_free(&plain);
+    burst_profile_free(&pp);
+  }
   burst_opts_t o = {8, 8, BURST_NO_LIMIT, BURST_RANKS_POW2};
   burst_frontier_t fr;
   burst_frontier_build(&back, &pb, &o, 0, &fr);
@@ -269,8 +280,14 @@ static void test_bad_input(void) {
        "bad.graph:17: expected 'shares_weight NODE EARLIER_NODE'"},
       {17, 0, "same_ranks s input\nend\n", "a rule naming the input node",
        "bad.graph:17: same_ranks s input: the input node holds no work"},
-      {17, 1, "same_ranks head s\nend\n", "a rule the search cannot keep (no neighbour in the set)",
-       "bad.graph:16: burst planner: node 7 'head' must run on the ranks of node 1 's'"},
+      {17, 1, "same_ranks head s\nend\n", "a rule the search cannot keep (no neighbour in the set), named by its line",
+       "bad.graph:17: burst planner: node 7 'head' must run on the ranks of node 1 's'"},
+      {17, 0, "same_ranks input s\nend\n", "a rule on the input node",
+       "bad.graph:17: same_ranks input: the input node takes no rule"},
+      {17, 0, "fused a\nfused c\nend\n", "two nodes fused into one",
+       "bad.graph:18: fused c: its input 's' has a fused node already, 'a' (line 17)"},
+      {17, 0, "recompute b2 s\nrecompute cat b1\nend\n", "overlapping recomputed segments",
+       "bad.graph:18: recompute cat b1: its segment overlaps the one ending at 'b2' (line 17)"},
   };
   for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++)
     expect_bad(cases[k].line, cases[k].repl, cases[k].plan, cases[k].what, cases[k].needle);

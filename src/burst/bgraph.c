@@ -63,6 +63,10 @@ uint64_t bgraph_fingerprint(const bgraph_t *bg) {
       snprintf(buf, sizeof buf, "|in%d", v->in[k]);
       h = fnv1a(h, buf);
     }
+    if (v->tied || v->with || v->weight_of || v->recompute_from) { /* its rules (a graph without: as before) */
+      snprintf(buf, sizeof buf, "|f%d|w%d|s%d|r%d", v->tied, v->with, v->weight_of, v->recompute_from);
+      h = fnv1a(h, buf);
+    }
     h = fnv1a(h, ";");
   }
   return h;

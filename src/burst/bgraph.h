@@ -24,6 +24,7 @@ typedef struct bgraph_node {
   double act_bytes;           /* bytes per sample of the output (moved by re-shards) */
   double grad_bytes;          /* gradient bytes of the node's own parameters (allreduced) */
   int line;                   /* line of the file that defined it (0: not from a file) */
+  int rule_line;              /* line of the first rule of the file that joined it into a set (0: none) */
   int tied;                   /* runs on its one input's ranks: a ReLU or GELU the executor fuses into
                                * that node (model_fusion_plan: a ReLU, or a linear's epilogue), whose
                                * profile holds the pair's cost */
@@ -61,7 +62,8 @@ void bgraph_init(bgraph_t *bg, const char *model, const char *source);
 /* Append a node; returns its index. Inputs must be earlier nodes (callers check and report). */
 int bgraph_add(bgraph_t *bg, const char *name, const char *kind, int nin, const int *in, double act_bytes,
                double grad_bytes, int line);
-/* The fingerprint of a graph that did not come from a graph_t: names, kinds, inputs and bytes. */
+/* The fingerprint of a graph that did not come from a graph_t: names, kinds, inputs, bytes and the
+ * rules of what shares a rank set (with, weight_of, recompute_from; a node without adds nothing). */
 uint64_t bgraph_fingerprint(const bgraph_t *bg);
 void bgraph_free(bgraph_t *bg);
 /* The gradient bytes of all nodes: the parameters a training step zeroes, sums and updates. */

@@ -362,8 +362,8 @@ void graph_file_read(const char *path, int structure, bgraph_t *g, burst_profile
     for (int k = 0; k < h.nbatch; k++)
       if (!isnan(v->us[k])) burst_profile_set(p, i, h.batch[k], v->us[k]);
   }
-  g->fingerprint = h.fingerprint ? h.fingerprint : bgraph_fingerprint(g);
   graph_ties_apply(&ties, g, path);
+  g->fingerprint = h.fingerprint ? h.fingerprint : bgraph_fingerprint(g);
   graph_ties_free(&ties);
   free(in);
   free(pos);

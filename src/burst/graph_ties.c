@@ -82,6 +82,7 @@ static int *rules_by_node(const graph_ties_t *ties, const names_t *t, const char
   for (int x = 0; x < ties->n; x++) {
     const graph_tie_t *r = &ties->v[x];
     int v = node_of(t, r, 0, path), *slot = &by[(size_t)v * 4 + (size_t)r->kind];
+    if (v == 0) tin_error_at(path, r->line, "%s %s: the input node takes no rule (it holds no work)", tie_words[r->kind], r->node);
     if (*slot)
       tin_error_at(path, r->line, "%s %s given twice (first on line %d)", tie_words[r->kind], r->node,
                    ties->v[*slot - 1].line);
@@ -94,11 +95,19 @@ static int *rules_by_node(const graph_ties_t *ties, const names_t *t, const char
   return by;
 }
 
+/* Nodes lo .. hi joined into a set by the rule on line (the first such rule each keeps). */
+static void mark_rule(bgraph_t *g, int lo, int hi, int line) {
+  for (int u = lo; u <= hi; u++)
+    if (!g->v[u].rule_line) g->v[u].rule_line = line;
+}
+
 void graph_ties_apply(const graph_ties_t *ties, bgraph_t *g, const char *path) {
   if (!ties->n) return;
   names_t t;
   names_of(&t, g);
   int *by = rules_by_node(ties, &t, path);
+  int *fused_into = xcalloc((size_t)g->n, sizeof *fused_into); /* [input] its fused node's rule + 1 */
+  int seg_end = 0, seg_line = 0; /* the last recomputed segment's last node, its rule's line */
   bgraph_sets_t sets;
   bgraph_sets_init(&sets, g->n);
   for (int v = 1; v < g->n; v++)
@@ -112,8 +121,15 @@ void graph_ties_apply(const graph_ties_t *ties, bgraph_t *g, const char *path) {
           tin_error_at(path, r->line, "fused %s: the node has %d inputs (a fused node has one)", r->node, node->nin);
         if (node->in[0] == 0)
           tin_error_at(path, r->line, "fused %s: its input is the input node, which holds no work", r->node);
+        if (fused_into[node->in[0]]) /* (the executor fuses one node into another, its only consumer) */
+          tin_error_at(path, r->line, "fused %s: its input '%s' has a fused node already, '%s' (line %d); a node "
+                       "takes at most one", r->node, g->v[node->in[0]].name, ties->v[fused_into[node->in[0]] - 1].node,
+                       ties->v[fused_into[node->in[0]] - 1].line);
+        fused_into[node->in[0]] = x;
         node->tied = 1;
         bgraph_sets_join(&sets, v, node->in[0]);
+        mark_rule(g, v, v, r->line);
+        mark_rule(g, node->in[0], node->in[0], r->line);
         continue;
       }
       int o = node_of(&t, r, 1, path);
@@ -125,11 +141,21 @@ void graph_ties_apply(const graph_ties_t *ties, bgraph_t *g, const char *path) {
       if (k == TIE_SAME_RANKS) bgraph_sets_join(&sets, v, o);
       if (k == TIE_SHARES_WEIGHT) node->weight_of = o;
       if (k == TIE_RECOMPUTE) { /* the segment o .. v on one rank set, as bgraph_from_graph */
+        if (o <= seg_end) /* (rules come in node order: v > seg_end) */
+          tin_error_at(path, r->line, "recompute %s %s: its segment overlaps the one ending at '%s' (line %d); "
+                       "segments are disjoint, as [train] recompute makes them", r->node, r->other,
+                       g->v[seg_end].name, seg_line);
+        seg_end = v, seg_line = r->line;
         node->recompute_from = o;
         bgraph_sets_join_range(&sets, o, v);
+        mark_rule(g, o, v, r->line);
+      } else {
+        mark_rule(g, v, v, r->line);
+        mark_rule(g, o, o, r->line);
       }
     }
   bgraph_sets_apply(&sets, g);
+  free(fused_into);
   free(by);
   free(t.slot);
 }

@@ -11,8 +11,9 @@
  *   recompute l0.add2 l0.ln1       the backward of l0.add2 first re-runs the forward of l0.ln1 up to
  *                                  the node before l0.add2 ([train] recompute), all on one rank set
  *
- * Each names nodes the file defines; a node takes each rule at most once, and fused or same_ranks
- * not both. Every problem is an input error naming file:line. */
+ * Each names nodes the file defines, other than the input; a node takes each rule at most once, and
+ * fused or same_ranks not both; a node has at most one node fused into it; recomputed segments do not
+ * overlap. Every problem is an input error naming file:line. */
 #ifndef SURGE_BURST_GRAPH_TIES_H
 #define SURGE_BURST_GRAPH_TIES_H
 

@@ -73,12 +73,16 @@ static void check_sets(const bgraph_t *g, const sp_seq_t *s, int src) {
     }
     linked |= prev >= 0 && bgraph_set_of(g, prev) == bgraph_set_of(g, v);
     if (bgraph_set_of(g, v) != v && !linked) {
-      char where[320];
+      char where[320] = ""; /* the file's rule that joined v, else v's own line */
+      if (g->v[v].rule_line > 0)
+        snprintf(where, sizeof where, "%s:%d: ", g->source, g->v[v].rule_line);
+      else
+        bgraph_where(g, v, where, (int)sizeof where);
       surge_input_error("%sburst planner: node %d '%s' must run on the ranks of node %d '%s', but the search keeps a "
                         "node on another's ranks only through a neighbour in the graph in the same set (the node "
                         "before it in a chain, or at a join its fork or a branch's last node) (hint: name such a "
                         "neighbour in the rule)",
-                        bgraph_where(g, v, where, (int)sizeof where), v, g->v[v].name, bgraph_set_of(g, v),
+                        where, v, g->v[v].name, bgraph_set_of(g, v),
                         g->v[bgraph_set_of(g, v)].name);
     }
   }

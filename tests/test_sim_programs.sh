@@ -87,4 +87,32 @@ timeout 20 "$sim" --graph "$tap_tmp/chain.graph" --tp 2 --pp 8 --dp 2 --micro-ba
 rc=$?
 [ $rc = 0 ] && grep -q '^  with compression' "$tap_tmp/chain.txt"
 tap_ok $? "3D on a chain of 100,000 nodes within 20 s (exit $rc)"
+
+# a plan file that splits what the graph's rules keep on one rank set is refused at its line (the
+# recomputed segment a .. c; the planner's own plan runs)
+cat >"$tap_tmp/seg.graph" <<'G'
+surge-graph 1
+model seg
+batches 1 2
+p2p_alpha_us 1
+p2p_bytes_per_us 1000000
+ar_alpha_us 1
+ar_bytes_per_us 1000000
+input input - 100 0
+a linear input 100 400 10 10
+b linear a 100 400 10 10
+c linear b 100 400 10 10
+head linear c 100 400 10 10
+recompute c a
+end
+G
+"$top_build/surge-plan" --graph "$tap_tmp/seg.graph" --ranks 2 --batch 2 -o "$tap_tmp/seg.plan" >/dev/null 2>&1 &&
+  "$sim" --graph "$tap_tmp/seg.graph" --ranks 2 --batch 2 --bg-batch 1 --plan "$tap_tmp/seg.plan" >/dev/null 2>&1 &&
+  sed 's/^2 b .*/2 b 1 1 2/' "$tap_tmp/seg.plan" >"$tap_tmp/split.plan"
+"$sim" --graph "$tap_tmp/seg.graph" --ranks 2 --batch 2 --bg-batch 1 --plan "$tap_tmp/split.plan" >/dev/null \
+  2>"$tap_tmp/err.txt"
+rc=$?
+[ $rc = 2 ] && grep -q "split.plan:14: node 2 'b' is in the recomputed segment 'a' .. 'c', which runs on one rank set" \
+  "$tap_tmp/err.txt"
+tap_ok $? "--plan splitting a recomputed segment: exit 2 at the plan's line: $(cat "$tap_tmp/err.txt")"
 tap_done

@@ -162,7 +162,9 @@ void burst_frontier_print(FILE *f, const burst_frontier_t *fr, const burst_plan_
 
 /* ---- plan files (text, one line per node; doc/burst.md) ----
  * The reader checks the file against the model name, the graph's fingerprint, the job's rank
- * count and global batch: any mismatch or malformed line is an input error naming file:line. It
+ * count and global batch, and that no node leaves the rank set of its tied weight's other user or of
+ * its recomputed segment (bgraph_node_t.weight_of, recompute_from): any mismatch or malformed line
+ * is an input error naming file:line. It
  * sets plan->n, first, per_rank, amp_limit and, from a plan file of format 2, the predictions
  * iter_us, rank_us and one_rank_us (0 where the file has none: format 1, or a plan written by
  * hand); burst_plan_evaluate predicts the costs of every node. */

@@ -169,6 +169,30 @@ static void read_node(tin_t *r, const bgraph_t *g, const burst_opts_t *o, int v,
   plan->per_rank[v] = (int)b;
 }
 
+static int same_set(const burst_plan_t *pl, int u, int v) { return pl->n[u] == pl->n[v] && pl->first[u] == pl->first[v]; }
+
+/* What no run may split (bgraph.h), each error at the plan's line of the node that breaks it: a tied
+ * weight's users on one rank set (the executor sums its gradient within one set), and a recomputed
+ * segment (its last node's backward re-runs the others' forwards on its own ranks). A fused pair may
+ * be split: the executor then runs the two apart. */
+static void check_unsplit(const char *path, const bgraph_t *g, const burst_plan_t *pl, const int *line) {
+  for (int v = 1; v < g->n; v++) {
+    const bgraph_node_t *x = &g->v[v];
+    int o = x->weight_of;
+    if (o && !same_set(pl, v, o))
+      tin_error_at(path, line[v], "node %d '%s' shares its weight with node %d '%s' but runs on ranks %d..%d, not "
+                   "%d..%d (hint: give both nodes the same rank set; the executor does not sum a tied weight's "
+                   "gradient across two sets)", v, x->name, o, g->v[o].name, pl->first[v],
+                   pl->first[v] + pl->n[v] - 1, pl->first[o], pl->first[o] + pl->n[o] - 1);
+    for (int u = x->recompute_from; u > 0 && u < v; u++)
+      if (!same_set(pl, u, v))
+        tin_error_at(path, line[u], "node %d '%s' is in the recomputed segment '%s' .. '%s', which runs on one rank "
+                     "set, but runs on ranks %d..%d, not %d..%d (hint: give the segment's nodes one rank set, or "
+                     "[train] recompute = none)", u, g->v[u].name, g->v[x->recompute_from].name, x->name,
+                     pl->first[u], pl->first[u] + pl->n[u] - 1, pl->first[v], pl->first[v] + pl->n[v] - 1);
+  }
+}
+
 void burst_plan_read_bg(const char *path, const bgraph_t *g, const burst_opts_t *o, burst_plan_t *plan) {
   tin_t r;
   tin_open(&r, path);
@@ -182,7 +206,7 @@ void burst_plan_read_bg(const char *path, const bgraph_t *g, const burst_opts_t 
   char val[KEY_COUNT][PLAN_VALUE_MAX];
   int line_of[KEY_COUNT] = {0};
   burst_plan_alloc(plan, g->n, o);
-  int v = 0, header_done = 0, ended = 0;
+  int v = 0, header_done = 0, ended = 0, *line = xcalloc((size_t)g->n, sizeof *line); /* [node] its line */
   while (tin_next(&r)) {
     if (ended) tin_error(&r, "text after 'end'");
     if (strcmp(r.word[0], "end") == 0 && r.nword == 1) {
@@ -211,9 +235,12 @@ void burst_plan_read_bg(const char *path, const bgraph_t *g, const burst_opts_t 
       header_done = 1;
     }
     if (v == g->n) tin_error(&r, "more node lines than the graph's %d nodes", g->n);
+    line[v] = r.line;
     read_node(&r, g, o, v++, plan);
   }
   if (!ended) tin_error(&r, "file ends after %d of %d node lines without 'end' (truncated?)", v, g->n);
+  check_unsplit(path, g, plan, line);
+  free(line);
   tin_close(&r);
   plan->ranks = o->ranks;
   plan->batch = o->batch;

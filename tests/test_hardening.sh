@@ -11,7 +11,8 @@
 #    resumed one whose log is another run's; [run] overwrite leaves none of the old run's checkpoints
 #    for a later --resume;
 #  - a resumed run refuses a log whose extent claims rows the file does not store;
-#  - surge-report never writes its outputs over an HDF5 file or an input of its command line;
+#  - surge-report never writes its outputs over an HDF5 file or an input of its command line, and no
+#    program writes an output over an input, another output or a device (io/outputs.h);
 #  - output locations that cannot be written fail at the start with exit 2, whether they existed or
 #    not (a read-only tmpfs, where this may mount one);
 #  - a disk that fills while the log is flushed: one line, exit 1, no crash, the log readable up to
@@ -168,6 +169,50 @@ one_error "$tap_tmp/r.txt" "fig/loss\.svg.* is an input" && cmp -s "$tap_tmp/fig
 tap_ok $(( (rc != 2) + $? )) "--plot DIR does not write a figure over an input log (exit $rc): $(error_of "$tap_tmp/r.txt")"
 "$report" "$tap_tmp/second.h5" --csv "$tap_tmp/fine.csv" >/dev/null 2>&1 && [ -s "$tap_tmp/fine.csv" ]
 tap_ok $? "an ordinary --csv FILE is written"
+
+# ---- every program's outputs: never an input of its command, another output, or a device (a write
+# by rename would replace the device node itself; a fifo stands in for /dev/full here)
+# refused WHAT PATTERN FILE COMMAND...: exit 2, one error matching PATTERN, FILE unchanged
+refused() {
+  r_what=$1 r_pattern=$2 r_file=$3
+  shift 3
+  r_before=$(sums "$r_file")
+  timeout 120 "$@" >"$tap_tmp/refused.txt" 2>&1
+  r_rc=$?
+  one_error "$tap_tmp/refused.txt" "$r_pattern" && [ "$(sums "$r_file")" = "$r_before" ]
+  tap_ok $(( (r_rc != 2) + $? )) "$r_what: exit $r_rc, nothing written: $(error_of "$tap_tmp/refused.txt")"
+}
+graph="$top_src/inputs/gpt-2.5b.graph"
+cp "$deck" "$tap_tmp/copy.deck"
+cp "$graph" "$tap_tmp/copy.graph"
+mkfifo "$tap_tmp/fifo"
+refused "surge-train -D log.file=DECK" "log\.file=.*copy\.deck: \[log\] file .*copy\.deck: DECK .*copy\.deck is an input" \
+  "$tap_tmp/copy.deck" "$SURGE_TRAIN" "$tap_tmp/copy.deck" -D "run.out_dir=$tap_tmp/o1" -D "log.file=$tap_tmp/copy.deck"
+refused "surge-train with [model] init its own out_dir's model.h5, overwrite on" \
+  "out_dir's model\.h5 .*a/model\.h5: .*\[model\] init .*a/model\.h5 is an input" "$a/model.h5" \
+  "$SURGE_TRAIN" "$deck" -D "run.out_dir=$a" -D run.overwrite=true -D "model.init=$a/model.h5"
+refused "surge-train with [model] init a checkpoint that overwrite removes" "init = .*ckpt-.*overwrite removes it" \
+  "$(ls "$a"/checkpoints/ckpt-*.h5 | tail -n 1)" "$SURGE_TRAIN" "$deck" -D "run.out_dir=$a" -D run.overwrite=true \
+  -D "model.init=$(ls "$a"/checkpoints/ckpt-*.h5 | tail -n 1)"
+refused "surge-train -D log.file=a fifo" "\[log\] file .*fifo: it exists and is not a regular file" "$deck" \
+  "$SURGE_TRAIN" "$deck" -D "run.out_dir=$tap_tmp/o2" -D "log.file=$tap_tmp/fifo"
+refused "surge-convert IN IN" "OUT .*a/\./model\.h5: IN .*a/model\.h5 is an input" "$a/model.h5" \
+  "$top_build/surge-convert" "$a/model.h5" "$a/./model.h5"
+refused "surge-convert IN FIFO" "OUT .*fifo: it exists and is not a regular file" "$a/model.h5" \
+  "$top_build/surge-convert" "$a/model.h5" "$tap_tmp/fifo" --to h5
+[ -p "$tap_tmp/fifo" ]
+tap_ok $? "the fifo is still a fifo"
+refused "surge-plan -o GRAPH" "-o .*copy\.graph: --graph .*copy\.graph is an input" "$tap_tmp/copy.graph" \
+  "$top_build/surge-plan" --graph "$tap_tmp/copy.graph" --ranks 2 --batch 2 -o "$tap_tmp/copy.graph"
+refused "surge-plan -o F --write-graph F" "-o .*p\.txt and --write-graph .*p\.txt both name one file" "$tap_tmp/copy.graph" \
+  "$top_build/surge-plan" --graph "$tap_tmp/copy.graph" --ranks 2 --batch 2 -o "$tap_tmp/p.txt" \
+  --write-graph "$tap_tmp/p.txt"
+refused "surge-sim -o GRAPH" "-o .*copy\.graph: --graph .*copy\.graph is an input" "$tap_tmp/copy.graph" \
+  "$top_build/surge-sim" --graph "$tap_tmp/copy.graph" --ranks 2 --batch 2 -o "$tap_tmp/copy.graph"
+refused "surge-profile -o DECK" "-o .*copy\.deck: DECK .*copy\.deck is an input" "$tap_tmp/copy.deck" \
+  "$top_build/surge-profile" "$tap_tmp/copy.deck" -o "$tap_tmp/copy.deck"
+refused "surge-profile --repeats 2^31-1" "--repeats 2147483647: expected an integer from 1 to 10000" "$tap_tmp/copy.deck" \
+  "$top_build/surge-profile" "$tap_tmp/copy.deck" -o "$tap_tmp/p.h5" --repeats 2147483647
 
 # ---- output locations checked at the start: read-only, whether they existed or not
 ro="$tap_tmp/ro"

@@ -59,30 +59,16 @@ tap_ok $? "the note names a group of nodes on one rank set once, by its first no
   [ "$(grep '^predicted iteration' "$tap_tmp/w.txt")" = "$(grep '^predicted iteration' "$tap_tmp/g.txt")" ]
 tap_ok $? "--write-graph: the graph file plans the same ($(grep '^predicted iteration' "$tap_tmp/g.txt" | cut -c1-45))"
 
+# a global batch whose per-rank share overflows an int (it was a division by zero: exit 136)
+"$plan" --graph "$top_src/inputs/gpt-2.5b.graph" --ranks 8 --batch 2147483647 >/dev/null 2>"$tap_tmp/err.txt"
+rc=$?
+[ $rc = 2 ] && grep -q 'global batch 2147483647 (need 1 to 1073741824)' "$tap_tmp/err.txt"
+tap_ok $? "--batch 2^31-1: exit $rc: $(cat "$tap_tmp/err.txt")"
+
 # a join on its fork's ranks inside a branch that would start elsewhere: the inner block's join j1
 # must share s's ranks, so the inner block may not move to rank 1 as a lane beside c (which would
 # take 246 us); the fastest plan that keeps both rules takes 344 us
-cat >"$tap_tmp/nest.graph" <<'G'
-surge-graph 1
-model nest
-batches 1 2
-p2p_alpha_us 1
-p2p_bytes_per_us 1000000
-ar_alpha_us 1
-ar_bytes_per_us 1000000
-input input - 100 0
-s linear input 100 0 10 10
-a conv s 100 0 100 100
-b conv s 100 0 100 100
-j1 add a,b 100 0 10 10
-c conv s 100 0 200 200
-j add j1,c 100 0 10 10
-head linear j 100 0 10 10
-same_ranks j1 s
-same_ranks c s
-end
-G
-"$plan" --graph "$tap_tmp/nest.graph" --ranks 2 --batch 2 --frontier >"$tap_tmp/nest.txt" 2>&1 &&
+"$plan" --graph "$top_src/tests/data/graphs/nest.graph" --ranks 2 --batch 2 --frontier >"$tap_tmp/nest.txt" 2>&1 &&
   grep -Eq '^ +1 +s +linear +1 +0 ' "$tap_tmp/nest.txt" && grep -Eq '^ +4 +j1 +add +1 +0 ' "$tap_tmp/nest.txt" &&
   grep -q '^predicted iteration time: 344.001 us' "$tap_tmp/nest.txt"
 tap_ok $? "a join tied to its fork stays on the fork's ranks in a nested block: $(grep '^predicted' "$tap_tmp/nest.txt")"

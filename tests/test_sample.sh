@@ -188,6 +188,7 @@ bad "a negative temperature" "--temperature -1: expected a number in" "$model" -
 bad "no tokens" "--tokens 0: expected a number in" "$model" --prompt a --tokens 0
 bad "an unknown option" "unknown option '--topk'" "$model" --prompt a --topk 3
 bad "--init without a deck" "--init needs --deck DECK" --init 1 --prompt a
+bad "--greedy and --temperature" "--greedy and --temperature 0.5: give one" "$model" --prompt a --greedy --temperature 0.5
 bad "a model and --init" "both a model file and --init" "$model" --init 1 --deck "$deck" --prompt a
 bad "no prompt for a byte model" "no prompt: give --prompt TEXT" "$model"
 bad "an unknown backend" "backend.name" "$model" --prompt a --backend tpu

@@ -88,28 +88,33 @@ rc=$?
 [ $rc = 0 ] && grep -q '^  with compression' "$tap_tmp/chain.txt"
 tap_ok $? "3D on a chain of 100,000 nodes within 20 s (exit $rc)"
 
+# flags of the other kind of run, and sizes beyond the bounds: exit 2 naming them (a 3D run given
+# --bg-graph freed a background it never loaded: exit 134; --dp 2^30 made 0 ranks; 2^31 micro-batches
+# asked for 2^64 bytes; a latency of 1e308 printed inf and wrote a file surge-report refuses)
+g25="$top_src/inputs/gpt-2.5b.graph"
+d3="--tp 2 --pp 2 --dp 2 --micro-batches 4 --micro-batch 1"
+for c in "--bg-graph $g25|$d3|--bg-graph applies to burst plans" \
+  "--cb-ratio 2|--ranks 8 --batch 8|--cb-ratio applies to 3D runs" \
+  "--dp 1073741824|--tp 2 --pp 2 --micro-batches 1 --micro-batch 1|at most 16777216 ranks" \
+  "--micro-batches 2147483647|--pp 2 --micro-batch 1|at most 2097152 forward passes" \
+  "--tp-link 1e308:1|$d3|--tp-link 1e+308:1: the latency must lie in \[0, 1e+09\]" \
+  "--dp-stages 5|$d3|--dp-stages 5: the pipeline has 2 stages" \
+  "--bg-structure x|--ranks 8 --batch 8|--bg-structure goes with --bg-deeppool"; do
+  bad=${c%%|*} rest=${c#*|}
+  # shellcheck disable=SC2086
+  "$sim" --graph "$g25" ${rest%%|*} $bad >/dev/null 2>"$tap_tmp/err.txt"
+  rc=$?
+  [ $rc = 2 ] && [ "$(wc -l <"$tap_tmp/err.txt")" = 1 ] && grep -q -- "${rest#*|}" "$tap_tmp/err.txt"
+  tap_ok $? "surge-sim $bad: exit $rc, one line: $(cat "$tap_tmp/err.txt")"
+done
+
 # a plan file that splits what the graph's rules keep on one rank set is refused at its line (the
 # recomputed segment a .. c; the planner's own plan runs)
-cat >"$tap_tmp/seg.graph" <<'G'
-surge-graph 1
-model seg
-batches 1 2
-p2p_alpha_us 1
-p2p_bytes_per_us 1000000
-ar_alpha_us 1
-ar_bytes_per_us 1000000
-input input - 100 0
-a linear input 100 400 10 10
-b linear a 100 400 10 10
-c linear b 100 400 10 10
-head linear c 100 400 10 10
-recompute c a
-end
-G
-"$top_build/surge-plan" --graph "$tap_tmp/seg.graph" --ranks 2 --batch 2 -o "$tap_tmp/seg.plan" >/dev/null 2>&1 &&
-  "$sim" --graph "$tap_tmp/seg.graph" --ranks 2 --batch 2 --bg-batch 1 --plan "$tap_tmp/seg.plan" >/dev/null 2>&1 &&
+seg="$top_src/tests/data/graphs/seg.graph"
+"$top_build/surge-plan" --graph "$seg" --ranks 2 --batch 2 -o "$tap_tmp/seg.plan" >/dev/null 2>&1 &&
+  "$sim" --graph "$seg" --ranks 2 --batch 2 --bg-batch 1 --plan "$tap_tmp/seg.plan" >/dev/null 2>&1 &&
   sed 's/^2 b .*/2 b 1 1 2/' "$tap_tmp/seg.plan" >"$tap_tmp/split.plan"
-"$sim" --graph "$tap_tmp/seg.graph" --ranks 2 --batch 2 --bg-batch 1 --plan "$tap_tmp/split.plan" >/dev/null \
+"$sim" --graph "$seg" --ranks 2 --batch 2 --bg-batch 1 --plan "$tap_tmp/split.plan" >/dev/null \
   2>"$tap_tmp/err.txt"
 rc=$?
 [ $rc = 2 ] && grep -q "split.plan:14: node 2 'b' is in the recomputed segment 'a' .. 'c', which runs on one rank set" \

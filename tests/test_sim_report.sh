@@ -88,4 +88,8 @@ for f in integer-precision-993-bits-in-4-bytes:compressed_op_compressed integer-
   [ $rc = 2 ] && grep -q "^surge: error: .*${f%%:*}.h5: /sim/pipeline/${f#*:} holds numbers of a type whose recorded layout is impossible" "$tap_tmp/err.txt"
   tap_ok $? "${f%%:*}: refused before HDF5 converts it (exit $rc): $(head -c 240 "$tap_tmp/err.txt")"
 done
+"$report" "$tap_tmp/3d.h5" --csv "$tap_tmp/3d.csv" >/dev/null 2>"$tap_tmp/err.txt"
+rc=$?
+[ $rc = 2 ] && grep -q "3d.h5: --csv applies to training logs" "$tap_tmp/err.txt" && [ ! -e "$tap_tmp/3d.csv" ]
+tap_ok $? "--csv of a surge-sim file is refused, not ignored (exit $rc)"
 tap_done

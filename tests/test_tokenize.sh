@@ -100,4 +100,20 @@ printf '{"a": 1,' >"$t/bad/vocab.json"
 bad "vocab.json that is not JSON" "not a JSON object"
 sed 's/"b":[0-9]*,/"b":70000,/' "$data/hf/vocab.json" >"$t/bad/vocab.json"
 bad "an id beyond uint16 shards" "the id must be an integer 0..65535"
+# An option the command does not take, and an empty --out (it wrote /vocab.json): refused, nothing
+# written.
+refused() { # refused EXPECTED-MESSAGE ARGS...
+  r_msg=$1
+  shift
+  "$TOK" "$@" >/dev/null 2>"$t/err"
+  rc=$?
+  [ $rc = 2 ] && grep -q -- "$r_msg" "$t/err" && [ ! -e "$t/never" ] && [ ! -e /vocab.json ]
+  tap_ok $? "refused: $* (exit $rc: $(head -c 160 "$t/err"))"
+}
+refused "train takes --out --vocab-size --min-frequency, not --tokenizer" train --out "$t/never" --vocab-size 300 \
+  --tokenizer "$data/hf" "$data/prose.txt"
+refused "encode --ids takes --tokenizer --ids, not --out" encode --tokenizer "$data/hf" --ids "$data/prose.txt" \
+  --out "$t/never"
+refused "encode --ids FILE encodes FILE alone" encode --tokenizer "$data/hf" --ids "$data/prose.txt" "$data/prose.txt"
+refused "--out: an empty name" train --out "" --vocab-size 300 "$data/prose.txt"
 tap_done

@@ -15,6 +15,7 @@
 #include "surge_build_config.h"
 #include "core/error.h"
 #include "core/timer.h"
+#include "io/outputs.h"
 #include "io/weights.h"
 
 static const char usage[] =
@@ -49,6 +50,19 @@ static weights_format_t out_format(const char *out, const char *to) {
   surge_input_error("--to %s: expected h5, safetensors or llmc", to);
 }
 
+/* OUT (and a safetensors file's config.json beside it) against IN (and a safetensors IN's
+ * config.json, which it reads): none may be written over another. */
+static void check_files(const char *in, const char *out, weights_format_t to) {
+  char in_dir[4096], out_dir[4096], in_cfg[4200], out_cfg[4200];
+  snprintf(in_dir, sizeof in_dir, "%s", in);
+  snprintf(out_dir, sizeof out_dir, "%s", out);
+  snprintf(in_cfg, sizeof in_cfg, "%s/config.json", dirname(in_dir));
+  snprintf(out_cfg, sizeof out_cfg, "%s/config.json", dirname(out_dir));
+  const io_path_t ins[] = {{"IN", in}, {"IN's config.json", weights_detect(in) == WEIGHTS_SAFETENSORS ? in_cfg : NULL}};
+  const io_path_t outs[] = {{"OUT", out}, {"OUT's config.json", to == WEIGHTS_SAFETENSORS ? out_cfg : NULL}};
+  io_outputs_check(ins, 2, outs, 2);
+}
+
 int main(int argc, char **argv) {
   comm_init(&argc, &argv);
   H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
@@ -79,6 +93,7 @@ int main(int argc, char **argv) {
   int bf16 = dtype && !strcmp(dtype, "bfloat16");
   if (dtype && !bf16 && strcmp(dtype, "float32")) surge_input_error("--dtype %s: expected float32 or bfloat16", dtype);
   if (bf16 && to == WEIGHTS_H5) surge_input_error("--dtype bfloat16: model.h5 holds float32 parameters");
+  check_files(in, out, to);
   comm_t world, self;
   comm_world(&world);
   comm_split(&world, world.rank == 0 ? 0 : -1, 0, &self);

@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "core/timer.h"
 #include "eval/eval.h"
+#include "io/outputs.h"
 #include "surge_build_config.h"
 #include "tok/files.h"
 #include "tok/pretok.h"
@@ -82,6 +83,16 @@ static void parse(int argc, char **argv, args_t *a) {
   int inputs = !!a->tokens + !!a->text + !!a->ids + !!a->choices;
   if (inputs != 1) surge_input_error("give one of --tokens, --text, --ids and --choices (try --help)");
   if (a->logits && !a->ids) surge_input_error("--logits needs --ids");
+  char vocab[4200] = "", merges[4200] = "";
+  if (a->tokenizer) {
+    snprintf(vocab, sizeof vocab, "%s/vocab.json", a->tokenizer);
+    snprintf(merges, sizeof merges, "%s/merges.txt", a->tokenizer);
+  }
+  const io_path_t in[] = {{"MODEL", a->model},   {"--tokens", a->tokens},      {"--text", a->text},
+                          {"--ids", a->ids},     {"--choices", a->choices},    {"--tokenizer's vocab", vocab},
+                          {"--tokenizer's merges", merges}};
+  const io_path_t out[] = {{"--logits", a->logits}};
+  io_outputs_check(in, (int)(sizeof in / sizeof in[0]), out, 1);
 }
 
 static bpe_t *load_tokenizer(const char *dir) {
@@ -151,7 +162,10 @@ int main(int argc, char **argv) {
     }
     for (size_t i = 0; i < ids.n; i++)
       if (ids.v[i] >= (uint32_t)s.d.V) surge_input_error("token %u at position %zu is outside the model's vocabulary of %d", ids.v[i], i, s.d.V);
-    if (ids.n < 2) surge_input_error("%s: fewer than 2 tokens: nothing to predict", a.model);
+    if (ids.n < 2)
+      surge_input_error("%s %s: %zu token%s: nothing to predict (a loss needs at least 2)",
+                        a.tokens ? "--tokens" : a.ids ? "--ids" : "--text", a.tokens ? a.tokens : a.ids ? a.ids : a.text,
+                        ids.n, ids.n == 1 ? "" : "s");
     if (a.logits && world.rank == 0) write_logits(&s, &ids, a.logits);
     uint32_t *bytes = NULL; /* bytes per id: the tokenizer's, or one each for bytes */
     if (tok) {

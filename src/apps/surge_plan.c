@@ -13,6 +13,7 @@
 #include "core/cli.h"
 #include "core/error.h"
 #include "io/deck.h"
+#include "io/outputs.h"
 #include "train/recompute_options.h"
 
 static const char usage[] =
@@ -91,6 +92,25 @@ static void choose_plan(const bgraph_t *g, const burst_profile_t *p, const optio
          x + 1, fr->n);
 }
 
+/* Flags that would be ignored are refused; the outputs against the inputs (io/outputs.h). */
+static void check_files(const cli_t *cli, const config_t *cp) {
+  if (!cli->deck && cli->noverrides)
+    surge_input_error("surge-plan: -D %s: -D overrides a deck's keys, and no deck is given", cli->overrides[0]);
+  if (plan_input_given(cli) && cli_has(cli, "--profile"))
+    surge_input_error("surge-plan: --profile is a deck's model's profile; --graph and --deeppool bring their own times");
+  const char *profile = cli_value(cli, "--profile", 0), *plan = cli_value(cli, "-o", 0);
+  if (!profile && cp && !plan_input_given(cli)) profile = burst_deck(cp)->profile_file;
+  if (!plan) plan = cp ? burst_deck(cp)->plan_file : "";
+  const io_path_t in[] = {{"DECK", cli->deck},
+                          {"--profile", profile},
+                          {"--graph", cli_value(cli, "--graph", 0)},
+                          {"--deeppool", cli_value(cli, "--deeppool", 0)},
+                          {"--structure", cli_value(cli, "--structure", 0)}};
+  const io_path_t out[] = {{cli_has(cli, "-o") ? "-o" : "[parallel] plan", plan[0] ? plan : NULL},
+                           {"--write-graph", cli_value(cli, "--write-graph", 0)}};
+  io_outputs_check(in, (int)(sizeof in / sizeof in[0]), out, 2);
+}
+
 int main(int argc, char **argv) {
   surge_stdout_by_lines();
   MPI_Init(&argc, &argv);
@@ -104,6 +124,7 @@ int main(int argc, char **argv) {
   deck_t *deck = NULL;
   if (cli.deck) deck_load(cli.deck, cli.noverrides, cli.overrides, &cfg, &deck);
   const config_t *cp = cli.deck ? &cfg : NULL;
+  check_files(&cli, cp);
 
   bgraph_t g;
   burst_profile_t p;

@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "io/deck.h"
 #include "io/options.h"
+#include "io/outputs.h"
 #include "nn/model.h"
 #include "sync/options.h"
 #include "train/recompute_options.h"
@@ -28,8 +29,9 @@ static const char usage[] =
     "  Writes the profile (HDF5 /profile) for surge-plan and prints a table.\n"
     "  -o PROFILE.h5   output file (default: [parallel] profile, else profile.h5)\n"
     "  --ranks G       plan for G ranks (default: N, the ranks of this run)\n"
-    "  --warmup N      untimed runs before the timing (default 3)\n"
-    "  --repeats N     timed runs: the median and the spread (max - min) are stored (default 10)\n"
+    "  --warmup N      untimed runs before the timing (default 3, at most 10000)\n"
+    "  --repeats N     timed runs: the median and the spread (max - min) are stored (default 10, at\n"
+    "                  most 10000)\n"
     "  --help, --version\n"
     "On 1 rank the network is not measured: defaults are written, marked measured = 0.\n"
     "Exit codes: 0 done, 2 bad input, 1 runtime failure. doc/burst.md: \"Profile, plan, run\".\n";
@@ -40,6 +42,8 @@ static void check_deck(const char *text, void *arg) {
   config_t probe;
   deck_parse(text, cli->deck, cli->noverrides, cli->overrides, &probe, NULL);
 }
+
+#define PROFILE_MAX_RUNS 10000 /* --warmup, --repeats: each runs every node at every batch */
 
 int main(int argc, char **argv) {
   comm_init(&argc, &argv);
@@ -59,12 +63,14 @@ int main(int argc, char **argv) {
   const char *opt = cli_value(&cli, "--ranks", 0);
   int ranks = opt ? burst_option_int("--ranks", opt, 1) : world.size;
   opt = cli_value(&cli, "--warmup", 0);
-  int warmup = opt ? burst_option_int("--warmup", opt, 0) : 3;
+  int warmup = opt ? burst_option_int_in("--warmup", opt, 0, PROFILE_MAX_RUNS) : 3;
   opt = cli_value(&cli, "--repeats", 0);
-  int repeats = opt ? burst_option_int("--repeats", opt, 1) : 10;
+  int repeats = opt ? burst_option_int_in("--repeats", opt, 1, PROFILE_MAX_RUNS) : 10;
   const char *out = cli_value(&cli, "-o", 0);
   const char *deck_out = burst_deck(&cfg)->profile_file;
   if (!out) out = deck_out[0] ? deck_out : "profile.h5";
+  const io_path_t in = {"DECK", cli.deck}, outs = {cli_has(&cli, "-o") ? "-o" : "[parallel] profile", out};
+  io_outputs_check(&in, 1, &outs, 1);
   if (cfg.global_batch > INT32_MAX) surge_input_error("[train] global_batch %ld is too large", cfg.global_batch);
   backend_options_t bo = backend_opts_of(&cfg, comm_local_rank(&world));
   const backend_t *be = backend_open(backend_deck(&cfg)->name, &bo, backend_opts_where(&cfg, deck), world.mpi);

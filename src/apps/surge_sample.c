@@ -77,6 +77,8 @@ static void parse(int argc, char **argv, args_t *a) {
   gen_job_opts_t *o = &a->o;
   *o = (gen_job_opts_t){.samples = 1, .tokens = 64, .pick = {.temperature = 1.0, .top_p = 1.0}, .engine = "cache",
                         .prompts = a->prompts, .overrides = a->overrides};
+  int greedy = 0;
+  const char *temperature = NULL; /* --temperature's text, when given */
   for (int i = 1; i < argc; i++) {
     const char *s = argv[i];
     if (!strcmp(s, "--help") || !strcmp(s, "-h")) {
@@ -89,8 +91,11 @@ static void parse(int argc, char **argv, args_t *a) {
     else if (!strcmp(s, "--ids")) add_prompt(a, NULL, cli_next_value(argc, argv, &i));
     else if (!strcmp(s, "--samples")) o->samples = (int)cli_whole(s, cli_next_value(argc, argv, &i), 1, 1 << 20);
     else if (!strcmp(s, "--tokens")) o->tokens = (int)cli_whole(s, cli_next_value(argc, argv, &i), 1, 1 << 24);
-    else if (!strcmp(s, "--greedy")) o->pick.temperature = 0;
-    else if (!strcmp(s, "--temperature")) o->pick.temperature = cli_number(s, cli_next_value(argc, argv, &i), 0, 1e6);
+    else if (!strcmp(s, "--greedy")) o->pick.temperature = 0, greedy = 1;
+    else if (!strcmp(s, "--temperature")) {
+      o->pick.temperature = cli_number(s, cli_next_value(argc, argv, &i), 0, 1e6);
+      temperature = argv[i];
+    }
     else if (!strcmp(s, "--top-k")) o->pick.top_k = (int)cli_whole(s, cli_next_value(argc, argv, &i), 0, 1 << 24);
     else if (!strcmp(s, "--top-p")) {
       o->pick.top_p = cli_number(s, cli_next_value(argc, argv, &i), 0, 1);
@@ -114,6 +119,8 @@ static void parse(int argc, char **argv, args_t *a) {
     else if (!o->model) o->model = s;
     else surge_input_error("a second model file '%s' (one model per run; try --help)", s);
   }
+  if (greedy && temperature)
+    surge_input_error("--greedy and --temperature %s: give one (--greedy is --temperature 0)", temperature);
   if (o->model && o->has_init) surge_input_error("both a model file and --init: the parameters come from one of them");
   if (o->has_init && !o->deck) surge_input_error("--init needs --deck DECK, the model to initialise");
 }

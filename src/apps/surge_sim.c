@@ -12,6 +12,7 @@
 #include "burst/profiler.h"
 #include "core/cli.h"
 #include "core/error.h"
+#include "io/outputs.h"
 #include "sim/sim.h"
 
 static const char usage[] =
@@ -190,6 +191,34 @@ static void run_3d(const cli_t *cli, const plan_input_t *in, sim3d_opts_t *o, si
          o->dp_stages < o->pp ? o->dp_stages : o->pp, o->pp);
 }
 
+/* A flag of a kind of run not asked for would be ignored: each is refused by name instead; -o against
+ * the inputs (io/outputs.h). */
+static void check_flags(const cli_t *cli, int burst, int three_d) {
+  static const char *const burst_only[] = {"--amp", "--policy", "--tolerance", "--eval", "--plan", "--bg-graph",
+                                           "--bg-deeppool", "--bg-structure", "--bg-batch", "--fg-slowdown", NULL};
+  static const char *const d3_only[] = {"--micro-batch", "--fwd-fraction", "--tp-link", "--pp-link", "--dp-link",
+                                        "--cb-ratio", "--epilogue-only", "--dp-ratio", "--dp-stages",
+                                        "--stage-nodes", NULL};
+  for (const char *const *f = burst_only; *f && !burst; f++)
+    if (cli_has(cli, *f))
+      surge_input_error("surge-sim: %s applies to burst plans (--ranks), and this run simulates 3D only", *f);
+  for (const char *const *f = d3_only; *f && !three_d; f++)
+    if (cli_has(cli, *f))
+      surge_input_error("surge-sim: %s applies to 3D runs (--tp, --pp, --dp), and this run simulates burst plans only",
+                        *f);
+  if (!three_d && cli_has(cli, "--recompute"))
+    surge_input_error("surge-sim: --recompute applies to 3D runs (give --pp/--tp/--dp); a burst plan's graph file says "
+                      "what it recomputes (its recompute lines, doc/burst.md)");
+  if (cli_has(cli, "--bg-structure") && !cli_has(cli, "--bg-deeppool"))
+    surge_input_error("surge-sim: --bg-structure goes with --bg-deeppool (it maps that profile's rows)");
+  static const char *const inputs[] = {"--graph", "--deeppool", "--structure", "--bg-graph", "--bg-deeppool",
+                                       "--bg-structure", "--plan"};
+  io_path_t in[7];
+  for (int i = 0; i < 7; i++) in[i] = (io_path_t){inputs[i], cli_value(cli, inputs[i], 0)};
+  const io_path_t out = {"-o", cli_value(cli, "-o", 0)};
+  io_outputs_check(in, 7, &out, 1);
+}
+
 int main(int argc, char **argv) {
   surge_stdout_by_lines();
   MPI_Init(&argc, &argv);
@@ -208,9 +237,7 @@ int main(int argc, char **argv) {
   int burst = cli_has(&cli, "--ranks");
   int three_d = cli_has(&cli, "--pp") || cli_has(&cli, "--tp") || cli_has(&cli, "--dp") || cli_has(&cli, "--micro-batches");
   if (!burst && !three_d) surge_input_error("surge-sim: nothing to simulate: give --ranks (burst) or --pp/--tp/--dp (3D)");
-  if (!three_d && cli_has(&cli, "--recompute"))
-    surge_input_error("surge-sim: --recompute applies to 3D runs (give --pp/--tp/--dp); a burst plan's graph file says "
-                      "what it recomputes (its recompute lines, doc/burst.md)");
+  check_flags(&cli, burst, three_d);
   plan_input_t in;
   plan_input_load(&cli, NULL, &in, stdout);
 

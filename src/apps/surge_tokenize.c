@@ -45,7 +45,13 @@ typedef struct args {
   int skip_special, progress;
   char **paths;
   int npaths;
+  unsigned given; /* the options given: bits of option_names */
 } args_t;
+
+/* The options, in the order of their bits in args_t.given. */
+static const char *const option_names[] = {"--out", "--tokenizer", "--ids", "--vocab-size", "--min-frequency",
+                                           "--val-fraction", "--shard-tokens", "--skip-special", "--progress"};
+enum { OPT_COUNT = (int)(sizeof option_names / sizeof option_names[0]) };
 
 static void parse(int argc, char **argv, args_t *a) {
   *a = (args_t){.vocab_size = -1, .min_frequency = 2, .shard_tokens = 100000000};
@@ -60,7 +66,10 @@ static void parse(int argc, char **argv, args_t *a) {
       if (surge_rank() == 0) printf("%s %s\n", PACKAGE_NAME, PACKAGE_VERSION);
       MPI_Finalize();
       exit(0);
-    } else if (!strcmp(s, "--out")) a->out = cli_next_value(argc, argv, &i);
+    }
+    for (int k = 0; k < OPT_COUNT; k++)
+      if (!strcmp(s, option_names[k])) a->given |= 1u << k;
+    if (!strcmp(s, "--out")) a->out = cli_next_value(argc, argv, &i);
     else if (!strcmp(s, "--tokenizer")) a->tokenizer = cli_next_value(argc, argv, &i);
     else if (!strcmp(s, "--ids")) a->ids = cli_next_value(argc, argv, &i);
     else if (!strcmp(s, "--vocab-size")) a->vocab_size = cli_whole(s, cli_next_value(argc, argv, &i), TRAIN_VOCAB_MIN, BPE_VOCAB_MAX);
@@ -74,6 +83,19 @@ static void parse(int argc, char **argv, args_t *a) {
     else a->paths[a->npaths++] = argv[i];
   }
   if (!a->cmd) surge_input_error("no command: train, encode or decode (try --help)");
+  if (a->out && !a->out[0]) surge_input_error("--out: an empty name (hint: --out DIR for train, --out PREFIX for encode)");
+}
+
+/* An option the command does not take would be ignored: refused by name instead. allowed: the
+ * options it takes, space-separated. */
+static void only(const args_t *a, const char *what, const char *allowed) {
+  for (int k = 0; k < OPT_COUNT; k++) {
+    if (!(a->given & (1u << k))) continue;
+    const char *at = strstr(allowed, option_names[k]);
+    size_t n = strlen(option_names[k]);
+    if (!at || (at[n] && at[n] != ' '))
+      surge_input_error("%s takes %s, not %s (try --help)", what, allowed, option_names[k]);
+  }
 }
 
 static void need(const void *v, const char *cmd, const char *opt) {
@@ -95,6 +117,7 @@ static bpe_t *load(const args_t *a) {
 }
 
 static void cmd_train(const args_t *a) {
+  only(a, "train", "--out --vocab-size --min-frequency");
   need(a->out, "train", "--out DIR");
   if (a->vocab_size < 0) surge_input_error("train needs --vocab-size N (try --help)");
   if (!a->npaths) surge_input_error("train needs the text files or directories to learn from");
@@ -140,6 +163,12 @@ static void print_ids(const args_t *a, const bpe_t *b) {
 }
 
 static void cmd_encode(const args_t *a) {
+  if (a->ids) {
+    only(a, "encode --ids", "--tokenizer --ids");
+    if (a->npaths) surge_input_error("encode --ids FILE encodes FILE alone: '%s' is one file too many", a->paths[0]);
+  } else {
+    only(a, "encode", "--tokenizer --out --val-fraction --shard-tokens --progress");
+  }
   bpe_t *b = load(a);
   if (a->ids) {
     print_ids(a, b);
@@ -165,6 +194,7 @@ static void cmd_encode(const args_t *a) {
 }
 
 static void cmd_decode(const args_t *a) {
+  only(a, "decode", "--tokenizer --skip-special --ids");
   one_rank("decode");
   bpe_t *b = load(a);
   if (!a->ids && !a->npaths) surge_input_error("decode needs shard files or --ids FILE");

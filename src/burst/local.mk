@@ -62,6 +62,8 @@ tests_profile_damage_LDADD = $(SURGE_LIBS)
 dist_check_SCRIPTS += tests/test_profile_plan.sh
 TESTS += tests/test_profile_plan.sh
 
+# Small graph files of the planner's and simulator's tests.
+EXTRA_DIST += tests/data/graphs/nest.graph tests/data/graphs/seg.graph
 # DeepPool's A100 profiles (MIT, with their licence) and Surge's Inception-v3 structure file.
 EXTRA_DIST += tests/data/deeppool/A100_vgg.prof tests/data/deeppool/A100_wrn.prof \
   tests/data/deeppool/A100_inception.prof tests/data/deeppool/LICENSE tests/data/deeppool/README.md \

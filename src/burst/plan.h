@@ -47,6 +47,8 @@ typedef enum burst_ranks_policy {
 } burst_ranks_policy_t;
 
 #define BURST_NO_LIMIT HUGE_VAL /* amplification without a limit */
+#define BURST_MAX_RANKS (1 << 24) /* a job's ranks, as surge-sim's --ranks lists take them */
+#define BURST_MAX_BATCH (1 << 30) /* a global batch (ceil(B/n) stays within an int) */
 
 typedef struct burst_opts {
   int ranks;   /* G: ranks of the job */

@@ -8,8 +8,10 @@
 #include "core/error.h"
 
 static void check_opts(const burst_opts_t *o) {
-  if (o->ranks < 1) surge_input_error("burst plan: %d ranks (need at least 1)", o->ranks);
-  if (o->batch < 1) surge_input_error("burst plan: global batch %d (need at least 1)", o->batch);
+  if (o->ranks < 1 || o->ranks > BURST_MAX_RANKS)
+    surge_input_error("burst plan: %d ranks (need 1 to %d)", o->ranks, BURST_MAX_RANKS);
+  if (o->batch < 1 || o->batch > BURST_MAX_BATCH)
+    surge_input_error("burst plan: global batch %d (need 1 to %d)", o->batch, BURST_MAX_BATCH);
   if (!(o->amp >= 1)) surge_input_error("burst plan: amplification limit %g must be >= 1", o->amp);
   if (o->policy < BURST_RANKS_DIVISORS || o->policy > BURST_RANKS_ANY)
     surge_input_error("burst plan: unknown rank-count policy %d", (int)o->policy);

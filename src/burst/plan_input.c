@@ -16,10 +16,11 @@ double plan_parse_positive(const char *text, const char *flag) {
   return v;
 }
 
-static double parse_nonneg(const char *text, const char *flag) {
+/* A network flag's number in [lo, hi] (the bounds a profile's network takes: profile.h). */
+static double parse_in(const char *text, const char *flag, double lo, double hi) {
   char *end;
   double v = strtod(text, &end);
-  if (!text[0] || *end || !isfinite(v) || v < 0) surge_input_error("%s %s: expected a number >= 0", flag, text);
+  if (!text[0] || *end || !(v >= lo && v <= hi)) surge_input_error("%s %s: expected a number in [%g, %g]", flag, text, lo, hi);
   return v;
 }
 
@@ -53,11 +54,12 @@ void plan_input_network(const cli_t *cli, const config_t *cfg, burst_net_t *net)
     *net = (burst_net_t){40, 2.66e5, 0, 2.66e5};
   }
   const char *v;
-  if ((v = cli_value(cli, "--p2p-latency", 0))) net->p2p_alpha_us = parse_nonneg(v, "--p2p-latency");
-  if ((v = cli_value(cli, "--p2p-bandwidth", 0))) net->p2p_bytes_per_us = plan_parse_positive(v, "--p2p-bandwidth");
-  if ((v = cli_value(cli, "--allreduce-latency", 0))) net->ar_alpha_us = parse_nonneg(v, "--allreduce-latency");
+  const double L = BURST_MAX_LATENCY_US, B0 = BURST_MIN_BYTES_PER_US, B1 = BURST_MAX_BYTES_PER_US;
+  if ((v = cli_value(cli, "--p2p-latency", 0))) net->p2p_alpha_us = parse_in(v, "--p2p-latency", 0, L);
+  if ((v = cli_value(cli, "--p2p-bandwidth", 0))) net->p2p_bytes_per_us = parse_in(v, "--p2p-bandwidth", B0, B1);
+  if ((v = cli_value(cli, "--allreduce-latency", 0))) net->ar_alpha_us = parse_in(v, "--allreduce-latency", 0, L);
   if ((v = cli_value(cli, "--allreduce-bandwidth", 0)))
-    net->ar_bytes_per_us = plan_parse_positive(v, "--allreduce-bandwidth");
+    net->ar_bytes_per_us = parse_in(v, "--allreduce-bandwidth", B0, B1);
 }
 
 void plan_input_load_files(const char *graph, const char *dp, const char *structure, plan_input_t *in,

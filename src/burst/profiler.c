@@ -1,5 +1,6 @@
 #include "burst/profiler.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,10 +11,17 @@
 #include "nn/zoo.h"
 
 int burst_option_int(const char *option, const char *text, int min) {
+  return burst_option_int_in(option, text, min, INT32_MAX);
+}
+
+int burst_option_int_in(const char *option, const char *text, int min, int max) {
   char *end;
+  errno = 0;
   long v = strtol(text, &end, 10);
-  if (*text == 0 || *end || v < min || v > INT32_MAX)
-    surge_input_error("%s %s: expected an integer >= %d", option, text, min);
+  if (*text == 0 || *end || errno || v < min || v > max) {
+    if (max == INT32_MAX) surge_input_error("%s %s: expected an integer >= %d", option, text, min);
+    surge_input_error("%s %s: expected an integer from %d to %d", option, text, min, max);
+  }
   return (int)v;
 }
 

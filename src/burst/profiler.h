@@ -51,8 +51,10 @@ typedef struct burst_measured {
   burst_step_costs_t step; /* the rest of a step (burst_profile_t.step) */
 } burst_measured_t;
 
-/* A command-line integer option (e.g. "--ranks", "8") of at least min: an input error otherwise. */
+/* A command-line integer option (e.g. "--ranks", "8") of at least min (and at most max): an input
+ * error otherwise. */
 int burst_option_int(const char *option, const char *text, int min);
+int burst_option_int_in(const char *option, const char *text, int min, int max);
 
 /* Open the deck's data and build its model graph (shape errors blame [model] keys). */
 dataset_t *burst_deck_graph(const config_t *cfg, const deck_t *deck, graph_t *g);

@@ -204,6 +204,9 @@ static void apply_override(deck_t *d, const char *arg) {
   char section[64], key[64];
   snprintf(section, sizeof section, "%.*s", (int)(dot - arg), arg);
   snprintf(key, sizeof key, "%.*s", (int)(eq - dot - 1), dot + 1);
+  if (!strcmp(section, "sweep")) /* (fail_unknown_section would ask "did you mean [sweep]?") */
+    fail(sb_str(&where), NULL, "write the variants in the deck's [sweep] section; -D sets one key of every variant",
+         "-D cannot set the [sweep] section");
   if (cfg_find_section(section) < 0) fail_unknown_section(sb_str(&where), section);
   int i = cfg_find_key_or_former(section, key);
   if (i < 0) fail_unknown_key(sb_str(&where), section, key);
@@ -466,6 +469,8 @@ void deck_load(const char *path, int noverrides, char *const *overrides, config_
   deck_parse(text, path, noverrides, overrides, cfg, out);
   free(text);
 }
+
+const char *deck_path(const deck_t *d) { return d ? d->path : NULL; }
 
 const char *deck_where(const deck_t *d, const char *section_key) {
   const char *dot = strchr(section_key, '.');

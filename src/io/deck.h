@@ -57,6 +57,8 @@ char *deck_resolved_text(const config_t *cfg);
  * key the schema does not have, or when d is NULL (a config built in code, as benchmarks do). The
  * string lives as long as d. */
 const char *deck_where(const deck_t *d, const char *section_key);
+/* The deck's file (NULL when d is NULL). */
+const char *deck_path(const deck_t *d);
 
 /* Blame a key for an error found after parsing, in the deck error format: prints
  * "WHERE: [section] key: <fmt...>" (WHERE from deck_where) and exits with code 2. Put a hint in the

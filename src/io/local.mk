@@ -5,6 +5,7 @@ libsurge_a_SOURCES += \
   src/io/h5util.c src/io/h5util.h src/io/h5serial.c src/io/h5serial.h \
   src/io/deck_shared.c src/io/deck_shared.h \
   src/io/strbuf.c src/io/strbuf.h src/io/printable.c src/io/printable.h src/io/run_dir.c src/io/run_dir.h \
+  src/io/outputs.c src/io/outputs.h \
   src/io/config_schema.c src/io/config_schema.h \
   src/io/deck_value.c src/io/deck_value.h \
   src/io/deck.c src/io/deck.h src/io/deck_text.c src/io/deck_lex.c src/io/deck_lex.h

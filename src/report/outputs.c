@@ -8,11 +8,8 @@
 
 #include "core/error.h"
 #include "io/h5util.h"
-#include "io/run_dir.h"
+#include "io/outputs.h"
 #include "report/report.h"
-
-/* Whether two paths name one file: the same text, or the same existing file. */
-static int same_file(const char *a, const char *b) { return strcmp(a, b) == 0 || run_dir_same(a, b); }
 
 static int is_hdf5(const char *path) {
   struct stat st;
@@ -24,38 +21,24 @@ static int is_hdf5(const char *path) {
   return h > 0;
 }
 
-typedef struct output {
-  const char *option, *path;
-} output_t;
-
-static void check_one(const output_t *o, const char *const *logs, int nlogs) {
-  const char *hint = "the option's file comes right after it: surge-report LOG.h5 --csv out.csv";
-  for (int i = 0; i < nlogs; i++)
-    if (same_file(o->path, logs[i]))
-      surge_input_error("%s %s: %s is an input of this command: refusing to write over it (hint: %s)", o->option,
-                        o->path, logs[i], hint);
-  if (is_hdf5(o->path))
-    surge_input_error("%s %s: %s is an HDF5 file (a log?): refusing to replace it (hint: %s; remove the file "
-                      "first if it is really to go)", o->option, o->path, o->path, hint);
-}
-
 void report_outputs_check(const char *const *logs, int nlogs, const char *csv, const char *json, const char *plot,
                           int nrow) {
   int nfig = 0;
   char **figs = plot ? report_figure_paths(plot, nrow, &nfig) : NULL;
-  output_t *out = xcalloc((size_t)nfig + 2, sizeof *out);
+  io_path_t *in = xcalloc((size_t)nlogs + 1, sizeof *in), *out = xcalloc((size_t)nfig + 2, sizeof *out);
+  for (int i = 0; i < nlogs; i++) in[i] = (io_path_t){"LOG", logs[i]};
   int n = 0;
-  if (csv && strcmp(csv, "-") != 0) out[n++] = (output_t){"--csv", csv};
-  if (json && strcmp(json, "-") != 0) out[n++] = (output_t){"--json", json};
-  for (int i = 0; i < nfig; i++) out[n++] = (output_t){"--plot", figs[i]};
-  for (int i = 0; i < n; i++) {
-    check_one(&out[i], logs, nlogs);
-    for (int j = 0; j < i; j++)
-      if (same_file(out[i].path, out[j].path))
-        surge_input_error("%s %s and %s %s both name %s: one would replace the other (hint: give each its own file)",
-                          out[j].option, out[j].path, out[i].option, out[i].path, out[i].path);
-  }
+  out[n++] = (io_path_t){"--csv", csv};
+  out[n++] = (io_path_t){"--json", json};
+  for (int i = 0; i < nfig; i++) out[n++] = (io_path_t){"--plot", figs[i]};
+  io_outputs_check(in, nlogs, out, n);
+  for (int i = 0; i < n; i++)
+    if (out[i].path && strcmp(out[i].path, "-") != 0 && is_hdf5(out[i].path))
+      surge_input_error("%s %s: %s is an HDF5 file (a log?): refusing to replace it (hint: the option's file comes "
+                        "right after it: surge-report LOG.h5 --csv out.csv; remove the file first if it is really to "
+                        "go)", out[i].what, out[i].path, out[i].path);
   for (int i = 0; i < nfig; i++) free(figs[i]);
   free(figs);
+  free(in);
   free(out);
 }

@@ -127,6 +127,11 @@ int report_main(int argc, char **argv) {
   parse_options(argc, argv, &o);
   report_outputs_check((const char *const *)o.logs, o.nlogs, o.csv, o.json, o.plot, o.nlogs); /* before any file is written */
   if (o.nlogs == 1 && report_sim_is(o.logs[0])) { /* a surge-sim file: its own summary and figures */
+    const char *log_only = o.csv ? "--csv" : o.json ? "--json" : o.sort ? "--sort" : o.step >= 0 ? "--step"
+                         : o.deck ? "--deck" : o.table ? "--table" : NULL;
+    if (log_only)
+      surge_input_error("%s: %s applies to training logs; a surge-sim file prints its summary, and --plot DIR draws its "
+                        "figures", o.logs[0], log_only);
     report_sim(o.logs[0], o.plot, stdout);
     free(o.logs);
     return 0;

@@ -19,6 +19,7 @@
  * stages 0 .. dp_stages-1 when compressed, then runs the optimizer on its share of the parameters
  * (the profile's per-step cost in proportion to the stage's parameter bytes). The iteration ends
  * with the slowest stage. Not modelled: the embedding synchronisation, compression's own compute. */
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,14 +54,25 @@ static double allgather(const sim_link_t *l, int n, double bytes) {
 }
 
 static void check_link(const sim_link_t *l, const char *name) {
-  if (!isfinite(l->alpha_us) || l->alpha_us < 0 || !isfinite(l->bytes_per_us) || l->bytes_per_us <= 0)
-    surge_input_error("--%s-link %g:%g: the latency must be >= 0 and the bandwidth > 0 (us:bytes/us)", name,
-                      l->alpha_us, l->bytes_per_us);
+  if (!isfinite(l->alpha_us) || l->alpha_us < 0 || l->alpha_us > BURST_MAX_LATENCY_US ||
+      !(l->bytes_per_us >= BURST_MIN_BYTES_PER_US && l->bytes_per_us <= BURST_MAX_BYTES_PER_US))
+    surge_input_error("--%s-link %g:%g: the latency must lie in [0, %g] us and the bandwidth in [%g, %g] bytes/us",
+                      name, l->alpha_us, l->bytes_per_us, BURST_MAX_LATENCY_US, BURST_MIN_BYTES_PER_US,
+                      BURST_MAX_BYTES_PER_US);
 }
 
 void sim3d_check(const sim3d_opts_t *o, const bgraph_t *g) {
   if (o->tp < 1 || o->pp < 1 || o->dp < 1) surge_input_error("--tp, --pp and --dp must be at least 1");
+  if ((double)o->tp * o->pp * o->dp > SIM3D_MAX_RANKS)
+    surge_input_error("--tp %d x --pp %d x --dp %d: at most %d ranks", o->tp, o->pp, o->dp, SIM3D_MAX_RANKS);
   if (o->micro_batches < 1 || o->micro_batch < 1) surge_input_error("--micro-batches and --micro-batch must be at least 1");
+  if ((double)o->pp * o->micro_batches > SIM3D_MAX_PASSES)
+    surge_input_error("--pp %d x --micro-batches %d: at most %d forward passes an iteration are simulated", o->pp,
+                      o->micro_batches, SIM3D_MAX_PASSES);
+  if ((double)o->dp * o->micro_batches * o->micro_batch > INT_MAX)
+    surge_input_error("--dp %d x --micro-batches %d x --micro-batch %d: a global batch beyond %d", o->dp,
+                      o->micro_batches, o->micro_batch, INT_MAX);
+  if (o->dp_stages > o->pp) surge_input_error("--dp-stages %d: the pipeline has %d stages", o->dp_stages, o->pp);
   if (!(o->fwd_fraction > 0 && o->fwd_fraction < 1)) surge_input_error("forward fraction %g must lie in (0, 1)", o->fwd_fraction);
   if (!(o->cb_ratio >= 1) || !(o->dp_ratio >= 1) || !isfinite(o->cb_ratio) || !isfinite(o->dp_ratio))
     surge_input_error("--cb-ratio and --dp-ratio must be finite numbers >= 1 (bytes before over after)");

@@ -102,6 +102,8 @@ typedef struct sim_link {
 } sim_link_t;
 
 enum { SIM3D_MAX_PP = 64 }; /* pipeline stages --stage-nodes can name */
+#define SIM3D_MAX_RANKS (1 << 24)   /* tp x pp x dp, as --ranks for burst plans */
+#define SIM3D_MAX_PASSES (1 << 21)  /* pp x micro-batches: the forward passes an iteration simulates */
 typedef struct sim3d_opts {
   int tp, pp, dp;
   int micro_batches, micro_batch;

@@ -7,8 +7,12 @@
 #include <unistd.h>
 
 #include "core/error.h"
+#include "io/deck.h"
 #include "io/log_read.h"
+#include "io/options.h"
+#include "io/outputs.h"
 #include "io/run_dir.h"
+#include "mux/options.h"
 
 /* The directory of a key's value, created and writable, or exit 2 naming the key. */
 static void prepare(const char *key, const char *dir) {
@@ -93,11 +97,42 @@ static void claim_resumed(const config_t *cfg, const char *model, const ckpt_fou
   else run_dir_new_id(c->run_id);
 }
 
-void train_claim(const config_t *cfg, comm_t *world, train_claim_t *c) {
+/* "WHERE: [section] key" for a key's file in messages (WHERE: the deck line or -D that set it). */
+static const char *named(char *buf, size_t n, const deck_t *deck, const char *key, const char *what) {
+  const char *where = deck_where(deck, key);
+  if (where && !strcmp(where, "default")) where = NULL;
+  snprintf(buf, n, "%s%s%s", where ? where : "", where ? ": " : "", what);
+  return buf;
+}
+
+/* The outputs against the inputs, and [model] init against what [run] overwrite removes. */
+static void check_files(const config_t *cfg, const deck_t *deck, const char *model) {
+  data_opts_t d = data_opts_of(cfg);
+  char w[6][CFG_STR + 80];
+  const io_path_t in[] = {{"DECK", deck_path(deck)},
+                          {named(w[0], sizeof w[0], deck, "model.init", "[model] init"), cfg->model_init},
+                          {named(w[1], sizeof w[1], deck, "data.path", "[data] path"), d.path},
+                          {named(w[2], sizeof w[2], deck, "data.val_path", "[data] val_path"), d.val_path},
+                          {named(w[3], sizeof w[3], deck, "multiplex.baseline", "[multiplex] baseline"),
+                           multiplex_opts(cfg)->baseline}};
+  const io_path_t out[] = {{named(w[4], sizeof w[4], deck, "log.file", "[log] file"), cfg->log_file},
+                           {named(w[5], sizeof w[5], deck, "run.out_dir", "[run] out_dir's model.h5"), model}};
+  io_outputs_check(in, (int)(sizeof in / sizeof in[0]), out, 2);
+  char init_dir[CFG_STR + 2];
+  run_dir_of(cfg->model_init, init_dir, sizeof init_dir);
+  if (cfg->overwrite && cfg->model_init[0] && (io_same_file(cfg->model_init, model) || run_dir_same(init_dir, cfg->ckpt_dir)))
+    surge_input_error("%s = %s: [run] overwrite removes it (out_dir's model.h5, or a file of [checkpoint] dir %s) "
+                      "before the run reads it (hint: copy it elsewhere first)", in[1].what, cfg->model_init,
+                      cfg->ckpt_dir);
+}
+
+void train_claim(const config_t *cfg, const deck_t *deck, comm_t *world, train_claim_t *c) {
   memset(c, 0, sizeof *c);
   c->lock[0] = c->lock[1] = -1;
   if (world->rank == 0) {
     char log_dir[CFG_STR + 2], model[CFG_STR + 32];
+    snprintf(model, sizeof model, "%s/model.h5", cfg->out_dir);
+    check_files(cfg, deck, model);
     run_dir_of(cfg->log_file, log_dir, sizeof log_dir);
     prepare("[run] out_dir", cfg->out_dir);
     prepare("[checkpoint] dir", cfg->ckpt_dir);
@@ -106,7 +141,6 @@ void train_claim(const config_t *cfg, comm_t *world, train_claim_t *c) {
       surge_input_error("[log] file = %s is not writable: %s", cfg->log_file, strerror(errno));
     c->lock[0] = lock_dir("[run] out_dir", cfg->out_dir);
     if (!run_dir_same(cfg->out_dir, cfg->ckpt_dir)) c->lock[1] = lock_dir("[checkpoint] dir", cfg->ckpt_dir);
-    snprintf(model, sizeof model, "%s/model.h5", cfg->out_dir);
     ckpt_found_t newest;
     checkpoint_newest(cfg->ckpt_dir, &newest);
     if (cfg->resume) claim_resumed(cfg, model, &newest, c);

@@ -11,13 +11,16 @@
  *               finished run's model.h5 is refused unless [run] overwrite (which starts anew), and
  *               the log of a run stopped before its first checkpoint is continued from step 0.
  * Each run has an identity (a random 64-bit number in hex) kept in its log, checkpoints and model
- * file; a resumed run keeps its own. */
+ * file; a resumed run keeps its own. Before all that, its outputs (the log, out_dir's model.h5) are
+ * checked against its inputs (the deck, [model] init, the data, [multiplex] baseline: io/outputs.h),
+ * and [model] init may not be a file that [run] overwrite removes. */
 #ifndef SURGE_CLAIM_H
 #define SURGE_CLAIM_H
 
 #include "comm/comm.h"
 #include "io/checkpoint.h"
 #include "io/config.h"
+#include "io/deck.h"
 
 typedef struct train_claim {
   char resume_from[4096]; /* the checkpoint to load; "" to start at step 0 */
@@ -28,7 +31,7 @@ typedef struct train_claim {
 
 /* Collective over world: rank 0 checks, locks and decides (its errors end the job with exit 2);
  * every rank receives the outcome. */
-void train_claim(const config_t *cfg, comm_t *world, train_claim_t *c);
+void train_claim(const config_t *cfg, const deck_t *deck, comm_t *world, train_claim_t *c);
 /* Drop the locks (at the end of the run; the process's end drops them too). */
 void train_claim_release(train_claim_t *c);
 

@@ -173,7 +173,7 @@ train_outcome_t train_run(const config_t *cfg, const deck_t *deck, const char *r
   trainer_t t;
   trainer_init(&t, cfg, deck, world);
   train_claim_t claim; /* the output directories, locked; what to resume (train/claim.h) */
-  train_claim(cfg, world, &claim);
+  train_claim(cfg, deck, world, &claim);
   snprintf(t.run_id, sizeof t.run_id, "%s", claim.run_id);
   report_setup(&t);
 

@@ -191,7 +191,7 @@ refused "surge-train -D log.file=DECK" "log\.file=.*copy\.deck: \[log\] file .*c
 refused "surge-train with [model] init its own out_dir's model.h5, overwrite on" \
   "out_dir's model\.h5 .*a/model\.h5: .*\[model\] init .*a/model\.h5 is an input" "$a/model.h5" \
   "$SURGE_TRAIN" "$deck" -D "run.out_dir=$a" -D run.overwrite=true -D "model.init=$a/model.h5"
-refused "surge-train with [model] init a checkpoint that overwrite removes" "init = .*ckpt-.*overwrite removes it" \
+refused "surge-train with [model] init a checkpoint that overwrite removes" "init = .*ckpt-.*\\[run\\] overwrite removes" \
   "$(ls "$a"/checkpoints/ckpt-*.h5 | tail -n 1)" "$SURGE_TRAIN" "$deck" -D "run.out_dir=$a" -D run.overwrite=true \
   -D "model.init=$(ls "$a"/checkpoints/ckpt-*.h5 | tail -n 1)"
 refused "surge-train -D log.file=a fifo" "\[log\] file .*fifo: it exists and is not a regular file" "$deck" \
@@ -211,6 +211,16 @@ refused "surge-sim -o GRAPH" "-o .*copy\.graph: --graph .*copy\.graph is an inpu
   "$top_build/surge-sim" --graph "$tap_tmp/copy.graph" --ranks 2 --batch 2 -o "$tap_tmp/copy.graph"
 refused "surge-profile -o DECK" "-o .*copy\.deck: DECK .*copy\.deck is an input" "$tap_tmp/copy.deck" \
   "$top_build/surge-profile" "$tap_tmp/copy.deck" -o "$tap_tmp/copy.deck"
+# ... and what stays allowed: a text output to a device or a pipe, a [model] init in the out_dir
+# that overwrite replaces but that is no checkpoint, "-" as a file name where "-" is no stream
+"$report" "$a/log.h5" --csv /dev/null >"$tap_tmp/r.txt" 2>&1
+tap_ok $? "surge-report --csv /dev/null still writes its table to a device: $(error_of "$tap_tmp/r.txt")"
+"$top_build/surge-plan" --graph "$tap_tmp/copy.graph" --ranks 2 --batch 2 --write-graph /dev/null >"$tap_tmp/r.txt" 2>&1
+tap_ok $? "surge-plan --write-graph /dev/null still writes the graph to a device: $(error_of "$tap_tmp/r.txt")"
+mkdir -p "$tap_tmp/ft"
+cp "$a/model.h5" "$tap_tmp/ft/pretrained.h5"
+train "$tap_tmp/ft" -D "checkpoint.dir=$tap_tmp/ft" -D run.overwrite=true -D "model.init=$tap_tmp/ft/pretrained.h5"
+tap_ok $? "a [model] init beside the checkpoints that overwrite leaves (not a checkpoint's name) runs"
 refused "surge-profile --repeats 2^31-1" "--repeats 2147483647: expected an integer from 1 to 10000" "$tap_tmp/copy.deck" \
   "$top_build/surge-profile" "$tap_tmp/copy.deck" -o "$tap_tmp/p.h5" --repeats 2147483647
 

@@ -50,17 +50,25 @@ static weights_format_t out_format(const char *out, const char *to) {
   surge_input_error("--to %s: expected h5, safetensors or llmc", to);
 }
 
-/* OUT (and a safetensors file's config.json beside it) against IN (and a safetensors IN's
- * config.json, which it reads): none may be written over another. */
+/* OUT (and a safetensors file's config.json beside it, each first written under its name + ".tmp")
+ * against IN (and a safetensors IN's config.json, which it reads): none may be written over another.
+ * A safetensors file converted into its own directory would have its config.json rewritten: refused
+ * (write OUT in another directory). */
 static void check_files(const char *in, const char *out, weights_format_t to) {
-  char in_dir[4096], out_dir[4096], in_cfg[4200], out_cfg[4200];
+  char in_dir[4096], out_dir[4096], in_cfg[4200], out_cfg[4200], out_tmp[4200], cfg_tmp[4300];
   snprintf(in_dir, sizeof in_dir, "%s", in);
   snprintf(out_dir, sizeof out_dir, "%s", out);
   snprintf(in_cfg, sizeof in_cfg, "%s/config.json", dirname(in_dir));
   snprintf(out_cfg, sizeof out_cfg, "%s/config.json", dirname(out_dir));
+  snprintf(out_tmp, sizeof out_tmp, "%s.tmp", out);
+  snprintf(cfg_tmp, sizeof cfg_tmp, "%s.tmp", out_cfg);
+  int st = to == WEIGHTS_SAFETENSORS;
   const io_path_t ins[] = {{"IN", in}, {"IN's config.json", weights_detect(in) == WEIGHTS_SAFETENSORS ? in_cfg : NULL}};
-  const io_path_t outs[] = {{"OUT", out}, {"OUT's config.json", to == WEIGHTS_SAFETENSORS ? out_cfg : NULL}};
-  io_outputs_check(ins, 2, outs, 2);
+  const io_output_t outs[] = {{"OUT", out, 0}, /* each written under a temporary name, renamed */
+                              {"OUT's temporary file", out_tmp, 0},
+                              {"OUT's config.json (written beside it)", st ? out_cfg : NULL, 0},
+                              {"OUT's config.json's temporary file", st ? cfg_tmp : NULL, 0}};
+  io_outputs_check(ins, 2, outs, 4);
 }
 
 int main(int argc, char **argv) {
@@ -93,11 +101,11 @@ int main(int argc, char **argv) {
   int bf16 = dtype && !strcmp(dtype, "bfloat16");
   if (dtype && !bf16 && strcmp(dtype, "float32")) surge_input_error("--dtype %s: expected float32 or bfloat16", dtype);
   if (bf16 && to == WEIGHTS_H5) surge_input_error("--dtype bfloat16: model.h5 holds float32 parameters");
-  check_files(in, out, to);
   comm_t world, self;
   comm_world(&world);
   comm_split(&world, world.rank == 0 ? 0 : -1, 0, &self);
   if (world.rank == 0) {
+    check_files(in, out, to);
     double t0 = surge_now();
     weights_format_t from = weights_detect(in);
     gpt2_dims_t d;

@@ -194,7 +194,7 @@ static void run_3d(const cli_t *cli, const plan_input_t *in, sim3d_opts_t *o, si
 /* A flag of a kind of run not asked for would be ignored: each is refused by name instead; -o against
  * the inputs (io/outputs.h). */
 static void check_flags(const cli_t *cli, int burst, int three_d) {
-  static const char *const burst_only[] = {"--amp", "--policy", "--tolerance", "--eval", "--plan", "--bg-graph",
+  static const char *const burst_only[] = {"--batch", "--amp", "--policy", "--tolerance", "--eval", "--plan", "--bg-graph",
                                            "--bg-deeppool", "--bg-structure", "--bg-batch", "--fg-slowdown", NULL};
   static const char *const d3_only[] = {"--micro-batch", "--fwd-fraction", "--tp-link", "--pp-link", "--dp-link",
                                         "--cb-ratio", "--epilogue-only", "--dp-ratio", "--dp-stages",
@@ -215,7 +215,7 @@ static void check_flags(const cli_t *cli, int burst, int three_d) {
                                        "--bg-structure", "--plan"};
   io_path_t in[7];
   for (int i = 0; i < 7; i++) in[i] = (io_path_t){inputs[i], cli_value(cli, inputs[i], 0)};
-  const io_path_t out = {"-o", cli_value(cli, "-o", 0)};
+  const io_output_t out = {"-o", cli_value(cli, "-o", 0), 0}; /* HDF5 */
   io_outputs_check(in, 7, &out, 1);
 }
 

@@ -81,6 +81,9 @@ int checkpoint_latest(const char *dir, char *path, size_t path_len, comm_t *worl
 /* On one process: remove every checkpoint and temporary checkpoint file of dir (only exact checkpoint
  * names; anything else stays). Returns how many were removed; a failure is a runtime error. */
 int checkpoint_remove_all(const char *dir);
+/* Whether a file name (no directory) is one checkpoint_remove_all removes: a checkpoint's or a
+ * temporary checkpoint's exact name. */
+int checkpoint_is_name(const char *name);
 
 /* Collective: read a checkpoint into s, every rank its own hyperslabs (of any layout, whatever layout
  * and rank count wrote the file); regions and tensors must be exactly those of s. Refuses,

@@ -37,6 +37,8 @@ long ckpt_name_step(const char *name, int temporary) {
   return strcmp(canonical, name) == 0 ? step : -1; // no stray zeros, no suffixes
 }
 
+int checkpoint_is_name(const char *name) { return ckpt_name_step(name, 0) >= 0 || ckpt_name_step(name, 1) >= 0; }
+
 /* Whether dir/name is a regular file (a directory or device named like a checkpoint is not one). */
 static int is_regular(const char *dir, const char *name) {
   char path[CKPT_PATH];

@@ -25,15 +25,16 @@ void report_outputs_check(const char *const *logs, int nlogs, const char *csv, c
                           int nrow) {
   int nfig = 0;
   char **figs = plot ? report_figure_paths(plot, nrow, &nfig) : NULL;
-  io_path_t *in = xcalloc((size_t)nlogs + 1, sizeof *in), *out = xcalloc((size_t)nfig + 2, sizeof *out);
+  io_path_t *in = xcalloc((size_t)nlogs + 1, sizeof *in);
+  io_output_t *out = xcalloc((size_t)nfig + 2, sizeof *out);
   for (int i = 0; i < nlogs; i++) in[i] = (io_path_t){"LOG", logs[i]};
   int n = 0;
-  out[n++] = (io_path_t){"--csv", csv};
-  out[n++] = (io_path_t){"--json", json};
-  for (int i = 0; i < nfig; i++) out[n++] = (io_path_t){"--plot", figs[i]};
+  out[n++] = (io_output_t){"--csv", csv && strcmp(csv, "-") != 0 ? csv : NULL, 1}; /* "-": standard output */
+  out[n++] = (io_output_t){"--json", json && strcmp(json, "-") != 0 ? json : NULL, 1};
+  for (int i = 0; i < nfig; i++) out[n++] = (io_output_t){"--plot", figs[i], 1};
   io_outputs_check(in, nlogs, out, n);
   for (int i = 0; i < n; i++)
-    if (out[i].path && strcmp(out[i].path, "-") != 0 && is_hdf5(out[i].path))
+    if (out[i].path && is_hdf5(out[i].path))
       surge_input_error("%s %s: %s is an HDF5 file (a log?): refusing to replace it (hint: the option's file comes "
                         "right after it: surge-report LOG.h5 --csv out.csv; remove the file first if it is really to "
                         "go)", out[i].what, out[i].path, out[i].path);

@@ -115,15 +115,17 @@ static void check_files(const config_t *cfg, const deck_t *deck, const char *mod
                           {named(w[2], sizeof w[2], deck, "data.val_path", "[data] val_path"), d.val_path},
                           {named(w[3], sizeof w[3], deck, "multiplex.baseline", "[multiplex] baseline"),
                            multiplex_opts(cfg)->baseline}};
-  const io_path_t out[] = {{named(w[4], sizeof w[4], deck, "log.file", "[log] file"), cfg->log_file},
-                           {named(w[5], sizeof w[5], deck, "run.out_dir", "[run] out_dir's model.h5"), model}};
+  const io_output_t out[] = {{named(w[4], sizeof w[4], deck, "log.file", "[log] file"), cfg->log_file, 0}, /* HDF5 */
+                             {named(w[5], sizeof w[5], deck, "run.out_dir", "[run] out_dir's model.h5"), model, 0}};
   io_outputs_check(in, (int)(sizeof in / sizeof in[0]), out, 2);
   char init_dir[CFG_STR + 2];
   run_dir_of(cfg->model_init, init_dir, sizeof init_dir);
-  if (cfg->overwrite && cfg->model_init[0] && (io_same_file(cfg->model_init, model) || run_dir_same(init_dir, cfg->ckpt_dir)))
-    surge_input_error("%s = %s: [run] overwrite removes it (out_dir's model.h5, or a file of [checkpoint] dir %s) "
-                      "before the run reads it (hint: copy it elsewhere first)", in[1].what, cfg->model_init,
-                      cfg->ckpt_dir);
+  const char *base = strrchr(cfg->model_init, '/');
+  base = base ? base + 1 : cfg->model_init;
+  if (cfg->overwrite && !cfg->resume && cfg->model_init[0] && checkpoint_is_name(base) &&
+      run_dir_same(init_dir, cfg->ckpt_dir))
+    surge_input_error("%s = %s: a checkpoint of [checkpoint] dir %s, which [run] overwrite removes before the run "
+                      "reads it (hint: copy it elsewhere first)", in[1].what, cfg->model_init, cfg->ckpt_dir);
 }
 
 void train_claim(const config_t *cfg, const deck_t *deck, comm_t *world, train_claim_t *c) {

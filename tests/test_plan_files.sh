@@ -64,6 +64,11 @@ tap_ok $? "--write-graph: the graph file plans the same ($(grep '^predicted iter
 rc=$?
 [ $rc = 2 ] && grep -q 'global batch 2147483647 (need 1 to 1073741824)' "$tap_tmp/err.txt"
 tap_ok $? "--batch 2^31-1: exit $rc: $(cat "$tap_tmp/err.txt")"
+# options of a table not asked for are refused, not ignored
+"$plan" --graph "$top_src/inputs/gpt-2.5b.graph" --ranks 8 --batch 8 --rows 5 >/dev/null 2>"$tap_tmp/err.txt"
+rc=$?
+[ $rc = 2 ] && grep -q -- '--rows sets the rows of --frontier' "$tap_tmp/err.txt"
+tap_ok $? "--rows without --frontier: exit $rc: $(cat "$tap_tmp/err.txt")"
 
 # a join on its fork's ranks inside a branch that would start elsewhere: the inner block's join j1
 # must share s's ranks, so the inner block may not move to rank 1 as a lane beside c (which would

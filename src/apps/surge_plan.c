@@ -70,6 +70,9 @@ static void parse_options(const cli_t *cli, const config_t *cfg, int profile_ran
   op->budget = (v = cli_value(cli, "--budget", 0)) ? plan_parse_positive(v, "--budget") : NAN;
   op->deadline = (v = cli_value(cli, "--deadline", 0)) ? plan_parse_positive(v, "--deadline") : NAN;
   if (!isnan(op->budget) && !isnan(op->deadline)) surge_input_error("--budget and --deadline ask for different plans: give one");
+  if (cli_has(cli, "--rows") && !op->frontier) surge_input_error("--rows sets the rows of --frontier's table: give --frontier");
+  if (cli_has(cli, "--tolerance") && !op->frontier && isnan(op->budget) && isnan(op->deadline))
+    surge_input_error("--tolerance thins the frontier of --frontier, --budget or --deadline: give one of them");
 }
 
 /* The plan asked for: the fastest, or the frontier's answer to --budget / --deadline. */

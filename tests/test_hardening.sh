@@ -224,6 +224,16 @@ tap_ok $? "a [model] init beside the checkpoints that overwrite leaves (not a ch
 refused "surge-profile --repeats 2^31-1" "--repeats 2147483647: expected an integer from 1 to 10000" "$tap_tmp/copy.deck" \
   "$top_build/surge-profile" "$tap_tmp/copy.deck" -o "$tap_tmp/p.h5" --repeats 2147483647
 
+# ---- ranks that resolve the deck otherwise (a ${NAME} of the environment that differs between ranks
+# or nodes) end the job naming the key: a rank with other steps hung the job in a collective
+timeout 120 "$mpiexec" -n 2 "$SURGE_TRAIN" "$deck" -D "run.out_dir=$tap_tmp/diff" \
+  -D 'run.steps=${OMPI_COMM_WORLD_RANK}3' >"$tap_tmp/diff.txt" 2>&1
+rc=$?
+[ $rc = 2 ] && [ "$(grep -c 'surge: error' "$tap_tmp/diff.txt")" = 1 ] &&
+  grep -q "surge: error: rank 1: the deck resolves otherwise on this rank than on rank 0: \[run\] steps = 13 here, steps = 3 on rank 0" \
+    "$tap_tmp/diff.txt"
+tap_ok $? "ranks with other [run] steps: exit $rc, no hang, one line: $(grep -o 'surge: error.*' "$tap_tmp/diff.txt" | cut -c 1-160)"
+
 # ---- output locations checked at the start: read-only, whether they existed or not
 ro="$tap_tmp/ro"
 mkdir -p "$ro"

@@ -59,6 +59,7 @@ int main(int argc, char **argv) {
   deck_t *deck;
   deck_parse(text, cli.deck, cli.noverrides, cli.overrides, &cfg, &deck);
   free(text);
+  deck_check_same(&cfg, &world);
 
   const char *opt = cli_value(&cli, "--ranks", 0);
   int ranks = opt ? burst_option_int("--ranks", opt, 1) : world.size;

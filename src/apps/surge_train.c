@@ -126,6 +126,7 @@ int main(int argc, char **argv) {
   deck_t *deck;
   sweep_parse_run(text, cli.deck, variant, 0, cli.noverrides, cli.overrides, &cfg, &deck);
   free(text);
+  deck_check_same(&cfg, &world);
   multiplex_opts_t *mo = cfg_part_rw(&cfg, &multiplex_options);
   mo->role = (int)launch.role;
   snprintf(mo->auto_channel, sizeof mo->auto_channel, "%s", launch.channel);

@@ -158,6 +158,7 @@ train_inproc_t *train_inproc_start(const inproc_args_t *a, config_t *fg_cfg, con
   char *text = deck_read_checked(a->deck, world, check_deck, (void *)a);
   config_t probe; /* its out_dir, of which this rank's background job takes bgJ */
   sweep_parse_run(text, a->deck, NULL, 0, a->noverrides, a->overrides, &probe, NULL);
+  deck_check_same(&probe, world); /* (before each job's out_dir is made its own) */
   char out[CFG_STR + 32];
   snprintf(out, sizeof out, "run.out_dir=%s/bg%d", probe.out_dir, job);
   char **ov = xcalloc((size_t)a->noverrides + 1, sizeof *ov);

@@ -42,7 +42,9 @@ static const char usage[] =
     "                         overrides its keys, --resume resumes both\n"
     "  --help, --version\n"
     "SIGTERM or SIGUSR1 finish the step, write a checkpoint and exit (0, or --stopped-exit N) saying how\n"
-    "to resume. Exit codes: 0 finished, 2 bad input, 1 runtime failure. Deck keys: doc/deck.md.\n";
+    "to resume. Under mpiexec send SIGUSR1, which it forwards to every rank (on SIGTERM Open MPI's mpiexec\n"
+    "kills the ranks about a second later; doc/checkpoints.md). Exit codes: 0 finished, 2 bad input, 1\n"
+    "runtime failure. Deck keys: doc/deck.md.\n";
 
 struct deck_args {
   const cli_t *cli;

@@ -233,6 +233,13 @@ rc=$?
   grep -q "surge: error: rank 1: the deck resolves otherwise on this rank than on rank 0: \[run\] steps = 13 here, steps = 3 on rank 0" \
     "$tap_tmp/diff.txt"
 tap_ok $? "ranks with other [run] steps: exit $rc, no hang, one line: $(grep -o 'surge: error.*' "$tap_tmp/diff.txt" | cut -c 1-160)"
+# bad input every rank sees: rank 0's line ends the job (the others printed it too, up to N lines)
+timeout 120 "$mpiexec" -n 4 "$SURGE_TRAIN" "$deck" -D "run.out_dir=$tap_tmp/four" -D train.global_batch=2 \
+  >"$tap_tmp/four.txt" 2>&1
+rc=$?
+[ $rc = 2 ] && [ "$(grep -c 'surge: error' "$tap_tmp/four.txt")" = 1 ] &&
+  grep -q 'surge: error: rank 0: .*global_batch = 2 is smaller than the 4 ranks' "$tap_tmp/four.txt"
+tap_ok $? "4 ranks, one bad input they all see: exit $rc, $(grep -c 'surge: error' "$tap_tmp/four.txt") line(s)"
 
 # ---- output locations checked at the start: read-only, whether they existed or not
 ro="$tap_tmp/ro"

@@ -123,6 +123,13 @@ static int report(int exit_code, const char *fmt, va_list ap) {
  * thread of a process that runs one ends the process at once (no exit handler may run while the
  * background thread still uses MPI and HDF5). */
 static void report_or_abort(int exit_code, const char *fmt, va_list ap) {
+  /* Bad input is mostly seen by every rank at once (a deck checked by each): rank 0 reports it and
+   * its abort ends the others, which wait a moment first, so the job prints one line, not N. An
+   * error only another rank sees is printed after that moment. */
+  if (exit_code == SURGE_EXIT_INPUT && !escape && mpi_size() > 1 && surge_rank() != 0) {
+    const struct timespec moment = {0, 300 * 1000 * 1000};
+    nanosleep(&moment, NULL);
+  }
   int ranks = report(exit_code, fmt, ap);
   if (escape) escape(exit_code);
   if (ranks > 1) MPI_Abort(MPI_COMM_WORLD, exit_code);

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <mpi.h>
+
 #include "core/error.h"
 #include "io/deck.h"
 
@@ -19,7 +21,12 @@ void deck_check_same(const config_t *cfg, comm_t *world) {
   comm_bcast(world, &len, sizeof len, 0, TRAFFIC_OTHER);
   if (world->rank != 0) first = xmalloc((size_t)len);
   comm_bcast(world, first, (size_t)len, 0, TRAFFIC_OTHER);
-  if (world->rank != 0 && strcmp(mine, first) != 0) {
+  /* every rank learns whether one differs, so none goes on to claim or write a file: the others wait
+   * in a barrier that the rank that differs never joins, and its error ends the job */
+  double differs = strcmp(mine, first) != 0;
+  comm_allreduce_max_double(world, &differs, 1, TRAFFIC_OTHER);
+  if (differs && strcmp(mine, first) == 0) MPI_Barrier(world->mpi);
+  if (differs) {
     size_t at = 0, line = 0; /* the first line that differs, and the section above it */
     for (size_t i = 0; mine[i] == first[i]; i++)
       if (mine[i] == '\n') line = i + 1;

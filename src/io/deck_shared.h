@@ -14,7 +14,8 @@ char *deck_read_checked(const char *path, comm_t *world, void (*check)(const cha
 /* Collective over world: every rank resolved the same deck (deck_resolved_text) as rank 0. The
  * text is one, but a ${NAME} variable of the environment (or a -D value) may differ between ranks
  * or nodes, and ranks that disagree on the steps, the batch or a directory hang in a collective or
- * train wrongly: a rank that differs ends the job (exit 2) naming the first key that differs. */
+ * train wrongly: a rank that differs ends the job (exit 2) naming the first key that differs, while
+ * the others wait for its end (none goes on to claim or write a file). */
 void deck_check_same(const config_t *cfg, comm_t *world);
 
 #endif

@@ -164,8 +164,8 @@ int main(int argc, char **argv) {
       if (ids.v[i] >= (uint32_t)s.d.V) surge_input_error("token %u at position %zu is outside the model's vocabulary of %d", ids.v[i], i, s.d.V);
     if (ids.n < 2)
       surge_input_error("%s %s: %zu token%s: nothing to predict (a loss needs at least 2)",
-                        a.tokens ? "--tokens" : a.ids ? "--ids" : "--text", a.tokens ? a.tokens : a.ids ? a.ids : a.text,
-                        ids.n, ids.n == 1 ? "" : "s");
+                        a.tokens ? "--tokens" : a.ids ? "--ids" : "--text",
+                        a.tokens ? a.tokens : a.ids ? a.ids : a.text, ids.n, ids.n == 1 ? "" : "s");
     if (a.logits && world.rank == 0) write_logits(&s, &ids, a.logits);
     uint32_t *bytes = NULL; /* bytes per id: the tokenizer's, or one each for bytes */
     if (tok) {

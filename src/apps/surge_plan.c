@@ -70,7 +70,8 @@ static void parse_options(const cli_t *cli, const config_t *cfg, int profile_ran
   op->budget = (v = cli_value(cli, "--budget", 0)) ? plan_parse_positive(v, "--budget") : NAN;
   op->deadline = (v = cli_value(cli, "--deadline", 0)) ? plan_parse_positive(v, "--deadline") : NAN;
   if (!isnan(op->budget) && !isnan(op->deadline)) surge_input_error("--budget and --deadline ask for different plans: give one");
-  if (cli_has(cli, "--rows") && !op->frontier) surge_input_error("--rows sets the rows of --frontier's table: give --frontier");
+  if (cli_has(cli, "--rows") && !op->frontier)
+    surge_input_error("--rows sets the rows of --frontier's table: give --frontier");
   if (cli_has(cli, "--tolerance") && !op->frontier && isnan(op->budget) && isnan(op->deadline))
     surge_input_error("--tolerance thins the frontier of --frontier, --budget or --deadline: give one of them");
 }
@@ -100,7 +101,8 @@ static void check_files(const cli_t *cli, const config_t *cp) {
   if (!cli->deck && cli->noverrides)
     surge_input_error("surge-plan: -D %s: -D overrides a deck's keys, and no deck is given", cli->overrides[0]);
   if (plan_input_given(cli) && cli_has(cli, "--profile"))
-    surge_input_error("surge-plan: --profile is a deck's model's profile; --graph and --deeppool bring their own times");
+    surge_input_error("surge-plan: --profile is a deck's model's profile; --graph and --deeppool bring their own "
+                      "times");
   const char *profile = cli_value(cli, "--profile", 0), *plan = cli_value(cli, "-o", 0);
   if (!profile && cp && !plan_input_given(cli)) profile = burst_deck(cp)->profile_file;
   if (!plan) plan = cp ? burst_deck(cp)->plan_file : "";

@@ -194,8 +194,9 @@ static void run_3d(const cli_t *cli, const plan_input_t *in, sim3d_opts_t *o, si
 /* A flag of a kind of run not asked for would be ignored: each is refused by name instead; -o against
  * the inputs (io/outputs.h). */
 static void check_flags(const cli_t *cli, int burst, int three_d) {
-  static const char *const burst_only[] = {"--batch", "--amp", "--policy", "--tolerance", "--eval", "--plan", "--bg-graph",
-                                           "--bg-deeppool", "--bg-structure", "--bg-batch", "--fg-slowdown", NULL};
+  static const char *const burst_only[] = {"--batch",  "--amp",          "--policy",       "--tolerance",
+                                           "--eval",   "--plan",         "--bg-graph",     "--bg-deeppool",
+                                           "--bg-structure", "--bg-batch", "--fg-slowdown", NULL};
   static const char *const d3_only[] = {"--micro-batch", "--fwd-fraction", "--tp-link", "--pp-link", "--dp-link",
                                         "--cb-ratio", "--epilogue-only", "--dp-ratio", "--dp-stages",
                                         "--stage-nodes", NULL};
@@ -213,10 +214,11 @@ static void check_flags(const cli_t *cli, int burst, int three_d) {
     surge_input_error("surge-sim: --bg-structure goes with --bg-deeppool (it maps that profile's rows)");
   static const char *const inputs[] = {"--graph", "--deeppool", "--structure", "--bg-graph", "--bg-deeppool",
                                        "--bg-structure", "--plan"};
-  io_path_t in[7];
-  for (int i = 0; i < 7; i++) in[i] = (io_path_t){inputs[i], cli_value(cli, inputs[i], 0)};
+  enum { NIN = (int)(sizeof inputs / sizeof inputs[0]) };
+  io_path_t in[NIN];
+  for (int i = 0; i < NIN; i++) in[i] = (io_path_t){inputs[i], cli_value(cli, inputs[i], 0)};
   const io_output_t out = {"-o", cli_value(cli, "-o", 0), 0}; /* HDF5 */
-  io_outputs_check(in, 7, &out, 1);
+  io_outputs_check(in, NIN, &out, 1);
 }
 
 int main(int argc, char **argv) {

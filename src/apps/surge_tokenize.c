@@ -83,7 +83,8 @@ static void parse(int argc, char **argv, args_t *a) {
     else a->paths[a->npaths++] = argv[i];
   }
   if (!a->cmd) surge_input_error("no command: train, encode or decode (try --help)");
-  if (a->out && !a->out[0]) surge_input_error("--out: an empty name (hint: --out DIR for train, --out PREFIX for encode)");
+  if (a->out && !a->out[0])
+    surge_input_error("--out: an empty name (hint: --out DIR for train, --out PREFIX for encode)");
 }
 
 /* An option the command does not take would be ignored: refused by name instead. allowed: the

@@ -169,7 +169,9 @@ static void read_node(tin_t *r, const bgraph_t *g, const burst_opts_t *o, int v,
   plan->per_rank[v] = (int)b;
 }
 
-static int same_set(const burst_plan_t *pl, int u, int v) { return pl->n[u] == pl->n[v] && pl->first[u] == pl->first[v]; }
+static int same_set(const burst_plan_t *pl, int u, int v) {
+  return pl->n[u] == pl->n[v] && pl->first[u] == pl->first[v];
+}
 
 /* What no run may split (bgraph.h), each error at the plan's line of the node that breaks it: a tied
  * weight's users on one rank set (the executor sums its gradient within one set), and a recomputed

@@ -158,13 +158,15 @@ static int agrees(double a, double b) { return fabs(a - b) <= 1e-9 * (1 + fabs(b
 /* The search's plan keeps every rule of what shares a rank set (bgraph_node_t.with, weight_of). */
 static void check_kept(const bgraph_t *g, const burst_plan_t *pl) {
   for (int v = 0; v < g->n; v++) {
-    int u = g->v[v].weight_of ? g->v[v].weight_of : bgraph_set_of(g, v);
-    for (int pass = 0; pass < 2; pass++, u = bgraph_set_of(g, v))
+    const int must[2] = {bgraph_set_of(g, v), g->v[v].weight_of ? g->v[v].weight_of : v}; /* v's ranks are theirs */
+    for (int k = 0; k < 2; k++) {
+      int u = must[k];
       if (pl->n[v] != pl->n[u] || pl->first[v] != pl->first[u])
         surge_runtime_error("burst planner: its plan puts node %d '%s' on ranks %d..%d, not on those of node %d '%s' "
                             "(%d..%d), which it must share (a bug)",
                             v, g->v[v].name, pl->first[v], pl->first[v] + pl->n[v] - 1, u, g->v[u].name,
                             pl->first[u], pl->first[u] + pl->n[u] - 1);
+    }
   }
 }
 

@@ -20,7 +20,8 @@ double plan_parse_positive(const char *text, const char *flag) {
 static double parse_in(const char *text, const char *flag, double lo, double hi) {
   char *end;
   double v = strtod(text, &end);
-  if (!text[0] || *end || !(v >= lo && v <= hi)) surge_input_error("%s %s: expected a number in [%g, %g]", flag, text, lo, hi);
+  if (!text[0] || *end || !(v >= lo && v <= hi))
+    surge_input_error("%s %s: expected a number in [%g, %g]", flag, text, lo, hi);
   return v;
 }
 

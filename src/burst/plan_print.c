@@ -20,18 +20,16 @@ static void print_dp_note(FILE *f, const bgraph_t *g, const burst_plan_t *plan, 
   int *group = xmalloc((size_t)g->n * sizeof *group), *size = xcalloc((size_t)g->n, sizeof *size);
   bgraph_limit_groups(g, group);
   for (int v = 0; v < g->n; v++) size[group[v]]++;
-  int over = 0, named = 0, groups = 0;
+  int over = 0, groups = 0;
   char names[240] = "";
   for (int v = 0; v < g->n; v++) {
     if (!(dp->amp[v] > plan->amp_limit * (1 + 1e-12))) continue;
     over++;
-    if (group[v] != v) continue; /* the group's first node names it */
-    groups++;
+    if (group[v] != v || groups++ >= 3) continue; /* the first three groups, each named by its first node */
     size_t used = strlen(names);
     char more[32] = "";
     if (size[v] > 1) snprintf(more, sizeof more, " with %d more", size[v] - 1);
-    if (named++ < 3)
-      snprintf(names + used, sizeof names - used, "%s%s%s %.2f", used ? ", " : "", g->v[v].name, more, dp->amp[v]);
+    snprintf(names + used, sizeof names - used, "%s%s%s %.2f", used ? ", " : "", g->v[v].name, more, dp->amp[v]);
   }
   if (over)
     fprintf(f, "note: data parallelism predicts %.3f us, faster than this plan, and %d node%s break%s the limit "

@@ -130,8 +130,8 @@ int report_main(int argc, char **argv) {
     const char *log_only = o.csv ? "--csv" : o.json ? "--json" : o.sort ? "--sort" : o.step >= 0 ? "--step"
                          : o.deck ? "--deck" : o.table ? "--table" : NULL;
     if (log_only)
-      surge_input_error("%s: %s applies to training logs; a surge-sim file prints its summary, and --plot DIR draws its "
-                        "figures", o.logs[0], log_only);
+      surge_input_error("%s: %s applies to training logs; a surge-sim file prints its summary, and --plot DIR "
+                        "draws its figures", o.logs[0], log_only);
     report_sim(o.logs[0], o.plot, stdout);
     free(o.logs);
     return 0;

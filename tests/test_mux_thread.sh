@@ -197,6 +197,9 @@ tap_refused "placement = thread with --background" "\[multiplex\] placement = th
   "$tap_tmp/r5.txt" to "$tap_tmp/r5.txt" 2 $FG -D multiplex.placement=thread --background $IN -D "run.out_dir=$tap_tmp/r5"
 tap_refused "a bg: override without --background-deck" "bg:run.steps=3: a bg: override is for the deck of --background-deck" \
   "$tap_tmp/r6.txt" to "$tap_tmp/r6.txt" 1 $BG -D bg:run.steps=3 -D "run.out_dir=$tap_tmp/r6"
+tap_refused "a bad bg: override, named as typed" "^surge: error: -D bg:train.bogus=1: \[train\] bogus: unknown key" \
+  "$tap_tmp/r6b.txt" to "$tap_tmp/r6b.txt" 1 $FG -D parallel.mode=dp -D multiplex.placement=thread $IN -D bg:train.bogus=1 \
+  -D "run.out_dir=$tap_tmp/r6b"
 # [multiplex] graphs = on: pieces recorded as CUDA graphs, for a 1-rank cuda background only
 tap_refused "graphs = on for a cpu background" "\[multiplex\] graphs = on, but backend cpu records no graphs" \
   "$tap_tmp/r7.txt" to "$tap_tmp/r7.txt" 2 $FG -D multiplex.placement=thread $IN -D bg:multiplex.graphs=on \

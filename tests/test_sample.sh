@@ -192,6 +192,8 @@ bad "--greedy and --temperature" "--greedy and --temperature 0.5: give one" "$mo
 bad "a model and --init" "both a model file and --init" "$model" --init 1 --deck "$deck" --prompt a
 bad "no prompt for a byte model" "no prompt: give --prompt TEXT" "$model"
 bad "an unknown backend" "backend.name" "$model" --prompt a --backend tpu
+bad "a negative thread count, named by its flag" "--threads -1: expected a number in \\[1, 1024\\]" "$model" --prompt a \
+  --threads -1
 bad "an image model" "fashion-mnist holds no token sequences" --deck "$top_src/inputs/mlp-fmnist.deck" --init 1 --prompt a
 bad "text for a model without a tokenizer" "no tokenizer" --deck "$t/bpe.deck" -D data.tokenizer= \
   -D data.vocab_size=300 --init 1 --prompt a

@@ -113,7 +113,9 @@ static void parse(int argc, char **argv, args_t *a) {
     else if (!strcmp(s, "-D")) add_override(a, (char *)cli_next_value(argc, argv, &i));
     else if (!strcmp(s, "--backend") || !strcmp(s, "--threads")) {
       int k = s[2] == 'b' ? 0 : 1;
-      snprintf(a->own[k], sizeof a->own[k], "backend.%s=%s", k ? "threads" : "name", cli_next_value(argc, argv, &i));
+      const char *v = cli_next_value(argc, argv, &i);
+      if (k) cli_whole(s, v, 1, 1024); /* (named as typed; [backend] threads's bounds) */
+      snprintf(a->own[k], sizeof a->own[k], "backend.%s=%s", k ? "threads" : "name", v);
       add_override(a, a->own[k]);
     } else if (s[0] == '-' && s[1]) surge_input_error("unknown option '%s' (try --help)", s);
     else if (!o->model) o->model = s;

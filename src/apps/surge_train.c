@@ -65,12 +65,13 @@ static int wants_threads(int argc, char **argv) {
   return 0;
 }
 
-/* Move the -D bg:section.key=value overrides (the prefix removed) out of cli into bg. */
+/* Move the -D bg:section.key=value overrides (the prefix kept, to name them in errors) out of cli
+ * into bg. */
 static int split_background_overrides(cli_t *cli, char **bg) {
   int n = 0, kept = 0;
   for (int i = 0; i < cli->noverrides; i++)
-    if (strncmp(cli->overrides[i], "bg:", 3) == 0)
-      bg[n++] = cli->overrides[i] + 3;
+    if (deck_override_body(cli->overrides[i]) != cli->overrides[i])
+      bg[n++] = cli->overrides[i];
     else
       cli->overrides[kept++] = cli->overrides[i];
   cli->noverrides = kept;
@@ -102,12 +103,12 @@ int main(int argc, char **argv) {
   int nbg = split_background_overrides(&cli, bg_overrides);
   const char *bg_deck = cli_value(&cli, "--background-deck", 0);
   if (nbg && !bg_deck)
-    surge_input_error("-D bg:%s: a bg: override is for the deck of --background-deck, which was not given",
+    surge_input_error("-D %s: a bg: override is for the deck of --background-deck, which was not given",
                       bg_overrides[0]);
   if (cli_has(&cli, "--resume")) {
     if (cli.noverrides == CLI_MAX_OVERRIDES) surge_input_error("too many -D overrides");
     cli.overrides[cli.noverrides++] = (char *)"checkpoint.resume=true";
-    bg_overrides[nbg++] = (char *)"checkpoint.resume=true"; /* an in-process background resumes too */
+    bg_overrides[nbg++] = (char *)DECK_BACKGROUND_PREFIX "checkpoint.resume=true"; /* the background resumes too */
   }
   if (cli_has(&cli, "--foreground") && cli_has(&cli, "--background"))
     surge_input_error("--foreground and --background: a job has one role");

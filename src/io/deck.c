@@ -192,10 +192,16 @@ static void parse_lines(deck_t *d, const char *text) {
 
 /* ---- -D section.key=value ---- */
 
-static void apply_override(deck_t *d, const char *arg) {
+const char *deck_override_body(const char *arg) {
+  return strncmp(arg, DECK_BACKGROUND_PREFIX, strlen(DECK_BACKGROUND_PREFIX)) == 0 ? arg + strlen(DECK_BACKGROUND_PREFIX)
+                                                                                    : arg;
+}
+
+static void apply_override(deck_t *d, const char *typed) {
   strbuf_t where = STRBUF_INIT;
   sb_puts(&where, "-D ");
-  cfg_value_printable(arg, MAX_SHOWN_ARG, &where);
+  cfg_value_printable(typed, MAX_SHOWN_ARG, &where); /* blamed as typed, prefix and all */
+  const char *arg = deck_override_body(typed);
   const char *eq = strchr(arg, '=');
   const char *dot = eq ? memchr(arg, '.', (size_t)(eq - arg)) : NULL;
   if (!dot)

@@ -21,7 +21,15 @@ typedef struct deck deck_t;
 /* Largest deck file deck_read_file accepts. */
 #define DECK_MAX_BYTES (1 << 20)
 
-/* Parse deck text (already read; `path` names it in messages), apply overrides "section.key=value",
+/* surge-train's overrides of its in-process background's deck, -D bg:section.key=value: they keep
+ * the prefix, so that an error names the override as it was typed. */
+#define DECK_BACKGROUND_PREFIX "bg:"
+
+/* An override's "section.key=value", after DECK_BACKGROUND_PREFIX when it has one. */
+const char *deck_override_body(const char *arg);
+
+/* Parse deck text (already read; `path` names it in messages), apply overrides "section.key=value"
+ * (or DECK_BACKGROUND_PREFIX "section.key=value"),
  * expand, validate, and fill cfg (zeroed first, so the struct, padding included, depends only on
  * the resolved values). *out (when out is not NULL) receives the deck for deck_where/deck_key_error;
  * free it with deck_free. Exits with code 2 on any error. */

@@ -11,6 +11,7 @@
 #include "core/cli.h"
 #include "core/error.h"
 #include "core/say.h"
+#include "io/deck.h"
 #include "io/deck_shared.h"
 #include "io/h5serial.h"
 #include "io/sweep.h"
@@ -109,10 +110,11 @@ static char *resume_command(const inproc_args_t *a, const char *out_override) {
   argv[n++] = (char *)a->program;
   argv[n++] = (char *)a->deck;
   for (int i = 0; i < a->noverrides; i++) {
-    if (strncmp(a->overrides[i], "run.out_dir=", 12) == 0 || strcmp(a->overrides[i], "checkpoint.resume=true") == 0)
+    const char *kv = deck_override_body(a->overrides[i]); /* (a job of its own takes no bg: prefix) */
+    if (strncmp(kv, "run.out_dir=", 12) == 0 || strcmp(kv, "checkpoint.resume=true") == 0)
       continue; /* its own out_dir follows; --resume is appended */
     argv[n++] = (char *)"-D";
-    argv[n++] = a->overrides[i];
+    argv[n++] = (char *)kv;
   }
   argv[n++] = (char *)"-D";
   argv[n++] = (char *)out_override;

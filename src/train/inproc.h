@@ -42,7 +42,7 @@ typedef struct train_inproc train_inproc_t;
 /* The launch the foreground's command line asked for. */
 typedef struct inproc_args {
   const char *deck;       /* the background's deck (surge-train --background-deck) */
-  int noverrides;         /* its overrides (-D bg:section.key=value, the prefix removed) */
+  int noverrides;         /* its overrides (-D bg:section.key=value, the prefix kept: io/deck.h) */
   char *const *overrides;
   const char *program;    /* argv[0], for the background's resume command */
   int mpi_thread_level;   /* what MPI_Init_thread provided */

@@ -265,6 +265,36 @@ else
   tap_diag "read-only output locations: not checked (root without mount permission)"
 fi
 
+# ---- a checkpoint directory that turns immutable during the run (as root, where chattr works): the
+# next checkpoint fails naming the directory's refusal (MPI-IO's open hides it behind EBADF), says no
+# file was written, and the earlier checkpoints stay
+ck="$tap_tmp/imm/checkpoints"
+mkdir -p "$ck"
+if [ "$(id -u)" = 0 ] && chattr +i "$ck" 2>/dev/null && chattr -i "$ck"; then
+  timeout 120 "$mpiexec" -n 2 "$SURGE_TRAIN" "$deck" -D "run.out_dir=$tap_tmp/imm" -D run.steps=100000 \
+    -D checkpoint.every=1 >"$tap_tmp/imm.txt" 2>"$tap_tmp/imm.err" &
+  run=$!
+  for i in $(seq 1 600); do ls "$ck"/ckpt-*.h5 >/dev/null 2>&1 && break; sleep 0.1; done
+  chattr +i "$ck"
+  wait $run
+  rc=$?
+  chattr -i "$ck"
+  # (the rename fails instead when the directory turns during a write: its partial file stays, and
+  # the error says so)
+  one_error "$tap_tmp/imm.err" "cannot write checkpoint .*(checkpoints: Operation not permitted.*no file was written|renaming .*: Operation not permitted \(the partial file stays: Operation not permitted; remove it by hand)" &&
+    ! grep -q "Bad file descriptor" "$tap_tmp/imm.err"
+  ok=$?
+  last=$(ls "$ck" | sed -n 's/^ckpt-0*\([0-9][0-9]*\)\.h5$/\1/p' | tail -1)
+  timeout 120 "$mpiexec" -n 2 "$SURGE_TRAIN" "$deck" -D "run.out_dir=$tap_tmp/imm" -D run.steps=$((last + 1)) \
+    -D checkpoint.every=1 --resume >"$tap_tmp/imm2.txt" 2>&1
+  resumed=$?
+  tap_ok $(( (rc != 1) + ok + (resumed != 0) )) "a checkpoint directory made immutable mid-run: exit $rc, the last checkpoint (step $last) resumes: $(error_of "$tap_tmp/imm.err")"
+  [ $ok = 0 ] || tap_diag "$(cat "$tap_tmp/imm.err"; ls -A "$ck")"
+  [ $resumed = 0 ] || tap_diag "$(tail -n 3 "$tap_tmp/imm2.txt")"
+else
+  tap_diag "a checkpoint directory made immutable mid-run: not checked (chattr +i not available here)"
+fi
+
 # ---- a disk that fills while the log is flushed: room for some flushes (600 KiB filled of 1 MiB),
 # or for hardly any (900 KiB), on one rank and two
 full="$tap_tmp/full"

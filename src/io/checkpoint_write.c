@@ -4,6 +4,7 @@
  * newest complete file is always a good one. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,23 +23,39 @@ typedef struct writer {
   comm_t *world;
   ckpt_status_t st;
   hid_t file, dxpl, group; /* what is open (-1: nothing) */
+  int temp_left_said;       /* the error says the temporary file could not be removed */
 } writer_t;
 
 /* Record this rank's failure of `what`, with HDF5's reason and the system's: errno (cleared by the
  * callers before the HDF5 calls that write) or, when that is lost, a file system with (almost) no
- * space left. Call it right after the failing call: the next HDF5 call clears the error stack. */
+ * space left. Call it right after the failing call: the next HDF5 call clears the error stack.
+ * When the file could not be created, the directory's own refusal (a file system mounted read-only,
+ * an immutable directory) is the cause: MPI-IO's open leaves an errno of its own (EBADF). */
 static void fail_h5(writer_t *w, const char *what) {
-  int err = errno;
-  char why[512], sys[192] = "";
+  int err = errno, created = w->file >= 0;
+  char why[512], sys[192] = "", left[PATH_MAX + 64];
   h5util_error_text(why, sizeof why, CKPT_H5_NO_ERROR);
   struct statvfs fs;
-  if (err)
+  if (!created && access(w->f->dir, W_OK | X_OK) != 0)
+    snprintf(sys, sizeof sys, " (%s: %s)", w->f->dir, strerror(errno));
+  else if (err)
     snprintf(sys, sizeof sys, " (%s)", strerror(err));
   else if (statvfs(w->f->dir, &fs) == 0 && (double)fs.f_bavail * (double)fs.f_frsize < CKPT_LOW_SPACE_BYTES)
     snprintf(sys, sizeof sys, " (no space left on device: %.0f KiB free in %s)",
              (double)fs.f_bavail * (double)fs.f_frsize / 1024.0, w->f->dir);
-  ckpt_fail(&w->st, "cannot write %s %s: %s: %s%s (the partial file %s was removed; earlier %ss are intact)",
-            w->f->kind, w->f->final, what, why, sys, w->f->temp, w->f->kind);
+  if (created)
+    snprintf(left, sizeof left, "the partial file %s is removed", w->f->temp);
+  else
+    snprintf(left, sizeof left, "no file was written");
+  ckpt_fail(&w->st, "cannot write %s %s: %s: %s%s (%s; earlier %ss are intact)", w->f->kind, w->f->final, what, why,
+            sys, left, w->f->kind);
+}
+
+/* Remove a failed write's temporary file; a directory that refuses (made read-only or immutable
+ * during the run) leaves it, which the error's "is removed" would not say. */
+static void remove_partial(const writer_t *w) {
+  if (unlink(w->f->temp) != 0 && errno != ENOENT && !w->temp_left_said)
+    surge_warning("the partial file %s was not removed: %s (remove it by hand)", w->f->temp, strerror(errno));
 }
 
 /* Collective: when any rank failed, close what is open, remove the temporary file and report.
@@ -48,7 +65,7 @@ static void fail_h5(writer_t *w, const char *what) {
 static void agree_or_abandon(writer_t *w) {
   if (!ckpt_any_failed(&w->st)) return;
   if (w->st.alone) {
-    unlink(w->f->temp);
+    remove_partial(w);
     ckpt_report(&w->st, SURGE_EXIT_RUNTIME);
   }
   if (w->group >= 0) H5Gclose(w->group);
@@ -59,7 +76,7 @@ static void agree_or_abandon(writer_t *w) {
   }
   if (w->dxpl >= 0) H5Pclose(w->dxpl);
   H5Eclear2(H5E_DEFAULT);
-  if (w->world->rank == 0) unlink(w->f->temp);
+  if (w->world->rank == 0) remove_partial(w);
   ckpt_report(&w->st, SURGE_EXIT_RUNTIME);
 }
 
@@ -246,11 +263,20 @@ void ckpt_file_write(const ckpt_file_t *f, comm_t *world) {
   agree_or_abandon(&w);
 
   if (world->rank == 0) {
-    if (rename(f->temp, f->final) != 0)
-      ckpt_fail(&w.st, "cannot write %s %s: renaming %s: %s (the partial file was removed; earlier %ss are intact)",
-                f->kind, f->final, f->temp, strerror(errno), f->kind);
-    else
+    if (rename(f->temp, f->final) != 0) {
+      char left[PATH_MAX + 256];
+      int err = errno;
+      if (unlink(f->temp) == 0) {
+        snprintf(left, sizeof left, "the partial file was removed");
+      } else {
+        snprintf(left, sizeof left, "the partial file stays: %s; remove it by hand", strerror(errno));
+        w.temp_left_said = 1;
+      }
+      ckpt_fail(&w.st, "cannot write %s %s: renaming %s: %s (%s; earlier %ss are intact)", f->kind, f->final,
+                f->temp, strerror(err), left, f->kind);
+    } else {
       sync_dir(f->dir);
+    }
   }
   agree_or_abandon(&w);
 }

@@ -67,6 +67,20 @@ for forged in /compress/dp/steps=nan@0 /compress/dp/steps=4611686018427387904@1 
   [ $rc = 2 ] && grep -q "ckpt-00000003\.h5: $name holds .* at element [0-9]*, not a .*not written by a Surge run" "$d.err"
   tap_ok $? "a checkpoint whose $forged is refused at load: exit $rc ($(head -c 240 "$d.err"))"
 done
+# the compressors' state belongs to the layout that wrote it (the checkpoint's rank_grid): another
+# micro-batch count, or another grid of the same 8 ranks (whose buffers could have the same lengths),
+# is refused naming both layouts
+for change in "train.micro_batches=2" "parallel.tp=1 parallel.dp=4"; do
+  d="$tap_tmp/relayout-$(echo "$change" | tr ' =' '__')"
+  cp -r "$tap_tmp/forge-base" "$d"
+  set --
+  for kv in $change; do set -- "$@" -D "$kv"; done
+  train "$d" --resume "$@"
+  rc=$?
+  grep "surge: error" "$d.txt" | head -n 1 >"$d.err"
+  [ $rc = 2 ] && grep -q "ckpt-00000003\.h5 holds the compressors' state of 8 ranks: tp 2 x pp 2 x dp 2, stages balanced, scatter_gather on, 4 micro-batches; this run is .*resumes only on the layout that wrote it" "$d.err"
+  tap_ok $? "a checkpoint with CB state resumed with $change is refused naming both layouts: exit $rc ($(head -c 300 "$d.err"))"
+done
 
 log="$tap_tmp/straight/log.h5"
 sum() { h5vals "$log" "$1" | awk '{ s += $1 } END { printf "%.0f\n", s }'; }

@@ -47,7 +47,7 @@ void checkpoint_write(const char *dir, const ckpt_state_t *s, const config_t *cf
       .seed = cfg->seed, .global_batch = cfg->global_batch, .samples_seen = (int64_t)s->step * cfg->global_batch,
       .ranks = world->size, .layout = (char *)(s->layout ? s->layout : ""), .created = created,
       .compression = (char *)cfg->ckpt_compression, .deck = (char *)(deck_text ? deck_text : ""),
-      .run_id = (char *)s->run_id, .vocab = (char *)s->vocab,
+      .run_id = (char *)s->run_id, .vocab = (char *)s->vocab, .rank_grid = (char *)s->rank_grid,
   };
   ckpt_file_t f = {.kind = "checkpoint", .dir = dir, .final = final, .temp = temp, .put_root = put_root,
                    .root_arg = &root, .regions = s->regions, .nregions = s->nregions,

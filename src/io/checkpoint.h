@@ -26,6 +26,7 @@
 /* A run identity: 16 hex digits and the NUL. */
 #define CHECKPOINT_RUN_ID_LEN 17
 #define CHECKPOINT_VOCAB_LEN 40
+#define CHECKPOINT_GRID_LEN 160
 
 /* The state saved and restored: regions of global tensors, each rank holding the pieces its layout
  * gives it (host memory), and the counters. */
@@ -39,6 +40,9 @@ typedef struct ckpt_state {
                                        * tokenizer's files), "" for other data; a resume must match */
   char run_id[CHECKPOINT_RUN_ID_LEN]; /* the run it belongs to (io/run_dir.h); "" when the file has
                                        * none (written before runs had an identity) */
+  char rank_grid[CHECKPOINT_GRID_LEN]; /* the layout that state of each rank's own (a compressor's
+                                        * buffers, /compress/...) belongs to, "" when there is none;
+                                        * a resume must match (a file without one is not checked) */
 } ckpt_state_t;
 
 /* Fingerprint of the configuration a checkpoint belongs to (see above). */

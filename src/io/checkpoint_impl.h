@@ -120,6 +120,7 @@ typedef struct ckpt_root {
                                        * left out of state_crc32 (files written before it existed) */
   char *vocab;                        /* the token data's vocabulary, "SIZE" or "SIZE:HASH" of its
                                        * files (tokens source); optional like run_id */
+  char *rank_grid;                    /* ckpt_state_t's rank_grid; optional like run_id */
 } ckpt_root_t;
 
 /* Write every attribute of r and "state_crc32" (CRC32 of all of them) on obj. 0 or -1 with the

@@ -27,7 +27,7 @@ static const root_attr_t root_attrs[] = {
     ROOT_ATTR(samples_seen, ATTR_I64), ROOT_ATTR(ranks, ATTR_I64),         ROOT_ATTR(layout, ATTR_STRING),
     ROOT_ATTR(created, ATTR_STRING),
     ROOT_ATTR(compression, ATTR_STRING), ROOT_ATTR(deck, ATTR_STRING), OPTIONAL_ROOT_ATTR(run_id),
-    OPTIONAL_ROOT_ATTR(vocab),
+    OPTIONAL_ROOT_ATTR(vocab), OPTIONAL_ROOT_ATTR(rank_grid),
 };
 enum { NROOT_ATTRS = sizeof root_attrs / sizeof root_attrs[0] };
 #define STATE_CRC_ATTR "state_crc32"

@@ -25,6 +25,13 @@
   "refusing to resume (hint: resume with the deck it was written with, or start the run in another "            \
   "[checkpoint] dir)"
 
+/* A compressor's state is kept per rank of the layout that wrote it (its pipeline boundaries, data-
+ * parallel replicas and micro-batch shape), unlike parameters and optimizer moments. */
+#define LAYOUT_REFUSED                                                                                           \
+  "refusing to resume (hint: a compressor's state resumes only on the layout that wrote it, its ranks, "        \
+  "[parallel] tp, pp, dp, stages and scatter_gather and [train] micro_batches: resume with those, or start the " \
+  "run in another [checkpoint] dir)"
+
 typedef struct reader {
   const char *path;
   comm_t *world;
@@ -88,7 +95,8 @@ static void check_counters(reader_t *r, const config_t *cfg, const ckpt_root_t *
 }
 
 /* What the file is and which run it belongs to; fills step, opt_t and run_id. */
-static void check_root(reader_t *r, const config_t *cfg, long *step, long *opt_t, char *run_id, const char *vocab) {
+static void check_root(reader_t *r, const config_t *cfg, long *step, long *opt_t, char *run_id, const char *vocab,
+                       const char *rank_grid) {
   char *format = NULL, why[512];
   int64_t version = 0;
   htri_t has_format = H5Aexists(r->file, "format");
@@ -135,7 +143,11 @@ static void check_root(reader_t *r, const config_t *cfg, long *step, long *opt_t
   else if (root.vocab[0] && strcmp(root.vocab, vocab) != 0)
     ckpt_fail(&r->st, "%s was trained on the vocabulary %s (size:hash of its files), this run's data has %s: %s",
               r->path, printable(root.vocab, shown, sizeof shown), vocab[0] ? vocab : "none", REFUSED);
-  else
+  else if (root.rank_grid[0] && rank_grid[0] && strcmp(root.rank_grid, rank_grid) != 0) {
+    char shown_grid[CHECKPOINT_GRID_LEN + 8]; /* (a run without such state refuses it below) */
+    ckpt_fail(&r->st, "%s holds the compressors' state of %s; this run is %s: %s", r->path,
+              printable(root.rank_grid, shown_grid, sizeof shown_grid), rank_grid, LAYOUT_REFUSED);
+  } else
     check_counters(r, cfg, &root);
   if (!r->st.failed) {
     *step = (long)root.step;
@@ -175,8 +187,9 @@ static void check_dataset(reader_t *r, hid_t dset, const char *what, const state
     char have[128], need[128];
     shape_text(have, sizeof have, ndim, dims);
     shape_text(need, sizeof need, t->ndim, want);
-    ckpt_fail(&r->st, "%s: %s: shape %s in the checkpoint, %s in this model: %s", r->path, what, have, need,
-              REFUSED);
+    const int compressor = strncmp(what, "/compress/", 10) == 0;
+    ckpt_fail(&r->st, "%s: %s: shape %s in the checkpoint, %s in this %s: %s", r->path, what, have, need,
+              compressor ? "run" : "model", compressor ? LAYOUT_REFUSED : REFUSED);
   } else if (ckpt_h5_missing_filter(dset, why, sizeof why))
     ckpt_fail(&r->st, "%s: %s: cannot be read: %s", r->path, what, why);
   else {
@@ -347,7 +360,7 @@ void checkpoint_read(const char *path, ckpt_state_t *s, const config_t *cfg, com
 
   long step = 0, opt_t = 0;
   char run_id[CHECKPOINT_RUN_ID_LEN] = "";
-  check_root(&r, cfg, &step, &opt_t, run_id, s->vocab);
+  check_root(&r, cfg, &step, &opt_t, run_id, s->vocab, s->rank_grid);
   if (!r.st.failed) check_no_other_state(&r, s);
   agree_or_refuse(&r);
 

@@ -7,7 +7,9 @@
 #include "core/error.h"
 #include "io/checkpoint.h"
 #include "io/model_file.h"
+#include "io/strbuf.h"
 #include "io/weights.h"
+#include "pipe/options.h"
 #include "sync/shard.h"
 
 enum { MAX_REGIONS = 16 };
@@ -141,6 +143,25 @@ static void vocab_of(const trainer_t *t, char out[CHECKPOINT_VOCAB_LEN]) {
   snprintf(out, CHECKPOINT_VOCAB_LEN, "%d%s%s", dataset_classes(t->ds), hash[0] ? ":" : "", hash);
 }
 
+/* The layout that the state of each rank's own (a compressor's buffers, /compress/...) belongs to:
+ * its ranks, grid, stages and micro-batches ("" when the state has none). Parameters and optimizer
+ * moments move between layouts; these do not, and a grid of the same rank count could give them
+ * the same lengths. */
+static void rank_grid_of(const trainer_t *t, const host_state_t *h, char out[CHECKPOINT_GRID_LEN]) {
+  out[0] = '\0';
+  int own = 0;
+  for (int i = 0; i < h->n; i++) own |= strncmp(h->r[i].group, "/compress/", 10) == 0;
+  if (!own) return;
+  const pipe_opts_t *po = pipe_opts(&t->cfg);
+  strbuf_t s = STRBUF_INIT;
+  sb_printf(&s, "%d ranks: tp %d x pp %d x dp %d, stages ", t->world->size, po->tp, po->pp, po->dp);
+  if (po->nstages == 0 || po->stages[0] == 0) sb_puts(&s, "balanced"); /* ({0}: by FLOPs) */
+  for (int i = 0; i < po->nstages && po->stages[0] != 0; i++) sb_printf(&s, "%s%d", i ? "," : "", po->stages[i]);
+  sb_printf(&s, ", scatter_gather %s, %d micro-batches", po->scatter_gather ? "on" : "off", t->cfg.micro_batches);
+  snprintf(out, CHECKPOINT_GRID_LEN, "%s", sb_str(&s));
+  sb_free(&s);
+}
+
 void trainer_checkpoint(trainer_t *t, const char *deck_text, char *written, size_t written_len) {
   host_state_t h;
   host_state_init(&h, t, 1);
@@ -148,6 +169,7 @@ void trainer_checkpoint(trainer_t *t, const char *deck_text, char *written, size
   ckpt_state_t s = {.regions = h.r, .nregions = h.n, .layout = t->layout->name, .opt_t = t->opt.t, .step = t->step};
   snprintf(s.run_id, sizeof s.run_id, "%s", t->run_id);
   vocab_of(t, s.vocab);
+  rank_grid_of(t, &h, s.rank_grid);
   checkpoint_write(t->cfg.ckpt_dir, &s, &t->cfg, deck_text, t->world, written, written_len);
   host_state_free(&h);
 }
@@ -157,6 +179,7 @@ void trainer_resume(trainer_t *t, const char *path) {
   host_state_init(&h, t, 1);
   ckpt_state_t s = {.regions = h.r, .nregions = h.n, .layout = t->layout->name};
   vocab_of(t, s.vocab);
+  rank_grid_of(t, &h, s.rank_grid);
   checkpoint_read(path, &s, &t->cfg, t->world);
   for (int k = 0; k < h.nslabs && !h.in_place; k++) t->be->upload(h.device[k], h.host[k], h.floats[k]);
   if (h.bufs_host && !h.in_place) t->be->upload(t->layout->m->bufs, h.bufs_host, t->layout->m->g->bufs.total);

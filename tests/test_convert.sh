@@ -159,6 +159,10 @@ printf '{"context": [1], "endings": [[2], [3]], "label": 0}\n{"context": [1], "e
 "$evaluate" "$t/a.bin" --choices "$t/bad2.jsonl" >"$t/bad2.txt" 2>&1
 [ $? = 2 ] && grep -q "bad2.jsonl:2: not a JSON object" "$t/bad2.txt"
 tap_ok $? "broken JSON is refused naming FILE:LINE: $(cat "$t/bad2.txt")"
+printf '{"context": "Hello", "endings": [" a", " b\\\\u0000"], "label": 0}\n{"context": "The cat\\u0000 sat", "endings": [" a", " b"], "label": 0}\n' >"$t/nul.jsonl"
+"$evaluate" "$t/a.bin" --choices "$t/nul.jsonl" >"$t/nul.txt" 2>&1
+[ $? = 2 ] && grep -q "nul.jsonl:2: a text holds \\\\u0000, a NUL character" "$t/nul.txt"
+tap_ok $? "a NUL in a text (which would end it there) is refused, an escaped backslash before u0000 is not: $(cat "$t/nul.txt")"
 
 # damaged and mismatched files
 refused() { # refused NAME PATTERN CMD...: exit 2 with PATTERN in the message

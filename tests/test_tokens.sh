@@ -93,10 +93,29 @@ print("%016x" % h)')
 tap_ok $? "trained on surge-tokenize's shards; model.h5 records vocab = 600:$hash (FNV-1a of the two files)"
 h5ls "$t/hf/model.h5/params/wte.weight" | grep -q "{640, 32}"
 tap_ok $? "600 tokens padded to 640 rows"
+# surge-eval reads a text through the model's tokenizer, and only through it (a text read as bytes, or
+# through another tokenizer, gave a loss with exit 0)
+evaluate() { timeout 60 "$top_build/surge-eval" "$t/hf/model.h5" "$@" >"$t/ev.txt" 2>&1; }
+evaluate --text "$tok/prose.txt" --tokenizer "$t/tok" && grep -q "^loss [0-9.]* nats/token" "$t/ev.txt"
+tap_ok $? "surge-eval of a text through the model's tokenizer: $(head -c 120 "$t/ev.txt")"
+evaluate --text "$tok/prose.txt"
+[ $? = 2 ] && grep -q "without --tokenizer a text is read as bytes, for a byte-level model (a vocabulary of 256), and this model's is 600" "$t/ev.txt"
+tap_ok $? "surge-eval of a text without the tokenizer is refused: $(grep -o 'error: .*' "$t/ev.txt" | head -c 160)"
+printf '{"context": "Hello", "endings": [" a", " b"], "label": 0}\n' >"$t/mc.jsonl"
+evaluate --choices "$t/mc.jsonl"
+[ $? = 2 ] && grep -q "mc.jsonl:1: \"context\": without --tokenizer a text is read as bytes" "$t/ev.txt"
+tap_ok $? "and so are --choices texts without it: $(grep -o 'error: .*' "$t/ev.txt" | head -c 160)"
+printf '1 2 600\n' >"$t/oov.ids"
+evaluate --ids "$t/oov.ids"
+[ $? = 2 ] && grep -q "oov.ids: byte 4: id 600 is outside the vocabulary (0..599)" "$t/ev.txt"
+tap_ok $? "an id past the vocabulary is refused naming the file: $(grep -o 'error: .*' "$t/ev.txt" | head -c 160)"
 printf '\n' >>"$t/tok/merges.txt" # the same merges, other bytes: another hash
 train 1 "$t/hf" -D "data.path=$t/s" -D "data.tokenizer=$t/tok" -D data.vocab_size=0 -D data.test_samples=4 -D run.steps=20 --resume
 [ $? = 2 ] && grep -q "was trained on the vocabulary 600:$hash.*this run's data has 600:" "$t/hf.txt"
 tap_ok $? "a resume with other tokenizer files is refused: $(grep -o 'error: .*' "$t/hf.txt" | head -c 200)"
+evaluate --text "$tok/prose.txt" --tokenizer "$t/tok"
+[ $? = 2 ] && grep -q "the tokenizer $t/tok (files' hash [0-9a-f]*) is not the one the model was trained with (hash $hash" "$t/ev.txt"
+tap_ok $? "and so is surge-eval through them: $(grep -o 'error: .*' "$t/ev.txt" | head -c 200)"
 
 # The shipped decks: without their corpus, one line naming the path and the tool that builds it;
 # on this corpus (shrunk), they train.

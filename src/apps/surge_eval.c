@@ -14,6 +14,8 @@
 #include "core/error.h"
 #include "core/timer.h"
 #include "eval/eval.h"
+#include "gen/source.h"
+#include "gen/vocab.h"
 #include "io/outputs.h"
 #include "surge_build_config.h"
 #include "tok/files.h"
@@ -95,6 +97,24 @@ static void parse(int argc, char **argv, args_t *a) {
   io_outputs_check(in, (int)(sizeof in / sizeof in[0]), out, 1);
 }
 
+/* The tokenizer against the model: the one its file records (a Surge model file of token data), and
+ * of its vocabulary's size; without one, text is bytes, for a byte-level model only. */
+static void check_tokenizer(const args_t *a, const bpe_t *tok, int V) {
+  const char *hint = "--tokenizer DIR, the tokenizer the model was trained with (its deck's [data] tokenizer)";
+  if (tok) {
+    gen_source_t src;
+    gen_source_read(a->model, &src);
+    gen_vocab_check_recorded(src.vocab, tok->n, "--tokenizer", tok, a->tokenizer, hint);
+    gen_source_free(&src);
+    if (tok->n != V)
+      surge_input_error("--tokenizer %s: a vocabulary of %d tokens, the model's is %d (hint: %s)", a->tokenizer, tok->n,
+                        V, hint);
+  } else if (a->text && V != GEN_BYTE_VOCAB) { /* (--choices: its texts, eval/choice.c) */
+    surge_input_error("--text %s: without --tokenizer a text is read as bytes, for a byte-level model (a vocabulary "
+                      "of %d), and this model's is %d (hint: %s)", a->text, GEN_BYTE_VOCAB, V, hint);
+  }
+}
+
 static bpe_t *load_tokenizer(const char *dir) {
   if (!dir) return NULL;
   char v[4200], m[4200];
@@ -133,8 +153,7 @@ int main(int argc, char **argv) {
   scorer_t s;
   scorer_open(&s, a.model, be, (int)a.context, (int)a.batch);
   bpe_t *tok = load_tokenizer(a.tokenizer);
-  if (tok && tok->n > s.d.V)
-    surge_input_error("%s: a vocabulary of %d, the model's is %d", a.tokenizer, tok->n, s.d.V);
+  check_tokenizer(&a, tok, s.d.V);
   if (a.choices) {
     eval_choice_t c = eval_choices(&s, a.choices, tok, &world);
     if (world.rank == 0)
@@ -145,7 +164,7 @@ int main(int argc, char **argv) {
   } else {
     ids_t ids = {0};
     if (a.tokens) shard_read_all(a.tokens, (uint32_t)s.d.V, &ids);
-    else if (a.ids) ids_read_text(a.ids, &ids);
+    else if (a.ids) ids_read_text(a.ids, (uint32_t)s.d.V, &ids);
     else {
       size_t len;
       unsigned char *text = file_read_all(a.text, (size_t)1 << 32, &len);
@@ -153,15 +172,11 @@ int main(int argc, char **argv) {
         pretok_t *p = pretok_new();
         bpe_encode(tok, p, text, len, &ids);
         pretok_free(p);
-      } else if (s.d.V < 256) {
-        surge_input_error("%s: a text without --tokenizer is bytes, and this model's vocabulary is %d", a.text, s.d.V);
-      } else {
+      } else { /* a byte-level model (check_tokenizer) */
         for (size_t i = 0; i < len; i++) ids_push(&ids, text[i]);
       }
       free(text);
     }
-    for (size_t i = 0; i < ids.n; i++)
-      if (ids.v[i] >= (uint32_t)s.d.V) surge_input_error("token %u at position %zu is outside the model's vocabulary of %d", ids.v[i], i, s.d.V);
     if (ids.n < 2)
       surge_input_error("%s %s: %zu token%s: nothing to predict (a loss needs at least 2)",
                         a.tokens ? "--tokens" : a.ids ? "--ids" : "--text",

@@ -200,7 +200,7 @@ static void cmd_decode(const args_t *a) {
   bpe_t *b = load(a);
   if (!a->ids && !a->npaths) surge_input_error("decode needs shard files or --ids FILE");
   ids_t ids = {0};
-  if (a->ids) ids_read_text(a->ids, &ids);
+  if (a->ids) ids_read_text(a->ids, (uint32_t)b->n, &ids);
   for (int i = 0; i < a->npaths; i++) shard_read_all(a->paths[i], (uint32_t)b->n, &ids);
   uint8_t *buf = NULL;
   size_t len = 0, cap = 0;

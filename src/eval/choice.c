@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "eval/eval.h"
+#include "gen/vocab.h"
 #include "tok/files.h"
 #include "tok/pretok.h"
 
@@ -45,6 +46,10 @@ static void tokens_of(const coder_t *c, const cJSON *v, const char *what, const 
   if (cJSON_IsString(v)) {
     const uint8_t *s = (const uint8_t *)v->valuestring;
     size_t n = strlen(v->valuestring);
+    if (!c->tok && c->V != GEN_BYTE_VOCAB)
+      BAD(w, "%s: without --tokenizer a text is read as bytes, for a byte-level model (a vocabulary of %d), and this "
+             "model's is %d (hint: --tokenizer DIR, the tokenizer the model was trained with; or token ids)",
+          what, GEN_BYTE_VOCAB, c->V);
     if (c->tok) bpe_encode(c->tok, c->pre, s, n, out);
     else
       for (size_t i = 0; i < n; i++) ids_push(out, s[i]);
@@ -109,12 +114,19 @@ static int score_example(scorer_t *s, const coder_t *c, const cJSON *ex, const w
   return (best == label) | (best_norm == label) << 1;
 }
 
+/* Whether a line of JSON writes a NUL character (\u0000) in a string, which a parsed string (NUL-
+ * terminated) would silently end at. */
+static int writes_nul(const char *s, size_t n) {
+  for (size_t i = 0; i + 1 < n; i++)
+    if (s[i] == '\\') {
+      if (s[i + 1] == 'u' && i + 5 < n && strncmp(s + i + 2, "0000", 4) == 0) return 1;
+      i++; /* the escaped character */
+    }
+  return 0;
+}
+
 eval_choice_t eval_choices(scorer_t *s, const char *path, const bpe_t *tok, comm_t *world) {
   coder_t c = {.tok = tok, .pre = tok ? pretok_new() : NULL, .V = s->d.V};
-  if (!tok && s->d.V < 256)
-    surge_input_error("%s: texts are bytes without a tokenizer, and this model's vocabulary is %d (give --tokenizer, "
-                      "or token ids)",
-                      path, s->d.V);
   size_t len;
   char *text = (char *)file_read_all(path, CHOICE_FILE_MAX, &len);
   double tot[4] = {0, 0, 0, 0}; /* examples, correct, correct by mean, label nats */
@@ -128,6 +140,8 @@ eval_choice_t eval_choices(scorer_t *s, const char *path, const bpe_t *tok, comm
     size_t blank = at;
     while (blank < end && (text[blank] == ' ' || text[blank] == '\t' || text[blank] == '\r')) blank++;
     if (blank < end) {
+      if (writes_nul(text + at, end - at))
+        BAD(&w, "a text holds \\u0000, a NUL character, which a text here cannot hold (hint: give it as token ids)");
       cJSON *ex = cJSON_ParseWithLength(text + at, end - at);
       if (!ex || !cJSON_IsObject(ex)) {
         const char *bad = cJSON_GetErrorPtr();

@@ -12,8 +12,6 @@
 #include "io/strbuf.h"
 #include "tok/pretok.h"
 
-enum { BYTE_VOCAB = 256 }; /* the text and synthetic sources' vocabulary */
-
 static void open_tokenizer(gen_vocab_t *v, const data_opts_t *cfg, const deck_t *deck) {
   char vj[PATH_MAX], mt[PATH_MAX];
   snprintf(vj, sizeof vj, "%s/vocab.json", cfg->tokenizer);
@@ -25,27 +23,27 @@ static void open_tokenizer(gen_vocab_t *v, const data_opts_t *cfg, const deck_t 
                    cfg->vocab_size, cfg->tokenizer, v->classes);
 }
 
-/* What the model file recorded ("SIZE" or "SIZE:HASH") against what the deck gives. */
-static void check_recorded(const gen_vocab_t *v, const data_opts_t *cfg, const char *model_vocab) {
+void gen_vocab_check_recorded(const char *model_vocab, int classes, const char *given_by, const bpe_t *bpe,
+                              const char *dir, const char *hint) {
   if (!model_vocab || !model_vocab[0]) return;
   char *end;
   long size = strtol(model_vocab, &end, 10);
-  if (size != v->classes)
-    surge_input_error("the model was trained on a vocabulary of %ld tokens, but [data] gives %d (hint: the deck's "
-                      "[data] tokenizer or vocab_size must be the model's)", size, v->classes);
-  if (*end == ':' && v->bpe && strcmp(end + 1, v->bpe->hash) != 0)
-    surge_input_error("the tokenizer %s (files' hash %s) is not the one the model was trained with (hash %s)",
-                      cfg->tokenizer, v->bpe->hash, end + 1);
+  if (size != classes)
+    surge_input_error("the model was trained on a vocabulary of %ld tokens, but %s gives %d (hint: %s)", size,
+                      given_by, classes, hint);
+  if (*end == ':' && bpe && strcmp(end + 1, bpe->hash) != 0)
+    surge_input_error("the tokenizer %s (files' hash %s) is not the one the model was trained with (hash %s; "
+                      "hint: %s)", dir, bpe->hash, end + 1, hint);
 }
 
 void gen_vocab_open(gen_vocab_t *v, const config_t *run, const deck_t *deck, const char *model_vocab) {
   memset(v, 0, sizeof *v);
   const data_opts_t *cfg = data_opts(run);
   if (!strcmp(cfg->source, "text")) {
-    v->classes = BYTE_VOCAB;
+    v->classes = GEN_BYTE_VOCAB;
     v->bytes = 1;
   } else if (!strcmp(cfg->source, "synthetic")) {
-    v->classes = BYTE_VOCAB;
+    v->classes = GEN_BYTE_VOCAB;
     snprintf(v->no_text, sizeof v->no_text, "the model was trained on synthetic tokens, which are no text: give the "
              "prompt as ids (--ids)");
   } else if (!strcmp(cfg->source, "tokens") && cfg->tokenizer[0]) {
@@ -62,7 +60,8 @@ void gen_vocab_open(gen_vocab_t *v, const config_t *run, const deck_t *deck, con
     deck_key_error(deck, "data.source", "%s holds no token sequences: generation needs a language model",
                    cfg->source);
   }
-  check_recorded(v, cfg, model_vocab);
+  gen_vocab_check_recorded(model_vocab, v->classes, "[data]", v->bpe, cfg->tokenizer,
+                           "the deck's [data] tokenizer or vocab_size must be the model's");
 }
 
 void gen_vocab_free(gen_vocab_t *v) {

@@ -11,6 +11,8 @@
 #include "io/deck.h"
 #include "tok/bpe.h"
 
+enum { GEN_BYTE_VOCAB = 256 }; /* a byte-level model's vocabulary: the text and synthetic sources' */
+
 typedef struct gen_vocab {
   int classes;      /* ids 0..classes-1 */
   int bytes;        /* 1: byte-level */
@@ -23,6 +25,11 @@ typedef struct gen_vocab {
  * it is an input error naming both. */
 void gen_vocab_open(gen_vocab_t *v, const config_t *cfg, const deck_t *deck, const char *model_vocab);
 void gen_vocab_free(gen_vocab_t *v);
+/* What a model file recorded of its vocabulary (model_vocab: "SIZE" or "SIZE:HASH"; "" or NULL: not
+ * checked) against `classes` ids, which `given_by` names, and a tokenizer (NULL: none) loaded from
+ * dir: another size or another tokenizer's hash is an input error naming both, with `hint`. */
+void gen_vocab_check_recorded(const char *model_vocab, int classes, const char *given_by, const bpe_t *bpe,
+                              const char *dir, const char *hint);
 /* Text (n bytes) to ids appended to out; an input error (v->no_text) where the vocabulary has no
  * text. */
 void gen_vocab_encode(const gen_vocab_t *v, const uint8_t *text, size_t n, ids_t *out);

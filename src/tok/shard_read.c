@@ -40,7 +40,7 @@ void shard_read_all(const char *path, uint32_t vocab, ids_t *out) {
   fclose(f);
 }
 
-void ids_read_text(const char *path, ids_t *out) {
+void ids_read_text(const char *path, uint32_t vocab, ids_t *out) {
   size_t len;
   char *s = (char *)file_read_all(path, CORPUS_DOC_MAX, &len);
   for (char *p = s;;) {
@@ -49,8 +49,10 @@ void ids_read_text(const char *path, ids_t *out) {
     char *end;
     errno = 0;
     unsigned long v = strtoul(p, &end, 10);
-    if (end == p || errno || v >= BPE_VOCAB_MAX || *p == '-')
-      surge_input_error("%s: byte %td: expected a token id 0..%d", path, p - s, BPE_VOCAB_MAX - 1);
+    if (end == p || errno || *p == '-')
+      surge_input_error("%s: byte %td: expected a token id 0..%u", path, p - s, vocab - 1);
+    if (v >= vocab)
+      surge_input_error("%s: byte %td: id %lu is outside the vocabulary (0..%u)", path, p - s, v, vocab - 1);
     ids_push(out, (uint32_t)v);
     p = end;
   }

@@ -7,7 +7,8 @@
 
 /* Append the tokens of a shard; a token >= vocab is an input error naming the file and offset. */
 void shard_read_all(const char *path, uint32_t vocab, ids_t *out);
-/* Append the ids of a text file of whitespace-separated decimal numbers (each < BPE_VOCAB_MAX). */
-void ids_read_text(const char *path, ids_t *out);
+/* Append the ids of a text file of whitespace-separated decimal numbers; an id >= vocab is an input
+ * error naming the file and offset. */
+void ids_read_text(const char *path, uint32_t vocab, ids_t *out);
 
 #endif

@@ -49,6 +49,13 @@ res=$("$compare" "$tap_tmp/one/model.h5" "$tap_tmp/straight/model.h5" 1e-5 $key_
 tap_ok $? "resumed on 1 rank (data parallel): $res"
 grep -q "resumed from .*ckpt-00000004.h5" "$tap_tmp/one.txt"
 tap_ok $? "the 1-rank run says it resumed from the step-4 checkpoint"
+# a log whose pipeline timeline outgrew its first chunks resumes (its int32 columns were measured as
+# int64 against the bytes stored, and a run of 60 steps was refused as a damaged log)
+long="-D parallel.dp=1 -D train.global_batch=8 -D checkpoint.every=30 -D run.eval_every=0"
+# shellcheck disable=SC2086
+train 4 "$tap_tmp/long" $long -D run.steps=60 && train 4 "$tap_tmp/long" $long -D run.steps=62 --resume &&
+  [ "$(h5vals "$tap_tmp/long/log.h5" /pipeline/events/step | sort -un | tail -n 1)" = 62 ]
+tap_ok $? "a 60-step run with its pipeline timeline (rows: $(h5vals "$tap_tmp/long/log.h5" /pipeline/events/step | wc -l)) resumes: $(grep -o 'error: .*' "$tap_tmp/long.txt" | head -c 200)"
 # evaluation through the pipeline (vocabulary-parallel loss and first maximum) = the 1-rank evaluation
 a=$(h5vals "$tap_tmp/straight/log.h5" /eval/loss | tail -n 1) b=$(h5vals "$tap_tmp/one/log.h5" /eval/loss | tail -n 1)
 c=$(h5vals "$tap_tmp/straight/log.h5" /eval/accuracy | tail -n 1) d=$(h5vals "$tap_tmp/one/log.h5" /eval/accuracy | tail -n 1)

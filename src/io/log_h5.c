@@ -93,11 +93,13 @@ static void series_init(h5_series_t *s, h5util_check_t *chk, const char *loc_pat
   s->is_string = h5util_check(chk, H5Tis_variable_str(mem_type), "inspect the type of", s->path) > 0;
   s->value_size = H5Tget_size(mem_type);
   if (s->value_size == 0) h5util_fail(chk, "get the size of the type of", s->path);
+  s->stored_size = s->is_string ? 16 : s->value_size; /* (a string: its global heap reference) */
 }
 
 void h5_series_create(h5_series_t *s, h5util_check_t *chk, hid_t loc, const char *loc_path, const char *name,
                       h5_series_kind_t kind, hsize_t cols, const char *units, const char *description) {
   series_init(s, chk, loc_path, name, kind.mem_type);
+  if (!s->is_string) s->stored_size = H5Tget_size(kind.file_type);
   s->ndims = cols ? 2 : 1;
   s->cols = cols ? cols : 1;
   // extent (0) or (0, cols); chunks of about SERIES_CHUNK_CELLS values, whole rows
@@ -133,6 +135,7 @@ void h5_series_open(h5_series_t *s, h5util_check_t *chk, hid_t loc, const char *
     surge_input_error("%s: %s is not an extendible %s dataset of a Surge log", chk->file, s->path, nd == 2 ? "2-D" : "1-D");
   hid_t ft = h5util_check(chk, H5Dget_type(s->d), "get the type of", s->path);
   int sane = H5Tget_class(mem_type) == H5T_STRING || h5util_number_type_ok(ft);
+  if (sane && !s->is_string) s->stored_size = H5Tget_size(ft);
   h5util_check(chk, H5Tclose(ft), "close the type of", s->path);
   if (!sane) /* HDF5 would convert from the layout it records, past its own locals */
     surge_input_error("%s: damaged Surge log: %s holds numbers of a type whose recorded layout is impossible (hint: "
@@ -149,7 +152,7 @@ void h5_series_open(h5_series_t *s, h5util_check_t *chk, hid_t loc, const char *
   s->chunk_cols = nd == 2 && chunk[1] ? chunk[1] : 1;
   // a 1-D series holds every row it claims (the writer allocates chunks as rows come): a resumed run
   // reads the step scale, so an extent with nothing stored behind it is refused before allocating
-  double claimed = (double)s->rows * (double)s->value_size, slack = (double)s->chunk_rows * (double)s->value_size;
+  double claimed = (double)s->rows * (double)s->stored_size, slack = (double)s->chunk_rows * (double)s->stored_size;
   if (nd == 1 && claimed > (double)H5Dget_storage_size(s->d) + slack)
     surge_input_error("%s: damaged Surge log: %s claims %llu rows, but the file stores %llu bytes of them (hint: move "
                       "it away to start a new log)", chk->file, s->path, (unsigned long long)s->rows,
@@ -206,7 +209,7 @@ double h5_series_pending_bytes(const h5_series_t *s) {
   double chunks = (double)((s->rows + s->npending + s->chunk_rows - 1) / s->chunk_rows) -
                   (double)(s->rows / s->chunk_rows); // a partial last chunk may not be allocated yet
   double across = (double)((s->cols + s->chunk_cols - 1) / s->chunk_cols); // chunks side by side in a row
-  double bytes = chunks * across * (double)(s->chunk_rows * s->chunk_cols) * (double)(s->is_string ? 16 : s->value_size);
+  double bytes = chunks * across * (double)(s->chunk_rows * s->chunk_cols) * (double)s->stored_size;
   for (hsize_t i = 0; s->is_string && i < s->npending; i++) {
     char *str;
     memcpy(&str, s->pending + i * s->value_size, sizeof str);
@@ -228,7 +231,7 @@ void h5_series_widen(h5_series_t *s, hsize_t cols) {
 int64_t *h5_series_read_int64(h5_series_t *s) {
   h5_series_write_pending(s);
   unsigned long long bytes, want;
-  int whole = h5util_chunks_whole(s->d, 1, &s->rows, s->value_size, &bytes, &want);
+  int whole = h5util_chunks_whole(s->d, 1, &s->rows, s->stored_size, &bytes, &want);
   if (whole < 0) h5util_fail(s->chk, "look up the chunks of", s->path);
   if (whole == 0)
     surge_input_error("%s: damaged Surge log: %s has a chunk of %llu bytes where its chunks hold %llu (hint: move it "

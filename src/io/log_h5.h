@@ -29,6 +29,7 @@ typedef struct h5_series {
   hid_t d;
   hid_t mem_type;
   size_t value_size;      /* bytes of one value in memory */
+  size_t stored_size;     /* bytes of one value in the file's chunks (an int32 column read as int64: 4) */
   int is_string;          /* values are char *, owned while pending */
   int ndims;              /* 1 or 2 */
   hsize_t rows, cols;     /* extent in the file; cols is 1 for a 1-D series */

@@ -67,6 +67,15 @@ for forged in /compress/dp/steps=nan@0 /compress/dp/steps=4611686018427387904@1 
   [ $rc = 2 ] && grep -q "ckpt-00000003\.h5: $name holds .* at element [0-9]*, not a .*not written by a Surge run" "$d.err"
   tap_ok $? "a checkpoint whose $forged is refused at load: exit $rc ($(head -c 240 "$d.err"))"
 done
+# fewer [run] steps on resume move the warm-up's end (warmup_fraction x steps) before the steps a
+# checkpoint counted: the warm-up is then over (refused before as a count "not written by a Surge run")
+d="$tap_tmp/fewer"
+cp -r "$tap_tmp/straight" "$d" && rm "$d/checkpoints/ckpt-00000008.h5" "$d/model.h5"
+train "$d" --resume -D run.steps=7
+rc=$?
+[ $rc = 0 ] && grep -q "resumed from .*ckpt-00000006.h5" "$d.txt"
+tap_ok $? "a checkpoint of step 6 (4 warm-up steps counted) resumes with run.steps = 7 (a warm-up of 3): exit $rc $(grep -o 'error: .*' "$d.txt" | head -c 200)"
+
 # the compressors' state belongs to the layout that wrote it (the checkpoint's rank_grid): another
 # micro-batch count, or another grid of the same 8 ranks (whose buffers could have the same lengths),
 # is refused naming both layouts

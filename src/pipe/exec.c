@@ -104,6 +104,7 @@ static void make_sync(pipe_exec_t *ex, const gradsync_opts_t *opts, uint64_t see
     o.psgd = (reducer_psgd_opts_t){.rank = ex->grid.p < ex->co.sc_stages ? ex->co.dp_rank : 0,
                                    .min_rate = ex->co.min_rate,
                                    .warmup_steps = (long)(ex->co.warmup_fraction * (double)ex->co.steps),
+                                   .run_steps = ex->co.steps,
                                    .seed = seed};
   }
   gradsync_init(&ex->sync, L, group, ready, ex->groups, &ex->groups[PIPE_DP], ex->m.grads, &o);

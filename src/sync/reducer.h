@@ -62,6 +62,8 @@ typedef struct reducer_psgd_opts {
   int rank;          /* the rank R of each matrix's approximation; 0: compress none (every bucket exact) */
   double min_rate;   /* send a matrix exact unless it shrinks by at least this much (psgd_rank); <= 0: off */
   long warmup_steps; /* the first steps are exact */
+  long run_steps;    /* [run] steps: the most steps a checkpoint's count may hold (one written by a run
+                      * with more steps, and so a later warm-up's end, holds more than warmup_steps) */
   uint64_t seed;     /* initial Q of every matrix: the same on every rank of a group */
 } reducer_psgd_opts_t;
 

@@ -275,7 +275,9 @@ reducer_t *reducer_powersgd(const reducer_setup_t *s) {
   const char *names[] = {"error", "q", "steps"};
   float *dev[] = {p->E, p->Q, p->count};
   size_t len[] = {p->e_n, p->q_n, 1};
-  double counter_max[] = {-1, -1, (double)p->o.warmup_steps}; /* steps: counted up to the warm-up's end */
+  /* steps: counted up to the warm-up's end, which is later in a run of more steps (a resume may lower
+   * [run] steps, and a count past the warm-up then means it is over), never past [run] steps */
+  double counter_max[] = {-1, -1, (double)(p->o.run_steps > p->o.warmup_steps ? p->o.run_steps : p->o.warmup_steps)};
   rank_state_init(&p->st, "/compress/dp", 3, names, dev, len, counter_max, s->be, s->job);
   reducer_t *r = xcalloc(1, sizeof *r);
   r->ops = &psgd_ops;

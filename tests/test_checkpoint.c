@@ -13,7 +13,9 @@
  *                                              truncate | scramble | version1 (format_version 1) |
  *                                              forge:ATTR=V | forge-tensor:DATASET=X@I (element I
  *                                              of a 1-D tensor set to X, nan and inf too, its
- *                                              hash64 written anew: the checksum holds)
+ *                                              hash64 written anew: the checksum holds) |
+ *                                              extlink:FILE (the largest tensor replaced by an
+ *                                              external link to FILE's /x; FILE may be a fifo)
  *   test_checkpoint sharded-write DIR          (2 ranks) write the test state of step 77 with
  *                                              fc1.weight split by columns and fc1.bias by rows
  *                                              between the ranks, the rest replicated
@@ -731,6 +733,14 @@ static int mode_damage(const char *in, const char *out, const char *kind) {
     rc = forge(out, kind);
   else if (rc == 0 && strncmp(kind, "forge-tensor:", 13) == 0)
     rc = forge_tensor(out, kind);
+  else if (rc == 0 && strncmp(kind, "extlink:", 8) == 0) {
+    hid_t f = H5Fopen(out, H5F_ACC_RDWR, H5P_DEFAULT);
+    rc = f < 0 || H5Ldelete(f, name, H5P_DEFAULT) < 0 ||
+                 H5Lcreate_external(kind + 8, "/x", f, name, H5P_DEFAULT, H5P_DEFAULT) < 0
+             ? -1
+             : 0;
+    if (f >= 0 && H5Fclose(f) < 0) rc = -1;
+  }
   else if (rc == 0 && strcmp(kind, "truncate") != 0)
     rc = -1;
   run_free(&a);

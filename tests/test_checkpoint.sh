@@ -123,6 +123,11 @@ expect_error 2 1 "$d: attributes of /: checksum mismatch \(the file is damaged" 
 d="$tap_tmp/truncate-shuffle-deflate.h5"
 expect_error 2 1 "$d: the file is truncated" "a truncated copy" read "$d"
 expect_error 2 2 "$d: the file is truncated" "a truncated copy, two ranks" read "$d"
+# an external link (to a fifo: following it would block in its open) is refused, not followed
+mkfifo "$tap_tmp/fifo"
+quiet 1 damage "$good" "$tap_tmp/extlink.h5" "extlink:$tap_tmp/fifo" || true
+expect_error 2 1 "extlink.h5: /params/fc1\.weight is a soft or external link, which Surge never writes" \
+  "a tensor that is an external link to a fifo" read "$tap_tmp/extlink.h5"
 printf 'step,loss\n1,2.3\n' >"$tap_tmp/text.h5"
 expect_error 2 1 "$tap_tmp/text.h5: not an HDF5 file" "a text file" read "$tap_tmp/text.h5"
 expect_error 2 1 "$tap_tmp/missing.h5: cannot open checkpoint: No such file" "a missing file" \

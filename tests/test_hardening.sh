@@ -265,6 +265,15 @@ else
   tap_diag "read-only output locations: not checked (root without mount permission)"
 fi
 
+# ---- a model file whose tensor is an external link to a fifo: refused, not followed (the open of
+# the fifo blocked the run until killed)
+mkfifo "$tap_tmp/fifo-link"
+"$top_build/tests/test_checkpoint" damage "$a/model.h5" "$tap_tmp/extlink.h5" "extlink:$tap_tmp/fifo-link" 2>/dev/null
+timeout 60 "$SURGE_TRAIN" "$deck" -D "run.out_dir=$tap_tmp/el" -D "model.init=$tap_tmp/extlink.h5" >"$tap_tmp/el.txt" 2>&1
+rc=$?
+one_error "$tap_tmp/el.txt" "extlink.h5: /params/fc1.weight is a soft or external link, which Surge never writes"
+tap_ok $(( (rc != 2) + $? )) "[model] init whose tensor is an external link to a fifo: exit $rc, $(error_of "$tap_tmp/el.txt")"
+
 # ---- a checkpoint directory that turns immutable during the run (as root, where chattr works): the
 # next checkpoint fails naming the directory's refusal (MPI-IO's open hides it behind EBADF), says no
 # file was written, and the earlier checkpoints stay

@@ -241,7 +241,10 @@ static void read_tensor(reader_t *r, const char *group_name, const state_tensor_
                         uint64_t *mine) {
   char what[256], why[512];
   snprintf(what, sizeof what, "%s/%s", group_name, t->name);
-  if (H5Lexists(r->group, t->name, H5P_DEFAULT) <= 0)
+  int hard = h5util_hard_path(r->group, t->name);
+  if (hard == H5UTIL_NOT_HARD)
+    ckpt_fail(&r->st, "%s: %s is %s: %s", r->path, what, H5UTIL_NOT_HARD_TEXT, FORGED);
+  else if (hard != 1)
     ckpt_fail(&r->st, "%s: %s: missing (the checkpoint is of another model): %s", r->path, what, REFUSED);
   else if ((r->dset = H5Dopen2(r->group, t->name, H5P_DEFAULT)) < 0) {
     h5util_error_text(why, sizeof why, CKPT_H5_NO_ERROR);
@@ -278,21 +281,13 @@ static void read_tensor(reader_t *r, const char *group_name, const state_tensor_
   r->dset = -1;
 }
 
-/* Whether every group along an absolute path exists ("/optim/m": "/optim", then "/optim/m"). */
-static int path_exists(hid_t file, const char *path) {
-  char prefix[64];
-  for (const char *p = path + 1;; p++)
-    if (*p == '/' || *p == '\0') {
-      snprintf(prefix, sizeof prefix, "%.*s", (int)(p - path), path);
-      if (H5Lexists(file, prefix, H5P_DEFAULT) <= 0) return 0;
-      if (*p == '\0') return 1;
-    }
-}
-
 /* Collective: every tensor of a region, and nothing more in its group; then the hashes. */
 static void read_region(reader_t *r, const state_region_t *reg) {
   H5G_info_t info;
-  if (!path_exists(r->file, reg->group))
+  int hard = h5util_hard_path(r->file, reg->group); /* every group along it ("/optim", "/optim/m") */
+  if (hard == H5UTIL_NOT_HARD)
+    ckpt_fail(&r->st, "%s: %s (or a group above it) is %s: %s", r->path, reg->group, H5UTIL_NOT_HARD_TEXT, FORGED);
+  else if (hard != 1)
     ckpt_fail(&r->st, "%s: %s: missing (the checkpoint holds no such state): %s", r->path, reg->group, REFUSED);
   else if ((r->group = H5Gopen2(r->file, reg->group, H5P_DEFAULT)) < 0 || H5Gget_info(r->group, &info) < 0)
     ckpt_fail(&r->st, "%s: %s: cannot open the group (%s)", r->path, reg->group, DAMAGED);

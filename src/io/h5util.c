@@ -94,9 +94,24 @@ static void restore_errors(hid_t kept) {
   if (kept >= 0) H5Eset_current_stack(kept);
 }
 
+int h5util_hard_path(hid_t loc, const char *name) {
+  char prefix[1024];
+  if (strlen(name) >= sizeof prefix) return 0;
+  for (const char *p = name + (name[0] == '/');; p++)
+    if (*p == '/' || *p == '\0') {
+      snprintf(prefix, sizeof prefix, "%.*s", (int)(p - name), name);
+      htri_t link = H5Lexists(loc, prefix, H5P_DEFAULT); /* (the components before it are hard) */
+      if (link <= 0) return link < 0 ? -1 : 0;
+      H5L_info_t info;
+      if (H5Lget_info(loc, prefix, &info, H5P_DEFAULT) < 0) return -1;
+      if (info.type != H5L_TYPE_HARD) return H5UTIL_NOT_HARD;
+      if (*p == '\0') return 1;
+    }
+}
+
 int h5util_exists(hid_t loc, const char *name, H5I_type_t type) {
-  htri_t link = H5Lexists(loc, name, H5P_DEFAULT);
-  if (link <= 0) return link < 0 ? -1 : 0;
+  int hard = h5util_hard_path(loc, name);
+  if (hard != 1) return hard;
   hid_t o = H5Oopen(loc, name, H5P_DEFAULT);
   if (o < 0) { /* a dangling link */
     H5Eclear2(H5E_DEFAULT);

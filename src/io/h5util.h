@@ -59,8 +59,18 @@ hid_t h5util_check(h5util_check_t *c, hid_t result, const char *what, const char
 void h5util_fail(h5util_check_t *c, const char *what, const char *h5path);
 
 /* Whether loc/name exists and is an object of `type` (H5I_GROUP, H5I_DATASET): 1 or 0 (also for a
- * dangling link), or -1 when an HDF5 call fails. */
+ * dangling link), H5UTIL_NOT_HARD when a component of name is a soft or external link (not
+ * followed: h5util_hard_path), or -1 when an HDF5 call fails. */
 int h5util_exists(hid_t loc, const char *name, H5I_type_t type);
+
+/* Whether every component of name (relative to loc, or absolute) is a hard link, the only kind
+ * Surge writes: 1; 0 when one is missing; H5UTIL_NOT_HARD when one is a soft or external link,
+ * which is not followed (an external link may name another file, or a fifo that would block its
+ * open); -1 on an HDF5 error. */
+enum { H5UTIL_NOT_HARD = -2 };
+int h5util_hard_path(hid_t loc, const char *name);
+/* What a file with such a link is, for messages. */
+#define H5UTIL_NOT_HARD_TEXT "a soft or external link, which Surge never writes (not followed)"
 
 /* Whether every stored chunk that a read of the first dims (ndims 1 or 2, from 0) of dataset d
  * touches is as large as a chunk of type_bytes values (the file's type), and a contiguous or compact

@@ -52,7 +52,9 @@ static hid_t ok(log_reader_t *r, hid_t result, const char *what, const char *h5p
 }
 
 static int has_object(log_reader_t *r, hid_t loc, const char *name, H5I_type_t type, const char *h5path) {
-  return ok(r, h5util_exists(loc, name, type), "look up", h5path) > 0;
+  int has = h5util_exists(loc, name, type);
+  if (has == H5UTIL_NOT_HARD) log_reader_damaged(r, "is " H5UTIL_NOT_HARD_TEXT, h5path);
+  return ok(r, has, "look up", h5path) > 0;
 }
 
 /* Bytes of the dataset's values in the file, times the most its filters may expand them: no more

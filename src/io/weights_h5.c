@@ -38,8 +38,9 @@ static h5in_t h5_open(const char *path) {
   h5in_t h = {.path = path, .c = h5util_checker(path, H5UTIL_INPUT_ERROR)};
   h.c.lead = "weights: ";
   h.file = h5util_check(&h.c, H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT), "open", "");
-  if (h5util_exists(h.file, "params", H5I_GROUP) != 1)
-    surge_input_error("%s: no group /params: not a Surge model file or checkpoint", path);
+  int has = h5util_exists(h.file, "params", H5I_GROUP);
+  if (has == H5UTIL_NOT_HARD) surge_input_error("%s: /params is %s", path, H5UTIL_NOT_HARD_TEXT);
+  if (has != 1) surge_input_error("%s: no group /params: not a Surge model file or checkpoint", path);
   return h;
 }
 
@@ -75,8 +76,9 @@ static int storage_whole(hid_t d, int ndim, const hsize_t *dims) {
 static void read_tensor(h5in_t *h, hid_t group, const char *gname, const slab_tensor_t *t, float *out) {
   char where[SLAB_NAME_MAX + 16];
   snprintf(where, sizeof where, "%s/%s", gname, t->name);
-  if (h5util_exists(group, t->name, H5I_DATASET) != 1)
-    surge_input_error("%s: %s: missing (the file holds another model)", h->path, where);
+  int has = h5util_exists(group, t->name, H5I_DATASET);
+  if (has == H5UTIL_NOT_HARD) surge_input_error("%s: %s is %s", h->path, where, H5UTIL_NOT_HARD_TEXT);
+  if (has != 1) surge_input_error("%s: %s: missing (the file holds another model)", h->path, where);
   hid_t d = h5util_check(&h->c, H5Dopen2(group, t->name, H5P_DEFAULT), "open", where);
   hid_t type = h5util_check(&h->c, H5Dget_type(d), "read the type of", where);
   hid_t space = h5util_check(&h->c, H5Dget_space(d), "read the shape of", where);
@@ -122,7 +124,9 @@ static void read_tensor(h5in_t *h, hid_t group, const char *gname, const slab_te
 
 /* Every tensor of L from group gname (exactly those), each where sink places it. */
 static void read_group(h5in_t *h, const char *gname, const slab_layout_t *L, const weights_sink_t *sink) {
-  if (h5util_exists(h->file, gname + 1, H5I_GROUP) != 1)
+  int has = h5util_exists(h->file, gname + 1, H5I_GROUP);
+  if (has == H5UTIL_NOT_HARD) surge_input_error("%s: %s is %s", h->path, gname, H5UTIL_NOT_HARD_TEXT);
+  if (has != 1)
     surge_input_error("%s: no group %s: the file holds a model without %s", h->path, gname,
                       strcmp(gname, "/buffers") == 0 ? "running statistics (batch norm's buffers)" : "parameters");
   hid_t group = h5util_check(&h->c, H5Gopen2(h->file, gname + 1, H5P_DEFAULT), "open", gname);
@@ -174,6 +178,8 @@ void weights_h5_gpt2_dims(const char *path, gpt2_dims_t *d) {
   zoo_opts_t o = zoo_opts_of(&cfg);
   char table[SLAB_NAME_MAX + 16] = "/params/";
   zoo_gpt_param_name(ZOO_GPT_WTE, 0, table + 8, sizeof table - 8);
+  if (h5util_exists(h.file, table, H5I_DATASET) != 1)
+    surge_input_error("%s: %s is missing, not a dataset, or %s", path, table, H5UTIL_NOT_HARD_TEXT);
   hid_t wte = h5util_check(&h.c, H5Dopen2(h.file, table, H5P_DEFAULT), "open", table);
   hid_t space = h5util_check(&h.c, H5Dget_space(wte), "read the shape of", table);
   hsize_t dims[2];

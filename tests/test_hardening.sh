@@ -274,6 +274,20 @@ rc=$?
 one_error "$tap_tmp/el.txt" "extlink.h5: /params/fc1.weight is a soft or external link, which Surge never writes"
 tap_ok $(( (rc != 2) + $? )) "[model] init whose tensor is an external link to a fifo: exit $rc, $(error_of "$tap_tmp/el.txt")"
 
+# ---- what is left at a checkpoint's temporary name is removed before the write: a symbolic link
+# (HDF5 wrote through it, replacing its target) and a fifo (2 ranks hung in the collective create)
+st="$tap_tmp/stale"
+timeout 120 "$mpiexec" -n 2 "$SURGE_TRAIN" "$deck" -D "run.out_dir=$st" -D run.steps=4 >"$st.txt" 2>&1
+rm -f "$st/model.h5"
+echo "not a checkpoint" >"$tap_tmp/victim"
+ln -s "$tap_tmp/victim" "$st/checkpoints/.ckpt-00000006.h5.tmp"
+mkfifo "$st/checkpoints/.ckpt-00000008.h5.tmp"
+timeout 120 "$mpiexec" -n 2 "$SURGE_TRAIN" "$deck" -D "run.out_dir=$st" -D run.steps=8 --resume >>"$st.txt" 2>&1
+rc=$?
+[ $rc = 0 ] && [ "$(cat "$tap_tmp/victim")" = "not a checkpoint" ] && [ -f "$st/checkpoints/ckpt-00000006.h5" ] &&
+  [ ! -L "$st/checkpoints/ckpt-00000006.h5" ] && [ -f "$st/checkpoints/ckpt-00000008.h5" ]
+tap_ok $? "a symbolic link and a fifo at checkpoints' temporary names are replaced, their targets untouched: exit $rc"
+
 # ---- a checkpoint directory that turns immutable during the run (as root, where chattr works): the
 # next checkpoint fails naming the directory's refusal (MPI-IO's open hides it behind EBADF), says no
 # file was written, and the earlier checkpoints stay

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
@@ -56,6 +57,17 @@ static void fail_h5(writer_t *w, const char *what) {
 static void remove_partial(const writer_t *w) {
   if (unlink(w->f->temp) != 0 && errno != ENOENT && !w->temp_left_said)
     surge_warning("the partial file %s was not removed: %s (remove it by hand)", w->f->temp, strerror(errno));
+}
+
+/* Rank 0: whatever a killed writer (or anyone) left at the temporary name goes before the file is
+ * created: HDF5 would write through a symbolic link to its target, and a fifo there blocks the
+ * collective create. A directory stays, and the create fails naming it. */
+static void clear_temp(writer_t *w) {
+  struct stat st;
+  if (lstat(w->f->temp, &st) != 0 || S_ISDIR(st.st_mode)) return;
+  if (unlink(w->f->temp) != 0)
+    ckpt_fail(&w->st, "cannot write %s %s: cannot remove %s, left at its temporary name: %s", w->f->kind, w->f->final,
+              w->f->temp, strerror(errno));
 }
 
 /* Collective: when any rank failed, close what is open, remove the temporary file and report.
@@ -234,6 +246,8 @@ void ckpt_file_write(const ckpt_file_t *f, comm_t *world) {
   if (ckpt_any_failed(&w.st)) ckpt_report(&w.st, SURGE_EXIT_INPUT);
   if (world->rank == 0 && run_dir_make(f->dir, why, sizeof why) != 0)
     ckpt_fail(&w.st, "cannot write %s %s: cannot create directory %s: %s", f->kind, f->final, why, strerror(errno));
+  else if (world->rank == 0)
+    clear_temp(&w);
   agree_or_abandon(&w);
 
   hid_t fapl = ckpt_h5_fapl(world);

@@ -128,6 +128,19 @@ mkfifo "$tap_tmp/fifo"
 quiet 1 damage "$good" "$tap_tmp/extlink.h5" "extlink:$tap_tmp/fifo" || true
 expect_error 2 1 "extlink.h5: /params/fc1\.weight is a soft or external link, which Surge never writes" \
   "a tensor that is an external link to a fifo" read "$tap_tmp/extlink.h5"
+# a checkpoint its reader may not read is said so, not called damaged ("remove it" would lose it);
+# root reads any file, so as user nobody where this runs as root
+pd="$tap_tmp/perm"
+mkdir "$pd" && cp "$good" "$pd/ckpt.h5" && chmod 711 "$tap_tmp" && chmod 755 "$pd" && chmod 000 "$pd/ckpt.h5"
+if [ "$(id -u)" = 0 ] && command -v runuser >/dev/null 2>&1 && runuser -u nobody -- test -x "$prog" 2>/dev/null; then
+  runuser -u nobody -- timeout 60 "$prog" read "$pd/ckpt.h5" >"$tap_tmp/out.txt" 2>"$tap_tmp/err.txt"
+  rc=$?
+  [ $rc = 2 ] && grep -q "^surge: error: $pd/ckpt.h5: cannot open checkpoint: Permission denied$" "$tap_tmp/err.txt"
+  tap_ok $? "an unreadable checkpoint (as nobody): exit $rc, $(grep '^surge: error' "$tap_tmp/err.txt" | head -c 200)"
+else
+  tap_skip "an unreadable checkpoint: needs root, runuser and the test program reachable by user nobody"
+fi
+chmod 700 "$tap_tmp"
 printf 'step,loss\n1,2.3\n' >"$tap_tmp/text.h5"
 expect_error 2 1 "$tap_tmp/text.h5: not an HDF5 file" "a text file" read "$tap_tmp/text.h5"
 expect_error 2 1 "$tap_tmp/missing.h5: cannot open checkpoint: No such file" "a missing file" \

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "core/error.h"
 #include "core/exact.h"
@@ -61,6 +62,8 @@ static void fail_open(reader_t *r) {
     ckpt_fail(&r->st, "%s: cannot open checkpoint: %s", r->path, strerror(errno));
   else if (!S_ISREG(sb.st_mode))
     ckpt_fail(&r->st, "%s: cannot open checkpoint: not a regular file", r->path);
+  else if (access(r->path, R_OK) != 0) /* (not damage: MPI-IO's own error would be blamed on the file) */
+    ckpt_fail(&r->st, "%s: cannot open checkpoint: %s", r->path, strerror(errno));
   else if (strstr(why, "truncated"))
     ckpt_fail(&r->st, "%s: the file is truncated (HDF5: %s): it was not written completely; remove it to resume "
                       "from an earlier checkpoint",

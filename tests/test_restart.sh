@@ -86,6 +86,25 @@ for np in 1 4; do
   tap_ok $? "$np rank(s): signal + resume ends with bitwise the parameters of the straight run"
 done
 
+# a stop while the run starts (MPI, the deck, the data, a checkpoint read): the signal is caught from
+# the program's first line (before, SIGUSR1 then killed it: exit 138, no message, no requeue status);
+# sent once /proc shows SIGUSR1 caught, it lands during start-up, and the run stops before its first
+# step with --stopped-exit's status
+out="$tap_tmp/early"
+# (no timeout in front: the signal goes to the program itself; its 20 steps end it anyway)
+# shellcheck disable=SC2086
+"$SURGE_TRAIN" "$deck" $base -D "run.out_dir=$out" --stopped-exit 75 >"$out.txt" 2>&1 &
+pid=$!
+caught() { mask=$(sed -n 's/^SigCgt:[[:space:]]*//p' "/proc/$pid/status" 2>/dev/null) && [ -n "$mask" ] &&
+  [ $(( 0x$mask & 0x200 )) != 0 ]; }
+i=0
+until caught || [ $i -ge 30000 ]; do i=$((i + 1)); done # (no sleep: the start-up takes a fraction of a second)
+kill -USR1 $pid
+wait $pid
+rc=$?
+[ $rc = 75 ] && grep -q "stopped by a signal before step 1 of 20; resume with: .*--resume" "$out.txt"
+tap_ok $? "SIGUSR1 during start-up stops before the first step: exit $rc, $(grep -o 'stopped by a signal.*' "$out.txt" | head -c 100)"
+
 # 4-rank state continued on 2 ranks: equal to the straight 4-rank run within float tolerance
 out="$tap_tmp/four-to-two"
 train 4 "$out" -D run.steps=10

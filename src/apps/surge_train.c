@@ -79,6 +79,7 @@ static int split_background_overrides(cli_t *cli, char **bg) {
 }
 
 int main(int argc, char **argv) {
+  train_catch_stop_signals(); /* a stop while MPI, the deck and the data start: train/run.h */
   int thread_level = MPI_THREAD_SINGLE;
   if (wants_threads(argc, argv))
     thread_level = comm_init_threads(&argc, &argv);

@@ -25,13 +25,21 @@ static volatile sig_atomic_t stop_signal = 0;
 
 static void on_stop_signal(int sig) { stop_signal = sig; }
 
-static void install_stop_handlers(void) {
+void train_catch_stop_signals(void) {
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = on_stop_signal;
+  sa.sa_flags = SA_RESTART; /* (what a signal interrupts, MPI's start-up too, goes on) */
   sigemptyset(&sa.sa_mask);
   sigaction(SIGTERM, &sa, NULL);
   sigaction(SIGUSR1, &sa, NULL);
+}
+
+/* Collective: whether a stop signal reached any rank while the run was set up (data, checkpoint). */
+static int stopped_before_start(comm_t *world) {
+  double any = stop_signal != 0;
+  comm_allreduce_max_double(world, &any, 1, TRAFFIC_OTHER);
+  return any != 0;
 }
 
 static void report_setup(const trainer_t *t) {
@@ -170,6 +178,7 @@ train_outcome_t train_run(const config_t *cfg, const deck_t *deck, const char *r
     surge_input_error("%s: [checkpoint] compression = %s: %s", deck_where(deck, "checkpoint.compression"),
                       cfg->ckpt_compression, why);
 
+  train_catch_stop_signals(); /* before the data loads and a checkpoint is read: a signal then stops too */
   trainer_t t;
   trainer_init(&t, cfg, deck, world);
   train_claim_t claim; /* the output directories, locked; what to resume (train/claim.h) */
@@ -211,7 +220,6 @@ train_outcome_t train_run(const config_t *cfg, const deck_t *deck, const char *r
   run_mux_t mux;
   run_mux_begin(&mux, &t, deck);
   run_mux_log(&mux, cfg, log);
-  install_stop_handlers();
 
   const char *tokens = dataset_token_unit(t.ds);
   eval_stats_t e = {0};
@@ -224,7 +232,15 @@ train_outcome_t train_run(const config_t *cfg, const deck_t *deck, const char *r
   train_outcome_t outcome = TRAIN_FINISHED;
   int row_phases = mux.role == MUX_ROLE_NONE; /* a multiplexer adds phases to the row after step_row */
   double *row_sums = xcalloc((size_t)step_row_doubles(world, row_phases), sizeof *row_sums);
-  while (t.step < cfg->steps) {
+  if (stopped_before_start(world)) { /* the state is the checkpoint resumed, or the initial one */
+    strbuf_t line = STRBUF_INIT;
+    sb_printf(&line, "stopped by a signal before step %ld of %ld; resume with: %s", t.step + 1, cfg->steps, resume_cmd);
+    run_log_event(log, t.step, "stopped by a signal before its first step");
+    progress_note(&p, sb_str(&line));
+    sb_free(&line);
+    outcome = TRAIN_STOPPED;
+  }
+  while (t.step < cfg->steps && outcome == TRAIN_FINISHED) {
     comm_meter_t before = world->meter;
     run_mux_step_begin(&mux);
     train_stats_t s = trainer_step(&t, stop_signal != 0);

@@ -29,6 +29,19 @@ tap_ok $? "train on 3 ranks (pieces counted in shares, summed on rank 0): the sa
 "$TOK" train --out "$t/trained" --vocab-size 600 "$data/prose.txt" >/dev/null 2>"$t/err"
 [ $? = 2 ] && grep -q "vocab.json: the file exists" "$t/err"
 tap_ok $? "train never replaces a vocabulary"
+mkdir "$t/half" && : >"$t/half/merges.txt"
+"$TOK" train --out "$t/half" --vocab-size 300 "$data/prose.txt" >/dev/null 2>"$t/err"
+[ $? = 2 ] && grep -q "half/merges.txt: the file exists" "$t/err" && [ ! -e "$t/half/vocab.json" ]
+tap_ok $? "nor writes half a tokenizer: an existing merges.txt is refused before the training, vocab.json not written"
+# a token learnt from text that looks like a special one ("<|" + "|>" = "<||>") is an ordinary token:
+# the files load again, and encode and decode give the text back (refused before at merges.txt's line)
+mkdir "$t/lookalike"
+awk 'BEGIN { for (i = 0; i < 200; i++) print "<||> <|-|> x" }' >"$t/lookalike/a.txt"
+"$TOK" train --out "$t/lookalike/new/tok" --vocab-size 300 "$t/lookalike/a.txt" >/dev/null 2>"$t/err" &&
+  "$TOK" encode --tokenizer "$t/lookalike/new/tok" --ids "$t/lookalike/a.txt" >"$t/lookalike.ids" 2>>"$t/err" &&
+  "$TOK" decode --tokenizer "$t/lookalike/new/tok" --ids "$t/lookalike.ids" >"$t/lookalike.txt" 2>>"$t/err" &&
+  cmp -s "$t/lookalike.txt" "$t/lookalike/a.txt" && grep -q '"<||>"' "$t/lookalike/new/tok/vocab.json"
+tap_ok $? "a learnt \"<||>\" token (--out's directories made) loads, encodes and decodes back: $(head -c 200 "$t/err")"
 
 # A corpus: the texts, invalid UTF-8 and control bytes, an empty file, and more documents.
 mkdir "$t/corpus" "$t/corpus/more"

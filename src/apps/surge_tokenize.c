@@ -12,6 +12,7 @@
 
 #include "core/cli.h"
 #include "core/error.h"
+#include "io/run_dir.h"
 #include "surge_build_config.h"
 #include "tok/bpe.h"
 #include "tok/corpus.h"
@@ -122,6 +123,18 @@ static void cmd_train(const args_t *a) {
   need(a->out, "train", "--out DIR");
   if (a->vocab_size < 0) surge_input_error("train needs --vocab-size N (try --help)");
   if (!a->npaths) surge_input_error("train needs the text files or directories to learn from");
+  char v[PATH_MAX], m[PATH_MAX];
+  snprintf(v, sizeof v, "%s/vocab.json", a->out);
+  snprintf(m, sizeof m, "%s/merges.txt", a->out);
+  if (surge_rank() == 0) { /* before the training (minutes), not after it */
+    char why[PATH_MAX + 64];
+    if (run_dir_prepare(a->out, why, sizeof why) != 0) surge_input_error("--out %s: %s", a->out, why);
+    const char *const files[] = {v, m};
+    for (int k = 0; k < 2; k++)
+      if (access(files[k], F_OK) == 0 || errno != ENOENT)
+        surge_input_error("%s: the file exists (hint: remove it or name another directory; train never replaces a "
+                          "vocabulary)", files[k]);
+  }
   file_list_t docs = {0};
   file_list_expand(&docs, a->paths, a->npaths);
   train_opts_t o = {.vocab_size = (int)a->vocab_size, .min_frequency = (uint64_t)a->min_frequency};
@@ -135,9 +148,6 @@ static void cmd_train(const args_t *a) {
     file_list_free(&docs);
     return;
   }
-  char v[PATH_MAX], m[PATH_MAX];
-  snprintf(v, sizeof v, "%s/vocab.json", a->out);
-  snprintf(m, sizeof m, "%s/merges.txt", a->out);
   bpe_save(b, v, m);
   printf("train: %zu documents, %" PRIu64 " bytes, %" PRIu64 " pieces (%" PRIu64 " distinct) -> %d tokens, "
          "%d merges in %.2f s (%.2f MB/s) on %d ranks\n",

@@ -64,6 +64,20 @@ int bpe_set_token(bpe_t *b, int id, const uint8_t *bytes, size_t n, int special,
   return 0;
 }
 
+int bpe_make_normal(bpe_t *b, const uint8_t *bytes, size_t n) {
+  for (int id = 0; id < b->n; id++)
+    if (b->special[id] && b->len[id] == n && memcmp(b->tok[id], bytes, n) == 0) {
+      uint8_t *name = b->tok[id];
+      int other;
+      if (b->eot == id) b->eot = -1;
+      b->tok[id] = NULL;
+      bpe_set_token(b, id, name, n, 0, &other); /* (no normal token has these bytes: the caller looked) */
+      free(name);
+      return id;
+    }
+  return -1;
+}
+
 bpe_t *bpe_new_bytes(void) {
   bpe_t *b = bpe_empty();
   int other;

@@ -90,6 +90,7 @@ static void add_merge(bpe_t *b, const char *path, int ln, char *line, uint8_t *s
     total += (size_t)n;
   }
   int joined = bpe_lookup(b, scratch, total);
+  if (joined < 0) joined = bpe_make_normal(b, scratch, total); /* "<||>": a name like a special's, learnt */
   if (joined < 0)
     surge_input_error("%s:%d: \"%s%s\", the merge of \"%s\" and \"%s\", is not a token of the vocabulary", path, ln,
                       side[0], side[1], side[0], side[1]);

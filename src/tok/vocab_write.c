@@ -4,17 +4,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/error.h"
 #include "tok/bpe.h"
 #include "tok/bytemap.h"
 
+static _Noreturn void create_failed(const char *path) {
+  if (errno == EEXIST) surge_input_error("%s: the file exists (hint: remove it or name another directory)", path);
+  surge_input_error("%s: cannot create: %s", path, strerror(errno));
+}
+
+/* path created, never replaced */
 static FILE *create(const char *path) {
   FILE *f = fopen(path, "wx");
-  if (!f) {
-    if (errno == EEXIST) surge_input_error("%s: the file exists (hint: remove it or name another directory)", path);
-    surge_input_error("%s: cannot create: %s", path, strerror(errno));
-  }
+  if (!f) create_failed(path);
   return f;
 }
 
@@ -53,6 +57,14 @@ static size_t longest(const bpe_t *b) {
 void bpe_save(const bpe_t *b, const char *vocab_path, const char *merges_path) {
   char *buf = xmalloc(2 * longest(b) + 2);
   FILE *f = create(vocab_path);
+  FILE *fm = fopen(merges_path, "wx"); /* both before either is written: never half a tokenizer */
+  if (!fm) {
+    int err = errno;
+    fclose(f);
+    unlink(vocab_path);
+    errno = err;
+    create_failed(merges_path);
+  }
   fputc('{', f);
   for (int id = 0; id < b->n; id++) {
     if (id) fputc(',', f);
@@ -70,7 +82,7 @@ void bpe_save(const bpe_t *b, const char *vocab_path, const char *merges_path) {
     by_rank[rank][0] = (uint32_t)(b->merges.keys[i] >> 32);
     by_rank[rank][1] = (uint32_t)b->merges.keys[i];
   }
-  f = create(merges_path);
+  f = fm;
   fputs("#version: 0.2\n", f);
   for (int r = 0; r < b->nmerges; r++) {
     fputs(shown(b, (int)by_rank[r][0], buf), f);

@@ -178,16 +178,19 @@ head -c $((size - 100)) "$st" >"$t/trunc.safetensors"; cp "$t/hf/config.json" "$
 refused "truncated safetensors" "run past the data the file holds" "$convert" "$t/trunc.safetensors" "$t/x.h5"
 head -c 6 "$st" >"$t/short.safetensors"
 refused "a 6-byte safetensors" "truncated" "$convert" "$t/short.safetensors" "$t/x.h5"
-edit() { # edit IN OUT PYTHON: IN with its JSON header h rewritten by PYTHON (a valid file otherwise), to OUT
+edit() { # edit IN OUT PYTHON: IN with its JSON header h rewritten by PYTHON, which may append bytes `tail`
+  # to the data (`data`), to OUT
   python3 -c '
 import json, struct, sys
 blob = open(sys.argv[1], "rb").read()
 n = struct.unpack("<Q", blob[:8])[0]
 h = json.loads(blob[8:8 + n])
+data = blob[8 + n:]
+tail = b""
 exec(sys.argv[3])
 t = json.dumps(h).encode()
 t += b" " * (-len(t) % 8)
-open(sys.argv[2], "wb").write(struct.pack("<Q", len(t)) + t + blob[8 + n:])' "$@"
+open(sys.argv[2], "wb").write(struct.pack("<Q", len(t)) + t + data + tail)' "$@"
 }
 edit "$st" "$t/lie.safetensors" 'h["transformer.h.1.ln_2.bias"]["data_offsets"] = [10**12, 10**12 + 128]'
 refused "a header that lies about offsets" "transformer.h.1.ln_2.bias: data_offsets \[1000000000000" "$convert" "$t/lie.safetensors" "$t/x.h5"
@@ -196,15 +199,33 @@ refused "offsets that disagree with the shape" "c_fc.bias: data_offsets .* hold 
 edit "$st" "$t/shape.safetensors" 'h["transformer.h.0.attn.c_attn.weight"]["shape"] = [96, 32]'
 refused "a tensor of the wrong shape" "transformer.h.0.attn.c_attn.weight: shape (96,32) in the file, (32,96) in this model" \
   "$convert" "$t/shape.safetensors" "$t/x.h5"
-# a head beside the embedding: the same bytes (tied) are read, other values are refused (Surge's gpt ties it)
-edit "$st" "$t/tied.safetensors" 'h["lm_head.weight"] = dict(h["transformer.wte.weight"])'
+# a head beside the embedding, its own bytes after the others: the same values (tied) are read, other
+# values are refused (Surge's gpt ties it)
+edit "$st" "$t/tied.safetensors" 'o = h["transformer.wte.weight"]["data_offsets"]
+tail = data[o[0]:o[1]]
+h["lm_head.weight"] = dict(h["transformer.wte.weight"], data_offsets=[len(data), len(data) + len(tail)])'
 "$convert" "$t/tied.safetensors" "$t/tied.h5" >/dev/null 2>&1 &&
   h5diff "$t/tied.h5" "$t/a/model.h5" /params /params >/dev/null 2>&1
 tap_ok $? "an lm_head.weight equal to the token embedding is read as the tied output (bitwise the same model)"
 edit "$st" "$t/untied.safetensors" 'o = h["transformer.wte.weight"]["data_offsets"]
-h["lm_head.weight"] = dict(h["transformer.wte.weight"], data_offsets=[o[0] + 4, o[1] + 4])'
+tail = data[o[0] + 4:o[1]] + data[o[0]:o[0] + 4]
+h["lm_head.weight"] = dict(h["transformer.wte.weight"], data_offsets=[len(data), len(data) + len(tail)])'
 refused "an untied output layer" "lm_head.weight is not the token embedding: the output is untied" \
   "$convert" "$t/untied.safetensors" "$t/x.h5"
+# the format's layout (the safetensors library refuses the rest): the tensors tile the data
+edit "$st" "$t/shared.safetensors" 'h["lm_head.weight"] = dict(h["transformer.wte.weight"])'
+refused "two tensors on the same bytes" "tensors .*wte.weight.* share bytes of the data" "$convert" "$t/shared.safetensors" \
+  "$t/x.h5"
+edit "$st" "$t/missing.safetensors" 'name = "transformer.h.1.attn.c_proj.bias"
+b, e = h.pop(name)["data_offsets"]
+data = data[:b] + data[e:]
+for k, v in h.items():
+    if k != "__metadata__" and v["data_offsets"][0] >= e: v["data_offsets"] = [o - (e - b) for o in v["data_offsets"]]'
+refused "a missing tensor" "tensor transformer.h.1.attn.c_proj.bias: missing (this model's shape for it: (32))" \
+  "$convert" "$t/missing.safetensors" "$t/x.h5"
+edit "$st" "$t/trailing.safetensors" 'tail = bytes(100)'
+refused "bytes after the last tensor" "100 bytes after the last tensor's data belong to no tensor" "$convert" \
+  "$t/trailing.safetensors" "$t/x.h5"
 cp "$t/a.bin" "$t/magic.bin" && printf '\177' | dd of="$t/magic.bin" bs=1 seek=0 conv=notrunc 2>/dev/null
 refused "llm.c's magic wrong" "magic 20240255 at offset 0, not llm.c's 20240326" "$convert" "$t/magic.bin" "$t/x.h5"
 cp "$t/a.bin" "$t/version.bin" && printf '\007' | dd of="$t/version.bin" bs=1 seek=4 conv=notrunc 2>/dev/null

@@ -91,6 +91,42 @@ static void parse_entry(st_file_t *s, const cJSON *j, st_entry_t *e) {
                       (unsigned long long)(e->end - e->begin), (unsigned long long)(elems > UINT64_MAX / eb ? UINT64_MAX : elems * eb));
 }
 
+static int by_offsets(const void *a, const void *b) {
+  const st_entry_t *x = *(const st_entry_t *const *)a, *y = *(const st_entry_t *const *)b;
+  if (x->begin != y->begin) return x->begin < y->begin ? -1 : 1;
+  if (x->end != y->end) return x->end < y->end ? -1 : 1;
+  return strcmp(x->name, y->name);
+}
+
+/* As the format says (and the safetensors library refuses otherwise): every name once, and the
+ * tensors' bytes tile the data, in some order, without overlap or gap or bytes after them. */
+static void check_tiling(const st_file_t *s) {
+  const st_entry_t **o = xcalloc((size_t)s->n + 1, sizeof *o);
+  for (int i = 0; i < s->n; i++) o[i] = &s->e[i];
+  qsort(o, (size_t)s->n, sizeof *o, by_offsets);
+  char a[96], b[96];
+  for (int i = 0; i < s->n; i++)
+    for (int j = 0; j < i; j++) /* (n is a few hundred: GPT-2's tensors) */
+      if (!strcmp(s->e[j].name, s->e[i].name))
+        surge_input_error("%s: tensor %s is listed twice in the header", s->path, printable(s->e[i].name, a, sizeof a));
+  uint64_t at = 0;
+  for (int i = 0; i < s->n; i++) {
+    if (o[i]->begin < at)
+      surge_input_error("%s: tensors %s and %s share bytes of the data (data_offsets [%llu, %llu) and up to %llu)",
+                        s->path, printable(o[i - 1]->name, a, sizeof a), printable(o[i]->name, b, sizeof b),
+                        (unsigned long long)o[i]->begin, (unsigned long long)o[i]->end, (unsigned long long)at);
+    if (o[i]->begin > at)
+      surge_input_error("%s: bytes [%llu, %llu) of the data belong to no tensor (before %s): not a safetensors file "
+                        "as the format lays it out", s->path, (unsigned long long)at, (unsigned long long)o[i]->begin,
+                        printable(o[i]->name, a, sizeof a));
+    at = o[i]->end;
+  }
+  if (at != s->data_bytes)
+    surge_input_error("%s: %llu bytes after the last tensor's data belong to no tensor: not a safetensors file as "
+                      "the format lays it out", s->path, (unsigned long long)(s->data_bytes - at));
+  free(o);
+}
+
 static void st_open(st_file_t *s, const char *path) {
   *s = (st_file_t){.path = path};
   s->f = infile_fopen(path, NULL);
@@ -123,6 +159,7 @@ static void st_open(st_file_t *s, const char *path) {
     if (strcmp(j->string, "__metadata__") != 0) parse_entry(s, j, &s->e[s->n++]);
   cJSON_Delete(root);
   free(text);
+  check_tiling(s);
 }
 
 static void st_close(st_file_t *s) {
@@ -183,8 +220,11 @@ void weights_read_safetensors(const char *path, const graph_t *g, const weights_
       st_entry_t *e = st_find(&s, hf);
       long long want[2];
       int nd = hf_shape(&d, k, want);
-      if (!e) surge_input_error("%s: tensor %s: missing (this model's shape for it: (%lld%s%lld))", path, hf,
-                                want[0], nd == 2 ? "," : "", nd == 2 ? want[1] : 0LL);
+      if (!e) {
+        char c[128];
+        gpt2_shape_text(c, sizeof c, nd, want);
+        surge_input_error("%s: tensor %s: missing (this model's shape for it: %s)", path, hf, c);
+      }
       if (e->ndim != nd || e->d[0] != want[0] || (nd == 2 && e->d[1] != want[1])) {
         char a[128], c[128];
         gpt2_shape_text(a, sizeof a, e->ndim, e->d);

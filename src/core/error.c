@@ -1,6 +1,7 @@
 #include "core/error.h"
 
 #include <mpi.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -126,6 +127,10 @@ static void report_or_abort(int exit_code, const char *fmt, va_list ap) {
   /* Bad input is mostly seen by every rank at once (a deck checked by each): rank 0 reports it and
    * its abort ends the others, which wait a moment first, so the job prints one line, not N. An
    * error only another rank sees is printed after that moment. */
+  if (!escape) { /* a stop signal (train/run.h catches them) now ends a failing process, as the abort does */
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGUSR1, SIG_DFL);
+  }
   if (exit_code == SURGE_EXIT_INPUT && !escape && mpi_size() > 1 && surge_rank() != 0) {
     const struct timespec moment = {0, 300 * 1000 * 1000};
     nanosleep(&moment, NULL);

@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "io/printable.h"
 #include "tok/bpe_impl.h"
 #include "tok/bytemap.h"
 #include "tok/files.h"
@@ -55,10 +54,11 @@ static void read_vocab(bpe_t *b, const char *path, uint64_t *h) {
   cJSON *root = cJSON_ParseWithLength(text, len);
   if (!root || !cJSON_IsObject(root)) {
     const char *at = cJSON_GetErrorPtr();
-    char near[21] = "", shown[96]; /* (shown escaped: the message stays one line) */
+    char near[21] = "";
     if (at && root == NULL) snprintf(near, sizeof near, "%s", at);
-    surge_input_error("%s: not a JSON object of token -> id%s%s", path, near[0] ? " near: " : "",
-                      near[0] ? printable(near, shown, sizeof shown) : "");
+    for (char *c = near; *c; c++)
+      if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = ' '; /* (the message stays one line) */
+    surge_input_error("%s: not a JSON object of token -> id%s%s", path, near[0] ? " near: " : "", near);
   }
   uint8_t *scratch = xmalloc(len + 1);
   for (const cJSON *e = root->child; e; e = e->next) add_entry(b, path, e, scratch);

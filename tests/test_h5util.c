@@ -52,6 +52,9 @@ static void test_helpers(void) {
   hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
   hid_t g = H5Gcreate2(f, "grp", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
   H5Lcreate_soft("/missing", f, "dangling", H5P_DEFAULT, H5P_DEFAULT);
+  H5Lcreate_soft("/grp", f, "alias", H5P_DEFAULT, H5P_DEFAULT);
+  H5Lcreate_external("/nonexistent/other.h5", "/x", f, "away", H5P_DEFAULT, H5P_DEFAULT);
+  H5Gclose(H5Gcreate2(g, "sub", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
   tap_ok(h5util_attr_write_f64(g, "x", 2.5) == 0 && h5util_attr_write_i64(g, "n", -3) == 0 &&
              h5util_attr_write_string(g, "s", "text", H5T_CSET_UTF8) == 0,
          "write f64, i64 and string attributes");
@@ -62,8 +65,14 @@ static void test_helpers(void) {
   tap_ok(rs == H5UTIL_ABSENT && rm == H5UTIL_ABSENT, "read f64: a string or a missing attribute is absent");
   h5util_quiet_t q = h5util_quiet_begin();
   tap_ok(h5util_exists(f, "grp", H5I_GROUP) == 1 && h5util_exists(f, "grp", H5I_DATASET) == 0 &&
-             h5util_exists(f, "none", H5I_GROUP) == 0 && h5util_exists(f, "dangling", H5I_GROUP) == 0,
-         "exists: a group is a group, not a dataset; a missing name and a dangling link are not there");
+             h5util_exists(f, "none", H5I_GROUP) == 0 && h5util_exists(f, "/grp/sub", H5I_GROUP) == 1 &&
+             h5util_exists(f, "grp/none", H5I_GROUP) == 0,
+         "exists: a group is a group, not a dataset, along a path too; a missing name is not there");
+  tap_ok(h5util_exists(f, "dangling", H5I_GROUP) == H5UTIL_NOT_HARD &&
+             h5util_exists(f, "alias", H5I_GROUP) == H5UTIL_NOT_HARD &&
+             h5util_exists(f, "alias/sub", H5I_GROUP) == H5UTIL_NOT_HARD &&
+             h5util_exists(f, "away", H5I_DATASET) == H5UTIL_NOT_HARD,
+         "exists: soft links (dangling or not, also along a path) and external links are not followed");
   tap_ok(h5util_exists(-1, "grp", H5I_GROUP) == -1, "exists: a failing call says -1");
   h5util_quiet_end(q);
   H5Gclose(g);

@@ -60,6 +60,13 @@ rc=$?
 one_error "$a.txt" "--resume: no checkpoint in .*nockpt, and .*a/model\.h5 is the model of a finished run" &&
   [ "$(sums "$a/model.h5" "$a/log.h5")" = "$before" ]
 tap_ok $(( (rc != 2) + $? )) "--resume without a checkpoint: exit $rc, model.h5 and log.h5 untouched: $(error_of "$a.txt")"
+# with its checkpoints, --resume of a finished run (a job script's requeue, a re-run array task) runs
+# no step: its final evaluation is not logged twice, which left a log surge-report refused
+cp -r "$a" "$tap_tmp/again"
+train "$tap_tmp/again" --resume && train "$tap_tmp/again" --resume &&
+  "$report" "$tap_tmp/again/log.h5" >"$tap_tmp/again-report.txt" 2>&1 &&
+  [ "$(h5vals "$tap_tmp/again/log.h5" /eval/step | uniq -d)" = "" ]
+tap_ok $? "--resume of a finished run, twice: the log reads, /eval/step $(h5vals "$tap_tmp/again/log.h5" /eval/step | tr '\n' ' '): $(grep -o 'error: .*' "$tap_tmp/again-report.txt" | head -c 160)"
 
 # ---- the resume command printed at a stop is the whole command line, and a shell runs it as printed
 s="$tap_tmp/stop"

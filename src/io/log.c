@@ -178,6 +178,11 @@ hsize_t log_rows_through(h5_series_t *steps, long resume_step) {
 static void drop_rows_after(run_log_t *L, long resume_step) {
   hsize_t keep[LOG_CORE_GROUPS];
   for (int g = 0; g < LOG_CORE_GROUPS; g++) keep[g] = log_rows_through(group_scale(L, (log_group_t)g), resume_step);
+  if (keep[LOG_EVAL]) {
+    int64_t *v = h5_series_read_int64(group_scale(L, LOG_EVAL));
+    L->eval_last = (long)v[keep[LOG_EVAL] - 1];
+    free(v);
+  }
   for (int i = 0; i < L->nspec; i++) h5_series_truncate(L->spec[i].s, keep[L->spec[i].group]);
 }
 
@@ -367,6 +372,7 @@ run_log_t *run_log_open(const char *path, const log_run_info_t *info, const char
   L->file = -1;
   L->fd = -1;
   L->resume_step = -1;
+  L->eval_last = -1;
   L->flush_every = info->flush_every > 0 ? info->flush_every : 1;
   L->phases = info->phases;
   if (world->rank != 0) return L;
@@ -418,6 +424,11 @@ void run_log_eval(run_log_t *L, long step, double loss, double accuracy) {
   if (L->world->rank != 0) return;
   h5util_quiet_t q = h5util_quiet_begin();
   note_resume(L);
+  if (step <= L->eval_last) { /* this step's evaluation is logged: the same state's */
+    h5util_quiet_end(q);
+    return;
+  }
+  L->eval_last = step;
   int64_t s = step;
   h5_series_append(&L->step[LOG_EVAL], &s);
   h5_series_append(&L->eval[LOG_EVAL_LOSS], &loss);

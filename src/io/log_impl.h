@@ -56,6 +56,8 @@ struct run_log {
   h5_series_t eval[LOG_EVAL_COUNT], event[LOG_EVENT_COUNT];
   unsigned phases;   /* the /ranks phases the log has (bit p) */
   int resumed;       /* the file was reopened */
+  long eval_last;    /* the last step /eval holds (-1: none), kept on resume: a run resumed at its end
+                      * (--resume of a finished run) evaluates that step again, not logged twice */
   long resume_step;
   series_spec_t spec[SPEC_MAX];
   int nspec;

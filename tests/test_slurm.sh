@@ -142,6 +142,13 @@ if [ -x "$surge_sweep" ]; then
       [ -s "$dir/loss.svg" ]
     tap_ok $? "it wrote $dir/runs.csv (3 rows), runs.json and loss.svg: $(cd "$dir" 2>/dev/null && echo *)"
     tap_diag "$(cat "$out")"
+    # a slice of a sweep beyond MaxArraySize: task 0 + VARIANT_OFFSET 2 runs variant 2, which had
+    # finished: --resume of a finished run leaves its log readable (it logged its last evaluation twice)
+    off=$(sbatch --parsable --export="ALL,SURGE_BIN=$top_build,VARIANT_OFFSET=2" --array=0-0 "$jobs/sweep.sbatch" sweep.deck)
+    wait_job "$off" 60
+    [ "$(job_field "$off" JobState)" = COMPLETED ] && grep -q "surge-train sweep.deck --variant 2:" surge-sweep-"$off"_0.out &&
+      "$surge_report" runs/slurm-sweep-v2/log.h5 >/dev/null 2>&1
+    tap_ok $? "VARIANT_OFFSET=2: array task 0 of job $off ran variant 2 again (finished: resumed, its log still read)"
   else
     tap_skip "surge-report is not built yet: no report job"
   fi

@@ -86,8 +86,8 @@ expect_output "--index: an argument with a quote is one shell word" "$tap_tmp/wa
 printf '%s\n' "-D run.name=c" "-D 'data.path=\${HOME}/d'" >"$tap_tmp/want"
 expect_output "--index: a value with \${...} is single-quoted, for the deck to expand" "$tap_tmp/want" \
   "$tap_tmp/quote.deck" --index 2
-printf '%s\n' "variant  run.name  data.path  run.name" "0        a         \"x y\"      a" \
-  "1        b         it's       b" "2        c         \${HOME}/d  c" >"$tap_tmp/want"
+printf '%s\n' "variant  run.name  data.path" "0        a         \"x y\"" \
+  "1        b         it's" "2        c         \${HOME}/d" >"$tap_tmp/want"
 expect_output "--list quotes a value with blanks" "$tap_tmp/want" "$tap_tmp/quote.deck" --list
 
 "$SURGE_SWEEP" "$deck" --write-deck 10 "$tap_tmp/v10.deck" >"$tap_tmp/out.txt" 2>"$tap_tmp/err.txt"
@@ -145,6 +145,8 @@ run.steps = 1:400:1"
 bad_sweep "one range over the limit" \
   "bad.deck:4: [sweep] run.seed: value 1: the range has 1000000001 values" \
   "run.seed = 0:1000000000:1"
+bad_sweep "a range over the whole of int64 (its count wrapped to 0 variants, exit 0)" \
+  "bad.deck:4: [sweep] run.seed: value 1: the range has 2^64 values" "run.seed = -9223372036854775808:9223372036854775807:1"
 bad_sweep "a range that never reaches stop" "value 1: from 5 a step of 1 never reaches 1" "run.seed = 5:1:1"
 bad_sweep "a range with step 0" "value 2: the step is 0" "train.lr = 0.1, 0.1:0.2:0"
 bad_sweep "two numbers are not a range" 'value 1: "1:10" is not a range' "run.seed = 1:10"
@@ -165,6 +167,8 @@ train.lr = 0.1"
 bad_sweep "two variants writing the same files" "[sweep]: variants 0 and 1 both write run.out_dir = runs/a" \
   "run.name = a, b
 train.lr = 0.1, 0.2"
+bad_sweep "one output directory spelt two ways" "[sweep]: variants 0 and 1 both write run.out_dir = runs/a" \
+  "run.out_dir = runs/a, ./runs//a/"
 bad_sweep "a fixed log file shared by variants" \
   "[sweep]: variants 0 and 1 both write log.file = /tmp/one.h5" \
   "train.lr = 0.1, 0.2
@@ -180,6 +184,15 @@ expect_error "surge-train on a sweep deck without --variant" "$SURGE_TRAIN" \
   "sweep.deck sweeps 12 variants: pass --variant I (0..11)" "$deck" $tiny
 expect_error "surge-train --variant past the end" "$SURGE_TRAIN" "--variant 12: the deck sweeps 12 variants" \
   "$deck" --variant 12 $tiny
+printf '[model]\nzoo = mlp\n[sweep]\nrun.name = a, b\n' >"$tap_tmp/named.deck"
+"$SURGE_SWEEP" "$tap_tmp/named.deck" --list >"$tap_tmp/named.txt" 2>&1
+[ "$(head -n 1 "$tap_tmp/named.txt" | tr -s ' ')" = "variant run.name" ]
+tap_ok $? "--list of a sweep that sets run.name shows its column once: $(head -n 1 "$tap_tmp/named.txt")"
+expect_error "surge-train --variant given twice (the last won)" "$SURGE_TRAIN" "option '--variant' is given twice" \
+  "$deck" --variant 1 --variant 2 $tiny
+cp "$deck" "$tap_tmp/my deck;x.deck"
+expect_error "the hint's command quotes the deck's name" "$SURGE_TRAIN" \
+  "(hint: surge-sweep '$tap_tmp/my deck;x.deck' --list shows them)" "$tap_tmp/my deck;x.deck" $tiny
 expect_error "surge-train --variant on a deck without [sweep]" "$SURGE_TRAIN" \
   "plain.deck: --variant 0: the deck has no [sweep] section" "$tap_tmp/plain.deck" --variant 0
 timeout 120 "$SURGE_TRAIN" "$deck" --variant 7 $tiny >"$tap_tmp/train.txt" 2>"$tap_tmp/train.err"

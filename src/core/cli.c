@@ -53,6 +53,8 @@ static void take_option(cli_t *cli, int f, int argc, char **argv, int *i, const 
     surge_runtime_error("option spec '%s' takes more than %d values", spec, CLI_MAX_VALUES);
   if (inline_value && n != 1)
     surge_input_error("option '%.*s' is written '%s' (try --help)", (int)spec_name_len(spec), spec, spec);
+  if (n > 0 && cli->seen[f]) /* (the last would win unseen: --variant 1 --variant 2) */
+    surge_input_error("option '%.*s' is given twice: give it once (try --help)", (int)spec_name_len(spec), spec);
   cli->seen[f] = 1;
   if (inline_value) {
     cli->values[f][0] = inline_value;

@@ -2,6 +2,7 @@
  * variants and how a variant number picks one value per key. Other sections are left to io/deck.c. */
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -169,13 +170,14 @@ static void int_range(const sweep_t *s, int line, const char *key, int nth, char
   unsigned long long span = stop >= start ? (unsigned long long)stop - (unsigned long long)start
                                           : (unsigned long long)start - (unsigned long long)stop;
   unsigned long long astep = step > 0 ? (unsigned long long)step : 0ULL - (unsigned long long)step;
-  unsigned long long count = span / astep + 1;
-  if (count > (unsigned long long)SWEEP_MAX_VARIANTS) {
+  unsigned long long steps = span / astep; /* (+ 1 wraps to 0 for a span of 2^64 - 1) */
+  if (steps >= (unsigned long long)SWEEP_MAX_VARIANTS) {
     char text[32];
-    snprintf(text, sizeof text, "%llu", count);
+    if (steps < ULLONG_MAX) snprintf(text, sizeof text, "%llu", steps + 1);
+    else snprintf(text, sizeof text, "2^64");
     too_many_values(s, line, key, nth, text);
   }
-  *it = (sweep_item_t){.kind = ITEM_INT_RANGE, .count = (long)count, .istart = start, .istep = step};
+  *it = (sweep_item_t){.kind = ITEM_INT_RANGE, .count = (long)(steps + 1), .istart = start, .istep = step};
 }
 
 static void float_range(const sweep_t *s, int line, const char *key, int nth, const double v[3],

@@ -46,7 +46,9 @@ static const char *table_header(const sweep_t *s, int c) {
 void sweep_print_list(const sweep_t *s, const char *text, int noverrides, char *const *overrides, FILE *f) {
   names_t names = {xcalloc((size_t)s->count, sizeof(char *))};
   sweep_check(s, text, noverrides, overrides, collect_name, &names);
-  int ncols = s->nlines + 2;
+  int ncols = s->nlines + 2; /* the name last, unless the sweep sets it (a column of its own already) */
+  for (int k = 0; k < s->nlines; k++)
+    if (!strcmp(s->lines[k].name, "run.name")) ncols = s->nlines + 1;
   size_t *width = xcalloc((size_t)ncols, sizeof *width);
   strbuf_t cell = STRBUF_INIT;
   for (int c = 0; c < ncols; c++) width[c] = strlen(table_header(s, c));

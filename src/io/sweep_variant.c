@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/cli.h"
 #include "core/error.h"
 #include "io/config_schema.h"
 #include "io/deck_value.h"
@@ -23,6 +24,12 @@ void sweep_value(const sweep_t *s, long i, int k, strbuf_t *out) {
   surge_runtime_error("sweep: value %ld of %s out of range", j, l->name);
 }
 
+/* "surge-sweep DECK --list", the deck quoted for a shell (a hint is pasted). malloc'd. */
+static char *list_command(const char *deck) {
+  char *const argv[] = {(char *)"surge-sweep", (char *)deck, (char *)"--list"};
+  return cli_command_line(3, argv, NULL);
+}
+
 long sweep_index_arg(const sweep_t *s, const char *what, const char *arg) {
   size_t n = strlen(arg);
   int digits = n > 0 && n <= 18;
@@ -31,9 +38,9 @@ long sweep_index_arg(const sweep_t *s, const char *what, const char *arg) {
   if (v < 0 || v >= s->count) {
     strbuf_t shown = STRBUF_INIT;
     cfg_value_printable(arg, 40, &shown);
-    surge_input_error(
-        "%s: %s %s: the deck sweeps %ld variant%s, numbered 0..%ld (hint: surge-sweep %s --list)", s->path,
-        what, sb_str(&shown), s->count, s->count == 1 ? "" : "s", s->count - 1, s->path);
+    char *list = list_command(s->path);
+    surge_input_error("%s: %s %s: the deck sweeps %ld variant%s, numbered 0..%ld (hint: %s)", s->path, what,
+                      sb_str(&shown), s->count, s->count == 1 ? "" : "s", s->count - 1, list);
   }
   return v;
 }
@@ -160,6 +167,28 @@ static int output_cmp(const void *a, const void *b) {
   return c ? c : (x->variant > y->variant) - (x->variant < y->variant);
 }
 
+/* path as a file system reads it, without empty and "." components (runs//a/./b/ -> runs/a/b): two
+ * spellings of one path compare equal (".." is kept: it depends on links). malloc'd. */
+static char *lexical_path(const char *path) {
+  size_t n = strlen(path);
+  char *out = xmalloc(n + 2), *o = out;
+  if (path[0] == '/') *o++ = '/';
+  for (const char *p = path; *p;) {
+    while (*p == '/') p++;
+    const char *end = p;
+    while (*end && *end != '/') end++;
+    if (end > p && !(end - p == 1 && *p == '.')) {
+      if (o > out && o[-1] != '/') *o++ = '/';
+      memcpy(o, p, (size_t)(end - p));
+      o += end - p;
+    }
+    p = end;
+  }
+  if (o == out) *o++ = '.';
+  *o = '\0';
+  return out;
+}
+
 static void check_distinct(const sweep_t *s, const char *key, output_t *outs) {
   qsort(outs, (size_t)s->count, sizeof *outs, output_cmp);
   for (long i = 1; i < s->count; i++)
@@ -182,7 +211,7 @@ void sweep_check(const sweep_t *s, const char *text, int noverrides, char *const
     sweep_resolve(s, i, text, noverrides, overrides, &cfg, NULL);
     if (visit) visit(i, &cfg, arg);
     const char *paths[NPATHS] = {cfg.out_dir, cfg.log_file, cfg.ckpt_dir};
-    for (int p = 0; p < NPATHS; p++) outs[p][i] = (output_t){.path = xstrdup(paths[p]), .variant = i};
+    for (int p = 0; p < NPATHS; p++) outs[p][i] = (output_t){.path = lexical_path(paths[p]), .variant = i};
   }
   for (int p = 0; p < NPATHS; p++) {
     check_distinct(s, keys[p], outs[p]);
@@ -205,9 +234,8 @@ void sweep_parse_run(const char *text, const char *path, const char *variant_arg
     return;
   }
   if (!variant_arg)
-    surge_input_error(
-        "%s sweeps %ld variant%s: pass --variant I (0..%ld) (hint: surge-sweep %s --list shows them)", path,
-        s->count, s->count == 1 ? "" : "s", s->count - 1, path);
+    surge_input_error("%s sweeps %ld variant%s: pass --variant I (0..%ld) (hint: %s shows them)", path, s->count,
+                      s->count == 1 ? "" : "s", s->count - 1, list_command(path));
   long i = sweep_index_arg(s, "--variant", variant_arg);
   if (check_all) sweep_check(s, text, noverrides, overrides, NULL, NULL);
   sweep_resolve(s, i, text, noverrides, overrides, cfg, out);

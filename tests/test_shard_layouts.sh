@@ -159,5 +159,13 @@ resume psgd-3d-again psgd-3d-half 8 gpt-3d.deck $gpt $grid $shard $psgd
 tap_ok $? "the sharded PowerSGD 3d checkpoint resumes on its layout"
 # shellcheck disable=SC2086
 same psgd-3d-again psgd-3d-shard "sharded PowerSGD 3d, 5 + 5 steps = 10 steps" $key_bias
+# with nothing to shard over (3d with dp = 1, 1 rank of dp) the key is said to do nothing, not silent
+# shellcheck disable=SC2086
+run noshard-3d 2 gpt-3d.deck $gpt -D parallel.tp=1 -D parallel.pp=2 -D parallel.dp=1 $shard -D run.steps=1
+# shellcheck disable=SC2086
+run noshard-dp 1 mlp-fmnist.deck -D data.train_samples=500 -D data.test_samples=50 $shard -D run.steps=1
+grep -q "3d: \[parallel\] shard_optimizer has nothing to shard with dp = 1" "$tap_tmp/noshard-3d.txt" &&
+  grep -q "dp: \[parallel\] shard_optimizer has nothing to shard on 1 rank" "$tap_tmp/noshard-dp.txt"
+tap_ok $? "shard_optimizer with nothing to shard over (3d dp = 1; dp on 1 rank) says so (exit $(cat "$tap_tmp/noshard-3d.rc") $(cat "$tap_tmp/noshard-dp.rc"))"
 
 tap_done

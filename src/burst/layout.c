@@ -313,6 +313,8 @@ layout_t *burst_layout_build(const layout_opts_t *o, const graph_t *g, const bac
                "next forward pass reads them", b->ex.sync.shard->floats);
   } else if (b->ex.shared_refused[0]) {
     snprintf(b->note, sizeof b->note, "dp: allreduce, not node-shared memory: %s", b->ex.shared_refused);
+  } else if (o->shard_optimizer && world->size == 1) { /* said, not silent: plan_shards had nothing to do */
+    snprintf(b->note, sizeof b->note, "%s: [parallel] shard_optimizer has nothing to shard on 1 rank", o->mode);
   }
   if (o->micro_batches > 1) {
     double most = b->ex.window; /* the banner (rank 0's) states the job's largest window */

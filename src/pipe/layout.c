@@ -454,6 +454,9 @@ layout_t *pipe_layout_build(const layout_opts_t *o, const graph_t *g, const back
   pl->base = (layout_t){.ops = &pipe_layout_ops, .m = &pl->ex.m, .local = &pl->local, .sync = &pl->ex.sync,
                         .window = pl->ex.m.B_cap, .impl = pl};
   if (pl->ex.shard) use_shards(pl);
+  else if (o->shard_optimizer) /* said, not silent: plan_shards had nothing to do */
+    pl->base.note = "3d: [parallel] shard_optimizer has nothing to shard with dp = 1: each rank keeps its part's "
+                    "whole optimizer state (the shards are over a stage's data-parallel group)";
   pl->base.norm = plan_norm(pl);
   return &pl->base;
 }

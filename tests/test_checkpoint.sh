@@ -210,7 +210,7 @@ if [ "${SURGE_TEST_NO_MOUNT:-0}" != 1 ] && mount -t tmpfs -o size=6m surge-ckpt-
   tap_ok $? "full disk: the first checkpoint fits"
   avail=$(df -k "$full" | awk 'NR == 2 { print $4 }')
   dd if=/dev/zero of="$full/filler" bs=1k count=$((avail - 1024)) 2>/dev/null
-  reason=".*([Nn]o space|NO_SPACE)"
+  reason=".*no space left on device: [0-9]+ KiB free in $full/ck"
 else
   mechanism="a 1 MB file-size limit (RLIMIT_FSIZE)"
   limit="--file-size-limit 1000000"

@@ -37,13 +37,13 @@ static void fail_h5(writer_t *w, const char *what) {
   char why[512], sys[192] = "", left[PATH_MAX + 64];
   h5util_error_text(why, sizeof why, CKPT_H5_NO_ERROR);
   struct statvfs fs;
+  double free_bytes = statvfs(w->f->dir, &fs) == 0 ? (double)fs.f_bavail * (double)fs.f_frsize : -1;
   if (!created && access(w->f->dir, W_OK | X_OK) != 0)
     snprintf(sys, sizeof sys, " (%s: %s)", w->f->dir, strerror(errno));
+  else if (free_bytes >= 0 && (err == ENOSPC || (!err && free_bytes < CKPT_LOW_SPACE_BYTES)))
+    snprintf(sys, sizeof sys, " (no space left on device: %.0f KiB free in %s)", free_bytes / 1024.0, w->f->dir);
   else if (err)
     snprintf(sys, sizeof sys, " (%s)", strerror(err));
-  else if (statvfs(w->f->dir, &fs) == 0 && (double)fs.f_bavail * (double)fs.f_frsize < CKPT_LOW_SPACE_BYTES)
-    snprintf(sys, sizeof sys, " (no space left on device: %.0f KiB free in %s)",
-             (double)fs.f_bavail * (double)fs.f_frsize / 1024.0, w->f->dir);
   if (created)
     snprintf(left, sizeof left, "the partial file %s is removed", w->f->temp);
   else

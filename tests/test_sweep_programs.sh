@@ -177,6 +177,8 @@ bad_sweep "an empty [sweep]" "bad.deck:3: [sweep]: no key is swept" "# nothing"
 printf '[model]\nzoo = mlp\n[swep]\n' >"$tap_tmp/bad.deck"
 expect_error "a misspelt [sweep]" "$SURGE_TRAIN" "unknown section [swep] (hint: did you mean [sweep]?)" \
   "$tap_tmp/bad.deck"
+expect_error "a misspelt [sweep], to surge-sweep too" "$SURGE_SWEEP" "unknown section [swep] (hint: did you mean [sweep]?)" \
+  "$tap_tmp/bad.deck" --count
 
 # ---- surge-train runs one variant
 tiny="-D data.train_samples=64 -D data.test_samples=64 -D train.global_batch=8 -D run.steps=1"

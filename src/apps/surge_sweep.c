@@ -62,7 +62,11 @@ int main(int argc, char **argv) {
 
   char *text = deck_read_file(cli.deck);
   sweep_t *s = sweep_parse(text, cli.deck);
-  if (!s) surge_input_error("%s: the deck has no [sweep] section (hint: doc/sweeps.md shows one)", cli.deck);
+  if (!s) {
+    config_t cfg; /* the deck's own errors first: [Sweep] is an unknown section with a hint, as surge-train says */
+    deck_parse(text, cli.deck, cli.noverrides, cli.overrides, &cfg, NULL);
+    surge_input_error("%s: the deck has no [sweep] section (hint: doc/sweeps.md shows one)", cli.deck);
+  }
   const char *index_arg = cli_value(&cli, action, 0);
   long i = index_arg ? sweep_index_arg(s, action, index_arg) : 0;
 

@@ -52,6 +52,15 @@ grep -q "^data tokens: $(( 29999 / 16 + 19999 / 16 )) training samples, 16 valid
 tap_ok $? "windows of context+1 tokens through both training shards: $((29999 / 16)) + $((19999 / 16)) samples"
 grep -q "validation loss [0-9.]* nats/token" "$t/one.txt"
 tap_ok $? "evaluated on the validation shard, in nats per token"
+# a directory whose name holds glob characters is that directory (tk[x] was read as a pattern,
+# training on a sibling tkx without a word)
+mkdir "$t/c[1]" "$t/c1"
+cp "$t/c"/*.bin "$t/c[1]/"
+$write "$t/c1/w_train_000000.bin" 5000 300 4
+$write "$t/c1/w_val_000000.bin" 4000 300 5
+train 1 "$t/brackets" -D "data.path=$t/c[1]" -D run.steps=1
+grep -q "^data tokens: $(( 29999 / 16 + 19999 / 16 )) training samples" "$t/brackets.txt"
+tap_ok $? "data.path = c[1], a directory beside c1: its own shards: $(grep -a '^data\|error' "$t/brackets.txt" | head -n 1)"
 train 4 "$t/four"
 res=$("$compare" "$t/four/model.h5" "$t/one/model.h5" 1e-5 --key-bias-bound 0.006 2>&1)
 tap_ok $? "dp on 4 ranks = 1 rank: $res"

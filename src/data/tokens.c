@@ -95,12 +95,31 @@ static uint64_t check_shard(const char *path, uint32_t vocab, uint8_t *buf) {
   return n;
 }
 
-/* The shards a path names: a directory's files whose names hold `part` and end in .bin, or a glob. */
+/* s with glob(3)'s special characters escaped into out (n bytes): -1 when it does not fit. */
+static int glob_escaped(const char *s, char *out, size_t n) {
+  size_t k = 0;
+  for (; *s; s++) {
+    if (strchr("*?[\\", *s) && k + 1 < n) out[k++] = '\\';
+    if (k + 1 >= n) return -1;
+    out[k++] = *s;
+  }
+  out[k] = '\0';
+  return 0;
+}
+
+/* The shards a path names: a directory's files whose names hold `part` and end in .bin, a file, or
+ * (a path that does not exist) a glob. An existing path is taken as it is written, whatever
+ * characters its name holds: tk[x] is that directory, not tkx. */
 static void find_shards(const char *path, const char *part, split_shards_t *sp, const char *key) {
-  char pattern[PATH_MAX];
+  char pattern[PATH_MAX], dir[PATH_MAX];
   struct stat st;
-  int k = stat(path, &st) == 0 && S_ISDIR(st.st_mode) ? snprintf(pattern, sizeof pattern, "%s/*%s*.bin", path, part)
-                                                      : snprintf(pattern, sizeof pattern, "%s", path);
+  int exists = stat(path, &st) == 0, k;
+  if (exists && S_ISDIR(st.st_mode))
+    k = glob_escaped(path, dir, sizeof dir) != 0 ? -1 : snprintf(pattern, sizeof pattern, "%s/*%s*.bin", dir, part);
+  else if (exists)
+    k = glob_escaped(path, pattern, sizeof pattern);
+  else
+    k = snprintf(pattern, sizeof pattern, "%s", path);
   if (k < 0 || (size_t)k >= sizeof pattern) surge_input_error("[data] %s: the path is too long", key);
   if (!strpbrk(path, "*?[") && stat(path, &st) != 0)
     surge_input_error("[data] %s = %s: %s (hint: tools/make-corpus.sh builds the corpus of the shipped decks; "

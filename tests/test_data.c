@@ -310,6 +310,22 @@ static void test_fmnist_files(void) {
   if (truncate(train_images, size / 2) != 0) perror("truncate");
   expect_open_fails(&cfg, 2, "gzip file cut in half", train_images, "unexpected end of file");
 
+  /* Cut short by just its 8-byte trailer (CRC32, size): zlib reads data larger than its buffer
+   * without an error, and nothing would check it (a flipped bit in the pixels trained with exit 0). */
+  write_tiny_set(5, 3, ".gz");
+  enum { MANY = 64 }; /* 50 KB of pixels: read past zlib's buffer */
+  static uint8_t many_pix[MANY * PIX], many_lab[MANY];
+  for (int i = 0; i < MANY * PIX; i++) many_pix[i] = (uint8_t)(i * 2654435761u >> 24);
+  uint32_t dm[3] = {MANY, 28, 28}, lm[1] = {MANY};
+  write_idx("train-images-idx3-ubyte.gz", 0x803, 3, dm, many_pix, sizeof many_pix);
+  write_idx("train-labels-idx1-ubyte.gz", 0x801, 1, lm, many_lab, MANY);
+  f = fopen(train_images, "rb");
+  fseek(f, 0, SEEK_END);
+  size = ftell(f);
+  fclose(f);
+  if (truncate(train_images, size - 8) != 0) perror("truncate");
+  expect_open_fails(&cfg, 2, "gzip file without its trailer", train_images, "ends before its trailer");
+
   clear_tmpdir();
   expect_open_fails(&cfg, 2, "missing files", train_images, "no such file (hint:");
 

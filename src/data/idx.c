@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -87,6 +88,55 @@ static size_t read_payload(gzFile f, const char *path, size_t want, uint8_t **da
   }
 }
 
+/* Whether every gzip member of the file is inflated to its end, trailer (CRC32, size) checked: zlib's
+ * gzread ends a stream cut short just before its trailer without an error when exactly its data
+ * was asked for. Trailing bytes that start no member are ignored, as gzread ignores them. */
+static int members_end(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return 0;
+  unsigned char in[1 << 16], out[1 << 16];
+  z_stream s;
+  memset(&s, 0, sizeof s);
+  int ret = inflateInit2(&s, 15 + 16) == Z_OK ? Z_OK : Z_MEM_ERROR, ended = 0;
+  while (ret == Z_OK || ret == Z_BUF_ERROR || ret == Z_STREAM_END) {
+    if (s.avail_in == 0) {
+      s.avail_in = (uInt)fread(in, 1, sizeof in, f);
+      s.next_in = in;
+      if (s.avail_in == 0) break;
+    }
+    if (ended) { /* another member, or bytes after the data */
+      if (s.avail_in >= 2 && (s.next_in[0] != 0x1f || s.next_in[1] != 0x8b)) break;
+      inflateReset(&s);
+      ended = 0;
+    }
+    s.next_out = out;
+    s.avail_out = sizeof out;
+    ret = inflate(&s, Z_NO_FLUSH);
+    ended = ret == Z_STREAM_END;
+  }
+  inflateEnd(&s);
+  fclose(f);
+  return ended;
+}
+
+/* Whether the gzip file ends with the trailer of the data read (header + payload): the last
+ * member's CRC32 and size match at once for a file of one member, as Surge's inputs are; any other
+ * file is inflated member by member to find its end (members_end). */
+static int gzip_whole(const char *path, const uint8_t *header, size_t header_bytes, const idx_array_t *a) {
+  FILE *f = fopen(path, "rb");
+  uint8_t t[8];
+  int read = f && fseeko(f, -8, SEEK_END) == 0 && fread(t, 1, 8, f) == 8;
+  if (f) fclose(f);
+  uLong crc = crc32(0L, header, (uInt)header_bytes);
+  for (size_t at = 0; at < a->bytes; at += IDX_READ_CHUNK)
+    crc = crc32(crc, a->data + at, (uInt)(a->bytes - at < IDX_READ_CHUNK ? a->bytes - at : IDX_READ_CHUNK));
+  uint32_t size = (uint32_t)(header_bytes + a->bytes); /* (mod 2^32, as gzip keeps it) */
+  uint32_t t_crc = (uint32_t)t[0] | (uint32_t)t[1] << 8 | (uint32_t)t[2] << 16 | (uint32_t)t[3] << 24;
+  uint32_t t_size = (uint32_t)t[4] | (uint32_t)t[5] << 8 | (uint32_t)t[6] << 16 | (uint32_t)t[7] << 24;
+  if (read && t_crc == (uint32_t)crc && t_size == size) return 1;
+  return members_end(path);
+}
+
 void idx_read(const char *path, int ndim, const char *what, const char *missing_hint, idx_array_t *out) {
   uint64_t file_bytes = file_size_or_fail(path, missing_hint);
   gzFile f = gzopen(path, "rb");
@@ -94,9 +144,10 @@ void idx_read(const char *path, int ndim, const char *what, const char *missing_
 
   uint8_t header[4 + 4 * IDX_MAX_DIMS];
   size_t header_bytes = 4 + 4 * (size_t)ndim;
-  if (gz_read_all(f, path, header, header_bytes) < header_bytes)
-    surge_input_error("%s: only %" PRIu64 " bytes, too short for an IDX header of %s (%zu bytes); truncated?",
-                      path, file_bytes, what, header_bytes);
+  size_t have = gz_read_all(f, path, header, header_bytes);
+  if (have < header_bytes)
+    surge_input_error("%s: only %zu bytes%s, too short for an IDX header of %s (%zu bytes); truncated?", path, have,
+                      gzdirect(f) ? "" : " after decompression", what, header_bytes);
   uint32_t magic = be32(header), expected_magic = 0x00000800u | (uint32_t)ndim;
   if (magic != expected_magic)
     surge_input_error("%s: bad IDX magic 0x%08" PRIx32 " (expected 0x%08" PRIx32 " for %s); is this an IDX file?",
@@ -130,6 +181,9 @@ void idx_read(const char *path, int ndim, const char *what, const char *missing_
     surge_input_error("%s: more data than the header describes (%s %s); wrong header or a different file?",
                       path, dims_str(out->dims, ndim, d, sizeof d), what);
   gzclose(f);
+  if (!plain && !gzip_whole(path, header, header_bytes, out))
+    surge_input_error("%s: the gzip data ends before its trailer (CRC and size), so nothing checks it; truncated? "
+                      "(is the download complete?)", path);
 }
 
 void idx_free(idx_array_t *a) {

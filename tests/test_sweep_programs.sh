@@ -177,6 +177,8 @@ bad_sweep "an empty [sweep]" "bad.deck:3: [sweep]: no key is swept" "# nothing"
 printf '[model]\nzoo = mlp\n[swep]\n' >"$tap_tmp/bad.deck"
 expect_error "a misspelt [sweep]" "$SURGE_TRAIN" "unknown section [swep] (hint: did you mean [sweep]?)" \
   "$tap_tmp/bad.deck"
+expect_error "a bg: override (surge-train's in-process background) is no key of surge-sweep's deck" "$SURGE_SWEEP" \
+  "-D bg:run.steps=7: unknown section [bg:run]" "$deck" -D bg:run.steps=7 --count
 expect_error "a misspelt [sweep], to surge-sweep too" "$SURGE_SWEEP" "unknown section [swep] (hint: did you mean [sweep]?)" \
   "$tap_tmp/bad.deck" --count
 

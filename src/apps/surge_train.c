@@ -80,6 +80,7 @@ static int split_background_overrides(cli_t *cli, char **bg) {
 
 int main(int argc, char **argv) {
   train_catch_stop_signals(); /* a stop while MPI, the deck and the data start: train/run.h */
+  deck_accept_background_prefix(); /* -D bg:section.key=value: the in-process background's */
   int thread_level = MPI_THREAD_SINGLE;
   if (wants_threads(argc, argv))
     thread_level = comm_init_threads(&argc, &argv);

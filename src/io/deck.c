@@ -192,9 +192,13 @@ static void parse_lines(deck_t *d, const char *text) {
 
 /* ---- -D section.key=value ---- */
 
+static int background_prefix; /* set once, before any thread, by deck_accept_background_prefix */
+
+void deck_accept_background_prefix(void) { background_prefix = 1; }
+
 const char *deck_override_body(const char *arg) {
-  return strncmp(arg, DECK_BACKGROUND_PREFIX, strlen(DECK_BACKGROUND_PREFIX)) == 0 ? arg + strlen(DECK_BACKGROUND_PREFIX)
-                                                                                    : arg;
+  size_t n = strlen(DECK_BACKGROUND_PREFIX);
+  return background_prefix && strncmp(arg, DECK_BACKGROUND_PREFIX, n) == 0 ? arg + n : arg;
 }
 
 static void apply_override(deck_t *d, const char *typed) {

@@ -22,10 +22,13 @@ typedef struct deck deck_t;
 #define DECK_MAX_BYTES (1 << 20)
 
 /* surge-train's overrides of its in-process background's deck, -D bg:section.key=value: they keep
- * the prefix, so that an error names the override as it was typed. */
+ * the prefix, so that an error names the override as it was typed. Only a program that called
+ * deck_accept_background_prefix reads them (surge-train, once at its start); in any other the
+ * prefix is part of the section's name, an unknown section. */
 #define DECK_BACKGROUND_PREFIX "bg:"
+void deck_accept_background_prefix(void);
 
-/* An override's "section.key=value", after DECK_BACKGROUND_PREFIX when it has one. */
+/* An override's "section.key=value", after DECK_BACKGROUND_PREFIX when it has one and it is accepted. */
 const char *deck_override_body(const char *arg);
 
 /* Parse deck text (already read; `path` names it in messages), apply overrides "section.key=value"

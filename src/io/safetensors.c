@@ -91,6 +91,10 @@ static void parse_entry(st_file_t *s, const cJSON *j, st_entry_t *e) {
                       (unsigned long long)(e->end - e->begin), (unsigned long long)(elems > UINT64_MAX / eb ? UINT64_MAX : elems * eb));
 }
 
+static int by_name(const void *a, const void *b) {
+  return strcmp((*(const st_entry_t *const *)a)->name, (*(const st_entry_t *const *)b)->name);
+}
+
 static int by_offsets(const void *a, const void *b) {
   const st_entry_t *x = *(const st_entry_t *const *)a, *y = *(const st_entry_t *const *)b;
   if (x->begin != y->begin) return x->begin < y->begin ? -1 : 1;
@@ -103,12 +107,12 @@ static int by_offsets(const void *a, const void *b) {
 static void check_tiling(const st_file_t *s) {
   const st_entry_t **o = xcalloc((size_t)s->n + 1, sizeof *o);
   for (int i = 0; i < s->n; i++) o[i] = &s->e[i];
-  qsort(o, (size_t)s->n, sizeof *o, by_offsets);
   char a[96], b[96];
-  for (int i = 0; i < s->n; i++)
-    for (int j = 0; j < i; j++) /* (n is a few hundred: GPT-2's tensors) */
-      if (!strcmp(s->e[j].name, s->e[i].name))
-        surge_input_error("%s: tensor %s is listed twice in the header", s->path, printable(s->e[i].name, a, sizeof a));
+  qsort(o, (size_t)s->n, sizeof *o, by_name); /* (sorted: a hostile header may list a million) */
+  for (int i = 1; i < s->n; i++)
+    if (!strcmp(o[i - 1]->name, o[i]->name))
+      surge_input_error("%s: tensor %s is listed twice in the header", s->path, printable(o[i]->name, a, sizeof a));
+  qsort(o, (size_t)s->n, sizeof *o, by_offsets);
   uint64_t at = 0;
   for (int i = 0; i < s->n; i++) {
     if (o[i]->begin < at)

@@ -58,7 +58,8 @@ run_log_t *run_log_open(const char *path, const log_run_info_t *info, const char
 /* Collective: append one step. Groups with rows each step (log_group_decl_t.each_step) that got no
  * row for this step get one of NaN. */
 void run_log_step(run_log_t *log, const log_row_t *row);
-/* Collective (rank 0 writes): an evaluation result. accuracy is a fraction. */
+/* Collective (rank 0 writes): an evaluation result. accuracy is a fraction. A step the log's
+ * evaluations already reach (a run resumed at its end evaluates it again) is not written twice. */
 void run_log_eval(run_log_t *log, long step, double loss, double accuracy);
 /* Collective: a free-form event ("checkpoint written", "stopped by SIGTERM") at a step. */
 void run_log_event(run_log_t *log, long step, const char *text);

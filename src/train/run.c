@@ -223,11 +223,6 @@ train_outcome_t train_run(const config_t *cfg, const deck_t *deck, const char *r
 
   const char *tokens = dataset_token_unit(t.ds);
   eval_stats_t e = {0};
-  if (from_weights) { /* where the given weights start: the step-0 evaluation */
-    e = trainer_eval(&t);
-    run_log_eval(log, t.step, e.loss, e.accuracy);
-    progress_eval(&p, t.step, &e, tokens);
-  }
   int evaluated_last = 0, checkpointed_last = 0;
   train_outcome_t outcome = TRAIN_FINISHED;
   int row_phases = mux.role == MUX_ROLE_NONE; /* a multiplexer adds phases to the row after step_row */
@@ -239,7 +234,12 @@ train_outcome_t train_run(const config_t *cfg, const deck_t *deck, const char *r
     progress_note(&p, sb_str(&line));
     sb_free(&line);
     outcome = TRAIN_STOPPED;
+  } else if (from_weights) { /* where the given weights start: the step-0 evaluation */
+    e = trainer_eval(&t);
+    run_log_eval(log, t.step, e.loss, e.accuracy);
+    progress_eval(&p, t.step, &e, tokens);
   }
+  const long first_step = t.step; /* a run resumed at its end (--resume of a finished run) takes no step */
   while (t.step < cfg->steps && outcome == TRAIN_FINISHED) {
     comm_meter_t before = world->meter;
     run_mux_step_begin(&mux);
@@ -288,13 +288,14 @@ train_outcome_t train_run(const config_t *cfg, const deck_t *deck, const char *r
     train_claim_release(&claim);
     return outcome;
   }
+  const int stepped = t.step > first_step; /* else the run that wrote its checkpoint sampled and wrote it */
   if (!evaluated_last) {
-    e = trainer_eval(&t);
+    e = trainer_eval(&t); /* (its log keeps one row a step: io/log.h) */
     run_log_eval(log, t.step, e.loss, e.accuracy);
     progress_eval(&p, t.step, &e, tokens);
-    if (trainer_samples_after(&t, t.step, 1)) trainer_sample(&t, samples, &p);
+    if (stepped && trainer_samples_after(&t, t.step, 1)) trainer_sample(&t, samples, &p);
   }
-  if (!checkpointed_last) checkpoint_now(&t, log, &p, deck_text);
+  if (!checkpointed_last && stepped) checkpoint_now(&t, log, &p, deck_text);
 
   trainer_write_model(&t, model_path, deck_text);
   run_log_close(log);

@@ -105,8 +105,10 @@ static void check_tokenizer(const args_t *a, const bpe_t *tok, int V) {
     gen_source_t src;
     gen_source_read(a->model, &src);
     gen_vocab_check_recorded(src.vocab, tok->n, "--tokenizer", tok, a->tokenizer, hint);
+    /* a Surge file without its vocabulary recorded (older ones) knows only its padded table */
+    int padded = !src.vocab || !src.vocab[0];
     gen_source_free(&src);
-    if (tok->n != V)
+    if (padded ? tok->n > V : tok->n != V)
       surge_input_error("--tokenizer %s: a vocabulary of %d tokens, the model's is %d (hint: %s)", a->tokenizer, tok->n,
                         V, hint);
   } else if (a->text && V != GEN_BYTE_VOCAB) { /* (--choices: its texts, eval/choice.c) */

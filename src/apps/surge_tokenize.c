@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/cli.h"
@@ -130,10 +131,13 @@ static void cmd_train(const args_t *a) {
     char why[PATH_MAX + 64];
     if (run_dir_prepare(a->out, why, sizeof why) != 0) surge_input_error("--out %s: %s", a->out, why);
     const char *const files[] = {v, m};
+    struct stat st;
     for (int k = 0; k < 2; k++)
-      if (access(files[k], F_OK) == 0 || errno != ENOENT)
+      if (lstat(files[k], &st) == 0)
         surge_input_error("%s: the file exists (hint: remove it or name another directory; train never replaces a "
                           "vocabulary)", files[k]);
+      else if (errno != ENOENT)
+        surge_input_error("%s: cannot check it: %s", files[k], strerror(errno));
   }
   file_list_t docs = {0};
   file_list_expand(&docs, a->paths, a->npaths);

@@ -65,9 +65,11 @@ static void remove_partial(const writer_t *w) {
 static void clear_temp(writer_t *w) {
   struct stat st;
   if (lstat(w->f->temp, &st) != 0 || S_ISDIR(st.st_mode)) return;
-  if (unlink(w->f->temp) != 0)
+  if (unlink(w->f->temp) != 0) {
     ckpt_fail(&w->st, "cannot write %s %s: cannot remove %s, left at its temporary name: %s", w->f->kind, w->f->final,
               w->f->temp, strerror(errno));
+    w->temp_left_said = 1; /* (not this write's partial file: no warning of it after the error) */
+  }
 }
 
 /* Collective: when any rank failed, close what is open, remove the temporary file and report.

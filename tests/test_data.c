@@ -269,9 +269,20 @@ static void test_fmnist_files(void) {
                           "more than this uncompressed 4194320-byte file can hold");
   clear_tmpdir();
   write_tiny_set(5, 3, ".gz");
+  uint8_t *zeros = xcalloc(claims[0], 1); /* labels as many as the images claim: the count agrees */
+  write_idx("train-labels-idx1-ubyte.gz", 0x801, 1, claims, zeros, claims[0]);
+  free(zeros);
   write_idx("train-images-idx3-ubyte.gz", 0x803, 3, claims, noise, big);
   expect_small_open_fails(&cfg, "gzip file claiming 900 times its data", train_images,
                           "data ends after 4194304 of the 3920000000 bytes");
+  /* a small gzip file of images whose header claims another shape: refused on the header, before a
+   * byte of its data is inflated */
+  clear_tmpdir();
+  write_tiny_set(5, 3, ".gz");
+  uint32_t wide[3] = {5, 28, 5000000};
+  write_idx("train-images-idx3-ubyte.gz", 0x803, 3, wide, noise, big);
+  expect_small_open_fails(&cfg, "gzip images of another shape, on the header", train_images,
+                          "images are 28x5000000, expected 28x28 for Fashion-MNIST");
   free(noise);
   clear_tmpdir();
   write_tiny_set(5, 3, ".gz");
@@ -283,7 +294,8 @@ static void test_fmnist_files(void) {
   write_idx("train-images-idx3-ubyte.gz", 0x803, 3, d5, junk, 5 * PIX);
   uint32_t l4[1] = {4};
   write_idx("train-labels-idx1-ubyte.gz", 0x801, 1, l4, labels, 4);
-  expect_open_fails(&cfg, 2, "4 labels for 5 images", "train-labels-idx1-ubyte.gz: 4 labels", train_images);
+  expect_open_fails(&cfg, 2, "4 labels for 5 images (on the images' header, before their data)",
+                    "train-images-idx3-ubyte.gz: 5 images, but the labels file", "train-labels-idx1-ubyte.gz holds 4");
 
   labels[3] = 10;
   write_idx("train-labels-idx1-ubyte.gz", 0x801, 1, l5, labels, 5);
@@ -327,7 +339,7 @@ static void test_fmnist_files(void) {
   expect_open_fails(&cfg, 2, "gzip file without its trailer", train_images, "ends before its trailer");
 
   clear_tmpdir();
-  expect_open_fails(&cfg, 2, "missing files", train_images, "no such file (hint:");
+  expect_open_fails(&cfg, 2, "missing files", "train-labels-idx1-ubyte.gz", "no such file (hint:");
 
   char notdir[512];
   snprintf(notdir, sizeof notdir, "%s/nothing-here", tmpdir);

@@ -36,14 +36,12 @@ static void load_split(fmnist_t *f, uint64_t *size, const char *dir, const char 
   split_file(ipath, sizeof ipath, dir, split, "images-idx3");
   split_file(lpath, sizeof lpath, dir, split, "labels-idx1");
   idx_array_t images, labels;
-  idx_read(ipath, 3, "images", missing_hint, &images);
-  idx_read(lpath, 1, "labels", missing_hint, &labels);
-  if (images.dims[1] != FMNIST_SIDE || images.dims[2] != FMNIST_SIDE)
-    surge_input_error("%s: images are %ux%u, expected %dx%d for Fashion-MNIST", ipath, (unsigned)images.dims[1],
-                      (unsigned)images.dims[2], FMNIST_SIDE, FMNIST_SIDE);
-  if (labels.dims[0] != images.dims[0])
-    surge_input_error("%s: %u labels, but %s holds %u images; files from different sets?", lpath,
-                      (unsigned)labels.dims[0], ipath, (unsigned)images.dims[0]);
+  /* the labels first (a byte each): their count, and the side, are checked on the images' header */
+  idx_read(lpath, 1, "labels", missing_hint, NULL, &labels);
+  char from[PATH_MAX + 32];
+  snprintf(from, sizeof from, "the labels file %s", lpath);
+  idx_expect_t want = {.dims = {labels.dims[0], FMNIST_SIDE, FMNIST_SIDE}, .set = "Fashion-MNIST", .from = from};
+  idx_read(ipath, 3, "images", missing_hint, &want, &images);
   for (size_t i = 0; i < labels.bytes; i++)
     if (labels.data[i] >= FMNIST_CLASSES)
       surge_input_error("%s: label %u of sample %zu is out of range (expected 0..%d); a different data set?", lpath,

@@ -137,7 +137,25 @@ static int gzip_whole(const char *path, const uint8_t *header, size_t header_byt
   return members_end(path);
 }
 
-void idx_read(const char *path, int ndim, const char *what, const char *missing_hint, idx_array_t *out) {
+/* The header's dimensions against what the reader expects, before any data is read. */
+static void check_expected(const char *path, const char *what, const idx_array_t *a, const idx_expect_t *e) {
+  if (!e) return;
+  char d[64];
+  if (e->dims[0] && a->dims[0] != e->dims[0])
+    surge_input_error("%s: %u %s, but %s holds %u; files from different sets?", path, (unsigned)a->dims[0], what,
+                      e->from, (unsigned)e->dims[0]);
+  for (int i = 1; i < a->ndim; i++)
+    if (e->dims[i] && a->dims[i] != e->dims[i]) {
+      char want[64] = "";
+      for (int j = 1, k = 0; j < a->ndim && k >= 0 && (size_t)k < sizeof want; j++)
+        k += snprintf(want + k, sizeof want - (size_t)k, j > 1 ? "x%u" : "%u", (unsigned)e->dims[j]);
+      surge_input_error("%s: %s are %s, expected %s for %s", path, what, dims_str(a->dims + 1, a->ndim - 1, d, sizeof d),
+                        want, e->set);
+    }
+}
+
+void idx_read(const char *path, int ndim, const char *what, const char *missing_hint, const idx_expect_t *expect,
+              idx_array_t *out) {
   uint64_t file_bytes = file_size_or_fail(path, missing_hint);
   gzFile f = gzopen(path, "rb");
   if (!f) surge_input_error("%s: cannot open: %s", path, errno ? strerror(errno) : "zlib could not open it");
@@ -169,6 +187,7 @@ void idx_read(const char *path, int ndim, const char *what, const char *missing_
     }
     payload *= out->dims[i];
   }
+  check_expected(path, what, out, expect);
 
   out->bytes = (size_t)payload;
   size_t got = read_payload(f, path, out->bytes, &out->data);

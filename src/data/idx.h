@@ -16,11 +16,20 @@ typedef struct idx_array {
   size_t bytes;
 } idx_array_t;
 
+/* What a reader expects of an IDX file's dimensions, checked on its header before the data is
+ * read (a small gzip file may claim gigabytes): dims[i] = 0 takes any size; `set` names the data
+ * set in messages ("Fashion-MNIST"), `from` what gives the first size ("the labels file ..."). */
+typedef struct idx_expect {
+  uint32_t dims[IDX_MAX_DIMS];
+  const char *set, *from;
+} idx_expect_t;
+
 /* Read an IDX file of unsigned bytes with ndim dimensions ("images" or "labels" in messages).
- * Any fault (missing file, bad magic, a header the file cannot hold, truncated or extra data,
- * corrupt gzip) fails with surge_input_error naming the path; missing_hint ends the missing-file
- * message. */
-void idx_read(const char *path, int ndim, const char *what, const char *missing_hint, idx_array_t *out);
+ * Any fault (missing file, bad magic, a header the file cannot hold, dimensions other than expect
+ * asks (NULL: any), truncated or extra data, corrupt gzip) fails with surge_input_error naming the
+ * path; missing_hint ends the missing-file message. */
+void idx_read(const char *path, int ndim, const char *what, const char *missing_hint, const idx_expect_t *expect,
+              idx_array_t *out);
 void idx_free(idx_array_t *a);
 
 #endif

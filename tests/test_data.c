@@ -537,6 +537,12 @@ static void test_synthetic(void) {
   dataset_get(again, SPLIT_TRAIN, ids, 1, x2, &y2);
   tap_ok(memcmp(x, x2, sizeof x2) == 0 && y[0] == y2, "synthetic: the same seed gives the same sample");
   dataset_close(again);
+  data_opts_t huge = cfg; /* the key's 10^9 samples: no 4 GB table of their order */
+  huge.synthetic_samples = 1000000000;
+  dataset_t *big = dataset_open(huge);
+  tap_ok(!dataset_order_implicit(ds) && dataset_order_implicit(big),
+         "synthetic: 600 samples drawn from a table, 10^9 in an order computed as it goes");
+  dataset_close(big);
   data_opts_t other = cfg;
   other.seed = 8;
   again = dataset_open(other);

@@ -148,6 +148,9 @@ void synthetic_open(dataset_t *ds, const data_opts_t *o) {
   }
   uint64_t n = (uint64_t)o->synthetic_samples;
   ds->size[SPLIT_TRAIN] = n;
+  /* past 2^24 samples the order is computed, not a table (4 GB at the 10^9 the key allows); below,
+   * the table's order, as every run of a smaller set had */
+  ds->order_implicit = n > ((uint64_t)1 << 24);
   ds->size[SPLIT_TEST] = (n + SYN_TEST_DIVISOR - 1) / SYN_TEST_DIVISOR;
   snprintf(ds->name, sizeof ds->name, "synthetic");
   ds->test_split = "test";

@@ -77,7 +77,7 @@ expect_error "multiplex.poll_fraction of 0 via -D (a fraction in (0, 1])" "-D.*m
   -D multiplex.poll_fraction=0
 
 mkdir -p "$tap_tmp/nodata"
-expect_error "missing data file" "$tap_tmp/nodata/train-images-idx3-ubyte.gz.*(no such|missing|cannot open)" \
+expect_error "missing data file" "$tap_tmp/nodata/train-labels-idx1-ubyte.gz.*(no such|missing|cannot open)" \
   "$good" -D "data.path=$tap_tmp/nodata"
 expect_error "data path that does not exist" "$tap_tmp/nowhere.*not a directory" "$good" -D "data.path=$tap_tmp/nowhere"
 

@@ -61,6 +61,10 @@ $write "$t/c1/w_val_000000.bin" 4000 300 5
 train 1 "$t/brackets" -D "data.path=$t/c[1]" -D run.steps=1
 grep -q "^data tokens: $(( 29999 / 16 + 19999 / 16 )) training samples" "$t/brackets.txt"
 tap_ok $? "data.path = c[1], a directory beside c1: its own shards: $(grep -a '^data\|error' "$t/brackets.txt" | head -n 1)"
+# a validation split that holds a training shard measures nothing: refused, naming both
+train 1 "$t/overlap" -D "data.path=$t/c/*train*.bin" -D "data.val_path=$t/c/w_train_000001.bin" -D run.steps=1
+[ $? = 2 ] && grep -q "val_path: the shard .*w_train_000001.bin is also a training shard" "$t/overlap.txt"
+tap_ok $? "val_path naming a training shard is refused: $(grep -o 'error: .*' "$t/overlap.txt" | head -c 160)"
 train 4 "$t/four"
 res=$("$compare" "$t/four/model.h5" "$t/one/model.h5" 1e-5 --key-bias-bound 0.006 2>&1)
 tap_ok $? "dp on 4 ranks = 1 rank: $res"

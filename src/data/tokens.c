@@ -138,6 +138,41 @@ static void find_shards(const char *path, const char *part, split_shards_t *sp, 
   globfree(&g);
 }
 
+typedef struct file_id {
+  dev_t dev;
+  ino_t ino;
+  size_t shard;
+} file_id_t;
+
+static int by_file(const void *a, const void *b) {
+  const file_id_t *x = a, *y = b;
+  if (x->dev != y->dev) return x->dev < y->dev ? -1 : 1;
+  return (x->ino > y->ino) - (x->ino < y->ino);
+}
+
+/* No shard in both splits (the same file, by device and inode): a validation loss measured on the
+ * training data would say nothing. One stat a shard, the training ones sorted (up to 10^5 each). */
+static void check_apart(const split_shards_t *train, const split_shards_t *val) {
+  file_id_t *ids = xcalloc(train->n + 1, sizeof *ids);
+  size_t n = 0;
+  struct stat st;
+  for (size_t j = 0; j < train->n; j++)
+    if (stat(train->s[j].path, &st) == 0) ids[n++] = (file_id_t){st.st_dev, st.st_ino, j};
+  qsort(ids, n, sizeof *ids, by_file);
+  for (size_t i = 0; i < val->n; i++) {
+    file_id_t key = {0, 0, 0};
+    if (stat(val->s[i].path, &st) != 0) continue; /* (check_shard names it) */
+    key.dev = st.st_dev;
+    key.ino = st.st_ino;
+    const file_id_t *same = bsearch(&key, ids, n, sizeof *ids, by_file);
+    if (same)
+      surge_input_error("[data] val_path: the shard %s is also a training shard (%s): the validation loss would be "
+                        "measured on the training data (hint: val_path names the *val*.bin shards)",
+                        val->s[i].path, train->s[same->shard].path);
+  }
+  free(ids);
+}
+
 static uint64_t count_samples(split_shards_t *sp, int T, uint32_t vocab, const char *what) {
   uint8_t *buf = xmalloc(TOKENS_SCAN_BYTES);
   uint64_t total = 0;
@@ -236,6 +271,7 @@ void tokens_open(dataset_t *ds, const data_opts_t *o) {
     snprintf(val, sizeof val, "%s", o->path);
   }
   find_shards(val, "val", &t->split[SPLIT_TEST], "val_path");
+  check_apart(&t->split[SPLIT_TRAIN], &t->split[SPLIT_TEST]);
   ds->size[SPLIT_TRAIN] = count_samples(&t->split[SPLIT_TRAIN], T, t->vocab, "training");
   ds->size[SPLIT_TEST] = count_samples(&t->split[SPLIT_TEST], T, t->vocab, "validation");
 

@@ -111,6 +111,8 @@ sed 's/"b":\([0-9]*\),/"b":\1,"bb":\1,/' "$data/hf/vocab.json" >"$t/bad/vocab.js
 bad "two tokens with one id" "tokens \"b\" and \"bb\" both have id"
 printf '{"a": 1,' >"$t/bad/vocab.json"
 bad "vocab.json that is not JSON" "not a JSON object"
+{ cat "$data/hf/vocab.json"; printf '\n{"x": 1}\n'; } >"$t/bad/vocab.json"
+bad "text after vocab.json's object (another file joined on)" "text after the JSON object at byte"
 sed 's/"b":[0-9]*,/"b":70000,/' "$data/hf/vocab.json" >"$t/bad/vocab.json"
 bad "an id beyond uint16 shards" "the id must be an integer 0..65535"
 # An option the command does not take, and an empty --out (it wrote /vocab.json): refused, nothing

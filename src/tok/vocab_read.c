@@ -51,7 +51,12 @@ static void add_entry(bpe_t *b, const char *path, const cJSON *e, uint8_t *scrat
 static void read_vocab(bpe_t *b, const char *path, uint64_t *h) {
   size_t len;
   char *text = read_small(path, &len, h);
-  cJSON *root = cJSON_ParseWithLength(text, len);
+  const char *end = NULL;
+  cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
+  size_t rest = root && end ? (size_t)(text + len - end) : 0;
+  if (root && strspn(end, " \t\r\n") < rest) /* (text after the object: another file joined on?) */
+    surge_input_error("%s: text after the JSON object at byte %zu (hint: one object of token -> id)", path,
+                      (size_t)(end - text));
   if (!root || !cJSON_IsObject(root)) {
     const char *at = cJSON_GetErrorPtr();
     char near[21] = "";

@@ -83,7 +83,8 @@ static int *rules_by_node(const graph_ties_t *ties, const names_t *t, const char
     const graph_tie_t *r = &ties->v[x];
     int v = node_of(t, r, 0, path), *slot = &by[(size_t)v * 4 + (size_t)r->kind];
     if (v == 0)
-      tin_error_at(path, r->line, "%s %s: the input node takes no rule (it holds no work)", tie_words[r->kind], r->node);
+      tin_error_at(path, r->line, "%s %s: the input node takes no rule (it holds no work)", tie_words[r->kind],
+                   r->node);
     if (*slot)
       tin_error_at(path, r->line, "%s %s given twice (first on line %d)", tie_words[r->kind], r->node,
                    ties->v[*slot - 1].line);

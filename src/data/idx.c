@@ -146,11 +146,10 @@ static void check_expected(const char *path, const char *what, const idx_array_t
                       e->from, (unsigned)e->dims[0]);
   for (int i = 1; i < a->ndim; i++)
     if (e->dims[i] && a->dims[i] != e->dims[i]) {
-      char want[64] = "";
-      for (int j = 1, k = 0; j < a->ndim && k >= 0 && (size_t)k < sizeof want; j++)
-        k += snprintf(want + k, sizeof want - (size_t)k, j > 1 ? "x%u" : "%u", (unsigned)e->dims[j]);
-      surge_input_error("%s: %s are %s, expected %s for %s", path, what, dims_str(a->dims + 1, a->ndim - 1, d, sizeof d),
-                        want, e->set);
+      char want[64];
+      surge_input_error("%s: %s are %s, expected %s for %s", path, what,
+                        dims_str(a->dims + 1, a->ndim - 1, d, sizeof d),
+                        dims_str(e->dims + 1, a->ndim - 1, want, sizeof want), e->set);
     }
 }
 

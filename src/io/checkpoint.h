@@ -27,6 +27,9 @@
 #define CHECKPOINT_RUN_ID_LEN 17
 #define CHECKPOINT_VOCAB_LEN 40
 #define CHECKPOINT_GRID_LEN 160
+/* The groups of state each rank owns (compressors' buffers: compress/rank_state.h), which belong to
+ * the layout that wrote them (ckpt_state_t's rank_grid). */
+#define CHECKPOINT_RANK_STATE_GROUPS "/compress/"
 
 /* The state saved and restored: regions of global tensors, each rank holding the pieces its layout
  * gives it (host memory), and the counters. */

@@ -190,7 +190,7 @@ static void check_dataset(reader_t *r, hid_t dset, const char *what, const state
     char have[128], need[128];
     shape_text(have, sizeof have, ndim, dims);
     shape_text(need, sizeof need, t->ndim, want);
-    const int compressor = strncmp(what, "/compress/", 10) == 0;
+    const int compressor = strncmp(what, CHECKPOINT_RANK_STATE_GROUPS, strlen(CHECKPOINT_RANK_STATE_GROUPS)) == 0;
     ckpt_fail(&r->st, "%s: %s: shape %s in the checkpoint, %s in this %s: %s", r->path, what, have, need,
               compressor ? "run" : "model", compressor ? LAYOUT_REFUSED : REFUSED);
   } else if (ckpt_h5_missing_filter(dset, why, sizeof why))

@@ -150,7 +150,8 @@ static void vocab_of(const trainer_t *t, char out[CHECKPOINT_VOCAB_LEN]) {
 static void rank_grid_of(const trainer_t *t, const host_state_t *h, char out[CHECKPOINT_GRID_LEN]) {
   out[0] = '\0';
   int own = 0;
-  for (int i = 0; i < h->n; i++) own |= strncmp(h->r[i].group, "/compress/", 10) == 0;
+  const size_t prefix = strlen(CHECKPOINT_RANK_STATE_GROUPS);
+  for (int i = 0; i < h->n; i++) own |= strncmp(h->r[i].group, CHECKPOINT_RANK_STATE_GROUPS, prefix) == 0;
   if (!own) return;
   const pipe_opts_t *po = pipe_opts(&t->cfg);
   strbuf_t s = STRBUF_INIT;

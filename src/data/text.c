@@ -118,8 +118,9 @@ static void check_split_length(const char *path, const char *split, uint64_t byt
 void text_open(dataset_t *ds, const data_opts_t *o) {
   int T = o->context;
   if (T < 1) surge_input_error("[model] gpt_context = %d must be at least 1 for the text source", T);
-  if (!(o->val_fraction >= 0.0 && o->val_fraction < 1.0))
-    surge_input_error("[data] val_fraction = %g must be in [0, 1)", o->val_fraction);
+  if (!(o->val_fraction > 0.0 && o->val_fraction < 1.0))
+    surge_input_error("[data] val_fraction = %g must be in (0, 1): every run evaluates on the validation split",
+                      o->val_fraction);
 
   const char *path = o->path[0] ? o->path : TEXT_DEFAULT_DIR;
   byte_buf_t b = {0};

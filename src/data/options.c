@@ -8,7 +8,8 @@ static const cfg_key_t rows[] = {
                  "where samples come from (tokens: llm.c token shards, doc/data.md)"),
     CFG_STRING_KEY("data", "path", path, "", 0,
                    "fashion-mnist: directory; text: file or directory (its regular files in name order, not those "
-                   "named .*; empty: the default location); tokens: the training shards, a glob (shards/x_train_*.bin) or a directory (its *train*.bin)"),
+                   "named .*; empty: the default location); tokens: the training shards, a glob "
+                   "(shards/x_train_*.bin) or a directory (its *train*.bin)"),
     CFG_STRING_KEY("data", "val_path", val_path, "", 0,
                    "tokens: the validation shards, a glob or a directory (empty: the *val*.bin of path when path is a "
                    "directory; a path that is a glob needs val_path)"),

@@ -103,7 +103,7 @@ static void test_defaults(void) {
     char sk[128];
     snprintf(sk, sizeof sk, "%s.%s", cfg_keys[i].section, cfg_keys[i].key);
     const char *w = deck_where(d, sk);
-    defaults += w && strcmp(w, "default") == 0;
+    defaults += deck_is_default(d, sk) && w && strcmp(w, "min.deck (default value)") == 0;
   }
   tap_ok(defaults == cfg_nkeys - 1 && strcmp(deck_where(d, "model.zoo"), "min.deck:2") == 0,
          "every key but zoo comes from its default (%d of %d)", defaults, cfg_nkeys);
@@ -313,6 +313,14 @@ static const err_case_t err_cases[] = {
      0,
      {0},
      {"bad.deck:4: [data] val_fraction: 0 is out of range (0, 1)"}},
+    {"a default value blamed",
+     Z "[run]\nname = nnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnn"
+       "nnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnn"
+       "nnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnn\n",
+     "bad.deck",
+     0,
+     {0},
+     {"bad.deck (default value): [run] out_dir: is 256 characters long"}},
     {"float not finite",
      Z "[train]\nlr = nan\n",
      "bad.deck",

@@ -134,6 +134,9 @@ bad_sweep "a value out of range" "bad.deck:4 (variant 1): [train] lr: 20 is out 
 bad_sweep "values checked together with the deck" \
   "bad.deck:4 (variant 1): [train] min_lr: min_lr (0.1) is above lr" \
   "train.min_lr = 0.01, 0.1"
+long_name=$(printf 'n%.0s' $(seq 251))
+bad_sweep "a default value that fails in one variant names the variant" \
+  "bad.deck (variant 1, default value): [run] out_dir: is 256 characters long" "run.name = a, $long_name"
 bad_sweep "zip with lists of different lengths names both lines" \
   "bad.deck:6: [sweep] run.seed: 3 values, but train.lr (line 5) has 2" "mode = zip
 train.lr = 0.1, 0.2

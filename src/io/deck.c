@@ -28,7 +28,7 @@ typedef struct deck_entry {
   int line;    /* FROM_DECK: line number */
   char *raw;   /* value as written: quotes and comment removed, escapes (\# \$ \\ \") kept */
   char *value; /* raw after ${...} expansion, escapes applied */
-  char *where; /* "DECK:LINE", "-D section.key=value" or "default" */
+  char *where; /* "DECK:LINE", "-D section.key=value", "DECK (default value)" or "DECK (variant I, default value)" */
   state_t state;
 } deck_entry_t;
 
@@ -344,8 +344,7 @@ static void check_required(const deck_t *d) {
 }
 
 const char *deck_blamed_key(const deck_t *d, const char *prefer, const char *other) {
-  const char *w = deck_where(d, prefer);
-  return w && strcmp(w, "default") == 0 ? other : prefer;
+  return deck_is_default(d, prefer) ? other : prefer;
 }
 
 int deck_key_changed(const config_t *c, const char *section_key) {
@@ -406,23 +405,28 @@ static void validate(deck_t *d, config_t *cfg) {
 
 /* ---- public ---- */
 
-static deck_t *deck_new(const char *path) {
+/* variant: the [sweep] variant this deck is, or -1: named where a default value is blamed. */
+static deck_t *deck_new(const char *path, long variant) {
   deck_t *d = xcalloc(1, sizeof *d);
   d->path = xstrdup(path);
   d->e = xcalloc((size_t)cfg_nkeys, sizeof *d->e);
   d->stack = xcalloc((size_t)cfg_nkeys, sizeof *d->stack);
+  strbuf_t where = STRBUF_INIT;
+  if (variant < 0) sb_printf(&where, "%s (default value)", path);
+  else sb_printf(&where, "%s (variant %ld, default value)", path, variant);
   for (int i = 0; i < cfg_nkeys; i++)
-    if (cfg_keys[i].def) set_entry(&d->e[i], FROM_DEFAULT, 0, xstrdup(cfg_keys[i].def), "default");
+    if (cfg_keys[i].def) set_entry(&d->e[i], FROM_DEFAULT, 0, xstrdup(cfg_keys[i].def), sb_str(&where));
+  sb_free(&where);
   return d;
 }
 
-/* variant: settings of a [sweep] variant follow (possibly none); else a [sweep] section is refused. */
-static void parse_deck(const char *text, const char *path, int variant, int nsettings,
+/* variant >= 0: settings of that [sweep] variant follow (possibly none); -1: a [sweep] section is refused. */
+static void parse_deck(const char *text, const char *path, long variant, int nsettings,
                        const deck_setting_t *settings, int noverrides, char *const *overrides, config_t *cfg,
                        deck_t **out) {
-  deck_t *d = deck_new(path);
+  deck_t *d = deck_new(path, variant);
   parse_lines(d, text);
-  if (d->sweep_line && !variant) {
+  if (d->sweep_line && variant < 0) {
     strbuf_t where = STRBUF_INIT;
     sb_printf(&where, "%s:%d", path, d->sweep_line);
     fail(sb_str(&where), NULL,
@@ -445,12 +449,13 @@ static void parse_deck(const char *text, const char *path, int variant, int nset
 
 void deck_parse(const char *text, const char *path, int noverrides, char *const *overrides, config_t *cfg,
                 deck_t **out) {
-  parse_deck(text, path, 0, 0, NULL, noverrides, overrides, cfg, out);
+  parse_deck(text, path, -1, 0, NULL, noverrides, overrides, cfg, out);
 }
 
-void deck_parse_variant(const char *text, const char *path, int nsettings, const deck_setting_t *settings,
-                        int noverrides, char *const *overrides, config_t *cfg, deck_t **out) {
-  parse_deck(text, path, 1, nsettings, settings, noverrides, overrides, cfg, out);
+void deck_parse_variant(const char *text, const char *path, long variant, int nsettings,
+                        const deck_setting_t *settings, int noverrides, char *const *overrides, config_t *cfg,
+                        deck_t **out) {
+  parse_deck(text, path, variant, nsettings, settings, noverrides, overrides, cfg, out);
 }
 
 char *deck_read_file(const char *path) {
@@ -489,6 +494,15 @@ const char *deck_where(const deck_t *d, const char *section_key) {
   snprintf(section, sizeof section, "%.*s", (int)(dot - section_key), section_key);
   int i = cfg_find_key(section, dot + 1);
   return i < 0 ? NULL : d->e[i].where;
+}
+
+int deck_is_default(const deck_t *d, const char *section_key) {
+  const char *dot = strchr(section_key, '.');
+  if (!d || !dot || dot - section_key >= 64) return 0;
+  char section[64];
+  snprintf(section, sizeof section, "%.*s", (int)(dot - section_key), section_key);
+  int i = cfg_find_key(section, dot + 1);
+  return i >= 0 && d->e[i].origin == FROM_DEFAULT;
 }
 
 _Noreturn void deck_key_error(const deck_t *d, const char *section_key, const char *fmt, ...) {

@@ -49,8 +49,9 @@ typedef struct deck_setting {
 /* deck_parse for one variant of a deck with a [sweep] section: the settings replace the deck's own
  * values, then the overrides replace theirs. deck_parse refuses a deck with a [sweep] section (its
  * lines are read by io/sweep.c), so no program runs a sweep as if it were one run. */
-void deck_parse_variant(const char *text, const char *path, int nsettings, const deck_setting_t *settings,
-                        int noverrides, char *const *overrides, config_t *cfg, deck_t **out);
+void deck_parse_variant(const char *text, const char *path, long variant, int nsettings,
+                        const deck_setting_t *settings, int noverrides, char *const *overrides, config_t *cfg,
+                        deck_t **out);
 
 /* Read a deck file into a malloc'd string: errors (missing, unreadable, not a regular file, over
  * DECK_MAX_BYTES, NUL bytes) name the path and exit with code 2. With MPI, rank 0 reads and
@@ -64,10 +65,12 @@ void deck_load(const char *path, int noverrides, char *const *overrides, config_
  * reproduces cfg exactly (deck_parse of it gives a byte-identical config_t). malloc'd. */
 char *deck_resolved_text(const config_t *cfg);
 
-/* Where "section.key" got its value: "DECK:LINE", "-D section.key=value" or "default"; NULL for a
- * key the schema does not have, or when d is NULL (a config built in code, as benchmarks do). The
- * string lives as long as d. */
+/* Where "section.key" got its value: "DECK:LINE", "-D section.key=value", "DECK (default value)" or
+ * "DECK (variant I, default value)"; NULL for a key the schema does not have, or when d is NULL (a
+ * config built in code, as benchmarks do). The string lives as long as d. */
 const char *deck_where(const deck_t *d, const char *section_key);
+/* 1 when "section.key" has the schema's default (neither the deck nor -D set it); 0 when d is NULL. */
+int deck_is_default(const deck_t *d, const char *section_key);
 /* The deck's file (NULL when d is NULL). */
 const char *deck_path(const deck_t *d);
 

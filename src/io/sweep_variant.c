@@ -90,7 +90,7 @@ static void name_override(const sweep_t *s, long i, const char *text, const vari
                           char *const *overrides, strbuf_t *out) {
   if (s->names_itself) return;
   config_t base;
-  deck_parse_variant(text, s->path, v->n, v->set, noverrides, overrides, &base, NULL);
+  deck_parse_variant(text, s->path, i, v->n, v->set, noverrides, overrides, &base, NULL);
   int width = digits(s->count - 1);
   if (strlen(base.run_name) + 2 + (size_t)width >= sizeof base.run_name)
     surge_input_error(
@@ -118,7 +118,7 @@ void sweep_resolve(const sweep_t *s, long i, const char *text, int noverrides, c
   name_override(s, i, text, &v, noverrides, overrides, &name);
   int n;
   char **all = overrides_with_name(noverrides, overrides, &name, &n);
-  deck_parse_variant(text, s->path, v.n, v.set, n, all, cfg, out);
+  deck_parse_variant(text, s->path, i, v.n, v.set, n, all, cfg, out);
   free(all);
   sb_free(&name);
   variant_free(&v);

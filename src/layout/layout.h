@@ -143,8 +143,10 @@ extern const cfg_part_t layout_options;
 
 /* The options of cfg (deck: where its values came from, or NULL). */
 layout_opts_t layout_opts_of(const config_t *cfg, const deck_t *deck);
-/* Where a deck key's value came from, for messages ("DECK:LINE", "-D ...", "default", or "deck"). */
+/* Where a deck key's value came from, for messages (deck_where's "DECK:LINE", "-D ...", "DECK (default
+ * value)"; "deck" without a deck), and whether it is the schema's default (0 without a deck). */
 const char *layout_where(const layout_opts_t *o, const char *section_key);
+int layout_is_default(const layout_opts_t *o, const char *section_key);
 
 /* Collective over world: the layout the options name, its parameters initialised from the seed.
  * g and world must outlive it. Bad plans or options are input errors. */

@@ -36,6 +36,8 @@ const char *layout_where(const layout_opts_t *o, const char *section_key) {
   return w ? w : "deck";
 }
 
+int layout_is_default(const layout_opts_t *o, const char *section_key) { return deck_is_default(o->deck, section_key); }
+
 layout_opts_t layout_opts_of(const config_t *cfg, const deck_t *deck) {
   const sync_opts_t *so = sync_opts(cfg);
   layout_opts_t o = {

@@ -41,7 +41,7 @@ enum { LAYOUT_MAX_BOUNDARIES = 64 }; /* per-boundary numbers on the stack up to 
 static const char *blame(const layout_opts_t *o, const char *const *keys) {
   int i = 0;
   for (; keys[i + 1]; i++)
-    if (strcmp(layout_where(o, keys[i]), "default") != 0) break;
+    if (!layout_is_default(o, keys[i])) break;
   return layout_where(o, keys[i]);
 }
 

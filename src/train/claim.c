@@ -99,8 +99,7 @@ static void claim_resumed(const config_t *cfg, const char *model, const ckpt_fou
 
 /* "WHERE: [section] key" for a key's file in messages (WHERE: the deck line or -D that set it). */
 static const char *named(char *buf, size_t n, const deck_t *deck, const char *key, const char *what) {
-  const char *where = deck_where(deck, key);
-  if (where && !strcmp(where, "default")) where = NULL;
+  const char *where = deck_is_default(deck, key) ? NULL : deck_where(deck, key);
   snprintf(buf, n, "%s%s%s", where ? where : "", where ? ": " : "", what);
   return buf;
 }

@@ -164,6 +164,11 @@ static void test_quoting(void) {
   }
   tap_ok(ok, "each variant's data.path is the value with its escapes applied");
   sweep_free(s);
+  /* not made of numbers and colons only: a plain value, however many numbers lead it */
+  static const char *const plain[] = {"1:2:3:4:x", "1:x:2", "a:1:2"};
+  s = sweep_parse(with_sweep("data.path = 1:2:3:4:x, 1:x:2, a:1:2\n"), "p.deck");
+  tap_ok(s && values_are(s, 0, plain, 3), "unquoted values with a part that is not a number are plain values");
+  sweep_free(s);
 }
 
 static void test_names(void) {

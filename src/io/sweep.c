@@ -147,6 +147,21 @@ static int split_colons(const char *text, char buf[RANGE_PARTS][64], int *too_lo
   }
 }
 
+/* 1 when every ':'-separated part of text is a number (text "made of numbers and colons only"). */
+static int numbers_and_colons(const char *text) {
+  for (const char *p = text;;) {
+    const char *e = strchr(p, ':');
+    size_t len = e ? (size_t)(e - p) : strlen(p);
+    char part[64];
+    double v;
+    if (len >= sizeof part) return 0;
+    snprintf(part, sizeof part, "%.*s", (int)len, p);
+    if (!parse_number(part, &v)) return 0;
+    if (!e) return 1;
+    p = e + 1;
+  }
+}
+
 static _Noreturn void too_many_values(const sweep_t *s, int line, const char *key, int nth,
                                       const char *count) {
   char hint[96];
@@ -236,14 +251,13 @@ static int parse_range(const sweep_t *s, int line, const char *key, int nth, con
     log_range(s, line, key, nth, part, n, it);
     return 1;
   }
-  if (n < 2 || too_long) return 0;
-  double v[RANGE_PARTS];
-  for (int i = 0; i < n && i < RANGE_PARTS; i++)
-    if (!parse_number(part[i], &v[i])) return 0;
+  if (n < 2 || too_long || !numbers_and_colons(text)) return 0;
   if (n != 3)
     sweep_fail(s, line, key,
                "a range is start:stop:step, e.g. 1:10:3 or 1e-3:4e-3:1e-3; quote a value with ':'",
                "value %d: \"%.*s\" is not a range", nth, MAX_SHOWN_VALUE, text);
+  double v[3];
+  for (int i = 0; i < 3; i++) parse_number(part[i], &v[i]);
   if (is_integer_text(part[0]) && is_integer_text(part[1]) && is_integer_text(part[2]))
     int_range(s, line, key, nth, part, it);
   else float_range(s, line, key, nth, v, it);

@@ -115,6 +115,9 @@ bad "vocab.json that is not JSON" "not a JSON object"
 bad "text after vocab.json's object (another file joined on)" "text after the JSON object at byte"
 sed 's/"b":[0-9]*,/"b":70000,/' "$data/hf/vocab.json" >"$t/bad/vocab.json"
 bad "an id beyond uint16 shards" "the id must be an integer 0..65535"
+rm -f "$t/bad/vocab.json" && truncate -s 65M "$t/bad/vocab.json" # sparse: no disk used
+bad "a vocab.json over 64 MiB, with a hint for a tokenizer file" \
+  "more than a tokenizer file may have (64 MiB; hint: GPT-2's vocab.json is 1 MiB"
 # An option the command does not take, and an empty --out (it wrote /vocab.json): refused, nothing
 # written.
 refused() { # refused EXPECTED-MESSAGE ARGS...

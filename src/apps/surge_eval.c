@@ -169,7 +169,8 @@ int main(int argc, char **argv) {
     else if (a.ids) ids_read_text(a.ids, (uint32_t)s.d.V, &ids);
     else {
       size_t len;
-      unsigned char *text = file_read_all(a.text, (size_t)1 << 32, &len);
+      unsigned char *text = file_read_all(a.text, (size_t)1 << 32, "a --text file",
+                                          "encode it into shards with surge-tokenize and pass --tokens", &len);
       if (tok) {
         pretok_t *p = pretok_new();
         bpe_encode(tok, p, text, len, &ids);

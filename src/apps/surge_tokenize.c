@@ -166,7 +166,7 @@ static void cmd_train(const args_t *a) {
 static void print_ids(const args_t *a, const bpe_t *b) {
   one_rank("encode --ids");
   size_t len;
-  unsigned char *text = file_read_all(a->ids, CORPUS_DOC_MAX, &len);
+  unsigned char *text = file_read_all(a->ids, CORPUS_DOC_MAX, "a document", "split it", &len);
   pretok_t *pt = pretok_new();
   ids_t ids = {0};
   bpe_encode(b, pt, text, len, &ids);

@@ -128,7 +128,8 @@ static int writes_nul(const char *s, size_t n) {
 eval_choice_t eval_choices(scorer_t *s, const char *path, const bpe_t *tok, comm_t *world) {
   coder_t c = {.tok = tok, .pre = tok ? pretok_new() : NULL, .V = s->d.V};
   size_t len;
-  char *text = (char *)file_read_all(path, CHOICE_FILE_MAX, &len);
+  char *text =
+      (char *)file_read_all(path, CHOICE_FILE_MAX, "a choices file", "split the examples into several files", &len);
   double tot[4] = {0, 0, 0, 0}; /* examples, correct, correct by mean, label nats */
   where_t w = {path, 0};
   long index = 0;

@@ -125,7 +125,7 @@ void corpus_encode(const bpe_t *b, const file_list_t *docs, const corpus_opts_t 
       uint64_t d = first + (uint64_t)k * (uint64_t)size + (uint64_t)rank;
       size_t before = ids.n, len = 0;
       if (d < docs->n) {
-        unsigned char *text = file_read_all(docs->path[d], CORPUS_DOC_MAX, &len);
+        unsigned char *text = file_read_all(docs->path[d], CORPUS_DOC_MAX, "a document", "split it", &len);
         ids_push(&ids, (uint32_t)b->eot);
         bpe_encode(b, pt, text, len, &ids);
         free(text);

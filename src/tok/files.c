@@ -56,14 +56,14 @@ void file_list_free(file_list_t *l) {
   *l = (file_list_t){0};
 }
 
-unsigned char *file_read_all(const char *path, size_t max, size_t *len) {
+unsigned char *file_read_all(const char *path, size_t max, const char *what, const char *hint, size_t *len) {
   FILE *f = fopen(path, "rb");
   if (!f) surge_input_error("%s: cannot open: %s", path, strerror(errno));
   struct stat st;
   if (fstat(fileno(f), &st) != 0) surge_input_error("%s: cannot stat: %s", path, strerror(errno));
   if ((uint64_t)st.st_size > max)
-    surge_input_error("%s: %" PRIu64 " bytes, more than a document may have (%zu MiB; hint: split it)", path,
-                      (uint64_t)st.st_size, max >> 20);
+    surge_input_error("%s: %" PRIu64 " bytes, more than %s may have (%zu MiB; hint: %s)", path,
+                      (uint64_t)st.st_size, what, max >> 20, hint);
   unsigned char *s = xmalloc((size_t)st.st_size + 1);
   size_t got = fread(s, 1, (size_t)st.st_size, f);
   int bad = ferror(f);

@@ -13,7 +13,8 @@ typedef struct file_list {
 /* Expand paths[0..npaths); a missing path or a corpus of no files is an input error. */
 void file_list_expand(file_list_t *l, char *const *paths, int npaths);
 void file_list_free(file_list_t *l);
-/* The whole of a document, malloc'd and NUL-terminated (*len bytes; at most max bytes, else an input error). */
-unsigned char *file_read_all(const char *path, size_t max, size_t *len);
+/* The whole of a file, malloc'd and NUL-terminated (*len bytes). A file over max bytes is an input
+ * error: "PATH: N bytes, more than WHAT may have (M MiB; hint: HINT)". */
+unsigned char *file_read_all(const char *path, size_t max, const char *what, const char *hint, size_t *len);
 
 #endif

@@ -109,7 +109,7 @@ void pieces_count(pieces_t *p, const file_list_t *docs, MPI_Comm comm) {
   pretok_t *pt = pretok_new();
   for (size_t d = (size_t)rank; d < docs->n; d += (size_t)size) {
     size_t len;
-    unsigned char *text = file_read_all(docs->path[d], CORPUS_DOC_MAX, &len);
+    unsigned char *text = file_read_all(docs->path[d], CORPUS_DOC_MAX, "a document", "split it", &len);
     pretok_split(pt, text, len, on_piece, p);
     p->text_bytes += len;
     free(text);

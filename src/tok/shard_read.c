@@ -42,7 +42,7 @@ void shard_read_all(const char *path, uint32_t vocab, ids_t *out) {
 
 void ids_read_text(const char *path, uint32_t vocab, ids_t *out) {
   size_t len;
-  char *s = (char *)file_read_all(path, CORPUS_DOC_MAX, &len);
+  char *s = (char *)file_read_all(path, CORPUS_DOC_MAX, "a list of ids", "is this the right file?", &len);
   for (char *p = s;;) {
     while (*p == ' ' || *p == '\n' || *p == '\t' || *p == '\r') p++;
     if (!*p) break;

@@ -13,7 +13,8 @@
 
 /* The whole of a small file (at most BPE_FILE_MAX bytes), NUL-terminated; its FNV-1a folded into *h. */
 static char *read_small(const char *path, size_t *len, uint64_t *h) {
-  unsigned char *s = file_read_all(path, BPE_FILE_MAX, len);
+  unsigned char *s = file_read_all(path, BPE_FILE_MAX, "a tokenizer file",
+                                   "GPT-2's vocab.json is 1 MiB: is this the right file?", len);
   for (size_t i = 0; i < *len; i++) *h = (*h ^ s[i]) * 0x100000001b3ULL;
   return (char *)s;
 }

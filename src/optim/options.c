@@ -17,11 +17,13 @@ static const cfg_key_t rows[] = {
     CFG_FLOAT_KEY("train", "beta2", beta2, "0.95", 0, CFG_CLOSED, 1, CFG_OPEN, "adamw: second-moment decay"),
     CFG_FLOAT_KEY("train", "eps", eps, "1e-8", 0, CFG_OPEN, 1, CFG_CLOSED, "adamw: denominator epsilon"),
     CFG_ENUM_KEY("train", "schedule", schedule.kind, "constant", CFG_VALUES("constant", "cosine"),
-                 "constant: lr at every step; cosine: warmup, then cosine decay to min_lr at the last step"),
+                 "constant: lr at every step; cosine: step s (0-based) of a warmup W climbs to lr as lr (s+1)/W, then "
+                 "min_lr + (lr - min_lr)(1 + cos(pi (s-W)/(steps-W)))/2: min_lr falls one step past the last "
+                 "(llm.c's rule; the last step takes a little more)"),
     CFG_INT_KEY("train", "warmup_steps", schedule.warmup_steps, "0", 0, CFG_MAX_COUNT,
                 "cosine: linear warmup to lr over the first N steps"),
     CFG_FLOAT_KEY("train", "min_lr", schedule.min_lr, "0", 0, CFG_CLOSED, 10, CFG_CLOSED,
-                  "cosine: final learning rate (at most lr)"),
+                  "cosine: the rate the decay ends at, one step past the last (at most lr)"),
     CFG_FLOAT_KEY("train", "clip_norm", clip_norm, "0", 0, CFG_CLOSED, 1e6, CFG_CLOSED,
                   "clip the global gradient norm to this (0: no clipping)"),
 };

@@ -41,6 +41,15 @@ done
 [ $? = 1 ]
 tap_ok $? "1 step and 10 steps differ beyond the tolerance (the comparison can fail)"
 
+# bytes_other counts what passed since the previous row was read: that row's own sum of the columns
+# (so every row after the first holds more than the first) and a checkpoint after step 2 (row 3);
+# the rows read the meter before their own sum, so these bytes once fell in no row
+run other 2 mlp-fmnist.deck -D model.mlp_hidden=64,32 -D run.steps=4 -D checkpoint.every=2 -D run.eval_every=0 \
+  -D parallel.shard_optimizer=true
+set -- $(h5vals "$tap_tmp/other-2/log.h5" /metrics/bytes_other)
+[ $# = 4 ] && [ "$2" -gt "$1" ] && [ "$3" -gt "$2" ] && [ "$4" = "$2" ]
+tap_ok $? "bytes_other holds the previous row's sum and the checkpoint after step 2: $*"
+
 # a global batch smaller than the rank count is refused with a clear message
 timeout 60 "$mpiexec" -n 4 "$SURGE_TRAIN" "$top_src/inputs/mlp-fmnist.deck" -D train.global_batch=3 \
   -D "run.out_dir=$tap_tmp/small" >"$tap_tmp/small.txt" 2>&1

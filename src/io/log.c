@@ -76,8 +76,8 @@ static void build_specs(run_log_t *L) {
   for (int m = 0; m < LOG_METRIC_COUNT; m++) add_spec(L, &L->metric[m], LOG_METRICS, "", &log_metric_info[m], real, 0);
   for (int t = 0; t < TRAFFIC_COUNT; t++) {
     char doc[160];
-    snprintf(doc, sizeof doc, "bytes handed to the comm layer as %s traffic during the step, summed over ranks",
-             traffic_name((traffic_t)t));
+    snprintf(doc, sizeof doc, "bytes handed to the comm layer as %s traffic during the step (and since the "
+             "previous row was read), summed over ranks", traffic_name((traffic_t)t));
     log_series_info_t info = {traffic_name((traffic_t)t), "bytes", doc};
     add_spec(L, &L->bytes[t], LOG_METRICS, LOG_BYTES_PREFIX, &info, count, 0);
   }

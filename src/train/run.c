@@ -64,8 +64,9 @@ static void report_setup(const trainer_t *t) {
   if (t->layout->note) say("%s\n", t->layout->note);
 }
 
-/* The log row of a step: the step's bytes summed over ranks, the slowest rank's step time, and with
- * with_phases every rank's phase times (for the log's /ranks). One reduction: the byte counts as
+/* The log row of a step: the bytes since the previous row's reading (*since, moved on to this reading)
+ * summed over ranks, the slowest rank's step time, and with with_phases every rank's phase times (for
+ * the log's /ranks). One reduction: the byte counts as
  * doubles (exact below 2^53 bytes a step), then each rank's step time and phases in slots of its own
  * (a sum of one value and zeros is that value). sums: scratch of step_row_doubles(world, with_phases)
  * doubles, which the row's rank_phase points into. Without with_phases (a multiplexed run, whose
@@ -74,7 +75,7 @@ static int step_row_doubles(const comm_t *world, int with_phases) {
   return 2 * TRAFFIC_COUNT + world->size * (1 + (with_phases ? PHASE_COUNT : 0));
 }
 
-static log_row_t step_row(trainer_t *t, const train_stats_t *s, const comm_meter_t *before, double *sums,
+static log_row_t step_row(trainer_t *t, const train_stats_t *s, comm_meter_t *since, double *sums,
                           int with_phases) {
   log_row_t row;
   memset(&row, 0, sizeof row);
@@ -88,9 +89,10 @@ static log_row_t step_row(trainer_t *t, const train_stats_t *s, const comm_meter
   double *secs = sums + 2 * TRAFFIC_COUNT, *phases = secs + R; /* (R) step times, (R, PHASE_COUNT) phases */
   memset(sums, 0, sizeof *sums * (size_t)n);
   for (int c = 0; c < TRAFFIC_COUNT; c++) {
-    sums[c] = (double)(now->bytes[c] - before->bytes[c]);
-    sums[TRAFFIC_COUNT + c] = (double)(now->internode_bytes[c] - before->internode_bytes[c]);
+    sums[c] = (double)(now->bytes[c] - since->bytes[c]);
+    sums[TRAFFIC_COUNT + c] = (double)(now->internode_bytes[c] - since->internode_bytes[c]);
   }
+  *since = *now; /* this sum, the log's gathers, an evaluation or checkpoint: the next row's */
   secs[t->world->rank] = s->seconds;
   if (with_phases) memcpy(phases + (size_t)t->world->rank * PHASE_COUNT, s->phase, sizeof s->phase);
   comm_allreduce_sum_double(t->world, sums, n, TRAFFIC_OTHER);
@@ -240,11 +242,11 @@ train_outcome_t train_run(const config_t *cfg, const deck_t *deck, const char *r
     progress_eval(&p, t.step, &e, tokens);
   }
   const long first_step = t.step; /* a run resumed at its end (--resume of a finished run) takes no step */
+  comm_meter_t since = world->meter; /* the traffic a row counts starts here */
   while (t.step < cfg->steps && outcome == TRAIN_FINISHED) {
-    comm_meter_t before = world->meter;
     run_mux_step_begin(&mux);
     train_stats_t s = trainer_step(&t, stop_signal != 0);
-    log_row_t row = step_row(&t, &s, &before, row_sums, row_phases);
+    log_row_t row = step_row(&t, &s, &since, row_sums, row_phases);
     run_mux_step_end(&mux, &t, &row);
     run_log_step(log, &row);
     if (t.layout->ops->log_step) t.layout->ops->log_step(t.layout, t.step);

@@ -218,6 +218,12 @@ refused "surge-sim -o GRAPH" "-o .*copy\.graph: --graph .*copy\.graph is an inpu
   "$top_build/surge-sim" --graph "$tap_tmp/copy.graph" --ranks 2 --batch 2 -o "$tap_tmp/copy.graph"
 refused "surge-profile -o DECK" "-o .*copy\.deck: DECK .*copy\.deck is an input" "$tap_tmp/copy.deck" \
   "$top_build/surge-profile" "$tap_tmp/copy.deck" -o "$tap_tmp/copy.deck"
+refused "surge-report --csv into a missing directory, before the report" "--csv .*nodir/x\.csv: its directory .*nodir: No such file" \
+  "$a/log.h5" "$report" "$a/log.h5" --csv "$tap_tmp/nodir/x.csv"
+[ ! -s "$tap_tmp/refused.txt" ] || [ "$(wc -l <"$tap_tmp/refused.txt")" = 1 ]
+tap_ok $? "... and printed no report before it (the output was checked first)"
+refused "surge-sim -o into a missing directory" "-o .*nodir/s\.h5: its directory" "$tap_tmp/copy.graph" \
+  "$top_build/surge-sim" --graph "$tap_tmp/copy.graph" --ranks 2 --batch 2 -o "$tap_tmp/nodir/s.h5"
 # ... and what stays allowed: a text output to a device or a pipe, a [model] init in the out_dir
 # that overwrite replaces but that is no checkpoint, "-" as a file name where "-" is no stream
 "$report" "$a/log.h5" --csv /dev/null >"$tap_tmp/r.txt" 2>&1

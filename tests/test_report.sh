@@ -109,7 +109,9 @@ assert len(d['metrics']['loss']) == $n and len(d['ranks']['phase_comm']) == $n
 assert all(len(row) == 2 for row in d['ranks']['phase_comm'])
 assert d['eval']['accuracy'] == [float(x) for x in sys.argv[2].split()], d['eval']['accuracy']
 assert d['settings']['train.lr'] == '0.05' and d['units']['/metrics/loss'] == 'nats'
-" "$tap_tmp/one.json" "$(h5vals "$log" /eval/accuracy | tr '\n' ' ')"
+assert d['run']['run_id'] == sys.argv[3], d['run']
+" "$tap_tmp/one.json" "$(h5vals "$log" /eval/accuracy | tr '\n' ' ')" \
+  "$(h5dump -a /run/run_id "$log" | sed -n 's/^ *(0): "\(.*\)"$/\1/p')"
 "$report" "$log" --csv - >"$tap_tmp/stdout.csv"
 [ "$(head -c 9 "$tap_tmp/stdout.csv")" = "step,loss" ] && cmp -s "$tap_tmp/stdout.csv" "$tap_tmp/one.csv"
 tap_ok $? "--csv - writes the same CSV to standard output, without the summary"
@@ -121,6 +123,14 @@ for spec in "a 0.1 16" "b 0.02 8" "c 0.05 32"; do
   tap_ok $? "training $1: lr $2, batch $3"
 done
 logs="$tap_tmp/lr-a/log.h5 $tap_tmp/lr-b/log.h5 $tap_tmp/lr-c/log.h5"
+"$report" "$tap_tmp/lr-a/log.h5" --csv "$tap_tmp/r1.csv" --json "$tap_tmp/r1.json" >/dev/null
+py "a 1-rank log exports /ranks as a 2-rank one does: phase_comm_r0 in the CSV, rows of one rank in the JSON" "
+import csv, json, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert 'phase_comm_r0' in rows[0] and 'phase_comm' not in rows[0], list(rows[0])
+d = json.load(open(sys.argv[2]))
+assert all(isinstance(row, list) and len(row) == 1 for row in d['ranks']['phase_comm']), d['ranks']['phase_comm'][:2]
+" "$tap_tmp/r1.csv" "$tap_tmp/r1.json"
 # column NAME FILE: the values of table column NAME, space-separated
 column() {
   awk -v name="$1" 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == name) col = i; next } { printf "%s ", $col }' "$2"
@@ -332,6 +342,15 @@ rc=$?
   [ "$(sed -n '31p' "$tap_tmp/dmg.csv" | cut -d, -f2,3)" = "," ] &&
   grep -q '"damaged":' "$tap_tmp/dmg.json"
 tap_ok $? "a missing and a short column are reported in the summary, on stderr, as empty CSV fields and in the JSON; the rest is shown (exit $rc)"
+cp "$log" "$tap_tmp/dmg.h5" && "$unit" damage "$tap_tmp/dmg.h5" /ranks/phase_comm narrow
+"$report" "$tap_tmp/dmg.h5" --csv "$tap_tmp/dmg.csv" >"$tap_tmp/dmg.txt" 2>"$tap_tmp/dmg.err"
+rc=$?
+[ $rc = 0 ] && grep -q "^  damaged     /ranks/phase_comm: the columns of its last 1 of 2 ranks missing" "$tap_tmp/dmg.txt" &&
+  grep -q "warning: .*dmg.h5: /ranks/phase_comm: the columns of its last 1 of 2 ranks" "$tap_tmp/dmg.err" &&
+  awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+    $c["phase_comm_r1"] != "" || $c["phase_data_r1"] == "" || $c["phase_comm_r0"] == "" { bad = 1 }
+    END { exit bad || !c["phase_data_r1"] }' "$tap_tmp/dmg.csv"
+tap_ok $? "a /ranks column narrower than /ranks/rank is damage: reported, its lost rank empty, the other phases keep rank 1 (exit $rc)"
 cp "$log" "$tap_tmp/dmg.h5" && "$unit" damage "$tap_tmp/dmg.h5" /events/text 'text=\e[2J\e[31mowned\n@0'
 "$report" "$tap_tmp/dmg.h5" >"$tap_tmp/dmg.txt" 2>&1
 rc=$?

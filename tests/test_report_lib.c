@@ -8,9 +8,10 @@
  *   test_report_lib drop FILE GROUP delete GROUP (e.g. /eval) from log FILE
  *   test_report_lib damage FILE DATASET KIND   damage one dataset of log FILE as a hostile or broken
  *                                  program would: 2d (a 2-D dataset in its place), group, strings, short
- *                                  (3 rows left), extent=N (N rows claimed, none stored), value=X@I (row I
- *                                  set to X), text=T@I (string I of a string dataset set to T, with \e
- *                                  written as the escape character) */
+ *                                  (3 rows left), narrow (a 2-D dataset cut to 1 column), extent=N (N
+ *                                  rows claimed, none stored), value=X@I (row I set to X), text=T@I
+ *                                  (string I of a string dataset set to T, with \e written as the
+ *                                  escape character) */
 #include <hdf5.h>
 #include <math.h>
 #include <stdio.h>
@@ -106,6 +107,9 @@ static int damage(const char *path, const char *name, const char *kind) {
     rc = replace(f, name, kind, dims[0]);
   } else if (strcmp(kind, "short") == 0) {
     dims[0] = 3;
+    rc = H5Dset_extent(d, dims) < 0;
+  } else if (strcmp(kind, "narrow") == 0) {
+    dims[1] = 1;
     rc = H5Dset_extent(d, dims) < 0;
   } else if (sscanf(kind, "extent=%lld", &n) == 1) {
     dims[0] = (hsize_t)n;

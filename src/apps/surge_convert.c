@@ -64,10 +64,10 @@ static void check_files(const char *in, const char *out, weights_format_t to) {
   snprintf(cfg_tmp, sizeof cfg_tmp, "%s.tmp", out_cfg);
   int st = to == WEIGHTS_SAFETENSORS;
   const io_path_t ins[] = {{"IN", in}, {"IN's config.json", weights_detect(in) == WEIGHTS_SAFETENSORS ? in_cfg : NULL}};
-  const io_output_t outs[] = {{"OUT", out, 0}, /* each written under a temporary name, renamed */
-                              {"OUT's temporary file", out_tmp, 0},
-                              {"OUT's config.json (written beside it)", st ? out_cfg : NULL, 0},
-                              {"OUT's config.json's temporary file", st ? cfg_tmp : NULL, 0}};
+  const io_output_t outs[] = {{"OUT", out, 0, 1}, /* each written under a temporary name, renamed; make_parent */
+                              {"OUT's temporary file", out_tmp, 0, 1},
+                              {"OUT's config.json (written beside it)", st ? out_cfg : NULL, 0, 1},
+                              {"OUT's config.json's temporary file", st ? cfg_tmp : NULL, 0, 1}};
   io_outputs_check(ins, 2, outs, 4);
 }
 

@@ -93,7 +93,7 @@ static void parse(int argc, char **argv, args_t *a) {
   const io_path_t in[] = {{"MODEL", a->model},   {"--tokens", a->tokens},      {"--text", a->text},
                           {"--ids", a->ids},     {"--choices", a->choices},    {"--tokenizer's vocab", vocab},
                           {"--tokenizer's merges", merges}};
-  const io_output_t out[] = {{"--logits", a->logits, 1}};
+  const io_output_t out[] = {{"--logits", a->logits, 1, 0}};
   io_outputs_check(in, (int)(sizeof in / sizeof in[0]), out, 1);
 }
 

@@ -111,8 +111,8 @@ static void check_files(const cli_t *cli, const config_t *cp) {
                           {"--graph", cli_value(cli, "--graph", 0)},
                           {"--deeppool", cli_value(cli, "--deeppool", 0)},
                           {"--structure", cli_value(cli, "--structure", 0)}};
-  const io_output_t out[] = {{cli_has(cli, "-o") ? "-o" : "[parallel] plan", plan[0] ? plan : NULL, 1},
-                           {"--write-graph", cli_value(cli, "--write-graph", 0), 1}};
+  const io_output_t out[] = {{cli_has(cli, "-o") ? "-o" : "[parallel] plan", plan[0] ? plan : NULL, 1, 0},
+                           {"--write-graph", cli_value(cli, "--write-graph", 0), 1, 0}};
   io_outputs_check(in, (int)(sizeof in / sizeof in[0]), out, 2);
 }
 

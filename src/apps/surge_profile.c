@@ -71,7 +71,7 @@ int main(int argc, char **argv) {
   const char *deck_out = burst_deck(&cfg)->profile_file;
   if (!out) out = deck_out[0] ? deck_out : "profile.h5";
   const io_path_t in = {"DECK", cli.deck};
-  const io_output_t outs = {cli_has(&cli, "-o") ? "-o" : "[parallel] profile", out, 0}; /* HDF5 */
+  const io_output_t outs = {cli_has(&cli, "-o") ? "-o" : "[parallel] profile", out, 0, 0}; /* HDF5 */
   if (world.rank == 0) io_outputs_check(&in, 1, &outs, 1); /* (its error ends the job) */
   if (cfg.global_batch > INT32_MAX) surge_input_error("[train] global_batch %ld is too large", cfg.global_batch);
   backend_options_t bo = backend_opts_of(&cfg, comm_local_rank(&world));

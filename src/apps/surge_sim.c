@@ -217,7 +217,7 @@ static void check_flags(const cli_t *cli, int burst, int three_d) {
   enum { NIN = (int)(sizeof inputs / sizeof inputs[0]) };
   io_path_t in[NIN];
   for (int i = 0; i < NIN; i++) in[i] = (io_path_t){inputs[i], cli_value(cli, inputs[i], 0)};
-  const io_output_t out = {"-o", cli_value(cli, "-o", 0), 0}; /* HDF5 */
+  const io_output_t out = {"-o", cli_value(cli, "-o", 0), 0, 0}; /* HDF5 */
   io_outputs_check(in, NIN, &out, 1);
 }
 

@@ -202,6 +202,7 @@ static void read_run(log_reader_t *r, log_data_t *L, hid_t f) {
   log_reader_attr_string(r, run, LOG_RUN, LOG_RUN_PROGRAM, L->program, sizeof L->program);
   log_reader_attr_string(r, run, LOG_RUN, LOG_RUN_VERSION, L->version, sizeof L->version);
   log_reader_attr_string(r, run, LOG_RUN, LOG_RUN_START_TIME, L->start_time, sizeof L->start_time);
+  log_reader_attr_string(r, run, LOG_RUN, LOG_RUN_ID, L->run_id, sizeof L->run_id);
   log_reader_attr_string(r, run, LOG_RUN, LOG_RUN_LAYOUT, L->layout, sizeof L->layout);
   log_reader_attr_string(r, run, LOG_RUN, LOG_RUN_MODEL, L->model, sizeof L->model);
   L->ranks = log_reader_attr_int(r, run, LOG_RUN, LOG_RUN_RANKS, 1, LOG_READ_MAX_RANKS);
@@ -244,6 +245,19 @@ static int documented(const log_table_spec_t *g, const char *name) {
     if (strcmp(want, name) == 0) return 1;
   log_range_t range = log_column_range(g->group, name);
   return !(range.lo == -INFINITY && range.hi == INFINITY);
+}
+
+/* A /ranks column narrower than /ranks/rank (the writer widens them all at once: damage) given the
+ * ranks it lacks as NaN columns, so the other columns keep every rank. */
+static void widen(log_column_t *c, size_t cols, const char *h5path) {
+  size_t rows = c->stored_rows;
+  double *v = xmalloc(surge_mul_size(surge_mul_size(rows ? rows : 1, cols, h5path), sizeof(double), h5path));
+  for (size_t i = 0; i < rows; i++)
+    for (size_t j = 0; j < cols; j++) v[i * cols + j] = j < c->cols ? c->v[i * c->cols + j] : NAN;
+  free(c->v);
+  c->v = v;
+  c->short_cols = cols - c->cols;
+  c->cols = cols;
 }
 
 /* Read one numeric dataset of 1 or 2 dimensions into c: at most its stored values (1-D), at most
@@ -289,6 +303,7 @@ static void read_column(log_reader_t *r, hid_t gid, const log_table_spec_t *g, c
   }
   ok(r, H5Sclose(s), "close the dataspace of", h5path);
   ok(r, H5Dclose(d), "close", h5path);
+  if (g->ndims == 2 && g->max_cols > c->cols) widen(c, g->max_cols, h5path);
 }
 
 /* What dataset g/name is, for a message when it is not what the format says: NULL when it is a
@@ -414,6 +429,7 @@ static void match_rows(log_reader_t *r, log_table_t *t, const log_table_spec_t *
 void log_reader_table(log_reader_t *r, const log_table_spec_t *g, log_table_t *t) {
   hid_t f = r->file;
   memset(t, 0, sizeof *t);
+  t->per_column = g->ndims == 2;
   if (!has_object(r, f, g->group, H5I_GROUP, g->group)) return;
   t->present = 1;
   hid_t gid = ok(r, H5Gopen2(f, g->group, H5P_DEFAULT), "open", g->group);

@@ -38,11 +38,14 @@ typedef struct log_column {
   int missing;    /* a column of the format that the log lacks: every value NaN */
   size_t short_by; /* rows it lacks behind its group's step scale (more than a flush's worth: damage),
                     * shown as NaN; 0 for a whole column */
+  size_t short_cols; /* /ranks: ranks it lacks against /ranks/rank (damage), shown as NaN columns */
 } log_column_t;
 
 /* The datasets of one group, which share their rows. */
 typedef struct log_table {
   int present;         /* the group exists in the file */
+  int per_column;      /* its datasets are 2-D, (rows, cols): /ranks (a column a rank), /pipeline's boundaries;
+                        * 0: one value a row (cols 1) */
   size_t rows;         /* rows every column has: the rows used */
   size_t rows_dropped; /* rows some columns had beyond `rows` (a killed writer's partial flush) */
   int ncol;
@@ -61,7 +64,7 @@ typedef struct log_setting {
 typedef struct log_data {
   char *path;
   /* /run attributes ("" or -1 when absent) */
-  char program[32], version[32], start_time[40], layout[32], model[32];
+  char program[32], version[32], start_time[40], layout[32], model[32], run_id[40];
   long long ranks, parameters, global_batch, flush_every;
   char *deck;             /* /run/deck: the resolved deck text */
   int nsettings;

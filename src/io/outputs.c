@@ -1,6 +1,8 @@
 /* Outputs against inputs (outputs.h). */
 #include "io/outputs.h"
 
+#include <errno.h>
+#include <libgen.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -8,6 +10,19 @@
 #include "io/run_dir.h"
 
 int io_same_file(const char *a, const char *b) { return strcmp(a, b) == 0 || run_dir_same(a, b); }
+
+/* An output that does not exist yet: its directory must, or the program's work would be lost on it. */
+static void check_directory(const io_output_t *o) {
+  char dir[4096];
+  snprintf(dir, sizeof dir, "%s", o->path);
+  const char *parent = dirname(dir);
+  struct stat st;
+  if (stat(parent, &st) != 0)
+    surge_input_error("%s %s: its directory %s: %s (hint: make the directory first)", o->what, o->path, parent,
+                      strerror(errno));
+  if (!S_ISDIR(st.st_mode))
+    surge_input_error("%s %s: %s is not a directory (hint: name a file in a directory)", o->what, o->path, parent);
+}
 
 void io_outputs_check(const io_path_t *in, int nin, const io_output_t *out, int nout) {
   for (int i = 0; i < nout; i++) {
@@ -23,6 +38,7 @@ void io_outputs_check(const io_path_t *in, int nin, const io_output_t *out, int 
         surge_input_error("%s %s and %s %s both name one file: one would replace the other (hint: give each its "
                           "own file)", out[j].what, out[j].path, o->what, o->path);
     struct stat st;
+    if (stat(o->path, &st) != 0 && errno == ENOENT && !o->dir_made) check_directory(o);
     if (stat(o->path, &st) != 0 || S_ISREG(st.st_mode)) continue;
     if (S_ISDIR(st.st_mode))
       surge_input_error("%s %s: it is a directory (hint: name a file)", o->what, o->path);

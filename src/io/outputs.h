@@ -5,7 +5,9 @@
  * whole file (HDF5, or under a temporary name renamed into place), when it exists and is not a
  * regular file: a rename would replace a device node itself (as root, surge-convert m.h5 /dev/full
  * replaced the device), and HDF5 on a fifo waits for a reader. A text output written as a stream
- * may be a device or a fifo (/dev/stdout, /dev/null, a shell's process substitution). */
+ * may be a device or a fifo (/dev/stdout, /dev/null, a shell's process substitution). An output
+ * whose directory does not exist is refused too, before the program's work, unless the program makes
+ * that directory itself (dir_made). */
 #ifndef SURGE_IO_OUTPUTS_H
 #define SURGE_IO_OUTPUTS_H
 
@@ -18,6 +20,7 @@ typedef struct io_output {
   const char *what; /* "--logits", "OUT", "[log] file" */
   const char *path; /* NULL: not written (skipped) */
   int stream;       /* written as a text stream (fopen): a device or fifo is fine */
+  int dir_made;     /* the program makes the output's directory: not checked for one */
 } io_output_t;
 
 /* Whether two paths name one file: the same text, or the same existing file. */

@@ -15,14 +15,21 @@ static void push_line(const char *line, char ***lines, int *n) {
 static void table_damage(const log_table_t *t, const char *group, char ***lines, int *n) {
   for (int i = 0; i < t->ncol; i++) {
     const log_column_t *c = &t->col[i];
-    if (!c->missing && !c->short_by) continue;
     char line[256];
-    if (c->missing)
+    if (c->missing) {
       snprintf(line, sizeof line, "%s/%s: missing from the log", group, c->name);
-    else
+      push_line(line, lines, n);
+    }
+    if (c->short_by) {
       snprintf(line, sizeof line, "%s/%s: %zu of its rows missing from the log (a damaged file, not a kill during a "
                                   "flush: that loses at most one flush)", group, c->name, c->short_by);
-    push_line(line, lines, n);
+      push_line(line, lines, n);
+    }
+    if (c->short_cols) {
+      snprintf(line, sizeof line, "%s/%s: the columns of its last %zu of %zu ranks missing from the log (/ranks/rank "
+               "names them all)", group, c->name, c->short_cols, c->cols);
+      push_line(line, lines, n);
+    }
   }
 }
 

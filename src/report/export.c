@@ -49,12 +49,13 @@ static void csv_number(FILE *f, double x, int first) {
   if (!isnan(x)) fprintf(f, "%.15g", x);
 }
 
-/* The CSV header of a group's columns: each (2-D: each of its first `cols` columns, "_rK"). */
+/* The CSV header of a group's columns: each (2-D: each of its first `cols` columns, "_rK", one rank's
+ * included). */
 static void csv_group_header(FILE *f, const log_table_t *g, const char *prefix, const char *skip, size_t cols) {
   for (int i = 0; i < g->ncol; i++) {
     const char *name = g->col[i].name;
     if (skip && strcmp(name, skip) == 0) continue;
-    if (g->col[i].cols == 1) {
+    if (!g->per_column) {
       fprintf(f, ",%s%s", prefix, name);
       continue;
     }
@@ -67,7 +68,7 @@ static void csv_group_row(FILE *f, const log_table_t *g, long row, const char *s
   for (int i = 0; i < g->ncol; i++) {
     const log_column_t *c = &g->col[i];
     if (skip && strcmp(c->name, skip) == 0) continue;
-    size_t n = c->cols == 1 ? 1 : cols;
+    size_t n = g->per_column ? cols : 1;
     for (size_t j = 0; j < n; j++) csv_number(f, row < 0 ? NAN : c->v[(size_t)row * c->cols + j], 0);
   }
 }
@@ -158,13 +159,13 @@ static void json_write(const char *path, cJSON *root) {
 }
 
 /* {"name": [values], ...} of a group's first `rows` rows: 1-D columns as arrays of numbers, 2-D
- * ones as arrays of rows of `cols` numbers. Units go to units["GROUP/name"]. */
+ * ones (one column included) as arrays of rows of `cols` numbers. Units go to units["GROUP/name"]. */
 static cJSON *json_group(const log_table_t *g, const char *group, size_t cols, cJSON *units) {
   cJSON *obj = made(cJSON_CreateObject());
   for (int i = 0; i < g->ncol; i++) {
     const log_column_t *c = &g->col[i];
     cJSON *values;
-    if (c->cols == 1) {
+    if (!g->per_column) {
       values = made(cJSON_CreateDoubleArray(c->v, (int)g->rows));
     } else {
       values = made(cJSON_CreateArray());
@@ -210,7 +211,7 @@ static cJSON *json_run_attributes(const log_data_t *L) {
   const struct {
     const char *name, *value;
   } strings[] = {{"program", L->program}, {"version", L->version}, {"start_time", L->start_time},
-                 {"layout", L->layout},   {"model", L->model}};
+                 {"layout", L->layout},   {"model", L->model},     {"run_id", L->run_id}};
   const struct {
     const char *name;
     long long value;

@@ -29,9 +29,9 @@ void report_outputs_check(const char *const *logs, int nlogs, const char *csv, c
   io_output_t *out = xcalloc((size_t)nfig + 2, sizeof *out);
   for (int i = 0; i < nlogs; i++) in[i] = (io_path_t){"LOG", logs[i]};
   int n = 0;
-  out[n++] = (io_output_t){"--csv", csv && strcmp(csv, "-") != 0 ? csv : NULL, 1}; /* "-": standard output */
-  out[n++] = (io_output_t){"--json", json && strcmp(json, "-") != 0 ? json : NULL, 1};
-  for (int i = 0; i < nfig; i++) out[n++] = (io_output_t){"--plot", figs[i], 1};
+  out[n++] = (io_output_t){"--csv", csv && strcmp(csv, "-") != 0 ? csv : NULL, 1, 0}; /* "-": standard output */
+  out[n++] = (io_output_t){"--json", json && strcmp(json, "-") != 0 ? json : NULL, 1, 0};
+  for (int i = 0; i < nfig; i++) out[n++] = (io_output_t){"--plot", figs[i], 1, 1}; /* (DIR made with its parents) */
   io_outputs_check(in, nlogs, out, n);
   for (int i = 0; i < n; i++)
     if (out[i].path && is_hdf5(out[i].path))

@@ -114,8 +114,8 @@ static void check_files(const config_t *cfg, const deck_t *deck, const char *mod
                           {named(w[2], sizeof w[2], deck, "data.val_path", "[data] val_path"), d.val_path},
                           {named(w[3], sizeof w[3], deck, "multiplex.baseline", "[multiplex] baseline"),
                            multiplex_opts(cfg)->baseline}};
-  const io_output_t out[] = {{named(w[4], sizeof w[4], deck, "log.file", "[log] file"), cfg->log_file, 0}, /* HDF5 */
-                             {named(w[5], sizeof w[5], deck, "run.out_dir", "[run] out_dir's model.h5"), model, 0}};
+  const io_output_t out[] = {{named(w[4], sizeof w[4], deck, "log.file", "[log] file"), cfg->log_file, 0, 1}, /* HDF5 */
+                             {named(w[5], sizeof w[5], deck, "run.out_dir", "[run] out_dir's model.h5"), model, 0, 1}};
   io_outputs_check(in, (int)(sizeof in / sizeof in[0]), out, 2);
   char init_dir[CFG_STR + 2];
   run_dir_of(cfg->model_init, init_dir, sizeof init_dir);

@@ -76,6 +76,13 @@ expect_error "multiplex.piece_ms above its bound via -D" "-D.*multiplex.piece_ms
 expect_error "multiplex.poll_fraction of 0 via -D (a fraction in (0, 1])" "-D.*multiplex.poll_fraction" "$good" \
   -D multiplex.poll_fraction=0
 
+expect_error "a burst plan file that does not exist names [parallel] plan (plan = auto is no keyword)" \
+  "-D parallel.plan=auto: \[parallel\] plan = auto: No such file.*surge-plan -o" "$good" -D parallel.mode=burst \
+  -D parallel.plan=auto
+expect_error "a burst profile that does not exist names [parallel] profile" \
+  "-D parallel.profile=.*nope.h5: \[parallel\] profile = .*nope.h5: No such file" "$good" -D parallel.mode=burst \
+  -D "parallel.profile=$tap_tmp/nope.h5"
+
 mkdir -p "$tap_tmp/nodata"
 expect_error "missing data file" "$tap_tmp/nodata/train-labels-idx1-ubyte.gz.*(no such|missing|cannot open)" \
   "$good" -D "data.path=$tap_tmp/nodata"

@@ -1,9 +1,11 @@
 #include "burst/layout.h"
 #include "burst/plan_log.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "burst/executor.h"
 #include "burst/options.h"
@@ -35,6 +37,15 @@ static void read_profile(const burst_deck_t *deck, const graph_t *g, const char 
   prof->bn_blocking = !deck->bn_overlap;
 }
 
+/* [parallel] KEY = path can be read, or an input error naming the key (the readers name only the path). */
+static void check_readable(const layout_opts_t *o, const char *key, const char *path, const char *hint) {
+  if (access(path, R_OK) == 0) return;
+  char section_key[64];
+  snprintf(section_key, sizeof section_key, "parallel.%s", key);
+  surge_input_error("%s: [parallel] %s = %s: %s (hint: %s)", layout_where(o, section_key), key, path,
+                    strerror(errno), hint);
+}
+
 /* Burst mode: the plan is the plan file (its errors name file:line) or, without one, searched at
  * start-up from the profile under the amplification limit (rank 0 prints its table). With both,
  * the profile predicts the plan file's costs. */
@@ -44,6 +55,10 @@ static void plan_burst(burst_layout_t *b, const layout_opts_t *o, const graph_t 
   burst_profile_t prof;
   const burst_deck_t *deck = burst_deck(o->cfg);
   int profiled = deck->profile_file[0] != 0;
+  if (deck->plan_file[0])
+    check_readable(o, "plan", deck->plan_file,
+                   "a plan file written by surge-plan -o, or no plan: planned at start-up from [parallel] profile");
+  if (profiled) check_readable(o, "profile", deck->profile_file, "a profile written by surge-profile (doc/burst.md)");
   if (deck->plan_file[0]) {
     burst_plan_read(deck->plan_file, g, o->model, &bo, &b->plan);
     if (profiled) {

@@ -147,12 +147,13 @@ timeout 300 "$mpiexec" -n 2 "$SURGE_TRAIN" "$top_src/inputs/resnet-mini-bn-fmnis
   >"$tap_tmp/deck.txt" 2>&1
 tap_ok $? "inputs/resnet-mini-bn-fmnist.deck trains 3 steps on 2 ranks: $(grep "final test" "$tap_tmp/deck.txt")"
 
-# batch norm and dropout on a model that has no place for them: the deck's line, exit 2
+# batch norm and dropout on a model that has no place for them: the key that asks for them, exit 2
 for key in model.norm=batchnorm model.dropout=0.5; do
   timeout 60 "$SURGE_TRAIN" "$top_src/inputs/mlp-fmnist.deck" -D "$key" -D "run.out_dir=$tap_tmp/bad" \
     >"$tap_tmp/bad.txt" 2>&1
   rc=$?
-  grep -q "mlp-fmnist.deck:[0-9]*: \[model\] zoo = mlp: model mlp takes no" "$tap_tmp/bad.txt"
+  k=${key%%=*}
+  grep -q -- "-D $key: \[model\] ${k#model.}: model mlp takes no" "$tap_tmp/bad.txt"
   found=$?
   [ $rc = 2 ] && [ $found = 0 ]
   tap_ok $? "$key on the mlp: exit $rc, $(grep "error:" "$tap_tmp/bad.txt" | head -n 1)"

@@ -27,10 +27,7 @@ int burst_option_int_in(const char *option, const char *text, int min, int max) 
 
 dataset_t *burst_deck_graph(const config_t *cfg, const deck_t *deck, graph_t *g) {
   dataset_t *ds = dataset_open(data_opts_of(cfg));
-  char err[320];
-  if (zoo_build(zoo_opts_of(cfg), dataset_sample_shape(ds), dataset_classes(ds), g, err, sizeof err) != 0)
-    surge_input_error("%s: [model] zoo = %s: %s (hint: check the [model] sizes)", deck_where(deck, "model.zoo"),
-                      cfg->zoo, err);
+  zoo_build_of(cfg, deck, ds, g);
   return ds;
 }
 

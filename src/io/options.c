@@ -2,11 +2,24 @@
 
 #include <string.h>
 
+#include "core/error.h"
+
 zoo_opts_t zoo_opts_of(const config_t *cfg) {
   zoo_opts_t o = *zoo_opts(cfg);
   _Static_assert(sizeof o.model >= sizeof cfg->zoo, "the zoo's model name is shorter than the deck's");
   memcpy(o.model, cfg->zoo, sizeof cfg->zoo);
   return o;
+}
+
+void zoo_build_of(const config_t *cfg, const deck_t *deck, const dataset_t *ds, graph_t *g) {
+  char err[320];
+  const char *key;
+  if (zoo_build_blamed(zoo_opts_of(cfg), dataset_sample_shape(ds), dataset_classes(ds), g, err, sizeof err, &key) == 0)
+    return;
+  if (strcmp(key, "model.zoo") == 0)
+    surge_input_error("%s: [model] zoo = %s: %s (hint: check the [model] sizes)", deck_where(deck, key), cfg->zoo,
+                      err);
+  deck_key_error(deck, key, "%s", err);
 }
 
 optim_opts_t optim_opts_of(const config_t *cfg) {

@@ -15,6 +15,9 @@
 #include "optim/optim.h"
 
 zoo_opts_t zoo_opts_of(const config_t *cfg);
+/* The deck's model for the dataset's samples into g; a refusal is an input error at the deck key at
+ * fault (zoo_build_blamed). */
+void zoo_build_of(const config_t *cfg, const deck_t *deck, const dataset_t *ds, graph_t *g);
 optim_opts_t optim_opts_of(const config_t *cfg);
 data_opts_t data_opts_of(const config_t *cfg);
 /* The backend's ([backend]); local_rank: this rank's index among its job's ranks on its node. */

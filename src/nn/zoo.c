@@ -234,6 +234,13 @@ int zoo_takes_sequences(const char *model) {
 }
 
 int zoo_build(zoo_opts_t o, shape_t in, int classes, graph_t *g, char *err, size_t errlen) {
+  return zoo_build_blamed(o, in, classes, g, err, errlen, NULL);
+}
+
+int zoo_build_blamed(zoo_opts_t o, shape_t in, int classes, graph_t *g, char *err, size_t errlen, const char **key) {
+  const char *unused;
+  if (!key) key = &unused;
+  *key = "model.zoo";
   const zoo_entry_t *z = zoo_find(o.model);
   if (!z) {
     snprintf(err, errlen, "unknown model '%s' (accepted: %s)", o.model, zoo_names());
@@ -241,15 +248,18 @@ int zoo_build(zoo_opts_t o, shape_t in, int classes, graph_t *g, char *err, size
   }
   if (!z->sequences && in.ndim != 3) {
     snprintf(err, errlen, "model %s needs images (C,H,W), but the data gives token sequences", o.model);
+    *key = "data.source";
     return -1;
   }
   if (z->sequences && in.ndim != 1) {
     snprintf(err, errlen, "model %s needs token sequences (data source text or synthetic), not images", o.model);
+    *key = "data.source";
     return -1;
   }
   if ((zoo_batchnorm(&o) || o.dropout > 0) && !z->cnn) {
     snprintf(err, errlen, "model %s takes no %s (only the CNNs do)", o.model,
              zoo_batchnorm(&o) ? "norm = batchnorm" : "dropout");
+    *key = zoo_batchnorm(&o) ? "model.norm" : "model.dropout";
     return -1;
   }
   graph_init(g, in, z->init);

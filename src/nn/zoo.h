@@ -81,6 +81,10 @@ static inline const zoo_opts_t *zoo_opts(const struct config *cfg) {
 /* Build o.model for inputs of shape `in` with `classes` outputs (per target). Returns 0, or -1
  * with a one-line reason in err (unknown model name, layer shapes that do not fit). */
 int zoo_build(zoo_opts_t o, shape_t in, int classes, graph_t *g, char *err, size_t errlen);
+/* zoo_build, and on a refusal *key the deck key it is about: "model.norm" or "model.dropout" (a
+ * model without them), "data.source" (images for a sequence model or the other way round), else
+ * "model.zoo" (the name, or sizes that do not fit together). */
+int zoo_build_blamed(zoo_opts_t o, shape_t in, int classes, graph_t *g, char *err, size_t errlen, const char **key);
 
 /* One gpt block i on x (T, width): the zoo's gpt and its tensor-parallel parts (3D parallelism,
  * src/pipe/) build their blocks with it. Nodes blocks.i.{ln1, qkv, attn, proj, add1, ln2, fc, gelu,

@@ -58,10 +58,7 @@ void trainer_init(trainer_t *t, const config_t *cfg, const deck_t *deck, comm_t 
   t->ds = dataset_open(data_opts_of(cfg));
   t->rss_before_model = rss_now_bytes();
   t->dev_before_model = (double)t->be->device_used();
-  char err[320];
-  if (zoo_build(zoo_opts_of(cfg), dataset_sample_shape(t->ds), dataset_classes(t->ds), &t->g, err, sizeof err) != 0)
-    surge_input_error("%s: [model] zoo = %s: %s (hint: check the [model] sizes)",
-                      deck_where(deck, "model.zoo"), cfg->zoo, err);
+  zoo_build_of(cfg, deck, t->ds, &t->g);
   t->g.recompute = recompute_mode_of(cfg); /* the layouts' models plan it (nn/recompute.h) */
   layout_opts_t lo = layout_opts_of(cfg, deck);
   t->layout = layout_build(&lo, &t->g, t->be, world);

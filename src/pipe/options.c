@@ -22,8 +22,9 @@ static const cfg_key_t rows[] = {
                  "3d: pipeline schedule; 1f1b: warm-up forwards, then one forward and one backward alternating "
                  "(at most pp - s micro-batches held on stage s); gpipe: all forwards, then all backwards"),
     CFG_LIST_KEY("parallel", "stages", stages, nstages, "0", 0, 4096,
-                 "3d: transformer blocks per pipeline stage, first to last (pp entries, summing to gpt_layers); "
-                 "0: balanced by training FLOPs (with [train] recompute, the re-run forwards' too)"),
+                 "3d: transformer blocks per pipeline stage, first to last (pp entries, each at least 1, summing "
+                 "to gpt_layers); a single 0: balanced by training FLOPs (with [train] recompute, the re-run "
+                 "forwards' too)"),
     CFG_BOOL_KEY("parallel", "scatter_gather", scatter_gather, "true",
                  "3d: each tensor-parallel rank sends only its 1/tp chunk of an activation (to the next "
                  "stage) or an exact gradient (to the previous), whose ranks all-gather the chunks "

@@ -151,6 +151,15 @@ for line in open(sys.argv[1]):
 else
   tap_skip "$no_numpy"
 fi
+# HellaSwag's own lines ("ctx", endings without their leading space) score as llm.c renders them:
+# each text ending after a space, the same as "context" with the spaces written in
+printf '{"ctx": "A man. he", "endings": ["is up", "sat", [32, 114]], "label": 0}\n' >"$t/hs.jsonl"
+printf '{"context": "A man. he", "endings": [" is up", " sat", [32, 114]], "label": 0}\n' >"$t/hs_spaced.jsonl"
+scores() { sed 's/^choices [^:]*: //; s/; [0-9.]* s on .*//'; } # the numbers, without file and time
+hs=$("$evaluate" "$t/a.bin" --choices "$t/hs.jsonl" 2>&1 | scores)
+spaced=$("$evaluate" "$t/a.bin" --choices "$t/hs_spaced.jsonl" 2>&1 | scores)
+[ -n "$hs" ] && [ "$hs" = "$spaced" ] && echo "$hs" | grep -q completion
+tap_ok $? "HellaSwag's ctx lines: text endings encoded after a space, as llm.c does: $hs"
 printf '{"context": [1], "endings": [[2], [3]], "label": 0}\n{"context": [1], "endings": [[2], [999]], "label": 0}\n' >"$t/bad.jsonl"
 "$evaluate" "$t/a.bin" --choices "$t/bad.jsonl" >"$t/bad.txt" 2>&1
 [ $? = 2 ] && grep -q "bad.jsonl:2: ending 1: entry 0 is not a token id" "$t/bad.txt"

@@ -1,5 +1,7 @@
 /* eval_choices: multiple-choice scoring from JSONL (doc/eval.md), one example a line:
- *   {"context": TEXT or [IDS], "endings": [TEXT or [IDS], ...], "label": I}   ("ctx" for "context": HellaSwag's)
+ *   {"context": TEXT or [IDS], "endings": [TEXT or [IDS], ...], "label": I}
+ * or HellaSwag's own {"ctx": ..., "endings": ..., "label": ...}, whose text endings are encoded after
+ * a space, as llm.c's hellaswag.py renders them (encode(" " + ending)).
  * Each ending is scored by the sum of its tokens' log-probabilities after the context (llm.c's
  * HellaSwag "acc"), and by their mean ("acc_norm"-like, per token). The file is untrusted: its size,
  * each line's length, the number of endings, every id and the tokens of each row are bounded, and
@@ -41,18 +43,21 @@ typedef struct coder {
   int V;
 } coder_t;
 
-/* A text or an id list as ids (appended to out). */
-static void tokens_of(const coder_t *c, const cJSON *v, const char *what, const where_t *w, ids_t *out) {
+/* A text (after `space` blanks: 0 or 1) or an id list as ids (appended to out). */
+static void tokens_of(const coder_t *c, const cJSON *v, int space, const char *what, const where_t *w, ids_t *out) {
   if (cJSON_IsString(v)) {
-    const uint8_t *s = (const uint8_t *)v->valuestring;
-    size_t n = strlen(v->valuestring);
     if (!c->tok && c->V != GEN_BYTE_VOCAB)
       BAD(w, "%s: without --tokenizer a text is read as bytes, for a byte-level model (a vocabulary of %d), and this "
              "model's is %d (hint: --tokenizer DIR, the tokenizer the model was trained with; or token ids)",
           what, GEN_BYTE_VOCAB, c->V);
+    size_t n = (size_t)space + strlen(v->valuestring);
+    uint8_t *s = xmalloc(n + 1);
+    memset(s, ' ', (size_t)space);
+    memcpy(s + space, v->valuestring, n - (size_t)space + 1);
     if (c->tok) bpe_encode(c->tok, c->pre, s, n, out);
     else
       for (size_t i = 0; i < n; i++) ids_push(out, s[i]);
+    free(s);
     return;
   }
   if (!cJSON_IsArray(v)) BAD(w, "%s: expected a text or a list of token ids", what);
@@ -70,7 +75,8 @@ static int score_example(scorer_t *s, const coder_t *c, const cJSON *ex, const w
   const cJSON *ctx = cJSON_GetObjectItemCaseSensitive(ex, "context"),
               *ends = cJSON_GetObjectItemCaseSensitive(ex, "endings"),
               *lab = cJSON_GetObjectItemCaseSensitive(ex, "label");
-  if (!ctx) ctx = cJSON_GetObjectItemCaseSensitive(ex, "ctx"); /* HellaSwag's own name */
+  int hellaswag = !ctx; /* its own files: "ctx", and endings without their leading space */
+  if (!ctx) ctx = cJSON_GetObjectItemCaseSensitive(ex, "ctx");
   if (!ctx || !ends || !lab) BAD(w, "an example needs \"context\" (or \"ctx\"), \"endings\" and \"label\"");
   int n = cJSON_IsArray(ends) ? cJSON_GetArraySize(ends) : 0;
   if (n < 2 || n > CHOICE_MAX_ENDINGS) BAD(w, "\"endings\": expected a list of 2 to %d endings", CHOICE_MAX_ENDINGS);
@@ -78,7 +84,7 @@ static int score_example(scorer_t *s, const coder_t *c, const cJSON *ex, const w
     BAD(w, "\"label\": expected the index of an ending (0 to %d)", n - 1);
   int label = (int)lab->valuedouble;
   ids_t cx = {0};
-  tokens_of(c, ctx, "\"context\"", w, &cx);
+  tokens_of(c, ctx, 0, "\"context\"", w, &cx);
   if (cx.n == 0) BAD(w, "\"context\" has no tokens");
   size_t T = (size_t)s->T;
   int32_t *x = xcalloc((size_t)n * T, sizeof *x), *y = xmalloc((size_t)n * T * sizeof *y);
@@ -89,7 +95,7 @@ static int score_example(scorer_t *s, const coder_t *c, const cJSON *ex, const w
     for (size_t i = 0; i < cx.n; i++) ids_push(&row, cx.v[i]);
     char what[32];
     snprintf(what, sizeof what, "ending %d", k);
-    tokens_of(c, e, what, w, &row);
+    tokens_of(c, e, hellaswag, what, w, &row); /* llm.c encodes " " + ending for HellaSwag */
     if (row.n == cx.n) BAD(w, "%s has no tokens", what);
     if (row.n - 1 > T)
       BAD(w, "context and %s are %zu tokens, the model reads %zu (its context + 1)", what, row.n, T + 1);

@@ -127,6 +127,9 @@ two=$(timeout 60 "$mpiexec" -n 2 "$evaluate" "$t/a.bin" --text "$t/text.txt" 2>&
 l1=$(echo "$one" | sed -n 's/^loss \([0-9.]*\) .*/\1/p'); l2=$(echo "$two" | sed -n 's/^loss \([0-9.]*\) .*/\1/p')
 [ -n "$l1" ] && [ "$l1" = "$l2" ] && echo "$one" | grep -q "bits/byte over 4999 tokens (4999 bytes)"
 tap_ok $? "surge-eval: $one; 2 ranks: $l2"
+piped=$(cat "$t/text.txt" | "$evaluate" "$t/hf/model.safetensors" --text /dev/stdin 2>&1)
+[ "$(echo "$piped" | sed -n 's/^loss \([0-9.]*\) .*/\1/p')" = "$l1" ]
+tap_ok $? "a text from a pipe is read to its end (it read as empty: 0 tokens): $piped"
 cat >"$t/mc.jsonl" <<'JSONL'
 {"context": [83, 117, 114], "endings": [[103, 101], [101], [32, 115, 97]], "label": 1}
 

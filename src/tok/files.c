@@ -61,15 +61,35 @@ unsigned char *file_read_all(const char *path, size_t max, const char *what, con
   if (!f) surge_input_error("%s: cannot open: %s", path, strerror(errno));
   struct stat st;
   if (fstat(fileno(f), &st) != 0) surge_input_error("%s: cannot stat: %s", path, strerror(errno));
-  if ((uint64_t)st.st_size > max)
+  if (S_ISDIR(st.st_mode)) surge_input_error("%s: a directory, not %s (hint: name a file)", path, what);
+  int regular = S_ISREG(st.st_mode);
+  if (regular && (uint64_t)st.st_size > max)
     surge_input_error("%s: %" PRIu64 " bytes, more than %s may have (%zu MiB; hint: %s)", path,
                       (uint64_t)st.st_size, what, max >> 20, hint);
-  unsigned char *s = xmalloc((size_t)st.st_size + 1);
-  size_t got = fread(s, 1, (size_t)st.st_size, f);
+  /* read to the end: a regular file in one piece (its size), a pipe or device in growing pieces */
+  size_t cap = regular ? (size_t)st.st_size + 1 : (size_t)1 << 16, n = 0;
+  unsigned char *s = xmalloc(cap);
+  int over = 0;
+  for (;;) {
+    n += fread(s + n, 1, cap - 1 - n, f);
+    if (n < cap - 1) break; /* the end, or an error */
+    int c = fgetc(f);
+    if (c == EOF) break;
+    if (n >= max) {
+      over = 1;
+      break;
+    }
+    cap = cap - 1 > max / 2 ? max + 1 : 2 * cap; /* room for c: n < max */
+    s = xrealloc(s, cap);
+    s[n++] = (unsigned char)c;
+  }
   int bad = ferror(f);
   fclose(f);
-  if (bad || got != (size_t)st.st_size) surge_input_error("%s: read error or the file changed while read", path);
-  s[got] = '\0';
-  *len = got;
+  if (bad) surge_input_error("%s: read error: %s", path, strerror(errno));
+  if (over)
+    surge_input_error("%s: more than %zu bytes, more than %s may have (%zu MiB; hint: %s)", path, max, what,
+                      max >> 20, hint);
+  s[n] = '\0';
+  *len = n;
   return s;
 }

@@ -238,6 +238,14 @@ refused "a missing tensor" "tensor transformer.h.1.attn.c_proj.bias: missing (th
 edit "$st" "$t/trailing.safetensors" 'tail = bytes(100)'
 refused "bytes after the last tensor" "100 bytes after the last tensor's data belong to no tensor" "$convert" \
   "$t/trailing.safetensors" "$t/x.h5"
+# a config.json that describes another architecture than the weights compute here is refused naming the key
+for kv in '"activation_function": "relu"' '"layer_norm_epsilon": 0.1' '"scale_attn_weights": false' '"n_layer": 7'; do
+  key=${kv%%:*}
+  mkdir -p "$t/cfg" && cp "$st" "$t/cfg/model.safetensors"
+  sed "s/^  $key: .*/  $kv,/" "$t/hf/config.json" >"$t/cfg/config.json"
+  grep -q "$kv" "$t/cfg/config.json" || sed -i "s/^{/{ $kv,/" "$t/cfg/config.json"
+  refused "config.json with $kv" "config.json: $key is .*; the weights beside it are read as GPT-2's" "$convert" "$t/cfg/model.safetensors" "$t/x.h5"
+done
 cp "$t/a.bin" "$t/magic.bin" && printf '\177' | dd of="$t/magic.bin" bs=1 seek=0 conv=notrunc 2>/dev/null
 refused "llm.c's magic wrong" "magic 20240255 at offset 0, not llm.c's 20240326" "$convert" "$t/magic.bin" "$t/x.h5"
 cp "$t/a.bin" "$t/version.bin" && printf '\007' | dd of="$t/version.bin" bs=1 seek=4 conv=notrunc 2>/dev/null

@@ -9,6 +9,7 @@
 #include <cJSON.h>
 #include <errno.h>
 #include <libgen.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -262,8 +263,27 @@ void weights_read_safetensors(const char *path, const graph_t *g, const weights_
   st_close(&s);
 }
 
-/* config.json beside path: n_head, or 0 when there is none. */
-static int config_heads(const char *path) {
+/* A config.json key that would change what the weights compute, where present: GPT-2's value
+ * (`text`, or `alias`, else the number `value`, true/false as 1/0), or refused naming it. */
+static void config_key_is(const char *cfg, const cJSON *root, const char *key, const char *text, const char *alias,
+                          double value) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
+  if (!v || cJSON_IsNull(v)) return;
+  double x = cJSON_IsBool(v) ? (double)cJSON_IsTrue(v) : cJSON_IsNumber(v) ? v->valuedouble : NAN;
+  int ok = text ? cJSON_IsString(v) && (!strcmp(v->valuestring, text) || (alias && !strcmp(v->valuestring, alias)))
+                : fabs(x - value) <= 1e-9 * fabs(value);
+  if (ok) return;
+  char *shown = cJSON_PrintUnformatted(v), want[64];
+  if (text) snprintf(want, sizeof want, "\"%s\"", text);
+  else snprintf(want, sizeof want, cJSON_IsBool(v) ? (value ? "true" : "false") : "%.10g", value);
+  surge_input_error("%s: \"%s\" is %.60s; the weights beside it are read as GPT-2's, which has %s there (hint: "
+                    "only GPT-2's own architecture, at the weights' sizes, converts exactly)", cfg, key,
+                    shown ? shown : "?", want);
+}
+
+/* config.json beside path: n_head, or 0 when there is none; the keys that would change what the
+ * weights compute must be GPT-2's (and the sizes the weights'). */
+static int config_heads(const char *path, const gpt2_dims_t *d) {
   char dir[4096], cfg[4200];
   snprintf(dir, sizeof dir, "%s", path);
   snprintf(cfg, sizeof cfg, "%s/config.json", dirname(dir));
@@ -277,6 +297,17 @@ static int config_heads(const char *path) {
   const cJSON *h = root ? cJSON_GetObjectItemCaseSensitive(root, "n_head") : NULL;
   uint64_t heads = 0;
   if (!h || whole_number(h, 256, &heads) || !heads) surge_input_error("%s: no n_head of 1 to 256", cfg);
+  config_key_is(cfg, root, "model_type", "gpt2", NULL, 0);
+  config_key_is(cfg, root, "activation_function", "gelu_new", "gelu_pytorch_tanh", 0); /* one function */
+  config_key_is(cfg, root, "layer_norm_epsilon", NULL, NULL, 1e-5);
+  config_key_is(cfg, root, "scale_attn_weights", NULL, NULL, 1);
+  config_key_is(cfg, root, "scale_attn_by_inverse_layer_idx", NULL, NULL, 0);
+  config_key_is(cfg, root, "add_cross_attention", NULL, NULL, 0);
+  config_key_is(cfg, root, "n_embd", NULL, NULL, d->C); /* the sizes: the weights' */
+  config_key_is(cfg, root, "n_layer", NULL, NULL, d->L);
+  config_key_is(cfg, root, "n_positions", NULL, NULL, d->maxT);
+  config_key_is(cfg, root, "vocab_size", NULL, NULL, d->V);
+  config_key_is(cfg, root, "n_inner", NULL, NULL, 4.0 * d->C);
   cJSON_Delete(root);
   free(text);
   return (int)heads;
@@ -304,7 +335,7 @@ void weights_safetensors_dims(const char *path, gpt2_dims_t *d) {
   if (values > s.data_bytes / 2)
     surge_input_error("%s: a GPT-2 of %d blocks of width %d needs %llu values, more than the %llu bytes of data hold",
                       path, d->L, d->C, (unsigned long long)values, (unsigned long long)s.data_bytes);
-  d->NH = config_heads(path);
+  d->NH = config_heads(path, d);
   if (!d->NH)
     surge_input_error("%s: the attention heads are not in the weights: put Hugging Face's config.json (n_head) beside it",
                       path);

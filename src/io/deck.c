@@ -487,22 +487,24 @@ void deck_load(const char *path, int noverrides, char *const *overrides, config_
 
 const char *deck_path(const deck_t *d) { return d ? d->path : NULL; }
 
-const char *deck_where(const deck_t *d, const char *section_key) {
+/* The entry of "section.key", or NULL (no such key; no deck: a config built in code). */
+static const deck_entry_t *entry_of(const deck_t *d, const char *section_key) {
   const char *dot = strchr(section_key, '.');
-  if (!d || !dot || dot - section_key >= 64) return NULL; /* no deck: a config built in code */
+  if (!d || !dot || dot - section_key >= 64) return NULL;
   char section[64];
   snprintf(section, sizeof section, "%.*s", (int)(dot - section_key), section_key);
   int i = cfg_find_key(section, dot + 1);
-  return i < 0 ? NULL : d->e[i].where;
+  return i < 0 ? NULL : &d->e[i];
+}
+
+const char *deck_where(const deck_t *d, const char *section_key) {
+  const deck_entry_t *e = entry_of(d, section_key);
+  return e ? e->where : NULL;
 }
 
 int deck_is_default(const deck_t *d, const char *section_key) {
-  const char *dot = strchr(section_key, '.');
-  if (!d || !dot || dot - section_key >= 64) return 0;
-  char section[64];
-  snprintf(section, sizeof section, "%.*s", (int)(dot - section_key), section_key);
-  int i = cfg_find_key(section, dot + 1);
-  return i >= 0 && d->e[i].origin == FROM_DEFAULT;
+  const deck_entry_t *e = entry_of(d, section_key);
+  return e && e->origin == FROM_DEFAULT;
 }
 
 _Noreturn void deck_key_error(const deck_t *d, const char *section_key, const char *fmt, ...) {

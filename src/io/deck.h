@@ -46,8 +46,8 @@ typedef struct deck_setting {
   const char *where; /* blamed by errors and deck_where: "DECK:LINE (variant I)" */
 } deck_setting_t;
 
-/* deck_parse for one variant of a deck with a [sweep] section: the settings replace the deck's own
- * values, then the overrides replace theirs. deck_parse refuses a deck with a [sweep] section (its
+/* deck_parse for variant `variant` of a deck with a [sweep] section (its number named where a default
+ * value is blamed): the settings replace the deck's own values, then the overrides replace theirs. deck_parse refuses a deck with a [sweep] section (its
  * lines are read by io/sweep.c), so no program runs a sweep as if it were one run. */
 void deck_parse_variant(const char *text, const char *path, long variant, int nsettings,
                         const deck_setting_t *settings, int noverrides, char *const *overrides, config_t *cfg,

@@ -16,8 +16,9 @@ void zoo_build_of(const config_t *cfg, const deck_t *deck, const dataset_t *ds, 
   const char *key;
   if (zoo_build_blamed(zoo_opts_of(cfg), dataset_sample_shape(ds), dataset_classes(ds), g, err, sizeof err, &key) == 0)
     return;
+  const char *where = deck_where(deck, key);
   if (strcmp(key, "model.zoo") == 0)
-    surge_input_error("%s: [model] zoo = %s: %s (hint: check the [model] sizes)", deck_where(deck, key), cfg->zoo,
+    surge_input_error("%s: [model] zoo = %s: %s (hint: check the [model] sizes)", where ? where : "deck", cfg->zoo,
                       err);
   deck_key_error(deck, key, "%s", err);
 }

@@ -36,7 +36,9 @@ const char *layout_where(const layout_opts_t *o, const char *section_key) {
   return w ? w : "deck";
 }
 
-int layout_is_default(const layout_opts_t *o, const char *section_key) { return deck_is_default(o->deck, section_key); }
+int layout_is_default(const layout_opts_t *o, const char *section_key) {
+  return deck_is_default(o->deck, section_key);
+}
 
 layout_opts_t layout_opts_of(const config_t *cfg, const deck_t *deck) {
   const sync_opts_t *so = sync_opts(cfg);

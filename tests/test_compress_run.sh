@@ -118,6 +118,9 @@ report="$top_build/surge-report"
   grep -q "^  pipeline gradients .* 2.7x " "$tap_tmp/report.txt" &&
   grep -q "^  error ||E|| per boundary" "$tap_tmp/report.txt"
 tap_ok $? "surge-report shows the compression section: $(grep -E '^  (pipeline gradients|data-parallel) ' "$tap_tmp/report.txt" | tr -s ' ' | tr '\n' ';')"
+per_boundary=$(grep "^  error ||E|| per boundary" "$tap_tmp/report.txt" | head -c 400)
+[ "$(echo "$per_boundary" | grep -o 'last' | wc -l)" = 1 ] && [ "$(wc -c <"$tap_tmp/report.txt")" -lt 65536 ]
+tap_ok $? "one boundary (pp 2), as /compress/error_norm is wide, and a short report (a reader that took the read limit for the width listed 16777216): $per_boundary"
 
 # bad input: exit 2, the first line names the deck's file:line
 g="[parallel]" m="mode = 3d" p="pp = 2" d="dp = 2" t="[train]" mb="micro_batches = 2"

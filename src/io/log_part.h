@@ -54,6 +54,8 @@ typedef struct log_table_spec {
   size_t scale;               /* rows of the group's scale when it has no step column (/ranks: /metrics's) */
   size_t tolerance;           /* rows a column may lack behind its scale (a writer killed during a flush) */
   size_t max_cols;            /* 2-D: read at most this many columns (the ranks of /ranks/rank) */
+  int exact_cols;             /* 2-D: every column has max_cols (/ranks: the writer widens them all at once);
+                               * a narrower one is damage, shown with NaN columns (short_cols) */
   int strict;                 /* every documented column must be whole (/plan, written at once) */
   int extra;                  /* a second reading of a group for its columns of another shape: none
                                * is documented (the first reading checks those) */

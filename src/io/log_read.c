@@ -303,7 +303,7 @@ static void read_column(log_reader_t *r, hid_t gid, const log_table_spec_t *g, c
   }
   ok(r, H5Sclose(s), "close the dataspace of", h5path);
   ok(r, H5Dclose(d), "close", h5path);
-  if (g->ndims == 2 && g->max_cols > c->cols) widen(c, g->max_cols, h5path);
+  if (g->ndims == 2 && g->exact_cols && g->max_cols > c->cols) widen(c, g->max_cols, h5path);
 }
 
 /* What dataset g/name is, for a message when it is not what the format says: NULL when it is a
@@ -744,7 +744,7 @@ log_data_t *log_read(const char *path) {
   /* /ranks: (rows of /metrics/step, ranks of /ranks/rank) at most, both bounded by what is stored */
   log_table_spec_t ranks = {.group = log_group_path[LOG_RANKS], .prefix = LOG_PHASE_PREFIX, .ndims = 2,
                             .multiplexed = multiplexed, .scale = step->stored_rows, .tolerance = r.tolerance,
-                            .max_cols = rank_columns(&r, f)};
+                            .max_cols = rank_columns(&r, f), .exact_cols = 1};
   log_reader_table(&r, &ranks, &L->phases);
   log_table_limit_rows(&L->phases, L->metrics.rows);
   L->phase_ranks = L->phases.ncol ? L->phases.col[0].cols : 0;

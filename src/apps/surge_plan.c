@@ -76,6 +76,8 @@ static void parse_options(const cli_t *cli, const config_t *cfg, int profile_ran
     surge_input_error("--tolerance thins the frontier of --frontier, --budget or --deadline: give one of them");
 }
 
+#define PRINTED_HALF_UNIT 0.0005 /* us and rank-us are printed with 3 decimals */
+
 /* The plan asked for: the fastest, or the frontier's answer to --budget / --deadline. */
 static void choose_plan(const bgraph_t *g, const burst_profile_t *p, const options_t *op, burst_frontier_t *fr,
                         burst_plan_t *plan) {
@@ -83,7 +85,9 @@ static void choose_plan(const bgraph_t *g, const burst_profile_t *p, const optio
     burst_search(g, p, &op->o, plan);
     return;
   }
-  int x = !isnan(op->budget) ? burst_frontier_fastest_within(fr, op->budget) : burst_frontier_leanest_within(fr, op->deadline);
+  /* at the precision the programs print (0.001): a time or rank-time copied from their output is met */
+  int x = !isnan(op->budget) ? burst_frontier_fastest_within(fr, op->budget + PRINTED_HALF_UNIT)
+                             : burst_frontier_leanest_within(fr, op->deadline + PRINTED_HALF_UNIT);
   if (x < 0) {
     if (!isnan(op->budget))
       surge_input_error("--budget %g: no plan uses so little rank-time (the leanest needs %.3f rank-us per iteration)",
@@ -91,9 +95,9 @@ static void choose_plan(const bgraph_t *g, const burst_profile_t *p, const optio
     surge_input_error("--deadline %g: no plan is that fast (the fastest takes %.3f us)", op->deadline, fr->pt[0].iter_us);
   }
   burst_frontier_plan(fr, x, plan);
-  printf("%s: frontier point %d of %d\n", !isnan(op->budget) ? "fastest plan within the rank-time budget"
-                                                             : "leanest plan within the deadline",
-         x + 1, fr->n);
+  printf("%s: frontier point %d of %d, counted from the fastest\n",
+         !isnan(op->budget) ? "fastest plan within the rank-time budget" : "leanest plan within the deadline", x + 1,
+         fr->n);
 }
 
 /* Flags that would be ignored are refused; the outputs against the inputs (io/outputs.h). */

@@ -28,6 +28,9 @@ TESTS += tests/test_hardening.sh
 hardening_tests = tests/test_fifo.sh tests/test_escape.sh tests/test_messages.sh
 dist_check_SCRIPTS += $(hardening_tests)
 TESTS += $(hardening_tests)
+# The man pages against the programs: every option --help lists is on the page.
+dist_check_SCRIPTS += tests/test_man.sh
+TESTS += tests/test_man.sh
 # The emulated cluster (tools/cluster-local-*.sh, doc/cluster.md): skipped without root and namespaces.
 check_PROGRAMS += tests/p2p_bw
 tests_p2p_bw_SOURCES = tests/p2p_bw.c

@@ -60,12 +60,12 @@ for f in "$t"/corpus/*.txt; do
   tap_ok $? "decode(encode(x)) = x: $(basename "$f")"
 done
 
-mkdir "$t/one" "$t/four"
+mkdir "$t/one" # ("four" is made by encode, as train makes its --out)
 "$TOK" encode --tokenizer "$data/hf" --out "$t/one/c" --val-fraction 0.25 --shard-tokens 700 "$t/corpus" >"$t/one.out" 2>&1
 tap_ok $? "encode on 1 rank: $(cat "$t/one.out")"
 "$mpiexec" -n 4 "$TOK" encode --tokenizer "$data/hf" --out "$t/four/c" --val-fraction 0.25 --shard-tokens 700 \
   "$t/corpus" >"$t/four.out" 2>&1
-tap_ok $? "encode on 4 ranks"
+tap_ok $? "encode on 4 ranks, into the directory of --out that it makes: $(tail -n 1 "$t/four.out")"
 (cd "$t/one" && ls) >"$t/one.ls"
 (cd "$t/four" && ls) >"$t/four.ls"
 same=0

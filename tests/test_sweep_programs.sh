@@ -74,8 +74,8 @@ EOF
 expect_output "--list: every variant, the first key slowest, distinct names" "$tap_tmp/want" "$deck" --list
 printf '%s\n' "-D train.lr=0.003" "-D model.mlp_hidden=8,8" "-D run.name=demo-v07" >"$tap_tmp/want"
 expect_output "--index 7: the variant's -D arguments" "$tap_tmp/want" "$deck" --index 7
-printf '%s\n' "-D train.lr=0.003" "-D model.mlp_hidden=8,8" "-D run.name=mine-v07" >"$tap_tmp/want"
-expect_output "--index with -D run.name: the suffix follows" "$tap_tmp/want" \
+printf '%s\n' "-D train.lr=0.003" "-D model.mlp_hidden=8,8" "-D run.name=mine" "-D run.name=mine-v07" >"$tap_tmp/want"
+expect_output "--index with -D run.name: the command's -D, then the suffixed name" "$tap_tmp/want" \
   "$deck" -D run.name=mine --index=7
 
 printf '%s\n' '[model]' 'zoo = mlp' '[sweep]' 'run.name = a, b, c' \
@@ -105,6 +105,14 @@ expect_error "--write-deck never overwrites" "$SURGE_SWEEP" "v10.deck: the file 
   "$deck" --write-deck 3 "$tap_tmp/v10.deck"
 [ "$(cksum <"$tap_tmp/v10.deck")" = "$before" ]
 tap_ok $? "the existing file is unchanged"
+
+# a -D that sets a swept key wins in every variant: --list shows what runs (with a warning), --index
+# prints it after the swept values, before the suffixed name
+"$SURGE_SWEEP" "$deck" -D train.lr=0.5 --list >"$tap_tmp/over.txt" 2>"$tap_tmp/over.err"
+[ "$(awk 'NR > 1 { print $2 }' "$tap_tmp/over.txt" | sort -u)" = 0.5 ] &&
+  grep -q "warning: -D train.lr=0.5 replaces the swept values of train.lr" "$tap_tmp/over.err" &&
+  [ "$("$SURGE_SWEEP" "$deck" -D train.lr=0.5 --index 3 | tail -n 2 | head -n 1)" = "-D train.lr=0.5" ]
+tap_ok $? "-D over a swept key: --list shows its value in every row and warns; --index prints it after the swept ones"
 
 # ---- command lines
 expect_error "two actions" "$SURGE_SWEEP" "give exactly one of --count" "$deck" --count --list

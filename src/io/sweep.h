@@ -49,7 +49,8 @@ void sweep_resolve(const sweep_t *s, long i, const char *text, int noverrides, c
                    config_t *cfg, deck_t **out);
 
 /* The -D arguments ("section.key=value", malloc'd, *n of them) that set variant i on top of the
- * deck: its swept values and, when suffixed, its run.name. Free with sweep_free_args. */
+ * deck, in the order they apply: its swept values, the command's own overrides, and, when
+ * suffixed, its run.name. Free with sweep_free_args. */
 char **sweep_variant_args(const sweep_t *s, long i, const char *text, int noverrides, char *const *overrides,
                           int *n);
 void sweep_free_args(char **args, int n);

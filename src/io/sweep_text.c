@@ -11,7 +11,8 @@
 /* ---- the table ---- */
 
 typedef struct names {
-  char **name; /* name[i]: run.name of variant i */
+  char **name;            /* name[i]: run.name of variant i */
+  const char **overridden; /* overridden[k]: the -D value that replaces line k's in every variant, or NULL */
 } names_t;
 
 static void collect_name(long i, const config_t *cfg, void *arg) {
@@ -29,6 +30,8 @@ static void cell_text(const char *raw, strbuf_t *out) {
 static void table_cell(const sweep_t *s, const names_t *names, long i, int c, strbuf_t *out) {
   if (c == 0) {
     sb_printf(out, "%ld", i);
+  } else if (c <= s->nlines && names->overridden[c - 1]) {
+    cell_text(names->overridden[c - 1], out);
   } else if (c <= s->nlines) {
     strbuf_t raw = STRBUF_INIT;
     sweep_value(s, i, c - 1, &raw);
@@ -43,9 +46,30 @@ static const char *table_header(const sweep_t *s, int c) {
   return c == 0 ? "variant" : c <= s->nlines ? s->lines[c - 1].name : "run.name";
 }
 
+/* The value of the last -D that sets line k's key (as written after '='), or NULL: it wins over the
+ * swept values (doc/sweeps.md), and the table shows what runs. */
+static const char *override_of(const sweep_t *s, int k, int noverrides, char *const *overrides) {
+  const char *value = NULL;
+  for (int o = 0; o < noverrides; o++) {
+    const char *arg = overrides[o], *eq = strchr(arg, '='), *dot = eq ? memchr(arg, '.', (size_t)(eq - arg)) : NULL;
+    if (!dot || dot - arg >= 64 || eq - dot - 1 >= 64) continue; /* (the deck's parse refuses it) */
+    char section[64], key[64];
+    snprintf(section, sizeof section, "%.*s", (int)(dot - arg), arg);
+    snprintf(key, sizeof key, "%.*s", (int)(eq - dot - 1), dot + 1);
+    if (cfg_find_key_or_former(section, key) == s->lines[k].key) value = eq + 1;
+  }
+  return value;
+}
+
 void sweep_print_list(const sweep_t *s, const char *text, int noverrides, char *const *overrides, FILE *f) {
-  names_t names = {xcalloc((size_t)s->count, sizeof(char *))};
+  names_t names = {xcalloc((size_t)s->count, sizeof(char *)), xcalloc((size_t)s->nlines, sizeof(char *))};
   sweep_check(s, text, noverrides, overrides, collect_name, &names);
+  for (int k = 0; k < s->nlines; k++) {
+    names.overridden[k] = override_of(s, k, noverrides, overrides);
+    if (names.overridden[k])
+      surge_warning("-D %s=%s replaces the swept values of %s (%s:%d) in every variant", s->lines[k].name,
+                    names.overridden[k], s->lines[k].name, s->path, s->lines[k].line);
+  }
   int ncols = s->nlines + 2; /* the name last, unless the sweep sets it (a column of its own already) */
   for (int k = 0; k < s->nlines; k++)
     if (!strcmp(s->lines[k].name, "run.name")) ncols = s->nlines + 1;
@@ -71,6 +95,7 @@ void sweep_print_list(const sweep_t *s, const char *text, int noverrides, char *
   free(width);
   for (long i = 0; i < s->count; i++) free(names.name[i]);
   free(names.name);
+  free(names.overridden);
 }
 
 /* ---- one variant ---- */

@@ -139,9 +139,10 @@ char **sweep_variant_args(const sweep_t *s, long i, const char *text, int noverr
   variant_init(s, i, &v);
   strbuf_t name = STRBUF_INIT;
   name_override(s, i, text, &v, noverrides, overrides, &name);
-  char **args = xcalloc((size_t)v.n + 1, sizeof *args);
+  char **args = xcalloc((size_t)v.n + (size_t)noverrides + 1, sizeof *args);
   for (int k = 0; k < v.n; k++) args[k] = override_arg(s->lines[k].name, v.set[k].raw);
   *n = v.n;
+  for (int k = 0; k < noverrides; k++) args[(*n)++] = xstrdup(overrides[k]); /* over the swept values */
   if (name.len) args[(*n)++] = sb_take(&name);
   sb_free(&name);
   variant_free(&v);

@@ -99,7 +99,8 @@ for c in "--bg-graph $g25|$d3|--bg-graph applies to burst plans" \
   "--micro-batches 2147483647|--pp 2 --micro-batch 1|at most 2097152 forward passes" \
   "--tp-link 1e308:1|$d3|--tp-link 1e+308:1: the latency must lie in \[0, 1e+09\]" \
   "--dp-stages 5|$d3|--dp-stages 5: the pipeline has 2 stages" \
-  "--bg-structure x|--ranks 8 --batch 8|--bg-structure goes with --bg-deeppool"; do
+  "--bg-structure x|--ranks 8 --batch 8|--bg-structure goes with --bg-deeppool" \
+  "--bg-batch 3|--ranks 8 --batch 8|--bg-batch 3: the background's profile .* has no time for node 1"; do
   bad=${c%%|*} rest=${c#*|}
   # shellcheck disable=SC2086
   "$sim" --graph "$g25" ${rest%%|*} $bad >/dev/null 2>"$tap_tmp/err.txt"

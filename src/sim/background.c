@@ -15,6 +15,13 @@ void sim_bg_init(sim_bg_t *bg, const bgraph_t *g, const burst_profile_t *p, int 
   if (batch < 1) surge_input_error("background batch %d must be at least 1", batch);
   bg->batch = batch;
   snprintf(bg->model, sizeof bg->model, "%s", g->model);
+  for (int v = 0; v < g->n && !p->interpolate; v++) { /* (the planner's hint would name the foreground's batches) */
+    double us;
+    if (strcmp(g->v[v].kind, "input") != 0 && burst_profile_find(p, v, batch, &us) != 0)
+      surge_input_error("--bg-batch %d: the background's profile %s has no time for node %d '%s' at that per-rank "
+                        "batch (hint: --bg-batch one of the batches it was profiled at)", batch, p->source, v,
+                        g->v[v].name);
+  }
   bg->piece_us = xmalloc((size_t)g->n * sizeof *bg->piece_us);
   for (int v = 0; v < g->n; v++) { /* the step's update after the last layer, as a step runs it; a
                                      * recomputed segment's re-run forwards in its last node's piece */

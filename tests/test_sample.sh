@@ -184,6 +184,7 @@ bad "an id that is no number" "'x2' is not a token id" "$model" --ids "1,x2"
 bad "a negative id" "id -1 is not in" "$model" --ids "-1"
 bad "an empty prompt" "prompt 1 is empty" "$model" --prompt ""
 bad "top-p 0" "--top-p 0: expected a number in (0, 1]" "$model" --prompt a --top-p 0
+bad "top-p 1.5, the same range named" "--top-p 1.5: expected a number in (0, 1]" "$model" --prompt a --top-p 1.5
 bad "a negative temperature" "--temperature -1: expected a number in" "$model" --prompt a --temperature -1
 bad "no tokens" "--tokens 0: expected a number in" "$model" --prompt a --tokens 0
 bad "an unknown option" "unknown option '--topk'" "$model" --prompt a --topk 3

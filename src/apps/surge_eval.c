@@ -33,8 +33,8 @@ static const char usage[] =
     "  --context T        tokens per window (default: the model's positions)\n"
     "  --batch B          windows per forward pass (default 8)\n"
     "  --logits OUT       with --ids: write the float32 logits (tokens, vocabulary) of the first window\n"
-    "  --backend NAME     cpu (default) or cuda;  --threads N: threads per rank (default 1; OpenBLAS's, and\n"
-    "                     in bf16 the cpu's own matrix products)\n"
+    "  --backend NAME     cpu (default), cuda or ref (the naive reference)\n"
+    "  --threads N        threads per rank (default 1; OpenBLAS's, and in bf16 the cpu's own matrix products)\n"
     "Exit codes: 0 done, 2 bad input (one line naming the file and line), 1 runtime failure.\n";
 
 typedef struct args {

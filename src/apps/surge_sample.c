@@ -97,9 +97,12 @@ static void parse(int argc, char **argv, args_t *a) {
       temperature = argv[i];
     }
     else if (!strcmp(s, "--top-k")) o->pick.top_k = (int)cli_whole(s, cli_next_value(argc, argv, &i), 0, 1 << 24);
-    else if (!strcmp(s, "--top-p")) {
-      o->pick.top_p = cli_number(s, cli_next_value(argc, argv, &i), 0, 1);
-      if (o->pick.top_p <= 0) surge_input_error("--top-p %s: expected a number in (0, 1]", argv[i]);
+    else if (!strcmp(s, "--top-p")) { /* (0, 1]: one message for every value outside */
+      const char *text = cli_next_value(argc, argv, &i);
+      char *end;
+      o->pick.top_p = strtod(text, &end);
+      if (end == text || *end || !(o->pick.top_p > 0 && o->pick.top_p <= 1))
+        surge_input_error("--top-p %s: expected a number in (0, 1]", text);
     } else if (!strcmp(s, "--seed")) {
       o->has_seed = 1;
       o->seed = seed_value(s, cli_next_value(argc, argv, &i));

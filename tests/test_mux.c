@@ -396,8 +396,36 @@ static void test_feedback_marks(void) {
   marks_deferred = 0;
 }
 
-/* A killed foreground (SIGKILL: no detach) releases the background too, zombie or reaped. */
+/* A background SIGKILLed inside its piece stays marked attached (it never detached): the foreground's
+ * waits stop sleeping for it once /proc shows it gone (looked up every 100 ms), where they slept on. */
+static void test_killed_background_wait(void) {
+  int report[2], go[2];
+  if (pipe(report) != 0 || pipe(go) != 0) abort();
+  pid_t pid = fork();
+  if (pid == 0) background_child(report[1], go[0]);
+  mux_options_t o = options(10);
+  mux_attach(MUX_ROLE_FOREGROUND, &o);
+  char c = 0;
+  mux_fg_set(MUX_INACTIVE, 4);
+  int opened = byte_within(report[0], 5000, &c) && c == 'G';
+  mux_fg_set(MUX_COMPUTING, 1); /* the background is inside the piece its gate let through */
+  int before = wait_sleeps();
+  kill(pid, SIGKILL);
+  waitpid(pid, NULL, 0);
+  usleep(150000);
+  tap_ok(opened && before && !wait_sleeps(), "a background killed inside its piece: the foreground's waits slept "
+         "beside it (%d) and poll once it is gone", before);
+  mux_detach();
+  char path[128];
+  snprintf(path, sizeof path, "/dev/shm/surge-mux-%s-0", channel);
+  unlink(path); /* (the killed side never detached; mux_detach removes it, this is for a failure) */
+  close(report[0]), close(report[1]), close(go[0]), close(go[1]);
+}
+
+/* A killed foreground (SIGKILL: no detach) releases the background too, zombie or reaped (and in
+ * between, exiting: PF_EXITING in /proc/PID/stat's flags, which a running process never has). */
 static void test_killed_foreground(int reap) {
+  if (reap) tap_ok(mux_pid_alive(getpid()), "a running process is alive (its state and flags as /proc reads them)");
   pid_t pid = fork();
   if (pid == 0) {
     mux_options_t o = options(10);
@@ -601,6 +629,7 @@ int main(void) {
   test_feedback();
   test_feedback_off();
   test_feedback_marks();
+  test_killed_background_wait();
   test_killed_foreground(1);
   test_killed_foreground(0);
   test_short_foreground();

@@ -53,7 +53,9 @@ int mux_pid_alive(int64_t pid) {
   if (pid <= 0) return 0;
   if (kill((pid_t)pid, 0) != 0 && errno != EPERM) return 0;
 #ifdef __linux__
-  /* a killed rank stays a zombie until its launcher reaps it: /proc/PID/stat's state is Z or X */
+  /* a killed rank stays a zombie until its launcher reaps it: /proc/PID/stat's state is Z or X; before
+   * that it is exiting for a while (seconds, for an idle-priority rank on a busy core): its flags
+   * (the 9th field) hold PF_EXITING */
   char path[64], buf[512];
   snprintf(path, sizeof path, "/proc/%lld/stat", (long long)pid);
   FILE *f = fopen(path, "r");
@@ -61,8 +63,11 @@ int mux_pid_alive(int64_t pid) {
   size_t n = fread(buf, 1, sizeof buf - 1, f);
   fclose(f);
   buf[n] = 0;
-  const char *paren = strrchr(buf, ')'); /* "pid (comm) S ..." */
+  const char *paren = strrchr(buf, ')'); /* "pid (comm) S ppid pgrp session tty tpgid flags ..." */
   if (paren && (paren[2] == 'Z' || paren[2] == 'X')) return 0;
+  unsigned long flags = 0;
+  enum { PF_EXITING_FLAG = 0x4 }; /* the kernel's PF_EXITING */
+  if (paren && sscanf(paren + 2, "%*c %*d %*d %*d %*d %*d %lu", &flags) == 1 && (flags & PF_EXITING_FLAG)) return 0;
 #endif
   return 1;
 }

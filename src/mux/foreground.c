@@ -87,16 +87,28 @@ void mux_fg_set(mux_state_t s, int site) {
   if (changed) mux_wake(me);
 }
 
+/* Whether the background marked attached is a process that has ended (killed: it never detached),
+ * looked up in /proc at most every 100 ms; a background that attaches again is looked up anew. */
+static int partner_gone(mux_local_t *L, const mux_side_t *bg) {
+  enum { CHECK_EVERY_NS = 100000000 };
+  int64_t now = mux_now_ns();
+  if (now - L->partner_checked_ns < CHECK_EVERY_NS) return L->partner_dead;
+  L->partner_checked_ns = now;
+  L->partner_dead = !mux_pid_alive(atomic_load(&bg->pid));
+  return L->partner_dead;
+}
+
 /* The foreground's waits (core/pace.h) sleep only where that frees the core for its background: the
  * partner is attached, and inside a piece of its work (which runs to its end whatever the foreground
  * does), or its gate opens for the state just published (the engine raises a wait's event before
  * the wait). In any other wait (a short one, a collective, no partner or one that has ended) the
  * background would not run, and the wait polls without sleeping. */
 static int wait_lends_core(void) {
-  const mux_local_t *L = mux_self;
+  mux_local_t *L = mux_self;
   if (!L || L->role != MUX_ROLE_FOREGROUND) return 1;
   const mux_side_t *bg = L->partner;
   if (atomic_load(&bg->attached) != ATTACH_LIVE) return 0;
+  if (partner_gone(L, bg)) return 0;
   return atomic_load(&bg->busy) || mux_gate_open(L->me, bg);
 }
 

@@ -35,8 +35,9 @@ void train_catch_stop_signals(void) {
   sigaction(SIGUSR1, &sa, NULL);
 }
 
-/* Collective: whether a stop signal reached any rank while the run was set up (data, checkpoint). */
-static int stopped_before_start(comm_t *world) {
+/* Collective: whether a stop signal has reached any rank (while the run was set up, or during a step that
+ * ends it anyway). */
+static int stop_signalled(comm_t *world) {
   double any = stop_signal != 0;
   comm_allreduce_max_double(world, &any, 1, TRAFFIC_OTHER);
   return any != 0;
@@ -229,7 +230,7 @@ train_outcome_t train_run(const config_t *cfg, const deck_t *deck, const char *r
   train_outcome_t outcome = TRAIN_FINISHED;
   int row_phases = mux.role == MUX_ROLE_NONE; /* a multiplexer adds phases to the row after step_row */
   double *row_sums = xcalloc((size_t)step_row_doubles(world, row_phases), sizeof *row_sums);
-  if (stopped_before_start(world)) { /* the state is the checkpoint resumed, or the initial one */
+  if (stop_signalled(world)) { /* the state is the checkpoint resumed, or the initial one */
     strbuf_t line = STRBUF_INIT;
     sb_printf(&line, "stopped by a signal before step %ld of %ld; resume with: %s", t.step + 1, cfg->steps, resume_cmd);
     run_log_event(log, t.step, "stopped by a signal before its first step");
@@ -265,6 +266,7 @@ train_outcome_t train_run(const config_t *cfg, const deck_t *deck, const char *r
       progress_note(&p, "the foreground ended: continuing at full speed ([multiplex] on_foreground_end = continue)");
     }
     int stop_alone = verdict == RUN_MUX_STOP && t.step < cfg->steps;
+    if (stop_alone && !s.stop) s.stop = stop_signalled(world); /* a signal in this step: stopped, not alone */
     if ((cfg->ckpt_every > 0 && t.step % cfg->ckpt_every == 0) || s.stop || stop_alone) {
       checkpoint_now(&t, log, &p, deck_text);
       checkpointed_last = 1;

@@ -121,6 +121,10 @@ rm -rf "$seeds"/run* "$seeds/tiny.deck" "$bd"
 chunk=${SURGE_FUZZ_CHUNK:-30} chunk_runs=${SURGE_FUZZ_CHUNK_RUNS:-100000}
 findings=0 hdf5_total=0
 mkdir -p fuzz-corpus fuzz-findings
+# the harnesses write each input into a directory of their own under TMPDIR (fuzz/fuzz_common.c): one
+# per chunk's process, emptied after it (they piled up in /tmp, 100 KB each)
+fuzz_tmp=$(mktemp -d "${TMPDIR:-/tmp}/surge-fuzz-run.XXXXXX")
+trap 'rm -rf "$fuzz_tmp"' EXIT
 for h in $harnesses; do
   mkdir -p "fuzz-corpus/$h"
   left=$secs execs=0 found=0 in_hdf5=0 where=""
@@ -130,8 +134,8 @@ for h in $harnesses; do
     began=$(date +%s)
     # a single allocation may be large (HDF5 sizes some buffers by what a file says, without touching
     # them: malloc_limit_mb), memory really used may not (rss_limit_mb)
-    "fuzz/fuzz_$h" -max_total_time="$t" -runs="$chunk_runs" -print_final_stats=1 -timeout=20 -rss_limit_mb=3072 \
-      -malloc_limit_mb=16384 -max_len=262144 \
+    TMPDIR="$fuzz_tmp" "fuzz/fuzz_$h" -max_total_time="$t" -runs="$chunk_runs" -print_final_stats=1 -timeout=20 \
+      -rss_limit_mb=3072 -malloc_limit_mb=16384 -max_len=262144 \
       -artifact_prefix="fuzz-findings/$h-" "fuzz-corpus/$h" "$seeds/$h" >"fuzz-$h.part" 2>&1
     if [ $? != 0 ]; then
       # the report's stack (libFuzzer's lines before it name functions too): its innermost frame in
@@ -158,6 +162,7 @@ for h in $harnesses; do
     fi
     n=$(sed -n 's/^stat::number_of_executed_units: *//p' "fuzz-$h.part" | tail -n 1)
     [ -n "$n" ] || n=$(grep -o -E '^#[0-9]+' "fuzz-$h.part" | tail -n 1 | tr -d '#') # a finding ends without stats
+    rm -rf "${fuzz_tmp:?}"/surge-fuzz-*
     execs=$((execs + ${n:-0}))
     cat "fuzz-$h.part" >>"fuzz-$h.out"
     took=$(($(date +%s) - began))

@@ -270,10 +270,21 @@ timeout 60 "$mpiexec" -n 1 "$SURGE_TRAIN" "$top_src/inputs/mlp-fmnist.deck" --fo
 rc=$?
 [ $rc = 2 ] && grep -q "$tap_tmp/bad.deck: not a Surge log (not an HDF5 file)" "$tap_tmp/badb.txt"
 tap_ok $? "a baseline that is not a Surge log: exit $rc naming the file"
+touch "$tap_tmp/before-fail"
 timeout 120 "$mpiexec" -n 2 $FG -D "run.out_dir=$tap_tmp/fgfail" : -n 2 $BG --background -D train.lr=-1 \
   -D "run.out_dir=$tap_tmp/bgfail" >"$tap_tmp/fail.txt" 2>&1
 rc=$?
 [ $rc = 2 ] && grep -q "surge: error: background rank 0: .*lr" "$tap_tmp/fail.txt"
 tap_ok $? "MPMD: a failing background ends the whole MPI job (exit $rc), its error labelled as the background's"
+# ... and leaves no segment: the healthy job waits before it makes the channel (segments of this
+# launch's name, /surge-mux-mpmd-HOST-PID-TIME-I, whose rank-0 PID is gone)
+left=""
+for f in /dev/shm/surge-mux-mpmd-*; do
+  [ -e "$f" ] && [ "$f" -nt "$tap_tmp/before-fail" ] || continue
+  pid=$(echo "$f" | sed 's/.*-\([0-9]*\)-[0-9]*-[0-9]*$/\1/')
+  kill -0 "$pid" 2>/dev/null || left="$left $f"
+done
+[ -z "$left" ]
+tap_ok $? "MPMD: the failed launch left no shared-memory segment${left:+:$left}"
 rm -f /dev/shm/surge-mux-"$chan"* /dev/shm/surge-mux-nobody-$$-* /dev/shm/surge-mux-x-0
 tap_done

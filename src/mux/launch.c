@@ -56,6 +56,10 @@ void mux_launch_split(mux_role_t asked, comm_t *job, mux_launch_t *out) {
     comm_free(&world);
 }
 
+void mux_launch_ready(void) {
+  if (mpmd_world.mpi != MPI_COMM_NULL) comm_barrier(&mpmd_world);
+}
+
 void mux_launch_rendezvous(void) {
   if (mpmd_world.mpi == MPI_COMM_NULL) return;
   comm_barrier(&mpmd_world);

@@ -20,6 +20,10 @@ typedef struct mux_launch {
  * --background, the blocks without a flag are foreground; all blocks share one channel name. */
 void mux_launch_split(mux_role_t asked, comm_t *job, mux_launch_t *out);
 
+/* Collective over an MPMD launch's world (nothing otherwise): before any process makes the launch's
+ * channel, so that a job failing earlier (its deck, data or output directories) leaves no segment
+ * behind: its MPI_Abort ends the other job here, before it attached. */
+void mux_launch_ready(void);
 /* Collective over an MPMD launch's world (nothing otherwise): once every process has attached to
  * its channel, so that no job can end before its partner has seen it. Call it once. */
 void mux_launch_rendezvous(void);

@@ -134,6 +134,7 @@ void run_mux_begin(run_mux_t *x, trainer_t *t, const deck_t *deck) {
   } else {
     polite_waits(t->world, mo);
   }
+  mux_launch_ready(); /* MPMD: both jobs got this far, so a failure before leaves no segment */
   mux_attach(x->role, &o);
   mux_launch_rendezvous();
   if (mo->auto_channel[0]) mux_forget_name(); /* MPMD: every job is attached now */

@@ -270,6 +270,12 @@ timeout 60 "$mpiexec" -n 1 "$SURGE_TRAIN" "$top_src/inputs/mlp-fmnist.deck" --fo
 rc=$?
 [ $rc = 2 ] && grep -q "$tap_tmp/bad.deck: not a Surge log (not an HDF5 file)" "$tap_tmp/badb.txt"
 tap_ok $? "a baseline that is not a Surge log: exit $rc naming the file"
+timeout 60 "$mpiexec" -n 1 "$SURGE_TRAIN" "$top_src/inputs/mlp-fmnist.deck" --foreground -D multiplex.channel=x \
+  -D "multiplex.baseline=$tap_tmp/solo/log.h5" -D "run.out_dir=$tap_tmp/badb2" >"$tap_tmp/badb2.txt" 2>&1
+rc=$?
+[ $rc = 2 ] && grep -q "baseline = .*solo/log.h5: a run of .* on 2 ranks; this one is mlp, global batch 128, on 1 ranks" \
+  "$tap_tmp/badb2.txt"
+tap_ok $? "a baseline of another job (model, batch, ranks) is refused naming both: exit $rc"
 touch "$tap_tmp/before-fail"
 timeout 120 "$mpiexec" -n 2 $FG -D "run.out_dir=$tap_tmp/fgfail" : -n 2 $BG --background -D train.lr=-1 \
   -D "run.out_dir=$tap_tmp/bgfail" >"$tap_tmp/fail.txt" 2>&1

@@ -44,8 +44,8 @@ typedef struct log_column {
 /* The datasets of one group, which share their rows. */
 typedef struct log_table {
   int present;         /* the group exists in the file */
-  int per_column;      /* its datasets are 2-D, (rows, cols): /ranks (a column a rank), /pipeline's boundaries;
-                        * 0: one value a row (cols 1) */
+  int per_column;      /* its datasets are 2-D, (rows, cols): /ranks (a column a rank) and the parts' tables of
+                        * columns; 0: one value a row (cols 1) */
   size_t rows;         /* rows every column has: the rows used */
   size_t rows_dropped; /* rows some columns had beyond `rows` (a killed writer's partial flush) */
   int ncol;

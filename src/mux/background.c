@@ -134,8 +134,10 @@ void mux_bg_gate(void) {
       mux_options_t o = L->opt;
       mux_detach(); /* nobody else uses the segment: leave nothing behind */
       surge_runtime_error("multiplex channel '%s' slot %d: no foreground attached within %g s (hint: start the "
-                          "foreground with --foreground and the same [multiplex] channel, on the same node, or "
-                          "raise [multiplex] partner_wait_s)", o.channel, o.index, o.partner_wait_s);
+                          "foreground with --foreground and the same [multiplex] channel, on the same node, with a "
+                          "rank for every background rank there (a slot is a rank's place on its node plus "
+                          "[multiplex] partner_offset), or raise [multiplex] partner_wait_s)", o.channel, o.index,
+                          o.partner_wait_s);
     }
     mux_sleep(L->partner, seen, POLL_NS);
   }

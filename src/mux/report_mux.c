@@ -97,8 +97,12 @@ static void print_mux(FILE *f, const log_data_t *L, const void *data, const repo
   print_rates(f, "samples/s", m->fg_samples_per_sec, m->bg_samples_per_sec, m->total_samples_per_sec,
               totalled ? "the run's totals" : "the run's totals: written when it ends");
   if (m->series.rows) {
-    char how[64];
-    snprintf(how, sizeof how, "medians over %zu steps", m->series.rows);
+    char how[96];
+    const log_column_t *total = log_column(&m->series, log_multiplex_info[LOG_MUX_TOTAL_SPS].name);
+    size_t valued = 0; /* rows a resumed run without multiplexing padded hold no value */
+    for (size_t r = 0; total && r < m->series.rows; r++) valued += isfinite(total->v[r]) != 0;
+    if (!total || valued == m->series.rows) snprintf(how, sizeof how, "medians over %zu steps", m->series.rows);
+    else snprintf(how, sizeof how, "medians over the %zu of %zu steps with values", valued, m->series.rows);
     print_rates(f, "per step", series_median(m, log_multiplex_info[LOG_MUX_FG_SPS].name),
                 series_median(m, log_multiplex_info[LOG_MUX_BG_SPS].name), series_median(m, log_multiplex_info[LOG_MUX_TOTAL_SPS].name), how);
   }

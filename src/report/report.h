@@ -72,7 +72,7 @@ double report_column_median(const log_column_t *c, size_t rows);
 
 /* ---- damage (damage.c) ---- */
 
-/* One line per column the log lacks in whole or in part (log_column_t's missing and short_by), e.g.
+/* One line per column the log lacks in whole or in part (log_column_t's missing, short_by, short_cols), e.g.
  * "/metrics/lr: missing from the log"; malloc'd, *n of them. The summary prints them as notes, the
  * JSON export lists them under "damaged", and surge-report warns of them on standard error. */
 char **report_damage(const log_data_t *log, int *n);

@@ -60,11 +60,18 @@ static void choose_graphs(mux_options_t *o, const trainer_t *t, const deck_t *de
 
 /* Foreground: the samples/s of a foreground-only run's log after its warm-up steps, read on rank 0
  * (a file that is not a Surge log is an input error naming it). */
-static double read_baseline(const multiplex_opts_t *mo, const deck_t *deck, comm_t *world) {
+static double read_baseline(const multiplex_opts_t *mo, const config_t *cfg, const deck_t *deck, comm_t *world) {
   double sps = 0;
   if (!mo->baseline[0]) return 0;
   if (world->rank == 0) {
     log_data_t *solo = log_read(mo->baseline);
+    /* the same job alone: its samples/s compare with this one's only at the same model, batch and ranks */
+    if ((solo->model[0] && strcmp(solo->model, cfg->zoo) != 0) || solo->global_batch != cfg->global_batch ||
+        solo->ranks != world->size)
+      surge_input_error("%s: [multiplex] baseline = %s: a run of %s, global batch %lld, on %lld ranks; this one is "
+                        "%s, global batch %ld, on %d ranks (hint: the log of this foreground's deck run alone)",
+                        deck_where(deck, "multiplex.baseline"), mo->baseline, solo->model, solo->global_batch,
+                        solo->ranks, cfg->zoo, cfg->global_batch, world->size);
     sps = report_throughput(solo, MUX_WARMUP_STEPS);
     log_data_free(solo);
     if (!(sps > 0))
@@ -98,7 +105,7 @@ void run_mux_begin(run_mux_t *x, trainer_t *t, const deck_t *deck) {
   x->priority = x->device_priority = "none";
   x->partner_slowdown = NAN;
   if (x->role == MUX_ROLE_NONE) return;
-  if (x->role == MUX_ROLE_FOREGROUND) x->baseline_sps = read_baseline(mo, deck, t->world);
+  if (x->role == MUX_ROLE_FOREGROUND) x->baseline_sps = read_baseline(mo, &t->cfg, deck, t->world);
   if (mo->in_process) /* the two threads of this process (train/inproc.h) */
     snprintf(x->channel, sizeof x->channel, "in-process");
   else

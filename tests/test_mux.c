@@ -68,13 +68,19 @@ static int wait_sleeps(void) {
   return pace_sleep_s(&p, p.start + 1.0) > 0;
 }
 
-static void test_gate(void) {
-  int report[2], go[2];
+/* This process attached as the foreground beside a background_child (the pipes made here): its pid. */
+static pid_t beside_background_child(int report[2], int go[2]) {
   if (pipe(report) != 0 || pipe(go) != 0) abort();
   pid_t pid = fork();
   if (pid == 0) background_child(report[1], go[0]);
   mux_options_t o = options(10);
   mux_attach(MUX_ROLE_FOREGROUND, &o);
+  return pid;
+}
+
+static void test_gate(void) {
+  int report[2], go[2];
+  pid_t pid = beside_background_child(report, go);
   char c = 0, token = 'x';
   int sleeps[7]; /* whether the foreground's waits would sleep: computing, allreduce, short wait, inactive,
                   * long wait, after its end, computing while the background is inside its piece */
@@ -400,11 +406,7 @@ static void test_feedback_marks(void) {
  * waits stop sleeping for it once /proc shows it gone (looked up every 100 ms), where they slept on. */
 static void test_killed_background_wait(void) {
   int report[2], go[2];
-  if (pipe(report) != 0 || pipe(go) != 0) abort();
-  pid_t pid = fork();
-  if (pid == 0) background_child(report[1], go[0]);
-  mux_options_t o = options(10);
-  mux_attach(MUX_ROLE_FOREGROUND, &o);
+  pid_t pid = beside_background_child(report, go);
   char c = 0;
   mux_fg_set(MUX_INACTIVE, 4);
   int opened = byte_within(report[0], 5000, &c) && c == 'G';

@@ -83,6 +83,12 @@ expect_error "a burst profile that does not exist names [parallel] profile" \
   "-D parallel.profile=.*nope.h5: \[parallel\] profile = .*nope.h5: No such file" "$good" -D parallel.mode=burst \
   -D "parallel.profile=$tap_tmp/nope.h5"
 
+# data of the other kind for the model: the key the command line changed is blamed
+expect_error "a sequence model on images, the model given by -D" \
+  "-D model.zoo=gpt: \[model\] zoo = gpt: model gpt needs token sequences" "$good" -D model.zoo=gpt
+expect_error "an image model on text, the source given by -D" \
+  "-D data.source=text: \[data\] source: model mlp needs images" "$good" -D data.source=text
+
 mkdir -p "$tap_tmp/nodata"
 expect_error "missing data file" "$tap_tmp/nodata/train-labels-idx1-ubyte.gz.*(no such|missing|cannot open)" \
   "$good" -D "data.path=$tap_tmp/nodata"

@@ -308,11 +308,11 @@ static const err_case_t err_cases[] = {
      {0},
      {"bad.deck:4: [train] beta1: 1 is out of range [0, 1)"}},
     {"float at an open lower bound",
-     Z "[data]\nval_fraction = 0\n",
+     Z "[train]\neps = 0\n",
      "bad.deck",
      0,
      {0},
-     {"bad.deck:4: [data] val_fraction: 0 is out of range (0, 1)"}},
+     {"bad.deck:4: [train] eps: 0 is out of range (0, 1]"}},
     {"a default value blamed",
      Z "[run]\nname = nnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnn"
        "nnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnn"

@@ -222,6 +222,9 @@ refused "surge-report --csv into a missing directory, before the report" "--csv 
   "$a/log.h5" "$report" "$a/log.h5" --csv "$tap_tmp/nodir/x.csv"
 [ ! -s "$tap_tmp/refused.txt" ] || [ "$(wc -l <"$tap_tmp/refused.txt")" = 1 ]
 tap_ok $? "... and printed no report before it (the output was checked first)"
+: >"$tap_tmp/afile"
+refused "surge-report --csv under a regular file, before the report" "--csv .*afile/x\.csv: .*afile is not a directory" \
+  "$a/log.h5" "$report" "$a/log.h5" --csv "$tap_tmp/afile/x.csv"
 refused "surge-sim -o into a missing directory" "-o .*nodir/s\.h5: its directory" "$tap_tmp/copy.graph" \
   "$top_build/surge-sim" --graph "$tap_tmp/copy.graph" --ranks 2 --batch 2 -o "$tap_tmp/nodir/s.h5"
 # ... and what stays allowed: a text output to a device or a pipe, a [model] init in the out_dir

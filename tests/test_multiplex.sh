@@ -282,14 +282,18 @@ timeout 120 "$mpiexec" -n 2 $FG -D "run.out_dir=$tap_tmp/fgfail" : -n 2 $BG --ba
 rc=$?
 [ $rc = 2 ] && grep -q "surge: error: background rank 0: .*lr" "$tap_tmp/fail.txt"
 tap_ok $? "MPMD: a failing background ends the whole MPI job (exit $rc), its error labelled as the background's"
-# ... and leaves no segment: the healthy job waits before it makes the channel (segments of this
-# launch's name, /surge-mux-mpmd-HOST-PID-TIME-I, whose rank-0 PID is gone)
-left=""
-for f in /dev/shm/surge-mux-mpmd-*; do
-  [ -e "$f" ] && [ "$f" -nt "$tap_tmp/before-fail" ] || continue
-  pid=$(echo "$f" | sed 's/.*-\([0-9]*\)-[0-9]*-[0-9]*$/\1/')
-  kill -0 "$pid" 2>/dev/null || left="$left $f"
-done
+# ... and leaves no segment: the healthy job waits before it makes the channel (segments of a
+# launch's name, /surge-mux-mpmd-HOST-PID-TIME-I, made since, whose rank-0 PID is gone and that are
+# still there 10 s later: another test's pair may be leaving its own at the moment, never for long)
+stale() {
+  for f in /dev/shm/surge-mux-mpmd-*; do
+    [ -e "$f" ] && [ "$f" -nt "$tap_tmp/before-fail" ] || continue
+    pid=$(echo "$f" | sed 's/.*-\([0-9]*\)-[0-9]*-[0-9]*$/\1/')
+    kill -0 "$pid" 2>/dev/null || echo "$f"
+  done
+}
+left=$(stale)
+[ -z "$left" ] || { sleep 10; left=$(stale); }
 [ -z "$left" ]
 tap_ok $? "MPMD: the failed launch left no shared-memory segment${left:+:$left}"
 rm -f /dev/shm/surge-mux-"$chan"* /dev/shm/surge-mux-nobody-$$-* /dev/shm/surge-mux-x-0

@@ -190,14 +190,14 @@ static void cmd_encode(const args_t *a) {
   } else {
     need(a->out, "encode", "--out PREFIX (or --ids FILE)");
     if (!a->npaths) surge_input_error("encode needs the text files or directories to encode");
-    if (surge_rank() == 0) { /* the prefix's directory, made as train makes --out */
+    file_list_t docs = {0};
+    file_list_expand(&docs, a->paths, a->npaths);
+    if (surge_rank() == 0) { /* the prefix's directory, made as train makes --out (after the inputs are found) */
       char dir[PATH_MAX], why[PATH_MAX + 64];
       run_dir_of(a->out, dir, sizeof dir);
       if (run_dir_prepare(dir, why, sizeof why) != 0) surge_input_error("--out %s: %s", a->out, why);
     }
     MPI_Barrier(MPI_COMM_WORLD); /* every rank writes into it */
-    file_list_t docs = {0};
-    file_list_expand(&docs, a->paths, a->npaths);
     corpus_opts_t o = {.prefix = a->out, .val_fraction = a->val_fraction,
                        .shard_tokens = (uint64_t)a->shard_tokens, .progress = a->progress && isatty(2)};
     corpus_stats_t st;

@@ -21,8 +21,8 @@ static const cfg_key_t rows[] = {
                 "use the first N training samples (0: all)"),
     CFG_INT_KEY("data", "test_samples", test_samples, "0", 0, CFG_MAX_COUNT,
                 "evaluate on the first N test/validation samples (0: all)"),
-    CFG_FLOAT_KEY("data", "val_fraction", val_fraction, "0.05", 0, CFG_OPEN, 1, CFG_OPEN,
-                  "text: fraction held out at the end for validation (every run evaluates on it)"),
+    CFG_FLOAT_KEY("data", "val_fraction", val_fraction, "0.05", 0, CFG_CLOSED, 1, CFG_OPEN,
+                  "text: fraction held out at the end for validation, above 0 (every run evaluates on it)"),
     CFG_INT_KEY("data", "synthetic_samples", synthetic_samples, "4096", 1, CFG_MAX_COUNT,
                 "synthetic: samples generated"),
 };

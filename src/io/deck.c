@@ -507,6 +507,11 @@ int deck_is_default(const deck_t *d, const char *section_key) {
   return e && e->origin == FROM_DEFAULT;
 }
 
+int deck_is_override(const deck_t *d, const char *section_key) {
+  const deck_entry_t *e = entry_of(d, section_key);
+  return e && e->origin == FROM_OVERRIDE;
+}
+
 _Noreturn void deck_key_error(const deck_t *d, const char *section_key, const char *fmt, ...) {
   char msg[1024];
   va_list ap;

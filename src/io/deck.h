@@ -47,8 +47,9 @@ typedef struct deck_setting {
 } deck_setting_t;
 
 /* deck_parse for variant `variant` of a deck with a [sweep] section (its number named where a default
- * value is blamed): the settings replace the deck's own values, then the overrides replace theirs. deck_parse refuses a deck with a [sweep] section (its
- * lines are read by io/sweep.c), so no program runs a sweep as if it were one run. */
+ * value is blamed): the settings replace the deck's own values, then the overrides replace theirs.
+ * deck_parse refuses a deck with a [sweep] section (its lines are read by io/sweep.c), so no program
+ * runs a sweep as if it were one run. */
 void deck_parse_variant(const char *text, const char *path, long variant, int nsettings,
                         const deck_setting_t *settings, int noverrides, char *const *overrides, config_t *cfg,
                         deck_t **out);
@@ -71,6 +72,8 @@ char *deck_resolved_text(const config_t *cfg);
 const char *deck_where(const deck_t *d, const char *section_key);
 /* 1 when "section.key" has the schema's default (neither the deck nor -D set it); 0 when d is NULL. */
 int deck_is_default(const deck_t *d, const char *section_key);
+/* 1 when "section.key" was set by -D or a [sweep] variant (the last word on it); 0 when d is NULL. */
+int deck_is_override(const deck_t *d, const char *section_key);
 /* The deck's file (NULL when d is NULL). */
 const char *deck_path(const deck_t *d);
 

@@ -303,7 +303,14 @@ static void read_column(log_reader_t *r, hid_t gid, const log_table_spec_t *g, c
   }
   ok(r, H5Sclose(s), "close the dataspace of", h5path);
   ok(r, H5Dclose(d), "close", h5path);
-  if (g->ndims == 2 && g->exact_cols && g->max_cols > c->cols) widen(c, g->max_cols, h5path);
+  if (g->ndims == 2 && g->exact_cols && g->max_cols > c->cols) {
+    if ((double)c->stored_rows * (double)g->max_cols > (double)LOG_READ_MAX_CELLS) /* (before any allocation) */
+      surge_input_error("%s: damaged Surge log: %s has %llu columns where /ranks/rank names %zu ranks, and %zu rows of "
+                        "them would be %.0f values, more than the %zu a log may have", r->path, h5path,
+                        (unsigned long long)c->cols, g->max_cols, c->stored_rows,
+                        (double)c->stored_rows * (double)g->max_cols, LOG_READ_MAX_CELLS);
+    widen(c, g->max_cols, h5path);
+  }
 }
 
 /* What dataset g/name is, for a message when it is not what the format says: NULL when it is a

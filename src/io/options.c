@@ -16,10 +16,15 @@ void zoo_build_of(const config_t *cfg, const deck_t *deck, const dataset_t *ds, 
   const char *key;
   if (zoo_build_blamed(zoo_opts_of(cfg), dataset_sample_shape(ds), dataset_classes(ds), g, err, sizeof err, &key) == 0)
     return;
+  const char *hint = strcmp(key, "model.zoo") == 0 ? " (hint: check the [model] sizes)" : "";
+  /* images for a sequence model or the other way round: the model when the source is the default, or when
+   * the command line changed the model and not the source */
+  if (strcmp(key, "data.source") == 0 &&
+      (deck_is_default(deck, key) || (deck_is_override(deck, "model.zoo") && !deck_is_override(deck, key))))
+    key = "model.zoo";
   const char *where = deck_where(deck, key);
   if (strcmp(key, "model.zoo") == 0)
-    surge_input_error("%s: [model] zoo = %s: %s (hint: check the [model] sizes)", where ? where : "deck", cfg->zoo,
-                      err);
+    surge_input_error("%s: [model] zoo = %s: %s%s", where ? where : "deck", cfg->zoo, err, hint);
   deck_key_error(deck, key, "%s", err);
 }
 

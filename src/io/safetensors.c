@@ -273,12 +273,12 @@ static void config_key_is(const char *cfg, const cJSON *root, const char *key, c
   int ok = text ? cJSON_IsString(v) && (!strcmp(v->valuestring, text) || (alias && !strcmp(v->valuestring, alias)))
                 : fabs(x - value) <= 1e-9 * fabs(value);
   if (ok) return;
-  char *shown = cJSON_PrintUnformatted(v), want[64];
+  char *json = cJSON_PrintUnformatted(v), shown[96], want[64];
+  printable(json ? json : "?", shown, sizeof shown); /* the file's text, escaped for a terminal */
   if (text) snprintf(want, sizeof want, "\"%s\"", text);
   else snprintf(want, sizeof want, cJSON_IsBool(v) ? (value ? "true" : "false") : "%.10g", value);
-  surge_input_error("%s: \"%s\" is %.60s; the weights beside it are read as GPT-2's, which has %s there (hint: "
-                    "only GPT-2's own architecture, at the weights' sizes, converts exactly)", cfg, key,
-                    shown ? shown : "?", want);
+  surge_input_error("%s: \"%s\" is %s; the weights beside it are read as GPT-2's, which has %s there (hint: "
+                    "only GPT-2's own architecture, at the weights' sizes, converts exactly)", cfg, key, shown, want);
 }
 
 /* config.json beside path: n_head, or 0 when there is none; the keys that would change what the

@@ -88,13 +88,14 @@ void mux_fg_set(mux_state_t s, int site) {
 }
 
 /* Whether the background marked attached is a process that has ended (killed: it never detached),
- * looked up in /proc at most every 100 ms; a background that attaches again is looked up anew. */
+ * looked up in /proc at most every 100 ms for one process; another that attaches is looked up at once. */
 static int partner_gone(mux_local_t *L, const mux_side_t *bg) {
   enum { CHECK_EVERY_NS = 100000000 };
-  int64_t now = mux_now_ns();
-  if (now - L->partner_checked_ns < CHECK_EVERY_NS) return L->partner_dead;
+  int64_t now = mux_now_ns(), pid = atomic_load(&bg->pid);
+  if (pid == L->partner_checked_pid && now - L->partner_checked_ns < CHECK_EVERY_NS) return L->partner_dead;
   L->partner_checked_ns = now;
-  L->partner_dead = !mux_pid_alive(atomic_load(&bg->pid));
+  L->partner_checked_pid = pid;
+  L->partner_dead = !mux_pid_alive(pid);
   return L->partner_dead;
 }
 

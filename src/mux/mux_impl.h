@@ -123,7 +123,8 @@ typedef struct mux_local {
   uint64_t mark_head, mark_tail;
   mux_feedback_t fb;
   double offered_ns;             /* time published as inactive or waiting, since attach */
-  int64_t partner_checked_ns;    /* when the background's process was last found alive (0: never) */
+  int64_t partner_checked_ns;    /* when the background's process was last looked up (0: never) */
+  int64_t partner_checked_pid;   /* the process looked up then */
   int partner_dead;              /* it was found gone (SIGKILL leaves its side marked attached) */
   /* background */
   int64_t attached_ns;

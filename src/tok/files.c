@@ -79,13 +79,13 @@ unsigned char *file_read_all(const char *path, size_t max, const char *what, con
       over = 1;
       break;
     }
-    cap = cap - 1 > max / 2 ? max + 1 : 2 * cap; /* room for c: n < max */
+    cap = 2 * cap > max + 1 ? max + 1 : 2 * cap; /* room for c (n < max) and the NUL, never over max bytes */
     s = xrealloc(s, cap);
     s[n++] = (unsigned char)c;
   }
-  int bad = ferror(f);
+  int bad = ferror(f), why = errno;
   fclose(f);
-  if (bad) surge_input_error("%s: read error: %s", path, strerror(errno));
+  if (bad) surge_input_error("%s: read error: %s", path, strerror(why));
   if (over)
     surge_input_error("%s: more than %zu bytes, more than %s may have (%zu MiB; hint: %s)", path, max, what,
                       max >> 20, hint);

@@ -66,8 +66,9 @@ static double read_baseline(const multiplex_opts_t *mo, const config_t *cfg, con
   if (world->rank == 0) {
     log_data_t *solo = log_read(mo->baseline);
     /* the same job alone: its samples/s compare with this one's only at the same model, batch and ranks */
-    if ((solo->model[0] && strcmp(solo->model, cfg->zoo) != 0) || solo->global_batch != cfg->global_batch ||
-        solo->ranks != world->size)
+    if ((solo->model[0] && strcmp(solo->model, cfg->zoo) != 0) || /* (an attribute a log lacks reads -1) */
+        (solo->global_batch > 0 && solo->global_batch != cfg->global_batch) ||
+        (solo->ranks > 0 && solo->ranks != world->size))
       surge_input_error("%s: [multiplex] baseline = %s: a run of %s, global batch %lld, on %lld ranks; this one is "
                         "%s, global batch %ld, on %d ranks (hint: the log of this foreground's deck run alone)",
                         deck_where(deck, "multiplex.baseline"), mo->baseline, solo->model, solo->global_batch,

@@ -95,6 +95,17 @@ tap_ok $? "surge-plan G = 2 (the profile's G, A from the deck): table, frontier,
 tap_ok $? "surge-plan G = 4 (--ranks 4 --amp none): a line per node"
 "$plan" "$deck" --profile "$tap_tmp/p4.h5" --ranks 2 -o "$tap_tmp/plan2b.txt" >/dev/null 2>&1
 tap_ok $? "surge-plan G = 2 from the G = 4 profile (its batches cover G = 2)"
+# --policy any on 4 ranks needs 3 ranks' batch (ceil(8/3) = 3), which the divisors' profile lacks: the
+# refusal says how to measure it, and surge-profile --policy any does
+"$plan" "$deck" --profile "$tap_tmp/p4.h5" --ranks 4 --policy any >"$tap_tmp/any.txt" 2>&1
+rc=$?
+[ $rc = 2 ] && grep -q "no per-rank batch 3, .*policy any .*hint: surge-profile --ranks 4 --policy any on this deck" \
+  "$tap_tmp/any.txt"
+tap_ok $? "a profile without the batches of --policy any: exit $rc, the command that measures them named"
+timeout 120 "$mpiexec" -n 2 "$profile" "$deck" -o "$tap_tmp/p4any.h5" --ranks 4 --policy any --warmup 1 --repeats 3 \
+  >"$tap_tmp/p4any.txt" 2>&1 && res=$(check_layout "$tap_tmp/p4any.h5" 8 4 3 2) &&
+  "$plan" "$deck" --profile "$tap_tmp/p4any.h5" --ranks 4 --policy any >/dev/null 2>&1
+tap_ok $? "surge-profile --policy any measures per-rank batches 8, 4, 3, 2, and surge-plan --policy any plans from them $res"
 for p in plan2 plan2b; do
   timeout 120 "$mpiexec" -n 2 "$SURGE_TRAIN" "$deck" -D parallel.mode=burst -D "parallel.plan=$tap_tmp/$p.txt" \
     -D run.steps=3 -D run.overwrite=true >"$tap_tmp/train-$p.txt" 2>&1

@@ -8,6 +8,7 @@
 
 #include "backend/backend_open.h"
 #include "burst/options.h"
+#include "burst/plan_input.h"
 #include "burst/profiler.h"
 #include "core/cli.h"
 #include "core/error.h"
@@ -21,7 +22,7 @@
 
 static const char usage[] =
     "usage: [mpiexec -n N] surge-profile DECK [-D section.key=value ...] [-o PROFILE.h5] [--ranks G]\n"
-    "                                         [--warmup N] [--repeats N]\n"
+    "                                         [--policy P] [--warmup N] [--repeats N]\n"
     "  Measure the forward+backward time of every node of the deck's model at every per-rank batch the\n"
     "  burst planner may choose for the deck's global batch on G ranks, and (on N >= 2 ranks) the\n"
     "  network: point-to-point latency and bandwidth (rank 0 and a rank on another node, else rank 1)\n"
@@ -29,6 +30,8 @@ static const char usage[] =
     "  Writes the profile (HDF5 /profile) for surge-plan and prints a table.\n"
     "  -o PROFILE.h5   output file (default: [parallel] profile, else profile.h5)\n"
     "  --ranks G       plan for G ranks (default: N, the ranks of this run)\n"
+    "  --policy P      the rank counts whose per-rank batches are measured, as surge-plan --policy: divisors\n"
+    "                  (default), pow2 or any (every count: also what hand-written plans may use)\n"
     "  --warmup N      untimed runs before the timing (default 3, at most 10000)\n"
     "  --repeats N     timed runs: the median and the spread (max - min) are stored (default 10, at\n"
     "                  most 10000)\n"
@@ -48,7 +51,7 @@ static void check_deck(const char *text, void *arg) {
 int main(int argc, char **argv) {
   comm_init(&argc, &argv);
   H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-  static const char *const flags[] = {"-o FILE", "--ranks G", "--warmup N", "--repeats N", NULL};
+  static const char *const flags[] = {"-o FILE", "--ranks G", "--policy P", "--warmup N", "--repeats N", NULL};
   cli_t cli;
   cli_parse(argc, argv, usage, flags, &cli);
   comm_t world;
@@ -63,6 +66,8 @@ int main(int argc, char **argv) {
 
   const char *opt = cli_value(&cli, "--ranks", 0);
   int ranks = opt ? burst_option_int("--ranks", opt, 1) : world.size;
+  opt = cli_value(&cli, "--policy", 0);
+  burst_ranks_policy_t policy = opt ? plan_parse_policy(opt) : BURST_RANKS_DIVISORS;
   opt = cli_value(&cli, "--warmup", 0);
   int warmup = opt ? burst_option_int_in("--warmup", opt, 0, PROFILE_MAX_RUNS) : 3;
   opt = cli_value(&cli, "--repeats", 0);
@@ -83,7 +88,8 @@ int main(int argc, char **argv) {
   graph_t g;
   dataset_t *ds = burst_deck_graph(&cfg, deck, &g);
   burst_measured_t ms;
-  burst_measured_init(&ms, &g, cfg.zoo, backend_deck(&cfg)->name, (int)cfg.global_batch, ranks, world.size, warmup, repeats);
+  burst_measured_init(&ms, &g, cfg.zoo, backend_deck(&cfg)->name, (int)cfg.global_batch, ranks, policy, world.size,
+                      warmup, repeats);
   model_t m;
   /* the largest per-rank batch (the whole batch on one rank), as the executor runs it: each fusable
    * ReLU fused, and a linear's GELU (its node's row holds the pair's cost, the ReLU's or GELU's the

@@ -45,6 +45,8 @@ typedef enum burst_ranks_policy {
   BURST_RANKS_POW2,         /* powers of two, as the original DeepPool */
   BURST_RANKS_ANY,          /* every n up to G: finest, slowest search on branchy graphs */
 } burst_ranks_policy_t;
+/* Its name, as --policy takes it. */
+const char *burst_policy_name(burst_ranks_policy_t policy);
 
 #define BURST_NO_LIMIT HUGE_VAL /* amplification without a limit */
 #define BURST_MAX_RANKS (1 << 24) /* a job's ranks, as surge-sim's --ranks lists take them */

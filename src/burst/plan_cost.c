@@ -7,6 +7,10 @@
 #include "burst/plan_impl.h"
 #include "core/error.h"
 
+const char *burst_policy_name(burst_ranks_policy_t policy) {
+  return policy == BURST_RANKS_POW2 ? "pow2" : policy == BURST_RANKS_ANY ? "any" : "divisors";
+}
+
 static void check_opts(const burst_opts_t *o) {
   if (o->ranks < 1 || o->ranks > BURST_MAX_RANKS)
     surge_input_error("burst plan: %d ranks (need 1 to %d)", o->ranks, BURST_MAX_RANKS);

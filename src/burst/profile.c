@@ -90,7 +90,8 @@ static _Noreturn void missing_batch(const burst_profile_t *p, const char *where,
   for (int k = 0, used = 0; r && k < r->n && used < (int)sizeof have - 16; k++)
     used += snprintf(have + used, sizeof have - (size_t)used, "%s%d", k ? " " : "", r->batch[k]);
   surge_input_error("%sprofile %s: node %d '%s' has no time for per-rank batch %d (it has: %s; hint: profile "
-                    "every per-rank batch the planner may choose: ceil(global_batch/n) for its rank counts n)",
+                    "every per-rank batch the planner or the plan may choose, ceil(global_batch/n) for its rank "
+                    "counts n: surge-profile --policy any measures every n)",
                     where, p->source, node, name, batch, have[0] ? have : "none");
 }
 

@@ -268,11 +268,16 @@ void burst_profile_read(const char *path, const graph_t *g, const char *model, c
   for (int k = 0; k < nneed; k++) {
     int found = 0;
     for (int j = 0; j < nb; j++) found |= batch[j] == need[k];
-    if (!found)
+    if (!found) {
+      char again[160]; /* what measures it: this rank count, policy and global batch */
+      snprintf(again, sizeof again, "surge-profile --ranks %d%s%s on this deck%s", o->ranks,
+               o->policy == BURST_RANKS_DIVISORS ? "" : " --policy ", o->policy == BURST_RANKS_DIVISORS ? "" :
+               burst_policy_name(o->policy), o->batch == meta.global_batch ? "" : " with its global batch");
       surge_input_error("profile %s: dataset /profile/batch has no per-rank batch %d, which %d ranks need for "
-                        "global batch %d (the profile was made for %d ranks, global batch %d: run surge-profile "
-                        "--ranks %d on this deck)",
-                        path, need[k], o->ranks, o->batch, meta.ranks, meta.global_batch, o->ranks);
+                        "global batch %d with rank counts of policy %s (the profile was made for %d ranks, global "
+                        "batch %d; hint: %s)", path, need[k], o->ranks, o->batch, burst_policy_name(o->policy),
+                        meta.ranks, meta.global_batch, again);
+    }
   }
   burst_profile_init(p, g->n, path);
   p->fingerprint = meta.fingerprint;

@@ -32,7 +32,8 @@ dataset_t *burst_deck_graph(const config_t *cfg, const deck_t *deck, graph_t *g)
 }
 
 void burst_measured_init(burst_measured_t *out, const graph_t *g, const char *model, const char *backend,
-                         int global_batch, int ranks, int profiled_ranks, int warmup, int repeats) {
+                         int global_batch, int ranks, burst_ranks_policy_t policy, int profiled_ranks, int warmup,
+                         int repeats) {
   memset(out, 0, sizeof *out);
   snprintf(out->model, sizeof out->model, "%s", model);
   snprintf(out->backend, sizeof out->backend, "%s", backend);
@@ -42,7 +43,7 @@ void burst_measured_init(burst_measured_t *out, const graph_t *g, const char *mo
   out->profiled_ranks = profiled_ranks;
   out->warmup = warmup;
   out->repeats = repeats;
-  burst_opts_t o = {.ranks = ranks, .batch = global_batch, .amp = BURST_NO_LIMIT, .policy = BURST_RANKS_DIVISORS};
+  burst_opts_t o = {.ranks = ranks, .batch = global_batch, .amp = BURST_NO_LIMIT, .policy = policy};
   out->batch = xcalloc((size_t)(ranks < global_batch ? ranks : global_batch) + 1, sizeof *out->batch);
   out->nbatch = burst_profile_batches(&o, out->batch);
   size_t cells = surge_mul_size((size_t)g->n, (size_t)out->nbatch, "profile table");

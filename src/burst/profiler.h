@@ -64,7 +64,8 @@ dataset_t *burst_deck_graph(const config_t *cfg, const deck_t *deck, graph_t *g)
  * a real batch and its loss gradient (burst_measure_prepare). Collective over world: each entry is
  * the busiest rank's (max over ranks). */
 void burst_measured_init(burst_measured_t *out, const graph_t *g, const char *model, const char *backend,
-                         int global_batch, int ranks, int profiled_ranks, int warmup, int repeats);
+                         int global_batch, int ranks, burst_ranks_policy_t policy, int profiled_ranks, int warmup,
+                         int repeats);
 void burst_measured_free(burst_measured_t *out);
 void burst_measure_prepare(model_t *m, const dataset_t *ds, int batch);
 void burst_measure_compute(model_t *m, comm_t *world, burst_measured_t *out);

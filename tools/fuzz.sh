@@ -123,7 +123,7 @@ findings=0 hdf5_total=0
 mkdir -p fuzz-corpus fuzz-findings
 # the harnesses write each input into a directory of their own under TMPDIR (fuzz/fuzz_common.c): one
 # per chunk's process, emptied after it (they piled up in /tmp, 100 KB each)
-fuzz_tmp=$(mktemp -d "${TMPDIR:-/tmp}/surge-fuzz-run.XXXXXX")
+fuzz_tmp=$(mktemp -d) # (under TMPDIR, else /tmp)
 trap 'rm -rf "$fuzz_tmp"' EXIT
 for h in $harnesses; do
   mkdir -p "fuzz-corpus/$h"

@@ -38,8 +38,9 @@ void io_outputs_check(const io_path_t *in, int nin, const io_output_t *out, int 
         surge_input_error("%s %s and %s %s both name one file: one would replace the other (hint: give each its "
                           "own file)", out[j].what, out[j].path, o->what, o->path);
     struct stat st;
-    if (stat(o->path, &st) != 0 && (errno == ENOENT || errno == ENOTDIR) && !o->dir_made) check_directory(o);
-    if (stat(o->path, &st) != 0 || S_ISREG(st.st_mode)) continue;
+    int absent = stat(o->path, &st) != 0;
+    if (absent && (errno == ENOENT || errno == ENOTDIR) && !o->dir_made) check_directory(o);
+    if (absent || S_ISREG(st.st_mode)) continue;
     if (S_ISDIR(st.st_mode))
       surge_input_error("%s %s: it is a directory (hint: name a file)", o->what, o->path);
     if (!o->stream)

@@ -59,6 +59,20 @@ if [ -n "$numpy" ]; then
 else
   tap_skip "$no_numpy"; tap_skip "$no_numpy"; tap_skip "$no_numpy"
 fi
+# one token: no loss, but the next token's distribution
+echo 83 >"$t/one.txt"
+"$evaluate" "$t/a/model.h5" --ids "$t/one.txt" --logits "$t/one.logits" >"$t/one.out" 2>&1 &&
+  grep -q "logits of 1 token written" "$t/one.out" && [ "$(wc -c <"$t/one.logits")" -eq 1024 ]
+tap_ok $? "--logits of 1 token: one row of 256 floats, no loss: $(cat "$t/one.out")"
+if [ -n "$numpy" ]; then
+  res=$(forward hf "$t/hf/model.safetensors" "$t/one.txt" "$t/one.logits" 1e-5 2>&1)
+  tap_ok $? "numpy GPT-2 = Surge on 1 token: $res"
+else
+  tap_skip "$no_numpy"
+fi
+"$evaluate" "$t/a/model.h5" --ids "$t/one.txt" >"$t/one-loss.out" 2>&1
+[ $? -eq 2 ] && grep -q "nothing to predict.*--logits writes one token's" "$t/one-loss.out"
+tap_ok $? "1 token without --logits: refused, naming --logits"
 
 # round trips
 "$convert" "$t/hf/model.safetensors" "$t/back_hf.h5" >/dev/null 2>&1 && h5diff "$t/back_hf.h5" "$t/a/model.h5" /params /params >/dev/null 2>&1

@@ -140,6 +140,28 @@ static void write_logits(scorer_t *s, const ids_t *ids, const char *out) {
   free(x);
 }
 
+/* The loss, perplexity and bits per byte of the ids (at least 2), printed by rank 0. */
+static void report_loss(const args_t *a, scorer_t *s, const bpe_t *tok, const ids_t *ids, comm_t *world, double t0) {
+  uint32_t *bytes = NULL; /* bytes per id: the tokenizer's, or one each for bytes */
+  if (tok) {
+    bytes = xcalloc((size_t)s->d.V, sizeof *bytes);
+    for (int i = 0; i < tok->n; i++) bytes[i] = tok->special[i] ? 0 : tok->len[i];
+  }
+  int known_bytes = tok || a->text || s->d.V == 256;
+  eval_lm_t r = eval_stream(s, ids->v, ids->n, bytes, world);
+  if (world->rank == 0) {
+    double loss = r.nats / (double)r.targets;
+    printf("loss %.6f nats/token, perplexity %.4f", loss, exp(loss));
+    if (known_bytes && r.bytes > 0) printf(", %.6f bits/byte", r.nats / log(2.0) / r.bytes);
+    printf(" over %ld tokens", r.targets);
+    if (known_bytes) printf(" (%.0f bytes)", r.bytes);
+    printf(" in windows of %d; %.2f s on %d rank%s\n", s->T, surge_now() - t0, world->size,
+           world->size == 1 ? "" : "s");
+    if (!known_bytes) printf("bits per byte: give --tokenizer (the bytes each token stands for)\n");
+  }
+  free(bytes);
+}
+
 int main(int argc, char **argv) {
   comm_init(&argc, &argv);
   H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
@@ -180,28 +202,15 @@ int main(int argc, char **argv) {
       }
       free(text);
     }
-    if (ids.n < 2)
-      surge_input_error("%s %s: %zu token%s: nothing to predict (a loss needs at least 2)",
+    /* one token has logits (the next token's distribution) but no loss */
+    if (ids.n < 2 && !(ids.n == 1 && a.logits))
+      surge_input_error("%s %s: %zu token%s: nothing to predict (a loss needs at least 2%s)",
                         a.tokens ? "--tokens" : a.ids ? "--ids" : "--text",
-                        a.tokens ? a.tokens : a.ids ? a.ids : a.text, ids.n, ids.n == 1 ? "" : "s");
+                        a.tokens ? a.tokens : a.ids ? a.ids : a.text, ids.n, ids.n == 1 ? "" : "s",
+                        ids.n == 1 ? "; --logits writes one token's" : "");
     if (a.logits && world.rank == 0) write_logits(&s, &ids, a.logits);
-    uint32_t *bytes = NULL; /* bytes per id: the tokenizer's, or one each for bytes */
-    if (tok) {
-      bytes = xcalloc((size_t)s.d.V, sizeof *bytes);
-      for (int i = 0; i < tok->n; i++) bytes[i] = tok->special[i] ? 0 : tok->len[i];
-    }
-    int known_bytes = tok || (a.text && !tok) || s.d.V == 256;
-    eval_lm_t r = eval_stream(&s, ids.v, ids.n, bytes, &world);
-    if (world.rank == 0) {
-      double loss = r.nats / (double)r.targets;
-      printf("loss %.6f nats/token, perplexity %.4f", loss, exp(loss));
-      if (known_bytes && r.bytes > 0) printf(", %.6f bits/byte", r.nats / log(2.0) / r.bytes);
-      printf(" over %ld tokens", r.targets);
-      if (known_bytes) printf(" (%.0f bytes)", r.bytes);
-      printf(" in windows of %d; %.2f s on %d rank%s\n", s.T, surge_now() - t0, world.size, world.size == 1 ? "" : "s");
-      if (!known_bytes) printf("bits per byte: give --tokenizer (the bytes each token stands for)\n");
-    }
-    free(bytes);
+    if (ids.n >= 2) report_loss(&a, &s, tok, &ids, &world, t0);
+    else if (world.rank == 0) printf("logits of 1 token written to %s; no loss (nothing to predict)\n", a.logits);
     ids_free(&ids);
   }
   if (tok) bpe_free(tok);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/options.h"
 #include "burst/options.h"
 #include "burst/plan_input.h"
 #include "burst/profiler.h"
@@ -157,6 +158,9 @@ int main(int argc, char **argv) {
     options_t first;
     parse_options(&cli, cp, profile_ranks, &first);
     burst_profile_read(profile, &model, cfg.zoo, &first.o, &p);
+    char note[700];
+    burst_profile_setting_note(profile, backend_deck(&cfg)->name, backend_deck(&cfg)->precision, note, sizeof note);
+    if (note[0]) fprintf(stderr, "surge-plan: note: %s\n", note);
     if (!meta.net_measured)
       fprintf(stderr, "surge-plan: note: %s was profiled on 1 rank: its network numbers are defaults, not "
                       "measurements\n", profile);

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "backend/options.h"
 #include "burst/executor.h"
 #include "burst/options.h"
 #include "burst/plan_text.h"
@@ -78,6 +79,10 @@ static void plan_burst(burst_layout_t *b, const layout_opts_t *o, const graph_t 
       burst_plan_data_parallel(g, &prof, &bo, &dp);
       say("burst plan from profile %s%s\n", deck->profile_file,
           deck->plan_file[0] ? " (evaluating the plan file)" : "");
+      char note[700];
+      const backend_deck_t *run = backend_deck(o->cfg);
+      burst_profile_setting_note(deck->profile_file, run->name, run->precision, note, sizeof note);
+      if (note[0]) say("note: %s\n", note);
       say_stream_t table;
       burst_plan_print(say_open(&table), g, &b->plan, &dp);
       say_close(&table);

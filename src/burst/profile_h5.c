@@ -94,6 +94,7 @@ void burst_profile_write(const char *path, const graph_t *g, const burst_measure
               h5util_attr_write_u32(top, "version", PROFILE_VERSION) == 0 &&
               h5util_attr_write_string(top, "model", ms->model, H5T_CSET_ASCII) == 0 &&
               h5util_attr_write_string(top, "backend", ms->backend, H5T_CSET_ASCII) == 0 &&
+              h5util_attr_write_string(top, "precision", ms->precision, H5T_CSET_ASCII) == 0 &&
               h5util_attr_write_u64(top, "fingerprint", ms->fingerprint) == 0 &&
               h5util_attr_write_i64(top, "global_batch", ms->global_batch) == 0 &&
               h5util_attr_write_i64(top, "ranks", ms->ranks) == 0 &&
@@ -170,6 +171,14 @@ void burst_profile_read_meta(const char *path, burst_profile_meta_t *meta) {
     snprintf(what, sizeof what, "profile %s", path);
     burst_step_costs_check(&meta->step, what);
   }
+  const char *setting[2] = {"backend", "precision"}; /* optional: profiles before 2026-12 lack the precision */
+  char *dest[2] = {meta->backend, meta->precision};
+  size_t dest_size[2] = {sizeof meta->backend, sizeof meta->precision};
+  for (int i = 0; i < 2; i++) {
+    char *v = NULL;
+    if (h5util_attr_read_string(top, setting[i], &v) == 0) printable(v, dest[i], dest_size[i]);
+    free(v);
+  }
   meta->global_batch = read_count(path, top, "global_batch");
   meta->ranks = read_count(path, top, "ranks");
   meta->profiled_ranks = read_count(path, top, "profiled_ranks");
@@ -184,6 +193,19 @@ void burst_profile_read_meta(const char *path, burst_profile_meta_t *meta) {
   H5Gclose(top);
   H5Fclose(f);
   h5util_quiet_end(q);
+}
+
+void burst_profile_setting_note(const char *path, const char *backend, const char *precision, char *note,
+                                size_t size) {
+  burst_profile_meta_t m;
+  burst_profile_read_meta(path, &m);
+  int other_backend = m.backend[0] && strcmp(m.backend, backend) != 0;
+  int other_precision = m.precision[0] && strcmp(m.precision, precision) != 0;
+  note[0] = 0;
+  if (other_backend || other_precision)
+    snprintf(note, size, "profile %s was measured on backend %s in %s, this run's is %s in %s: its times (and the "
+             "plan's predictions) are not this run's (hint: run surge-profile with this deck)", path, m.backend,
+             m.precision[0] ? m.precision : "(not recorded)", backend, precision);
 }
 
 /* Read dataset `name` of loc as doubles or ints (mem_type) into a malloc'd buffer; its extent must be

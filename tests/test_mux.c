@@ -9,6 +9,7 @@
 #define _GNU_SOURCE
 #endif
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <poll.h>
 #include <sched.h>
@@ -615,6 +616,59 @@ static void test_stale_slot(void) {
   mux_detach();
 }
 
+/* Foregrounds started at the same instant on one slot: exactly one holds it, the others are refused
+ * (the slot is claimed by a compare-and-swap, not a check then a store). Run on a slot of its own. */
+static void test_attach_race(void) {
+  enum { RIVALS = 6 };
+  int go[2], report[2];
+  if (pipe(go) != 0 || pipe(report) != 0) abort();
+  pid_t pid[RIVALS];
+  for (int i = 0; i < RIVALS; i++) {
+    pid[i] = fork();
+    if (pid[i] == 0) {
+      close(go[1]);
+      char c;
+      if (read(go[0], &c, 1) != 0) _exit(3); /* all released together: the parent closes go */
+      int devnull = open("/dev/null", O_WRONLY);
+      if (devnull >= 0) dup2(devnull, 2); /* the refusals' lines */
+      mux_options_t o = options(10);
+      o.index = 1;
+      mux_attach(MUX_ROLE_FOREGROUND, &o);
+      c = 'A';
+      if (write(report[1], &c, 1) != 1) _exit(3);
+      for (;;) pause();
+    }
+  }
+  close(go[0]), close(go[1]);
+  int refused = 0, reported = 0, ended[RIVALS] = {0};
+  char c;
+  for (int ms = 0; ms < 5000 && refused + reported < RIVALS; ms += 10) { /* the refused exit; the holder stays */
+    while (byte_within(report[0], 0, &c)) reported++;
+    for (int i = 0; i < RIVALS; i++) {
+      int status;
+      if (!ended[i] && waitpid(pid[i], &status, WNOHANG) == pid[i]) {
+        ended[i] = 1;
+        refused += WIFEXITED(status) && WEXITSTATUS(status) == 2;
+      }
+    }
+    usleep(10000);
+  }
+  int holders = 0;
+  for (int i = 0; i < RIVALS; i++)
+    if (!ended[i]) {
+      holders++;
+      kill(pid[i], SIGKILL);
+      waitpid(pid[i], NULL, 0);
+    }
+  close(report[0]), close(report[1]);
+  tap_ok(holders == 1 && reported == 1 && refused == RIVALS - 1,
+         "%d foregrounds released at once onto one slot: one holds it (%d, %d attached), %d refused", RIVALS,
+         holders, reported, refused);
+  char path[128];
+  snprintf(path, sizeof path, "/dev/shm/surge-mux-%s-1", channel);
+  unlink(path);
+}
+
 static void lower_priority(const void *arg) {
   (void)arg;
   const char *got = mux_lower_priority("idle");
@@ -638,6 +692,7 @@ int main(void) {
   test_graph_recording();
   test_errors();
   test_stale_slot();
+  test_attach_race();
   child_result_t r = run_in_child(lower_priority, NULL);
   tap_ok(r.status == 0, "a background's CPU priority: SCHED_IDLE (or nice 19 where refused)");
   char path[128];

@@ -173,6 +173,19 @@ static void publish_thread_clock(mux_side_t *me) {
   atomic_store(&me->thread_clock_set, 1);
 }
 
+/* Take side s for this process, or an input error naming the live process that holds it: a
+ * compare-and-swap, so of rivals attaching at once one wins. A dead holder's claim is taken over. */
+static void claim_side(mux_side_t *s, const mux_options_t *o, mux_role_t role) {
+  int64_t self = (int64_t)getpid(), holder = atomic_load(&s->claim);
+  for (;;) {
+    if (holder != 0 && mux_pid_alive(holder))
+      surge_input_error("multiplex channel '%s' slot %d already has a live %s (pid %lld) (hint: one %s rank per "
+                        "partner slot: give the second pair another [multiplex] channel)", o->channel, o->index,
+                        mux_role_name(role), (long long)holder, mux_role_name(role));
+    if (atomic_compare_exchange_strong(&s->claim, &holder, self)) return;
+  }
+}
+
 void mux_attach(mux_role_t role, const mux_options_t *o) {
   if (mux_self) surge_runtime_error("mux_attach: this process is already attached as %s", mux_role_name(mux_self->role));
   if (role != MUX_ROLE_FOREGROUND && role != MUX_ROLE_BACKGROUND) surge_runtime_error("mux_attach: no role");
@@ -194,10 +207,7 @@ void mux_attach(mux_role_t role, const mux_options_t *o) {
   int mine = role == MUX_ROLE_FOREGROUND ? SIDE_FG : SIDE_BG;
   L->me = &L->shm->side[mine];
   L->partner = &L->shm->side[1 - mine];
-  if (mux_side_live(L->me))
-    surge_input_error("multiplex channel '%s' slot %d already has a live %s (pid %lld) (hint: one %s rank per "
-                      "partner slot: give the second pair another [multiplex] channel)", o->channel, o->index,
-                      mux_role_name(role), (long long)atomic_load(&L->me->pid), mux_role_name(role));
+  claim_side(L->me, o, role);
   mux_side_t *me = L->me;
   atomic_store(&me->attached, ATTACH_NONE);
   atomic_store(&me->state, MUX_COMPUTING);
@@ -241,6 +251,7 @@ void mux_detach(void) {
   if (L->role == MUX_ROLE_FOREGROUND) mux_fg_listen(0);
   else mux_bg_listen(0);
   atomic_store(&L->me->attached, ATTACH_ENDED);
+  atomic_store(&L->me->claim, 0);
   mux_wake(L->me);
   if (L->name[0]) { /* an in-process channel belongs to whoever made it (mux_channel_in_process_free) */
     if (!mux_side_live(L->partner)) shm_unlink(L->name); /* the partner, if any, keeps its mapping */

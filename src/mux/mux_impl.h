@@ -9,7 +9,7 @@
 #include "mux/mux.h"
 
 #define MUX_MAGIC 0x58554d4547525553ULL /* "SURGEMUX" little-endian */
-enum { MUX_VERSION = 5, MUX_CPUSET_BYTES = 128, MUX_AUTOGROUP_BYTES = 64, MUX_SITES = 4096 };
+enum { MUX_VERSION = 6, MUX_CPUSET_BYTES = 128, MUX_AUTOGROUP_BYTES = 64, MUX_SITES = 4096 };
 enum { SIDE_FG = 0, SIDE_BG = 1 };
 enum { ATTACH_NONE = 0, ATTACH_LIVE = 1, ATTACH_ENDED = 2 };
 
@@ -19,6 +19,7 @@ typedef struct mux_side {
   _Atomic int32_t state;         /* mux_state_t */
   _Atomic int32_t attached;      /* ATTACH_* */
   _Atomic int64_t pid;
+  _Atomic int64_t claim;         /* the pid holding this side (0: free), taken by compare-and-swap */
   _Atomic uint64_t generation;   /* +1 at every attach of this side */
   _Atomic int64_t expected_ns;   /* expected duration of the state, 0 unknown */
   _Atomic uint64_t paused_ns;    /* background: time paused at the gate */

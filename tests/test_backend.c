@@ -514,7 +514,9 @@ static void test_flat_ops(size_t n) {
 }
 
 /* Modified Gram-Schmidt of `batch` (n, r) matrices `extra` floats apart: cpu against ref, and on
- * both P^T P = I and the first column the normalised input column. */
+ * both P^T P = I and the first column the normalised input column. The columns of mask `zeros` are
+ * zero in every matrix, and with `zeros` set the first matrix is zero throughout: each such column
+ * becomes a unit vector orthogonal to those before it (backend/orth_rules.h), never stays zero. */
 typedef struct orth_ctx {
   int batch, n, r;
   size_t sP;
@@ -526,12 +528,16 @@ static double run_orthonormalize(const backend_t *be, const void *ctx, float **o
   return 0.0;
 }
 
-static void test_orthonormalize(int batch, int n, int r, int extra) {
+static void test_orthonormalize(int batch, int n, int r, int extra, unsigned zeros) {
   orth_ctx_t o = {batch, n, r, (size_t)n * (size_t)r + (size_t)extra};
   size_t len = o.sP * (size_t)batch;
   float *init = buf_uniform(len, -1, 1);
+  for (int b = 0; b < batch; b++)
+    for (int row = 0; row < n; row++)
+      for (int i = 0; i < r; i++)
+        if ((zeros >> i & 1) || (zeros && b == 0)) init[(size_t)b * o.sP + (size_t)row * r + (size_t)i] = 0.0f;
   char label[64];
-  snprintf(label, sizeof label, "orthonormalize %dx(%d,%d)", batch, n, r);
+  snprintf(label, sizeof label, "orthonormalize %dx(%d,%d)%s", batch, n, r, zeros ? " with zero columns" : "");
   op_case_t c = {label, run_orthonormalize, &o, 1, {{"P", len, OUT_INOUT, 0, init}}, SCALAR_NONE};
   compare_backends(&c);
   for (int k = 0; k < 2; k++) {
@@ -544,7 +550,7 @@ static void test_orthonormalize(int batch, int n, int r, int extra) {
       const float *m = p + (size_t)b * o.sP, *m0 = init + (size_t)b * o.sP;
       double n0 = 0;
       for (int row = 0; row < n; row++) n0 += (double)m0[(size_t)row * r] * m0[(size_t)row * r];
-      for (int row = 0; row < n; row++)
+      for (int row = 0; row < n && n0 > 0; row++)
         first = fmax(first, fabs(m[(size_t)row * r] - m0[(size_t)row * r] / (sqrt(n0) + 1e-8)));
       for (int i = 0; i < r; i++)
         for (int j = 0; j < r; j++) {
@@ -2145,9 +2151,11 @@ static void test_ops(void) {
     test_sgd(1001, 0.9f, 1, 1e-2f, first);
   }
   test_sgd(1001, 0.0f, 0, 1e-2f, 0);
-  test_orthonormalize(1, 7, 1, 0);
-  test_orthonormalize(3, 40, 5, 3);
-  test_orthonormalize(2, 300, 16, 0);
+  test_orthonormalize(1, 7, 1, 0, 0);
+  test_orthonormalize(3, 40, 5, 3, 0);
+  test_orthonormalize(2, 300, 16, 0, 0);
+  test_orthonormalize(3, 40, 5, 3, 0x5u); /* columns 0 and 2, and all of the first matrix */
+  test_orthonormalize(2, 4, 4, 0, 0x8u);  /* r = n: the last column has one direction left */
   test_long_sums();
   test_adamw(1001, 1, 0.0f);
   test_adamw(1001, 10, 1e-2f);

@@ -7,7 +7,8 @@
  *  - a matrix of rank <= r comes back exactly (P Q^T = M), each of a strided batch
  *  - CB with LEP: over a sequence of compressed gradients, sum sent = sum true + e_0 - e_last, and
  *    each sent_i = G_i + e_{i-1} - e_i; without LEP sent_i = G_i - e_i (the residual is dropped)
- *  - CB of a gradient of rank <= r is exact, and the message is (n + m) r floats */
+ *  - CB of a gradient of rank <= r is exact, and the message is (n + m) r floats
+ *  - a zero gradient at one step does not leave the warm-started factor zero (CB and SC) */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -201,6 +202,60 @@ static void test_cb_exact(const backend_t *be) {
   free(g), free(h);
 }
 
+/* A gradient that is zero at one step (a vocabulary shard no token of the batch fell in) leaves the
+ * warm-started factor zero; it must not stay so. CB with LEP: after a zero gradient, each of 5 random
+ * ones sends a rank-r part of what it compresses, G + e_prev (|sent - (G + e_prev)| < |G + e_prev|;
+ * a zero factor sends nothing: 1), and Q keeps orthonormal columns. SC's sequence (P = orth(M Q),
+ * Q = M^T P as its warm start, P Q^T sent): after a zero M, a random M of rank <= r crosses exactly at
+ * the second step (the warm start found it again). */
+static void test_zero_gradient(const backend_t *be) {
+  int n = 24, m = 16, r = 3;
+  size_t nm = (size_t)n * m;
+  cb_sender_t s;
+  cb_sender_init(&s, be, n, m, r, 1, 5, 3);
+  float *G = be->alloc(nm), *msg = be->alloc(cb_payload(&s, n)), *out = be->alloc(nm);
+  float *h = xmalloc(nm * sizeof *h), *target = xmalloc(nm * sizeof *target), *zero = xcalloc(nm, sizeof *zero);
+  float *qo = xmalloc((size_t)m * r * sizeof *qo);
+  be->upload(G, zero, nm);
+  cb_encode(&s, G, n, msg);
+  double worst_rel = 0, worst_orth = 0;
+  for (int t = 0; t < 5; t++) {
+    float *g = randn(nm);
+    be->download(target, s.E, nm); /* e_prev */
+    for (size_t j = 0; j < nm; j++) target[j] += g[j];
+    be->upload(G, g, nm);
+    cb_encode(&s, G, n, msg);
+    cb_decode(be, msg, n, m, r, out);
+    be->download(h, out, nm);
+    psgd_orth(be, 1, m, r, s.Q); /* as the next encode reads it */
+    be->download(qo, s.Q, (size_t)m * r);
+    worst_rel = fmax(worst_rel, rel(h, target, nm));
+    worst_orth = fmax(worst_orth, orth_error(qo, m, r));
+    free(g);
+  }
+  tap_ok(worst_rel < 0.95 && worst_orth < 1e-5,
+         "%s: CB after a zero gradient: each send a rank-%d part of G + e_prev (|sent - it| / |it| <= %.2f), Q "
+         "orthonormal (%.1e)", be->name, r, worst_rel, worst_orth);
+  cb_sender_free(&s);
+  /* SC's sequence on one matrix */
+  float *M = be->alloc(nm), *Q = be->alloc((size_t)m * r), *P = be->alloc((size_t)n * r);
+  psgd_init_q(be, Q, 1, m, r, 5, 4);
+  float *low = low_rank(n, m, r), *got = xmalloc(nm * sizeof *got);
+  double rels[3];
+  for (int t = 0; t < 3; t++) {
+    be->upload(M, t == 0 ? zero : low, nm);
+    psgd_project(be, 1, n, m, r, M, nm, Q, P, 1);
+    psgd_back(be, 1, n, m, r, M, nm, P, Q);
+    psgd_expand(be, n, m, r, 1.0f, P, Q, 0.0f, out, m);
+    be->download(got, out, nm);
+    rels[t] = rel(got, t == 0 ? zero : low, nm);
+  }
+  tap_ok(rels[0] == 0 && rels[2] < 1e-5, "%s: SC after a zero matrix: a rank-%d one crosses exactly at the second "
+         "step (rel %.1e, the first %.2f)", be->name, r, rels[2], rels[1]);
+  be->free(G), be->free(msg), be->free(out), be->free(M), be->free(Q), be->free(P);
+  free(h), free(target), free(qo), free(zero), free(low), free(got);
+}
+
 int main(void) {
   rng_seed(&rng, 20250101);
   test_rank_rule();
@@ -212,6 +267,7 @@ int main(void) {
     test_lep(be, 1);
     test_lep(be, 0);
     test_cb_exact(be);
+    test_zero_gradient(be);
   }
   return tap_done();
 }

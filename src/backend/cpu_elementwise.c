@@ -7,6 +7,7 @@
 
 #include "backend/cpu_ops.h"
 #include "backend/host_mem.h"
+#include "backend/orth_rules.h"
 #include "core/bf16.h"
 #include "core/error.h"
 
@@ -293,8 +294,9 @@ void cpu_orthonormalize(int batch, int n, int r, float *P, size_t sP) {
     for (int row = 0; row < n; row++)
       for (int i = 0; i < r; i++) c[(size_t)i * n + row] = p[(size_t)row * r + i];
     for (int i = 0; i < r; i++) {
-      double *ci = c + (size_t)i * n;
-      double inv = 1.0 / (sqrt(dot_d(ci, ci, n)) + 1e-8);
+      double *ci = c + (size_t)i * n, ss = dot_d(ci, ci, n);
+      if (ss == 0.0 && i < n) orth_revive_column(c, n, i, 1, (size_t)n), ss = 1.0; /* backend/orth_rules.h */
+      double inv = 1.0 / (sqrt(ss) + 1e-8);
       for (int row = 0; row < n; row++) ci[row] *= inv;
       for (int j = i + 1; j < r; j++) {
         double *cj = c + (size_t)j * n, d = dot_d(ci, cj, n);

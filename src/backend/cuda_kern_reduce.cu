@@ -3,6 +3,7 @@
 // does not grow with the length and the same inputs give the same bits; a double accumulator is
 // rounded to float once, when it is added to its output (cuk_add_acc).
 #include "backend/cuda_kern.cuh"
+#include "backend/orth_rules.h"
 
 using namespace cuk;
 
@@ -123,7 +124,13 @@ __global__ void k_orthonormalize(int n, int r, float *P, size_t sP, double *work
   for (int c = 0; c < r; c++) {
     double ss = 0.0;
     for (int row = threadIdx.x; row < n; row += blockDim.x) ss += w[(size_t)row * r + c] * w[(size_t)row * r + c];
-    double inv = 1.0 / (sqrt(block_sum(ss)) + 1e-8);
+    ss = block_sum(ss); // every thread's the same: the branch below is the whole block's
+    if (ss == 0.0 && c < n) { // backend/orth_rules.h, run by one thread (a zero column is rare)
+      if (threadIdx.x == 0) orth_revive_column(w, n, c, (size_t)r, 1);
+      __syncthreads();
+      ss = 1.0;
+    }
+    double inv = 1.0 / (sqrt(ss) + 1e-8);
     for (int row = threadIdx.x; row < n; row += blockDim.x) w[(size_t)row * r + c] *= inv;
     __syncthreads();
     for (int j = c + 1; j < r; j++) {

@@ -9,6 +9,7 @@
 #include "backend/backend.h"
 #include "backend/step_rules.h"
 #include "backend/host_mem.h"
+#include "backend/orth_rules.h"
 #include "core/bf16.h"
 #include "core/error.h"
 
@@ -740,6 +741,7 @@ static void ref_orthonormalize(int batch, int n, int r, float *P, size_t sP) {
     for (int i = 0; i < r; i++) {
       double norm = 0.0;
       for (int row = 0; row < n; row++) norm += a[(size_t)row * r + i] * a[(size_t)row * r + i];
+      if (norm == 0.0 && i < n) orth_revive_column(a, n, i, (size_t)r, 1), norm = 1.0; /* backend/orth_rules.h */
       norm = sqrt(norm) + 1e-8;
       for (int row = 0; row < n; row++) a[(size_t)row * r + i] /= norm;
       for (int j = i + 1; j < r; j++) {

@@ -514,9 +514,9 @@ static void test_flat_ops(size_t n) {
 }
 
 /* Modified Gram-Schmidt of `batch` (n, r) matrices `extra` floats apart: cpu against ref, and on
- * both P^T P = I and the first column the normalised input column. The columns of mask `zeros` are
- * zero in every matrix, and with `zeros` set the first matrix is zero throughout: each such column
- * becomes a unit vector orthogonal to those before it (backend/orth_rules.h), never stays zero. */
+ * both P^T P = I and the first column the normalised input column. `edit` (or NULL) changes each
+ * matrix b first: a column zero or in the span of those before it becomes a unit vector orthogonal to
+ * them (backend/orth_rules.h), never stays zero or noise. */
 typedef struct orth_ctx {
   int batch, n, r;
   size_t sP;
@@ -528,16 +528,35 @@ static double run_orthonormalize(const backend_t *be, const void *ctx, float **o
   return 0.0;
 }
 
-static void test_orthonormalize(int batch, int n, int r, int extra, unsigned zeros) {
+typedef struct orth_edit {
+  const char *what;
+  void (*fn)(float *m, int b, int n, int r);
+} orth_edit_t;
+
+/* Columns 0 and 2 zero, and the whole of the first matrix (a gradient zero at one step). */
+static void orth_zero_columns(float *m, int b, int n, int r) {
+  for (int row = 0; row < n; row++)
+    for (int i = 0; i < r; i++)
+      if (i == 0 || i == 2 || b == 0) m[(size_t)row * r + i] = 0.0f;
+}
+
+/* Rows 3 and 9 alone non-zero, and column 2 = column 0 + column 1 there (M Q of an embedding's
+ * gradient of rank 2 at r > 2: the in-span column's rounding noise lies in the span too). */
+static void orth_sparse_in_span(float *m, int b, int n, int r) {
+  (void)b;
+  for (int row = 0; row < n; row++)
+    for (int i = 0; i < r; i++)
+      if (row != 3 && row != 9) m[(size_t)row * r + i] = 0.0f;
+      else if (i == 2) m[(size_t)row * r + i] = m[(size_t)row * r] + m[(size_t)row * r + 1];
+}
+
+static void test_orthonormalize(int batch, int n, int r, int extra, const orth_edit_t *edit) {
   orth_ctx_t o = {batch, n, r, (size_t)n * (size_t)r + (size_t)extra};
   size_t len = o.sP * (size_t)batch;
   float *init = buf_uniform(len, -1, 1);
-  for (int b = 0; b < batch; b++)
-    for (int row = 0; row < n; row++)
-      for (int i = 0; i < r; i++)
-        if ((zeros >> i & 1) || (zeros && b == 0)) init[(size_t)b * o.sP + (size_t)row * r + (size_t)i] = 0.0f;
-  char label[64];
-  snprintf(label, sizeof label, "orthonormalize %dx(%d,%d)%s", batch, n, r, zeros ? " with zero columns" : "");
+  for (int b = 0; b < batch && edit; b++) edit->fn(init + (size_t)b * o.sP, b, n, r);
+  char label[96];
+  snprintf(label, sizeof label, "orthonormalize %dx(%d,%d)%s%s", batch, n, r, edit ? " " : "", edit ? edit->what : "");
   op_case_t c = {label, run_orthonormalize, &o, 1, {{"P", len, OUT_INOUT, 0, init}}, SCALAR_NONE};
   compare_backends(&c);
   for (int k = 0; k < 2; k++) {
@@ -2151,11 +2170,13 @@ static void test_ops(void) {
     test_sgd(1001, 0.9f, 1, 1e-2f, first);
   }
   test_sgd(1001, 0.0f, 0, 1e-2f, 0);
-  test_orthonormalize(1, 7, 1, 0, 0);
-  test_orthonormalize(3, 40, 5, 3, 0);
-  test_orthonormalize(2, 300, 16, 0, 0);
-  test_orthonormalize(3, 40, 5, 3, 0x5u); /* columns 0 and 2, and all of the first matrix */
-  test_orthonormalize(2, 4, 4, 0, 0x8u);  /* r = n: the last column has one direction left */
+  test_orthonormalize(1, 7, 1, 0, NULL);
+  test_orthonormalize(3, 40, 5, 3, NULL);
+  test_orthonormalize(2, 300, 16, 0, NULL);
+  orth_edit_t zero = {"with zero columns", orth_zero_columns}, span = {"row-sparse, in span", orth_sparse_in_span};
+  test_orthonormalize(3, 40, 5, 3, &zero);
+  test_orthonormalize(2, 4, 4, 0, &zero); /* r = n: the last column has one direction left */
+  test_orthonormalize(2, 40, 4, 0, &span);
   test_long_sums();
   test_adamw(1001, 1, 0.0f);
   test_adamw(1001, 10, 1e-2f);

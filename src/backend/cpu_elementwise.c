@@ -289,13 +289,15 @@ static double dot_d(const double *restrict a, const double *restrict b, int n) {
  * there by modified Gram-Schmidt and transposed back. */
 void cpu_orthonormalize(int batch, int n, int r, float *P, size_t sP) {
   double *c = xmalloc(((size_t)n * (size_t)r + 1) * sizeof *c); /* c[i n + row]: column i */
+  double *in = xmalloc(((size_t)r + 1) * sizeof *in);                /* their squared norms as they came in */
   for (int b = 0; b < batch; b++) {
     float *p = P + (size_t)b * sP;
     for (int row = 0; row < n; row++)
       for (int i = 0; i < r; i++) c[(size_t)i * n + row] = p[(size_t)row * r + i];
+    for (int i = 0; i < r; i++) in[i] = dot_d(c + (size_t)i * n, c + (size_t)i * n, n);
     for (int i = 0; i < r; i++) {
       double *ci = c + (size_t)i * n, ss = dot_d(ci, ci, n);
-      if (ss == 0.0 && i < n) orth_revive_column(c, n, i, 1, (size_t)n), ss = 1.0; /* backend/orth_rules.h */
+      ss = orth_settle_column(c, n, i, 1, (size_t)n, ss, in[i]); /* backend/orth_rules.h */
       double inv = 1.0 / (sqrt(ss) + 1e-8);
       for (int row = 0; row < n; row++) ci[row] *= inv;
       for (int j = i + 1; j < r; j++) {
@@ -307,6 +309,7 @@ void cpu_orthonormalize(int batch, int n, int r, float *P, size_t sP) {
       for (int i = 0; i < r; i++) p[(size_t)row * r + i] = (float)c[(size_t)i * n + row];
   }
   free(c);
+  free(in);
 }
 
 CPU_CLONES void cpu_mul(size_t n, const float *restrict a, const float *restrict b, float *restrict y, int acc) {

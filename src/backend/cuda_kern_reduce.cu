@@ -113,22 +113,31 @@ extern "C" void cuk_dot(const float *x, const float *y, size_t n, double *out, c
 }
 
 // Modified Gram-Schmidt of one row-major (n, r) matrix per block (backend.h's orthonormalize): the
-// matrix is copied to w (doubles, the same layout), its columns made orthonormal there one after
-// the other with block-wide double sums, and written back as float.
+// matrix is copied to w (doubles, the same layout; then its columns' squared norms as they came in,
+// r more), its columns made orthonormal there one after the other with block-wide double sums, and
+// written back as float.
 __global__ void k_orthonormalize(int n, int r, float *P, size_t sP, double *work) {
   float *m = P + blockIdx.x * sP;
-  double *w = work + (size_t)blockIdx.x * n * r;
   size_t nr = (size_t)n * r;
+  double *w = work + (size_t)blockIdx.x * (nr + r), *in = w + nr;
   for (size_t i = threadIdx.x; i < nr; i += blockDim.x) w[i] = m[i];
   __syncthreads();
   for (int c = 0; c < r; c++) {
     double ss = 0.0;
     for (int row = threadIdx.x; row < n; row += blockDim.x) ss += w[(size_t)row * r + c] * w[(size_t)row * r + c];
+    ss = block_sum(ss);
+    if (threadIdx.x == 0) in[c] = ss;
+  }
+  __syncthreads();
+  for (int c = 0; c < r; c++) {
+    double ss = 0.0;
+    for (int row = threadIdx.x; row < n; row += blockDim.x) ss += w[(size_t)row * r + c] * w[(size_t)row * r + c];
     ss = block_sum(ss); // every thread's the same: the branch below is the whole block's
-    if (ss == 0.0 && c < n) { // backend/orth_rules.h, run by one thread (a zero column is rare)
-      if (threadIdx.x == 0) orth_revive_column(w, n, c, (size_t)r, 1);
+    if (ss <= ORTH_SUSPECT * in[c] && c < n) { // backend/orth_rules.h, run by one thread (rare)
+      __shared__ double settled;
+      if (threadIdx.x == 0) settled = orth_settle_column(w, n, c, (size_t)r, 1, ss, in[c]);
       __syncthreads();
-      ss = 1.0;
+      ss = settled;
     }
     double inv = 1.0 / (sqrt(ss) + 1e-8);
     for (int row = threadIdx.x; row < n; row += blockDim.x) w[(size_t)row * r + c] *= inv;

@@ -55,7 +55,7 @@ double cuda_dot(const float *x, const float *y, size_t n) {
 
 void cuda_orthonormalize(int batch, int n, int r, float *P, size_t sP) {
   if (batch <= 0 || n <= 0 || r <= 0) return;
-  size_t per = surge_mul_size((size_t)n, (size_t)r, "orthonormalize");
+  size_t per = surge_mul_size((size_t)n + 1, (size_t)r, "orthonormalize"); /* the matrix, its columns' norms */
   double *work = cuda_workspace(CUDA_WS_ACC, surge_mul_size(per * sizeof(double), (size_t)batch, "orthonormalize"));
   cuk_orthonormalize(batch, n, r, P, sP, work, cuda_stream());
 }

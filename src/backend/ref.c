@@ -734,14 +734,18 @@ static double ref_dot(const float *x, const float *y, size_t n) {
 
 /* Modified Gram-Schmidt on a double copy of each (n, r) matrix, in place and row-major. */
 static void ref_orthonormalize(int batch, int n, int r, float *P, size_t sP) {
-  double *a = xmalloc(((size_t)n * (size_t)r + 1) * sizeof *a);
+  double *a = xmalloc(((size_t)n * (size_t)r + 1) * sizeof *a), *in = xmalloc(((size_t)r + 1) * sizeof *in);
   for (int b = 0; b < batch; b++) {
     float *p = P + (size_t)b * sP;
     for (size_t k = 0; k < (size_t)n * (size_t)r; k++) a[k] = p[k];
+    for (int i = 0; i < r; i++) { /* each column's squared norm as it came in */
+      in[i] = 0.0;
+      for (int row = 0; row < n; row++) in[i] += a[(size_t)row * r + i] * a[(size_t)row * r + i];
+    }
     for (int i = 0; i < r; i++) {
       double norm = 0.0;
       for (int row = 0; row < n; row++) norm += a[(size_t)row * r + i] * a[(size_t)row * r + i];
-      if (norm == 0.0 && i < n) orth_revive_column(a, n, i, (size_t)r, 1), norm = 1.0; /* backend/orth_rules.h */
+      norm = orth_settle_column(a, n, i, (size_t)r, 1, norm, in[i]); /* backend/orth_rules.h */
       norm = sqrt(norm) + 1e-8;
       for (int row = 0; row < n; row++) a[(size_t)row * r + i] /= norm;
       for (int j = i + 1; j < r; j++) {
@@ -753,6 +757,7 @@ static void ref_orthonormalize(int batch, int n, int r, float *P, size_t sP) {
     for (size_t k = 0; k < (size_t)n * (size_t)r; k++) p[k] = (float)a[k];
   }
   free(a);
+  free(in);
 }
 
 /* ---- optimizers: the gradient read as gs g is the float product, as a scale op first would leave it */

@@ -594,7 +594,7 @@ static void test_orthonormalize(int batch, int n, int r, int extra, const orth_e
 /* GELU far out in its tails, where the gate saturates to exactly 0 or 1. The inputs in the test's
  * buffers (CUDA managed memory when the cuda backend is tested: a GPU cannot read the stack). */
 static void test_gelu_tails(void) {
-  static const float tails[] = {-1e4f, -200, -30, -10, -5, 5, 10, 30, 200, 1e4f};
+  static const float tails[] = {-3e38f, -1e20f, -1e4f, -200, -30, -10, -5, 5, 10, 30, 200, 1e4f, 1e20f, 3e38f};
   const size_t n = sizeof tails / sizeof tails[0];
   float *x = talloc(sizeof tails), *dy = buf_const(n, 1.0f), *y0 = buf_const(n, 0.0f);
   memcpy(x, tails, sizeof tails);

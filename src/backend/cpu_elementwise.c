@@ -190,9 +190,14 @@ CPU_CLONES void cpu_gelu_fwd(size_t n, const float *restrict x, float *restrict 
   else gelu_fwd_r(n, x, y, 0);
 }
 
+/* The second term through v within +-1e4: s (1 - s) is exactly 0 past |v| ~ 10, and v v past 1.8e19
+ * (or 2 v past 1.7e38) would be inf, and 0 inf NaN where gelu' is 1 or 0. */
+#define GELU_TERM_BOUND 1e4f
+
 static inline float cpu_gelu_grad(float v) {
-  const float s = cpu_gelu_gate(v), du = CPU_GELU_K * (1.0f + 3.0f * CPU_GELU_C * v * v);
-  return s + 2.0f * v * s * (1.0f - s) * du;
+  const float w = fminf(fmaxf(v, -GELU_TERM_BOUND), GELU_TERM_BOUND);
+  const float s = cpu_gelu_gate(v), du = CPU_GELU_K * (1.0f + 3.0f * CPU_GELU_C * w * w);
+  return s + 2.0f * w * s * (1.0f - s) * du;
 }
 
 static inline __attribute__((always_inline)) void gelu_bwd_r(size_t n, const float *restrict x,

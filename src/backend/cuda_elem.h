@@ -77,11 +77,12 @@ CE_FN float ce_gelu_u(float x) { return CE_GELU_K * (x + CE_GELU_C * x * x * x);
 CE_FN float ce_gelu(float x) { return x / (1.0f + expf(-2.0f * ce_gelu_u(x))); }
 
 /* d gelu / dx at x: s + 2 x s (1 - s) du/dx, 1 - s = sigmoid(-2u) computed as such (no cancellation
- * either way). */
+ * either way). The second term through x within +-1e4 (the cpu backend's rule): s (1 - s) is exactly
+ * 0 there already, and x x past 1.8e19 would be inf, 0 inf NaN. */
 CE_FN float ce_gelu_grad(float x) {
   const float u = ce_gelu_u(x), s = 1.0f / (1.0f + expf(-2.0f * u)), r = 1.0f / (1.0f + expf(2.0f * u));
-  const float du = CE_GELU_K * (1.0f + 3.0f * CE_GELU_C * x * x);
-  return s + 2.0f * x * s * r * du;
+  const float w = fminf(fmaxf(x, -1e4f), 1e4f), du = CE_GELU_K * (1.0f + 3.0f * CE_GELU_C * w * w);
+  return s + 2.0f * w * s * r * du;
 }
 
 /* The conv epilogue: v + bias, through max(0, .) when relu. */

@@ -16,7 +16,8 @@
 #    than it holds is refused;
 #  - a write that runs out of disk (a small tmpfs when mount works here, else a file-size limit):
 #    exit 1 naming the file, no temporary file left, the previous checkpoint still the latest and
-#    loading; an unwritable directory;
+#    loading; an unwritable directory; a directory one rank of two cannot write (read-only in its
+#    mount namespace): exit 1 naming the rank, nothing written;
 #  - a writer killed with SIGKILL in the middle of its write: the previous checkpoint is still the
 #    latest and loads, and the next write removes the dead writer's temporary file.
 . "${SURGE_TOP_SRCDIR:-.}/tests/tap.sh"
@@ -238,6 +239,24 @@ touch "$tap_tmp/plainfile"
 expect_error 1 1 "cannot write checkpoint $tap_tmp/plainfile/ck/ckpt-00000001\.h5: \
 cannot create directory $tap_tmp/plainfile: Not a directory" \
   "a directory that cannot be created" write "$tap_tmp/plainfile/ck" 1
+
+# one rank whose node mounts the directory read-only (its own mount namespace): the others must not
+# be left in the collective create (they waited there for ever)
+ro="$tap_tmp/ro"
+quiet 1 write "$ro" 1
+if unshare --mount true 2>/dev/null; then
+  timeout 60 "$mpiexec" -n 1 "$prog" write "$ro" 2 : -n 1 unshare --mount sh -c \
+    'mount --bind "$0" "$0" && mount -o remount,bind,ro "$0" && exec "$1" write "$0" 2' "$ro" "$prog" \
+    >"$tap_tmp/out.txt" 2>"$tap_tmp/err.txt"
+  rc=$?
+  msg=$(grep '^surge: error:' "$tap_tmp/err.txt" | head -n 1)
+  [ $rc = 1 ] && printf '%s\n' "$msg" | grep -q "cannot write checkpoint $ro/ckpt-00000002.h5: rank 1 on .* cannot \
+write in $ro: Read-only file system (no file was written; earlier checkpoints are intact" &&
+    [ "$(ls -A "$ro" | tr '\n' ' ')" = "ckpt-00000001.h5 " ]
+  tap_ok $? "np=2: rank 1 cannot write the directory (read-only on its node): exit $rc, $msg [$(ls -A "$ro" | tr '\n' ' ')]"
+else
+  tap_skip "unshare --mount does not work here (a rank with the directory read-only needs its own mount namespace)"
+fi
 
 # ---- kill -9 in the middle of a write (a state of 3 x 12.5 MB, so the write takes a while)
 k="$tap_tmp/kill"

@@ -251,6 +251,16 @@ void ckpt_file_write(const ckpt_file_t *f, comm_t *world) {
   else if (world->rank == 0)
     clear_temp(&w);
   agree_or_abandon(&w);
+  /* every rank opens the file: one that cannot (its node mounts the directory read-only) would leave
+   * the others in the collective create, which Open MPI's file layer never returns from */
+  if (access(f->dir, W_OK | X_OK) != 0) {
+    char host[256] = "?";
+    gethostname(host, sizeof host - 1);
+    ckpt_fail(&w.st, "cannot write %s %s: rank %d on %s cannot write in %s: %s (no file was written; earlier %ss "
+              "are intact; hint: the directory must be writable from every node)", f->kind, f->final,
+              world->rank, host, f->dir, strerror(errno), f->kind);
+  }
+  agree_or_abandon(&w);
 
   hid_t fapl = ckpt_h5_fapl(world);
   w.dxpl = ckpt_h5_dxpl_collective();

@@ -109,6 +109,21 @@ for c in "--bg-graph $g25|$d3|--bg-graph applies to burst plans" \
   tap_ok $? "surge-sim $bad: exit $rc, one line: $(cat "$tap_tmp/err.txt")"
 done
 
+# a background whose step is far below the foreground's idle gaps (1e-20 us against 300 us): the
+# simulator looped for ever (its step counts overflowed, and a piece below a gap's rounding never ran
+# it out); refused now, naming the step and the gap
+net='p2p_alpha_us 0\np2p_bytes_per_us 1e9\nar_alpha_us 0\nar_bytes_per_us 1e9\n'
+printf "surge-graph 1\nmodel fg\nbatches 1 2\n${net}input input - 4 0\na relu input 4 0 100 200\nb linear a 4 1e12 300 300\nend\n" \
+  >"$tap_tmp/fg.graph"
+printf "surge-graph 1\nmodel bgt\nbatches 1 2 8\n${net}input input - 4 0\nx relu input 4 0 1e-20 1e-20 1e-20\nend\n" \
+  >"$tap_tmp/bgtiny.graph"
+timeout 20 "$sim" --graph "$tap_tmp/fg.graph" --ranks 2 --batch 2 --bg-graph "$tap_tmp/bgtiny.graph" --bg-batch 8 \
+  >/dev/null 2>"$tap_tmp/err.txt"
+rc=$?
+[ $rc = 2 ] && grep -q "background bgt: a step of 1e-20 us in an idle gap of .* us: more than 1e+12 steps a gap" \
+  "$tap_tmp/err.txt"
+tap_ok $? "a background of 1e-20 us: exit $rc within 20 s: $(cat "$tap_tmp/err.txt")"
+
 # a plan file that splits what the graph's rules keep on one rank set is refused at its line (the
 # recomputed segment a .. c; the planner's own plan runs)
 seg="$top_src/tests/data/graphs/seg.graph"

@@ -27,7 +27,7 @@ cp "$tap_tmp/p.h5" "$tap_tmp/n.h5" && "$top_build/tests/h5_hostile" "$tap_tmp/n.
 says "a profile of format version -1" "n.h5: /profile format version -1;" "$plan" "$deck" --profile "$tap_tmp/n.h5"
 
 printf 'surge-graph 1\nbatches 1 2\ninput input - 64 0\na relu input 64 0 1000000000000.0002 3\nend\n' >"$tap_tmp/t.graph"
-says "a node time just past 1e12 us" "time 1000000000000.0002 us is not a number in \[0, 1e+12\]" \
+says "a node time just past 1e12 us" "t.graph:4: node 'a': time '1000000000000.0002' for per-rank batch 1 is not a number in \[0, 1e+12\]" \
   "$plan" --graph "$tap_tmp/t.graph" $net
 printf 'surge-graph 1\nbatches 1 2\nstep_us 1000000000000.0002\ninput input - 64 0\na relu input 64 0 5 3\nend\n' >"$tap_tmp/s.graph"
 says "a step time just past 1e12 us" "s.graph:3: step_us 1000000000000.0002 out of range 0..1e+12" \
@@ -37,6 +37,6 @@ says "a DeepPool forward time just past 1e12 us" "f.prof:1: forward time (us) 10
   "$plan" --deeppool "$tap_tmp/f.prof" $net
 printf 'surge-graph 1\nbatches 1 2\np2p_alpha_us 1\nar_alpha_us 1\nar_bytes_per_us 1\np2p_bytes_per_us 1000000000000.0002\ninput input - 64 0\na relu input 64 0 5 3\nend\n' \
   >"$tap_tmp/b.graph"
-says "a bandwidth just past 1e12 bytes/us" "= 1000000000000.0002 must be a number in \[1e-06, 1e+12\]" \
+says "a bandwidth just past 1e12 bytes/us" "b.graph:6: p2p_bytes_per_us 1000000000000.0002 out of range 1e-06..1e+12" \
   "$plan" --graph "$tap_tmp/b.graph" --ranks 2 --batch 2
 tap_done

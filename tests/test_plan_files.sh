@@ -111,6 +111,12 @@ tap_ok $? "a bad --amp: exit 2"
 "$plan" --graph "$tap_tmp/nul.graph" --network a100 --ranks 2 --batch 2 >/dev/null 2>"$tap_tmp/err.txt"
 [ $? = 2 ] && [ "$(wc -l <"$tap_tmp/err.txt")" = 1 ] && grep -q "nul.graph:4: control character 0x00 at byte 22" "$tap_tmp/err.txt"
 tap_ok $? "a NUL byte in a line: exit 2 naming file:line ($(cat "$tap_tmp/err.txt"))"
+# a line over the 1 MiB bound is named by its own number (it was the line before's)
+{ sed -n 1,4p "$tap_tmp/ok.graph"; printf '# '; head -c 1100000 /dev/zero | tr '\0' x; printf '\n'; sed -n '5,$p' "$tap_tmp/ok.graph"; } \
+  >"$tap_tmp/long.graph"
+"$plan" --graph "$tap_tmp/long.graph" --network a100 --ranks 2 --batch 2 >/dev/null 2>"$tap_tmp/err.txt"
+[ $? = 2 ] && grep -q "long.graph:5: line longer than 1048576 bytes" "$tap_tmp/err.txt"
+tap_ok $? "a line of 1.1 MB: exit 2 naming its line ($(cat "$tap_tmp/err.txt"))"
 # DeepPool profiles the graph reader's bounds refuse (issue 36): the importer applies them, so that
 # --write-graph never writes a graph that --graph refuses. A negative downsampleParams made -1.1e15
 # parameter bytes (exit 0); an input of 2^72 bytes per sample overflowed the graph file's bound.
@@ -126,4 +132,9 @@ printf 'ReLU2d{"inplace":false}[32][16777216,16777216,16777216] 1 1 1\n  SUM(avg
 [ $? = 2 ] && [ "$(wc -l <"$tap_tmp/err.txt")" = 1 ] &&
   grep -q "huge.prof:1: ReLU2d{.*}: its input bytes per sample, .*, are not in \[0, 1e+18\]" "$tap_tmp/err.txt"
 tap_ok $? "a DeepPool row of 2^72 input bytes per sample: exit 2 naming file:line ($(head -c 200 "$tap_tmp/err.txt"))"
+sed 's/"in_channels":64,"kernel_size":3,/"in_channels":64,"kernel_size":0,/' "$dp/A100_vgg.prof" >"$tap_tmp/k0.prof"
+"$plan" --deeppool "$tap_tmp/k0.prof" --network a100 --ranks 8 --batch 32 >/dev/null 2>"$tap_tmp/err.txt"
+[ $? = 2 ] && [ "$(wc -l <"$tap_tmp/err.txt")" = 1 ] && grep -q "k0.prof:3: conv2d row: kernel_size 0x0 (each at least 1)" \
+  "$tap_tmp/err.txt"
+tap_ok $? "a DeepPool convolution of kernel_size 0 (was planned): exit 2 naming file:line ($(head -c 200 "$tap_tmp/err.txt"))"
 tap_done

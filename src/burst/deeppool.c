@@ -151,6 +151,7 @@ static dp_layer_t layer_of(const tin_t *t, const dp_row_t *r) {
     json_pair(t, r, "kernel_size", -1, &kh, &kw);
     json_pair(t, r, "padding", 0, &ph, &pw);
     json_pair(t, r, "stride", strcmp(ty, "conv2d") == 0 ? 1 : kh, &sh, &sw);
+    if (kh < 1 || kw < 1) tin_error(t, "%s row: kernel_size %ldx%ld (each at least 1)", ty, kh, kw);
     if (sh < 1 || sw < 1 || H + 2 * ph < kh || W + 2 * pw < kw) tin_error(t, "%s row: the kernel does not fit the input", ty);
     long OH = (H + 2 * ph - kh) / sh + 1, OW = (W + 2 * pw - kw) / sw + 1, OC = C;
     if (strcmp(ty, "conv2d") == 0) {

@@ -119,7 +119,9 @@ static int header_line(tin_t *t, header_t *h) {
   for (int k = 0; k < 4; k++)
     if (strcmp(key, net_keys[k]) == 0) {
       if (t->nword != 2) tin_error(t, "expected '%s VALUE'", key);
-      *net_field(&h->net, k) = tin_double(t, key, t->word[1], k % 2 ? 1e-300 : 0, 1e300);
+      /* the bounds burst_net_check applies, here where the line is known */
+      *net_field(&h->net, k) = k % 2 ? tin_double(t, key, t->word[1], BURST_MIN_BYTES_PER_US, BURST_MAX_BYTES_PER_US)
+                                     : tin_double(t, key, t->word[1], 0, BURST_MAX_LATENCY_US);
       return 1;
     }
   for (int k = 0; k < 3; k++)
@@ -165,10 +167,10 @@ static void node_line(tin_t *t, const header_t *h, int structure, raw_node_t *v)
     }
     char *end;
     double us = strtod(w, &end);
-    if (end == w || *end || !isfinite(us) || us < 0)
-      tin_error(t, "node '%s': time '%s' for per-rank batch %d is not a finite number >= 0 (microseconds, or '-' "
+    if (end == w || *end || !isfinite(us) || us < 0 || us > BURST_MAX_US)
+      tin_error(t, "node '%s': time '%s' for per-rank batch %d is not a number in [0, %g] (microseconds, or '-' "
                    "for none)",
-                name, w, h->batch[k]);
+                name, w, h->batch[k], BURST_MAX_US);
     v->us[k] = us;
   }
 }

@@ -63,7 +63,7 @@ static int read_line(tin_t *t) {
       tin_error_at(t->path, t->line + 1, "control character 0x%02x at byte %zu of the line (a text file has none: "
                    "is it binary or damaged?)", c, len + 1);
     if (len + 2 > t->cap) {
-      if (t->cap >= TEXT_LINE_MAX) tin_error(t, "line longer than %d bytes", TEXT_LINE_MAX);
+      if (t->cap >= TEXT_LINE_MAX) tin_error_at(t->path, t->line + 1, "line longer than %d bytes", TEXT_LINE_MAX);
       t->cap *= 2;
       t->buf = xrealloc(t->buf, t->cap);
     }

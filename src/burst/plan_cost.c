@@ -147,13 +147,6 @@ void burst_ctx_tables(burst_ctx_t *c) {
     }
   free(gt);
   free(gbase);
-  c->lk = xmalloc((size_t)C * C * sizeof *c->lk);
-  c->lm = xmalloc((size_t)C * C * sizeof *c->lm);
-  for (int a = 0; a < C; a++)
-    for (int b = 0; b < C; b++) {
-      c->lk[a * C + b] = burst_link_samples(c->cb[a], c->cb[b], 0);
-      c->lm[a * C + b] = burst_link_samples(c->cb[a], c->cb[b], 1);
-    }
 }
 
 void burst_ctx_free(burst_ctx_t *c) {
@@ -165,8 +158,6 @@ void burst_ctx_free(burst_ctx_t *c) {
   free(c->comp);
   free(c->sync);
   free(c->w);
-  free(c->lk);
-  free(c->lm);
   memset(c, 0, sizeof *c);
 }
 

@@ -54,7 +54,6 @@ typedef struct burst_ctx {
   int *cn, *cb;       /* rank count, per-rank batch */
   double *comp, *sync; /* [node * C + k] */
   double *w;          /* [node * C + k] comp + sync, or BURST_INF where the limit forbids it */
-  double *lk, *lm;    /* [a * C + b] busiest-link samples of a re-shard: kept in place, moved */
 } burst_ctx_t;
 
 /* The graph part (series-parallel tree); checks the options and the profile's fit. */
@@ -78,7 +77,7 @@ void burst_ctx_free(burst_ctx_t *c);
 /* Re-shard cost of src's output from candidate a to candidate b. */
 static inline double burst_ctx_xfer(const burst_ctx_t *c, int src, int a, int b, int moved) {
   if (!moved && a == b) return 0;
-  double s = moved ? c->lm[a * c->C + b] : c->lk[a * c->C + b];
+  double s = burst_link_samples(c->cb[a], c->cb[b], moved); /* computed here: a C x C table was gigabytes */
   return 2 * (c->p->net.p2p_alpha_us + s * c->g->v[src].act_bytes / c->p->net.p2p_bytes_per_us);
 }
 

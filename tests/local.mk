@@ -20,8 +20,8 @@ TESTS += tests/test_simd_widths.sh
 dist_check_SCRIPTS += tests/test_restart.sh
 TESTS += tests/test_restart.sh
 # Hardening (issue 17): a run's data never replaced, outputs locked and checked at the start.
-dist_check_SCRIPTS += tests/test_hardening.sh
-TESTS += tests/test_hardening.sh
+dist_check_SCRIPTS += tests/test_hardening.sh tests/test_stall.sh
+TESTS += tests/test_hardening.sh tests/test_stall.sh
 # Hardening, second round (issue 36): inputs that are not regular files refused at once, never
 # waited on; strings from files shown escaped (ESC, C1, U+202E, invalid UTF-8 in every file printed
 # from); a file's numbers printed exactly in messages.

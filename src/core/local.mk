@@ -11,6 +11,7 @@ libsurge_a_SOURCES += \
   src/core/infile.c src/core/infile.h \
   src/core/exact.c src/core/exact.h \
   src/core/pace.c src/core/pace.h \
+  src/core/watchdog.c src/core/watchdog.h \
   src/core/shape.h src/core/timer.h src/core/keys.h src/core/bf16.h
 check_PROGRAMS += tests/test_pace
 tests_test_pace_SOURCES = tests/test_pace.c

@@ -23,6 +23,7 @@ typedef struct config {
   long sample_tokens;  /* new tokens of each such sample */
   char out_dir[CFG_STR]; /* where the run writes its files */
   int overwrite;       /* allow replacing the files of a finished run in out_dir */
+  double stall_timeout_s; /* end a rank that makes no progress this long (core/watchdog.h; 0: never) */
 
   /* [model] */
   char zoo[32];        /* mlp | vgg-mini | resnet-mini | gpt */

@@ -8,6 +8,7 @@
 #include "backend/options.h"
 #include "core/error.h"
 #include "core/say.h"
+#include "core/watchdog.h"
 #include "io/checkpoint.h"
 #include "io/log.h"
 #include "io/strbuf.h"
@@ -112,6 +113,7 @@ static log_row_t step_row(trainer_t *t, const train_stats_t *s, comm_meter_t *si
 
 static void checkpoint_now(trainer_t *t, run_log_t *log, progress_t *p, const char *deck_text) {
   char path[CFG_STR + 64], line[CFG_STR + 128];
+  watchdog_beat("a checkpoint write", t->step);
   trainer_checkpoint(t, deck_text, path, sizeof path);
   snprintf(line, sizeof line, "checkpoint %s (step %ld)", path, t->step);
   run_log_event(log, t->step, line);
@@ -244,7 +246,9 @@ train_outcome_t train_run(const config_t *cfg, const deck_t *deck, const char *r
   }
   const long first_step = t.step; /* a run resumed at its end (--resume of a finished run) takes no step */
   comm_meter_t since = world->meter; /* the traffic a row counts starts here */
+  if (mux.role != MUX_ROLE_BACKGROUND) watchdog_start(cfg->stall_timeout_s, world->rank, world->size);
   while (t.step < cfg->steps && outcome == TRAIN_FINISHED) {
+    watchdog_beat("the training step", t.step + 1);
     run_mux_step_begin(&mux);
     train_stats_t s = trainer_step(&t, stop_signal != 0);
     log_row_t row = step_row(&t, &s, &since, row_sums, row_phases);
@@ -254,6 +258,7 @@ train_outcome_t train_run(const config_t *cfg, const deck_t *deck, const char *r
     progress_step(&p, &s);
     evaluated_last = checkpointed_last = 0;
     if (cfg->eval_every > 0 && t.step % cfg->eval_every == 0) {
+      watchdog_beat("an evaluation", t.step);
       e = trainer_eval(&t);
       run_log_eval(log, t.step, e.loss, e.accuracy);
       progress_eval(&p, t.step, &e, tokens);
@@ -286,6 +291,7 @@ train_outcome_t train_run(const config_t *cfg, const deck_t *deck, const char *r
   run_mux_log(&mux, cfg, log);
   run_mux_end(&mux, &t);
   if (outcome != TRAIN_FINISHED) {
+    watchdog_stop();
     run_log_close(log);
     trainer_free(&t);
     free(deck_text);
@@ -294,6 +300,7 @@ train_outcome_t train_run(const config_t *cfg, const deck_t *deck, const char *r
   }
   const int stepped = t.step > first_step; /* else the run that wrote its checkpoint sampled and wrote it */
   if (!evaluated_last) {
+    watchdog_beat("the final evaluation", t.step);
     e = trainer_eval(&t); /* (its log keeps one row a step: io/log.h) */
     run_log_eval(log, t.step, e.loss, e.accuracy);
     progress_eval(&p, t.step, &e, tokens);
@@ -301,8 +308,10 @@ train_outcome_t train_run(const config_t *cfg, const deck_t *deck, const char *r
   }
   if (!checkpointed_last && stepped) checkpoint_now(&t, log, &p, deck_text);
 
+  watchdog_beat("writing the model file", t.step);
   trainer_write_model(&t, model_path, deck_text);
   run_log_close(log);
+  watchdog_stop(); /* the rest gathers a few numbers */
 
   char dur[32];
   progress_format_duration(p.run_sec, dur, sizeof dur);

@@ -1,0 +1,69 @@
+#!/bin/sh
+# A rank that waits for ever (core/watchdog.h, [run] stall_timeout_s): in a 2-rank job one rank is
+# stopped (SIGSTOP, as a peer behind a link that died silently looks to the other); with a timeout of
+# 2 s the job ends with exit 1 and a line naming the timeout, the step and what the rank was doing,
+# well before the test's own limit (it waited for ever before); its checkpoints are intact and the run
+# resumes from the newest. A run that makes progress is not ended (timeout 60 s), and a background
+# job is not watched.
+. "${SURGE_TOP_SRCDIR:-.}/tests/tap.sh"
+deck="$tap_tmp/mlp.deck"
+cat >"$deck" <<DECK
+[run]
+name = stall
+steps = 1000000
+print_every = 1000000
+out_dir = $tap_tmp/run
+[model]
+zoo = mlp
+mlp_hidden = 16
+[data]
+source = synthetic
+synthetic_samples = 256
+test_samples = 16
+[train]
+global_batch = 16
+[checkpoint]
+every = 20
+compression = none
+DECK
+
+"$mpiexec" -n 2 "$SURGE_TRAIN" "$deck" -D run.stall_timeout_s=2 >"$tap_tmp/stall.txt" 2>&1 &
+job=$!
+tries=0 # the first checkpoints, then one rank stops
+while ! ls "$tap_tmp/run/checkpoints" 2>/dev/null | grep -q '^ckpt-.*\.h5$' && [ $tries -lt 600 ]; do
+  sleep 0.1
+  tries=$((tries + 1))
+done
+rank=$(pgrep -f "surge-train $deck" | tail -n 1)
+[ -n "$rank" ] && kill -STOP "$rank"
+start=$(date +%s)
+waited=0
+while kill -0 $job 2>/dev/null && [ $waited -lt 60 ]; do
+  sleep 0.5
+  waited=$(($(date +%s) - start))
+done
+if kill -0 $job 2>/dev/null; then
+  pkill -KILL -f "surge-train $deck"
+  kill -KILL $job
+fi
+wait $job
+rc=$?
+line=$(grep -m 1 "surge: error: rank [01]: no progress for" "$tap_tmp/stall.txt")
+[ -n "$rank" ] && [ $rc != 0 ] && [ $waited -lt 30 ] &&
+  printf '%s\n' "$line" | grep -q "no progress for [0-9]* s on .*, in .* (step [0-9]*): a rank or a link it waits on may be down (ending this process; \[run\] stall_timeout_s = 2; earlier checkpoints are intact)"
+tap_ok $? "one rank of 2 stopped: the job ended in $waited s with exit $rc: $line"
+pkill -KILL -f "surge-train $deck" 2>/dev/null
+newest=$(ls "$tap_tmp/run/checkpoints" | grep '^ckpt-' | tail -n 1)
+n=$(echo "$newest" | sed 's/ckpt-0*\([0-9]*\)\.h5/\1/')
+timeout 120 "$mpiexec" -n 2 "$SURGE_TRAIN" "$deck" --resume -D "run.steps=$((n + 5))" >"$tap_tmp/resume.txt" 2>&1 &&
+  grep -q "resum.*step $n" "$tap_tmp/resume.txt"
+tap_ok $? "the newest checkpoint ($newest) is intact: the run resumes from it to step $((n + 5))"
+
+rm -rf "$tap_tmp/run"
+timeout 120 "$mpiexec" -n 2 "$SURGE_TRAIN" "$deck" -D run.steps=60 -D run.stall_timeout_s=60 >"$tap_tmp/ok.txt" 2>&1
+tap_ok $? "a run that makes progress with stall_timeout_s = 60 finishes"
+"$SURGE_TRAIN" "$deck" -D run.stall_timeout_s=-1 >/dev/null 2>"$tap_tmp/err.txt"
+rc=$?
+[ $rc = 2 ] && grep -q "stall_timeout_s" "$tap_tmp/err.txt"
+tap_ok $? "a negative stall_timeout_s: exit $rc: $(cat "$tap_tmp/err.txt")"
+tap_done

@@ -42,7 +42,9 @@ static void bite(double quiet_s) {
                    "may be down (ending this process; [run] stall_timeout_s = %g; earlier checkpoints are intact)\n",
                    rank, quiet_s, host, doing ? doing : "start-up", atomic_load(&dog.step), dog.timeout_s);
   if (n > (int)sizeof line - 1) n = (int)sizeof line - 1;
-  fflush(stdout);
+  /* no stdio (the stuck thread may hold stdout's lock, writing to a pipe nobody reads), and should
+   * even this write block, SIGALRM's default action ends the process 5 s later */
+  alarm(5);
   ssize_t w = write(STDERR_FILENO, line, (size_t)n);
   (void)w;
   _exit(SURGE_EXIT_RUNTIME);

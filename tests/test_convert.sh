@@ -70,6 +70,13 @@ if [ -n "$numpy" ]; then
 else
   tap_skip "$no_numpy"
 fi
+# --precision bf16: the products in bfloat16, cpu as ref computes them, another loss than fp32's
+l32=$("$evaluate" "$t/a/model.h5" --ids "$t/ids.txt" 2>&1 | sed -n 's/^loss \([0-9.]*\) .*/\1/p')
+l16=$("$evaluate" "$t/a/model.h5" --ids "$t/ids.txt" --precision bf16 2>&1 | sed -n 's/^loss \([0-9.]*\) .*/\1/p')
+r16=$("$evaluate" "$t/a/model.h5" --ids "$t/ids.txt" --precision bf16 --backend ref 2>&1 |
+  sed -n 's/^loss \([0-9.]*\) .*/\1/p')
+[ -n "$l16" ] && within "$l16" "$r16" 2e-6 && [ "$l16" != "$l32" ] && within "$l16" "$l32" 0.05
+tap_ok $? "surge-eval --precision bf16: cpu $l16 = ref $r16 (fp32 $l32)"
 "$evaluate" "$t/a/model.h5" --ids "$t/one.txt" >"$t/one-loss.out" 2>&1
 [ $? -eq 2 ] && grep -q "nothing to predict.*--logits writes one token's" "$t/one-loss.out"
 tap_ok $? "1 token without --logits: refused, naming --logits"

@@ -35,10 +35,11 @@ static const char usage[] =
     "  --logits OUT       with --ids: write the float32 logits (tokens, vocabulary) of the first window\n"
     "  --backend NAME     cpu (default), cuda or ref (the naive reference)\n"
     "  --threads N        threads per rank (default 1; OpenBLAS's, and in bf16 the cpu's own matrix products)\n"
+    "  --precision P      fp32 (default) or bf16: the matrix products' operands in bfloat16, as [backend] precision\n"
     "Exit codes: 0 done, 2 bad input (one line naming the file and line), 1 runtime failure.\n";
 
 typedef struct args {
-  const char *model, *tokens, *text, *ids, *choices, *tokenizer, *logits, *backend;
+  const char *model, *tokens, *text, *ids, *choices, *tokenizer, *logits, *backend, *precision;
   long context, batch, threads;
 } args_t;
 
@@ -51,7 +52,7 @@ static long whole(const char *opt, const char *s, long lo, long hi) {
 }
 
 static void parse(int argc, char **argv, args_t *a) {
-  *a = (args_t){.batch = 8, .threads = 1, .backend = "cpu"};
+  *a = (args_t){.batch = 8, .threads = 1, .backend = "cpu", .precision = "fp32"};
   struct {
     const char *name, **str;
     long *num, lo, hi;
@@ -59,7 +60,8 @@ static void parse(int argc, char **argv, args_t *a) {
               {"--ids", &a->ids, NULL, 0, 0},              {"--choices", &a->choices, NULL, 0, 0},
               {"--tokenizer", &a->tokenizer, NULL, 0, 0},  {"--logits", &a->logits, NULL, 0, 0},
               {"--backend", &a->backend, NULL, 0, 0},      {"--context", NULL, &a->context, 1, 65536},
-              {"--batch", NULL, &a->batch, 1, 4096},       {"--threads", NULL, &a->threads, 1, 1024}};
+              {"--batch", NULL, &a->batch, 1, 4096},       {"--threads", NULL, &a->threads, 1, 1024},
+              {"--precision", &a->precision, NULL, 0, 0}};
   for (int i = 1; i < argc; i++) {
     const char *s = argv[i];
     if (!strcmp(s, "--help") || !strcmp(s, "-h") || !strcmp(s, "--version")) {
@@ -85,6 +87,8 @@ static void parse(int argc, char **argv, args_t *a) {
   int inputs = !!a->tokens + !!a->text + !!a->ids + !!a->choices;
   if (inputs != 1) surge_input_error("give one of --tokens, --text, --ids and --choices (try --help)");
   if (a->logits && !a->ids) surge_input_error("--logits needs --ids");
+  if (strcmp(a->precision, "fp32") != 0 && strcmp(a->precision, "bf16") != 0)
+    surge_input_error("--precision %s: expected fp32 or bf16", a->precision);
   char vocab[4200] = "", merges[4200] = "";
   if (a->tokenizer) {
     snprintf(vocab, sizeof vocab, "%s/vocab.json", a->tokenizer);
@@ -171,6 +175,7 @@ int main(int argc, char **argv) {
   comm_world(&world);
   backend_options_t bo = backend_default_options();
   bo.local_rank = comm_local_rank(&world);
+  bo.precision = strcmp(a.precision, "bf16") == 0 ? BACKEND_BF16 : BACKEND_FP32;
   const backend_t *be = backend_open(a.backend, &bo, "--backend", world.mpi);
   be->set_threads((int)a.threads);
   double t0 = surge_now();

@@ -6,7 +6,7 @@
 # marked not measured. surge-plan plans from it for G = 2 and 4; surge-train runs the G = 2 plan on 2
 # ranks. Bad input exits 2 with one line: a profile of another model (name or sizes), a profile
 # lacking a per-rank batch, a G = 4 plan run on 2 ranks. A profile measured in another precision than
-# the deck's plans with a note saying so.
+# the deck's, or with another optimizer, plans with a note saying so.
 . "${SURGE_TOP_SRCDIR:-.}/tests/tap.sh"
 command -v h5dump >/dev/null 2>&1 || tap_skip_all "h5dump is not installed"
 profile="$top_build/surge-profile"
@@ -129,17 +129,23 @@ timeout 120 "$mpiexec" -n 2 "$SURGE_TRAIN" "$deck" -D parallel.mode=burst -D "pa
   h5vals "$tap_tmp/run/log.h5" /plan/compute_us | awk 'NR > 1 { n++; if (!($1 > 0)) bad = 1 } END { exit bad || n != 6 }'
 tap_ok $? "surge-train with a plan file and a profile: per-node predicted compute times in /plan"
 
-# --- a profile of another precision (or backend) plans, with a note that its times are not the run's
+# --- a profile of another precision (backend, optimizer) plans, with a note that its times are not the run's
 [ "$(h5attr "$tap_tmp/p2.h5" /profile/precision)" = fp32 ] && [ "$(h5attr "$tap_tmp/p2.h5" /profile/backend)" = cpu ] &&
+  [ "$(h5attr "$tap_tmp/p2.h5" /profile/optimizer)" = sgd ] &&
   "$plan" "$deck" --profile "$tap_tmp/p2.h5" >/dev/null 2>"$tap_tmp/same.err" && ! grep -q "note: profile" "$tap_tmp/same.err"
-tap_ok $? "the profile records backend cpu and precision fp32; planning the same deck says nothing of them"
+tap_ok $? "the profile records backend cpu, precision fp32 and optimizer sgd; planning the same deck says nothing of them"
 "$plan" "$deck" --profile "$tap_tmp/p2.h5" -D backend.precision=bf16 >/dev/null 2>"$tap_tmp/other.err" &&
-  grep -q "note: profile .*p2.h5 was measured on backend cpu in fp32, this run's is cpu in bf16" "$tap_tmp/other.err"
+  grep -q "note: profile .*p2.h5 was measured on backend cpu in fp32 with sgd, this run's is cpu in bf16 with sgd" \
+    "$tap_tmp/other.err"
 tap_ok $? "surge-plan of a bf16 deck from an fp32 profile: $(cat "$tap_tmp/other.err")"
 timeout 120 "$mpiexec" -n 2 "$SURGE_TRAIN" "$deck" -D parallel.mode=burst -D "parallel.profile=$tap_tmp/p2.h5" \
   -D backend.precision=bf16 -D run.steps=1 -D run.overwrite=true >"$tap_tmp/train-bf16.txt" 2>&1 &&
-  grep -q "note: profile .*in fp32, this run's is cpu in bf16" "$tap_tmp/train-bf16.txt"
+  grep -q "note: profile .*in fp32 with sgd, this run's is cpu in bf16 with sgd" "$tap_tmp/train-bf16.txt"
 tap_ok $? "surge-train planning a bf16 run from an fp32 profile says so"
+"$plan" "$deck" --profile "$tap_tmp/p2.h5" -D train.optimizer=adamw >/dev/null 2>"$tap_tmp/other.err" &&
+  grep -q "note: profile .*p2.h5 was measured on backend cpu in fp32 with sgd, this run's is cpu in fp32 with adamw" \
+    "$tap_tmp/other.err"
+tap_ok $? "surge-plan of an adamw deck from an sgd profile (its update is in the step's time): $(cat "$tap_tmp/other.err")"
 
 # --- bad input: exit 2, one line naming the file
 bad() { # bad DESCRIPTION PATTERN COMMAND...: exit 2 and one line matching PATTERN

@@ -9,6 +9,7 @@
 
 #include "backend/options.h"
 #include "burst/options.h"
+#include "optim/optim.h"
 #include "burst/plan_input.h"
 #include "burst/profiler.h"
 #include "core/cli.h"
@@ -159,7 +160,8 @@ int main(int argc, char **argv) {
     parse_options(&cli, cp, profile_ranks, &first);
     burst_profile_read(profile, &model, cfg.zoo, &first.o, &p);
     char note[700];
-    burst_profile_setting_note(profile, backend_deck(&cfg)->name, backend_deck(&cfg)->precision, note, sizeof note);
+    burst_setting_t run = {backend_deck(&cfg)->name, backend_deck(&cfg)->precision, optim_opts(&cfg)->name};
+    burst_profile_setting_note(profile, &run, note, sizeof note);
     if (note[0]) fprintf(stderr, "surge-plan: note: %s\n", note);
     if (!meta.net_measured)
       fprintf(stderr, "surge-plan: note: %s was profiled on 1 rank: its network numbers are defaults, not "

@@ -91,6 +91,7 @@ int main(int argc, char **argv) {
   burst_measured_init(&ms, &g, cfg.zoo, backend_deck(&cfg)->name, (int)cfg.global_batch, ranks, policy, world.size,
                       warmup, repeats);
   snprintf(ms.precision, sizeof ms.precision, "%s", backend_deck(&cfg)->precision);
+  snprintf(ms.optimizer, sizeof ms.optimizer, "%s", optim_opts(&cfg)->name);
   model_t m;
   /* the largest per-rank batch (the whole batch on one rank), as the executor runs it: each fusable
    * ReLU fused, and a linear's GELU (its node's row holds the pair's cost, the ReLU's or GELU's the

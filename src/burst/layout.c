@@ -14,6 +14,7 @@
 #include "burst/profiler.h"
 #include "core/error.h"
 #include "core/say.h"
+#include "optim/optim.h"
 #include "sync/shard.h"
 #include "sync/shard_gather.h"
 
@@ -80,8 +81,9 @@ static void plan_burst(burst_layout_t *b, const layout_opts_t *o, const graph_t 
       say("burst plan from profile %s%s\n", deck->profile_file,
           deck->plan_file[0] ? " (evaluating the plan file)" : "");
       char note[700];
-      const backend_deck_t *run = backend_deck(o->cfg);
-      burst_profile_setting_note(deck->profile_file, run->name, run->precision, note, sizeof note);
+      burst_setting_t run = {backend_deck(o->cfg)->name, backend_deck(o->cfg)->precision,
+                             optim_opts(o->cfg)->name};
+      burst_profile_setting_note(deck->profile_file, &run, note, sizeof note);
       if (note[0]) say("note: %s\n", note);
       say_stream_t table;
       burst_plan_print(say_open(&table), g, &b->plan, &dp);

@@ -95,6 +95,7 @@ void burst_profile_write(const char *path, const graph_t *g, const burst_measure
               h5util_attr_write_string(top, "model", ms->model, H5T_CSET_ASCII) == 0 &&
               h5util_attr_write_string(top, "backend", ms->backend, H5T_CSET_ASCII) == 0 &&
               h5util_attr_write_string(top, "precision", ms->precision, H5T_CSET_ASCII) == 0 &&
+              h5util_attr_write_string(top, "optimizer", ms->optimizer, H5T_CSET_ASCII) == 0 &&
               h5util_attr_write_u64(top, "fingerprint", ms->fingerprint) == 0 &&
               h5util_attr_write_i64(top, "global_batch", ms->global_batch) == 0 &&
               h5util_attr_write_i64(top, "ranks", ms->ranks) == 0 &&
@@ -171,10 +172,11 @@ void burst_profile_read_meta(const char *path, burst_profile_meta_t *meta) {
     snprintf(what, sizeof what, "profile %s", path);
     burst_step_costs_check(&meta->step, what);
   }
-  const char *setting[2] = {"backend", "precision"}; /* optional: profiles before 2026-12 lack the precision */
-  char *dest[2] = {meta->backend, meta->precision};
-  size_t dest_size[2] = {sizeof meta->backend, sizeof meta->precision};
-  for (int i = 0; i < 2; i++) {
+  /* optional: profiles before 2026-12-07 lack the precision and the optimizer */
+  const char *setting[3] = {"backend", "precision", "optimizer"};
+  char *dest[3] = {meta->backend, meta->precision, meta->optimizer};
+  size_t dest_size[3] = {sizeof meta->backend, sizeof meta->precision, sizeof meta->optimizer};
+  for (int i = 0; i < 3; i++) {
     char *v = NULL;
     if (h5util_attr_read_string(top, setting[i], &v) == 0) printable(v, dest[i], dest_size[i]);
     free(v);
@@ -195,17 +197,18 @@ void burst_profile_read_meta(const char *path, burst_profile_meta_t *meta) {
   h5util_quiet_end(q);
 }
 
-void burst_profile_setting_note(const char *path, const char *backend, const char *precision, char *note,
-                                size_t size) {
+void burst_profile_setting_note(const char *path, const burst_setting_t *run, char *note, size_t size) {
   burst_profile_meta_t m;
   burst_profile_read_meta(path, &m);
-  int other_backend = m.backend[0] && strcmp(m.backend, backend) != 0;
-  int other_precision = m.precision[0] && strcmp(m.precision, precision) != 0;
+  const char *had[3] = {m.backend, m.precision, m.optimizer}, *has[3] = {run->backend, run->precision, run->optimizer};
+  int other = 0;
+  for (int i = 0; i < 3; i++) other |= had[i][0] && strcmp(had[i], has[i]) != 0;
   note[0] = 0;
-  if (other_backend || other_precision)
-    snprintf(note, size, "profile %s was measured on backend %s in %s, this run's is %s in %s: its times (and the "
-             "plan's predictions) are not this run's (hint: run surge-profile with this deck)", path, m.backend,
-             m.precision[0] ? m.precision : "(not recorded)", backend, precision);
+  if (other)
+    snprintf(note, size, "profile %s was measured on backend %s in %s with %s, this run's is %s in %s with %s: its "
+             "times (and the plan's predictions) are not this run's (hint: run surge-profile with this deck)", path,
+             m.backend, m.precision[0] ? m.precision : "(not recorded)", m.optimizer[0] ? m.optimizer : "(not recorded)",
+             run->backend, run->precision, run->optimizer);
 }
 
 /* Read dataset `name` of loc as doubles or ints (mem_type) into a malloc'd buffer; its extent must be

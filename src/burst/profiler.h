@@ -35,6 +35,7 @@ typedef struct burst_measured {
   char model[32];          /* [model] zoo */
   char backend[16];
   char precision[8];       /* [backend] precision: fp32 | bf16 */
+  char optimizer[16];      /* [train] optimizer: its update is in step_us */
   uint64_t fingerprint;    /* burst_graph_fingerprint */
   int global_batch;        /* B */
   int ranks;               /* G the batches were chosen for */
@@ -98,18 +99,21 @@ void burst_profile_write(const char *path, const graph_t *g, const burst_measure
  * measured. An unreadable file or missing attribute is an input error. */
 typedef struct burst_profile_meta {
   char model[32];
-  char backend[16], precision[8]; /* where it was measured; "" where the file does not say */
+  char backend[16], precision[8], optimizer[16]; /* how it was measured; "" where the file does not say */
   uint64_t fingerprint;
   int version;             /* format version (1: no step costs) */
   int global_batch, ranks, profiled_ranks, net_measured;
   burst_step_costs_t step; /* 0 in a version 1 profile */
 } burst_profile_meta_t;
 void burst_profile_read_meta(const char *path, burst_profile_meta_t *meta);
+/* The run's settings a profile's times depend on. */
+typedef struct burst_setting {
+  const char *backend, *precision, *optimizer;
+} burst_setting_t;
 /* Into note (NUL-terminated, "" when they agree or the file does not say): a sentence saying that the
- * profile at path was measured on another backend or precision than the run's, so its times are not the
- * run's. */
-void burst_profile_setting_note(const char *path, const char *backend, const char *precision, char *note,
-                                size_t size);
+ * profile at path was measured with another backend, precision or optimizer than the run's, so its
+ * times are not the run's. */
+void burst_profile_setting_note(const char *path, const burst_setting_t *run, char *note, size_t size);
 /* Fill p (burst_profile_init'd here) with the medians and the network. Input errors (exit 2, one
  * line naming the file and dataset): another model name or graph, a per-rank batch the options o
  * need that the file lacks. */

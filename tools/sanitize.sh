@@ -21,7 +21,7 @@ unit="tests/test_backend tests/test_bf16 tests/test_gemm_order tests/test_cpu_te
 input="tests/test_bad_input.sh tests/test_checkpoint.sh tests/test_log.sh tests/test_report.sh
   tests/test_sweep_programs.sh tests/test_hardening.sh tests/test_layering.sh tests/test_plan_files.sh
   tests/test_profile_plan.sh tests/test_tokenize.sh tests/test_tokens.sh tests/test_sim_programs.sh tests/test_sim_report.sh
-  tests/test_fifo.sh tests/test_escape.sh tests/test_messages.sh tests/test_act16.sh"
+  tests/test_fifo.sh tests/test_escape.sh tests/test_messages.sh tests/test_act16.sh tests/test_stall.sh"
 
 mkdir -p "$build" && cd "$build" || exit 1
 [ -x "$top/configure" ] || (cd "$top" && ./bootstrap) || exit 1

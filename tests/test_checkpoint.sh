@@ -250,8 +250,8 @@ if unshare --mount true 2>/dev/null; then
     >"$tap_tmp/out.txt" 2>"$tap_tmp/err.txt"
   rc=$?
   msg=$(grep '^surge: error:' "$tap_tmp/err.txt" | head -n 1)
-  [ $rc = 1 ] && printf '%s\n' "$msg" | grep -q "cannot write checkpoint $ro/ckpt-00000002.h5: rank 1 on .* cannot \
-write in $ro: Read-only file system (no file was written; earlier checkpoints are intact" &&
+  [ $rc = 1 ] && printf '%s\n' "$msg" | grep -q "rank 1: cannot write checkpoint $ro/ckpt-00000002.h5: this rank's node \
+.* cannot write in $ro: Read-only file system (no file was written; earlier checkpoints are intact" &&
     [ "$(ls -A "$ro" | tr '\n' ' ')" = "ckpt-00000001.h5 " ]
   tap_ok $? "np=2: rank 1 cannot write the directory (read-only on its node): exit $rc, $msg [$(ls -A "$ro" | tr '\n' ' ')]"
 else

@@ -212,7 +212,7 @@ int main(int argc, char **argv) {
       surge_input_error("%s %s: %zu token%s: nothing to predict (a loss needs at least 2%s)",
                         a.tokens ? "--tokens" : a.ids ? "--ids" : "--text",
                         a.tokens ? a.tokens : a.ids ? a.ids : a.text, ids.n, ids.n == 1 ? "" : "s",
-                        ids.n == 1 ? "; --logits writes one token's" : "");
+                        ids.n == 1 && a.ids ? "; --logits writes one token's" : "");
     if (a.logits && world.rank == 0) write_logits(&s, &ids, a.logits);
     if (ids.n >= 2) report_loss(&a, &s, tok, &ids, &world, t0);
     else if (world.rank == 0) printf("logits of 1 token written to %s; no loss (nothing to predict)\n", a.logits);

@@ -363,8 +363,9 @@ typedef struct gemm_grid {
    *   modified Gram-Schmidt, column by column from the first: col /= (||col|| + 1e-8), then every later \
    *   column -= (col . later) col. A matrix's columns are held in double while they are orthogonalised \
    *   and written back as float (so P^T P = I to float rounding however ill-conditioned P was). A column \
-   *   found in the span of those before it (zero, or left with at most 1e-5 of its norm) is replaced by \
-   *   a fixed vector outside it (backend/orth_rules.h). */ \
+   *   found in the span of those before it (zero, or left with at most 1% of its length and its direction \
+   *   mostly inside the span when the projections are taken again) is replaced by a fixed vector outside \
+   *   it (backend/orth_rules.h). */ \
   X(double, dot, (const float *x, const float *y, size_t n)) \
   X(void, orthonormalize, (int batch, int n, int r, float *P, size_t sP)) \
   /* ---- optimizers over a flat slab of n floats (one call per step). Both read the gradient as \

@@ -15,8 +15,9 @@ static struct {
   pthread_t thread;
   pthread_mutex_t lock;
   pthread_cond_t wake;
-  int running, stopping;
-  pthread_t owner;                 /* the thread watched: another's beats are not its progress */
+  _Atomic int running;             /* read by any thread's watchdog_beat and watchdog_stop */
+  int stopping;
+  pthread_t owner;                 /* the thread watched: another's beats and stop are not its */
   double timeout_s;
   int rank, ranks;
   _Atomic int64_t beat_ns;         /* CLOCK_MONOTONIC of the last beat */
@@ -53,6 +54,7 @@ static void bite(double quiet_s) {
 static void *watch(void *arg) {
   (void)arg;
   double tick_s = dog.timeout_s / 8 < 1.0 ? dog.timeout_s / 8 : 1.0; /* how late the bite may be: an eighth */
+  int64_t tick_ns = (int64_t)(tick_s * 1e9), expected = now_ns() + tick_ns;
   pthread_mutex_lock(&dog.lock);
   while (!dog.stopping) {
     struct timespec until;
@@ -62,7 +64,12 @@ static void *watch(void *arg) {
     until.tv_nsec = (long)(ns % 1000000000LL);
     pthread_cond_timedwait(&dog.wake, &dog.lock, &until);
     if (dog.stopping) break;
-    double quiet_s = (double)(now_ns() - atomic_load(&dog.beat_ns)) * 1e-9;
+    /* a tick far later than due: the process was suspended (SIGSTOP and SIGCONT, a batch system's
+     * suspend), its main thread with it; that time is not the trainer's */
+    int64_t now = now_ns(), late = now - expected;
+    if (late > 2 * tick_ns + 1000000000LL) atomic_fetch_add(&dog.beat_ns, late);
+    expected = now + tick_ns;
+    double quiet_s = (double)(now - atomic_load(&dog.beat_ns)) * 1e-9;
     if (quiet_s > dog.timeout_s) bite(quiet_s);
   }
   pthread_mutex_unlock(&dog.lock);
@@ -70,7 +77,7 @@ static void *watch(void *arg) {
 }
 
 void watchdog_start(double timeout_s, int rank, int ranks) {
-  if (timeout_s <= 0 || dog.running) return;
+  if (timeout_s <= 0 || atomic_load(&dog.running)) return;
   dog.timeout_s = timeout_s;
   dog.rank = rank;
   dog.ranks = ranks;
@@ -79,22 +86,22 @@ void watchdog_start(double timeout_s, int rank, int ranks) {
   dog.owner = pthread_self();
   int err = pthread_create(&dog.thread, NULL, watch, NULL);
   if (err) surge_runtime_error("[run] stall_timeout_s: cannot start the watchdog thread: %s", strerror(err));
-  dog.running = 1;
+  atomic_store(&dog.running, 1);
 }
 
 void watchdog_beat(const char *doing, long step) {
-  if (!dog.running || !pthread_equal(pthread_self(), dog.owner)) return;
+  if (!atomic_load(&dog.running) || !pthread_equal(pthread_self(), dog.owner)) return;
   atomic_store(&dog.doing, doing);
   atomic_store(&dog.step, step);
   atomic_store(&dog.beat_ns, now_ns());
 }
 
 void watchdog_stop(void) {
-  if (!dog.running) return;
+  if (!atomic_load(&dog.running) || !pthread_equal(pthread_self(), dog.owner)) return;
   pthread_mutex_lock(&dog.lock);
   dog.stopping = 1;
   pthread_cond_signal(&dog.wake);
   pthread_mutex_unlock(&dog.lock);
   pthread_join(dog.thread, NULL);
-  dog.running = 0;
+  atomic_store(&dog.running, 0);
 }

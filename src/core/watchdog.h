@@ -11,7 +11,9 @@ void watchdog_start(double timeout_s, int rank, int ranks);
 /* Progress: what the rank does next (a string that outlives the watch, e.g. a literal) at step;
  * from the thread that started the watch only (an in-process background's beats are not its). */
 void watchdog_beat(const char *doing, long step);
-/* Stop watching (joins the thread); nothing when not started. */
+/* Stop watching (joins the thread); nothing when not started, or called from another thread than
+ * the one that started it (an in-process background's run ends before its foreground's). A process
+ * suspended and resumed does not count its suspension as time without progress. */
 void watchdog_stop(void);
 
 #endif

@@ -256,9 +256,9 @@ void ckpt_file_write(const ckpt_file_t *f, comm_t *world) {
   if (access(f->dir, W_OK | X_OK) != 0) {
     char host[256] = "?";
     gethostname(host, sizeof host - 1);
-    ckpt_fail(&w.st, "cannot write %s %s: rank %d on %s cannot write in %s: %s (no file was written; earlier %ss "
-              "are intact; hint: the directory must be writable from every node)", f->kind, f->final,
-              world->rank, host, f->dir, strerror(errno), f->kind);
+    ckpt_fail(&w.st, "cannot write %s %s: this rank's node %s cannot write in %s: %s (no file was written; earlier "
+              "%ss are intact; hint: the directory must be writable from every node)", f->kind, f->final, host,
+              f->dir, strerror(errno), f->kind);
   }
   agree_or_abandon(&w);
 

@@ -8,6 +8,25 @@
 # in-process backgrounds have finished is still watched (a background's end stopped its foreground's
 # watchdog).
 . "${SURGE_TOP_SRCDIR:-.}/tests/tap.sh"
+
+# stop_one_rank PATTERN: SIGSTOP the newest process matching PATTERN (a rank of the job $job), then
+# wait for the job to end, at most 60 s (then everything matching is killed); sets rank, waited, rc
+stop_one_rank() {
+  rank=$(pgrep -f "$1" | tail -n 1)
+  [ -n "$rank" ] && kill -STOP "$rank"
+  start=$(date +%s)
+  waited=0
+  while kill -0 $job 2>/dev/null && [ $waited -lt 60 ]; do
+    sleep 0.5
+    waited=$(($(date +%s) - start))
+  done
+  if kill -0 $job 2>/dev/null; then
+    pkill -KILL -f "$1"
+    kill -KILL $job
+  fi
+  wait $job
+  rc=$?
+}
 deck="$tap_tmp/mlp.deck"
 cat >"$deck" <<DECK
 [run]
@@ -36,20 +55,7 @@ while ! ls "$tap_tmp/run/checkpoints" 2>/dev/null | grep -q '^ckpt-.*\.h5$' && [
   sleep 0.1
   tries=$((tries + 1))
 done
-rank=$(pgrep -f "surge-train $deck" | tail -n 1)
-[ -n "$rank" ] && kill -STOP "$rank"
-start=$(date +%s)
-waited=0
-while kill -0 $job 2>/dev/null && [ $waited -lt 60 ]; do
-  sleep 0.5
-  waited=$(($(date +%s) - start))
-done
-if kill -0 $job 2>/dev/null; then
-  pkill -KILL -f "surge-train $deck"
-  kill -KILL $job
-fi
-wait $job
-rc=$?
+stop_one_rank "surge-train $deck"
 line=$(grep -m 1 "surge: error: rank [01]: no progress for" "$tap_tmp/stall.txt")
 [ -n "$rank" ] && [ $rc != 0 ] && [ $waited -lt 30 ] &&
   printf '%s\n' "$line" | grep -q "no progress for [0-9]* s on .*, in .* (step [0-9]*): a rank or a link it waits on may be down (ending this process; \[run\] stall_timeout_s = 2; earlier checkpoints are intact)"
@@ -94,20 +100,7 @@ if [ -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]; then
     sleep 0.1
     tries=$((tries + 1))
   done
-  rank=$(pgrep -f "surge-train $top_src/inputs/vgg-mini-fmnist.deck.*fgw" | tail -n 1)
-  [ -n "$rank" ] && kill -STOP "$rank"
-  start=$(date +%s)
-  waited=0
-  while kill -0 $job 2>/dev/null && [ $waited -lt 60 ]; do
-    sleep 0.5
-    waited=$(($(date +%s) - start))
-  done
-  if kill -0 $job 2>/dev/null; then
-    pkill -KILL -f "surge-train $top_src/inputs/vgg-mini-fmnist.deck.*fgw"
-    kill -KILL $job
-  fi
-  wait $job
-  rc=$?
+  stop_one_rank "surge-train $top_src/inputs/vgg-mini-fmnist.deck.*fgw"
   [ -n "$rank" ] && [ $rc != 0 ] && [ $waited -lt 30 ] && grep -aq "no progress for" "$tap_tmp/inproc.txt"
   tap_ok $? "in-process backgrounds done, then a foreground rank stopped: the job ended in $waited s (exit $rc)"
 else

@@ -9,13 +9,13 @@
 
 #include "backend/options.h"
 #include "burst/options.h"
-#include "optim/optim.h"
 #include "burst/plan_input.h"
 #include "burst/profiler.h"
 #include "core/cli.h"
 #include "core/error.h"
 #include "io/deck.h"
 #include "io/outputs.h"
+#include "optim/optim.h"
 #include "train/recompute_options.h"
 
 static const char usage[] =
@@ -161,7 +161,7 @@ int main(int argc, char **argv) {
     burst_profile_read(profile, &model, cfg.zoo, &first.o, &p);
     char note[700];
     burst_setting_t run = {backend_deck(&cfg)->name, backend_deck(&cfg)->precision, optim_opts(&cfg)->name};
-    burst_profile_setting_note(profile, &run, note, sizeof note);
+    burst_profile_setting_note(&p, &run, note, sizeof note);
     if (note[0]) fprintf(stderr, "surge-plan: note: %s\n", note);
     if (!meta.net_measured)
       fprintf(stderr, "surge-plan: note: %s was profiled on 1 rank: its network numbers are defaults, not "

@@ -83,7 +83,7 @@ static void plan_burst(burst_layout_t *b, const layout_opts_t *o, const graph_t 
       char note[700];
       burst_setting_t run = {backend_deck(o->cfg)->name, backend_deck(o->cfg)->precision,
                              optim_opts(o->cfg)->name};
-      burst_profile_setting_note(deck->profile_file, &run, note, sizeof note);
+      burst_profile_setting_note(&prof, &run, note, sizeof note);
       if (note[0]) say("note: %s\n", note);
       say_stream_t table;
       burst_plan_print(say_open(&table), g, &b->plan, &dp);

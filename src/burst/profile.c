@@ -1,6 +1,7 @@
 #include "burst/profile.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,6 +15,19 @@ void burst_profile_init(burst_profile_t *p, int nodes, const char *source) {
   snprintf(p->source, sizeof p->source, "%s", source);
   p->nodes = nodes;
   p->row = xcalloc((size_t)nodes, sizeof *p->row);
+}
+
+void burst_profile_setting_note(const burst_profile_t *p, const burst_setting_t *run, char *note, size_t size) {
+  const char *had[3] = {p->backend, p->precision, p->optimizer};
+  const char *has[3] = {run->backend, run->precision, run->optimizer};
+  int other = 0;
+  for (int i = 0; i < 3; i++) other |= had[i][0] && strcmp(had[i], has[i]) != 0;
+  note[0] = 0;
+  if (other)
+    snprintf(note, size, "profile %s was measured on backend %s in %s with %s, this run's is %s in %s with %s: its "
+             "times (and the plan's predictions) are not this run's (hint: run surge-profile with this deck)",
+             p->source, p->backend, p->precision[0] ? p->precision : "(not recorded)",
+             p->optimizer[0] ? p->optimizer : "(not recorded)", run->backend, run->precision, run->optimizer);
 }
 
 void burst_profile_free(burst_profile_t *p) {

@@ -64,7 +64,19 @@ typedef struct burst_profile {
    * for each at once (bn_overlap = false). surge-plan and surge-sim take it from the deck when they
    * have one; without a deck it is 0. */
   int bn_blocking;
+  /* How a profile file was measured ([backend] name and precision, [train] optimizer, whose update is in
+   * step): "" where it does not say (graph files, DeepPool's, profiles written before 2026-12-07). */
+  char backend[16], precision[8], optimizer[16];
 } burst_profile_t;
+
+/* The run's settings a profile's times depend on. */
+typedef struct burst_setting {
+  const char *backend, *precision, *optimizer;
+} burst_setting_t;
+/* Into note (NUL-terminated, "" when they agree or the profile does not say): a sentence saying that
+ * p was measured with another backend, precision or optimizer than the run's, so its times are not the
+ * run's. */
+void burst_profile_setting_note(const burst_profile_t *p, const burst_setting_t *run, char *note, size_t size);
 
 void burst_profile_init(burst_profile_t *p, int nodes, const char *source);
 /* Step costs in range (finite, in [0, BURST_MAX_US]), or an input error naming what. */

@@ -197,20 +197,6 @@ void burst_profile_read_meta(const char *path, burst_profile_meta_t *meta) {
   h5util_quiet_end(q);
 }
 
-void burst_profile_setting_note(const char *path, const burst_setting_t *run, char *note, size_t size) {
-  burst_profile_meta_t m;
-  burst_profile_read_meta(path, &m);
-  const char *had[3] = {m.backend, m.precision, m.optimizer}, *has[3] = {run->backend, run->precision, run->optimizer};
-  int other = 0;
-  for (int i = 0; i < 3; i++) other |= had[i][0] && strcmp(had[i], has[i]) != 0;
-  note[0] = 0;
-  if (other)
-    snprintf(note, size, "profile %s was measured on backend %s in %s with %s, this run's is %s in %s with %s: its "
-             "times (and the plan's predictions) are not this run's (hint: run surge-profile with this deck)", path,
-             m.backend, m.precision[0] ? m.precision : "(not recorded)", m.optimizer[0] ? m.optimizer : "(not recorded)",
-             run->backend, run->precision, run->optimizer);
-}
-
 /* Read dataset `name` of loc as doubles or ints (mem_type) into a malloc'd buffer; its extent must be
  * `rank`-dimensional with each dimension at most max[i] (checked before anything is allocated: a
  * small file may declare huge extents), the dims go to dims. */
@@ -307,6 +293,9 @@ void burst_profile_read(const char *path, const graph_t *g, const char *model, c
   burst_profile_init(p, g->n, path);
   p->fingerprint = meta.fingerprint;
   p->step = meta.step;
+  snprintf(p->backend, sizeof p->backend, "%s", meta.backend);
+  snprintf(p->precision, sizeof p->precision, "%s", meta.precision);
+  snprintf(p->optimizer, sizeof p->optimizer, "%s", meta.optimizer);
   for (int i = 0; i < g->n; i++)
     for (int j = 0; j < nb; j++) burst_profile_set(p, i, batch[j], med[(size_t)i * (size_t)nb + (size_t)j]);
   hid_t net = H5Gopen2(top, "network", H5P_DEFAULT);

@@ -106,14 +106,6 @@ typedef struct burst_profile_meta {
   burst_step_costs_t step; /* 0 in a version 1 profile */
 } burst_profile_meta_t;
 void burst_profile_read_meta(const char *path, burst_profile_meta_t *meta);
-/* The run's settings a profile's times depend on. */
-typedef struct burst_setting {
-  const char *backend, *precision, *optimizer;
-} burst_setting_t;
-/* Into note (NUL-terminated, "" when they agree or the file does not say): a sentence saying that the
- * profile at path was measured with another backend, precision or optimizer than the run's, so its
- * times are not the run's. */
-void burst_profile_setting_note(const char *path, const burst_setting_t *run, char *note, size_t size);
 /* Fill p (burst_profile_init'd here) with the medians and the network. Input errors (exit 2, one
  * line naming the file and dataset): another model name or graph, a per-rank batch the options o
  * need that the file lacks. */

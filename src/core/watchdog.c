@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "core/error.h"
+#include "core/timer.h"
 
 static struct {
   pthread_t thread;
@@ -25,11 +26,7 @@ static struct {
   _Atomic long step;
 } dog = {.lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER};
 
-static int64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
+static int64_t now_ns(void) { return (int64_t)(surge_now() * 1e9); }
 
 /* The line, in one write, then the process ends: an exit handler could wait on MPI or HDF5. */
 static void bite(double quiet_s) {

@@ -28,10 +28,10 @@ static const cfg_key_t core_rows[] = {
     CFG_STRING_KEY("run", "out_dir", out_dir, "runs/${run.name}", 1, "directory the run writes its files to"),
     CFG_BOOL_KEY("run", "overwrite", overwrite, "false", "replace the files of a finished run in out_dir"),
     CFG_FLOAT_KEY("run", "stall_timeout_s", stall_timeout_s, "0", 0, CFG_CLOSED, 1e7, CFG_CLOSED,
-                  "end the job when a rank makes no progress for this many seconds: a step, an evaluation or a "
-                  "checkpoint write that takes longer (a rank or a link that died leaves the others waiting in MPI "
-                  "for ever; exit 1, earlier checkpoints intact; not in a background job, which waits at its gate; "
-                  "0: never)"),
+                  "end the job when a rank makes no progress for this many seconds: a step, an evaluation (with its "
+                  "sample), a checkpoint write or the model file that takes longer (a rank or a link that died "
+                  "leaves the others waiting in MPI for ever; exit 1, earlier checkpoints intact; not in a "
+                  "background job, which waits at its gate; 0: never)"),
 
     CFG_ENUM_KEY("model", "zoo", zoo, NULL, CFG_VALUES("mlp", "vgg-mini", "resnet-mini", "gpt", "vgg16", "resnet18", "resnet50",
                                                          "wrn50", "wrn101", "inception-v3"),

@@ -10,8 +10,9 @@
 #include "core/error.h"
 #include "sim/sim.h"
 
-#define SIM_BG_PIECE_SHARE 1e-9 /* of the step: a smaller piece joins its neighbour */
-#define SIM_BG_MAX_STEPS 1e12   /* background steps in one idle gap, at most (the counts stay exact in a long) */
+/* Background steps in one idle gap, at most: the whole steps stay exact in a long, and what is left of a
+ * gap after them (under two steps) is one that its largest piece runs down. */
+#define SIM_BG_MAX_STEPS 1e12
 
 void sim_bg_init(sim_bg_t *bg, const bgraph_t *g, const burst_profile_t *p, int batch) {
   memset(bg, 0, sizeof *bg);
@@ -34,19 +35,6 @@ void sim_bg_init(sim_bg_t *bg, const bgraph_t *g, const burst_profile_t *p, int 
     bg->piece_us[bg->npiece++] = us;
     bg->step_us += us;
   }
-  /* a piece below a billionth of the step joins the one before it: subtracted from a gap it would
-   * fall below the gap's rounding, and the gap never run out */
-  int kept = 0;
-  for (int x = 0; x < bg->npiece; x++) {
-    if (kept > 0 && bg->piece_us[x] < SIM_BG_PIECE_SHARE * bg->step_us) bg->piece_us[kept - 1] += bg->piece_us[x];
-    else bg->piece_us[kept++] = bg->piece_us[x];
-  }
-  if (kept > 1 && bg->piece_us[0] < SIM_BG_PIECE_SHARE * bg->step_us) { /* a first piece that small: into the next */
-    bg->piece_us[1] += bg->piece_us[0];
-    memmove(bg->piece_us, bg->piece_us + 1, (size_t)(kept - 1) * sizeof *bg->piece_us);
-    kept--;
-  }
-  bg->npiece = kept;
   if (bg->npiece == 0 || !(bg->step_us > 0)) surge_input_error("background %s: no layer takes time at batch %d", g->model, batch);
 }
 

@@ -1366,6 +1366,63 @@ static void test_attention(int B, int T, int C, int H) {
   tfree(qkv), tfree(dy), tfree(y), tfree(lse);
 }
 
+/* Whether a and b (n floats) are non-finite at the same places and within tol of each other at the
+ * rest; the count of non-finite places in a among the first `cols` of its rows (of width w) before row
+ * `before`. */
+static int same_nonfinite(const float *a, const float *b, size_t n, size_t w, size_t cols, size_t before, double tol,
+                          size_t *early_bad) {
+  double d2 = 0.0, b2 = 0.0;
+  int same = 1;
+  *early_bad = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (!isfinite(a[i]) && i / w < before && i % w < cols) ++*early_bad;
+    if (!isfinite(a[i]) || !isfinite(b[i])) {
+      same &= !isfinite(a[i]) && !isfinite(b[i]);
+      continue;
+    }
+    d2 += ((double)a[i] - b[i]) * ((double)a[i] - b[i]), b2 += (double)b[i] * b[i];
+  }
+  return same && sqrt(d2) <= tol * fmax(sqrt(b2), 1e-30);
+}
+
+/* A NaN or Inf in token t's q, k, v (or its dy) reaches only what depends on it: the outputs of earlier
+ * tokens and dq of earlier tokens stay finite, and the non-finite places are ref's (whose sums run over the
+ * causal pairs), also when t shares a diagonal tile with earlier tokens. One sample, H = 2, hs = 8. */
+static void test_attention_nonfinite(const backend_t *be, int T, int t) {
+  const int B = 1, C = 16, H = 2;
+  const size_t nqkv = (size_t)T * 3 * C, ny = (size_t)T * C, nl = (size_t)H * T;
+  const char *what[] = {"q", "k", "v", "dy"};
+  for (int w = 0; w < 4; w++)
+    for (int inf = 0; inf <= 1; inf++) {
+      float *qkv = buf_uniform(nqkv, -2, 2), *dy = buf_uniform(ny, -1, 1);
+      float *bad = w < 3 ? qkv + (size_t)t * 3 * C + (size_t)w * C + 3 : dy + (size_t)t * C + 3; /* head 0 */
+      *bad = inf ? INFINITY : NAN;
+      float *y[2], *lse[2], *dq[2];
+      for (int k = 0; k < 2; k++) {
+        const backend_t *b = k ? &backend_ref : be;
+        size_t n = b->attention_workspace(T, C / H);
+        float *ws = n ? talloc(n * sizeof *ws) : NULL;
+        y[k] = talloc(ny * sizeof(float)), lse[k] = talloc(nl * sizeof(float)), dq[k] = talloc(nqkv * sizeof(float));
+        b->attention_fwd(B, T, C, H, qkv, y[k], lse[k], ws, n);
+        b->attention_bwd(B, T, C, H, qkv, y[k], lse[k], dy, dq[k], 1, ws, n);
+        b->synchronize();
+        if (ws) tfree(ws);
+      }
+      size_t early_y, early_dq, early_lse;
+      int ok = same_nonfinite(y[0], y[1], ny, C, C, t, AGREE_TOL, &early_y) &&
+               same_nonfinite(dq[0], dq[1], nqkv, 3 * C, C, t, AGREE_TOL, &early_dq); /* dq: a row's first C */
+      early_lse = 0;
+      for (int h = 0; h < H; h++)
+        for (int i = 0; i < t; i++) early_lse += !isfinite(lse[0][(size_t)h * T + i]);
+      tap_ok(ok && early_y == 0 && early_dq == 0 && early_lse == 0,
+             "%s attention, T = %d, %s in token %d's %s: y, lse and dq of tokens 0-%d finite (non-finite: %zu, %zu, "
+             "%zu), the non-finite places ref's",
+             be->name, T, inf ? "Inf" : "NaN", t, what[w], t - 1, early_y, early_lse, early_dq);
+      for (int k = 0; k < 2; k++) tfree(y[k]), tfree(lse[k]), tfree(dq[k]);
+      tfree(qkv), tfree(dy);
+    }
+}
+
 /* The workspace the blocked form asks for grows with T, not T^2: at T = 1024 and head size 64 (GPT-2's),
  * per head, against the T^2 floats of one head's scores alone in the naive form, and linearly from
  * T = 512 to 1024 to 2048. */
@@ -2068,6 +2125,9 @@ static void test_ops(void) {
   test_attention(1, 64, 16, 2);  /* one tile exactly */
   test_attention(2, 70, 16, 4);  /* a tile and a remainder of 6 */
   test_attention(1, 130, 8, 1);  /* three tiles */
+  test_attention_nonfinite(backends[0], 70, 40); /* within the first diagonal tile */
+  test_attention_nonfinite(backends[0], 70, 66); /* within the remainder's */
+  test_attention_nonfinite(backends[0], 130, 100);
   test_gelu_bias_bwd(5, 7);
   test_gelu_bias_bwd(33, 300); /* two chunks of columns on cpu */
   test_gelu_bias_bwd(64, 1030);

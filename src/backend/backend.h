@@ -408,7 +408,9 @@ typedef struct gemm_grid {
    * attention_workspace(T, hs) floats, one size for any B and H (attention_workspace_floats is \
    * enough for every backend): cpu's blocked form (online softmax over key blocks, FlashAttention-2's \
    * order) asks O(T hs), never T x T; cuda's fused kernels none (their D, B H T floats, in its own \
-   * memory); ref computes the naive T x T form in memory of its own. */ \
+   * memory); ref computes the naive T x T form in memory of its own. Sums run over the causal pairs \
+   * only, so a NaN or Inf in one token's q, k, v or dy reaches only what depends on it on ref and cpu \
+   * (test_backend); cuda's tiles multiply the masked pairs' zeros and may pass it to earlier tokens. */ \
   X(size_t, attention_workspace, (int T, int hs)) \
   X(void, attention_fwd, (int B, int T, int C, int H, const float *qkv, float *y, float *lse, float *ws, size_t ws_n)) \
   X(void, attention_bwd, (int B, int T, int C, int H, const float *qkv, const float *y, const float *lse, \

@@ -13,11 +13,18 @@
  * dS = P (dP - D_i) s with D_i = rowsum(dY_i * Y_i) (in bf16 of dY and Y rounded, backend.h), dQ_i += dS K_j and
  * dK_j += dS^T Q_i; dK_j and dV_j are written (or added) once their column block is done, dQ once the head is.
  *
+ * A tile on the diagonal holds pairs above it (a query and a later key), whose probabilities are 0. The GEMMs
+ * still multiply them, and 0 x NaN or Inf is NaN: a non-finite value in a later token's q, k, v or dy would reach
+ * the outputs of earlier ones that do not depend on it (ref sums over the causal pairs only). So a diagonal tile
+ * whose operand rows hold a non-finite value takes its products in loops over the causal pairs alone (tri_rows,
+ * tri_cols; a scan of its rows decides, 1/ATT_BLOCK of the products' work), and dS is computed for those pairs only.
+ *
  * Workspace for one call, whatever B and H (heads run one after another): forward a tile of scores
  * and a block of accumulators, ATT_BLOCK (ATT_BLOCK + hs + 2) floats; backward two tiles, dK and dV
  * of a key block, the head's dQ and D: 2 ATT_BLOCK^2 + 2 ATT_BLOCK hs + T (hs + 1) floats. At
  * T = 1024, hs = 64: 91 Kfloats, where the naive form holds 2 B H T^2 (2 M floats a head). */
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "backend/cpu_ops.h"
@@ -73,6 +80,45 @@ static float online_row(float *sr, int valid, int nc, float *m, float *l) {
   return corr;
 }
 
+/* Whether n rows of hs floats at stride ld are all finite (a float is NaN or Inf when its exponent bits are all
+ * ones). */
+static int rows_finite(const float *x, int n, int hs, int ld) {
+  uint32_t bad = 0;
+  for (int r = 0; r < n; r++)
+    for (int c = 0; c < hs; c++) {
+      uint32_t bits;
+      memcpy(&bits, &x[(size_t)r * ld + c], sizeof bits);
+      bad |= (bits & 0x7f800000u) == 0x7f800000u;
+    }
+  return !bad;
+}
+
+/* Whether the tile of query block i0 and key block j0 (nc keys) holds pairs above the diagonal. */
+static int tile_masked(int i0, int j0, int nc) { return j0 + nc > i0 + 1; }
+
+/* dst (nr, hs) (rows at stride ldd) += X (nr, nc) src (nc, hs) (stride lds) over the causal pairs only: row r of X
+ * reads its tile_valid first columns. */
+static void tri_rows(int i0, int j0, int nr, int nc, int hs, const float *X, const float *src, int lds, float *dst,
+                     int ldd) {
+  for (int r = 0; r < nr; r++) {
+    float *d = dst + (size_t)r * ldd;
+    const float *x = X + (size_t)r * ATT_BLOCK;
+    for (int j = 0, valid = tile_valid(i0, r, j0, nc); j < valid; j++)
+      for (int c = 0; c < hs; c++) d[c] += x[j] * src[(size_t)j * lds + c];
+  }
+}
+
+/* dst (nc, hs) (stride ldd) += X^T (nc, nr) src (nr, hs) (stride lds) over the causal pairs only: column j of X
+ * takes the rows that see key j0 + j. */
+static void tri_cols(int i0, int j0, int nr, int nc, int hs, const float *X, const float *src, int lds, float *dst,
+                     int ldd) {
+  for (int r = 0; r < nr; r++) {
+    const float *x = X + (size_t)r * ATT_BLOCK, *s = src + (size_t)r * lds;
+    for (int j = 0, valid = tile_valid(i0, r, j0, nc); j < valid; j++)
+      for (int c = 0; c < hs; c++) dst[(size_t)j * ldd + c] += x[j] * s[c];
+  }
+}
+
 /* S (nr, nc) = s Q_i (nr, hs) K_j^T for the query block at i0 and the key block at j0 */
 static void score_tile(const att_head_t *a, const float *q, const float *k, int i0, int nr, int j0, int nc, float *S) {
   cpu_gemm(0, 1, nr, nc, a->hs, a->s, q + (size_t)i0 * a->ld, a->ld, k + (size_t)j0 * a->ld, a->ld, 0.0f, S, ATT_BLOCK);
@@ -112,7 +158,10 @@ static void head_fwd(const att_head_t *a, const float *q, const float *k, const 
           for (int c = 0; c < hs; c++) O[(size_t)r * hs + c] *= corr;
       }
       // O (nr, hs) += P (nr, nc) V_j (nc, hs)
-      cpu_gemm(0, 0, nr, hs, nc, 1.0f, S, ATT_BLOCK, v + (size_t)j0 * ld, ld, 1.0f, O, hs);
+      if (tile_masked(i0, j0, nc) && !rows_finite(v + (size_t)j0 * ld, nc, hs, ld))
+        tri_rows(i0, j0, nr, nc, hs, S, v + (size_t)j0 * ld, ld, O, hs);
+      else
+        cpu_gemm(0, 0, nr, hs, nc, 1.0f, S, ATT_BLOCK, v + (size_t)j0 * ld, ld, 1.0f, O, hs);
     }
     for (int r = 0; r < nr; r++) {
       const float inv = normalised ? 1.0f : 1.0f / l[r];
@@ -156,6 +205,10 @@ typedef struct att_grads {
 static void tile_bwd(const att_head_t *a, const att_grads_t *g, int i0, int nr, int j0, int nc, const float *D,
                      float *P, float *dP, float *dQ, float *dK, float *dV) {
   const int hs = a->hs, ld = a->ld, C = a->C;
+  const float *qi = g->q + (size_t)i0 * ld, *kj = g->k + (size_t)j0 * ld, *vj = g->v + (size_t)j0 * ld;
+  const float *dyi = g->dy + (size_t)i0 * C;
+  const int causal_only = tile_masked(i0, j0, nc) && !(rows_finite(qi, nr, hs, ld) && rows_finite(kj, nc, hs, ld) &&
+                                                       rows_finite(vj, nc, hs, ld) && rows_finite(dyi, nr, hs, C));
   // P (nr, nc) = exp(s Q_i K_j^T - lse_i), 0 above the diagonal
   score_tile(a, g->q, g->k, i0, nr, j0, nc, P);
   for (int r = 0; r < nr; r++) {
@@ -163,17 +216,23 @@ static void tile_bwd(const att_head_t *a, const att_grads_t *g, int i0, int nr, 
     exp_shifted(pr, tile_valid(i0, r, j0, nc), nc, g->lse[i0 + r]);
   }
   // dV_j (nc, hs) += P^T dY_i; dP (nr, nc) = dY_i V_j^T
-  cpu_gemm(1, 0, nc, hs, nr, 1.0f, P, ATT_BLOCK, g->dy + (size_t)i0 * C, C, 1.0f, dV, hs);
-  cpu_gemm(0, 1, nr, nc, hs, 1.0f, g->dy + (size_t)i0 * C, C, g->v + (size_t)j0 * ld, ld, 0.0f, dP, ATT_BLOCK);
-  // dS = P (dP - D_i) s, over dP
+  if (causal_only) tri_cols(i0, j0, nr, nc, hs, P, dyi, C, dV, hs);
+  else cpu_gemm(1, 0, nc, hs, nr, 1.0f, P, ATT_BLOCK, dyi, C, 1.0f, dV, hs);
+  cpu_gemm(0, 1, nr, nc, hs, 1.0f, dyi, C, vj, ld, 0.0f, dP, ATT_BLOCK);
+  // dS = P (dP - D_i) s over dP, for the causal pairs (0 above the diagonal, whatever dP holds there)
   for (int r = 0; r < nr; r++)
-    for (int j = 0; j < nc; j++) {
+    for (int j = 0, valid = tile_valid(i0, r, j0, nc); j < nc; j++) {
       const size_t at = (size_t)r * ATT_BLOCK + j;
-      dP[at] = P[at] * (dP[at] - D[i0 + r]) * a->s;
+      dP[at] = j < valid ? P[at] * (dP[at] - D[i0 + r]) * a->s : 0.0f;
     }
   // dQ_i (nr, hs) += dS K_j; dK_j (nc, hs) += dS^T Q_i
-  cpu_gemm(0, 0, nr, hs, nc, 1.0f, dP, ATT_BLOCK, g->k + (size_t)j0 * ld, ld, 1.0f, dQ + (size_t)i0 * hs, hs);
-  cpu_gemm(1, 0, nc, hs, nr, 1.0f, dP, ATT_BLOCK, g->q + (size_t)i0 * ld, ld, 1.0f, dK, hs);
+  if (causal_only) {
+    tri_rows(i0, j0, nr, nc, hs, dP, kj, ld, dQ + (size_t)i0 * hs, hs);
+    tri_cols(i0, j0, nr, nc, hs, dP, qi, ld, dK, hs);
+    return;
+  }
+  cpu_gemm(0, 0, nr, hs, nc, 1.0f, dP, ATT_BLOCK, kj, ld, 1.0f, dQ + (size_t)i0 * hs, hs);
+  cpu_gemm(1, 0, nc, hs, nr, 1.0f, dP, ATT_BLOCK, qi, ld, 1.0f, dK, hs);
 }
 
 static void head_bwd(const att_head_t *a, const att_grads_t *g, int write, float *ws) {

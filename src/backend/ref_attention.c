@@ -1,7 +1,8 @@
 /* The ref backend's causal attention (backend.h: attention_fwd, attention_bwd): the naive form, the
  * whole T x T of scores and probabilities of one sample and head in memory of its own, every sum in
  * double (in precision = bf16 each product's operands rounded to bfloat16 first, ref_operand). The
- * truth the blocked cpu form is tested against. */
+ * truth the blocked cpu form is tested against. Every sum runs over the causal pairs only, so a non-finite value in
+ * one token's q, k, v or dy reaches only what depends on it. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -83,9 +84,9 @@ void ref_attention_bwd(int B, int T, int C, int H, const float *qkv, const float
       }
       for (int t = 0; t < T; t++)
         for (int c = 0; c < hs; c++) {
-          double gq = 0.0, gk = 0.0, gv = 0.0;
-          for (int u = 0; u < T; u++) {
-            gq += ref_operand(ds[(size_t)t * T + u]) * ref_operand(k[(size_t)u * ld + c]);
+          double gq = 0.0, gk = 0.0, gv = 0.0; /* over the causal pairs only: 0 x NaN is NaN */
+          for (int u = 0; u <= t; u++) gq += ref_operand(ds[(size_t)t * T + u]) * ref_operand(k[(size_t)u * ld + c]);
+          for (int u = t; u < T; u++) {
             gk += ref_operand(ds[(size_t)u * T + t]) * ref_operand(q[(size_t)u * ld + c]);
             gv += ref_operand(p[(size_t)u * T + t]) * ref_operand(g[(size_t)u * C + c]);
           }

@@ -1,9 +1,11 @@
 #!/bin/sh
 # The burst plan in the metrics log: a 2-rank burst training of a small mlp under a plan (the
 # planner's, from tests/make_plan, with two nodes moved to other rank sets) stores /plan (a row per
-# node with its name, ranks, first rank and per-rank batch as the plan file says; the planner's
-# predictions as attributes; the file's text), and surge-report prints the plan table and the
-# predicted against measured iteration time. A data-parallel run has no /plan and no plan section.
+# node with its name, ranks, first rank and per-rank batch as the plan file says; the file's text),
+# and surge-report prints the plan table. The planner's predictions were for other rank sets: the
+# run notes that and logs none; the planner's plan as written logs them as attributes, and
+# surge-report prints them against the measured iteration time. A data-parallel run has no /plan
+# and no plan section.
 . "${SURGE_TOP_SRCDIR:-.}/tests/tap.sh"
 
 report="$top_build/surge-report"
@@ -47,20 +49,30 @@ tap_ok $? "/plan/kind names the layer kinds"
 [ "$(h5attr "$log" /plan/job_ranks)" = 2 ] && [ "$(h5attr "$log" /plan/global_batch)" = $B ] &&
   [ "$(h5attr "$log" /plan/amplification_limit)" = inf ]
 tap_ok $? "/plan attributes: 2 ranks, global batch $B, no amplification limit"
-predicted=$(sed -n 's/^predicted_iteration_us //p' "$tap_tmp/burst.plan")
-got=$(h5attr "$log" /plan/predicted_iteration_us)
-awk -v a="$got" -v b="$predicted" 'BEGIN { exit !(b > 0 && a == b) }'
-tap_ok $? "/plan@predicted_iteration_us is the plan's prediction ($got = $predicted us)"
+grep -q "^note: .*burst.plan:11: the node lines are not those the plan's predictions were made for" \
+  "$tap_tmp/burst.txt" && [ "$(h5attr "$log" /plan/predicted_iteration_us)" = nan ]
+tap_ok $? "predictions made for other rank sets: a note names the plan's predicted_for line, /plan has none"
 h5dump -d /plan/text "$log" | grep -q 'relu1 1 1 20' && h5dump -d /plan/text "$log" | grep -q 'surge-burst-plan 2'
 tap_ok $? "/plan/text holds the plan file"
 
 "$report" "$log" >"$tap_tmp/burst.report" 2>&1
 tap_ok $? "surge-report reads the burst log"
 grep -q '^Burst plan' "$tap_tmp/burst.report" &&
-  grep -Eq '^ +3 +relu1 +1 +1 +20$' "$tap_tmp/burst.report" && grep -Eq '^ +2 +fc1 +2 +0 +10$' "$tap_tmp/burst.report"
-tap_ok $? "the summary has the plan table (node, name, ranks, first, batch/rank)"
-line=$(grep 'iteration   predicted' "$tap_tmp/burst.report")
-median_ms=$(sed -n 's/.*median \([0-9.]*\) ms.*/\1/p' "$tap_tmp/burst.report")
+  grep -Eq '^ +3 +relu1 +1 +1 +20$' "$tap_tmp/burst.report" && grep -Eq '^ +2 +fc1 +2 +0 +10$' "$tap_tmp/burst.report" &&
+  grep -q '^  iteration   predicted: none (the plan file records none for its rank sets); measured' \
+    "$tap_tmp/burst.report"
+tap_ok $? "the summary has the plan table (node, name, ranks, first, batch/rank) and no prediction"
+
+train planner 2 -D parallel.mode=burst -D "parallel.plan=$tap_tmp/planner.plan"
+tap_ok $? "2-rank burst training under the planner's plan as written"
+log="$tap_tmp/planner/log.h5"
+predicted=$(sed -n 's/^predicted_iteration_us //p' "$tap_tmp/planner.plan")
+got=$(h5attr "$log" /plan/predicted_iteration_us)
+awk -v a="$got" -v b="$predicted" 'BEGIN { exit !(b > 0 && a == b) }' && ! grep -q '^note: ' "$tap_tmp/planner.txt"
+tap_ok $? "/plan@predicted_iteration_us is the plan's prediction ($got = $predicted us)"
+"$report" "$log" >"$tap_tmp/planner.report" 2>&1
+line=$(grep 'iteration   predicted' "$tap_tmp/planner.report")
+median_ms=$(sed -n 's/.*median \([0-9.]*\) ms.*/\1/p' "$tap_tmp/planner.report")
 echo "$line" | awk -v p="$predicted" -v m="$median_ms" '{
   if (match($0, /predicted [0-9.]+ us, measured [0-9.]+ us \(median step\), measured\/predicted [0-9.]+$/) == 0) exit 1
   n = split($0, w, /[ ,]+/); pu = w[4]; mu = w[7]; r = w[n]
@@ -68,7 +80,7 @@ echo "$line" | awk -v p="$predicted" -v m="$median_ms" '{
   # 0.001; the ratio recomputed from the rounded us values may differ by their rounding (0.05 us of pu)
   exit !((pu - p) ^ 2 <= 0.0025 && (mu - 1000 * m) ^ 2 <= 36 && m > 0 && (r - mu / pu) ^ 2 <= (0.001 + 0.1 * r / pu) ^ 2) }'
 tap_ok $? "predicted vs measured: $line"
-[ -n "$line" ] || tap_diag "$(cat "$tap_tmp/burst.report")"
+[ -n "$line" ] || tap_diag "$(cat "$tap_tmp/planner.report")"
 
 train dp 2
 tap_ok $? "2-rank data-parallel training"

@@ -1,6 +1,7 @@
 /* Burst planner: synthetic profiles with hand-derived answers (doc/burst.md walks through them),
  * brute-force optimality on small graphs, the hard per-layer limit, the rank budget of branches,
  * the Pareto frontier, plan files, and bad input (each in a forked child: exit 2 and the message). */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -870,10 +871,26 @@ static void test_files(void) {
     edit_line(bad, v1, 8, "# predicted: iteration 1.000 us, rank-time 2.000 rank-us, amplification 1.000, ranks used 8\n");
     edit_line(v1, bad, 9, "");
     edit_line(bad, v1, 9, "");
+    edit_line(v1, bad, 9, ""); /* predicted_for */
+    edit_line(bad, v1, 1, "surge-burst-plan 1\n");
     burst_plan_read(v1, &g, "fork2", &o, &back);
     same = 1;
     for (int v = 0; v < g.n; v++) same &= back.n[v] == pl.n[v] && back.first[v] == pl.first[v];
     tap_ok(same && back.one_rank_us == 0 && back.iter_us == 0, "a format 1 plan file reads, with no predictions");
+    burst_plan_free(&back);
+  }
+  { /* node lines edited after the predictions were made: the plan reads, its predictions dropped */
+    char edited[128];
+    snprintf(edited, sizeof edited, "%s/edited.txt", tmpdir);
+    edit_line(path, edited, 16, "3 y 8 0 8\n");
+    burst_plan_read(edited, &g, "fork2", &o, &back);
+    tap_ok(back.n[3] == 8 && back.first[3] == 0 && back.iter_us == 0 && back.rank_us == 0 && back.one_rank_us == 0 &&
+               back.stale_predictions_line == 11,
+           "a plan file whose node lines were edited reads, its predictions dropped (predicted_for on line %d)",
+           back.stale_predictions_line);
+    burst_plan_free(&back);
+    burst_plan_read(path, &g, "fork2", &o, &back);
+    tap_ok(back.stale_predictions_line == 0 && back.iter_us > 0, "the unedited file keeps them");
     burst_plan_free(&back);
   }
 
@@ -896,22 +913,23 @@ static void test_files(void) {
   rc.g = &same_size;
   expect_input_error(read_in_child, &rc, "plan of another graph under the same name", "another 'fork2' graph");
   rc.g = &g;
-  /* one line of the plan file changed at a time (line 14 is node 2: after 7 header lines, 3
-   * predictions and a comment) */
+  /* one line of the plan file changed at a time (line 15 is node 2: after 7 header lines, 3
+   * predictions, predicted_for and a comment) */
   static const struct {
     int line;
     const char *repl, *what, *needle;
   } edits[] = {
-      {14, "2 x 4 6 16\n", "rank set larger than the job", ":14: node 2 'x' uses ranks 6..9 but the job has 8 ranks"},
-      {14, "2 x 4 0 15\n", "wrong per-rank batch", ":14: node 2 'x': per-rank batch 15"},
-      {14, "2 y 4 0 16\n", "node name mismatch", "node 2 is 'y' in the plan but 'x'"},
-      {16, "", "truncated plan", "'end' after 4 of 5 node lines"},
+      {15, "2 x 4 6 16\n", "rank set larger than the job", ":15: node 2 'x' uses ranks 6..9 but the job has 8 ranks"},
+      {15, "2 x 4 0 15\n", "wrong per-rank batch", ":15: node 2 'x': per-rank batch 15"},
+      {15, "2 y 4 0 16\n", "node name mismatch", "node 2 is 'y' in the plan but 'x'"},
+      {17, "", "truncated plan", "'end' after 4 of 5 node lines"},
       {1, "surge-burst-plan 3\n", "future format", ":1: plan format version 3"},
       /* the predictions are data: all three or none, positive, rank-time at least the time */
       {10, "", "two of three predictions", "'one_rank_us' is missing"},
       {8, "predicted_iteration_us -3\n", "negative predicted time", ":8: predicted_iteration_us '-3' must be a positive finite"},
       {9, "predicted_rank_us 1\n", "rank-time below the time", ":9: predicted_rank_us 1 is below predicted_iteration_us"},
       {1, "surge-burst-plan 1\n", "predictions in a format 1 file", "is a format 2 key; this file says format 1"},
+      {11, "predicted_for 12g4\n", "predicted_for not hexadecimal", ":11: predicted_for '12g4' is not hexadecimal"},
   };
   rc.path = bad;
   for (size_t k = 0; k < sizeof edits / sizeof edits[0]; k++) {
@@ -983,11 +1001,12 @@ int main(void) {
   test_zoo();
   test_gpt_ties();
   test_files();
-  char path[128];
-  snprintf(path, sizeof path, "%s/plan.txt", tmpdir);
-  remove(path);
-  snprintf(path, sizeof path, "%s/bad.txt", tmpdir);
-  remove(path);
-  rmdir(tmpdir);
+  const char *files[] = {"plan.txt", "bad.txt", "v1.txt", "edited.txt"};
+  for (size_t k = 0; k < sizeof files / sizeof files[0]; k++) {
+    char path[128];
+    snprintf(path, sizeof path, "%s/%s", tmpdir, files[k]);
+    remove(path);
+  }
+  if (rmdir(tmpdir) != 0) tap_diag("left %s: %s", tmpdir, strerror(errno));
   return tap_done();
 }

@@ -68,6 +68,10 @@ static void plan_burst(burst_layout_t *b, const layout_opts_t *o, const graph_t 
       burst_plan_evaluate(g, &prof, &bo, &b->plan);
     }
     b->plan_text = plan_text_read(deck->plan_file);
+    if (!profiled && b->plan.stale_predictions_line && world->rank == 0)
+      say("note: %s:%d: the node lines are not those the plan's predictions were made for (edited since?): the "
+          "run logs no prediction (hint: [parallel] profile = the profile predicts this plan; or surge-plan "
+          "writes a new one)\n", deck->plan_file, b->plan.stale_predictions_line);
   } else {
     bo.amp = deck->amplification;
     read_profile(deck, g, o->model, &bo, &prof);

@@ -74,6 +74,8 @@ typedef struct burst_plan {
   double one_rank_us; /* one rank running the whole batch: the amplification denominator; 0 when the
                          plan has no predictions (a plan file without them) */
   int ranks_used;    /* highest rank used + 1 */
+  int stale_predictions_line; /* a plan file's predicted_for line where its node lines are not those the
+                                 predictions were made for (they were dropped); else 0 */
 } burst_plan_t;
 
 /* Candidate rank counts, ascending, into n_out (room for min(G,B) + 1); returns how many. Bad
@@ -170,8 +172,9 @@ void burst_frontier_print(FILE *f, const burst_frontier_t *fr, const burst_plan_
  * its recomputed segment (bgraph_node_t.weight_of, recompute_from): any mismatch or malformed line
  * is an input error naming file:line. It
  * sets plan->n, first, per_rank, amp_limit and, from a plan file of format 2, the predictions
- * iter_us, rank_us and one_rank_us (0 where the file has none: format 1, or a plan written by
- * hand); burst_plan_evaluate predicts the costs of every node. */
+ * iter_us, rank_us and one_rank_us (0 where the file has none: format 1, a plan written by hand, or
+ * node lines that are not those its predicted_for hash names: stale_predictions_line then says
+ * where); burst_plan_evaluate predicts the costs of every node. */
 void burst_plan_write_bg(const char *path, const bgraph_t *g, const burst_plan_t *plan);
 void burst_plan_fwrite_bg(FILE *f, const char *path, const bgraph_t *g, const burst_plan_t *plan);
 void burst_plan_read_bg(const char *path, const bgraph_t *g, const burst_opts_t *o, burst_plan_t *plan);

@@ -10,6 +10,7 @@
  *   predicted_iteration_us 1234.5   (the three predictions: all or none)
  *   predicted_rank_us 8765.4
  *   one_rank_us 5432.1
+ *   predicted_for 9c1e0a4b7d2f3e51  (a hash of the node lines the predictions are for)
  *   # node name ranks first batch
  *   0 input 8 0 32
  *   ...
@@ -18,8 +19,10 @@
  * '#' starts a comment. The reader checks everything against the run (model, graph fingerprint,
  * ranks, global batch, node names, rank ranges inside the job, batch = ceil(global_batch/ranks),
  * predictions positive and finite with rank-time at least the iteration time) and stops at the
- * first problem with an input error naming file:line. Format 1 (no prediction keys; its
- * "# predicted:" comment is only a comment) is still read. */
+ * first problem with an input error naming file:line. Node lines edited after the predictions were
+ * made (their hash is not predicted_for) keep the plan and drop the predictions, which were for
+ * other rank sets (burst_plan_t.stale_predictions_line; a file without predicted_for is taken as it
+ * says). Format 1 (no prediction keys; its "# predicted:" comment is only a comment) is still read. */
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -32,6 +35,18 @@
 
 #define PLAN_FORMAT_VERSION 2
 #define PLAN_VALUE_MAX 128
+
+/* FNV-1a over every node's rank count and first rank (4 bytes each, little-endian): what the
+ * predictions of a plan file are for. */
+static uint64_t node_lines_hash(const burst_plan_t *plan) {
+  uint64_t h = 0xcbf29ce484222325u;
+  for (int v = 0; v < plan->nodes; v++) {
+    const uint32_t words[2] = {(uint32_t)plan->n[v], (uint32_t)plan->first[v]};
+    for (int w = 0; w < 2; w++)
+      for (int i = 0; i < 4; i++) h = (h ^ ((words[w] >> (8 * i)) & 0xffu)) * 0x100000001b3u;
+  }
+  return h;
+}
 
 void burst_plan_fwrite_bg(FILE *f, const char *path, const bgraph_t *g, const burst_plan_t *plan) {
   if (plan->nodes != g->n) surge_input_error("burst plan has %d nodes, the model graph %d", plan->nodes, g->n);
@@ -47,8 +62,8 @@ void burst_plan_fwrite_bg(FILE *f, const char *path, const bgraph_t *g, const bu
   else
     fprintf(f, "amplification %.17g\n", plan->amp_limit);
   if (plan->one_rank_us > 0)
-    fprintf(f, "predicted_iteration_us %.17g\npredicted_rank_us %.17g\none_rank_us %.17g\n", plan->iter_us,
-            plan->rank_us, plan->one_rank_us);
+    fprintf(f, "predicted_iteration_us %.17g\npredicted_rank_us %.17g\none_rank_us %.17g\npredicted_for %016" PRIx64
+            "\n", plan->iter_us, plan->rank_us, plan->one_rank_us, node_lines_hash(plan));
   fprintf(f, "# node name ranks first batch\n");
   for (int v = 0; v < g->n; v++)
     fprintf(f, "%d %s %d %d %d\n", v, g->v[v].name, plan->n[v], plan->first[v], burst_per_rank(plan->batch, plan->n[v]));
@@ -64,10 +79,11 @@ void burst_plan_write_bg(const char *path, const bgraph_t *g, const burst_plan_t
 }
 
 enum { KEY_MODEL, KEY_FINGERPRINT, KEY_NODES, KEY_RANKS, KEY_BATCH, KEY_AMP, KEY_REQUIRED,
-       KEY_ITER = KEY_REQUIRED, KEY_RANK_US, KEY_ONE_RANK, KEY_COUNT };
+       KEY_ITER = KEY_REQUIRED, KEY_RANK_US, KEY_ONE_RANK, KEY_PREDICTED_END, KEY_PREDICTED_FOR = KEY_PREDICTED_END,
+       KEY_COUNT };
 static const char *const key_names[KEY_COUNT] = {"model", "fingerprint", "nodes", "ranks", "global_batch",
                                                  "amplification", "predicted_iteration_us", "predicted_rank_us",
-                                                 "one_rank_us"};
+                                                 "one_rank_us", "predicted_for"};
 
 static double parse_positive(const tin_t *r, const char *what, const char *s) {
   char *end;
@@ -78,17 +94,22 @@ static double parse_positive(const tin_t *r, const char *what, const char *s) {
   return v;
 }
 
-/* The three predictions: all or none (format 2), positive, rank-time at least the iteration time. */
+/* The three predictions: all or none (format 2), positive, rank-time at least the iteration time;
+ * predicted_for only beside them. */
 static void check_predictions(tin_t *r, char val[KEY_COUNT][PLAN_VALUE_MAX], const int *line_of,
                               int version, burst_plan_t *plan) {
   int given = 0;
-  for (int k = KEY_ITER; k < KEY_COUNT; k++) given += line_of[k] != 0;
-  if (!given) return;
+  for (int k = KEY_ITER; k < KEY_PREDICTED_END; k++) given += line_of[k] != 0;
   tin_t at = *r;
+  if (!given && line_of[KEY_PREDICTED_FOR]) {
+    at.line = line_of[KEY_PREDICTED_FOR];
+    tin_error(&at, "'predicted_for' names the node lines the predictions are for, but the file has no predictions");
+  }
+  if (!given) return;
   for (int k = KEY_ITER; k < KEY_COUNT; k++)
     if (line_of[k]) at.line = line_of[k];
   if (version < 2) tin_error(&at, "'%s' is a format 2 key; this file says format %d", key_names[KEY_ITER], version);
-  for (int k = KEY_ITER; k < KEY_COUNT; k++)
+  for (int k = KEY_ITER; k < KEY_PREDICTED_END; k++)
     if (!line_of[k])
       tin_error(&at, "the predictions come as three keys (predicted_iteration_us, predicted_rank_us, "
                       "one_rank_us) or not at all; '%s' is missing", key_names[k]);
@@ -145,6 +166,20 @@ static void check_header(tin_t *r, char val[KEY_COUNT][PLAN_VALUE_MAX], const in
       tin_error(&at, "amplification '%s' must be a number >= 1 or 'none'", val[KEY_AMP]);
   }
   check_predictions(r, val, line_of, version, plan);
+}
+
+/* Predictions made for other node lines (edited by hand since) are dropped: the plan stays, its
+ * predictions 0 as in a file without them, and stale_predictions_line says why. */
+static void check_predicted_for(tin_t *r, const char *value, int line, burst_plan_t *plan) {
+  tin_t at = *r;
+  at.line = line;
+  char *end;
+  errno = 0;
+  uint64_t h = strtoull(value, &end, 16);
+  if (errno || *end || end == value) tin_error(&at, "predicted_for '%s' is not hexadecimal", value);
+  if (h == node_lines_hash(plan)) return;
+  plan->iter_us = plan->rank_us = plan->one_rank_us = 0;
+  plan->stale_predictions_line = line;
 }
 
 static void read_node(tin_t *r, const bgraph_t *g, const burst_opts_t *o, int v, burst_plan_t *plan) {
@@ -230,7 +265,8 @@ void burst_plan_read_bg(const char *path, const bgraph_t *g, const burst_opts_t 
     }
     if (r.word[0][0] < '0' || r.word[0][0] > '9')
       tin_error(&r, "unknown key '%s' (expected one of model, fingerprint, nodes, ranks, global_batch, "
-                     "amplification, predicted_iteration_us, predicted_rank_us, one_rank_us, a node line or 'end')",
+                     "amplification, predicted_iteration_us, predicted_rank_us, one_rank_us, predicted_for, a node "
+                     "line or 'end')",
                  r.word[0]);
     if (!header_done) {
       check_header(&r, val, line_of, (int)version, g, o, plan);
@@ -242,6 +278,7 @@ void burst_plan_read_bg(const char *path, const bgraph_t *g, const burst_opts_t 
   }
   if (!ended) tin_error(&r, "file ends after %d of %d node lines without 'end' (truncated?)", v, g->n);
   check_unsplit(path, g, plan, line);
+  if (line_of[KEY_PREDICTED_FOR]) check_predicted_for(&r, val[KEY_PREDICTED_FOR], line_of[KEY_PREDICTED_FOR], plan);
   free(line);
   tin_close(&r);
   plan->ranks = o->ranks;

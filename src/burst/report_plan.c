@@ -70,7 +70,8 @@ static void print_plan(FILE *f, const log_data_t *L, const void *data, const rep
             p->rank_us / p->one_rank_us, p->one_rank_us);
   double measured_us = 1e6 * v->step_median;
   if (!isfinite(p->iteration_us)) {
-    fprintf(f, "  iteration   predicted: none (the plan file records no prediction); measured %.1f us (median step)\n",
+    fprintf(f, "  iteration   predicted: none (the plan file records none for its rank sets); measured %.1f us (median "
+               "step)\n",
             measured_us);
     return;
   }

@@ -452,6 +452,35 @@ static void test_killed_foreground(int reap) {
   if (!reap) waitpid(pid, NULL, 0);
 }
 
+/* /proc/PID/stat as mux_stat_gone reads it: a zombie (Z) or dead (X) process, or one exiting (the 9th
+ * field, flags, with PF_EXITING 0x4), is gone; a running, sleeping or stopped one is not; a command
+ * name holding ") Z " or digits does not mislead it (the last ')' ends the name). The kernel holds a
+ * process in its exit for seconds only under load, so the lines are written here. */
+static void test_stat_gone(void) {
+  static const struct {
+    const char *line;
+    int gone;
+  } cases[] = {
+      {"123 (surge-train) R 1 123 123 0 -1 4194560 5 0 0 0 1 0 0 0 20 0 1 0", 0},
+      {"123 (surge-train) S 1 123 123 0 -1 4194560 5 0 0 0 1 0 0 0 20 0 1 0", 0},
+      {"123 (surge-train) t 1 123 123 0 -1 4194376 5 0 0 0 1 0 0 0 20 0 1 0", 0},
+      {"123 (surge-train) Z 1 123 123 0 -1 4227084 5 0 0 0 1 0 0 0 20 0 1 0", 1},
+      {"123 (surge-train) X 1 123 123 0 -1 4194560 5 0 0 0 1 0 0 0 20 0 1 0", 1},
+      {"123 (surge-train) R 1 123 123 0 -1 4194564 5 0 0 0 1 0 0 0 20 0 1 0", 1}, /* 0x400104: PF_EXITING */
+      {"123 (a) Z 1 2 3) S 1 123 123 0 -1 4194560 5 0 0 0 1 0 0 0 20 0 1 0", 0},
+      {"123 (x) R 1 2 3 4 5 (6) D 1 123 123 0 -1 4 5 0", 1},
+      {"123 (no closing parenthesis", 0},
+  };
+  int ok = 1;
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++)
+    if (mux_stat_gone(cases[k].line) != cases[k].gone) {
+      ok = 0;
+      tap_diag("'%s': gone %d, expected %d", cases[k].line, mux_stat_gone(cases[k].line), cases[k].gone);
+    }
+  tap_ok(ok, "/proc/PID/stat: zombie, dead or exiting (PF_EXITING) is gone; running, sleeping, stopped alive; a "
+             "name with ') Z ' in it read to its last ')' (%zu lines)", sizeof cases / sizeof cases[0]);
+}
+
 /* A foreground that attaches after the background and ends before the background's first look
  * was its partner all the same: the background is released, not left waiting for another. */
 static void test_short_foreground(void) {
@@ -688,6 +717,7 @@ int main(void) {
   test_killed_background_wait();
   test_killed_foreground(1);
   test_killed_foreground(0);
+  test_stat_gone();
   test_short_foreground();
   test_graph_recording();
   test_errors();

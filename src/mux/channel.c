@@ -49,6 +49,15 @@ int64_t mux_now_ns(void) {
   return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
+int mux_stat_gone(const char *stat) {
+  const char *paren = strrchr(stat, ')'); /* "pid (comm) S ppid pgrp session tty tpgid flags ...": comm may hold ')' */
+  if (!paren || !paren[1] || !paren[2]) return 0;
+  if (paren[2] == 'Z' || paren[2] == 'X') return 1;
+  unsigned long flags = 0;
+  enum { PF_EXITING_FLAG = 0x4 }; /* the kernel's PF_EXITING */
+  return sscanf(paren + 2, "%*c %*d %*d %*d %*d %*d %lu", &flags) == 1 && (flags & PF_EXITING_FLAG);
+}
+
 int mux_pid_alive(int64_t pid) {
   if (pid <= 0) return 0;
   if (kill((pid_t)pid, 0) != 0 && errno != EPERM) return 0;
@@ -63,11 +72,7 @@ int mux_pid_alive(int64_t pid) {
   size_t n = fread(buf, 1, sizeof buf - 1, f);
   fclose(f);
   buf[n] = 0;
-  const char *paren = strrchr(buf, ')'); /* "pid (comm) S ppid pgrp session tty tpgid flags ..." */
-  if (paren && (paren[2] == 'Z' || paren[2] == 'X')) return 0;
-  unsigned long flags = 0;
-  enum { PF_EXITING_FLAG = 0x4 }; /* the kernel's PF_EXITING */
-  if (paren && sscanf(paren + 2, "%*c %*d %*d %*d %*d %*d %lu", &flags) == 1 && (flags & PF_EXITING_FLAG)) return 0;
+  if (mux_stat_gone(buf)) return 0;
 #endif
   return 1;
 }

@@ -139,8 +139,11 @@ typedef struct mux_local {
 extern _Thread_local mux_local_t *mux_self; /* NULL when the calling thread's trainer is not multiplexed */
 
 int64_t mux_now_ns(void);
-/* Whether pid is a running process (not gone, not a zombie). */
+/* Whether pid is a running process (not gone, not a zombie, not exiting). */
 int mux_pid_alive(int64_t pid);
+/* Whether a /proc/PID/stat line says the process is gone: a zombie (Z), dead (X), or exiting
+ * (PF_EXITING in its flags); the state read after the line's last ')'. */
+int mux_stat_gone(const char *stat);
 /* The partner slot holds a live process (attached, not ended, pid alive). */
 int mux_side_live(const mux_side_t *s);
 /* Wake sleepers on s->seq after a change; sleep on partner->seq while it equals seen (timeout_ns). */

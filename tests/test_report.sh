@@ -351,6 +351,13 @@ rc=$?
     $c["phase_comm_r1"] != "" || $c["phase_data_r1"] == "" || $c["phase_comm_r0"] == "" { bad = 1 }
     END { exit bad || !c["phase_data_r1"] }' "$tap_tmp/dmg.csv"
 tap_ok $? "a /ranks column narrower than /ranks/rank is damage: reported, its lost rank empty, the other phases keep rank 1 (exit $rc)"
+# ... and one whose widening would pass the reader's 2^28 values (a deflated /ranks/rank of 2^24 zeros,
+# 360 KB) is refused before it allocates
+cp "$log" "$tap_tmp/dmg.h5" && "$unit" damage "$tap_tmp/dmg.h5" /ranks/rank deflated=16777216
+refused "$tap_tmp/dmg.h5" "a /ranks/rank of 2^24 ranks beside 2-column phases (30 steps: 5e8 values)"
+grep -q 'has 2 columns where /ranks/rank names 16777216 ranks, and 30 rows of them would be 503316480 values, more than the 268435456' \
+  "$tap_tmp/err.txt"
+tap_ok $? "... by the widening's bound, before it allocates"
 cp "$log" "$tap_tmp/dmg.h5" && "$unit" damage "$tap_tmp/dmg.h5" /events/text 'text=\e[2J\e[31mowned\n@0'
 "$report" "$tap_tmp/dmg.h5" >"$tap_tmp/dmg.txt" 2>&1
 rc=$?

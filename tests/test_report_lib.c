@@ -11,7 +11,8 @@
  *                                  (3 rows left), narrow (a 2-D dataset cut to 1 column), extent=N (N
  *                                  rows claimed, none stored), value=X@I (row I set to X), text=T@I
  *                                  (string I of a string dataset set to T, with \e written as the
- *                                  escape character) */
+ *                                  escape character), deflated=N (a 1-D dataset of N zeros
+ *                                  stored deflated: a large claim in a small file) */
 #include <hdf5.h>
 #include <math.h>
 #include <stdio.h>
@@ -90,6 +91,30 @@ static int write_one(hid_t d, hid_t mt, hsize_t i, const void *buf) {
   return rc;
 }
 
+/* DATASET (1-D) replaced by one of its type holding n zeros, deflated, written a chunk at a time. */
+static int replace_deflated(hid_t f, const char *name, hsize_t n) {
+  hid_t d = H5Dopen2(f, name, H5P_DEFAULT), type = d < 0 ? -1 : H5Dget_type(d);
+  if (d < 0 || type < 0 || H5Dclose(d) < 0 || H5Ldelete(f, name, H5P_DEFAULT) < 0) return 1;
+  enum { CHUNK = 1 << 20 };
+  hsize_t chunk = CHUNK, count;
+  hid_t space = H5Screate_simple(1, &n, NULL), dcpl = H5Pcreate(H5P_DATASET_CREATE);
+  int rc = H5Pset_chunk(dcpl, 1, &chunk) < 0 || H5Pset_deflate(dcpl, 6) < 0;
+  d = rc ? -1 : H5Dcreate2(f, name, type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+  double *v = xmalloc(CHUNK * sizeof *v);
+  for (hsize_t at = 0; d >= 0 && !rc && at < n; at += count) {
+    count = n - at < CHUNK ? n - at : CHUNK;
+    for (hsize_t i = 0; i < count; i++) v[i] = 0.0;
+    hid_t mem = H5Screate_simple(1, &count, NULL);
+    rc = H5Sselect_hyperslab(space, H5S_SELECT_SET, &at, NULL, &count, NULL) < 0 ||
+         H5Dwrite(d, H5T_NATIVE_DOUBLE, mem, space, H5P_DEFAULT, v) < 0;
+    H5Sclose(mem);
+  }
+  free(v);
+  rc |= d < 0 || H5Dclose(d) < 0;
+  H5Pclose(dcpl), H5Sclose(space), H5Tclose(type);
+  return rc;
+}
+
 static int damage(const char *path, const char *name, const char *kind) {
   hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
   if (f < 0) return 1;
@@ -114,6 +139,10 @@ static int damage(const char *path, const char *name, const char *kind) {
   } else if (sscanf(kind, "extent=%lld", &n) == 1) {
     dims[0] = (hsize_t)n;
     rc = H5Dset_extent(d, dims) < 0;
+  } else if (sscanf(kind, "deflated=%lld", &n) == 1) {
+    H5Dclose(d);
+    d = -1;
+    rc = n < 0 || replace_deflated(f, name, (hsize_t)n);
   } else if (sscanf(kind, "value=%lf@%lld", &x, &i) == 2) {
     rc = write_one(d, H5T_NATIVE_DOUBLE, (hsize_t)i, &x);
   } else if (sscanf(kind, "text=%255[^@]@%lld", text, &i) == 2) {

@@ -80,17 +80,18 @@ static float online_row(float *sr, int valid, int nc, float *m, float *l) {
   return corr;
 }
 
-/* Whether n rows of hs floats at stride ld are all finite (a float is NaN or Inf when its exponent bits are all
- * ones). */
-static int rows_finite(const float *x, int n, int hs, int ld) {
-  uint32_t bad = 0;
+/* Whether n rows of hs floats at stride ld are all finite: a float is NaN or Inf when its exponent bits are all
+ * ones, the largest exponent field there is (an integer maximum, a vector at a time). */
+static CPU_CLONES int rows_finite(const float *x, int n, int hs, int ld) {
+  uint32_t top = 0;
   for (int r = 0; r < n; r++)
     for (int c = 0; c < hs; c++) {
       uint32_t bits;
       memcpy(&bits, &x[(size_t)r * ld + c], sizeof bits);
-      bad |= (bits & 0x7f800000u) == 0x7f800000u;
+      bits &= 0x7f800000u;
+      top = bits > top ? bits : top;
     }
-  return !bad;
+  return top != 0x7f800000u;
 }
 
 /* Whether the tile of query block i0 and key block j0 (nc keys) holds pairs above the diagonal. */
@@ -220,11 +221,13 @@ static void tile_bwd(const att_head_t *a, const att_grads_t *g, int i0, int nr, 
   else cpu_gemm(1, 0, nc, hs, nr, 1.0f, P, ATT_BLOCK, dyi, C, 1.0f, dV, hs);
   cpu_gemm(0, 1, nr, nc, hs, 1.0f, dyi, C, vj, ld, 0.0f, dP, ATT_BLOCK);
   // dS = P (dP - D_i) s over dP, for the causal pairs (0 above the diagonal, whatever dP holds there)
-  for (int r = 0; r < nr; r++)
-    for (int j = 0, valid = tile_valid(i0, r, j0, nc); j < nc; j++) {
-      const size_t at = (size_t)r * ATT_BLOCK + j;
-      dP[at] = j < valid ? P[at] * (dP[at] - D[i0 + r]) * a->s : 0.0f;
-    }
+  for (int r = 0; r < nr; r++) {
+    float *ds = dP + (size_t)r * ATT_BLOCK;
+    const float *p = P + (size_t)r * ATT_BLOCK, d = D[i0 + r];
+    const int valid = tile_valid(i0, r, j0, nc);
+    for (int j = 0; j < valid; j++) ds[j] = p[j] * (ds[j] - d) * a->s;
+    for (int j = valid; j < nc; j++) ds[j] = 0.0f;
+  }
   // dQ_i (nr, hs) += dS K_j; dK_j (nc, hs) += dS^T Q_i
   if (causal_only) {
     tri_rows(i0, j0, nr, nc, hs, dP, kj, ld, dQ + (size_t)i0 * hs, hs);

@@ -32,10 +32,17 @@ static int partner_gone(mux_local_t *L) {
   return !mux_side_live(p) || atomic_load(&p->generation) != L->partner_gen;
 }
 
+/* The partner is the live foreground of the generation read before the look, if the side is still
+ * LIVE in that generation after it. A foreground that attaches makes its side NONE, stores its pid,
+ * counts the generation up, then makes it LIVE (mux_attach): a look that read a crashed holder's
+ * LIVE but the new pid (alive) is caught by the side's NONE or the new generation afterwards, and
+ * the next look pairs. Without the second read it paired with the old generation, and the live
+ * foreground then counted as ended (mux_partner_ended). */
 void mux_bg_try_pair(mux_local_t *L) {
   mux_side_t *p = L->partner;
   uint64_t gen = atomic_load(&p->generation);
   if (L->partner_gen || !mux_side_live(p)) return;
+  if (atomic_load(&p->attached) != ATTACH_LIVE || atomic_load(&p->generation) != gen) return;
   L->partner_gen = gen;
   if (L->opt.follow_affinity) mux_follow_partner_cpus(p);
   if (L->opt.lower_session && !L->opt.in_process) mux_lower_session(p);

@@ -12,8 +12,10 @@
 #include <fcntl.h>
 #include <math.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -379,9 +381,9 @@ static void test_feedback_marks(void) {
   fake_queued += 5e6;
   fake_done = fake_queued;
   mux_fg_set(MUX_WAITING, 3);
-  tap_ok(L->expected_ns[1] == 5e6 && L->expected_ns[3] == 1e6 && atomic_load(&L->me->expected_ns) == 1000000,
+  tap_ok(L->expected_ns[1] == 5e6 && L->expected_ns[3] == 1e6 && mux_word_expected_ns(atomic_load(&L->me->state)) == 1000000,
          "feedback marks: the device's times once it caught up: site 1 %.3f ms, site 3 %.3f ms (published %.3f ms)",
-         L->expected_ns[1] / 1e6, L->expected_ns[3] / 1e6, (double)atomic_load(&L->me->expected_ns) / 1e6);
+         L->expected_ns[1] / 1e6, L->expected_ns[3] / 1e6, (double)mux_word_expected_ns(atomic_load(&L->me->state)) / 1e6);
   fake_done = fake_queued; /* the host runs far ahead: 300 state changes, a device that has run none */
   for (int i = 0; i < 150; i++) {
     mux_fg_set(MUX_COMPUTING, 1);
@@ -479,6 +481,45 @@ static void test_stat_gone(void) {
     }
   tap_ok(ok, "/proc/PID/stat: zombie, dead or exiting (PF_EXITING) is gone; running, sleeping, stopped alive; a "
              "name with ') Z ' in it read to its last ')' (%zu lines)", sizeof cases / sizeof cases[0]);
+}
+
+/* The gate reads the foreground's state and its expected duration as one word: a foreground thread
+ * alternates two states that each keep the gate shut (WAITING at a site expected to take 0.1 ms,
+ * below the background's 1 ms; COMPUTING at a site expected to take 10 ms) while this thread asks
+ * the gate for 0.5 s; it never opens. As two words it opened about 1 time in 8 transitions on 2 cores
+ * (the WAITING of one read with the computing's 10 ms). */
+static atomic_int torn_run;
+static void *alternating_foreground(void *shm) {
+  mux_options_t o = options(1e9);
+  o.in_process = shm;
+  mux_attach(MUX_ROLE_FOREGROUND, &o);
+  for (long n = 0; atomic_load(&torn_run); n++) {
+    mux_self->expected_ns[1] = 1e5, mux_self->expected_ns[2] = 1e7; /* as learnt (no feedback learns here) */
+    mux_fg_set(n % 2 ? MUX_COMPUTING : MUX_WAITING, n % 2 ? 2 : 1);
+  }
+  mux_detach();
+  return NULL;
+}
+
+static void test_gate_one_word(void) {
+  struct mux_shm *shm = mux_channel_in_process();
+  atomic_store(&shm->side[SIDE_BG].min_wait_ns, 1000000);
+  atomic_store(&torn_run, 1);
+  pthread_t t;
+  if (pthread_create(&t, NULL, alternating_foreground, shm) != 0) abort();
+  long checks = 0, opened = 0, waiting = 0, computing = 0;
+  for (int64_t end = mux_now_ns() + 500000000; mux_now_ns() < end;)
+    for (int i = 0; i < 10000; i++, checks++) {
+      opened += mux_gate_open(&shm->side[SIDE_FG], &shm->side[SIDE_BG]);
+      mux_state_t s = mux_word_state(atomic_load(&shm->side[SIDE_FG].state));
+      waiting += s == MUX_WAITING, computing += s == MUX_COMPUTING;
+    }
+  atomic_store(&torn_run, 0);
+  pthread_join(t, NULL);
+  mux_channel_in_process_free(shm);
+  tap_ok(opened == 0 && waiting > 0 && computing > 0,
+         "the gate never opens between two states that keep it shut: %ld of %ld looks (%ld saw waiting, %ld computing)",
+         opened, checks, waiting, computing);
 }
 
 /* A foreground that attaches after the background and ends before the background's first look
@@ -718,6 +759,7 @@ int main(void) {
   test_killed_foreground(1);
   test_killed_foreground(0);
   test_stat_gone();
+  test_gate_one_word();
   test_short_foreground();
   test_graph_recording();
   test_errors();

@@ -215,8 +215,7 @@ void mux_attach(mux_role_t role, const mux_options_t *o) {
   claim_side(L->me, o, role);
   mux_side_t *me = L->me;
   atomic_store(&me->attached, ATTACH_NONE);
-  atomic_store(&me->state, MUX_COMPUTING);
-  atomic_store(&me->expected_ns, 0);
+  atomic_store(&me->state, mux_state_word(MUX_COMPUTING, 0));
   atomic_store(&me->paused_ns, 0);
   atomic_store(&me->pieces, 0);
   atomic_store(&me->samples_milli, 0);

@@ -81,9 +81,8 @@ void mux_fg_set(mux_state_t s, int site) {
   L->state_start = now;
   L->now = begins;
   mux_side_t *me = L->me;
-  int64_t expected = (int64_t)L->expected_ns[slot];
-  changed |= atomic_exchange(&me->expected_ns, expected) != expected; /* a longer wait may open the gate */
-  changed |= atomic_exchange(&me->state, (int32_t)s) != (int32_t)s;
+  const uint64_t word = mux_state_word(s, (int64_t)L->expected_ns[slot]);
+  changed |= atomic_exchange(&me->state, word) != word; /* (a longer wait may open the gate) */
   if (changed) mux_wake(me);
 }
 

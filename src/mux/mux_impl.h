@@ -9,19 +9,29 @@
 #include "mux/mux.h"
 
 #define MUX_MAGIC 0x58554d4547525553ULL /* "SURGEMUX" little-endian */
-enum { MUX_VERSION = 6, MUX_CPUSET_BYTES = 128, MUX_AUTOGROUP_BYTES = 64, MUX_SITES = 4096 };
+enum { MUX_VERSION = 7, MUX_CPUSET_BYTES = 128, MUX_AUTOGROUP_BYTES = 64, MUX_SITES = 4096 };
 enum { SIDE_FG = 0, SIDE_BG = 1 };
 enum { ATTACH_NONE = 0, ATTACH_LIVE = 1, ATTACH_ENDED = 2 };
+
+/* A side's state and the duration expected of it (ns, 0 unknown; at most 2^56) as one word: the
+ * state in the low 8 bits. Published and read whole, so the gate never pairs one state with
+ * another's duration (as two words, a WAITING read before a change to COMPUTING and the computing's
+ * duration read after it opened the gate). */
+static inline uint64_t mux_state_word(mux_state_t s, int64_t expected_ns) {
+  const int64_t top = ((int64_t)1 << 56) - 1;
+  return (uint64_t)(expected_ns < 0 ? 0 : expected_ns > top ? top : expected_ns) << 8 | (uint8_t)s;
+}
+static inline mux_state_t mux_word_state(uint64_t w) { return (mux_state_t)(w & 0xffu); }
+static inline int64_t mux_word_expected_ns(uint64_t w) { return (int64_t)(w >> 8); }
 
 typedef struct mux_side {
   _Atomic uint32_t seq;          /* futex word: bumped at every state change and at detach */
   _Atomic uint32_t sleepers;     /* the other side sleeps on seq: wake it */
-  _Atomic int32_t state;         /* mux_state_t */
+  _Atomic uint64_t state;        /* mux_state_word: the state and its expected duration in one word */
   _Atomic int32_t attached;      /* ATTACH_* */
   _Atomic int64_t pid;
   _Atomic int64_t claim;         /* the pid holding this side (0: free), taken by compare-and-swap */
   _Atomic uint64_t generation;   /* +1 at every attach of this side */
-  _Atomic int64_t expected_ns;   /* expected duration of the state, 0 unknown */
   _Atomic uint64_t paused_ns;    /* background: time paused at the gate */
   _Atomic uint64_t pieces;       /* background: pieces of work let through the gate */
   _Atomic uint64_t samples_milli; /* background: samples of its share, x 1000 */
@@ -156,8 +166,9 @@ void mux_sleep(mux_side_t *partner, uint32_t seen, int64_t timeout_ns);
 static inline int mux_gate_open(const mux_side_t *fg, const mux_side_t *bg) {
   int64_t limit = atomic_load(&bg->limit_milli);
   if (limit > 0 && atomic_load(&fg->pressure_milli) > limit) return 0;
-  mux_state_t s = (mux_state_t)atomic_load(&fg->state);
-  return s == MUX_INACTIVE || (s == MUX_WAITING && atomic_load(&fg->expected_ns) >= atomic_load(&bg->min_wait_ns));
+  uint64_t w = atomic_load(&fg->state);
+  mux_state_t s = mux_word_state(w);
+  return s == MUX_INACTIVE || (s == MUX_WAITING && mux_word_expected_ns(w) >= atomic_load(&bg->min_wait_ns));
 }
 
 /* Background: pair with the foreground in the slot if it is live and none was paired yet. */

@@ -1,6 +1,7 @@
 /* "cpu" backend GEMMs, row-major: OpenBLAS cblas_sgemm, or the backend's own packed kernel
  * (cpu_gemm_kern.h) at the kernels' width where that beats OpenBLAS (bench/bench_gemm.c). */
 #include <cblas.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 
 #include "backend/cpu_ops.h"
@@ -9,25 +10,27 @@
 #include "core/bf16.h"
 #include "core/error.h"
 
-static int blas_threads = 1; /* OpenBLAS's setting is the process's: an in-process background must use 1 too */
+/* OpenBLAS's setting is the process's: an in-process background must use 1 too. Atomic: both jobs' threads
+ * set it at start-up (to the same 1) and read it (relaxed: it is a count, ordering nothing). */
+static atomic_int blas_threads = 1;
 /* Per thread, as the kernel width (cpu_simd.c): an in-process background's deck sets its own. */
 static _Thread_local backend_gemm_t gemm_mode = BACKEND_GEMM_AUTO;
 
 void cpu_set_threads(int nthreads) {
   if (nthreads <= 0) return;
   openblas_set_num_threads(nthreads);
-  blas_threads = nthreads;
+  atomic_store_explicit(&blas_threads, nthreads, memory_order_relaxed);
 }
 
 void cpu_gemm_use(backend_gemm_t g) { gemm_mode = g; }
 
-int cpu_threads(void) { return blas_threads; }
+int cpu_threads(void) { return atomic_load_explicit(&blas_threads, memory_order_relaxed); }
 
 /* Parts of at least 2^21 multiply-adds (20-40 microseconds at the packed kernels' 100-200 GFLOP/s,
  * bench/bench_gemm), and at least one strip of 12 rows each. */
 int cpu_gemm_team(int M, int N, int K) {
   const double parts = (double)M * N * K / 2097152.0;
-  int T = blas_threads;
+  int T = cpu_threads();
   if (parts < T) T = (int)parts;
   if (M / 12 < T) T = M / 12;
   return T < 1 ? 1 : T;
@@ -49,7 +52,7 @@ static int blas_small_path(int M, int N, int K) {
  * few rows above it) and more than one row (one row is cpu_gemm's matrix-vector product). The route
  * depends on the shape and the deck alone, so results stay reproducible. */
 int cpu_gemm_own(int M, int N, int K) {
-  return CPU_KERNELS_BUILT && gemm_mode == BACKEND_GEMM_AUTO && blas_threads == 1 &&
+  return CPU_KERNELS_BUILT && gemm_mode == BACKEND_GEMM_AUTO && cpu_threads() == 1 &&
          cpu_simd() == BACKEND_SIMD_AVX512 && M >= 2 && (double)M * N * K >= 262144.0 && !blas_small_path(M, N, K);
 }
 
@@ -58,7 +61,7 @@ int cpu_gemm_own(int M, int N, int K) {
  * it, and from 4 rows on above 64^3 multiply-adds where OpenBLAS would, except where OpenBLAS's
  * small-matrix path wins (blas_small_path). */
 int cpu_gemm_few_rows(int ta, int tb, int M, int N, int K) {
-  if (!(CPU_KERNELS_BUILT && gemm_mode == BACKEND_GEMM_AUTO && blas_threads == 1 && cpu_simd() != BACKEND_SIMD_NONE &&
+  if (!(CPU_KERNELS_BUILT && gemm_mode == BACKEND_GEMM_AUTO && cpu_threads() == 1 && cpu_simd() != BACKEND_SIMD_NONE &&
         !ta && tb && M >= 2 && M <= CPU_FEW_ROWS) ||
       blas_small_path(M, N, K))
     return 0;

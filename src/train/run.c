@@ -1,6 +1,7 @@
 #include "train/run.h"
 
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,10 +22,13 @@
 #include "train/train.h"
 
 /* ---- stop signals: SIGTERM and SIGUSR1 (what Slurm sends before a time limit with --signal)
- * finish the current step, write a checkpoint and return TRAIN_STOPPED. */
-static volatile sig_atomic_t stop_signal = 0;
+ * finish the current step, write a checkpoint and return TRAIN_STOPPED. The flag is a lock-free
+ * atomic, not a volatile sig_atomic_t: an in-process background's thread reads it too, and only an
+ * atomic is ordered between threads (a lock-free one is as safe in a handler). */
+static atomic_int stop_signal = 0;
+_Static_assert(ATOMIC_INT_LOCK_FREE == 2, "a stop signal's flag must be a lock-free atomic");
 
-static void on_stop_signal(int sig) { stop_signal = sig; }
+static void on_stop_signal(int sig) { atomic_store(&stop_signal, sig); }
 
 void train_catch_stop_signals(void) {
   struct sigaction sa;
@@ -39,7 +43,7 @@ void train_catch_stop_signals(void) {
 /* Collective: whether a stop signal has reached any rank (while the run was set up, or during a step that
  * ends it anyway). */
 static int stop_signalled(comm_t *world) {
-  double any = stop_signal != 0;
+  double any = atomic_load(&stop_signal) != 0;
   comm_allreduce_max_double(world, &any, 1, TRAFFIC_OTHER);
   return any != 0;
 }
@@ -250,7 +254,7 @@ train_outcome_t train_run(const config_t *cfg, const deck_t *deck, const char *r
   while (t.step < cfg->steps && outcome == TRAIN_FINISHED) {
     watchdog_beat("the training step", t.step + 1);
     run_mux_step_begin(&mux);
-    train_stats_t s = trainer_step(&t, stop_signal != 0);
+    train_stats_t s = trainer_step(&t, atomic_load(&stop_signal) != 0);
     log_row_t row = step_row(&t, &s, &since, row_sums, row_phases);
     run_mux_step_end(&mux, &t, &row);
     run_log_step(log, &row);

@@ -16,7 +16,9 @@
 #  - output locations that cannot be written fail at the start with exit 2, whether they existed or
 #    not (a read-only tmpfs, where this may mount one);
 #  - a disk that fills while the log is flushed: one line, exit 1, no crash, the log readable up to
-#    its last good flush (a small tmpfs).
+#    its last good flush (a small tmpfs);
+#  - a file-size limit on one rank of two ends the job at its checkpoint write (it hung);
+#  - standard output that cannot be written ends a program with exit 1 (it exited 0).
 . "${SURGE_TOP_SRCDIR:-.}/tests/tap.sh"
 report="$top_build/surge-report"
 deck="$tap_tmp/tiny.deck"
@@ -366,5 +368,29 @@ if [ "$(id -u)" = 0 ] && [ "${SURGE_TEST_NO_MOUNT:-0}" != 1 ] && mount -t tmpfs 
 else
   tap_diag "a full disk under the log: not checked (no permission to mount a tmpfs)"
 fi
+
+# ---- a file-size limit (ulimit -f, or a quota) on one rank of two: its checkpoint write fails, and
+# the job ends with exit 1 and one line naming the file, no temporary file left. It waited in HDF5's
+# close of the file for ever (the limited rank ran other collectives there); and unless the shell
+# ignored SIGXFSZ, the signal ended the rank first (a core-dumping signal, no message).
+o="$tap_tmp/fsize"
+timeout 60 "$mpiexec" -n 2 sh -c 'if [ "$OMPI_COMM_WORLD_RANK" = 1 ]; then ulimit -f 570; fi; exec "$0" "$@"' \
+  "$SURGE_TRAIN" "$deck" -D "run.out_dir=$o" -D model.mlp_hidden=64 -D train.optimizer=adamw -D run.steps=20 \
+  -D checkpoint.every=10 >"$o.txt" 2>"$o.err"
+rc=$?
+[ $rc = 1 ] && [ "$(grep -c '^surge: error:' "$o.err")" = 1 ] &&
+  grep -q "^surge: error: rank 1: cannot write checkpoint $o/checkpoints/ckpt-00000010.h5: .*earlier checkpoints are intact" "$o.err" &&
+  [ "$(ls -A "$o/checkpoints" | tr '\n' ' ')" = ".surge-lock " ]
+tap_ok $? "a file-size limit on one rank of two: exit $rc, one line, no file left: $(error_of "$o.err") [$(ls -A "$o/checkpoints" 2>/dev/null | tr '\n' ' ')]"
+
+# ---- standard output that cannot be written (a full disk): exit 1 and a line, not 0 with the output lost
+"$report" --help >/dev/full 2>"$tap_tmp/full-stdout.err"
+rc=$?
+[ $rc = 1 ] && grep -q '^surge: error: writing standard output failed: No space left on device' "$tap_tmp/full-stdout.err"
+tap_ok $? "surge-report --help >/dev/full: exit $rc: $(head -n 1 "$tap_tmp/full-stdout.err")"
+timeout 60 "$SURGE_TRAIN" --version >/dev/full 2>"$tap_tmp/full-stdout.err"
+rc=$?
+[ $rc = 1 ] && grep -q '^surge: error: writing standard output failed' "$tap_tmp/full-stdout.err"
+tap_ok $? "surge-train --version >/dev/full (an MPI program): exit $rc: $(head -n 1 "$tap_tmp/full-stdout.err")"
 
 tap_done

@@ -1,5 +1,6 @@
 #include "core/error.h"
 
+#include <errno.h>
 #include <mpi.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -32,6 +33,8 @@ static _Thread_local surge_fail_hook_t fail_hook = NULL;
 
 void surge_set_escape(surge_escape_t e) { escape = e; }
 
+int surge_escaping(void) { return escape != NULL; }
+
 void surge_side_threads(int delta) { atomic_fetch_add(&side_threads, delta); }
 
 void surge_set_fail_hook(surge_fail_hook_t hook) { fail_hook = hook; }
@@ -45,6 +48,29 @@ static void to_hook(int exit_code, const char *fmt, va_list ap) {
 }
 
 void surge_stdout_by_lines(void) { setvbuf(stdout, NULL, _IOLBF, 0); }
+
+/* Every program's standard output at its exit: a write that failed (a full disk, /dev/full) ends it
+ * with exit 1 and a line saying so, not 0 with its results lost (say() flushes each line and cannot
+ * stop the program on the spot). */
+static void stdout_at_exit(void) {
+  errno = 0;
+  const int flush_failed = fflush(stdout) != 0;
+  if (!flush_failed && !ferror(stdout)) return;
+  char line[256];
+  snprintf(line, sizeof line, "surge: error: writing standard output failed%s%s: the output is incomplete\n",
+           flush_failed && errno ? ": " : "", flush_failed && errno ? strerror(errno) : "");
+  if (write(STDERR_FILENO, line, strlen(line)) < 0) { /* nothing more to say it with */
+  }
+  _exit(SURGE_EXIT_RUNTIME);
+}
+
+/* Before main, in every program of the library: a file that grows past RLIMIT_FSIZE fails its write
+ * with EFBIG, which the writer reports naming the file (and a checkpoint write abandons its temporary
+ * file), instead of SIGXFSZ's core-dumping end; and the check of standard output at exit. */
+__attribute__((constructor)) static void program_start(void) {
+  signal(SIGXFSZ, SIG_IGN);
+  atexit(stdout_at_exit);
+}
 
 void surge_set_partial_line(int partial) { partial_line = partial; }
 

@@ -66,6 +66,8 @@ void surge_set_job(MPI_Comm job, const char *label);
  * the process ends. NULL: errors end the job as above. */
 typedef void (*surge_escape_t)(int exit_code);
 void surge_set_escape(surge_escape_t escape);
+/* Whether the calling thread has an escape (an error ends the thread, not the process). */
+int surge_escaping(void);
 /* +1 when an in-process background thread starts, -1 when it has ended: while one runs, an error
  * in any other thread ends the process with _exit (after MPI_Abort where the job has other ranks),
  * not through exit handlers that would pull MPI and HDF5 from under the background. */

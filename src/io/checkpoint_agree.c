@@ -49,3 +49,8 @@ _Noreturn void ckpt_report(ckpt_status_t *st, int exit_code) {
   if (st->world->rank != st->reporter) comm_barrier(st->world); // the reporter's abort ends the job
   surge_fail(exit_code, "%s", st->failed ? st->msg : "checkpoint failed on another rank");
 }
+
+_Noreturn void ckpt_abandon(ckpt_status_t *st, int exit_code) {
+  if (st->world->rank != st->reporter) comm_barrier(st->world);
+  surge_abandon(exit_code, "%s", st->failed ? st->msg : "checkpoint failed on another rank");
+}

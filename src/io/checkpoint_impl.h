@@ -98,6 +98,9 @@ int ckpt_any_failed(ckpt_status_t *st);
 /* Collective, after ckpt_any_failed said 1 and any cleanup was done: the lowest failing rank
  * reports its message (surge_fail with exit_code); the other ranks wait until the job ends. */
 _Noreturn void ckpt_report(ckpt_status_t *st, int exit_code);
+/* The same, but the reporter ends its process at once (surge_abandon): no exit handler, so HDF5
+ * never closes what is left open. */
+_Noreturn void ckpt_abandon(ckpt_status_t *st, int exit_code);
 
 /* ---- layout (checkpoint_layout.c) */
 

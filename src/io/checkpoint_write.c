@@ -72,10 +72,14 @@ static void clear_temp(writer_t *w) {
   }
 }
 
-/* Collective: when any rank failed, close what is open, remove the temporary file and report.
- * The file is emptied first: closing it writes HDF5's metadata, which must not fail for want of
- * the space its own data took (HDF5 1.10 crashes at exit after a failed H5Fclose). A rank left
- * alone (the others stuck in HDF5) removes the file without any collective call. */
+/* Collective: when any rank failed, remove the temporary file and report. A process that ends leaves
+ * the file open and ends at once (ckpt_abandon: no exit handler): HDF5's close of a file whose write
+ * failed extends it to its allocated size, which fails again past a file-size limit or quota, and
+ * then runs other collective calls on the rank it failed on than on the others (a job whose one
+ * rank hit the limit waited in H5Fclose for ever), or, on one rank, leaves the file to HDF5's exit,
+ * which crashed (exit 139). An in-process background's thread (an escape: its process goes on)
+ * closes the file, emptied first, so that closing it cannot fail for want of the space its own data
+ * took. A rank left alone (the others stuck in HDF5) removes the file without any collective call. */
 static void agree_or_abandon(writer_t *w) {
   if (!ckpt_any_failed(&w->st)) return;
   if (w->st.alone) {
@@ -83,6 +87,11 @@ static void agree_or_abandon(writer_t *w) {
     ckpt_report(&w->st, SURGE_EXIT_RUNTIME);
   }
   if (w->group >= 0) H5Gclose(w->group);
+  if (w->file >= 0 && !surge_escaping()) {
+    comm_barrier(w->world);
+    if (w->world->rank == 0) remove_partial(w);
+    ckpt_abandon(&w->st, SURGE_EXIT_RUNTIME);
+  }
   if (w->file >= 0) {
     if (w->world->rank == 0) truncate(w->f->temp, 0);
     comm_barrier(w->world);

@@ -7,7 +7,11 @@
  *                                   shell test expects exit 1 and a one-line message */
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include "comm/comm.h"
 #include "comm/node_shm.h"
@@ -489,8 +493,22 @@ static void provoke_failure(const char *mode) {
     comm_t empty;
     comm_split(&c, -1, 0, &empty);
     comm_allreduce_sum(&empty, f, 4, TRAFFIC_DP);
+  } else if (strcmp(mode, "shm-address-space") == 0) {
+    /* the last rank's address space 32 MiB past what it uses, rank 0's segment 256 MiB: node-shared memory
+     * cannot be mapped there (every rank maps every segment) */
+    if (c.rank == c.size - 1) {
+      unsigned long pages = 0;
+      FILE *f = fopen("/proc/self/statm", "r");
+      if (!f || fscanf(f, "%lu", &pages) != 1) abort();
+      fclose(f);
+      struct rlimit lim = {.rlim_cur = pages * (rlim_t)sysconf(_SC_PAGESIZE) + (32u << 20), .rlim_max = RLIM_INFINITY};
+      if (setrlimit(RLIMIT_AS, &lim) != 0) abort();
+    }
+    node_shm_t s;
+    node_shm_alloc(&c, c.rank == 0 ? (size_t)256 << 20 : 0, &s);
   } else {
-    surge_input_error("test_comm: unknown failure mode '%s' (bad-root, zero-bucket, empty-group)", mode);
+    surge_input_error("test_comm: unknown failure mode '%s' (bad-root, zero-bucket, empty-group, "
+                      "shm-address-space)", mode);
   }
   comm_free(&c);
 }

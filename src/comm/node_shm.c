@@ -1,10 +1,39 @@
 #include "comm/node_shm.h"
 
+#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "core/error.h"
+
+/* Collective, before MPI is asked for the window: every rank maps every rank's segment, so each
+ * tries an anonymous mapping of them all (plus 1 MiB for MPI's own) and the ranks agree on the
+ * result. A rank whose address space is short (ulimit -v) ends the job naming the size. Asked
+ * directly, Open MPI 4.1's shared-memory component fails on that rank but returns success with a
+ * broken window (MPI_Win_shared_query then jumped into the heap: exit 139), while the other ranks
+ * may wait in the window's creation. */
+static void check_room(comm_t *c, size_t ask) {
+  enum { MPI_OWN = 1 << 20 };
+  uint64_t total = ask;
+  comm_allreduce_sum_u64(c, &total, 1, TRAFFIC_OTHER);
+  const size_t want = total + MPI_OWN < SIZE_MAX ? (size_t)(total + MPI_OWN) : SIZE_MAX;
+  void *p = mmap(NULL, want, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  const int mapped = p != MAP_FAILED;
+  const int err = errno;
+  if (mapped) munmap(p, want);
+  double failed = !mapped;
+  comm_allreduce_max_double(c, &failed, 1, TRAFFIC_OTHER);
+  if (!failed) return;
+  if (mapped) {
+    comm_barrier(c); /* a rank that could not map them ends the job */
+    surge_runtime_error("node-shared memory: another rank could not map it");
+  }
+  surge_runtime_error("node-shared memory of %zu bytes (all ranks' segments, which every rank maps) does not fit in "
+                      "this rank's address space: %s (hint: more memory for the rank (ulimit -v), or [parallel] "
+                      "node_shared = false to sum through MPI instead)", want, strerror(err));
+}
 
 void node_shm_alloc(comm_t *c, size_t bytes, node_shm_t *s) {
   memset(s, 0, sizeof *s);
@@ -16,6 +45,7 @@ void node_shm_alloc(comm_t *c, size_t bytes, node_shm_t *s) {
   size_t rounded = (bytes + NODE_SHM_ALIGN - 1) / NODE_SHM_ALIGN * NODE_SHM_ALIGN;
   size_t ask = rounded ? rounded + NODE_SHM_ALIGN : 0;
   if (rounded < bytes || ask > (size_t)INT64_MAX) surge_runtime_error("node_shm_alloc: %zu bytes overflow", bytes);
+  check_room(c, ask);
   char *raw = NULL;
   comm_check_mpi(MPI_Win_allocate_shared((MPI_Aint)ask, 1, MPI_INFO_NULL, c->mpi, &raw, &s->win),
                  "MPI_Win_allocate_shared",

@@ -133,7 +133,23 @@ seg="$top_src/tests/data/graphs/seg.graph"
 "$sim" --graph "$seg" --ranks 2 --batch 2 --bg-batch 1 --plan "$tap_tmp/split.plan" >/dev/null \
   2>"$tap_tmp/err.txt"
 rc=$?
-[ $rc = 2 ] && grep -q "split.plan:14: node 2 'b' is in the recomputed segment 'a' .. 'c', which runs on one rank set" \
+[ $rc = 2 ] && grep -q "split.plan:15: node 2 'b' is in the recomputed segment 'a' .. 'c', which runs on one rank set" \
   "$tap_tmp/err.txt"
 tap_ok $? "--plan splitting a recomputed segment: exit 2 at the plan's line: $(cat "$tap_tmp/err.txt")"
+# a disk that fills while the file is written: exit 1, one line, nothing left under the name or the
+# temporary one (surge-sim crashed, 139, leaving a damaged file under its final name)
+full="$tap_tmp/full"
+mkdir -p "$full"
+if [ "$(id -u)" = 0 ] && [ "${SURGE_TEST_NO_MOUNT:-0}" != 1 ] && mount -t tmpfs -o size=8k surge-sim-test "$full" 2>/dev/null; then
+  "$sim" --graph "$top_src/inputs/gpt-2.5b.graph" --tp 2 --pp 2 --dp 2 --micro-batches 4 --micro-batch 2 \
+    -o "$full/s.h5" >/dev/null 2>"$tap_tmp/err.txt"
+  rc=$?
+  left=$(ls -A "$full" | tr '\n' ' ')
+  umount "$full"
+  [ $rc = 1 ] && [ "$(grep -c '^surge: error:' "$tap_tmp/err.txt")" = 1 ] && [ -z "$left" ] &&
+    grep -q "^surge: error: surge-sim: writing $full/s.h5: .*No space left on device (nothing was written)" "$tap_tmp/err.txt"
+  tap_ok $? "-o on a full disk: exit $rc, nothing left [$left]: $(cat "$tap_tmp/err.txt")"
+else
+  tap_skip "-o on a full disk: no permission to mount a tmpfs"
+fi
 tap_done

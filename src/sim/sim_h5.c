@@ -1,8 +1,13 @@
 /* surge-sim's HDF5 output (layout in doc/sim.md): /sim attributes, /sim/burst (one row per rank
  * count) with a group per rank count for its frontier, and /sim/pipeline for a 3D run. Every
- * dataset carries a units attribute. */
+ * dataset carries a units attribute. The file is written under its name + ".tmp" and renamed into
+ * place once closed; a failed HDF5 call removes it and ends the program at once, without closing
+ * the file (HDF5 1.10 crashes at exit after a failed close: a full disk ended surge-sim with 139 and
+ * a damaged file under the final name). */
+#include <errno.h>
 #include <hdf5.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,14 +16,15 @@
 #include "sim/sim.h"
 
 typedef struct h5w {
-  const char *path;
+  const char *path, *tmp;
 } h5w_t;
 
 static void ok(const h5w_t *w, int good, const char *what) {
   if (!good) {
     char msg[256];
     h5util_error_text(msg, sizeof msg, "unknown HDF5 error");
-    surge_runtime_error("surge-sim: writing %s: %s: %s", w->path, what, msg);
+    remove(w->tmp);
+    surge_abandon(SURGE_EXIT_RUNTIME, "surge-sim: writing %s: %s: %s (nothing was written)", w->path, what, msg);
   }
 }
 
@@ -224,9 +230,17 @@ static void write_pipeline(const h5w_t *w, hid_t top, const sim3d_opts_t *o, con
 void sim_h5_write(const char *path, const sim_file_info_t *info, const sim_result_t *res, int nres,
                   const sim3d_opts_t *o3, const sim3d_result_t *plain, const sim3d_result_t *comp) {
   h5util_quiet_t q = h5util_quiet_begin();
-  h5w_t w = {path};
-  hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-  if (f < 0) surge_input_error("surge-sim: cannot create %s (hint: check the directory exists)", path);
+  char tmp[4096];
+  if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp) surge_input_error("surge-sim: %s: path too long", path);
+  h5w_t w = {path, tmp};
+  remove(tmp); /* a killed run's leftover (a link there would be written through) */
+  hid_t f = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  if (f < 0) {
+    char msg[256];
+    h5util_error_text(msg, sizeof msg, "unknown HDF5 error");
+    remove(tmp);
+    surge_runtime_error("surge-sim: cannot create %s: %s", tmp, msg);
+  }
   hid_t top = group(&w, f, "sim");
   attr_s(&w, top, "format", "surge-sim");
   ok(&w, h5util_attr_write_i64(top, "version", 1) == 0, "/sim version");
@@ -247,5 +261,10 @@ void sim_h5_write(const char *path, const sim_file_info_t *info, const sim_resul
   if (o3) write_pipeline(&w, top, o3, plain, comp);
   H5Gclose(top);
   ok(&w, H5Fclose(f) >= 0, "closing");
+  if (rename(tmp, path) != 0) {
+    const int e = errno;
+    remove(tmp);
+    surge_runtime_error("surge-sim: cannot rename %s to %s: %s (nothing was written)", tmp, path, strerror(e));
+  }
   h5util_quiet_end(q);
 }

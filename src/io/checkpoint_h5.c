@@ -1,7 +1,9 @@
 /* The HDF5 pieces of checkpoints: parallel file access, dataset creation with chunking and
  * filters, CRC32 of text (the quiet scope, error text and attributes: io/h5util.h). */
+#include <dirent.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <zlib.h>
 
 #include "io/checkpoint_impl.h"
@@ -40,6 +42,21 @@ static int filter_can_encode(H5Z_filter_t id) {
   return H5Zfilter_avail(id) > 0 && H5Zget_filter_info(id, &info) >= 0 && (info & H5Z_FILTER_CONFIG_ENCODE_ENABLED);
 }
 
+/* Why a filter is missing: `missing`, unless this process has few file descriptors left (fewer than
+ * 8 under its ulimit -n), where HDF5 may have failed to open the plugin that is there. */
+static void filter_missing(char *why, size_t why_len, const char *missing) {
+  struct rlimit lim;
+  long open_now = 0;
+  DIR *d = opendir("/proc/self/fd");
+  for (struct dirent *e; d && (e = readdir(d)) != NULL;) open_now += e->d_name[0] != '.';
+  if (d) closedir(d), open_now--; /* (the directory's own) */
+  if (d && getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY && (rlim_t)open_now + 8 > lim.rlim_cur)
+    snprintf(why, why_len, "%s; or HDF5 could not open it: this process has %ld of the %llu files open it may "
+             "(hint: raise ulimit -n)", missing, open_now, (unsigned long long)lim.rlim_cur);
+  else
+    snprintf(why, why_len, "%s", missing);
+}
+
 int ckpt_h5_compression_check(const char *compression, char *why, size_t why_len) {
   if (strcmp(compression, "none") == 0) return 0;
   if (strcmp(compression, "shuffle-deflate") == 0) {
@@ -51,9 +68,9 @@ int ckpt_h5_compression_check(const char *compression, char *why, size_t why_len
   if (strcmp(compression, "bitshuffle-lz4") == 0) {
     if (filter_can_encode(H5Z_FILTER_BITSHUFFLE)) return 0;
     H5Eclear2(H5E_DEFAULT);
-    snprintf(why, why_len,
-             "bitshuffle-lz4 needs the HDF5 bitshuffle filter plugin (Debian: apt-get install bitshuffle; "
-             "HDF5 looks for plugins in HDF5_PLUGIN_PATH, else its default plugin directory)");
+    filter_missing(why, why_len,
+                   "bitshuffle-lz4 needs the HDF5 bitshuffle filter plugin (Debian: apt-get install bitshuffle; "
+                   "HDF5 looks for plugins in HDF5_PLUGIN_PATH, else its default plugin directory)");
     return -1;
   }
   snprintf(why, why_len, "unknown checkpoint compression \"%s\" (shuffle-deflate, bitshuffle-lz4 or none)",

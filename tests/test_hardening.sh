@@ -17,6 +17,7 @@
 #    not (a read-only tmpfs, where this may mount one);
 #  - a disk that fills while the log is flushed: one line, exit 1, no crash, the log readable up to
 #    its last good flush (a small tmpfs);
+#  - a run killed as its log is made resumes (the half-made log stopped every --resume);
 #  - a file-size limit on one rank of two ends the job at its checkpoint write (it hung);
 #  - standard output that cannot be written ends a program with exit 1 (it exited 0).
 . "${SURGE_TOP_SRCDIR:-.}/tests/tap.sh"
@@ -368,6 +369,23 @@ if [ "$(id -u)" = 0 ] && [ "${SURGE_TEST_NO_MOUNT:-0}" != 1 ] && mount -t tmpfs 
 else
   tap_diag "a full disk under the log: not checked (no permission to mount a tmpfs)"
 fi
+
+# ---- a run killed (SIGKILL) the moment its log's file appears, under either name: --resume runs and
+# the log reads. The log was made under its own name, and a run killed in those milliseconds left a
+# file HDF5 cannot open there: every --resume failed on it, for good (8 of 8 tries of a probe).
+o="$tap_tmp/killed-early"
+"$SURGE_TRAIN" "$deck" -D "run.out_dir=$o" -D checkpoint.every=1 >"$o.txt" 2>&1 &
+pid=$!
+i=0
+until [ -e "$o/log.h5" ] || [ -e "$o/log.h5.tmp" ] || [ $i -ge 200000 ]; do i=$((i + 1)); done
+kill -9 $pid 2>/dev/null
+wait $pid
+seen=$(ls -A "$o" | tr '\n' ' ')
+train "$o" --resume
+rc=$?
+"$report" "$o/log.h5" >/dev/null 2>&1
+[ $rc = 0 ] && [ $? = 0 ] && [ ! -e "$o/log.h5.tmp" ]
+tap_ok $? "killed as its log appeared [$seen]: --resume exit $rc, the log reads, no temporary file: $(error_of "$o.txt")"
 
 # ---- a file-size limit (ulimit -f, or a quota) on one rank of two: its checkpoint write fails, and
 # the job ends with exit 1 and one line naming the file, no temporary file left. It waited in HDF5's

@@ -2,7 +2,8 @@
 # Checkpoints and restarts through surge-train: a run killed (SIGKILL) or stopped (SIGUSR1) and
 # resumed ends bit for bit where an uninterrupted run ends, on 1 and 4 ranks; 4-rank state resumes
 # on 2 ranks; a damaged newest checkpoint is refused; a NaN stops the run and keeps the last
-# checkpoint; a rank killed mid-run brings the whole job down quickly.
+# checkpoint; a rank killed mid-run brings the whole job down quickly; a stop signal in the last
+# step finishes the run.
 . "${SURGE_TOP_SRCDIR:-.}/tests/tap.sh"
 [ -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ] || tap_skip_all "dataset-fashion-mnist is not installed"
 compare="$top_build/tests/h5_compare"
@@ -104,6 +105,23 @@ wait $pid
 rc=$?
 [ $rc = 75 ] && grep -q "stopped by a signal before step 1 of 20; resume with: .*--resume" "$out.txt"
 tap_ok $? "SIGUSR1 during start-up stops before the first step: exit $rc, $(grep -o 'stopped by a signal.*' "$out.txt" | head -c 100)"
+
+# a stop signal the last step takes (sent once step 19 is printed: its checkpoint is being written,
+# and step 20 reads the signal): the run has reached its steps and finishes, exit 0 with its model
+# file and a line saying so (it ended as stopped, 75, without the model file, for a requeue that would
+# only have written it)
+out="$tap_tmp/last"
+# shellcheck disable=SC2086
+"$SURGE_TRAIN" "$deck" $base -D checkpoint.every=1 -D model.vgg_fc=256 -D "run.out_dir=$out" --stopped-exit 75 \
+  >"$out.txt" 2>&1 &
+pid=$!
+i=0
+until grep -q "step 19/20" "$out.txt" 2>/dev/null || [ $i -ge 100000 ]; do i=$((i + 1)); done
+kill -USR1 $pid
+wait $pid
+rc=$?
+[ $rc = 0 ] && [ -e "$out/model.h5" ] && grep -q "a stop signal in the last step: the run finishes" "$out.txt"
+tap_ok $? "SIGUSR1 taken by the last step: the run finishes: exit $rc, model file $([ -e "$out/model.h5" ] && echo written || echo missing)"
 
 # 4-rank state continued on 2 ranks: equal to the straight 4-rank run within float tolerance
 out="$tap_tmp/four-to-two"

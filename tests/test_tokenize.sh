@@ -74,6 +74,23 @@ for f in $(cat "$t/one.ls"); do cmp -s "$t/one/$f" "$t/four/$f" || same=1; done
 [ "$(wc -l <"$t/one.ls")" -ge 4 ]
 tap_ok $? "several shards of each split: $(echo $(cat "$t/one.ls"))"
 tap_ok $same "the shards of 1 and 4 ranks are byte-identical"
+# files are written under their names + ".tmp" and take their names when complete: what a killed run
+# left there (temporary files longer than this run's) is replaced, and nothing is left over (a killed
+# encode left shards with zeroed headers under their names, a killed train half a vocab.json, and a
+# rerun refused to replace either)
+mkdir "$t/stale" "$t/stale-tok"
+for f in c_train_000000 c_train_000001 c_val_000000; do head -c 300000 /dev/zero | tr '\0' '\377' >"$t/stale/$f.bin.tmp"; done
+for f in vocab.json merges.txt; do head -c 300000 /dev/zero | tr '\0' '\377' >"$t/stale-tok/$f.tmp"; done
+"$TOK" encode --tokenizer "$data/hf" --out "$t/stale/c" --val-fraction 0.25 --shard-tokens 700 "$t/corpus" >/dev/null 2>&1 &&
+  "$TOK" train --out "$t/stale-tok" --vocab-size 600 --min-frequency 1 "$data/prose.txt" "$data/code.c.txt" \
+    "$data/edge.txt" >/dev/null 2>&1
+rc=$?
+same=0
+for f in $(cat "$t/one.ls"); do cmp -s "$t/one/$f" "$t/stale/$f" || same=1; done
+[ $rc = 0 ] && [ $same = 0 ] && [ "$(ls "$t/stale" | sort)" = "$(sort "$t/one.ls")" ] &&
+  cmp -s "$t/stale-tok/vocab.json" "$data/surge/vocab.json" && cmp -s "$t/stale-tok/merges.txt" "$data/surge/merges.txt" &&
+  [ "$(ls -A "$t/stale-tok" | tr '\n' ' ')" = "merges.txt vocab.json " ]
+tap_ok $? "a killed run's temporary files are replaced: the same shards and tokenizer, no .tmp left (exit $rc)"
 [ "$(od -An -t d4 -N 12 "$t/one/c_train_000000.bin" | tr -s ' ')" = " 20240520 1 700" ]
 tap_ok $? "llm.c's header: magic 20240520, version 1, count 700"
 [ "$(od -An -t u2 -j 1024 -N 2 "$t/one/c_train_000000.bin" | tr -d ' ')" = 0 ]

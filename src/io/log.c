@@ -299,7 +299,7 @@ void log_flush(run_log_t *L) {
   h5util_check(&L->chk, H5Fflush(L->file, H5F_SCOPE_GLOBAL), "flush the log (hint: is the disk full?)", "");
   L->chk.policy = policy;
   if (L->chk.failed) {
-    unlink(L->path);
+    unlink(L->creating ? L->creating : L->path);
     surge_abandon(SURGE_EXIT_RUNTIME, "%s (the new log was removed)", L->chk.msg);
   }
   L->flushed_step = L->pending_step;
@@ -328,6 +328,29 @@ static void note_resume(run_log_t *L) {
   L->resume_step = -1;
 }
 
+/* A new log is made under path + ".tmp" and renamed to path after its first flush, the file kept open
+ * (its descriptor is HDF5's): a run killed while the log was being made (its first milliseconds) left a
+ * file HDF5 cannot open under the log's name, and every --resume of the run failed on it. A leftover
+ * temporary file of such a run is replaced. */
+static void create_file(run_log_t *L, hid_t fapl) {
+  const size_t n = strlen(L->path) + sizeof ".tmp";
+  L->creating = xmalloc(n);
+  snprintf(L->creating, n, "%s.tmp", L->path);
+  unlink(L->creating);
+  L->file = h5util_check(&L->chk, H5Fcreate(L->creating, H5F_ACC_TRUNC, H5P_DEFAULT, fapl), "create the log", "");
+}
+
+static void created(run_log_t *L) {
+  if (!L->creating) return;
+  if (rename(L->creating, L->path) != 0) {
+    const int e = errno;
+    unlink(L->creating);
+    surge_abandon(SURGE_EXIT_RUNTIME, "%s: cannot rename the new log %s to it: %s", L->path, L->creating, strerror(e));
+  }
+  free(L->creating);
+  L->creating = NULL;
+}
+
 /* Rank 0: create the file, or reopen it and drop the rows after resume_step. */
 static void open_file(run_log_t *L, const log_run_info_t *info, const char *deck_text, const slab_layout_t *params,
                       long resume_step) {
@@ -340,7 +363,7 @@ static void open_file(run_log_t *L, const log_run_info_t *info, const char *deck
   if (resume)
     L->file = h5util_check(&L->chk, H5Fopen(L->path, H5F_ACC_RDWR, fapl), "open the log for appending", "");
   else
-    L->file = h5util_check(&L->chk, H5Fcreate(L->path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl), "create the log", "");
+    create_file(L, fapl);
   h5util_check(&L->chk, H5Pclose(fapl), "close the access properties of the log", "");
   int *fd = NULL;
   if (H5Fget_vfd_handle(L->file, H5P_DEFAULT, (void **)&fd) >= 0 && fd) { // the sec2 driver's descriptor
@@ -362,6 +385,7 @@ static void open_file(run_log_t *L, const log_run_info_t *info, const char *deck
   }
   write_run_info(L, info, deck_text, params, !resume);
   log_flush(L);
+  created(L);
 }
 
 run_log_t *run_log_open(const char *path, const log_run_info_t *info, const char *deck_text,

@@ -47,6 +47,7 @@ struct log_rows {
 struct run_log {
   comm_t *world;
   char *path;
+  char *creating;     /* a new log's temporary name until its first flush is renamed to path, else NULL */
   h5util_check_t chk; /* rank 0: every HDF5 call's failure is a runtime error naming path */
   long flush_every;
   hid_t file, text_type;

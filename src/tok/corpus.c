@@ -17,42 +17,64 @@ static const char *const split_names[2] = {"train", "val"};
 
 int corpus_is_val(uint64_t i, double f) { return floor((double)(i + 1) * f) > floor((double)i * f); }
 
-static void shard_path(const corpus_opts_t *o, int split, uint64_t k, char *out, size_t n) {
-  snprintf(out, n, "%s_%s_%06" PRIu64 ".bin", o->prefix, split_names[split], k);
+/* A shard's name; while the corpus is written, its temporary name (+ ".tmp"): the shards take their
+ * names only once every token and header is in them, so a run stopped or killed half-way leaves no
+ * shard under its name (it left them there, headers zero, and a rerun refused to replace them). */
+enum { SHARD_PATH_MAX = CORPUS_PREFIX_MAX + 40 };
+static void shard_path(const corpus_opts_t *o, int split, uint64_t k, int temporary, char *out, size_t n) {
+  snprintf(out, n, "%s_%s_%06" PRIu64 ".bin%s", o->prefix, split_names[split], k, temporary ? ".tmp" : "");
+}
+
+/* Rank 0: the temporary shards a killed run left (numbered from 0 in each split) go, so that no stale
+ * bytes stay past what this run writes. */
+static void remove_stale_temps(const corpus_opts_t *o) {
+  for (int s = 0; s < 2; s++)
+    for (uint64_t k = 0;; k++) {
+      char p[SHARD_PATH_MAX];
+      shard_path(o, s, k, 1, p, sizeof p);
+      if (unlink(p) != 0) break;
+    }
 }
 
 /* Rank 0 refuses to replace an earlier corpus; every rank learns the verdict before any writes. */
 static void check_fresh(const corpus_opts_t *o, MPI_Comm comm) {
   int rank, exists = -1;
   MPI_Comm_rank(comm, &rank);
-  if (rank == 0)
+  if (rank == 0) {
     for (int s = 0; s < 2 && exists < 0; s++) {
-      char p[CORPUS_PREFIX_MAX + 32];
-      shard_path(o, s, 0, p, sizeof p);
+      char p[SHARD_PATH_MAX];
+      shard_path(o, s, 0, 0, p, sizeof p);
       if (access(p, F_OK) == 0) exists = s;
     }
+    if (exists < 0) remove_stale_temps(o);
+  }
   MPI_Bcast(&exists, 1, MPI_INT, 0, comm);
   if (exists >= 0) {
-    char p[CORPUS_PREFIX_MAX + 32];
-    shard_path(o, exists, 0, p, sizeof p);
+    char p[SHARD_PATH_MAX];
+    shard_path(o, exists, 0, 0, p, sizeof p);
     surge_input_error("%s exists (hint: surge-tokenize never replaces shards; remove them or give another --out)", p);
   }
 }
 
-static int open_shard(const corpus_opts_t *o, int split, uint64_t k) {
-  char p[CORPUS_PREFIX_MAX + 32];
-  shard_path(o, split, k, p, sizeof p);
-  int fd = open(p, O_WRONLY | O_CREAT, 0644);
-  if (fd < 0) surge_input_error("%s: cannot create: %s (hint: does the directory of --out exist?)", p, strerror(errno));
+/* A shard's temporary file, opened for writing; its name in path (SHARD_PATH_MAX). */
+static int open_shard(const corpus_opts_t *o, int split, uint64_t k, char *path) {
+  shard_path(o, split, k, 1, path, SHARD_PATH_MAX);
+  int fd = open(path, O_WRONLY | O_CREAT, 0644);
+  if (fd < 0)
+    surge_input_error("%s: cannot create: %s (hint: does the directory of --out exist?)", path, strerror(errno));
   return fd;
 }
 
-static void pwrite_all(int fd, const void *p, size_t n, uint64_t at, const char *what) {
+static void pwrite_all(int fd, const void *p, size_t n, uint64_t at, const char *path) {
   for (const uint8_t *b = p; n > 0;) {
     ssize_t w = pwrite(fd, b, n, (off_t)at);
-    if (w <= 0) surge_runtime_error("writing %s: %s", what, strerror(errno));
+    if (w <= 0) surge_runtime_error("writing %s: %s (no shard took its name)", path, strerror(errno));
     b += w, n -= (size_t)w, at += (uint64_t)w;
   }
+}
+
+static void close_shard(int fd, const char *path) {
+  if (close(fd) != 0) surge_runtime_error("closing %s: %s (no shard took its name)", path, strerror(errno));
 }
 
 /* Tokens t[0..n) at stream position pos of a split, cut at shard boundaries. */
@@ -62,9 +84,10 @@ static void write_tokens(const corpus_opts_t *o, int split, uint64_t pos, const 
   for (size_t done = 0; done < n;) {
     uint64_t k = (pos + done) / o->shard_tokens, off = (pos + done) % o->shard_tokens;
     size_t part = (size_t)(o->shard_tokens - off) < n - done ? (size_t)(o->shard_tokens - off) : n - done;
-    int fd = open_shard(o, split, k);
-    pwrite_all(fd, le + 2 * done, 2 * part, SHARD_HEADER_BYTES + 2 * off, "a shard");
-    if (close(fd) != 0) surge_runtime_error("closing a shard: %s", strerror(errno));
+    char path[SHARD_PATH_MAX];
+    int fd = open_shard(o, split, k, path);
+    pwrite_all(fd, le + 2 * done, 2 * part, SHARD_HEADER_BYTES + 2 * off, path);
+    close_shard(fd, path);
     done += part;
   }
   free(le);
@@ -77,9 +100,20 @@ static void write_headers(const corpus_opts_t *o, int split, uint64_t total, uin
     uint64_t n = k + 1 < *shards ? o->shard_tokens : total - k * o->shard_tokens;
     uint8_t h[SHARD_HEADER_BYTES];
     shard_header_make(n, h);
-    int fd = open_shard(o, split, k);
-    pwrite_all(fd, h, sizeof h, 0, "a shard header");
-    if (close(fd) != 0) surge_runtime_error("closing a shard: %s", strerror(errno));
+    char path[SHARD_PATH_MAX];
+    int fd = open_shard(o, split, k, path);
+    pwrite_all(fd, h, sizeof h, 0, path);
+    close_shard(fd, path);
+  }
+}
+
+/* Rank 0, last: every shard of a split from its temporary name to its own. */
+static void name_shards(const corpus_opts_t *o, int split, uint64_t shards) {
+  for (uint64_t k = 0; k < shards; k++) {
+    char tmp[SHARD_PATH_MAX], final[SHARD_PATH_MAX];
+    shard_path(o, split, k, 1, tmp, sizeof tmp);
+    shard_path(o, split, k, 0, final, sizeof final);
+    if (rename(tmp, final) != 0) surge_runtime_error("cannot rename %s to %s: %s", tmp, final, strerror(errno));
   }
 }
 
@@ -154,6 +188,7 @@ void corpus_encode(const bpe_t *b, const file_list_t *docs, const corpus_opts_t 
     st->shards[s] = (st->tokens[s] + o->shard_tokens - 1) / o->shard_tokens;
     if (rank == 0) write_headers(o, s, st->tokens[s], &st->shards[s]);
   }
+  for (int s = 0; s < 2 && rank == 0; s++) name_shards(o, s, st->shards[s]);
   MPI_Barrier(comm);
   if (rank == 0) progress(o, st, docs->n, 1);
   st->seconds = MPI_Wtime() - st->seconds;

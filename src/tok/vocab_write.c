@@ -1,5 +1,8 @@
 /* Writing vocab.json (tokens in id order, in GPT-2's byte symbols, raw UTF-8) and merges.txt
- * ("#version: 0.2", then one "A B" per merge in rank order), as Hugging Face's tokenizers save them. */
+ * ("#version: 0.2", then one "A B" per merge in rank order), as Hugging Face's tokenizers save them.
+ * Both are written whole under their names + ".tmp" first, then linked to their names (which never
+ * replaces a file) and the temporary names removed: a run killed while it wrote them left half a
+ * vocab.json and an empty merges.txt under their names, which a rerun refused to replace. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,15 +18,45 @@ static _Noreturn void create_failed(const char *path) {
   surge_input_error("%s: cannot create: %s", path, strerror(errno));
 }
 
-/* path created, never replaced */
-static FILE *create(const char *path) {
-  FILE *f = fopen(path, "wx");
-  if (!f) create_failed(path);
-  return f;
+typedef struct out_file {
+  const char *path;
+  char tmp[4096];
+  FILE *f;
+} out_file_t;
+
+/* o->path's temporary file, a killed run's leftover there replaced; path itself must not exist. */
+static void create(out_file_t *o, const char *path) {
+  o->path = path;
+  if (access(path, F_OK) == 0) {
+    errno = EEXIST;
+    create_failed(path);
+  }
+  if (snprintf(o->tmp, sizeof o->tmp, "%s.tmp", path) >= (int)sizeof o->tmp) surge_input_error("%s: path too long", path);
+  unlink(o->tmp);
+  o->f = fopen(o->tmp, "wx");
+  if (!o->f) create_failed(o->tmp);
 }
 
-static void finish(FILE *f, const char *path) {
-  if (ferror(f) | (fclose(f) != 0)) surge_runtime_error("%s: write failed", path);
+/* The written file closed; on a failure both temporary files go. */
+static void finish(out_file_t *o, const out_file_t *other) {
+  const int failed = ferror(o->f) | (fclose(o->f) != 0);
+  const int e = errno;
+  o->f = NULL;
+  if (!failed) return;
+  unlink(o->tmp), unlink(other->tmp);
+  surge_runtime_error("%s: write failed: %s (nothing was written)", o->tmp, strerror(e));
+}
+
+/* A written temporary file to its name, never replacing a file there (a link, or a rename where the file
+ * system has no links). */
+static int publish(const out_file_t *o) {
+  if (link(o->tmp, o->path) != 0) {
+    if (errno != EPERM && errno != EOPNOTSUPP && errno != ENOSYS) return -1;
+    if (access(o->path, F_OK) == 0) return errno = EEXIST, -1;
+    if (rename(o->tmp, o->path) != 0) return -1;
+  }
+  unlink(o->tmp);
+  return 0;
 }
 
 /* Token id as shown in the files (byte symbols; a special token's name). */
@@ -56,15 +89,9 @@ static size_t longest(const bpe_t *b) {
 
 void bpe_save(const bpe_t *b, const char *vocab_path, const char *merges_path) {
   char *buf = xmalloc(2 * longest(b) + 2);
-  FILE *f = create(vocab_path);
-  FILE *fm = fopen(merges_path, "wx"); /* both before either is written: never half a tokenizer */
-  if (!fm) {
-    int err = errno;
-    fclose(f);
-    unlink(vocab_path);
-    errno = err;
-    create_failed(merges_path);
-  }
+  out_file_t vocab, merges;
+  create(&vocab, vocab_path);
+  FILE *f = vocab.f;
   fputc('{', f);
   for (int id = 0; id < b->n; id++) {
     if (id) fputc(',', f);
@@ -72,7 +99,14 @@ void bpe_save(const bpe_t *b, const char *vocab_path, const char *merges_path) {
     fprintf(f, ":%d", id);
   }
   fputs("}\n", f);
-  finish(f, vocab_path);
+  if (access(merges_path, F_OK) == 0) { /* (before the merges are written: never half a tokenizer) */
+    fclose(f), unlink(vocab.tmp);
+    errno = EEXIST;
+    create_failed(merges_path);
+  }
+  merges.path = merges_path, merges.tmp[0] = 0;
+  finish(&vocab, &merges);
+  create(&merges, merges_path);
 
   /* the merges by rank: (left, right) of each */
   uint32_t(*by_rank)[2] = xcalloc((size_t)b->nmerges + 1, sizeof *by_rank);
@@ -82,7 +116,7 @@ void bpe_save(const bpe_t *b, const char *vocab_path, const char *merges_path) {
     by_rank[rank][0] = (uint32_t)(b->merges.keys[i] >> 32);
     by_rank[rank][1] = (uint32_t)b->merges.keys[i];
   }
-  f = fm;
+  f = merges.f;
   fputs("#version: 0.2\n", f);
   for (int r = 0; r < b->nmerges; r++) {
     fputs(shown(b, (int)by_rank[r][0], buf), f);
@@ -90,7 +124,19 @@ void bpe_save(const bpe_t *b, const char *vocab_path, const char *merges_path) {
     fputs(shown(b, (int)by_rank[r][1], buf), f);
     fputc('\n', f);
   }
-  finish(f, merges_path);
+  finish(&merges, &vocab);
+  if (publish(&vocab) != 0) {
+    const int e = errno;
+    unlink(vocab.tmp), unlink(merges.tmp);
+    errno = e;
+    create_failed(vocab_path);
+  }
+  if (publish(&merges) != 0) {
+    const int e = errno;
+    unlink(vocab_path), unlink(merges.tmp);
+    errno = e;
+    create_failed(merges_path);
+  }
   free(by_rank);
   free(buf);
 }

@@ -280,6 +280,11 @@ train_outcome_t train_run(const config_t *cfg, const deck_t *deck, const char *r
       checkpoint_now(&t, log, &p, deck_text);
       checkpointed_last = 1;
     }
+    if (s.stop && t.step == cfg->steps) { /* a signal in the last step: the run is done, and finishes (exit 0) */
+      run_log_event(log, t.step, "a stop signal in the last step: finishing");
+      progress_note(&p, "a stop signal in the last step: the run finishes (its evaluation and model file)");
+      s.stop = 0;
+    }
     if (s.stop || stop_alone) {
       const char *why = s.stop ? "stopped by a signal" : "stopped: the foreground ended";
       strbuf_t line = STRBUF_INIT;

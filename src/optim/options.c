@@ -12,7 +12,8 @@ static const cfg_key_t rows[] = {
     CFG_FLOAT_KEY("train", "momentum", momentum, "0.9", 0, CFG_CLOSED, 1, CFG_OPEN, "sgd: momentum (0: plain sgd)"),
     CFG_BOOL_KEY("train", "nesterov", nesterov, "false", "sgd: Nesterov momentum"),
     CFG_FLOAT_KEY("train", "weight_decay", weight_decay, "0", 0, CFG_CLOSED, 10, CFG_CLOSED,
-                  "decoupled weight decay (adamw) or L2 coefficient (sgd)"),
+                  "decoupled weight decay (adamw) or L2 coefficient (sgd), on every parameter: biases and layer norms too, as one "
+                  "torch.optim.AdamW group does (llm.c decays only the 2-D tensors)"),
     CFG_FLOAT_KEY("train", "beta1", beta1, "0.9", 0, CFG_CLOSED, 1, CFG_OPEN, "adamw: first-moment decay"),
     CFG_FLOAT_KEY("train", "beta2", beta2, "0.95", 0, CFG_CLOSED, 1, CFG_OPEN, "adamw: second-moment decay"),
     CFG_FLOAT_KEY("train", "eps", eps, "1e-8", 0, CFG_OPEN, 1, CFG_CLOSED, "adamw: denominator epsilon"),

@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/error.h"
 #include "report/svg.h"
@@ -29,8 +30,11 @@ void svg_escaped(svg_t *s, const char *text) {
 svg_t *svg_open(const char *path, double width, double height, const char *title) {
   svg_t *s = xcalloc(1, sizeof *s);
   s->path = xstrdup(path);
-  s->f = fopen(path, "w");
-  if (!s->f) surge_runtime_error("%s: cannot write: %s (hint: is the directory writable?)", path, strerror(errno));
+  const size_t n = strlen(path) + sizeof ".tmp";
+  s->tmp = xmalloc(n);
+  snprintf(s->tmp, n, "%s.tmp", path);
+  s->f = fopen(s->tmp, "w");
+  if (!s->f) surge_runtime_error("%s: cannot write: %s (hint: is the directory writable?)", s->tmp, strerror(errno));
   fprintf(s->f,
           "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
           "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"%.0f\" height=\"%.0f\" "
@@ -41,11 +45,18 @@ svg_t *svg_open(const char *path, double width, double height, const char *title
   return s;
 }
 
+/* The figure takes its name only when whole: a full disk leaves no figure cut short under it. */
 void svg_close(svg_t *s) {
   fputs("</svg>\n", s->f);
   int failed = ferror(s->f);
   failed |= fclose(s->f) != 0;
-  if (failed) surge_runtime_error("%s: cannot write: %s (hint: is the disk full?)", s->path, strerror(errno));
+  if (!failed && rename(s->tmp, s->path) != 0) failed = 1;
+  if (failed) {
+    const int e = errno;
+    unlink(s->tmp);
+    surge_runtime_error("%s: cannot write: %s (hint: is the disk full?)", s->path, strerror(e));
+  }
+  free(s->tmp);
   free(s->path);
   free(s);
 }

@@ -11,7 +11,7 @@
 
 typedef struct svg {
   FILE *f;
-  char *path;
+  char *path, *tmp; /* the figure is written as tmp (path + ".tmp") and renamed to path when closed */
   int pen_down; /* inside a path: the last point drawn continues the line */
 } svg_t;
 

@@ -81,6 +81,12 @@ h5vals() {
 }
 # h5attr FILE OBJECT/ATTRIBUTE: a scalar attribute's value, numbers in full precision, strings
 # without their quotes.
+# usr1_caught PID: process PID handles SIGUSR1 already (bit 10 of /proc/PID/status's SigCgt): a signal
+# sent now is the program's, not the default's death
+usr1_caught() {
+  mask=$(sed -n 's/^SigCgt:[[:space:]]*//p' "/proc/$1/status" 2>/dev/null) && [ -n "$mask" ] &&
+    [ $(( 0x$mask & 0x200 )) != 0 ]
+}
 h5attr() { h5dump -m '%.17g' -a "$2" "$1" 2>/dev/null | sed -n 's/^ *(0): //p' | sed 's/^"\(.*\)"$/\1/'; }
 # log_worst_rel LOG_A LOG_B DATASET N: the largest |a - b| / b over the N values (b > 0) of a
 # dataset in two runs' logs, "missing" when they do not hold N such pairs.

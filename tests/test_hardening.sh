@@ -406,6 +406,23 @@ tap_ok $? "a file-size limit on one rank of two: exit $rc, one line, no file lef
 rc=$?
 [ $rc = 1 ] && grep -q '^surge: error: writing standard output failed: No space left on device' "$tap_tmp/full-stdout.err"
 tap_ok $? "surge-report --help >/dev/full: exit $rc: $(head -n 1 "$tap_tmp/full-stdout.err")"
+# ... and a program that finds it itself (--csv -) says so once
+"$report" "$tap_tmp/killed-early/log.h5" --csv - >/dev/full 2>"$tap_tmp/full-stdout.err"
+rc=$?
+[ $rc = 1 ] && [ "$(grep -c '^surge: error:' "$tap_tmp/full-stdout.err")" = 1 ]
+tap_ok $? "surge-report --csv - >/dev/full: exit $rc, one line: $(head -n 1 "$tap_tmp/full-stdout.err")"
+# ... and a status other than 0 stands: a run stopped by a signal (at start-up, caught once /proc shows
+# SIGUSR1 caught) keeps --stopped-exit's 75, which job scripts requeue on
+o="$tap_tmp/stopped-full"
+"$SURGE_TRAIN" "$deck" -D "run.out_dir=$o" --stopped-exit 75 >/dev/full 2>"$o.err" &
+pid=$!
+i=0
+until usr1_caught $pid || [ $i -ge 30000 ]; do i=$((i + 1)); done
+kill -USR1 $pid
+wait $pid
+rc=$?
+[ $rc = 75 ] && ! grep -q '^surge: error:' "$o.err"
+tap_ok $? "a run stopped by a signal with its stdout full keeps its status: exit $rc $(head -c 160 "$o.err")"
 timeout 60 "$SURGE_TRAIN" --version >/dev/full 2>"$tap_tmp/full-stdout.err"
 rc=$?
 [ $rc = 1 ] && grep -q '^surge: error: writing standard output failed' "$tap_tmp/full-stdout.err"

@@ -96,10 +96,8 @@ out="$tap_tmp/early"
 # shellcheck disable=SC2086
 "$SURGE_TRAIN" "$deck" $base -D "run.out_dir=$out" --stopped-exit 75 >"$out.txt" 2>&1 &
 pid=$!
-caught() { mask=$(sed -n 's/^SigCgt:[[:space:]]*//p' "/proc/$pid/status" 2>/dev/null) && [ -n "$mask" ] &&
-  [ $(( 0x$mask & 0x200 )) != 0 ]; }
 i=0
-until caught || [ $i -ge 30000 ]; do i=$((i + 1)); done # (no sleep: the start-up takes a fraction of a second)
+until usr1_caught $pid || [ $i -ge 30000 ]; do i=$((i + 1)); done # (no sleep: the start-up takes a fraction of a second)
 kill -USR1 $pid
 wait $pid
 rc=$?

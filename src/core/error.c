@@ -49,10 +49,13 @@ static void to_hook(int exit_code, const char *fmt, va_list ap) {
 
 void surge_stdout_by_lines(void) { setvbuf(stdout, NULL, _IOLBF, 0); }
 
-/* Every program's standard output at its exit: a write that failed (a full disk, /dev/full) ends it
- * with exit 1 and a line saying so, not 0 with its results lost (say() flushes each line and cannot
- * stop the program on the spot). */
-static void stdout_at_exit(void) {
+/* Every program's standard output at its exit: a program that would exit 0 after a write to it failed
+ * (a full disk, /dev/full) exits 1 with a line saying so, not 0 with its results lost (say() flushes
+ * each line and cannot stop the program on the spot). Any other status stands: an error said its own
+ * line, and a stopped run's status (--stopped-exit) is what a job script acts on. */
+static void stdout_at_exit(int status, void *unused) {
+  (void)unused;
+  if (status != 0) return;
   errno = 0;
   const int flush_failed = fflush(stdout) != 0;
   if (!flush_failed && !ferror(stdout)) return;
@@ -69,7 +72,7 @@ static void stdout_at_exit(void) {
  * file), instead of SIGXFSZ's core-dumping end; and the check of standard output at exit. */
 __attribute__((constructor)) static void program_start(void) {
   signal(SIGXFSZ, SIG_IGN);
-  atexit(stdout_at_exit);
+  on_exit(stdout_at_exit, NULL); /* (glibc's: the handler learns the exit status) */
 }
 
 void surge_set_partial_line(int partial) { partial_line = partial; }

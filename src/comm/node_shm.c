@@ -9,8 +9,9 @@
 #include "core/error.h"
 
 /* Collective, before MPI is asked for the window: every rank maps every rank's segment, so each
- * tries an anonymous mapping of them all (plus 1 MiB for MPI's own) and the ranks agree on the
- * result. A rank whose address space is short (ulimit -v) ends the job naming the size. Asked
+ * tries an anonymous mapping of them all (plus 1 MiB for MPI's own; PROT_NONE: it counts against the
+ * address space, ulimit -v, but is never charged as committed memory, which MPI's shared mapping is
+ * not either) and the ranks agree on the result. A rank whose address space is short (ulimit -v) ends the job naming the size. Asked
  * directly, Open MPI 4.1's shared-memory component fails on that rank but returns success with a
  * broken window (MPI_Win_shared_query then jumped into the heap: exit 139), while the other ranks
  * may wait in the window's creation. */
@@ -19,7 +20,7 @@ static void check_room(comm_t *c, size_t ask) {
   uint64_t total = ask;
   comm_allreduce_sum_u64(c, &total, 1, TRAFFIC_OTHER);
   const size_t want = total + MPI_OWN < SIZE_MAX ? (size_t)(total + MPI_OWN) : SIZE_MAX;
-  void *p = mmap(NULL, want, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  void *p = mmap(NULL, want, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   const int mapped = p != MAP_FAILED;
   const int err = errno;
   if (mapped) munmap(p, want);

@@ -79,7 +79,9 @@ static void clear_temp(writer_t *w) {
  * rank hit the limit waited in H5Fclose for ever), or, on one rank, leaves the file to HDF5's exit,
  * which crashed (exit 139). An in-process background's thread (an escape: its process goes on)
  * closes the file, emptied first, so that closing it cannot fail for want of the space its own data
- * took. A rank left alone (the others stuck in HDF5) removes the file without any collective call. */
+ * took on a full disk; past a file-size limit it still can (the extension fails again), and HDF5
+ * may then crash at the process's exit (not mended: an open file left to the foreground's exit would
+ * do the same). A rank left alone (the others stuck in HDF5) removes the file without any collective call. */
 static void agree_or_abandon(writer_t *w) {
   if (!ckpt_any_failed(&w->st)) return;
   if (w->st.alone) {

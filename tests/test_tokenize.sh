@@ -79,7 +79,7 @@ tap_ok $same "the shards of 1 and 4 ranks are byte-identical"
 # encode left shards with zeroed headers under their names, a killed train half a vocab.json, and a
 # rerun refused to replace either)
 mkdir "$t/stale" "$t/stale-tok"
-for f in c_train_000000 c_train_000001 c_val_000000; do head -c 300000 /dev/zero | tr '\0' '\377' >"$t/stale/$f.bin.tmp"; done
+for f in c_train_000000 c_train_000001 c_train_000007 c_val_000000; do head -c 300000 /dev/zero | tr '\0' '\377' >"$t/stale/$f.bin.tmp"; done
 for f in vocab.json merges.txt; do head -c 300000 /dev/zero | tr '\0' '\377' >"$t/stale-tok/$f.tmp"; done
 "$TOK" encode --tokenizer "$data/hf" --out "$t/stale/c" --val-fraction 0.25 --shard-tokens 700 "$t/corpus" >/dev/null 2>&1 &&
   "$TOK" train --out "$t/stale-tok" --vocab-size 600 --min-frequency 1 "$data/prose.txt" "$data/code.c.txt" \

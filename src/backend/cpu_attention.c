@@ -97,15 +97,19 @@ static CPU_CLONES int rows_finite(const float *x, int n, int hs, int ld) {
 /* Whether the tile of query block i0 and key block j0 (nc keys) holds pairs above the diagonal. */
 static int tile_masked(int i0, int j0, int nc) { return j0 + nc > i0 + 1; }
 
+/* An operand of the products as cpu_gemm takes it: rounded to bfloat16 in precision = bf16. */
+static float operand(float v, int rounded) { return rounded ? bf16_round(v) : v; }
+
 /* dst (nr, hs) (rows at stride ldd) += X (nr, nc) src (nc, hs) (stride lds) over the causal pairs only: row r of X
  * reads its tile_valid first columns. */
 static void tri_rows(int i0, int j0, int nr, int nc, int hs, const float *X, const float *src, int lds, float *dst,
                      int ldd) {
+  const int rounded = host_products_bf16();
   for (int r = 0; r < nr; r++) {
     float *d = dst + (size_t)r * ldd;
     const float *x = X + (size_t)r * ATT_BLOCK;
     for (int j = 0, valid = tile_valid(i0, r, j0, nc); j < valid; j++)
-      for (int c = 0; c < hs; c++) d[c] += x[j] * src[(size_t)j * lds + c];
+      for (int c = 0; c < hs; c++) d[c] += operand(x[j], rounded) * operand(src[(size_t)j * lds + c], rounded);
   }
 }
 
@@ -113,10 +117,11 @@ static void tri_rows(int i0, int j0, int nr, int nc, int hs, const float *X, con
  * takes the rows that see key j0 + j. */
 static void tri_cols(int i0, int j0, int nr, int nc, int hs, const float *X, const float *src, int lds, float *dst,
                      int ldd) {
+  const int rounded = host_products_bf16();
   for (int r = 0; r < nr; r++) {
     const float *x = X + (size_t)r * ATT_BLOCK, *s = src + (size_t)r * lds;
     for (int j = 0, valid = tile_valid(i0, r, j0, nc); j < valid; j++)
-      for (int c = 0; c < hs; c++) dst[(size_t)j * ldd + c] += x[j] * s[c];
+      for (int c = 0; c < hs; c++) dst[(size_t)j * ldd + c] += operand(x[j], rounded) * operand(s[c], rounded);
   }
 }
 

@@ -33,6 +33,7 @@ svg_t *svg_open(const char *path, double width, double height, const char *title
   const size_t n = strlen(path) + sizeof ".tmp";
   s->tmp = xmalloc(n);
   snprintf(s->tmp, n, "%s.tmp", path);
+  unlink(s->tmp); /* a leftover there (a link would be written through) */
   s->f = fopen(s->tmp, "w");
   if (!s->f) surge_runtime_error("%s: cannot write: %s (hint: is the directory writable?)", s->tmp, strerror(errno));
   fprintf(s->f,

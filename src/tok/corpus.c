@@ -1,6 +1,8 @@
 /* The corpus encoder: documents round-robin over ranks, tokens written in place with pwrite. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <libgen.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -10,6 +12,7 @@
 
 #include "core/error.h"
 #include "data/shard.h"
+#include "io/outputs.h"
 #include "tok/corpus.h"
 #include "tok/pretok.h"
 
@@ -25,15 +28,25 @@ static void shard_path(const corpus_opts_t *o, int split, uint64_t k, int tempor
   snprintf(out, n, "%s_%s_%06" PRIu64 ".bin%s", o->prefix, split_names[split], k, temporary ? ".tmp" : "");
 }
 
-/* Rank 0: the temporary shards a killed run left (numbered from 0 in each split) go, so that no stale
- * bytes stay past what this run writes. */
+/* Rank 0: the temporary shards a killed run left (PREFIX_{train,val}_*.bin.tmp, any numbers: the ranks
+ * write shards in any order) go, so that no stale bytes stay past what this run writes. */
 static void remove_stale_temps(const corpus_opts_t *o) {
-  for (int s = 0; s < 2; s++)
-    for (uint64_t k = 0;; k++) {
-      char p[SHARD_PATH_MAX];
-      shard_path(o, s, k, 1, p, sizeof p);
-      if (unlink(p) != 0) break;
-    }
+  char dir[CORPUS_PREFIX_MAX + 1], base[CORPUS_PREFIX_MAX + 1];
+  snprintf(dir, sizeof dir, "%s", o->prefix);
+  snprintf(base, sizeof base, "%s", o->prefix);
+  const char *d = dirname(dir), *b = basename(base);
+  DIR *h = opendir(d);
+  for (struct dirent *e; h && (e = readdir(h)) != NULL;) {
+    const size_t nb = strlen(b), n = strlen(e->d_name);
+    const char *rest = e->d_name + nb;
+    if (strncmp(e->d_name, b, nb) != 0 || n < nb + 8 || strcmp(e->d_name + n - 8, ".bin.tmp") != 0 ||
+        (strncmp(rest, "_train_", 7) != 0 && strncmp(rest, "_val_", 5) != 0))
+      continue;
+    char p[CORPUS_PREFIX_MAX + 300];
+    snprintf(p, sizeof p, "%s/%s", d, e->d_name);
+    unlink(p);
+  }
+  if (h) closedir(h);
 }
 
 /* Rank 0 refuses to replace an earlier corpus; every rank learns the verdict before any writes. */
@@ -113,7 +126,8 @@ static void name_shards(const corpus_opts_t *o, int split, uint64_t shards) {
     char tmp[SHARD_PATH_MAX], final[SHARD_PATH_MAX];
     shard_path(o, split, k, 1, tmp, sizeof tmp);
     shard_path(o, split, k, 0, final, sizeof final);
-    if (rename(tmp, final) != 0) surge_runtime_error("cannot rename %s to %s: %s", tmp, final, strerror(errno));
+    if (io_publish_new(tmp, final) != 0)
+      surge_runtime_error("cannot give %s its name %s: %s (shards are never replaced)", tmp, final, strerror(errno));
   }
 }
 

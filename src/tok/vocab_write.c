@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "core/error.h"
+#include "io/outputs.h"
 #include "tok/bpe.h"
 #include "tok/bytemap.h"
 
@@ -24,40 +25,38 @@ typedef struct out_file {
   FILE *f;
 } out_file_t;
 
-/* o->path's temporary file, a killed run's leftover there replaced; path itself must not exist. */
-static void create(out_file_t *o, const char *path) {
+/* o->path's temporary file, a killed run's leftover there replaced; path itself must not exist. On a
+ * failure the other file's temporary one (if made) goes first. */
+static void create(out_file_t *o, const char *path, const out_file_t *other) {
   o->path = path;
-  if (access(path, F_OK) == 0) {
-    errno = EEXIST;
-    create_failed(path);
-  }
+  o->f = NULL;
   if (snprintf(o->tmp, sizeof o->tmp, "%s.tmp", path) >= (int)sizeof o->tmp) surge_input_error("%s: path too long", path);
-  unlink(o->tmp);
-  o->f = fopen(o->tmp, "wx");
-  if (!o->f) create_failed(o->tmp);
+  if (access(path, F_OK) != 0) {
+    unlink(o->tmp);
+    o->f = fopen(o->tmp, "wx");
+  } else {
+    errno = EEXIST;
+  }
+  if (o->f) return;
+  const int e = errno;
+  if (other && other->f) fclose(other->f), unlink(other->tmp);
+  errno = e;
+  create_failed(e == EEXIST ? path : o->tmp);
 }
 
 /* The written file closed; on a failure both temporary files go. */
-static void finish(out_file_t *o, const out_file_t *other) {
+static void finish(out_file_t *o, out_file_t *other) {
+  errno = 0;
   const int failed = ferror(o->f) | (fclose(o->f) != 0);
   const int e = errno;
   o->f = NULL;
   if (!failed) return;
+  if (other->f) fclose(other->f), other->f = NULL;
   unlink(o->tmp), unlink(other->tmp);
-  surge_runtime_error("%s: write failed: %s (nothing was written)", o->tmp, strerror(e));
+  surge_runtime_error("%s: write failed: %s (nothing was written)", o->tmp, e ? strerror(e) : "an I/O error");
 }
 
-/* A written temporary file to its name, never replacing a file there (a link, or a rename where the file
- * system has no links). */
-static int publish(const out_file_t *o) {
-  if (link(o->tmp, o->path) != 0) {
-    if (errno != EPERM && errno != EOPNOTSUPP && errno != ENOSYS) return -1;
-    if (access(o->path, F_OK) == 0) return errno = EEXIST, -1;
-    if (rename(o->tmp, o->path) != 0) return -1;
-  }
-  unlink(o->tmp);
-  return 0;
-}
+
 
 /* Token id as shown in the files (byte symbols; a special token's name). */
 static const char *shown(const bpe_t *b, int id, char *buf) {
@@ -89,8 +88,9 @@ static size_t longest(const bpe_t *b) {
 
 void bpe_save(const bpe_t *b, const char *vocab_path, const char *merges_path) {
   char *buf = xmalloc(2 * longest(b) + 2);
-  out_file_t vocab, merges;
-  create(&vocab, vocab_path);
+  out_file_t vocab, merges; /* both made before either is written: never half a tokenizer */
+  create(&vocab, vocab_path, NULL);
+  create(&merges, merges_path, &vocab);
   FILE *f = vocab.f;
   fputc('{', f);
   for (int id = 0; id < b->n; id++) {
@@ -99,14 +99,7 @@ void bpe_save(const bpe_t *b, const char *vocab_path, const char *merges_path) {
     fprintf(f, ":%d", id);
   }
   fputs("}\n", f);
-  if (access(merges_path, F_OK) == 0) { /* (before the merges are written: never half a tokenizer) */
-    fclose(f), unlink(vocab.tmp);
-    errno = EEXIST;
-    create_failed(merges_path);
-  }
-  merges.path = merges_path, merges.tmp[0] = 0;
   finish(&vocab, &merges);
-  create(&merges, merges_path);
 
   /* the merges by rank: (left, right) of each */
   uint32_t(*by_rank)[2] = xcalloc((size_t)b->nmerges + 1, sizeof *by_rank);
@@ -125,13 +118,13 @@ void bpe_save(const bpe_t *b, const char *vocab_path, const char *merges_path) {
     fputc('\n', f);
   }
   finish(&merges, &vocab);
-  if (publish(&vocab) != 0) {
+  if (io_publish_new(vocab.tmp, vocab.path) != 0) {
     const int e = errno;
     unlink(vocab.tmp), unlink(merges.tmp);
     errno = e;
     create_failed(vocab_path);
   }
-  if (publish(&merges) != 0) {
+  if (io_publish_new(merges.tmp, merges.path) != 0) {
     const int e = errno;
     unlink(vocab_path), unlink(merges.tmp);
     errno = e;

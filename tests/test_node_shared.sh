@@ -38,6 +38,18 @@ tap_ok $? "node_shared = false takes the allreduce path"
 same shared one 1e-5 "3 ranks node-shared = 1 rank"
 same allreduce one 1e-5 "3 ranks allreduce = 1 rank"
 same shared allreduce 1e-5 "node-shared = allreduce"
+# [train] decay = matrices: the slices and the sharded optimizer's shards cut the slab anywhere, a
+# bias's floats too; the runs still end with 1 rank's parameters, and the vectors are kept from decay
+mx="-D run.steps=8 -D train.weight_decay=0.5 -D train.decay=matrices"
+# shellcheck disable=SC2086
+run one-mx 1 $mx && run shared-mx 3 $mx && run sharded-mx 3 $mx -D parallel.node_shared=false \
+  -D parallel.shard_optimizer=true && run one-all 1 -D run.steps=8 -D train.weight_decay=0.5
+tap_ok $? "decay = matrices on 1 rank, 3 node-shared and 3 sharded; decay = all on 1"
+same shared-mx one-mx 1e-5 "decay = matrices: 3 ranks node-shared = 1 rank"
+same sharded-mx one-mx 1e-5 "decay = matrices: 3 ranks, sharded optimizer = 1 rank"
+! "$compare" "$tap_tmp/one-mx/model.h5" "$tap_tmp/one-all/model.h5" 1e-4 >"$tap_tmp/mx-all.txt" 2>&1 &&
+  grep -q 'bias' "$tap_tmp/mx-all.txt"
+tap_ok $? "decay = matrices differs from decay = all, in the biases: $(grep -m 1 'bias' "$tap_tmp/mx-all.txt" | cut -c1-120)"
 
 # without clipping each rank takes its slice's part of the norm in its update and the parts are
 # summed at the barrier after it (its norm plan's NORM_SUM_LAYOUT, optim/norm.h): every step's norm within 1e-5 of

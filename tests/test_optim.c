@@ -3,6 +3,7 @@
  * examples worked out by hand, on the "ref" and "cpu" backends. */
 #include <ctype.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -348,6 +349,51 @@ static void check_adamw(const backend_t *be) {
   optim_free(&o);
 }
 
+/* [train] decay = matrices: weight decay on the tensors of 2 or more dimensions only. A slab of a 2 x 3
+ * weight, a bias of 3, a norm weight of 2 (adjoining vectors: one span) and a 2 x 2 weight, every
+ * parameter 1 and every gradient 0: one step of each optimizer multiplies the matrices' floats by
+ * 1 - lr wd (AdamW's update is 0 there; SGD's L2 gradient is wd p) and leaves the vectors as they
+ * are, whole and through a step of a part [4, 13) that cuts both kinds; decay = all decays them all. */
+static void check_decay_matrices(const backend_t *be) {
+  slab_layout_t L;
+  slab_layout_init(&L);
+  const int w[2] = {2, 3}, b[1] = {3}, g[1] = {2}, w2[2] = {2, 2};
+  slab_layout_add(&L, "w", 2, w, 0);
+  slab_layout_add(&L, "b", 1, b, 0);
+  slab_layout_add(&L, "ln.weight", 1, g, 0);
+  slab_layout_add(&L, "w2", 2, w2, 0);
+  const size_t n = L.total;
+  const double lr = 0.1, wd = 0.5, kept = 1.0 - lr * wd;
+  for (int k = 0; k < 2 * 2 * 2; k++) {
+    const int adamw = k & 1, part = (k >> 1) & 1, matrices = k >> 2;
+    optim_opts_t cfg = {.name = "sgd", .decay = "all", .schedule = {.kind = "constant", .lr = lr}};
+    if (adamw) snprintf(cfg.name, sizeof cfg.name, "adamw"), cfg.beta1 = 0.9, cfg.beta2 = 0.95, cfg.eps = 1e-8;
+    if (matrices) snprintf(cfg.decay, sizeof cfg.decay, "matrices");
+    cfg.weight_decay = wd;
+    float host[16], zero[16] = {0};
+    for (size_t i = 0; i < n; i++) host[i] = 1.0f;
+    float *dp = to_backend(be, host, n), *dg = to_backend(be, zero, n);
+    optim_t o;
+    optim_init(&o, cfg, be, n);
+    optim_exempt_vectors(&o, &L);
+    const size_t lo = part ? 4 : 0, hi = part ? 13 : n;
+    optim_step_part(&o, dp, dg, (float)lr, NULL, lo, hi);
+    from_backend(be, host, dp, n);
+    int ok = o.nundecayed == (matrices ? 1 : 0);
+    for (size_t i = 0; i < n; i++) {
+      const int vector = i >= 6 && i < 11, stepped = i >= lo && i < hi;
+      const double want = stepped && !(matrices && vector) ? kept : 1.0;
+      ok &= fabs(host[i] - want) <= HAND_TOL;
+    }
+    tap_ok(ok, "%s: %s, decay = %s, a step of [%zu, %zu): matrices' floats x %.2f, the bias and norm weight %s",
+           be->name, cfg.name, cfg.decay, lo, hi, kept, matrices ? "kept" : "decayed too");
+    optim_free(&o);
+    be->free(dp);
+    be->free(dg);
+  }
+  slab_layout_free(&L);
+}
+
 /* One double of backend memory, zero (the trainer's accumulators), and its value on the host as it
  * is freed. */
 static double *acc_new(const backend_t *be) { return (double *)(void *)be->alloc(2); }
@@ -552,6 +598,7 @@ int main(void) {
     check_sgd_plain(be);
     check_sgd_nesterov(be);
     check_adamw(be);
+    check_decay_matrices(be);
     check_update_sumsq(be);
     check_norm_plan(be);
     check_state_ranges(be);

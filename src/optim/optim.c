@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/slab.h"
 
 void optim_init(optim_t *o, optim_opts_t opts, const backend_t *be, size_t n) {
   optim_init_shard(o, opts, be, n, 0, n);
@@ -42,6 +43,7 @@ void optim_init_ranges(optim_t *o, optim_opts_t opts, const backend_t *be, size_
   o->beta2 = (float)opts.beta2;
   o->eps = (float)opts.eps;
   o->nesterov = opts.nesterov;
+  o->matrices_only = strcmp(opts.decay, "matrices") == 0;
   o->schedule = opts.schedule;
   o->be = be;
   o->n = n;
@@ -64,6 +66,27 @@ void optim_free(optim_t *o) {
   o->m = o->v = NULL;
   free(o->ranges);
   o->ranges = NULL;
+  free(o->undecayed);
+  o->undecayed = NULL;
+  o->nundecayed = 0;
+}
+
+void optim_exempt_vectors(optim_t *o, const struct slab_layout *layout) {
+  if (!o->matrices_only || o->weight_decay == 0.0f) return;
+  free(o->undecayed);
+  o->undecayed = xcalloc(2 * (size_t)(layout->n ? layout->n : 1), sizeof *o->undecayed);
+  o->nundecayed = 0;
+  size_t last_end = 0;
+  for (int i = 0; i < layout->n; i++) { /* (a layout's tensors lie in slab order) */
+    const slab_tensor_t *t = &layout->t[i];
+    if (t->ndim >= 2 || t->n == 0) continue;
+    if (t->off < last_end) surge_runtime_error("optim_exempt_vectors: tensor %s out of slab order (a bug)", t->name);
+    if (o->nundecayed > 0 && o->undecayed[2 * o->nundecayed - 1] == t->off)
+      o->undecayed[2 * o->nundecayed - 1] = t->off + t->n; /* adjoining: one span */
+    else
+      o->undecayed[2 * o->nundecayed] = t->off, o->undecayed[2 * o->nundecayed + 1] = t->off + t->n, o->nundecayed++;
+    last_end = t->off + t->n;
+  }
 }
 
 /* The state range holding the floats [lo, hi) (lo < hi), or -1. */
@@ -92,22 +115,40 @@ static void check_range(const optim_t *o, size_t lo, size_t hi) {
                         "%zu", lo, hi, o->n, o->nranges, o->nranges == 1 ? "" : "s", o->lo, o->hi);
 }
 
-/* The update of floats [lo, hi) at step t (t not advanced), reading the gradients as gs[0] grads. */
+static void update_piece(const optim_t *o, float *params, const float *grads, float lr, const float *gs, size_t lo,
+                         size_t hi, float weight_decay);
+
+/* The update of floats [lo, hi) at step t (t not advanced), reading the gradients as gs[0] grads: in pieces at the
+ * edges of the undecayed spans (decay = matrices), those without weight decay. */
 static void update_range(const optim_t *o, float *params, const float *grads, float lr, const float *gs, size_t lo,
                          size_t hi) {
+  for (int k = 0; k < o->nundecayed && lo < hi; k++) {
+    const size_t a = o->undecayed[2 * k], b = o->undecayed[2 * k + 1];
+    if (b <= lo) continue;
+    if (a >= hi) break;
+    if (a > lo) update_piece(o, params, grads, lr, gs, lo, a, o->weight_decay);
+    const size_t end = b < hi ? b : hi;
+    update_piece(o, params, grads, lr, gs, a > lo ? a : lo, end, 0.0f);
+    lo = end;
+  }
+  if (lo < hi) update_piece(o, params, grads, lr, gs, lo, hi, o->weight_decay);
+}
+
+static void update_piece(const optim_t *o, float *params, const float *grads, float lr, const float *gs, size_t lo,
+                         size_t hi, float weight_decay) {
   const backend_t *be = o->be;
   size_t n = hi - lo;
   if (n == 0) return; /* an empty range may lie outside the state */
   size_t at = optim_state_at(o, lo); /* the ranges' state one after the other */
   float *m = o->m ? o->m + at : NULL, *v = o->v ? o->v + at : NULL;
   if (o->kind == OPTIM_SGD) {
-    be->sgd_step(n, params + lo, grads + lo, m, lr, o->momentum, o->nesterov, o->weight_decay, o->t == 0, gs);
+    be->sgd_step(n, params + lo, grads + lo, m, lr, o->momentum, o->nesterov, weight_decay, o->t == 0, gs);
   } else {
     // bias corrections for step number t+1, in double as PyTorch computes them
     double step = (double)(o->t + 1);
     float bc1 = (float)(1.0 - pow(o->beta1, step));
     float bc2 = (float)(1.0 - pow(o->beta2, step));
-    be->adamw_step(n, params + lo, grads + lo, m, v, lr, o->beta1, o->beta2, o->eps, o->weight_decay, bc1, bc2, gs);
+    be->adamw_step(n, params + lo, grads + lo, m, v, lr, o->beta1, o->beta2, o->eps, weight_decay, bc1, bc2, gs);
   }
 }
 

@@ -28,6 +28,7 @@ typedef struct lr_schedule {
 typedef struct optim_opts {
   char name[16];                               /* sgd | adamw */
   double momentum, weight_decay, beta1, beta2, eps;
+  char decay[16];                              /* all | matrices: the tensors weight_decay applies to */
   int nesterov;
   lr_schedule_t schedule;
   double clip_norm;                            /* clip the global gradient norm to this (0: no clipping) */
@@ -59,6 +60,9 @@ typedef struct optim {
   int nranges;
   size_t floats;  /* in all of them */
   size_t lo, hi;  /* the first range's start, the last one's end */
+  int matrices_only; /* [train] decay = matrices: the spans below take no weight decay */
+  size_t *undecayed; /* (nundecayed, 2) sorted disjoint slab spans of the tensors of fewer than 2 dimensions */
+  int nundecayed;
 } optim_t;
 
 /* Set up an optimizer for a slab of n floats from opts.name ("sgd" or "adamw"; anything else is an
@@ -76,6 +80,11 @@ size_t optim_state_at(const optim_t *o, size_t i);
 /* Bytes of the optimizer's state (its moments) on this rank. */
 size_t optim_state_bytes(const optim_t *o);
 void optim_free(optim_t *o);
+struct slab_layout;
+/* With [train] decay = matrices: the tensors of the slab's layout of fewer than 2 dimensions (biases, norm
+ * parameters) take no weight decay. Call once after init with the layout the slab follows; a no-op for
+ * decay = all. */
+void optim_exempt_vectors(optim_t *o, const struct slab_layout *layout);
 
 /* One step over the whole slab: params (n) -= update from grads (n) at learning rate lr; t += 1.
  * SGD's first step (t == 0) initialises the momentum buffer with the gradient; AdamW's bias

@@ -12,8 +12,11 @@ static const cfg_key_t rows[] = {
     CFG_FLOAT_KEY("train", "momentum", momentum, "0.9", 0, CFG_CLOSED, 1, CFG_OPEN, "sgd: momentum (0: plain sgd)"),
     CFG_BOOL_KEY("train", "nesterov", nesterov, "false", "sgd: Nesterov momentum"),
     CFG_FLOAT_KEY("train", "weight_decay", weight_decay, "0", 0, CFG_CLOSED, 10, CFG_CLOSED,
-                  "decoupled weight decay (adamw) or L2 coefficient (sgd), on every parameter: biases and layer norms too, as one "
-                  "torch.optim.AdamW group does (llm.c decays only the 2-D tensors)"),
+                  "decoupled weight decay (adamw) or L2 coefficient (sgd), on the parameters [train] decay names"),
+    CFG_ENUM_KEY("train", "decay", decay, "all", CFG_VALUES("all", "matrices"),
+                 "the parameters weight_decay applies to: all (biases and norms too, as one torch.optim.AdamW group "
+                 "does), or matrices (tensors of 2 or more dimensions: linear and convolution weights, embeddings; "
+                 "GPT-2's and llm.c's rule, biases and norm parameters undecayed)"),
     CFG_FLOAT_KEY("train", "beta1", beta1, "0.9", 0, CFG_CLOSED, 1, CFG_OPEN, "adamw: first-moment decay"),
     CFG_FLOAT_KEY("train", "beta2", beta2, "0.95", 0, CFG_CLOSED, 1, CFG_OPEN, "adamw: second-moment decay"),
     CFG_FLOAT_KEY("train", "eps", eps, "1e-8", 0, CFG_OPEN, 1, CFG_CLOSED, "adamw: denominator epsilon"),

@@ -68,6 +68,7 @@ void trainer_init(trainer_t *t, const config_t *cfg, const deck_t *deck, comm_t 
   else
     optim_init_shard(&t->opt, optim_opts_of(cfg), t->be, l->local->total, l->sharded_state ? l->update_lo : 0,
                      l->sharded_state ? l->update_hi : l->local->total);
+  optim_exempt_vectors(&t->opt, l->local);
   sampler_init_for(&t->sampler, t->ds, cfg->seed);
   t->ids = xcalloc((size_t)cfg->global_batch, sizeof *t->ids);
   t->scalars = t->be->alloc(TRAIN_SCALAR_FLOATS);

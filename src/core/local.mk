@@ -1,5 +1,6 @@
 libsurge_a_SOURCES += \
   src/core/error.c src/core/error.h \
+  src/core/outfile.c src/core/outfile.h \
   src/core/say.c src/core/say.h \
   src/core/rng.c src/core/rng.h \
   src/core/slab.c src/core/slab.h \

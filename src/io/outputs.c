@@ -5,7 +5,6 @@
 #include <libgen.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "core/error.h"
 #include "io/run_dir.h"
@@ -48,15 +47,4 @@ void io_outputs_check(const io_path_t *in, int nin, const io_output_t *out, int 
       surge_input_error("%s %s: it exists and is not a regular file (a device or fifo): refusing to replace it "
                         "(hint: name a file)", o->what, o->path);
   }
-}
-
-int io_publish_new(const char *tmp, const char *final) {
-  if (link(tmp, final) != 0) {
-    if (errno != EPERM && errno != EOPNOTSUPP && errno != ENOSYS) return -1;
-    if (access(final, F_OK) == 0) return errno = EEXIST, -1;
-    if (rename(tmp, final) != 0) return -1;
-    return 0;
-  }
-  unlink(tmp);
-  return 0;
 }

@@ -29,9 +29,4 @@ int io_same_file(const char *a, const char *b);
 /* The checks above for outputs out[0..nout) against inputs in[0..nin). */
 void io_outputs_check(const io_path_t *in, int nin, const io_output_t *out, int nout);
 
-/* A file written whole under a temporary name given its own, never replacing a file there: linked, then
- * the temporary name removed (a rename where the file system has no links, after checking that the
- * name is free). 0, or -1 with errno (EEXIST: the name was taken). */
-int io_publish_new(const char *tmp, const char *final);
-
 #endif

@@ -12,7 +12,7 @@
 
 #include "core/error.h"
 #include "data/shard.h"
-#include "io/outputs.h"
+#include "core/outfile.h"
 #include "tok/corpus.h"
 #include "tok/pretok.h"
 
@@ -126,7 +126,7 @@ static void name_shards(const corpus_opts_t *o, int split, uint64_t shards) {
     char tmp[SHARD_PATH_MAX], final[SHARD_PATH_MAX];
     shard_path(o, split, k, 1, tmp, sizeof tmp);
     shard_path(o, split, k, 0, final, sizeof final);
-    if (io_publish_new(tmp, final) != 0)
+    if (outfile_publish_new(tmp, final) != 0)
       surge_runtime_error("cannot give %s its name %s: %s (shards are never replaced)", tmp, final, strerror(errno));
   }
 }

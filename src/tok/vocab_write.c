@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "core/error.h"
-#include "io/outputs.h"
+#include "core/outfile.h"
 #include "tok/bpe.h"
 #include "tok/bytemap.h"
 
@@ -118,13 +118,13 @@ void bpe_save(const bpe_t *b, const char *vocab_path, const char *merges_path) {
     fputc('\n', f);
   }
   finish(&merges, &vocab);
-  if (io_publish_new(vocab.tmp, vocab.path) != 0) {
+  if (outfile_publish_new(vocab.tmp, vocab.path) != 0) {
     const int e = errno;
     unlink(vocab.tmp), unlink(merges.tmp);
     errno = e;
     create_failed(vocab_path);
   }
-  if (io_publish_new(merges.tmp, merges.path) != 0) {
+  if (outfile_publish_new(merges.tmp, merges.path) != 0) {
     const int e = errno;
     unlink(vocab_path), unlink(merges.tmp);
     errno = e;

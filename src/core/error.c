@@ -37,6 +37,21 @@ int surge_escaping(void) { return escape != NULL; }
 
 void surge_side_threads(int delta) { atomic_fetch_add(&side_threads, delta); }
 
+enum { ABORT_STEPS = 4 };
+static void (*abort_steps[ABORT_STEPS])(void);
+static atomic_int nabort_steps;
+
+void surge_at_abort(void (*undo)(void)) {
+  const int i = atomic_fetch_add(&nabort_steps, 1);
+  if (i >= ABORT_STEPS) surge_runtime_error("surge_at_abort: more than %d steps (a bug)", ABORT_STEPS);
+  abort_steps[i] = undo;
+}
+
+static void run_abort_steps(void) {
+  const int n = atomic_exchange(&nabort_steps, 0);
+  for (int i = 0; i < n && i < ABORT_STEPS; i++) abort_steps[i]();
+}
+
 void surge_set_fail_hook(surge_fail_hook_t hook) { fail_hook = hook; }
 
 /* A harness's hook takes the error instead of the process ending (it does not return). */
@@ -166,6 +181,7 @@ static void report_or_abort(int exit_code, const char *fmt, va_list ap) {
   }
   int ranks = report(exit_code, fmt, ap);
   if (escape) escape(exit_code);
+  run_abort_steps(); /* (the process may end without its exit handlers below) */
   if (ranks > 1) MPI_Abort(MPI_COMM_WORLD, exit_code);
   if (atomic_load(&side_threads) > 0) _exit(exit_code);
 }

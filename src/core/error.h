@@ -72,5 +72,9 @@ int surge_escaping(void);
  * in any other thread ends the process with _exit (after MPI_Abort where the job has other ranks),
  * not through exit handlers that would pull MPI and HDF5 from under the background. */
 void surge_side_threads(int delta);
+/* A step to take before a process ends at an error without its exit handlers (MPI_Abort where the job
+ * has other ranks, _exit in surge_abandon or beside an in-process background): at most 4 such steps,
+ * each run once, in the order given (e.g. putting a session's nice value back: mux/session.c). */
+void surge_at_abort(void (*undo)(void));
 
 #endif

@@ -29,6 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/error.h"
 #include "core/say.h"
 #include "mux/mux_impl.h"
 
@@ -87,6 +88,7 @@ static int write_own_nice(int nice) {
 
 static void put_back(void) {
   if (restore_nice != -100) (void)write_own_nice(restore_nice);
+  restore_nice = -100;
 }
 
 void mux_publish_autogroup(mux_side_t *me) {
@@ -129,6 +131,7 @@ void mux_lower_session(const mux_side_t *partner) {
   }
   restore_nice = my_nice;
   atexit(put_back);
+  surge_at_abort(put_back); /* an error's MPI_Abort or _exit runs no exit handler */
   say("multiplex: background (pid %ld): its session's autogroup %s set to nice %d (was %d) until it exits: its "
       "foreground (pid %lld) is in %s, and the kernel weighs sessions as equals whatever their threads' "
       "priority (doc/multiplexing.md)\n",

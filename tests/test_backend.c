@@ -1389,6 +1389,10 @@ static int same_nonfinite(const float *a, const float *b, size_t n, size_t w, si
  * tokens and dq of earlier tokens stay finite, and the non-finite places are ref's (whose sums run over the
  * causal pairs), also when t shares a diagonal tile with earlier tokens. One sample, H = 2, hs = 8. */
 static void test_attention_nonfinite(const backend_t *be, int T, int t) {
+  if (!be->host_memory) { /* backend.h: the fused kernels multiply the masked pairs' zeros */
+    tap_skip("%s attention, T = %d, non-finite in token %d: the CUDA fused kernels are not held to it", be->name, T, t);
+    return;
+  }
   const int B = 1, C = 16, H = 2;
   const size_t nqkv = (size_t)T * 3 * C, ny = (size_t)T * C, nl = (size_t)H * T;
   const char *what[] = {"q", "k", "v", "dy"};

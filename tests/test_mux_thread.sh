@@ -107,10 +107,15 @@ tap_ok $? "background processes' checkpoints resume in-process: step $K = a stra
 [ $rc = 0 ] || tap_diag "$(shown "$tap_tmp/resume2.txt" | tail -15)"
 
 # ---- SIGTERM (to the ranks, as Slurm sends it) stops both trainers of each process with a checkpoint
+# (sent once both backgrounds have logged a step: a background stopped before its first step writes no
+# checkpoint, and one gated behind a busy foreground can take a while to get there)
 in_process "$tap_tmp/sig.txt" -D run.steps=100000 -D run.print_every=10 -D "run.out_dir=$tap_tmp/fgsig" \
-  -D bg:run.steps=100000 -D "bg:run.out_dir=$tap_tmp/bgsig" &
+  -D bg:run.steps=100000 -D "bg:run.out_dir=$tap_tmp/bgsig" -D bg:log.flush_every=1 &
 job=$!
+bgs_stepped() { [ "$(last_step "$tap_tmp/bgsig/bg0/log.h5" 2>/dev/null)" -ge 1 ] 2>/dev/null &&
+  [ "$(last_step "$tap_tmp/bgsig/bg1/log.h5" 2>/dev/null)" -ge 1 ] 2>/dev/null; }
 tap_wait_until 120 grep -aq "^\[foreground\] step  *[0-9]*/100000" "$tap_tmp/sig.txt"
+tap_wait_until 120 bgs_stepped
 for p in $(pgrep -f "^$SURGE_TRAIN .*run.out_dir=$tap_tmp/fgsig( |\$)"); do kill -TERM "$p"; done
 wait $job
 rc=$?

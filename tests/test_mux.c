@@ -381,9 +381,10 @@ static void test_feedback_marks(void) {
   fake_queued += 5e6;
   fake_done = fake_queued;
   mux_fg_set(MUX_WAITING, 3);
-  tap_ok(L->expected_ns[1] == 5e6 && L->expected_ns[3] == 1e6 && mux_word_expected_ns(atomic_load(&L->me->state)) == 1000000,
+  const int64_t published_ns = mux_word_expected_ns(atomic_load(&L->me->state));
+  tap_ok(L->expected_ns[1] == 5e6 && L->expected_ns[3] == 1e6 && published_ns == 1000000,
          "feedback marks: the device's times once it caught up: site 1 %.3f ms, site 3 %.3f ms (published %.3f ms)",
-         L->expected_ns[1] / 1e6, L->expected_ns[3] / 1e6, (double)mux_word_expected_ns(atomic_load(&L->me->state)) / 1e6);
+         L->expected_ns[1] / 1e6, L->expected_ns[3] / 1e6, (double)published_ns / 1e6);
   fake_done = fake_queued; /* the host runs far ahead: 300 state changes, a device that has run none */
   for (int i = 0; i < 150; i++) {
     mux_fg_set(MUX_COMPUTING, 1);

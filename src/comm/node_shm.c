@@ -11,10 +11,10 @@
 /* Collective, before MPI is asked for the window: every rank maps every rank's segment, so each
  * tries an anonymous mapping of them all (plus 1 MiB for MPI's own; PROT_NONE: it counts against the
  * address space, ulimit -v, but is never charged as committed memory, which MPI's shared mapping is
- * not either) and the ranks agree on the result. A rank whose address space is short (ulimit -v) ends the job naming the size. Asked
- * directly, Open MPI 4.1's shared-memory component fails on that rank but returns success with a
- * broken window (MPI_Win_shared_query then jumped into the heap: exit 139), while the other ranks
- * may wait in the window's creation. */
+ * not either) and the ranks agree on the result. A rank whose address space is short (ulimit -v)
+ * ends the job naming the size. Asked directly, Open MPI 4.1's shared-memory component fails on
+ * that rank but returns success with a broken window (MPI_Win_shared_query then jumped into the
+ * heap: exit 139), while the other ranks may wait in the window's creation. */
 static void check_room(comm_t *c, size_t ask) {
   enum { MPI_OWN = 1 << 20 };
   uint64_t total = ask;

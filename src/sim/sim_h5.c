@@ -231,7 +231,8 @@ void sim_h5_write(const char *path, const sim_file_info_t *info, const sim_resul
                   const sim3d_opts_t *o3, const sim3d_result_t *plain, const sim3d_result_t *comp) {
   h5util_quiet_t q = h5util_quiet_begin();
   char tmp[4096];
-  if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp) surge_input_error("surge-sim: %s: path too long", path);
+  if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp)
+    surge_input_error("surge-sim: %s: path too long", path);
   h5w_t w = {path, tmp};
   remove(tmp); /* a killed run's leftover (a link there would be written through) */
   hid_t f = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);

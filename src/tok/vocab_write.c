@@ -30,7 +30,8 @@ typedef struct out_file {
 static void create(out_file_t *o, const char *path, const out_file_t *other) {
   o->path = path;
   o->f = NULL;
-  if (snprintf(o->tmp, sizeof o->tmp, "%s.tmp", path) >= (int)sizeof o->tmp) surge_input_error("%s: path too long", path);
+  if (snprintf(o->tmp, sizeof o->tmp, "%s.tmp", path) >= (int)sizeof o->tmp)
+    surge_input_error("%s: path too long", path);
   if (access(path, F_OK) != 0) {
     unlink(o->tmp);
     o->f = fopen(o->tmp, "wx");
@@ -55,8 +56,6 @@ static void finish(out_file_t *o, out_file_t *other) {
   unlink(o->tmp), unlink(other->tmp);
   surge_runtime_error("%s: write failed: %s (nothing was written)", o->tmp, e ? strerror(e) : "an I/O error");
 }
-
-
 
 /* Token id as shown in the files (byte symbols; a special token's name). */
 static const char *shown(const bpe_t *b, int id, char *buf) {

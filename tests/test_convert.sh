@@ -298,4 +298,12 @@ else
   tap_skip "dataset-fashion-mnist is not installed (the mlp to refuse)"
   tap_skip "dataset-fashion-mnist is not installed (the mlp to start from)"
 fi
+
+# a killed conversion's leftover temporary file that is a link: replaced, never written through
+echo precious >"$t/victim.txt"
+mkdir "$t/lk" && ln -s "$t/victim.txt" "$t/lk/a.bin.tmp" && ln -s "$t/victim.txt" "$t/lk/model.safetensors.tmp"
+"$convert" "$t/a/model.h5" "$t/lk/a.bin" >"$t/lk.txt" 2>&1 && "$convert" "$t/a/model.h5" "$t/lk/model.safetensors" >>"$t/lk.txt" 2>&1 &&
+  [ "$(cat "$t/victim.txt")" = precious ] && [ ! -L "$t/lk/a.bin" ] && [ ! -L "$t/lk/model.safetensors" ] &&
+  cmp -s "$t/lk/a.bin" "$t/a.bin" && [ ! -e "$t/lk/a.bin.tmp" ]
+tap_ok $? "a leftover OUT.tmp that links elsewhere is replaced: the link's target kept, OUT a file of its own"
 tap_done

@@ -2,7 +2,26 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
+
+#include "core/error.h"
+
+char *outfile_temp(const char *path) {
+  const size_t n = strlen(path) + sizeof ".tmp";
+  char *tmp = xmalloc(n);
+  snprintf(tmp, n, "%s.tmp", path);
+  unlink(tmp);
+  return tmp;
+}
+
+int outfile_publish(const char *tmp, const char *final) {
+  if (rename(tmp, final) == 0) return 0;
+  const int e = errno;
+  unlink(tmp);
+  errno = e;
+  return -1;
+}
 
 int outfile_publish_new(const char *tmp, const char *final) {
   if (link(tmp, final) != 0) {

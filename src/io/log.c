@@ -18,6 +18,7 @@
 #include "io/h5serial.h"
 #include "surge_build_config.h"
 #include "core/error.h"
+#include "core/outfile.h"
 #include "io/log_impl.h"
 #include "io/run_dir.h"
 
@@ -333,20 +334,15 @@ static void note_resume(run_log_t *L) {
  * file HDF5 cannot open under the log's name, and every --resume of the run failed on it. A leftover
  * temporary file of such a run is replaced. */
 static void create_file(run_log_t *L, hid_t fapl) {
-  const size_t n = strlen(L->path) + sizeof ".tmp";
-  L->creating = xmalloc(n);
-  snprintf(L->creating, n, "%s.tmp", L->path);
-  unlink(L->creating);
+  L->creating = outfile_temp(L->path);
   L->file = h5util_check(&L->chk, H5Fcreate(L->creating, H5F_ACC_TRUNC, H5P_DEFAULT, fapl), "create the log", "");
 }
 
 static void created(run_log_t *L) {
   if (!L->creating) return;
-  if (rename(L->creating, L->path) != 0) {
-    const int e = errno;
-    unlink(L->creating);
-    surge_abandon(SURGE_EXIT_RUNTIME, "%s: cannot rename the new log %s to it: %s", L->path, L->creating, strerror(e));
-  }
+  if (outfile_publish(L->creating, L->path) != 0)
+    surge_abandon(SURGE_EXIT_RUNTIME, "%s: cannot rename the new log %s to it: %s", L->path, L->creating,
+                  strerror(errno));
   free(L->creating);
   L->creating = NULL;
 }

@@ -3,12 +3,14 @@
 
 #include <errno.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "core/bf16.h"
 #include "core/error.h"
 #include "core/infile.h"
+#include "core/outfile.h"
 #include "io/h5serial.h"
 
 
@@ -154,7 +156,7 @@ void weights_encode(weights_dtype_t t, const float *in, size_t n, unsigned char 
 
 void weights_out_open(weights_out_t *o, const char *path) {
   o->path = path;
-  if (snprintf(o->tmp, sizeof o->tmp, "%s.tmp", path) >= (int)sizeof o->tmp) surge_input_error("%s: path too long", path);
+  o->tmp = outfile_temp(path);
   o->f = fopen(o->tmp, "wb");
   if (!o->f) surge_runtime_error("%s: cannot create: %s", o->tmp, strerror(errno));
 }
@@ -182,9 +184,9 @@ void weights_out_commit(weights_out_t *o) {
   int bad = fflush(o->f) != 0 || fsync(fileno(o->f)) != 0;
   int e = errno;
   if (fclose(o->f) != 0 && !bad) bad = 1, e = errno;
-  if (!bad && rename(o->tmp, o->path) != 0) bad = 1, e = errno;
-  if (bad) {
-    remove(o->tmp);
-    surge_runtime_error("%s: cannot write: %s", o->path, strerror(e));
-  }
+  if (bad) remove(o->tmp);
+  else if (outfile_publish(o->tmp, o->path) != 0) bad = 1, e = errno;
+  if (bad) surge_runtime_error("%s: cannot write: %s", o->path, strerror(e));
+  free(o->tmp);
+  o->tmp = NULL;
 }

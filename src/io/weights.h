@@ -90,12 +90,12 @@ size_t weights_dtype_bytes(weights_dtype_t t);
 void weights_decode(weights_dtype_t t, const unsigned char *in, size_t n, float *out);
 void weights_encode(weights_dtype_t t, const float *in, size_t n, unsigned char *out);
 
-/* A file written under PATH.tmp and renamed when complete; any failure is a runtime error naming it
- * (the temporary file removed). */
+/* A file written under PATH.tmp (core/outfile.h: a leftover there removed first) and renamed when
+ * complete; any failure is a runtime error naming it (the temporary file removed). */
 typedef struct weights_out {
   FILE *f;
   const char *path;
-  char tmp[4200];
+  char *tmp;
 } weights_out_t;
 void weights_out_open(weights_out_t *o, const char *path);
 void weights_out_write(weights_out_t *o, const void *p, size_t bytes);

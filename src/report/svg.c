@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "core/error.h"
+#include "core/outfile.h"
 #include "report/svg.h"
 
 /* Sans-serif fonts found on Linux, macOS and Windows, in that order. */
@@ -30,10 +31,7 @@ void svg_escaped(svg_t *s, const char *text) {
 svg_t *svg_open(const char *path, double width, double height, const char *title) {
   svg_t *s = xcalloc(1, sizeof *s);
   s->path = xstrdup(path);
-  const size_t n = strlen(path) + sizeof ".tmp";
-  s->tmp = xmalloc(n);
-  snprintf(s->tmp, n, "%s.tmp", path);
-  unlink(s->tmp); /* a leftover there (a link would be written through) */
+  s->tmp = outfile_temp(path);
   s->f = fopen(s->tmp, "w");
   if (!s->f) surge_runtime_error("%s: cannot write: %s (hint: is the directory writable?)", s->tmp, strerror(errno));
   fprintf(s->f,
@@ -51,12 +49,14 @@ void svg_close(svg_t *s) {
   fputs("</svg>\n", s->f);
   int failed = ferror(s->f);
   failed |= fclose(s->f) != 0;
-  if (!failed && rename(s->tmp, s->path) != 0) failed = 1;
   if (failed) {
     const int e = errno;
     unlink(s->tmp);
-    surge_runtime_error("%s: cannot write: %s (hint: is the disk full?)", s->path, strerror(e));
+    errno = e;
+  } else {
+    failed = outfile_publish(s->tmp, s->path) != 0;
   }
+  if (failed) surge_runtime_error("%s: cannot write: %s (hint: is the disk full?)", s->path, strerror(errno));
   free(s->tmp);
   free(s->path);
   free(s);

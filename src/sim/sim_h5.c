@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/outfile.h"
 #include "io/h5util.h"
 #include "sim/sim.h"
 
@@ -230,11 +231,8 @@ static void write_pipeline(const h5w_t *w, hid_t top, const sim3d_opts_t *o, con
 void sim_h5_write(const char *path, const sim_file_info_t *info, const sim_result_t *res, int nres,
                   const sim3d_opts_t *o3, const sim3d_result_t *plain, const sim3d_result_t *comp) {
   h5util_quiet_t q = h5util_quiet_begin();
-  char tmp[4096];
-  if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp)
-    surge_input_error("surge-sim: %s: path too long", path);
+  char *tmp = outfile_temp(path); /* a killed run's leftover there removed */
   h5w_t w = {path, tmp};
-  remove(tmp); /* a killed run's leftover (a link there would be written through) */
   hid_t f = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
   if (f < 0) {
     char msg[256];
@@ -262,10 +260,8 @@ void sim_h5_write(const char *path, const sim_file_info_t *info, const sim_resul
   if (o3) write_pipeline(&w, top, o3, plain, comp);
   H5Gclose(top);
   ok(&w, H5Fclose(f) >= 0, "closing");
-  if (rename(tmp, path) != 0) {
-    const int e = errno;
-    remove(tmp);
-    surge_runtime_error("surge-sim: cannot rename %s to %s: %s (nothing was written)", tmp, path, strerror(e));
-  }
+  if (outfile_publish(tmp, path) != 0)
+    surge_runtime_error("surge-sim: cannot rename %s to %s: %s (nothing was written)", tmp, path, strerror(errno));
+  free(tmp);
   h5util_quiet_end(q);
 }

@@ -21,7 +21,7 @@ static _Noreturn void create_failed(const char *path) {
 
 typedef struct out_file {
   const char *path;
-  char tmp[4096];
+  char *tmp; /* core/outfile.h's temporary name */
   FILE *f;
 } out_file_t;
 
@@ -30,10 +30,9 @@ typedef struct out_file {
 static void create(out_file_t *o, const char *path, const out_file_t *other) {
   o->path = path;
   o->f = NULL;
-  if (snprintf(o->tmp, sizeof o->tmp, "%s.tmp", path) >= (int)sizeof o->tmp)
-    surge_input_error("%s: path too long", path);
+  o->tmp = NULL;
   if (access(path, F_OK) != 0) {
-    unlink(o->tmp);
+    o->tmp = outfile_temp(path);
     o->f = fopen(o->tmp, "wx");
   } else {
     errno = EEXIST;
@@ -129,6 +128,7 @@ void bpe_save(const bpe_t *b, const char *vocab_path, const char *merges_path) {
     errno = e;
     create_failed(merges_path);
   }
+  free(vocab.tmp), free(merges.tmp);
   free(by_rank);
   free(buf);
 }

@@ -366,6 +366,19 @@ if [ "$(id -u)" = 0 ] && [ "${SURGE_TEST_NO_MOUNT:-0}" != 1 ] && mount -t tmpfs 
     [ $rc = 1 ] && [ "$errors" = 1 ] && [ $found = 0 ] && [ $report_rc = 0 ] && { [ "$fill" != 600 ] || [ "${steps:-0}" -gt 0 ]; }
     tap_ok $? "np=$np, ${fill} KiB of 1 MiB taken: the log's disk fills: exit $rc, $errors error line(s), the log reads back (steps: ${steps:-0}): $(error_of "$o.err")"
   done
+  # a new log that cannot be made: its temporary file removed, and an earlier run's log that
+  # [run] overwrite would have replaced kept as it was (a first flush's failure removed that one)
+  rm -f "$full"/*
+  o="$tap_tmp/full-keep"
+  timeout 120 "$SURGE_TRAIN" "$deck" -D "run.out_dir=$o" -D "log.file=$full/log.h5" -D run.steps=2 >"$o.txt" 2>&1
+  cp "$full/log.h5" "$tap_tmp/old-log.h5" # (about 300 KiB)
+  dd if=/dev/zero of="$full/filler" bs=1k count=600 2>/dev/null
+  timeout 120 "$SURGE_TRAIN" "$deck" -D "run.out_dir=$o" -D "log.file=$full/log.h5" -D run.overwrite=true \
+    -D run.steps=100000 -D log.flush_every=1 -D checkpoint.every=0 >>"$o.txt" 2>"$o.err"
+  rc=$?
+  [ $rc = 1 ] && cmp -s "$full/log.h5" "$tap_tmp/old-log.h5" && [ ! -e "$full/log.h5.tmp" ] &&
+    grep -q 'log\.h5\.tmp: cannot ' "$o.err"
+  tap_ok $? "a new log that cannot be made (a full disk): exit $rc, the earlier log kept, no log.h5.tmp left: $(error_of "$o.err")"
 else
   tap_diag "a full disk under the log: not checked (no permission to mount a tmpfs)"
 fi

@@ -43,7 +43,7 @@ missing="$tap_tmp/no/such/dir/log.h5"
 timeout 60 "$prog" create "$missing" >/dev/null 2>"$tap_tmp/err.txt"
 rc=$?
 msg=$(grep '^surge: error:' "$tap_tmp/err.txt" | head -n 1)
-[ "$rc" = 1 ] && case $msg in *"$missing: cannot create"*) true ;; *) false ;; esac
+[ "$rc" = 1 ] && case $msg in *"$missing.tmp: cannot create"*) true ;; *) false ;; esac
 tap_ok $? "a log in a missing directory: exit $rc, $msg"
 
 # ---- readable while written and after SIGKILL

@@ -277,10 +277,11 @@ static void reserve_space(run_log_t *L) {
   struct statvfs fs;
   if (statvfs(dir, &fs) == 0)
     snprintf(free_text, sizeof free_text, ", %.0f KiB free", (double)fs.f_bavail * (double)fs.f_frsize / 1024.0);
-  if (!L->flushed) { // a new log that never held anything: not left behind half made
-    unlink(L->path);
-    surge_abandon(SURGE_EXIT_RUNTIME, "%s: cannot write the log: %s (%.0f KiB needed%s) (hint: free space, or another "
-                                      "[log] file)", L->path, strerror(err), bytes / 1024.0, free_text);
+  if (!L->flushed) { // a new log that never held anything: not left behind half made (and a run's log it
+    // would have replaced, [run] overwrite, kept)
+    unlink(L->creating);
+    surge_abandon(SURGE_EXIT_RUNTIME, "%s: cannot write the new log: %s (%.0f KiB needed%s) (hint: free space, or "
+                  "another [log] file)", L->creating, strerror(err), bytes / 1024.0, free_text);
   }
   surge_abandon(SURGE_EXIT_RUNTIME,
                 "%s: cannot write the log: %s (%.0f KiB needed%s): it holds the steps up to %ld, its last flush "
@@ -335,7 +336,15 @@ static void note_resume(run_log_t *L) {
  * temporary file of such a run is replaced. */
 static void create_file(run_log_t *L, hid_t fapl) {
   L->creating = outfile_temp(L->path);
+  L->chk.file = L->creating; /* messages name the file written until it takes its name (created) */
+  const h5util_policy_t policy = L->chk.policy;
+  L->chk.policy = H5UTIL_RECORD;
   L->file = h5util_check(&L->chk, H5Fcreate(L->creating, H5F_ACC_TRUNC, H5P_DEFAULT, fapl), "create the log", "");
+  L->chk.policy = policy;
+  if (L->chk.failed) {
+    unlink(L->creating);
+    surge_abandon(SURGE_EXIT_RUNTIME, "%s", L->chk.msg);
+  }
 }
 
 static void created(run_log_t *L) {
@@ -343,6 +352,7 @@ static void created(run_log_t *L) {
   if (outfile_publish(L->creating, L->path) != 0)
     surge_abandon(SURGE_EXIT_RUNTIME, "%s: cannot rename the new log %s to it: %s", L->path, L->creating,
                   strerror(errno));
+  L->chk.file = L->path;
   free(L->creating);
   L->creating = NULL;
 }

@@ -318,7 +318,7 @@ typedef struct gemm_grid {
   /* ds[i,j] = scale * p[i,j] * (dp[i,j] - sum_k p[i,k] dp[i,k]) (written, not accumulated) */ \
   X(void, causal_softmax_bwd, (int BH, int T, float scale, const float *p, const float *dp, float *ds)) \
   /* ---- softmax of whole rows: p[r,j] = softmax_j(scale * s[r,j]) over each of `rows` rows of n \
-   * (one query's scores against a key/value cache, gen/kv.h) */ \
+   * (one query's scores against a key/value cache, gen/engine_cache.c) */ \
   X(void, softmax_rows, (int rows, int n, float scale, const float *s, float *p)) \
   /* ---- softmax cross-entropy: logits (rows, V), targets (rows) class ids stored as float. \
    * Returns the SUM over rows of -log softmax(logits)[target] (double). If dlogits is not NULL it \

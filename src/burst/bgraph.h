@@ -39,7 +39,7 @@ typedef struct bgraph_node {
                                * does not sum a tied weight's gradient across two sets) */
   double bn_channels;         /* a batch norm with the batch's statistics (kind "batchnorm", its
                                * parameters a weight and a bias of C floats each): C, the channels
-                               * whose statistics it sums over its ranks each pass (burst_bn_us);
+                               * whose statistics it sums over its ranks each pass (burst_ctx_bn_us);
                                * 0: no sums (another kind, or [model] batchnorm = local) */
 } bgraph_node_t;
 

@@ -8,7 +8,7 @@
  * any sequence of compressed sends the sum of what was sent equals the sum of the true gradients
  * plus the error carried in minus the error carried out (sent_i = G_i + e_{i-1} - e_i), so the
  * accumulated weight gradient keeps only those boundary terms and terms in the difference of
- * consecutive activations (../shared/notes/optimus-cc.md section 5). Without LEP the residual is
+ * consecutive activations (doc/compression.md, "The techniques"). Without LEP the residual is
  * dropped. All arithmetic is float32 on the backend, on both sides. */
 #ifndef SURGE_COMPRESS_CB_H
 #define SURGE_COMPRESS_CB_H

@@ -71,7 +71,7 @@ int ckpt_h5_missing_filter(hid_t dset, char *why, size_t why_len);
  * HDF5's error stack set (the spaces that were made are in *fspace, *mspace, else -1). */
 int ckpt_h5_select_rows(hid_t dset, const state_tensor_t *t, size_t lo, size_t hi, hid_t *fspace, hid_t *mspace);
 
-/* Creation list of a dataset of ndim dimensions in chunks of chunk[] (ckpt_chunk_dims), the
+/* Creation list of a dataset of ndim dimensions in chunks of chunk[] (ckpt_chunking's rows), the
  * compression's filter, Fletcher32. Negative on failure. */
 hid_t ckpt_h5_dcpl(int ndim, const hsize_t *chunk, const char *compression);
 

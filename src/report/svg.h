@@ -15,10 +15,11 @@ typedef struct svg {
   int pen_down; /* inside a path: the last point drawn continues the line */
 } svg_t;
 
-/* Create path and write the document header: a white background, a title and a font family that
- * every SVG viewer and LaTeX converter has. Errors name the path (exit 1). */
+/* Start the document at path + ".tmp" (core/outfile.h) with its header: a white background, a title
+ * and a font family that every SVG viewer and LaTeX converter has. Errors name the file (exit 1). */
 svg_t *svg_open(const char *path, double width, double height, const char *title);
-/* Close the document; a write error names the path (exit 1). */
+/* Close the document and give it its name (replacing a file there); a write error names the path
+ * (exit 1), the temporary file removed. */
 void svg_close(svg_t *s);
 
 /* Text at (x, y): size in px, anchor "start"/"middle"/"end", rotated by angle degrees about (x, y),

@@ -1,5 +1,5 @@
-/* One iteration of a 3D layout (Megatron-LM's, as Optimus-CC modifies it; notes/optimus-cc.md
- * sections 1 and 10): tensor x pipeline x data parallelism over alpha-beta links.
+/* One iteration of a 3D layout (Megatron-LM's, as Optimus-CC modifies it; doc/sim.md, "3D
+ * parallelism"): tensor x pipeline x data parallelism over alpha-beta links.
  *
  * Stages: the graph's cut points (nodes no edge jumps over) split it into units; the units are
  * shared out among pp contiguous stages so that the slowest stage is as fast as possible.

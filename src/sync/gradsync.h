@@ -45,7 +45,7 @@ typedef struct gradsync {
   int overlap;
   int side;         /* side slots riding on bucket 0 (counted in its n), 0 when none ride */
   int next;         /* the first bucket not yet started in this step */
-  double backward_done, first_start; /* this step: surge_now() at gradsync_backward_done, at the first start */
+  double backward_done, first_start; /* this step: surge_now() when gradsync_finish began, at the first start */
   double wait_s;    /* this step: barrier time without overlap */
   shard_plan_t *shard; /* a sharded optimizer's plan over the groups (opts.shard), or NULL */
 } gradsync_t;

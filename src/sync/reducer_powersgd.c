@@ -1,5 +1,5 @@
 /* Optimus-CC's data-parallel compression: PowerSGD with error feedback over each bucket
- * (../shared/notes/optimus-cc.md section 4.1), as a reducer (sync/reducer.h).
+ * (doc/compression.md, "The techniques"), as a reducer (sync/reducer.h).
  *
  * A bucket's tensors split into matrices to compress (2-D or more, viewed as (d0, rest), whose rank
  * r = psgd_rank(n, m, R, min_rate) is positive), grouped by shape, and exact tensors (1-D ones:

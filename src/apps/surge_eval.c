@@ -3,6 +3,7 @@
  * job. The work lives in src/eval. */
 #include <errno.h>
 #include <hdf5.h>
+#include <limits.h>
 #include <math.h>
 #include <mpi.h>
 #include <stdio.h>
@@ -89,11 +90,8 @@ static void parse(int argc, char **argv, args_t *a) {
   if (a->logits && !a->ids) surge_input_error("--logits needs --ids");
   if (strcmp(a->precision, "fp32") != 0 && strcmp(a->precision, "bf16") != 0)
     surge_input_error("--precision %s: expected fp32 or bf16", a->precision);
-  char vocab[4200] = "", merges[4200] = "";
-  if (a->tokenizer) {
-    snprintf(vocab, sizeof vocab, "%s/vocab.json", a->tokenizer);
-    snprintf(merges, sizeof merges, "%s/merges.txt", a->tokenizer);
-  }
+  char vocab[PATH_MAX] = "", merges[PATH_MAX] = "";
+  if (a->tokenizer) bpe_dir_files(a->tokenizer, vocab, merges, PATH_MAX);
   const io_path_t in[] = {{"MODEL", a->model},   {"--tokens", a->tokens},      {"--text", a->text},
                           {"--ids", a->ids},     {"--choices", a->choices},    {"--tokenizer's vocab", vocab},
                           {"--tokenizer's merges", merges}};
@@ -122,11 +120,7 @@ static void check_tokenizer(const args_t *a, const bpe_t *tok, int V) {
 }
 
 static bpe_t *load_tokenizer(const char *dir) {
-  if (!dir) return NULL;
-  char v[4200], m[4200];
-  snprintf(v, sizeof v, "%s/vocab.json", dir);
-  snprintf(m, sizeof m, "%s/merges.txt", dir);
-  return bpe_load(v, m);
+  return dir ? bpe_load_dir(dir) : NULL;
 }
 
 /* The first window's logits of the ids, (tokens, V), float32, written by rank 0. */

@@ -113,10 +113,7 @@ static void one_rank(const char *cmd) {
 
 static bpe_t *load(const args_t *a) {
   need(a->tokenizer, a->cmd, "--tokenizer DIR");
-  char v[PATH_MAX], m[PATH_MAX];
-  snprintf(v, sizeof v, "%s/vocab.json", a->tokenizer);
-  snprintf(m, sizeof m, "%s/merges.txt", a->tokenizer);
-  return bpe_load(v, m);
+  return bpe_load_dir(a->tokenizer);
 }
 
 static void cmd_train(const args_t *a) {
@@ -125,8 +122,7 @@ static void cmd_train(const args_t *a) {
   if (a->vocab_size < 0) surge_input_error("train needs --vocab-size N (try --help)");
   if (!a->npaths) surge_input_error("train needs the text files or directories to learn from");
   char v[PATH_MAX], m[PATH_MAX];
-  snprintf(v, sizeof v, "%s/vocab.json", a->out);
-  snprintf(m, sizeof m, "%s/merges.txt", a->out);
+  bpe_dir_files(a->out, v, m, PATH_MAX);
   if (surge_rank() == 0) { /* before the training (minutes), not after it */
     char why[PATH_MAX + 64];
     if (run_dir_prepare(a->out, why, sizeof why) != 0) surge_input_error("--out %s: %s", a->out, why);

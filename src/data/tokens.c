@@ -240,10 +240,7 @@ static uint32_t vocabulary(const data_opts_t *o, char hash[17]) {
     surge_input_error("[data] tokenizer = %s: %s (hint: the directory of vocab.json + merges.txt; "
                       "tools/make-corpus.sh builds the shipped decks' one)", o->tokenizer,
                       errno ? strerror(errno) : "not a directory");
-  char v[PATH_MAX], m[PATH_MAX];
-  snprintf(v, sizeof v, "%s/vocab.json", o->tokenizer);
-  snprintf(m, sizeof m, "%s/merges.txt", o->tokenizer);
-  bpe_t *b = bpe_load(v, m);
+  bpe_t *b = bpe_load_dir(o->tokenizer);
   uint32_t n = (uint32_t)b->n;
   memcpy(hash, b->hash, 17);
   bpe_free(b);

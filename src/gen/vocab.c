@@ -13,10 +13,7 @@
 #include "tok/pretok.h"
 
 static void open_tokenizer(gen_vocab_t *v, const data_opts_t *cfg, const deck_t *deck) {
-  char vj[PATH_MAX], mt[PATH_MAX];
-  snprintf(vj, sizeof vj, "%s/vocab.json", cfg->tokenizer);
-  snprintf(mt, sizeof mt, "%s/merges.txt", cfg->tokenizer);
-  v->bpe = bpe_load(vj, mt);
+  v->bpe = bpe_load_dir(cfg->tokenizer);
   v->classes = v->bpe->n;
   if (cfg->vocab_size && cfg->vocab_size != v->classes)
     deck_key_error(deck, "data.vocab_size", "%ld, but the tokenizer %s has %d tokens (hint: leave vocab_size 0)",

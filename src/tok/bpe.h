@@ -31,6 +31,11 @@ typedef struct bpe {
 
 /* Read and check a vocab.json + merges.txt pair. */
 bpe_t *bpe_load(const char *vocab_path, const char *merges_path);
+/* A tokenizer directory's two files, DIR/vocab.json and DIR/merges.txt, into vocab and merges of n
+ * bytes each; a DIR too long for them is an input error naming it (never a name cut short). */
+void bpe_dir_files(const char *dir, char *vocab, char *merges, size_t n);
+/* The tokenizer of a directory (bpe_dir_files' two files, bpe_load). */
+bpe_t *bpe_load_dir(const char *dir);
 void bpe_free(bpe_t *b);
 /* The id of a normal token's bytes, -1 when the vocabulary has none. */
 int bpe_lookup(const bpe_t *b, const uint8_t *bytes, size_t n);

@@ -1,6 +1,7 @@
 /* Reading vocab.json + merges.txt, checking each against the other as it goes. */
 #include <cJSON.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -134,4 +135,15 @@ bpe_t *bpe_load(const char *vocab_path, const char *merges_path) {
   read_merges(b, merges_path, &h);
   snprintf(b->hash, sizeof b->hash, "%016" PRIx64, h);
   return b;
+}
+
+void bpe_dir_files(const char *dir, char *vocab, char *merges, size_t n) {
+  if ((size_t)snprintf(vocab, n, "%s/vocab.json", dir) >= n || (size_t)snprintf(merges, n, "%s/merges.txt", dir) >= n)
+    surge_input_error("%s: a tokenizer directory's name of at most %zu bytes", dir, n - sizeof "/merges.txt");
+}
+
+bpe_t *bpe_load_dir(const char *dir) {
+  char v[PATH_MAX], m[PATH_MAX];
+  bpe_dir_files(dir, v, m, PATH_MAX);
+  return bpe_load(v, m);
 }

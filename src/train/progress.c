@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/say.h"
+#include "core/timer.h"
 
 void progress_init(progress_t *p, long total_steps, long samples_per_step, long print_every) {
   memset(p, 0, sizeof *p);
@@ -55,7 +56,8 @@ void progress_step(progress_t *p, const train_stats_t *s) {
     say("%s\n", line);
     p->window_sec = 0;
     p->window_steps = 0;
-  } else if (p->tty) {
+  } else if (p->tty && surge_now() - p->bar_at >= 1.0 / PROGRESS_BARS_PER_S) {
+    p->bar_at = surge_now();
     format_line(p, s, 1e3 * s->seconds, line, sizeof line);
     const int width = 20;
     int done = (int)((double)width * (double)s->step / (double)p->total_steps);

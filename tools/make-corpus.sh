@@ -8,16 +8,18 @@
 #   OUT/shards-VOCAB/doc_{train,val}_*.bin  llm.c shards, every 20th document for validation (encode,
 #                                          on 2 ranks when mpiexec is there)
 # The decks inputs/gpt-bpe.deck (VOCAB 4096) and inputs/gpt2-124m.deck (VOCAB 50257) read them.
-# Finished steps are kept: run it again after an interruption. Surge is found in $SURGE_BUILD
-# (default _build).
+# Finished steps are kept: run it again after an interruption. surge-tokenize is found in
+# $SURGE_BUILD, else in the source tree's _build, else on PATH (an installed copy of this script,
+# $(pkgdatadir)/tools/make-corpus.sh).
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 out=${1:-$HOME/.cache/surge/linux-doc}
 vocab=${2:-4096}
 tok=${SURGE_BUILD:-$top/_build}/surge-tokenize
+if [ -z "${SURGE_BUILD:-}" ] && [ ! -x "$tok" ]; then tok=$(command -v surge-tokenize || echo "$tok"); fi
 src=/usr/share/doc/linux-doc-6.1/Documentation
 case $vocab in *[!0-9]* | '') echo "make-corpus: VOCAB must be a number, got '$vocab'" >&2; exit 2 ;; esac
-[ -x "$tok" ] || { echo "make-corpus: $tok not found (build first: tools/build.sh)" >&2; exit 2; }
+[ -x "$tok" ] || { echo "make-corpus: $tok not found (build first: tools/build.sh, or put the installed surge-tokenize on PATH)" >&2; exit 2; }
 [ -d "$src" ] || { echo "make-corpus: $src missing (tools/install-deps.sh installs linux-doc-6.1)" >&2; exit 2; }
 mkdir -p "$out"
 if [ ! -e "$out/text/.done" ]; then

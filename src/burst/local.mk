@@ -22,7 +22,7 @@ tests_test_planner_SOURCES = tests/test_planner.c tests/child.c tests/child.h
 tests_test_planner_LDADD = $(SURGE_LIBS)
 TESTS += tests/test_planner
 
-dist_doc_DATA += doc/burst.md
+nobase_dist_doc_DATA += doc/burst.md
 
 # The burst executor's equivalence test: make_plan writes the planner's plan for a synthetic profile.
 check_PROGRAMS += tests/make_plan

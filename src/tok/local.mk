@@ -11,4 +11,7 @@ surge_tokenize_SOURCES = src/apps/surge_tokenize.c
 surge_tokenize_LDADD = $(SURGE_LIBS)
 dist_check_SCRIPTS += tests/test_tokenize.sh
 TESTS += tests/test_tokenize.sh
-EXTRA_DIST += tools/tok-reference.py tools/make-corpus.sh tests/data/tok
+EXTRA_DIST += tools/tok-reference.py tests/data/tok
+# The corpus the shipped gpt-bpe and gpt2-124m decks read (doc/data.md), installed beside the decks.
+corpusdir = $(pkgdatadir)/tools
+dist_corpus_SCRIPTS = tools/make-corpus.sh

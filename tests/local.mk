@@ -31,9 +31,10 @@ TESTS += $(hardening_tests)
 # The man pages against the programs: every option --help lists is on the page.
 dist_check_SCRIPTS += tests/test_man.sh
 TESTS += tests/test_man.sh
-# What make install puts in place, away from the source tree: job scripts, make-corpus.sh, the docs' links.
-dist_check_SCRIPTS += tests/test_install.sh
-TESTS += tests/test_install.sh
+# What make install puts in place, away from the source tree (job scripts, make-corpus.sh, the docs' links),
+# and what make dist does (every file git tracks).
+dist_check_SCRIPTS += tests/test_install.sh tests/test_dist.sh
+TESTS += tests/test_install.sh tests/test_dist.sh
 # The emulated cluster (tools/cluster-local-*.sh, doc/cluster.md): skipped without root and namespaces.
 check_PROGRAMS += tests/p2p_bw
 tests_p2p_bw_SOURCES = tests/p2p_bw.c

@@ -86,7 +86,7 @@ res=$(check_layout "$tap_tmp/p4.h5" 8 4 2)
 tap_ok $? "G = 4: every node at per-rank batches 8, 4 and 2 $res"
 
 # --- plans
-"$plan" "$deck" --profile "$tap_tmp/p2.h5" -o "$tap_tmp/plan2.txt" --pareto >"$tap_tmp/plan2.out" 2>&1 &&
+"$plan" "$deck" --profile "$tap_tmp/p2.h5" -o "$tap_tmp/plan2.txt" --frontier >"$tap_tmp/plan2.out" 2>&1 &&
   grep -q '^ranks 2$' "$tap_tmp/plan2.txt" && grep -q '^amplification 2$' "$tap_tmp/plan2.txt" &&
   grep -q "^data parallel:" "$tap_tmp/plan2.out" && grep -q "predicted iteration time" "$tap_tmp/plan2.out"
 tap_ok $? "surge-plan G = 2 (the profile's G, A from the deck): table, frontier, plan file"
@@ -96,6 +96,18 @@ tap_ok $? "surge-plan G = 2 (the profile's G, A from the deck): table, frontier,
 tap_ok $? "surge-plan G = 4 (--ranks 4 --amp none): a line per node"
 "$plan" "$deck" --profile "$tap_tmp/p4.h5" --ranks 2 -o "$tap_tmp/plan2b.txt" >/dev/null 2>&1
 tap_ok $? "surge-plan G = 2 from the G = 4 profile (its batches cover G = 2)"
+# more ranks than the deck's global batch of 8: surge-train refuses every such job, so the profile and
+# the plan are refused first, at the deck's line (both were made, and no run could use them)
+"$top_build/surge-profile" "$deck" --ranks 16 -o "$tap_tmp/p16.h5" >/dev/null 2>"$tap_tmp/err16.txt"
+rc=$?
+[ $rc = 2 ] && grep -q "mlp.deck:[0-9]*: \[train\] global_batch: 8 is smaller than the 16 ranks profiled for" "$tap_tmp/err16.txt" &&
+  [ ! -e "$tap_tmp/p16.h5" ]
+tap_ok $? "surge-profile --ranks 16 for a global batch of 8: exit $rc: $(head -c 200 "$tap_tmp/err16.txt")"
+"$plan" "$deck" --profile "$tap_tmp/p4.h5" --ranks 16 -o "$tap_tmp/plan16.txt" >/dev/null 2>"$tap_tmp/err16.txt"
+rc=$?
+[ $rc = 2 ] && grep -q "mlp.deck:[0-9]*: \[train\] global_batch: 8 is smaller than the 16 ranks planned for" "$tap_tmp/err16.txt" &&
+  [ ! -e "$tap_tmp/plan16.txt" ]
+tap_ok $? "surge-plan --ranks 16 for a global batch of 8: exit $rc: $(head -c 200 "$tap_tmp/err16.txt")"
 # --policy any on 4 ranks needs 3 ranks' batch (ceil(8/3) = 3), which the divisors' profile lacks: the
 # refusal says how to measure it, and surge-profile --policy any does
 "$plan" "$deck" --profile "$tap_tmp/p4.h5" --ranks 4 --policy any >"$tap_tmp/any.txt" 2>&1

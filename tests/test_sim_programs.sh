@@ -136,6 +136,17 @@ rc=$?
 [ $rc = 2 ] && grep -q "split.plan:15: node 2 'b' is in the recomputed segment 'a' .. 'c', which runs on one rank set" \
   "$tap_tmp/err.txt"
 tap_ok $? "--plan splitting a recomputed segment: exit 2 at the plan's line: $(cat "$tap_tmp/err.txt")"
+# a plan for another rank count is refused before that rank count's results are printed (a script
+# reading them got numbers of a run that was refused)
+vgg="--deeppool $top_src/tests/data/deeppool/A100_vgg.prof --network a100 --batch 16"
+# shellcheck disable=SC2086
+"$top_build/surge-plan" $vgg --ranks 2 --amp none -o "$tap_tmp/vgg2.plan" >/dev/null 2>&1
+# shellcheck disable=SC2086
+"$sim" $vgg --ranks 4 --plan "$tap_tmp/vgg2.plan" >"$tap_tmp/out.txt" 2>"$tap_tmp/err.txt"
+rc=$?
+[ $rc = 2 ] && grep -q "vgg2.plan:.*plan is for 2 ranks, the job has 4 ranks" "$tap_tmp/err.txt" &&
+  ! grep -q "G = 4\|burst plans" "$tap_tmp/out.txt"
+tap_ok $? "--plan for 2 ranks at --ranks 4: exit $rc, no results printed: $(cat "$tap_tmp/err.txt")"
 # a disk that fills while the file is written: exit 1, one line, nothing left under the name or the
 # temporary one (surge-sim crashed, 139, leaving a damaged file under its final name)
 full="$tap_tmp/full"

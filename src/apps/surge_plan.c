@@ -61,7 +61,7 @@ static void parse_options(const cli_t *cli, const config_t *cfg, int profile_ran
     surge_input_error("surge-plan: give --batch B (the global batch)");
   op->o.amp = (v = cli_value(cli, "--amp", 0)) ? plan_parse_amp(v, "--amp") : cfg ? burst_deck(cfg)->amplification : BURST_NO_LIMIT;
   op->o.policy = (v = cli_value(cli, "--policy", 0)) ? plan_parse_policy(v) : BURST_RANKS_DIVISORS;
-  op->frontier = cli_has(cli, "--frontier") || cli_has(cli, "--pareto");
+  op->frontier = cli_has(cli, "--frontier");
   op->rows = (v = cli_value(cli, "--rows", 0)) ? burst_option_int("--rows", v, 2) : 24;
   op->tol = 0;
   if ((v = cli_value(cli, "--tolerance", 0))) {
@@ -127,7 +127,7 @@ int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
   static const char *const flags[] = {"--profile FILE", "--ranks G", "--batch B", "--amp A", "--policy P", "-o FILE",
-                                      "--frontier", "--pareto", "--rows N", "--tolerance T", "--budget R",
+                                      "--frontier", "--rows N", "--tolerance T", "--budget R",
                                       "--deadline T", "--write-graph FILE", PLAN_INPUT_FLAGS, NULL};
   cli_t cli;
   cli_parse_deck_optional(argc, argv, usage, flags, &cli);
@@ -158,6 +158,10 @@ int main(int argc, char **argv) {
     profile_ranks = meta.ranks;
     options_t first;
     parse_options(&cli, cp, profile_ranks, &first);
+    if (!cli_has(&cli, "--batch") && first.o.batch < first.o.ranks) /* as surge-train's burst layout */
+      deck_key_error(deck, "train.global_batch", "%d is smaller than the %d ranks planned for (hint: surge-train gives "
+                     "every rank at least one sample: raise global_batch or plan for fewer ranks)", first.o.batch,
+                     first.o.ranks);
     burst_profile_read(profile, &model, cfg.zoo, &first.o, &p);
     char note[700];
     burst_setting_t run = {backend_deck(&cfg)->name, backend_deck(&cfg)->precision, optim_opts(&cfg)->name};

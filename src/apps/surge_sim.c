@@ -107,25 +107,26 @@ static int run_burst(const cli_t *cli, const plan_input_t *in, const sim_bg_t *b
   so.tol = opt_double(cli, "--tolerance", 0, 0);
   so.max_eval = opt_int(cli, "--eval", 64, 2);
   so.fg_slowdown = opt_double(cli, "--fg-slowdown", 1, 1);
+  const char *plan = cli_value(cli, "--plan", 0);
+  if (plan && ng != 1) surge_input_error("--plan %s: give one rank count (--ranks G) for a plan file", plan);
   sim_result_t *res = xcalloc((size_t)ng, sizeof *res);
-  printf("burst plans and a background (%s, batch %d per rank) against data parallelism alone\n", bg->model, bg->batch);
-  printf("  %-10s %11s %13s %7s %11s %11s %11s %8s %5s\n", "plan", "iter_us", "rank_us", "idle", "fg_sps", "bg_sps",
-         "total_sps", "vs_dp", "ranks");
   for (int x = 0; x < ng; x++) {
     so.o.ranks = G[x];
     so.o.batch = nb == 1 ? B[0] : B[x];
     sim_cluster_run(&in->g, &in->p, bg, &so, &res[x]);
+    if (plan) sim_cluster_given(&in->g, &in->p, bg, &so, plan, &res[x]); /* a plan it refuses: nothing printed */
     const sim_result_t *r = &res[x];
+    if (x == 0) {
+      printf("burst plans and a background (%s, batch %d per rank) against data parallelism alone\n", bg->model,
+             bg->batch);
+      printf("  %-10s %11s %13s %7s %11s %11s %11s %8s %5s\n", "plan", "iter_us", "rank_us", "idle", "fg_sps", "bg_sps",
+             "total_sps", "vs_dp", "ranks");
+    }
     printf("G = %d, global batch %d: %d frontier plans (%.3f s)\n", r->ranks, r->batch, r->nfront, r->seconds);
     print_point("dp", &r->dp, &r->dp, r->ranks);
     print_point("fastest", &r->fastest, &r->dp, r->ranks);
     print_point("best", &r->best, &r->dp, r->ranks);
-    const char *plan = cli_value(cli, "--plan", 0);
-    if (plan) {
-      if (ng != 1) surge_input_error("--plan %s: give one rank count (--ranks G) for a plan file", plan);
-      sim_cluster_given(&in->g, &in->p, bg, &so, plan, &res[x]);
-      print_point("plan file", &res[x].given, &r->dp, r->ranks);
-    }
+    if (plan) print_point("plan file", &res[x].given, &r->dp, r->ranks);
   }
   *out = res;
   return ng;

@@ -112,7 +112,7 @@ tap_ok $? "surge-plan --ranks 16 for a global batch of 8: exit $rc: $(head -c 20
 # refusal says how to measure it, and surge-profile --policy any does
 "$plan" "$deck" --profile "$tap_tmp/p4.h5" --ranks 4 --policy any >"$tap_tmp/any.txt" 2>&1
 rc=$?
-[ $rc = 2 ] && grep -q "no per-rank batch 3, .*policy any .*hint: surge-profile --ranks 4 --policy any on this deck" \
+[ $rc = 2 ] && grep -q "no per-rank batch 3 (a set of 3 ranks, global batch 8), .*policy any .*hint: surge-profile --ranks 4 --policy any on this deck" \
   "$tap_tmp/any.txt"
 tap_ok $? "a profile without the batches of --policy any: exit $rc, the command that measures them named"
 timeout 120 "$mpiexec" -n 2 "$profile" "$deck" -o "$tap_tmp/p4any.h5" --ranks 4 --policy any --warmup 1 --repeats 3 \

@@ -284,10 +284,11 @@ void burst_profile_read(const char *path, const graph_t *g, const char *model, c
       snprintf(again, sizeof again, "surge-profile --ranks %d%s%s on this deck%s", o->ranks,
                o->policy == BURST_RANKS_DIVISORS ? "" : " --policy ", o->policy == BURST_RANKS_DIVISORS ? "" :
                burst_policy_name(o->policy), o->batch == meta.global_batch ? "" : " with its global batch");
-      surge_input_error("profile %s: dataset /profile/batch has no per-rank batch %d, which %d ranks need for "
-                        "global batch %d with rank counts of policy %s (the profile was made for %d ranks, global "
-                        "batch %d; hint: %s)", path, need[k], o->ranks, o->batch, burst_policy_name(o->policy),
-                        meta.ranks, meta.global_batch, again);
+      const int set = (o->batch + need[k] - 1) / need[k]; /* the rank set that takes it */
+      surge_input_error("profile %s: dataset /profile/batch has no per-rank batch %d (a set of %d rank%s, global batch "
+                        "%d), which a plan for %d ranks with rank counts of policy %s needs (the profile was made for "
+                        "%d ranks, global batch %d; hint: %s)", path, need[k], set, set == 1 ? "" : "s", o->batch,
+                        o->ranks, burst_policy_name(o->policy), meta.ranks, meta.global_batch, again);
     }
   }
   burst_profile_init(p, g->n, path);

@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/backend_open.h"
 #include "burst/options.h"
 #include "burst/plan_input.h"
 #include "burst/profiler.h"
@@ -84,8 +83,7 @@ int main(int argc, char **argv) {
   if (world.rank == 0) io_outputs_check(&in, 1, &outs, 1); /* (its error ends the job) */
   if (cfg.global_batch > INT32_MAX) surge_input_error("[train] global_batch %ld is too large", cfg.global_batch);
   backend_options_t bo = backend_opts_of(&cfg, comm_local_rank(&world));
-  const backend_t *be = backend_open(backend_deck(&cfg)->name, &bo, backend_opts_where(&cfg, deck), world.mpi);
-  be->set_threads(backend_deck(&cfg)->threads);
+  const backend_t *be = backend_open_of(&cfg, deck, &bo, world.mpi);
   world.bucket_bytes = sync_bucket_bytes(sync_opts(&cfg));
   if (world.bucket_bytes < sizeof(float)) world.bucket_bytes = sizeof(float);
 

@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/backend_open.h"
 #include "core/error.h"
 #include "gen/engine.h"
 #include "gen/generate.h"
@@ -133,8 +132,7 @@ void gen_job_run(const gen_job_opts_t *o, MPI_Comm job) {
   if (total > 1 << 20) surge_input_error("%ld samples are too many (at most %d)", total, 1 << 20);
   int lo = (int)(total * rank / size), hi = (int)(total * (rank + 1) / size), B = hi - lo;
   backend_options_t bo = backend_opts_of(&L.cfg, 0);
-  const backend_t *be = backend_open(backend_deck(&L.cfg)->name, &bo, backend_opts_where(&L.cfg, L.deck), job);
-  be->set_threads(backend_deck(&L.cfg)->threads);
+  const backend_t *be = backend_open_of(&L.cfg, L.deck, &bo, job);
   uint64_t seed = o->has_seed ? o->seed : L.cfg.seed;
   int *len = xcalloc((size_t)total, sizeof *len), *counts = xcalloc((size_t)size, sizeof *counts);
   int *displs = xcalloc((size_t)size, sizeof *displs);

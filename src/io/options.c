@@ -72,6 +72,12 @@ const char *backend_opts_where(const config_t *cfg, const deck_t *deck) {
                                                              : "backend.name");
 }
 
+const backend_t *backend_open_of(const config_t *cfg, const deck_t *deck, const backend_options_t *bo, MPI_Comm job) {
+  const backend_t *be = backend_open(backend_deck(cfg)->name, bo, backend_opts_where(cfg, deck), job);
+  be->set_threads(backend_deck(cfg)->threads);
+  return be;
+}
+
 comm_device_mode_t device_comm_of(const config_t *cfg) {
   const char *how = backend_deck(cfg)->device_comm;
   if (strcmp(how, "nccl") == 0) return COMM_DEVICE_NCCL;

@@ -6,6 +6,7 @@
 #define SURGE_OPTIONS_H
 
 #include "backend/backend.h"
+#include "backend/backend_open.h"
 #include "backend/options.h"
 #include "comm/comm.h"
 #include "data/dataset.h"
@@ -25,6 +26,9 @@ backend_options_t backend_opts_of(const config_t *cfg, int local_rank);
 /* The deck place a backend's refusal of its options points at (backend_open's `where`): the
  * precision key when it asks for bf16, else the name key. */
 const char *backend_opts_where(const config_t *cfg, const deck_t *deck);
+/* The deck's backend ([backend] name) opened with bo (backend_opts_of's, or a caller's variant of them)
+ * for the ranks of job, with its [backend] threads; a refusal points at backend_opts_where's key. */
+const backend_t *backend_open_of(const config_t *cfg, const deck_t *deck, const backend_options_t *bo, MPI_Comm job);
 /* How device buffers travel between ranks ([backend] device_comm). */
 comm_device_mode_t device_comm_of(const config_t *cfg);
 

@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/backend_open.h"
 #include "core/error.h"
 #include "core/events.h"
 #include "core/rss.h"
@@ -42,8 +41,7 @@ void trainer_init(trainer_t *t, const config_t *cfg, const deck_t *deck, comm_t 
   t->cfg = *cfg;
   t->world = world;
   backend_options_t bo = trainer_backend_opts(cfg, comm_local_rank(world));
-  t->be = backend_open(backend_deck(cfg)->name, &bo, backend_opts_where(cfg, deck), world->mpi);
-  t->be->set_threads(backend_deck(cfg)->threads);
+  t->be = backend_open_of(cfg, deck, &bo, world->mpi);
   if (!t->be->host_memory) { /* the layouts' groups, split from world, inherit its device side */
     const backend_context_t *bc = t->be->context();
     const char *how = comm_use_device(world, device_comm_of(cfg), bc->stream);

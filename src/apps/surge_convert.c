@@ -13,6 +13,7 @@
 
 #include "comm/comm.h"
 #include "surge_build_config.h"
+#include "core/cli.h"
 #include "core/error.h"
 #include "core/timer.h"
 #include "io/outputs.h"
@@ -77,15 +78,8 @@ int main(int argc, char **argv) {
   const char *in = NULL, *out = NULL, *to_name = NULL, *dtype = NULL;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
-    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-      if (surge_rank() == 0) fputs(usage, stdout);
-      MPI_Finalize();
-      return 0;
-    } else if (!strcmp(a, "--version")) {
-      if (surge_rank() == 0) printf("%s %s\n", PACKAGE_NAME, PACKAGE_VERSION);
-      MPI_Finalize();
-      return 0;
-    } else if (!strcmp(a, "--to") || !strcmp(a, "--dtype")) {
+    cli_help_or_version(a, argv[0], usage);
+    if (!strcmp(a, "--to") || !strcmp(a, "--dtype")) {
       if (i + 1 >= argc) surge_input_error("%s needs a value (try --help)", a);
       *(a[2] == 't' ? &to_name : &dtype) = argv[++i];
     } else if (a[0] == '-' && a[1]) {

@@ -12,6 +12,7 @@
 
 #include "backend/backend_open.h"
 #include "comm/comm.h"
+#include "core/cli.h"
 #include "core/error.h"
 #include "core/timer.h"
 #include "eval/eval.h"
@@ -65,11 +66,7 @@ static void parse(int argc, char **argv, args_t *a) {
               {"--precision", &a->precision, NULL, 0, 0}};
   for (int i = 1; i < argc; i++) {
     const char *s = argv[i];
-    if (!strcmp(s, "--help") || !strcmp(s, "-h") || !strcmp(s, "--version")) {
-      if (surge_rank() == 0) s[2] == 'v' ? printf("%s %s\n", PACKAGE_NAME, PACKAGE_VERSION) : fputs(usage, stdout);
-      MPI_Finalize();
-      exit(0);
-    }
+    cli_help_or_version(s, argv[0], usage);
     size_t k = 0, n = sizeof opts / sizeof opts[0];
     while (k < n && strcmp(s, opts[k].name)) k++;
     if (k < n) {

@@ -68,11 +68,6 @@ static void add_prompt(args_t *a, const char *text, const char *ids) {
   a->prompts[a->o.nprompts++] = (gen_prompt_t){text, ids};
 }
 
-static void finish(int code) {
-  MPI_Finalize();
-  exit(code);
-}
-
 static void parse(int argc, char **argv, args_t *a) {
   gen_job_opts_t *o = &a->o;
   *o = (gen_job_opts_t){.samples = 1, .tokens = 64, .pick = {.temperature = 1.0, .top_p = 1.0}, .engine = "cache",
@@ -81,13 +76,8 @@ static void parse(int argc, char **argv, args_t *a) {
   const char *temperature = NULL; /* --temperature's text, when given */
   for (int i = 1; i < argc; i++) {
     const char *s = argv[i];
-    if (!strcmp(s, "--help") || !strcmp(s, "-h")) {
-      if (surge_rank() == 0) fputs(usage, stdout);
-      finish(0);
-    } else if (!strcmp(s, "--version")) {
-      if (surge_rank() == 0) printf("%s %s\n", PACKAGE_NAME, PACKAGE_VERSION);
-      finish(0);
-    } else if (!strcmp(s, "--prompt")) add_prompt(a, cli_next_value(argc, argv, &i), NULL);
+    cli_help_or_version(s, argv[0], usage);
+    if (!strcmp(s, "--prompt")) add_prompt(a, cli_next_value(argc, argv, &i), NULL);
     else if (!strcmp(s, "--ids")) add_prompt(a, NULL, cli_next_value(argc, argv, &i));
     else if (!strcmp(s, "--samples")) o->samples = (int)cli_whole(s, cli_next_value(argc, argv, &i), 1, 1 << 20);
     else if (!strcmp(s, "--tokens")) o->tokens = (int)cli_whole(s, cli_next_value(argc, argv, &i), 1, 1 << 24);

@@ -60,15 +60,7 @@ static void parse(int argc, char **argv, args_t *a) {
   a->paths = xcalloc((size_t)argc, sizeof *a->paths);
   for (int i = 1; i < argc; i++) {
     const char *s = argv[i];
-    if (!strcmp(s, "--help") || !strcmp(s, "-h")) {
-      if (surge_rank() == 0) fputs(usage, stdout);
-      MPI_Finalize();
-      exit(0);
-    } else if (!strcmp(s, "--version")) {
-      if (surge_rank() == 0) printf("%s %s\n", PACKAGE_NAME, PACKAGE_VERSION);
-      MPI_Finalize();
-      exit(0);
-    }
+    cli_help_or_version(s, argv[0], usage);
     for (int k = 0; k < OPT_COUNT; k++)
       if (!strcmp(s, option_names[k])) a->given |= 1u << k;
     if (!strcmp(s, "--out")) a->out = cli_next_value(argc, argv, &i);

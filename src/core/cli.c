@@ -108,6 +108,15 @@ char *cli_command_line(int argc, char *const *argv, const char *append) {
   return line;
 }
 
+void cli_help_or_version(const char *arg, const char *argv0, const char *usage) {
+  const int help = strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0, version = strcmp(arg, "--version") == 0;
+  if (!help && !version) return;
+  const char *slash = strrchr(argv0, '/');
+  if (surge_rank() == 0 && help) fputs(usage, stdout);
+  if (surge_rank() == 0 && version) printf("%s (%s) %s\n", slash ? slash + 1 : argv0, PACKAGE_NAME, PACKAGE_VERSION);
+  cli_exit(0);
+}
+
 static void parse_args(int argc, char **argv, const char *usage, const char *const *flags, cli_t *cli) {
   memset(cli, 0, sizeof *cli);
   cli->flags = flags;
@@ -115,14 +124,9 @@ static void parse_args(int argc, char **argv, const char *usage, const char *con
     const char *a = argv[i];
     const char *eq = strncmp(a, "--", 2) == 0 ? strchr(a, '=') : NULL;
     int f = eq ? flag_index_n(cli, a, (size_t)(eq - a)) : flag_index(cli, a);
+    cli_help_or_version(a, argv[0], usage);
     if (f >= 0) {
       take_option(cli, f, argc, argv, &i, eq ? eq + 1 : NULL);
-    } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-      if (surge_rank() == 0) printf("%s", usage);
-      cli_exit(0);
-    } else if (strcmp(a, "--version") == 0) {
-      if (surge_rank() == 0) printf("%s %s\n", PACKAGE_NAME, PACKAGE_VERSION);
-      cli_exit(0);
     } else if (strncmp(a, "-D", 2) == 0) {
       const char *kv = a[2] ? a + 2 : (i + 1 < argc ? argv[++i] : NULL);
       if (!kv) surge_input_error("-D needs section.key=value (%s)", "see --help");

@@ -33,6 +33,11 @@ const char *cli_value(const cli_t *cli, const char *flag, int k);
  * after a stop); nothing ever runs it. */
 char *cli_command_line(int argc, char *const *argv, const char *append);
 
+/* arg is --help (or -h): usage on rank 0; --version: "PROGRAM (surge) VERSION" on rank 0, PROGRAM
+ * argv0's last part (the GNU form); either ends the program with status 0 (MPI finalized where it
+ * was initialized). Any other arg: returns. */
+void cli_help_or_version(const char *arg, const char *argv0, const char *usage);
+
 /* Options parsed by hand (programs whose options repeat or take free text: surge-tokenize,
  * surge-sample). Each failure is an input error naming the option and its value. */
 /* The value after option argv[*i] (advancing *i to it). */

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "surge_build_config.h"
+#include "core/cli.h"
 #include "core/error.h"
 #include "io/log_format.h"
 #include "report/report.h"
@@ -62,13 +63,8 @@ static void parse_options(int argc, char **argv, options_t *o) {
   *o = (options_t){.step = -1, .logs = xcalloc((size_t)argc, sizeof(char *))};
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v;
-    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-      fputs(usage, stdout);
-      exit(0);
-    } else if (strcmp(a, "--version") == 0) {
-      printf("surge-report (%s) %s\n", PACKAGE_NAME, PACKAGE_VERSION);
-      exit(0);
-    } else if (strcmp(a, "--desc") == 0) {
+    cli_help_or_version(a, argv[0], usage);
+    if (strcmp(a, "--desc") == 0) {
       o->desc = 1;
     } else if (strcmp(a, "--table") == 0) {
       o->table = 1;

@@ -124,37 +124,49 @@ static void checkpoint_now(trainer_t *t, run_log_t *log, progress_t *p, const ch
   progress_note(p, line);
 }
 
+/* The numbers the summary gathers from every rank: a row of COLS per rank. */
+enum {
+  COL_OPT_BYTES, COL_OPT_FLOATS,                                 /* the optimizer state's (its shard's) */
+  COL_PEAK, COL_STEPS_PEAK, COL_BEFORE, COL_STATE, COL_ACTS,     /* memory_by_rank's, in its order */
+  COL_GRAD_BUFFERS, COL_GRADS_SHARED,                            /* shared_grads's */
+  COL_HELD16, COL_ADDS_PASSING,                                  /* counts_line's */
+  COLS
+};
+
+/* Rank r's column col of the gathered rows. */
+static double col_of(const double *rows, int r, int col) { return rows[(size_t)COLS * (size_t)r + (size_t)col]; }
+
 /* Each rank's peak resident memory against what it holds, one ';'-separated list per quantity in bytes
  * (exact, where the memory line above rounds to MiB), rank order: the peak at exit and at the end of the
  * last step (before the final evaluation and checkpoint), the resident memory before the model existed,
- * the training state and, of it, the activations. cols: (ranks, stride) as gathered, columns 2..6. */
-static void memory_by_rank(const double *cols, int stride, int ranks) {
+ * the training state and, of it, the activations. */
+static void memory_by_rank(const double *rows, int ranks) {
   static const char *const names[] = {"peak", "steps peak", "before model", "state", "activations"};
   say("memory by rank (bytes):");
-  for (int q = 0; q < 5; q++) {
+  for (int q = 0; q <= COL_ACTS - COL_PEAK; q++) {
     say("%s %s", q ? ";" : "", names[q]);
-    for (int r = 0; r < ranks; r++) say(" %.0f", cols[stride * r + 2 + q]);
+    for (int r = 0; r < ranks; r++) say(" %.0f", col_of(rows, r, COL_PEAK + q));
   }
   say("\n");
 }
 
 /* Each rank's activation gradients in shared buffers (model_t.pool: those never live at once take
- * turns), rank order: the buffers, then the gradients in them. cols: (ranks, stride), columns 7, 8. */
-static void shared_grads(const double *cols, int stride, int ranks) {
+ * turns), rank order: the buffers, then the gradients in them. */
+static void shared_grads(const double *rows, int ranks) {
   say("activation gradients per rank: shared buffers");
-  for (int r = 0; r < ranks; r++) say(" %.0f", cols[stride * r + 7]);
+  for (int r = 0; r < ranks; r++) say(" %.0f", col_of(rows, r, COL_GRAD_BUFFERS));
   say(" for gradients");
-  for (int r = 0; r < ranks; r++) say(" %.0f", cols[stride * r + 8]);
+  for (int r = 0; r < ranks; r++) say(" %.0f", col_of(rows, r, COL_GRADS_SHARED));
   say("\n");
 }
 
-/* A count per rank, rank order, after `text`, where some rank's is not 0. cols: (ranks, stride), column col. */
-static void counts_line(const char *text, const double *cols, int stride, int ranks, int col) {
+/* A count per rank, rank order, after `text`, where some rank's is not 0. */
+static void counts_line(const char *text, const double *rows, int ranks, int col) {
   double any = 0;
-  for (int r = 0; r < ranks; r++) any += cols[stride * r + col];
+  for (int r = 0; r < ranks; r++) any += col_of(rows, r, col);
   if (!any) return;
   say("%s", text);
-  for (int r = 0; r < ranks; r++) say(" %.0f", cols[stride * r + col]);
+  for (int r = 0; r < ranks; r++) say(" %.0f", col_of(rows, r, col));
   say("\n");
 }
 
@@ -179,6 +191,82 @@ static void device_use_lines(const trainer_t *t) {
       "its loss and norm in one)\n", t->steps_run ? (double)t->step_waits / (double)t->steps_run : 0.0);
 }
 
+/* Where the run starts: a checkpoint it resumes (--resume), else [model] init's parameters, else the
+ * initial state; a line says which. Returns 1 when it starts from [model] init. */
+static int start_state(trainer_t *t, const train_claim_t *claim, progress_t *p) {
+  const config_t *cfg = &t->cfg;
+  if (cfg->resume) {
+    char line[sizeof claim->resume_from + 160];
+    if (claim->resume_from[0]) {
+      trainer_resume(t, claim->resume_from);
+      snprintf(line, sizeof line, "resumed from %s at step %ld on %d rank%s", claim->resume_from, t->step,
+               t->world->size, t->world->size == 1 ? "" : "s");
+    } else {
+      snprintf(line, sizeof line, "no checkpoint in %s: starting at step 0", cfg->ckpt_dir);
+    }
+    progress_note(p, line);
+  }
+  const int from_weights = cfg->model_init[0] && !claim->resume_from[0]; /* a checkpoint's state wins */
+  if (from_weights) {
+    trainer_load_params(t, cfg->model_init);
+    char line[CFG_STR + 64];
+    snprintf(line, sizeof line, "parameters from %s ([model] init), fresh optimizer state", cfg->model_init);
+    progress_note(p, line);
+  }
+  return from_weights;
+}
+
+/* The end of a finished run, printed by rank 0 (collective: every rank gives its numbers): what ran
+ * (`done` steps by this process), the final evaluation e, the outputs, the memory of every rank. */
+static void print_summary(const trainer_t *t, const progress_t *p, const eval_stats_t *e, const char *tokens,
+                          long done, const char *model_path) {
+  const config_t *cfg = &t->cfg;
+  comm_t *world = t->world;
+  train_memory_t mem = trainer_memory(t);
+  double worst[5] = {mem.state_bytes, mem.peak_bytes, mem.peak_bytes / mem.state_bytes, mem.window,
+                     mem.process_bytes}; /* max over ranks */
+  comm_allreduce_max_double(world, worst, 5, TRAFFIC_OTHER);
+  const double mine[COLS] = {[COL_OPT_BYTES] = mem.optim_bytes,    [COL_OPT_FLOATS] = mem.optim_floats,
+                             [COL_PEAK] = mem.process_bytes,       [COL_STEPS_PEAK] = mem.steps_peak_bytes,
+                             [COL_BEFORE] = mem.before_bytes,      [COL_STATE] = mem.state_bytes,
+                             [COL_ACTS] = mem.act_bytes,           [COL_GRAD_BUFFERS] = mem.grad_buffers,
+                             [COL_GRADS_SHARED] = mem.grads_shared, [COL_HELD16] = mem.acts_held16,
+                             [COL_ADDS_PASSING] = mem.adds_passing};
+  double *rows = xcalloc(COLS * (size_t)world->size, sizeof *rows);
+  comm_gather_double(world, mine, COLS, rows, 0, TRAFFIC_OTHER); /* (ranks, COLS) on rank 0 */
+  if (world->rank == 0) {
+    char dur[32];
+    progress_format_duration(p->run_sec, dur, sizeof dur);
+    say("done: %ld steps in %s (%.1f ms/step, %.0f samples/s)\n", done, dur,
+        done ? 1e3 * p->run_sec / (double)done : 0.0,
+        p->run_sec > 0 ? (double)(done * cfg->global_batch) / p->run_sec : 0.0);
+    if (tokens)
+      say("final validation loss %.4f nats/%s\n", e->loss, tokens);
+    else
+      say("final test accuracy %.2f%%\n", 100.0 * e->accuracy);
+    say("output: %s (final parameters), %s (metrics log), %s (checkpoints)\n", model_path, cfg->log_file,
+        cfg->ckpt_dir);
+    say("memory per rank: training state %.1f MiB (parameters, gradients, optimizer moments, activations of %.0f "
+        "samples), peak %.1f MiB above the data (%.2fx), process peak %.1f MiB (largest of the ranks)\n",
+        worst[0] / 1048576.0, worst[3], worst[1] / 1048576.0, worst[2], worst[4] / 1048576.0);
+    say("optimizer state per rank: bytes"); /* a sharded optimizer's: each its shard's moments */
+    for (int r = 0; r < world->size; r++) say(" %.0f", col_of(rows, r, COL_OPT_BYTES));
+    say(" for slab floats");
+    for (int r = 0; r < world->size; r++) say(" %.0f", col_of(rows, r, COL_OPT_FLOATS));
+    say(" of %zu\n", t->layout->local->total);
+    memory_by_rank(rows, world->size);
+    shared_grads(rows, world->size);
+    counts_line("activations held in bfloat16 per rank ([backend] activations = auto):", rows, world->size, COL_HELD16);
+    counts_line("add inputs whose gradient is the add's own buffer per rank (no copy):", rows, world->size,
+                COL_ADDS_PASSING);
+    if (!t->be->host_memory) {
+      device_memory_line(&mem, worst[0]);
+      device_use_lines(t);
+    }
+  }
+  free(rows);
+}
+
 train_outcome_t train_run(const config_t *cfg, const deck_t *deck, const char *resume_cmd, comm_t *world) {
   char model_path[CFG_STR + 32];
   snprintf(model_path, sizeof model_path, "%s/model.h5", cfg->out_dir);
@@ -200,24 +288,7 @@ train_outcome_t train_run(const config_t *cfg, const deck_t *deck, const char *r
   progress_init(&p, cfg->steps, cfg->global_batch, cfg->print_every);
   const multiplex_opts_t *mo = multiplex_opts(cfg);
   long resumed_at = -1;
-  if (cfg->resume) {
-    char line[sizeof claim.resume_from + 160];
-    if (claim.resume_from[0]) {
-      trainer_resume(&t, claim.resume_from);
-      snprintf(line, sizeof line, "resumed from %s at step %ld on %d rank%s", claim.resume_from, t.step, world->size,
-               world->size == 1 ? "" : "s");
-    } else {
-      snprintf(line, sizeof line, "no checkpoint in %s: starting at step 0", cfg->ckpt_dir);
-    }
-    progress_note(&p, line);
-  }
-  int from_weights = cfg->model_init[0] && !claim.resume_from[0]; /* a checkpoint's state wins */
-  if (from_weights) {
-    trainer_load_params(&t, cfg->model_init);
-    char line[CFG_STR + 64];
-    snprintf(line, sizeof line, "parameters from %s ([model] init), fresh optimizer state", cfg->model_init);
-    progress_note(&p, line);
-  }
+  const int from_weights = start_state(&t, &claim, &p);
   if (claim.continue_log) resumed_at = t.step;
   log_run_info_t log_info = {.layout = cfg->parallel_mode, .model = cfg->zoo, .global_batch = cfg->global_batch,
                              .flush_every = cfg->log_flush_every,
@@ -322,47 +393,7 @@ train_outcome_t train_run(const config_t *cfg, const deck_t *deck, const char *r
   run_log_close(log);
   watchdog_stop(); /* the rest gathers a few numbers */
 
-  char dur[32];
-  progress_format_duration(p.run_sec, dur, sizeof dur);
-  train_memory_t mem = trainer_memory(&t);
-  double worst[5] = {mem.state_bytes, mem.peak_bytes, mem.peak_bytes / mem.state_bytes, mem.window,
-                     mem.process_bytes}; /* max over ranks */
-  comm_allreduce_max_double(world, worst, 5, TRAFFIC_OTHER);
-  enum { MINE = 11 }; /* per rank: the optimizer's bytes and floats, memory_by_rank's, shared_grads's, the counts */
-  double mine[MINE] = {mem.optim_bytes, mem.optim_floats, mem.process_bytes, mem.steps_peak_bytes,
-                       mem.before_bytes, mem.state_bytes, mem.act_bytes, mem.grad_buffers, mem.grads_shared,
-                       mem.acts_held16, mem.adds_passing};
-  double *opt = xcalloc(MINE * (size_t)world->size, sizeof *opt);
-  comm_gather_double(world, mine, MINE, opt, 0, TRAFFIC_OTHER); /* (ranks, MINE) on rank 0 */
-  if (world->rank == 0) {
-    long done = t.step - (resumed_at > 0 ? resumed_at : 0);
-    say("done: %ld steps in %s (%.1f ms/step, %.0f samples/s)\n", done, dur,
-        done ? 1e3 * p.run_sec / (double)done : 0.0,
-        p.run_sec > 0 ? (double)(done * cfg->global_batch) / p.run_sec : 0.0);
-    if (tokens)
-      say("final validation loss %.4f nats/%s\n", e.loss, tokens);
-    else
-      say("final test accuracy %.2f%%\n", 100.0 * e.accuracy);
-    say("output: %s (final parameters), %s (metrics log), %s (checkpoints)\n", model_path, cfg->log_file,
-        cfg->ckpt_dir);
-    say("memory per rank: training state %.1f MiB (parameters, gradients, optimizer moments, activations of %.0f "
-        "samples), peak %.1f MiB above the data (%.2fx), process peak %.1f MiB (largest of the ranks)\n",
-        worst[0] / 1048576.0, worst[3], worst[1] / 1048576.0, worst[2], worst[4] / 1048576.0);
-    say("optimizer state per rank: bytes"); /* a sharded optimizer's: each its shard's moments */
-    for (int r = 0; r < world->size; r++) say(" %.0f", opt[MINE * r]);
-    say(" for slab floats");
-    for (int r = 0; r < world->size; r++) say(" %.0f", opt[MINE * r + 1]);
-    say(" of %zu\n", t.layout->local->total);
-    memory_by_rank(opt, MINE, world->size);
-    shared_grads(opt, MINE, world->size);
-    counts_line("activations held in bfloat16 per rank ([backend] activations = auto):", opt, MINE, world->size, 9);
-    counts_line("add inputs whose gradient is the add's own buffer per rank (no copy):", opt, MINE, world->size, 10);
-    if (!t.be->host_memory) {
-      device_memory_line(&mem, worst[0]);
-      device_use_lines(&t);
-    }
-  }
-  free(opt);
+  print_summary(&t, &p, &e, tokens, t.step - (resumed_at > 0 ? resumed_at : 0), model_path);
   trainer_free(&t);
   free(deck_text);
   train_claim_release(&claim);

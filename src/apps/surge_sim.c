@@ -134,10 +134,9 @@ static int run_burst(const cli_t *cli, const plan_input_t *in, const sim_bg_t *b
 
 /* --recompute's mode (absent: none). */
 static int recompute_of(const char *text) {
-  for (int m = RECOMPUTE_NONE; text && m <= RECOMPUTE_ATTENTION; m++)
-    if (strcmp(text, recompute_name(m)) == 0) return m;
-  if (text) surge_input_error("--recompute %s: expected none, block or attention", text);
-  return RECOMPUTE_NONE;
+  const int m = text ? recompute_mode_named(text) : RECOMPUTE_NONE;
+  if (m < 0) surge_input_error("--recompute %s: expected none, block or attention", text);
+  return m;
 }
 
 static void run_3d(const cli_t *cli, const plan_input_t *in, sim3d_opts_t *o, sim3d_result_t *plain,

@@ -11,7 +11,7 @@
 #include "nn/zoo.h"
 
 const char *recompute_name(int mode) {
-  static const char *const names[] = {"none", "block", "attention"};
+  static const char *const names[] = {RECOMPUTE_NAMES};
   return mode >= 0 && mode <= RECOMPUTE_ATTENTION ? names[mode] : "?";
 }
 

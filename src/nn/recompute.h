@@ -15,6 +15,7 @@
 #define SURGE_RECOMPUTE_H
 
 #include <stddef.h>
+#include <string.h>
 
 #include "core/keys.h"
 #include "nn/graph.h"
@@ -24,6 +25,16 @@ typedef enum recompute_mode {
   RECOMPUTE_BLOCK,
   RECOMPUTE_ATTENTION,
 } recompute_mode_t;
+#define RECOMPUTE_NAMES "none", "block", "attention" /* the modes' names, in the enum's order */
+
+/* The mode called text, or -1 (inline: programs that read decks without the engine, surge-report,
+ * use it without linking this part). */
+static inline int recompute_mode_named(const char *text) {
+  static const char *const names[] = {RECOMPUTE_NAMES};
+  for (int m = 0; m < (int)(sizeof names / sizeof names[0]); m++)
+    if (strcmp(text, names[m]) == 0) return m;
+  return -1;
+}
 
 /* The plan of g->recompute over g's nodes, where fused (model_t.fused) and epi (model_t.epi) are the
  * model's fusion plans and allowed(arg, i, j) says nodes i and j run on the same samples (NULL: all

@@ -9,7 +9,7 @@
 #define CFG_OPTS recompute_opts_t
 // clang-format off: the table reads best one key per row
 static const cfg_key_t rows[] = {
-    CFG_ENUM_KEY("train", "recompute", mode, "none", CFG_VALUES("none", "block", "attention"),
+    CFG_ENUM_KEY("train", "recompute", mode, "none", CFG_VALUES(RECOMPUTE_NAMES),
                  "gpt: activation recomputation; block: each transformer block keeps only its input and re-runs "
                  "its forward just before its backward (its interior's buffers shared by all blocks); attention: "
                  "only the attention core's output and log-sum-exp are re-run; the parameters are bit for bit "
@@ -18,15 +18,14 @@ static const cfg_key_t rows[] = {
 };
 // clang-format on
 
-/* The mode's text. Not nn/recompute.c's recompute_name: this part is linked by programs that read
- * decks without the engine (surge-report), and must not pull it in. */
+/* The mode's text. */
 static const char *mode_text(const config_t *c) {
   return ((const recompute_opts_t *)cfg_part(c, &recompute_options))->mode;
 }
 
 recompute_mode_t recompute_mode_of(const config_t *c) {
-  const char *m = mode_text(c);
-  return strcmp(m, "block") == 0 ? RECOMPUTE_BLOCK : strcmp(m, "attention") == 0 ? RECOMPUTE_ATTENTION : RECOMPUTE_NONE;
+  const int m = recompute_mode_named(mode_text(c)); /* (the table's values: one of the names) */
+  return m < 0 ? RECOMPUTE_NONE : (recompute_mode_t)m;
 }
 
 static int check(const config_t *c, cfg_problem_t *p) {

@@ -98,8 +98,9 @@ static void test_adamw(size_t n, int t, float wd) {
   float *p = uniform(n, -1, 1), *g = uniform(n, -1, 1), *m = uniform(n, -0.1f, 0.1f), *v = uniform(n, 0, 0.02f);
   float *p2 = copy_of(p, n), *m2 = copy_of(m, n), *v2 = copy_of(v, n);
   float b1 = 0.9f, b2 = 0.999f, bc1 = 1.0f - powf(b1, (float)t), bc2 = 1.0f - powf(b2, (float)t);
-  for (size_t i = 0; i < n; i++) ce_adamw(&p[i], g[i], &m[i], &v[i], 1e-3f, b1, b2, 1e-8f, wd, bc1, bc2);
-  ref->adamw_step(n, p2, g, m2, v2, 1e-3f, b1, b2, 1e-8f, wd, bc1, bc2, NULL);
+  const adamw_coefs_t c = {.lr = 1e-3f, .b1 = b1, .b2 = b2, .eps = 1e-8f, .wd = wd, .bc1 = bc1, .bc2 = bc2};
+  for (size_t i = 0; i < n; i++) ce_adamw(&p[i], g[i], &m[i], &v[i], c);
+  ref->adamw_step(n, p2, g, m2, v2, c, NULL);
   char what[64];
   snprintf(what, sizeof what, "adamw t=%d wd=%g: p, m, v", t, wd);
   double e = fmax(rel_diff(p, p2, n), fmax(rel_diff(m, m2, n), rel_diff(v, v2, n)));

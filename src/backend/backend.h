@@ -23,6 +23,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "backend/adamw_coefs.h"
+
 /* Geometry of a 2-D convolution over NCHW images: x (C,H,W) per sample, weight (O,C,KH,KW),
  * y (O,OH,OW) per sample with OH = (H + 2 ph - KH)/stride + 1, OW = (W + 2 pw - KW)/stride + 1:
  * zero padding ph rows above and below, pw columns left and right (Inception-v3's 1x7 and 7x1
@@ -376,10 +378,9 @@ typedef struct gemm_grid {
    *   step = nesterov ? g' + mom*buf : buf; p -= lr*step.  With mom == 0, buf is unused. */ \
   X(void, sgd_step, (size_t n, float *p, const float *g, float *buf, float lr, float mom, int nesterov, float wd, \
       int first, const float *gs)) \
-  /* AdamW (PyTorch): p *= 1 - lr*wd; m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2; \
+  /* AdamW (PyTorch), c's numbers: p *= 1 - lr*wd; m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2; \
    *   p -= lr * (m / bc1) / (sqrt(v / bc2) + eps), with bc1 = 1 - b1^t, bc2 = 1 - b2^t. */ \
-  X(void, adamw_step, (size_t n, float *p, const float *g, float *m, float *v, float lr, float b1, float b2, \
-      float eps, float wd, float bc1, float bc2, const float *gs)) \
+  X(void, adamw_step, (size_t n, float *p, const float *g, float *m, float *v, adamw_coefs_t c, const float *gs)) \
   /* *gs = the factor that clips a gradient of squared norm *sumsq to the norm max_norm \
    * (backend/step_rules.h: max_norm / (norm + 1e-6) above it, else 1; always 1 for max_norm <= 0) */ \
   X(void, clip_factor, (const double *sumsq, double max_norm, float *gs)) \

@@ -46,10 +46,10 @@ CPU_CLONES void cpu_sgd_step(size_t n, float *restrict p, const float *restrict 
 }
 
 static inline __attribute__((always_inline)) void cpu_adamw(size_t n, float *restrict p, const float *restrict g,
-                                                            float *restrict m, float *restrict v, float lr, float b1,
-                                                            float b2, float eps, float wd, float bc1, float bc2,
+                                                            float *restrict m, float *restrict v, adamw_coefs_t c,
                                                             float gs, const int scaled) {
-  const float decay = 1.0f - lr * wd, step = lr / bc1, inv_bc2 = 1.0f / bc2;
+  const float decay = 1.0f - c.lr * c.wd, step = c.lr / c.bc1, inv_bc2 = 1.0f / c.bc2;
+  const float b1 = c.b1, b2 = c.b2, eps = c.eps;
   for (size_t i = 0; i < n; i++) {
     const float gi = cpu_grad(g, i, gs, scaled);
     float mi = b1 * m[i] + (1.0f - b1) * gi;
@@ -61,11 +61,10 @@ static inline __attribute__((always_inline)) void cpu_adamw(size_t n, float *res
 }
 
 CPU_CLONES void cpu_adamw_step(size_t n, float *restrict p, const float *restrict g, float *restrict m,
-                    float *restrict v, float lr, float b1, float b2, float eps, float wd, float bc1,
-                    float bc2, const float *gsp) {
+                    float *restrict v, adamw_coefs_t c, const float *gsp) {
   const float gs = gsp ? *gsp : 1.0f;
-  if (gs == 1.0f) cpu_adamw(n, p, g, m, v, lr, b1, b2, eps, wd, bc1, bc2, gs, 0);
-  else cpu_adamw(n, p, g, m, v, lr, b1, b2, eps, wd, bc1, bc2, gs, 1);
+  if (gs == 1.0f) cpu_adamw(n, p, g, m, v, c, gs, 0);
+  else cpu_adamw(n, p, g, m, v, c, gs, 1);
 }
 
 void cpu_clip_factor(const double *sumsq, double max_norm, float *gs) { *gs = clip_rule_sumsq(*sumsq, max_norm); }

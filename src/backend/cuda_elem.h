@@ -10,6 +10,8 @@
 
 #include <math.h>
 
+#include "backend/adamw_coefs.h"
+
 #ifdef __CUDACC__
 #define CE_FN static inline __host__ __device__
 #else
@@ -106,12 +108,11 @@ CE_FN void ce_sgd(float *p, float g, float *buf, float lr, float mom, int nester
 }
 
 /* AdamW: p *= 1 - lr wd; m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2; p -= lr (m/bc1) / (sqrt(v/bc2) + eps). */
-CE_FN void ce_adamw(float *p, float g, float *m, float *v, float lr, float b1, float b2, float eps, float wd,
-                    float bc1, float bc2) {
-  float mi = b1 * *m + (1.0f - b1) * g;
-  float vi = b2 * *v + (1.0f - b2) * g * g;
-  float pi = *p * (1.0f - lr * wd);
-  *p = pi - lr * (mi / bc1) / (sqrtf(vi / bc2) + eps);
+CE_FN void ce_adamw(float *p, float g, float *m, float *v, adamw_coefs_t c) {
+  float mi = c.b1 * *m + (1.0f - c.b1) * g;
+  float vi = c.b2 * *v + (1.0f - c.b2) * g * g;
+  float pi = *p * (1.0f - c.lr * c.wd);
+  *p = pi - c.lr * (mi / c.bc1) / (sqrtf(vi / c.bc2) + c.eps);
   *m = mi;
   *v = vi;
 }

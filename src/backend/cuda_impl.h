@@ -182,8 +182,7 @@ void cuda_xent_shard_bwd(int rows, int V, int lo, const float *logits, const flo
 void cuda_row_first_index(int rows, int V, int lo, const float *logits, const float *mx, float *first);
 void cuda_sgd_step(size_t n, float *p, const float *g, float *buf, float lr, float mom, int nesterov, float wd,
                    int first, const float *gs);
-void cuda_adamw_step(size_t n, float *p, const float *g, float *m, float *v, float lr, float b1, float b2, float eps,
-                     float wd, float bc1, float bc2, const float *gs);
+void cuda_adamw_step(size_t n, float *p, const float *g, float *m, float *v, adamw_coefs_t c, const float *gs);
 void cuda_clip_factor(const double *sumsq, double max_norm, float *gs);
 /* causal attention (cuda_attention.c): the fused kernels, or the T x T form composed from cuBLAS and
  * the softmax kernels where a head's tiles exceed the device's shared memory */
@@ -216,8 +215,7 @@ void cuk_bias_planes(int N, int C, int HW, const float *b, int relu, float *y, c
  * gs NULL: g) */
 void cuk_sgd(size_t n, float *p, const float *g, float *buf, float lr, float mom, int nesterov, float wd, int first,
              const float *gs, cudaStream_t s);
-void cuk_adamw(size_t n, float *p, const float *g, float *m, float *v, float lr, float b1, float b2, float eps,
-               float wd, float bc1, float bc2, const float *gs, cudaStream_t s);
+void cuk_adamw(size_t n, float *p, const float *g, float *m, float *v, adamw_coefs_t c, const float *gs, cudaStream_t s);
 /* *gs = clip_rule_sumsq(*sumsq, max_norm), one thread */
 void cuk_clip_factor(const double *sumsq, double max_norm, float *gs, cudaStream_t s);
 /* backend.h's float_pair, one thread */

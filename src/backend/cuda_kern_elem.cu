@@ -87,11 +87,9 @@ __global__ void k_sgd(size_t n, float *p, const float *g, float *buf, float lr, 
     ce_sgd(&p[i], g[i] * gs, buf ? &buf[i] : &unused, lr, mom, nesterov, wd, first);
   }
 }
-__global__ void k_adamw(size_t n, float *p, const float *g, float *m, float *v, float lr, float b1, float b2,
-                        float eps, float wd, float bc1, float bc2, const float *gsp) {
+__global__ void k_adamw(size_t n, float *p, const float *g, float *m, float *v, adamw_coefs_t c, const float *gsp) {
   const float gs = gsp ? *gsp : 1.0f;
-  for (size_t i = first_index(); i < n; i += grid_stride())
-    ce_adamw(&p[i], g[i] * gs, &m[i], &v[i], lr, b1, b2, eps, wd, bc1, bc2);
+  for (size_t i = first_index(); i < n; i += grid_stride()) ce_adamw(&p[i], g[i] * gs, &m[i], &v[i], c);
 }
 
 extern "C" void cuk_sgd(size_t n, float *p, const float *g, float *buf, float lr, float mom, int nesterov, float wd,
@@ -100,10 +98,10 @@ extern "C" void cuk_sgd(size_t n, float *p, const float *g, float *buf, float lr
   k_sgd<<<blocks_for(n), kThreads, 0, s>>>(n, p, g, mom != 0.0f ? buf : nullptr, lr, mom, nesterov, wd, first, gs);
   CUK_LAUNCHED("sgd_step");
 }
-extern "C" void cuk_adamw(size_t n, float *p, const float *g, float *m, float *v, float lr, float b1, float b2,
-                          float eps, float wd, float bc1, float bc2, const float *gs, cudaStream_t s) {
+extern "C" void cuk_adamw(size_t n, float *p, const float *g, float *m, float *v, adamw_coefs_t c, const float *gs,
+                          cudaStream_t s) {
   if (!n) return;
-  k_adamw<<<blocks_for(n), kThreads, 0, s>>>(n, p, g, m, v, lr, b1, b2, eps, wd, bc1, bc2, gs);
+  k_adamw<<<blocks_for(n), kThreads, 0, s>>>(n, p, g, m, v, c, gs);
   CUK_LAUNCHED("adamw_step");
 }
 __global__ void k_to_bf16(size_t n, const float *x, uint16_t *y) {

@@ -232,9 +232,8 @@ void cuda_sgd_step(size_t n, float *p, const float *g, float *buf, float lr, flo
   cuk_sgd(n, p, g, buf, lr, mom, nesterov, wd, first, gs, cuda_stream());
 }
 
-void cuda_adamw_step(size_t n, float *p, const float *g, float *m, float *v, float lr, float b1, float b2, float eps,
-                     float wd, float bc1, float bc2, const float *gs) {
-  cuk_adamw(n, p, g, m, v, lr, b1, b2, eps, wd, bc1, bc2, gs, cuda_stream());
+void cuda_adamw_step(size_t n, float *p, const float *g, float *m, float *v, adamw_coefs_t c, const float *gs) {
+  cuk_adamw(n, p, g, m, v, c, gs, cuda_stream());
 }
 
 void cuda_clip_factor(const double *sumsq, double max_norm, float *gs) {

@@ -11,7 +11,8 @@ libsurge_a_SOURCES += \
   src/backend/cpu_kern_w8.c src/backend/cpu_kern_bf16.c src/backend/cpu_direct_kern.h src/backend/cpu_gemm_kern.h src/backend/cpu_linear_kern.h src/backend/cpu_pool_kern.h src/backend/cpu_rows_kern.h \
   src/backend/cuda_elem.h src/backend/cuda_rows.h src/backend/cuda_cols.h src/backend/cuda_ln_bwd.h \
   src/backend/cuda_embed.h src/backend/cuda_attention_tiles.h src/backend/cuda_attention_mma.h src/backend/cuda_attention_rf.h \
-  src/backend/cuda_lt_rule.h src/backend/step_rules.h src/backend/orth_rules.h src/backend/tn_parts.h
+  src/backend/cuda_lt_rule.h src/backend/step_rules.h src/backend/orth_rules.h src/backend/tn_parts.h \
+  src/backend/adamw_coefs.h
 
 # The CUDA backend (doc/gpu.md): host code in C (cuda*.c, with the toolkit's headers), kernels in
 # CUDA C++ (cuda_kern_*.cu, compiled by nvcc for NVCC_ARCH). Without the toolkit, cuda_absent.c

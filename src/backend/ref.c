@@ -777,9 +777,10 @@ static void ref_sgd_step(size_t n, float *p, const float *g, float *buf, float l
   }
 }
 
-static void ref_adamw_step(size_t n, float *p, const float *g, float *m, float *v, float lr,
-                           float b1, float b2, float eps, float wd, float bc1, float bc2, const float *gsp) {
+static void ref_adamw_step(size_t n, float *p, const float *g, float *m, float *v, adamw_coefs_t c,
+                           const float *gsp) {
   const float gs = gsp ? *gsp : 1.0f;
+  const float lr = c.lr, b1 = c.b1, b2 = c.b2, eps = c.eps, wd = c.wd, bc1 = c.bc1, bc2 = c.bc2;
   for (size_t i = 0; i < n; i++) {
     const float gi = g[i] * gs;
     double pi = (double)p[i] * (1.0 - (double)lr * wd);

@@ -146,9 +146,9 @@ static void update_piece(const optim_t *o, float *params, const float *grads, fl
   } else {
     // bias corrections for step number t+1, in double as PyTorch computes them
     double step = (double)(o->t + 1);
-    float bc1 = (float)(1.0 - pow(o->beta1, step));
-    float bc2 = (float)(1.0 - pow(o->beta2, step));
-    be->adamw_step(n, params + lo, grads + lo, m, v, lr, o->beta1, o->beta2, o->eps, weight_decay, bc1, bc2, gs);
+    const adamw_coefs_t c = {.lr = lr, .b1 = o->beta1, .b2 = o->beta2, .eps = o->eps, .wd = weight_decay,
+                             .bc1 = (float)(1.0 - pow(o->beta1, step)), .bc2 = (float)(1.0 - pow(o->beta2, step))};
+    be->adamw_step(n, params + lo, grads + lo, m, v, c, gs);
   }
 }
 

@@ -122,6 +122,41 @@ static void check_files(const cli_t *cli, const config_t *cp) {
   io_outputs_check(in, (int)(sizeof in / sizeof in[0]), out, 2);
 }
 
+/* The planner's input from the deck and its profile (--profile, else [parallel] profile) into g and p,
+ * with notes on stderr where the profile was measured otherwise than the deck runs. Returns the
+ * profile's rank count G. */
+static int load_from_deck(const cli_t *cli, const config_t *cfg, const deck_t *deck, bgraph_t *g,
+                          burst_profile_t *p) {
+  const char *profile = cli_value(cli, "--profile", 0);
+  if (!profile) profile = burst_deck(cfg)->profile_file;
+  if (!profile[0]) surge_input_error("surge-plan: no profile (give --profile FILE or set [parallel] profile)");
+  graph_t model;
+  dataset_t *ds = burst_deck_graph(cfg, deck, &model);
+  model.recompute = recompute_mode_of(cfg); /* its segments on one rank set, their forwards re-run */
+  burst_profile_meta_t meta;
+  burst_profile_read_meta(profile, &meta);
+  options_t first;
+  parse_options(cli, cfg, meta.ranks, &first);
+  if (!cli_has(cli, "--batch") && first.o.batch < first.o.ranks) /* as surge-train's burst layout */
+    deck_key_error(deck, "train.global_batch", "%d is smaller than the %d ranks planned for (hint: surge-train gives "
+                   "every rank at least one sample: raise global_batch or plan for fewer ranks)", first.o.batch,
+                   first.o.ranks);
+  burst_profile_read(profile, &model, cfg->zoo, &first.o, p);
+  char note[700];
+  burst_setting_t run = {backend_deck(cfg)->name, backend_deck(cfg)->precision, optim_opts(cfg)->name};
+  burst_profile_setting_note(p, &run, note, sizeof note);
+  if (note[0]) fprintf(stderr, "surge-plan: note: %s\n", note);
+  if (!meta.net_measured)
+    fprintf(stderr, "surge-plan: note: %s was profiled on 1 rank: its network numbers are defaults, not "
+                    "measurements\n", profile);
+  plan_input_network(cli, cfg, &p->net);
+  burst_net_check(&p->net, profile);
+  bgraph_from_graph(&model, cfg->zoo, g);
+  graph_free(&model);
+  dataset_close(ds);
+  return meta.ranks;
+}
+
 int main(int argc, char **argv) {
   surge_stdout_by_lines();
   MPI_Init(&argc, &argv);
@@ -147,34 +182,7 @@ int main(int argc, char **argv) {
     p = in.p;
   } else {
     if (!cp) surge_input_error("surge-plan: give a deck, --graph FILE or --deeppool FILE (try --help)");
-    const char *profile = cli_value(&cli, "--profile", 0);
-    if (!profile) profile = burst_deck(&cfg)->profile_file;
-    if (!profile[0]) surge_input_error("surge-plan: no profile (give --profile FILE or set [parallel] profile)");
-    graph_t model;
-    dataset_t *ds = burst_deck_graph(&cfg, deck, &model);
-    model.recompute = recompute_mode_of(&cfg); /* its segments on one rank set, their forwards re-run */
-    burst_profile_meta_t meta;
-    burst_profile_read_meta(profile, &meta);
-    profile_ranks = meta.ranks;
-    options_t first;
-    parse_options(&cli, cp, profile_ranks, &first);
-    if (!cli_has(&cli, "--batch") && first.o.batch < first.o.ranks) /* as surge-train's burst layout */
-      deck_key_error(deck, "train.global_batch", "%d is smaller than the %d ranks planned for (hint: surge-train gives "
-                     "every rank at least one sample: raise global_batch or plan for fewer ranks)", first.o.batch,
-                     first.o.ranks);
-    burst_profile_read(profile, &model, cfg.zoo, &first.o, &p);
-    char note[700];
-    burst_setting_t run = {backend_deck(&cfg)->name, backend_deck(&cfg)->precision, optim_opts(&cfg)->name};
-    burst_profile_setting_note(&p, &run, note, sizeof note);
-    if (note[0]) fprintf(stderr, "surge-plan: note: %s\n", note);
-    if (!meta.net_measured)
-      fprintf(stderr, "surge-plan: note: %s was profiled on 1 rank: its network numbers are defaults, not "
-                      "measurements\n", profile);
-    plan_input_network(&cli, cp, &p.net);
-    burst_net_check(&p.net, profile);
-    bgraph_from_graph(&model, cfg.zoo, &g);
-    graph_free(&model);
-    dataset_close(ds);
+    profile_ranks = load_from_deck(&cli, cp, deck, &g, &p);
   }
   if (cp) p.bn_blocking = !burst_deck(cp)->bn_overlap; /* batch norm's sums as the deck's run does them */
   options_t op;

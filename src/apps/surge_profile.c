@@ -14,7 +14,6 @@
 #include "io/deck.h"
 #include "io/options.h"
 #include "io/outputs.h"
-#include "nn/model.h"
 #include "sync/options.h"
 #include "train/recompute_options.h"
 #include "io/deck_shared.h"
@@ -87,29 +86,10 @@ int main(int argc, char **argv) {
   world.bucket_bytes = sync_bucket_bytes(sync_opts(&cfg));
   if (world.bucket_bytes < sizeof(float)) world.bucket_bytes = sizeof(float);
 
+  const burst_profile_opts_t po = {.ranks = ranks, .policy = policy, .warmup = warmup, .repeats = repeats};
   graph_t g;
-  dataset_t *ds = burst_deck_graph(&cfg, deck, &g);
   burst_measured_t ms;
-  burst_measured_init(&ms, &g, cfg.zoo, backend_deck(&cfg)->name, (int)cfg.global_batch, ranks, policy, world.size,
-                      warmup, repeats);
-  snprintf(ms.precision, sizeof ms.precision, "%s", backend_deck(&cfg)->precision);
-  snprintf(ms.optimizer, sizeof ms.optimizer, "%s", optim_opts(&cfg)->name);
-  model_t m;
-  /* the largest per-rank batch (the whole batch on one rank), as the executor runs it: each fusable
-   * ReLU fused, and a linear's GELU (its node's row holds the pair's cost, the ReLU's or GELU's the
-   * rest, and the planner keeps the two on one rank set: bgraph_node_t.tied), and a gradient a conv2d
-   * overwrites not zeroed (model_t.writer). Never recomputed (g.recompute none): surge-plan adds the
-   * re-run forwards of the deck's [train] recompute to these rows (burst_ctx_comp_us), so one profile
-   * serves every mode. */
-  model_init_fused(&m, &g, be, ms.batch[0], model_allow_all, NULL);
-  model_init_params(&m, cfg.seed);
-  burst_measure_prepare(&m, ds, ms.batch[0]);
-  burst_measure_compute(&m, &world, &ms);
-  optim_t optimizer;
-  optim_init(&optimizer, optim_opts_of(&cfg), be, g.params.total);
-  burst_measure_step(&m, ds, &optimizer, optim_opts(&cfg)->clip_norm > 0, &world, &ms);
-  optim_free(&optimizer);
-  burst_measure_network(&world, repeats, &ms);
+  burst_profile_run(&cfg, deck, be, &world, &po, &g, &ms);
   if (world.rank == 0) {
     burst_profile_write(out, &g, &ms);
     burst_measured_print(stdout, &g, &ms);
@@ -119,9 +99,7 @@ int main(int argc, char **argv) {
              "(doc/recompute.md)\n", recompute_name(recompute_mode_of(&cfg)));
   }
   burst_measured_free(&ms);
-  model_free(&m);
   graph_free(&g);
-  dataset_close(ds);
   deck_free(deck);
   comm_free(&world);
   MPI_Finalize();

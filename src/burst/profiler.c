@@ -364,3 +364,30 @@ void burst_measured_print(FILE *f, const graph_t *g, const burst_measured_t *ms)
     fprintf(f, "point-to-point measured between ranks 0 and %d (%s node)\n", ms->p2p_peer,
             ms->p2p_other_node ? "another" : "the same");
 }
+
+void burst_profile_run(const config_t *cfg, const deck_t *deck, const backend_t *be, comm_t *world,
+                       const burst_profile_opts_t *o, graph_t *g, burst_measured_t *ms) {
+  dataset_t *ds = burst_deck_graph(cfg, deck, g);
+  burst_measured_init(ms, g, cfg->zoo, backend_deck(cfg)->name, (int)cfg->global_batch, o->ranks, o->policy,
+                      world->size, o->warmup, o->repeats);
+  snprintf(ms->precision, sizeof ms->precision, "%s", backend_deck(cfg)->precision);
+  snprintf(ms->optimizer, sizeof ms->optimizer, "%s", optim_opts(cfg)->name);
+  /* the largest per-rank batch (the whole batch on one rank), as the executor runs it: each fusable
+   * ReLU fused, and a linear's GELU (its node's row holds the pair's cost, the ReLU's or GELU's the
+   * rest, and the planner keeps the two on one rank set: bgraph_node_t.tied), and a gradient a conv2d
+   * overwrites not zeroed (model_t.writer). Never recomputed (g.recompute none): surge-plan adds the
+   * re-run forwards of the deck's [train] recompute to these rows (burst_ctx_comp_us), so one profile
+   * serves every mode. */
+  model_t m;
+  model_init_fused(&m, g, be, ms->batch[0], model_allow_all, NULL);
+  model_init_params(&m, cfg->seed);
+  burst_measure_prepare(&m, ds, ms->batch[0]);
+  burst_measure_compute(&m, world, ms);
+  optim_t optimizer;
+  optim_init(&optimizer, optim_opts_of(cfg), be, g->params.total);
+  burst_measure_step(&m, ds, &optimizer, optim_opts(cfg)->clip_norm > 0, world, ms);
+  optim_free(&optimizer);
+  burst_measure_network(world, o->repeats, ms);
+  model_free(&m);
+  dataset_close(ds);
+}

@@ -61,6 +61,20 @@ int burst_option_int_in(const char *option, const char *text, int min, int max);
 /* Open the deck's data and build its model graph (shape errors blame [model] keys). */
 dataset_t *burst_deck_graph(const config_t *cfg, const deck_t *deck, graph_t *g);
 
+/* What a profiling run measures for: G ranks (the per-rank batches of its policy's rank counts), and
+ * the runs of each measurement not counted (warmup) and counted (repeats). */
+typedef struct burst_profile_opts {
+  int ranks;
+  burst_ranks_policy_t policy;
+  int warmup, repeats;
+} burst_profile_opts_t;
+
+/* A whole profiling run of the deck's model on be, collective over world (surge-profile): the model's
+ * graph into g and every measurement into ms (compute at each per-rank batch, the step's own costs,
+ * the network). Free them with graph_free and burst_measured_free. */
+void burst_profile_run(const config_t *cfg, const deck_t *deck, const backend_t *be, comm_t *world,
+                       const burst_profile_opts_t *o, graph_t *g, burst_measured_t *ms);
+
 /* Measure compute on this rank into out (its batch list and sizes set by the caller through
  * burst_measured_init): m holds the graph with buffers for at least batch[0] samples, filled with
  * a real batch and its loss gradient (burst_measure_prepare). Collective over world: each entry is

@@ -49,12 +49,12 @@ static void filter_missing(char *why, size_t why_len, const char *missing) {
   struct rlimit lim;
   long open_now = 0;
   DIR *d = opendir("/proc/self/fd");
-  const int none_left = !d && errno == EMFILE;
+  const int none_left = !d && errno == EMFILE, listed = d != NULL;
   for (struct dirent *e; d && (e = readdir(d)) != NULL;) open_now += e->d_name[0] != '.';
   if (d) closedir(d), open_now--; /* (the directory's own) */
-  if (none_left && getrlimit(RLIMIT_NOFILE, &lim) == 0) open_now = (long)lim.rlim_cur;
-  if ((d || none_left) && getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY &&
-      (rlim_t)open_now + 8 > lim.rlim_cur)
+  const int limited = (listed || none_left) && getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY;
+  if (limited && none_left) open_now = (long)lim.rlim_cur;
+  if (limited && (rlim_t)open_now + 8 > lim.rlim_cur)
     snprintf(why, why_len, "%s; or HDF5 could not open it: this process has %ld of the %llu files open it may "
              "(hint: raise ulimit -n)", missing, open_now, (unsigned long long)lim.rlim_cur);
   else

@@ -163,39 +163,56 @@ static void given_partition(const bgraph_t *g, const int *nodes, int U, const si
   }
 }
 
-void sim3d_run(const bgraph_t *g, const burst_profile_t *p, const sim3d_opts_t *o, int compressed,
-               sim3d_result_t *r) {
-  sim3d_check(o, g);
-  memset(r, 0, sizeof *r);
-  int pp = o->pp, M = o->micro_batches, tp = o->tp;
-  int *cut = xmalloc((size_t)g->n * sizeof *cut), nc = cut_points(g, cut), U = nc - 1;
-  /* per unit: compute, tp allreduces (per pass), parameter bytes; unit u = nodes (cut[u], cut[u+1]] */
-  double *comp = xcalloc((size_t)U, sizeof *comp), *tpc = xcalloc((size_t)U, sizeof *tpc);
-  double *grad = xcalloc((size_t)U, sizeof *grad), *cost = xcalloc((size_t)U, sizeof *cost);
-  double *rerun = xcalloc((size_t)U, sizeof *rerun); /* the forward a backward re-runs first (recompute) */
-  int *nodes = xcalloc((size_t)U, sizeof *nodes), linear = 0;
-  for (int u = 0; u < U; u++)
-    for (int v = cut[u] + 1; v <= cut[u + 1]; v++) {
+/* The graph cut into units (unit u = nodes (cut[u], cut[u+1]], the nodes after a cut point up to the
+ * next), each with its costs at one micro-batch on one tensor-parallel rank. */
+typedef struct units {
+  int U, *cut, *nodes;
+  double *comp;  /* forward + backward compute */
+  double *tpc;   /* tensor-parallel allreduces, per pass */
+  double *grad;  /* parameter-gradient bytes */
+  double *rerun; /* the forward a backward re-runs first (recompute) */
+  double *cost;  /* what the partition balances: comp + both passes' allreduces + rerun */
+} units_t;
+
+static void units_of(const bgraph_t *g, const burst_profile_t *p, const sim3d_opts_t *o, units_t *x) {
+  const int tp = o->tp;
+  x->cut = xmalloc((size_t)g->n * sizeof *x->cut);
+  x->U = cut_points(g, x->cut) - 1;
+  const size_t U = (size_t)x->U;
+  x->comp = xcalloc(U, sizeof *x->comp), x->tpc = xcalloc(U, sizeof *x->tpc);
+  x->grad = xcalloc(U, sizeof *x->grad), x->cost = xcalloc(U, sizeof *x->cost);
+  x->rerun = xcalloc(U, sizeof *x->rerun), x->nodes = xcalloc(U, sizeof *x->nodes);
+  int linear = 0;
+  for (int u = 0; u < x->U; u++)
+    for (int v = x->cut[u] + 1; v <= x->cut[u + 1]; v++) {
       double pass = burst_profile_pass_us(p, g, v, o->micro_batch) / tp; /* the optimizer: opt_us below */
-      comp[u] += pass;
-      grad[u] += g->v[v].grad_bytes / tp;
-      nodes[u]++;
+      x->comp[u] += pass;
+      x->grad[u] += g->v[v].grad_bytes / tp;
+      x->nodes[u]++;
       double sum = 0;
       if (strcmp(g->v[v].kind, "linear") == 0 && linear++ % 2 == 1)
-        tpc[u] += sum = ring_allreduce(&o->tp_link, tp, g->v[v].act_bytes * o->micro_batch);
+        x->tpc[u] += sum = ring_allreduce(&o->tp_link, tp, g->v[v].act_bytes * o->micro_batch);
       /* block: a unit (the nodes after a cut point up to the next: a residual branch and its add)
        * keeps its last node's output only, so a gpt block's two units re-run all but its two adds
        * (the trainer re-runs the first add too: microseconds); attention: the attention core is
        * re-run, its projection kept */
-      if ((o->recompute == RECOMPUTE_BLOCK && v < cut[u + 1]) ||
+      if ((o->recompute == RECOMPUTE_BLOCK && v < x->cut[u + 1]) ||
           (o->recompute == RECOMPUTE_ATTENTION && strcmp(g->v[v].kind, "attention") == 0))
-        rerun[u] += o->fwd_fraction * pass + sum;
+        x->rerun[u] += o->fwd_fraction * pass + sum;
     }
-  for (int u = 0; u < U; u++) cost[u] = comp[u] + 2 * tpc[u] + rerun[u];
-  int *from = xmalloc((size_t)(pp + 1) * sizeof *from);
-  if (o->stage_nodes[0]) given_partition(g, nodes, U, o, from);
-  else sim3d_partition(cost, U, pp, from);
+  for (int u = 0; u < x->U; u++) x->cost[u] = x->comp[u] + 2 * x->tpc[u] + x->rerun[u];
+}
 
+static void units_free(units_t *x) {
+  free(x->cut), free(x->nodes), free(x->comp), free(x->tpc), free(x->grad), free(x->rerun), free(x->cost);
+}
+
+/* Each stage's times into r (stage s holds units [from[s], from[s+1])): its forward and backward per
+ * micro-batch, their re-runs and tensor-parallel allreduces, its data-parallel allreduce (compressed
+ * on the first dp_stages when `compressed`) and optimizer share; the dp traffic into r->bytes_dp. */
+static void stage_times(const burst_profile_t *p, const sim3d_opts_t *o, int compressed, const units_t *x,
+                        const int *from, sim3d_result_t *r) {
+  const int pp = o->pp;
   r->nstage = pp;
   r->stage_nodes = xcalloc((size_t)pp, sizeof *r->stage_nodes);
   r->fwd_us = xcalloc((size_t)pp, sizeof *r->fwd_us);
@@ -205,39 +222,53 @@ void sim3d_run(const bgraph_t *g, const burst_profile_t *p, const sim3d_opts_t *
   r->dp_us = xcalloc((size_t)pp, sizeof *r->dp_us);
   r->opt_us = xcalloc((size_t)pp, sizeof *r->opt_us);
   r->stage_end_us = xcalloc((size_t)pp, sizeof *r->stage_end_us);
-  double *xbytes = xcalloc((size_t)pp, sizeof *xbytes); /* bytes leaving stage s forward */
   double all_grad = 0;
-  for (int u = 0; u < U; u++) all_grad += grad[u];
+  for (int u = 0; u < x->U; u++) all_grad += x->grad[u];
   for (int s = 0; s < pp; s++) {
     double c = 0, t = 0, gb = 0, re = 0;
     for (int u = from[s]; u < from[s + 1]; u++)
-      c += comp[u], t += tpc[u], gb += grad[u], re += rerun[u], r->stage_nodes[s] += nodes[u];
+      c += x->comp[u], t += x->tpc[u], gb += x->grad[u], re += x->rerun[u], r->stage_nodes[s] += x->nodes[u];
     r->fwd_us[s] = o->fwd_fraction * c + t;
     r->bwd_us[s] = (1 - o->fwd_fraction) * c + t + re;
     r->rerun_us[s] = re;
     r->tp_us[s] = 2 * t;
     double ratio = compressed && s < o->dp_stages ? o->dp_ratio : 1;
     r->dp_us[s] = ring_allreduce(&o->dp_link, o->dp, gb / ratio);
-    r->opt_us[s] = all_grad > 0 ? p->step.step_us * gb / all_grad / tp : 0; /* its share of the parameters */
-    r->bytes_dp += o->dp > 1 ? 2.0 * (o->dp - 1) / o->dp * gb / ratio * tp : 0;
-    xbytes[s] = g->v[cut[from[s + 1]]].act_bytes * o->micro_batch;
+    r->opt_us[s] = all_grad > 0 ? p->step.step_us * gb / all_grad / o->tp : 0; /* its share of the parameters */
+    r->bytes_dp += o->dp > 1 ? 2.0 * (o->dp - 1) / o->dp * gb / ratio * o->tp : 0;
   }
-  /* a transfer across boundary s -> s+1 (forward) or back; full or compressed on the pp link */
-  double *fwd_x = xcalloc((size_t)pp, sizeof *fwd_x), *bwd_x = xcalloc((size_t)pp, sizeof *bwd_x);
-  double *bwd_cx = xcalloc((size_t)pp, sizeof *bwd_cx);
-  for (int s = 0; s + 1 < pp; s++) {
-    double X = xbytes[s];
-    fwd_x[s] = o->pp_link.alpha_us + X / tp / o->pp_link.bytes_per_us + allgather(&o->tp_link, tp, X);
-    bwd_x[s] = fwd_x[s];
-    bwd_cx[s] = o->pp_link.alpha_us + X / o->cb_ratio / tp / o->pp_link.bytes_per_us + allgather(&o->tp_link, tp, X);
-  }
-  if (pp > 1) {
-    r->pp_fwd_us = fwd_x[0];
-    r->pp_bwd_us = bwd_x[0];
-    r->pp_bwd_compressed_us = bwd_cx[0];
-  }
+}
 
-  /* 1F1B, stage by stage in order, each op when its input has arrived */
+/* The transfers across each boundary s -> s+1 on the pp link (and the tp allgather after them): the
+ * bytes leaving stage s forward, and their time forward, back, and back compressed. */
+typedef struct boundaries {
+  double *bytes, *fwd_us, *bwd_us, *bwd_compressed_us;
+} boundaries_t;
+
+static void boundaries_of(const bgraph_t *g, const sim3d_opts_t *o, const units_t *x, const int *from,
+                          boundaries_t *b) {
+  const int pp = o->pp, tp = o->tp;
+  b->bytes = xcalloc((size_t)pp, sizeof *b->bytes);
+  b->fwd_us = xcalloc((size_t)pp, sizeof *b->fwd_us), b->bwd_us = xcalloc((size_t)pp, sizeof *b->bwd_us);
+  b->bwd_compressed_us = xcalloc((size_t)pp, sizeof *b->bwd_compressed_us);
+  for (int s = 0; s < pp; s++) b->bytes[s] = g->v[x->cut[from[s + 1]]].act_bytes * o->micro_batch;
+  for (int s = 0; s + 1 < pp; s++) {
+    double X = b->bytes[s];
+    b->fwd_us[s] = o->pp_link.alpha_us + X / tp / o->pp_link.bytes_per_us + allgather(&o->tp_link, tp, X);
+    b->bwd_us[s] = b->fwd_us[s];
+    b->bwd_compressed_us[s] =
+        o->pp_link.alpha_us + X / o->cb_ratio / tp / o->pp_link.bytes_per_us + allgather(&o->tp_link, tp, X);
+  }
+}
+
+static void boundaries_free(boundaries_t *b) {
+  free(b->bytes), free(b->fwd_us), free(b->bwd_us), free(b->bwd_compressed_us);
+}
+
+/* 1F1B over r's stage times, stage by stage in order, each op when its input has arrived: r->ops, the
+ * stages' ends, the pipeline and iteration times, the bubble and the pp traffic. */
+static void simulate_1f1b(const sim3d_opts_t *o, int compressed, const boundaries_t *b, sim3d_result_t *r) {
+  const int pp = o->pp, M = o->micro_batches;
   r->nops = 2 * pp * M;
   r->ops = xcalloc((size_t)r->nops, sizeof *r->ops);
   int *next = xcalloc((size_t)pp, sizeof *next); /* the stage's next op in its order */
@@ -272,12 +303,12 @@ void sim3d_run(const bgraph_t *g, const burst_profile_t *p, const sim3d_opts_t *
         op->end_us = op->start_us + (kind == SIM3D_FWD ? r->fwd_us[s] : r->bwd_us[s]);
         double send = 0;
         if (kind == SIM3D_FWD && s + 1 < pp) {
-          send = fwd_x[s];
-          r->bytes_pp += xbytes[s];
+          send = b->fwd_us[s];
+          r->bytes_pp += b->bytes[s];
         } else if (kind == SIM3D_BWD && s > 0) {
           op->compressed = compressed && o->cb_ratio > 1 && (!o->cb_epilogue_only || m >= M - (pp - s));
-          send = op->compressed ? bwd_cx[s - 1] : bwd_x[s - 1];
-          r->bytes_pp += xbytes[s - 1] / (op->compressed ? o->cb_ratio : 1);
+          send = op->compressed ? b->bwd_compressed_us[s - 1] : b->bwd_us[s - 1];
+          r->bytes_pp += b->bytes[s - 1] / (op->compressed ? o->cb_ratio : 1);
         }
         double *link = kind == SIM3D_FWD ? &link_up[s] : &link_down[s];
         op->send_end_us = op->end_us;
@@ -310,18 +341,29 @@ void sim3d_run(const bgraph_t *g, const burst_profile_t *p, const sim3d_opts_t *
   free(link_up);
   free(link_down);
   free(next);
-  free(bwd_cx);
-  free(bwd_x);
-  free(fwd_x);
-  free(xbytes);
+}
+
+void sim3d_run(const bgraph_t *g, const burst_profile_t *p, const sim3d_opts_t *o, int compressed,
+               sim3d_result_t *r) {
+  sim3d_check(o, g);
+  memset(r, 0, sizeof *r);
+  units_t x;
+  units_of(g, p, o, &x);
+  int *from = xmalloc((size_t)(o->pp + 1) * sizeof *from);
+  if (o->stage_nodes[0]) given_partition(g, x.nodes, x.U, o, from);
+  else sim3d_partition(x.cost, x.U, o->pp, from);
+  stage_times(p, o, compressed, &x, from, r);
+  boundaries_t b;
+  boundaries_of(g, o, &x, from, &b);
+  if (o->pp > 1) {
+    r->pp_fwd_us = b.fwd_us[0];
+    r->pp_bwd_us = b.bwd_us[0];
+    r->pp_bwd_compressed_us = b.bwd_compressed_us[0];
+  }
+  simulate_1f1b(o, compressed, &b, r);
+  boundaries_free(&b);
   free(from);
-  free(nodes);
-  free(cost);
-  free(rerun);
-  free(grad);
-  free(tpc);
-  free(comp);
-  free(cut);
+  units_free(&x);
 }
 
 void sim3d_free(sim3d_result_t *r) {

@@ -215,7 +215,8 @@ void cuk_bias_planes(int N, int C, int HW, const float *b, int relu, float *y, c
  * gs NULL: g) */
 void cuk_sgd(size_t n, float *p, const float *g, float *buf, float lr, float mom, int nesterov, float wd, int first,
              const float *gs, cudaStream_t s);
-void cuk_adamw(size_t n, float *p, const float *g, float *m, float *v, adamw_coefs_t c, const float *gs, cudaStream_t s);
+void cuk_adamw(size_t n, float *p, const float *g, float *m, float *v, adamw_coefs_t c, const float *gs,
+               cudaStream_t s);
 /* *gs = clip_rule_sumsq(*sumsq, max_norm), one thread */
 void cuk_clip_factor(const double *sumsq, double max_norm, float *gs, cudaStream_t s);
 /* backend.h's float_pair, one thread */

@@ -157,6 +157,156 @@ int model_allow_all(void *arg, int node, int next) {
   return 1;
 }
 
+/* What the buffers are made from: the plans' verdicts per node, and the sizes they add up to. */
+typedef struct buffer_plan {
+  int *held;           /* node i's activation held in bfloat16 (act16.h) */
+  int *pass;           /* node i's activation in the buffer the passing outputs share (act_pass.h) */
+  int *slot_of;        /* node i's shared buffer (plan_pool), -1: its own */
+  size_t *slot_floats; /* each shared buffer's floats */
+  size_t pass_most;    /* floats of the largest passing activation */
+  size_t held_most;    /* floats of the largest held activation */
+  size_t scratch;      /* floats of the largest scratch a node asks for */
+} buffer_plan_t;
+
+/* Every plan of the model in order, their verdicts in m and bp: fusion, gradient writes, epilogues,
+ * the loss's gradient in place, recomputation, bfloat16-held and passing activations, shared buffers.
+ * Returns the fused pairs. */
+static int plan_model(model_t *m, int (*allowed)(void *arg, int node, int next), void *arg, model_order_fn order,
+                      int forward_only, buffer_plan_t *bp) {
+  const graph_t *g = m->g;
+  int nfused = plan_fusion(m, allowed, arg);
+  if (!forward_only) plan_writes(m, allowed, arg);
+  plan_epilogues(m, allowed, arg);
+  m->grad_in_place = !forward_only && plan_grad_in_place(m, allowed, arg);
+  if (m->grad_in_place) m->writer[graph_output(g)] = graph_output(g); /* the loss writes it whole */
+  plan_recompute(m, allowed, arg, forward_only);
+  bp->held = xcalloc((size_t)g->n, sizeof *bp->held);
+  if (!forward_only) m->nact16 = act16_plan(m, allowed, arg, bp->held, &m->nact_f32);
+  if (m->nact16) m->act16 = xcalloc((size_t)g->n, sizeof *m->act16);
+  bp->pass = xcalloc((size_t)g->n, sizeof *bp->pass);
+  if (!forward_only) m->npass = act_pass_plan(m, allowed, arg, bp->held, bp->pass);
+  bp->slot_of = xcalloc((size_t)g->n, sizeof *bp->slot_of);
+  bp->slot_floats = xcalloc((size_t)g->n, sizeof *bp->slot_floats);
+  m->npool = plan_pool(m, order, arg, forward_only, bp->slot_of, bp->slot_floats);
+  return nfused;
+}
+
+static void buffer_plan_free(buffer_plan_t *bp) {
+  free(bp->held), free(bp->pass), free(bp->slot_of), free(bp->slot_floats);
+}
+
+/* Each node's own buffers, as bp says: a shared (pooled), bfloat16 or own activation and gradient,
+ * its layer state (forward only: one buffer the nodes take turns in) and kept tensors; the sizes of
+ * the buffers made later into bp. Nodes that borrow (shares, passing, fused) get theirs in
+ * lend_buffers and alias_outputs. */
+static void alloc_node_buffers(model_t *m, int forward_only, buffer_plan_t *bp) {
+  const graph_t *g = m->g;
+  const backend_t *be = m->be;
+  const int B_cap = m->B_cap;
+  m->pool = xcalloc((size_t)m->npool + 1, sizeof *m->pool);
+  m->pooled = xcalloc((size_t)g->n, sizeof *m->pooled);
+  for (int p = 0; p < m->npool; p++) {
+    m->pool[p] = be->alloc(bp->slot_floats[p]);
+    m->act_floats += bp->slot_floats[p];
+  }
+  size_t aux_most = 0;
+  for (int i = 0; i < g->n; i++) aux_most = g->l[i].aux_per_sample > aux_most ? g->l[i].aux_per_sample : aux_most;
+  /* forward only: what a node saves for its backward is read by nobody, so the nodes take turns in
+   * one buffer (a node run in an epilogue of one that has state of its own keeps its own) */
+  if (forward_only && aux_most) {
+    m->aux_pool = be->alloc(surge_mul_size((size_t)B_cap, aux_most, "layer state"));
+    m->act_floats += (size_t)B_cap * aux_most;
+  }
+  for (int i = 0; i < g->n; i++) {
+    const layer_t *l = &g->l[i];
+    size_t n = surge_mul_size((size_t)B_cap, shape_size(l->out), "activations");
+    size_t need = layer_scratch_floats(l, B_cap);
+    if (need > bp->scratch) bp->scratch = need;
+    if (m->shares[i]) continue; /* an earlier segment's interior node lends its buffers (lend_buffers) */
+    if (forward_only && bp->slot_of[i] >= 0) { /* a shared activation buffer (plan_pool) */
+      m->act[i] = m->pool[bp->slot_of[i]];
+      m->pooled[i] = MODEL_POOLED_ACT;
+    } else if (bp->held[i]) { /* in bfloat16 (act16.h) */
+      m->act16[i] = backend_alloc_bf16(be, n);
+      m->act_floats += n / 2 + 1;
+      bp->held_most = n > bp->held_most ? n : bp->held_most;
+    } else if (bp->pass[i]) { /* the buffer shared by the forward's passing outputs (act_pass.h, lend_buffers) */
+      bp->pass_most = n > bp->pass_most ? n : bp->pass_most;
+    } else if (m->fused[i] <= 0) { /* a fused node writes its ReLU's buffer (alias_outputs): it has none of its own */
+      m->act[i] = be->alloc(n);
+      m->act_floats += n;
+    }
+    if (!forward_only && bp->slot_of[i] >= 0) { /* a shared gradient buffer (plan_pool) */
+      m->dact[i] = m->pool[bp->slot_of[i]];
+      m->pooled[i] = MODEL_POOLED_GRAD;
+    } else if (!forward_only && l->needs_grad && m->fused[i] <= 0 && !(m->grad_in_place && i == graph_output(g))) {
+      /* a fused node's is its ReLU's; an in-place output's is its logits (alias_outputs) */
+      m->dact[i] = be->alloc(n);
+      m->act_floats += n;
+    }
+    if (l->aux_per_sample && m->aux_pool && !(m->epi[i] < 0 && g->l[-m->epi[i]].aux_per_sample)) {
+      m->aux[i] = m->aux_pool;
+      m->pooled[i] |= MODEL_POOLED_AUX;
+    } else if (l->aux_per_sample) {
+      size_t na = surge_mul_size((size_t)B_cap, l->aux_per_sample, "layer state");
+      m->aux[i] = be->alloc(na);
+      m->act_floats += na;
+    }
+    if (l->keep) {
+      m->keep[i] = be->alloc(l->keep);
+      m->act_floats += l->keep;
+    }
+  }
+}
+
+/* Buffers lent by one node to others: an earlier recompute segment's interior to the same node of a
+ * later one (m->shares), and the buffer the passing outputs share (made here). */
+static void lend_buffers(model_t *m, const buffer_plan_t *bp) {
+  const graph_t *g = m->g;
+  for (int i = 0; i < g->n; i++)
+    if (m->shares[i]) {
+      m->act[i] = m->act[m->shares[i]];
+      m->dact[i] = m->dact[m->shares[i]];
+      m->aux[i] = m->aux[m->shares[i]];
+    }
+  if (m->npass) {
+    m->act_pass = m->be->alloc(bp->pass_most);
+    m->act_floats += bp->pass_most;
+    for (int i = 0; i < g->n; i++)
+      if (bp->pass[i]) m->act[i] = m->act_pass, m->pooled[i] |= MODEL_POOLED_ACT;
+  }
+}
+
+/* The buffers of a whole pass: the float32 copies of bfloat16-held activations one call reads at once
+ * (act16_plan), the scratch, the targets and the logits' mask. */
+static void alloc_pass_buffers(model_t *m, const buffer_plan_t *bp) {
+  const backend_t *be = m->be;
+  if (m->nact16) {
+    for (int b = 0; b < m->nact_f32; b++) m->act_f32[b] = be->alloc(bp->held_most);
+    m->act_floats += (size_t)m->nact_f32 * bp->held_most;
+  }
+  m->scratch = be->alloc(bp->scratch);
+  m->act_floats += bp->scratch;
+  m->targets = be->alloc(surge_mul_size((size_t)m->B_cap, (size_t)m->g->targets_per_sample, "targets"));
+  m->logit_mask = logit_mask_new(be, model_classes(m), 0, m->g->classes_valid);
+}
+
+/* Outputs written into another node's buffers: a fused node's (its ReLU's), the loss's gradient in
+ * place (its logits), and the count of add inputs whose gradient is the add's own buffer. */
+static void alias_outputs(model_t *m) {
+  const graph_t *g = m->g;
+  for (int i = 0; i < g->n; i++)
+    if (m->fused[i] > 0) {
+      m->act[i] = m->act[m->fused[i]];
+      m->dact[i] = m->dact[m->fused[i]];
+    }
+  if (m->grad_in_place) m->dact[graph_output(g)] = m->act[graph_output(g)];
+  for (int i = 1; i < g->n; i++) { /* add inputs in the add's gradient buffer (grad_alias.h) */
+    if (g->l[i].kind != LAYER_ADD || !m->dact[i]) continue;
+    for (int k = 0; k < g->l[i].nin; k++) m->nadd_shared += m->dact[g->l[i].in[k]] == m->dact[i];
+  }
+}
+
 /* model_init_on, or with forward_only a model without gradients (model_init_forward). */
 static int init_model(model_t *m, const graph_t *g, const backend_t *be, int B_cap,
                       int (*allowed)(void *arg, int node, int next), void *arg, float *params, float *grads,
@@ -181,110 +331,13 @@ static int init_model(model_t *m, const graph_t *g, const backend_t *be, int B_c
   m->train = 1;
   m->epi = xcalloc((size_t)g->n, sizeof *m->epi);
   if (forward_only) allowed = model_allow_all, arg = NULL;
-  int nfused = plan_fusion(m, allowed, arg);
-  if (!forward_only) plan_writes(m, allowed, arg);
-  plan_epilogues(m, allowed, arg);
-  m->grad_in_place = !forward_only && plan_grad_in_place(m, allowed, arg);
-  if (m->grad_in_place) m->writer[graph_output(g)] = graph_output(g); /* the loss writes it whole */
-  plan_recompute(m, allowed, arg, forward_only);
-  int *held = xcalloc((size_t)g->n, sizeof *held);
-  if (!forward_only) m->nact16 = act16_plan(m, allowed, arg, held, &m->nact_f32);
-  if (m->nact16) m->act16 = xcalloc((size_t)g->n, sizeof *m->act16);
-  int *pass = xcalloc((size_t)g->n, sizeof *pass);
-  if (!forward_only) m->npass = act_pass_plan(m, allowed, arg, held, pass);
-  size_t pass_most = 0; /* floats of the largest passing activation */
-  size_t held_most = 0; /* floats of the largest held activation */
-  int *slot_of = xcalloc((size_t)g->n, sizeof *slot_of);
-  size_t *slot_floats = xcalloc((size_t)g->n, sizeof *slot_floats);
-  m->npool = plan_pool(m, order, arg, forward_only, slot_of, slot_floats);
-  m->pool = xcalloc((size_t)m->npool + 1, sizeof *m->pool);
-  m->pooled = xcalloc((size_t)g->n, sizeof *m->pooled);
-  for (int p = 0; p < m->npool; p++) {
-    m->pool[p] = be->alloc(slot_floats[p]);
-    m->act_floats += slot_floats[p];
-  }
-  size_t scratch = 0, aux_most = 0;
-  for (int i = 0; i < g->n; i++) aux_most = g->l[i].aux_per_sample > aux_most ? g->l[i].aux_per_sample : aux_most;
-  /* forward only: what a node saves for its backward is read by nobody, so the nodes take turns in
-   * one buffer (a node run in an epilogue of one that has state of its own keeps its own) */
-  if (forward_only && aux_most) {
-    m->aux_pool = be->alloc(surge_mul_size((size_t)B_cap, aux_most, "layer state"));
-    m->act_floats += (size_t)B_cap * aux_most;
-  }
-  for (int i = 0; i < g->n; i++) {
-    const layer_t *l = &g->l[i];
-    size_t n = surge_mul_size((size_t)B_cap, shape_size(l->out), "activations");
-    size_t need = layer_scratch_floats(l, B_cap);
-    if (need > scratch) scratch = need;
-    if (m->shares[i]) continue; /* an earlier segment's interior node lends its buffers (below) */
-    if (forward_only && slot_of[i] >= 0) { /* a shared activation buffer (plan_pool) */
-      m->act[i] = m->pool[slot_of[i]];
-      m->pooled[i] = MODEL_POOLED_ACT;
-    } else if (held[i]) { /* in bfloat16 (act16.h) */
-      m->act16[i] = backend_alloc_bf16(be, n);
-      m->act_floats += n / 2 + 1;
-      held_most = n > held_most ? n : held_most;
-    } else if (pass[i]) { /* the buffer shared by the forward's passing outputs (act_pass.h, below) */
-      pass_most = n > pass_most ? n : pass_most;
-    } else if (m->fused[i] <= 0) { /* a fused node writes its ReLU's buffer (below): it has none of its own */
-      m->act[i] = be->alloc(n);
-      m->act_floats += n;
-    }
-    if (!forward_only && slot_of[i] >= 0) { /* a shared gradient buffer (plan_pool) */
-      m->dact[i] = m->pool[slot_of[i]];
-      m->pooled[i] = MODEL_POOLED_GRAD;
-    } else if (!forward_only && l->needs_grad && m->fused[i] <= 0 && !(m->grad_in_place && i == graph_output(g))) {
-      /* a fused node's is its ReLU's; an in-place output's is its logits (below) */
-      m->dact[i] = be->alloc(n);
-      m->act_floats += n;
-    }
-    if (l->aux_per_sample && m->aux_pool && !(m->epi[i] < 0 && g->l[-m->epi[i]].aux_per_sample)) {
-      m->aux[i] = m->aux_pool;
-      m->pooled[i] |= MODEL_POOLED_AUX;
-    } else if (l->aux_per_sample) {
-      size_t na = surge_mul_size((size_t)B_cap, l->aux_per_sample, "layer state");
-      m->aux[i] = be->alloc(na);
-      m->act_floats += na;
-    }
-    if (l->keep) {
-      m->keep[i] = be->alloc(l->keep);
-      m->act_floats += l->keep;
-    }
-  }
-  for (int i = 0; i < g->n; i++)
-    if (m->shares[i]) {
-      m->act[i] = m->act[m->shares[i]];
-      m->dact[i] = m->dact[m->shares[i]];
-      m->aux[i] = m->aux[m->shares[i]];
-    }
-  if (m->npass) {
-    m->act_pass = be->alloc(pass_most);
-    m->act_floats += pass_most;
-    for (int i = 0; i < g->n; i++)
-      if (pass[i]) m->act[i] = m->act_pass, m->pooled[i] |= MODEL_POOLED_ACT;
-  }
-  free(pass);
-  free(slot_of);
-  free(slot_floats);
-  free(held);
-  if (m->nact16) { /* as many as one call takes (act16_plan) */
-    for (int b = 0; b < m->nact_f32; b++) m->act_f32[b] = be->alloc(held_most);
-    m->act_floats += (size_t)m->nact_f32 * held_most;
-  }
-  m->scratch = be->alloc(scratch);
-  m->act_floats += scratch;
-  m->targets = be->alloc(surge_mul_size((size_t)B_cap, (size_t)g->targets_per_sample, "targets"));
-  m->logit_mask = logit_mask_new(be, model_classes(m), 0, g->classes_valid);
-  for (int i = 0; i < g->n; i++)
-    if (m->fused[i] > 0) {
-      m->act[i] = m->act[m->fused[i]];
-      m->dact[i] = m->dact[m->fused[i]];
-    }
-  if (m->grad_in_place) m->dact[graph_output(g)] = m->act[graph_output(g)];
-  for (int i = 1; i < g->n; i++) { /* add inputs in the add's gradient buffer (grad_alias.h) */
-    if (g->l[i].kind != LAYER_ADD || !m->dact[i]) continue;
-    for (int k = 0; k < g->l[i].nin; k++) m->nadd_shared += m->dact[g->l[i].in[k]] == m->dact[i];
-  }
+  buffer_plan_t bp = {0};
+  const int nfused = plan_model(m, allowed, arg, order, forward_only, &bp);
+  alloc_node_buffers(m, forward_only, &bp);
+  lend_buffers(m, &bp);
+  alloc_pass_buffers(m, &bp);
+  buffer_plan_free(&bp);
+  alias_outputs(m);
   model_wire_default(m);
   return nfused;
 }

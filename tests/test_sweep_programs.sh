@@ -135,7 +135,7 @@ bad_sweep "a key without its section" \
   "bad.deck:4: [sweep] lr: expected section.key or mode (hint: did you mean train.lr?)" \
   "lr = 0.1"
 bad_sweep "a bad value names its line and variant" \
-  'bad.deck:5 (variant 1): [train] lr: expected a finite number, got "fast"' "run.seed = 1, 2
+  'bad.deck:5 (variant 1): [train] lr: expected a finite decimal number, got "fast"' "run.seed = 1, 2
 train.lr = 0.1, fast"
 bad_sweep "a value out of range" "bad.deck:4 (variant 1): [train] lr: 20 is out of range [0, 10]" \
   "train.lr = 0.1, 20"

@@ -143,10 +143,11 @@ static int store_int(const cfg_key_t *k, const char *text, void *field, strbuf_t
 }
 
 static int store_float(const cfg_key_t *k, const char *text, double *field, strbuf_t *msg, strbuf_t *hint) {
-  char *end = NULL;
-  double v = *text && !isspace((unsigned char)*text) ? strtod(text, &end) : 0;
+  char *end = NULL; /* decimal only: strtod also reads hex floats (0x1p-4) and inf/nan */
+  const int decimal = *text && text[strspn(text, "+-0123456789.eE")] == '\0';
+  double v = decimal ? strtod(text, &end) : 0;
   if (!end || *end || !isfinite(v)) {
-    sb_puts(msg, "expected a finite number, got ");
+    sb_puts(msg, "expected a finite decimal number, got ");
     cfg_value_quote(text, msg);
   } else if (v < k->fmin || v > k->fmax || (k->fmin_open && v == k->fmin) || (k->fmax_open && v == k->fmax)) {
     sb_printf(msg, "%s is out of range ", text);

@@ -1456,7 +1456,8 @@ static double run_sgd(const backend_t *be, const void *ctx, float **out) {
 }
 static double run_adamw(const backend_t *be, const void *ctx, float **out) {
   const optim_ctx_t *o = ctx;
-  const adamw_coefs_t c = {.lr = o->lr, .b1 = o->b1, .b2 = o->b2, .eps = o->eps, .wd = o->wd, .bc1 = o->bc1, .bc2 = o->bc2};
+  const adamw_coefs_t c = {
+      .lr = o->lr, .b1 = o->b1, .b2 = o->b2, .eps = o->eps, .wd = o->wd, .bc1 = o->bc1, .bc2 = o->bc2};
   be->adamw_step(o->n, out[0], o->g, out[1], out[2], c, o->gs);
   return 0.0;
 }
@@ -1673,8 +1674,9 @@ static void test_by_hand(const backend_t *be) {
 
 /* sumsq_add and xent_add add to what the accumulator holds, with the bits of the host's acc + sumsq
  * and acc + xent_fwd_bwd; float_pair splits a double into the float pair the side slots carry;
- * clip_factor writes PyTorch's factor (above max_norm only; 1 at it, below it, for a norm that is
- * not finite and with clipping off); an optimizer reads its factor from backend memory. */
+ * clip_factor writes PyTorch's factor min(1, max_norm / (norm + 1e-6)) (below 1 from max_norm - 1e-6
+ * on, at max_norm too; 1 below that, for a norm that is not finite and with clipping off); an
+ * optimizer reads its factor from backend memory. */
 static void test_step_scalars(const backend_t *be) {
   enum { N = 1001, ROWS = 6, V = 10 };
   const char *nm = be->name;
@@ -1698,8 +1700,11 @@ static void test_step_scalars(const backend_t *be) {
          "%s: float_pair of 1/3: %.9g + %.9g, their sum within 1e-15", nm, pair[0], pair[1]);
   tfree(pair);
 
-  const double cases[][2] = {{4.0, 1.0}, {0.25, 1.0}, {1.0, 1.0}, {INFINITY, 1.0}, {NAN, 1.0}, {4.0, 0.0}};
-  const float want[] = {(float)(1.0 / (2.0 + 1e-6)), 1.0f, 1.0f, 1.0f, 1.0f, 1.0f};
+  const double in = 1.0 - 5e-7, out = 1.0 - 2e-6; /* norms within 1e-6 below max_norm 1, and not */
+  const double cases[][2] = {{4.0, 1.0},      {0.25, 1.0},      {1.0, 1.0}, {in * in, 1.0},
+                             {out * out, 1.0}, {INFINITY, 1.0}, {NAN, 1.0}, {4.0, 0.0}};
+  const float want[] = {(float)(1.0 / (2.0 + 1e-6)), 1.0f, (float)(1.0 / (1.0 + 1e-6)),
+                        (float)(1.0 / (sqrt(in * in) + 1e-6)), 1.0f, 1.0f, 1.0f, 1.0f};
   float *gs = talloc(sizeof *gs);
   for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
     acc[0] = cases[i][0];

@@ -299,6 +299,18 @@ else
   tap_skip "dataset-fashion-mnist is not installed (the mlp to start from)"
 fi
 
+# a weights file holding a NaN (a model that had diverged) is refused by every reader, naming the tensor
+# and the value (a ReLU network read one silently: NaN became 0 on the way to the loss)
+cp "$t/a.bin" "$t/nan.bin" && printf '\000\000\300\177' | dd of="$t/nan.bin" bs=1 seek=1424 conv=notrunc 2>/dev/null
+"$evaluate" "$t/nan.bin" --ids "$t/ids.txt" >"$t/nan-eval.txt" 2>&1
+rc=$?
+[ $rc = 2 ] && grep -q "nan.bin: tensor wte.weight: value 100 is nan, not finite" "$t/nan-eval.txt"
+tap_ok $? "surge-eval of an llm.c file holding a NaN: exit $rc: $(grep -o 'error: .*' "$t/nan-eval.txt" | head -c 200)"
+train 1 "$t/nan-init" -D run.steps=1 -D "model.init=$t/nan.bin"
+rc=$?
+[ $rc = 2 ] && grep -q "nan.bin: tensor wte.weight: value 100 is nan" "$t/nan-init.txt"
+tap_ok $? "[model] init = that file: exit $rc"
+
 # a killed conversion's leftover temporary file that is a link: replaced, never written through
 echo precious >"$t/victim.txt"
 mkdir "$t/lk" && ln -s "$t/victim.txt" "$t/lk/a.bin.tmp" && ln -s "$t/victim.txt" "$t/lk/model.safetensors.tmp"

@@ -337,6 +337,19 @@ else
   tap_diag "a checkpoint directory made immutable mid-run: not checked (chattr +i not available here)"
 fi
 
+# ---- a run that diverges in its last steps: exit 1, one line, no model file and no checkpoint of the
+# diverged state (it finished with exit 0, a NaN test loss, and its checkpoint and model.h5 written: the
+# evaluation's loss was never checked; on an AMD EPYC Zen 4 it is the step-8 evaluation that fails, on
+# another CPU the training step's check may come first)
+o="$tap_tmp/diverged"
+timeout 120 "$SURGE_TRAIN" "$deck" -D "run.out_dir=$o" -D model.mlp_hidden=256,256,256,256,256 -D train.lr=5 \
+  -D train.momentum=0.9 -D data.synthetic_samples=256 -D run.steps=8 -D run.eval_every=4 -D checkpoint.every=4 \
+  >"$o.txt" 2>&1
+rc=$?
+[ $rc = 1 ] && [ ! -e "$o/model.h5" ] && [ ! -e "$o/checkpoints/ckpt-00000008.h5" ] &&
+  one_error "$o.txt" "step [0-9]*: the .* not finite"
+tap_ok $? "a run that diverges by its last step: exit $rc, no model.h5, no step-8 checkpoint: $(grep -o 'error: .*' "$o.txt" | head -c 160)"
+
 # ---- a disk that fills while the log is flushed: room for some flushes (600 KiB filled of 1 MiB),
 # or for hardly any (900 KiB), on one rank and two
 full="$tap_tmp/full"

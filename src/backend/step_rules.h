@@ -16,10 +16,13 @@
 /* clip_grad_norm_ divides by norm + 1e-6 so a tiny norm never blows up the scale. */
 #define CLIP_NORM_EPS 1e-6
 
-/* The factor that scales gradients of global norm `norm` to max_norm: below or at it, and for a
- * norm that is not finite (the step then fails its check) or max_norm <= 0 (no clipping), 1. */
+/* The factor that scales gradients of global norm `norm` to max_norm, PyTorch's min(1, max_norm /
+ * (norm + 1e-6)): below 1 from a norm of max_norm - 1e-6 on (clipping only above max_norm left norms
+ * in that window unscaled); for a norm that is not finite (the step then fails its check) or
+ * max_norm <= 0 (no clipping), 1. */
 STEP_RULE_FN float clip_rule(double norm, double max_norm) {
-  return max_norm > 0.0 && isfinite(norm) && norm > max_norm ? (float)(max_norm / (norm + CLIP_NORM_EPS)) : 1.0f;
+  const double coef = max_norm / (norm + CLIP_NORM_EPS);
+  return max_norm > 0.0 && isfinite(norm) && coef < 1.0 ? (float)coef : 1.0f;
 }
 
 /* The same from the squared norm, as the trainer keeps it (sumsq_add): the norm is its double sqrt. */

@@ -2,6 +2,7 @@
 #include "io/weights.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,12 +42,41 @@ const char *weights_format_name(weights_format_t f) {
   return f == WEIGHTS_H5 ? "HDF5" : f == WEIGHTS_SAFETENSORS ? "safetensors" : "llm.c";
 }
 
+/* n floats of tensor `name` of path, all finite: else an input error naming the first that is not. */
+static void check_finite_tensor(const char *path, const char *name, const float *x, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (!isfinite(x[i]))
+      surge_input_error("%s: tensor %s: value %zu is %g, not finite: the model had diverged when it was written "
+                        "(hint: start from an earlier checkpoint)", path, name, i, (double)x[i]);
+}
+
+/* A sink in front of another that checks each tensor the reader fills before passing it on. */
+typedef struct finite_sink {
+  const weights_sink_t *next;
+  const slab_layout_t *L;
+  const char *path;
+  float *placed;
+} finite_sink_t;
+
+static float *finite_place(void *ctx, int t) {
+  finite_sink_t *s = ctx;
+  return s->placed = s->next->place(s->next->ctx, t);
+}
+
+static void finite_put(void *ctx, int t) {
+  finite_sink_t *s = ctx;
+  check_finite_tensor(s->path, s->L->t[t].name, s->placed, s->L->t[t].n);
+  s->next->put(s->next->ctx, t);
+}
+
 void weights_read_each(const char *path, const graph_t *g, const weights_sink_t *sink) {
   H5_SERIAL(); /* io/h5serial.h: one HDF5 call at a time in the process */
+  finite_sink_t fs = {.next = sink, .L = &g->params, .path = path};
+  const weights_sink_t checked = {finite_place, finite_put, &fs};
   switch (weights_detect(path)) {
-  case WEIGHTS_H5: weights_read_h5(path, g, sink); break;
-  case WEIGHTS_SAFETENSORS: weights_read_safetensors(path, g, sink); break;
-  case WEIGHTS_LLMC: weights_read_llmc(path, g, sink); break;
+  case WEIGHTS_H5: weights_read_h5(path, g, &checked); break;
+  case WEIGHTS_SAFETENSORS: weights_read_safetensors(path, g, &checked); break;
+  case WEIGHTS_LLMC: weights_read_llmc(path, g, &checked); break;
   }
 }
 
@@ -72,6 +102,8 @@ void weights_read_bufs(const char *path, const graph_t *g, float *bufs) {
                       "from a Surge model.h5 or checkpoint)",
                       path, weights_format_name(f));
   weights_read_bufs_h5(path, g, bufs);
+  for (int i = 0; i < g->bufs.n; i++)
+    check_finite_tensor(path, g->bufs.t[i].name, bufs + g->bufs.t[i].off, g->bufs.t[i].n);
 }
 
 void weights_gpt2_dims(const char *path, gpt2_dims_t *d) {

@@ -1,5 +1,6 @@
 #include "train/run.h"
 
+#include <math.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -113,6 +114,19 @@ static log_row_t step_row(trainer_t *t, const train_stats_t *s, comm_meter_t *si
   row.step_sec = slowest;
   row.samples_per_sec = slowest > 0 ? (double)t->cfg.global_batch / slowest : 0;
   return row;
+}
+
+/* An evaluation, logged and printed. A loss that is not finite ends the run as a training step's does
+ * (exit 1, no checkpoint or model file of this state): a run that diverged in its last steps finished
+ * with exit 0, a NaN test loss and its checkpoint and model written. */
+static eval_stats_t evaluate(trainer_t *t, run_log_t *log, progress_t *p, const char *tokens) {
+  eval_stats_t e = trainer_eval(t);
+  run_log_eval(log, t->step, e.loss, e.accuracy);
+  progress_eval(p, t->step, &e, tokens);
+  if (!isfinite(e.loss))
+    surge_runtime_error("step %ld: the evaluation's loss is not finite (%g) (hint: lower [train] lr, or set "
+                        "[train] clip_norm; the last checkpoint is untouched)", t->step, e.loss);
+  return e;
 }
 
 static void checkpoint_now(trainer_t *t, run_log_t *log, progress_t *p, const char *deck_text) {
@@ -315,9 +329,7 @@ train_outcome_t train_run(const config_t *cfg, const deck_t *deck, const char *r
     sb_free(&line);
     outcome = TRAIN_STOPPED;
   } else if (from_weights) { /* where the given weights start: the step-0 evaluation */
-    e = trainer_eval(&t);
-    run_log_eval(log, t.step, e.loss, e.accuracy);
-    progress_eval(&p, t.step, &e, tokens);
+    e = evaluate(&t, log, &p, tokens);
   }
   const long first_step = t.step; /* a run resumed at its end (--resume of a finished run) takes no step */
   comm_meter_t since = world->meter; /* the traffic a row counts starts here */
@@ -334,9 +346,7 @@ train_outcome_t train_run(const config_t *cfg, const deck_t *deck, const char *r
     evaluated_last = checkpointed_last = 0;
     if (cfg->eval_every > 0 && t.step % cfg->eval_every == 0) {
       watchdog_beat("an evaluation", t.step);
-      e = trainer_eval(&t);
-      run_log_eval(log, t.step, e.loss, e.accuracy);
-      progress_eval(&p, t.step, &e, tokens);
+      e = evaluate(&t, log, &p, tokens);
       if (trainer_samples_after(&t, t.step, t.step == cfg->steps)) trainer_sample(&t, samples, &p);
       evaluated_last = 1;
     }
@@ -381,9 +391,7 @@ train_outcome_t train_run(const config_t *cfg, const deck_t *deck, const char *r
   const int stepped = t.step > first_step; /* else the run that wrote its checkpoint sampled and wrote it */
   if (!evaluated_last) {
     watchdog_beat("the final evaluation", t.step);
-    e = trainer_eval(&t); /* (its log keeps one row a step: io/log.h) */
-    run_log_eval(log, t.step, e.loss, e.accuracy);
-    progress_eval(&p, t.step, &e, tokens);
+    e = evaluate(&t, log, &p, tokens); /* (its log keeps one row a step: io/log.h) */
     if (stepped && trainer_samples_after(&t, t.step, 1)) trainer_sample(&t, samples, &p);
   }
   if (!checkpointed_last && stepped) checkpoint_now(&t, log, &p, deck_text);

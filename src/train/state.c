@@ -1,5 +1,6 @@
 #include "train/state.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -135,6 +136,39 @@ static void gather(trainer_t *t, host_state_t *h) {
   if (h->bufs_host && !h->in_place) t->be->download(h->bufs_host, m->bufs, m->g->bufs.total);
 }
 
+/* Whether n floats are all finite. */
+static int all_finite(const float *x, size_t n) {
+  int bad = 0;
+  for (size_t i = 0; i < n; i++) bad |= !isfinite(x[i]);
+  return !bad;
+}
+
+/* Collective, on h's host copies (after gather, or a read): the first of the state's parts holding a
+ * value that is not finite on some rank (parameters, optimizer moments, batch norm's statistics), by
+ * name, or NULL. The loss and the gradient norm are checked every step, but a NaN parameter can leave
+ * both finite (a ReLU maps NaN to 0 on the way to the loss, and its gradient to 0): a run went on,
+ * wrote NaN checkpoints and a NaN model.h5, and exited 0. */
+static const char *non_finite_part(trainer_t *t, const host_state_t *h) {
+  double bad[4] = {0}; /* per slab (params, m, v), then the buffers */
+  for (int k = 0; k < h->nslabs && k < 3; k++) bad[k] = !all_finite(h->host[k], h->floats[k]);
+  if (h->bufs_host) bad[3] = !all_finite(h->bufs_host, t->layout->m->g->bufs.total);
+  comm_allreduce_max_double(t->world, bad, 4, TRAFFIC_OTHER);
+  static const char *const names[4] = {"parameters (/params)", "optimizer's moments (/optim/m)",
+                                       "optimizer's moments (/optim/v)", "running statistics (/buffers)"};
+  for (int k = 0; k < 4; k++)
+    if (bad[k]) return names[k];
+  return NULL;
+}
+
+/* A state about to be written (what: "no checkpoint", "the model file") that is not finite ends the
+ * run (exit 1), the last checkpoint untouched. */
+static void check_state_finite(trainer_t *t, const host_state_t *h, const char *what) {
+  const char *part = non_finite_part(t, h);
+  if (part)
+    surge_runtime_error("step %ld: the %s hold a value that is not finite, so %s is written (hint: lower [train] "
+                        "lr, or set [train] clip_norm; the last checkpoint is untouched)", t->step, part, what);
+}
+
 /* The token data's vocabulary as checkpoints record it: "SIZE" or "SIZE:HASH"; "" for other data. */
 static void vocab_of(const trainer_t *t, char out[CHECKPOINT_VOCAB_LEN]) {
   out[0] = '\0';
@@ -167,6 +201,7 @@ void trainer_checkpoint(trainer_t *t, const char *deck_text, char *written, size
   host_state_t h;
   host_state_init(&h, t, 1);
   gather(t, &h);
+  check_state_finite(t, &h, "no checkpoint");
   ckpt_state_t s = {.regions = h.r, .nregions = h.n, .layout = t->layout->name, .opt_t = t->opt.t, .step = t->step};
   snprintf(s.run_id, sizeof s.run_id, "%s", t->run_id);
   vocab_of(t, s.vocab);
@@ -182,6 +217,10 @@ void trainer_resume(trainer_t *t, const char *path) {
   vocab_of(t, s.vocab);
   rank_grid_of(t, &h, s.rank_grid);
   checkpoint_read(path, &s, &t->cfg, t->world);
+  const char *part = non_finite_part(t, &h); /* (a checkpoint of a release before they were refused) */
+  if (part)
+    surge_input_error("%s: the %s hold a value that is not finite: the run had diverged when it was written (hint: "
+                      "resume from an earlier checkpoint: move this one out of [checkpoint] dir)", path, part);
   for (int k = 0; k < h.nslabs && !h.in_place; k++) t->be->upload(h.device[k], h.host[k], h.floats[k]);
   if (h.bufs_host && !h.in_place) t->be->upload(t->layout->m->bufs, h.bufs_host, t->layout->m->g->bufs.total);
   reducer_t *red = t->layout->sync->reducer;
@@ -331,6 +370,7 @@ void trainer_write_model(trainer_t *t, const char *path, const char *deck_text) 
   host_state_t h;
   host_state_init(&h, t, 0);
   gather(t, &h);
+  check_state_finite(t, &h, "no model file");
   char vocab[CHECKPOINT_VOCAB_LEN];
   vocab_of(t, vocab);
   model_file_write(path, h.r, h.nmodel, t->step, t->cfg.zoo, deck_text, t->run_id, vocab, t->world);

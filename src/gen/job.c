@@ -105,6 +105,70 @@ static void print_sample(const gen_job_opts_t *o, const gen_vocab_t *v, int j, i
   printf("\n");
 }
 
+/* What one rank's engine did, for the summary line (the job's: the slowest rank's seconds, any rank's
+ * bfloat16, the largest cache). */
+typedef struct local_run {
+  gen_stats_t st;
+  double secs;
+  int half[2];      /* the engine read a bfloat16 copy of the weights; held its cache in bfloat16 */
+  double cache_mib; /* its key/value cache */
+} local_run_t;
+
+/* Samples [lo, lo + B) of the job on this rank's engine (sample j: prompt j / o->samples, random stream
+ * j), each written into own one after another: its prompt's ids, then the new tokens. */
+static local_run_t run_samples(const gen_job_opts_t *o, loaded_t *L, const backend_t *be, const ids_t *prompts,
+                               int lo, int B, int *own, uint64_t seed) {
+  local_run_t r = {0};
+  const int **pr = xcalloc((size_t)B, sizeof *pr);
+  int **out = xcalloc((size_t)B, sizeof *out);
+  uint64_t *stream = xcalloc((size_t)B, sizeof *stream);
+  int *pid = xcalloc((size_t)B, sizeof *pid);
+  for (int s = 0, at = 0; s < B; s++) {
+    const ids_t *p = &prompts[(lo + s) / o->samples];
+    pid[s] = (int)p->n; /* the prompt's ids as int */
+    int *copy = xcalloc(p->n, sizeof *copy);
+    for (size_t i = 0; i < p->n; i++) copy[i] = (int)p->v[i];
+    pr[s] = copy;
+    out[s] = own + at;
+    stream[s] = (uint64_t)(lo + s);
+    at += pid[s] + o->tokens;
+  }
+  int longest = 0; /* the engine holds the positions its steps reach: the longest prompt and the new tokens */
+  for (int s = 0; s < B; s++) longest = pid[s] > longest ? pid[s] : longest;
+  gen_engine_t *e = gen_engine_open(o->engine, &L->m, be, B, longest + o->tokens);
+  r.half[0] = e->weights16, r.half[1] = e->kv16;
+  r.cache_mib = (double)e->cache_bytes / 1048576.0;
+  gen_batch_t batch = {.B = B, .prompt = pr, .len = pid, .stream = stream, .out = out};
+  r.st = gen_run(e, &batch, o->tokens, L->m.context, L->vocab.classes, &o->pick, seed);
+  e->free(e);
+  for (int s = 0; s < B; s++) free((void *)pr[s]);
+  free(pr), free(out), free(stream), free(pid);
+  return r;
+}
+
+/* Rank 0: every sample (tokens: the total samples' ids one after another, sample j's len[j] +
+ * o->tokens of them), then the job's line of speed and engine on stderr. */
+static void print_all(const gen_job_opts_t *o, const loaded_t *L, const backend_t *be, long total, const int *len,
+                      const int *tokens, const local_run_t *r, int size) {
+  for (long j = 0, at = 0; j < total; j++) {
+    print_sample(o, &L->vocab, (int)j, (int)total, tokens + at, len[j] + o->tokens);
+    at += len[j] + o->tokens;
+  }
+  if (fflush(stdout) != 0) surge_runtime_error("writing standard output failed");
+  const long made = total * o->tokens;
+  const double mib = r->cache_mib, secs = r->secs;
+  char how[96] = "no cache"; /* the cache's size: the largest rank's */
+  if (!strcmp(o->engine, "cache"))
+    snprintf(how, sizeof how, "key/value cache of %.1f %s%s%s", mib < 1.0 ? mib * 1024.0 : mib,
+             mib < 1.0 ? "KiB" : "MiB", size > 1 ? " a rank at most" : "", r->half[1] ? " in bfloat16" : "");
+  const int threads = backend_deck(&L->cfg)->threads;
+  fprintf(stderr,
+          "surge-sample: %ld samples x %d new tokens in %.3f s: %.1f tokens/s (%s%s, %s backend, %d rank%s x "
+          "%d thread%s)\n", total, o->tokens, secs, secs > 0 ? (double)made / secs : 0.0, how,
+          r->half[0] ? ", weights read as bfloat16" : "", be->name, size, size > 1 ? "s" : "", threads,
+          threads > 1 ? "s" : "");
+}
+
 void gen_job_run(const gen_job_opts_t *o, MPI_Comm job) {
   int rank, size;
   MPI_Comm_rank(job, &rank);
@@ -148,58 +212,15 @@ void gen_job_run(const gen_job_opts_t *o, MPI_Comm job) {
     at += counts[r];
   }
   int *tokens = xcalloc((size_t)all, sizeof *tokens); /* every sample's ids, in sample order */
-  gen_stats_t st = {0};
-  int half[2] = {0, 0}; /* this rank's engine read a bfloat16 copy of the weights; held its cache in bfloat16 */
-  double cache_mib = 0;  /* its key/value cache */
-  if (B > 0) {
-    const int **pr = xcalloc((size_t)B, sizeof *pr);
-    int **out = xcalloc((size_t)B, sizeof *out);
-    uint64_t *stream = xcalloc((size_t)B, sizeof *stream);
-    int *own = tokens + displs[rank], *pid = xcalloc((size_t)B, sizeof *pid);
-    for (int s = 0, at = 0; s < B; s++) {
-      const ids_t *p = &prompts[(lo + s) / o->samples];
-      pid[s] = (int)p->n; /* the prompt's ids as int */
-      int *copy = xcalloc(p->n, sizeof *copy);
-      for (size_t i = 0; i < p->n; i++) copy[i] = (int)p->v[i];
-      pr[s] = copy;
-      out[s] = own + at;
-      stream[s] = (uint64_t)(lo + s);
-      at += pid[s] + o->tokens;
-    }
-    int longest = 0; /* the engine holds the positions its steps reach: the longest prompt and the new tokens */
-    for (int s = 0; s < B; s++) longest = pid[s] > longest ? pid[s] : longest;
-    gen_engine_t *e = gen_engine_open(o->engine, &L.m, be, B, longest + o->tokens);
-    half[0] = e->weights16, half[1] = e->kv16;
-    cache_mib = (double)e->cache_bytes / 1048576.0;
-    gen_batch_t batch = {.B = B, .prompt = pr, .len = pid, .stream = stream, .out = out};
-    st = gen_run(e, &batch, o->tokens, L.m.context, L.vocab.classes, &o->pick, seed);
-    e->free(e);
-    for (int s = 0; s < B; s++) free((void *)pr[s]);
-    free(pr), free(out), free(stream), free(pid);
-  }
+  local_run_t r = {0};
+  if (B > 0) r = run_samples(o, &L, be, prompts, lo, B, tokens + displs[rank], seed);
   MPI_Gatherv(rank == 0 ? MPI_IN_PLACE : tokens + displs[rank], counts[rank], MPI_INT, tokens, counts, displs,
               MPI_INT, 0, job);
-  double secs = st.seconds;
-  MPI_Reduce(rank == 0 ? MPI_IN_PLACE : &secs, &secs, 1, MPI_DOUBLE, MPI_MAX, 0, job);
-  MPI_Reduce(rank == 0 ? MPI_IN_PLACE : half, half, 2, MPI_INT, MPI_MAX, 0, job); /* any rank's engine */
-  MPI_Reduce(rank == 0 ? MPI_IN_PLACE : &cache_mib, &cache_mib, 1, MPI_DOUBLE, MPI_MAX, 0, job); /* the largest */
-  if (rank == 0) {
-    for (long j = 0, at = 0; j < total; j++) {
-      print_sample(o, &L.vocab, (int)j, (int)total, tokens + at, len[j] + o->tokens);
-      at += len[j] + o->tokens;
-    }
-    if (fflush(stdout) != 0) surge_runtime_error("writing standard output failed");
-    long made = total * o->tokens;
-    char how[96] = "no cache"; /* the cache's size: the largest rank's */
-    if (!strcmp(o->engine, "cache"))
-      snprintf(how, sizeof how, "key/value cache of %.1f %s%s%s", cache_mib < 1.0 ? cache_mib * 1024.0 : cache_mib,
-               cache_mib < 1.0 ? "KiB" : "MiB", size > 1 ? " a rank at most" : "", half[1] ? " in bfloat16" : "");
-    fprintf(stderr,
-            "surge-sample: %ld samples x %d new tokens in %.3f s: %.1f tokens/s (%s%s, %s backend, %d rank%s x "
-            "%d thread%s)\n", total, o->tokens, secs, secs > 0 ? (double)made / secs : 0.0, how,
-            half[0] ? ", weights read as bfloat16" : "", be->name, size, size > 1 ? "s" : "",
-            backend_deck(&L.cfg)->threads, backend_deck(&L.cfg)->threads > 1 ? "s" : "");
-  }
+  r.secs = r.st.seconds;
+  MPI_Reduce(rank == 0 ? MPI_IN_PLACE : &r.secs, &r.secs, 1, MPI_DOUBLE, MPI_MAX, 0, job);
+  MPI_Reduce(rank == 0 ? MPI_IN_PLACE : r.half, r.half, 2, MPI_INT, MPI_MAX, 0, job); /* any rank's engine */
+  MPI_Reduce(rank == 0 ? MPI_IN_PLACE : &r.cache_mib, &r.cache_mib, 1, MPI_DOUBLE, MPI_MAX, 0, job); /* the largest */
+  if (rank == 0) print_all(o, &L, be, total, len, tokens, &r, size);
   free(tokens), free(len), free(counts), free(displs);
   for (int p = 0; p < np; p++) ids_free(&prompts[p]);
   free(prompts);

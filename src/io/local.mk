@@ -39,7 +39,7 @@ TESTS += tests/test_checkpoint.sh
 # The HDF5 metrics log (doc/formats.md). Its dimension scales (H5DS*) need the HDF5 high-level
 # library (-lhdf5_hl in SURGE_LIBS, Makefile.am).
 libsurge_a_SOURCES += src/io/log.c src/io/log.h src/io/log_impl.h src/io/log_parts.c src/io/log_part.h src/io/log_h5.c src/io/log_h5.h src/io/log_format.c src/io/log_format.h \
-  src/io/log_read.c src/io/log_read.h src/io/log_check.c src/io/log_check.h
+  src/io/log_read.c src/io/log_read_table.c src/io/log_read_strings.c src/io/log_read_impl.h src/io/log_read.h src/io/log_check.c src/io/log_check.h
 check_PROGRAMS += tests/test_h5util
 tests_test_h5util_SOURCES = tests/test_h5util.c tests/child.c tests/child.h
 tests_test_h5util_LDADD = $(SURGE_LIBS)

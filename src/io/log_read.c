@@ -239,7 +239,8 @@ static size_t rank_columns(log_reader_t *r, hid_t f) {
   if (!log_reader_has_object(r, f, group, H5I_GROUP, group)) return 0;
   char path[64];
   snprintf(path, sizeof path, "%s/%s", group, log_scale_info[LOG_RANKS].name);
-  if (log_reader_column_kind(r, f, "", path + 1, 1)) log_reader_damaged(r, "is missing or not a 1-D numeric dataset", path);
+  if (log_reader_column_kind(r, f, "", path + 1, 1))
+    log_reader_damaged(r, "is missing or not a 1-D numeric dataset", path);
   hid_t d = log_reader_ok(r, H5Dopen2(f, path, H5P_DEFAULT), "open", path);
   hid_t s = log_reader_ok(r, H5Dget_space(d), "get the shape of", path);
   hsize_t n = 0;
@@ -397,7 +398,9 @@ hid_t log_reader_group(log_reader_t *r, const char *path) {
   return log_reader_ok(r, H5Gopen2(r->file, path, H5P_DEFAULT), "open", path);
 }
 
-void log_reader_group_close(log_reader_t *r, hid_t g, const char *path) { log_reader_ok(r, H5Gclose(g), "close", path); }
+void log_reader_group_close(log_reader_t *r, hid_t g, const char *path) {
+  log_reader_ok(r, H5Gclose(g), "close", path);
+}
 
 const log_column_t *log_column(const log_table_t *t, const char *name) {
   for (int i = 0; i < t->ncol; i++)

@@ -113,4 +113,22 @@ expect_error "zero-width space in a key" "zwsp.deck:3: .*invisible character U\\
 
 expect_error "missing deck" "$tap_tmp/nothere.deck" "$tap_tmp/nothere.deck"
 
+# optimizer constants as the update computes them, in float32 (a beta of 0.99999999 was 1 and AdamW
+# divided by 1 - 1^t = 0; an eps of 1e-40 was flushed to 0 and divided 0 by 0: every parameter NaN);
+# 0.99999994 is the largest below 1, and float32's FLT_MIN printed to 9 digits is FLT_MIN
+printf '[train]\noptimizer = adamw\nbeta2 = 0.99999999\n' >>"$tap_tmp/beta.deck" && cat "$good" "$tap_tmp/beta.deck" >"$tap_tmp/beta2.deck"
+expect_error "beta2 that float32 rounds to 1" "beta2.deck:[0-9]+: \[train\] beta2: 0.99999999 is 1 in float32.*at most 0.99999994" \
+  "$tap_tmp/beta2.deck"
+expect_error "beta1 that float32 rounds to 1" "-D train.beta1=0.9999999702: \[train\] beta1: 0.9999999702 is 1 in float32" \
+  "$good" -D train.optimizer=adamw -D train.beta1=0.9999999702
+expect_error "eps below float32's smallest normal number" "\[train\] eps: 1e-40 is below float32's smallest normal" \
+  "$good" -D train.optimizer=adamw -D train.eps=1e-40
+expect_error "momentum that float32 rounds to 1" "\[train\] momentum: 0.99999999 is 1 in float32" "$good" \
+  -D train.momentum=0.99999999
+expect_error "nesterov without momentum (PyTorch refuses it)" "\[train\] nesterov: true needs momentum > 0" "$good" \
+  -D train.momentum=0 -D train.nesterov=true
+"$SURGE_TRAIN" "$good" -D train.optimizer=adamw -D train.beta1=0.99999994 -D train.beta2=0.9999999701 \
+  -D train.eps=1.17549435e-38 >"$tap_tmp/edge.txt" 2>&1
+tap_ok $? "beta1 0.99999994, beta2 0.9999999701 (1 - 2^-24 in float32) and eps 1.17549435e-38 (FLT_MIN) train"
+
 tap_done

@@ -108,6 +108,11 @@ rc=$?
 [ $rc = 2 ] && grep -q "mlp.deck:[0-9]*: \[train\] global_batch: 8 is smaller than the 16 ranks planned for" "$tap_tmp/err16.txt" &&
   [ ! -e "$tap_tmp/plan16.txt" ]
 tap_ok $? "surge-plan --ranks 16 for a global batch of 8: exit $rc: $(head -c 200 "$tap_tmp/err16.txt")"
+"$plan" "$deck" --profile "$tap_tmp/p4.h5" --ranks 16 --batch 8 -o "$tap_tmp/plan16.txt" >/dev/null 2>"$tap_tmp/err16.txt"
+rc=$?
+[ $rc = 2 ] && grep -q "surge-plan: --batch 8 is smaller than the 16 ranks planned for" "$tap_tmp/err16.txt" &&
+  [ ! -e "$tap_tmp/plan16.txt" ]
+tap_ok $? "surge-plan --ranks 16 --batch 8: exit $rc: $(head -c 200 "$tap_tmp/err16.txt")"
 # --policy any on 4 ranks needs 3 ranks' batch (ceil(8/3) = 3), which the divisors' profile lacks: the
 # refusal says how to measure it, and surge-profile --policy any does
 "$plan" "$deck" --profile "$tap_tmp/p4.h5" --ranks 4 --policy any >"$tap_tmp/any.txt" 2>&1

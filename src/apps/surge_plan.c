@@ -137,7 +137,10 @@ static int load_from_deck(const cli_t *cli, const config_t *cfg, const deck_t *d
   burst_profile_read_meta(profile, &meta);
   options_t first;
   parse_options(cli, cfg, meta.ranks, &first);
-  if (!cli_has(cli, "--batch") && first.o.batch < first.o.ranks) /* as surge-train's burst layout */
+  if (first.o.batch < first.o.ranks && cli_has(cli, "--batch")) /* as surge-train's burst layout */
+    surge_input_error("surge-plan: --batch %d is smaller than the %d ranks planned for (hint: surge-train gives "
+                      "every rank at least one sample)", first.o.batch, first.o.ranks);
+  if (first.o.batch < first.o.ranks)
     deck_key_error(deck, "train.global_batch", "%d is smaller than the %d ranks planned for (hint: surge-train gives "
                    "every rank at least one sample: raise global_batch or plan for fewer ranks)", first.o.batch,
                    first.o.ranks);

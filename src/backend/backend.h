@@ -382,7 +382,7 @@ typedef struct gemm_grid {
    *   p -= lr * (m / bc1) / (sqrt(v / bc2) + eps), with bc1 = 1 - b1^t, bc2 = 1 - b2^t. */ \
   X(void, adamw_step, (size_t n, float *p, const float *g, float *m, float *v, adamw_coefs_t c, const float *gs)) \
   /* *gs = the factor that clips a gradient of squared norm *sumsq to the norm max_norm \
-   * (backend/step_rules.h: max_norm / (norm + 1e-6) above it, else 1; always 1 for max_norm <= 0) */ \
+   * (backend/step_rules.h: PyTorch's min(1, max_norm / (norm + 1e-6)); 1 for max_norm <= 0) */ \
   X(void, clip_factor, (const double *sumsq, double max_norm, float *gs)) \
   /* ---- fused forms (issue 32), chosen by the model's fusion pass (model_init_fused); each equals the \
    * ops it replaces run one after the other (ref composes exactly those). \

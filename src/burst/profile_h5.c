@@ -274,8 +274,10 @@ void burst_profile_read(const char *path, const graph_t *g, const char *model, c
                       path, (unsigned long long)td[0], (unsigned long long)td[1], g->n,
                       (unsigned long long)bd[0]);
   int nb = (int)bd[0];
-  int *need = xcalloc((size_t)(o->ranks < o->batch ? o->ranks : o->batch) + 1, sizeof *need);
+  const size_t most = (size_t)(o->ranks < o->batch ? o->ranks : o->batch) + 1;
+  int *need = xcalloc(most, sizeof *need), *sets = xcalloc(most, sizeof *sets);
   int nneed = burst_profile_batches(o, need);
+  burst_rank_counts(o, sets); /* sets[k] ranks take need[k] samples each */
   for (int k = 0; k < nneed; k++) {
     int found = 0;
     for (int j = 0; j < nb; j++) found |= batch[j] == need[k];
@@ -284,7 +286,7 @@ void burst_profile_read(const char *path, const graph_t *g, const char *model, c
       snprintf(again, sizeof again, "surge-profile --ranks %d%s%s on this deck%s", o->ranks,
                o->policy == BURST_RANKS_DIVISORS ? "" : " --policy ", o->policy == BURST_RANKS_DIVISORS ? "" :
                burst_policy_name(o->policy), o->batch == meta.global_batch ? "" : " with its global batch");
-      const int set = (o->batch + need[k] - 1) / need[k]; /* the rank set that takes it */
+      const int set = sets[k];
       surge_input_error("profile %s: dataset /profile/batch has no per-rank batch %d (a set of %d rank%s, global batch "
                         "%d), which a plan for %d ranks with rank counts of policy %s needs (the profile was made for "
                         "%d ranks, global batch %d; hint: %s)", path, need[k], set, set == 1 ? "" : "s", o->batch,
@@ -307,7 +309,7 @@ void burst_profile_read(const char *path, const graph_t *g, const char *model, c
   p->net.ar_bytes_per_us = read_scalar(path, net, "allreduce_beta");
   H5Gclose(net);
   burst_profile_check(p, g);
-  free(need);
+  free(need), free(sets);
   free(batch);
   free(med);
   H5Gclose(top);

@@ -367,6 +367,7 @@ void burst_measured_print(FILE *f, const graph_t *g, const burst_measured_t *ms)
 
 void burst_profile_run(const config_t *cfg, const deck_t *deck, const backend_t *be, comm_t *world,
                        const burst_profile_opts_t *o, graph_t *g, burst_measured_t *ms) {
+  optim_check_trainable(cfg, deck);
   dataset_t *ds = burst_deck_graph(cfg, deck, g);
   burst_measured_init(ms, g, cfg->zoo, backend_deck(cfg)->name, (int)cfg->global_batch, o->ranks, o->policy,
                       world->size, o->warmup, o->repeats);

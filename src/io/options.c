@@ -1,5 +1,6 @@
 #include "io/options.h"
 
+#include <float.h>
 #include <string.h>
 
 #include "core/error.h"
@@ -32,6 +33,31 @@ optim_opts_t optim_opts_of(const config_t *cfg) {
   optim_opts_t o = *optim_opts(cfg);
   o.schedule.steps = cfg->steps;
   return o;
+}
+
+/* A decay the update's float32 rounds to 1 (from 1 - 2^-25 on). */
+static int rounds_to_one(double decay) { return (float)decay >= 1.0f; }
+
+void optim_check_trainable(const config_t *cfg, const deck_t *deck) {
+  const optim_opts_t *o = optim_opts(cfg);
+  const int adamw = strcmp(o->name, "adamw") == 0;
+  const char *hint = "hint: at most 0.99999994";
+  if (adamw && rounds_to_one(o->beta1))
+    deck_key_error(deck, "train.beta1", "%.10g is 1 in float32, where AdamW divides by 1 - beta1^t = 0 (%s)",
+                   o->beta1, hint);
+  if (adamw && rounds_to_one(o->beta2))
+    deck_key_error(deck, "train.beta2", "%.10g is 1 in float32, where AdamW divides by 1 - beta2^t = 0 (%s)",
+                   o->beta2, hint);
+  if (adamw && (float)o->eps < FLT_MIN)
+    deck_key_error(deck, "train.eps", "%.9g is below float32's smallest normal number %.9g: it is 0 or a denormal "
+                   "that [backend] flush_denormals makes 0, and 0/0 would make parameters NaN (hint: eps >= "
+                   "1.17549435e-38)", o->eps, (double)FLT_MIN);
+  if (!adamw && rounds_to_one(o->momentum))
+    deck_key_error(deck, "train.momentum", "%.10g is 1 in float32: the momentum buffer would never decay (%s)",
+                   o->momentum, hint);
+  if (!adamw && o->nesterov && o->momentum == 0)
+    deck_key_error(deck, "train.nesterov", "true needs momentum > 0 (PyTorch refuses it too; hint: set [train] "
+                   "momentum, or nesterov = false)");
 }
 
 data_opts_t data_opts_of(const config_t *cfg) {

@@ -20,6 +20,13 @@ zoo_opts_t zoo_opts_of(const config_t *cfg);
  * fault (zoo_build_blamed). */
 void zoo_build_of(const config_t *cfg, const deck_t *deck, const dataset_t *ds, graph_t *g);
 optim_opts_t optim_opts_of(const config_t *cfg);
+/* A deck that is about to train (surge-train, surge-profile): its optimizer's constants are what they
+ * say in float32, the arithmetic of the update (a beta or momentum the deck's [0, 1) admits but float32
+ * rounds to 1: AdamW divided by 1 - 1^t = 0; an eps below float32's smallest normal number: flushed
+ * to 0, and 0/0 made every parameter NaN), and nesterov has momentum (PyTorch refuses it without).
+ * An input error at the key's deck line otherwise. Not a deck check: decks stored in earlier runs'
+ * files, which readers parse, may hold such values. */
+void optim_check_trainable(const config_t *cfg, const deck_t *deck);
 data_opts_t data_opts_of(const config_t *cfg);
 /* The backend's ([backend]); local_rank: this rank's index among its job's ranks on its node. */
 backend_options_t backend_opts_of(const config_t *cfg, int local_rank);

@@ -121,8 +121,8 @@ double lr_at(const lr_schedule_t *s, long step);
 /* sqrt(sum of grads^2) over n floats of backend memory. */
 double grad_global_norm(const backend_t *be, const float *grads, size_t n);
 
-/* Clip grads (n) to a global norm of max_norm as PyTorch's clip_grad_norm_: when the norm exceeds
- * max_norm, scale by max_norm/(norm + 1e-6). max_norm <= 0 disables clipping. Returns the norm
+/* Clip grads (n) to a global norm of max_norm as PyTorch's clip_grad_norm_: scale by
+ * min(1, max_norm/(norm + 1e-6)). max_norm <= 0 disables clipping. Returns the norm
  * before clipping (NaN or Inf when the gradients are not finite; they are then left alone). */
 double clip_by_global_norm(const backend_t *be, float *grads, size_t n, double max_norm);
 /* The same scaling for a norm computed elsewhere (e.g. over gradients spread across ranks). */

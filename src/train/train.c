@@ -40,6 +40,7 @@ void trainer_init(trainer_t *t, const config_t *cfg, const deck_t *deck, comm_t 
   memset(t, 0, sizeof *t);
   t->cfg = *cfg;
   t->world = world;
+  optim_check_trainable(cfg, deck);
   backend_options_t bo = trainer_backend_opts(cfg, comm_local_rank(world));
   t->be = backend_open_of(cfg, deck, &bo, world->mpi);
   if (!t->be->host_memory) { /* the layouts' groups, split from world, inherit its device side */

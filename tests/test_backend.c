@@ -1663,9 +1663,8 @@ static void test_by_hand(const backend_t *be) {
   be->sgd_step(1, sp, sg, sb, 0.1f, 0.9f, 1, 0.0f, 1, NULL);
   tap_ok(near(sp[0], 0.905, 1e-6), "%s: sgd nesterov first step p=%.6f", nm, sp[0]);
   float ap[1] = {1}, ag[1] = {0.5f}, amv[2] = {0, 0};
-  be->adamw_step(1, ap, ag, &amv[0], &amv[1],
-                 (adamw_coefs_t){.lr = 0.1f, .b1 = 0.9f, .b2 = 0.999f, .eps = 1e-8f, .wd = 0.01f, .bc1 = 0.1f, .bc2 = 0.001f},
-                 NULL);
+  const adamw_coefs_t ac = {.lr = 0.1f, .b1 = 0.9f, .b2 = 0.999f, .eps = 1e-8f, .wd = 0.01f, .bc1 = 0.1f, .bc2 = 0.001f};
+  be->adamw_step(1, ap, ag, &amv[0], &amv[1], ac, NULL);
   tap_ok(near(ap[0], 0.899, 1e-6) && near(amv[0], 0.05, 1e-6) && near(amv[1], 0.00025, 1e-6),
          "%s: adamw first step p=%.7f", nm, ap[0]);
 }

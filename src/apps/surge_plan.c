@@ -140,10 +140,7 @@ static int load_from_deck(const cli_t *cli, const config_t *cfg, const deck_t *d
   if (first.o.batch < first.o.ranks && cli_has(cli, "--batch")) /* as surge-train's burst layout */
     surge_input_error("surge-plan: --batch %d is smaller than the %d ranks planned for (hint: surge-train gives "
                       "every rank at least one sample)", first.o.batch, first.o.ranks);
-  if (first.o.batch < first.o.ranks)
-    deck_key_error(deck, "train.global_batch", "%d is smaller than the %d ranks planned for (hint: surge-train gives "
-                   "every rank at least one sample: raise global_batch or plan for fewer ranks)", first.o.batch,
-                   first.o.ranks);
+  burst_check_batch_ranks(deck, first.o.batch, first.o.ranks, "planned for");
   burst_profile_read(profile, &model, cfg->zoo, &first.o, p);
   char note[700];
   burst_setting_t run = {backend_deck(cfg)->name, backend_deck(cfg)->precision, optim_opts(cfg)->name};

@@ -64,10 +64,7 @@ int main(int argc, char **argv) {
 
   const char *opt = cli_value(&cli, "--ranks", 0);
   int ranks = opt ? burst_option_int("--ranks", opt, 1) : world.size;
-  if (cfg.global_batch < ranks) /* as surge-train's burst layout: no plan could run */
-    deck_key_error(deck, "train.global_batch", "%ld is smaller than the %d ranks profiled for (hint: surge-train gives "
-                   "every rank at least one sample: raise global_batch or profile for fewer ranks)", cfg.global_batch,
-                   ranks);
+  burst_check_batch_ranks(deck, cfg.global_batch, ranks, "profiled for");
   opt = cli_value(&cli, "--policy", 0);
   burst_ranks_policy_t policy = opt ? plan_parse_policy(opt) : BURST_RANKS_DIVISORS;
   opt = cli_value(&cli, "--warmup", 0);

@@ -113,8 +113,10 @@ static int run_burst(const cli_t *cli, const plan_input_t *in, const sim_bg_t *b
   for (int x = 0; x < ng; x++) {
     so.o.ranks = G[x];
     so.o.batch = nb == 1 ? B[0] : B[x];
+    sim_result_t given = {0}; /* the plan file's, first: one it refuses costs no search and prints nothing */
+    if (plan) sim_cluster_given(&in->g, &in->p, bg, &so, plan, &given);
     sim_cluster_run(&in->g, &in->p, bg, &so, &res[x]);
-    if (plan) sim_cluster_given(&in->g, &in->p, bg, &so, plan, &res[x]); /* a plan it refuses: nothing printed */
+    res[x].given = given.given, res[x].has_given = given.has_given;
     const sim_result_t *r = &res[x];
     if (x == 0) {
       printf("burst plans and a background (%s, batch %d per rank) against data parallelism alone\n", bg->model,

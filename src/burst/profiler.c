@@ -365,6 +365,12 @@ void burst_measured_print(FILE *f, const graph_t *g, const burst_measured_t *ms)
             ms->p2p_other_node ? "another" : "the same");
 }
 
+void burst_check_batch_ranks(const deck_t *deck, long batch, int ranks, const char *doing) {
+  if (batch < ranks)
+    deck_key_error(deck, "train.global_batch", "%ld is smaller than the %d ranks %s (hint: surge-train gives every "
+                   "rank at least one sample: raise global_batch or use fewer ranks)", batch, ranks, doing);
+}
+
 void burst_profile_run(const config_t *cfg, const deck_t *deck, const backend_t *be, comm_t *world,
                        const burst_profile_opts_t *o, graph_t *g, burst_measured_t *ms) {
   optim_check_trainable(cfg, deck);

@@ -61,6 +61,11 @@ int burst_option_int_in(const char *option, const char *text, int min, int max);
 /* Open the deck's data and build its model graph (shape errors blame [model] keys). */
 dataset_t *burst_deck_graph(const config_t *cfg, const deck_t *deck, graph_t *g);
 
+/* The deck's global batch against the ranks a profile or plan is made for (doing: "profiled for",
+ * "planned for"): below them, an input error at [train] global_batch's line, as surge-train refuses
+ * every such job (its burst layout gives every rank at least one sample). */
+void burst_check_batch_ranks(const deck_t *deck, long batch, int ranks, const char *doing);
+
 /* What a profiling run measures for: G ranks (the per-rank batches of its policy's rank counts), and
  * the runs of each measurement not counted (warmup) and counted (repeats). */
 typedef struct burst_profile_opts {

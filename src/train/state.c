@@ -1,6 +1,5 @@
 #include "train/state.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -136,22 +135,17 @@ static void gather(trainer_t *t, host_state_t *h) {
   if (h->bufs_host && !h->in_place) t->be->download(h->bufs_host, m->bufs, m->g->bufs.total);
 }
 
-/* Whether n floats are all finite. */
-static int all_finite(const float *x, size_t n) {
-  int bad = 0;
-  for (size_t i = 0; i < n; i++) bad |= !isfinite(x[i]);
-  return !bad;
-}
-
-/* Collective, on h's host copies (after gather, or a read): the first of the state's parts holding a
- * value that is not finite on some rank (parameters, optimizer moments, batch norm's statistics), by
- * name, or NULL. The loss and the gradient norm are checked every step, but a NaN parameter can leave
- * both finite (a ReLU maps NaN to 0 on the way to the loss, and its gradient to 0): a run went on,
- * wrote NaN checkpoints and a NaN model.h5, and exited 0. */
+/* Collective, on the state in backend memory (h's slabs, the model's buffers): the first of its parts
+ * holding a value that is not finite on some rank (parameters, optimizer moments, batch norm's
+ * statistics), by name, or NULL. The loss and the gradient norm are checked every step, but a NaN
+ * parameter can leave both finite (a ReLU maps NaN to 0 on the way to the loss, and its gradient to
+ * 0): a run went on, wrote NaN checkpoints and a NaN model.h5, and exited 0. */
 static const char *non_finite_part(trainer_t *t, const host_state_t *h) {
+  const backend_t *be = t->be;
+  const model_t *m = t->layout->m;
   double bad[4] = {0}; /* per slab (params, m, v), then the buffers */
-  for (int k = 0; k < h->nslabs && k < 3; k++) bad[k] = !all_finite(h->host[k], h->floats[k]);
-  if (h->bufs_host) bad[3] = !all_finite(h->bufs_host, t->layout->m->g->bufs.total);
+  for (int k = 0; k < h->nslabs && k < 3; k++) bad[k] = h->floats[k] && !be->all_finite(h->device[k], h->floats[k]);
+  if (h->bufs_host) bad[3] = !be->all_finite(m->bufs, m->g->bufs.total);
   comm_allreduce_max_double(t->world, bad, 4, TRAFFIC_OTHER);
   static const char *const names[4] = {"parameters (/params)", "optimizer's moments (/optim/m)",
                                        "optimizer's moments (/optim/v)", "running statistics (/buffers)"};
@@ -217,12 +211,12 @@ void trainer_resume(trainer_t *t, const char *path) {
   vocab_of(t, s.vocab);
   rank_grid_of(t, &h, s.rank_grid);
   checkpoint_read(path, &s, &t->cfg, t->world);
+  for (int k = 0; k < h.nslabs && !h.in_place; k++) t->be->upload(h.device[k], h.host[k], h.floats[k]);
+  if (h.bufs_host && !h.in_place) t->be->upload(t->layout->m->bufs, h.bufs_host, t->layout->m->g->bufs.total);
   const char *part = non_finite_part(t, &h); /* (a checkpoint of a release before they were refused) */
   if (part)
     surge_input_error("%s: the %s hold a value that is not finite: the run had diverged when it was written (hint: "
                       "resume from an earlier checkpoint: move this one out of [checkpoint] dir)", path, part);
-  for (int k = 0; k < h.nslabs && !h.in_place; k++) t->be->upload(h.device[k], h.host[k], h.floats[k]);
-  if (h.bufs_host && !h.in_place) t->be->upload(t->layout->m->bufs, h.bufs_host, t->layout->m->g->bufs.total);
   reducer_t *red = t->layout->sync->reducer;
   if (red->ops->loaded) red->ops->loaded(red);
   if (t->layout->ops->state_loaded) t->layout->ops->state_loaded(t->layout);
